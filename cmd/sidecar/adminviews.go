@@ -1,0 +1,73 @@
+package main
+
+import (
+	"github.com/outrigger-dev/outrigger/pkg/admin"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/server"
+)
+
+// The admin declares the views it needs and the proxy never imports the
+// admin, so the few views whose shapes differ are adapted here.
+
+var (
+	_ admin.ServerInfoSource = (*server.Server)(nil)
+	_ admin.HealthControl    = (*server.Server)(nil)
+	_ admin.Quitter          = (*server.Server)(nil)
+	_ admin.MemorySource     = (*server.Server)(nil)
+	_ admin.CertSource       = (*server.Server)(nil)
+	_ admin.RuntimeStore     = runtimeView{}
+	_ admin.LogControl       = logView{}
+)
+
+// runtimeView presents the server's layered runtime to /runtime and
+// /runtime_modify.
+type runtimeView struct{ srv *server.Server }
+
+func (v runtimeView) LayerNames() []string                 { return v.srv.Runtime().LayerNames() }
+func (v runtimeView) HasAdminLayer() bool                  { return v.srv.Runtime().HasAdminLayer() }
+func (v runtimeView) Modify(pairs map[string]string) error { return v.srv.ModifyRuntime(pairs) }
+
+func (v runtimeView) Entries() []admin.RuntimeEntry {
+	entries := v.srv.Runtime().Entries()
+	out := make([]admin.RuntimeEntry, len(entries))
+	for i, e := range entries {
+		out[i] = admin.RuntimeEntry{Key: e.Key, LayerValues: e.LayerValues, FinalValue: e.FinalValue}
+	}
+	return out
+}
+
+// logView presents the log registry and files to /logging and /reopen_logs.
+type logView struct{ srv *server.Server }
+
+func (v logView) FineGrain() bool   { return v.srv.Logs().FineGrain() }
+func (v logView) ReopenLogs() error { return v.srv.ReopenLogs() }
+
+func (v logView) Loggers() []admin.LoggerLevel {
+	levels := v.srv.Logs().Loggers()
+	out := make([]admin.LoggerLevel, len(levels))
+	for i, nl := range levels {
+		out[i] = admin.LoggerLevel{Name: nl.Name, Level: nl.Level.String()}
+	}
+	return out
+}
+
+func (v logView) SetLevels(levels map[string]string) error {
+	parsed := make(map[string]logging.Level, len(levels))
+	for name, lv := range levels {
+		level, err := logging.ParseLevel(lv)
+		if err != nil {
+			return err
+		}
+		parsed[name] = level
+	}
+	return v.srv.Logs().SetLevels(parsed)
+}
+
+func (v logView) SetAllLevels(lv string) error {
+	level, err := logging.ParseLevel(lv)
+	if err != nil {
+		return err
+	}
+	v.srv.Logs().SetAll(level)
+	return nil
+}

@@ -1,0 +1,157 @@
+// Command sidecar is the Outrigger proxy. It is configured like Envoy: a v3
+// bootstrap file (-c) or YAML (--config-yaml) and Envoy's command line
+// options. See README.md for every option and admin endpoint.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/outrigger-dev/outrigger/pkg/admin"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/options"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/server"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main with its outputs passed in; it returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	opts, err := options.Parse(args, options.DefaultEnvironment())
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
+	switch opts.Action {
+	case options.ActionHelp:
+		fmt.Fprint(stdout, options.Usage())
+		return 0
+	case options.ActionVersion:
+		fmt.Fprintf(stdout, "\noutrigger  version: %s\n\n", options.BuildVersion())
+		return 0
+	case options.ActionHotRestartVersion:
+		// Envoy prints this on stderr without a newline; scripts rely on it.
+		fmt.Fprint(stderr, opts.HotRestartVersion())
+		return 0
+	}
+
+	logs, err := logging.New(logConfig(opts, stderr))
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
+	defer logs.Close()
+	mainLog := logs.Logger("main")
+	for _, w := range opts.Warnings {
+		logging.Warning(mainLog, w)
+	}
+
+	srv, err := build(opts, logs)
+	if err != nil {
+		for _, e := range flatten(err) {
+			logging.Critical(mainLog, "error initializing configuration", "path", opts.ConfigPath, "error", e.Error())
+			fmt.Fprintf(stderr, "error initializing configuration '%s': %v\n", opts.ConfigPath, e)
+		}
+		return 1
+	}
+	if opts.Mode == options.ModeValidate {
+		fmt.Fprintf(stdout, "configuration '%s' OK\n", opts.ConfigPath)
+		return 0
+	}
+
+	accessLog, err := srv.AdminAccessLog()
+	if err != nil {
+		fmt.Fprintf(stderr, "error initializing configuration '%s': %v\n", opts.ConfigPath, err)
+		return 1
+	}
+	adm := admin.New(admin.Options{
+		Server:            srv,
+		Health:            srv,
+		Quit:              srv,
+		Memory:            srv,
+		Certs:             srv,
+		Runtime:           runtimeView{srv},
+		Logs:              logView{srv},
+		HotRestartVersion: srv.HotRestartVersion(),
+		ProfilePath:       srv.ProfilePath(),
+		MutexTracing:      opts.EnableMutexTracing,
+		AccessLog:         accessLog,
+		Log:               srv.AdminLogger(),
+	})
+	if err := srv.Run(context.Background(), adm.Handler()); err != nil {
+		logging.Critical(mainLog, "server failed", "error", err.Error())
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func logConfig(opts *options.Options, stderr io.Writer) logging.Config {
+	levels := make(map[string]logging.Level, len(opts.ComponentLogLevels))
+	for _, cl := range opts.ComponentLogLevels {
+		levels[cl.Component] = cl.Level
+	}
+	return logging.Config{
+		Level:           opts.LogLevel,
+		ComponentLevels: levels,
+		Format:          opts.LogFormat,
+		Escaped:         opts.LogFormatEscaped,
+		Path:            opts.LogPath,
+		Stderr:          stderr,
+		FlushInterval:   opts.FileFlushInterval,
+		FineGrain:       opts.EnableFineGrainLogging,
+	}
+}
+
+// build loads, validates and builds the configuration, collecting every
+// error it can find.
+func build(opts *options.Options, logs *logging.Registry) (*server.Server, error) {
+	loaded, err := bootstrap.Load(bootstrap.LoadOptions{
+		ConfigPath:               opts.ConfigPath,
+		ConfigYAML:               opts.ConfigYAML,
+		BootstrapVersion:         opts.BootstrapVersion,
+		AllowUnknownStaticFields: opts.AllowUnknownStaticFields,
+		ServiceCluster:           opts.ServiceCluster,
+		ServiceNode:              opts.ServiceNode,
+		ServiceZone:              opts.ServiceZone,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ext := bootstrap.DefaultExtensions()
+	warnings, err := ext.Disable(opts.DisabledExtensions)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range warnings {
+		logging.Warning(logs.Logger("config"), w)
+	}
+	if err := bootstrap.Validate(loaded.Bootstrap, ext); err != nil {
+		return nil, err
+	}
+	return server.New(server.Config{
+		Options:       opts,
+		Bootstrap:     loaded.Bootstrap,
+		UnknownFields: loaded.UnknownFields,
+		Extensions:    ext,
+		Logs:          logs,
+	})
+}
+
+// flatten lists the leaves of a tree of joined errors, so that each
+// configuration problem is reported on its own line.
+func flatten(err error) []error {
+	if multi, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range multi.Unwrap() {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}

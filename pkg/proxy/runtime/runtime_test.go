@@ -1,0 +1,236 @@
+package runtime
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+func staticLayer(t *testing.T, name string, v map[string]any) *bootstrapv3.RuntimeLayer {
+	t.Helper()
+	s, err := structpb.NewStruct(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &bootstrapv3.RuntimeLayer{Name: name, LayerSpecifier: &bootstrapv3.RuntimeLayer_StaticLayer{StaticLayer: s}}
+}
+
+func adminLayer(name string) *bootstrapv3.RuntimeLayer {
+	return &bootstrapv3.RuntimeLayer{Name: name, LayerSpecifier: &bootstrapv3.RuntimeLayer_AdminLayer_{AdminLayer: &bootstrapv3.RuntimeLayer_AdminLayer{}}}
+}
+
+func diskLayer(name, root, sub string, appendCluster bool) *bootstrapv3.RuntimeLayer {
+	return &bootstrapv3.RuntimeLayer{Name: name, LayerSpecifier: &bootstrapv3.RuntimeLayer_DiskLayer_{DiskLayer: &bootstrapv3.RuntimeLayer_DiskLayer{
+		SymlinkRoot: root, Subdirectory: sub, AppendServiceCluster: appendCluster,
+	}}}
+}
+
+func writeFiles(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for p, content := range files {
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestLayering(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{
+		"current/health_check/min_interval": "10\n",
+		"current/a":                         "disk-a",
+		"current/comment":                   "# placeholder\n",
+		"current/svc/only_for_svc":          "yes",
+	})
+	tests := map[string]struct {
+		layers      []*bootstrapv3.RuntimeLayer
+		cluster     string
+		wantNames   []string
+		wantEntries []Entry
+	}{
+		"static then disk then admin": {
+			layers: []*bootstrapv3.RuntimeLayer{
+				staticLayer(t, "base", map[string]any{"a": "static-a", "nested": map[string]any{"n": 5.0, "b": true}}),
+				diskLayer("disk", root, "current", false),
+				adminLayer("admin"),
+			},
+			wantNames: []string{"base", "disk", "admin"},
+			wantEntries: []Entry{
+				{Key: "a", LayerValues: []string{"static-a", "disk-a", ""}, FinalValue: "disk-a"},
+				{Key: "health_check.min_interval", LayerValues: []string{"", "10", ""}, FinalValue: "10"},
+				{Key: "nested.b", LayerValues: []string{"true", "", ""}, FinalValue: "true"},
+				{Key: "nested.n", LayerValues: []string{"5", "", ""}, FinalValue: "5"},
+				{Key: "svc.only_for_svc", LayerValues: []string{"", "yes", ""}, FinalValue: "yes"},
+			},
+		},
+		"append service cluster": {
+			layers:      []*bootstrapv3.RuntimeLayer{diskLayer("disk", root, "current", true)},
+			cluster:     "svc",
+			wantNames:   []string{"disk"},
+			wantEntries: []Entry{{Key: "only_for_svc", LayerValues: []string{"yes"}, FinalValue: "yes"}},
+		},
+		"missing disk directory is empty": {
+			layers:      []*bootstrapv3.RuntimeLayer{diskLayer("disk", root, "absent", false)},
+			wantNames:   []string{"disk"},
+			wantEntries: []Entry{},
+		},
+		"no layers synthesises an admin layer": {
+			layers:      []*bootstrapv3.RuntimeLayer{},
+			wantNames:   []string{""},
+			wantEntries: []Entry{},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r, err := New(&bootstrapv3.LayeredRuntime{Layers: tc.layers}, Options{ServiceCluster: tc.cluster})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.wantNames, r.LayerNames()); diff != "" {
+				t.Errorf("layer names (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantEntries, r.Entries()); diff != "" {
+				t.Errorf("entries (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNewErrors(t *testing.T) {
+	tests := map[string]struct {
+		layers  []*bootstrapv3.RuntimeLayer
+		wantErr string
+	}{
+		"two admin layers": {
+			layers:  []*bootstrapv3.RuntimeLayer{adminLayer("a"), adminLayer("b")},
+			wantErr: "layered_runtime.layers[1]: too many admin layers",
+		},
+		"duplicate names": {
+			layers:  []*bootstrapv3.RuntimeLayer{adminLayer("a"), staticLayer(t, "a", nil)},
+			wantErr: `layered_runtime.layers[1].name: duplicate layer name "a"`,
+		},
+		"list value": {
+			layers:  []*bootstrapv3.RuntimeLayer{staticLayer(t, "s", map[string]any{"k": []any{"x"}})},
+			wantErr: "static_layer: k: a runtime value must be",
+		},
+		"empty layer": {
+			layers:  []*bootstrapv3.RuntimeLayer{{Name: "x"}},
+			wantErr: "needs one of static_layer, disk_layer or admin_layer",
+		},
+		"disk without root": {
+			layers:  []*bootstrapv3.RuntimeLayer{diskLayer("d", "", "x", false)},
+			wantErr: "symlink_root: must be set",
+		},
+		"append cluster without cluster": {
+			layers:  []*bootstrapv3.RuntimeLayer{diskLayer("d", t.TempDir(), "", true)},
+			wantErr: "append_service_cluster needs",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := New(&bootstrapv3.LayeredRuntime{Layers: tc.layers}, Options{})
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error = %v, want it to contain %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestModify(t *testing.T) {
+	r, err := New(&bootstrapv3.LayeredRuntime{Layers: []*bootstrapv3.RuntimeLayer{
+		staticLayer(t, "base", map[string]any{"k": "static"}),
+		adminLayer("admin"),
+	}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := r.Snapshot()
+	steps := []struct {
+		name      string
+		pairs     map[string]string
+		wantK     string
+		wantNew   string
+		wantAdmin int
+	}{
+		{name: "override a static key", pairs: map[string]string{"k": "admin", "new": "1"}, wantK: "admin", wantNew: "1", wantAdmin: 2},
+		{name: "delete the override restores the static value", pairs: map[string]string{"k": ""}, wantK: "static", wantNew: "1", wantAdmin: 1},
+		{name: "deleting a key the admin layer lacks is a no-op", pairs: map[string]string{"absent": ""}, wantK: "static", wantNew: "1", wantAdmin: 1},
+	}
+	for _, s := range steps {
+		if err := r.Modify(s.pairs); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		snap := r.Snapshot()
+		if got, _ := snap.Get("k"); got != s.wantK {
+			t.Errorf("%s: k = %q, want %q", s.name, got, s.wantK)
+		}
+		if got, _ := snap.Get("new"); got != s.wantNew {
+			t.Errorf("%s: new = %q, want %q", s.name, got, s.wantNew)
+		}
+		if got := r.AdminOverrides(); got != s.wantAdmin {
+			t.Errorf("%s: admin overrides = %d, want %d", s.name, got, s.wantAdmin)
+		}
+	}
+	// Snapshots are immutable: the one taken first still sees the start state.
+	if got, _ := before.Get("k"); got != "static" {
+		t.Errorf("old snapshot changed: k = %q", got)
+	}
+}
+
+func TestModifyWithoutAdminLayer(t *testing.T) {
+	for name, cfg := range map[string]*bootstrapv3.LayeredRuntime{
+		"no layered_runtime": nil,
+		"static only":        {Layers: []*bootstrapv3.RuntimeLayer{staticLayer(t, "s", map[string]any{"k": "v"})}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, err := New(cfg, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.HasAdminLayer() {
+				t.Fatal("HasAdminLayer = true")
+			}
+			if err := r.Modify(map[string]string{"k": "x"}); !errors.Is(err, ErrNoAdminLayer) {
+				t.Fatalf("Modify error = %v, want ErrNoAdminLayer", err)
+			}
+		})
+	}
+}
+
+func TestSnapshotBool(t *testing.T) {
+	r, err := New(&bootstrapv3.LayeredRuntime{Layers: []*bootstrapv3.RuntimeLayer{
+		staticLayer(t, "s", map[string]any{"on": "true", "off": false, "junk": "maybe"}),
+	}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := r.Snapshot()
+	tests := map[string]struct {
+		key  string
+		def  bool
+		want bool
+	}{
+		"true string":            {key: "on", def: false, want: true},
+		"false bool":             {key: "off", def: true, want: false},
+		"unparsable uses def":    {key: "junk", def: true, want: true},
+		"missing uses def":       {key: "absent", def: true, want: true},
+		"missing uses def false": {key: "absent", def: false, want: false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := snap.Bool(tc.key, tc.def); got != tc.want {
+				t.Errorf("Bool(%q, %v) = %v, want %v", tc.key, tc.def, got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,200 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	goruntime "runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"golang.org/x/sys/unix"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/options"
+)
+
+// shutdownGrace bounds how long shutdown waits for admin responses in
+// flight (the answer to /quitquitquit among them).
+const shutdownGrace = 5 * time.Second
+
+// Run binds the admin and the listeners, serves until a signal, /quitquitquit
+// or ctx ends it, then shuts down cleanly. A nil return means a clean exit.
+// With --mode init_only it returns as soon as the server is LIVE.
+func (s *Server) Run(ctx context.Context, adminHandler http.Handler) error {
+	s.life.setPhase(phaseInitializing)
+	if err := s.prepareProcess(); err != nil {
+		return err
+	}
+	// Signals are subscribed before anything is bound, so a SIGTERM that
+	// arrives during start-up still means a clean shutdown.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
+	defer signal.Stop(sigs)
+
+	adminSrv, err := s.startAdmin(adminHandler)
+	if err != nil {
+		return err
+	}
+	if err := s.startListeners(); err != nil {
+		s.shutdown(adminSrv)
+		return err
+	}
+	s.life.setPhase(phaseInitialized)
+	s.publishRuntimeStats()
+	s.log.Info("starting main dispatch loop")
+
+	if s.opts.Mode == options.ModeInitOnly {
+		s.shutdown(adminSrv)
+		return nil
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			s.log.Info("shutting down: context ended")
+		case <-s.quit:
+			s.log.Info("shutting down: quit requested through the admin")
+		case sig := <-sigs:
+			if sig == syscall.SIGUSR1 {
+				if err := s.ReopenLogs(); err != nil {
+					s.log.Error(err, "reopening logs after SIGUSR1")
+				}
+				continue
+			}
+			s.log.Info("shutting down: caught signal", "signal", sig.String())
+		}
+		s.shutdown(adminSrv)
+		return nil
+	}
+}
+
+// prepareProcess applies the process-wide options: base id, core dumps and
+// mutex tracing.
+func (s *Server) prepareProcess() error {
+	baseID := s.opts.BaseID
+	if s.opts.UseDynamicBaseID {
+		// Without shared-memory hot restart there is nothing to collide with;
+		// the process id is unique on the machine while we run.
+		baseID = uint32(os.Getpid())
+	}
+	// Envoy's wording, which operators grep for.
+	s.log.Info(fmt.Sprintf("initializing epoch %d (base id=%d, hot restart version=%s)",
+		s.opts.RestartEpoch, baseID, s.opts.HotRestartVersion()))
+	if p := s.opts.BaseIDPath; p != "" {
+		if err := os.WriteFile(p, []byte(strconv.FormatUint(uint64(baseID), 10)), 0o644); err != nil {
+			return fmt.Errorf("writing --base-id-path: %w", err)
+		}
+	}
+	if s.opts.EnableCoreDump {
+		if err := unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0); err != nil {
+			return fmt.Errorf("enabling core dumps: %w", err)
+		}
+		// A fatal Go error then aborts with SIGABRT, which dumps core.
+		debug.SetTraceback("crash")
+	}
+	if s.opts.EnableMutexTracing {
+		goruntime.SetMutexProfileFraction(1)
+	}
+	return nil
+}
+
+// startAdmin binds the admin listener (when the bootstrap has one), writes
+// --admin-address-path and serves the admin handler on HTTP/1.1 and h2c.
+func (s *Server) startAdmin(h http.Handler) (*http.Server, error) {
+	sa := s.boot.GetAdmin().GetAddress().GetSocketAddress()
+	if sa == nil {
+		if s.opts.AdminAddressPath != "" {
+			logging.Warning(s.log, "no admin address is configured; --admin-address-path is not written")
+		}
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", listener.AddressString(sa))
+	if err != nil {
+		return nil, fmt.Errorf("cannot bind the admin address %s: %w", listener.AddressString(sa), err)
+	}
+	addr := ln.Addr().String()
+	s.log.Info("admin address: " + addr)
+	if p := s.opts.AdminAddressPath; p != "" {
+		// Envoy keeps running when the file cannot be written; so do we.
+		if err := os.WriteFile(p, []byte(addr), 0o644); err != nil {
+			logging.Critical(s.log, "cannot open admin address output file for writing", "path", p, "error", err.Error())
+		}
+	}
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	srv := &http.Server{
+		Handler:           h,
+		Protocols:         protocols,
+		ReadHeaderTimeout: time.Minute,
+		ErrorLog:          log.New(logrWriter{s.AdminLogger()}, "", 0),
+	}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.AdminLogger().Error(err, "admin listener stopped")
+		}
+	}()
+	return srv, nil
+}
+
+// startListeners binds every listener before serving any, so a port clash
+// fails start-up without a half-started server.
+func (s *Server) startListeners() error {
+	for _, bl := range s.listeners {
+		if err := bl.Bind(); err != nil {
+			return err
+		}
+	}
+	for _, bl := range s.listeners {
+		bl.hcm.Start()
+		go func() {
+			if err := bl.Serve(); err != nil {
+				s.logs.Logger("conn_handler").Error(err, "listener stopped", "listener", bl.Name())
+			}
+		}()
+		s.log.Info("listener started", "listener", bl.Name(), "address", bl.Addr().String())
+	}
+	return nil
+}
+
+// shutdown stops accepting, lets admin responses in flight finish (within
+// shutdownGrace), and flushes every log.
+func (s *Server) shutdown(adminSrv *http.Server) {
+	s.life.startShutdown()
+	for _, bl := range s.listeners {
+		bl.Stop()
+		_ = bl.hcm.Close()
+	}
+	if adminSrv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		if err := adminSrv.Shutdown(ctx); err != nil {
+			_ = adminSrv.Close()
+		}
+		cancel()
+	}
+	for _, fw := range s.accessLogs {
+		_ = fw.Close()
+	}
+	s.log.Info("exiting")
+	_ = s.logs.Flush()
+}
+
+// logrWriter sends net/http's server error log (malformed requests, TLS
+// handshake failures) to a component logger at debug level: such errors are
+// the client's, not the server's.
+type logrWriter struct{ log logr.Logger }
+
+func (w logrWriter) Write(p []byte) (int, error) {
+	w.log.V(1).Info(strings.TrimSpace(string(p)))
+	return len(p), nil
+}

@@ -1,0 +1,171 @@
+// Package server is the proxy's composition root. It owns every part of a
+// running proxy (runtime, stats, logs, listeners, the admin listener), moves
+// the server through its lifecycle states, and implements the interfaces the
+// admin package declares. It builds everything in New, so --mode validate
+// checks a configuration completely without binding a port.
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	"github.com/go-logr/logr"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/options"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+)
+
+// DefaultProfilePath is where the profilers write when the bootstrap's
+// admin.profile_path is empty.
+const DefaultProfilePath = "/var/log/proxy/proxy.prof"
+
+// Config is everything a server is built from.
+type Config struct {
+	Options       *options.Options
+	Bootstrap     *bootstrapv3.Bootstrap
+	UnknownFields []string // unknown static fields that were allowed and dropped
+	Extensions    *bootstrap.Extensions
+	Logs          *logging.Registry
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Server is one proxy instance.
+type Server struct {
+	opts  *options.Options
+	boot  *bootstrapv3.Bootstrap
+	ext   *bootstrap.Extensions
+	logs  *logging.Registry
+	log   logr.Logger // the "main" logger
+	now   func() time.Time
+	start time.Time
+
+	stats   *stats.Store
+	runtime *runtime.Runtime
+	life    *lifecycle
+
+	listeners []*builtListener
+
+	// Access logs of the admin listener, reopened with the application log.
+	accessLogs []*logging.FileWriter
+
+	quitOnce sync.Once
+	quit     chan struct{}
+}
+
+// New builds a server from a validated bootstrap without binding anything.
+// Errors name the configuration path they concern.
+func New(cfg Config) (*Server, error) {
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	s := &Server{
+		opts:  cfg.Options,
+		boot:  cfg.Bootstrap,
+		ext:   cfg.Extensions,
+		logs:  cfg.Logs,
+		log:   cfg.Logs.Logger("main"),
+		now:   now,
+		start: now(),
+		stats: stats.NewStore(),
+		quit:  make(chan struct{}),
+	}
+	s.life = newLifecycle(s.stats.Scope("server."))
+
+	var errs []error
+	rt, err := runtime.New(cfg.Bootstrap.GetLayeredRuntime(), runtime.Options{ServiceCluster: cfg.Bootstrap.GetNode().GetCluster()})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	s.runtime = rt
+	listeners, err := buildListeners(cfg.Bootstrap.GetStaticResources().GetListeners(), cfg.Logs)
+	errs = append(errs, err)
+	s.listeners = listeners
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+
+	server := s.stats.Scope("server.")
+	server.Counter("static_unknown_fields").Add(uint64(len(cfg.UnknownFields)))
+	for _, path := range cfg.UnknownFields {
+		logging.Warning(s.log, "unknown field in the static configuration was ignored", "field", path)
+	}
+	server.Gauge("concurrency").Set(int64(cfg.Options.Concurrency))
+	server.Gauge("hot_restart_epoch").Set(int64(cfg.Options.RestartEpoch))
+	return s, nil
+}
+
+// Stats returns the server's stat store.
+func (s *Server) Stats() *stats.Store { return s.stats }
+
+// HotRestartVersion returns the opaque hot-restart compatibility version.
+func (s *Server) HotRestartVersion() string { return s.opts.HotRestartVersion() }
+
+// ProfilePath returns where /cpuprofiler and /heapprofiler write.
+func (s *Server) ProfilePath() string {
+	if p := s.boot.GetAdmin().GetProfilePath(); p != "" {
+		return p
+	}
+	return DefaultProfilePath
+}
+
+// AdminLogger returns the logger the admin endpoints log through.
+func (s *Server) AdminLogger() logr.Logger { return s.logs.Logger("admin") }
+
+// AdminAccessLog opens the admin access logs of the bootstrap
+// (admin.access_log_path and file loggers in admin.access_log) and returns
+// one writer feeding all of them, or nil when none is configured.
+func (s *Server) AdminAccessLog() (io.Writer, error) {
+	var paths []string
+	if p := s.boot.GetAdmin().GetAccessLogPath(); p != "" {
+		paths = append(paths, p)
+	}
+	for i, al := range s.boot.GetAdmin().GetAccessLog() {
+		p, err := fileAccessLogPath(al)
+		if err != nil {
+			return nil, fmt.Errorf("admin.access_log[%d]: %w", i, err)
+		}
+		paths = append(paths, p)
+	}
+	var writers []io.Writer
+	for _, p := range paths {
+		fw, err := logging.OpenFile(p, s.opts.FileFlushInterval, int(s.opts.FileFlushMinSizeKB)*1024)
+		if err != nil {
+			return nil, fmt.Errorf("opening admin access log: %w", err)
+		}
+		s.accessLogs = append(s.accessLogs, fw)
+		writers = append(writers, fw)
+	}
+	switch len(writers) {
+	case 0:
+		return nil, nil
+	case 1:
+		return writers[0], nil
+	default:
+		return io.MultiWriter(writers...), nil
+	}
+}
+
+// Quit starts a clean shutdown; Run returns soon after. It implements
+// admin.Quitter.
+func (s *Server) Quit() {
+	s.quitOnce.Do(func() { close(s.quit) })
+}
+
+// FailHealthChecks implements admin.HealthControl.
+func (s *Server) FailHealthChecks() { s.life.setHealthFailed(true) }
+
+// PassHealthChecks implements admin.HealthControl.
+func (s *Server) PassHealthChecks() { s.life.setHealthFailed(false) }
+
+// State implements admin.ServerInfoSource.
+func (s *Server) State() adminv3.ServerInfo_State { return s.life.state() }
