@@ -23,3 +23,6 @@ func ComponentNames() []string { return slices.Clone(componentNames[:]) }
 
 // IsComponent reports whether name is a known component logger.
 func IsComponent(name string) bool { return slices.Contains(componentNames[:], name) }
+
+// componentIndex is the position of a component in listing order, or -1.
+func componentIndex(name string) int { return slices.Index(componentNames[:], name) }

@@ -72,3 +72,19 @@ func ParseCLILevel(s string) (Level, error) {
 	}
 	return ParseLevel(s)
 }
+
+// valid reports whether l is one of the named levels.
+func (l Level) valid() bool { return l >= LevelTrace && l <= LevelOff }
+
+// vLevel maps a logr verbosity to a level: V(0) is info, V(1) debug and
+// anything more verbose is trace.
+func vLevel(v int) Level {
+	switch {
+	case v <= 0:
+		return LevelInfo
+	case v == 1:
+		return LevelDebug
+	default:
+		return LevelTrace
+	}
+}

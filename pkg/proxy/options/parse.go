@@ -1,0 +1,110 @@
+package options
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// Parse reads the command line (args excludes the program name), fills in
+// the defaults and validates every value. env supplies the machine's CPU
+// counts for --concurrency's default.
+//
+// The returned error is a single line without an "error: " prefix; the
+// caller prints "error: <err>" and exits 1. --help and --version skip all
+// validation beyond the option syntax, and only ActionRun requires a
+// configuration.
+func Parse(args []string, env Environment) (*Options, error) {
+	raw := defaultRawOptions()
+	fs := newFlagSet(&raw)
+	if err := rejectGoTestShorthands(fs, args); err != nil {
+		return nil, err
+	}
+
+	given := make(map[string]bool)
+	err := fs.ParseAll(args, func(f *pflag.Flag, value string) error {
+		// pflag lets the last occurrence win silently; Envoy refuses a
+		// repeated option, and so do we, because which one the user meant
+		// is a guess.
+		if _, repeatable := f.Value.(listValue); given[f.Name] && !repeatable {
+			return fmt.Errorf("option --%s given more than once", f.Name)
+		}
+		given[f.Name] = true
+		return fs.Set(f.Name, value)
+	})
+	if err != nil {
+		return nil, translateParseError(err)
+	}
+
+	var ignored int
+	if positional := fs.Args(); len(positional) > 0 {
+		// Arguments after "--" are ignored, as Envoy's parser does; any other
+		// argument is a mistake (often a switch given a value: --flag false).
+		before := fs.ArgsLenAtDash()
+		if before < 0 {
+			before = len(positional)
+		}
+		if before > 0 {
+			return nil, fmt.Errorf("unexpected argument %s", quote(positional[0]))
+		}
+		ignored = len(positional)
+	}
+
+	switch {
+	case raw.help:
+		return &Options{Action: ActionHelp}, nil
+	case raw.version:
+		return &Options{Action: ActionVersion}, nil
+	}
+
+	o, err := build(&raw, given, env)
+	if err != nil {
+		return nil, err
+	}
+	if ignored > 0 {
+		o.Warnings = append(o.Warnings, fmt.Sprintf("ignoring %d argument(s) after --", ignored))
+	}
+	return o, nil
+}
+
+// rejectGoTestShorthands refuses arguments like -test.v. pflag skips a
+// shorthand group that starts with "test." without a word, to coexist with
+// `go test` flags; the proxy has no such options, so a user who typed one
+// deserves an error. The walk mirrors pflag's: it only looks at arguments in
+// option position, skipping the values of options that take one.
+func rejectGoTestShorthands(fs *pflag.FlagSet, args []string) error {
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		switch {
+		case arg == "--":
+			return nil
+		case len(arg) < 2 || arg[0] != '-':
+			continue
+		case arg[1] == '-':
+			name, _, inline := strings.Cut(arg[2:], "=")
+			if f := fs.Lookup(name); f != nil && f.NoOptDefVal == "" && !inline {
+				i++ // the next argument is this option's value
+			}
+			continue
+		}
+		for group := arg[1:]; group != ""; {
+			if strings.HasPrefix(group, "test.") {
+				return fmt.Errorf("unknown option %s", quote(arg))
+			}
+			f := fs.ShorthandLookup(group[:1])
+			if f == nil {
+				break // pflag reports the unknown shorthand
+			}
+			if f.NoOptDefVal != "" {
+				group = group[1:]
+				continue
+			}
+			if len(group) == 1 {
+				i++ // -l debug: the next argument is the value
+			}
+			break
+		}
+	}
+	return nil
+}
