@@ -83,9 +83,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		AccessLog:         accessLog,
 		Log:               srv.AdminLogger(),
 	})
-	if err := srv.Run(context.Background(), adm.Handler()); err != nil {
-		logging.Critical(mainLog, "server failed", "error", err.Error())
-		fmt.Fprintf(stderr, "error: %v\n", err)
+	runErr := srv.Run(context.Background(), adm.Handler())
+	// The admin listener is down now: write out any profile left running.
+	if err := adm.Close(); err != nil {
+		logging.Warning(mainLog, "stopping the profilers", "error", err.Error())
+	}
+	if runErr != nil {
+		logging.Critical(mainLog, "server failed", "error", runErr.Error())
+		fmt.Fprintf(stderr, "error: %v\n", runErr)
 		return 1
 	}
 	return 0

@@ -1,0 +1,151 @@
+package admin
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/go-logr/logr"
+)
+
+// defaultProfilePath is where the profilers write when the bootstrap's
+// admin.profile_path is empty (Envoy's /var/log/envoy/envoy.prof, renamed).
+const defaultProfilePath = "/var/log/proxy/proxy.prof"
+
+// Options wires the admin to the server. Every source is optional: a nil
+// source leaves its endpoints out of the route table (and so out of /help
+// and the home page), which lets tools and tests build a partial admin.
+type Options struct {
+	Server  ServerInfoSource // /server_info, /ready
+	Health  HealthControl    // /healthcheck/fail, /healthcheck/ok
+	Quit    Quitter          // /quitquitquit
+	Memory  MemorySource     // /memory
+	Certs   CertSource       // /certs
+	Runtime RuntimeStore     // /runtime, /runtime_modify
+	Logs    LogControl       // /logging, /reopen_logs
+
+	// HotRestartVersion is the body of /hot_restart_version.
+	HotRestartVersion string
+	// ProfilePath is the bootstrap's admin.profile_path, where /cpuprofiler
+	// and /heapprofiler write; "" means /var/log/proxy/proxy.prof.
+	ProfilePath string
+	// MutexTracing reports --enable-mutex-tracing; the server has already
+	// called runtime.SetMutexProfileFraction, and /contention reports the
+	// runtime's mutex profile only when it is set.
+	MutexTracing bool
+	// AccessLog receives one line per admin request in Envoy's default
+	// access-log format; nil disables the admin access log. Writes are
+	// serialized by the admin.
+	AccessLog io.Writer
+	// Log is the "admin" component logger.
+	Log logr.Logger
+	// Now is the clock of the access log; nil means time.Now.
+	Now func() time.Time
+}
+
+// Admin is the administration interface: a route table and the state of its
+// stateful endpoints (profilers, contention baseline). It is safe for
+// concurrent use once built.
+type Admin struct {
+	opts        Options
+	log         logr.Logger
+	now         func() time.Time
+	profilePath string
+
+	routes  []Route           // sorted by path
+	byPath  map[string]*Route // into routes
+	help    string            // the /help text, generated once
+	home    []byte            // the home page, generated once
+	handler http.Handler      // dispatch wrapped in the middleware
+
+	profilers  profilers
+	contention contention
+}
+
+// New builds the admin from o. It panics only if this package's own route
+// table is inconsistent (a duplicated path, a route without handler), which
+// its tests rule out.
+func New(o Options) *Admin {
+	return newAdmin(o, nil)
+}
+
+// newAdmin is New with extra routes, which tests use to add endpoints that
+// misbehave on purpose.
+func newAdmin(o Options, extra []Route) *Admin {
+	a := &Admin{
+		opts:        o,
+		log:         o.Log,
+		now:         o.Now,
+		profilePath: o.ProfilePath,
+	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	if a.profilePath == "" {
+		a.profilePath = defaultProfilePath
+	}
+	a.contention.read = readMutexProfile
+
+	routes := slices.Concat(
+		a.homeRoutes(),
+		a.helpRoutes(),
+		a.serverInfoRoutes(),
+		a.memoryRoutes(),
+		a.certsRoutes(),
+		a.lifecycleRoutes(),
+		a.runtimeRoutes(),
+		a.loggingRoutes(),
+		a.profilerRoutes(),
+		a.contentionRoutes(),
+		extra,
+	)
+	if err := checkRoutes(routes); err != nil {
+		panic(fmt.Sprintf("admin: %v", err))
+	}
+	sortRoutes(routes)
+	a.routes = routes
+	a.byPath = make(map[string]*Route, len(routes))
+	for i := range a.routes {
+		a.byPath[a.routes[i].Path] = &a.routes[i]
+	}
+	a.help = helpText(a.routes)
+	home, err := homePage(a.routes)
+	if err != nil {
+		panic(fmt.Sprintf("admin: %v", err))
+	}
+	a.home = home
+	a.handler = a.middleware(http.HandlerFunc(a.dispatch))
+	return a
+}
+
+// Handler returns the whole admin as an http.Handler, middleware included
+// (access log, panic recovery, cross-origin protection, common headers).
+// Serve it on the admin listener only.
+func (a *Admin) Handler() http.Handler { return a.handler }
+
+// Routes returns a copy of the route table, sorted by path.
+func (a *Admin) Routes() []Route {
+	out := slices.Clone(a.routes)
+	for i := range out {
+		out[i].Params = slices.Clone(out[i].Params)
+		for j := range out[i].Params {
+			out[i].Params[j].Values = slices.Clone(out[i].Params[j].Values)
+		}
+	}
+	return out
+}
+
+// Close stops the profilers that /cpuprofiler and /heapprofiler left
+// running, so that their files are complete when the server exits (a
+// profile is only readable once stopped). Call it after the admin listener
+// has stopped serving. The admin must not be used afterwards.
+func (a *Admin) Close() error {
+	err := a.profilers.stopCPU()
+	if herr := a.profilers.stopHeap(); herr != nil && !errors.Is(herr, errHeapNotStarted) {
+		err = errors.Join(err, herr)
+	}
+	return err
+}
