@@ -1,0 +1,234 @@
+package bootstrap
+
+import (
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+)
+
+// jsonWalker checks a generic JSON tree against message descriptors,
+// following protojson's rules, and records every problem with its path.
+type jsonWalker struct {
+	r *decodeReport
+	// fromYAML adds YAML-specific hints to errors.
+	fromYAML bool
+}
+
+// message checks v, the JSON form of a message of type md.
+func (w *jsonWalker) message(md protoreflect.MessageDescriptor, v any, path string, depth int) {
+	if depth > maxDepth {
+		w.r.fail(path, "nested more than %d levels deep", maxDepth)
+		return
+	}
+	switch {
+	case md.FullName() == anyFullName:
+		w.any(v, path, depth)
+		return
+	case isFreeFormJSON(md.FullName()):
+		// Anything goes inside, but a Struct is an object and a ListValue
+		// a list.
+		_, isObject := v.(map[string]any)
+		_, isList := v.([]any)
+		switch {
+		case md.FullName() == "google.protobuf.Struct" && !isObject:
+			w.r.fail(path, "expected an object, got %s", jsonKind(v))
+		case md.FullName() == "google.protobuf.ListValue" && !isList:
+			w.r.fail(path, "expected a list, got %s", jsonKind(v))
+		}
+		return
+	case hasScalarJSON(md.FullName()):
+		if !acceptsWellKnown(md, v) {
+			w.r.fail(path, "invalid value %s for a %s", jsonText(v), md.FullName())
+		}
+		return
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		w.r.fail(path, "expected an object, got %s", jsonKind(v))
+		return
+	}
+	w.fields(md, obj, path, depth, false)
+}
+
+// fields checks the members of a JSON object holding a message of type md.
+// In an Any, "@type" is the type URL, not a field.
+func (w *jsonWalker) fields(md protoreflect.MessageDescriptor, obj map[string]any, path string, depth int, inAny bool) {
+	seen := map[protoreflect.FieldNumber]string{}
+	seenOneof := map[protoreflect.FullName]string{}
+	for _, key := range sortedKeys(obj) {
+		if inAny && key == "@type" {
+			continue
+		}
+		fd := jsonField(md, key)
+		if fd == nil {
+			w.r.unknownField(childPath(path, key))
+			continue
+		}
+		p := childPath(path, string(fd.Name()))
+		if other, dup := seen[fd.Number()]; dup {
+			w.r.fail(p, "given twice (as %q and %q)", other, key)
+			continue
+		}
+		seen[fd.Number()] = key
+		val := obj[key]
+		if val == nil && !acceptsNull(fd) {
+			// protojson treats null as "not set".
+			continue
+		}
+		if od := fd.ContainingOneof(); od != nil && !od.IsSynthetic() {
+			if other, dup := seenOneof[od.FullName()]; dup {
+				w.r.fail(p, "only one field of %s may be set, and %s is set too", od.Name(), other)
+				continue
+			}
+			seenOneof[od.FullName()] = string(fd.Name())
+		}
+		w.field(fd, val, p, depth)
+	}
+}
+
+// jsonField resolves an object key the way protojson does: the JSON
+// (lowerCamel) name, then the proto name, or [full.name] for an extension.
+func jsonField(md protoreflect.MessageDescriptor, key string) protoreflect.FieldDescriptor {
+	if len(key) > 2 && key[0] == '[' && key[len(key)-1] == ']' {
+		return extensionField(md, protoreflect.FullName(key[1:len(key)-1]))
+	}
+	if fd := md.Fields().ByJSONName(key); fd != nil {
+		return fd
+	}
+	return md.Fields().ByTextName(key)
+}
+
+// extensionField resolves an extension of md by its full name, or nil.
+func extensionField(md protoreflect.MessageDescriptor, name protoreflect.FullName) protoreflect.FieldDescriptor {
+	xt, err := protoregistry.GlobalTypes.FindExtensionByName(name)
+	if err != nil {
+		return nil
+	}
+	fd := xt.TypeDescriptor()
+	if fd.ContainingMessage().FullName() != md.FullName() {
+		return nil
+	}
+	return fd
+}
+
+// field checks the value of one field: a list, a map or a single value.
+func (w *jsonWalker) field(fd protoreflect.FieldDescriptor, v any, path string, depth int) {
+	switch {
+	case fd.IsList():
+		list, ok := v.([]any)
+		if !ok {
+			w.r.fail(path, "expected a list, got %s", jsonKind(v))
+			return
+		}
+		for i, elem := range list {
+			w.element(fd, elem, indexPath(path, i), depth)
+		}
+	case fd.IsMap():
+		obj, ok := v.(map[string]any)
+		if !ok {
+			w.r.fail(path, "expected an object (a map), got %s", jsonKind(v))
+			return
+		}
+		for _, key := range sortedKeys(obj) {
+			p := keyPath(path, key)
+			if !validMapKey(fd.MapKey().Kind(), key) {
+				w.r.fail(p, "invalid %s map key %q", fd.MapKey().Kind(), key)
+				continue
+			}
+			w.element(fd.MapValue(), obj[key], p, depth)
+		}
+	default:
+		w.single(fd, v, path, depth)
+	}
+}
+
+// element checks one list element or map value; unlike a field, it may not
+// be null (except as a google.protobuf.Value).
+func (w *jsonWalker) element(fd protoreflect.FieldDescriptor, v any, path string, depth int) {
+	if v == nil && !acceptsNull(fd) {
+		w.r.fail(path, "null is not allowed here")
+		return
+	}
+	w.single(fd, v, path, depth)
+}
+
+// single checks one value of fd's type.
+func (w *jsonWalker) single(fd protoreflect.FieldDescriptor, v any, path string, depth int) {
+	switch fd.Kind() {
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		w.message(fd.Message(), v, path, depth+1)
+	case protoreflect.EnumKind:
+		if s, ok := v.(string); ok {
+			if fd.Enum().Values().ByName(protoreflect.Name(s)) == nil {
+				// protojson drops unknown enum names with the unknown
+				// fields, so they follow the same policy.
+				if w.r.allowUnknown {
+					w.r.unknownField(path)
+					return
+				}
+				w.r.fail(path, "unknown value %q for enum %s", s, fd.Enum().FullName())
+			}
+			return
+		}
+		w.scalar(fd, v, path)
+	default:
+		w.scalar(fd, v, path)
+	}
+}
+
+// scalar checks one scalar value against protojson's rules.
+func (w *jsonWalker) scalar(fd protoreflect.FieldDescriptor, v any, path string) {
+	if acceptsScalar(fd, v) {
+		return
+	}
+	if _, isBool := v.(bool); isBool && w.fromYAML && fd.Kind() == protoreflect.StringKind {
+		// Like Envoy's YAML reader, YAML 1.1 reads unquoted y, n, yes,
+		// no, on and off as booleans.
+		w.r.fail(path, "invalid value %s for a string field (quote the value: YAML reads unquoted yes/no/on/off/y/n as booleans)", jsonText(v))
+		return
+	}
+	w.r.fail(path, "invalid value %s for a %s field", jsonText(v), fd.Kind())
+}
+
+// any checks the JSON form of a google.protobuf.Any: "@type" plus either the
+// embedded message's own fields or, for well-known types with a special
+// JSON form, a "value" member.
+func (w *jsonWalker) any(v any, path string, depth int) {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		w.r.fail(path, "expected an object with \"@type\", got %s", jsonKind(v))
+		return
+	}
+	if len(obj) == 0 {
+		return
+	}
+	rawURL, ok := obj["@type"]
+	if !ok {
+		w.r.fail(path, "missing \"@type\"")
+		return
+	}
+	typeURL, ok := rawURL.(string)
+	if !ok {
+		w.r.fail(childPath(path, "@type"), "expected a string, got %s", jsonKind(rawURL))
+		return
+	}
+	mt, err := protoregistry.GlobalTypes.FindMessageByURL(typeURL)
+	if err != nil {
+		w.r.fail(path, "unknown type %q", typeURL)
+		return
+	}
+	md := mt.Descriptor()
+	if !hasSpecialJSON(md.FullName()) {
+		w.fields(md, obj, path, depth+1, true)
+		return
+	}
+	for _, key := range sortedKeys(obj) {
+		if key != "@type" && key != "value" {
+			w.r.unknownField(childPath(path, key))
+		}
+	}
+	if val, ok := obj["value"]; ok {
+		w.message(md, val, path, depth+1)
+	} else if md.FullName() != "google.protobuf.Empty" {
+		w.r.fail(path, "missing \"value\" for a %s", md.FullName())
+	}
+}

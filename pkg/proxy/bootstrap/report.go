@@ -1,0 +1,33 @@
+package bootstrap
+
+// maxDepth bounds how deeply the decoders follow nested input, so hostile
+// input cannot exhaust the stack; real configurations stay far below it.
+const maxDepth = 1000
+
+// decodeReport collects what the decoders find while walking one source:
+// unknown fields (errors, or dropped paths when they are allowed) and other
+// field-level problems. Collecting instead of stopping lets Load report
+// every problem at once.
+type decodeReport struct {
+	allowUnknown bool
+	unknown      []string
+	errs         []error
+}
+
+// unknownField records an unknown field at path: an error, or, when unknown
+// fields are allowed, a path for the caller's warnings.
+func (r *decodeReport) unknownField(path string) {
+	if r.allowUnknown {
+		r.unknown = append(r.unknown, path)
+		return
+	}
+	r.errs = append(r.errs, &FieldError{Path: path, Reason: "unknown field"})
+}
+
+// fail records a problem that no option excuses.
+func (r *decodeReport) fail(path, format string, args ...any) {
+	r.errs = append(r.errs, fieldErrorf(path, format, args...))
+}
+
+// failed reports whether any error has been recorded.
+func (r *decodeReport) failed() bool { return len(r.errs) > 0 }

@@ -1,0 +1,193 @@
+package bootstrap
+
+import (
+	"net"
+	"strconv"
+	"strings"
+
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// Type names the semantic checks recognise in typed_config values.
+var (
+	hcmTypeName    = string(proto.MessageName(&hcmv3.HttpConnectionManager{}))
+	routerTypeName = string(proto.MessageName(&routerv3.Router{}))
+)
+
+// terminalNetworkFilters are the network filters that consume the
+// connection, so they must end their filter chain (Envoy's rule). It is an
+// immutable table.
+var terminalNetworkFilters = map[string]string{
+	hcmTypeName: "proxy.filters.network.http_connection_manager",
+}
+
+// semanticChecker holds the rules that protoc-gen-validate annotations
+// cannot express, mostly relations between fields: unique names and
+// addresses, required ordering of filters. Envoy rejects the same
+// configurations when it builds them.
+type semanticChecker struct {
+	errs []error
+}
+
+// semanticErrors runs every semantic check on b.
+func semanticErrors(b *bootstrapv3.Bootstrap) []error {
+	var s semanticChecker
+	s.admin(b)
+	s.runtime(b.GetLayeredRuntime())
+	s.listeners(b.GetStaticResources().GetListeners(), "static_resources.listeners")
+	return s.errs
+}
+
+// fail records one problem.
+func (s *semanticChecker) fail(path, format string, args ...any) {
+	s.errs = append(s.errs, fieldErrorf(path, format, args...))
+}
+
+// admin requires an address for the admin interface when admin is present:
+// an admin block without one is almost certainly a mistake, and Outrigger
+// has no other way to expose the interface.
+func (s *semanticChecker) admin(b *bootstrapv3.Bootstrap) {
+	if b.GetAdmin() != nil && b.GetAdmin().GetAddress() == nil {
+		s.fail("admin.address", "required when admin is set")
+	}
+}
+
+// runtime checks the layer list: unique names (they key /runtime's output)
+// and at most one admin layer (where /runtime_modify writes).
+func (s *semanticChecker) runtime(rt *bootstrapv3.LayeredRuntime) {
+	const base = "layered_runtime.layers"
+	names := map[string]int{}
+	adminLayer := -1
+	for i, l := range rt.GetLayers() {
+		p := indexPath(base, i)
+		if prev, dup := names[l.GetName()]; dup {
+			s.fail(childPath(p, "name"), "duplicate layer name %q (also %s)", l.GetName(), indexPath(base, prev))
+		} else {
+			names[l.GetName()] = i
+		}
+		if l.GetAdminLayer() == nil {
+			continue
+		}
+		if adminLayer >= 0 {
+			s.fail(childPath(p, "admin_layer"), "at most one admin layer may be specified (also %s)", indexPath(base, adminLayer))
+			continue
+		}
+		adminLayer = i
+	}
+}
+
+// listeners checks the static listeners: each needs an address, unique
+// names and addresses, at least one filter chain, and sound chains.
+func (s *semanticChecker) listeners(ls []*listenerv3.Listener, base string) {
+	names := map[string]int{}
+	addrs := map[string]int{}
+	for i, l := range ls {
+		p := indexPath(base, i)
+		if name := l.GetName(); name != "" {
+			if prev, dup := names[name]; dup {
+				s.fail(childPath(p, "name"), "duplicate listener name %q (also %s)", name, indexPath(base, prev))
+			} else {
+				names[name] = i
+			}
+		}
+		if l.GetAddress() == nil {
+			s.fail(childPath(p, "address"), "required: a listener must have an address")
+		} else if sa := l.GetAddress().GetSocketAddress(); sa != nil && sa.GetPortValue() != 0 {
+			// Port 0 picks a fresh port per listener, so only fixed
+			// ports can clash.
+			addr := net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10))
+			if prev, dup := addrs[addr]; dup {
+				s.fail(childPath(p, "address"), "address %s is already used by %s", addr, indexPath(base, prev))
+			} else {
+				addrs[addr] = i
+			}
+		}
+		if len(l.GetFilterChains()) == 0 {
+			s.fail(childPath(p, "filter_chains"), "a listener must have at least one filter chain")
+		}
+		for j, fc := range l.GetFilterChains() {
+			s.filterChain(fc, indexPath(childPath(p, "filter_chains"), j))
+		}
+	}
+}
+
+// filterChain checks that every filter names its type and that a terminal
+// filter comes last.
+func (s *semanticChecker) filterChain(fc *listenerv3.FilterChain, path string) {
+	filters := fc.GetFilters()
+	for i, f := range filters {
+		p := indexPath(childPath(path, "filters"), i)
+		tc := f.GetTypedConfig()
+		if tc == nil {
+			s.fail(childPath(p, "typed_config"), "required: the filter's type selects its implementation")
+			continue
+		}
+		typeName := typeNameOf(tc.GetTypeUrl())
+		if name, terminal := terminalNetworkFilters[typeName]; terminal && i != len(filters)-1 {
+			s.fail(p, "%s is a terminal filter and must be the last in the filter chain", name)
+		}
+		if typeName == hcmTypeName {
+			var hcm hcmv3.HttpConnectionManager
+			if tc.UnmarshalTo(&hcm) == nil {
+				s.httpConnectionManager(&hcm, childPath(p, "typed_config"))
+			}
+		}
+	}
+}
+
+// httpConnectionManager checks the HTTP filter list, which must end with
+// the router (the filter that forwards or answers the request), and the
+// inline route configuration.
+func (s *semanticChecker) httpConnectionManager(hcm *hcmv3.HttpConnectionManager, path string) {
+	filters := hcm.GetHttpFilters()
+	base := childPath(path, "http_filters")
+	if len(filters) == 0 {
+		s.fail(base, "must end with the router filter (proxy.filters.http.router)")
+	}
+	for i, f := range filters {
+		p := indexPath(base, i)
+		if f.GetTypedConfig() == nil {
+			s.fail(childPath(p, "typed_config"), "required: the filter's type selects its implementation")
+			continue
+		}
+		isRouter := isType(f.GetTypedConfig(), routerTypeName)
+		switch {
+		case isRouter && i != len(filters)-1:
+			s.fail(p, "the router filter must be the last HTTP filter")
+		case !isRouter && i == len(filters)-1:
+			s.fail(p, "the last HTTP filter must be the router filter (proxy.filters.http.router)")
+		}
+	}
+	if rc := hcm.GetRouteConfig(); rc != nil {
+		s.routeConfig(rc, childPath(path, "route_config"))
+	}
+}
+
+// routeConfig checks that no domain is served by two virtual hosts: the
+// match would be ambiguous. Domains compare case-insensitively, as hosts do.
+func (s *semanticChecker) routeConfig(rc *routev3.RouteConfiguration, path string) {
+	seen := map[string]string{}
+	for i, vh := range rc.GetVirtualHosts() {
+		vp := indexPath(childPath(path, "virtual_hosts"), i)
+		for j, d := range vh.GetDomains() {
+			p := indexPath(childPath(vp, "domains"), j)
+			key := strings.ToLower(d)
+			if prev, dup := seen[key]; dup {
+				s.fail(p, "duplicate domain %q (also %s)", d, prev)
+				continue
+			}
+			seen[key] = p
+		}
+	}
+}
+
+// isType reports whether a holds a message of the given full name.
+func isType(a *anypb.Any, name string) bool {
+	return typeNameOf(a.GetTypeUrl()) == name
+}

@@ -1,0 +1,133 @@
+package bootstrap
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// supportChecker walks a configuration and reports everything Outrigger
+// does not implement: fields missing from supportedFields, enum values
+// outside their allowed list, and typed_config values whose extension is
+// unknown, disabled or of the wrong category. It also validates the
+// protoc-gen-validate constraints of typed_config contents, which
+// Bootstrap.ValidateAll does not reach into.
+type supportChecker struct {
+	ext *Extensions
+	// pgv collects constraint violations inside typed_config values.
+	pgv []error
+	// unsupported collects support-check failures.
+	unsupported []error
+}
+
+// message checks the populated fields of m, found at path. Fields are
+// visited in declaration order so that reports are stable.
+func (c *supportChecker) message(m protoreflect.Message, path string) {
+	fields := m.Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if m.Has(fd) {
+			c.field(fd, m.Get(fd), childPath(path, string(fd.Name())))
+		}
+	}
+	m.Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
+		if fd.IsExtension() {
+			c.unsupported = append(c.unsupported, fieldErrorf(childPath(path, "["+string(fd.FullName())+"]"), "not supported by Outrigger"))
+		}
+		return true
+	})
+}
+
+// field checks one populated field and, if supported, its contents.
+func (c *supportChecker) field(fd protoreflect.FieldDescriptor, v protoreflect.Value, path string) {
+	rule, ok := supportedFields[fd.FullName()]
+	if !ok {
+		c.unsupported = append(c.unsupported, &FieldError{Path: path, Reason: "not supported by Outrigger"})
+		return
+	}
+	switch {
+	case fd.IsList():
+		list := v.List()
+		for i := range list.Len() {
+			c.value(fd, rule, list.Get(i), indexPath(path, i))
+		}
+	case fd.IsMap():
+		mp := v.Map()
+		for _, k := range sortedMapKeys(mp) {
+			c.value(fd.MapValue(), rule, mp.Get(k), mapKeyPath(path, k))
+		}
+	default:
+		c.value(fd, rule, v, path)
+	}
+}
+
+// value checks one value of a supported field.
+func (c *supportChecker) value(fd protoreflect.FieldDescriptor, rule fieldSupport, v protoreflect.Value, path string) {
+	switch fd.Kind() {
+	case protoreflect.EnumKind:
+		if len(rule.values) == 0 {
+			return
+		}
+		name := enumName(fd, v.Enum())
+		if !slices.Contains(rule.values, name) {
+			c.unsupported = append(c.unsupported, fieldErrorf(path, "%s is not supported by Outrigger (supported: %s)", name, strings.Join(rule.values, ", ")))
+		}
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		switch name := fd.Message().FullName(); {
+		case name == anyFullName:
+			c.typedConfig(v.Message(), path, rule.category)
+		case isWellKnown(name):
+			// A plain value (Struct, Duration...): nothing to support inside.
+		default:
+			c.message(v.Message(), path)
+		}
+	}
+}
+
+// typedConfig checks a typed_config: its type must be a registered,
+// enabled extension of the expected category; then its contents are
+// validated and checked like any other message.
+func (c *supportChecker) typedConfig(m protoreflect.Message, path, category string) {
+	a, ok := m.Interface().(*anypb.Any)
+	if !ok {
+		return
+	}
+	if a.GetTypeUrl() == "" {
+		c.unsupported = append(c.unsupported, &FieldError{Path: path, Reason: "missing type (\"@type\")"})
+		return
+	}
+	ext, ok := c.ext.Lookup(a.GetTypeUrl())
+	switch {
+	case !ok:
+		c.unsupported = append(c.unsupported, fieldErrorf(path, "extension %q is not supported by Outrigger", typeNameOf(a.GetTypeUrl())))
+		return
+	case ext.Disabled:
+		c.unsupported = append(c.unsupported, fieldErrorf(path, "extension %q is disabled by --disable-extensions", ext.Name))
+		return
+	case category != "" && ext.Category != category:
+		c.unsupported = append(c.unsupported, fieldErrorf(path, "extension %q (category %s) cannot be used here: expected category %s", ext.Name, ext.Category, category))
+		return
+	}
+	inner, err := a.UnmarshalNew()
+	if err != nil {
+		c.unsupported = append(c.unsupported, fieldErrorf(path, "decode %s: %v", typeNameOf(a.GetTypeUrl()), err))
+		return
+	}
+	if v, ok := inner.(interface{ ValidateAll() error }); ok {
+		if err := v.ValidateAll(); err != nil {
+			c.pgv = append(c.pgv, pgvFieldErrors(err, inner.ProtoReflect().Descriptor(), path)...)
+		}
+	}
+	c.message(inner.ProtoReflect(), path)
+}
+
+// enumName is the name of enum value n of fd, or its number if it has none.
+func enumName(fd protoreflect.FieldDescriptor, n protoreflect.EnumNumber) string {
+	if ev := fd.Enum().Values().ByNumber(n); ev != nil {
+		return string(ev.Name())
+	}
+	return fmt.Sprint(int32(n))
+}

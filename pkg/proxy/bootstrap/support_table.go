@@ -1,0 +1,106 @@
+package bootstrap
+
+import "google.golang.org/protobuf/reflect/protoreflect"
+
+// fieldSupport qualifies one supported field.
+type fieldSupport struct {
+	// values, for an enum field, lists the only values Outrigger implements
+	// (nil: all of them).
+	values []string
+	// category, for a typed_config (Any) field, is the extension category
+	// its type must belong to.
+	category string
+}
+
+// supportedFields lists, one line per field, every configuration field
+// Outrigger implements, by the field's full name (message full name + "." +
+// field name). A populated field missing from this table is reported as not
+// supported; google.protobuf values (Struct, Duration...) are leaves and
+// their contents are not checked here. Extend it one line at a time as
+// features land. It is an immutable table: never written after init.
+var supportedFields = map[protoreflect.FullName]fieldSupport{
+	// Bootstrap.
+	"envoy.config.bootstrap.v3.Bootstrap.node":                 {},
+	"envoy.config.bootstrap.v3.Bootstrap.static_resources":     {},
+	"envoy.config.bootstrap.v3.Bootstrap.admin":                {},
+	"envoy.config.bootstrap.v3.Bootstrap.layered_runtime":      {},
+	"envoy.config.bootstrap.v3.Bootstrap.stats_flush_interval": {},
+	"envoy.config.bootstrap.v3.Bootstrap.stats_flush_on_admin": {},
+
+	// Node.
+	"envoy.config.core.v3.Node.id":              {},
+	"envoy.config.core.v3.Node.cluster":         {},
+	"envoy.config.core.v3.Node.metadata":        {},
+	"envoy.config.core.v3.Node.locality":        {},
+	"envoy.config.core.v3.Node.user_agent_name": {},
+	"envoy.config.core.v3.Locality.region":      {},
+	"envoy.config.core.v3.Locality.zone":        {},
+	"envoy.config.core.v3.Locality.sub_zone":    {},
+
+	// Admin.
+	"envoy.config.bootstrap.v3.Admin.address":         {},
+	"envoy.config.bootstrap.v3.Admin.access_log_path": {},
+	"envoy.config.bootstrap.v3.Admin.access_log":      {},
+	"envoy.config.bootstrap.v3.Admin.profile_path":    {},
+
+	// Addresses.
+	"envoy.config.core.v3.Address.socket_address":    {},
+	"envoy.config.core.v3.SocketAddress.address":     {},
+	"envoy.config.core.v3.SocketAddress.port_value":  {},
+	"envoy.config.core.v3.SocketAddress.protocol":    {values: []string{"TCP"}},
+	"envoy.config.core.v3.SocketAddress.ipv4_compat": {},
+
+	// Access logs.
+	"envoy.config.accesslog.v3.AccessLog.name":                   {},
+	"envoy.config.accesslog.v3.AccessLog.typed_config":           {category: "envoy.access_loggers"},
+	"envoy.extensions.access_loggers.file.v3.FileAccessLog.path": {},
+
+	// Runtime.
+	"envoy.config.bootstrap.v3.LayeredRuntime.layers":                         {},
+	"envoy.config.bootstrap.v3.RuntimeLayer.name":                             {},
+	"envoy.config.bootstrap.v3.RuntimeLayer.static_layer":                     {},
+	"envoy.config.bootstrap.v3.RuntimeLayer.disk_layer":                       {},
+	"envoy.config.bootstrap.v3.RuntimeLayer.admin_layer":                      {},
+	"envoy.config.bootstrap.v3.RuntimeLayer.DiskLayer.symlink_root":           {},
+	"envoy.config.bootstrap.v3.RuntimeLayer.DiskLayer.subdirectory":           {},
+	"envoy.config.bootstrap.v3.RuntimeLayer.DiskLayer.append_service_cluster": {},
+
+	// Static resources: listeners only, so far.
+	"envoy.config.bootstrap.v3.Bootstrap.StaticResources.listeners": {},
+
+	// Listeners.
+	"envoy.config.listener.v3.Listener.name":              {},
+	"envoy.config.listener.v3.Listener.address":           {},
+	"envoy.config.listener.v3.Listener.filter_chains":     {},
+	"envoy.config.listener.v3.Listener.traffic_direction": {},
+	"envoy.config.listener.v3.FilterChain.filters":        {},
+	"envoy.config.listener.v3.FilterChain.name":           {},
+	"envoy.config.listener.v3.Filter.name":                {},
+	"envoy.config.listener.v3.Filter.typed_config":        {category: "envoy.filters.network"},
+
+	// HTTP connection manager.
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.stat_prefix":  {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.codec_type":   {values: []string{"AUTO", "HTTP1", "HTTP2"}},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.route_config": {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.http_filters": {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.name":                    {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.typed_config":            {category: "envoy.filters.http"},
+
+	// Routes.
+	"envoy.config.route.v3.RouteConfiguration.name":          {},
+	"envoy.config.route.v3.RouteConfiguration.virtual_hosts": {},
+	"envoy.config.route.v3.VirtualHost.name":                 {},
+	"envoy.config.route.v3.VirtualHost.domains":              {},
+	"envoy.config.route.v3.VirtualHost.routes":               {},
+	"envoy.config.route.v3.Route.name":                       {},
+	"envoy.config.route.v3.Route.match":                      {},
+	"envoy.config.route.v3.Route.direct_response":            {},
+	"envoy.config.route.v3.RouteMatch.prefix":                {},
+	"envoy.config.route.v3.RouteMatch.path":                  {},
+	"envoy.config.route.v3.DirectResponseAction.status":      {},
+	"envoy.config.route.v3.DirectResponseAction.body":        {},
+	"envoy.config.core.v3.DataSource.inline_string":          {},
+
+	// The router filter (envoy.extensions.filters.http.router.v3.Router)
+	// is supported with none of its fields set, so it has no lines.
+}

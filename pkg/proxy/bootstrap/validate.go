@@ -1,0 +1,70 @@
+package bootstrap
+
+import (
+	"errors"
+	"slices"
+	"strings"
+
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+)
+
+// Validate checks a loaded configuration and returns every problem, as
+// errors.Join of *FieldError, or nil. Three passes run, and their findings
+// are reported in this order:
+//
+//  1. the protoc-gen-validate constraints of the v3 API (b.ValidateAll(),
+//     and the same for each typed_config's contents), translated to
+//     proto-style paths;
+//  2. the support check: any populated field Outrigger does not implement,
+//     and any typed_config whose extension is not registered in ext, is
+//     disabled, or belongs to another category than the field expects;
+//  3. semantic checks the annotations cannot express (unique listener
+//     names, a listener needs an address, the router ends the HTTP
+//     filters...).
+//
+// A nil ext means DefaultExtensions(). Validate has no side effects.
+func Validate(b *bootstrapv3.Bootstrap, ext *Extensions) error {
+	if b == nil {
+		return &FieldError{Reason: "no configuration"}
+	}
+	if ext == nil {
+		ext = DefaultExtensions()
+	}
+	var errs []error
+	if err := b.ValidateAll(); err != nil {
+		errs = append(errs, pgvFieldErrors(err, b.ProtoReflect().Descriptor(), "")...)
+	}
+	c := supportChecker{ext: ext}
+	c.message(b.ProtoReflect(), "")
+	errs = append(errs, c.pgv...)
+	// A constraint inside a field Outrigger does not support anyway is
+	// noise: the field itself is the problem to fix.
+	errs = slices.DeleteFunc(errs, func(err error) bool {
+		return insideAny(err, c.unsupported)
+	})
+	errs = append(errs, c.unsupported...)
+	errs = append(errs, semanticErrors(b)...)
+	return errors.Join(errs...)
+}
+
+// insideAny reports whether err is a FieldError located at or below the
+// path of one of the errors in outer.
+func insideAny(err error, outer []error) bool {
+	var fe *FieldError
+	if !errors.As(err, &fe) {
+		return false
+	}
+	for _, o := range outer {
+		var ofe *FieldError
+		if errors.As(o, &ofe) && isWithin(fe.Path, ofe.Path) {
+			return true
+		}
+	}
+	return false
+}
+
+// isWithin reports whether path is base or a path below it.
+func isWithin(path, base string) bool {
+	rest, ok := strings.CutPrefix(path, base)
+	return ok && (rest == "" || rest[0] == '.' || rest[0] == '[')
+}

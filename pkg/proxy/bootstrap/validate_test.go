@@ -1,0 +1,389 @@
+package bootstrap
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+
+	// Linked in for the tests only: real Envoy extensions that go-control-plane
+	// ships but Outrigger does not implement.
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+)
+
+// Pieces of YAML for the validation cases. Each case is merged over
+// testdata/full.yaml (which is valid), so repeated fields append: an extra
+// listener is static_resources.listeners[1], an extra access log
+// admin.access_log[1], an extra runtime layer layered_runtime.layers[3].
+const (
+	routerFilter = `{name: router, typed_config: {"@type": ` + routerURL + `}}`
+	okRoute      = `{match: {prefix: /}, direct_response: {status: 200}}`
+	okRouteCfg   = `route_config: {virtual_hosts: [{name: v, domains: [extra.example], routes: [` + okRoute + `]}]}`
+	// extraHCM is the path of the extra listener's HCM configuration.
+	extraHCM = "static_resources.listeners[1].filter_chains[0].filters[0].typed_config"
+)
+
+// listenerYAML is an extra listener on a free port with the given network
+// filters.
+func listenerYAML(fields, filters string) string {
+	return `static_resources: {listeners: [{name: extra, address: {socket_address: {address: 127.0.0.1, port_value: 0}}, ` +
+		fields + ` filter_chains: [{filters: [` + filters + `]}]}]}`
+}
+
+// hcmYAML is an extra listener whose HCM has the given fields.
+func hcmYAML(fields string) string {
+	return listenerYAML("", `{name: hcm, typed_config: {"@type": `+hcmURL+`, `+fields+`}}`)
+}
+
+// okHCM completes HCM fields into a valid configuration.
+func okHCM(extra string) string {
+	return hcmYAML(`stat_prefix: extra, ` + okRouteCfg + `, http_filters: [` + routerFilter + `]` + extra)
+}
+
+// accessLogYAML is an extra admin access log with the given typed_config.
+func accessLogYAML(typedConfig string) string {
+	return `admin: {access_log: [{name: extra, typed_config: ` + typedConfig + `}]}`
+}
+
+type validateCase struct {
+	// overlay is merged over full.yaml; with standalone it is the whole
+	// configuration.
+	overlay    string
+	standalone bool
+	disable    []string
+	want       []string
+}
+
+// runValidateCases loads and validates each case and compares every error
+// line, in order.
+func runValidateCases(t *testing.T, tests map[string]validateCase) {
+	t.Helper()
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			opts := LoadOptions{ConfigPath: "testdata/full.yaml", ConfigYAML: tc.overlay}
+			if tc.standalone {
+				opts.ConfigPath = ""
+			}
+			l, err := Load(opts)
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			ext := DefaultExtensions()
+			if _, err := ext.Disable(tc.disable); err != nil {
+				t.Fatal(err)
+			}
+			err = Validate(l.Bootstrap, ext)
+			if diff := cmp.Diff(tc.want, errorLines(err)); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+			for _, fe := range fieldErrors(t, err) {
+				if fe.Path == "" {
+					t.Errorf("error %q has no path", fe)
+				}
+			}
+		})
+	}
+}
+
+func TestValidateValid(t *testing.T) {
+	runValidateCases(t, map[string]validateCase{
+		"full.yaml":            {},
+		"an extra listener":    {overlay: okHCM("")},
+		"empty configuration":  {overlay: "{}", standalone: true},
+		"port 0 may be reused": {overlay: strings.Replace(okHCM(""), "listeners: [{name: extra,", "listeners: [{name: extra0, address: {socket_address: {address: 127.0.0.1, port_value: 0}}, filter_chains: [{filters: [{name: hcm, typed_config: {\"@type\": "+hcmURL+", stat_prefix: x, "+okRouteCfg+", http_filters: ["+routerFilter+"]}}]}]}, {name: extra,", 1)},
+		"codec http2":          {overlay: okHCM(", codec_type: HTTP2")},
+		"explicit tcp":         {overlay: "admin: {address: {socket_address: {protocol: TCP}}}"},
+		"merged typed_config":  {overlay: accessLogYAML(`{"@type": ` + fileURL + `, path: /tmp/x}`)},
+	})
+}
+
+func TestValidateSupport(t *testing.T) {
+	runValidateCases(t, map[string]validateCase{
+		"bootstrap field": {
+			// overload_manager also breaks a constraint inside; only the
+			// unsupported field itself is reported.
+			overlay: "overload_manager: {}",
+			want:    []string{"overload_manager: not supported by Outrigger"},
+		},
+		"clusters": {
+			overlay: "static_resources: {clusters: [{name: backend}]}",
+			want:    []string{"static_resources.clusters: not supported by Outrigger"},
+		},
+		"node field": {
+			overlay: "node: {user_agent_version: '1.0'}",
+			want:    []string{"node.user_agent_version: not supported by Outrigger"},
+		},
+		"admin field": {
+			overlay: "admin: {ignore_global_conn_limit: true}",
+			want:    []string{"admin.ignore_global_conn_limit: not supported by Outrigger"},
+		},
+		"udp": {
+			overlay: "admin: {address: {socket_address: {protocol: UDP}}}",
+			want:    []string{"admin.address.socket_address.protocol: UDP is not supported by Outrigger (supported: TCP)"},
+		},
+		"socket address field": {
+			overlay: "admin: {address: {socket_address: {resolver_name: custom}}}",
+			want:    []string{"admin.address.socket_address.resolver_name: not supported by Outrigger"},
+		},
+		"pipe address": {
+			overlay: "admin: {address: {pipe: {path: /tmp/admin.sock}}}",
+			want:    []string{"admin.address.pipe: not supported by Outrigger"},
+		},
+		"access log format": {
+			overlay: accessLogYAML(`{"@type": ` + fileURL + `, path: /tmp/x, log_format: {text_format_source: {inline_string: x}}}`),
+			want:    []string{"admin.access_log[1].typed_config.log_format: not supported by Outrigger"},
+		},
+		"access log filter": {
+			overlay: `admin: {access_log: [{name: f, filter: {not_health_check_filter: {}}, typed_config: {"@type": ` + fileURL + `, path: /x}}]}`,
+			want:    []string{"admin.access_log[1].filter: not supported by Outrigger"},
+		},
+		"unsupported access logger": {
+			overlay: accessLogYAML(`{"@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog}`),
+			want:    []string{`admin.access_log[1].typed_config: extension "envoy.extensions.access_loggers.stream.v3.StdoutAccessLog" is not supported by Outrigger`},
+		},
+		"rtds layer": {
+			overlay: "layered_runtime: {layers: [{name: rtds, rtds_layer: {name: r}}]}",
+			want:    []string{"layered_runtime.layers[3].rtds_layer: not supported by Outrigger"},
+		},
+		"listener field": {
+			overlay: listenerYAML("per_connection_buffer_limit_bytes: 1024,", `{name: hcm, typed_config: {"@type": `+hcmURL+`, stat_prefix: x, `+okRouteCfg+`, http_filters: [`+routerFilter+`]}}`),
+			want:    []string{"static_resources.listeners[1].per_connection_buffer_limit_bytes: not supported by Outrigger"},
+		},
+		"filter chain match": {
+			overlay: strings.Replace(okHCM(""), "filter_chains: [{", "filter_chains: [{filter_chain_match: {destination_port: 80}, ", 1),
+			want:    []string{"static_resources.listeners[1].filter_chains[0].filter_chain_match: not supported by Outrigger"},
+		},
+		"unsupported network filter": {
+			overlay: listenerYAML("", `{name: tcp, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: tcp, cluster: backend}}`),
+			want:    []string{`static_resources.listeners[1].filter_chains[0].filters[0].typed_config: extension "envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy" is not supported by Outrigger`},
+		},
+		"network filter of the wrong category": {
+			overlay: listenerYAML("", routerFilter),
+			want:    []string{`static_resources.listeners[1].filter_chains[0].filters[0].typed_config: extension "proxy.filters.http.router" (category envoy.filters.http) cannot be used here: expected category envoy.filters.network`},
+		},
+		"filter config discovery": {
+			overlay: listenerYAML("", `{name: hcm, config_discovery: {config_source: {ads: {}}}}`),
+			want: []string{
+				"static_resources.listeners[1].filter_chains[0].filters[0].config_discovery: not supported by Outrigger",
+				"static_resources.listeners[1].filter_chains[0].filters[0].typed_config: required: the filter's type selects its implementation",
+			},
+		},
+		"hcm field": {
+			overlay: okHCM(", generate_request_id: false"),
+			want:    []string{extraHCM + ".generate_request_id: not supported by Outrigger"},
+		},
+		"codec http3": {
+			overlay: okHCM(", codec_type: HTTP3"),
+			want:    []string{extraHCM + ".codec_type: HTTP3 is not supported by Outrigger (supported: AUTO, HTTP1, HTTP2)"},
+		},
+		"rds": {
+			overlay: hcmYAML(`stat_prefix: x, rds: {route_config_name: r, config_source: {ads: {}}}, http_filters: [` + routerFilter + `]`),
+			want:    []string{extraHCM + ".rds: not supported by Outrigger"},
+		},
+		"http filter of the wrong category": {
+			overlay: hcmYAML(`stat_prefix: x, ` + okRouteCfg + `, http_filters: [{name: log, typed_config: {"@type": ` + fileURL + `, path: /x}}, ` + routerFilter + `]`),
+			want:    []string{extraHCM + `.http_filters[0].typed_config: extension "proxy.access_loggers.file" (category envoy.access_loggers) cannot be used here: expected category envoy.filters.http`},
+		},
+		"router field": {
+			overlay: hcmYAML(`stat_prefix: x, ` + okRouteCfg + `, http_filters: [{name: router, typed_config: {"@type": ` + routerURL + `, suppress_envoy_headers: true}}]`),
+			want:    []string{extraHCM + ".http_filters[0].typed_config.suppress_envoy_headers: not supported by Outrigger"},
+		},
+		"virtual host field": {
+			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], require_tls: ALL, routes: [` + okRoute + `]}]}, http_filters: [` + routerFilter + `]`),
+			want:    []string{extraHCM + ".route_config.virtual_hosts[0].require_tls: not supported by Outrigger"},
+		},
+		"route action": {
+			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /}, route: {cluster: backend}}]}]}, http_filters: [` + routerFilter + `]`),
+			want:    []string{extraHCM + ".route_config.virtual_hosts[0].routes[0].route: not supported by Outrigger"},
+		},
+		"route match": {
+			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /, headers: [{name: x, present_match: true}]}, direct_response: {status: 200}}]}]}, http_filters: [` + routerFilter + `]`),
+			want:    []string{extraHCM + ".route_config.virtual_hosts[0].routes[0].match.headers: not supported by Outrigger"},
+		},
+		"direct response from a file": {
+			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /}, direct_response: {status: 200, body: {filename: /etc/motd}}}]}]}, http_filters: [` + routerFilter + `]`),
+			want:    []string{extraHCM + ".route_config.virtual_hosts[0].routes[0].direct_response.body.filename: not supported by Outrigger"},
+		},
+		"disabled hcm, envoy spelling": {
+			disable: []string{"envoy.filters.network/envoy.filters.network.http_connection_manager"},
+			want:    []string{`static_resources.listeners[0].filter_chains[0].filters[0].typed_config: extension "proxy.filters.network.http_connection_manager" is disabled by --disable-extensions`},
+		},
+		"disabled router, proxy spelling": {
+			disable: []string{"envoy.filters.http/proxy.filters.http.router"},
+			want:    []string{`static_resources.listeners[0].filter_chains[0].filters[0].typed_config.http_filters[0].typed_config: extension "proxy.filters.http.router" is disabled by --disable-extensions`},
+		},
+		"disabled file logger": {
+			disable: []string{"envoy.access_loggers/envoy.access_loggers.file"},
+			want:    []string{`admin.access_log[0].typed_config: extension "proxy.access_loggers.file" is disabled by --disable-extensions`},
+		},
+	})
+}
+
+func TestValidateConstraints(t *testing.T) {
+	runValidateCases(t, map[string]validateCase{
+		"port out of range": {
+			overlay: "admin: {address: {socket_address: {port_value: 70000}}}",
+			want:    []string{"admin.address.socket_address.port_value: value must be less than or equal to 65535"},
+		},
+		"flush interval too short": {
+			// Standalone: merged over full.yaml's 10s, it would add to it
+			// (Duration is a message, and messages merge field by field).
+			overlay:    "stats_flush_interval: 0.0001s",
+			standalone: true,
+			want:       []string{"stats_flush_interval: value must be inside range [1ms, 5m0s)"},
+		},
+		"layer without a kind": {
+			overlay: "layered_runtime: {layers: [{name: empty}]}",
+			want:    []string{"layered_runtime.layers[3].layer_specifier: value is required"},
+		},
+		"inside typed_config": {
+			overlay: hcmYAML(`stat_prefix: "", ` + okRouteCfg + `, http_filters: [` + routerFilter + `]`),
+			want:    []string{extraHCM + ".stat_prefix: value length must be at least 1 runes"},
+		},
+		"hcm without route_config": {
+			overlay: hcmYAML(`stat_prefix: x, http_filters: [` + routerFilter + `]`),
+			want:    []string{extraHCM + ".route_specifier: value is required"},
+		},
+		"deep inside typed_config": {
+			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [], routes: [{match: {prefix: /}, direct_response: {status: 99}}]}]}, http_filters: [` + routerFilter + `]`),
+			want: []string{
+				extraHCM + ".route_config.virtual_hosts[0].domains: value must contain at least 1 item(s)",
+				extraHCM + ".route_config.virtual_hosts[0].routes[0].direct_response.status: value must be inside range [200, 600)",
+			},
+		},
+		"inside an access log": {
+			overlay: accessLogYAML(`{"@type": ` + fileURL + `}`),
+			want:    []string{"admin.access_log[1].typed_config.path: value length must be at least 1 runes"},
+		},
+	})
+}
+
+func TestValidateSemantics(t *testing.T) {
+	runValidateCases(t, map[string]validateCase{
+		"admin without address": {
+			overlay:    "admin: {profile_path: /tmp/p}",
+			standalone: true,
+			want:       []string{"admin.address: required when admin is set"},
+		},
+		"duplicate listener name": {
+			overlay: strings.Replace(okHCM(""), "name: extra", "name: ingress", 1),
+			want:    []string{`static_resources.listeners[1].name: duplicate listener name "ingress" (also static_resources.listeners[0])`},
+		},
+		"duplicate address": {
+			overlay: strings.Replace(okHCM(""), "port_value: 0", "port_value: 10000", 1),
+			want:    []string{"static_resources.listeners[1].address: address 127.0.0.1:10000 is already used by static_resources.listeners[0]"},
+		},
+		"listener without address": {
+			overlay: `static_resources: {listeners: [{name: extra, filter_chains: [{filters: [{name: hcm, typed_config: {"@type": ` + hcmURL + `, stat_prefix: x, ` + okRouteCfg + `, http_filters: [` + routerFilter + `]}}]}]}]}`,
+			want:    []string{"static_resources.listeners[1].address: required: a listener must have an address"},
+		},
+		"listener without filter chains": {
+			overlay: "static_resources: {listeners: [{name: extra, address: {socket_address: {address: 127.0.0.1, port_value: 0}}}]}",
+			want:    []string{"static_resources.listeners[1].filter_chains: a listener must have at least one filter chain"},
+		},
+		"hcm not last": {
+			overlay: listenerYAML("", `{name: a, typed_config: {"@type": `+hcmURL+`, stat_prefix: a, `+okRouteCfg+`, http_filters: [`+routerFilter+`]}}, {name: b, typed_config: {"@type": `+hcmURL+`, stat_prefix: b, `+okRouteCfg+`, http_filters: [`+routerFilter+`]}}`),
+			want:    []string{"static_resources.listeners[1].filter_chains[0].filters[0]: proxy.filters.network.http_connection_manager is a terminal filter and must be the last in the filter chain"},
+		},
+		"network filter without typed_config": {
+			overlay: listenerYAML("", `{name: envoy.filters.network.http_connection_manager}`),
+			want:    []string{"static_resources.listeners[1].filter_chains[0].filters[0].typed_config: required: the filter's type selects its implementation"},
+		},
+		"no http filters": {
+			overlay: hcmYAML(`stat_prefix: x, ` + okRouteCfg),
+			want:    []string{extraHCM + ".http_filters: must end with the router filter (proxy.filters.http.router)"},
+		},
+		"router not last": {
+			overlay: hcmYAML(`stat_prefix: x, ` + okRouteCfg + `, http_filters: [` + routerFilter + `, ` + routerFilter + `]`),
+			want:    []string{extraHCM + ".http_filters[0]: the router filter must be the last HTTP filter"},
+		},
+		"last http filter not the router": {
+			overlay: hcmYAML(`stat_prefix: x, ` + okRouteCfg + `, http_filters: [` + routerFilter + `, {name: log, typed_config: {"@type": ` + fileURL + `, path: /x}}]`),
+			want: []string{
+				extraHCM + `.http_filters[1].typed_config: extension "proxy.access_loggers.file" (category envoy.access_loggers) cannot be used here: expected category envoy.filters.http`,
+				extraHCM + ".http_filters[0]: the router filter must be the last HTTP filter",
+				extraHCM + ".http_filters[1]: the last HTTP filter must be the router filter (proxy.filters.http.router)",
+			},
+		},
+		"http filter without typed_config": {
+			overlay: hcmYAML(`stat_prefix: x, ` + okRouteCfg + `, http_filters: [{name: envoy.filters.http.router}]`),
+			want:    []string{extraHCM + ".http_filters[0].typed_config: required: the filter's type selects its implementation"},
+		},
+		"duplicate domains": {
+			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: a, domains: ["*.example.com", b], routes: [` + okRoute + `]}, {name: c, domains: ["*.Example.COM"], routes: [` + okRoute + `]}]}, http_filters: [` + routerFilter + `]`),
+			want:    []string{extraHCM + `.route_config.virtual_hosts[1].domains[0]: duplicate domain "*.Example.COM" (also ` + extraHCM + `.route_config.virtual_hosts[0].domains[0])`},
+		},
+		"duplicate layer name": {
+			overlay: "layered_runtime: {layers: [{name: static, static_layer: {}}]}",
+			want:    []string{`layered_runtime.layers[3].name: duplicate layer name "static" (also layered_runtime.layers[0])`},
+		},
+		"two admin layers": {
+			overlay: "layered_runtime: {layers: [{name: admin2, admin_layer: {}}]}",
+			want:    []string{"layered_runtime.layers[3].admin_layer: at most one admin layer may be specified (also layered_runtime.layers[2])"},
+		},
+	})
+}
+
+// TestValidateGolden pins the whole error list of a configuration that is
+// wrong in many ways at once: every problem is reported, in a stable order.
+func TestValidateGolden(t *testing.T) {
+	b := loadFixture(t, "invalid.yaml")
+	err := Validate(b, nil)
+	if err == nil {
+		t.Fatal("Validate accepted invalid.yaml")
+	}
+	fieldErrors(t, err) // every part is a *FieldError
+	checkGolden(t, "invalid.golden", []byte(err.Error()+"\n"))
+}
+
+func TestValidateNil(t *testing.T) {
+	var fe *FieldError
+	if err := Validate(nil, nil); !errors.As(err, &fe) || fe.Reason != "no configuration" {
+		t.Errorf("Validate(nil) = %v, want a FieldError \"no configuration\"", err)
+	}
+}
+
+// TestSupportTable checks the table itself: every line names a real field,
+// enum restrictions name real values, and every supported typed_config
+// field says which extension category it takes.
+func TestSupportTable(t *testing.T) {
+	for name, rule := range supportedFields {
+		t.Run(string(name), func(t *testing.T) {
+			md, err := protoregistry.GlobalFiles.FindDescriptorByName(name.Parent())
+			if err != nil {
+				t.Fatalf("message %s: %v", name.Parent(), err)
+			}
+			msg, ok := md.(protoreflect.MessageDescriptor)
+			if !ok {
+				t.Fatalf("%s is not a message", name.Parent())
+			}
+			fd := msg.Fields().ByName(name.Name())
+			if fd == nil {
+				t.Fatalf("%s has no field %s", name.Parent(), name.Name())
+			}
+			for _, v := range rule.values {
+				if fd.Enum() == nil || fd.Enum().Values().ByName(protoreflect.Name(v)) == nil {
+					t.Errorf("value %s is not a value of %s", v, name)
+				}
+			}
+			isAny := fd.Message() != nil && fd.Message().FullName() == anyFullName
+			if isAny != (rule.category != "") {
+				t.Errorf("typed_config field %v has category %q", isAny, rule.category)
+			}
+		})
+	}
+}
+
+// TestSupportIgnoresUnsetFields: only populated fields are checked, so an
+// empty configuration passes.
+func TestSupportIgnoresUnsetFields(t *testing.T) {
+	b := &bootstrapv3.Bootstrap{}
+	if err := Validate(b, nil); err != nil {
+		t.Errorf("empty bootstrap: %v", err)
+	}
+}
