@@ -1,0 +1,228 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gexec"
+)
+
+// Bounds on waiting for a process. A healthy sidecar starts and stops in
+// milliseconds; these only keep a broken one from hanging the suite.
+const (
+	startTimeout = 10 * time.Second
+	stopTimeout  = 5 * time.Second
+	killTimeout  = 5 * time.Second
+)
+
+// adminAddrPattern is what --admin-address-path must contain: the bound
+// loopback address with the port resolved, and no trailing newline.
+var adminAddrPattern = regexp.MustCompile(`^127\.0\.0\.1:[1-9][0-9]*$`)
+
+// Sidecar is one sidecar process started by a spec. Every process is stopped
+// by the spec's cleanup (SIGTERM, then SIGKILL after a bounded wait), so specs
+// never leak processes, whatever their outcome.
+type Sidecar struct {
+	// Dir is the spec's private directory: the bootstrap file, the admin
+	// address file, logs and profiles live there.
+	Dir string
+	// ConfigPath is the bootstrap file given with -c.
+	ConfigPath string
+	// AddressPath is the file given with --admin-address-path.
+	AddressPath string
+	// Admin is the admin listener's address as the sidecar reported it.
+	Admin string
+
+	session *gexec.Session
+	client  *http.Client
+}
+
+// Launch writes config to dir/name, starts the sidecar with
+// `-c <file> --admin-address-path <dir>/admin.addr` followed by args, and
+// returns at once without waiting for the admin listener (use Start for a
+// sidecar that must come up). An empty config means no -c (for --config-yaml).
+func Launch(dir, name, config string, args ...string) *Sidecar {
+	GinkgoHelper()
+	s := &Sidecar{
+		Dir:         dir,
+		AddressPath: filepath.Join(dir, "admin.addr"),
+		// No keep-alive: a connection kept from before a restart or a
+		// shutdown must not turn into a confusing transport error, and every
+		// request then shows up as its own connection in the access log.
+		client: &http.Client{
+			Timeout:   5 * time.Second,
+			Transport: &http.Transport{DisableKeepAlives: true},
+		},
+	}
+	full := []string{"--admin-address-path", s.AddressPath}
+	if config != "" {
+		s.ConfigPath = filepath.Join(dir, name)
+		Expect(os.WriteFile(s.ConfigPath, []byte(config), 0o600)).To(Succeed())
+		full = append([]string{"-c", s.ConfigPath}, full...)
+	}
+	s.session = startProcess(append(full, args...)...)
+	return s
+}
+
+// Start is Launch followed by a bounded wait for the admin address file. It
+// fails the spec at once, with the process's stderr, if the sidecar exits
+// instead of coming up.
+func Start(dir, config string, args ...string) *Sidecar {
+	GinkgoHelper()
+	s := Launch(dir, "bootstrap.yaml", config, args...)
+	s.WaitForAdmin()
+	return s
+}
+
+// WaitForAdmin waits until the address file holds a complete address.
+func (s *Sidecar) WaitForAdmin() {
+	GinkgoHelper()
+	Eventually(func() string {
+		if code := s.session.ExitCode(); code != -1 {
+			StopTrying(fmt.Sprintf("sidecar exited with code %d before its admin listener came up; stderr:\n%s",
+				code, s.Stderr())).Now()
+		}
+		b, err := os.ReadFile(s.AddressPath)
+		if err != nil {
+			return ""
+		}
+		return string(b)
+	}, startTimeout).Should(MatchRegexp(adminAddrPattern.String()))
+	b, err := os.ReadFile(s.AddressPath)
+	Expect(err).NotTo(HaveOccurred())
+	s.Admin = string(b)
+}
+
+// Stdout and Stderr return everything the process wrote so far.
+func (s *Sidecar) Stdout() string { return string(s.session.Out.Contents()) }
+
+// Stderr returns everything the process wrote to stderr so far.
+func (s *Sidecar) Stderr() string { return string(s.session.Err.Contents()) }
+
+// Signal sends sig to the process.
+func (s *Sidecar) Signal(sig os.Signal) { s.session.Signal(sig) }
+
+// Running reports whether the process has not exited yet.
+func (s *Sidecar) Running() bool { return s.session.ExitCode() == -1 }
+
+// Wait waits (bounded) for the process to exit and returns its exit code.
+func (s *Sidecar) Wait(timeout time.Duration) int {
+	GinkgoHelper()
+	Eventually(s.session, timeout).Should(gexec.Exit(), "the sidecar did not exit; stderr:\n%s", s.Stderr())
+	return s.session.ExitCode()
+}
+
+// Response is an HTTP answer read in full.
+type Response struct {
+	Status int
+	Body   string
+	Header http.Header
+}
+
+// Get sends GET <path> to the admin listener.
+func (s *Sidecar) Get(path string) Response {
+	GinkgoHelper()
+	return s.Do(http.MethodGet, path, nil, nil)
+}
+
+// Post sends a body-less POST <path> to the admin listener, as curl -X POST does.
+func (s *Sidecar) Post(path string) Response {
+	GinkgoHelper()
+	return s.Do(http.MethodPost, path, nil, nil)
+}
+
+// Do sends one request to the admin listener. path goes on the wire exactly
+// as given (it may hold "//" or ".." to exercise normalization).
+func (s *Sidecar) Do(method, path string, body io.Reader, header http.Header) Response {
+	GinkgoHelper()
+	Expect(s.Admin).NotTo(BeEmpty(), "the sidecar's admin address is not known yet")
+	return httpDo(s.client, method, "http://"+s.Admin+path, body, header)
+}
+
+// httpDo sends one request and reads the whole answer.
+func httpDo(client *http.Client, method, url string, body io.Reader, header http.Header) Response {
+	GinkgoHelper()
+	req, err := http.NewRequest(method, url, body)
+	Expect(err).NotTo(HaveOccurred())
+	for k, vs := range header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	resp, err := client.Do(req)
+	Expect(err).NotTo(HaveOccurred(), "%s %s", method, url)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	Expect(err).NotTo(HaveOccurred(), "reading the answer to %s %s", method, url)
+	return Response{Status: resp.StatusCode, Body: string(b), Header: resp.Header}
+}
+
+// Result is the outcome of a sidecar run to completion.
+type Result struct {
+	ExitCode int
+	Stdout   string
+	Stderr   string
+}
+
+// Run runs the sidecar with args and waits (bounded) for it to exit. It is
+// for invocations that must not serve: --version, --help, command line
+// errors, --mode validate. A run that does not exit in time fails the spec
+// and is stopped by the cleanup.
+func Run(args ...string) Result {
+	GinkgoHelper()
+	session := startProcess(args...)
+	Eventually(session, startTimeout).Should(gexec.Exit(),
+		"sidecar %s did not exit; stderr:\n%s", strings.Join(args, " "), session.Err.Contents())
+	return Result{
+		ExitCode: session.ExitCode(),
+		Stdout:   string(session.Out.Contents()),
+		Stderr:   string(session.Err.Contents()),
+	}
+}
+
+// startProcess starts the binary and registers its cleanup.
+func startProcess(args ...string) *gexec.Session {
+	GinkgoHelper()
+	cmd := exec.Command(sidecarBin, args...)
+	// Own process group: a signal a developer sends to the test run with ^C
+	// is not delivered to the sidecars too, so cleanup stays in charge.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	session, err := gexec.Start(cmd,
+		gexec.NewPrefixedWriter("[sidecar out] ", GinkgoWriter),
+		gexec.NewPrefixedWriter("[sidecar err] ", GinkgoWriter))
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(stopProcess, session)
+	return session
+}
+
+// stopProcess ends a session this suite started: SIGTERM, then SIGKILL if the
+// process has not exited within stopTimeout. It never touches anything else.
+func stopProcess(session *gexec.Session) error {
+	if session.ExitCode() != -1 {
+		return nil
+	}
+	session.Terminate()
+	select {
+	case <-session.Exited:
+		return nil
+	case <-time.After(stopTimeout):
+	}
+	session.Kill()
+	select {
+	case <-session.Exited:
+		return errors.New("the sidecar ignored SIGTERM and had to be killed")
+	case <-time.After(killTimeout):
+		return errors.New("the sidecar survived SIGKILL")
+	}
+}
