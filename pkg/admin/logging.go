@@ -41,7 +41,7 @@ func (a *Admin) loggingRoutes() []Route {
 					Help: "Change multiple logging levels by setting to " +
 						"<logger_name1>:<desired_level1>,<logger_name2>:<desired_level2> " +
 						"(\"=\" may replace \":\"). If fine grain logging is enabled, use __FILE__ " +
-						"or a glob expression as the logger name. For example, source/common*:warning",
+						"or a glob expression as the logger name. For example, pkg/proxy/server/*:warning",
 					Kind: ParamString,
 				},
 				{

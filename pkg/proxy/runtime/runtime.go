@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 )
@@ -138,6 +139,11 @@ func (r *Runtime) Modify(pairs map[string]string) error {
 	for k, v := range pairs {
 		if k == "" {
 			return errors.New("empty runtime key")
+		}
+		// /runtime renders values as JSON strings, which cannot carry
+		// arbitrary bytes: refuse what would come back altered.
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return fmt.Errorf("runtime key %q: keys and values must be valid UTF-8", k)
 		}
 		if v == "" {
 			delete(admin, k)

@@ -234,3 +234,25 @@ func TestSnapshotBool(t *testing.T) {
 		})
 	}
 }
+
+func TestModifyRejectsBadInputAtomically(t *testing.T) {
+	r, err := New(&bootstrapv3.LayeredRuntime{Layers: []*bootstrapv3.RuntimeLayer{adminLayer("admin")}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]map[string]string{
+		"invalid UTF-8 value": {"good": "1", "k": "\xff"},
+		"invalid UTF-8 key":   {"good": "1", "\xff": "1"},
+		"empty key":           {"good": "1", "": "1"},
+	}
+	for name, pairs := range tests {
+		t.Run(name, func(t *testing.T) {
+			if err := r.Modify(pairs); err == nil {
+				t.Fatal("Modify accepted bad input")
+			}
+			if _, ok := r.Snapshot().Get("good"); ok {
+				t.Fatal("a refused Modify changed the runtime")
+			}
+		})
+	}
+}
