@@ -71,14 +71,6 @@ func (l *lifecycle) setHealthFailed(failed bool) {
 	l.publish()
 }
 
-// healthCheckFailed reports whether /healthcheck/fail is in force (the
-// health-check filter answers 503 then, and while shutting down).
-func (l *lifecycle) healthCheckFailed() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.healthFailed || l.shuttingDown
-}
-
 func (l *lifecycle) startShutdown() {
 	l.mu.Lock()
 	l.shuttingDown = true

@@ -126,6 +126,9 @@ func (s *Server) AdminLogger() logr.Logger { return s.logs.Logger("admin") }
 // one writer feeding all of them, or nil when none is configured.
 func (s *Server) AdminAccessLog() (io.Writer, error) {
 	var paths []string
+	// access_log_path is deprecated in the v3 API but is the spec's way to
+	// configure the admin access log, so it stays supported.
+	//lint:ignore SA1019 the spec names admin.access_log_path
 	if p := s.boot.GetAdmin().GetAccessLogPath(); p != "" {
 		paths = append(paths, p)
 	}

@@ -1,121 +1,230 @@
-// Package stats holds the proxy's counters and gauges. Components look a
-// stat up once, keep the pointer, and update it with one atomic operation on
-// the request path; the store's map is only touched at creation and when the
-// admin renders.
-//
-// This is the first slice of the stats engine: counters and gauges by full
-// name. Histograms, text readouts, tag extraction, flushing and sinks are
-// built on top of it.
 package stats
 
 import (
-	"maps"
-	"slices"
+	"fmt"
+	"runtime"
 	"sync"
-	"sync/atomic"
+
+	metricsv3 "github.com/envoyproxy/go-control-plane/envoy/config/metrics/v3"
 )
 
-// Counter only goes up (until the admin resets it).
-type Counter struct {
-	value atomic.Uint64
-	used  atomic.Bool
-}
-
-// Inc adds one.
-func (c *Counter) Inc() { c.Add(1) }
-
-// Add adds n.
-func (c *Counter) Add(n uint64) {
-	c.value.Add(n)
-	if !c.used.Load() {
-		c.used.Store(true)
-	}
-}
-
-// Value returns the current count.
-func (c *Counter) Value() uint64 { return c.value.Load() }
-
-// Used reports whether the counter was ever incremented.
-func (c *Counter) Used() bool { return c.used.Load() }
-
-// Gauge holds a value that goes up and down.
-type Gauge struct {
-	value atomic.Int64
-	used  atomic.Bool
-}
-
-// Set replaces the value.
-func (g *Gauge) Set(v int64) {
-	g.value.Store(v)
-	g.markUsed()
-}
-
-// Add adds d, which may be negative.
-func (g *Gauge) Add(d int64) {
-	g.value.Add(d)
-	g.markUsed()
-}
-
-func (g *Gauge) markUsed() {
-	if !g.used.Load() {
-		g.used.Store(true)
-	}
-}
-
-// Value returns the current value.
-func (g *Gauge) Value() int64 { return g.value.Load() }
-
-// Used reports whether the gauge was ever changed.
-func (g *Gauge) Used() bool { return g.used.Load() }
-
-// Store owns every stat of one server.
+// Store owns every stat of one server. Looking a stat up by name takes a
+// lock and a few map probes; components do it once and keep the pointer.
 type Store struct {
 	mu       sync.Mutex
-	counters map[string]*Counter
-	gauges   map[string]*Gauge
+	segIDs   map[string]uint32 // segment text -> id
+	segs     slab[string]
+	index    map[nameKey]uint32 // (parent node, segment|kind) -> node or stat index
+	nodes    slab[prefixNode]
+	dirty    []uint32 // nodes with pending children
+	counters slab[Counter]
+	gauges   slab[Gauge]
+	texts    slab[TextReadout]
+	hists    slab[Histogram]
+	rejected rejectedStats
+	lookups  recentLookups
+
+	shards  int // per-histogram recording shards
+	tags    *TagProducer
+	matcher statsMatcher
+	buckets []bucketRule
+
+	// flushMu serialises flushes, which own Counter.latched.
+	flushMu sync.Mutex
 }
 
-// NewStore returns an empty store.
+// NewStore returns an empty store with Envoy's default tag extractors and
+// no stats_config.
 func NewStore() *Store {
-	return &Store{counters: map[string]*Counter{}, gauges: map[string]*Gauge{}}
+	s, err := NewStoreWithConfig(nil)
+	if err != nil {
+		// The defaults are compiled from constants and tested.
+		panic(fmt.Sprintf("stats: default configuration: %v", err))
+	}
+	return s
+}
+
+// NewStoreWithConfig returns an empty store honouring the bootstrap
+// stats_config: stats_tags, use_all_default_tags, stats_matcher and
+// histogram_bucket_settings. A nil cfg means the defaults.
+func NewStoreWithConfig(cfg *metricsv3.StatsConfig) (*Store, error) {
+	tags, err := NewTagProducer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	matcher, err := newStatsMatcher(cfg.GetStatsMatcher())
+	if err != nil {
+		return nil, err
+	}
+	buckets, err := newBucketRules(cfg.GetHistogramBucketSettings())
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{
+		segIDs:  map[string]uint32{},
+		index:   map[nameKey]uint32{},
+		shards:  histogramShards(runtime.GOMAXPROCS(0)),
+		tags:    tags,
+		matcher: matcher,
+		buckets: buckets,
+	}
+	for range numRoots {
+		s.nodes.alloc()
+	}
+	return s, nil
+}
+
+// histogramShards returns the shard count for procs processors: the next
+// power of two, so a shard is picked with a mask.
+func histogramShards(procs int) int {
+	n := 1
+	for n < procs && n < maxHistogramShards {
+		n <<= 1
+	}
+	return n
+}
+
+// TagProducer returns the store's tag extractor, for renderers and sinks.
+func (s *Store) TagProducer() *TagProducer { return s.tags }
+
+// lookup finds or creates the stat of kind k named name under root. It
+// returns the stat's index in its slab, or ok=false when the stats matcher
+// rejects the name. The caller holds s.mu; create is called for a new stat
+// to set it up.
+func (s *Store) lookup(root uint32, k Kind, name string, create func(idx, parent, seg uint32)) (idx uint32, ok bool) {
+	s.lookups.record(name)
+	if parent, seg, found := s.resolve(root, name, false); found {
+		if idx, found := s.index[makeKey(parent, seg, k)]; found {
+			return idx, true
+		}
+	}
+	if !s.matcher.accepts(name) {
+		return 0, false
+	}
+	parent, seg, _ := s.resolve(root, name, true)
+	if seg > maxSegments {
+		// Half a billion distinct segments: treat like a rejected stat
+		// rather than corrupt the tree.
+		return 0, false
+	}
+	var n uint32
+	switch k {
+	case KindCounter:
+		n = s.counters.len()
+	case KindGauge:
+		n = s.gauges.len()
+	case KindTextReadout:
+		n = s.texts.len()
+	case KindHistogram:
+		n = s.hists.len()
+	}
+	create(n, parent, seg)
+	s.index[makeKey(parent, seg, k)] = n
+	s.addChild(parent, makeEntry(k, n))
+	return n, true
 }
 
 // Counter returns the counter with the full name, creating it on first use.
+// A name the stats matcher rejects still gets a working counter, which is
+// never listed.
 func (s *Store) Counter(name string) *Counter {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, ok := s.counters[name]
+	idx, ok := s.lookup(rootCounters, KindCounter, name, func(_, parent, seg uint32) {
+		_, c := s.counters.alloc()
+		c.parent = parent
+		c.meta.Store(seg)
+	})
 	if !ok {
-		c = &Counter{}
-		s.counters[name] = c
+		return s.rejected.counter(name)
 	}
-	return c
+	return s.counters.at(idx)
 }
 
 // Gauge returns the gauge with the full name, creating it on first use.
 func (s *Store) Gauge(name string) *Gauge {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g, ok := s.gauges[name]
+	idx, ok := s.lookup(rootCounters, KindGauge, name, func(_, parent, seg uint32) {
+		_, g := s.gauges.alloc()
+		g.parent = parent
+		g.meta.Store(seg)
+	})
 	if !ok {
-		g = &Gauge{}
-		s.gauges[name] = g
+		return s.rejected.gauge(name)
 	}
-	return g
+	return s.gauges.at(idx)
 }
 
-// CounterNames returns the names of every counter, sorted.
-func (s *Store) CounterNames() []string {
+// TextReadout returns the text readout with the full name, creating it on
+// first use.
+func (s *Store) TextReadout(name string) *TextReadout {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Sorted(maps.Keys(s.counters))
+	idx, ok := s.lookup(rootTextReadouts, KindTextReadout, name, func(_, parent, seg uint32) {
+		_, t := s.texts.alloc()
+		t.parent = parent
+		t.meta.Store(seg)
+	})
+	if !ok {
+		return s.rejected.textReadout(name)
+	}
+	return s.texts.at(idx)
 }
 
-// GaugeNames returns the names of every gauge, sorted.
-func (s *Store) GaugeNames() []string {
+// Histogram returns the histogram with the full name, creating it on first
+// use with UnitUnspecified.
+func (s *Store) Histogram(name string) *Histogram {
+	return s.HistogramWithUnit(name, UnitUnspecified)
+}
+
+// HistogramWithUnit returns the histogram with the full name, creating it
+// on first use with the given unit (which a later lookup cannot change).
+// Its bucket bounds come from the first matching histogram_bucket_settings
+// rule, else the defaults.
+func (s *Store) HistogramWithUnit(name string, unit Unit) *Histogram {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Sorted(maps.Keys(s.gauges))
+	idx, ok := s.lookup(rootHistograms, KindHistogram, name, func(_, parent, seg uint32) {
+		_, h := s.hists.alloc()
+		h.parent = parent
+		h.meta.Store(seg)
+		h.init(s.shards, s.bucketsFor(name), unit)
+	})
+	if !ok {
+		return s.rejected.histogram(name, s.shards, s.bucketsFor(name), unit)
+	}
+	return s.hists.at(idx)
+}
+
+// CounterNames returns the names of every listed counter, sorted.
+func (s *Store) CounterNames() []string { return s.names(KindCounter) }
+
+// GaugeNames returns the names of every listed gauge, sorted.
+func (s *Store) GaugeNames() []string { return s.names(KindGauge) }
+
+func (s *Store) names(k Kind) []string {
+	var out []string
+	_ = s.Visit(VisitOptions{Type: typeOfKind(k)}, func(st *Stat) error {
+		out = append(out, string(st.Name))
+		return nil
+	})
+	return out
+}
+
+// ResetCounters zeroes every counter as the admin shows it. Sinks still
+// receive the increments made before the reset at the next flush.
+func (s *Store) ResetCounters() {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	s.mu.Lock()
+	n := s.counters.len()
+	s.mu.Unlock()
+	for i := range n {
+		s.counters.at(i).resetLocal()
+	}
+	s.rejected.resetCounters()
+	s.lookups.clear()
 }
 
 // Scope prefixes names: Scope("server.").Counter("x") is "server.x".
@@ -127,8 +236,24 @@ type Scope struct {
 // Scope returns a scope whose stat names start with prefix.
 func (s *Store) Scope(prefix string) Scope { return Scope{store: s, prefix: prefix} }
 
+// Scope returns a nested scope: Scope("a.").Scope("b.") names "a.b.x".
+func (sc Scope) Scope(prefix string) Scope { return Scope{store: sc.store, prefix: sc.prefix + prefix} }
+
+// Prefix returns the scope's name prefix.
+func (sc Scope) Prefix() string { return sc.prefix }
+
 // Counter returns the scope's counter with the given short name.
 func (sc Scope) Counter(name string) *Counter { return sc.store.Counter(sc.prefix + name) }
 
 // Gauge returns the scope's gauge with the given short name.
 func (sc Scope) Gauge(name string) *Gauge { return sc.store.Gauge(sc.prefix + name) }
+
+// TextReadout returns the scope's text readout with the given short name.
+func (sc Scope) TextReadout(name string) *TextReadout {
+	return sc.store.TextReadout(sc.prefix + name)
+}
+
+// Histogram returns the scope's histogram with the given short name.
+func (sc Scope) Histogram(name string, unit Unit) *Histogram {
+	return sc.store.HistogramWithUnit(sc.prefix+name, unit)
+}

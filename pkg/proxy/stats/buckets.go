@@ -1,0 +1,52 @@
+package stats
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	metricsv3 "github.com/envoyproxy/go-control-plane/envoy/config/metrics/v3"
+)
+
+// bucketRule is one stats_config.histogram_bucket_settings entry: the
+// histograms whose names match get these bucket bounds.
+type bucketRule struct {
+	match  stringMatcher
+	bounds []float64
+}
+
+func newBucketRules(cfg []*metricsv3.HistogramBucketSettings) ([]bucketRule, error) {
+	rules := make([]bucketRule, 0, len(cfg))
+	for i, c := range cfg {
+		m, err := newStringMatcher(c.GetMatch())
+		if err != nil {
+			return nil, fmt.Errorf("stats_config.histogram_bucket_settings[%d].match: %w", i, err)
+		}
+		b := slices.Clone(c.GetBuckets())
+		if len(b) == 0 {
+			return nil, fmt.Errorf("stats_config.histogram_bucket_settings[%d].buckets: at least one bucket is required", i)
+		}
+		for _, v := range b {
+			if !(v > 0) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("stats_config.histogram_bucket_settings[%d].buckets: %v is not a positive finite number", i, v)
+			}
+		}
+		slices.Sort(b)
+		if len(slices.Compact(slices.Clone(b))) != len(b) {
+			return nil, fmt.Errorf("stats_config.histogram_bucket_settings[%d].buckets: values must be unique", i)
+		}
+		rules = append(rules, bucketRule{match: m, bounds: b})
+	}
+	return rules, nil
+}
+
+// bucketsFor returns the bounds of the first rule matching name, else the
+// defaults. The slices are shared and never modified.
+func (s *Store) bucketsFor(name string) []float64 {
+	for _, r := range s.buckets {
+		if r.match.match(name) {
+			return r.bounds
+		}
+	}
+	return defaultBuckets[:]
+}

@@ -1,0 +1,12 @@
+// Package stats is the proxy's statistics engine: counters, gauges, text
+// readouts and histograms, the scopes that name them, tag extraction, the
+// bootstrap stats_config, streaming renderers for the admin endpoints, and
+// the flusher that feeds metrics sinks.
+//
+// Components look a stat up once, keep the pointer, and update it with one
+// atomic operation on the request path; the store's maps are only touched
+// when a stat is created and when the admin renders. Names are stored as
+// shared, interned segments arranged in a tree, so a million counters do not
+// hold a million name strings, and the tree keeps each level sorted so that
+// rendering walks stats in name order without sorting or copying them.
+package stats

@@ -1,0 +1,168 @@
+package stats
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+
+	"github.com/circonus-labs/circonusllhist"
+)
+
+// Unit says what a histogram's values measure. It only changes rendering:
+// Prometheus scales UnitPercent histograms to 0-1.
+type Unit uint8
+
+// Histogram units, as Envoy has them.
+const (
+	UnitUnspecified Unit = iota
+	UnitBytes
+	UnitMicroseconds
+	UnitMilliseconds
+	UnitPercent
+)
+
+// PercentScale is the value a UnitPercent histogram records for 100%:
+// percentages are recorded as integers scaled by it.
+const PercentScale = 1_000_000
+
+// maxHistogramShards bounds the per-histogram shards: past 64 the memory
+// spent on idle shards outweighs the contention saved.
+const maxHistogramShards = 64
+
+// Histogram records a distribution with the circllhist algorithm. Recording
+// goes to one of a fixed set of shards, each with its own lock and its own
+// circllhist, picked at random and skipped when busy, so goroutines on
+// different cores almost never wait for each other; a shard's circllhist is
+// only allocated when it first records. Each flush merges the shards into
+// the interval summary (since the previous flush) and adds that to the
+// cumulative one.
+type Histogram struct {
+	parent uint32
+	meta   atomic.Uint32 // last name segment id | usedBit
+	unit   Unit
+	bounds []float64 // bucket upper bounds, shared with the store's settings
+	shards []histShard
+
+	mu         sync.Mutex // guards everything below
+	interval   *circonusllhist.Histogram
+	cumulative *circonusllhist.Histogram
+	intStats   HistogramStatistics
+	cumStats   HistogramStatistics
+}
+
+// histShard is padded to its own cache line pair so that two cores
+// recording into neighbouring shards do not bounce a line between them.
+type histShard struct {
+	mu    sync.Mutex
+	dirty bool
+	h     *circonusllhist.Histogram
+	_     [128 - 8 - 8 - 8]byte
+}
+
+func (h *Histogram) init(shards int, bounds []float64, unit Unit) {
+	h.shards = make([]histShard, shards)
+	h.bounds = bounds
+	h.unit = unit
+	h.intStats = emptyStatistics(bounds)
+	h.cumStats = h.intStats
+}
+
+// Record adds one value. It never allocates once the chosen shard has
+// recorded before, and does not wait for other goroutines unless every
+// shard is busy at once.
+func (h *Histogram) Record(v uint64) {
+	if h.meta.Load()&usedBit == 0 {
+		h.meta.Or(usedBit)
+	}
+	n := uint32(len(h.shards))
+	if n == 0 { // a zero Histogram, not made by a Store
+		return
+	}
+	i := rand.Uint32() & (n - 1)
+	for range n {
+		sh := &h.shards[i]
+		if sh.mu.TryLock() {
+			sh.record(v)
+			sh.mu.Unlock()
+			return
+		}
+		i = (i + 1) & (n - 1)
+	}
+	sh := &h.shards[i]
+	sh.mu.Lock()
+	sh.record(v)
+	sh.mu.Unlock()
+}
+
+func (sh *histShard) record(v uint64) {
+	if sh.h == nil {
+		sh.h = circonusllhist.NewNoLocks()
+	}
+	iv := int64(math.MaxInt64)
+	if v < math.MaxInt64 {
+		iv = int64(v)
+	}
+	// RecordIntScale with an integer cannot fail; it only reports errors
+	// for API symmetry with the float variants.
+	_ = sh.h.RecordIntScale(iv, 0)
+	sh.dirty = true
+}
+
+// Used reports whether a value was ever recorded.
+func (h *Histogram) Used() bool { return h.meta.Load()&usedBit != 0 }
+
+// Unit returns what the histogram's values measure.
+func (h *Histogram) Unit() Unit { return h.unit }
+
+// Bounds returns the bucket upper bounds; the caller must not modify them.
+func (h *Histogram) Bounds() []float64 { return h.bounds }
+
+// IntervalStatistics returns the summary of the values recorded between the
+// last two flushes. Its slices are never modified afterwards.
+func (h *Histogram) IntervalStatistics() HistogramStatistics {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.intStats
+}
+
+// CumulativeStatistics returns the summary of every value recorded up to
+// the last flush. Its slices are never modified afterwards.
+func (h *Histogram) CumulativeStatistics() HistogramStatistics {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cumStats
+}
+
+// merge rolls the interval: the shards' values since the previous merge
+// become the new interval summary and are added to the cumulative one.
+func (h *Histogram) merge() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.interval == nil {
+		h.interval = circonusllhist.NewNoLocks()
+		h.cumulative = circonusllhist.NewNoLocks()
+	}
+	h.interval.Reset()
+	for i := range h.shards {
+		sh := &h.shards[i]
+		sh.mu.Lock()
+		var bins []string
+		if sh.dirty {
+			bins = sh.h.DecStrings()
+			sh.h.Reset()
+			sh.dirty = false
+		}
+		sh.mu.Unlock()
+		for _, s := range bins {
+			b, ok := parseDecString(s)
+			if !ok || b.count == 0 {
+				continue
+			}
+			b.addTo(h.interval)
+			b.addTo(h.cumulative)
+		}
+	}
+	h.intStats = computeStatistics(h.interval, h.bounds)
+	h.cumStats = computeStatistics(h.cumulative, h.bounds)
+}
