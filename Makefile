@@ -11,7 +11,7 @@ STATICCHECK_VERSION := v0.8.2
 BUILDFLAGS := -buildvcs=auto
 CONFIG ?= examples/quickstart.yaml
 
-.PHONY: all build run test test-unit test-e2e bench lint fmt clean
+.PHONY: all build run test test-unit test-e2e test-assets bench lint fmt clean
 
 all: build
 
@@ -28,6 +28,12 @@ test-unit:
 
 test-e2e: build
 	SIDECAR_BIN=$(BIN)/sidecar $(GO) test -count=1 -timeout 20m ./test/e2e/... -ginkgo.v=false
+
+# kube-apiserver and etcd for the cluster test tier, built from Go modules into
+# bin/test-assets (skipped when already built); prints the folder for
+# KUBEBUILDER_ASSETS.
+test-assets:
+	GO="$(GO)" hack/test-assets.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
