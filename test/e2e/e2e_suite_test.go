@@ -8,7 +8,6 @@
 package e2e
 
 import (
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,10 +18,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 )
-
-// update rewrites the golden files under testdata/golden instead of comparing
-// against them: go test ./test/e2e/... -update.
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // sidecarBin is the absolute path of the binary under test. It is set once by
 // SynchronizedBeforeSuite on every ginkgo process and only read afterwards.

@@ -6,6 +6,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/outrigger-dev/outrigger/internal/golden"
 )
 
 // expectGolden compares got with testdata/golden/<name>, or rewrites that
@@ -14,7 +16,7 @@ import (
 func expectGolden(name, got string) {
 	GinkgoHelper()
 	path := filepath.Join("testdata", "golden", name)
-	if *update {
+	if golden.Update() {
 		Expect(os.MkdirAll(filepath.Dir(path), 0o755)).To(Succeed())
 		Expect(os.WriteFile(path, []byte(got), 0o644)).To(Succeed())
 		return

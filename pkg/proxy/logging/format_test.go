@@ -2,16 +2,15 @@ package logging
 
 import (
 	"bufio"
-	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	goldenfile "github.com/outrigger-dev/outrigger/internal/golden"
+)
 
 // testPID replaces the process id so that %P is deterministic.
 const testPID = 4242
@@ -157,7 +156,7 @@ func TestFormatFlags(t *testing.T) {
 			}
 			got[tc.name] = out
 			order = append(order, tc.name)
-			if *update {
+			if goldenfile.Update() {
 				return
 			}
 			w, ok := want[tc.name]
@@ -169,7 +168,7 @@ func TestFormatFlags(t *testing.T) {
 			}
 		})
 	}
-	if *update {
+	if goldenfile.Update() {
 		writeGolden(t, golden, order, got)
 	}
 }
@@ -285,7 +284,7 @@ func readGolden(t *testing.T, path string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	f, err := os.Open(path)
-	if os.IsNotExist(err) && *update {
+	if os.IsNotExist(err) && goldenfile.Update() {
 		return out
 	}
 	if err != nil {
