@@ -27,6 +27,13 @@ type Options struct {
 	Runtime RuntimeStore     // /runtime, /runtime_modify
 	Logs    LogControl       // /logging, /reopen_logs
 
+	Stats      StatsSource        // /stats family, /reset_counters
+	Breakers   BreakerEventSource // /breaker_event_stream, /hystrix_event_stream
+	ConfigDump ConfigDumpSource   // /config_dump, /init_dump
+	Clusters   ClusterSource      // /clusters
+	Listeners  ListenerSource     // /listeners
+	Drain      DrainControl       // /drain_listeners
+
 	// HotRestartVersion is the body of /hot_restart_version.
 	HotRestartVersion string
 	// ProfilePath is the bootstrap's admin.profile_path, where /cpuprofiler
@@ -100,6 +107,12 @@ func newAdmin(o Options, extra []Route) *Admin {
 		a.loggingRoutes(),
 		a.profilerRoutes(),
 		a.contentionRoutes(),
+		a.statsRoutes(),
+		a.breakerRoutes(),
+		a.configDumpRoutes(),
+		a.clustersRoutes(),
+		a.listenersRoutes(),
+		a.drainRoutes(),
 		extra,
 	)
 	if err := checkRoutes(routes); err != nil {

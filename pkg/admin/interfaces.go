@@ -2,6 +2,9 @@ package admin
 
 import (
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
 // The admin package never imports the proxy. Each endpoint family declares
@@ -85,4 +88,77 @@ type LogControl interface {
 	SetAllLevels(level string) error
 	// ReopenLogs reopens the application log file and every access log.
 	ReopenLogs() error
+}
+
+// StatsSource backs the /stats family (/stats, /stats/prometheus,
+// /stats/recentlookups and its mutations, /reset_counters).
+type StatsSource interface {
+	// Store is the server's stat store; the admin renders from it directly
+	// (pkg/proxy/stats is a leaf library the admin may import).
+	Store() *stats.Store
+	// FlushForAdmin runs a stats flush (sinks included) when the bootstrap
+	// sets stats_flush_on_admin, and does nothing otherwise. The stats
+	// endpoints call it before rendering.
+	FlushForAdmin()
+	// FilterUsesRE2 reports the runtime key
+	// proxy.reloadable_features.admin_stats_filter_use_re2 (default true):
+	// true selects Go's regexp (RE2) for ?filter=, false the ECMAScript
+	// engine.
+	FilterUsesRE2() bool
+}
+
+// BreakerEventSource backs /breaker_event_stream (and its alias
+// /hystrix_event_stream): the circuit-breaker dashboard sink's stream.
+type BreakerEventSource interface {
+	// SubscribeBreakerEvents registers one stream client. Each stats flush
+	// delivers one event set on the channel, already formatted as
+	// text/event-stream data; cancel unregisters the client and frees all
+	// it held (the channel is then never sent to again). A client that
+	// does not keep up misses event sets rather than blocking the flush.
+	SubscribeBreakerEvents() (events <-chan []byte, cancel func())
+}
+
+// ConfigDumpSource backs /config_dump and /init_dump.
+type ConfigDumpSource interface {
+	// ConfigDump returns the dumps in Envoy's order (bootstrap, clusters,
+	// endpoints when includeEDS, listeners, scoped routes, routes,
+	// secrets), each an envoy.admin.v3.*ConfigDump message. Secrets are not
+	// redacted here: the admin redacts private_key and password.
+	ConfigDump(includeEDS bool) []proto.Message
+	// InitDump returns the targets that have not finished initializing.
+	InitDump() *adminv3.UnreadyTargetsDumps
+}
+
+// ClusterSource backs /clusters.
+type ClusterSource interface {
+	// Clusters returns every cluster with its hosts, their per-host stats,
+	// health flags and circuit-breaker settings. Both the text and the
+	// JSON forms of /clusters are rendered from it.
+	Clusters() *adminv3.Clusters
+}
+
+// ListenerSource backs /listeners.
+type ListenerSource interface {
+	// Listeners returns the active listeners with their bound addresses
+	// (the OS-chosen port where the configuration said 0).
+	Listeners() *adminv3.Listeners
+}
+
+// DrainOptions are the parameters of /drain_listeners.
+type DrainOptions struct {
+	// InboundOnly limits the drain to listeners with traffic_direction
+	// INBOUND.
+	InboundOnly bool
+	// Graceful runs the drain sequence for --drain-time-s with
+	// --drain-strategy before the listeners stop.
+	Graceful bool
+	// SkipExit keeps the server running after the drain sequence.
+	SkipExit bool
+}
+
+// DrainControl backs /drain_listeners.
+type DrainControl interface {
+	// DrainListeners starts draining the selected listeners and returns
+	// without waiting for the drain sequence to end.
+	DrainListeners(o DrainOptions) error
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // supportChecker walks a configuration and reports everything Outrigger
-// does not implement: fields missing from supportedFields, enum values
+// does not implement: fields missing from the support tables, enum values
 // outside their allowed list, and typed_config values whose extension is
 // unknown, disabled or of the wrong category. It also validates the
 // protoc-gen-validate constraints of typed_config contents, which
@@ -43,7 +43,7 @@ func (c *supportChecker) message(m protoreflect.Message, path string) {
 
 // field checks one populated field and, if supported, its contents.
 func (c *supportChecker) field(fd protoreflect.FieldDescriptor, v protoreflect.Value, path string) {
-	rule, ok := supportedFields[fd.FullName()]
+	rule, ok := lookupSupport(fd.FullName())
 	if !ok {
 		c.unsupported = append(c.unsupported, &FieldError{Path: path, Reason: "not supported by Outrigger"})
 		return
@@ -130,4 +130,20 @@ func enumName(fd protoreflect.FieldDescriptor, n protoreflect.EnumNumber) string
 		return string(ev.Name())
 	}
 	return fmt.Sprint(int32(n))
+}
+
+// supportTables are the per-area support tables; each field appears in one.
+// Keeping one table per area lets each feature extend its own.
+var supportTables = []map[protoreflect.FullName]fieldSupport{
+	supportedCore, supportedListener, supportedHCM, supportedRoute, supportedCluster, supportedStats,
+}
+
+// lookupSupport finds a field's support rule in the per-area tables.
+func lookupSupport(name protoreflect.FullName) (fieldSupport, bool) {
+	for _, t := range supportTables {
+		if rule, ok := t[name]; ok {
+			return rule, true
+		}
+	}
+	return fieldSupport{}, false
 }

@@ -12,13 +12,14 @@ type fieldSupport struct {
 	category string
 }
 
-// supportedFields lists, one line per field, every configuration field
-// Outrigger implements, by the field's full name (message full name + "." +
+// supportedCore lists, one line per field, the bootstrap-level configuration
+// fields Outrigger implements (the other areas have their own tables in
+// support_*.go), by the field's full name (message full name + "." +
 // field name). A populated field missing from this table is reported as not
 // supported; google.protobuf values (Struct, Duration...) are leaves and
 // their contents are not checked here. Extend it one line at a time as
 // features land. It is an immutable table: never written after init.
-var supportedFields = map[protoreflect.FullName]fieldSupport{
+var supportedCore = map[protoreflect.FullName]fieldSupport{
 	// Bootstrap.
 	"envoy.config.bootstrap.v3.Bootstrap.node":                 {},
 	"envoy.config.bootstrap.v3.Bootstrap.static_resources":     {},
@@ -64,43 +65,4 @@ var supportedFields = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.bootstrap.v3.RuntimeLayer.DiskLayer.symlink_root":           {},
 	"envoy.config.bootstrap.v3.RuntimeLayer.DiskLayer.subdirectory":           {},
 	"envoy.config.bootstrap.v3.RuntimeLayer.DiskLayer.append_service_cluster": {},
-
-	// Static resources: listeners only, so far.
-	"envoy.config.bootstrap.v3.Bootstrap.StaticResources.listeners": {},
-
-	// Listeners.
-	"envoy.config.listener.v3.Listener.name":              {},
-	"envoy.config.listener.v3.Listener.address":           {},
-	"envoy.config.listener.v3.Listener.filter_chains":     {},
-	"envoy.config.listener.v3.Listener.traffic_direction": {},
-	"envoy.config.listener.v3.FilterChain.filters":        {},
-	"envoy.config.listener.v3.FilterChain.name":           {},
-	"envoy.config.listener.v3.Filter.name":                {},
-	"envoy.config.listener.v3.Filter.typed_config":        {category: "envoy.filters.network"},
-
-	// HTTP connection manager.
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.stat_prefix":  {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.codec_type":   {values: []string{"AUTO", "HTTP1", "HTTP2"}},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.route_config": {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.http_filters": {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.name":                    {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.typed_config":            {category: "envoy.filters.http"},
-
-	// Routes.
-	"envoy.config.route.v3.RouteConfiguration.name":          {},
-	"envoy.config.route.v3.RouteConfiguration.virtual_hosts": {},
-	"envoy.config.route.v3.VirtualHost.name":                 {},
-	"envoy.config.route.v3.VirtualHost.domains":              {},
-	"envoy.config.route.v3.VirtualHost.routes":               {},
-	"envoy.config.route.v3.Route.name":                       {},
-	"envoy.config.route.v3.Route.match":                      {},
-	"envoy.config.route.v3.Route.direct_response":            {},
-	"envoy.config.route.v3.RouteMatch.prefix":                {},
-	"envoy.config.route.v3.RouteMatch.path":                  {},
-	"envoy.config.route.v3.DirectResponseAction.status":      {},
-	"envoy.config.route.v3.DirectResponseAction.body":        {},
-	"envoy.config.core.v3.DataSource.inline_string":          {},
-
-	// The router filter (envoy.extensions.filters.http.router.v3.Router)
-	// is supported with none of its fields set, so it has no lines.
 }

@@ -41,7 +41,8 @@ type Manager struct {
 
 // New builds a manager from its configuration. Errors name the field path
 // below the http_connection_manager.
-func New(cfg *hcmv3.HttpConnectionManager, log logr.Logger) (*Manager, error) {
+func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
+	log := deps.Log
 	rc := cfg.GetRouteConfig()
 	if rc == nil {
 		return nil, errors.New("route_config: an inline route configuration is required")

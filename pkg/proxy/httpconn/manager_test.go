@@ -12,6 +12,8 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"github.com/go-logr/logr"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
 func hcmConfig(codec hcmv3.HttpConnectionManager_CodecType) *hcmv3.HttpConnectionManager {
@@ -51,7 +53,7 @@ func serve(t *testing.T, m *Manager) string {
 }
 
 func TestDirectResponses(t *testing.T) {
-	m, err := New(hcmConfig(hcmv3.HttpConnectionManager_AUTO), logr.Discard())
+	m, err := New(hcmConfig(hcmv3.HttpConnectionManager_AUTO), Deps{Log: logr.Discard(), Stats: stats.NewStore()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +86,7 @@ func TestDirectResponses(t *testing.T) {
 }
 
 func TestH2CPriorKnowledge(t *testing.T) {
-	m, err := New(hcmConfig(hcmv3.HttpConnectionManager_AUTO), logr.Discard())
+	m, err := New(hcmConfig(hcmv3.HttpConnectionManager_AUTO), Deps{Log: logr.Discard(), Stats: stats.NewStore()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +117,7 @@ func TestNewErrors(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			_, err := New(tc.cfg, logr.Discard())
+			_, err := New(tc.cfg, Deps{Log: logr.Discard(), Stats: stats.NewStore()})
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("error = %v, want it to contain %q", err, tc.wantErr)
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
 // builtListener is a configured listener with the network filter serving it.
@@ -24,12 +25,12 @@ type builtListener struct {
 // bootstrap was validated already (supported fields, one
 // http_connection_manager per chain); errors here are the ones only building
 // reveals, with their configuration path.
-func buildListeners(cfgs []*listenerv3.Listener, logs *logging.Registry) ([]*builtListener, error) {
+func buildListeners(cfgs []*listenerv3.Listener, logs *logging.Registry, st *stats.Store) ([]*builtListener, error) {
 	var out []*builtListener
 	var errs []error
 	for i, lc := range cfgs {
 		path := fmt.Sprintf("static_resources.listeners[%d]", i)
-		bl, err := buildListener(lc, logs)
+		bl, err := buildListener(lc, logs, st)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s.%w", path, err))
 			continue
@@ -45,7 +46,7 @@ func buildListeners(cfgs []*listenerv3.Listener, logs *logging.Registry) ([]*bui
 	return out, nil
 }
 
-func buildListener(lc *listenerv3.Listener, logs *logging.Registry) (*builtListener, error) {
+func buildListener(lc *listenerv3.Listener, logs *logging.Registry, st *stats.Store) (*builtListener, error) {
 	sa := lc.GetAddress().GetSocketAddress()
 	if sa == nil {
 		return nil, errors.New("address: a socket_address is required")
@@ -59,7 +60,7 @@ func buildListener(lc *listenerv3.Listener, logs *logging.Registry) (*builtListe
 	if err := filter.GetTypedConfig().UnmarshalTo(&hcm); err != nil {
 		return nil, fmt.Errorf("filter_chains[0].filters[0].typed_config: %w", err)
 	}
-	mgr, err := httpconn.New(&hcm, logs.Logger("http"))
+	mgr, err := httpconn.New(&hcm, httpconn.Deps{Log: logs.Logger("http"), Stats: st})
 	if err != nil {
 		return nil, fmt.Errorf("filter_chains[0].filters[0].typed_config.%w", err)
 	}

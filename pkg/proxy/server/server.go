@@ -87,7 +87,7 @@ func New(cfg Config) (*Server, error) {
 		errs = append(errs, err)
 	}
 	s.runtime = rt
-	listeners, err := buildListeners(cfg.Bootstrap.GetStaticResources().GetListeners(), cfg.Logs)
+	listeners, err := buildListeners(cfg.Bootstrap.GetStaticResources().GetListeners(), cfg.Logs, s.stats)
 	errs = append(errs, err)
 	s.listeners = listeners
 	if err := errors.Join(errs...); err != nil {

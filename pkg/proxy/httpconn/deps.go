@@ -1,0 +1,85 @@
+package httpconn
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+)
+
+// Deps is what a connection manager needs from the server that builds it.
+// Only Log and Stats are required; a nil interface disables what it backs
+// (no Upstreams: every cluster route answers 503 no_cluster).
+type Deps struct {
+	Log   logr.Logger
+	Stats *stats.Store
+	// Upstreams resolves cluster names for router routes.
+	Upstreams Upstreams
+	// Drain says, per response, whether a draining listener wants the
+	// connection closed.
+	Drain Drainer
+	// Health is the server's health-check state, read by the health_check
+	// filter.
+	Health HealthState
+	// OpenAccessLog opens a file access log. The server keeps the writer so
+	// that /reopen_logs and SIGUSR1 reopen it; nil opens nothing and
+	// access-log configurations are then refused.
+	OpenAccessLog func(path string) (io.Writer, error)
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Upstreams is how the connection manager reaches clusters. The connection
+// manager declares it so that it never imports the cluster manager; the
+// server adapts the cluster manager to it.
+type Upstreams interface {
+	// Cluster returns the named cluster, or nil when there is none (the
+	// request then gets 503 with the NC response flag).
+	Cluster(name string) UpstreamCluster
+}
+
+// UpstreamCluster is one cluster as the router filter uses it.
+type UpstreamCluster interface {
+	// Name is the cluster's name (%UPSTREAM_CLUSTER%).
+	Name() string
+	// Stats are the cluster's request and connection stats.
+	Stats() *upstream.ClusterStats
+	// PickHost chooses a host with the cluster's load balancer; nil when
+	// no host is healthy (503 with the UH response flag).
+	PickHost() *upstream.Host
+	// HTTP2 reports whether requests to this cluster go over HTTP/2
+	// (the cluster's HTTP protocol options).
+	HTTP2() bool
+	// AcquireHTTP1 lends an idle HTTP/1.1 connection to h or dials one
+	// within the cluster's connect_timeout. A dial failure is counted by
+	// the pool and returned (503 with the UF response flag).
+	AcquireHTTP1(ctx context.Context, h *upstream.Host) (*upstream.Conn, error)
+	// ReleaseHTTP1 gives a connection back; reusable false closes it.
+	ReleaseHTTP1(c *upstream.Conn, reusable bool)
+	// RoundTripHTTP2 sends one request to h over the cluster's HTTP/2
+	// pool.
+	RoundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Response, error)
+}
+
+// Drainer is a listener's drain state as the connection manager sees it.
+type Drainer interface {
+	// DrainClose reports whether the response being sent should close its
+	// connection (HTTP/1: Connection: close; HTTP/2: GOAWAY). During a
+	// gradual drain it answers true for a share of calls growing to all.
+	DrainClose() bool
+	// Draining reports whether a drain sequence has started.
+	Draining() bool
+}
+
+// HealthState is the server's health-check state as the health_check
+// filter reads it.
+type HealthState interface {
+	// HealthChecksFailed reports /healthcheck/fail in effect (until
+	// /healthcheck/ok) or the server draining.
+	HealthChecksFailed() bool
+}

@@ -1,0 +1,100 @@
+package upstream
+
+import (
+	"strconv"
+	"sync/atomic"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+)
+
+// ClusterStats are a cluster's stats under "cluster.<name>.", with Envoy's
+// names. The connection manager updates the request stats, the pools the
+// connection stats and the cluster manager the membership gauges. Each is a
+// pointer into the store, so updates never look a name up.
+type ClusterStats struct {
+	scope stats.Scope
+
+	UpstreamCxTotal          *stats.Counter
+	UpstreamCxActive         *stats.Gauge
+	UpstreamCxConnectFail    *stats.Counter
+	UpstreamCxConnectTimeout *stats.Counter
+	UpstreamCxDestroy        *stats.Counter
+	UpstreamCxHTTP1Total     *stats.Counter
+	UpstreamCxHTTP2Total     *stats.Counter
+	UpstreamCxConnectMs      *stats.Histogram
+	UpstreamCxLengthMs       *stats.Histogram
+
+	UpstreamRqTotal     *stats.Counter
+	UpstreamRqActive    *stats.Gauge
+	UpstreamRqCompleted *stats.Counter
+	UpstreamRqTimeout   *stats.Counter
+	UpstreamRqTime      *stats.Histogram
+	// UpstreamRqPendingTotal and the other pending stats exist for
+	// dashboards; circuit breaking fills them in a later issue.
+	UpstreamRqPendingTotal  *stats.Counter
+	UpstreamRqPendingActive *stats.Gauge
+
+	MembershipHealthy  *stats.Gauge
+	MembershipDegraded *stats.Gauge
+	MembershipExcluded *stats.Gauge
+	MembershipTotal    *stats.Gauge
+	MembershipChange   *stats.Counter
+
+	// class holds upstream_rq_1xx .. upstream_rq_5xx.
+	class [5]*stats.Counter
+	// code holds upstream_rq_<code> for 100..599, created on first use so
+	// that only codes seen exist, as in Envoy.
+	code [500]atomic.Pointer[stats.Counter]
+}
+
+// NewClusterStats creates the stats of the cluster whose scope is
+// "cluster.<name>.".
+func NewClusterStats(scope stats.Scope) *ClusterStats {
+	cs := &ClusterStats{
+		scope:                    scope,
+		UpstreamCxTotal:          scope.Counter("upstream_cx_total"),
+		UpstreamCxActive:         scope.Gauge("upstream_cx_active"),
+		UpstreamCxConnectFail:    scope.Counter("upstream_cx_connect_fail"),
+		UpstreamCxConnectTimeout: scope.Counter("upstream_cx_connect_timeout"),
+		UpstreamCxDestroy:        scope.Counter("upstream_cx_destroy"),
+		UpstreamCxHTTP1Total:     scope.Counter("upstream_cx_http1_total"),
+		UpstreamCxHTTP2Total:     scope.Counter("upstream_cx_http2_total"),
+		UpstreamCxConnectMs:      scope.Histogram("upstream_cx_connect_ms", stats.UnitMilliseconds),
+		UpstreamCxLengthMs:       scope.Histogram("upstream_cx_length_ms", stats.UnitMilliseconds),
+		UpstreamRqTotal:          scope.Counter("upstream_rq_total"),
+		UpstreamRqActive:         scope.Gauge("upstream_rq_active"),
+		UpstreamRqCompleted:      scope.Counter("upstream_rq_completed"),
+		UpstreamRqTimeout:        scope.Counter("upstream_rq_timeout"),
+		UpstreamRqTime:           scope.Histogram("upstream_rq_time", stats.UnitMilliseconds),
+		UpstreamRqPendingTotal:   scope.Counter("upstream_rq_pending_total"),
+		UpstreamRqPendingActive:  scope.Gauge("upstream_rq_pending_active"),
+		MembershipHealthy:        scope.Gauge("membership_healthy"),
+		MembershipDegraded:       scope.Gauge("membership_degraded"),
+		MembershipExcluded:       scope.Gauge("membership_excluded"),
+		MembershipTotal:          scope.Gauge("membership_total"),
+		MembershipChange:         scope.Counter("membership_change"),
+	}
+	for i := range cs.class {
+		cs.class[i] = scope.Counter("upstream_rq_" + strconv.Itoa(i+1) + "xx")
+	}
+	return cs
+}
+
+// RecordResponse counts one upstream response by its status code, in the
+// code class and the per-code counter. Codes outside 100..599 count in
+// neither, as they cannot come from a valid response.
+func (cs *ClusterStats) RecordResponse(code int) {
+	if code < 100 || code > 599 {
+		return
+	}
+	cs.class[code/100-1].Inc()
+	p := &cs.code[code-100]
+	c := p.Load()
+	if c == nil {
+		// Racing first uses get the same counter: the store returns the
+		// existing stat for a name.
+		c = cs.scope.Counter("upstream_rq_" + strconv.Itoa(code))
+		p.Store(c)
+	}
+	c.Inc()
+}

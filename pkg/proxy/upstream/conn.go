@@ -1,0 +1,19 @@
+package upstream
+
+import (
+	"bufio"
+	"net"
+)
+
+// Conn is one HTTP/1.1 upstream connection lent by a cluster's pool to the
+// connection manager for one request at a time.
+type Conn struct {
+	net.Conn
+	// Host is the host the connection goes to.
+	Host *Host
+	// R buffers what the upstream sends; it lives as long as the
+	// connection, so a reused connection keeps bytes already read.
+	R *bufio.Reader
+	// Requests counts the requests sent on the connection so far.
+	Requests uint32
+}

@@ -1,0 +1,66 @@
+package upstream
+
+import (
+	"sync/atomic"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+)
+
+// Locality is where a host runs, as the configuration's locality says.
+type Locality struct {
+	Region  string
+	Zone    string
+	SubZone string
+}
+
+// Host is one endpoint of a cluster. Its identity fields are set when the
+// cluster is built and never change afterwards; only Stats move.
+type Host struct {
+	// Address is what is dialled: "ip:port", or "[ipv6]:port".
+	Address string
+	// Hostname is the endpoint's hostname field, "" when not configured.
+	Hostname string
+	// Cluster is the name of the cluster the host belongs to.
+	Cluster string
+	// Locality and Priority come from the locality_lb_endpoints entry.
+	Locality Locality
+	Priority uint32
+	// Weight is the endpoint's load_balancing_weight (1 when unset).
+	Weight uint32
+	// Canary comes from the endpoint metadata (envoy.lb / canary: true).
+	Canary bool
+	// ConfigHealth is the health_status given in the configuration.
+	// UNHEALTHY, DRAINING and TIMEOUT keep the host out of load balancing
+	// and show it as /failed_eds_health in /clusters.
+	ConfigHealth corev3.HealthStatus
+
+	// Stats are the host's own counters, shown per host by /clusters.
+	Stats HostStats
+}
+
+// FailedEDSHealth reports whether the configured health status takes the
+// host out of load balancing.
+func (h *Host) FailedEDSHealth() bool {
+	switch h.ConfigHealth {
+	case corev3.HealthStatus_UNHEALTHY, corev3.HealthStatus_DRAINING, corev3.HealthStatus_TIMEOUT:
+		return true
+	}
+	return false
+}
+
+// Healthy reports whether the host may receive traffic. Active health
+// checking and outlier detection add their own flags in a later issue.
+func (h *Host) Healthy() bool { return !h.FailedEDSHealth() }
+
+// HostStats are the per-host counters and gauges that /clusters shows. They
+// are plain atomics on the host, not entries of the stat store, as in Envoy.
+type HostStats struct {
+	CxTotal       atomic.Uint64
+	CxConnectFail atomic.Uint64
+	CxActive      atomic.Int64
+	RqTotal       atomic.Uint64
+	RqTimeout     atomic.Uint64
+	RqSuccess     atomic.Uint64
+	RqError       atomic.Uint64
+	RqActive      atomic.Int64
+}
