@@ -11,7 +11,7 @@ STATICCHECK_VERSION := v0.8.2
 BUILDFLAGS := -buildvcs=auto
 CONFIG ?= examples/quickstart.yaml
 
-.PHONY: all build run test test-unit test-e2e test-assets bench lint fmt clean
+.PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers lint fmt clean
 
 all: build
 
@@ -27,7 +27,7 @@ test-unit:
 	$(GO) test -count=1 ./pkg/... ./cmd/...
 
 test-e2e: build
-	SIDECAR_BIN=$(BIN)/sidecar $(GO) test -count=1 -timeout 20m ./test/e2e/... -ginkgo.v=false
+	SIDECAR_BIN=$(BIN)/sidecar $(GO) test -count=1 -timeout 20m ./test/e2e/ -ginkgo.v=false
 
 # kube-apiserver and etcd for the cluster test tier, built from Go modules into
 # bin/test-assets (skipped when already built); prints the folder for
@@ -35,8 +35,17 @@ test-e2e: build
 test-assets:
 	GO="$(GO)" hack/test-assets.sh
 
-bench:
+# Go benchmarks, then the traffic benchmark beside haproxy and nginx
+# (../shared/bench/peers.sh; it installs nginx, haproxy, wrk and h2load from
+# Debian packages when missing and waits for a quiet machine).
+bench: bench-go bench-peers
+
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
+
+PEERS ?= $(CURDIR)/../shared/bench/peers.sh
+bench-peers: build
+	OUTRIGGER=$(BIN)/sidecar TARGETS="direct haproxy nginx outrigger" REPS=$${REPS:-3} bash $(PEERS)
 
 $(TOOLS)/staticcheck:
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
