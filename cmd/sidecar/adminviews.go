@@ -10,13 +10,18 @@ import (
 // admin, so the few views whose shapes differ are adapted here.
 
 var (
-	_ admin.ServerInfoSource = (*server.Server)(nil)
-	_ admin.HealthControl    = (*server.Server)(nil)
-	_ admin.Quitter          = (*server.Server)(nil)
-	_ admin.MemorySource     = (*server.Server)(nil)
-	_ admin.CertSource       = (*server.Server)(nil)
-	_ admin.RuntimeStore     = runtimeView{}
-	_ admin.LogControl       = logView{}
+	_ admin.ServerInfoSource   = (*server.Server)(nil)
+	_ admin.HealthControl      = (*server.Server)(nil)
+	_ admin.Quitter            = (*server.Server)(nil)
+	_ admin.MemorySource       = (*server.Server)(nil)
+	_ admin.CertSource         = (*server.Server)(nil)
+	_ admin.StatsSource        = (*server.Server)(nil)
+	_ admin.BreakerEventSource = (*server.Server)(nil)
+	_ admin.ConfigDumpSource   = (*server.Server)(nil)
+	_ admin.ListenerSource     = (*server.Server)(nil)
+	_ admin.ClusterSource      = (*server.Server)(nil)
+	_ admin.RuntimeStore       = runtimeView{}
+	_ admin.LogControl         = logView{}
 )
 
 // runtimeView presents the server's layered runtime to /runtime and

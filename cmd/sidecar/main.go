@@ -69,6 +69,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "error initializing configuration '%s': %v\n", opts.ConfigPath, err)
 		return 1
 	}
+	var breakers admin.BreakerEventSource
+	if srv.BreakerEventsEnabled() {
+		// The stream exists only with a dashboard sink, as in Envoy.
+		breakers = srv
+	}
 	adm := admin.New(admin.Options{
 		Server:            srv,
 		Health:            srv,
@@ -77,6 +82,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Certs:             srv,
 		Runtime:           runtimeView{srv},
 		Logs:              logView{srv},
+		Stats:             srv,
+		Breakers:          breakers,
+		Listeners:         srv,
+		Drain:             drainView{srv},
+		ConfigDump:        srv,
+		Clusters:          srv,
 		HotRestartVersion: srv.HotRestartVersion(),
 		ProfilePath:       srv.ProfilePath(),
 		MutexTracing:      opts.EnableMutexTracing,

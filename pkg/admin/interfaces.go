@@ -2,6 +2,7 @@ package admin
 
 import (
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
@@ -135,6 +136,10 @@ type ClusterSource interface {
 	// health flags and circuit-breaker settings. Both the text and the
 	// JSON forms of /clusters are rendered from it.
 	Clusters() *adminv3.Clusters
+	// IsCanary reports whether the host at address in the named cluster is
+	// a canary. The text form shows each host's canary flag, for which the
+	// Clusters message has no field.
+	IsCanary(cluster string, address *corev3.Address) bool
 }
 
 // ListenerSource backs /listeners.

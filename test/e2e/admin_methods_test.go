@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -84,6 +85,47 @@ var mutations = []mutation{
 		},
 	},
 	{
+		name: "drain the listeners", path: "/drain_listeners",
+		unchanged: func(s *Sidecar, _ env) {
+			Expect(statValue(s, "listener_manager.listener_stopped")).To(Equal("0"))
+			Expect(s.Get("/listeners").Body).To(ContainSubstring("mutations::"))
+		},
+	},
+	{
+		name: "reset the counters", path: "/reset_counters",
+		prepare: func(s *Sidecar) {
+			for range 5 {
+				Expect(s.Get("/ready").Status).To(Equal(200))
+			}
+		},
+		unchanged: func(s *Sidecar, _ env) {
+			n, err := strconv.Atoi(statValue(s, "http.admin.downstream_rq_total"))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(n).To(BeNumerically(">=", 5))
+		},
+	},
+	{
+		name: "enable recent lookups", path: "/stats/recentlookups/enable",
+		unchanged: func(s *Sidecar, _ env) {
+			Expect(s.Get("/stats/recentlookups").Body).To(HavePrefix("Lookup tracking is not enabled."))
+		},
+	},
+	{
+		name: "disable recent lookups", path: "/stats/recentlookups/disable",
+		prepare: func(s *Sidecar) { Expect(s.Post("/stats/recentlookups/enable").Status).To(Equal(200)) },
+		unchanged: func(s *Sidecar, _ env) {
+			Expect(s.Get("/stats/recentlookups").Body).NotTo(ContainSubstring("not enabled"))
+		},
+	},
+	{
+		name: "clear recent lookups", path: "/stats/recentlookups/clear",
+		unchanged: func(s *Sidecar, _ env) {
+			// Start-up looks stats up by name, so the total is not zero
+			// unless a clear went through.
+			Expect(s.Get("/stats/recentlookups").Body).NotTo(ContainSubstring("total: 0\n"))
+		},
+	},
+	{
 		name: "reopen the logs", path: "/reopen_logs",
 		prepare: func(s *Sidecar) {
 			log := filepath.Join(s.Dir, "admin_access.log")
@@ -121,6 +163,8 @@ var _ = Describe("Mutations", func() {
 			ProfilePath:   e.profile,
 			AccessLogPath: e.accessLog,
 			Runtime:       []RuntimeLayer{{Name: "admin"}},
+			// A listener, so that a drain would show.
+			Listeners: []Listener{{Name: "mutations", Routes: []DirectRoute{{Path: "/", Status: 200, Body: "ok"}}}},
 		}
 		s = Start(dir, cfg.YAML(), "--file-flush-interval-msec", "100")
 		// Something in the access log before any spec renames it.

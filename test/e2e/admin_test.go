@@ -15,14 +15,16 @@ import (
 // mutatingPaths are the endpoints of this release that change state: POST
 // only. Sorted, as /help lists them.
 var mutatingPaths = []string{
-	"/cpuprofiler", "/healthcheck/fail", "/healthcheck/ok", "/heapprofiler",
-	"/logging", "/quitquitquit", "/reopen_logs", "/runtime_modify",
+	"/cpuprofiler", "/drain_listeners", "/healthcheck/fail", "/healthcheck/ok", "/heapprofiler",
+	"/logging", "/quitquitquit", "/reopen_logs", "/reset_counters", "/runtime_modify",
+	"/stats/recentlookups/clear", "/stats/recentlookups/disable", "/stats/recentlookups/enable",
 }
 
 // readOnlyPaths are the endpoints of this release that any method may read.
 var readOnlyPaths = []string{
-	"/certs", "/contention", "/help", "/hot_restart_version", "/memory",
-	"/ready", "/runtime", "/server_info",
+	"/certs", "/clusters", "/config_dump", "/contention", "/help", "/hot_restart_version",
+	"/init_dump", "/listeners", "/memory", "/ready", "/runtime", "/server_info", "/stats",
+	"/stats/prometheus", "/stats/recentlookups",
 }
 
 // helpPaths returns the endpoint paths /help lists, in its order, and those

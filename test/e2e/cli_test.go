@@ -181,6 +181,13 @@ var _ = Describe("Command line", func() {
 			Expect(addr).NotTo(BeAnExistingFile())
 		})
 
+		It("accepts the example the README runs", func() {
+			path := filepath.Join("..", "..", "examples", "quickstart.yaml")
+			r := Run("--mode", "validate", "-c", path)
+			Expect(r.ExitCode).To(Equal(0), "stderr: %s", r.Stderr)
+			Expect(r.Stdout).To(Equal(fmt.Sprintf("configuration '%s' OK\n", path)))
+		})
+
 		It("names an empty path when the bootstrap is given inline", func() {
 			r := Run("--mode", "validate", "--config-yaml", minimalYAML)
 			Expect(r.ExitCode).To(Equal(0), "stderr: %s", r.Stderr)

@@ -7,9 +7,12 @@ import (
 	"slices"
 	"strings"
 
+	metricsv3 "github.com/envoyproxy/go-control-plane/envoy/config/metrics/v3"
 	filev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
+	healthcheckv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/health_check/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -57,6 +60,11 @@ func DefaultExtensions() *Extensions {
 			TypeURLs: []string{typeURLOf(&filev3.FileAccessLog{})},
 		},
 		{
+			Name:     "proxy.filters.http.health_check",
+			Category: "envoy.filters.http",
+			TypeURLs: []string{typeURLOf(&healthcheckv3.HealthCheck{})},
+		},
+		{
 			Name:     "proxy.filters.http.router",
 			Category: "envoy.filters.http",
 			TypeURLs: []string{typeURLOf(&routerv3.Router{})},
@@ -65,6 +73,26 @@ func DefaultExtensions() *Extensions {
 			Name:     "proxy.filters.network.http_connection_manager",
 			Category: "envoy.filters.network",
 			TypeURLs: []string{typeURLOf(&hcmv3.HttpConnectionManager{})},
+		},
+		{
+			Name:     "proxy.upstreams.http.http_protocol_options",
+			Category: "envoy.upstreams.http.http_protocol_options",
+			TypeURLs: []string{typeURLOf(&upstreamhttpv3.HttpProtocolOptions{})},
+		},
+		{
+			Name:     "proxy.stat_sinks.statsd",
+			Category: "envoy.stats_sinks",
+			TypeURLs: []string{typeURLOf(&metricsv3.StatsdSink{})},
+		},
+		{
+			Name:     "proxy.stat_sinks.dog_statsd",
+			Category: "envoy.stats_sinks",
+			TypeURLs: []string{typeURLOf(&metricsv3.DogStatsdSink{})},
+		},
+		{
+			Name:     "proxy.stat_sinks.hystrix",
+			Category: "envoy.stats_sinks",
+			TypeURLs: []string{typeURLOf(&metricsv3.HystrixSink{})},
 		},
 	}}
 }

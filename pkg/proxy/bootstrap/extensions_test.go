@@ -15,8 +15,13 @@ const (
 func TestDefaultExtensionsList(t *testing.T) {
 	want := []Extension{
 		{Name: "proxy.access_loggers.file", Category: "envoy.access_loggers", TypeURLs: []string{fileURL}},
+		{Name: "proxy.filters.http.health_check", Category: "envoy.filters.http", TypeURLs: []string{"type.googleapis.com/envoy.extensions.filters.http.health_check.v3.HealthCheck"}},
 		{Name: "proxy.filters.http.router", Category: "envoy.filters.http", TypeURLs: []string{routerURL}},
 		{Name: "proxy.filters.network.http_connection_manager", Category: "envoy.filters.network", TypeURLs: []string{hcmURL}},
+		{Name: "proxy.stat_sinks.dog_statsd", Category: "envoy.stats_sinks", TypeURLs: []string{"type.googleapis.com/envoy.config.metrics.v3.DogStatsdSink"}},
+		{Name: "proxy.stat_sinks.hystrix", Category: "envoy.stats_sinks", TypeURLs: []string{"type.googleapis.com/envoy.config.metrics.v3.HystrixSink"}},
+		{Name: "proxy.stat_sinks.statsd", Category: "envoy.stats_sinks", TypeURLs: []string{"type.googleapis.com/envoy.config.metrics.v3.StatsdSink"}},
+		{Name: "proxy.upstreams.http.http_protocol_options", Category: "envoy.upstreams.http.http_protocol_options", TypeURLs: []string{"type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions"}},
 	}
 	if diff := cmp.Diff(want, DefaultExtensions().List()); diff != "" {
 		t.Errorf("List (-want +got):\n%s", diff)

@@ -108,11 +108,14 @@ func (s *semanticChecker) listeners(ls []*listenerv3.Listener, base string) {
 				addrs[addr] = i
 			}
 		}
-		if len(l.GetFilterChains()) == 0 {
+		if len(l.GetFilterChains()) == 0 && l.GetDefaultFilterChain() == nil {
 			s.fail(childPath(p, "filter_chains"), "a listener must have at least one filter chain")
 		}
 		for j, fc := range l.GetFilterChains() {
 			s.filterChain(fc, indexPath(childPath(p, "filter_chains"), j))
+		}
+		if dc := l.GetDefaultFilterChain(); dc != nil {
+			s.filterChain(dc, childPath(p, "default_filter_chain"))
 		}
 	}
 }

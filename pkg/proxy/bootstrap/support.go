@@ -72,6 +72,9 @@ func (c *supportChecker) value(fd protoreflect.FieldDescriptor, rule fieldSuppor
 			return
 		}
 		name := enumName(fd, v.Enum())
+		if slices.Contains(rule.sinkValues, name) && strings.HasPrefix(path, "stats_sinks[") {
+			return
+		}
 		if !slices.Contains(rule.values, name) {
 			c.unsupported = append(c.unsupported, fieldErrorf(path, "%s is not supported by Outrigger (supported: %s)", name, strings.Join(rule.values, ", ")))
 		}

@@ -3,4 +3,58 @@ package bootstrap
 import "google.golang.org/protobuf/reflect/protoreflect"
 
 // supportedCluster lists the cluster fields Outrigger implements (see supportedCore).
-var supportedCluster = map[protoreflect.FullName]fieldSupport{}
+var supportedCluster = map[protoreflect.FullName]fieldSupport{
+	// Static resources: clusters.
+	"envoy.config.bootstrap.v3.Bootstrap.StaticResources.clusters": {},
+
+	// Clusters.
+	"envoy.config.cluster.v3.Cluster.name":                              {},
+	"envoy.config.cluster.v3.Cluster.alt_stat_name":                     {},
+	"envoy.config.cluster.v3.Cluster.type":                              {values: []string{"STATIC"}},
+	"envoy.config.cluster.v3.Cluster.connect_timeout":                   {},
+	"envoy.config.cluster.v3.Cluster.per_connection_buffer_limit_bytes": {},
+	"envoy.config.cluster.v3.Cluster.lb_policy":                         {values: []string{"ROUND_ROBIN"}},
+	"envoy.config.cluster.v3.Cluster.load_assignment":                   {},
+	"envoy.config.cluster.v3.Cluster.circuit_breakers":                  {},
+	"envoy.config.cluster.v3.Cluster.http2_protocol_options":            {},
+	// The values must be HttpProtocolOptions; the cluster builder checks
+	// the key and the type (a category here would only apply to Any
+	// fields, not to map values).
+	"envoy.config.cluster.v3.Cluster.typed_extension_protocol_options":       {},
+	"envoy.config.cluster.v3.Cluster.common_lb_config":                       {},
+	"envoy.config.cluster.v3.Cluster.CommonLbConfig.healthy_panic_threshold": {},
+	"envoy.type.v3.Percent.value":                                            {},
+
+	// Circuit breakers.
+	"envoy.config.cluster.v3.CircuitBreakers.thresholds":                      {},
+	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.priority":             {},
+	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_connections":      {},
+	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_pending_requests": {},
+	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_requests":         {},
+	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_retries":          {},
+
+	// Load assignment.
+	"envoy.config.endpoint.v3.ClusterLoadAssignment.cluster_name":                   {},
+	"envoy.config.endpoint.v3.ClusterLoadAssignment.endpoints":                      {},
+	"envoy.config.endpoint.v3.ClusterLoadAssignment.policy":                         {},
+	"envoy.config.endpoint.v3.ClusterLoadAssignment.Policy.overprovisioning_factor": {},
+	"envoy.config.endpoint.v3.LocalityLbEndpoints.locality":                         {},
+	"envoy.config.endpoint.v3.LocalityLbEndpoints.lb_endpoints":                     {},
+	"envoy.config.endpoint.v3.LocalityLbEndpoints.load_balancing_weight":            {},
+	"envoy.config.endpoint.v3.LocalityLbEndpoints.priority":                         {},
+	"envoy.config.endpoint.v3.LbEndpoint.endpoint":                                  {},
+	"envoy.config.endpoint.v3.LbEndpoint.health_status":                             {},
+	"envoy.config.endpoint.v3.LbEndpoint.metadata":                                  {},
+	"envoy.config.endpoint.v3.LbEndpoint.load_balancing_weight":                     {},
+	"envoy.config.endpoint.v3.Endpoint.address":                                     {},
+	"envoy.config.endpoint.v3.Endpoint.hostname":                                    {},
+	"envoy.config.core.v3.Metadata.filter_metadata":                                 {},
+
+	// Upstream HTTP protocol options (the HttpProtocolOptions extension).
+	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.explicit_http_config":                      {},
+	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.ExplicitHttpConfig.http_protocol_options":  {},
+	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.ExplicitHttpConfig.http2_protocol_options": {},
+	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.common_http_protocol_options":              {},
+	"envoy.config.core.v3.HttpProtocolOptions.idle_timeout":                                            {},
+	"envoy.config.core.v3.HttpProtocolOptions.max_requests_per_connection":                             {},
+}

@@ -5,13 +5,41 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedHCM lists the HTTP connection manager and HTTP filter fields Outrigger implements (see supportedCore).
 var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	// HTTP connection manager.
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.stat_prefix":  {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.codec_type":   {values: []string{"AUTO", "HTTP1", "HTTP2"}},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.route_config": {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.http_filters": {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.name":                    {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.typed_config":            {category: "envoy.filters.http"},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.stat_prefix":                       {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.codec_type":                        {values: []string{"AUTO", "HTTP1", "HTTP2"}},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.route_config":                      {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.http_filters":                      {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.access_log":                        {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.server_name":                       {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.server_header_transformation":      {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.via":                               {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.use_remote_address":                {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.xff_num_trusted_hops":              {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.skip_xff_append":                   {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.generate_request_id":               {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.always_set_request_id_in_response": {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.stream_idle_timeout":               {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.request_timeout":                   {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.request_headers_timeout":           {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.max_request_headers_kb":            {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.common_http_protocol_options":      {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.http_protocol_options":             {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.name":                                         {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.typed_config":                                 {category: "envoy.filters.http"},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.disabled":                                     {},
+
+	// Protocol options read by the connection manager. idle_timeout and
+	// max_requests_per_connection of HttpProtocolOptions are listed with
+	// the clusters', which share the message.
+	"envoy.config.core.v3.HttpProtocolOptions.max_headers_count":         {},
+	"envoy.config.core.v3.Http1ProtocolOptions.accept_http_10":           {},
+	"envoy.config.core.v3.Http1ProtocolOptions.default_host_for_http_10": {},
 
 	// The router filter (envoy.extensions.filters.http.router.v3.Router)
 	// is supported with none of its fields set, so it has no lines.
+
+	// The health_check filter. Its headers are route HeaderMatchers,
+	// listed with the routes'.
+	"envoy.extensions.filters.http.health_check.v3.HealthCheck.pass_through_mode": {},
+	"envoy.extensions.filters.http.health_check.v3.HealthCheck.headers":           {},
 }

@@ -8,12 +8,34 @@ var supportedListener = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.bootstrap.v3.Bootstrap.StaticResources.listeners": {},
 
 	// Listeners.
-	"envoy.config.listener.v3.Listener.name":              {},
-	"envoy.config.listener.v3.Listener.address":           {},
-	"envoy.config.listener.v3.Listener.filter_chains":     {},
-	"envoy.config.listener.v3.Listener.traffic_direction": {},
-	"envoy.config.listener.v3.FilterChain.filters":        {},
-	"envoy.config.listener.v3.FilterChain.name":           {},
-	"envoy.config.listener.v3.Filter.name":                {},
-	"envoy.config.listener.v3.Filter.typed_config":        {category: "envoy.filters.network"},
+	"envoy.config.listener.v3.Listener.name":                              {},
+	"envoy.config.listener.v3.Listener.address":                           {},
+	"envoy.config.listener.v3.Listener.additional_addresses":              {},
+	"envoy.config.listener.v3.Listener.stat_prefix":                       {},
+	"envoy.config.listener.v3.Listener.filter_chains":                     {},
+	"envoy.config.listener.v3.Listener.default_filter_chain":              {},
+	"envoy.config.listener.v3.Listener.per_connection_buffer_limit_bytes": {},
+	"envoy.config.listener.v3.Listener.drain_type":                        {},
+	"envoy.config.listener.v3.Listener.traffic_direction":                 {},
+	"envoy.config.listener.v3.Listener.enable_reuse_port":                 {},
+	"envoy.config.listener.v3.AdditionalAddress.address":                  {},
+
+	// Filter chains.
+	"envoy.config.listener.v3.FilterChain.filter_chain_match": {},
+	"envoy.config.listener.v3.FilterChain.filters":            {},
+	"envoy.config.listener.v3.FilterChain.name":               {},
+	"envoy.config.listener.v3.Filter.name":                    {},
+	"envoy.config.listener.v3.Filter.typed_config":            {category: "envoy.filters.network"},
+
+	// Filter chain matching: the criteria a plain TCP listener can see.
+	// server_names, transport_protocol and application_protocols need TLS
+	// inspection and come with it.
+	"envoy.config.listener.v3.FilterChainMatch.destination_port":            {},
+	"envoy.config.listener.v3.FilterChainMatch.prefix_ranges":               {},
+	"envoy.config.listener.v3.FilterChainMatch.direct_source_prefix_ranges": {},
+	"envoy.config.listener.v3.FilterChainMatch.source_type":                 {},
+	"envoy.config.listener.v3.FilterChainMatch.source_prefix_ranges":        {},
+	"envoy.config.listener.v3.FilterChainMatch.source_ports":                {},
+	"envoy.config.core.v3.CidrRange.address_prefix":                         {},
+	"envoy.config.core.v3.CidrRange.prefix_len":                             {},
 }

@@ -110,9 +110,20 @@ func TestValidateSupport(t *testing.T) {
 			overlay: "overload_manager: {}",
 			want:    []string{"overload_manager: not supported by Outrigger"},
 		},
-		"clusters": {
-			overlay: "static_resources: {clusters: [{name: backend}]}",
-			want:    []string{"static_resources.clusters: not supported by Outrigger"},
+		"cluster field": {
+			overlay: "static_resources: {clusters: [{name: backend, dns_lookup_family: V4_ONLY}]}",
+			want:    []string{"static_resources.clusters[0].dns_lookup_family: not supported by Outrigger"},
+		},
+		"cluster type": {
+			overlay: "static_resources: {clusters: [{name: backend, type: EDS, lb_policy: RANDOM}]}",
+			want: []string{
+				"static_resources.clusters[0].type: EDS is not supported by Outrigger (supported: STATIC)",
+				"static_resources.clusters[0].lb_policy: RANDOM is not supported by Outrigger (supported: ROUND_ROBIN)",
+			},
+		},
+		"cluster protocol options": {
+			overlay: `static_resources: {clusters: [{name: backend, typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: {"@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions, auto_config: {}}}}]}`,
+			want:    []string{`static_resources.clusters[0].typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"].auto_config: not supported by Outrigger`},
 		},
 		"node field": {
 			overlay: "node: {user_agent_version: '1.0'}",
@@ -126,6 +137,9 @@ func TestValidateSupport(t *testing.T) {
 			overlay: "admin: {address: {socket_address: {protocol: UDP}}}",
 			want:    []string{"admin.address.socket_address.protocol: UDP is not supported by Outrigger (supported: TCP)"},
 		},
+		"udp in a statsd sink": {
+			overlay: `stats_sinks: [{name: envoy.stat_sinks.statsd, typed_config: {"@type": type.googleapis.com/envoy.config.metrics.v3.StatsdSink, address: {socket_address: {protocol: UDP, address: 127.0.0.1, port_value: 8125}}}}]`,
+		},
 		"socket address field": {
 			overlay: "admin: {address: {socket_address: {resolver_name: custom}}}",
 			want:    []string{"admin.address.socket_address.resolver_name: not supported by Outrigger"},
@@ -135,8 +149,8 @@ func TestValidateSupport(t *testing.T) {
 			want:    []string{"admin.address.pipe: not supported by Outrigger"},
 		},
 		"access log format": {
-			overlay: accessLogYAML(`{"@type": ` + fileURL + `, path: /tmp/x, log_format: {text_format_source: {inline_string: x}}}`),
-			want:    []string{"admin.access_log[1].typed_config.log_format: not supported by Outrigger"},
+			overlay: accessLogYAML(`{"@type": ` + fileURL + `, path: /tmp/x, log_format: {text_format_source: {filename: x}}}`),
+			want:    []string{"admin.access_log[1].typed_config.log_format.text_format_source.filename: not supported by Outrigger"},
 		},
 		"access log filter": {
 			overlay: `admin: {access_log: [{name: f, filter: {not_health_check_filter: {}}, typed_config: {"@type": ` + fileURL + `, path: /x}}]}`,
@@ -151,12 +165,12 @@ func TestValidateSupport(t *testing.T) {
 			want:    []string{"layered_runtime.layers[3].rtds_layer: not supported by Outrigger"},
 		},
 		"listener field": {
-			overlay: listenerYAML("per_connection_buffer_limit_bytes: 1024,", `{name: hcm, typed_config: {"@type": `+hcmURL+`, stat_prefix: x, `+okRouteCfg+`, http_filters: [`+routerFilter+`]}}`),
-			want:    []string{"static_resources.listeners[1].per_connection_buffer_limit_bytes: not supported by Outrigger"},
+			overlay: listenerYAML("freebind: true,", `{name: hcm, typed_config: {"@type": `+hcmURL+`, stat_prefix: x, `+okRouteCfg+`, http_filters: [`+routerFilter+`]}}`),
+			want:    []string{"static_resources.listeners[1].freebind: not supported by Outrigger"},
 		},
 		"filter chain match": {
-			overlay: strings.Replace(okHCM(""), "filter_chains: [{", "filter_chains: [{filter_chain_match: {destination_port: 80}, ", 1),
-			want:    []string{"static_resources.listeners[1].filter_chains[0].filter_chain_match: not supported by Outrigger"},
+			overlay: strings.Replace(okHCM(""), "filter_chains: [{", "filter_chains: [{filter_chain_match: {destination_port: 80, server_names: [a.example]}, ", 1),
+			want:    []string{"static_resources.listeners[1].filter_chains[0].filter_chain_match.server_names: not supported by Outrigger"},
 		},
 		"unsupported network filter": {
 			overlay: listenerYAML("", `{name: tcp, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: tcp, cluster: backend}}`),
@@ -174,8 +188,8 @@ func TestValidateSupport(t *testing.T) {
 			},
 		},
 		"hcm field": {
-			overlay: okHCM(", generate_request_id: false"),
-			want:    []string{extraHCM + ".generate_request_id: not supported by Outrigger"},
+			overlay: okHCM(", add_user_agent: true"),
+			want:    []string{extraHCM + ".add_user_agent: not supported by Outrigger"},
 		},
 		"codec http3": {
 			overlay: okHCM(", codec_type: HTTP3"),
@@ -198,12 +212,12 @@ func TestValidateSupport(t *testing.T) {
 			want:    []string{extraHCM + ".route_config.virtual_hosts[0].require_tls: not supported by Outrigger"},
 		},
 		"route action": {
-			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /}, route: {cluster: backend}}]}]}, http_filters: [` + routerFilter + `]`),
-			want:    []string{extraHCM + ".route_config.virtual_hosts[0].routes[0].route: not supported by Outrigger"},
+			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /}, route: {cluster: backend, retry_policy: {}}}]}]}, http_filters: [` + routerFilter + `]`),
+			want:    []string{extraHCM + ".route_config.virtual_hosts[0].routes[0].route.retry_policy: not supported by Outrigger"},
 		},
 		"route match": {
-			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /, headers: [{name: x, present_match: true}]}, direct_response: {status: 200}}]}]}, http_filters: [` + routerFilter + `]`),
-			want:    []string{extraHCM + ".route_config.virtual_hosts[0].routes[0].match.headers: not supported by Outrigger"},
+			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /, runtime_fraction: {default_value: {numerator: 1}}}, direct_response: {status: 200}}]}]}, http_filters: [` + routerFilter + `]`),
+			want:    []string{extraHCM + ".route_config.virtual_hosts[0].routes[0].match.runtime_fraction: not supported by Outrigger"},
 		},
 		"direct response from a file": {
 			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /}, direct_response: {status: 200, body: {filename: /etc/motd}}}]}]}, http_filters: [` + routerFilter + `]`),
@@ -285,6 +299,10 @@ func TestValidateSemantics(t *testing.T) {
 		"listener without filter chains": {
 			overlay: "static_resources: {listeners: [{name: extra, address: {socket_address: {address: 127.0.0.1, port_value: 0}}}]}",
 			want:    []string{"static_resources.listeners[1].filter_chains: a listener must have at least one filter chain"},
+		},
+		"default filter chain checked": {
+			overlay: "static_resources: {listeners: [{name: extra, address: {socket_address: {address: 127.0.0.1, port_value: 0}}, default_filter_chain: {filters: [{name: hcm}]}}]}",
+			want:    []string{"static_resources.listeners[1].default_filter_chain.filters[0].typed_config: required: the filter's type selects its implementation"},
 		},
 		"hcm not last": {
 			overlay: listenerYAML("", `{name: a, typed_config: {"@type": `+hcmURL+`, stat_prefix: a, `+okRouteCfg+`, http_filters: [`+routerFilter+`]}}, {name: b, typed_config: {"@type": `+hcmURL+`, stat_prefix: b, `+okRouteCfg+`, http_filters: [`+routerFilter+`]}}`),

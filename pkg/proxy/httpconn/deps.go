@@ -28,9 +28,15 @@ type Deps struct {
 	Health HealthState
 	// OpenAccessLog opens a file access log. The server keeps the writer so
 	// that /reopen_logs and SIGUSR1 reopen it; nil opens nothing and
-	// access-log configurations are then refused.
+	// access-log configurations are then refused. The writer receives one
+	// Write per line from many connections at once: it must be safe for
+	// concurrent use.
 	OpenAccessLog func(path string) (io.Writer, error)
-	// Now is the clock; nil means time.Now.
+	// Now is the clock of recorded times (access-log timestamps and
+	// durations, the date header, stat durations); socket deadlines always
+	// follow the real clock. Nil means the real clock, which is then read
+	// once per step for both: a server not running on a test clock should
+	// leave it nil, as setting it costs an extra clock read per timestamp.
 	Now func() time.Time
 }
 

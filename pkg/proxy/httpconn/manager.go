@@ -1,20 +1,28 @@
 // Package httpconn is the HTTP connection manager: the network filter that
-// speaks HTTP on a downstream connection, matches each request against the
-// route table and runs the HTTP filters.
+// speaks HTTP on downstream connections, runs the HTTP filters
+// (health_check, router) on each request, and proxies it to an upstream
+// cluster or answers it locally.
 //
-// This first slice answers from direct_response routes over net/http's
-// server (HTTP/1.1 and h2c with prior knowledge). The proxying path, with its
-// own codec over pooled buffers, replaces the net/http server behind the same
-// Manager API.
+// HTTP/1 runs on the proxy's own codec (package http1) with one goroutine
+// per downstream connection: it reads a request, routes it, borrows an
+// upstream connection, streams the request and the response through
+// pooled buffers, gives the connection back and reads the next request,
+// with no hand-off to other goroutines and no allocation on the steady
+// path. HTTP/2 with prior knowledge (h2c) is detected on AUTO listeners and
+// served by net/http's HTTP/2 server, whose handler feeds the same filters
+// and router.
 package httpconn
 
 import (
+	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"strconv"
+	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -23,113 +31,233 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
-// ServerName is the default value of the server response header.
-const ServerName = "outrigger"
+// readBufferSize is the downstream read buffer of each HTTP/1 connection:
+// a request head and a small body fit in one read.
+const readBufferSize = 8 << 10
 
-// Manager serves HTTP on the connections handed to it.
+// Manager serves HTTP on the connections handed to it. It is safe for
+// concurrent use; each connection runs in the goroutine of HandleConn.
 type Manager struct {
-	statPrefix string
-	routes     *router.Table
-	log        logr.Logger
+	cfg     settings
+	routes  *router.Table
+	filters filterChain
+	logs    []accessLogger
+	stats   *hcmStats
+	deps    Deps
+	log     logr.Logger
+	// clock is Deps.Now: nil means the real clock, read once per step
+	// and shared between deadlines and recorded times (see stamp).
+	clock func() time.Time
+	date  dateCache
 
-	conns chan net.Conn
-	srv   *http.Server
+	// readers recycles HTTP/1 read buffers between connections.
+	readers sync.Pool
+	// connIDs numbers downstream connections (%CONNECTION_ID%).
+	connIDs atomic.Uint64
 
+	// h2 serves HTTP/2 connections; h2conns hands them to it. h2streams
+	// recycles the state of HTTP/2 streams, h2keys caches canonical
+	// header names for their responses.
+	h2        *http.Server
+	h2conns   chan net.Conn
+	h2streams sync.Pool
+	h2keys    canonicalKeys
+
+	// ctx is cancelled when the manager is shut down for good; upstream
+	// connection attempts of its requests stop then.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	conns   map[*serverConn]struct{}
+	closing bool
+	// idle is closed when closing is set and no connection is left.
+	idle      chan struct{}
+	idleOnce  sync.Once
 	closeOnce sync.Once
 	closed    chan struct{}
 }
 
-// New builds a manager from its configuration. Errors name the field path
-// below the http_connection_manager.
+// New builds a manager from its configuration. New starts nothing and opens
+// only the access-log files, so a configuration can be checked without side
+// effects beyond those. Errors name the field path below the
+// http_connection_manager.
 func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
-	log := deps.Log
+	if deps.Stats == nil {
+		return nil, errors.New("httpconn: Deps.Stats is required")
+	}
+	s, err := readSettings(cfg)
+	if err != nil {
+		return nil, err
+	}
 	rc := cfg.GetRouteConfig()
 	if rc == nil {
+		if cfg.GetRds() != nil || cfg.GetScopedRoutes() != nil {
+			return nil, errors.New("route_specifier: only an inline route_config is supported by Outrigger")
+		}
 		return nil, errors.New("route_config: an inline route configuration is required")
 	}
 	table, err := router.Compile(rc)
 	if err != nil {
 		return nil, fmt.Errorf("route_config.%w", err)
 	}
+	filters, err := buildFilters(cfg.GetHttpFilters())
+	if err != nil {
+		return nil, err
+	}
+	logs, err := buildAccessLogs(cfg.GetAccessLog(), deps.OpenAccessLog)
+	if err != nil {
+		return nil, err
+	}
 	m := &Manager{
-		statPrefix: cfg.GetStatPrefix(),
-		routes:     table,
-		log:        log,
-		conns:      make(chan net.Conn),
-		closed:     make(chan struct{}),
+		cfg:     s,
+		routes:  table,
+		filters: filters,
+		logs:    logs,
+		stats:   newHCMStats(deps.Stats, s.statPrefix),
+		deps:    deps,
+		log:     deps.Log,
+		clock:   deps.Now,
+		conns:   make(map[*serverConn]struct{}),
+		idle:    make(chan struct{}),
+		closed:  make(chan struct{}),
 	}
-	protocols := new(http.Protocols)
-	switch cfg.GetCodecType() {
-	case hcmv3.HttpConnectionManager_HTTP1:
-		protocols.SetHTTP1(true)
-	case hcmv3.HttpConnectionManager_HTTP2:
-		protocols.SetUnencryptedHTTP2(true)
-	case hcmv3.HttpConnectionManager_AUTO:
-		protocols.SetHTTP1(true)
-		protocols.SetUnencryptedHTTP2(true)
-	default:
-		return nil, fmt.Errorf("codec_type: %v is not supported by Outrigger", cfg.GetCodecType())
-	}
-	m.srv = &http.Server{
-		Handler:           http.HandlerFunc(m.serveHTTP),
-		Protocols:         protocols,
-		ReadHeaderTimeout: time.Minute,
-		ErrorLog:          nil,
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.readers.New = func() any { return bufio.NewReaderSize(nil, readBufferSize) }
+	m.h2streams.New = func() any { return newH2Stream(m) }
+	if s.codec != hcmv3.HttpConnectionManager_HTTP1 {
+		m.h2conns = make(chan net.Conn)
+		m.h2 = m.newHTTP2Server()
 	}
 	return m, nil
 }
 
-// Start begins serving the connections HandleConn receives. New does not
-// start anything, so a configuration can be built and checked without side
-// effects.
+// Start begins serving HTTP/2 connections; HTTP/1 connections are served
+// by HandleConn itself. New does not start anything, so a configuration can
+// be built and checked without goroutines.
 func (m *Manager) Start() {
-	go func() { _ = m.srv.Serve(connListener{m}) }()
-}
-
-// HandleConn implements listener.ConnHandler.
-func (m *Manager) HandleConn(c net.Conn) {
-	select {
-	case m.conns <- c:
-	case <-m.closed:
-		_ = c.Close()
+	if m.h2 != nil {
+		go func() { _ = m.h2.Serve(h2Listener{m}) }()
 	}
 }
 
-func (m *Manager) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("server", ServerName)
-	route := m.routes.Match(r.Host, r.URL.RequestURI())
-	if route == nil {
-		w.WriteHeader(http.StatusNotFound)
+// HandleConn serves one accepted connection until it closes; it implements
+// listener.ConnHandler and always closes c.
+func (m *Manager) HandleConn(c net.Conn) {
+	sc := m.register(c)
+	if sc == nil {
+		_ = c.Close()
 		return
 	}
-	d := route.Direct
-	if d.Body != "" {
-		w.Header().Set("content-type", "text/plain")
-		w.Header().Set("content-length", strconv.Itoa(len(d.Body)))
-	}
-	w.WriteHeader(int(d.Status))
-	_, _ = w.Write([]byte(d.Body))
+	defer m.unregister(sc)
+	defer func() {
+		// A bug must cost one connection, not the proxy: net/http's
+		// server draws the same line.
+		if r := recover(); r != nil {
+			m.log.Error(fmt.Errorf("panic: %v", r), "connection handler panicked", "stack", string(debug.Stack()))
+			_ = c.Close()
+		}
+	}()
+	sc.serve()
 }
 
-// Close stops serving: idle connections close at once, and connections with
-// requests in flight close when their responses are done.
+// register tracks a new connection, or returns nil once the manager is
+// closing.
+func (m *Manager) register(c net.Conn) *serverConn {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closing {
+		return nil
+	}
+	sc := newServerConn(m, c)
+	m.conns[sc] = struct{}{}
+	return sc
+}
+
+// unregister forgets a finished connection.
+func (m *Manager) unregister(sc *serverConn) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.conns, sc)
+	if m.closing && len(m.conns) == 0 {
+		m.idleOnce.Do(func() { close(m.idle) })
+	}
+}
+
+// stamp returns the time to record for an event that happened at real, a
+// reading of the real clock: real itself, or Deps.Now's reading when the
+// server gave a clock of its own. Socket deadlines always use real time.
+func (m *Manager) stamp(real time.Time) time.Time {
+	if m.clock != nil {
+		return m.clock()
+	}
+	return real
+}
+
+// closingNow reports whether Close was called.
+func (m *Manager) closingNow() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.closing
+}
+
+// Close stops the manager gracefully and returns at once: new connections
+// are refused, idle HTTP/1 connections close, busy ones close after the
+// response in flight (with Connection: close), and HTTP/2 connections get
+// a GOAWAY and close when their streams are done. Shutdown waits for that.
 func (m *Manager) Close() error {
-	m.closeOnce.Do(func() { close(m.closed) })
-	return m.srv.Close()
+	m.closeOnce.Do(func() {
+		m.mu.Lock()
+		m.closing = true
+		conns := make([]*serverConn, 0, len(m.conns))
+		for sc := range m.conns {
+			conns = append(conns, sc)
+		}
+		if len(m.conns) == 0 {
+			m.idleOnce.Do(func() { close(m.idle) })
+		}
+		m.mu.Unlock()
+		close(m.closed)
+		for _, sc := range conns {
+			sc.closeIfIdle()
+		}
+		if m.h2 != nil {
+			// Shutdown sends GOAWAY to every connection and waits for
+			// their streams; the connections themselves are counted in
+			// m.conns, so nobody needs to wait for this goroutine.
+			go func() { _ = m.h2.Shutdown(m.ctx) }()
+		}
+	})
+	return nil
 }
 
-// connListener adapts the manager's hand-over channel to net.Listener so the
-// HTTP server can take connections the listener accepted.
-type connListener struct{ m *Manager }
-
-func (l connListener) Accept() (net.Conn, error) {
+// Shutdown closes the manager gracefully (see Close) and waits until every
+// connection is gone or ctx ends; then it cuts the connections left,
+// requests in flight included, and returns ctx's error.
+func (m *Manager) Shutdown(ctx context.Context) error {
+	_ = m.Close()
 	select {
-	case c := <-l.m.conns:
-		return c, nil
-	case <-l.m.closed:
-		return nil, net.ErrClosed
+	case <-m.idle:
+		m.cancel()
+		return nil
+	case <-ctx.Done():
 	}
+	m.cancel()
+	m.mu.Lock()
+	for sc := range m.conns {
+		sc.cut()
+	}
+	m.mu.Unlock()
+	if m.h2 != nil {
+		_ = m.h2.Close()
+	}
+	return ctx.Err()
 }
 
-func (l connListener) Close() error   { return nil }
-func (l connListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+// ActiveConnections returns the number of downstream connections being
+// served, for drain progress.
+func (m *Manager) ActiveConnections() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.conns)
+}

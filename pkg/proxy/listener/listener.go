@@ -1,123 +1,375 @@
 // Package listener binds the proxy's listening sockets, accepts connections
 // and hands each to the network filter chain chosen for it. It knows nothing
 // of HTTP: a filter chain is anything that can take over a connection.
+//
+// A listener is built from Envoy's v3 Listener message: its addresses
+// (IPv4, IPv6, port 0 for an OS-chosen port), traffic direction, filter
+// chains with their filter_chain_match and a default chain, the
+// per-connection buffer limit and the reuse-port switch. With several
+// workers (--concurrency) each worker accepts on a socket of its own bound
+// with SO_REUSEPORT, so the kernel spreads connections over them. Each
+// listener also owns its drain state (see Drain).
 package listener
 
 import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"github.com/go-logr/logr"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
-// ConnHandler takes ownership of an accepted connection: it must close it.
+// ConnHandler is a network filter chain: it takes ownership of an accepted
+// connection and must close it. HandleConn is called on a goroutine of its
+// own, so it may serve the connection to its end before returning.
 type ConnHandler interface {
 	HandleConn(c net.Conn)
 }
 
-// Config is what a listener needs to run.
-type Config struct {
-	Name      string
-	Address   string // host:port, port 0 allowed
-	Direction corev3.TrafficDirection
-	Handler   ConnHandler
-	Log       logr.Logger
+// Deps is what a listener needs from the server that builds it.
+type Deps struct {
+	// Stats is the server's stat store (required).
+	Stats *stats.Store
+	// Manager holds the listener manager stats; nil takes them from Stats.
+	Manager *ManagerStats
+	// Log is the "conn_handler" component logger.
+	Log logr.Logger
+	// Workers is --concurrency; below 1 means 1.
+	Workers int
+	// Drain configures the listener's drain.
+	Drain DrainOptions
+	// BuildChain builds the network filters of one filter chain; drain is
+	// the listener's drain state, which the filters consult per response.
+	// Its errors name the field path below the filter chain.
+	BuildChain func(fc *listenerv3.FilterChain, drain *Drain) (ConnHandler, error)
+	// Now is the clock of connection lengths; nil means time.Now.
+	Now func() time.Time
 }
 
-// Listener is one bound listening socket and its accept loop.
+// Listener is one configured listener: its sockets (one per address and
+// worker with reuse_port, else one per address shared by the workers), its
+// filter chains, stats and drain state.
 type Listener struct {
-	cfg Config
+	name        string
+	direction   corev3.TrafficDirection
+	addrs       []socketAddress // address, then additional_addresses
+	reusePort   bool
+	workers     int
+	bufferLimit uint32
+	setBuffers  bool // per_connection_buffer_limit_bytes was given
+	chains      chainSet
+	drain       *Drain
+	stats       listenerStats
+	workerStats []workerStats
+	manager     *ManagerStats
+	log         logr.Logger
+	now         func() time.Time
+
+	active atomic.Int64 // open connections, for the server's total
 
 	mu      sync.Mutex
-	ln      net.Listener
+	sockets [][]net.Listener // per address: one socket, or one per worker
+	bound   []net.Addr       // per address, once bound
+	serving bool
 	stopped bool
-	done    chan struct{}
+	stopCh  chan struct{} // closed by stop
+	done    chan struct{} // closed when Serve returns
 }
 
-// AddressString renders a socket address as host:port ("[::1]:80" for IPv6).
-func AddressString(sa *corev3.SocketAddress) string {
-	return net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10))
+// Build builds a listener from its configuration without binding anything.
+// Errors name the field path below the listener, one error per problem
+// (joined).
+func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
+	if deps.Stats == nil {
+		return nil, errors.New("listener: no stat store")
+	}
+	l := &Listener{
+		name:      lc.GetName(),
+		direction: lc.GetTrafficDirection(),
+		workers:   max(deps.Workers, 1),
+		manager:   deps.Manager,
+		log:       deps.Log,
+		now:       deps.Now,
+		stopCh:    make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+	if l.manager == nil {
+		l.manager = NewManagerStats(deps.Stats)
+	}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	var errs []error
+	primary, err := parseAddress(lc.GetAddress())
+	if err != nil {
+		errs = append(errs, fmt.Errorf("address.%w", err))
+	}
+	l.addrs = append(l.addrs, primary)
+	for i, aa := range lc.GetAdditionalAddresses() {
+		a, err := parseAddress(aa.GetAddress())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("additional_addresses[%d].address.%w", i, err))
+			continue
+		}
+		l.addrs = append(l.addrs, a)
+	}
+	l.reusePort = reusePortSupported && (lc.GetEnableReusePort() == nil || lc.GetEnableReusePort().GetValue())
+	l.bufferLimit = DefaultBufferLimit
+	if v := lc.GetPerConnectionBufferLimitBytes(); v != nil {
+		l.bufferLimit, l.setBuffers = v.GetValue(), true
+	}
+	if l.setBuffers && l.bufferLimit == 0 {
+		errs = append(errs, errors.New("per_connection_buffer_limit_bytes: must be above 0"))
+	}
+
+	l.drain = newDrain(deps.Drain, lc.GetDrainType() == listenerv3.Listener_MODIFY_ONLY)
+	if err := l.buildChains(lc, deps.BuildChain); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	scope := deps.Stats.Scope(statScopeName(lc.GetStatPrefix(), primary))
+	l.stats = newListenerStats(scope)
+	for w := range l.workers {
+		l.workerStats = append(l.workerStats, newWorkerStats(scope, w))
+	}
+	l.manager.ListenerAdded.Inc()
+	l.manager.TotalListenersActive.Inc()
+	return l, nil
 }
 
-// New returns an unbound listener.
-func New(cfg Config) *Listener {
-	return &Listener{cfg: cfg, done: make(chan struct{})}
+// buildChains compiles the filter chains and the default chain and builds
+// their network filters.
+func (l *Listener) buildChains(lc *listenerv3.Listener, build func(*listenerv3.FilterChain, *Drain) (ConnHandler, error)) error {
+	fcs := lc.GetFilterChains()
+	if len(fcs) == 0 && lc.GetDefaultFilterChain() == nil {
+		return errors.New("filter_chains: no filter chains specified (give filter_chains or a default_filter_chain)")
+	}
+	if build == nil {
+		return errors.New("filter_chains: no network filter builder")
+	}
+	var errs []error
+	names := map[string]string{}
+	newChain := func(fc *listenerv3.FilterChain, path string) *chain {
+		c := &chain{path: path, name: fc.GetName()}
+		if c.name == "" {
+			c.name = path
+		} else if first, dup := names[c.name]; dup {
+			errs = append(errs, fmt.Errorf("%s.name: filter chain name %q is already used by %s", path, c.name, first))
+		} else {
+			names[c.name] = path
+		}
+		h, err := build(fc, l.drain)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s.%w", path, err))
+		}
+		c.handler = h
+		return c
+	}
+	for i, fc := range fcs {
+		path := fmt.Sprintf("filter_chains[%d]", i)
+		c := newChain(fc, path)
+		m, err := compileMatch(fc.GetFilterChainMatch())
+		if err != nil {
+			errs = append(errs, prefixErrors(path+".filter_chain_match.", err)...)
+			continue
+		}
+		c.match = m
+		for _, prev := range l.chains.chains {
+			if prev.match.overlaps(m) {
+				errs = append(errs, fmt.Errorf("%s.filter_chain_match: multiple filter chains with the same matching rules are defined (%s matches the same connections)", path, prev.path))
+			}
+		}
+		l.chains.chains = append(l.chains.chains, c)
+	}
+	if dc := lc.GetDefaultFilterChain(); dc != nil {
+		if dc.GetFilterChainMatch() != nil {
+			errs = append(errs, errors.New("default_filter_chain.filter_chain_match: the default filter chain serves connections no other chain matches; it takes no filter_chain_match"))
+		}
+		l.chains.dflt = newChain(dc, "default_filter_chain")
+	}
+	return errors.Join(errs...)
+}
+
+// prefixErrors prefixes every error joined in err with prefix.
+func prefixErrors(prefix string, err error) []error {
+	if multi, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range multi.Unwrap() {
+			out = append(out, prefixErrors(prefix, e)...)
+		}
+		return out
+	}
+	return []error{fmt.Errorf("%s%w", prefix, err)}
 }
 
 // Name returns the configured listener name.
-func (l *Listener) Name() string { return l.cfg.Name }
+func (l *Listener) Name() string { return l.name }
 
 // Direction returns the configured traffic direction.
-func (l *Listener) Direction() corev3.TrafficDirection { return l.cfg.Direction }
+func (l *Listener) Direction() corev3.TrafficDirection { return l.direction }
 
-// Bind opens the socket. A port of 0 gets one from the kernel; Addr reports it.
+// Drain returns the listener's drain state.
+func (l *Listener) Drain() *Drain { return l.drain }
+
+// ActiveConnections returns the number of connections the listener has
+// accepted and not yet closed.
+func (l *Listener) ActiveConnections() int64 { return l.active.Load() }
+
+// Bind opens the sockets: one per address, or with reuse_port one per
+// address and worker. A port of 0 gets one from the kernel, shared by the
+// worker sockets of that address; Addresses reports it. On failure nothing
+// stays open. A listener stopped before it was bound (drained while the
+// server was starting) stays stopped: Bind then opens nothing.
 func (l *Listener) Bind() error {
-	ln, err := net.Listen("tcp", l.cfg.Address)
-	if err != nil {
-		return fmt.Errorf("listener %q: cannot bind %s: %w", l.cfg.Name, l.cfg.Address, err)
-	}
 	l.mu.Lock()
-	l.ln = ln
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	switch {
+	case l.stopped:
+		return nil
+	case l.sockets != nil:
+		return fmt.Errorf("listener %q: already bound", l.name)
+	}
+	n := 1
+	if l.reusePort {
+		n = l.workers
+	}
+	var sockets [][]net.Listener
+	for _, a := range l.addrs {
+		socks, err := bindAddress(a, n, l.reusePort)
+		if err != nil {
+			for _, ss := range sockets {
+				closeAll(ss)
+			}
+			return fmt.Errorf("listener %q: cannot bind %s: %w", l.name, a, err)
+		}
+		sockets = append(sockets, socks)
+	}
+	l.sockets = sockets
+	for _, socks := range sockets {
+		l.bound = append(l.bound, socks[0].Addr())
+	}
 	return nil
 }
 
-// Addr returns the bound address, or nil before Bind.
+// Addr returns the bound address of the listener's main address, or nil
+// before Bind.
 func (l *Listener) Addr() net.Addr {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ln == nil {
+	if len(l.bound) == 0 {
 		return nil
 	}
-	return l.ln.Addr()
+	return l.bound[0]
 }
 
-// Serve accepts until Stop. It returns nil after Stop and the accept error
-// otherwise.
-func (l *Listener) Serve() error {
-	defer close(l.done)
-	l.mu.Lock()
-	ln := l.ln
-	l.mu.Unlock()
-	if ln == nil {
-		return fmt.Errorf("listener %q: Serve before Bind", l.cfg.Name)
-	}
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			l.mu.Lock()
-			stopped := l.stopped
-			l.mu.Unlock()
-			if stopped || errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			return fmt.Errorf("listener %q: accept: %w", l.cfg.Name, err)
-		}
-		go l.cfg.Handler.HandleConn(c)
-	}
-}
-
-// Stop closes the socket so no new connection is accepted; connections
-// already handed over are left to their handler.
-func (l *Listener) Stop() {
+// Addresses returns the listener's addresses, main address first: the
+// bound ones (with the OS-chosen port where the configuration said 0) once
+// bound, the configured ones before.
+func (l *Listener) Addresses() []*corev3.Address {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.stopped {
-		return
+	out := make([]*corev3.Address, len(l.addrs))
+	for i, a := range l.addrs {
+		if i < len(l.bound) {
+			out[i] = ProtoAddress(l.bound[i])
+			continue
+		}
+		out[i] = ProtoAddress(net.TCPAddrFromAddrPort(a.addr))
 	}
-	l.stopped = true
-	if l.ln != nil {
-		_ = l.ln.Close()
+	return out
+}
+
+// Serve runs the workers' accept loops until Stop or Close, then returns
+// nil. Accept errors (such as running out of file descriptors) are logged
+// and retried with a growing delay; they never end the listener.
+func (l *Listener) Serve() error {
+	l.mu.Lock()
+	switch {
+	case l.serving:
+		l.mu.Unlock()
+		return fmt.Errorf("listener %q: already serving", l.name)
+	case l.stopped && l.sockets == nil:
+		l.serving = true
+		l.mu.Unlock()
+		close(l.done)
+		return nil
+	case l.sockets == nil:
+		l.mu.Unlock()
+		return fmt.Errorf("listener %q: Serve before Bind", l.name)
 	}
+	l.serving = true
+	var wg sync.WaitGroup
+	for _, socks := range l.sockets {
+		for w := range l.workers {
+			ln := socks[0]
+			if len(socks) > 1 {
+				ln = socks[w]
+			}
+			ws := &l.workerStats[w]
+			wg.Go(func() { l.acceptLoop(ln, ws) })
+		}
+	}
+	l.manager.ListenerCreateSuccess.Add(uint64(l.workers))
+	l.mu.Unlock()
+	wg.Wait()
+	close(l.done)
+	return nil
 }
 
 // Done is closed when Serve has returned.
 func (l *Listener) Done() <-chan struct{} { return l.done }
+
+// Stop closes the listener's sockets, so no new connection is accepted
+// (clients are refused rather than left in an accept queue), and counts
+// listener_manager.listener_stopped the first time. Connections already
+// handed over are left to their filter chain: requests in flight
+// complete. It is what /drain_listeners does to a listener.
+func (l *Listener) Stop() {
+	if l.stop() {
+		l.manager.ListenerStopped.Inc()
+	}
+}
+
+// Close stops accepting, like Stop, and cancels the end of any drain
+// sequence still running. It is for shutdown and counts nothing.
+func (l *Listener) Close() {
+	l.drain.Cancel()
+	l.stop()
+}
+
+// stop closes the sockets once and reports whether this call did.
+func (l *Listener) stop() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		return false
+	}
+	l.stopped = true
+	close(l.stopCh)
+	for _, socks := range l.sockets {
+		closeAll(socks)
+	}
+	return true
+}
+
+// Stopped reports whether Stop or Close has run.
+func (l *Listener) Stopped() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stopped
+}
+
+func closeAll(socks []net.Listener) {
+	for _, s := range socks {
+		_ = s.Close()
+	}
+}

@@ -1,31 +1,28 @@
 // Package router compiles route configurations into tables and matches
-// requests against them. It is pure: no I/O, no clocks, no globals, so it can
-// be tested and fuzzed exhaustively.
+// requests against them. It is pure: no I/O, no clocks, no goroutines, no
+// globals, so it can be tested and fuzzed exhaustively. Matching a request
+// allocates nothing.
 package router
 
 import (
+	"errors"
 	"fmt"
-	"sort"
-	"strings"
+	"time"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 )
 
-// DirectResponse is a response the proxy answers itself.
-type DirectResponse struct {
-	Status uint32
-	Body   string
-}
-
-// Route is one compiled route.
-type Route struct {
-	Name   string
-	prefix string
-	path   string
-	exact  bool
-
-	// Direct is set when the route answers directly.
-	Direct *DirectResponse
+// Table is a compiled route configuration. It is immutable and safe for
+// concurrent use.
+type Table struct {
+	Name  string
+	hosts vhostIndex
+	// ignorePort strips the :authority's port before virtual host
+	// matching (ignore_port_in_host_matching).
+	ignorePort bool
 }
 
 // VirtualHost is a compiled virtual host.
@@ -34,120 +31,281 @@ type VirtualHost struct {
 	Routes []*Route
 }
 
-// Table is a compiled route configuration.
-type Table struct {
-	Name     string
-	exact    map[string]*VirtualHost
-	suffixes []wildcard // "*.example.com": longest suffix first
-	prefixes []wildcard // "example.*": longest prefix first
-	any      *VirtualHost
-}
+// Route is one compiled route. Exactly one of Cluster, WeightedClusters,
+// Direct and Redirect is set.
+type Route struct {
+	// Name is the route's name (%ROUTE_NAME%), "" when unnamed.
+	Name string
+	// VirtualHost is the virtual host the route belongs to.
+	VirtualHost *VirtualHost
 
-type wildcard struct {
-	part string
-	vh   *VirtualHost
+	// Cluster is the upstream cluster of a route action with cluster.
+	Cluster string
+	// WeightedClusters is set for a route action with weighted_clusters.
+	WeightedClusters *WeightedClusters
+	// ClusterNotFoundStatus is the status answered when the cluster does
+	// not exist (cluster_not_found_response_code, default 503).
+	ClusterNotFoundStatus int
+	// Timeout is the upstream timeout of a route action: DefaultTimeout
+	// when unset, 0 for none.
+	Timeout time.Duration
+	// HostRewrite, when not "", replaces the :authority sent upstream
+	// (host_rewrite_literal).
+	HostRewrite string
+
+	// Direct is set when the route answers directly.
+	Direct *DirectResponse
+	// Redirect is set when the route answers with a redirect.
+	Redirect *Redirect
+
+	match          routeMatch
+	rewrite        rewrite
+	idleTimeout    time.Duration
+	idleTimeoutSet bool
+	// requestOps and responseOps are the header mutations of the route,
+	// its virtual host and the route configuration, in application order
+	// (later levels win).
+	requestOps  []*headerOps
+	responseOps []*headerOps
 }
 
 // Compile builds a table. Errors name the field path below the route
-// configuration.
+// configuration, e.g. "virtual_hosts[0].routes[2].match.safe_regex.regex".
 func Compile(rc *routev3.RouteConfiguration) (*Table, error) {
-	t := &Table{Name: rc.GetName(), exact: map[string]*VirtualHost{}}
-	seen := map[string]string{}
+	t := &Table{Name: rc.GetName(), ignorePort: rc.GetIgnorePortInHostMatching()}
+	maxBody := uint32(DefaultMaxDirectResponseBodySize)
+	if m := rc.GetMaxDirectResponseBodySizeBytes(); m != nil {
+		maxBody = m.GetValue()
+	}
+	reqGlobal, err := compileHeaderOps(rc.GetRequestHeadersToAdd(), rc.GetRequestHeadersToRemove(), "request_headers_to_add", "request_headers_to_remove")
+	if err != nil {
+		return nil, err
+	}
+	respGlobal, err := compileHeaderOps(rc.GetResponseHeadersToAdd(), rc.GetResponseHeadersToRemove(), "response_headers_to_add", "response_headers_to_remove")
+	if err != nil {
+		return nil, err
+	}
+	mostSpecificWins := rc.GetMostSpecificHeaderMutationsWins()
+
+	b := newVhostBuilder()
 	for i, vhc := range rc.GetVirtualHosts() {
 		vh := &VirtualHost{Name: vhc.GetName()}
+		reqVH, err := compileHeaderOps(vhc.GetRequestHeadersToAdd(), vhc.GetRequestHeadersToRemove(), "request_headers_to_add", "request_headers_to_remove")
+		if err != nil {
+			return nil, fmt.Errorf("virtual_hosts[%d].%w", i, err)
+		}
+		respVH, err := compileHeaderOps(vhc.GetResponseHeadersToAdd(), vhc.GetResponseHeadersToRemove(), "response_headers_to_add", "response_headers_to_remove")
+		if err != nil {
+			return nil, fmt.Errorf("virtual_hosts[%d].%w", i, err)
+		}
 		for j, rtc := range vhc.GetRoutes() {
-			r, err := compileRoute(rtc)
+			r, err := compileRoute(rtc, maxBody)
 			if err != nil {
-				return nil, fmt.Errorf("virtual_hosts[%d].routes[%d]: %w", i, j, err)
+				return nil, fmt.Errorf("virtual_hosts[%d].routes[%d].%w", i, j, err)
 			}
+			r.VirtualHost = vh
+			r.requestOps = levels(r.requestOps, reqVH, reqGlobal, mostSpecificWins)
+			r.responseOps = levels(r.responseOps, respVH, respGlobal, mostSpecificWins)
 			vh.Routes = append(vh.Routes, r)
 		}
-		for _, d := range vhc.GetDomains() {
-			d = strings.ToLower(d)
-			if other, dup := seen[d]; dup {
-				return nil, fmt.Errorf("virtual_hosts[%d].domains: domain %q is also used by virtual host %q", i, d, other)
-			}
-			seen[d] = vh.Name
-			switch {
-			case d == "*":
-				t.any = vh
-			case strings.HasPrefix(d, "*"):
-				t.suffixes = append(t.suffixes, wildcard{d[1:], vh})
-			case strings.HasSuffix(d, "*"):
-				t.prefixes = append(t.prefixes, wildcard{d[:len(d)-1], vh})
-			default:
-				t.exact[d] = vh
+		for j, d := range vhc.GetDomains() {
+			if err := b.add(d, vh); err != nil {
+				return nil, fmt.Errorf("virtual_hosts[%d].domains[%d]: %w", i, j, err)
 			}
 		}
 	}
-	// Longer wildcards are more specific and win, as in Envoy.
-	sort.SliceStable(t.suffixes, func(a, b int) bool { return len(t.suffixes[a].part) > len(t.suffixes[b].part) })
-	sort.SliceStable(t.prefixes, func(a, b int) bool { return len(t.prefixes[a].part) > len(t.prefixes[b].part) })
+	t.hosts = b.build()
 	return t, nil
 }
 
-func compileRoute(rc *routev3.Route) (*Route, error) {
-	r := &Route{Name: rc.GetName()}
-	switch m := rc.GetMatch().GetPathSpecifier().(type) {
-	case *routev3.RouteMatch_Prefix:
-		r.prefix = m.Prefix
-	case *routev3.RouteMatch_Path:
-		r.path, r.exact = m.Path, true
-	default:
-		return nil, fmt.Errorf("match: path specifier %T is not supported by Outrigger", m)
+// levels orders one direction's header mutations: by default route, then
+// virtual host, then route configuration, so the most general level is
+// applied last and wins; most_specific_header_mutations_wins reverses it.
+// route holds the route's own level (nil or one entry).
+func levels(route []*headerOps, vh, global *headerOps, mostSpecificWins bool) []*headerOps {
+	var own *headerOps
+	if len(route) > 0 {
+		own = route[0]
 	}
+	order := []*headerOps{own, vh, global}
+	if mostSpecificWins {
+		order = []*headerOps{global, vh, own}
+	}
+	var out []*headerOps
+	for _, l := range order {
+		if l != nil {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// compileRoute compiles one route; errors name the field below it.
+func compileRoute(rc *routev3.Route, maxBody uint32) (*Route, error) {
+	r := &Route{Name: rc.GetName()}
+	if rc.GetMatch() == nil {
+		return nil, errors.New("match: a route match is required")
+	}
+	m, err := compileMatch(rc.GetMatch())
+	if err != nil {
+		return nil, fmt.Errorf("match.%w", err)
+	}
+	r.match = m
 	switch a := rc.GetAction().(type) {
+	case *routev3.Route_Route:
+		if err := compileRouteAction(r, a.Route); err != nil {
+			return nil, fmt.Errorf("route.%w", err)
+		}
 	case *routev3.Route_DirectResponse:
-		r.Direct = &DirectResponse{Status: a.DirectResponse.GetStatus(), Body: a.DirectResponse.GetBody().GetInlineString()}
+		d, err := compileDirect(a.DirectResponse, maxBody)
+		if err != nil {
+			return nil, fmt.Errorf("direct_response.%w", err)
+		}
+		r.Direct = d
+	case *routev3.Route_Redirect:
+		rd, err := compileRedirect(a.Redirect)
+		if err != nil {
+			return nil, fmt.Errorf("redirect.%w", err)
+		}
+		r.Redirect = rd
+	case nil:
+		return nil, errors.New("action: one of route, redirect or direct_response is required")
 	default:
-		return nil, fmt.Errorf("action %T is not supported by Outrigger", a)
+		return nil, fmt.Errorf("action: %s is not supported by Outrigger", oneofName(rc.ProtoReflect(), "action"))
+	}
+	req, err := compileHeaderOps(rc.GetRequestHeadersToAdd(), rc.GetRequestHeadersToRemove(), "request_headers_to_add", "request_headers_to_remove")
+	if err != nil {
+		return nil, err
+	}
+	resp, err := compileHeaderOps(rc.GetResponseHeadersToAdd(), rc.GetResponseHeadersToRemove(), "response_headers_to_add", "response_headers_to_remove")
+	if err != nil {
+		return nil, err
+	}
+	if req != nil {
+		r.requestOps = []*headerOps{req}
+	}
+	if resp != nil {
+		r.responseOps = []*headerOps{resp}
 	}
 	return r, nil
 }
 
-// Match finds the route for a request's host (the :authority, port allowed)
-// and path (query string allowed). It returns nil when nothing matches.
+// Match finds the route for a host (the :authority, port allowed) and a
+// path (query string allowed), with no other headers. It returns nil when
+// nothing matches.
 func (t *Table) Match(host, path string) *Route {
-	vh := t.virtualHost(host)
+	req := Request{Host: host, Path: path}
+	return t.MatchRequest(&req)
+}
+
+// MatchRequest finds the route for a request: the virtual host by its
+// :authority, then the first route of that virtual host whose match
+// accepts the request. It returns nil when nothing matches (404 with the
+// NR response flag). It allocates nothing.
+func (t *Table) MatchRequest(req *Request) *Route {
+	vh := t.virtualHost(req.Host)
 	if vh == nil {
 		return nil
 	}
-	if i := strings.IndexAny(path, "?#"); i >= 0 {
-		path = path[:i]
-	}
 	for _, r := range vh.Routes {
-		if r.exact {
-			if path == r.path {
-				return r
-			}
-		} else if strings.HasPrefix(path, r.prefix) {
+		if r.match.matches(req) {
 			return r
 		}
 	}
 	return nil
 }
 
+// virtualHost picks the virtual host for an :authority value.
 func (t *Table) virtualHost(host string) *VirtualHost {
-	host = strings.ToLower(host)
-	if vh, ok := t.exact[host]; ok {
-		return vh
-	}
-	// A host with a port also matches domains written without it.
-	if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.HasSuffix(host, "]") {
-		if vh, ok := t.exact[host[:i]]; ok {
-			return vh
-		}
-		host = host[:i]
-	}
-	for _, w := range t.suffixes {
-		if len(host) > len(w.part) && strings.HasSuffix(host, w.part) {
-			return w.vh
+	if t.ignorePort {
+		if i := portStart(host); i >= 0 {
+			host = host[:i]
 		}
 	}
-	for _, w := range t.prefixes {
-		if len(host) > len(w.part) && strings.HasPrefix(host, w.part) {
-			return w.vh
+	return t.hosts.find(host)
+}
+
+// ClusterName is the upstream cluster for one request: the route's
+// cluster, or one of its weighted clusters chosen with random (a fresh
+// random number per request). It is "" for direct responses and
+// redirects.
+func (r *Route) ClusterName(random uint64) string {
+	if r.WeightedClusters != nil {
+		return r.WeightedClusters.Pick(random)
+	}
+	return r.Cluster
+}
+
+// IdleTimeout is the route's idle_timeout and whether it sets one; when it
+// does not, the connection manager's stream idle timeout applies. 0
+// disables it.
+func (r *Route) IdleTimeout() (time.Duration, bool) { return r.idleTimeout, r.idleTimeoutSet }
+
+// RewritesPath reports whether RewritePath changes paths, so the caller
+// knows to keep the original path (x-envoy-original-path) only then.
+func (r *Route) RewritesPath() bool { return r.rewrite.active() }
+
+// RewritePath applies prefix_rewrite or regex_rewrite to the path the
+// route matched (query string included, and kept). It returns path
+// unchanged when the route rewrites nothing.
+func (r *Route) RewritePath(path string) string {
+	if !r.rewrite.active() {
+		return path
+	}
+	return r.rewrite.apply(path, r.matchedLen(path))
+}
+
+// matchedLen is how much of path the route's path matcher matched: the
+// prefix for prefix matches, the whole path without its query otherwise.
+func (r *Route) matchedLen(path string) int {
+	switch r.match.kind {
+	case pathPrefix, pathSeparatedPrefix:
+		if len(r.match.value) <= len(path) {
+			return len(r.match.value)
 		}
 	}
-	return t.any
+	return len(pathOnly(path))
+}
+
+// RedirectLocation is the Location header of a redirect route for req; ""
+// when the route is not a redirect.
+func (r *Route) RedirectLocation(req *Request) string {
+	if r.Redirect == nil {
+		return ""
+	}
+	return r.Redirect.location(req, r.matchedLen(req.Path))
+}
+
+// MutateRequestHeaders applies request_headers_to_remove and
+// request_headers_to_add of the route, its virtual host and the route
+// configuration, in Envoy's order. e supplies the values of % operators
+// (it may be nil when no value uses them). Literal values allocate
+// nothing.
+func (r *Route) MutateRequestHeaders(h HeaderEditor, e *accesslog.Entry) {
+	for _, ops := range r.requestOps {
+		ops.apply(h, e)
+	}
+}
+
+// MutateResponseHeaders applies the response_headers_to_remove and
+// response_headers_to_add of the three levels, as MutateRequestHeaders
+// does. It applies to every response of the route: upstream, direct or
+// redirect.
+func (r *Route) MutateResponseHeaders(h HeaderEditor, e *accesslog.Entry) {
+	for _, ops := range r.responseOps {
+		ops.apply(h, e)
+	}
+}
+
+// oneofName is the name of the field set in the named oneof of m, for
+// "not supported" errors.
+func oneofName(m protoreflect.Message, oneof protoreflect.Name) string {
+	od := m.Descriptor().Oneofs().ByName(oneof)
+	if od == nil {
+		return string(oneof)
+	}
+	if fd := m.WhichOneof(od); fd != nil {
+		return string(fd.Name())
+	}
+	return string(oneof)
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"sync"
+	"sync/atomic"
 
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 
@@ -26,6 +27,10 @@ type lifecycle struct {
 	phase        initPhase
 	healthFailed bool
 	shuttingDown bool
+
+	// failed mirrors healthFailed || shuttingDown for readers on the
+	// request path (health_check filter, drain decisions), without the lock.
+	failed atomic.Bool
 
 	live, stateGauge *stats.Gauge
 }
@@ -78,10 +83,15 @@ func (l *lifecycle) startShutdown() {
 	l.publish()
 }
 
+// healthChecksFailed reports /healthcheck/fail in effect or shutdown
+// begun. It takes no lock: it is read for every response.
+func (l *lifecycle) healthChecksFailed() bool { return l.failed.Load() }
+
 func (l *lifecycle) publish() {
 	l.mu.Lock()
 	st := l.stateLocked()
 	failed := l.healthFailed || l.shuttingDown
+	l.failed.Store(failed)
 	l.mu.Unlock()
 	l.stateGauge.Set(int64(st))
 	if failed {

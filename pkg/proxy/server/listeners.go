@@ -1,77 +1,222 @@
 package server
 
 import (
+	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 
+	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	filev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/options"
 )
 
-// builtListener is a configured listener with the network filter serving it.
+// builtListener is a configured listener with the network filters it
+// built, which the server starts with it and closes at shutdown.
 type builtListener struct {
 	*listener.Listener
-	hcm *httpconn.Manager
+	managers []*httpconn.Manager
 }
 
 // buildListeners turns static listeners into unbound listeners. The
-// bootstrap was validated already (supported fields, one
-// http_connection_manager per chain); errors here are the ones only building
-// reveals, with their configuration path.
-func buildListeners(cfgs []*listenerv3.Listener, logs *logging.Registry, st *stats.Store) ([]*builtListener, error) {
+// bootstrap was validated already (supported fields and extensions);
+// errors here are the ones only building reveals, one per problem, each
+// with its configuration path.
+func (s *Server) buildListeners(cfgs []*listenerv3.Listener) ([]*builtListener, error) {
+	manager := listener.NewManagerStats(s.stats)
 	var out []*builtListener
 	var errs []error
+	addrs := map[string]string{}
 	for i, lc := range cfgs {
 		path := fmt.Sprintf("static_resources.listeners[%d]", i)
-		bl, err := buildListener(lc, logs, st)
+		bl, err := s.buildListener(lc, manager)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s.%w", path, err))
+			errs = append(errs, prefixErrors(path+".", err)...)
 			continue
+		}
+		// Two sockets with SO_REUSEPORT on one address would silently share
+		// its connections. Validation refused duplicate main addresses;
+		// this also covers the additional ones.
+		for k, a := range bl.Addresses() {
+			sa := a.GetSocketAddress()
+			if sa.GetPortValue() == 0 {
+				continue // a fresh port per socket: no clash possible
+			}
+			field := path + ".address"
+			if k > 0 {
+				field = fmt.Sprintf("%s.additional_addresses[%d].address", path, k-1)
+			}
+			key := listener.AddressString(sa)
+			if first, dup := addrs[key]; dup {
+				errs = append(errs, fmt.Errorf("%s: address %s is already used by %s", field, key, first))
+				continue
+			}
+			addrs[key] = field
 		}
 		out = append(out, bl)
 	}
 	if err := errors.Join(errs...); err != nil {
 		for _, bl := range out {
-			_ = bl.hcm.Close()
+			bl.closeFilters()
 		}
 		return nil, err
 	}
 	return out, nil
 }
 
-func buildListener(lc *listenerv3.Listener, logs *logging.Registry, st *stats.Store) (*builtListener, error) {
-	sa := lc.GetAddress().GetSocketAddress()
-	if sa == nil {
-		return nil, errors.New("address: a socket_address is required")
+// buildListener builds one listener and the network filters of its filter
+// chains. Errors name the field below the listener.
+func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.ManagerStats) (*builtListener, error) {
+	if lc.GetName() == "" {
+		// Envoy names an unnamed listener with a random UUID.
+		lc = proto.CloneOf(lc)
+		lc.Name = randomUUID()
 	}
-	chains := lc.GetFilterChains()
-	if len(chains) != 1 || len(chains[0].GetFilters()) != 1 {
-		return nil, errors.New("filter_chains: exactly one filter chain with one filter is supported by Outrigger for now")
-	}
-	filter := chains[0].GetFilters()[0]
-	var hcm hcmv3.HttpConnectionManager
-	if err := filter.GetTypedConfig().UnmarshalTo(&hcm); err != nil {
-		return nil, fmt.Errorf("filter_chains[0].filters[0].typed_config: %w", err)
-	}
-	mgr, err := httpconn.New(&hcm, httpconn.Deps{Log: logs.Logger("http"), Stats: st})
-	if err != nil {
-		return nil, fmt.Errorf("filter_chains[0].filters[0].typed_config.%w", err)
-	}
-	l := listener.New(listener.Config{
-		Name:      lc.GetName(),
-		Address:   listener.AddressString(sa),
-		Direction: lc.GetTrafficDirection(),
-		Handler:   mgr,
-		Log:       logs.Logger("conn_handler"),
+	bl := &builtListener{}
+	l, err := listener.Build(lc, listener.Deps{
+		Stats:   s.stats,
+		Manager: manager,
+		Log:     s.logs.Logger("conn_handler"),
+		Workers: int(s.opts.Concurrency),
+		Drain: listener.DrainOptions{
+			Time:              s.opts.DrainTime,
+			Immediate:         s.opts.DrainStrategy == options.DrainImmediate,
+			HealthCheckFailed: s.HealthChecksFailed,
+			Now:               s.now,
+		},
+		BuildChain: func(fc *listenerv3.FilterChain, drain *listener.Drain) (listener.ConnHandler, error) {
+			m, err := s.buildNetworkFilters(fc, drain)
+			if err != nil {
+				return nil, err
+			}
+			bl.managers = append(bl.managers, m)
+			return m, nil
+		},
+		Now: s.now,
 	})
-	return &builtListener{Listener: l, hcm: mgr}, nil
+	if err != nil {
+		bl.closeFilters()
+		return nil, err
+	}
+	bl.Listener = l
+	return bl, nil
+}
+
+// buildNetworkFilters builds the network filters of one filter chain: one
+// http_connection_manager for now (tcp_proxy comes later). Errors name the
+// field below the filter chain.
+func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener.Drain) (*httpconn.Manager, error) {
+	filters := fc.GetFilters()
+	if len(filters) != 1 {
+		return nil, fmt.Errorf("filters: exactly one network filter, the http_connection_manager, is supported by Outrigger for now (got %d)", len(filters))
+	}
+	tc := filters[0].GetTypedConfig()
+	if tc == nil {
+		return nil, errors.New("filters[0].typed_config: the filter's configuration is required")
+	}
+	cfg, err := tc.UnmarshalNew()
+	if err != nil {
+		return nil, fmt.Errorf("filters[0].typed_config: %w", err)
+	}
+	hcm, ok := cfg.(*hcmv3.HttpConnectionManager)
+	if !ok {
+		return nil, fmt.Errorf("filters[0].typed_config: network filter %s is not supported by Outrigger", cfg.ProtoReflect().Descriptor().FullName())
+	}
+	m, err := httpconn.New(hcm, httpconn.Deps{
+		Log:           s.logs.Logger("http"),
+		Stats:         s.stats,
+		Upstreams:     s.upstreams(),
+		Drain:         drain,
+		Health:        s,
+		OpenAccessLog: s.openAccessLog,
+		Now:           s.clock,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("filters[0].typed_config.%w", err)
+	}
+	return m, nil
+}
+
+// closeFilters closes the network filters of a listener that will not run.
+func (bl *builtListener) closeFilters() {
+	for _, m := range bl.managers {
+		_ = m.Close()
+	}
+}
+
+// openAccessLog opens a listener's file access log, buffered and flushed
+// every --file-flush-interval-msec, and keeps it so that /reopen_logs and
+// SIGUSR1 reopen it and shutdown flushes it. Loggers naming the same file
+// share one writer, so their lines never interleave mid-line.
+func (s *Server) openAccessLog(path string) (io.Writer, error) {
+	for _, fw := range s.accessLogs {
+		if fw.Path() == path {
+			return fw, nil
+		}
+	}
+	fw, err := logging.OpenFile(path, s.opts.FileFlushInterval, int(s.opts.FileFlushMinSizeKB)*1024)
+	if err != nil {
+		return nil, fmt.Errorf("opening access log: %w", err)
+	}
+	s.accessLogs = append(s.accessLogs, fw)
+	return fw, nil
+}
+
+// Listeners returns the listeners and the addresses they listen on (the
+// OS-chosen port where the configuration said 0). Stopped listeners are
+// still listed, as in Envoy. It implements admin.ListenerSource.
+func (s *Server) Listeners() *adminv3.Listeners {
+	out := &adminv3.Listeners{}
+	for _, bl := range s.listeners {
+		addrs := bl.Addresses()
+		out.ListenerStatuses = append(out.ListenerStatuses, &adminv3.ListenerStatus{
+			Name:                     bl.Name(),
+			LocalAddress:             addrs[0],
+			AdditionalLocalAddresses: addrs[1:],
+		})
+	}
+	return out
+}
+
+// randomUUID returns a random (version 4) UUID.
+func randomUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// activeConnections sums the open downstream connections of every
+// listener, for server.total_connections.
+func (s *Server) activeConnections() int64 {
+	var n int64
+	for _, bl := range s.listeners {
+		n += bl.ActiveConnections()
+	}
+	return n
+}
+
+// prefixErrors prefixes every error joined in err with prefix, so that
+// each problem is reported on its own line with its full path.
+func prefixErrors(prefix string, err error) []error {
+	if multi, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range multi.Unwrap() {
+			out = append(out, prefixErrors(prefix, e)...)
+		}
+		return out
+	}
+	return []error{fmt.Errorf("%s%w", prefix, err)}
 }
 
 // fileAccessLogPath returns the file of a file access logger; other access
@@ -85,4 +230,28 @@ func fileAccessLogPath(al *accesslogv3.AccessLog) (string, error) {
 		return "", errors.New("typed_config.path: must be set")
 	}
 	return file.GetPath(), nil
+}
+
+// closeListeners stops every listener from accepting, then closes their
+// network filters gracefully: requests in flight complete and their
+// responses close the connections (the server now fails health checks);
+// whatever is still open after shutdownGrace is cut.
+func (s *Server) closeListeners() {
+	for _, bl := range s.listeners {
+		bl.Close()
+	}
+	// Close starts every manager's graceful close at once, so the grace
+	// period is shared rather than spent manager after manager.
+	for _, bl := range s.listeners {
+		bl.closeFilters()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	for _, bl := range s.listeners {
+		for _, m := range bl.managers {
+			if err := m.Shutdown(ctx); err != nil {
+				s.log.Info("connections cut at the end of the shutdown grace period", "listener", bl.Name())
+			}
+		}
+	}
 }

@@ -51,6 +51,7 @@ func (s *Server) Run(ctx context.Context, adminHandler http.Handler) error {
 		return err
 	}
 	s.life.setPhase(phaseInitialized)
+	s.startStats()
 	s.publishRuntimeStats()
 	s.log.Info("starting main dispatch loop")
 
@@ -134,7 +135,9 @@ func (s *Server) startAdmin(h http.Handler) (*http.Server, error) {
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
 	srv := &http.Server{
-		Handler:           h,
+		Handler:           s.statsRT.admin.wrap(h),
+		ConnContext:       s.statsRT.admin.connContext,
+		ConnState:         s.statsRT.admin.connState,
 		Protocols:         protocols,
 		ReadHeaderTimeout: time.Minute,
 		ErrorLog:          log.New(logrWriter{s.AdminLogger()}, "", 0),
@@ -148,7 +151,9 @@ func (s *Server) startAdmin(h http.Handler) (*http.Server, error) {
 }
 
 // startListeners binds every listener before serving any, so a port clash
-// fails start-up without a half-started server.
+// fails start-up without a half-started server (shutdown then closes the
+// ones bound), starts their network filters and workers, and feeds
+// server.total_connections.
 func (s *Server) startListeners() error {
 	for _, bl := range s.listeners {
 		if err := bl.Bind(); err != nil {
@@ -156,14 +161,19 @@ func (s *Server) startListeners() error {
 		}
 	}
 	for _, bl := range s.listeners {
-		bl.hcm.Start()
-		go func() {
-			if err := bl.Serve(); err != nil {
-				s.logs.Logger("conn_handler").Error(err, "listener stopped", "listener", bl.Name())
-			}
-		}()
-		s.log.Info("listener started", "listener", bl.Name(), "address", bl.Addr().String())
+		for _, m := range bl.managers {
+			m.Start()
+		}
+		go func() { _ = bl.Serve() }() // returns nil once the listener stops
+		var addrs []string
+		for _, a := range bl.Addresses() {
+			addrs = append(addrs, listener.AddressString(a.GetSocketAddress()))
+		}
+		s.log.Info("listener started", "listener", bl.Name(), "address", strings.Join(addrs, ","),
+			"workers", s.opts.Concurrency, "direction", bl.Direction().String())
 	}
+	listener.NewManagerStats(s.stats).WorkersStarted.Set(1)
+	s.AddConnectionSource(s.activeConnections)
 	return nil
 }
 
@@ -171,10 +181,11 @@ func (s *Server) startListeners() error {
 // shutdownGrace), and flushes every log.
 func (s *Server) shutdown(adminSrv *http.Server) {
 	s.life.startShutdown()
-	for _, bl := range s.listeners {
-		bl.Stop()
-		_ = bl.hcm.Close()
-	}
+	s.closeListeners()
+	s.clusters.Close() // after the listeners: no request needs an upstream any more
+	// The last flush, and the end of the dashboard streams, which would
+	// otherwise hold the admin shutdown below for its whole grace period.
+	s.stopStats()
 	if adminSrv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		if err := adminSrv.Shutdown(ctx); err != nil {

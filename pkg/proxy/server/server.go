@@ -17,6 +17,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/cluster"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/options"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
@@ -40,18 +41,24 @@ type Config struct {
 
 // Server is one proxy instance.
 type Server struct {
-	opts  *options.Options
-	boot  *bootstrapv3.Bootstrap
-	ext   *bootstrap.Extensions
-	logs  *logging.Registry
-	log   logr.Logger // the "main" logger
-	now   func() time.Time
+	opts *options.Options
+	boot *bootstrapv3.Bootstrap
+	ext  *bootstrap.Extensions
+	logs *logging.Registry
+	log  logr.Logger // the "main" logger
+	now  func() time.Time
+	// clock is Config.Now as given: nil in production. The connection
+	// managers get it rather than now, because with nil they read the
+	// time once per request where a func value would cost extra reads.
+	clock func() time.Time
 	start time.Time
 
 	stats   *stats.Store
+	statsRT *statsRuntime // flusher, sinks, server and admin stats (stats.go)
 	runtime *runtime.Runtime
 	life    *lifecycle
 
+	clusters  *cluster.Manager // built before the listeners, whose routes use it
 	listeners []*builtListener
 
 	// Access logs of the admin listener, reopened with the application log.
@@ -68,6 +75,7 @@ func New(cfg Config) (*Server, error) {
 	if now == nil {
 		now = time.Now
 	}
+	store, storeErr := newStatsStore(cfg.Bootstrap.GetStatsConfig(), cfg.Options.StatsTags)
 	s := &Server{
 		opts:  cfg.Options,
 		boot:  cfg.Bootstrap,
@@ -75,32 +83,33 @@ func New(cfg Config) (*Server, error) {
 		logs:  cfg.Logs,
 		log:   cfg.Logs.Logger("main"),
 		now:   now,
+		clock: cfg.Now,
 		start: now(),
-		stats: stats.NewStore(),
+		stats: store,
 		quit:  make(chan struct{}),
 	}
 	s.life = newLifecycle(s.stats.Scope("server."))
 
-	var errs []error
+	errs := []error{storeErr}
 	rt, err := runtime.New(cfg.Bootstrap.GetLayeredRuntime(), runtime.Options{ServiceCluster: cfg.Bootstrap.GetNode().GetCluster()})
 	if err != nil {
 		errs = append(errs, err)
 	}
 	s.runtime = rt
-	listeners, err := buildListeners(cfg.Bootstrap.GetStaticResources().GetListeners(), cfg.Logs, s.stats)
+	clusters, err := cluster.NewManager(cfg.Bootstrap.GetStaticResources().GetClusters(), cluster.Options{Stats: s.stats, Now: now})
+	errs = append(errs, err)
+	s.clusters = clusters
+	listeners, err := s.buildListeners(cfg.Bootstrap.GetStaticResources().GetListeners())
 	errs = append(errs, err)
 	s.listeners = listeners
+	errs = append(errs, s.initStats(cfg))
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 
-	server := s.stats.Scope("server.")
-	server.Counter("static_unknown_fields").Add(uint64(len(cfg.UnknownFields)))
 	for _, path := range cfg.UnknownFields {
 		logging.Warning(s.log, "unknown field in the static configuration was ignored", "field", path)
 	}
-	server.Gauge("concurrency").Set(int64(cfg.Options.Concurrency))
-	server.Gauge("hot_restart_epoch").Set(int64(cfg.Options.RestartEpoch))
 	return s, nil
 }
 

@@ -4,8 +4,46 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"sync/atomic"
 	"testing"
 )
+
+func BenchmarkCounterInc(b *testing.B) {
+	c := NewStore().Counter("bench")
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Inc()
+	}
+}
+
+// BenchmarkAtomicAddFloor is the hardware's floor for BenchmarkCounterInc:
+// one bare atomic add on one word, as a counter increment must at least
+// do. Compare the two in the same run.
+func BenchmarkAtomicAddFloor(b *testing.B) {
+	var v atomic.Uint64
+	for b.Loop() {
+		v.Add(1)
+	}
+}
+
+func BenchmarkGaugeSet(b *testing.B) {
+	g := NewStore().Gauge("bench")
+	b.ReportAllocs()
+	var v int64
+	for b.Loop() {
+		v++
+		g.Set(v)
+	}
+}
+
+func BenchmarkGaugeIncDec(b *testing.B) {
+	g := NewStore().Gauge("bench")
+	b.ReportAllocs()
+	for b.Loop() {
+		g.Inc()
+		g.Dec()
+	}
+}
 
 func BenchmarkHistogramRecord(b *testing.B) {
 	h := NewStore().Histogram("bench")
@@ -85,6 +123,13 @@ func BenchmarkMemoryPerCounter(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), "bytes/counter")
+		// A Prometheus render adds the family index the store then keeps.
+		if err := RenderPrometheus(io.Discard, s, RenderOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), "bytes/counter-after-prometheus")
 		runtime.KeepAlive(s)
 	}
 }
@@ -93,7 +138,10 @@ func BenchmarkMemoryPerCounter(b *testing.B) {
 // once. B/op is the heap each render allocates.
 func BenchmarkRender(b *testing.B) {
 	s := buildBigStore(bigStoreSize())
-	_ = RenderText(io.Discard, s, RenderOptions{}) // first sort
+	// The first renders sort the new stats and build the Prometheus family
+	// index; BenchmarkPrometheusFirstRender measures that.
+	_ = RenderText(io.Discard, s, RenderOptions{})
+	_ = RenderPrometheus(io.Discard, s, RenderOptions{})
 	noMatch, err := NewRE2Filter("^nomatch$")
 	if err != nil {
 		b.Fatal(err)
@@ -107,7 +155,9 @@ func BenchmarkRender(b *testing.B) {
 		{"text_usedonly", RenderText, RenderOptions{VisitOptions: VisitOptions{UsedOnly: true}}},
 		{"text_filter_nomatch", RenderText, RenderOptions{VisitOptions: VisitOptions{Filter: noMatch}}},
 		{"json", RenderJSON, RenderOptions{}},
+		{"json_usedonly", RenderJSON, RenderOptions{VisitOptions: VisitOptions{UsedOnly: true}}},
 		{"prometheus", RenderPrometheus, RenderOptions{Buckets: BucketsCumulative}},
+		{"prometheus_usedonly", RenderPrometheus, RenderOptions{VisitOptions: VisitOptions{UsedOnly: true}}},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
@@ -118,5 +168,72 @@ func BenchmarkRender(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkPrometheusFirstRender renders a freshly built big store: the
+// cost of the first scrape, which places every stat in the family index.
+// Building the store is not timed.
+func BenchmarkPrometheusFirstRender(b *testing.B) {
+	b.ReportAllocs()
+	for range b.N {
+		b.StopTimer()
+		s := buildBigStore(bigStoreSize())
+		_ = RenderText(io.Discard, s, RenderOptions{}) // the tree sort is not the index's cost
+		b.StartTimer()
+		if err := RenderPrometheus(io.Discard, s, RenderOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPrometheusAfterNewStats renders a big store after adding 100
+// stats to it each time: the incremental placement in the family index.
+func BenchmarkPrometheusAfterNewStats(b *testing.B) {
+	s := buildBigStore(bigStoreSize())
+	_ = RenderPrometheus(io.Discard, s, RenderOptions{})
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		for range 100 {
+			s.Counter(fmt.Sprintf("cluster.service_%d.new_stat", i))
+			i++
+		}
+		if err := RenderPrometheus(io.Discard, s, RenderOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCounterCreate creates b.N counters named like buildBigStore's
+// in one store: the cost of a lookup that creates, the index growing.
+func BenchmarkCounterCreate(b *testing.B) {
+	names := make([]string, b.N)
+	for i := range names {
+		names[i] = fmt.Sprintf("cluster.service_%d.upstream_stat_%d", i/100, i%100)
+	}
+	s := NewStore()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		s.Counter(names[i])
+	}
+}
+
+// BenchmarkRenderPrometheusTagged renders a big store whose every name
+// carries two tags, a cluster and a response code, as most of a real
+// proxy's names do.
+func BenchmarkRenderPrometheusTagged(b *testing.B) {
+	n := bigStoreSize()
+	s := NewStore()
+	for i := range n {
+		s.Counter(fmt.Sprintf("cluster.service_%d.upstream_rq_%d", i/100, 200+i%100)).Inc()
+	}
+	_ = RenderPrometheus(io.Discard, s, RenderOptions{})
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := RenderPrometheus(io.Discard, s, RenderOptions{}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

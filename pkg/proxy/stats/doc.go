@@ -4,9 +4,17 @@
 // the flusher that feeds metrics sinks.
 //
 // Components look a stat up once, keep the pointer, and update it with one
-// atomic operation on the request path; the store's maps are only touched
+// atomic operation on the request path; the store's index is only touched
 // when a stat is created and when the admin renders. Names are stored as
 // shared, interned segments arranged in a tree, so a million counters do not
 // hold a million name strings, and the tree keeps each level sorted so that
 // rendering walks stats in name order without sorting or copying them.
+//
+// Three structures keep rendering cheap at a million stats. A compact hash
+// index (index.go) finds a node's child without a Go map's per-entry cost.
+// Each node also lists its used children (usedset.go), filled by a stat's
+// first write, so /stats?usedonly walks the used stats only. And the store
+// keeps every stat's Prometheus family (families.go), so a scrape does not
+// regroup every stat. Renderers read immutable snapshots of these lists and
+// never hold a lock while writing to a client.
 package stats

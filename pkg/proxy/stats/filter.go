@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync/atomic"
 	"time"
 
 	"github.com/dlclark/regexp2"
@@ -26,6 +27,12 @@ const InvalidRE2Body = "Invalid re2 regex"
 // backtracks, so a hostile pattern could otherwise hang a render.
 const ecmaScriptMatchTimeout = 100 * time.Millisecond
 
+// ecmaScriptMaxTimeouts bounds the matches of one filter that may run
+// into ecmaScriptMatchTimeout; after that many the filter matches nothing
+// more. A per-match bound alone would let a pattern that backtracks on
+// every name take a million times the timeout over a big store.
+const ecmaScriptMaxTimeouts = 5
+
 // NewRE2Filter compiles an RE2 pattern (Go's regexp), the default engine.
 func NewRE2Filter(pattern string) (Filter, error) {
 	re, err := regexp.Compile(pattern)
@@ -42,19 +49,43 @@ func (f re2Filter) Match(name []byte) bool { return f.re.Match(name) }
 // NewECMAScriptFilter compiles an ECMAScript pattern (regexp2), the engine
 // used when the runtime key
 // proxy.reloadable_features.admin_stats_filter_use_re2 is false. A match
-// that runs past a time limit counts as no match.
+// that runs past 100 ms counts as no match, and after five such matches
+// the filter matches nothing more, so that a pattern that backtracks
+// exponentially costs a render about a second at most.
 func NewECMAScriptFilter(pattern string) (Filter, error) {
+	f, err := newECMAScriptFilter(pattern, ecmaScriptMatchTimeout, ecmaScriptMaxTimeouts)
+	if err != nil {
+		return nil, err // not a nil *ecmaFilter in a non-nil Filter
+	}
+	return f, nil
+}
+
+func newECMAScriptFilter(pattern string, timeout time.Duration, maxTimeouts int32) (*ecmaFilter, error) {
 	re, err := regexp2.Compile(pattern, regexp2.ECMAScript)
 	if err != nil {
 		return nil, fmt.Errorf("invalid regex: %w", err)
 	}
-	re.MatchTimeout = ecmaScriptMatchTimeout
-	return ecmaFilter{re}, nil
+	re.MatchTimeout = timeout
+	return &ecmaFilter{re: re, maxTimeouts: maxTimeouts}, nil
 }
 
-type ecmaFilter struct{ re *regexp2.Regexp }
+// ecmaFilter is safe for concurrent use: the count of timed-out matches
+// is atomic.
+type ecmaFilter struct {
+	re          *regexp2.Regexp
+	maxTimeouts int32
+	timeouts    atomic.Int32
+}
 
-func (f ecmaFilter) Match(name []byte) bool {
+func (f *ecmaFilter) Match(name []byte) bool {
+	if f.timeouts.Load() >= f.maxTimeouts {
+		return false
+	}
 	ok, err := f.re.MatchString(string(name))
-	return err == nil && ok
+	if err != nil {
+		// The only error regexp2 returns from a match is its timeout.
+		f.timeouts.Add(1)
+		return false
+	}
+	return ok
 }

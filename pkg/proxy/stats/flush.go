@@ -3,7 +3,9 @@ package stats
 import (
 	"context"
 	"errors"
+	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -100,6 +102,12 @@ type FlusherOptions struct {
 	Now func() time.Time
 	// Log receives sink errors.
 	Log logr.Logger
+	// Dropped counts the flushes that did not happen
+	// (server.dropped_stat_flushes): a flush requested while the previous
+	// one is still running is skipped, as in Envoy, and so are the timer
+	// ticks missed while a flush ran longer than the interval. Nil counts
+	// nothing.
+	Dropped *Counter
 }
 
 // Flusher flushes a store to its sinks: on a timer, or on demand.
@@ -110,6 +118,13 @@ type Flusher struct {
 
 	mu    sync.Mutex
 	hooks []func()
+
+	// running is set while a flush runs; a flush that finds it set is
+	// dropped rather than queued behind it.
+	running atomic.Bool
+	// snap is reused by every flush (only one runs at a time, and sinks
+	// may not keep it), so a flush does not reallocate its index slices.
+	snap Snapshot
 }
 
 // NewFlusher returns a flusher of s to sinks.
@@ -144,7 +159,8 @@ func (f *Flusher) AddHook(fn func()) {
 }
 
 // Run flushes at every interval until ctx is done, then returns nil. With
-// OnAdmin it only waits for ctx.
+// OnAdmin it only waits for ctx. Sink errors are logged, not returned: a
+// sink that cannot be reached is tried again at the next flush.
 func (f *Flusher) Run(ctx context.Context) error {
 	if f.opts.OnAdmin {
 		<-ctx.Done()
@@ -152,20 +168,56 @@ func (f *Flusher) Run(ctx context.Context) error {
 	}
 	tick, stop := f.opts.NewTicker(f.opts.Interval)
 	defer stop()
+	var last time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-tick:
-			f.Flush()
+		case t := <-tick:
+			if !last.IsZero() {
+				f.countMissedTicks(t.Sub(last))
+			}
+			last = t
+			_ = f.Flush()
 		}
 	}
+}
+
+// countMissedTicks counts as dropped the ticks that a slow flush made the
+// timer skip: ticks carry their scheduled time, so a gap of n intervals
+// between two delivered ticks means n-1 flushes did not happen.
+func (f *Flusher) countMissedTicks(gap time.Duration) {
+	missed := int64((gap+f.opts.Interval/2)/f.opts.Interval) - 1
+	if missed > 0 && f.opts.Dropped != nil {
+		f.opts.Dropped.Add(uint64(missed))
+	}
+}
+
+// Close closes every sink that holds a resource (a connection, stream
+// subscribers). Call it once Run has returned and after any final Flush.
+func (f *Flusher) Close() error {
+	var errs []error
+	for _, sink := range f.sinks {
+		if c, ok := sink.(io.Closer); ok {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Flush runs the hooks, rolls histogram intervals, latches counter deltas
 // and hands the snapshot to every sink. It returns the sinks' errors
 // joined (each is also logged); a failing sink does not stop the others.
+// A Flush called while another is running returns nil at once and counts
+// a dropped flush: the running one is about to deliver the same data.
 func (f *Flusher) Flush() error {
+	if !f.running.CompareAndSwap(false, true) {
+		if f.opts.Dropped != nil {
+			f.opts.Dropped.Inc()
+		}
+		return nil
+	}
+	defer f.running.Store(false)
 	s := f.store
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
@@ -176,7 +228,8 @@ func (f *Flusher) Flush() error {
 		h()
 	}
 	s.MergeHistograms()
-	sn := &Snapshot{store: s, time: f.opts.Now()}
+	sn := &f.snap
+	*sn = Snapshot{store: s, time: f.opts.Now(), counters: sn.counters[:0], gauges: sn.gauges[:0], hists: sn.hists[:0], name: sn.name}
 	s.mu.Lock()
 	nc, ng, nh := s.counters.len(), s.gauges.len(), s.hists.len()
 	s.mu.Unlock()

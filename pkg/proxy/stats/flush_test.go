@@ -1,20 +1,12 @@
 package stats
 
 import (
-	"bufio"
 	"context"
-	"net"
-	"slices"
-	"strings"
+	"errors"
 	"testing"
 	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	metricsv3 "github.com/envoyproxy/go-control-plane/envoy/config/metrics/v3"
 	"github.com/google/go-cmp/cmp"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
-	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // fakeTicker is a flush timer the test drives.
@@ -22,6 +14,10 @@ type fakeTicker struct {
 	c       chan time.Time
 	stopped chan struct{}
 	period  time.Duration
+}
+
+func newFakeTicker() *fakeTicker {
+	return &fakeTicker{c: make(chan time.Time), stopped: make(chan struct{})}
 }
 
 func (f *fakeTicker) newTicker(d time.Duration) (<-chan time.Time, func()) {
@@ -37,30 +33,133 @@ func (c countingSink) Flush(sn *Snapshot) error {
 	return nil
 }
 
+// deltaSink records what the last flush handed it.
+type deltaSink struct {
+	counters map[string]uint64
+	gauges   map[string]int64
+	hists    []string
+}
+
+func (r *deltaSink) Flush(sn *Snapshot) error {
+	r.counters, r.gauges, r.hists = map[string]uint64{}, map[string]int64{}, nil
+	sn.Counters(func(name []byte, delta, _ uint64) { r.counters[string(name)] = delta })
+	sn.Gauges(func(name []byte, v int64) { r.gauges[string(name)] = v })
+	sn.Histograms(func(name []byte, _ *Histogram) { r.hists = append(r.hists, string(name)) })
+	return nil
+}
+
+// runFlusher runs f until the returned stop is called; stop waits for Run
+// to return and checks its result.
+func runFlusher(t *testing.T, f *Flusher) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Run(ctx) }()
+	return func() {
+		t.Helper()
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("Run did not return after its context ended")
+		}
+	}
+}
+
 func TestFlusherTimer(t *testing.T) {
 	s := NewStore()
-	tk := &fakeTicker{c: make(chan time.Time), stopped: make(chan struct{})}
+	tk := newFakeTicker()
 	sink := countingSink{flushed: make(chan *Snapshot, 1)}
 	hooked := 0
 	f := NewFlusher(s, []Sink{sink}, FlusherOptions{NewTicker: tk.newTicker})
 	f.AddHook(func() { hooked++ })
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- f.Run(ctx) }()
+	stop := runFlusher(t, f)
 	for i := range 3 {
-		tk.c <- time.Unix(int64(i), 0)
+		tk.c <- time.Unix(int64(i)*5, 0)
 		<-sink.flushed
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 	<-tk.stopped
 	if tk.period != DefaultFlushInterval {
 		t.Errorf("period %v, want %v", tk.period, DefaultFlushInterval)
 	}
 	if hooked != 3 {
 		t.Errorf("hook ran %d times, want 3", hooked)
+	}
+}
+
+// TestFlusherCountsMissedTicks: ticks carry their scheduled time; a gap of
+// several intervals means the timer dropped ticks while a flush ran.
+func TestFlusherCountsMissedTicks(t *testing.T) {
+	cases := map[string]struct {
+		ticks []time.Duration // tick times from an origin
+		want  uint64
+	}{
+		"regular ticks":               {ticks: []time.Duration{0, 5 * time.Second, 10 * time.Second}, want: 0},
+		"a little late is not missed": {ticks: []time.Duration{0, 7 * time.Second, 12 * time.Second}, want: 0},
+		"two ticks skipped":           {ticks: []time.Duration{0, 15 * time.Second}, want: 2},
+		"skips add up":                {ticks: []time.Duration{0, 10 * time.Second, 25 * time.Second}, want: 3},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := NewStore()
+			dropped := s.Counter("server.dropped_stat_flushes")
+			tk := newFakeTicker()
+			sink := countingSink{flushed: make(chan *Snapshot, 1)}
+			f := NewFlusher(s, []Sink{sink}, FlusherOptions{NewTicker: tk.newTicker, Dropped: dropped})
+			stop := runFlusher(t, f)
+			origin := time.Unix(1000, 0)
+			for _, d := range tc.ticks {
+				tk.c <- origin.Add(d)
+				<-sink.flushed
+			}
+			stop()
+			if got := dropped.Value(); got != tc.want {
+				t.Errorf("dropped flushes = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// blockingSink holds the first flush until released.
+type blockingSink struct {
+	entered, release chan struct{}
+}
+
+func (b blockingSink) Flush(*Snapshot) error {
+	b.entered <- struct{}{}
+	<-b.release
+	return nil
+}
+
+func TestFlusherDropsAFlushWhileOneRuns(t *testing.T) {
+	s := NewStore()
+	dropped := s.Counter("server.dropped_stat_flushes")
+	sink := blockingSink{entered: make(chan struct{}), release: make(chan struct{})}
+	f := NewFlusher(s, []Sink{sink}, FlusherOptions{Dropped: dropped})
+	first := make(chan error, 1)
+	go func() { first <- f.Flush() }()
+	<-sink.entered
+	if err := f.Flush(); err != nil {
+		t.Errorf("concurrent Flush: %v", err)
+	}
+	if got := dropped.Value(); got != 1 {
+		t.Errorf("dropped flushes = %d, want 1", got)
+	}
+	close(sink.release)
+	if err := <-first; err != nil {
+		t.Errorf("first Flush: %v", err)
+	}
+	// Once the first flush is over, flushing works again.
+	go func() { <-sink.entered }()
+	if err := f.Flush(); err != nil {
+		t.Errorf("later Flush: %v", err)
+	}
+	if got := dropped.Value(); got != 1 {
+		t.Errorf("dropped flushes after a normal flush = %d, want 1", got)
 	}
 }
 
@@ -89,8 +188,9 @@ func TestSnapshotHasUsedStatsOnly(t *testing.T) {
 	s.Gauge("g_unused")
 	s.Histogram("h").Record(1)
 	s.Histogram("h_unused")
-	sink := &recordingSink{}
-	if err := NewFlusher(s, []Sink{sink}, FlusherOptions{}).Flush(); err != nil {
+	sink := &deltaSink{}
+	f := NewFlusher(s, []Sink{sink}, FlusherOptions{})
+	if err := f.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(map[string]uint64{"used": 2}, sink.counters); diff != "" {
@@ -105,178 +205,50 @@ func TestSnapshotHasUsedStatsOnly(t *testing.T) {
 	if got := s.Histogram("h").IntervalStatistics().SampleCount; got != 1 {
 		t.Errorf("flush did not roll the histogram interval: %d", got)
 	}
-}
-
-func mustAny(t *testing.T, m proto.Message) *anypb.Any {
-	t.Helper()
-	a, err := anypb.New(m)
-	if err != nil {
+	// A reset between flushes does not change what sinks receive.
+	s.Counter("used").Add(5)
+	s.ResetCounters()
+	if err := f.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	return a
-}
-
-func socketAddress(port int, protocol corev3.SocketAddress_Protocol) *corev3.Address {
-	return &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
-		Address: "127.0.0.1", Protocol: protocol, PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: uint32(port)},
-	}}}
-}
-
-func TestStatsdSinksOverUDP(t *testing.T) {
-	cases := map[string]struct {
-		sink func(port int) proto.Message
-		want []string
-	}{
-		"statsd with prefix": {
-			sink: func(port int) proto.Message {
-				return &metricsv3.StatsdSink{Prefix: "pfx", StatsdSpecifier: &metricsv3.StatsdSink_Address{Address: socketAddress(port, corev3.SocketAddress_UDP)}}
-			},
-			want: []string{"pfx.cluster.c1.upstream_rq_200:3|c", "pfx.server.live:1|g"},
-		},
-		"statsd default prefix": {
-			sink: func(port int) proto.Message {
-				return &metricsv3.StatsdSink{StatsdSpecifier: &metricsv3.StatsdSink_Address{Address: socketAddress(port, corev3.SocketAddress_UDP)}}
-			},
-			want: []string{"proxy.cluster.c1.upstream_rq_200:3|c", "proxy.server.live:1|g"},
-		},
-		"dog_statsd tags": {
-			sink: func(port int) proto.Message {
-				return &metricsv3.DogStatsdSink{DogStatsdSpecifier: &metricsv3.DogStatsdSink_Address{Address: socketAddress(port, corev3.SocketAddress_UDP)}}
-			},
-			want: []string{"proxy.cluster.upstream_rq:3|c|#proxy.response_code:200,proxy.cluster_name:c1", "proxy.server.live:1|g"},
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer pc.Close()
-			port := pc.LocalAddr().(*net.UDPAddr).Port
-			sinks, err := NewSinks([]*metricsv3.StatsSink{{Name: "s", ConfigType: &metricsv3.StatsSink_TypedConfig{TypedConfig: mustAny(t, tc.sink(port))}}}, SinkDeps{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := NewStore()
-			s.Counter("cluster.c1.upstream_rq_200").Add(3)
-			s.Counter("unused")
-			s.Gauge("server.live").Set(1)
-			f := NewFlusher(s, sinks, FlusherOptions{})
-			if err := f.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			got := readDatagram(t, pc)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("first flush (-want +got):\n%s", diff)
-			}
-			// A second flush sends deltas: no counter line, the gauge again.
-			if err := f.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			if got := readDatagram(t, pc); len(got) != 1 || !strings.Contains(got[0], "server.live:1|g") {
-				t.Errorf("second flush: %q", got)
-			}
-		})
+	if got := sink.counters["used"]; got != 5 {
+		t.Errorf("delta after /reset_counters = %d, want 5", got)
 	}
 }
 
-func readDatagram(t *testing.T, pc net.PacketConn) []string {
-	t.Helper()
-	buf := make([]byte, 65536)
-	_ = pc.SetReadDeadline(time.Now().Add(5 * time.Second))
-	n, _, err := pc.ReadFrom(buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(string(buf[:n]), "\n")
-	slices.Sort(lines)
-	return lines
+// closingSink records Close.
+type closingSink struct {
+	closed bool
+	err    error
 }
 
-func TestStatsdOverTCP(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+func (c *closingSink) Flush(*Snapshot) error { return nil }
+func (c *closingSink) Close() error          { c.closed = true; return c.err }
+
+func TestFlusherCloseClosesSinks(t *testing.T) {
+	boom := errors.New("boom")
+	a, b := &closingSink{}, &closingSink{err: boom}
+	f := NewFlusher(NewStore(), []Sink{a, &deltaSink{}, b}, FlusherOptions{})
+	if err := f.Close(); !errors.Is(err, boom) {
+		t.Errorf("Close = %v, want the failing sink's error", err)
 	}
-	defer ln.Close()
-	port := ln.Addr().(*net.TCPAddr).Port
-	cases := map[string]struct {
-		cfg  *metricsv3.StatsdSink
-		deps SinkDeps
-	}{
-		"address with tcp protocol": {
-			cfg: &metricsv3.StatsdSink{StatsdSpecifier: &metricsv3.StatsdSink_Address{Address: socketAddress(port, corev3.SocketAddress_TCP)}},
-		},
-		"tcp cluster": {
-			cfg: &metricsv3.StatsdSink{StatsdSpecifier: &metricsv3.StatsdSink_TcpClusterName{TcpClusterName: "statsd"}},
-			deps: SinkDeps{DialCluster: func(ctx context.Context, cluster string) (net.Conn, error) {
-				if cluster != "statsd" {
-					t.Errorf("dialed cluster %q", cluster)
-				}
-				var d net.Dialer
-				return d.DialContext(ctx, "tcp", ln.Addr().String())
-			}},
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			sinks, err := NewSinks([]*metricsv3.StatsSink{{ConfigType: &metricsv3.StatsSink_TypedConfig{TypedConfig: mustAny(t, tc.cfg)}}}, tc.deps)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sinks[0].(*StatsdSink).Close()
-			s := NewStore()
-			s.Counter("a").Add(1)
-			s.Counter("b").Add(2)
-			if err := NewFlusher(s, sinks, FlusherOptions{}).Flush(); err != nil {
-				t.Fatal(err)
-			}
-			conn, err := ln.Accept()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-			r := bufio.NewReader(conn)
-			var got []string
-			for range 2 {
-				line, err := r.ReadString('\n')
-				if err != nil {
-					t.Fatal(err)
-				}
-				got = append(got, strings.TrimSuffix(line, "\n"))
-			}
-			if diff := cmp.Diff([]string{"proxy.a:1|c", "proxy.b:2|c"}, got); diff != "" {
-				t.Errorf("lines (-want +got):\n%s", diff)
-			}
-		})
+	if !a.closed || !b.closed {
+		t.Errorf("closed: %v %v, want both", a.closed, b.closed)
 	}
 }
 
-func TestNewSinksErrors(t *testing.T) {
-	st, _ := structpb.NewStruct(map[string]any{"a": 1})
-	cases := map[string]*metricsv3.StatsSink{
-		"no typed config":  {Name: "x"},
-		"unsupported type": {ConfigType: &metricsv3.StatsSink_TypedConfig{TypedConfig: mustAny(t, st)}},
-		"no address":       {ConfigType: &metricsv3.StatsSink_TypedConfig{TypedConfig: mustAny(t, &metricsv3.StatsdSink{})}},
-		"tcp cluster without dialer": {ConfigType: &metricsv3.StatsSink_TypedConfig{TypedConfig: mustAny(t,
-			&metricsv3.StatsdSink{StatsdSpecifier: &metricsv3.StatsdSink_TcpClusterName{TcpClusterName: "c"}})}},
-		"hystrix without factory": {ConfigType: &metricsv3.StatsSink_TypedConfig{TypedConfig: mustAny(t, &metricsv3.HystrixSink{})}},
+func TestFlushReturnsSinkErrors(t *testing.T) {
+	boom := errors.New("unreachable")
+	ok := &deltaSink{}
+	f := NewFlusher(NewStore(), []Sink{failingSink{boom}, ok}, FlusherOptions{})
+	if err := f.Flush(); !errors.Is(err, boom) {
+		t.Errorf("Flush = %v, want %v", err, boom)
 	}
-	for name, cfg := range cases {
-		t.Run(name, func(t *testing.T) {
-			if _, err := NewSinks([]*metricsv3.StatsSink{cfg}, SinkDeps{}); err == nil {
-				t.Error("no error")
-			}
-		})
-	}
-	hystrix := &metricsv3.StatsSink{ConfigType: &metricsv3.StatsSink_TypedConfig{TypedConfig: mustAny(t, &metricsv3.HystrixSink{})}}
-	built := false
-	_, err := NewSinks([]*metricsv3.StatsSink{hystrix}, SinkDeps{Factories: map[string]func(*metricsv3.StatsSink) (Sink, error){
-		"envoy.config.metrics.v3.HystrixSink": func(*metricsv3.StatsSink) (Sink, error) { built = true; return &recordingSink{}, nil },
-	}})
-	if err != nil || !built {
-		t.Errorf("factory sink: built %v err %v", built, err)
+	if ok.counters == nil {
+		t.Error("a failing sink stopped the next one")
 	}
 }
+
+type failingSink struct{ err error }
+
+func (f failingSink) Flush(*Snapshot) error { return f.err }

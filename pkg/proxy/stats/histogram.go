@@ -38,6 +38,7 @@ const maxHistogramShards = 64
 // the interval summary (since the previous flush) and adds that to the
 // cumulative one.
 type Histogram struct {
+	store  *Store // nil for a histogram the stats matcher rejected
 	parent uint32
 	meta   atomic.Uint32 // last name segment id | usedBit
 	unit   Unit
@@ -73,7 +74,7 @@ func (h *Histogram) init(shards int, bounds []float64, unit Unit) {
 // shard is busy at once.
 func (h *Histogram) Record(v uint64) {
 	if h.meta.Load()&usedBit == 0 {
-		h.meta.Or(usedBit)
+		markUsed(h.store, KindHistogram, h.parent, &h.meta)
 	}
 	n := uint32(len(h.shards))
 	if n == 0 { // a zero Histogram, not made by a Store

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -19,14 +20,23 @@ const (
 // prefixNode is an interior node of the name tree: one name segment under
 // a parent. Its children are kept as an immutable sorted slice, replaced
 // (never modified) when new children arrive, so a renderer walks a
-// consistent snapshot without holding the store's lock, plus the children
-// added since the last sort.
+// consistent snapshot without holding the store's lock. Children added
+// since the last sort wait in Store.pending. used is the same for the
+// children that are used stats or prefixes holding one (see usedSet).
 type prefixNode struct {
 	parent  uint32
 	seg     uint32
 	sorted  atomic.Pointer[[]uint32]
-	pending []uint32 // guarded by Store.mu
+	used    atomic.Pointer[[]uint32]
+	hasUsed bool // listed in the parent's used list; guarded by usedSet.mu
 }
+
+func (n *prefixNode) sortedList() *atomic.Pointer[[]uint32] { return &n.sorted }
+
+func (n *prefixNode) usedList() *atomic.Pointer[[]uint32] { return &n.used }
+
+// childAdd is a child entry waiting to be merged into a node's list.
+type childAdd struct{ node, entry uint32 }
 
 // intern returns the id of a name segment, storing the segment once. The
 // caller holds s.mu.
@@ -59,29 +69,25 @@ func (s *Store) resolve(root uint32, name string, create bool) (parent, seg uint
 			return parent, id, true
 		}
 		key := makeKey(parent, id, kindPrefix)
-		child, found := s.index[key]
+		e, found := s.index.find(s, key)
 		if !found {
 			if !create {
 				return 0, 0, false
 			}
-			var n *prefixNode
-			child, n = s.nodes.alloc()
+			child, n := s.nodes.alloc()
 			n.parent, n.seg = parent, id
-			s.index[key] = child
-			s.addChild(parent, makeEntry(kindPrefix, child))
+			e = makeEntry(kindPrefix, child)
+			s.index.insert(s, key, e)
+			s.addChild(parent, e)
 		}
-		parent, name = child, rest
+		parent, name = entryIndex(e), rest
 	}
 }
 
 // addChild records a new child of node for the next sort. The caller holds
 // s.mu.
 func (s *Store) addChild(node, entry uint32) {
-	n := s.nodes.at(node)
-	if len(n.pending) == 0 {
-		s.dirty = append(s.dirty, node)
-	}
-	n.pending = append(n.pending, entry)
+	s.pending = append(s.pending, childAdd{node, entry})
 }
 
 // segment returns the text of a segment id.
@@ -89,20 +95,11 @@ func (s *Store) segment(id uint32) string { return *s.segs.at(id) }
 
 // entrySegment returns the last name segment of a child entry.
 func (s *Store) entrySegment(e uint32) string {
-	idx := entryIndex(e)
-	var meta uint32
-	switch entryKind(e) {
-	case kindPrefix:
+	k, idx := entryKind(e), entryIndex(e)
+	if k == kindPrefix {
 		return s.segment(s.nodes.at(idx).seg)
-	case KindCounter:
-		meta = s.counters.at(idx).meta.Load()
-	case KindGauge:
-		meta = s.gauges.at(idx).meta.Load()
-	case KindTextReadout:
-		meta = s.texts.at(idx).meta.Load()
-	case KindHistogram:
-		meta = s.hists.at(idx).meta.Load()
 	}
+	_, meta := s.statName(k, idx)
 	return s.segment(meta & metaMask)
 }
 
@@ -154,34 +151,104 @@ func cmpByte(a, b byte) int {
 	return 0
 }
 
-// sortPending merges every node's new children into its published sorted
-// slice. It allocates only when stats were added since the last call. The
-// caller holds s.mu.
+// pendingKeep bounds the capacity of the pending list kept between sorts:
+// after a burst of creations the big buffer goes back to the heap.
+const pendingKeep = 4096
+
+// sortPending merges the children added since the last call into their
+// nodes' published sorted lists, and the stats used since then into the
+// used lists. It allocates only when stats were added or used since the
+// last call. The caller holds s.mu.
 func (s *Store) sortPending() {
-	for _, id := range s.dirty {
-		n := s.nodes.at(id)
-		slices.SortFunc(n.pending, s.compareEntries)
-		var old []uint32
-		if p := n.sorted.Load(); p != nil {
-			old = *p
+	s.mergeChildren(s.pending, (*prefixNode).sortedList)
+	clear(s.pending)
+	s.pending = s.pending[:0]
+	if cap(s.pending) > pendingKeep {
+		s.pending = nil
+	}
+	s.mergeUsed()
+}
+
+// mergeChildren sorts adds by node and, within a node, in walk order, and
+// merges each node's run into the list that list selects, publishing a new
+// slice so that walkers holding the old one are undisturbed. adds is
+// reordered. The caller holds s.mu.
+func (s *Store) mergeChildren(adds []childAdd, list func(*prefixNode) *atomic.Pointer[[]uint32]) {
+	slices.SortFunc(adds, func(a, b childAdd) int {
+		if a.node != b.node {
+			return cmp.Compare(a.node, b.node)
 		}
-		merged := make([]uint32, 0, len(old)+len(n.pending))
-		i, j := 0, 0
-		for i < len(old) && j < len(n.pending) {
-			if s.compareEntries(old[i], n.pending[j]) <= 0 {
+		return s.compareEntries(a.entry, b.entry)
+	})
+	for len(adds) > 0 {
+		node := adds[0].node
+		j := 1
+		for j < len(adds) && adds[j].node == node {
+			j++
+		}
+		run := adds[:j]
+		adds = adds[j:]
+		p := list(s.nodes.at(node))
+		var old []uint32
+		if cur := p.Load(); cur != nil {
+			old = *cur
+		}
+		merged := make([]uint32, 0, len(old)+len(run))
+		i, k := 0, 0
+		for i < len(old) && k < len(run) {
+			if s.compareEntries(old[i], run[k].entry) <= 0 {
 				merged = append(merged, old[i])
 				i++
 			} else {
-				merged = append(merged, n.pending[j])
-				j++
+				merged = append(merged, run[k].entry)
+				k++
 			}
 		}
 		merged = append(merged, old[i:]...)
-		merged = append(merged, n.pending[j:]...)
-		n.sorted.Store(&merged)
-		n.pending = nil
+		for _, a := range run[k:] {
+			merged = append(merged, a.entry)
+		}
+		p.Store(&merged)
 	}
-	s.dirty = s.dirty[:0]
+}
+
+// entryParent returns the parent node of a child entry.
+func (s *Store) entryParent(e uint32) uint32 {
+	k, idx := entryKind(e), entryIndex(e)
+	if k == kindPrefix {
+		return s.nodes.at(idx).parent
+	}
+	parent, _ := s.statName(k, idx)
+	return parent
+}
+
+// depth returns how many prefix nodes lie between node and its root.
+func (s *Store) depth(node uint32) int {
+	d := 0
+	for ; node >= numRoots; node = s.nodes.at(node).parent {
+		d++
+	}
+	return d
+}
+
+// compareStats orders two stats of one tree as the walk meets them, which
+// is the byte order of their full names, without building the names: it
+// climbs to the children of their closest common ancestor and compares
+// those two siblings.
+func (s *Store) compareStats(a, b uint32) int {
+	pa, pb := s.entryParent(a), s.entryParent(b)
+	da, db := s.depth(pa), s.depth(pb)
+	for ; da > db; da-- {
+		a, pa = makeEntry(kindPrefix, pa), s.nodes.at(pa).parent
+	}
+	for ; db > da; db-- {
+		b, pb = makeEntry(kindPrefix, pb), s.nodes.at(pb).parent
+	}
+	for pa != pb {
+		a, pa = makeEntry(kindPrefix, pa), s.nodes.at(pa).parent
+		b, pb = makeEntry(kindPrefix, pb), s.nodes.at(pb).parent
+	}
+	return s.compareEntries(a, b)
 }
 
 // appendNodeName appends the full name of a prefix node, with its trailing

@@ -96,7 +96,10 @@ func (c *chunkWriter) maybeFlush() error {
 	if len(c.buf) >= chunkSize {
 		return c.flush()
 	}
-	return c.err
+	if c.err != nil {
+		return fmt.Errorf("writing stats: %w", c.err)
+	}
+	return nil
 }
 
 func (c *chunkWriter) flush() error {

@@ -1,18 +1,15 @@
 package stats
 
-import (
-	"cmp"
-	"io"
-	"slices"
-)
+import "io"
 
 // RenderPrometheus writes the Prometheus text exposition format 0.0.4:
 // families of counters, then gauges, then (with TextReadouts) text
 // readouts as gauges, then histograms; families sorted by tag-extracted
 // name, series within a family by full name; labels from tag extraction.
 //
-// Grouping series into families needs an index of the selected stats,
-// about 4 bytes per stat, held only while rendering.
+// The families come from an index the store keeps (see familyIndex), so a
+// render allocates nothing that grows with the number of stats, except to
+// place the stats created since the previous render into the index.
 func RenderPrometheus(w io.Writer, s *Store, o RenderOptions) error {
 	r := promRenderer{s: s, cw: newChunkWriter(w), opts: o}
 	kinds := []Kind{KindCounter, KindGauge}
@@ -36,46 +33,86 @@ type promRenderer struct {
 	name []byte
 }
 
-// promFamily is one metric family: its name and its stats' slab indexes,
-// in full-name order.
-type promFamily struct {
-	name string
-	idxs []uint32
-}
-
 // kind renders every family of one kind.
 func (r *promRenderer) kind(k Kind) error {
-	ids := map[string]int{}
-	var families []promFamily
-	tags := r.s.TagProducer()
-	vo := r.opts.VisitOptions
-	vo.Type = typeOfKind(k)
-	err := r.s.Visit(vo, func(st *Stat) error {
-		tags.Extract(st.Name, &r.x)
-		r.name = appendSanitized(append(r.name[:0], "proxy_"...), r.x.Name)
-		id, ok := ids[string(r.name)]
-		if !ok {
-			id = len(families)
-			families = append(families, promFamily{name: string(r.name)})
-			ids[families[id].name] = id
-		}
-		families[id].idxs = append(families[id].idxs, st.idx)
-		return nil
-	})
+	families, err := r.s.promFamilies(k)
 	if err != nil {
 		return err
 	}
-	slices.SortFunc(families, func(a, b promFamily) int { return cmp.Compare(a.name, b.name) })
 	for _, f := range families {
-		r.family(k, f.name, f.idxs)
-		if err := r.cw.maybeFlush(); err != nil {
+		if err := r.family(k, f); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (r *promRenderer) family(k Kind, name string, idxs []uint32) {
+// promBatch is how many members of a family are looked up at once.
+const promBatch = 64
+
+// family writes the selected series of f, preceded by its TYPE line if it
+// has any. It stops at the first write error.
+//
+// A family's members lie far apart in memory (a cluster's hundred stats
+// sit between two members of one family), so each costs a cache miss. The
+// name words of a batch of members are loaded in a first, short loop whose
+// loads are independent, letting the processor overlap the misses, before
+// the long per-series work.
+func (r *promRenderer) family(k Kind, f *promFamily) error {
+	members := *f.members.Load()
+	var parents, metas [promBatch]uint32
+	typed := false
+	for len(members) > 0 {
+		batch := members[:min(promBatch, len(members))]
+		members = members[len(batch):]
+		for j, idx := range batch {
+			parents[j], metas[j] = r.s.statName(k, idx)
+		}
+		for j, idx := range batch {
+			if err := r.series(k, f, &typed, idx, parents[j], metas[j]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// series writes one member's series if the options select it, after the
+// family's TYPE line if it is the first; typed records that.
+func (r *promRenderer) series(k Kind, f *promFamily, typed *bool, idx, parent, meta uint32) error {
+	if r.opts.UsedOnly && meta&usedBit == 0 {
+		return nil
+	}
+	r.name = r.s.appendName(r.name[:0], parent, meta)
+	if r.opts.Filter != nil && !r.opts.Filter.Match(r.name) {
+		return nil
+	}
+	if !*typed {
+		*typed = true
+		r.typeLine(k, f.name)
+	}
+	r.s.TagProducer().Extract(r.name, &r.x)
+	cw := r.cw
+	switch k {
+	case KindCounter:
+		r.sample(f.name, "", nil)
+		cw.uint(r.s.counters.at(idx).Value())
+		cw.byte('\n')
+	case KindGauge:
+		r.sample(f.name, "", nil)
+		cw.int(r.s.gauges.at(idx).Value())
+		cw.byte('\n')
+	case KindTextReadout:
+		r.sample(f.name, "text_value", []byte(r.s.texts.at(idx).Value()))
+		cw.str("0\n")
+	case KindHistogram:
+		r.histogram(f.name, r.s.hists.at(idx))
+	}
+	// A family may be big: flush inside it so the buffer stays small.
+	return cw.maybeFlush()
+}
+
+func (r *promRenderer) typeLine(k Kind, name string) {
 	cw := r.cw
 	cw.str("# TYPE ")
 	cw.str(name)
@@ -89,48 +126,10 @@ func (r *promRenderer) family(k Kind, name string, idxs []uint32) {
 	default:
 		cw.str(" gauge\n")
 	}
-	for _, idx := range idxs {
-		var parent, meta uint32
-		var c *Counter
-		var g *Gauge
-		var t *TextReadout
-		var h *Histogram
-		switch k {
-		case KindCounter:
-			c = r.s.counters.at(idx)
-			parent, meta = c.parent, c.meta.Load()
-		case KindGauge:
-			g = r.s.gauges.at(idx)
-			parent, meta = g.parent, g.meta.Load()
-		case KindTextReadout:
-			t = r.s.texts.at(idx)
-			parent, meta = t.parent, t.meta.Load()
-		case KindHistogram:
-			h = r.s.hists.at(idx)
-			parent, meta = h.parent, h.meta.Load()
-		}
-		r.name = r.s.appendName(r.name[:0], parent, meta)
-		r.s.TagProducer().Extract(r.name, &r.x)
-		switch k {
-		case KindCounter:
-			r.series(name, "", nil)
-			cw.uint(c.Value())
-			cw.byte('\n')
-		case KindGauge:
-			r.series(name, "", nil)
-			cw.int(g.Value())
-			cw.byte('\n')
-		case KindTextReadout:
-			r.series(name, "text_value", []byte(t.Value()))
-			cw.str("0\n")
-		case KindHistogram:
-			r.histogram(name, h)
-		}
-	}
 }
 
-// series writes "name{tags[,extra="value"]} " (the braces even when empty).
-func (r *promRenderer) series(name, extra string, value []byte) {
+// sample writes "name{tags[,extra="value"]} " (the braces even when empty).
+func (r *promRenderer) sample(name, extra string, value []byte) {
 	cw := r.cw
 	cw.str(name)
 	r.labels(extra, value)
@@ -174,7 +173,7 @@ func (r *promRenderer) histogram(name string, h *Histogram) {
 	if r.opts.Buckets == BucketsSummary {
 		st = h.IntervalStatistics()
 		for i, q := range promQuantiles {
-			r.series(name, "quantile", []byte(q))
+			r.sample(name, "quantile", []byte(q))
 			cw.buf = appendG(cw.buf, st.Quantiles[i]/scale, 32)
 			cw.byte('\n')
 		}

@@ -13,7 +13,7 @@ const (
 // allocated in fixed chunks, so the pointer a component keeps stays valid and
 // a million stats cost no per-object allocation header. New elements are
 // added under the store's lock; readers index without the lock once the index
-// has been published to them (through a sorted child list or the name map),
+// has been published to them (through a child list or the child index),
 // because the chunk directory is replaced, never mutated below its length.
 type slab[T any] struct {
 	dir atomic.Pointer[[]*[slabChunkSize]T]

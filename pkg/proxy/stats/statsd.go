@@ -2,15 +2,13 @@ package stats
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
-
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	metricsv3 "github.com/envoyproxy/go-control-plane/envoy/config/metrics/v3"
 )
 
 // DefaultStatsdPrefix prefixes statsd names when the sink sets no prefix
@@ -25,21 +23,32 @@ const statsdMaxDatagram = 1432
 // stuck server cannot stall the flusher.
 const statsdWriteTimeout = time.Second
 
-// StatsdSink sends counters (deltas, "|c") and gauges ("|g") to a statsd
-// server at every flush, over UDP (lines batched into datagrams) or TCP
-// (one line each). In DogStatsD mode names are tag-extracted and tags are
-// appended as "|#name:value,...".
+// StatsdSink sends counters (deltas, "|c"), gauges ("|g") and histograms
+// (timers, "|ms") to a statsd server at every flush, over UDP (lines
+// batched into datagrams) or TCP (newline-terminated lines). In DogStatsD
+// mode names are tag-extracted and tags are appended as "|#name:value,...".
+//
+// Envoy sends a histogram value the moment it is recorded; Outrigger's
+// histograms aggregate, so each flush sends one timer line per value
+// recorded in the interval it closes, the value read back from the
+// histogram's bin (exact for values with two significant digits, the bin's
+// midpoint otherwise). Percent histograms are sent as fractions with "|h",
+// as Envoy does; with ScaleToMilliseconds, microsecond histograms are sent
+// in (fractional) milliseconds.
 type StatsdSink struct {
 	prefix  string
 	dog     bool
 	maxSize int
 	dial    func(ctx context.Context) (net.Conn, error)
 	udp     bool
+	scale   bool
 
 	mu   sync.Mutex
 	conn net.Conn
-	buf  []byte
+	buf  []byte // the datagram (UDP) or the whole flush (TCP) being built
+	line []byte // the line being built
 	x    Extraction
+	err  error // the first write error of the flush in progress
 }
 
 // StatsdOptions configure a StatsdSink.
@@ -55,6 +64,10 @@ type StatsdOptions struct {
 	// Dial opens the connection; it is called at the first flush and again
 	// after a write error.
 	Dial func(ctx context.Context) (net.Conn, error)
+	// ScaleToMilliseconds sends the values of microsecond histograms
+	// divided by 1000 (scale_histogram_units_to_milliseconds); otherwise
+	// every value goes as recorded, as Envoy's default does.
+	ScaleToMilliseconds bool
 }
 
 // NewStatsdSink returns a statsd sink.
@@ -65,10 +78,14 @@ func NewStatsdSink(o StatsdOptions) *StatsdSink {
 	if o.MaxDatagram <= 0 {
 		o.MaxDatagram = statsdMaxDatagram
 	}
-	return &StatsdSink{prefix: o.Prefix, dog: o.DogStatsD, maxSize: o.MaxDatagram, dial: o.Dial, udp: o.UDP}
+	o.Prefix = string(appendStatsdName(nil, o.Prefix, nameUnsafe))
+	return &StatsdSink{prefix: o.Prefix, dog: o.DogStatsD, maxSize: o.MaxDatagram, dial: o.Dial, udp: o.UDP,
+		scale: o.ScaleToMilliseconds}
 }
 
-// Flush sends the snapshot's counters and gauges.
+// Flush sends the snapshot's used counters (their deltas, zero included,
+// as Envoy sends them), gauges and the histogram values of the interval.
+// A write error drops the connection, which the next flush opens again.
 func (k *StatsdSink) Flush(sn *Snapshot) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -79,67 +96,134 @@ func (k *StatsdSink) Flush(sn *Snapshot) error {
 		}
 		k.conn = c
 	}
-	var err error
-	k.buf = k.buf[:0]
+	k.buf, k.err = k.buf[:0], nil
+	var num [24]byte
 	sn.Counters(func(name []byte, delta, _ uint64) {
-		if err == nil && delta > 0 {
-			err = k.line(sn, name, strconv.AppendUint(nil, delta, 10), "|c")
-		}
+		k.emit(sn, name, strconv.AppendUint(num[:0], delta, 10), "|c", 1)
 	})
 	sn.Gauges(func(name []byte, v int64) {
-		if err == nil {
-			err = k.line(sn, name, strconv.AppendInt(nil, v, 10), "|g")
+		if v < 0 {
+			// A signed statsd gauge value is a change, not a value: a
+			// negative gauge is set by going through zero first.
+			k.emit(sn, name, []byte("0"), "|g", 1)
+		}
+		k.emit(sn, name, strconv.AppendInt(num[:0], v, 10), "|g", 1)
+	})
+	sn.Histograms(func(name []byte, h *Histogram) {
+		typ := "|ms"
+		if h.Unit() == UnitPercent {
+			typ = "|h"
+		}
+		st := h.IntervalStatistics()
+		for _, b := range st.Bins {
+			k.emit(sn, name, appendBinValue(num[:0], b, h.Unit(), k.scale), typ, b.Count)
 		}
 	})
-	if err == nil {
-		err = k.send()
+	if k.err == nil {
+		k.err = k.send()
 	}
-	if err != nil {
+	if k.err != nil {
 		_ = k.conn.Close()
 		k.conn = nil
-		return fmt.Errorf("statsd sink: %w", err)
+		return fmt.Errorf("statsd sink: %w", k.err)
 	}
 	return nil
 }
 
-// line appends one metric line, sending the batch first if it would
-// overflow a datagram.
-func (k *StatsdSink) line(sn *Snapshot, name, value []byte, typ string) error {
-	start := len(k.buf)
-	if start > 0 {
-		k.buf = append(k.buf, '\n')
+// appendBinValue appends the value a histogram bin stands for: its lower
+// bound when the bin holds a single integer (values with up to two
+// significant digits are recorded exactly), else its midpoint; percent
+// histograms are scaled to fractions, and microsecond ones to milliseconds
+// when scale is set.
+func appendBinValue(dst []byte, b Bin, unit Unit, scale bool) []byte {
+	v := b.LowerBound
+	if b.Width > 1 {
+		v += b.Width / 2
 	}
-	k.buf = append(append(k.buf, k.prefix...), '.')
+	switch {
+	case unit == UnitPercent:
+		return strconv.AppendFloat(dst, v/PercentScale, 'g', 6, 64)
+	case unit == UnitMicroseconds && scale:
+		v /= 1000
+	}
+	if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
+		return strconv.AppendInt(dst, int64(v), 10)
+	}
+	return strconv.AppendFloat(dst, v, 'f', -1, 64)
+}
+
+// emit builds one metric line and adds it times times to the batch. After
+// a write error the rest of the flush is skipped.
+func (k *StatsdSink) emit(sn *Snapshot, name, value []byte, typ string, times uint64) {
+	if k.err != nil || times == 0 {
+		return
+	}
+	k.line = append(append(k.line[:0], k.prefix...), '.')
 	if k.dog {
 		sn.TagProducer().Extract(name, &k.x)
-		k.buf = append(k.buf, k.x.Name...)
+		k.line = appendStatsdName(k.line, k.x.Name, nameUnsafe)
 	} else {
-		k.buf = append(k.buf, name...)
+		k.line = appendStatsdName(k.line, name, nameUnsafe)
 	}
-	k.buf = append(append(append(k.buf, ':'), value...), typ...)
+	k.line = append(append(append(k.line, ':'), value...), typ...)
 	if k.dog && len(k.x.Tags) > 0 {
-		k.buf = append(k.buf, "|#"...)
+		k.line = append(k.line, "|#"...)
 		for i, t := range k.x.Tags {
 			if i > 0 {
-				k.buf = append(k.buf, ',')
+				k.line = append(k.line, ',')
 			}
-			k.buf = append(append(append(k.buf, t.Name...), ':'), t.Value...)
+			k.line = appendStatsdName(k.line, t.Name, tagUnsafe)
+			k.line = append(k.line, ':')
+			k.line = appendStatsdName(k.line, t.Value, tagUnsafe)
 		}
 	}
-	if !k.udp {
-		return nil
+	for range times {
+		if err := k.add(); err != nil {
+			k.err = err
+			return
+		}
 	}
-	if len(k.buf) > k.maxSize && start > 0 {
-		ln := append([]byte(nil), k.buf[start+1:]...)
-		k.buf = k.buf[:start]
+}
+
+// The bytes that would break a statsd line in a name (the value and type
+// separators, line ends) and in a DogStatsD tag (also the tag separators).
+// Names come from the configuration (cluster names, stat prefixes), so a
+// hostile or careless one must not inject lines.
+const (
+	nameUnsafe = ":|\n\r"
+	tagUnsafe  = "|,#\n\r"
+)
+
+// appendStatsdName appends b with every unsafe byte replaced by '_'.
+func appendStatsdName[T string | []byte](dst []byte, b T, unsafe string) []byte {
+	for i := range len(b) {
+		c := b[i]
+		if strings.IndexByte(unsafe, c) >= 0 {
+			c = '_'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// add appends the current line to the batch, sending the datagram first
+// when the line would not fit in it. A line longer than a datagram goes
+// alone.
+func (k *StatsdSink) add() error {
+	if k.udp && len(k.buf) > 0 && len(k.buf)+1+len(k.line) > k.maxSize {
 		if err := k.send(); err != nil {
 			return err
 		}
-		k.buf = append(k.buf[:0], ln...)
 	}
+	if len(k.buf) > 0 {
+		k.buf = append(k.buf, '\n')
+	}
+	k.buf = append(k.buf, k.line...)
 	return nil
 }
 
+// send writes the batch: one datagram over UDP, or the whole flush with a
+// final newline over TCP.
 func (k *StatsdSink) send() error {
 	if len(k.buf) == 0 {
 		return nil
@@ -163,98 +247,4 @@ func (k *StatsdSink) Close() error {
 	err := k.conn.Close()
 	k.conn = nil
 	return err
-}
-
-// SinkDeps are what sink construction needs from the rest of the server.
-type SinkDeps struct {
-	// DialCluster opens a TCP connection to a host of the named cluster
-	// (StatsdSink.tcp_cluster_name). Nil makes such sinks a config error.
-	DialCluster func(ctx context.Context, cluster string) (net.Conn, error)
-	// Factories build other sink types (such as the circuit-breaker
-	// dashboard sink), keyed by the typed_config's full message name.
-	Factories map[string]func(cfg *metricsv3.StatsSink) (Sink, error)
-}
-
-// ErrUnsupportedSink is wrapped when a stats_sinks entry has a type no
-// factory builds.
-var ErrUnsupportedSink = errors.New("is not supported by Outrigger")
-
-// NewSinks builds the bootstrap's stats_sinks: statsd and dog_statsd
-// here, other types through deps.Factories.
-func NewSinks(cfgs []*metricsv3.StatsSink, deps SinkDeps) ([]Sink, error) {
-	var sinks []Sink
-	for i, cfg := range cfgs {
-		path := fmt.Sprintf("stats_sinks[%d]", i)
-		tc := cfg.GetTypedConfig()
-		if tc == nil {
-			return nil, fmt.Errorf("%s: typed_config is required", path)
-		}
-		m, err := tc.UnmarshalNew()
-		if err != nil {
-			return nil, fmt.Errorf("%s.typed_config: %w", path, err)
-		}
-		var sink Sink
-		switch c := m.(type) {
-		case *metricsv3.StatsdSink:
-			sink, err = newStatsdFromConfig(c, deps)
-		case *metricsv3.DogStatsdSink:
-			var dial func(context.Context) (net.Conn, error)
-			var udp bool
-			dial, udp, err = dialAddress(c.GetAddress())
-			sink = NewStatsdSink(StatsdOptions{Prefix: c.GetPrefix(), DogStatsD: true, Dial: dial, UDP: udp,
-				MaxDatagram: int(c.GetMaxBytesPerDatagram().GetValue())})
-		default:
-			name := string(m.ProtoReflect().Descriptor().FullName())
-			f, ok := deps.Factories[name]
-			if !ok {
-				return nil, fmt.Errorf("%s.typed_config: %s %w", path, name, ErrUnsupportedSink)
-			}
-			sink, err = f(cfg)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		sinks = append(sinks, sink)
-	}
-	return sinks, nil
-}
-
-func newStatsdFromConfig(c *metricsv3.StatsdSink, deps SinkDeps) (Sink, error) {
-	if cluster := c.GetTcpClusterName(); cluster != "" {
-		if deps.DialCluster == nil {
-			return nil, errors.New("tcp_cluster_name: no cluster dialer available")
-		}
-		return NewStatsdSink(StatsdOptions{Prefix: c.GetPrefix(), Dial: func(ctx context.Context) (net.Conn, error) {
-			return deps.DialCluster(ctx, cluster)
-		}}), nil
-	}
-	dial, udp, err := dialAddress(c.GetAddress())
-	if err != nil {
-		return nil, err
-	}
-	return NewStatsdSink(StatsdOptions{Prefix: c.GetPrefix(), Dial: dial, UDP: udp}), nil
-}
-
-// dialAddress returns a dialer for a socket address: UDP unless the
-// address says TCP.
-func dialAddress(a *corev3.Address) (func(context.Context) (net.Conn, error), bool, error) {
-	sa := a.GetSocketAddress()
-	if sa == nil {
-		return nil, false, errors.New("address: a socket_address is required")
-	}
-	port, ok := sa.GetPortSpecifier().(*corev3.SocketAddress_PortValue)
-	if !ok || sa.GetAddress() == "" {
-		return nil, false, errors.New("address: socket_address needs an address and a port_value")
-	}
-	network := "udp"
-	if sa.GetProtocol() == corev3.SocketAddress_TCP {
-		network = "tcp"
-	}
-	hostport := net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(port.PortValue), 10))
-	var d net.Dialer
-	return func(ctx context.Context) (net.Conn, error) {
-		ctx, cancel := context.WithTimeout(ctx, statsdWriteTimeout)
-		defer cancel()
-		return d.DialContext(ctx, network, hostport)
-	}, network == "udp", nil
 }

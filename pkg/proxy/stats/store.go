@@ -9,20 +9,22 @@ import (
 )
 
 // Store owns every stat of one server. Looking a stat up by name takes a
-// lock and a few map probes; components do it once and keep the pointer.
+// lock and a few hash probes; components do it once and keep the pointer.
 type Store struct {
 	mu       sync.Mutex
 	segIDs   map[string]uint32 // segment text -> id
 	segs     slab[string]
-	index    map[nameKey]uint32 // (parent node, segment|kind) -> node or stat index
+	index    childIndex // (parent node, segment|kind) -> node or stat entry
 	nodes    slab[prefixNode]
-	dirty    []uint32 // nodes with pending children
+	pending  []childAdd // children added since the last sort
 	counters slab[Counter]
 	gauges   slab[Gauge]
 	texts    slab[TextReadout]
 	hists    slab[Histogram]
 	rejected rejectedStats
 	lookups  recentLookups
+	used     usedSet
+	families familyIndex
 
 	shards  int // per-histogram recording shards
 	tags    *TagProducer
@@ -62,7 +64,6 @@ func NewStoreWithConfig(cfg *metricsv3.StatsConfig) (*Store, error) {
 	}
 	s := &Store{
 		segIDs:  map[string]uint32{},
-		index:   map[nameKey]uint32{},
 		shards:  histogramShards(runtime.GOMAXPROCS(0)),
 		tags:    tags,
 		matcher: matcher,
@@ -94,8 +95,8 @@ func (s *Store) TagProducer() *TagProducer { return s.tags }
 func (s *Store) lookup(root uint32, k Kind, name string, create func(idx, parent, seg uint32)) (idx uint32, ok bool) {
 	s.lookups.record(name)
 	if parent, seg, found := s.resolve(root, name, false); found {
-		if idx, found := s.index[makeKey(parent, seg, k)]; found {
-			return idx, true
+		if e, found := s.index.find(s, makeKey(parent, seg, k)); found {
+			return entryIndex(e), true
 		}
 	}
 	if !s.matcher.accepts(name) {
@@ -119,7 +120,9 @@ func (s *Store) lookup(root uint32, k Kind, name string, create func(idx, parent
 		n = s.hists.len()
 	}
 	create(n, parent, seg)
-	s.index[makeKey(parent, seg, k)] = n
+	// The index reads the key back from the stat, so it goes in after
+	// create has named it.
+	s.index.insert(s, makeKey(parent, seg, k), makeEntry(k, n))
 	s.addChild(parent, makeEntry(k, n))
 	return n, true
 }
@@ -132,7 +135,7 @@ func (s *Store) Counter(name string) *Counter {
 	defer s.mu.Unlock()
 	idx, ok := s.lookup(rootCounters, KindCounter, name, func(_, parent, seg uint32) {
 		_, c := s.counters.alloc()
-		c.parent = parent
+		c.store, c.parent = s, parent
 		c.meta.Store(seg)
 	})
 	if !ok {
@@ -147,7 +150,7 @@ func (s *Store) Gauge(name string) *Gauge {
 	defer s.mu.Unlock()
 	idx, ok := s.lookup(rootCounters, KindGauge, name, func(_, parent, seg uint32) {
 		_, g := s.gauges.alloc()
-		g.parent = parent
+		g.store, g.parent = s, parent
 		g.meta.Store(seg)
 	})
 	if !ok {
@@ -163,7 +166,7 @@ func (s *Store) TextReadout(name string) *TextReadout {
 	defer s.mu.Unlock()
 	idx, ok := s.lookup(rootTextReadouts, KindTextReadout, name, func(_, parent, seg uint32) {
 		_, t := s.texts.alloc()
-		t.parent = parent
+		t.store, t.parent = s, parent
 		t.meta.Store(seg)
 	})
 	if !ok {
@@ -187,7 +190,7 @@ func (s *Store) HistogramWithUnit(name string, unit Unit) *Histogram {
 	defer s.mu.Unlock()
 	idx, ok := s.lookup(rootHistograms, KindHistogram, name, func(_, parent, seg uint32) {
 		_, h := s.hists.alloc()
-		h.parent = parent
+		h.store, h.parent = s, parent
 		h.meta.Store(seg)
 		h.init(s.shards, s.bucketsFor(name), unit)
 	})

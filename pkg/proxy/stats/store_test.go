@@ -63,14 +63,6 @@ func TestConcurrentIncrements(t *testing.T) {
 	}
 }
 
-func BenchmarkCounterInc(b *testing.B) {
-	c := NewStore().Counter("bench")
-	b.ReportAllocs()
-	for b.Loop() {
-		c.Inc()
-	}
-}
-
 func TestVisitOrderIsByteOrder(t *testing.T) {
 	names := []string{
 		"a", "a.b", "a-b", "a_b", "a.b.c", "a.", "a..b", "", ".x", "ab", "a b",
@@ -302,6 +294,16 @@ func TestConcurrentCreateAndRender(t *testing.T) {
 		}
 		if !json.Valid(b.Bytes()) {
 			t.Fatal("invalid JSON while stats were being created")
+		}
+		b.Reset()
+		if err := RenderPrometheus(&b, s, RenderOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := checkExposition(b.String()); err != nil {
+			t.Fatalf("invalid exposition while stats were being created: %v", err)
+		}
+		if err := RenderText(&b, s, RenderOptions{VisitOptions: VisitOptions{UsedOnly: true}}); err != nil {
+			t.Fatal(err)
 		}
 	}
 	wg.Wait()

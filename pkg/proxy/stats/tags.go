@@ -41,6 +41,8 @@ type tagExtractor struct {
 	// tokenized says re is "^prefix((value)\.)", matched without the regex
 	// engine: the token after prefix, which a dot must follow.
 	tokenized bool
+	// fast, when set, matches re without the regex engine.
+	fast fastMatcher
 }
 
 // match returns the removed span and the value span of the extractor's
@@ -54,6 +56,9 @@ func (e *tagExtractor) match(name []byte) (rs, re, vs, ve int, ok bool) {
 		}
 		vs, ve = len(e.prefix), len(e.prefix)+dot
 		return vs, ve + 1, vs, ve, true
+	}
+	if e.fast != nil {
+		return e.fast(name)
 	}
 	m := e.re.FindSubmatchIndex(name)
 	if m == nil || m[2] < 0 {
@@ -73,6 +78,14 @@ func (e *tagExtractor) match(name []byte) (rs, re, vs, ve int, ok bool) {
 type TagProducer struct {
 	fixed      []Tag
 	extractors []tagExtractor
+	// byHead lists, for each first name segment that some extractor's
+	// prefix starts with, the extractors a name with that head can match:
+	// those with that head and those with no prefix, in configuration
+	// order. headless lists the extractors with no prefix, for every
+	// other name. Most of the default extractors are for one head, so a
+	// name is tried against a third of them.
+	byHead   map[string][]int
+	headless []int
 }
 
 // NewTagProducer builds the extractors of a stats_config: its stats_tags
@@ -126,7 +139,40 @@ func NewTagProducer(cfg *metricsv3.StatsConfig) (*TagProducer, error) {
 			p.extractors = append(p.extractors, x)
 		}
 	}
+	p.indexHeads()
 	return p, nil
+}
+
+// indexHeads fills byHead and headless.
+func (p *TagProducer) indexHeads() {
+	p.byHead = map[string][]int{}
+	for _, e := range p.extractors {
+		if head, _, ok := strings.Cut(e.prefix, "."); ok {
+			p.byHead[head] = nil
+		}
+	}
+	for i, e := range p.extractors {
+		if head, _, ok := strings.Cut(e.prefix, "."); ok {
+			p.byHead[head] = append(p.byHead[head], i)
+			continue
+		}
+		// No prefix (configured extractors have none), or one without a
+		// dot (no default has one): any name may match.
+		p.headless = append(p.headless, i)
+		for h := range p.byHead {
+			p.byHead[h] = append(p.byHead[h], i)
+		}
+	}
+}
+
+// candidates returns the extractors that name can match.
+func (p *TagProducer) candidates(name []byte) []int {
+	if dot := bytes.IndexByte(name, '.'); dot >= 0 {
+		if c, ok := p.byHead[string(name[:dot])]; ok {
+			return c
+		}
+	}
+	return p.headless
 }
 
 // canonicalTagName maps Envoy's "envoy." tag names to ours, so configs
@@ -153,7 +199,7 @@ func newRegexExtractor(name, pattern string) (tagExtractor, error) {
 func (p *TagProducer) Extract(name []byte, x *Extraction) {
 	x.Tags = append(x.Tags[:0], p.fixed...)
 	x.remove = x.remove[:0]
-	for i := range p.extractors {
+	for _, i := range p.candidates(name) {
 		e := &p.extractors[i]
 		if e.prefix != "" && !hasPrefix(name, e.prefix) {
 			continue

@@ -18,6 +18,7 @@ func (d defaultExtractor) compile() (tagExtractor, error) {
 	// "^prefix((value)\.)" is most of the table and the commonest match:
 	// it needs no regex run (and no allocation) to extract.
 	x.tokenized = d.prefix != "" && d.pattern == "^"+regexp.QuoteMeta(d.prefix)+"(("+tv+`)\.)`
+	x.fast = fastMatchers[d.pattern]
 	if d.substr != "" {
 		x.substr = []byte(d.substr)
 	}

@@ -108,18 +108,48 @@ func TestConfiguredTags(t *testing.T) {
 	}
 }
 
+// allExtractors returns a copy of p that tries every extractor on every
+// name, as Extract did before it dispatched on the name's first segment.
+func allExtractors(p *TagProducer) *TagProducer {
+	q := *p
+	q.byHead = nil
+	q.headless = nil
+	for i := range q.extractors {
+		q.headless = append(q.headless, i)
+	}
+	return &q
+}
+
 // FuzzTagExtraction checks that any name extracts without panicking, that
-// every tag value and every kept byte comes from the name, and that tag
-// names are unique.
+// every tag value and every kept byte comes from the name, that tag names
+// are unique, and that dispatching on the first segment changes nothing.
 func FuzzTagExtraction(f *testing.F) {
-	for _, s := range []string{"cluster.c.upstream_rq_200", "listener.0.0.0.0_1.worker_0.x", "http.a.rds.b.c.d", "", ".", "a..b", "vhost.v.route.r.x_rq_5xx"} {
+	for _, s := range []string{"cluster.c.upstream_rq_200", "listener.0.0.0.0_1.worker_0.x", "http.a.rds.b.c.d", "", ".", "a..b", "vhost.v.route.r.x_rq_5xx", "auth.clientssl.p.x", "pfx.http_local_rate_limit.x"} {
 		f.Add(s)
 	}
 	p, err := NewTagProducer(nil)
 	if err != nil {
 		f.Fatal(err)
 	}
+	// A configured regex extractor has no prefix: it must be tried on
+	// every name, before the defaults.
+	configured, err := NewTagProducer(&metricsv3.StatsConfig{StatsTags: []*metricsv3.TagSpecifier{
+		{TagName: "tenant", TagValue: &metricsv3.TagSpecifier_Regex{Regex: `^(?:cluster|x)\.((.+?)-)`}},
+		{TagName: "envoy.cluster_name"},
+	}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add("x.acme-web.y")
+	f.Add("cluster.acme-web.upstream_rq_200")
 	f.Fuzz(func(t *testing.T, name string) {
+		for _, q := range []*TagProducer{p, configured} {
+			got, tags := q.ExtractString(name)
+			wantName, wantTags := allExtractors(q).ExtractString(name)
+			if got != wantName || !cmp.Equal(tagMap(tags), tagMap(wantTags)) {
+				t.Fatalf("%q: dispatched extraction %q %v, trying every extractor %q %v", name, got, tagMap(tags), wantName, tagMap(wantTags))
+			}
+		}
 		got, tags := p.ExtractString(name)
 		if len(got) > len(name) {
 			t.Fatalf("extracted name %q longer than %q", got, name)
@@ -137,36 +167,45 @@ func FuzzTagExtraction(f *testing.F) {
 	})
 }
 
-// FuzzTokenizedExtractors checks that the regex-free matching of
-// "^prefix((value)\.)" extractors agrees with their regex.
-func FuzzTokenizedExtractors(f *testing.F) {
-	for _, s := range []string{"cluster.c.x", "cluster..x", "cluster.c", "http.a.b", "tcp.", "vhost.v.", "clusterx.c.d"} {
+// FuzzFastExtractors checks that the default extractors matched without
+// the regex engine (the "^prefix((value)\.)" ones and those of
+// fastMatchers) agree with their regex on any name.
+func FuzzFastExtractors(f *testing.F) {
+	for _, s := range []string{
+		"cluster.c.x", "cluster..x", "cluster.c", "http.a.b", "tcp.", "vhost.v.", "clusterx.c.d",
+		"cluster.c.upstream_rq_200", "x_rq_2000", "_rq_20", "a_rq_5xx", "a_rq_xxx", "a_rq_55xx",
+		"listener.0.0.0.0_80.x", "listener.1.2.3.4_5", "listener.1.2.3_4.x", "listener.[::1]_80.x",
+		"listener.[a.b]_8.x", "listener.[::1]_.x", "listener..x", "listener.admin.x", "listener.1.2.3.4_5_6.x",
+		"listener.a.http.hcm.rq", "listener.a.http..http.b.x", "listener..http.h.", "listener.a\n.http.h.x",
+		"listener.a.http.h", "listener.1.2.3.4_80.worker_3.x", "listener.a.worker_.worker_1.x",
+		"server.worker_0.watchdog_miss", "listener_manager.worker_12.x", "server.worker_1", "listener.\n.worker_1.x",
+	} {
 		f.Add(s)
 	}
-	var tokenized []tagExtractor
+	var fast []tagExtractor
 	for _, d := range defaultExtractors {
 		x, err := d.compile()
 		if err != nil {
 			f.Fatal(err)
 		}
-		if x.tokenized {
-			tokenized = append(tokenized, x)
+		if x.tokenized || x.fast != nil {
+			fast = append(fast, x)
 		}
 	}
-	if len(tokenized) < 10 {
-		f.Fatalf("only %d tokenized extractors", len(tokenized))
+	if len(fast) < len(fastMatchers)+10 {
+		f.Fatalf("only %d extractors avoid the regex engine", len(fast))
 	}
 	f.Fuzz(func(t *testing.T, name string) {
 		b := []byte(name)
-		for _, x := range tokenized {
+		for _, x := range fast {
 			if !hasPrefix(b, x.prefix) {
-				continue
+				continue // Extract checks the prefix before matching
 			}
 			rs, re, vs, ve, ok := x.match(b)
-			x.tokenized = false
+			x.tokenized, x.fast = false, nil
 			rs2, re2, vs2, ve2, ok2 := x.match(b)
 			if ok != ok2 || (ok && (rs != rs2 || re != re2 || vs != vs2 || ve != ve2)) {
-				t.Fatalf("%s on %q: token %v %d %d %d %d, regex %v %d %d %d %d", x.name, name, ok, rs, re, vs, ve, ok2, rs2, re2, vs2, ve2)
+				t.Fatalf("%s on %q: fast %v %d %d %d %d, regex %v %d %d %d %d", x.name, name, ok, rs, re, vs, ve, ok2, rs2, re2, vs2, ve2)
 			}
 		}
 	})

@@ -5,6 +5,7 @@ import "sync/atomic"
 // TextReadout holds a string, such as a version or a configuration name.
 type TextReadout struct {
 	value  atomic.Pointer[string]
+	store  *Store // nil for a readout the stats matcher rejected
 	parent uint32
 	meta   atomic.Uint32 // last name segment id | usedBit
 }
@@ -13,7 +14,7 @@ type TextReadout struct {
 func (t *TextReadout) Set(v string) {
 	t.value.Store(&v)
 	if t.meta.Load()&usedBit == 0 {
-		t.meta.Or(usedBit)
+		markUsed(t.store, KindTextReadout, t.parent, &t.meta)
 	}
 }
 

@@ -84,8 +84,10 @@ type Stat struct {
 //
 // Visit does not hold the store's lock while walking: it walks a snapshot
 // of the sorted name tree, so a slow fn (one writing to a slow client)
-// never blocks stat creation. Stats created during the walk may be missed.
-// Its memory does not grow with the number of stats.
+// never blocks stat creation or another walk. Stats created during the
+// walk may be missed. Its memory does not grow with the number of stats.
+// With UsedOnly it walks only the used stats and the prefixes leading to
+// them, so its cost follows the number of used stats, not of all stats.
 func (s *Store) Visit(opts VisitOptions, fn func(*Stat) error) error {
 	s.mu.Lock()
 	s.sortPending()
@@ -125,7 +127,12 @@ type frame struct {
 }
 
 func (w *walker) children(node uint32) []uint32 {
-	if p := w.s.nodes.at(node).sorted.Load(); p != nil {
+	n := w.s.nodes.at(node)
+	p := n.sorted.Load()
+	if w.opts.UsedOnly {
+		p = n.used.Load()
+	}
+	if p != nil {
 		return *p
 	}
 	return nil

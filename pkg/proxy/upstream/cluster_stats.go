@@ -42,10 +42,15 @@ type ClusterStats struct {
 
 	// class holds upstream_rq_1xx .. upstream_rq_5xx.
 	class [5]*stats.Counter
-	// code holds upstream_rq_<code> for 100..599, created on first use so
-	// that only codes seen exist, as in Envoy.
-	code [500]atomic.Pointer[stats.Counter]
+	// codes holds upstream_rq_<code> for 100..599, each created on first
+	// use so that only codes seen exist, as in Envoy. The table itself is
+	// allocated on the first response: most of a cluster's memory would
+	// otherwise be this table, even for clusters that never see traffic.
+	codes atomic.Pointer[codeTable]
 }
+
+// codeTable holds one lazily created counter per status code 100..599.
+type codeTable [500]atomic.Pointer[stats.Counter]
 
 // NewClusterStats creates the stats of the cluster whose scope is
 // "cluster.<name>.".
@@ -88,7 +93,14 @@ func (cs *ClusterStats) RecordResponse(code int) {
 		return
 	}
 	cs.class[code/100-1].Inc()
-	p := &cs.code[code-100]
+	t := cs.codes.Load()
+	if t == nil {
+		t = new(codeTable)
+		if !cs.codes.CompareAndSwap(nil, t) {
+			t = cs.codes.Load()
+		}
+	}
+	p := &t[code-100]
 	c := p.Load()
 	if c == nil {
 		// Racing first uses get the same counter: the store returns the

@@ -1,0 +1,85 @@
+package accesslog
+
+import "time"
+
+// HeaderGetter reads one header of a request or response. Names are asked
+// for in lower case; several values of one header come back joined by ","
+// as Envoy joins them. The connection manager implements it over its
+// header structure without allocating.
+type HeaderGetter interface {
+	Get(lowerCaseName string) (value string, ok bool)
+}
+
+// Entry is what the connection manager knows about one request when it
+// logs it. Empty strings and zero times print as missing ("-", or nothing
+// with omit_empty_values); the numbers (ResponseCode, the byte counts,
+// Duration, ConnectionID) always print, 0 included, as in Envoy.
+type Entry struct {
+	// StartTime is when the first byte of the request was received.
+	StartTime time.Time
+
+	// Method, Path, Authority and Scheme are the request's pseudo-headers
+	// (%REQ(:METHOD)%, %REQ(:PATH)%, %REQ(:AUTHORITY)%, %REQ(:SCHEME)%).
+	// Path includes the query string as received.
+	Method    string
+	Path      string
+	Authority string
+	Scheme    string
+	// Protocol is "HTTP/1.0", "HTTP/1.1" or "HTTP/2" (%PROTOCOL%).
+	Protocol string
+
+	// RequestHeaders backs %REQ(...)% for regular headers. When the router
+	// rewrote the path, it answers the original one for
+	// "x-envoy-original-path", as Envoy's router sets that header.
+	RequestHeaders HeaderGetter
+	// ResponseHeaders backs %RESP(...)%; nil before a response exists.
+	ResponseHeaders HeaderGetter
+	// ResponseTrailers backs %TRAILER(...)%; nil when there are none.
+	ResponseTrailers HeaderGetter
+
+	// ResponseCode is the status sent downstream; 0 when no response was
+	// sent (printed as 0, as Envoy does).
+	ResponseCode int
+	// ResponseCodeDetails says why the response has its code
+	// (%RESPONSE_CODE_DETAILS%), e.g. "via_upstream", "route_not_found".
+	ResponseCodeDetails string
+	// ResponseFlags are Envoy's short codes for what went wrong.
+	ResponseFlags ResponseFlags
+
+	// BytesReceived and BytesSent count body bytes, as Envoy counts them.
+	BytesReceived uint64
+	BytesSent     uint64
+
+	// Duration is from StartTime to the last byte sent downstream.
+	Duration time.Duration
+	// LastRequestByte is when the last request byte was received
+	// (%REQUEST_DURATION%); zero when unknown.
+	LastRequestByte time.Time
+	// FirstUpstreamByte is when the first byte of the upstream response
+	// arrived (%RESPONSE_DURATION%); zero for local replies.
+	FirstUpstreamByte time.Time
+
+	// UpstreamHost is the upstream host's "ip:port" (%UPSTREAM_HOST%).
+	UpstreamHost string
+	// UpstreamCluster is the cluster's name (%UPSTREAM_CLUSTER%).
+	UpstreamCluster string
+	// UpstreamLocalAddress is the local "ip:port" of the upstream
+	// connection (%UPSTREAM_LOCAL_ADDRESS%).
+	UpstreamLocalAddress string
+	// UpstreamTransportFailureReason says why connecting upstream failed
+	// (%UPSTREAM_TRANSPORT_FAILURE_REASON%).
+	UpstreamTransportFailureReason string
+
+	// DownstreamRemoteAddress and DownstreamLocalAddress are the
+	// downstream connection's "ip:port" ends. The connection manager
+	// builds these strings once per connection, not per request.
+	DownstreamRemoteAddress string
+	DownstreamLocalAddress  string
+	// RequestedServerName is the TLS SNI (%REQUESTED_SERVER_NAME%).
+	RequestedServerName string
+	// ConnectionID is the downstream connection's id (%CONNECTION_ID%).
+	ConnectionID uint64
+
+	// RouteName is the matched route's name (%ROUTE_NAME%).
+	RouteName string
+}

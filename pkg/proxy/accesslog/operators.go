@@ -1,0 +1,277 @@
+package accesslog
+
+import (
+	"strconv"
+	"time"
+)
+
+// opCode identifies a command operator.
+type opCode uint8
+
+const (
+	opLiteral opCode = iota
+	opStartTime
+	opReq
+	opResp
+	opTrailer
+	opProtocol
+	opResponseCode
+	opResponseCodeDetails
+	opResponseFlags
+	opBytesReceived
+	opBytesSent
+	opDuration
+	opRequestDuration
+	opResponseDuration
+	opUpstreamHost
+	opUpstreamCluster
+	opUpstreamLocalAddress
+	opUpstreamTransportFailureReason
+	opDownstreamRemoteAddress
+	opDownstreamRemoteAddressWithoutPort
+	opDownstreamLocalAddress
+	opDownstreamLocalAddressWithoutPort
+	opRequestedServerName
+	opConnectionID
+	opRouteName
+)
+
+// argKind says what arguments an operator takes.
+type argKind uint8
+
+const (
+	argNone     argKind = iota // %NAME%
+	argHeader                  // %NAME(X?Y)%, required
+	argOptional                // %NAME% or %NAME(arg)%
+)
+
+// operator describes one supported command operator.
+type operator struct {
+	op   opCode
+	args argKind
+	// numeric values are JSON numbers in typed JSON formats.
+	numeric bool
+}
+
+// operators are the supported command operators by name. Immutable.
+var operators = map[string]operator{
+	"START_TIME":                             {op: opStartTime, args: argOptional},
+	"REQ":                                    {op: opReq, args: argHeader},
+	"RESP":                                   {op: opResp, args: argHeader},
+	"TRAILER":                                {op: opTrailer, args: argHeader},
+	"PROTOCOL":                               {op: opProtocol},
+	"RESPONSE_CODE":                          {op: opResponseCode, numeric: true},
+	"RESPONSE_CODE_DETAILS":                  {op: opResponseCodeDetails},
+	"RESPONSE_FLAGS":                         {op: opResponseFlags},
+	"BYTES_RECEIVED":                         {op: opBytesReceived, numeric: true},
+	"BYTES_SENT":                             {op: opBytesSent, numeric: true},
+	"DURATION":                               {op: opDuration, numeric: true},
+	"REQUEST_DURATION":                       {op: opRequestDuration, numeric: true},
+	"RESPONSE_DURATION":                      {op: opResponseDuration, numeric: true},
+	"UPSTREAM_HOST":                          {op: opUpstreamHost},
+	"UPSTREAM_CLUSTER":                       {op: opUpstreamCluster},
+	"UPSTREAM_LOCAL_ADDRESS":                 {op: opUpstreamLocalAddress},
+	"UPSTREAM_TRANSPORT_FAILURE_REASON":      {op: opUpstreamTransportFailureReason},
+	"DOWNSTREAM_REMOTE_ADDRESS":              {op: opDownstreamRemoteAddress},
+	"DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT": {op: opDownstreamRemoteAddressWithoutPort},
+	"DOWNSTREAM_LOCAL_ADDRESS":               {op: opDownstreamLocalAddress},
+	"DOWNSTREAM_LOCAL_ADDRESS_WITHOUT_PORT":  {op: opDownstreamLocalAddressWithoutPort},
+	"REQUESTED_SERVER_NAME":                  {op: opRequestedServerName},
+	"CONNECTION_ID":                          {op: opConnectionID, numeric: true},
+	"ROUTE_NAME":                             {op: opRouteName},
+}
+
+// value appends the operator's value for e and reports whether there was
+// one. On false the caller discards whatever was appended.
+func (op opCode) value(p *part, dst []byte, e *Entry) ([]byte, bool) {
+	switch op {
+	case opStartTime:
+		if e.StartTime.IsZero() {
+			return dst, false
+		}
+		return p.layout.append(dst, e.StartTime.UTC()), true
+	case opReq:
+		v, ok := requestHeader(e, p.header, p.alt)
+		return appendHeader(dst, v, ok)
+	case opResp:
+		v, ok := responseHeader(e, p.header, p.alt)
+		return appendHeader(dst, v, ok)
+	case opTrailer:
+		v, ok := lookup(e.ResponseTrailers, p.header, p.alt)
+		return appendHeader(dst, v, ok)
+	case opProtocol:
+		return appendString(dst, e.Protocol)
+	case opResponseCode:
+		return strconv.AppendInt(dst, int64(e.ResponseCode), 10), true
+	case opResponseCodeDetails:
+		return appendString(dst, e.ResponseCodeDetails)
+	case opResponseFlags:
+		return e.ResponseFlags.AppendShort(dst), true
+	case opBytesReceived:
+		return strconv.AppendUint(dst, e.BytesReceived, 10), true
+	case opBytesSent:
+		return strconv.AppendUint(dst, e.BytesSent, 10), true
+	case opDuration:
+		return appendMillis(dst, int64(e.Duration)), true
+	case opRequestDuration:
+		return appendSince(dst, e.StartTime, e.LastRequestByte)
+	case opResponseDuration:
+		return appendSince(dst, e.StartTime, e.FirstUpstreamByte)
+	case opUpstreamHost:
+		return appendString(dst, e.UpstreamHost)
+	case opUpstreamCluster:
+		return appendString(dst, e.UpstreamCluster)
+	case opUpstreamLocalAddress:
+		return appendString(dst, e.UpstreamLocalAddress)
+	case opUpstreamTransportFailureReason:
+		return appendString(dst, e.UpstreamTransportFailureReason)
+	case opDownstreamRemoteAddress:
+		return appendString(dst, e.DownstreamRemoteAddress)
+	case opDownstreamRemoteAddressWithoutPort:
+		return appendString(dst, withoutPort(e.DownstreamRemoteAddress))
+	case opDownstreamLocalAddress:
+		return appendString(dst, e.DownstreamLocalAddress)
+	case opDownstreamLocalAddressWithoutPort:
+		return appendString(dst, withoutPort(e.DownstreamLocalAddress))
+	case opRequestedServerName:
+		return appendString(dst, e.RequestedServerName)
+	case opConnectionID:
+		return strconv.AppendUint(dst, e.ConnectionID, 10), true
+	case opRouteName:
+		return appendString(dst, e.RouteName)
+	}
+	return dst, false
+}
+
+// appendString appends s; an empty string is a missing value, as Envoy's
+// stream-info operators treat unset fields.
+func appendString(dst []byte, s string) ([]byte, bool) {
+	if s == "" {
+		return dst, false
+	}
+	return append(dst, s...), true
+}
+
+// appendHeader appends a header value; unlike other strings, a header that
+// is present but empty prints as empty, not as missing.
+func appendHeader(dst []byte, v string, ok bool) ([]byte, bool) {
+	if !ok {
+		return dst, false
+	}
+	return append(dst, v...), true
+}
+
+// appendSince appends the milliseconds from start to mark, missing when
+// mark is unknown.
+func appendSince(dst []byte, start, mark time.Time) ([]byte, bool) {
+	if mark.IsZero() || start.IsZero() {
+		return dst, false
+	}
+	return appendMillis(dst, int64(mark.Sub(start))), true
+}
+
+// requestHeader looks a request header up, answering the pseudo-headers
+// from the entry's fields.
+func requestHeader(e *Entry, name, alt string) (string, bool) {
+	if v, ok := requestHeader1(e, name); ok {
+		return v, true
+	}
+	if alt == "" {
+		return "", false
+	}
+	return requestHeader1(e, alt)
+}
+
+func requestHeader1(e *Entry, name string) (string, bool) {
+	switch name {
+	case ":method":
+		return e.Method, e.Method != ""
+	case ":path":
+		return e.Path, e.Path != ""
+	case ":authority", "host":
+		return e.Authority, e.Authority != ""
+	case ":scheme":
+		return e.Scheme, e.Scheme != ""
+	}
+	if e.RequestHeaders == nil {
+		return "", false
+	}
+	return e.RequestHeaders.Get(name)
+}
+
+// responseHeader looks a response header up; ":status" is the response
+// code.
+func responseHeader(e *Entry, name, alt string) (string, bool) {
+	if v, ok := responseHeader1(e, name); ok {
+		return v, true
+	}
+	if alt == "" {
+		return "", false
+	}
+	return responseHeader1(e, alt)
+}
+
+func responseHeader1(e *Entry, name string) (string, bool) {
+	if name == ":status" {
+		if e.ResponseCode == 0 {
+			return "", false
+		}
+		return statusText(e.ResponseCode), true
+	}
+	if e.ResponseHeaders == nil {
+		return "", false
+	}
+	return e.ResponseHeaders.Get(name)
+}
+
+// lookup reads name, or alt when name is absent, from h.
+func lookup(h HeaderGetter, name, alt string) (string, bool) {
+	if h == nil {
+		return "", false
+	}
+	if v, ok := h.Get(name); ok {
+		return v, true
+	}
+	if alt == "" {
+		return "", false
+	}
+	return h.Get(alt)
+}
+
+// statusText is the decimal status code; the common codes come from a
+// table so that the request path does not allocate.
+func statusText(code int) string {
+	if code >= 100 && code < 600 {
+		return statusCodes[code-100]
+	}
+	return strconv.Itoa(code)
+}
+
+// statusCodes are "100".."599". Immutable after initialisation.
+var statusCodes = func() (t [500]string) {
+	for i := range t {
+		t[i] = strconv.Itoa(i + 100)
+	}
+	return t
+}()
+
+// withoutPort strips ":port" from "ip:port" or "[ipv6]:port".
+func withoutPort(addr string) string {
+	if addr == "" {
+		return ""
+	}
+	if addr[0] == '[' {
+		for i := len(addr) - 1; i > 0; i-- {
+			if addr[i] == ']' {
+				return addr[1:i]
+			}
+		}
+		return addr
+	}
+	for i := len(addr) - 1; i >= 0; i-- {
+		if addr[i] == ':' {
+			return addr[:i]
+		}
+	}
+	return addr
+}

@@ -1,0 +1,293 @@
+package accesslog
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// timeLayout is a compiled strftime-style layout for %START_TIME(...)%.
+// Each directive is a small code, so formatting appends digits straight
+// into the line without allocating.
+type timeLayout struct {
+	items []timeItem
+}
+
+// timeItem is a literal or one directive; digits is the number of
+// fractional-second digits of fracDigits and secondsFrac.
+type timeItem struct {
+	kind    timeDirective
+	literal string
+	digits  int
+}
+
+type timeDirective uint8
+
+const (
+	tLiteral     timeDirective = iota
+	tYear                      // %Y
+	tYear2                     // %y
+	tMonth                     // %m
+	tDay                       // %d
+	tDaySpace                  // %e
+	tHour                      // %H
+	tHour12                    // %I
+	tMinute                    // %M
+	tSecond                    // %S
+	tSecondsFrac               // %E<n>S, %E*S: seconds with a fraction
+	tFrac                      // %f, %<n>f: the fraction alone
+	tAMPM                      // %p
+	tYearDay                   // %j
+	tWeekdayName               // %a
+	tWeekdayLong               // %A
+	tMonthName                 // %b, %h
+	tMonthLong                 // %B
+	tZone                      // %z: +hhmm
+	tZoneColon                 // %Ez: +hh:mm
+	tZoneName                  // %Z
+	tEpoch                     // %s
+)
+
+// defaultTimeLayout is Envoy's default START_TIME rendering,
+// "%Y-%m-%dT%H:%M:%E3SZ" in UTC.
+const defaultTimeLayout = "%Y-%m-%dT%H:%M:%E3SZ"
+
+// compileTimeLayout compiles a START_TIME argument; no argument (or an
+// empty one) is Envoy's default layout.
+func compileTimeLayout(layout string, given bool) (*timeLayout, error) {
+	if !given || layout == "" {
+		layout = defaultTimeLayout
+	}
+	l := &timeLayout{}
+	lit := make([]byte, 0, len(layout))
+	add := func(it timeItem) {
+		if len(lit) > 0 {
+			l.items = append(l.items, timeItem{kind: tLiteral, literal: string(lit)})
+			lit = lit[:0]
+		}
+		l.items = append(l.items, it)
+	}
+	for i := 0; i < len(layout); i++ {
+		c := layout[i]
+		if c != '%' {
+			lit = append(lit, c)
+			continue
+		}
+		i++
+		if i >= len(layout) {
+			return nil, fmt.Errorf("time format %q ends with a lone '%%'", layout)
+		}
+		switch d := layout[i]; d {
+		case '%':
+			lit = append(lit, '%')
+		case 'n':
+			lit = append(lit, '\n')
+		case 't':
+			lit = append(lit, '\t')
+		case 'Y':
+			add(timeItem{kind: tYear})
+		case 'y':
+			add(timeItem{kind: tYear2})
+		case 'm':
+			add(timeItem{kind: tMonth})
+		case 'd':
+			add(timeItem{kind: tDay})
+		case 'e':
+			add(timeItem{kind: tDaySpace})
+		case 'H':
+			add(timeItem{kind: tHour})
+		case 'I':
+			add(timeItem{kind: tHour12})
+		case 'M':
+			add(timeItem{kind: tMinute})
+		case 'S':
+			add(timeItem{kind: tSecond})
+		case 'p':
+			add(timeItem{kind: tAMPM})
+		case 'j':
+			add(timeItem{kind: tYearDay})
+		case 'a':
+			add(timeItem{kind: tWeekdayName})
+		case 'A':
+			add(timeItem{kind: tWeekdayLong})
+		case 'b', 'h':
+			add(timeItem{kind: tMonthName})
+		case 'B':
+			add(timeItem{kind: tMonthLong})
+		case 'z':
+			add(timeItem{kind: tZone})
+		case 'Z':
+			add(timeItem{kind: tZoneName})
+		case 's':
+			add(timeItem{kind: tEpoch})
+		case 'f':
+			add(timeItem{kind: tFrac, digits: 9})
+		case 'F':
+			add(timeItem{kind: tYear})
+			lit = append(lit, '-')
+			add(timeItem{kind: tMonth})
+			lit = append(lit, '-')
+			add(timeItem{kind: tDay})
+		case 'T':
+			add(timeItem{kind: tHour})
+			lit = append(lit, ':')
+			add(timeItem{kind: tMinute})
+			lit = append(lit, ':')
+			add(timeItem{kind: tSecond})
+		case 'R':
+			add(timeItem{kind: tHour})
+			lit = append(lit, ':')
+			add(timeItem{kind: tMinute})
+		case 'D':
+			add(timeItem{kind: tMonth})
+			lit = append(lit, '/')
+			add(timeItem{kind: tDay})
+			lit = append(lit, '/')
+			add(timeItem{kind: tYear2})
+		case '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			if i+1 >= len(layout) || layout[i+1] != 'f' {
+				return nil, fmt.Errorf("time format %q: %%%c must be followed by 'f'", layout, d)
+			}
+			add(timeItem{kind: tFrac, digits: int(d - '0')})
+			i++
+		case 'E':
+			n, err := parseExtended(layout, i)
+			if err != nil {
+				return nil, err
+			}
+			switch {
+			case layout[i+1] == 'z':
+				add(timeItem{kind: tZoneColon})
+			default:
+				add(timeItem{kind: tSecondsFrac, digits: n})
+			}
+			i += 2
+		default:
+			return nil, fmt.Errorf("time format %q: directive %%%c is not supported by Outrigger", layout, d)
+		}
+	}
+	if len(lit) > 0 {
+		l.items = append(l.items, timeItem{kind: tLiteral, literal: string(lit)})
+	}
+	return l, nil
+}
+
+// parseExtended parses the Abseil extensions after "%E" at layout[i]: %Ez,
+// %E*S and %E<digit>S. It returns the number of fractional digits.
+func parseExtended(layout string, i int) (int, error) {
+	if i+1 < len(layout) && layout[i+1] == 'z' {
+		return 0, nil
+	}
+	if i+2 < len(layout) && layout[i+2] == 'S' {
+		switch d := layout[i+1]; {
+		case d == '*':
+			return -1, nil
+		case d >= '0' && d <= '9':
+			return int(d - '0'), nil
+		}
+	}
+	return 0, fmt.Errorf("time format %q: only %%Ez, %%E*S and %%E<digit>S are supported after %%E", layout)
+}
+
+// append renders t with the layout.
+func (l *timeLayout) append(dst []byte, t time.Time) []byte {
+	for _, it := range l.items {
+		switch it.kind {
+		case tLiteral:
+			dst = append(dst, it.literal...)
+		case tYear:
+			dst = appendPadded(dst, t.Year(), 4, '0')
+		case tYear2:
+			dst = appendPadded(dst, t.Year()%100, 2, '0')
+		case tMonth:
+			dst = appendPadded(dst, int(t.Month()), 2, '0')
+		case tDay:
+			dst = appendPadded(dst, t.Day(), 2, '0')
+		case tDaySpace:
+			dst = appendPadded(dst, t.Day(), 2, ' ')
+		case tHour:
+			dst = appendPadded(dst, t.Hour(), 2, '0')
+		case tHour12:
+			h := t.Hour() % 12
+			if h == 0 {
+				h = 12
+			}
+			dst = appendPadded(dst, h, 2, '0')
+		case tMinute:
+			dst = appendPadded(dst, t.Minute(), 2, '0')
+		case tSecond:
+			dst = appendPadded(dst, t.Second(), 2, '0')
+		case tSecondsFrac:
+			dst = appendPadded(dst, t.Second(), 2, '0')
+			dst = appendFraction(dst, t.Nanosecond(), it.digits, true)
+		case tFrac:
+			dst = appendFraction(dst, t.Nanosecond(), it.digits, false)
+		case tAMPM:
+			if t.Hour() < 12 {
+				dst = append(dst, "AM"...)
+			} else {
+				dst = append(dst, "PM"...)
+			}
+		case tYearDay:
+			dst = appendPadded(dst, t.YearDay(), 3, '0')
+		case tWeekdayName:
+			dst = append(dst, t.Weekday().String()[:3]...)
+		case tWeekdayLong:
+			dst = append(dst, t.Weekday().String()...)
+		case tMonthName:
+			dst = append(dst, t.Month().String()[:3]...)
+		case tMonthLong:
+			dst = append(dst, t.Month().String()...)
+		case tZone:
+			dst = t.AppendFormat(dst, "-0700")
+		case tZoneColon:
+			dst = t.AppendFormat(dst, "-07:00")
+		case tZoneName:
+			dst = t.AppendFormat(dst, "MST")
+		case tEpoch:
+			dst = strconv.AppendInt(dst, t.Unix(), 10)
+		}
+	}
+	return dst
+}
+
+// appendPadded appends n with at least width digits, padded with pad.
+func appendPadded(dst []byte, n, width int, pad byte) []byte {
+	if n < 0 {
+		dst = append(dst, '-')
+		n = -n
+	}
+	digits := 1
+	for v := n; v >= 10; v /= 10 {
+		digits++
+	}
+	for ; digits < width; digits++ {
+		dst = append(dst, pad)
+	}
+	return strconv.AppendInt(dst, int64(n), 10)
+}
+
+// appendFraction appends the first digits of the nanoseconds (all nine,
+// trailing zeros trimmed, when digits is -1), with a leading '.' when dot.
+func appendFraction(dst []byte, ns, digits int, dot bool) []byte {
+	var buf [9]byte
+	for i := 8; i >= 0; i-- {
+		buf[i] = byte('0' + ns%10)
+		ns /= 10
+	}
+	frac := buf[:]
+	if digits < 0 {
+		for len(frac) > 0 && frac[len(frac)-1] == '0' {
+			frac = frac[:len(frac)-1]
+		}
+	} else {
+		frac = frac[:digits]
+	}
+	if len(frac) == 0 {
+		return dst
+	}
+	if dot {
+		dst = append(dst, '.')
+	}
+	return append(dst, frac...)
+}

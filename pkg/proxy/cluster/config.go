@@ -1,0 +1,125 @@
+package cluster
+
+import (
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+)
+
+// defaultConnectTimeout applies when connect_timeout is unset (Envoy's).
+const defaultConnectTimeout = 5 * time.Second
+
+// defaultReadBuffer is the size of an HTTP/1.1 connection's read buffer;
+// per_connection_buffer_limit_bytes can only make it smaller.
+const defaultReadBuffer = 16 << 10
+
+// minReadBuffer keeps a tiny per_connection_buffer_limit_bytes from making
+// status lines and headers unreadable.
+const minReadBuffer = 4 << 10
+
+// settings is a cluster's configuration, checked and converted.
+type settings struct {
+	name              string
+	observabilityName string
+	connectTimeout    time.Duration
+	// bufferLimit is per_connection_buffer_limit_bytes, 0 when unset.
+	bufferLimit uint32
+	protocol    protocolSettings
+	thresholds  [numPriorities]Thresholds
+	lb          lb.Config
+	priorities  [][]*upstream.Host
+}
+
+// readBufferSize is the read buffer of the cluster's HTTP/1.1
+// connections: the default, or the buffer limit when that is smaller.
+func (s *settings) readBufferSize() int {
+	if s.bufferLimit == 0 || s.bufferLimit >= defaultReadBuffer {
+		return defaultReadBuffer
+	}
+	return max(int(s.bufferLimit), minReadBuffer)
+}
+
+// buildSettings checks a cluster's configuration and converts it. Every
+// problem is reported, each with the path of its field relative to the
+// cluster. Fields that validation already refuses (unsupported types and
+// policies) are checked again, so that a cluster never runs with a setting
+// it would silently ignore.
+func buildSettings(c *clusterv3.Cluster) (*settings, []error) {
+	var errs []error
+	s := &settings{
+		name:              c.GetName(),
+		observabilityName: c.GetName(),
+		connectTimeout:    defaultConnectTimeout,
+		bufferLimit:       orDefault(c.GetPerConnectionBufferLimitBytes(), 0),
+		lb: lb.Config{
+			OverprovisioningFactor: lb.DefaultOverprovisioningFactor,
+			PanicThreshold:         lb.DefaultPanicThreshold,
+		},
+	}
+	if s.name == "" {
+		errs = append(errs, configErrorf("name", "required"))
+	}
+	if alt := c.GetAltStatName(); alt != "" {
+		s.observabilityName = alt
+	}
+	switch {
+	case c.GetClusterType() != nil:
+		errs = append(errs, configErrorf("cluster_type", "custom cluster types are not supported by Outrigger"))
+	case c.GetType() != clusterv3.Cluster_STATIC:
+		errs = append(errs, configErrorf("type", "%s is not supported by Outrigger yet (supported: STATIC)", c.GetType()))
+	}
+	if p := c.GetLbPolicy(); p != clusterv3.Cluster_ROUND_ROBIN {
+		errs = append(errs, configErrorf("lb_policy", "%s is not supported by Outrigger yet (supported: ROUND_ROBIN)", p))
+	}
+	if t := c.GetConnectTimeout(); t != nil {
+		if err := t.CheckValid(); err != nil || t.AsDuration() <= 0 {
+			errs = append(errs, configErrorf("connect_timeout", "must be a positive duration"))
+		} else {
+			s.connectTimeout = t.AsDuration()
+		}
+	}
+	if pt := c.GetCommonLbConfig().GetHealthyPanicThreshold(); pt != nil {
+		v := pt.GetValue()
+		if math.IsNaN(v) || v < 0 || v > 100 {
+			errs = append(errs, configErrorf("common_lb_config.healthy_panic_threshold.value", "%v is not a percentage (0 to 100)", v))
+		} else {
+			// Envoy rounds the percentage to an integer.
+			s.lb.PanicThreshold = uint32(math.Round(v))
+		}
+	}
+
+	var errList []error
+	s.protocol, errList = buildProtocol(c)
+	errs = append(errs, errList...)
+
+	s.thresholds, errList = buildThresholds(c.GetCircuitBreakers())
+	for _, err := range errList {
+		errs = append(errs, prefixed("circuit_breakers", err))
+	}
+
+	la := c.GetLoadAssignment()
+	if f := la.GetPolicy().GetOverprovisioningFactor(); f != nil {
+		if f.GetValue() == 0 {
+			errs = append(errs, configErrorf("load_assignment.policy.overprovisioning_factor", "must be above 0"))
+		} else {
+			s.lb.OverprovisioningFactor = f.GetValue()
+		}
+	}
+	s.priorities, errList = buildHosts(s.name, la)
+	for _, err := range errList {
+		errs = append(errs, prefixed("load_assignment", err))
+	}
+	return s, errs
+}
+
+// sortedKeys returns a map's keys in order, so that errors come out in a
+// stable order.
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}

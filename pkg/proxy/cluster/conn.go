@@ -1,0 +1,69 @@
+package cluster
+
+import (
+	"io"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+)
+
+// trackedConn is an upstream connection as the cluster knows it: the
+// network connection with the bookkeeping that counts its end exactly
+// once, whoever closes it (a pool, the connection manager, the HTTP/2
+// transport or Cluster.Close).
+type trackedConn struct {
+	net.Conn
+	c      *Cluster
+	host   *upstream.Host
+	opened time.Time
+	closed atomic.Bool
+
+	// HTTP/1.1 only.
+	//
+	// up is what the pool lends; up.Conn is this trackedConn, which is how
+	// a released *upstream.Conn leads back here.
+	up upstream.Conn
+	// inUse is set while the connection is lent, so that a second release
+	// of the same connection cannot put it in the idle list twice.
+	inUse atomic.Bool
+	// idleSince is when the connection was last released (guarded by its
+	// pool's lock).
+	idleSince time.Time
+	probe     prober
+}
+
+// Close closes the connection and counts its end, once. It leaves the read
+// buffer alone: whoever closes a lent connection may still be reading.
+func (tc *trackedConn) Close() error {
+	if !tc.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	c := tc.c
+	c.untrack(tc)
+	c.stats.UpstreamCxActive.Dec()
+	c.stats.UpstreamCxDestroy.Inc()
+	c.stats.UpstreamCxLengthMs.Record(uint64(c.now().Sub(tc.opened).Milliseconds()))
+	tc.host.Stats.CxActive.Add(-1)
+	return tc.Conn.Close()
+}
+
+// discard closes a connection that nobody else holds (released, or taken
+// from the idle list) and recycles its read buffer.
+func (tc *trackedConn) discard() {
+	_ = tc.Close()
+	if r := tc.up.R; r != nil {
+		tc.up.R = nil
+		tc.c.putReader(r)
+	}
+}
+
+// ReadFrom keeps the underlying connection's fast path (splice on Linux
+// TCP) for request bodies copied into the upstream.
+func (tc *trackedConn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := tc.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(tc.Conn, r)
+}

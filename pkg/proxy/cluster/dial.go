@@ -1,0 +1,84 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+)
+
+// DialFunc opens a TCP connection to address ("ip:port" or
+// "[ipv6]:port"). ctx carries the connect timeout. It is the seam for
+// upstream TLS, source-address binding and tests.
+type DialFunc func(ctx context.Context, address string) (net.Conn, error)
+
+// dialTCP is the default DialFunc.
+func dialTCP(ctx context.Context, address string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", address)
+}
+
+// Errors a connection attempt can end with, besides the dialer's own.
+var (
+	// ErrConnectTimeout: the upstream did not accept the connection within
+	// the cluster's connect_timeout. It is a net.Error whose Timeout is
+	// true, like the dialer's own timeouts.
+	ErrConnectTimeout error = connectTimeoutError{}
+	// ErrClosed: the cluster was closed (the server is shutting down).
+	ErrClosed = errors.New("cluster closed")
+)
+
+// connectTimeoutError is the type of ErrConnectTimeout.
+type connectTimeoutError struct{}
+
+func (connectTimeoutError) Error() string   { return "connection timeout" }
+func (connectTimeoutError) Timeout() bool   { return true }
+func (connectTimeoutError) Temporary() bool { return true }
+
+// connect opens a connection to h within the connect timeout and counts
+// it. A failure the upstream is responsible for (refused, unreachable,
+// timed out) counts as a connect failure; an attempt abandoned because ctx
+// ended (the downstream went away) counts nothing.
+func (c *Cluster) connect(ctx context.Context, h *upstream.Host) (*trackedConn, error) {
+	if c.isClosed() {
+		return nil, ErrClosed
+	}
+	start := c.now()
+	dctx, cancel := context.WithTimeout(ctx, c.settings.connectTimeout)
+	conn, err := c.dial(dctx, h.Address)
+	timedOut := ctx.Err() == nil && errors.Is(dctx.Err(), context.DeadlineExceeded)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("connecting to %s: %w", h.Address, ctx.Err())
+		}
+		c.stats.UpstreamCxTotal.Inc()
+		h.Stats.CxTotal.Add(1)
+		c.stats.UpstreamCxConnectFail.Inc()
+		h.Stats.CxConnectFail.Add(1)
+		if timedOut {
+			c.stats.UpstreamCxConnectTimeout.Inc()
+			return nil, fmt.Errorf("connecting to %s: %w after %s", h.Address, ErrConnectTimeout, c.settings.connectTimeout)
+		}
+		return nil, fmt.Errorf("connecting to %s: %w", h.Address, err)
+	}
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		// Go sets TCP_NODELAY by default; Envoy's pools always do, so say
+		// it rather than rely on the default.
+		_ = tcp.SetNoDelay(true)
+	}
+	now := c.now()
+	tc := &trackedConn{Conn: conn, c: c, host: h, opened: now}
+	c.stats.UpstreamCxTotal.Inc()
+	c.stats.UpstreamCxActive.Inc()
+	c.stats.UpstreamCxConnectMs.Record(uint64(now.Sub(start).Milliseconds()))
+	h.Stats.CxTotal.Add(1)
+	h.Stats.CxActive.Add(1)
+	if !c.track(tc) {
+		_ = tc.Close()
+		return nil, ErrClosed
+	}
+	return tc, nil
+}

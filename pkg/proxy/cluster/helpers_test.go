@@ -1,0 +1,96 @@
+package cluster
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"sigs.k8s.io/yaml"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+)
+
+// parseClusters reads a YAML list of clusters, as static_resources.clusters
+// holds them.
+func parseClusters(t testing.TB, src string) []*clusterv3.Cluster {
+	t.Helper()
+	var items []any
+	if err := yaml.Unmarshal([]byte(src), &items); err != nil {
+		t.Fatalf("parse YAML: %v", err)
+	}
+	var out []*clusterv3.Cluster
+	for _, item := range items {
+		js, err := yaml.Marshal(item)
+		if err != nil {
+			t.Fatalf("re-encode cluster: %v", err)
+		}
+		js, err = yaml.YAMLToJSON(js)
+		if err != nil {
+			t.Fatalf("cluster to JSON: %v", err)
+		}
+		c := &clusterv3.Cluster{}
+		if err := protojson.Unmarshal(js, c); err != nil {
+			t.Fatalf("decode cluster: %v", err)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// errorLines splits a joined error into its lines (nil: none).
+func errorLines(err error) []string {
+	if err == nil {
+		return nil
+	}
+	return strings.Split(err.Error(), "\n")
+}
+
+// fakeClock is a settable clock.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time { return c.t }
+
+// newTestManager builds clusters with a fresh store, a deterministic
+// random source (0, 1, 2...) and a fake clock.
+func newTestManager(t testing.TB, src string, configure ...func(*Options)) (*Manager, *stats.Store, *fakeClock) {
+	t.Helper()
+	store := stats.NewStore()
+	clock := &fakeClock{t: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
+	var n uint64
+	o := Options{
+		Stats: store,
+		Now:   clock.now,
+		Rand: func() uint64 {
+			v := n
+			n++
+			return v
+		},
+	}
+	for _, c := range configure {
+		c(&o)
+	}
+	m, err := NewManager(parseClusters(t, src), o)
+	if err != nil {
+		t.Fatalf("NewManager: %v", err)
+	}
+	t.Cleanup(m.Close)
+	return m, store, clock
+}
+
+// configErrors checks that every part of a joined error is a *ConfigError.
+func configErrors(t *testing.T, err error) {
+	t.Helper()
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		t.Fatalf("error %v is not a joined error", err)
+	}
+	for _, e := range joined.Unwrap() {
+		var ce *ConfigError
+		if !errors.As(e, &ce) {
+			t.Errorf("%q is not a *ConfigError", e)
+		}
+	}
+}

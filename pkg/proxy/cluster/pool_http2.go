@@ -1,0 +1,65 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+)
+
+// newHTTP2Transport builds the cluster's HTTP/2 pool: a transport that
+// speaks only cleartext HTTP/2 with prior knowledge (h2c), multiplexing
+// requests to a host over few connections and opening another when one is
+// full.
+func (c *Cluster) newHTTP2Transport() *http.Transport {
+	protocols := new(http.Protocols)
+	protocols.SetUnencryptedHTTP2(true)
+	return &http.Transport{
+		Protocols: protocols,
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+			return c.dialHTTP2(ctx, addr)
+		},
+		// A proxy passes bodies through as they are.
+		DisableCompression: true,
+		IdleConnTimeout:    c.settings.protocol.idleTimeout,
+	}
+}
+
+// dialHTTP2 opens a connection for the HTTP/2 transport to the host at
+// addr (the transport knows hosts only by the URL's authority).
+func (c *Cluster) dialHTTP2(ctx context.Context, addr string) (net.Conn, error) {
+	h := c.byAddr[addr]
+	if h == nil {
+		return nil, fmt.Errorf("address %s is not a host of cluster %s", addr, c.settings.name)
+	}
+	tc, err := c.connect(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	c.stats.UpstreamCxHTTP2Total.Inc()
+	return tc, nil
+}
+
+// RoundTripHTTP2 sends req to h over the cluster's HTTP/2 connections and
+// returns the response, whose body the caller must close. It points
+// req.URL at h (scheme http, host h.Address); req.Host, when set, stays the
+// :authority sent upstream. Headers go as they are: no Accept-Encoding or
+// User-Agent is added.
+func (c *Cluster) RoundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Response, error) {
+	if c.h2 == nil {
+		return nil, fmt.Errorf("cluster %s uses HTTP/1.1", c.settings.name)
+	}
+	req.URL.Scheme = "http"
+	req.URL.Host = h.Address
+	if _, ok := req.Header["User-Agent"]; !ok {
+		// The transport would send its own User-Agent; a proxy forwards
+		// the client's, or none. An empty value tells it to send none.
+		if req.Header == nil {
+			req.Header = http.Header{}
+		}
+		req.Header["User-Agent"] = []string{""}
+	}
+	return c.h2.RoundTrip(req)
+}

@@ -1,0 +1,55 @@
+//go:build unix
+
+package cluster
+
+import (
+	"errors"
+	"net"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// prober tells whether an idle connection can still carry a request. An
+// upstream that closed an idle keep-alive connection (its own idle timeout)
+// or sent something unasked makes it unusable; finding out costs one
+// non-blocking peek, which is much cheaper than a request failed on a
+// dead connection.
+type prober struct {
+	raw syscall.RawConn
+	// peek is built once per connection so that probing does not allocate.
+	peek func(fd uintptr) bool
+	n    int
+	err  error
+	buf  [1]byte
+}
+
+// init prepares probing of conn; connections without a file descriptor
+// (tests' pipes) are taken as always usable.
+func (p *prober) init(conn net.Conn) {
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return
+	}
+	p.raw = raw
+	p.peek = func(fd uintptr) bool {
+		p.n, p.err = peekByte(fd, &p.buf)
+		return true // never wait: the answer is wanted now
+	}
+}
+
+// usable reports whether nothing is waiting to be read: no end of stream,
+// no unsolicited bytes, no error.
+func (p *prober) usable() bool {
+	if p.raw == nil {
+		return true
+	}
+	if err := p.raw.Read(p.peek); err != nil {
+		return false
+	}
+	return errors.Is(p.err, unix.EAGAIN) || errors.Is(p.err, unix.EWOULDBLOCK)
+}

@@ -1,0 +1,84 @@
+package cluster
+
+import (
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	"google.golang.org/protobuf/proto"
+)
+
+// httpOptionsKeys are the typed_extension_protocol_options keys that name
+// the HTTP protocol options: the type name, which Envoy's documentation
+// uses, and the extension name in both spellings.
+var httpOptionsKeys = map[string]bool{
+	string(proto.MessageName(&httpv3.HttpProtocolOptions{})): true,
+	"envoy.upstreams.http.http_protocol_options":             true,
+	"proxy.upstreams.http.http_protocol_options":             true,
+}
+
+// defaultIdleTimeout is how long an upstream connection may stay unused
+// before it is closed, when the configuration does not say (Envoy: 1 h).
+const defaultIdleTimeout = time.Hour
+
+// protocolSettings are a cluster's HTTP protocol choices.
+type protocolSettings struct {
+	http2 bool
+	// idleTimeout closes connections unused that long; 0 never does.
+	idleTimeout time.Duration
+	// maxRequestsPerConn closes an HTTP/1.1 connection after that many
+	// requests; 0 means no limit.
+	maxRequestsPerConn uint32
+}
+
+// buildProtocol reads the HTTP protocol options: the cluster-level
+// http2_protocol_options, or typed_extension_protocol_options with the
+// HttpProtocolOptions extension (explicit_http_config choosing HTTP/1.1 or
+// HTTP/2, common_http_protocol_options for idle_timeout and
+// max_requests_per_connection). Errors are relative to the cluster.
+func buildProtocol(c *clusterv3.Cluster) (protocolSettings, []error) {
+	ps := protocolSettings{idleTimeout: defaultIdleTimeout}
+	var errs []error
+	//lint:ignore SA1019 the v3 API still carries the cluster-level HTTP/2 options, and configurations use them
+	legacyHTTP2 := c.GetHttp2ProtocolOptions() != nil
+	ps.http2 = legacyHTTP2
+	for _, key := range sortedKeys(c.GetTypedExtensionProtocolOptions()) {
+		path := `typed_extension_protocol_options["` + key + `"]`
+		if !httpOptionsKeys[key] {
+			errs = append(errs, configErrorf(path, "unknown protocol options %q (supported: envoy.extensions.upstreams.http.v3.HttpProtocolOptions)", key))
+			continue
+		}
+		var opts httpv3.HttpProtocolOptions
+		a := c.GetTypedExtensionProtocolOptions()[key]
+		if !a.MessageIs(&opts) {
+			errs = append(errs, configErrorf(path, "has type %s, expected envoy.extensions.upstreams.http.v3.HttpProtocolOptions", a.MessageName()))
+			continue
+		}
+		if err := a.UnmarshalTo(&opts); err != nil {
+			errs = append(errs, configErrorf(path, "decode: %v", err))
+			continue
+		}
+		if legacyHTTP2 {
+			errs = append(errs, configErrorf("http2_protocol_options", "cannot be combined with %s; set the protocol there", path))
+		}
+		explicit := opts.GetExplicitHttpConfig()
+		switch {
+		case explicit == nil:
+			errs = append(errs, configErrorf(path, "explicit_http_config is required (use_downstream_protocol_config and auto_config are not supported by Outrigger)"))
+		case explicit.GetHttp2ProtocolOptions() != nil:
+			ps.http2 = true
+		case explicit.GetHttpProtocolOptions() != nil:
+			ps.http2 = false
+		default:
+			errs = append(errs, configErrorf(path+".explicit_http_config", "http_protocol_options or http2_protocol_options is required (HTTP/3 is not supported by Outrigger)"))
+		}
+		common := opts.GetCommonHttpProtocolOptions()
+		if t := common.GetIdleTimeout(); t != nil {
+			// Validation guarantees a valid duration; 0 disables the
+			// timeout, as in Envoy.
+			ps.idleTimeout = t.AsDuration()
+		}
+		ps.maxRequestsPerConn = orDefault(common.GetMaxRequestsPerConnection(), 0)
+	}
+	return ps, errs
+}

@@ -1,0 +1,29 @@
+package cluster
+
+import "github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+
+// extraStats are the cluster stats of Envoy's that the shared ClusterStats do
+// not carry: the load balancer's and the pools' own.
+type extraStats struct {
+	// lbHealthyPanic counts picks made in panic mode.
+	lbHealthyPanic *stats.Counter
+	// noneHealthy counts requests that found no host to go to.
+	noneHealthy *stats.Counter
+	// idleTimeout counts connections closed after idle_timeout.
+	idleTimeout *stats.Counter
+	// maxRequests counts connections closed after
+	// max_requests_per_connection.
+	maxRequests *stats.Counter
+	// maxHostWeight is the largest host weight of the cluster.
+	maxHostWeight *stats.Gauge
+}
+
+func newExtraStats(scope stats.Scope) extraStats {
+	return extraStats{
+		lbHealthyPanic: scope.Counter("lb_healthy_panic"),
+		noneHealthy:    scope.Counter("upstream_cx_none_healthy"),
+		idleTimeout:    scope.Counter("upstream_cx_idle_timeout"),
+		maxRequests:    scope.Counter("upstream_cx_max_requests"),
+		maxHostWeight:  scope.Gauge("max_host_weight"),
+	}
+}

@@ -1,0 +1,135 @@
+package httpconn
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// ServerName is the default value of the server response header.
+const ServerName = "outrigger"
+
+// Envoy's defaults for what the configuration leaves unset.
+const (
+	defaultStreamIdleTimeout   = 5 * time.Minute
+	defaultIdleTimeout         = time.Hour
+	defaultMaxRequestHeadersKB = 60
+	defaultMaxHeadersCount     = 100
+	// maxTrailerBytes bounds the trailer section of a chunked body, which
+	// is read and dropped (Envoy drops HTTP/1 trailers unless told not
+	// to).
+	maxTrailerBytes = 60 << 10
+)
+
+// settings are the connection manager's configuration, read once by New.
+type settings struct {
+	statPrefix string
+	codec      hcmv3.HttpConnectionManager_CodecType
+
+	serverName      string
+	serverTransform hcmv3.HttpConnectionManager_ServerHeaderTransformation
+	via             string
+
+	useRemoteAddress  bool
+	skipXFFAppend     bool
+	xffTrustedHops    uint32
+	generateRequestID bool
+	// requestIDInResponse is always_set_request_id_in_response.
+	requestIDInResponse bool
+
+	// Timeouts; 0 disables one.
+	idleTimeout           time.Duration
+	streamIdleTimeout     time.Duration
+	requestTimeout        time.Duration
+	requestHeadersTimeout time.Duration
+
+	maxRequestHeadersBytes   int
+	maxHeadersCount          int
+	maxRequestsPerConnection uint32
+
+	acceptHTTP10      bool
+	defaultHostHTTP10 string
+}
+
+// readSettings reads the connection manager's own fields. Errors name the
+// field path below the http_connection_manager.
+func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
+	s := settings{
+		statPrefix:             cfg.GetStatPrefix(),
+		codec:                  cfg.GetCodecType(),
+		serverName:             cfg.GetServerName(),
+		serverTransform:        cfg.GetServerHeaderTransformation(),
+		via:                    cfg.GetVia(),
+		useRemoteAddress:       cfg.GetUseRemoteAddress().GetValue(),
+		skipXFFAppend:          cfg.GetSkipXffAppend(),
+		xffTrustedHops:         cfg.GetXffNumTrustedHops(),
+		generateRequestID:      true,
+		requestIDInResponse:    cfg.GetAlwaysSetRequestIdInResponse(),
+		streamIdleTimeout:      defaultStreamIdleTimeout,
+		idleTimeout:            defaultIdleTimeout,
+		maxRequestHeadersBytes: defaultMaxRequestHeadersKB << 10,
+		maxHeadersCount:        defaultMaxHeadersCount,
+		acceptHTTP10:           cfg.GetHttpProtocolOptions().GetAcceptHttp_10(),
+		defaultHostHTTP10:      cfg.GetHttpProtocolOptions().GetDefaultHostForHttp_10(),
+	}
+	switch s.codec {
+	case hcmv3.HttpConnectionManager_AUTO, hcmv3.HttpConnectionManager_HTTP1, hcmv3.HttpConnectionManager_HTTP2:
+	default:
+		return s, fmt.Errorf("codec_type: %v is not supported by Outrigger", s.codec)
+	}
+	if s.serverName == "" {
+		s.serverName = ServerName
+	}
+	if v := cfg.GetGenerateRequestId(); v != nil {
+		s.generateRequestID = v.GetValue()
+	}
+	if v := cfg.GetMaxRequestHeadersKb(); v != nil {
+		s.maxRequestHeadersBytes = int(v.GetValue()) << 10
+	}
+	if s.defaultHostHTTP10 != "" && !s.acceptHTTP10 {
+		return s, errors.New("http_protocol_options.default_host_for_http_10: needs accept_http_10")
+	}
+	common := cfg.GetCommonHttpProtocolOptions()
+	if v := common.GetMaxHeadersCount(); v != nil {
+		s.maxHeadersCount = int(v.GetValue())
+	}
+	if v := common.GetMaxRequestsPerConnection(); v != nil {
+		s.maxRequestsPerConnection = v.GetValue()
+	}
+	var err error
+	durations := []struct {
+		path string
+		d    *durationpb.Duration
+		dst  *time.Duration
+	}{
+		{"stream_idle_timeout", cfg.GetStreamIdleTimeout(), &s.streamIdleTimeout},
+		{"request_timeout", cfg.GetRequestTimeout(), &s.requestTimeout},
+		{"request_headers_timeout", cfg.GetRequestHeadersTimeout(), &s.requestHeadersTimeout},
+		{"common_http_protocol_options.idle_timeout", common.GetIdleTimeout(), &s.idleTimeout},
+	}
+	for _, d := range durations {
+		if d.d == nil {
+			continue
+		}
+		if *d.dst, err = duration(d.d); err != nil {
+			return s, fmt.Errorf("%s: %w", d.path, err)
+		}
+	}
+	return s, nil
+}
+
+// duration converts a configured duration; negative ones are refused (the
+// API's own constraints already refuse most).
+func duration(d *durationpb.Duration) (time.Duration, error) {
+	if err := d.CheckValid(); err != nil {
+		return 0, err
+	}
+	v := d.AsDuration()
+	if v < 0 {
+		return 0, fmt.Errorf("must not be negative, got %v", v)
+	}
+	return v, nil
+}

@@ -1,0 +1,320 @@
+package httpconn
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+)
+
+// h2Preface is what an HTTP/2 client with prior knowledge sends first.
+const h2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+// serverConn is one downstream connection and everything its requests
+// reuse: buffers, the parsed request, the stream state and the upstream
+// scratch space. One goroutine (HandleConn's) owns it.
+type serverConn struct {
+	m  *Manager
+	nc net.Conn
+	// cc counts the bytes read and written (downstream_cx_rx/tx_bytes).
+	cc *countedConn
+	br *bufio.Reader
+	// out gathers the response for one write.
+	out outBuf
+
+	id       uint64
+	remote   string // "ip:port"
+	remoteIP string // x-forwarded-for
+	local    string
+	opened   time.Time
+	requests uint32
+	// remoteClosed: the client ended the connection (for the
+	// downstream_cx_destroy_remote/local split).
+	remoteClosed bool
+
+	// upstream is the upstream connection of the request in flight, so
+	// that a forced shutdown can interrupt a read from it.
+	upstream atomic.Pointer[upstream.Conn]
+
+	// mu guards idle and closing against Manager.Close.
+	mu      sync.Mutex
+	idle    bool
+	closing bool
+
+	// The request being served and its buffers.
+	head []byte
+	req  http1.Request
+	body http1.BodyReader
+	st   stream
+	// rd and wd are the socket's read and write deadlines; lastNow is
+	// the real time the last request ended, which arms the wait for the
+	// next one.
+	rd, wd  deadline
+	lastNow time.Time
+	// reqHard is the request timeout's limit for the request being read
+	// (zero: none); writeIdle the idle timeout of its response's writes.
+	reqHard   time.Time
+	writeIdle time.Duration
+	// How the response in flight is framed, and whether it was cut.
+	chunked, aborted bool
+
+	// up is the scratch space of the upstream exchange.
+	up upstreamScratch
+
+	// flushDown and flushUp are bound once so that handing them to body
+	// readers allocates nothing per request.
+	flushDown func() error
+	flushUp   func() error
+}
+
+// newServerConn prepares a connection's state; serve runs it.
+func newServerConn(m *Manager, nc net.Conn) *serverConn {
+	c := &serverConn{
+		m:      m,
+		nc:     nc,
+		id:     m.connIDs.Add(1),
+		remote: addrString(nc.RemoteAddr()),
+		local:  addrString(nc.LocalAddr()),
+		opened: m.stamp(time.Now()),
+		// Until its first request arrives, a connection is idle: Close
+		// may end it at once.
+		idle: true,
+	}
+	c.remoteIP = hostOnly(c.remote)
+	c.cc = &countedConn{Conn: nc, stats: m.stats}
+	c.flushDown = c.out.flush
+	c.flushUp = c.up.out.flush
+	c.st.init(m, c)
+	return c
+}
+
+// serve runs the connection: HTTP/2 if the codec says so or the client
+// opens with the HTTP/2 preface, HTTP/1 otherwise.
+func (c *serverConn) serve() {
+	st := c.m.stats
+	st.cxTotal.Inc()
+	st.cxActive.Inc()
+	defer func() {
+		st.cxActive.Dec()
+		st.cxDestroy.Inc()
+		if c.remoteClosed {
+			st.cxDestroyRemote.Inc()
+		} else {
+			st.cxDestroyLocal.Inc()
+		}
+		st.cxLengthMs.Record(uint64(c.m.stamp(time.Now()).Sub(c.opened).Milliseconds()))
+	}()
+	c.br = c.m.readers.Get().(*bufio.Reader)
+	c.br.Reset(c.cc)
+	defer func() {
+		if c.st.leaked {
+			// An upstream transport may still read from it.
+			return
+		}
+		c.br.Reset(nil)
+		c.m.readers.Put(c.br)
+	}()
+	switch c.m.cfg.codec {
+	case hcmv3.HttpConnectionManager_HTTP2:
+		c.serveHTTP2()
+		return
+	case hcmv3.HttpConnectionManager_AUTO:
+		if c.sniffHTTP2() {
+			c.serveHTTP2()
+			return
+		}
+	}
+	st.cxHTTP1Total.Inc()
+	st.cxHTTP1Active.Inc()
+	defer st.cxHTTP1Active.Dec()
+	c.serveHTTP1()
+	_ = c.nc.Close()
+}
+
+// sniffHTTP2 reads as much of the first bytes as it takes to tell the
+// HTTP/2 preface from an HTTP/1 request line, within the idle timeout.
+func (c *serverConn) sniffHTTP2() bool {
+	if d := after(time.Now(), c.m.cfg.idleTimeout); c.rd.need(d, true) {
+		_ = c.nc.SetReadDeadline(d)
+	}
+	n := 1
+	for {
+		b, err := c.br.Peek(n)
+		if err != nil || !bytes.HasPrefix([]byte(h2Preface), b) {
+			return false
+		}
+		if n == len(h2Preface) {
+			return true
+		}
+		// Peek filled in whatever the client sent: compare all of it
+		// before waiting for more.
+		n = max(n+1, min(c.br.Buffered(), len(h2Preface)))
+	}
+}
+
+// serveHTTP1 serves requests until one of them ends the connection.
+func (c *serverConn) serveHTTP1() {
+	c.lastNow = time.Now()
+	for c.waitForRequest() {
+		if !c.serveRequest() {
+			return
+		}
+		c.requests++
+	}
+}
+
+// waitForRequest waits for the first byte of the next request, under the
+// idle timeout. It returns false when the connection should end instead:
+// closed by the client, idle for too long, or the manager closing.
+//
+// While waiting, the socket's deadline is the earlier of the idle and the
+// stream idle timeouts, so that on a busy connection the wait and the
+// request that follows share one deadline, pushed back about once a
+// second. When it fires before the idle timeout is due, waiting goes on.
+func (c *serverConn) waitForRequest() bool {
+	if !c.setIdle(true) {
+		return false
+	}
+	cfg := &c.m.cfg
+	waitStart := c.lastNow
+	for c.br.Buffered() == 0 {
+		d := earliest(after(waitStart, cfg.idleTimeout), after(c.lastNow, cfg.streamIdleTimeout))
+		if c.rd.need(d, false) {
+			_ = c.nc.SetReadDeadline(d)
+		}
+		_, err := c.br.Peek(1)
+		if err == nil {
+			break
+		}
+		if !isTimeout(err) {
+			c.remoteClosed = true
+			return false
+		}
+		if c.closingNow() {
+			return false
+		}
+		c.lastNow = time.Now()
+		if cfg.idleTimeout > 0 && c.lastNow.Sub(waitStart) >= cfg.idleTimeout-refreshEvery {
+			c.m.stats.cxIdleTimeout.Inc()
+			return false
+		}
+		// Early: the stream idle deadline, or one kept lazily. Wait for
+		// what is left of the idle timeout.
+		c.rd.forget()
+	}
+	return c.setIdle(false)
+}
+
+// setIdle records whether the connection waits between requests. Going
+// idle fails once the manager is closing; a request already arriving is
+// served (and answered with Connection: close).
+func (c *serverConn) setIdle(idle bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.idle = idle
+	if c.closing {
+		// closeIfIdle may have moved the read deadline.
+		c.rd.forget()
+		return !idle
+	}
+	return true
+}
+
+// closeIfIdle is Manager.Close's request to end the connection: at once if
+// it waits between requests, after the current response otherwise.
+func (c *serverConn) closeIfIdle() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closing = true
+	if c.idle {
+		// Wake the read waiting for the next request.
+		_ = c.nc.SetReadDeadline(time.Unix(1, 0))
+	}
+}
+
+// cut ends the connection now, interrupting the request in flight, if
+// any, at the upstream too.
+func (c *serverConn) cut() {
+	_ = c.nc.Close()
+	if uc := c.upstream.Load(); uc != nil {
+		_ = uc.SetDeadline(time.Unix(1, 0))
+	}
+}
+
+// closingNow reports whether the manager asked the connection to close.
+func (c *serverConn) closingNow() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closing
+}
+
+// isTimeout reports whether err is a deadline expiring.
+func isTimeout(err error) bool {
+	return errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// countedConn counts a connection's bytes in the manager's stats.
+type countedConn struct {
+	net.Conn
+	stats *hcmStats
+}
+
+// Read reads from the connection and counts the bytes.
+func (c *countedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.stats.cxRxBytes.Add(uint64(n))
+	}
+	return n, err
+}
+
+// Write writes to the connection and counts the bytes.
+func (c *countedConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if n > 0 {
+		c.stats.cxTxBytes.Add(uint64(n))
+	}
+	return n, err
+}
+
+// addrString renders an address as "ip:port", "" for none.
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}
+
+// appendAddr appends a TCP address as "ip:port" without allocating (the
+// String method of net.TCPAddr allocates twice); other addresses use
+// their String form.
+func appendAddr(dst []byte, a net.Addr) []byte {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		if a == nil {
+			return dst
+		}
+		return append(dst, a.String()...)
+	}
+	ap := ta.AddrPort()
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()).AppendTo(dst)
+}
+
+// hostOnly strips the port (and IPv6 brackets) from "host:port".
+func hostOnly(hostport string) string {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return hostport
+	}
+	return host
+}

@@ -1,0 +1,107 @@
+package httpconn
+
+import (
+	"strings"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
+)
+
+// field is one header field of a headerList. Names are lower case.
+type field struct {
+	name  string
+	value string
+}
+
+// headerList is a message's header fields as the connection manager edits
+// them: the received fields (views of the head buffer) plus the ones
+// filters and routes add, in order. It implements router.HeaderEditor and
+// accesslog.HeaderGetter without allocating for single-valued headers.
+type headerList struct {
+	fields []field
+}
+
+var _ router.HeaderEditor = (*headerList)(nil)
+
+// reset empties the list, keeping its capacity.
+func (h *headerList) reset() {
+	clear(h.fields)
+	h.fields = h.fields[:0]
+}
+
+// Get returns the value of name (lower case). Several fields of one name
+// come back joined by ",", as Envoy joins them; only that rare case
+// allocates.
+func (h *headerList) Get(name string) (string, bool) {
+	first := -1
+	for i := range h.fields {
+		if h.fields[i].name != name {
+			continue
+		}
+		if first >= 0 {
+			return h.join(name, first), true
+		}
+		first = i
+	}
+	if first < 0 {
+		return "", false
+	}
+	return h.fields[first].value, true
+}
+
+// join concatenates every value of name, from the field at first on.
+func (h *headerList) join(name string, first int) string {
+	var b strings.Builder
+	b.WriteString(h.fields[first].value)
+	for _, f := range h.fields[first+1:] {
+		if f.name == name {
+			b.WriteByte(',')
+			b.WriteString(f.value)
+		}
+	}
+	return b.String()
+}
+
+// Has reports whether a field is named name.
+func (h *headerList) Has(name string) bool {
+	for i := range h.fields {
+		if h.fields[i].name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Set replaces every field named name by one with value, in the place of
+// the first.
+func (h *headerList) Set(name, value string) {
+	for i := range h.fields {
+		if h.fields[i].name == name {
+			h.fields[i].value = value
+			h.delFrom(name, i+1)
+			return
+		}
+	}
+	h.fields = append(h.fields, field{name, value})
+}
+
+// Add appends a field.
+func (h *headerList) Add(name, value string) {
+	h.fields = append(h.fields, field{name, value})
+}
+
+// Del removes every field named name.
+func (h *headerList) Del(name string) { h.delFrom(name, 0) }
+
+// delFrom removes the fields named name at index from and after, keeping
+// the order of the others.
+func (h *headerList) delFrom(name string, from int) {
+	out := from
+	for i := from; i < len(h.fields); i++ {
+		if h.fields[i].name != name {
+			h.fields[out] = h.fields[i]
+			out++
+		}
+	}
+	clear(h.fields[out:])
+	h.fields = h.fields[:out]
+}

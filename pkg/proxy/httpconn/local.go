@@ -1,0 +1,179 @@
+package httpconn
+
+import (
+	"strconv"
+
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+)
+
+// The bodies of Envoy's local replies, word for word, so that clients and
+// tests written against Envoy see the same text.
+const (
+	bodyNoHealthyUpstream = "no healthy upstream"
+	bodyConnectFailure    = "upstream connect error or disconnect/reset before headers. reset reason: connection failure"
+	bodyConnectTimeout    = "upstream connect error or disconnect/reset before headers. reset reason: connection timeout"
+	bodyTermination       = "upstream connect error or disconnect/reset before headers. reset reason: connection termination"
+	bodyProtocolError     = "upstream connect error or disconnect/reset before headers. reset reason: protocol error"
+	bodyUpstreamTimeout   = "upstream request timeout"
+	bodyStreamTimeout     = "stream timeout"
+	bodyRequestTimeout    = "request timeout"
+	bodyHeaderTimeout     = "request header timeout"
+)
+
+// localReply answers the request from the proxy itself, with Envoy's
+// headers for local replies: content-type text/plain when there is a body,
+// and the route's response header edits when a route was chosen. If the
+// response has already started, the stream can only be cut.
+func (s *stream) localReply(status int, body string, flags accesslog.ResponseFlags, details string) {
+	s.flags |= flags
+	s.details = details
+	if s.started {
+		s.resetDownstream()
+		return
+	}
+	s.status = status
+	s.respHeaders.reset()
+	if body != "" {
+		s.respHeaders.Add("content-type", "text/plain")
+	}
+	s.finishLocal(body)
+}
+
+// redirect answers with a redirect route's status and Location.
+func (s *stream) redirect(status int, location string) {
+	s.details = "direct_response"
+	s.status = status
+	s.respHeaders.reset()
+	s.respHeaders.Add("location", location)
+	s.finishLocal("")
+}
+
+// finishLocal sends a local reply's head and body. A request body that was
+// not read is skipped if it has already arrived, and otherwise makes the
+// connection close, since its bytes would be taken for the next request.
+func (s *stream) finishLocal(body string) {
+	if !s.bodyDone && s.body != nil && !s.skipBody() {
+		s.connectionUnusable()
+	}
+	if s.route != nil {
+		s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
+	}
+	n := int64(len(body))
+	if err := s.sendHead(n, !s.isHead); err != nil {
+		s.downstreamFailed()
+		return
+	}
+	if !s.isHead && n > 0 {
+		if err := s.down.writeBodyString(body); err != nil {
+			s.downstreamFailed()
+			return
+		}
+		s.bytesSent += uint64(n)
+	}
+	if err := s.down.finish(); err != nil {
+		s.downstreamFailed()
+	}
+}
+
+// skipBody reads and drops a request body that is already buffered, so
+// the connection can carry the next request. It returns false when the
+// body would have to be waited for, or the client waits for 100 Continue.
+func (s *stream) skipBody() bool {
+	if s.expect100 {
+		return false
+	}
+	br, ok := s.body.(*http1.BodyReader)
+	if ok && br.SkipBuffered() {
+		s.bodyDone = true
+		return true
+	}
+	return false
+}
+
+// sendHead adds the headers every response gets (date, server, via,
+// x-request-id when configured), decides whether the connection closes
+// after it, and writes the head.
+func (s *stream) sendHead(n int64, hasBody bool) error {
+	m := s.m
+	h := &s.respHeaders
+	if !h.Has("date") {
+		h.Add("date", m.date.get(m.stamp(s.tLast)))
+	}
+	switch m.cfg.serverTransform {
+	case hcmv3.HttpConnectionManager_OVERWRITE:
+		h.Set("server", m.cfg.serverName)
+	case hcmv3.HttpConnectionManager_APPEND_IF_ABSENT:
+		if !h.Has("server") {
+			h.Add("server", m.cfg.serverName)
+		}
+	}
+	if m.cfg.via != "" {
+		s.viaRespBuf = appendVia(h, m.cfg.via, s.viaRespBuf)
+	}
+	if m.cfg.requestIDInResponse {
+		if id, ok := s.reqHeaders.Get("x-request-id"); ok {
+			h.Set("x-request-id", id)
+		}
+	}
+	if !s.keepAlive || s.closeConn {
+		s.closeConn = true
+	} else if m.closingNow() {
+		s.closeConn = true
+	} else if d := m.deps.Drain; d != nil && d.DrainClose() {
+		s.closeConn, s.drainClose = true, true
+	}
+	s.started = true
+	return s.down.writeHead(s, n, hasBody)
+}
+
+// connectionUnusable closes an HTTP/1 connection after the response: its
+// byte stream is out of step (a request body left unread or broken). An
+// HTTP/2 connection is not concerned, as each stream has its own frames.
+func (s *stream) connectionUnusable() {
+	if s.conn != nil {
+		s.closeConn = true
+	}
+}
+
+// resetDownstream cuts a response that has started: the client sees an
+// incomplete message and the connection closes.
+func (s *stream) resetDownstream() {
+	s.closeConn = true
+	s.m.stats.rqTxReset.Inc()
+	s.down.abort()
+}
+
+// downstreamFailed records that writing to the client failed: the client
+// went away, and the connection closes.
+func (s *stream) downstreamFailed() {
+	s.closeConn = true
+	s.m.stats.cxDestroyActiveRq.Inc()
+	if s.conn != nil {
+		s.conn.remoteClosed = true
+	}
+	s.flags |= accesslog.DownstreamConnectionTermination
+	s.down.abort()
+}
+
+// appendVia appends via to the via header, in buf, and returns buf.
+func appendVia(h *headerList, via string, buf []byte) []byte {
+	prev, ok := h.Get("via")
+	if !ok {
+		h.Add("via", via)
+		return buf
+	}
+	buf = append(append(append(buf[:0], prev...), ", "...), via...)
+	h.Set("via", view(buf))
+	return buf
+}
+
+// setNumber sets header name to n, formatted in buf, and returns buf.
+func setNumber(h *headerList, name string, n int64, buf []byte) []byte {
+	buf = strconv.AppendInt(buf[:0], n, 10)
+	h.Set(name, view(buf))
+	return buf
+}

@@ -1,0 +1,452 @@
+package httpconn
+
+import (
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"time"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+)
+
+// maxStaleRetries bounds how often a request goes out again because a
+// pooled connection turned out to be closed by the upstream before it sent
+// anything: a race every keep-alive client has, which must not become an
+// error for the downstream.
+const maxStaleRetries = 2
+
+// upstreamScratch is what an HTTP/1 upstream exchange reuses from request
+// to request: an HTTP/1 downstream connection keeps one for all its
+// requests.
+type upstreamScratch struct {
+	out  outBuf
+	head []byte
+	resp http1.Response
+	body http1.BodyReader
+}
+
+// forward sends the request to the route's cluster and relays the
+// response.
+func (s *stream) forward() {
+	m := s.m
+	route := s.route
+	if s.path == "" {
+		// An authority-form target (CONNECT) cannot go to an HTTP
+		// cluster; no route of Outrigger's accepts it.
+		m.stats.noRoute.Inc()
+		s.localReply(404, "", accesslog.NoRouteFound, "route_not_found")
+		return
+	}
+	name := route.ClusterName(rand.Uint64())
+	var cl UpstreamCluster
+	if m.deps.Upstreams != nil && name != "" {
+		cl = m.deps.Upstreams.Cluster(name)
+	}
+	if cl == nil {
+		m.stats.noCluster.Inc()
+		s.localReply(route.ClusterNotFoundStatus, "", accesslog.NoClusterFound, "cluster_not_found")
+		return
+	}
+	s.cluster = cl
+	s.entry.UpstreamCluster = cl.Name()
+	s.rewrite()
+	host := cl.PickHost()
+	if host == nil {
+		s.localReply(503, bodyNoHealthyUpstream, accesslog.NoHealthyUpstream, "no_healthy_upstream")
+		return
+	}
+	s.host = host
+	s.entry.UpstreamHost = host.Address
+	cs := cl.Stats()
+	cs.UpstreamRqTotal.Inc()
+	cs.UpstreamRqActive.Inc()
+	host.Stats.RqTotal.Add(1)
+	host.Stats.RqActive.Add(1)
+	if cl.HTTP2() {
+		s.forwardHTTP2(cl, host)
+	} else {
+		s.forwardHTTP1(cl, host)
+	}
+	cs.UpstreamRqActive.Dec()
+	cs.UpstreamRqCompleted.Inc()
+	host.Stats.RqActive.Add(-1)
+	if s.status >= 500 || s.flags&upstreamFailure != 0 {
+		host.Stats.RqError.Add(1)
+	} else {
+		host.Stats.RqSuccess.Add(1)
+	}
+}
+
+// upstreamFailure are the flags of requests the upstream failed.
+const upstreamFailure = accesslog.UpstreamRequestTimeout | accesslog.UpstreamConnectionFailure |
+	accesslog.UpstreamConnectionTermination | accesslog.UpstreamProtocolError | accesslog.UpstreamRemoteReset
+
+// rewrite applies the route's path and host rewrites and request header
+// edits, and the headers Envoy's router adds.
+func (s *stream) rewrite() {
+	r := s.route
+	s.upPath = s.path
+	if r.RewritesPath() {
+		if p := r.RewritePath(s.path); p != s.path {
+			s.reqHeaders.Set("x-envoy-original-path", s.path)
+			s.upPath = p
+		}
+	}
+	s.upAuthority = s.authority
+	if r.HostRewrite != "" {
+		s.upAuthority = r.HostRewrite
+	}
+	// The access log shows the request as it went upstream, as Envoy's
+	// does (the original path stays in x-envoy-original-path).
+	s.entry.Path, s.entry.Authority = s.upPath, s.upAuthority
+	if r.Timeout > 0 {
+		s.numBuf = setNumber(&s.reqHeaders, "x-envoy-expected-rq-timeout-ms", r.Timeout.Milliseconds(), s.numBuf)
+	}
+	r.MutateRequestHeaders(&s.reqHeaders, &s.entry)
+}
+
+// idleTimeout is the stream idle timeout in force: the route's when it
+// sets one, else the connection manager's.
+func (s *stream) idleTimeout() time.Duration {
+	if s.route != nil {
+		if d, ok := s.route.IdleTimeout(); ok {
+			return d
+		}
+	}
+	return s.m.cfg.streamIdleTimeout
+}
+
+// forwardHTTP1 runs the exchange over a pooled HTTP/1.1 connection, again
+// on a fresh one when a reused connection turns out to be dead before the
+// upstream answered anything (only for requests without a body, which can
+// be sent twice safely).
+func (s *stream) forwardHTTP1(cl UpstreamCluster, host *upstream.Host) {
+	for attempt := 0; ; attempt++ {
+		uc, err := cl.AcquireHTTP1(s.m.ctx, host)
+		if err != nil {
+			s.connectFailed(cl, err)
+			return
+		}
+		mayRetry := s.body == nil && attempt < maxStaleRetries && uc.Requests > 1
+		if !s.exchangeHTTP1(cl, uc, mayRetry) {
+			return
+		}
+	}
+}
+
+// connectFailed answers a request whose upstream connection could not be
+// opened.
+func (s *stream) connectFailed(cl UpstreamCluster, err error) {
+	cl.Stats().RecordResponse(503)
+	body, details := bodyConnectFailure, "upstream_reset_before_response_started{connection_failure}"
+	if isTimeoutErr(err) {
+		body, details = bodyConnectTimeout, "upstream_reset_before_response_started{connection_timeout}"
+	}
+	s.entry.UpstreamTransportFailureReason = err.Error()
+	s.localReply(503, body, accesslog.UpstreamConnectionFailure, details)
+}
+
+// exchangeHTTP1 sends the request on uc and relays the response. It
+// returns true when the request should go out again on another connection
+// (see forwardHTTP1), having released uc.
+func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry bool) (retry bool) {
+	u := s.up
+	reusable := false
+	if s.conn != nil {
+		s.conn.upstream.Store(uc)
+	}
+	defer func() {
+		if s.conn != nil {
+			s.conn.upstream.Store(nil)
+		}
+		if !retry {
+			cl.ReleaseHTTP1(uc, reusable)
+		}
+	}()
+	s.upLocalBuf = appendAddr(s.upLocalBuf[:0], uc.LocalAddr())
+	s.entry.UpstreamLocalAddress = view(s.upLocalBuf)
+	// The route timeout runs from the end of the request to the end of
+	// the response, as Envoy's does. A request without a body ends as it
+	// starts, so one deadline covers sending it and the whole answer.
+	sent := s.tLast
+	tm := upstreamTimer{hard: after(sent, s.route.Timeout), idle: s.idleTimeout()}
+	_ = uc.SetDeadline(tm.deadline(sent))
+	u.out.reset(uc)
+	s.appendRequestHead(&u.out)
+	sendErr, downstreamSide := s.sendRequestBody(&u.out)
+	if sendErr == nil {
+		sendErr = u.out.flush()
+	}
+	if sendErr != nil && downstreamSide {
+		s.requestBodyFailed(sendErr)
+		return false
+	}
+	if s.body != nil {
+		sent = time.Now()
+		s.tLast = sent
+		tm.hard = after(sent, s.route.Timeout)
+		_ = uc.SetDeadline(tm.deadline(sent))
+	}
+	kind, err := s.readResponseHead(uc)
+	if err != nil {
+		if mayRetry && sentNothingBack(err) {
+			cl.ReleaseHTTP1(uc, false)
+			return true
+		}
+		s.upstreamFailed(cl, err, &tm, sendErr)
+		return false
+	}
+	if sendErr != nil {
+		// The upstream answered before taking the whole body: relay
+		// its answer, then close, as the rest of the body is unread.
+		s.connectionUnusable()
+	}
+	now := time.Now()
+	s.tLast = now
+	s.entry.FirstUpstreamByte = s.m.stamp(now)
+	resp := &u.resp
+	s.status = resp.Status
+	s.details = "via_upstream"
+	s.copyResponseHeaders(resp)
+	s.svcTimeBuf = setNumber(&s.respHeaders, "x-envoy-upstream-service-time", now.Sub(sent).Milliseconds(), s.svcTimeBuf)
+	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
+	n := resp.ContentLength
+	if kind != http1.BodyLength && kind != http1.BodyNone {
+		n = -1
+	}
+	if err := s.sendHead(n, kind != http1.BodyNone); err != nil {
+		s.downstreamFailed()
+		return false
+	}
+	u.body.Reset(uc.R, kind, resp.ContentLength, maxTrailerBytes, s.flushDown)
+	for pieces := 0; ; pieces++ {
+		p, err := u.body.Next()
+		if len(p) > 0 {
+			if err := s.down.writeBody(p); err != nil {
+				s.downstreamFailed()
+				return false
+			}
+			s.bytesSent += uint64(len(p))
+			// A body in one piece (the common case) reads no clock.
+			if pieces > 0 {
+				now := time.Now()
+				if tm.stale(now) {
+					_ = uc.SetDeadline(tm.deadline(now))
+				}
+				s.down.touch(now)
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			s.responseBodyFailed(cl, err, &tm)
+			return false
+		}
+	}
+	if err := s.down.finish(); err != nil {
+		s.downstreamFailed()
+		return false
+	}
+	reusable = sendErr == nil && resp.Reusable(kind)
+	cs := cl.Stats()
+	cs.RecordResponse(s.status)
+	cs.UpstreamRqTime.Record(uint64(time.Since(sent).Milliseconds()))
+	return false
+}
+
+// appendRequestHead serialises the request as it goes upstream.
+func (s *stream) appendRequestHead(o *outBuf) {
+	b := o.b
+	b = append(b, s.method...)
+	b = append(b, ' ')
+	b = append(b, s.upPath...)
+	b = append(b, " HTTP/1.1\r\n"...)
+	if s.upAuthority != "" {
+		b = append(b, "host: "...)
+		b = append(b, s.upAuthority...)
+		b = append(b, http1.CRLF...)
+	}
+	for i := range s.reqHeaders.fields {
+		f := &s.reqHeaders.fields[i]
+		b = http1.AppendHeaderString(b, f.name, f.value)
+	}
+	switch {
+	case s.reqChunked:
+		b = append(b, "transfer-encoding: chunked\r\n"...)
+	case s.reqLength >= 0:
+		b = http1.AppendContentLength(b, s.reqLength)
+	}
+	o.b = append(b, http1.CRLF...)
+}
+
+// sendRequestBody streams the request body into o, re-framed (chunked
+// bodies are decoded and encoded again). On error, downstreamSide tells
+// whether reading the client failed, rather than writing the upstream.
+func (s *stream) sendRequestBody(o *outBuf) (err error, downstreamSide bool) {
+	if s.body == nil {
+		s.bodyDone = true
+		return nil, false
+	}
+	if s.expect100 {
+		s.expect100 = false
+		if err := s.down.continue100(); err != nil {
+			return err, true
+		}
+	}
+	for pieces := 0; ; pieces++ {
+		p, err := s.body.Next()
+		if len(p) > 0 {
+			s.bytesRecv += uint64(len(p))
+			if s.reqChunked {
+				o.b = http1.AppendChunkHeader(o.b, len(p))
+				_ = o.write(p)
+				_ = o.writeString(http1.CRLF)
+			} else {
+				_ = o.write(p)
+			}
+			if o.err != nil {
+				return o.err, false
+			}
+			if pieces > 0 {
+				s.down.touch(time.Now())
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if o.err != nil {
+				return o.err, false
+			}
+			return err, true
+		}
+	}
+	s.bodyDone = true
+	if s.reqChunked {
+		_ = o.writeString(http1.LastChunk)
+	}
+	return o.err, false
+}
+
+// readResponseHead reads the upstream's response head into s.up.resp,
+// skipping interim (1xx) responses, and returns its body framing.
+func (s *stream) readResponseHead(uc *upstream.Conn) (http1.BodyKind, error) {
+	u := s.up
+	for {
+		head, err := http1.ReadHead(uc.R, u.head, s.m.cfg.maxRequestHeadersBytes)
+		if err != nil {
+			return 0, err
+		}
+		u.head = head
+		if err := http1.ParseResponse(head, &u.resp, s.m.cfg.maxHeadersCount); err != nil {
+			return 0, err
+		}
+		switch {
+		case u.resp.Status == 101:
+			// Upgrades are not forwarded (Upgrade is stripped), so a
+			// switch is a broken upstream.
+			return 0, http1.ErrStatusCode
+		case u.resp.Status < 200:
+			continue
+		}
+		return u.resp.BodyKind(s.isHead), nil
+	}
+}
+
+// sentNothingBack reports whether a response head failed because the
+// upstream closed the connection before sending a byte.
+func sentNothingBack(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || isConnReset(err)
+}
+
+// upstreamFailed answers a request whose upstream response head did not
+// come: timeouts, resets and protocol errors, with Envoy's statuses, flags
+// and bodies. sendErr is the error that stopped sending the request, if
+// any.
+func (s *stream) upstreamFailed(cl UpstreamCluster, err error, tm *upstreamTimer, sendErr error) {
+	cs := cl.Stats()
+	var pe *http1.Error
+	switch {
+	case isTimeoutErr(err) && tm.hardExpired(time.Now()):
+		cs.UpstreamRqTimeout.Inc()
+		s.host.Stats.RqTimeout.Add(1)
+		cs.RecordResponse(504)
+		s.localReply(504, bodyUpstreamTimeout, accesslog.UpstreamRequestTimeout, "upstream_response_timeout")
+	case isTimeoutErr(err):
+		s.m.stats.rqIdleTimeout.Inc()
+		s.localReply(504, bodyStreamTimeout, accesslog.StreamIdleTimeout, "stream_idle_timeout")
+	case errors.As(err, &pe):
+		cs.RecordResponse(502)
+		s.localReply(502, bodyProtocolError, accesslog.UpstreamProtocolError, "upstream_reset_before_response_started{protocol_error}")
+	default:
+		if sendErr != nil {
+			err = sendErr
+		}
+		s.entry.UpstreamTransportFailureReason = err.Error()
+		cs.RecordResponse(503)
+		s.localReply(503, bodyTermination, accesslog.UpstreamConnectionTermination, "upstream_reset_before_response_started{connection_termination}")
+	}
+}
+
+// responseBodyFailed cuts a response whose body broke off upstream.
+func (s *stream) responseBodyFailed(cl UpstreamCluster, err error, tm *upstreamTimer) {
+	cs := cl.Stats()
+	s.m.stats.rqResetAfterStart.Inc()
+	switch {
+	case isTimeoutErr(err) && tm.hardExpired(time.Now()):
+		cs.UpstreamRqTimeout.Inc()
+		s.host.Stats.RqTimeout.Add(1)
+		s.flags |= accesslog.UpstreamRequestTimeout
+		s.details = "upstream_response_timeout"
+	case isTimeoutErr(err):
+		s.m.stats.rqIdleTimeout.Inc()
+		s.flags |= accesslog.StreamIdleTimeout
+		s.details = "stream_idle_timeout"
+	default:
+		s.flags |= accesslog.UpstreamConnectionTermination
+		s.details = "upstream_reset_after_response_started{connection_termination}"
+	}
+	cs.RecordResponse(s.status)
+	s.resetDownstream()
+}
+
+// requestBodyFailed handles a request body that could not be read from the
+// client: a timeout (answered 408 if nothing was sent yet), a malformed
+// chunked body (400), or the client gone.
+func (s *stream) requestBodyFailed(err error) {
+	var pe *http1.Error
+	s.connectionUnusable()
+	switch {
+	case isTimeoutErr(err):
+		s.bodyTimedOut()
+	case errors.As(err, &pe):
+		s.m.stats.cxProtocolError.Inc()
+		s.localReply(pe.Status, http1.StatusText(pe.Status), accesslog.DownstreamProtocolError, "http1.codec_error")
+	default:
+		s.m.stats.rqRxReset.Inc()
+		s.m.stats.cxDestroyActiveRq.Inc()
+		if s.conn != nil {
+			s.conn.remoteClosed = true
+		}
+		s.flags |= accesslog.DownstreamConnectionTermination
+		s.details = "downstream_remote_disconnect"
+		s.down.abort()
+	}
+}
+
+// bodyTimedOut answers a request whose body stopped arriving: the request
+// timeout or the stream idle timeout fired, whichever is due.
+func (s *stream) bodyTimedOut() {
+	s.tLast = time.Now()
+	if t := s.m.cfg.requestTimeout; t > 0 && s.tLast.Sub(s.t0) >= t {
+		s.m.stats.rqTimeout.Inc()
+		s.localReply(408, bodyRequestTimeout, 0, "request_overall_timeout")
+		return
+	}
+	s.m.stats.rqIdleTimeout.Inc()
+	s.localReply(408, bodyStreamTimeout, accesslog.StreamIdleTimeout, "stream_idle_timeout")
+}

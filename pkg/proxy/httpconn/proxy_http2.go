@@ -1,0 +1,236 @@
+package httpconn
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+)
+
+// forwardHTTP2 sends the request over the cluster's HTTP/2 pool and relays
+// the response.
+func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) {
+	ctx := s.m.ctx
+	if t := s.route.Timeout; t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t)
+		defer cancel()
+	}
+	if s.expect100 {
+		// Answered here, before the transport's goroutine reads the
+		// body, so that only this goroutine writes to the client.
+		s.expect100 = false
+		if err := s.down.continue100(); err != nil {
+			s.downstreamFailed()
+			return
+		}
+	}
+	req, body := s.upstreamRequest(ctx)
+	if body != nil {
+		// The transport reads the body in its own goroutine; the body
+		// source belongs to the downstream connection, which must not
+		// read its next request before that goroutine is done.
+		defer body.wait()
+	}
+	sent := time.Now()
+	resp, err := cl.RoundTripHTTP2(req, host)
+	if err != nil {
+		s.h2UpstreamFailed(cl, ctx, err)
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	now := time.Now()
+	s.tLast = now
+	s.entry.FirstUpstreamByte = s.m.stamp(now)
+	s.status = resp.StatusCode
+	s.details = "via_upstream"
+	for k, vs := range resp.Header {
+		name := strings.ToLower(k)
+		if hopByHopResponse([]byte(name)) {
+			continue
+		}
+		for _, v := range vs {
+			s.respHeaders.Add(name, v)
+		}
+	}
+	s.svcTimeBuf = setNumber(&s.respHeaders, "x-envoy-upstream-service-time", now.Sub(sent).Milliseconds(), s.svcTimeBuf)
+	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
+	hasBody := !s.isHead && s.status != 204 && s.status != 304
+	if err := s.sendHead(resp.ContentLength, hasBody); err != nil {
+		s.downstreamFailed()
+		return
+	}
+	if hasBody {
+		buf := make([]byte, h2BodyBuffer)
+		for {
+			n, err := resp.Body.Read(buf)
+			if n > 0 {
+				if err := s.down.writeBody(buf[:n]); err != nil {
+					s.downstreamFailed()
+					return
+				}
+				s.bytesSent += uint64(n)
+				if n < len(buf) {
+					// The upstream had no more at hand: let what
+					// came go on before waiting.
+					if err := s.down.flush(); err != nil {
+						s.downstreamFailed()
+						return
+					}
+				}
+			}
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				s.h2BodyFailed(cl, ctx, err)
+				return
+			}
+		}
+	}
+	if len(resp.Trailer) > 0 {
+		s.down.trailers(resp.Trailer)
+	}
+	if err := s.down.finish(); err != nil {
+		s.downstreamFailed()
+		return
+	}
+	cs := cl.Stats()
+	cs.RecordResponse(s.status)
+	cs.UpstreamRqTime.Record(uint64(time.Since(sent).Milliseconds()))
+}
+
+// upstreamRequest builds the net/http request the HTTP/2 pool sends.
+func (s *stream) upstreamRequest(ctx context.Context) (*http.Request, *h2RequestBody) {
+	u, err := url.ParseRequestURI(s.upPath)
+	if err != nil {
+		// Passed on as received when Go's parser disagrees with ours.
+		u = &url.URL{Opaque: s.upPath}
+	}
+	req := &http.Request{
+		Method:        s.method,
+		URL:           u,
+		Host:          s.upAuthority,
+		Header:        make(http.Header, len(s.reqHeaders.fields)),
+		Proto:         "HTTP/2.0",
+		ProtoMajor:    2,
+		ContentLength: 0,
+	}
+	for _, f := range s.reqHeaders.fields {
+		k := http.CanonicalHeaderKey(f.name)
+		req.Header[k] = append(req.Header[k], f.value)
+	}
+	if s.teTrailers {
+		// The one TE value HTTP/2 allows (RFC 9113 §8.2.2); gRPC
+		// servers require it.
+		req.Header["Te"] = []string{"trailers"}
+	}
+	var body *h2RequestBody
+	if s.body != nil {
+		body = &h2RequestBody{s: s, done: make(chan struct{})}
+		req.Body = body
+		req.ContentLength = s.reqLength
+		if s.reqChunked {
+			req.ContentLength = -1
+		}
+	}
+	return req.WithContext(ctx), body
+}
+
+// h2RequestBody feeds the request body to the HTTP/2 transport.
+type h2RequestBody struct {
+	s    *stream
+	p    []byte
+	err  error
+	once sync.Once
+	done chan struct{}
+}
+
+// Read copies the next pieces of the request body into p.
+func (b *h2RequestBody) Read(p []byte) (int, error) {
+	for len(b.p) == 0 {
+		if b.err != nil {
+			return 0, b.err
+		}
+		b.p, b.err = b.s.body.Next()
+		if errors.Is(b.err, io.EOF) {
+			b.s.bodyDone = true
+		}
+		b.s.bytesRecv += uint64(len(b.p))
+	}
+	n := copy(p, b.p)
+	b.p = b.p[n:]
+	return n, nil
+}
+
+// Close is called by the transport when it is done with the body.
+func (b *h2RequestBody) Close() error {
+	b.once.Do(func() { close(b.done) })
+	return nil
+}
+
+// wait blocks until the transport has closed the body, so that nothing
+// reads the downstream connection behind the stream's back; a body left
+// half read closes the connection.
+func (b *h2RequestBody) wait() {
+	idle := b.s.idleTimeout()
+	if idle <= 0 {
+		idle = defaultStreamIdleTimeout
+	}
+	t := time.NewTimer(idle)
+	defer t.Stop()
+	select {
+	case <-b.done:
+	case <-t.C:
+		b.s.leaked = true
+	}
+	if !b.s.bodyDone {
+		b.s.connectionUnusable()
+	}
+}
+
+// h2UpstreamFailed answers a request whose HTTP/2 upstream exchange failed
+// before a response head.
+func (s *stream) h2UpstreamFailed(cl UpstreamCluster, ctx context.Context, err error) {
+	cs := cl.Stats()
+	var op *net.OpError
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		cs.UpstreamRqTimeout.Inc()
+		s.host.Stats.RqTimeout.Add(1)
+		cs.RecordResponse(504)
+		s.localReply(504, bodyUpstreamTimeout, accesslog.UpstreamRequestTimeout, "upstream_response_timeout")
+	case errors.As(err, &op) && op.Op == "dial":
+		s.connectFailed(cl, err)
+	default:
+		s.entry.UpstreamTransportFailureReason = err.Error()
+		cs.RecordResponse(503)
+		s.localReply(503, bodyTermination, accesslog.UpstreamConnectionTermination, "upstream_reset_before_response_started{connection_termination}")
+	}
+}
+
+// h2BodyFailed cuts a response whose HTTP/2 body broke off.
+func (s *stream) h2BodyFailed(cl UpstreamCluster, ctx context.Context, err error) {
+	cs := cl.Stats()
+	s.m.stats.rqResetAfterStart.Inc()
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		cs.UpstreamRqTimeout.Inc()
+		s.host.Stats.RqTimeout.Add(1)
+		s.flags |= accesslog.UpstreamRequestTimeout
+		s.details = "upstream_response_timeout"
+	} else {
+		s.flags |= accesslog.UpstreamRemoteReset
+		s.details = "upstream_reset_after_response_started{remote_reset}"
+		s.entry.UpstreamTransportFailureReason = err.Error()
+	}
+	cs.RecordResponse(s.status)
+	s.resetDownstream()
+}

@@ -1,0 +1,264 @@
+package httpconn
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
+)
+
+// init binds a connection's stream to the connection, once.
+func (s *stream) init(m *Manager, c *serverConn) {
+	s.m = m
+	s.connID, s.remote, s.remoteIP, s.local = c.id, c.remote, c.remoteIP, c.local
+	s.up = &c.up
+	s.down = c
+	s.flushDown = c.flushDown
+	s.conn = c
+}
+
+// serveRequest serves one request whose first byte has arrived. It
+// returns whether the connection may carry another request.
+func (c *serverConn) serveRequest() bool {
+	m := c.m
+	cfg := &m.cfg
+	s := &c.st
+	now := time.Now()
+	s.begin(now, protoHTTP11)
+	defer func() { c.lastNow = s.tLast }()
+	c.out.reset(c.cc)
+	c.chunked, c.aborted = false, false
+	// The request is read under the stream idle timeout, kept lazily,
+	// and the request and request headers timeouts when configured,
+	// which are exact.
+	c.reqHard = after(now, cfg.requestTimeout)
+	bodyDeadline := earliest(after(now, cfg.streamIdleTimeout), c.reqHard)
+	headDeadline := earliest(bodyDeadline, after(now, cfg.requestHeadersTimeout))
+	exact := cfg.requestTimeout > 0 || cfg.requestHeadersTimeout > 0
+	if c.rd.need(headDeadline, exact) {
+		_ = c.nc.SetReadDeadline(headDeadline)
+	}
+
+	head, err := http1.ReadHead(c.br, c.head, cfg.maxRequestHeadersBytes)
+	c.head = head
+	if err != nil {
+		c.headFailed(err)
+		s.end()
+		return false
+	}
+	req := &c.req
+	if err := http1.ParseRequest(head, req, m.cfg.maxHeadersCount); err != nil {
+		c.protocolError(err)
+		s.end()
+		return false
+	}
+	if !headDeadline.Equal(bodyDeadline) && c.rd.need(bodyDeadline, true) {
+		_ = c.nc.SetReadDeadline(bodyDeadline)
+	}
+	if req.Version == http1.HTTP10 {
+		s.proto = protoHTTP10
+		s.entry.Protocol = protoHTTP10
+	}
+	authority := view(req.Authority)
+	if authority == "" && req.Version == http1.HTTP10 {
+		authority = m.cfg.defaultHostHTTP10
+	}
+	s.setRequest(view(req.Method), view(req.Path), authority)
+	s.keepAlive = req.KeepAlive
+	switch {
+	case req.Version == http1.HTTP10 && !m.cfg.acceptHTTP10:
+		// Envoy refuses HTTP/1.0 unless accept_http_10 is set.
+		c.protocolError(&http1.Error{Status: 426, Reason: "http/1.0 not accepted"})
+		s.end()
+		return false
+	case authority == "":
+		c.protocolError(http1.ErrMissingHost)
+		s.end()
+		return false
+	}
+	s.copyRequestHeaders(req)
+	s.reqLength, s.reqChunked, s.expect100 = req.ContentLength, req.Chunked, req.Expect100
+	switch {
+	case req.Chunked:
+		c.body.Reset(c.br, http1.BodyChunked, 0, maxTrailerBytes, c.flushUp)
+		s.body = &c.body
+	case req.ContentLength > 0:
+		c.body.Reset(c.br, http1.BodyLength, req.ContentLength, 0, c.flushUp)
+		s.body = &c.body
+	default:
+		s.bodyDone = true
+	}
+	if max := m.cfg.maxRequestsPerConnection; max > 0 && c.requests+1 >= max {
+		// The last request the connection may carry: say so in its
+		// response.
+		s.closeConn = true
+		m.stats.cxMaxRequests.Inc()
+	}
+	s.prepareRequest()
+	s.decode()
+	s.end()
+	return !s.closeConn
+}
+
+// headFailed handles a request head that could not be read: a timeout, a
+// protocol error, or the client going away.
+func (c *serverConn) headFailed(err error) {
+	s := &c.st
+	s.keepAlive = false
+	m := c.m
+	switch {
+	case isTimeout(err):
+		s.tLast = time.Now()
+		elapsed := s.tLast.Sub(s.t0)
+		switch {
+		case m.cfg.requestTimeout > 0 && elapsed >= m.cfg.requestTimeout:
+			m.stats.rqTimeout.Inc()
+			s.localReply(408, bodyRequestTimeout, 0, "request_overall_timeout")
+		case m.cfg.requestHeadersTimeout > 0 && elapsed >= m.cfg.requestHeadersTimeout:
+			m.stats.rqHeaderTimeout.Inc()
+			s.localReply(408, bodyHeaderTimeout, 0, "request_header_timeout")
+		default:
+			m.stats.rqIdleTimeout.Inc()
+			s.localReply(408, bodyStreamTimeout, accesslog.StreamIdleTimeout, "stream_idle_timeout")
+		}
+	case errors.Is(err, io.EOF), errors.Is(err, http1.ErrTruncatedHead), !isProtocolError(err):
+		c.remoteClosed = true
+		m.stats.rqRxReset.Inc()
+		m.stats.cxDestroyActiveRq.Inc()
+		s.flags |= accesslog.DownstreamConnectionTermination
+		s.details = "downstream_remote_disconnect"
+	default:
+		c.protocolError(err)
+	}
+}
+
+// isProtocolError reports whether err is the client's fault.
+func isProtocolError(err error) bool {
+	var pe *http1.Error
+	return errors.As(err, &pe)
+}
+
+// protocolError answers a malformed request as Envoy's codec does: the
+// status the error calls for, its reason phrase as the body, and the
+// connection closed.
+func (c *serverConn) protocolError(err error) {
+	s := &c.st
+	status := http1.StatusOf(err)
+	c.m.stats.cxProtocolError.Inc()
+	s.keepAlive = false
+	s.closeConn = true
+	s.localReply(status, http1.StatusText(status), accesslog.DownstreamProtocolError, "http1.codec_error")
+}
+
+// writeHead implements downstream: it serialises the head into the output
+// buffer, where the body's first bytes join it.
+func (c *serverConn) writeHead(s *stream, n int64, hasBody bool) error {
+	c.writeIdle = s.idleTimeout()
+	if d := after(s.tLast, c.writeIdle); c.wd.need(d, false) {
+		_ = c.nc.SetWriteDeadline(d)
+	}
+	b := http1.AppendStatusLine(c.out.b, http1.HTTP11, s.status)
+	for i := range s.respHeaders.fields {
+		f := &s.respHeaders.fields[i]
+		b = http1.AppendHeaderString(b, f.name, f.value)
+	}
+	switch {
+	case !hasBody || n >= 0:
+		if n >= 0 {
+			b = http1.AppendContentLength(b, n)
+		}
+	case s.proto == protoHTTP11:
+		b = append(b, "transfer-encoding: chunked\r\n"...)
+		c.chunked = true
+	default:
+		// An HTTP/1.0 client knows no chunks: the body ends with the
+		// connection.
+		s.closeConn = true
+	}
+	switch {
+	case s.closeConn:
+		b = append(b, "connection: close\r\n"...)
+	case s.proto == protoHTTP10:
+		b = append(b, "connection: keep-alive\r\n"...)
+	}
+	c.out.b = append(b, http1.CRLF...)
+	return nil
+}
+
+// writeBody implements downstream.
+func (c *serverConn) writeBody(p []byte) error {
+	if c.aborted {
+		return errAborted
+	}
+	if c.chunked {
+		c.out.b = http1.AppendChunkHeader(c.out.b, len(p))
+		_ = c.out.write(p)
+		return c.out.writeString(http1.CRLF)
+	}
+	return c.out.write(p)
+}
+
+// writeBodyString implements downstream.
+func (c *serverConn) writeBodyString(p string) error {
+	if c.aborted {
+		return errAborted
+	}
+	if c.chunked {
+		c.out.b = http1.AppendChunkHeader(c.out.b, len(p))
+		_ = c.out.writeString(p)
+		return c.out.writeString(http1.CRLF)
+	}
+	return c.out.writeString(p)
+}
+
+// finish implements downstream.
+func (c *serverConn) finish() error {
+	if c.aborted {
+		return errAborted
+	}
+	if c.chunked {
+		_ = c.out.writeString(http1.LastChunk)
+	}
+	return c.out.flush()
+}
+
+// abort implements downstream: what was not sent yet is dropped, and the
+// connection closes after the stream, so the client sees the response
+// break off.
+func (c *serverConn) abort() {
+	c.aborted = true
+	c.out.b = c.out.b[:0]
+}
+
+// flush implements downstream.
+func (c *serverConn) flush() error { return c.out.flush() }
+
+// continue100 implements downstream.
+func (c *serverConn) continue100() error {
+	if !c.req.Expect100 {
+		return nil
+	}
+	_ = c.out.writeString(http1.Continue)
+	return c.out.flush()
+}
+
+// trailers implements downstream: HTTP/1 responses carry none, as in
+// Envoy without enable_trailers.
+func (c *serverConn) trailers(http.Header) {}
+
+// touch implements downstream: activity pushes the idle deadlines back
+// (lazily: about once a second).
+func (c *serverConn) touch(now time.Time) {
+	if d := earliest(after(now, c.m.cfg.streamIdleTimeout), c.reqHard); c.rd.need(d, false) {
+		_ = c.nc.SetReadDeadline(d)
+	}
+	if d := after(now, c.writeIdle); c.wd.need(d, false) {
+		_ = c.nc.SetWriteDeadline(d)
+	}
+}
+
+// errAborted is returned by writes after a response was cut.
+var errAborted = errors.New("response aborted")

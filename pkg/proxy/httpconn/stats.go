@@ -1,0 +1,101 @@
+package httpconn
+
+import "github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+
+// hcmStats are the connection manager's and its router filter's stats
+// under "http.<stat_prefix>.", with Envoy's names. They are looked up once
+// in New; the request path only touches the pointers.
+type hcmStats struct {
+	cxTotal           *stats.Counter
+	cxActive          *stats.Gauge
+	cxDestroy         *stats.Counter
+	cxDestroyLocal    *stats.Counter
+	cxDestroyRemote   *stats.Counter
+	cxDestroyActiveRq *stats.Counter
+	cxHTTP1Total      *stats.Counter
+	cxHTTP1Active     *stats.Gauge
+	cxHTTP2Total      *stats.Counter
+	cxHTTP2Active     *stats.Gauge
+	cxDrainClose      *stats.Counter
+	cxIdleTimeout     *stats.Counter
+	cxMaxRequests     *stats.Counter
+	cxProtocolError   *stats.Counter
+	cxRxBytes         *stats.Counter
+	cxTxBytes         *stats.Counter
+	cxLengthMs        *stats.Histogram
+	rqTotal           *stats.Counter
+	rqActive          *stats.Gauge
+	rqHTTP1Total      *stats.Counter
+	rqHTTP2Total      *stats.Counter
+	rqCompleted       *stats.Counter
+	rqRxReset         *stats.Counter
+	rqTxReset         *stats.Counter
+	rqTimeout         *stats.Counter
+	rqHeaderTimeout   *stats.Counter
+	rqIdleTimeout     *stats.Counter
+	rqTooLarge        *stats.Counter
+	rqNonRelativePath *stats.Counter
+	rqTime            *stats.Histogram
+	rqClass           [5]*stats.Counter
+	noRoute           *stats.Counter
+	noCluster         *stats.Counter
+	rqDirectResponse  *stats.Counter
+	rqRedirect        *stats.Counter
+	routerRqTotal     *stats.Counter
+	rqResetAfterStart *stats.Counter
+}
+
+// newHCMStats creates every stat up front, as Envoy does, so that they show
+// (as zeros) before the first request.
+func newHCMStats(st *stats.Store, prefix string) *hcmStats {
+	sc := st.Scope("http." + prefix + ".")
+	s := &hcmStats{
+		cxTotal:           sc.Counter("downstream_cx_total"),
+		cxActive:          sc.Gauge("downstream_cx_active"),
+		cxDestroy:         sc.Counter("downstream_cx_destroy"),
+		cxDestroyLocal:    sc.Counter("downstream_cx_destroy_local"),
+		cxDestroyRemote:   sc.Counter("downstream_cx_destroy_remote"),
+		cxDestroyActiveRq: sc.Counter("downstream_cx_destroy_active_rq"),
+		cxHTTP1Total:      sc.Counter("downstream_cx_http1_total"),
+		cxHTTP1Active:     sc.Gauge("downstream_cx_http1_active"),
+		cxHTTP2Total:      sc.Counter("downstream_cx_http2_total"),
+		cxHTTP2Active:     sc.Gauge("downstream_cx_http2_active"),
+		cxDrainClose:      sc.Counter("downstream_cx_drain_close"),
+		cxIdleTimeout:     sc.Counter("downstream_cx_idle_timeout"),
+		cxMaxRequests:     sc.Counter("downstream_cx_max_requests_reached"),
+		cxProtocolError:   sc.Counter("downstream_cx_protocol_error"),
+		cxRxBytes:         sc.Counter("downstream_cx_rx_bytes_total"),
+		cxTxBytes:         sc.Counter("downstream_cx_tx_bytes_total"),
+		cxLengthMs:        sc.Histogram("downstream_cx_length_ms", stats.UnitMilliseconds),
+		rqTotal:           sc.Counter("downstream_rq_total"),
+		rqActive:          sc.Gauge("downstream_rq_active"),
+		rqHTTP1Total:      sc.Counter("downstream_rq_http1_total"),
+		rqHTTP2Total:      sc.Counter("downstream_rq_http2_total"),
+		rqCompleted:       sc.Counter("downstream_rq_completed"),
+		rqRxReset:         sc.Counter("downstream_rq_rx_reset"),
+		rqTxReset:         sc.Counter("downstream_rq_tx_reset"),
+		rqTimeout:         sc.Counter("downstream_rq_timeout"),
+		rqHeaderTimeout:   sc.Counter("downstream_rq_header_timeout"),
+		rqIdleTimeout:     sc.Counter("downstream_rq_idle_timeout"),
+		rqTooLarge:        sc.Counter("downstream_rq_too_large"),
+		rqNonRelativePath: sc.Counter("downstream_rq_non_relative_path"),
+		rqTime:            sc.Histogram("downstream_rq_time", stats.UnitMilliseconds),
+		noRoute:           sc.Counter("no_route"),
+		noCluster:         sc.Counter("no_cluster"),
+		rqDirectResponse:  sc.Counter("rq_direct_response"),
+		rqRedirect:        sc.Counter("rq_redirect"),
+		routerRqTotal:     sc.Counter("rq_total"),
+		rqResetAfterStart: sc.Counter("rq_reset_after_downstream_response_started"),
+	}
+	for i := range s.rqClass {
+		s.rqClass[i] = sc.Counter("downstream_rq_" + string(rune('1'+i)) + "xx")
+	}
+	return s
+}
+
+// recordStatus counts a response status in its class.
+func (s *hcmStats) recordStatus(code int) {
+	if code >= 100 && code < 600 {
+		s.rqClass[code/100-1].Inc()
+	}
+}

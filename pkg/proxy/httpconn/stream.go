@@ -1,0 +1,254 @@
+package httpconn
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+)
+
+// The %PROTOCOL% values.
+const (
+	protoHTTP10 = "HTTP/1.0"
+	protoHTTP11 = "HTTP/1.1"
+	protoHTTP2  = "HTTP/2"
+)
+
+// downstream is the client side of a stream as the filters and the router
+// answer it: HTTP/1 over the connection's own codec, or an HTTP/2 stream.
+type downstream interface {
+	// writeHead sends the response head: s.status and s.respHeaders,
+	// then the framing of a body of n bytes (-1: unknown), or of no body
+	// when hasBody is false (n is then the Content-Length to announce,
+	// as for HEAD).
+	writeHead(s *stream, n int64, hasBody bool) error
+	// writeBody sends body bytes.
+	writeBody(p []byte) error
+	// writeBodyString sends body bytes held in a string (local replies).
+	writeBodyString(p string) error
+	// finish ends the body and sends what is buffered.
+	finish() error
+	// abort ends the response as broken: what is buffered is dropped and
+	// the client must see an incomplete message.
+	abort()
+	// flush sends what is buffered, before the stream waits.
+	flush() error
+	// continue100 sends 100 Continue if the client waits for it.
+	continue100() error
+	// trailers sends response trailers after the body; HTTP/1 drops
+	// them, as Envoy does unless enable_trailers is set.
+	trailers(t http.Header)
+	// touch tells of activity at now: idle deadlines move back.
+	touch(now time.Time)
+}
+
+// bodySource is a request body as the router reads it: pieces valid until
+// the next call, then io.EOF.
+type bodySource interface {
+	Next() ([]byte, error)
+}
+
+// stream is one request and its response, from the first request byte to
+// the last response byte. An HTTP/1 connection reuses one stream for all
+// its requests; each HTTP/2 stream has its own.
+type stream struct {
+	m *Manager
+	// up is the upstream scratch space; flushDown flushes the
+	// downstream's buffered output (bound once, so handing it to a body
+	// reader allocates nothing).
+	up        *upstreamScratch
+	flushDown func() error
+	// conn is the HTTP/1 connection the stream belongs to; nil for
+	// HTTP/2 streams.
+	conn *serverConn
+	// The downstream connection's identity.
+	connID   uint64
+	remote   string
+	remoteIP string
+	local    string
+
+	// start is the recorded start; t0 the real time it began, and tLast
+	// the latest real time read since (socket deadlines use real time).
+	start time.Time
+	t0    time.Time
+	tLast time.Time
+	// The request, as views of the request head (see view).
+	proto     string
+	method    string
+	path      string
+	authority string
+	scheme    string
+	isHead    bool
+	// keepAlive: the client lets the connection carry another request.
+	keepAlive  bool
+	reqHeaders headerList
+	// Request body: reqLength is its Content-Length, -1 without one;
+	// reqChunked means a body of unknown length follows; body reads it
+	// (nil when there is none).
+	reqLength  int64
+	reqChunked bool
+	expect100  bool
+	// teTrailers: the client said "te: trailers" (gRPC does), which an
+	// HTTP/2 upstream is told too.
+	teTrailers bool
+	body       bodySource
+	// bodyDone reports whether the request body was read to its end.
+	bodyDone bool
+	// leaked is set when another goroutine may still read the request
+	// body (an HTTP/2 upstream transport that never let go of it): the
+	// buffers it reads from must then not be recycled.
+	leaked bool
+
+	// Routing.
+	rreq  router.Request
+	route *router.Route
+	// upPath and upAuthority are what goes upstream after rewrites.
+	upPath      string
+	upAuthority string
+	cluster     UpstreamCluster
+	host        *upstream.Host
+
+	// The response.
+	down        downstream
+	status      int
+	respHeaders headerList
+	started     bool
+	// closeConn: the connection closes after this response.
+	closeConn bool
+	// drainClose: closeConn because the listener drains.
+	drainClose bool
+	flags      accesslog.ResponseFlags
+	details    string
+	bytesSent  uint64
+	bytesRecv  uint64
+
+	entry accesslog.Entry
+	// Scratch buffers behind header values the stream sets; each is
+	// rewritten only by the next request.
+	idBuf      []byte
+	xffBuf     []byte
+	numBuf     []byte
+	svcTimeBuf []byte
+	viaReqBuf  []byte
+	viaRespBuf []byte
+	upLocalBuf []byte
+	logBuf     []byte
+}
+
+// begin resets the stream for a new request whose first byte arrived at
+// real.
+func (s *stream) begin(real time.Time, proto string) {
+	now := s.m.stamp(real)
+	s.start, s.t0, s.tLast = now, real, real
+	s.proto = proto
+	s.method, s.path, s.authority, s.scheme = "", "", "", "http"
+	s.isHead, s.keepAlive, s.expect100, s.reqChunked, s.bodyDone, s.leaked = false, false, false, false, false, false
+	s.teTrailers = false
+	s.reqLength = -1
+	s.body = nil
+	s.reqHeaders.reset()
+	s.rreq = router.Request{}
+	s.route, s.cluster, s.host = nil, nil, nil
+	s.upPath, s.upAuthority = "", ""
+	s.status, s.started, s.closeConn, s.drainClose = 0, false, false, false
+	s.respHeaders.reset()
+	s.flags, s.details = 0, ""
+	s.bytesSent, s.bytesRecv = 0, 0
+	s.entry = accesslog.Entry{
+		StartTime:               now,
+		Protocol:                proto,
+		DownstreamRemoteAddress: s.remote,
+		DownstreamLocalAddress:  s.local,
+		ConnectionID:            s.connID,
+		RequestHeaders:          &s.reqHeaders,
+	}
+	st := s.m.stats
+	st.rqTotal.Inc()
+	st.rqActive.Inc()
+	if proto == protoHTTP2 {
+		st.rqHTTP2Total.Inc()
+	} else {
+		st.rqHTTP1Total.Inc()
+	}
+}
+
+// setRequest records the request line's parts once they are known.
+func (s *stream) setRequest(method, path, authority string) {
+	s.method, s.path, s.authority = method, path, authority
+	s.isHead = method == "HEAD"
+	s.entry.Method, s.entry.Path, s.entry.Authority, s.entry.Scheme = method, path, authority, s.scheme
+	s.rreq = router.Request{Host: authority, Path: path, Method: method, Scheme: s.scheme, Headers: &s.reqHeaders}
+}
+
+// end accounts for the finished stream: stats and access-log lines. It
+// runs while the request head's buffer still holds what the entry views.
+func (s *stream) end() {
+	m := s.m
+	s.tLast = time.Now()
+	now := m.stamp(s.tLast)
+	st := m.stats
+	st.rqActive.Dec()
+	st.rqCompleted.Inc()
+	st.recordStatus(s.status)
+	st.rqTime.Record(uint64(now.Sub(s.start).Milliseconds()))
+	if s.drainClose {
+		st.cxDrainClose.Inc()
+	}
+	if len(m.logs) == 0 {
+		return
+	}
+	e := &s.entry
+	e.ResponseCode = s.status
+	e.ResponseCodeDetails = s.details
+	e.ResponseFlags = s.flags
+	e.BytesReceived = s.bytesRecv
+	e.BytesSent = s.bytesSent
+	e.Duration = now.Sub(s.start)
+	if s.started {
+		e.ResponseHeaders = &s.respHeaders
+	}
+	for i := range m.logs {
+		l := &m.logs[i]
+		s.logBuf = l.format.Append(s.logBuf[:0], e)
+		if _, err := l.w.Write(s.logBuf); err != nil {
+			m.log.V(1).Info("access log write failed", "error", err.Error())
+		}
+	}
+}
+
+// decode runs the HTTP filters and the router on the request.
+func (s *stream) decode() {
+	m := s.m
+	if hc := m.filters.healthCheck; hc != nil {
+		failing := m.deps.Health != nil && m.deps.Health.HealthChecksFailed()
+		switch hc.decide(&s.rreq, failing) {
+		case hcOK:
+			s.localReply(200, "", 0, "health_check_ok")
+			return
+		case hcFailed:
+			s.localReply(503, "", accesslog.FailedLocalHealthCheck, "health_check_failed")
+			return
+		}
+	}
+	m.stats.routerRqTotal.Inc()
+	route := m.routes.MatchRequest(&s.rreq)
+	if route == nil {
+		m.stats.noRoute.Inc()
+		s.localReply(404, "", accesslog.NoRouteFound, "route_not_found")
+		return
+	}
+	s.route = route
+	s.entry.RouteName = route.Name
+	switch {
+	case route.Direct != nil:
+		m.stats.rqDirectResponse.Inc()
+		s.localReply(int(route.Direct.Status), route.Direct.Body, 0, "direct_response")
+	case route.Redirect != nil:
+		m.stats.rqRedirect.Inc()
+		s.redirect(route.Redirect.Status, route.RedirectLocation(&s.rreq))
+	default:
+		s.forward()
+	}
+}

@@ -1,0 +1,176 @@
+package lb
+
+import (
+	"math/rand/v2"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+)
+
+// Envoy's defaults for the priority computation.
+const (
+	// DefaultOverprovisioningFactor (percent) lets a priority level keep
+	// all its traffic while at least 100/140 (about 71%) of its hosts are
+	// healthy.
+	DefaultOverprovisioningFactor = 140
+	// DefaultPanicThreshold (percent): below this share of available
+	// hosts, a level balances over all its hosts, healthy or not, rather
+	// than overload the few healthy ones.
+	DefaultPanicThreshold = 50
+)
+
+// Config tunes a Balancer.
+type Config struct {
+	// OverprovisioningFactor in percent; 0 means
+	// DefaultOverprovisioningFactor.
+	OverprovisioningFactor uint32
+	// PanicThreshold in percent (0 to 100; more counts as 100). 0 turns
+	// panic mode off; callers wanting Envoy's default pass
+	// DefaultPanicThreshold.
+	PanicThreshold uint32
+	// NewPicker builds the per-list policy; nil means round robin.
+	NewPicker PickerFactory
+	// Rand draws the number that chooses a priority level when several
+	// take load, and the pickers' seeds; nil means math/rand/v2.
+	Rand func() uint64
+}
+
+// Balancer chooses hosts across priority levels. It is immutable once
+// built (only its pickers move), safe for concurrent use, and Pick does
+// not allocate.
+type Balancer struct {
+	levels   []level
+	loads    loads
+	rand     func() uint64
+	onlyOne  bool // one level takes all the load from one source
+	only     int  // that level
+	onlyDegr bool // and whether the source is its degraded hosts
+}
+
+// level is one priority level: a picker per host source, nil when the
+// source is empty.
+type level struct {
+	all, healthy, degraded Picker
+}
+
+// New builds the balancer of a cluster whose hosts are given per priority
+// (index 0 is the highest priority; a level may be empty). Hosts whose
+// configured health fails are kept out of rotation, degraded ones only
+// take load the healthy hosts cannot, unless panic mode applies.
+func New(priorities [][]*upstream.Host, cfg Config) *Balancer {
+	if cfg.OverprovisioningFactor == 0 {
+		cfg.OverprovisioningFactor = DefaultOverprovisioningFactor
+	}
+	cfg.PanicThreshold = min(cfg.PanicThreshold, 100)
+	if cfg.NewPicker == nil {
+		cfg.NewPicker = NewRoundRobinPicker
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Uint64
+	}
+	// Envoy draws one seed per load balancer and shares it among its
+	// host sources.
+	seed := cfg.Rand()
+	b := &Balancer{levels: make([]level, len(priorities)), rand: cfg.Rand}
+	counts := make([]levelCounts, len(priorities))
+	for i, hosts := range priorities {
+		var healthy, degraded []*upstream.Host
+		for _, h := range hosts {
+			switch {
+			case !h.Healthy():
+			case h.Degraded():
+				degraded = append(degraded, h)
+			default:
+				healthy = append(healthy, h)
+			}
+		}
+		counts[i] = levelCounts{total: len(hosts), healthy: len(healthy), degraded: len(degraded)}
+		b.levels[i] = level{
+			all:      newPicker(cfg.NewPicker, hosts, seed),
+			healthy:  newPicker(cfg.NewPicker, healthy, seed),
+			degraded: newPicker(cfg.NewPicker, degraded, seed),
+		}
+	}
+	b.loads = computeLoads(counts, cfg.OverprovisioningFactor, cfg.PanicThreshold)
+	b.only, b.onlyDegr, b.onlyOne = soleSource(b.loads)
+	return b
+}
+
+// newPicker builds a picker, or nil for an empty list.
+func newPicker(f PickerFactory, hosts []*upstream.Host, seed uint64) Picker {
+	if len(hosts) == 0 {
+		return nil
+	}
+	return f(hosts, seed)
+}
+
+// soleSource finds the common case of one level taking all the load, which
+// spares a random draw per pick.
+func soleSource(l loads) (level int, degraded, ok bool) {
+	for i := range l.healthy {
+		switch {
+		case l.healthy[i] == 100:
+			return i, false, true
+		case l.degraded[i] == 100:
+			return i, true, true
+		}
+	}
+	return 0, false, false
+}
+
+// Pick chooses a host, or returns nil when the chosen level has no host
+// able to take the request. panicked reports that the level was in panic
+// mode, so the host may be unhealthy (Envoy counts lb_healthy_panic).
+func (b *Balancer) Pick() (h *upstream.Host, panicked bool) {
+	if len(b.levels) == 0 {
+		return nil, false
+	}
+	p, degraded := b.only, b.onlyDegr
+	if !b.onlyOne {
+		p, degraded = b.choose(b.rand())
+	}
+	lv := &b.levels[p]
+	var src Picker
+	switch {
+	case b.loads.panic[p]:
+		src, panicked = lv.all, true
+	case degraded:
+		src = lv.degraded
+	default:
+		src = lv.healthy
+	}
+	if src == nil {
+		return nil, panicked
+	}
+	return src.Pick(), panicked
+}
+
+// choose is Envoy's choosePriority: the draw, reduced to 1..100, falls in
+// one level's healthy share, or failing that in one level's degraded
+// share. Loads that do not add up to 100 (no host at all) fall back to
+// P0's healthy hosts.
+func (b *Balancer) choose(draw uint64) (priority int, degraded bool) {
+	point := uint32(draw%100) + 1
+	var sum uint32
+	for i, l := range b.loads.healthy {
+		sum += l
+		if point <= sum {
+			return i, false
+		}
+	}
+	for i, l := range b.loads.degraded {
+		sum += l
+		if point <= sum {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// Loads reports, per priority level, the percentage of requests sent to
+// its healthy hosts and to its degraded hosts, and whether it is in panic:
+// the figures the balancer works from, for tests and diagnostics.
+func (b *Balancer) Loads() (healthy, degraded []uint32, panic []bool) {
+	return append([]uint32(nil), b.loads.healthy...),
+		append([]uint32(nil), b.loads.degraded...),
+		append([]bool(nil), b.loads.panic...)
+}

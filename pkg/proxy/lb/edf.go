@@ -1,0 +1,104 @@
+package lb
+
+import (
+	"sync"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+)
+
+// edf is Envoy's earliest-deadline-first scheduler: each host is due again
+// 1/weight after its last pick, and the host with the earliest deadline is
+// picked next, ties going to the host queued first. Over any stretch of
+// picks each host gets a share proportional to its weight, spread evenly
+// rather than in bursts. Deadlines are float64 and accumulate exactly as
+// Envoy's doubles do, so sequences match Envoy's pick for pick.
+type edf struct {
+	mu    sync.Mutex
+	now   float64 // the deadline of the last pick
+	order uint64  // queue position of the next entry, for ties
+	heap  []edfEntry
+}
+
+// edfEntry is one host waiting in the scheduler.
+type edfEntry struct {
+	deadline float64
+	order    uint64
+	step     float64 // 1/weight, computed once as Envoy does per add
+	host     *upstream.Host
+}
+
+// newEDF queues every host at 1/weight, in list order.
+func newEDF(hosts []*upstream.Host) *edf {
+	e := &edf{heap: make([]edfEntry, 0, len(hosts))}
+	for _, h := range hosts {
+		step := 1.0 / float64(hostWeight(h))
+		e.heap = append(e.heap, edfEntry{deadline: step, order: e.order, step: step, host: h})
+		e.order++
+		e.up(len(e.heap) - 1)
+	}
+	return e
+}
+
+// pick returns the host with the earliest deadline and queues it again
+// one step later. Replacing the top and sifting it down yields the same
+// sequence as Envoy's pop and push: every entry's key is unique, so the
+// heap's shape never decides which entry comes first.
+func (e *edf) pick() *upstream.Host {
+	e.mu.Lock()
+	top := &e.heap[0]
+	h := top.host
+	e.now = top.deadline
+	top.deadline = e.now + top.step
+	top.order = e.order
+	e.order++
+	e.down(0)
+	e.mu.Unlock()
+	return h
+}
+
+// less orders entries by deadline, then by queue position.
+func (e *edf) less(i, j int) bool {
+	a, b := &e.heap[i], &e.heap[j]
+	if a.deadline != b.deadline {
+		return a.deadline < b.deadline
+	}
+	return a.order < b.order
+}
+
+func (e *edf) up(i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !e.less(i, parent) {
+			return
+		}
+		e.heap[i], e.heap[parent] = e.heap[parent], e.heap[i]
+		i = parent
+	}
+}
+
+func (e *edf) down(i int) {
+	n := len(e.heap)
+	for {
+		smallest := i
+		if l := 2*i + 1; l < n && e.less(l, smallest) {
+			smallest = l
+		}
+		if r := 2*i + 2; r < n && e.less(r, smallest) {
+			smallest = r
+		}
+		if smallest == i {
+			return
+		}
+		e.heap[i], e.heap[smallest] = e.heap[smallest], e.heap[i]
+		i = smallest
+	}
+}
+
+// hostWeight is the weight the balancers use: the configured one, and 1
+// for a host built without weight.
+func hostWeight(h *upstream.Host) uint32 {
+	if h.Weight == 0 {
+		return 1
+	}
+	return h.Weight
+}

@@ -1,0 +1,14 @@
+package lb
+
+import "github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+
+// Picker chooses one host of a fixed, non-empty host list. Implementations
+// are safe for concurrent use and do not allocate.
+type Picker interface {
+	Pick() *upstream.Host
+}
+
+// PickerFactory builds the Picker of one host list (never empty). seed
+// varies the starting point, so that proxies started together do not all
+// send their first requests to the same host.
+type PickerFactory func(hosts []*upstream.Host, seed uint64) Picker

@@ -1,0 +1,53 @@
+package listener
+
+import (
+	"net"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultBufferLimit is a connection's buffer limit when the listener sets
+// no per_connection_buffer_limit_bytes (Envoy's 1 MiB).
+const DefaultBufferLimit = 1 << 20
+
+// Conn is a downstream connection as a listener hands it to a filter
+// chain. Closing it (once, from any goroutine) updates the listener's
+// connection stats; handlers must close it through this value, never
+// through NetConn.
+type Conn struct {
+	net.Conn
+
+	owner       *Listener
+	worker      *workerStats
+	chain       string
+	start       time.Time
+	bufferLimit uint32
+	closed      atomic.Bool
+}
+
+// Close closes the connection and, the first time, accounts for its end:
+// downstream_cx_active goes down, downstream_cx_destroy up, and its
+// lifetime goes to downstream_cx_length_ms.
+func (c *Conn) Close() error {
+	err := c.Conn.Close()
+	if c.closed.CompareAndSwap(false, true) {
+		c.owner.connClosed(c)
+	}
+	return err
+}
+
+// NetConn returns the accepted connection itself, for socket options; use
+// the Conn for everything else.
+func (c *Conn) NetConn() net.Conn { return c.Conn }
+
+// Listener returns the name of the listener that accepted the connection.
+func (c *Conn) Listener() string { return c.owner.name }
+
+// FilterChain returns the name of the filter chain serving the connection
+// (the configured name, or its configuration path when it has none).
+func (c *Conn) FilterChain() string { return c.chain }
+
+// BufferLimit is the listener's per_connection_buffer_limit_bytes
+// (DefaultBufferLimit when unset): how much a network filter should buffer
+// for this connection in each direction before it stops reading.
+func (c *Conn) BufferLimit() uint32 { return c.bufferLimit }

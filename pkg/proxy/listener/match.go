@@ -1,0 +1,236 @@
+package listener
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+)
+
+// anyPrefixes is what an empty list of ranges means: every address of
+// both families, the least specific match there is. Treating it as the two
+// /0 ranges makes "no ranges" and an explicit 0.0.0.0/0 equally specific,
+// as in Envoy.
+var anyPrefixes = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}
+
+// chainMatch is a compiled filter_chain_match. Unset criteria match
+// anything, less specifically than any set value.
+type chainMatch struct {
+	dstPort      uint32         // 0: any
+	dstRanges    []netip.Prefix // never empty (anyPrefixes)
+	directRanges []netip.Prefix // never empty (anyPrefixes)
+	sourceType   listenerv3.FilterChainMatch_ConnectionSourceType
+	srcRanges    []netip.Prefix // never empty (anyPrefixes)
+	srcPorts     []uint32       // empty: any
+}
+
+// chain is one filter chain of a listener.
+type chain struct {
+	path    string // "filter_chains[i]" or "default_filter_chain", for logs
+	name    string
+	match   chainMatch
+	handler ConnHandler
+}
+
+// compileMatch compiles a filter_chain_match (nil matches everything).
+// Errors name the field below filter_chain_match.
+func compileMatch(m *listenerv3.FilterChainMatch) (chainMatch, error) {
+	var errs []error
+	ranges := func(field string, rs []*corev3.CidrRange) []netip.Prefix {
+		if len(rs) == 0 {
+			return anyPrefixes
+		}
+		out := make([]netip.Prefix, 0, len(rs))
+		for i, r := range rs {
+			p, err := parseCIDR(r)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s[%d].%w", field, i, err))
+				continue
+			}
+			out = append(out, p)
+		}
+		return out
+	}
+	cm := chainMatch{
+		dstPort:      m.GetDestinationPort().GetValue(),
+		dstRanges:    ranges("prefix_ranges", m.GetPrefixRanges()),
+		directRanges: ranges("direct_source_prefix_ranges", m.GetDirectSourcePrefixRanges()),
+		sourceType:   m.GetSourceType(),
+		srcRanges:    ranges("source_prefix_ranges", m.GetSourcePrefixRanges()),
+		srcPorts:     m.GetSourcePorts(),
+	}
+	if cm.dstPort > 65535 {
+		errs = append(errs, fmt.Errorf("destination_port: %d is not a port (1 to 65535)", cm.dstPort))
+	}
+	for i, p := range cm.srcPorts {
+		if p == 0 || p > 65535 {
+			errs = append(errs, fmt.Errorf("source_ports[%d]: %d is not a port (1 to 65535)", i, p))
+		}
+	}
+	return cm, errors.Join(errs...)
+}
+
+// parseCIDR reads a CidrRange; host bits below the prefix length are
+// cleared, as Envoy does. Errors name the field below the range.
+func parseCIDR(r *corev3.CidrRange) (netip.Prefix, error) {
+	ip, err := netip.ParseAddr(r.GetAddressPrefix())
+	if err != nil || ip.Zone() != "" {
+		return netip.Prefix{}, fmt.Errorf("address_prefix: %q is not an IP address", r.GetAddressPrefix())
+	}
+	bits := r.GetPrefixLen().GetValue()
+	if int(bits) > ip.BitLen() {
+		return netip.Prefix{}, fmt.Errorf("prefix_len: %d is longer than an %s address (%d bits)", bits, family(ip), ip.BitLen())
+	}
+	return netip.PrefixFrom(ip, int(bits)).Masked(), nil
+}
+
+func family(ip netip.Addr) string {
+	if ip.Is4() {
+		return "IPv4"
+	}
+	return "IPv6"
+}
+
+// overlaps reports whether some connection satisfies both matches equally
+// specifically at every step, so that neither could be chosen: Envoy
+// refuses such configurations ("multiple filter chains with the same
+// matching rules are defined").
+func (a chainMatch) overlaps(b chainMatch) bool {
+	return a.dstPort == b.dstPort &&
+		sharePrefix(a.dstRanges, b.dstRanges) &&
+		sharePrefix(a.directRanges, b.directRanges) &&
+		a.sourceType == b.sourceType &&
+		sharePrefix(a.srcRanges, b.srcRanges) &&
+		sharePorts(a.srcPorts, b.srcPorts)
+}
+
+func sharePrefix(a, b []netip.Prefix) bool {
+	for _, p := range a {
+		if slices.Contains(b, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func sharePorts(a, b []uint32) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b)
+	}
+	for _, p := range a {
+		if slices.Contains(b, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// chainSet selects the filter chain of a connection.
+type chainSet struct {
+	chains []*chain
+	dflt   *chain // default_filter_chain; nil when not configured
+}
+
+// maxStackChains is how many chains selection prunes without allocating.
+const maxStackChains = 16
+
+// find returns the filter chain for a connection from remote to local, or
+// nil when none matches and there is no default chain. It follows Envoy's
+// precedence: the criteria are applied in order (destination port,
+// destination address, direct source address, source type, source address,
+// source port), and each step keeps only the chains that match the
+// connection most specifically (an exact port over no port, the longest
+// matching prefix, a specific source type over ANY). A chain that a later
+// step rejects is not replaced by a less specific one from an earlier step:
+// the connection then gets the default chain.
+func (s *chainSet) find(local, remote netip.AddrPort) *chain {
+	var buf [maxStackChains]*chain
+	cands := append(buf[:0], s.chains...)
+	localConn := remote.Addr().IsLoopback() || remote.Addr() == local.Addr()
+
+	cands = prune(cands, func(m *chainMatch) int { return portScore(m.dstPort, local.Port()) })
+	cands = prune(cands, func(m *chainMatch) int { return prefixScore(m.dstRanges, local.Addr()) })
+	cands = prune(cands, func(m *chainMatch) int { return prefixScore(m.directRanges, remote.Addr()) })
+	cands = prune(cands, func(m *chainMatch) int { return sourceTypeScore(m.sourceType, localConn) })
+	cands = prune(cands, func(m *chainMatch) int { return prefixScore(m.srcRanges, remote.Addr()) })
+	cands = prune(cands, func(m *chainMatch) int { return portsScore(m.srcPorts, remote.Port()) })
+	if len(cands) == 0 {
+		return s.dflt
+	}
+	// Overlapping chains were refused when the listener was built, so one
+	// chain is left.
+	return cands[0]
+}
+
+// prune keeps the candidates with the highest non-negative score; a
+// negative score means the chain cannot match.
+func prune(cands []*chain, score func(*chainMatch) int) []*chain {
+	best := -1
+	out := cands[:0]
+	for _, c := range cands {
+		switch s := score(&c.match); {
+		case s > best:
+			best = s
+			out = append(out[:0], c)
+		case s == best && s >= 0:
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// portScore: 1 for the exact port, 0 for any, -1 for another port.
+func portScore(want uint32, got uint16) int {
+	switch want {
+	case 0:
+		return 0
+	case uint32(got):
+		return 1
+	default:
+		return -1
+	}
+}
+
+// portsScore is portScore for a list of ports.
+func portsScore(want []uint32, got uint16) int {
+	if len(want) == 0 {
+		return 0
+	}
+	if slices.Contains(want, uint32(got)) {
+		return 1
+	}
+	return -1
+}
+
+// prefixScore is the length of the longest range containing ip, or -1.
+func prefixScore(ranges []netip.Prefix, ip netip.Addr) int {
+	best := -1
+	for _, p := range ranges {
+		if p.Bits() > best && p.Contains(ip) {
+			best = p.Bits()
+		}
+	}
+	return best
+}
+
+// sourceTypeScore: 1 when the chain's source type names the connection's
+// kind (SAME_IP_OR_LOOPBACK for a connection from the loopback or from the
+// listener's own address, EXTERNAL otherwise), 0 for ANY, -1 otherwise.
+func sourceTypeScore(t listenerv3.FilterChainMatch_ConnectionSourceType, localConn bool) int {
+	switch t {
+	case listenerv3.FilterChainMatch_ANY:
+		return 0
+	case listenerv3.FilterChainMatch_SAME_IP_OR_LOOPBACK:
+		if localConn {
+			return 1
+		}
+	case listenerv3.FilterChainMatch_EXTERNAL:
+		if !localConn {
+			return 1
+		}
+	}
+	return -1
+}

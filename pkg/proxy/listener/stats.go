@@ -1,0 +1,92 @@
+package listener
+
+import (
+	"strconv"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+)
+
+// listenerStats are Envoy's per-listener stats (scope "listener.<address or
+// stat_prefix>."). They are all created with the listener, so /stats lists
+// them at zero as Envoy does; the ones Outrigger has no cause to move yet
+// (overload, global limits, listener filters) stay at zero.
+type listenerStats struct {
+	cxTotal            *stats.Counter
+	cxDestroy          *stats.Counter
+	noFilterChainMatch *stats.Counter
+	cxActive           *stats.Gauge
+	cxLengthMs         *stats.Histogram
+}
+
+// newListenerStats creates the stats of a listener under scope.
+func newListenerStats(scope stats.Scope) listenerStats {
+	for _, name := range []string{
+		"downstream_cx_overflow",
+		"downstream_cx_overload_reject",
+		"downstream_cx_transport_socket_connect_timeout",
+		"downstream_global_cx_overflow",
+		"downstream_pre_cx_timeout",
+	} {
+		scope.Counter(name)
+	}
+	scope.Gauge("downstream_pre_cx_active")
+	return listenerStats{
+		cxTotal:            scope.Counter("downstream_cx_total"),
+		cxDestroy:          scope.Counter("downstream_cx_destroy"),
+		noFilterChainMatch: scope.Counter("no_filter_chain_match"),
+		cxActive:           scope.Gauge("downstream_cx_active"),
+		cxLengthMs:         scope.Histogram("downstream_cx_length_ms", stats.UnitMilliseconds),
+	}
+}
+
+// workerStats are the per-worker listener stats,
+// "listener.<address>.worker_<n>.downstream_cx_{total,active}".
+type workerStats struct {
+	cxTotal  *stats.Counter
+	cxActive *stats.Gauge
+}
+
+func newWorkerStats(scope stats.Scope, worker int) workerStats {
+	ws := scope.Scope("worker_" + strconv.Itoa(worker) + ".")
+	return workerStats{cxTotal: ws.Counter("downstream_cx_total"), cxActive: ws.Gauge("downstream_cx_active")}
+}
+
+// ManagerStats are Envoy's listener manager stats ("listener_manager.").
+// Outrigger has static listeners only, so the discovery-driven ones
+// (modified, removed, in-place updates, warming, draining) stay at zero;
+// they exist so dashboards written for Envoy find them.
+type ManagerStats struct {
+	// ListenerAdded counts listeners added to the manager.
+	ListenerAdded *stats.Counter
+	// ListenerCreateSuccess counts listeners started on a worker: one per
+	// listener and worker.
+	ListenerCreateSuccess *stats.Counter
+	// ListenerCreateFailure counts listeners a worker failed to start.
+	ListenerCreateFailure *stats.Counter
+	// ListenerStopped counts listeners stopped by /drain_listeners.
+	ListenerStopped *stats.Counter
+	// TotalListenersActive is the number of listeners in service.
+	TotalListenersActive *stats.Gauge
+	// WorkersStarted is 1 once the workers have started.
+	WorkersStarted *stats.Gauge
+}
+
+// NewManagerStats returns the listener manager stats of store, creating
+// them on first use (a later call returns the same stats).
+func NewManagerStats(store *stats.Store) *ManagerStats {
+	scope := store.Scope("listener_manager.")
+	for _, name := range []string{"listener_modified", "listener_removed", "listener_in_place_updated"} {
+		scope.Counter(name)
+	}
+	for _, name := range []string{"total_listeners_warming", "total_listeners_draining", "total_filter_chains_draining"} {
+		scope.Gauge(name)
+	}
+	return &ManagerStats{
+		ListenerAdded:         scope.Counter("listener_added"),
+		ListenerCreateSuccess: scope.Counter("listener_create_success"),
+		ListenerCreateFailure: scope.Counter("listener_create_failure"),
+		ListenerStopped:       scope.Counter("listener_stopped"),
+		TotalListenersActive:  scope.Gauge("total_listeners_active"),
+		WorkersStarted:        scope.Gauge("workers_started"),
+	}
+}

@@ -1,0 +1,254 @@
+package router
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// DefaultTimeout is a route's upstream timeout when it configures none.
+const DefaultTimeout = 15 * time.Second
+
+// DefaultMaxDirectResponseBodySize is Envoy's limit on a direct response
+// body when the route configuration sets none.
+const DefaultMaxDirectResponseBodySize = 4096
+
+// DirectResponse is a response the proxy answers itself.
+type DirectResponse struct {
+	Status uint32
+	Body   string
+}
+
+// WeightedClusters spreads a route's requests over clusters by weight.
+type WeightedClusters struct {
+	Clusters []WeightedCluster
+	// Total is the sum of the weights, above zero.
+	Total uint64
+}
+
+// WeightedCluster is one cluster of a weighted_clusters action.
+type WeightedCluster struct {
+	Name   string
+	Weight uint32
+}
+
+// Pick chooses a cluster from a random number, as Envoy does: the random
+// value modulo the total weight falls into one cluster's share, clusters
+// taken in configuration order.
+func (w *WeightedClusters) Pick(random uint64) string {
+	v := random % w.Total
+	var end uint64
+	for _, c := range w.Clusters {
+		end += uint64(c.Weight)
+		if v < end {
+			return c.Name
+		}
+	}
+	// Unreachable: the weights add up to Total.
+	return w.Clusters[len(w.Clusters)-1].Name
+}
+
+// compileRouteAction compiles a RouteAction into r; errors name the field
+// below it.
+func compileRouteAction(r *Route, a *routev3.RouteAction) error {
+	switch c := a.GetClusterSpecifier().(type) {
+	case *routev3.RouteAction_Cluster:
+		r.Cluster = c.Cluster
+	case *routev3.RouteAction_WeightedClusters:
+		w, err := compileWeighted(c.WeightedClusters)
+		if err != nil {
+			return fmt.Errorf("weighted_clusters.%w", err)
+		}
+		r.WeightedClusters = w
+	case nil:
+		return errors.New("cluster_specifier: one of cluster or weighted_clusters is required")
+	default:
+		return fmt.Errorf("cluster_specifier: %s is not supported by Outrigger", oneofName(a.ProtoReflect(), "cluster_specifier"))
+	}
+	switch code := a.GetClusterNotFoundResponseCode(); code {
+	case routev3.RouteAction_SERVICE_UNAVAILABLE:
+		r.ClusterNotFoundStatus = 503
+	case routev3.RouteAction_NOT_FOUND:
+		r.ClusterNotFoundStatus = 404
+	case routev3.RouteAction_INTERNAL_SERVER_ERROR:
+		r.ClusterNotFoundStatus = 500
+	default:
+		return fmt.Errorf("cluster_not_found_response_code: %v is not supported by Outrigger", code)
+	}
+
+	r.Timeout = DefaultTimeout
+	if t := a.GetTimeout(); t != nil {
+		d, err := duration(t)
+		if err != nil {
+			return fmt.Errorf("timeout: %w", err)
+		}
+		r.Timeout = d
+	}
+	if t := a.GetIdleTimeout(); t != nil {
+		d, err := duration(t)
+		if err != nil {
+			return fmt.Errorf("idle_timeout: %w", err)
+		}
+		r.idleTimeout, r.idleTimeoutSet = d, true
+	}
+
+	switch h := a.GetHostRewriteSpecifier().(type) {
+	case *routev3.RouteAction_HostRewriteLiteral:
+		r.HostRewrite = h.HostRewriteLiteral
+	case nil:
+	default:
+		return fmt.Errorf("host_rewrite_specifier: %s is not supported by Outrigger", oneofName(a.ProtoReflect(), "host_rewrite_specifier"))
+	}
+
+	rw, err := compileRewrite(a.GetPrefixRewrite(), a.GetRegexRewrite())
+	if err != nil {
+		return err
+	}
+	r.rewrite = rw
+	return nil
+}
+
+// duration converts a configured duration, refusing negative ones.
+func duration(d *durationpb.Duration) (time.Duration, error) {
+	if err := d.CheckValid(); err != nil {
+		return 0, err
+	}
+	v := d.AsDuration()
+	if v < 0 {
+		return 0, fmt.Errorf("%v is negative", v)
+	}
+	return v, nil
+}
+
+func compileWeighted(w *routev3.WeightedCluster) (*WeightedClusters, error) {
+	wc := &WeightedClusters{}
+	for i, c := range w.GetClusters() {
+		if c.GetName() == "" {
+			return nil, fmt.Errorf("clusters[%d].name: a cluster name is required", i)
+		}
+		weight := c.GetWeight().GetValue()
+		wc.Clusters = append(wc.Clusters, WeightedCluster{Name: c.GetName(), Weight: weight})
+		wc.Total += uint64(weight)
+	}
+	if len(wc.Clusters) == 0 {
+		return nil, errors.New("clusters: at least one cluster is required")
+	}
+	if wc.Total == 0 {
+		return nil, errors.New("clusters: the sum of the weights must be above 0")
+	}
+	if t := legacyTotalWeight(w); t != nil && uint64(t.GetValue()) != wc.Total {
+		return nil, fmt.Errorf("total_weight: %d is not the sum of the weights (%d)", t.GetValue(), wc.Total)
+	}
+	return wc, nil
+}
+
+// compileDirect compiles a DirectResponseAction.
+func compileDirect(d *routev3.DirectResponseAction, maxBody uint32) (*DirectResponse, error) {
+	dr := &DirectResponse{Status: d.GetStatus()}
+	if dr.Status < 200 || dr.Status > 599 {
+		return nil, fmt.Errorf("status: %d is not in [200, 599]", dr.Status)
+	}
+	if b := d.GetBody(); b != nil {
+		switch s := b.GetSpecifier().(type) {
+		case *corev3.DataSource_InlineString:
+			dr.Body = s.InlineString
+		case *corev3.DataSource_InlineBytes:
+			dr.Body = string(s.InlineBytes)
+		default:
+			return nil, fmt.Errorf("body.%s: not supported by Outrigger (only inline_string and inline_bytes are)", oneofName(b.ProtoReflect(), "specifier"))
+		}
+	}
+	if uint64(len(dr.Body)) > uint64(maxBody) {
+		return nil, fmt.Errorf("body: %d bytes is above the maximum of %d (max_direct_response_body_size_bytes)", len(dr.Body), maxBody)
+	}
+	return dr, nil
+}
+
+// rewrite is a compiled prefix_rewrite or regex_rewrite.
+type rewrite struct {
+	prefix    string
+	hasPrefix bool
+	re        *regexp.Regexp
+	// substitution is the RE2 substitution turned into Go's template
+	// syntax (\1 becomes ${1}).
+	substitution string
+}
+
+// compileRewrite compiles a prefix_rewrite and regex_rewrite pair; errors
+// name the field.
+func compileRewrite(prefix string, rr *matcherv3.RegexMatchAndSubstitute) (rewrite, error) {
+	rw := rewrite{prefix: prefix, hasPrefix: prefix != ""}
+	if rr == nil {
+		return rw, nil
+	}
+	if rw.hasPrefix {
+		return rw, errors.New("regex_rewrite: cannot be combined with prefix_rewrite")
+	}
+	re, err := regexp.Compile(rr.GetPattern().GetRegex())
+	if err != nil {
+		return rw, fmt.Errorf("regex_rewrite.pattern.regex: %w", err)
+	}
+	sub, err := goTemplate(rr.GetSubstitution(), re.NumSubexp())
+	if err != nil {
+		return rw, fmt.Errorf("regex_rewrite.substitution: %w", err)
+	}
+	rw.re, rw.substitution = re, sub
+	return rw, nil
+}
+
+// goTemplate turns an RE2 substitution (\0-\9 name groups, \\ is a
+// backslash) into regexp.Expand's template syntax, refusing what RE2 would
+// refuse.
+func goTemplate(sub string, groups int) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(sub); i++ {
+		c := sub[i]
+		switch c {
+		case '$':
+			b.WriteString("$$")
+		case '\\':
+			if i+1 >= len(sub) {
+				return "", errors.New("ends with a lone backslash")
+			}
+			i++
+			switch d := sub[i]; {
+			case d == '\\':
+				b.WriteByte('\\')
+			case d >= '0' && d <= '9':
+				if n := int(d - '0'); n > groups {
+					return "", fmt.Errorf("\\%d refers to a group the pattern does not have (it has %d)", n, groups)
+				}
+				b.WriteString("${")
+				b.WriteByte(d)
+				b.WriteByte('}')
+			default:
+				return "", fmt.Errorf("invalid escape \\%c (use \\0-\\9 or \\\\)", d)
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), nil
+}
+
+// active reports whether the route rewrites paths.
+func (rw *rewrite) active() bool { return rw.hasPrefix || rw.re != nil }
+
+// apply rewrites path (query included). matched is how many leading bytes
+// of path the route's path matcher matched: they are what prefix_rewrite
+// replaces. A regex rewrite replaces every match in the path without its
+// query. The query string is kept either way.
+func (rw *rewrite) apply(path string, matched int) string {
+	if rw.hasPrefix {
+		return rw.prefix + path[matched:]
+	}
+	p := pathOnly(path)
+	return rw.re.ReplaceAllString(p, rw.substitution) + path[len(p):]
+}

@@ -1,0 +1,79 @@
+package router
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/outrigger-dev/outrigger/internal/golden"
+)
+
+// vhost wraps one route in a configuration with a catch-all virtual host.
+func vhost(route string) string {
+	return "virtual_hosts: [{name: v, domains: ['*'], routes: [" + route + "]}]"
+}
+
+// TestCompileErrors checks that every refused configuration gets an error
+// naming its field path; the messages are in testdata/compile_errors.golden.
+func TestCompileErrors(t *testing.T) {
+	tests := map[string]string{
+		"duplicate domain":              "virtual_hosts: [{name: a, domains: [x]}, {name: b, domains: [z, X]}]",
+		"duplicate catch-all":           "virtual_hosts: [{name: a, domains: ['*']}, {name: b, domains: ['*']}]",
+		"missing match":                 vhost("{direct_response: {status: 200}}"),
+		"missing path specifier":        vhost("{match: {}, direct_response: {status: 200}}"),
+		"unsupported path specifier":    vhost("{match: {connect_matcher: {}}, direct_response: {status: 200}}"),
+		"bad path regex":                vhost("{match: {safe_regex: {regex: '(a'}}, direct_response: {status: 200}}"),
+		"regex only valid when wrapped": vhost("{match: {safe_regex: {regex: 'a)(b'}}, direct_response: {status: 200}}"),
+		"separated prefix with slash":   vhost("{match: {path_separated_prefix: /api/}, direct_response: {status: 200}}"),
+		"bad header regex":              vhost("{match: {prefix: /, headers: [{name: a}, {name: b, safe_regex_match: {regex: '*'}}]}, direct_response: {status: 200}}"),
+		"bad header string regex":       vhost("{match: {prefix: /, headers: [{name: b, string_match: {safe_regex: {regex: '['}}}]}, direct_response: {status: 200}}"),
+		"empty string matcher":          vhost("{match: {prefix: /, headers: [{name: b, string_match: {ignore_case: true}}]}, direct_response: {status: 200}}"),
+		"empty range":                   vhost("{match: {prefix: /, headers: [{name: b, range_match: {start: 5, end: 5}}]}, direct_response: {status: 200}}"),
+		"bad query regex":               vhost("{match: {prefix: /, query_parameters: [{name: q, string_match: {safe_regex: {regex: '+'}}}]}, direct_response: {status: 200}}"),
+		"missing action":                vhost("{match: {prefix: /}}"),
+		"unsupported action":            vhost("{match: {prefix: /}, non_forwarding_action: {}}"),
+		"missing cluster":               vhost("{match: {prefix: /}, route: {timeout: 1s}}"),
+		"cluster header":                vhost("{match: {prefix: /}, route: {cluster_header: x-cluster}}"),
+		"auto host rewrite":             vhost("{match: {prefix: /}, route: {cluster: c, auto_host_rewrite: true}}"),
+		"rewrites together":             vhost("{match: {prefix: /}, route: {cluster: c, prefix_rewrite: /x, regex_rewrite: {pattern: {regex: a}, substitution: b}}}"),
+		"bad rewrite regex":             vhost("{match: {prefix: /}, route: {cluster: c, regex_rewrite: {pattern: {regex: '(('}, substitution: b}}}"),
+		"rewrite group out of range":    vhost(`{match: {prefix: /}, route: {cluster: c, regex_rewrite: {pattern: {regex: '(a)'}, substitution: '\2'}}}`),
+		"rewrite bad escape":            vhost(`{match: {prefix: /}, route: {cluster: c, regex_rewrite: {pattern: {regex: 'a'}, substitution: '\n'}}}`),
+		"rewrite lone backslash":        vhost(`{match: {prefix: /}, route: {cluster: c, regex_rewrite: {pattern: {regex: 'a'}, substitution: 'x\'}}}`),
+		"weights sum to zero":           vhost("{match: {prefix: /}, route: {weighted_clusters: {clusters: [{name: a, weight: 0}]}}}"),
+		"no weighted clusters":          vhost("{match: {prefix: /}, route: {weighted_clusters: {}}}"),
+		"weighted cluster without name": vhost("{match: {prefix: /}, route: {weighted_clusters: {clusters: [{name: a, weight: 1}, {weight: 1}]}}}"),
+		"wrong total weight":            vhost("{match: {prefix: /}, route: {weighted_clusters: {clusters: [{name: a, weight: 1}], total_weight: 2}}}"),
+		"bad timeout":                   vhost("{match: {prefix: /}, route: {cluster: c, timeout: -1s}}"),
+		"direct status out of range":    vhost("{match: {prefix: /}, direct_response: {status: 99}}"),
+		"direct body from a file":       vhost("{match: {prefix: /}, direct_response: {status: 200, body: {filename: /etc/motd}}}"),
+		"direct body too large":         "max_direct_response_body_size_bytes: 3\n" + vhost("{match: {prefix: /}, direct_response: {status: 200, body: {inline_string: four}}}"),
+		"redirect port out of range":    vhost("{match: {prefix: /}, redirect: {port_redirect: 70000}}"),
+		"redirect bad regex":            vhost("{match: {prefix: /}, redirect: {regex_rewrite: {pattern: {regex: '['}, substitution: x}}}"),
+		"redirect bad code":             vhost("{match: {prefix: /}, redirect: {response_code: 9}}"),
+		"add host header":               vhost("{match: {prefix: /}, route: {cluster: c}, request_headers_to_add: [{header: {key: Host, value: x}}]}"),
+		"remove pseudo-header":          vhost("{match: {prefix: /}, route: {cluster: c}, response_headers_to_remove: [a, ':status']}"),
+		"raw header value":              vhost("{match: {prefix: /}, route: {cluster: c}, request_headers_to_add: [{header: {key: x, raw_value: eQ==}}]}"),
+		"unknown header operator":       vhost("{match: {prefix: /}, route: {cluster: c}, response_headers_to_add: [{header: {key: x, value: ok}}, {header: {key: x-y, value: '%UPSTREAM_METADATA([\"a\"])%'}}]}"),
+		"append and append_action":      vhost("{match: {prefix: /}, route: {cluster: c}, request_headers_to_add: [{header: {key: x, value: v}, append: true, append_action: ADD_IF_ABSENT}]}"),
+		"virtual host header error":     "virtual_hosts: [{name: v, domains: ['*'], request_headers_to_remove: [':path']}]",
+		"global header error":           "response_headers_to_add: [{header: {key: '', value: v}}]",
+		"error in a later route":        vhost("{match: {prefix: /a}, direct_response: {status: 200}}, {match: {prefix: /b}, route: {cluster: c, idle_timeout: -0.5s}}"),
+	}
+	names := make([]string, 0, len(tests))
+	for name := range tests {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var out strings.Builder
+	for _, name := range names {
+		_, err := Compile(parseRC(t, tests[name]))
+		if err == nil {
+			t.Errorf("%s: Compile accepted %s", name, tests[name])
+			continue
+		}
+		fmt.Fprintf(&out, "%s:\n  %v\n", name, err)
+	}
+	golden.Check(t, "testdata/compile_errors.golden", []byte(out.String()))
+}

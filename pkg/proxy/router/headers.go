@@ -1,0 +1,203 @@
+package router
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+)
+
+// appendAction is HeaderValueOption.append_action.
+type appendAction uint8
+
+const (
+	appendIfExistsOrAdd appendAction = iota
+	addIfAbsent
+	overwriteIfExistsOrAdd
+	overwriteIfExists
+)
+
+// headerOps are the header mutations of one level (route, virtual host or
+// route configuration) for one direction.
+type headerOps struct {
+	remove []string
+	add    []headerAdd
+	// conditional counts the add entries whose effect depends on whether
+	// the header was present (ADD_IF_ABSENT, OVERWRITE_IF_EXISTS).
+	conditional int
+}
+
+// headerAdd is one compiled HeaderValueOption.
+type headerAdd struct {
+	name string
+	// value is the literal value; format is set instead when the value
+	// has % operators.
+	value     string
+	format    *accesslog.Formatter
+	action    appendAction
+	keepEmpty bool
+}
+
+// compileHeaderOps compiles one level's *_headers_to_add and
+// *_headers_to_remove; addField and removeField are the fields' names for
+// errors. It returns nil when the level has nothing to do.
+func compileHeaderOps(adds []*corev3.HeaderValueOption, removes []string, addField, removeField string) (*headerOps, error) {
+	if len(adds) == 0 && len(removes) == 0 {
+		return nil, nil
+	}
+	ops := &headerOps{}
+	for i, name := range removes {
+		name = strings.ToLower(name)
+		if err := modifiable(name); err != nil {
+			return nil, fmt.Errorf("%s[%d]: %w", removeField, i, err)
+		}
+		ops.remove = append(ops.remove, name)
+	}
+	for i, o := range adds {
+		a, err := compileHeaderAdd(o)
+		if err != nil {
+			return nil, fmt.Errorf("%s[%d].%w", addField, i, err)
+		}
+		if a.action == addIfAbsent || a.action == overwriteIfExists {
+			ops.conditional++
+		}
+		ops.add = append(ops.add, a)
+	}
+	return ops, nil
+}
+
+func compileHeaderAdd(o *corev3.HeaderValueOption) (headerAdd, error) {
+	h := o.GetHeader()
+	a := headerAdd{name: strings.ToLower(h.GetKey()), keepEmpty: o.GetKeepEmptyValue()}
+	if err := modifiable(a.name); err != nil {
+		return a, fmt.Errorf("header.key: %w", err)
+	}
+	if len(h.GetRawValue()) > 0 {
+		return a, errors.New("header.raw_value: not supported by Outrigger (use value)")
+	}
+	f, err := accesslog.Text(h.GetValue(), true)
+	if err != nil {
+		return a, fmt.Errorf("header.value: %w", err)
+	}
+	if lit, ok := f.Literal(); ok {
+		a.value = lit
+	} else {
+		a.format = f
+	}
+	legacy := legacyAppend(o)
+	switch {
+	case legacy != nil && o.GetAppendAction() != corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD:
+		return a, errors.New("append: cannot be set together with append_action")
+	case legacy != nil:
+		// The deprecated boolean: true appends, false overwrites.
+		if !legacy.GetValue() {
+			a.action = overwriteIfExistsOrAdd
+		}
+	default:
+		switch act := o.GetAppendAction(); act {
+		case corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD:
+			a.action = appendIfExistsOrAdd
+		case corev3.HeaderValueOption_ADD_IF_ABSENT:
+			a.action = addIfAbsent
+		case corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD:
+			a.action = overwriteIfExistsOrAdd
+		case corev3.HeaderValueOption_OVERWRITE_IF_EXISTS:
+			a.action = overwriteIfExists
+		default:
+			return a, fmt.Errorf("append_action: %v is not supported by Outrigger", act)
+		}
+	}
+	return a, nil
+}
+
+// modifiable refuses what Envoy refuses to add or remove: pseudo-headers
+// and host.
+func modifiable(name string) error {
+	switch {
+	case name == "":
+		return errors.New("a header name is required")
+	case name[0] == ':' || name == "host":
+		return fmt.Errorf("%q cannot be modified (pseudo-headers and host are reserved)", name)
+	}
+	return nil
+}
+
+// apply runs one level's mutations as Envoy's HeaderParser does: removals
+// first; then every entry is evaluated against the headers as they are
+// now, overwrites are applied, and appends last.
+func (ops *headerOps) apply(h HeaderEditor, e *accesslog.Entry) {
+	for _, name := range ops.remove {
+		h.Del(name)
+	}
+	if len(ops.add) == 0 {
+		return
+	}
+	// present records, for each conditional entry in order, whether its
+	// header was there before this level changed anything.
+	var small [64]bool
+	present := small[:0]
+	if ops.conditional > len(small) {
+		present = make([]bool, 0, ops.conditional)
+	}
+	for i := range ops.add {
+		if a := &ops.add[i]; a.action == addIfAbsent || a.action == overwriteIfExists {
+			_, ok := h.Get(a.name)
+			present = append(present, ok)
+		}
+	}
+	var buf [256]byte
+	c := 0
+	for i := range ops.add {
+		a := &ops.add[i]
+		switch a.action {
+		case overwriteIfExistsOrAdd:
+			if v, ok := a.render(buf[:0], e); ok {
+				h.Set(a.name, v)
+			}
+		case overwriteIfExists:
+			if present[c] {
+				if v, ok := a.render(buf[:0], e); ok {
+					h.Set(a.name, v)
+				}
+			}
+			c++
+		case addIfAbsent:
+			c++
+		}
+	}
+	c = 0
+	for i := range ops.add {
+		a := &ops.add[i]
+		switch a.action {
+		case appendIfExistsOrAdd:
+			if v, ok := a.render(buf[:0], e); ok {
+				h.Add(a.name, v)
+			}
+		case addIfAbsent:
+			if !present[c] {
+				if v, ok := a.render(buf[:0], e); ok {
+					h.Add(a.name, v)
+				}
+			}
+			c++
+		case overwriteIfExists:
+			c++
+		}
+	}
+}
+
+// render is the entry's value and whether to use it: an empty value is
+// skipped unless keep_empty_value. Only values with operators allocate.
+func (a *headerAdd) render(buf []byte, e *accesslog.Entry) (string, bool) {
+	v := a.value
+	if a.format != nil {
+		if e == nil {
+			e = &accesslog.Entry{}
+		}
+		v = string(a.format.AppendValue(buf, e))
+	}
+	return v, v != "" || a.keepEmpty
+}

@@ -1,0 +1,302 @@
+package router
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+)
+
+// pathKind is how a route matches the path.
+type pathKind uint8
+
+const (
+	pathPrefix pathKind = iota
+	pathExact
+	pathRegex
+	pathSeparatedPrefix
+)
+
+// routeMatch is a compiled RouteMatch.
+type routeMatch struct {
+	kind pathKind
+	// value is the prefix or path, lower case when !caseSensitive.
+	value         string
+	caseSensitive bool
+	re            *regexp.Regexp
+	grpc          bool
+	headers       []headerMatcher
+	query         []queryMatcher
+}
+
+// compileMatch compiles a RouteMatch; errors name the field below it.
+func compileMatch(m *routev3.RouteMatch) (routeMatch, error) {
+	rm := routeMatch{caseSensitive: true, grpc: m.GetGrpc() != nil}
+	if cs := m.GetCaseSensitive(); cs != nil {
+		rm.caseSensitive = cs.GetValue()
+	}
+	switch p := m.GetPathSpecifier().(type) {
+	case *routev3.RouteMatch_Prefix:
+		rm.kind, rm.value = pathPrefix, p.Prefix
+	case *routev3.RouteMatch_Path:
+		rm.kind, rm.value = pathExact, p.Path
+	case *routev3.RouteMatch_PathSeparatedPrefix:
+		if strings.ContainsAny(p.PathSeparatedPrefix, "?#") || strings.HasSuffix(p.PathSeparatedPrefix, "/") {
+			return rm, fmt.Errorf("path_separated_prefix: %q must not contain '?' or '#' nor end with '/'", p.PathSeparatedPrefix)
+		}
+		rm.kind, rm.value = pathSeparatedPrefix, p.PathSeparatedPrefix
+	case *routev3.RouteMatch_SafeRegex:
+		re, err := compileRegex(p.SafeRegex)
+		if err != nil {
+			return rm, fmt.Errorf("safe_regex.%w", err)
+		}
+		rm.kind, rm.re = pathRegex, re
+	case nil:
+		return rm, errors.New("path_specifier: one of prefix, path, safe_regex or path_separated_prefix is required")
+	default:
+		return rm, fmt.Errorf("path_specifier: %s is not supported by Outrigger", oneofName(m.ProtoReflect(), "path_specifier"))
+	}
+	if !rm.caseSensitive {
+		rm.value = asciiLower(rm.value)
+	}
+	for i, hm := range m.GetHeaders() {
+		h, err := compileHeaderMatcher(hm)
+		if err != nil {
+			return rm, fmt.Errorf("headers[%d].%w", i, err)
+		}
+		rm.headers = append(rm.headers, h)
+	}
+	for i, qm := range m.GetQueryParameters() {
+		q, err := compileQueryMatcher(qm)
+		if err != nil {
+			return rm, fmt.Errorf("query_parameters[%d].%w", i, err)
+		}
+		rm.query = append(rm.query, q)
+	}
+	return rm, nil
+}
+
+// matches reports whether req matches: path first, then headers, then
+// query parameters, as Envoy evaluates them.
+func (m *routeMatch) matches(req *Request) bool {
+	if !m.matchPath(pathOnly(req.Path)) {
+		return false
+	}
+	if m.grpc {
+		ct, _ := req.header("content-type")
+		if !strings.HasPrefix(ct, "application/grpc") {
+			return false
+		}
+	}
+	for i := range m.headers {
+		if !m.headers[i].matches(req) {
+			return false
+		}
+	}
+	if len(m.query) > 0 {
+		q := query(req.Path)
+		for i := range m.query {
+			if !m.query[i].matches(q) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// matchPath matches the path without its query string.
+func (m *routeMatch) matchPath(path string) bool {
+	switch m.kind {
+	case pathPrefix:
+		return m.hasPrefix(path)
+	case pathExact:
+		if m.caseSensitive {
+			return path == m.value
+		}
+		return asciiEqualFold(path, m.value)
+	case pathSeparatedPrefix:
+		return m.hasPrefix(path) && (len(path) == len(m.value) || path[len(m.value)] == '/')
+	case pathRegex:
+		return m.re.MatchString(path)
+	}
+	return false
+}
+
+func (m *routeMatch) hasPrefix(path string) bool {
+	if len(path) < len(m.value) {
+		return false
+	}
+	if m.caseSensitive {
+		return path[:len(m.value)] == m.value
+	}
+	return asciiEqualFold(path[:len(m.value)], m.value)
+}
+
+// headerKind is the comparison of a headerMatcher.
+type headerKind uint8
+
+const (
+	headerString headerKind = iota
+	headerRange
+	headerPresent
+)
+
+// headerMatcher is a compiled HeaderMatcher.
+type headerMatcher struct {
+	name  string
+	kind  headerKind
+	str   stringMatcher
+	start int64 // range: inclusive
+	end   int64 // range: exclusive
+	// present is present_match's value (a matcher with no specifier
+	// checks presence).
+	present             bool
+	invert              bool
+	treatMissingAsEmpty bool
+}
+
+// compileHeaderMatcher compiles a HeaderMatcher; errors name the field
+// below it.
+func compileHeaderMatcher(h *routev3.HeaderMatcher) (headerMatcher, error) {
+	hm := headerMatcher{
+		name:                strings.ToLower(h.GetName()),
+		invert:              h.GetInvertMatch(),
+		treatMissingAsEmpty: h.GetTreatMissingHeaderAsEmpty(),
+	}
+	if hm.name == "" {
+		return hm, errors.New("name: a header name is required")
+	}
+	if sm, ok, err := legacyHeaderMatch(h); ok {
+		if err != nil {
+			return hm, err
+		}
+		hm.str = sm
+		return hm, nil
+	}
+	var err error
+	switch s := h.GetHeaderMatchSpecifier().(type) {
+	case *routev3.HeaderMatcher_StringMatch:
+		if hm.str, err = compileStringMatcher(s.StringMatch); err != nil {
+			return hm, fmt.Errorf("string_match.%w", err)
+		}
+	case *routev3.HeaderMatcher_RangeMatch:
+		hm.kind, hm.start, hm.end = headerRange, s.RangeMatch.GetStart(), s.RangeMatch.GetEnd()
+		if hm.start >= hm.end {
+			return hm, fmt.Errorf("range_match: start %d must be below end %d", hm.start, hm.end)
+		}
+	case *routev3.HeaderMatcher_PresentMatch:
+		hm.kind, hm.present = headerPresent, s.PresentMatch
+	case nil:
+		hm.kind, hm.present = headerPresent, true
+	}
+	return hm, nil
+}
+
+// matches applies Envoy's rules: a missing header fails every matcher
+// except present_match (whatever invert_match says), unless
+// treat_missing_header_as_empty makes it an empty value.
+func (h *headerMatcher) matches(req *Request) bool {
+	v, ok := req.header(h.name)
+	if h.kind == headerPresent {
+		return (ok == h.present) != h.invert
+	}
+	if !ok && !h.treatMissingAsEmpty {
+		return false
+	}
+	var m bool
+	switch h.kind {
+	case headerRange:
+		n, err := strconv.ParseInt(v, 10, 64)
+		m = err == nil && n >= h.start && n < h.end
+	default:
+		m = h.str.match(v)
+	}
+	return m != h.invert
+}
+
+// queryMatcher is a compiled QueryParameterMatcher.
+type queryMatcher struct {
+	name string
+	// str is set for string_match; without it the matcher checks
+	// presence, as present_match does in Envoy whatever its value.
+	str *stringMatcher
+}
+
+func compileQueryMatcher(q *routev3.QueryParameterMatcher) (queryMatcher, error) {
+	qm := queryMatcher{name: q.GetName()}
+	if qm.name == "" {
+		return qm, errors.New("name: a parameter name is required")
+	}
+	if sm := q.GetStringMatch(); sm != nil {
+		m, err := compileStringMatcher(sm)
+		if err != nil {
+			return qm, fmt.Errorf("string_match.%w", err)
+		}
+		qm.str = &m
+	}
+	return qm, nil
+}
+
+// matches looks the parameter up in the raw query string: the first
+// occurrence counts, keys and values are percent-decoded (not '+'), as in
+// Envoy.
+func (q *queryMatcher) matches(query string) bool {
+	var buf [128]byte
+	for query != "" {
+		var pair string
+		pair, query, _ = strings.Cut(query, "&")
+		key, value, _ := strings.Cut(pair, "=")
+		if !decodedEquals(key, q.name) {
+			continue
+		}
+		if q.str == nil {
+			return true
+		}
+		if strings.IndexByte(value, '%') < 0 {
+			return q.str.match(value)
+		}
+		return q.str.match(string(percentDecode(buf[:0], value)))
+	}
+	return false
+}
+
+// decodedEquals compares the percent-decoded s with want without
+// allocating.
+func decodedEquals(s, want string) bool {
+	if strings.IndexByte(s, '%') < 0 {
+		return s == want
+	}
+	var buf [128]byte
+	return string(percentDecode(buf[:0], s)) == want
+}
+
+// percentDecode appends s with %XX sequences decoded; malformed sequences
+// are kept as they are.
+func percentDecode(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			if hi, lo := unhex(s[i+1]), unhex(s[i+2]); hi >= 0 && lo >= 0 {
+				dst = append(dst, byte(hi<<4|lo))
+				i += 2
+				continue
+			}
+		}
+		dst = append(dst, s[i])
+	}
+	return dst
+}
+
+func unhex(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'a' && c <= 'f':
+		return int(c - 'a' + 10)
+	case c >= 'A' && c <= 'F':
+		return int(c - 'A' + 10)
+	}
+	return -1
+}

@@ -1,0 +1,86 @@
+package router
+
+import "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+
+// HeaderGetter reads one request header by its lower-case name; several
+// values come back joined by "," (Envoy matches headers on the joined
+// value). It is the same interface the access-log formatter reads, so one
+// implementation serves both.
+type HeaderGetter = accesslog.HeaderGetter
+
+// HeaderEditor is a mutable header map, as the connection manager keeps
+// it. Names are lower case.
+type HeaderEditor interface {
+	HeaderGetter
+	// Set replaces every value of the header with value.
+	Set(name, value string)
+	// Add appends one more value of the header.
+	Add(name, value string)
+	// Del removes every value of the header.
+	Del(name string)
+}
+
+// Request is what routing looks at. The connection manager fills it from
+// the decoded request without allocating: the strings are the ones it
+// already holds.
+type Request struct {
+	// Host is the :authority (Host) header, port included when sent.
+	Host string
+	// Path is the :path as received, query string included.
+	Path string
+	// Method is the :method.
+	Method string
+	// Scheme is the :scheme ("http" or "https"), used by redirects when
+	// there is no x-forwarded-proto header.
+	Scheme string
+	// Headers are the other request headers; nil means none.
+	Headers HeaderGetter
+}
+
+// header reads a request header, answering the pseudo-headers from the
+// request's fields so that header matchers can name them.
+func (r *Request) header(name string) (string, bool) {
+	switch name {
+	case ":authority", "host":
+		return r.Host, r.Host != ""
+	case ":path":
+		return r.Path, r.Path != ""
+	case ":method":
+		return r.Method, r.Method != ""
+	case ":scheme":
+		return r.Scheme, r.Scheme != ""
+	}
+	if r.Headers == nil {
+		return "", false
+	}
+	return r.Headers.Get(name)
+}
+
+// pathOnly is the path without its query string and fragment.
+func pathOnly(path string) string {
+	for i := 0; i < len(path); i++ {
+		if path[i] == '?' || path[i] == '#' {
+			return path[:i]
+		}
+	}
+	return path
+}
+
+// query is the query string after '?', without the fragment.
+func query(path string) string {
+	for i := 0; i < len(path); i++ {
+		switch path[i] {
+		case '#':
+			return ""
+		case '?':
+			q := path[i+1:]
+			for j := 0; j < len(q); j++ {
+				if q[j] == '#' {
+					return q[:j]
+				}
+			}
+			return q
+		}
+	}
+	return ""
+}

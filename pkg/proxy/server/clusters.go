@@ -1,0 +1,161 @@
+package server
+
+import (
+	"net/netip"
+
+	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/cluster"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+)
+
+// A *cluster.Cluster is what the connection manager's router needs of a
+// cluster, method for method.
+var _ httpconn.UpstreamCluster = (*cluster.Cluster)(nil)
+
+// upstreams is how connection managers reach the clusters (the
+// httpconn.Deps.Upstreams of every listener).
+func (s *Server) upstreams() httpconn.Upstreams {
+	return upstreamsView{m: s.clusters}
+}
+
+// upstreamsView adapts the cluster manager to httpconn.Upstreams.
+type upstreamsView struct{ m *cluster.Manager }
+
+// Cluster returns the named cluster, or a nil interface when there is none
+// (never a nil *cluster.Cluster inside a non-nil interface).
+func (v upstreamsView) Cluster(name string) httpconn.UpstreamCluster {
+	if v.m == nil {
+		return nil
+	}
+	if c := v.m.Cluster(name); c != nil {
+		return c
+	}
+	return nil
+}
+
+// Clusters implements admin.ClusterSource: every cluster, in configuration
+// order, with its circuit-breaker settings and its hosts' stats and
+// health, as Envoy's /clusters builds it.
+func (s *Server) Clusters() *adminv3.Clusters {
+	out := &adminv3.Clusters{}
+	if s.clusters == nil {
+		return out
+	}
+	for _, c := range s.clusters.Clusters() {
+		out.ClusterStatuses = append(out.ClusterStatuses, clusterStatus(c))
+	}
+	return out
+}
+
+// IsCanary implements admin.ClusterSource: whether a host of a cluster is
+// a canary, which the Clusters message has no field for.
+func (s *Server) IsCanary(clusterName string, address *corev3.Address) bool {
+	if s.clusters == nil {
+		return false
+	}
+	c := s.clusters.Cluster(clusterName)
+	sa := address.GetSocketAddress()
+	ip, err := netip.ParseAddr(sa.GetAddress())
+	if c == nil || err != nil || sa.GetPortValue() > 65535 {
+		return false
+	}
+	return c.IsCanary(netip.AddrPortFrom(ip, uint16(sa.GetPortValue())).String())
+}
+
+// clusterStatus is one cluster's entry of /clusters.
+func clusterStatus(c *cluster.Cluster) *adminv3.ClusterStatus {
+	cs := &adminv3.ClusterStatus{
+		Name:              c.Name(),
+		AddedViaApi:       c.AddedViaAPI(),
+		ObservabilityName: c.ObservabilityName(),
+		CircuitBreakers: &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{
+			thresholds(c, corev3.RoutingPriority_DEFAULT),
+			thresholds(c, corev3.RoutingPriority_HIGH),
+		}},
+	}
+	for _, h := range c.Hosts() {
+		cs.HostStatuses = append(cs.HostStatuses, hostStatus(h))
+	}
+	return cs
+}
+
+// thresholds is one priority's circuit-breaker settings.
+func thresholds(c *cluster.Cluster, p corev3.RoutingPriority) *clusterv3.CircuitBreakers_Thresholds {
+	t := c.Thresholds(p)
+	return &clusterv3.CircuitBreakers_Thresholds{
+		Priority:           p,
+		MaxConnections:     wrapperspb.UInt32(t.MaxConnections),
+		MaxPendingRequests: wrapperspb.UInt32(t.MaxPendingRequests),
+		MaxRequests:        wrapperspb.UInt32(t.MaxRequests),
+		MaxRetries:         wrapperspb.UInt32(t.MaxRetries),
+	}
+}
+
+// hostStatus is one host's entry: its counters in Envoy's order, then its
+// gauges, its health and placement. Success rates are left unset (no
+// outlier detection yet), which /clusters shows as -1.
+func hostStatus(h *upstream.Host) *adminv3.HostStatus {
+	st := &h.Stats
+	counter := func(name string, v uint64) *adminv3.SimpleMetric {
+		return &adminv3.SimpleMetric{Type: adminv3.SimpleMetric_COUNTER, Name: name, Value: v}
+	}
+	gauge := func(name string, v int64) *adminv3.SimpleMetric {
+		// Gauges are never negative here: every decrement follows its
+		// increment.
+		return &adminv3.SimpleMetric{Type: adminv3.SimpleMetric_GAUGE, Name: name, Value: uint64(max(v, 0))}
+	}
+	return &adminv3.HostStatus{
+		Address: hostAddress(h.Address),
+		Stats: []*adminv3.SimpleMetric{
+			counter("cx_connect_fail", st.CxConnectFail.Load()),
+			counter("cx_total", st.CxTotal.Load()),
+			counter("rq_error", st.RqError.Load()),
+			counter("rq_success", st.RqSuccess.Load()),
+			counter("rq_timeout", st.RqTimeout.Load()),
+			counter("rq_total", st.RqTotal.Load()),
+			gauge("cx_active", st.CxActive.Load()),
+			gauge("rq_active", st.RqActive.Load()),
+		},
+		HealthStatus: &adminv3.HostHealthStatus{EdsHealthStatus: edsHealth(h)},
+		Weight:       h.Weight,
+		Hostname:     h.Hostname,
+		Priority:     h.Priority,
+		Locality: &corev3.Locality{
+			Region:  h.Locality.Region,
+			Zone:    h.Locality.Zone,
+			SubZone: h.Locality.SubZone,
+		},
+	}
+}
+
+// edsHealth is the host's configured health as Envoy reports it: every
+// status that takes a host out of rotation (UNHEALTHY, DRAINING, TIMEOUT)
+// is its "failed EDS health" flag, shown as UNHEALTHY.
+func edsHealth(h *upstream.Host) corev3.HealthStatus {
+	switch {
+	case h.FailedEDSHealth():
+		return corev3.HealthStatus_UNHEALTHY
+	case h.Degraded():
+		return corev3.HealthStatus_DEGRADED
+	default:
+		return corev3.HealthStatus_HEALTHY
+	}
+}
+
+// hostAddress converts "ip:port" back to the address message.
+func hostAddress(addr string) *corev3.Address {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		// Host addresses are built from parsed IPs and ports.
+		return &corev3.Address{}
+	}
+	return &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+		Address:       ap.Addr().String(),
+		PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: uint32(ap.Port())},
+	}}}
+}

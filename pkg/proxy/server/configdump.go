@@ -1,0 +1,315 @@
+package server
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// defaultOverprovisioningFactor is a priority's overprovisioning factor
+// when load_assignment.policy leaves it unset (Envoy's 140, i.e. 1.4).
+const defaultOverprovisioningFactor = 140
+
+// ConfigDump implements admin.ConfigDumpSource for a static-only
+// configuration, as Envoy shows one: the bootstrap, the clusters, the
+// endpoints (with includeEDS, when there is a cluster), the listeners, the
+// scoped routes (always empty), the route configurations inlined in
+// HTTP connection managers, and the secrets, in that order. Nothing
+// arrives through discovery, so every resource is static and no
+// version_info is set. Secrets are not redacted here: the admin redacts
+// them. Each call builds new messages, which the caller may modify.
+func (s *Server) ConfigDump(includeEDS bool) []proto.Message {
+	// Envoy keeps update times to the millisecond.
+	loaded := timestamppb.New(s.start.Truncate(time.Millisecond))
+	res := s.boot.GetStaticResources()
+	dumps := []proto.Message{
+		s.bootstrapDump(loaded),
+		clustersDump(res.GetClusters(), loaded),
+	}
+	if includeEDS && len(res.GetClusters()) > 0 {
+		dumps = append(dumps, endpointsDump(res.GetClusters()))
+	}
+	return append(dumps,
+		listenersDump(res.GetListeners(), loaded),
+		&adminv3.ScopedRoutesConfigDump{},
+		routesDump(res.GetListeners(), loaded),
+		secretsDump(res.GetSecrets()),
+	)
+}
+
+// InitDump implements admin.ConfigDumpSource. Static listeners have no
+// initialization target to wait for (no route discovery), so nothing is
+// ever unready.
+func (s *Server) InitDump() *adminv3.UnreadyTargetsDumps {
+	return &adminv3.UnreadyTargetsDumps{}
+}
+
+// bootstrapDump is the bootstrap as loaded (command-line overrides and
+// --config-yaml merged), with the node completed as /server_info shows it.
+func (s *Server) bootstrapDump(loaded *timestamppb.Timestamp) *adminv3.BootstrapConfigDump {
+	b := proto.Clone(s.boot).(*bootstrapv3.Bootstrap)
+	if b == nil {
+		b = &bootstrapv3.Bootstrap{}
+	}
+	b.Node = s.node()
+	return &adminv3.BootstrapConfigDump{Bootstrap: b, LastUpdated: loaded}
+}
+
+// clustersDump lists the static clusters as configured.
+func clustersDump(clusters []*clusterv3.Cluster, loaded *timestamppb.Timestamp) *adminv3.ClustersConfigDump {
+	d := &adminv3.ClustersConfigDump{}
+	for _, c := range clusters {
+		if a := pack(c); a != nil {
+			d.StaticClusters = append(d.StaticClusters, &adminv3.ClustersConfigDump_StaticCluster{
+				Cluster: a, LastUpdated: loaded,
+			})
+		}
+	}
+	return d
+}
+
+// listenersDump lists the static listeners as configured.
+func listenersDump(listeners []*listenerv3.Listener, loaded *timestamppb.Timestamp) *adminv3.ListenersConfigDump {
+	d := &adminv3.ListenersConfigDump{}
+	for _, l := range listeners {
+		if a := pack(l); a != nil {
+			d.StaticListeners = append(d.StaticListeners, &adminv3.ListenersConfigDump_StaticListener{
+				Listener: a, LastUpdated: loaded,
+			})
+		}
+	}
+	return d
+}
+
+// routesDump lists the route configurations inlined in the listeners'
+// HTTP connection managers: Envoy makes a static route provider for each,
+// in every filter chain (the default one last).
+func routesDump(listeners []*listenerv3.Listener, loaded *timestamppb.Timestamp) *adminv3.RoutesConfigDump {
+	d := &adminv3.RoutesConfigDump{}
+	for _, l := range listeners {
+		chains := l.GetFilterChains()
+		if dc := l.GetDefaultFilterChain(); dc != nil {
+			chains = append(slices.Clip(chains), dc)
+		}
+		for _, fc := range chains {
+			for _, f := range fc.GetFilters() {
+				rc := inlineRouteConfig(f)
+				if rc == nil {
+					continue
+				}
+				if a := pack(rc); a != nil {
+					d.StaticRouteConfigs = append(d.StaticRouteConfigs, &adminv3.RoutesConfigDump_StaticRouteConfig{
+						RouteConfig: a, LastUpdated: loaded,
+					})
+				}
+			}
+		}
+	}
+	return d
+}
+
+// inlineRouteConfig returns the route_config of an HTTP connection manager
+// filter, or nil for other filters and for managers using discovery.
+func inlineRouteConfig(f *listenerv3.Filter) proto.Message {
+	tc := f.GetTypedConfig()
+	if tc == nil || !tc.MessageIs(&hcmv3.HttpConnectionManager{}) {
+		return nil
+	}
+	var hcm hcmv3.HttpConnectionManager
+	if err := tc.UnmarshalTo(&hcm); err != nil {
+		return nil // validation decoded it already; nothing to show otherwise
+	}
+	if rc := hcm.GetRouteConfig(); rc != nil {
+		return rc
+	}
+	return nil
+}
+
+// secretsDump lists the static secrets, grouped by kind as Envoy's secret
+// manager keeps them: TLS certificates, validation contexts, session ticket
+// keys, then generic secrets.
+func secretsDump(secrets []*tlsv3.Secret) *adminv3.SecretsConfigDump {
+	kind := func(s *tlsv3.Secret) int {
+		switch s.GetType().(type) {
+		case *tlsv3.Secret_TlsCertificate:
+			return 0
+		case *tlsv3.Secret_ValidationContext:
+			return 1
+		case *tlsv3.Secret_SessionTicketKeys:
+			return 2
+		default:
+			return 3
+		}
+	}
+	sorted := slices.Clone(secrets)
+	slices.SortStableFunc(sorted, func(a, b *tlsv3.Secret) int { return cmp.Compare(kind(a), kind(b)) })
+	d := &adminv3.SecretsConfigDump{}
+	for _, sec := range sorted {
+		if a := pack(sec); a != nil {
+			d.StaticSecrets = append(d.StaticSecrets, &adminv3.SecretsConfigDump_StaticSecret{
+				Name: sec.GetName(), Secret: a,
+			})
+		}
+	}
+	return d
+}
+
+// endpointsDump shows each static cluster's endpoints as Envoy's endpoint
+// dump does: one ClusterLoadAssignment per cluster, named by the EDS
+// service name or the cluster name, with the endpoints grouped by priority
+// and locality. Health is the configured health_status (no active health
+// check result is known from the configuration).
+func endpointsDump(clusters []*clusterv3.Cluster) *adminv3.EndpointsConfigDump {
+	d := &adminv3.EndpointsConfigDump{}
+	for _, c := range clusters {
+		if a := pack(loadAssignmentDump(c)); a != nil {
+			d.StaticEndpointConfigs = append(d.StaticEndpointConfigs, &adminv3.EndpointsConfigDump_StaticEndpointConfig{
+				EndpointConfig: a,
+			})
+		}
+	}
+	return d
+}
+
+// loadAssignmentDump rebuilds a cluster's load assignment the way Envoy
+// reports its hosts.
+func loadAssignmentDump(c *clusterv3.Cluster) *endpointv3.ClusterLoadAssignment {
+	la := c.GetLoadAssignment()
+	name := c.GetEdsClusterConfig().GetServiceName()
+	if name == "" {
+		name = c.GetName()
+	}
+	factor := uint32(defaultOverprovisioningFactor)
+	if f := la.GetPolicy().GetOverprovisioningFactor(); f != nil {
+		factor = f.GetValue()
+	}
+	out := &endpointv3.ClusterLoadAssignment{
+		ClusterName: name,
+		Policy: &endpointv3.ClusterLoadAssignment_Policy{
+			OverprovisioningFactor: wrapperspb.UInt32(factor),
+		},
+	}
+	localityWeights := c.GetCommonLbConfig().GetLocalityWeightedLbConfig() != nil
+
+	// Envoy groups hosts per priority, then per locality: configuration
+	// entries naming the same priority and locality are one group.
+	byPriority := slices.Clone(la.GetEndpoints())
+	slices.SortStableFunc(byPriority, func(a, b *endpointv3.LocalityLbEndpoints) int {
+		return cmp.Compare(a.GetPriority(), b.GetPriority())
+	})
+	for _, group := range byPriority {
+		var dst *endpointv3.LocalityLbEndpoints
+		for _, g := range out.Endpoints {
+			if g.GetPriority() == group.GetPriority() && proto.Equal(g.GetLocality(), group.GetLocality()) {
+				dst = g
+			}
+		}
+		for _, e := range group.GetLbEndpoints() {
+			lbe := lbEndpointDump(e)
+			if lbe == nil {
+				continue
+			}
+			if dst == nil {
+				// Envoy always prints the locality, {} when there is none.
+				dst = &endpointv3.LocalityLbEndpoints{Priority: group.GetPriority(), Locality: &corev3.Locality{}}
+				if group.GetLocality() != nil {
+					dst.Locality = proto.Clone(group.GetLocality()).(*corev3.Locality)
+				}
+				if localityWeights && group.GetLoadBalancingWeight() != nil {
+					dst.LoadBalancingWeight = wrapperspb.UInt32(group.GetLoadBalancingWeight().GetValue())
+				}
+				out.Endpoints = append(out.Endpoints, dst)
+			}
+			dst.LbEndpoints = append(dst.LbEndpoints, lbe)
+		}
+	}
+	return out
+}
+
+// lbEndpointDump reports one configured endpoint as Envoy reports a host:
+// its address, hostname, health-check hostname (and port when it differs),
+// coarse health, metadata and weight (1 unless configured). Named
+// endpoints, which only discovery resolves, are left out.
+func lbEndpointDump(e *endpointv3.LbEndpoint) *endpointv3.LbEndpoint {
+	ep := e.GetEndpoint()
+	if ep == nil {
+		return nil
+	}
+	sa := ep.GetAddress().GetSocketAddress()
+	hc := &endpointv3.Endpoint_HealthCheckConfig{Hostname: ep.GetHealthCheckConfig().GetHostname()}
+	if hc.Hostname == "" {
+		hc.Hostname = ep.GetHostname()
+	}
+	if p := ep.GetHealthCheckConfig().GetPortValue(); p != 0 && p != sa.GetPortValue() {
+		hc.PortValue = p
+	}
+	out := &endpointv3.LbEndpoint{
+		HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
+			Address:           addressDump(ep.GetAddress()),
+			HealthCheckConfig: hc,
+			Hostname:          ep.GetHostname(),
+		}},
+		HealthStatus:        coarseHealth(e.GetHealthStatus()),
+		Metadata:            &corev3.Metadata{},
+		LoadBalancingWeight: wrapperspb.UInt32(1),
+	}
+	if md := e.GetMetadata(); md != nil {
+		out.Metadata = proto.Clone(md).(*corev3.Metadata)
+	}
+	if w := e.GetLoadBalancingWeight(); w != nil {
+		out.LoadBalancingWeight = wrapperspb.UInt32(w.GetValue())
+	}
+	return out
+}
+
+// addressDump keeps what Envoy prints of a host address: IP and port of a
+// socket address, or the pipe path.
+func addressDump(a *corev3.Address) *corev3.Address {
+	if sa := a.GetSocketAddress(); sa != nil {
+		return &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+			Address:       sa.GetAddress(),
+			PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: sa.GetPortValue()},
+		}}}
+	}
+	if a == nil {
+		return nil
+	}
+	return proto.Clone(a).(*corev3.Address)
+}
+
+// coarseHealth maps a configured health status to the three states Envoy
+// reports a host in.
+func coarseHealth(h corev3.HealthStatus) corev3.HealthStatus {
+	switch h {
+	case corev3.HealthStatus_UNHEALTHY, corev3.HealthStatus_DRAINING, corev3.HealthStatus_TIMEOUT:
+		return corev3.HealthStatus_UNHEALTHY
+	case corev3.HealthStatus_DEGRADED:
+		return corev3.HealthStatus_DEGRADED
+	default:
+		return corev3.HealthStatus_HEALTHY
+	}
+}
+
+// pack wraps m in an Any. The messages come from a validated bootstrap, so
+// packing cannot fail; a message that does anyway is left out of the dump
+// rather than failing the whole dump.
+func pack(m proto.Message) *anypb.Any {
+	a := &anypb.Any{}
+	if err := anypb.MarshalFrom(a, m, proto.MarshalOptions{Deterministic: true}); err != nil {
+		return nil
+	}
+	return a
+}

@@ -1,0 +1,149 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	metricsv3 "github.com/envoyproxy/go-control-plane/envoy/config/metrics/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+)
+
+// defaultConnectTimeout is a cluster's connect_timeout when unset
+// (Envoy's default).
+const defaultConnectTimeout = 5 * time.Second
+
+// defaultMaxPendingRequests is a circuit breaker's max_pending_requests
+// when the configuration leaves it unset (Envoy's default).
+const defaultMaxPendingRequests = 1024
+
+// hystrixSinkType is the full name of the dashboard sink's configuration.
+var hystrixSinkType = string(proto.MessageName(&metricsv3.HystrixSink{}))
+
+// buildSinks builds the bootstrap's stats_sinks. A statsd sink's
+// tcp_cluster_name must name a static cluster, whose endpoints it dials.
+func (s *Server) buildSinks(cfgs []*metricsv3.StatsSink) ([]stats.Sink, error) {
+	return stats.NewSinks(cfgs, stats.SinkDeps{
+		DialCluster: s.dialCluster,
+		HasCluster:  func(name string) bool { return s.staticCluster(name) != nil },
+		Factories: map[string]func(*metricsv3.StatsSink) (stats.Sink, error){
+			hystrixSinkType: s.newHystrixSink,
+		},
+	})
+}
+
+// newHystrixSink builds the circuit-breaker dashboard sink; there is one
+// stream per server, so a second one is a configuration error.
+func (s *Server) newHystrixSink(cfg *metricsv3.StatsSink) (stats.Sink, error) {
+	var hc metricsv3.HystrixSink
+	if err := cfg.GetTypedConfig().UnmarshalTo(&hc); err != nil {
+		return nil, err
+	}
+	if s.statsRT.hystrix != nil {
+		return nil, errors.New("only one circuit-breaker dashboard sink may be configured")
+	}
+	if hc.GetNumBuckets() < 0 {
+		return nil, fmt.Errorf("num_buckets: %d is negative", hc.GetNumBuckets())
+	}
+	sink := stats.NewHystrixSink(stats.HystrixOptions{
+		NumBuckets: int(hc.GetNumBuckets()),
+		Interval:   s.boot.GetStatsFlushInterval().AsDuration(),
+		Clusters:   s.hystrixClusters,
+	})
+	s.statsRT.hystrix = sink
+	return sink, nil
+}
+
+// hystrixClusters lists the static clusters for the dashboard, with the
+// name their stats are kept under (alt_stat_name, when set) and their
+// default-priority max_pending_requests.
+func (s *Server) hystrixClusters() []stats.HystrixCluster {
+	cfgs := s.boot.GetStaticResources().GetClusters()
+	out := make([]stats.HystrixCluster, 0, len(cfgs))
+	for _, c := range cfgs {
+		out = append(out, stats.HystrixCluster{Name: c.GetName(), StatName: c.GetAltStatName(), MaxPendingRequests: maxPendingRequests(c)})
+	}
+	return out
+}
+
+// maxPendingRequests is the default-priority threshold of a cluster's
+// circuit breakers.
+func maxPendingRequests(c *clusterv3.Cluster) uint64 {
+	for _, t := range c.GetCircuitBreakers().GetThresholds() {
+		if t.GetPriority() == corev3.RoutingPriority_DEFAULT && t.GetMaxPendingRequests() != nil {
+			return uint64(t.GetMaxPendingRequests().GetValue())
+		}
+	}
+	return defaultMaxPendingRequests
+}
+
+// BreakerEventsEnabled reports whether a circuit-breaker dashboard sink is
+// configured; only then is /breaker_event_stream served.
+func (s *Server) BreakerEventsEnabled() bool { return s.statsRT.hystrix != nil }
+
+// SubscribeBreakerEvents implements admin.BreakerEventSource: one event
+// set per stats flush, until cancel or shutdown (the channel then closes).
+// Without a dashboard sink the channel is closed at once.
+func (s *Server) SubscribeBreakerEvents() (<-chan []byte, func()) {
+	if s.statsRT.hystrix == nil {
+		ch := make(chan []byte)
+		close(ch)
+		return ch, func() {}
+	}
+	return s.statsRT.hystrix.Subscribe()
+}
+
+// staticCluster returns the named static cluster, or nil.
+func (s *Server) staticCluster(name string) *clusterv3.Cluster {
+	for _, c := range s.boot.GetStaticResources().GetClusters() {
+		if c.GetName() == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// dialCluster opens a TCP connection to an endpoint of a static cluster
+// (a statsd sink's tcp_cluster_name), trying the endpoints in turn from
+// where the previous dial left off, so that a dead endpoint is skipped.
+func (s *Server) dialCluster(ctx context.Context, name string) (net.Conn, error) {
+	c := s.staticCluster(name)
+	if c == nil {
+		return nil, fmt.Errorf("unknown cluster %q", name)
+	}
+	var addrs []string
+	for _, lle := range c.GetLoadAssignment().GetEndpoints() {
+		for _, le := range lle.GetLbEndpoints() {
+			sa := le.GetEndpoint().GetAddress().GetSocketAddress()
+			if sa != nil {
+				addrs = append(addrs, net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10)))
+			}
+		}
+	}
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("cluster %q has no endpoint", name)
+	}
+	timeout := c.GetConnectTimeout().AsDuration()
+	if timeout <= 0 {
+		timeout = defaultConnectTimeout
+	}
+	var errs []error
+	start := int(s.statsRT.nextEndpoint.Add(1))
+	for i := range addrs {
+		addr := addrs[(start+i)%len(addrs)]
+		d := net.Dialer{Timeout: timeout}
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			return conn, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, fmt.Errorf("cluster %q: %w", name, errors.Join(errs...))
+}
