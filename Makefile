@@ -11,7 +11,8 @@ STATICCHECK_VERSION := v0.8.2
 BUILDFLAGS := -buildvcs=auto
 CONFIG ?= examples/quickstart.yaml
 
-.PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers lint fmt clean
+.PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers lint fmt clean \
+	manifests generate check-manifests test-cluster
 
 all: build
 
@@ -21,7 +22,7 @@ build:
 run: build
 	$(BIN)/sidecar -c $(CONFIG)
 
-test: lint test-unit test-e2e
+test: lint check-manifests test-assets test-unit test-e2e test-cluster
 
 test-unit:
 	$(GO) test -count=1 ./pkg/... ./cmd/...
@@ -34,6 +35,30 @@ test-e2e: build
 # KUBEBUILDER_ASSETS.
 test-assets:
 	GO="$(GO)" hack/test-assets.sh
+
+# controller-gen, pinned by go.mod's tool directive.
+CONTROLLER_GEN := $(GO) tool controller-gen
+
+# The CRDs (config/crd/bases) and the controller's RBAC role (config/rbac)
+# from the markers in pkg/apis and pkg/controller.
+manifests:
+	$(CONTROLLER_GEN) crd paths=./pkg/apis/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=outrigger-controller paths=./pkg/controller/... output:rbac:artifacts:config=config/rbac
+
+# The API types' deepcopy code.
+generate:
+	$(CONTROLLER_GEN) object paths=./pkg/apis/...
+
+# Fails when a generated file differs from what the markers give now.
+check-manifests:
+	GO="$(GO)" hack/check-manifests.sh
+
+# The cluster tier: a real kube-apiserver and etcd, the controller binary,
+# sidecar processes standing in for pods' proxies.
+test-cluster: build test-assets
+	$(GO) build $(BUILDFLAGS) -o $(BIN)/controller ./cmd/controller
+	KUBEBUILDER_ASSETS=$(BIN)/test-assets SIDECAR_BIN=$(BIN)/sidecar CONTROLLER_BIN=$(BIN)/controller \
+		$(GO) test -count=1 -timeout 15m ./test/e2e/cluster/... -ginkgo.v=false
 
 # Go benchmarks, then the traffic benchmark beside haproxy and nginx
 # (../shared/bench/peers.sh; it installs nginx, haproxy, wrk and h2load from

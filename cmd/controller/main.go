@@ -1,0 +1,148 @@
+// Command controller runs the Outrigger controller: a controller-runtime
+// manager with leader election, metrics and health endpoints, and one
+// reconciler per proxy.outrigger.dev kind. See README.md for its flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/outrigger-dev/outrigger/pkg/apis/proxy/v1alpha1"
+	"github.com/outrigger-dev/outrigger/pkg/controller"
+	"github.com/outrigger-dev/outrigger/pkg/controller/adminclient"
+)
+
+func main() {
+	os.Exit(run(ctrl.SetupSignalHandler(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main with its context and outputs passed in; it returns the exit
+// code. Bad flags and start-up failures are one line on stderr,
+// "error: <reason>", and exit code 1.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, fs, err := parseOptions(args)
+	if err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprint(stdout, usage(fs))
+			return 0
+		}
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
+	if o.help {
+		fmt.Fprint(stdout, usage(fs))
+		return 0
+	}
+	lvl, _ := level(o.logLevel) // validated
+	log := logr.FromSlogHandler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+	ctrl.SetLogger(log)
+	klog.SetLogger(log)
+
+	if err := start(ctx, o, log); err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// start builds the manager and runs it until ctx ends.
+func start(ctx context.Context, o options, log logr.Logger) error {
+	cfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("scheme: %w", err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("scheme: %w", err)
+	}
+
+	var transport adminclient.Transport
+	switch o.transport {
+	case transportDirect:
+		transport = adminclient.NewDirect(o.adminTimeout)
+	default:
+		pf, err := adminclient.NewPortForward(cfg)
+		if err != nil {
+			return err
+		}
+		transport = pf
+	}
+
+	var namespaces map[string]cache.Config
+	if len(o.namespaces) > 0 {
+		namespaces = map[string]cache.Config{}
+		for _, ns := range o.namespaces {
+			namespaces[ns] = cache.Config{}
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Logger:                        log,
+		Cache:                         cache.Options{DefaultNamespaces: namespaces},
+		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:        o.probeAddr,
+		LeaderElection:                o.leaderElect,
+		LeaderElectionID:              o.leaderElectionID,
+		LeaderElectionNamespace:       o.leaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	if err := controller.Setup(mgr, controller.Options{
+		Admin:           adminclient.New(transport, o.adminTimeout),
+		Workers:         o.workers,
+		RecheckInterval: o.recheckInterval,
+		PollInterval:    o.pollInterval,
+	}); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("ready check: %w", err)
+	}
+	log.Info("starting", "transport", o.transport, "workers", o.workers, "namespaces", o.namespaces, "leaderElection", o.leaderElect)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	return nil
+}
+
+// restConfig loads --kubeconfig, or finds the configuration as kubectl
+// does ($KUBECONFIG, in-cluster, ~/.kube/config).
+func restConfig(path string) (*rest.Config, error) {
+	if path != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", path)
+		if err != nil {
+			return nil, fmt.Errorf("--kubeconfig: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := config.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes configuration: %w", err)
+	}
+	return cfg, nil
+}

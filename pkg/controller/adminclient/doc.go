@@ -1,0 +1,11 @@
+// Package adminclient makes the typed admin calls the controller needs on a
+// pod's proxy: /runtime and /runtime_modify, /logging, /healthcheck/fail and
+// /healthcheck/ok, /drain_listeners, /quitquitquit, /server_info and the
+// downstream connection stats.
+//
+// The calls travel over a Transport, the AdminTransport of the design: the
+// proxy's admin interface listens on the pod's loopback address, which only
+// a port-forward through the API server (PortForward, the default) reaches;
+// Direct dials the pod IP instead, for proxies whose admin listens there and
+// for tests.
+package adminclient

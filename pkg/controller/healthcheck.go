@@ -1,0 +1,344 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/outrigger-dev/outrigger/pkg/apis/proxy/v1alpha1"
+	"github.com/outrigger-dev/outrigger/pkg/controller/adminclient"
+)
+
+// HealthCheckReconciler holds the health-check state a ProxyHealthCheck
+// asks for on the selected pods' proxies: /healthcheck/fail or
+// /healthcheck/ok, again on proxies that restart, and /healthcheck/ok on
+// deletion with onDelete Revert. A pod where another health check still
+// has a Fail to undo is left alone until it has (see the conflict rule).
+type HealthCheckReconciler struct {
+	*env
+	checks *checks
+}
+
+func newHealthCheckReconciler(e *env) *HealthCheckReconciler {
+	return &HealthCheckReconciler{env: e, checks: newChecks()}
+}
+
+// setup registers the reconciler and its watches.
+func (r *HealthCheckReconciler) setup(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("proxyhealthcheck").
+		For(&v1alpha1.ProxyHealthCheck{}, builder.WithPredicates(specOrDeletion())).
+		Watches(&corev1.Pod{}, podHandler(r.client, listHealthChecks), builder.WithPredicates(podChanged())).
+		Watches(&v1alpha1.ProxyHealthCheck{}, siblings(r.client, listHealthChecks), builder.WithPredicates(specOrDeletion())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.Workers}).
+		Complete(r)
+}
+
+// listHealthChecks lists a namespace's health checks for the watches.
+func listHealthChecks(ctx context.Context, c client.Reader, namespace string) ([]selectorRef, error) {
+	var list v1alpha1.ProxyHealthCheckList
+	if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	refs := make([]selectorRef, len(list.Items))
+	for i, hc := range list.Items {
+		refs[i] = selectorRef{name: hc.Name, target: hc.Spec.Target}
+	}
+	return refs, nil
+}
+
+// Reconcile brings every target pod to the requested state.
+func (r *HealthCheckReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var hc v1alpha1.ProxyHealthCheck
+	if err := r.live.Get(ctx, req.NamespacedName, &hc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if hc.DeletionTimestamp != nil {
+		return r.finalize(ctx, &hc)
+	}
+	if err := r.ensureFinalizer(ctx, &hc); err != nil {
+		return ctrl.Result{}, err
+	}
+	sel, err := selectTargets(ctx, r.client, hc.Namespace, hc.Spec.Target)
+	if err != nil {
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	now := r.now()
+	m, err := mergeTargets[v1alpha1.HealthCheckTarget](ctx, r.client, hc.Namespace, hc.Status.Targets, sel, now)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	others, undoing, err := r.rivals(ctx, &hc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	base := hc.DeepCopy()
+	ss := newSessions(r.admin)
+	defer ss.close()
+	var w wake
+	var invalid []string
+
+	released := r.release(ctx, ss, &hc, m.released, m.releasedPods, &w)
+
+	var check, apply []int
+	for i := range m.targets {
+		t := &m.targets[i]
+		pod := m.pods[t.PodUID]
+		if _, err := endpointFor(pod); err != nil {
+			invalid = append(invalid, pod.Name)
+		}
+		if holder := holderOf(others, pod); holder != "" {
+			setPhase(&t.TargetStatus, v1alpha1.PhaseConflict, fmt.Sprintf("held by the older ProxyHealthCheck %s", holder), now)
+			t.HeldBy = holder
+			// The holder sets its own state over ours: undoing ours later
+			// (on delete) would undo the holder's.
+			t.AppliedState = ""
+			continue
+		}
+		if holder := undoing[t.PodUID]; holder != "" {
+			// Another health check (going, or that lost the pod to this
+			// one) has still to undo its Fail here: setting the state
+			// before would let its /healthcheck/ok land after ours. Its
+			// release shows in its status only, which does not trigger
+			// this reconcile.
+			setPhase(&t.TargetStatus, v1alpha1.PhaseConflict, fmt.Sprintf("held by the ProxyHealthCheck %s until it undoes its state", holder), now)
+			t.HeldBy = holder
+			t.AppliedState = ""
+			w.after(now.Time, r.opts.RetryBase)
+			continue
+		}
+		t.HeldBy = ""
+		switch {
+		case t.Phase == v1alpha1.PhaseApplied && t.AppliedState == hc.Spec.State:
+			if r.checks.due(checkKey{hc.UID, t.PodUID}, now.Time, r.opts.RecheckInterval) {
+				check = append(check, i)
+			}
+			w.after(now.Time, r.opts.RecheckInterval)
+		case t.Phase == v1alpha1.PhaseFailed && now.Time.Before(r.retryAt(&t.TargetStatus)):
+			w.add(r.retryAt(&t.TargetStatus))
+		default:
+			apply = append(apply, i)
+		}
+	}
+
+	// Recheck the applied pods: a proxy that restarted lost the state.
+	restartedPods := make([]bool, len(m.targets))
+	parallel(ctx, int(hc.Spec.Rollout.MaxConcurrent), check, func(ctx context.Context, i int) {
+		t := &m.targets[i]
+		pod := m.pods[t.PodUID]
+		sess, err := ss.get(ctx, pod)
+		if err == nil {
+			var info adminclient.ServerInfo
+			if info, err = sess.ServerInfo(ctx); err == nil {
+				r.checks.done(checkKey{hc.UID, t.PodUID}, now.Time)
+				restartedPods[i] = restarted(t.ProxyStartTime, proxyStart(now.Time, info))
+				return
+			}
+		}
+		ss.drop(t.PodUID)
+		setFailed(&t.TargetStatus, err, now)
+		w.add(r.retryAt(&t.TargetStatus))
+	})
+	for i, again := range restartedPods {
+		if again {
+			r.podEvent(m.pods[m.targets[i].PodUID], &hc, corev1.EventTypeNormal, reasonProxyRestarted, "proxy restarted; setting health checks to %s again", hc.Spec.State)
+			apply = append(apply, i)
+		}
+	}
+
+	parallel(ctx, int(hc.Spec.Rollout.MaxConcurrent), apply, func(ctx context.Context, i int) {
+		t := &m.targets[i]
+		pod := m.pods[t.PodUID]
+		if err := r.set(ctx, ss, pod, t, hc.Spec.State, now); err != nil {
+			ss.drop(t.PodUID)
+			setFailed(&t.TargetStatus, err, now)
+			w.add(r.retryAt(&t.TargetStatus))
+			r.podEvent(pod, &hc, corev1.EventTypeWarning, reasonAdminCallFailed, "%s", err)
+			r.event(&hc, pod, corev1.EventTypeWarning, reasonAdminCallFailed, "pod %s: %s", pod.Name, err)
+			return
+		}
+		r.checks.done(checkKey{hc.UID, t.PodUID}, now.Time)
+		w.after(now.Time, r.opts.RecheckInterval)
+		r.podEvent(pod, &hc, corev1.EventTypeNormal, reasonHealthCheckSet, "health checks set to %s", hc.Spec.State)
+	})
+
+	hc.Status.Targets = append(m.targets, released...)
+	sortRecords[v1alpha1.HealthCheckTarget](hc.Status.Targets)
+	conflicts := 0
+	var holders []string
+	for _, t := range m.targets {
+		if t.Phase == v1alpha1.PhaseConflict {
+			conflicts++
+			holders = append(holders, t.PodName+" (held by "+t.HeldBy+")")
+		}
+	}
+	s := summary{
+		generation: hc.Generation, selected: len(sel.pods), overflow: m.overflow, invalid: invalid,
+		container: containerName(hc.Spec.Target), succeeded: "set to " + string(hc.Spec.State), hasConflict: true,
+	}
+	if conflicts > 0 {
+		s.conflict = fmt.Sprintf("%s held by an older ProxyHealthCheck: %s", pods(conflicts), names(holders))
+	}
+	for i := range hc.Status.Targets {
+		s.targets = append(s.targets, hc.Status.Targets[i].Common())
+	}
+	s.apply(&hc.Status.CommonStatus)
+	if err := r.patchStatus(ctx, &hc, base); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.transitionEvents(&hc, base.Status.Conditions, hc.Status.Conditions)
+	log.FromContext(ctx).V(1).Info("reconciled", "selected", len(sel.pods), "applied", len(apply), "checked", len(check))
+	return w.result(r.clock.Now()), nil
+}
+
+// set asks one proxy for the state, recording its start time.
+func (r *HealthCheckReconciler) set(ctx context.Context, ss *sessions, pod *corev1.Pod, t *v1alpha1.HealthCheckTarget, state v1alpha1.HealthCheckState, now metav1.Time) error {
+	sess, err := ss.get(ctx, pod)
+	if err != nil {
+		return err
+	}
+	info, err := sess.ServerInfo(ctx)
+	if err != nil {
+		return err
+	}
+	if state == v1alpha1.HealthCheckFail {
+		err = sess.FailHealthChecks(ctx)
+	} else {
+		err = sess.PassHealthChecks(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	start := proxyStart(now.Time, info)
+	t.ProxyStartTime = &start
+	t.AppliedState = state
+	t.HeldBy = ""
+	setPhase(&t.TargetStatus, v1alpha1.PhaseApplied, "", now)
+	return nil
+}
+
+// revert undoes a Fail on one pod (a restarted proxy passes already).
+func (r *HealthCheckReconciler) revert(ctx context.Context, ss *sessions, pod *corev1.Pod, t *v1alpha1.HealthCheckTarget, now metav1.Time) error {
+	if t.AppliedState != v1alpha1.HealthCheckFail {
+		setPhase(&t.TargetStatus, v1alpha1.PhaseReverted, "nothing to undo", now)
+		return nil
+	}
+	sess, err := ss.get(ctx, pod)
+	if err != nil {
+		return err
+	}
+	info, err := sess.ServerInfo(ctx)
+	if err != nil {
+		return err
+	}
+	if restarted(t.ProxyStartTime, proxyStart(now.Time, info)) {
+		setPhase(&t.TargetStatus, v1alpha1.PhaseReverted, "the proxy restarted since: nothing to undo", now)
+		t.AppliedState = ""
+		return nil
+	}
+	if err := sess.PassHealthChecks(ctx); err != nil {
+		return err
+	}
+	setPhase(&t.TargetStatus, v1alpha1.PhaseReverted, "health checks pass again", now)
+	t.AppliedState = ""
+	return nil
+}
+
+// release handles the records of pods that are no longer targets: with
+// onDelete Revert the state is undone first. It returns the records still
+// waiting for a retry.
+func (r *HealthCheckReconciler) release(ctx context.Context, ss *sessions, hc *v1alpha1.ProxyHealthCheck, recs []v1alpha1.HealthCheckTarget, pods map[types.UID]*corev1.Pod, w *wake) []v1alpha1.HealthCheckTarget {
+	if hc.Spec.OnDelete != v1alpha1.OnDeleteRevert {
+		return nil
+	}
+	return revertAll(ctx, r.env, ss, hc, recs, pods, int(hc.Spec.Rollout.MaxConcurrent), w, r.revert)
+}
+
+// finalize carries out onDelete, then lets the resource go.
+func (r *HealthCheckReconciler) finalize(ctx context.Context, hc *v1alpha1.ProxyHealthCheck) (ctrl.Result, error) {
+	defer r.checks.forget(hc.UID)
+	if hc.Spec.OnDelete != v1alpha1.OnDeleteRevert {
+		return ctrl.Result{}, r.removeFinalizer(ctx, hc)
+	}
+	pods, err := livePods(ctx, r.client, hc.Namespace, hc.Status.Targets)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	base := hc.DeepCopy()
+	ss := newSessions(r.admin)
+	defer ss.close()
+	var w wake
+	left := revertAll(ctx, r.env, ss, hc, hc.Status.Targets, pods, int(hc.Spec.Rollout.MaxConcurrent), &w, r.revert)
+	if len(left) == 0 {
+		r.event(hc, nil, corev1.EventTypeNormal, reasonReverted, "health checks restored on every pod")
+		return ctrl.Result{}, r.removeFinalizer(ctx, hc)
+	}
+	hc.Status.Targets = left
+	s := summary{generation: hc.Generation, deleting: true, selected: len(left), container: containerName(hc.Spec.Target), hasConflict: true}
+	for i := range left {
+		s.targets = append(s.targets, left[i].Common())
+	}
+	s.apply(&hc.Status.CommonStatus)
+	if err := r.patchStatus(ctx, hc, base); err != nil {
+		return ctrl.Result{}, err
+	}
+	return w.result(r.clock.Now()), nil
+}
+
+// rivals lists the other health checks of the namespace, live and not
+// being deleted, that take precedence over hc, and by pod UID the one
+// (whatever its age or state) that still has a Fail to undo there: its
+// entry for the pod keeps appliedState Fail until it has called
+// /healthcheck/ok (or dropped the state, having lost the pod).
+func (r *HealthCheckReconciler) rivals(ctx context.Context, hc *v1alpha1.ProxyHealthCheck) ([]selectorObj, map[types.UID]string, error) {
+	var list v1alpha1.ProxyHealthCheckList
+	if err := r.client.List(ctx, &list, client.InNamespace(hc.Namespace)); err != nil {
+		return nil, nil, fmt.Errorf("list health checks: %w", err)
+	}
+	var out []selectorObj
+	undoing := map[types.UID]metav1.Object{}
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.UID == hc.UID {
+			continue
+		}
+		for _, t := range o.Status.Targets {
+			if t.AppliedState == v1alpha1.HealthCheckFail && t.Phase != v1alpha1.PhaseReverted {
+				if prev := undoing[t.PodUID]; prev == nil || holdsBefore(o, prev) {
+					undoing[t.PodUID] = o
+				}
+			}
+		}
+		if o.DeletionTimestamp != nil || !holdsBefore(o, hc) {
+			continue
+		}
+		out = append(out, selectorObj{obj: o, target: o.Spec.Target})
+	}
+	names := make(map[types.UID]string, len(undoing))
+	for uid, o := range undoing {
+		names[uid] = o.GetName()
+	}
+	return out, names, nil
+}
+
+// transitionEvents records the resource's Ready and Conflict transitions.
+func (e *env) transitionEvents(obj client.Object, before, after []metav1.Condition) {
+	if c := meta.FindStatusCondition(after, v1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue &&
+		!meta.IsStatusConditionTrue(before, v1alpha1.ConditionReady) {
+		e.event(obj, nil, corev1.EventTypeNormal, reasonRolloutComplete, "%s", c.Message)
+	}
+	if c := meta.FindStatusCondition(after, v1alpha1.ConditionConflict); c != nil && c.Status == metav1.ConditionTrue &&
+		!meta.IsStatusConditionTrue(before, v1alpha1.ConditionConflict) {
+		e.event(obj, nil, corev1.EventTypeWarning, reasonConflict, "%s", c.Message)
+	}
+}

@@ -1,0 +1,106 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/outrigger-dev/outrigger/pkg/apis/proxy/v1alpha1"
+)
+
+// revertFunc undoes a resource's changes on one pod, moving its record to
+// Reverted.
+type revertFunc[P any] func(ctx context.Context, ss *sessions, pod *corev1.Pod, rec P, now metav1.Time) error
+
+// revertAll undoes the changes on the pods of recs (pods maps their UIDs to
+// the pods still there), at most limit at once, and returns the records
+// still to do: those that failed and wait for a retry. Records of pods that
+// are gone, already reverted, or given up after RevertAttempts failures
+// are left out; recs is updated in place.
+func revertAll[T any, P record[T]](ctx context.Context, e *env, ss *sessions, obj client.Object, recs []T, pods map[types.UID]*corev1.Pod, limit int, w *wake, revert revertFunc[P]) []T {
+	now := e.now()
+	var todo []int
+	for i := range recs {
+		t := P(&recs[i]).Common()
+		switch {
+		case pods[t.PodUID] == nil || t.Phase == v1alpha1.PhaseReverted:
+		case t.Phase == v1alpha1.PhaseFailed && now.Time.Before(e.retryAt(t)):
+			w.add(e.retryAt(t))
+		default:
+			todo = append(todo, i)
+		}
+	}
+	abandoned := make([]bool, len(recs))
+	parallel(ctx, limit, todo, func(ctx context.Context, i int) {
+		rec := P(&recs[i])
+		t := rec.Common()
+		pod := pods[t.PodUID]
+		if err := revert(ctx, ss, pod, rec, now); err != nil {
+			ss.drop(t.PodUID)
+			setFailed(t, fmt.Errorf("undo: %w", err), now)
+			if t.Attempts >= e.opts.RevertAttempts {
+				abandoned[i] = true
+				e.event(obj, pod, corev1.EventTypeWarning, reasonRevertAbandoned, "gave up undoing the changes on pod %s after %d attempts: %s", pod.Name, t.Attempts, err)
+				e.podEvent(pod, obj, corev1.EventTypeWarning, reasonRevertAbandoned, "gave up undoing the changes after %d attempts: %s", t.Attempts, err)
+				return
+			}
+			w.add(e.retryAt(t))
+			return
+		}
+		e.podEvent(pod, obj, corev1.EventTypeNormal, reasonReverted, "%s", t.Message)
+	})
+	var left []T
+	for i := range recs {
+		t := P(&recs[i]).Common()
+		if pods[t.PodUID] != nil && t.Phase != v1alpha1.PhaseReverted && !abandoned[i] {
+			left = append(left, recs[i])
+		}
+	}
+	return left
+}
+
+// livePods finds the pods of records that still exist (same name and UID).
+func livePods[T any, P record[T]](ctx context.Context, c client.Reader, namespace string, recs []T) (map[types.UID]*corev1.Pod, error) {
+	pods := map[types.UID]*corev1.Pod{}
+	for i := range recs {
+		t := P(&recs[i]).Common()
+		p, err := livePod(ctx, c, namespace, t.PodName, t.PodUID, selection{})
+		if err != nil {
+			return nil, err
+		}
+		if p != nil {
+			pods[t.PodUID] = p
+		}
+	}
+	return pods, nil
+}
+
+// selectorObj is another resource of the same kind and its target.
+type selectorObj struct {
+	obj    metav1.Object
+	target v1alpha1.Target
+}
+
+// holderOf names the resource among others (all older than the caller)
+// that holds the pod: the oldest whose selector matches it, or "".
+func holderOf(others []selectorObj, pod *corev1.Pod) string {
+	var holder metav1.Object
+	for _, o := range others {
+		sel, err := metav1.LabelSelectorAsSelector(&o.target.PodSelector)
+		if err != nil || !sel.Matches(labels.Set(pod.Labels)) {
+			continue
+		}
+		if holder == nil || holdsBefore(o.obj, holder) {
+			holder = o.obj
+		}
+	}
+	if holder == nil {
+		return ""
+	}
+	return holder.GetName()
+}

@@ -1,0 +1,750 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/outrigger-dev/outrigger/pkg/apis/proxy/v1alpha1"
+	"github.com/outrigger-dev/outrigger/pkg/controller/adminclient"
+)
+
+// rolloutBudget bounds how long one reconcile goes on with batches; the
+// rest is done by the next one, so that one big resource does not hold a
+// worker for long.
+const rolloutBudget = 30 * time.Second
+
+// RuntimeOverrideReconciler keeps the runtime keys and log levels of each
+// ProxyRuntimeOverride set on the selected pods' proxies while it exists.
+//
+// For each pod it first records the values the keys had (persisted in the
+// status before anything is set, so that a controller restart in between
+// never mistakes the override's own values for the previous ones), then
+// sets the keys. Deletion, or the end of the ttl, sets the previous values
+// back: a key that existed is set to its previous value, a key that did not
+// is removed. A key another override has on record on the pod is left
+// alone until that one has set it back (see the conflict rule), so the
+// previous values recorded are always those from before any override.
+type RuntimeOverrideReconciler struct {
+	*env
+	checks *checks
+}
+
+func newRuntimeOverrideReconciler(e *env) *RuntimeOverrideReconciler {
+	return &RuntimeOverrideReconciler{env: e, checks: newChecks()}
+}
+
+// setup registers the reconciler and its watches.
+func (r *RuntimeOverrideReconciler) setup(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("proxyruntimeoverride").
+		For(&v1alpha1.ProxyRuntimeOverride{}, builder.WithPredicates(specOrDeletion())).
+		Watches(&corev1.Pod{}, podHandler(r.client, listOverrides), builder.WithPredicates(podChanged())).
+		Watches(&v1alpha1.ProxyRuntimeOverride{}, siblings(r.client, listOverrides), builder.WithPredicates(specOrDeletion())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.Workers}).
+		Complete(r)
+}
+
+// listOverrides lists a namespace's overrides for the watches.
+func listOverrides(ctx context.Context, c client.Reader, namespace string) ([]selectorRef, error) {
+	var list v1alpha1.ProxyRuntimeOverrideList
+	if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	refs := make([]selectorRef, len(list.Items))
+	for i, o := range list.Items {
+		refs[i] = selectorRef{name: o.Name, target: o.Spec.Target}
+	}
+	return refs, nil
+}
+
+// expiry is when an override's ttl ends (zero without one).
+func expiry(o *v1alpha1.ProxyRuntimeOverride) time.Time {
+	if o.Spec.TTL == nil {
+		return time.Time{}
+	}
+	return o.CreationTimestamp.Add(o.Spec.TTL.Duration)
+}
+
+// Reconcile sets the override on the pods that need it.
+func (r *RuntimeOverrideReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var o v1alpha1.ProxyRuntimeOverride
+	if err := r.live.Get(ctx, req.NamespacedName, &o); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if o.DeletionTimestamp != nil {
+		return r.finalize(ctx, &o)
+	}
+	if err := r.ensureFinalizer(ctx, &o); err != nil {
+		return ctrl.Result{}, err
+	}
+	sel, err := selectTargets(ctx, r.client, o.Namespace, o.Spec.Target)
+	if err != nil {
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	now := r.now()
+	m, err := mergeTargets[v1alpha1.RuntimeOverrideTarget](ctx, r.client, o.Namespace, o.Status.Targets, sel, now)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	base := o.DeepCopy()
+	before := slices.Clone(o.Status.Conditions)
+	ss := newSessions(r.admin)
+	defer ss.close()
+	var w wake
+	limit := int(o.Spec.Rollout.MaxConcurrent)
+
+	if exp := expiry(&o); !exp.IsZero() {
+		t := metav1.NewTime(exp)
+		o.Status.ExpiresAt = &t
+		if !now.Time.Before(exp) {
+			return r.expire(ctx, &o, base, ss, sel, m)
+		}
+		w.add(exp)
+	}
+
+	claims, recorded, err := r.claimants(ctx, &o, now.Time, &w)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// Pods no longer selected get their values back (with onDelete
+	// Revert); their entries go once that is done.
+	var released []v1alpha1.RuntimeOverrideTarget
+	if o.Spec.OnDelete == v1alpha1.OnDeleteRevert {
+		released = revertAll(ctx, r.env, ss, &o, m.released, m.releasedPods, limit, &w, r.revert)
+	}
+
+	keys := overrideKeys(&o.Spec)
+	held := make([][]string, len(m.targets))
+	var invalid, check, work []int
+	for i := range m.targets {
+		t := &m.targets[i]
+		pod := m.pods[t.PodUID]
+		if _, err := endpointFor(pod); err != nil {
+			invalid = append(invalid, i)
+		}
+		var lost, busy map[string]string
+		held[i], lost = divide(&o, keys, claimsOn(claims, pod))
+		held[i], busy = awaitRelease(held[i], recorded[t.PodUID])
+		if len(busy) > 0 {
+			// Their release shows in their status only, which does not
+			// trigger this reconcile.
+			w.after(now.Time, r.opts.RetryBase)
+			if lost == nil {
+				lost = map[string]string{}
+			}
+			maps.Copy(lost, busy)
+		}
+		t.ConflictingKeys = describeLost(lost)
+		// Keys lost but still on record here are set back by set() below,
+		// before the holder (waiting for this record) writes them.
+		if len(held[i]) == 0 && len(onRecord(t)) == 0 {
+			setPhase(&t.TargetStatus, v1alpha1.PhaseConflict, "every key is held by another override: "+strings.Join(t.ConflictingKeys, ", "), now)
+			t.AppliedKeys = nil
+			continue
+		}
+		switch {
+		case t.Phase == v1alpha1.PhaseApplied && t.AppliedGeneration == o.Generation && slices.Equal(t.AppliedKeys, held[i]):
+			if r.checks.due(checkKey{o.UID, t.PodUID}, now.Time, r.opts.RecheckInterval) {
+				check = append(check, i)
+			}
+			w.after(now.Time, r.opts.RecheckInterval)
+		case t.Phase == v1alpha1.PhaseFailed && now.Time.Before(r.retryAt(&t.TargetStatus)):
+			w.add(r.retryAt(&t.TargetStatus))
+		default:
+			work = append(work, i)
+		}
+	}
+
+	// A proxy that restarted has lost the values: set them again.
+	again := make([]bool, len(m.targets))
+	parallel(ctx, limit, check, func(ctx context.Context, i int) {
+		t := &m.targets[i]
+		sess, err := ss.get(ctx, m.pods[t.PodUID])
+		if err == nil {
+			var info adminclient.ServerInfo
+			if info, err = sess.ServerInfo(ctx); err == nil {
+				r.checks.done(checkKey{o.UID, t.PodUID}, now.Time)
+				again[i] = restarted(t.ProxyStartTime, proxyStart(now.Time, info))
+				return
+			}
+		}
+		ss.drop(t.PodUID)
+		setFailed(&t.TargetStatus, err, now)
+		w.add(r.retryAt(&t.TargetStatus))
+	})
+	for i, restartedPod := range again {
+		if restartedPod {
+			r.podEvent(m.pods[m.targets[i].PodUID], &o, corev1.EventTypeNormal, reasonProxyRestarted, "proxy restarted; setting the runtime override again")
+			work = append(work, i)
+		}
+	}
+	sort.Ints(work)
+
+	persist := func() error {
+		o.Status.Targets = append(slices.Clone(m.targets), released...)
+		sortRecords[v1alpha1.RuntimeOverrideTarget](o.Status.Targets)
+		r.summarize(&o, len(sel.pods), m.overflow, invalidNames(m.targets, invalid), false)
+		if err := r.patchStatus(ctx, &o, base); err != nil {
+			return err
+		}
+		base = o.DeepCopy()
+		return nil
+	}
+
+	deadline := r.clock.Now().Add(rolloutBudget)
+	for start := 0; start < len(work); start += limit {
+		if r.clock.Now().After(deadline) {
+			w.after(r.clock.Now(), 0)
+			break
+		}
+		batch := work[start:min(start+limit, len(work))]
+		failed := make([]bool, len(m.targets))
+		fail := func(i int, err error) {
+			t := &m.targets[i]
+			pod := m.pods[t.PodUID]
+			ss.drop(t.PodUID)
+			setFailed(&t.TargetStatus, err, now)
+			w.add(r.retryAt(&t.TargetStatus))
+			failed[i] = true
+			r.podEvent(pod, &o, corev1.EventTypeWarning, reasonAdminCallFailed, "%s", err)
+			r.event(&o, pod, corev1.EventTypeWarning, reasonAdminCallFailed, "pod %s: %s", pod.Name, err)
+		}
+		parallel(ctx, limit, batch, func(ctx context.Context, i int) {
+			if err := r.prepare(ctx, ss, m.pods[m.targets[i].PodUID], &m.targets[i], held[i], now); err != nil {
+				fail(i, err)
+			}
+		})
+		// The previous values are on record before anything changes.
+		if err := persist(); err != nil {
+			return ctrl.Result{}, err
+		}
+		var ready []int
+		for _, i := range batch {
+			if !failed[i] {
+				ready = append(ready, i)
+			}
+		}
+		parallel(ctx, limit, ready, func(ctx context.Context, i int) {
+			t := &m.targets[i]
+			pod := m.pods[t.PodUID]
+			if err := r.set(ctx, ss, pod, t, &o, held[i], now); err != nil {
+				fail(i, err)
+				return
+			}
+			r.checks.done(checkKey{o.UID, t.PodUID}, now.Time)
+			if len(t.AppliedKeys) == 0 {
+				return // it only set back keys it lost
+			}
+			w.after(now.Time, r.opts.RecheckInterval)
+			r.podEvent(pod, &o, corev1.EventTypeNormal, reasonApplied, "runtime override set: %s", strings.Join(t.AppliedKeys, ", "))
+		})
+		if err := persist(); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if len(work) == 0 {
+		if err := persist(); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	r.transitionEvents(&o, before, o.Status.Conditions)
+	log.FromContext(ctx).V(1).Info("reconciled", "selected", len(sel.pods), "worked", len(work), "checked", len(check))
+	return w.result(r.clock.Now()), nil
+}
+
+// summarize sets the counters and conditions.
+func (r *RuntimeOverrideReconciler) summarize(o *v1alpha1.ProxyRuntimeOverride, selected, overflow int, invalid []string, expired bool) {
+	s := summary{
+		generation: o.Generation, selected: selected, overflow: overflow, invalid: invalid,
+		container: containerName(o.Spec.Target), succeeded: "applied", hasConflict: true, expired: expired,
+	}
+	var conflicts []string
+	for i := range o.Status.Targets {
+		t := &o.Status.Targets[i]
+		s.targets = append(s.targets, t.Common())
+		if len(t.ConflictingKeys) > 0 {
+			conflicts = append(conflicts, t.PodName+": "+strings.Join(t.ConflictingKeys, ", "))
+		}
+	}
+	if len(conflicts) > 0 && !expired {
+		s.conflict = fmt.Sprintf("keys held by older overrides on %s: %s", pods(len(conflicts)), names(conflicts))
+	}
+	s.apply(&o.Status.CommonStatus)
+}
+
+// overrideClaim is another override and its keys.
+type overrideClaim struct {
+	claimant
+	selector labels.Selector
+}
+
+// claimants lists the other overrides of the namespace that take
+// precedence over o (older, not being deleted and not expired), and by pod
+// UID the keys any other override, whatever its age or state, still has
+// on record there. w wakes o when the ttl of one of the first ends.
+func (r *RuntimeOverrideReconciler) claimants(ctx context.Context, o *v1alpha1.ProxyRuntimeOverride, now time.Time, w *wake) ([]overrideClaim, map[types.UID][]claimant, error) {
+	var list v1alpha1.ProxyRuntimeOverrideList
+	if err := r.client.List(ctx, &list, client.InNamespace(o.Namespace)); err != nil {
+		return nil, nil, fmt.Errorf("list overrides: %w", err)
+	}
+	var out []overrideClaim
+	recorded := map[types.UID][]claimant{}
+	for i := range list.Items {
+		other := &list.Items[i]
+		if other.UID == o.UID {
+			continue
+		}
+		for j := range other.Status.Targets {
+			t := &other.Status.Targets[j]
+			if keys := onRecord(t); len(keys) > 0 {
+				recorded[t.PodUID] = append(recorded[t.PodUID], claimant{obj: other, keys: keys})
+			}
+		}
+		if other.DeletionTimestamp != nil || !holdsBefore(other, o) {
+			continue
+		}
+		if exp := expiry(other); !exp.IsZero() {
+			if !now.Before(exp) {
+				continue
+			}
+			w.add(exp) // its keys are up for taking then
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&other.Spec.Target.PodSelector)
+		if err != nil {
+			continue
+		}
+		out = append(out, overrideClaim{claimant: claimant{obj: other, keys: overrideKeys(&other.Spec)}, selector: sel})
+	}
+	return out, recorded, nil
+}
+
+// claimsOn keeps the claimants that select the pod.
+func claimsOn(claims []overrideClaim, pod *corev1.Pod) []claimant {
+	var out []claimant
+	for _, c := range claims {
+		if c.selector.Matches(labels.Set(pod.Labels)) {
+			out = append(out, c.claimant)
+		}
+	}
+	return out
+}
+
+// describeLost lists lost keys with their holders, sorted.
+func describeLost(lost map[string]string) []string {
+	out := make([]string, 0, len(lost))
+	for k, holder := range lost {
+		out = append(out, k+" (held by "+holder+")")
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// onRecord lists the keys a pod's entry answers for: those the override
+// set there and those whose previous values it keeps to set back. They
+// stay its own, whatever the conflict rule says, until it has set them
+// back (see the conflict rule): revert and set() drop them from the entry
+// once they are.
+func onRecord(t *v1alpha1.RuntimeOverrideTarget) []string {
+	keys := slices.Clone(t.AppliedKeys)
+	for k := range t.PreviousRuntime {
+		keys = append(keys, runtimeKeyPrefix+k)
+	}
+	for _, k := range t.AddedRuntimeKeys {
+		keys = append(keys, runtimeKeyPrefix+k)
+	}
+	for name := range t.PreviousLogLevels {
+		if name == "*" {
+			keys = append(keys, allLoggersKey)
+		} else {
+			keys = append(keys, loggingKeyPrefix+name)
+		}
+	}
+	sort.Strings(keys)
+	return slices.Compact(keys)
+}
+
+// invalidNames names the pods at the given indexes.
+func invalidNames(targets []v1alpha1.RuntimeOverrideTarget, idx []int) []string {
+	out := make([]string, len(idx))
+	for n, i := range idx {
+		out[n] = targets[i].PodName
+	}
+	return out
+}
+
+// captured reports whether the previous value of key is on record.
+func captured(t *v1alpha1.RuntimeOverrideTarget, key string) bool {
+	if rk, ok := strings.CutPrefix(key, runtimeKeyPrefix); ok {
+		_, had := t.PreviousRuntime[rk]
+		return had || slices.Contains(t.AddedRuntimeKeys, rk)
+	}
+	if _, all := t.PreviousLogLevels["*"]; all {
+		return true
+	}
+	if key == allLoggersKey {
+		return false
+	}
+	_, ok := t.PreviousLogLevels[strings.TrimPrefix(key, loggingKeyPrefix)]
+	return ok
+}
+
+// prepare records, for the keys the override holds on the pod, the values
+// they have before it sets them. A proxy seen for the first time, or that
+// restarted, has nothing of the override's: everything is recorded afresh.
+func (r *RuntimeOverrideReconciler) prepare(ctx context.Context, ss *sessions, pod *corev1.Pod, t *v1alpha1.RuntimeOverrideTarget, held []string, now metav1.Time) error {
+	sess, err := ss.get(ctx, pod)
+	if err != nil {
+		return err
+	}
+	info, err := sess.ServerInfo(ctx)
+	if err != nil {
+		return err
+	}
+	start := proxyStart(now.Time, info)
+	if t.ProxyStartTime == nil || restarted(t.ProxyStartTime, start) {
+		t.PreviousRuntime, t.AddedRuntimeKeys, t.PreviousLogLevels, t.AppliedKeys = nil, nil, nil, nil
+	}
+	t.ProxyStartTime = &start
+
+	var runtimeKeys, logKeys []string
+	for _, k := range held {
+		if captured(t, k) {
+			continue
+		}
+		if rk, ok := strings.CutPrefix(k, runtimeKeyPrefix); ok {
+			runtimeKeys = append(runtimeKeys, rk)
+		} else {
+			logKeys = append(logKeys, k)
+		}
+	}
+	if len(runtimeKeys) > 0 {
+		rt, err := sess.Runtime(ctx)
+		if err != nil {
+			return err
+		}
+		for _, k := range runtimeKeys {
+			if e, ok := rt.Entries[k]; ok {
+				if t.PreviousRuntime == nil {
+					t.PreviousRuntime = map[string]string{}
+				}
+				t.PreviousRuntime[k] = e.FinalValue
+			} else {
+				t.AddedRuntimeKeys = append(t.AddedRuntimeKeys, k)
+			}
+		}
+		sort.Strings(t.AddedRuntimeKeys)
+	}
+	if len(logKeys) > 0 {
+		levels, err := sess.LogLevels(ctx)
+		if err != nil {
+			return err
+		}
+		if err := recordLevels(t, logKeys, levels); err != nil {
+			return err
+		}
+	}
+	setPhase(&t.TargetStatus, v1alpha1.PhaseInProgress, "previous values recorded", now)
+	return nil
+}
+
+// recordLevels records the previous levels of the logging keys.
+func recordLevels(t *v1alpha1.RuntimeOverrideTarget, keys []string, levels map[string]string) error {
+	prev := t.PreviousLogLevels
+	if prev == nil {
+		prev = map[string]string{}
+	}
+	if slices.Contains(keys, allLoggersKey) {
+		// Levels recorded for components before stay: the current ones
+		// are the override's own.
+		all := compressLevels(levels)
+		for name, level := range prev {
+			all[name] = level
+		}
+		t.PreviousLogLevels = all
+		return nil
+	}
+	for _, k := range keys {
+		name := strings.TrimPrefix(k, loggingKeyPrefix)
+		level, ok := levels[name]
+		if !ok {
+			return fmt.Errorf("logger %q does not exist on the proxy", name)
+		}
+		prev[name] = level
+	}
+	t.PreviousLogLevels = prev
+	return nil
+}
+
+// compressLevels records every logger's level as the most common level
+// under "*" plus the loggers at another level, so that the record stays
+// small whatever the number of loggers.
+func compressLevels(levels map[string]string) map[string]string {
+	count := map[string]int{}
+	for _, l := range levels {
+		count[l]++
+	}
+	common := ""
+	for l, n := range count {
+		if common == "" || n > count[common] || (n == count[common] && l < common) {
+			common = l
+		}
+	}
+	out := map[string]string{"*": common}
+	for name, l := range levels {
+		if l != common {
+			out[name] = l
+		}
+	}
+	return out
+}
+
+// previousLevel is a logger's recorded previous level.
+func previousLevel(prev map[string]string, name string) (string, bool) {
+	if l, ok := prev[name]; ok {
+		return l, true
+	}
+	l, ok := prev["*"]
+	return l, ok
+}
+
+// set puts the held keys in place on the pod, after setting back the
+// keys on record that the override no longer holds (removed from its spec,
+// or lost to an older override).
+func (r *RuntimeOverrideReconciler) set(ctx context.Context, ss *sessions, pod *corev1.Pod, t *v1alpha1.RuntimeOverrideTarget, o *v1alpha1.ProxyRuntimeOverride, held []string, now metav1.Time) error {
+	sess, err := ss.get(ctx, pod)
+	if err != nil {
+		return err
+	}
+	runtime := map[string]string{}
+	// Keys on record that the override no longer holds go back first.
+	for k, v := range t.PreviousRuntime {
+		if !slices.Contains(held, runtimeKeyPrefix+k) {
+			runtime[k] = v
+		}
+	}
+	for _, k := range t.AddedRuntimeKeys {
+		if !slices.Contains(held, runtimeKeyPrefix+k) {
+			runtime[k] = ""
+		}
+	}
+	for _, k := range held {
+		if rk, ok := strings.CutPrefix(k, runtimeKeyPrefix); ok {
+			runtime[rk] = o.Spec.Runtime[rk]
+		}
+	}
+	if err := sess.RuntimeModify(ctx, runtime); err != nil {
+		return err
+	}
+	if err := r.setLevels(ctx, sess, t, o.Spec.Logging, held); err != nil {
+		return err
+	}
+
+	// Forget what went back.
+	for k := range t.PreviousRuntime {
+		if !slices.Contains(held, runtimeKeyPrefix+k) {
+			delete(t.PreviousRuntime, k)
+		}
+	}
+	t.AddedRuntimeKeys = slices.DeleteFunc(t.AddedRuntimeKeys, func(k string) bool { return !slices.Contains(held, runtimeKeyPrefix+k) })
+	if len(t.AddedRuntimeKeys) == 0 {
+		t.AddedRuntimeKeys = nil
+	}
+	if len(t.PreviousRuntime) == 0 {
+		t.PreviousRuntime = nil
+	}
+	t.AppliedKeys = slices.Clone(held)
+	t.AppliedGeneration = o.Generation
+	if len(held) == 0 {
+		setPhase(&t.TargetStatus, v1alpha1.PhaseConflict, "every key is held by another override: "+strings.Join(t.ConflictingKeys, ", "), now)
+		return nil
+	}
+	msg := ""
+	if len(t.ConflictingKeys) > 0 {
+		msg = "not set, held by other overrides: " + strings.Join(t.ConflictingKeys, ", ")
+	}
+	setPhase(&t.TargetStatus, v1alpha1.PhaseApplied, msg, now)
+	return nil
+}
+
+// setLevels sets back the log levels the override no longer sets, then
+// sets the ones it holds: the all-loggers level first, components after.
+func (r *RuntimeOverrideReconciler) setLevels(ctx context.Context, sess *adminclient.Session, t *v1alpha1.RuntimeOverrideTarget, spec *v1alpha1.LoggingOverride, held []string) error {
+	prev := t.PreviousLogLevels
+	holdsAll := slices.Contains(held, allLoggersKey)
+	restore := map[string]string{}
+	if all, ok := prev["*"]; ok && !holdsAll {
+		// The all-loggers level was removed: every logger goes back.
+		if err := sess.SetAllLogLevels(ctx, all); err != nil {
+			return err
+		}
+		for name, l := range prev {
+			if name != "*" {
+				restore[name] = l
+			}
+		}
+	} else {
+		for name := range prev {
+			if name != "*" && !slices.Contains(held, loggingKeyPrefix+name) {
+				restore[name], _ = previousLevel(prev, name)
+			}
+		}
+	}
+	if err := sess.SetLogLevels(ctx, restore); err != nil {
+		return err
+	}
+	if holdsAll {
+		if err := sess.SetAllLogLevels(ctx, string(spec.Level)); err != nil {
+			return err
+		}
+	}
+	components := map[string]string{}
+	for _, k := range held {
+		if name, ok := strings.CutPrefix(k, loggingKeyPrefix); ok && k != allLoggersKey {
+			components[name] = string(spec.Components[name])
+		}
+	}
+	if err := sess.SetLogLevels(ctx, components); err != nil {
+		return err
+	}
+
+	// Keep on record what the held keys need for a later revert.
+	if len(prev) == 0 {
+		return nil
+	}
+	if holdsAll {
+		return nil // the "*" record covers every logger
+	}
+	kept := map[string]string{}
+	for name := range components {
+		if l, ok := previousLevel(prev, name); ok {
+			kept[name] = l
+		}
+	}
+	if len(kept) == 0 {
+		kept = nil
+	}
+	t.PreviousLogLevels = kept
+	return nil
+}
+
+// revert sets every recorded value back on one pod.
+func (r *RuntimeOverrideReconciler) revert(ctx context.Context, ss *sessions, pod *corev1.Pod, t *v1alpha1.RuntimeOverrideTarget, now metav1.Time) error {
+	if t.ProxyStartTime == nil {
+		setPhase(&t.TargetStatus, v1alpha1.PhaseReverted, "nothing was set", now)
+		return nil
+	}
+	sess, err := ss.get(ctx, pod)
+	if err != nil {
+		return err
+	}
+	info, err := sess.ServerInfo(ctx)
+	if err != nil {
+		return err
+	}
+	if !restarted(t.ProxyStartTime, proxyStart(now.Time, info)) {
+		runtime := map[string]string{}
+		for k, v := range t.PreviousRuntime {
+			runtime[k] = v
+		}
+		for _, k := range t.AddedRuntimeKeys {
+			runtime[k] = ""
+		}
+		if err := sess.RuntimeModify(ctx, runtime); err != nil {
+			return err
+		}
+		rest := map[string]string{}
+		for name, l := range t.PreviousLogLevels {
+			if name == "*" {
+				if err := sess.SetAllLogLevels(ctx, l); err != nil {
+					return err
+				}
+				continue
+			}
+			rest[name] = l
+		}
+		if err := sess.SetLogLevels(ctx, rest); err != nil {
+			return err
+		}
+		setPhase(&t.TargetStatus, v1alpha1.PhaseReverted, "previous values restored", now)
+	} else {
+		setPhase(&t.TargetStatus, v1alpha1.PhaseReverted, "the proxy restarted since: nothing to undo", now)
+	}
+	t.PreviousRuntime, t.AddedRuntimeKeys, t.PreviousLogLevels, t.AppliedKeys = nil, nil, nil, nil
+	return nil
+}
+
+// expire removes the override's values from every pod once its ttl has
+// ended; the resource stays, reporting Expired.
+func (r *RuntimeOverrideReconciler) expire(ctx context.Context, o *v1alpha1.ProxyRuntimeOverride, base *v1alpha1.ProxyRuntimeOverride, ss *sessions, sel selection, m merged[v1alpha1.RuntimeOverrideTarget]) (ctrl.Result, error) {
+	var w wake
+	all := append(m.targets, m.released...)
+	pods := m.pods
+	for uid, p := range m.releasedPods {
+		pods[uid] = p
+	}
+	// Pods never worked on have nothing to undo and no entry to keep.
+	all = slices.DeleteFunc(all, func(t v1alpha1.RuntimeOverrideTarget) bool { return t.Phase == v1alpha1.PhasePending })
+	revertAll(ctx, r.env, ss, o, all, pods, int(o.Spec.Rollout.MaxConcurrent), &w, r.revert)
+	sortRecords[v1alpha1.RuntimeOverrideTarget](all)
+	o.Status.Targets = all
+	r.summarize(o, len(sel.pods), m.overflow, nil, true)
+	wasExpired := meta.FindStatusCondition(base.Status.Conditions, v1alpha1.ConditionReady)
+	if err := r.patchStatus(ctx, o, base); err != nil {
+		return ctrl.Result{}, err
+	}
+	if wasExpired == nil || wasExpired.Reason != v1alpha1.ReasonExpired {
+		r.event(o, nil, corev1.EventTypeNormal, reasonExpired, "the ttl ended at %s; previous values restored", o.Status.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	return w.result(r.clock.Now()), nil
+}
+
+// finalize carries out onDelete, then lets the resource go.
+func (r *RuntimeOverrideReconciler) finalize(ctx context.Context, o *v1alpha1.ProxyRuntimeOverride) (ctrl.Result, error) {
+	defer r.checks.forget(o.UID)
+	if o.Spec.OnDelete != v1alpha1.OnDeleteRevert {
+		return ctrl.Result{}, r.removeFinalizer(ctx, o)
+	}
+	pods, err := livePods[v1alpha1.RuntimeOverrideTarget](ctx, r.client, o.Namespace, o.Status.Targets)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	base := o.DeepCopy()
+	ss := newSessions(r.admin)
+	defer ss.close()
+	var w wake
+	left := revertAll(ctx, r.env, ss, o, o.Status.Targets, pods, int(o.Spec.Rollout.MaxConcurrent), &w, r.revert)
+	if len(left) == 0 {
+		r.event(o, nil, corev1.EventTypeNormal, reasonReverted, "previous values restored on every pod")
+		return ctrl.Result{}, r.removeFinalizer(ctx, o)
+	}
+	o.Status.Targets = left
+	s := summary{generation: o.Generation, deleting: true, selected: len(left), container: containerName(o.Spec.Target), hasConflict: true}
+	for i := range left {
+		s.targets = append(s.targets, left[i].Common())
+	}
+	s.apply(&o.Status.CommonStatus)
+	if err := r.patchStatus(ctx, o, base); err != nil {
+		return ctrl.Result{}, err
+	}
+	return w.result(r.clock.Now()), nil
+}
