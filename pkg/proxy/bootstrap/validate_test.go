@@ -150,7 +150,14 @@ func TestValidateSupport(t *testing.T) {
 		},
 		"access log format": {
 			overlay: accessLogYAML(`{"@type": ` + fileURL + `, path: /tmp/x, log_format: {text_format_source: {filename: x}}}`),
-			want:    []string{"admin.access_log[1].typed_config.log_format.text_format_source.filename: not supported by Outrigger"},
+			want: []string{
+				"admin.access_log[1].typed_config.log_format.text_format_source.filename: not supported by Outrigger",
+				"admin.access_log[1].typed_config.log_format: not supported by Outrigger for the admin access log, which uses the default format",
+			},
+		},
+		"admin access log with a format": {
+			overlay: accessLogYAML(`{"@type": ` + fileURL + `, path: /tmp/x, format: "%PROTOCOL%\n"}`),
+			want:    []string{"admin.access_log[1].typed_config.format: not supported by Outrigger for the admin access log, which uses the default format"},
 		},
 		"access log filter": {
 			overlay: `admin: {access_log: [{name: f, filter: {not_health_check_filter: {}}, typed_config: {"@type": ` + fileURL + `, path: /x}}]}`,
