@@ -65,19 +65,12 @@ func (s *semanticChecker) admin(b *bootstrapv3.Bootstrap) {
 		if al.GetTypedConfig().UnmarshalTo(&file) != nil {
 			continue // not a file logger: the support check reports it
 		}
-		p := childPath(indexPath("admin.access_log", i), "typed_config")
-		for _, f := range []struct {
-			name string
-			set  bool
-		}{
-			{"format", file.GetFormat() != ""},
-			{"json_format", file.GetJsonFormat() != nil},
-			{"typed_json_format", file.GetTypedJsonFormat() != nil},
-			{"log_format", file.GetLogFormat() != nil},
-		} {
-			if f.set {
-				s.fail(childPath(p, f.name), "not supported by Outrigger for the admin access log, which uses the default format")
-			}
+		// The format is one field of the access_log_format oneof; reading
+		// it by reflection avoids the deprecated per-field getters.
+		m := file.ProtoReflect()
+		if fd := m.WhichOneof(m.Descriptor().Oneofs().ByName("access_log_format")); fd != nil {
+			p := childPath(indexPath("admin.access_log", i), "typed_config")
+			s.fail(childPath(p, string(fd.Name())), "not supported by Outrigger for the admin access log, which uses the default format")
 		}
 	}
 }
