@@ -22,6 +22,7 @@ var (
 	_ admin.ClusterSource      = (*server.Server)(nil)
 	_ admin.RuntimeStore       = runtimeView{}
 	_ admin.LogControl         = logView{}
+	_ admin.DrainControl       = drainView{}
 )
 
 // runtimeView presents the server's layered runtime to /runtime and
@@ -75,4 +76,13 @@ func (v logView) SetAllLevels(lv string) error {
 	}
 	v.srv.Logs().SetAll(level)
 	return nil
+}
+
+// drainView presents the server's listener drain to /drain_listeners: the
+// admin passes its options as one struct, the server takes plain flags.
+type drainView struct{ srv *server.Server }
+
+// DrainListeners implements admin.DrainControl.
+func (v drainView) DrainListeners(o admin.DrainOptions) error {
+	return v.srv.DrainListeners(o.InboundOnly, o.Graceful, o.SkipExit)
 }

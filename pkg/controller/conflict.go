@@ -93,29 +93,13 @@ type claimant struct {
 // divide splits an override's keys on one pod into those it holds and
 // those an older claimant holds (key -> holder's name).
 func divide(self metav1.Object, keys []string, others []claimant) (held []string, lost map[string]string) {
-	for _, k := range keys {
-		var holder metav1.Object
-		for _, o := range others {
-			if !holdsBefore(o.obj, self) || (holder != nil && !holdsBefore(o.obj, holder)) {
-				continue
-			}
-			for _, ok := range o.keys {
-				if overlap(k, ok) {
-					holder = o.obj
-					break
-				}
-			}
+	var older []claimant
+	for _, o := range others {
+		if holdsBefore(o.obj, self) {
+			older = append(older, o)
 		}
-		if holder == nil {
-			held = append(held, k)
-			continue
-		}
-		if lost == nil {
-			lost = map[string]string{}
-		}
-		lost[k] = holder.GetName()
 	}
-	return held, lost
+	return byHolder(keys, older)
 }
 
 // awaitRelease splits the keys a resource holds on a pod by the conflict
@@ -123,9 +107,15 @@ func divide(self metav1.Object, keys []string, others []claimant) (held []string
 // record there (key -> its name, the oldest one when several have it):
 // those wait for it to undo them (see the conflict rule).
 func awaitRelease(held []string, recorded []claimant) (free []string, busy map[string]string) {
-	for _, k := range held {
+	return byHolder(held, recorded)
+}
+
+// byHolder splits keys into those no claimant has and those one has (key
+// -> the name of the oldest claimant with an overlapping key).
+func byHolder(keys []string, claimants []claimant) (free []string, taken map[string]string) {
+	for _, k := range keys {
 		var holder metav1.Object
-		for _, o := range recorded {
+		for _, o := range claimants {
 			if holder != nil && !holdsBefore(o.obj, holder) {
 				continue
 			}
@@ -137,10 +127,10 @@ func awaitRelease(held []string, recorded []claimant) (free []string, busy map[s
 			free = append(free, k)
 			continue
 		}
-		if busy == nil {
-			busy = map[string]string{}
+		if taken == nil {
+			taken = map[string]string{}
 		}
-		busy[k] = holder.GetName()
+		taken[k] = holder.GetName()
 	}
-	return free, busy
+	return free, taken
 }

@@ -155,10 +155,7 @@ func (r *DrainReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	persist := func() error {
 		d.Status.Targets = recs
 		s := summary{generation: d.Generation, selected: len(sel.pods), overflow: m.overflow, invalid: invalid,
-			container: containerName(d.Spec.Target), succeeded: "drained"}
-		for i := range recs {
-			s.targets = append(s.targets, recs[i].Common())
-		}
+			container: containerName(d.Spec.Target), succeeded: "drained", targets: commons(recs)}
 		s.apply(&d.Status.CommonStatus)
 		if err := r.patchStatus(ctx, &d, base); err != nil {
 			return err
@@ -333,29 +330,9 @@ func (r *DrainReconciler) finalize(ctx context.Context, d *v1alpha1.ProxyDrain) 
 	if d.Spec.OnDelete != v1alpha1.OnDeleteRevert || !d.Spec.FailHealthChecks {
 		return ctrl.Result{}, r.removeFinalizer(ctx, d)
 	}
-	pods, err := livePods[v1alpha1.DrainTarget](ctx, r.client, d.Namespace, d.Status.Targets)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	base := d.DeepCopy()
-	ss := newSessions(r.admin)
-	defer ss.close()
-	var w wake
-	left := revertAll(ctx, r.env, ss, d, d.Status.Targets, pods, int(d.Spec.Rollout.MaxConcurrent), &w, r.revert)
-	if len(left) == 0 {
-		r.event(d, nil, corev1.EventTypeNormal, reasonReverted, "health checks pass again on every pod the drain failed them on")
-		return ctrl.Result{}, r.removeFinalizer(ctx, d)
-	}
-	d.Status.Targets = left
-	s := summary{generation: d.Generation, deleting: true, selected: len(left), container: containerName(d.Spec.Target)}
-	for i := range left {
-		s.targets = append(s.targets, left[i].Common())
-	}
-	s.apply(&d.Status.CommonStatus)
-	if err := r.patchStatus(ctx, d, base); err != nil {
-		return ctrl.Result{}, err
-	}
-	return w.result(r.clock.Now()), nil
+	return revertOnDelete(ctx, r.env, d, &d.Status.Targets, &d.Status.CommonStatus, int(d.Spec.Rollout.MaxConcurrent), r.revert,
+		summary{generation: d.Generation, container: containerName(d.Spec.Target)},
+		"health checks pass again on every pod the drain failed them on")
 }
 
 // revert makes health checks pass again on a pod where the drain failed

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/outrigger-dev/outrigger/pkg/apis/proxy/v1alpha1"
-	"github.com/outrigger-dev/outrigger/pkg/controller/adminclient"
 )
 
 // HealthCheckReconciler holds the health-check state a ProxyHealthCheck
@@ -135,15 +134,11 @@ func (r *HealthCheckReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	restartedPods := make([]bool, len(m.targets))
 	parallel(ctx, int(hc.Spec.Rollout.MaxConcurrent), check, func(ctx context.Context, i int) {
 		t := &m.targets[i]
-		pod := m.pods[t.PodUID]
-		sess, err := ss.get(ctx, pod)
+		_, info, err := ss.serverInfo(ctx, m.pods[t.PodUID])
 		if err == nil {
-			var info adminclient.ServerInfo
-			if info, err = sess.ServerInfo(ctx); err == nil {
-				r.checks.done(checkKey{hc.UID, t.PodUID}, now.Time)
-				restartedPods[i] = restarted(t.ProxyStartTime, proxyStart(now.Time, info))
-				return
-			}
+			r.checks.done(checkKey{hc.UID, t.PodUID}, now.Time)
+			restartedPods[i] = restarted(t.ProxyStartTime, proxyStart(now.Time, info))
+			return
 		}
 		ss.drop(t.PodUID)
 		setFailed(&t.TargetStatus, err, now)
@@ -185,12 +180,10 @@ func (r *HealthCheckReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	s := summary{
 		generation: hc.Generation, selected: len(sel.pods), overflow: m.overflow, invalid: invalid,
 		container: containerName(hc.Spec.Target), succeeded: "set to " + string(hc.Spec.State), hasConflict: true,
+		targets: commons(hc.Status.Targets),
 	}
 	if conflicts > 0 {
 		s.conflict = fmt.Sprintf("%s held by an older ProxyHealthCheck: %s", pods(conflicts), names(holders))
-	}
-	for i := range hc.Status.Targets {
-		s.targets = append(s.targets, hc.Status.Targets[i].Common())
 	}
 	s.apply(&hc.Status.CommonStatus)
 	if err := r.patchStatus(ctx, &hc, base); err != nil {
@@ -203,11 +196,7 @@ func (r *HealthCheckReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 
 // set asks one proxy for the state, recording its start time.
 func (r *HealthCheckReconciler) set(ctx context.Context, ss *sessions, pod *corev1.Pod, t *v1alpha1.HealthCheckTarget, state v1alpha1.HealthCheckState, now metav1.Time) error {
-	sess, err := ss.get(ctx, pod)
-	if err != nil {
-		return err
-	}
-	info, err := sess.ServerInfo(ctx)
+	sess, info, err := ss.serverInfo(ctx, pod)
 	if err != nil {
 		return err
 	}
@@ -233,11 +222,7 @@ func (r *HealthCheckReconciler) revert(ctx context.Context, ss *sessions, pod *c
 		setPhase(&t.TargetStatus, v1alpha1.PhaseReverted, "nothing to undo", now)
 		return nil
 	}
-	sess, err := ss.get(ctx, pod)
-	if err != nil {
-		return err
-	}
-	info, err := sess.ServerInfo(ctx)
+	sess, info, err := ss.serverInfo(ctx, pod)
 	if err != nil {
 		return err
 	}
@@ -270,29 +255,9 @@ func (r *HealthCheckReconciler) finalize(ctx context.Context, hc *v1alpha1.Proxy
 	if hc.Spec.OnDelete != v1alpha1.OnDeleteRevert {
 		return ctrl.Result{}, r.removeFinalizer(ctx, hc)
 	}
-	pods, err := livePods(ctx, r.client, hc.Namespace, hc.Status.Targets)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	base := hc.DeepCopy()
-	ss := newSessions(r.admin)
-	defer ss.close()
-	var w wake
-	left := revertAll(ctx, r.env, ss, hc, hc.Status.Targets, pods, int(hc.Spec.Rollout.MaxConcurrent), &w, r.revert)
-	if len(left) == 0 {
-		r.event(hc, nil, corev1.EventTypeNormal, reasonReverted, "health checks restored on every pod")
-		return ctrl.Result{}, r.removeFinalizer(ctx, hc)
-	}
-	hc.Status.Targets = left
-	s := summary{generation: hc.Generation, deleting: true, selected: len(left), container: containerName(hc.Spec.Target), hasConflict: true}
-	for i := range left {
-		s.targets = append(s.targets, left[i].Common())
-	}
-	s.apply(&hc.Status.CommonStatus)
-	if err := r.patchStatus(ctx, hc, base); err != nil {
-		return ctrl.Result{}, err
-	}
-	return w.result(r.clock.Now()), nil
+	return revertOnDelete(ctx, r.env, hc, &hc.Status.Targets, &hc.Status.CommonStatus, int(hc.Spec.Rollout.MaxConcurrent), r.revert,
+		summary{generation: hc.Generation, container: containerName(hc.Spec.Target), hasConflict: true},
+		"health checks restored on every pod")
 }
 
 // rivals lists the other health checks of the namespace, live and not

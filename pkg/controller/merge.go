@@ -117,6 +117,15 @@ func sortRecords[T any, P record[T]](recs []T) {
 	})
 }
 
+// commons lists the records' shared parts, for the summary.
+func commons[T any, P record[T]](recs []T) []*v1alpha1.TargetStatus {
+	out := make([]*v1alpha1.TargetStatus, len(recs))
+	for i := range recs {
+		out[i] = P(&recs[i]).Common()
+	}
+	return out
+}
+
 // setPhase moves a record to phase with message, stamping the transition
 // time when the phase changes. Success clears the failure count.
 func setPhase(t *v1alpha1.TargetStatus, phase v1alpha1.TargetPhase, message string, now metav1.Time) {

@@ -6,8 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/outrigger-dev/outrigger/pkg/apis/proxy/v1alpha1"
@@ -64,6 +64,34 @@ func revertAll[T any, P record[T]](ctx context.Context, e *env, ss *sessions, ob
 	return left
 }
 
+// revertOnDelete carries out onDelete Revert for obj, being deleted: it
+// undoes the changes on the pods of *recs (obj's status entries), then lets
+// obj go. While some pods wait for a retry, *recs keeps only those and the
+// status st reports them, s filled in with what is left.
+func revertOnDelete[T any, P record[T]](ctx context.Context, e *env, obj client.Object, recs *[]T, st *v1alpha1.CommonStatus, limit int, revert revertFunc[P], s summary, done string) (ctrl.Result, error) {
+	pods, err := livePods[T, P](ctx, e.client, obj.GetNamespace(), *recs)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// revertAll updates the entries in place: the base is taken before.
+	base := obj.DeepCopyObject().(client.Object)
+	ss := newSessions(e.admin)
+	defer ss.close()
+	var w wake
+	left := revertAll(ctx, e, ss, obj, *recs, pods, limit, &w, revert)
+	if len(left) == 0 {
+		e.event(obj, nil, corev1.EventTypeNormal, reasonReverted, "%s", done)
+		return ctrl.Result{}, e.removeFinalizer(ctx, obj)
+	}
+	*recs = left
+	s.deleting, s.selected, s.targets = true, len(left), commons[T, P](left)
+	s.apply(st)
+	if err := e.patchStatus(ctx, obj, base); err != nil {
+		return ctrl.Result{}, err
+	}
+	return w.result(e.clock.Now()), nil
+}
+
 // livePods finds the pods of records that still exist (same name and UID).
 func livePods[T any, P record[T]](ctx context.Context, c client.Reader, namespace string, recs []T) (map[types.UID]*corev1.Pod, error) {
 	pods := map[types.UID]*corev1.Pod{}
@@ -91,8 +119,7 @@ type selectorObj struct {
 func holderOf(others []selectorObj, pod *corev1.Pod) string {
 	var holder metav1.Object
 	for _, o := range others {
-		sel, err := metav1.LabelSelectorAsSelector(&o.target.PodSelector)
-		if err != nil || !sel.Matches(labels.Set(pod.Labels)) {
+		if !matches(o.target, pod) {
 			continue
 		}
 		if holder == nil || holdsBefore(o.obj, holder) {

@@ -127,6 +127,17 @@ func (s *sessions) get(ctx context.Context, pod *corev1.Pod) (*adminclient.Sessi
 	return sess, nil
 }
 
+// serverInfo opens the pod's session and reads /server_info, whose uptime
+// tells whether the proxy restarted since the values were set.
+func (s *sessions) serverInfo(ctx context.Context, pod *corev1.Pod) (*adminclient.Session, adminclient.ServerInfo, error) {
+	sess, err := s.get(ctx, pod)
+	if err != nil {
+		return nil, adminclient.ServerInfo{}, err
+	}
+	info, err := sess.ServerInfo(ctx)
+	return sess, info, err
+}
+
 // drop closes a pod's session after a failure, so that the next call opens
 // a fresh one.
 func (s *sessions) drop(uid types.UID) {

@@ -176,14 +176,11 @@ func (r *RuntimeOverrideReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	again := make([]bool, len(m.targets))
 	parallel(ctx, limit, check, func(ctx context.Context, i int) {
 		t := &m.targets[i]
-		sess, err := ss.get(ctx, m.pods[t.PodUID])
+		_, info, err := ss.serverInfo(ctx, m.pods[t.PodUID])
 		if err == nil {
-			var info adminclient.ServerInfo
-			if info, err = sess.ServerInfo(ctx); err == nil {
-				r.checks.done(checkKey{o.UID, t.PodUID}, now.Time)
-				again[i] = restarted(t.ProxyStartTime, proxyStart(now.Time, info))
-				return
-			}
+			r.checks.done(checkKey{o.UID, t.PodUID}, now.Time)
+			again[i] = restarted(t.ProxyStartTime, proxyStart(now.Time, info))
+			return
 		}
 		ss.drop(t.PodUID)
 		setFailed(&t.TargetStatus, err, now)
@@ -412,11 +409,7 @@ func captured(t *v1alpha1.RuntimeOverrideTarget, key string) bool {
 // they have before it sets them. A proxy seen for the first time, or that
 // restarted, has nothing of the override's: everything is recorded afresh.
 func (r *RuntimeOverrideReconciler) prepare(ctx context.Context, ss *sessions, pod *corev1.Pod, t *v1alpha1.RuntimeOverrideTarget, held []string, now metav1.Time) error {
-	sess, err := ss.get(ctx, pod)
-	if err != nil {
-		return err
-	}
-	info, err := sess.ServerInfo(ctx)
+	sess, info, err := ss.serverInfo(ctx, pod)
 	if err != nil {
 		return err
 	}
@@ -653,11 +646,7 @@ func (r *RuntimeOverrideReconciler) revert(ctx context.Context, ss *sessions, po
 		setPhase(&t.TargetStatus, v1alpha1.PhaseReverted, "nothing was set", now)
 		return nil
 	}
-	sess, err := ss.get(ctx, pod)
-	if err != nil {
-		return err
-	}
-	info, err := sess.ServerInfo(ctx)
+	sess, info, err := ss.serverInfo(ctx, pod)
 	if err != nil {
 		return err
 	}
@@ -699,9 +688,7 @@ func (r *RuntimeOverrideReconciler) expire(ctx context.Context, o *v1alpha1.Prox
 	var w wake
 	all := append(m.targets, m.released...)
 	pods := m.pods
-	for uid, p := range m.releasedPods {
-		pods[uid] = p
-	}
+	maps.Copy(pods, m.releasedPods)
 	// Pods never worked on have nothing to undo and no entry to keep.
 	all = slices.DeleteFunc(all, func(t v1alpha1.RuntimeOverrideTarget) bool { return t.Phase == v1alpha1.PhasePending })
 	revertAll(ctx, r.env, ss, o, all, pods, int(o.Spec.Rollout.MaxConcurrent), &w, r.revert)
@@ -724,27 +711,7 @@ func (r *RuntimeOverrideReconciler) finalize(ctx context.Context, o *v1alpha1.Pr
 	if o.Spec.OnDelete != v1alpha1.OnDeleteRevert {
 		return ctrl.Result{}, r.removeFinalizer(ctx, o)
 	}
-	pods, err := livePods[v1alpha1.RuntimeOverrideTarget](ctx, r.client, o.Namespace, o.Status.Targets)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	base := o.DeepCopy()
-	ss := newSessions(r.admin)
-	defer ss.close()
-	var w wake
-	left := revertAll(ctx, r.env, ss, o, o.Status.Targets, pods, int(o.Spec.Rollout.MaxConcurrent), &w, r.revert)
-	if len(left) == 0 {
-		r.event(o, nil, corev1.EventTypeNormal, reasonReverted, "previous values restored on every pod")
-		return ctrl.Result{}, r.removeFinalizer(ctx, o)
-	}
-	o.Status.Targets = left
-	s := summary{generation: o.Generation, deleting: true, selected: len(left), container: containerName(o.Spec.Target), hasConflict: true}
-	for i := range left {
-		s.targets = append(s.targets, left[i].Common())
-	}
-	s.apply(&o.Status.CommonStatus)
-	if err := r.patchStatus(ctx, o, base); err != nil {
-		return ctrl.Result{}, err
-	}
-	return w.result(r.clock.Now()), nil
+	return revertOnDelete(ctx, r.env, o, &o.Status.Targets, &o.Status.CommonStatus, int(o.Spec.Rollout.MaxConcurrent), r.revert,
+		summary{generation: o.Generation, container: containerName(o.Spec.Target), hasConflict: true},
+		"previous values restored on every pod")
 }

@@ -24,7 +24,7 @@ type summary struct {
 	container string
 	// succeeded names the success phase in messages: "applied", "drained".
 	succeeded string
-	// deleting, reverting and expired describe the resource's own state.
+	// deleting and expired describe the resource's own state.
 	deleting, expired bool
 	// conflict, when the kind has the condition, is its message ("" for
 	// none); hasConflict says whether to report the condition at all.

@@ -113,6 +113,20 @@ func encodeQuery(q url.Values) string {
 	return b.String()
 }
 
+// read sends one request and parses the body of a 200 answer.
+func read[T any](ctx context.Context, s *Session, method, path string, query url.Values, parse func([]byte) (T, error)) (T, error) {
+	var zero T
+	body, err := s.do(ctx, method, path, query)
+	if err != nil {
+		return zero, err
+	}
+	v, err := parse(body)
+	if err != nil {
+		return zero, fmt.Errorf("%s on %s: %w", path, s.endpoint, err)
+	}
+	return v, nil
+}
+
 // firstLine is the first line of an error answer, trimmed to a readable
 // length.
 func firstLine(body []byte) string {
@@ -134,28 +148,12 @@ type ServerInfo struct {
 
 // ServerInfo reads /server_info.
 func (s *Session) ServerInfo(ctx context.Context) (ServerInfo, error) {
-	body, err := s.do(ctx, http.MethodGet, "/server_info", nil)
-	if err != nil {
-		return ServerInfo{}, err
-	}
-	info, err := ParseServerInfo(body)
-	if err != nil {
-		return ServerInfo{}, fmt.Errorf("/server_info on %s: %w", s.endpoint, err)
-	}
-	return info, nil
+	return read(ctx, s, http.MethodGet, "/server_info", nil, ParseServerInfo)
 }
 
 // Runtime reads /runtime.
 func (s *Session) Runtime(ctx context.Context) (Runtime, error) {
-	body, err := s.do(ctx, http.MethodGet, "/runtime", nil)
-	if err != nil {
-		return Runtime{}, err
-	}
-	rt, err := ParseRuntime(body)
-	if err != nil {
-		return Runtime{}, fmt.Errorf("/runtime on %s: %w", s.endpoint, err)
-	}
-	return rt, nil
+	return read(ctx, s, http.MethodGet, "/runtime", nil, ParseRuntime)
 }
 
 // RuntimeModify sets runtime keys in the admin layer; an empty value
@@ -174,15 +172,7 @@ func (s *Session) RuntimeModify(ctx context.Context, values map[string]string) e
 
 // LogLevels lists every logger's level (/logging without parameters).
 func (s *Session) LogLevels(ctx context.Context) (map[string]string, error) {
-	body, err := s.do(ctx, http.MethodPost, "/logging", nil)
-	if err != nil {
-		return nil, err
-	}
-	levels, err := ParseLoggers(body)
-	if err != nil {
-		return nil, fmt.Errorf("/logging on %s: %w", s.endpoint, err)
-	}
-	return levels, nil
+	return read(ctx, s, http.MethodPost, "/logging", nil, ParseLoggers)
 }
 
 // SetAllLogLevels sets every logger to level (/logging?level=).
@@ -256,13 +246,5 @@ const activeConnectionsFilter = `^listener\..*\.downstream_cx_active$`
 // ActiveConnections sums the downstream active connections of every
 // listener but the admin one.
 func (s *Session) ActiveConnections(ctx context.Context) (int64, error) {
-	body, err := s.do(ctx, http.MethodGet, "/stats", url.Values{"filter": {activeConnectionsFilter}, "format": {"json"}})
-	if err != nil {
-		return 0, err
-	}
-	n, err := ParseActiveConnections(body)
-	if err != nil {
-		return 0, fmt.Errorf("/stats on %s: %w", s.endpoint, err)
-	}
-	return n, nil
+	return read(ctx, s, http.MethodGet, "/stats", url.Values{"filter": {activeConnectionsFilter}, "format": {"json"}}, ParseActiveConnections)
 }

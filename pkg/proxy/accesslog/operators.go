@@ -91,14 +91,11 @@ func (op opCode) value(p *part, dst []byte, e *Entry) ([]byte, bool) {
 		}
 		return p.layout.append(dst, e.StartTime.UTC()), true
 	case opReq:
-		v, ok := requestHeader(e, p.header, p.alt)
-		return appendHeader(dst, v, ok)
+		return appendHeader(dst, p, e, requestHeader)
 	case opResp:
-		v, ok := responseHeader(e, p.header, p.alt)
-		return appendHeader(dst, v, ok)
+		return appendHeader(dst, p, e, responseHeader)
 	case opTrailer:
-		v, ok := lookup(e.ResponseTrailers, p.header, p.alt)
-		return appendHeader(dst, v, ok)
+		return appendHeader(dst, p, e, responseTrailer)
 	case opProtocol:
 		return appendString(dst, e.Protocol)
 	case opResponseCode:
@@ -152,9 +149,15 @@ func appendString(dst []byte, s string) ([]byte, bool) {
 	return append(dst, s...), true
 }
 
-// appendHeader appends a header value; unlike other strings, a header that
-// is present but empty prints as empty, not as missing.
-func appendHeader(dst []byte, v string, ok bool) ([]byte, bool) {
+// appendHeader appends the value of the part's header, or of its
+// alternative (%REQ(X?Y)%) when the first is absent, as get reads them.
+// Unlike other strings, a header that is present but empty prints as
+// empty, not as missing.
+func appendHeader(dst []byte, p *part, e *Entry, get func(*Entry, string) (string, bool)) ([]byte, bool) {
+	v, ok := get(e, p.header)
+	if !ok && p.alt != "" {
+		v, ok = get(e, p.alt)
+	}
 	if !ok {
 		return dst, false
 	}
@@ -172,17 +175,7 @@ func appendSince(dst []byte, start, mark time.Time) ([]byte, bool) {
 
 // requestHeader looks a request header up, answering the pseudo-headers
 // from the entry's fields.
-func requestHeader(e *Entry, name, alt string) (string, bool) {
-	if v, ok := requestHeader1(e, name); ok {
-		return v, true
-	}
-	if alt == "" {
-		return "", false
-	}
-	return requestHeader1(e, alt)
-}
-
-func requestHeader1(e *Entry, name string) (string, bool) {
+func requestHeader(e *Entry, name string) (string, bool) {
 	switch name {
 	case ":method":
 		return e.Method, e.Method != ""
@@ -193,49 +186,32 @@ func requestHeader1(e *Entry, name string) (string, bool) {
 	case ":scheme":
 		return e.Scheme, e.Scheme != ""
 	}
-	if e.RequestHeaders == nil {
-		return "", false
-	}
-	return e.RequestHeaders.Get(name)
+	return lookup(e.RequestHeaders, name)
 }
 
 // responseHeader looks a response header up; ":status" is the response
 // code.
-func responseHeader(e *Entry, name, alt string) (string, bool) {
-	if v, ok := responseHeader1(e, name); ok {
-		return v, true
-	}
-	if alt == "" {
-		return "", false
-	}
-	return responseHeader1(e, alt)
-}
-
-func responseHeader1(e *Entry, name string) (string, bool) {
+func responseHeader(e *Entry, name string) (string, bool) {
 	if name == ":status" {
 		if e.ResponseCode == 0 {
 			return "", false
 		}
 		return statusText(e.ResponseCode), true
 	}
-	if e.ResponseHeaders == nil {
-		return "", false
-	}
-	return e.ResponseHeaders.Get(name)
+	return lookup(e.ResponseHeaders, name)
 }
 
-// lookup reads name, or alt when name is absent, from h.
-func lookup(h HeaderGetter, name, alt string) (string, bool) {
+// responseTrailer looks a response trailer up.
+func responseTrailer(e *Entry, name string) (string, bool) {
+	return lookup(e.ResponseTrailers, name)
+}
+
+// lookup reads name from h, which may be nil.
+func lookup(h HeaderGetter, name string) (string, bool) {
 	if h == nil {
 		return "", false
 	}
-	if v, ok := h.Get(name); ok {
-		return v, true
-	}
-	if alt == "" {
-		return "", false
-	}
-	return h.Get(alt)
+	return h.Get(name)
 }
 
 // statusText is the decimal status code; the common codes come from a

@@ -77,73 +77,18 @@ func compileTimeLayout(layout string, given bool) (*timeLayout, error) {
 		if i >= len(layout) {
 			return nil, fmt.Errorf("time format %q ends with a lone '%%'", layout)
 		}
-		switch d := layout[i]; d {
-		case '%':
-			lit = append(lit, '%')
-		case 'n':
-			lit = append(lit, '\n')
-		case 't':
-			lit = append(lit, '\t')
-		case 'Y':
-			add(timeItem{kind: tYear})
-		case 'y':
-			add(timeItem{kind: tYear2})
-		case 'm':
-			add(timeItem{kind: tMonth})
-		case 'd':
-			add(timeItem{kind: tDay})
-		case 'e':
-			add(timeItem{kind: tDaySpace})
-		case 'H':
-			add(timeItem{kind: tHour})
-		case 'I':
-			add(timeItem{kind: tHour12})
-		case 'M':
-			add(timeItem{kind: tMinute})
-		case 'S':
-			add(timeItem{kind: tSecond})
-		case 'p':
-			add(timeItem{kind: tAMPM})
-		case 'j':
-			add(timeItem{kind: tYearDay})
-		case 'a':
-			add(timeItem{kind: tWeekdayName})
-		case 'A':
-			add(timeItem{kind: tWeekdayLong})
-		case 'b', 'h':
-			add(timeItem{kind: tMonthName})
-		case 'B':
-			add(timeItem{kind: tMonthLong})
-		case 'z':
-			add(timeItem{kind: tZone})
-		case 'Z':
-			add(timeItem{kind: tZoneName})
-		case 's':
-			add(timeItem{kind: tEpoch})
-		case 'f':
-			add(timeItem{kind: tFrac, digits: 9})
-		case 'F':
-			add(timeItem{kind: tYear})
-			lit = append(lit, '-')
-			add(timeItem{kind: tMonth})
-			lit = append(lit, '-')
-			add(timeItem{kind: tDay})
-		case 'T':
-			add(timeItem{kind: tHour})
-			lit = append(lit, ':')
-			add(timeItem{kind: tMinute})
-			lit = append(lit, ':')
-			add(timeItem{kind: tSecond})
-		case 'R':
-			add(timeItem{kind: tHour})
-			lit = append(lit, ':')
-			add(timeItem{kind: tMinute})
-		case 'D':
-			add(timeItem{kind: tMonth})
-			lit = append(lit, '/')
-			add(timeItem{kind: tDay})
-			lit = append(lit, '/')
-			add(timeItem{kind: tYear2})
+		d := layout[i]
+		if items, ok := directives[d]; ok {
+			for _, it := range items {
+				if it.kind == tLiteral {
+					lit = append(lit, it.literal...)
+				} else {
+					add(it)
+				}
+			}
+			continue
+		}
+		switch d {
 		case '1', '2', '3', '4', '5', '6', '7', '8', '9':
 			if i+1 >= len(layout) || layout[i+1] != 'f' {
 				return nil, fmt.Errorf("time format %q: %%%c must be followed by 'f'", layout, d)
@@ -170,6 +115,38 @@ func compileTimeLayout(layout string, given bool) (*timeLayout, error) {
 		l.items = append(l.items, timeItem{kind: tLiteral, literal: string(lit)})
 	}
 	return l, nil
+}
+
+// directives are the one-letter directives, each with the items it stands
+// for (the composites %F, %T, %R and %D stand for several). Immutable.
+var directives = map[byte][]timeItem{
+	'%': {{literal: "%"}},
+	'n': {{literal: "\n"}},
+	't': {{literal: "\t"}},
+	'Y': {{kind: tYear}},
+	'y': {{kind: tYear2}},
+	'm': {{kind: tMonth}},
+	'd': {{kind: tDay}},
+	'e': {{kind: tDaySpace}},
+	'H': {{kind: tHour}},
+	'I': {{kind: tHour12}},
+	'M': {{kind: tMinute}},
+	'S': {{kind: tSecond}},
+	'p': {{kind: tAMPM}},
+	'j': {{kind: tYearDay}},
+	'a': {{kind: tWeekdayName}},
+	'A': {{kind: tWeekdayLong}},
+	'b': {{kind: tMonthName}},
+	'h': {{kind: tMonthName}},
+	'B': {{kind: tMonthLong}},
+	'z': {{kind: tZone}},
+	'Z': {{kind: tZoneName}},
+	's': {{kind: tEpoch}},
+	'f': {{kind: tFrac, digits: 9}},
+	'F': {{kind: tYear}, {literal: "-"}, {kind: tMonth}, {literal: "-"}, {kind: tDay}},
+	'T': {{kind: tHour}, {literal: ":"}, {kind: tMinute}, {literal: ":"}, {kind: tSecond}},
+	'R': {{kind: tHour}, {literal: ":"}, {kind: tMinute}},
+	'D': {{kind: tMonth}, {literal: "/"}, {kind: tDay}, {literal: "/"}, {kind: tYear2}},
 }
 
 // parseExtended parses the Abseil extensions after "%E" at layout[i]: %Ez,

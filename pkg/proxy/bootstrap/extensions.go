@@ -54,47 +54,21 @@ const typeURLPrefix = "type.googleapis.com/"
 // values of these types can be decoded.
 func DefaultExtensions() *Extensions {
 	return &Extensions{items: []Extension{
-		{
-			Name:     "proxy.access_loggers.file",
-			Category: "envoy.access_loggers",
-			TypeURLs: []string{typeURLOf(&filev3.FileAccessLog{})},
-		},
-		{
-			Name:     "proxy.filters.http.health_check",
-			Category: "envoy.filters.http",
-			TypeURLs: []string{typeURLOf(&healthcheckv3.HealthCheck{})},
-		},
-		{
-			Name:     "proxy.filters.http.router",
-			Category: "envoy.filters.http",
-			TypeURLs: []string{typeURLOf(&routerv3.Router{})},
-		},
-		{
-			Name:     "proxy.filters.network.http_connection_manager",
-			Category: "envoy.filters.network",
-			TypeURLs: []string{typeURLOf(&hcmv3.HttpConnectionManager{})},
-		},
-		{
-			Name:     "proxy.upstreams.http.http_protocol_options",
-			Category: "envoy.upstreams.http.http_protocol_options",
-			TypeURLs: []string{typeURLOf(&upstreamhttpv3.HttpProtocolOptions{})},
-		},
-		{
-			Name:     "proxy.stat_sinks.statsd",
-			Category: "envoy.stats_sinks",
-			TypeURLs: []string{typeURLOf(&metricsv3.StatsdSink{})},
-		},
-		{
-			Name:     "proxy.stat_sinks.dog_statsd",
-			Category: "envoy.stats_sinks",
-			TypeURLs: []string{typeURLOf(&metricsv3.DogStatsdSink{})},
-		},
-		{
-			Name:     "proxy.stat_sinks.hystrix",
-			Category: "envoy.stats_sinks",
-			TypeURLs: []string{typeURLOf(&metricsv3.HystrixSink{})},
-		},
+		extension("proxy.access_loggers.file", "envoy.access_loggers", &filev3.FileAccessLog{}),
+		extension("proxy.filters.http.health_check", "envoy.filters.http", &healthcheckv3.HealthCheck{}),
+		extension("proxy.filters.http.router", "envoy.filters.http", &routerv3.Router{}),
+		extension("proxy.filters.network.http_connection_manager", "envoy.filters.network", &hcmv3.HttpConnectionManager{}),
+		extension("proxy.upstreams.http.http_protocol_options", "envoy.upstreams.http.http_protocol_options", &upstreamhttpv3.HttpProtocolOptions{}),
+		extension("proxy.stat_sinks.statsd", "envoy.stats_sinks", &metricsv3.StatsdSink{}),
+		extension("proxy.stat_sinks.dog_statsd", "envoy.stats_sinks", &metricsv3.DogStatsdSink{}),
+		extension("proxy.stat_sinks.hystrix", "envoy.stats_sinks", &metricsv3.HystrixSink{}),
 	}}
+}
+
+// extension is the registry entry of an extension selected by the type of
+// its config message.
+func extension(name, category string, config proto.Message) Extension {
+	return Extension{Name: name, Category: category, TypeURLs: []string{typeURLOf(config)}}
 }
 
 // typeURLOf is the canonical type URL of m's type.

@@ -38,9 +38,12 @@ type Cluster struct {
 	readers sync.Pool
 
 	// conns are the open connections, so that Close can end them all.
+	// closed is set under connsMu, so that no connection is tracked after
+	// Close has collected them, and read without it where a connection is
+	// released or dialled.
 	connsMu sync.Mutex
 	conns   map[*trackedConn]struct{}
-	closed  bool
+	closed  atomic.Bool
 }
 
 // clusterDeps are what the manager hands every cluster.
@@ -168,7 +171,7 @@ func (c *Cluster) PickHost() *upstream.Host {
 func (c *Cluster) track(tc *trackedConn) bool {
 	c.connsMu.Lock()
 	defer c.connsMu.Unlock()
-	if c.closed {
+	if c.closed.Load() {
 		return false
 	}
 	c.conns[tc] = struct{}{}
@@ -182,21 +185,17 @@ func (c *Cluster) untrack(tc *trackedConn) {
 	c.connsMu.Unlock()
 }
 
-func (c *Cluster) isClosed() bool {
-	c.connsMu.Lock()
-	defer c.connsMu.Unlock()
-	return c.closed
-}
+func (c *Cluster) isClosed() bool { return c.closed.Load() }
 
 // Close closes every connection of the cluster, idle or lent, and makes
 // later acquisitions fail with ErrClosed. Requests in flight fail.
 func (c *Cluster) Close() {
 	c.connsMu.Lock()
-	if c.closed {
+	if c.closed.Load() {
 		c.connsMu.Unlock()
 		return
 	}
-	c.closed = true
+	c.closed.Store(true)
 	open := make([]*trackedConn, 0, len(c.conns))
 	for tc := range c.conns {
 		open = append(open, tc)

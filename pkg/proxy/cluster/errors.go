@@ -1,37 +1,29 @@
 package cluster
 
-import "fmt"
+import (
+	"fmt"
 
-// ConfigError is one problem of a cluster's configuration, located by the
-// proto-style path of the field (snake_case names, [i] for list elements),
-// relative to the configuration the caller handed in.
-type ConfigError struct {
-	Path   string
-	Reason string
-}
+	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
+)
 
-// Error renders "<path>: <reason>".
-func (e *ConfigError) Error() string {
-	if e.Path == "" {
-		return e.Reason
-	}
-	return e.Path + ": " + e.Reason
-}
-
-// configErrorf builds a *ConfigError with a formatted reason.
-func configErrorf(path, format string, args ...any) *ConfigError {
-	return &ConfigError{Path: path, Reason: fmt.Sprintf(format, args...)}
+// configErrorf builds one problem of a cluster's configuration, located by
+// the proto-style path of the field relative to the configuration the
+// caller handed in. It is a *bootstrap.FieldError, as Load and Validate
+// report, so cluster problems read and unwrap like the rest of the
+// bootstrap's.
+func configErrorf(path, format string, args ...any) *bootstrap.FieldError {
+	return &bootstrap.FieldError{Path: path, Reason: fmt.Sprintf(format, args...)}
 }
 
 // prefixed returns err with its path moved under prefix: nested builders
 // report paths relative to the message they read, and their callers add
 // where that message sits.
 func prefixed(prefix string, err error) error {
-	ce, ok := err.(*ConfigError)
+	fe, ok := err.(*bootstrap.FieldError)
 	if !ok {
 		return fmt.Errorf("%s: %w", prefix, err)
 	}
-	return &ConfigError{Path: join(prefix, ce.Path), Reason: ce.Reason}
+	return &bootstrap.FieldError{Path: join(prefix, fe.Path), Reason: fe.Reason}
 }
 
 // join appends a field path to a parent path.

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"sigs.k8s.io/yaml"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -80,7 +81,8 @@ func newTestManager(t testing.TB, src string, configure ...func(*Options)) (*Man
 	return m, store, clock
 }
 
-// configErrors checks that every part of a joined error is a *ConfigError.
+// configErrors checks that every part of a joined error is a
+// *bootstrap.FieldError.
 func configErrors(t *testing.T, err error) {
 	t.Helper()
 	joined, ok := err.(interface{ Unwrap() []error })
@@ -88,9 +90,9 @@ func configErrors(t *testing.T, err error) {
 		t.Fatalf("error %v is not a joined error", err)
 	}
 	for _, e := range joined.Unwrap() {
-		var ce *ConfigError
+		var ce *bootstrap.FieldError
 		if !errors.As(e, &ce) {
-			t.Errorf("%q is not a *ConfigError", e)
+			t.Errorf("%q is not a *bootstrap.FieldError", e)
 		}
 	}
 }

@@ -19,7 +19,6 @@ type prober struct {
 	raw syscall.RawConn
 	// peek is built once per connection so that probing does not allocate.
 	peek func(fd uintptr) bool
-	n    int
 	err  error
 	buf  [1]byte
 }
@@ -37,13 +36,14 @@ func (p *prober) init(conn net.Conn) {
 	}
 	p.raw = raw
 	p.peek = func(fd uintptr) bool {
-		p.n, p.err = peekByte(fd, &p.buf)
+		_, p.err = peekByte(fd, &p.buf)
 		return true // never wait: the answer is wanted now
 	}
 }
 
 // usable reports whether nothing is waiting to be read: no end of stream,
-// no unsolicited bytes, no error.
+// no unsolicited bytes, no error. Only "would block" says so (EWOULDBLOCK
+// is EAGAIN on every Unix).
 func (p *prober) usable() bool {
 	if p.raw == nil {
 		return true
@@ -51,5 +51,5 @@ func (p *prober) usable() bool {
 	if err := p.raw.Read(p.peek); err != nil {
 		return false
 	}
-	return errors.Is(p.err, unix.EAGAIN) || errors.Is(p.err, unix.EWOULDBLOCK)
+	return errors.Is(p.err, unix.EAGAIN)
 }

@@ -2,10 +2,7 @@ package httpconn
 
 import (
 	"errors"
-	"fmt"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	healthcheckv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/health_check/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
@@ -18,10 +15,10 @@ import (
 // through to the router, except while failing, when it answers 503 too.
 type healthCheck struct {
 	passThrough bool
-	// match is a one-route table whose only route matches the filter's
-	// headers: the router's header matching, reused as is, so health
-	// checks match exactly as routes do (":path" included).
-	match *router.Table
+	// match is the filter's headers, matched by the router's header
+	// matching so that health checks match exactly as routes do (":path"
+	// included).
+	match router.HeaderMatch
 }
 
 // newHealthCheck compiles the filter's configuration. Errors name the
@@ -30,27 +27,11 @@ func newHealthCheck(cfg *healthcheckv3.HealthCheck) (*healthCheck, error) {
 	if cfg.GetPassThroughMode() == nil {
 		return nil, errors.New("pass_through_mode: must be set")
 	}
-	rc := &routev3.RouteConfiguration{VirtualHosts: []*routev3.VirtualHost{{
-		Name:    "health_check",
-		Domains: []string{"*"},
-		Routes: []*routev3.Route{{
-			Match: &routev3.RouteMatch{
-				PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: ""},
-				Headers:       cfg.GetHeaders(),
-			},
-			Action: &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{
-				Status: 200,
-				Body:   &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{}},
-			}},
-		}},
-	}}}
-	table, err := router.Compile(rc)
+	match, err := router.CompileHeaderMatch(cfg.GetHeaders())
 	if err != nil {
-		// The only configured part of rc is the header list; the
-		// router names it below the route.
-		return nil, fmt.Errorf("headers: %w", err)
+		return nil, err
 	}
-	return &healthCheck{passThrough: cfg.GetPassThroughMode().GetValue(), match: table}, nil
+	return &healthCheck{passThrough: cfg.GetPassThroughMode().GetValue(), match: match}, nil
 }
 
 // healthCheckResult is what the filter decided for one request.
@@ -65,14 +46,15 @@ const (
 	hcFailed
 )
 
-// decide runs the filter on a request; failing reports /healthcheck/fail
-// or a drain in progress.
-func (hc *healthCheck) decide(req *router.Request, failing bool) healthCheckResult {
-	if hc.match.MatchRequest(req) == nil {
+// decide runs the filter on a request. The server's state (/healthcheck/fail
+// or a drain in progress) is read only for health-check requests; a nil
+// health never fails.
+func (hc *healthCheck) decide(req *router.Request, health HealthState) healthCheckResult {
+	if !hc.match.Matches(req) {
 		return hcContinue
 	}
 	switch {
-	case failing:
+	case health != nil && health.HealthChecksFailed():
 		return hcFailed
 	case hc.passThrough:
 		return hcContinue

@@ -28,18 +28,26 @@ func (o *outBuf) reset(w io.Writer) {
 // write queues p, flushing first when p does not fit; a piece as large as
 // the buffer goes straight out.
 func (o *outBuf) write(p []byte) error {
-	if o.err != nil {
+	if len(p) >= outBufSize && len(o.b)+len(p) > outBufSize {
+		if o.flush() == nil {
+			_, o.err = o.w.Write(p)
+		}
 		return o.err
 	}
-	if len(o.b)+len(p) <= outBufSize {
-		o.b = append(o.b, p...)
-		return nil
+	return queue(o, p)
+}
+
+// writeString is write for a string, which is always queued: sending a
+// large one straight out would mean copying it into a []byte.
+func (o *outBuf) writeString(p string) error { return queue(o, p) }
+
+// queue appends p to what is gathered, flushing that first when p does
+// not fit.
+func queue[T string | []byte](o *outBuf, p T) error {
+	if o.err == nil && len(o.b)+len(p) > outBufSize {
+		_ = o.flush()
 	}
-	if err := o.flush(); err != nil {
-		return err
-	}
-	if len(p) >= outBufSize {
-		_, o.err = o.w.Write(p)
+	if o.err != nil {
 		return o.err
 	}
 	o.b = append(o.b, p...)
@@ -54,20 +62,4 @@ func (o *outBuf) flush() error {
 	_, o.err = o.w.Write(o.b)
 	o.b = o.b[:0]
 	return o.err
-}
-
-// writeString is write for a string.
-func (o *outBuf) writeString(p string) error {
-	if o.err != nil {
-		return o.err
-	}
-	if len(o.b)+len(p) <= outBufSize {
-		o.b = append(o.b, p...)
-		return nil
-	}
-	if err := o.flush(); err != nil {
-		return err
-	}
-	o.b = append(o.b, p...)
-	return nil
 }

@@ -201,15 +201,11 @@ func (c *serverConn) writeBody(p []byte) error {
 	return c.out.write(p)
 }
 
-// writeBodyString implements downstream.
+// writeBodyString implements downstream. Local replies, its only users,
+// announce their length, so the body is never chunked.
 func (c *serverConn) writeBodyString(p string) error {
 	if c.aborted {
 		return errAborted
-	}
-	if c.chunked {
-		c.out.b = http1.AppendChunkHeader(c.out.b, len(p))
-		_ = c.out.writeString(p)
-		return c.out.writeString(http1.CRLF)
 	}
 	return c.out.writeString(p)
 }

@@ -26,7 +26,8 @@ type downstream interface {
 	writeHead(s *stream, n int64, hasBody bool) error
 	// writeBody sends body bytes.
 	writeBody(p []byte) error
-	// writeBodyString sends body bytes held in a string (local replies).
+	// writeBodyString sends the body of a local reply, held in a string;
+	// writeHead announced its length.
 	writeBodyString(p string) error
 	// finish ends the body and sends what is buffered.
 	finish() error
@@ -222,8 +223,7 @@ func (s *stream) end() {
 func (s *stream) decode() {
 	m := s.m
 	if hc := m.filters.healthCheck; hc != nil {
-		failing := m.deps.Health != nil && m.deps.Health.HealthChecksFailed()
-		switch hc.decide(&s.rreq, failing) {
+		switch hc.decide(&s.rreq, m.deps.Health) {
 		case hcOK:
 			s.localReply(200, "", 0, "health_check_ok")
 			return

@@ -14,8 +14,7 @@ import (
 // Envoy's doubles do, so sequences match Envoy's pick for pick.
 type edf struct {
 	mu    sync.Mutex
-	now   float64 // the deadline of the last pick
-	order uint64  // queue position of the next entry, for ties
+	order uint64 // queue position of the next entry, for ties
 	heap  []edfEntry
 }
 
@@ -47,8 +46,9 @@ func (e *edf) pick() *upstream.Host {
 	e.mu.Lock()
 	top := &e.heap[0]
 	h := top.host
-	e.now = top.deadline
-	top.deadline = e.now + top.step
+	// Envoy's scheduler time becomes this deadline, and the host is due
+	// again one step after it.
+	top.deadline += top.step
 	top.order = e.order
 	e.order++
 	e.down(0)

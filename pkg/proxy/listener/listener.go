@@ -179,7 +179,7 @@ func (l *Listener) buildChains(lc *listenerv3.Listener, build func(*listenerv3.F
 		c := newChain(fc, path)
 		m, err := compileMatch(fc.GetFilterChainMatch())
 		if err != nil {
-			errs = append(errs, prefixErrors(path+".filter_chain_match.", err)...)
+			errs = append(errs, PrefixErrors(path+".filter_chain_match.", err)...)
 			continue
 		}
 		c.match = m
@@ -199,12 +199,15 @@ func (l *Listener) buildChains(lc *listenerv3.Listener, build func(*listenerv3.F
 	return errors.Join(errs...)
 }
 
-// prefixErrors prefixes every error joined in err with prefix.
-func prefixErrors(prefix string, err error) []error {
+// PrefixErrors prefixes every error joined in err with prefix (a field
+// path with its trailing '.'), so that each problem is reported on its own
+// line with its full path: Build's errors are relative to the listener,
+// and its caller knows where the listener sits.
+func PrefixErrors(prefix string, err error) []error {
 	if multi, ok := err.(interface{ Unwrap() []error }); ok {
 		var out []error
 		for _, e := range multi.Unwrap() {
-			out = append(out, prefixErrors(prefix, e)...)
+			out = append(out, PrefixErrors(prefix, e)...)
 		}
 		return out
 	}

@@ -25,9 +25,6 @@ const (
 type headerOps struct {
 	remove []string
 	add    []headerAdd
-	// conditional counts the add entries whose effect depends on whether
-	// the header was present (ADD_IF_ABSENT, OVERWRITE_IF_EXISTS).
-	conditional int
 }
 
 // headerAdd is one compiled HeaderValueOption.
@@ -60,9 +57,6 @@ func compileHeaderOps(adds []*corev3.HeaderValueOption, removes []string, addFie
 		a, err := compileHeaderAdd(o)
 		if err != nil {
 			return nil, fmt.Errorf("%s[%d].%w", addField, i, err)
-		}
-		if a.action == addIfAbsent || a.action == overwriteIfExists {
-			ops.conditional++
 		}
 		ops.add = append(ops.add, a)
 	}
@@ -135,58 +129,46 @@ func (ops *headerOps) apply(h HeaderEditor, e *accesslog.Entry) {
 	if len(ops.add) == 0 {
 		return
 	}
-	// present records, for each conditional entry in order, whether its
-	// header was there before this level changed anything.
+	// applies records, per entry, whether it takes effect: ADD_IF_ABSENT
+	// and OVERWRITE_IF_EXISTS depend on whether their header was there
+	// before this level changed anything.
 	var small [64]bool
-	present := small[:0]
-	if ops.conditional > len(small) {
-		present = make([]bool, 0, ops.conditional)
+	applies := small[:0]
+	if len(ops.add) > len(small) {
+		applies = make([]bool, 0, len(ops.add))
 	}
 	for i := range ops.add {
-		if a := &ops.add[i]; a.action == addIfAbsent || a.action == overwriteIfExists {
-			_, ok := h.Get(a.name)
-			present = append(present, ok)
+		a := &ops.add[i]
+		on := true
+		if a.action == addIfAbsent || a.action == overwriteIfExists {
+			_, present := h.Get(a.name)
+			on = present == (a.action == overwriteIfExists)
 		}
+		applies = append(applies, on)
 	}
 	var buf [256]byte
-	c := 0
-	for i := range ops.add {
-		a := &ops.add[i]
-		switch a.action {
-		case overwriteIfExistsOrAdd:
-			if v, ok := a.render(buf[:0], e); ok {
+	for _, overwrites := range [2]bool{true, false} {
+		for i := range ops.add {
+			a := &ops.add[i]
+			if !applies[i] || a.overwrites() != overwrites {
+				continue
+			}
+			v, ok := a.render(buf[:0], e)
+			switch {
+			case !ok:
+			case overwrites:
 				h.Set(a.name, v)
-			}
-		case overwriteIfExists:
-			if present[c] {
-				if v, ok := a.render(buf[:0], e); ok {
-					h.Set(a.name, v)
-				}
-			}
-			c++
-		case addIfAbsent:
-			c++
-		}
-	}
-	c = 0
-	for i := range ops.add {
-		a := &ops.add[i]
-		switch a.action {
-		case appendIfExistsOrAdd:
-			if v, ok := a.render(buf[:0], e); ok {
+			default:
 				h.Add(a.name, v)
 			}
-		case addIfAbsent:
-			if !present[c] {
-				if v, ok := a.render(buf[:0], e); ok {
-					h.Add(a.name, v)
-				}
-			}
-			c++
-		case overwriteIfExists:
-			c++
 		}
 	}
+}
+
+// overwrites reports whether the entry replaces the header's values
+// rather than adding one.
+func (a *headerAdd) overwrites() bool {
+	return a.action == overwriteIfExistsOrAdd || a.action == overwriteIfExists
 }
 
 // render is the entry's value and whether to use it: an empty value is

@@ -28,7 +28,7 @@ type routeMatch struct {
 	caseSensitive bool
 	re            *regexp.Regexp
 	grpc          bool
-	headers       []headerMatcher
+	headers       HeaderMatch
 	query         []queryMatcher
 }
 
@@ -62,12 +62,9 @@ func compileMatch(m *routev3.RouteMatch) (routeMatch, error) {
 	if !rm.caseSensitive {
 		rm.value = asciiLower(rm.value)
 	}
-	for i, hm := range m.GetHeaders() {
-		h, err := compileHeaderMatcher(hm)
-		if err != nil {
-			return rm, fmt.Errorf("headers[%d].%w", i, err)
-		}
-		rm.headers = append(rm.headers, h)
+	var err error
+	if rm.headers, err = CompileHeaderMatch(m.GetHeaders()); err != nil {
+		return rm, err
 	}
 	for i, qm := range m.GetQueryParameters() {
 		q, err := compileQueryMatcher(qm)
@@ -91,10 +88,8 @@ func (m *routeMatch) matches(req *Request) bool {
 			return false
 		}
 	}
-	for i := range m.headers {
-		if !m.headers[i].matches(req) {
-			return false
-		}
+	if !m.headers.Matches(req) {
+		return false
 	}
 	if len(m.query) > 0 {
 		q := query(req.Path)
@@ -133,6 +128,38 @@ func (m *routeMatch) hasPrefix(path string) bool {
 		return path[:len(m.value)] == m.value
 	}
 	return asciiEqualFold(path[:len(m.value)], m.value)
+}
+
+// HeaderMatch is a compiled list of HeaderMatchers, as a route match
+// holds them; the health_check filter uses it to recognise its requests
+// exactly as routes match headers. The zero value matches every request.
+type HeaderMatch struct {
+	matchers []headerMatcher
+}
+
+// CompileHeaderMatch compiles a list of HeaderMatchers. Errors name the
+// field path from the list, e.g. "headers[0].name".
+func CompileHeaderMatch(hs []*routev3.HeaderMatcher) (HeaderMatch, error) {
+	var m HeaderMatch
+	for i, hm := range hs {
+		h, err := compileHeaderMatcher(hm)
+		if err != nil {
+			return m, fmt.Errorf("headers[%d].%w", i, err)
+		}
+		m.matchers = append(m.matchers, h)
+	}
+	return m, nil
+}
+
+// Matches reports whether every matcher accepts req. It allocates
+// nothing.
+func (m *HeaderMatch) Matches(req *Request) bool {
+	for i := range m.matchers {
+		if !m.matchers[i].matches(req) {
+			return false
+		}
+	}
+	return true
 }
 
 // headerKind is the comparison of a headerMatcher.

@@ -17,11 +17,9 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
-)
 
-// defaultOverprovisioningFactor is a priority's overprovisioning factor
-// when load_assignment.policy leaves it unset (Envoy's 140, i.e. 1.4).
-const defaultOverprovisioningFactor = 140
+	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
+)
 
 // ConfigDump implements admin.ConfigDumpSource for a static-only
 // configuration, as Envoy shows one: the bootstrap, the clusters, the
@@ -192,7 +190,7 @@ func loadAssignmentDump(c *clusterv3.Cluster) *endpointv3.ClusterLoadAssignment 
 	if name == "" {
 		name = c.GetName()
 	}
-	factor := uint32(defaultOverprovisioningFactor)
+	factor := uint32(lb.DefaultOverprovisioningFactor)
 	if f := la.GetPolicy().GetOverprovisioningFactor(); f != nil {
 		factor = f.GetValue()
 	}

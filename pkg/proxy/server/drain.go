@@ -46,8 +46,7 @@ func (s *Server) DrainListeners(inboundOnly, graceful, skipExit bool) error {
 			selected = append(selected, bl)
 		}
 	}
-	log := s.logs.Logger("main")
-	log.Info("draining listeners", "inboundonly", inboundOnly, "graceful", graceful, "skip_exit", skipExit, "listeners", len(selected))
+	s.log.Info("draining listeners", "inboundonly", inboundOnly, "graceful", graceful, "skip_exit", skipExit, "listeners", len(selected))
 	if !graceful {
 		for _, bl := range selected {
 			if notify {
@@ -67,7 +66,7 @@ func (s *Server) DrainListeners(inboundOnly, graceful, skipExit bool) error {
 		if !skipExit {
 			bl.Drain().After(func() {
 				bl.Stop()
-				log.Info("listener stopped at the end of its drain", "listener", bl.Name())
+				s.log.Info("listener stopped at the end of its drain", "listener", bl.Name())
 			})
 		}
 	}

@@ -8,15 +8,12 @@ import (
 	"io"
 
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
-	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	filev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/options"
 )
 
@@ -40,7 +37,7 @@ func (s *Server) buildListeners(cfgs []*listenerv3.Listener) ([]*builtListener, 
 		path := fmt.Sprintf("static_resources.listeners[%d]", i)
 		bl, err := s.buildListener(lc, manager)
 		if err != nil {
-			errs = append(errs, prefixErrors(path+".", err)...)
+			errs = append(errs, listener.PrefixErrors(path+".", err)...)
 			continue
 		}
 		// Two sockets with SO_REUSEPORT on one address would silently share
@@ -153,21 +150,19 @@ func (bl *builtListener) closeFilters() {
 	}
 }
 
-// openAccessLog opens a listener's file access log, buffered and flushed
-// every --file-flush-interval-msec, and keeps it so that /reopen_logs and
-// SIGUSR1 reopen it and shutdown flushes it. Loggers naming the same file
-// share one writer, so their lines never interleave mid-line.
+// openAccessLog opens a listener's file access log (see openLogFile).
+// Loggers naming the same file share one writer, so their lines never
+// interleave mid-line.
 func (s *Server) openAccessLog(path string) (io.Writer, error) {
 	for _, fw := range s.accessLogs {
 		if fw.Path() == path {
 			return fw, nil
 		}
 	}
-	fw, err := logging.OpenFile(path, s.opts.FileFlushInterval, int(s.opts.FileFlushMinSizeKB)*1024)
+	fw, err := s.openLogFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("opening access log: %w", err)
 	}
-	s.accessLogs = append(s.accessLogs, fw)
 	return fw, nil
 }
 
@@ -204,32 +199,6 @@ func (s *Server) activeConnections() int64 {
 		n += bl.ActiveConnections()
 	}
 	return n
-}
-
-// prefixErrors prefixes every error joined in err with prefix, so that
-// each problem is reported on its own line with its full path.
-func prefixErrors(prefix string, err error) []error {
-	if multi, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range multi.Unwrap() {
-			out = append(out, prefixErrors(prefix, e)...)
-		}
-		return out
-	}
-	return []error{fmt.Errorf("%s%w", prefix, err)}
-}
-
-// fileAccessLogPath returns the file of a file access logger; other access
-// logger kinds were refused by validation already.
-func fileAccessLogPath(al *accesslogv3.AccessLog) (string, error) {
-	var file filev3.FileAccessLog
-	if err := al.GetTypedConfig().UnmarshalTo(&file); err != nil {
-		return "", fmt.Errorf("typed_config: %w", err)
-	}
-	if file.GetPath() == "" {
-		return "", errors.New("typed_config.path: must be set")
-	}
-	return file.GetPath(), nil
 }
 
 // closeListeners stops every listener from accepting, then closes their

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/options"
 )
@@ -200,7 +201,7 @@ func TestBuildListenerErrors(t *testing.T) {
 				t.Fatal("New succeeded")
 			}
 			var got []string
-			for _, e := range prefixErrors("", err) {
+			for _, e := range listener.PrefixErrors("", err) {
 				got = append(got, e.Error())
 			}
 			if !slices.Equal(got, tc.want) {

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	filev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
 	"github.com/go-logr/logr"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
@@ -61,7 +63,8 @@ type Server struct {
 	clusters  *cluster.Manager // built before the listeners, whose routes use it
 	listeners []*builtListener
 
-	// Access logs of the admin listener, reopened with the application log.
+	// Access logs, the admin's and the listeners', reopened with the
+	// application log and closed (flushed) at shutdown.
 	accessLogs []*logging.FileWriter
 
 	quitOnce sync.Once
@@ -113,9 +116,6 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Stats returns the server's stat store.
-func (s *Server) Stats() *stats.Store { return s.stats }
-
 // HotRestartVersion returns the opaque hot-restart compatibility version.
 func (s *Server) HotRestartVersion() string { return s.opts.HotRestartVersion() }
 
@@ -150,11 +150,10 @@ func (s *Server) AdminAccessLog() (io.Writer, error) {
 	}
 	var writers []io.Writer
 	for _, p := range paths {
-		fw, err := logging.OpenFile(p, s.opts.FileFlushInterval, int(s.opts.FileFlushMinSizeKB)*1024)
+		fw, err := s.openLogFile(p)
 		if err != nil {
 			return nil, fmt.Errorf("opening admin access log: %w", err)
 		}
-		s.accessLogs = append(s.accessLogs, fw)
 		writers = append(writers, fw)
 	}
 	switch len(writers) {
@@ -165,6 +164,30 @@ func (s *Server) AdminAccessLog() (io.Writer, error) {
 	default:
 		return io.MultiWriter(writers...), nil
 	}
+}
+
+// fileAccessLogPath returns the file of a file access logger; other access
+// logger kinds were refused by validation already.
+func fileAccessLogPath(al *accesslogv3.AccessLog) (string, error) {
+	var file filev3.FileAccessLog
+	if err := al.GetTypedConfig().UnmarshalTo(&file); err != nil {
+		return "", fmt.Errorf("typed_config: %w", err)
+	}
+	if file.GetPath() == "" {
+		return "", errors.New("typed_config.path: must be set")
+	}
+	return file.GetPath(), nil
+}
+
+// openLogFile opens an access log file, buffered and flushed every
+// --file-flush-interval-msec, and keeps it for ReopenLogs and shutdown.
+func (s *Server) openLogFile(path string) (*logging.FileWriter, error) {
+	fw, err := logging.OpenFile(path, s.opts.FileFlushInterval, int(s.opts.FileFlushMinSizeKB)*1024)
+	if err != nil {
+		return nil, err
+	}
+	s.accessLogs = append(s.accessLogs, fw)
+	return fw, nil
 }
 
 // Quit starts a clean shutdown; Run returns soon after. It implements

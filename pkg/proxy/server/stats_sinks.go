@@ -13,16 +13,13 @@ import (
 	metricsv3 "github.com/envoyproxy/go-control-plane/envoy/config/metrics/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/cluster"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
 // defaultConnectTimeout is a cluster's connect_timeout when unset
 // (Envoy's default).
 const defaultConnectTimeout = 5 * time.Second
-
-// defaultMaxPendingRequests is a circuit breaker's max_pending_requests
-// when the configuration leaves it unset (Envoy's default).
-const defaultMaxPendingRequests = 1024
 
 // hystrixSinkType is the full name of the dashboard sink's configuration.
 var hystrixSinkType = string(proto.MessageName(&metricsv3.HystrixSink{}))
@@ -81,7 +78,7 @@ func maxPendingRequests(c *clusterv3.Cluster) uint64 {
 			return uint64(t.GetMaxPendingRequests().GetValue())
 		}
 	}
-	return defaultMaxPendingRequests
+	return cluster.DefaultMaxPendingRequests
 }
 
 // BreakerEventsEnabled reports whether a circuit-breaker dashboard sink is

@@ -76,7 +76,8 @@ func (sn *Snapshot) Histograms(fn func(name []byte, h *Histogram)) {
 
 // MergeHistograms rolls every histogram's interval: what was recorded since
 // the previous merge becomes the interval summary and joins the cumulative
-// one. Flush calls it; tests and tools may call it directly.
+// one. Flush does the same as it takes its snapshot; tests and tools may
+// call it directly.
 func (s *Store) MergeHistograms() {
 	s.mu.Lock()
 	n := s.hists.len()
@@ -227,7 +228,6 @@ func (f *Flusher) Flush() error {
 	for _, h := range hooks {
 		h()
 	}
-	s.MergeHistograms()
 	sn := &f.snap
 	*sn = Snapshot{store: s, time: f.opts.Now(), counters: sn.counters[:0], gauges: sn.gauges[:0], hists: sn.hists[:0], name: sn.name}
 	s.mu.Lock()
@@ -243,8 +243,11 @@ func (f *Flusher) Flush() error {
 			sn.gauges = append(sn.gauges, i)
 		}
 	}
+	// Histogram intervals roll in the same walk that lists the used ones
+	// (what MergeHistograms does), rather than in a walk of their own.
 	for i := range nh {
-		if s.hists.at(i).Used() {
+		if h := s.hists.at(i); h.Used() {
+			h.merge()
 			sn.hists = append(sn.hists, i)
 		}
 	}

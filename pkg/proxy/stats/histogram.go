@@ -145,6 +145,7 @@ func (h *Histogram) merge() {
 		h.cumulative = circonusllhist.NewNoLocks()
 	}
 	h.interval.Reset()
+	added := false
 	for i := range h.shards {
 		sh := &h.shards[i]
 		sh.mu.Lock()
@@ -162,7 +163,17 @@ func (h *Histogram) merge() {
 			}
 			b.addTo(h.interval)
 			b.addTo(h.cumulative)
+			added = true
 		}
+	}
+	if !added {
+		// An idle interval leaves the cumulative summary as it was: only
+		// the interval one empties, so a flush does not summarise every
+		// idle histogram's whole history again.
+		if h.intStats.SampleCount != 0 {
+			h.intStats = emptyStatistics(h.bounds)
+		}
+		return
 	}
 	h.intStats = computeStatistics(h.interval, h.bounds)
 	h.cumStats = computeStatistics(h.cumulative, h.bounds)

@@ -119,6 +119,19 @@ func (c *chunkWriter) byte(b byte)    { c.buf = append(c.buf, b) }
 func (c *chunkWriter) uint(v uint64)  { c.buf = strconv.AppendUint(c.buf, v, 10) }
 func (c *chunkWriter) int(v int64)    { c.buf = strconv.AppendInt(c.buf, v, 10) }
 
+// bucketCounts returns the interval and cumulative counts per bucket bound
+// that the cumulative and disjoint views show: the summaries' own
+// cumulative counts, or with BucketsDisjoint those made disjoint in the
+// scratch slices, which are reused from one histogram to the next.
+func bucketCounts(in, cum *HistogramStatistics, mode HistogramBuckets, scratch *[2][]uint64) (interval, cumulative []uint64) {
+	if mode != BucketsDisjoint {
+		return in.Buckets, cum.Buckets
+	}
+	scratch[0] = in.DisjointBuckets(scratch[0][:0])
+	scratch[1] = cum.DisjointBuckets(scratch[1][:0])
+	return scratch[0], scratch[1]
+}
+
 // appendDouble formats like the {fmt} library's "{}" for doubles, which
 // Envoy uses in text and JSON: the shortest round-trip form, in exponent
 // notation only below 1e-4 or from 1e16, and "nan" / "inf".

@@ -92,12 +92,7 @@ func jsonHistogram(cw *chunkWriter, st *Stat, mode HistogramBuckets, disjoint *[
 	jsonString(cw, st.Name)
 	switch mode {
 	case BucketsCumulative, BucketsDisjoint:
-		ib, cb := in.Buckets, cum.Buckets
-		if mode == BucketsDisjoint {
-			disjoint[0] = in.DisjointBuckets(disjoint[0][:0])
-			disjoint[1] = cum.DisjointBuckets(disjoint[1][:0])
-			ib, cb = disjoint[0], disjoint[1]
-		}
+		ib, cb := bucketCounts(&in, &cum, mode, disjoint)
 		cw.str(`,"buckets":[`)
 		for i, b := range h.bounds {
 			if i > 0 {

@@ -40,12 +40,7 @@ func textHistogram(cw *chunkWriter, h *Histogram, mode HistogramBuckets, disjoin
 	in, cum := h.IntervalStatistics(), h.CumulativeStatistics()
 	switch mode {
 	case BucketsCumulative, BucketsDisjoint:
-		ib, cb := in.Buckets, cum.Buckets
-		if mode == BucketsDisjoint {
-			disjoint[0] = in.DisjointBuckets(disjoint[0][:0])
-			disjoint[1] = cum.DisjointBuckets(disjoint[1][:0])
-			ib, cb = disjoint[0], disjoint[1]
-		}
+		ib, cb := bucketCounts(&in, &cum, mode, disjoint)
 		for i, b := range h.bounds {
 			if i > 0 {
 				cw.byte(' ')

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -48,7 +49,11 @@ type StatsdSink struct {
 	buf  []byte // the datagram (UDP) or the whole flush (TCP) being built
 	line []byte // the line being built
 	x    Extraction
-	err  error // the first write error of the flush in progress
+	// xName is the name x was extracted from, while xValid: a histogram
+	// emits one line per bin, all of one name, extracted once.
+	xName  []byte
+	xValid bool
+	err    error // the first write error of the flush in progress
 }
 
 // StatsdOptions configure a StatsdSink.
@@ -96,7 +101,7 @@ func (k *StatsdSink) Flush(sn *Snapshot) error {
 		}
 		k.conn = c
 	}
-	k.buf, k.err = k.buf[:0], nil
+	k.buf, k.err, k.xValid = k.buf[:0], nil, false
 	var num [24]byte
 	sn.Counters(func(name []byte, delta, _ uint64) {
 		k.emit(sn, name, strconv.AppendUint(num[:0], delta, 10), "|c", 1)
@@ -160,7 +165,10 @@ func (k *StatsdSink) emit(sn *Snapshot, name, value []byte, typ string, times ui
 	}
 	k.line = append(append(k.line[:0], k.prefix...), '.')
 	if k.dog {
-		sn.TagProducer().Extract(name, &k.x)
+		if !k.xValid || !bytes.Equal(name, k.xName) {
+			sn.TagProducer().Extract(name, &k.x)
+			k.xName, k.xValid = append(k.xName[:0], name...), true
+		}
 		k.line = appendStatsdName(k.line, k.x.Name, nameUnsafe)
 	} else {
 		k.line = appendStatsdName(k.line, name, nameUnsafe)

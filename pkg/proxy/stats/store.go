@@ -91,8 +91,8 @@ func (s *Store) TagProducer() *TagProducer { return s.tags }
 // lookup finds or creates the stat of kind k named name under root. It
 // returns the stat's index in its slab, or ok=false when the stats matcher
 // rejects the name. The caller holds s.mu; create is called for a new stat
-// to set it up.
-func (s *Store) lookup(root uint32, k Kind, name string, create func(idx, parent, seg uint32)) (idx uint32, ok bool) {
+// to allocate it in its slab, name it and return its index.
+func (s *Store) lookup(root uint32, k Kind, name string, create func(parent, seg uint32) uint32) (idx uint32, ok bool) {
 	s.lookups.record(name)
 	if parent, seg, found := s.resolve(root, name, false); found {
 		if e, found := s.index.find(s, makeKey(parent, seg, k)); found {
@@ -108,18 +108,7 @@ func (s *Store) lookup(root uint32, k Kind, name string, create func(idx, parent
 		// rather than corrupt the tree.
 		return 0, false
 	}
-	var n uint32
-	switch k {
-	case KindCounter:
-		n = s.counters.len()
-	case KindGauge:
-		n = s.gauges.len()
-	case KindTextReadout:
-		n = s.texts.len()
-	case KindHistogram:
-		n = s.hists.len()
-	}
-	create(n, parent, seg)
+	n := create(parent, seg)
 	// The index reads the key back from the stat, so it goes in after
 	// create has named it.
 	s.index.insert(s, makeKey(parent, seg, k), makeEntry(k, n))
@@ -133,10 +122,11 @@ func (s *Store) lookup(root uint32, k Kind, name string, create func(idx, parent
 func (s *Store) Counter(name string) *Counter {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	idx, ok := s.lookup(rootCounters, KindCounter, name, func(_, parent, seg uint32) {
-		_, c := s.counters.alloc()
+	idx, ok := s.lookup(rootCounters, KindCounter, name, func(parent, seg uint32) uint32 {
+		i, c := s.counters.alloc()
 		c.store, c.parent = s, parent
 		c.meta.Store(seg)
+		return i
 	})
 	if !ok {
 		return s.rejected.counter(name)
@@ -148,10 +138,11 @@ func (s *Store) Counter(name string) *Counter {
 func (s *Store) Gauge(name string) *Gauge {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	idx, ok := s.lookup(rootCounters, KindGauge, name, func(_, parent, seg uint32) {
-		_, g := s.gauges.alloc()
+	idx, ok := s.lookup(rootCounters, KindGauge, name, func(parent, seg uint32) uint32 {
+		i, g := s.gauges.alloc()
 		g.store, g.parent = s, parent
 		g.meta.Store(seg)
+		return i
 	})
 	if !ok {
 		return s.rejected.gauge(name)
@@ -164,10 +155,11 @@ func (s *Store) Gauge(name string) *Gauge {
 func (s *Store) TextReadout(name string) *TextReadout {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	idx, ok := s.lookup(rootTextReadouts, KindTextReadout, name, func(_, parent, seg uint32) {
-		_, t := s.texts.alloc()
+	idx, ok := s.lookup(rootTextReadouts, KindTextReadout, name, func(parent, seg uint32) uint32 {
+		i, t := s.texts.alloc()
 		t.store, t.parent = s, parent
 		t.meta.Store(seg)
+		return i
 	})
 	if !ok {
 		return s.rejected.textReadout(name)
@@ -188,11 +180,12 @@ func (s *Store) Histogram(name string) *Histogram {
 func (s *Store) HistogramWithUnit(name string, unit Unit) *Histogram {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	idx, ok := s.lookup(rootHistograms, KindHistogram, name, func(_, parent, seg uint32) {
-		_, h := s.hists.alloc()
+	idx, ok := s.lookup(rootHistograms, KindHistogram, name, func(parent, seg uint32) uint32 {
+		i, h := s.hists.alloc()
 		h.store, h.parent = s, parent
 		h.meta.Store(seg)
 		h.init(s.shards, s.bucketsFor(name), unit)
+		return i
 	})
 	if !ok {
 		return s.rejected.histogram(name, s.shards, s.bucketsFor(name), unit)

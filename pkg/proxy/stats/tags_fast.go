@@ -121,28 +121,15 @@ func workerAt(name []byte, p int) int {
 	if !hasPrefix(name[p:], w) {
 		return -1
 	}
-	i := p + len(w)
-	start := i
-	for i < len(name) && name[i] >= '0' && name[i] <= '9' {
-		i++
-	}
-	if i == start || i == len(name) || name[i] != '.' {
-		return -1
-	}
-	return i
+	return digitsThen(name, p+len(w), '.')
 }
 
 // ipv4Port returns the length of the `\d+\.\d+\.\d+\.\d+_\d+` at the
-// start of b when a dot follows it, else -1. Digit runs end at a non-digit,
-// so no shorter run could be followed by the separator: no backtracking.
+// start of b when a dot follows it, else -1.
 func ipv4Port(b []byte) int {
 	i := 0
 	for part, sep := range [...]byte{'.', '.', '.', '_', '.'} {
-		start := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == start || i == len(b) || b[i] != sep {
+		if i = digitsThen(b, i, sep); i < 0 {
 			return -1
 		}
 		if part < 4 {
@@ -162,12 +149,18 @@ func ipv6Port(b []byte) int {
 	if end < 0 || end+1 == len(b) || b[end+1] != '_' {
 		return -1
 	}
-	i := end + 2
+	return digitsThen(b, end+2, '.')
+}
+
+// digitsThen returns the index of sep when b holds, from i, one or more
+// digits followed by sep, else -1. A digit run ends at a non-digit, so no
+// shorter run could be followed by sep: no backtracking is needed.
+func digitsThen(b []byte, i int, sep byte) int {
 	start := i
 	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
 		i++
 	}
-	if i == start || i == len(b) || b[i] != '.' {
+	if i == start || i == len(b) || b[i] != sep {
 		return -1
 	}
 	return i

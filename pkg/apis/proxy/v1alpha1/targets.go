@@ -9,14 +9,3 @@ func (t *RuntimeOverrideTarget) Common() *TargetStatus { return &t.TargetStatus 
 
 // Common returns the part of the entry every kind shares.
 func (t *HealthCheckTarget) Common() *TargetStatus { return &t.TargetStatus }
-
-// Settled reports whether the phase needs no further admin call until
-// something changes.
-func (p TargetPhase) Settled() bool {
-	switch p {
-	case PhaseApplied, PhaseDrained, PhaseConflict, PhaseReverted:
-		return true
-	default:
-		return false
-	}
-}

@@ -120,7 +120,7 @@ func (r *Request) interpretFields() error {
 			teCount++
 			te = h.Value
 		case "connection":
-			r.connection(h.Value)
+			r.ConnectionTokens = connection(h.Value, r.Version, &r.KeepAlive, r.ConnectionTokens)
 		case "expect":
 			if r.Version == HTTP11 && EqualFold(h.Value, "100-continue") {
 				r.Expect100 = true
@@ -156,23 +156,26 @@ func (r *Request) interpretFields() error {
 	return nil
 }
 
-// connection reads one Connection header value.
-func (r *Request) connection(v []byte) {
+// connection reads one Connection header value of a message of the given
+// version: close and keep-alive (HTTP/1.0 only) set *keepAlive, and the
+// other tokens, which name hop-by-hop fields, are appended to tokens.
+func connection(v []byte, version Version, keepAlive *bool, tokens [][]byte) [][]byte {
 	for len(v) > 0 {
 		var tok []byte
 		tok, v = NextToken(v)
 		switch {
 		case len(tok) == 0:
 		case EqualFold(tok, "close"):
-			r.KeepAlive = false
+			*keepAlive = false
 		case EqualFold(tok, "keep-alive"):
-			if r.Version == HTTP10 {
-				r.KeepAlive = true
+			if version == HTTP10 {
+				*keepAlive = true
 			}
 		default:
-			r.ConnectionTokens = append(r.ConnectionTokens, tok)
+			tokens = append(tokens, tok)
 		}
 	}
+	return tokens
 }
 
 // requireChunked accepts exactly "chunked" as a request's transfer coding:

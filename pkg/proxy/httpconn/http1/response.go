@@ -90,21 +90,7 @@ func (r *Response) interpretFields() error {
 				}
 			}
 		case "connection":
-			for v := h.Value; len(v) > 0; {
-				var tok []byte
-				tok, v = NextToken(v)
-				switch {
-				case len(tok) == 0:
-				case EqualFold(tok, "close"):
-					r.KeepAlive = false
-				case EqualFold(tok, "keep-alive"):
-					if r.Version == HTTP10 {
-						r.KeepAlive = true
-					}
-				default:
-					r.ConnectionTokens = append(r.ConnectionTokens, tok)
-				}
-			}
+			r.ConnectionTokens = connection(h.Value, r.Version, &r.KeepAlive, r.ConnectionTokens)
 		}
 	}
 	if encoded {
