@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 
 	"github.com/outrigger-dev/outrigger/pkg/controller/adminclient"
 	"github.com/outrigger-dev/outrigger/pkg/controller/adminclient/admintest"
@@ -211,10 +212,13 @@ func TestErrors(t *testing.T) {
 		}
 	})
 	t.Run("unreachable pod", func(t *testing.T) {
-		fake := newFake(t)
-		s := session(t, fake)
-		fake.Stop()
-		err := s.PassHealthChecks(t.Context())
+		c := adminclient.New(adminclient.NewDirect(time.Second), 5*time.Second)
+		s, err := c.Session(t.Context(), adminclient.Endpoint{Namespace: "ns", Pod: "pod-a", UID: "uid-a", IP: "127.0.0.1", Port: refusingPort(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		err = s.PassHealthChecks(t.Context())
 		if err == nil || !strings.Contains(err.Error(), "POST /healthcheck/ok on ns/pod-a:") || !strings.Contains(err.Error(), "dial tcp") {
 			t.Fatalf("got %v, want a failed dial naming the call and pod", err)
 		}
@@ -237,4 +241,25 @@ func TestErrors(t *testing.T) {
 			t.Fatalf("got %v, want a parse error naming the pod", err)
 		}
 	})
+}
+
+// refusingPort returns a loopback port where connections are refused for
+// the rest of the test. A stopped listener's port is not enough: parallel
+// tests binding port 0 may be given it again. A socket bound but never
+// listening holds the port and refuses every connection.
+func refusingPort(t *testing.T) int32 {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Close(fd) })
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int32(sa.(*unix.SockaddrInet4).Port)
 }
