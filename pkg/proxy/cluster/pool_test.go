@@ -27,6 +27,9 @@ type upstreamServer struct {
 	afterResponse func(c net.Conn) bool
 	closed        chan struct{} // receives after the server closed a connection
 	wg            sync.WaitGroup
+
+	mu      sync.Mutex
+	settled chan struct{} // closed when settle's barrier connection is accepted
 }
 
 func newUpstreamServer(t testing.TB, afterResponse func(net.Conn) bool) *upstreamServer {
@@ -51,6 +54,10 @@ func (s *upstreamServer) serve() {
 		c, err := s.ln.Accept()
 		if err != nil {
 			return
+		}
+		if s.isBarrier(c) {
+			_ = c.Close()
+			continue
 		}
 		s.accepted.Add(1)
 		conns.Go(func() { s.handle(c) })
@@ -79,6 +86,51 @@ func (s *upstreamServer) handle(c net.Conn) {
 			return
 		}
 	}
+}
+
+// barrierIP is the source address of settle's connection: the pools dial
+// from 127.0.0.1, so a connection from here is the barrier and no other.
+var barrierIP = net.IPv4(127, 0, 0, 2)
+
+// isBarrier reports whether c is settle's connection, and if so tells
+// settle it has arrived.
+func (s *upstreamServer) isBarrier(c net.Conn) bool {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); !ok || !a.IP.Equal(barrierIP) {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.settled != nil {
+		close(s.settled)
+		s.settled = nil
+	}
+	return true
+}
+
+// settle returns the number of connections accepted so far. A client's
+// dial completes before the server's Accept returns, so the count can lag;
+// settle dials one more connection, from barrierIP, and waits until the
+// server has taken it: the listener hands connections out in arrival
+// order, so every earlier one has been counted by then. The barrier itself
+// is not counted.
+func (s *upstreamServer) settle(t testing.TB) int32 {
+	t.Helper()
+	done := make(chan struct{})
+	s.mu.Lock()
+	s.settled = done
+	s.mu.Unlock()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: barrierIP}, Timeout: 5 * time.Second}
+	c, err := d.Dial("tcp", s.ln.Addr().String())
+	if err != nil {
+		t.Fatalf("barrier dial: %v", err)
+	}
+	defer c.Close()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the upstream did not accept the barrier connection within 5 s")
+	}
+	return s.accepted.Load()
 }
 
 func (s *upstreamServer) port() int { return s.ln.Addr().(*net.TCPAddr).Port }
@@ -536,7 +588,7 @@ func TestIdleReuseDoesNotAllocate(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("idle acquire and release allocate %v times", allocs)
 	}
-	if got := srv.accepted.Load(); got != 1 {
+	if got := srv.settle(t); got != 1 {
 		t.Errorf("upstream accepted %d connections, want 1", got)
 	}
 }
@@ -615,7 +667,7 @@ func TestHTTP1PoolConcurrent(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if n := srv.accepted.Load(); n > workers {
+	if n := srv.settle(t); n > workers {
 		t.Errorf("upstream accepted %d connections for %d workers", n, workers)
 	}
 	if active, idle := store.Gauge("cluster.up.upstream_cx_active").Value(), len(c.h1[h].idle); active != int64(idle) {
