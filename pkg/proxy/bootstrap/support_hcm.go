@@ -24,6 +24,7 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.max_request_headers_kb":            {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.common_http_protocol_options":      {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.http_protocol_options":             {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.http2_protocol_options":            {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.name":                                         {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.typed_config":                                 {category: "envoy.filters.http"},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.disabled":                                     {},
@@ -34,6 +35,10 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.HttpProtocolOptions.max_headers_count":         {},
 	"envoy.config.core.v3.Http1ProtocolOptions.accept_http_10":           {},
 	"envoy.config.core.v3.Http1ProtocolOptions.default_host_for_http_10": {},
+	// The downstream HTTP/2 server's limits.
+	"envoy.config.core.v3.Http2ProtocolOptions.max_concurrent_streams":         {},
+	"envoy.config.core.v3.Http2ProtocolOptions.initial_stream_window_size":     {},
+	"envoy.config.core.v3.Http2ProtocolOptions.initial_connection_window_size": {},
 
 	// The router filter (envoy.extensions.filters.http.router.v3.Router)
 	// is supported with none of its fields set, so it has no lines.

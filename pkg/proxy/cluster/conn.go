@@ -31,7 +31,11 @@ type trackedConn struct {
 	// idleSince is when the connection was last released (guarded by its
 	// pool's lock).
 	idleSince time.Time
-	probe     prober
+	// lentAt is when the connection was last lent (written by the
+	// borrower's AcquireHTTP1 only): the next loan skips the probe within
+	// probeWindow of it.
+	lentAt time.Time
+	probe  prober
 }
 
 // Close closes the connection and counts its end, once. It leaves the read

@@ -21,7 +21,9 @@ type http1Pool struct {
 // AcquireHTTP1 lends a connection to h for one request: the most recently
 // released idle connection that is still usable, or a new one dialled
 // within connect_timeout. Idle connections past idle_timeout, closed by
-// the upstream or holding unsolicited bytes are closed on the way. Each
+// the upstream or holding unsolicited bytes are closed on the way; the
+// last two are found by a non-blocking probe, skipped for a connection
+// lent less than probeWindow ago (see there why that is safe). Each
 // acquisition counts one request in Conn.Requests.
 func (c *Cluster) AcquireHTTP1(ctx context.Context, h *upstream.Host) (*upstream.Conn, error) {
 	p := c.h1[h]
@@ -31,15 +33,19 @@ func (c *Cluster) AcquireHTTP1(ctx context.Context, h *upstream.Host) (*upstream
 		}
 		return nil, fmt.Errorf("host %s is not a member of cluster %s", h.Address, c.settings.name)
 	}
+	// One clock read serves the idle timeout, the probe window and the
+	// loan's time.
+	now := c.now()
 	for {
-		tc := p.take(c, c.now())
+		tc := p.take(c, now)
 		if tc == nil {
 			break
 		}
-		if !tc.probe.usable() {
+		if probeDue(tc.lentAt, now) && !tc.probe.usable() {
 			tc.discard()
 			continue
 		}
+		tc.lentAt = now
 		tc.inUse.Store(true)
 		tc.up.Requests++
 		return &tc.up, nil
@@ -52,6 +58,9 @@ func (c *Cluster) AcquireHTTP1(ctx context.Context, h *upstream.Host) (*upstream
 	c.stats.UpstreamCxHTTP1Total.Inc()
 	tc.probe.init(tc.Conn)
 	tc.up = upstream.Conn{Conn: tc, Host: h, R: c.getReader(tc), Requests: 1}
+	// The time before the dial: earlier than the loan, which only makes
+	// the window shorter.
+	tc.lentAt = now
 	tc.inUse.Store(true)
 	return &tc.up, nil
 }

@@ -326,6 +326,9 @@ func waitUnusable(t *testing.T, tc *trackedConn) {
 	t.Fatal("the idle connection still looks usable")
 }
 
+// TestHTTP1PoolStaleConnections: a connection that the upstream closed or
+// wrote to while it was idle is not lent again once it is due a probe
+// (TestHTTP1PoolProbeWindow covers the loans that skip it).
 func TestHTTP1PoolStaleConnections(t *testing.T) {
 	tests := map[string]func(net.Conn) bool{
 		"closed by the upstream": func(net.Conn) bool { return false },
@@ -337,7 +340,7 @@ func TestHTTP1PoolStaleConnections(t *testing.T) {
 	for name, after := range tests {
 		t.Run(name, func(t *testing.T) {
 			srv := newUpstreamServer(t, after)
-			m, store, _ := newTestManager(t, clusterFor("", srv.port()))
+			m, store, clock := newTestManager(t, clusterFor("", srv.port()))
 			c := m.Cluster("up")
 			h := c.PickHost()
 			first, err := c.AcquireHTTP1(t.Context(), h)
@@ -349,6 +352,7 @@ func TestHTTP1PoolStaleConnections(t *testing.T) {
 			if len(c.h1[h].idle) == 1 {
 				waitUnusable(t, c.h1[h].idle[0])
 			}
+			clock.t = clock.t.Add(probeWindow)
 			second, err := c.AcquireHTTP1(t.Context(), h)
 			if err != nil {
 				t.Fatal(err)
@@ -566,30 +570,39 @@ func TestAcquireWrongHost(t *testing.T) {
 }
 
 // TestIdleReuseDoesNotAllocate: taking an idle connection and giving it
-// back costs no allocation (the probe included).
+// back costs no allocation, with or without the probe.
 func TestIdleReuseDoesNotAllocate(t *testing.T) {
-	srv := newUpstreamServer(t, nil)
-	m, _, _ := newTestManager(t, clusterFor("", srv.port()))
-	c := m.Cluster("up")
-	h := c.PickHost()
-	ctx := t.Context()
-	conn, err := c.AcquireHTTP1(ctx, h)
-	if err != nil {
-		t.Fatal(err)
+	tests := map[string]time.Duration{ // clock step before each loan
+		"lent within the probe window": 0,
+		"probed":                       probeWindow,
 	}
-	c.ReleaseHTTP1(conn, true)
-	allocs := testing.AllocsPerRun(100, func() {
-		conn, err := c.AcquireHTTP1(ctx, h)
-		if err != nil {
-			panic(err)
-		}
-		c.ReleaseHTTP1(conn, true)
-	})
-	if allocs != 0 {
-		t.Errorf("idle acquire and release allocate %v times", allocs)
-	}
-	if got := srv.settle(t); got != 1 {
-		t.Errorf("upstream accepted %d connections, want 1", got)
+	for name, step := range tests {
+		t.Run(name, func(t *testing.T) {
+			srv := newUpstreamServer(t, nil)
+			m, _, clock := newTestManager(t, clusterFor("", srv.port()))
+			c := m.Cluster("up")
+			h := c.PickHost()
+			ctx := t.Context()
+			conn, err := c.AcquireHTTP1(ctx, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.ReleaseHTTP1(conn, true)
+			allocs := testing.AllocsPerRun(100, func() {
+				clock.t = clock.t.Add(step)
+				conn, err := c.AcquireHTTP1(ctx, h)
+				if err != nil {
+					panic(err)
+				}
+				c.ReleaseHTTP1(conn, true)
+			})
+			if allocs != 0 {
+				t.Errorf("idle acquire and release allocate %v times", allocs)
+			}
+			if got := srv.settle(t); got != 1 {
+				t.Errorf("upstream accepted %d connections, want 1", got)
+			}
+		})
 	}
 }
 

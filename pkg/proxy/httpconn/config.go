@@ -22,6 +22,16 @@ const (
 	// is read and dropped (Envoy drops HTTP/1 trailers unless told not
 	// to).
 	maxTrailerBytes = 60 << 10
+	// The limit on concurrent HTTP/2 streams per connection. Envoy's
+	// default is no limit; each open stream here holds a goroutine, so a
+	// client must not be able to open billions: the default is bounded,
+	// as Go's, nginx's and haproxy's are (250, 128, 100).
+	defaultH2MaxStreams = 1024
+	// The HTTP/2 receive windows. Envoy announces 256 MiB and keeps its
+	// buffers in check by pausing reads; Outrigger buffers what a window
+	// lets in, so its defaults are those of Go's HTTP/2 server.
+	defaultH2StreamWindow = 256 << 10
+	defaultH2ConnWindow   = 1 << 20
 )
 
 // settings are the connection manager's configuration, read once by New.
@@ -52,6 +62,13 @@ type settings struct {
 
 	acceptHTTP10      bool
 	defaultHostHTTP10 string
+
+	// HTTP/2 (http2_protocol_options): the streams a connection may have
+	// open, and the receive windows the server announces, which bound
+	// the request body bytes it buffers per stream and per connection.
+	h2MaxStreams   uint32
+	h2StreamWindow uint32
+	h2ConnWindow   uint32
 }
 
 // readSettings reads the connection manager's own fields. Errors name the
@@ -74,6 +91,19 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 		maxHeadersCount:        defaultMaxHeadersCount,
 		acceptHTTP10:           cfg.GetHttpProtocolOptions().GetAcceptHttp_10(),
 		defaultHostHTTP10:      cfg.GetHttpProtocolOptions().GetDefaultHostForHttp_10(),
+		h2MaxStreams:           defaultH2MaxStreams,
+		h2StreamWindow:         defaultH2StreamWindow,
+		h2ConnWindow:           defaultH2ConnWindow,
+	}
+	h2 := cfg.GetHttp2ProtocolOptions()
+	if v := h2.GetMaxConcurrentStreams(); v != nil {
+		s.h2MaxStreams = v.GetValue()
+	}
+	if v := h2.GetInitialStreamWindowSize(); v != nil {
+		s.h2StreamWindow = v.GetValue()
+	}
+	if v := h2.GetInitialConnectionWindowSize(); v != nil {
+		s.h2ConnWindow = v.GetValue()
 	}
 	switch s.codec {
 	case hcmv3.HttpConnectionManager_AUTO, hcmv3.HttpConnectionManager_HTTP1, hcmv3.HttpConnectionManager_HTTP2:

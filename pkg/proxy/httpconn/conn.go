@@ -8,13 +8,11 @@ import (
 	"net/netip"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // h2Preface is what an HTTP/2 client with prior knowledge sends first.
@@ -42,14 +40,12 @@ type serverConn struct {
 	// downstream_cx_destroy_remote/local split).
 	remoteClosed bool
 
-	// upstream is the upstream connection of the request in flight, so
-	// that a forced shutdown can interrupt a read from it.
-	upstream atomic.Pointer[upstream.Conn]
-
-	// mu guards idle and closing against Manager.Close.
+	// mu guards idle, closing and h2 against Manager.Close.
 	mu      sync.Mutex
 	idle    bool
 	closing bool
+	// h2 is the HTTP/2 side of the connection, once it speaks HTTP/2.
+	h2 *h2Conn
 
 	// The request being served and its buffers.
 	head []byte
@@ -236,6 +232,10 @@ func (c *serverConn) closeIfIdle() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closing = true
+	if c.h2 != nil {
+		c.h2.goAway(errCodeNo)
+		return
+	}
 	if c.idle {
 		// Wake the read waiting for the next request.
 		_ = c.nc.SetReadDeadline(time.Unix(1, 0))
@@ -246,9 +246,21 @@ func (c *serverConn) closeIfIdle() {
 // any, at the upstream too.
 func (c *serverConn) cut() {
 	_ = c.nc.Close()
-	if uc := c.upstream.Load(); uc != nil {
-		_ = uc.SetDeadline(time.Unix(1, 0))
+	c.st.interrupt()
+	c.mu.Lock()
+	h := c.h2
+	c.mu.Unlock()
+	if h != nil {
+		h.cut()
 	}
+}
+
+// setH2 records that the connection speaks HTTP/2, so that Close and
+// Shutdown reach its streams.
+func (c *serverConn) setH2(h *h2Conn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.h2 = h
 }
 
 // closingNow reports whether the manager asked the connection to close.

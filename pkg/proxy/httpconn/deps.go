@@ -18,6 +18,13 @@ import (
 type Deps struct {
 	Log   logr.Logger
 	Stats *stats.Store
+	// ListenerStatPrefix is the stat scope of the listener the manager
+	// serves, as the listener names it ("listener.127.0.0.1_10000.",
+	// "listener.<stat_prefix>."): the manager keeps Envoy's per-listener
+	// copies of its response-class and completed-request counters under
+	// "<ListenerStatPrefix>http.<stat_prefix>.". Empty keeps none (a
+	// manager built without a listener).
+	ListenerStatPrefix string
 	// Upstreams resolves cluster names for router routes.
 	Upstreams Upstreams
 	// Drain says, per response, whether a draining listener wants the

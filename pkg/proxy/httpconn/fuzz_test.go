@@ -50,7 +50,6 @@ func FuzzServeConn(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	m.Start()
 	f.Cleanup(func() { _ = m.Close() })
 	f.Fuzz(func(t *testing.T, data []byte) {
 		client, server := net.Pipe()

@@ -160,7 +160,6 @@ func startProxy(t testing.TB, cfg *hcmv3.HttpConnectionManager, deps Deps) *prox
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Start()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {

@@ -150,13 +150,17 @@ func (s *stream) resetDownstream() {
 // downstreamFailed records that writing to the client failed: the client
 // went away, and the connection closes.
 func (s *stream) downstreamFailed() {
-	s.closeConn = true
-	s.m.stats.cxDestroyActiveRq.Inc()
-	if s.conn != nil {
-		s.conn.remoteClosed = true
+	if s.downstreamReset() {
+		return
 	}
+	s.closeConn = true
 	s.flags |= accesslog.DownstreamConnectionTermination
 	s.down.abort()
+	if s.conn != nil {
+		// An HTTP/2 connection counts this once, when it ends.
+		s.m.stats.cxDestroyActiveRq.Inc()
+		s.conn.remoteClosed = true
+	}
 }
 
 // appendVia appends via to the via header, in buf, and returns buf.

@@ -8,9 +8,11 @@
 // upstream connection, streams the request and the response through
 // pooled buffers, gives the connection back and reads the next request,
 // with no hand-off to other goroutines and no allocation on the steady
-// path. HTTP/2 with prior knowledge (h2c) is detected on AUTO listeners and
-// served by net/http's HTTP/2 server, whose handler feeds the same filters
-// and router.
+// path. HTTP/2 with prior knowledge (h2c) is detected on AUTO listeners
+// and served by the proxy's own framing (h2conn.go): the connection's
+// goroutine reads frames, each stream runs in a goroutine of its own
+// through the same filters and router, and the responses of streams that
+// finish together leave in one write.
 package httpconn
 
 import (
@@ -19,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -55,13 +56,8 @@ type Manager struct {
 	// connIDs numbers downstream connections (%CONNECTION_ID%).
 	connIDs atomic.Uint64
 
-	// h2 serves HTTP/2 connections; h2conns hands them to it. h2streams
-	// recycles the state of HTTP/2 streams, h2keys caches canonical
-	// header names for their responses.
-	h2        *http.Server
-	h2conns   chan net.Conn
+	// h2streams recycles the state of HTTP/2 streams.
 	h2streams sync.Pool
-	h2keys    canonicalKeys
 
 	// ctx is cancelled when the manager is shut down for good; upstream
 	// connection attempts of its requests stop then.
@@ -114,7 +110,7 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 		routes:  table,
 		filters: filters,
 		logs:    logs,
-		stats:   newHCMStats(deps.Stats, s.statPrefix),
+		stats:   newHCMStats(deps.Stats, s.statPrefix, deps.ListenerStatPrefix),
 		deps:    deps,
 		log:     deps.Log,
 		clock:   deps.Now,
@@ -125,20 +121,7 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.readers.New = func() any { return bufio.NewReaderSize(nil, readBufferSize) }
 	m.h2streams.New = func() any { return newH2Stream(m) }
-	if s.codec != hcmv3.HttpConnectionManager_HTTP1 {
-		m.h2conns = make(chan net.Conn)
-		m.h2 = m.newHTTP2Server()
-	}
 	return m, nil
-}
-
-// Start begins serving HTTP/2 connections; HTTP/1 connections are served
-// by HandleConn itself. New does not start anything, so a configuration can
-// be built and checked without goroutines.
-func (m *Manager) Start() {
-	if m.h2 != nil {
-		go func() { _ = m.h2.Serve(h2Listener{m}) }()
-	}
 }
 
 // HandleConn serves one accepted connection until it closes; it implements
@@ -221,12 +204,6 @@ func (m *Manager) Close() error {
 		for _, sc := range conns {
 			sc.closeIfIdle()
 		}
-		if m.h2 != nil {
-			// Shutdown sends GOAWAY to every connection and waits for
-			// their streams; the connections themselves are counted in
-			// m.conns, so nobody needs to wait for this goroutine.
-			go func() { _ = m.h2.Shutdown(m.ctx) }()
-		}
 	})
 	return nil
 }
@@ -248,9 +225,6 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 		sc.cut()
 	}
 	m.mu.Unlock()
-	if m.h2 != nil {
-		_ = m.h2.Close()
-	}
 	return ctx.Err()
 }
 

@@ -155,13 +155,13 @@ func (s *stream) connectFailed(cl UpstreamCluster, err error) {
 func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry bool) (retry bool) {
 	u := s.up
 	reusable := false
-	if s.conn != nil {
-		s.conn.upstream.Store(uc)
+	s.upstream.Store(uc)
+	if s.peerReset.Load() {
+		// The reset came before the exchange could be interrupted.
+		s.interrupt()
 	}
 	defer func() {
-		if s.conn != nil {
-			s.conn.upstream.Store(nil)
-		}
+		s.upstream.Store(nil)
 		if !retry {
 			cl.ReleaseHTTP1(uc, reusable)
 		}
@@ -368,6 +368,9 @@ func sentNothingBack(err error) bool {
 // and bodies. sendErr is the error that stopped sending the request, if
 // any.
 func (s *stream) upstreamFailed(cl UpstreamCluster, err error, tm *upstreamTimer, sendErr error) {
+	if s.downstreamReset() {
+		return
+	}
 	cs := cl.Stats()
 	var pe *http1.Error
 	switch {
@@ -394,6 +397,10 @@ func (s *stream) upstreamFailed(cl UpstreamCluster, err error, tm *upstreamTimer
 
 // responseBodyFailed cuts a response whose body broke off upstream.
 func (s *stream) responseBodyFailed(cl UpstreamCluster, err error, tm *upstreamTimer) {
+	if s.downstreamReset() {
+		cl.Stats().RecordResponse(s.status)
+		return
+	}
 	cs := cl.Stats()
 	s.m.stats.rqResetAfterStart.Inc()
 	switch {
@@ -426,12 +433,19 @@ func (s *stream) requestBodyFailed(err error) {
 	case errors.As(err, &pe):
 		s.m.stats.cxProtocolError.Inc()
 		s.localReply(pe.Status, http1.StatusText(pe.Status), accesslog.DownstreamProtocolError, "http1.codec_error")
+	case s.conn == nil:
+		// HTTP/2: the stream was reset (by the client, counted when
+		// the frame came, or by the server for a bad body) or the
+		// connection ended.
+		if !s.downstreamReset() {
+			s.flags |= accesslog.DownstreamProtocolError
+			s.details = "http2.invalid_body"
+			s.down.abort()
+		}
 	default:
 		s.m.stats.rqRxReset.Inc()
 		s.m.stats.cxDestroyActiveRq.Inc()
-		if s.conn != nil {
-			s.conn.remoteClosed = true
-		}
+		s.conn.remoteClosed = true
 		s.flags |= accesslog.DownstreamConnectionTermination
 		s.details = "downstream_remote_disconnect"
 		s.down.abort()

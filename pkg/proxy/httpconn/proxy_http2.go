@@ -24,6 +24,18 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) {
 		ctx, cancel = context.WithTimeout(ctx, t)
 		defer cancel()
 	}
+	if s.conn == nil {
+		// An HTTP/2 downstream may reset the stream: the exchange
+		// must then stop.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		s.upCancel.Store(&cancel)
+		defer s.upCancel.Store(nil)
+		if s.peerReset.Load() {
+			cancel()
+		}
+	}
 	if s.expect100 {
 		// Answered here, before the transport's goroutine reads the
 		// body, so that only this goroutine writes to the client.
@@ -145,6 +157,9 @@ func (s *stream) upstreamRequest(ctx context.Context) (*http.Request, *h2Request
 	return req.WithContext(ctx), body
 }
 
+// h2BodyBuffer is the read size of an HTTP/2 upstream's response body.
+const h2BodyBuffer = 32 << 10
+
 // h2RequestBody feeds the request body to the HTTP/2 transport.
 type h2RequestBody struct {
 	s    *stream
@@ -200,6 +215,9 @@ func (b *h2RequestBody) wait() {
 // h2UpstreamFailed answers a request whose HTTP/2 upstream exchange failed
 // before a response head.
 func (s *stream) h2UpstreamFailed(cl UpstreamCluster, ctx context.Context, err error) {
+	if s.downstreamReset() {
+		return
+	}
 	cs := cl.Stats()
 	var op *net.OpError
 	switch {
@@ -219,6 +237,10 @@ func (s *stream) h2UpstreamFailed(cl UpstreamCluster, ctx context.Context, err e
 
 // h2BodyFailed cuts a response whose HTTP/2 body broke off.
 func (s *stream) h2BodyFailed(cl UpstreamCluster, ctx context.Context, err error) {
+	if s.downstreamReset() {
+		cl.Stats().RecordResponse(s.status)
+		return
+	}
 	cs := cl.Stats()
 	s.m.stats.rqResetAfterStart.Inc()
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {

@@ -43,11 +43,16 @@ type hcmStats struct {
 	rqRedirect        *stats.Counter
 	routerRqTotal     *stats.Counter
 	rqResetAfterStart *stats.Counter
+	// listener is the per-listener copy; nil for a manager built without
+	// a listener (Deps.ListenerStatPrefix empty).
+	listener *listenerHTTPStats
 }
 
 // newHCMStats creates every stat up front, as Envoy does, so that they show
-// (as zeros) before the first request.
-func newHCMStats(st *stats.Store, prefix string) *hcmStats {
+// (as zeros) before the first request. listenerPrefix is the scope of the
+// listener the manager serves ("listener.127.0.0.1_10000."), empty for
+// none.
+func newHCMStats(st *stats.Store, prefix, listenerPrefix string) *hcmStats {
 	sc := st.Scope("http." + prefix + ".")
 	s := &hcmStats{
 		cxTotal:           sc.Counter("downstream_cx_total"),
@@ -90,6 +95,9 @@ func newHCMStats(st *stats.Store, prefix string) *hcmStats {
 	for i := range s.rqClass {
 		s.rqClass[i] = sc.Counter("downstream_rq_" + string(rune('1'+i)) + "xx")
 	}
+	if listenerPrefix != "" {
+		s.listener = newListenerHTTPStats(st.Scope(listenerPrefix + "http." + prefix + "."))
+	}
 	return s
 }
 
@@ -98,4 +106,39 @@ func (s *hcmStats) recordStatus(code int) {
 	if code >= 100 && code < 600 {
 		s.rqClass[code/100-1].Inc()
 	}
+}
+
+// listenerHTTPStats are Envoy's per-listener copies of some connection
+// manager stats (CONN_MAN_LISTENER_STATS), under
+// "listener.<address>.http.<stat_prefix>.": with several connection
+// managers sharing a stat_prefix across listeners, they tell the listeners'
+// responses apart, which "http.<stat_prefix>." cannot.
+type listenerHTTPStats struct {
+	rqClass     [5]*stats.Counter
+	rqCompleted *stats.Counter
+}
+
+// newListenerHTTPStats creates the per-listener stats in sc, the
+// "listener.<address>.http.<stat_prefix>." scope.
+func newListenerHTTPStats(sc stats.Scope) *listenerHTTPStats {
+	s := &listenerHTTPStats{rqCompleted: sc.Counter("downstream_rq_completed")}
+	for i := range s.rqClass {
+		s.rqClass[i] = sc.Counter("downstream_rq_" + string(rune('1'+i)) + "xx")
+	}
+	return s
+}
+
+// recordEnd counts a finished stream's response status in its class and
+// the stream as completed, as recordStatus and rqCompleted do for
+// "http.<stat_prefix>.". The class comes first, so that a reader who saw
+// downstream_rq_completed move also sees the class. A nil s (no listener)
+// counts nothing, so the stream's end needs no branch of its own.
+func (s *listenerHTTPStats) recordEnd(code int) {
+	if s == nil {
+		return
+	}
+	if code >= 100 && code < 600 {
+		s.rqClass[code/100-1].Inc()
+	}
+	s.rqCompleted.Inc()
 }

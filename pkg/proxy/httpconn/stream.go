@@ -1,7 +1,9 @@
 package httpconn
 
 import (
+	"context"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
@@ -101,6 +103,13 @@ type stream struct {
 	// body (an HTTP/2 upstream transport that never let go of it): the
 	// buffers it reads from must then not be recycled.
 	leaked bool
+	// upstream is the HTTP/1 upstream connection of the exchange in
+	// flight and upCancel cancels an HTTP/2 one, so that a reset stream
+	// or a forced shutdown can interrupt them from another goroutine.
+	upstream atomic.Pointer[upstream.Conn]
+	upCancel atomic.Pointer[context.CancelFunc]
+	// peerReset: the HTTP/2 client reset the stream.
+	peerReset atomic.Bool
 
 	// Routing.
 	rreq  router.Request
@@ -147,6 +156,7 @@ func (s *stream) begin(real time.Time, proto string) {
 	s.method, s.path, s.authority, s.scheme = "", "", "", "http"
 	s.isHead, s.keepAlive, s.expect100, s.reqChunked, s.bodyDone, s.leaked = false, false, false, false, false, false
 	s.teTrailers = false
+	s.peerReset.Store(false)
 	s.reqLength = -1
 	s.body = nil
 	s.reqHeaders.reset()
@@ -175,6 +185,31 @@ func (s *stream) begin(real time.Time, proto string) {
 	}
 }
 
+// interrupt stops the upstream exchange in flight, if any: a blocked read
+// of an HTTP/1 upstream fails at once, an HTTP/2 one is cancelled. It may
+// be called from any goroutine.
+func (s *stream) interrupt() {
+	if uc := s.upstream.Load(); uc != nil {
+		_ = uc.SetDeadline(time.Unix(1, 0))
+	}
+	if cancel := s.upCancel.Load(); cancel != nil {
+		(*cancel)()
+	}
+}
+
+// downstreamReset reports whether the HTTP/2 client reset the stream, and
+// then records that as the stream's outcome: whatever failed after that
+// (an interrupted upstream exchange, a write) is the reset's doing.
+func (s *stream) downstreamReset() bool {
+	if !s.peerReset.Load() {
+		return false
+	}
+	s.flags |= accesslog.DownstreamRemoteReset
+	s.details = "downstream_remote_reset"
+	s.down.abort()
+	return true
+}
+
 // setRequest records the request line's parts once they are known.
 func (s *stream) setRequest(method, path, authority string) {
 	s.method, s.path, s.authority = method, path, authority
@@ -193,6 +228,7 @@ func (s *stream) end() {
 	st.rqActive.Dec()
 	st.rqCompleted.Inc()
 	st.recordStatus(s.status)
+	st.listener.recordEnd(s.status)
 	st.rqTime.Record(uint64(now.Sub(s.start).Milliseconds()))
 	if s.drainClose {
 		st.cxDrainClose.Inc()

@@ -1,6 +1,7 @@
 package listener
 
 import (
+	"errors"
 	"net"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,17 @@ func (c *Conn) Close() error {
 		c.owner.connClosed(c)
 	}
 	return err
+}
+
+// CloseWrite shuts down the sending side of a TCP connection, so that a
+// handler can close gracefully: the client sees the end of the stream
+// while what it still sends is read (a lingering close).
+func (c *Conn) CloseWrite() error {
+	cw, ok := c.Conn.(interface{ CloseWrite() error })
+	if !ok {
+		return errors.ErrUnsupported
+	}
+	return cw.CloseWrite()
 }
 
 // NetConn returns the accepted connection itself, for socket options; use

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
+	"strings"
 
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -79,6 +81,7 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 		lc.Name = randomUUID()
 	}
 	bl := &builtListener{}
+	scope := listenerStatScope(lc)
 	l, err := listener.Build(lc, listener.Deps{
 		Stats:   s.stats,
 		Manager: manager,
@@ -91,7 +94,7 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 			Now:               s.now,
 		},
 		BuildChain: func(fc *listenerv3.FilterChain, drain *listener.Drain) (listener.ConnHandler, error) {
-			m, err := s.buildNetworkFilters(fc, drain)
+			m, err := s.buildNetworkFilters(fc, drain, scope)
 			if err != nil {
 				return nil, err
 			}
@@ -109,9 +112,10 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 }
 
 // buildNetworkFilters builds the network filters of one filter chain: one
-// http_connection_manager for now (tcp_proxy comes later). Errors name the
-// field below the filter chain.
-func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener.Drain) (*httpconn.Manager, error) {
+// http_connection_manager for now (tcp_proxy comes later). scope is the
+// listener's stat scope, under which the connection manager keeps its
+// per-listener stats. Errors name the field below the filter chain.
+func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener.Drain, scope string) (*httpconn.Manager, error) {
 	filters := fc.GetFilters()
 	if len(filters) != 1 {
 		return nil, fmt.Errorf("filters: exactly one network filter, the http_connection_manager, is supported by Outrigger for now (got %d)", len(filters))
@@ -129,18 +133,45 @@ func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener
 		return nil, fmt.Errorf("filters[0].typed_config: network filter %s is not supported by Outrigger", cfg.ProtoReflect().Descriptor().FullName())
 	}
 	m, err := httpconn.New(hcm, httpconn.Deps{
-		Log:           s.logs.Logger("http"),
-		Stats:         s.stats,
-		Upstreams:     s.upstreams(),
-		Drain:         drain,
-		Health:        s,
-		OpenAccessLog: s.openAccessLog,
-		Now:           s.clock,
+		Log:                s.logs.Logger("http"),
+		Stats:              s.stats,
+		ListenerStatPrefix: scope,
+		Upstreams:          s.upstreams(),
+		Drain:              drain,
+		Health:             s,
+		OpenAccessLog:      s.openAccessLog,
+		Now:                s.clock,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("filters[0].typed_config.%w", err)
 	}
 	return m, nil
+}
+
+// listenerStatScope is the stat scope the listener package gives lc,
+// "listener.<name>.": the listener's stat_prefix, else its configured
+// address in the listener's normal form (an IPv4-mapped address unmapped
+// under ipv4_compat, IPv6 bracketed) with ':' replaced by '_', as in
+// "listener.127.0.0.1_10000." and "listener.[__1]_10000.". The connection
+// managers need it before the listener exists, as Build builds them
+// first; an address Build refuses gets an empty scope, which keeps no
+// per-listener stats (the configuration fails anyway). It must match the
+// listener's own naming (statScopeName in package listener), which
+// TestListenerHTTPStatScope checks.
+func listenerStatScope(lc *listenerv3.Listener) string {
+	name := lc.GetStatPrefix()
+	if name == "" {
+		sa := lc.GetAddress().GetSocketAddress()
+		ip, err := netip.ParseAddr(sa.GetAddress())
+		if err != nil || sa.GetPortValue() > 65535 {
+			return ""
+		}
+		if sa.GetIpv4Compat() && ip.Is4In6() {
+			ip = ip.Unmap()
+		}
+		name = strings.ReplaceAll(netip.AddrPortFrom(ip, uint16(sa.GetPortValue())).String(), ":", "_")
+	}
+	return "listener." + name + "."
 }
 
 // closeFilters closes the network filters of a listener that will not run.

@@ -161,9 +161,6 @@ func (s *Server) startListeners() error {
 		}
 	}
 	for _, bl := range s.listeners {
-		for _, m := range bl.managers {
-			m.Start()
-		}
 		go func() { _ = bl.Serve() }() // returns nil once the listener stops
 		var addrs []string
 		for _, a := range bl.Addresses() {

@@ -1,0 +1,867 @@
+package httpconn
+
+import (
+	"errors"
+	"io"
+	"runtime"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http2/hpack"
+)
+
+// h2Conn is a downstream HTTP/2 connection. The connection's goroutine
+// (HandleConn's) reads and dispatches frames; each request runs in a
+// goroutine of its own through the same filters and router as HTTP/1; a
+// writer goroutine sends what the others queue.
+//
+// Output is gathered in one buffer under mu and written by the writer,
+// which yields once before each write: responses that complete together
+// (the usual case under load, when one poll wakes many upstream reads)
+// leave in one system call instead of one each.
+type h2Conn struct {
+	c *serverConn
+	m *Manager
+
+	// Read-side state, owned by the connection's goroutine.
+	dec        *hpack.Decoder
+	payload    []byte // frame payloads too large to read in place
+	decoding   *h2Stream
+	decodeErr  h2ErrCode // a stream error found while decoding a block
+	contStream uint32    // the stream whose CONTINUATION frames are due
+	contEnd    bool      // that block's HEADERS carried END_STREAM
+	lastID     uint32    // the highest stream identifier the client used
+	served     uint32    // streams accepted so far
+	sawPreface bool      // the client's SETTINGS arrived
+	rd         deadline
+	// recvUnacked is connection-level flow-control credit not yet given
+	// back to the client.
+	recvUnacked int64
+
+	// writer state: kick wakes the writer; done is closed when it exits.
+	kick chan struct{}
+	done chan struct{}
+	wd   deadline
+
+	// mu guards everything below, and the output of every stream.
+	mu      sync.Mutex
+	wbuf    []byte
+	spare   []byte
+	wgen    uint64 // counts the buffers handed to the writer
+	werr    error  // the first write error; every later write fails with it
+	closed  bool   // the connection is ending: queued writes are dropped
+	streams map[uint32]*h2Stream
+	// goingAway: a GOAWAY was sent; streams above goAwayID are refused.
+	goingAway bool
+	goAwayID  uint32
+	// The client's settings and the connection's send window.
+	peerWindow   int32  // SETTINGS_INITIAL_WINDOW_SIZE
+	peerMaxFrame uint32 // SETTINGS_MAX_FRAME_SIZE
+	sendWindow   int64
+	// idleSince is when the last stream ended (idle timeout).
+	idleSince time.Time
+	// resetIDs are the streams the server reset lately: frames the
+	// client sent before it saw the reset are ignored (RFC 9113 §5.1).
+	resetIDs  [64]uint32
+	resetNext int
+
+	wg sync.WaitGroup // the stream goroutines
+}
+
+// errConnClosed is what writes return once the connection ends.
+var errConnClosed = errors.New("http/2 connection closed")
+
+// serveHTTP2 runs the connection as HTTP/2 until it ends.
+func (c *serverConn) serveHTTP2() {
+	st := c.m.stats
+	st.cxHTTP2Total.Inc()
+	st.cxHTTP2Active.Inc()
+	defer st.cxHTTP2Active.Dec()
+	h := &h2Conn{
+		c:            c,
+		m:            c.m,
+		kick:         make(chan struct{}, 1),
+		done:         make(chan struct{}),
+		streams:      make(map[uint32]*h2Stream),
+		peerWindow:   h2DefaultWindow,
+		peerMaxFrame: h2DefaultMaxFrame,
+		sendWindow:   h2DefaultWindow,
+		idleSince:    time.Now(),
+	}
+	h.dec = hpack.NewDecoder(4096, h.emit)
+	h.dec.SetMaxStringLength(c.m.cfg.maxRequestHeadersBytes)
+	c.setH2(h)
+	go h.writeLoop()
+	err := h.readLoop()
+	h.finish(err)
+}
+
+// readLoop checks the preface, then reads and handles frames until the
+// connection ends. It returns why.
+func (h *h2Conn) readLoop() error {
+	cfg := &h.m.cfg
+	h.mu.Lock()
+	h.wbuf = appendSettings(h.wbuf,
+		settingMaxConcurrentStreams, cfg.h2MaxStreams,
+		settingInitialWindowSize, cfg.h2StreamWindow,
+		settingMaxHeaderListSize, uint32(cfg.maxRequestHeadersBytes))
+	if extra := int64(cfg.h2ConnWindow) - h2DefaultWindow; extra > 0 {
+		h.wbuf = appendWindowUpdate(h.wbuf, 0, uint32(extra))
+	}
+	h.kickLocked()
+	h.mu.Unlock()
+	if h.c.closingNow() {
+		// The manager closed while the connection was being sniffed.
+		h.goAway(errCodeNo)
+		return nil
+	}
+
+	br := h.c.br
+	if d := after(time.Now(), cfg.idleTimeout); h.rd.need(d, true) {
+		_ = h.c.nc.SetReadDeadline(d)
+	}
+	pre, err := br.Peek(len(h2Preface))
+	if err != nil {
+		return err
+	}
+	if string(pre) != h2Preface {
+		return connError(errCodeProtocol, "bad connection preface")
+	}
+	_, _ = br.Discard(len(h2Preface))
+	for !h.finished() {
+		if err := h.armReadDeadline(); err != nil {
+			return err
+		}
+		hdr, err := br.Peek(h2FrameHeaderLen)
+		if err != nil {
+			if !isTimeout(err) {
+				return err
+			}
+			if h.timedOut() {
+				return errIdle
+			}
+			continue
+		}
+		fh := parseFrameHeader(hdr)
+		_, _ = br.Discard(h2FrameHeaderLen)
+		if fh.length > h2DefaultMaxFrame {
+			return connError(errCodeFrameSize, "frame larger than SETTINGS_MAX_FRAME_SIZE")
+		}
+		p, err := h.readPayload(int(fh.length))
+		if err != nil {
+			return err
+		}
+		if err := h.handleFrame(fh, p); err != nil {
+			return err
+		}
+		if len(p) > 0 && int(fh.length) <= br.Size() {
+			_, _ = br.Discard(int(fh.length))
+		}
+	}
+	return nil
+}
+
+// errIdle ends a connection that had no stream for the idle timeout.
+var errIdle = errors.New("idle timeout")
+
+// readPayload returns a frame's payload: in place in the read buffer when
+// it fits (the caller discards it after handling), else copied.
+func (h *h2Conn) readPayload(n int) ([]byte, error) {
+	br := h.c.br
+	if n == 0 {
+		return nil, nil
+	}
+	if n <= br.Size() {
+		return br.Peek(n)
+	}
+	if cap(h.payload) < n {
+		h.payload = make([]byte, h2DefaultMaxFrame)
+	}
+	p := h.payload[:n]
+	_, err := io.ReadFull(br, p)
+	return p, err
+}
+
+// armReadDeadline sets the read deadline for the wait for the next frame:
+// the idle timeout while no stream is open, none otherwise (streams time
+// out on their own).
+func (h *h2Conn) armReadDeadline() error {
+	h.mu.Lock()
+	open, since := len(h.streams), h.idleSince
+	h.mu.Unlock()
+	var d time.Time
+	if open == 0 {
+		d = after(since, h.m.cfg.idleTimeout)
+	}
+	if h.rd.need(d, false) {
+		return h.c.nc.SetReadDeadline(d)
+	}
+	return nil
+}
+
+// timedOut reports whether a read deadline that fired means the idle
+// timeout passed (it may also have been a wake-up, or a lazily kept
+// deadline that fired early).
+func (h *h2Conn) timedOut() bool {
+	h.rd.forget()
+	if h.c.closingNow() {
+		h.goAway(errCodeNo)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.m.cfg.idleTimeout
+	if len(h.streams) > 0 || t <= 0 {
+		return false
+	}
+	if time.Since(h.idleSince) >= t-refreshEvery {
+		h.m.stats.cxIdleTimeout.Inc()
+		return true
+	}
+	return false
+}
+
+// finished reports whether a graceful close is complete: GOAWAY sent and
+// no stream left.
+func (h *h2Conn) finished() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.goingAway && len(h.streams) == 0
+}
+
+// handleFrame handles one frame; an error ends the connection.
+func (h *h2Conn) handleFrame(fh h2FrameHeader, p []byte) error {
+	if h.contStream != 0 && (fh.typ != frameContinuation || fh.streamID != h.contStream) {
+		return connError(errCodeProtocol, "expected CONTINUATION")
+	}
+	if !h.sawPreface && fh.typ != frameSettings {
+		return connError(errCodeProtocol, "first frame is not SETTINGS")
+	}
+	switch fh.typ {
+	case frameData:
+		return h.onData(fh, p)
+	case frameHeaders:
+		return h.onHeaders(fh, p)
+	case frameContinuation:
+		if h.contStream == 0 {
+			return connError(errCodeProtocol, "unexpected CONTINUATION")
+		}
+		return h.onHeaderBlock(fh.streamID, p, fh.flags&flagEndHeaders != 0, h.contEnd)
+	case framePriority:
+		if fh.streamID == 0 {
+			return connError(errCodeProtocol, "PRIORITY on stream 0")
+		}
+		switch {
+		case len(p) != 5:
+			h.resetStream(fh.streamID, errCodeFrameSize)
+		case dependency(p) == fh.streamID:
+			h.resetStream(fh.streamID, errCodeProtocol)
+		}
+		return nil
+	case frameRSTStream:
+		return h.onRSTStream(fh, p)
+	case frameSettings:
+		return h.onSettings(fh, p)
+	case framePushPromise:
+		return connError(errCodeProtocol, "PUSH_PROMISE from a client")
+	case framePing:
+		if fh.streamID != 0 {
+			return connError(errCodeProtocol, "PING on a stream")
+		}
+		if len(p) != 8 {
+			return connError(errCodeFrameSize, "PING of a bad length")
+		}
+		if fh.flags&flagAck == 0 {
+			h.mu.Lock()
+			h.wbuf = appendFrameHeader(h.wbuf, 8, framePing, flagAck, 0)
+			h.wbuf = append(h.wbuf, p...)
+			h.kickLocked()
+			h.mu.Unlock()
+		}
+		return nil
+	case frameGoAway:
+		if fh.streamID != 0 {
+			return connError(errCodeProtocol, "GOAWAY on a stream")
+		}
+		// The client will open no more streams: finish those open.
+		h.goAway(errCodeNo)
+		return nil
+	case frameWindowUpdate:
+		return h.onWindowUpdate(fh, p)
+	}
+	// Unknown frame types are ignored (§4.1).
+	return nil
+}
+
+// onSettings applies the client's settings and acknowledges them.
+func (h *h2Conn) onSettings(fh h2FrameHeader, p []byte) error {
+	if fh.streamID != 0 {
+		return connError(errCodeProtocol, "SETTINGS on a stream")
+	}
+	if fh.flags&flagAck != 0 {
+		if len(p) != 0 {
+			return connError(errCodeFrameSize, "SETTINGS ack with a payload")
+		}
+		return nil
+	}
+	if len(p)%6 != 0 {
+		return connError(errCodeFrameSize, "SETTINGS of a bad length")
+	}
+	h.sawPreface = true
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ; len(p) > 0; p = p[6:] {
+		id := uint16(p[0])<<8 | uint16(p[1])
+		v := uint32(p[2])<<24 | uint32(p[3])<<16 | uint32(p[4])<<8 | uint32(p[5])
+		switch id {
+		case settingEnablePush:
+			if v > 1 {
+				return connError(errCodeProtocol, "SETTINGS_ENABLE_PUSH must be 0 or 1")
+			}
+		case settingInitialWindowSize:
+			if v > h2MaxWindow {
+				return connError(errCodeFlowControl, "SETTINGS_INITIAL_WINDOW_SIZE above 2^31-1")
+			}
+			// Every open stream's window moves by the difference
+			// (§6.9.2), and may go negative.
+			delta := int64(v) - int64(h.peerWindow)
+			h.peerWindow = int32(v)
+			for _, st := range h.streams {
+				st.sendWindow += delta
+				if st.sendWindow > h2MaxWindow {
+					return connError(errCodeFlowControl, "a stream window overflowed")
+				}
+				st.cond.Broadcast()
+			}
+		case settingMaxFrameSize:
+			if v < h2DefaultMaxFrame || v > h2MaxFrameLimit {
+				return connError(errCodeProtocol, "SETTINGS_MAX_FRAME_SIZE out of range")
+			}
+			h.peerMaxFrame = v
+		}
+		// SETTINGS_HEADER_TABLE_SIZE needs nothing: the encoder never
+		// indexes. Unknown settings are ignored (§6.5.2).
+	}
+	h.wbuf = appendFrameHeader(h.wbuf, 0, frameSettings, flagAck, 0)
+	h.kickLocked()
+	return nil
+}
+
+// onWindowUpdate grows a send window.
+func (h *h2Conn) onWindowUpdate(fh h2FrameHeader, p []byte) error {
+	if len(p) != 4 {
+		return connError(errCodeFrameSize, "WINDOW_UPDATE of a bad length")
+	}
+	inc := int64(dependency(p))
+	if inc == 0 {
+		// A stream error by the RFC, but the client is broken either
+		// way, and the stream may be gone already.
+		return connError(errCodeProtocol, "WINDOW_UPDATE of 0")
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if fh.streamID == 0 {
+		h.sendWindow += inc
+		if h.sendWindow > h2MaxWindow {
+			return connError(errCodeFlowControl, "connection window overflowed")
+		}
+		for _, st := range h.streams {
+			if st.waitingWindow {
+				st.cond.Broadcast()
+			}
+		}
+		return nil
+	}
+	if fh.streamID > h.lastID {
+		return connError(errCodeProtocol, "WINDOW_UPDATE on an idle stream")
+	}
+	st := h.streams[fh.streamID]
+	if st == nil {
+		return nil
+	}
+	st.sendWindow += inc
+	if st.sendWindow > h2MaxWindow {
+		h.resetStreamLocked(st, errCodeFlowControl)
+		return nil
+	}
+	st.cond.Broadcast()
+	return nil
+}
+
+// onRSTStream ends a stream at the client's request.
+func (h *h2Conn) onRSTStream(fh h2FrameHeader, p []byte) error {
+	if fh.streamID == 0 {
+		return connError(errCodeProtocol, "RST_STREAM on stream 0")
+	}
+	if len(p) != 4 {
+		return connError(errCodeFrameSize, "RST_STREAM of a bad length")
+	}
+	if fh.streamID > h.lastID {
+		return connError(errCodeProtocol, "RST_STREAM on an idle stream")
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	// The client has closed the stream too: any frame it sends on it
+	// from now on is an error, not one that crossed a reset.
+	for i, r := range h.resetIDs {
+		if r == fh.streamID {
+			h.resetIDs[i] = 0
+		}
+	}
+	if st := h.streams[fh.streamID]; st != nil {
+		h.m.stats.rqRxReset.Inc()
+		st.s.peerReset.Store(true)
+		h.dropStreamLocked(st)
+		st.s.interrupt()
+	}
+	return nil
+}
+
+// onData hands a DATA frame's payload to its stream's request body.
+func (h *h2Conn) onData(fh h2FrameHeader, p []byte) error {
+	if fh.streamID == 0 {
+		return connError(errCodeProtocol, "DATA on stream 0")
+	}
+	data, err := unpad(fh, p)
+	if err != nil {
+		return err
+	}
+	n := int64(len(p)) // padding counts against the windows too
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := h.streams[fh.streamID]
+	if st == nil || st.remoteDone {
+		if fh.streamID > h.lastID {
+			return connError(errCodeProtocol, "DATA on an idle stream")
+		}
+		// A closed stream: its bytes still count against the
+		// connection window, which is given back at once.
+		h.creditConnLocked(n)
+		switch {
+		case st != nil:
+			h.resetStreamLocked(st, errCodeStreamClosed)
+		case !h.resetLately(fh.streamID):
+			h.wbuf = appendRSTStream(h.wbuf, fh.streamID, errCodeStreamClosed)
+			h.kickLocked()
+		}
+		return nil
+	}
+	st.recvWindow -= n
+	if st.recvWindow < 0 {
+		h.creditConnLocked(n)
+		h.resetStreamLocked(st, errCodeFlowControl)
+		return nil
+	}
+	st.received += int64(len(data))
+	st.in = append(st.in, data...)
+	// Padding is consumed at once.
+	h.creditLocked(st, n-int64(len(data)))
+	if fh.flags&flagEndStream != 0 {
+		st.remoteDone = true
+	}
+	if st.declared >= 0 && (st.received > st.declared || st.remoteDone && st.received != st.declared) {
+		st.bodyErr = errBodyLength
+		h.resetStreamLocked(st, errCodeProtocol)
+	}
+	st.cond.Broadcast()
+	return nil
+}
+
+// dependency reads the stream dependency of a priority field.
+func dependency(p []byte) uint32 {
+	return (uint32(p[0])<<24 | uint32(p[1])<<16 | uint32(p[2])<<8 | uint32(p[3])) & (1<<31 - 1)
+}
+
+// errBodyLength: the DATA received does not add up to content-length.
+var errBodyLength = errors.New("http/2 request body does not match content-length")
+
+// unpad strips a padded frame's padding.
+func unpad(fh h2FrameHeader, p []byte) ([]byte, error) {
+	if fh.flags&flagPadded == 0 {
+		return p, nil
+	}
+	if len(p) == 0 || int(p[0]) >= len(p) {
+		return nil, connError(errCodeProtocol, "padding longer than the frame")
+	}
+	return p[1 : len(p)-int(p[0])], nil
+}
+
+// onHeaders starts a request, or receives its trailers.
+func (h *h2Conn) onHeaders(fh h2FrameHeader, p []byte) error {
+	id := fh.streamID
+	if id == 0 || id%2 == 0 {
+		return connError(errCodeProtocol, "HEADERS on a stream the client may not open")
+	}
+	block, err := unpad(fh, p)
+	if err != nil {
+		return err
+	}
+	selfDependent := false
+	if fh.flags&flagPriority != 0 {
+		if len(block) < 5 {
+			return connError(errCodeFrameSize, "HEADERS too short for its priority")
+		}
+		selfDependent = dependency(block) == id
+		block = block[5:]
+	}
+	endStream := fh.flags&flagEndStream != 0
+	if id <= h.lastID {
+		h.mu.Lock()
+		open, ignore := h.streams[id] != nil, h.resetLately(id)
+		h.mu.Unlock()
+		if !open && !ignore {
+			return connError(errCodeProtocol, "HEADERS on a closed or skipped stream")
+		}
+		return h.onTrailers(fh, block, endStream)
+	}
+	h.mu.Lock()
+	h.lastID = id
+	refuse := h.goingAway || uint32(len(h.streams)) >= h.m.cfg.h2MaxStreams
+	h.mu.Unlock()
+	st := h.m.h2streams.Get().(*h2Stream)
+	st.open(h, id, endStream, refuse)
+	h.decoding = st
+	h.decodeErr = errCodeNo
+	if selfDependent {
+		// A stream error (RFC 9113 §5.3.1), found once the block is
+		// decoded.
+		h.decodeErr = errCodeProtocol
+	}
+	return h.onHeaderBlock(id, block, fh.flags&flagEndHeaders != 0, endStream)
+}
+
+// onTrailers takes a HEADERS frame on a stream the client opened before:
+// the trailers that end a request body. Their fields are decoded (the
+// table must stay in step) and dropped, as Envoy drops request trailers
+// bound for HTTP/1.
+func (h *h2Conn) onTrailers(fh h2FrameHeader, block []byte, endStream bool) error {
+	h.decoding = nil
+	return h.onHeaderBlock(fh.streamID, block, fh.flags&flagEndHeaders != 0, endStream)
+}
+
+// onHeaderBlock decodes a fragment of a header block, and dispatches the
+// stream once the block is complete.
+func (h *h2Conn) onHeaderBlock(id uint32, frag []byte, endHeaders, endStream bool) error {
+	if _, err := h.dec.Write(frag); err != nil {
+		return connError(errCodeCompression, err.Error())
+	}
+	if !endHeaders {
+		h.contStream, h.contEnd = id, endStream
+		return nil
+	}
+	h.contStream = 0
+	if err := h.dec.Close(); err != nil {
+		return connError(errCodeCompression, err.Error())
+	}
+	st := h.decoding
+	h.decoding = nil
+	if st == nil {
+		h.endTrailers(id, endStream)
+		return nil
+	}
+	if st.refused {
+		h.m.h2streams.Put(st)
+		h.resetStream(id, errCodeRefusedStream)
+		return nil
+	}
+	if code := h.decodeErr; code != errCodeNo || !st.validRequest() {
+		h.m.h2streams.Put(st)
+		h.resetStream(id, errCodeProtocol)
+		return nil
+	}
+	h.start(st)
+	return nil
+}
+
+// endTrailers ends a request body with its trailers. Trailers must end the
+// stream, and come only on a stream whose body is still open.
+func (h *h2Conn) endTrailers(id uint32, endStream bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := h.streams[id]
+	switch {
+	case st == nil:
+		// Closed already (a reset may have crossed the trailers).
+	case st.remoteDone:
+		h.resetStreamLocked(st, errCodeStreamClosed)
+	case !endStream:
+		h.resetStreamLocked(st, errCodeProtocol)
+	default:
+		st.remoteDone = true
+		if st.declared >= 0 && st.received != st.declared {
+			st.bodyErr = errBodyLength
+			h.resetStreamLocked(st, errCodeProtocol)
+			return
+		}
+		st.cond.Broadcast()
+	}
+}
+
+// emit receives one decoded header field.
+func (h *h2Conn) emit(f hpack.HeaderField) {
+	if st := h.decoding; st != nil && h.decodeErr == errCodeNo {
+		if !st.addField(f.Name, f.Value) {
+			h.decodeErr = errCodeProtocol
+		}
+	}
+}
+
+// start registers a complete request and runs it in its own goroutine.
+func (h *h2Conn) start(st *h2Stream) {
+	h.served++
+	h.mu.Lock()
+	h.streams[st.id] = st
+	h.mu.Unlock()
+	if max := h.m.cfg.maxRequestsPerConnection; max > 0 && h.served >= max {
+		st.lastAllowed = true
+	}
+	h.wg.Add(1)
+	go st.run()
+}
+
+// resetLately reports whether the server reset stream id lately; h.mu is
+// held.
+func (h *h2Conn) resetLately(id uint32) bool {
+	for _, r := range h.resetIDs {
+		if r == id {
+			return true
+		}
+	}
+	return false
+}
+
+// appendResetLocked queues RST_STREAM for id and remembers it (see
+// resetIDs).
+func (h *h2Conn) appendResetLocked(id uint32, code h2ErrCode) {
+	h.wbuf = appendRSTStream(h.wbuf, id, code)
+	h.resetIDs[h.resetNext] = id
+	h.resetNext = (h.resetNext + 1) % len(h.resetIDs)
+	h.kickLocked()
+}
+
+// resetStream sends RST_STREAM for id and forgets the stream.
+func (h *h2Conn) resetStream(id uint32, code h2ErrCode) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if st := h.streams[id]; st != nil {
+		h.resetStreamLocked(st, code)
+		return
+	}
+	h.appendResetLocked(id, code)
+}
+
+// resetStreamLocked sends RST_STREAM for st, stops its goroutine's work
+// and forgets it.
+func (h *h2Conn) resetStreamLocked(st *h2Stream, code h2ErrCode) {
+	if !st.localDone || !st.remoteDone {
+		h.appendResetLocked(st.id, code)
+		h.m.stats.rqTxReset.Inc()
+	}
+	h.dropStreamLocked(st)
+	st.s.interrupt()
+}
+
+// dropStreamLocked closes both sides of st and removes it from the
+// table; its goroutine sees the reset and finishes.
+func (h *h2Conn) dropStreamLocked(st *h2Stream) {
+	st.reset, st.localDone, st.remoteDone = true, true, true
+	st.cond.Broadcast()
+	h.forgetLocked(st)
+}
+
+// forgetLocked removes st from the table once: flow-control credit it held
+// goes back to the connection.
+func (h *h2Conn) forgetLocked(st *h2Stream) {
+	if h.streams[st.id] != st {
+		return
+	}
+	delete(h.streams, st.id)
+	h.creditConnLocked(int64(len(st.in)))
+	st.in = st.in[:0]
+	if len(h.streams) == 0 {
+		h.idleSince = time.Now()
+		if h.goingAway || h.m.cfg.idleTimeout > 0 {
+			// Wake the read loop: it arms the idle timeout, or ends
+			// a connection that is going away.
+			_ = h.c.nc.SetReadDeadline(time.Unix(1, 0))
+		}
+	}
+}
+
+// creditLocked gives n bytes of flow-control credit back for st and the
+// connection, in WINDOW_UPDATEs once half a window is owed.
+func (h *h2Conn) creditLocked(st *h2Stream, n int64) {
+	if n <= 0 {
+		return
+	}
+	h.creditConnLocked(n)
+	if st.remoteDone {
+		return
+	}
+	st.recvUnacked += n
+	if st.recvUnacked >= int64(h.m.cfg.h2StreamWindow)/2 {
+		st.recvWindow += st.recvUnacked
+		h.wbuf = appendWindowUpdate(h.wbuf, st.id, uint32(st.recvUnacked))
+		st.recvUnacked = 0
+		h.kickLocked()
+	}
+}
+
+// creditConnLocked gives n bytes of connection-level credit back.
+func (h *h2Conn) creditConnLocked(n int64) {
+	if n <= 0 {
+		return
+	}
+	h.recvUnacked += n
+	if h.recvUnacked >= int64(h.m.cfg.h2ConnWindow)/2 {
+		h.wbuf = appendWindowUpdate(h.wbuf, 0, uint32(h.recvUnacked))
+		h.recvUnacked = 0
+		h.kickLocked()
+	}
+}
+
+// goAway starts a graceful close: a GOAWAY naming the last stream the
+// client opened, no new streams, and the connection ends when the open
+// ones are done.
+func (h *h2Conn) goAway(code h2ErrCode) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.goAwayLocked(code)
+}
+
+func (h *h2Conn) goAwayLocked(code h2ErrCode) {
+	if h.goingAway {
+		return
+	}
+	h.goingAway, h.goAwayID = true, h.lastID
+	h.wbuf = appendGoAway(h.wbuf, h.goAwayID, code)
+	h.kickLocked()
+	if len(h.streams) == 0 {
+		_ = h.c.nc.SetReadDeadline(time.Unix(1, 0))
+	}
+}
+
+// kickLocked wakes the writer, unless it is gone.
+func (h *h2Conn) kickLocked() {
+	if h.closed {
+		return
+	}
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+}
+
+// writeLoop writes what the connection's goroutines queue, until finish
+// closes kick.
+func (h *h2Conn) writeLoop() {
+	defer close(h.done)
+	for range h.kick {
+		// Let the goroutines that are ready add their frames first,
+		// so that they leave in one write.
+		runtime.Gosched()
+		h.writePending()
+	}
+	h.writePending()
+}
+
+// writePending writes the queued output, under a write deadline so that a
+// client that stops reading cannot hold the connection forever.
+func (h *h2Conn) writePending() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for len(h.wbuf) > 0 && h.werr == nil {
+		buf := h.wbuf
+		h.wbuf, h.spare = h.spare[:0], nil
+		h.wgen++
+		h.mu.Unlock()
+		if d := after(time.Now(), h.writeTimeout()); h.wd.need(d, false) {
+			_ = h.c.nc.SetWriteDeadline(d)
+		}
+		_, err := h.c.cc.Write(buf)
+		h.mu.Lock()
+		h.spare = buf[:0]
+		if err != nil {
+			h.werr = err
+			h.closed = true
+			for _, st := range h.streams {
+				st.cond.Broadcast()
+			}
+			// Wake the read loop: the connection is dead.
+			_ = h.c.nc.Close()
+		}
+	}
+}
+
+// writeTimeout bounds one write: the stream idle timeout, or the idle
+// timeout when that is off.
+func (h *h2Conn) writeTimeout() time.Duration {
+	if t := h.m.cfg.streamIdleTimeout; t > 0 {
+		return t
+	}
+	return h.m.cfg.idleTimeout
+}
+
+// finish ends the connection: a connection error is sent as GOAWAY, the
+// streams still running are stopped and waited for, what is queued is
+// written, and the socket closes.
+func (h *h2Conn) finish(err error) {
+	c := h.c
+	var ce *h2ConnError
+	switch {
+	case errors.As(err, &ce):
+		h.m.stats.cxProtocolError.Inc()
+		h.mu.Lock()
+		h.wbuf = appendGoAway(h.wbuf, h.lastID, ce.code)
+		h.mu.Unlock()
+	case err == nil || errors.Is(err, errIdle):
+		h.goAway(errCodeNo)
+	default:
+		c.remoteClosed = true
+	}
+	h.mu.Lock()
+	open := len(h.streams)
+	for _, st := range h.streams {
+		h.dropStreamLocked(st)
+		st.s.interrupt()
+	}
+	h.mu.Unlock()
+	if open > 0 {
+		h.m.stats.cxDestroyActiveRq.Inc()
+	}
+	h.wg.Wait()
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	close(h.kick)
+	<-h.done
+	lingeringClose(c)
+}
+
+// lingerTime bounds how long a closing connection reads what the client
+// still sends.
+const lingerTime = time.Second
+
+// lingeringClose closes the connection without losing what was sent: the
+// write side closes first, then what the client still sends (frames that
+// crossed the GOAWAY) is read and dropped until it closes too or a second
+// passes. Closing a socket with unread input would reset it, and the
+// client might lose the GOAWAY and the last responses with it.
+func lingeringClose(c *serverConn) {
+	tc, ok := c.nc.(interface{ CloseWrite() error })
+	if !ok || tc.CloseWrite() != nil {
+		_ = c.nc.Close()
+		return
+	}
+	_ = c.nc.SetReadDeadline(time.Now().Add(lingerTime))
+	_, _ = io.Copy(io.Discard, c.br)
+	_ = c.nc.Close()
+}
+
+// cut interrupts every stream's upstream exchange (a forced shutdown).
+func (h *h2Conn) cut() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, st := range h.streams {
+		st.s.interrupt()
+	}
+}
