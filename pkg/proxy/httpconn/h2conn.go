@@ -1,6 +1,7 @@
 package httpconn
 
 import (
+	"encoding/binary"
 	"errors"
 	"io"
 	"runtime"
@@ -60,6 +61,9 @@ type h2Conn struct {
 	sendWindow   int64
 	// idleSince is when the last stream ended (idle timeout).
 	idleSince time.Time
+	// rdStale: a stream goroutine set the read deadline, so the read
+	// loop's record of it (rd) is out of date.
+	rdStale bool
 	// resetIDs are the streams the server reset lately: frames the
 	// client sent before it saw the reset are ignored (RFC 9113 §5.1).
 	resetIDs  [64]uint32
@@ -128,8 +132,8 @@ func (h *h2Conn) readLoop() error {
 		return connError(errCodeProtocol, "bad connection preface")
 	}
 	_, _ = br.Discard(len(h2Preface))
-	for !h.finished() {
-		if err := h.armReadDeadline(); err != nil {
+	for {
+		if finished, err := h.awaitFrame(); finished || err != nil {
 			return err
 		}
 		hdr, err := br.Peek(h2FrameHeaderLen)
@@ -158,7 +162,6 @@ func (h *h2Conn) readLoop() error {
 			_, _ = br.Discard(int(fh.length))
 		}
 	}
-	return nil
 }
 
 // errIdle ends a connection that had no stream for the idle timeout.
@@ -182,21 +185,30 @@ func (h *h2Conn) readPayload(n int) ([]byte, error) {
 	return p, err
 }
 
-// armReadDeadline sets the read deadline for the wait for the next frame:
-// the idle timeout while no stream is open, none otherwise (streams time
-// out on their own).
-func (h *h2Conn) armReadDeadline() error {
+// awaitFrame prepares the wait for the next frame, with one look at the
+// connection's state: finished is true once a graceful close is complete
+// (GOAWAY sent and no stream left); otherwise the read deadline is set to
+// the idle timeout while no stream is open, and to none while one is
+// (streams time out on their own).
+func (h *h2Conn) awaitFrame() (finished bool, err error) {
 	h.mu.Lock()
-	open, since := len(h.streams), h.idleSince
+	open, since, goingAway, stale := len(h.streams), h.idleSince, h.goingAway, h.rdStale
+	h.rdStale = false
 	h.mu.Unlock()
+	if stale {
+		h.rd.forget()
+	}
+	if goingAway && open == 0 {
+		return true, nil
+	}
 	var d time.Time
 	if open == 0 {
 		d = after(since, h.m.cfg.idleTimeout)
 	}
 	if h.rd.need(d, false) {
-		return h.c.nc.SetReadDeadline(d)
+		return false, h.c.nc.SetReadDeadline(d)
 	}
-	return nil
+	return false, nil
 }
 
 // timedOut reports whether a read deadline that fired means the idle
@@ -204,9 +216,6 @@ func (h *h2Conn) armReadDeadline() error {
 // deadline that fired early).
 func (h *h2Conn) timedOut() bool {
 	h.rd.forget()
-	if h.c.closingNow() {
-		h.goAway(errCodeNo)
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t := h.m.cfg.idleTimeout
@@ -218,14 +227,6 @@ func (h *h2Conn) timedOut() bool {
 		return true
 	}
 	return false
-}
-
-// finished reports whether a graceful close is complete: GOAWAY sent and
-// no stream left.
-func (h *h2Conn) finished() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.goingAway && len(h.streams) == 0
 }
 
 // handleFrame handles one frame; an error ends the connection.
@@ -253,7 +254,7 @@ func (h *h2Conn) handleFrame(fh h2FrameHeader, p []byte) error {
 		switch {
 		case len(p) != 5:
 			h.resetStream(fh.streamID, errCodeFrameSize)
-		case dependency(p) == fh.streamID:
+		case uint31(p) == fh.streamID:
 			h.resetStream(fh.streamID, errCodeProtocol)
 		}
 		return nil
@@ -311,7 +312,7 @@ func (h *h2Conn) onSettings(fh h2FrameHeader, p []byte) error {
 	defer h.mu.Unlock()
 	for ; len(p) > 0; p = p[6:] {
 		id := uint16(p[0])<<8 | uint16(p[1])
-		v := uint32(p[2])<<24 | uint32(p[3])<<16 | uint32(p[4])<<8 | uint32(p[5])
+		v := binary.BigEndian.Uint32(p[2:6])
 		switch id {
 		case settingEnablePush:
 			if v > 1 {
@@ -351,7 +352,7 @@ func (h *h2Conn) onWindowUpdate(fh h2FrameHeader, p []byte) error {
 	if len(p) != 4 {
 		return connError(errCodeFrameSize, "WINDOW_UPDATE of a bad length")
 	}
-	inc := int64(dependency(p))
+	inc := int64(uint31(p))
 	if inc == 0 {
 		// A stream error by the RFC, but the client is broken either
 		// way, and the stream may be gone already.
@@ -466,9 +467,10 @@ func (h *h2Conn) onData(fh h2FrameHeader, p []byte) error {
 	return nil
 }
 
-// dependency reads the stream dependency of a priority field.
-func dependency(p []byte) uint32 {
-	return (uint32(p[0])<<24 | uint32(p[1])<<16 | uint32(p[2])<<8 | uint32(p[3])) & (1<<31 - 1)
+// uint31 reads a 31-bit field (a stream identifier or a window
+// increment) whose reserved high bit is ignored.
+func uint31(p []byte) uint32 {
+	return binary.BigEndian.Uint32(p) & (1<<31 - 1)
 }
 
 // errBodyLength: the DATA received does not add up to content-length.
@@ -500,7 +502,7 @@ func (h *h2Conn) onHeaders(fh h2FrameHeader, p []byte) error {
 		if len(block) < 5 {
 			return connError(errCodeFrameSize, "HEADERS too short for its priority")
 		}
-		selfDependent = dependency(block) == id
+		selfDependent = uint31(block) == id
 		block = block[5:]
 	}
 	endStream := fh.flags&flagEndStream != 0
@@ -511,7 +513,11 @@ func (h *h2Conn) onHeaders(fh h2FrameHeader, p []byte) error {
 		if !open && !ignore {
 			return connError(errCodeProtocol, "HEADERS on a closed or skipped stream")
 		}
-		return h.onTrailers(fh, block, endStream)
+		// Trailers, which end a request body: decoded (the table must
+		// stay in step) and dropped, as Envoy drops request trailers
+		// bound for HTTP/1; onHeaderBlock checks them once complete.
+		h.decoding = nil
+		return h.onHeaderBlock(id, block, fh.flags&flagEndHeaders != 0, endStream)
 	}
 	h.mu.Lock()
 	h.lastID = id
@@ -527,15 +533,6 @@ func (h *h2Conn) onHeaders(fh h2FrameHeader, p []byte) error {
 		h.decodeErr = errCodeProtocol
 	}
 	return h.onHeaderBlock(id, block, fh.flags&flagEndHeaders != 0, endStream)
-}
-
-// onTrailers takes a HEADERS frame on a stream the client opened before:
-// the trailers that end a request body. Their fields are decoded (the
-// table must stay in step) and dropped, as Envoy drops request trailers
-// bound for HTTP/1.
-func (h *h2Conn) onTrailers(fh h2FrameHeader, block []byte, endStream bool) error {
-	h.decoding = nil
-	return h.onHeaderBlock(fh.streamID, block, fh.flags&flagEndHeaders != 0, endStream)
 }
 
 // onHeaderBlock decodes a fragment of a header block, and dispatches the
@@ -679,10 +676,15 @@ func (h *h2Conn) forgetLocked(st *h2Stream) {
 	st.in = st.in[:0]
 	if len(h.streams) == 0 {
 		h.idleSince = time.Now()
-		if h.goingAway || h.m.cfg.idleTimeout > 0 {
-			// Wake the read loop: it arms the idle timeout, or ends
-			// a connection that is going away.
+		switch {
+		case h.goingAway:
+			// Wake the read loop: the connection ends.
 			_ = h.c.nc.SetReadDeadline(time.Unix(1, 0))
+		case h.m.cfg.idleTimeout > 0:
+			// Arm the idle timeout under the read loop's blocked
+			// read, rather than waking it to do so.
+			_ = h.c.nc.SetReadDeadline(h.idleSince.Add(h.m.cfg.idleTimeout))
+			h.rdStale = true
 		}
 	}
 }

@@ -85,7 +85,7 @@ func parseFrameHeader(b []byte) h2FrameHeader {
 		length:   uint32(b[0])<<16 | uint32(b[1])<<8 | uint32(b[2]),
 		typ:      h2FrameType(b[3]),
 		flags:    b[4],
-		streamID: binary.BigEndian.Uint32(b[5:9]) & (1<<31 - 1),
+		streamID: uint31(b[5:9]),
 	}
 }
 

@@ -245,11 +245,10 @@ func (st *h2Stream) run() {
 		s.reqLength = st.declared
 		s.reqChunked = st.declared < 0
 	}
-	switch {
-	case st.tooLarge:
+	if st.tooLarge {
 		h.m.stats.cxProtocolError.Inc()
 		s.localReply(431, http1.StatusText(431), accesslog.DownstreamProtocolError, "http2.too_many_headers")
-	default:
+	} else {
 		if st.lastAllowed {
 			s.closeConn = true
 			h.m.stats.cxMaxRequests.Inc()
@@ -356,7 +355,7 @@ func (st *h2Stream) writeHead(s *stream, n int64, hasBody bool) error {
 	}
 	st.lastData = -1
 	st.appendHeadersLocked(b, !hasBody)
-	if s.closeConn || st.lastAllowed {
+	if s.closeConn {
 		// The HTTP/2 form of Connection: close.
 		h.goAwayLocked(errCodeNo)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 )
 
 // socketAddress is one listening address of a listener, resolved from its
@@ -79,6 +80,18 @@ func addrPort(a net.Addr) netip.AddrPort {
 	}
 	ap := tcp.AddrPort()
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
+
+// StatScope returns the stat scope Build gives lc, "listener.<name>." (see
+// statScopeName), for what is built before the listener and counts under
+// it, such as its connection managers' per-listener stats. It is "" for an
+// address Build refuses.
+func StatScope(lc *listenerv3.Listener) string {
+	a, err := parseAddress(lc.GetAddress())
+	if err != nil && lc.GetStatPrefix() == "" {
+		return ""
+	}
+	return statScopeName(lc.GetStatPrefix(), a)
 }
 
 // statScopeName is the listener's stat scope, "listener.<name>.": the

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
-	"strings"
 
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -81,7 +79,7 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 		lc.Name = randomUUID()
 	}
 	bl := &builtListener{}
-	scope := listenerStatScope(lc)
+	scope := listener.StatScope(lc)
 	l, err := listener.Build(lc, listener.Deps{
 		Stats:   s.stats,
 		Manager: manager,
@@ -146,32 +144,6 @@ func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener
 		return nil, fmt.Errorf("filters[0].typed_config.%w", err)
 	}
 	return m, nil
-}
-
-// listenerStatScope is the stat scope the listener package gives lc,
-// "listener.<name>.": the listener's stat_prefix, else its configured
-// address in the listener's normal form (an IPv4-mapped address unmapped
-// under ipv4_compat, IPv6 bracketed) with ':' replaced by '_', as in
-// "listener.127.0.0.1_10000." and "listener.[__1]_10000.". The connection
-// managers need it before the listener exists, as Build builds them
-// first; an address Build refuses gets an empty scope, which keeps no
-// per-listener stats (the configuration fails anyway). It must match the
-// listener's own naming (statScopeName in package listener), which
-// TestListenerHTTPStatScope checks.
-func listenerStatScope(lc *listenerv3.Listener) string {
-	name := lc.GetStatPrefix()
-	if name == "" {
-		sa := lc.GetAddress().GetSocketAddress()
-		ip, err := netip.ParseAddr(sa.GetAddress())
-		if err != nil || sa.GetPortValue() > 65535 {
-			return ""
-		}
-		if sa.GetIpv4Compat() && ip.Is4In6() {
-			ip = ip.Unmap()
-		}
-		name = strings.ReplaceAll(netip.AddrPortFrom(ip, uint16(sa.GetPortValue())).String(), ":", "_")
-	}
-	return "listener." + name + "."
 }
 
 // closeFilters closes the network filters of a listener that will not run.
