@@ -168,6 +168,7 @@ var _ = Describe("Mutations", func() {
 		}
 		s = Start(dir, cfg.YAML(), "--file-flush-interval-msec", "100")
 		// Something in the access log before any spec renames it.
+		s.WaitLive()
 		Expect(s.Get("/ready").Status).To(Equal(200))
 	})
 

@@ -14,10 +14,14 @@ import (
 )
 
 // Bounds of the drain load loop: enough requests to see a gradual drain
-// take hold, few enough for a shared two-core machine.
+// take hold, few enough for a shared two-core machine. The pause between
+// a client's requests spreads them over a good part of the drain time: a
+// gradual drain closes a share of responses that grows from zero, so a
+// burst sent in its first milliseconds may see no close at all.
 const (
 	loadClients     = 4
 	loadMaxRequests = 150 // per client
+	loadPause       = 5 * time.Millisecond
 	loadDuration    = 1500 * time.Millisecond
 )
 
@@ -28,8 +32,9 @@ type loadResult struct {
 }
 
 // runLoad sends GET / to addr from loadClients keep-alive clients until
-// each has sent loadMaxRequests or loadDuration has passed, and counts the
-// answers: complete 200s, failures, and answers carrying Connection: close.
+// each has sent loadMaxRequests (pausing loadPause after each) or
+// loadDuration has passed, and counts the answers: complete 200s,
+// failures, and answers carrying Connection: close.
 func runLoad(addr, body string) loadResult {
 	var (
 		mu  sync.Mutex
@@ -64,6 +69,7 @@ func runLoad(addr, body string) loadResult {
 					}
 				}
 				mu.Unlock()
+				time.Sleep(loadPause)
 			}
 		})
 	}

@@ -63,21 +63,30 @@ func listenersBootstrap(ls ...listenerDef) string {
 	var b strings.Builder
 	b.WriteString("admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}\nstatic_resources:\n  listeners:\n")
 	for _, l := range ls {
-		fmt.Fprintf(&b, "  - {name: %q, address: {socket_address: {address: 127.0.0.1, port_value: %d}}", l.Name, l.Port)
-		if l.Direction != "" {
-			fmt.Fprintf(&b, ", traffic_direction: %s", l.Direction)
-		}
-		if l.Fields != "" {
-			b.WriteString(", " + l.Fields)
-		}
-		if len(l.Chains) > 0 {
-			b.WriteString(", filter_chains: [" + strings.Join(l.Chains, ", ") + "]")
-		}
-		if l.Default != "" {
-			b.WriteString(", default_filter_chain: " + l.Default)
-		}
-		b.WriteString("}\n")
+		b.WriteString("  - " + l.flowYAML("") + "\n")
 	}
+	return b.String()
+}
+
+// flowYAML writes the listener as one YAML flow mapping on 127.0.0.1,
+// starting with head (such as an "@type" entry) when it is not empty.
+func (l listenerDef) flowYAML(head string) string {
+	var b strings.Builder
+	b.WriteString("{" + head)
+	fmt.Fprintf(&b, "name: %q, address: {socket_address: {address: 127.0.0.1, port_value: %d}}", l.Name, l.Port)
+	if l.Direction != "" {
+		fmt.Fprintf(&b, ", traffic_direction: %s", l.Direction)
+	}
+	if l.Fields != "" {
+		b.WriteString(", " + l.Fields)
+	}
+	if len(l.Chains) > 0 {
+		b.WriteString(", filter_chains: [" + strings.Join(l.Chains, ", ") + "]")
+	}
+	if l.Default != "" {
+		b.WriteString(", default_filter_chain: " + l.Default)
+	}
+	b.WriteString("}")
 	return b.String()
 }
 

@@ -104,6 +104,16 @@ func (s *Sidecar) WaitForAdmin() {
 	s.Admin = string(b)
 }
 
+// WaitLive waits until the server says it is LIVE: its admin comes up
+// before the listeners, so /ready answers 503 for a moment after Start.
+// It reads the log rather than asking /ready, whose requests some specs
+// count in the admin's stats; the log must go to stderr at the default
+// level (info) or a more verbose one.
+func (s *Sidecar) WaitLive() {
+	GinkgoHelper()
+	Eventually(s.Stderr, startTimeout).Should(ContainSubstring("starting main dispatch loop"))
+}
+
 // Stdout and Stderr return everything the process wrote so far.
 func (s *Sidecar) Stdout() string { return string(s.session.Out.Contents()) }
 

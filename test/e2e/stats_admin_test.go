@@ -110,6 +110,7 @@ var _ = Describe("Stats endpoints", func() {
 
 	It("resets counters for the admin's output", func() {
 		s := Start(newDir(), Bootstrap{}.YAML())
+		s.WaitLive()
 		for range 3 {
 			Expect(s.Get("/ready").Status).To(Equal(200))
 		}

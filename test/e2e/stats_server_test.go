@@ -95,6 +95,7 @@ var _ = Describe("Server stats", func() {
 var _ = Describe("Admin listener stats", func() {
 	It("counts requests by class, connections and times", func() {
 		s := Start(newDir(), withStats(""))
+		s.WaitLive()
 		Expect(s.Get("/ready").Status).To(Equal(200))
 		Expect(s.Get("/no/such/page").Status).To(Equal(404))
 		Expect(s.Get("/quitquitquit").Status).To(Equal(400), "a mutation with GET")
@@ -134,6 +135,7 @@ var _ = Describe("Admin listener stats", func() {
 
 	It("renders the admin stats with Envoy's tags for Prometheus", func() {
 		s := Start(newDir(), withStats(""))
+		s.WaitLive()
 		Expect(s.Get("/ready").Status).To(Equal(200))
 		body := s.Get("/stats/prometheus").Body
 		Expect(body).To(ContainSubstring("# TYPE proxy_http_downstream_rq_xx counter\n"))

@@ -117,6 +117,7 @@ var _ = Describe("Stats sinks", func() {
 		udp := newUDPStatsd()
 		s := Start(newDir(), withStats("stats_flush_interval: 0.1s\nstats_sinks: ["+
 			statsdSinkYAML("StatsdSink", "prefix: edge, "+udpAddressYAML(udp.Port))+"]"))
+		s.WaitLive()
 		Expect(s.Get("/ready").Status).To(Equal(200))
 		Eventually(udp.Lines).Should(ContainElements(
 			"edge.server.live:1|g",
@@ -141,6 +142,7 @@ var _ = Describe("Stats sinks", func() {
 		udp := newUDPStatsd()
 		s := Start(newDir(), withStats("stats_flush_interval: 0.1s\nstats_sinks: ["+
 			statsdSinkYAML("DogStatsdSink", udpAddressYAML(udp.Port))+"]"), "--stats-tag", "team:edge")
+		s.WaitLive()
 		Expect(s.Get("/ready").Status).To(Equal(200))
 		Eventually(udp.Lines).Should(ContainElements(
 			"proxy.server.live:1|g|#team:edge",
@@ -211,6 +213,7 @@ static_resources:
 		udp := newUDPStatsd()
 		s := Start(newDir(), withStats("stats_flush_interval: 60s\nstats_sinks: ["+
 			statsdSinkYAML("StatsdSink", udpAddressYAML(udp.Port))+"]"))
+		s.WaitLive()
 		Expect(s.Get("/ready").Status).To(Equal(200))
 		Expect(s.Post("/quitquitquit").Status).To(Equal(200))
 		Expect(s.Wait(stopTimeout)).To(Equal(0))

@@ -9,15 +9,13 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/reflect/protoregistry"
-	"google.golang.org/protobuf/types/known/anypb"
 )
 
 // decodeBinary decodes a binary (.pb) configuration into m and then checks
 // it with checkDecoded: the wire format keeps unknown fields silently and
 // leaves typed_config values as opaque bytes.
 func decodeBinary(data []byte, m proto.Message, r *decodeReport) error {
-	if err := proto.Unmarshal(data, m); err != nil {
+	if err := (proto.UnmarshalOptions{Resolver: r.resolver()}).Unmarshal(data, m); err != nil {
 		return fmt.Errorf("decode: %w", err)
 	}
 	checkDecoded(m.ProtoReflect(), "", r, 0)
@@ -76,23 +74,23 @@ func checkDecoded(m protoreflect.Message, path string, r *decodeReport, depth in
 }
 
 // checkAny resolves an Any's type, checks its embedded message and, when
-// unknown fields were dropped from it, re-encodes it.
+// unknown fields were dropped from it, re-encodes it. The Any is read by
+// reflection, so that the Anys of dynamic messages (built from a
+// descriptor rather than generated) are checked too.
 func checkAny(m protoreflect.Message, path string, r *decodeReport, depth int) bool {
-	a, ok := m.Interface().(*anypb.Any)
-	if !ok {
-		// A dynamic Any; generated code never builds one.
+	fields := m.Descriptor().Fields()
+	urlField, valueField := fields.ByName("type_url"), fields.ByName("value")
+	typeURL, raw := m.Get(urlField).String(), m.Get(valueField).Bytes()
+	if typeURL == "" && len(raw) == 0 {
 		return false
 	}
-	if a.GetTypeUrl() == "" && len(a.GetValue()) == 0 {
-		return false
-	}
-	mt, err := protoregistry.GlobalTypes.FindMessageByURL(a.GetTypeUrl())
+	mt, err := r.resolver().FindMessageByURL(typeURL)
 	if err != nil {
-		r.fail(path, "unknown type %q", a.GetTypeUrl())
+		r.fail(path, "unknown type %q", typeURL)
 		return false
 	}
 	inner := mt.New().Interface()
-	if err := proto.Unmarshal(a.GetValue(), inner); err != nil {
+	if err := (proto.UnmarshalOptions{Resolver: r.resolver()}).Unmarshal(raw, inner); err != nil {
 		r.fail(path, "invalid %s value: %v", mt.Descriptor().FullName(), err)
 		return false
 	}
@@ -104,7 +102,7 @@ func checkAny(m protoreflect.Message, path string, r *decodeReport, depth int) b
 		r.fail(path, "re-encode %s: %v", mt.Descriptor().FullName(), err)
 		return false
 	}
-	a.Value = value
+	m.Set(valueField, protoreflect.ValueOfBytes(value))
 	return true
 }
 

@@ -35,7 +35,7 @@ func decodeJSON(data []byte, m proto.Message, r *decodeReport, fromYAML bool) er
 	if r.failed() {
 		return nil
 	}
-	opts := protojson.UnmarshalOptions{DiscardUnknown: r.allowUnknown}
+	opts := protojson.UnmarshalOptions{DiscardUnknown: r.allowUnknown, Resolver: r.resolver()}
 	if err := opts.Unmarshal(data, m); err != nil {
 		// The walk should have caught everything protojson refuses; this
 		// keeps anything it missed from being lost.

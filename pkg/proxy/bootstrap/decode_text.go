@@ -8,7 +8,6 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/reflect/protoregistry"
 )
 
 // decodeText decodes a text-format (.pb_text) configuration into m.
@@ -18,7 +17,7 @@ import (
 // That parser only follows structure; values are left to prototext, and if
 // the parser cannot follow the input, prototext's own verdict stands.
 func decodeText(data []byte, m proto.Message, r *decodeReport) error {
-	walk := &decodeReport{allowUnknown: r.allowUnknown}
+	walk := &decodeReport{allowUnknown: r.allowUnknown, types: r.types}
 	p := textParser{s: textScanner{src: data}, r: walk}
 	if err := p.message(m.ProtoReflect().Descriptor(), "", 0, 0); err == nil {
 		r.unknown = append(r.unknown, walk.unknown...)
@@ -27,7 +26,7 @@ func decodeText(data []byte, m proto.Message, r *decodeReport) error {
 			return nil
 		}
 	}
-	opts := prototext.UnmarshalOptions{DiscardUnknown: r.allowUnknown}
+	opts := prototext.UnmarshalOptions{DiscardUnknown: r.allowUnknown, Resolver: r.resolver()}
 	if err := opts.Unmarshal(data, m); err != nil {
 		return fmt.Errorf("decode: %w", err)
 	}
@@ -130,7 +129,7 @@ func (p *textParser) field(md protoreflect.MessageDescriptor, tok textToken, pat
 // embedded message continues the Any's path.
 func (p *textParser) expandedAny(typeURL, path string, depth int) error {
 	p.s.acceptPunct(':')
-	mt, err := protoregistry.GlobalTypes.FindMessageByURL(typeURL)
+	mt, err := p.r.resolver().FindMessageByURL(typeURL)
 	if err != nil {
 		p.r.fail(path, "unknown type %q", typeURL)
 		return p.skipValue(depth)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	"google.golang.org/protobuf/proto"
 	"sigs.k8s.io/yaml"
 )
 
@@ -53,33 +54,45 @@ type decodeResult struct {
 // decode decodes one configuration source. Problems are all collected.
 func decode(f format, data []byte, allowUnknown bool) decodeResult {
 	b := &bootstrapv3.Bootstrap{}
-	r := &decodeReport{allowUnknown: allowUnknown}
+	unknown, errs := decodeMessage(f, data, b, Decoder{AllowUnknown: allowUnknown})
+	if len(errs) > 0 {
+		return decodeResult{errs: errs}
+	}
+	return decodeResult{bootstrap: b, unknown: unknown}
+}
+
+// decodeMessage decodes data in format f into m, which may be any message
+// (the bootstrap, or a dynamic resource file), as d says. It returns the
+// paths of the unknown fields it dropped (with d.AllowUnknown) or every
+// problem found; m is only meaningful when there are none.
+func decodeMessage(f format, data []byte, m proto.Message, d Decoder) (unknown []string, errs []error) {
+	r := &decodeReport{allowUnknown: d.AllowUnknown, types: d.Types}
 	var err error
 	switch f {
 	case formatYAML:
 		var js []byte
 		// Strict: a key given twice is an error, not a silent override.
 		if js, err = yaml.YAMLToJSONStrict(data); err == nil {
-			err = decodeJSON(js, b, r, true)
+			err = decodeJSON(js, m, r, true)
 		}
 	case formatJSON:
-		err = decodeJSON(data, b, r, false)
+		err = decodeJSON(data, m, r, false)
 	case formatText:
-		err = decodeText(data, b, r)
+		err = decodeText(data, m, r)
 	case formatBinary:
-		err = decodeBinary(data, b, r)
+		err = decodeBinary(data, m, r)
 	default:
 		err = fmt.Errorf("unknown configuration format %d", f)
 	}
 	if err == nil && !r.failed() && f != formatBinary {
 		// JSON and text may still carry an Any as raw bytes.
-		checkDecoded(b.ProtoReflect(), "", r, 0)
+		checkDecoded(m.ProtoReflect(), "", r, 0)
 	}
 	if err != nil {
 		r.errs = append(r.errs, err)
 	}
 	if r.failed() {
-		return decodeResult{errs: r.errs}
+		return nil, r.errs
 	}
-	return decodeResult{bootstrap: b, unknown: r.unknown}
+	return r.unknown, nil
 }

@@ -211,7 +211,7 @@ func (w *jsonWalker) any(v any, path string, depth int) {
 		w.r.fail(childPath(path, "@type"), "expected a string, got %s", jsonKind(rawURL))
 		return
 	}
-	mt, err := protoregistry.GlobalTypes.FindMessageByURL(typeURL)
+	mt, err := w.r.resolver().FindMessageByURL(typeURL)
 	if err != nil {
 		w.r.fail(path, "unknown type %q", typeURL)
 		return

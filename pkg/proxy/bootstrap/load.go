@@ -3,7 +3,6 @@ package bootstrap
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
@@ -115,13 +114,9 @@ func checkBootstrapVersion(v int) error {
 // for a file that cannot be used at all; decoding problems are in the
 // result.
 func loadFile(path string, allowUnknown bool) (decodeResult, error) {
-	f, err := formatOf(path)
+	f, data, err := readSource(path)
 	if err != nil {
 		return decodeResult{}, err
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return decodeResult{}, fmt.Errorf("read configuration: %w", err)
 	}
 	return decode(f, data, allowUnknown), nil
 }

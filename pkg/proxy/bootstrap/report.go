@@ -1,5 +1,7 @@
 package bootstrap
 
+import "google.golang.org/protobuf/reflect/protoregistry"
+
 // maxDepth bounds how deeply the decoders follow nested input, so hostile
 // input cannot exhaust the stack; real configurations stay far below it.
 const maxDepth = 1000
@@ -10,8 +12,18 @@ const maxDepth = 1000
 // every problem at once.
 type decodeReport struct {
 	allowUnknown bool
-	unknown      []string
-	errs         []error
+	// types resolves Any type URLs; nil means every linked type.
+	types   TypeResolver
+	unknown []string
+	errs    []error
+}
+
+// resolver returns where Any type URLs are looked up.
+func (r *decodeReport) resolver() TypeResolver {
+	if r.types == nil {
+		return protoregistry.GlobalTypes
+	}
+	return r.types
 }
 
 // unknownField records an unknown field at path: an error, or, when unknown

@@ -42,6 +42,7 @@ func semanticErrors(b *bootstrapv3.Bootstrap) []error {
 	s.admin(b)
 	s.runtime(b.GetLayeredRuntime())
 	s.listeners(b.GetStaticResources().GetListeners(), "static_resources.listeners")
+	s.dynamicResources(b.GetDynamicResources())
 	return s.errs
 }
 
@@ -113,9 +114,7 @@ func (s *semanticChecker) listeners(ls []*listenerv3.Listener, base string) {
 				names[name] = i
 			}
 		}
-		if l.GetAddress() == nil {
-			s.fail(childPath(p, "address"), "required: a listener must have an address")
-		} else if sa := l.GetAddress().GetSocketAddress(); sa != nil && sa.GetPortValue() != 0 {
+		if sa := l.GetAddress().GetSocketAddress(); sa != nil && sa.GetPortValue() != 0 {
 			// Port 0 picks a fresh port per listener, so only fixed
 			// ports can clash.
 			addr := net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10))
@@ -125,15 +124,25 @@ func (s *semanticChecker) listeners(ls []*listenerv3.Listener, base string) {
 				addrs[addr] = i
 			}
 		}
-		if len(l.GetFilterChains()) == 0 && l.GetDefaultFilterChain() == nil {
-			s.fail(childPath(p, "filter_chains"), "a listener must have at least one filter chain")
-		}
-		for j, fc := range l.GetFilterChains() {
-			s.filterChain(fc, indexPath(childPath(p, "filter_chains"), j))
-		}
-		if dc := l.GetDefaultFilterChain(); dc != nil {
-			s.filterChain(dc, childPath(p, "default_filter_chain"))
-		}
+		s.listener(l, p)
+	}
+}
+
+// listener checks one listener on its own, at path p ("" for a listener
+// from discovery): it needs an address, at least one filter chain, and
+// sound chains.
+func (s *semanticChecker) listener(l *listenerv3.Listener, p string) {
+	if l.GetAddress() == nil {
+		s.fail(childPath(p, "address"), "required: a listener must have an address")
+	}
+	if len(l.GetFilterChains()) == 0 && l.GetDefaultFilterChain() == nil {
+		s.fail(childPath(p, "filter_chains"), "a listener must have at least one filter chain")
+	}
+	for j, fc := range l.GetFilterChains() {
+		s.filterChain(fc, indexPath(childPath(p, "filter_chains"), j))
+	}
+	if dc := l.GetDefaultFilterChain(); dc != nil {
+		s.filterChain(dc, childPath(p, "default_filter_chain"))
 	}
 }
 

@@ -138,7 +138,7 @@ func enumName(fd protoreflect.FieldDescriptor, n protoreflect.EnumNumber) string
 // supportTables are the per-area support tables; each field appears in one.
 // Keeping one table per area lets each feature extend its own.
 var supportTables = []map[protoreflect.FullName]fieldSupport{
-	supportedCore, supportedListener, supportedHCM, supportedRoute, supportedCluster, supportedStats,
+	supportedCore, supportedListener, supportedHCM, supportedRoute, supportedCluster, supportedStats, supportedDynamic,
 }
 
 // lookupSupport finds a field's support rule in the per-area tables.

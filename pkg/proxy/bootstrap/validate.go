@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	"google.golang.org/protobuf/proto"
 )
 
 // Validate checks a loaded configuration and returns every problem, as
@@ -30,21 +31,34 @@ func Validate(b *bootstrapv3.Bootstrap, ext *Extensions) error {
 	if ext == nil {
 		ext = DefaultExtensions()
 	}
+	errs := constraintAndSupportErrors(b, ext)
+	errs = append(errs, semanticErrors(b)...)
+	return errors.Join(errs...)
+}
+
+// validatable is a generated API message: it has ValidateAll.
+type validatable interface {
+	proto.Message
+	ValidateAll() error
+}
+
+// constraintAndSupportErrors runs Validate's first two passes on m, with
+// paths relative to m: the protoc-gen-validate constraints, then the
+// support check.
+func constraintAndSupportErrors(m validatable, ext *Extensions) []error {
 	var errs []error
-	if err := b.ValidateAll(); err != nil {
-		errs = append(errs, pgvFieldErrors(err, b.ProtoReflect().Descriptor(), "")...)
+	if err := m.ValidateAll(); err != nil {
+		errs = append(errs, pgvFieldErrors(err, m.ProtoReflect().Descriptor(), "")...)
 	}
 	c := supportChecker{ext: ext}
-	c.message(b.ProtoReflect(), "")
+	c.message(m.ProtoReflect(), "")
 	errs = append(errs, c.pgv...)
 	// A constraint inside a field Outrigger does not support anyway is
 	// noise: the field itself is the problem to fix.
 	errs = slices.DeleteFunc(errs, func(err error) bool {
 		return insideAny(err, c.unsupported)
 	})
-	errs = append(errs, c.unsupported...)
-	errs = append(errs, semanticErrors(b)...)
-	return errors.Join(errs...)
+	return append(errs, c.unsupported...)
 }
 
 // insideAny reports whether err is a FieldError located at or below the

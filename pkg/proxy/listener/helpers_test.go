@@ -77,11 +77,14 @@ func buildListener(t testing.TB, store *stats.Store, workers int, text string) *
 	return l
 }
 
-// serve binds l, serves it until the test ends and returns its address.
+// serve binds l unless it is bound already, serves it until the test ends
+// and returns its address.
 func serve(t *testing.T, l *Listener) string {
 	t.Helper()
-	if err := l.Bind(); err != nil {
-		t.Fatal(err)
+	if l.Addr() == nil {
+		if err := l.Bind(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	served := make(chan error, 1)
 	go func() { served <- l.Serve() }()

@@ -141,8 +141,9 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 	for w := range l.workers {
 		l.workerStats = append(l.workerStats, newWorkerStats(scope, w))
 	}
-	l.manager.ListenerAdded.Inc()
-	l.manager.TotalListenersActive.Inc()
+	// listener_added and total_listeners_active are the caller's to count:
+	// only it knows whether this listener is new, replaces another, or
+	// will be thrown away unbound.
 	return l, nil
 }
 
@@ -232,35 +233,48 @@ func (l *Listener) ActiveConnections() int64 { return l.active.Load() }
 // worker sockets of that address; Addresses reports it. On failure nothing
 // stays open. A listener stopped before it was bound (drained while the
 // server was starting) stays stopped: Bind then opens nothing.
-func (l *Listener) Bind() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch {
-	case l.stopped:
-		return nil
-	case l.sockets != nil:
-		return fmt.Errorf("listener %q: already bound", l.name)
-	}
-	n := 1
+func (l *Listener) Bind() error { return l.BindFrom(nil) }
+
+// socketsPerAddress is how many sockets each address takes: one per
+// worker with reuse_port, else one the workers share.
+func (l *Listener) socketsPerAddress() int {
 	if l.reusePort {
-		n = l.workers
+		return l.workers
 	}
+	return 1
+}
+
+// bindAll opens the sockets of every address, taking them from inherited
+// (by configured address) where it has them. On failure it closes what it
+// opened, and leaves inherited alone.
+func (l *Listener) bindAll(inherited map[socketAddress][]net.Listener) ([][]net.Listener, error) {
+	n := l.socketsPerAddress()
 	var sockets [][]net.Listener
+	var opened [][]net.Listener
 	for _, a := range l.addrs {
+		if socks, ok := inherited[a]; ok {
+			sockets = append(sockets, socks)
+			continue
+		}
 		socks, err := bindAddress(a, n, l.reusePort)
 		if err != nil {
-			for _, ss := range sockets {
+			for _, ss := range opened {
 				closeAll(ss)
 			}
-			return fmt.Errorf("listener %q: cannot bind %s: %w", l.name, a, err)
+			return nil, fmt.Errorf("listener %q: cannot bind %s: %w", l.name, a, err)
 		}
 		sockets = append(sockets, socks)
+		opened = append(opened, socks)
 	}
+	return sockets, nil
+}
+
+// setSockets records the bound sockets. l.mu is held.
+func (l *Listener) setSockets(sockets [][]net.Listener) {
 	l.sockets = sockets
 	for _, socks := range sockets {
 		l.bound = append(l.bound, socks[0].Addr())
 	}
-	return nil
 }
 
 // Addr returns the bound address of the listener's main address, or nil

@@ -52,12 +52,18 @@ func newWorkerStats(scope stats.Scope, worker int) workerStats {
 }
 
 // ManagerStats are Envoy's listener manager stats ("listener_manager.").
-// Outrigger has static listeners only, so the discovery-driven ones
-// (modified, removed, in-place updates, warming, draining) stay at zero;
+// The listeners report their workers and stops here; adding, modifying,
+// removing and the totals are counted by the server, which manages the
+// set of listeners. Listeners never warm (nothing they depend on is
+// discovered) and are never updated in place, so those stats stay at zero;
 // they exist so dashboards written for Envoy find them.
 type ManagerStats struct {
 	// ListenerAdded counts listeners added to the manager.
 	ListenerAdded *stats.Counter
+	// ListenerModified counts listeners replaced by discovery.
+	ListenerModified *stats.Counter
+	// ListenerRemoved counts listeners removed by discovery.
+	ListenerRemoved *stats.Counter
 	// ListenerCreateSuccess counts listeners started on a worker: one per
 	// listener and worker.
 	ListenerCreateSuccess *stats.Counter
@@ -67,6 +73,9 @@ type ManagerStats struct {
 	ListenerStopped *stats.Counter
 	// TotalListenersActive is the number of listeners in service.
 	TotalListenersActive *stats.Gauge
+	// TotalListenersDraining is the number of listeners removed or
+	// replaced by discovery whose connections are still draining.
+	TotalListenersDraining *stats.Gauge
 	// WorkersStarted is 1 once the workers have started.
 	WorkersStarted *stats.Gauge
 }
@@ -75,18 +84,19 @@ type ManagerStats struct {
 // them on first use (a later call returns the same stats).
 func NewManagerStats(store *stats.Store) *ManagerStats {
 	scope := store.Scope("listener_manager.")
-	for _, name := range []string{"listener_modified", "listener_removed", "listener_in_place_updated"} {
-		scope.Counter(name)
-	}
-	for _, name := range []string{"total_listeners_warming", "total_listeners_draining", "total_filter_chains_draining"} {
+	scope.Counter("listener_in_place_updated")
+	for _, name := range []string{"total_listeners_warming", "total_filter_chains_draining"} {
 		scope.Gauge(name)
 	}
 	return &ManagerStats{
-		ListenerAdded:         scope.Counter("listener_added"),
-		ListenerCreateSuccess: scope.Counter("listener_create_success"),
-		ListenerCreateFailure: scope.Counter("listener_create_failure"),
-		ListenerStopped:       scope.Counter("listener_stopped"),
-		TotalListenersActive:  scope.Gauge("total_listeners_active"),
-		WorkersStarted:        scope.Gauge("workers_started"),
+		ListenerAdded:          scope.Counter("listener_added"),
+		ListenerModified:       scope.Counter("listener_modified"),
+		ListenerRemoved:        scope.Counter("listener_removed"),
+		ListenerCreateSuccess:  scope.Counter("listener_create_success"),
+		ListenerCreateFailure:  scope.Counter("listener_create_failure"),
+		ListenerStopped:        scope.Counter("listener_stopped"),
+		TotalListenersActive:   scope.Gauge("total_listeners_active"),
+		TotalListenersDraining: scope.Gauge("total_listeners_draining"),
+		WorkersStarted:         scope.Gauge("workers_started"),
 	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"time"
 
@@ -21,13 +22,13 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
 )
 
-// ConfigDump implements admin.ConfigDumpSource for a static-only
-// configuration, as Envoy shows one: the bootstrap, the clusters, the
-// endpoints (with includeEDS, when there is a cluster), the listeners, the
-// scoped routes (always empty), the route configurations inlined in
-// HTTP connection managers, and the secrets, in that order. Nothing
-// arrives through discovery, so every resource is static and no
-// version_info is set. Secrets are not redacted here: the admin redacts
+// ConfigDump implements admin.ConfigDumpSource as Envoy shows a
+// configuration: the bootstrap, the clusters, the endpoints (with
+// includeEDS, when there is a cluster), the listeners (static, then from
+// discovery), the scoped routes (always empty), the route configurations
+// inlined in HTTP connection managers, and the secrets, in that order.
+// Only listeners arrive through discovery; every other resource is static
+// and has no version_info. Secrets are not redacted here: the admin redacts
 // them. Each call builds new messages, which the caller may modify.
 func (s *Server) ConfigDump(includeEDS bool) []proto.Message {
 	// Envoy keeps update times to the millisecond.
@@ -40,10 +41,11 @@ func (s *Server) ConfigDump(includeEDS bool) []proto.Message {
 	if includeEDS && len(res.GetClusters()) > 0 {
 		dumps = append(dumps, endpointsDump(res.GetClusters()))
 	}
+	ld, dynamic := s.listenersDump(res.GetListeners(), loaded)
 	return append(dumps,
-		listenersDump(res.GetListeners(), loaded),
+		ld,
 		&adminv3.ScopedRoutesConfigDump{},
-		routesDump(res.GetListeners(), loaded),
+		routesDump(append(slices.Clip(res.GetListeners()), dynamic...), loaded),
 		secretsDump(res.GetSecrets()),
 	)
 }
@@ -79,17 +81,61 @@ func clustersDump(clusters []*clusterv3.Cluster, loaded *timestamppb.Timestamp) 
 	return d
 }
 
-// listenersDump lists the static listeners as configured.
-func listenersDump(listeners []*listenerv3.Listener, loaded *timestamppb.Timestamp) *adminv3.ListenersConfigDump {
+// listenersDump lists the static listeners as configured, then the ones
+// from discovery as Envoy does: one entry per name, in the order they came,
+// with the listener in service (active_state), a replaced or removed one
+// still draining its connections (draining_state), and the last refused
+// update of that name (error_state). It also returns the configurations of
+// the discovered listeners in service, whose inline routes the routes dump
+// shows.
+func (s *Server) listenersDump(static []*listenerv3.Listener, loaded *timestamppb.Timestamp) (*adminv3.ListenersConfigDump, []*listenerv3.Listener) {
 	d := &adminv3.ListenersConfigDump{}
-	for _, l := range listeners {
+	for _, l := range static {
 		if a := pack(l); a != nil {
 			d.StaticListeners = append(d.StaticListeners, &adminv3.ListenersConfigDump_StaticListener{
 				Listener: a, LastUpdated: loaded,
 			})
 		}
 	}
-	return d
+	s.lset.mu.Lock()
+	defer s.lset.mu.Unlock()
+	if s.lds == nil {
+		return d, nil
+	}
+	d.VersionInfo = s.lset.version
+	byName := map[string]*adminv3.ListenersConfigDump_DynamicListener{}
+	entry := func(name string) *adminv3.ListenersConfigDump_DynamicListener {
+		if e, ok := byName[name]; ok {
+			return e
+		}
+		e := &adminv3.ListenersConfigDump_DynamicListener{Name: name}
+		byName[name] = e
+		d.DynamicListeners = append(d.DynamicListeners, e)
+		return e
+	}
+	var dynamic []*listenerv3.Listener
+	for _, bl := range s.lset.active {
+		if bl.dynamic {
+			entry(bl.Name()).ActiveState = bl.dumpState()
+			dynamic = append(dynamic, bl.config)
+		}
+	}
+	for _, bl := range s.lset.draining {
+		entry(bl.Name()).DrainingState = bl.dumpState()
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.lset.failures)) {
+		entry(name).ErrorState = proto.CloneOf(s.lset.failures[name])
+	}
+	return d, dynamic
+}
+
+// dumpState is a discovered listener's state in the listeners dump.
+func (bl *builtListener) dumpState() *adminv3.ListenersConfigDump_DynamicListenerState {
+	return &adminv3.ListenersConfigDump_DynamicListenerState{
+		VersionInfo: bl.version,
+		Listener:    pack(bl.config),
+		LastUpdated: timestamppb.New(bl.lastUpdated.Truncate(time.Millisecond)),
+	}
 }
 
 // routesDump lists the route configurations inlined in the listeners'

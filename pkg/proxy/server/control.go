@@ -38,7 +38,7 @@ func (s *Server) ReopenLogs() error {
 	if err := s.logs.Reopen(); err != nil {
 		errs = append(errs, fmt.Errorf("reopening the log file: %w", err))
 	}
-	for _, fw := range s.accessLogs {
+	for _, fw := range s.openAccessLogs() {
 		if err := fw.Reopen(); err != nil {
 			errs = append(errs, fmt.Errorf("reopening an access log: %w", err))
 		}

@@ -2,8 +2,6 @@ package server
 
 import (
 	"errors"
-
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 )
 
 // NonGracefulDrainRuntimeKey is Envoy's runtime guard (renamed) that makes
@@ -23,8 +21,11 @@ var errSkipExitNeedsGraceful = errors.New("skip_exit requires graceful")
 //     growing share of responses (all of them with --drain-strategy
 //     immediate) closes its connection (HTTP/1 "Connection: close", HTTP/2
 //     GOAWAY) while the listeners still accept, and at the end of the drain
-//     time they stop, unless skipExit keeps them accepting. A repeat while
-//     the selected listeners are all draining already does nothing;
+//     time the listeners of that direction stop, unless skipExit keeps
+//     them accepting. A repeat while the selected listeners are all
+//     draining already does nothing;
+//   - once listeners are stopped, discovery can no longer add or update a
+//     listener in their direction (see applyListenerUpdate);
 //   - skipExit needs graceful (unless the runtime guard
 //     NonGracefulDrainRuntimeKey is on: then a non-graceful drain also
 //     starts the drain sequence, and skipExit leaves the listeners
@@ -40,21 +41,27 @@ func (s *Server) DrainListeners(inboundOnly, graceful, skipExit bool) error {
 	if skipExit && !graceful && !notify {
 		return errSkipExitNeedsGraceful
 	}
+	scope := stopAll
+	if inboundOnly {
+		scope = stopInbound
+	}
+	s.lset.mu.Lock()
+	defer s.lset.mu.Unlock()
 	var selected []*builtListener
-	for _, bl := range s.listeners {
-		if !inboundOnly || bl.Direction() == corev3.TrafficDirection_INBOUND {
+	for _, bl := range s.lset.active {
+		if scope.covers(bl.Direction()) {
 			selected = append(selected, bl)
 		}
 	}
 	s.log.Info("draining listeners", "inboundonly", inboundOnly, "graceful", graceful, "skip_exit", skipExit, "listeners", len(selected))
 	if !graceful {
-		for _, bl := range selected {
-			if notify {
+		if notify {
+			for _, bl := range selected {
 				bl.Drain().Start()
 			}
-			if !skipExit {
-				bl.Stop()
-			}
+		}
+		if !skipExit {
+			s.stopListenersLocked(scope)
 		}
 		return nil
 	}
@@ -63,12 +70,14 @@ func (s *Server) DrainListeners(inboundOnly, graceful, skipExit bool) error {
 	}
 	for _, bl := range selected {
 		bl.Drain().Start()
-		if !skipExit {
-			bl.Drain().After(func() {
-				bl.Stop()
-				s.log.Info("listener stopped at the end of its drain", "listener", bl.Name())
-			})
-		}
+	}
+	if !skipExit {
+		s.afterLocked(s.opts.DrainTime, func() {
+			s.lset.mu.Lock()
+			defer s.lset.mu.Unlock()
+			s.log.Info("listeners stopped at the end of their drain")
+			s.stopListenersLocked(scope)
+		})
 	}
 	return nil
 }

@@ -82,7 +82,7 @@ func TestDrainListenersSkipExit(t *testing.T) {
 		if err == nil || err.Error() != "skip_exit requires graceful" {
 			t.Fatalf("error = %v, want skip_exit requires graceful", err)
 		}
-		for _, bl := range s.listeners {
+		for _, bl := range s.activeListeners() {
 			if bl.Stopped() || bl.Drain().Draining() {
 				t.Errorf("%s changed by a refused drain", bl.Name())
 			}
@@ -95,7 +95,7 @@ func TestDrainListenersSkipExit(t *testing.T) {
 		if err := s.DrainListeners(false, false, true); err != nil {
 			t.Fatal(err)
 		}
-		for _, bl := range s.listeners {
+		for _, bl := range s.activeListeners() {
 			if bl.Stopped() || !bl.Drain().Draining() {
 				t.Errorf("%s: stopped %v, draining %v; want draining and accepting", bl.Name(), bl.Stopped(), bl.Drain().Draining())
 			}
@@ -106,7 +106,7 @@ func TestDrainListenersSkipExit(t *testing.T) {
 		if err := s.DrainListeners(false, true, true); err != nil {
 			t.Fatal(err)
 		}
-		for _, bl := range s.listeners {
+		for _, bl := range s.activeListeners() {
 			if !bl.Drain().Draining() || !bl.Drain().DrainClose() {
 				t.Errorf("%s is not draining", bl.Name())
 			}
@@ -123,7 +123,7 @@ func TestDrainListenersGraceful(t *testing.T) {
 		if err := s.DrainListeners(true, true, false); err != nil {
 			t.Fatal(err)
 		}
-		in, out := s.listeners[0], s.listeners[1]
+		in, out := s.activeListeners()[0], s.activeListeners()[1]
 		waitUntil(t, "the inbound listener to stop", in.Stopped)
 		if !in.Drain().Draining() || out.Drain().Draining() || out.Stopped() {
 			t.Errorf("inbound draining %v; outbound draining %v, stopped %v; want only the inbound one drained",
@@ -141,7 +141,7 @@ func TestDrainListenersGraceful(t *testing.T) {
 		if err := s.DrainListeners(true, true, false); err != nil {
 			t.Fatal(err)
 		}
-		for _, bl := range s.listeners {
+		for _, bl := range s.activeListeners() {
 			if !bl.Drain().Draining() {
 				t.Errorf("%s is not draining", bl.Name())
 			}
@@ -158,7 +158,7 @@ func TestDrainListenersGraceful(t *testing.T) {
 func TestHealthChecksFailed(t *testing.T) {
 	s := startListenerServer(t, twoDirections(""))
 	s.life.setPhase(phaseInitialized)
-	drain := s.listeners[0].Drain()
+	drain := s.activeListeners()[0].Drain()
 	steps := []struct {
 		name string
 		do   func()

@@ -1,11 +1,11 @@
 package server
 
 import (
-	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -22,14 +22,20 @@ import (
 type builtListener struct {
 	*listener.Listener
 	managers []*httpconn.Manager
+	// config is the listener's configuration, its name filled in.
+	config *listenerv3.Listener
+	// dynamic is set for listeners from discovery, with the version_info
+	// of the update that added them and when it was applied.
+	dynamic     bool
+	version     string
+	lastUpdated time.Time
 }
 
 // buildListeners turns static listeners into unbound listeners. The
 // bootstrap was validated already (supported fields and extensions);
 // errors here are the ones only building reveals, one per problem, each
 // with its configuration path.
-func (s *Server) buildListeners(cfgs []*listenerv3.Listener) ([]*builtListener, error) {
-	manager := listener.NewManagerStats(s.stats)
+func (s *Server) buildListeners(cfgs []*listenerv3.Listener, manager *listener.ManagerStats) ([]*builtListener, error) {
 	var out []*builtListener
 	var errs []error
 	addrs := map[string]string{}
@@ -78,7 +84,7 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 		lc = proto.CloneOf(lc)
 		lc.Name = randomUUID()
 	}
-	bl := &builtListener{}
+	bl := &builtListener{config: lc}
 	scope := listener.StatScope(lc)
 	l, err := listener.Build(lc, listener.Deps{
 		Stats:   s.stats,
@@ -157,7 +163,7 @@ func (bl *builtListener) closeFilters() {
 // Loggers naming the same file share one writer, so their lines never
 // interleave mid-line.
 func (s *Server) openAccessLog(path string) (io.Writer, error) {
-	for _, fw := range s.accessLogs {
+	for _, fw := range s.openAccessLogs() {
 		if fw.Path() == path {
 			return fw, nil
 		}
@@ -169,12 +175,13 @@ func (s *Server) openAccessLog(path string) (io.Writer, error) {
 	return fw, nil
 }
 
-// Listeners returns the listeners and the addresses they listen on (the
-// OS-chosen port where the configuration said 0). Stopped listeners are
-// still listed, as in Envoy. It implements admin.ListenerSource.
+// Listeners returns the listeners in service and the addresses they
+// listen on (the OS-chosen port where the configuration said 0). Stopped
+// listeners are still listed, as in Envoy; listeners that discovery
+// removed are not. It implements admin.ListenerSource.
 func (s *Server) Listeners() *adminv3.Listeners {
 	out := &adminv3.Listeners{}
-	for _, bl := range s.listeners {
+	for _, bl := range s.activeListeners() {
 		addrs := bl.Addresses()
 		out.ListenerStatuses = append(out.ListenerStatuses, &adminv3.ListenerStatus{
 			Name:                     bl.Name(),
@@ -192,38 +199,4 @@ func randomUUID() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
-
-// activeConnections sums the open downstream connections of every
-// listener, for server.total_connections.
-func (s *Server) activeConnections() int64 {
-	var n int64
-	for _, bl := range s.listeners {
-		n += bl.ActiveConnections()
-	}
-	return n
-}
-
-// closeListeners stops every listener from accepting, then closes their
-// network filters gracefully: requests in flight complete and their
-// responses close the connections (the server now fails health checks);
-// whatever is still open after shutdownGrace is cut.
-func (s *Server) closeListeners() {
-	for _, bl := range s.listeners {
-		bl.Close()
-	}
-	// Close starts every manager's graceful close at once, so the grace
-	// period is shared rather than spent manager after manager.
-	for _, bl := range s.listeners {
-		bl.closeFilters()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	for _, bl := range s.listeners {
-		for _, m := range bl.managers {
-			if err := m.Shutdown(ctx); err != nil {
-				s.log.Info("connections cut at the end of the shutdown grace period", "listener", bl.Name())
-			}
-		}
-	}
 }

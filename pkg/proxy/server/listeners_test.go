@@ -106,7 +106,7 @@ func fetch(t *testing.T, addr, path string) (int, string, error) {
 // listenerAddr returns the bound address of the named listener.
 func listenerAddr(t *testing.T, s *Server, name string) string {
 	t.Helper()
-	for _, bl := range s.listeners {
+	for _, bl := range s.activeListeners() {
 		if bl.Name() == name {
 			return bl.Addr().String()
 		}

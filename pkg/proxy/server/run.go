@@ -150,34 +150,52 @@ func (s *Server) startAdmin(h http.Handler) (*http.Server, error) {
 	return srv, nil
 }
 
-// startListeners binds every listener before serving any, so a port clash
-// fails start-up without a half-started server (shutdown then closes the
-// ones bound), starts their network filters and workers, and feeds
-// server.total_connections.
+// startListeners binds every static listener before serving any, so a
+// port clash fails start-up without a half-started server (shutdown then
+// closes the ones bound), starts their network filters and workers, and
+// feeds server.total_connections. Then the listeners from discovery are
+// read and started: like Envoy's first LDS fetch, this happens before the
+// server is LIVE.
 func (s *Server) startListeners() error {
-	for _, bl := range s.listeners {
+	s.lset.mu.Lock()
+	for _, bl := range s.lset.active {
 		if err := bl.Bind(); err != nil {
+			s.lset.mu.Unlock()
 			return err
 		}
 	}
-	for _, bl := range s.listeners {
-		go func() { _ = bl.Serve() }() // returns nil once the listener stops
-		var addrs []string
-		for _, a := range bl.Addresses() {
-			addrs = append(addrs, listener.AddressString(a.GetSocketAddress()))
-		}
-		s.log.Info("listener started", "listener", bl.Name(), "address", strings.Join(addrs, ","),
-			"workers", s.opts.Concurrency, "direction", bl.Direction().String())
+	for _, bl := range s.lset.active {
+		s.serve(bl)
 	}
-	listener.NewManagerStats(s.stats).WorkersStarted.Set(1)
+	s.lset.mu.Unlock()
+	s.lset.stats.WorkersStarted.Set(1)
 	s.AddConnectionSource(s.activeConnections)
+	if s.lds != nil {
+		if err := s.lds.Start(); err != nil {
+			return fmt.Errorf("listener discovery: %w", err)
+		}
+	}
 	return nil
+}
+
+// serve starts a bound listener's workers.
+func (s *Server) serve(bl *builtListener) {
+	go func() { _ = bl.Serve() }() // returns nil once the listener stops
+	var addrs []string
+	for _, a := range bl.Addresses() {
+		addrs = append(addrs, listener.AddressString(a.GetSocketAddress()))
+	}
+	s.log.Info("listener started", "listener", bl.Name(), "address", strings.Join(addrs, ","),
+		"workers", s.opts.Concurrency, "direction", bl.Direction().String())
 }
 
 // shutdown stops accepting, lets admin responses in flight finish (within
 // shutdownGrace), and flushes every log.
 func (s *Server) shutdown(adminSrv *http.Server) {
 	s.life.startShutdown()
+	if s.lds != nil {
+		_ = s.lds.Close() // no update may add a listener while they close
+	}
 	s.closeListeners()
 	s.clusters.Close() // after the listeners: no request needs an upstream any more
 	// The last flush, and the end of the dashboard streams, which would
@@ -190,7 +208,7 @@ func (s *Server) shutdown(adminSrv *http.Server) {
 		}
 		cancel()
 	}
-	for _, fw := range s.accessLogs {
+	for _, fw := range s.openAccessLogs() {
 		_ = fw.Close()
 	}
 	s.log.Info("exiting")

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,10 +21,12 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/cluster"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/options"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/xds"
 )
 
 // DefaultProfilePath is where the profilers write when the bootstrap's
@@ -60,11 +63,14 @@ type Server struct {
 	runtime *runtime.Runtime
 	life    *lifecycle
 
-	clusters  *cluster.Manager // built before the listeners, whose routes use it
-	listeners []*builtListener
+	clusters *cluster.Manager      // built before the listeners, whose routes use it
+	lset     listenerSet           // the listeners, static and discovered (listener_set.go)
+	lds      *xds.FileSubscription // listeners from a file; nil without dynamic_resources
 
 	// Access logs, the admin's and the listeners', reopened with the
-	// application log and closed (flushed) at shutdown.
+	// application log and closed (flushed) at shutdown. Listeners from
+	// discovery open theirs while the server runs, hence the lock.
+	logMu      sync.Mutex
 	accessLogs []*logging.FileWriter
 
 	quitOnce sync.Once
@@ -102,10 +108,18 @@ func New(cfg Config) (*Server, error) {
 	clusters, err := cluster.NewManager(cfg.Bootstrap.GetStaticResources().GetClusters(), cluster.Options{Stats: s.stats, Now: now})
 	errs = append(errs, err)
 	s.clusters = clusters
-	listeners, err := s.buildListeners(cfg.Bootstrap.GetStaticResources().GetListeners())
+	s.lset.stats = listener.NewManagerStats(s.stats)
+	listeners, err := s.buildListeners(cfg.Bootstrap.GetStaticResources().GetListeners(), s.lset.stats)
 	errs = append(errs, err)
-	s.listeners = listeners
+	s.lset.active = listeners
+	for range listeners {
+		s.lset.stats.ListenerAdded.Inc()
+		s.lset.stats.TotalListenersActive.Inc()
+	}
 	errs = append(errs, s.initStats(cfg))
+	lds, err := s.newListenerDiscovery(cfg.Bootstrap.GetDynamicResources())
+	errs = append(errs, err)
+	s.lds = lds
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -186,8 +200,17 @@ func (s *Server) openLogFile(path string) (*logging.FileWriter, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
 	s.accessLogs = append(s.accessLogs, fw)
 	return fw, nil
+}
+
+// openAccessLogs returns the access logs opened so far.
+func (s *Server) openAccessLogs() []*logging.FileWriter {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	return slices.Clone(s.accessLogs)
 }
 
 // Quit starts a clean shutdown; Run returns soon after. It implements

@@ -1,0 +1,68 @@
+package bootstrap
+
+import "testing"
+
+func TestValidateDynamicResources(t *testing.T) {
+	runValidateCases(t, map[string]validateCase{
+		"lds from a path_config_source": {
+			overlay: `dynamic_resources: {lds_config: {resource_api_version: V3, initial_fetch_timeout: 5s, path_config_source: {path: /etc/outrigger/lds.yaml, watched_directory: {path: /etc/outrigger}}}}`,
+		},
+		"lds from the deprecated path": {
+			overlay: `dynamic_resources: {lds_config: {path: /etc/outrigger/lds.yaml}}`,
+		},
+		"resource_api_version AUTO": {
+			overlay: `dynamic_resources: {lds_config: {resource_api_version: AUTO, path_config_source: {path: /etc/outrigger/lds.yaml}}}`,
+		},
+		"empty dynamic_resources": {
+			overlay: `dynamic_resources: {}`,
+		},
+		"resource_api_version V2": {
+			overlay: `dynamic_resources: {lds_config: {resource_api_version: V2, path_config_source: {path: /lds.yaml}}}`,
+			want:    []string{"dynamic_resources.lds_config.resource_api_version: V2 is not supported by Outrigger (supported: AUTO, V3)"},
+		},
+		"no config source": {
+			overlay: `dynamic_resources: {lds_config: {resource_api_version: V3}}`,
+			want: []string{
+				"dynamic_resources.lds_config.config_source_specifier: value is required",
+				"dynamic_resources.lds_config: a path_config_source (or path) is required: Outrigger reads dynamic resources from a file only",
+			},
+		},
+		"empty deprecated path": {
+			overlay: `dynamic_resources: {lds_config: {path: ""}}`,
+			want:    []string{"dynamic_resources.lds_config.path: must not be empty"},
+		},
+		"empty path_config_source path": {
+			overlay: `dynamic_resources: {lds_config: {path_config_source: {path: "", watched_directory: {path: ""}}}}`,
+			want: []string{
+				"dynamic_resources.lds_config.path_config_source.path: value length must be at least 1 runes",
+				"dynamic_resources.lds_config.path_config_source.watched_directory.path: value length must be at least 1 runes",
+			},
+		},
+		"ads source": {
+			overlay: `dynamic_resources: {lds_config: {ads: {}}}`,
+			want: []string{
+				"dynamic_resources.lds_config.ads: not supported by Outrigger",
+				"dynamic_resources.lds_config: a path_config_source (or path) is required: Outrigger reads dynamic resources from a file only",
+			},
+		},
+		"grpc source": {
+			overlay: `dynamic_resources: {lds_config: {api_config_source: {api_type: GRPC, grpc_services: [{envoy_grpc: {cluster_name: xds}}]}}}`,
+			want: []string{
+				"dynamic_resources.lds_config.api_config_source: not supported by Outrigger",
+				"dynamic_resources.lds_config: a path_config_source (or path) is required: Outrigger reads dynamic resources from a file only",
+			},
+		},
+		"polled file": {
+			overlay: `dynamic_resources: {lds_config: {path_config_source: {path: /lds.yaml, poll_interval: 1s}}}`,
+			want:    []string{"dynamic_resources.lds_config.path_config_source.poll_interval: not supported by Outrigger"},
+		},
+		"other discovery services": {
+			overlay: `dynamic_resources: {cds_config: {path: /cds.yaml}, ads_config: {api_type: GRPC}, lds_resources_locator: "xdstp://x/envoy.config.listener.v3.Listener/*"}`,
+			want: []string{
+				"dynamic_resources.lds_resources_locator: not supported by Outrigger",
+				"dynamic_resources.cds_config: not supported by Outrigger",
+				"dynamic_resources.ads_config: not supported by Outrigger",
+			},
+		},
+	})
+}

@@ -1,0 +1,24 @@
+package bootstrap
+
+import "google.golang.org/protobuf/reflect/protoreflect"
+
+// supportedDynamic lists the dynamic_resources fields Outrigger implements
+// (see supportedCore): listeners discovered from a file (LDS over a
+// filesystem subscription). Every other config source (gRPC, REST, ADS,
+// self) and every other discovery service stay refused with their path.
+// ConfigSource rows are shared by whatever field holds a ConfigSource; the
+// semantic check of each such field requires the file source it supports.
+var supportedDynamic = map[protoreflect.FullName]fieldSupport{
+	// Bootstrap.
+	"envoy.config.bootstrap.v3.Bootstrap.dynamic_resources":           {},
+	"envoy.config.bootstrap.v3.Bootstrap.DynamicResources.lds_config": {},
+
+	// Config sources: a file, read at start and re-read when replaced.
+	"envoy.config.core.v3.ConfigSource.path_config_source":    {},
+	"envoy.config.core.v3.ConfigSource.path":                  {},
+	"envoy.config.core.v3.ConfigSource.resource_api_version":  {values: []string{"AUTO", "V3"}},
+	"envoy.config.core.v3.ConfigSource.initial_fetch_timeout": {},
+	"envoy.config.core.v3.PathConfigSource.path":              {},
+	"envoy.config.core.v3.PathConfigSource.watched_directory": {},
+	"envoy.config.core.v3.WatchedDirectory.path":              {},
+}

@@ -1,0 +1,223 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/xds"
+)
+
+// newListenerDiscovery sets up listener discovery from the file named by
+// dynamic_resources.lds_config, or returns nil when there is none. Nothing
+// is read before Run starts the subscription; the file must exist already.
+func (s *Server) newListenerDiscovery(dr *bootstrapv3.Bootstrap_DynamicResources) (*xds.FileSubscription, error) {
+	lds := dr.GetLdsConfig()
+	if lds == nil {
+		return nil, nil
+	}
+	path, field := lds.GetPathConfigSource().GetPath(), "dynamic_resources.lds_config.path_config_source.path"
+	if path == "" {
+		//lint:ignore SA1019 Envoy still accepts the deprecated ConfigSource.path
+		path, field = lds.GetPath(), "dynamic_resources.lds_config.path"
+	}
+	unknown := xds.UnknownWarn
+	switch {
+	case s.opts.RejectUnknownDynamicFields:
+		unknown = xds.UnknownReject
+	case s.opts.IgnoreUnknownDynamicFields:
+		unknown = xds.UnknownIgnore
+	}
+	s.lset.failures = map[string]*adminv3.UpdateFailureState{}
+	sub, err := xds.NewFileSubscription(xds.FileOptions{
+		Path:             path,
+		WatchedDirectory: lds.GetPathConfigSource().GetWatchedDirectory().GetPath(),
+		TypeURL:          xds.ListenerTypeURL,
+		Stats:            s.stats.Scope("listener_manager.lds."),
+		Log:              s.logs.Logger("config"),
+		Unknown:          unknown,
+		UnknownCounter:   s.stats.Counter("server.dynamic_unknown_fields"),
+		Now:              s.now,
+	}, s.applyListenerUpdate)
+	var dirErr *xds.WatchedDirectoryError
+	if errors.As(err, &dirErr) {
+		field = "dynamic_resources.lds_config.path_config_source.watched_directory.path"
+	}
+	if err != nil {
+		return nil, &bootstrap.FieldError{Path: field, Reason: err.Error()}
+	}
+	return sub, nil
+}
+
+// applyListenerUpdate applies one listener discovery update, the whole
+// set of listeners discovery wants, as Envoy's LDS does:
+//
+//   - listeners from discovery that the update no longer names are removed
+//     (retired: they stop accepting and their connections drain);
+//   - a new name adds a listener; a changed listener replaces the old one,
+//     taking its sockets over where the address is unchanged, while the
+//     old one drains its connections; an unchanged one is left alone;
+//   - a static listener cannot be changed by discovery, and while
+//     /drain_listeners has stopped a traffic direction, listeners in that
+//     direction are neither added nor updated: those are skipped, with a
+//     warning, and the rest of the update applies;
+//   - a listener that fails (validation, a clashing address, a bind) is
+//     reported in /config_dump's error_state, and the update as a whole is
+//     then rejected, after the others were applied.
+//
+// It runs on the subscription's goroutine, one update at a time.
+func (s *Server) applyListenerUpdate(u xds.Update) error {
+	var lcs []*listenerv3.Listener
+	names := map[string]bool{}
+	for i, r := range u.Resources {
+		lc, ok := r.(*listenerv3.Listener)
+		if !ok {
+			return fmt.Errorf("resources[%d]: %s is not a listener", i, r.ProtoReflect().Descriptor().FullName())
+		}
+		switch name := lc.GetName(); {
+		case name == "":
+			return fmt.Errorf("resources[%d].name: a listener from discovery needs a name", i)
+		case names[name]:
+			return fmt.Errorf("duplicate listener %s found", name)
+		default:
+			names[name] = true
+		}
+		lcs = append(lcs, lc)
+	}
+	now := s.now()
+	log := s.logs.Logger("upstream")
+
+	s.lset.mu.Lock()
+	defer s.lset.mu.Unlock()
+	if s.lset.closed {
+		return errors.New("the server is shutting down")
+	}
+	s.lset.version = u.VersionInfo
+	clear(s.lset.failures)
+	// Removals first, so that a listener taking over a removed one's
+	// address finds it free.
+	kept := make([]*builtListener, 0, len(s.lset.active))
+	for _, bl := range s.lset.active {
+		if bl.dynamic && !names[bl.Name()] {
+			log.Info("lds: remove listener", "listener", bl.Name())
+			s.lset.stats.ListenerRemoved.Inc()
+			s.retireLocked(bl)
+			continue
+		}
+		kept = append(kept, bl)
+	}
+	s.lset.active = kept
+
+	var failed []string
+	for _, lc := range lcs {
+		if err := s.addOrUpdateLocked(lc, u.VersionInfo, now); err != nil {
+			details := strings.ReplaceAll(err.Error(), "\n", "; ")
+			failed = append(failed, lc.GetName()+": "+details)
+			s.lset.failures[lc.GetName()] = &adminv3.UpdateFailureState{
+				FailedConfiguration: pack(lc),
+				LastUpdateAttempt:   timestamppb.New(now.Truncate(time.Millisecond)),
+				Details:             details,
+				VersionInfo:         u.VersionInfo,
+			}
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("error adding/updating listener(s) %s", strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+// addOrUpdateLocked adds one listener from discovery, or replaces the one
+// of that name. Skipped listeners (unchanged, static, or in a stopped
+// direction) are not errors. s.lset.mu is held.
+func (s *Server) addOrUpdateLocked(lc *listenerv3.Listener, version string, now time.Time) error {
+	log := s.logs.Logger("upstream")
+	name := lc.GetName()
+	i := slices.IndexFunc(s.lset.active, func(bl *builtListener) bool { return bl.Name() == name })
+	var old *builtListener
+	if i >= 0 {
+		old = s.lset.active[i]
+		switch {
+		case !old.dynamic:
+			logging.Warning(log, "lds: a static listener cannot be updated by discovery; skipped", "listener", name)
+			return nil
+		case proto.Equal(old.config, lc):
+			return nil
+		}
+	}
+	if s.lset.stopped.covers(lc.GetTrafficDirection()) {
+		logging.Warning(log, "lds: listener not added or updated: /drain_listeners stopped the listeners of its traffic direction",
+			"listener", name, "direction", lc.GetTrafficDirection().String())
+		return nil
+	}
+	if err := bootstrap.ValidateListener(lc, s.ext); err != nil {
+		return err
+	}
+	if err := s.checkAddressesLocked(lc); err != nil {
+		return err
+	}
+	bl, err := s.buildListener(lc, s.lset.stats)
+	if err != nil {
+		return err
+	}
+	bl.dynamic, bl.version, bl.lastUpdated = true, version, now
+	if old != nil {
+		err = bl.BindFrom(old.Listener)
+	} else {
+		err = bl.Bind()
+	}
+	if err != nil {
+		bl.closeFilters()
+		return err
+	}
+	s.serve(bl)
+	s.lset.stats.TotalListenersActive.Inc()
+	if old == nil {
+		log.Info("lds: add listener", "listener", name)
+		s.lset.stats.ListenerAdded.Inc()
+		s.lset.active = append(s.lset.active, bl)
+		return nil
+	}
+	log.Info("lds: update listener", "listener", name)
+	s.lset.stats.ListenerModified.Inc()
+	s.lset.active[i] = bl
+	s.retireLocked(old)
+	return nil
+}
+
+// checkAddressesLocked refuses a listener whose address (a fixed port) is
+// one another listener in service is bound to: with SO_REUSEPORT on both
+// sockets the kernel would silently share the connections between them.
+// s.lset.mu is held.
+func (s *Server) checkAddressesLocked(lc *listenerv3.Listener) error {
+	taken := map[string]string{}
+	for _, bl := range s.lset.active {
+		if bl.Name() == lc.GetName() || bl.Stopped() {
+			continue
+		}
+		for _, a := range bl.Addresses() {
+			taken[listener.AddressString(a.GetSocketAddress())] = bl.Name()
+		}
+	}
+	addrs := []string{listener.AddressString(lc.GetAddress().GetSocketAddress())}
+	for _, aa := range lc.GetAdditionalAddresses() {
+		addrs = append(addrs, listener.AddressString(aa.GetAddress().GetSocketAddress()))
+	}
+	for _, a := range addrs {
+		if other, ok := taken[a]; ok {
+			return fmt.Errorf("error adding listener: '%s' has duplicate address '%s' as existing listener '%s'", lc.GetName(), a, other)
+		}
+	}
+	return nil
+}

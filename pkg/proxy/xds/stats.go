@@ -1,0 +1,39 @@
+package xds
+
+import "github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+
+// subscriptionStats are Envoy's SubscriptionStats, with Envoy's names, so
+// dashboards built for Envoy's listener_manager.lds.* stats work unchanged.
+type subscriptionStats struct {
+	// initFetchTimeout stays at zero: the file is read synchronously at
+	// start, so the initial fetch cannot time out. It exists for
+	// dashboards that expect it.
+	initFetchTimeout *stats.Counter
+	updateAttempt    *stats.Counter
+	updateSuccess    *stats.Counter
+	updateFailure    *stats.Counter
+	updateRejected   *stats.Counter
+	// updateTime is the time of the last accepted update, in milliseconds
+	// since the epoch.
+	updateTime *stats.Gauge
+	// version is the xxHash64 of the last accepted version_info.
+	version        *stats.Gauge
+	versionText    *stats.TextReadout
+	updateDuration *stats.Histogram
+}
+
+// newSubscriptionStats creates the stats in sc, so that they are listed
+// (at zero) from the start.
+func newSubscriptionStats(sc stats.Scope) subscriptionStats {
+	return subscriptionStats{
+		initFetchTimeout: sc.Counter("init_fetch_timeout"),
+		updateAttempt:    sc.Counter("update_attempt"),
+		updateSuccess:    sc.Counter("update_success"),
+		updateFailure:    sc.Counter("update_failure"),
+		updateRejected:   sc.Counter("update_rejected"),
+		updateTime:       sc.Gauge("update_time"),
+		version:          sc.Gauge("version"),
+		versionText:      sc.TextReadout("version_text"),
+		updateDuration:   sc.Histogram("update_duration", stats.UnitMilliseconds),
+	}
+}
