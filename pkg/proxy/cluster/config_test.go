@@ -188,6 +188,37 @@ func TestNewManagerErrors(t *testing.T) {
       auto_config: {}`,
 			want: []string{`static_resources.clusters[0].typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]: explicit_http_config is required (use_downstream_protocol_config and auto_config are not supported by Outrigger)`},
 		},
+		"client-only protocol options": {
+			yaml: `
+- name: a
+  typed_extension_protocol_options:
+    envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+      "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+      common_http_protocol_options: {max_headers_count: 50}
+      explicit_http_config: {http2_protocol_options: {max_concurrent_streams: 10, initial_stream_window_size: 65536}}`,
+			want: []string{
+				`static_resources.clusters[0].typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"].common_http_protocol_options.max_headers_count: not supported by Outrigger on a cluster (it applies to client connections only)`,
+				`static_resources.clusters[0].typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"].explicit_http_config.http2_protocol_options.initial_stream_window_size: not supported by Outrigger on a cluster (it applies to client connections only)`,
+				`static_resources.clusters[0].typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"].explicit_http_config.http2_protocol_options.max_concurrent_streams: not supported by Outrigger on a cluster (it applies to client connections only)`,
+			},
+		},
+		"client-only limits in the cluster's own HTTP/2 options": {
+			yaml: `
+- name: a
+  http2_protocol_options: {initial_connection_window_size: 1048576}`,
+			want: []string{"static_resources.clusters[0].http2_protocol_options.initial_connection_window_size: not supported by Outrigger on a cluster (it applies to client connections only)"},
+		},
+		"client-only HTTP/1 options": {
+			yaml: `
+- name: a
+  typed_extension_protocol_options:
+    envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+      "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+      explicit_http_config: {http_protocol_options: {accept_http_10: true}}`,
+			want: []string{
+				`static_resources.clusters[0].typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"].explicit_http_config.http_protocol_options.accept_http_10: not supported by Outrigger on a cluster (it applies to client connections only)`,
+			},
+		},
 		"both HTTP/2 settings": {
 			yaml: `
 - name: a

@@ -1,9 +1,12 @@
 package cluster
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/proto"
 )
@@ -42,6 +45,8 @@ func buildProtocol(c *clusterv3.Cluster) (protocolSettings, []error) {
 	//lint:ignore SA1019 the v3 API still carries the cluster-level HTTP/2 options, and configurations use them
 	legacyHTTP2 := c.GetHttp2ProtocolOptions() != nil
 	ps.http2 = legacyHTTP2
+	//lint:ignore SA1019 as above
+	errs = append(errs, downstreamOnlyHTTP2Fields(c.GetHttp2ProtocolOptions(), "http2_protocol_options")...)
 	for _, key := range sortedKeys(c.GetTypedExtensionProtocolOptions()) {
 		path := `typed_extension_protocol_options["` + key + `"]`
 		if !httpOptionsKeys[key] {
@@ -72,6 +77,7 @@ func buildProtocol(c *clusterv3.Cluster) (protocolSettings, []error) {
 		default:
 			errs = append(errs, configErrorf(path+".explicit_http_config", "http_protocol_options or http2_protocol_options is required (HTTP/3 is not supported by Outrigger)"))
 		}
+		errs = append(errs, downstreamOnlyFields(&opts, path)...)
 		common := opts.GetCommonHttpProtocolOptions()
 		if t := common.GetIdleTimeout(); t != nil {
 			// Validation guarantees a valid duration; 0 disables the
@@ -81,4 +87,42 @@ func buildProtocol(c *clusterv3.Cluster) (protocolSettings, []error) {
 		ps.maxRequestsPerConn = orDefault(common.GetMaxRequestsPerConnection(), 0)
 	}
 	return ps, errs
+}
+
+// downstreamOnlyFields refuses the protocol option fields that Outrigger
+// implements for clients only: the messages are shared with the HTTP
+// connection manager, whose support the validator checks by field, so
+// without this they would be accepted on a cluster and do nothing there.
+func downstreamOnlyFields(opts *httpv3.HttpProtocolOptions, path string) []error {
+	var errs []error
+	refuse := func(set bool, field string) {
+		if set {
+			errs = append(errs, configErrorf(path+"."+field, "not supported by Outrigger on a cluster (it applies to client connections only)"))
+		}
+	}
+	common := opts.GetCommonHttpProtocolOptions()
+	refuse(common.GetMaxHeadersCount() != nil, "common_http_protocol_options.max_headers_count")
+	h1 := opts.GetExplicitHttpConfig().GetHttpProtocolOptions()
+	refuse(h1.GetAcceptHttp_10(), "explicit_http_config.http_protocol_options.accept_http_10")
+	refuse(h1.GetDefaultHostForHttp_10() != "", "explicit_http_config.http_protocol_options.default_host_for_http_10")
+	errs = append(errs, downstreamOnlyHTTP2Fields(opts.GetExplicitHttpConfig().GetHttp2ProtocolOptions(), path+".explicit_http_config.http2_protocol_options")...)
+	return errs
+}
+
+// downstreamOnlyHTTP2Fields refuses the HTTP/2 limits Outrigger applies to
+// client connections only (see downstreamOnlyFields): the upstream HTTP/2
+// transport keeps its own.
+func downstreamOnlyHTTP2Fields(h2 *corev3.Http2ProtocolOptions, path string) []error {
+	var errs []error
+	for field, set := range map[string]bool{
+		"max_concurrent_streams":         h2.GetMaxConcurrentStreams() != nil,
+		"initial_stream_window_size":     h2.GetInitialStreamWindowSize() != nil,
+		"initial_connection_window_size": h2.GetInitialConnectionWindowSize() != nil,
+	} {
+		if set {
+			errs = append(errs, configErrorf(path+"."+field, "not supported by Outrigger on a cluster (it applies to client connections only)"))
+		}
+	}
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return errs
 }
