@@ -159,16 +159,9 @@ func (bl *builtListener) closeFilters() {
 	}
 }
 
-// openAccessLog opens a listener's file access log (see openLogFile).
-// Loggers naming the same file share one writer, so their lines never
-// interleave mid-line.
+// openAccessLog opens a listener's file access log (see sharedLogFile).
 func (s *Server) openAccessLog(path string) (io.Writer, error) {
-	for _, fw := range s.openAccessLogs() {
-		if fw.Path() == path {
-			return fw, nil
-		}
-	}
-	fw, err := s.openLogFile(path)
+	fw, err := s.sharedLogFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("opening access log: %w", err)
 	}

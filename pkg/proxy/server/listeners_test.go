@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
@@ -244,6 +246,12 @@ func TestListenerAccessLogsShareAndReopen(t *testing.T) {
 	}
 	if w1 != w2 || len(s.accessLogs) != 1 {
 		t.Fatalf("two loggers of one file got %d writers", len(s.accessLogs))
+	}
+	// The admin's access log on that file shares the writer too.
+	//lint:ignore SA1019 the spec names admin.access_log_path
+	s.boot.Admin = &bootstrapv3.Admin{AccessLogPath: path}
+	if w3, err := s.AdminAccessLog(); err != nil || w3 != w1 || len(s.accessLogs) != 1 {
+		t.Fatalf("the admin access log on the listeners' file: %v, %d writers", err, len(s.accessLogs))
 	}
 	if _, err := io.WriteString(w1, "before\n"); err != nil {
 		t.Fatal(err)

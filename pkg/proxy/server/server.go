@@ -164,7 +164,7 @@ func (s *Server) AdminAccessLog() (io.Writer, error) {
 	}
 	var writers []io.Writer
 	for _, p := range paths {
-		fw, err := s.openLogFile(p)
+		fw, err := s.sharedLogFile(p)
 		if err != nil {
 			return nil, fmt.Errorf("opening admin access log: %w", err)
 		}
@@ -193,15 +193,22 @@ func fileAccessLogPath(al *accesslogv3.AccessLog) (string, error) {
 	return file.GetPath(), nil
 }
 
-// openLogFile opens an access log file, buffered and flushed every
+// sharedLogFile opens an access log file, buffered and flushed every
 // --file-flush-interval-msec, and keeps it for ReopenLogs and shutdown.
-func (s *Server) openLogFile(path string) (*logging.FileWriter, error) {
+// Loggers naming the same file, the admin's and the listeners', share one
+// writer, so that their lines never interleave mid-line.
+func (s *Server) sharedLogFile(path string) (*logging.FileWriter, error) {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	for _, fw := range s.accessLogs {
+		if fw.Path() == path {
+			return fw, nil
+		}
+	}
 	fw, err := logging.OpenFile(path, s.opts.FileFlushInterval, int(s.opts.FileFlushMinSizeKB)*1024)
 	if err != nil {
 		return nil, err
 	}
-	s.logMu.Lock()
-	defer s.logMu.Unlock()
 	s.accessLogs = append(s.accessLogs, fw)
 	return fw, nil
 }
