@@ -12,7 +12,7 @@ BUILDFLAGS := -buildvcs=auto
 CONFIG ?= examples/quickstart.yaml
 
 .PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers lint fmt clean \
-	manifests generate check-manifests test-cluster
+	manifests generate check-manifests test-cluster helm test-chart chart-crds
 
 all: build
 
@@ -22,7 +22,7 @@ build:
 run: build
 	$(BIN)/sidecar -c $(CONFIG)
 
-test: lint check-manifests test-assets test-unit test-e2e test-cluster
+test: lint check-manifests test-assets test-unit test-e2e test-cluster test-chart
 
 test-unit:
 	$(GO) test -count=1 ./pkg/... ./cmd/...
@@ -39,11 +39,20 @@ test-assets:
 # controller-gen, pinned by go.mod's tool directive.
 CONTROLLER_GEN := $(GO) tool controller-gen
 
-# The CRDs (config/crd/bases) and the controller's RBAC role (config/rbac)
-# from the markers in pkg/apis and pkg/controller.
+# The CRDs (config/crd/bases), the controller's RBAC role (config/rbac) and
+# the injection webhook's configuration (config/webhook) from the markers in
+# pkg/apis and pkg/controller.
 manifests:
 	$(CONTROLLER_GEN) crd paths=./pkg/apis/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=outrigger-controller paths=./pkg/controller/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) webhook paths=./pkg/controller/inject/... output:webhook:artifacts:config=config/webhook
+	$(MAKE) --no-print-directory chart-crds
+
+# The Helm chart ships the CRDs as they are in config/crd/bases (helm installs
+# crds/ before the templates).
+chart-crds:
+	rm -f charts/outrigger/crds/*.yaml
+	cp config/crd/bases/*.yaml charts/outrigger/crds/
 
 # The API types' deepcopy code.
 generate:
@@ -59,6 +68,17 @@ test-cluster: build test-assets
 	$(GO) build $(BUILDFLAGS) -o $(BIN)/controller ./cmd/controller
 	KUBEBUILDER_ASSETS=$(BIN)/test-assets SIDECAR_BIN=$(BIN)/sidecar CONTROLLER_BIN=$(BIN)/controller \
 		$(GO) test -count=1 -timeout 15m ./test/e2e/cluster/... -ginkgo.v=false
+
+# helm v3, pinned in hack/helm.sh, built from its Go module into bin/tools/helm
+# (skipped when already built).
+helm:
+	GO="$(GO)" hack/helm.sh >/dev/null
+
+# The Helm chart: helm lint, the rendered manifests against golden files, the
+# ClusterRole and CRDs against config/, and every rendered object created
+# through a real kube-apiserver.
+test-chart: helm test-assets
+	HELM=$(TOOLS)/helm KUBEBUILDER_ASSETS=$(BIN)/test-assets $(GO) test -count=1 -timeout 5m ./test/chart/...
 
 # Go benchmarks, then the traffic benchmark beside haproxy and nginx
 # (../shared/bench/peers.sh; it installs nginx, haproxy, wrk and h2load from

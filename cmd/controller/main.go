@@ -4,12 +4,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
@@ -23,10 +25,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/outrigger-dev/outrigger/pkg/apis/proxy/v1alpha1"
 	"github.com/outrigger-dev/outrigger/pkg/controller"
 	"github.com/outrigger-dev/outrigger/pkg/controller/adminclient"
+	"github.com/outrigger-dev/outrigger/pkg/controller/inject"
 )
 
 func main() {
@@ -64,9 +68,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // start builds the manager and runs it until ctx ends.
 func start(ctx context.Context, o options, log logr.Logger) error {
+	injectCfg, err := injectConfig(o)
+	if err != nil {
+		return err
+	}
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
+	}
+	if o.webhookPort != 0 {
+		if err := checkCertDir(o.webhookCertDir); err != nil {
+			return err
+		}
 	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -95,6 +108,12 @@ func start(ctx context.Context, o options, log logr.Logger) error {
 			namespaces[ns] = cache.Config{}
 		}
 	}
+	// Without a webhook server in the options, the manager starts none
+	// unless something asks it for one: with --webhook-port=0 nothing does.
+	var webhookServer webhook.Server
+	if o.webhookPort != 0 {
+		webhookServer = webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir})
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Logger:                        log,
@@ -105,6 +124,7 @@ func start(ctx context.Context, o options, log logr.Logger) error {
 		LeaderElectionID:              o.leaderElectionID,
 		LeaderElectionNamespace:       o.leaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
+		WebhookServer:                 webhookServer,
 	})
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
@@ -123,7 +143,17 @@ func start(ctx context.Context, o options, log logr.Logger) error {
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("ready check: %w", err)
 	}
-	log.Info("starting", "transport", o.transport, "workers", o.workers, "namespaces", o.namespaces, "leaderElection", o.leaderElect)
+	if webhookServer != nil {
+		inject.Register(webhookServer, injectCfg)
+		// Not ready until the webhook answers TLS handshakes: the
+		// Service must not send pod creations to a replica that would
+		// fail them.
+		if err := mgr.AddReadyzCheck("webhook", webhookServer.StartedChecker()); err != nil {
+			return fmt.Errorf("ready check: %w", err)
+		}
+	}
+	log.Info("starting", "transport", o.transport, "workers", o.workers, "namespaces", o.namespaces, "leaderElection", o.leaderElect,
+		"webhookPort", o.webhookPort)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
@@ -145,4 +175,34 @@ func restConfig(path string) (*rest.Config, error) {
 		return nil, fmt.Errorf("kubernetes configuration: %w", err)
 	}
 	return cfg, nil
+}
+
+// injectConfig is what the injection webhook makes proxies of: the
+// --sidecar-* flags, with the bootstrap file read once, at start.
+func injectConfig(o options) (inject.Config, error) {
+	cfg := inject.Config{Image: o.sidecarImage, AdminPort: int32(o.sidecarAdminPort), ProbePort: int32(o.sidecarProbePort)}
+	if o.sidecarBootstrap == "" {
+		return cfg, nil
+	}
+	b, err := os.ReadFile(o.sidecarBootstrap)
+	if err != nil {
+		return cfg, fmt.Errorf("--sidecar-bootstrap: %w", err)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return cfg, fmt.Errorf("--sidecar-bootstrap: %s is empty", o.sidecarBootstrap)
+	}
+	cfg.Bootstrap = string(b)
+	return cfg, nil
+}
+
+// checkCertDir fails at once, with the remedy, when the webhook server's
+// certificate or key is missing: the server would only fail once started,
+// with a bare file error.
+func checkCertDir(dir string) error {
+	for _, name := range []string{"tls.crt", "tls.key"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("--webhook-cert-dir: %w (mount the webhook's certificate there, or turn the webhook off with --webhook-port=0)", err)
+		}
+	}
+	return nil
 }

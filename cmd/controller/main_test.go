@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +13,18 @@ import (
 // TestBadCommandLines checks that every bad command line is refused with
 // one line on stderr and exit code 1, before anything starts.
 func TestBadCommandLines(t *testing.T) {
+	// A kubeconfig that loads (nothing listens at its server), for the
+	// errors found after it is read.
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases := map[string]struct {
 		args []string
 		want string
@@ -28,8 +41,18 @@ func TestBadCommandLines(t *testing.T) {
 			args: []string{"--workers=0", "--transport=x"},
 			want: "error: --transport: \"x\" is not portforward or direct; --workers: 0 is below 1\n",
 		},
-		"stray argument":     {args: []string{"run"}, want: "error: unexpected argument \"run\"\n"},
-		"missing kubeconfig": {args: []string{"--kubeconfig=/nonexistent/kubeconfig"}, want: "error: --kubeconfig: stat /nonexistent/kubeconfig: no such file or directory\n"},
+		"stray argument":            {args: []string{"run"}, want: "error: unexpected argument \"run\"\n"},
+		"missing kubeconfig":        {args: []string{"--kubeconfig=/nonexistent/kubeconfig"}, want: "error: --kubeconfig: stat /nonexistent/kubeconfig: no such file or directory\n"},
+		"webhook port out of range": {args: []string{"--webhook-port=70000"}, want: "error: --webhook-port: 70000 is not a port number (0-65535)\n"},
+		"empty cert dir":            {args: []string{"--webhook-cert-dir="}, want: "error: --webhook-cert-dir: empty\n"},
+		"empty sidecar image":       {args: []string{"--sidecar-image="}, want: "error: --sidecar-image: empty\n"},
+		"sidecar admin port zero":   {args: []string{"--sidecar-admin-port=0"}, want: "error: --sidecar-admin-port: 0 is not a port number (1-65535)\n"},
+		"probe port is admin port":  {args: []string{"--sidecar-probe-port=9901"}, want: "error: --sidecar-probe-port: 9901 is the admin port too\n"},
+		"missing webhook certificate": {
+			args: []string{"--kubeconfig", kubeconfig, "--webhook-cert-dir=/nonexistent/certs"},
+			want: "error: --webhook-cert-dir: stat /nonexistent/certs/tls.crt: no such file or directory (mount the webhook's certificate there, or turn the webhook off with --webhook-port=0)\n",
+		},
+		"missing sidecar bootstrap": {args: []string{"--sidecar-bootstrap=/nonexistent/bootstrap.yaml"}, want: "error: --sidecar-bootstrap: open /nonexistent/bootstrap.yaml: no such file or directory\n"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

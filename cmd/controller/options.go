@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/outrigger-dev/outrigger/pkg/apis/proxy/v1alpha1"
+	"github.com/outrigger-dev/outrigger/pkg/controller/inject"
 )
 
 // Transports the --transport flag names.
@@ -37,6 +40,14 @@ type options struct {
 	adminTimeout    time.Duration
 	recheckInterval time.Duration
 	pollInterval    time.Duration
+
+	// The sidecar-injection webhook and the proxies it injects.
+	webhookPort      int
+	webhookCertDir   string
+	sidecarImage     string
+	sidecarBootstrap string
+	sidecarAdminPort int
+	sidecarProbePort int
 }
 
 // flags declares the command line on a new flag set.
@@ -61,6 +72,14 @@ func flags(o *options) *pflag.FlagSet {
 	fs.DurationVar(&o.recheckInterval, "recheck-interval", 30*time.Second,
 		"how often proxies with an override or health check are asked their uptime, to find restarts")
 	fs.DurationVar(&o.pollInterval, "poll-interval", time.Second, "how often a draining pod's connections are counted")
+	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "port of the sidecar-injection webhook's HTTPS server (0 turns the webhook off)")
+	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs",
+		"folder of the webhook server's certificate and key (tls.crt, tls.key; reloaded when they change)")
+	fs.StringVar(&o.sidecarImage, "sidecar-image", inject.DefaultImage, "image of the injected proxy container")
+	fs.StringVar(&o.sidecarBootstrap, "sidecar-bootstrap", "",
+		"bootstrap YAML file given to injected proxies (default: admin on 127.0.0.1:<sidecar-admin-port>, a read-only probe listener on 0.0.0.0:<sidecar-probe-port>)")
+	fs.IntVar(&o.sidecarAdminPort, "sidecar-admin-port", v1alpha1.DefaultAdminPort, "admin port of injected proxies, recorded in the pod's proxy.outrigger.dev/admin-port annotation")
+	fs.IntVar(&o.sidecarProbePort, "sidecar-probe-port", inject.DefaultProbePort, "probe listener port of injected proxies: the kubelet's probes and Prometheus's scrapes")
 	return fs
 }
 
@@ -106,6 +125,26 @@ func (o *options) validate() error {
 			errs = append(errs, fmt.Errorf("%s: %s is not positive", f.name, f.d))
 		}
 	}
+	if o.webhookPort < 0 || o.webhookPort > 65535 {
+		errs = append(errs, fmt.Errorf("--webhook-port: %d is not a port number (0-65535)", o.webhookPort))
+	}
+	if o.webhookPort != 0 && o.webhookCertDir == "" {
+		errs = append(errs, errors.New("--webhook-cert-dir: empty"))
+	}
+	if strings.TrimSpace(o.sidecarImage) == "" {
+		errs = append(errs, errors.New("--sidecar-image: empty"))
+	}
+	for _, f := range []struct {
+		name string
+		port int
+	}{{"--sidecar-admin-port", o.sidecarAdminPort}, {"--sidecar-probe-port", o.sidecarProbePort}} {
+		if f.port < 1 || f.port > 65535 {
+			errs = append(errs, fmt.Errorf("%s: %d is not a port number (1-65535)", f.name, f.port))
+		}
+	}
+	if o.sidecarAdminPort == o.sidecarProbePort {
+		errs = append(errs, fmt.Errorf("--sidecar-probe-port: %d is the admin port too", o.sidecarProbePort))
+	}
 	if o.leaderElect && o.leaderElectionID == "" {
 		errs = append(errs, errors.New("--leader-election-id: empty"))
 	}
@@ -140,5 +179,6 @@ func level(name string) (slog.Level, error) {
 func usage(fs *pflag.FlagSet) string {
 	return "Usage: controller [flags]\n\n" +
 		"Turns ProxyDrain, ProxyRuntimeOverride and ProxyHealthCheck resources into admin calls\n" +
-		"on the sidecar proxies of the pods they select.\n\nFlags:\n" + fs.FlagUsages()
+		"on the sidecar proxies of the pods they select, and injects the proxy into pods labelled\n" +
+		"proxy.outrigger.dev/inject=true.\n\nFlags:\n" + fs.FlagUsages()
 }

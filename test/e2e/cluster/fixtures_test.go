@@ -134,7 +134,9 @@ type controllerProcess struct {
 }
 
 // startController runs the controller binary with the direct transport,
-// leader election on, and short intervals.
+// leader election on, short intervals, and no injection webhook (its
+// serving certificate and the API server's call to it are tested in
+// pkg/controller/inject).
 func startController(f *clusterFixture) *controllerProcess {
 	c := &controllerProcess{
 		bin: binary("CONTROLLER_BIN", "controller"),
@@ -149,6 +151,7 @@ func startController(f *clusterFixture) *controllerProcess {
 			"--poll-interval=200ms",
 			"--admin-timeout=2s",
 			"--log-level=debug",
+			"--webhook-port=0",
 		},
 	}
 	c.start()

@@ -1,0 +1,59 @@
+package inject
+
+import "github.com/outrigger-dev/outrigger/pkg/apis/proxy/v1alpha1"
+
+// Names and defaults of the injection contract shared with the Helm chart.
+const (
+	// InjectLabel selects the pods that get a proxy; its value must be
+	// InjectLabelValue.
+	InjectLabel = "proxy.outrigger.dev/inject"
+	// InjectLabelValue is the only value of InjectLabel that injects.
+	InjectLabelValue = "true"
+
+	// DefaultImage is the proxy image of an injected container.
+	DefaultImage = "ghcr.io/outrigger-dev/sidecar:latest"
+	// DefaultProbePort is the port of the probe listener.
+	DefaultProbePort = 9902
+	// ProbePortName names the probe listener's container port; the probes
+	// refer to it by name so that a custom port needs no other change.
+	ProbePortName = "proxy-probe"
+	// ContainerName is the injected container's name, the one the
+	// reconcilers look for by default.
+	ContainerName = v1alpha1.DefaultProxyContainer
+)
+
+// Prometheus's conventional scrape annotations, set where absent.
+const (
+	annotationScrape = "prometheus.io/scrape"
+	annotationPort   = "prometheus.io/port"
+	annotationPath   = "prometheus.io/path"
+	prometheusPath   = "/stats/prometheus"
+)
+
+// Config is what an injected proxy is made of.
+type Config struct {
+	// Image is the proxy container's image.
+	Image string
+	// Bootstrap is the proxy's bootstrap YAML, given with --config-yaml.
+	// Empty means DefaultBootstrap(AdminPort, ProbePort).
+	Bootstrap string
+	// AdminPort is the admin interface's loopback port, recorded in the
+	// pod's admin-port annotation for the reconcilers.
+	AdminPort int32
+	// ProbePort is the probe listener's port: the kubelet's probes and
+	// Prometheus's scrapes go there.
+	ProbePort int32
+}
+
+// DefaultConfig is the configuration of the controller's default flags.
+func DefaultConfig() Config {
+	return Config{Image: DefaultImage, AdminPort: v1alpha1.DefaultAdminPort, ProbePort: DefaultProbePort}
+}
+
+// bootstrap is the YAML the proxy gets.
+func (c Config) bootstrap() string {
+	if c.Bootstrap != "" {
+		return c.Bootstrap
+	}
+	return DefaultBootstrap(c.AdminPort, c.ProbePort)
+}

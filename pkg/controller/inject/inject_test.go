@@ -1,0 +1,201 @@
+package inject
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/outrigger-dev/outrigger/internal/golden"
+)
+
+// testConfig has a short bootstrap, so that the golden pods stay readable;
+// the default bootstrap has its own golden file.
+func testConfig() Config {
+	cfg := DefaultConfig()
+	cfg.Bootstrap = "admin: {}\n"
+	return cfg
+}
+
+// appPod is a labelled pod with an application container and an init
+// container of its own.
+func appPod() *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "app", Namespace: "shop",
+			Labels: map[string]string{InjectLabel: InjectLabelValue, "app": "shop"},
+		},
+		Spec: corev1.PodSpec{
+			InitContainers: []corev1.Container{{Name: "migrate", Image: "shop-migrate"}},
+			Containers:     []corev1.Container{{Name: "shop", Image: "shop"}},
+		},
+	}
+}
+
+// TestInject checks the injected pod against golden files.
+func TestInject(t *testing.T) {
+	cases := map[string]struct {
+		pod     func() *corev1.Pod
+		cfg     Config
+		changed bool
+	}{
+		"labelled pod": {pod: appPod, cfg: testConfig(), changed: true},
+		"custom ports and image": {
+			pod:     appPod,
+			cfg:     Config{Image: "registry.local/outrigger:v1", Bootstrap: "admin: {}\n", AdminPort: 15000, ProbePort: 15021},
+			changed: true,
+		},
+		"existing annotations kept": {
+			pod: func() *corev1.Pod {
+				p := appPod()
+				p.Annotations = map[string]string{
+					"proxy.outrigger.dev/admin-port": "19000",
+					"prometheus.io/port":             "8080",
+					"prometheus.io/path":             "/metrics",
+					"team":                           "shop",
+				}
+				return p
+			},
+			cfg:     testConfig(),
+			changed: true,
+		},
+		"own proxy container untouched": {
+			pod: func() *corev1.Pod {
+				p := appPod()
+				p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "proxy", Image: "envoy"})
+				return p
+			},
+			cfg:     testConfig(),
+			changed: false,
+		},
+		"own proxy init container untouched": {
+			pod: func() *corev1.Pod {
+				p := appPod()
+				p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: "proxy", Image: "envoy"})
+				return p
+			},
+			cfg:     testConfig(),
+			changed: false,
+		},
+		"default bootstrap": {
+			pod: func() *corev1.Pod {
+				return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+			},
+			cfg:     DefaultConfig(),
+			changed: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pod := tc.pod()
+			before := pod.DeepCopy()
+			if got := Inject(pod, tc.cfg); got != tc.changed {
+				t.Fatalf("Inject = %v, want %v", got, tc.changed)
+			}
+			if !tc.changed {
+				if diff := cmp.Diff(before, pod); diff != "" {
+					t.Fatalf("Inject reported no change but changed the pod (-before +after):\n%s", diff)
+				}
+				return
+			}
+			// A second pass (the API server's reinvocation) changes nothing.
+			again := pod.DeepCopy()
+			if Inject(again, tc.cfg) {
+				t.Error("a second Inject reported a change")
+			}
+			if diff := cmp.Diff(pod, again); diff != "" {
+				t.Errorf("a second Inject changed the pod (-first +second):\n%s", diff)
+			}
+			out, err := yaml.Marshal(pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden.Check(t, filepath.Join("testdata", "pod-"+slug(name)+".yaml"), out)
+		})
+	}
+}
+
+// TestInjectNativeSidecar checks the contract's essentials directly, so
+// that a golden file refreshed by mistake cannot hide their loss.
+func TestInjectNativeSidecar(t *testing.T) {
+	pod := appPod()
+	cfg := DefaultConfig()
+	if !Inject(pod, cfg) {
+		t.Fatal("Inject reported no change")
+	}
+	if n := len(pod.Spec.InitContainers); n != 2 || pod.Spec.InitContainers[1].Name != "migrate" {
+		t.Fatalf("init containers %v: want the proxy first, then migrate", names(pod.Spec.InitContainers))
+	}
+	c := pod.Spec.InitContainers[0]
+	if c.Name != "proxy" || c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+		t.Errorf("container %q restartPolicy %v: want proxy with Always", c.Name, c.RestartPolicy)
+	}
+	wantArgs := []string{"--config-yaml", DefaultBootstrap(9901, 9902),
+		"--service-node", "$(POD_NAME).$(POD_NAMESPACE)", "--service-cluster", "$(POD_NAMESPACE)"}
+	if diff := cmp.Diff(wantArgs, c.Args); diff != "" {
+		t.Errorf("args (-want +got):\n%s", diff)
+	}
+	for _, p := range []*corev1.Probe{c.StartupProbe, c.ReadinessProbe} {
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/ready" || p.HTTPGet.Port.StrVal != "proxy-probe" {
+			t.Errorf("probe %+v: want httpGet /ready on proxy-probe", p)
+		}
+	}
+	if len(c.Ports) != 1 || c.Ports[0].ContainerPort != 9902 || c.Ports[0].Name != "proxy-probe" {
+		t.Errorf("ports %+v: want 9902 named proxy-probe", c.Ports)
+	}
+	want := map[string]string{
+		"proxy.outrigger.dev/admin-port": "9901",
+		"prometheus.io/scrape":           "true",
+		"prometheus.io/port":             "9902",
+		"prometheus.io/path":             "/stats/prometheus",
+	}
+	if diff := cmp.Diff(want, pod.Annotations); diff != "" {
+		t.Errorf("annotations (-want +got):\n%s", diff)
+	}
+}
+
+// TestWanted checks the label's accepted values.
+func TestWanted(t *testing.T) {
+	cases := map[string]struct {
+		labels map[string]string
+		want   bool
+	}{
+		"true":     {labels: map[string]string{InjectLabel: "true"}, want: true},
+		"false":    {labels: map[string]string{InjectLabel: "false"}},
+		"True":     {labels: map[string]string{InjectLabel: "True"}},
+		"empty":    {labels: map[string]string{InjectLabel: ""}},
+		"no label": {labels: map[string]string{"app": "x"}},
+		"nil":      {},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: tc.labels}}
+			if got := Wanted(pod); got != tc.want {
+				t.Errorf("Wanted = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// names lists containers' names.
+func names(cs []corev1.Container) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Name
+	}
+	return out
+}
+
+// slug turns a case name into a file name.
+func slug(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if c == ' ' {
+			b[i] = '-'
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,181 @@
+package chart
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/outrigger-dev/outrigger/internal/golden"
+)
+
+// The release every rendering test installs.
+const (
+	testRelease   = "outrigger"
+	testNamespace = "outrigger-system"
+)
+
+func TestTemplateGolden(t *testing.T) {
+	tests := map[string]struct {
+		values string
+	}{
+		"default":     {},
+		"full":        {values: filepath.Join("testdata", "full-values.yaml")},
+		"webhook-off": {values: filepath.Join("testdata", "webhook-off-values.yaml")},
+		"selfsigned":  {values: filepath.Join("testdata", "selfsigned-values.yaml")},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			out := mustHelm(t, renderArgs(t, testRelease, testNamespace, tc.values)...)
+			golden.Check(t, filepath.Join("testdata", name+".golden.yaml"), []byte(maskSecrets(out)))
+		})
+	}
+}
+
+func TestTemplateRejectsBadValues(t *testing.T) {
+	tests := map[string]struct {
+		set  []string
+		want string
+	}{
+		"unknown key":            {set: []string{"controller.wrokers=4"}, want: "wrokers"},
+		"transport":              {set: []string{"controller.transport=ssh"}, want: "/controller/transport"},
+		"workers below one":      {set: []string{"controller.workers=0"}, want: "/controller/workers"},
+		"log level":              {set: []string{"controller.logLevel=verbose"}, want: "/controller/logLevel"},
+		"namespace not DNS":      {set: []string{"controller.namespaces={Shop}"}, want: "/controller/namespaces/0"},
+		"admin port range":       {set: []string{"sidecar.adminPort=70000"}, want: "/sidecar/adminPort"},
+		"probe port not integer": {set: []string{"sidecar.probePort=ready"}, want: "/sidecar/probePort"},
+		"same ports":             {set: []string{"sidecar.adminPort=9902"}, want: "sidecar.adminPort and sidecar.probePort must differ"},
+		"failure policy":         {set: []string{"webhook.failurePolicy=Maybe"}, want: "/webhook/failurePolicy"},
+		"timeout above 30":       {set: []string{"webhook.timeoutSeconds=31"}, want: "/webhook/timeoutSeconds"},
+		"issuerRef unknown key":  {set: []string{"webhook.certManager.issuerRef.nmae=ca"}, want: "nmae"},
+		"empty image repository": {set: []string{"sidecar.image.repository="}, want: "/sidecar/image/repository"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			args := renderArgs(t, testRelease, testNamespace, "")
+			for _, s := range tc.set {
+				args = append(args, "--set", s)
+			}
+			r := runHelm(t, args...)
+			if r.err == nil {
+				t.Fatalf("helm template %v succeeded, want an error mentioning %q", tc.set, tc.want)
+			}
+			if !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("helm template %v failed with\n%s\nwant a message mentioning %q", tc.set, r.stderr, tc.want)
+			}
+		})
+	}
+}
+
+// TestGeneratedWebhookCertificate checks the certificate made without
+// cert-manager: the Secret's serving certificate is signed by the CA in the
+// webhook's caBundle for the Service's DNS names, and its key matches.
+func TestGeneratedWebhookCertificate(t *testing.T) {
+	objs := decodeObjects(t, mustHelm(t, renderArgs(t, testRelease, testNamespace, "")...))
+	secret := findObject(t, objs, "Secret", testRelease+"-webhook-tls")
+	webhook := findObject(t, objs, "MutatingWebhookConfiguration", testRelease+"-inject")
+
+	data := func(key string) []byte {
+		t.Helper()
+		s, _, _ := unstructured.NestedString(secret.Object, "data", key)
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil || len(b) == 0 {
+			t.Fatalf("secret data %s: not base64 PEM (%v)", key, err)
+		}
+		return b
+	}
+	hooks, _, _ := unstructured.NestedSlice(webhook.Object, "webhooks")
+	if len(hooks) != 1 {
+		t.Fatalf("webhooks: got %d, want 1", len(hooks))
+	}
+	hook, ok := hooks[0].(map[string]any)
+	if !ok {
+		t.Fatalf("webhooks[0] is a %T, not an object", hooks[0])
+	}
+	bundle, _, _ := unstructured.NestedString(hook, "clientConfig", "caBundle")
+	caPEM, err := base64.StdEncoding.DecodeString(bundle)
+	if err != nil {
+		t.Fatalf("caBundle is not base64: %v", err)
+	}
+	if string(caPEM) != string(data("ca.crt")) {
+		t.Error("the webhook's caBundle is not the Secret's ca.crt")
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		t.Fatal("caBundle holds no PEM certificate")
+	}
+	cert := parseCert(t, data("tls.crt"))
+	for _, name := range []string{
+		"outrigger-webhook.outrigger-system.svc",
+		"outrigger-webhook.outrigger-system.svc.cluster.local",
+	} {
+		if _, err := cert.Verify(x509.VerifyOptions{DNSName: name, Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+			t.Errorf("serving certificate for %s: %v", name, err)
+		}
+	}
+	if _, err := tls.X509KeyPair(data("tls.crt"), data("tls.key")); err != nil {
+		t.Errorf("tls.crt and tls.key do not pair: %v", err)
+	}
+}
+
+// TestChartCRDsMatchGenerated fails when charts/outrigger/crds differs from
+// config/crd/bases (run `make manifests`, which copies them).
+func TestChartCRDsMatchGenerated(t *testing.T) {
+	want := readYAMLDir(t, filepath.Join(repoRoot(t), "config", "crd", "bases"))
+	got := readYAMLDir(t, filepath.Join(chartDir(t), "crds"))
+	if len(want) == 0 {
+		t.Fatal("config/crd/bases holds no CRD")
+	}
+	for name, w := range want {
+		g, ok := got[name]
+		switch {
+		case !ok:
+			t.Errorf("charts/outrigger/crds/%s is missing (run make manifests)", name)
+		case g != w:
+			t.Errorf("charts/outrigger/crds/%s differs from config/crd/bases (run make manifests)", name)
+		}
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			t.Errorf("charts/outrigger/crds/%s is not in config/crd/bases (run make manifests)", name)
+		}
+	}
+}
+
+// readYAMLDir maps each .yaml file's name in dir to its contents.
+func readYAMLDir(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := make(map[string]string, len(paths))
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[filepath.Base(p)] = string(b)
+	}
+	return files
+}
+
+// parseCert decodes the first certificate of a PEM block.
+func parseCert(t testing.TB, pemBytes []byte) *x509.Certificate {
+	t.Helper()
+	block, _ := pem.Decode(pemBytes)
+	if block == nil || block.Type != "CERTIFICATE" {
+		t.Fatalf("not a PEM certificate: %q", pemBytes)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatalf("parse certificate: %v", err)
+	}
+	return cert
+}
