@@ -55,10 +55,11 @@ built_version() {
 		awk -v mod="${HELM_MODULE}" '$1 == "mod" && $2 == mod { print $3 }'
 }
 
-# built_ldflags prints the -ldflags binary was built with.
+# built_ldflags prints the -ldflags binary was built with, from the stamp
+# file written beside it after the build: with -trimpath, Go leaves the
+# link flags out of the binary's build information.
 built_ldflags() {
-	"${GO}" version -m "$1" 2>/dev/null |
-		sed -nE 's/^[[:space:]]*build[[:space:]]+-ldflags=(.*)$/\1/p' | tr -d '"'
+	cat "$1.ldflags" 2>/dev/null || true
 }
 
 # ldflags prints the link flags helm's own Makefile uses: the version, and
@@ -84,31 +85,16 @@ ldflags() {
 	printf '%s\n' "${flags}"
 }
 
+# shellcheck source=hack/lib.sh
+source "${root}/hack/lib.sh"
+
 main() {
-	case "$#:${1:-}" in
-	0:) ;;
-	1:-h | 1:--help)
-		usage
-		return
-		;;
-	*)
-		usage >&2
-		exit 2
-		;;
-	esac
+	expect_no_args "$@"
 
 	command -v "${GO}" >/dev/null || die "'${GO}' not found; install Go or set GO"
 	mkdir -p "${out}"
 
-	# Two runs at once would install into the same file; the second waits for
-	# the first and then finds the binary current.
-	if command -v flock >/dev/null; then
-		exec 9>"${out}/.helm.lock"
-		if ! flock -n 9; then
-			log "another build is running in ${out}; waiting for it"
-			flock 9
-		fi
-	fi
+	lock_builds "${out}/.helm.lock"
 
 	local flags
 	flags="$(ldflags)"
@@ -123,6 +109,7 @@ main() {
 			die "go install ${HELM_MODULE}/cmd/helm@${HELM_VERSION} failed"
 		[[ "$(built_version "${binary}")" == "${HELM_VERSION}" ]] ||
 			die "${binary} was not built from ${HELM_MODULE} ${HELM_VERSION}"
+		printf '%s\n' "${flags}" >"${binary}.ldflags"
 		log "built helm in $((SECONDS - started)) s"
 	fi
 	"${binary}" version --short >&2 || die "${binary} does not start"

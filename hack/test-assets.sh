@@ -193,31 +193,16 @@ ensure() {
 	verify "${out}/${name}" "${want}"
 }
 
+# shellcheck source=hack/lib.sh
+source "${root}/hack/lib.sh"
+
 main() {
-	case "$#:${1:-}" in
-	0:) ;;
-	1:-h | 1:--help)
-		usage
-		return
-		;;
-	*)
-		usage >&2
-		exit 2
-		;;
-	esac
+	expect_no_args "$@"
 
 	command -v "${GO}" >/dev/null || die "'${GO}' not found; install Go or set GO"
 	mkdir -p "${out}"
 
-	# Two runs at once (parallel make, two terminals) would build into the
-	# same files; the second waits for the first and then finds both current.
-	if command -v flock >/dev/null; then
-		exec 9>"${out}/.lock"
-		if ! flock -n 9; then
-			log "another build is running in ${out}; waiting for it"
-			flock 9
-		fi
-	fi
+	lock_builds "${out}/.lock"
 
 	ensure etcd "${ETCD_VERSION_LINE}" build_etcd
 	ensure kube-apiserver "${KUBE_APISERVER_VERSION_LINE}" build_kube_apiserver
