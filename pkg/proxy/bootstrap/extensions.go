@@ -12,6 +12,8 @@ import (
 	healthcheckv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/health_check/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	connectionsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
+	fixedheapv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/fixed_heap/v3"
 	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/proto"
 )
@@ -62,6 +64,8 @@ func DefaultExtensions() *Extensions {
 		extension("proxy.stat_sinks.statsd", "envoy.stats_sinks", &metricsv3.StatsdSink{}),
 		extension("proxy.stat_sinks.dog_statsd", "envoy.stats_sinks", &metricsv3.DogStatsdSink{}),
 		extension("proxy.stat_sinks.hystrix", "envoy.stats_sinks", &metricsv3.HystrixSink{}),
+		extension("proxy.resource_monitors.fixed_heap", "envoy.resource_monitors", &fixedheapv3.FixedHeapConfig{}),
+		extension("proxy.resource_monitors.downstream_connections", "envoy.resource_monitors", &connectionsv3.DownstreamConnectionsConfig{}),
 	}}
 }
 

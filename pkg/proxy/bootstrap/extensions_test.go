@@ -18,6 +18,8 @@ func TestDefaultExtensionsList(t *testing.T) {
 		{Name: "proxy.filters.http.health_check", Category: "envoy.filters.http", TypeURLs: []string{"type.googleapis.com/envoy.extensions.filters.http.health_check.v3.HealthCheck"}},
 		{Name: "proxy.filters.http.router", Category: "envoy.filters.http", TypeURLs: []string{routerURL}},
 		{Name: "proxy.filters.network.http_connection_manager", Category: "envoy.filters.network", TypeURLs: []string{hcmURL}},
+		{Name: "proxy.resource_monitors.downstream_connections", Category: "envoy.resource_monitors", TypeURLs: []string{connsMonitorURL}},
+		{Name: "proxy.resource_monitors.fixed_heap", Category: "envoy.resource_monitors", TypeURLs: []string{heapMonitorURL}},
 		{Name: "proxy.stat_sinks.dog_statsd", Category: "envoy.stats_sinks", TypeURLs: []string{"type.googleapis.com/envoy.config.metrics.v3.DogStatsdSink"}},
 		{Name: "proxy.stat_sinks.hystrix", Category: "envoy.stats_sinks", TypeURLs: []string{"type.googleapis.com/envoy.config.metrics.v3.HystrixSink"}},
 		{Name: "proxy.stat_sinks.statsd", Category: "envoy.stats_sinks", TypeURLs: []string{"type.googleapis.com/envoy.config.metrics.v3.StatsdSink"}},

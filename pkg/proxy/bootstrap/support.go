@@ -80,6 +80,8 @@ func (c *supportChecker) value(fd protoreflect.FieldDescriptor, rule fieldSuppor
 		}
 	case protoreflect.MessageKind, protoreflect.GroupKind:
 		switch name := fd.Message().FullName(); {
+		case name == anyFullName && len(rule.types) > 0:
+			c.typedMessage(v.Message(), path, rule.types)
 		case name == anyFullName:
 			c.typedConfig(v.Message(), path, rule.category)
 		case isWellKnown(name):
@@ -114,6 +116,37 @@ func (c *supportChecker) typedConfig(m protoreflect.Message, path, category stri
 		c.unsupported = append(c.unsupported, fieldErrorf(path, "extension %q (category %s) cannot be used here: expected category %s", ext.Name, ext.Category, category))
 		return
 	}
+	c.anyContents(a, path)
+}
+
+// typedMessage checks a typed_config that is not an extension but one of
+// a few message types (an overload action's configuration): its type must
+// be one of types; then its contents are validated and checked like any
+// other message.
+func (c *supportChecker) typedMessage(m protoreflect.Message, path string, types []protoreflect.FullName) {
+	a, ok := m.Interface().(*anypb.Any)
+	if !ok {
+		return
+	}
+	if a.GetTypeUrl() == "" {
+		c.unsupported = append(c.unsupported, &FieldError{Path: path, Reason: "missing type (\"@type\")"})
+		return
+	}
+	name := protoreflect.FullName(typeNameOf(a.GetTypeUrl()))
+	if !slices.Contains(types, name) {
+		want := make([]string, len(types))
+		for i, t := range types {
+			want[i] = string(t)
+		}
+		c.unsupported = append(c.unsupported, fieldErrorf(path, "type %q is not supported here (supported: %s)", name, strings.Join(want, ", ")))
+		return
+	}
+	c.anyContents(a, path)
+}
+
+// anyContents decodes an accepted typed_config, validates its
+// protoc-gen-validate constraints and checks its fields.
+func (c *supportChecker) anyContents(a *anypb.Any, path string) {
 	inner, err := a.UnmarshalNew()
 	if err != nil {
 		c.unsupported = append(c.unsupported, fieldErrorf(path, "decode %s: %v", typeNameOf(a.GetTypeUrl()), err))
@@ -139,6 +172,7 @@ func enumName(fd protoreflect.FieldDescriptor, n protoreflect.EnumNumber) string
 // Keeping one table per area lets each feature extend its own.
 var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedCore, supportedListener, supportedHCM, supportedRoute, supportedCluster, supportedStats, supportedDynamic,
+	supportedOverload,
 }
 
 // lookupSupport finds a field's support rule in the per-area tables.

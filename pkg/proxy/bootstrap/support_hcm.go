@@ -21,6 +21,7 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.stream_idle_timeout":               {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.request_timeout":                   {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.request_headers_timeout":           {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.delayed_close_timeout":             {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.max_request_headers_kb":            {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.common_http_protocol_options":      {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.http_protocol_options":             {},
@@ -31,14 +32,25 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 
 	// Protocol options read by the connection manager. idle_timeout and
 	// max_requests_per_connection of HttpProtocolOptions are listed with
-	// the clusters', which share the message.
+	// the clusters', which share the message; clusters refuse
+	// max_headers_count and max_connection_duration (pkg/proxy/cluster,
+	// downstreamOnlyFields).
 	"envoy.config.core.v3.HttpProtocolOptions.max_headers_count":         {},
+	"envoy.config.core.v3.HttpProtocolOptions.max_connection_duration":   {},
 	"envoy.config.core.v3.Http1ProtocolOptions.accept_http_10":           {},
 	"envoy.config.core.v3.Http1ProtocolOptions.default_host_for_http_10": {},
 	// The downstream HTTP/2 server's limits.
 	"envoy.config.core.v3.Http2ProtocolOptions.max_concurrent_streams":         {},
 	"envoy.config.core.v3.Http2ProtocolOptions.initial_stream_window_size":     {},
 	"envoy.config.core.v3.Http2ProtocolOptions.initial_connection_window_size": {},
+	// Its flood limits and the answer to malformed requests.
+	"envoy.config.core.v3.Http2ProtocolOptions.max_outbound_frames":                                  {},
+	"envoy.config.core.v3.Http2ProtocolOptions.max_outbound_control_frames":                          {},
+	"envoy.config.core.v3.Http2ProtocolOptions.max_consecutive_inbound_frames_with_empty_payload":    {},
+	"envoy.config.core.v3.Http2ProtocolOptions.max_inbound_priority_frames_per_stream":               {},
+	"envoy.config.core.v3.Http2ProtocolOptions.max_inbound_window_update_frames_per_data_frame_sent": {},
+	"envoy.config.core.v3.Http2ProtocolOptions.stream_error_on_invalid_http_messaging":               {},
+	"envoy.config.core.v3.Http2ProtocolOptions.override_stream_error_on_invalid_http_message":        {},
 
 	// The router filter (envoy.extensions.filters.http.router.v3.Router)
 	// is supported with none of its fields set, so it has no lines.

@@ -15,6 +15,7 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.RouteConfiguration.most_specific_header_mutations_wins": {},
 	"envoy.config.route.v3.RouteConfiguration.ignore_port_in_host_matching":        {},
 	"envoy.config.route.v3.RouteConfiguration.max_direct_response_body_size_bytes": {},
+	"envoy.config.route.v3.RouteConfiguration.validate_clusters":                   {},
 
 	// Virtual hosts.
 	"envoy.config.route.v3.VirtualHost.name":                       {},

@@ -10,6 +10,9 @@ type fieldSupport struct {
 	// category, for a typed_config (Any) field, is the extension category
 	// its type must belong to.
 	category string
+	// types, for a typed_config (Any) field that takes configuration
+	// messages rather than extensions, lists the message types it takes.
+	types []protoreflect.FullName
 	// sinkValues, for an enum field, lists values allowed in addition to
 	// values inside stats_sinks: a statsd address says UDP, which no
 	// listener, admin or cluster address may.

@@ -105,10 +105,10 @@ func TestValidateValid(t *testing.T) {
 func TestValidateSupport(t *testing.T) {
 	runValidateCases(t, map[string]validateCase{
 		"bootstrap field": {
-			// overload_manager also breaks a constraint inside; only the
-			// unsupported field itself is reported.
-			overlay: "overload_manager: {}",
-			want:    []string{"overload_manager: not supported by Outrigger"},
+			// default_regex_engine also breaks constraints inside; only
+			// the unsupported field itself is reported.
+			overlay: "default_regex_engine: {}",
+			want:    []string{"default_regex_engine: not supported by Outrigger"},
 		},
 		"cluster field": {
 			overlay: "static_resources: {clusters: [{name: backend, dns_lookup_family: V4_ONLY}]}",
@@ -416,8 +416,16 @@ func testSupportRule(t *testing.T, name protoreflect.FullName, rule fieldSupport
 			}
 		}
 		isAny := fd.Message() != nil && fd.Message().FullName() == anyFullName
-		if isAny != (rule.category != "") {
-			t.Errorf("typed_config field %v has category %q", isAny, rule.category)
+		if isAny != (rule.category != "" || len(rule.types) > 0) {
+			t.Errorf("typed_config field %v has category %q and types %v", isAny, rule.category, rule.types)
+		}
+		if rule.category != "" && len(rule.types) > 0 {
+			t.Errorf("a typed_config takes extensions of a category or messages of types, not both")
+		}
+		for _, name := range rule.types {
+			if _, err := protoregistry.GlobalTypes.FindMessageByName(name); err != nil {
+				t.Errorf("type %s: %v", name, err)
+			}
 		}
 	})
 }

@@ -32,9 +32,12 @@ type Cluster struct {
 	// h1 holds the HTTP/1.1 pool of each host (nil for an HTTP/2
 	// cluster); byAddr finds hosts for the HTTP/2 transport's dials. Both
 	// are built once and only read.
-	h1      map[*upstream.Host]*http1Pool
-	byAddr  map[string]*upstream.Host
-	h2      *http.Transport
+	h1     map[*upstream.Host]*http1Pool
+	byAddr map[string]*upstream.Host
+	h2     *http.Transport
+	// h2Stats creates the cluster's HTTP/2 codec stats with its first
+	// HTTP/2 connection.
+	h2Stats func() *h2UpstreamStats
 	readers sync.Pool
 
 	// conns are the open connections, so that Close can end them all.
@@ -88,6 +91,7 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 			c.byAddr[h.Address] = h
 		}
 		c.h2 = c.newHTTP2Transport()
+		c.h2Stats = sync.OnceValue(func() *h2UpstreamStats { return newH2UpstreamStats(scope) })
 	} else {
 		c.h1 = make(map[*upstream.Host]*http1Pool, len(c.hosts))
 		for _, h := range c.hosts {

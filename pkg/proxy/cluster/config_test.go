@@ -202,11 +202,31 @@ func TestNewManagerErrors(t *testing.T) {
 				`static_resources.clusters[0].typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"].explicit_http_config.http2_protocol_options.max_concurrent_streams: not supported by Outrigger on a cluster (it applies to client connections only)`,
 			},
 		},
+		"max_connection_duration on a cluster": {
+			yaml: `
+- name: a
+  typed_extension_protocol_options:
+    envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+      "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+      common_http_protocol_options: {max_connection_duration: 60s}
+      explicit_http_config: {http_protocol_options: {}}`,
+			want: []string{
+				`static_resources.clusters[0].typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"].common_http_protocol_options.max_connection_duration: not supported by Outrigger on a cluster (it applies to client connections only)`,
+			},
+		},
 		"client-only limits in the cluster's own HTTP/2 options": {
 			yaml: `
 - name: a
   http2_protocol_options: {initial_connection_window_size: 1048576}`,
 			want: []string{"static_resources.clusters[0].http2_protocol_options.initial_connection_window_size: not supported by Outrigger on a cluster (it applies to client connections only)"},
+		},
+		"stream errors in the cluster's own HTTP/2 options": {
+			yaml: `
+- name: a
+  http2_protocol_options: {max_outbound_frames: 100, max_consecutive_inbound_frames_with_empty_payload: 2, override_stream_error_on_invalid_http_message: true}`,
+			want: []string{
+				"static_resources.clusters[0].http2_protocol_options.override_stream_error_on_invalid_http_message: not supported by Outrigger on a cluster (it applies to client connections only)",
+			},
 		},
 		"client-only HTTP/1 options": {
 			yaml: `
@@ -365,17 +385,31 @@ func TestStaticClusterHosts(t *testing.T) {
 }
 
 func TestProtocolSettings(t *testing.T) {
+	// Envoy's default HTTP/2 flood limits.
+	limits := h2Limits{maxEmptyFrames: 1, maxPriorityPerStream: 100, maxWindowUpdatePerData: 10}
 	tests := map[string]struct {
 		yaml string
 		want protocolSettings
 	}{
 		"defaults": {
 			yaml: `[{name: a}]`,
-			want: protocolSettings{idleTimeout: time.Hour},
+			want: protocolSettings{idleTimeout: time.Hour, h2: limits},
 		},
 		"cluster-level HTTP/2": {
 			yaml: `[{name: a, http2_protocol_options: {}}]`,
-			want: protocolSettings{http2: true, idleTimeout: time.Hour},
+			want: protocolSettings{http2: true, idleTimeout: time.Hour, h2: limits},
+		},
+		"HTTP/2 flood limits": {
+			yaml: `
+- name: a
+  http2_protocol_options:
+    max_consecutive_inbound_frames_with_empty_payload: 3
+    max_inbound_priority_frames_per_stream: 7
+    max_inbound_window_update_frames_per_data_frame_sent: 2
+    max_outbound_frames: 50
+    max_outbound_control_frames: 20`,
+			want: protocolSettings{http2: true, idleTimeout: time.Hour,
+				h2: h2Limits{maxEmptyFrames: 3, maxPriorityPerStream: 7, maxWindowUpdatePerData: 2}},
 		},
 		"explicit HTTP/2 with common options": {
 			yaml: `
@@ -385,7 +419,7 @@ func TestProtocolSettings(t *testing.T) {
       "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
       explicit_http_config: {http2_protocol_options: {}}
       common_http_protocol_options: {idle_timeout: 30s, max_requests_per_connection: 100}`,
-			want: protocolSettings{http2: true, idleTimeout: 30 * time.Second, maxRequestsPerConn: 100},
+			want: protocolSettings{http2: true, idleTimeout: 30 * time.Second, maxRequestsPerConn: 100, h2: limits},
 		},
 		"explicit HTTP/1.1 under the extension name, idle timeout off": {
 			yaml: `
@@ -395,14 +429,14 @@ func TestProtocolSettings(t *testing.T) {
       "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
       explicit_http_config: {http_protocol_options: {}}
       common_http_protocol_options: {idle_timeout: 0s}`,
-			want: protocolSettings{},
+			want: protocolSettings{h2: limits},
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			m, _, _ := newTestManager(t, tc.yaml)
 			got := m.Cluster("a").settings.protocol
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(protocolSettings{})); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(protocolSettings{}, h2Limits{})); diff != "" {
 				t.Errorf("protocol (-want +got):\n%s", diff)
 			}
 		})

@@ -39,7 +39,7 @@ func (c *Cluster) dialHTTP2(ctx context.Context, addr string) (net.Conn, error) 
 		return nil, err
 	}
 	c.stats.UpstreamCxHTTP2Total.Inc()
-	return tc, nil
+	return newH2GuardConn(tc, &c.settings.protocol.h2, c.h2Stats()), nil
 }
 
 // RoundTripHTTP2 sends req to h over the cluster's HTTP/2 connections and

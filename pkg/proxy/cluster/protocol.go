@@ -32,6 +32,8 @@ type protocolSettings struct {
 	// maxRequestsPerConn closes an HTTP/1.1 connection after that many
 	// requests; 0 means no limit.
 	maxRequestsPerConn uint32
+	// h2 are the HTTP/2 flood limits of upstream connections.
+	h2 h2Limits
 }
 
 // buildProtocol reads the HTTP protocol options: the cluster-level
@@ -45,6 +47,8 @@ func buildProtocol(c *clusterv3.Cluster) (protocolSettings, []error) {
 	//lint:ignore SA1019 the v3 API still carries the cluster-level HTTP/2 options, and configurations use them
 	legacyHTTP2 := c.GetHttp2ProtocolOptions() != nil
 	ps.http2 = legacyHTTP2
+	//lint:ignore SA1019 as above
+	ps.h2 = readH2Limits(c.GetHttp2ProtocolOptions())
 	//lint:ignore SA1019 as above
 	errs = append(errs, downstreamOnlyHTTP2Fields(c.GetHttp2ProtocolOptions(), "http2_protocol_options")...)
 	for _, key := range sortedKeys(c.GetTypedExtensionProtocolOptions()) {
@@ -72,6 +76,7 @@ func buildProtocol(c *clusterv3.Cluster) (protocolSettings, []error) {
 			errs = append(errs, configErrorf(path, "explicit_http_config is required (use_downstream_protocol_config and auto_config are not supported by Outrigger)"))
 		case explicit.GetHttp2ProtocolOptions() != nil:
 			ps.http2 = true
+			ps.h2 = readH2Limits(explicit.GetHttp2ProtocolOptions())
 		case explicit.GetHttpProtocolOptions() != nil:
 			ps.http2 = false
 		default:
@@ -102,6 +107,7 @@ func downstreamOnlyFields(opts *httpv3.HttpProtocolOptions, path string) []error
 	}
 	common := opts.GetCommonHttpProtocolOptions()
 	refuse(common.GetMaxHeadersCount() != nil, "common_http_protocol_options.max_headers_count")
+	refuse(common.GetMaxConnectionDuration() != nil, "common_http_protocol_options.max_connection_duration")
 	h1 := opts.GetExplicitHttpConfig().GetHttpProtocolOptions()
 	refuse(h1.GetAcceptHttp_10(), "explicit_http_config.http_protocol_options.accept_http_10")
 	refuse(h1.GetDefaultHostForHttp_10() != "", "explicit_http_config.http_protocol_options.default_host_for_http_10")
@@ -109,15 +115,20 @@ func downstreamOnlyFields(opts *httpv3.HttpProtocolOptions, path string) []error
 	return errs
 }
 
-// downstreamOnlyHTTP2Fields refuses the HTTP/2 limits Outrigger applies to
-// client connections only (see downstreamOnlyFields): the upstream HTTP/2
-// transport keeps its own.
+// downstreamOnlyHTTP2Fields refuses the HTTP/2 settings Outrigger applies
+// to client connections only (see downstreamOnlyFields): the upstream
+// HTTP/2 transport keeps its own streams and windows, and answers a
+// malformed response with a stream reset whatever the setting. Its flood
+// limits apply to upstreams too (h2guard.go).
 func downstreamOnlyHTTP2Fields(h2 *corev3.Http2ProtocolOptions, path string) []error {
 	var errs []error
 	for field, set := range map[string]bool{
 		"max_concurrent_streams":         h2.GetMaxConcurrentStreams() != nil,
 		"initial_stream_window_size":     h2.GetInitialStreamWindowSize() != nil,
 		"initial_connection_window_size": h2.GetInitialConnectionWindowSize() != nil,
+		//lint:ignore SA1019 the deprecated field must be refused here like the others
+		"stream_error_on_invalid_http_messaging":        h2.GetStreamErrorOnInvalidHttpMessaging(),
+		"override_stream_error_on_invalid_http_message": h2.GetOverrideStreamErrorOnInvalidHttpMessage() != nil,
 	} {
 		if set {
 			errs = append(errs, configErrorf(path+"."+field, "not supported by Outrigger on a cluster (it applies to client connections only)"))

@@ -16,22 +16,13 @@ const ServerName = "outrigger"
 const (
 	defaultStreamIdleTimeout   = 5 * time.Minute
 	defaultIdleTimeout         = time.Hour
+	defaultDelayedCloseTimeout = time.Second
 	defaultMaxRequestHeadersKB = 60
 	defaultMaxHeadersCount     = 100
 	// maxTrailerBytes bounds the trailer section of a chunked body, which
 	// is read and dropped (Envoy drops HTTP/1 trailers unless told not
 	// to).
 	maxTrailerBytes = 60 << 10
-	// The limit on concurrent HTTP/2 streams per connection. Envoy's
-	// default is no limit; each open stream here holds a goroutine, so a
-	// client must not be able to open billions: the default is bounded,
-	// as Go's, nginx's and haproxy's are (250, 128, 100).
-	defaultH2MaxStreams = 1024
-	// The HTTP/2 receive windows. Envoy announces 256 MiB and keeps its
-	// buffers in check by pausing reads; Outrigger buffers what a window
-	// lets in, so its defaults are those of Go's HTTP/2 server.
-	defaultH2StreamWindow = 256 << 10
-	defaultH2ConnWindow   = 1 << 20
 )
 
 // settings are the connection manager's configuration, read once by New.
@@ -55,6 +46,12 @@ type settings struct {
 	streamIdleTimeout     time.Duration
 	requestTimeout        time.Duration
 	requestHeadersTimeout time.Duration
+	// maxConnectionDuration ends a connection that long after its accept
+	// (common_http_protocol_options.max_connection_duration).
+	maxConnectionDuration time.Duration
+	// delayedCloseTimeout is how long a connection the proxy ends after
+	// a response waits for the client to close it first.
+	delayedCloseTimeout time.Duration
 
 	maxRequestHeadersBytes   int
 	maxHeadersCount          int
@@ -63,12 +60,9 @@ type settings struct {
 	acceptHTTP10      bool
 	defaultHostHTTP10 string
 
-	// HTTP/2 (http2_protocol_options): the streams a connection may have
-	// open, and the receive windows the server announces, which bound
-	// the request body bytes it buffers per stream and per connection.
-	h2MaxStreams   uint32
-	h2StreamWindow uint32
-	h2ConnWindow   uint32
+	// h2 are the HTTP/2 server's settings and limits
+	// (http2_protocol_options).
+	h2 h2Settings
 }
 
 // readSettings reads the connection manager's own fields. Errors name the
@@ -87,24 +81,13 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 		requestIDInResponse:    cfg.GetAlwaysSetRequestIdInResponse(),
 		streamIdleTimeout:      defaultStreamIdleTimeout,
 		idleTimeout:            defaultIdleTimeout,
+		delayedCloseTimeout:    defaultDelayedCloseTimeout,
 		maxRequestHeadersBytes: defaultMaxRequestHeadersKB << 10,
 		maxHeadersCount:        defaultMaxHeadersCount,
 		acceptHTTP10:           cfg.GetHttpProtocolOptions().GetAcceptHttp_10(),
 		defaultHostHTTP10:      cfg.GetHttpProtocolOptions().GetDefaultHostForHttp_10(),
-		h2MaxStreams:           defaultH2MaxStreams,
-		h2StreamWindow:         defaultH2StreamWindow,
-		h2ConnWindow:           defaultH2ConnWindow,
 	}
-	h2 := cfg.GetHttp2ProtocolOptions()
-	if v := h2.GetMaxConcurrentStreams(); v != nil {
-		s.h2MaxStreams = v.GetValue()
-	}
-	if v := h2.GetInitialStreamWindowSize(); v != nil {
-		s.h2StreamWindow = v.GetValue()
-	}
-	if v := h2.GetInitialConnectionWindowSize(); v != nil {
-		s.h2ConnWindow = v.GetValue()
-	}
+	s.h2 = readH2Settings(cfg)
 	switch s.codec {
 	case hcmv3.HttpConnectionManager_AUTO, hcmv3.HttpConnectionManager_HTTP1, hcmv3.HttpConnectionManager_HTTP2:
 	default:
@@ -139,6 +122,8 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 		{"request_timeout", cfg.GetRequestTimeout(), &s.requestTimeout},
 		{"request_headers_timeout", cfg.GetRequestHeadersTimeout(), &s.requestHeadersTimeout},
 		{"common_http_protocol_options.idle_timeout", common.GetIdleTimeout(), &s.idleTimeout},
+		{"common_http_protocol_options.max_connection_duration", common.GetMaxConnectionDuration(), &s.maxConnectionDuration},
+		{"delayed_close_timeout", cfg.GetDelayedCloseTimeout(), &s.delayedCloseTimeout},
 	}
 	for _, d := range durations {
 		if d.d == nil {
@@ -147,6 +132,11 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 		if *d.dst, err = duration(d.d); err != nil {
 			return s, fmt.Errorf("%s: %w", d.path, err)
 		}
+	}
+	if d := common.GetMaxConnectionDuration(); d != nil && s.maxConnectionDuration == 0 {
+		// Envoy arms a timer of 0 and so closes every connection as
+		// soon as it opens; no one means that.
+		return s, errors.New("common_http_protocol_options.max_connection_duration: 0s would close every connection at once; leave it unset for no maximum")
 	}
 	return s, nil
 }

@@ -53,16 +53,26 @@ type serverConn struct {
 	body http1.BodyReader
 	st   stream
 	// rd and wd are the socket's read and write deadlines; lastNow is
-	// the real time the last request ended, which arms the wait for the
-	// next one.
+	// the real time the last request ended (at first, the time the
+	// connection was accepted), which arms the wait for the next one.
 	rd, wd  deadline
 	lastNow time.Time
+	// maxDurAt is when max_connection_duration ends the connection (zero:
+	// never); maxDurDone records that it did, so it is counted once.
+	maxDurAt   time.Time
+	maxDurDone bool
+	// linger: the proxy ends the connection after a response it wrote
+	// whole, so the close waits for the client (delayed_close_timeout);
+	// halfClose: that response's body ends with the connection, which
+	// must therefore shut its write side at once.
+	linger, halfClose bool
 	// reqHard is the request timeout's limit for the request being read
 	// (zero: none); writeIdle the idle timeout of its response's writes.
 	reqHard   time.Time
 	writeIdle time.Duration
-	// How the response in flight is framed, and whether it was cut.
-	chunked, aborted bool
+	// How the response in flight is framed (chunked, or ended by the
+	// connection's end), and whether it was cut.
+	chunked, closeDelimited, aborted bool
 
 	// up is the scratch space of the upstream exchange.
 	up upstreamScratch
@@ -110,6 +120,10 @@ func (c *serverConn) serve() {
 		}
 		st.cxLengthMs.Record(uint64(c.m.stamp(time.Now()).Sub(c.opened).Milliseconds()))
 	}()
+	// The idle timeout and max_connection_duration count from the
+	// accept, as Envoy's timers do.
+	c.lastNow = time.Now()
+	c.maxDurAt = after(c.lastNow, c.m.cfg.maxConnectionDuration)
 	c.br = c.m.readers.Get().(*bufio.Reader)
 	c.br.Reset(c.cc)
 	defer func() {
@@ -122,11 +136,11 @@ func (c *serverConn) serve() {
 	}()
 	switch c.m.cfg.codec {
 	case hcmv3.HttpConnectionManager_HTTP2:
-		c.serveHTTP2()
+		c.serveHTTP2Limited()
 		return
 	case hcmv3.HttpConnectionManager_AUTO:
 		if c.sniffHTTP2() {
-			c.serveHTTP2()
+			c.serveHTTP2Limited()
 			return
 		}
 	}
@@ -134,13 +148,38 @@ func (c *serverConn) serve() {
 	st.cxHTTP1Active.Inc()
 	defer st.cxHTTP1Active.Dec()
 	c.serveHTTP1()
+	if c.linger && !c.remoteClosed {
+		c.delayedClose(c.halfClose)
+		return
+	}
 	_ = c.nc.Close()
 }
 
+// serveHTTP2Limited serves the connection as HTTP/2, under
+// max_connection_duration: once it passes, the connection is asked to end
+// as Manager.Close asks it (a GOAWAY, then the close once its open
+// streams are done), which is Envoy's drain of an HTTP/2 connection at its
+// maximum duration. A timer serves this rather than the read deadline,
+// which the HTTP/2 read loop owns.
+func (c *serverConn) serveHTTP2Limited() {
+	if !c.maxDurAt.IsZero() {
+		t := time.AfterFunc(time.Until(c.maxDurAt), func() {
+			c.m.stats.cxMaxDuration.Inc()
+			c.closeIfIdle()
+		})
+		defer t.Stop()
+	}
+	c.serveHTTP2()
+}
+
 // sniffHTTP2 reads as much of the first bytes as it takes to tell the
-// HTTP/2 preface from an HTTP/1 request line, within the idle timeout.
+// HTTP/2 preface from an HTTP/1 request line, within the idle timeout
+// (and max_connection_duration) counted from the accept. When they pass
+// first, the HTTP/1 wait that follows finds them passed and ends the
+// connection.
 func (c *serverConn) sniffHTTP2() bool {
-	if d := after(time.Now(), c.m.cfg.idleTimeout); c.rd.need(d, true) {
+	d := earliest(after(c.lastNow, c.m.idleTimeout()), c.maxDurAt)
+	if c.rd.need(d, true) {
 		_ = c.nc.SetReadDeadline(d)
 	}
 	n := 1
@@ -158,34 +197,51 @@ func (c *serverConn) sniffHTTP2() bool {
 	}
 }
 
-// serveHTTP1 serves requests until one of them ends the connection.
+// serveHTTP1 serves requests until one of them ends the connection. When
+// the proxy ends it after a response it wrote whole (Connection: close, a
+// protocol error, max_requests_per_connection, a drain...), it records
+// that the close must wait for the client (see delayedClose).
 func (c *serverConn) serveHTTP1() {
-	c.lastNow = time.Now()
 	for c.waitForRequest() {
 		if !c.serveRequest() {
+			c.linger = c.st.started && !c.aborted && !c.remoteClosed
+			c.halfClose = c.closeDelimited
 			return
 		}
 		c.requests++
+		if c.maxDurationPassed(c.lastNow) {
+			// The duration ended during the response, after its head
+			// went out without Connection: close: the connection ends
+			// with it, as Envoy's drain ends it.
+			c.linger = true
+			return
+		}
 	}
 }
 
 // waitForRequest waits for the first byte of the next request, under the
-// idle timeout. It returns false when the connection should end instead:
-// closed by the client, idle for too long, or the manager closing.
+// idle timeout and max_connection_duration. It returns false when the
+// connection should end instead: closed by the client, idle for too long,
+// at its maximum duration, or the manager closing.
 //
-// While waiting, the socket's deadline is the earlier of the idle and the
-// stream idle timeouts, so that on a busy connection the wait and the
-// request that follows share one deadline, pushed back about once a
-// second. When it fires before the idle timeout is due, waiting goes on.
+// While waiting, the socket's deadline is the earliest of the idle
+// timeout, the stream idle timeout and the maximum duration, so that on a
+// busy connection the wait and the request that follows share one
+// deadline, kept lazily (see slackOf). When it fires before the idle
+// timeout or the maximum duration is due (a lazily kept deadline, or the
+// stream idle one), the wait goes on under the exact deadline left: both
+// end the connection at their setting, never early.
 func (c *serverConn) waitForRequest() bool {
 	if !c.setIdle(true) {
 		return false
 	}
-	cfg := &c.m.cfg
 	waitStart := c.lastNow
 	for c.br.Buffered() == 0 {
-		d := earliest(after(waitStart, cfg.idleTimeout), after(c.lastNow, cfg.streamIdleTimeout))
-		if c.rd.need(d, false) {
+		// Both are read again after each wake-up: the overload
+		// manager's reduce_timeouts scales them as it acts.
+		idle, streamIdle := c.m.idleTimeout(), c.streamIdle()
+		d := earliest(earliest(after(waitStart, idle), after(c.lastNow, streamIdle)), c.maxDurAt)
+		if c.rd.needWithin(d, slackOf(streamIdle)) {
 			_ = c.nc.SetReadDeadline(d)
 		}
 		_, err := c.br.Peek(1)
@@ -200,15 +256,32 @@ func (c *serverConn) waitForRequest() bool {
 			return false
 		}
 		c.lastNow = time.Now()
-		if cfg.idleTimeout > 0 && c.lastNow.Sub(waitStart) >= cfg.idleTimeout-refreshEvery {
+		if idle > 0 && c.lastNow.Sub(waitStart) >= idle {
 			c.m.stats.cxIdleTimeout.Inc()
 			return false
 		}
+		if c.maxDurationPassed(c.lastNow) {
+			return false
+		}
 		// Early: the stream idle deadline, or one kept lazily. Wait for
-		// what is left of the idle timeout.
+		// what is left, exactly.
 		c.rd.forget()
 	}
 	return c.setIdle(false)
+}
+
+// maxDurationPassed reports whether max_connection_duration has passed at
+// now, counting downstream_cx_max_duration_reached the first time. Without
+// a maximum it costs a comparison.
+func (c *serverConn) maxDurationPassed(now time.Time) bool {
+	if c.maxDurAt.IsZero() || now.Before(c.maxDurAt) {
+		return false
+	}
+	if !c.maxDurDone {
+		c.maxDurDone = true
+		c.m.stats.cxMaxDuration.Inc()
+	}
+	return true
 }
 
 // setIdle records whether the connection waits between requests. Going

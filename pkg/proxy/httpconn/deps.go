@@ -39,6 +39,13 @@ type Deps struct {
 	// Write per line from many connections at once: it must be safe for
 	// concurrent use.
 	OpenAccessLog func(path string) (io.Writer, error)
+	// Runtime reads the server's runtime values (the premature-reset
+	// limits); nil reads none, so Envoy's defaults apply.
+	Runtime RuntimeValues
+	// Overload is the overload manager's state for the listener's
+	// connections; nil means no overload action applies (as for the admin
+	// listener, which Envoy gives a null overload manager).
+	Overload OverloadState
 	// Now is the clock of recorded times (access-log timestamps and
 	// durations, the date header, stat durations); socket deadlines always
 	// follow the real clock. Nil means the real clock, which is then read
@@ -77,6 +84,52 @@ type UpstreamCluster interface {
 	// RoundTripHTTP2 sends one request to h over the cluster's HTTP/2
 	// pool.
 	RoundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Response, error)
+}
+
+// RuntimeValues is the server's runtime as the connection manager reads it:
+// one atomic snapshot load and a map read per call.
+type RuntimeValues interface {
+	// Uint64 returns key's value as an integer, def when it has none.
+	Uint64(key string, def uint64) uint64
+}
+
+// OverloadState is the overload manager as the connection manager consults
+// it (the server's *overload.Manager). Every method is safe for concurrent
+// use and cheap enough for the request path: an atomic load, plus one
+// random draw only while an action is partly active (a scaled trigger
+// between its thresholds). An action that is not configured is inactive.
+type OverloadState interface {
+	// StopAcceptingRequests reports whether envoy.overload_actions.stop_accepting_requests
+	// refuses the request whose headers were just decoded. It answers true
+	// with a probability equal to the action's state: always while
+	// saturated, never while inactive. Envoy then skips the filter chain,
+	// answers 503 with the body "envoy overloaded" (response flag OM), and
+	// counts http.<stat_prefix>.downstream_rq_overload_close. Ask once per
+	// request.
+	StopAcceptingRequests() bool
+	// DisableKeepalive reports whether envoy.overload_actions.disable_http_keepalive
+	// closes the connection of the response being encoded. It answers true
+	// with a probability equal to the action's state (every response while
+	// saturated). Envoy asks once per response, only while the connection
+	// is not already draining; on true it counts
+	// http.<stat_prefix>.downstream_cx_overload_disable_keepalive and
+	// starts the connection's drain as a drain close does (HTTP/1:
+	// Connection: close on this response; HTTP/2: GOAWAY), also counting
+	// downstream_cx_drain_close.
+	DisableKeepalive() bool
+	// ScaleIdleTimeout returns the effective value of the connection idle
+	// timeout d (common_http_protocol_options.idle_timeout) under
+	// envoy.overload_actions.reduce_timeouts with a
+	// HTTP_DOWNSTREAM_CONNECTION_IDLE minimum: min + (d - min) * (1 - state),
+	// where min is min_timeout (capped at d) or min_scale * d. It is d
+	// while the action is inactive or the timer type has no minimum, and
+	// min once the action is saturated; a zero d (disabled) stays zero.
+	// The state can change while a timer runs (Envoy moves running
+	// timers): read the value again when re-arming the timer.
+	ScaleIdleTimeout(d time.Duration) time.Duration
+	// ScaleStreamIdleTimeout is ScaleIdleTimeout for stream_idle_timeout
+	// (HTTP_DOWNSTREAM_STREAM_IDLE).
+	ScaleStreamIdleTimeout(d time.Duration) time.Duration
 }
 
 // Drainer is a listener's drain state as the connection manager sees it.

@@ -23,10 +23,12 @@ import (
 	"testing"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"github.com/go-logr/logr"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/internal/golden"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
@@ -608,8 +610,8 @@ const hopResponse = "HTTP/1.1 200 OK\r\n" +
 	"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
 
 // startH2Proxy starts the conformance proxy with a codec and, optionally,
-// a drain state.
-func startH2Proxy(t *testing.T, codec hcmv3.HttpConnectionManager_CodecType, drain Drainer) *h2Fixture {
+// a drain state; edits change the connection manager's configuration.
+func startH2Proxy(t *testing.T, codec hcmv3.HttpConnectionManager_CodecType, drain Drainer, edits ...func(*hcmv3.HttpConnectionManager)) *h2Fixture {
 	t.Helper()
 	up := &h2Upstream{arrived: make(chan struct{}, 8), cancelled: make(chan struct{}, 8), release: make(chan struct{})}
 	srv := httptest.NewServer(up)
@@ -640,6 +642,9 @@ func startH2Proxy(t *testing.T, codec hcmv3.HttpConnectionManager_CodecType, dra
 		clusterRoute("/", "up"),
 	))
 	cfg.CodecType = codec
+	for _, edit := range edits {
+		edit(cfg)
+	}
 	p := startProxy(t, cfg, Deps{Stats: st, Upstreams: ups, Drain: drain})
 	// Cleanups run last first: the slow requests are let go before the
 	// proxy and the upstream wait for them.
@@ -943,11 +948,21 @@ func TestH2Head(t *testing.T) {
 	}
 }
 
-// TestH2MalformedRequests sends malformed request heads (RFC 9113 §8.1.1:
-// a stream error of type PROTOCOL_ERROR): each stream is reset, and the
-// connection goes on serving. Envoy closes the whole connection for these
-// unless stream_error_on_invalid_http_message is set (its documented default); RFC 9113 and
-// Outrigger reset the stream only.
+// streamErrors sets override_stream_error_on_invalid_http_message: a
+// malformed request resets its stream only.
+func streamErrors(cfg *hcmv3.HttpConnectionManager) {
+	if cfg.Http2ProtocolOptions == nil {
+		cfg.Http2ProtocolOptions = &corev3.Http2ProtocolOptions{}
+	}
+	cfg.Http2ProtocolOptions.OverrideStreamErrorOnInvalidHttpMessage = wrapperspb.Bool(true)
+}
+
+// TestH2MalformedRequests sends malformed request heads (RFC 9113 §8.1.1).
+// As in Envoy, by default each ends its connection with GOAWAY
+// PROTOCOL_ERROR; with stream errors allowed (override_stream_error_on_
+// invalid_http_message, or the older stream_error_on_invalid_http_messaging)
+// each stream is reset and the connection goes on serving. Both count
+// http2.rx_messaging_error.
 func TestH2MalformedRequests(t *testing.T) {
 	tests := map[string]struct {
 		fields []string
@@ -966,21 +981,47 @@ func TestH2MalformedRequests(t *testing.T) {
 		"transfer-encoding header":       {fields: requestHead("GET", "/direct", "transfer-encoding", "chunked")},
 		"te other than trailers":         {fields: requestHead("GET", "/direct", "te", "gzip")},
 	}
-	f := startH2Proxy(t, hcmv3.HttpConnectionManager_AUTO, nil)
-	c := dialH2(t, f.addr)
-	for name, tc := range tests {
+	t.Run("connection error by default", func(t *testing.T) {
+		f := startH2Proxy(t, hcmv3.HttpConnectionManager_AUTO, nil)
+		n := uint64(0)
+		for name, tc := range tests {
+			t.Run(name, func(t *testing.T) {
+				c := dialH2(t, f.addr)
+				c.open(true, tc.fields...)
+				c.wantGoAway(http2.ErrCodeProtocol)
+				n++
+				f.waitCounter(t, "http2.rx_messaging_error", n)
+			})
+		}
+	})
+	for name, edit := range map[string]func(*hcmv3.HttpConnectionManager){
+		"stream error with the override": streamErrors,
+		"stream error with the older field": func(cfg *hcmv3.HttpConnectionManager) {
+			//lint:ignore SA1019 the deprecated field is still honoured, as in Envoy
+			cfg.Http2ProtocolOptions = &corev3.Http2ProtocolOptions{StreamErrorOnInvalidHttpMessaging: true}
+		},
+	} {
 		t.Run(name, func(t *testing.T) {
-			c.t = t
-			id := c.open(true, tc.fields...)
-			r := c.response(id)
-			if !r.reset || r.resetCode != http2.ErrCodeProtocol {
-				t.Errorf("reset %v (%v), status %q; want RST_STREAM PROTOCOL_ERROR\nframes received: %s",
-					r.reset, r.resetCode, r.status(), c.traceString())
+			f := startH2Proxy(t, hcmv3.HttpConnectionManager_AUTO, nil, edit)
+			c := dialH2(t, f.addr)
+			n := uint64(0)
+			for name, tc := range tests {
+				t.Run(name, func(t *testing.T) {
+					c.t = t
+					id := c.open(true, tc.fields...)
+					r := c.response(id)
+					if !r.reset || r.resetCode != http2.ErrCodeProtocol {
+						t.Errorf("reset %v (%v), status %q; want RST_STREAM PROTOCOL_ERROR\nframes received: %s",
+							r.reset, r.resetCode, r.status(), c.traceString())
+					}
+					if len(c.goAways) > 0 {
+						t.Fatalf("GOAWAY %v: a malformed request must cost its stream only", c.goAways)
+					}
+					c.wantOK(c.get("/direct"), "hello direct")
+					n++
+					f.waitCounter(t, "http2.rx_messaging_error", n)
+				})
 			}
-			if len(c.goAways) > 0 {
-				t.Fatalf("GOAWAY %v: a malformed request must cost its stream only", c.goAways)
-			}
-			c.wantOK(c.get("/direct"), "hello direct")
 		})
 	}
 }
@@ -1139,8 +1180,9 @@ func findGoAway(t *testing.T, b []byte) (h2GoAway, bool) {
 }
 
 // TestH2ContentLengthMismatch sends bodies that disagree with their
-// content-length (RFC 9113 §8.1.1: malformed, a stream error of type
-// PROTOCOL_ERROR); the connection goes on serving.
+// content-length (RFC 9113 §8.1.1: malformed). With stream errors allowed
+// the stream is reset and the connection goes on serving; by default the
+// connection ends, as for any malformed request.
 func TestH2ContentLengthMismatch(t *testing.T) {
 	tests := map[string]struct {
 		contentLength string
@@ -1151,7 +1193,18 @@ func TestH2ContentLengthMismatch(t *testing.T) {
 		},
 		"more bytes than content-length": {contentLength: "3", body: "abcdef"},
 	}
-	f := startH2Proxy(t, hcmv3.HttpConnectionManager_AUTO, nil)
+	t.Run("connection error by default", func(t *testing.T) {
+		f := startH2Proxy(t, hcmv3.HttpConnectionManager_AUTO, nil)
+		for name, tc := range tests {
+			t.Run(name, func(t *testing.T) {
+				c := dialH2(t, f.addr)
+				id := c.open(false, requestHead("POST", "/len", "content-length", tc.contentLength)...)
+				c.sendData(id, []byte(tc.body), true)
+				c.wantGoAway(http2.ErrCodeProtocol)
+			})
+		}
+	})
+	f := startH2Proxy(t, hcmv3.HttpConnectionManager_AUTO, nil, streamErrors)
 	c := dialH2(t, f.addr)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -29,12 +29,22 @@ type h2Conn struct {
 	payload    []byte // frame payloads too large to read in place
 	decoding   *h2Stream
 	decodeErr  h2ErrCode // a stream error found while decoding a block
+	selfDep    bool      // the block's stream depends on itself
 	contStream uint32    // the stream whose CONTINUATION frames are due
 	contEnd    bool      // that block's HEADERS carried END_STREAM
 	lastID     uint32    // the highest stream identifier the client used
 	served     uint32    // streams accepted so far
 	sawPreface bool      // the client's SETTINGS arrived
 	rd         deadline
+	// blockBytes is the size of the header block being received, checked
+	// as its frames arrive.
+	blockBytes int
+	// pending are the streams whose request head arrived in the input
+	// being read: they start once it is all handled, so that a reset
+	// that came with them stops them before they reach an upstream.
+	pending []*h2Stream
+	// resetsSeen: the client reset a stream early (see moreInput).
+	resetsSeen bool
 	// recvUnacked is connection-level flow-control credit not yet given
 	// back to the client.
 	recvUnacked int64
@@ -43,6 +53,15 @@ type h2Conn struct {
 	kick chan struct{}
 	done chan struct{}
 	wd   deadline
+
+	// stats are the HTTP/2 codec stats; guard counts what the flood
+	// limits bound (its write side under mu).
+	stats *h2Stats
+	guard h2Guard
+	// highWater bounds the output queued for the client: a stream that
+	// would queue more waits for the writer (the listener's
+	// per-connection buffer limit).
+	highWater int
 
 	// mu guards everything below, and the output of every stream.
 	mu      sync.Mutex
@@ -61,13 +80,27 @@ type h2Conn struct {
 	sendWindow   int64
 	// idleSince is when the last stream ended (idle timeout).
 	idleSince time.Time
-	// rdStale: a stream goroutine set the read deadline, so the read
-	// loop's record of it (rd) is out of date.
+	// rdStale: another goroutine set the read deadline, to rdArmed, so
+	// the read loop's record of it (rd) is out of date.
 	rdStale bool
+	rdArmed time.Time
 	// resetIDs are the streams the server reset lately: frames the
 	// client sent before it saw the reset are ignored (RFC 9113 §5.1).
 	resetIDs  [64]uint32
 	resetNext int
+	// fail ends the connection at the read loop's next look: a flood or
+	// another abuse found away from the read loop.
+	fail error
+	// ending: finish runs; streams it drops are not the client's doing.
+	ending bool
+	// closedStreams and prematureResets count the streams that ended,
+	// and those among them the client reset before a response and
+	// within the premature-reset lifetime.
+	closedStreams, prematureResets uint64
+	// bufWaiters counts the streams waiting for the output to drain
+	// below highWater; inflightBytes is the size of the write under way.
+	bufWaiters    int
+	inflightBytes int
 
 	wg sync.WaitGroup // the stream goroutines
 }
@@ -90,8 +123,12 @@ func (c *serverConn) serveHTTP2() {
 		peerWindow:   h2DefaultWindow,
 		peerMaxFrame: h2DefaultMaxFrame,
 		sendWindow:   h2DefaultWindow,
-		idleSince:    time.Now(),
+		// The idle timeout counts from the accept.
+		idleSince: c.lastNow,
+		stats:     c.m.h2CodecStats(),
+		highWater: connBufferLimit(c.nc),
 	}
+	h.guard = h2Guard{lim: &c.m.cfg.h2, stats: h.stats}
 	h.dec = hpack.NewDecoder(4096, h.emit)
 	h.dec.SetMaxStringLength(c.m.cfg.maxRequestHeadersBytes)
 	c.setH2(h)
@@ -106,11 +143,13 @@ func (h *h2Conn) readLoop() error {
 	cfg := &h.m.cfg
 	h.mu.Lock()
 	h.wbuf = appendSettings(h.wbuf,
-		settingMaxConcurrentStreams, cfg.h2MaxStreams,
-		settingInitialWindowSize, cfg.h2StreamWindow,
+		settingMaxConcurrentStreams, cfg.h2.maxStreams,
+		settingInitialWindowSize, cfg.h2.streamWindow,
 		settingMaxHeaderListSize, uint32(cfg.maxRequestHeadersBytes))
-	if extra := int64(cfg.h2ConnWindow) - h2DefaultWindow; extra > 0 {
+	h.countFrameLocked(true)
+	if extra := int64(cfg.h2.connWindow) - h2DefaultWindow; extra > 0 {
 		h.wbuf = appendWindowUpdate(h.wbuf, 0, uint32(extra))
+		h.countFrameLocked(false)
 	}
 	h.kickLocked()
 	h.mu.Unlock()
@@ -121,11 +160,16 @@ func (h *h2Conn) readLoop() error {
 	}
 
 	br := h.c.br
-	if d := after(time.Now(), cfg.idleTimeout); h.rd.need(d, true) {
+	if d := after(h.idleSince, h.m.idleTimeout()); h.rd.need(d, true) {
 		_ = h.c.nc.SetReadDeadline(d)
 	}
 	pre, err := br.Peek(len(h2Preface))
 	if err != nil {
+		if isTimeout(err) {
+			// A client that never sent its preface idled out.
+			h.m.stats.cxIdleTimeout.Inc()
+			return errIdle
+		}
 		return err
 	}
 	if string(pre) != h2Preface {
@@ -135,6 +179,18 @@ func (h *h2Conn) readLoop() error {
 	for {
 		if finished, err := h.awaitFrame(); finished || err != nil {
 			return err
+		}
+		if !h.frameBuffered() {
+			if len(h.pending) > 0 && !h.moreInput() {
+				// Everything the client sent so far is handled:
+				// the requests it opened start now.
+				h.dispatch()
+			}
+			// The next frame needs a read. A client that keeps the
+			// socket full would never make that read wait: let the
+			// other connections' goroutines have their turn first,
+			// as an event loop serves its connections one read each.
+			runtime.Gosched()
 		}
 		hdr, err := br.Peek(h2FrameHeaderLen)
 		if err != nil {
@@ -155,6 +211,9 @@ func (h *h2Conn) readLoop() error {
 		if err != nil {
 			return err
 		}
+		if err := h.guard.inbound(fh, payloadLen(fh, p)); err != nil {
+			return err
+		}
 		if err := h.handleFrame(fh, p); err != nil {
 			return err
 		}
@@ -166,6 +225,52 @@ func (h *h2Conn) readLoop() error {
 
 // errIdle ends a connection that had no stream for the idle timeout.
 var errIdle = errors.New("idle timeout")
+
+// payloadLen is the size of a frame's payload without its padding, as the
+// empty-frame limit counts it (a malformed padding counts as empty: the
+// frame is refused anyway).
+func payloadLen(fh h2FrameHeader, p []byte) int {
+	if fh.flags&flagPadded == 0 || (fh.typ != frameData && fh.typ != frameHeaders) {
+		return len(p)
+	}
+	if len(p) == 0 {
+		return 0
+	}
+	return max(len(p)-1-int(p[0]), 0)
+}
+
+// frameBuffered reports whether the read buffer holds a whole frame, which
+// the read loop can handle without waiting for the client.
+func (h *h2Conn) frameBuffered() bool {
+	br := h.c.br
+	n := br.Buffered()
+	if n < h2FrameHeaderLen {
+		return false
+	}
+	hdr, _ := br.Peek(h2FrameHeaderLen)
+	return n-h2FrameHeaderLen >= int(parseFrameHeader(hdr).length)
+}
+
+// moreInput reports whether the client has sent bytes the read loop has
+// not read yet. It is asked only of a connection whose client reset
+// streams early (the rapid-reset pattern): its new streams wait until
+// every byte it sent is handled, so that a reset split from its request
+// by the network still comes first.
+func (h *h2Conn) moreInput() bool {
+	return h.resetsSeen && inputPending(h.c.nc)
+}
+
+// dispatch starts the pending streams, each in a goroutine of its own.
+// A stream the client reset meanwhile only accounts for itself (see
+// h2Stream.run): it reaches no upstream.
+func (h *h2Conn) dispatch() {
+	h.wg.Add(len(h.pending))
+	for i, st := range h.pending {
+		h.pending[i] = nil
+		go st.run()
+	}
+	h.pending = h.pending[:0]
+}
 
 // readPayload returns a frame's payload: in place in the read buffer when
 // it fits (the caller discards it after handling), else copied.
@@ -192,37 +297,42 @@ func (h *h2Conn) readPayload(n int) ([]byte, error) {
 // (streams time out on their own).
 func (h *h2Conn) awaitFrame() (finished bool, err error) {
 	h.mu.Lock()
-	open, since, goingAway, stale := len(h.streams), h.idleSince, h.goingAway, h.rdStale
-	h.rdStale = false
+	open, since, goingAway, fail := len(h.streams), h.idleSince, h.goingAway, h.fail
+	if h.rdStale {
+		h.rd = deadline{at: h.rdArmed, set: true}
+		h.rdStale = false
+	}
 	h.mu.Unlock()
-	if stale {
-		h.rd.forget()
+	if fail != nil {
+		return false, fail
 	}
 	if goingAway && open == 0 {
 		return true, nil
 	}
 	var d time.Time
 	if open == 0 {
-		d = after(since, h.m.cfg.idleTimeout)
+		d = after(since, h.m.idleTimeout())
 	}
-	if h.rd.need(d, false) {
+	// Exact: the deadline changes only when the connection goes idle or
+	// busy, not per frame.
+	if h.rd.need(d, true) {
 		return false, h.c.nc.SetReadDeadline(d)
 	}
 	return false, nil
 }
 
 // timedOut reports whether a read deadline that fired means the idle
-// timeout passed (it may also have been a wake-up, or a lazily kept
-// deadline that fired early).
+// timeout passed (it may also have been a wake-up, or the timeout shortened
+// by reduce_timeouts).
 func (h *h2Conn) timedOut() bool {
 	h.rd.forget()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	t := h.m.cfg.idleTimeout
+	t := h.m.idleTimeout()
 	if len(h.streams) > 0 || t <= 0 {
 		return false
 	}
-	if time.Since(h.idleSince) >= t-refreshEvery {
+	if time.Since(h.idleSince) >= t {
 		h.m.stats.cxIdleTimeout.Inc()
 		return true
 	}
@@ -275,6 +385,7 @@ func (h *h2Conn) handleFrame(fh h2FrameHeader, p []byte) error {
 			h.mu.Lock()
 			h.wbuf = appendFrameHeader(h.wbuf, 8, framePing, flagAck, 0)
 			h.wbuf = append(h.wbuf, p...)
+			h.countFrameLocked(true)
 			h.kickLocked()
 			h.mu.Unlock()
 		}
@@ -343,6 +454,7 @@ func (h *h2Conn) onSettings(fh h2FrameHeader, p []byte) error {
 		// indexes. Unknown settings are ignored (§6.5.2).
 	}
 	h.wbuf = appendFrameHeader(h.wbuf, 0, frameSettings, flagAck, 0)
+	h.countFrameLocked(true)
 	h.kickLocked()
 	return nil
 }
@@ -408,13 +520,17 @@ func (h *h2Conn) onRSTStream(fh h2FrameHeader, p []byte) error {
 			h.resetIDs[i] = 0
 		}
 	}
+	h.stats.rxReset.Inc()
 	if st := h.streams[fh.streamID]; st != nil {
 		h.m.stats.rqRxReset.Inc()
 		st.s.peerReset.Store(true)
+		if !st.responded {
+			h.resetsSeen = true
+		}
 		h.dropStreamLocked(st)
 		st.s.interrupt()
 	}
-	return nil
+	return h.fail
 }
 
 // onData hands a DATA frame's payload to its stream's request body.
@@ -442,6 +558,8 @@ func (h *h2Conn) onData(fh h2FrameHeader, p []byte) error {
 			h.resetStreamLocked(st, errCodeStreamClosed)
 		case !h.resetLately(fh.streamID):
 			h.wbuf = appendRSTStream(h.wbuf, fh.streamID, errCodeStreamClosed)
+			h.countFrameLocked(true)
+			h.stats.txReset.Inc()
 			h.kickLocked()
 		}
 		return nil
@@ -461,7 +579,7 @@ func (h *h2Conn) onData(fh h2FrameHeader, p []byte) error {
 	}
 	if st.declared >= 0 && (st.received > st.declared || st.remoteDone && st.received != st.declared) {
 		st.bodyErr = errBodyLength
-		h.resetStreamLocked(st, errCodeProtocol)
+		return h.badMessageLocked(st.id, st)
 	}
 	st.cond.Broadcast()
 	return nil
@@ -506,6 +624,7 @@ func (h *h2Conn) onHeaders(fh h2FrameHeader, p []byte) error {
 		block = block[5:]
 	}
 	endStream := fh.flags&flagEndStream != 0
+	h.blockBytes = 0
 	if id <= h.lastID {
 		h.mu.Lock()
 		open, ignore := h.streams[id] != nil, h.resetLately(id)
@@ -521,23 +640,29 @@ func (h *h2Conn) onHeaders(fh h2FrameHeader, p []byte) error {
 	}
 	h.mu.Lock()
 	h.lastID = id
-	refuse := h.goingAway || uint32(len(h.streams)) >= h.m.cfg.h2MaxStreams
+	refuse := h.goingAway || uint32(len(h.streams)) >= h.m.cfg.h2.maxStreams
 	h.mu.Unlock()
 	st := h.m.h2streams.Get().(*h2Stream)
 	st.open(h, id, endStream, refuse)
 	h.decoding = st
 	h.decodeErr = errCodeNo
-	if selfDependent {
-		// A stream error (RFC 9113 §5.3.1), found once the block is
-		// decoded.
-		h.decodeErr = errCodeProtocol
-	}
+	// A stream error (RFC 9113 §5.3.1), answered once the block is
+	// decoded.
+	h.selfDep = selfDependent
 	return h.onHeaderBlock(id, block, fh.flags&flagEndHeaders != 0, endStream)
 }
 
 // onHeaderBlock decodes a fragment of a header block, and dispatches the
 // stream once the block is complete.
 func (h *h2Conn) onHeaderBlock(id uint32, frag []byte, endHeaders, endStream bool) error {
+	h.blockBytes += len(frag)
+	if !endHeaders && h.blockBytes > h.m.cfg.maxRequestHeadersBytes {
+		// A block that large can only decode to headers over the
+		// limit: rather than reading it to its end, which a client
+		// can put off forever, the connection ends now.
+		h.stats.headerOverflow.Inc()
+		return h2Flood("header block larger than max_request_headers_kb")
+	}
 	if _, err := h.dec.Write(frag); err != nil {
 		return connError(errCodeCompression, err.Error())
 	}
@@ -552,26 +677,48 @@ func (h *h2Conn) onHeaderBlock(id uint32, frag []byte, endHeaders, endStream boo
 	st := h.decoding
 	h.decoding = nil
 	if st == nil {
-		h.endTrailers(id, endStream)
-		return nil
+		return h.endTrailers(id, endStream)
 	}
 	if st.refused {
 		h.m.h2streams.Put(st)
 		h.resetStream(id, errCodeRefusedStream)
 		return nil
 	}
-	if code := h.decodeErr; code != errCodeNo || !st.validRequest() {
+	if h.selfDep {
 		h.m.h2streams.Put(st)
 		h.resetStream(id, errCodeProtocol)
 		return nil
+	}
+	if h.decodeErr != errCodeNo || !st.validRequest() {
+		h.m.h2streams.Put(st)
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.badMessageLocked(id, nil)
 	}
 	h.start(st)
 	return nil
 }
 
+// badMessageLocked handles a malformed request on stream id, st when the
+// stream is open (RFC 9113 §8.1.1): counted in rx_messaging_error, it
+// resets the stream when stream_error_on_invalid_http_messaging says so,
+// and otherwise ends the connection, Envoy's default. h.mu is held.
+func (h *h2Conn) badMessageLocked(id uint32, st *h2Stream) error {
+	h.stats.rxMessagingError.Inc()
+	if !h.m.cfg.h2.streamErrorOnInvalid {
+		return connError(errCodeProtocol, "malformed request")
+	}
+	if st != nil {
+		h.resetStreamLocked(st, errCodeProtocol)
+	} else {
+		h.appendResetLocked(id, errCodeProtocol)
+	}
+	return nil
+}
+
 // endTrailers ends a request body with its trailers. Trailers must end the
 // stream, and come only on a stream whose body is still open.
-func (h *h2Conn) endTrailers(id uint32, endStream bool) {
+func (h *h2Conn) endTrailers(id uint32, endStream bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	st := h.streams[id]
@@ -581,16 +728,17 @@ func (h *h2Conn) endTrailers(id uint32, endStream bool) {
 	case st.remoteDone:
 		h.resetStreamLocked(st, errCodeStreamClosed)
 	case !endStream:
-		h.resetStreamLocked(st, errCodeProtocol)
+		return h.badMessageLocked(id, st)
 	default:
+		h.stats.trailers.Inc()
 		st.remoteDone = true
 		if st.declared >= 0 && st.received != st.declared {
 			st.bodyErr = errBodyLength
-			h.resetStreamLocked(st, errCodeProtocol)
-			return
+			return h.badMessageLocked(id, st)
 		}
 		st.cond.Broadcast()
 	}
+	return nil
 }
 
 // emit receives one decoded header field.
@@ -602,17 +750,18 @@ func (h *h2Conn) emit(f hpack.HeaderField) {
 	}
 }
 
-// start registers a complete request and runs it in its own goroutine.
+// start registers a complete request; it runs, in its own goroutine, once
+// the input read with it is handled (see dispatch).
 func (h *h2Conn) start(st *h2Stream) {
 	h.served++
 	h.mu.Lock()
 	h.streams[st.id] = st
 	h.mu.Unlock()
+	h.stats.streamsActive.Inc()
 	if max := h.m.cfg.maxRequestsPerConnection; max > 0 && h.served >= max {
 		st.lastAllowed = true
 	}
-	h.wg.Add(1)
-	go st.run()
+	h.pending = append(h.pending, st)
 }
 
 // resetLately reports whether the server reset stream id lately; h.mu is
@@ -630,6 +779,8 @@ func (h *h2Conn) resetLately(id uint32) bool {
 // resetIDs).
 func (h *h2Conn) appendResetLocked(id uint32, code h2ErrCode) {
 	h.wbuf = appendRSTStream(h.wbuf, id, code)
+	h.countFrameLocked(true)
+	h.stats.txReset.Inc()
 	h.resetIDs[h.resetNext] = id
 	h.resetNext = (h.resetNext + 1) % len(h.resetIDs)
 	h.kickLocked()
@@ -672,6 +823,8 @@ func (h *h2Conn) forgetLocked(st *h2Stream) {
 		return
 	}
 	delete(h.streams, st.id)
+	h.stats.streamsActive.Dec()
+	h.streamEndedLocked(st)
 	h.creditConnLocked(int64(len(st.in)))
 	st.in = st.in[:0]
 	if len(h.streams) == 0 {
@@ -679,12 +832,14 @@ func (h *h2Conn) forgetLocked(st *h2Stream) {
 		switch {
 		case h.goingAway:
 			// Wake the read loop: the connection ends.
-			_ = h.c.nc.SetReadDeadline(time.Unix(1, 0))
-		case h.m.cfg.idleTimeout > 0:
+			h.wakeReaderLocked()
+		default:
 			// Arm the idle timeout under the read loop's blocked
 			// read, rather than waking it to do so.
-			_ = h.c.nc.SetReadDeadline(h.idleSince.Add(h.m.cfg.idleTimeout))
-			h.rdStale = true
+			if at := after(h.idleSince, h.m.idleTimeout()); !at.IsZero() {
+				_ = h.c.nc.SetReadDeadline(at)
+				h.rdStale, h.rdArmed = true, at
+			}
 		}
 	}
 }
@@ -700,9 +855,10 @@ func (h *h2Conn) creditLocked(st *h2Stream, n int64) {
 		return
 	}
 	st.recvUnacked += n
-	if st.recvUnacked >= int64(h.m.cfg.h2StreamWindow)/2 {
+	if st.recvUnacked >= int64(h.m.cfg.h2.streamWindow)/2 {
 		st.recvWindow += st.recvUnacked
 		h.wbuf = appendWindowUpdate(h.wbuf, st.id, uint32(st.recvUnacked))
+		h.countFrameLocked(false)
 		st.recvUnacked = 0
 		h.kickLocked()
 	}
@@ -714,8 +870,9 @@ func (h *h2Conn) creditConnLocked(n int64) {
 		return
 	}
 	h.recvUnacked += n
-	if h.recvUnacked >= int64(h.m.cfg.h2ConnWindow)/2 {
+	if h.recvUnacked >= int64(h.m.cfg.h2.connWindow)/2 {
 		h.wbuf = appendWindowUpdate(h.wbuf, 0, uint32(h.recvUnacked))
+		h.countFrameLocked(false)
 		h.recvUnacked = 0
 		h.kickLocked()
 	}
@@ -735,11 +892,18 @@ func (h *h2Conn) goAwayLocked(code h2ErrCode) {
 		return
 	}
 	h.goingAway, h.goAwayID = true, h.lastID
-	h.wbuf = appendGoAway(h.wbuf, h.goAwayID, code)
+	h.appendGoAwayLocked(h.goAwayID, code)
 	h.kickLocked()
 	if len(h.streams) == 0 {
-		_ = h.c.nc.SetReadDeadline(time.Unix(1, 0))
+		h.wakeReaderLocked()
 	}
+}
+
+// wakeReaderLocked makes the read loop's read return at once (a deadline
+// in the past), so that it looks at the connection's state.
+func (h *h2Conn) wakeReaderLocked() {
+	_ = h.c.nc.SetReadDeadline(time.Unix(1, 0))
+	h.rdStale, h.rdArmed = true, time.Unix(1, 0)
 }
 
 // kickLocked wakes the writer, unless it is gone.
@@ -750,6 +914,41 @@ func (h *h2Conn) kickLocked() {
 	select {
 	case h.kick <- struct{}{}:
 	default:
+	}
+}
+
+// appendGoAwayLocked queues a GOAWAY frame. It is not counted against the
+// outbound limits: a connection sends two at most, and the one that ends a
+// flood must not count as another.
+func (h *h2Conn) appendGoAwayLocked(lastID uint32, code h2ErrCode) {
+	h.wbuf = appendGoAway(h.wbuf, lastID, code)
+	h.stats.goAwaySent.Inc()
+}
+
+// countFrameLocked accounts for a frame just queued (see h2Guard.queue):
+// past an outbound limit, the connection ends.
+func (h *h2Conn) countFrameLocked(control bool) {
+	if err := h.guard.queue(control); err != nil {
+		h.failLocked(err)
+	}
+}
+
+// failLocked makes the connection end at the read loop's next look, for
+// err; the first reason wins. The read loop is woken, and so are the
+// streams waiting to write, which then fail.
+func (h *h2Conn) failLocked(err error) {
+	if h.fail != nil {
+		return
+	}
+	h.fail = err
+	h.wakeReaderLocked()
+	for _, st := range h.streams {
+		st.cond.Broadcast()
+	}
+	if isOutboundFlood(err) {
+		// The client does not read: the write under way, if any, gets
+		// a short time to finish, not the stream idle timeout.
+		_ = h.c.nc.SetWriteDeadline(time.Now().Add(lingerTime))
 	}
 }
 
@@ -775,12 +974,29 @@ func (h *h2Conn) writePending() {
 		buf := h.wbuf
 		h.wbuf, h.spare = h.spare[:0], nil
 		h.wgen++
+		frames, control := h.guard.take(), h.guard.inflightControl
+		h.inflightBytes = len(buf)
+		timeout := h.writeTimeoutLocked()
+		if h.bufWaiters > 0 {
+			// The output drained: the streams waiting for room go on.
+			for _, st := range h.streams {
+				st.cond.Broadcast()
+			}
+		}
 		h.mu.Unlock()
-		if d := after(time.Now(), h.writeTimeout()); h.wd.need(d, false) {
+		h.stats.pendingSendBytes.Add(int64(len(buf)))
+		h.stats.outboundFramesActive.Add(int64(frames))
+		h.stats.outboundControlFramesActive.Add(int64(control))
+		if d := after(time.Now(), timeout); h.wd.need(d, false) {
 			_ = h.c.nc.SetWriteDeadline(d)
 		}
 		_, err := h.c.cc.Write(buf)
+		h.stats.pendingSendBytes.Add(-int64(len(buf)))
+		h.stats.outboundFramesActive.Add(-int64(frames))
+		h.stats.outboundControlFramesActive.Add(-int64(control))
 		h.mu.Lock()
+		h.guard.written()
+		h.inflightBytes = 0
 		h.spare = buf[:0]
 		if err != nil {
 			h.werr = err
@@ -794,13 +1010,17 @@ func (h *h2Conn) writePending() {
 	}
 }
 
-// writeTimeout bounds one write: the stream idle timeout, or the idle
-// timeout when that is off.
-func (h *h2Conn) writeTimeout() time.Duration {
-	if t := h.m.cfg.streamIdleTimeout; t > 0 {
+// writeTimeoutLocked bounds one write: the stream idle timeout, or the
+// idle timeout when that is off; a short time once the connection is cut
+// off for not reading (an outbound flood). h.mu is held.
+func (h *h2Conn) writeTimeoutLocked() time.Duration {
+	if isOutboundFlood(h.fail) {
+		return lingerTime
+	}
+	if t := h.m.scaleStreamIdle(h.m.cfg.streamIdleTimeout); t > 0 {
 		return t
 	}
-	return h.m.cfg.idleTimeout
+	return h.m.idleTimeout()
 }
 
 // finish ends the connection: a connection error is sent as GOAWAY, the
@@ -811,9 +1031,19 @@ func (h *h2Conn) finish(err error) {
 	var ce *h2ConnError
 	switch {
 	case errors.As(err, &ce):
-		h.m.stats.cxProtocolError.Inc()
+		if ce.code != errCodeEnhanceYourCalm {
+			// Floods and other abuse have stats of their own, as in
+			// Envoy.
+			h.m.stats.cxProtocolError.Inc()
+		}
 		h.mu.Lock()
-		h.wbuf = appendGoAway(h.wbuf, h.lastID, ce.code)
+		if isOutboundFlood(err) {
+			// The client does not read what it asked for: what is
+			// queued for it goes, only the GOAWAY is offered.
+			h.wbuf = h.wbuf[:0]
+			h.guard.drop()
+		}
+		h.appendGoAwayLocked(h.lastID, ce.code)
 		h.mu.Unlock()
 	case err == nil || errors.Is(err, errIdle):
 		h.goAway(errCodeNo)
@@ -821,6 +1051,7 @@ func (h *h2Conn) finish(err error) {
 		c.remoteClosed = true
 	}
 	h.mu.Lock()
+	h.ending = true
 	open := len(h.streams)
 	for _, st := range h.streams {
 		h.dropStreamLocked(st)
@@ -830,24 +1061,66 @@ func (h *h2Conn) finish(err error) {
 	if open > 0 {
 		h.m.stats.cxDestroyActiveRq.Inc()
 	}
+	// Streams opened by the last input and never started end here.
+	for i, st := range h.pending {
+		h.pending[i] = nil
+		h.m.h2streams.Put(st)
+	}
+	h.pending = nil
 	h.wg.Wait()
 	h.mu.Lock()
 	h.closed = true
 	h.mu.Unlock()
 	close(h.kick)
 	<-h.done
-	lingeringClose(c)
+	switch {
+	case c.remoteClosed:
+		_ = c.nc.Close()
+	case isOutboundFlood(err):
+		// The client sends and does not read: what it still sends is
+		// not read either (it would cost as much as the flood), and
+		// it gets a moment to read the GOAWAY before the close.
+		closeAfterAMoment(c)
+	case c.closingNow():
+		// The server is shutting down, and does not wait for
+		// delayed_close_timeout: a short linger keeps the GOAWAY and
+		// the last responses from being lost to a reset.
+		lingeringClose(c)
+	default:
+		// The write side closes at once (the GOAWAY is the last
+		// frame), then the client gets delayed_close_timeout to close
+		// its side, as in Envoy.
+		c.delayedClose(true)
+	}
 }
 
-// lingerTime bounds how long a closing connection reads what the client
-// still sends.
+// lingerTime bounds how long a connection closing at shutdown reads what
+// the client still sends, and how long a client that does not read has to
+// take the GOAWAY of an outbound flood.
 const lingerTime = time.Second
+
+// closeAfterAMoment closes the write side, then the connection once
+// lingerTime passed or the manager closes, reading nothing meanwhile.
+func closeAfterAMoment(c *serverConn) {
+	if cw, ok := c.nc.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	t := time.NewTimer(lingerTime)
+	select {
+	case <-t.C:
+	case <-c.m.closed:
+		t.Stop()
+	}
+	_ = c.nc.Close()
+}
 
 // lingeringClose closes the connection without losing what was sent: the
 // write side closes first, then what the client still sends (frames that
-// crossed the GOAWAY) is read and dropped until it closes too or a second
-// passes. Closing a socket with unread input would reset it, and the
-// client might lose the GOAWAY and the last responses with it.
+// crossed the GOAWAY) is read and dropped until it closes too, a second
+// passes or maxLingerBytes were dropped (a client still sending that much,
+// a flood, is not waiting for anything). Closing a socket with unread
+// input would reset it, and the client might lose the GOAWAY and the last
+// responses with it.
 func lingeringClose(c *serverConn) {
 	tc, ok := c.nc.(interface{ CloseWrite() error })
 	if !ok || tc.CloseWrite() != nil {
@@ -855,7 +1128,7 @@ func lingeringClose(c *serverConn) {
 		return
 	}
 	_ = c.nc.SetReadDeadline(time.Now().Add(lingerTime))
-	_, _ = io.Copy(io.Discard, c.br)
+	_, _ = io.CopyN(io.Discard, c.br, maxLingerBytes)
 	_ = c.nc.Close()
 }
 

@@ -39,12 +39,14 @@ type h2Stream struct {
 	endStream, refused, lastAllowed       bool
 	t0                                    time.Time
 
-	// State shared with the read loop, under h.mu.
-	remoteDone, localDone, reset, waitingWindow bool
-	recvWindow, recvUnacked, sendWindow         int64
-	received                                    int64
-	in                                          []byte // body bytes received and not yet read
-	bodyErr                                     error
+	// State shared with the read loop, under h.mu. responded: the
+	// response head went out (a stream reset after that is not
+	// premature).
+	remoteDone, localDone, reset, waitingWindow, responded bool
+	recvWindow, recvUnacked, sendWindow                    int64
+	received                                               int64
+	in                                                     []byte // body bytes received and not yet read
+	bodyErr                                                error
 
 	// The stream goroutine's own.
 	out          []byte // the body piece Next returned last
@@ -90,7 +92,8 @@ func (st *h2Stream) open(h *h2Conn, id uint32, endStream, refused bool) {
 	st.endStream, st.refused, st.lastAllowed = endStream, refused, false
 	st.t0 = time.Now()
 	st.remoteDone, st.localDone, st.reset, st.waitingWindow = endStream, false, false, false
-	st.recvWindow, st.recvUnacked = int64(h.m.cfg.h2StreamWindow), 0
+	st.responded = false
+	st.recvWindow, st.recvUnacked = int64(h.m.cfg.h2.streamWindow), 0
 	st.sendWindow = int64(h.peerWindow)
 	st.received, st.bodyErr = 0, nil
 	st.in, st.out = st.in[:0], st.out[:0]
@@ -245,10 +248,17 @@ func (st *h2Stream) run() {
 		s.reqLength = st.declared
 		s.reqChunked = st.declared < 0
 	}
-	if st.tooLarge {
+	switch {
+	case s.peerReset.Load():
+		// The client reset the stream in the input that opened it:
+		// it is accounted for and goes no further.
+		s.flags |= accesslog.DownstreamRemoteReset
+		s.details = "downstream_remote_reset"
+	case st.tooLarge:
 		h.m.stats.cxProtocolError.Inc()
+		h.stats.headerOverflow.Inc()
 		s.localReply(431, http1.StatusText(431), accesslog.DownstreamProtocolError, "http2.too_many_headers")
-	} else {
+	default:
 		if st.lastAllowed {
 			s.closeConn = true
 			h.m.stats.cxMaxRequests.Inc()
@@ -320,7 +330,7 @@ func (st *h2Stream) writableLocked() error {
 	switch {
 	case h.werr != nil:
 		return h.werr
-	case h.closed:
+	case h.closed, h.fail != nil:
 		return errConnClosed
 	case st.reset:
 		return errStreamReset
@@ -354,6 +364,7 @@ func (st *h2Stream) writeHead(s *stream, n int64, hasBody bool) error {
 		return err
 	}
 	st.lastData = -1
+	st.responded = true
 	st.appendHeadersLocked(b, !hasBody)
 	if s.closeConn {
 		// The HTTP/2 form of Connection: close.
@@ -407,6 +418,7 @@ func (st *h2Stream) appendHeadersLocked(block []byte, endStream bool) {
 		}
 		h.wbuf = appendFrameHeader(h.wbuf, n, typ, f, st.id)
 		h.wbuf = append(h.wbuf, block[:n]...)
+		h.countFrameLocked(false)
 		block = block[n:]
 		if len(block) == 0 {
 			break
@@ -435,6 +447,12 @@ func writeData[T string | []byte](st *h2Stream, p T) error {
 		if err := st.writableLocked(); err != nil {
 			return err
 		}
+		if len(h.wbuf) >= h.highWater {
+			if err := st.waitBufferLocked(); err != nil {
+				return err
+			}
+			continue
+		}
 		n := min(int64(len(p)), int64(h.peerMaxFrame), st.sendWindow, h.sendWindow)
 		if n <= 0 {
 			if err := st.waitWindowLocked(); err != nil {
@@ -445,6 +463,8 @@ func writeData[T string | []byte](st *h2Stream, p T) error {
 		st.lastData, st.lastGen = len(h.wbuf), h.wgen
 		h.wbuf = appendFrameHeader(h.wbuf, int(n), frameData, 0, st.id)
 		h.wbuf = append(h.wbuf, p[:n]...)
+		h.guard.dataSent.Add(1)
+		h.countFrameLocked(false)
 		st.sendWindow -= n
 		h.sendWindow -= n
 		p = p[n:]
@@ -462,6 +482,23 @@ func (st *h2Stream) waitWindowLocked() error {
 	defer func() { st.waitingWindow = false }()
 	st.h.kickLocked()
 	if st.waitLocked(after(time.Now(), st.s.idleTimeout())) {
+		st.h.stats.txFlushTimeout.Inc()
+		return os.ErrDeadlineExceeded
+	}
+	return nil
+}
+
+// waitBufferLocked waits for the writer to take the connection's queued
+// output, which reached the per-connection buffer limit, under the stream
+// idle timeout: a client that does not read holds its streams back rather
+// than making the proxy buffer without end.
+func (st *h2Stream) waitBufferLocked() error {
+	h := st.h
+	h.bufWaiters++
+	defer func() { h.bufWaiters-- }()
+	h.kickLocked()
+	if st.waitLocked(after(time.Now(), st.s.idleTimeout())) {
+		h.stats.txFlushTimeout.Inc()
 		return os.ErrDeadlineExceeded
 	}
 	return nil
@@ -506,6 +543,8 @@ func (st *h2Stream) finish() error {
 		h.wbuf[st.lastData+4] |= flagEndStream
 	default:
 		h.wbuf = appendFrameHeader(h.wbuf, 0, frameData, flagEndStream, st.id)
+		h.guard.dataSent.Add(1)
+		h.countFrameLocked(false)
 	}
 	st.localDone = true
 	h.kickLocked()

@@ -22,6 +22,8 @@ const (
 	bodyStreamTimeout     = "stream timeout"
 	bodyRequestTimeout    = "request timeout"
 	bodyHeaderTimeout     = "request header timeout"
+	// bodyOverloaded keeps Envoy's own word: clients match on it.
+	bodyOverloaded = "envoy overloaded"
 )
 
 // localReply answers the request from the proxy itself, with Envoy's
@@ -124,6 +126,12 @@ func (s *stream) sendHead(n int64, hasBody bool) error {
 	} else if m.closingNow() {
 		s.closeConn = true
 	} else if d := m.deps.Drain; d != nil && d.DrainClose() {
+		s.closeConn, s.drainClose = true, true
+	} else if o := m.deps.Overload; o != nil && o.DisableKeepalive() {
+		// Under overload, a share of the responses (all of them once
+		// the action is saturated) close their connection: it drains
+		// as for a drain close.
+		m.stats.cxOverloadDisableKeepalive.Inc()
 		s.closeConn, s.drainClose = true, true
 	}
 	s.started = true

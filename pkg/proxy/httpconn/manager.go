@@ -58,6 +58,9 @@ type Manager struct {
 
 	// h2streams recycles the state of HTTP/2 streams.
 	h2streams sync.Pool
+	// h2CodecStats creates the HTTP/2 codec stats with the first HTTP/2
+	// connection, as Envoy does.
+	h2CodecStats func() *h2Stats
 
 	// ctx is cancelled when the manager is shut down for good; upstream
 	// connection attempts of its requests stop then.
@@ -121,6 +124,7 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.readers.New = func() any { return bufio.NewReaderSize(nil, readBufferSize) }
 	m.h2streams.New = func() any { return newH2Stream(m) }
+	m.h2CodecStats = sync.OnceValue(func() *h2Stats { return newH2Stats(deps.Stats) })
 	return m, nil
 }
 

@@ -40,6 +40,11 @@ func (s *stream) forward() {
 		s.localReply(404, "", accesslog.NoRouteFound, "route_not_found")
 		return
 	}
+	if s.downstreamReset() {
+		// An HTTP/2 client reset the stream while it was routed: no
+		// upstream sees it.
+		return
+	}
 	name := route.ClusterName(rand.Uint64())
 	var cl UpstreamCluster
 	if m.deps.Upstreams != nil && name != "" {
@@ -109,14 +114,15 @@ func (s *stream) rewrite() {
 }
 
 // idleTimeout is the stream idle timeout in force: the route's when it
-// sets one, else the connection manager's.
+// sets one, else the connection manager's, scaled by the overload
+// manager's reduce_timeouts.
 func (s *stream) idleTimeout() time.Duration {
 	if s.route != nil {
 		if d, ok := s.route.IdleTimeout(); ok {
-			return d
+			return s.m.scaleStreamIdle(d)
 		}
 	}
-	return s.m.cfg.streamIdleTimeout
+	return s.m.scaleStreamIdle(s.m.cfg.streamIdleTimeout)
 }
 
 // forwardHTTP1 runs the exchange over a pooled HTTP/1.1 connection, again
@@ -154,6 +160,12 @@ func (s *stream) connectFailed(cl UpstreamCluster, err error) {
 // (see forwardHTTP1), having released uc.
 func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry bool) (retry bool) {
 	u := s.up
+	if s.downstreamReset() {
+		// The reset came while the connection was acquired: nothing
+		// was sent on it, so it goes back to the pool as it is.
+		cl.ReleaseHTTP1(uc, true)
+		return false
+	}
 	reusable := false
 	s.upstream.Store(uc)
 	if s.peerReset.Load() {
@@ -170,13 +182,18 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	s.entry.UpstreamLocalAddress = view(s.upLocalBuf)
 	// The route timeout runs from the end of the request to the end of
 	// the response, as Envoy's does. A request without a body ends as it
-	// starts, so one deadline covers sending it and the whole answer.
+	// starts, so one deadline covers sending it and the whole answer; a
+	// body is sent under the stream idle timeout alone, pushed back as
+	// it flows.
 	sent := s.tLast
-	tm := upstreamTimer{hard: after(sent, s.route.Timeout), idle: s.idleTimeout()}
+	tm := upstreamTimer{idle: s.idleTimeout()}
+	if s.body == nil {
+		tm.hard = after(sent, s.route.Timeout)
+	}
 	_ = uc.SetDeadline(tm.deadline(sent))
 	u.out.reset(uc)
 	s.appendRequestHead(&u.out)
-	sendErr, downstreamSide := s.sendRequestBody(&u.out)
+	sendErr, downstreamSide := s.sendRequestBody(&u.out, &tm, uc)
 	if sendErr == nil {
 		sendErr = u.out.flush()
 	}
@@ -284,9 +301,10 @@ func (s *stream) appendRequestHead(o *outBuf) {
 }
 
 // sendRequestBody streams the request body into o, re-framed (chunked
-// bodies are decoded and encoded again). On error, downstreamSide tells
+// bodies are decoded and encoded again), pushing back the idle deadlines
+// of both sides (tm's on uc) as it flows. On error, downstreamSide tells
 // whether reading the client failed, rather than writing the upstream.
-func (s *stream) sendRequestBody(o *outBuf) (err error, downstreamSide bool) {
+func (s *stream) sendRequestBody(o *outBuf, tm *upstreamTimer, uc *upstream.Conn) (err error, downstreamSide bool) {
 	if s.body == nil {
 		s.bodyDone = true
 		return nil, false
@@ -312,7 +330,11 @@ func (s *stream) sendRequestBody(o *outBuf) (err error, downstreamSide bool) {
 				return o.err, false
 			}
 			if pieces > 0 {
-				s.down.touch(time.Now())
+				now := time.Now()
+				s.down.touch(now)
+				if tm.stale(now) {
+					_ = uc.SetDeadline(tm.deadline(now))
+				}
 			}
 		}
 		if errors.Is(err, io.EOF) {
@@ -371,6 +393,9 @@ func (s *stream) upstreamFailed(cl UpstreamCluster, err error, tm *upstreamTimer
 	if s.downstreamReset() {
 		return
 	}
+	// The answer's write deadline counts from now, not from when the
+	// request went out.
+	s.tLast = time.Now()
 	cs := cl.Stats()
 	var pe *http1.Error
 	switch {

@@ -30,19 +30,20 @@ func (c *serverConn) serveRequest() bool {
 	s.begin(now, protoHTTP11)
 	defer func() { c.lastNow = s.tLast }()
 	c.out.reset(c.cc)
-	c.chunked, c.aborted = false, false
-	// The request is read under the stream idle timeout, kept lazily,
-	// and the request and request headers timeouts when configured,
-	// which are exact.
+	c.chunked, c.closeDelimited, c.aborted = false, false, false
+	// The request head is read under the stream idle timeout, counted
+	// from its first byte and kept lazily (it may fire slackOf early),
+	// and under the request and request headers timeouts when
+	// configured, which are exact.
 	c.reqHard = after(now, cfg.requestTimeout)
-	bodyDeadline := earliest(after(now, cfg.streamIdleTimeout), c.reqHard)
-	headDeadline := earliest(bodyDeadline, after(now, cfg.requestHeadersTimeout))
-	exact := cfg.requestTimeout > 0 || cfg.requestHeadersTimeout > 0
-	if c.rd.need(headDeadline, exact) {
+	streamIdle := c.streamIdle()
+	idleDeadline := after(now, streamIdle)
+	headDeadline := earliest(earliest(idleDeadline, c.reqHard), after(now, cfg.requestHeadersTimeout))
+	if c.rd.needWithin(headDeadline, idleSlack(headDeadline, idleDeadline, streamIdle)) {
 		_ = c.nc.SetReadDeadline(headDeadline)
 	}
 
-	head, err := http1.ReadHead(c.br, c.head, cfg.maxRequestHeadersBytes)
+	head, err := http1.ReadRequestHead(c.br, c.head, cfg.maxRequestHeadersBytes)
 	c.head = head
 	if err != nil {
 		c.headFailed(err)
@@ -55,8 +56,14 @@ func (c *serverConn) serveRequest() bool {
 		s.end()
 		return false
 	}
-	if !headDeadline.Equal(bodyDeadline) && c.rd.need(bodyDeadline, true) {
-		_ = c.nc.SetReadDeadline(bodyDeadline)
+	if req.HasBody() {
+		// The body is read under the stream idle timeout counted from
+		// the head's end, and what is left of the request timeout.
+		idleDeadline = after(time.Now(), streamIdle)
+		d := earliest(idleDeadline, c.reqHard)
+		if c.rd.needWithin(d, idleSlack(d, idleDeadline, streamIdle)) {
+			_ = c.nc.SetReadDeadline(d)
+		}
 	}
 	if req.Version == http1.HTTP10 {
 		s.proto = protoHTTP10
@@ -101,6 +108,23 @@ func (c *serverConn) serveRequest() bool {
 	s.decode()
 	s.end()
 	return !s.closeConn
+}
+
+// idleSlack is the slack of a read deadline d (see slackOf): that of the
+// stream idle timeout streamIdle when d is idle, its deadline; none when d
+// is a hard limit (the request or request headers timeout), which must
+// neither fire early nor be taken for the stream idle timeout.
+func idleSlack(d, idle time.Time, streamIdle time.Duration) time.Duration {
+	if d.Equal(idle) {
+		return slackOf(streamIdle)
+	}
+	return 0
+}
+
+// streamIdle is the connection manager's stream idle timeout in force,
+// scaled by the overload manager's reduce_timeouts.
+func (c *serverConn) streamIdle() time.Duration {
+	return c.m.scaleStreamIdle(c.m.cfg.streamIdleTimeout)
 }
 
 // headFailed handles a request head that could not be read: a timeout, a
@@ -157,8 +181,13 @@ func (c *serverConn) protocolError(err error) {
 // buffer, where the body's first bytes join it.
 func (c *serverConn) writeHead(s *stream, n int64, hasBody bool) error {
 	c.writeIdle = s.idleTimeout()
-	if d := after(s.tLast, c.writeIdle); c.wd.need(d, false) {
+	if d := after(s.tLast, c.writeIdle); c.wd.needWithin(d, slackOf(c.writeIdle)) {
 		_ = c.nc.SetWriteDeadline(d)
+	}
+	if !s.closeConn && c.maxDurationPassed(s.tLast) {
+		// max_connection_duration passed: this response is the
+		// connection's last, and says so.
+		s.closeConn = true
 	}
 	b := http1.AppendStatusLine(c.out.b, http1.HTTP11, s.status)
 	for i := range s.respHeaders.fields {
@@ -177,6 +206,7 @@ func (c *serverConn) writeHead(s *stream, n int64, hasBody bool) error {
 		// An HTTP/1.0 client knows no chunks: the body ends with the
 		// connection.
 		s.closeConn = true
+		c.closeDelimited = true
 	}
 	switch {
 	case s.closeConn:
@@ -245,13 +275,15 @@ func (c *serverConn) continue100() error {
 // Envoy without enable_trailers.
 func (c *serverConn) trailers(http.Header) {}
 
-// touch implements downstream: activity pushes the idle deadlines back
-// (lazily: about once a second).
+// touch implements downstream: activity pushes the idle deadlines back,
+// lazily (see slackOf); the request timeout stays exact.
 func (c *serverConn) touch(now time.Time) {
-	if d := earliest(after(now, c.m.cfg.streamIdleTimeout), c.reqHard); c.rd.need(d, false) {
+	streamIdle := c.streamIdle()
+	idle := after(now, streamIdle)
+	if d := earliest(idle, c.reqHard); c.rd.needWithin(d, idleSlack(d, idle, streamIdle)) {
 		_ = c.nc.SetReadDeadline(d)
 	}
-	if d := after(now, c.writeIdle); c.wd.need(d, false) {
+	if d := after(now, c.writeIdle); c.wd.needWithin(d, slackOf(c.writeIdle)) {
 		_ = c.nc.SetWriteDeadline(d)
 	}
 }

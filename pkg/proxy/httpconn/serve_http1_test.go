@@ -54,6 +54,9 @@ func TestMalformedRequests(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
+			// Each waits for the proxy's delayed close (the client
+			// does not close): in parallel, that costs one wait.
+			t.Parallel()
 			p := directProxy(t, tc.edit)
 			c := dialRaw(t, p.addr)
 			c.send(tc.raw)
@@ -143,6 +146,7 @@ func TestTimeouts(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			// The body of "stream idle timeout" goes to an upstream
 			// that waits as long as the client does.
 			cfg := hcm(routeConfig(directRoute("/d", 200, "hi"), clusterRoute("/x", "x")))

@@ -34,18 +34,33 @@ type hcmStats struct {
 	rqHeaderTimeout   *stats.Counter
 	rqIdleTimeout     *stats.Counter
 	rqTooLarge        *stats.Counter
-	rqNonRelativePath *stats.Counter
-	rqTime            *stats.Histogram
-	rqClass           [5]*stats.Counter
-	noRoute           *stats.Counter
-	noCluster         *stats.Counter
-	rqDirectResponse  *stats.Counter
-	rqRedirect        *stats.Counter
-	routerRqTotal     *stats.Counter
-	rqResetAfterStart *stats.Counter
+	// rqTooManyPrematureResets counts HTTP/2 connections closed for
+	// resetting too many streams early.
+	rqTooManyPrematureResets *stats.Counter
+	rqNonRelativePath        *stats.Counter
+	rqTime                   *stats.Histogram
+	rqClass                  [5]*stats.Counter
+	noRoute                  *stats.Counter
+	noCluster                *stats.Counter
+	rqDirectResponse         *stats.Counter
+	rqRedirect               *stats.Counter
+	routerRqTotal            *stats.Counter
+	rqResetAfterStart        *stats.Counter
 	// listener is the per-listener copy; nil for a manager built without
 	// a listener (Deps.ListenerStatPrefix empty).
 	listener *listenerHTTPStats
+
+	// cxMaxDuration counts connections max_connection_duration ended.
+	cxMaxDuration *stats.Counter
+	// cxDelayedCloseTimeout counts connections closed because the client
+	// did not close within delayed_close_timeout.
+	cxDelayedCloseTimeout *stats.Counter
+
+	// The overload manager's actions: requests refused by
+	// stop_accepting_requests, connections closed by
+	// disable_http_keepalive.
+	rqOverloadClose            *stats.Counter
+	cxOverloadDisableKeepalive *stats.Counter
 }
 
 // newHCMStats creates every stat up front, as Envoy does, so that they show
@@ -55,43 +70,48 @@ type hcmStats struct {
 func newHCMStats(st *stats.Store, prefix, listenerPrefix string) *hcmStats {
 	sc := st.Scope("http." + prefix + ".")
 	s := &hcmStats{
-		cxTotal:           sc.Counter("downstream_cx_total"),
-		cxActive:          sc.Gauge("downstream_cx_active"),
-		cxDestroy:         sc.Counter("downstream_cx_destroy"),
-		cxDestroyLocal:    sc.Counter("downstream_cx_destroy_local"),
-		cxDestroyRemote:   sc.Counter("downstream_cx_destroy_remote"),
-		cxDestroyActiveRq: sc.Counter("downstream_cx_destroy_active_rq"),
-		cxHTTP1Total:      sc.Counter("downstream_cx_http1_total"),
-		cxHTTP1Active:     sc.Gauge("downstream_cx_http1_active"),
-		cxHTTP2Total:      sc.Counter("downstream_cx_http2_total"),
-		cxHTTP2Active:     sc.Gauge("downstream_cx_http2_active"),
-		cxDrainClose:      sc.Counter("downstream_cx_drain_close"),
-		cxIdleTimeout:     sc.Counter("downstream_cx_idle_timeout"),
-		cxMaxRequests:     sc.Counter("downstream_cx_max_requests_reached"),
-		cxProtocolError:   sc.Counter("downstream_cx_protocol_error"),
-		cxRxBytes:         sc.Counter("downstream_cx_rx_bytes_total"),
-		cxTxBytes:         sc.Counter("downstream_cx_tx_bytes_total"),
-		cxLengthMs:        sc.Histogram("downstream_cx_length_ms", stats.UnitMilliseconds),
-		rqTotal:           sc.Counter("downstream_rq_total"),
-		rqActive:          sc.Gauge("downstream_rq_active"),
-		rqHTTP1Total:      sc.Counter("downstream_rq_http1_total"),
-		rqHTTP2Total:      sc.Counter("downstream_rq_http2_total"),
-		rqCompleted:       sc.Counter("downstream_rq_completed"),
-		rqRxReset:         sc.Counter("downstream_rq_rx_reset"),
-		rqTxReset:         sc.Counter("downstream_rq_tx_reset"),
-		rqTimeout:         sc.Counter("downstream_rq_timeout"),
-		rqHeaderTimeout:   sc.Counter("downstream_rq_header_timeout"),
-		rqIdleTimeout:     sc.Counter("downstream_rq_idle_timeout"),
-		rqTooLarge:        sc.Counter("downstream_rq_too_large"),
-		rqNonRelativePath: sc.Counter("downstream_rq_non_relative_path"),
-		rqTime:            sc.Histogram("downstream_rq_time", stats.UnitMilliseconds),
-		noRoute:           sc.Counter("no_route"),
-		noCluster:         sc.Counter("no_cluster"),
-		rqDirectResponse:  sc.Counter("rq_direct_response"),
-		rqRedirect:        sc.Counter("rq_redirect"),
-		routerRqTotal:     sc.Counter("rq_total"),
-		rqResetAfterStart: sc.Counter("rq_reset_after_downstream_response_started"),
+		cxTotal:                  sc.Counter("downstream_cx_total"),
+		cxActive:                 sc.Gauge("downstream_cx_active"),
+		cxDestroy:                sc.Counter("downstream_cx_destroy"),
+		cxDestroyLocal:           sc.Counter("downstream_cx_destroy_local"),
+		cxDestroyRemote:          sc.Counter("downstream_cx_destroy_remote"),
+		cxDestroyActiveRq:        sc.Counter("downstream_cx_destroy_active_rq"),
+		cxHTTP1Total:             sc.Counter("downstream_cx_http1_total"),
+		cxHTTP1Active:            sc.Gauge("downstream_cx_http1_active"),
+		cxHTTP2Total:             sc.Counter("downstream_cx_http2_total"),
+		cxHTTP2Active:            sc.Gauge("downstream_cx_http2_active"),
+		cxDrainClose:             sc.Counter("downstream_cx_drain_close"),
+		cxIdleTimeout:            sc.Counter("downstream_cx_idle_timeout"),
+		cxMaxRequests:            sc.Counter("downstream_cx_max_requests_reached"),
+		cxProtocolError:          sc.Counter("downstream_cx_protocol_error"),
+		cxRxBytes:                sc.Counter("downstream_cx_rx_bytes_total"),
+		cxTxBytes:                sc.Counter("downstream_cx_tx_bytes_total"),
+		cxLengthMs:               sc.Histogram("downstream_cx_length_ms", stats.UnitMilliseconds),
+		rqTotal:                  sc.Counter("downstream_rq_total"),
+		rqActive:                 sc.Gauge("downstream_rq_active"),
+		rqHTTP1Total:             sc.Counter("downstream_rq_http1_total"),
+		rqHTTP2Total:             sc.Counter("downstream_rq_http2_total"),
+		rqCompleted:              sc.Counter("downstream_rq_completed"),
+		rqRxReset:                sc.Counter("downstream_rq_rx_reset"),
+		rqTxReset:                sc.Counter("downstream_rq_tx_reset"),
+		rqTimeout:                sc.Counter("downstream_rq_timeout"),
+		rqHeaderTimeout:          sc.Counter("downstream_rq_header_timeout"),
+		rqIdleTimeout:            sc.Counter("downstream_rq_idle_timeout"),
+		rqTooLarge:               sc.Counter("downstream_rq_too_large"),
+		rqTooManyPrematureResets: sc.Counter("downstream_rq_too_many_premature_resets"),
+		rqNonRelativePath:        sc.Counter("downstream_rq_non_relative_path"),
+		rqTime:                   sc.Histogram("downstream_rq_time", stats.UnitMilliseconds),
+		noRoute:                  sc.Counter("no_route"),
+		noCluster:                sc.Counter("no_cluster"),
+		rqDirectResponse:         sc.Counter("rq_direct_response"),
+		rqRedirect:               sc.Counter("rq_redirect"),
+		routerRqTotal:            sc.Counter("rq_total"),
+		rqResetAfterStart:        sc.Counter("rq_reset_after_downstream_response_started"),
 	}
+	s.cxMaxDuration = sc.Counter("downstream_cx_max_duration_reached")
+	s.cxDelayedCloseTimeout = sc.Counter("downstream_cx_delayed_close_timeout")
+	s.rqOverloadClose = sc.Counter("downstream_rq_overload_close")
+	s.cxOverloadDisableKeepalive = sc.Counter("downstream_cx_overload_disable_keepalive")
 	for i := range s.rqClass {
 		s.rqClass[i] = sc.Counter("downstream_rq_" + string(rune('1'+i)) + "xx")
 	}

@@ -258,6 +258,13 @@ func (s *stream) end() {
 // decode runs the HTTP filters and the router on the request.
 func (s *stream) decode() {
 	m := s.m
+	if o := m.deps.Overload; o != nil && o.StopAcceptingRequests() {
+		// The overload manager sheds the request before any filter
+		// runs, as Envoy does.
+		m.stats.rqOverloadClose.Inc()
+		s.localReply(503, bodyOverloaded, accesslog.OverloadManager, "overload")
+		return
+	}
 	if hc := m.filters.healthCheck; hc != nil {
 		switch hc.decide(&s.rreq, m.deps.Health) {
 		case hcOK:

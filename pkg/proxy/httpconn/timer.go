@@ -8,6 +8,16 @@ import "time"
 // request of a busy connection: it is set about once a second instead.
 const refreshEvery = time.Second
 
+// slackOf is how early a lazily kept deadline of an idle timeout t may
+// fire: a twentieth of t (5%), and never more than refreshEvery. A short
+// timeout (a 2 s stream idle timeout fires at most 100 ms early) thus
+// stays close to its setting, and a busy connection still moves its
+// deadline at most about twenty times per timeout period, whatever its
+// request rate.
+func slackOf(t time.Duration) time.Duration {
+	return min(t/20, refreshEvery)
+}
+
 // deadline remembers the deadline a socket has, so that arming the same
 // limit for the next request is free when it barely moved. Deadlines are
 // set on sockets, so the blocked read or write itself fails when one
@@ -22,11 +32,22 @@ type deadline struct {
 // that it will. Unless exact, a deadline that is already no more than
 // refreshEvery earlier than d is kept: it fires a little early, never late.
 func (dl *deadline) need(d time.Time, exact bool) bool {
+	if exact {
+		return dl.needWithin(d, 0)
+	}
+	return dl.needWithin(d, refreshEvery)
+}
+
+// needWithin is need with the slack given: a deadline that is already less
+// than slack earlier than d is kept, so it fires at most slack early and
+// never late. A slack of 0 is exact; slackOf gives the slack of an idle
+// timeout.
+func (dl *deadline) needWithin(d time.Time, slack time.Duration) bool {
 	if dl.set {
 		if d.Equal(dl.at) {
 			return false
 		}
-		if !exact && !d.IsZero() && !dl.at.IsZero() && !d.Before(dl.at) && d.Sub(dl.at) < refreshEvery {
+		if slack > 0 && !d.IsZero() && !dl.at.IsZero() && !d.Before(dl.at) && d.Sub(dl.at) < slack {
 			return false
 		}
 	}
@@ -73,9 +94,10 @@ func (t *upstreamTimer) deadline(now time.Time) time.Time {
 	return t.at
 }
 
-// stale reports whether the idle part is worth pushing back at now.
+// stale reports whether the idle part is worth pushing back at now: when
+// the deadline set would otherwise fire more than slackOf(idle) early.
 func (t *upstreamTimer) stale(now time.Time) bool {
-	return t.idle > 0 && (t.hard.IsZero() || t.at.Before(t.hard)) && now.Add(t.idle).Sub(t.at) >= refreshEvery
+	return t.idle > 0 && (t.hard.IsZero() || t.at.Before(t.hard)) && now.Add(t.idle).Sub(t.at) >= slackOf(t.idle)
 }
 
 // hardExpired reports whether the hard limit has passed at now: a deadline

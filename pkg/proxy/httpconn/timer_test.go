@@ -87,3 +87,44 @@ func TestUpstreamTimer(t *testing.T) {
 		})
 	}
 }
+
+func TestSlackOf(t *testing.T) {
+	tests := map[time.Duration]time.Duration{
+		0:                      0,
+		400 * time.Millisecond: 20 * time.Millisecond,
+		2 * time.Second:        100 * time.Millisecond,
+		20 * time.Second:       time.Second,
+		5 * time.Minute:        time.Second,
+	}
+	for timeout, want := range tests {
+		if got := slackOf(timeout); got != want {
+			t.Errorf("slackOf(%v) = %v, want %v", timeout, got, want)
+		}
+	}
+}
+
+func TestDeadlineNeedWithin(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const slack = 100 * time.Millisecond
+	tests := map[string]struct {
+		d     time.Time
+		slack time.Duration
+		want  bool
+	}{
+		"within the slack is kept":      {d: t0.Add(99 * time.Millisecond), slack: slack, want: false},
+		"at the slack is pushed back":   {d: t0.Add(slack), slack: slack, want: true},
+		"exact always moves":            {d: t0.Add(time.Millisecond), slack: 0, want: true},
+		"earlier is set whatever slack": {d: t0.Add(-time.Millisecond), slack: time.Hour, want: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			dl := deadline{at: t0, set: true}
+			if got := dl.needWithin(tc.d, tc.slack); got != tc.want {
+				t.Fatalf("needWithin = %v, want %v", got, tc.want)
+			}
+			if !tc.want && !dl.at.Equal(t0) {
+				t.Errorf("a kept deadline was recorded as %v", dl.at)
+			}
+		})
+	}
+}

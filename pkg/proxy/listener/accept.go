@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"os"
 	"time"
 )
 
@@ -43,10 +44,15 @@ func bindAddress(a socketAddress, n int, reusePort bool) ([]net.Listener, error)
 	return socks, nil
 }
 
-// acceptLoop accepts on ln for one worker until the listener stops.
+// acceptLoop accepts on ln for one worker until the listener stops. While
+// stop_accepting_connections pauses the listener it accepts nothing, and
+// new connections wait in the kernel's accept queue.
 func (l *Listener) acceptLoop(ln net.Listener, ws *workerStats) {
 	var delay time.Duration
 	for {
+		if !l.waitResume() {
+			return
+		}
 		c, err := ln.Accept()
 		if err == nil {
 			delay = 0
@@ -55,6 +61,12 @@ func (l *Listener) acceptLoop(ln net.Listener, ws *workerStats) {
 		}
 		if errors.Is(err, net.ErrClosed) || l.Stopped() {
 			return
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// Woken by a pause (or the end of one that raced with this
+			// Accept): look at the pause state again.
+			l.clearStaleDeadline(ln)
+			continue
 		}
 		delay = min(max(2*delay, minAcceptDelay), maxAcceptDelay)
 		l.log.Error(err, "accept failed; retrying", "listener", l.name, "delay", delay.String())
@@ -66,15 +78,39 @@ func (l *Listener) acceptLoop(ln net.Listener, ws *workerStats) {
 	}
 }
 
-// accept selects the filter chain of a new connection and hands the
-// connection to it, or closes it when no chain matches.
+// accept admits a new connection, in Envoy's order: the global connection
+// limit (downstream_global_cx_overflow), reject_incoming_connections
+// (downstream_cx_overload_reject), the listener's own connection limit
+// (downstream_cx_overflow) and the filter chain match
+// (no_filter_chain_match); a connection refused by any of them is closed
+// at once. An admitted connection is handed to its filter chain and
+// counted for a worker (see assignWorker).
 func (l *Listener) accept(c net.Conn, ws *workerStats) {
+	if l.overload != nil {
+		if !l.overload.AcquireConnection(l.enforceGlobal) {
+			l.stats.globalCxOverflow.Inc()
+			l.refuse(c, "global downstream connection limit reached")
+			return
+		}
+		if l.overload.RejectConnection() {
+			l.overload.ReleaseConnection()
+			l.stats.cxOverloadReject.Inc()
+			l.refuse(c, "rejected by the overload manager (reject_incoming_connections)")
+			return
+		}
+	}
+	if !l.reserve() {
+		l.releaseGlobal()
+		l.stats.cxOverflow.Inc()
+		l.refuse(c, "listener connection limit reached")
+		return
+	}
 	ch := l.chains.find(addrPort(c.LocalAddr()), addrPort(c.RemoteAddr()))
 	if ch == nil {
+		l.active.Add(-1)
+		l.releaseGlobal()
 		l.stats.noFilterChainMatch.Inc()
-		l.log.V(1).Info("closing connection: no matching filter chain found",
-			"listener", l.name, "remote", c.RemoteAddr().String())
-		_ = c.Close()
+		l.refuse(c, "no matching filter chain found")
 		return
 	}
 	if tcp, ok := c.(*net.TCPConn); ok && l.setBuffers {
@@ -83,18 +119,31 @@ func (l *Listener) accept(c net.Conn, ws *workerStats) {
 		_ = tcp.SetReadBuffer(int(min(l.bufferLimit, 1<<30)))
 		_ = tcp.SetWriteBuffer(int(min(l.bufferLimit, 1<<30)))
 	}
+	ws = l.assignWorker(ws)
 	l.stats.cxTotal.Inc()
 	l.stats.cxActive.Inc()
 	ws.cxTotal.Inc()
-	ws.cxActive.Inc()
-	l.active.Add(1)
 	conn := &Conn{Conn: c, owner: l, worker: ws, chain: ch.name, start: l.now(), bufferLimit: l.bufferLimit}
 	go ch.handler.HandleConn(conn)
+}
+
+// refuse closes a connection the listener does not admit.
+func (l *Listener) refuse(c net.Conn, why string) {
+	l.log.V(1).Info("closing connection: "+why, "listener", l.name, "remote", c.RemoteAddr().String())
+	_ = c.Close()
+}
+
+// releaseGlobal ends the global count of a connection.
+func (l *Listener) releaseGlobal() {
+	if l.overload != nil {
+		l.overload.ReleaseConnection()
+	}
 }
 
 // connClosed accounts for the end of a connection.
 func (l *Listener) connClosed(c *Conn) {
 	l.active.Add(-1)
+	l.releaseGlobal()
 	l.stats.cxActive.Dec()
 	c.worker.cxActive.Dec()
 	l.stats.cxDestroy.Inc()

@@ -9,6 +9,13 @@
 // workers (--concurrency) each worker accepts on a socket of its own bound
 // with SO_REUSEPORT, so the kernel spreads connections over them. Each
 // listener also owns its drain state (see Drain).
+//
+// At accept time a listener applies the connection limits and the overload
+// manager's connection actions (see Overload and accept): the global limit,
+// reject_incoming_connections, its own runtime connection limit, and
+// stop_accepting_connections, which pauses its accept loops. With
+// connection_balance_config.exact_balance each connection counts for the
+// worker with the fewest active connections.
 package listener
 
 import (
@@ -23,6 +30,7 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"github.com/go-logr/logr"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -51,6 +59,29 @@ type Deps struct {
 	BuildChain func(fc *listenerv3.FilterChain, drain *Drain) (ConnHandler, error)
 	// Now is the clock of connection lengths; nil means time.Now.
 	Now func() time.Time
+	// Overload is the server's overload manager: the global connection
+	// limit and the connection actions. Nil applies neither.
+	Overload Overload
+	// Runtime holds the per-listener connection limit
+	// (envoy.resource_limits.listener.<name>.connection_limit), read at
+	// each accept; nil means no limit.
+	Runtime *runtime.Runtime
+}
+
+// Overload is the overload manager as a listener consults it at accept
+// time (the server's *overload.Manager).
+type Overload interface {
+	// AcceptState reports whether stop_accepting_connections pauses the
+	// accept loops, and returns a channel closed when that next changes.
+	AcceptState() (paused bool, changed <-chan struct{})
+	// RejectConnection reports whether reject_incoming_connections
+	// rejects a connection just accepted.
+	RejectConnection() bool
+	// AcquireConnection counts a new connection against the global limit
+	// (only counts it when enforce is false); false means refused.
+	AcquireConnection(enforce bool) bool
+	// ReleaseConnection ends the count of an acquired connection.
+	ReleaseConnection()
 }
 
 // Listener is one configured listener: its sockets (one per address and
@@ -72,7 +103,25 @@ type Listener struct {
 	log         logr.Logger
 	now         func() time.Time
 
-	active atomic.Int64 // open connections, for the server's total
+	// overload is the server's overload manager, nil for none.
+	overload Overload
+	// enforceGlobal is false with ignore_global_conn_limit: connections
+	// are counted toward the global limit but never refused by it.
+	enforceGlobal bool
+	// runtime and limitKeys give the per-listener connection limit: the
+	// first of the keys (proxy. then envoy. spelling) the runtime has.
+	runtime   *runtime.Runtime
+	limitKeys [2]string
+	// exactBalance attributes each connection to the worker with the
+	// fewest active connections (connection_balance_config.exact_balance);
+	// balanceMu serializes those choices.
+	exactBalance bool
+	balanceMu    sync.Mutex
+
+	active atomic.Int64 // open connections, for the server's total and the listener's limit
+	// paused is non-nil while stop_accepting_connections pauses the accept
+	// loops; it is closed when they may resume. Changed under mu.
+	paused atomic.Pointer[chan struct{}]
 
 	mu      sync.Mutex
 	sockets [][]net.Listener // per address: one socket, or one per worker
@@ -99,6 +148,11 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 		now:       deps.Now,
 		stopCh:    make(chan struct{}),
 		done:      make(chan struct{}),
+
+		overload:      deps.Overload,
+		enforceGlobal: !lc.GetIgnoreGlobalConnLimit(),
+		runtime:       deps.Runtime,
+		limitKeys:     connectionLimitKeys(lc.GetName()),
 	}
 	if l.manager == nil {
 		l.manager = NewManagerStats(deps.Stats)
@@ -129,6 +183,9 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 		errs = append(errs, errors.New("per_connection_buffer_limit_bytes: must be above 0"))
 	}
 
+	if err := l.connectionBalance(lc.GetConnectionBalanceConfig()); err != nil {
+		errs = append(errs, err)
+	}
 	l.drain = newDrain(deps.Drain, lc.GetDrainType() == listenerv3.Listener_MODIFY_ONLY)
 	if err := l.buildChains(lc, deps.BuildChain); err != nil {
 		errs = append(errs, err)
@@ -325,6 +382,9 @@ func (l *Listener) Serve() error {
 	}
 	l.serving = true
 	var wg sync.WaitGroup
+	if l.overload != nil {
+		wg.Go(l.watchOverload)
+	}
 	for _, socks := range l.sockets {
 		for w := range l.workers {
 			ln := socks[0]

@@ -9,22 +9,25 @@ import (
 // listenerStats are Envoy's per-listener stats (scope "listener.<address or
 // stat_prefix>."). They are all created with the listener, so /stats lists
 // them at zero as Envoy does; the ones Outrigger has no cause to move yet
-// (overload, global limits, listener filters) stay at zero.
+// (listener filters, transport sockets) stay at zero.
 type listenerStats struct {
 	cxTotal            *stats.Counter
 	cxDestroy          *stats.Counter
 	noFilterChainMatch *stats.Counter
-	cxActive           *stats.Gauge
-	cxLengthMs         *stats.Histogram
+	// cxOverflow counts connections refused by the listener's limit,
+	// cxOverloadReject those reject_incoming_connections closed, and
+	// globalCxOverflow those refused by the global limit.
+	cxOverflow       *stats.Counter
+	cxOverloadReject *stats.Counter
+	globalCxOverflow *stats.Counter
+	cxActive         *stats.Gauge
+	cxLengthMs       *stats.Histogram
 }
 
 // newListenerStats creates the stats of a listener under scope.
 func newListenerStats(scope stats.Scope) listenerStats {
 	for _, name := range []string{
-		"downstream_cx_overflow",
-		"downstream_cx_overload_reject",
 		"downstream_cx_transport_socket_connect_timeout",
-		"downstream_global_cx_overflow",
 		"downstream_pre_cx_timeout",
 	} {
 		scope.Counter(name)
@@ -34,13 +37,17 @@ func newListenerStats(scope stats.Scope) listenerStats {
 		cxTotal:            scope.Counter("downstream_cx_total"),
 		cxDestroy:          scope.Counter("downstream_cx_destroy"),
 		noFilterChainMatch: scope.Counter("no_filter_chain_match"),
+		cxOverflow:         scope.Counter("downstream_cx_overflow"),
+		cxOverloadReject:   scope.Counter("downstream_cx_overload_reject"),
+		globalCxOverflow:   scope.Counter("downstream_global_cx_overflow"),
 		cxActive:           scope.Gauge("downstream_cx_active"),
 		cxLengthMs:         scope.Histogram("downstream_cx_length_ms", stats.UnitMilliseconds),
 	}
 }
 
 // workerStats are the per-worker listener stats,
-// "listener.<address>.worker_<n>.downstream_cx_{total,active}".
+// "listener.<address>.worker_<n>.downstream_cx_{total,active}". With
+// exact_balance the balancer reads downstream_cx_active.
 type workerStats struct {
 	cxTotal  *stats.Counter
 	cxActive *stats.Gauge

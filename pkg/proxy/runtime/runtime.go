@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
@@ -221,6 +223,23 @@ func (s *Snapshot) Get(key string) (string, bool) {
 
 // Len returns the number of keys (the runtime.num_keys gauge).
 func (s *Snapshot) Len() int { return len(s.values) }
+
+// Uint64 returns a key as a non-negative integer, as Envoy's getInteger
+// reads one: a decimal integer, or a non-negative number whose fraction is
+// dropped; any other value, or no value, gives def.
+func (s *Snapshot) Uint64(key string, def uint64) uint64 {
+	v, ok := s.values[key]
+	if !ok {
+		return def
+	}
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+		return n
+	}
+	if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 && f < math.MaxUint64 {
+		return uint64(f)
+	}
+	return def
+}
 
 // Bool returns a key as a boolean feature flag: "true" and "false" (as Envoy
 // parses them) override def; any other value, or no value, gives def.

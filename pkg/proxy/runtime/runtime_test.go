@@ -235,6 +235,35 @@ func TestSnapshotBool(t *testing.T) {
 	}
 }
 
+func TestSnapshotUint64(t *testing.T) {
+	r, err := New(&bootstrapv3.LayeredRuntime{Layers: []*bootstrapv3.RuntimeLayer{
+		staticLayer(t, "s", map[string]any{"int": 500, "str": "7", "frac": 2.9, "neg": -3, "junk": "many", "huge": "18446744073709551615"}),
+	}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := r.Snapshot()
+	tests := map[string]struct {
+		key       string
+		def, want uint64
+	}{
+		"a number":              {key: "int", def: 1, want: 500},
+		"a numeric string":      {key: "str", def: 1, want: 7},
+		"a fraction is dropped": {key: "frac", def: 1, want: 2},
+		"a negative uses def":   {key: "neg", def: 9, want: 9},
+		"unparsable uses def":   {key: "junk", def: 9, want: 9},
+		"missing uses def":      {key: "absent", def: 4, want: 4},
+		"the largest is kept":   {key: "huge", def: 1, want: 1<<64 - 1},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := snap.Uint64(tc.key, tc.def); got != tc.want {
+				t.Errorf("Uint64(%q, %d) = %d, want %d", tc.key, tc.def, got, tc.want)
+			}
+		})
+	}
+}
+
 func TestModifyRejectsBadInputAtomically(t *testing.T) {
 	r, err := New(&bootstrapv3.LayeredRuntime{Layers: []*bootstrapv3.RuntimeLayer{adminLayer("admin")}}, Options{})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/options"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
 // builtListener is a configured listener with the network filters it
@@ -105,7 +106,9 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 			bl.managers = append(bl.managers, m)
 			return m, nil
 		},
-		Now: s.now,
+		Now:      s.now,
+		Overload: s.listenerOverload(),
+		Runtime:  s.runtime,
 	})
 	if err != nil {
 		bl.closeFilters()
@@ -144,12 +147,37 @@ func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener
 		Drain:              drain,
 		Health:             s,
 		OpenAccessLog:      s.openAccessLog,
+		Runtime:            runtimeValues{s.runtime},
+		Overload:           s.httpOverload(),
 		Now:                s.clock,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("filters[0].typed_config.%w", err)
 	}
+	// validate_clusters, whose default is true for an inline route
+	// configuration, in static and discovered listeners alike, as in
+	// Envoy. The first unknown cluster is reported, as Envoy reports it.
+	if errs := router.ValidateClusters(hcm.GetRouteConfig(), true, s.clusterExists); len(errs) > 0 {
+		_ = m.Close()
+		return nil, fmt.Errorf("filters[0].typed_config.route_config.%w", errs[0])
+	}
 	return m, nil
+}
+
+// clusterExists tells validate_clusters whether a cluster is known. When
+// the cluster manager could not be built (its own errors are reported),
+// the configured static cluster names stand in for it, so that routes to
+// a cluster with a configuration error are not reported a second time.
+func (s *Server) clusterExists(name string) bool {
+	if s.clusters != nil {
+		return s.clusters.Cluster(name) != nil
+	}
+	for _, c := range s.boot.GetStaticResources().GetClusters() {
+		if c.GetName() == name {
+			return true
+		}
+	}
+	return false
 }
 
 // closeFilters closes the network filters of a listener that will not run.

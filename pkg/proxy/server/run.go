@@ -46,6 +46,8 @@ func (s *Server) Run(ctx context.Context, adminHandler http.Handler) error {
 	if err != nil {
 		return err
 	}
+	// The overload manager runs before the listeners accept anything.
+	s.startOverload()
 	if err := s.startListeners(); err != nil {
 		s.shutdown(adminSrv)
 		return err
@@ -197,6 +199,7 @@ func (s *Server) shutdown(adminSrv *http.Server) {
 		_ = s.lds.Close() // no update may add a listener while they close
 	}
 	s.closeListeners()
+	s.stopOverload()   // after the listeners: nothing consults it any more
 	s.clusters.Close() // after the listeners: no request needs an upstream any more
 	// The last flush, and the end of the dashboard streams, which would
 	// otherwise hold the admin shutdown below for its whole grace period.

@@ -24,6 +24,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/options"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/overload"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/xds"
@@ -63,6 +64,7 @@ type Server struct {
 	runtime *runtime.Runtime
 	life    *lifecycle
 
+	overload *overload.Manager     // built before the listeners, which consult it (overload.go)
 	clusters *cluster.Manager      // built before the listeners, whose routes use it
 	lset     listenerSet           // the listeners, static and discovered (listener_set.go)
 	lds      *xds.FileSubscription // listeners from a file; nil without dynamic_resources
@@ -105,6 +107,7 @@ func New(cfg Config) (*Server, error) {
 		errs = append(errs, err)
 	}
 	s.runtime = rt
+	errs = append(errs, s.newOverload(cfg.Bootstrap.GetOverloadManager()))
 	clusters, err := cluster.NewManager(cfg.Bootstrap.GetStaticResources().GetClusters(), cluster.Options{Stats: s.stats, Now: now})
 	errs = append(errs, err)
 	s.clusters = clusters

@@ -49,7 +49,7 @@ func benchmarkRequest(b *testing.B, raw string) {
 	b.ReportAllocs()
 	for b.Loop() {
 		var err error
-		if head, err = ReadHead(r, head, 60<<10); err != nil {
+		if head, err = ReadRequestHead(r, head, 60<<10); err != nil {
 			b.Fatal(err)
 		}
 		if err := ParseRequest(head, &req, 100); err != nil {

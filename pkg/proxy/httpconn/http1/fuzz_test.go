@@ -31,7 +31,7 @@ func FuzzRequest(f *testing.F) {
 		)
 		for range maxFuzzMessages {
 			var err error
-			head, err = ReadHead(r, head, 4096)
+			head, err = ReadRequestHead(r, head, 4096)
 			if err != nil {
 				return
 			}
@@ -70,6 +70,50 @@ func FuzzRequest(f *testing.F) {
 			}
 			if got > int64(len(data)) {
 				t.Fatalf("read %d body bytes from %d input bytes", got, len(data))
+			}
+		}
+	})
+}
+
+// FuzzRequestEarlyCheck compares ReadRequestHead, which refuses a bad
+// method as its bytes arrive, with ReadHead and ParseRequest, which judge
+// the whole head: the early check must never refuse a request the parser
+// accepts, nor accept what ReadHead would not read.
+func FuzzRequestEarlyCheck(f *testing.F) {
+	for _, seed := range []string{
+		"GET / HTTP/1.1\r\nHost: h\r\n\r\n",
+		"\r\n\nPOST /p HTTP/1.1\r\nHost: h\r\n\r\n",
+		"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",
+		" GET / HTTP/1.1\r\n\r\n",
+		"GE(T / HTTP/1.1\r\nHost: h\r\n\r\n",
+		"\rGET / HTTP/1.1\r\n\r\n",
+		"GET\r\n\r\n",
+		"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+	} {
+		f.Add([]byte(seed), uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, size uint8) {
+		// Buffers from 16 bytes up: methods may span fills or outgrow
+		// the buffer.
+		bufSize := 16 + int(size)
+		early, earlyErr := ReadRequestHead(bufio.NewReaderSize(bytes.NewReader(data), bufSize), nil, 4096)
+		whole, wholeErr := ReadHead(bufio.NewReaderSize(bytes.NewReader(data), bufSize), nil, 4096)
+		switch {
+		case earlyErr == nil:
+			if wholeErr != nil || !bytes.Equal(early, whole) {
+				t.Fatalf("early check read %q, ReadHead %q (%v)", early, whole, wholeErr)
+			}
+		case errors.Is(earlyErr, ErrMethod), errors.Is(earlyErr, ErrRequestLine):
+			if wholeErr != nil {
+				return
+			}
+			var req Request
+			if err := ParseRequest(whole, &req, 32); err == nil {
+				t.Fatalf("early check refused %q (%v), which parses", whole, earlyErr)
+			}
+		default:
+			if !errors.Is(wholeErr, earlyErr) {
+				t.Fatalf("early check failed with %v, ReadHead with %v", earlyErr, wholeErr)
 			}
 		}
 	})

@@ -1,0 +1,12 @@
+package server
+
+import "github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
+
+// runtimeValues gives the connection managers the runtime's current values:
+// each read takes the latest snapshot, so /runtime_modify applies at once.
+type runtimeValues struct{ rt *runtime.Runtime }
+
+// Uint64 implements httpconn.RuntimeValues.
+func (v runtimeValues) Uint64(key string, def uint64) uint64 {
+	return v.rt.Snapshot().Uint64(key, def)
+}
