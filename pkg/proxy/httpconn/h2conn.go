@@ -45,6 +45,9 @@ type h2Conn struct {
 	pending []*h2Stream
 	// resetsSeen: the client reset a stream early (see moreInput).
 	resetsSeen bool
+	// framesSinceYield counts the frames read since the read loop last
+	// let other goroutines run.
+	framesSinceYield int
 	// recvUnacked is connection-level flow-control credit not yet given
 	// back to the client.
 	recvUnacked int64
@@ -186,12 +189,17 @@ func (h *h2Conn) readLoop() error {
 				// the requests it opened start now.
 				h.dispatch()
 			}
-			// The next frame needs a read. A client that keeps the
-			// socket full would never make that read wait: let the
-			// other connections' goroutines have their turn first,
-			// as an event loop serves its connections one read each.
-			runtime.Gosched()
+			if h.framesSinceYield >= h2YieldEvery {
+				// The next frame needs a read, and a client that
+				// keeps the socket full never makes a read wait:
+				// let the other connections' goroutines have their
+				// turn, as an event loop serves its connections
+				// one read each.
+				h.framesSinceYield = 0
+				runtime.Gosched()
+			}
 		}
+		h.framesSinceYield++
 		hdr, err := br.Peek(h2FrameHeaderLen)
 		if err != nil {
 			if !isTimeout(err) {
@@ -222,6 +230,12 @@ func (h *h2Conn) readLoop() error {
 		}
 	}
 }
+
+// h2YieldEvery is how many frames a connection's read loop handles before
+// it yields, when its client sends without pause: a few dozen requests'
+// worth, so that an ordinary connection seldom yields and a flooding one
+// does every few tens of microseconds.
+const h2YieldEvery = 256
 
 // errIdle ends a connection that had no stream for the idle timeout.
 var errIdle = errors.New("idle timeout")
@@ -264,9 +278,15 @@ func (h *h2Conn) moreInput() bool {
 // A stream the client reset meanwhile only accounts for itself (see
 // h2Stream.run): it reaches no upstream.
 func (h *h2Conn) dispatch() {
-	h.wg.Add(len(h.pending))
 	for i, st := range h.pending {
 		h.pending[i] = nil
+		h.wg.Add(1)
+		if st.s.peerReset.Load() {
+			// Reset in the same burst: accounted for here, without a
+			// goroutine, as a rapid reset costs nothing more.
+			st.run()
+			continue
+		}
 		go st.run()
 	}
 	h.pending = h.pending[:0]
@@ -667,6 +687,12 @@ func (h *h2Conn) onHeaderBlock(id uint32, frag []byte, endHeaders, endStream boo
 		return connError(errCodeCompression, err.Error())
 	}
 	if !endHeaders {
+		if st := h.decoding; st != nil && st.tooLarge {
+			// The headers decoded so far are over the limit already
+			// and more are coming: the same as a block too large.
+			h.stats.headerOverflow.Inc()
+			return h2Flood("header list larger than max_request_headers_kb")
+		}
 		h.contStream, h.contEnd = id, endStream
 		return nil
 	}
@@ -1081,11 +1107,17 @@ func (h *h2Conn) finish(err error) {
 		// not read either (it would cost as much as the flood), and
 		// it gets a moment to read the GOAWAY before the close.
 		closeAfterAMoment(c)
+	case isAbuse(err):
+		// An inbound flood, or too many early resets: the client is
+		// still sending, and reading all of it for the delayed close
+		// would cost what the limit saved. The GOAWAY has gone out;
+		// the close follows the little the client sent meanwhile.
+		lingeringClose(c, abuseLingerBytes)
 	case c.closingNow():
 		// The server is shutting down, and does not wait for
 		// delayed_close_timeout: a short linger keeps the GOAWAY and
 		// the last responses from being lost to a reset.
-		lingeringClose(c)
+		lingeringClose(c, maxLingerBytes)
 	default:
 		// The write side closes at once (the GOAWAY is the last
 		// frame), then the client gets delayed_close_timeout to close
@@ -1117,20 +1149,25 @@ func closeAfterAMoment(c *serverConn) {
 // lingeringClose closes the connection without losing what was sent: the
 // write side closes first, then what the client still sends (frames that
 // crossed the GOAWAY) is read and dropped until it closes too, a second
-// passes or maxLingerBytes were dropped (a client still sending that much,
-// a flood, is not waiting for anything). Closing a socket with unread
-// input would reset it, and the client might lose the GOAWAY and the last
-// responses with it.
-func lingeringClose(c *serverConn) {
+// passes or limit bytes were dropped (a client still sending that much is
+// not waiting for anything). Closing a socket with unread input would
+// reset it, and the client might lose the GOAWAY and the last responses
+// with it.
+func lingeringClose(c *serverConn, limit int64) {
 	tc, ok := c.nc.(interface{ CloseWrite() error })
 	if !ok || tc.CloseWrite() != nil {
 		_ = c.nc.Close()
 		return
 	}
 	_ = c.nc.SetReadDeadline(time.Now().Add(lingerTime))
-	_, _ = io.CopyN(io.Discard, c.br, maxLingerBytes)
+	_, _ = io.CopyN(io.Discard, c.br, limit)
 	_ = c.nc.Close()
 }
+
+// abuseLingerBytes bounds what a connection closed for abuse reads before
+// its close: enough for the frames that crossed the GOAWAY of a client
+// that stopped, not for a flood that goes on.
+const abuseLingerBytes = 16 << 10
 
 // cut interrupts every stream's upstream exchange (a forced shutdown).
 func (h *h2Conn) cut() {

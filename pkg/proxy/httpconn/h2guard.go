@@ -1,6 +1,7 @@
 package httpconn
 
 import (
+	"errors"
 	"sync/atomic"
 )
 
@@ -52,6 +53,13 @@ var (
 	errOutboundFlood        = h2Flood("too many frames in the outbound queue")
 	errOutboundControlFlood = h2Flood("too many control frames in the outbound queue")
 )
+
+// isAbuse reports whether err ends a connection for abuse: a flood limit
+// crossed, too many premature resets, an endless header block.
+func isAbuse(err error) bool {
+	var ce *h2ConnError
+	return errors.As(err, &ce) && ce.code == errCodeEnhanceYourCalm
+}
 
 // isOutboundFlood reports whether err is an outbound flood.
 func isOutboundFlood(err error) bool {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"time"
 )
 
@@ -57,6 +58,12 @@ func (l *Listener) acceptLoop(ln net.Listener, ws *workerStats) {
 		if err == nil {
 			delay = 0
 			l.accept(c, ws)
+			// One connection per turn, as Envoy accepts one per socket
+			// event by default: the goroutines of the connections
+			// already open run before the next accept, so a client
+			// that opens connections as fast as they are closed
+			// cannot crowd the others out.
+			runtime.Gosched()
 			continue
 		}
 		if errors.Is(err, net.ErrClosed) || l.Stopped() {

@@ -1,0 +1,106 @@
+package httpconn
+
+import (
+	"bufio"
+	"bytes"
+	"net"
+	"testing"
+
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+)
+
+// h2BenchClient is a raw h2c client that keeps a batch of streams open, as
+// h2load -m does, and reads frames without decoding more than it needs.
+type h2BenchClient struct {
+	nc     net.Conn
+	fr     *http2.Framer
+	block  []byte
+	nextID uint32
+	batch  bytes.Buffer
+	wfr    *http2.Framer
+}
+
+func newH2BenchClient(tb testing.TB, addr string) *h2BenchClient {
+	tb.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { nc.Close() })
+	c := &h2BenchClient{nc: nc, nextID: 1}
+	c.fr = http2.NewFramer(nil, bufio.NewReaderSize(nc, 64<<10))
+	c.wfr = http2.NewFramer(&c.batch, nil)
+	var b bytes.Buffer
+	enc := hpack.NewEncoder(&b)
+	for _, f := range []hpack.HeaderField{{Name: ":method", Value: "GET"}, {Name: ":scheme", Value: "http"}, {Name: ":authority", Value: "bench"}, {Name: ":path", Value: "/up"}} {
+		_ = enc.WriteField(f)
+	}
+	c.block = b.Bytes()
+	c.batch.WriteString(http2.ClientPreface)
+	_ = c.wfr.WriteSettings()
+	// A big connection window, so the client never has to give credit.
+	_ = c.wfr.WriteWindowUpdate(0, 1<<30)
+	if _, err := nc.Write(c.batch.Bytes()); err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// round sends n requests at once and reads until all n ended.
+func (c *h2BenchClient) round(tb testing.TB, n int) {
+	c.batch.Reset()
+	for range n {
+		_ = c.wfr.WriteHeaders(http2.HeadersFrameParam{StreamID: c.nextID, BlockFragment: c.block, EndStream: true, EndHeaders: true})
+		c.nextID += 2
+	}
+	if _, err := c.nc.Write(c.batch.Bytes()); err != nil {
+		tb.Fatal(err)
+	}
+	for ended := 0; ended < n; {
+		f, err := c.fr.ReadFrame()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		switch f := f.(type) {
+		case *http2.DataFrame:
+			if f.StreamEnded() {
+				ended++
+			}
+		case *http2.HeadersFrame:
+			if f.StreamEnded() {
+				ended++
+			}
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				c.batch.Reset()
+				_ = c.wfr.WriteSettingsAck()
+				_, _ = c.nc.Write(c.batch.Bytes())
+			}
+		case *http2.RSTStreamFrame, *http2.GoAwayFrame:
+			tb.Fatalf("unexpected %v", f)
+		}
+	}
+}
+
+// BenchmarkProxyH2c is an h2c client with 8 streams in flight proxied to a
+// keep-alive HTTP/1.1 upstream over loopback (the peers benchmark's h2c
+// row in-process); one op is one request.
+func BenchmarkProxyH2c(b *testing.B) {
+	st := stats.NewStore()
+	up := newFakeCluster(st, "up", false, fixedUpstream(b))
+	b.Cleanup(up.closeIdle)
+	cfg := hcm(routeConfig(clusterRoute("/up", "up")))
+	cfg.CodecType = hcmv3.HttpConnectionManager_HTTP2
+	p := startProxy(b, cfg, Deps{Stats: st, Upstreams: fakeUpstreams{"up": up}})
+	c := newH2BenchClient(b, p.addr)
+	const inFlight = 8
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += inFlight {
+		c.round(b, min(inFlight, b.N-i))
+	}
+}
