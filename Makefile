@@ -11,7 +11,7 @@ STATICCHECK_VERSION := v0.8.2
 BUILDFLAGS := -buildvcs=auto
 CONFIG ?= examples/quickstart.yaml
 
-.PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers lint fmt clean \
+.PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers bench-floods lint fmt clean \
 	manifests generate check-manifests test-cluster helm test-chart chart-crds
 
 all: build
@@ -83,7 +83,7 @@ test-chart: helm test-assets
 # Go benchmarks, then the traffic benchmark beside haproxy and nginx
 # (../shared/bench/peers.sh; it installs nginx, haproxy, wrk and h2load from
 # Debian packages when missing and waits for a quiet machine).
-bench: bench-go bench-peers
+bench: bench-go bench-peers bench-floods
 
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
@@ -91,6 +91,11 @@ bench-go:
 PEERS ?= $(CURDIR)/../shared/bench/peers.sh
 bench-peers: build
 	OUTRIGGER=$(BIN)/sidecar TARGETS="direct haproxy nginx outrigger" REPS=$${REPS:-3} bash $(PEERS)
+
+# The sidecar under each HTTP/2 flood it defends against: memory growth and
+# another client's latency, beside a control (test/bench/floods).
+bench-floods: build
+	$(GO) run ./test/bench/floods -sidecar $(BIN)/sidecar
 
 $(TOOLS)/staticcheck:
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)

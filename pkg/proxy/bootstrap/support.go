@@ -96,12 +96,8 @@ func (c *supportChecker) value(fd protoreflect.FieldDescriptor, rule fieldSuppor
 // enabled extension of the expected category; then its contents are
 // validated and checked like any other message.
 func (c *supportChecker) typedConfig(m protoreflect.Message, path, category string) {
-	a, ok := m.Interface().(*anypb.Any)
+	a, ok := c.typedAny(m, path)
 	if !ok {
-		return
-	}
-	if a.GetTypeUrl() == "" {
-		c.unsupported = append(c.unsupported, &FieldError{Path: path, Reason: "missing type (\"@type\")"})
 		return
 	}
 	ext, ok := c.ext.Lookup(a.GetTypeUrl())
@@ -119,17 +115,27 @@ func (c *supportChecker) typedConfig(m protoreflect.Message, path, category stri
 	c.anyContents(a, path)
 }
 
+// typedAny returns the Any of a typed_config, reporting one without a type
+// (false: nothing more to check).
+func (c *supportChecker) typedAny(m protoreflect.Message, path string) (*anypb.Any, bool) {
+	a, ok := m.Interface().(*anypb.Any)
+	if !ok {
+		return nil, false
+	}
+	if a.GetTypeUrl() == "" {
+		c.unsupported = append(c.unsupported, &FieldError{Path: path, Reason: "missing type (\"@type\")"})
+		return nil, false
+	}
+	return a, true
+}
+
 // typedMessage checks a typed_config that is not an extension but one of
 // a few message types (an overload action's configuration): its type must
 // be one of types; then its contents are validated and checked like any
 // other message.
 func (c *supportChecker) typedMessage(m protoreflect.Message, path string, types []protoreflect.FullName) {
-	a, ok := m.Interface().(*anypb.Any)
+	a, ok := c.typedAny(m, path)
 	if !ok {
-		return
-	}
-	if a.GetTypeUrl() == "" {
-		c.unsupported = append(c.unsupported, &FieldError{Path: path, Reason: "missing type (\"@type\")"})
 		return
 	}
 	name := protoreflect.FullName(typeNameOf(a.GetTypeUrl()))

@@ -21,6 +21,7 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.stream_idle_timeout":               {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.request_timeout":                   {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.request_headers_timeout":           {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.drain_timeout":                     {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.delayed_close_timeout":             {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.max_request_headers_kb":            {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.common_http_protocol_options":      {},

@@ -17,6 +17,7 @@ const (
 	defaultStreamIdleTimeout   = 5 * time.Minute
 	defaultIdleTimeout         = time.Hour
 	defaultDelayedCloseTimeout = time.Second
+	defaultDrainTimeout        = 5 * time.Second
 	defaultMaxRequestHeadersKB = 60
 	defaultMaxHeadersCount     = 100
 	// maxTrailerBytes bounds the trailer section of a chunked body, which
@@ -52,6 +53,9 @@ type settings struct {
 	// delayedCloseTimeout is how long a connection the proxy ends after
 	// a response waits for the client to close it first.
 	delayedCloseTimeout time.Duration
+	// drainTimeout is the time between an HTTP/2 connection's two
+	// GOAWAYs when it drains (see h2Conn.startDrainLocked).
+	drainTimeout time.Duration
 
 	maxRequestHeadersBytes   int
 	maxHeadersCount          int
@@ -82,6 +86,7 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 		streamIdleTimeout:      defaultStreamIdleTimeout,
 		idleTimeout:            defaultIdleTimeout,
 		delayedCloseTimeout:    defaultDelayedCloseTimeout,
+		drainTimeout:           defaultDrainTimeout,
 		maxRequestHeadersBytes: defaultMaxRequestHeadersKB << 10,
 		maxHeadersCount:        defaultMaxHeadersCount,
 		acceptHTTP10:           cfg.GetHttpProtocolOptions().GetAcceptHttp_10(),
@@ -124,6 +129,7 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 		{"common_http_protocol_options.idle_timeout", common.GetIdleTimeout(), &s.idleTimeout},
 		{"common_http_protocol_options.max_connection_duration", common.GetMaxConnectionDuration(), &s.maxConnectionDuration},
 		{"delayed_close_timeout", cfg.GetDelayedCloseTimeout(), &s.delayedCloseTimeout},
+		{"drain_timeout", cfg.GetDrainTimeout(), &s.drainTimeout},
 	}
 	for _, d := range durations {
 		if d.d == nil {

@@ -165,7 +165,15 @@ func (c *serverConn) serveHTTP2Limited() {
 	if !c.maxDurAt.IsZero() {
 		t := time.AfterFunc(time.Until(c.maxDurAt), func() {
 			c.m.stats.cxMaxDuration.Inc()
-			c.closeIfIdle()
+			c.mu.Lock()
+			h := c.h2
+			c.mu.Unlock()
+			if h == nil {
+				// Not started yet: it will find the duration passed.
+				c.closeIfIdle()
+				return
+			}
+			h.startDrain()
 		})
 		defer t.Stop()
 	}

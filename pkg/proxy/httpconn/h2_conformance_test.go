@@ -28,6 +28,7 @@ import (
 	"github.com/go-logr/logr"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/internal/golden"
@@ -1280,7 +1281,9 @@ func TestH2RequestTrailers(t *testing.T) {
 // stream waits for its upstream: the client gets GOAWAY NO_ERROR that
 // covers the stream, the stream completes, and the connection closes
 // afterwards. Manager.Close sends the GOAWAY at once, as Envoy does when it
-// starts draining a listener; a draining listener sends it with a response.
+// starts draining a listener; a draining listener starts the connection's
+// drain sequence with a response (a first GOAWAY, the final one
+// drain_timeout later).
 func TestH2GracefulClose(t *testing.T) {
 	tests := map[string]struct {
 		start func(f *h2Fixture, drain *fakeDrain)
@@ -1300,7 +1303,9 @@ func TestH2GracefulClose(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			drain := &fakeDrain{}
-			f := startH2Proxy(t, hcmv3.HttpConnectionManager_AUTO, drain)
+			f := startH2Proxy(t, hcmv3.HttpConnectionManager_AUTO, drain, func(cfg *hcmv3.HttpConnectionManager) {
+				cfg.DrainTimeout = durationpb.New(200 * time.Millisecond)
+			})
 			c := dialH2(t, f.addr)
 			id := c.get("/slow")
 			waitSignal(t, f.up.arrived, "the slow request upstream")
@@ -1313,9 +1318,14 @@ func TestH2GracefulClose(t *testing.T) {
 			}
 			f.up.releaseSlow()
 			c.wantOK(id, "late")
-			g := c.wantGoAway(http2.ErrCodeNo)
-			if g.lastStreamID < id {
-				t.Errorf("GOAWAY's last stream id %d does not cover the in-flight stream %d", g.lastStreamID, id)
+			c.wantGoAway(http2.ErrCodeNo)
+			if !tc.goAwayFirst {
+				c.until("the final GOAWAY", func() bool { return len(c.goAways) == 2 })
+			}
+			for _, g := range c.goAways {
+				if g.code != http2.ErrCodeNo || g.lastStreamID < id {
+					t.Errorf("GOAWAY %v with last stream id %d does not cover the in-flight stream %d", g.code, g.lastStreamID, id)
+				}
 			}
 			c.waitClosed()
 		})

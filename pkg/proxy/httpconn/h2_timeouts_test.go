@@ -61,6 +61,8 @@ func TestH2DelayedClose(t *testing.T) {
 				c.CodecType = hcmv3.HttpConnectionManager_HTTP2
 				c.CommonHttpProtocolOptions = &corev3.HttpProtocolOptions{IdleTimeout: ms(300)}
 				c.DelayedCloseTimeout = ms(int(tc.delay / time.Millisecond))
+				// One GOAWAY, at the idle timeout.
+				c.DrainTimeout = ms(0)
 			})
 			c := dialH2(t, p.addr)
 			c.wantOK(c.get("/d"), "hi")
@@ -81,4 +83,35 @@ func TestH2DelayedClose(t *testing.T) {
 			p.waitCounter(t, "http.test.downstream_cx_delayed_close_timeout", tc.stat)
 		})
 	}
+}
+
+// TestH2DrainTimeout checks Envoy's drain sequence on an HTTP/2 connection
+// that idled out: a first GOAWAY that refuses nothing (last stream
+// 2^31-1), a request opened during drain_timeout still served, then the
+// final GOAWAY naming that request's stream, and the close.
+func TestH2DrainTimeout(t *testing.T) {
+	const idle, drain = 300 * time.Millisecond, 600 * time.Millisecond
+	p := directProxy(t, func(c *hcmv3.HttpConnectionManager) {
+		c.CodecType = hcmv3.HttpConnectionManager_HTTP2
+		c.CommonHttpProtocolOptions = &corev3.HttpProtocolOptions{IdleTimeout: ms(int(idle / time.Millisecond))}
+		c.DrainTimeout = ms(int(drain / time.Millisecond))
+	})
+	c := dialH2(t, p.addr)
+	c.wantOK(c.get("/d"), "hi")
+	start := time.Now()
+	first := c.wantGoAway(http2.ErrCodeNo)
+	firedOnTime(t, "the first GOAWAY", time.Since(start), idle, 0)
+	if first.lastStreamID != 1<<31-1 {
+		t.Errorf("the first GOAWAY names stream %d, want 2^31-1", first.lastStreamID)
+	}
+	id := c.get("/d")
+	c.wantOK(id, "hi")
+	c.until("the final GOAWAY", func() bool { return len(c.goAways) == 2 })
+	firedOnTime(t, "the final GOAWAY", time.Since(start), idle+drain, 0)
+	if last := c.goAways[1]; last.lastStreamID != id || last.code != http2.ErrCodeNo {
+		t.Errorf("the final GOAWAY names stream %d (%v), want %d (NO_ERROR)", last.lastStreamID, last.code, id)
+	}
+	_ = c.waitClosed()
+	p.waitCounter(t, "http.test.downstream_cx_idle_timeout", 1)
+	p.waitCounter(t, "http2.goaway_sent", 2)
 }

@@ -77,6 +77,10 @@ type h2Conn struct {
 	// goingAway: a GOAWAY was sent; streams above goAwayID are refused.
 	goingAway bool
 	goAwayID  uint32
+	// draining: the drain sequence's first GOAWAY went out; drainTimer
+	// sends the final one.
+	draining   bool
+	drainTimer *time.Timer
 	// The client's settings and the connection's send window.
 	peerWindow   int32  // SETTINGS_INITIAL_WINDOW_SIZE
 	peerMaxFrame uint32 // SETTINGS_MAX_FRAME_SIZE
@@ -206,7 +210,11 @@ func (h *h2Conn) readLoop() error {
 				return err
 			}
 			if h.timedOut() {
-				return errIdle
+				// Idle: the connection drains (at once when
+				// drain_timeout is 0), and ends when that is done.
+				h.mu.Lock()
+				h.startDrainLocked()
+				h.mu.Unlock()
 			}
 			continue
 		}
@@ -317,7 +325,7 @@ func (h *h2Conn) readPayload(n int) ([]byte, error) {
 // (streams time out on their own).
 func (h *h2Conn) awaitFrame() (finished bool, err error) {
 	h.mu.Lock()
-	open, since, goingAway, fail := len(h.streams), h.idleSince, h.goingAway, h.fail
+	open, since, goingAway, draining, fail := len(h.streams), h.idleSince, h.goingAway, h.draining, h.fail
 	if h.rdStale {
 		h.rd = deadline{at: h.rdArmed, set: true}
 		h.rdStale = false
@@ -330,7 +338,8 @@ func (h *h2Conn) awaitFrame() (finished bool, err error) {
 		return true, nil
 	}
 	var d time.Time
-	if open == 0 {
+	if open == 0 && !draining {
+		// While draining, the final GOAWAY ends an idle connection.
 		d = after(since, h.m.idleTimeout())
 	}
 	// Exact: the deadline changes only when the connection goes idle or
@@ -349,7 +358,7 @@ func (h *h2Conn) timedOut() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t := h.m.idleTimeout()
-	if len(h.streams) > 0 || t <= 0 {
+	if len(h.streams) > 0 || t <= 0 || h.draining || h.goingAway {
 		return false
 	}
 	if time.Since(h.idleSince) >= t {
@@ -859,6 +868,8 @@ func (h *h2Conn) forgetLocked(st *h2Stream) {
 		case h.goingAway:
 			// Wake the read loop: the connection ends.
 			h.wakeReaderLocked()
+		case h.draining:
+			// The final GOAWAY will end it.
 		default:
 			// Arm the idle timeout under the read loop's blocked
 			// read, rather than waking it to do so.
@@ -917,12 +928,47 @@ func (h *h2Conn) goAwayLocked(code h2ErrCode) {
 	if h.goingAway {
 		return
 	}
+	if h.drainTimer != nil {
+		h.drainTimer.Stop()
+	}
 	h.goingAway, h.goAwayID = true, h.lastID
 	h.appendGoAwayLocked(h.goAwayID, code)
 	h.kickLocked()
 	if len(h.streams) == 0 {
 		h.wakeReaderLocked()
 	}
+}
+
+// h2LastStreamID is the largest stream identifier, which the drain
+// sequence's first GOAWAY carries.
+const h2LastStreamID = 1<<31 - 1
+
+// startDrain starts the drain sequence (see startDrainLocked).
+func (h *h2Conn) startDrain() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.startDrainLocked()
+}
+
+// startDrainLocked starts Envoy's drain sequence: a GOAWAY that announces
+// the end without refusing anything (its last stream is 2^31-1, so the
+// requests already on their way are served), then, drain_timeout later,
+// the final GOAWAY naming the last stream the client opened; the
+// connection ends once its streams are done. With drain_timeout 0 the
+// final GOAWAY goes at once. h.mu is held.
+func (h *h2Conn) startDrainLocked() {
+	if h.draining || h.goingAway {
+		return
+	}
+	t := h.m.cfg.drainTimeout
+	if t <= 0 {
+		h.goAwayLocked(errCodeNo)
+		return
+	}
+	h.draining = true
+	h.appendGoAwayLocked(h2LastStreamID, errCodeNo)
+	h.kickLocked()
+	h.drainTimer = time.AfterFunc(t, func() { h.goAway(errCodeNo) })
 }
 
 // wakeReaderLocked makes the read loop's read return at once (a deadline
@@ -1078,6 +1124,9 @@ func (h *h2Conn) finish(err error) {
 	}
 	h.mu.Lock()
 	h.ending = true
+	if h.drainTimer != nil {
+		h.drainTimer.Stop()
+	}
 	open := len(h.streams)
 	for _, st := range h.streams {
 		h.dropStreamLocked(st)

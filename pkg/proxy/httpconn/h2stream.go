@@ -367,8 +367,8 @@ func (st *h2Stream) writeHead(s *stream, n int64, hasBody bool) error {
 	st.responded = true
 	st.appendHeadersLocked(b, !hasBody)
 	if s.closeConn {
-		// The HTTP/2 form of Connection: close.
-		h.goAwayLocked(errCodeNo)
+		// The HTTP/2 form of Connection: close: the connection drains.
+		h.startDrainLocked()
 	}
 	return nil
 }

@@ -488,17 +488,24 @@ func TestEarlyCheckKeepsHTTP2(t *testing.T) {
 }
 
 // TestMaxConnectionDurationHTTP2 checks max_connection_duration on an
-// HTTP/2 connection: a GOAWAY at the setting, then the close once its
-// streams are done.
+// HTTP/2 connection: the drain sequence at the setting (a GOAWAY that
+// refuses nothing, the final one drain_timeout later), then the close once
+// its streams are done.
 func TestMaxConnectionDurationHTTP2(t *testing.T) {
 	p := directProxy(t, func(c *hcmv3.HttpConnectionManager) {
 		c.CommonHttpProtocolOptions = &corev3.HttpProtocolOptions{MaxConnectionDuration: ms(400)}
+		c.DrainTimeout = ms(200)
 	})
 	start := time.Now()
 	c := dialH2(t, p.addr)
 	c.wantOK(c.get("/d"), "hi")
 	c.wantGoAway(http2.ErrCodeNo)
-	firedOnTime(t, "the GOAWAY", time.Since(start), 400*time.Millisecond, 0)
+	firedOnTime(t, "the first GOAWAY", time.Since(start), 400*time.Millisecond, 0)
+	c.until("the final GOAWAY", func() bool { return len(c.goAways) == 2 })
+	firedOnTime(t, "the final GOAWAY", time.Since(start), 600*time.Millisecond, 0)
+	if first, last := c.goAways[0].lastStreamID, c.goAways[1].lastStreamID; first != 1<<31-1 || last != 1 {
+		t.Errorf("GOAWAYs name streams %d then %d, want 2^31-1 then 1", first, last)
+	}
 	_ = c.waitClosed()
 	p.waitCounter(t, "http.test.downstream_cx_max_duration_reached", 1)
 }
