@@ -75,14 +75,40 @@ func Launch(dir, name, config string, args ...string) *Sidecar {
 	return s
 }
 
-// Start is Launch followed by a bounded wait for the admin address file. It
-// fails the spec at once, with the process's stderr, if the sidecar exits
-// instead of coming up.
+// Start is Launch followed by a bounded wait for the admin address file
+// and, when the sidecar logs to stderr at the info level or a more verbose
+// one, for it to say it is LIVE: its listeners are bound only after the
+// admin listener, so a spec that used one at once could find it refused.
+// It fails the spec at once, with the process's stderr, if the sidecar
+// exits instead of coming up.
 func Start(dir, config string, args ...string) *Sidecar {
 	GinkgoHelper()
 	s := Launch(dir, "bootstrap.yaml", config, args...)
 	s.WaitForAdmin()
+	if logsLiveToStderr(args) {
+		s.WaitLive()
+	}
 	return s
+}
+
+// logsLiveToStderr reports whether a sidecar started with args writes the
+// "starting main dispatch loop" line to stderr: no --log-path, and no
+// level above info.
+func logsLiveToStderr(args []string) bool {
+	for i, a := range args {
+		switch a {
+		case "--log-path":
+			return false
+		case "-l", "--log-level":
+			if i+1 < len(args) {
+				switch args[i+1] {
+				case "warning", "warn", "error", "critical", "off":
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // WaitForAdmin waits until the address file holds a complete address.
