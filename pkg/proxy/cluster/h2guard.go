@@ -117,21 +117,24 @@ func (g *h2GuardConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Write writes to the server and counts the DATA frames sent.
+// Write writes to the server and counts the DATA frames sent. A write
+// that fails part way leaves the scanner out of step, which no longer
+// matters: the transport drops the connection.
 func (g *h2GuardConn) Write(p []byte) (int, error) {
 	g.wmu.Lock()
 	defer g.wmu.Unlock()
 	if g.failed.Load() {
 		return 0, errUpstreamFlood
 	}
-	n, err := g.Conn.Write(p)
-	_ = g.out.scan(p[:n], func(h frameHead) error {
+	// The frames are counted before they go: the server's
+	// WINDOW_UPDATEs for them may be read before this write returns.
+	_ = g.out.scan(p, func(h frameHead) error {
 		if h.typ == frameTypeData {
 			g.dataSent.Add(1)
 		}
 		return nil
 	})
-	return n, err
+	return g.Conn.Write(p)
 }
 
 // inbound accounts for one frame from the server (Envoy's formulas, as
