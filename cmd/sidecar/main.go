@@ -11,6 +11,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/admin"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/builtin"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/options"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/server"
@@ -139,7 +140,7 @@ func build(opts *options.Options, logs *logging.Registry) (*server.Server, error
 	if err != nil {
 		return nil, err
 	}
-	ext := bootstrap.DefaultExtensions()
+	ext := builtin.Registry()
 	warnings, err := ext.Disable(opts.DisabledExtensions)
 	if err != nil {
 		return nil, err

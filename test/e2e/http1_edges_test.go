@@ -25,7 +25,7 @@ const (
 	// edgeClientLag is how much earlier than the client notices it a
 	// timer may start in the sidecar: when it counts from a response the
 	// sidecar flushed and the client then had to read.
-	edgeClientLag = 50 * time.Millisecond
+	edgeClientLag = 150 * time.Millisecond
 )
 
 // edgeBootstrap is one AUTO listener "edge" on port with hcm added to its

@@ -10,6 +10,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/builtin"
 )
 
 // addSeeds adds the named testdata files to the corpus.
@@ -44,7 +46,7 @@ func FuzzLoadYAML(f *testing.F) {
 			}
 		}
 		if lenientErr == nil {
-			_ = Validate(lenient.Bootstrap, nil)
+			_ = Validate(lenient.Bootstrap, builtin.Registry())
 		}
 	})
 }
@@ -108,7 +110,7 @@ func FuzzDecodeBinary(f *testing.F) {
 			}
 		}
 		if len(lenient.errs) == 0 {
-			_ = Validate(lenient.bootstrap, nil)
+			_ = Validate(lenient.bootstrap, builtin.Registry())
 		}
 	})
 }

@@ -97,3 +97,10 @@ func accessLogs(configs ...*anypb.Any) []*accesslogv3.AccessLog {
 	}
 	return out
 }
+
+// The type URLs of extensions the tests configure.
+const (
+	hcmURL    = "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
+	routerURL = "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
+	fileURL   = "type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog"
+)

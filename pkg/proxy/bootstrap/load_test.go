@@ -13,6 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 )
 
 // fullPB is the binary fixture, generated from full.yaml with -update.
@@ -228,7 +230,7 @@ func TestLoadErrors(t *testing.T) {
 		},
 		"undecodable typed_config bytes": {
 			opts: LoadOptions{ConfigPath: writeTemp(t, "any.pb", marshal(t, &bootstrapv3.Bootstrap{Admin: &bootstrapv3.Admin{
-				AccessLog: accessLogs(rawAny(typeURLOf(&hcmv3.HttpConnectionManager{}), []byte{0x0a, 0xff})),
+				AccessLog: accessLogs(rawAny(extension.TypeURL(&hcmv3.HttpConnectionManager{}), []byte{0x0a, 0xff})),
 			}}))},
 			want:   "admin.access_log[0].typed_config: invalid envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager value: ",
 			prefix: true,

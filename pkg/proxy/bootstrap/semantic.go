@@ -13,12 +13,16 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 )
 
 // Type names the semantic checks recognise in typed_config values.
 var (
 	hcmTypeName    = string(proto.MessageName(&hcmv3.HttpConnectionManager{}))
 	routerTypeName = string(proto.MessageName(&routerv3.Router{}))
+	// httpFiltersCategory is the category of the HTTP filters.
+	httpFiltersCategory = "envoy.filters.http"
 )
 
 // terminalNetworkFilters are the network filters that consume the
@@ -33,12 +37,14 @@ var terminalNetworkFilters = map[string]string{
 // addresses, required ordering of filters. Envoy rejects the same
 // configurations when it builds them.
 type semanticChecker struct {
+	// ext resolves HTTP filters named without typed_config.
+	ext  *extension.Registry
 	errs []error
 }
 
 // semanticErrors runs every semantic check on b.
-func semanticErrors(b *bootstrapv3.Bootstrap) []error {
-	var s semanticChecker
+func semanticErrors(b *bootstrapv3.Bootstrap, ext *extension.Registry) []error {
+	s := semanticChecker{ext: ext}
 	s.admin(b)
 	s.runtime(b.GetLayeredRuntime())
 	s.listeners(b.GetStaticResources().GetListeners(), "static_resources.listeners")
@@ -157,7 +163,7 @@ func (s *semanticChecker) filterChain(fc *listenerv3.FilterChain, path string) {
 			s.fail(childPath(p, "typed_config"), "required: the filter's type selects its implementation")
 			continue
 		}
-		typeName := typeNameOf(tc.GetTypeUrl())
+		typeName := extension.TypeName(tc.GetTypeUrl())
 		if name, terminal := terminalNetworkFilters[typeName]; terminal && i != len(filters)-1 {
 			s.fail(p, "%s is a terminal filter and must be the last in the filter chain", name)
 		}
@@ -181,11 +187,20 @@ func (s *semanticChecker) httpConnectionManager(hcm *hcmv3.HttpConnectionManager
 	}
 	for i, f := range filters {
 		p := indexPath(base, i)
-		if f.GetTypedConfig() == nil {
-			s.fail(childPath(p, "typed_config"), "required: the filter's type selects its implementation")
-			continue
+		var isRouter bool
+		if tc := f.GetTypedConfig(); tc != nil {
+			isRouter = isType(tc, routerTypeName)
+		} else {
+			// Named only: Envoy looks the name up (its runtime guard
+			// envoy.reloadable_features.no_extension_lookup_by_name
+			// off, the default before 1.22), and so does Outrigger.
+			x, ok := s.ext.ByName(httpFiltersCategory, f.GetName())
+			if !ok {
+				s.fail(childPath(p, "name"), "filter %q without typed_config is not a registered HTTP filter (see docs/extensions.md)", f.GetName())
+				continue
+			}
+			isRouter = extension.TypeName(x.TypeURLs[0]) == routerTypeName
 		}
-		isRouter := isType(f.GetTypedConfig(), routerTypeName)
 		switch {
 		case isRouter && i != len(filters)-1:
 			s.fail(p, "the router filter must be the last HTTP filter")
@@ -218,5 +233,5 @@ func (s *semanticChecker) routeConfig(rc *routev3.RouteConfiguration, path strin
 
 // isType reports whether a holds a message of the given full name.
 func isType(a *anypb.Any, name string) bool {
-	return typeNameOf(a.GetTypeUrl()) == name
+	return extension.TypeName(a.GetTypeUrl()) == name
 }

@@ -7,6 +7,8 @@ import (
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 )
 
 // supportChecker walks a configuration and reports everything Outrigger
@@ -16,7 +18,7 @@ import (
 // protoc-gen-validate constraints of typed_config contents, which
 // Bootstrap.ValidateAll does not reach into.
 type supportChecker struct {
-	ext *Extensions
+	ext *extension.Registry
 	// pgv collects constraint violations inside typed_config values.
 	pgv []error
 	// unsupported collects support-check failures.
@@ -103,7 +105,7 @@ func (c *supportChecker) typedConfig(m protoreflect.Message, path, category stri
 	ext, ok := c.ext.Lookup(a.GetTypeUrl())
 	switch {
 	case !ok:
-		c.unsupported = append(c.unsupported, fieldErrorf(path, "extension %q is not supported by Outrigger", typeNameOf(a.GetTypeUrl())))
+		c.unsupported = append(c.unsupported, fieldErrorf(path, "extension %q is not supported by Outrigger", extension.TypeName(a.GetTypeUrl())))
 		return
 	case ext.Disabled:
 		c.unsupported = append(c.unsupported, fieldErrorf(path, "extension %q is disabled by --disable-extensions", ext.Name))
@@ -138,7 +140,7 @@ func (c *supportChecker) typedMessage(m protoreflect.Message, path string, types
 	if !ok {
 		return
 	}
-	name := protoreflect.FullName(typeNameOf(a.GetTypeUrl()))
+	name := protoreflect.FullName(extension.TypeName(a.GetTypeUrl()))
 	if !slices.Contains(types, name) {
 		want := make([]string, len(types))
 		for i, t := range types {
@@ -155,7 +157,7 @@ func (c *supportChecker) typedMessage(m protoreflect.Message, path string, types
 func (c *supportChecker) anyContents(a *anypb.Any, path string) {
 	inner, err := a.UnmarshalNew()
 	if err != nil {
-		c.unsupported = append(c.unsupported, fieldErrorf(path, "decode %s: %v", typeNameOf(a.GetTypeUrl()), err))
+		c.unsupported = append(c.unsupported, fieldErrorf(path, "decode %s: %v", extension.TypeName(a.GetTypeUrl()), err))
 		return
 	}
 	if v, ok := inner.(interface{ ValidateAll() error }); ok {

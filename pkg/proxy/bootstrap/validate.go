@@ -7,6 +7,8 @@ import (
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 )
 
 // Validate checks a loaded configuration and returns every problem, as
@@ -23,16 +25,14 @@ import (
 //     names, a listener needs an address, the router ends the HTTP
 //     filters...).
 //
-// A nil ext means DefaultExtensions(). Validate has no side effects.
-func Validate(b *bootstrapv3.Bootstrap, ext *Extensions) error {
+// ext is the registry of the extensions linked in (builtin.Registry).
+// Validate has no side effects.
+func Validate(b *bootstrapv3.Bootstrap, ext *extension.Registry) error {
 	if b == nil {
 		return &FieldError{Reason: "no configuration"}
 	}
-	if ext == nil {
-		ext = DefaultExtensions()
-	}
 	errs := constraintAndSupportErrors(b, ext)
-	errs = append(errs, semanticErrors(b)...)
+	errs = append(errs, semanticErrors(b, ext)...)
 	return errors.Join(errs...)
 }
 
@@ -45,7 +45,7 @@ type validatable interface {
 // constraintAndSupportErrors runs Validate's first two passes on m, with
 // paths relative to m: the protoc-gen-validate constraints, then the
 // support check.
-func constraintAndSupportErrors(m validatable, ext *Extensions) []error {
+func constraintAndSupportErrors(m validatable, ext *extension.Registry) []error {
 	var errs []error
 	if err := m.ValidateAll(); err != nil {
 		errs = append(errs, pgvFieldErrors(err, m.ProtoReflect().Descriptor(), "")...)

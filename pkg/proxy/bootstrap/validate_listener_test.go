@@ -5,6 +5,8 @@ import (
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/builtin"
 )
 
 // listenerWithHCM completes a listener's YAML fields into a listener with
@@ -44,7 +46,7 @@ func TestValidateListener(t *testing.T) {
 			if _, err := DecodeBytes("l.yaml", []byte(tc.yaml), &l, false); err != nil {
 				t.Fatalf("decode: %v", err)
 			}
-			ext := DefaultExtensions()
+			ext := builtin.Registry()
 			if _, err := ext.Disable(tc.disable); err != nil {
 				t.Fatal(err)
 			}
@@ -62,7 +64,7 @@ func TestValidateListener(t *testing.T) {
 }
 
 func TestValidateListenerNil(t *testing.T) {
-	if err := ValidateListener(nil, nil); err == nil || err.Error() != "no listener" {
+	if err := ValidateListener(nil, builtin.Registry()); err == nil || err.Error() != "no listener" {
 		t.Errorf("ValidateListener(nil) = %v, want no listener", err)
 	}
 }

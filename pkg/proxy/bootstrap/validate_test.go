@@ -14,6 +14,8 @@ import (
 	// ships but Outrigger does not implement.
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/builtin"
 )
 
 // Pieces of YAML for the validation cases. Each case is merged over
@@ -73,7 +75,7 @@ func runValidateCases(t *testing.T, tests map[string]validateCase) {
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}
-			ext := DefaultExtensions()
+			ext := builtin.Registry()
 			if _, err := ext.Disable(tc.disable); err != nil {
 				t.Fatal(err)
 			}
@@ -335,9 +337,16 @@ func TestValidateSemantics(t *testing.T) {
 				extraHCM + ".http_filters[1]: the last HTTP filter must be the router filter (proxy.filters.http.router)",
 			},
 		},
-		"http filter without typed_config": {
-			overlay: hcmYAML(`stat_prefix: x, ` + okRouteCfg + `, http_filters: [{name: envoy.filters.http.router}]`),
-			want:    []string{extraHCM + ".http_filters[0].typed_config: required: the filter's type selects its implementation"},
+		"http filters named only, resolved by name": {
+			overlay: hcmYAML(`stat_prefix: x, ` + okRouteCfg + `, http_filters: [{name: envoy.filters.http.health_check}, {name: proxy.filters.http.router}]`),
+		},
+		"an unknown http filter named only": {
+			overlay: hcmYAML(`stat_prefix: x, ` + okRouteCfg + `, http_filters: [{name: envoy.filters.http.gzip}, {name: envoy.filters.http.router}]`),
+			want:    []string{extraHCM + `.http_filters[0].name: filter "envoy.filters.http.gzip" without typed_config is not a registered HTTP filter (see docs/extensions.md)`},
+		},
+		"a named-only filter last that is not the router": {
+			overlay: hcmYAML(`stat_prefix: x, ` + okRouteCfg + `, http_filters: [{name: envoy.filters.http.health_check}]`),
+			want:    []string{extraHCM + ".http_filters[0]: the last HTTP filter must be the router filter (proxy.filters.http.router)"},
 		},
 		"duplicate domains": {
 			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: a, domains: ["*.example.com", b], routes: [` + okRoute + `]}, {name: c, domains: ["*.Example.COM"], routes: [` + okRoute + `]}]}, http_filters: [` + routerFilter + `]`),
@@ -358,7 +367,7 @@ func TestValidateSemantics(t *testing.T) {
 // wrong in many ways at once: every problem is reported, in a stable order.
 func TestValidateGolden(t *testing.T) {
 	b := loadFixture(t, "invalid.yaml")
-	err := Validate(b, nil)
+	err := Validate(b, builtin.Registry())
 	if err == nil {
 		t.Fatal("Validate accepted invalid.yaml")
 	}
@@ -368,7 +377,7 @@ func TestValidateGolden(t *testing.T) {
 
 func TestValidateNil(t *testing.T) {
 	var fe *FieldError
-	if err := Validate(nil, nil); !errors.As(err, &fe) || fe.Reason != "no configuration" {
+	if err := Validate(nil, builtin.Registry()); !errors.As(err, &fe) || fe.Reason != "no configuration" {
 		t.Errorf("Validate(nil) = %v, want a FieldError \"no configuration\"", err)
 	}
 }
@@ -434,7 +443,7 @@ func testSupportRule(t *testing.T, name protoreflect.FullName, rule fieldSupport
 // empty configuration passes.
 func TestSupportIgnoresUnsetFields(t *testing.T) {
 	b := &bootstrapv3.Bootstrap{}
-	if err := Validate(b, nil); err != nil {
+	if err := Validate(b, builtin.Registry()); err != nil {
 		t.Errorf("empty bootstrap: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -33,6 +34,9 @@ type Deps struct {
 	// Health is the server's health-check state, read by the health_check
 	// filter.
 	Health HealthState
+	// Extensions resolves the HTTP filters of http_filters to their
+	// factories; nil allows none (an empty list still means the router).
+	Extensions *extension.Registry
 	// OpenAccessLog opens a file access log. The server keeps the writer so
 	// that /reopen_logs and SIGUSR1 reopen it; nil opens nothing and
 	// access-log configurations are then refused. The writer receives one

@@ -3,34 +3,40 @@ package httpconn
 import (
 	"errors"
 	"fmt"
-	"strings"
+	"time"
 
-	healthcheckv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/health_check/v3"
-	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
-// The filter names accepted when a filter has no typed_config, in both
-// spellings (the type URL decides when there is one).
-const (
-	routerFilterName = "filters.http.router"
-)
+// httpFiltersCategory is the category of the extensions http_filters
+// names.
+const httpFiltersCategory = "envoy.filters.http"
 
-// filterChain is the compiled http_filters list. The router is always the
-// last filter; health_check is the only other one Outrigger implements.
+// filterChain is the compiled http_filters list: the filters before the
+// terminal one (the router), in order. The connection manager knows them
+// only through the httpfilter interfaces.
 type filterChain struct {
-	// healthCheck is set when a health_check filter comes before the
-	// router.
-	healthCheck *healthCheck
+	configs []httpfilter.Config
 }
 
-// buildFilters compiles http_filters. Filters are recognised by the type
-// of their typed_config, as Envoy resolves them, so any name works; a
-// filter without typed_config must be named like the router. An empty
-// list means the router alone. Errors name the field path.
-func buildFilters(filters []*hcmv3.HttpFilter) (filterChain, error) {
+// buildFilters compiles http_filters with the factories of the extension
+// registry. A filter is chosen by the type of its typed_config, as Envoy
+// resolves it, so any name works; a filter without typed_config is chosen
+// by its name, either spelling, with its empty configuration. The last
+// filter must be the terminal one (the router), and only the last. An
+// empty list means the router alone. Errors name the field path.
+func buildFilters(filters []*hcmv3.HttpFilter, reg *extension.Registry, ctx httpfilter.Context) (filterChain, error) {
 	var fc filterChain
+	if len(filters) > 0 && reg == nil {
+		return fc, errors.New("http_filters: no HTTP filter is registered")
+	}
+	var errs []error
 	for i, f := range filters {
 		path := fmt.Sprintf("http_filters[%d]", i)
 		last := i == len(filters)-1
@@ -38,68 +44,144 @@ func buildFilters(filters []*hcmv3.HttpFilter) (filterChain, error) {
 			// A disabled filter is configured but not run (Envoy lets
 			// routes re-enable it; Outrigger's routes cannot).
 			if last {
-				return fc, fmt.Errorf("%s.disabled: the router, the last filter, cannot be disabled", path)
+				errs = append(errs, fmt.Errorf("%s.disabled: the router, the last filter, cannot be disabled", path))
 			}
 			continue
 		}
-		kind, msg, err := filterKind(f)
+		factory, msg, err := resolveFilter(f, reg)
 		if err != nil {
-			return fc, fmt.Errorf("%s.%w", path, err)
+			errs = append(errs, fmt.Errorf("%s.%w", path, err))
+			continue
 		}
-		switch kind {
-		case "router":
-			if !last {
-				return fc, fmt.Errorf("%s: the router filter is terminal and must be the last filter", path)
-			}
-		case "health_check":
-			if last {
-				return fc, fmt.Errorf("%s: the last filter must be the router, a terminal filter", path)
-			}
-			if fc.healthCheck != nil {
-				return fc, fmt.Errorf("%s: only one health_check filter is supported by Outrigger", path)
-			}
-			hc, err := newHealthCheck(msg.(*healthcheckv3.HealthCheck))
-			if err != nil {
-				return fc, fmt.Errorf("%s.typed_config.%w", path, err)
-			}
-			fc.healthCheck = hc
+		cfg, err := factory.Compile(msg, ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s.typed_config.%w", path, err))
+			continue
+		}
+		terminal := isTerminal(cfg)
+		switch {
+		case terminal && !last:
+			errs = append(errs, fmt.Errorf("%s: the router filter is terminal and must be the last filter", path))
+		case !terminal && last:
+			errs = append(errs, fmt.Errorf("%s: the last filter must be the router, a terminal filter", path))
+		case !terminal:
+			fc.configs = append(fc.configs, cfg)
 		}
 	}
-	return fc, nil
+	return fc, errors.Join(errs...)
 }
 
-// filterKind tells which filter f configures and decodes its typed_config.
-func filterKind(f *hcmv3.HttpFilter) (string, proto.Message, error) {
+// isTerminal reports whether a compiled filter is the router.
+func isTerminal(cfg httpfilter.Config) bool {
+	t, ok := cfg.(httpfilter.Terminal)
+	return ok && t.IsTerminal()
+}
+
+// resolveFilter finds the factory of an HTTP filter and decodes its
+// configuration.
+func resolveFilter(f *hcmv3.HttpFilter, reg *extension.Registry) (httpfilter.Factory, proto.Message, error) {
 	tc := f.GetTypedConfig()
+	var (
+		ext extension.Extension
+		ok  bool
+		msg proto.Message
+	)
 	if tc == nil {
 		if f.GetConfigDiscovery() != nil {
-			return "", nil, errors.New("config_discovery: not supported by Outrigger")
+			return nil, nil, errors.New("config_discovery: not supported by Outrigger")
 		}
-		if sameFilterName(f.GetName(), routerFilterName) {
-			return "router", &routerv3.Router{}, nil
+		ext, ok = reg.ByName(httpFiltersCategory, f.GetName())
+		if !ok || ext.Config == nil {
+			return nil, nil, fmt.Errorf("name: filter %q without typed_config is not supported by Outrigger", f.GetName())
 		}
-		return "", nil, fmt.Errorf("name: filter %q without typed_config is not supported by Outrigger", f.GetName())
+		msg = proto.Clone(ext.Config)
+	} else {
+		ext, ok = reg.Lookup(tc.GetTypeUrl())
+		if !ok || ext.Category != httpFiltersCategory {
+			return nil, nil, fmt.Errorf("typed_config: filter type %s is not supported by Outrigger", extension.TypeName(tc.GetTypeUrl()))
+		}
+		var err error
+		if msg, err = tc.UnmarshalNew(); err != nil {
+			return nil, nil, fmt.Errorf("typed_config: %w", err)
+		}
 	}
-	msg, err := tc.UnmarshalNew()
-	if err != nil {
-		return "", nil, fmt.Errorf("typed_config: %w", err)
+	if ext.Disabled {
+		return nil, nil, fmt.Errorf("typed_config: extension %q is disabled by --disable-extensions", ext.Name)
 	}
-	switch msg.(type) {
-	case *routerv3.Router:
-		return "router", msg, nil
-	case *healthcheckv3.HealthCheck:
-		return "health_check", msg, nil
+	factory, ok := ext.Factory.(httpfilter.Factory)
+	if !ok {
+		return nil, nil, fmt.Errorf("typed_config: extension %q is not an HTTP filter", ext.Name)
 	}
-	return "", nil, fmt.Errorf("typed_config: filter type %s is not supported by Outrigger", proto.MessageName(msg))
+	return factory, msg, nil
 }
 
-// sameFilterName compares a configured name with a known one written
-// without its envoy./proxy. prefix.
-func sameFilterName(name, known string) bool {
-	for _, prefix := range []string{"envoy.", "proxy."} {
-		if rest, ok := strings.CutPrefix(name, prefix); ok && rest == known {
-			return true
+// decodeFilters runs the filters on the request head, in order, each
+// made for this request; false means one of them answered the request
+// itself and the router does not run.
+func (s *stream) decodeFilters() bool {
+	for _, cfg := range s.m.filters.configs {
+		f := cfg.NewFilter()
+		s.active = append(s.active, f)
+		if d, ok := f.(httpfilter.Decoder); ok && d.DecodeHeaders(s) == httpfilter.Stop {
+			return false
 		}
 	}
-	return false
+	return true
 }
+
+// encodeFilters runs the request's filters on the response head, in
+// reverse order, before it is sent.
+func (s *stream) encodeFilters() {
+	for i := len(s.active) - 1; i >= 0; i-- {
+		if e, ok := s.active[i].(httpfilter.Encoder); ok {
+			e.EncodeHeaders(s)
+		}
+	}
+}
+
+// The stream as the filters see it (httpfilter.Stream).
+
+// Request implements httpfilter.Stream.
+func (s *stream) Request() *router.Request { return &s.rreq }
+
+// RequestHeaders implements httpfilter.Stream.
+func (s *stream) RequestHeaders() router.HeaderEditor { return &s.reqHeaders }
+
+// ResponseHeaders implements httpfilter.Stream.
+func (s *stream) ResponseHeaders() router.HeaderEditor { return &s.respHeaders }
+
+// ResponseStatus implements httpfilter.Stream.
+func (s *stream) ResponseStatus() int { return s.status }
+
+// SendLocalReply implements httpfilter.Stream.
+func (s *stream) SendLocalReply(status int, body string, flags accesslog.ResponseFlags, details string) {
+	s.localReply(status, body, flags, details)
+}
+
+// filterContext is what the filters' configurations may use of the
+// server.
+func filterContext(statPrefix string, deps Deps) httpfilter.Context {
+	ctx := httpfilter.Context{
+		Stats:      deps.Stats,
+		StatPrefix: "http." + statPrefix + ".",
+		Log:        deps.Log,
+		Runtime:    noRuntime{},
+		Now:        time.Now,
+	}
+	if deps.Health != nil {
+		ctx.Health = deps.Health
+	}
+	if deps.Runtime != nil {
+		ctx.Runtime = deps.Runtime
+	}
+	if deps.Now != nil {
+		ctx.Now = deps.Now
+	}
+	return ctx
+}
+
+// noRuntime is the runtime of a manager built without one: every key has
+// its default.
+type noRuntime struct{}
+
+func (noRuntime) Uint64(_ string, def uint64) uint64 { return def }

@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/builtin"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -44,7 +45,7 @@ func FuzzServeConn(f *testing.F) {
 			StringMatch: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: "/healthz"}},
 		}}}}))
 	m, err := New(cfg, Deps{
-		Log: logr.Discard(), Stats: st,
+		Log: logr.Discard(), Stats: st, Extensions: builtin.Registry(),
 		Upstreams: fakeUpstreams{"refused": newFakeCluster(st, "refused", false, "127.0.0.1:1")},
 	})
 	if err != nil {

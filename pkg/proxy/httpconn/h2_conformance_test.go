@@ -32,6 +32,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/internal/golden"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/builtin"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -1383,7 +1384,7 @@ func FuzzH2Frames(f *testing.F) {
 		f.Add(seed)
 	}
 	st := stats.NewStore()
-	m, err := New(hcm(routeConfig(directRoute("/direct", 200, "hi"))), Deps{Log: logr.Discard(), Stats: st})
+	m, err := New(hcm(routeConfig(directRoute("/direct", 200, "hi"))), Deps{Log: logr.Discard(), Stats: st, Extensions: builtin.Registry()})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/builtin"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -497,7 +498,7 @@ func FuzzH2Floods(f *testing.F) {
 		MaxOutboundFrames:        wrapperspb.UInt32(50),
 		MaxOutboundControlFrames: wrapperspb.UInt32(20),
 	}
-	m, err := New(cfg, Deps{Log: logr.Discard(), Stats: st, Runtime: fixedRuntime{prematureResetCountKey: 20}})
+	m, err := New(cfg, Deps{Log: logr.Discard(), Stats: st, Runtime: fixedRuntime{prematureResetCountKey: 20}, Extensions: builtin.Registry()})
 	if err != nil {
 		f.Fatal(err)
 	}

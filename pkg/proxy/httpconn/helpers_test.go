@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/builtin"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -151,6 +152,9 @@ func startProxy(t testing.TB, cfg *hcmv3.HttpConnectionManager, deps Deps) *prox
 	}
 	if deps.Log.GetSink() == nil {
 		deps.Log = logr.Discard()
+	}
+	if deps.Extensions == nil {
+		deps.Extensions = builtin.Registry()
 	}
 	m, err := New(cfg, deps)
 	if err != nil {

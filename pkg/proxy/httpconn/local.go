@@ -101,6 +101,7 @@ func (s *stream) skipBody() bool {
 // after it, and writes the head.
 func (s *stream) sendHead(n int64, hasBody bool) error {
 	m := s.m
+	s.encodeFilters()
 	h := &s.respHeaders
 	if !h.Has("date") {
 		h.Add("date", m.date.get(m.stamp(s.tLast)))

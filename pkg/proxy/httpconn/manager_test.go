@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/builtin"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -147,7 +148,7 @@ func TestNewErrors(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			_, err := New(tc.cfg, Deps{Log: logr.Discard(), Stats: stats.NewStore(), OpenAccessLog: tc.open})
+			_, err := New(tc.cfg, Deps{Log: logr.Discard(), Stats: stats.NewStore(), OpenAccessLog: tc.open, Extensions: builtin.Registry()})
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("error = %v, want it to contain %q", err, tc.wantErr)
 			}
@@ -165,7 +166,7 @@ func TestFilterNamesWithoutConfig(t *testing.T) {
 	for _, name := range []string{"envoy.filters.http.router", "proxy.filters.http.router"} {
 		cfg := hcm(routeConfig(directRoute("/", 200, "")))
 		cfg.HttpFilters = []*hcmv3.HttpFilter{{Name: name}}
-		if _, err := New(cfg, Deps{Stats: stats.NewStore()}); err != nil {
+		if _, err := New(cfg, Deps{Stats: stats.NewStore(), Extensions: builtin.Registry()}); err != nil {
 			t.Errorf("router named %q without typed_config: %v", name, err)
 		}
 	}

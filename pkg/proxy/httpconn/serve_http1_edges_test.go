@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/internal/golden"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/builtin"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -31,7 +32,7 @@ const lateBy = 350 * time.Millisecond
 // clientLag is how much earlier than the client sees it a timer may start
 // at the proxy: when it counts from an event the client only notices
 // after reading (a flushed response, a GOAWAY).
-const clientLag = 50 * time.Millisecond
+const clientLag = 150 * time.Millisecond
 
 // firedOnTime fails the test unless elapsed, measured by the client from
 // before the event the timeout counts from, lies within
@@ -292,7 +293,7 @@ func TestMaxConnectionDurationInFlight(t *testing.T) {
 func TestMaxConnectionDurationZeroRefused(t *testing.T) {
 	cfg := hcm(routeConfig(directRoute("/d", 200, "hi")))
 	cfg.CommonHttpProtocolOptions = &corev3.HttpProtocolOptions{MaxConnectionDuration: ms(0)}
-	_, err := New(cfg, Deps{Stats: stats.NewStore()})
+	_, err := New(cfg, Deps{Stats: stats.NewStore(), Extensions: builtin.Registry()})
 	want := "common_http_protocol_options.max_connection_duration: 0s would close every connection at once; leave it unset for no maximum"
 	if err == nil || err.Error() != want {
 		t.Fatalf("New: %v, want %q", err, want)
@@ -341,16 +342,17 @@ func TestDelayedClose(t *testing.T) {
 				c.CommonHttpProtocolOptions = &corev3.HttpProtocolOptions{MaxRequestsPerConnection: wrapperspb.UInt32(1)}
 			})
 			c := dialRaw(t, p.addr)
+			// The delay counts from the response's flush, after this.
+			sent := time.Now()
 			c.send(tc.send)
 			resp, _ := c.response("GET")
-			got := time.Now()
 			if resp.StatusCode != tc.status || !resp.Close {
 				t.Fatalf("got %d close=%v, want %d and Connection: close", resp.StatusCode, resp.Close, tc.status)
 			}
 			if tc.clientCloses {
 				_ = c.Close()
 			} else {
-				firedOnTime(t, "the proxy's close", c.closedAt().Sub(got), tc.wantAfter, clientLag)
+				firedOnTime(t, "the proxy's close", c.closedAt().Sub(sent), tc.wantAfter, 0)
 			}
 			p.waitCounter(t, "http.test.downstream_cx_destroy", 1)
 			if n := p.counter("http.test.downstream_cx_delayed_close_timeout"); n != tc.wantCounter {

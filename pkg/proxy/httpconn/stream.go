@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -111,6 +112,10 @@ type stream struct {
 	// peerReset: the HTTP/2 client reset the stream.
 	peerReset atomic.Bool
 
+	// active are the request's filters, made by decodeFilters; kept for
+	// the response's encoding.
+	active []httpfilter.Filter
+
 	// Routing.
 	rreq  router.Request
 	route *router.Route
@@ -161,6 +166,8 @@ func (s *stream) begin(real time.Time, proto string) {
 	s.body = nil
 	s.reqHeaders.reset()
 	s.rreq = router.Request{}
+	clear(s.active)
+	s.active = s.active[:0]
 	s.route, s.cluster, s.host = nil, nil, nil
 	s.upPath, s.upAuthority = "", ""
 	s.status, s.started, s.closeConn, s.drainClose = 0, false, false, false
@@ -265,15 +272,8 @@ func (s *stream) decode() {
 		s.localReply(503, bodyOverloaded, accesslog.OverloadManager, "overload")
 		return
 	}
-	if hc := m.filters.healthCheck; hc != nil {
-		switch hc.decide(&s.rreq, m.deps.Health) {
-		case hcOK:
-			s.localReply(200, "", 0, "health_check_ok")
-			return
-		case hcFailed:
-			s.localReply(503, "", accesslog.FailedLocalHealthCheck, "health_check_failed")
-			return
-		}
+	if !s.decodeFilters() {
+		return
 	}
 	m.stats.routerRqTotal.Inc()
 	route := m.routes.MatchRequest(&s.rreq)

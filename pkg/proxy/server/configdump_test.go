@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/outrigger-dev/outrigger/internal/golden"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 )
 
 // dumpServer is a server with just what ConfigDump reads: the bootstrap
@@ -39,9 +39,14 @@ func dumpServer(t *testing.T, yamlPath string) *Server {
 		}
 	}
 	start := time.Date(2026, 5, 1, 10, 0, 0, 123456789, time.UTC)
+	// No extension: the dumps' node lists none.
+	none, err := extension.New()
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &Server{
 		boot:  b,
-		ext:   &bootstrap.Extensions{},
+		ext:   none,
 		now:   func() time.Time { return start.Add(time.Hour) },
 		start: start,
 	}

@@ -146,6 +146,7 @@ func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener
 		Upstreams:          s.upstreams(),
 		Drain:              drain,
 		Health:             s,
+		Extensions:         s.ext,
 		OpenAccessLog:      s.openAccessLog,
 		Runtime:            runtimeValues{s.runtime},
 		Overload:           s.httpOverload(),

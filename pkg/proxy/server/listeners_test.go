@@ -15,6 +15,7 @@ import (
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/builtin"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/options"
@@ -39,7 +40,7 @@ func buildListenerServer(t *testing.T, yaml string, args ...string) (*Server, er
 	if err != nil {
 		t.Fatalf("load: %v", err)
 	}
-	ext := bootstrap.DefaultExtensions()
+	ext := builtin.Registry()
 	if err := bootstrap.Validate(loaded.Bootstrap, ext); err != nil {
 		t.Fatalf("validate: %v", err)
 	}

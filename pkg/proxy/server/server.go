@@ -19,8 +19,8 @@ import (
 	filev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
 	"github.com/go-logr/logr"
 
-	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/cluster"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/options"
@@ -39,7 +39,7 @@ type Config struct {
 	Options       *options.Options
 	Bootstrap     *bootstrapv3.Bootstrap
 	UnknownFields []string // unknown static fields that were allowed and dropped
-	Extensions    *bootstrap.Extensions
+	Extensions    *extension.Registry
 	Logs          *logging.Registry
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -49,7 +49,7 @@ type Config struct {
 type Server struct {
 	opts *options.Options
 	boot *bootstrapv3.Bootstrap
-	ext  *bootstrap.Extensions
+	ext  *extension.Registry
 	logs *logging.Registry
 	log  logr.Logger // the "main" logger
 	now  func() time.Time

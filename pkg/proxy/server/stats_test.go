@@ -13,6 +13,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/internal/golden"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/builtin"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/options"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
@@ -47,7 +48,7 @@ func buildServer(t *testing.T, yaml string, args ...string) (*Server, *fakeClock
 		Options:       opts,
 		Bootstrap:     loaded.Bootstrap,
 		UnknownFields: loaded.UnknownFields,
-		Extensions:    bootstrap.DefaultExtensions(),
+		Extensions:    builtin.Registry(),
 		Logs:          logs,
 		Now:           clock.now,
 	})

@@ -1,4 +1,4 @@
-package bootstrap
+package extension
 
 import (
 	"cmp"
@@ -7,36 +7,37 @@ import (
 	"slices"
 	"strings"
 
-	metricsv3 "github.com/envoyproxy/go-control-plane/envoy/config/metrics/v3"
-	filev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
-	healthcheckv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/health_check/v3"
-	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
-	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
-	connectionsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
-	fixedheapv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/fixed_heap/v3"
-	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/proto"
 )
 
-// Extension is one extension Outrigger implements, as /server_info lists it
-// under node.extensions.
+// Extension is one extension Outrigger implements, as the registry, the
+// configuration support check and /server_info's node.extensions see it.
 type Extension struct {
 	// Name is the proxy. spelling, e.g. "proxy.filters.http.router"; the
 	// envoy. spelling names the same extension.
 	Name string
 	// Category is Envoy's extension category, e.g. "envoy.filters.http".
 	Category string
-	// TypeURLs are the typed_config type URLs that select the extension.
+	// TypeURLs are the typed_config type URLs that select the extension:
+	// its config message's first.
 	TypeURLs []string
 	// Disabled is set by --disable-extensions: the extension stays linked
 	// in but configuration may not use it.
 	Disabled bool
+	// Config is an empty config message of the extension's type: what a
+	// filter named without typed_config is configured with.
+	Config proto.Message
+	// Factory builds the extension from its configuration. Its type is
+	// the category's (httpfilter.Factory for HTTP filters); nil for the
+	// extensions the server builds itself (the connection manager, the
+	// access loggers, the stats sinks, the monitors).
+	Factory any
 }
 
-// Extensions is the registry of the extensions Outrigger implements. It is
-// a value, not package state, so that --disable-extensions affects only the
-// server that owns it (and tests do not leak into each other).
-type Extensions struct {
+// Registry is the set of extensions a server links in. It is a value, not
+// package state, so that --disable-extensions affects only the server that
+// owns it (and tests do not leak into each other).
+type Registry struct {
 	items []Extension
 }
 
@@ -50,38 +51,41 @@ const (
 // what follows the last '/', as protobuf's resolvers do.
 const typeURLPrefix = "type.googleapis.com/"
 
-// DefaultExtensions returns a new registry of every extension Outrigger
-// implements, none disabled. Referencing the config messages here also
-// links their packages in, which registers their types so that typed_config
-// values of these types can be decoded.
-func DefaultExtensions() *Extensions {
-	return &Extensions{items: []Extension{
-		extension("proxy.access_loggers.file", "envoy.access_loggers", &filev3.FileAccessLog{}),
-		extension("proxy.filters.http.health_check", "envoy.filters.http", &healthcheckv3.HealthCheck{}),
-		extension("proxy.filters.http.router", "envoy.filters.http", &routerv3.Router{}),
-		extension("proxy.filters.network.http_connection_manager", "envoy.filters.network", &hcmv3.HttpConnectionManager{}),
-		extension("proxy.upstreams.http.http_protocol_options", "envoy.upstreams.http.http_protocol_options", &upstreamhttpv3.HttpProtocolOptions{}),
-		extension("proxy.stat_sinks.statsd", "envoy.stats_sinks", &metricsv3.StatsdSink{}),
-		extension("proxy.stat_sinks.dog_statsd", "envoy.stats_sinks", &metricsv3.DogStatsdSink{}),
-		extension("proxy.stat_sinks.hystrix", "envoy.stats_sinks", &metricsv3.HystrixSink{}),
-		extension("proxy.resource_monitors.fixed_heap", "envoy.resource_monitors", &fixedheapv3.FixedHeapConfig{}),
-		extension("proxy.resource_monitors.downstream_connections", "envoy.resource_monitors", &connectionsv3.DownstreamConnectionsConfig{}),
-	}}
+// New returns a registry of the given extensions, none disabled. Two
+// extensions may not share a name or a type URL.
+func New(items ...Extension) (*Registry, error) {
+	r := &Registry{}
+	names, urls := map[string]bool{}, map[string]bool{}
+	for _, x := range items {
+		if names[canonicalName(x.Name)] {
+			return nil, fmt.Errorf("extension %s is registered twice", x.Name)
+		}
+		names[canonicalName(x.Name)] = true
+		for _, u := range x.TypeURLs {
+			if urls[TypeName(u)] {
+				return nil, fmt.Errorf("type %s selects two extensions", TypeName(u))
+			}
+			urls[TypeName(u)] = true
+		}
+		x.Disabled = false
+		r.items = append(r.items, cloneExtension(x))
+	}
+	return r, nil
 }
 
-// extension is the registry entry of an extension selected by the type of
-// its config message.
-func extension(name, category string, config proto.Message) Extension {
-	return Extension{Name: name, Category: category, TypeURLs: []string{typeURLOf(config)}}
+// Of is the registry entry of an extension selected by the type of its
+// config message: name in the proxy. spelling, category, config and factory.
+func Of(name, category string, config proto.Message, factory any) Extension {
+	return Extension{Name: name, Category: category, TypeURLs: []string{TypeURL(config)}, Config: config, Factory: factory}
 }
 
-// typeURLOf is the canonical type URL of m's type.
-func typeURLOf(m proto.Message) string {
+// TypeURL is the canonical type URL of m's type.
+func TypeURL(m proto.Message) string {
 	return typeURLPrefix + string(proto.MessageName(m))
 }
 
-// typeNameOf is the message name a type URL designates.
-func typeNameOf(typeURL string) string {
+// TypeName is the message name a type URL designates.
+func TypeName(typeURL string) string {
 	return typeURL[strings.LastIndexByte(typeURL, '/')+1:]
 }
 
@@ -91,7 +95,7 @@ func typeNameOf(typeURL string) string {
 // matches no extension only produces a warning; an item without '/' or with
 // an empty side is an error, and then nothing is disabled. Blank items (from
 // a trailing comma) are skipped.
-func (e *Extensions) Disable(names []string) (warnings []string, err error) {
+func (e *Registry) Disable(names []string) (warnings []string, err error) {
 	type target struct{ category, name, item string }
 	var (
 		targets []target
@@ -145,7 +149,7 @@ func canonicalName(s string) string {
 
 // List returns a copy of every extension, sorted by category then name, for
 // /server_info.
-func (e *Extensions) List() []Extension {
+func (e *Registry) List() []Extension {
 	out := make([]Extension, len(e.items))
 	for i, x := range e.items {
 		out[i] = cloneExtension(x)
@@ -159,13 +163,24 @@ func (e *Extensions) List() []Extension {
 // Lookup finds the extension selected by a typed_config type URL. Like
 // protobuf's resolvers, it compares only the message name after the last
 // '/', so any URL prefix works.
-func (e *Extensions) Lookup(typeURL string) (Extension, bool) {
-	want := typeNameOf(typeURL)
+func (e *Registry) Lookup(typeURL string) (Extension, bool) {
+	want := TypeName(typeURL)
 	for _, x := range e.items {
 		for _, u := range x.TypeURLs {
-			if typeNameOf(u) == want {
+			if TypeName(u) == want {
 				return cloneExtension(x), true
 			}
+		}
+	}
+	return Extension{}, false
+}
+
+// ByName finds an extension of category by its name, in either spelling:
+// how a filter configured without typed_config is resolved.
+func (e *Registry) ByName(category, name string) (Extension, bool) {
+	for _, x := range e.items {
+		if sameName(x.Category, category) && sameName(x.Name, name) {
+			return cloneExtension(x), true
 		}
 	}
 	return Extension{}, false

@@ -1,9 +1,15 @@
-package bootstrap
+package extension
 
 import (
+	"strings"
 	"testing"
 
+	filev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
+	healthcheckv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/health_check/v3"
+	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 const (
@@ -12,21 +18,71 @@ const (
 	fileURL   = "type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog"
 )
 
-func TestDefaultExtensionsList(t *testing.T) {
-	want := []Extension{
-		{Name: "proxy.access_loggers.file", Category: "envoy.access_loggers", TypeURLs: []string{fileURL}},
-		{Name: "proxy.filters.http.health_check", Category: "envoy.filters.http", TypeURLs: []string{"type.googleapis.com/envoy.extensions.filters.http.health_check.v3.HealthCheck"}},
-		{Name: "proxy.filters.http.router", Category: "envoy.filters.http", TypeURLs: []string{routerURL}},
-		{Name: "proxy.filters.network.http_connection_manager", Category: "envoy.filters.network", TypeURLs: []string{hcmURL}},
-		{Name: "proxy.resource_monitors.downstream_connections", Category: "envoy.resource_monitors", TypeURLs: []string{connsMonitorURL}},
-		{Name: "proxy.resource_monitors.fixed_heap", Category: "envoy.resource_monitors", TypeURLs: []string{heapMonitorURL}},
-		{Name: "proxy.stat_sinks.dog_statsd", Category: "envoy.stats_sinks", TypeURLs: []string{"type.googleapis.com/envoy.config.metrics.v3.DogStatsdSink"}},
-		{Name: "proxy.stat_sinks.hystrix", Category: "envoy.stats_sinks", TypeURLs: []string{"type.googleapis.com/envoy.config.metrics.v3.HystrixSink"}},
-		{Name: "proxy.stat_sinks.statsd", Category: "envoy.stats_sinks", TypeURLs: []string{"type.googleapis.com/envoy.config.metrics.v3.StatsdSink"}},
-		{Name: "proxy.upstreams.http.http_protocol_options", Category: "envoy.upstreams.http.http_protocol_options", TypeURLs: []string{"type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions"}},
+// testRegistry is a registry of a few real extensions, fresh each call.
+func testRegistry(t testing.TB) *Registry {
+	t.Helper()
+	r, err := New(
+		Of("proxy.access_loggers.file", "envoy.access_loggers", &filev3.FileAccessLog{}, nil),
+		Of("proxy.filters.http.health_check", "envoy.filters.http", &healthcheckv3.HealthCheck{}, nil),
+		Of("proxy.filters.http.router", "envoy.filters.http", &routerv3.Router{}, nil),
+		Of("proxy.filters.network.http_connection_manager", "envoy.filters.network", &hcmv3.HttpConnectionManager{}, nil),
+	)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want, DefaultExtensions().List()); diff != "" {
+	return r
+}
+
+func TestList(t *testing.T) {
+	var got []string
+	for _, x := range testRegistry(t).List() {
+		got = append(got, x.Category+" "+x.Name+" "+strings.Join(x.TypeURLs, ","))
+	}
+	want := []string{
+		"envoy.access_loggers proxy.access_loggers.file " + fileURL,
+		"envoy.filters.http proxy.filters.http.health_check type.googleapis.com/envoy.extensions.filters.http.health_check.v3.HealthCheck",
+		"envoy.filters.http proxy.filters.http.router " + routerURL,
+		"envoy.filters.network proxy.filters.network.http_connection_manager " + hcmURL,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("List (-want +got):\n%s", diff)
+	}
+}
+
+func TestNewRefusesDuplicates(t *testing.T) {
+	if _, err := New(
+		Of("proxy.filters.http.router", "envoy.filters.http", &routerv3.Router{}, nil),
+		Of("envoy.filters.http.router", "envoy.filters.http", &healthcheckv3.HealthCheck{}, nil),
+	); err == nil {
+		t.Error("two extensions of one name were accepted")
+	}
+	if _, err := New(
+		Of("proxy.filters.http.a", "envoy.filters.http", &routerv3.Router{}, nil),
+		Of("proxy.filters.http.b", "envoy.filters.http", &routerv3.Router{}, nil),
+	); err == nil {
+		t.Error("two extensions of one type were accepted")
+	}
+}
+
+func TestByName(t *testing.T) {
+	r := testRegistry(t)
+	tests := map[string]struct {
+		category, name, want string
+	}{
+		"envoy spelling":     {category: "envoy.filters.http", name: "envoy.filters.http.router", want: "proxy.filters.http.router"},
+		"proxy spelling":     {category: "envoy.filters.http", name: "proxy.filters.http.health_check", want: "proxy.filters.http.health_check"},
+		"proxy category":     {category: "proxy.filters.http", name: "envoy.filters.http.router", want: "proxy.filters.http.router"},
+		"another category":   {category: "envoy.filters.network", name: "envoy.filters.http.router"},
+		"unknown":            {category: "envoy.filters.http", name: "envoy.filters.http.gzip"},
+		"without its prefix": {category: "envoy.filters.http", name: "filters.http.router", want: "proxy.filters.http.router"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			x, ok := r.ByName(tc.category, tc.name)
+			if ok != (tc.want != "") || x.Name != tc.want {
+				t.Errorf("ByName(%q, %q) = %q, %v; want %q", tc.category, tc.name, x.Name, ok, tc.want)
+			}
+		})
 	}
 }
 
@@ -70,7 +126,7 @@ func TestDisable(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			e := DefaultExtensions()
+			e := testRegistry(t)
 			warnings, err := e.Disable(tc.names)
 			gotErr := ""
 			if err != nil {
@@ -95,14 +151,14 @@ func TestDisable(t *testing.T) {
 	}
 }
 
-// TestDefaultExtensionsIndependent: each call is a new registry, so
+// TestRegistriesIndependent: each registry is a value, so
 // disabling in one server (or test) does not leak into another.
-func TestDefaultExtensionsIndependent(t *testing.T) {
-	a := DefaultExtensions()
+func TestRegistriesIndependent(t *testing.T) {
+	a := testRegistry(t)
 	if _, err := a.Disable([]string{"envoy.filters.http/envoy.filters.http.router"}); err != nil {
 		t.Fatal(err)
 	}
-	x, ok := DefaultExtensions().Lookup(routerURL)
+	x, ok := testRegistry(t).Lookup(routerURL)
 	if !ok || x.Disabled {
 		t.Errorf("a fresh registry has router %+v (found %v), want it enabled", x, ok)
 	}
@@ -114,13 +170,13 @@ func TestDefaultExtensionsIndependent(t *testing.T) {
 // TestListReturnsCopies: callers cannot change the registry through List or
 // Lookup results.
 func TestListReturnsCopies(t *testing.T) {
-	e := DefaultExtensions()
+	e := testRegistry(t)
 	list := e.List()
 	list[0].TypeURLs[0] = "changed"
 	list[0].Disabled = true
 	x, _ := e.Lookup(fileURL)
 	x.TypeURLs[0] = "changed too"
-	if diff := cmp.Diff(DefaultExtensions().List(), e.List()); diff != "" {
+	if diff := cmp.Diff(testRegistry(t).List(), e.List(), cmpopts.IgnoreFields(Extension{}, "Config", "Factory")); diff != "" {
 		t.Errorf("registry changed through a returned value (-fresh +after):\n%s", diff)
 	}
 }
@@ -139,7 +195,7 @@ func TestLookup(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			x, ok := DefaultExtensions().Lookup(tc.typeURL)
+			x, ok := testRegistry(t).Lookup(tc.typeURL)
 			if ok != (tc.want != "") || x.Name != tc.want {
 				t.Errorf("Lookup(%q) = %q, %v; want %q", tc.typeURL, x.Name, ok, tc.want)
 			}

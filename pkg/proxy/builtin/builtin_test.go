@@ -1,0 +1,89 @@
+package builtin
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/outrigger-dev/outrigger/internal/golden"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+)
+
+func TestRegistry(t *testing.T) {
+	var got []string
+	for _, x := range Registry().List() {
+		got = append(got, x.Category+" "+x.Name+" "+extension.TypeName(x.TypeURLs[0]))
+	}
+	want := []string{
+		"envoy.access_loggers proxy.access_loggers.file envoy.extensions.access_loggers.file.v3.FileAccessLog",
+		"envoy.filters.http proxy.filters.http.health_check envoy.extensions.filters.http.health_check.v3.HealthCheck",
+		"envoy.filters.http proxy.filters.http.router envoy.extensions.filters.http.router.v3.Router",
+		"envoy.filters.network proxy.filters.network.http_connection_manager envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+		"envoy.resource_monitors proxy.resource_monitors.downstream_connections envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig",
+		"envoy.resource_monitors proxy.resource_monitors.fixed_heap envoy.extensions.resource_monitors.fixed_heap.v3.FixedHeapConfig",
+		"envoy.stats_sinks proxy.stat_sinks.dog_statsd envoy.config.metrics.v3.DogStatsdSink",
+		"envoy.stats_sinks proxy.stat_sinks.hystrix envoy.config.metrics.v3.HystrixSink",
+		"envoy.stats_sinks proxy.stat_sinks.statsd envoy.config.metrics.v3.StatsdSink",
+		"envoy.upstreams.http.http_protocol_options proxy.upstreams.http.http_protocol_options envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the registry (-want +got):\n%s", diff)
+	}
+}
+
+// TestHTTPFilters checks that every HTTP filter has a factory, and that
+// its factory refuses another filter's configuration with an error rather
+// than a panic.
+func TestHTTPFilters(t *testing.T) {
+	for _, x := range Registry().List() {
+		if x.Category != HTTPFilters {
+			continue
+		}
+		t.Run(x.Name, func(t *testing.T) {
+			f, ok := x.Factory.(httpfilter.Factory)
+			if !ok {
+				t.Fatalf("factory %T is not an httpfilter.Factory", x.Factory)
+			}
+			if x.Config == nil {
+				t.Fatal("no config message")
+			}
+			if _, err := f.Compile(&emptypb.Empty{}, httpfilter.Context{}); err == nil {
+				t.Error("a configuration of another type was accepted")
+			}
+		})
+	}
+}
+
+// TestExtensionsDoc keeps docs/extensions.md the registry's rendering
+// (go test -update rewrites it).
+func TestExtensionsDoc(t *testing.T) {
+	golden.Check(t, filepath.Join("..", "..", "..", "docs", "extensions.md"), []byte(renderDoc(Registry())))
+}
+
+// renderDoc renders the registry as docs/extensions.md.
+func renderDoc(r *extension.Registry) string {
+	var b strings.Builder
+	b.WriteString(`# Extensions
+
+Every extension Outrigger links in, by Envoy's category. The ` + "`@type`" + ` of a ` + "`typed_config`" + `
+chooses the extension; its name can be written with the ` + "`proxy.`" + ` or the ` + "`envoy.`" + ` prefix,
+and ` + "`--disable-extensions <category>/<name>`" + ` turns one off. Anything else is refused at
+start-up with its field path. This page is generated from the registry (` + "`pkg/proxy/builtin`" + `)
+by its test: ` + "`go test ./pkg/proxy/builtin/ -update`" + ` rewrites it.
+`)
+	category := ""
+	for _, x := range r.List() {
+		if x.Category != category {
+			category = x.Category
+			fmt.Fprintf(&b, "\n## `%s`\n\n| name | Envoy's name | config type |\n|---|---|---|\n", category)
+		}
+		envoyName := "envoy." + strings.TrimPrefix(x.Name, "proxy.")
+		fmt.Fprintf(&b, "| `%s` | `%s` | `%s` |\n", x.Name, envoyName, extension.TypeName(x.TypeURLs[0]))
+	}
+	return b.String()
+}
