@@ -9,6 +9,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 )
 
 // decodeBinary decodes a binary (.pb) configuration into m and then checks
@@ -89,13 +91,30 @@ func checkAny(m protoreflect.Message, path string, r *decodeReport, depth int) b
 		r.fail(path, "unknown type %q", typeURL)
 		return false
 	}
+	converted := false
+	if isTypedStruct(mt.Descriptor().FullName()) {
+		// The configuration is a Struct naming its type: it becomes
+		// that type's message, as Envoy converts it, and is checked as
+		// such below.
+		if mt, raw, err = unwrapTypedStruct(raw, path, r, depth); err != nil {
+			r.errs = append(r.errs, err)
+			return false
+		}
+		if mt == nil {
+			return false
+		}
+		m.Set(urlField, protoreflect.ValueOfString(extension.TypeURL(mt.New().Interface())))
+		m.Set(valueField, protoreflect.ValueOfBytes(raw))
+		converted = true
+	}
 	inner := mt.New().Interface()
 	if err := (proto.UnmarshalOptions{Resolver: r.resolver()}).Unmarshal(raw, inner); err != nil {
 		r.fail(path, "invalid %s value: %v", mt.Descriptor().FullName(), err)
 		return false
 	}
 	if !checkDecoded(inner.ProtoReflect(), path, r, depth+1) {
-		return false
+		// Nothing inside changed; the Any did if it was converted.
+		return converted
 	}
 	value, err := proto.MarshalOptions{Deterministic: true}.Marshal(inner)
 	if err != nil {

@@ -35,6 +35,13 @@ func decodeJSON(data []byte, m proto.Message, r *decodeReport, fromYAML bool) er
 	if r.failed() {
 		return nil
 	}
+	if w.rewrote {
+		// The walk rewrote values (enum names in another case): decode
+		// the tree it rewrote.
+		if data, err = json.Marshal(tree); err != nil {
+			return fmt.Errorf("re-encode: %w", err)
+		}
+	}
 	opts := protojson.UnmarshalOptions{DiscardUnknown: r.allowUnknown, Resolver: r.resolver()}
 	if err := opts.Unmarshal(data, m); err != nil {
 		// The walk should have caught everything protojson refuses; this

@@ -1,6 +1,8 @@
 package bootstrap
 
 import (
+	"strings"
+
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 )
@@ -11,6 +13,9 @@ type jsonWalker struct {
 	r *decodeReport
 	// fromYAML adds YAML-specific hints to errors.
 	fromYAML bool
+	// rewrote is set when the walk rewrote a value of the tree (an enum
+	// name in another case): the tree, not the input, must be decoded.
+	rewrote bool
 }
 
 // message checks v, the JSON form of a message of type md.
@@ -81,7 +86,7 @@ func (w *jsonWalker) fields(md protoreflect.MessageDescriptor, obj map[string]an
 			}
 			seenOneof[od.FullName()] = string(fd.Name())
 		}
-		w.field(fd, val, p, depth)
+		obj[key] = w.field(fd, val, p, depth)
 	}
 }
 
@@ -110,23 +115,24 @@ func extensionField(md protoreflect.MessageDescriptor, name protoreflect.FullNam
 	return fd
 }
 
-// field checks the value of one field: a list, a map or a single value.
-func (w *jsonWalker) field(fd protoreflect.FieldDescriptor, v any, path string, depth int) {
+// field checks the value of one field: a list, a map or a single value. It
+// returns the value, rewritten where the walk rewrites one (see single).
+func (w *jsonWalker) field(fd protoreflect.FieldDescriptor, v any, path string, depth int) any {
 	switch {
 	case fd.IsList():
 		list, ok := v.([]any)
 		if !ok {
 			w.r.fail(path, "expected a list, got %s", jsonKind(v))
-			return
+			return v
 		}
 		for i, elem := range list {
-			w.element(fd, elem, indexPath(path, i), depth)
+			list[i] = w.element(fd, elem, indexPath(path, i), depth)
 		}
 	case fd.IsMap():
 		obj, ok := v.(map[string]any)
 		if !ok {
 			w.r.fail(path, "expected an object (a map), got %s", jsonKind(v))
-			return
+			return v
 		}
 		for _, key := range sortedKeys(obj) {
 			p := keyPath(path, key)
@@ -134,45 +140,65 @@ func (w *jsonWalker) field(fd protoreflect.FieldDescriptor, v any, path string, 
 				w.r.fail(p, "invalid %s map key %q", fd.MapKey().Kind(), key)
 				continue
 			}
-			w.element(fd.MapValue(), obj[key], p, depth)
+			obj[key] = w.element(fd.MapValue(), obj[key], p, depth)
 		}
 	default:
-		w.single(fd, v, path, depth)
+		return w.single(fd, v, path, depth)
 	}
+	return v
 }
 
 // element checks one list element or map value; unlike a field, it may not
 // be null (except as a google.protobuf.Value).
-func (w *jsonWalker) element(fd protoreflect.FieldDescriptor, v any, path string, depth int) {
+func (w *jsonWalker) element(fd protoreflect.FieldDescriptor, v any, path string, depth int) any {
 	if v == nil && !acceptsNull(fd) {
 		w.r.fail(path, "null is not allowed here")
-		return
+		return v
 	}
-	w.single(fd, v, path, depth)
+	return w.single(fd, v, path, depth)
 }
 
-// single checks one value of fd's type.
-func (w *jsonWalker) single(fd protoreflect.FieldDescriptor, v any, path string, depth int) {
+// single checks one value of fd's type and returns it. An enum name in
+// another case than its definition's (round_robin for ROUND_ROBIN) is
+// rewritten, as Envoy's loader accepts it.
+func (w *jsonWalker) single(fd protoreflect.FieldDescriptor, v any, path string, depth int) any {
 	switch fd.Kind() {
 	case protoreflect.MessageKind, protoreflect.GroupKind:
 		w.message(fd.Message(), v, path, depth+1)
 	case protoreflect.EnumKind:
 		if s, ok := v.(string); ok {
-			if fd.Enum().Values().ByName(protoreflect.Name(s)) == nil {
-				// protojson drops unknown enum names with the unknown
-				// fields, so they follow the same policy.
-				if w.r.allowUnknown {
-					w.r.unknownField(path)
-					return
-				}
-				w.r.fail(path, "unknown value %q for enum %s", s, fd.Enum().FullName())
+			if fd.Enum().Values().ByName(protoreflect.Name(s)) != nil {
+				return v
 			}
-			return
+			if name, ok := enumNameFold(fd.Enum(), s); ok {
+				w.rewrote = true
+				return name
+			}
+			// protojson drops unknown enum names with the unknown
+			// fields, so they follow the same policy.
+			if w.r.allowUnknown {
+				w.r.unknownField(path)
+				return v
+			}
+			w.r.fail(path, "unknown value %q for enum %s", s, fd.Enum().FullName())
+			return v
 		}
 		w.scalar(fd, v, path)
 	default:
 		w.scalar(fd, v, path)
 	}
+	return v
+}
+
+// enumNameFold finds the value of ed whose name is s in another case.
+func enumNameFold(ed protoreflect.EnumDescriptor, s string) (string, bool) {
+	values := ed.Values()
+	for i := range values.Len() {
+		if name := string(values.Get(i).Name()); strings.EqualFold(name, s) {
+			return name, true
+		}
+	}
+	return "", false
 }
 
 // scalar checks one scalar value against protojson's rules.

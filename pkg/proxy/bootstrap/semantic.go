@@ -159,7 +159,7 @@ func (s *semanticChecker) filterChain(fc *listenerv3.FilterChain, path string) {
 	for i, f := range filters {
 		p := indexPath(childPath(path, "filters"), i)
 		tc := f.GetTypedConfig()
-		if tc == nil {
+		if tc.GetTypeUrl() == "" {
 			s.fail(childPath(p, "typed_config"), "required: the filter's type selects its implementation")
 			continue
 		}
@@ -188,7 +188,7 @@ func (s *semanticChecker) httpConnectionManager(hcm *hcmv3.HttpConnectionManager
 	for i, f := range filters {
 		p := indexPath(base, i)
 		var isRouter bool
-		if tc := f.GetTypedConfig(); tc != nil {
+		if tc := f.GetTypedConfig(); tc.GetTypeUrl() != "" || len(tc.GetValue()) > 0 {
 			isRouter = isType(tc, routerTypeName)
 		} else {
 			// Named only: Envoy looks the name up (its runtime guard

@@ -85,6 +85,11 @@ func (c *supportChecker) value(fd protoreflect.FieldDescriptor, rule fieldSuppor
 		case name == anyFullName && len(rule.types) > 0:
 			c.typedMessage(v.Message(), path, rule.types)
 		case name == anyFullName:
+			if rule.byName && isEmptyAny(v.Message()) {
+				// typed_config: {} beside a name: the extension is
+				// found by its name, as with no typed_config.
+				return
+			}
 			c.typedConfig(v.Message(), path, rule.category)
 		case isWellKnown(name):
 			// A plain value (Struct, Duration...): nothing to support inside.
@@ -115,6 +120,12 @@ func (c *supportChecker) typedConfig(m protoreflect.Message, path, category stri
 		return
 	}
 	c.anyContents(a, path)
+}
+
+// isEmptyAny reports whether m is an Any with neither a type nor a value.
+func isEmptyAny(m protoreflect.Message) bool {
+	a, ok := m.Interface().(*anypb.Any)
+	return ok && a.GetTypeUrl() == "" && len(a.GetValue()) == 0
 }
 
 // typedAny returns the Any of a typed_config, reporting one without a type

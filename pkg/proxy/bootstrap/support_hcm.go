@@ -28,7 +28,7 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.http_protocol_options":             {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.http2_protocol_options":            {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.name":                                         {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.typed_config":                                 {category: "envoy.filters.http"},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.typed_config":                                 {category: "envoy.filters.http", byName: true},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.disabled":                                     {},
 
 	// Protocol options read by the connection manager. idle_timeout and

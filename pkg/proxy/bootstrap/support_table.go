@@ -13,6 +13,9 @@ type fieldSupport struct {
 	// types, for a typed_config (Any) field that takes configuration
 	// messages rather than extensions, lists the message types it takes.
 	types []protoreflect.FullName
+	// byName, for a typed_config, allows an empty one ({}): the extension
+	// is then found by the name beside it, as Envoy finds it.
+	byName bool
 	// sinkValues, for an enum field, lists values allowed in addition to
 	// values inside stats_sinks: a statsd address says UDP, which no
 	// listener, admin or cluster address may.

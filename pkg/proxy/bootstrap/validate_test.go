@@ -340,6 +340,9 @@ func TestValidateSemantics(t *testing.T) {
 		"http filters named only, resolved by name": {
 			overlay: hcmYAML(`stat_prefix: x, ` + okRouteCfg + `, http_filters: [{name: envoy.filters.http.health_check}, {name: proxy.filters.http.router}]`),
 		},
+		"an empty typed_config beside a name": {
+			overlay: hcmYAML(`stat_prefix: x, ` + okRouteCfg + `, http_filters: [{name: envoy.filters.http.router, typed_config: {}}]`),
+		},
 		"an unknown http filter named only": {
 			overlay: hcmYAML(`stat_prefix: x, ` + okRouteCfg + `, http_filters: [{name: envoy.filters.http.gzip}, {name: envoy.filters.http.router}]`),
 			want:    []string{extraHCM + `.http_filters[0].name: filter "envoy.filters.http.gzip" without typed_config is not a registered HTTP filter (see docs/extensions.md)`},

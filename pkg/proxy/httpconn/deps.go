@@ -44,7 +44,8 @@ type Deps struct {
 	// concurrent use.
 	OpenAccessLog func(path string) (io.Writer, error)
 	// Runtime reads the server's runtime values (the premature-reset
-	// limits); nil reads none, so Envoy's defaults apply.
+	// limits, the extension lookup by name); nil reads none, so Envoy's
+	// defaults apply.
 	Runtime RuntimeValues
 	// Overload is the overload manager's state for the listener's
 	// connections; nil means no overload action applies (as for the admin
@@ -95,6 +96,8 @@ type UpstreamCluster interface {
 type RuntimeValues interface {
 	// Uint64 returns key's value as an integer, def when it has none.
 	Uint64(key string, def uint64) uint64
+	// Bool returns key's value as a feature flag, def when it has none.
+	Bool(key string, def bool) bool
 }
 
 // OverloadState is the overload manager as the connection manager consults

@@ -31,7 +31,7 @@ type filterChain struct {
 // by its name, either spelling, with its empty configuration. The last
 // filter must be the terminal one (the router), and only the last. An
 // empty list means the router alone. Errors name the field path.
-func buildFilters(filters []*hcmv3.HttpFilter, reg *extension.Registry, ctx httpfilter.Context) (filterChain, error) {
+func buildFilters(filters []*hcmv3.HttpFilter, reg *extension.Registry, ctx httpfilter.Context, rt RuntimeValues) (filterChain, error) {
 	var fc filterChain
 	if len(filters) > 0 && reg == nil {
 		return fc, errors.New("http_filters: no HTTP filter is registered")
@@ -48,7 +48,7 @@ func buildFilters(filters []*hcmv3.HttpFilter, reg *extension.Registry, ctx http
 			}
 			continue
 		}
-		factory, msg, err := resolveFilter(f, reg)
+		factory, msg, err := resolveFilter(f, reg, lookupByName(rt))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s.%w", path, err))
 			continue
@@ -71,6 +71,22 @@ func buildFilters(filters []*hcmv3.HttpFilter, reg *extension.Registry, ctx http
 	return fc, errors.Join(errs...)
 }
 
+// The runtime guard that forbids finding an extension by its name, in both
+// spellings. Envoy sets it to true from 1.22; Outrigger, like Envoy before,
+// looks names up unless it is set.
+const (
+	noLookupByNameKey      = "envoy.reloadable_features.no_extension_lookup_by_name"
+	noLookupByNameProxyKey = "proxy.reloadable_features.no_extension_lookup_by_name"
+)
+
+// lookupByName reports whether extensions may be found by name.
+func lookupByName(rt RuntimeValues) bool {
+	if rt == nil {
+		return true
+	}
+	return !rt.Bool(noLookupByNameProxyKey, rt.Bool(noLookupByNameKey, false))
+}
+
 // isTerminal reports whether a compiled filter is the router.
 func isTerminal(cfg httpfilter.Config) bool {
 	t, ok := cfg.(httpfilter.Terminal)
@@ -79,16 +95,21 @@ func isTerminal(cfg httpfilter.Config) bool {
 
 // resolveFilter finds the factory of an HTTP filter and decodes its
 // configuration.
-func resolveFilter(f *hcmv3.HttpFilter, reg *extension.Registry) (httpfilter.Factory, proto.Message, error) {
+func resolveFilter(f *hcmv3.HttpFilter, reg *extension.Registry, byName bool) (httpfilter.Factory, proto.Message, error) {
 	tc := f.GetTypedConfig()
 	var (
 		ext extension.Extension
 		ok  bool
 		msg proto.Message
 	)
-	if tc == nil {
+	if tc.GetTypeUrl() == "" && len(tc.GetValue()) == 0 {
+		// No typed_config, or typed_config: {}: by name.
 		if f.GetConfigDiscovery() != nil {
 			return nil, nil, errors.New("config_discovery: not supported by Outrigger")
+		}
+		if !byName {
+			// Envoy's own words when its guard forbids the lookup.
+			return nil, nil, fmt.Errorf("typed_config: Didn't find a registered implementation for '%s' with type URL: '%s'", f.GetName(), tc.GetTypeUrl())
 		}
 		ext, ok = reg.ByName(httpFiltersCategory, f.GetName())
 		if !ok || ext.Config == nil {
@@ -185,3 +206,4 @@ func filterContext(statPrefix string, deps Deps) httpfilter.Context {
 type noRuntime struct{}
 
 func (noRuntime) Uint64(_ string, def uint64) uint64 { return def }
+func (noRuntime) Bool(_ string, def bool) bool       { return def }

@@ -393,6 +393,13 @@ func (r fixedRuntime) Uint64(key string, def uint64) uint64 {
 	return def
 }
 
+func (r fixedRuntime) Bool(key string, def bool) bool {
+	if v, ok := r[key]; ok {
+		return v != 0
+	}
+	return def
+}
+
 // TestH2RapidReset plays CVE-2023-44487: HEADERS and RST_STREAM pairs as
 // fast as the client can send them. The connection ends with GOAWAY once
 // half of overload.premature_reset_total_stream_count streams were reset

@@ -100,7 +100,7 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("route_config.%w", err)
 	}
-	filters, err := buildFilters(cfg.GetHttpFilters(), deps.Extensions, filterContext(s.statPrefix, deps))
+	filters, err := buildFilters(cfg.GetHttpFilters(), deps.Extensions, filterContext(s.statPrefix, deps), deps.Runtime)
 	if err != nil {
 		return nil, err
 	}

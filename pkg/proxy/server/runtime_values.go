@@ -10,3 +10,8 @@ type runtimeValues struct{ rt *runtime.Runtime }
 func (v runtimeValues) Uint64(key string, def uint64) uint64 {
 	return v.rt.Snapshot().Uint64(key, def)
 }
+
+// Bool implements httpconn.RuntimeValues.
+func (v runtimeValues) Bool(key string, def bool) bool {
+	return v.rt.Snapshot().Bool(key, def)
+}

@@ -19,6 +19,7 @@ import (
 	filev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
 	"github.com/go-logr/logr"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/cluster"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
@@ -130,6 +131,7 @@ func New(cfg Config) (*Server, error) {
 	for _, path := range cfg.UnknownFields {
 		logging.Warning(s.log, "unknown field in the static configuration was ignored", "field", path)
 	}
+	s.warnDeprecated(bootstrap.Deprecated(cfg.Bootstrap))
 	return s, nil
 }
 

@@ -1,0 +1,25 @@
+package server
+
+import (
+	"fmt"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
+)
+
+// warnDeprecated warns once for each deprecated field or enum value the
+// configuration uses, in Envoy's words, and counts them in
+// runtime.deprecated_feature_use and
+// runtime.deprecated_feature_seen_since_process_start, which exist at zero
+// otherwise.
+func (s *Server) warnDeprecated(fields []bootstrap.DeprecatedField) {
+	rt := s.stats.Scope("runtime.")
+	use := rt.Counter("deprecated_feature_use")
+	seen := rt.Gauge("deprecated_feature_seen_since_process_start")
+	for _, f := range fields {
+		logging.Warning(s.log, fmt.Sprintf("Using deprecated option '%s' from file %s. This configuration will be removed "+
+			"in a future version; see docs/compat.md for the v3 fields Outrigger reads.", f.Name, f.File), "field", f.Path)
+		use.Inc()
+		seen.Add(1)
+	}
+}
