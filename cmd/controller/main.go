@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
@@ -20,10 +21,13 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client/config"
+	clientconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -66,7 +70,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// start builds the manager and runs it until ctx ends.
+// start builds the managers and runs them until ctx ends.
+//
+// One manager serves what every replica serves: the injection webhook,
+// the metrics and the health endpoints. With leader election, the
+// reconcilers run in a second manager built for each term as leader (see
+// leader); without it, in the first one.
 func start(ctx context.Context, o options, log logr.Logger) error {
 	injectCfg, err := injectConfig(o)
 	if err != nil {
@@ -76,8 +85,20 @@ func start(ctx context.Context, o options, log logr.Logger) error {
 	if err != nil {
 		return err
 	}
+	// Out of a cluster client-go would allow 5 requests a second, in one
+	// controller-runtime 20: the flags decide in both.
+	cfg.QPS, cfg.Burst = o.kubeAPIQPS, o.kubeAPIBurst
 	if o.webhookPort != 0 {
 		if err := checkCertDir(o.webhookCertDir); err != nil {
+			return err
+		}
+	}
+	var namespace, identity string
+	if o.leaderElect {
+		if namespace, err = leaseNamespace(o.leaderElectionNamespace); err != nil {
+			return err
+		}
+		if identity, err = leaseIdentity(o.leaderElectionIdentity); err != nil {
 			return err
 		}
 	}
@@ -100,6 +121,17 @@ func start(ctx context.Context, o options, log logr.Logger) error {
 		}
 		transport = pf
 	}
+	metrics, err := controller.NewMetrics(ctrlmetrics.Registry)
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	reconcilerOpts := controller.Options{
+		Admin:           adminclient.New(transport, o.adminTimeout, adminclient.WithObserver(metrics.AdminObserver())),
+		Workers:         o.workers,
+		RecheckInterval: o.recheckInterval,
+		PollInterval:    o.pollInterval,
+		Metrics:         metrics,
+	}
 
 	var namespaces map[string]cache.Config
 	if len(o.namespaces) > 0 {
@@ -115,27 +147,54 @@ func start(ctx context.Context, o options, log logr.Logger) error {
 		webhookServer = webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir})
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme,
-		Logger:                        log,
-		Cache:                         cache.Options{DefaultNamespaces: namespaces},
-		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
-		HealthProbeBindAddress:        o.probeAddr,
-		LeaderElection:                o.leaderElect,
-		LeaderElectionID:              o.leaderElectionID,
-		LeaderElectionNamespace:       o.leaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: true,
-		WebhookServer:                 webhookServer,
+		Scheme:                 scheme,
+		Logger:                 log,
+		Cache:                  cache.Options{DefaultNamespaces: namespaces},
+		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress: o.probeAddr,
+		WebhookServer:          webhookServer,
 	})
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
-	if err := controller.Setup(mgr, controller.Options{
-		Admin:           adminclient.New(transport, o.adminTimeout),
-		Workers:         o.workers,
-		RecheckInterval: o.recheckInterval,
-		PollInterval:    o.pollInterval,
-	}); err != nil {
-		return err
+	if !o.leaderElect {
+		if err := controller.Setup(mgr, reconcilerOpts); err != nil {
+			return err
+		}
+	} else {
+		// Reconciles stop at once when the lease is lost (their context
+		// ends); the grace period only covers the calls in flight.
+		grace := o.adminTimeout + 5*time.Second
+		l := &leader{
+			config: cfg, namespace: namespace, name: o.leaderElectionID, identity: identity,
+			lease: o.leaseDuration, renew: o.renewDeadline, retry: o.retryPeriod,
+			stopTimeout: grace + 5*time.Second,
+			acquired:    metrics.LeadershipAcquired,
+			lost:        metrics.LeadershipLost,
+			log:         log.WithName("leader"),
+			lead: func(ctx context.Context) error {
+				term, err := ctrl.NewManager(cfg, ctrl.Options{
+					Scheme:                  scheme,
+					Logger:                  log,
+					Cache:                   cache.Options{DefaultNamespaces: namespaces},
+					Metrics:                 metricsserver.Options{BindAddress: "0"},
+					HealthProbeBindAddress:  "0",
+					GracefulShutdownTimeout: &grace,
+					// Each term registers the same controllers again.
+					Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+				})
+				if err != nil {
+					return err
+				}
+				if err := controller.Setup(term, reconcilerOpts); err != nil {
+					return err
+				}
+				return term.Start(ctx)
+			},
+		}
+		if err := mgr.Add(l); err != nil {
+			return fmt.Errorf("leader election: %w", err)
+		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("health check: %w", err)
@@ -153,7 +212,7 @@ func start(ctx context.Context, o options, log logr.Logger) error {
 		}
 	}
 	log.Info("starting", "transport", o.transport, "workers", o.workers, "namespaces", o.namespaces, "leaderElection", o.leaderElect,
-		"webhookPort", o.webhookPort)
+		"identity", identity, "kubeAPIQPS", o.kubeAPIQPS, "kubeAPIBurst", o.kubeAPIBurst, "webhookPort", o.webhookPort)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
@@ -170,7 +229,7 @@ func restConfig(path string) (*rest.Config, error) {
 		}
 		return cfg, nil
 	}
-	cfg, err := config.GetConfig()
+	cfg, err := clientconfig.GetConfig()
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes configuration: %w", err)
 	}

@@ -53,6 +53,34 @@ current-context: c
 			want: "error: --webhook-cert-dir: stat /nonexistent/certs/tls.crt: no such file or directory (mount the webhook's certificate there, or turn the webhook off with --webhook-port=0)\n",
 		},
 		"missing sidecar bootstrap": {args: []string{"--sidecar-bootstrap=/nonexistent/bootstrap.yaml"}, want: "error: --sidecar-bootstrap: open /nonexistent/bootstrap.yaml: no such file or directory\n"},
+		"qps zero":                  {args: []string{"--kube-api-qps=0"}, want: "error: --kube-api-qps: 0 is not a positive number\n"},
+		"qps not a number":          {args: []string{"--kube-api-qps=NaN"}, want: "error: --kube-api-qps: NaN is not a positive number\n"},
+		"qps infinite":              {args: []string{"--kube-api-qps=+Inf"}, want: "error: --kube-api-qps: +Inf is not a positive number\n"},
+		"qps negative":              {args: []string{"--kube-api-qps=-1"}, want: "error: --kube-api-qps: -1 is not a positive number\n"},
+		"qps not a float": {args: []string{"--kube-api-qps=fast"},
+			want: "error: invalid argument \"fast\" for \"--kube-api-qps\" flag: strconv.ParseFloat: parsing \"fast\": invalid syntax\n"},
+		"burst zero": {args: []string{"--kube-api-burst=0"}, want: "error: --kube-api-burst: 0 is below 1\n"},
+		"lease not above renew deadline": {args: []string{"--leader-election-lease-duration=10s"},
+			want: "error: --leader-election-lease-duration: 10s must be longer than --leader-election-renew-deadline (10s)\n"},
+		"renew deadline within the retry jitter": {args: []string{"--leader-election-retry-period=9s"},
+			want: "error: --leader-election-renew-deadline: 10s must be longer than 1.2 × --leader-election-retry-period (10.8s)\n"},
+		"retry period zero": {args: []string{"--leader-election-retry-period=0s"}, want: "error: --leader-election-retry-period: 0s is not positive\n"},
+		"negative lease":    {args: []string{"--leader-election-lease-duration=-1s"}, want: "error: --leader-election-lease-duration: -1s is not positive\n"},
+		"identity with spaces": {args: []string{"--leader-election-identity= a"},
+			want: "error: --leader-election-identity: \" a\" has leading or trailing spaces\n"},
+		"leader election flags without leader election": {
+			args: []string{"--leader-elect=false", "--leader-election-lease-duration=20s", "--leader-election-identity=a"},
+			want: "error: --leader-election-identity: needs --leader-elect; --leader-election-lease-duration: needs --leader-elect\n",
+		},
+	}
+	if _, err := os.Stat(inClusterNamespace); os.IsNotExist(err) {
+		cases["no lease namespace outside a cluster"] = struct {
+			args []string
+			want string
+		}{
+			args: []string{"--kubeconfig", kubeconfig, "--webhook-port=0"},
+			want: "error: --leader-election-namespace: required outside a cluster (" + inClusterNamespace + " cannot be read)\n",
+		}
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/tools/leaderelection"
 
 	"github.com/outrigger-dev/outrigger/pkg/apis/proxy/v1alpha1"
 	"github.com/outrigger-dev/outrigger/pkg/controller/inject"
@@ -30,9 +32,16 @@ type options struct {
 	namespaces []string
 	logLevel   string
 
+	kubeAPIQPS   float32
+	kubeAPIBurst int
+
 	leaderElect             bool
 	leaderElectionID        string
 	leaderElectionNamespace string
+	leaderElectionIdentity  string
+	leaseDuration           time.Duration
+	renewDeadline           time.Duration
+	retryPeriod             time.Duration
 
 	metricsAddr string
 	probeAddr   string
@@ -50,6 +59,30 @@ type options struct {
 	sidecarProbePort int
 }
 
+// Defaults of the API client's rate limits. client-go's own (5 requests a
+// second, bursts of 10) throttle a controller that writes the status of
+// resources over hundreds of pods; these suit a fleet controller, in a
+// cluster and out of one alike.
+const (
+	defaultKubeAPIQPS   = 50
+	defaultKubeAPIBurst = 100
+)
+
+// Defaults of leader election: controller-runtime's (and client-go's
+// usual) timings.
+const (
+	defaultLeaseDuration = 15 * time.Second
+	defaultRenewDeadline = 10 * time.Second
+	defaultRetryPeriod   = 2 * time.Second
+)
+
+// leaderElectionFlags need --leader-elect: without it they would be
+// accepted and do nothing.
+var leaderElectionFlags = []string{
+	"leader-election-id", "leader-election-namespace", "leader-election-identity",
+	"leader-election-lease-duration", "leader-election-renew-deadline", "leader-election-retry-period",
+}
+
 // flags declares the command line on a new flag set.
 func flags(o *options) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("controller", pflag.ContinueOnError)
@@ -63,9 +96,18 @@ func flags(o *options) *pflag.FlagSet {
 	fs.IntVar(&o.workers, "workers", 4, "resources of each kind reconciled at once")
 	fs.StringSliceVar(&o.namespaces, "namespaces", nil, "namespaces to watch, comma-separated (default: all)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warning or error")
+	fs.Float32Var(&o.kubeAPIQPS, "kube-api-qps", defaultKubeAPIQPS, "requests a second the controller's API client makes at most, on average")
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", defaultKubeAPIBurst, "requests the controller's API client makes at once at most, above --kube-api-qps")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader among replicas; only the leader makes admin calls")
 	fs.StringVar(&o.leaderElectionID, "leader-election-id", "outrigger-controller.proxy.outrigger.dev", "name of the leader election Lease")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the controller's own, in a cluster)")
+	fs.StringVar(&o.leaderElectionIdentity, "leader-election-identity", "",
+		"this replica's name in the Lease; it must differ between replicas and stay the same across restarts, so that a restarted replica takes its own lease back at once (default: the host name, which is the pod name in a cluster)")
+	fs.DurationVar(&o.leaseDuration, "leader-election-lease-duration", defaultLeaseDuration,
+		"how long the other replicas wait, after the leader's last renewal, before taking the lease")
+	fs.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", defaultRenewDeadline,
+		"how long the leader tries to renew the lease before it stands down (and campaigns again)")
+	fs.DurationVar(&o.retryPeriod, "leader-election-retry-period", defaultRetryPeriod, "how often the lease is tried, to take or renew it")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint ("0" turns it off)`)
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" turns them off)`)
 	fs.DurationVar(&o.adminTimeout, "admin-timeout", 5*time.Second, "time limit of each admin call")
@@ -96,7 +138,21 @@ func parseOptions(args []string) (options, *pflag.FlagSet, error) {
 	if fs.NArg() > 0 {
 		return o, fs, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	return o, fs, o.validate()
+	var errs []string
+	if !o.leaderElect {
+		for _, name := range leaderElectionFlags {
+			if fs.Changed(name) {
+				errs = append(errs, fmt.Sprintf("--%s: needs --leader-elect", name))
+			}
+		}
+	}
+	if err := o.validate(); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if len(errs) > 0 {
+		return o, fs, errors.New(strings.Join(errs, "; "))
+	}
+	return o, fs, nil
 }
 
 // validate refuses values the controller cannot run with.
@@ -145,8 +201,14 @@ func (o *options) validate() error {
 	if o.sidecarAdminPort == o.sidecarProbePort {
 		errs = append(errs, fmt.Errorf("--sidecar-probe-port: %d is the admin port too", o.sidecarProbePort))
 	}
-	if o.leaderElect && o.leaderElectionID == "" {
-		errs = append(errs, errors.New("--leader-election-id: empty"))
+	if math.IsNaN(float64(o.kubeAPIQPS)) || o.kubeAPIQPS <= 0 || math.IsInf(float64(o.kubeAPIQPS), 0) {
+		errs = append(errs, fmt.Errorf("--kube-api-qps: %g is not a positive number", o.kubeAPIQPS))
+	}
+	if o.kubeAPIBurst < 1 {
+		errs = append(errs, fmt.Errorf("--kube-api-burst: %d is below 1", o.kubeAPIBurst))
+	}
+	if o.leaderElect {
+		errs = append(errs, o.validateLeaderElection()...)
 	}
 	// One line per run: the errors are joined with "; ".
 	if len(errs) == 0 {
@@ -157,6 +219,38 @@ func (o *options) validate() error {
 		msgs[i] = e.Error()
 	}
 	return errors.New(strings.Join(msgs, "; "))
+}
+
+// validateLeaderElection checks the leader election flags, with client-go's
+// rules for the timings.
+func (o *options) validateLeaderElection() []error {
+	var errs []error
+	if o.leaderElectionID == "" {
+		errs = append(errs, errors.New("--leader-election-id: empty"))
+	}
+	if o.leaderElectionIdentity != "" && strings.TrimSpace(o.leaderElectionIdentity) != o.leaderElectionIdentity {
+		errs = append(errs, fmt.Errorf("--leader-election-identity: %q has leading or trailing spaces", o.leaderElectionIdentity))
+	}
+	positive := true
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"--leader-election-lease-duration", o.leaseDuration}, {"--leader-election-renew-deadline", o.renewDeadline}, {"--leader-election-retry-period", o.retryPeriod}} {
+		if f.d <= 0 {
+			errs = append(errs, fmt.Errorf("%s: %s is not positive", f.name, f.d))
+			positive = false
+		}
+	}
+	if !positive {
+		return errs
+	}
+	if o.leaseDuration <= o.renewDeadline {
+		errs = append(errs, fmt.Errorf("--leader-election-lease-duration: %s must be longer than --leader-election-renew-deadline (%s)", o.leaseDuration, o.renewDeadline))
+	}
+	if floor := time.Duration(leaderelection.JitterFactor * float64(o.retryPeriod)); o.renewDeadline <= floor {
+		errs = append(errs, fmt.Errorf("--leader-election-renew-deadline: %s must be longer than 1.2 × --leader-election-retry-period (%s)", o.renewDeadline, floor))
+	}
+	return errs
 }
 
 // level maps --log-level to a slog level.

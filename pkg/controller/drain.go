@@ -8,11 +8,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -39,7 +39,7 @@ func (r *DrainReconciler) setup(mgr ctrl.Manager) error {
 		Named("proxydrain").
 		For(&v1alpha1.ProxyDrain{}, builder.WithPredicates(specOrDeletion())).
 		Watches(&corev1.Pod{}, podHandler(r.client, listDrains), builder.WithPredicates(podChanged())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.Workers}).
+		WithOptions(r.opts.controllerOptions()).
 		Complete(r)
 }
 
@@ -65,6 +65,9 @@ func draining(t *v1alpha1.DrainTarget) bool {
 func (r *DrainReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var d v1alpha1.ProxyDrain
 	if err := r.live.Get(ctx, req.NamespacedName, &d); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.opts.Metrics.setTargets(kindDrain, req.NamespacedName, nil)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if d.DeletionTimestamp != nil {
@@ -91,8 +94,10 @@ func (r *DrainReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 
 	base := d.DeepCopy()
 	before := slices.Clone(d.Status.Conditions)
-	ss := newSessions(r.admin)
+	ss := r.newSessions()
 	defer ss.close()
+	ev := r.newEvents(kindDrain, &d)
+	defer ev.flush()
 	var w wake
 	limit := int(d.Spec.Rollout.MaxConcurrent)
 
@@ -144,7 +149,7 @@ func (r *DrainReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 			t.DrainRequestedAt = &now
 			marked = true
 		case t.Step == v1alpha1.DrainStepQuit && t.QuitRequestedAt != nil:
-			r.finish(&d, pods[t.PodUID], t, "drained; /quitquitquit was requested before a controller restart, not sent again", now)
+			r.finish(&d, ev, pods[t.PodUID], t, "drained; /quitquitquit was requested before a controller restart, not sent again", now)
 			continue
 		case t.Step == v1alpha1.DrainStepQuit:
 			t.QuitRequestedAt = &now
@@ -157,7 +162,8 @@ func (r *DrainReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		s := summary{generation: d.Generation, selected: len(sel.pods), overflow: m.overflow, invalid: invalid,
 			container: containerName(d.Spec.Target), succeeded: "drained", targets: commons(recs)}
 		s.apply(&d.Status.CommonStatus)
-		if err := r.patchStatus(ctx, &d, base); err != nil {
+		r.opts.Metrics.setTargets(kindDrain, client.ObjectKeyFromObject(&d), s.targets)
+		if err := r.patchStatus(ctx, kindDrain, &d, base); err != nil {
 			return err
 		}
 		base = d.DeepCopy()
@@ -170,7 +176,7 @@ func (r *DrainReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	}
 
 	parallel(ctx, limit, due, func(ctx context.Context, i int) {
-		r.step(ctx, ss, &d, pods[recs[i].PodUID], &recs[i], now, &w)
+		r.step(ctx, ss, ev, &d, pods[recs[i].PodUID], &recs[i], now, &w)
 	})
 	// A pod that finished makes room for a pending one at once.
 	active, pending := 0, false
@@ -190,13 +196,12 @@ func (r *DrainReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 }
 
 // step makes one pod's next admin call and moves it on.
-func (r *DrainReconciler) step(ctx context.Context, ss *sessions, d *v1alpha1.ProxyDrain, pod *corev1.Pod, t *v1alpha1.DrainTarget, now metav1.Time, w *wake) {
+func (r *DrainReconciler) step(ctx context.Context, ss *sessions, ev *eventBatch, d *v1alpha1.ProxyDrain, pod *corev1.Pod, t *v1alpha1.DrainTarget, now metav1.Time, w *wake) {
 	fail := func(err error) {
 		ss.drop(t.PodUID)
 		setFailed(&t.TargetStatus, err, now)
 		w.add(r.retryAt(&t.TargetStatus))
-		r.podEvent(pod, d, corev1.EventTypeWarning, reasonAdminCallFailed, "%s", err)
-		r.event(d, pod, corev1.EventTypeWarning, reasonAdminCallFailed, "pod %s: %s", pod.Name, err)
+		ev.pod(pod, corev1.EventTypeWarning, reasonAdminCallFailed, "%s", err)
 	}
 	var sess *adminclient.Session
 	if t.Step != v1alpha1.DrainStepDelay {
@@ -206,7 +211,7 @@ func (r *DrainReconciler) step(ctx context.Context, ss *sessions, d *v1alpha1.Pr
 				t.DrainRequestedAt = nil // not sent: it may be sent later
 			}
 			if t.Step == v1alpha1.DrainStepQuit {
-				r.finish(d, pod, t, "drained; /quitquitquit could not be sent: "+err.Error(), now)
+				r.finish(d, ev, pod, t, "drained; /quitquitquit could not be sent: "+err.Error(), now)
 				return
 			}
 			fail(err)
@@ -255,7 +260,7 @@ func (r *DrainReconciler) step(ctx context.Context, ss *sessions, d *v1alpha1.Pr
 		t.Step = v1alpha1.DrainStepWaitForConnections
 		setPhase(&t.TargetStatus, v1alpha1.PhaseInProgress, "listeners draining", now)
 		w.after(now.Time, r.opts.PollInterval)
-		r.podEvent(pod, d, corev1.EventTypeNormal, reasonDrainStarted, "listeners draining")
+		ev.pod(pod, corev1.EventTypeNormal, reasonDrainStarted, "listeners draining")
 
 	case v1alpha1.DrainStepWaitForConnections:
 		deadline := t.DrainStartedAt.Add(d.Spec.Completion.Timeout.Duration)
@@ -263,7 +268,7 @@ func (r *DrainReconciler) step(ctx context.Context, ss *sessions, d *v1alpha1.Pr
 		switch {
 		case err == nil && n <= d.Spec.Completion.ActiveConnections:
 			t.ActiveConnections = &n
-			r.finish(d, pod, t, fmt.Sprintf("drained: %d active connections", n), now)
+			r.finish(d, ev, pod, t, fmt.Sprintf("drained: %d active connections", n), now)
 			if t.Step == v1alpha1.DrainStepQuit {
 				w.after(now.Time, 0)
 			}
@@ -275,7 +280,7 @@ func (r *DrainReconciler) step(ctx context.Context, ss *sessions, d *v1alpha1.Pr
 			} else {
 				t.ActiveConnections = &n
 			}
-			r.finish(d, pod, t, msg, now)
+			r.finish(d, ev, pod, t, msg, now)
 			if t.Step == v1alpha1.DrainStepQuit {
 				w.after(now.Time, 0)
 			}
@@ -298,7 +303,7 @@ func (r *DrainReconciler) step(ctx context.Context, ss *sessions, d *v1alpha1.Pr
 		}
 		t.Step = v1alpha1.DrainStepDone
 		setPhase(&t.TargetStatus, v1alpha1.PhaseDrained, msg, now)
-		r.podEvent(pod, d, corev1.EventTypeNormal, reasonDrained, "%s", msg)
+		ev.pod(pod, corev1.EventTypeNormal, reasonDrained, "%s", msg)
 	}
 }
 
@@ -311,7 +316,7 @@ func btoi(b bool) int {
 }
 
 // finish ends a pod's wait: on to Quit if asked, else done.
-func (r *DrainReconciler) finish(d *v1alpha1.ProxyDrain, pod *corev1.Pod, t *v1alpha1.DrainTarget, msg string, now metav1.Time) {
+func (r *DrainReconciler) finish(d *v1alpha1.ProxyDrain, ev *eventBatch, pod *corev1.Pod, t *v1alpha1.DrainTarget, msg string, now metav1.Time) {
 	if d.Spec.QuitAfterDrain && t.QuitRequestedAt == nil {
 		t.Step = v1alpha1.DrainStepQuit
 		setPhase(&t.TargetStatus, v1alpha1.PhaseInProgress, msg+"; quitting next", now)
@@ -320,7 +325,7 @@ func (r *DrainReconciler) finish(d *v1alpha1.ProxyDrain, pod *corev1.Pod, t *v1a
 	t.Step = v1alpha1.DrainStepDone
 	setPhase(&t.TargetStatus, v1alpha1.PhaseDrained, msg, now)
 	if pod != nil {
-		r.podEvent(pod, d, corev1.EventTypeNormal, reasonDrained, "%s", msg)
+		ev.pod(pod, corev1.EventTypeNormal, reasonDrained, "%s", msg)
 	}
 }
 
@@ -328,30 +333,31 @@ func (r *DrainReconciler) finish(d *v1alpha1.ProxyDrain, pod *corev1.Pod, t *v1a
 // where the drain failed them; listeners stay drained.
 func (r *DrainReconciler) finalize(ctx context.Context, d *v1alpha1.ProxyDrain) (ctrl.Result, error) {
 	if d.Spec.OnDelete != v1alpha1.OnDeleteRevert || !d.Spec.FailHealthChecks {
+		r.opts.Metrics.setTargets(kindDrain, client.ObjectKeyFromObject(d), nil)
 		return ctrl.Result{}, r.removeFinalizer(ctx, d)
 	}
-	return revertOnDelete(ctx, r.env, d, &d.Status.Targets, &d.Status.CommonStatus, int(d.Spec.Rollout.MaxConcurrent), r.revert,
+	return revertOnDelete(ctx, r.env, kindDrain, d, &d.Status.Targets, &d.Status.CommonStatus, int(d.Spec.Rollout.MaxConcurrent), r.revert,
 		summary{generation: d.Generation, container: containerName(d.Spec.Target)},
 		"health checks pass again on every pod the drain failed them on")
 }
 
 // revert makes health checks pass again on a pod where the drain failed
 // them.
-func (r *DrainReconciler) revert(ctx context.Context, ss *sessions, pod *corev1.Pod, t *v1alpha1.DrainTarget, now metav1.Time) error {
+func (r *DrainReconciler) revert(ctx context.Context, ss *sessions, pod *corev1.Pod, t *v1alpha1.DrainTarget) (bool, error) {
 	if t.HealthChecksFailedAt == nil || t.HealthChecksRestored {
-		setPhase(&t.TargetStatus, v1alpha1.PhaseReverted, "nothing to undo", now)
-		return nil
+		setPhase(&t.TargetStatus, v1alpha1.PhaseReverted, "nothing to undo", r.now())
+		return false, nil
 	}
 	sess, err := ss.get(ctx, pod)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := sess.PassHealthChecks(ctx); err != nil {
-		return err
+		return false, err
 	}
 	t.HealthChecksRestored = true
-	setPhase(&t.TargetStatus, v1alpha1.PhaseReverted, "health checks pass again; listeners stay drained", now)
-	return nil
+	setPhase(&t.TargetStatus, v1alpha1.PhaseReverted, "health checks pass again; listeners stay drained", r.now())
+	return false, nil
 }
 
 // The reconcilers are what controller-runtime calls.

@@ -5,13 +5,13 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -39,7 +39,7 @@ func (r *HealthCheckReconciler) setup(mgr ctrl.Manager) error {
 		For(&v1alpha1.ProxyHealthCheck{}, builder.WithPredicates(specOrDeletion())).
 		Watches(&corev1.Pod{}, podHandler(r.client, listHealthChecks), builder.WithPredicates(podChanged())).
 		Watches(&v1alpha1.ProxyHealthCheck{}, siblings(r.client, listHealthChecks), builder.WithPredicates(specOrDeletion())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.Workers}).
+		WithOptions(r.opts.controllerOptions()).
 		Complete(r)
 }
 
@@ -60,6 +60,9 @@ func listHealthChecks(ctx context.Context, c client.Reader, namespace string) ([
 func (r *HealthCheckReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var hc v1alpha1.ProxyHealthCheck
 	if err := r.live.Get(ctx, req.NamespacedName, &hc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.opts.Metrics.setTargets(kindHealthCheck, req.NamespacedName, nil)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if hc.DeletionTimestamp != nil {
@@ -82,14 +85,20 @@ func (r *HealthCheckReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, err
 	}
 	base := hc.DeepCopy()
-	ss := newSessions(r.admin)
+	ss := r.newSessions()
 	defer ss.close()
+	ev := r.newEvents(kindHealthCheck, &hc)
+	defer ev.flush()
 	var w wake
 	var invalid []string
+	container := containerName(hc.Spec.Target)
+	limit := int(hc.Spec.Rollout.MaxConcurrent)
 
-	released := r.release(ctx, ss, &hc, m.released, m.releasedPods, &w)
+	released := r.release(ctx, ss, ev, &hc, m.released, m.releasedPods, &w)
 
 	var check, apply []int
+	// signals says why a pod's proxy is thought to have lost the state.
+	signals := make([]string, len(m.targets))
 	for i := range m.targets {
 		t := &m.targets[i]
 		pod := m.pods[t.PodUID]
@@ -119,7 +128,9 @@ func (r *HealthCheckReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		t.HeldBy = ""
 		switch {
 		case t.Phase == v1alpha1.PhaseApplied && t.AppliedState == hc.Spec.State:
-			if r.checks.due(checkKey{hc.UID, t.PodUID}, now.Time, r.opts.RecheckInterval) {
+			// A restart the kubelet counts is checked at once.
+			if restartSignal(t.ProxyStartTime, t.ProxyRestartCount, nil, proxyRestarts(pod, container)) != "" ||
+				r.checks.due(checkKey{hc.UID, t.PodUID}, now.Time, r.opts.RecheckInterval) {
 				check = append(check, i)
 			}
 			w.after(now.Time, r.opts.RecheckInterval)
@@ -131,40 +142,58 @@ func (r *HealthCheckReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 
 	// Recheck the applied pods: a proxy that restarted lost the state.
-	restartedPods := make([]bool, len(m.targets))
-	parallel(ctx, int(hc.Spec.Rollout.MaxConcurrent), check, func(ctx context.Context, i int) {
+	again := make([]bool, len(m.targets))
+	parallel(ctx, limit, check, func(ctx context.Context, i int) {
 		t := &m.targets[i]
-		_, info, err := ss.serverInfo(ctx, m.pods[t.PodUID])
-		if err == nil {
-			r.checks.done(checkKey{hc.UID, t.PodUID}, now.Time)
-			restartedPods[i] = restarted(t.ProxyStartTime, proxyStart(now.Time, info))
+		pod := m.pods[t.PodUID]
+		_, info, obs, err := ss.probe(ctx, pod)
+		if err != nil {
+			ss.drop(t.PodUID)
+			setFailed(&t.TargetStatus, err, r.now())
+			w.add(r.retryAt(&t.TargetStatus))
+			ev.pod(pod, corev1.EventTypeWarning, reasonAdminCallFailed, "%s", err)
 			return
 		}
-		ss.drop(t.PodUID)
-		setFailed(&t.TargetStatus, err, now)
-		w.add(r.retryAt(&t.TargetStatus))
+		r.checks.done(checkKey{hc.UID, t.PodUID}, now.Time)
+		sig := restartSignal(t.ProxyStartTime, t.ProxyRestartCount, &obs, proxyRestarts(pod, container))
+		switch {
+		case t.AppliedState == v1alpha1.HealthCheckFail && info.State == stateLive:
+			// The state itself says it: no clock involved.
+			signals[i], again[i] = "the proxy answers LIVE: its health checks no longer fail", true
+		case sig != "" && t.AppliedState == v1alpha1.HealthCheckFail && info.State == stateDraining:
+			// Still failing: the signal was wrong.
+			r.opts.Metrics.falseRestarts.WithLabelValues(kindHealthCheck).Inc()
+			log.FromContext(ctx).Info("restart signal refuted: the proxy still fails its health checks", "pod", pod.Name, "signal", sig)
+			start := obs.record()
+			t.ProxyStartTime, t.ProxyRestartCount = &start, proxyRestarts(pod, container)
+		case sig != "":
+			signals[i], again[i] = sig, true
+		}
 	})
-	for i, again := range restartedPods {
-		if again {
-			r.podEvent(m.pods[m.targets[i].PodUID], &hc, corev1.EventTypeNormal, reasonProxyRestarted, "proxy restarted; setting health checks to %s again", hc.Spec.State)
+	for i := range again {
+		if again[i] {
 			apply = append(apply, i)
 		}
 	}
 
-	parallel(ctx, int(hc.Spec.Rollout.MaxConcurrent), apply, func(ctx context.Context, i int) {
+	parallel(ctx, limit, apply, func(ctx context.Context, i int) {
 		t := &m.targets[i]
 		pod := m.pods[t.PodUID]
-		if err := r.set(ctx, ss, pod, t, hc.Spec.State, now); err != nil {
+		if err := r.set(ctx, ss, pod, t, hc.Spec.State, container); err != nil {
 			ss.drop(t.PodUID)
-			setFailed(&t.TargetStatus, err, now)
+			setFailed(&t.TargetStatus, err, r.now())
 			w.add(r.retryAt(&t.TargetStatus))
-			r.podEvent(pod, &hc, corev1.EventTypeWarning, reasonAdminCallFailed, "%s", err)
-			r.event(&hc, pod, corev1.EventTypeWarning, reasonAdminCallFailed, "pod %s: %s", pod.Name, err)
+			ev.pod(pod, corev1.EventTypeWarning, reasonAdminCallFailed, "%s", err)
 			return
 		}
 		r.checks.done(checkKey{hc.UID, t.PodUID}, now.Time)
 		w.after(now.Time, r.opts.RecheckInterval)
-		r.podEvent(pod, &hc, corev1.EventTypeNormal, reasonHealthCheckSet, "health checks set to %s", hc.Spec.State)
+		if signals[i] != "" {
+			r.opts.Metrics.restarts.WithLabelValues(kindHealthCheck).Inc()
+			ev.pod(pod, corev1.EventTypeWarning, reasonProxyRestarted, "%s: health checks set to %s again", signals[i], hc.Spec.State)
+			return
+		}
+		ev.pod(pod, corev1.EventTypeNormal, reasonHealthCheckSet, "health checks set to %s", hc.Spec.State)
 	})
 
 	hc.Status.Targets = append(m.targets, released...)
@@ -186,7 +215,8 @@ func (r *HealthCheckReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		s.conflict = fmt.Sprintf("%s held by an older ProxyHealthCheck: %s", pods(conflicts), names(holders))
 	}
 	s.apply(&hc.Status.CommonStatus)
-	if err := r.patchStatus(ctx, &hc, base); err != nil {
+	r.opts.Metrics.setTargets(kindHealthCheck, client.ObjectKeyFromObject(&hc), s.targets)
+	if err := r.patchStatus(ctx, kindHealthCheck, &hc, base); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.transitionEvents(&hc, base.Status.Conditions, hc.Status.Conditions)
@@ -194,9 +224,18 @@ func (r *HealthCheckReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	return w.result(r.clock.Now()), nil
 }
 
-// set asks one proxy for the state, recording its start time.
-func (r *HealthCheckReconciler) set(ctx context.Context, ss *sessions, pod *corev1.Pod, t *v1alpha1.HealthCheckTarget, state v1alpha1.HealthCheckState, now metav1.Time) error {
-	sess, info, err := ss.serverInfo(ctx, pod)
+// /server_info states: LIVE once initialised, with health checks passing
+// and no shutdown begun; DRAINING once initialised with health checks
+// failing (or shutting down).
+const (
+	stateLive     = "LIVE"
+	stateDraining = "DRAINING"
+)
+
+// set asks one proxy for the state, recording its start time and restart
+// count.
+func (r *HealthCheckReconciler) set(ctx context.Context, ss *sessions, pod *corev1.Pod, t *v1alpha1.HealthCheckTarget, state v1alpha1.HealthCheckState, container string) error {
+	sess, _, obs, err := ss.probe(ctx, pod)
 	if err != nil {
 		return err
 	}
@@ -208,54 +247,62 @@ func (r *HealthCheckReconciler) set(ctx context.Context, ss *sessions, pod *core
 	if err != nil {
 		return err
 	}
-	start := proxyStart(now.Time, info)
-	t.ProxyStartTime = &start
+	start := obs.record()
+	t.ProxyStartTime, t.ProxyRestartCount = &start, proxyRestarts(pod, container)
 	t.AppliedState = state
 	t.HeldBy = ""
-	setPhase(&t.TargetStatus, v1alpha1.PhaseApplied, "", now)
+	setPhase(&t.TargetStatus, v1alpha1.PhaseApplied, "", r.now())
 	return nil
 }
 
-// revert undoes a Fail on one pod (a restarted proxy passes already).
-func (r *HealthCheckReconciler) revert(ctx context.Context, ss *sessions, pod *corev1.Pod, t *v1alpha1.HealthCheckTarget, now metav1.Time) error {
-	if t.AppliedState != v1alpha1.HealthCheckFail {
-		setPhase(&t.TargetStatus, v1alpha1.PhaseReverted, "nothing to undo", now)
-		return nil
-	}
-	sess, info, err := ss.serverInfo(ctx, pod)
-	if err != nil {
-		return err
-	}
-	if restarted(t.ProxyStartTime, proxyStart(now.Time, info)) {
-		setPhase(&t.TargetStatus, v1alpha1.PhaseReverted, "the proxy restarted since: nothing to undo", now)
+// reverter undoes a Fail on one pod whose proxy container is named
+// container. It calls /healthcheck/ok on every proxy it reaches, one that
+// restarted since included (a restart signal may be wrong), and reports
+// the restart when the proxy had one or passed its health checks already.
+func (r *HealthCheckReconciler) reverter(container string) revertFunc[*v1alpha1.HealthCheckTarget] {
+	return func(ctx context.Context, ss *sessions, pod *corev1.Pod, t *v1alpha1.HealthCheckTarget) (bool, error) {
+		if t.AppliedState != v1alpha1.HealthCheckFail {
+			setPhase(&t.TargetStatus, v1alpha1.PhaseReverted, "nothing to undo", r.now())
+			return false, nil
+		}
+		sess, info, obs, err := ss.probe(ctx, pod)
+		if err != nil {
+			return false, err
+		}
+		restarted := info.State == stateLive || restartSignal(t.ProxyStartTime, t.ProxyRestartCount, &obs, proxyRestarts(pod, container)) != ""
+		if err := sess.PassHealthChecks(ctx); err != nil {
+			return false, err
+		}
+		msg := "health checks pass again"
+		if restarted {
+			msg += " (the proxy had restarted since they were failed)"
+		}
+		setPhase(&t.TargetStatus, v1alpha1.PhaseReverted, msg, r.now())
 		t.AppliedState = ""
-		return nil
+		return restarted, nil
 	}
-	if err := sess.PassHealthChecks(ctx); err != nil {
-		return err
-	}
-	setPhase(&t.TargetStatus, v1alpha1.PhaseReverted, "health checks pass again", now)
-	t.AppliedState = ""
-	return nil
 }
 
 // release handles the records of pods that are no longer targets: with
 // onDelete Revert the state is undone first. It returns the records still
 // waiting for a retry.
-func (r *HealthCheckReconciler) release(ctx context.Context, ss *sessions, hc *v1alpha1.ProxyHealthCheck, recs []v1alpha1.HealthCheckTarget, pods map[types.UID]*corev1.Pod, w *wake) []v1alpha1.HealthCheckTarget {
+func (r *HealthCheckReconciler) release(ctx context.Context, ss *sessions, ev *eventBatch, hc *v1alpha1.ProxyHealthCheck, recs []v1alpha1.HealthCheckTarget, pods map[types.UID]*corev1.Pod, w *wake) []v1alpha1.HealthCheckTarget {
 	if hc.Spec.OnDelete != v1alpha1.OnDeleteRevert {
 		return nil
 	}
-	return revertAll(ctx, r.env, ss, hc, recs, pods, int(hc.Spec.Rollout.MaxConcurrent), w, r.revert)
+	left, _ := revertAll(ctx, r.env, kindHealthCheck, ss, ev, hc, recs, pods, int(hc.Spec.Rollout.MaxConcurrent), w, r.reverter(containerName(hc.Spec.Target)))
+	return left
 }
 
 // finalize carries out onDelete, then lets the resource go.
 func (r *HealthCheckReconciler) finalize(ctx context.Context, hc *v1alpha1.ProxyHealthCheck) (ctrl.Result, error) {
 	defer r.checks.forget(hc.UID)
 	if hc.Spec.OnDelete != v1alpha1.OnDeleteRevert {
+		r.opts.Metrics.setTargets(kindHealthCheck, client.ObjectKeyFromObject(hc), nil)
 		return ctrl.Result{}, r.removeFinalizer(ctx, hc)
 	}
-	return revertOnDelete(ctx, r.env, hc, &hc.Status.Targets, &hc.Status.CommonStatus, int(hc.Spec.Rollout.MaxConcurrent), r.revert,
+	return revertOnDelete(ctx, r.env, kindHealthCheck, hc, &hc.Status.Targets, &hc.Status.CommonStatus, int(hc.Spec.Rollout.MaxConcurrent),
+		r.reverter(containerName(hc.Spec.Target)),
 		summary{generation: hc.Generation, container: containerName(hc.Spec.Target), hasConflict: true},
 		"health checks restored on every pod")
 }

@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/time/rate"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/outrigger-dev/outrigger/pkg/controller/adminclient"
 )
@@ -37,6 +41,14 @@ type Options struct {
 	RevertAttempts int32
 	// Clock tells the time (default the real clock).
 	Clock clock.PassiveClock
+	// Metrics are the controller's own metrics (default: kept, but not
+	// registered anywhere).
+	Metrics *Metrics
+	// ReconcileBackoffMax caps the backoff between reconciles of a
+	// resource that failed (an API error: the API server unreachable, a
+	// write conflict), so that the work resumes soon after an outage
+	// (default 10s; controller-runtime's own cap is 1000s).
+	ReconcileBackoffMax time.Duration
 }
 
 // withDefaults fills the zero fields.
@@ -62,6 +74,12 @@ func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
+	if o.Metrics == nil {
+		o.Metrics, _ = NewMetrics(nil) // nothing to register: no error
+	}
+	if o.ReconcileBackoffMax == 0 {
+		o.ReconcileBackoffMax = 10 * time.Second
+	}
 	return o
 }
 
@@ -77,10 +95,14 @@ func (o Options) validate() error {
 	for _, f := range []struct {
 		name string
 		d    time.Duration
-	}{{"recheck interval", o.RecheckInterval}, {"poll interval", o.PollInterval}, {"retry base", o.RetryBase}, {"retry max", o.RetryMax}} {
+	}{{"recheck interval", o.RecheckInterval}, {"poll interval", o.PollInterval}, {"retry base", o.RetryBase}, {"retry max", o.RetryMax},
+		{"reconcile backoff max", o.ReconcileBackoffMax}} {
 		if f.d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, not %s", f.name, f.d))
 		}
+	}
+	if o.RevertAttempts < 1 {
+		errs = append(errs, fmt.Errorf("revert attempts must be at least 1, not %d", o.RevertAttempts))
 	}
 	if o.RetryMax < o.RetryBase {
 		errs = append(errs, fmt.Errorf("retry max %s is below retry base %s", o.RetryMax, o.RetryBase))
@@ -100,6 +122,21 @@ type env struct {
 	recorder events.EventRecorder
 	clock    clock.PassiveClock
 	opts     Options
+}
+
+// rateLimiter paces the reconciles of a resource that failed: 5 ms
+// doubled per failure in a row, at most max, and at most 10 a second with
+// bursts of 100 overall (controller-runtime's default but for the cap).
+func rateLimiter(max time.Duration) workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, max),
+		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
+}
+
+// controllerOptions are the options of the three controllers.
+func (o Options) controllerOptions() controller.Options {
+	return controller.Options{MaxConcurrentReconciles: o.Workers, RateLimiter: rateLimiter(o.ReconcileBackoffMax)}
 }
 
 // Setup registers the three reconcilers with mgr.

@@ -4,25 +4,102 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/outrigger-dev/outrigger/pkg/controller/adminclient"
 )
 
-// restartTolerance absorbs the whole-second precision of the uptime and of
-// the stored start time, and the time the call took.
-const restartTolerance = 2 * time.Second
+// Restarts. A proxy that restarts loses every admin change, so the
+// reconcilers that hold a state on proxies (overrides, health checks) look
+// for restarts and set their values again. The signals:
+//
+//   - the start time: /server_info gives the uptime in whole seconds
+//     (truncated); read between two clock readings taken right around that
+//     very call, it puts the start between before-uptime-1s and
+//     after-uptime, whatever the load (a slow answer only widens the
+//     window). A proxy certainly restarted when the earliest start of the
+//     one answering now is after the latest start on record, with a margin
+//     for clocks that disagree (another replica's, or a step of this
+//     one's); a restart less than about 3 s after the previous start is
+//     not seen this way;
+//   - the kubelet's restart count of the proxy container, which a restart
+//     raises (no clock involved, and it triggers a reconcile at once);
+//   - for a health check set to Fail, the state itself: a proxy answering
+//     LIVE no longer fails its health checks.
+//
+// None of them decides what gets recorded. After a signal the
+// override's reconciler reads the values again and records afresh only the
+// keys whose value is no longer the one it set: a key still holding the
+// override's value keeps its record, so a previous value on record is
+// never one the controller set itself, and a signal that was wrong (the
+// proxy still holds everything) costs one read and is counted as a false
+// restart.
 
-// proxyStart is when the proxy started: now less its uptime.
-func proxyStart(now time.Time, info adminclient.ServerInfo) metav1.Time {
-	return metav1.NewTime(now.Add(-info.Uptime).Truncate(time.Second))
+// uptimeGranularity is the precision of /server_info's uptime, which is
+// truncated to the second.
+const uptimeGranularity = time.Second
+
+// clockTolerance is how far apart the clocks that measured two start times
+// may be: those of two replicas of the controller, or this one's before
+// and after a step.
+const clockTolerance = time.Second
+
+// observedStart is what one /server_info answer says of the proxy's start:
+// it lies in [earliest, latest].
+type observedStart struct {
+	earliest, latest time.Time
 }
 
-// restarted reports whether the proxy that answers now started after the
-// one that got the values: a restarted proxy has lost every admin change.
-func restarted(recorded *metav1.Time, start metav1.Time) bool {
-	return recorded != nil && start.Sub(recorded.Time) > restartTolerance
+// observeStart bounds the start of a proxy that answered an uptime between
+// the clock readings before and after the call.
+func observeStart(before, after time.Time, uptime time.Duration) observedStart {
+	return observedStart{earliest: before.Add(-uptime - uptimeGranularity), latest: after.Add(-uptime)}
+}
+
+// record is the start as the status keeps it: the latest start, truncated
+// to the second as the API stores times (the proxy started before it plus
+// one second).
+func (s observedStart) record() metav1.Time {
+	return metav1.NewTime(s.latest.Truncate(time.Second))
+}
+
+// startedAfter reports whether the proxy that answered certainly started
+// after the one whose start is on record: its earliest possible start is
+// past the recorded one's latest (recorded plus a second, the truncation),
+// with clockTolerance to spare.
+func (s observedStart) startedAfter(recorded *metav1.Time) bool {
+	if recorded == nil {
+		return false
+	}
+	return s.earliest.After(recorded.Add(time.Second + clockTolerance))
+}
+
+// proxyRestarts is the kubelet's restart count of the pod's proxy
+// container (a container or a native sidecar), 0 when it reports none.
+func proxyRestarts(pod *corev1.Pod, container string) int32 {
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.Name == container {
+			return s.RestartCount
+		}
+	}
+	for _, s := range pod.Status.InitContainerStatuses {
+		if s.Name == container {
+			return s.RestartCount
+		}
+	}
+	return 0
+}
+
+// restartSignal tells why a proxy is thought to have restarted since its
+// values were set ("" for no reason).
+func restartSignal(recordedStart *metav1.Time, recordedRestarts int32, obs *observedStart, restarts int32) string {
+	switch {
+	case restarts > recordedRestarts:
+		return "the kubelet counts a restart of the proxy container"
+	case obs != nil && obs.startedAfter(recordedStart):
+		return "the proxy's uptime says it started after the values were set"
+	}
+	return ""
 }
 
 // checks remembers when each pod's proxy was last asked for its uptime, so

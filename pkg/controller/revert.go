@@ -14,21 +14,25 @@ import (
 )
 
 // revertFunc undoes a resource's changes on one pod, moving its record to
-// Reverted.
-type revertFunc[P any] func(ctx context.Context, ss *sessions, pod *corev1.Pod, rec P, now metav1.Time) error
+// Reverted. It reports whether the proxy had restarted since the changes
+// were made (they are undone all the same: a restart signal may be wrong).
+type revertFunc[P any] func(ctx context.Context, ss *sessions, pod *corev1.Pod, rec P) (restarted bool, err error)
 
 // revertAll undoes the changes on the pods of recs (pods maps their UIDs to
 // the pods still there), at most limit at once, and returns the records
 // still to do: those that failed and wait for a retry. Records of pods that
 // are gone, already reverted, or given up after RevertAttempts failures
-// are left out; recs is updated in place.
-func revertAll[T any, P record[T]](ctx context.Context, e *env, ss *sessions, obj client.Object, recs []T, pods map[types.UID]*corev1.Pod, limit int, w *wake, revert revertFunc[P]) []T {
+// are left out; recs is updated in place. restarted names the pods whose
+// proxy had restarted since the changes were made.
+func revertAll[T any, P record[T]](ctx context.Context, e *env, kind string, ss *sessions, ev *eventBatch, obj client.Object, recs []T, pods map[types.UID]*corev1.Pod, limit int, w *wake, revert revertFunc[P]) (left []T, restarted []string) {
 	now := e.now()
 	var todo []int
 	for i := range recs {
 		t := P(&recs[i]).Common()
 		switch {
-		case pods[t.PodUID] == nil || t.Phase == v1alpha1.PhaseReverted:
+		case t.Phase == v1alpha1.PhaseReverted:
+		case pods[t.PodUID] == nil:
+			e.opts.Metrics.revertSkipped.WithLabelValues(kind, "pod_gone").Inc()
 		case t.Phase == v1alpha1.PhaseFailed && now.Time.Before(e.retryAt(t)):
 			w.add(e.retryAt(t))
 		default:
@@ -36,57 +40,75 @@ func revertAll[T any, P record[T]](ctx context.Context, e *env, ss *sessions, ob
 		}
 	}
 	abandoned := make([]bool, len(recs))
+	wasRestarted := make([]bool, len(recs))
 	parallel(ctx, limit, todo, func(ctx context.Context, i int) {
 		rec := P(&recs[i])
 		t := rec.Common()
 		pod := pods[t.PodUID]
-		if err := revert(ctx, ss, pod, rec, now); err != nil {
+		again, err := revert(ctx, ss, pod, rec)
+		if err != nil {
 			ss.drop(t.PodUID)
-			setFailed(t, fmt.Errorf("undo: %w", err), now)
+			setFailed(t, fmt.Errorf("undo: %w", err), e.now())
 			if t.Attempts >= e.opts.RevertAttempts {
 				abandoned[i] = true
-				e.event(obj, pod, corev1.EventTypeWarning, reasonRevertAbandoned, "gave up undoing the changes on pod %s after %d attempts: %s", pod.Name, t.Attempts, err)
-				e.podEvent(pod, obj, corev1.EventTypeWarning, reasonRevertAbandoned, "gave up undoing the changes after %d attempts: %s", t.Attempts, err)
+				e.opts.Metrics.revertSkipped.WithLabelValues(kind, "abandoned").Inc()
+				ev.pod(pod, corev1.EventTypeWarning, reasonRevertAbandoned, "gave up undoing the changes after %d attempts: %s", t.Attempts, err)
 				return
 			}
 			w.add(e.retryAt(t))
 			return
 		}
-		e.podEvent(pod, obj, corev1.EventTypeNormal, reasonReverted, "%s", t.Message)
+		result := "restored"
+		if again {
+			result = "restarted"
+			wasRestarted[i] = true
+			ev.pod(pod, corev1.EventTypeWarning, reasonProxyRestarted, "the proxy had restarted since the changes were made; undone all the same")
+		}
+		e.opts.Metrics.reverts.WithLabelValues(kind, result).Inc()
+		ev.pod(pod, corev1.EventTypeNormal, reasonReverted, "%s", t.Message)
 	})
-	var left []T
 	for i := range recs {
 		t := P(&recs[i]).Common()
+		if wasRestarted[i] {
+			restarted = append(restarted, t.PodName)
+		}
 		if pods[t.PodUID] != nil && t.Phase != v1alpha1.PhaseReverted && !abandoned[i] {
 			left = append(left, recs[i])
 		}
 	}
-	return left
+	return left, restarted
 }
 
 // revertOnDelete carries out onDelete Revert for obj, being deleted: it
 // undoes the changes on the pods of *recs (obj's status entries), then lets
 // obj go. While some pods wait for a retry, *recs keeps only those and the
 // status st reports them, s filled in with what is left.
-func revertOnDelete[T any, P record[T]](ctx context.Context, e *env, obj client.Object, recs *[]T, st *v1alpha1.CommonStatus, limit int, revert revertFunc[P], s summary, done string) (ctrl.Result, error) {
-	pods, err := livePods[T, P](ctx, e.client, obj.GetNamespace(), *recs)
+func revertOnDelete[T any, P record[T]](ctx context.Context, e *env, kind string, obj client.Object, recs *[]T, st *v1alpha1.CommonStatus, limit int, revert revertFunc[P], s summary, done string) (ctrl.Result, error) {
+	live, err := livePods[T, P](ctx, e.client, obj.GetNamespace(), *recs)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	// revertAll updates the entries in place: the base is taken before.
 	base := obj.DeepCopyObject().(client.Object)
-	ss := newSessions(e.admin)
+	ss := e.newSessions()
 	defer ss.close()
+	ev := e.newEvents(kind, obj)
+	defer ev.flush()
 	var w wake
-	left := revertAll(ctx, e, ss, obj, *recs, pods, limit, &w, revert)
+	left, restarted := revertAll(ctx, e, kind, ss, ev, obj, *recs, live, limit, &w, revert)
+	if len(restarted) > 0 {
+		done += fmt.Sprintf(" (on %s the proxy had restarted since the changes were made: %s)", pods(len(restarted)), names(restarted))
+	}
 	if len(left) == 0 {
+		e.opts.Metrics.setTargets(kind, client.ObjectKeyFromObject(obj), nil)
 		e.event(obj, nil, corev1.EventTypeNormal, reasonReverted, "%s", done)
 		return ctrl.Result{}, e.removeFinalizer(ctx, obj)
 	}
 	*recs = left
 	s.deleting, s.selected, s.targets = true, len(left), commons[T, P](left)
 	s.apply(st)
-	if err := e.patchStatus(ctx, obj, base); err != nil {
+	e.opts.Metrics.setTargets(kind, client.ObjectKeyFromObject(obj), s.targets)
+	if err := e.patchStatus(ctx, kind, obj, base); err != nil {
 		return ctrl.Result{}, err
 	}
 	return w.result(e.clock.Now()), nil

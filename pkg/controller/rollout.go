@@ -7,8 +7,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -93,12 +95,13 @@ func parallel(ctx context.Context, limit int, items []int, fn func(ctx context.C
 // so that the reads and writes made for a pod share one port-forward.
 type sessions struct {
 	admin *adminclient.Client
+	clock clock.PassiveClock
 	mu    sync.Mutex
 	open  map[types.UID]*adminclient.Session
 }
 
-func newSessions(admin *adminclient.Client) *sessions {
-	return &sessions{admin: admin, open: map[types.UID]*adminclient.Session{}}
+func (e *env) newSessions() *sessions {
+	return &sessions{admin: e.admin, clock: e.clock, open: map[types.UID]*adminclient.Session{}}
 }
 
 // get returns the pod's session, opening it on first use.
@@ -127,15 +130,21 @@ func (s *sessions) get(ctx context.Context, pod *corev1.Pod) (*adminclient.Sessi
 	return sess, nil
 }
 
-// serverInfo opens the pod's session and reads /server_info, whose uptime
-// tells whether the proxy restarted since the values were set.
-func (s *sessions) serverInfo(ctx context.Context, pod *corev1.Pod) (*adminclient.Session, adminclient.ServerInfo, error) {
+// probe opens the pod's session and reads /server_info, whose uptime,
+// read between two clock readings taken right around the call, bounds
+// when the proxy started.
+func (s *sessions) probe(ctx context.Context, pod *corev1.Pod) (*adminclient.Session, adminclient.ServerInfo, observedStart, error) {
 	sess, err := s.get(ctx, pod)
 	if err != nil {
-		return nil, adminclient.ServerInfo{}, err
+		return nil, adminclient.ServerInfo{}, observedStart{}, err
 	}
+	before := s.clock.Now()
 	info, err := sess.ServerInfo(ctx)
-	return sess, info, err
+	after := s.clock.Now()
+	if err != nil {
+		return nil, adminclient.ServerInfo{}, observedStart{}, err
+	}
+	return sess, info, observeStart(before, after, info.Uptime), nil
 }
 
 // drop closes a pod's session after a failure, so that the next call opens
@@ -188,9 +197,14 @@ func (e *env) removeFinalizer(ctx context.Context, obj client.Object) error {
 
 // patchStatus writes obj's status over base's, failing if someone else
 // wrote the object since it was read (the record of what was done must
-// never be overwritten by an older copy). obj gets the new resource
-// version; the caller takes a new base from it for the next write.
-func (e *env) patchStatus(ctx context.Context, obj, base client.Object) error {
+// never be overwritten by an older copy). Nothing is sent when the status
+// did not change. obj gets the new resource version; the caller takes a
+// new base from it for the next write.
+func (e *env) patchStatus(ctx context.Context, kind string, obj, base client.Object) error {
+	if equality.Semantic.DeepEqual(obj, base) {
+		return nil
+	}
+	e.opts.Metrics.statusWrites.WithLabelValues(kind).Inc()
 	if err := e.client.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("write status: %w", err)
 	}

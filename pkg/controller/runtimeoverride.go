@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -17,7 +18,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -29,6 +29,11 @@ import (
 // rest is done by the next one, so that one big resource does not hold a
 // worker for long.
 const rolloutBudget = 30 * time.Second
+
+// chunkTime bounds how long a reconcile reads previous values before it
+// writes them to the status and sets the values: a rollout writes its
+// status about every chunkTime, not once per pod.
+const chunkTime = 2 * time.Second
 
 // RuntimeOverrideReconciler keeps the runtime keys and log levels of each
 // ProxyRuntimeOverride set on the selected pods' proxies while it exists.
@@ -57,7 +62,7 @@ func (r *RuntimeOverrideReconciler) setup(mgr ctrl.Manager) error {
 		For(&v1alpha1.ProxyRuntimeOverride{}, builder.WithPredicates(specOrDeletion())).
 		Watches(&corev1.Pod{}, podHandler(r.client, listOverrides), builder.WithPredicates(podChanged())).
 		Watches(&v1alpha1.ProxyRuntimeOverride{}, siblings(r.client, listOverrides), builder.WithPredicates(specOrDeletion())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.Workers}).
+		WithOptions(r.opts.controllerOptions()).
 		Complete(r)
 }
 
@@ -83,9 +88,19 @@ func expiry(o *v1alpha1.ProxyRuntimeOverride) time.Time {
 }
 
 // Reconcile sets the override on the pods that need it.
+//
+// A rollout goes in chunks: the previous values of as many pods as are read
+// in chunkTime (maxConcurrent at a time, at least maxConcurrent pods) are
+// written to the status in one write, then the values are set, at most
+// maxConcurrent pods at once; the results go with the next chunk's
+// records. So a rollout writes the status about once per chunkTime, not
+// once per pod, and each pod costs its admin calls only.
 func (r *RuntimeOverrideReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var o v1alpha1.ProxyRuntimeOverride
 	if err := r.live.Get(ctx, req.NamespacedName, &o); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.opts.Metrics.setTargets(kindRuntimeOverride, req.NamespacedName, nil)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if o.DeletionTimestamp != nil {
@@ -105,16 +120,19 @@ func (r *RuntimeOverrideReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 	base := o.DeepCopy()
 	before := slices.Clone(o.Status.Conditions)
-	ss := newSessions(r.admin)
+	ss := r.newSessions()
 	defer ss.close()
+	ev := r.newEvents(kindRuntimeOverride, &o)
+	defer ev.flush()
 	var w wake
 	limit := int(o.Spec.Rollout.MaxConcurrent)
+	container := containerName(o.Spec.Target)
 
 	if exp := expiry(&o); !exp.IsZero() {
 		t := metav1.NewTime(exp)
 		o.Status.ExpiresAt = &t
 		if !now.Time.Before(exp) {
-			return r.expire(ctx, &o, base, ss, sel, m)
+			return r.expire(ctx, &o, base, ss, ev, sel, m)
 		}
 		w.add(exp)
 	}
@@ -127,11 +145,13 @@ func (r *RuntimeOverrideReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	// Revert); their entries go once that is done.
 	var released []v1alpha1.RuntimeOverrideTarget
 	if o.Spec.OnDelete == v1alpha1.OnDeleteRevert {
-		released = revertAll(ctx, r.env, ss, &o, m.released, m.releasedPods, limit, &w, r.revert)
+		released, _ = revertAll(ctx, r.env, kindRuntimeOverride, ss, ev, &o, m.released, m.releasedPods, limit, &w, r.reverter(container))
 	}
 
 	keys := overrideKeys(&o.Spec)
 	held := make([][]string, len(m.targets))
+	// signals says why a pod's proxy is thought to have restarted.
+	signals := make([]string, len(m.targets))
 	var invalid, check, work []int
 	for i := range m.targets {
 		t := &m.targets[i]
@@ -161,6 +181,12 @@ func (r *RuntimeOverrideReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		}
 		switch {
 		case t.Phase == v1alpha1.PhaseApplied && t.AppliedGeneration == o.Generation && slices.Equal(t.AppliedKeys, held[i]):
+			// The kubelet's restart count needs no admin call.
+			if sig := restartSignal(t.ProxyStartTime, t.ProxyRestartCount, nil, proxyRestarts(pod, container)); sig != "" {
+				signals[i] = sig
+				work = append(work, i)
+				continue
+			}
 			if r.checks.due(checkKey{o.UID, t.PodUID}, now.Time, r.opts.RecheckInterval) {
 				check = append(check, i)
 			}
@@ -172,23 +198,27 @@ func (r *RuntimeOverrideReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		}
 	}
 
-	// A proxy that restarted has lost the values: set them again.
+	// Ask the applied proxies their uptime: one that restarted has lost
+	// the values.
 	again := make([]bool, len(m.targets))
 	parallel(ctx, limit, check, func(ctx context.Context, i int) {
 		t := &m.targets[i]
-		_, info, err := ss.serverInfo(ctx, m.pods[t.PodUID])
-		if err == nil {
-			r.checks.done(checkKey{o.UID, t.PodUID}, now.Time)
-			again[i] = restarted(t.ProxyStartTime, proxyStart(now.Time, info))
+		pod := m.pods[t.PodUID]
+		_, _, obs, err := ss.probe(ctx, pod)
+		if err != nil {
+			ss.drop(t.PodUID)
+			setFailed(&t.TargetStatus, err, r.now())
+			w.add(r.retryAt(&t.TargetStatus))
+			ev.pod(pod, corev1.EventTypeWarning, reasonAdminCallFailed, "%s", err)
 			return
 		}
-		ss.drop(t.PodUID)
-		setFailed(&t.TargetStatus, err, now)
-		w.add(r.retryAt(&t.TargetStatus))
+		r.checks.done(checkKey{o.UID, t.PodUID}, now.Time)
+		if sig := restartSignal(t.ProxyStartTime, t.ProxyRestartCount, &obs, proxyRestarts(pod, container)); sig != "" {
+			signals[i], again[i] = sig, true
+		}
 	})
-	for i, restartedPod := range again {
-		if restartedPod {
-			r.podEvent(m.pods[m.targets[i].PodUID], &o, corev1.EventTypeNormal, reasonProxyRestarted, "proxy restarted; setting the runtime override again")
+	for i := range again {
+		if again[i] {
 			work = append(work, i)
 		}
 	}
@@ -198,7 +228,7 @@ func (r *RuntimeOverrideReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		o.Status.Targets = append(slices.Clone(m.targets), released...)
 		sortRecords[v1alpha1.RuntimeOverrideTarget](o.Status.Targets)
 		r.summarize(&o, len(sel.pods), m.overflow, invalidNames(m.targets, invalid), false)
-		if err := r.patchStatus(ctx, &o, base); err != nil {
+		if err := r.patchStatus(ctx, kindRuntimeOverride, &o, base); err != nil {
 			return err
 		}
 		base = o.DeepCopy()
@@ -206,28 +236,34 @@ func (r *RuntimeOverrideReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 
 	deadline := r.clock.Now().Add(rolloutBudget)
-	for start := 0; start < len(work); start += limit {
+	for next := 0; next < len(work); {
 		if r.clock.Now().After(deadline) {
 			w.after(r.clock.Now(), 0)
 			break
 		}
-		batch := work[start:min(start+limit, len(work))]
 		failed := make([]bool, len(m.targets))
 		fail := func(i int, err error) {
 			t := &m.targets[i]
-			pod := m.pods[t.PodUID]
 			ss.drop(t.PodUID)
-			setFailed(&t.TargetStatus, err, now)
+			setFailed(&t.TargetStatus, err, r.now())
 			w.add(r.retryAt(&t.TargetStatus))
 			failed[i] = true
-			r.podEvent(pod, &o, corev1.EventTypeWarning, reasonAdminCallFailed, "%s", err)
-			r.event(&o, pod, corev1.EventTypeWarning, reasonAdminCallFailed, "pod %s: %s", pod.Name, err)
+			ev.pod(m.pods[t.PodUID], corev1.EventTypeWarning, reasonAdminCallFailed, "%s", err)
 		}
-		parallel(ctx, limit, batch, func(ctx context.Context, i int) {
-			if err := r.prepare(ctx, ss, m.pods[m.targets[i].PodUID], &m.targets[i], held[i], now); err != nil {
-				fail(i, err)
-			}
-		})
+		// Read the previous values of maxConcurrent pods at a time, for
+		// up to chunkTime.
+		var batch []int
+		for chunkStart := r.clock.Now(); next < len(work) && (len(batch) == 0 || r.clock.Since(chunkStart) < chunkTime) &&
+			r.clock.Now().Before(deadline); {
+			group := work[next:min(next+limit, len(work))]
+			next += len(group)
+			batch = append(batch, group...)
+			parallel(ctx, limit, group, func(ctx context.Context, i int) {
+				if err := r.prepare(ctx, ss, ev, m.pods[m.targets[i].PodUID], &m.targets[i], &o, held[i], signals[i]); err != nil {
+					fail(i, err)
+				}
+			})
+		}
 		// The previous values are on record before anything changes.
 		if err := persist(); err != nil {
 			return ctrl.Result{}, err
@@ -241,7 +277,7 @@ func (r *RuntimeOverrideReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		parallel(ctx, limit, ready, func(ctx context.Context, i int) {
 			t := &m.targets[i]
 			pod := m.pods[t.PodUID]
-			if err := r.set(ctx, ss, pod, t, &o, held[i], now); err != nil {
+			if err := r.set(ctx, ss, pod, t, &o, held[i]); err != nil {
 				fail(i, err)
 				return
 			}
@@ -250,16 +286,11 @@ func (r *RuntimeOverrideReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 				return // it only set back keys it lost
 			}
 			w.after(now.Time, r.opts.RecheckInterval)
-			r.podEvent(pod, &o, corev1.EventTypeNormal, reasonApplied, "runtime override set: %s", strings.Join(t.AppliedKeys, ", "))
+			ev.pod(pod, corev1.EventTypeNormal, reasonApplied, "runtime override set: %s", strings.Join(t.AppliedKeys, ", "))
 		})
-		if err := persist(); err != nil {
-			return ctrl.Result{}, err
-		}
 	}
-	if len(work) == 0 {
-		if err := persist(); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := persist(); err != nil {
+		return ctrl.Result{}, err
 	}
 	r.transitionEvents(&o, before, o.Status.Conditions)
 	log.FromContext(ctx).V(1).Info("reconciled", "selected", len(sel.pods), "worked", len(work), "checked", len(check))
@@ -284,6 +315,7 @@ func (r *RuntimeOverrideReconciler) summarize(o *v1alpha1.ProxyRuntimeOverride, 
 		s.conflict = fmt.Sprintf("keys held by older overrides on %s: %s", pods(len(conflicts)), names(conflicts))
 	}
 	s.apply(&o.Status.CommonStatus)
+	r.opts.Metrics.setTargets(kindRuntimeOverride, client.ObjectKeyFromObject(o), s.targets)
 }
 
 // overrideClaim is another override and its keys.
@@ -406,18 +438,47 @@ func captured(t *v1alpha1.RuntimeOverrideTarget, key string) bool {
 }
 
 // prepare records, for the keys the override holds on the pod, the values
-// they have before it sets them. A proxy seen for the first time, or that
-// restarted, has nothing of the override's: everything is recorded afresh.
-func (r *RuntimeOverrideReconciler) prepare(ctx context.Context, ss *sessions, pod *corev1.Pod, t *v1alpha1.RuntimeOverrideTarget, held []string, now metav1.Time) error {
-	sess, info, err := ss.serverInfo(ctx, pod)
+// they have before it sets them. A proxy seen for the first time has
+// nothing of the override's: everything is recorded. After a restart
+// signal (given, or found here), the keys the override set are read again
+// and those the proxy lost are recorded afresh (see reverify); the others
+// keep their records.
+func (r *RuntimeOverrideReconciler) prepare(ctx context.Context, ss *sessions, ev *eventBatch, pod *corev1.Pod, t *v1alpha1.RuntimeOverrideTarget, o *v1alpha1.ProxyRuntimeOverride, held []string, signal string) error {
+	sess, _, obs, err := ss.probe(ctx, pod)
 	if err != nil {
 		return err
 	}
-	start := proxyStart(now.Time, info)
-	if t.ProxyStartTime == nil || restarted(t.ProxyStartTime, start) {
+	restarts := proxyRestarts(pod, containerName(o.Spec.Target))
+	switch {
+	case t.ProxyStartTime == nil:
 		t.PreviousRuntime, t.AddedRuntimeKeys, t.PreviousLogLevels, t.AppliedKeys = nil, nil, nil, nil
+		start := obs.record()
+		t.ProxyStartTime, t.ProxyRestartCount = &start, restarts
+	default:
+		if signal == "" {
+			signal = restartSignal(t.ProxyStartTime, t.ProxyRestartCount, &obs, restarts)
+		}
+		if signal == "" {
+			break
+		}
+		lost, known, err := r.reverify(ctx, sess, t, o)
+		if err != nil {
+			return err
+		}
+		switch {
+		case lost > 0:
+			r.opts.Metrics.restarts.WithLabelValues(kindRuntimeOverride).Inc()
+			ev.pod(pod, corev1.EventTypeWarning, reasonProxyRestarted, "%s, and it no longer holds %d of the values set: their previous values are recorded again and the override is set again", signal, lost)
+		case known:
+			r.opts.Metrics.falseRestarts.WithLabelValues(kindRuntimeOverride).Inc()
+			log.FromContext(ctx).Info("restart signal refuted: the proxy holds every value set", "pod", pod.Name, "signal", signal)
+		default:
+			log.FromContext(ctx).Info("restart signal; the spec changed since the values were set, so the records are kept", "pod", pod.Name, "signal", signal)
+		}
+		// The proxy answering now is the one the records describe.
+		start := obs.record()
+		t.ProxyStartTime, t.ProxyRestartCount = &start, restarts
 	}
-	t.ProxyStartTime = &start
 
 	var runtimeKeys, logKeys []string
 	for _, k := range held {
@@ -436,16 +497,8 @@ func (r *RuntimeOverrideReconciler) prepare(ctx context.Context, ss *sessions, p
 			return err
 		}
 		for _, k := range runtimeKeys {
-			if e, ok := rt.Entries[k]; ok {
-				if t.PreviousRuntime == nil {
-					t.PreviousRuntime = map[string]string{}
-				}
-				t.PreviousRuntime[k] = e.FinalValue
-			} else {
-				t.AddedRuntimeKeys = append(t.AddedRuntimeKeys, k)
-			}
+			recordRuntime(t, k, rt)
 		}
-		sort.Strings(t.AddedRuntimeKeys)
 	}
 	if len(logKeys) > 0 {
 		levels, err := sess.LogLevels(ctx)
@@ -456,8 +509,131 @@ func (r *RuntimeOverrideReconciler) prepare(ctx context.Context, ss *sessions, p
 			return err
 		}
 	}
-	setPhase(&t.TargetStatus, v1alpha1.PhaseInProgress, "previous values recorded", now)
+	setPhase(&t.TargetStatus, v1alpha1.PhaseInProgress, "previous values recorded", r.now())
 	return nil
+}
+
+// recordRuntime records the previous value of runtime key k from a
+// /runtime answer: its final value, or that it did not exist.
+func recordRuntime(t *v1alpha1.RuntimeOverrideTarget, k string, rt adminclient.Runtime) {
+	delete(t.PreviousRuntime, k)
+	t.AddedRuntimeKeys = slices.DeleteFunc(t.AddedRuntimeKeys, func(a string) bool { return a == k })
+	if e, ok := rt.Entries[k]; ok {
+		if t.PreviousRuntime == nil {
+			t.PreviousRuntime = map[string]string{}
+		}
+		t.PreviousRuntime[k] = e.FinalValue
+	} else {
+		t.AddedRuntimeKeys = append(t.AddedRuntimeKeys, k)
+		sort.Strings(t.AddedRuntimeKeys)
+	}
+	if len(t.AddedRuntimeKeys) == 0 {
+		t.AddedRuntimeKeys = nil
+	}
+}
+
+// reverify reads again, after a restart signal, the keys the override set
+// on the pod (at its current generation) and whose previous values are on
+// record, and records afresh the previous value of each key the proxy no
+// longer holds at the override's value: those it lost, having restarted.
+// A key still at the override's value keeps its record, since the value
+// there may be the override's own: a previous value on record is never
+// one the override set. lost counts the keys recorded afresh (a logger
+// counts once); known is false when nothing could be checked because the
+// spec changed since the values were set (the values the proxy should
+// hold are not known then, and every record is kept).
+func (r *RuntimeOverrideReconciler) reverify(ctx context.Context, sess *adminclient.Session, t *v1alpha1.RuntimeOverrideTarget, o *v1alpha1.ProxyRuntimeOverride) (lost int, known bool, err error) {
+	if t.AppliedGeneration != o.Generation {
+		return 0, false, nil
+	}
+	var runtimeKeys, logKeys []string
+	for _, k := range t.AppliedKeys {
+		if !captured(t, k) {
+			continue
+		}
+		if rk, ok := strings.CutPrefix(k, runtimeKeyPrefix); ok {
+			runtimeKeys = append(runtimeKeys, rk)
+		} else {
+			logKeys = append(logKeys, k)
+		}
+	}
+	if len(runtimeKeys) > 0 {
+		rt, err := sess.Runtime(ctx)
+		if err != nil {
+			return 0, false, err
+		}
+		for _, k := range runtimeKeys {
+			if e, ok := rt.Entries[k]; ok && e.FinalValue == o.Spec.Runtime[k] {
+				continue
+			}
+			recordRuntime(t, k, rt)
+			lost++
+		}
+	}
+	if len(logKeys) > 0 {
+		levels, err := sess.LogLevels(ctx)
+		if err != nil {
+			return 0, false, err
+		}
+		lost += relevel(t, o.Spec.Logging, logKeys, levels)
+	}
+	return lost, true, nil
+}
+
+// relevel is reverify for the logging keys: a logger whose level is not
+// the one the override gives it lost it, and its current level is
+// recorded in place of the one on record. It returns how many loggers lost
+// their level.
+func relevel(t *v1alpha1.RuntimeOverrideTarget, spec *v1alpha1.LoggingOverride, keys []string, levels map[string]string) int {
+	if spec == nil {
+		return 0
+	}
+	// want is the level the override gives a logger, if any.
+	holdsAll := slices.Contains(keys, allLoggersKey)
+	want := func(name string) (string, bool) {
+		if slices.Contains(keys, loggingKeyPrefix+name) {
+			return string(spec.Components[name]), true
+		}
+		if holdsAll {
+			return string(spec.Level), true
+		}
+		return "", false
+	}
+	prev := maps.Clone(t.PreviousLogLevels)
+	lost := 0
+	if holdsAll {
+		full := map[string]string{}
+		for name, level := range levels {
+			if w, _ := want(name); level != w {
+				full[name] = level
+				lost++
+			} else if l, ok := previousLevel(prev, name); ok {
+				full[name] = l
+			} else {
+				full[name] = level
+			}
+		}
+		if lost == 0 {
+			return 0
+		}
+		t.PreviousLogLevels = compressLevels(full)
+		return lost
+	}
+	for _, k := range keys {
+		name := strings.TrimPrefix(k, loggingKeyPrefix)
+		level, ok := levels[name]
+		w, _ := want(name)
+		if !ok || level == w {
+			continue // a logger the proxy lacks now keeps its record
+		}
+		if prev == nil {
+			prev = map[string]string{}
+		}
+		prev[name] = level
+		lost++
+	}
+	t.PreviousLogLevels = prev
+	return lost
 }
 
 // recordLevels records the previous levels of the logging keys.
@@ -523,7 +699,7 @@ func previousLevel(prev map[string]string, name string) (string, bool) {
 // set puts the held keys in place on the pod, after setting back the
 // keys on record that the override no longer holds (removed from its spec,
 // or lost to an older override).
-func (r *RuntimeOverrideReconciler) set(ctx context.Context, ss *sessions, pod *corev1.Pod, t *v1alpha1.RuntimeOverrideTarget, o *v1alpha1.ProxyRuntimeOverride, held []string, now metav1.Time) error {
+func (r *RuntimeOverrideReconciler) set(ctx context.Context, ss *sessions, pod *corev1.Pod, t *v1alpha1.RuntimeOverrideTarget, o *v1alpha1.ProxyRuntimeOverride, held []string) error {
 	sess, err := ss.get(ctx, pod)
 	if err != nil {
 		return err
@@ -567,6 +743,7 @@ func (r *RuntimeOverrideReconciler) set(ctx context.Context, ss *sessions, pod *
 	}
 	t.AppliedKeys = slices.Clone(held)
 	t.AppliedGeneration = o.Generation
+	now := r.now()
 	if len(held) == 0 {
 		setPhase(&t.TargetStatus, v1alpha1.PhaseConflict, "every key is held by another override: "+strings.Join(t.ConflictingKeys, ", "), now)
 		return nil
@@ -640,67 +817,75 @@ func (r *RuntimeOverrideReconciler) setLevels(ctx context.Context, sess *admincl
 	return nil
 }
 
-// revert sets every recorded value back on one pod.
-func (r *RuntimeOverrideReconciler) revert(ctx context.Context, ss *sessions, pod *corev1.Pod, t *v1alpha1.RuntimeOverrideTarget, now metav1.Time) error {
-	if t.ProxyStartTime == nil {
-		setPhase(&t.TargetStatus, v1alpha1.PhaseReverted, "nothing was set", now)
-		return nil
-	}
-	sess, info, err := ss.serverInfo(ctx, pod)
-	if err != nil {
-		return err
-	}
-	if !restarted(t.ProxyStartTime, proxyStart(now.Time, info)) {
-		runtime := map[string]string{}
-		for k, v := range t.PreviousRuntime {
-			runtime[k] = v
+// reverter sets every recorded value back on one pod, whose proxy
+// container is named container. A proxy that restarted since the values
+// were set gets them all the same: a restart signal may be wrong, and a
+// proxy that did restart ends up with what it had before the override.
+func (r *RuntimeOverrideReconciler) reverter(container string) revertFunc[*v1alpha1.RuntimeOverrideTarget] {
+	return func(ctx context.Context, ss *sessions, pod *corev1.Pod, t *v1alpha1.RuntimeOverrideTarget) (bool, error) {
+		if t.ProxyStartTime == nil {
+			setPhase(&t.TargetStatus, v1alpha1.PhaseReverted, "nothing was set", r.now())
+			return false, nil
 		}
+		sess, _, obs, err := ss.probe(ctx, pod)
+		if err != nil {
+			return false, err
+		}
+		restarted := restartSignal(t.ProxyStartTime, t.ProxyRestartCount, &obs, proxyRestarts(pod, container)) != ""
+		runtime := map[string]string{}
+		maps.Copy(runtime, t.PreviousRuntime)
 		for _, k := range t.AddedRuntimeKeys {
 			runtime[k] = ""
 		}
 		if err := sess.RuntimeModify(ctx, runtime); err != nil {
-			return err
+			return false, err
 		}
 		rest := map[string]string{}
 		for name, l := range t.PreviousLogLevels {
 			if name == "*" {
 				if err := sess.SetAllLogLevels(ctx, l); err != nil {
-					return err
+					return false, err
 				}
 				continue
 			}
 			rest[name] = l
 		}
 		if err := sess.SetLogLevels(ctx, rest); err != nil {
-			return err
+			return false, err
 		}
-		setPhase(&t.TargetStatus, v1alpha1.PhaseReverted, "previous values restored", now)
-	} else {
-		setPhase(&t.TargetStatus, v1alpha1.PhaseReverted, "the proxy restarted since: nothing to undo", now)
+		msg := "previous values restored"
+		if restarted {
+			msg += " (the proxy had restarted since they were set)"
+		}
+		setPhase(&t.TargetStatus, v1alpha1.PhaseReverted, msg, r.now())
+		t.PreviousRuntime, t.AddedRuntimeKeys, t.PreviousLogLevels, t.AppliedKeys = nil, nil, nil, nil
+		return restarted, nil
 	}
-	t.PreviousRuntime, t.AddedRuntimeKeys, t.PreviousLogLevels, t.AppliedKeys = nil, nil, nil, nil
-	return nil
 }
 
 // expire removes the override's values from every pod once its ttl has
 // ended; the resource stays, reporting Expired.
-func (r *RuntimeOverrideReconciler) expire(ctx context.Context, o *v1alpha1.ProxyRuntimeOverride, base *v1alpha1.ProxyRuntimeOverride, ss *sessions, sel selection, m merged[v1alpha1.RuntimeOverrideTarget]) (ctrl.Result, error) {
+func (r *RuntimeOverrideReconciler) expire(ctx context.Context, o *v1alpha1.ProxyRuntimeOverride, base *v1alpha1.ProxyRuntimeOverride, ss *sessions, ev *eventBatch, sel selection, m merged[v1alpha1.RuntimeOverrideTarget]) (ctrl.Result, error) {
 	var w wake
 	all := append(m.targets, m.released...)
-	pods := m.pods
-	maps.Copy(pods, m.releasedPods)
+	live := m.pods
+	maps.Copy(live, m.releasedPods)
 	// Pods never worked on have nothing to undo and no entry to keep.
 	all = slices.DeleteFunc(all, func(t v1alpha1.RuntimeOverrideTarget) bool { return t.Phase == v1alpha1.PhasePending })
-	revertAll(ctx, r.env, ss, o, all, pods, int(o.Spec.Rollout.MaxConcurrent), &w, r.revert)
+	_, restarted := revertAll(ctx, r.env, kindRuntimeOverride, ss, ev, o, all, live, int(o.Spec.Rollout.MaxConcurrent), &w, r.reverter(containerName(o.Spec.Target)))
 	sortRecords[v1alpha1.RuntimeOverrideTarget](all)
 	o.Status.Targets = all
 	r.summarize(o, len(sel.pods), m.overflow, nil, true)
 	wasExpired := meta.FindStatusCondition(base.Status.Conditions, v1alpha1.ConditionReady)
-	if err := r.patchStatus(ctx, o, base); err != nil {
+	if err := r.patchStatus(ctx, kindRuntimeOverride, o, base); err != nil {
 		return ctrl.Result{}, err
 	}
 	if wasExpired == nil || wasExpired.Reason != v1alpha1.ReasonExpired {
-		r.event(o, nil, corev1.EventTypeNormal, reasonExpired, "the ttl ended at %s; previous values restored", o.Status.ExpiresAt.UTC().Format(time.RFC3339))
+		note := fmt.Sprintf("the ttl ended at %s; previous values restored", o.Status.ExpiresAt.UTC().Format(time.RFC3339))
+		if len(restarted) > 0 {
+			note += fmt.Sprintf(" (on %s the proxy had restarted since they were set: %s)", pods(len(restarted)), names(restarted))
+		}
+		r.event(o, nil, corev1.EventTypeNormal, reasonExpired, "%s", note)
 	}
 	return w.result(r.clock.Now()), nil
 }
@@ -709,9 +894,11 @@ func (r *RuntimeOverrideReconciler) expire(ctx context.Context, o *v1alpha1.Prox
 func (r *RuntimeOverrideReconciler) finalize(ctx context.Context, o *v1alpha1.ProxyRuntimeOverride) (ctrl.Result, error) {
 	defer r.checks.forget(o.UID)
 	if o.Spec.OnDelete != v1alpha1.OnDeleteRevert {
+		r.opts.Metrics.setTargets(kindRuntimeOverride, client.ObjectKeyFromObject(o), nil)
 		return ctrl.Result{}, r.removeFinalizer(ctx, o)
 	}
-	return revertOnDelete(ctx, r.env, o, &o.Status.Targets, &o.Status.CommonStatus, int(o.Spec.Rollout.MaxConcurrent), r.revert,
+	return revertOnDelete(ctx, r.env, kindRuntimeOverride, o, &o.Status.Targets, &o.Status.CommonStatus, int(o.Spec.Rollout.MaxConcurrent),
+		r.reverter(containerName(o.Spec.Target)),
 		summary{generation: o.Generation, container: containerName(o.Spec.Target), hasConflict: true},
 		"previous values restored on every pod")
 }

@@ -55,6 +55,16 @@ func TestTemplateRejectsBadValues(t *testing.T) {
 		"timeout above 30":       {set: []string{"webhook.timeoutSeconds=31"}, want: "/webhook/timeoutSeconds"},
 		"issuerRef unknown key":  {set: []string{"webhook.certManager.issuerRef.nmae=ca"}, want: "nmae"},
 		"empty image repository": {set: []string{"sidecar.image.repository="}, want: "/sidecar/image/repository"},
+		"qps zero":               {set: []string{"controller.kubeAPI.qps=0"}, want: "/controller/kubeAPI/qps"},
+		"qps not a number":       {set: []string{"controller.kubeAPI.qps=fast"}, want: "/controller/kubeAPI/qps"},
+		"burst zero":             {set: []string{"controller.kubeAPI.burst=0"}, want: "/controller/kubeAPI/burst"},
+		"lease duration a string": {set: []string{"controller.leaderElection.leaseDurationSeconds=15s"},
+			want: "/controller/leaderElection/leaseDurationSeconds"},
+		"leader election unknown key": {set: []string{"controller.leaderElection.leaseDuration=15"}, want: "leaseDuration"},
+		"lease not above renew deadline": {set: []string{"controller.leaderElection.leaseDurationSeconds=10"},
+			want: "controller.leaderElection.leaseDurationSeconds (10) must be greater than renewDeadlineSeconds (10)"},
+		"renew deadline within the retry jitter": {set: []string{"controller.leaderElection.retryPeriodSeconds=9"},
+			want: "controller.leaderElection.renewDeadlineSeconds (10) must be greater than 1.2 × retryPeriodSeconds (9)"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

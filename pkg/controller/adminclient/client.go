@@ -19,12 +19,31 @@ const maxBody = 8 << 20
 type Client struct {
 	transport Transport
 	timeout   time.Duration
+	observe   Observer
+}
+
+// Observer is told about every admin call once it is over: the method and
+// path (never the query, which may hold values), how long it took, and its
+// error (nil for a 200 answer; a *StatusError for another answer). It is
+// called from the goroutine that made the call and must be quick.
+type Observer func(method, path string, took time.Duration, err error)
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithObserver has o told about every admin call.
+func WithObserver(o Observer) Option {
+	return func(c *Client) { c.observe = o }
 }
 
 // New returns a client over t; callTimeout bounds each admin call (and the
 // opening of a session), whatever the caller's context says.
-func New(t Transport, callTimeout time.Duration) *Client {
-	return &Client{transport: t, timeout: callTimeout}
+func New(t Transport, callTimeout time.Duration, opts ...Option) *Client {
+	c := &Client{transport: t, timeout: callTimeout}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
 }
 
 // Session opens a connection to e's admin interface for a few calls. The
@@ -36,7 +55,7 @@ func (c *Client) Session(ctx context.Context, e Endpoint) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Session{endpoint: e, conn: conn, timeout: c.timeout}, nil
+	return &Session{endpoint: e, conn: conn, timeout: c.timeout, observe: c.observe}, nil
 }
 
 // Session is a connection to one pod's admin interface.
@@ -44,6 +63,7 @@ type Session struct {
 	endpoint Endpoint
 	conn     Conn
 	timeout  time.Duration
+	observe  Observer
 }
 
 // Close releases the session's connection.
@@ -62,7 +82,11 @@ func (e *StatusError) Error() string {
 }
 
 // do sends one request and returns the body of a 200 answer.
-func (s *Session) do(ctx context.Context, method, path string, query url.Values) ([]byte, error) {
+func (s *Session) do(ctx context.Context, method, path string, query url.Values) (body []byte, err error) {
+	if s.observe != nil {
+		start := time.Now()
+		defer func() { s.observe(method, path, time.Since(start), err) }()
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	u := url.URL{Scheme: "http", Host: "proxy-admin", Path: path, RawQuery: encodeQuery(query)}
@@ -75,7 +99,7 @@ func (s *Session) do(ctx context.Context, method, path string, query url.Values)
 		return nil, fmt.Errorf("%s %s on %s: %w", method, path, s.endpoint, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	body, err = io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
 		return nil, fmt.Errorf("%s %s on %s: read answer: %w", method, path, s.endpoint, err)
 	}

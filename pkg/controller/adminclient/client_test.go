@@ -263,3 +263,36 @@ func refusingPort(t *testing.T) int32 {
 	}
 	return int32(sa.(*unix.SockaddrInet4).Port)
 }
+
+// TestObserver tells the observer about every call, its path without the
+// query, and its error.
+func TestObserver(t *testing.T) {
+	fake := newFake(t)
+	type seen struct {
+		method, path string
+		ok           bool
+	}
+	var calls []seen
+	c := adminclient.New(adminclient.NewDirect(time.Second), 5*time.Second, adminclient.WithObserver(func(method, path string, took time.Duration, err error) {
+		if took < 0 {
+			t.Errorf("negative duration %s", took)
+		}
+		calls = append(calls, seen{method, path, err == nil})
+	}))
+	s, err := c.Session(t.Context(), endpoint(fake))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	if _, err := s.ServerInfo(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	fake.FailNext("/runtime_modify", 1)
+	if err := s.RuntimeModify(t.Context(), map[string]string{"secret.key": "hidden"}); err == nil {
+		t.Fatal("the injected failure did not fail the call")
+	}
+	want := []seen{{"GET", "/server_info", true}, {"POST", "/runtime_modify", false}}
+	if diff := cmp.Diff(want, calls, cmp.AllowUnexported(seen{})); diff != "" {
+		t.Errorf("observed calls (-want +got):\n%s", diff)
+	}
+}

@@ -61,7 +61,7 @@ const leaseNamespace = "outrigger-system"
 // clusterFixture is the API server and the clients of the suite.
 type clusterFixture struct {
 	env        *envtest.Environment
-	c          client.Client
+	c          client.WithWatch
 	dir        string
 	kubeconfig string
 }
@@ -85,7 +85,7 @@ func startCluster() *clusterFixture {
 	scheme := kruntime.NewScheme()
 	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 	Expect(v1alpha1.AddToScheme(scheme)).To(Succeed())
-	f.c, err = client.New(cfg, client.Options{Scheme: scheme})
+	f.c, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 
 	ctx := context.Background()
@@ -126,6 +126,7 @@ type controllerProcess struct {
 	bin  string
 	args []string
 	dir  string
+	name string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -133,16 +134,26 @@ type controllerProcess struct {
 	starts int
 }
 
-// startController runs the controller binary with the direct transport,
-// leader election on, short intervals, and no injection webhook (its
-// serving certificate and the API server's call to it are tested in
+// startController runs the suite's controller binary: the direct
+// transport, leader election on, short intervals, and no injection webhook
+// (its serving certificate and the API server's call to it are tested in
 // pkg/controller/inject).
 func startController(f *clusterFixture) *controllerProcess {
-	c := &controllerProcess{
-		bin: binary("CONTROLLER_BIN", "controller"),
-		dir: f.dir,
-		args: []string{
-			"--kubeconfig", f.kubeconfig,
+	c := newController(f, "controller", f.kubeconfig)
+	c.start()
+	return c
+}
+
+// newController is a controller binary (not started) named name (its
+// logs are <name>-<n>.log), reaching the API server with kubeconfig; extra
+// flags come after the suite's and win over them.
+func newController(f *clusterFixture, name, kubeconfig string, extra ...string) *controllerProcess {
+	return &controllerProcess{
+		bin:  binary("CONTROLLER_BIN", "controller"),
+		dir:  f.dir,
+		name: name,
+		args: append([]string{
+			"--kubeconfig", kubeconfig,
 			"--transport=direct",
 			"--leader-election-namespace", leaseNamespace,
 			"--metrics-bind-address=0",
@@ -152,18 +163,16 @@ func startController(f *clusterFixture) *controllerProcess {
 			"--admin-timeout=2s",
 			"--log-level=debug",
 			"--webhook-port=0",
-		},
+		}, extra...),
 	}
-	c.start()
-	return c
 }
 
-// start runs the binary, its output in controller-<n>.log.
+// start runs the binary, its output in <name>-<n>.log.
 func (c *controllerProcess) start() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.starts++
-	logPath := filepath.Join(c.dir, fmt.Sprintf("controller-%d.log", c.starts))
+	logPath := c.logPath(c.starts)
 	out, err := os.Create(logPath)
 	Expect(err).NotTo(HaveOccurred())
 	cmd := exec.Command(c.bin, c.args...)
@@ -176,7 +185,20 @@ func (c *controllerProcess) start() {
 		close(done)
 	}()
 	c.cmd, c.done = cmd, done
-	GinkgoWriter.Printf("controller started (pid %d), log %s\n", cmd.Process.Pid, logPath)
+	GinkgoWriter.Printf("%s started (pid %d), log %s\n", c.name, cmd.Process.Pid, logPath)
+}
+
+// logPath is the log of the n-th start.
+func (c *controllerProcess) logPath(n int) string {
+	return filepath.Join(c.dir, fmt.Sprintf("%s-%d.log", c.name, n))
+}
+
+// log is the output of the current (or last) process.
+func (c *controllerProcess) log() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, _ := os.ReadFile(c.logPath(c.starts))
+	return string(b)
 }
 
 // stop ends the controller with SIGTERM (it releases its lease), killing
@@ -195,6 +217,44 @@ func (c *controllerProcess) stop() {
 		<-c.done
 	}
 	c.cmd = nil
+}
+
+// kill ends the controller with SIGKILL, as a crash or a lost node would:
+// it releases nothing.
+func (c *controllerProcess) kill() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cmd == nil {
+		return
+	}
+	_ = c.cmd.Process.Kill()
+	<-c.done
+	c.cmd = nil
+}
+
+// pid is the current process's id (0 when stopped).
+func (c *controllerProcess) pid() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cmd == nil {
+		return 0
+	}
+	return c.cmd.Process.Pid
+}
+
+// exited reports whether the process started last has ended on its own.
+func (c *controllerProcess) exited() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cmd == nil {
+		return false
+	}
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // proxy is a sidecar process standing in for one pod's proxy.
@@ -353,6 +413,19 @@ func (p *proxy) stop() {
 // old one's admin changes.
 func (p *proxy) restart() {
 	p.stop()
+	p.start()
+}
+
+// crash kills the sidecar (SIGKILL) and starts a new one, as a container
+// that crashed and was restarted.
+func (p *proxy) crash() {
+	p.mu.Lock()
+	if p.cmd != nil {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		p.cmd = nil
+	}
+	p.mu.Unlock()
 	p.start()
 }
 

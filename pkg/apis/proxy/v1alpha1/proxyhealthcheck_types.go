@@ -45,10 +45,15 @@ type ProxyHealthCheckSpec struct {
 type HealthCheckTarget struct {
 	TargetStatus `json:",inline"`
 
-	// ProxyStartTime is when the proxy that got the state started (now less
-	// its uptime). A later start means it restarted and lost it.
+	// ProxyStartTime is when the proxy that got the state started, at the
+	// latest: the time its /server_info answer arrived less its uptime, to
+	// the second. A start certainly later means it restarted and lost it.
 	// +optional
 	ProxyStartTime *metav1.Time `json:"proxyStartTime,omitempty"`
+	// ProxyRestartCount is the kubelet's restart count of the proxy
+	// container when the state was set; a higher one means it restarted.
+	// +optional
+	ProxyRestartCount int32 `json:"proxyRestartCount,omitempty"`
 	// AppliedState is the state last set on the pod.
 	// +optional
 	AppliedState HealthCheckState `json:"appliedState,omitempty"`

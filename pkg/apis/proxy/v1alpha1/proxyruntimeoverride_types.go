@@ -72,10 +72,18 @@ type LoggingOverride struct {
 type RuntimeOverrideTarget struct {
 	TargetStatus `json:",inline"`
 
-	// ProxyStartTime is when the proxy that got the values started (now
-	// less its uptime). A later start means it restarted and lost them.
+	// ProxyStartTime is when the proxy whose previous values are on record
+	// started, at the latest: the time its /server_info answer arrived
+	// less its uptime, to the second. A start certainly later (by more
+	// than the uptime's one-second precision and a second for clocks)
+	// means it restarted and lost the values.
 	// +optional
 	ProxyStartTime *metav1.Time `json:"proxyStartTime,omitempty"`
+	// ProxyRestartCount is the kubelet's restart count of the proxy
+	// container when the values were recorded; a higher one means it
+	// restarted.
+	// +optional
+	ProxyRestartCount int32 `json:"proxyRestartCount,omitempty"`
 	// AppliedGeneration is the generation of the spec last set on the pod.
 	// +optional
 	AppliedGeneration int64 `json:"appliedGeneration,omitempty"`
