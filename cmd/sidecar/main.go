@@ -65,11 +65,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 
-	accessLog, err := srv.AdminAccessLog()
-	if err != nil {
-		fmt.Fprintf(stderr, "error initializing configuration '%s': %v\n", opts.ConfigPath, err)
-		return 1
-	}
 	var breakers admin.BreakerEventSource
 	if srv.BreakerEventsEnabled() {
 		// The stream exists only with a dashboard sink, as in Envoy.
@@ -92,7 +87,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		HotRestartVersion: srv.HotRestartVersion(),
 		ProfilePath:       srv.ProfilePath(),
 		MutexTracing:      opts.EnableMutexTracing,
-		AccessLog:         accessLog,
+		AccessLog:         srv.AdminAccessLog(),
 		Log:               srv.AdminLogger(),
 	})
 	runErr := srv.Run(context.Background(), adm.Handler())

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 )
 
 // steppingClock returns start, then start plus step, plus 2 steps, and so on.
@@ -67,7 +70,7 @@ func TestAccessLogLine(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var out bytes.Buffer
 			ta := newTestAdmin(t, func(o *Options) {
-				o.AccessLog = &out
+				o.AccessLog = lineLogger(&out)
 				o.Now = steppingClock(start, 7*time.Millisecond+300*time.Microsecond)
 			})
 			r := tc.build()
@@ -85,7 +88,7 @@ func TestAccessLogLine(t *testing.T) {
 // separate lines.
 func TestAccessLogConcurrent(t *testing.T) {
 	var out bytes.Buffer
-	ta := newTestAdmin(t, func(o *Options) { o.AccessLog = &out })
+	ta := newTestAdmin(t, func(o *Options) { o.AccessLog = lineLogger(&out) })
 	const n = 16
 	var wg sync.WaitGroup
 	for range n {
@@ -104,4 +107,22 @@ func TestAccessLogConcurrent(t *testing.T) {
 			t.Errorf("malformed line %q", l)
 		}
 	}
+}
+
+// lineLogger logs in Envoy's default format to w, one write at a time.
+func lineLogger(w io.Writer) accesslog.Sink {
+	return accesslog.LineSink{Format: accesslog.Default(), W: &lockedWriter{w: w}}
+}
+
+// lockedWriter serializes writes to a writer that is not safe for
+// concurrent use.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -3,12 +3,13 @@ package admin
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 )
 
 // defaultProfilePath is where the profilers write when the bootstrap's
@@ -43,10 +44,11 @@ type Options struct {
 	// called runtime.SetMutexProfileFraction, and /contention reports the
 	// runtime's mutex profile only when it is set.
 	MutexTracing bool
-	// AccessLog receives one line per admin request in Envoy's default
-	// access-log format; nil disables the admin access log. Writes are
-	// serialized by the admin.
-	AccessLog io.Writer
+	// AccessLog records every admin request (admin.access_log and
+	// access_log_path, with their formats, filters and sinks); nil
+	// disables the admin access log. It is called from many requests at
+	// once.
+	AccessLog accesslog.Sink
 	// Log is the "admin" component logger.
 	Log logr.Logger
 	// Now is the clock of the access log; nil means time.Now.

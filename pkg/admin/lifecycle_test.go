@@ -28,7 +28,7 @@ func TestLifecycleEndpoints(t *testing.T) {
 // client before Quit runs: a real shutdown may close the connection then.
 func TestQuitAnswersBeforeQuitting(t *testing.T) {
 	// With the access log on, the flush crosses its response wrapper too.
-	ta := newTestAdmin(t, func(o *Options) { o.AccessLog = io.Discard })
+	ta := newTestAdmin(t, func(o *Options) { o.AccessLog = lineLogger(io.Discard) })
 	rec := httptest.NewRecorder()
 	var flushedBody string
 	ta.f.onQuit = func() {

@@ -110,7 +110,7 @@ func TestPanicRecovery(t *testing.T) {
 	logs := &logSink{}
 	f := newFakes()
 	o := f.options(filepath.Join(t.TempDir(), "proxy.prof"), logs.logger())
-	o.AccessLog = &access
+	o.AccessLog = lineLogger(&access)
 	a := newAdmin(o, []Route{{
 		Path:    "/boom",
 		Help:    "panics",

@@ -1,6 +1,11 @@
 package accesslog
 
-import "time"
+import (
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	datav3 "github.com/envoyproxy/go-control-plane/envoy/data/accesslog/v3"
+)
 
 // HeaderGetter reads one header of a request or response. Names are asked
 // for in lower case; several values of one header come back joined by ","
@@ -82,4 +87,19 @@ type Entry struct {
 
 	// RouteName is the matched route's name (%ROUTE_NAME%).
 	RouteName string
+
+	// Type is why the entry is logged: DownstreamEnd for a finished
+	// request (log_type_filter).
+	Type datav3.AccessLogType
+	// HealthCheck is set when the health_check filter recognised the
+	// request as a health check (not_health_check_filter).
+	HealthCheck bool
+	// ServiceForcedTrace is set when the request is traced because the
+	// service forced it (x-envoy-force-trace on a request of a connection
+	// manager with tracing): what traceable_filter matches. Without
+	// tracing configured no request is, as in Envoy.
+	ServiceForcedTrace bool
+	// DynamicMetadata is what filters recorded about the request
+	// (metadata_filter); nil when none did.
+	DynamicMetadata *corev3.Metadata
 }

@@ -70,3 +70,14 @@ func (f ResponseFlags) AppendShort(dst []byte) []byte {
 
 // String returns the short codes as AppendShort renders them.
 func (f ResponseFlags) String() string { return string(f.AppendShort(nil)) }
+
+// ParseFlag returns the flag of a short code ("UH"), as response_flag_filter
+// names flags.
+func ParseFlag(code string) (ResponseFlags, bool) {
+	for i, c := range flagCodes {
+		if c == code {
+			return 1 << i, true
+		}
+	}
+	return 0, false
+}

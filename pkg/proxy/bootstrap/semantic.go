@@ -8,7 +8,6 @@ import (
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	filev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/proto"
@@ -63,22 +62,6 @@ func (s *semanticChecker) fail(path, format string, args ...any) {
 func (s *semanticChecker) admin(b *bootstrapv3.Bootstrap) {
 	if b.GetAdmin() != nil && b.GetAdmin().GetAddress() == nil {
 		s.fail("admin.address", "required when admin is set")
-	}
-	// The admin access log is written in Envoy's default format; a format
-	// given there would otherwise be silently ignored (listener access
-	// logs honour every format).
-	for i, al := range b.GetAdmin().GetAccessLog() {
-		var file filev3.FileAccessLog
-		if al.GetTypedConfig().UnmarshalTo(&file) != nil {
-			continue // not a file logger: the support check reports it
-		}
-		// The format is one field of the access_log_format oneof; reading
-		// it by reflection avoids the deprecated per-field getters.
-		m := file.ProtoReflect()
-		if fd := m.WhichOneof(m.Descriptor().Oneofs().ByName("access_log_format")); fd != nil {
-			p := childPath(indexPath("admin.access_log", i), "typed_config")
-			s.fail(childPath(p, string(fd.Name())), "not supported by Outrigger for the admin access log, which uses the default format")
-		}
 	}
 }
 

@@ -82,6 +82,8 @@ func (c *supportChecker) value(fd protoreflect.FieldDescriptor, rule fieldSuppor
 		}
 	case protoreflect.MessageKind, protoreflect.GroupKind:
 		switch name := fd.Message().FullName(); {
+		case name == anyFullName && rule.perFilter:
+			c.perFilterConfig(v.Message(), path)
 		case name == anyFullName && len(rule.types) > 0:
 			c.typedMessage(v.Message(), path, rule.types)
 		case name == anyFullName:
@@ -191,7 +193,7 @@ func enumName(fd protoreflect.FieldDescriptor, n protoreflect.EnumNumber) string
 // Keeping one table per area lets each feature extend its own.
 var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedCore, supportedListener, supportedHCM, supportedRoute, supportedCluster, supportedStats, supportedDynamic,
-	supportedOverload,
+	supportedOverload, supportedDNS, supportedAccessLog, supportedHTTPFilters,
 }
 
 // lookupSupport finds a field's support rule in the per-area tables.

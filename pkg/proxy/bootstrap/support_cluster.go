@@ -10,7 +10,7 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	// Clusters.
 	"envoy.config.cluster.v3.Cluster.name":                              {},
 	"envoy.config.cluster.v3.Cluster.alt_stat_name":                     {},
-	"envoy.config.cluster.v3.Cluster.type":                              {values: []string{"STATIC"}},
+	"envoy.config.cluster.v3.Cluster.type":                              {values: []string{"STATIC", "STRICT_DNS", "LOGICAL_DNS"}},
 	"envoy.config.cluster.v3.Cluster.connect_timeout":                   {},
 	"envoy.config.cluster.v3.Cluster.per_connection_buffer_limit_bytes": {},
 	"envoy.config.cluster.v3.Cluster.lb_policy":                         {values: []string{"ROUND_ROBIN"}},
@@ -24,6 +24,21 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.cluster.v3.Cluster.common_lb_config":                       {},
 	"envoy.config.cluster.v3.Cluster.CommonLbConfig.healthy_panic_threshold": {},
 	"envoy.type.v3.Percent.value":                                            {},
+
+	// DNS clusters (STRICT_DNS, LOGICAL_DNS; the resolvers are in
+	// support_dns.go). A STATIC cluster accepts and ignores them, as Envoy.
+	"envoy.config.cluster.v3.Cluster.dns_refresh_rate":          {},
+	"envoy.config.cluster.v3.Cluster.dns_failure_refresh_rate":  {},
+	"envoy.config.cluster.v3.Cluster.RefreshRate.base_interval": {},
+	"envoy.config.cluster.v3.Cluster.RefreshRate.max_interval":  {},
+	"envoy.config.cluster.v3.Cluster.respect_dns_ttl":           {},
+	"envoy.config.cluster.v3.Cluster.dns_lookup_family":         {},
+	"envoy.config.cluster.v3.Cluster.dns_jitter":                {},
+	"envoy.config.cluster.v3.Cluster.dns_resolvers":             {},
+	"envoy.config.cluster.v3.Cluster.use_tcp_for_dns_lookups":   {},
+	"envoy.config.cluster.v3.Cluster.dns_resolution_config":     {},
+	"envoy.config.cluster.v3.Cluster.typed_dns_resolver_config": {},
+	"envoy.config.cluster.v3.Cluster.wait_for_warm_on_init":     {},
 
 	// Circuit breakers.
 	"envoy.config.cluster.v3.CircuitBreakers.thresholds":                      {},

@@ -16,6 +16,7 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.RouteConfiguration.ignore_port_in_host_matching":        {},
 	"envoy.config.route.v3.RouteConfiguration.max_direct_response_body_size_bytes": {},
 	"envoy.config.route.v3.RouteConfiguration.validate_clusters":                   {},
+	"envoy.config.route.v3.RouteConfiguration.typed_per_filter_config":             {perFilter: true},
 
 	// Virtual hosts.
 	"envoy.config.route.v3.VirtualHost.name":                       {},
@@ -25,6 +26,9 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.VirtualHost.request_headers_to_remove":  {},
 	"envoy.config.route.v3.VirtualHost.response_headers_to_add":    {},
 	"envoy.config.route.v3.VirtualHost.response_headers_to_remove": {},
+	"envoy.config.route.v3.VirtualHost.typed_per_filter_config":    {perFilter: true},
+	"envoy.config.route.v3.VirtualHost.cors":                       {},
+	"envoy.config.route.v3.VirtualHost.rate_limits":                {},
 
 	// Routes.
 	"envoy.config.route.v3.Route.name":                       {},
@@ -36,6 +40,7 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.Route.request_headers_to_remove":  {},
 	"envoy.config.route.v3.Route.response_headers_to_add":    {},
 	"envoy.config.route.v3.Route.response_headers_to_remove": {},
+	"envoy.config.route.v3.Route.typed_per_filter_config":    {perFilter: true},
 
 	// Route matching.
 	"envoy.config.route.v3.RouteMatch.prefix":                           {},
@@ -73,18 +78,57 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.type.matcher.v3.RegexMatchAndSubstitute.substitution":        {},
 
 	// Route actions.
-	"envoy.config.route.v3.RouteAction.cluster":                         {},
-	"envoy.config.route.v3.RouteAction.weighted_clusters":               {},
-	"envoy.config.route.v3.RouteAction.cluster_not_found_response_code": {},
-	"envoy.config.route.v3.RouteAction.prefix_rewrite":                  {},
-	"envoy.config.route.v3.RouteAction.regex_rewrite":                   {},
-	"envoy.config.route.v3.RouteAction.host_rewrite_literal":            {},
-	"envoy.config.route.v3.RouteAction.timeout":                         {},
-	"envoy.config.route.v3.RouteAction.idle_timeout":                    {},
-	"envoy.config.route.v3.WeightedCluster.clusters":                    {},
-	"envoy.config.route.v3.WeightedCluster.total_weight":                {},
-	"envoy.config.route.v3.WeightedCluster.ClusterWeight.name":          {},
-	"envoy.config.route.v3.WeightedCluster.ClusterWeight.weight":        {},
+	"envoy.config.route.v3.RouteAction.cluster":                                   {},
+	"envoy.config.route.v3.RouteAction.weighted_clusters":                         {},
+	"envoy.config.route.v3.RouteAction.cluster_not_found_response_code":           {},
+	"envoy.config.route.v3.RouteAction.prefix_rewrite":                            {},
+	"envoy.config.route.v3.RouteAction.regex_rewrite":                             {},
+	"envoy.config.route.v3.RouteAction.host_rewrite_literal":                      {},
+	"envoy.config.route.v3.RouteAction.timeout":                                   {},
+	"envoy.config.route.v3.RouteAction.idle_timeout":                              {},
+	"envoy.config.route.v3.WeightedCluster.clusters":                              {},
+	"envoy.config.route.v3.WeightedCluster.total_weight":                          {},
+	"envoy.config.route.v3.WeightedCluster.ClusterWeight.name":                    {},
+	"envoy.config.route.v3.WeightedCluster.ClusterWeight.weight":                  {},
+	"envoy.config.route.v3.WeightedCluster.ClusterWeight.typed_per_filter_config": {perFilter: true},
+	"envoy.config.route.v3.RouteAction.cors":                                      {},
+	"envoy.config.route.v3.RouteAction.rate_limits":                               {},
+	"envoy.config.route.v3.RouteAction.include_vh_rate_limits":                    {},
+
+	// CORS policies of virtual hosts and routes (the CORS filter applies
+	// them; see supportedHTTPFilters for their percentages).
+	"envoy.config.route.v3.CorsPolicy.allow_origin_string_match":       {},
+	"envoy.config.route.v3.CorsPolicy.allow_methods":                   {},
+	"envoy.config.route.v3.CorsPolicy.allow_headers":                   {},
+	"envoy.config.route.v3.CorsPolicy.expose_headers":                  {},
+	"envoy.config.route.v3.CorsPolicy.max_age":                         {},
+	"envoy.config.route.v3.CorsPolicy.allow_credentials":               {},
+	"envoy.config.route.v3.CorsPolicy.filter_enabled":                  {},
+	"envoy.config.route.v3.CorsPolicy.shadow_enabled":                  {},
+	"envoy.config.route.v3.CorsPolicy.allow_private_network_access":    {},
+	"envoy.config.route.v3.CorsPolicy.forward_not_matching_preflights": {},
+
+	// Rate limit actions, read by the local rate limit filter. The
+	// metadata, query parameter, masked address, source cluster and
+	// extension actions, limit overrides and hits_addend are not
+	// implemented.
+	"envoy.config.route.v3.RateLimit.stage":                                    {},
+	"envoy.config.route.v3.RateLimit.disable_key":                              {},
+	"envoy.config.route.v3.RateLimit.actions":                                  {},
+	"envoy.config.route.v3.RateLimit.Action.generic_key":                       {},
+	"envoy.config.route.v3.RateLimit.Action.request_headers":                   {},
+	"envoy.config.route.v3.RateLimit.Action.remote_address":                    {},
+	"envoy.config.route.v3.RateLimit.Action.destination_cluster":               {},
+	"envoy.config.route.v3.RateLimit.Action.header_value_match":                {},
+	"envoy.config.route.v3.RateLimit.Action.GenericKey.descriptor_value":       {},
+	"envoy.config.route.v3.RateLimit.Action.GenericKey.descriptor_key":         {},
+	"envoy.config.route.v3.RateLimit.Action.RequestHeaders.header_name":        {},
+	"envoy.config.route.v3.RateLimit.Action.RequestHeaders.descriptor_key":     {},
+	"envoy.config.route.v3.RateLimit.Action.RequestHeaders.skip_if_absent":     {},
+	"envoy.config.route.v3.RateLimit.Action.HeaderValueMatch.descriptor_value": {},
+	"envoy.config.route.v3.RateLimit.Action.HeaderValueMatch.descriptor_key":   {},
+	"envoy.config.route.v3.RateLimit.Action.HeaderValueMatch.expect_match":     {},
+	"envoy.config.route.v3.RateLimit.Action.HeaderValueMatch.headers":          {},
 
 	// Redirects and direct responses.
 	"envoy.config.route.v3.RedirectAction.https_redirect":  {},

@@ -16,6 +16,10 @@ type fieldSupport struct {
 	// byName, for a typed_config, allows an empty one ({}): the extension
 	// is then found by the name beside it, as Envoy finds it.
 	byName bool
+	// perFilter, for a typed_per_filter_config value, takes the per-route
+	// configuration of an HTTP filter that has one, possibly wrapped in
+	// an envoy.config.route.v3.FilterConfig (see perFilterConfig).
+	perFilter bool
 	// sinkValues, for an enum field, lists values allowed in addition to
 	// values inside stats_sinks: a statsd address says UDP, which no
 	// listener, admin or cluster address may.
@@ -60,21 +64,6 @@ var supportedCore = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.SocketAddress.port_value":  {},
 	"envoy.config.core.v3.SocketAddress.protocol":    {values: []string{"TCP"}, sinkValues: []string{"UDP"}},
 	"envoy.config.core.v3.SocketAddress.ipv4_compat": {},
-
-	// Access logs.
-	"envoy.config.accesslog.v3.AccessLog.name":                                {},
-	"envoy.config.accesslog.v3.AccessLog.typed_config":                        {category: "envoy.access_loggers"},
-	"envoy.extensions.access_loggers.file.v3.FileAccessLog.path":              {},
-	"envoy.extensions.access_loggers.file.v3.FileAccessLog.format":            {},
-	"envoy.extensions.access_loggers.file.v3.FileAccessLog.json_format":       {},
-	"envoy.extensions.access_loggers.file.v3.FileAccessLog.typed_json_format": {},
-	"envoy.extensions.access_loggers.file.v3.FileAccessLog.log_format":        {},
-	"envoy.config.core.v3.SubstitutionFormatString.text_format":               {},
-	"envoy.config.core.v3.SubstitutionFormatString.text_format_source":        {},
-	"envoy.config.core.v3.SubstitutionFormatString.json_format":               {},
-	"envoy.config.core.v3.SubstitutionFormatString.omit_empty_values":         {},
-	"envoy.config.core.v3.SubstitutionFormatString.json_format_options":       {},
-	"envoy.config.core.v3.JsonFormatOptions.sort_properties":                  {},
 
 	// Runtime.
 	"envoy.config.bootstrap.v3.LayeredRuntime.layers":                         {},

@@ -12,6 +12,7 @@ import (
 
 	// Linked in for the tests only: real Envoy extensions that go-control-plane
 	// ships but Outrigger does not implement.
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/open_telemetry/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 
@@ -113,13 +114,13 @@ func TestValidateSupport(t *testing.T) {
 			want:    []string{"default_regex_engine: not supported by Outrigger"},
 		},
 		"cluster field": {
-			overlay: "static_resources: {clusters: [{name: backend, dns_lookup_family: V4_ONLY}]}",
-			want:    []string{"static_resources.clusters[0].dns_lookup_family: not supported by Outrigger"},
+			overlay: "static_resources: {clusters: [{name: backend, outlier_detection: {}}]}",
+			want:    []string{"static_resources.clusters[0].outlier_detection: not supported by Outrigger"},
 		},
 		"cluster type": {
 			overlay: "static_resources: {clusters: [{name: backend, type: EDS, lb_policy: RANDOM}]}",
 			want: []string{
-				"static_resources.clusters[0].type: EDS is not supported by Outrigger (supported: STATIC)",
+				"static_resources.clusters[0].type: EDS is not supported by Outrigger (supported: STATIC, STRICT_DNS, LOGICAL_DNS)",
 				"static_resources.clusters[0].lb_policy: RANDOM is not supported by Outrigger (supported: ROUND_ROBIN)",
 			},
 		},
@@ -154,20 +155,24 @@ func TestValidateSupport(t *testing.T) {
 			overlay: accessLogYAML(`{"@type": ` + fileURL + `, path: /tmp/x, log_format: {text_format_source: {filename: x}}}`),
 			want: []string{
 				"admin.access_log[1].typed_config.log_format.text_format_source.filename: not supported by Outrigger",
-				"admin.access_log[1].typed_config.log_format: not supported by Outrigger for the admin access log, which uses the default format",
 			},
 		},
 		"admin access log with a format": {
 			overlay: accessLogYAML(`{"@type": ` + fileURL + `, path: /tmp/x, format: "%PROTOCOL%\n"}`),
-			want:    []string{"admin.access_log[1].typed_config.format: not supported by Outrigger for the admin access log, which uses the default format"},
 		},
 		"access log filter": {
 			overlay: `admin: {access_log: [{name: f, filter: {not_health_check_filter: {}}, typed_config: {"@type": ` + fileURL + `, path: /x}}]}`,
-			want:    []string{"admin.access_log[1].filter: not supported by Outrigger"},
+		},
+		"access log extension filter": {
+			overlay: `admin: {access_log: [{name: f, filter: {extension_filter: {name: x}}, typed_config: {"@type": ` + fileURL + `, path: /x}}]}`,
+			want:    []string{"admin.access_log[1].filter.extension_filter: not supported by Outrigger"},
+		},
+		"stdout access logger": {
+			overlay: accessLogYAML(`{"@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog}`),
 		},
 		"unsupported access logger": {
-			overlay: accessLogYAML(`{"@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog}`),
-			want:    []string{`admin.access_log[1].typed_config: extension "envoy.extensions.access_loggers.stream.v3.StdoutAccessLog" is not supported by Outrigger`},
+			overlay: accessLogYAML(`{"@type": type.googleapis.com/envoy.extensions.access_loggers.open_telemetry.v3.OpenTelemetryAccessLogConfig}`),
+			want:    []string{`admin.access_log[1].typed_config: extension "envoy.extensions.access_loggers.open_telemetry.v3.OpenTelemetryAccessLogConfig" is not supported by Outrigger`},
 		},
 		"rtds layer": {
 			overlay: "layered_runtime: {layers: [{name: rtds, rtds_layer: {name: r}}]}",

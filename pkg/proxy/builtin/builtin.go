@@ -7,15 +7,29 @@ package builtin
 import (
 	metricsv3 "github.com/envoyproxy/go-control-plane/envoy/config/metrics/v3"
 	filev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
+	grpcalsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/grpc/v3"
+	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
+	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
+	faultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
 	healthcheckv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/health_check/v3"
+	lrlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/local_ratelimit/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	caresv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/network/dns_resolver/cares/v3"
+	getaddrinfov3 "github.com/envoyproxy/go-control-plane/envoy/extensions/network/dns_resolver/getaddrinfo/v3"
 	connectionsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
 	fixedheapv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/fixed_heap/v3"
 	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/als"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/file"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/stream"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/cors"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/fault"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/healthcheck"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/localratelimit"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/router"
 )
 
@@ -35,12 +49,22 @@ const (
 // that typed_config values of these types can be decoded.
 func Registry() *extension.Registry {
 	r, err := extension.New(
-		extension.Of("proxy.access_loggers.file", AccessLoggers, &filev3.FileAccessLog{}, nil),
+		extension.Of(file.Name, AccessLoggers, &filev3.FileAccessLog{}, file.Factory{}),
+		extension.Of(als.HTTPName, AccessLoggers, &grpcalsv3.HttpGrpcAccessLogConfig{}, als.HTTP{}),
+		extension.Of(stream.StderrName, AccessLoggers, &streamv3.StderrAccessLog{}, stream.Stderr{}),
+		extension.Of(stream.StdoutName, AccessLoggers, &streamv3.StdoutAccessLog{}, stream.Stdout{}),
+		extension.Of(als.TCPName, AccessLoggers, &grpcalsv3.TcpGrpcAccessLogConfig{}, als.TCP{}),
 
+		extension.Of(cors.Name, HTTPFilters, &corsv3.Cors{}, cors.Factory{}).WithRouteConfig(&corsv3.CorsPolicy{}),
+		extension.Of(fault.Name, HTTPFilters, &faultv3.HTTPFault{}, fault.Factory{}).WithRouteConfig(&faultv3.HTTPFault{}),
 		extension.Of(healthcheck.Name, HTTPFilters, &healthcheckv3.HealthCheck{}, healthcheck.Factory{}),
+		extension.Of(localratelimit.Name, HTTPFilters, &lrlv3.LocalRateLimit{}, localratelimit.Factory{}).WithRouteConfig(&lrlv3.LocalRateLimit{}),
 		extension.Of(router.Name, HTTPFilters, &routerv3.Router{}, router.Factory{}),
 
 		extension.Of("proxy.filters.network.http_connection_manager", NetworkFilters, &hcmv3.HttpConnectionManager{}, nil),
+
+		extension.Of(dns.CaresName, dns.Category, &caresv3.CaresDnsResolverConfig{}, dns.CaresFactory{}),
+		extension.Of(dns.GetAddrInfoName, dns.Category, &getaddrinfov3.GetAddrInfoDnsResolverConfig{}, dns.GetAddrInfoFactory{}),
 
 		extension.Of("proxy.resource_monitors.downstream_connections", ResourceMonitors, &connectionsv3.DownstreamConnectionsConfig{}, nil),
 		extension.Of("proxy.resource_monitors.fixed_heap", ResourceMonitors, &fixedheapv3.FixedHeapConfig{}, nil),

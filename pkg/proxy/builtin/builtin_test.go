@@ -21,9 +21,18 @@ func TestRegistry(t *testing.T) {
 	}
 	want := []string{
 		"envoy.access_loggers proxy.access_loggers.file envoy.extensions.access_loggers.file.v3.FileAccessLog",
+		"envoy.access_loggers proxy.access_loggers.http_grpc envoy.extensions.access_loggers.grpc.v3.HttpGrpcAccessLogConfig",
+		"envoy.access_loggers proxy.access_loggers.stderr envoy.extensions.access_loggers.stream.v3.StderrAccessLog",
+		"envoy.access_loggers proxy.access_loggers.stdout envoy.extensions.access_loggers.stream.v3.StdoutAccessLog",
+		"envoy.access_loggers proxy.access_loggers.tcp_grpc envoy.extensions.access_loggers.grpc.v3.TcpGrpcAccessLogConfig",
+		"envoy.filters.http proxy.filters.http.cors envoy.extensions.filters.http.cors.v3.Cors",
+		"envoy.filters.http proxy.filters.http.fault envoy.extensions.filters.http.fault.v3.HTTPFault",
 		"envoy.filters.http proxy.filters.http.health_check envoy.extensions.filters.http.health_check.v3.HealthCheck",
+		"envoy.filters.http proxy.filters.http.local_ratelimit envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
 		"envoy.filters.http proxy.filters.http.router envoy.extensions.filters.http.router.v3.Router",
 		"envoy.filters.network proxy.filters.network.http_connection_manager envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+		"envoy.network.dns_resolver proxy.network.dns_resolver.cares envoy.extensions.network.dns_resolver.cares.v3.CaresDnsResolverConfig",
+		"envoy.network.dns_resolver proxy.network.dns_resolver.getaddrinfo envoy.extensions.network.dns_resolver.getaddrinfo.v3.GetAddrInfoDnsResolverConfig",
 		"envoy.resource_monitors proxy.resource_monitors.downstream_connections envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig",
 		"envoy.resource_monitors proxy.resource_monitors.fixed_heap envoy.extensions.resource_monitors.fixed_heap.v3.FixedHeapConfig",
 		"envoy.stats_sinks proxy.stat_sinks.dog_statsd envoy.config.metrics.v3.DogStatsdSink",

@@ -17,24 +17,23 @@ import (
 
 // Cluster is one upstream cluster: its hosts, its load balancer, its
 // connection pools and its stats. Its methods are safe for concurrent use.
+// A DNS cluster's hosts change while it runs: requests read the current
+// host set with one atomic load, and a change swaps in a new one.
 type Cluster struct {
 	settings *settings
 	stats    *upstream.ClusterStats
 	extra    extraStats
 
-	hosts    []*upstream.Host // priority order, then configuration order
-	canaries map[string]bool  // addresses of canary hosts; nil when none
+	set      atomic.Pointer[hostSet]
 	balancer atomic.Pointer[lb.Balancer]
+	// updateMu serializes host set changes.
+	updateMu sync.Mutex
+	rand     func() uint64
 
 	dial DialFunc
 	now  func() time.Time
 
-	// h1 holds the HTTP/1.1 pool of each host (nil for an HTTP/2
-	// cluster); byAddr finds hosts for the HTTP/2 transport's dials. Both
-	// are built once and only read.
-	h1     map[*upstream.Host]*http1Pool
-	byAddr map[string]*upstream.Host
-	h2     *http.Transport
+	h2 *http.Transport
 	// h2Stats creates the cluster's HTTP/2 codec stats with its first
 	// HTTP/2 connection.
 	h2Stats func() *h2UpstreamStats
@@ -49,6 +48,18 @@ type Cluster struct {
 	closed  atomic.Bool
 }
 
+// hostSet is the cluster's hosts at one moment: built whole, then only
+// read.
+type hostSet struct {
+	priorities [][]*upstream.Host
+	hosts      []*upstream.Host // priority order, then configuration order
+	canaries   map[string]bool  // addresses of canary hosts; nil when none
+	// h1 holds the HTTP/1.1 pool of each host (nil for an HTTP/2
+	// cluster); byAddr finds hosts for the HTTP/2 transport's dials.
+	h1     map[*upstream.Host]*http1Pool
+	byAddr map[string]*upstream.Host
+}
+
 // clusterDeps are what the manager hands every cluster.
 type clusterDeps struct {
 	stats *stats.Store
@@ -57,7 +68,8 @@ type clusterDeps struct {
 	rand  func() uint64
 }
 
-// newCluster builds a cluster from checked settings.
+// newCluster builds a cluster from checked settings. A DNS cluster starts
+// without hosts.
 func newCluster(s *settings, d clusterDeps) *Cluster {
 	scope := d.stats.Scope("cluster." + s.observabilityName + ".")
 	c := &Cluster{
@@ -66,47 +78,113 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 		extra:    newExtraStats(scope),
 		dial:     d.dial,
 		now:      d.now,
+		rand:     d.rand,
 		conns:    map[*trackedConn]struct{}{},
 	}
-	for _, level := range s.priorities {
-		c.hosts = append(c.hosts, level...)
-	}
-	for _, h := range c.hosts {
-		if h.Canary {
-			if c.canaries == nil {
-				c.canaries = map[string]bool{}
-			}
-			c.canaries[h.Address] = true
-		}
-	}
-	cfg := s.lb
-	cfg.Rand = d.rand
-	c.balancer.Store(lb.New(s.priorities, cfg))
-
 	size := s.readBufferSize()
 	c.readers.New = func() any { return bufio.NewReaderSize(nil, size) }
 	if s.protocol.http2 {
-		c.byAddr = make(map[string]*upstream.Host, len(c.hosts))
-		for _, h := range c.hosts {
-			c.byAddr[h.Address] = h
-		}
 		c.h2 = c.newHTTP2Transport()
 		c.h2Stats = sync.OnceValue(func() *h2UpstreamStats { return newH2UpstreamStats(scope) })
-	} else {
-		c.h1 = make(map[*upstream.Host]*http1Pool, len(c.hosts))
-		for _, h := range c.hosts {
-			c.h1[h] = &http1Pool{}
-		}
 	}
-	c.publishMembership()
+	priorities := s.priorities
+	if s.dns != nil {
+		priorities = [][]*upstream.Host{nil}
+	}
+	c.install(priorities, s.dns == nil)
 	return c
 }
 
+// SetHosts replaces the cluster's hosts (a DNS cluster's, as the answers
+// change), per priority level. Hosts kept from the previous set keep their
+// pools; the idle connections of removed hosts are closed and the others
+// close when their request ends, as Envoy drains a removed host.
+func (c *Cluster) SetHosts(priorities [][]*upstream.Host) {
+	if len(priorities) == 0 {
+		priorities = [][]*upstream.Host{nil}
+	}
+	c.install(priorities, true)
+}
+
+// install builds and publishes a host set, then retires the pools of the
+// hosts it no longer has. counted says whether the change counts in
+// membership_change (a DNS cluster's initial empty set does not).
+func (c *Cluster) install(priorities [][]*upstream.Host, counted bool) {
+	c.updateMu.Lock()
+	defer c.updateMu.Unlock()
+	old := c.set.Load()
+	hs := &hostSet{priorities: priorities}
+	for _, level := range priorities {
+		hs.hosts = append(hs.hosts, level...)
+	}
+	for _, h := range hs.hosts {
+		if h.Canary {
+			if hs.canaries == nil {
+				hs.canaries = map[string]bool{}
+			}
+			hs.canaries[h.Address] = true
+		}
+	}
+	if c.settings.protocol.http2 {
+		hs.byAddr = make(map[string]*upstream.Host, len(hs.hosts))
+		for _, h := range hs.hosts {
+			if _, dup := hs.byAddr[h.Address]; !dup {
+				hs.byAddr[h.Address] = h
+			}
+		}
+	} else {
+		hs.h1 = make(map[*upstream.Host]*http1Pool, len(hs.hosts))
+		for _, h := range hs.hosts {
+			if p := old.pool(h); p != nil {
+				hs.h1[h] = p
+			} else {
+				hs.h1[h] = &http1Pool{}
+			}
+		}
+	}
+	cfg := c.settings.lb
+	cfg.Rand = c.rand
+	c.set.Store(hs)
+	c.balancer.Store(lb.New(priorities, cfg))
+	c.publishMembership(hs, counted)
+
+	if old == nil {
+		return
+	}
+	removed := false
+	for h, p := range old.h1 {
+		if hs.h1[h] == nil {
+			p.retire()
+			removed = true
+		}
+	}
+	if c.h2 != nil {
+		for _, h := range old.hosts {
+			if hs.byAddr[h.Address] == nil {
+				removed = true
+			}
+		}
+		if removed {
+			// The transport cannot close one host's connections: the idle
+			// ones of every host go, busy ones finish their streams.
+			c.h2.CloseIdleConnections()
+		}
+	}
+}
+
+// pool returns h's HTTP/1.1 pool in the set, nil when h is not a member.
+func (hs *hostSet) pool(h *upstream.Host) *http1Pool {
+	if hs == nil {
+		return nil
+	}
+	return hs.h1[h]
+}
+
 // publishMembership sets the membership gauges from the hosts' health.
-func (c *Cluster) publishMembership() {
+func (c *Cluster) publishMembership(hs *hostSet, counted bool) {
 	var healthy, degraded int64
 	var maxWeight uint32
-	for _, h := range c.hosts {
+	for _, h := range hs.hosts {
 		switch {
 		case !h.Healthy():
 		case h.Degraded():
@@ -116,11 +194,13 @@ func (c *Cluster) publishMembership() {
 		}
 		maxWeight = max(maxWeight, h.Weight)
 	}
-	c.stats.MembershipTotal.Set(int64(len(c.hosts)))
+	c.stats.MembershipTotal.Set(int64(len(hs.hosts)))
 	c.stats.MembershipHealthy.Set(healthy)
 	c.stats.MembershipDegraded.Set(degraded)
 	c.stats.MembershipExcluded.Set(0)
-	c.stats.MembershipChange.Inc()
+	if counted {
+		c.stats.MembershipChange.Inc()
+	}
 	c.extra.maxHostWeight.Set(int64(maxWeight))
 }
 
@@ -140,10 +220,10 @@ func (c *Cluster) Stats() *upstream.ClusterStats { return c.stats }
 
 // Hosts returns the hosts in priority order, then configuration order,
 // the order /clusters lists them in.
-func (c *Cluster) Hosts() []*upstream.Host { return slices.Clone(c.hosts) }
+func (c *Cluster) Hosts() []*upstream.Host { return slices.Clone(c.set.Load().hosts) }
 
 // IsCanary reports whether the host at address ("ip:port") is a canary.
-func (c *Cluster) IsCanary(address string) bool { return c.canaries[address] }
+func (c *Cluster) IsCanary(address string) bool { return c.set.Load().canaries[address] }
 
 // Thresholds returns the circuit-breaker thresholds of a routing priority
 // (DEFAULT or HIGH; any other reads as DEFAULT).
@@ -206,7 +286,7 @@ func (c *Cluster) Close() {
 	}
 	c.connsMu.Unlock()
 
-	for _, p := range c.h1 {
+	for _, p := range c.set.Load().h1 {
 		p.closeIdle()
 	}
 	if c.h2 != nil {

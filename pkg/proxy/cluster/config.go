@@ -8,6 +8,7 @@ import (
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -33,7 +34,13 @@ type settings struct {
 	protocol    protocolSettings
 	thresholds  [numPriorities]Thresholds
 	lb          lb.Config
-	priorities  [][]*upstream.Host
+	// priorities are a STATIC cluster's hosts; dns is a DNS cluster's
+	// resolution (its hosts come from the answers).
+	priorities [][]*upstream.Host
+	dns        *dnsSettings
+	// notes are things worth a warning that are not errors: settings
+	// Envoy ignores for the cluster's type, accepted as Envoy does.
+	notes []string
 }
 
 // readBufferSize is the read buffer of the cluster's HTTP/1.1
@@ -50,7 +57,7 @@ func (s *settings) readBufferSize() int {
 // cluster. Fields that validation already refuses (unsupported types and
 // policies) are checked again, so that a cluster never runs with a setting
 // it would silently ignore.
-func buildSettings(c *clusterv3.Cluster) (*settings, []error) {
+func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []error) {
 	var errs []error
 	s := &settings{
 		name:              c.GetName(),
@@ -68,11 +75,14 @@ func buildSettings(c *clusterv3.Cluster) (*settings, []error) {
 	if alt := c.GetAltStatName(); alt != "" {
 		s.observabilityName = alt
 	}
-	switch {
+	isDNS := false
+	switch t := c.GetType(); {
 	case c.GetClusterType() != nil:
 		errs = append(errs, configErrorf("cluster_type", "custom cluster types are not supported by Outrigger"))
-	case c.GetType() != clusterv3.Cluster_STATIC:
-		errs = append(errs, configErrorf("type", "%s is not supported by Outrigger yet (supported: STATIC)", c.GetType()))
+	case t == clusterv3.Cluster_STRICT_DNS || t == clusterv3.Cluster_LOGICAL_DNS:
+		isDNS = true
+	case t != clusterv3.Cluster_STATIC:
+		errs = append(errs, configErrorf("type", "%s is not supported by Outrigger yet (supported: STATIC, STRICT_DNS, LOGICAL_DNS)", t))
 	}
 	if p := c.GetLbPolicy(); p != clusterv3.Cluster_ROUND_ROBIN {
 		errs = append(errs, configErrorf("lb_policy", "%s is not supported by Outrigger yet (supported: ROUND_ROBIN)", p))
@@ -111,6 +121,12 @@ func buildSettings(c *clusterv3.Cluster) (*settings, []error) {
 			s.lb.OverprovisioningFactor = f.GetValue()
 		}
 	}
+	if isDNS {
+		s.dns, errList = buildDNS(c, s.name, reg)
+		errs = append(errs, errList...)
+		return s, errs
+	}
+	s.notes = ignoredDNSFields(c)
 	s.priorities, errList = buildHosts(s.name, la)
 	for _, err := range errList {
 		errs = append(errs, prefixed("load_assignment", err))

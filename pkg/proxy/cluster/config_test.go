@@ -108,11 +108,11 @@ func TestNewManagerErrors(t *testing.T) {
 		},
 		"unsupported type and policy": {
 			yaml: `
-- name: dns
-  type: STRICT_DNS
+- name: odst
+  type: ORIGINAL_DST
   lb_policy: LEAST_REQUEST`,
 			want: []string{
-				"static_resources.clusters[0].type: STRICT_DNS is not supported by Outrigger yet (supported: STATIC)",
+				"static_resources.clusters[0].type: ORIGINAL_DST is not supported by Outrigger yet (supported: STATIC, STRICT_DNS, LOGICAL_DNS)",
 				"static_resources.clusters[0].lb_policy: LEAST_REQUEST is not supported by Outrigger yet (supported: ROUND_ROBIN)",
 			},
 		},
@@ -120,7 +120,7 @@ func TestNewManagerErrors(t *testing.T) {
 			yaml: `
 - name: eds
   type: EDS`,
-			want: []string{"static_resources.clusters[0].type: EDS is not supported by Outrigger yet (supported: STATIC)"},
+			want: []string{"static_resources.clusters[0].type: EDS is not supported by Outrigger yet (supported: STATIC, STRICT_DNS, LOGICAL_DNS)"},
 		},
 		"duplicate and missing names": {
 			yaml: `
@@ -277,7 +277,7 @@ func TestNewManagerErrors(t *testing.T) {
       - endpoint: {address: {socket_address: {address: 10.0.0.1, port_value: 70000}}}
         load_balancing_weight: 200`,
 			want: []string{
-				"static_resources.clusters[0].type: LOGICAL_DNS is not supported by Outrigger yet (supported: STATIC)",
+				"static_resources.clusters[0].load_assignment: LOGICAL_DNS clusters must have a single host",
 				"static_resources.clusters[1].load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address.port_value: 70000 is not a port (1 to 65535)",
 				"static_resources.clusters[1].load_assignment.endpoints[0].lb_endpoints[0].load_balancing_weight: 200 is out of range: a weight is 1 to 100",
 			},

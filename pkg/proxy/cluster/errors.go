@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
 )
 
 // configErrorf builds one problem of a cluster's configuration, located by
@@ -19,6 +20,9 @@ func configErrorf(path, format string, args ...any) *bootstrap.FieldError {
 // report paths relative to the message they read, and their callers add
 // where that message sits.
 func prefixed(prefix string, err error) error {
+	if ce, ok := err.(*dns.ConfigError); ok {
+		err = &bootstrap.FieldError{Path: ce.Path, Reason: ce.Reason}
+	}
 	fe, ok := err.(*bootstrap.FieldError)
 	if !ok {
 		return fmt.Errorf("%s: %w", prefix, err)

@@ -16,6 +16,8 @@ func FuzzNewManager(f *testing.F) {
 	for _, seed := range []string{
 		`{"name":"a"}`,
 		`{"name":"a","type":"STRICT_DNS","lb_policy":"MAGLEV"}`,
+		`{"name":"a","type":"STRICT_DNS","dns_failure_refresh_rate":{"base_interval":"1s","max_interval":"0.5s"},"dns_jitter":"-1s","load_assignment":{"cluster_name":"a","endpoints":[{"lb_endpoints":[{"endpoint":{"address":{"socket_address":{"address":"a.b","port_value":80}}}}]}]}}`,
+		`{"name":"a","type":"LOGICAL_DNS","dns_resolvers":[{"socket_address":{"address":"x","port_value":99999}}],"typed_dns_resolver_config":{"name":"envoy.network.dns_resolver.cares"}}`,
 		`{"name":"a","connect_timeout":"-3s","common_lb_config":{"healthy_panic_threshold":{"value":"NaN"}}}`,
 		`{"name":"a","load_assignment":{"cluster_name":"a","policy":{"overprovisioning_factor":0},"endpoints":[{"priority":3,"load_balancing_weight":0,"lb_endpoints":[{"endpoint":{"address":{"socket_address":{"address":"::1","port_value":80}}},"load_balancing_weight":7,"health_status":"DEGRADED","metadata":{"filter_metadata":{"envoy.lb":{"canary":true}}}}]}]}}`,
 		`{"name":"a","circuit_breakers":{"thresholds":[{"priority":"HIGH","max_connections":1},{"priority":7}]}}`,

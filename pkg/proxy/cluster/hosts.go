@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"net/netip"
+	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -28,13 +29,45 @@ const (
 	canaryKey     = "canary"
 )
 
-// buildHosts turns a load assignment into hosts grouped by priority (index
-// 0 first; levels without endpoints are empty), each level in
-// configuration order. Errors are relative to the load assignment.
+// endpoint is one checked lb_endpoints entry: its host with everything
+// but, for a name to resolve, the address; and its socket address.
+type endpoint struct {
+	host *upstream.Host
+	// name is socket_address.address: an IP literal, or for DNS clusters
+	// a host name.
+	name string
+	port uint16
+}
+
+// buildHosts turns a STATIC cluster's load assignment into hosts grouped
+// by priority (index 0 first; levels without endpoints are empty), each
+// level in configuration order. Errors are relative to the load
+// assignment.
 func buildHosts(cluster string, la *endpointv3.ClusterLoadAssignment) ([][]*upstream.Host, []error) {
+	eps, errs := buildEndpoints(cluster, la, false)
+	var levels [][]*upstream.Host
+	for _, ep := range eps {
+		p := ep.host.Priority
+		for uint32(len(levels)) <= p {
+			levels = append(levels, nil)
+		}
+		levels[p] = append(levels[p], ep.host)
+	}
+	if len(levels) == 0 {
+		// A cluster always has priority 0, even without endpoints.
+		levels = [][]*upstream.Host{nil}
+	}
+	return levels, errs
+}
+
+// buildEndpoints checks every endpoint of a load assignment, in
+// configuration order. With names, an address may be a host name (DNS
+// clusters); otherwise it must be an IP literal, and the host's Address is
+// set. Errors are relative to the load assignment.
+func buildEndpoints(cluster string, la *endpointv3.ClusterLoadAssignment, names bool) ([]endpoint, []error) {
 	var (
-		levels [][]*upstream.Host
-		errs   []error
+		eps  []endpoint
+		errs []error
 	)
 	for i, lle := range la.GetEndpoints() {
 		path := index("endpoints", i)
@@ -55,38 +88,31 @@ func buildHosts(cluster string, la *endpointv3.ClusterLoadAssignment) ([][]*upst
 			SubZone: lle.GetLocality().GetSubZone(),
 		}
 		for j, lbe := range lle.GetLbEndpoints() {
-			h, herrs := buildHost(lbe)
+			ep, herrs := buildEndpoint(lbe, names)
 			for _, err := range herrs {
 				errs = append(errs, prefixed(index(join(path, "lb_endpoints"), j), err))
 			}
-			if h == nil {
+			if ep.host == nil {
 				continue
 			}
-			h.Cluster = cluster
-			h.Locality = loc
-			h.Priority = p
-			for uint32(len(levels)) <= p {
-				levels = append(levels, nil)
-			}
-			levels[p] = append(levels[p], h)
+			ep.host.Cluster = cluster
+			ep.host.Locality = loc
+			ep.host.Priority = p
+			eps = append(eps, ep)
 		}
 	}
-	if len(levels) == 0 {
-		// A cluster always has priority 0, even without endpoints.
-		levels = [][]*upstream.Host{nil}
-	}
-	return levels, errs
+	return eps, errs
 }
 
-// buildHost builds one host from an lb_endpoints entry, or reports every
-// problem of the entry.
-func buildHost(lbe *endpointv3.LbEndpoint) (*upstream.Host, []error) {
+// buildEndpoint checks one lb_endpoints entry, or reports every problem of
+// the entry.
+func buildEndpoint(lbe *endpointv3.LbEndpoint, names bool) (endpoint, []error) {
 	ep := lbe.GetEndpoint()
 	if ep == nil {
-		return nil, []error{configErrorf("endpoint", "required")}
+		return endpoint{}, []error{configErrorf("endpoint", "required")}
 	}
 	var errs []error
-	addr, err := hostAddress(ep.GetAddress())
+	name, port, err := socketAddress(ep.GetAddress(), names)
 	if err != nil {
 		errs = append(errs, prefixed(join("endpoint", "address"), err))
 	}
@@ -98,33 +124,63 @@ func buildHost(lbe *endpointv3.LbEndpoint) (*upstream.Host, []error) {
 		errs = append(errs, prefixed("metadata", err))
 	}
 	if len(errs) > 0 {
-		return nil, errs
+		return endpoint{}, errs
 	}
-	return &upstream.Host{
-		Address:      addr,
+	h := &upstream.Host{
 		Hostname:     ep.GetHostname(),
 		Weight:       orDefault(lbe.GetLoadBalancingWeight(), MinWeight),
 		Canary:       canary,
 		ConfigHealth: lbe.GetHealthStatus(),
-	}, nil
+	}
+	if ip, err := netip.ParseAddr(name); err == nil && !names {
+		h.Address = netip.AddrPortFrom(ip, port).String()
+	}
+	return endpoint{host: h, name: name, port: port}, nil
 }
 
-// hostAddress is the "ip:port" a host is dialled at. STATIC clusters need
-// IP literals: there is nothing to resolve names with.
-func hostAddress(a *corev3.Address) (string, error) {
+// socketAddress checks an endpoint's address: an IP literal (STATIC
+// clusters have nothing to resolve names with) or, with names, a host
+// name too; and a port.
+func socketAddress(a *corev3.Address, names bool) (string, uint16, error) {
 	sa := a.GetSocketAddress()
 	if sa == nil {
-		return "", configErrorf("socket_address", "required")
+		return "", 0, configErrorf("socket_address", "required")
 	}
-	ip, err := netip.ParseAddr(sa.GetAddress())
-	if err != nil || ip.Zone() != "" {
-		return "", configErrorf(join("socket_address", "address"), "%q is not an IP address (a STATIC cluster's endpoints are IPv4 or IPv6 literals)", sa.GetAddress())
+	addr := sa.GetAddress()
+	if ip, err := netip.ParseAddr(addr); err != nil || ip.Zone() != "" {
+		switch {
+		case !names:
+			return "", 0, configErrorf(join("socket_address", "address"), "%q is not an IP address (a STATIC cluster's endpoints are IPv4 or IPv6 literals)", addr)
+		case !validHostName(addr):
+			return "", 0, configErrorf(join("socket_address", "address"), "%q is neither a host name nor an IP address", addr)
+		}
 	}
 	port := sa.GetPortValue()
 	if port == 0 || port > 65535 {
-		return "", configErrorf(join("socket_address", "port_value"), "%d is not a port (1 to 65535)", port)
+		return "", 0, configErrorf(join("socket_address", "port_value"), "%d is not a port (1 to 65535)", port)
 	}
-	return netip.AddrPortFrom(ip, uint16(port)).String(), nil
+	return addr, uint16(port), nil
+}
+
+// validHostName reports whether name can be asked of the DNS: labels of 1
+// to 63 bytes without spaces or control characters, 253 bytes in all, an
+// optional final dot.
+func validHostName(name string) bool {
+	name = strings.TrimSuffix(name, ".")
+	if name == "" || len(name) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(name, ".") {
+		if label == "" || len(label) > 63 {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			if c := label[i]; c <= ' ' || c >= 0x7f || c == '/' || c == '\\' {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // checkWeight enforces the weight range of the specification; an unset

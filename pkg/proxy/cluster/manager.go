@@ -6,7 +6,12 @@ import (
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	"github.com/go-logr/logr"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/cluster/dnscluster"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -25,13 +30,29 @@ type Options struct {
 	Rand func() uint64
 	// Dial opens upstream connections; nil dials TCP.
 	Dial DialFunc
+	// Extensions are the server's extensions: the DNS resolver
+	// extensions a cluster's typed_dns_resolver_config may name.
+	Extensions *extension.Registry
+	// Resolver is the server's DNS resolver configuration (the
+	// bootstrap's), used by DNS clusters without one of their own; nil
+	// means the c-ares resolver with its defaults.
+	Resolver dns.Spec
+	// ResolverEnv is what resolvers are built with (their Stats and Log
+	// default to the manager's).
+	ResolverEnv dns.Env
+	// Log is the "upstream" component logger; DNS resolvers log to
+	// ResolverEnv.Log.
+	Log logr.Logger
 }
 
-// Manager owns the clusters. The set is fixed once built (static
-// clusters), so lookups take no lock.
+// Manager owns the clusters. The set of clusters is fixed once built (the
+// bootstrap's), so lookups take no lock; DNS clusters' hosts change as
+// their discoveries publish answers.
 type Manager struct {
-	clusters []*Cluster
-	byName   map[string]*Cluster
+	clusters    []*Cluster
+	byName      map[string]*Cluster
+	discoveries []*dnscluster.Discovery
+	log         logr.Logger
 }
 
 // NewManager builds the static clusters of the bootstrap. Every problem is
@@ -47,6 +68,9 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 	if o.Dial == nil {
 		o.Dial = dialTCP
 	}
+	if o.Log.GetSink() == nil {
+		o.Log = logr.Discard()
+	}
 	var (
 		errs []error
 		all  []*settings
@@ -54,7 +78,7 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 	seen := map[string]int{}
 	for i, cfg := range cfgs {
 		path := index(staticClustersPath, i)
-		s, cerrs := buildSettings(cfg)
+		s, cerrs := buildSettings(cfg, o.Extensions)
 		for _, err := range cerrs {
 			errs = append(errs, prefixed(path, err))
 		}
@@ -69,15 +93,77 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 		return nil, err
 	}
 
-	m := &Manager{byName: make(map[string]*Cluster, len(all))}
+	m := &Manager{byName: make(map[string]*Cluster, len(all)), log: o.Log}
 	d := clusterDeps{stats: o.Stats, dial: o.Dial, now: o.Now, rand: o.Rand}
+	env := o.ResolverEnv
+	if env.Stats == nil {
+		env.Stats = o.Stats
+	}
+	if env.Log.GetSink() == nil {
+		env.Log = logr.Discard()
+	}
+	// The server's resolver is built once, for the first DNS cluster
+	// that uses it, and shared.
+	var shared dns.Resolver
 	for _, s := range all {
+		for _, note := range s.notes {
+			logging.Warning(o.Log, "cluster setting ignored", "cluster", s.name, "reason", note)
+		}
 		c := newCluster(s, d)
 		m.clusters = append(m.clusters, c)
 		m.byName[s.name] = c
+		if s.dns == nil {
+			continue
+		}
+		var r dns.Resolver
+		switch {
+		case s.dns.resolver != nil:
+			r = s.dns.resolver.New(env)
+		case shared != nil:
+			r = shared
+		default:
+			spec := o.Resolver
+			if spec == nil {
+				spec = dns.CaresSpec(dns.CaresOptions{})
+			}
+			shared = spec.New(env)
+			r = shared
+		}
+		m.discoveries = append(m.discoveries, dnscluster.New(s.name, s.dns.cfg, r, c.extra.update, c.SetHosts, o.Log, o.Rand))
 	}
 	m.publishStats(o.Stats.Scope("cluster_manager."))
 	return m, nil
+}
+
+// Start begins resolving the DNS clusters' names, each on goroutines of
+// its own. Nothing is resolved before (--mode validate builds a manager
+// and never starts it).
+func (m *Manager) Start() {
+	if m == nil {
+		return
+	}
+	for _, d := range m.discoveries {
+		d.Start()
+	}
+}
+
+// Warmed is closed once every cluster is initialised: a DNS cluster once
+// the first resolution of one of its names has ended (unless
+// wait_for_warm_on_init is false), as Envoy's cluster manager waits for
+// its primary clusters before the server goes on.
+func (m *Manager) Warmed() <-chan struct{} {
+	done := make(chan struct{})
+	if m == nil {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		for _, d := range m.discoveries {
+			<-d.Warmed()
+		}
+	}()
+	return done
 }
 
 // publishStats creates Envoy's cluster_manager.* stats. Static clusters
@@ -102,10 +188,14 @@ func (m *Manager) Clusters() []*Cluster {
 	return append([]*Cluster(nil), m.clusters...)
 }
 
-// Close closes every cluster's connections. A nil manager has none.
+// Close stops the DNS resolutions and closes every cluster's connections.
+// A nil manager has none.
 func (m *Manager) Close() {
 	if m == nil {
 		return
+	}
+	for _, d := range m.discoveries {
+		d.Stop()
 	}
 	for _, c := range m.clusters {
 		c.Close()

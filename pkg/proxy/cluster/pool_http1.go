@@ -16,6 +16,9 @@ import (
 type http1Pool struct {
 	mu   sync.Mutex
 	idle []*trackedConn // oldest first
+	// retired is set once the pool's host left the cluster: connections
+	// released to it are closed.
+	retired bool
 }
 
 // AcquireHTTP1 lends a connection to h for one request: the most recently
@@ -26,12 +29,18 @@ type http1Pool struct {
 // lent less than probeWindow ago (see there why that is safe). Each
 // acquisition counts one request in Conn.Requests.
 func (c *Cluster) AcquireHTTP1(ctx context.Context, h *upstream.Host) (*upstream.Conn, error) {
-	p := c.h1[h]
+	p := c.set.Load().h1[h]
 	if p == nil {
-		if c.settings.protocol.http2 {
+		switch {
+		case c.settings.protocol.http2:
 			return nil, fmt.Errorf("cluster %s uses HTTP/2", c.settings.name)
+		case c.settings.dns == nil || h.Cluster != c.settings.name:
+			return nil, fmt.Errorf("host %s is not a member of cluster %s", h.Address, c.settings.name)
 		}
-		return nil, fmt.Errorf("host %s is not a member of cluster %s", h.Address, c.settings.name)
+		// A DNS cluster's host, removed by an answer between the pick and
+		// now: the request still goes to it, on a connection of its own
+		// that is closed when released.
+		return c.dialHTTP1(ctx, h, c.now())
 	}
 	// One clock read serves the idle timeout, the probe window and the
 	// loan's time.
@@ -51,6 +60,11 @@ func (c *Cluster) AcquireHTTP1(ctx context.Context, h *upstream.Host) (*upstream
 		return &tc.up, nil
 	}
 	// Circuit breaking will check max_connections here before dialling.
+	return c.dialHTTP1(ctx, h, now)
+}
+
+// dialHTTP1 opens a new HTTP/1.1 connection to h and lends it.
+func (c *Cluster) dialHTTP1(ctx context.Context, h *upstream.Host, now time.Time) (*upstream.Conn, error) {
 	tc, err := c.connect(ctx, h)
 	if err != nil {
 		return nil, err
@@ -98,7 +112,13 @@ func (c *Cluster) ReleaseHTTP1(conn *upstream.Conn, reusable bool) {
 			tc.discard()
 			return
 		}
-		c.h1[tc.host].put(c, tc, c.now())
+		p := c.set.Load().h1[tc.host]
+		if p == nil {
+			// The host left the cluster while the request ran.
+			tc.discard()
+			return
+		}
+		p.put(c, tc, c.now())
 	}
 }
 
@@ -132,7 +152,7 @@ func (p *http1Pool) take(c *Cluster, now time.Time) *trackedConn {
 func (p *http1Pool) put(c *Cluster, tc *trackedConn, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if c.isClosed() {
+	if c.isClosed() || p.retired {
 		tc.discard()
 		return
 	}
@@ -149,6 +169,15 @@ func (p *http1Pool) put(c *Cluster, tc *trackedConn, now time.Time) {
 	}
 	tc.idleSince = now
 	p.idle = append(p.idle, tc)
+}
+
+// retire closes the idle connections of a host that left the cluster and
+// makes the pool close any connection released to it later.
+func (p *http1Pool) retire() {
+	p.mu.Lock()
+	p.retired = true
+	p.mu.Unlock()
+	p.closeIdle()
 }
 
 // closeIdle closes every idle connection.

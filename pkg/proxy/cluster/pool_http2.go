@@ -28,9 +28,11 @@ func (c *Cluster) newHTTP2Transport() *http.Transport {
 }
 
 // dialHTTP2 opens a connection for the HTTP/2 transport to the host at
-// addr (the transport knows hosts only by the URL's authority).
+// addr (the transport knows hosts only by the URL's authority). A DNS
+// cluster's host removed by an answer just before is not dialled: the
+// request fails as if the host had refused.
 func (c *Cluster) dialHTTP2(ctx context.Context, addr string) (net.Conn, error) {
-	h := c.byAddr[addr]
+	h := c.set.Load().byAddr[addr]
 	if h == nil {
 		return nil, fmt.Errorf("address %s is not a host of cluster %s", addr, c.settings.name)
 	}

@@ -1,6 +1,9 @@
 package cluster
 
-import "github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+import (
+	"github.com/outrigger-dev/outrigger/pkg/proxy/cluster/dnscluster"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+)
 
 // extraStats are the cluster stats of Envoy's that the shared ClusterStats do
 // not carry: the load balancer's and the pools' own.
@@ -16,14 +19,30 @@ type extraStats struct {
 	maxRequests *stats.Counter
 	// maxHostWeight is the largest host weight of the cluster.
 	maxHostWeight *stats.Gauge
+	// update are the config update counters every cluster has in Envoy;
+	// DNS resolutions move them (update_empty and the assignment_* ones
+	// are EDS's).
+	update dnscluster.Stats
 }
 
 func newExtraStats(scope stats.Scope) extraStats {
-	return extraStats{
+	e := extraStats{
 		lbHealthyPanic: scope.Counter("lb_healthy_panic"),
 		noneHealthy:    scope.Counter("upstream_cx_none_healthy"),
 		idleTimeout:    scope.Counter("upstream_cx_idle_timeout"),
 		maxRequests:    scope.Counter("upstream_cx_max_requests"),
 		maxHostWeight:  scope.Gauge("max_host_weight"),
+		update: dnscluster.Stats{
+			UpdateAttempt:   scope.Counter("update_attempt"),
+			UpdateSuccess:   scope.Counter("update_success"),
+			UpdateFailure:   scope.Counter("update_failure"),
+			UpdateNoRebuild: scope.Counter("update_no_rebuild"),
+		},
 	}
+	for _, name := range []string{"update_empty", "assignment_stale", "assignment_timeout_received", "assignment_use_cached"} {
+		scope.Counter(name)
+	}
+	scope.Gauge("version")
+	scope.Gauge("warming_state")
+	return e
 }

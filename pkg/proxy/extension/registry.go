@@ -27,6 +27,11 @@ type Extension struct {
 	// Config is an empty config message of the extension's type: what a
 	// filter named without typed_config is configured with.
 	Config proto.Message
+	// RouteConfig is an empty message of the extension's per-route
+	// configuration type (typed_per_filter_config), nil when it takes
+	// none; its type URL is among TypeURLs, as Envoy's factories list
+	// both types.
+	RouteConfig proto.Message
 	// Factory builds the extension from its configuration. Its type is
 	// the category's (httpfilter.Factory for HTTP filters); nil for the
 	// extensions the server builds itself (the connection manager, the
@@ -77,6 +82,17 @@ func New(items ...Extension) (*Registry, error) {
 // config message: name in the proxy. spelling, category, config and factory.
 func Of(name, category string, config proto.Message, factory any) Extension {
 	return Extension{Name: name, Category: category, TypeURLs: []string{TypeURL(config)}, Config: config, Factory: factory}
+}
+
+// WithRouteConfig returns x taking per-route configuration of m's type:
+// the HTTP filters whose factory is also an httpfilter.RouteFactory. A
+// type other than the extension's config type selects it too.
+func (x Extension) WithRouteConfig(m proto.Message) Extension {
+	x.RouteConfig = m
+	if u := TypeURL(m); !slices.Contains(x.TypeURLs, u) {
+		x.TypeURLs = append(slices.Clone(x.TypeURLs), u)
+	}
+	return x
 }
 
 // TypeURL is the canonical type URL of m's type.

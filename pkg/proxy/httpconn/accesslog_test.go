@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/outrigger-dev/outrigger/internal/golden"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -49,7 +50,7 @@ func TestAccessLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := map[string]*syncBuffer{"default": {}, "custom": {}, "json": {}}
-	open := func(path string) (io.Writer, error) { return logs[path], nil }
+	open := func(_ accesslog.Destination, path string) (io.Writer, error) { return logs[path], nil }
 	accessLog := func(path string, f *filev3.FileAccessLog) *accesslogv3.AccessLog {
 		f.Path = path
 		return &accesslogv3.AccessLog{Name: "envoy.access_loggers.file", ConfigType: &accesslogv3.AccessLog_TypedConfig{TypedConfig: typed(f)}}
@@ -75,7 +76,7 @@ func TestAccessLog(t *testing.T) {
 	}
 	start := time.Date(2026, 11, 21, 10, 0, 0, 123e6, time.UTC)
 	p := startProxy(t, cfg, Deps{
-		Stats: st, Upstreams: fakeUpstreams{"echo": cl}, OpenAccessLog: open,
+		Stats: st, Upstreams: fakeUpstreams{"echo": cl}, AccessLogs: accesslog.SinkContext{Open: open},
 		Now: func() time.Time { return start },
 	})
 	c := dialRaw(t, p.addr)

@@ -12,6 +12,7 @@ import (
 	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	filev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
@@ -158,7 +159,7 @@ func BenchmarkProxyHTTP1AccessLog(b *testing.B) {
 	}}
 	p := startProxy(b, cfg, Deps{
 		Stats: st, Upstreams: fakeUpstreams{"bench": cl},
-		OpenAccessLog: func(string) (io.Writer, error) { return io.Discard, nil },
+		AccessLogs: accesslog.SinkContext{Open: func(accesslog.Destination, string) (io.Writer, error) { return io.Discard, nil }},
 	})
 	bc := newBenchClient(b, p.addr, "GET / HTTP/1.1\r\nHost: 127.0.0.1:10000\r\nUser-Agent: bench\r\n\r\n")
 	bc.roundTrip(b)

@@ -76,6 +76,8 @@ type serverConn struct {
 
 	// up is the scratch space of the upstream exchange.
 	up upstreamScratch
+	// filterState is what HTTP filters keep for the connection.
+	filterState connState
 
 	// flushDown and flushUp are bound once so that handing them to body
 	// readers allocates nothing per request.

@@ -2,12 +2,12 @@ package httpconn
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"time"
 
 	"github.com/go-logr/logr"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
@@ -37,12 +37,11 @@ type Deps struct {
 	// Extensions resolves the HTTP filters of http_filters to their
 	// factories; nil allows none (an empty list still means the router).
 	Extensions *extension.Registry
-	// OpenAccessLog opens a file access log. The server keeps the writer so
-	// that /reopen_logs and SIGUSR1 reopen it; nil opens nothing and
-	// access-log configurations are then refused. The writer receives one
-	// Write per line from many connections at once: it must be safe for
-	// concurrent use.
-	OpenAccessLog func(path string) (io.Writer, error)
+	// AccessLogs is what the access loggers use of the server: where
+	// lines go (a file the server keeps, so that /reopen_logs reopens it,
+	// or a standard stream), gRPC channels, the node, stats. Without Open,
+	// access loggers that write lines are refused.
+	AccessLogs accesslog.SinkContext
 	// Runtime reads the server's runtime values (the premature-reset
 	// limits, the extension lookup by name); nil reads none, so Envoy's
 	// defaults apply.

@@ -3,6 +3,7 @@ package httpconn
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -22,7 +23,18 @@ const httpFiltersCategory = "envoy.filters.http"
 // terminal one (the router), in order. The connection manager knows them
 // only through the httpfilter interfaces.
 type filterChain struct {
-	configs []httpfilter.Config
+	filters []chainFilter
+}
+
+// chainFilter is one compiled filter of the chain.
+type chainFilter struct {
+	// name is the filter's configured name, the key of its per-route
+	// configuration and of the routes' FilterConfig.disabled.
+	name   string
+	config httpfilter.Config
+	// disabled is HttpFilter.disabled: the filter runs only on routes
+	// that enable it (a typed_per_filter_config entry for it).
+	disabled bool
 }
 
 // buildFilters compiles http_filters with the factories of the extension
@@ -40,12 +52,10 @@ func buildFilters(filters []*hcmv3.HttpFilter, reg *extension.Registry, ctx http
 	for i, f := range filters {
 		path := fmt.Sprintf("http_filters[%d]", i)
 		last := i == len(filters)-1
-		if f.GetDisabled() {
-			// A disabled filter is configured but not run (Envoy lets
-			// routes re-enable it; Outrigger's routes cannot).
-			if last {
-				errs = append(errs, fmt.Errorf("%s.disabled: the router, the last filter, cannot be disabled", path))
-			}
+		if f.GetDisabled() && last {
+			// A disabled filter is compiled but runs only where a route
+			// enables it; the router cannot be disabled.
+			errs = append(errs, fmt.Errorf("%s.disabled: the router, the last filter, cannot be disabled", path))
 			continue
 		}
 		factory, msg, err := resolveFilter(f, reg, lookupByName(rt))
@@ -53,7 +63,9 @@ func buildFilters(filters []*hcmv3.HttpFilter, reg *extension.Registry, ctx http
 			errs = append(errs, fmt.Errorf("%s.%w", path, err))
 			continue
 		}
-		cfg, err := factory.Compile(msg, ctx)
+		fctx := ctx
+		fctx.Name = f.GetName()
+		cfg, err := factory.Compile(msg, fctx)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s.typed_config.%w", path, err))
 			continue
@@ -65,26 +77,18 @@ func buildFilters(filters []*hcmv3.HttpFilter, reg *extension.Registry, ctx http
 		case !terminal && last:
 			errs = append(errs, fmt.Errorf("%s: the last filter must be the router, a terminal filter", path))
 		case !terminal:
-			fc.configs = append(fc.configs, cfg)
+			fc.filters = append(fc.filters, chainFilter{name: f.GetName(), config: cfg, disabled: f.GetDisabled()})
 		}
 	}
 	return fc, errors.Join(errs...)
 }
-
-// The runtime guard that forbids finding an extension by its name, in both
-// spellings. Envoy sets it to true from 1.22; Outrigger, like Envoy before,
-// looks names up unless it is set.
-const (
-	noLookupByNameKey      = "envoy.reloadable_features.no_extension_lookup_by_name"
-	noLookupByNameProxyKey = "proxy.reloadable_features.no_extension_lookup_by_name"
-)
 
 // lookupByName reports whether extensions may be found by name.
 func lookupByName(rt RuntimeValues) bool {
 	if rt == nil {
 		return true
 	}
-	return !rt.Bool(noLookupByNameProxyKey, rt.Bool(noLookupByNameKey, false))
+	return extension.LookupByName(rt)
 }
 
 // isTerminal reports whether a compiled filter is the router.
@@ -96,38 +100,14 @@ func isTerminal(cfg httpfilter.Config) bool {
 // resolveFilter finds the factory of an HTTP filter and decodes its
 // configuration.
 func resolveFilter(f *hcmv3.HttpFilter, reg *extension.Registry, byName bool) (httpfilter.Factory, proto.Message, error) {
-	tc := f.GetTypedConfig()
-	var (
-		ext extension.Extension
-		ok  bool
-		msg proto.Message
-	)
-	if tc.GetTypeUrl() == "" && len(tc.GetValue()) == 0 {
-		// No typed_config, or typed_config: {}: by name.
-		if f.GetConfigDiscovery() != nil {
-			return nil, nil, errors.New("config_discovery: not supported by Outrigger")
-		}
-		if !byName {
-			// Envoy's own words when its guard forbids the lookup.
-			return nil, nil, fmt.Errorf("typed_config: Didn't find a registered implementation for '%s' with type URL: '%s'", f.GetName(), tc.GetTypeUrl())
-		}
-		ext, ok = reg.ByName(httpFiltersCategory, f.GetName())
-		if !ok || ext.Config == nil {
-			return nil, nil, fmt.Errorf("name: filter %q without typed_config is not supported by Outrigger", f.GetName())
-		}
-		msg = proto.Clone(ext.Config)
-	} else {
-		ext, ok = reg.Lookup(tc.GetTypeUrl())
-		if !ok || ext.Category != httpFiltersCategory {
-			return nil, nil, fmt.Errorf("typed_config: filter type %s is not supported by Outrigger", extension.TypeName(tc.GetTypeUrl()))
-		}
-		var err error
-		if msg, err = tc.UnmarshalNew(); err != nil {
-			return nil, nil, fmt.Errorf("typed_config: %w", err)
-		}
+	if f.GetTypedConfig() == nil && f.GetConfigDiscovery() != nil {
+		return nil, nil, errors.New("config_discovery: not supported by Outrigger")
 	}
-	if ext.Disabled {
-		return nil, nil, fmt.Errorf("typed_config: extension %q is disabled by --disable-extensions", ext.Name)
+	ext, msg, err := reg.Resolve(extension.Ref{
+		Kind: "filter", Category: httpFiltersCategory, Name: f.GetName(), Config: f.GetTypedConfig(),
+	}, byName)
+	if err != nil {
+		return nil, nil, err
 	}
 	factory, ok := ext.Factory.(httpfilter.Factory)
 	if !ok {
@@ -138,12 +118,35 @@ func resolveFilter(f *hcmv3.HttpFilter, reg *extension.Registry, byName bool) (h
 
 // decodeFilters runs the filters on the request head, in order, each
 // made for this request; false means one of them answered the request
-// itself and the router does not run.
+// itself (or gave up on it) and the router does not run. A filter that
+// its HttpFilter.disabled or the route's FilterConfig.disabled turns off
+// is skipped, as Envoy leaves it out of the stream's chain: with any
+// filter configured, the route is therefore matched first.
 func (s *stream) decodeFilters() bool {
-	for _, cfg := range s.m.filters.configs {
-		f := cfg.NewFilter()
+	chain := s.m.filters.filters
+	if len(chain) == 0 {
+		return true
+	}
+	route := s.Route()
+	for i := range chain {
+		cf := &chain[i]
+		disabled := cf.disabled
+		if route != nil && route.HasFilterConfigs() {
+			if d, ok := route.FilterDisabled(cf.name, s.wc); ok {
+				disabled = d
+			}
+		}
+		if disabled {
+			continue
+		}
+		f := cf.config.NewFilter()
 		s.active = append(s.active, f)
 		if d, ok := f.(httpfilter.Decoder); ok && d.DecodeHeaders(s) == httpfilter.Stop {
+			if !s.started && !s.abandoned {
+				// A filter must answer what it stops; one that did not
+				// is a bug, which must not leave the client waiting.
+				s.localReply(500, "", 0, "filter_stopped_without_reply")
+			}
 			return false
 		}
 	}
@@ -158,6 +161,18 @@ func (s *stream) encodeFilters() {
 			e.EncodeHeaders(s)
 		}
 	}
+}
+
+// destroyFilters tells the request's filters that it has ended, and
+// forgets them.
+func (s *stream) destroyFilters() {
+	for i, f := range s.active {
+		if d, ok := f.(httpfilter.Destroyer); ok {
+			d.OnDestroy()
+		}
+		s.active[i] = nil
+	}
+	s.active = s.active[:0]
 }
 
 // The stream as the filters see it (httpfilter.Stream).
@@ -177,6 +192,68 @@ func (s *stream) ResponseStatus() int { return s.status }
 // SendLocalReply implements httpfilter.Stream.
 func (s *stream) SendLocalReply(status int, body string, flags accesslog.ResponseFlags, details string) {
 	s.localReply(status, body, flags, details)
+}
+
+// SendGrpcLocalReply implements httpfilter.Stream.
+func (s *stream) SendGrpcLocalReply(status int, grpcStatus uint32, body string, flags accesslog.ResponseFlags, details string) {
+	s.localReplyGrpc(status, int64(grpcStatus), body, flags, details)
+}
+
+// AddResponseFlags implements httpfilter.Stream.
+func (s *stream) AddResponseFlags(flags accesslog.ResponseFlags) { s.flags |= flags }
+
+// MarkHealthCheck implements httpfilter.Stream.
+func (s *stream) MarkHealthCheck() { s.entry.HealthCheck = true }
+
+// Route implements httpfilter.Stream: the route is matched on first use
+// and kept until ClearRouteCache, with the weighted cluster it picks.
+func (s *stream) Route() *router.Route {
+	if !s.routed {
+		s.routed = true
+		s.cached = s.m.routes.MatchRequest(&s.rreq)
+		s.clusterName, s.wc = "", -1
+		if s.cached != nil {
+			s.clusterName, s.wc = s.cached.PickCluster(rand.Uint64())
+		}
+	}
+	return s.cached
+}
+
+// ClusterName implements httpfilter.Stream.
+func (s *stream) ClusterName() string {
+	s.Route()
+	return s.clusterName
+}
+
+// ClearRouteCache implements httpfilter.Stream.
+func (s *stream) ClearRouteCache() {
+	s.routed, s.cached = false, nil
+}
+
+// RouteConfig implements httpfilter.Stream.
+func (s *stream) RouteConfig(name string) httpfilter.RouteConfig {
+	r := s.Route()
+	if r == nil {
+		return nil
+	}
+	return r.FilterConfig(name, s.wc)
+}
+
+// RouteConfigs implements httpfilter.Stream.
+func (s *stream) RouteConfigs(name string, dst []httpfilter.RouteConfig) []httpfilter.RouteConfig {
+	r := s.Route()
+	if r == nil {
+		return dst
+	}
+	return r.FilterConfigs(name, s.wc, dst)
+}
+
+// RemoteIP implements httpfilter.Stream.
+func (s *stream) RemoteIP() string { return s.remoteIP }
+
+// ConnectionState implements httpfilter.Stream.
+func (s *stream) ConnectionState(key any, create func() any) any {
+	return s.connState.get(key, create)
 }
 
 // filterContext is what the filters' configurations may use of the

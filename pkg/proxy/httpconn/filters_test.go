@@ -41,11 +41,11 @@ func TestBuildFilters(t *testing.T) {
 			want: "http_filters[0].typed_config.pass_through_mode: must be set"},
 		"an unknown name": {filters: named("envoy.filters.http.gzip", "envoy.filters.http.router"),
 			want: `http_filters[0].name: filter "envoy.filters.http.gzip" without typed_config is not supported by Outrigger`},
-		"the guard forbids names": {filters: named("envoy.filters.http.router"), rt: fixedRuntime{noLookupByNameKey: 1},
+		"the guard forbids names": {filters: named("envoy.filters.http.router"), rt: fixedRuntime{"envoy.reloadable_features.no_extension_lookup_by_name": 1},
 			want: "http_filters[0].typed_config: Didn't find a registered implementation for 'envoy.filters.http.router' with type URL: ''"},
-		"the guard in the proxy spelling": {filters: named("envoy.filters.http.router"), rt: fixedRuntime{noLookupByNameProxyKey: 1},
+		"the guard in the proxy spelling": {filters: named("envoy.filters.http.router"), rt: fixedRuntime{"proxy.reloadable_features.no_extension_lookup_by_name": 1},
 			want: "Didn't find a registered implementation"},
-		"the proxy spelling wins": {filters: named("envoy.filters.http.router"), rt: fixedRuntime{noLookupByNameKey: 1, noLookupByNameProxyKey: 0}},
+		"the proxy spelling wins": {filters: named("envoy.filters.http.router"), rt: fixedRuntime{"envoy.reloadable_features.no_extension_lookup_by_name": 1, "proxy.reloadable_features.no_extension_lookup_by_name": 0}},
 		"a type that is not a filter": {filters: []*hcmv3.HttpFilter{{Name: "x", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: other}}},
 			want: "http_filters[0].typed_config: filter type google.protobuf.Empty is not supported by Outrigger"},
 		"the router not last": {filters: named("envoy.filters.http.router", "envoy.filters.http.router"),
@@ -59,8 +59,8 @@ func TestBuildFilters(t *testing.T) {
 				t.Fatalf("buildFilters: %v", err)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Fatalf("error %v, want one with %q", err, tc.want)
-			case tc.want == "" && len(fc.configs) != tc.chain:
-				t.Errorf("%d filters before the router, want %d", len(fc.configs), tc.chain)
+			case tc.want == "" && len(fc.filters) != tc.chain:
+				t.Errorf("%d filters before the router, want %d", len(fc.filters), tc.chain)
 			}
 		})
 	}

@@ -84,6 +84,7 @@ func (st *h2Stream) open(h *h2Conn, id uint32, endStream, refused bool) {
 	st.h, st.id = h, id
 	st.cond.L = &h.mu
 	st.s.connID, st.s.remote, st.s.remoteIP, st.s.local = c.id, c.remote, c.remoteIP, c.local
+	st.s.connState = &c.filterState
 	st.method, st.path, st.authority, st.scheme, st.host = "", "", "", "", ""
 	clear(st.fields)
 	st.fields = st.fields[:0]
@@ -577,6 +578,15 @@ func (st *h2Stream) abort() {
 		h.appendResetLocked(st.id, errCodeInternal)
 		st.localDone = true
 	}
+}
+
+// gone implements downstream: the stream was reset, or its connection
+// ended.
+func (st *h2Stream) gone() bool {
+	h := st.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return st.reset || h.closed || h.werr != nil
 }
 
 // flush implements downstream: what is queued goes out.

@@ -28,17 +28,31 @@ const (
 
 // localReply answers the request from the proxy itself, with Envoy's
 // headers for local replies: content-type text/plain when there is a body,
-// and the route's response header edits when a route was chosen. If the
-// response has already started, the stream can only be cut.
+// and the route's response header edits when a route was chosen. A gRPC
+// request gets the gRPC form, with a grpc-status derived from status. If
+// the response has already started, the stream can only be cut.
 func (s *stream) localReply(status int, body string, flags accesslog.ResponseFlags, details string) {
+	s.localReplyGrpc(status, -1, body, flags, details)
+}
+
+// localReplyGrpc is localReply with the grpc-status a gRPC request gets;
+// a negative grpcStatus derives it from status.
+func (s *stream) localReplyGrpc(status int, grpcStatus int64, body string, flags accesslog.ResponseFlags, details string) {
 	s.flags |= flags
 	s.details = details
 	if s.started {
 		s.resetDownstream()
 		return
 	}
-	s.status = status
 	s.respHeaders.reset()
+	if s.grpcRequest() {
+		if grpcStatus < 0 {
+			grpcStatus = grpcStatusOf(status)
+		}
+		s.grpcLocalReply(grpcStatus, body)
+		return
+	}
+	s.status = status
 	if body != "" {
 		s.respHeaders.Add("content-type", "text/plain")
 	}
@@ -58,6 +72,12 @@ func (s *stream) redirect(status int, location string) {
 // not read is skipped if it has already arrived, and otherwise makes the
 // connection close, since its bytes would be taken for the next request.
 func (s *stream) finishLocal(body string) {
+	s.finishLocalWith(body, !s.isHead)
+}
+
+// finishLocalWith is finishLocal; hasBody false ends the response with
+// its head (gRPC's trailers-only replies).
+func (s *stream) finishLocalWith(body string, hasBody bool) {
 	if !s.bodyDone && s.body != nil && !s.skipBody() {
 		s.connectionUnusable()
 	}
@@ -65,11 +85,11 @@ func (s *stream) finishLocal(body string) {
 		s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
 	}
 	n := int64(len(body))
-	if err := s.sendHead(n, !s.isHead); err != nil {
+	if err := s.sendHead(n, hasBody); err != nil {
 		s.downstreamFailed()
 		return
 	}
-	if !s.isHead && n > 0 {
+	if hasBody && n > 0 {
 		if err := s.down.writeBodyString(body); err != nil {
 			s.downstreamFailed()
 			return

@@ -29,6 +29,7 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"github.com/go-logr/logr"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/loggers"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
@@ -42,7 +43,7 @@ type Manager struct {
 	cfg     settings
 	routes  *router.Table
 	filters filterChain
-	logs    []accessLogger
+	logs    loggers.List
 	stats   *hcmStats
 	deps    Deps
 	log     logr.Logger
@@ -74,7 +75,10 @@ type Manager struct {
 	idle      chan struct{}
 	idleOnce  sync.Once
 	closeOnce sync.Once
-	closed    chan struct{}
+	// logsOnce closes the access loggers, once the last request has
+	// logged.
+	logsOnce sync.Once
+	closed   chan struct{}
 }
 
 // New builds a manager from its configuration. New starts nothing and opens
@@ -96,15 +100,16 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 		}
 		return nil, errors.New("route_config: an inline route configuration is required")
 	}
-	table, err := router.Compile(rc)
+	fctx := filterContext(s.statPrefix, deps)
+	table, err := router.CompileWith(rc, router.Options{FilterConfig: routeFilterConfigs(deps.Extensions, fctx)})
 	if err != nil {
 		return nil, fmt.Errorf("route_config.%w", err)
 	}
-	filters, err := buildFilters(cfg.GetHttpFilters(), deps.Extensions, filterContext(s.statPrefix, deps), deps.Runtime)
+	filters, err := buildFilters(cfg.GetHttpFilters(), deps.Extensions, fctx, deps.Runtime)
 	if err != nil {
 		return nil, err
 	}
-	logs, err := buildAccessLogs(cfg.GetAccessLog(), deps.OpenAccessLog)
+	logs, err := buildAccessLogs(cfg.GetAccessLog(), deps)
 	if err != nil {
 		return nil, err
 	}
@@ -208,8 +213,23 @@ func (m *Manager) Close() error {
 		for _, sc := range conns {
 			sc.closeIfIdle()
 		}
+		// Requests in flight still log: the loggers close when the
+		// last connection has gone.
+		go func() {
+			<-m.idle
+			m.closeLogs()
+		}()
 	})
 	return nil
+}
+
+// closeLogs closes the access loggers, delivering what they buffer.
+func (m *Manager) closeLogs() {
+	m.logsOnce.Do(func() {
+		if err := m.logs.Close(); err != nil {
+			m.log.V(1).Info("closing access logs", "error", err.Error())
+		}
+	})
 }
 
 // Shutdown closes the manager gracefully (see Close) and waits until every
@@ -220,6 +240,7 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	select {
 	case <-m.idle:
 		m.cancel()
+		m.closeLogs()
 		return nil
 	case <-ctx.Done():
 	}
@@ -229,6 +250,9 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 		sc.cut()
 	}
 	m.mu.Unlock()
+	// The loggers deliver before the server closes the clusters their
+	// services are reached through.
+	m.closeLogs()
 	return ctx.Err()
 }
 

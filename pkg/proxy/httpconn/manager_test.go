@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/builtin"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
@@ -49,7 +50,7 @@ func TestNewErrors(t *testing.T) {
 	hc := filter("envoy.filters.http.health_check", &healthcheckv3.HealthCheck{PassThroughMode: wrapperspb.Bool(false)})
 	tests := map[string]struct {
 		cfg     *hcmv3.HttpConnectionManager
-		open    func(string) (io.Writer, error)
+		open    func(accesslog.Destination, string) (io.Writer, error)
 		wantErr string
 	}{
 		"no route config": {
@@ -88,9 +89,9 @@ func TestNewErrors(t *testing.T) {
 		},
 		"filter without config": {
 			cfg: base(func(c *hcmv3.HttpConnectionManager) {
-				c.HttpFilters = append([]*hcmv3.HttpFilter{{Name: "envoy.filters.http.cors"}}, c.HttpFilters...)
+				c.HttpFilters = append([]*hcmv3.HttpFilter{{Name: "envoy.filters.http.no_such_filter"}}, c.HttpFilters...)
 			}),
-			wantErr: `http_filters[0].name: filter "envoy.filters.http.cors" without typed_config is not supported`,
+			wantErr: `http_filters[0].name: filter "envoy.filters.http.no_such_filter" without typed_config is not supported`,
 		},
 		"health check without mode": {
 			cfg: base(func(c *hcmv3.HttpConnectionManager) {
@@ -102,13 +103,13 @@ func TestNewErrors(t *testing.T) {
 			cfg: base(func(c *hcmv3.HttpConnectionManager) {
 				c.AccessLog = []*accesslogv3.AccessLog{{ConfigType: &accesslogv3.AccessLog_TypedConfig{TypedConfig: typed(&filev3.FileAccessLog{Path: "/x"})}}}
 			}),
-			wantErr: "access_log[0]: access logs cannot be opened here",
+			wantErr: "access_log[0].typed_config.path: access log files cannot be opened here",
 		},
 		"access log that cannot open": {
 			cfg: base(func(c *hcmv3.HttpConnectionManager) {
 				c.AccessLog = []*accesslogv3.AccessLog{{ConfigType: &accesslogv3.AccessLog_TypedConfig{TypedConfig: typed(&filev3.FileAccessLog{Path: "/x"})}}}
 			}),
-			open:    func(string) (io.Writer, error) { return nil, errors.New("permission denied") },
+			open:    func(accesslog.Destination, string) (io.Writer, error) { return nil, errors.New("permission denied") },
 			wantErr: "access_log[0].typed_config.path: permission denied",
 		},
 		"access log filter": {
@@ -118,7 +119,7 @@ func TestNewErrors(t *testing.T) {
 					ConfigType: &accesslogv3.AccessLog_TypedConfig{TypedConfig: typed(&filev3.FileAccessLog{Path: "/x"})},
 				}}
 			}),
-			wantErr: "access_log[0].filter: not supported",
+			wantErr: "access_log[0].filter.filter_specifier: one filter is required",
 		},
 		"bad access log format": {
 			cfg: base(func(c *hcmv3.HttpConnectionManager) {
@@ -130,7 +131,7 @@ func TestNewErrors(t *testing.T) {
 					}},
 				})}}}
 			}),
-			open:    func(string) (io.Writer, error) { return io.Discard, nil },
+			open:    func(accesslog.Destination, string) (io.Writer, error) { return io.Discard, nil },
 			wantErr: "access_log[0].typed_config.log_format",
 		},
 		"negative timeout": {
@@ -148,7 +149,7 @@ func TestNewErrors(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			_, err := New(tc.cfg, Deps{Log: logr.Discard(), Stats: stats.NewStore(), OpenAccessLog: tc.open, Extensions: builtin.Registry()})
+			_, err := New(tc.cfg, Deps{Log: logr.Discard(), Stats: stats.NewStore(), AccessLogs: accesslog.SinkContext{Open: tc.open}, Extensions: builtin.Registry()})
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("error = %v, want it to contain %q", err, tc.wantErr)
 			}

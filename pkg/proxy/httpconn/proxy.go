@@ -3,7 +3,6 @@ package httpconn
 import (
 	"errors"
 	"io"
-	"math/rand/v2"
 	"net"
 	"time"
 
@@ -45,7 +44,7 @@ func (s *stream) forward() {
 		// upstream sees it.
 		return
 	}
-	name := route.ClusterName(rand.Uint64())
+	name := s.clusterName
 	var cl UpstreamCluster
 	if m.deps.Upstreams != nil && name != "" {
 		cl = m.deps.Upstreams.Cluster(name)

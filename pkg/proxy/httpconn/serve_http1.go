@@ -18,6 +18,7 @@ func (s *stream) init(m *Manager, c *serverConn) {
 	s.down = c
 	s.flushDown = c.flushDown
 	s.conn = c
+	s.connState = &c.filterState
 }
 
 // serveRequest serves one request whose first byte has arrived. It
@@ -261,6 +262,9 @@ func (c *serverConn) abort() {
 
 // flush implements downstream.
 func (c *serverConn) flush() error { return c.out.flush() }
+
+// gone implements downstream: a peek at the socket.
+func (c *serverConn) gone() bool { return peerGone(c.nc) }
 
 // continue100 implements downstream.
 func (c *serverConn) continue100() error {

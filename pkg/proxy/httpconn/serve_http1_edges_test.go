@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/internal/golden"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/builtin"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
@@ -445,7 +446,7 @@ func TestEarlyBadRequest(t *testing.T) {
 						}},
 					})},
 				}}
-				p := startProxy(t, cfg, Deps{OpenAccessLog: func(string) (io.Writer, error) { return log, nil }})
+				p := startProxy(t, cfg, Deps{AccessLogs: accesslog.SinkContext{Open: func(accesslog.Destination, string) (io.Writer, error) { return log, nil }}})
 				c := dialRaw(t, p.addr)
 				start := time.Now()
 				c.send(in)

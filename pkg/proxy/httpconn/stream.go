@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	datav3 "github.com/envoyproxy/go-control-plane/envoy/data/accesslog/v3"
+
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
@@ -46,6 +48,9 @@ type downstream interface {
 	trailers(t http.Header)
 	// touch tells of activity at now: idle deadlines move back.
 	touch(now time.Time)
+	// gone reports, without waiting, whether the client has gone: the
+	// connection closed or reset, or the HTTP/2 stream reset.
+	gone() bool
 }
 
 // bodySource is a request body as the router reads it: pieces valid until
@@ -111,14 +116,27 @@ type stream struct {
 	upCancel atomic.Pointer[context.CancelFunc]
 	// peerReset: the HTTP/2 client reset the stream.
 	peerReset atomic.Bool
+	// wake, once a filter has slept, is the channel interrupt signals so
+	// that the sleep ends (see Sleep); abandoned records that a filter's
+	// sleep ended the stream without a response.
+	wake      atomic.Pointer[chan struct{}]
+	abandoned bool
+	// connState is the state filters keep per downstream connection.
+	connState *connState
 
 	// active are the request's filters, made by decodeFilters; kept for
 	// the response's encoding.
 	active []httpfilter.Filter
 
-	// Routing.
-	rreq  router.Request
-	route *router.Route
+	// Routing. cached is the route the filters see, matched on first use
+	// (routed) with its cluster picked (clusterName, wc the weighted
+	// cluster's index or -1); route is the one the router took.
+	rreq        router.Request
+	routed      bool
+	cached      *router.Route
+	clusterName string
+	wc          int
+	route       *router.Route
 	// upPath and upAuthority are what goes upstream after rewrites.
 	upPath      string
 	upAuthority string
@@ -169,6 +187,8 @@ func (s *stream) begin(real time.Time, proto string) {
 	clear(s.active)
 	s.active = s.active[:0]
 	s.route, s.cluster, s.host = nil, nil, nil
+	s.routed, s.cached, s.clusterName, s.wc = false, nil, "", -1
+	s.abandoned = false
 	s.upPath, s.upAuthority = "", ""
 	s.status, s.started, s.closeConn, s.drainClose = 0, false, false, false
 	s.respHeaders.reset()
@@ -181,6 +201,7 @@ func (s *stream) begin(real time.Time, proto string) {
 		DownstreamLocalAddress:  s.local,
 		ConnectionID:            s.connID,
 		RequestHeaders:          &s.reqHeaders,
+		Type:                    datav3.AccessLogType_DownstreamEnd,
 	}
 	st := s.m.stats
 	st.rqTotal.Inc()
@@ -201,6 +222,12 @@ func (s *stream) interrupt() {
 	}
 	if cancel := s.upCancel.Load(); cancel != nil {
 		(*cancel)()
+	}
+	if w := s.wake.Load(); w != nil {
+		select {
+		case *w <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -229,6 +256,7 @@ func (s *stream) setRequest(method, path, authority string) {
 // runs while the request head's buffer still holds what the entry views.
 func (s *stream) end() {
 	m := s.m
+	s.destroyFilters()
 	s.tLast = time.Now()
 	now := m.stamp(s.tLast)
 	st := m.stats
@@ -240,7 +268,7 @@ func (s *stream) end() {
 	if s.drainClose {
 		st.cxDrainClose.Inc()
 	}
-	if len(m.logs) == 0 {
+	if m.logs.Empty() {
 		return
 	}
 	e := &s.entry
@@ -253,12 +281,9 @@ func (s *stream) end() {
 	if s.started {
 		e.ResponseHeaders = &s.respHeaders
 	}
-	for i := range m.logs {
-		l := &m.logs[i]
-		s.logBuf = l.format.Append(s.logBuf[:0], e)
-		if _, err := l.w.Write(s.logBuf); err != nil {
-			m.log.V(1).Info("access log write failed", "error", err.Error())
-		}
+	var err error
+	if s.logBuf, err = m.logs.Log(s.logBuf, e); err != nil {
+		m.log.V(1).Info("access log write failed", "error", err.Error())
 	}
 }
 
@@ -276,7 +301,7 @@ func (s *stream) decode() {
 		return
 	}
 	m.stats.routerRqTotal.Inc()
-	route := m.routes.MatchRequest(&s.rreq)
+	route := s.Route()
 	if route == nil {
 		m.stats.noRoute.Inc()
 		s.localReply(404, "", accesslog.NoRouteFound, "route_not_found")

@@ -8,7 +8,15 @@
 //
 // Each request runs in a goroutine of its own, so a filter may block in a
 // step (to call an authorization service, to delay a request) for as long
-// as its configuration allows: only that request waits.
+// as its configuration allows: only that request waits. Stream.Sleep is
+// the way to wait: the stream's timeouts and the client going away cut it
+// short.
+//
+// A filter whose Factory also implements RouteFactory takes per-route
+// configuration: the typed_per_filter_config entries of the route
+// configuration, virtual hosts, routes and weighted clusters, keyed by the
+// name the filter is configured with, compiled once with the route
+// configuration and read per request with Stream.RouteConfig.
 package httpfilter
 
 import (
@@ -41,8 +49,27 @@ type Factory interface {
 	Compile(config proto.Message, ctx Context) (Config, error)
 }
 
+// RouteFactory is implemented by the Factory of a filter that takes
+// per-route configuration, as Envoy's createRouteSpecificFilterConfig.
+type RouteFactory interface {
+	// CompileRoute checks and compiles one typed_per_filter_config entry
+	// (unwrapped from its FilterConfig), once per route configuration.
+	// config is a message of the extension's route configuration type;
+	// ctx.Name is the entry's key, the name the filter is configured
+	// with. Errors name the field path below the entry.
+	CompileRoute(config proto.Message, ctx Context) (RouteConfig, error)
+}
+
+// RouteConfig is a compiled per-route filter configuration; the filter
+// that compiled it reads it back with Stream.RouteConfig.
+type RouteConfig = any
+
 // Context is what a filter's configuration may use of the server.
 type Context struct {
+	// Name is the name the filter is configured with (http_filters[].name,
+	// or the typed_per_filter_config key for CompileRoute): the key of its
+	// per-route configuration.
+	Name string
 	// Stats is the server's stat store; StatPrefix the connection
 	// manager's scope ("http.<stat_prefix>."), under which Envoy keeps
 	// most filters' stats.
@@ -65,7 +92,8 @@ type HealthState interface {
 	HealthChecksFailed() bool
 }
 
-// Runtime reads the server's runtime values.
+// Runtime reads the server's runtime values (runtime.Fraction reads a
+// percentage through it).
 type Runtime interface {
 	// Uint64 returns key's value as an integer, def when it has none.
 	Uint64(key string, def uint64) uint64
@@ -108,6 +136,14 @@ type Encoder interface {
 	EncodeHeaders(s Stream) Status
 }
 
+// Destroyer is a filter told when its request ends, however it ends
+// (Envoy's onDestroy): to release what it holds, such as an active fault
+// or itself back to a pool. The stream no longer uses the filter after.
+type Destroyer interface {
+	// OnDestroy runs once, after the response (or the reset).
+	OnDestroy()
+}
+
 // Stream is one request as a filter sees it. Its values are valid during
 // the step they are given to.
 type Stream interface {
@@ -123,6 +159,57 @@ type Stream interface {
 	ResponseStatus() int
 	// SendLocalReply answers the request with status and body (text/plain
 	// when not empty), the response flags of the access log, and the
-	// %RESPONSE_CODE_DETAILS%. The filter then returns Stop.
+	// %RESPONSE_CODE_DETAILS%. The filter then returns Stop. A gRPC
+	// request gets Envoy's gRPC form of the reply: status 200 and a
+	// grpc-status derived from status, the body as grpc-message.
 	SendLocalReply(status int, body string, flags accesslog.ResponseFlags, details string)
+	// SendGrpcLocalReply is SendLocalReply with the grpc-status a gRPC
+	// request gets; other requests get status and body.
+	SendGrpcLocalReply(status int, grpcStatus uint32, body string, flags accesslog.ResponseFlags, details string)
+	// AddResponseFlags adds response flags to the request's access log
+	// entry (DI for a delay the filter injected).
+	AddResponseFlags(flags accesslog.ResponseFlags)
+	// MarkHealthCheck records that the request is a health check, for
+	// the access log (not_health_check_filter leaves it out), as Envoy's
+	// health_check filter marks the requests it recognises, answered or
+	// passed through.
+	MarkHealthCheck()
+
+	// Route is the route the request matched, nil when none does. As in
+	// Envoy, it is matched once, before the first filter that asks, and
+	// kept: a filter that changes what routing looks at calls
+	// ClearRouteCache so that the next call, or the router, matches
+	// again.
+	Route() *router.Route
+	// ClusterName is the upstream cluster the route chose for the request
+	// (a weighted cluster is picked once, with the route); "" without a
+	// route or for a direct response or redirect.
+	ClusterName() string
+	// ClearRouteCache forgets the route matched so far.
+	ClearRouteCache()
+	// RouteConfig is the most specific per-route configuration of the
+	// filter configured as name (weighted cluster, route, virtual host,
+	// route configuration), as its RouteFactory compiled it; nil when no
+	// level has one or there is no route.
+	RouteConfig(name string) RouteConfig
+	// RouteConfigs appends to dst the per-route configurations of the
+	// filter configured as name at every level, least specific first.
+	RouteConfigs(name string, dst []RouteConfig) []RouteConfig
+
+	// RemoteIP is the address of the downstream client, without port.
+	RemoteIP() string
+	// ConnectionState returns the value kept under key for the
+	// downstream connection the request came on, made by create on first
+	// use; it lives as long as the connection and is shared by the
+	// requests on it (HTTP/2 streams run at once: the value must be safe
+	// for concurrent use).
+	ConnectionState(key any, create func() any) any
+
+	// Sleep waits d before the filter goes on, as Envoy's timers delay a
+	// stream. It returns false when the wait was cut short: the stream
+	// idle timeout (the route's idle_timeout, else the connection
+	// manager's) or the request timeout fired first, and the request was
+	// answered with 408; or the client reset the stream or went away, or
+	// the server is shutting down. The filter then returns Stop at once.
+	Sleep(d time.Duration) bool
 }

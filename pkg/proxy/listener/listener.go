@@ -227,7 +227,7 @@ func (l *Listener) buildChains(lc *listenerv3.Listener, build func(*listenerv3.F
 		}
 		h, err := build(fc, l.drain)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s.%w", path, err))
+			errs = append(errs, PrefixErrors(path+".", err)...)
 		}
 		c.handler = h
 		return c

@@ -21,6 +21,8 @@ type FileWriter struct {
 	path     string
 	interval time.Duration
 	minFlush int
+	// stream is a standard stream: never reopened nor closed.
+	stream bool
 
 	mu     sync.Mutex
 	file   *os.File
@@ -51,6 +53,27 @@ func OpenFile(path string, flushInterval time.Duration, minFlushBytes int) (*Fil
 		return nil, err
 	}
 	w := &FileWriter{path: path, interval: flushInterval, minFlush: minFlushBytes, file: f}
+	if flushInterval > 0 {
+		w.stop, w.done = make(chan struct{}), make(chan struct{})
+		go w.flushLoop()
+	}
+	return w, nil
+}
+
+// OpenStream returns a writer buffering lines for one of the process's
+// standard streams, flushed as OpenFile's are. name ("/dev/stdout") only
+// labels errors. Reopen only flushes it, and Close flushes without closing
+// the stream, which the process owns.
+func OpenStream(name string, f *os.File, flushInterval time.Duration, minFlushBytes int) (*FileWriter, error) {
+	switch {
+	case flushInterval < 0:
+		return nil, fmt.Errorf("open %s: negative flush interval %v", name, flushInterval)
+	case minFlushBytes < 0:
+		return nil, fmt.Errorf("open %s: negative flush size %d", name, minFlushBytes)
+	case minFlushBytes == 0:
+		minFlushBytes = DefaultMinFlushBytes
+	}
+	w := &FileWriter{path: name, interval: flushInterval, minFlush: minFlushBytes, file: f, stream: true}
 	if flushInterval > 0 {
 		w.stop, w.done = make(chan struct{}), make(chan struct{})
 		go w.flushLoop()
@@ -109,6 +132,9 @@ func (w *FileWriter) Reopen() error {
 		return fmt.Errorf("reopen log file %s: %w", w.path, os.ErrClosed)
 	}
 	flushErr := w.flushAndReport()
+	if w.stream {
+		return flushErr
+	}
 	f, err := openAppend(w.path)
 	if err != nil {
 		return errors.Join(flushErr, fmt.Errorf("reopen: %w", err))
@@ -131,7 +157,10 @@ func (w *FileWriter) Close() error {
 	}
 	w.closed = true
 	flushErr := w.flushAndReport()
-	closeErr := w.file.Close()
+	var closeErr error
+	if !w.stream {
+		closeErr = w.file.Close()
+	}
 	w.mu.Unlock()
 	if w.stop != nil {
 		close(w.stop)

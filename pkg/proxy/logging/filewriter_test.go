@@ -3,6 +3,7 @@ package logging
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -230,5 +231,46 @@ func TestFileWriterConcurrentWriters(t *testing.T) {
 	}
 	if len(seen) != writers*perWriter {
 		t.Errorf("%d distinct records, want %d", len(seen), writers*perWriter)
+	}
+}
+
+func TestStreamWriterIsNeverReopenedNorClosed(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	fw, err := OpenStream("/dev/stdout", w, time.Hour, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fw.Write([]byte("one\n")); err != nil {
+		t.Fatal(err)
+	}
+	// Reopen flushes what is buffered and keeps the stream.
+	if err := fw.Reopen(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fw.Write([]byte("two\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The stream is still open: the process owns it.
+	if _, err := w.Write([]byte("three\n")); err != nil {
+		t.Fatalf("the stream was closed: %v", err)
+	}
+	buf := make([]byte, 64)
+	n, err := io.ReadAtLeast(r, buf, len("one\ntwo\nthree\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(buf[:n]); got != "one\ntwo\nthree\n" {
+		t.Errorf("stream got %q", got)
+	}
+	if _, err := OpenStream("/dev/stdout", w, -time.Second, 0); err == nil {
+		t.Error("a negative flush interval was accepted")
 	}
 }

@@ -37,32 +37,54 @@ type WeightedClusters struct {
 type WeightedCluster struct {
 	Name   string
 	Weight uint32
+	// filters is the cluster's typed_per_filter_config, the most
+	// specific level.
+	filters filterConfigs
 }
 
 // Pick chooses a cluster from a random number, as Envoy does: the random
 // value modulo the total weight falls into one cluster's share, clusters
 // taken in configuration order.
 func (w *WeightedClusters) Pick(random uint64) string {
+	return w.Clusters[w.PickIndex(random)].Name
+}
+
+// PickIndex is Pick, as the index of the cluster chosen.
+func (w *WeightedClusters) PickIndex(random uint64) int {
 	v := random % w.Total
 	var end uint64
-	for _, c := range w.Clusters {
+	for i, c := range w.Clusters {
 		end += uint64(c.Weight)
 		if v < end {
-			return c.Name
+			return i
 		}
 	}
 	// Unreachable: the weights add up to Total.
-	return w.Clusters[len(w.Clusters)-1].Name
+	return len(w.Clusters) - 1
+}
+
+// hasFilterConfigs reports whether a cluster has a
+// typed_per_filter_config; false for nil.
+func (w *WeightedClusters) hasFilterConfigs() bool {
+	if w == nil {
+		return false
+	}
+	for _, c := range w.Clusters {
+		if len(c.filters) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // compileRouteAction compiles a RouteAction into r; errors name the field
 // below it.
-func compileRouteAction(r *Route, a *routev3.RouteAction) error {
+func compileRouteAction(r *Route, a *routev3.RouteAction, opts *Options) error {
 	switch c := a.GetClusterSpecifier().(type) {
 	case *routev3.RouteAction_Cluster:
 		r.Cluster = c.Cluster
 	case *routev3.RouteAction_WeightedClusters:
-		w, err := compileWeighted(c.WeightedClusters)
+		w, err := compileWeighted(c.WeightedClusters, opts)
 		if err != nil {
 			return fmt.Errorf("weighted_clusters.%w", err)
 		}
@@ -112,6 +134,19 @@ func compileRouteAction(r *Route, a *routev3.RouteAction) error {
 		return err
 	}
 	r.rewrite = rw
+	//lint:ignore SA1019 Envoy still honours a route's deprecated cors field
+	if c := a.GetCors(); c != nil {
+		p, err := CompileCorsPolicy(c)
+		if err != nil {
+			return fmt.Errorf("cors.%w", err)
+		}
+		r.Cors = p
+	}
+	if r.RateLimits, err = compileRateLimits(a.GetRateLimits()); err != nil {
+		return fmt.Errorf("rate_limits%w", err)
+	}
+	//lint:ignore SA1019 Envoy still honours the deprecated include_vh_rate_limits
+	r.IncludeVHRateLimits = a.GetIncludeVhRateLimits().GetValue()
 	return nil
 }
 
@@ -127,14 +162,18 @@ func duration(d *durationpb.Duration) (time.Duration, error) {
 	return v, nil
 }
 
-func compileWeighted(w *routev3.WeightedCluster) (*WeightedClusters, error) {
+func compileWeighted(w *routev3.WeightedCluster, opts *Options) (*WeightedClusters, error) {
 	wc := &WeightedClusters{}
 	for i, c := range w.GetClusters() {
 		if c.GetName() == "" {
 			return nil, fmt.Errorf("clusters[%d].name: a cluster name is required", i)
 		}
 		weight := c.GetWeight().GetValue()
-		wc.Clusters = append(wc.Clusters, WeightedCluster{Name: c.GetName(), Weight: weight})
+		fc, err := compileFilterConfigs(c.GetTypedPerFilterConfig(), opts)
+		if err != nil {
+			return nil, fmt.Errorf("clusters[%d].%w", i, err)
+		}
+		wc.Clusters = append(wc.Clusters, WeightedCluster{Name: c.GetName(), Weight: weight, filters: fc})
 		wc.Total += uint64(weight)
 	}
 	if len(wc.Clusters) == 0 {

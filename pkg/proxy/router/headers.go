@@ -183,3 +183,31 @@ func (a *headerAdd) render(buf []byte, e *accesslog.Entry) (string, bool) {
 	}
 	return v, v != "" || a.keepEmpty
 }
+
+// HeaderMutation is a compiled list of HeaderValueOptions and header
+// names to remove, applied as a route's header edits are: for the filters
+// that add headers of their own (the local rate limit filter's
+// response_headers_to_add). The zero value does nothing.
+type HeaderMutation struct {
+	ops *headerOps
+}
+
+// CompileHeaderMutation compiles adds and removes; addField and
+// removeField name them in errors ("response_headers_to_add[0].header.key:
+// ...").
+func CompileHeaderMutation(adds []*corev3.HeaderValueOption, removes []string, addField, removeField string) (HeaderMutation, error) {
+	ops, err := compileHeaderOps(adds, removes, addField, removeField)
+	return HeaderMutation{ops: ops}, err
+}
+
+// Apply edits h: removals first, then additions, as Envoy's HeaderParser
+// does. e supplies the values of % operators; nil renders them from an
+// empty entry.
+func (m HeaderMutation) Apply(h HeaderEditor, e *accesslog.Entry) {
+	if m.ops != nil {
+		m.ops.apply(h, e)
+	}
+}
+
+// Empty reports whether the mutation does nothing.
+func (m HeaderMutation) Empty() bool { return m.ops == nil }

@@ -151,6 +151,16 @@ func CompileHeaderMatch(hs []*routev3.HeaderMatcher) (HeaderMatch, error) {
 	return m, nil
 }
 
+// CompileHeader compiles one HeaderMatcher into a HeaderMatch (an
+// access-log header_filter holds one). Errors name the field below it.
+func CompileHeader(h *routev3.HeaderMatcher) (HeaderMatch, error) {
+	hm, err := compileHeaderMatcher(h)
+	if err != nil {
+		return HeaderMatch{}, err
+	}
+	return HeaderMatch{matchers: []headerMatcher{hm}}, nil
+}
+
 // Matches reports whether every matcher accepts req. It allocates
 // nothing.
 func (m *HeaderMatch) Matches(req *Request) bool {

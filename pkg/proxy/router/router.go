@@ -29,6 +29,10 @@ type Table struct {
 type VirtualHost struct {
 	Name   string
 	Routes []*Route
+	// Cors is the virtual host's CORS policy, nil when it has none.
+	Cors *CorsPolicy
+	// RateLimits are the virtual host's rate_limits.
+	RateLimits []*RateLimit
 }
 
 // Route is one compiled route. Exactly one of Cluster, WeightedClusters,
@@ -52,6 +56,12 @@ type Route struct {
 	// HostRewrite, when not "", replaces the :authority sent upstream
 	// (host_rewrite_literal).
 	HostRewrite string
+	// Cors is the route's CORS policy (route.cors), nil when it has none.
+	Cors *CorsPolicy
+	// RateLimits are the route action's rate_limits;
+	// IncludeVHRateLimits its include_vh_rate_limits.
+	RateLimits          []*RateLimit
+	IncludeVHRateLimits bool
 
 	// Direct is set when the route answers directly.
 	Direct *DirectResponse
@@ -67,11 +77,23 @@ type Route struct {
 	// (later levels win).
 	requestOps  []*headerOps
 	responseOps []*headerOps
+	// perFilter are the typed_per_filter_config levels, most specific
+	// first (see FilterConfig); anyFilterConfig is set when they, or a
+	// weighted cluster's, have an entry.
+	perFilter       []filterConfigs
+	anyFilterConfig bool
 }
 
-// Compile builds a table. Errors name the field path below the route
-// configuration, e.g. "virtual_hosts[0].routes[2].match.safe_regex.regex".
+// Compile builds a table with no typed_per_filter_config support (see
+// CompileWith).
 func Compile(rc *routev3.RouteConfiguration) (*Table, error) {
+	return CompileWith(rc, Options{})
+}
+
+// CompileWith builds a table, compiling typed_per_filter_config entries
+// with opts.FilterConfig. Errors name the field path below the route
+// configuration, e.g. "virtual_hosts[0].routes[2].match.safe_regex.regex".
+func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 	t := &Table{Name: rc.GetName(), ignorePort: rc.GetIgnorePortInHostMatching()}
 	maxBody := uint32(DefaultMaxDirectResponseBodySize)
 	if m := rc.GetMaxDirectResponseBodySizeBytes(); m != nil {
@@ -86,10 +108,17 @@ func Compile(rc *routev3.RouteConfiguration) (*Table, error) {
 		return nil, err
 	}
 	mostSpecificWins := rc.GetMostSpecificHeaderMutationsWins()
+	filtersGlobal, err := compileFilterConfigs(rc.GetTypedPerFilterConfig(), &opts)
+	if err != nil {
+		return nil, err
+	}
 
 	b := newVhostBuilder()
 	for i, vhc := range rc.GetVirtualHosts() {
-		vh := &VirtualHost{Name: vhc.GetName()}
+		vh, filtersVH, err := compileVirtualHost(vhc, &opts)
+		if err != nil {
+			return nil, fmt.Errorf("virtual_hosts[%d].%w", i, err)
+		}
 		reqVH, err := compileHeaderOps(vhc.GetRequestHeadersToAdd(), vhc.GetRequestHeadersToRemove(), "request_headers_to_add", "request_headers_to_remove")
 		if err != nil {
 			return nil, fmt.Errorf("virtual_hosts[%d].%w", i, err)
@@ -99,13 +128,15 @@ func Compile(rc *routev3.RouteConfiguration) (*Table, error) {
 			return nil, fmt.Errorf("virtual_hosts[%d].%w", i, err)
 		}
 		for j, rtc := range vhc.GetRoutes() {
-			r, err := compileRoute(rtc, maxBody)
+			r, filtersRoute, err := compileRoute(rtc, maxBody, &opts)
 			if err != nil {
 				return nil, fmt.Errorf("virtual_hosts[%d].routes[%d].%w", i, j, err)
 			}
 			r.VirtualHost = vh
 			r.requestOps = levels(r.requestOps, reqVH, reqGlobal, mostSpecificWins)
 			r.responseOps = levels(r.responseOps, respVH, respGlobal, mostSpecificWins)
+			r.perFilter = levelsOf(filtersRoute, filtersVH, filtersGlobal)
+			r.anyFilterConfig = len(r.perFilter) > 0 || r.WeightedClusters.hasFilterConfigs()
 			vh.Routes = append(vh.Routes, r)
 		}
 		for j, d := range vhc.GetDomains() {
@@ -140,46 +171,72 @@ func levels(route []*headerOps, vh, global *headerOps, mostSpecificWins bool) []
 	return out
 }
 
-// compileRoute compiles one route; errors name the field below it.
-func compileRoute(rc *routev3.Route, maxBody uint32) (*Route, error) {
+// compileVirtualHost compiles a virtual host's own settings (not its
+// routes): its CORS policy, rate limits and typed_per_filter_config,
+// returned apart. Errors name the field below the virtual host.
+func compileVirtualHost(vhc *routev3.VirtualHost, opts *Options) (*VirtualHost, filterConfigs, error) {
+	vh := &VirtualHost{Name: vhc.GetName()}
+	//lint:ignore SA1019 Envoy still honours a virtual host's deprecated cors field
+	if c := vhc.GetCors(); c != nil {
+		p, err := CompileCorsPolicy(c)
+		if err != nil {
+			return nil, nil, fmt.Errorf("cors.%w", err)
+		}
+		vh.Cors = p
+	}
+	rls, err := compileRateLimits(vhc.GetRateLimits())
+	if err != nil {
+		return nil, nil, fmt.Errorf("rate_limits%w", err)
+	}
+	vh.RateLimits = rls
+	fc, err := compileFilterConfigs(vhc.GetTypedPerFilterConfig(), opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return vh, fc, nil
+}
+
+// compileRoute compiles one route, and returns its own
+// typed_per_filter_config apart; errors name the field below it.
+func compileRoute(rc *routev3.Route, maxBody uint32, opts *Options) (*Route, filterConfigs, error) {
 	r := &Route{Name: rc.GetName()}
 	if rc.GetMatch() == nil {
-		return nil, errors.New("match: a route match is required")
+		return nil, nil, errors.New("match: a route match is required")
 	}
 	m, err := compileMatch(rc.GetMatch())
 	if err != nil {
-		return nil, fmt.Errorf("match.%w", err)
+		return nil, nil, fmt.Errorf("match.%w", err)
 	}
 	r.match = m
 	switch a := rc.GetAction().(type) {
 	case *routev3.Route_Route:
-		if err := compileRouteAction(r, a.Route); err != nil {
-			return nil, fmt.Errorf("route.%w", err)
+		if err := compileRouteAction(r, a.Route, opts); err != nil {
+			return nil, nil, fmt.Errorf("route.%w", err)
 		}
 	case *routev3.Route_DirectResponse:
 		d, err := compileDirect(a.DirectResponse, maxBody)
 		if err != nil {
-			return nil, fmt.Errorf("direct_response.%w", err)
+			return nil, nil, fmt.Errorf("direct_response.%w", err)
 		}
 		r.Direct = d
 	case *routev3.Route_Redirect:
 		rd, err := compileRedirect(a.Redirect)
 		if err != nil {
-			return nil, fmt.Errorf("redirect.%w", err)
+			return nil, nil, fmt.Errorf("redirect.%w", err)
 		}
 		r.Redirect = rd
 	case nil:
-		return nil, errors.New("action: one of route, redirect or direct_response is required")
+		return nil, nil, errors.New("action: one of route, redirect or direct_response is required")
 	default:
-		return nil, fmt.Errorf("action: %s is not supported by Outrigger", oneofName(rc.ProtoReflect(), "action"))
+		return nil, nil, fmt.Errorf("action: %s is not supported by Outrigger", oneofName(rc.ProtoReflect(), "action"))
 	}
 	req, err := compileHeaderOps(rc.GetRequestHeadersToAdd(), rc.GetRequestHeadersToRemove(), "request_headers_to_add", "request_headers_to_remove")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	resp, err := compileHeaderOps(rc.GetResponseHeadersToAdd(), rc.GetResponseHeadersToRemove(), "response_headers_to_add", "response_headers_to_remove")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if req != nil {
 		r.requestOps = []*headerOps{req}
@@ -187,7 +244,11 @@ func compileRoute(rc *routev3.Route, maxBody uint32) (*Route, error) {
 	if resp != nil {
 		r.responseOps = []*headerOps{resp}
 	}
-	return r, nil
+	fc, err := compileFilterConfigs(rc.GetTypedPerFilterConfig(), opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, fc, nil
 }
 
 // Match finds the route for a host (the :authority, port allowed) and a
@@ -230,10 +291,19 @@ func (t *Table) virtualHost(host string) *VirtualHost {
 // random number per request). It is "" for direct responses and
 // redirects.
 func (r *Route) ClusterName(random uint64) string {
+	name, _ := r.PickCluster(random)
+	return name
+}
+
+// PickCluster is ClusterName, and the index of the weighted cluster
+// picked (-1 when the route has none), which selects that cluster's
+// typed_per_filter_config.
+func (r *Route) PickCluster(random uint64) (name string, index int) {
 	if r.WeightedClusters != nil {
-		return r.WeightedClusters.Pick(random)
+		i := r.WeightedClusters.PickIndex(random)
+		return r.WeightedClusters.Clusters[i].Name, i
 	}
-	return r.Cluster
+	return r.Cluster, -1
 }
 
 // IdleTimeout is the route's idle_timeout and whether it sets one; when it

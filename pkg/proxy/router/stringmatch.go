@@ -149,3 +149,36 @@ func asciiContainsFold(s, lower string) bool {
 	}
 	return false
 }
+
+// StringMatch is a compiled StringMatcher for other packages: it matches
+// exactly as route and header matchers do.
+type StringMatch struct {
+	m stringMatcher
+}
+
+// CompileStringMatch compiles a StringMatcher; errors name the field below
+// it.
+func CompileStringMatch(m *matcherv3.StringMatcher) (StringMatch, error) {
+	sm, err := compileStringMatcher(m)
+	return StringMatch{m: sm}, err
+}
+
+// Matches reports whether v matches. It allocates nothing.
+func (s *StringMatch) Matches(v string) bool { return s.m.match(v) }
+
+// StringMatcher is a compiled envoy.type.matcher.v3.StringMatcher that
+// matches as Envoy's does, for the filters that take one (the CORS
+// filter's allowed origins). The zero value matches only "".
+type StringMatcher struct {
+	m stringMatcher
+}
+
+// CompileStringMatcher compiles a StringMatcher; errors name the field
+// below it ("safe_regex.regex: ...").
+func CompileStringMatcher(m *matcherv3.StringMatcher) (StringMatcher, error) {
+	sm, err := compileStringMatcher(m)
+	return StringMatcher{m: sm}, err
+}
+
+// Match reports whether s matches.
+func (m *StringMatcher) Match(s string) bool { return m.m.match(s) }

@@ -8,10 +8,13 @@ import (
 	"time"
 
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/options"
@@ -147,13 +150,14 @@ func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener
 		Drain:              drain,
 		Health:             s,
 		Extensions:         s.ext,
-		OpenAccessLog:      s.openAccessLog,
+		AccessLogs:         s.accessLogContext(),
 		Runtime:            runtimeValues{s.runtime},
 		Overload:           s.httpOverload(),
 		Now:                s.clock,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("filters[0].typed_config.%w", err)
+		// One line, with its full path, per problem.
+		return nil, errors.Join(listener.PrefixErrors("filters[0].typed_config.", err)...)
 	}
 	// validate_clusters, whose default is true for an inline route
 	// configuration, in static and discovered listeners alike, as in
@@ -188,8 +192,42 @@ func (bl *builtListener) closeFilters() {
 	}
 }
 
-// openAccessLog opens a listener's file access log (see sharedLogFile).
-func (s *Server) openAccessLog(path string) (io.Writer, error) {
+// accessLogContext is what the server gives access loggers: its
+// destinations, gRPC channels to its clusters, the node, stats and the
+// access-log logger.
+func (s *Server) accessLogContext() accesslog.SinkContext {
+	return accesslog.SinkContext{
+		Open:     s.openAccessLog,
+		OpenGRPC: s.openGRPC,
+		Node:     s.boot.GetNode(),
+		Stats:    s.stats,
+		Log:      s.logs.Logger("grpc"),
+	}
+}
+
+// openGRPC opens the channel of a GrpcService; an envoy_grpc service
+// reaches its cluster through the cluster manager.
+func (s *Server) openGRPC(gs *corev3.GrpcService) (*grpcservice.Channel, error) {
+	return grpcservice.Open(gs, grpcservice.Context{Cluster: func(name string) grpcservice.Cluster {
+		if s.clusters == nil {
+			return nil
+		}
+		if c := s.clusters.Cluster(name); c != nil {
+			return c
+		}
+		return nil
+	}})
+}
+
+// openAccessLog opens the destination of a listener's access log (see
+// sharedLogFile): a file, or standard output or error.
+func (s *Server) openAccessLog(d accesslog.Destination, path string) (io.Writer, error) {
+	switch d {
+	case accesslog.Stdout:
+		path = stdoutPath
+	case accesslog.Stderr:
+		path = stderrPath
+	}
 	fw, err := s.sharedLogFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("opening access log: %w", err)

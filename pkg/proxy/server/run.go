@@ -19,6 +19,7 @@ import (
 	"github.com/go-logr/logr"
 	"golang.org/x/sys/unix"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/options"
@@ -48,7 +49,19 @@ func (s *Server) Run(ctx context.Context, adminHandler http.Handler) error {
 	}
 	// The overload manager runs before the listeners accept anything.
 	s.startOverload()
-	if err := s.startListeners(); err != nil {
+	// DNS clusters start resolving; the listeners are bound at once (a
+	// port clash fails start-up), but accept only once the clusters are
+	// initialised, as Envoy's workers start after its cluster manager.
+	s.clusters.Start()
+	if err := s.bindListeners(); err != nil {
+		s.shutdown(adminSrv)
+		return err
+	}
+	if !s.waitClusters(ctx, sigs) {
+		s.shutdown(adminSrv)
+		return nil
+	}
+	if err := s.serveListeners(); err != nil {
 		s.shutdown(adminSrv)
 		return err
 	}
@@ -152,20 +165,68 @@ func (s *Server) startAdmin(h http.Handler) (*http.Server, error) {
 	return srv, nil
 }
 
-// startListeners binds every static listener before serving any, so a
-// port clash fails start-up without a half-started server (shutdown then
-// closes the ones bound), starts their network filters and workers, and
-// feeds server.total_connections. Then the listeners from discovery are
-// read and started: like Envoy's first LDS fetch, this happens before the
-// server is LIVE.
+// startListeners binds and serves the listeners without waiting for the
+// clusters (Run waits between the two).
 func (s *Server) startListeners() error {
+	if err := s.bindListeners(); err != nil {
+		return err
+	}
+	return s.serveListeners()
+}
+
+// bindListeners binds every static listener before serving any, so a
+// port clash fails start-up without a half-started server (shutdown then
+// closes the ones bound).
+func (s *Server) bindListeners() error {
 	s.lset.mu.Lock()
+	defer s.lset.mu.Unlock()
 	for _, bl := range s.lset.active {
 		if err := bl.Bind(); err != nil {
-			s.lset.mu.Unlock()
 			return err
 		}
 	}
+	return nil
+}
+
+// waitClusters waits until the clusters are initialised (DNS clusters
+// with wait_for_warm_on_init: their first resolution), the server staying
+// INITIALIZING meanwhile. A shutdown asked for in the meantime ends the
+// wait: false.
+func (s *Server) waitClusters(ctx context.Context, sigs <-chan os.Signal) bool {
+	warmed := s.clusters.Warmed()
+	select {
+	case <-warmed:
+		return true
+	default:
+	}
+	s.log.Info("waiting for the DNS clusters' first resolution before serving")
+	for {
+		select {
+		case <-warmed:
+			return true
+		case <-ctx.Done():
+			s.log.Info("shutting down: context ended")
+		case <-s.quit:
+			s.log.Info("shutting down: quit requested through the admin")
+		case sig := <-sigs:
+			if sig == syscall.SIGUSR1 {
+				if err := s.ReopenLogs(); err != nil {
+					s.log.Error(err, "reopening logs after SIGUSR1")
+				}
+				continue
+			}
+			s.log.Info("shutting down: caught signal", "signal", sig.String())
+		}
+		return false
+	}
+}
+
+// serveListeners starts the bound listeners' network filters and workers,
+// and feeds server.total_connections. Then the listeners from discovery
+// are read and started: like Envoy's first LDS fetch, this happens before
+// the server is LIVE.
+func (s *Server) serveListeners() error {
+	s.lset.mu.Lock()
 	for _, bl := range s.lset.active {
 		s.serve(bl)
 	}
@@ -210,6 +271,11 @@ func (s *Server) shutdown(adminSrv *http.Server) {
 			_ = adminSrv.Close()
 		}
 		cancel()
+	}
+	// The admin's loggers last: the admin served until now. A gRPC
+	// logger's last batch is lost, as its cluster is closed already.
+	if c, ok := s.adminLog.(accesslog.Closer); ok {
+		_ = c.Close()
 	}
 	for _, fw := range s.openAccessLogs() {
 		_ = fw.Close()

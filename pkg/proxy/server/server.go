@@ -8,19 +8,21 @@ package server
 import (
 	"errors"
 	"fmt"
-	"io"
+	"os"
 	"slices"
 	"sync"
 	"time"
 
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
-	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
-	filev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
 	"github.com/go-logr/logr"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	logfilter "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/filter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/loggers"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/cluster"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
@@ -75,6 +77,8 @@ type Server struct {
 	// discovery open theirs while the server runs, hence the lock.
 	logMu      sync.Mutex
 	accessLogs []*logging.FileWriter
+	// adminLog records admin requests; nil without admin access logs.
+	adminLog accesslog.Sink
 
 	quitOnce sync.Once
 	quit     chan struct{}
@@ -109,7 +113,21 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.runtime = rt
 	errs = append(errs, s.newOverload(cfg.Bootstrap.GetOverloadManager()))
-	clusters, err := cluster.NewManager(cfg.Bootstrap.GetStaticResources().GetClusters(), cluster.Options{Stats: s.stats, Now: now})
+	resolver, rerrs := dns.ForBootstrap(cfg.Bootstrap, cfg.Extensions)
+	for _, err := range rerrs {
+		if ce, ok := err.(*dns.ConfigError); ok {
+			err = &bootstrap.FieldError{Path: ce.Path, Reason: ce.Reason}
+		}
+		errs = append(errs, err)
+	}
+	clusters, err := cluster.NewManager(cfg.Bootstrap.GetStaticResources().GetClusters(), cluster.Options{
+		Stats:       s.stats,
+		Now:         now,
+		Extensions:  cfg.Extensions,
+		Resolver:    resolver,
+		ResolverEnv: dns.Env{Log: cfg.Logs.Logger("dns")},
+		Log:         cfg.Logs.Logger("upstream"),
+	})
 	errs = append(errs, err)
 	s.clusters = clusters
 	s.lset.stats = listener.NewManagerStats(s.stats)
@@ -121,6 +139,8 @@ func New(cfg Config) (*Server, error) {
 		s.lset.stats.TotalListenersActive.Inc()
 	}
 	errs = append(errs, s.initStats(cfg))
+	s.adminLog, err = s.buildAdminAccessLog()
+	errs = append(errs, err)
 	lds, err := s.newListenerDiscovery(cfg.Bootstrap.GetDynamicResources())
 	errs = append(errs, err)
 	s.lds = lds
@@ -149,54 +169,46 @@ func (s *Server) ProfilePath() string {
 // AdminLogger returns the logger the admin endpoints log through.
 func (s *Server) AdminLogger() logr.Logger { return s.logs.Logger("admin") }
 
-// AdminAccessLog opens the admin access logs of the bootstrap
-// (admin.access_log_path and file loggers in admin.access_log) and returns
-// one writer feeding all of them, or nil when none is configured.
-func (s *Server) AdminAccessLog() (io.Writer, error) {
-	var paths []string
+// AdminAccessLog returns the admin's access loggers, nil when none is
+// configured.
+func (s *Server) AdminAccessLog() accesslog.Sink { return s.adminLog }
+
+// buildAdminAccessLog compiles the admin's access loggers: access_log_path
+// (Envoy's default format) and admin.access_log, with their formats,
+// filters and sinks. It returns nil when none is configured.
+func (s *Server) buildAdminAccessLog() (accesslog.Sink, error) {
+	list, err := loggers.Compile("admin.access_log", s.boot.GetAdmin().GetAccessLog(), loggers.Context{
+		Registry: s.ext,
+		ByName:   extension.LookupByName(runtimeValues{s.runtime}),
+		Sink:     s.accessLogContext(),
+		Filter:   logfilter.Context{Runtime: runtimeValues{s.runtime}},
+	})
+	if err != nil {
+		return nil, err
+	}
 	// access_log_path is deprecated in the v3 API but is the spec's way to
 	// configure the admin access log, so it stays supported.
 	//lint:ignore SA1019 the spec names admin.access_log_path
 	if p := s.boot.GetAdmin().GetAccessLogPath(); p != "" {
-		paths = append(paths, p)
-	}
-	for i, al := range s.boot.GetAdmin().GetAccessLog() {
-		p, err := fileAccessLogPath(al)
+		w, err := s.openAccessLog(accesslog.File, p)
 		if err != nil {
-			return nil, fmt.Errorf("admin.access_log[%d]: %w", i, err)
+			return nil, fmt.Errorf("admin.access_log_path: %w", err)
 		}
-		paths = append(paths, p)
+		list.Add(accesslog.LineSink{Format: accesslog.Default(), W: w})
 	}
-	var writers []io.Writer
-	for _, p := range paths {
-		fw, err := s.sharedLogFile(p)
-		if err != nil {
-			return nil, fmt.Errorf("opening admin access log: %w", err)
-		}
-		writers = append(writers, fw)
-	}
-	switch len(writers) {
-	case 0:
+	if list.Empty() {
 		return nil, nil
-	case 1:
-		return writers[0], nil
-	default:
-		return io.MultiWriter(writers...), nil
 	}
+	return &list, nil
 }
 
-// fileAccessLogPath returns the file of a file access logger; other access
-// logger kinds were refused by validation already.
-func fileAccessLogPath(al *accesslogv3.AccessLog) (string, error) {
-	var file filev3.FileAccessLog
-	if err := al.GetTypedConfig().UnmarshalTo(&file); err != nil {
-		return "", fmt.Errorf("typed_config: %w", err)
-	}
-	if file.GetPath() == "" {
-		return "", errors.New("typed_config.path: must be set")
-	}
-	return file.GetPath(), nil
-}
+// The paths that name the standard streams: the stdout and stderr access
+// loggers write there, and a file logger naming them shares their writer
+// (never reopened nor closed).
+const (
+	stdoutPath = "/dev/stdout"
+	stderrPath = "/dev/stderr"
+)
 
 // sharedLogFile opens an access log file, buffered and flushed every
 // --file-flush-interval-msec, and keeps it for ReopenLogs and shutdown.
@@ -210,7 +222,18 @@ func (s *Server) sharedLogFile(path string) (*logging.FileWriter, error) {
 			return fw, nil
 		}
 	}
-	fw, err := logging.OpenFile(path, s.opts.FileFlushInterval, int(s.opts.FileFlushMinSizeKB)*1024)
+	var (
+		fw  *logging.FileWriter
+		err error
+	)
+	switch path {
+	case stdoutPath:
+		fw, err = logging.OpenStream(path, os.Stdout, s.opts.FileFlushInterval, int(s.opts.FileFlushMinSizeKB)*1024)
+	case stderrPath:
+		fw, err = logging.OpenStream(path, os.Stderr, s.opts.FileFlushInterval, int(s.opts.FileFlushMinSizeKB)*1024)
+	default:
+		fw, err = logging.OpenFile(path, s.opts.FileFlushInterval, int(s.opts.FileFlushMinSizeKB)*1024)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -60,6 +60,7 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	if !f.match.Matches(s.Request()) {
 		return httpfilter.Continue
 	}
+	s.MarkHealthCheck()
 	switch {
 	case f.health != nil && f.health.HealthChecksFailed():
 		s.SendLocalReply(503, "", accesslog.FailedLocalHealthCheck, "health_check_failed")

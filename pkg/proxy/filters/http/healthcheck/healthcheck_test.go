@@ -13,24 +13,8 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter/httpfiltertest"
 )
-
-// fakeStream records the local reply a filter sends.
-type fakeStream struct {
-	req     router.Request
-	status  int
-	flags   accesslog.ResponseFlags
-	details string
-}
-
-func (s *fakeStream) Request() *router.Request             { return &s.req }
-func (s *fakeStream) RequestHeaders() router.HeaderEditor  { return nil }
-func (s *fakeStream) ResponseHeaders() router.HeaderEditor { return nil }
-func (s *fakeStream) ResponseStatus() int                  { return s.status }
-func (s *fakeStream) SendLocalReply(status int, _ string, flags accesslog.ResponseFlags, details string) {
-	s.status, s.flags, s.details = status, flags, details
-}
 
 // health is a server health state.
 type health bool
@@ -65,13 +49,21 @@ func TestDecodeHeaders(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := &fakeStream{req: router.Request{Path: tc.path, Method: "GET", Host: "h"}}
+			s := httpfiltertest.NewStream("GET", tc.path)
 			got := cfg.NewFilter().(httpfilter.Decoder).DecodeHeaders(s)
-			if got != tc.want || s.status != tc.status || s.details != tc.details {
-				t.Errorf("got %v, reply %d %q; want %v, reply %d %q", got, s.status, s.details, tc.want, tc.status, tc.details)
+			var status int
+			var details string
+			if s.Reply != nil {
+				status, details = s.Reply.Status, s.Reply.Details
 			}
-			if tc.status == 503 && s.flags != accesslog.FailedLocalHealthCheck {
-				t.Errorf("flags %v, want LH", s.flags)
+			if got != tc.want || status != tc.status || details != tc.details {
+				t.Errorf("got %v, reply %d %q; want %v, reply %d %q", got, status, details, tc.want, tc.status, tc.details)
+			}
+			if hc := tc.path == "/healthz"; s.HealthCheck != hc {
+				t.Errorf("marked as a health check: %v, want %v", s.HealthCheck, hc)
+			}
+			if tc.status == 503 && s.Flags != accesslog.FailedLocalHealthCheck {
+				t.Errorf("flags %v, want LH", s.Flags)
 			}
 		})
 	}

@@ -1,0 +1,169 @@
+// Package als is the gRPC access log service sinks
+// (envoy.access_loggers.http_grpc and envoy.access_loggers.tcp_grpc): the
+// entries of finished requests, batched and streamed to an
+// AccessLogService over one long-lived StreamAccessLogs call, whose first
+// message identifies the proxy (node and log_name).
+//
+// Logging never waits for the service: entries collect in a buffer that a
+// goroutine sends when it holds buffer_size_bytes or every
+// buffer_flush_interval. While a send is held up (the service is slow or
+// unreachable), the buffer grows to buffer_size_bytes and further entries
+// are dropped and counted, as Envoy drops them when its stream is above
+// its write watermark. A stream the service ends is opened again by the
+// next send.
+package als
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	grpcv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/grpc/v3"
+	tracev3 "github.com/envoyproxy/go-control-plane/envoy/type/tracing/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+)
+
+// The loggers' names in Outrigger's spelling.
+const (
+	HTTPName = "proxy.access_loggers.http_grpc"
+	TCPName  = "proxy.access_loggers.tcp_grpc"
+)
+
+// Envoy's defaults.
+const (
+	defaultFlushInterval = time.Second
+	defaultBufferBytes   = 16384
+)
+
+// statPrefix is where Envoy keeps the gRPC access loggers' counters.
+const statPrefix = "access_logs.grpc_access_log."
+
+// HTTP builds loggers that send HTTP entries from HttpGrpcAccessLogConfig
+// configurations.
+type HTTP struct{}
+
+// Compile implements accesslog.SinkFactory.
+func (HTTP) Compile(config proto.Message, ctx accesslog.SinkContext) (accesslog.Sink, error) {
+	cfg, ok := config.(*grpcv3.HttpGrpcAccessLogConfig)
+	if !ok {
+		return nil, fmt.Errorf("expected %s, got %T", HTTPName, config)
+	}
+	if cfg.GetCommonConfig() == nil {
+		return nil, errors.New("common_config: required")
+	}
+	s, err := compileCommon(cfg.GetCommonConfig(), ctx)
+	if err != nil {
+		return nil, fmt.Errorf("common_config.%w", err)
+	}
+	s.kind = httpLogs
+	s.requestHeaders = lower(cfg.GetAdditionalRequestHeadersToLog())
+	s.responseHeaders = lower(cfg.GetAdditionalResponseHeadersToLog())
+	s.responseTrailers = lower(cfg.GetAdditionalResponseTrailersToLog())
+	return s.start(ctx)
+}
+
+// TCP builds loggers that send TCP entries (the common properties and the
+// byte counts) from TcpGrpcAccessLogConfig configurations.
+type TCP struct{}
+
+// Compile implements accesslog.SinkFactory.
+func (TCP) Compile(config proto.Message, ctx accesslog.SinkContext) (accesslog.Sink, error) {
+	cfg, ok := config.(*grpcv3.TcpGrpcAccessLogConfig)
+	if !ok {
+		return nil, fmt.Errorf("expected %s, got %T", TCPName, config)
+	}
+	if cfg.GetCommonConfig() == nil {
+		return nil, errors.New("common_config: required")
+	}
+	s, err := compileCommon(cfg.GetCommonConfig(), ctx)
+	if err != nil {
+		return nil, fmt.Errorf("common_config.%w", err)
+	}
+	s.kind = tcpLogs
+	return s.start(ctx)
+}
+
+// compileCommon checks a CommonGrpcAccessLogConfig; errors name the field
+// below it.
+func compileCommon(c *grpcv3.CommonGrpcAccessLogConfig, ctx accesslog.SinkContext) (*sink, error) {
+	s := &sink{
+		logName:    c.GetLogName(),
+		flushEvery: defaultFlushInterval,
+		maxBytes:   defaultBufferBytes,
+		node:       ctx.Node,
+	}
+	switch {
+	case s.logName == "":
+		return nil, errors.New("log_name: must be set")
+	case c.GetGrpcService() == nil:
+		return nil, errors.New("grpc_service: required")
+	//lint:ignore SA1019 the deprecated V2 value is refused by name
+	case c.GetTransportApiVersion() == corev3.ApiVersion_V2:
+		return nil, errors.New("transport_api_version: V2 is not supported (use V3)")
+	case len(c.GetFilterStateObjectsToLog()) > 0:
+		return nil, errors.New("filter_state_objects_to_log: not supported by Outrigger")
+	case c.GetGrpcStreamRetryPolicy() != nil:
+		return nil, errors.New("grpc_stream_retry_policy: not supported by Outrigger")
+	}
+	if d := c.GetBufferFlushInterval(); d != nil {
+		if s.flushEvery = d.AsDuration(); s.flushEvery <= 0 {
+			return nil, errors.New("buffer_flush_interval: must be positive")
+		}
+	}
+	if b := c.GetBufferSizeBytes(); b != nil {
+		s.maxBytes = int(b.GetValue())
+	}
+	for i, t := range c.GetCustomTags() {
+		ct, err := compileTag(t)
+		if err != nil {
+			return nil, fmt.Errorf("custom_tags[%d].%w", i, err)
+		}
+		s.tags = append(s.tags, ct)
+	}
+	if ctx.OpenGRPC == nil {
+		return nil, errors.New("grpc_service: gRPC services cannot be reached here")
+	}
+	ch, err := ctx.OpenGRPC(c.GetGrpcService())
+	if err != nil {
+		return nil, fmt.Errorf("grpc_service.%w", err)
+	}
+	s.ch = ch
+	return s, nil
+}
+
+// compileTag compiles a CustomTag; errors name the field below it.
+func compileTag(t *tracev3.CustomTag) (customTag, error) {
+	if t.GetTag() == "" {
+		return customTag{}, errors.New("tag: must be set")
+	}
+	switch k := t.GetType().(type) {
+	case *tracev3.CustomTag_Literal_:
+		return customTag{tag: t.GetTag(), literal: k.Literal.GetValue()}, nil
+	case *tracev3.CustomTag_Environment_:
+		if k.Environment.GetName() == "" {
+			return customTag{}, errors.New("environment.name: must be set")
+		}
+		return environmentTag(t.GetTag(), k.Environment.GetName(), k.Environment.GetDefaultValue()), nil
+	case *tracev3.CustomTag_RequestHeader:
+		if k.RequestHeader.GetName() == "" {
+			return customTag{}, errors.New("request_header.name: must be set")
+		}
+		return customTag{tag: t.GetTag(), header: strings.ToLower(k.RequestHeader.GetName()), dflt: k.RequestHeader.GetDefaultValue()}, nil
+	case *tracev3.CustomTag_Metadata_:
+		return customTag{}, errors.New("metadata: not supported by Outrigger")
+	}
+	return customTag{}, errors.New("type: one of literal, environment or request_header is required")
+}
+
+// lower returns the header names in lower case, as entries are read.
+func lower(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = strings.ToLower(n)
+	}
+	return out
+}

@@ -1,0 +1,193 @@
+package localratelimit
+
+import (
+	"math/rand/v2"
+	"strconv"
+	"sync"
+
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
+)
+
+// The x-ratelimit headers (draft 03).
+const (
+	hLimit     = "x-ratelimit-limit"
+	hRemaining = "x-ratelimit-remaining"
+	hReset     = "x-ratelimit-reset"
+)
+
+// grpcResourceExhausted is the gRPC status of rate_limited_as_resource_exhausted.
+const grpcResourceExhausted = 8
+
+// filterConfig is the compiled filter.
+type filterConfig struct {
+	// name is the key of the filter's per-route configurations.
+	name string
+	cfg  *config
+	pool sync.Pool
+}
+
+// NewFilter implements httpfilter.Config.
+func (c *filterConfig) NewFilter() httpfilter.Filter {
+	return c.pool.Get().(*filter)
+}
+
+// filter is one request's filter, recycled once the request ends.
+type filter struct {
+	fc *filterConfig
+	// cfg is the configuration used: the route's or the filter's.
+	cfg *config
+	// res is the limiter's answer, for the x-ratelimit headers; limited
+	// records that the filter answered 429 (its response headers).
+	res     result
+	limited bool
+	// Scratch space for the request's descriptors.
+	entries     []router.DescriptorEntry
+	descriptors [][]router.DescriptorEntry
+	matched     []*descriptorLimit
+	// nums renders the x-ratelimit values.
+	nums []byte
+}
+
+var (
+	_ httpfilter.Decoder   = (*filter)(nil)
+	_ httpfilter.Encoder   = (*filter)(nil)
+	_ httpfilter.Destroyer = (*filter)(nil)
+)
+
+// DecodeHeaders implements httpfilter.Decoder, as Envoy's decodeHeaders.
+func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
+	c := f.fc.cfg
+	if rc, ok := s.RouteConfig(f.fc.name).(*config); ok {
+		c = rc
+	}
+	f.cfg = c
+	if c.enabled == nil || !c.enabled.Enabled(c.runtime, rand.Uint64()) {
+		return httpfilter.Continue
+	}
+	c.stats.enabled.Inc()
+	if len(c.spec.descriptors) > 0 {
+		f.populate(s, c)
+	}
+	l := c.shared
+	if c.perConnection {
+		l = s.ConnectionState(c, c.newConnLimiter).(*limiter)
+	}
+	f.res, f.matched = l.allowed(f.descriptors, f.matched)
+	if f.res.allowed {
+		c.stats.ok.Inc()
+		return httpfilter.Continue
+	}
+	c.stats.rateLimited.Inc()
+	if c.enforced == nil || !c.enforced.Enabled(c.runtime, rand.Uint64()) {
+		c.requestHeaders.Apply(s.RequestHeaders(), nil)
+		return httpfilter.Continue
+	}
+	c.stats.enforced.Inc()
+	f.limited = true
+	const body, details = "local_rate_limited", "local_rate_limited"
+	if c.grpcExhausted {
+		s.SendGrpcLocalReply(c.status, grpcResourceExhausted, body, accesslog.RateLimited, details)
+	} else {
+		s.SendLocalReply(c.status, body, accesslog.RateLimited, details)
+	}
+	return httpfilter.Stop
+}
+
+// EncodeHeaders implements httpfilter.Encoder: the response headers of a
+// rate-limited reply, and the x-ratelimit headers of every response whose
+// request a bucket decided.
+func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
+	c := f.cfg
+	if c == nil {
+		return httpfilter.Continue
+	}
+	h := s.ResponseHeaders()
+	if f.limited {
+		c.responseHeaders.Apply(h, nil)
+	}
+	if b := f.res.bucket; b != nil && c.xRateLimit {
+		f.nums = strconv.AppendUint(f.nums[:0], uint64(b.max), 10)
+		n := len(f.nums)
+		f.nums = strconv.AppendUint(f.nums, b.remaining(f.res.at), 10)
+		m := len(f.nums)
+		f.nums = strconv.AppendUint(f.nums, b.resetSeconds(f.res.at), 10)
+		// The header list keeps the strings: they must not share the
+		// scratch buffer the next request rewrites.
+		v := string(f.nums)
+		h.Add(hLimit, v[:n])
+		h.Add(hRemaining, v[n:m])
+		h.Add(hReset, v[m:])
+	}
+	return httpfilter.Continue
+}
+
+// OnDestroy implements httpfilter.Destroyer: the filter goes back to the
+// pool, without references to the request.
+func (f *filter) OnDestroy() {
+	f.cfg, f.res, f.limited = nil, result{}, false
+	clear(f.entries)
+	f.entries = f.entries[:0]
+	clear(f.descriptors)
+	f.descriptors = f.descriptors[:0]
+	clear(f.matched)
+	f.matched = f.matched[:0]
+	f.fc.pool.Put(f)
+}
+
+// populate makes the request's descriptors, as Envoy's populateDescriptors:
+// from the filter's own rate_limits when it has some, else from the
+// route's rate_limits of the filter's stage and, as vh_rate_limits and the
+// route's include_vh_rate_limits say, its virtual host's. Entries with a
+// disable_key are skipped.
+func (f *filter) populate(s httpfilter.Stream, c *config) {
+	if len(c.rateLimits) > 0 {
+		f.describe(s, c.rateLimits, c)
+		return
+	}
+	r := s.Route()
+	if r == nil || r.Direct != nil || r.Redirect != nil {
+		return
+	}
+	f.describe(s, r.RateLimits, c)
+	vh := r.VirtualHost
+	if vh == nil {
+		return
+	}
+	switch {
+	case r.IncludeVHRateLimits || c.vhRateLimits == ratelimitv3.VhRateLimitsOptions_INCLUDE:
+		f.describe(s, vh.RateLimits, c)
+	case c.vhRateLimits == ratelimitv3.VhRateLimitsOptions_OVERRIDE && len(r.RateLimits) == 0:
+		f.describe(s, vh.RateLimits, c)
+	}
+}
+
+// describe appends the descriptors of rls that apply to the filter's
+// stage. Each descriptor is a window of f.entries, which grows first and
+// is cut into windows after, since appending may move it.
+func (f *filter) describe(s httpfilter.Stream, rls []*router.RateLimit, c *config) {
+	req, remote, cluster := s.Request(), s.RemoteIP(), s.ClusterName()
+	for _, rl := range rls {
+		if rl.Stage != c.stage || rl.DisableKey != "" {
+			continue
+		}
+		start := len(f.entries)
+		var ok bool
+		f.entries, ok = rl.AppendDescriptor(f.entries, req, remote, cluster)
+		if ok {
+			// The window's end is fixed now; its start is rebased below.
+			f.descriptors = append(f.descriptors, f.entries[start:len(f.entries):len(f.entries)])
+		}
+	}
+	// Appending may have moved f.entries: point every window at the
+	// final array.
+	off := 0
+	for i, d := range f.descriptors {
+		n := len(d)
+		f.descriptors[i] = f.entries[off : off+n : off+n]
+		off += n
+	}
+}

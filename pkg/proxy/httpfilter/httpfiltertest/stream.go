@@ -1,0 +1,206 @@
+// Package httpfiltertest has fakes for testing HTTP filters without a
+// connection manager: a Stream that records what a filter does to it.
+package httpfiltertest
+
+import (
+	"strings"
+	"time"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
+)
+
+// Headers is a header map in insertion order, with lower-case names. It
+// implements router.HeaderEditor.
+type Headers struct {
+	fields [][2]string
+}
+
+// NewHeaders returns headers from name, value pairs.
+func NewHeaders(pairs ...string) *Headers {
+	h := &Headers{}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		h.Add(pairs[i], pairs[i+1])
+	}
+	return h
+}
+
+// Get implements router.HeaderEditor: several values come back joined by
+// ",".
+func (h *Headers) Get(name string) (string, bool) {
+	var vs []string
+	for _, f := range h.fields {
+		if f[0] == name {
+			vs = append(vs, f[1])
+		}
+	}
+	return strings.Join(vs, ","), len(vs) > 0
+}
+
+// Set implements router.HeaderEditor.
+func (h *Headers) Set(name, value string) {
+	h.Del(name)
+	h.Add(name, value)
+}
+
+// Add implements router.HeaderEditor.
+func (h *Headers) Add(name, value string) {
+	h.fields = append(h.fields, [2]string{strings.ToLower(name), value})
+}
+
+// Del implements router.HeaderEditor.
+func (h *Headers) Del(name string) {
+	out := h.fields[:0]
+	for _, f := range h.fields {
+		if f[0] != name {
+			out = append(out, f)
+		}
+	}
+	h.fields = out
+}
+
+// Len is the number of header fields.
+func (h *Headers) Len() int { return len(h.fields) }
+
+// LocalReply is what a filter answered with.
+type LocalReply struct {
+	Status int
+	// GrpcStatus is set by SendGrpcLocalReply (HasGrpcStatus).
+	GrpcStatus    uint32
+	HasGrpcStatus bool
+	Body          string
+	Flags         accesslog.ResponseFlags
+	Details       string
+}
+
+// Stream is a fake httpfilter.Stream. Set its fields, run the filter's
+// steps on it, and look at what they changed.
+type Stream struct {
+	// Req is the request; its Headers are ReqHeaders when nil.
+	Req        router.Request
+	ReqHeaders *Headers
+	// RespHeaders and Status are the response, for EncodeHeaders.
+	RespHeaders *Headers
+	Status      int
+	// Matched is the route (nil: none) and Cluster its cluster.
+	Matched *router.Route
+	Cluster string
+	// PerRoute are the per-route configurations by filter name, least
+	// specific first.
+	PerRoute map[string][]httpfilter.RouteConfig
+	Remote   string
+	// Flags are the response flags added; Reply the local reply sent.
+	Flags accesslog.ResponseFlags
+	Reply *LocalReply
+	// HealthCheck is set by MarkHealthCheck.
+	HealthCheck bool
+	// Slept are the sleeps asked for; CutSleep makes them fail, as when
+	// the client has gone.
+	Slept    []time.Duration
+	CutSleep bool
+	// RouteCleared counts ClearRouteCache calls.
+	RouteCleared int
+
+	conn map[any]any
+}
+
+var _ httpfilter.Stream = (*Stream)(nil)
+
+// NewStream returns a stream for a request with the given method, path
+// and header pairs; the authority is "host".
+func NewStream(method, path string, headers ...string) *Stream {
+	s := &Stream{ReqHeaders: NewHeaders(headers...), RespHeaders: NewHeaders()}
+	s.Req = router.Request{Method: method, Path: path, Host: "host", Scheme: "http", Headers: s.ReqHeaders}
+	return s
+}
+
+// Request implements httpfilter.Stream.
+func (s *Stream) Request() *router.Request {
+	if s.Req.Headers == nil && s.ReqHeaders != nil {
+		s.Req.Headers = s.ReqHeaders
+	}
+	return &s.Req
+}
+
+// RequestHeaders implements httpfilter.Stream.
+func (s *Stream) RequestHeaders() router.HeaderEditor { return s.headers(&s.ReqHeaders) }
+
+// ResponseHeaders implements httpfilter.Stream.
+func (s *Stream) ResponseHeaders() router.HeaderEditor { return s.headers(&s.RespHeaders) }
+
+func (s *Stream) headers(h **Headers) *Headers {
+	if *h == nil {
+		*h = NewHeaders()
+	}
+	return *h
+}
+
+// ResponseStatus implements httpfilter.Stream.
+func (s *Stream) ResponseStatus() int { return s.Status }
+
+// SendLocalReply implements httpfilter.Stream.
+func (s *Stream) SendLocalReply(status int, body string, flags accesslog.ResponseFlags, details string) {
+	s.Reply = &LocalReply{Status: status, Body: body, Flags: flags, Details: details}
+	s.Status = status
+	s.Flags |= flags
+}
+
+// SendGrpcLocalReply implements httpfilter.Stream.
+func (s *Stream) SendGrpcLocalReply(status int, grpcStatus uint32, body string, flags accesslog.ResponseFlags, details string) {
+	s.SendLocalReply(status, body, flags, details)
+	s.Reply.GrpcStatus, s.Reply.HasGrpcStatus = grpcStatus, true
+}
+
+// AddResponseFlags implements httpfilter.Stream.
+func (s *Stream) AddResponseFlags(flags accesslog.ResponseFlags) { s.Flags |= flags }
+
+// MarkHealthCheck implements httpfilter.Stream.
+func (s *Stream) MarkHealthCheck() { s.HealthCheck = true }
+
+// Route implements httpfilter.Stream.
+func (s *Stream) Route() *router.Route { return s.Matched }
+
+// ClusterName implements httpfilter.Stream.
+func (s *Stream) ClusterName() string { return s.Cluster }
+
+// ClearRouteCache implements httpfilter.Stream.
+func (s *Stream) ClearRouteCache() { s.RouteCleared++ }
+
+// RouteConfig implements httpfilter.Stream: the last (most specific) of
+// PerRoute[name].
+func (s *Stream) RouteConfig(name string) httpfilter.RouteConfig {
+	cs := s.PerRoute[name]
+	if len(cs) == 0 {
+		return nil
+	}
+	return cs[len(cs)-1]
+}
+
+// RouteConfigs implements httpfilter.Stream.
+func (s *Stream) RouteConfigs(name string, dst []httpfilter.RouteConfig) []httpfilter.RouteConfig {
+	return append(dst, s.PerRoute[name]...)
+}
+
+// RemoteIP implements httpfilter.Stream.
+func (s *Stream) RemoteIP() string { return s.Remote }
+
+// ConnectionState implements httpfilter.Stream: one connection per fake
+// stream.
+func (s *Stream) ConnectionState(key any, create func() any) any {
+	if s.conn == nil {
+		s.conn = map[any]any{}
+	}
+	v, ok := s.conn[key]
+	if !ok {
+		v = create()
+		s.conn[key] = v
+	}
+	return v
+}
+
+// Sleep implements httpfilter.Stream: it records d and returns at once.
+func (s *Stream) Sleep(d time.Duration) bool {
+	s.Slept = append(s.Slept, d)
+	return !s.CutSleep
+}

@@ -1,0 +1,76 @@
+package runtime
+
+import (
+	"fmt"
+
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+)
+
+// Reader reads runtime values as integers: a Snapshot, or a server's view
+// of its latest one.
+type Reader interface {
+	// Uint64 returns key's value as an integer, def when it has none.
+	Uint64(key string, def uint64) uint64
+}
+
+// unset is the default a Fraction reads its key with, to tell a key with
+// no integer value from one that holds a number.
+const unset = ^uint64(0)
+
+// Fraction is a percentage of requests that a runtime key may override:
+// Envoy's featureEnabled(key, FractionalPercent default), as a
+// RuntimeFractionalPercent, or a fault's percentage under its runtime key,
+// configures it. The zero value never fires.
+type Fraction struct {
+	// Key is the runtime key; "" means the default always applies.
+	Key string
+	// Numerator out of Denominator (100, 10000 or 1000000) is the
+	// default share.
+	Numerator, Denominator uint64
+}
+
+// FractionOf compiles a FractionalPercent read under key. A nil percent
+// is Envoy's default message: 0 out of 100. Errors name the field below
+// the percent ("denominator: ...").
+func FractionOf(key string, p *typev3.FractionalPercent) (Fraction, error) {
+	f := Fraction{Key: key, Numerator: uint64(p.GetNumerator())}
+	d, err := denominator(p.GetDenominator())
+	if err != nil {
+		return f, err
+	}
+	f.Denominator = d
+	return f, nil
+}
+
+// denominator is the value of a FractionalPercent's denominator.
+func denominator(d typev3.FractionalPercent_DenominatorType) (uint64, error) {
+	switch d {
+	case typev3.FractionalPercent_HUNDRED:
+		return 100, nil
+	case typev3.FractionalPercent_TEN_THOUSAND:
+		return 10_000, nil
+	case typev3.FractionalPercent_MILLION:
+		return 1_000_000, nil
+	}
+	return 0, fmt.Errorf("denominator: unknown value %d", int32(d))
+}
+
+// Enabled draws whether this request is in the share, as Envoy's
+// featureEnabled does: an integer value of the runtime key is a
+// percentage (above 100: always), otherwise the default applies; random
+// is a uniformly random number. A nil r reads no runtime.
+func (f Fraction) Enabled(r Reader, random uint64) bool {
+	num, den := f.Numerator, f.Denominator
+	if f.Key != "" && r != nil {
+		if v := r.Uint64(f.Key, unset); v != unset {
+			if v > 100 {
+				return true
+			}
+			num, den = v, 100
+		}
+	}
+	if den == 0 {
+		return false
+	}
+	return random%den < num
+}
