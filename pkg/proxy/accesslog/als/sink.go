@@ -64,6 +64,8 @@ type sink struct {
 	stream      alsv3.AccessLogService_StreamAccessLogsClient
 	streamEnd   context.CancelFunc
 	streamGone  *atomic.Bool
+	// streamDone is closed when the service has ended the stream.
+	streamDone chan struct{}
 	loggedError bool
 	// ended counts the streams the service ended, for tests.
 	ended atomic.Int64
@@ -145,7 +147,11 @@ func (s *sink) run() {
 		case <-s.stop:
 			s.flush()
 			if s.stream != nil {
+				// Cancelling the stream at once could lose the last
+				// batch still in flight: half-close it and wait for the
+				// service to end it (Close cancels after closeGrace).
 				_ = s.stream.CloseSend()
+				<-s.streamDone
 			}
 			s.endStream()
 			return
@@ -193,16 +199,17 @@ func (s *sink) flush() {
 			s.failed("cannot open the access log stream", err)
 			return
 		}
-		gone := &atomic.Bool{}
+		gone, done := &atomic.Bool{}, make(chan struct{})
 		// The service may end the stream at any time; watching for it
 		// lets the next batch go on a new stream rather than be lost.
 		go func() {
+			defer close(done)
 			var resp alsv3.StreamAccessLogsResponse
 			_ = st.RecvMsg(&resp)
 			gone.Store(true)
 			s.ended.Add(1)
 		}()
-		s.stream, s.streamEnd, s.streamGone = st, cancel, gone
+		s.stream, s.streamEnd, s.streamGone, s.streamDone = st, cancel, gone, done
 		msg.Identifier = &alsv3.StreamAccessLogsMessage_Identifier{Node: s.node, LogName: s.logName}
 	}
 	if err := s.stream.Send(msg); err != nil {
