@@ -132,13 +132,18 @@ func build(opts *options.Options, logs *logging.Registry) (*server.Server, error
 		ServiceNode:              opts.ServiceNode,
 		ServiceZone:              opts.ServiceZone,
 	})
-	if err != nil {
+	if err != nil && loaded == nil {
 		return nil, err
 	}
 	ext := builtin.Registry()
-	warnings, err := ext.Disable(opts.DisabledExtensions)
+	warnings, derr := ext.Disable(opts.DisabledExtensions)
+	if derr != nil {
+		return nil, derr
+	}
 	if err != nil {
-		return nil, err
+		// Extensions of unknown types: report the rest of the file's
+		// problems with them.
+		return nil, loaded.Problems(ext)
 	}
 	for _, w := range warnings {
 		logging.Warning(logs.Logger("config"), w)

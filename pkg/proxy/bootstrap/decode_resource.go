@@ -73,8 +73,9 @@ func DecodeBytes(path string, data []byte, m proto.Message, allowUnknown bool) (
 
 // decode decodes data in format f into m and joins the problems.
 func (d Decoder) decode(f format, data []byte, m proto.Message) ([]string, error) {
-	unknown, errs := decodeMessage(f, data, m, d)
-	if len(errs) > 0 {
+	unknown, errs, stubbed := decodeMessage(f, data, m, d)
+	// A resource file is all or nothing: a stubbed Any is an error too.
+	if errs = append(errs, stubbed...); len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	return uniquePaths(unknown), nil

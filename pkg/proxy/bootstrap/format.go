@@ -49,23 +49,29 @@ type decodeResult struct {
 	unknown []string
 	// errs are every problem found; bootstrap is nil when there are any.
 	errs []error
+	// stubbed are the Anys of unknown types, replaced by placeholders in
+	// bootstrap, which is then partial: good only for finding the
+	// configuration's other problems.
+	stubbed []error
 }
 
 // decode decodes one configuration source. Problems are all collected.
 func decode(f format, data []byte, allowUnknown bool) decodeResult {
 	b := &bootstrapv3.Bootstrap{}
-	unknown, errs := decodeMessage(f, data, b, Decoder{AllowUnknown: allowUnknown})
+	unknown, errs, stubbed := decodeMessage(f, data, b, Decoder{AllowUnknown: allowUnknown})
 	if len(errs) > 0 {
-		return decodeResult{errs: errs}
+		return decodeResult{errs: append(errs, stubbed...)}
 	}
-	return decodeResult{bootstrap: b, unknown: unknown}
+	return decodeResult{bootstrap: b, unknown: unknown, stubbed: stubbed}
 }
 
 // decodeMessage decodes data in format f into m, which may be any message
 // (the bootstrap, or a dynamic resource file), as d says. It returns the
 // paths of the unknown fields it dropped (with d.AllowUnknown) or every
-// problem found; m is only meaningful when there are none.
-func decodeMessage(f format, data []byte, m proto.Message, d Decoder) (unknown []string, errs []error) {
+// problem found; m is only meaningful when there are none. stubbed are the
+// Anys of unknown types replaced by placeholders (JSON and YAML only): m is
+// then decoded but partial.
+func decodeMessage(f format, data []byte, m proto.Message, d Decoder) (unknown []string, errs, stubbed []error) {
 	r := &decodeReport{allowUnknown: d.AllowUnknown, types: d.Types}
 	var err error
 	switch f {
@@ -92,7 +98,7 @@ func decodeMessage(f format, data []byte, m proto.Message, d Decoder) (unknown [
 		r.errs = append(r.errs, err)
 	}
 	if r.failed() {
-		return nil, r.errs
+		return nil, r.errs, r.stubbed
 	}
-	return r.unknown, nil
+	return r.unknown, nil, r.stubbed
 }

@@ -239,7 +239,7 @@ func (w *jsonWalker) any(v any, path string, depth int) {
 	}
 	mt, err := w.r.resolver().FindMessageByURL(typeURL)
 	if err != nil {
-		w.r.fail(path, "unknown type %q", typeURL)
+		w.stubAny(obj, path, typeURL)
 		return
 	}
 	md := mt.Descriptor()
@@ -257,4 +257,27 @@ func (w *jsonWalker) any(v any, path string, depth int) {
 	} else if md.FullName() != "google.protobuf.Empty" {
 		w.r.fail(path, "missing \"value\" for a %s", md.FullName())
 	}
+}
+
+// placeholderURL is the type an Any of an unknown type is replaced with.
+const placeholderURL = "type.googleapis.com/google.protobuf.Empty"
+
+// stubAny handles an Any whose type this build does not know. An unknown
+// type must not hide the file's other problems (Envoy reports one error
+// and stops; Outrigger promises all of them): the Any becomes an empty
+// placeholder, so the tree still decodes and is validated, and the error
+// is recorded as stubbed; the caller drops the errors the placeholder
+// itself causes below path. Without a resolvable placeholder the Any is a
+// plain failure.
+func (w *jsonWalker) stubAny(obj map[string]any, path, typeURL string) {
+	if _, err := w.r.resolver().FindMessageByURL(placeholderURL); err != nil {
+		w.r.fail(path, "unknown type %q", typeURL)
+		return
+	}
+	for k := range obj {
+		delete(obj, k)
+	}
+	obj["@type"] = placeholderURL
+	w.rewrote = true
+	w.r.stub(path, typeURL)
 }

@@ -7,6 +7,8 @@ import (
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 )
 
 // LoadOptions are the command line options that decide what Load reads.
@@ -36,6 +38,25 @@ type Loaded struct {
 	// "static_resources.listeners[0].bar". The caller warns once for each
 	// and counts them in server.static_unknown_fields.
 	UnknownFields []string
+
+	// stubbed are the Anys of unknown types Load replaced by
+	// placeholders; see Problems.
+	stubbed []error
+}
+
+// Problems is for a configuration Load returned with an error of Anys of
+// unknown types only: the configuration cannot be used, but the rest of
+// it was decoded, so its other problems are reported in the same run.
+// It returns the unknown types, then what Validate finds elsewhere,
+// without what the placeholders themselves cause.
+func (l *Loaded) Problems(ext *extension.Registry) error {
+	errs := slices.Clone(l.stubbed)
+	for _, err := range validationErrors(l.Bootstrap, ext) {
+		if !insideAny(err, l.stubbed) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Version-related errors; their text is what the operator reads.
@@ -53,6 +74,9 @@ var (
 // Every problem in both sources is reported, as errors.Join of *FieldError
 // for located problems (those from --config-yaml are prefixed with
 // "--config-yaml: ") and plain errors for unreadable or unparsable input.
+// When the only problems are Anys of types this build does not know, Load
+// returns them and also the configuration decoded without them, which must
+// not be used but gives Problems the rest of the file to check.
 func Load(o LoadOptions) (*Loaded, error) {
 	if err := checkBootstrapVersion(o.BootstrapVersion); err != nil {
 		return nil, err
@@ -63,6 +87,7 @@ func Load(o LoadOptions) (*Loaded, error) {
 	var (
 		sources []decodeResult
 		errs    []error
+		stubbed []error
 	)
 	if o.ConfigPath != "" {
 		res, err := loadFile(o.ConfigPath, o.AllowUnknownStaticFields)
@@ -71,12 +96,16 @@ func Load(o LoadOptions) (*Loaded, error) {
 			res.errs = []error{err}
 		}
 		errs = append(errs, res.errs...)
+		stubbed = append(stubbed, res.stubbed...)
 		sources = append(sources, res)
 	}
 	if o.ConfigYAML != "" {
 		res := decode(formatYAML, []byte(o.ConfigYAML), o.AllowUnknownStaticFields)
 		for _, err := range res.errs {
 			errs = append(errs, fmt.Errorf("--config-yaml: %w", err))
+		}
+		for _, err := range res.stubbed {
+			stubbed = append(stubbed, fmt.Errorf("--config-yaml: %w", err))
 		}
 		sources = append(sources, res)
 	}
@@ -93,6 +122,10 @@ func Load(o LoadOptions) (*Loaded, error) {
 		}
 	}
 	applyServiceOverrides(loaded.Bootstrap, o)
+	if len(stubbed) > 0 {
+		loaded.stubbed = stubbed
+		return loaded, errors.Join(stubbed...)
+	}
 	return loaded, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/builtin"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 )
 
@@ -99,6 +100,9 @@ func TestLoadErrors(t *testing.T) {
 		// (the rest comes from a library).
 		want   string
 		prefix bool
+		// partial: the only problems are unknown types, and Load also
+		// returns the rest of the configuration, for Problems.
+		partial bool
 	}{
 		"no configuration": {
 			opts: LoadOptions{},
@@ -209,8 +213,9 @@ func TestLoadErrors(t *testing.T) {
 			want: `--config-yaml: static_resources.listeners[0].traffic_direction: unknown value "SIDEWAYS" for enum envoy.config.core.v3.TrafficDirection`,
 		},
 		"unknown typed_config type": {
-			opts: LoadOptions{ConfigYAML: `static_resources: {listeners: [{filter_chains: [{filters: [{typed_config: {"@type": type.googleapis.com/foo.Bar, x: 1}}]}]}]}`},
-			want: `--config-yaml: static_resources.listeners[0].filter_chains[0].filters[0].typed_config: unknown type "type.googleapis.com/foo.Bar"`,
+			opts:    LoadOptions{ConfigYAML: `static_resources: {listeners: [{filter_chains: [{filters: [{typed_config: {"@type": type.googleapis.com/foo.Bar, x: 1}}]}]}]}`},
+			want:    `--config-yaml: static_resources.listeners[0].filter_chains[0].filters[0].typed_config: unknown type "type.googleapis.com/foo.Bar"`,
+			partial: true,
 		},
 		"typed_config without a type": {
 			opts: LoadOptions{ConfigYAML: `admin: {access_log: [{typed_config: {path: /x}}]}`},
@@ -242,8 +247,8 @@ func TestLoadErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Load succeeded (%v), want error %q", l.Bootstrap, tc.want)
 			}
-			if l != nil {
-				t.Errorf("Load returned a result with its error")
+			if tc.partial != (l != nil) {
+				t.Errorf("Load returned a partial result: %v, want %v", l != nil, tc.partial)
 			}
 			// protobuf randomly writes a non-breaking space after "proto:"
 			// so that nobody depends on its exact messages.
@@ -427,5 +432,47 @@ func TestLoadBootstrapVersion(t *testing.T) {
 				t.Errorf("Load error = %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestProblemsAroundUnknownTypes: an extension of an unknown type does not
+// hide the configuration's other problems, and the placeholder that stands
+// for it adds none of its own.
+func TestProblemsAroundUnknownTypes(t *testing.T) {
+	yaml := `
+static_resources:
+  listeners:
+  - name: l
+    address: {socket_address: {address: 127.0.0.1, port_value: 10000}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: web
+          route_config: {virtual_hosts: [{name: v, domains: ["*"], routes: [{match: {prefix: /}, direct_response: {status: 200}}]}]}
+          http_filters:
+          - {name: a, typed_config: {"@type": type.googleapis.com/no.such.Filter, foo: 1}}
+          - {name: envoy.filters.http.router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}
+      - name: b
+        typed_config: {"@type": type.googleapis.com/no.such.NetworkFilter}
+  clusters:
+  - name: up
+    connect_timeout: -1s
+    load_assignment: {cluster_name: up}
+`
+	l, err := Load(LoadOptions{ConfigYAML: yaml})
+	if err == nil || l == nil {
+		t.Fatalf("Load = %v, %v; want a partial result and an error", l, err)
+	}
+	got := errorLines(l.Problems(builtin.Registry()))
+	want := []string{
+		`--config-yaml: static_resources.listeners[0].filter_chains[0].filters[0].typed_config.http_filters[0].typed_config: unknown type "type.googleapis.com/no.such.Filter"`,
+		`--config-yaml: static_resources.listeners[0].filter_chains[0].filters[1].typed_config: unknown type "type.googleapis.com/no.such.NetworkFilter"`,
+		"static_resources.clusters[0].connect_timeout: value must be greater than 0s",
+		"static_resources.listeners[0].filter_chains[0].filters[0]: proxy.filters.network.http_connection_manager is a terminal filter and must be the last in the filter chain",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }

@@ -16,6 +16,10 @@ type decodeReport struct {
 	types   TypeResolver
 	unknown []string
 	errs    []error
+	// stubbed are the Anys of a type this build does not know, each
+	// replaced by an empty placeholder so that decoding goes on and the
+	// rest of the configuration can still be checked (see Loaded.Partial).
+	stubbed []error
 }
 
 // resolver returns where Any type URLs are looked up.
@@ -41,5 +45,12 @@ func (r *decodeReport) fail(path, format string, args ...any) {
 	r.errs = append(r.errs, fieldErrorf(path, format, args...))
 }
 
-// failed reports whether any error has been recorded.
+// stub records an Any at path of an unknown type that was replaced by a
+// placeholder.
+func (r *decodeReport) stub(path, typeURL string) {
+	r.stubbed = append(r.stubbed, fieldErrorf(path, "unknown type %q", typeURL))
+}
+
+// failed reports whether any error has been recorded; stubbed Anys are
+// not failures of the decoding itself.
 func (r *decodeReport) failed() bool { return len(r.errs) > 0 }

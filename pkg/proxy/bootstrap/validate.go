@@ -31,9 +31,16 @@ func Validate(b *bootstrapv3.Bootstrap, ext *extension.Registry) error {
 	if b == nil {
 		return &FieldError{Reason: "no configuration"}
 	}
+	return errors.Join(validationErrors(b, ext)...)
+}
+
+// validationErrors is Validate's list of problems.
+func validationErrors(b *bootstrapv3.Bootstrap, ext *extension.Registry) []error {
+	if b == nil {
+		return []error{&FieldError{Reason: "no configuration"}}
+	}
 	errs := constraintAndSupportErrors(b, ext)
-	errs = append(errs, semanticErrors(b, ext)...)
-	return errors.Join(errs...)
+	return append(errs, semanticErrors(b, ext)...)
 }
 
 // validatable is a generated API message: it has ValidateAll.
