@@ -61,6 +61,9 @@ static_resources:
           stat_prefix: edge
           codec_type: AUTO
           use_remote_address: true
+          # The specs name their requests by x-request-id, which an edge
+          # proxy would otherwise replace.
+          preserve_external_request_id: true
           via: "1.1 outrigger-e2e"
           access_log:
           - name: envoy.access_loggers.file
@@ -116,7 +119,7 @@ static_resources:
 func httpEcho(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, r.Body)
 	fmt.Fprintf(w, "%s %s %s\nhost: %s\n", r.Method, r.RequestURI, r.Proto, r.Host)
-	for _, k := range []string{"X-Envoy-Original-Path", "X-Forwarded-For", "X-Forwarded-Proto", "X-Request-Id", "Via"} {
+	for _, k := range []string{"X-Envoy-Original-Path", "X-Forwarded-For", "X-Forwarded-Proto", "X-Request-Id", "Via", "X-Envoy-External-Address", "X-Envoy-Retry-On"} {
 		if v := r.Header.Get(k); v != "" {
 			fmt.Fprintf(w, "%s: %s\n", strings.ToLower(k), v)
 		}
@@ -202,7 +205,7 @@ var _ = Describe("HTTP connection manager", func() {
 	for proto, client := range httpClients() {
 		Context("over "+proto, func() {
 			It("proxies with prefix and host rewrites and the connection manager's headers", func() {
-				r := do(client, http.MethodGet, "/rewrite/a/b?c=d", http.Header{"X-Request-Id": {"e2e-1"}})
+				r := do(client, http.MethodGet, "/rewrite/a/b?c=d", http.Header{"X-Request-Id": {"e2e-1"}, "X-Envoy-Retry-On": {"5xx"}})
 				Expect(r.Status).To(Equal(http.StatusOK))
 				Expect(r.Body).To(HavePrefix("GET /a/b?c=d HTTP/1.1\nhost: rewritten.example\n"))
 				Expect(r.Body).To(ContainSubstring("x-envoy-original-path: /rewrite/a/b?c=d\n"))
@@ -210,6 +213,10 @@ var _ = Describe("HTTP connection manager", func() {
 				Expect(r.Body).To(ContainSubstring("x-forwarded-proto: http\n"))
 				Expect(r.Body).To(ContainSubstring("x-request-id: e2e-1\n"))
 				Expect(r.Body).To(ContainSubstring("via: 1.1 outrigger-e2e\n"))
+				// An edge request: the client's address is named, and what
+				// only a trusted hop may ask for is dropped.
+				Expect(r.Body).To(ContainSubstring("x-envoy-external-address: 127.0.0.1\n"))
+				Expect(r.Body).NotTo(ContainSubstring("x-envoy-retry-on"))
 				Expect(r.Header.Get("Server")).To(Equal("outrigger"))
 				Expect(r.Header.Get("Via")).To(Equal("1.1 outrigger-e2e"))
 				Expect(r.Header.Get("X-Envoy-Upstream-Service-Time")).NotTo(BeEmpty())

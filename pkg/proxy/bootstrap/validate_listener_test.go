@@ -38,7 +38,7 @@ func TestValidateListener(t *testing.T) {
 		"duplicate domain":        {yaml: listenerWithHCM(`address: {socket_address: {address: 127.0.0.1, port_value: 0}},`, `route_config: {virtual_hosts: [{name: a, domains: [x], routes: [`+okRoute+`]}, {name: b, domains: [X], routes: [`+okRoute+`]}]}, http_filters: [`+routerFilter+`]`), want: []string{hcm + `.route_config.virtual_hosts[1].domains[0]: duplicate domain "X" (also ` + hcm + `.route_config.virtual_hosts[0].domains[0])`}},
 		"unknown extension":       {yaml: `{name: x, address: {socket_address: {address: 127.0.0.1, port_value: 0}}, filter_chains: [{filters: [{name: f, typed_config: {"@type": type.googleapis.com/google.protobuf.Empty}}]}]}`, want: []string{`filter_chains[0].filters[0].typed_config: extension "google.protobuf.Empty" is not supported by Outrigger`}},
 		"disabled extension":      {yaml: okListener(""), disable: []string{"envoy.filters.network/envoy.filters.network.http_connection_manager"}, want: []string{hcm + `: extension "proxy.filters.network.http_connection_manager" is disabled by --disable-extensions`}},
-		"hcm field not supported": {yaml: listenerWithHCM(`address: {socket_address: {address: 127.0.0.1, port_value: 0}},`, okRouteCfg+`, http_filters: [`+routerFilter+`], normalize_path: true`), want: []string{hcm + ".normalize_path: not supported by Outrigger"}},
+		"hcm field not supported": {yaml: listenerWithHCM(`address: {socket_address: {address: 127.0.0.1, port_value: 0}},`, okRouteCfg+`, http_filters: [`+routerFilter+`], represent_ipv4_remote_address_as_ipv4_mapped_ipv6: true`), want: []string{hcm + ".represent_ipv4_remote_address_as_ipv4_mapped_ipv6: not supported by Outrigger"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -41,6 +41,20 @@ type settings struct {
 	generateRequestID bool
 	// requestIDInResponse is always_set_request_id_in_response.
 	requestIDInResponse bool
+	// preserveExternalRequestID keeps an edge request's x-request-id.
+	preserveExternalRequestID bool
+	// internal are the client addresses whose requests are internal
+	// (internal_address_config).
+	internal internalAddresses
+
+	// The path and host normalisations (see pathnorm.go): the escaped
+	// slashes action (IMPLEMENTATION_SPECIFIC_DEFAULT reads the runtime),
+	// normalize_path (nil reads the runtime), merge_slashes, and the
+	// port stripped from the host.
+	escapedSlashes hcmv3.HttpConnectionManager_PathWithEscapedSlashesAction
+	normalizePath  *bool
+	mergeSlashes   bool
+	stripPort      stripPortMode
 
 	// Timeouts; 0 disables one.
 	idleTimeout           time.Duration
@@ -69,6 +83,17 @@ type settings struct {
 	h2 h2Settings
 }
 
+// stripPortMode is which port strip_matching_host_port or
+// strip_any_host_port removes from the host.
+type stripPortMode uint8
+
+// The zero stripPortMode keeps the port.
+const (
+	// stripMatchingPort removes the port when it is the listener's.
+	stripMatchingPort stripPortMode = iota + 1
+	stripAnyPort
+)
+
 // readSettings reads the connection manager's own fields. Errors name the
 // field path below the http_connection_manager.
 func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
@@ -83,6 +108,8 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 		xffTrustedHops:         cfg.GetXffNumTrustedHops(),
 		generateRequestID:      true,
 		requestIDInResponse:    cfg.GetAlwaysSetRequestIdInResponse(),
+		escapedSlashes:         cfg.GetPathWithEscapedSlashesAction(),
+		mergeSlashes:           cfg.GetMergeSlashes(),
 		streamIdleTimeout:      defaultStreamIdleTimeout,
 		idleTimeout:            defaultIdleTimeout,
 		delayedCloseTimeout:    defaultDelayedCloseTimeout,
@@ -101,6 +128,23 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 	if s.serverName == "" {
 		s.serverName = ServerName
 	}
+	s.preserveExternalRequestID = cfg.GetPreserveExternalRequestId()
+	var err error
+	if s.internal, err = readInternalAddresses(cfg.GetInternalAddressConfig()); err != nil {
+		return s, fmt.Errorf("internal_address_config.%w", err)
+	}
+	if v := cfg.GetNormalizePath(); v != nil {
+		b := v.GetValue()
+		s.normalizePath = &b
+	}
+	switch {
+	case cfg.GetStripMatchingHostPort() && cfg.GetStripAnyHostPort():
+		return s, errors.New("strip_any_host_port: only one of strip_matching_host_port or strip_any_host_port can be set")
+	case cfg.GetStripMatchingHostPort():
+		s.stripPort = stripMatchingPort
+	case cfg.GetStripAnyHostPort():
+		s.stripPort = stripAnyPort
+	}
 	if v := cfg.GetGenerateRequestId(); v != nil {
 		s.generateRequestID = v.GetValue()
 	}
@@ -117,7 +161,6 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 	if v := common.GetMaxRequestsPerConnection(); v != nil {
 		s.maxRequestsPerConnection = v.GetValue()
 	}
-	var err error
 	durations := []struct {
 		path string
 		d    *durationpb.Duration

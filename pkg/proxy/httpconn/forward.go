@@ -1,6 +1,12 @@
 package httpconn
 
 import (
+	"math/rand/v2"
+	"net/netip"
+	"strings"
+
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
 )
 
@@ -63,30 +69,205 @@ func (s *stream) copyResponseHeaders(resp *http1.Response) {
 	}
 }
 
-// prepareRequest applies the connection manager's request header rules:
-// x-forwarded-proto, x-forwarded-for with use_remote_address, a generated
-// x-request-id when there is none, and via.
-func (s *stream) prepareRequest() {
+// prepareRequest normalises the request's path and host, then applies
+// the connection manager's request header rules, as Envoy's
+// mutateRequestHeaders does. It returns false when it answered the request
+// itself (a path it refuses or redirects).
+func (s *stream) prepareRequest() bool {
+	if !s.normalizeRequest() {
+		return false
+	}
 	m := s.m
 	h := &s.reqHeaders
-	// A downstream's x-forwarded-proto is trusted only behind trusted
-	// hops; otherwise it says what this hop saw.
-	if m.cfg.xffTrustedHops == 0 || !h.Has("x-forwarded-proto") {
-		h.Set("x-forwarded-proto", s.scheme)
-	}
-	if m.cfg.useRemoteAddress && !m.cfg.skipXFFAppend && s.remoteIP != "" {
-		if prev, ok := h.Get("x-forwarded-for"); ok {
-			s.xffBuf = append(append(append(s.xffBuf[:0], prev...), ", "...), s.remoteIP...)
-			h.Set("x-forwarded-for", view(s.xffBuf))
-		} else {
-			h.Add("x-forwarded-for", s.remoteIP)
+	// Only this proxy says a request is internal.
+	h.Del("x-envoy-internal")
+	var (
+		final netip.Addr // the client's address, when known
+		// trusted: the client's address may make the request internal.
+		trusted bool
+	)
+	xff, hasXFF := h.Get("x-forwarded-for")
+	if m.cfg.useRemoteAddress {
+		trusted = !hasXFF
+		if m.cfg.xffTrustedHops > 0 && hasXFF {
+			if ip, _, err := lastXFF(xff, m.cfg.xffTrustedHops-1); err == nil {
+				final = ip
+			}
+		}
+		if !final.IsValid() {
+			final, _ = netip.ParseAddr(s.remoteIP)
+		}
+		if !m.cfg.skipXFFAppend && s.remoteIP != "" {
+			if hasXFF {
+				s.xffBuf = append(append(append(s.xffBuf[:0], xff...), ", "...), s.remoteIP...)
+				h.Set("x-forwarded-for", view(s.xffBuf))
+			} else {
+				h.Add("x-forwarded-for", s.remoteIP)
+			}
+		}
+		// A downstream's x-forwarded-proto is trusted only behind
+		// trusted hops.
+		if m.cfg.xffTrustedHops == 0 || !h.Has("x-forwarded-proto") {
+			h.Set("x-forwarded-proto", s.scheme)
+		}
+	} else if hasXFF {
+		// The client is the address xff_num_trusted_hops from the
+		// right of x-forwarded-for, for the logs and the filters.
+		if ip, single, err := lastXFF(xff, m.cfg.xffTrustedHops); err == nil {
+			final, trusted = ip, single
 		}
 	}
-	if m.cfg.generateRequestID && !h.Has("x-request-id") {
-		s.idBuf = appendUUID(s.idBuf[:0])
-		h.Add("x-request-id", view(s.idBuf))
+	if !h.Has("x-forwarded-proto") {
+		h.Add("x-forwarded-proto", s.scheme)
+	}
+	internal := trusted && final.IsValid() && m.cfg.internal.contains(final)
+	edge := !internal && m.cfg.useRemoteAddress
+	if internal {
+		h.Add("x-envoy-internal", "true")
+	} else {
+		h.dropInternal(edge)
 	}
 	if m.cfg.via != "" {
 		s.viaReqBuf = appendVia(h, m.cfg.via, s.viaReqBuf)
 	}
+	if final.IsValid() && final.String() != s.remoteIP {
+		// As in Envoy, the address found in x-forwarded-for is the
+		// downstream's for everything after this point, without a
+		// port.
+		s.remoteIP = final.String()
+		s.entry.DownstreamRemoteAddress = netip.AddrPortFrom(final, 0).String()
+	}
+	if edge && final.IsValid() {
+		h.Set("x-envoy-external-address", final.String())
+	}
+	if m.cfg.generateRequestID && (!h.Has("x-request-id") || (edge && !m.cfg.preserveExternalRequestID)) {
+		s.idBuf = appendUUID(s.idBuf[:0])
+		h.Set("x-request-id", view(s.idBuf))
+	}
+	return true
+}
+
+// normalizeRequest applies the path and host normalisations before any
+// filter or route sees the request, and answers the requests they refuse
+// (400) or redirect (307). It returns false when it answered.
+func (s *stream) normalizeRequest() bool {
+	m := s.m
+	path, authority := s.path, s.authority
+	redirect := false
+	if strings.HasPrefix(path, "/") {
+		switch m.escapedSlashesAction() {
+		case hcmv3.HttpConnectionManager_REJECT_REQUEST:
+			if _, found := unescapeSlashes(path); found {
+				m.stats.rqFailedPathNormalization.Inc()
+				s.localReply(400, "", 0, "path_normalization_failed")
+				return false
+			}
+		case hcmv3.HttpConnectionManager_UNESCAPE_AND_REDIRECT:
+			path, redirect = unescapeSlashes(path)
+		case hcmv3.HttpConnectionManager_UNESCAPE_AND_FORWARD:
+			path, _ = unescapeSlashes(path)
+		}
+		if m.normalizePathOn() {
+			var ok bool
+			if path, ok = canonicalPath(path); !ok {
+				m.stats.rqFailedPathNormalization.Inc()
+				s.localReply(400, "", 0, "path_normalization_failed")
+				return false
+			}
+		}
+		if m.cfg.mergeSlashes {
+			path = mergeSlashes(path)
+		}
+	}
+	if redirect {
+		if s.grpcRequest() {
+			// gRPC clients do not follow redirects.
+			m.stats.rqFailedPathNormalization.Inc()
+			s.localReply(400, "", 0, "path_normalization_failed")
+			return false
+		}
+		m.stats.rqRedirectedNormalizedPath.Inc()
+		s.details = "path_normalization_failed"
+		s.status = 307
+		s.respHeaders.reset()
+		s.respHeaders.Add("location", path)
+		s.finishLocal("")
+		return false
+	}
+	switch m.cfg.stripPort {
+	case stripMatchingPort:
+		if host, port, ok := splitHostPort(authority); ok && port == portOf(s.local) {
+			authority = host
+		}
+	case stripAnyPort:
+		if host, _, ok := splitHostPort(authority); ok {
+			authority = host
+		}
+	}
+	if path != s.path || authority != s.authority {
+		s.setRequest(s.method, path, authority)
+	}
+	return true
+}
+
+// escapedSlashesAction is path_with_escaped_slashes_action, Envoy's
+// runtime deciding when it is IMPLEMENTATION_SPECIFIC_DEFAULT (keep), or
+// when the action is switched off by its _enabled percentage.
+func (m *Manager) escapedSlashesAction() hcmv3.HttpConnectionManager_PathWithEscapedSlashesAction {
+	a := m.cfg.escapedSlashes
+	rt := m.deps.Runtime
+	if rt == nil {
+		return a
+	}
+	if !percentOn(rt.Uint64("http_connection_manager.path_with_escaped_slashes_action_enabled", 100)) {
+		return hcmv3.HttpConnectionManager_KEEP_UNCHANGED
+	}
+	if a == hcmv3.HttpConnectionManager_IMPLEMENTATION_SPECIFIC_DEFAULT {
+		a = hcmv3.HttpConnectionManager_PathWithEscapedSlashesAction(rt.Uint64("http_connection_manager.path_with_escaped_slashes_action", 0))
+	}
+	return a
+}
+
+// normalizePathOn is normalize_path, the runtime's
+// http_connection_manager.normalize_path percentage when unset (0 by
+// default).
+func (m *Manager) normalizePathOn() bool {
+	if p := m.cfg.normalizePath; p != nil {
+		return *p
+	}
+	if rt := m.deps.Runtime; rt != nil {
+		return percentOn(rt.Uint64("http_connection_manager.normalize_path", 0))
+	}
+	return false
+}
+
+// percentOn draws a runtime feature enabled for pct percent of requests.
+func percentOn(pct uint64) bool {
+	switch {
+	case pct >= 100:
+		return true
+	case pct == 0:
+		return false
+	}
+	return rand.Uint64N(100) < pct
+}
+
+// splitHostPort splits "host:port" (with IPv6 brackets kept in host); ok
+// is false when there is no port.
+func splitHostPort(authority string) (host, port string, ok bool) {
+	i := strings.LastIndexByte(authority, ':')
+	if i < 0 || strings.IndexByte(authority[i:], ']') >= 0 {
+		return authority, "", false
+	}
+	if strings.Contains(authority[:i], ":") && !strings.HasPrefix(authority, "[") {
+		// A bare IPv6 address has no port.
+		return authority, "", false
+	}
+	return authority[:i], authority[i+1:], true
+}
+
+// portOf is the port of an "ip:port" address.
+func portOf(addr string) string {
+	_, port, _ := splitHostPort(addr)
+	return port
 }

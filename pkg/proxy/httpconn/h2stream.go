@@ -264,8 +264,9 @@ func (st *h2Stream) run() {
 			s.closeConn = true
 			h.m.stats.cxMaxRequests.Inc()
 		}
-		s.prepareRequest()
-		s.decode()
+		if s.prepareRequest() {
+			s.decode()
+		}
 	}
 	s.end()
 	st.done()

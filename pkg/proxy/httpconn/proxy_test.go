@@ -2,6 +2,7 @@ package httpconn
 
 import (
 	"bufio"
+	"cmp"
 	"io"
 	"net"
 	"path/filepath"
@@ -128,11 +129,23 @@ func TestProxyRequests(t *testing.T) {
 }
 
 func TestProxyHeaderOptions(t *testing.T) {
+	remoteAddress := func(c *hcmv3.HttpConnectionManager) { c.UseRemoteAddress = wrapperspb.Bool(true) }
+	loopbackInternal := func(c *hcmv3.HttpConnectionManager) {
+		c.UseRemoteAddress = wrapperspb.Bool(true)
+		c.InternalAddressConfig = &hcmv3.HttpConnectionManager_InternalAddressConfig{
+			CidrRanges: []*corev3.CidrRange{{AddressPrefix: "127.0.0.0", PrefixLen: wrapperspb.UInt32(8)}},
+		}
+	}
+	const internalOnly = "X-Envoy-Retry-On: 5xx\r\nX-Envoy-Force-Trace: 1\r\nX-Envoy-Downstream-Service-Cluster: web\r\nX-Envoy-Internal: true\r\n"
 	tests := map[string]struct {
 		edit    func(*hcmv3.HttpConnectionManager)
+		target  string // the request target; /echo when empty
+		host    string // the host; example.com when empty
 		headers string
+		line    string   // the request line the upstream must get
 		want    []string // lines the echoed request must hold
 		absent  []string // header names it must not hold
+		status  int      // the response status; 200 when 0
 		resp    map[string]string
 	}{
 		"use_remote_address appends the peer to x-forwarded-for": {
@@ -151,14 +164,123 @@ func TestProxyHeaderOptions(t *testing.T) {
 			},
 			absent: []string{"x-forwarded-for"},
 		},
-		"x-forwarded-proto is overwritten without trusted hops": {
+		"x-forwarded-proto is overwritten at the edge without trusted hops": {
+			edit:    remoteAddress,
 			headers: "X-Forwarded-Proto: https\r\n",
 			want:    []string{"x-forwarded-proto: http"},
 		},
 		"x-forwarded-proto is kept behind trusted hops": {
-			edit:    func(c *hcmv3.HttpConnectionManager) { c.XffNumTrustedHops = 1 },
+			edit: func(c *hcmv3.HttpConnectionManager) {
+				c.UseRemoteAddress = wrapperspb.Bool(true)
+				c.XffNumTrustedHops = 1
+			},
 			headers: "X-Forwarded-Proto: https\r\n",
 			want:    []string{"x-forwarded-proto: https"},
+		},
+		"x-forwarded-proto is kept without use_remote_address": {
+			headers: "X-Forwarded-Proto: https\r\n",
+			want:    []string{"x-forwarded-proto: https"},
+		},
+		"x-forwarded-proto is added when absent": {
+			want: []string{"x-forwarded-proto: http"},
+		},
+		"internal headers are dropped from requests that are not internal": {
+			headers: internalOnly,
+			// Not an edge request (no use_remote_address): the
+			// downstream service headers stay.
+			want:   []string{"x-envoy-downstream-service-cluster: web"},
+			absent: []string{"x-envoy-retry-on", "x-envoy-force-trace", "x-envoy-internal", "x-envoy-external-address"},
+		},
+		"edge requests lose the service headers too, and get x-envoy-external-address": {
+			edit:    remoteAddress,
+			headers: internalOnly,
+			want:    []string{"x-envoy-external-address: 127.0.0.1"},
+			absent:  []string{"x-envoy-retry-on", "x-envoy-downstream-service-cluster", "x-envoy-internal"},
+		},
+		"an internal client keeps them and is marked": {
+			edit:    loopbackInternal,
+			headers: internalOnly,
+			want:    []string{"x-envoy-retry-on: 5xx", "x-envoy-force-trace: 1", "x-envoy-downstream-service-cluster: web", "x-envoy-internal: true"},
+			absent:  []string{"x-envoy-external-address"},
+		},
+		"a client behind another hop is not internal": {
+			edit:    loopbackInternal,
+			headers: internalOnly + "X-Forwarded-For: 10.0.0.1\r\n",
+			want:    []string{"x-forwarded-for: 10.0.0.1, 127.0.0.1", "x-envoy-external-address: 127.0.0.1"},
+			absent:  []string{"x-envoy-retry-on", "x-envoy-internal"},
+		},
+		"the client address comes from x-forwarded-for behind trusted hops": {
+			edit: func(c *hcmv3.HttpConnectionManager) {
+				c.UseRemoteAddress = wrapperspb.Bool(true)
+				c.XffNumTrustedHops = 1
+			},
+			headers: "X-Forwarded-For: 203.0.113.7, 198.51.100.2\r\n",
+			want:    []string{"x-envoy-external-address: 198.51.100.2", "x-forwarded-for: 203.0.113.7, 198.51.100.2, 127.0.0.1"},
+		},
+		"an edge request gets a new x-request-id": {
+			edit:    remoteAddress,
+			headers: "X-Request-Id: from-outside\r\n",
+			absent:  []string{"x-request-id: from-outside"},
+		},
+		"preserve_external_request_id keeps it": {
+			edit: func(c *hcmv3.HttpConnectionManager) {
+				c.UseRemoteAddress = wrapperspb.Bool(true)
+				c.PreserveExternalRequestId = true
+			},
+			headers: "X-Request-Id: from-outside\r\n",
+			want:    []string{"x-request-id: from-outside"},
+		},
+		"an inner hop keeps x-request-id": {
+			headers: "X-Request-Id: from-edge\r\n",
+			want:    []string{"x-request-id: from-edge"},
+		},
+		"normalize_path": {
+			edit:   func(c *hcmv3.HttpConnectionManager) { c.NormalizePath = wrapperspb.Bool(true) },
+			target: "/a/./b/../c/%7e%2a\\d?x=/../y",
+			line:   "GET /a/c/~%2A/d?x=/../y HTTP/1.1",
+		},
+		"paths are left alone by default": {
+			target: "/a/./b/../c//d%2Fe",
+			line:   "GET /a/./b/../c//d%2Fe HTTP/1.1",
+		},
+		"merge_slashes": {
+			edit:   func(c *hcmv3.HttpConnectionManager) { c.MergeSlashes = true },
+			target: "//a///b/?q=//",
+			line:   "GET /a/b/?q=// HTTP/1.1",
+		},
+		"escaped slashes forwarded unescaped": {
+			edit: func(c *hcmv3.HttpConnectionManager) {
+				c.PathWithEscapedSlashesAction = hcmv3.HttpConnectionManager_UNESCAPE_AND_FORWARD
+			},
+			target: "/a%2fb%5Cc",
+			line:   "GET /a/b\\c HTTP/1.1",
+		},
+		"escaped slashes refused": {
+			edit: func(c *hcmv3.HttpConnectionManager) {
+				c.PathWithEscapedSlashesAction = hcmv3.HttpConnectionManager_REJECT_REQUEST
+			},
+			target: "/a%2Fb",
+			status: 400,
+		},
+		"escaped slashes redirected": {
+			edit: func(c *hcmv3.HttpConnectionManager) {
+				c.PathWithEscapedSlashesAction = hcmv3.HttpConnectionManager_UNESCAPE_AND_REDIRECT
+			},
+			target: "/a%2Fb?q=%2F",
+			status: 307,
+			resp:   map[string]string{"location": "/a/b?q=%2F"},
+		},
+		"strip_any_host_port": {
+			edit: func(c *hcmv3.HttpConnectionManager) {
+				c.StripPortMode = &hcmv3.HttpConnectionManager_StripAnyHostPort{StripAnyHostPort: true}
+			},
+			host: "example.com:8443",
+			want: []string{"host: example.com"},
+		},
+		"strip_matching_host_port leaves another port": {
+			edit: func(c *hcmv3.HttpConnectionManager) { c.StripMatchingHostPort = true },
+			host: "example.com:1",
+			want: []string{"host: example.com:1"},
 		},
 		"generate_request_id false": {
 			edit:   func(c *hcmv3.HttpConnectionManager) { c.GenerateRequestId = wrapperspb.Bool(false) },
@@ -190,10 +312,17 @@ func TestProxyHeaderOptions(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p, _, _ := echoProxy(t, func(c *hcmProxyConfig) { c.edit = tc.edit })
 			c := dialRaw(t, p.addr)
-			c.send("GET /echo HTTP/1.1\r\nHost: example.com\r\n" + tc.headers + "\r\n")
+			target, host := cmp.Or(tc.target, "/echo"), cmp.Or(tc.host, "example.com")
+			c.send("GET " + target + " HTTP/1.1\r\nHost: " + host + "\r\n" + tc.headers + "\r\n")
 			resp, body := c.response("GET")
+			if want := cmp.Or(tc.status, 200); resp.StatusCode != want {
+				t.Fatalf("status %d, want %d", resp.StatusCode, want)
+			}
 			head, _, _ := strings.Cut(body, "\n\n")
 			lines := strings.Split(head, "\n")
+			if tc.line != "" && lines[0] != tc.line {
+				t.Errorf("upstream request line %q, want %q", lines[0], tc.line)
+			}
 			for _, w := range tc.want {
 				if !slicesContains(lines, w) {
 					t.Errorf("upstream request lacks %q:\n%s", w, head)
@@ -201,7 +330,7 @@ func TestProxyHeaderOptions(t *testing.T) {
 			}
 			for _, a := range tc.absent {
 				for _, l := range lines {
-					if strings.HasPrefix(l, a+":") {
+					if strings.HasPrefix(l, a+":") || l == a {
 						t.Errorf("upstream request has %q", l)
 					}
 				}

@@ -105,8 +105,9 @@ func (c *serverConn) serveRequest() bool {
 		s.closeConn = true
 		m.stats.cxMaxRequests.Inc()
 	}
-	s.prepareRequest()
-	s.decode()
+	if s.prepareRequest() {
+		s.decode()
+	}
 	s.end()
 	return !s.closeConn
 }

@@ -38,14 +38,18 @@ type hcmStats struct {
 	// resetting too many streams early.
 	rqTooManyPrematureResets *stats.Counter
 	rqNonRelativePath        *stats.Counter
-	rqTime                   *stats.Histogram
-	rqClass                  [5]*stats.Counter
-	noRoute                  *stats.Counter
-	noCluster                *stats.Counter
-	rqDirectResponse         *stats.Counter
-	rqRedirect               *stats.Counter
-	routerRqTotal            *stats.Counter
-	rqResetAfterStart        *stats.Counter
+	// Requests normalize_path or the escaped slashes action refused, and
+	// those UNESCAPE_AND_REDIRECT redirected.
+	rqFailedPathNormalization  *stats.Counter
+	rqRedirectedNormalizedPath *stats.Counter
+	rqTime                     *stats.Histogram
+	rqClass                    [5]*stats.Counter
+	noRoute                    *stats.Counter
+	noCluster                  *stats.Counter
+	rqDirectResponse           *stats.Counter
+	rqRedirect                 *stats.Counter
+	routerRqTotal              *stats.Counter
+	rqResetAfterStart          *stats.Counter
 	// listener is the per-listener copy; nil for a manager built without
 	// a listener (Deps.ListenerStatPrefix empty).
 	listener *listenerHTTPStats
@@ -108,6 +112,8 @@ func newHCMStats(st *stats.Store, prefix, listenerPrefix string) *hcmStats {
 		routerRqTotal:            sc.Counter("rq_total"),
 		rqResetAfterStart:        sc.Counter("rq_reset_after_downstream_response_started"),
 	}
+	s.rqFailedPathNormalization = sc.Counter("downstream_rq_failed_path_normalization")
+	s.rqRedirectedNormalizedPath = sc.Counter("downstream_rq_redirected_with_normalized_path")
 	s.cxMaxDuration = sc.Counter("downstream_cx_max_duration_reached")
 	s.cxDelayedCloseTimeout = sc.Counter("downstream_cx_delayed_close_timeout")
 	s.rqOverloadClose = sc.Counter("downstream_rq_overload_close")

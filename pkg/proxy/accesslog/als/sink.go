@@ -61,11 +61,11 @@ type sink struct {
 
 	// The sender's own: the open stream, and whether the service ended
 	// it.
-	stream      alsv3.AccessLogService_StreamAccessLogsClient
-	streamEnd   context.CancelFunc
-	streamGone  *atomic.Bool
+	stream     alsv3.AccessLogService_StreamAccessLogsClient
+	streamEnd  context.CancelFunc
+	streamGone *atomic.Bool
 	// streamDone is closed when the service has ended the stream.
-	streamDone chan struct{}
+	streamDone  chan struct{}
 	loggedError bool
 	// ended counts the streams the service ended, for tests.
 	ended atomic.Int64

@@ -1,0 +1,116 @@
+package httpconn
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+)
+
+// internalAddresses is internal_address_config: the client addresses whose
+// requests are internal. As in Envoy since the RFC 1918 default was
+// removed, none is internal unless configured.
+type internalAddresses struct {
+	prefixes []netip.Prefix
+}
+
+// readInternalAddresses compiles internal_address_config. Errors name the
+// field below it. unix_sockets is accepted as Envoy does: Outrigger has no
+// Unix socket listeners, so it never applies.
+func readInternalAddresses(cfg *hcmv3.HttpConnectionManager_InternalAddressConfig) (internalAddresses, error) {
+	var ia internalAddresses
+	for i, r := range cfg.GetCidrRanges() {
+		addr, err := netip.ParseAddr(r.GetAddressPrefix())
+		if err != nil {
+			return ia, fmt.Errorf("cidr_ranges[%d].address_prefix: %q is not an IP address", i, r.GetAddressPrefix())
+		}
+		bits := int(r.GetPrefixLen().GetValue())
+		if bits > addr.BitLen() {
+			return ia, fmt.Errorf("cidr_ranges[%d].prefix_len: %d is longer than the address (%d bits)", i, bits, addr.BitLen())
+		}
+		p, err := addr.Prefix(bits)
+		if err != nil {
+			return ia, fmt.Errorf("cidr_ranges[%d]: %w", i, err)
+		}
+		ia.prefixes = append(ia.prefixes, p)
+	}
+	return ia, nil
+}
+
+// contains reports whether ip is internal.
+func (ia *internalAddresses) contains(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	for _, p := range ia.prefixes {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// errBadXFF is what lastXFF reports for a list without a usable entry.
+var errBadXFF = errors.New("no address at that position of x-forwarded-for")
+
+// lastXFF returns the address skip entries from the right of an
+// x-forwarded-for list ("client, proxy1, proxy2"), and whether the list
+// holds one address only, as Envoy's getLastAddressFromXFF does: an entry
+// that is not an IP address yields an error.
+func lastXFF(xff string, skip uint32) (netip.Addr, bool, error) {
+	single := !strings.Contains(xff, ",")
+	rest := xff
+	for i := uint32(0); ; i++ {
+		entry := rest
+		j := strings.LastIndexByte(rest, ',')
+		if j >= 0 {
+			entry, rest = rest[j+1:], rest[:j]
+		}
+		if i == skip {
+			ip, err := netip.ParseAddr(strings.TrimSpace(entry))
+			if err != nil {
+				return netip.Addr{}, false, errBadXFF
+			}
+			return ip, single, nil
+		}
+		if j < 0 {
+			return netip.Addr{}, false, errBadXFF
+		}
+	}
+}
+
+// internalHeader reports whether a request header is one only a trusted
+// hop may set: Envoy removes them from every request that is not internal,
+// and, from edge requests (use_remote_address, not internal), also the
+// ones that name the calling service, which an outside client must not
+// claim to be.
+func internalHeader(name string, edge bool) bool {
+	if !strings.HasPrefix(name, "x-envoy-") {
+		return false
+	}
+	switch name {
+	case "x-envoy-retriable-status-codes", "x-envoy-retriable-header-names", "x-envoy-retry-on",
+		"x-envoy-retry-grpc-on", "x-envoy-max-retries", "x-envoy-upstream-alt-stat-name",
+		"x-envoy-upstream-rq-timeout-ms", "x-envoy-upstream-rq-per-try-timeout-ms",
+		"x-envoy-upstream-rq-timeout-alt-response", "x-envoy-expected-rq-timeout-ms",
+		"x-envoy-force-trace", "x-envoy-ip-tags", "x-envoy-original-url", "x-envoy-hedge-on-per-try-timeout":
+		return true
+	case "x-envoy-decorator-operation", "x-envoy-downstream-service-cluster", "x-envoy-downstream-service-node":
+		return edge
+	}
+	return false
+}
+
+// dropInternal removes the internal headers of a request that is not
+// internal, in one pass, keeping the others in order.
+func (h *headerList) dropInternal(edge bool) {
+	out := 0
+	for i := range h.fields {
+		if !internalHeader(h.fields[i].name, edge) {
+			h.fields[out] = h.fields[i]
+			out++
+		}
+	}
+	clear(h.fields[out:])
+	h.fields = h.fields[:out]
+}

@@ -1,0 +1,66 @@
+package httpconn
+
+import (
+	"net/netip"
+	"testing"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+func TestLastXFF(t *testing.T) {
+	tests := []struct {
+		xff    string
+		skip   uint32
+		want   string // "" for an error
+		single bool
+	}{
+		{"203.0.113.1", 0, "203.0.113.1", true},
+		{"203.0.113.1, 10.0.0.1", 0, "10.0.0.1", false},
+		{"203.0.113.1, 10.0.0.1", 1, "203.0.113.1", false},
+		{"203.0.113.1,10.0.0.1", 2, "", false},
+		{"2001:db8::1, 10.0.0.1", 1, "2001:db8::1", false},
+		{"not-an-ip", 0, "", false},
+		{"", 0, "", false},
+	}
+	for _, tc := range tests {
+		ip, single, err := lastXFF(tc.xff, tc.skip)
+		if tc.want == "" {
+			if err == nil {
+				t.Errorf("lastXFF(%q, %d) = %v, want an error", tc.xff, tc.skip, ip)
+			}
+			continue
+		}
+		if err != nil || ip.String() != tc.want || single != tc.single {
+			t.Errorf("lastXFF(%q, %d) = %v, %v, %v; want %s, %v", tc.xff, tc.skip, ip, single, err, tc.want, tc.single)
+		}
+	}
+}
+
+func TestInternalAddresses(t *testing.T) {
+	ia, err := readInternalAddresses(&hcmv3.HttpConnectionManager_InternalAddressConfig{CidrRanges: []*corev3.CidrRange{
+		{AddressPrefix: "10.0.0.0", PrefixLen: wrapperspb.UInt32(8)},
+		{AddressPrefix: "fd00::", PrefixLen: wrapperspb.UInt32(8)},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for addr, want := range map[string]bool{"10.1.2.3": true, "::ffff:10.1.2.3": true, "11.0.0.1": false, "fd12::1": true, "127.0.0.1": false} {
+		if got := ia.contains(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("contains(%s) = %v, want %v", addr, got, want)
+		}
+	}
+	var none internalAddresses
+	if none.contains(netip.MustParseAddr("10.0.0.1")) {
+		t.Error("with no configuration an address was internal")
+	}
+	for _, bad := range []*corev3.CidrRange{
+		{AddressPrefix: "10.0.0", PrefixLen: wrapperspb.UInt32(8)},
+		{AddressPrefix: "10.0.0.0", PrefixLen: wrapperspb.UInt32(33)},
+	} {
+		if _, err := readInternalAddresses(&hcmv3.HttpConnectionManager_InternalAddressConfig{CidrRanges: []*corev3.CidrRange{bad}}); err == nil {
+			t.Errorf("%v was accepted", bad)
+		}
+	}
+}
