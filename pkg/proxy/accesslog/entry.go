@@ -94,6 +94,10 @@ type Entry struct {
 	// HealthCheck is set when the health_check filter recognised the
 	// request as a health check (not_health_check_filter).
 	HealthCheck bool
+	// LocalReplyBody backs %LOCAL_REPLY_BODY%: the body of the local
+	// reply being formatted by local_reply_config (empty otherwise, as in
+	// Envoy's access logs).
+	LocalReplyBody string
 	// ServiceForcedTrace is set when the request is traced because the
 	// service forced it (x-envoy-force-trace on a request of a connection
 	// manager with tracing): what traceable_filter matches. Without

@@ -34,6 +34,7 @@ const (
 	opRequestedServerName
 	opConnectionID
 	opRouteName
+	opLocalReplyBody
 )
 
 // argKind says what arguments an operator takes.
@@ -79,6 +80,7 @@ var operators = map[string]operator{
 	"REQUESTED_SERVER_NAME":                  {op: opRequestedServerName},
 	"CONNECTION_ID":                          {op: opConnectionID, numeric: true},
 	"ROUTE_NAME":                             {op: opRouteName},
+	"LOCAL_REPLY_BODY":                       {op: opLocalReplyBody},
 }
 
 // value appends the operator's value for e and reports whether there was
@@ -136,6 +138,8 @@ func (op opCode) value(p *part, dst []byte, e *Entry) ([]byte, bool) {
 		return strconv.AppendUint(dst, e.ConnectionID, 10), true
 	case opRouteName:
 		return appendString(dst, e.RouteName)
+	case opLocalReplyBody:
+		return appendString(dst, e.LocalReplyBody)
 	}
 	return dst, false
 }

@@ -57,7 +57,10 @@ var supportedAccessLog = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.SubstitutionFormatString.json_format":         {},
 	"envoy.config.core.v3.SubstitutionFormatString.omit_empty_values":   {},
 	"envoy.config.core.v3.SubstitutionFormatString.json_format_options": {},
-	"envoy.config.core.v3.JsonFormatOptions.sort_properties":            {},
+	// The content type of local reply bodies (local_reply_config); access
+	// logs have none, and Envoy ignores it there too.
+	"envoy.config.core.v3.SubstitutionFormatString.content_type": {},
+	"envoy.config.core.v3.JsonFormatOptions.sort_properties":     {},
 
 	// Filters.
 	"envoy.config.accesslog.v3.AccessLogFilter.status_code_filter":       {},

@@ -2,6 +2,7 @@ package httpconn
 
 import (
 	"strconv"
+	"strings"
 
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 
@@ -45,16 +46,22 @@ func (s *stream) localReplyGrpc(status int, grpcStatus int64, body string, flags
 		return
 	}
 	s.respHeaders.reset()
+	contentType := "text/plain"
+	if lr := s.m.replies; lr != nil {
+		status, body, contentType = lr.rewrite(s, status, body)
+	}
 	if s.grpcRequest() {
 		if grpcStatus < 0 {
 			grpcStatus = grpcStatusOf(status)
 		}
-		s.grpcLocalReply(grpcStatus, body)
+		// A formatted body may end in a newline, which has no place in
+		// grpc-message.
+		s.grpcLocalReply(grpcStatus, strings.TrimSuffix(body, "\n"))
 		return
 	}
 	s.status = status
-	if body != "" {
-		s.respHeaders.Add("content-type", "text/plain")
+	if body != "" && !s.respHeaders.Has("content-type") {
+		s.respHeaders.Add("content-type", contentType)
 	}
 	s.finishLocal(body)
 }
@@ -62,10 +69,20 @@ func (s *stream) localReplyGrpc(status int, grpcStatus int64, body string, flags
 // redirect answers with a redirect route's status and Location.
 func (s *stream) redirect(status int, location string) {
 	s.details = "direct_response"
-	s.status = status
 	s.respHeaders.reset()
 	s.respHeaders.Add("location", location)
-	s.finishLocal("")
+	body := ""
+	if lr := s.m.replies; lr != nil {
+		// Envoy sends redirects as local replies: local_reply_config
+		// applies to them too.
+		var contentType string
+		status, body, contentType = lr.rewrite(s, status, body)
+		if body != "" && !s.respHeaders.Has("content-type") {
+			s.respHeaders.Add("content-type", contentType)
+		}
+	}
+	s.status = status
+	s.finishLocal(body)
 }
 
 // finishLocal sends a local reply's head and body. A request body that was

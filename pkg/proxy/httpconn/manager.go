@@ -29,6 +29,7 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"github.com/go-logr/logr"
 
+	logfilter "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/filter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/loggers"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
@@ -44,6 +45,8 @@ type Manager struct {
 	routes  *router.Table
 	filters filterChain
 	logs    loggers.List
+	// replies is local_reply_config; nil without one.
+	replies *localReplies
 	stats   *hcmStats
 	deps    Deps
 	log     logr.Logger
@@ -113,11 +116,18 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	replies, err := readLocalReplies(cfg.GetLocalReplyConfig(), logfilter.Context{Runtime: deps.Runtime})
+	if err != nil {
+		// The access loggers may hold gRPC channels already.
+		_ = logs.Close()
+		return nil, fmt.Errorf("local_reply_config.%w", err)
+	}
 	m := &Manager{
 		cfg:     s,
 		routes:  table,
 		filters: filters,
 		logs:    logs,
+		replies: replies,
 		stats:   newHCMStats(deps.Stats, s.statPrefix, deps.ListenerStatPrefix),
 		deps:    deps,
 		log:     deps.Log,
