@@ -198,8 +198,6 @@ func TestNewManagerErrors(t *testing.T) {
       explicit_http_config: {http2_protocol_options: {max_concurrent_streams: 10, initial_stream_window_size: 65536}}`,
 			want: []string{
 				`static_resources.clusters[0].typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"].common_http_protocol_options.max_headers_count: not supported by Outrigger on a cluster (it applies to client connections only)`,
-				`static_resources.clusters[0].typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"].explicit_http_config.http2_protocol_options.initial_stream_window_size: not supported by Outrigger on a cluster (it applies to client connections only)`,
-				`static_resources.clusters[0].typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"].explicit_http_config.http2_protocol_options.max_concurrent_streams: not supported by Outrigger on a cluster (it applies to client connections only)`,
 			},
 		},
 		"max_connection_duration on a cluster": {
@@ -213,12 +211,6 @@ func TestNewManagerErrors(t *testing.T) {
 			want: []string{
 				`static_resources.clusters[0].typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"].common_http_protocol_options.max_connection_duration: not supported by Outrigger on a cluster (it applies to client connections only)`,
 			},
-		},
-		"client-only limits in the cluster's own HTTP/2 options": {
-			yaml: `
-- name: a
-  http2_protocol_options: {initial_connection_window_size: 1048576}`,
-			want: []string{"static_resources.clusters[0].http2_protocol_options.initial_connection_window_size: not supported by Outrigger on a cluster (it applies to client connections only)"},
 		},
 		"stream errors in the cluster's own HTTP/2 options": {
 			yaml: `

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
@@ -29,6 +30,13 @@ type h2Limits struct {
 	maxEmptyFrames         uint32
 	maxPriorityPerStream   uint32
 	maxWindowUpdatePerData uint32
+
+	// The stream and window settings of upstream connections:
+	// max_concurrent_streams (0: the server's), and the receive windows
+	// (0: the transport's defaults).
+	maxStreams   uint32
+	streamWindow int
+	connWindow   int
 }
 
 // readH2Limits reads the limits of http2_protocol_options (nil: the
@@ -38,6 +46,9 @@ func readH2Limits(o *corev3.Http2ProtocolOptions) h2Limits {
 		maxEmptyFrames:         orDefault(o.GetMaxConsecutiveInboundFramesWithEmptyPayload(), defaultH2MaxEmptyFrames),
 		maxPriorityPerStream:   orDefault(o.GetMaxInboundPriorityFramesPerStream(), defaultH2MaxPriorityPerStream),
 		maxWindowUpdatePerData: orDefault(o.GetMaxInboundWindowUpdateFramesPerDataFrameSent(), defaultH2MaxWindowUpdatePerData),
+		maxStreams:             orDefault(o.GetMaxConcurrentStreams(), 0),
+		streamWindow:           receiveWindow(o.GetInitialStreamWindowSize()),
+		connWindow:             receiveWindow(o.GetInitialConnectionWindowSize()),
 	}
 }
 
@@ -287,4 +298,14 @@ func (s *frameScanner) scan(p []byte, on func(frameHead) error) error {
 		}
 	}
 	return nil
+}
+
+// maxReceiveWindow is the largest receive window Go's HTTP/2 transport
+// takes (it ignores larger ones); Envoy allows up to 2^31-1.
+const maxReceiveWindow = 4<<20 - 1
+
+// receiveWindow is a configured window size for the transport: 0 when
+// unset, larger values lowered to what it takes.
+func receiveWindow(v *wrapperspb.UInt32Value) int {
+	return min(int(v.GetValue()), maxReceiveWindow)
 }

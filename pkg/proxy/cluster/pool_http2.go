@@ -24,6 +24,10 @@ func (c *Cluster) newHTTP2Transport() *http.Transport {
 		// A proxy passes bodies through as they are.
 		DisableCompression: true,
 		IdleConnTimeout:    c.settings.protocol.idleTimeout,
+		HTTP2: &http.HTTP2Config{
+			MaxReceiveBufferPerStream:     c.settings.protocol.h2.streamWindow,
+			MaxReceiveBufferPerConnection: c.settings.protocol.h2.connWindow,
+		},
 	}
 }
 
@@ -41,7 +45,11 @@ func (c *Cluster) dialHTTP2(ctx context.Context, addr string) (net.Conn, error) 
 		return nil, err
 	}
 	c.stats.UpstreamCxHTTP2Total.Inc()
-	return newH2GuardConn(tc, &c.settings.protocol.h2, c.h2Stats()), nil
+	var nc net.Conn = tc
+	if max := c.settings.protocol.h2.maxStreams; max > 0 {
+		nc = newStreamCapConn(nc, max)
+	}
+	return newH2GuardConn(nc, &c.settings.protocol.h2, c.h2Stats()), nil
 }
 
 // RoundTripHTTP2 sends req to h over the cluster's HTTP/2 connections and

@@ -117,15 +117,12 @@ func downstreamOnlyFields(opts *httpv3.HttpProtocolOptions, path string) []error
 
 // downstreamOnlyHTTP2Fields refuses the HTTP/2 settings Outrigger applies
 // to client connections only (see downstreamOnlyFields): the upstream
-// HTTP/2 transport keeps its own streams and windows, and answers a
-// malformed response with a stream reset whatever the setting. Its flood
-// limits apply to upstreams too (h2guard.go).
+// HTTP/2 transport answers a malformed response with a stream reset
+// whatever the setting. Its flood limits, stream limit and windows apply
+// to upstreams too (h2guard.go, h2streams.go).
 func downstreamOnlyHTTP2Fields(h2 *corev3.Http2ProtocolOptions, path string) []error {
 	var errs []error
 	for field, set := range map[string]bool{
-		"max_concurrent_streams":         h2.GetMaxConcurrentStreams() != nil,
-		"initial_stream_window_size":     h2.GetInitialStreamWindowSize() != nil,
-		"initial_connection_window_size": h2.GetInitialConnectionWindowSize() != nil,
 		//lint:ignore SA1019 the deprecated field must be refused here like the others
 		"stream_error_on_invalid_http_messaging":        h2.GetStreamErrorOnInvalidHttpMessaging(),
 		"override_stream_error_on_invalid_http_message": h2.GetOverrideStreamErrorOnInvalidHttpMessage() != nil,
