@@ -9,12 +9,12 @@ import (
 
 // HTTP/2 frame facts the stream cap needs (RFC 9113 §4.1, §6.5).
 const (
-	h2FrameHeaderLen         = 9
-	h2FrameSettings          = 0x4
-	h2FlagAck                = 0x1
-	h2SettingMaxStreams      = 0x3
-	h2SettingLen             = 6
-	h2DefaultMaxFrameSize    = 1 << 14
+	h2FrameHeaderLen      = 9
+	h2FrameSettings       = 0x4
+	h2FlagAck             = 0x1
+	h2SettingMaxStreams   = 0x3
+	h2SettingLen          = 6
+	h2DefaultMaxFrameSize = 1 << 14
 )
 
 // streamCapConn applies a cluster's http2_protocol_options
