@@ -80,6 +80,7 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	// Route actions.
 	"envoy.config.route.v3.RouteAction.cluster":                                   {},
 	"envoy.config.route.v3.RouteAction.weighted_clusters":                         {},
+	"envoy.config.route.v3.RouteAction.cluster_header":                            {},
 	"envoy.config.route.v3.RouteAction.cluster_not_found_response_code":           {},
 	"envoy.config.route.v3.RouteAction.prefix_rewrite":                            {},
 	"envoy.config.route.v3.RouteAction.regex_rewrite":                             {},
@@ -144,6 +145,9 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.DirectResponseAction.body":      {},
 	"envoy.config.core.v3.DataSource.inline_string":        {},
 	"envoy.config.core.v3.DataSource.inline_bytes":         {},
+	// Read where Outrigger reads files (direct response bodies); the other
+	// users of DataSource refuse it with its path.
+	"envoy.config.core.v3.DataSource.filename": {},
 
 	// Header mutations (values may use access-log % operators).
 	"envoy.config.core.v3.HeaderValueOption.header":           {},

@@ -214,6 +214,11 @@ func (s *stream) Route() *router.Route {
 		s.clusterName, s.wc = "", -1
 		if s.cached != nil {
 			s.clusterName, s.wc = s.cached.PickCluster(rand.Uint64())
+			if h := s.cached.ClusterHeader; h != "" {
+				// cluster_header: the request names its cluster; a
+				// missing header is a cluster that does not exist.
+				s.clusterName, _ = s.reqHeaders.Get(h)
+			}
 		}
 	}
 	return s.cached

@@ -99,7 +99,13 @@ func inlineData(ds *corev3.DataSource) (string, error) {
 	case *corev3.DataSource_InlineBytes:
 		return string(s.InlineBytes), nil
 	}
-	return "", fmt.Errorf("specifier: only inline_string and inline_bytes are supported by Outrigger")
+	name := "specifier"
+	if m := ds.ProtoReflect(); ds != nil {
+		if fd := m.WhichOneof(m.Descriptor().Oneofs().ByName("specifier")); fd != nil {
+			name = string(fd.Name())
+		}
+	}
+	return "", fmt.Errorf("%s: not supported by Outrigger (only inline_string and inline_bytes are)", name)
 }
 
 // rewrite applies the configuration to a local reply of status and body

@@ -3,6 +3,8 @@ package router
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -89,8 +91,10 @@ func compileRouteAction(r *Route, a *routev3.RouteAction, opts *Options) error {
 			return fmt.Errorf("weighted_clusters.%w", err)
 		}
 		r.WeightedClusters = w
+	case *routev3.RouteAction_ClusterHeader:
+		r.ClusterHeader = strings.ToLower(c.ClusterHeader)
 	case nil:
-		return errors.New("cluster_specifier: one of cluster or weighted_clusters is required")
+		return errors.New("cluster_specifier: one of cluster, weighted_clusters or cluster_header is required")
 	default:
 		return fmt.Errorf("cluster_specifier: %s is not supported by Outrigger", oneofName(a.ProtoReflect(), "cluster_specifier"))
 	}
@@ -200,6 +204,12 @@ func compileDirect(d *routev3.DirectResponseAction, maxBody uint32) (*DirectResp
 			dr.Body = s.InlineString
 		case *corev3.DataSource_InlineBytes:
 			dr.Body = string(s.InlineBytes)
+		case *corev3.DataSource_Filename:
+			body, err := readBodyFile(s.Filename, maxBody)
+			if err != nil {
+				return nil, fmt.Errorf("body.filename: %w", err)
+			}
+			dr.Body = body
 		default:
 			return nil, fmt.Errorf("body.%s: not supported by Outrigger (only inline_string and inline_bytes are)", oneofName(b.ProtoReflect(), "specifier"))
 		}
@@ -208,6 +218,25 @@ func compileDirect(d *routev3.DirectResponseAction, maxBody uint32) (*DirectResp
 		return nil, fmt.Errorf("body: %d bytes is above the maximum of %d (max_direct_response_body_size_bytes)", len(dr.Body), maxBody)
 	}
 	return dr, nil
+}
+
+// readBodyFile reads a direct response body from a file, once, when the
+// configuration loads (as Envoy does), reading no more than one byte past
+// max so that a huge file is refused without being read whole.
+func readBodyFile(name string, max uint32) (string, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
+	if err != nil {
+		return "", err
+	}
+	if uint64(len(b)) > uint64(max) {
+		return "", fmt.Errorf("%s is larger than the maximum of %d bytes (max_direct_response_body_size_bytes)", name, max)
+	}
+	return string(b), nil
 }
 
 // rewrite is a compiled prefix_rewrite or regex_rewrite.

@@ -36,7 +36,7 @@ type VirtualHost struct {
 }
 
 // Route is one compiled route. Exactly one of Cluster, WeightedClusters,
-// Direct and Redirect is set.
+// ClusterHeader, Direct and Redirect is set.
 type Route struct {
 	// Name is the route's name (%ROUTE_NAME%), "" when unnamed.
 	Name string
@@ -47,6 +47,9 @@ type Route struct {
 	Cluster string
 	// WeightedClusters is set for a route action with weighted_clusters.
 	WeightedClusters *WeightedClusters
+	// ClusterHeader, for a route action with cluster_header, is the
+	// request header (lower case) that names the cluster of each request.
+	ClusterHeader string
 	// ClusterNotFoundStatus is the status answered when the cluster does
 	// not exist (cluster_not_found_response_code, default 503).
 	ClusterNotFoundStatus int
