@@ -152,9 +152,9 @@ func TestValidateSupport(t *testing.T) {
 			want:    []string{"admin.address.pipe: not supported by Outrigger"},
 		},
 		"access log format": {
-			overlay: accessLogYAML(`{"@type": ` + fileURL + `, path: /tmp/x, log_format: {text_format_source: {filename: x}}}`),
+			overlay: accessLogYAML(`{"@type": ` + fileURL + `, path: /tmp/x, log_format: {text_format_source: {environment_variable: X}}}`),
 			want: []string{
-				"admin.access_log[1].typed_config.log_format.text_format_source.filename: not supported by Outrigger",
+				"admin.access_log[1].typed_config.log_format.text_format_source.environment_variable: not supported by Outrigger",
 			},
 		},
 		"admin access log with a format": {
@@ -233,9 +233,9 @@ func TestValidateSupport(t *testing.T) {
 			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /, runtime_fraction: {default_value: {numerator: 1}}}, direct_response: {status: 200}}]}]}, http_filters: [` + routerFilter + `]`),
 			want:    []string{extraHCM + ".route_config.virtual_hosts[0].routes[0].match.runtime_fraction: not supported by Outrigger"},
 		},
-		"direct response from a file": {
-			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /}, direct_response: {status: 200, body: {filename: /etc/motd}}}]}]}, http_filters: [` + routerFilter + `]`),
-			want:    []string{extraHCM + ".route_config.virtual_hosts[0].routes[0].direct_response.body.filename: not supported by Outrigger"},
+		"direct response from an environment variable": {
+			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /}, direct_response: {status: 200, body: {environment_variable: BODY}}}]}]}, http_filters: [` + routerFilter + `]`),
+			want:    []string{extraHCM + ".route_config.virtual_hosts[0].routes[0].direct_response.body.environment_variable: not supported by Outrigger"},
 		},
 		"disabled hcm, envoy spelling": {
 			disable: []string{"envoy.filters.network/envoy.filters.network.http_connection_manager"},
