@@ -388,6 +388,21 @@ var _ = Describe("The external authorization filter", func() {
 			Expect(statValue(sc, "http.fma.ext_authz.failure_mode_allowed")).To(Equal("1"))
 		})
 
+		It("checks HTTP/2 requests too, body included", func() {
+			h2 := httpClients()["HTTP/2"]
+			r := httpDo(h2, "POST", listenerURL(port, "/allow/h2"), strings.NewReader("0123456789"), nil)
+			Expect(r.Status).To(Equal(200))
+			Expect(r.Body).To(ContainSubstring("x-authz-user=alice\n"))
+			Expect(r.Body).To(ContainSubstring("body=0123456789"))
+			h := authz.last("/allow/h2").GetAttributes().GetRequest().GetHttp()
+			Expect(h.GetProtocol()).To(Equal("HTTP/2"))
+			Expect(h.GetBody()).To(Equal("01234567"))
+
+			r = httpDo(h2, "GET", listenerURL(port, "/deny/h2"), nil, nil)
+			Expect(r.Status).To(Equal(401))
+			Expect(r.Body).To(Equal(`{"error":"go away"}`))
+		})
+
 		It("skips routes that disable it, and sends the merged context extensions", func() {
 			r := do("GET", port, "/public/page", "", nil)
 			Expect(r.Status).To(Equal(200))
