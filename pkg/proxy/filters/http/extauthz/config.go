@@ -43,7 +43,7 @@ type config struct {
 	denyAtDisable *featureFlag
 	runtime       httpfilter.Runtime
 	// allowed and disallowed filter the headers of the CheckRequest
-	// (nil: no filtering).
+	// (nil: no filtering); an HTTP service always has allowed.
 	allowed, disallowed matchers
 	encodeRawHeaders    bool
 	// maxDeniedBody caps a denied response's body; 0 means no cap.
@@ -177,7 +177,14 @@ func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
 		c.denyAtDisable = &featureFlag{key: d.GetRuntimeKey(), def: d.GetDefaultValue().GetValue()}
 	}
 	var err error
-	if c.allowed, err = compileMatchers(p.GetAllowedHeaders(), "allowed_headers"); err != nil {
+	if p.GetHttpService() != nil {
+		c.allowed, err = httpAllowedHeaders(p)
+	} else {
+		// For a gRPC service, every header unless allowed_headers
+		// says otherwise.
+		c.allowed, err = compileMatchers(p.GetAllowedHeaders(), "allowed_headers")
+	}
+	if err != nil {
 		return nil, err
 	}
 	if c.disallowed, err = compileMatchers(p.GetDisallowedHeaders(), "disallowed_headers"); err != nil {

@@ -125,6 +125,7 @@ func TestCompileRefuses(t *testing.T) {
 		"http without cluster":     {`{"http_service": {"server_uri": {"uri": "http://a", "timeout": "1s"}}}`, "http_service.server_uri.cluster: must be set"},
 		"http path_prefix":         {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "path_prefix": "auth"}}`, `http_service.path_prefix: should start with "/"`},
 		"http retry_policy":        {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "retry_policy": {}}}`, "http_service.retry_policy: not supported"},
+		"allowed_headers twice": {`{"allowed_headers": {"patterns": [{"exact": "a"}]}, "http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "authorization_request": {"allowed_headers": {"patterns": [{"exact": "b"}]}}}}`, "allowed_headers: invalid duplicate configuration"},
 		"http headers_to_add %":    {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "authorization_request": {"headers_to_add": [{"key": "a", "value": "%REQ(x)%"}]}}}`, "headers_to_add[0].value"},
 	}
 	for name, tc := range tests {
@@ -597,7 +598,7 @@ func TestHTTPClient(t *testing.T) {
 
 	got := check("PUT", "/ok/x?q=1", "data", map[string]string{
 		":method": "PUT", ":path": "/ok/x?q=1", ":authority": "example", "authorization": "Bearer t",
-		"x-allowed": "yes", "x-not": "no", "content-length": "99",
+		"x-allowed": "yes", "content-length": "99",
 	})
 	want := &response{
 		status:          statusOK,
@@ -612,7 +613,7 @@ func TestHTTPClient(t *testing.T) {
 	mu.Lock()
 	if seen.Method != "PUT" || seen.RequestURI != "/auth/ok/x?q=1" || seen.Host != "example" || body != "data" ||
 		seen.Header.Get("Authorization") != "Bearer t" || seen.Header.Get("X-Allowed") != "yes" ||
-		seen.Header.Get("X-Not") != "" || seen.Header.Get("X-Added") != "v" || seen.ContentLength != 4 {
+		seen.Header.Get("X-Added") != "v" || seen.ContentLength != 4 || seen.Header.Get("User-Agent") != "" {
 		t.Errorf("the service got %s %s host %s headers %v body %q", seen.Method, seen.RequestURI, seen.Host, seen.Header, body)
 	}
 	mu.Unlock()
@@ -656,4 +657,31 @@ func serveGRPC(t *testing.T, srv authv3.AuthorizationServer) string {
 	go func() { _ = gs.Serve(ln) }()
 	t.Cleanup(gs.Stop)
 	return ln.Addr().String()
+}
+
+// TestHTTPServiceHeaders checks which request headers an HTTP service
+// gets: Envoy's four, plus authorization_request.allowed_headers or the
+// filter's allowed_headers, less disallowed_headers.
+func TestHTTPServiceHeaders(t *testing.T) {
+	const uri = `"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}`
+	for name, js := range map[string]string{
+		"authorization_request": `{"http_service": {` + uri + `, "authorization_request": {"allowed_headers": {"patterns": [{"prefix": "x-ok"}]}}}, "disallowed_headers": {"patterns": [{"exact": "x-ok-not"}]}}`,
+		"the filter's":          `{"http_service": {` + uri + `}, "allowed_headers": {"patterns": [{"prefix": "x-ok"}]}, "disallowed_headers": {"patterns": [{"exact": "x-ok-not"}]}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, fc, _ := newTest(t, js, &response{status: statusOK})
+			run(c, routed("GET", "/p", "authorization", "a", "x-ok-1", "1", "x-ok-not", "n", "other", "o", "user-agent", "ua"))
+			got := fc.reqs[0].GetAttributes().GetRequest().GetHttp().GetHeaders()
+			want := map[string]string{":authority": "host", ":path": "/p", ":method": "GET", "authorization": "a", "x-ok-1": "1"}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("headers (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// Without a list, only Envoy's four.
+	c, fc, _ := newTest(t, `{"http_service": {`+uri+`}}`, &response{status: statusOK})
+	run(c, routed("GET", "/p", "x-ok", "1"))
+	if got := fc.reqs[0].GetAttributes().GetRequest().GetHttp().GetHeaders(); len(got) != 3 {
+		t.Errorf("headers %v, want the three pseudo-headers", got)
+	}
 }

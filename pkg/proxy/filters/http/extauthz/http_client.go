@@ -27,14 +27,13 @@ const headersToRemoveHeader = "x-envoy-auth-headers-to-remove"
 
 // httpClient asks an HTTP authorization service: the request goes to the
 // service's cluster with the original method, the original path behind
-// path_prefix, the allowed headers and, with with_request_body, the body.
+// path_prefix, the CheckRequest's headers (the allowed ones) and, with
+// with_request_body, the body.
 // 200 allows; a 5xx status is a failure; any other status denies.
 type httpClient struct {
 	transport  *http.Transport
 	pathPrefix string
-	// request selects the request headers sent; headersToAdd are set
-	// on every check request.
-	request      matchers
+	// headersToAdd are set on every check request.
 	headersToAdd [][2]string
 	// The response headers that go to the upstream request (set, or
 	// added), to the client on success, and to the client's reply on a
@@ -70,15 +69,7 @@ func newHTTPClient(hs *extauthzv3.HttpService, svc httpfilter.Services) (*httpCl
 		return nil, 0, errors.New("path_prefix: should start with \"/\"")
 	}
 	c := &httpClient{pathPrefix: hs.GetPathPrefix()}
-	// Envoy always sends these, whatever allowed_headers says.
-	c.request = append(c.request, exactName("authorization"), exactName(":method"), exactName(":path"), exactName(":authority"))
 	req := hs.GetAuthorizationRequest()
-	//lint:ignore SA1019 Envoy still reads the deprecated allowed_headers (the loader warns).
-	more, err := compileMatchers(req.GetAllowedHeaders(), "authorization_request.allowed_headers")
-	if err != nil {
-		return nil, 0, err
-	}
-	c.request = append(c.request, more...)
 	for i, h := range req.GetHeadersToAdd() {
 		k := strings.ToLower(h.GetKey())
 		if k == "" {
@@ -90,6 +81,7 @@ func newHTTPClient(hs *extauthzv3.HttpService, svc httpfilter.Services) (*httpCl
 		c.headersToAdd = append(c.headersToAdd, [2]string{k, h.GetValue()})
 	}
 	resp := hs.GetAuthorizationResponse()
+	var err error
 	if c.upstream, err = compileMatchers(resp.GetAllowedUpstreamHeaders(), "authorization_response.allowed_upstream_headers"); err != nil {
 		return nil, 0, err
 	}
@@ -156,9 +148,13 @@ func (c *httpClient) check(ctx context.Context, cr *authv3.CheckRequest) *respon
 		if name == "content-length" || strings.HasPrefix(name, ":") || name == "host" {
 			continue
 		}
-		if c.request.match(name) {
-			req.Header.Set(name, value)
-		}
+		// The CheckRequest holds only the headers the service may see
+		// (see httpAllowedHeaders).
+		req.Header.Set(name, value)
+	}
+	if _, ok := req.Header["User-Agent"]; !ok {
+		// Go's client would add its own; Envoy adds none.
+		req.Header["User-Agent"] = []string{""}
 	}
 	for _, h := range c.headersToAdd {
 		req.Header.Set(h[0], h[1])
@@ -228,4 +224,26 @@ func (c *httpClient) sortHeader(r *response, name, value string) {
 func (c *httpClient) Close() error {
 	c.transport.CloseIdleConnections()
 	return nil
+}
+
+// httpAllowedHeaders selects the request headers an HTTP service gets, as
+// Envoy's FilterConfig does: authorization_request.allowed_headers, else
+// the filter's allowed_headers (not both), plus the ones Envoy always
+// sends.
+func httpAllowedHeaders(p *extauthzv3.ExtAuthz) (matchers, error) {
+	//lint:ignore SA1019 Envoy still reads the deprecated allowed_headers (the loader warns).
+	list, path := p.GetHttpService().GetAuthorizationRequest().GetAllowedHeaders(), "http_service.authorization_request.allowed_headers"
+	if p.GetAllowedHeaders() != nil {
+		if list != nil {
+			// Envoy's words.
+			return nil, errors.New("allowed_headers: invalid duplicate configuration for allowed_headers (also in http_service.authorization_request)")
+		}
+		list, path = p.GetAllowedHeaders(), "allowed_headers"
+	}
+	ms := matchers{exactName("authorization"), exactName(":method"), exactName(":path"), exactName(":authority")}
+	more, err := compileMatchers(list, path)
+	if err != nil {
+		return nil, err
+	}
+	return append(ms, more...), nil
 }
