@@ -420,6 +420,7 @@ var _ = Describe("The external authorization filter", func() {
 			Expect(r.Body).To(ContainSubstring("body=0123456789abcdef"), "the upstream got the whole body")
 			h := authz.last("/allow/body").GetAttributes().GetRequest().GetHttp()
 			Expect(h.GetBody()).To(Equal("01234567"), "max_request_bytes with allow_partial_message")
+			Expect(h.GetHeaders()).To(HaveKeyWithValue("content-length", "16"))
 			Expect(h.GetHeaders()).To(HaveKeyWithValue("x-envoy-auth-partial-body", "true"))
 
 			r = do("POST", strictPort, "/allow/small", "short body", nil)

@@ -271,6 +271,7 @@ func (s *stream) Info() httpfilter.StreamInfo {
 		Protocol:      s.proto,
 		Start:         s.start,
 		BytesReceived: s.bytesRecv,
+		ContentLength: s.reqLength,
 	}
 }
 

@@ -245,8 +245,8 @@ type Stream interface {
 	// body stays valid until the request ends.
 	BufferRequestBody(limit int, partial bool) (body []byte, complete, ok bool)
 	// RangeRequestHeaders calls fn for each request header field in
-	// order (lower-case names, pseudo-headers excluded), until it returns
-	// false.
+	// order (lower-case names; pseudo-headers, host and the framing and
+	// hop-by-hop headers excluded), until it returns false.
 	RangeRequestHeaders(fn func(name, value string) bool)
 	// Info describes the stream's connection and protocol.
 	Info() StreamInfo
@@ -271,4 +271,8 @@ type StreamInfo struct {
 	Start time.Time
 	// BytesReceived counts the request body bytes received so far.
 	BytesReceived uint64
+	// ContentLength is the request's Content-Length, -1 when it has
+	// none (the connection manager frames bodies itself: the header is
+	// not among the request headers).
+	ContentLength int64
 }

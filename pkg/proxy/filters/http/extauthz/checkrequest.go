@@ -75,11 +75,17 @@ func (c *config) checkRequest(s httpfilter.Stream, in checkInput) *authv3.CheckR
 	add(":method", r.Method)
 	add(":scheme", r.Scheme)
 	s.RangeRequestHeaders(func(name, value string) bool {
+		// Host is :authority, as in Envoy's header map.
 		if name != "host" {
 			add(name, value)
 		}
 		return true
 	})
+	if info.ContentLength >= 0 {
+		// Envoy's header map has it; the connection manager keeps it
+		// apart.
+		add("content-length", strconv.FormatInt(info.ContentLength, 10))
+	}
 	if in.settings != nil && in.body != nil {
 		n := min(len(in.body), in.settings.maxBytes)
 		data := in.body[:n]

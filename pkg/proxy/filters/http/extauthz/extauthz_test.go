@@ -179,7 +179,7 @@ func routed(method, path string, headers ...string) *httpfiltertest.Stream {
 	s := httpfiltertest.NewStream(method, path, headers...)
 	s.Matched = &router.Route{}
 	s.Cluster = "up"
-	s.StreamInfo = httpfilter.StreamInfo{RemoteAddress: "10.0.0.1:5555", LocalAddress: "127.0.0.1:8080", Protocol: "HTTP/1.1", Start: time.Unix(1700000000, 0)}
+	s.StreamInfo = httpfilter.StreamInfo{RemoteAddress: "10.0.0.1:5555", LocalAddress: "127.0.0.1:8080", Protocol: "HTTP/1.1", Start: time.Unix(1700000000, 0), ContentLength: -1}
 	return s
 }
 
@@ -362,6 +362,7 @@ func TestCheckRequest(t *testing.T) {
 		"x-envoy-auth-partial-body", "spoofed", "x-envoy-downstream-service-cluster", "frontend")
 	s.Body = []byte("0123456789")
 	s.StreamInfo.BytesReceived = 10
+	s.StreamInfo.ContentLength = 10
 	s.PerRoute = map[string][]httpfilter.RouteConfig{ctx.Name: {
 		mustRoute(t, checkSettings(&extauthzv3.CheckSettings{ContextExtensions: map[string]string{"a": "vh", "b": "vh"}})),
 		mustRoute(t, checkSettings(&extauthzv3.CheckSettings{ContextExtensions: map[string]string{"b": "route"}})),
@@ -385,6 +386,7 @@ func TestCheckRequest(t *testing.T) {
 				Headers: map[string]string{
 					":authority": "host", ":path": "/a?b", ":method": "POST", ":scheme": "http",
 					"x-dup": "1,2", "x-envoy-downstream-service-cluster": "frontend", "x-envoy-auth-partial-body": "true",
+					"content-length": "10",
 				},
 				RawBody: []byte("0123"),
 			},

@@ -195,8 +195,10 @@ func (f *filter) routeSettings(s httpfilter.Stream) (in checkInput, skip bool) {
 	return in, false
 }
 
-// isUpgrade reports an upgrade request (a WebSocket), whose body Envoy
-// never buffers.
+// isUpgrade reports an upgrade request (a WebSocket, CONNECT), whose body
+// Envoy never buffers. The connection manager keeps the upgrade header
+// apart from the request headers for now, so only CONNECT is seen until
+// the stream tells of upgrades.
 func isUpgrade(s httpfilter.Stream) bool {
 	_, ok := s.RequestHeaders().Get("upgrade")
 	return ok || s.Request().Method == "CONNECT"
