@@ -125,7 +125,7 @@ func TestCompileRefuses(t *testing.T) {
 		"http without cluster":     {`{"http_service": {"server_uri": {"uri": "http://a", "timeout": "1s"}}}`, "http_service.server_uri.cluster: must be set"},
 		"http path_prefix":         {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "path_prefix": "auth"}}`, `http_service.path_prefix: should start with "/"`},
 		"http retry_policy":        {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "retry_policy": {}}}`, "http_service.retry_policy: not supported"},
-		"allowed_headers twice": {`{"allowed_headers": {"patterns": [{"exact": "a"}]}, "http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "authorization_request": {"allowed_headers": {"patterns": [{"exact": "b"}]}}}}`, "allowed_headers: invalid duplicate configuration"},
+		"allowed_headers twice":    {`{"allowed_headers": {"patterns": [{"exact": "a"}]}, "http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "authorization_request": {"allowed_headers": {"patterns": [{"exact": "b"}]}}}}`, "allowed_headers: invalid duplicate configuration"},
 		"http headers_to_add %":    {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "authorization_request": {"headers_to_add": [{"key": "a", "value": "%REQ(x)%"}]}}}`, "headers_to_add[0].value"},
 	}
 	for name, tc := range tests {
