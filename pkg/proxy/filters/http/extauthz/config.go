@@ -86,43 +86,6 @@ func (f *featureFlag) value(r httpfilter.Runtime) bool {
 	return f.def
 }
 
-// filterStats are the filter's counters, http.<stat_prefix>.ext_authz.*.
-type filterStats struct {
-	ok, denied, error, disabled, failureModeAllowed *stats.Counter
-}
-
-// clusterStats are the counters Envoy keeps per route cluster.
-type clusterStats struct {
-	ok, denied, error, failureModeAllowed *stats.Counter
-}
-
-// newFilterStats makes the counters under prefix.
-func newFilterStats(store *stats.Store, prefix string) filterStats {
-	return filterStats{
-		ok:                 store.Counter(prefix + "ok"),
-		denied:             store.Counter(prefix + "denied"),
-		error:              store.Counter(prefix + "error"),
-		disabled:           store.Counter(prefix + "disabled"),
-		failureModeAllowed: store.Counter(prefix + "failure_mode_allowed"),
-	}
-}
-
-// clusterStats returns the counters of the route's cluster.
-func (c *config) clusterStats(name string) *clusterStats {
-	if v, ok := c.clusters.Load(name); ok {
-		return v.(*clusterStats)
-	}
-	p := "cluster." + name + "." + c.prefix
-	cs := &clusterStats{
-		ok:                 c.store.Counter(p + "ok"),
-		denied:             c.store.Counter(p + "denied"),
-		error:              c.store.Counter(p + "error"),
-		failureModeAllowed: c.store.Counter(p + "failure_mode_allowed"),
-	}
-	v, _ := c.clusters.LoadOrStore(name, cs)
-	return v.(*clusterStats)
-}
-
 // NewFilter implements httpfilter.Config.
 func (c *config) NewFilter() httpfilter.Filter {
 	f := c.pool.Get().(*filter)
@@ -307,39 +270,4 @@ func (ms matchers) match(name string) bool {
 		}
 	}
 	return false
-}
-
-// routeConfig is a compiled ExtAuthzPerRoute.
-type routeConfig struct {
-	disabled bool
-	// contextExtensions are merged from the least specific level to the
-	// most specific.
-	contextExtensions map[string]string
-	disableBody       bool
-	// body overrides with_request_body when set.
-	body *bodySettings
-}
-
-// compileRoute compiles an ExtAuthzPerRoute.
-func compileRoute(p *extauthzv3.ExtAuthzPerRoute) (*routeConfig, error) {
-	rc := &routeConfig{disabled: p.GetDisabled()}
-	cs := p.GetCheckSettings()
-	if cs == nil {
-		return rc, nil
-	}
-	switch {
-	case cs.GetServiceOverride() != nil:
-		return nil, errors.New("check_settings.service_override: not supported by Outrigger")
-	case cs.GetEmitClientSpan() != nil:
-		return nil, errors.New("check_settings.emit_client_span: not supported by Outrigger (no tracing of the check)")
-	case cs.GetDisableRequestBodyBuffering() && cs.GetWithRequestBody() != nil:
-		// Envoy's words.
-		return nil, errors.New("check_settings: invalid configuration for check_settings. Only one of disable_request_body_buffering or with_request_body can be set")
-	}
-	rc.contextExtensions = cs.GetContextExtensions()
-	rc.disableBody = cs.GetDisableRequestBodyBuffering()
-	if b := cs.GetWithRequestBody(); b != nil {
-		rc.body = compileBody(b)
-	}
-	return rc, nil
 }
