@@ -26,6 +26,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.access_loggers proxy.access_loggers.stdout envoy.extensions.access_loggers.stream.v3.StdoutAccessLog",
 		"envoy.access_loggers proxy.access_loggers.tcp_grpc envoy.extensions.access_loggers.grpc.v3.TcpGrpcAccessLogConfig",
 		"envoy.filters.http proxy.filters.http.cors envoy.extensions.filters.http.cors.v3.Cors",
+		"envoy.filters.http proxy.filters.http.ext_authz envoy.extensions.filters.http.ext_authz.v3.ExtAuthz",
 		"envoy.filters.http proxy.filters.http.fault envoy.extensions.filters.http.fault.v3.HTTPFault",
 		"envoy.filters.http proxy.filters.http.health_check envoy.extensions.filters.http.health_check.v3.HealthCheck",
 		"envoy.filters.http proxy.filters.http.local_ratelimit envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",

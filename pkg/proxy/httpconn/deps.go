@@ -9,6 +9,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -37,6 +38,9 @@ type Deps struct {
 	// Extensions resolves the HTTP filters of http_filters to their
 	// factories; nil allows none (an empty list still means the router).
 	Extensions *extension.Registry
+	// Services is how filters that call a service (ext_authz) reach
+	// the configuration's clusters; nil gives them none.
+	Services httpfilter.Services
 	// AccessLogs is what the access loggers use of the server: where
 	// lines go (a file the server keeps, so that /reopen_logs reopens it,
 	// or a standard stream), gRPC channels, the node, stats. Without Open,

@@ -1059,7 +1059,10 @@ func (h *h2Conn) writePending() {
 		h.stats.pendingSendBytes.Add(int64(len(buf)))
 		h.stats.outboundFramesActive.Add(int64(frames))
 		h.stats.outboundControlFramesActive.Add(int64(control))
-		if d := after(time.Now(), timeout); h.wd.need(d, false) {
+		// The slack is the timeout's own: a fixed second would keep a
+		// deadline already past when the timeout is shorter and the
+		// writes further apart (a stream held by a filter).
+		if d := after(time.Now(), timeout); h.wd.needWithin(d, slackOf(timeout)) {
 			_ = h.c.nc.SetWriteDeadline(d)
 		}
 		_, err := h.c.cc.Write(buf)

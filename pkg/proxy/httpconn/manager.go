@@ -110,10 +110,12 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 	}
 	filters, err := buildFilters(cfg.GetHttpFilters(), deps.Extensions, fctx, deps.Runtime)
 	if err != nil {
+		filters.close()
 		return nil, err
 	}
 	logs, err := buildAccessLogs(cfg.GetAccessLog(), deps)
 	if err != nil {
+		filters.close()
 		return nil, err
 	}
 	replies, err := readLocalReplies(cfg.GetLocalReplyConfig(), logfilter.Context{Runtime: deps.Runtime})
@@ -233,12 +235,16 @@ func (m *Manager) Close() error {
 	return nil
 }
 
-// closeLogs closes the access loggers, delivering what they buffer.
+// closeLogs closes the access loggers, delivering what they buffer, and
+// the filter configurations that hold resources.
 func (m *Manager) closeLogs() {
 	m.logsOnce.Do(func() {
 		if err := m.logs.Close(); err != nil {
 			m.log.V(1).Info("closing access logs", "error", err.Error())
 		}
+		// The filters' channels and connections go with the last
+		// request too.
+		m.filters.close()
 	})
 }
 

@@ -150,6 +150,7 @@ func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener
 		Drain:              drain,
 		Health:             s,
 		Extensions:         s.ext,
+		Services:           filterServices{s},
 		AccessLogs:         s.accessLogContext(),
 		Runtime:            runtimeValues{s.runtime},
 		Overload:           s.httpOverload(),
