@@ -1,0 +1,46 @@
+package tcpproxy
+
+import (
+	"net"
+
+	datav3 "github.com/envoyproxy/go-control-plane/envoy/data/accesslog/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+)
+
+// logEntry logs the connection as it is now, for the reason t.
+func (s *session) logEntry(t datav3.AccessLogType) {
+	if s.p.logs.Empty() {
+		return
+	}
+	e := &accesslog.Entry{
+		StartTime:               s.start,
+		Type:                    t,
+		ResponseFlags:           accesslog.ResponseFlags(s.flags.Load()),
+		BytesReceived:           s.rx.Load(),
+		BytesSent:               s.tx.Load(),
+		Duration:                s.p.now().Sub(s.start),
+		UpstreamCluster:         s.clusterName,
+		ConnectionID:            s.id,
+		DownstreamRemoteAddress: addrString(s.down.RemoteAddr()),
+		DownstreamLocalAddress:  addrString(s.down.LocalAddr()),
+	}
+	// The connection's goroutine sets these before it starts the timers
+	// that log too, and logs itself otherwise.
+	if s.host != nil {
+		e.UpstreamHost = s.host.Address
+	}
+	e.UpstreamLocalAddress = s.upLocal
+	e.UpstreamTransportFailureReason = s.failureReason
+	if _, err := s.p.logs.Log(nil, e); err != nil {
+		s.p.log.V(1).Info("access log", "error", err.Error())
+	}
+}
+
+// addrString renders an address, "" for none.
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}
