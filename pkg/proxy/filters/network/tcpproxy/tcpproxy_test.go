@@ -165,7 +165,9 @@ func newHarness(t *testing.T, cfg *tcpproxyv3.TcpProxy, clusters fakeClusters) *
 		t.Fatal(err)
 	}
 	fmtCfg, _ := anypb.New(&streamv3.StdoutAccessLog{AccessLogFormat: &streamv3.StdoutAccessLog_LogFormat{LogFormat: &corev3.SubstitutionFormatString{
-		Format: &corev3.SubstitutionFormatString_TextFormat{TextFormat: "%UPSTREAM_CLUSTER% %UPSTREAM_HOST% %BYTES_RECEIVED% %BYTES_SENT% %RESPONSE_FLAGS%\n"},
+		Format: &corev3.SubstitutionFormatString_TextFormatSource{TextFormatSource: &corev3.DataSource{
+			Specifier: &corev3.DataSource_InlineString{InlineString: "%UPSTREAM_CLUSTER% %UPSTREAM_HOST% %BYTES_RECEIVED% %BYTES_SENT% %RESPONSE_FLAGS%\n"},
+		}},
 	}}})
 	cfg.AccessLog = []*accesslogv3.AccessLog{{Name: "stdout", ConfigType: &accesslogv3.AccessLog_TypedConfig{TypedConfig: fmtCfg}}}
 	f, err := Factory{}.Compile(cfg, netfilter.Context{
