@@ -68,6 +68,7 @@ var (
 func (s *session) run() {
 	cfg := s.p.cfg
 	defer s.finish()
+	s.clusterName = s.p.pickCluster()
 	if cfg.logOnStart {
 		s.logEntry(datav3.AccessLogType_TcpConnectionStart)
 	}
@@ -81,7 +82,6 @@ func (s *session) run() {
 			s.closeBoth()
 		})
 	}
-	s.clusterName = s.p.pickCluster()
 	var cl netfilter.Cluster
 	if s.p.clusters != nil {
 		cl = s.p.clusters.Cluster(s.clusterName)
@@ -194,6 +194,7 @@ func (s *session) proxy() {
 // of the upstream.
 func (s *session) pumpUp(src, dst net.Conn, buf []byte) {
 	st := s.p.stats
+	w := newWriter(dst)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
@@ -202,7 +203,7 @@ func (s *session) pumpUp(src, dst net.Conn, buf []byte) {
 			s.rx.Add(uint64(n))
 			st.rxBuffered.Add(int64(n))
 			s.upWriting.Store(true)
-			_, waited, werr := writeAll(dst, buf[:n])
+			_, waited, werr := w.write(buf[:n])
 			s.upWriting.Store(false)
 			st.rxBuffered.Add(-int64(n))
 			if waited {
@@ -237,12 +238,13 @@ func (s *session) pumpUp(src, dst net.Conn, buf []byte) {
 // becomes a half-close of the downstream.
 func (s *session) pumpDown(src, dst net.Conn, buf []byte) {
 	st := s.p.stats
+	w := newWriter(dst)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
 			s.touch()
 			st.txBuffered.Add(int64(n))
-			w, _, werr := writeAll(dst, buf[:n])
+			w, _, werr := w.write(buf[:n])
 			st.txBuffered.Add(-int64(n))
 			st.txBytesTotal.Add(uint64(w))
 			s.tx.Add(uint64(w))

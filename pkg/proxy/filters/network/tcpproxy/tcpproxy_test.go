@@ -166,7 +166,7 @@ func newHarness(t *testing.T, cfg *tcpproxyv3.TcpProxy, clusters fakeClusters) *
 	}
 	fmtCfg, _ := anypb.New(&streamv3.StdoutAccessLog{AccessLogFormat: &streamv3.StdoutAccessLog_LogFormat{LogFormat: &corev3.SubstitutionFormatString{
 		Format: &corev3.SubstitutionFormatString_TextFormatSource{TextFormatSource: &corev3.DataSource{
-			Specifier: &corev3.DataSource_InlineString{InlineString: "%UPSTREAM_CLUSTER% %UPSTREAM_HOST% %BYTES_RECEIVED% %BYTES_SENT% %RESPONSE_FLAGS%\n"},
+			Specifier: &corev3.DataSource_InlineString{InlineString: "%UPSTREAM_CLUSTER% %UPSTREAM_HOST% %BYTES_RECEIVED% %BYTES_SENT% %RESPONSE_FLAGS%%REQ(X-NONE)%\n"},
 		}},
 	}}})
 	cfg.AccessLog = []*accesslogv3.AccessLog{{Name: "stdout", ConfigType: &accesslogv3.AccessLog_TypedConfig{TypedConfig: fmtCfg}}}
@@ -278,7 +278,7 @@ func TestProxyEchoAndHalfClose(t *testing.T) {
 		t.Fatalf("echoed %d bytes, want %d the same", len(got), len(msg))
 	}
 	waitFor(t, "the access log", func() bool { return h.log.String() != "" })
-	if want := "echo " + echo + " 100000 100000 -\n"; h.log.String() != want {
+	if want := "echo " + echo + " 100000 100000 --\n"; h.log.String() != want {
 		t.Errorf("access log %q, want %q", h.log.String(), want)
 	}
 	for name, want := range map[string]uint64{
@@ -356,7 +356,7 @@ func TestNoCluster(t *testing.T) {
 	if h.counter("tcp.p.downstream_cx_no_route") != 1 {
 		t.Error("downstream_cx_no_route not counted")
 	}
-	if want := "missing - 0 0 NC\n"; h.log.String() != want {
+	if want := "missing - 0 0 NC-\n"; h.log.String() != want {
 		t.Errorf("access log %q, want %q", h.log.String(), want)
 	}
 }
@@ -383,7 +383,7 @@ func TestConnectAttempts(t *testing.T) {
 	if got := h.counter("cluster.dead.upstream_cx_connect_attempts_exceeded"); got != 1 {
 		t.Errorf("upstream_cx_connect_attempts_exceeded = %d, want 1", got)
 	}
-	if want := "dead " + dead + " 0 0 UF,URX\n"; h.log.String() != want {
+	if want := "dead " + dead + " 0 0 UF,URX-\n"; h.log.String() != want {
 		t.Errorf("access log %q, want %q", h.log.String(), want)
 	}
 }
@@ -484,5 +484,33 @@ func TestShutdownClosesConnections(t *testing.T) {
 	}
 	if n := h.p.ActiveConnections(); n != 0 {
 		t.Errorf("%d connections left after shutdown", n)
+	}
+}
+
+// TestAccessLogOptions: entries when the connection is accepted and when
+// the upstream is connected, besides the one at its end; a request
+// operator prints as missing.
+func TestAccessLogOptions(t *testing.T) {
+	echo := echoServer(t)
+	cfg := clusterCfg("echo")
+	cfg.AccessLogOptions = &tcpproxyv3.TcpProxy_TcpAccessLogOptions{FlushAccessLogOnStart: true, FlushAccessLogOnConnected: true}
+	h := newHarness(t, cfg, fakeClusters{"echo": {name: "echo", hosts: []string{echo}}})
+	c, err := net.Dial("tcp", h.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write([]byte("abc")); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.(*net.TCPConn).CloseWrite()
+	if _, err := io.ReadAll(c); err != nil {
+		t.Fatal(err)
+	}
+	want := "echo - 0 0 --\n" + "echo " + echo + " 0 0 --\n" + "echo " + echo + " 3 3 --\n"
+	waitFor(t, "three access log entries", func() bool { return strings.Count(h.log.String(), "\n") == 3 })
+	if h.log.String() != want {
+		t.Errorf("access log:\n%s\nwant:\n%s", h.log.String(), want)
 	}
 }

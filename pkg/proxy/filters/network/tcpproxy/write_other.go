@@ -4,8 +4,14 @@ package tcpproxy
 
 import "net"
 
-// writeAll writes p to c; without raw descriptors it cannot see a wait.
-func writeAll(c net.Conn, p []byte) (n int, waited bool, err error) {
-	n, err = c.Write(p)
+// writer writes to one connection; without raw descriptors it cannot see
+// a wait.
+type writer struct{ c net.Conn }
+
+func newWriter(c net.Conn) *writer { return &writer{c: c} }
+
+// write writes all of p.
+func (w *writer) write(p []byte) (n int, waited bool, err error) {
+	n, err = w.c.Write(p)
 	return n, false, err
 }

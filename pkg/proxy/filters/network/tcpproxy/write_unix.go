@@ -9,46 +9,72 @@ import (
 	"syscall"
 )
 
-// writeAll writes p to c and reports whether it had to wait for c to
-// drain (its send buffer was full): then the reading of the other side
-// paused, which is what the flow-control stats count. It writes through
-// the socket's raw descriptor to see that wait; other connections are
-// written as usual and never report one.
-func writeAll(c net.Conn, p []byte) (n int, waited bool, err error) {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		n, err = c.Write(p)
+// writer writes to one connection and reports whether a write had to wait
+// for the connection to drain (its send buffer was full): then the
+// reading of the other side paused, which is what the flow-control stats
+// count. A socket is written through its raw descriptor to see that wait
+// (the callback is bound once, so a write allocates nothing); other
+// connections are written as usual and never report one.
+type writer struct {
+	c  net.Conn
+	rc syscall.RawConn // nil: write through c
+	fn func(fd uintptr) bool
+
+	// The write in progress, for fn.
+	p      []byte
+	n      int
+	waited bool
+	err    error
+}
+
+func newWriter(c net.Conn) *writer {
+	w := &writer{c: c}
+	if sc, ok := c.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			w.rc = rc
+			w.fn = w.step
+		}
+	}
+	return w
+}
+
+// write writes all of p.
+func (w *writer) write(p []byte) (n int, waited bool, err error) {
+	if w.rc == nil {
+		n, err = w.c.Write(p)
 		return n, false, err
 	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return 0, false, err
-	}
-	var werr error
-	err = rc.Write(func(fd uintptr) bool {
-		for n < len(p) {
-			m, e := syscall.Write(int(fd), p[n:])
-			if m > 0 {
-				n += m
-			}
-			switch {
-			case e == nil && m <= 0:
-				werr = io.ErrShortWrite
-				return true
-			case e == nil:
-			case errors.Is(e, syscall.EINTR):
-			case errors.Is(e, syscall.EAGAIN):
-				waited = true
-				return false // wait until writable, then called again
-			default:
-				werr = e
-				return true
-			}
-		}
-		return true
-	})
+	w.p, w.n, w.waited, w.err = p, 0, false, nil
+	err = w.rc.Write(w.fn)
 	if err == nil {
-		err = werr
+		err = w.err
 	}
+	n, waited = w.n, w.waited
+	w.p = nil
 	return n, waited, err
+}
+
+// step writes what it can of the write in progress; false asks the
+// poller to call it again once the socket is writable.
+func (w *writer) step(fd uintptr) bool {
+	for w.n < len(w.p) {
+		m, e := syscall.Write(int(fd), w.p[w.n:])
+		if m > 0 {
+			w.n += m
+		}
+		switch {
+		case e == nil && m <= 0:
+			w.err = io.ErrShortWrite
+			return true
+		case e == nil:
+		case errors.Is(e, syscall.EINTR):
+		case errors.Is(e, syscall.EAGAIN):
+			w.waited = true
+			return false
+		default:
+			w.err = e
+			return true
+		}
+	}
+	return true
 }
