@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"syscall"
@@ -248,14 +250,92 @@ var _ = Describe("TCP proxy", func() {
 
 	It("refuses what it does not implement, and a bad configuration, with their paths", func() {
 		tp := "static_resources.listeners[0].filter_chains[0].filters[0].typed_config"
-		r, _ := validate("tcp.yaml", tcpBootstrap(freePort(), "cluster: echo, hash_policy: [{source_ip: {}}], tunneling_config: {hostname: h}", tcpCluster("echo", 1)))
+		r, _ := validate("tcp.yaml", tcpBootstrap(freePort(), "cluster: echo, hash_policy: [{source_ip: {}}], tunneling_config: {hostname: h, propagate_response_headers: true}", tcpCluster("echo", 1)))
 		Expect(r.ExitCode).NotTo(Equal(0))
 		Expect(r.Stderr).To(ContainSubstring(tp + ".hash_policy: not supported by Outrigger"))
-		Expect(r.Stderr).To(ContainSubstring(tp + ".tunneling_config: not supported by Outrigger"))
+		Expect(r.Stderr).To(ContainSubstring(tp + ".tunneling_config.propagate_response_headers: not supported by Outrigger"))
 
 		r, _ = validate("tcp.yaml", strings.Replace(tcpBootstrap(freePort(), "", tcpCluster("echo", 1)), "stat_prefix: front", "stat_prefix: \"\"", 1))
 		Expect(r.ExitCode).NotTo(Equal(0))
 		Expect(r.Stderr).To(ContainSubstring(tp + ".stat_prefix"))
 		Expect(r.Stderr).To(ContainSubstring(tp + ".cluster_specifier"))
+	})
+
+	It("tunnels the stream through an HTTP/1.1 proxy with CONNECT", func() {
+		seen := make(chan string, 1)
+		up := startTCPServer(func(c *net.TCPConn) {
+			br := bufio.NewReader(c)
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			seen <- req.Method + " " + req.Host + " " + req.Header.Get("X-Tunnel")
+			_, _ = io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n")
+			_, _ = io.Copy(c, br)
+			_ = c.CloseWrite()
+		})
+		port := freePort()
+		s := Start(newDir(), tcpBootstrap(port, `cluster: proxy, tunneling_config: {hostname: "db.internal:5432", headers_to_add: [{header: {key: x-tunnel, value: "%UPSTREAM_CLUSTER%"}}]}`,
+			tcpCluster("proxy", up)), "--file-flush-interval-msec", "50")
+		c := dialTCP(port)
+		_, err := c.Write([]byte("through the tunnel"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.CloseWrite()).To(Succeed())
+		got, err := io.ReadAll(c)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(got)).To(Equal("through the tunnel"))
+		Expect(seen).To(Receive(Equal("CONNECT db.internal:5432 proxy")))
+		Eventually(s.Stdout).Should(MatchRegexp(`TCPLOG proxy 127\.0\.0\.1:` + strconv.Itoa(up) + ` 18 18 - `))
+	})
+
+	It("tunnels the stream through an HTTP/2 proxy, with CONNECT or POST", func() {
+		seen := make(chan string, 2)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		Expect(err).NotTo(HaveOccurred())
+		protocols := new(http.Protocols)
+		protocols.SetUnencryptedHTTP2(true)
+		srv := &http.Server{Protocols: protocols, ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			seen <- r.Method + " " + r.Host + " " + r.URL.Path
+			w.WriteHeader(http.StatusOK)
+			rc := http.NewResponseController(w)
+			_ = rc.Flush()
+			buf := make([]byte, 4096)
+			for {
+				n, err := r.Body.Read(buf)
+				if n > 0 {
+					_, _ = w.Write(buf[:n])
+					_ = rc.Flush()
+				}
+				if err != nil {
+					return
+				}
+			}
+		})}
+		go func() { _ = srv.Serve(ln) }()
+		DeferCleanup(srv.Close)
+		h2 := fmt.Sprintf(`{name: h2proxy, connect_timeout: 1s,
+    typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: {"@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions, explicit_http_config: {http2_protocol_options: {}}}},
+    load_assignment: {cluster_name: h2proxy, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}}]}]}}`, ln.Addr().(*net.TCPAddr).Port)
+		for _, tc := range []struct{ fields, want string }{
+			{`tunneling_config: {hostname: "db.internal:5432"}`, "CONNECT db.internal:5432 "},
+			{`tunneling_config: {hostname: "db.internal:5432", use_post: true, post_path: /tcp}`, "POST db.internal:5432 /tcp"},
+		} {
+			port := freePort()
+			s := Start(newDir(), tcpBootstrap(port, "cluster: h2proxy, "+tc.fields, h2))
+			c := dialTCP(port)
+			msg := bytes.Repeat([]byte("h2 tunnel "), 20000)
+			go func() {
+				defer GinkgoRecover()
+				_, err := c.Write(msg)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(c.CloseWrite()).To(Succeed())
+			}()
+			got, err := io.ReadAll(c)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(bytes.Equal(got, msg)).To(BeTrue(), "echoed %d bytes of %d", len(got), len(msg))
+			Expect(seen).To(Receive(Equal(tc.want)))
+			s.Signal(syscall.SIGTERM)
+			Expect(s.Wait(20 * time.Second)).To(Equal(0))
+		}
 	})
 })

@@ -6,10 +6,12 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // that Outrigger implements (see supportedCore and
 // pkg/proxy/filters/network/tcpproxy). Not implemented, so refused with
 // their path: on_demand, metadata_match (and a weighted cluster's),
-// hash_policy, tunneling_config, downstream_idle_timeout and
+// hash_policy, downstream_idle_timeout and
 // upstream_idle_timeout (not implemented by Envoy either),
 // proxy_protocol_tlvs and its merge policy, upstream_connect_mode other
-// than IMMEDIATE, max_early_data_bytes, check_drain_close.
+// than IMMEDIATE, max_early_data_bytes, check_drain_close; in
+// tunneling_config, propagate_response_headers and _trailers, the request
+// id settings and formatters.
 var supportedTCPProxy = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.stat_prefix":                                          {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.cluster":                                              {},
@@ -30,6 +32,11 @@ var supportedTCPProxy = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TcpAccessLogOptions.access_log_flush_interval":        {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TcpAccessLogOptions.flush_access_log_on_connected":    {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TcpAccessLogOptions.flush_access_log_on_start":        {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.tunneling_config":                                     {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.hostname":                             {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.use_post":                             {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.post_path":                            {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.headers_to_add":                       {},
 	"envoy.config.core.v3.BackoffStrategy.base_interval":                                                          {},
 	"envoy.config.core.v3.BackoffStrategy.max_interval":                                                           {},
 }

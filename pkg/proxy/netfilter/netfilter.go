@@ -10,6 +10,7 @@ package netfilter
 import (
 	"context"
 	"net"
+	"net/http"
 	"time"
 
 	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
@@ -89,6 +90,12 @@ type Cluster interface {
 	Stats() *upstream.ClusterStats
 	// ObservabilityName is the name of the cluster's stat scope.
 	ObservabilityName() string
+	// HTTP2 reports whether the cluster speaks HTTP/2 upstream (for
+	// tunnels through HTTP proxies).
+	HTTP2() bool
+	// RoundTripHTTP2 sends req to h over the cluster's HTTP/2
+	// connections (a tunnel's CONNECT or POST stream).
+	RoundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Response, error)
 }
 
 // AccessLogger is a compiled access_log list (a *loggers.List).

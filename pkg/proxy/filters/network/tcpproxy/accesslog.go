@@ -13,6 +13,14 @@ func (s *session) logEntry(t datav3.AccessLogType) {
 	if s.p.logs.Empty() {
 		return
 	}
+	if _, err := s.p.logs.Log(nil, s.entry(t)); err != nil {
+		s.p.log.V(1).Info("access log", "error", err.Error())
+	}
+}
+
+// entry describes the connection as it is now, for the reason t: for the
+// access logs and the tunnel's header formats.
+func (s *session) entry(t datav3.AccessLogType) *accesslog.Entry {
 	e := &accesslog.Entry{
 		StartTime:               s.start,
 		Type:                    t,
@@ -30,11 +38,9 @@ func (s *session) logEntry(t datav3.AccessLogType) {
 	if s.host != nil {
 		e.UpstreamHost = s.host.Address
 	}
-	e.UpstreamLocalAddress = s.upLocal
+	e.UpstreamLocalAddress = s.up.local
 	e.UpstreamTransportFailureReason = s.failureReason
-	if _, err := s.p.logs.Log(nil, e); err != nil {
-		s.p.log.V(1).Info("access log", "error", err.Error())
-	}
+	return e
 }
 
 // addrString renders an address, "" for none.

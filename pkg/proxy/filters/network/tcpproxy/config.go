@@ -59,6 +59,8 @@ type config struct {
 	maxDuration    time.Duration // 0: none
 	durationJitter float64       // percent of maxDuration, 0..100
 
+	tunnel *tunnel // nil: plain TCP upstream
+
 	flushInterval  time.Duration // periodic access logs; 0: none
 	logOnConnected bool
 	logOnStart     bool
@@ -195,7 +197,13 @@ func compile(cfg *tcpproxyv3.TcpProxy) (*config, error) {
 	refuse(cfg.GetDownstreamIdleTimeout() != nil, "downstream_idle_timeout", "not implemented by Envoy either; use idle_timeout")
 	refuse(cfg.GetUpstreamIdleTimeout() != nil, "upstream_idle_timeout", "not implemented by Envoy either; use idle_timeout")
 	refuse(len(cfg.GetHashPolicy()) > 0, "hash_policy", "no hash-based load balancer")
-	refuse(cfg.GetTunnelingConfig() != nil, "tunneling_config", "TCP over HTTP CONNECT is not implemented")
+	if tc := cfg.GetTunnelingConfig(); tc != nil {
+		t, err := compileTunnel(tc)
+		if err != nil {
+			errs = append(errs, prefixErrors("tunneling_config.", err)...)
+		}
+		c.tunnel = t
+	}
 	refuse(len(cfg.GetProxyProtocolTlvs()) > 0, "proxy_protocol_tlvs", "no PROXY protocol upstream")
 	refuse(cfg.GetProxyProtocolTlvMergePolicy() != 0, "proxy_protocol_tlv_merge_policy", "no PROXY protocol upstream")
 	refuse(cfg.GetUpstreamConnectMode() != tcpproxyv3.UpstreamConnectMode_IMMEDIATE, "upstream_connect_mode", "only IMMEDIATE")
@@ -213,3 +221,15 @@ type noLogs struct{}
 func (noLogs) Empty() bool                                        { return true }
 func (noLogs) Log(buf []byte, _ *accesslog.Entry) ([]byte, error) { return buf, nil }
 func (noLogs) Close() error                                       { return nil }
+
+// prefixErrors prefixes every error joined in err.
+func prefixErrors(prefix string, err error) []error {
+	if multi, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range multi.Unwrap() {
+			out = append(out, prefixErrors(prefix, e)...)
+		}
+		return out
+	}
+	return []error{fmt.Errorf("%s%w", prefix, err)}
+}

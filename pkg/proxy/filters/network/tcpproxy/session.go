@@ -29,8 +29,7 @@ type session struct {
 	clusterName   string
 	host          *upstream.Host
 	failureReason string
-	up            net.Conn // nil until connected
-	upLocal       string
+	up            upstreamIO // its closer is nil until connected
 
 	flags atomic.Uint32 // accesslog.ResponseFlags
 	rx    atomic.Uint64 // bytes received from downstream
@@ -111,6 +110,12 @@ func (s *session) run() {
 func (s *session) connect(cl netfilter.Cluster) bool {
 	cfg := s.p.cfg
 	for attempt := uint32(0); ; attempt++ {
+		s.mu.Lock()
+		cut := s.closed
+		s.mu.Unlock()
+		if cut {
+			return false // max duration, shutdown
+		}
 		if attempt >= cfg.maxAttempts {
 			s.setFlag(accesslog.UpstreamRetryLimitExceeded)
 			s.p.attemptsExceeded(cl).Inc()
@@ -125,7 +130,15 @@ func (s *session) connect(cl netfilter.Cluster) bool {
 			return false
 		}
 		s.host = h
-		conn, err := cl.ConnectHost(s.p.ctx, h)
+		var (
+			up  upstreamIO
+			err error
+		)
+		if cfg.tunnel != nil {
+			up, err = s.openTunnel(cl, h)
+		} else {
+			up, err = s.connectTCP(cl, h)
+		}
 		if err != nil {
 			if s.p.ctx.Err() != nil {
 				return false // shutting down
@@ -138,14 +151,38 @@ func (s *session) connect(cl netfilter.Cluster) bool {
 		if s.closed {
 			// Cut (shutdown, max duration) while connecting.
 			s.mu.Unlock()
-			_ = conn.Close()
+			_ = up.closer.Close()
 			return false
 		}
-		s.up = conn
+		s.up = up
 		s.mu.Unlock()
-		s.upLocal = conn.LocalAddr().String()
 		return true
 	}
+}
+
+// upstreamIO is the upstream side of a connection as the pumps use it: a
+// TCP connection, or a tunnel through an HTTP proxy.
+type upstreamIO struct {
+	closer     io.Closer
+	r          io.Reader
+	w          io.Writer
+	closeWrite func() error
+	local      string // %UPSTREAM_LOCAL_ADDRESS%
+}
+
+// connectTCP opens a plain TCP connection to h.
+func (s *session) connectTCP(cl netfilter.Cluster, h *upstream.Host) (upstreamIO, error) {
+	conn, err := cl.ConnectHost(s.p.ctx, h)
+	if err != nil {
+		return upstreamIO{}, err
+	}
+	return upstreamIO{
+		closer:     conn,
+		r:          rawConn(conn),
+		w:          rawConn(conn),
+		closeWrite: func() error { return closeWrite(conn) },
+		local:      addrString(conn.LocalAddr()),
+	}, nil
 }
 
 // backoff waits before attempt (1-based retries) as Envoy's jittered
@@ -174,16 +211,16 @@ func (s *session) proxy() {
 	if bl, ok := s.down.(interface{ BufferLimit() uint32 }); ok {
 		limit = bl.BufferLimit()
 	}
-	downRaw, upRaw := rawConn(s.down), rawConn(s.up)
+	downRaw := rawConn(s.down)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		buf, put := s.p.getBuf(limit)
 		defer put()
-		s.pumpUp(downRaw, upRaw, buf)
+		s.pumpUp(downRaw, s.up.w, buf)
 	}()
 	buf, put := s.p.getBuf(limit)
-	s.pumpDown(upRaw, downRaw, buf)
+	s.pumpDown(s.up.r, downRaw, buf)
 	put()
 	<-done
 }
@@ -192,7 +229,7 @@ func (s *session) proxy() {
 // for the upstream pauses the downstream's reading
 // (downstream_flow_control_*); the downstream's FIN becomes a half-close
 // of the upstream.
-func (s *session) pumpUp(src, dst net.Conn, buf []byte) {
+func (s *session) pumpUp(src net.Conn, dst io.Writer, buf []byte) {
 	st := s.p.stats
 	w := newWriter(dst)
 	for {
@@ -222,7 +259,7 @@ func (s *session) pumpUp(src, dst net.Conn, buf []byte) {
 			s.touch()
 		}
 		if err == io.EOF {
-			if closeWrite(s.up) != nil {
+			if s.up.closeWrite() != nil {
 				s.fail(errUpstream)
 			}
 			return
@@ -236,7 +273,7 @@ func (s *session) pumpUp(src, dst net.Conn, buf []byte) {
 
 // pumpDown copies the upstream's bytes downstream; the upstream's FIN
 // becomes a half-close of the downstream.
-func (s *session) pumpDown(src, dst net.Conn, buf []byte) {
+func (s *session) pumpDown(src io.Reader, dst net.Conn, buf []byte) {
 	st := s.p.stats
 	w := newWriter(dst)
 	for {
@@ -291,7 +328,7 @@ func (s *session) closeDown() {
 // closeUp closes the upstream connection, once it exists, once.
 func (s *session) closeUp() {
 	s.mu.Lock()
-	up := s.up
+	up := s.up.closer
 	s.mu.Unlock()
 	if up == nil {
 		return

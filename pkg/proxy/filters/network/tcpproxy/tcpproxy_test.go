@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -63,7 +64,6 @@ func TestCompileErrors(t *testing.T) {
 				"max_connect_attempts: must be at least 1",
 				"max_downstream_connection_duration: must be at least 1ms",
 				"on_demand: not supported by Outrigger (no on-demand cluster discovery)",
-				"tunneling_config: not supported by Outrigger (TCP over HTTP CONNECT is not implemented)",
 			},
 		},
 	}
@@ -102,6 +102,24 @@ type fakeCluster struct {
 	mu    sync.Mutex
 	hosts []string
 	next  int
+	// h2 makes the cluster speak h2c upstream, through transport.
+	h2        bool
+	transport *http.Transport
+}
+
+func (f *fakeCluster) HTTP2() bool { return f.h2 }
+func (f *fakeCluster) RoundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Response, error) {
+	f.mu.Lock()
+	if f.transport == nil {
+		p := new(http.Protocols)
+		p.SetUnencryptedHTTP2(true)
+		f.transport = &http.Transport{Protocols: p}
+	}
+	tr := f.transport
+	f.mu.Unlock()
+	req.URL.Scheme = "http"
+	req.URL.Host = h.Address
+	return tr.RoundTrip(req)
 }
 
 func (f *fakeCluster) Name() string                  { return f.name }

@@ -2,13 +2,13 @@
 
 package tcpproxy
 
-import "net"
+import "io"
 
 // writer writes to one connection; without raw descriptors it cannot see
 // a wait.
-type writer struct{ c net.Conn }
+type writer struct{ c io.Writer }
 
-func newWriter(c net.Conn) *writer { return &writer{c: c} }
+func newWriter(c io.Writer) *writer { return &writer{c: c} }
 
 // write writes all of p.
 func (w *writer) write(p []byte) (n int, waited bool, err error) {

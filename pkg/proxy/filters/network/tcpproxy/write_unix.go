@@ -5,7 +5,6 @@ package tcpproxy
 import (
 	"errors"
 	"io"
-	"net"
 	"syscall"
 )
 
@@ -16,7 +15,7 @@ import (
 // (the callback is bound once, so a write allocates nothing); other
 // connections are written as usual and never report one.
 type writer struct {
-	c  net.Conn
+	c  io.Writer
 	rc syscall.RawConn // nil: write through c
 	fn func(fd uintptr) bool
 
@@ -27,7 +26,7 @@ type writer struct {
 	err    error
 }
 
-func newWriter(c net.Conn) *writer {
+func newWriter(c io.Writer) *writer {
 	w := &writer{c: c}
 	if sc, ok := c.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
