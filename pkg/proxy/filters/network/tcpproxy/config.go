@@ -77,6 +77,9 @@ func (Factory) Compile(msg proto.Message, ctx netfilter.Context) (netfilter.Filt
 	if err != nil {
 		return nil, err
 	}
+	if err := checkPostTunnel(c, ctx.Clusters); err != nil {
+		return nil, err
+	}
 	var logs netfilter.AccessLogger = noLogs{}
 	if len(cfg.GetAccessLog()) > 0 {
 		if ctx.AccessLogs == nil {
@@ -232,4 +235,26 @@ func prefixErrors(prefix string, err error) []error {
 		return out
 	}
 	return []error{fmt.Errorf("%s%w", prefix, err)}
+}
+
+// checkPostTunnel refuses a POST tunnel to a known cluster that speaks
+// HTTP/1.1: the stream would have to be chunked both ways, which
+// Outrigger does not do. A cluster unknown now fails its connections.
+func checkPostTunnel(c *config, clusters netfilter.Clusters) error {
+	if c.tunnel == nil || !c.tunnel.usePost || clusters == nil {
+		return nil
+	}
+	names := []string{c.cluster}
+	if len(c.weighted) > 0 {
+		names = names[:0]
+		for _, w := range c.weighted {
+			names = append(names, w.name)
+		}
+	}
+	for _, n := range names {
+		if cl := clusters.Cluster(n); cl != nil && !cl.HTTP2() {
+			return fmt.Errorf("tunneling_config.use_post: cluster %q speaks HTTP/1.1; POST tunnels need an HTTP/2 cluster in Outrigger", n)
+		}
+	}
+	return nil
 }

@@ -13,6 +13,9 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
 // tunnelRequest is what a tunnel server saw of the tunnel's request.
@@ -191,5 +194,17 @@ func TestTunnelConfigErrors(t *testing.T) {
 	}
 	if err == nil || err.Error() != strings.Join(want, "\n") {
 		t.Errorf("errors:\n%v\nwant:\n%s", err, strings.Join(want, "\n"))
+	}
+}
+
+func TestPostTunnelNeedsHTTP2(t *testing.T) {
+	cfg := tunnelCfg("h1", &tcpproxyv3.TcpProxy_TunnelingConfig{Hostname: "b:1", UsePost: true})
+	_, err := Factory{}.Compile(cfg, netfilter.Context{Stats: stats.NewStore(), Clusters: fakeClusters{"h1": {name: "h1"}}})
+	want := `tunneling_config.use_post: cluster "h1" speaks HTTP/1.1; POST tunnels need an HTTP/2 cluster in Outrigger`
+	if err == nil || err.Error() != want {
+		t.Errorf("error %v, want %s", err, want)
+	}
+	if _, err := (Factory{}).Compile(cfg, netfilter.Context{Stats: stats.NewStore(), Clusters: fakeClusters{"h1": {name: "h1", h2: true}}}); err != nil {
+		t.Errorf("an HTTP/2 cluster was refused: %v", err)
 	}
 }
