@@ -127,11 +127,28 @@ func (p *Proxy) unregister(s *session) {
 func (p *Proxy) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closing {
+		return nil
+	}
 	p.closing = true
 	if len(p.sessions) == 0 {
 		p.idleOnce.Do(func() { close(p.idle) })
 	}
+	// The access loggers close once the last connection has logged.
+	go func() {
+		<-p.idle
+		p.closeLogs()
+	}()
 	return nil
+}
+
+// closeLogs closes the access loggers, delivering what they buffer, once.
+func (p *Proxy) closeLogs() {
+	p.logsOnce.Do(func() {
+		if err := p.logs.Close(); err != nil {
+			p.log.V(1).Info("closing access logs", "error", err.Error())
+		}
+	})
 }
 
 // Shutdown closes the proxy, closes every connection it proxies and waits,
@@ -151,11 +168,7 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
-	p.logsOnce.Do(func() {
-		if cerr := p.logs.Close(); cerr != nil {
-			p.log.V(1).Info("closing access logs", "error", cerr.Error())
-		}
-	})
+	p.closeLogs()
 	return err
 }
 
