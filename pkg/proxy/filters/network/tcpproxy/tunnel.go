@@ -3,6 +3,7 @@ package tcpproxy
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -220,9 +221,20 @@ func (s *session) openHTTP2Tunnel(cl netfilter.Cluster, h *upstream.Host, host s
 		req.Method = http.MethodPost
 		req.URL = &url.URL{Path: t.postPath}
 	}
-	req = req.WithContext(s.p.ctx)
+	// The stream lives as long as the connection; the wait for the
+	// answer is bounded by the idle timeout, as the HTTP/1.1 tunnel's.
+	ctx, cancel := context.WithCancel(s.p.ctx)
+	var answered *time.Timer
+	if d := s.p.cfg.idleTimeout; d > 0 {
+		answered = time.AfterFunc(d, cancel)
+	}
+	req = req.WithContext(ctx)
 	resp, err := cl.RoundTripHTTP2(req, h)
+	if answered != nil {
+		answered.Stop()
+	}
 	if err != nil {
+		cancel()
 		_ = pw.Close()
 		return upstreamIO{}, err
 	}
@@ -233,12 +245,15 @@ func (s *session) openHTTP2Tunnel(cl netfilter.Cluster, h *upstream.Host, host s
 	if !ok {
 		_ = resp.Body.Close()
 		_ = pw.Close()
+		cancel()
 		return upstreamIO{}, fmt.Errorf("%w: %s", errTunnelRefused, resp.Status)
 	}
 	return upstreamIO{
 		closer: closerFunc(func() error {
 			pw.CloseWithError(net.ErrClosed)
-			return resp.Body.Close()
+			err := resp.Body.Close()
+			cancel()
+			return err
 		}),
 		r:          resp.Body,
 		w:          pw,

@@ -12,6 +12,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
@@ -206,5 +207,55 @@ func TestPostTunnelNeedsHTTP2(t *testing.T) {
 	}
 	if _, err := (Factory{}).Compile(cfg, netfilter.Context{Stats: stats.NewStore(), Clusters: fakeClusters{"h1": {name: "h1", h2: true}}}); err != nil {
 		t.Errorf("an HTTP/2 cluster was refused: %v", err)
+	}
+}
+
+// TestTunnelSilentProxy: an upstream proxy that never answers the tunnel
+// request holds the connection no longer than the idle timeout.
+func TestTunnelSilentProxy(t *testing.T) {
+	for _, h2 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("h2=%v", h2), func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			release := make(chan struct{})
+			defer close(release)
+			if h2 {
+				p := new(http.Protocols)
+				p.SetUnencryptedHTTP2(true)
+				srv := &http.Server{Protocols: p, ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+					select {
+					case <-release:
+					case <-time.After(10 * time.Second):
+					}
+				})}
+				go func() { _ = srv.Serve(ln) }()
+				defer srv.Close()
+			} else {
+				go func() {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					defer c.Close()
+					select {
+					case <-release:
+					case <-time.After(10 * time.Second):
+					}
+				}()
+			}
+			cfg := tunnelCfg("proxy", &tcpproxyv3.TcpProxy_TunnelingConfig{Hostname: "b:1"})
+			cfg.IdleTimeout = durationpb.New(100 * time.Millisecond)
+			h := newHarness(t, cfg, fakeClusters{"proxy": {name: "proxy", hosts: []string{ln.Addr().String()}, h2: h2}})
+			if got := roundTrip(t, h.addr, ""); got != "" {
+				t.Errorf("got %q through a silent proxy", got)
+			}
+			waitFor(t, "the access log", func() bool { return h.log.String() != "" })
+			if !strings.Contains(h.log.String(), "UF,URX") {
+				t.Errorf("access log %q, want a failed connection", h.log.String())
+			}
+		})
 	}
 }
