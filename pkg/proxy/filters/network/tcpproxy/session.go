@@ -232,6 +232,7 @@ func (s *session) proxy() {
 func (s *session) pumpUp(src net.Conn, dst io.Writer, buf []byte) {
 	st := s.p.stats
 	w := newWriter(dst)
+	w.onWait = st.pausedReading.Inc
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
@@ -244,7 +245,6 @@ func (s *session) pumpUp(src net.Conn, dst io.Writer, buf []byte) {
 			s.upWriting.Store(false)
 			st.rxBuffered.Add(-int64(n))
 			if waited {
-				st.pausedReading.Inc()
 				st.resumedReading.Inc()
 			}
 			if s.flushing.Load() {

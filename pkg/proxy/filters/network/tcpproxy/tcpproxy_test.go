@@ -532,3 +532,59 @@ func TestAccessLogOptions(t *testing.T) {
 		t.Errorf("access log:\n%s\nwant:\n%s", h.log.String(), want)
 	}
 }
+
+// TestFlowControl: an upstream that stops reading stops the reading of
+// the client; what the proxy holds stays within one buffer.
+func TestFlowControl(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	release := make(chan struct{})
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		<-release // reads nothing until released
+		_, _ = io.Copy(io.Discard, c)
+	}()
+	h := newHarness(t, clusterCfg("slow"), fakeClusters{"slow": {name: "slow", hosts: []string{ln.Addr().String()}}})
+	c, err := net.Dial("tcp", h.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	const total = 64 << 20 // far more than every socket buffer on the way
+	written := make(chan int64, 1)
+	go func() {
+		n, _ := io.Copy(c, io.LimitReader(zeros{}, total))
+		written <- n
+	}()
+	waitFor(t, "the client's reading to pause", func() bool { return h.counter("tcp.p.downstream_flow_control_paused_reading_total") > 0 })
+	if b := h.store.Gauge("tcp.p.downstream_cx_rx_bytes_buffered").Value(); b < 0 || b > maxChunk {
+		t.Errorf("%d bytes buffered, want at most one buffer (%d)", b, maxChunk)
+	}
+	if rx := h.counter("tcp.p.downstream_cx_rx_bytes_total"); rx >= total {
+		t.Errorf("the proxy read all %d bytes from the client while its upstream read none", rx)
+	}
+	close(release)
+	if n := <-written; n != total {
+		t.Errorf("client wrote %d bytes, want %d", n, total)
+	}
+	waitFor(t, "every byte to be read", func() bool { return h.counter("tcp.p.downstream_cx_rx_bytes_total") == total })
+	if p, r := h.counter("tcp.p.downstream_flow_control_paused_reading_total"), h.counter("tcp.p.downstream_flow_control_resumed_reading_total"); p != r {
+		t.Errorf("paused %d times, resumed %d", p, r)
+	}
+}
+
+// zeros reads as an endless run of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}

@@ -6,7 +6,11 @@ import "io"
 
 // writer writes to one connection; without raw descriptors it cannot see
 // a wait.
-type writer struct{ c io.Writer }
+type writer struct {
+	c io.Writer
+	// onWait is never called: a wait cannot be seen.
+	onWait func()
+}
 
 func newWriter(c io.Writer) *writer { return &writer{c: c} }
 

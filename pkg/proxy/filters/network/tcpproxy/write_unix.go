@@ -18,6 +18,8 @@ type writer struct {
 	c  io.Writer
 	rc syscall.RawConn // nil: write through c
 	fn func(fd uintptr) bool
+	// onWait, when set, runs when a write starts waiting.
+	onWait func()
 
 	// The write in progress, for fn.
 	p      []byte
@@ -68,6 +70,9 @@ func (w *writer) step(fd uintptr) bool {
 		case e == nil:
 		case errors.Is(e, syscall.EINTR):
 		case errors.Is(e, syscall.EAGAIN):
+			if !w.waited && w.onWait != nil {
+				w.onWait()
+			}
 			w.waited = true
 			return false
 		default:
