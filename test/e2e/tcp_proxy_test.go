@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -337,5 +338,48 @@ var _ = Describe("TCP proxy", func() {
 			s.Signal(syscall.SIGTERM)
 			Expect(s.Wait(20 * time.Second)).To(Equal(0))
 		}
+	})
+
+	It("keeps proxied connections through /drain_listeners, and closes them when discovery removes their listener, after the drain time", func() {
+		up := startTCPServer(echo)
+		port := freePort()
+		listener := fmt.Sprintf(`{"@type": type.googleapis.com/envoy.config.listener.v3.Listener, name: tcp, address: {socket_address: {address: 127.0.0.1, port_value: %d}}, filter_chains: [{filters: [{name: envoy.filters.network.tcp_proxy, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: front, cluster: echo}}]}]}`, port)
+		dir := ldsSetup("version_info: \"1\"\nresources:\n- " + listener + "\n")
+		file, err := yamlQuote(filepath.Join(dir, ldsFileName))
+		Expect(err).NotTo(HaveOccurred())
+		s := Start(newDir(), fmt.Sprintf(`
+admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
+static_resources:
+  clusters: [%s]
+dynamic_resources:
+  lds_config: {resource_api_version: V3, path_config_source: {path: %s}}
+`, tcpCluster("echo", up), file), "--drain-time-s", "1")
+		var c *net.TCPConn
+		Eventually(func() error {
+			conn, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+			if err == nil {
+				c = conn.(*net.TCPConn)
+			}
+			return err
+		}).Should(Succeed())
+		DeferCleanup(func() { _ = c.Close() })
+		Expect(c.SetDeadline(time.Now().Add(20 * time.Second))).To(Succeed())
+		ping := func() {
+			GinkgoHelper()
+			_, err := c.Write([]byte("ping"))
+			Expect(err).NotTo(HaveOccurred())
+			b := make([]byte, 4)
+			_, err = io.ReadFull(c, b)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(b)).To(Equal("ping"))
+		}
+		ping()
+		// Stopped listeners keep their connections, as in Envoy.
+		Expect(s.Post("/drain_listeners").Status).To(Equal(200))
+		ping()
+		// Removed by discovery: closed at the end of the drain time.
+		replaceLDS(dir, "version_info: \"2\"\nresources: []\n")
+		_, err = io.ReadAll(c)
+		Expect(err).NotTo(HaveOccurred())
 	})
 })
