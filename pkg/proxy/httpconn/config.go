@@ -67,6 +67,9 @@ type settings struct {
 	// h2 are the HTTP/2 server's settings and limits
 	// (http2_protocol_options).
 	h2 h2Settings
+
+	// upgrades are upgrade_configs (see readUpgrades).
+	upgrades map[string]bool
 }
 
 // readSettings reads the connection manager's own fields. Errors name the
@@ -93,6 +96,10 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 		defaultHostHTTP10:      cfg.GetHttpProtocolOptions().GetDefaultHostForHttp_10(),
 	}
 	s.h2 = readH2Settings(cfg)
+	var err error
+	if s.upgrades, err = readUpgrades(cfg.GetUpgradeConfigs()); err != nil {
+		return s, err
+	}
 	switch s.codec {
 	case hcmv3.HttpConnectionManager_AUTO, hcmv3.HttpConnectionManager_HTTP1, hcmv3.HttpConnectionManager_HTTP2:
 	default:
@@ -117,7 +124,6 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 	if v := common.GetMaxRequestsPerConnection(); v != nil {
 		s.maxRequestsPerConnection = v.GetValue()
 	}
-	var err error
 	durations := []struct {
 		path string
 		d    *durationpb.Duration

@@ -1,0 +1,137 @@
+package httpconn
+
+import (
+	"time"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+)
+
+// opensTunnel reports whether the upstream's response head, just read,
+// accepts the upgrade the request asked for: 101 Switching Protocols for
+// an Upgrade, any 2xx for a forwarded CONNECT.
+func (s *stream) opensTunnel(status int) bool {
+	switch {
+	case s.upg.typ == "":
+		return false
+	case s.upg.connect:
+		return status >= 200 && status < 300
+	default:
+		return status == 101
+	}
+}
+
+// appendUpgradeHeaders adds an Upgrade request's Connection and Upgrade
+// headers to its head as it goes upstream, verbatim, as Envoy forwards
+// them.
+func (s *stream) appendUpgradeHeaders(b []byte) []byte {
+	if s.upg.typ == "" || s.upg.connect {
+		return b
+	}
+	b = http1.AppendHeaderString(b, "connection", s.upg.connection)
+	return http1.AppendHeaderString(b, "upgrade", s.upg.value)
+}
+
+// tunnelHTTP1 relays the upstream's acceptance of an upgrade (the head
+// in s.up.resp, read at sent+) downstream and then the bytes of both
+// ways until the tunnel ends. The route timeout stops at the head, as in
+// Envoy; the tunnel runs under the stream idle timeout.
+func (s *stream) tunnelHTTP1(cl UpstreamCluster, uc *upstream.Conn, sent time.Time) {
+	now := time.Now()
+	s.tLast = now
+	s.entry.FirstUpstreamByte = s.m.stamp(now)
+	resp := &s.up.resp
+	s.status = resp.Status
+	s.details = "via_upstream"
+	s.copyResponseHeaders(resp)
+	if !s.upg.connect {
+		// A 101 keeps its Connection and Upgrade headers, as Envoy
+		// keeps them on an upgrade's response.
+		for i := range resp.Headers {
+			h := &resp.Headers[i]
+			if n := string(h.Name); n == "connection" || n == "upgrade" {
+				s.respHeaders.Add(view(h.Name), view(h.Value))
+			}
+		}
+	}
+	s.svcTimeBuf = setNumber(&s.respHeaders, "x-envoy-upstream-service-time", now.Sub(sent).Milliseconds(), s.svcTimeBuf)
+	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
+	cs := cl.Stats()
+	cs.RecordResponse(s.status)
+	cs.UpstreamRqTime.Record(uint64(now.Sub(sent).Milliseconds()))
+	_ = uc.SetDeadline(time.Time{})
+	if !s.openTunnel() {
+		return
+	}
+	s.runTunnel(tunnelEnd{r: uc.R, w: uc.Conn, conn: uc.Conn})
+}
+
+// connectTCP terminates a CONNECT at the proxy (the route's
+// connect_config): it opens a TCP connection to host, answers 200 once it
+// is up, as Envoy's TCP upstream does, and relays the payload both ways.
+func (s *stream) connectTCP(cl UpstreamCluster, host *upstream.Host) {
+	conn, err := cl.DialTCP(s.m.ctx, host)
+	if err != nil {
+		s.connectFailed(cl, err)
+		return
+	}
+	defer conn.Close()
+	s.upLocalBuf = appendAddr(s.upLocalBuf[:0], conn.LocalAddr())
+	s.entry.UpstreamLocalAddress = view(s.upLocalBuf)
+	now := time.Now()
+	s.tLast = now
+	s.entry.FirstUpstreamByte = s.m.stamp(now)
+	s.status = 200
+	s.details = "via_upstream"
+	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
+	cl.Stats().RecordResponse(200)
+	if !s.openTunnel() {
+		return
+	}
+	s.runTunnel(tunnelEnd{r: conn, w: conn, conn: conn})
+}
+
+// openTunnel sends the head of a response that opens a tunnel: no body
+// framing, no Connection: close. It reports whether the client took it.
+func (s *stream) openTunnel() bool {
+	s.upg.tunnel = true
+	if err := s.sendHead(-1, false); err != nil {
+		s.downstreamFailed()
+		return false
+	}
+	if err := s.down.flush(); err != nil {
+		s.downstreamFailed()
+		return false
+	}
+	return true
+}
+
+// runTunnel relays bytes between the HTTP/1 client and up until the
+// tunnel ends, and accounts for them. The connection closes afterwards,
+// at once: it carried no HTTP since the head.
+func (s *stream) runTunnel(up tunnelEnd) {
+	c := s.conn
+	c.rd.forget()
+	c.wd.forget()
+	t := &tunnel{idle: s.idleTimeout(), down: tunnelEnd{r: c.br, w: c.cc, conn: c.nc}, up: up}
+	recv, sent := t.run()
+	s.bytesRecv += recv
+	s.bytesSent += sent
+	s.tLast = time.Now()
+	if t.idled.Load() {
+		s.m.stats.rqIdleTimeout.Inc()
+		s.flags |= accesslog.StreamIdleTimeout
+		s.details = "stream_idle_timeout"
+	}
+	s.closeConn = true
+	// Nothing is left to send and the client is not waited for.
+	c.aborted = true
+}
+
+// upgradeToHTTP2 answers an upgrade routed to an HTTP/2 cluster, which
+// Outrigger cannot carry yet (Envoy turns it into an extended CONNECT).
+func (s *stream) upgradeToHTTP2(cl UpstreamCluster) {
+	cl.Stats().RecordResponse(502)
+	s.localReply(502, "", accesslog.UpstreamProtocolError, "upgrade_failed{http2_upstream}")
+}
