@@ -260,4 +260,51 @@ var _ = Describe("Upgrades: WebSocket and CONNECT", func() {
 		_, _, status = rawConnect(plainPort, "origin.example:80")
 		Expect(status).To(HavePrefix("HTTP/1.1 404 "))
 	})
+
+	It("refuses, with their paths, the upgrade settings it does not implement and duplicate upgrade types", func() {
+		cfg := fmt.Sprintf(`
+static_resources:
+  clusters:
+  - {name: c, connect_timeout: 1s, load_assignment: {cluster_name: c, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 1}}}}]}]}}
+  listeners:
+  - name: l
+    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: u
+          upgrade_configs: [{upgrade_type: websocket, filters: [{name: envoy.filters.http.router}]}]
+          http2_protocol_options: {allow_connect: true}
+          route_config:
+            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - {match: {connect_matcher: {}}, route: {cluster: c, upgrade_configs: [{upgrade_type: CONNECT, connect_config: {allow_post: true}}]}}
+          http_filters: [{name: envoy.filters.http.router}]
+`, freePort())
+		r, _ := validate("b.yaml", cfg)
+		Expect(r.ExitCode).To(Equal(1))
+		const hcm = "static_resources.listeners[0].filter_chains[0].filters[0].typed_config."
+		Expect(r.Stderr).To(And(
+			ContainSubstring(hcm+"upgrade_configs[0].filters: not supported by Outrigger"),
+			ContainSubstring(hcm+"http2_protocol_options.allow_connect: not supported by Outrigger"),
+			ContainSubstring(hcm+"route_config.virtual_hosts[0].routes[0].route.upgrade_configs[0].connect_config.allow_post: not supported by Outrigger")))
+
+		// Duplicate upgrade types, in the connection manager and in a
+		// route (each found when its part is built).
+		base := strings.NewReplacer("http2_protocol_options: {allow_connect: true}", "", "connect_config: {allow_post: true}", "connect_config: {}").Replace(cfg)
+		r, _ = validate("b.yaml", strings.Replace(base, "filters: [{name: envoy.filters.http.router}]}]", "}, {upgrade_type: WebSocket}]", 1))
+		Expect(r.ExitCode).To(Equal(1))
+		Expect(r.Stderr).To(ContainSubstring(hcm + "upgrade_configs[1].upgrade_type: multiple upgrade configs with the same name: 'WebSocket'"))
+		r, _ = validate("b.yaml", strings.NewReplacer("filters: [{name: envoy.filters.http.router}]}]", "}]",
+			"connect_config: {}", "connect_config: {}}, {upgrade_type: connect").Replace(base))
+		Expect(r.ExitCode).To(Equal(1))
+		Expect(r.Stderr).To(ContainSubstring(hcm + "route_config.virtual_hosts[0].routes[0].route.upgrade_configs[1].upgrade_type: duplicate upgrade connect"))
+		// Fixed, it loads.
+		r, _ = validate("b.yaml", strings.Replace(base, "filters: [{name: envoy.filters.http.router}]}]", "}]", 1))
+		Expect(r.ExitCode).To(Equal(0), r.Stderr)
+	})
 })

@@ -2,13 +2,16 @@ package httpconn
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
@@ -261,5 +264,49 @@ func readHead(r *bufio.Reader) (string, error) {
 		if line == "\r\n" {
 			return b.String(), nil
 		}
+	}
+}
+
+func TestTunnelIdleTimeout(t *testing.T) {
+	heads := make(chan string, 1)
+	addr := switchingUpstream(t, heads)
+	p := upgradeProxy(t, addr, []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
+		clusterRoute("/", "ws", func(a *routev3.RouteAction) { a.IdleTimeout = durationpb.New(100 * time.Millisecond) }))
+	c := dialRaw(t, p.addr)
+	c.send(upgradeRequest("/x"))
+	if head, err := readHead(c.r); err != nil || !strings.HasPrefix(head, "HTTP/1.1 101 ") {
+		t.Fatalf("%q %v", head, err)
+	}
+	// Traffic keeps the tunnel up past the idle timeout...
+	for range 3 {
+		c.send("a")
+		if b, err := c.r.ReadByte(); err != nil || b != 'A' {
+			t.Fatalf("echo %q %v", b, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// ...and silence ends it.
+	if !c.closed() {
+		t.Fatal("idle tunnel still open")
+	}
+	p.waitCounter(t, "http.test.downstream_rq_idle_timeout", 1)
+}
+
+func TestTunnelCutOnShutdown(t *testing.T) {
+	heads := make(chan string, 1)
+	addr := switchingUpstream(t, heads)
+	p := upgradeProxy(t, addr, []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}}, clusterRoute("/", "ws"))
+	c := dialRaw(t, p.addr)
+	c.send(upgradeRequest("/x"))
+	if head, err := readHead(c.r); err != nil || !strings.HasPrefix(head, "HTTP/1.1 101 ") {
+		t.Fatalf("%q %v", head, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := p.m.Shutdown(ctx); err == nil {
+		t.Error("Shutdown returned before the tunnel ended")
+	}
+	if !c.closed() {
+		t.Error("tunnel still open after the shutdown's deadline")
 	}
 }
