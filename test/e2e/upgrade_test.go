@@ -92,6 +92,7 @@ func upgradeBootstrap(wsPort, plainPort, fwdPort, wsUp, echoUp, proxyUp int) str
           "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
           stat_prefix: %s
           upgrade_configs: [%s]
+          http2_protocol_options: {allow_connect: true}
           access_log:
           - name: envoy.access_loggers.stdout
             typed_config:
@@ -265,7 +266,7 @@ var _ = Describe("Upgrades: WebSocket and CONNECT", func() {
 		cfg := fmt.Sprintf(`
 static_resources:
   clusters:
-  - {name: c, connect_timeout: 1s, load_assignment: {cluster_name: c, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 1}}}}]}]}}
+  - {name: c, connect_timeout: 1s, http2_protocol_options: {allow_connect: true}, load_assignment: {cluster_name: c, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 1}}}}]}]}}
   listeners:
   - name: l
     address: {socket_address: {address: 127.0.0.1, port_value: %d}}
@@ -276,7 +277,6 @@ static_resources:
           "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
           stat_prefix: u
           upgrade_configs: [{upgrade_type: websocket, filters: [{name: envoy.filters.http.router}]}]
-          http2_protocol_options: {allow_connect: true}
           route_config:
             virtual_hosts:
             - name: all
@@ -290,12 +290,11 @@ static_resources:
 		const hcm = "static_resources.listeners[0].filter_chains[0].filters[0].typed_config."
 		Expect(r.Stderr).To(And(
 			ContainSubstring(hcm+"upgrade_configs[0].filters: not supported by Outrigger"),
-			ContainSubstring(hcm+"http2_protocol_options.allow_connect: not supported by Outrigger"),
 			ContainSubstring(hcm+"route_config.virtual_hosts[0].routes[0].route.upgrade_configs[0].connect_config.allow_post: not supported by Outrigger")))
 
 		// Duplicate upgrade types, in the connection manager and in a
 		// route (each found when its part is built).
-		base := strings.NewReplacer("http2_protocol_options: {allow_connect: true}", "", "connect_config: {allow_post: true}", "connect_config: {}").Replace(cfg)
+		base := strings.NewReplacer("http2_protocol_options: {allow_connect: true}, ", "", "connect_config: {allow_post: true}", "connect_config: {}").Replace(cfg)
 		r, _ = validate("b.yaml", strings.Replace(base, "filters: [{name: envoy.filters.http.router}]}]", "}, {upgrade_type: WebSocket}]", 1))
 		Expect(r.ExitCode).To(Equal(1))
 		Expect(r.Stderr).To(ContainSubstring(hcm + "upgrade_configs[1].upgrade_type: multiple upgrade configs with the same name: 'WebSocket'"))
@@ -304,7 +303,12 @@ static_resources:
 		Expect(r.ExitCode).To(Equal(1))
 		Expect(r.Stderr).To(ContainSubstring(hcm + "route_config.virtual_hosts[0].routes[0].route.upgrade_configs[1].upgrade_type: duplicate upgrade connect"))
 		// Fixed, it loads.
-		r, _ = validate("b.yaml", strings.Replace(base, "filters: [{name: envoy.filters.http.router}]}]", "}]", 1))
+		fixed := strings.Replace(base, "filters: [{name: envoy.filters.http.router}]}]", "}]", 1)
+		r, _ = validate("b.yaml", fixed)
 		Expect(r.ExitCode).To(Equal(0), r.Stderr)
+		// allow_connect belongs to listeners: a cluster refuses it.
+		r, _ = validate("b.yaml", strings.Replace(fixed, "connect_timeout: 1s,", "connect_timeout: 1s, http2_protocol_options: {allow_connect: true},", 1))
+		Expect(r.ExitCode).To(Equal(1))
+		Expect(r.Stderr).To(ContainSubstring("static_resources.clusters[0].http2_protocol_options.allow_connect: not supported by Outrigger on a cluster"))
 	})
 })

@@ -55,10 +55,15 @@ func (s *stream) tunnelHTTP1(cl UpstreamCluster, uc *upstream.Conn, sent time.Ti
 			}
 		}
 	}
+	if s.upg.extended {
+		// The HTTP/2 form of the switch (RFC 8441 §5), as Envoy
+		// translates it.
+		s.status = 200
+	}
 	s.svcTimeBuf = setNumber(&s.respHeaders, "x-envoy-upstream-service-time", now.Sub(sent).Milliseconds(), s.svcTimeBuf)
 	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
 	cs := cl.Stats()
-	cs.RecordResponse(s.status)
+	cs.RecordResponse(resp.Status)
 	cs.UpstreamRqTime.Record(uint64(now.Sub(sent).Milliseconds()))
 	_ = uc.SetDeadline(time.Time{})
 	if !s.openTunnel() {
@@ -93,10 +98,11 @@ func (s *stream) connectTCP(cl UpstreamCluster, host *upstream.Host) {
 }
 
 // openTunnel sends the head of a response that opens a tunnel: no body
-// framing, no Connection: close. It reports whether the client took it.
+// framing, no Connection: close (HTTP/1), no END_STREAM (HTTP/2). It
+// reports whether the client took it.
 func (s *stream) openTunnel() bool {
 	s.upg.tunnel = true
-	if err := s.sendHead(-1, false); err != nil {
+	if err := s.sendHead(-1, s.conn == nil); err != nil {
 		s.downstreamFailed()
 		return false
 	}
@@ -107,26 +113,40 @@ func (s *stream) openTunnel() bool {
 	return true
 }
 
-// runTunnel relays bytes between the HTTP/1 client and up until the
-// tunnel ends, and accounts for them. The connection closes afterwards,
-// at once: it carried no HTTP since the head.
+// runTunnel relays bytes between the client and up until the tunnel
+// ends, and accounts for them. An HTTP/1 connection closes afterwards, at
+// once: it carried no HTTP since the head. An HTTP/2 stream ends, its
+// connection carries on.
 func (s *stream) runTunnel(up tunnelEnd) {
+	var down tunnelEnd
 	c := s.conn
-	c.rd.forget()
-	c.wd.forget()
-	t := &tunnel{idle: s.idleTimeout(), down: tunnelEnd{r: c.br, w: c.cc, conn: c.nc}, up: up}
+	if c != nil {
+		c.rd.forget()
+		c.wd.forget()
+		down = tunnelEnd{r: c.br, w: c.cc, conn: c.nc}
+	} else {
+		side := &h2TunnelSide{st: s.down.(*h2Stream)}
+		down = tunnelEnd{r: side, w: side, conn: side}
+	}
+	t := &tunnel{idle: s.idleTimeout(), hard: after(s.t0, s.m.cfg.requestTimeout), down: down, up: up}
 	recv, sent := t.run()
 	s.bytesRecv += recv
 	s.bytesSent += sent
 	s.tLast = time.Now()
-	if t.idled.Load() {
+	switch {
+	case t.hardExpired.Load():
+		s.m.stats.rqTimeout.Inc()
+		s.details = "request_overall_timeout"
+	case t.idled.Load():
 		s.m.stats.rqIdleTimeout.Inc()
 		s.flags |= accesslog.StreamIdleTimeout
 		s.details = "stream_idle_timeout"
 	}
-	s.closeConn = true
-	// Nothing is left to send and the client is not waited for.
-	c.aborted = true
+	if c != nil {
+		s.closeConn = true
+		// Nothing is left to send and the client is not waited for.
+		c.aborted = true
+	}
 }
 
 // upgradeToHTTP2 answers an upgrade routed to an HTTP/2 cluster, which

@@ -3,7 +3,6 @@ package httpconn
 import (
 	"errors"
 	"io"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,7 +20,15 @@ const tunnelBufSize = 32 << 10
 type tunnelEnd struct {
 	r    io.Reader
 	w    io.Writer
-	conn net.Conn
+	conn tunnelConn
+}
+
+// tunnelConn is what a tunnel needs of a side's transport: a TCP
+// connection, or an HTTP/2 stream (h2TunnelSide).
+type tunnelConn interface {
+	SetReadDeadline(t time.Time) error
+	SetWriteDeadline(t time.Time) error
+	Close() error
 }
 
 // tunnel relays bytes both ways between two connections once a request
@@ -33,6 +40,12 @@ type tunnelEnd struct {
 // by data either way.
 type tunnel struct {
 	idle time.Duration
+	// hard, when set, ends the tunnel whatever its activity: the
+	// connection manager's request_timeout, which Envoy disarms only at
+	// the request's end, and a tunnel's request ends with the tunnel.
+	hard time.Time
+	// hardExpired is set when hard ended the tunnel.
+	hardExpired atomic.Bool
 	// last is the time of the latest activity, in nanoseconds since the
 	// Unix epoch.
 	last atomic.Int64
@@ -62,11 +75,16 @@ func (t *tunnel) copy(dst, src tunnelEnd) uint64 {
 	// One buffer per direction for the tunnel's life: tunnels are
 	// long-lived, so recycling them would save little.
 	buf := make([]byte, tunnelBufSize)
+	if t.idle == 0 {
+		// Writes then wait without limit, as Envoy's do: clear the
+		// deadline the HTTP exchange left.
+		_ = dst.conn.SetWriteDeadline(time.Time{})
+	}
 	var n uint64
 	for {
-		if t.idle > 0 {
-			_ = src.conn.SetReadDeadline(time.Now().Add(t.idle))
-		}
+		// Always set: the zero time clears a deadline left from the
+		// HTTP exchange.
+		_ = src.conn.SetReadDeadline(earliest(after(time.Now(), t.idle), t.hard))
 		k, err := src.r.Read(buf)
 		if k > 0 {
 			now := time.Now()
@@ -84,6 +102,10 @@ func (t *tunnel) copy(dst, src tunnelEnd) uint64 {
 		case err == nil:
 		case errors.Is(err, io.EOF):
 			closeWrite(dst.conn)
+			return n
+		case isTimeout(err) && !t.hard.IsZero() && !time.Now().Before(t.hard):
+			t.hardExpired.Store(true)
+			t.abort()
 			return n
 		case isTimeout(err) && t.idle > 0 && time.Since(time.Unix(0, t.last.Load())) < t.idle:
 			// The other direction was active meanwhile.
@@ -107,7 +129,7 @@ func (t *tunnel) abort() {
 
 // closeWrite half-closes c's writes when it can; a connection that cannot
 // is left open for the other direction to finish.
-func closeWrite(c net.Conn) {
+func closeWrite(c tunnelConn) {
 	if cw, ok := c.(interface{ CloseWrite() error }); ok {
 		_ = cw.CloseWrite()
 	}

@@ -17,6 +17,9 @@ type upgradeState struct {
 	typ string
 	// connect is set for CONNECT requests.
 	connect bool
+	// extended is set for an HTTP/2 extended CONNECT (RFC 8441): its
+	// upstream's 101 goes to the client as a 200.
+	extended bool
 	// connection and value are the request's Connection and Upgrade
 	// header values, forwarded verbatim with the upgrade, as Envoy does.
 	connection string
@@ -106,16 +109,21 @@ func (s *stream) admitUpgrade() bool {
 	us := s.m.stats.upgrades
 	us.cxUpgradesTotal.Inc()
 	us.cxUpgradesActive.Inc()
-	// Whatever the answer, the connection carried an upgrade request:
-	// what follows it may be upgrade payload, never another request.
-	s.closeConn = true
+	if s.conn != nil {
+		// Whatever the answer, the HTTP/1 connection carried an
+		// upgrade request: what follows it may be upgrade payload,
+		// never another request.
+		s.closeConn = true
+	}
 	return true
 }
 
 // refuseUpgrade answers a refused upgrade.
 func (s *stream) refuseUpgrade() bool {
 	s.m.stats.upgrades.rqWsOnNonWsRoute.Inc()
-	s.closeConn = true
+	// An HTTP/1 connection closes (what follows may be upgrade
+	// payload); an HTTP/2 one carries on.
+	s.closeConn = s.conn != nil
 	s.localReply(403, "", 0, "upgrade_failed")
 	return false
 }

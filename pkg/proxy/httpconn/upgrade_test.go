@@ -310,3 +310,31 @@ func TestTunnelCutOnShutdown(t *testing.T) {
 		t.Error("tunnel still open after the shutdown's deadline")
 	}
 }
+
+func TestTunnelRequestTimeout(t *testing.T) {
+	heads := make(chan string, 1)
+	addr := switchingUpstream(t, heads)
+	st := stats.NewStore()
+	cfg := hcm(routeConfig(clusterRoute("/", "ws")))
+	cfg.UpgradeConfigs = []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}}
+	// No idle timeout: only request_timeout can end the tunnel.
+	cfg.StreamIdleTimeout = durationpb.New(0)
+	cfg.RequestTimeout = durationpb.New(300 * time.Millisecond)
+	p := startProxy(t, cfg, Deps{Stats: st, Upstreams: fakeUpstreams{"ws": newFakeCluster(st, "ws", false, addr)}})
+	c := dialRaw(t, p.addr)
+	c.send(upgradeRequest("/x"))
+	if head, err := readHead(c.r); err != nil || !strings.HasPrefix(head, "HTTP/1.1 101 ") {
+		t.Fatalf("%q %v", head, err)
+	}
+	c.send("a")
+	if b, err := c.r.ReadByte(); err != nil || b != 'A' {
+		t.Fatalf("echo %q %v", b, err)
+	}
+	if !c.closed() {
+		t.Fatal("tunnel open past request_timeout")
+	}
+	p.waitCounter(t, "http.test.downstream_rq_timeout", 1)
+	if got := p.counter("http.test.downstream_rq_idle_timeout"); got != 0 {
+		t.Errorf("downstream_rq_idle_timeout = %d, want 0", got)
+	}
+}
