@@ -123,9 +123,9 @@ func (c *h2WSClient) receive() (byte, string) {
 
 var _ = Describe("Upgrades: WebSocket over HTTP/2 extended CONNECT", func() {
 	It("carries a WebSocket from an HTTP/2 client to an HTTP/1.1 WebSocket server", func() {
+		wsUp, echoUp, proxyUp := startWebSocketEcho(), startTCPEcho(false), startTCPEcho(true)
 		wsPort, plainPort, fwdPort := freePort(), freePort(), freePort()
-		s := Start(newDir(), upgradeBootstrap(wsPort, plainPort, fwdPort, startWebSocketEcho(), startTCPEcho(false), startTCPEcho(true)),
-			"--file-flush-interval-msec", "50")
+		s := Start(newDir(), upgradeBootstrap(wsPort, plainPort, fwdPort, wsUp, echoUp, proxyUp), "--file-flush-interval-msec", "50")
 		c := dialH2WebSocket(wsPort, "/h2chat")
 		Expect(c.settings).To(HaveKeyWithValue(http2.SettingEnableConnectProtocol, uint32(1)))
 		Expect(c.status).To(Equal("200"))

@@ -2,11 +2,14 @@ package e2e
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -178,9 +181,11 @@ var _ = Describe("Upgrades: WebSocket and CONNECT", func() {
 		wsPort, plainPort, fwdPort int
 	)
 	BeforeEach(func() {
+		// The peers first: their ports, taken while they listen, cannot
+		// be among those freePort hands out for the sidecar's listeners.
+		wsUp, echoUp, proxyUp := startWebSocketEcho(), startTCPEcho(false), startTCPEcho(true)
 		wsPort, plainPort, fwdPort = freePort(), freePort(), freePort()
-		s = Start(newDir(), upgradeBootstrap(wsPort, plainPort, fwdPort, startWebSocketEcho(), startTCPEcho(false), startTCPEcho(true)),
-			"--file-flush-interval-msec", "50")
+		s = Start(newDir(), upgradeBootstrap(wsPort, plainPort, fwdPort, wsUp, echoUp, proxyUp), "--file-flush-interval-msec", "50")
 	})
 
 	It("carries a WebSocket over HTTP/1.1 both ways, counts it and logs its bytes", func() {
@@ -210,6 +215,23 @@ var _ = Describe("Upgrades: WebSocket and CONNECT", func() {
 		// Both directions' bytes are the stream's: well above the
 		// 100000-byte message each way.
 		Eventually(s.Stdout, 5*time.Second).Should(MatchRegexp(`UPGRADE wsl GET /chat 101 1\d{5} 1\d{5} via_upstream ws\n`))
+	})
+
+	It("closes upgraded connections when the proxy shuts down", func() {
+		d := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
+		c, _, err := d.Dial(fmt.Sprintf("ws://127.0.0.1:%d/chat", wsPort), nil)
+		Expect(err).NotTo(HaveOccurred())
+		defer c.Close()
+		Expect(c.WriteMessage(websocket.TextMessage, []byte("before"))).To(Succeed())
+		_, got, err := c.ReadMessage()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(got)).To(Equal("echo: before"))
+		s.Signal(syscall.SIGTERM)
+		_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		_, _, err = c.ReadMessage()
+		Expect(err).To(HaveOccurred())
+		Expect(errors.Is(err, os.ErrDeadlineExceeded)).To(BeFalse(), "the tunnel outlived the shutdown")
+		Expect(s.Wait(20 * time.Second)).To(Equal(0))
 	})
 
 	It("refuses upgrades with 403 where they are not enabled, and serves ordinary requests", func() {
