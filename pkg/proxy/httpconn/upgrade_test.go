@@ -338,3 +338,43 @@ func TestTunnelRequestTimeout(t *testing.T) {
 		t.Errorf("downstream_rq_idle_timeout = %d, want 0", got)
 	}
 }
+
+func TestUpgradeUpstreamFailures(t *testing.T) {
+	st := stats.NewStore()
+	connectRoute := &routev3.Route{
+		Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_ConnectMatcher_{ConnectMatcher: &routev3.RouteMatch_ConnectMatcher{}}},
+		Action: &routev3.Route_Route{Route: &routev3.RouteAction{
+			ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: "closed"},
+			UpgradeConfigs: []*routev3.RouteAction_UpgradeConfig{{
+				UpgradeType: "CONNECT", ConnectConfig: &routev3.RouteAction_UpgradeConfig_ConnectConfig{},
+			}},
+		}},
+	}
+	// A port nothing listens on.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	cfg := hcm(routeConfig(connectRoute, clusterRoute("/", "h2")))
+	cfg.UpgradeConfigs = []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}}
+	p := startProxy(t, cfg, Deps{Stats: st, Upstreams: fakeUpstreams{
+		"closed": newFakeCluster(st, "closed", false, closed),
+		"h2":     newFakeCluster(st, "h2", true, closed),
+	}})
+
+	// A terminated CONNECT whose upstream refuses the connection: 503.
+	c := dialRaw(t, p.addr)
+	c.send("CONNECT target.example:443 HTTP/1.1\r\nHost: target.example:443\r\n\r\n")
+	if r, body := c.response("CONNECT"); r.StatusCode != 503 || !strings.Contains(body, "connection") {
+		t.Errorf("CONNECT to a closed port: %d %q, want 503", r.StatusCode, body)
+	}
+	// An upgrade to an HTTP/2 cluster: 502, not sent.
+	c = dialRaw(t, p.addr)
+	c.send(upgradeRequest("/x"))
+	if r, _ := c.response("GET"); r.StatusCode != 502 {
+		t.Errorf("upgrade to an HTTP/2 cluster: %d, want 502", r.StatusCode)
+	}
+	eventually(t, "no active upgrade", func() bool { return p.gauge("http.test.downstream_cx_upgrades_active") == 0 })
+}
