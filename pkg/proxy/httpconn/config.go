@@ -96,9 +96,9 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 		defaultHostHTTP10:      cfg.GetHttpProtocolOptions().GetDefaultHostForHttp_10(),
 	}
 	s.h2 = readH2Settings(cfg)
-	var err error
-	if s.upgrades, err = readUpgrades(cfg.GetUpgradeConfigs()); err != nil {
-		return s, err
+	var upgradeErr error
+	if s.upgrades, upgradeErr = readUpgrades(cfg.GetUpgradeConfigs()); upgradeErr != nil {
+		return s, upgradeErr
 	}
 	switch s.codec {
 	case hcmv3.HttpConnectionManager_AUTO, hcmv3.HttpConnectionManager_HTTP1, hcmv3.HttpConnectionManager_HTTP2:
@@ -124,6 +124,7 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 	if v := common.GetMaxRequestsPerConnection(); v != nil {
 		s.maxRequestsPerConnection = v.GetValue()
 	}
+	var err error
 	durations := []struct {
 		path string
 		d    *durationpb.Duration
