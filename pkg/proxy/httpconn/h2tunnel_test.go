@@ -108,3 +108,27 @@ func TestHTTP2ExtendedConnectNotAllowed(t *testing.T) {
 		t.Error("the request reached the upstream")
 	}
 }
+
+func TestHTTP2PostTunnel(t *testing.T) {
+	echoAddr := rawUpstream(t, func(c net.Conn, r *bufio.Reader) { _, _ = io.Copy(c, r) })
+	post := clusterRoute("/tcp", "ws", func(a *routev3.RouteAction) {
+		a.UpgradeConfigs = []*routev3.RouteAction_UpgradeConfig{{
+			UpgradeType: "CONNECT", ConnectConfig: &routev3.RouteAction_UpgradeConfig_ConnectConfig{AllowPost: true},
+		}}
+	})
+	p := upgradeProxy(t, echoAddr, nil, post)
+	c := dialH2(t, p.addr)
+	id := c.open(false, requestHead("POST", "/tcp")...)
+	r := c.resp(id)
+	c.until("the response head", func() bool { return r.headers != nil || r.done() })
+	if r.status() != "200" || r.done() {
+		t.Fatalf("status %q done %v", r.status(), r.done())
+	}
+	c.sendData(id, []byte("first"), false)
+	c.until("the echo", func() bool { return r.body.String() == "first" || r.done() })
+	c.sendData(id, []byte(" last"), true)
+	c.until("the end", r.done)
+	if r.reset || r.body.String() != "first last" {
+		t.Errorf("body %q reset %v, want the echo and END_STREAM", r.body.String(), r.reset)
+	}
+}

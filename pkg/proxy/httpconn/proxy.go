@@ -70,7 +70,7 @@ func (s *stream) forward() {
 	host.Stats.RqTotal.Add(1)
 	host.Stats.RqActive.Add(1)
 	switch {
-	case s.upg.connect && route.Connect != nil:
+	case route.TerminatesTunnel(s.method, s.upg.connect):
 		s.connectTCP(cl, host)
 	case s.upg.typ != "" && cl.HTTP2():
 		s.upgradeToHTTP2(cl)

@@ -73,8 +73,11 @@ func (s *stream) tunnelHTTP1(cl UpstreamCluster, uc *upstream.Conn, sent time.Ti
 }
 
 // connectTCP terminates a CONNECT at the proxy (the route's
-// connect_config): it opens a TCP connection to host, answers 200 once it
-// is up, as Envoy's TCP upstream does, and relays the payload both ways.
+// connect_config), or a POST with allow_post: it opens a TCP connection to
+// host, answers 200 once it is up, as Envoy's TCP upstream does, and
+// relays the payload both ways. A POST's payload is its body, and the TCP
+// bytes go back as the response body: chunked to an HTTP/1.1 client, the
+// body's end (and the upstream's half-close) closing each way.
 func (s *stream) connectTCP(cl UpstreamCluster, host *upstream.Host) {
 	conn, err := cl.DialTCP(s.m.ctx, host)
 	if err != nil {
@@ -91,10 +94,39 @@ func (s *stream) connectTCP(cl UpstreamCluster, host *upstream.Host) {
 	s.details = "via_upstream"
 	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
 	cl.Stats().RecordResponse(200)
+	if !s.upg.connect {
+		s.postTunnel(tunnelEnd{r: conn, w: conn, conn: conn})
+		return
+	}
 	if !s.openTunnel() {
 		return
 	}
 	s.runTunnel(tunnelEnd{r: conn, w: conn, conn: conn})
+}
+
+// postTunnel relays a POST terminated at the proxy (allow_post): a 200
+// head, then the request body upstream and the upstream's bytes as the
+// response body. The HTTP/1 connection closes afterwards.
+func (s *stream) postTunnel(up tunnelEnd) {
+	if s.conn != nil {
+		s.closeConn = true
+	}
+	if s.expect100 {
+		s.expect100 = false
+		if err := s.down.continue100(); err != nil {
+			s.downstreamFailed()
+			return
+		}
+	}
+	if err := s.sendHead(-1, true); err != nil {
+		s.downstreamFailed()
+		return
+	}
+	if err := s.down.flush(); err != nil {
+		s.downstreamFailed()
+		return
+	}
+	s.relay(up)
 }
 
 // openTunnel sends the head of a response that opens a tunnel: no body
@@ -128,6 +160,27 @@ func (s *stream) runTunnel(up tunnelEnd) {
 		side := &h2TunnelSide{st: s.down.(*h2Stream)}
 		down = tunnelEnd{r: side, w: side, conn: side}
 	}
+	s.runTunnelWith(down, up)
+}
+
+// relay is runTunnel for a POST tunnel, whose downstream side is the
+// request and response bodies, framed.
+func (s *stream) relay(up tunnelEnd) {
+	if s.conn == nil {
+		side := &h2TunnelSide{st: s.down.(*h2Stream)}
+		s.runTunnelWith(tunnelEnd{r: side, w: side, conn: side}, up)
+		return
+	}
+	c := s.conn
+	c.rd.forget()
+	c.wd.forget()
+	side := &h1BodySide{s: s}
+	s.runTunnelWith(tunnelEnd{r: side, w: side, conn: side}, up)
+}
+
+// runTunnelWith runs a tunnel between down and up and accounts for it.
+func (s *stream) runTunnelWith(down, up tunnelEnd) {
+	c := s.conn
 	t := &tunnel{idle: s.idleTimeout(), hard: after(s.t0, s.m.cfg.requestTimeout), down: down, up: up}
 	recv, sent := t.run()
 	s.bytesRecv += recv

@@ -378,3 +378,31 @@ func TestUpgradeUpstreamFailures(t *testing.T) {
 	}
 	eventually(t, "no active upgrade", func() bool { return p.gauge("http.test.downstream_cx_upgrades_active") == 0 })
 }
+
+func TestPostTunnel(t *testing.T) {
+	echoAddr := rawUpstream(t, func(c net.Conn, r *bufio.Reader) { _, _ = io.Copy(c, r) })
+	post := clusterRoute("/tcp", "ws", func(a *routev3.RouteAction) {
+		a.UpgradeConfigs = []*routev3.RouteAction_UpgradeConfig{{
+			UpgradeType: "CONNECT", ConnectConfig: &routev3.RouteAction_UpgradeConfig_ConnectConfig{AllowPost: true},
+		}}
+	})
+	p := upgradeProxy(t, echoAddr, nil, post)
+	for name, req := range map[string]string{
+		"length":  "POST /tcp HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\nhello world",
+		"chunked": "POST /tcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
+	} {
+		c := dialRaw(t, p.addr)
+		c.send(req)
+		r, body := c.response("POST")
+		if r.StatusCode != 200 || body != "hello world" {
+			t.Errorf("%s: %d %q, want 200 and the body echoed by the TCP upstream", name, r.StatusCode, body)
+		}
+	}
+	// A GET on the route is proxied as HTTP (the echo returns it raw,
+	// which is no valid response).
+	c := dialRaw(t, p.addr)
+	c.send("GET /tcp HTTP/1.1\r\nHost: x\r\n\r\n")
+	if r, _ := c.response("GET"); r.StatusCode == 200 {
+		t.Error("GET was tunnelled")
+	}
+}

@@ -14,7 +14,11 @@ const UpgradeConnect = "CONNECT"
 // ConnectConfig is a route's connect_config: CONNECT requests on the
 // route end at the proxy, which answers 200 and carries the request's
 // payload to the cluster's host over TCP.
-type ConnectConfig struct{}
+type ConnectConfig struct {
+	// AllowPost: POST requests on the route are carried the same way,
+	// their body as the payload (allow_post).
+	AllowPost bool
+}
 
 // upgradeMap is a route action's upgrade_configs: each upgrade type, lower
 // case, and whether the route enables it.
@@ -47,14 +51,21 @@ func compileUpgrades(r *Route, cfgs []*routev3.RouteAction_UpgradeConfig) error 
 		if !strings.EqualFold(t, UpgradeConnect) {
 			return fmt.Errorf("upgrade_configs[%d].connect_config: non-CONNECT upgrade type %s has ConnectConfig", i, u.GetUpgradeType())
 		}
-		// proxy_protocol_config and allow_post are refused by the
-		// loader's support table; they never get here set.
-		if cc.GetProxyProtocolConfig() != nil || cc.GetAllowPost() {
-			return fmt.Errorf("upgrade_configs[%d].connect_config: proxy_protocol_config and allow_post are not supported by Outrigger", i)
+		// proxy_protocol_config is refused by the loader's support
+		// table; it never gets here set.
+		if cc.GetProxyProtocolConfig() != nil {
+			return fmt.Errorf("upgrade_configs[%d].connect_config.proxy_protocol_config: not supported by Outrigger", i)
 		}
-		r.Connect = &ConnectConfig{}
+		r.Connect = &ConnectConfig{AllowPost: cc.GetAllowPost()}
 	}
 	return nil
+}
+
+// TerminatesTunnel reports whether the route ends a request of method at
+// the proxy and carries its payload over TCP: a CONNECT (isConnect) on a
+// route with connect_config, or a POST with allow_post.
+func (r *Route) TerminatesTunnel(method string, isConnect bool) bool {
+	return r.Connect != nil && (isConnect || (r.Connect.AllowPost && method == "POST"))
 }
 
 // Upgrade looks the upgrade type t (case-insensitive) up in the route's
