@@ -2,6 +2,7 @@ package httpconn
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"time"
 
@@ -92,6 +93,10 @@ type UpstreamCluster interface {
 	// RoundTripHTTP2 sends one request to h over the cluster's HTTP/2
 	// pool.
 	RoundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Response, error)
+	// ConnectHost opens a plain TCP connection to h within the cluster's
+	// connect_timeout, for a CONNECT terminated at the proxy; the caller
+	// closes it.
+	ConnectHost(ctx context.Context, h *upstream.Host) (net.Conn, error)
 }
 
 // RuntimeValues is the server's runtime as the connection manager reads it:

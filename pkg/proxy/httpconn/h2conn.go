@@ -149,10 +149,15 @@ func (c *serverConn) serveHTTP2() {
 func (h *h2Conn) readLoop() error {
 	cfg := &h.m.cfg
 	h.mu.Lock()
-	h.wbuf = appendSettings(h.wbuf,
+	settings := []uint32{
 		settingMaxConcurrentStreams, cfg.h2.maxStreams,
 		settingInitialWindowSize, cfg.h2.streamWindow,
-		settingMaxHeaderListSize, uint32(cfg.maxRequestHeadersBytes))
+		settingMaxHeaderListSize, uint32(cfg.maxRequestHeadersBytes),
+	}
+	if cfg.h2.allowConnect {
+		settings = append(settings, settingEnableConnectProtocol, 1)
+	}
+	h.wbuf = appendSettings(h.wbuf, settings...)
 	h.countFrameLocked(true)
 	if extra := int64(cfg.h2.connWindow) - h2DefaultWindow; extra > 0 {
 		h.wbuf = appendWindowUpdate(h.wbuf, 0, uint32(extra))

@@ -65,6 +65,8 @@ type hcmStats struct {
 	// disable_http_keepalive.
 	rqOverloadClose            *stats.Counter
 	cxOverloadDisableKeepalive *stats.Counter
+	// upgrades are the upgrade stats.
+	upgrades *upgradeStats
 }
 
 // newHCMStats creates every stat up front, as Envoy does, so that they show
@@ -118,6 +120,7 @@ func newHCMStats(st *stats.Store, prefix, listenerPrefix string) *hcmStats {
 	s.cxDelayedCloseTimeout = sc.Counter("downstream_cx_delayed_close_timeout")
 	s.rqOverloadClose = sc.Counter("downstream_rq_overload_close")
 	s.cxOverloadDisableKeepalive = sc.Counter("downstream_cx_overload_disable_keepalive")
+	s.upgrades = newUpgradeStats(sc)
 	for i := range s.rqClass {
 		s.rqClass[i] = sc.Counter("downstream_rq_" + string(rune('1'+i)) + "xx")
 	}

@@ -66,6 +66,10 @@ type Route struct {
 	RateLimits          []*RateLimit
 	IncludeVHRateLimits bool
 
+	// Connect is set when the route terminates CONNECT requests
+	// (upgrade_configs with connect_config).
+	Connect *ConnectConfig
+
 	// Direct is set when the route answers directly.
 	Direct *DirectResponse
 	// Redirect is set when the route answers with a redirect.
@@ -75,6 +79,8 @@ type Route struct {
 	rewrite        rewrite
 	idleTimeout    time.Duration
 	idleTimeoutSet bool
+	// upgrades is the route action's upgrade_configs (see Upgrade).
+	upgrades upgradeMap
 	// requestOps and responseOps are the header mutations of the route,
 	// its virtual host and the route configuration, in application order
 	// (later levels win).
