@@ -9,6 +9,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcstatus"
 )
 
 // The bodies of Envoy's local replies, word for word, so that clients and
@@ -52,7 +53,7 @@ func (s *stream) localReplyGrpc(status int, grpcStatus int64, body string, flags
 	}
 	if s.grpcRequest() {
 		if grpcStatus < 0 {
-			grpcStatus = grpcStatusOf(status)
+			grpcStatus = int64(grpcstatus.FromHTTP(status))
 		}
 		// A formatted body may end in a newline, which has no place in
 		// grpc-message.

@@ -16,34 +16,6 @@ func (s *stream) grpcRequest() bool {
 	return rest == "" || rest[0] == '+' || rest[0] == ';'
 }
 
-// The gRPC status codes local replies use.
-const (
-	grpcUnknown          = 2
-	grpcPermissionDenied = 7
-	grpcUnimplemented    = 12
-	grpcInternal         = 13
-	grpcUnavailable      = 14
-	grpcUnauthenticated  = 16
-)
-
-// grpcStatusOf maps an HTTP status to the gRPC status of a local reply,
-// as Envoy's httpToGrpcStatus does.
-func grpcStatusOf(status int) int64 {
-	switch status {
-	case 400:
-		return grpcInternal
-	case 401:
-		return grpcUnauthenticated
-	case 403:
-		return grpcPermissionDenied
-	case 404:
-		return grpcUnimplemented
-	case 429, 502, 503, 504:
-		return grpcUnavailable
-	}
-	return grpcUnknown
-}
-
 // grpcLocalReply answers a gRPC request in gRPC's trailers-only form, as
 // Envoy's local replies do: status 200, content-type application/grpc,
 // grpc-status, and the body as grpc-message (percent-encoded), with no

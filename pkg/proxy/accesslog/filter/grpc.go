@@ -7,17 +7,13 @@ import (
 	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcstatus"
 )
 
 // The gRPC status codes the filter uses by name.
 const (
-	grpcUnknown          = 2
-	grpcPermissionDenied = 7
-	grpcUnimplemented    = 12
-	grpcInternal         = 13
-	grpcUnavailable      = 14
-	grpcUnauthenticated  = 16
-	grpcMaxKnown         = 16
+	grpcUnknown  = 2  // codes.Unknown
+	grpcMaxKnown = 16 // codes.Unauthenticated, the last code
 	// grpcInvalid is a grpc-status that is not a known code: it matches
 	// no configured status.
 	grpcInvalid = -1
@@ -66,23 +62,5 @@ func entryGRPCStatus(e *accesslog.Entry) int {
 	if e.ResponseCode == 0 {
 		return grpcUnknown
 	}
-	return httpToGRPCStatus(e.ResponseCode)
-}
-
-// httpToGRPCStatus is gRPC's mapping of HTTP statuses
-// (doc/http-grpc-status-mapping.md), as Envoy applies it.
-func httpToGRPCStatus(code int) int {
-	switch code {
-	case 400:
-		return grpcInternal
-	case 401:
-		return grpcUnauthenticated
-	case 403:
-		return grpcPermissionDenied
-	case 404:
-		return grpcUnimplemented
-	case 429, 502, 503, 504:
-		return grpcUnavailable
-	}
-	return grpcUnknown
+	return int(grpcstatus.FromHTTP(e.ResponseCode))
 }
