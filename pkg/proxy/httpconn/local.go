@@ -121,7 +121,9 @@ func (s *stream) skipBody() bool {
 // after it, and writes the head.
 func (s *stream) sendHead(n int64, hasBody bool) error {
 	m := s.m
+	s.respLength, s.respHasBody = n, hasBody
 	s.encodeFilters()
+	n = s.transformResponse(n, hasBody)
 	h := &s.respHeaders
 	if !h.Has("date") {
 		h.Add("date", m.date.get(m.stamp(s.tLast)))

@@ -127,6 +127,16 @@ type stream struct {
 	// active are the request's filters, made by decodeFilters; kept for
 	// the response's encoding.
 	active []httpfilter.Filter
+	// The filters' body transformers (see transform.go), the wrappers
+	// that run them, the response body's framing as the filters see it,
+	// and the state the request's filters share.
+	reqXform    []httpfilter.DataDecoder
+	respXform   []httpfilter.DataEncoder
+	xbody       decodingBody
+	xdown       encodingDown
+	respLength  int64
+	respHasBody bool
+	state       []stateEntry
 
 	// Routing. cached is the route the filters see, matched on first use
 	// (routed) with its cluster picked (clusterName, wc the weighted
@@ -192,6 +202,7 @@ func (s *stream) begin(real time.Time, proto string) {
 	s.upPath, s.upAuthority = "", ""
 	s.status, s.started, s.closeConn, s.drainClose = 0, false, false, false
 	s.respHeaders.reset()
+	s.respLength, s.respHasBody = 0, false
 	s.flags, s.details = 0, ""
 	s.bytesSent, s.bytesRecv = 0, 0
 	s.entry = accesslog.Entry{
@@ -256,6 +267,7 @@ func (s *stream) setRequest(method, path, authority string) {
 // runs while the request head's buffer still holds what the entry views.
 func (s *stream) end() {
 	m := s.m
+	s.untransform()
 	s.destroyFilters()
 	s.tLast = time.Now()
 	now := m.stamp(s.tLast)
@@ -300,6 +312,7 @@ func (s *stream) decode() {
 	if !s.decodeFilters() {
 		return
 	}
+	s.transformRequest()
 	m.stats.routerRqTotal.Inc()
 	route := s.Route()
 	if route == nil {

@@ -1,0 +1,177 @@
+package compression
+
+import (
+	"errors"
+	"io"
+)
+
+// readBuffer is how much the decoding goroutine reads at a time: the
+// most a piece's output can overshoot its inflate limit by.
+const readBuffer = 16 << 10
+
+// finishInput is the piece size Finish's output is bounded as.
+const finishInput = 4 << 10
+
+// errReleased ends the decoding goroutine of a released decompressor.
+var errReleased = errors.New("decompressor released")
+
+// ReaderDecompressor adapts a pull decoder (Go's decompressors read the
+// compressed stream from an io.Reader) to the push form of Decompressor:
+// a goroutine per body runs the decoder, fed piece by piece. It hands
+// control back once the decoder asks for more input, so only one side
+// runs at a time and the output of a piece is bounded: at most
+// MaxRatio × the piece's length (Envoy's max_inflate_ratio), after which
+// the stream is cut and counted.
+type ReaderDecompressor struct {
+	// NewReader opens the decoder over the compressed stream.
+	NewReader func(io.Reader) (io.Reader, error)
+	// MaxRatio bounds each piece's output (0: no bound).
+	MaxRatio uint64
+	// OnError counts a broken stream; OnRatio one cut for inflating too
+	// much.
+	OnError func(error)
+	OnRatio func()
+
+	started, broken bool
+	in              chan []byte
+	hungry          chan struct{}
+	done            chan struct{}
+	quit            chan struct{}
+	cur             []byte
+	closed          bool
+	out             []byte
+	limit           uint64
+}
+
+// Decompress implements Decompressor.
+func (d *ReaderDecompressor) Decompress(p []byte) []byte {
+	if d.broken || len(p) == 0 {
+		return nil
+	}
+	if !d.started {
+		d.start()
+	}
+	d.out = d.out[:0]
+	d.limit = d.MaxRatio * uint64(len(p))
+	select {
+	case d.in <- p:
+	case <-d.done:
+		d.broken = true
+		return d.out
+	}
+	select {
+	case <-d.hungry:
+	case <-d.done:
+		d.broken = true
+	}
+	return d.out
+}
+
+// Finish implements Decompressor.
+func (d *ReaderDecompressor) Finish() []byte {
+	if !d.started || d.broken {
+		return nil
+	}
+	d.out = d.out[:0]
+	// The decoder's buffered input decodes now: bounded as a piece of
+	// finishInput bytes would be.
+	d.limit = d.MaxRatio * finishInput
+	close(d.in)
+	<-d.done
+	d.broken = true
+	return d.out
+}
+
+// Release implements Decompressor: the goroutine, if still running,
+// ends.
+func (d *ReaderDecompressor) Release() {
+	if d.started {
+		close(d.quit)
+		d.started = false
+		d.broken = true
+	}
+}
+
+// start runs the decoding goroutine.
+func (d *ReaderDecompressor) start() {
+	d.started = true
+	d.in, d.hungry = make(chan []byte), make(chan struct{})
+	d.done, d.quit = make(chan struct{}), make(chan struct{})
+	go d.run()
+}
+
+// run decodes until the stream ends, breaks, inflates too much or the
+// decompressor is released.
+func (d *ReaderDecompressor) run() {
+	defer close(d.done)
+	r, err := d.NewReader(feeder{d})
+	if err != nil {
+		d.fail(err)
+		return
+	}
+	buf := make([]byte, readBuffer)
+	for {
+		n, err := r.Read(buf)
+		d.out = append(d.out, buf[:n]...)
+		if d.limit > 0 && uint64(len(d.out)) > d.limit {
+			d.out = d.out[:d.limit]
+			if d.OnRatio != nil {
+				d.OnRatio()
+			}
+			return
+		}
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			d.fail(err)
+			return
+		}
+	}
+}
+
+// fail counts a broken stream (not a release).
+func (d *ReaderDecompressor) fail(err error) {
+	if !errors.Is(err, errReleased) && d.OnError != nil {
+		d.OnError(err)
+	}
+}
+
+// feeder is the decoder's input: the pieces Decompress hands over.
+type feeder struct{ d *ReaderDecompressor }
+
+// Read implements io.Reader: when the piece is used up, the goroutine
+// tells Decompress so and waits for the next piece; the end of the body
+// is io.EOF.
+func (f feeder) Read(p []byte) (int, error) {
+	d := f.d
+	for len(d.cur) == 0 {
+		if d.closed {
+			return 0, io.EOF
+		}
+		if d.cur != nil {
+			// A piece was used up: hand control back.
+			select {
+			case d.hungry <- struct{}{}:
+			case <-d.quit:
+				return 0, errReleased
+			}
+		}
+		select {
+		case b, ok := <-d.in:
+			if !ok {
+				d.closed = true
+				continue
+			}
+			d.cur = b
+		case <-d.quit:
+			return 0, errReleased
+		}
+	}
+	n := copy(p, d.cur)
+	d.cur = d.cur[n:]
+	if len(d.cur) == 0 {
+		d.cur = d.cur[:0:0]
+	}
+	return n, nil
+}
