@@ -263,3 +263,129 @@ var _ = Describe("The compressor filter", func() {
 		Expect(httpStat(sc, "http.web.compressor.text.brotli.header_compressor_overshadowed")).To(Equal("1"))
 	})
 })
+
+// decompressionBootstrap is a listener on port with a gzip decompressor
+// filter (max_inflate_ratio 400) in front of the upstream at up.
+func decompressionBootstrap(port int, up string) string {
+	return fmt.Sprintf(`
+admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
+static_resources:
+  listeners:
+  - name: l
+    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: web
+          route_config:
+            virtual_hosts:
+            - name: app
+              domains: ["*"]
+              routes: [{match: {prefix: /}, route: {cluster: up}}]
+          http_filters:
+          - name: envoy.filters.http.decompressor
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.decompressor.v3.Decompressor
+              decompressor_library:
+                name: body
+                typed_config:
+                  "@type": type.googleapis.com/envoy.extensions.compression.gzip.decompressor.v3.Gzip
+                  max_inflate_ratio: 400
+          - name: envoy.filters.http.router
+            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
+  clusters:
+  - name: up
+    connect_timeout: 1s
+    type: STATIC
+    load_assignment:
+      cluster_name: up
+      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %s}}}}]}]
+`, port, portOf(up))
+}
+
+// gzipOf compresses s.
+func gzipOf(s string) []byte {
+	GinkgoHelper()
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	_, err := io.WriteString(w, s)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(w.Close()).To(Succeed())
+	return b.Bytes()
+}
+
+var _ = Describe("The decompressor filter", func() {
+	var (
+		sc   *Sidecar
+		port int
+	)
+
+	BeforeEach(func() {
+		// The upstream answers with what it received: the request's
+		// Content-Encoding and Accept-Encoding, and the body's length and
+		// whether it is the expected text; /gzipped answers in gzip.
+		up := httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/gzipped" {
+				w.Header().Set("content-encoding", "gzip")
+				_, _ = w.Write(gzipOf(compressible))
+				return
+			}
+			b, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			fmt.Fprintf(w, "ce=%q ae=%q len=%d same=%v", r.Header.Get("Content-Encoding"), r.Header.Get("Accept-Encoding"),
+				len(b), string(b) == compressible)
+		}), false)
+		port = freePort()
+		sc = Start(newDir(), decompressionBootstrap(port, up))
+	})
+
+	for proto, c := range rawClients() {
+		It("hands the upstream gzip request bodies decoded, over "+proto, func() {
+			z := gzipOf(compressible)
+			h := http.Header{"Content-Encoding": {"gzip"}, "Content-Type": {"text/plain"}}
+			r := httpDo(c, http.MethodPost, listenerURL(port, "/upload"), bytes.NewReader(z), h)
+			Expect(r.Status).To(Equal(http.StatusOK))
+			Expect(r.Body).To(Equal(fmt.Sprintf(`ce="" ae="gzip" len=%d same=true`, len(compressible))))
+			Expect(httpStat(sc, "http.web.decompressor.body.gzip.request.decompressed")).To(Equal("1"))
+			Expect(httpStat(sc, "http.web.decompressor.body.gzip.request.total_compressed_bytes")).To(Equal(fmt.Sprint(len(z))))
+			Expect(httpStat(sc, "http.web.decompressor.body.gzip.request.total_uncompressed_bytes")).To(Equal(fmt.Sprint(len(compressible))))
+
+			// Another coding passes as it came.
+			r = httpDo(c, http.MethodPost, listenerURL(port, "/upload"), strings.NewReader("plain"), http.Header{"Content-Encoding": {"br"}})
+			Expect(r.Body).To(Equal(`ce="br" ae="gzip" len=5 same=false`))
+			Expect(httpStat(sc, "http.web.decompressor.body.gzip.request.not_decompressed")).To(Equal("1"))
+		})
+
+		It("decodes a gzip response for a client that did not ask for it, over "+proto, func() {
+			r := httpDo(c, http.MethodGet, listenerURL(port, "/gzipped"), nil, nil)
+			Expect(r.Status).To(Equal(http.StatusOK))
+			Expect(r.Header.Get("Content-Encoding")).To(BeEmpty())
+			Expect(r.Body).To(Equal(compressible))
+			Expect(httpStat(sc, "http.web.decompressor.body.gzip.response.decompressed")).To(Equal("1"))
+		})
+	}
+
+	It("cuts a gzip bomb at max_inflate_ratio and counts it", func() {
+		const size = 32 << 20
+		var b bytes.Buffer
+		w, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+		_, err := w.Write(make([]byte, size))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(w.Close()).To(Succeed())
+		bomb := b.Bytes()
+		r := httpDo(rawClients()["HTTP/1.1"], http.MethodPost, listenerURL(port, "/upload"), bytes.NewReader(bomb),
+			http.Header{"Content-Encoding": {"gzip"}})
+		Expect(r.Status).To(Equal(http.StatusOK))
+		var n int
+		_, err = fmt.Sscanf(r.Body[strings.Index(r.Body, "len="):], "len=%d", &n)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(n).To(BeNumerically("<=", 400*len(bomb)), "the upstream received %d bytes from a %d-byte bomb", n, len(bomb))
+		Expect(n).To(BeNumerically("<", size))
+		Expect(httpStat(sc, "http.web.decompressor.body.gzip.decompressor_library.zlib_data_error")).To(Equal("1"))
+	})
+})

@@ -35,6 +35,25 @@ var supportedCompression = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.RuntimeFeatureFlag.default_value":                                                        {},
 	"envoy.config.core.v3.RuntimeFeatureFlag.runtime_key":                                                          {},
 
+	// envoy.filters.http.decompressor.
+	"envoy.extensions.filters.http.decompressor.v3.Decompressor.decompressor_library":                             {},
+	"envoy.extensions.filters.http.decompressor.v3.Decompressor.request_direction_config":                         {},
+	"envoy.extensions.filters.http.decompressor.v3.Decompressor.response_direction_config":                        {},
+	"envoy.extensions.filters.http.decompressor.v3.Decompressor.CommonDirectionConfig.enabled":                    {},
+	"envoy.extensions.filters.http.decompressor.v3.Decompressor.CommonDirectionConfig.ignore_no_transform_header": {},
+	"envoy.extensions.filters.http.decompressor.v3.Decompressor.RequestDirectionConfig.common_config":             {},
+	"envoy.extensions.filters.http.decompressor.v3.Decompressor.RequestDirectionConfig.advertise_accept_encoding": {},
+	"envoy.extensions.filters.http.decompressor.v3.Decompressor.ResponseDirectionConfig.common_config":            {},
+	// The decompressor libraries: gzip's window_bits other than 15 and
+	// brotli's disable_ring_buffer_reallocation are refused by Compile;
+	// zstd's dictionaries are not listed.
+	"envoy.extensions.compression.gzip.decompressor.v3.Gzip.window_bits":                          {},
+	"envoy.extensions.compression.gzip.decompressor.v3.Gzip.chunk_size":                           {},
+	"envoy.extensions.compression.gzip.decompressor.v3.Gzip.max_inflate_ratio":                    {},
+	"envoy.extensions.compression.brotli.decompressor.v3.Brotli.disable_ring_buffer_reallocation": {},
+	"envoy.extensions.compression.brotli.decompressor.v3.Brotli.chunk_size":                       {},
+	"envoy.extensions.compression.zstd.decompressor.v3.Zstd.chunk_size":                           {},
+
 	// envoy.compression.gzip.compressor: memory_level and window_bits
 	// other than 15 are refused by the library's Compile.
 	"envoy.extensions.compression.gzip.compressor.v3.Gzip.memory_level":         {},

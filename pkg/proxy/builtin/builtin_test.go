@@ -33,6 +33,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.compression.decompressor proxy.compression.zstd.decompressor envoy.extensions.compression.zstd.decompressor.v3.Zstd",
 		"envoy.filters.http proxy.filters.http.compressor envoy.extensions.filters.http.compressor.v3.Compressor",
 		"envoy.filters.http proxy.filters.http.cors envoy.extensions.filters.http.cors.v3.Cors",
+		"envoy.filters.http proxy.filters.http.decompressor envoy.extensions.filters.http.decompressor.v3.Decompressor",
 		"envoy.filters.http proxy.filters.http.fault envoy.extensions.filters.http.fault.v3.HTTPFault",
 		"envoy.filters.http proxy.filters.http.health_check envoy.extensions.filters.http.health_check.v3.HealthCheck",
 		"envoy.filters.http proxy.filters.http.local_ratelimit envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",

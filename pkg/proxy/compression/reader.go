@@ -5,8 +5,8 @@ import (
 	"io"
 )
 
-// readBuffer is how much the decoding goroutine reads at a time: the
-// most a piece's output can overshoot its inflate limit by.
+// readBuffer is how much the decoding goroutine reads at a time by
+// default.
 const readBuffer = 16 << 10
 
 // finishInput is the piece size Finish's output is bounded as.
@@ -27,6 +27,9 @@ type ReaderDecompressor struct {
 	NewReader func(io.Reader) (io.Reader, error)
 	// MaxRatio bounds each piece's output (0: no bound).
 	MaxRatio uint64
+	// ChunkSize is the decoder's output buffer (chunk_size); 0 takes
+	// readBuffer.
+	ChunkSize int
 	// OnError counts a broken stream; OnRatio one cut for inflating too
 	// much.
 	OnError func(error)
@@ -109,7 +112,11 @@ func (d *ReaderDecompressor) run() {
 		d.fail(err)
 		return
 	}
-	buf := make([]byte, readBuffer)
+	size := d.ChunkSize
+	if size <= 0 {
+		size = readBuffer
+	}
+	buf := make([]byte, size)
 	for {
 		n, err := r.Read(buf)
 		d.out = append(d.out, buf[:n]...)

@@ -121,7 +121,10 @@ func (Decompressor) CompileDecompressor(config proto.Message, st *stats.Store, p
 	if b.GetDisableRingBufferReallocation() {
 		return nil, errors.New("disable_ring_buffer_reallocation: not supported by Outrigger's brotli decoder")
 	}
-	c := &decompressorConfig{}
+	c := &decompressorConfig{chunk: defaultChunkSize}
+	if cs := b.GetChunkSize(); cs != nil {
+		c.chunk = int(cs.GetValue())
+	}
 	if st != nil {
 		c.errors = st.Scope(prefix + "brotli.decompressor_library.").Counter("brotli_error")
 	}
@@ -130,6 +133,8 @@ func (Decompressor) CompileDecompressor(config proto.Message, st *stats.Store, p
 
 // decompressorConfig is a compiled brotli decompressor.
 type decompressorConfig struct {
+	// chunk is chunk_size: the decoder's output buffer.
+	chunk  int
 	errors *stats.Counter
 }
 
@@ -148,6 +153,7 @@ func (c *decompressorConfig) NewDecompressor() compression.Decompressor {
 	}
 	return &compression.ReaderDecompressor{
 		NewReader: func(r io.Reader) (io.Reader, error) { return brotli.NewReader(r), nil },
+		ChunkSize: c.chunk,
 		MaxRatio:  maxInflateRatio,
 		OnError:   func(error) { count() },
 		OnRatio:   count,

@@ -123,7 +123,10 @@ func (Decompressor) CompileDecompressor(config proto.Message, st *stats.Store, p
 	if wb := g.GetWindowBits(); wb != nil && wb.GetValue() != goWindowBits {
 		return nil, fmt.Errorf("window_bits: %d is not supported by Outrigger, whose inflate always accepts a 32 KiB window (window_bits 15)", wb.GetValue())
 	}
-	c := &decompressorConfig{ratio: defaultMaxInflateRatio}
+	c := &decompressorConfig{ratio: defaultMaxInflateRatio, chunk: defaultChunkSize}
+	if cs := g.GetChunkSize(); cs != nil {
+		c.chunk = int(cs.GetValue())
+	}
 	if r := g.GetMaxInflateRatio(); r != nil {
 		c.ratio = uint64(r.GetValue())
 	}
@@ -143,6 +146,8 @@ func (Decompressor) CompileDecompressor(config proto.Message, st *stats.Store, p
 
 // decompressorConfig is a compiled gzip decompressor.
 type decompressorConfig struct {
+	// chunk is chunk_size: the decoder's output buffer.
+	chunk               int
 	ratio               uint64
 	dataError, bufError *stats.Counter
 }
@@ -157,6 +162,7 @@ func (*decompressorConfig) StatsPrefix() string { return "gzip." }
 func (c *decompressorConfig) NewDecompressor() compression.Decompressor {
 	return &compression.ReaderDecompressor{
 		NewReader: func(r io.Reader) (io.Reader, error) { return kgzip.NewReader(r) },
+		ChunkSize: c.chunk,
 		MaxRatio:  c.ratio,
 		OnError: func(err error) {
 			// A stream cut short is zlib's Z_BUF_ERROR; anything else

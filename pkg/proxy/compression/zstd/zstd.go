@@ -125,7 +125,10 @@ func (Decompressor) CompileDecompressor(config proto.Message, st *stats.Store, p
 	if len(z.GetDictionaries()) > 0 {
 		return nil, errors.New("dictionaries: not supported by Outrigger")
 	}
-	c := &decompressorConfig{}
+	c := &decompressorConfig{chunk: defaultChunkSize}
+	if cs := z.GetChunkSize(); cs != nil {
+		c.chunk = int(cs.GetValue())
+	}
 	if st != nil {
 		sc := st.Scope(prefix + "zstd.decompressor_library.")
 		c.generic = sc.Counter("zstd_generic_error")
@@ -135,6 +138,8 @@ func (Decompressor) CompileDecompressor(config proto.Message, st *stats.Store, p
 
 // decompressorConfig is a compiled zstd decompressor.
 type decompressorConfig struct {
+	// chunk is chunk_size: the decoder's output buffer.
+	chunk   int
 	generic *stats.Counter
 }
 
@@ -159,8 +164,9 @@ func (c *decompressorConfig) NewDecompressor() compression.Decompressor {
 			}
 			return d.IOReadCloser(), nil
 		},
-		MaxRatio: maxInflateRatio,
-		OnError:  func(error) { count() },
-		OnRatio:  count,
+		ChunkSize: c.chunk,
+		MaxRatio:  maxInflateRatio,
+		OnError:   func(error) { count() },
+		OnRatio:   count,
 	}
 }
