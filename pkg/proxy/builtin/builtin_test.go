@@ -35,6 +35,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.filters.http proxy.filters.http.cors envoy.extensions.filters.http.cors.v3.Cors",
 		"envoy.filters.http proxy.filters.http.decompressor envoy.extensions.filters.http.decompressor.v3.Decompressor",
 		"envoy.filters.http proxy.filters.http.fault envoy.extensions.filters.http.fault.v3.HTTPFault",
+		"envoy.filters.http proxy.filters.http.grpc_web envoy.extensions.filters.http.grpc_web.v3.GrpcWeb",
 		"envoy.filters.http proxy.filters.http.health_check envoy.extensions.filters.http.health_check.v3.HealthCheck",
 		"envoy.filters.http proxy.filters.http.local_ratelimit envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
 		"envoy.filters.http proxy.filters.http.router envoy.extensions.filters.http.router.v3.Router",

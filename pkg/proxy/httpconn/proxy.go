@@ -458,7 +458,7 @@ func (s *stream) requestBodyFailed(err error) {
 	switch {
 	case errors.As(err, &be):
 		// A filter refused the body it transforms.
-		s.localReply(be.Status, be.Body, 0, be.Details)
+		s.bodyErrorReply(be)
 	case isTimeoutErr(err):
 		s.bodyTimedOut()
 	case errors.As(err, &pe):

@@ -137,6 +137,9 @@ type stream struct {
 	respLength  int64
 	respHasBody bool
 	state       []stateEntry
+	// bodyErr is the error a filter refused the request body with, for
+	// the HTTP/2 upstream path, where another goroutine reads the body.
+	bodyErr atomic.Pointer[httpfilter.BodyError]
 
 	// Routing. cached is the route the filters see, matched on first use
 	// (routed) with its cluster picked (clusterName, wc the weighted
@@ -203,6 +206,7 @@ func (s *stream) begin(real time.Time, proto string) {
 	s.status, s.started, s.closeConn, s.drainClose = 0, false, false, false
 	s.respHeaders.reset()
 	s.respLength, s.respHasBody = 0, false
+	s.bodyErr.Store(nil)
 	s.flags, s.details = 0, ""
 	s.bytesSent, s.bytesRecv = 0, 0
 	s.entry = accesslog.Entry{

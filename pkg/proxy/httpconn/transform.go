@@ -102,6 +102,24 @@ func (s *stream) untransform() {
 	s.state = s.state[:0]
 }
 
+// bodyErrorReply answers a request whose body a filter refused
+// (httpfilter.BodyError) with the filter's status and body, in plain
+// HTTP even for a gRPC request, as Envoy's filters answer it; the
+// encoder filters still see the reply.
+func (s *stream) bodyErrorReply(be *httpfilter.BodyError) {
+	s.details = be.Details
+	if s.started {
+		s.resetDownstream()
+		return
+	}
+	s.respHeaders.reset()
+	s.status = be.Status
+	if be.Body != "" {
+		s.respHeaders.Add("content-type", "text/plain")
+	}
+	s.finishLocal(be.Body)
+}
+
 // decodingBody is a request body through the filters' decoders.
 type decodingBody struct {
 	s    *stream
@@ -129,6 +147,12 @@ func (b *decodingBody) Next() ([]byte, error) {
 		b.s.bytesRecv += uint64(raw) - uint64(len(out))
 		if xerr != nil {
 			b.done = true
+			var be *httpfilter.BodyError
+			if errors.As(xerr, &be) {
+				// The HTTP/2 upstream transport reads the body in a
+				// goroutine of its own and reports only that it failed.
+				b.s.bodyErr.Store(be)
+			}
 			return nil, xerr
 		}
 		if end {
