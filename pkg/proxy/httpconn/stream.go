@@ -132,7 +132,7 @@ type stream struct {
 	// and the state the request's filters share.
 	reqXform    []httpfilter.DataDecoder
 	respXform   []httpfilter.DataEncoder
-	xbody       decodingBody
+	xbody       *decodingBody
 	xdown       encodingDown
 	respLength  int64
 	respHasBody bool

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
@@ -66,8 +67,10 @@ func (s *stream) transformRequest() {
 	if len(s.reqXform) == 0 || s.body == nil {
 		return
 	}
-	s.xbody = decodingBody{s: s, src: s.body, decs: s.reqXform}
-	s.body = &s.xbody
+	// A body of its own per request: an HTTP/2 upstream transport may
+	// still read it after the stream ended (see untransform).
+	s.xbody = &decodingBody{s: s, src: s.body, decs: s.reqXform}
+	s.body = s.xbody
 	s.reqLength, s.reqChunked = -1, true
 }
 
@@ -93,7 +96,15 @@ func (s *stream) untransform() {
 		s.down = s.xdown.inner
 	}
 	s.xdown = encodingDown{}
-	s.xbody = decodingBody{}
+	if b := s.xbody; b != nil {
+		// The filters are destroyed next: a transport still reading
+		// the body must not reach their decoders any more.
+		b.mu.Lock()
+		b.closed = true
+		b.mu.Unlock()
+		s.xbody = nil
+		s.reqXform = nil
+	}
 	clear(s.reqXform)
 	s.reqXform = s.reqXform[:0]
 	clear(s.respXform)
@@ -120,12 +131,20 @@ func (s *stream) bodyErrorReply(be *httpfilter.BodyError) {
 	s.finishLocal(be.Body)
 }
 
+// errBodyClosed is what a request body read after its stream ended
+// gives.
+var errBodyClosed = errors.New("request body read after the stream ended")
+
 // decodingBody is a request body through the filters' decoders.
 type decodingBody struct {
 	s    *stream
 	src  bodySource
 	decs []httpfilter.DataDecoder
 	done bool
+	// mu guards the decoders against the stream's end: closed, set
+	// then, stops the body.
+	mu     sync.Mutex
+	closed bool
 	// scratch holds the last piece when decoders' ends join it.
 	scratch [2][]byte
 }
@@ -143,7 +162,14 @@ func (b *decodingBody) Next() ([]byte, error) {
 		if err != nil && !end {
 			return nil, err
 		}
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			b.done = true
+			return nil, errBodyClosed
+		}
 		out, xerr := b.run(p, end)
+		b.mu.Unlock()
 		b.s.bytesRecv += uint64(raw) - uint64(len(out))
 		if xerr != nil {
 			b.done = true
