@@ -9,8 +9,9 @@ import (
 // default.
 const readBuffer = 16 << 10
 
-// finishInput is the piece size Finish's output is bounded as.
-const finishInput = 4 << 10
+// maxPieceOutput bounds what one call may return, whatever the ratio
+// allows: a piece that decodes to more is cut as a bomb is.
+const maxPieceOutput = 16 << 20
 
 // errReleased ends the decoding goroutine of a released decompressor.
 var errReleased = errors.New("decompressor released")
@@ -43,7 +44,23 @@ type ReaderDecompressor struct {
 	cur             []byte
 	closed          bool
 	out             []byte
-	limit           uint64
+	// limit bounds the output of the call in progress (0: none);
+	// totalIn and totalOut count the body so far.
+	limit             uint64
+	totalIn, totalOut uint64
+}
+
+// allowance is how much the call in progress may return: the body's
+// output may reach MaxRatio times its input so far (Envoy's
+// max_inflate_ratio, counted over the body, so that a piece that
+// completes what earlier ones began is not taken for a bomb), and one
+// call at most maxPieceOutput.
+func (d *ReaderDecompressor) allowance() uint64 {
+	if d.MaxRatio == 0 {
+		return maxPieceOutput
+	}
+	allowed := d.MaxRatio*d.totalIn - min(d.totalOut, d.MaxRatio*d.totalIn)
+	return min(allowed, maxPieceOutput)
 }
 
 // Decompress implements Decompressor.
@@ -55,7 +72,8 @@ func (d *ReaderDecompressor) Decompress(p []byte) []byte {
 		d.start()
 	}
 	d.out = d.out[:0]
-	d.limit = d.MaxRatio * uint64(len(p))
+	d.totalIn += uint64(len(p))
+	d.limit = d.allowance()
 	select {
 	case d.in <- p:
 	case <-d.done:
@@ -67,6 +85,7 @@ func (d *ReaderDecompressor) Decompress(p []byte) []byte {
 	case <-d.done:
 		d.broken = true
 	}
+	d.totalOut += uint64(len(d.out))
 	return d.out
 }
 
@@ -76,9 +95,7 @@ func (d *ReaderDecompressor) Finish() []byte {
 		return nil
 	}
 	d.out = d.out[:0]
-	// The decoder's buffered input decodes now: bounded as a piece of
-	// finishInput bytes would be.
-	d.limit = d.MaxRatio * finishInput
+	d.limit = d.allowance()
 	close(d.in)
 	<-d.done
 	d.broken = true
@@ -120,7 +137,7 @@ func (d *ReaderDecompressor) run() {
 	for {
 		n, err := r.Read(buf)
 		d.out = append(d.out, buf[:n]...)
-		if d.limit > 0 && uint64(len(d.out)) > d.limit {
+		if uint64(len(d.out)) > d.limit {
 			d.out = d.out[:d.limit]
 			if d.OnRatio != nil {
 				d.OnRatio()

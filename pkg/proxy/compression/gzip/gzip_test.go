@@ -84,7 +84,7 @@ func TestBombIsCut(t *testing.T) {
 	d := decompressor(t, st, &gzipdv3.Gzip{MaxInflateRatio: wrapperspb.UInt32(10)}).NewDecompressor()
 	defer d.Release()
 	got := pieces(d, bomb, 4096)
-	if len(got) > 10*4096 {
+	if len(got) > 10*len(bomb) {
 		t.Errorf("%d bytes out of a %d-byte bomb", len(got), len(bomb))
 	}
 	if st.Counter("p.gzip.decompressor_library.zlib_data_error").Value() != 1 {

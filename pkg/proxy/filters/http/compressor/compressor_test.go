@@ -318,3 +318,86 @@ compressor_library:
 		}
 	}
 }
+
+func TestRequestDirection(t *testing.T) {
+	st := stats.NewStore()
+	c, err := compile(t, st, "gz", `
+compressor_library:
+  name: up
+  typed_config:
+    "@type": type.googleapis.com/envoy.extensions.compression.gzip.compressor.v3.Gzip
+request_direction_config:
+  common_config: {min_content_length: 10}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := httpfiltertest.NewStream("POST", "/", "content-type", "application/json")
+	s.ReqBodyLen, s.ReqHasBody = int64(len(body)), true
+	f := c.NewFilter().(*filter)
+	f.DecodeHeaders(s)
+	if ce, _ := s.ReqHeaders.Get("content-encoding"); ce != "gzip" {
+		t.Fatalf("request content-encoding %q", ce)
+	}
+	out, err := s.DecodeBody(body[:100], body[100:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.OnDestroy()
+	if got := decode(t, "gzip", out); !bytes.Equal(got, body) {
+		t.Error("the request body does not decode to the original")
+	}
+	if st.Counter("http.in.compressor.up.gzip.request.compressed").Value() != 1 {
+		t.Error("request.compressed not counted")
+	}
+	// A short body, and one already encoded, are left alone.
+	for _, hs := range [][]string{{"content-type", "text/plain"}, {"content-type", "text/plain", "content-encoding", "br"}} {
+		s := httpfiltertest.NewStream("POST", "/", hs...)
+		s.ReqBodyLen, s.ReqHasBody = 5, len(hs) == 2
+		if len(hs) > 2 {
+			s.ReqBodyLen = 1000
+		}
+		f := c.NewFilter().(*filter)
+		f.DecodeHeaders(s)
+		if len(s.Decoders) != 0 {
+			t.Errorf("%v: compressed", hs)
+		}
+		f.OnDestroy()
+	}
+}
+
+// TestDeprecatedFields checks that the top-level fields are read without
+// response_direction_config, with the stats directly under the library.
+func TestDeprecatedFields(t *testing.T) {
+	st := stats.NewStore()
+	c, err := compile(t, st, "gz", `
+compressor_library:
+  name: old
+  typed_config:
+    "@type": type.googleapis.com/envoy.extensions.compression.gzip.compressor.v3.Gzip
+content_length: 1000
+content_type: [text/csv]
+disable_on_etag_header: true
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := respond(t, []*filterConfig{c}, "gzip", 200, []string{"content-type", "text/csv"}, body)
+	if ce, _ := s.RespHeaders.Get("content-encoding"); ce != "gzip" {
+		t.Errorf("a %d-byte text/csv body was not compressed", len(body))
+	}
+	s, _ = respond(t, []*filterConfig{c}, "gzip", 200, []string{"content-type", "text/csv", "etag", `"x"`}, body)
+	if ce, _ := s.RespHeaders.Get("content-encoding"); ce != "" {
+		t.Error("compressed despite disable_on_etag_header")
+	}
+	respond(t, []*filterConfig{c}, "gzip", 200, []string{"content-type", "text/csv"}, body[:100])
+	for name, want := range map[string]uint64{
+		"http.in.compressor.old.gzip.compressed":               1,
+		"http.in.compressor.old.gzip.not_compressed_etag":      1,
+		"http.in.compressor.old.gzip.content_length_too_small": 1,
+	} {
+		if got := st.Counter(name).Value(); got != want {
+			t.Errorf("%s = %d, want %d", name, got, want)
+		}
+	}
+}
