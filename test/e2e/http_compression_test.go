@@ -389,3 +389,21 @@ var _ = Describe("The decompressor filter", func() {
 		Expect(httpStat(sc, "http.web.decompressor.body.gzip.decompressor_library.zlib_data_error")).To(Equal("1"))
 	})
 })
+
+var _ = Describe("The compression filters' configuration", func() {
+	It("refuses what the libraries cannot do, every field with its path, in one run", func() {
+		const p = "static_resources.listeners[0].filter_chains[0].filters[0].typed_config.http_filters"
+		cfg := strings.Replace(compressionBootstrap(freePort(), "127.0.0.1:1", "127.0.0.1:2"),
+			"compression_level: COMPRESSION_LEVEL_6", "memory_level: 3\n                  window_bits: 10", 1)
+		cfg = strings.Replace(cfg, "quality: 4", "encoder_mode: TEXT", 1)
+		r, _ := validate("b.yaml", cfg)
+		Expect(r.ExitCode).To(Equal(1))
+		Expect(r.Stderr).To(ContainSubstring(p + "[1].typed_config.compressor_library.typed_config.encoder_mode: TEXT is not supported by Outrigger"))
+
+		cfg = strings.Replace(cfg, "encoder_mode: TEXT", "quality: 4", 1)
+		r, _ = validate("b.yaml", cfg)
+		Expect(r.ExitCode).To(Equal(1))
+		Expect(r.Stderr).To(ContainSubstring(p + "[0].typed_config.compressor_library.typed_config.memory_level: "))
+		Expect(r.Stderr).To(ContainSubstring(p + "[0].typed_config.compressor_library.typed_config.window_bits: 10 is not supported"))
+	})
+})

@@ -243,7 +243,7 @@ func compileLibrary(tec *corev3.TypedExtensionConfig, ctx httpfilter.Context) (c
 	}
 	lib, err := f.CompileCompressor(msg)
 	if err != nil {
-		return nil, fmt.Errorf("compressor_library.typed_config.%w", err)
+		return nil, httpfilter.PrefixErrors("compressor_library.typed_config.", err)
 	}
 	return lib, nil
 }

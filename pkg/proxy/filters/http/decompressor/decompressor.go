@@ -131,7 +131,7 @@ func compileLibrary(tec *corev3.TypedExtensionConfig, ctx httpfilter.Context, pr
 	}
 	lib, err := f.CompileDecompressor(msg, ctx.Stats, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("decompressor_library.typed_config.%w", err)
+		return nil, httpfilter.PrefixErrors("decompressor_library.typed_config.", err)
 	}
 	return lib, nil
 }
