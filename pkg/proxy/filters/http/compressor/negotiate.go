@@ -45,6 +45,11 @@ func (f *filter) acceptEncodingAllowed(maybe bool, h headers) bool {
 		c.noAcceptHeader.Inc()
 		return false
 	}
+	if f.chain == nil {
+		// The filter saw no request head (a local reply before it):
+		// it decides alone.
+		f.chain = &chainState{configs: []*filterConfig{c}}
+	}
 	if !f.chain.decided {
 		f.chain.decision = f.chooseEncoding(h)
 		f.chain.decided = true
