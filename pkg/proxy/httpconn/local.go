@@ -108,7 +108,12 @@ func (s *stream) skipBody() bool {
 	if s.expect100 {
 		return false
 	}
-	br, ok := s.body.(*http1.BodyReader)
+	src := s.body
+	if s.xbody != nil {
+		// A body a filter transforms is skipped as the client sent it.
+		src = s.xbody.src
+	}
+	br, ok := src.(*http1.BodyReader)
 	if ok && br.SkipBuffered() {
 		s.bodyDone = true
 		return true

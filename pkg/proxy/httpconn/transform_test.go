@@ -86,3 +86,32 @@ func TestBodyTransforms(t *testing.T) {
 		}
 	}
 }
+
+// TestTransformedBodySkipped checks that a local reply skips a buffered
+// request body that a filter would have transformed, so the connection
+// carries the next request.
+func TestTransformedBodySkipped(t *testing.T) {
+	var zbody bytes.Buffer
+	zw := gzip.NewWriter(&zbody)
+	_, _ = io.WriteString(zw, "a short body")
+	_ = zw.Close()
+	st := stats.NewStore()
+	srv := echoUpstream(t)
+	cl := newFakeCluster(st, "echo", false, hostOf(srv))
+	decomp := filter("decomp", &decompressorv3.Decompressor{DecompressorLibrary: &corev3.TypedExtensionConfig{
+		Name: "in", TypedConfig: typed(&gzipdv3.Gzip{})}})
+	cfg := hcm(routeConfig(clusterRoute("/up", "echo")), decomp)
+	p := startProxy(t, cfg, Deps{Stats: st, Upstreams: fakeUpstreams{"echo": cl}, Extensions: builtin.Registry()})
+	c := client()
+	hdr := map[string]string{"content-encoding": "gzip"}
+	if status, _, _ := do(t, c, "POST", p.url("/nowhere"), bytes.NewReader(zbody.Bytes()), hdr); status != 404 {
+		t.Fatalf("status %d, want 404", status)
+	}
+	status, _, body := do(t, c, "POST", p.url("/up"), bytes.NewReader(zbody.Bytes()), hdr)
+	if status != 200 || !strings.HasSuffix(body, "\n\na short body") {
+		t.Fatalf("status %d, body %q", status, body)
+	}
+	if n := p.counter("http.test.downstream_cx_total"); n != 1 {
+		t.Errorf("%d connections, want the one kept alive", n)
+	}
+}
