@@ -35,15 +35,21 @@ type ReaderDecompressor struct {
 	// much.
 	OnError func(error)
 	OnRatio func()
+	// OnTrailing, when set, counts input that came after the end of the
+	// compressed stream (dropped).
+	OnTrailing func()
 
 	started, broken bool
-	in              chan []byte
-	hungry          chan struct{}
-	done            chan struct{}
-	quit            chan struct{}
-	cur             []byte
-	closed          bool
-	out             []byte
+	// ended: the stream ended where its format says (set by the
+	// goroutine before it closes done).
+	ended  bool
+	in     chan []byte
+	hungry chan struct{}
+	done   chan struct{}
+	quit   chan struct{}
+	cur    []byte
+	closed bool
+	out    []byte
 	// limit bounds the output of the call in progress (0: none);
 	// totalIn and totalOut count the body so far.
 	limit             uint64
@@ -65,7 +71,11 @@ func (d *ReaderDecompressor) allowance() uint64 {
 
 // Decompress implements Decompressor.
 func (d *ReaderDecompressor) Decompress(p []byte) []byte {
-	if d.broken || len(p) == 0 {
+	if len(p) == 0 {
+		return nil
+	}
+	if d.broken {
+		d.trailing()
 		return nil
 	}
 	if !d.started {
@@ -78,6 +88,7 @@ func (d *ReaderDecompressor) Decompress(p []byte) []byte {
 	case d.in <- p:
 	case <-d.done:
 		d.broken = true
+		d.trailing()
 		return d.out
 	}
 	select {
@@ -145,12 +156,20 @@ func (d *ReaderDecompressor) run() {
 			return
 		}
 		if errors.Is(err, io.EOF) {
+			d.ended = !d.closed
 			return
 		}
 		if err != nil {
 			d.fail(err)
 			return
 		}
+	}
+}
+
+// trailing counts input given after the stream ended.
+func (d *ReaderDecompressor) trailing() {
+	if d.ended && d.OnTrailing != nil {
+		d.OnTrailing()
 	}
 }
 

@@ -126,7 +126,10 @@ func (Decompressor) CompileDecompressor(config proto.Message, st *stats.Store, p
 		c.chunk = int(cs.GetValue())
 	}
 	if st != nil {
-		c.errors = st.Scope(prefix + "brotli.decompressor_library.").Counter("brotli_error")
+		sc := st.Scope(prefix + "brotli.decompressor_library.")
+		c.errors = sc.Counter("brotli_error")
+		c.overflow = sc.Counter("brotli_output_overflow")
+		c.redundant = sc.Counter("brotli_redundant_input")
 	}
 	return c, nil
 }
@@ -134,8 +137,10 @@ func (Decompressor) CompileDecompressor(config proto.Message, st *stats.Store, p
 // decompressorConfig is a compiled brotli decompressor.
 type decompressorConfig struct {
 	// chunk is chunk_size: the decoder's output buffer.
-	chunk  int
-	errors *stats.Counter
+	chunk int
+	// Envoy's counters: every error, then the output past the inflate
+	// bound and input after the stream's end.
+	errors, overflow, redundant *stats.Counter
 }
 
 // ContentEncoding implements compression.DecompressorConfig.
@@ -146,16 +151,27 @@ func (*decompressorConfig) StatsPrefix() string { return "brotli." }
 
 // NewDecompressor implements compression.DecompressorConfig.
 func (c *decompressorConfig) NewDecompressor() compression.Decompressor {
-	count := func() {
+	count := func(specific *stats.Counter) {
 		if c.errors != nil {
 			c.errors.Inc()
+		}
+		if specific != nil {
+			specific.Inc()
 		}
 	}
 	return &compression.ReaderDecompressor{
 		NewReader: func(r io.Reader) (io.Reader, error) { return brotli.NewReader(r), nil },
 		ChunkSize: c.chunk,
 		MaxRatio:  maxInflateRatio,
-		OnError:   func(error) { count() },
-		OnRatio:   count,
+		OnError: func(err error) {
+			// The Go decoder says so when data follows the stream.
+			if err.Error() == "brotli: excessive input" {
+				count(c.redundant)
+				return
+			}
+			count(nil)
+		},
+		OnRatio:    func() { count(c.overflow) },
+		OnTrailing: func() { count(c.redundant) },
 	}
 }

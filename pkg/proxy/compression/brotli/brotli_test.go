@@ -67,3 +67,32 @@ func compressorConfigbrotli() *brcv3.Brotli   { return &brcv3.Brotli{Quality: wr
 func decompressorConfigbrotli() *brdv3.Brotli { return &brdv3.Brotli{} }
 
 const errorStatbrotli = "p.brotli.decompressor_library.brotli_error"
+
+func TestRedundantInput(t *testing.T) {
+	cc, err := Compressor{}.CompileCompressor(compressorConfigbrotli())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cc.NewCompressor()
+	z, _ := c.Compress([]byte("hello"))
+	tail, _ := c.Finish()
+	z = append(append([]byte(nil), z...), tail...)
+	c.Release()
+	st := stats.NewStore()
+	dc, err := Decompressor{}.CompileDecompressor(decompressorConfigbrotli(), st, "p.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := dc.NewDecompressor()
+	defer d.Release()
+	out := append([]byte(nil), d.Decompress(z)...)
+	out = append(out, d.Decompress([]byte("more after the end"))...)
+	out = append(out, d.Finish()...)
+	if string(out) != "hello" {
+		t.Errorf("decoded %q", out)
+	}
+	if st.Counter("p.brotli.decompressor_library.brotli_redundant_input").Value() != 1 ||
+		st.Counter("p.brotli.decompressor_library.brotli_error").Value() != 1 {
+		t.Error("input after the end is not counted")
+	}
+}

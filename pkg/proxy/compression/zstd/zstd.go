@@ -132,6 +132,10 @@ func (Decompressor) CompileDecompressor(config proto.Message, st *stats.Store, p
 	if st != nil {
 		sc := st.Scope(prefix + "zstd.decompressor_library.")
 		c.generic = sc.Counter("zstd_generic_error")
+		c.checksum = sc.Counter("zstd_checksum_wrong_error")
+		c.memory = sc.Counter("zstd_memory_error")
+		// Envoy's dictionary counter: dictionaries are refused.
+		sc.Counter("zstd_dictionary_error")
 	}
 	return c, nil
 }
@@ -139,8 +143,10 @@ func (Decompressor) CompileDecompressor(config proto.Message, st *stats.Store, p
 // decompressorConfig is a compiled zstd decompressor.
 type decompressorConfig struct {
 	// chunk is chunk_size: the decoder's output buffer.
-	chunk   int
-	generic *stats.Counter
+	chunk int
+	// Envoy's counters: checksum mismatches, windows past the memory
+	// bound, and every other error.
+	generic, checksum, memory *stats.Counter
 }
 
 // ContentEncoding implements compression.DecompressorConfig.
@@ -156,6 +162,17 @@ func (c *decompressorConfig) NewDecompressor() compression.Decompressor {
 			c.generic.Inc()
 		}
 	}
+	onError := func(err error) {
+		switch {
+		case c.generic == nil:
+		case errors.Is(err, kzstd.ErrCRCMismatch):
+			c.checksum.Inc()
+		case errors.Is(err, kzstd.ErrWindowSizeExceeded), errors.Is(err, kzstd.ErrDecoderSizeExceeded):
+			c.memory.Inc()
+		default:
+			c.generic.Inc()
+		}
+	}
 	return &compression.ReaderDecompressor{
 		NewReader: func(r io.Reader) (io.Reader, error) {
 			d, err := kzstd.NewReader(r, kzstd.WithDecoderConcurrency(1), kzstd.WithDecoderMaxWindow(maxWindow), kzstd.WithDecoderLowmem(true))
@@ -166,7 +183,7 @@ func (c *decompressorConfig) NewDecompressor() compression.Decompressor {
 		},
 		ChunkSize: c.chunk,
 		MaxRatio:  maxInflateRatio,
-		OnError:   func(error) { count() },
+		OnError:   onError,
 		OnRatio:   count,
 	}
 }
