@@ -3,6 +3,7 @@ module github.com/outrigger-dev/outrigger
 go 1.26.8
 
 require (
+	github.com/andybalholm/brotli v1.2.8
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/circonus-labs/circonusllhist v0.1.3
 	github.com/cncf/xds/go v0.0.0-20260202195803-dba9d589def2
@@ -13,6 +14,7 @@ require (
 	github.com/google/go-cmp v0.7.0
 	github.com/gorilla/handlers v1.5.2
 	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674
+	github.com/klauspost/compress v1.18.7
 	github.com/miekg/dns v1.1.73
 	github.com/onsi/ginkgo/v2 v2.34.0
 	github.com/onsi/gomega v1.44.0

@@ -92,7 +92,7 @@ func (c *supportChecker) value(fd protoreflect.FieldDescriptor, rule fieldSuppor
 				// found by its name, as with no typed_config.
 				return
 			}
-			c.typedConfig(v.Message(), path, rule.category)
+			c.typedConfig(v.Message(), path, append([]string{rule.category}, rule.categories...))
 		case isWellKnown(name):
 			// A plain value (Struct, Duration...): nothing to support inside.
 		default:
@@ -104,7 +104,7 @@ func (c *supportChecker) value(fd protoreflect.FieldDescriptor, rule fieldSuppor
 // typedConfig checks a typed_config: its type must be a registered,
 // enabled extension of the expected category; then its contents are
 // validated and checked like any other message.
-func (c *supportChecker) typedConfig(m protoreflect.Message, path, category string) {
+func (c *supportChecker) typedConfig(m protoreflect.Message, path string, categories []string) {
 	a, ok := c.typedAny(m, path)
 	if !ok {
 		return
@@ -117,8 +117,8 @@ func (c *supportChecker) typedConfig(m protoreflect.Message, path, category stri
 	case ext.Disabled:
 		c.unsupported = append(c.unsupported, fieldErrorf(path, "extension %q is disabled by --disable-extensions", ext.Name))
 		return
-	case category != "" && ext.Category != category:
-		c.unsupported = append(c.unsupported, fieldErrorf(path, "extension %q (category %s) cannot be used here: expected category %s", ext.Name, ext.Category, category))
+	case categories[0] != "" && !slices.Contains(categories, ext.Category):
+		c.unsupported = append(c.unsupported, fieldErrorf(path, "extension %q (category %s) cannot be used here: expected category %s", ext.Name, ext.Category, strings.Join(categories, " or ")))
 		return
 	}
 	c.anyContents(a, path)
@@ -195,6 +195,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedCore, supportedListener, supportedHCM, supportedRoute, supportedCluster, supportedStats, supportedDynamic,
 	supportedOverload, supportedDNS, supportedAccessLog, supportedHTTPFilters, supportedExtAuthz, supportedTCPProxy,
 	supportedUpgrades,
+	supportedCompression,
 }
 
 // lookupSupport finds a field's support rule in the per-area tables.

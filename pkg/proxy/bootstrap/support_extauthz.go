@@ -70,7 +70,6 @@ var supportedExtAuthz = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ext_authz.v3.CheckSettings.context_extensions":             {},
 	"envoy.extensions.filters.http.ext_authz.v3.CheckSettings.disable_request_body_buffering": {},
 	"envoy.extensions.filters.http.ext_authz.v3.CheckSettings.with_request_body":              {},
-
-	"envoy.config.core.v3.RuntimeFeatureFlag.default_value": {},
-	"envoy.config.core.v3.RuntimeFeatureFlag.runtime_key":   {},
+	// RuntimeFeatureFlag (filter_enabled's kin) is listed with the
+	// compressor's fields, which share it.
 }

@@ -10,6 +10,9 @@ type fieldSupport struct {
 	// category, for a typed_config (Any) field, is the extension category
 	// its type must belong to.
 	category string
+	// categories are more categories a typed_config may belong to
+	// (TypedExtensionConfig serves several).
+	categories []string
 	// types, for a typed_config (Any) field that takes configuration
 	// messages rather than extensions, lists the message types it takes.
 	types []protoreflect.FullName

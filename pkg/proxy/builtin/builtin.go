@@ -9,9 +9,18 @@ import (
 	filev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
 	grpcalsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/grpc/v3"
 	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
+	brotlicv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/brotli/compressor/v3"
+	brotlidv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/brotli/decompressor/v3"
+	gzipcv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/gzip/compressor/v3"
+	gzipdv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/gzip/decompressor/v3"
+	zstdcv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/zstd/compressor/v3"
+	zstddv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/zstd/decompressor/v3"
+	compressorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/compressor/v3"
 	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
+	decompressorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/decompressor/v3"
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 	faultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
+	grpcwebv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/grpc_web/v3"
 	healthcheckv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/health_check/v3"
 	lrlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/local_ratelimit/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
@@ -26,11 +35,18 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/als"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/file"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/stream"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/compression"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/compression/brotli"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/compression/gzip"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/compression/zstd"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/compressor"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/cors"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/decompressor"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/extauthz"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/fault"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/grpcweb"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/healthcheck"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/localratelimit"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/router"
@@ -59,9 +75,20 @@ func Registry() *extension.Registry {
 		extension.Of(stream.StdoutName, AccessLoggers, &streamv3.StdoutAccessLog{}, stream.Stdout{}),
 		extension.Of(als.TCPName, AccessLoggers, &grpcalsv3.TcpGrpcAccessLogConfig{}, als.TCP{}),
 
+		extension.Of(brotli.CompressorName, compression.CompressorCategory, &brotlicv3.Brotli{}, brotli.Compressor{}),
+		extension.Of(gzip.CompressorName, compression.CompressorCategory, &gzipcv3.Gzip{}, gzip.Compressor{}),
+		extension.Of(zstd.CompressorName, compression.CompressorCategory, &zstdcv3.Zstd{}, zstd.Compressor{}),
+
+		extension.Of(brotli.DecompressorName, compression.DecompressorCategory, &brotlidv3.Brotli{}, brotli.Decompressor{}),
+		extension.Of(gzip.DecompressorName, compression.DecompressorCategory, &gzipdv3.Gzip{}, gzip.Decompressor{}),
+		extension.Of(zstd.DecompressorName, compression.DecompressorCategory, &zstddv3.Zstd{}, zstd.Decompressor{}),
+
+		extension.Of(compressor.Name, HTTPFilters, &compressorv3.Compressor{}, compressor.Factory{}).WithRouteConfig(&compressorv3.CompressorPerRoute{}),
 		extension.Of(cors.Name, HTTPFilters, &corsv3.Cors{}, cors.Factory{}).WithRouteConfig(&corsv3.CorsPolicy{}),
+		extension.Of(decompressor.Name, HTTPFilters, &decompressorv3.Decompressor{}, decompressor.Factory{}),
 		extension.Of(extauthz.Name, HTTPFilters, &extauthzv3.ExtAuthz{}, extauthz.Factory{}).WithRouteConfig(&extauthzv3.ExtAuthzPerRoute{}),
 		extension.Of(fault.Name, HTTPFilters, &faultv3.HTTPFault{}, fault.Factory{}).WithRouteConfig(&faultv3.HTTPFault{}),
+		extension.Of(grpcweb.Name, HTTPFilters, &grpcwebv3.GrpcWeb{}, grpcweb.Factory{}),
 		extension.Of(healthcheck.Name, HTTPFilters, &healthcheckv3.HealthCheck{}, healthcheck.Factory{}),
 		extension.Of(localratelimit.Name, HTTPFilters, &lrlv3.LocalRateLimit{}, localratelimit.Factory{}).WithRouteConfig(&lrlv3.LocalRateLimit{}),
 		extension.Of(router.Name, HTTPFilters, &routerv3.Router{}, router.Factory{}),

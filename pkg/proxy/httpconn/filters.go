@@ -66,9 +66,10 @@ func buildFilters(filters []*hcmv3.HttpFilter, reg *extension.Registry, ctx http
 		}
 		fctx := ctx
 		fctx.Name = f.GetName()
+		fctx.Extensions, fctx.LookupByName = reg, lookupByName(rt)
 		cfg, err := factory.Compile(msg, fctx)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s.typed_config.%w", path, err))
+			errs = append(errs, httpfilter.PrefixErrors(path+".typed_config.", err))
 			continue
 		}
 		terminal := isTerminal(cfg)

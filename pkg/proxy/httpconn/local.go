@@ -126,14 +126,21 @@ func (s *stream) skipBody() bool {
 	if s.expect100 {
 		return false
 	}
-	if rb, ok := s.body.(*replayBody); ok {
+	src := s.body
+	if s.xbody != nil {
+		// A body a filter transforms is skipped as the client sent it.
+		src = s.xbody.src
+	}
+	if rb, ok := src.(*replayBody); ok {
+		// A body ext_authz buffered: what is left of it, if it has all
+		// arrived.
 		if rb.skipBuffered() {
 			s.bodyDone = true
 			return true
 		}
 		return false
 	}
-	br, ok := s.body.(*http1.BodyReader)
+	br, ok := src.(*http1.BodyReader)
 	if ok && br.SkipBuffered() {
 		s.bodyDone = true
 		return true
@@ -146,7 +153,9 @@ func (s *stream) skipBody() bool {
 // after it, and writes the head.
 func (s *stream) sendHead(n int64, hasBody bool) error {
 	m := s.m
+	s.respLength, s.respHasBody = n, hasBody
 	s.encodeFilters()
+	n = s.transformResponse(n, hasBody)
 	h := &s.respHeaders
 	if !h.Has("date") {
 		h.Add("date", m.date.get(m.stamp(s.tLast)))

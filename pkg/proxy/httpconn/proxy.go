@@ -8,6 +8,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -467,9 +468,15 @@ func (s *stream) responseBodyFailed(cl UpstreamCluster, err error, tm *upstreamT
 // client: a timeout (answered 408 if nothing was sent yet), a malformed
 // chunked body (400), or the client gone.
 func (s *stream) requestBodyFailed(err error) {
-	var pe *http1.Error
+	var (
+		pe *http1.Error
+		be *httpfilter.BodyError
+	)
 	s.connectionUnusable()
 	switch {
+	case errors.As(err, &be):
+		// A filter refused the body it transforms.
+		s.bodyErrorReply(be)
 	case isTimeoutErr(err):
 		s.bodyTimedOut()
 	case errors.As(err, &pe):

@@ -218,6 +218,12 @@ func (s *stream) h2UpstreamFailed(cl UpstreamCluster, ctx context.Context, err e
 	if s.downstreamReset() {
 		return
 	}
+	if be := s.bodyErr.Load(); be != nil {
+		// A filter refused the request body, which failed the exchange.
+		s.connectionUnusable()
+		s.bodyErrorReply(be)
+		return
+	}
 	cs := cl.Stats()
 	var op *net.OpError
 	switch {
@@ -240,6 +246,9 @@ func (s *stream) h2BodyFailed(cl UpstreamCluster, ctx context.Context, err error
 	if s.downstreamReset() {
 		cl.Stats().RecordResponse(s.status)
 		return
+	}
+	if s.bodyErr.Load() != nil {
+		s.details = s.bodyErr.Load().Details
 	}
 	cs := cl.Stats()
 	s.m.stats.rqResetAfterStart.Inc()

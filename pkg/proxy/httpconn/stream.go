@@ -127,6 +127,19 @@ type stream struct {
 	// active are the request's filters, made by decodeFilters; kept for
 	// the response's encoding.
 	active []httpfilter.Filter
+	// The filters' body transformers (see transform.go), the wrappers
+	// that run them, the response body's framing as the filters see it,
+	// and the state the request's filters share.
+	reqXform    []httpfilter.DataDecoder
+	respXform   []httpfilter.DataEncoder
+	xbody       *decodingBody
+	xdown       encodingDown
+	respLength  int64
+	respHasBody bool
+	state       []stateEntry
+	// bodyErr is the error a filter refused the request body with, for
+	// the HTTP/2 upstream path, where another goroutine reads the body.
+	bodyErr atomic.Pointer[httpfilter.BodyError]
 
 	// Routing. cached is the route the filters see, matched on first use
 	// (routed) with its cluster picked (clusterName, wc the weighted
@@ -195,6 +208,8 @@ func (s *stream) begin(real time.Time, proto string) {
 	s.upPath, s.upAuthority = "", ""
 	s.status, s.started, s.closeConn, s.drainClose = 0, false, false, false
 	s.respHeaders.reset()
+	s.respLength, s.respHasBody = 0, false
+	s.bodyErr.Store(nil)
 	s.flags, s.details = 0, ""
 	s.bytesSent, s.bytesRecv = 0, 0
 	s.entry = accesslog.Entry{
@@ -259,6 +274,7 @@ func (s *stream) setRequest(method, path, authority string) {
 // runs while the request head's buffer still holds what the entry views.
 func (s *stream) end() {
 	m := s.m
+	s.untransform()
 	s.destroyFilters()
 	s.endUpgrade()
 	s.tLast = time.Now()
@@ -307,6 +323,7 @@ func (s *stream) decode() {
 	if !s.decodeFilters() {
 		return
 	}
+	s.transformRequest()
 	m.stats.routerRqTotal.Inc()
 	route := s.Route()
 	if route == nil {

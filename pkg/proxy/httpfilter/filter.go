@@ -27,6 +27,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
@@ -85,6 +86,13 @@ type Context struct {
 	Runtime Runtime
 	// Now is the clock of recorded times; never nil.
 	Now func() time.Time
+	// Extensions is the server's extension registry, in which a filter
+	// finds the extensions its configuration names (a compressor's
+	// compressor_library); nil when there is none.
+	Extensions *extension.Registry
+	// LookupByName reports whether extensions may be found by name (see
+	// extension.LookupByName).
+	LookupByName bool
 	// Services reaches the configuration's clusters, for the filters
 	// that call a service (ext_authz); nil when the server gives none.
 	Services Services
@@ -180,6 +188,26 @@ type Stream interface {
 	ResponseHeaders() router.HeaderEditor
 	// ResponseStatus is the response's status, during EncodeHeaders.
 	ResponseStatus() int
+	// RequestBody describes the request body: whether there is one, and
+	// its length (-1 when unknown: chunked, or HTTP/2 without
+	// content-length). Content-Length is not among RequestHeaders: the
+	// connection manager frames bodies itself.
+	RequestBody() (length int64, has bool)
+	// ResponseBody describes the response body during EncodeHeaders, as
+	// RequestBody: a HEAD request's response, a 204 or a 304 has none.
+	ResponseBody() (length int64, has bool)
+	// TransformRequestBody, during DecodeHeaders of a request with a
+	// body, sends every piece of the body through d (see DataDecoder).
+	TransformRequestBody(d DataDecoder)
+	// TransformResponseBody, during EncodeHeaders of a response with a
+	// body, sends every piece of the body and its trailers through e
+	// (see DataEncoder).
+	TransformResponseBody(e DataEncoder)
+	// StreamState returns the value kept under key for this request,
+	// made by create on first use: what the request's filters share
+	// (Envoy's per-stream filter state), such as the encoding several
+	// compressor filters chose together.
+	StreamState(key any, create func() any) any
 	// SendLocalReply answers the request with status and body (text/plain
 	// when not empty), the response flags of the access log, and the
 	// %RESPONSE_CODE_DETAILS%. The filter then returns Stop. A gRPC

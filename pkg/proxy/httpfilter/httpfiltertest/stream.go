@@ -3,6 +3,7 @@
 package httpfiltertest
 
 import (
+	"net/http"
 	"strings"
 	"time"
 
@@ -110,7 +111,102 @@ type Stream struct {
 	// CutWait makes Wait fail, as when the client has gone.
 	CutWait bool
 
-	conn map[any]any
+	// ReqBodyLen and ReqHasBody describe the request body (RequestBody);
+	// RespBodyLen and RespHasBody the response's (ResponseBody).
+	ReqBodyLen  int64
+	ReqHasBody  bool
+	RespBodyLen int64
+	RespHasBody bool
+	// Decoders and Encoders are the body transformers the filter asked
+	// for; DecodeBody and EncodeBody run them.
+	Decoders []httpfilter.DataDecoder
+	Encoders []httpfilter.DataEncoder
+
+	conn  map[any]any
+	state map[any]any
+}
+
+// RequestBody implements httpfilter.Stream.
+func (s *Stream) RequestBody() (int64, bool) { return s.ReqBodyLen, s.ReqHasBody }
+
+// ResponseBody implements httpfilter.Stream.
+func (s *Stream) ResponseBody() (int64, bool) { return s.RespBodyLen, s.RespHasBody }
+
+// TransformRequestBody implements httpfilter.Stream.
+func (s *Stream) TransformRequestBody(d httpfilter.DataDecoder) { s.Decoders = append(s.Decoders, d) }
+
+// TransformResponseBody implements httpfilter.Stream.
+func (s *Stream) TransformResponseBody(e httpfilter.DataEncoder) { s.Encoders = append(s.Encoders, e) }
+
+// StreamState implements httpfilter.Stream.
+func (s *Stream) StreamState(key any, create func() any) any {
+	if s.state == nil {
+		s.state = map[any]any{}
+	}
+	v, ok := s.state[key]
+	if !ok {
+		v = create()
+		s.state[key] = v
+	}
+	return v
+}
+
+// DecodeBody runs the request body, in the given pieces, through the
+// decoders the filter asked for, and returns what they made of it.
+func (s *Stream) DecodeBody(pieces ...[]byte) ([]byte, error) {
+	var out []byte
+	for _, p := range pieces {
+		for _, d := range s.Decoders {
+			var err error
+			if p, err = d.DecodeData(p); err != nil {
+				return out, err
+			}
+		}
+		out = append(out, p...)
+	}
+	for i, d := range s.Decoders {
+		tail, err := d.DecodeEnd()
+		if err != nil {
+			return out, err
+		}
+		for _, next := range s.Decoders[i+1:] {
+			if tail, err = next.DecodeData(tail); err != nil {
+				return out, err
+			}
+		}
+		out = append(out, tail...)
+	}
+	return out, nil
+}
+
+// EncodeBody runs the response body, in the given pieces, and trailers
+// through the encoders the filter asked for, and returns what they made
+// of them.
+func (s *Stream) EncodeBody(trailers http.Header, pieces ...[]byte) ([]byte, http.Header, error) {
+	var out []byte
+	for _, p := range pieces {
+		for _, e := range s.Encoders {
+			var err error
+			if p, err = e.EncodeData(p); err != nil {
+				return out, trailers, err
+			}
+		}
+		out = append(out, p...)
+	}
+	for i, e := range s.Encoders {
+		tail, t, err := e.EncodeEnd(trailers)
+		if err != nil {
+			return out, trailers, err
+		}
+		trailers = t
+		for _, next := range s.Encoders[i+1:] {
+			if tail, err = next.EncodeData(tail); err != nil {
+				return out, trailers, err
+			}
+		}
+		out = append(out, tail...)
+	}
+	return out, trailers, nil
 }
 
 var _ httpfilter.Stream = (*Stream)(nil)

@@ -1,0 +1,185 @@
+// Package gzip is the gzip compression library
+// (envoy.compression.gzip.compressor and
+// envoy.compression.gzip.decompressor), on klauspost/compress's deflate,
+// which produces the same format as zlib and is faster than Go's own.
+package gzip
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	gzipcv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/gzip/compressor/v3"
+	gzipdv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/gzip/decompressor/v3"
+	kgzip "github.com/klauspost/compress/gzip"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/compression"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+)
+
+// The library's names in the proxy. spelling.
+const (
+	CompressorName   = "proxy.compression.gzip.compressor"
+	DecompressorName = "proxy.compression.gzip.decompressor"
+)
+
+// Envoy's defaults.
+const (
+	defaultChunkSize       = 4096
+	defaultMaxInflateRatio = 100
+	// goWindowBits is the window of Go's deflate: 32 KiB, zlib's largest.
+	goWindowBits = 15
+)
+
+// Compressor is the compressor library's factory.
+type Compressor struct{}
+
+var _ compression.CompressorFactory = Compressor{}
+
+// CompileCompressor implements compression.CompressorFactory.
+// compression_strategy's FILTERED, RLE and FIXED, memory_level, and a
+// window_bits below 15 are zlib's tuning, which Go's deflate does not
+// have: they are refused rather than ignored (the support table refuses
+// the strategies).
+func (Compressor) CompileCompressor(config proto.Message) (compression.CompressorConfig, error) {
+	g, ok := config.(*gzipcv3.Gzip)
+	if !ok {
+		return nil, errors.New("not a Gzip compressor configuration")
+	}
+	var errs []error
+	level := int(g.GetCompressionLevel())
+	if level == int(gzipcv3.Gzip_DEFAULT_COMPRESSION) {
+		// zlib's Z_DEFAULT_COMPRESSION.
+		level = 6
+	}
+	switch g.GetCompressionStrategy() {
+	case gzipcv3.Gzip_DEFAULT_STRATEGY:
+	case gzipcv3.Gzip_HUFFMAN_ONLY:
+		level = kgzip.HuffmanOnly
+	default:
+		errs = append(errs, fmt.Errorf("compression_strategy: %s has no equivalent in Outrigger's deflate (supported: DEFAULT_STRATEGY, HUFFMAN_ONLY)", g.GetCompressionStrategy()))
+	}
+	if ml := g.GetMemoryLevel(); ml != nil {
+		errs = append(errs, errors.New("memory_level: zlib's memory level has no equivalent in Outrigger's deflate, which sizes its state itself"))
+	}
+	if wb := g.GetWindowBits(); wb != nil && wb.GetValue() != goWindowBits {
+		errs = append(errs, fmt.Errorf("window_bits: %d is not supported by Outrigger, whose deflate always uses a 32 KiB window (window_bits 15)", wb.GetValue()))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	c := &compressorConfig{level: level, chunk: defaultChunkSize}
+	if cs := g.GetChunkSize(); cs != nil {
+		c.chunk = int(cs.GetValue())
+	}
+	c.pool.New = func() any {
+		wc := &compression.WriterCompressor{OnRelease: c.release}
+		wc.Buf.Grow(c.chunk)
+		w, _ := kgzip.NewWriterLevel(&wc.Buf, c.level)
+		wc.W = w
+		return wc
+	}
+	return c, nil
+}
+
+// compressorConfig is a compiled gzip compressor.
+type compressorConfig struct {
+	level int
+	// chunk is chunk_size: the output buffer's size.
+	chunk int
+	pool  sync.Pool
+}
+
+// ContentEncoding implements compression.CompressorConfig.
+func (*compressorConfig) ContentEncoding() string { return "gzip" }
+
+// StatsPrefix implements compression.CompressorConfig.
+func (*compressorConfig) StatsPrefix() string { return "gzip." }
+
+// NewCompressor implements compression.CompressorConfig.
+func (c *compressorConfig) NewCompressor() compression.Compressor {
+	wc := c.pool.Get().(*compression.WriterCompressor)
+	wc.Buf.Reset()
+	wc.W.(*kgzip.Writer).Reset(&wc.Buf)
+	return wc
+}
+
+// release takes a compressor back into the pool.
+func (c *compressorConfig) release(wc *compression.WriterCompressor) { c.pool.Put(wc) }
+
+// Decompressor is the decompressor library's factory.
+type Decompressor struct{}
+
+var _ compression.DecompressorFactory = Decompressor{}
+
+// CompileDecompressor implements compression.DecompressorFactory.
+func (Decompressor) CompileDecompressor(config proto.Message, st *stats.Store, prefix string) (compression.DecompressorConfig, error) {
+	g, ok := config.(*gzipdv3.Gzip)
+	if !ok {
+		return nil, errors.New("not a Gzip decompressor configuration")
+	}
+	if wb := g.GetWindowBits(); wb != nil && wb.GetValue() != goWindowBits {
+		return nil, fmt.Errorf("window_bits: %d is not supported by Outrigger, whose inflate always accepts a 32 KiB window (window_bits 15)", wb.GetValue())
+	}
+	c := &decompressorConfig{ratio: defaultMaxInflateRatio, chunk: defaultChunkSize}
+	if cs := g.GetChunkSize(); cs != nil {
+		c.chunk = int(cs.GetValue())
+	}
+	if r := g.GetMaxInflateRatio(); r != nil {
+		c.ratio = uint64(r.GetValue())
+	}
+	if st != nil {
+		sc := st.Scope(prefix + "gzip.decompressor_library.")
+		c.dataError = sc.Counter("zlib_data_error")
+		c.bufError = sc.Counter("zlib_buf_error")
+		// Envoy's other zlib error counters, which Go's inflate never
+		// has a cause for.
+		sc.Counter("zlib_errno")
+		sc.Counter("zlib_stream_error")
+		sc.Counter("zlib_mem_error")
+		sc.Counter("zlib_version_error")
+	}
+	return c, nil
+}
+
+// decompressorConfig is a compiled gzip decompressor.
+type decompressorConfig struct {
+	// chunk is chunk_size: the decoder's output buffer.
+	chunk               int
+	ratio               uint64
+	dataError, bufError *stats.Counter
+}
+
+// ContentEncoding implements compression.DecompressorConfig.
+func (*decompressorConfig) ContentEncoding() string { return "gzip" }
+
+// StatsPrefix implements compression.DecompressorConfig.
+func (*decompressorConfig) StatsPrefix() string { return "gzip." }
+
+// NewDecompressor implements compression.DecompressorConfig.
+func (c *decompressorConfig) NewDecompressor() compression.Decompressor {
+	return &compression.ReaderDecompressor{
+		NewReader: func(r io.Reader) (io.Reader, error) { return kgzip.NewReader(r) },
+		ChunkSize: c.chunk,
+		MaxRatio:  c.ratio,
+		OnError: func(err error) {
+			// A stream cut short is zlib's Z_BUF_ERROR; anything else
+			// is bad data.
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				inc(c.bufError)
+				return
+			}
+			inc(c.dataError)
+		},
+		OnRatio: func() { inc(c.dataError) },
+	}
+}
+
+// inc increments c when there is one.
+func inc(c *stats.Counter) {
+	if c != nil {
+		c.Inc()
+	}
+}

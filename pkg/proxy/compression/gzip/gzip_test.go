@@ -1,0 +1,147 @@
+package gzip
+
+import (
+	"bytes"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	gzipcv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/gzip/compressor/v3"
+	gzipdv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/gzip/decompressor/v3"
+	kgzip "github.com/klauspost/compress/gzip"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/compression"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+)
+
+// gzipped compresses b in one go.
+func gzipped(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := kgzip.NewWriter(&buf)
+	if _, err := w.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// pieces decompresses b given in pieces of n bytes.
+func pieces(d compression.Decompressor, b []byte, n int) []byte {
+	var out []byte
+	for len(b) > 0 {
+		k := min(n, len(b))
+		out = append(out, d.Decompress(b[:k])...)
+		b = b[k:]
+	}
+	return append(out, d.Finish()...)
+}
+
+func decompressor(t *testing.T, st *stats.Store, g *gzipdv3.Gzip) compression.DecompressorConfig {
+	t.Helper()
+	c, err := Decompressor{}.CompileDecompressor(g, st, "p.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestRoundTrip(t *testing.T) {
+	cc, err := Compressor{}.CompileCompressor(&gzipcv3.Gzip{CompressionLevel: gzipcv3.Gzip_BEST_SPEED})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(strings.Repeat("round trip ", 5000))
+	c := cc.NewCompressor()
+	var z []byte
+	for i := 0; i < len(body); i += 1000 {
+		p, err := c.Compress(body[i:min(i+1000, len(body))])
+		if err != nil {
+			t.Fatal(err)
+		}
+		z = append(z, p...)
+	}
+	tail, err := c.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	z = append(z, tail...)
+	c.Release()
+	d := decompressor(t, stats.NewStore(), &gzipdv3.Gzip{}).NewDecompressor()
+	defer d.Release()
+	if got := pieces(d, z, 97); !bytes.Equal(got, body) {
+		t.Fatalf("got %d bytes back, want %d", len(got), len(body))
+	}
+}
+
+func TestBombIsCut(t *testing.T) {
+	st := stats.NewStore()
+	bomb := gzipped(t, make([]byte, 8<<20))
+	d := decompressor(t, st, &gzipdv3.Gzip{MaxInflateRatio: wrapperspb.UInt32(10)}).NewDecompressor()
+	defer d.Release()
+	got := pieces(d, bomb, 4096)
+	if len(got) > 10*len(bomb) {
+		t.Errorf("%d bytes out of a %d-byte bomb", len(got), len(bomb))
+	}
+	if st.Counter("p.gzip.decompressor_library.zlib_data_error").Value() != 1 {
+		t.Error("the cut is not counted")
+	}
+}
+
+func TestBrokenStreams(t *testing.T) {
+	st := stats.NewStore()
+	cfg := decompressor(t, st, &gzipdv3.Gzip{})
+	z := gzipped(t, []byte(strings.Repeat("x", 1000)))
+	d := cfg.NewDecompressor()
+	pieces(d, z[:len(z)/2], 10)
+	d.Release()
+	if st.Counter("p.gzip.decompressor_library.zlib_buf_error").Value() != 1 {
+		t.Error("a truncated stream is not counted as zlib_buf_error")
+	}
+	d = cfg.NewDecompressor()
+	if out := pieces(d, []byte("this is not gzip at all"), 5); len(out) != 0 {
+		t.Errorf("garbage decoded to %q", out)
+	}
+	d.Release()
+	if st.Counter("p.gzip.decompressor_library.zlib_data_error").Value() != 1 {
+		t.Error("garbage is not counted as zlib_data_error")
+	}
+}
+
+// TestReleaseEndsTheGoroutine checks that a body abandoned half-way
+// leaves no goroutine behind.
+func TestReleaseEndsTheGoroutine(t *testing.T) {
+	cfg := decompressor(t, stats.NewStore(), &gzipdv3.Gzip{})
+	z := gzipped(t, []byte(strings.Repeat("y", 100000)))
+	before := runtime.NumGoroutine()
+	for range 50 {
+		d := cfg.NewDecompressor()
+		d.Decompress(z[:len(z)/2])
+		d.Release()
+	}
+	for i := 0; i < 200 && runtime.NumGoroutine() > before; i++ {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines left behind", n-before)
+	}
+}
+
+func TestRefused(t *testing.T) {
+	for _, g := range []*gzipcv3.Gzip{
+		{MemoryLevel: wrapperspb.UInt32(5)},
+		{WindowBits: wrapperspb.UInt32(12)},
+		{CompressionStrategy: gzipcv3.Gzip_RLE},
+	} {
+		if _, err := (Compressor{}).CompileCompressor(g); err == nil {
+			t.Errorf("%v accepted", g)
+		}
+	}
+	if _, err := (Decompressor{}).CompileDecompressor(&gzipdv3.Gzip{WindowBits: wrapperspb.UInt32(9)}, nil, ""); err == nil {
+		t.Error("window_bits 9 accepted")
+	}
+}

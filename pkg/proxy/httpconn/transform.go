@@ -1,0 +1,317 @@
+package httpconn
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+)
+
+// Body transformation: the filters that asked for a body
+// (httpfilter.Stream.TransformRequestBody, TransformResponseBody) see
+// every piece of it. The request body is wrapped as a bodySource, the
+// response's downstream as a downstream, so that the forwarding paths
+// (HTTP/1 and HTTP/2 upstreams, local replies) stay as they are.
+
+// TransformRequestBody implements httpfilter.Stream.
+func (s *stream) TransformRequestBody(d httpfilter.DataDecoder) {
+	if s.body != nil && d != nil {
+		s.reqXform = append(s.reqXform, d)
+	}
+}
+
+// TransformResponseBody implements httpfilter.Stream.
+func (s *stream) TransformResponseBody(e httpfilter.DataEncoder) {
+	if s.respHasBody && e != nil {
+		s.respXform = append(s.respXform, e)
+	}
+}
+
+// RequestBody implements httpfilter.Stream.
+func (s *stream) RequestBody() (int64, bool) {
+	if s.body == nil {
+		return 0, false
+	}
+	if s.reqChunked {
+		return -1, true
+	}
+	return s.reqLength, true
+}
+
+// ResponseBody implements httpfilter.Stream.
+func (s *stream) ResponseBody() (int64, bool) { return s.respLength, s.respHasBody }
+
+// StreamState implements httpfilter.Stream.
+func (s *stream) StreamState(key any, create func() any) any {
+	for _, kv := range s.state {
+		if kv.key == key {
+			return kv.value
+		}
+	}
+	v := create()
+	s.state = append(s.state, stateEntry{key: key, value: v})
+	return v
+}
+
+// stateEntry is one value of StreamState.
+type stateEntry struct {
+	key, value any
+}
+
+// transformRequest wraps the request body in the decoders the filters
+// asked for: its length is unknown from now on.
+func (s *stream) transformRequest() {
+	if len(s.reqXform) == 0 || s.body == nil {
+		return
+	}
+	// A body of its own per request: an HTTP/2 upstream transport may
+	// still read it after the stream ended (see untransform).
+	s.xbody = &decodingBody{s: s, src: s.body, decs: s.reqXform}
+	s.body = s.xbody
+	s.reqLength, s.reqChunked = -1, true
+}
+
+// transformResponse wraps the downstream in the encoders the filters
+// asked for, once the response head is final: it returns the body length
+// to announce, -1 (unknown) when the body is transformed.
+func (s *stream) transformResponse(n int64, hasBody bool) int64 {
+	if len(s.respXform) == 0 {
+		return n
+	}
+	if !hasBody {
+		s.respXform = s.respXform[:0]
+		return n
+	}
+	s.xdown = encodingDown{inner: s.down, s: s, encs: s.respXform}
+	s.down = &s.xdown
+	return -1
+}
+
+// untransform undoes the wrappers at the end of the stream.
+func (s *stream) untransform() {
+	if s.down == &s.xdown {
+		s.down = s.xdown.inner
+	}
+	s.xdown = encodingDown{}
+	if b := s.xbody; b != nil {
+		// The filters are destroyed next: a transport still reading
+		// the body must not reach their decoders any more.
+		b.mu.Lock()
+		b.closed = true
+		b.mu.Unlock()
+		s.xbody = nil
+		s.reqXform = nil
+	}
+	clear(s.reqXform)
+	s.reqXform = s.reqXform[:0]
+	clear(s.respXform)
+	s.respXform = s.respXform[:0]
+	clear(s.state)
+	s.state = s.state[:0]
+}
+
+// bodyErrorReply answers a request whose body a filter refused
+// (httpfilter.BodyError) with the filter's status and body, in plain
+// HTTP even for a gRPC request, as Envoy's filters answer it; the
+// encoder filters still see the reply.
+func (s *stream) bodyErrorReply(be *httpfilter.BodyError) {
+	s.details = be.Details
+	if s.started {
+		s.resetDownstream()
+		return
+	}
+	s.respHeaders.reset()
+	s.status = be.Status
+	if be.Body != "" {
+		s.respHeaders.Add("content-type", "text/plain")
+	}
+	s.finishLocal(be.Body)
+}
+
+// errBodyClosed is what a request body read after its stream ended
+// gives.
+var errBodyClosed = errors.New("request body read after the stream ended")
+
+// decodingBody is a request body through the filters' decoders.
+type decodingBody struct {
+	s    *stream
+	src  bodySource
+	decs []httpfilter.DataDecoder
+	done bool
+	// mu guards the decoders against the stream's end: closed, set
+	// then, stops the body.
+	mu     sync.Mutex
+	closed bool
+	// scratch holds the last piece when decoders' ends join it.
+	scratch [2][]byte
+}
+
+// Next implements bodySource. The stream counts the bytes Next returns
+// as received; it is told of the client's bytes instead.
+func (b *decodingBody) Next() ([]byte, error) {
+	for {
+		if b.done {
+			return nil, io.EOF
+		}
+		p, err := b.src.Next()
+		raw := len(p)
+		end := errors.Is(err, io.EOF)
+		if err != nil && !end {
+			return nil, err
+		}
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			b.done = true
+			return nil, errBodyClosed
+		}
+		out, xerr := b.run(p, end)
+		b.mu.Unlock()
+		b.s.bytesRecv += uint64(raw) - uint64(len(out))
+		if xerr != nil {
+			b.done = true
+			var be *httpfilter.BodyError
+			if errors.As(xerr, &be) {
+				// The HTTP/2 upstream transport reads the body in a
+				// goroutine of its own and reports only that it failed.
+				b.s.bodyErr.Store(be)
+			}
+			return nil, xerr
+		}
+		if end {
+			b.done = true
+			return out, io.EOF
+		}
+		if len(out) > 0 {
+			return out, nil
+		}
+	}
+}
+
+// run passes p through the decoders, and their ends after it when end.
+func (b *decodingBody) run(p []byte, end bool) ([]byte, error) {
+	var err error
+	for i, d := range b.decs {
+		if len(p) > 0 {
+			if p, err = d.DecodeData(p); err != nil {
+				return nil, err
+			}
+		}
+		if end {
+			tail, err := d.DecodeEnd()
+			if err != nil {
+				return nil, err
+			}
+			if len(tail) > 0 {
+				buf := append(b.scratch[i%2][:0], p...)
+				p = append(buf, tail...)
+				b.scratch[i%2] = p
+			}
+		}
+	}
+	return p, nil
+}
+
+// encodingDown is the downstream of a response whose body goes through
+// the filters' encoders.
+type encodingDown struct {
+	inner    downstream
+	s        *stream
+	encs     []httpfilter.DataEncoder
+	trailer  http.Header
+	finished bool
+	scratch  [2][]byte
+}
+
+var _ downstream = (*encodingDown)(nil)
+
+// writeHead implements downstream.
+func (d *encodingDown) writeHead(s *stream, n int64, hasBody bool) error {
+	return d.inner.writeHead(s, n, hasBody)
+}
+
+// writeBody implements downstream. The stream counts the bytes given
+// as sent; it is told of the bytes that left instead.
+func (d *encodingDown) writeBody(p []byte) error {
+	out, err := d.run(p, false)
+	if err != nil {
+		return err
+	}
+	d.s.bytesSent += uint64(len(out)) - uint64(len(p))
+	if len(out) == 0 {
+		return nil
+	}
+	return d.inner.writeBody(out)
+}
+
+// writeBodyString implements downstream.
+func (d *encodingDown) writeBodyString(p string) error {
+	return d.writeBody([]byte(p))
+}
+
+// finish implements downstream: the encoders' ends, then the trailers
+// they leave, then the inner finish.
+func (d *encodingDown) finish() error {
+	if !d.finished {
+		d.finished = true
+		out, err := d.run(nil, true)
+		if err != nil {
+			return err
+		}
+		if len(out) > 0 {
+			if err := d.inner.writeBody(out); err != nil {
+				return err
+			}
+			d.s.bytesSent += uint64(len(out))
+		}
+		if len(d.trailer) > 0 {
+			d.inner.trailers(d.trailer)
+		}
+	}
+	return d.inner.finish()
+}
+
+// run passes p through the encoders, and their ends after it when end.
+func (d *encodingDown) run(p []byte, end bool) ([]byte, error) {
+	var err error
+	for i, e := range d.encs {
+		if len(p) > 0 {
+			if p, err = e.EncodeData(p); err != nil {
+				return nil, err
+			}
+		}
+		if end {
+			var tail []byte
+			if tail, d.trailer, err = e.EncodeEnd(d.trailer); err != nil {
+				return nil, err
+			}
+			if len(tail) > 0 {
+				buf := append(d.scratch[i%2][:0], p...)
+				p = append(buf, tail...)
+				d.scratch[i%2] = p
+			}
+		}
+	}
+	return p, nil
+}
+
+// abort implements downstream.
+func (d *encodingDown) abort() { d.inner.abort() }
+
+// flush implements downstream.
+func (d *encodingDown) flush() error { return d.inner.flush() }
+
+// continue100 implements downstream.
+func (d *encodingDown) continue100() error { return d.inner.continue100() }
+
+// trailers implements downstream: kept for the encoders' ends.
+func (d *encodingDown) trailers(t http.Header) { d.trailer = t }
+
+// touch implements downstream.
+func (d *encodingDown) touch(now time.Time) { d.inner.touch(now) }
+
+// gone implements downstream.
+func (d *encodingDown) gone() bool { return d.inner.gone() }

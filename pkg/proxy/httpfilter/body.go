@@ -1,0 +1,51 @@
+package httpfilter
+
+import "net/http"
+
+// Bodies. Most filters look at heads only, and a request's body flows
+// from the client to the upstream (and the response's back) without a
+// filter touching it. A filter that changes a body (compresses it,
+// decompresses it, re-frames it) asks for it in its head step: in
+// DecodeHeaders with Stream.TransformRequestBody, in EncodeHeaders with
+// Stream.TransformResponseBody. The body's length is then unknown (the
+// connection manager drops Content-Length and frames the body in chunks,
+// or in DATA frames), and every piece of it goes through the filter on
+// its way. The transformers of one body run in the order their filters
+// asked, which is the chain's order for the request and its reverse for
+// the response, as Envoy's decodeData and encodeData run.
+
+// DataDecoder transforms a request body (Envoy's decodeData). Its
+// results are valid until its next call: it may reuse one buffer.
+type DataDecoder interface {
+	// DecodeData is given each piece of the body, in order, and
+	// returns the bytes to send on in its place (possibly none).
+	DecodeData(p []byte) ([]byte, error)
+	// DecodeEnd runs once, after the last piece: it returns the body's
+	// last bytes (what the transformer still held).
+	DecodeEnd() ([]byte, error)
+}
+
+// DataEncoder transforms a response body (Envoy's encodeData and
+// encodeTrailers). Its results are valid until its next call.
+type DataEncoder interface {
+	// EncodeData is given each piece of the body, in order, and
+	// returns the bytes to send in its place (possibly none).
+	EncodeData(p []byte) ([]byte, error)
+	// EncodeEnd runs once, after the last piece, with the response's
+	// trailers (nil when it has none; the map is the encoder's to
+	// change). It returns the body's last bytes and the trailers to
+	// send (nil for none): gRPC-Web moves the trailers into the body.
+	EncodeEnd(trailers http.Header) ([]byte, http.Header, error)
+}
+
+// BodyError is a DataDecoder's error that answers the request with
+// Status and Body, when nothing was sent downstream yet, with Details as
+// %RESPONSE_CODE_DETAILS% (Envoy's filters answer bad bodies this way).
+type BodyError struct {
+	Status  int
+	Body    string
+	Details string
+}
+
+// Error implements error.
+func (e *BodyError) Error() string { return e.Body }

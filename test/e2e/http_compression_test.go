@@ -1,0 +1,409 @@
+package e2e
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/andybalholm/brotli"
+	"github.com/klauspost/compress/zstd"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// compressionBootstrap is a listener on port with three compressor
+// filters (gzip, brotli, zstd), routing to the HTTP/1 upstream at up and
+// (under /h2/) the h2c upstream at up2; /plain has compression disabled
+// per route.
+func compressionBootstrap(port int, up, up2 string) string {
+	lib := func(name, typ, extra string) string {
+		return fmt.Sprintf(`
+          - name: envoy.filters.http.compressor
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.compressor.v3.Compressor
+              response_direction_config:
+                common_config:
+                  min_content_length: 100
+                  content_type: [text/plain, application/json]
+              compressor_library:
+                name: %s
+                typed_config:
+                  "@type": type.googleapis.com/envoy.extensions.compression.%s
+                  %s`, name, typ, extra)
+	}
+	return fmt.Sprintf(`
+admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
+static_resources:
+  listeners:
+  - name: l
+    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: web
+          route_config:
+            virtual_hosts:
+            - name: app
+              domains: ["*"]
+              routes:
+              - match: {prefix: /plain}
+                route: {cluster: up}
+                typed_per_filter_config:
+                  envoy.filters.http.compressor:
+                    "@type": type.googleapis.com/envoy.extensions.filters.http.compressor.v3.CompressorPerRoute
+                    disabled: true
+              - match: {prefix: /h2/}
+                route: {cluster: up2}
+              - match: {prefix: /}
+                route: {cluster: up}
+          http_filters:%s%s%s
+          - name: envoy.filters.http.router
+            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
+  clusters:
+  - name: up
+    connect_timeout: 1s
+    type: STATIC
+    load_assignment:
+      cluster_name: up
+      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %s}}}}]}]
+  - name: up2
+    connect_timeout: 1s
+    type: STATIC
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        explicit_http_config: {http2_protocol_options: {}}
+    load_assignment:
+      cluster_name: up2
+      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %s}}}}]}]
+`, port,
+		lib("text", "gzip.compressor.v3.Gzip", "compression_level: COMPRESSION_LEVEL_6"),
+		lib("text", "brotli.compressor.v3.Brotli", "quality: 4"),
+		lib("text", "zstd.compressor.v3.Zstd", "compression_level: 3"),
+		portOf(up), portOf(up2))
+}
+
+// compressible is the upstream's body: text that compresses well.
+var compressible = strings.Repeat("Outrigger compresses what Envoy compresses. ", 500)
+
+// compressionUpstream serves /small (a short text), /image (a PNG type),
+// /etag (with a strong ETag) and anything else as compressible text; a
+// request that arrives with Accept-Encoding is refused, since the proxy
+// compresses.
+func compressionUpstream(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/small"):
+		w.Header().Set("content-type", "text/plain")
+		_, _ = io.WriteString(w, "short")
+		return
+	case strings.HasSuffix(r.URL.Path, "/image"):
+		w.Header().Set("content-type", "image/png")
+	case strings.HasSuffix(r.URL.Path, "/etag"):
+		w.Header().Set("etag", `"v1"`)
+		w.Header().Set("content-type", "text/plain")
+	default:
+		w.Header().Set("content-type", "text/plain; charset=utf-8")
+	}
+	_, _ = io.WriteString(w, compressible)
+}
+
+// decodeBody decodes a body of the given content-encoding.
+func decodeBody(encoding string, b []byte) string {
+	GinkgoHelper()
+	var r io.Reader
+	switch encoding {
+	case "gzip":
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		Expect(err).NotTo(HaveOccurred())
+		r = zr
+	case "br":
+		r = brotli.NewReader(bytes.NewReader(b))
+	case "zstd":
+		zr, err := zstd.NewReader(bytes.NewReader(b))
+		Expect(err).NotTo(HaveOccurred())
+		defer zr.Close()
+		r = zr
+	case "":
+		return string(b)
+	default:
+		Fail("unexpected content-encoding " + encoding)
+	}
+	out, err := io.ReadAll(r)
+	Expect(err).NotTo(HaveOccurred())
+	return string(out)
+}
+
+// rawClients are httpClients that leave Accept-Encoding and the bodies
+// alone (Go's transport otherwise asks for gzip and decodes it).
+func rawClients() map[string]*http.Client {
+	h2c := new(http.Protocols)
+	h2c.SetUnencryptedHTTP2(true)
+	return map[string]*http.Client{
+		"HTTP/1.1": {Timeout: 5 * time.Second, Transport: &http.Transport{DisableCompression: true}},
+		"HTTP/2":   {Timeout: 5 * time.Second, Transport: &http.Transport{Protocols: h2c, DisableCompression: true}},
+	}
+}
+
+var _ = Describe("The compressor filter", func() {
+	var (
+		sc   *Sidecar
+		port int
+	)
+
+	BeforeEach(func() {
+		up := httpTestUpstream(http.HandlerFunc(compressionUpstream), false)
+		up2 := httpTestUpstream(http.HandlerFunc(compressionUpstream), true)
+		port = freePort()
+		sc = Start(newDir(), compressionBootstrap(port, up, up2))
+	})
+
+	get := func(c *http.Client, path, accept string) Response {
+		GinkgoHelper()
+		h := http.Header{}
+		if accept != "" {
+			h.Set("Accept-Encoding", accept)
+		}
+		return httpDo(c, http.MethodGet, listenerURL(port, path), nil, h)
+	}
+
+	It("serves curl --compressed a gzip body that decodes to the original", func() {
+		out, err := exec.Command("curl", "-sS", "--max-time", "10", "--compressed", "-D", "-", listenerURL(port, "/text")).CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "%s", out)
+		head, body, ok := strings.Cut(string(out), "\r\n\r\n")
+		Expect(ok).To(BeTrue())
+		lower := strings.ToLower(head) + "\r\n"
+		Expect(lower).To(ContainSubstring("content-encoding: gzip\r\n"))
+		Expect(lower).To(ContainSubstring("vary: accept-encoding\r\n"))
+		Expect(lower).To(ContainSubstring("transfer-encoding: chunked\r\n"))
+		Expect(lower).NotTo(ContainSubstring("content-length"))
+		Expect(body).To(Equal(compressible))
+	})
+
+	It("answers curl asking for br and zstd with them", func() {
+		for _, enc := range []string{"br", "zstd"} {
+			out, err := exec.Command("curl", "-sS", "--max-time", "10", "-H", "Accept-Encoding: "+enc,
+				"--compressed", "-D", "-", listenerURL(port, "/text")).CombinedOutput()
+			Expect(err).NotTo(HaveOccurred(), "%s", out)
+			head, body, _ := strings.Cut(string(out), "\r\n\r\n")
+			Expect(strings.ToLower(head) + "\r\n").To(ContainSubstring("content-encoding: " + enc + "\r\n"))
+			Expect(body).To(Equal(compressible))
+		}
+	})
+
+	for proto, c := range rawClients() {
+		It("negotiates gzip, br and zstd by q-value over "+proto+", from HTTP/1 and h2c upstreams", func() {
+			for _, path := range []string{"/text", "/h2/text"} {
+				for accept, want := range map[string]string{
+					"gzip":                             "gzip",
+					"br":                               "br",
+					"zstd":                             "zstd",
+					"gzip;q=0.5, br;q=0.9, zstd;q=0.7": "br",
+					"gzip;q=0, *":                      "br",
+					"*":                                "gzip",
+					"identity":                         "",
+					"deflate":                          "",
+				} {
+					r := get(c, path, accept)
+					Expect(r.Status).To(Equal(http.StatusOK))
+					Expect(r.Header.Get("Content-Encoding")).To(Equal(want), "%s with Accept-Encoding %q", path, accept)
+					Expect(r.Header.Get("Vary")).To(Equal("Accept-Encoding"))
+					Expect(decodeBody(want, []byte(r.Body))).To(Equal(compressible), "%s with Accept-Encoding %q", path, accept)
+					if want != "" {
+						Expect(len(r.Body)).To(BeNumerically("<", len(compressible)/4))
+					}
+				}
+			}
+		})
+
+		It("leaves small bodies, other types, ETags and disabled routes alone over "+proto, func() {
+			r := get(c, "/small", "gzip")
+			Expect(r.Header.Get("Content-Encoding")).To(BeEmpty())
+			Expect(r.Body).To(Equal("short"))
+			r = get(c, "/image", "gzip")
+			Expect(r.Header.Get("Content-Encoding")).To(BeEmpty())
+			Expect(r.Header.Get("Vary")).To(BeEmpty())
+			Expect(r.Body).To(Equal(compressible))
+			r = get(c, "/plain", "gzip")
+			Expect(r.Header.Get("Content-Encoding")).To(BeEmpty())
+			Expect(r.Body).To(Equal(compressible))
+			r = get(c, "/text", "")
+			Expect(r.Header.Get("Content-Encoding")).To(BeEmpty())
+			Expect(r.Body).To(Equal(compressible))
+			// A strong ETag no longer names the bytes: it is dropped.
+			r = get(c, "/etag", "gzip")
+			Expect(r.Header.Get("Content-Encoding")).To(Equal("gzip"))
+			Expect(r.Header.Get("ETag")).To(BeEmpty())
+			Expect(decodeBody("gzip", []byte(r.Body))).To(Equal(compressible))
+		})
+	}
+
+	It("counts with Envoy's stat names", func() {
+		c := rawClients()["HTTP/1.1"]
+		r := get(c, "/text", "gzip")
+		Expect(r.Header.Get("Content-Encoding")).To(Equal("gzip"))
+		get(c, "/small", "gzip")
+		get(c, "/text", "")
+		get(c, "/text", "identity")
+		const p = "http.web.compressor.text.gzip."
+		Expect(httpStat(sc, p+"response.compressed")).To(Equal("1"))
+		Expect(httpStat(sc, p+"response.not_compressed")).To(Equal("3"))
+		Expect(httpStat(sc, p+"response.content_length_too_small")).To(Equal("1"))
+		Expect(httpStat(sc, p+"no_accept_header")).To(Equal("1"))
+		Expect(httpStat(sc, p+"header_identity")).To(Equal("1"))
+		Expect(httpStat(sc, p+"header_compressor_used")).To(Equal("1"))
+		Expect(httpStat(sc, p+"response.total_uncompressed_bytes")).To(Equal(fmt.Sprint(len(compressible))))
+		Expect(httpStat(sc, p+"response.total_compressed_bytes")).To(Equal(fmt.Sprint(len(r.Body))))
+		Expect(httpStat(sc, "http.web.compressor.text.brotli.header_compressor_overshadowed")).To(Equal("1"))
+	})
+})
+
+// decompressionBootstrap is a listener on port with a gzip decompressor
+// filter (max_inflate_ratio 400) in front of the upstream at up.
+func decompressionBootstrap(port int, up string) string {
+	return fmt.Sprintf(`
+admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
+static_resources:
+  listeners:
+  - name: l
+    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: web
+          route_config:
+            virtual_hosts:
+            - name: app
+              domains: ["*"]
+              routes: [{match: {prefix: /}, route: {cluster: up}}]
+          http_filters:
+          - name: envoy.filters.http.decompressor
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.decompressor.v3.Decompressor
+              decompressor_library:
+                name: body
+                typed_config:
+                  "@type": type.googleapis.com/envoy.extensions.compression.gzip.decompressor.v3.Gzip
+                  max_inflate_ratio: 400
+          - name: envoy.filters.http.router
+            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
+  clusters:
+  - name: up
+    connect_timeout: 1s
+    type: STATIC
+    load_assignment:
+      cluster_name: up
+      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %s}}}}]}]
+`, port, portOf(up))
+}
+
+// gzipOf compresses s.
+func gzipOf(s string) []byte {
+	GinkgoHelper()
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	_, err := io.WriteString(w, s)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(w.Close()).To(Succeed())
+	return b.Bytes()
+}
+
+var _ = Describe("The decompressor filter", func() {
+	var (
+		sc   *Sidecar
+		port int
+	)
+
+	BeforeEach(func() {
+		// The upstream answers with what it received: the request's
+		// Content-Encoding and Accept-Encoding, and the body's length and
+		// whether it is the expected text; /gzipped answers in gzip.
+		up := httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/gzipped" {
+				w.Header().Set("content-encoding", "gzip")
+				_, _ = w.Write(gzipOf(compressible))
+				return
+			}
+			b, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			fmt.Fprintf(w, "ce=%q ae=%q len=%d same=%v", r.Header.Get("Content-Encoding"), r.Header.Get("Accept-Encoding"),
+				len(b), string(b) == compressible)
+		}), false)
+		port = freePort()
+		sc = Start(newDir(), decompressionBootstrap(port, up))
+	})
+
+	for proto, c := range rawClients() {
+		It("hands the upstream gzip request bodies decoded, over "+proto, func() {
+			z := gzipOf(compressible)
+			h := http.Header{"Content-Encoding": {"gzip"}, "Content-Type": {"text/plain"}}
+			r := httpDo(c, http.MethodPost, listenerURL(port, "/upload"), bytes.NewReader(z), h)
+			Expect(r.Status).To(Equal(http.StatusOK))
+			Expect(r.Body).To(Equal(fmt.Sprintf(`ce="" ae="gzip" len=%d same=true`, len(compressible))))
+			Expect(httpStat(sc, "http.web.decompressor.body.gzip.request.decompressed")).To(Equal("1"))
+			Expect(httpStat(sc, "http.web.decompressor.body.gzip.request.total_compressed_bytes")).To(Equal(fmt.Sprint(len(z))))
+			Expect(httpStat(sc, "http.web.decompressor.body.gzip.request.total_uncompressed_bytes")).To(Equal(fmt.Sprint(len(compressible))))
+
+			// Another coding passes as it came.
+			r = httpDo(c, http.MethodPost, listenerURL(port, "/upload"), strings.NewReader("plain"), http.Header{"Content-Encoding": {"br"}})
+			Expect(r.Body).To(Equal(`ce="br" ae="gzip" len=5 same=false`))
+			Expect(httpStat(sc, "http.web.decompressor.body.gzip.request.not_decompressed")).To(Equal("1"))
+		})
+
+		It("decodes a gzip response for a client that did not ask for it, over "+proto, func() {
+			r := httpDo(c, http.MethodGet, listenerURL(port, "/gzipped"), nil, nil)
+			Expect(r.Status).To(Equal(http.StatusOK))
+			Expect(r.Header.Get("Content-Encoding")).To(BeEmpty())
+			Expect(r.Body).To(Equal(compressible))
+			Expect(httpStat(sc, "http.web.decompressor.body.gzip.response.decompressed")).To(Equal("1"))
+		})
+	}
+
+	It("cuts a gzip bomb at max_inflate_ratio and counts it", func() {
+		const size = 32 << 20
+		var b bytes.Buffer
+		w, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+		_, err := w.Write(make([]byte, size))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(w.Close()).To(Succeed())
+		bomb := b.Bytes()
+		r := httpDo(rawClients()["HTTP/1.1"], http.MethodPost, listenerURL(port, "/upload"), bytes.NewReader(bomb),
+			http.Header{"Content-Encoding": {"gzip"}})
+		Expect(r.Status).To(Equal(http.StatusOK))
+		var n int
+		_, err = fmt.Sscanf(r.Body[strings.Index(r.Body, "len="):], "len=%d", &n)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(n).To(BeNumerically("<=", 400*len(bomb)), "the upstream received %d bytes from a %d-byte bomb", n, len(bomb))
+		Expect(n).To(BeNumerically("<", size))
+		Expect(httpStat(sc, "http.web.decompressor.body.gzip.decompressor_library.zlib_data_error")).To(Equal("1"))
+	})
+})
+
+var _ = Describe("The compression filters' configuration", func() {
+	It("refuses what the libraries cannot do, every field with its path, in one run", func() {
+		const p = "static_resources.listeners[0].filter_chains[0].filters[0].typed_config.http_filters"
+		cfg := strings.Replace(compressionBootstrap(freePort(), "127.0.0.1:1", "127.0.0.1:2"),
+			"compression_level: COMPRESSION_LEVEL_6", "memory_level: 3\n                  window_bits: 10", 1)
+		cfg = strings.Replace(cfg, "quality: 4", "encoder_mode: TEXT", 1)
+		r, _ := validate("b.yaml", cfg)
+		Expect(r.ExitCode).To(Equal(1))
+		Expect(r.Stderr).To(ContainSubstring(p + "[1].typed_config.compressor_library.typed_config.encoder_mode: TEXT is not supported by Outrigger"))
+
+		cfg = strings.Replace(cfg, "encoder_mode: TEXT", "quality: 4", 1)
+		r, _ = validate("b.yaml", cfg)
+		Expect(r.ExitCode).To(Equal(1))
+		Expect(r.Stderr).To(ContainSubstring(p + "[0].typed_config.compressor_library.typed_config.memory_level: "))
+		Expect(r.Stderr).To(ContainSubstring(p + "[0].typed_config.compressor_library.typed_config.window_bits: 10 is not supported"))
+	})
+})
