@@ -139,6 +139,7 @@ func (s *stream) skipBody() bool {
 func (s *stream) sendHead(n int64, hasBody bool) error {
 	m := s.m
 	s.encodeFilters()
+	s.traceResponseHeaders()
 	h := &s.respHeaders
 	if !h.Has("date") {
 		h.Add("date", m.date.get(m.stamp(s.tLast)))

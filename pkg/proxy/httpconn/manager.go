@@ -47,6 +47,8 @@ type Manager struct {
 	logs    loggers.List
 	// replies is local_reply_config; nil without one.
 	replies *localReplies
+	// tracing is the connection manager's tracing; nil without.
+	tracing *tracingConfig
 	stats   *hcmStats
 	deps    Deps
 	log     logr.Logger
@@ -122,12 +124,18 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 		_ = logs.Close()
 		return nil, fmt.Errorf("local_reply_config.%w", err)
 	}
+	tr, err := readTracing(cfg, deps)
+	if err != nil {
+		_ = logs.Close()
+		return nil, err
+	}
 	m := &Manager{
 		cfg:     s,
 		routes:  table,
 		filters: filters,
 		logs:    logs,
 		replies: replies,
+		tracing: tr,
 		stats:   newHCMStats(deps.Stats, s.statPrefix, deps.ListenerStatPrefix),
 		deps:    deps,
 		log:     deps.Log,
@@ -233,11 +241,17 @@ func (m *Manager) Close() error {
 	return nil
 }
 
-// closeLogs closes the access loggers, delivering what they buffer.
+// closeLogs closes the access loggers and the tracer, delivering what
+// they buffer.
 func (m *Manager) closeLogs() {
 	m.logsOnce.Do(func() {
 		if err := m.logs.Close(); err != nil {
 			m.log.V(1).Info("closing access logs", "error", err.Error())
+		}
+		if m.tracing != nil && m.tracing.driver != nil {
+			if err := m.tracing.driver.Close(); err != nil {
+				m.log.V(1).Info("closing the tracer", "error", err.Error())
+			}
 		}
 	})
 }

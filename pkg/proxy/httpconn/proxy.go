@@ -69,10 +69,13 @@ func (s *stream) forward() {
 	cs.UpstreamRqActive.Inc()
 	host.Stats.RqTotal.Add(1)
 	host.Stats.RqActive.Add(1)
+	s.injectTrace(cl)
 	if cl.HTTP2() {
 		s.forwardHTTP2(cl, host)
+		s.finishChildSpan(cl, protoHTTP2)
 	} else {
 		s.forwardHTTP1(cl, host)
+		s.finishChildSpan(cl, protoHTTP11)
 	}
 	cs.UpstreamRqActive.Dec()
 	cs.UpstreamRqCompleted.Inc()

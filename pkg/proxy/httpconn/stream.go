@@ -11,6 +11,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -157,6 +158,15 @@ type stream struct {
 	bytesSent  uint64
 	bytesRecv  uint64
 
+	// Tracing: the request's span (nil when not traced, or without a
+	// tracer), the upstream request's child span, the trace reason, and
+	// the route decorator's operation while it is to be propagated.
+	span               *tracing.Span
+	child              *tracing.Span
+	traceReason        traceReason
+	decorated          string
+	decoratedPropagate bool
+
 	entry accesslog.Entry
 	// Scratch buffers behind header values the stream sets; each is
 	// rewritten only by the next request.
@@ -194,6 +204,7 @@ func (s *stream) begin(real time.Time, proto string) {
 	s.respHeaders.reset()
 	s.flags, s.details = 0, ""
 	s.bytesSent, s.bytesRecv = 0, 0
+	s.span, s.child, s.traceReason, s.decorated, s.decoratedPropagate = nil, nil, notTraceable, "", false
 	s.entry = accesslog.Entry{
 		StartTime:               now,
 		Protocol:                proto,
@@ -268,6 +279,12 @@ func (s *stream) end() {
 	if s.drainClose {
 		st.cxDrainClose.Inc()
 	}
+	if m.tracing != nil {
+		s.finishSpan(now)
+		// traceable_filter: traced because the service forced it, and
+		// not a health check (Envoy's shouldTraceRequest).
+		s.entry.ServiceForcedTrace = s.traceReason == traceServiceForced && !s.entry.HealthCheck
+	}
 	if m.logs.Empty() {
 		return
 	}
@@ -296,6 +313,9 @@ func (s *stream) decode() {
 		m.stats.rqOverloadClose.Inc()
 		s.localReply(503, bodyOverloaded, accesslog.OverloadManager, "overload")
 		return
+	}
+	if m.tracing != nil {
+		s.startTracing()
 	}
 	if !s.decodeFilters() {
 		return

@@ -66,6 +66,10 @@ type Route struct {
 	RateLimits          []*RateLimit
 	IncludeVHRateLimits bool
 
+	// Decorator is the route's decorator (the span's operation), nil
+	// when it has none.
+	Decorator *Decorator
+
 	// Direct is set when the route answers directly.
 	Direct *DirectResponse
 	// Redirect is set when the route answers with a redirect.
@@ -203,6 +207,9 @@ func compileVirtualHost(vhc *routev3.VirtualHost, opts *Options) (*VirtualHost, 
 // typed_per_filter_config apart; errors name the field below it.
 func compileRoute(rc *routev3.Route, maxBody uint32, opts *Options) (*Route, filterConfigs, error) {
 	r := &Route{Name: rc.GetName()}
+	if d := rc.GetDecorator(); d != nil {
+		r.Decorator = compileDecorator(d)
+	}
 	if rc.GetMatch() == nil {
 		return nil, nil, errors.New("match: a route match is required")
 	}

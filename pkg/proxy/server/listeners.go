@@ -102,7 +102,7 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 			Now:               s.now,
 		},
 		BuildChain: func(fc *listenerv3.FilterChain, drain *listener.Drain) (listener.ConnHandler, error) {
-			m, err := s.buildNetworkFilters(fc, drain, scope)
+			m, err := s.buildNetworkFilters(fc, drain, scope, lc.GetTrafficDirection() == corev3.TrafficDirection_OUTBOUND)
 			if err != nil {
 				return nil, err
 			}
@@ -124,8 +124,9 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 // buildNetworkFilters builds the network filters of one filter chain: one
 // http_connection_manager for now (tcp_proxy comes later). scope is the
 // listener's stat scope, under which the connection manager keeps its
-// per-listener stats. Errors name the field below the filter chain.
-func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener.Drain, scope string) (*httpconn.Manager, error) {
+// per-listener stats; egress is set for OUTBOUND listeners (their spans are
+// egress spans). Errors name the field below the filter chain.
+func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener.Drain, scope string, egress bool) (*httpconn.Manager, error) {
 	filters := fc.GetFilters()
 	if len(filters) != 1 {
 		return nil, fmt.Errorf("filters: exactly one network filter, the http_connection_manager, is supported by Outrigger for now (got %d)", len(filters))
@@ -152,6 +153,10 @@ func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener
 		Extensions:         s.ext,
 		AccessLogs:         s.accessLogContext(),
 		Runtime:            runtimeValues{s.runtime},
+		Tracing:            s.tracingContext(),
+		//lint:ignore SA1019 the bootstrap's tracing is deprecated for tracing.provider, and still accepted (with Envoy's deprecation warning).
+		DefaultTracer:      s.boot.GetTracing().GetHttp(),
+		Egress:             egress,
 		Overload:           s.httpOverload(),
 		Now:                s.clock,
 	})
