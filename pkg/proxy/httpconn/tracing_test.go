@@ -50,11 +50,11 @@ func TestFeatureEnabled(t *testing.T) {
 
 func TestUUIDReason(t *testing.T) {
 	cases := map[string]traceReason{
-		"01234567-89ab-4def-8123-456789abcdef": notTraceable,
-		"01234567-89ab-adef-8123-456789abcdef": traceServiceForced,
-		"01234567-89ab-bdef-8123-456789abcdef": traceSampling,
-		"01234567-89ab-cdef-8123-456789abcdef": traceClientForced,
-		"not-a-uuid":                           notTraceable,
+		"01234567-89ab-4def-8123-456789abcdef":  notTraceable,
+		"01234567-89ab-adef-8123-456789abcdef":  traceServiceForced,
+		"01234567-89ab-bdef-8123-456789abcdef":  traceSampling,
+		"01234567-89ab-cdef-8123-456789abcdef":  traceClientForced,
+		"not-a-uuid":                            notTraceable,
 		"01234567-89ab-bdef-8123-456789abcdef0": notTraceable,
 	}
 	for id, want := range cases {

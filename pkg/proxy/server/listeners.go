@@ -154,8 +154,7 @@ func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener
 		AccessLogs:         s.accessLogContext(),
 		Runtime:            runtimeValues{s.runtime},
 		Tracing:            s.tracingContext(),
-		//lint:ignore SA1019 the bootstrap's tracing is deprecated for tracing.provider, and still accepted (with Envoy's deprecation warning).
-		DefaultTracer:      s.boot.GetTracing().GetHttp(),
+		DefaultTracer:      s.defaultTracer(),
 		Egress:             egress,
 		Overload:           s.httpOverload(),
 		Now:                s.clock,

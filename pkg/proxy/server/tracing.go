@@ -1,6 +1,8 @@
 package server
 
 import (
+	tracev3 "github.com/envoyproxy/go-control-plane/envoy/config/trace/v3"
+
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
 )
@@ -25,4 +27,11 @@ func (s *Server) tracingContext() tracing.Context {
 		Node:    s.boot.GetNode(),
 		Runtime: runtimeValues{s.runtime},
 	}
+}
+
+// defaultTracer is the bootstrap's tracing.http: the tracer of connection
+// managers whose tracing names no provider.
+func (s *Server) defaultTracer() *tracev3.Tracing_Http {
+	//lint:ignore SA1019 the bootstrap's tracing is deprecated for tracing.provider, and still accepted (with Envoy's deprecation warning).
+	return s.boot.GetTracing().GetHttp()
 }
