@@ -41,4 +41,12 @@ var supportedTracing = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.HttpUri.uri":                                              {},
 	"envoy.config.core.v3.HttpUri.cluster":                                          {},
 	"envoy.config.core.v3.HttpUri.timeout":                                          {},
+
+	// The Zipkin tracer: JSON v2 over HTTP, B3 headers.
+	"envoy.config.trace.v3.ZipkinConfig.collector_cluster":          {},
+	"envoy.config.trace.v3.ZipkinConfig.collector_endpoint":         {},
+	"envoy.config.trace.v3.ZipkinConfig.trace_id_128bit":            {},
+	"envoy.config.trace.v3.ZipkinConfig.shared_span_context":        {},
+	"envoy.config.trace.v3.ZipkinConfig.collector_endpoint_version": {values: []string{"HTTP_JSON"}},
+	"envoy.config.trace.v3.ZipkinConfig.collector_hostname":         {},
 }

@@ -33,6 +33,9 @@ type BatchOptions struct {
 	MaxBuffered int
 	// Target names the collector in logs.
 	Target string
+	// FailedStat names the counter of exports that failed:
+	// "reports_failed" unless set (Zipkin's is "reports_dropped").
+	FailedStat string
 }
 
 // DefaultMaxBuffered is the bound of spans waiting for export.
@@ -70,6 +73,9 @@ func NewBatcher(exp Exporter, opts BatchOptions, ctx Context) *Batcher {
 	if st == nil {
 		st = stats.NewStore()
 	}
+	if opts.FailedStat == "" {
+		opts.FailedStat = "reports_failed"
+	}
 	if opts.MaxBuffered <= 0 {
 		opts.MaxBuffered = DefaultMaxBuffered
 	}
@@ -83,7 +89,7 @@ func NewBatcher(exp Exporter, opts BatchOptions, ctx Context) *Batcher {
 		timerFlushed:  sc.Counter("timer_flushed"),
 		dropped:       sc.Counter("spans_dropped"),
 		reportsSent:   sc.Counter("reports_sent"),
-		reportsFailed: sc.Counter("reports_failed"),
+		reportsFailed: sc.Counter(opts.FailedStat),
 		kick:          make(chan struct{}, 1),
 		stop:          make(chan struct{}),
 		done:          make(chan struct{}),
