@@ -27,8 +27,9 @@ func (Factory) Compile(config proto.Message, ctx tracing.Context) (tracing.Drive
 	if !ok {
 		return nil, errors.New("not a ZipkinConfig")
 	}
+	// The unset value (0, deprecated) means JSON, as in Envoy.
 	switch v := cfg.GetCollectorEndpointVersion(); v {
-	case tracev3.ZipkinConfig_DEPRECATED_AND_UNAVAILABLE_DO_NOT_USE, tracev3.ZipkinConfig_HTTP_JSON:
+	case 0, tracev3.ZipkinConfig_HTTP_JSON:
 	default:
 		return nil, fmt.Errorf("collector_endpoint_version: %v is not supported by Outrigger (HTTP_JSON is)", v)
 	}
