@@ -178,6 +178,8 @@ type stream struct {
 	viaRespBuf []byte
 	upLocalBuf []byte
 	logBuf     []byte
+	// tagBuf holds a span tag's value while the span copies it.
+	tagBuf []byte
 }
 
 // begin resets the stream for a new request whose first byte arrived at
@@ -280,10 +282,12 @@ func (s *stream) end() {
 		st.cxDrainClose.Inc()
 	}
 	if m.tracing != nil {
-		s.finishSpan(now)
 		// traceable_filter: traced because the service forced it, and
 		// not a health check (Envoy's shouldTraceRequest).
 		s.entry.ServiceForcedTrace = s.traceReason == traceServiceForced && !s.entry.HealthCheck
+		// The span goes last: the request headers the access log reads
+		// view the span's buffers, which it gives back when finished.
+		defer s.finishSpan(now)
 	}
 	if m.logs.Empty() {
 		return

@@ -270,7 +270,8 @@ func (s *stream) finishSpan(now time.Time) {
 	if id, ok := h.Get("x-request-id"); ok {
 		sp.SetTag("guid:x-request-id", id)
 	}
-	sp.SetTag("http.url", s.tagURL())
+	s.tagBuf = s.appendTagURL(s.tagBuf[:0])
+	sp.SetTag("http.url", view(s.tagBuf))
 	sp.SetTag("http.method", s.method)
 	sp.SetTag("downstream_cluster", headerOr(h, "x-envoy-downstream-service-cluster", "-"))
 	sp.SetTag("user_agent", headerOr(h, "user-agent", "-"))
@@ -279,8 +280,10 @@ func (s *stream) finishSpan(now time.Time) {
 	if v, ok := h.Get("x-client-trace-id"); ok {
 		sp.SetTag("guid:x-client-trace-id", v)
 	}
-	sp.SetTag("request_size", strconv.FormatUint(s.bytesRecv, 10))
-	sp.SetTag("response_size", strconv.FormatUint(s.bytesSent, 10))
+	s.tagBuf = strconv.AppendUint(s.tagBuf[:0], s.bytesRecv, 10)
+	sp.SetTag("request_size", view(s.tagBuf))
+	s.tagBuf = strconv.AppendUint(s.tagBuf[:0], s.bytesSent, 10)
+	sp.SetTag("response_size", view(s.tagBuf))
 	s.commonTags(sp, s.cluster)
 	sp.Finish(now)
 }
@@ -292,8 +295,10 @@ func (s *stream) commonTags(sp *tracing.Span, cl UpstreamCluster) {
 		sp.SetTag("upstream_cluster", cl.Name())
 		sp.SetTag("upstream_cluster.name", cl.Name())
 	}
-	sp.SetTag("http.status_code", strconv.Itoa(s.status))
-	sp.SetTag("response_flags", s.flags.String())
+	s.tagBuf = strconv.AppendInt(s.tagBuf[:0], int64(s.status), 10)
+	sp.SetTag("http.status_code", view(s.tagBuf))
+	s.tagBuf = s.flags.AppendShort(s.tagBuf[:0])
+	sp.SetTag("response_flags", view(s.tagBuf))
 	if s.status == 0 || s.status >= 500 {
 		sp.SetTag("error", "true")
 	}
@@ -310,9 +315,10 @@ func (s *stream) commonTags(sp *tracing.Span, cl UpstreamCluster) {
 	}
 }
 
-// tagURL is the http.url tag: the scheme (x-forwarded-proto), the host
-// and the original path cut at max_path_tag_length.
-func (s *stream) tagURL() string {
+// appendTagURL appends the http.url tag: the scheme
+// (x-forwarded-proto), the host and the original path cut at
+// max_path_tag_length.
+func (s *stream) appendTagURL(b []byte) []byte {
 	scheme := headerOr(&s.reqHeaders, "x-forwarded-proto", s.scheme)
 	host := s.authority
 	if s.upAuthority != "" {
@@ -322,7 +328,10 @@ func (s *stream) tagURL() string {
 	if n := s.m.tracing.maxPathTagLength; len(path) > n {
 		path = path[:n]
 	}
-	return scheme + "://" + host + path
+	b = append(b, scheme...)
+	b = append(b, "://"...)
+	b = append(b, host...)
+	return append(b, path...)
 }
 
 // headerOr is a request header's value, def when absent.

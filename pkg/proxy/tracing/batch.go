@@ -14,7 +14,8 @@ import (
 const closeGrace = time.Second
 
 // Exporter sends one batch of finished spans to a collector. It runs on
-// the batcher's goroutine only, within ctx.
+// the batcher's goroutine only, within ctx, and must not keep the spans or
+// their strings: they are recycled when it returns.
 type Exporter interface {
 	Export(ctx context.Context, spans []*Span) error
 }
@@ -117,6 +118,7 @@ func (b *Batcher) Report(s *Span) {
 	if b.closed || len(b.buf) >= b.opts.MaxBuffered {
 		b.mu.Unlock()
 		b.dropped.Inc()
+		s.Release()
 		return
 	}
 	b.buf = append(b.buf, s)
@@ -172,6 +174,11 @@ func (b *Batcher) flush() {
 	if len(spans) == 0 {
 		return
 	}
+	defer func() {
+		for _, s := range spans {
+			s.Release()
+		}
+	}()
 	timeout := time.Duration(b.runtime("request_timeout", 5000)) * time.Millisecond
 	ctx, cancel := context.WithTimeout(b.ctx, timeout)
 	defer cancel()

@@ -4,8 +4,9 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"math/rand/v2"
-	"strings"
+	"sync"
 	"time"
+	"unsafe"
 )
 
 // Kind is a span's role, as OpenTelemetry and Zipkin name them.
@@ -77,8 +78,10 @@ type Propagator interface {
 }
 
 // Span is one span. A connection manager owns it until Finish, from one
-// goroutine; then it belongs to the reporter. Its strings must not alias
-// buffers that are reused: SetTag and SetOperation copy theirs.
+// goroutine; then it belongs to the reporter, which releases it once
+// exported. Its strings must not alias buffers that are reused: SetTag and
+// SetOperation copy theirs into the span's own arena, and tag keys must be
+// immutable strings (constants, configuration).
 type Span struct {
 	Trace  TraceID
 	ID     SpanID
@@ -99,34 +102,78 @@ type Span struct {
 
 	reporter   Reporter
 	propagator Propagator
+	pool       *SpanPool
+	// arena holds the bytes of the strings the span copied.
+	arena []byte
 	// Scratch is the propagator's: header values it builds stay valid
 	// until the span is finished.
 	Scratch []byte
 }
 
+// SpanPool recycles a driver's spans: their tag lists and buffers are
+// reused, so that a request's span allocates nothing in the steady state.
+type SpanPool struct {
+	p sync.Pool
+}
+
+// Get returns a clean span that reports to r (when sampled) and
+// propagates with p.
+func (sp *SpanPool) Get(r Reporter, p Propagator) *Span {
+	s, _ := sp.p.Get().(*Span)
+	if s == nil {
+		s = &Span{}
+	}
+	s.reporter, s.propagator, s.pool = r, p, sp
+	return s
+}
+
 // NewSpan returns a span that reports to r (when sampled) and propagates
-// with p.
+// with p, with no pool.
 func NewSpan(r Reporter, p Propagator) *Span {
 	return &Span{reporter: r, propagator: p}
 }
 
+// Release gives a finished span back to its pool; the reporter calls it
+// once the span is exported (or dropped). Nothing may use the span, or
+// the strings it holds, afterwards.
+func (s *Span) Release() {
+	if s.pool == nil {
+		return
+	}
+	pool := s.pool
+	clear(s.Tags)
+	*s = Span{Tags: s.Tags[:0], arena: s.arena[:0], Scratch: s.Scratch[:0]}
+	pool.p.Put(s)
+}
+
+// own copies v into the span's arena.
+func (s *Span) own(v string) string {
+	if v == "" {
+		return ""
+	}
+	start := len(s.arena)
+	s.arena = append(s.arena, v...)
+	return unsafe.String(&s.arena[start], len(v))
+}
+
 // SetOperation renames the span (a route's decorator, an
 // x-envoy-decorator-operation header).
-func (s *Span) SetOperation(name string) { s.Name = strings.Clone(name) }
+func (s *Span) SetOperation(name string) { s.Name = s.own(name) }
 
 // SetTag sets an attribute, replacing an earlier value of the same key.
+// The key must be immutable; the value is copied.
 func (s *Span) SetTag(key, value string) {
 	if key == "" {
 		return
 	}
-	value = strings.Clone(value)
+	value = s.own(value)
 	for i := range s.Tags {
 		if s.Tags[i].Key == key {
 			s.Tags[i].Value = value
 			return
 		}
 	}
-	s.Tags = append(s.Tags, Tag{Key: strings.Clone(key), Value: value})
+	s.Tags = append(s.Tags, Tag{Key: key, Value: value})
 }
 
 // Tag returns an attribute's value.
@@ -150,27 +197,26 @@ func (s *Span) Inject(h HeaderSetter) {
 // Child starts a child span of s (the router's upstream span): same trace,
 // same sampling, s as parent, a new id, kind Client.
 func (s *Span) Child(name string, start time.Time) *Span {
-	c := &Span{
-		Trace:      s.Trace,
-		ID:         NewSpanID(),
-		Parent:     s.ID,
-		Name:       strings.Clone(name),
-		Kind:       Client,
-		Start:      start,
-		Sampled:    s.Sampled,
-		TraceState: s.TraceState,
-		reporter:   s.reporter,
-		propagator: s.propagator,
+	var c *Span
+	if s.pool != nil {
+		c = s.pool.Get(s.reporter, s.propagator)
+	} else {
+		c = NewSpan(s.reporter, s.propagator)
 	}
+	c.Trace, c.ID, c.Parent = s.Trace, NewSpanID(), s.ID
+	c.Name = c.own(name)
+	c.Kind, c.Start, c.Sampled = Client, start, s.Sampled
+	c.TraceState = s.TraceState
 	return c
 }
 
-// Finish ends the span at end and reports it when it is sampled. The span
-// must not be used afterwards.
+// Finish ends the span at end and reports it when it is sampled, or
+// releases it. The span must not be used afterwards.
 func (s *Span) Finish(end time.Time) {
 	s.End = end
 	if s.Sampled && s.reporter != nil {
-		s.Scratch = nil
 		s.reporter.Report(s)
+		return
 	}
+	s.Release()
 }

@@ -52,7 +52,9 @@ type StartOptions struct {
 	// Operation is the span's name as Envoy's tracer gives it: "ingress",
 	// or "egress <host>" on an OUTBOUND listener.
 	Operation string
-	// Host is the request's :authority (Zipkin names spans with it).
+	// Host is the request's :authority (Zipkin names spans with it). It
+	// may view a buffer the next request reuses: a span keeping it must
+	// copy it.
 	Host string
 	// Egress is set on OUTBOUND listeners: the span is the client's.
 	Egress bool

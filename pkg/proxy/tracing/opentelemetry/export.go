@@ -9,73 +9,58 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tracev3 "github.com/envoyproxy/go-control-plane/envoy/config/trace/v3"
-	collectorpb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
+	"google.golang.org/grpc"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
 )
 
-// resource is the OTLP resource of every span: service.name, unless
-// set_service_name_resource_attribute is false.
-func resource(cfg *tracev3.OpenTelemetryConfig) *resourcepb.Resource {
+// exportMethod is the OTLP trace service's Export method.
+const exportMethod = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+
+// resource is the attributes of the OTLP resource of every span:
+// service.name, unless set_service_name_resource_attribute is false.
+func resource(cfg *tracev3.OpenTelemetryConfig) []tracing.Tag {
 	if v := cfg.GetSetServiceNameResourceAttribute(); v != nil && !v.GetValue() {
-		return &resourcepb.Resource{}
+		return nil
 	}
 	name := cfg.GetServiceName()
 	if name == "" {
 		name = defaultServiceName
 	}
-	return &resourcepb.Resource{Attributes: []*commonpb.KeyValue{stringAttr("service.name", name)}}
+	return []tracing.Tag{{Key: "service.name", Value: name}}
 }
 
-// stringAttr is a string attribute.
-func stringAttr(k, v string) *commonpb.KeyValue {
-	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
-}
+// rawRequest is an export request already in its wire form.
+type rawRequest struct{ b []byte }
 
-// request is the OTLP export request of a batch.
-func request(res *resourcepb.Resource, spans []*tracing.Span) *collectorpb.ExportTraceServiceRequest {
-	out := make([]*tracepb.Span, len(spans))
-	for i, s := range spans {
-		ps := &tracepb.Span{
-			TraceId:           append([]byte(nil), s.Trace[:]...),
-			SpanId:            append([]byte(nil), s.ID[:]...),
-			TraceState:        s.TraceState,
-			Name:              s.Name,
-			Kind:              tracepb.Span_SPAN_KIND_SERVER,
-			StartTimeUnixNano: uint64(s.Start.UnixNano()),
-			EndTimeUnixNano:   uint64(s.End.UnixNano()),
-			Attributes:        make([]*commonpb.KeyValue, len(s.Tags)),
-		}
-		if s.Kind == tracing.Client {
-			ps.Kind = tracepb.Span_SPAN_KIND_CLIENT
-		}
-		if !s.Parent.IsZero() {
-			ps.ParentSpanId = append([]byte(nil), s.Parent[:]...)
-		}
-		for j, t := range s.Tags {
-			ps.Attributes[j] = stringAttr(t.Key, t.Value)
-		}
-		out[i] = ps
+// rawCodec sends rawRequests as they are and drops the response (a partial
+// success is not acted on, as in Envoy).
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) ([]byte, error) {
+	r, ok := v.(*rawRequest)
+	if !ok {
+		return nil, fmt.Errorf("rawCodec cannot marshal %T", v)
 	}
-	return &collectorpb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
-		Resource:   res,
-		ScopeSpans: []*tracepb.ScopeSpans{{Spans: out}},
-	}}}
+	return r.b, nil
 }
+
+func (rawCodec) Unmarshal([]byte, any) error { return nil }
+
+// Name is the content subtype of protobuf, which the request is.
+func (rawCodec) Name() string { return "proto" }
 
 // grpcExporter calls TraceService/Export.
 type grpcExporter struct {
 	ch  *grpcservice.Channel
-	res *resourcepb.Resource
+	res []tracing.Tag
+	// size is the last request's size, the next one's first guess.
+	size int
 }
 
 // newGRPCExporter opens the collector's channel.
-func newGRPCExporter(gs *corev3.GrpcService, res *resourcepb.Resource, ctx tracing.Context) (*grpcExporter, string, error) {
+func newGRPCExporter(gs *corev3.GrpcService, res []tracing.Tag, ctx tracing.Context) (*grpcExporter, string, error) {
 	if ctx.OpenGRPC == nil {
 		return nil, "", errors.New("envoy_grpc: gRPC services are not available here")
 	}
@@ -88,10 +73,14 @@ func newGRPCExporter(gs *corev3.GrpcService, res *resourcepb.Resource, ctx traci
 
 // Export implements tracing.Exporter.
 func (e *grpcExporter) Export(ctx context.Context, spans []*tracing.Span) error {
+	// A new buffer each time: gRPC may still hold the last one after a
+	// failed call returns.
+	b := appendRequest(make([]byte, 0, e.size), e.res, spans)
+	e.size = len(b)
 	cctx, cancel := e.ch.CallContext(ctx, false)
 	defer cancel()
-	_, err := collectorpb.NewTraceServiceClient(e.ch.Conn()).Export(cctx, request(e.res, spans))
-	return err
+	var resp struct{}
+	return e.ch.Conn().Invoke(cctx, exportMethod, &rawRequest{b: b}, &resp, grpc.ForceCodec(rawCodec{}))
 }
 
 // Close closes the channel.
@@ -99,14 +88,15 @@ func (e *grpcExporter) Close() error { return e.ch.Close() }
 
 // httpExporter posts OTLP/HTTP protobuf requests.
 type httpExporter struct {
-	p   *tracing.Poster
-	res *resourcepb.Resource
+	p    *tracing.Poster
+	res  []tracing.Tag
+	size int
 }
 
 // newHTTPExporter checks an HttpService: http_uri's uri (its host is the
 // :authority, its path the request path), cluster and timeout (each
 // export's, within the tracer's own), and request_headers_to_add.
-func newHTTPExporter(hs *corev3.HttpService, res *resourcepb.Resource, ctx tracing.Context) (*httpExporter, string, error) {
+func newHTTPExporter(hs *corev3.HttpService, res []tracing.Tag, ctx tracing.Context) (*httpExporter, string, error) {
 	if len(hs.GetFormatters()) > 0 {
 		return nil, "", errors.New("formatters: not supported by Outrigger")
 	}
@@ -157,11 +147,11 @@ func newHTTPExporter(hs *corev3.HttpService, res *resourcepb.Resource, ctx traci
 
 // Export implements tracing.Exporter.
 func (e *httpExporter) Export(ctx context.Context, spans []*tracing.Span) error {
-	body, err := proto.Marshal(request(e.res, spans))
-	if err != nil {
-		return err
-	}
-	return e.p.Post(ctx, "application/x-protobuf", body)
+	// A new buffer each time: the transport may still read the last one
+	// after a failed request returns.
+	b := appendRequest(make([]byte, 0, e.size), e.res, spans)
+	e.size = len(b)
+	return e.p.Post(ctx, "application/x-protobuf", b)
 }
 
 // Close closes the idle connections.

@@ -90,6 +90,7 @@ type driver struct {
 	// batcher is nil without a collector: spans then only propagate.
 	batcher *tracing.Batcher
 	closer  tracing.Exporter
+	pool    tracing.SpanPool
 }
 
 // StartSpan implements tracing.Driver, as Envoy's OpenTelemetry driver:
@@ -101,7 +102,7 @@ func (d *driver) StartSpan(h tracing.Headers, o tracing.StartOptions) *tracing.S
 	if d.batcher != nil {
 		rep = d.batcher
 	}
-	s := tracing.NewSpan(rep, w3c{})
+	s := d.pool.Get(rep, w3c{})
 	s.Name, s.Start = o.Operation, o.Start
 	if o.Egress {
 		s.Kind = tracing.Client

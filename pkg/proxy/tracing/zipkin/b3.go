@@ -184,10 +184,27 @@ type b3 struct{}
 // a b3 single header the client sent, which would contradict these, is
 // removed.
 func (b3) Inject(s *tracing.Span, h tracing.HeaderSetter) {
-	h.Set(b3TraceID, traceIDHex(s.Trace))
-	h.Set(b3SpanID, s.ID.Hex())
+	// The values live in the span's scratch buffer, sized once for the
+	// three ids, so that their views stay put.
+	b := s.Scratch[:0]
+	if cap(b) < 64 {
+		b = make([]byte, 0, 64)
+	}
+	trace := s.Trace[:]
+	if binary.BigEndian.Uint64(s.Trace[:8]) == 0 {
+		trace = s.Trace[8:]
+	}
+	b = hex.AppendEncode(b, trace)
+	traceHex := b[:len(b):len(b)]
+	b = hex.AppendEncode(b, s.ID[:])
+	spanHex := b[len(traceHex):]
+	b = hex.AppendEncode(b, s.Parent[:])
+	parentHex := b[len(traceHex)+len(spanHex):]
+	s.Scratch = b
+	h.Set(b3TraceID, unsafeString(traceHex))
+	h.Set(b3SpanID, unsafeString(spanHex))
 	if !s.Parent.IsZero() {
-		h.Set(b3ParentSpanID, s.Parent.Hex())
+		h.Set(b3ParentSpanID, unsafeString(parentHex))
 	} else {
 		h.Del(b3ParentSpanID)
 	}

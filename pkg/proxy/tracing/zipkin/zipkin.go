@@ -81,6 +81,7 @@ type driver struct {
 	service string
 	batcher *tracing.Batcher
 	poster  *tracing.Poster
+	pool    tracing.SpanPool
 }
 
 // StartSpan implements tracing.Driver, as Envoy's Zipkin driver: the span
@@ -94,8 +95,10 @@ func (d *driver) StartSpan(h tracing.Headers, o tracing.StartOptions) *tracing.S
 	if err != nil && !errors.Is(err, errNoContext) {
 		return nil
 	}
-	s := tracing.NewSpan(d.batcher, b3{})
-	s.Name, s.Start, s.Sampled = o.Host, o.Start, sampled
+	s := d.pool.Get(d.batcher, b3{})
+	// The host views the request's buffer: SetOperation copies it.
+	s.SetOperation(o.Host)
+	s.Start, s.Sampled = o.Start, sampled
 	if o.Egress {
 		s.Kind = tracing.Client
 	}
