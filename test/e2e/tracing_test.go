@@ -556,3 +556,65 @@ var _ = Describe("Tracing with OpenTelemetry", func() {
 		Expect(res.Stderr).To(ContainSubstring("otlp"))
 	})
 })
+
+var _ = Describe("Tracing of HTTP/2 and gRPC requests", func() {
+	It("tags a gRPC request's span with its path and the status from the trailers, an error for Unavailable", func() {
+		collector, cport := startOTLPCollector()
+		var seen atomic.Value
+		seen.Store("")
+		addr := httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			seen.Store(r.Header.Get("Traceparent"))
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/grpc")
+			w.Header().Set("Trailer", "Grpc-Status, Grpc-Message")
+			w.WriteHeader(200)
+			w.Header().Set("Grpc-Status", "14")
+			w.Header().Set("Grpc-Message", "backend down")
+		}), true)
+		_, upPort, _ := net.SplitHostPort(addr)
+		var up int
+		_, _ = fmt.Sscan(upPort, &up)
+		port := freePort()
+		cfg := tracingBootstrap(port, up, "INBOUND", otelTracing(""), grpcCollectorCluster(cport), "")
+		cfg = strings.Replace(cfg, "  - name: up\n    type: STATIC\n", `  - name: up
+    type: STATIC
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        explicit_http_config: {http2_protocol_options: {}}
+`, 1)
+		Start(newDir(), cfg)
+
+		h2c := new(http.Protocols)
+		h2c.SetUnencryptedHTTP2(true)
+		client := &http.Client{Transport: &http.Transport{Protocols: h2c}}
+		req, err := http.NewRequest(http.MethodPost, listenerURL(port, "/pkg.Svc/Call"), strings.NewReader("\x00\x00\x00\x00\x00"))
+		Expect(err).NotTo(HaveOccurred())
+		req.Header.Set("Content-Type", "application/grpc")
+		req.Header.Set("Grpc-Timeout", "5S")
+		req.Header.Set("Te", "trailers")
+		resp, err := client.Do(req)
+		Expect(err).NotTo(HaveOccurred())
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		Expect(resp.Trailer.Get("Grpc-Status")).To(Equal("14"))
+
+		Eventually(collector.received).Should(HaveLen(1))
+		sp := collector.received()[0]
+		for k, v := range map[string]string{
+			"http.protocol":     "HTTP/2",
+			"grpc.path":         "/pkg.Svc/Call",
+			"grpc.content_type": "application/grpc",
+			"grpc.timeout":      "5S",
+			"grpc.status_code":  "14",
+			"grpc.message":      "backend down",
+			"http.status_code":  "200",
+			"error":             "true",
+			"request_size":      "5",
+		} {
+			Expect(spanAttr(sp, k)).To(Equal(v), "tag %s", k)
+		}
+		_, parent, _ := traceparentOf(seen.Load().(string))
+		Expect(parent).To(Equal(hex.EncodeToString(sp.GetSpanId())))
+	})
+})

@@ -148,7 +148,10 @@ type stream struct {
 	down        downstream
 	status      int
 	respHeaders headerList
-	started     bool
+	// respTrailers are an HTTP/2 upstream's response trailers, nil when
+	// none came (read by tracing's gRPC tags).
+	respTrailers http.Header
+	started      bool
 	// closeConn: the connection closes after this response.
 	closeConn bool
 	// drainClose: closeConn because the listener drains.
@@ -204,6 +207,7 @@ func (s *stream) begin(real time.Time, proto string) {
 	s.upPath, s.upAuthority = "", ""
 	s.status, s.started, s.closeConn, s.drainClose = 0, false, false, false
 	s.respHeaders.reset()
+	s.respTrailers = nil
 	s.flags, s.details = 0, ""
 	s.bytesSent, s.bytesRecv = 0, 0
 	s.span, s.child, s.traceReason, s.decorated, s.decoratedPropagate = nil, nil, notTraceable, "", false

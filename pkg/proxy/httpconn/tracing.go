@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
@@ -280,12 +281,49 @@ func (s *stream) finishSpan(now time.Time) {
 	if v, ok := h.Get("x-client-trace-id"); ok {
 		sp.SetTag("guid:x-client-trace-id", v)
 	}
+	if ct, ok := h.Get("content-type"); ok && strings.HasPrefix(ct, "application/grpc") {
+		s.grpcTags(sp, ct)
+	}
 	s.tagBuf = strconv.AppendUint(s.tagBuf[:0], s.bytesRecv, 10)
 	sp.SetTag("request_size", view(s.tagBuf))
 	s.tagBuf = strconv.AppendUint(s.tagBuf[:0], s.bytesSent, 10)
 	sp.SetTag("response_size", view(s.tagBuf))
 	s.commonTags(sp, s.cluster)
 	sp.Finish(now)
+}
+
+// grpcTags are the tags of a gRPC request's span: its path, authority,
+// content type and timeout, and the grpc-status and grpc-message of the
+// answer (its trailers, or its headers for a trailers-only answer), with
+// error set for the statuses that are the server's fault.
+func (s *stream) grpcTags(sp *tracing.Span, contentType string) {
+	sp.SetTag("grpc.path", s.path)
+	sp.SetTag("grpc.authority", s.authority)
+	sp.SetTag("grpc.content_type", contentType)
+	if v, ok := s.reqHeaders.Get("grpc-timeout"); ok {
+		sp.SetTag("grpc.timeout", v)
+	}
+	status, ok := s.respHeaders.Get("grpc-status")
+	msg, hasMsg := s.respHeaders.Get("grpc-message")
+	if !ok && s.respTrailers != nil {
+		if vs := s.respTrailers.Values("grpc-status"); len(vs) > 0 {
+			status, ok = vs[0], true
+		}
+		if vs := s.respTrailers.Values("grpc-message"); len(vs) > 0 {
+			msg, hasMsg = vs[0], true
+		}
+	}
+	if !ok {
+		return
+	}
+	sp.SetTag("grpc.status_code", status)
+	if hasMsg {
+		sp.SetTag("grpc.message", msg)
+	}
+	switch status {
+	case "2", "4", "12", "8", "13", "14", "15": // Unknown, DeadlineExceeded, Unimplemented, ResourceExhausted, Internal, Unavailable, DataLoss
+		sp.SetTag("error", "true")
+	}
 }
 
 // commonTags are the tags of every span (Envoy's setCommonTags).
