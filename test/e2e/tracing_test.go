@@ -204,6 +204,11 @@ static_resources:
               - match: {path: /quiet}
                 decorator: {operation: quiet, propagate: false}
                 route: {cluster: up}
+              - match: {prefix: /route-sampled}
+                tracing:
+                  random_sampling: {numerator: 100}
+                  custom_tags: [{tag: team, literal: {value: routing}}, {tag: route, literal: {value: own}}]
+                route: {cluster: up}
               - match: {prefix: /}
                 route: {cluster: up}
           http_filters:
@@ -432,15 +437,31 @@ var _ = Describe("Tracing with OpenTelemetry", func() {
 		Expect(client).NotTo(BeNil())
 		Expect(spanAttr(client, "guid:x-client-trace-id")).To(Equal("client-42"))
 
+		// A route's own tracing replaces the manager's sampling (100%
+		// there, 0% here) and adds its tags, over the manager's of the
+		// same name.
+		code, _ = tracedGet(port, "/route-sampled/x", nil)
+		Expect(code).To(Equal(200))
+		Eventually(collector.received).Should(HaveLen(3))
+		var routed *tracepb.Span
+		for _, sp := range collector.received() {
+			if strings.HasSuffix(spanAttr(sp, "http.url"), "/route-sampled/x") {
+				routed = sp
+			}
+		}
+		Expect(routed).NotTo(BeNil())
+		Expect(spanAttr(routed, "team")).To(Equal("routing"))
+		Expect(spanAttr(routed, "route")).To(Equal("own"))
+
 		// A request id that already records a decision keeps it.
 		code, _ = tracedGet(port, "/kept", http.Header{"X-Request-Id": {"0123abcd-0000-b000-8000-000000000000"}})
 		Expect(code).To(Equal(200))
-		Eventually(collector.received).Should(HaveLen(3))
+		Eventually(collector.received).Should(HaveLen(4))
 
 		Expect(statValue(s, "http.traced.tracing.not_traceable")).To(Equal("5"))
 		Expect(statValue(s, "http.traced.tracing.service_forced")).To(Equal("1"))
 		Expect(statValue(s, "http.traced.tracing.client_enabled")).To(Equal("1"))
-		Expect(statValue(s, "http.traced.tracing.random_sampling")).To(Equal("1"))
+		Expect(statValue(s, "http.traced.tracing.random_sampling")).To(Equal("2"))
 		Expect(statValue(s, "http.traced.tracing.health_check")).To(Equal("0"))
 	})
 

@@ -24,9 +24,14 @@ var supportedTracing = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.Tracing.provider":            {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.Tracing.spawn_upstream_span": {},
 
-	"envoy.config.route.v3.Route.decorator":     {},
-	"envoy.config.route.v3.Decorator.operation": {},
-	"envoy.config.route.v3.Decorator.propagate": {},
+	"envoy.config.route.v3.Route.tracing":            {},
+	"envoy.config.route.v3.Tracing.client_sampling":  {},
+	"envoy.config.route.v3.Tracing.random_sampling":  {},
+	"envoy.config.route.v3.Tracing.overall_sampling": {},
+	"envoy.config.route.v3.Tracing.custom_tags":      {},
+	"envoy.config.route.v3.Route.decorator":          {},
+	"envoy.config.route.v3.Decorator.operation":      {},
+	"envoy.config.route.v3.Decorator.propagate":      {},
 
 	"envoy.extensions.filters.http.router.v3.Router.start_child_span": {},
 

@@ -64,10 +64,10 @@ func featureEnabled(rt RuntimeValues, key string, def fraction, random uint64) b
 			if v > 100 {
 				return true
 			}
-			def = fraction{num: v, den: 100}
+			def = fraction{Num: v, Den: 100}
 		}
 	}
-	return random%def.den < def.num
+	return random%def.Den < def.Num
 }
 
 // sampleRequest is Envoy's mutateTracingRequestHeader: the trace reason of
@@ -78,6 +78,10 @@ func featureEnabled(rt RuntimeValues, key string, def fraction, random uint64) b
 // further on keep it.
 func (s *stream) sampleRequest(t *tracingConfig) traceReason {
 	h := &s.reqHeaders
+	client, random, overall := t.client, t.random, t.overall
+	if r := s.Route(); r != nil && r.Tracing != nil {
+		client, random, overall = r.Tracing.Client, r.Tracing.Random, r.Tracing.Overall
+	}
 	id, ok := h.Get("x-request-id")
 	if !ok || len(id) < 8 {
 		return notTraceable
@@ -91,18 +95,18 @@ func (s *stream) sampleRequest(t *tracingConfig) traceReason {
 	reason := uuidReason(id)
 	if reason == notTraceable {
 		switch {
-		case h.Has("x-client-trace-id") && featureEnabled(rt, "tracing.client_enabled", t.client, rand.Uint64()):
+		case h.Has("x-client-trace-id") && featureEnabled(rt, "tracing.client_enabled", client, rand.Uint64()):
 			reason = traceClientForced
 		case h.Has("x-envoy-force-trace"):
 			reason = traceServiceForced
-		case featureEnabled(rt, "tracing.random_sampling", t.random, result):
+		case featureEnabled(rt, "tracing.random_sampling", random, result):
 			reason = traceSampling
 		}
 		if reason != notTraceable {
 			s.setRequestIDReason(id, reason)
 		}
 	}
-	if reason != notTraceable && !featureEnabled(rt, "tracing.global_enabled", t.overall, result) {
+	if reason != notTraceable && !featureEnabled(rt, "tracing.global_enabled", overall, result) {
 		reason = notTraceable
 		s.setRequestIDReason(id, reason)
 	}
@@ -340,15 +344,30 @@ func (s *stream) commonTags(sp *tracing.Span, cl UpstreamCluster) {
 	if s.status == 0 || s.status >= 500 {
 		sp.SetTag("error", "true")
 	}
-	for _, t := range s.m.tracing.tags {
-		v := t.value
-		if t.header != "" {
-			if hv, ok := s.reqHeaders.Get(t.header); ok {
+	s.customTags(sp, s.m.tracing.tags)
+	r := s.route
+	if r == nil {
+		// A request answered before the router ran: the route the
+		// filters matched, if any.
+		r = s.cached
+	}
+	if r != nil && r.Tracing != nil {
+		s.customTags(sp, r.Tracing.Tags)
+	}
+}
+
+// customTags sets custom tags; a request header tag takes its default
+// when the header is absent, and a tag with no value is not set.
+func (s *stream) customTags(sp *tracing.Span, tags []customTag) {
+	for _, t := range tags {
+		v := t.Value
+		if t.Header != "" {
+			if hv, ok := s.reqHeaders.Get(t.Header); ok {
 				v = hv
 			}
 		}
 		if v != "" {
-			sp.SetTag(t.tag, v)
+			sp.SetTag(t.Tag, v)
 		}
 	}
 }

@@ -4,23 +4,21 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 
 	tracev3 "github.com/envoyproxy/go-control-plane/envoy/config/trace/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
-	tracingtagsv3 "github.com/envoyproxy/go-control-plane/envoy/type/tracing/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
 )
 
 // defaultMaxPathTagLength is Envoy's max_path_tag_length default.
 const defaultMaxPathTagLength = 256
 
-// fraction is a sampling percentage as Envoy evaluates it: a random value
-// modulo den below num.
-type fraction struct{ num, den uint64 }
+// fraction is a sampling percentage as Envoy evaluates it.
+type fraction = router.Fraction
 
 // tracingConfig is the connection manager's tracing, compiled.
 type tracingConfig struct {
@@ -39,19 +37,16 @@ type tracingConfig struct {
 	nodeID, zone  string
 }
 
-// customTag is one custom_tags entry: a literal or environment value
-// (resolved at load, as Envoy does), or a request header's.
-type customTag struct {
-	tag, value, header string
-}
+// customTag is one custom_tags entry.
+type customTag = router.CustomTag
 
 // percent converts a Percent to Envoy's rounded fraction of den, def when
 // unset.
 func percent(p *typev3.Percent, den uint64) fraction {
 	if p == nil {
-		return fraction{num: den, den: den}
+		return fraction{Num: den, Den: den}
 	}
-	return fraction{num: uint64(math.Round(p.GetValue() / 100 * float64(den))), den: den}
+	return fraction{Num: uint64(math.Round(p.GetValue() / 100 * float64(den))), Den: den}
 }
 
 // readTracing compiles the connection manager's tracing, nil when it has
@@ -83,7 +78,7 @@ func readTracing(cfg *hcmv3.HttpConnectionManager, deps Deps) (*tracingConfig, e
 		t.maxPathTagLength = int(v.GetValue())
 	}
 	for i, ct := range tc.GetCustomTags() {
-		tag, err := compileCustomTag(ct)
+		tag, err := router.CompileCustomTag(ct)
 		if err != nil {
 			return nil, fmt.Errorf("tracing.custom_tags[%d].%w", i, err)
 		}
@@ -99,30 +94,6 @@ func readTracing(cfg *hcmv3.HttpConnectionManager, deps Deps) (*tracingConfig, e
 			return nil, fmt.Errorf("%s.%w", path, err)
 		}
 		t.driver = d
-	}
-	return t, nil
-}
-
-// compileCustomTag reads one custom tag; metadata tags are refused.
-func compileCustomTag(ct *tracingtagsv3.CustomTag) (customTag, error) {
-	t := customTag{tag: ct.GetTag()}
-	if t.tag == "" {
-		return t, errors.New("tag: must be set")
-	}
-	switch v := ct.GetType().(type) {
-	case *tracingtagsv3.CustomTag_Literal_:
-		t.value = v.Literal.GetValue()
-	case *tracingtagsv3.CustomTag_Environment_:
-		t.value = os.Getenv(v.Environment.GetName())
-		if t.value == "" {
-			t.value = v.Environment.GetDefaultValue()
-		}
-	case *tracingtagsv3.CustomTag_RequestHeader:
-		t.header, t.value = v.RequestHeader.GetName(), v.RequestHeader.GetDefaultValue()
-	case *tracingtagsv3.CustomTag_Metadata_:
-		return t, errors.New("metadata: not supported by Outrigger")
-	default:
-		return t, errors.New("type: one of literal, environment or request_header is required")
 	}
 	return t, nil
 }

@@ -12,11 +12,11 @@ func TestPercentRounding(t *testing.T) {
 		den  uint64
 		want fraction
 	}{
-		{nil, 10000, fraction{10000, 10000}},
-		{&typev3.Percent{Value: 0.01}, 10000, fraction{1, 10000}},
-		{&typev3.Percent{Value: 12.345}, 10000, fraction{1235, 10000}},
-		{&typev3.Percent{Value: 50.4}, 100, fraction{50, 100}},
-		{&typev3.Percent{Value: 0}, 100, fraction{0, 100}},
+		{nil, 10000, fraction{Num: 10000, Den: 10000}},
+		{&typev3.Percent{Value: 0.01}, 10000, fraction{Num: 1, Den: 10000}},
+		{&typev3.Percent{Value: 12.345}, 10000, fraction{Num: 1235, Den: 10000}},
+		{&typev3.Percent{Value: 50.4}, 100, fraction{Num: 50, Den: 100}},
+		{&typev3.Percent{Value: 0}, 100, fraction{Num: 0, Den: 100}},
 	}
 	for _, c := range cases {
 		if got := percent(c.p, c.den); got != c.want {
@@ -26,7 +26,7 @@ func TestPercentRounding(t *testing.T) {
 }
 
 func TestFeatureEnabled(t *testing.T) {
-	half := fraction{5000, 10000}
+	half := fraction{Num: 5000, Den: 10000}
 	cases := []struct {
 		name   string
 		rt     RuntimeValues

@@ -69,6 +69,8 @@ type Route struct {
 	// Decorator is the route's decorator (the span's operation), nil
 	// when it has none.
 	Decorator *Decorator
+	// Tracing is the route's tracing, nil when it has none.
+	Tracing *RouteTracing
 
 	// Direct is set when the route answers directly.
 	Direct *DirectResponse
@@ -209,6 +211,13 @@ func compileRoute(rc *routev3.Route, maxBody uint32, opts *Options) (*Route, fil
 	r := &Route{Name: rc.GetName()}
 	if d := rc.GetDecorator(); d != nil {
 		r.Decorator = compileDecorator(d)
+	}
+	if t := rc.GetTracing(); t != nil {
+		rt, err := compileRouteTracing(t)
+		if err != nil {
+			return nil, nil, fmt.Errorf("tracing.%w", err)
+		}
+		r.Tracing = rt
 	}
 	if rc.GetMatch() == nil {
 		return nil, nil, errors.New("match: a route match is required")
