@@ -159,7 +159,9 @@ func startTracedUpstream() *tracedUpstream {
 // tracingBootstrap is a listener on port routing to the upstream on
 // upPort (cluster "up"), with the connection manager's tracing given, the
 // collector clusters given, and a runtime that exports every span at once.
-// direction is the listener's traffic_direction.
+// direction is the listener's traffic_direction. Loopback clients are
+// internal (internal_address_config), so that x-envoy-force-trace and the
+// clients' x-request-id are kept.
 func tracingBootstrap(port, upPort int, direction, tracingCfg, clusters, router string) string {
 	return fmt.Sprintf(`
 node: {id: tracing-node, cluster: tracing-cluster, locality: {zone: zone-a}}
@@ -191,6 +193,9 @@ static_resources:
         typed_config:
           "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
           stat_prefix: traced
+          # Loopback clients are internal: they may force traces.
+          use_remote_address: true
+          internal_address_config: {cidr_ranges: [{address_prefix: 127.0.0.1, prefix_len: 32}]}
           tracing:
 %s
           route_config:
