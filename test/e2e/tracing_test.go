@@ -513,6 +513,19 @@ var _ = Describe("Tracing with OpenTelemetry", func() {
 		Expect(spanNamed(collector.received(), fmt.Sprintf("egress 127.0.0.1:%d", port))).NotTo(BeNil())
 	})
 
+	It("lets an ingress request name its own span with x-envoy-decorator-operation, which goes no further", func() {
+		collector, cport := startOTLPCollector()
+		up := startTracedUpstream()
+		port := freePort()
+		Start(newDir(), tracingBootstrap(port, up.port, "INBOUND", otelTracing(""), grpcCollectorCluster(cport), ""))
+		code, resp := tracedGet(port, "/checkout", http.Header{"X-Envoy-Decorator-Operation": {"client-op"}})
+		Expect(code).To(Equal(200))
+		Expect(resp.Get("X-Envoy-Decorator-Operation")).To(BeEmpty(), "the route's name is not echoed once the request named the span")
+		Expect(up.headers("/checkout").Get("X-Envoy-Decorator-Operation")).To(BeEmpty())
+		Eventually(collector.received).Should(HaveLen(1))
+		Expect(collector.received()[0].GetName()).To(Equal("client-op"))
+	})
+
 	It("exports over OTLP/HTTP to a cluster, with the configured headers", func() {
 		collector := &otlpCollector{}
 		rport, seen := startOTLPHTTPReceiver(collector)
