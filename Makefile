@@ -11,7 +11,7 @@ STATICCHECK_VERSION := v0.8.2
 BUILDFLAGS := -buildvcs=auto
 CONFIG ?= examples/quickstart.yaml
 
-.PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers bench-floods lint fmt clean \
+.PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers bench-floods bench-tcpproxy lint fmt clean \
 	manifests generate check-manifests test-cluster helm test-chart chart-crds
 
 all: build
@@ -91,6 +91,13 @@ bench-go:
 PEERS ?= $(CURDIR)/../shared/bench/peers.sh
 bench-peers: build
 	OUTRIGGER=$(BIN)/sidecar TARGETS="direct haproxy nginx outrigger" REPS=$${REPS:-3} bash $(PEERS)
+
+# tcp_proxy beside haproxy in TCP mode (small messages, bulk upload and
+# download), each proxy alone on CPU 0 with one worker, the clients and
+# upstreams on CPU 1 (test/bench/tcpproxy; haproxy from Debian's package).
+bench-tcpproxy: build
+	$(GO) build $(BUILDFLAGS) -o $(BIN)/tcpbench ./test/bench/tcpproxy
+	taskset -c 1 $(BIN)/tcpbench -sidecar $(BIN)/sidecar -reps $${REPS:-3} -dur $${DUR:-5s}
 
 # The sidecar under each HTTP/2 flood it defends against: memory growth and
 # another client's latency, beside a control (test/bench/floods).

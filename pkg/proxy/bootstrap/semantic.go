@@ -20,6 +20,8 @@ import (
 var (
 	hcmTypeName    = string(proto.MessageName(&hcmv3.HttpConnectionManager{}))
 	routerTypeName = string(proto.MessageName(&routerv3.Router{}))
+	// tcpProxyTypeName is tcp_proxy's configuration, a terminal filter.
+	tcpProxyTypeName = "envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy"
 	// httpFiltersCategory is the category of the HTTP filters.
 	httpFiltersCategory = "envoy.filters.http"
 )
@@ -28,7 +30,8 @@ var (
 // connection, so they must end their filter chain (Envoy's rule). It is an
 // immutable table.
 var terminalNetworkFilters = map[string]string{
-	hcmTypeName: "proxy.filters.network.http_connection_manager",
+	hcmTypeName:      "proxy.filters.network.http_connection_manager",
+	tcpProxyTypeName: "proxy.filters.network.tcp_proxy",
 }
 
 // semanticChecker holds the rules that protoc-gen-validate annotations

@@ -8,10 +8,20 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.bootstrap.v3.Bootstrap.StaticResources.clusters": {},
 
 	// Clusters.
-	"envoy.config.cluster.v3.Cluster.name":                              {},
-	"envoy.config.cluster.v3.Cluster.alt_stat_name":                     {},
-	"envoy.config.cluster.v3.Cluster.type":                              {values: []string{"STATIC", "STRICT_DNS", "LOGICAL_DNS"}},
-	"envoy.config.cluster.v3.Cluster.connect_timeout":                   {},
+	"envoy.config.cluster.v3.Cluster.name":                        {},
+	"envoy.config.cluster.v3.Cluster.alt_stat_name":               {},
+	"envoy.config.cluster.v3.Cluster.type":                        {values: []string{"STATIC", "STRICT_DNS", "LOGICAL_DNS"}},
+	"envoy.config.cluster.v3.Cluster.connect_timeout":             {},
+	"envoy.config.cluster.v3.Cluster.max_requests_per_connection": {},
+	"envoy.config.cluster.v3.Cluster.protocol_selection":          {values: []string{"USE_CONFIGURED_PROTOCOL"}},
+	// Metadata is data: /config_dump shows it; nothing Outrigger
+	// implements reads a cluster's metadata yet.
+	"envoy.config.cluster.v3.Cluster.metadata":                          {},
+	"envoy.config.cluster.v3.Cluster.upstream_connection_options":       {},
+	"envoy.config.cluster.v3.UpstreamConnectionOptions.tcp_keepalive":   {},
+	"envoy.config.core.v3.TcpKeepalive.keepalive_probes":                {},
+	"envoy.config.core.v3.TcpKeepalive.keepalive_time":                  {},
+	"envoy.config.core.v3.TcpKeepalive.keepalive_interval":              {},
 	"envoy.config.cluster.v3.Cluster.per_connection_buffer_limit_bytes": {},
 	"envoy.config.cluster.v3.Cluster.lb_policy":                         {values: []string{"ROUND_ROBIN"}},
 	"envoy.config.cluster.v3.Cluster.load_assignment":                   {},

@@ -14,6 +14,7 @@ import (
 	// ships but Outrigger does not implement.
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/open_telemetry/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/rbac/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/builtin"
@@ -187,8 +188,21 @@ func TestValidateSupport(t *testing.T) {
 			want:    []string{"static_resources.listeners[1].filter_chains[0].filter_chain_match.server_names: not supported by Outrigger"},
 		},
 		"unsupported network filter": {
-			overlay: listenerYAML("", `{name: tcp, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: tcp, cluster: backend}}`),
-			want:    []string{`static_resources.listeners[1].filter_chains[0].filters[0].typed_config: extension "envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy" is not supported by Outrigger`},
+			overlay: listenerYAML("", `{name: rbac, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.rbac.v3.RBAC, stat_prefix: r}}`),
+			want:    []string{`static_resources.listeners[1].filter_chains[0].filters[0].typed_config: extension "envoy.extensions.filters.network.rbac.v3.RBAC" is not supported by Outrigger`},
+		},
+		"tcp_proxy fields not implemented": {
+			overlay: listenerYAML("", `{name: tcp, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: tcp, cluster: backend, hash_policy: [{source_ip: {}}], tunneling_config: {hostname: h, propagate_response_headers: true}, on_demand: {}, upstream_connect_mode: ON_DOWNSTREAM_DATA}}`),
+			want: []string{
+				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.on_demand: not supported by Outrigger`,
+				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.hash_policy: not supported by Outrigger`,
+				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.tunneling_config.propagate_response_headers: not supported by Outrigger`,
+				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.upstream_connect_mode: ON_DOWNSTREAM_DATA is not supported by Outrigger (supported: IMMEDIATE)`,
+			},
+		},
+		"tcp_proxy not last": {
+			overlay: listenerYAML("", `{name: tcp, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: tcp, cluster: backend}}, {name: tcp2, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: tcp, cluster: backend}}`),
+			want:    []string{`static_resources.listeners[1].filter_chains[0].filters[0]: proxy.filters.network.tcp_proxy is a terminal filter and must be the last in the filter chain`},
 		},
 		"network filter of the wrong category": {
 			overlay: listenerYAML("", routerFilter),

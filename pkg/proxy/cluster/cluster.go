@@ -37,7 +37,10 @@ type Cluster struct {
 	// h2Stats creates the cluster's HTTP/2 codec stats with its first
 	// HTTP/2 connection.
 	h2Stats func() *h2UpstreamStats
-	readers sync.Pool
+	// h2Opening are the HTTP/2 connections whose stream cap
+	// (max_concurrent_streams) is not yet in force.
+	h2Opening openingConns
+	readers   sync.Pool
 
 	// conns are the open connections, so that Close can end them all.
 	// closed is set under connsMu, so that no connection is tracked after
@@ -80,6 +83,9 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 		now:      d.now,
 		rand:     d.rand,
 		conns:    map[*trackedConn]struct{}{},
+	}
+	if c.dial == nil {
+		c.dial = tcpDialer(s.keepalive)
 	}
 	size := s.readBufferSize()
 	c.readers.New = func() any { return bufio.NewReaderSize(nil, size) }

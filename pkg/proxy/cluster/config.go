@@ -3,6 +3,7 @@ package cluster
 import (
 	"maps"
 	"math"
+	"net"
 	"slices"
 	"time"
 
@@ -32,8 +33,11 @@ type settings struct {
 	// bufferLimit is per_connection_buffer_limit_bytes, 0 when unset.
 	bufferLimit uint32
 	protocol    protocolSettings
-	thresholds  [numPriorities]Thresholds
-	lb          lb.Config
+	// keepalive is upstream_connection_options.tcp_keepalive, nil for
+	// none (Envoy enables no TCP keep-alive upstream by default).
+	keepalive  *net.KeepAliveConfig
+	thresholds [numPriorities]Thresholds
+	lb         lb.Config
 	// priorities are a STATIC cluster's hosts; dns is a DNS cluster's
 	// resolution (its hosts come from the answers).
 	priorities [][]*upstream.Host
@@ -107,6 +111,16 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	var errList []error
 	s.protocol, errList = buildProtocol(c)
 	errs = append(errs, errList...)
+	//lint:ignore SA1019 Envoy still honours the cluster-level max_requests_per_connection
+	if v := c.GetMaxRequestsPerConnection(); v != nil {
+		if s.protocol.maxRequestsPerConn != 0 {
+			errs = append(errs, configErrorf("max_requests_per_connection", "cannot be combined with common_http_protocol_options.max_requests_per_connection; set it there"))
+		}
+		s.protocol.maxRequestsPerConn = v.GetValue()
+	}
+	if ka := c.GetUpstreamConnectionOptions().GetTcpKeepalive(); ka != nil {
+		s.keepalive = keepaliveConfig(ka)
+	}
 
 	s.thresholds, errList = buildThresholds(c.GetCircuitBreakers())
 	for _, err := range errList {

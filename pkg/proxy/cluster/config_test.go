@@ -200,6 +200,19 @@ func TestNewManagerErrors(t *testing.T) {
 				`static_resources.clusters[0].typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"].common_http_protocol_options.max_headers_count: not supported by Outrigger on a cluster (it applies to client connections only)`,
 			},
 		},
+		"max_requests_per_connection twice": {
+			yaml: `
+- name: a
+  max_requests_per_connection: 5
+  typed_extension_protocol_options:
+    envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+      "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+      common_http_protocol_options: {max_requests_per_connection: 3}
+      explicit_http_config: {http_protocol_options: {}}`,
+			want: []string{
+				"static_resources.clusters[0].max_requests_per_connection: cannot be combined with common_http_protocol_options.max_requests_per_connection; set it there",
+			},
+		},
 		"max_connection_duration on a cluster": {
 			yaml: `
 - name: a

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"io"
 	"net"
 	"sync/atomic"
@@ -71,3 +72,16 @@ func (tc *trackedConn) ReadFrom(r io.Reader) (int64, error) {
 	}
 	return io.Copy(tc.Conn, r)
 }
+
+// CloseWrite shuts down the sending side of the connection (a TCP
+// half-close), for the TCP proxy, which forwards a peer's FIN.
+func (tc *trackedConn) CloseWrite() error {
+	if cw, ok := tc.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
+}
+
+// NetConn returns the dialed connection itself, for socket-level I/O;
+// closing must still go through the trackedConn so that it is counted.
+func (tc *trackedConn) NetConn() net.Conn { return tc.Conn }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // ErrNoHealthyHost: the load balancer found no host to connect to.
@@ -18,6 +20,14 @@ func (c *Cluster) Connect(ctx context.Context) (net.Conn, error) {
 	if h == nil {
 		return nil, ErrNoHealthyHost
 	}
+	return c.ConnectHost(ctx, h)
+}
+
+// ConnectHost opens a plain connection to h, a host PickHost chose, as
+// Connect does: the TCP proxy picks the host itself so that it knows it
+// even when connecting fails (%UPSTREAM_HOST%, retries on another host).
+// The connection supports CloseWrite (a half-close) and NetConn.
+func (c *Cluster) ConnectHost(ctx context.Context, h *upstream.Host) (net.Conn, error) {
 	tc, err := c.connect(ctx, h)
 	if err != nil {
 		return nil, err

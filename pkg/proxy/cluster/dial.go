@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -14,10 +17,33 @@ import (
 // upstream TLS, source-address binding and tests.
 type DialFunc func(ctx context.Context, address string) (net.Conn, error)
 
-// dialTCP is the default DialFunc.
-func dialTCP(ctx context.Context, address string) (net.Conn, error) {
-	var d net.Dialer
-	return d.DialContext(ctx, "tcp", address)
+// tcpDialer is the DialFunc of a cluster when the server sets none: plain
+// TCP, with TCP keep-alive only when the cluster configures it (Go's
+// dialer would otherwise enable it; Envoy does not).
+func tcpDialer(keepalive *net.KeepAliveConfig) DialFunc {
+	d := net.Dialer{KeepAlive: -1}
+	if keepalive != nil {
+		d.KeepAliveConfig = *keepalive
+	}
+	return func(ctx context.Context, address string) (net.Conn, error) {
+		return d.DialContext(ctx, "tcp", address)
+	}
+}
+
+// keepaliveConfig converts a TcpKeepalive: each unset value keeps the
+// system's default, as in Envoy.
+func keepaliveConfig(ka *corev3.TcpKeepalive) *net.KeepAliveConfig {
+	cfg := &net.KeepAliveConfig{Enable: true, Idle: -1, Interval: -1, Count: -1}
+	if v := ka.GetKeepaliveTime(); v != nil {
+		cfg.Idle = time.Duration(v.GetValue()) * time.Second
+	}
+	if v := ka.GetKeepaliveInterval(); v != nil {
+		cfg.Interval = time.Duration(v.GetValue()) * time.Second
+	}
+	if v := ka.GetKeepaliveProbes(); v != nil {
+		cfg.Count = int(v.GetValue())
+	}
+	return cfg
 }
 
 // Errors a connection attempt can end with, besides the dialer's own.

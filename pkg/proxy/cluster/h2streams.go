@@ -1,10 +1,13 @@
 package cluster
 
 import (
+	"context"
 	"encoding/binary"
 	"io"
 	"math"
 	"net"
+	"sync"
+	"time"
 )
 
 // HTTP/2 frame facts the stream cap needs (RFC 9113 §4.1, §6.5).
@@ -40,15 +43,39 @@ type streamCapConn struct {
 	pending []byte
 	// remain is how much of a passed frame's payload is still to read.
 	remain int
+	// settled is called once, when the transport has applied the
+	// server's first SETTINGS (it reads again after processing a frame)
+	// or the connection failed before that; delivered is set when that
+	// frame has been handed over.
+	settled   func()
+	delivered bool
 }
 
-// newStreamCapConn caps c's streams at max (above 0).
-func newStreamCapConn(c net.Conn, max uint32) *streamCapConn {
-	return &streamCapConn{Conn: c, max: max, server: math.MaxUint32}
+// newStreamCapConn caps c's streams at max (above 0); settled is called
+// once the cap is in force, or the connection failed first.
+func newStreamCapConn(c net.Conn, max uint32, settled func()) *streamCapConn {
+	return &streamCapConn{Conn: c, max: max, server: math.MaxUint32, settled: settled}
+}
+
+// settle calls settled once.
+func (c *streamCapConn) settle() {
+	if f := c.settled; f != nil {
+		c.settled = nil
+		f()
+	}
 }
 
 // Read implements net.Conn.
-func (c *streamCapConn) Read(p []byte) (int, error) {
+func (c *streamCapConn) Read(p []byte) (n int, err error) {
+	if c.delivered && len(c.pending) == 0 {
+		// The transport reads again: it has processed the SETTINGS.
+		c.settle()
+	}
+	defer func() {
+		if err != nil {
+			c.settle()
+		}
+	}()
 	for {
 		if len(c.pending) > 0 {
 			n := copy(p, c.pending)
@@ -81,6 +108,7 @@ func (c *streamCapConn) Read(p []byte) (int, error) {
 			return 0, err
 		}
 		c.pending = c.capSettings(frame)
+		c.delivered = true
 	}
 }
 
@@ -109,4 +137,52 @@ func (c *streamCapConn) capSettings(frame []byte) []byte {
 	n := len(frame) - h2FrameHeaderLen
 	frame[0], frame[1], frame[2] = byte(n>>16), byte(n>>8), byte(n)
 	return frame
+}
+
+// openingConns counts a cluster's HTTP/2 connections whose stream cap is
+// not in force yet. Until the transport has read the server's SETTINGS it
+// takes a new connection for up to 100 streams, so requests wait for the
+// connections still opening before they choose one: only requests that
+// arrive together while a connection opens may exceed the cap on it.
+type openingConns struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{} // closed when n drops to 0
+}
+
+// add counts a connection opening.
+func (o *openingConns) add() {
+	o.mu.Lock()
+	if o.n == 0 {
+		o.zero = make(chan struct{})
+	}
+	o.n++
+	o.mu.Unlock()
+}
+
+// done counts a connection settled.
+func (o *openingConns) done() {
+	o.mu.Lock()
+	o.n--
+	if o.n == 0 {
+		close(o.zero)
+	}
+	o.mu.Unlock()
+}
+
+// wait waits until no connection is opening, ctx ends, or limit passes.
+func (o *openingConns) wait(ctx context.Context, limit time.Duration) {
+	o.mu.Lock()
+	n, zero := o.n, o.zero
+	o.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-zero:
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }

@@ -48,7 +48,7 @@ func TestStreamCapRewritesSettings(t *testing.T) {
 		frame(h2FrameSettings, 0, setting(0x1, 4096)),
 		frame(h2FrameSettings, 0, append(setting(0x1, 4096), setting(h2SettingMaxStreams, 1000)...)),
 	}, nil)
-	c := newStreamCapConn(fakeConn{r: iotestOneByte(bytes.NewReader(data))}, 10)
+	c := newStreamCapConn(fakeConn{r: iotestOneByte(bytes.NewReader(data))}, 10, nil)
 	got, err := io.ReadAll(readerOf(c))
 	if err != nil {
 		t.Fatal(err)
@@ -96,8 +96,7 @@ func TestHTTP2MaxConcurrentStreams(t *testing.T) {
 	}
 	var conns atomic.Int32
 	release := make(chan struct{})
-	var arrived sync.WaitGroup
-	arrived.Add(3)
+	arrivals := make(chan struct{}, 3)
 	protocols := new(http.Protocols)
 	protocols.SetUnencryptedHTTP2(true)
 	srv := &http.Server{
@@ -105,7 +104,7 @@ func TestHTTP2MaxConcurrentStreams(t *testing.T) {
 		ReadHeaderTimeout: 5 * time.Second,
 		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 100},
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			arrived.Done()
+			arrivals <- struct{}{}
 			select {
 			case <-release:
 			case <-time.After(10 * time.Second):
@@ -136,6 +135,9 @@ func TestHTTP2MaxConcurrentStreams(t *testing.T) {
 	h := c.PickHost()
 	var wg sync.WaitGroup
 	errs := make(chan error, 3)
+	// Each request starts once the one before is at the server, so the
+	// connection it would share has read the server's SETTINGS (see
+	// compat.md: a burst on a connection still opening may share it).
 	for range 3 {
 		wg.Go(func() {
 			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://ignored/", nil)
@@ -150,13 +152,11 @@ func TestHTTP2MaxConcurrentStreams(t *testing.T) {
 				errs <- fmt.Errorf("body %q", b)
 			}
 		})
-	}
-	waited := make(chan struct{})
-	go func() { arrived.Wait(); close(waited) }()
-	select {
-	case <-waited:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("the three requests did not all reach the server (%d connections)", conns.Load())
+		select {
+		case <-arrivals:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("a request did not reach the server (%d connections)", conns.Load())
+		}
 	}
 	close(release)
 	wg.Wait()

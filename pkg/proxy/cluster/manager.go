@@ -65,9 +65,6 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 	if o.Rand == nil {
 		o.Rand = rand.Uint64
 	}
-	if o.Dial == nil {
-		o.Dial = dialTCP
-	}
 	if o.Log.GetSink() == nil {
 		o.Log = logr.Discard()
 	}

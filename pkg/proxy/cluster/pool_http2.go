@@ -47,7 +47,8 @@ func (c *Cluster) dialHTTP2(ctx context.Context, addr string) (net.Conn, error) 
 	c.stats.UpstreamCxHTTP2Total.Inc()
 	var nc net.Conn = tc
 	if max := c.settings.protocol.h2.maxStreams; max > 0 {
-		nc = newStreamCapConn(nc, max)
+		c.h2Opening.add()
+		nc = newStreamCapConn(nc, max, c.h2Opening.done)
 	}
 	return newH2GuardConn(nc, &c.settings.protocol.h2, c.h2Stats()), nil
 }
@@ -60,6 +61,9 @@ func (c *Cluster) dialHTTP2(ctx context.Context, addr string) (net.Conn, error) 
 func (c *Cluster) RoundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Response, error) {
 	if c.h2 == nil {
 		return nil, fmt.Errorf("cluster %s uses HTTP/1.1", c.settings.name)
+	}
+	if c.settings.protocol.h2.maxStreams > 0 {
+		c.h2Opening.wait(req.Context(), c.settings.connectTimeout)
 	}
 	req.URL.Scheme = "http"
 	req.URL.Host = h.Address

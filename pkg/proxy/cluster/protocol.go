@@ -126,6 +126,9 @@ func downstreamOnlyHTTP2Fields(h2 *corev3.Http2ProtocolOptions, path string) []e
 		//lint:ignore SA1019 the deprecated field must be refused here like the others
 		"stream_error_on_invalid_http_messaging":        h2.GetStreamErrorOnInvalidHttpMessaging(),
 		"override_stream_error_on_invalid_http_message": h2.GetOverrideStreamErrorOnInvalidHttpMessage() != nil,
+		// Upgrades to HTTP/2 upstreams (extended CONNECT) are not
+		// carried; the listener's allow_connect is.
+		"allow_connect": h2.GetAllowConnect(),
 	} {
 		if set {
 			errs = append(errs, configErrorf(path+"."+field, "not supported by Outrigger on a cluster (it applies to client connections only)"))

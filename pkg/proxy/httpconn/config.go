@@ -81,6 +81,9 @@ type settings struct {
 	// h2 are the HTTP/2 server's settings and limits
 	// (http2_protocol_options).
 	h2 h2Settings
+
+	// upgrades are upgrade_configs (see readUpgrades).
+	upgrades map[string]bool
 }
 
 // stripPortMode is which port strip_matching_host_port or
@@ -120,6 +123,10 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 		defaultHostHTTP10:      cfg.GetHttpProtocolOptions().GetDefaultHostForHttp_10(),
 	}
 	s.h2 = readH2Settings(cfg)
+	var upgradeErr error
+	if s.upgrades, upgradeErr = readUpgrades(cfg.GetUpgradeConfigs()); upgradeErr != nil {
+		return s, upgradeErr
+	}
 	switch s.codec {
 	case hcmv3.HttpConnectionManager_AUTO, hcmv3.HttpConnectionManager_HTTP1, hcmv3.HttpConnectionManager_HTTP2:
 	default:

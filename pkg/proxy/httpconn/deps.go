@@ -2,6 +2,7 @@ package httpconn
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
@@ -39,6 +41,9 @@ type Deps struct {
 	// Extensions resolves the HTTP filters of http_filters to their
 	// factories; nil allows none (an empty list still means the router).
 	Extensions *extension.Registry
+	// Services is how filters that call a service (ext_authz) reach
+	// the configuration's clusters; nil gives them none.
+	Services httpfilter.Services
 	// AccessLogs is what the access loggers use of the server: where
 	// lines go (a file the server keeps, so that /reopen_logs reopens it,
 	// or a standard stream), gRPC channels, the node, stats. Without Open,
@@ -99,6 +104,10 @@ type UpstreamCluster interface {
 	// RoundTripHTTP2 sends one request to h over the cluster's HTTP/2
 	// pool.
 	RoundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Response, error)
+	// ConnectHost opens a plain TCP connection to h within the cluster's
+	// connect_timeout, for a CONNECT terminated at the proxy; the caller
+	// closes it.
+	ConnectHost(ctx context.Context, h *upstream.Host) (net.Conn, error)
 }
 
 // RuntimeValues is the server's runtime as the connection manager reads it:

@@ -23,16 +23,37 @@ func (s *stream) Sleep(d time.Duration) bool {
 	if d <= 0 {
 		return true
 	}
+	return s.hold(d, nil)
+}
+
+// Wait implements httpfilter.Stream: it holds the request until done is
+// closed, as Sleep holds it for a duration, under the same timeouts and
+// watching for the client in the same way.
+func (s *stream) Wait(done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+	}
+	return s.hold(0, done)
+}
+
+// hold holds the request for d, or until done is closed when d is 0 (see
+// Sleep and Wait).
+func (s *stream) hold(d time.Duration, done <-chan struct{}) bool {
 	now := time.Now()
 	s.tLast = now
-	end := now.Add(d)
+	var end time.Time
+	if d > 0 {
+		end = now.Add(d)
+	}
 	limit := after(now, s.filterIdleTimeout())
 	var reqLimit time.Time
 	if t := s.m.cfg.requestTimeout; t > 0 && !s.bodyDone {
 		reqLimit = s.t0.Add(t)
 		limit = earliest(limit, reqLimit)
 	}
-	timesOut := !limit.IsZero() && limit.Before(end)
+	timesOut := !limit.IsZero() && (end.IsZero() || limit.Before(end))
 	if timesOut {
 		end = limit
 	}
@@ -52,7 +73,14 @@ func (s *stream) Sleep(d time.Duration) bool {
 		s.abandon()
 		return false
 	}
-	timer := time.NewTimer(time.Until(end))
+	// Without an end (a Wait with no timeout in force), the timer
+	// never fires.
+	timer := time.NewTimer(time.Hour)
+	if !end.IsZero() {
+		timer.Reset(time.Until(end))
+	} else {
+		timer.Stop()
+	}
 	defer timer.Stop()
 	poll := time.NewTicker(gonePollInterval)
 	defer poll.Stop()
@@ -64,6 +92,9 @@ func (s *stream) Sleep(d time.Duration) bool {
 				s.sleepTimedOut(reqLimit)
 				return false
 			}
+			return true
+		case <-done:
+			s.tLast = time.Now()
 			return true
 		case <-*w:
 			s.abandon()

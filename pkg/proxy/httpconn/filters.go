@@ -3,6 +3,7 @@ package httpconn
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"time"
 
@@ -194,6 +195,12 @@ func (s *stream) Request() *router.Request { return &s.rreq }
 // RequestHeaders implements httpfilter.Stream.
 func (s *stream) RequestHeaders() router.HeaderEditor { return &s.reqHeaders }
 
+// SetPath implements httpfilter.Stream.
+func (s *stream) SetPath(path string) {
+	s.path, s.rreq.Path = path, path
+	s.entry.Path = path
+}
+
 // ResponseHeaders implements httpfilter.Stream.
 func (s *stream) ResponseHeaders() router.HeaderEditor { return &s.respHeaders }
 
@@ -272,6 +279,28 @@ func (s *stream) ConnectionState(key any, create func() any) any {
 	return s.connState.get(key, create)
 }
 
+// Info implements httpfilter.Stream.
+func (s *stream) Info() httpfilter.StreamInfo {
+	return httpfilter.StreamInfo{
+		RemoteAddress: s.remote,
+		LocalAddress:  s.local,
+		Protocol:      s.proto,
+		Start:         s.start,
+		BytesReceived: s.bytesRecv,
+		ContentLength: s.reqLength,
+	}
+}
+
+// close closes the compiled filter configurations that hold
+// resources (see httpfilter.Config), once no request uses them.
+func (fc *filterChain) close() {
+	for _, f := range fc.filters {
+		if c, ok := f.config.(io.Closer); ok {
+			_ = c.Close()
+		}
+	}
+}
+
 // filterContext is what the filters' configurations may use of the
 // server.
 func filterContext(statPrefix string, deps Deps) httpfilter.Context {
@@ -290,6 +319,9 @@ func filterContext(statPrefix string, deps Deps) httpfilter.Context {
 	}
 	if deps.Now != nil {
 		ctx.Now = deps.Now
+	}
+	if deps.Services != nil {
+		ctx.Services = deps.Services
 	}
 	return ctx
 }

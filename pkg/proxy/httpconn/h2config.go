@@ -58,6 +58,9 @@ type h2Settings struct {
 	// streamErrorOnInvalid: a malformed request resets its stream only;
 	// otherwise (Envoy's default) it ends the connection.
 	streamErrorOnInvalid bool
+	// allowConnect: extended CONNECT (RFC 8441) is announced and
+	// accepted, carrying WebSockets and other upgrades.
+	allowConnect bool
 }
 
 // readH2Settings reads http2_protocol_options. The API's own constraints
@@ -74,6 +77,7 @@ func readH2Settings(cfg *hcmv3.HttpConnectionManager) h2Settings {
 		maxPriorityPerStream:     orUint32(h2.GetMaxInboundPriorityFramesPerStream().GetValue(), h2.GetMaxInboundPriorityFramesPerStream() != nil, defaultH2MaxPriorityPerStream),
 		maxWindowUpdatePerData:   orUint32(h2.GetMaxInboundWindowUpdateFramesPerDataFrameSent().GetValue(), h2.GetMaxInboundWindowUpdateFramesPerDataFrameSent() != nil, defaultH2MaxWindowUpdatePerData),
 	}
+	s.allowConnect = h2.GetAllowConnect()
 	// The override wins over the older field, as in Envoy.
 	//lint:ignore SA1019 the deprecated field still configures the behaviour when the override is unset
 	s.streamErrorOnInvalid = h2.GetStreamErrorOnInvalidHttpMessaging()

@@ -149,10 +149,15 @@ func (c *serverConn) serveHTTP2() {
 func (h *h2Conn) readLoop() error {
 	cfg := &h.m.cfg
 	h.mu.Lock()
-	h.wbuf = appendSettings(h.wbuf,
+	settings := []uint32{
 		settingMaxConcurrentStreams, cfg.h2.maxStreams,
 		settingInitialWindowSize, cfg.h2.streamWindow,
-		settingMaxHeaderListSize, uint32(cfg.maxRequestHeadersBytes))
+		settingMaxHeaderListSize, uint32(cfg.maxRequestHeadersBytes),
+	}
+	if cfg.h2.allowConnect {
+		settings = append(settings, settingEnableConnectProtocol, 1)
+	}
+	h.wbuf = appendSettings(h.wbuf, settings...)
 	h.countFrameLocked(true)
 	if extra := int64(cfg.h2.connWindow) - h2DefaultWindow; extra > 0 {
 		h.wbuf = appendWindowUpdate(h.wbuf, 0, uint32(extra))
@@ -1059,7 +1064,10 @@ func (h *h2Conn) writePending() {
 		h.stats.pendingSendBytes.Add(int64(len(buf)))
 		h.stats.outboundFramesActive.Add(int64(frames))
 		h.stats.outboundControlFramesActive.Add(int64(control))
-		if d := after(time.Now(), timeout); h.wd.need(d, false) {
+		// The slack is the timeout's own: a fixed second would keep a
+		// deadline already past when the timeout is shorter and the
+		// writes further apart (a stream held by a filter).
+		if d := after(time.Now(), timeout); h.wd.needWithin(d, slackOf(timeout)) {
 			_ = h.c.nc.SetWriteDeadline(d)
 		}
 		_, err := h.c.cc.Write(buf)

@@ -57,6 +57,9 @@ const (
 	settingInitialWindowSize    = 0x4
 	settingMaxFrameSize         = 0x5
 	settingMaxHeaderListSize    = 0x6
+	// settingEnableConnectProtocol announces extended CONNECT (RFC
+	// 8441 §3).
+	settingEnableConnectProtocol = 0x8
 )
 
 // Protocol limits and defaults.

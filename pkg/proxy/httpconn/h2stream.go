@@ -30,14 +30,16 @@ type h2Stream struct {
 
 	// The request, as the read loop decodes it.
 	method, path, authority, scheme, host string
-	fields                                []field
-	cookies                               int
-	declared                              int64 // content-length, -1 without one
-	headerBytes                           int
-	sawRegular, tooLarge                  bool
-	teTrailers, expect100                 bool
-	endStream, refused, lastAllowed       bool
-	t0                                    time.Time
+	// protocol is the :protocol of an extended CONNECT (RFC 8441).
+	protocol                        string
+	fields                          []field
+	cookies                         int
+	declared                        int64 // content-length, -1 without one
+	headerBytes                     int
+	sawRegular, tooLarge            bool
+	teTrailers, expect100           bool
+	endStream, refused, lastAllowed bool
+	t0                              time.Time
 
 	// State shared with the read loop, under h.mu. responded: the
 	// response head went out (a stream reset after that is not
@@ -86,6 +88,7 @@ func (st *h2Stream) open(h *h2Conn, id uint32, endStream, refused bool) {
 	st.s.connID, st.s.remote, st.s.remoteIP, st.s.local = c.id, c.remote, c.remoteIP, c.local
 	st.s.connState = &c.filterState
 	st.method, st.path, st.authority, st.scheme, st.host = "", "", "", "", ""
+	st.protocol = ""
 	clear(st.fields)
 	st.fields = st.fields[:0]
 	st.cookies, st.declared, st.headerBytes = 0, -1, 0
@@ -122,6 +125,13 @@ func (st *h2Stream) addField(name, value string) bool {
 			dst = &st.scheme
 		case ":authority":
 			dst = &st.authority
+		case ":protocol":
+			if !st.h.m.cfg.h2.allowConnect {
+				// Only a server that announced extended CONNECT
+				// takes it.
+				return false
+			}
+			dst = &st.protocol
 		default:
 			return false
 		}
@@ -214,7 +224,12 @@ func (st *h2Stream) validRequest() bool {
 	if st.method == "" {
 		return false
 	}
-	if st.method == "CONNECT" {
+	switch {
+	case st.protocol != "":
+		// An extended CONNECT has all four pseudo-headers (RFC 8441 §4)
+		// and no end of stream: its DATA frames carry the tunnel.
+		return st.method == "CONNECT" && st.scheme != "" && st.path != "" && st.path[0] == '/' && st.authority != ""
+	case st.method == "CONNECT":
 		return st.path == "" && st.scheme == "" && st.authority != ""
 	}
 	if st.scheme == "" || st.path == "" {
@@ -236,15 +251,28 @@ func (st *h2Stream) run() {
 	if authority == "" {
 		authority = st.host
 	}
-	s.setRequest(st.method, st.path, authority)
 	s.keepAlive, s.teTrailers, s.expect100 = true, st.teTrailers, st.expect100
 	st.copyFields()
-	if st.endStream {
+	tunnel := st.detectUpgrade()
+	if tunnel {
+		// An extended CONNECT is served as the HTTP/1.1 Upgrade it
+		// stands for, as Envoy does: a GET with Connection: upgrade
+		// and Upgrade: <protocol>.
+		s.setRequest("GET", st.path, authority)
+	} else {
+		s.setRequest(st.method, st.path, authority)
+	}
+	switch {
+	case tunnel || s.upg.connect:
+		// The DATA frames are the tunnel's payload, read once it opens;
+		// the request itself has no body.
+		s.bodyDone = true
+	case st.endStream:
 		s.bodyDone = true
 		if st.declared == 0 {
 			s.reqLength = 0
 		}
-	} else {
+	default:
 		s.body = st
 		s.reqLength = st.declared
 		s.reqChunked = st.declared < 0

@@ -125,6 +125,13 @@ func (s *stream) skipBody() bool {
 	if s.expect100 {
 		return false
 	}
+	if rb, ok := s.body.(*replayBody); ok {
+		if rb.skipBuffered() {
+			s.bodyDone = true
+			return true
+		}
+		return false
+	}
 	br, ok := s.body.(*http1.BodyReader)
 	if ok && br.SkipBuffered() {
 		s.bodyDone = true

@@ -112,10 +112,12 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 	}
 	filters, err := buildFilters(cfg.GetHttpFilters(), deps.Extensions, fctx, deps.Runtime)
 	if err != nil {
+		filters.close()
 		return nil, err
 	}
 	logs, err := buildAccessLogs(cfg.GetAccessLog(), deps)
 	if err != nil {
+		filters.close()
 		return nil, err
 	}
 	replies, err := readLocalReplies(cfg.GetLocalReplyConfig(), logfilter.Context{Runtime: deps.Runtime})
@@ -241,13 +243,16 @@ func (m *Manager) Close() error {
 	return nil
 }
 
-// closeLogs closes the access loggers and the tracer, delivering what
-// they buffer.
+// closeLogs closes the access loggers, delivering what they buffer, the
+// filter configurations that hold resources, and the tracer.
 func (m *Manager) closeLogs() {
 	m.logsOnce.Do(func() {
 		if err := m.logs.Close(); err != nil {
 			m.log.V(1).Info("closing access logs", "error", err.Error())
 		}
+		// The filters' channels and connections go with the last
+		// request too.
+		m.filters.close()
 		if m.tracing != nil && m.tracing.driver != nil {
 			if err := m.tracing.driver.Close(); err != nil {
 				m.log.V(1).Info("closing the tracer", "error", err.Error())

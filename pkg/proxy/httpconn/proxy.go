@@ -32,9 +32,9 @@ type upstreamScratch struct {
 func (s *stream) forward() {
 	m := s.m
 	route := s.route
-	if s.path == "" {
-		// An authority-form target (CONNECT) cannot go to an HTTP
-		// cluster; no route of Outrigger's accepts it.
+	if s.path == "" && !s.upg.connect {
+		// An authority-form target (CONNECT) goes only where a
+		// connect_matcher route sends it.
 		m.stats.noRoute.Inc()
 		s.localReply(404, "", accesslog.NoRouteFound, "route_not_found")
 		return
@@ -70,11 +70,19 @@ func (s *stream) forward() {
 	host.Stats.RqTotal.Add(1)
 	host.Stats.RqActive.Add(1)
 	s.injectTrace(cl)
-	if cl.HTTP2() {
+	switch {
+	case route.TerminatesTunnel(s.method, s.upg.connect):
+		s.connectTCP(cl, host)
+	case s.upg.typ != "" && cl.HTTP2():
+		s.upgradeToHTTP2(cl)
+	case cl.HTTP2():
 		s.forwardHTTP2(cl, host)
+	default:
+		s.forwardHTTP1(cl, host)
+	}
+	if cl.HTTP2() {
 		s.finishChildSpan(cl, protoHTTP2)
 	} else {
-		s.forwardHTTP1(cl, host)
 		s.finishChildSpan(cl, protoHTTP11)
 	}
 	cs.UpstreamRqActive.Dec()
@@ -96,7 +104,7 @@ const upstreamFailure = accesslog.UpstreamRequestTimeout | accesslog.UpstreamCon
 func (s *stream) rewrite() {
 	r := s.route
 	s.upPath = s.path
-	if r.RewritesPath() {
+	if r.RewritesPath() && s.path != "" {
 		if p := r.RewritePath(s.path); p != s.path {
 			s.reqHeaders.Set("x-envoy-original-path", s.path)
 			s.upPath = p
@@ -218,6 +226,10 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 		s.upstreamFailed(cl, err, &tm, sendErr)
 		return false
 	}
+	if sendErr == nil && s.opensTunnel(u.resp.Status) {
+		s.tunnelHTTP1(cl, uc, sent)
+		return false
+	}
 	if sendErr != nil {
 		// The upstream answered before taking the whole body: relay
 		// its answer, then close, as the rest of the body is unread.
@@ -282,7 +294,12 @@ func (s *stream) appendRequestHead(o *outBuf) {
 	b := o.b
 	b = append(b, s.method...)
 	b = append(b, ' ')
-	b = append(b, s.upPath...)
+	if s.upg.connect {
+		// A CONNECT's target is its authority (RFC 9110 §9.3.6).
+		b = append(b, s.upAuthority...)
+	} else {
+		b = append(b, s.upPath...)
+	}
 	b = append(b, " HTTP/1.1\r\n"...)
 	if s.upAuthority != "" {
 		b = append(b, "host: "...)
@@ -293,6 +310,7 @@ func (s *stream) appendRequestHead(o *outBuf) {
 		f := &s.reqHeaders.fields[i]
 		b = http1.AppendHeaderString(b, f.name, f.value)
 	}
+	b = s.appendUpgradeHeaders(b)
 	switch {
 	case s.reqChunked:
 		b = append(b, "transfer-encoding: chunked\r\n"...)
@@ -371,8 +389,11 @@ func (s *stream) readResponseHead(uc *upstream.Conn) (http1.BodyKind, error) {
 		}
 		switch {
 		case u.resp.Status == 101:
-			// Upgrades are not forwarded (Upgrade is stripped), so a
-			// switch is a broken upstream.
+			if s.upg.typ != "" && !s.upg.connect {
+				// The upgrade was accepted: a tunnel follows.
+				return http1.BodyNone, nil
+			}
+			// A switch nobody asked for is a broken upstream.
 			return 0, http1.ErrStatusCode
 		case u.resp.Status < 200:
 			continue

@@ -88,6 +88,14 @@ func (c *serverConn) serveRequest() bool {
 		return false
 	}
 	s.copyRequestHeaders(req)
+	s.detectUpgradeHTTP1(req)
+	if s.upg.connect && req.HasBody() {
+		// A CONNECT's payload follows its head unframed; Envoy's codec
+		// refuses one that announces a body.
+		c.protocolError(&http1.Error{Status: 400, Reason: "connect with a body"})
+		s.end()
+		return false
+	}
 	s.reqLength, s.reqChunked, s.expect100 = req.ContentLength, req.Chunked, req.Expect100
 	switch {
 	case req.Chunked:
@@ -211,6 +219,9 @@ func (c *serverConn) writeHead(s *stream, n int64, hasBody bool) error {
 		c.closeDelimited = true
 	}
 	switch {
+	case s.upg.tunnel:
+		// The connection carries the tunnel now (Envoy adds no
+		// Connection: close to an upgrade's or CONNECT's response).
 	case s.closeConn:
 		b = append(b, "connection: close\r\n"...)
 	case s.proto == protoHTTP10:

@@ -65,6 +65,8 @@ type hcmStats struct {
 	// disable_http_keepalive.
 	rqOverloadClose            *stats.Counter
 	cxOverloadDisableKeepalive *stats.Counter
+	// upgrades are the upgrade stats.
+	upgrades *upgradeStats
 
 	// Tracing decisions (Envoy's "tracing.*" connection manager stats);
 	// health_check is kept at zero, as the decision is taken before the
@@ -127,6 +129,7 @@ func newHCMStats(st *stats.Store, prefix, listenerPrefix string) *hcmStats {
 	s.cxDelayedCloseTimeout = sc.Counter("downstream_cx_delayed_close_timeout")
 	s.rqOverloadClose = sc.Counter("downstream_rq_overload_close")
 	s.cxOverloadDisableKeepalive = sc.Counter("downstream_cx_overload_disable_keepalive")
+	s.upgrades = newUpgradeStats(sc)
 	s.tracingRandomSampling = sc.Counter("tracing.random_sampling")
 	s.tracingServiceForced = sc.Counter("tracing.service_forced")
 	s.tracingClientEnabled = sc.Counter("tracing.client_enabled")

@@ -143,6 +143,8 @@ type stream struct {
 	upAuthority string
 	cluster     UpstreamCluster
 	host        *upstream.Host
+	// upg is the upgrade the request asks for, if any.
+	upg upgradeState
 
 	// The response.
 	down        downstream
@@ -204,6 +206,7 @@ func (s *stream) begin(real time.Time, proto string) {
 	s.route, s.cluster, s.host = nil, nil, nil
 	s.routed, s.cached, s.clusterName, s.wc = false, nil, "", -1
 	s.abandoned = false
+	s.upg = upgradeState{}
 	s.upPath, s.upAuthority = "", ""
 	s.status, s.started, s.closeConn, s.drainClose = 0, false, false, false
 	s.respHeaders.reset()
@@ -274,6 +277,7 @@ func (s *stream) setRequest(method, path, authority string) {
 func (s *stream) end() {
 	m := s.m
 	s.destroyFilters()
+	s.endUpgrade()
 	s.tLast = time.Now()
 	now := m.stamp(s.tLast)
 	st := m.stats
@@ -320,6 +324,9 @@ func (s *stream) decode() {
 		// runs, as Envoy does.
 		m.stats.rqOverloadClose.Inc()
 		s.localReply(503, bodyOverloaded, accesslog.OverloadManager, "overload")
+		return
+	}
+	if s.upg.typ != "" && !s.admitUpgrade() {
 		return
 	}
 	if m.tracing != nil {

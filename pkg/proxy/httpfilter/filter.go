@@ -22,10 +22,12 @@ package httpfilter
 import (
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"github.com/go-logr/logr"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
@@ -83,6 +85,19 @@ type Context struct {
 	Runtime Runtime
 	// Now is the clock of recorded times; never nil.
 	Now func() time.Time
+	// Services reaches the configuration's clusters, for the filters
+	// that call a service (ext_authz); nil when the server gives none.
+	Services Services
+}
+
+// Services is how a filter's configuration reaches the services it
+// calls: gRPC channels (GrpcService) and connections to a cluster's hosts.
+type Services interface {
+	// OpenGRPC checks a GrpcService and opens its channel; errors name
+	// the field below the GrpcService.
+	OpenGRPC(gs *corev3.GrpcService) (*grpcservice.Channel, error)
+	// Cluster returns the named cluster, nil when there is none.
+	Cluster(name string) grpcservice.Cluster
 }
 
 // HealthState is the server's health-check state.
@@ -106,6 +121,10 @@ type Config interface {
 	// path allocates nothing.
 	NewFilter() Filter
 }
+
+// A Config that holds resources (a gRPC channel, idle connections to an
+// authorization service) also implements io.Closer: the connection manager
+// closes it once its last request has ended.
 
 // Terminal is implemented by the configuration of the terminal filter, the
 // router: the connection manager routes and forwards the request itself
@@ -153,6 +172,10 @@ type Stream interface {
 	// RequestHeaders are the request's headers, lower-case names, for
 	// the filter to edit.
 	RequestHeaders() router.HeaderEditor
+	// SetPath replaces the request's :path (query string included), as
+	// a filter that edits the query does; it goes upstream, and routing
+	// sees it after ClearRouteCache.
+	SetPath(path string)
 	// ResponseHeaders are the response's headers, during EncodeHeaders.
 	ResponseHeaders() router.HeaderEditor
 	// ResponseStatus is the response's status, during EncodeHeaders.
@@ -205,6 +228,29 @@ type Stream interface {
 	// for concurrent use).
 	ConnectionState(key any, create func() any) any
 
+	// Wait holds the request until done is closed (the answer of a
+	// service the filter called), under the same limits as Sleep: false
+	// means the wait was cut short, the request was answered with 408 or
+	// the client went away, and the filter returns Stop at once.
+	Wait(done <-chan struct{}) bool
+	// BufferRequestBody reads the request body into memory before the
+	// filter goes on, as Envoy's decoder filters buffer it; the router
+	// then forwards the buffered bytes and the rest. It reads until the
+	// body ends or, with partial, until limit bytes or more are held;
+	// without partial, a body longer than limit is answered 413 (Envoy's
+	// decoder buffer limit, downstream_rq_too_large). complete reports
+	// that body is the whole request body. ok false means the stream has
+	// answered (413, or 408 and 400 for a body that stopped arriving or
+	// was malformed) or the client went away: the filter returns Stop.
+	// body stays valid until the request ends.
+	BufferRequestBody(limit int, partial bool) (body []byte, complete, ok bool)
+	// RangeRequestHeaders calls fn for each request header field in
+	// order (lower-case names; pseudo-headers, host and the framing and
+	// hop-by-hop headers excluded), until it returns false.
+	RangeRequestHeaders(fn func(name, value string) bool)
+	// Info describes the stream's connection and protocol.
+	Info() StreamInfo
+
 	// Sleep waits d before the filter goes on, as Envoy's timers delay a
 	// stream. It returns false when the wait was cut short: the stream
 	// idle timeout (the route's idle_timeout, else the connection
@@ -212,4 +258,21 @@ type Stream interface {
 	// answered with 408; or the client reset the stream or went away, or
 	// the server is shutting down. The filter then returns Stop at once.
 	Sleep(d time.Duration) bool
+}
+
+// StreamInfo is what a filter may read of the stream's connection.
+type StreamInfo struct {
+	// RemoteAddress and LocalAddress are the downstream connection's
+	// peer and local addresses, "ip:port".
+	RemoteAddress, LocalAddress string
+	// Protocol is "HTTP/1.0", "HTTP/1.1" or "HTTP/2".
+	Protocol string
+	// Start is when the request's first byte arrived.
+	Start time.Time
+	// BytesReceived counts the request body bytes received so far.
+	BytesReceived uint64
+	// ContentLength is the request's Content-Length, -1 when it has
+	// none (the connection manager frames bodies itself: the header is
+	// not among the request headers).
+	ContentLength int64
 }

@@ -149,6 +149,9 @@ func compileRouteAction(r *Route, a *routev3.RouteAction, opts *Options) error {
 	if r.RateLimits, err = compileRateLimits(a.GetRateLimits()); err != nil {
 		return fmt.Errorf("rate_limits%w", err)
 	}
+	if err := compileUpgrades(r, a.GetUpgradeConfigs()); err != nil {
+		return err
+	}
 	//lint:ignore SA1019 Envoy still honours the deprecated include_vh_rate_limits
 	r.IncludeVHRateLimits = a.GetIncludeVhRateLimits().GetValue()
 	return nil

@@ -22,7 +22,7 @@ func TestCompileErrors(t *testing.T) {
 		"duplicate catch-all":             "virtual_hosts: [{name: a, domains: ['*']}, {name: b, domains: ['*']}]",
 		"missing match":                   vhost("{direct_response: {status: 200}}"),
 		"missing path specifier":          vhost("{match: {}, direct_response: {status: 200}}"),
-		"unsupported path specifier":      vhost("{match: {connect_matcher: {}}, direct_response: {status: 200}}"),
+		"unsupported path specifier":      vhost("{match: {path_match_policy: {name: x}}, direct_response: {status: 200}}"),
 		"bad path regex":                  vhost("{match: {safe_regex: {regex: '(a'}}, direct_response: {status: 200}}"),
 		"regex only valid when wrapped":   vhost("{match: {safe_regex: {regex: 'a)(b'}}, direct_response: {status: 200}}"),
 		"separated prefix with slash":     vhost("{match: {path_separated_prefix: /api/}, direct_response: {status: 200}}"),

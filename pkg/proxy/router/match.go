@@ -18,6 +18,9 @@ const (
 	pathExact
 	pathRegex
 	pathSeparatedPrefix
+	// pathConnect is connect_matcher: CONNECT requests, whatever their
+	// path (an HTTP/1.1 CONNECT has none).
+	pathConnect
 )
 
 // routeMatch is a compiled RouteMatch.
@@ -54,8 +57,10 @@ func compileMatch(m *routev3.RouteMatch) (routeMatch, error) {
 			return rm, fmt.Errorf("safe_regex.%w", err)
 		}
 		rm.kind, rm.re = pathRegex, re
+	case *routev3.RouteMatch_ConnectMatcher_:
+		rm.kind = pathConnect
 	case nil:
-		return rm, errors.New("path_specifier: one of prefix, path, safe_regex or path_separated_prefix is required")
+		return rm, errors.New("path_specifier: one of prefix, path, safe_regex, path_separated_prefix or connect_matcher is required")
 	default:
 		return rm, fmt.Errorf("path_specifier: %s is not supported by Outrigger", oneofName(m.ProtoReflect(), "path_specifier"))
 	}
@@ -79,7 +84,17 @@ func compileMatch(m *routev3.RouteMatch) (routeMatch, error) {
 // matches reports whether req matches: path first, then headers, then
 // query parameters, as Envoy evaluates them.
 func (m *routeMatch) matches(req *Request) bool {
-	if !m.matchPath(pathOnly(req.Path)) {
+	switch {
+	case m.kind == pathConnect:
+		// Only CONNECT requests match connect_matcher routes, as in
+		// Envoy's ConnectRouteEntryImpl.
+		if req.Method != "CONNECT" {
+			return false
+		}
+	case req.Method == "CONNECT" && req.Path == "":
+		// A CONNECT without a path matches no path matcher.
+		return false
+	case !m.matchPath(pathOnly(req.Path)):
 		return false
 	}
 	if m.grpc {

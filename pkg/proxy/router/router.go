@@ -71,6 +71,9 @@ type Route struct {
 	Decorator *Decorator
 	// Tracing is the route's tracing, nil when it has none.
 	Tracing *RouteTracing
+	// Connect is set when the route terminates CONNECT requests
+	// (upgrade_configs with connect_config).
+	Connect *ConnectConfig
 
 	// Direct is set when the route answers directly.
 	Direct *DirectResponse
@@ -81,6 +84,8 @@ type Route struct {
 	rewrite        rewrite
 	idleTimeout    time.Duration
 	idleTimeoutSet bool
+	// upgrades is the route action's upgrade_configs (see Upgrade).
+	upgrades upgradeMap
 	// requestOps and responseOps are the header mutations of the route,
 	// its virtual host and the route configuration, in application order
 	// (later levels win).

@@ -10,6 +10,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/cluster"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -29,6 +30,24 @@ type upstreamsView struct{ m *cluster.Manager }
 // Cluster returns the named cluster, or a nil interface when there is none
 // (never a nil *cluster.Cluster inside a non-nil interface).
 func (v upstreamsView) Cluster(name string) httpconn.UpstreamCluster {
+	if v.m == nil {
+		return nil
+	}
+	if c := v.m.Cluster(name); c != nil {
+		return c
+	}
+	return nil
+}
+
+// A *cluster.Cluster is what network filters (tcp_proxy) need of a
+// cluster.
+var _ netfilter.Cluster = (*cluster.Cluster)(nil)
+
+// networkClusters adapts the cluster manager to netfilter.Clusters.
+type networkClusters struct{ m *cluster.Manager }
+
+// Cluster returns the named cluster, or a nil interface when there is none.
+func (v networkClusters) Cluster(name string) netfilter.Cluster {
 	if v.m == nil {
 		return nil
 	}

@@ -8,15 +8,20 @@ import (
 	"time"
 
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	logfilter "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/filter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/loggers"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/options"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
@@ -25,7 +30,8 @@ import (
 // built, which the server starts with it and closes at shutdown.
 type builtListener struct {
 	*listener.Listener
-	managers []*httpconn.Manager
+	// managers are the terminal network filters of its filter chains.
+	managers []netfilter.Terminal
 	// config is the listener's configuration, its name filled in.
 	config *listenerv3.Listener
 	// dynamic is set for listeners from discovery, with the version_info
@@ -102,12 +108,12 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 			Now:               s.now,
 		},
 		BuildChain: func(fc *listenerv3.FilterChain, drain *listener.Drain) (listener.ConnHandler, error) {
-			m, err := s.buildNetworkFilters(fc, drain, scope, lc.GetTrafficDirection() == corev3.TrafficDirection_OUTBOUND)
+			ch, err := s.buildNetworkFilters(fc, drain, scope, lc.GetTrafficDirection() == corev3.TrafficDirection_OUTBOUND)
 			if err != nil {
 				return nil, err
 			}
-			bl.managers = append(bl.managers, m)
-			return m, nil
+			bl.managers = append(bl.managers, ch.Terminal())
+			return ch, nil
 		},
 		Now:      s.now,
 		Overload: s.listenerOverload(),
@@ -121,28 +127,81 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 	return bl, nil
 }
 
-// buildNetworkFilters builds the network filters of one filter chain: one
-// http_connection_manager for now (tcp_proxy comes later). scope is the
-// listener's stat scope, under which the connection manager keeps its
-// per-listener stats; egress is set for OUTBOUND listeners (their spans are
-// egress spans). Errors name the field below the filter chain.
-func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener.Drain, scope string, egress bool) (*httpconn.Manager, error) {
+// buildNetworkFilters builds the network filters of one filter chain:
+// read filters, then one terminal filter (the http_connection_manager or
+// a terminal network filter from the registry, such as tcp_proxy). scope
+// is the listener's stat scope, under which the connection manager keeps
+// its per-listener stats; egress is set for OUTBOUND listeners (their
+// spans are egress spans). Errors name the field below the filter chain,
+// one per problem.
+func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener.Drain, scope string, egress bool) (*netfilter.Chain, error) {
 	filters := fc.GetFilters()
-	if len(filters) != 1 {
-		return nil, fmt.Errorf("filters: exactly one network filter, the http_connection_manager, is supported by Outrigger for now (got %d)", len(filters))
+	if len(filters) == 0 {
+		return nil, errors.New("filters: a filter chain needs at least one network filter, ending with a terminal filter (http_connection_manager or tcp_proxy)")
 	}
-	tc := filters[0].GetTypedConfig()
-	if tc == nil {
-		return nil, errors.New("filters[0].typed_config: the filter's configuration is required")
+	var (
+		built []netfilter.Filter
+		errs  []error
+	)
+	for i, f := range filters {
+		nf, err := s.buildNetworkFilter(f, drain, scope, egress)
+		if err != nil {
+			errs = append(errs, listener.PrefixErrors(fmt.Sprintf("filters[%d].", i), err)...)
+			continue
+		}
+		built = append(built, nf)
 	}
-	cfg, err := tc.UnmarshalNew()
+	closeBuilt := func() {
+		for _, nf := range built {
+			if t, ok := nf.(netfilter.Terminal); ok {
+				_ = t.Close()
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		closeBuilt()
+		return nil, err
+	}
+	ch, err := netfilter.NewChain(built)
 	if err != nil {
-		return nil, fmt.Errorf("filters[0].typed_config: %w", err)
+		closeBuilt()
+		return nil, err
 	}
-	hcm, ok := cfg.(*hcmv3.HttpConnectionManager)
+	return ch, nil
+}
+
+// buildNetworkFilter builds one network filter, found by the type of its
+// typed_config (or its name). Errors name the field below the filter.
+func (s *Server) buildNetworkFilter(f *listenerv3.Filter, drain *listener.Drain, scope string, egress bool) (netfilter.Filter, error) {
+	ext, msg, err := s.ext.Resolve(extension.Ref{
+		Kind: "network filter", Category: netfilter.Category, Name: f.GetName(), Config: f.GetTypedConfig(),
+	}, extension.LookupByName(runtimeValues{s.runtime}))
+	if err != nil {
+		return nil, err
+	}
+	if hcm, ok := msg.(*hcmv3.HttpConnectionManager); ok {
+		return s.buildHTTPConnectionManager(hcm, drain, scope, egress)
+	}
+	factory, ok := ext.Factory.(netfilter.Factory)
 	if !ok {
-		return nil, fmt.Errorf("filters[0].typed_config: network filter %s is not supported by Outrigger", cfg.ProtoReflect().Descriptor().FullName())
+		return nil, fmt.Errorf("typed_config: network filter %s is not supported by Outrigger", ext.Name)
 	}
+	nf, err := factory.Compile(msg, netfilter.Context{
+		Stats:      s.stats,
+		Log:        s.logs.Logger("filter"),
+		Clusters:   networkClusters{m: s.clusters},
+		AccessLogs: s.compileAccessLogs,
+		Now:        s.clock,
+	})
+	if err != nil {
+		return nil, errors.Join(listener.PrefixErrors("typed_config.", err)...)
+	}
+	return nf, nil
+}
+
+// buildHTTPConnectionManager builds an http_connection_manager. Errors
+// name the field below the filter.
+func (s *Server) buildHTTPConnectionManager(hcm *hcmv3.HttpConnectionManager, drain *listener.Drain, scope string, egress bool) (*httpconn.Manager, error) {
 	m, err := httpconn.New(hcm, httpconn.Deps{
 		Log:                s.logs.Logger("http"),
 		Stats:              s.stats,
@@ -151,6 +210,7 @@ func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener
 		Drain:              drain,
 		Health:             s,
 		Extensions:         s.ext,
+		Services:           filterServices{s},
 		AccessLogs:         s.accessLogContext(),
 		Runtime:            runtimeValues{s.runtime},
 		Tracing:            s.tracingContext(),
@@ -161,16 +221,31 @@ func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener
 	})
 	if err != nil {
 		// One line, with its full path, per problem.
-		return nil, errors.Join(listener.PrefixErrors("filters[0].typed_config.", err)...)
+		return nil, errors.Join(listener.PrefixErrors("typed_config.", err)...)
 	}
 	// validate_clusters, whose default is true for an inline route
 	// configuration, in static and discovered listeners alike, as in
 	// Envoy. The first unknown cluster is reported, as Envoy reports it.
 	if errs := router.ValidateClusters(hcm.GetRouteConfig(), true, s.clusterExists); len(errs) > 0 {
 		_ = m.Close()
-		return nil, fmt.Errorf("filters[0].typed_config.route_config.%w", errs[0])
+		return nil, fmt.Errorf("typed_config.route_config.%w", errs[0])
 	}
 	return m, nil
+}
+
+// compileAccessLogs compiles a network filter's access_log list with the
+// server's access loggers.
+func (s *Server) compileAccessLogs(prefix string, cfgs []*accesslogv3.AccessLog) (netfilter.AccessLogger, error) {
+	l, err := loggers.Compile(prefix, cfgs, loggers.Context{
+		Registry: s.ext,
+		ByName:   extension.LookupByName(runtimeValues{s.runtime}),
+		Sink:     s.accessLogContext(),
+		Filter:   logfilter.Context{Runtime: runtimeValues{s.runtime}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &l, nil
 }
 
 // clusterExists tells validate_clusters whether a cluster is known. When

@@ -185,7 +185,7 @@ func TestBuildListenerErrors(t *testing.T) {
 		},
 		"no filters": {
 			yaml: "static_resources:\n  listeners:\n  - {name: x, address: {socket_address: {address: 127.0.0.1, port_value: 0}}, filter_chains: [{}]}",
-			want: []string{"static_resources.listeners[0].filter_chains[0].filters: exactly one network filter, the http_connection_manager, is supported by Outrigger for now (got 0)"},
+			want: []string{"static_resources.listeners[0].filter_chains[0].filters: a filter chain needs at least one network filter, ending with a terminal filter (http_connection_manager or tcp_proxy)"},
 		},
 		"every listener reported": {
 			yaml: withListeners(
@@ -193,7 +193,7 @@ func TestBuildListenerErrors(t *testing.T) {
 				strings.Replace(hcmListener("b", "b", ""), "127.0.0.1", "localhost", 1)),
 			want: []string{
 				"static_resources.listeners[0].default_filter_chain.filter_chain_match: the default filter chain serves connections no other chain matches; it takes no filter_chain_match",
-				"static_resources.listeners[0].default_filter_chain.filters: exactly one network filter, the http_connection_manager, is supported by Outrigger for now (got 0)",
+				"static_resources.listeners[0].default_filter_chain.filters: a filter chain needs at least one network filter, ending with a terminal filter (http_connection_manager or tcp_proxy)",
 				`static_resources.listeners[1].address.socket_address.address: "localhost" is not an IP address (listeners bind IP addresses, not names)`,
 			},
 		},

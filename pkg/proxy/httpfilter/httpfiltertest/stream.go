@@ -101,6 +101,14 @@ type Stream struct {
 	CutSleep bool
 	// RouteCleared counts ClearRouteCache calls.
 	RouteCleared int
+	// Body is the request body BufferRequestBody reads (nil: none);
+	// Buffered records the calls' limits.
+	Body     []byte
+	Buffered []int
+	// StreamInfo is what Info returns.
+	StreamInfo httpfilter.StreamInfo
+	// CutWait makes Wait fail, as when the client has gone.
+	CutWait bool
 
 	conn map[any]any
 }
@@ -125,6 +133,9 @@ func (s *Stream) Request() *router.Request {
 
 // RequestHeaders implements httpfilter.Stream.
 func (s *Stream) RequestHeaders() router.HeaderEditor { return s.headers(&s.ReqHeaders) }
+
+// SetPath implements httpfilter.Stream.
+func (s *Stream) SetPath(path string) { s.Req.Path = path }
 
 // ResponseHeaders implements httpfilter.Stream.
 func (s *Stream) ResponseHeaders() router.HeaderEditor { return s.headers(&s.RespHeaders) }
@@ -204,3 +215,42 @@ func (s *Stream) Sleep(d time.Duration) bool {
 	s.Slept = append(s.Slept, d)
 	return !s.CutSleep
 }
+
+// Wait implements httpfilter.Stream: it waits for done, unless CutWait.
+func (s *Stream) Wait(done <-chan struct{}) bool {
+	if s.CutWait {
+		return false
+	}
+	<-done
+	return true
+}
+
+// BufferRequestBody implements httpfilter.Stream over Body: a body over
+// limit without partial is answered 413, as the connection manager does.
+func (s *Stream) BufferRequestBody(limit int, partial bool) ([]byte, bool, bool) {
+	s.Buffered = append(s.Buffered, limit)
+	switch {
+	case s.Body == nil:
+		return nil, true, true
+	case !partial && len(s.Body) > limit:
+		s.SendLocalReply(413, "Payload Too Large", 0, "request_payload_too_large")
+		return nil, false, false
+	case partial && len(s.Body) > limit:
+		// The connection manager stops at limit or more, as the
+		// pieces arrive; the fake holds limit+1 bytes.
+		return s.Body[:limit+1], false, true
+	}
+	return s.Body, true, true
+}
+
+// RangeRequestHeaders implements httpfilter.Stream.
+func (s *Stream) RangeRequestHeaders(fn func(name, value string) bool) {
+	for _, f := range s.headers(&s.ReqHeaders).fields {
+		if !fn(f[0], f[1]) {
+			return
+		}
+	}
+}
+
+// Info implements httpfilter.Stream.
+func (s *Stream) Info() httpfilter.StreamInfo { return s.StreamInfo }

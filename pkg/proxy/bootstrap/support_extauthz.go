@@ -1,0 +1,76 @@
+package bootstrap
+
+import "google.golang.org/protobuf/reflect/protoreflect"
+
+// supportedExtAuthz lists the fields of envoy.filters.http.ext_authz that
+// Outrigger implements (see supportedCore), and of its per-route
+// ExtAuthzPerRoute. Not listed, so refused with their path:
+// clear_route_cache_headers, validate_mutations, the route_ metadata
+// context namespaces, filter_enabled_metadata,
+// bootstrap_metadata_labels_key, decoder_header_mutation_rules,
+// filter_metadata, emit_filter_state_stats,
+// enforce_response_header_limits, shadow_mode, emit_client_span, the
+// HTTP service's path_override and retry_policy, and per route
+// check_settings' service overrides and emit_client_span. The filter's
+// Compile refuses charge_cluster_response_stats: true and
+// transport_api_version V2.
+var supportedExtAuthz = map[protoreflect.FullName]fieldSupport{
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.grpc_service":                  {},
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.http_service":                  {},
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.transport_api_version":         {values: []string{"AUTO", "V3"}},
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.failure_mode_allow":            {},
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.failure_mode_allow_header_add": {},
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.with_request_body":             {},
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.clear_route_cache":             {},
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.status_on_error":               {},
+	// No Outrigger filter sets dynamic metadata: the namespaces select
+	// nothing, and the CheckRequest's metadata_context is empty, as
+	// Envoy's is without such a filter.
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.metadata_context_namespaces":       {},
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.typed_metadata_context_namespaces": {},
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.filter_enabled":                    {},
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.deny_at_disable":                   {},
+	// Connections are plaintext until TLS lands: there is no certificate
+	// or session to include, as with Envoy on a plaintext connection.
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.include_peer_certificate": {},
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.include_tls_session":      {},
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.stat_prefix":              {},
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.allowed_headers":          {},
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.disallowed_headers":       {},
+	// Only false (Compile refuses true).
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.charge_cluster_response_stats": {},
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.encode_raw_headers":            {},
+	// Dynamic metadata from the service is not kept: nothing in Outrigger
+	// reads it (see docs/compat.md).
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.enable_dynamic_metadata_ingestion": {},
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.max_denied_response_body_bytes":    {},
+
+	"envoy.extensions.filters.http.ext_authz.v3.BufferSettings.max_request_bytes":     {},
+	"envoy.extensions.filters.http.ext_authz.v3.BufferSettings.allow_partial_message": {},
+	"envoy.extensions.filters.http.ext_authz.v3.BufferSettings.pack_as_bytes":         {},
+
+	"envoy.extensions.filters.http.ext_authz.v3.HttpService.server_uri":             {},
+	"envoy.extensions.filters.http.ext_authz.v3.HttpService.path_prefix":            {},
+	"envoy.extensions.filters.http.ext_authz.v3.HttpService.authorization_request":  {},
+	"envoy.extensions.filters.http.ext_authz.v3.HttpService.authorization_response": {},
+	"envoy.config.core.v3.HttpUri.uri":                                              {},
+	"envoy.config.core.v3.HttpUri.cluster":                                          {},
+	"envoy.config.core.v3.HttpUri.timeout":                                          {},
+
+	"envoy.extensions.filters.http.ext_authz.v3.AuthorizationRequest.allowed_headers":                     {},
+	"envoy.extensions.filters.http.ext_authz.v3.AuthorizationRequest.headers_to_add":                      {},
+	"envoy.extensions.filters.http.ext_authz.v3.AuthorizationResponse.allowed_upstream_headers":           {},
+	"envoy.extensions.filters.http.ext_authz.v3.AuthorizationResponse.allowed_upstream_headers_to_append": {},
+	"envoy.extensions.filters.http.ext_authz.v3.AuthorizationResponse.allowed_client_headers":             {},
+	"envoy.extensions.filters.http.ext_authz.v3.AuthorizationResponse.allowed_client_headers_on_success":  {},
+	"envoy.extensions.filters.http.ext_authz.v3.AuthorizationResponse.dynamic_metadata_from_headers":      {},
+
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute.disabled":                    {},
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute.check_settings":              {},
+	"envoy.extensions.filters.http.ext_authz.v3.CheckSettings.context_extensions":             {},
+	"envoy.extensions.filters.http.ext_authz.v3.CheckSettings.disable_request_body_buffering": {},
+	"envoy.extensions.filters.http.ext_authz.v3.CheckSettings.with_request_body":              {},
+
+	"envoy.config.core.v3.RuntimeFeatureFlag.default_value": {},
+	"envoy.config.core.v3.RuntimeFeatureFlag.runtime_key":   {},
+}

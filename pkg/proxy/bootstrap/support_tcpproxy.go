@@ -1,0 +1,42 @@
+package bootstrap
+
+import "google.golang.org/protobuf/reflect/protoreflect"
+
+// supportedTCPProxy lists the fields of envoy.filters.network.tcp_proxy
+// that Outrigger implements (see supportedCore and
+// pkg/proxy/filters/network/tcpproxy). Not implemented, so refused with
+// their path: on_demand, metadata_match (and a weighted cluster's),
+// hash_policy, downstream_idle_timeout and
+// upstream_idle_timeout (not implemented by Envoy either),
+// proxy_protocol_tlvs and its merge policy, upstream_connect_mode other
+// than IMMEDIATE, max_early_data_bytes, check_drain_close; in
+// tunneling_config, propagate_response_headers and _trailers, the request
+// id settings and formatters.
+var supportedTCPProxy = map[protoreflect.FullName]fieldSupport{
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.stat_prefix":                                          {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.cluster":                                              {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.weighted_clusters":                                    {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.WeightedCluster.clusters":                             {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.WeightedCluster.ClusterWeight.name":                   {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.WeightedCluster.ClusterWeight.weight":                 {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.idle_timeout":                                         {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.access_log":                                           {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.max_connect_attempts":                                 {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.backoff_options":                                      {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.max_downstream_connection_duration":                   {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.max_downstream_connection_duration_jitter_percentage": {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.access_log_flush_interval":                            {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.flush_access_log_on_connected":                        {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.access_log_options":                                   {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.upstream_connect_mode":                                {values: []string{"IMMEDIATE"}},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TcpAccessLogOptions.access_log_flush_interval":        {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TcpAccessLogOptions.flush_access_log_on_connected":    {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TcpAccessLogOptions.flush_access_log_on_start":        {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.tunneling_config":                                     {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.hostname":                             {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.use_post":                             {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.post_path":                            {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.headers_to_add":                       {},
+	"envoy.config.core.v3.BackoffStrategy.base_interval":                                                          {},
+	"envoy.config.core.v3.BackoffStrategy.max_interval":                                                           {},
+}

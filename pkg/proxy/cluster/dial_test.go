@@ -1,0 +1,79 @@
+//go:build linux
+
+package cluster
+
+import (
+	"net"
+	"syscall"
+	"testing"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// sockopt reads an integer socket option of a TCP connection.
+func sockopt(t *testing.T, c net.Conn, level, opt int) int {
+	t.Helper()
+	raw, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v int
+	var gerr error
+	if err := raw.Control(func(fd uintptr) { v, gerr = syscall.GetsockoptInt(int(fd), level, opt) }); err != nil {
+		t.Fatal(err)
+	}
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	return v
+}
+
+func TestTCPKeepalive(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	dial := func(cfg *net.KeepAliveConfig) net.Conn {
+		c, err := tcpDialer(cfg)(t.Context(), ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	// Without tcp_keepalive, none (Go's dialer would enable it).
+	if got := sockopt(t, dial(nil), syscall.SOL_SOCKET, syscall.SO_KEEPALIVE); got != 0 {
+		t.Errorf("SO_KEEPALIVE = %d without tcp_keepalive, want 0", got)
+	}
+	c := dial(keepaliveConfig(&corev3.TcpKeepalive{
+		KeepaliveTime: wrapperspb.UInt32(30), KeepaliveInterval: wrapperspb.UInt32(5), KeepaliveProbes: wrapperspb.UInt32(4),
+	}))
+	want := map[string][3]int{
+		"SO_KEEPALIVE":  {syscall.SOL_SOCKET, syscall.SO_KEEPALIVE, 1},
+		"TCP_KEEPIDLE":  {syscall.IPPROTO_TCP, syscall.TCP_KEEPIDLE, 30},
+		"TCP_KEEPINTVL": {syscall.IPPROTO_TCP, syscall.TCP_KEEPINTVL, 5},
+		"TCP_KEEPCNT":   {syscall.IPPROTO_TCP, syscall.TCP_KEEPCNT, 4},
+	}
+	for name, w := range want {
+		if got := sockopt(t, c, w[0], w[1]); got != w[2] {
+			t.Errorf("%s = %d, want %d", name, got, w[2])
+		}
+	}
+	// Unset values keep the system's defaults.
+	sysIdle := sockopt(t, dial(nil), syscall.IPPROTO_TCP, syscall.TCP_KEEPIDLE)
+	c = dial(keepaliveConfig(&corev3.TcpKeepalive{KeepaliveProbes: wrapperspb.UInt32(2)}))
+	if got := sockopt(t, c, syscall.IPPROTO_TCP, syscall.TCP_KEEPIDLE); got != sysIdle {
+		t.Errorf("TCP_KEEPIDLE = %d with only probes set, want the system's %d", got, sysIdle)
+	}
+}

@@ -1,0 +1,155 @@
+package extauthz
+
+import (
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+)
+
+// partialBodyHeader tells the service whether the body it got was cut
+// at max_request_bytes; a client's own is never passed on.
+const partialBodyHeader = "x-envoy-auth-partial-body"
+
+// checkInput is what a CheckRequest is made of besides the stream.
+type checkInput struct {
+	contextExtensions map[string]string
+	// body is the buffered request body (nil when not buffered) and
+	// settings how it is sent.
+	body     []byte
+	settings *bodySettings
+}
+
+// checkRequest builds the CheckRequest of a request as Envoy's
+// CheckRequestUtils::createHttpCheck does: the peers' addresses, the
+// request's time, id, method, path, host, scheme, protocol, size and
+// headers (pseudo-headers included, lower-case names, repeated ones joined
+// by ","), the body when buffered, the route's context extensions, and an
+// empty metadata context (no Outrigger filter sets dynamic metadata).
+func (c *config) checkRequest(s httpfilter.Stream, in checkInput) *authv3.CheckRequest {
+	info := s.Info()
+	r := s.Request()
+	source := &authv3.AttributeContext_Peer{Address: socketAddress(info.RemoteAddress)}
+	if svc, ok := s.RequestHeaders().Get("x-envoy-downstream-service-cluster"); ok {
+		source.Service = svc
+	}
+	hr := &authv3.AttributeContext_HttpRequest{
+		Id:       strconv.FormatUint(rand.Uint64(), 10),
+		Method:   r.Method,
+		Path:     r.Path,
+		Host:     r.Host,
+		Scheme:   r.Scheme,
+		Size:     int64(info.BytesReceived),
+		Protocol: info.Protocol,
+	}
+	var raw *corev3.HeaderMap
+	if c.encodeRawHeaders {
+		raw = &corev3.HeaderMap{}
+		hr.HeaderMap = raw
+	} else {
+		hr.Headers = map[string]string{}
+	}
+	add := func(name, value string) {
+		if name == partialBodyHeader || !c.headerAllowed(name) {
+			return
+		}
+		if raw != nil {
+			raw.Headers = append(raw.Headers, &corev3.HeaderValue{Key: name, RawValue: []byte(value)})
+			return
+		}
+		if v, ok := hr.Headers[name]; ok {
+			hr.Headers[name] = v + "," + value
+			return
+		}
+		hr.Headers[name] = value
+	}
+	add(":authority", r.Host)
+	add(":path", r.Path)
+	add(":method", r.Method)
+	add(":scheme", r.Scheme)
+	s.RangeRequestHeaders(func(name, value string) bool {
+		// Host is :authority, as in Envoy's header map.
+		if name != "host" {
+			add(name, value)
+		}
+		return true
+	})
+	if info.ContentLength >= 0 {
+		// Envoy's header map has it; the connection manager keeps it
+		// apart.
+		add("content-length", strconv.FormatInt(info.ContentLength, 10))
+	}
+	if in.settings != nil && in.body != nil {
+		n := min(len(in.body), in.settings.maxBytes)
+		data := in.body[:n]
+		if in.settings.packAsBytes {
+			hr.RawBody = append([]byte(nil), data...)
+		} else {
+			hr.Body = sanitizeUTF8(data)
+		}
+		partial := strconv.FormatBool(n != len(in.body))
+		if raw != nil {
+			raw.Headers = append(raw.Headers, &corev3.HeaderValue{Key: partialBodyHeader, RawValue: []byte(partial)})
+		} else {
+			hr.Headers[partialBodyHeader] = partial
+		}
+	}
+	return &authv3.CheckRequest{Attributes: &authv3.AttributeContext{
+		Source:      source,
+		Destination: &authv3.AttributeContext_Peer{Address: socketAddress(info.LocalAddress)},
+		Request: &authv3.AttributeContext_Request{
+			Time: timestamppb.New(info.Start),
+			Http: hr,
+		},
+		ContextExtensions: in.contextExtensions,
+		MetadataContext:   &corev3.Metadata{},
+	}}
+}
+
+// headerAllowed applies allowed_headers and disallowed_headers.
+func (c *config) headerAllowed(name string) bool {
+	if c.allowed != nil && !c.allowed.match(name) {
+		return false
+	}
+	return !c.disallowed.match(name)
+}
+
+// socketAddress is an "ip:port" address as an Address.
+func socketAddress(hostPort string) *corev3.Address {
+	host, port, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		host = hostPort
+	}
+	p, _ := strconv.ParseUint(port, 10, 32)
+	return &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+		Address:       host,
+		PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: uint32(p)},
+	}}}
+}
+
+// sanitizeUTF8 replaces the bytes of b that are not valid UTF-8 with '!',
+// as Envoy's MessageUtil::sanitizeUtf8String does for a string field.
+func sanitizeUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	var sb strings.Builder
+	sb.Grow(len(b))
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size == 1 {
+			sb.WriteByte('!')
+		} else {
+			sb.Write(b[:size])
+		}
+		b = b[size:]
+	}
+	return sb.String()
+}

@@ -1,0 +1,273 @@
+package extauthz
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+)
+
+// defaultTimeout is Envoy's timeout of a check when the service sets
+// none.
+const defaultTimeout = 200 * time.Millisecond
+
+// config is a compiled ExtAuthz.
+type config struct {
+	// name is the name the filter is configured with, the key of its
+	// per-route configuration.
+	name   string
+	client checker
+	// timeout bounds a check; 0 means none (the stream's own timeouts
+	// still apply).
+	timeout time.Duration
+	// failureModeAllow lets a request through when the check fails;
+	// failureModeHeader then adds x-envoy-auth-failure-mode-allowed.
+	failureModeAllow, failureModeHeader bool
+	statusOnError                       int
+	// body is with_request_body; nil means the body is not sent.
+	body            *bodySettings
+	clearRouteCache bool
+	// enabled is filter_enabled, nil when unset (always enabled);
+	// denyAtDisable is deny_at_disable, nil when unset (false).
+	enabled       *runtime.Fraction
+	denyAtDisable *featureFlag
+	runtime       httpfilter.Runtime
+	// allowed and disallowed filter the headers of the CheckRequest
+	// (nil: no filtering); an HTTP service always has allowed.
+	allowed, disallowed matchers
+	encodeRawHeaders    bool
+	// maxDeniedBody caps a denied response's body; 0 means no cap.
+	maxDeniedBody int
+
+	stats filterStats
+	// store and prefix name the per-cluster counters
+	// (cluster.<name>.<prefix>ok), made on first use.
+	store    *stats.Store
+	prefix   string
+	clusters sync.Map
+	pool     sync.Pool
+}
+
+// bodySettings is a compiled BufferSettings.
+type bodySettings struct {
+	maxBytes     int
+	allowPartial bool
+	packAsBytes  bool
+}
+
+// featureFlag is a RuntimeFeatureFlag: a default a runtime key may
+// override.
+type featureFlag struct {
+	key string
+	def bool
+}
+
+// boolRuntime is the runtime's boolean reading, which the server's runtime
+// has beside Uint64.
+type boolRuntime interface {
+	Bool(key string, def bool) bool
+}
+
+// value reads the flag.
+func (f *featureFlag) value(r httpfilter.Runtime) bool {
+	if br, ok := r.(boolRuntime); ok && f.key != "" {
+		return br.Bool(f.key, f.def)
+	}
+	return f.def
+}
+
+// NewFilter implements httpfilter.Config.
+func (c *config) NewFilter() httpfilter.Filter {
+	f := c.pool.Get().(*filter)
+	f.c = c
+	return f
+}
+
+// Close implements io.Closer: the service's channel or connections.
+func (c *config) Close() error { return c.client.Close() }
+
+var _ io.Closer = (*config)(nil)
+
+// compile checks and compiles an ExtAuthz. Fields Outrigger does not
+// implement are refused with their path.
+func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
+	if err := refuseUnsupported(p); err != nil {
+		return nil, err
+	}
+	if ctx.Stats == nil {
+		return nil, errors.New("no stat store")
+	}
+	switch p.GetTransportApiVersion() {
+	case corev3.ApiVersion_AUTO, corev3.ApiVersion_V3:
+	default:
+		return nil, fmt.Errorf("transport_api_version: %s is not supported (V3 only)", p.GetTransportApiVersion())
+	}
+	c := &config{
+		name:              ctx.Name,
+		failureModeAllow:  p.GetFailureModeAllow(),
+		failureModeHeader: p.GetFailureModeAllowHeaderAdd(),
+		statusOnError:     403,
+		clearRouteCache:   p.GetClearRouteCache(),
+		runtime:           ctx.Runtime,
+		encodeRawHeaders:  p.GetEncodeRawHeaders(),
+		maxDeniedBody:     int(p.GetMaxDeniedResponseBodyBytes()),
+		store:             ctx.Stats,
+	}
+	if code := p.GetStatusOnError().GetCode(); code != 0 {
+		c.statusOnError = int(code)
+	}
+	if b := p.GetWithRequestBody(); b != nil {
+		c.body = compileBody(b)
+	}
+	if fe := p.GetFilterEnabled(); fe != nil {
+		f, err := runtime.FractionOf(fe.GetRuntimeKey(), fe.GetDefaultValue())
+		if err != nil {
+			return nil, fmt.Errorf("filter_enabled.default_value.%w", err)
+		}
+		c.enabled = &f
+	}
+	if d := p.GetDenyAtDisable(); d != nil {
+		c.denyAtDisable = &featureFlag{key: d.GetRuntimeKey(), def: d.GetDefaultValue().GetValue()}
+	}
+	var err error
+	if p.GetHttpService() != nil {
+		c.allowed, err = httpAllowedHeaders(p)
+	} else {
+		// For a gRPC service, every header unless allowed_headers
+		// says otherwise.
+		c.allowed, err = compileMatchers(p.GetAllowedHeaders(), "allowed_headers")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if c.disallowed, err = compileMatchers(p.GetDisallowedHeaders(), "disallowed_headers"); err != nil {
+		return nil, err
+	}
+	c.prefix = "ext_authz."
+	if sp := p.GetStatPrefix(); sp != "" {
+		c.prefix += sp + "."
+	}
+	c.stats = newFilterStats(ctx.Stats, ctx.StatPrefix+c.prefix)
+
+	switch s := p.GetServices().(type) {
+	case *extauthzv3.ExtAuthz_GrpcService:
+		if ctx.Services == nil {
+			return nil, errors.New("grpc_service: no gRPC service can be reached")
+		}
+		gs := s.GrpcService
+		c.timeout = defaultTimeout
+		if gs.GetTimeout() != nil {
+			c.timeout = gs.GetTimeout().AsDuration()
+		}
+		ch, err := ctx.Services.OpenGRPC(gs)
+		if err != nil {
+			return nil, fmt.Errorf("grpc_service.%w", err)
+		}
+		c.client = newGRPCClient(ch)
+	case *extauthzv3.ExtAuthz_HttpService:
+		hc, timeout, err := newHTTPClient(s.HttpService, ctx.Services)
+		if err != nil {
+			return nil, fmt.Errorf("http_service.%w", err)
+		}
+		c.client, c.timeout = hc, timeout
+	default:
+		return nil, errors.New("services: one of grpc_service or http_service is required")
+	}
+	c.pool.New = func() any { return &filter{} }
+	return c, nil
+}
+
+// refuseUnsupported refuses the fields Outrigger does not implement (or
+// implements only at their default) with their paths.
+func refuseUnsupported(p *extauthzv3.ExtAuthz) error {
+	switch {
+	case len(p.GetClearRouteCacheHeaders()) > 0:
+		return errors.New("clear_route_cache_headers: not supported by Outrigger")
+	case p.GetValidateMutations():
+		return errors.New("validate_mutations: not supported by Outrigger")
+	case len(p.GetRouteMetadataContextNamespaces()) > 0:
+		return errors.New("route_metadata_context_namespaces: not supported by Outrigger (routes carry no metadata to send)")
+	case len(p.GetRouteTypedMetadataContextNamespaces()) > 0:
+		return errors.New("route_typed_metadata_context_namespaces: not supported by Outrigger (routes carry no metadata to send)")
+	case p.GetFilterEnabledMetadata() != nil:
+		return errors.New("filter_enabled_metadata: not supported by Outrigger (no dynamic metadata)")
+	case p.GetBootstrapMetadataLabelsKey() != "":
+		return errors.New("bootstrap_metadata_labels_key: not supported by Outrigger")
+	case p.GetChargeClusterResponseStats() != nil && p.GetChargeClusterResponseStats().GetValue():
+		return errors.New("charge_cluster_response_stats: only false is supported by Outrigger (denials are not charged to the cluster's response stats)")
+	case p.GetDecoderHeaderMutationRules() != nil:
+		return errors.New("decoder_header_mutation_rules: not supported by Outrigger")
+	case p.GetFilterMetadata() != nil:
+		return errors.New("filter_metadata: not supported by Outrigger (no dynamic metadata)")
+	case p.GetEmitFilterStateStats():
+		return errors.New("emit_filter_state_stats: not supported by Outrigger")
+	case p.GetEnforceResponseHeaderLimits():
+		return errors.New("enforce_response_header_limits: not supported by Outrigger")
+	case p.GetShadowMode():
+		return errors.New("shadow_mode: not supported by Outrigger")
+	case p.GetEmitClientSpan() != nil:
+		return errors.New("emit_client_span: not supported by Outrigger (no tracing of the check)")
+	}
+	return nil
+}
+
+// compileBody compiles a BufferSettings.
+func compileBody(b *extauthzv3.BufferSettings) *bodySettings {
+	return &bodySettings{
+		maxBytes:     int(b.GetMaxRequestBytes()),
+		allowPartial: b.GetAllowPartialMessage(),
+		packAsBytes:  b.GetPackAsBytes(),
+	}
+}
+
+// nameMatcher matches a header name.
+type nameMatcher interface {
+	Matches(name string) bool
+}
+
+// matchers is a compiled ListStringMatcher: a name matches when any
+// pattern does.
+type matchers []nameMatcher
+
+// exactName matches one name.
+type exactName string
+
+// Matches implements nameMatcher.
+func (e exactName) Matches(name string) bool { return string(e) == name }
+
+// compileMatchers compiles a ListStringMatcher found at path; nil stays
+// nil.
+func compileMatchers(l *matcherv3.ListStringMatcher, path string) (matchers, error) {
+	if l == nil {
+		return nil, nil
+	}
+	ms := make(matchers, 0, len(l.GetPatterns()))
+	for i, p := range l.GetPatterns() {
+		m, err := router.CompileStringMatch(p)
+		if err != nil {
+			return nil, fmt.Errorf("%s.patterns[%d].%w", path, i, err)
+		}
+		ms = append(ms, &m)
+	}
+	return ms, nil
+}
+
+// match reports whether name matches a pattern.
+func (ms matchers) match(name string) bool {
+	for _, m := range ms {
+		if m.Matches(name) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,225 @@
+package extauthz
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+)
+
+// Envoy's %RESPONSE_CODE_DETAILS% of the filter's local replies.
+const (
+	detailsDenied = "ext_authz_denied"
+	detailsError  = "ext_authz_error"
+)
+
+// failureModeHeader marks a request let through although its check
+// failed (failure_mode_allow_header_add).
+const failureModeHeader = "x-envoy-auth-failure-mode-allowed"
+
+// filter is one request's ext_authz filter.
+type filter struct {
+	c *config
+	// responseHeaders edit the response of an allowed request, and
+	// localHeaders the local reply of a denied one.
+	responseHeaders []headerEdit
+	localHeaders    []headerEdit
+	// routeConfigs is scratch space for the per-route configurations.
+	routeConfigs []httpfilter.RouteConfig
+}
+
+var (
+	_ httpfilter.Decoder   = (*filter)(nil)
+	_ httpfilter.Encoder   = (*filter)(nil)
+	_ httpfilter.Destroyer = (*filter)(nil)
+)
+
+// DecodeHeaders implements httpfilter.Decoder: it checks the request with
+// the authorization service, waiting for the answer (up to the timeout),
+// and goes on, answers, or fails as the answer says.
+func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
+	c := f.c
+	if s.Route() == nil {
+		// Envoy checks only routed requests.
+		return httpfilter.Continue
+	}
+	in, skip := f.routeSettings(s)
+	if skip {
+		return httpfilter.Continue
+	}
+	if c.enabled != nil && !c.enabled.Enabled(c.runtime, rand.Uint64()) {
+		c.stats.disabled.Inc()
+		if c.denyAtDisable != nil && c.denyAtDisable.value(c.runtime) {
+			s.SendLocalReply(c.statusOnError, "", accesslog.UnauthorizedExternalService, detailsError)
+			return httpfilter.Stop
+		}
+		return httpfilter.Continue
+	}
+	if in.settings != nil && !isUpgrade(s) {
+		body, _, ok := s.BufferRequestBody(in.settings.maxBytes, in.settings.allowPartial)
+		if !ok {
+			return httpfilter.Stop
+		}
+		in.body = body
+	} else {
+		in.settings = nil
+	}
+	req := c.checkRequest(s, in)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	if c.timeout > 0 {
+		ctx, cancel = context.WithTimeout(context.Background(), c.timeout)
+	}
+	defer cancel()
+	done := make(chan struct{})
+	var resp *response
+	go func() {
+		defer close(done)
+		resp = c.client.check(ctx, req)
+	}()
+	if !s.Wait(done) {
+		// The client went away or the stream timed out: the call is
+		// cancelled and its goroutine ends with it.
+		return httpfilter.Stop
+	}
+	return f.complete(s, resp)
+}
+
+// complete applies a check's answer.
+func (f *filter) complete(s httpfilter.Stream, resp *response) httpfilter.Status {
+	c := f.c
+	var cs *clusterStats
+	if name := s.ClusterName(); name != "" {
+		cs = c.clusterStats(name)
+	}
+	switch resp.status {
+	case statusOK:
+		if c.clearRouteCache && (len(resp.requestHeaders) > 0 || len(resp.headersToRemove) > 0 ||
+			len(resp.queryToSet) > 0 || len(resp.queryToRemove) > 0) {
+			s.ClearRouteCache()
+		}
+		h := s.RequestHeaders()
+		apply(h, resp.requestHeaders)
+		for _, name := range resp.headersToRemove {
+			if name = strings.ToLower(name); removable(name) {
+				h.Del(name)
+			}
+		}
+		if p, ok := editQuery(s.Request().Path, resp.queryToSet, resp.queryToRemove); ok {
+			s.SetPath(p)
+		}
+		f.responseHeaders = resp.responseHeaders
+		c.stats.ok.Inc()
+		if cs != nil {
+			cs.ok.Inc()
+		}
+		return httpfilter.Continue
+	case statusDenied:
+		c.stats.denied.Inc()
+		if cs != nil {
+			cs.denied.Inc()
+		}
+		body := resp.body
+		if c.maxDeniedBody > 0 && len(body) > c.maxDeniedBody {
+			body = body[:c.maxDeniedBody]
+		}
+		f.localHeaders = resp.localHeaders
+		s.SendLocalReply(replyStatus(resp.httpStatus, 403), body, accesslog.UnauthorizedExternalService, detailsDenied)
+		return httpfilter.Stop
+	}
+	c.stats.error.Inc()
+	if cs != nil {
+		cs.error.Inc()
+	}
+	if c.failureModeAllow {
+		c.stats.failureModeAllowed.Inc()
+		if cs != nil {
+			cs.failureModeAllowed.Inc()
+		}
+		if c.failureModeHeader {
+			s.RequestHeaders().Add(failureModeHeader, "true")
+		}
+		return httpfilter.Continue
+	}
+	f.localHeaders = resp.localHeaders
+	s.SendLocalReply(replyStatus(resp.httpStatus, c.statusOnError), resp.body, accesslog.UnauthorizedExternalService, detailsError)
+	return httpfilter.Stop
+}
+
+// replyStatus is the status of a local reply: the service's when it is a
+// valid final status, else def.
+func replyStatus(status, def int) int {
+	if status >= 200 && status <= 599 {
+		return status
+	}
+	return def
+}
+
+// routeSettings reads the route's ExtAuthzPerRoute configurations: skip
+// when the most specific disables the filter; context extensions merged
+// from every level, the most specific winning; the body settings.
+func (f *filter) routeSettings(s httpfilter.Stream) (in checkInput, skip bool) {
+	in.settings = f.c.body
+	f.routeConfigs = s.RouteConfigs(f.c.name, f.routeConfigs[:0])
+	defer clear(f.routeConfigs)
+	if len(f.routeConfigs) == 0 {
+		return in, false
+	}
+	for _, rc := range f.routeConfigs {
+		r, _ := rc.(*routeConfig)
+		if r == nil || len(r.contextExtensions) == 0 {
+			continue
+		}
+		if in.contextExtensions == nil {
+			in.contextExtensions = make(map[string]string, len(r.contextExtensions))
+		}
+		for k, v := range r.contextExtensions {
+			in.contextExtensions[k] = v
+		}
+	}
+	most, _ := f.routeConfigs[len(f.routeConfigs)-1].(*routeConfig)
+	if most == nil {
+		return in, false
+	}
+	if most.disabled {
+		return in, true
+	}
+	switch {
+	case most.disableBody:
+		in.settings = nil
+	case most.body != nil:
+		in.settings = most.body
+	}
+	return in, false
+}
+
+// isUpgrade reports an upgrade request (a WebSocket, CONNECT), whose body
+// Envoy never buffers. The connection manager keeps the upgrade header
+// apart from the request headers for now, so only CONNECT is seen until
+// the stream tells of upgrades.
+func isUpgrade(s httpfilter.Stream) bool {
+	_, ok := s.RequestHeaders().Get("upgrade")
+	return ok || s.Request().Method == "CONNECT"
+}
+
+// EncodeHeaders implements httpfilter.Encoder: the service's headers go on
+// the response of an allowed request, or on the reply to a denied one.
+func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
+	switch {
+	case f.localHeaders != nil:
+		applyLocal(s.ResponseHeaders(), f.localHeaders)
+	case f.responseHeaders != nil:
+		apply(s.ResponseHeaders(), f.responseHeaders)
+	}
+	return httpfilter.Continue
+}
+
+// OnDestroy implements httpfilter.Destroyer: the filter goes back to its
+// pool.
+func (f *filter) OnDestroy() {
+	c := f.c
+	f.c, f.responseHeaders, f.localHeaders = nil, nil, nil
+	c.pool.Put(f)
+}

@@ -1,0 +1,249 @@
+package extauthz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+)
+
+// maxHTTPResponseBody bounds what is read of an HTTP authorization
+// service's response body: a denied request's reply carries it.
+const maxHTTPResponseBody = 1 << 20
+
+// headersToRemoveHeader is the response header in which an HTTP service
+// names request headers to remove.
+const headersToRemoveHeader = "x-envoy-auth-headers-to-remove"
+
+// httpClient asks an HTTP authorization service: the request goes to the
+// service's cluster with the original method, the original path behind
+// path_prefix, the CheckRequest's headers (the allowed ones) and, with
+// with_request_body, the body.
+// 200 allows; a 5xx status is a failure; any other status denies.
+type httpClient struct {
+	transport  *http.Transport
+	pathPrefix string
+	// headersToAdd are set on every check request.
+	headersToAdd [][2]string
+	// The response headers that go to the upstream request (set, or
+	// added), to the client on success, and to the client's reply on a
+	// denial (clientAll: all of them but Host).
+	upstream, upstreamAppend, clientOnSuccess, client matchers
+	clientAll                                         bool
+}
+
+// newHTTPClient compiles an HttpService; the timeout is server_uri's.
+func newHTTPClient(hs *extauthzv3.HttpService, svc httpfilter.Services) (*httpClient, time.Duration, error) {
+	if hs.GetRetryPolicy() != nil {
+		return nil, 0, errors.New("retry_policy: not supported by Outrigger")
+	}
+	if hs.GetPathOverride() != "" {
+		return nil, 0, errors.New("path_override: not supported by Outrigger")
+	}
+	uri := hs.GetServerUri()
+	if uri == nil {
+		return nil, 0, errors.New("server_uri: must be set")
+	}
+	name := uri.GetCluster()
+	if name == "" {
+		return nil, 0, errors.New("server_uri.cluster: must be set")
+	}
+	if svc == nil {
+		return nil, 0, errors.New("server_uri.cluster: no cluster can be reached")
+	}
+	timeout := uri.GetTimeout().AsDuration()
+	if timeout < 0 {
+		return nil, 0, errors.New("server_uri.timeout: must not be negative")
+	}
+	if p := hs.GetPathPrefix(); p != "" && !strings.HasPrefix(p, "/") {
+		return nil, 0, errors.New("path_prefix: should start with \"/\"")
+	}
+	c := &httpClient{pathPrefix: hs.GetPathPrefix()}
+	req := hs.GetAuthorizationRequest()
+	for i, h := range req.GetHeadersToAdd() {
+		k := strings.ToLower(h.GetKey())
+		if k == "" {
+			return nil, 0, fmt.Errorf("authorization_request.headers_to_add[%d].key: must be set", i)
+		}
+		if strings.Contains(h.GetValue(), "%") {
+			return nil, 0, fmt.Errorf("authorization_request.headers_to_add[%d].value: command operators are not supported by Outrigger here", i)
+		}
+		c.headersToAdd = append(c.headersToAdd, [2]string{k, h.GetValue()})
+	}
+	resp := hs.GetAuthorizationResponse()
+	var err error
+	if c.upstream, err = compileMatchers(resp.GetAllowedUpstreamHeaders(), "authorization_response.allowed_upstream_headers"); err != nil {
+		return nil, 0, err
+	}
+	if c.upstreamAppend, err = compileMatchers(resp.GetAllowedUpstreamHeadersToAppend(), "authorization_response.allowed_upstream_headers_to_append"); err != nil {
+		return nil, 0, err
+	}
+	if c.clientOnSuccess, err = compileMatchers(resp.GetAllowedClientHeadersOnSuccess(), "authorization_response.allowed_client_headers_on_success"); err != nil {
+		return nil, 0, err
+	}
+	if _, err = compileMatchers(resp.GetDynamicMetadataFromHeaders(), "authorization_response.dynamic_metadata_from_headers"); err != nil {
+		return nil, 0, err
+	}
+	if c.client, err = compileMatchers(resp.GetAllowedClientHeaders(), "authorization_response.allowed_client_headers"); err != nil {
+		return nil, 0, err
+	}
+	if len(c.client) == 0 {
+		c.clientAll = true
+	} else {
+		// With a list, Envoy adds these to it.
+		c.client = append(c.client, exactName("www-authenticate"), exactName("location"))
+	}
+	c.transport = &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			cl := svc.Cluster(name)
+			if cl == nil {
+				return nil, fmt.Errorf("unknown cluster %q", name)
+			}
+			return cl.Connect(ctx)
+		},
+		DisableCompression:  true,
+		MaxIdleConnsPerHost: 16,
+		IdleConnTimeout:     time.Minute,
+	}
+	if cl, ok := svc.Cluster(name).(interface{ HTTP2() bool }); ok && cl.HTTP2() {
+		var p http.Protocols
+		p.SetUnencryptedHTTP2(true)
+		c.transport.Protocols = &p
+	}
+	return c, timeout, nil
+}
+
+// check implements checker.
+func (c *httpClient) check(ctx context.Context, cr *authv3.CheckRequest) *response {
+	hr := cr.GetAttributes().GetRequest().GetHttp()
+	body := hr.GetBody()
+	if raw := hr.GetRawBody(); len(raw) > 0 {
+		body = string(raw)
+	}
+	path := c.pathPrefix + hr.GetPath()
+	// The service is reached by cluster; the URL's host only names it.
+	req, err := http.NewRequestWithContext(ctx, hr.GetMethod(), "http://ext-authz"+path, strings.NewReader(body))
+	if err != nil {
+		return errorResponse(err.Error())
+	}
+	// The path as the client sent it, not re-encoded (the query
+	// follows it).
+	req.URL.Opaque, _, _ = strings.Cut(path, "?")
+	req.Host = hr.GetHost()
+	req.ContentLength = int64(len(body))
+	if len(body) == 0 {
+		req.Body = http.NoBody
+	}
+	for name, value := range hr.GetHeaders() {
+		if name == "content-length" || strings.HasPrefix(name, ":") || name == "host" {
+			continue
+		}
+		// The CheckRequest holds only the headers the service may see
+		// (see httpAllowedHeaders).
+		req.Header.Set(name, value)
+	}
+	if _, ok := req.Header["User-Agent"]; !ok {
+		// Go's client would add its own; Envoy adds none.
+		req.Header["User-Agent"] = []string{""}
+	}
+	for _, h := range c.headersToAdd {
+		req.Header.Set(h[0], h[1])
+	}
+	resp, err := c.transport.RoundTrip(req)
+	if err != nil {
+		return errorResponse(err.Error())
+	}
+	defer resp.Body.Close()
+	rbody, err := io.ReadAll(io.LimitReader(resp.Body, maxHTTPResponseBody))
+	if err != nil {
+		return errorResponse(err.Error())
+	}
+	if resp.StatusCode >= 500 && resp.StatusCode < 600 {
+		return errorResponse("status " + strconv.Itoa(resp.StatusCode))
+	}
+	r := &response{status: statusOK}
+	if resp.StatusCode != http.StatusOK {
+		r = &response{status: statusDenied, httpStatus: resp.StatusCode, body: string(rbody)}
+	}
+	for k, vs := range resp.Header {
+		name := strings.ToLower(k)
+		if name == headersToRemoveHeader {
+			if r.status == statusOK {
+				for _, v := range vs {
+					for n := range strings.SplitSeq(v, ",") {
+						if n = strings.ToLower(strings.TrimSpace(n)); n != "" {
+							r.headersToRemove = append(r.headersToRemove, n)
+						}
+					}
+				}
+			}
+			continue
+		}
+		for _, v := range vs {
+			c.sortHeader(r, name, v)
+		}
+	}
+	return r
+}
+
+// sortHeader files one response header of the service where
+// authorization_response says it goes.
+func (c *httpClient) sortHeader(r *response, name, value string) {
+	if r.status == statusOK {
+		if c.upstream.match(name) {
+			r.requestHeaders = append(r.requestHeaders, headerEdit{name: name, value: value, action: actionSet})
+		}
+		if c.upstreamAppend.match(name) {
+			r.requestHeaders = append(r.requestHeaders, headerEdit{name: name, value: value, action: actionAdd})
+		}
+		if c.clientOnSuccess.match(name) {
+			r.responseHeaders = append(r.responseHeaders, headerEdit{name: name, value: value, action: actionAdd})
+		}
+		return
+	}
+	// The framing of the reply is the proxy's own.
+	if name == "content-length" || name == "transfer-encoding" || name == "connection" {
+		return
+	}
+	if (c.clientAll && name != "host") || c.client.match(name) {
+		r.localHeaders = append(r.localHeaders, headerEdit{name: name, value: value, action: actionSet})
+	}
+}
+
+// Close implements checker: idle connections to the service close.
+func (c *httpClient) Close() error {
+	c.transport.CloseIdleConnections()
+	return nil
+}
+
+// httpAllowedHeaders selects the request headers an HTTP service gets, as
+// Envoy's FilterConfig does: authorization_request.allowed_headers, else
+// the filter's allowed_headers (not both), plus the ones Envoy always
+// sends.
+func httpAllowedHeaders(p *extauthzv3.ExtAuthz) (matchers, error) {
+	//lint:ignore SA1019 Envoy still reads the deprecated allowed_headers (the loader warns).
+	list, path := p.GetHttpService().GetAuthorizationRequest().GetAllowedHeaders(), "http_service.authorization_request.allowed_headers"
+	if p.GetAllowedHeaders() != nil {
+		if list != nil {
+			// Envoy's words.
+			return nil, errors.New("allowed_headers: invalid duplicate configuration for allowed_headers (also in http_service.authorization_request)")
+		}
+		list, path = p.GetAllowedHeaders(), "allowed_headers"
+	}
+	ms := matchers{exactName("authorization"), exactName(":method"), exactName(":path"), exactName(":authority")}
+	more, err := compileMatchers(list, path)
+	if err != nil {
+		return nil, err
+	}
+	return append(ms, more...), nil
+}

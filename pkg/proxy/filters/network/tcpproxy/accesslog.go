@@ -1,0 +1,52 @@
+package tcpproxy
+
+import (
+	"net"
+
+	datav3 "github.com/envoyproxy/go-control-plane/envoy/data/accesslog/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+)
+
+// logEntry logs the connection as it is now, for the reason t.
+func (s *session) logEntry(t datav3.AccessLogType) {
+	if s.p.logs.Empty() {
+		return
+	}
+	if _, err := s.p.logs.Log(nil, s.entry(t)); err != nil {
+		s.p.log.V(1).Info("access log", "error", err.Error())
+	}
+}
+
+// entry describes the connection as it is now, for the reason t: for the
+// access logs and the tunnel's header formats.
+func (s *session) entry(t datav3.AccessLogType) *accesslog.Entry {
+	e := &accesslog.Entry{
+		StartTime:               s.start,
+		Type:                    t,
+		ResponseFlags:           accesslog.ResponseFlags(s.flags.Load()),
+		BytesReceived:           s.rx.Load(),
+		BytesSent:               s.tx.Load(),
+		Duration:                s.p.now().Sub(s.start),
+		UpstreamCluster:         s.clusterName,
+		ConnectionID:            s.id,
+		DownstreamRemoteAddress: addrString(s.down.RemoteAddr()),
+		DownstreamLocalAddress:  addrString(s.down.LocalAddr()),
+	}
+	// The connection's goroutine sets these before it starts the timers
+	// that log too, and logs itself otherwise.
+	if s.host != nil {
+		e.UpstreamHost = s.host.Address
+	}
+	e.UpstreamLocalAddress = s.up.local
+	e.UpstreamTransportFailureReason = s.failureReason
+	return e
+}
+
+// addrString renders an address, "" for none.
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}

@@ -1,0 +1,260 @@
+// Package tcpproxy is the TCP proxy network filter
+// (envoy.filters.network.tcp_proxy): each downstream connection gets a
+// connection to a host of the configured cluster (or of one of the
+// weighted clusters), and bytes flow both ways until both sides have
+// ended. A FIN from one side is forwarded to the other as a half-close,
+// as Envoy does; an error on either side closes both.
+//
+// Each connection runs on two goroutines, one per direction, each reading
+// into a buffer of its own (bounded by the listener's
+// per_connection_buffer_limit_bytes) and writing it out before reading
+// again: a slow receiver stops the reading of its sender, which is the
+// flow control Envoy gets from its watermarks, with at most one buffer in
+// flight per direction. Stats are Envoy's, under tcp.<stat_prefix>.
+package tcpproxy
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
+)
+
+// Name is the filter's name in the proxy. spelling.
+const Name = "proxy.filters.network.tcp_proxy"
+
+// defaultIdleTimeout is Envoy's idle timeout when idle_timeout is unset.
+const defaultIdleTimeout = time.Hour
+
+// Factory compiles TcpProxy configurations.
+type Factory struct{}
+
+var _ netfilter.Factory = Factory{}
+
+// weighted is one of weighted_clusters' clusters.
+type weighted struct {
+	name   string
+	weight uint64
+}
+
+// config is a compiled TcpProxy.
+type config struct {
+	statPrefix string
+	// cluster is the one cluster, when weighted is empty.
+	cluster string
+	// weighted lists weighted_clusters (no zero weights), totalWeight
+	// their sum.
+	weighted    []weighted
+	totalWeight uint64
+
+	idleTimeout    time.Duration // 0: none
+	maxAttempts    uint32
+	backoffBase    time.Duration // 0: retry at once
+	backoffMax     time.Duration
+	maxDuration    time.Duration // 0: none
+	durationJitter float64       // percent of maxDuration, 0..100
+
+	tunnel *tunnel // nil: plain TCP upstream
+
+	flushInterval  time.Duration // periodic access logs; 0: none
+	logOnConnected bool
+	logOnStart     bool
+}
+
+// Compile implements netfilter.Factory. Errors name the field path below
+// typed_config.
+func (Factory) Compile(msg proto.Message, ctx netfilter.Context) (netfilter.Filter, error) {
+	cfg, ok := msg.(*tcpproxyv3.TcpProxy)
+	if !ok {
+		return nil, fmt.Errorf("expected a %s, got %T", proto.MessageName(&tcpproxyv3.TcpProxy{}), msg)
+	}
+	c, err := compile(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPostTunnel(c, ctx.Clusters); err != nil {
+		return nil, err
+	}
+	var logs netfilter.AccessLogger = noLogs{}
+	if len(cfg.GetAccessLog()) > 0 {
+		if ctx.AccessLogs == nil {
+			return nil, errors.New("access_log: no access loggers in this context")
+		}
+		if logs, err = ctx.AccessLogs("access_log", cfg.GetAccessLog()); err != nil {
+			return nil, err
+		}
+	}
+	return newProxy(c, logs, ctx), nil
+}
+
+// compile checks a TcpProxy and reads what it configures. Fields that
+// Outrigger does not implement are refused with their path (the loader's
+// support check refuses them too; this guards other callers).
+func compile(cfg *tcpproxyv3.TcpProxy) (*config, error) {
+	var errs []error
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	c := &config{statPrefix: cfg.GetStatPrefix(), maxAttempts: 1, idleTimeout: defaultIdleTimeout}
+	if c.statPrefix == "" {
+		fail("stat_prefix: required")
+	}
+	switch spec := cfg.GetClusterSpecifier().(type) {
+	case *tcpproxyv3.TcpProxy_Cluster:
+		if spec.Cluster == "" {
+			fail("cluster: must not be empty")
+		}
+		c.cluster = spec.Cluster
+	case *tcpproxyv3.TcpProxy_WeightedClusters:
+		cls := spec.WeightedClusters.GetClusters()
+		if len(cls) == 0 {
+			fail("weighted_clusters.clusters: at least one cluster is required")
+		}
+		for i, cw := range cls {
+			p := fmt.Sprintf("weighted_clusters.clusters[%d]", i)
+			if cw.GetName() == "" {
+				fail("%s.name: must not be empty", p)
+			}
+			if cw.GetMetadataMatch() != nil {
+				fail("%s.metadata_match: not supported by Outrigger (no subset load balancer)", p)
+			}
+			if cw.GetWeight() == 0 {
+				continue // never picked, as in Envoy
+			}
+			c.weighted = append(c.weighted, weighted{name: cw.GetName(), weight: uint64(cw.GetWeight())})
+			c.totalWeight += uint64(cw.GetWeight())
+		}
+		if len(cls) > 0 && c.totalWeight == 0 {
+			fail("weighted_clusters.clusters: the weights must not all be 0")
+		}
+	default:
+		fail("cluster_specifier: cluster or weighted_clusters is required")
+	}
+	if d := cfg.GetIdleTimeout(); d != nil {
+		c.idleTimeout = d.AsDuration()
+		if c.idleTimeout < 0 {
+			fail("idle_timeout: must not be negative")
+		}
+	}
+	if n := cfg.GetMaxConnectAttempts(); n != nil {
+		if n.GetValue() < 1 {
+			fail("max_connect_attempts: must be at least 1")
+		}
+		c.maxAttempts = n.GetValue()
+	}
+	if b := cfg.GetBackoffOptions(); b != nil {
+		c.backoffBase = b.GetBaseInterval().AsDuration()
+		c.backoffMax = 10 * c.backoffBase
+		if b.GetMaxInterval() != nil {
+			c.backoffMax = b.GetMaxInterval().AsDuration()
+		}
+		if c.backoffBase <= 0 {
+			fail("backoff_options.base_interval: must be greater than 0")
+		}
+		if c.backoffMax < c.backoffBase {
+			fail("backoff_options.max_interval: must not be less than base_interval")
+		}
+	}
+	if d := cfg.GetMaxDownstreamConnectionDuration(); d != nil {
+		c.maxDuration = d.AsDuration()
+		if c.maxDuration < time.Millisecond {
+			fail("max_downstream_connection_duration: must be at least 1ms")
+		}
+		if j := cfg.GetMaxDownstreamConnectionDurationJitterPercentage(); j != nil {
+			c.durationJitter = j.GetValue()
+			if c.durationJitter < 0 || c.durationJitter > 100 {
+				fail("max_downstream_connection_duration_jitter_percentage.value: must be between 0 and 100")
+			}
+		}
+	}
+	// The deprecated fields apply unless access_log_options has its own,
+	// as in Envoy.
+	//lint:ignore SA1019 Envoy still accepts the deprecated fields.
+	if d := cfg.GetAccessLogFlushInterval(); d != nil {
+		c.flushInterval = d.AsDuration()
+	}
+	//lint:ignore SA1019 Envoy still accepts the deprecated fields.
+	c.logOnConnected = cfg.GetFlushAccessLogOnConnected()
+	if o := cfg.GetAccessLogOptions(); o != nil {
+		if d := o.GetAccessLogFlushInterval(); d != nil {
+			c.flushInterval = d.AsDuration()
+		}
+		if o.GetFlushAccessLogOnConnected() {
+			c.logOnConnected = true
+		}
+		c.logOnStart = o.GetFlushAccessLogOnStart()
+	}
+	if c.flushInterval != 0 && c.flushInterval < time.Millisecond {
+		fail("access_log_options.access_log_flush_interval: must be at least 1ms")
+	}
+	refuse := func(set bool, field, why string) {
+		if set {
+			fail("%s: not supported by Outrigger (%s)", field, why)
+		}
+	}
+	refuse(cfg.GetOnDemand() != nil, "on_demand", "no on-demand cluster discovery")
+	refuse(cfg.GetMetadataMatch() != nil, "metadata_match", "no subset load balancer")
+	refuse(cfg.GetDownstreamIdleTimeout() != nil, "downstream_idle_timeout", "not implemented by Envoy either; use idle_timeout")
+	refuse(cfg.GetUpstreamIdleTimeout() != nil, "upstream_idle_timeout", "not implemented by Envoy either; use idle_timeout")
+	refuse(len(cfg.GetHashPolicy()) > 0, "hash_policy", "no hash-based load balancer")
+	if tc := cfg.GetTunnelingConfig(); tc != nil {
+		t, err := compileTunnel(tc)
+		if err != nil {
+			errs = append(errs, prefixErrors("tunneling_config.", err)...)
+		}
+		c.tunnel = t
+	}
+	refuse(len(cfg.GetProxyProtocolTlvs()) > 0, "proxy_protocol_tlvs", "no PROXY protocol upstream")
+	refuse(cfg.GetProxyProtocolTlvMergePolicy() != 0, "proxy_protocol_tlv_merge_policy", "no PROXY protocol upstream")
+	refuse(cfg.GetUpstreamConnectMode() != tcpproxyv3.UpstreamConnectMode_IMMEDIATE, "upstream_connect_mode", "only IMMEDIATE")
+	refuse(cfg.GetMaxEarlyDataBytes() != nil, "max_early_data_bytes", "the upstream is connected before reading")
+	refuse(cfg.GetCheckDrainClose() != nil, "check_drain_close", "not implemented")
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// noLogs is the access_log list of a proxy without one.
+type noLogs struct{}
+
+func (noLogs) Empty() bool                                        { return true }
+func (noLogs) Log(buf []byte, _ *accesslog.Entry) ([]byte, error) { return buf, nil }
+func (noLogs) Close() error                                       { return nil }
+
+// prefixErrors prefixes every error joined in err.
+func prefixErrors(prefix string, err error) []error {
+	if multi, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range multi.Unwrap() {
+			out = append(out, prefixErrors(prefix, e)...)
+		}
+		return out
+	}
+	return []error{fmt.Errorf("%s%w", prefix, err)}
+}
+
+// checkPostTunnel refuses a POST tunnel to a known cluster that speaks
+// HTTP/1.1: the stream would have to be chunked both ways, which
+// Outrigger does not do. A cluster unknown now fails its connections.
+func checkPostTunnel(c *config, clusters netfilter.Clusters) error {
+	if c.tunnel == nil || !c.tunnel.usePost || clusters == nil {
+		return nil
+	}
+	names := []string{c.cluster}
+	if len(c.weighted) > 0 {
+		names = names[:0]
+		for _, w := range c.weighted {
+			names = append(names, w.name)
+		}
+	}
+	for _, n := range names {
+		if cl := clusters.Cluster(n); cl != nil && !cl.HTTP2() {
+			return fmt.Errorf("tunneling_config.use_post: cluster %q speaks HTTP/1.1; POST tunnels need an HTTP/2 cluster in Outrigger", n)
+		}
+	}
+	return nil
+}

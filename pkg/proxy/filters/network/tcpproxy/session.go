@@ -1,0 +1,431 @@
+package tcpproxy
+
+import (
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	datav3 "github.com/envoyproxy/go-control-plane/envoy/data/accesslog/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+)
+
+// session is one proxied downstream connection.
+type session struct {
+	p     *Proxy
+	down  net.Conn // as the listener handed it: closing it counts
+	start time.Time
+	// mono is start on the real clock, for the idle timer.
+	mono time.Time
+	id   uint64
+
+	// Set before the pumps start, read-only afterwards.
+	clusterName   string
+	host          *upstream.Host
+	failureReason string
+	up            upstreamIO // its closer is nil until connected
+
+	flags atomic.Uint32 // accesslog.ResponseFlags
+	rx    atomic.Uint64 // bytes received from downstream
+	tx    atomic.Uint64 // bytes sent downstream
+	// lastActive is when bytes last moved, as nanoseconds since mono;
+	// kept only with an idle timeout.
+	lastActive atomic.Int64
+	// upWriting is set while bytes of the downstream are being written
+	// upstream: if the downstream goes away then, they are flushed first.
+	upWriting atomic.Bool
+	// flushing is set when the downstream went away while upstream bytes
+	// were being written (upstream_flush_*).
+	flushing atomic.Bool
+
+	mu       sync.Mutex
+	closed   bool // closeBoth ran: nothing may connect any more
+	downOnce sync.Once
+	upOnce   sync.Once
+	timers   []*time.Timer
+}
+
+func newSession(p *Proxy, c net.Conn) *session {
+	return &session{p: p, down: c, start: p.now(), mono: time.Now(), id: p.connIDs.Add(1)}
+}
+
+// Errors a direction ends with, telling which side failed.
+var (
+	errDownstream = errors.New("downstream")
+	errUpstream   = errors.New("upstream")
+)
+
+// run proxies the connection: it picks the cluster and a host, connects
+// (within max_connect_attempts), then moves bytes both ways until both
+// sides have ended, and logs the connection.
+func (s *session) run() {
+	cfg := s.p.cfg
+	defer s.finish()
+	s.clusterName = s.p.pickCluster()
+	if cfg.logOnStart {
+		s.logEntry(datav3.AccessLogType_TcpConnectionStart)
+	}
+	if cfg.maxDuration > 0 {
+		d := cfg.maxDuration
+		if cfg.durationJitter > 0 {
+			d += time.Duration(rand.Float64() * cfg.durationJitter / 100 * float64(d))
+		}
+		s.addTimer(d, func(func(time.Duration)) {
+			s.p.stats.maxDuration.Inc()
+			s.closeBoth()
+		})
+	}
+	var cl netfilter.Cluster
+	if s.p.clusters != nil {
+		cl = s.p.clusters.Cluster(s.clusterName)
+	}
+	if cl == nil {
+		s.p.stats.cxNoRoute.Inc()
+		s.setFlag(accesslog.NoClusterFound)
+		return
+	}
+	if !s.connect(cl) {
+		return
+	}
+	if cfg.logOnConnected {
+		s.logEntry(datav3.AccessLogType_TcpUpstreamConnected)
+	}
+	if cfg.idleTimeout > 0 {
+		s.startIdleTimer()
+	}
+	if cfg.flushInterval > 0 {
+		s.startPeriodicLog()
+	}
+	s.proxy()
+}
+
+// connect connects upstream, trying up to max_connect_attempts hosts
+// (with backoff_options between attempts), and reports whether it did.
+func (s *session) connect(cl netfilter.Cluster) bool {
+	cfg := s.p.cfg
+	for attempt := uint32(0); ; attempt++ {
+		s.mu.Lock()
+		cut := s.closed
+		s.mu.Unlock()
+		if cut {
+			return false // max duration, shutdown
+		}
+		if attempt >= cfg.maxAttempts {
+			s.setFlag(accesslog.UpstreamRetryLimitExceeded)
+			s.p.attemptsExceeded(cl).Inc()
+			return false
+		}
+		if attempt > 0 && cfg.backoffBase > 0 && !s.backoff(attempt) {
+			return false
+		}
+		h := cl.PickHost()
+		if h == nil {
+			s.setFlag(accesslog.NoHealthyUpstream)
+			return false
+		}
+		s.host = h
+		var (
+			up  upstreamIO
+			err error
+		)
+		if cfg.tunnel != nil {
+			up, err = s.openTunnel(cl, h)
+		} else {
+			up, err = s.connectTCP(cl, h)
+		}
+		if err != nil {
+			if s.p.ctx.Err() != nil {
+				return false // shutting down
+			}
+			s.setFlag(accesslog.UpstreamConnectionFailure)
+			s.failureReason = err.Error()
+			continue
+		}
+		s.mu.Lock()
+		if s.closed {
+			// Cut (shutdown, max duration) while connecting.
+			s.mu.Unlock()
+			_ = up.closer.Close()
+			return false
+		}
+		s.up = up
+		s.mu.Unlock()
+		return true
+	}
+}
+
+// upstreamIO is the upstream side of a connection as the pumps use it: a
+// TCP connection, or a tunnel through an HTTP proxy.
+type upstreamIO struct {
+	closer     io.Closer
+	r          io.Reader
+	w          io.Writer
+	closeWrite func() error
+	local      string // %UPSTREAM_LOCAL_ADDRESS%
+}
+
+// connectTCP opens a plain TCP connection to h.
+func (s *session) connectTCP(cl netfilter.Cluster, h *upstream.Host) (upstreamIO, error) {
+	conn, err := cl.ConnectHost(s.p.ctx, h)
+	if err != nil {
+		return upstreamIO{}, err
+	}
+	return upstreamIO{
+		closer:     conn,
+		r:          rawConn(conn),
+		w:          rawConn(conn),
+		closeWrite: func() error { return closeWrite(conn) },
+		local:      addrString(conn.LocalAddr()),
+	}, nil
+}
+
+// backoff waits before attempt (1-based retries) as Envoy's jittered
+// exponential backoff does: a random time below base*2^(attempt-1),
+// capped at max_interval. It reports false when the proxy shut down.
+func (s *session) backoff(attempt uint32) bool {
+	cfg := s.p.cfg
+	limit := cfg.backoffBase
+	for i := uint32(1); i < attempt && limit < cfg.backoffMax; i++ {
+		limit *= 2
+	}
+	limit = min(limit, cfg.backoffMax)
+	t := time.NewTimer(time.Duration(rand.Int64N(int64(limit)) + 1))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.p.ctx.Done():
+		return false
+	}
+}
+
+// proxy moves bytes both ways until both directions have ended.
+func (s *session) proxy() {
+	limit := uint32(0)
+	if bl, ok := s.down.(interface{ BufferLimit() uint32 }); ok {
+		limit = bl.BufferLimit()
+	}
+	downRaw := rawConn(s.down)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf, put := s.p.getBuf(limit)
+		defer put()
+		s.pumpUp(downRaw, s.up.w, buf)
+	}()
+	buf, put := s.p.getBuf(limit)
+	s.pumpDown(s.up.r, downRaw, buf)
+	put()
+	<-done
+}
+
+// pumpUp copies the downstream's bytes upstream. A write that has to wait
+// for the upstream pauses the downstream's reading
+// (downstream_flow_control_*); the downstream's FIN becomes a half-close
+// of the upstream.
+func (s *session) pumpUp(src net.Conn, dst io.Writer, buf []byte) {
+	st := s.p.stats
+	w := newWriter(dst)
+	w.onWait = st.pausedReading.Inc
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			s.touch()
+			st.rxBytesTotal.Add(uint64(n))
+			s.rx.Add(uint64(n))
+			st.rxBuffered.Add(int64(n))
+			s.upWriting.Store(true)
+			_, waited, werr := w.write(buf[:n])
+			s.upWriting.Store(false)
+			st.rxBuffered.Add(-int64(n))
+			if waited {
+				st.resumedReading.Inc()
+			}
+			if s.flushing.Load() {
+				// The downstream is gone; its last bytes are out.
+				s.closeUp()
+				return
+			}
+			if werr != nil {
+				s.fail(errUpstream)
+				return
+			}
+			s.touch()
+		}
+		if err == io.EOF {
+			if s.up.closeWrite() != nil {
+				s.fail(errUpstream)
+			}
+			return
+		}
+		if err != nil {
+			s.fail(errDownstream)
+			return
+		}
+	}
+}
+
+// pumpDown copies the upstream's bytes downstream; the upstream's FIN
+// becomes a half-close of the downstream.
+func (s *session) pumpDown(src io.Reader, dst net.Conn, buf []byte) {
+	st := s.p.stats
+	w := newWriter(dst)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			s.touch()
+			st.txBuffered.Add(int64(n))
+			w, _, werr := w.write(buf[:n])
+			st.txBuffered.Add(-int64(n))
+			st.txBytesTotal.Add(uint64(w))
+			s.tx.Add(uint64(w))
+			if werr != nil {
+				s.fail(errDownstream)
+				return
+			}
+			s.touch()
+		}
+		if err == io.EOF {
+			if closeWrite(s.down) != nil {
+				s.fail(errDownstream)
+			}
+			return
+		}
+		if err != nil {
+			s.fail(errUpstream)
+			return
+		}
+	}
+}
+
+// fail ends the connection after an error on one side. When the
+// downstream failed while its bytes were being written upstream, the
+// upstream stays open until they are (upstream_flush_*), as Envoy's
+// drainer keeps it; otherwise both sides close.
+func (s *session) fail(side error) {
+	s.closeDown()
+	if side == errDownstream && s.upWriting.Load() && s.flushing.CompareAndSwap(false, true) {
+		s.p.stats.flushTotal.Inc()
+		s.p.stats.flushActive.Inc()
+		if s.upWriting.Load() {
+			return // pumpUp closes the upstream after its write
+		}
+	}
+	s.closeUp()
+}
+
+// closeDown closes the downstream connection, once.
+func (s *session) closeDown() {
+	s.downOnce.Do(func() { _ = s.down.Close() })
+}
+
+// closeUp closes the upstream connection, once it exists, once.
+func (s *session) closeUp() {
+	s.mu.Lock()
+	up := s.up.closer
+	s.mu.Unlock()
+	if up == nil {
+		return
+	}
+	s.upOnce.Do(func() {
+		_ = up.Close()
+		if s.flushing.Load() {
+			s.p.stats.flushActive.Dec()
+		}
+	})
+}
+
+// closeBoth cuts the connection: the idle timeout, the maximum duration,
+// shutdown. A connection attempt in progress is dropped when it ends.
+func (s *session) closeBoth() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.closeDown()
+	s.closeUp()
+}
+
+// finish closes what is left, stops the timers and logs the connection.
+func (s *session) finish() {
+	s.mu.Lock()
+	s.closed = true
+	timers := s.timers
+	s.timers = nil
+	s.mu.Unlock()
+	for _, t := range timers {
+		t.Stop()
+	}
+	s.closeDown()
+	s.closeUp()
+	s.logEntry(datav3.AccessLogType_TcpConnectionEnd)
+}
+
+// addTimer runs f after d unless the session finishes first. f gets a
+// rearm function, which runs it again after a given time unless the
+// session has finished by then.
+func (s *session) addTimer(d time.Duration, f func(rearm func(time.Duration))) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var t *time.Timer
+	rearm := func(next time.Duration) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !s.closed {
+			t.Reset(next)
+		}
+	}
+	// t is set before the lock is released, and f runs after taking it
+	// (through rearm), so f always sees it.
+	t = time.AfterFunc(d, func() { f(rearm) })
+	s.timers = append(s.timers, t)
+}
+
+// touch records activity for the idle timer.
+func (s *session) touch() {
+	if s.p.cfg.idleTimeout > 0 {
+		s.lastActive.Store(int64(time.Since(s.mono)))
+	}
+}
+
+// startIdleTimer closes the connection once no byte has moved either way
+// for idle_timeout. The timer does not move with every read: when it
+// fires, it sleeps again for what is left since the last activity.
+func (s *session) startIdleTimer() {
+	idle := s.p.cfg.idleTimeout
+	s.touch()
+	s.addTimer(idle, func(rearm func(time.Duration)) {
+		since := time.Since(s.mono) - time.Duration(s.lastActive.Load())
+		if since < idle {
+			rearm(idle - since)
+			return
+		}
+		s.p.stats.idleTimeout.Inc()
+		s.closeBoth()
+	})
+}
+
+// startPeriodicLog logs the connection every access_log_flush_interval
+// (TcpPeriodic entries) while it lasts.
+func (s *session) startPeriodicLog() {
+	every := s.p.cfg.flushInterval
+	s.addTimer(every, func(rearm func(time.Duration)) {
+		s.logEntry(datav3.AccessLogType_TcpPeriodic)
+		rearm(every)
+	})
+}
+
+// setFlag adds a response flag.
+func (s *session) setFlag(f accesslog.ResponseFlags) {
+	for {
+		old := s.flags.Load()
+		if s.flags.CompareAndSwap(old, old|uint32(f)) {
+			return
+		}
+	}
+}

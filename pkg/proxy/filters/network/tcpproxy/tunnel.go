@@ -1,0 +1,267 @@
+package tcpproxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+)
+
+// tunnel is a compiled tunneling_config: the TCP stream goes upstream as
+// the body of an HTTP CONNECT (or POST) request, over HTTP/1.1 or HTTP/2
+// as the cluster speaks.
+type tunnel struct {
+	hostname *accesslog.Formatter
+	usePost  bool
+	postPath string
+	headers  []tunnelHeader
+}
+
+// tunnelHeader is one of headers_to_add.
+type tunnelHeader struct {
+	name      string
+	value     *accesslog.Formatter
+	keepEmpty bool
+	action    corev3.HeaderValueOption_HeaderAppendAction
+}
+
+// maxTunnelResponseHead bounds the HTTP/1.1 response head read from the
+// upstream proxy.
+const maxTunnelResponseHead = 64 << 10
+
+// compileTunnel compiles a tunneling_config; errors name the field below
+// tunneling_config.
+func compileTunnel(tc *tcpproxyv3.TcpProxy_TunnelingConfig) (*tunnel, error) {
+	var errs []error
+	t := &tunnel{usePost: tc.GetUsePost(), postPath: tc.GetPostPath()}
+	if tc.GetHostname() == "" {
+		errs = append(errs, errors.New("hostname: required"))
+	}
+	var err error
+	if t.hostname, err = accesslog.Text(tc.GetHostname(), true); err != nil {
+		errs = append(errs, fmt.Errorf("hostname: %w", err))
+	}
+	switch {
+	case t.postPath != "" && !t.usePost:
+		errs = append(errs, errors.New("post_path: needs use_post"))
+	case t.postPath == "":
+		t.postPath = "/"
+	case !strings.HasPrefix(t.postPath, "/"):
+		errs = append(errs, errors.New("post_path: must start with /"))
+	}
+	for i, o := range tc.GetHeadersToAdd() {
+		h, err := compileTunnelHeader(o)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("headers_to_add[%d].%w", i, err))
+			continue
+		}
+		t.headers = append(t.headers, h)
+	}
+	refuse := func(set bool, field string) {
+		if set {
+			errs = append(errs, fmt.Errorf("%s: not supported by Outrigger", field))
+		}
+	}
+	refuse(tc.GetPropagateResponseHeaders(), "propagate_response_headers")
+	refuse(tc.GetPropagateResponseTrailers(), "propagate_response_trailers")
+	refuse(tc.GetRequestIdExtension() != nil, "request_id_extension")
+	refuse(tc.GetRequestIdHeader() != "", "request_id_header")
+	refuse(tc.GetRequestIdMetadataKey() != "", "request_id_metadata_key")
+	refuse(len(tc.GetFormatters()) > 0, "formatters")
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func compileTunnelHeader(o *corev3.HeaderValueOption) (tunnelHeader, error) {
+	h := tunnelHeader{name: strings.ToLower(o.GetHeader().GetKey()), keepEmpty: o.GetKeepEmptyValue(), action: o.GetAppendAction()}
+	switch {
+	case h.name == "":
+		return h, errors.New("header.key: a header name is required")
+	case h.name[0] == ':' || h.name == "host":
+		return h, fmt.Errorf("header.key: %q cannot be set (pseudo-headers and host are the tunnel's)", h.name)
+	case len(o.GetHeader().GetRawValue()) > 0:
+		return h, errors.New("header.raw_value: not supported by Outrigger (use value)")
+	}
+	//lint:ignore SA1019 Envoy still accepts the deprecated boolean.
+	if legacy := o.GetAppend(); legacy != nil {
+		if h.action != corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD {
+			return h, errors.New("append: cannot be set together with append_action")
+		}
+		if !legacy.GetValue() {
+			h.action = corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
+		}
+	}
+	var err error
+	if h.value, err = accesslog.Text(o.GetHeader().GetValue(), true); err != nil {
+		return h, fmt.Errorf("header.value: %w", err)
+	}
+	return h, nil
+}
+
+// requestHeaders returns the tunnel request's hostname and headers for
+// the connection described by e.
+func (t *tunnel) requestHeaders(e *accesslog.Entry) (string, http.Header) {
+	host := string(t.hostname.AppendValue(nil, e))
+	hdr := http.Header{}
+	for _, h := range t.headers {
+		v := string(h.value.AppendValue(nil, e))
+		if v == "" && !h.keepEmpty {
+			continue
+		}
+		_, present := hdr[http.CanonicalHeaderKey(h.name)]
+		switch h.action {
+		case corev3.HeaderValueOption_ADD_IF_ABSENT:
+			if !present {
+				hdr.Add(h.name, v)
+			}
+		case corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD:
+			hdr.Set(h.name, v)
+		case corev3.HeaderValueOption_OVERWRITE_IF_EXISTS:
+			if present {
+				hdr.Set(h.name, v)
+			}
+		default:
+			hdr.Add(h.name, v)
+		}
+	}
+	return host, hdr
+}
+
+// errTunnelRefused: the upstream proxy answered the tunnel request with
+// a status other than success.
+var errTunnelRefused = errors.New("tunnel refused")
+
+// openTunnel connects to h and opens the tunnel: over HTTP/2 a CONNECT
+// (or POST) stream whose bodies carry the bytes, over HTTP/1.1 a CONNECT
+// after which the connection carries them. It returns what the pumps use.
+func (s *session) openTunnel(cl netfilter.Cluster, h *upstream.Host) (upstreamIO, error) {
+	t := s.p.cfg.tunnel
+	host, hdr := t.requestHeaders(s.entry(0))
+	if cl.HTTP2() {
+		return s.openHTTP2Tunnel(cl, h, host, hdr)
+	}
+	if t.usePost {
+		return upstreamIO{}, errors.New("tunneling_config.use_post needs an HTTP/2 cluster")
+	}
+	conn, err := cl.ConnectHost(s.p.ctx, h)
+	if err != nil {
+		return upstreamIO{}, err
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n", host, host)
+	_ = hdr.Write(&b)
+	b.WriteString("\r\n")
+	// The answer comes within the connect timeout's order of time or
+	// not at all; the idle timeout bounds it otherwise.
+	if d := s.p.cfg.idleTimeout; d > 0 {
+		_ = conn.SetDeadline(time.Now().Add(d))
+	}
+	if _, err := conn.Write(b.Bytes()); err != nil {
+		_ = conn.Close()
+		return upstreamIO{}, err
+	}
+	br := bufio.NewReaderSize(io.LimitReader(rawConn(conn), maxTunnelResponseHead), 4<<10)
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	if err != nil {
+		_ = conn.Close()
+		return upstreamIO{}, fmt.Errorf("reading the tunnel's response: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		_ = conn.Close()
+		return upstreamIO{}, fmt.Errorf("%w: %s", errTunnelRefused, resp.Status)
+	}
+	_ = conn.SetDeadline(time.Time{})
+	// Bytes the upstream sent right after its answer go first.
+	early, _ := br.Peek(br.Buffered())
+	var r io.Reader = rawConn(conn)
+	if len(early) > 0 {
+		r = io.MultiReader(bytes.NewReader(bytes.Clone(early)), r)
+	}
+	return upstreamIO{
+		closer:     conn,
+		r:          r,
+		w:          rawConn(conn),
+		closeWrite: func() error { return closeWrite(conn) },
+		local:      addrString(conn.LocalAddr()),
+	}, nil
+}
+
+// openHTTP2Tunnel opens a CONNECT (or POST) stream to h.
+func (s *session) openHTTP2Tunnel(cl netfilter.Cluster, h *upstream.Host, host string, hdr http.Header) (upstreamIO, error) {
+	t := s.p.cfg.tunnel
+	pr, pw := io.Pipe()
+	req := &http.Request{
+		Method:     http.MethodConnect,
+		URL:        &url.URL{Host: host},
+		Host:       host,
+		Header:     hdr,
+		Body:       pr,
+		Proto:      "HTTP/2.0",
+		ProtoMajor: 2,
+		// An unknown length: the body is the stream.
+		ContentLength: -1,
+	}
+	if t.usePost {
+		req.Method = http.MethodPost
+		req.URL = &url.URL{Path: t.postPath}
+	}
+	// The stream lives as long as the connection; the wait for the
+	// answer is bounded by the idle timeout, as the HTTP/1.1 tunnel's.
+	ctx, cancel := context.WithCancel(s.p.ctx)
+	var answered *time.Timer
+	if d := s.p.cfg.idleTimeout; d > 0 {
+		answered = time.AfterFunc(d, cancel)
+	}
+	req = req.WithContext(ctx)
+	resp, err := cl.RoundTripHTTP2(req, h)
+	if answered != nil {
+		answered.Stop()
+	}
+	if err != nil {
+		cancel()
+		_ = pw.Close()
+		return upstreamIO{}, err
+	}
+	ok := resp.StatusCode == http.StatusOK
+	if t.usePost {
+		ok = resp.StatusCode >= 200 && resp.StatusCode < 300
+	}
+	if !ok {
+		_ = resp.Body.Close()
+		_ = pw.Close()
+		cancel()
+		return upstreamIO{}, fmt.Errorf("%w: %s", errTunnelRefused, resp.Status)
+	}
+	return upstreamIO{
+		closer: closerFunc(func() error {
+			pw.CloseWithError(net.ErrClosed)
+			err := resp.Body.Close()
+			cancel()
+			return err
+		}),
+		r:          resp.Body,
+		w:          pw,
+		closeWrite: pw.Close,
+	}, nil
+}
+
+// closerFunc is a function as an io.Closer.
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }

@@ -1,0 +1,59 @@
+package netfilter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+)
+
+// Chain is a built filter chain: read filters, then a terminal filter. It
+// is what a listener hands each connection of the chain to.
+type Chain struct {
+	reads    []ReadFilter
+	terminal Terminal
+}
+
+// NewChain checks that filters are read filters ending with one terminal
+// filter and returns their chain. Errors name the filter's index.
+func NewChain(filters []Filter) (*Chain, error) {
+	if len(filters) == 0 {
+		return nil, errors.New("filters: a filter chain needs a terminal filter (such as tcp_proxy or http_connection_manager)")
+	}
+	ch := &Chain{}
+	last := len(filters) - 1
+	for i, f := range filters[:last] {
+		rf, ok := f.(ReadFilter)
+		if !ok {
+			return nil, fmt.Errorf("filters[%d]: a terminal filter must be the last in the filter chain", i)
+		}
+		ch.reads = append(ch.reads, rf)
+	}
+	t, ok := filters[last].(Terminal)
+	if !ok {
+		return nil, fmt.Errorf("filters[%d]: the last filter of a chain must be a terminal filter (such as tcp_proxy or http_connection_manager)", last)
+	}
+	ch.terminal = t
+	return ch, nil
+}
+
+// HandleConn runs the read filters on a new connection, then hands it to
+// the terminal filter; it implements listener.ConnHandler.
+func (ch *Chain) HandleConn(c net.Conn) {
+	for _, rf := range ch.reads {
+		if !rf.OnNewConnection(c) {
+			_ = c.Close()
+			return
+		}
+	}
+	ch.terminal.HandleConn(c)
+}
+
+// Terminal returns the chain's terminal filter.
+func (ch *Chain) Terminal() Terminal { return ch.terminal }
+
+// Close closes the terminal filter (see Terminal).
+func (ch *Chain) Close() error { return ch.terminal.Close() }
+
+// Shutdown shuts the terminal filter down (see Terminal).
+func (ch *Chain) Shutdown(ctx context.Context) error { return ch.terminal.Shutdown(ctx) }

@@ -1,0 +1,67 @@
+package netfilter
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+)
+
+// terminal records the connections handed to it.
+type terminal struct{ got []net.Conn }
+
+func (t *terminal) HandleConn(c net.Conn)          { t.got = append(t.got, c) }
+func (t *terminal) Close() error                   { return nil }
+func (t *terminal) Shutdown(context.Context) error { return nil }
+
+// gate lets connections through while open is set.
+type gate struct{ open bool }
+
+func (g *gate) OnNewConnection(net.Conn) bool { return g.open }
+
+func TestNewChain(t *testing.T) {
+	tests := map[string]struct {
+		filters []Filter
+		want    string
+	}{
+		"empty":              {want: "filters: a filter chain needs a terminal filter"},
+		"terminal not last":  {filters: []Filter{&terminal{}, &terminal{}}, want: "filters[0]: a terminal filter must be the last"},
+		"no terminal at end": {filters: []Filter{&gate{}}, want: "filters[0]: the last filter of a chain must be a terminal filter"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := NewChain(tc.filters)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestChainRunsReadFilters(t *testing.T) {
+	g, term := &gate{}, &terminal{}
+	ch, err := NewChain([]Filter{g, term})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := net.Pipe()
+	defer b.Close()
+	ch.HandleConn(a) // refused by the gate: closed
+	if len(term.got) != 0 {
+		t.Fatal("a refused connection reached the terminal filter")
+	}
+	if _, err := a.Write([]byte("x")); err == nil {
+		t.Error("the refused connection is still open")
+	}
+	g.open = true
+	c, d := net.Pipe()
+	defer c.Close()
+	defer d.Close()
+	ch.HandleConn(c)
+	if len(term.got) != 1 || term.got[0] != c {
+		t.Errorf("terminal got %v, want the connection", term.got)
+	}
+	if ch.Terminal() != term {
+		t.Error("Terminal() is not the chain's terminal filter")
+	}
+}

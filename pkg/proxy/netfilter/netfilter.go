@@ -1,0 +1,110 @@
+// Package netfilter is the network filter interface, in the style of
+// Envoy's: a filter chain is zero or more read filters, which look at each
+// new connection and may close it, then one terminal filter, which takes
+// the connection over until it ends (the HTTP connection manager,
+// tcp_proxy). Network filters are extensions of the category
+// envoy.filters.network; each compiles its configuration once, with a
+// Factory, into a Filter the listener's chain runs for every connection.
+package netfilter
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"time"
+
+	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
+	"github.com/go-logr/logr"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+)
+
+// Category is Envoy's extension category of network filters.
+const Category = "envoy.filters.network"
+
+// Factory compiles a network filter's configuration (its typed_config
+// message). Errors name the field path below typed_config.
+type Factory interface {
+	Compile(config proto.Message, ctx Context) (Filter, error)
+}
+
+// Filter is a compiled network filter: a ReadFilter, or a Terminal that
+// ends its chain.
+type Filter any
+
+// ReadFilter sees each new connection before the terminal filter does.
+type ReadFilter interface {
+	// OnNewConnection reports whether the connection may go on to the
+	// next filter; false means the filter has closed it.
+	OnNewConnection(c net.Conn) bool
+}
+
+// Terminal is the last filter of a chain: it serves a connection to its
+// end (HandleConn runs on the connection's own goroutine and closes it).
+type Terminal interface {
+	HandleConn(c net.Conn)
+	// Close stops taking connections and lets the open ones end the way
+	// the filter ends them on a drain; it returns at once.
+	Close() error
+	// Shutdown closes the filter (see Close) and waits, until ctx ends at
+	// the latest, for its connections to be gone; then it cuts the ones
+	// left and returns ctx's error.
+	Shutdown(ctx context.Context) error
+}
+
+// Context is what network filters get from the server.
+type Context struct {
+	// Stats is the server's stat store.
+	Stats *stats.Store
+	// Log is the filter's component logger.
+	Log logr.Logger
+	// Clusters finds upstream clusters by name.
+	Clusters Clusters
+	// AccessLogs compiles an access_log list with the server's access
+	// loggers; errors name the field path from prefix.
+	AccessLogs func(prefix string, cfgs []*accesslogv3.AccessLog) (AccessLogger, error)
+	// Now is the clock of recorded times; nil means time.Now.
+	Now func() time.Time
+}
+
+// Clusters finds the cluster a filter sends a connection to.
+type Clusters interface {
+	// Cluster returns the named cluster, or nil when there is none.
+	Cluster(name string) Cluster
+}
+
+// Cluster is what a network filter needs of an upstream cluster.
+type Cluster interface {
+	Name() string
+	// PickHost chooses a host with the cluster's load balancer, or nil
+	// when none can take the connection.
+	PickHost() *upstream.Host
+	// ConnectHost opens a connection to h within the cluster's
+	// connect_timeout, counted in the cluster's stats. The connection
+	// supports CloseWrite() error and NetConn() net.Conn.
+	ConnectHost(ctx context.Context, h *upstream.Host) (net.Conn, error)
+	// Stats are the cluster's stats ("cluster.<name>.").
+	Stats() *upstream.ClusterStats
+	// ObservabilityName is the name of the cluster's stat scope.
+	ObservabilityName() string
+	// HTTP2 reports whether the cluster speaks HTTP/2 upstream (for
+	// tunnels through HTTP proxies).
+	HTTP2() bool
+	// RoundTripHTTP2 sends req to h over the cluster's HTTP/2
+	// connections (a tunnel's CONNECT or POST stream).
+	RoundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Response, error)
+}
+
+// AccessLogger is a compiled access_log list (a *loggers.List).
+type AccessLogger interface {
+	// Empty reports whether the list logs nothing.
+	Empty() bool
+	// Log records e with every logger whose filter accepts it; buf is
+	// scratch space, returned for reuse.
+	Log(buf []byte, e *accesslog.Entry) ([]byte, error)
+	// Close delivers what the loggers buffer and closes them.
+	Close() error
+}

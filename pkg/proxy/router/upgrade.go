@@ -1,0 +1,80 @@
+package router
+
+import (
+	"fmt"
+	"strings"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+)
+
+// UpgradeConnect is the upgrade type of CONNECT requests, which Envoy
+// treats as an upgrade named by their method.
+const UpgradeConnect = "CONNECT"
+
+// ConnectConfig is a route's connect_config: CONNECT requests on the
+// route end at the proxy, which answers 200 and carries the request's
+// payload to the cluster's host over TCP.
+type ConnectConfig struct {
+	// AllowPost: POST requests on the route are carried the same way,
+	// their body as the payload (allow_post).
+	AllowPost bool
+}
+
+// upgradeMap is a route action's upgrade_configs: each upgrade type, lower
+// case, and whether the route enables it.
+type upgradeMap map[string]bool
+
+// compileUpgrades compiles a route action's upgrade_configs into r;
+// errors name the field below the route action.
+func compileUpgrades(r *Route, cfgs []*routev3.RouteAction_UpgradeConfig) error {
+	for i, u := range cfgs {
+		t := strings.ToLower(u.GetUpgradeType())
+		if t == "" {
+			return fmt.Errorf("upgrade_configs[%d].upgrade_type: must not be empty", i)
+		}
+		if _, dup := r.upgrades[t]; dup {
+			// Envoy's message: "Duplicate upgrade <type>".
+			return fmt.Errorf("upgrade_configs[%d].upgrade_type: duplicate upgrade %s", i, u.GetUpgradeType())
+		}
+		enabled := true
+		if e := u.GetEnabled(); e != nil {
+			enabled = e.GetValue()
+		}
+		if r.upgrades == nil {
+			r.upgrades = upgradeMap{}
+		}
+		r.upgrades[t] = enabled
+		cc := u.GetConnectConfig()
+		if cc == nil {
+			continue
+		}
+		if !strings.EqualFold(t, UpgradeConnect) {
+			return fmt.Errorf("upgrade_configs[%d].connect_config: non-CONNECT upgrade type %s has ConnectConfig", i, u.GetUpgradeType())
+		}
+		// proxy_protocol_config is refused by the loader's support
+		// table; it never gets here set.
+		if cc.GetProxyProtocolConfig() != nil {
+			return fmt.Errorf("upgrade_configs[%d].connect_config.proxy_protocol_config: not supported by Outrigger", i)
+		}
+		r.Connect = &ConnectConfig{AllowPost: cc.GetAllowPost()}
+	}
+	return nil
+}
+
+// TerminatesTunnel reports whether the route ends a request of method at
+// the proxy and carries its payload over TCP: a CONNECT (isConnect) on a
+// route with connect_config, or a POST with allow_post.
+func (r *Route) TerminatesTunnel(method string, isConnect bool) bool {
+	return r.Connect != nil && (isConnect || (r.Connect.AllowPost && method == "POST"))
+}
+
+// Upgrade looks the upgrade type t (case-insensitive) up in the route's
+// upgrade_configs: whether the route sets it, and if so whether it enables
+// it.
+func (r *Route) Upgrade(t string) (enabled, set bool) {
+	if len(r.upgrades) == 0 {
+		return false, false
+	}
+	enabled, set = r.upgrades[strings.ToLower(t)]
+	return enabled, set
+}

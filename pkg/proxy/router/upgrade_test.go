@@ -1,0 +1,47 @@
+package router
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestUpgradeConfigs(t *testing.T) {
+	tab := mustCompile(t, `
+virtual_hosts:
+- name: all
+  domains: ["*"]
+  routes:
+  - {name: tunnel, match: {connect_matcher: {}}, route: {cluster: c, upgrade_configs: [{upgrade_type: connect, connect_config: {}}]}}
+  - {name: ws, match: {prefix: /ws}, route: {cluster: c, upgrade_configs: [{upgrade_type: WebSocket}, {upgrade_type: h2c, enabled: false}]}}
+  - {name: any, match: {prefix: /}, route: {cluster: c}}
+`)
+	connect := tab.MatchRequest(&Request{Host: "x:443", Method: "CONNECT"})
+	if connect == nil || connect.Name != "tunnel" || connect.Connect == nil {
+		t.Fatalf("CONNECT matched %+v, want the connect_matcher route with its connect_config", connect)
+	}
+	if r := tab.MatchRequest(&Request{Host: "x", Path: "/", Method: "GET"}); r == nil || r.Name != "any" {
+		t.Fatalf("GET / matched %v, want any (connect_matcher routes take CONNECT only)", r)
+	}
+	ws := tab.MatchRequest(&Request{Host: "x", Path: "/ws", Method: "GET"})
+	for typ, want := range map[string][2]bool{"websocket": {true, true}, "WEBSOCKET": {true, true}, "H2C": {false, true}, "spdy": {false, false}} {
+		if enabled, set := ws.Upgrade(typ); enabled != want[0] || set != want[1] {
+			t.Errorf("Upgrade(%q) = %v, %v; want %v, %v", typ, enabled, set, want[0], want[1])
+		}
+	}
+	if ws.Connect != nil {
+		t.Error("a websocket route terminates CONNECT")
+	}
+}
+
+func TestUpgradeConfigErrors(t *testing.T) {
+	for cfg, want := range map[string]string{
+		`[{upgrade_type: websocket, connect_config: {}}]`:        "upgrade_configs[0].connect_config: non-CONNECT upgrade type websocket has ConnectConfig",
+		`[{upgrade_type: websocket}, {upgrade_type: WebSocket}]`: "upgrade_configs[1].upgrade_type: duplicate upgrade WebSocket",
+	} {
+		rc := parseRC(t, `{virtual_hosts: [{name: v, domains: ["*"], routes: [{match: {prefix: /}, route: {cluster: c, upgrade_configs: `+cfg+`}}]}]}`)
+		_, err := Compile(rc)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", cfg, err, want)
+		}
+	}
+}

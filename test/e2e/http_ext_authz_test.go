@@ -1,0 +1,519 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+)
+
+// authzServer is a gRPC Authorization service. It answers by the request
+// path: /allow adds headers, /deny denies with 401, /fail fails the call,
+// /hang never answers (until the call is cancelled); anything else is
+// allowed plainly. It keeps every CheckRequest.
+type authzServer struct {
+	authv3.UnimplementedAuthorizationServer
+	mu       sync.Mutex
+	requests []*authv3.CheckRequest
+}
+
+func (a *authzServer) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
+	a.mu.Lock()
+	a.requests = append(a.requests, req)
+	a.mu.Unlock()
+	path := req.GetAttributes().GetRequest().GetHttp().GetPath()
+	switch {
+	case strings.HasPrefix(path, "/allow"):
+		return &authv3.CheckResponse{
+			Status: &status.Status{Code: int32(codes.OK)},
+			HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{
+				Headers: []*corev3.HeaderValueOption{{
+					Header:       &corev3.HeaderValue{Key: "x-authz-user", Value: "alice"},
+					AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+				}},
+				HeadersToRemove:      []string{"x-remove-me"},
+				ResponseHeadersToAdd: []*corev3.HeaderValueOption{{Header: &corev3.HeaderValue{Key: "x-authz-resp", Value: "yes"}}},
+			}},
+		}, nil
+	case strings.HasPrefix(path, "/deny"):
+		return &authv3.CheckResponse{
+			Status: &status.Status{Code: int32(codes.PermissionDenied)},
+			HttpResponse: &authv3.CheckResponse_DeniedResponse{DeniedResponse: &authv3.DeniedHttpResponse{
+				Status: &typev3.HttpStatus{Code: typev3.StatusCode_Unauthorized},
+				Headers: []*corev3.HeaderValueOption{
+					{Header: &corev3.HeaderValue{Key: "www-authenticate", Value: "Bearer"}},
+					{Header: &corev3.HeaderValue{Key: "content-type", Value: "application/json"}},
+				},
+				Body: `{"error":"go away"}`,
+			}},
+		}, nil
+	case strings.HasPrefix(path, "/fail"):
+		return nil, fmt.Errorf("authorization backend down")
+	case strings.HasPrefix(path, "/hang"):
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return &authv3.CheckResponse{Status: &status.Status{Code: int32(codes.OK)}}, nil
+}
+
+// last returns the last CheckRequest whose path starts with prefix.
+func (a *authzServer) last(prefix string) *authv3.CheckRequest {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := len(a.requests) - 1; i >= 0; i-- {
+		if strings.HasPrefix(a.requests[i].GetAttributes().GetRequest().GetHttp().GetPath(), prefix) {
+			return a.requests[i]
+		}
+	}
+	return nil
+}
+
+// count returns how many checks the service got for paths under prefix.
+func (a *authzServer) count(prefix string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, r := range a.requests {
+		if strings.HasPrefix(r.GetAttributes().GetRequest().GetHttp().GetPath(), prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// startAuthzServer serves the gRPC Authorization service on a loopback
+// port until the spec ends.
+func startAuthzServer() (*authzServer, int) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	a := &authzServer{}
+	srv := grpc.NewServer()
+	authv3.RegisterAuthorizationServer(srv, a)
+	go func() { _ = srv.Serve(ln) }()
+	DeferCleanup(srv.Stop)
+	return a, ln.Addr().(*net.TCPAddr).Port
+}
+
+// httpAuthz is an HTTP authorization service (behind path_prefix /auth):
+// /auth/allow answers 200 with headers, /auth/deny 403 with a body and a
+// header, /auth/fail 500, /auth/hang waits for the proxy to give up. It
+// keeps the requests it got.
+type httpAuthz struct {
+	mu   sync.Mutex
+	seen []*http.Request
+	body []string
+}
+
+func (h *httpAuthz) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	h.mu.Lock()
+	h.seen = append(h.seen, r)
+	h.body = append(h.body, string(b))
+	h.mu.Unlock()
+	switch {
+	case strings.HasPrefix(r.URL.Path, "/auth/allow"):
+		w.Header().Set("x-authz-user", "bob")
+		w.Header().Set("x-envoy-auth-headers-to-remove", "x-remove-me")
+		w.Header().Set("x-client-ok", "yes")
+		w.Header().Set("x-not-allowed", "no")
+		w.WriteHeader(200)
+	case strings.HasPrefix(r.URL.Path, "/auth/deny"):
+		w.Header().Set("x-deny", "http")
+		w.WriteHeader(403)
+		_, _ = io.WriteString(w, "denied by http")
+	case strings.HasPrefix(r.URL.Path, "/auth/fail"):
+		w.WriteHeader(500)
+	case strings.HasPrefix(r.URL.Path, "/auth/hang"):
+		<-r.Context().Done()
+	default:
+		w.WriteHeader(200)
+	}
+}
+
+// last returns the last request and body the service got under prefix.
+func (h *httpAuthz) last(prefix string) (*http.Request, string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := len(h.seen) - 1; i >= 0; i-- {
+		if strings.HasPrefix(h.seen[i].URL.Path, prefix) {
+			return h.seen[i], h.body[i]
+		}
+	}
+	return nil, ""
+}
+
+// echoUpstream answers with the request's path, the headers the filter
+// edits, and the body, one per line.
+func echoUpstream() string {
+	return httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var lines []string
+		lines = append(lines, "path="+r.URL.RequestURI())
+		for _, k := range []string{"x-authz-user", "x-remove-me", "x-envoy-auth-failure-mode-allowed"} {
+			lines = append(lines, k+"="+r.Header.Get(k))
+		}
+		lines = append(lines, "body="+string(b))
+		_, _ = io.WriteString(w, strings.Join(lines, "\n"))
+	}), false)
+}
+
+// extAuthzListener is a listener on port whose ext_authz filter is
+// filterCfg (lines under typed_config), with routes to the upstream: /public
+// with the filter disabled, /ctx with context extensions (and the virtual
+// host's), and the rest.
+func extAuthzListener(name string, port int, filterCfg, logPath string) string {
+	accessLog := ""
+	if logPath != "" {
+		accessLog = fmt.Sprintf(`
+          access_log:
+          - name: envoy.access_loggers.file
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog
+              path: %s
+              log_format: {text_format_source: {inline_string: "%%REQ(:PATH)%% %%RESPONSE_CODE%% %%RESPONSE_FLAGS%% %%RESPONSE_CODE_DETAILS%%\n"}}`, logPath)
+	}
+	return fmt.Sprintf(`
+  - name: %[1]s
+    address: {socket_address: {address: 127.0.0.1, port_value: %[2]d}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: %[1]s%[4]s
+          route_config:
+            virtual_hosts:
+            - name: app
+              domains: ["*"]
+              typed_per_filter_config:
+                envoy.filters.http.ext_authz:
+                  "@type": type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute
+                  check_settings: {context_extensions: {level: vhost, vh: "yes"}}
+              routes:
+              - match: {prefix: /public}
+                route: {cluster: up}
+                typed_per_filter_config:
+                  envoy.filters.http.ext_authz:
+                    "@type": type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute
+                    disabled: true
+              - match: {prefix: /allow/ctx}
+                route: {cluster: up}
+                typed_per_filter_config:
+                  envoy.filters.http.ext_authz:
+                    "@type": type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute
+                    check_settings: {context_extensions: {level: route, tenant: acme}}
+              - match: {prefix: /}
+                route: {cluster: up}
+          http_filters:
+          - name: envoy.filters.http.ext_authz
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz
+%[3]s
+          - name: envoy.filters.http.router
+            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
+`, name, port, filterCfg, accessLog)
+}
+
+// extAuthzBootstrap is the configuration with the upstream, the gRPC
+// service's cluster (HTTP/2) and the HTTP service's, and listeners.
+func extAuthzBootstrap(up string, grpcPort int, httpAuthz string, listeners ...string) string {
+	return fmt.Sprintf(`
+admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
+static_resources:
+  clusters:
+  - name: up
+    type: STATIC
+    connect_timeout: 1s
+    load_assignment:
+      cluster_name: up
+      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %s}}}}]}]
+  - name: authz_grpc
+    type: STATIC
+    connect_timeout: 1s
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        explicit_http_config: {http2_protocol_options: {}}
+    load_assignment:
+      cluster_name: authz_grpc
+      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}}]}]
+  - name: authz_http
+    type: STATIC
+    connect_timeout: 1s
+    load_assignment:
+      cluster_name: authz_http
+      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %s}}}}]}]
+  listeners:%s`, portOf(up), grpcPort, portOf(httpAuthz), strings.Join(listeners, ""))
+}
+
+// grpcAuthzFilter is an ext_authz configuration calling the gRPC service,
+// with extra lines.
+func grpcAuthzFilter(extra string) string {
+	return `              grpc_service: {envoy_grpc: {cluster_name: authz_grpc}, timeout: 0.5s}
+              transport_api_version: V3
+` + extra
+}
+
+var _ = Describe("The external authorization filter", func() {
+	var (
+		client = &http.Client{Timeout: 10 * time.Second}
+		do     = func(method string, port int, path, body string, header http.Header) Response {
+			GinkgoHelper()
+			var rd io.Reader
+			if body != "" {
+				rd = strings.NewReader(body)
+			}
+			return httpDo(client, method, listenerURL(port, path), rd, header)
+		}
+	)
+
+	Context("with the gRPC Authorization service", func() {
+		var (
+			authz              *authzServer
+			sc                 *Sidecar
+			port, fmaPort      int
+			strictPort         int
+			logPath            string
+			grpcPortForRefusal int
+		)
+
+		BeforeEach(func() {
+			var grpcPort int
+			authz, grpcPort = startAuthzServer()
+			grpcPortForRefusal = grpcPort
+			up := echoUpstream()
+			dir := newDir()
+			logPath = filepath.Join(dir, "access.log")
+			port, fmaPort, strictPort = freePort(), freePort(), freePort()
+			cfg := extAuthzBootstrap(up, grpcPort, "127.0.0.1:1",
+				extAuthzListener("front", port, grpcAuthzFilter(`              status_on_error: {code: 503}
+              stat_prefix: edge
+              with_request_body: {max_request_bytes: 8, allow_partial_message: true}
+`), logPath),
+				extAuthzListener("fma", fmaPort, grpcAuthzFilter(`              failure_mode_allow: true
+              failure_mode_allow_header_add: true
+`), ""),
+				extAuthzListener("strict", strictPort, grpcAuthzFilter(`              with_request_body: {max_request_bytes: 16}
+`), ""),
+			)
+			sc = Start(dir, cfg, "--file-flush-interval-msec", "100")
+		})
+
+		It("lets an allowed request through with the service's headers, and sends Envoy's CheckRequest", func() {
+			r := do("GET", port, "/allow/me?x=1", "", http.Header{"X-Remove-Me": {"secret"}, "X-Authz-User": {"mallory"}, "X-Dup": {"a", "b"}})
+			Expect(r.Status).To(Equal(200))
+			Expect(r.Body).To(ContainSubstring("x-authz-user=alice\n"), "the service's header replaced the client's")
+			Expect(r.Body).To(ContainSubstring("x-remove-me=\n"), "headers_to_remove")
+			Expect(r.Header.Get("x-authz-resp")).To(Equal("yes"), "response_headers_to_add")
+
+			cr := authz.last("/allow/me")
+			Expect(cr).NotTo(BeNil())
+			h := cr.GetAttributes().GetRequest().GetHttp()
+			Expect(h.GetMethod()).To(Equal("GET"))
+			Expect(h.GetPath()).To(Equal("/allow/me?x=1"))
+			Expect(h.GetHost()).To(Equal(fmt.Sprintf("127.0.0.1:%d", port)))
+			Expect(h.GetScheme()).To(Equal("http"))
+			Expect(h.GetProtocol()).To(Equal("HTTP/1.1"))
+			Expect(h.GetId()).NotTo(BeEmpty())
+			Expect(h.GetHeaders()).To(HaveKeyWithValue(":method", "GET"))
+			Expect(h.GetHeaders()).To(HaveKeyWithValue(":path", "/allow/me?x=1"))
+			Expect(h.GetHeaders()).To(HaveKeyWithValue("x-remove-me", "secret"))
+			Expect(h.GetHeaders()).To(HaveKeyWithValue("x-dup", "a,b"))
+			Expect(h.GetHeaders()).To(HaveKey("x-request-id"))
+			Expect(h.GetHeaders()).NotTo(HaveKey("host"))
+			Expect(cr.GetAttributes().GetSource().GetAddress().GetSocketAddress().GetAddress()).To(Equal("127.0.0.1"))
+			Expect(cr.GetAttributes().GetDestination().GetAddress().GetSocketAddress().GetPortValue()).To(BeEquivalentTo(port))
+			Expect(cr.GetAttributes().GetRequest().GetTime().AsTime()).To(BeTemporally("~", time.Now(), time.Minute))
+			Expect(cr.GetAttributes().GetContextExtensions()).To(Equal(map[string]string{"level": "vhost", "vh": "yes"}))
+
+			Expect(statValue(sc, "http.front.ext_authz.edge.ok")).To(Equal("1"))
+			Expect(statValue(sc, "cluster.up.ext_authz.edge.ok")).To(Equal("1"))
+		})
+
+		It("answers a denied request with the service's status, headers and body, flagged UAEX", func() {
+			r := do("GET", port, "/deny/me", "", nil)
+			Expect(r.Status).To(Equal(401))
+			Expect(r.Body).To(Equal(`{"error":"go away"}`))
+			Expect(r.Header.Get("www-authenticate")).To(Equal("Bearer"))
+			Expect(r.Header.Values("content-type")).To(Equal([]string{"application/json"}))
+			Expect(statValue(sc, "http.front.ext_authz.edge.denied")).To(Equal("1"))
+			Eventually(func() string { b, _ := os.ReadFile(logPath); return string(b) }).
+				Should(ContainSubstring("/deny/me 401 UAEX ext_authz_denied\n"), "log at %s", logPath)
+		})
+
+		It("answers status_on_error when the service fails, or lets the request through with failure_mode_allow", func() {
+			Expect(do("GET", port, "/fail/1", "", nil).Status).To(Equal(503))
+			Expect(statValue(sc, "http.front.ext_authz.edge.error")).To(Equal("1"))
+			Eventually(func() string { b, _ := os.ReadFile(logPath); return string(b) }).
+				Should(ContainSubstring("/fail/1 503 UAEX ext_authz_error\n"))
+
+			r := do("GET", fmaPort, "/fail/2", "", nil)
+			Expect(r.Status).To(Equal(200))
+			Expect(r.Body).To(ContainSubstring("x-envoy-auth-failure-mode-allowed=true\n"))
+			Expect(statValue(sc, "http.fma.ext_authz.error")).To(Equal("1"))
+			Expect(statValue(sc, "http.fma.ext_authz.failure_mode_allowed")).To(Equal("1"))
+		})
+
+		It("cuts a hanging service at the timeout, counted as an error, while other requests go on", func() {
+			type result struct{ status int }
+			hung := make(chan result, 1)
+			go func() {
+				defer GinkgoRecover()
+				hung <- result{do("GET", port, "/hang/1", "", nil).Status}
+			}()
+			Eventually(func() int { return authz.count("/hang/1") }).Should(Equal(1))
+			// While that check hangs, another request is served.
+			Expect(do("GET", port, "/allow/meanwhile", "", nil).Status).To(Equal(200))
+			Eventually(hung, 5*time.Second).Should(Receive(Equal(result{503})))
+			Expect(statValue(sc, "http.front.ext_authz.edge.error")).To(Equal("1"))
+
+			// With failure_mode_allow, the timed-out request goes on.
+			Expect(do("GET", fmaPort, "/hang/2", "", nil).Status).To(Equal(200))
+			Expect(statValue(sc, "http.fma.ext_authz.failure_mode_allowed")).To(Equal("1"))
+		})
+
+		It("checks HTTP/2 requests too, body included", func() {
+			h2 := httpClients()["HTTP/2"]
+			r := httpDo(h2, "POST", listenerURL(port, "/allow/h2"), strings.NewReader("0123456789"), nil)
+			Expect(r.Status).To(Equal(200))
+			Expect(r.Body).To(ContainSubstring("x-authz-user=alice\n"))
+			Expect(r.Body).To(ContainSubstring("body=0123456789"))
+			h := authz.last("/allow/h2").GetAttributes().GetRequest().GetHttp()
+			Expect(h.GetProtocol()).To(Equal("HTTP/2"))
+			Expect(h.GetBody()).To(Equal("01234567"))
+
+			r = httpDo(h2, "GET", listenerURL(port, "/deny/h2"), nil, nil)
+			Expect(r.Status).To(Equal(401))
+			Expect(r.Body).To(Equal(`{"error":"go away"}`))
+		})
+
+		It("skips routes that disable it, and sends the merged context extensions", func() {
+			r := do("GET", port, "/public/page", "", nil)
+			Expect(r.Status).To(Equal(200))
+			Expect(authz.count("/public")).To(Equal(0))
+
+			Expect(do("GET", port, "/allow/ctx", "", nil).Status).To(Equal(200))
+			Expect(authz.last("/allow/ctx").GetAttributes().GetContextExtensions()).To(Equal(map[string]string{
+				"level": "route", "vh": "yes", "tenant": "acme",
+			}))
+		})
+
+		It("sends the request body with with_request_body and still forwards all of it", func() {
+			r := do("POST", port, "/allow/body", "0123456789abcdef", nil)
+			Expect(r.Status).To(Equal(200))
+			Expect(r.Body).To(ContainSubstring("body=0123456789abcdef"), "the upstream got the whole body")
+			h := authz.last("/allow/body").GetAttributes().GetRequest().GetHttp()
+			Expect(h.GetBody()).To(Equal("01234567"), "max_request_bytes with allow_partial_message")
+			Expect(h.GetHeaders()).To(HaveKeyWithValue("content-length", "16"))
+			Expect(h.GetHeaders()).To(HaveKeyWithValue("x-envoy-auth-partial-body", "true"))
+
+			r = do("POST", strictPort, "/allow/small", "short body", nil)
+			Expect(r.Status).To(Equal(200))
+			Expect(r.Body).To(ContainSubstring("body=short body"))
+			h = authz.last("/allow/small").GetAttributes().GetRequest().GetHttp()
+			Expect(h.GetBody()).To(Equal("short body"))
+			Expect(h.GetHeaders()).To(HaveKeyWithValue("x-envoy-auth-partial-body", "false"))
+
+			// Without allow_partial_message, a body over the limit is
+			// answered 413 and never reaches the service.
+			r = do("POST", strictPort, "/allow/big", strings.Repeat("x", 100), nil)
+			Expect(r.Status).To(Equal(413))
+			Expect(authz.count("/allow/big")).To(Equal(0))
+			Expect(statValue(sc, "http.strict.downstream_rq_too_large")).To(Equal("1"))
+		})
+
+		It("is refused at load with the path of a field it does not implement", func() {
+			cfg := extAuthzBootstrap(echoUpstream(), grpcPortForRefusal, "127.0.0.1:1",
+				extAuthzListener("bad", freePort(), grpcAuthzFilter("              shadow_mode: true\n"), ""))
+			res, _ := validate("bad.yaml", cfg)
+			Expect(res.ExitCode).NotTo(Equal(0))
+			Expect(res.Stderr + res.Stdout).To(ContainSubstring("http_filters[0].typed_config.shadow_mode: not supported by Outrigger"))
+		})
+	})
+
+	Context("with an HTTP authorization service", func() {
+		var (
+			authz *httpAuthz
+			sc    *Sidecar
+			port  int
+		)
+
+		BeforeEach(func() {
+			authz = &httpAuthz{}
+			authzAddr := httpTestUpstream(authz, false)
+			port = freePort()
+			sc = Start(newDir(), extAuthzBootstrap(echoUpstream(), 1, authzAddr,
+				extAuthzListener("web", port, `              http_service:
+                server_uri: {uri: "http://authz", cluster: authz_http, timeout: 0.5s}
+                path_prefix: /auth
+                authorization_request:
+                  allowed_headers: {patterns: [{exact: x-custom}]}
+                  headers_to_add: [{key: x-from-proxy, value: outrigger}]
+                authorization_response:
+                  allowed_upstream_headers: {patterns: [{exact: x-authz-user}]}
+                  allowed_client_headers: {patterns: [{exact: x-deny}]}
+                  allowed_client_headers_on_success: {patterns: [{exact: x-client-ok}]}
+              with_request_body: {max_request_bytes: 64}
+`, "")))
+		})
+
+		It("allows on 200 with the allowed headers, sending the original method, prefixed path and allowed headers", func() {
+			r := do("POST", port, "/allow/x?q=1", "payload", http.Header{
+				"Authorization": {"Bearer t"}, "X-Custom": {"c"}, "X-Other": {"o"}, "X-Remove-Me": {"r"},
+			})
+			Expect(r.Status).To(Equal(200))
+			Expect(r.Body).To(ContainSubstring("x-authz-user=bob\n"))
+			Expect(r.Body).To(ContainSubstring("x-remove-me=\n"), "x-envoy-auth-headers-to-remove")
+			Expect(r.Body).To(ContainSubstring("body=payload"))
+			Expect(r.Header.Get("x-client-ok")).To(Equal("yes"))
+			Expect(r.Header.Get("x-not-allowed")).To(BeEmpty())
+
+			req, body := authz.last("/auth/allow/x")
+			Expect(req).NotTo(BeNil())
+			Expect(req.Method).To(Equal("POST"))
+			Expect(req.RequestURI).To(Equal("/auth/allow/x?q=1"))
+			Expect(req.Host).To(Equal(fmt.Sprintf("127.0.0.1:%d", port)))
+			Expect(req.Header.Get("Authorization")).To(Equal("Bearer t"))
+			Expect(req.Header.Get("X-Custom")).To(Equal("c"))
+			Expect(req.Header.Get("X-From-Proxy")).To(Equal("outrigger"))
+			Expect(req.Header.Get("X-Other")).To(BeEmpty())
+			Expect(body).To(Equal("payload"))
+			Expect(statValue(sc, "http.web.ext_authz.ok")).To(Equal("1"))
+		})
+
+		It("denies with the service's status, body and allowed headers; a 5xx or a hang is an error", func() {
+			r := do("GET", port, "/deny/x", "", nil)
+			Expect(r.Status).To(Equal(403))
+			Expect(r.Body).To(Equal("denied by http"))
+			Expect(r.Header.Get("x-deny")).To(Equal("http"))
+			Expect(statValue(sc, "http.web.ext_authz.denied")).To(Equal("1"))
+
+			Expect(do("GET", port, "/fail/x", "", nil).Status).To(Equal(403))
+			Expect(do("GET", port, "/hang/x", "", nil).Status).To(Equal(403))
+			Expect(statValue(sc, "http.web.ext_authz.error")).To(Equal("2"))
+			keys := []string{}
+			for k := range statValues(sc, "ext_authz") {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			Expect(keys).To(ContainElements("http.web.ext_authz.ok", "http.web.ext_authz.denied", "http.web.ext_authz.error",
+				"http.web.ext_authz.disabled", "http.web.ext_authz.failure_mode_allowed"))
+		})
+	})
+})
