@@ -43,9 +43,7 @@ var supportedTracing = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.trace.v3.OpenTelemetryConfig.set_service_name_resource_attribute": {},
 	"envoy.config.core.v3.HttpService.http_uri":                                     {},
 	"envoy.config.core.v3.HttpService.request_headers_to_add":                       {},
-	"envoy.config.core.v3.HttpUri.uri":                                              {},
-	"envoy.config.core.v3.HttpUri.cluster":                                          {},
-	"envoy.config.core.v3.HttpUri.timeout":                                          {},
+	// HttpUri's fields are listed with ext_authz's.
 
 	// The Zipkin tracer: JSON v2 over HTTP, B3 headers.
 	"envoy.config.trace.v3.ZipkinConfig.collector_cluster":          {},
