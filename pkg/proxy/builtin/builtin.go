@@ -6,6 +6,7 @@ package builtin
 
 import (
 	metricsv3 "github.com/envoyproxy/go-control-plane/envoy/config/metrics/v3"
+	tracev3 "github.com/envoyproxy/go-control-plane/envoy/config/trace/v3"
 	filev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
 	grpcalsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/grpc/v3"
 	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
@@ -51,6 +52,8 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/localratelimit"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/tcpproxy"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/zipkin"
 )
 
 // Envoy's extension categories.
@@ -61,6 +64,7 @@ const (
 	ResourceMonitors   = "envoy.resource_monitors"
 	StatsSinks         = "envoy.stats_sinks"
 	HTTPProtocolOption = "envoy.upstreams.http.http_protocol_options"
+	Tracers            = "envoy.tracers"
 )
 
 // Registry returns a new registry of every extension Outrigger implements,
@@ -105,6 +109,9 @@ func Registry() *extension.Registry {
 		extension.Of("proxy.stat_sinks.dog_statsd", StatsSinks, &metricsv3.DogStatsdSink{}, nil),
 		extension.Of("proxy.stat_sinks.hystrix", StatsSinks, &metricsv3.HystrixSink{}, nil),
 		extension.Of("proxy.stat_sinks.statsd", StatsSinks, &metricsv3.StatsdSink{}, nil),
+
+		extension.Of(opentelemetry.Name, Tracers, &tracev3.OpenTelemetryConfig{}, opentelemetry.Factory{}),
+		extension.Of(zipkin.Name, Tracers, &tracev3.ZipkinConfig{}, zipkin.Factory{}),
 
 		extension.Of("proxy.upstreams.http.http_protocol_options", HTTPProtocolOption, &upstreamhttpv3.HttpProtocolOptions{}, nil),
 	)

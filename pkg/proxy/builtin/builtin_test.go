@@ -49,6 +49,8 @@ func TestRegistry(t *testing.T) {
 		"envoy.stats_sinks proxy.stat_sinks.dog_statsd envoy.config.metrics.v3.DogStatsdSink",
 		"envoy.stats_sinks proxy.stat_sinks.hystrix envoy.config.metrics.v3.HystrixSink",
 		"envoy.stats_sinks proxy.stat_sinks.statsd envoy.config.metrics.v3.StatsdSink",
+		"envoy.tracers proxy.tracers.opentelemetry envoy.config.trace.v3.OpenTelemetryConfig",
+		"envoy.tracers proxy.tracers.zipkin envoy.config.trace.v3.ZipkinConfig",
 		"envoy.upstreams.http.http_protocol_options proxy.upstreams.http.http_protocol_options envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -6,12 +6,14 @@ import (
 	"net/http"
 	"time"
 
+	tracev3 "github.com/envoyproxy/go-control-plane/envoy/config/trace/v3"
 	"github.com/go-logr/logr"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -55,6 +57,15 @@ type Deps struct {
 	// connections; nil means no overload action applies (as for the admin
 	// listener, which Envoy gives a null overload manager).
 	Overload OverloadState
+	// Tracing is what the tracers of tracing.provider use of the server;
+	// its Node gives the spans' node_id and zone tags.
+	Tracing tracing.Context
+	// DefaultTracer is the bootstrap's tracing.http, the provider of a
+	// connection manager whose tracing names none; nil for none.
+	DefaultTracer *tracev3.Tracing_Http
+	// Egress is set for the listeners whose traffic_direction is
+	// OUTBOUND: their spans are named "egress <host>" and are clients'.
+	Egress bool
 	// Now is the clock of recorded times (access-log timestamps and
 	// durations, the date header, stat durations); socket deadlines always
 	// follow the real clock. Nil means the real clock, which is then read

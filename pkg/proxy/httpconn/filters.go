@@ -25,6 +25,13 @@ const httpFiltersCategory = "envoy.filters.http"
 // only through the httpfilter interfaces.
 type filterChain struct {
 	filters []chainFilter
+	// startChildSpan is the router's start_child_span.
+	startChildSpan bool
+}
+
+// childSpanner is the router's configuration as far as tracing reads it.
+type childSpanner interface {
+	StartChildSpan() bool
 }
 
 // chainFilter is one compiled filter of the chain.
@@ -80,6 +87,10 @@ func buildFilters(filters []*hcmv3.HttpFilter, reg *extension.Registry, ctx http
 			errs = append(errs, fmt.Errorf("%s: the last filter must be the router, a terminal filter", path))
 		case !terminal:
 			fc.filters = append(fc.filters, chainFilter{name: f.GetName(), config: cfg, disabled: f.GetDisabled()})
+		default:
+			if c, ok := cfg.(childSpanner); ok {
+				fc.startChildSpan = c.StartChildSpan()
+			}
 		}
 	}
 	return fc, errors.Join(errs...)

@@ -156,6 +156,7 @@ func (s *stream) sendHead(n int64, hasBody bool) error {
 	s.respLength, s.respHasBody = n, hasBody
 	s.encodeFilters()
 	n = s.transformResponse(n, hasBody)
+	s.traceResponseHeaders()
 	h := &s.respHeaders
 	if !h.Has("date") {
 		h.Add("date", m.date.get(m.stamp(s.tLast)))

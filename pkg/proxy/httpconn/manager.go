@@ -47,6 +47,8 @@ type Manager struct {
 	logs    loggers.List
 	// replies is local_reply_config; nil without one.
 	replies *localReplies
+	// tracing is the connection manager's tracing; nil without.
+	tracing *tracingConfig
 	stats   *hcmStats
 	deps    Deps
 	log     logr.Logger
@@ -124,12 +126,18 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 		_ = logs.Close()
 		return nil, fmt.Errorf("local_reply_config.%w", err)
 	}
+	tr, err := readTracing(cfg, deps)
+	if err != nil {
+		_ = logs.Close()
+		return nil, err
+	}
 	m := &Manager{
 		cfg:     s,
 		routes:  table,
 		filters: filters,
 		logs:    logs,
 		replies: replies,
+		tracing: tr,
 		stats:   newHCMStats(deps.Stats, s.statPrefix, deps.ListenerStatPrefix),
 		deps:    deps,
 		log:     deps.Log,
@@ -235,8 +243,8 @@ func (m *Manager) Close() error {
 	return nil
 }
 
-// closeLogs closes the access loggers, delivering what they buffer, and
-// the filter configurations that hold resources.
+// closeLogs closes the access loggers, delivering what they buffer, the
+// filter configurations that hold resources, and the tracer.
 func (m *Manager) closeLogs() {
 	m.logsOnce.Do(func() {
 		if err := m.logs.Close(); err != nil {
@@ -245,6 +253,11 @@ func (m *Manager) closeLogs() {
 		// The filters' channels and connections go with the last
 		// request too.
 		m.filters.close()
+		if m.tracing != nil && m.tracing.driver != nil {
+			if err := m.tracing.driver.Close(); err != nil {
+				m.log.V(1).Info("closing the tracer", "error", err.Error())
+			}
+		}
 	})
 }
 

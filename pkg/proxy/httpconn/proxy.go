@@ -70,6 +70,7 @@ func (s *stream) forward() {
 	cs.UpstreamRqActive.Inc()
 	host.Stats.RqTotal.Add(1)
 	host.Stats.RqActive.Add(1)
+	s.injectTrace(cl)
 	switch {
 	case route.TerminatesTunnel(s.method, s.upg.connect):
 		s.connectTCP(cl, host)
@@ -79,6 +80,11 @@ func (s *stream) forward() {
 		s.forwardHTTP2(cl, host)
 	default:
 		s.forwardHTTP1(cl, host)
+	}
+	if cl.HTTP2() {
+		s.finishChildSpan(cl, protoHTTP2)
+	} else {
+		s.finishChildSpan(cl, protoHTTP11)
 	}
 	cs.UpstreamRqActive.Dec()
 	cs.UpstreamRqCompleted.Inc()

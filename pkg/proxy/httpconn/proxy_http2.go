@@ -109,6 +109,7 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) {
 		}
 	}
 	if len(resp.Trailer) > 0 {
+		s.respTrailers = resp.Trailer
 		s.down.trailers(resp.Trailer)
 	}
 	if err := s.down.finish(); err != nil {

@@ -67,6 +67,15 @@ type hcmStats struct {
 	cxOverloadDisableKeepalive *stats.Counter
 	// upgrades are the upgrade stats.
 	upgrades *upgradeStats
+
+	// Tracing decisions (Envoy's "tracing.*" connection manager stats);
+	// health_check is kept at zero, as the decision is taken before the
+	// health_check filter runs, in Envoy too.
+	tracingRandomSampling *stats.Counter
+	tracingServiceForced  *stats.Counter
+	tracingClientEnabled  *stats.Counter
+	tracingNotTraceable   *stats.Counter
+	tracingHealthCheck    *stats.Counter
 }
 
 // newHCMStats creates every stat up front, as Envoy does, so that they show
@@ -121,6 +130,11 @@ func newHCMStats(st *stats.Store, prefix, listenerPrefix string) *hcmStats {
 	s.rqOverloadClose = sc.Counter("downstream_rq_overload_close")
 	s.cxOverloadDisableKeepalive = sc.Counter("downstream_cx_overload_disable_keepalive")
 	s.upgrades = newUpgradeStats(sc)
+	s.tracingRandomSampling = sc.Counter("tracing.random_sampling")
+	s.tracingServiceForced = sc.Counter("tracing.service_forced")
+	s.tracingClientEnabled = sc.Counter("tracing.client_enabled")
+	s.tracingNotTraceable = sc.Counter("tracing.not_traceable")
+	s.tracingHealthCheck = sc.Counter("tracing.health_check")
 	for i := range s.rqClass {
 		s.rqClass[i] = sc.Counter("downstream_rq_" + string(rune('1'+i)) + "xx")
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -162,7 +163,10 @@ type stream struct {
 	down        downstream
 	status      int
 	respHeaders headerList
-	started     bool
+	// respTrailers are an HTTP/2 upstream's response trailers, nil when
+	// none came (read by tracing's gRPC tags).
+	respTrailers http.Header
+	started      bool
 	// closeConn: the connection closes after this response.
 	closeConn bool
 	// drainClose: closeConn because the listener drains.
@@ -171,6 +175,15 @@ type stream struct {
 	details    string
 	bytesSent  uint64
 	bytesRecv  uint64
+
+	// Tracing: the request's span (nil when not traced, or without a
+	// tracer), the upstream request's child span, the trace reason, and
+	// the route decorator's operation while it is to be propagated.
+	span               *tracing.Span
+	child              *tracing.Span
+	traceReason        traceReason
+	decorated          string
+	decoratedPropagate bool
 
 	entry accesslog.Entry
 	// Scratch buffers behind header values the stream sets; each is
@@ -183,6 +196,8 @@ type stream struct {
 	viaRespBuf []byte
 	upLocalBuf []byte
 	logBuf     []byte
+	// tagBuf holds a span tag's value while the span copies it.
+	tagBuf []byte
 }
 
 // begin resets the stream for a new request whose first byte arrived at
@@ -210,8 +225,10 @@ func (s *stream) begin(real time.Time, proto string) {
 	s.respHeaders.reset()
 	s.respLength, s.respHasBody = 0, false
 	s.bodyErr.Store(nil)
+	s.respTrailers = nil
 	s.flags, s.details = 0, ""
 	s.bytesSent, s.bytesRecv = 0, 0
+	s.span, s.child, s.traceReason, s.decorated, s.decoratedPropagate = nil, nil, notTraceable, "", false
 	s.entry = accesslog.Entry{
 		StartTime:               now,
 		Protocol:                proto,
@@ -288,6 +305,14 @@ func (s *stream) end() {
 	if s.drainClose {
 		st.cxDrainClose.Inc()
 	}
+	if m.tracing != nil {
+		// traceable_filter: traced because the service forced it, and
+		// not a health check (Envoy's shouldTraceRequest).
+		s.entry.ServiceForcedTrace = s.traceReason == traceServiceForced && !s.entry.HealthCheck
+		// The span goes last: the request headers the access log reads
+		// view the span's buffers, which it gives back when finished.
+		defer s.finishSpan(now)
+	}
 	if m.logs.Empty() {
 		return
 	}
@@ -319,6 +344,9 @@ func (s *stream) decode() {
 	}
 	if s.upg.typ != "" && !s.admitUpgrade() {
 		return
+	}
+	if m.tracing != nil {
+		s.startTracing()
 	}
 	if !s.decodeFilters() {
 		return

@@ -66,6 +66,11 @@ type Route struct {
 	RateLimits          []*RateLimit
 	IncludeVHRateLimits bool
 
+	// Decorator is the route's decorator (the span's operation), nil
+	// when it has none.
+	Decorator *Decorator
+	// Tracing is the route's tracing, nil when it has none.
+	Tracing *RouteTracing
 	// Connect is set when the route terminates CONNECT requests
 	// (upgrade_configs with connect_config).
 	Connect *ConnectConfig
@@ -209,6 +214,16 @@ func compileVirtualHost(vhc *routev3.VirtualHost, opts *Options) (*VirtualHost, 
 // typed_per_filter_config apart; errors name the field below it.
 func compileRoute(rc *routev3.Route, maxBody uint32, opts *Options) (*Route, filterConfigs, error) {
 	r := &Route{Name: rc.GetName()}
+	if d := rc.GetDecorator(); d != nil {
+		r.Decorator = compileDecorator(d)
+	}
+	if t := rc.GetTracing(); t != nil {
+		rt, err := compileRouteTracing(t)
+		if err != nil {
+			return nil, nil, fmt.Errorf("tracing.%w", err)
+		}
+		r.Tracing = rt
+	}
 	if rc.GetMatch() == nil {
 		return nil, nil, errors.New("match: a route match is required")
 	}

@@ -108,7 +108,7 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 			Now:               s.now,
 		},
 		BuildChain: func(fc *listenerv3.FilterChain, drain *listener.Drain) (listener.ConnHandler, error) {
-			ch, err := s.buildNetworkFilters(fc, drain, scope)
+			ch, err := s.buildNetworkFilters(fc, drain, scope, lc.GetTrafficDirection() == corev3.TrafficDirection_OUTBOUND)
 			if err != nil {
 				return nil, err
 			}
@@ -131,9 +131,10 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 // read filters, then one terminal filter (the http_connection_manager or
 // a terminal network filter from the registry, such as tcp_proxy). scope
 // is the listener's stat scope, under which the connection manager keeps
-// its per-listener stats. Errors name the field below the filter chain,
+// its per-listener stats; egress is set for OUTBOUND listeners (their
+// spans are egress spans). Errors name the field below the filter chain,
 // one per problem.
-func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener.Drain, scope string) (*netfilter.Chain, error) {
+func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener.Drain, scope string, egress bool) (*netfilter.Chain, error) {
 	filters := fc.GetFilters()
 	if len(filters) == 0 {
 		return nil, errors.New("filters: a filter chain needs at least one network filter, ending with a terminal filter (http_connection_manager or tcp_proxy)")
@@ -143,7 +144,7 @@ func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener
 		errs  []error
 	)
 	for i, f := range filters {
-		nf, err := s.buildNetworkFilter(f, drain, scope)
+		nf, err := s.buildNetworkFilter(f, drain, scope, egress)
 		if err != nil {
 			errs = append(errs, listener.PrefixErrors(fmt.Sprintf("filters[%d].", i), err)...)
 			continue
@@ -171,7 +172,7 @@ func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener
 
 // buildNetworkFilter builds one network filter, found by the type of its
 // typed_config (or its name). Errors name the field below the filter.
-func (s *Server) buildNetworkFilter(f *listenerv3.Filter, drain *listener.Drain, scope string) (netfilter.Filter, error) {
+func (s *Server) buildNetworkFilter(f *listenerv3.Filter, drain *listener.Drain, scope string, egress bool) (netfilter.Filter, error) {
 	ext, msg, err := s.ext.Resolve(extension.Ref{
 		Kind: "network filter", Category: netfilter.Category, Name: f.GetName(), Config: f.GetTypedConfig(),
 	}, extension.LookupByName(runtimeValues{s.runtime}))
@@ -179,7 +180,7 @@ func (s *Server) buildNetworkFilter(f *listenerv3.Filter, drain *listener.Drain,
 		return nil, err
 	}
 	if hcm, ok := msg.(*hcmv3.HttpConnectionManager); ok {
-		return s.buildHTTPConnectionManager(hcm, drain, scope)
+		return s.buildHTTPConnectionManager(hcm, drain, scope, egress)
 	}
 	factory, ok := ext.Factory.(netfilter.Factory)
 	if !ok {
@@ -200,7 +201,7 @@ func (s *Server) buildNetworkFilter(f *listenerv3.Filter, drain *listener.Drain,
 
 // buildHTTPConnectionManager builds an http_connection_manager. Errors
 // name the field below the filter.
-func (s *Server) buildHTTPConnectionManager(hcm *hcmv3.HttpConnectionManager, drain *listener.Drain, scope string) (*httpconn.Manager, error) {
+func (s *Server) buildHTTPConnectionManager(hcm *hcmv3.HttpConnectionManager, drain *listener.Drain, scope string, egress bool) (*httpconn.Manager, error) {
 	m, err := httpconn.New(hcm, httpconn.Deps{
 		Log:                s.logs.Logger("http"),
 		Stats:              s.stats,
@@ -212,6 +213,9 @@ func (s *Server) buildHTTPConnectionManager(hcm *hcmv3.HttpConnectionManager, dr
 		Services:           filterServices{s},
 		AccessLogs:         s.accessLogContext(),
 		Runtime:            runtimeValues{s.runtime},
+		Tracing:            s.tracingContext(),
+		DefaultTracer:      s.defaultTracer(),
+		Egress:             egress,
 		Overload:           s.httpOverload(),
 		Now:                s.clock,
 	})

@@ -1,8 +1,8 @@
 // Package router is the registry entry of the router HTTP filter
 // (envoy.filters.http.router), the terminal filter: the connection manager
 // routes and forwards each request itself once the filters before the
-// router continued (see package httpconn). Its configuration has no field
-// Outrigger implements yet; the support check refuses any that is set.
+// router continued (see package httpconn). Of its configuration, Outrigger
+// implements start_child_span; the support check refuses the other fields.
 package router
 
 import (
@@ -22,14 +22,22 @@ type Factory struct{}
 
 // Compile implements httpfilter.Factory.
 func (Factory) Compile(config proto.Message, _ httpfilter.Context) (httpfilter.Config, error) {
-	if _, ok := config.(*routerv3.Router); !ok {
+	cfg, ok := config.(*routerv3.Router)
+	if !ok {
 		return nil, errors.New("not a Router configuration")
 	}
-	return terminal{}, nil
+	//lint:ignore SA1019 start_child_span is deprecated for the connection manager's spawn_upstream_span, and still accepted (with Envoy's deprecation warning).
+	return terminal{childSpan: cfg.GetStartChildSpan()}, nil
 }
 
 // terminal marks the end of the filter chain.
-type terminal struct{}
+type terminal struct {
+	childSpan bool
+}
+
+// StartChildSpan reports start_child_span: with tracing, each upstream
+// request gets a span of its own, a child of the request's.
+func (t terminal) StartChildSpan() bool { return t.childSpan }
 
 // NewFilter implements httpfilter.Config: the router has no filter of its
 // own, the connection manager forwards.

@@ -1,0 +1,400 @@
+package httpconn
+
+import (
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
+)
+
+// traceReason is why a request is traced or not (Envoy's Tracing::Reason),
+// as the x-request-id UUID records it.
+type traceReason uint8
+
+const (
+	notTraceable traceReason = iota
+	traceSampling
+	traceServiceForced
+	traceClientForced
+)
+
+// The UUID request id keeps the trace reason in the character of its
+// version digit (Envoy's UUIDRequestIDExtension).
+const (
+	uuidLength        = 36
+	uuidTraceByte     = 14
+	uuidNoTrace       = '4'
+	uuidTraceForced   = 'a'
+	uuidTraceSampled  = 'b'
+	uuidTraceClient   = 'c'
+	headerDecoratorOp = "x-envoy-decorator-operation"
+)
+
+// The span names Envoy's tracer gives before a decorator renames them.
+const (
+	ingressOperation = "ingress"
+	egressOperation  = "egress "
+)
+
+// uuidReason reads the trace reason of a request id.
+func uuidReason(id string) traceReason {
+	if len(id) != uuidLength {
+		return notTraceable
+	}
+	switch id[uuidTraceByte] {
+	case uuidTraceForced:
+		return traceServiceForced
+	case uuidTraceSampled:
+		return traceSampling
+	case uuidTraceClient:
+		return traceClientForced
+	}
+	return notTraceable
+}
+
+// featureEnabled is Envoy's runtime featureEnabled for a fractional
+// percent: the runtime key, when set to an integer, is a percentage that
+// replaces def (above 100: always).
+func featureEnabled(rt RuntimeValues, key string, def fraction, random uint64) bool {
+	if rt != nil {
+		if v := rt.Uint64(key, math.MaxUint64); v != math.MaxUint64 {
+			if v > 100 {
+				return true
+			}
+			def = fraction{Num: v, Den: 100}
+		}
+	}
+	return random%def.Den < def.Num
+}
+
+// sampleRequest is Envoy's mutateTracingRequestHeader: the trace reason of
+// a request, decided from its x-request-id (a reason already recorded
+// there is kept), x-client-trace-id with client_sampling,
+// x-envoy-force-trace, and random_sampling, then overall_sampling; the
+// decision is written back into the request id, so that the proxies
+// further on keep it.
+func (s *stream) sampleRequest(t *tracingConfig) traceReason {
+	h := &s.reqHeaders
+	client, random, overall := t.client, t.random, t.overall
+	if r := s.Route(); r != nil && r.Tracing != nil {
+		client, random, overall = r.Tracing.Client, r.Tracing.Random, r.Tracing.Overall
+	}
+	id, ok := h.Get("x-request-id")
+	if !ok || len(id) < 8 {
+		return notTraceable
+	}
+	n, err := strconv.ParseUint(id[:8], 16, 64)
+	if err != nil {
+		return notTraceable
+	}
+	result := n % 10000
+	rt := s.m.deps.Runtime
+	reason := uuidReason(id)
+	if reason == notTraceable {
+		switch {
+		case h.Has("x-client-trace-id") && featureEnabled(rt, "tracing.client_enabled", client, rand.Uint64()):
+			reason = traceClientForced
+		case h.Has("x-envoy-force-trace"):
+			reason = traceServiceForced
+		case featureEnabled(rt, "tracing.random_sampling", random, result):
+			reason = traceSampling
+		}
+		if reason != notTraceable {
+			s.setRequestIDReason(id, reason)
+		}
+	}
+	if reason != notTraceable && !featureEnabled(rt, "tracing.global_enabled", overall, result) {
+		reason = notTraceable
+		s.setRequestIDReason(id, reason)
+	}
+	return reason
+}
+
+// setRequestIDReason records a trace reason in the request id, when it is
+// a UUID.
+func (s *stream) setRequestIDReason(id string, r traceReason) {
+	if len(id) != uuidLength {
+		return
+	}
+	c := byte(uuidNoTrace)
+	switch r {
+	case traceSampling:
+		c = uuidTraceSampled
+	case traceServiceForced:
+		c = uuidTraceForced
+	case traceClientForced:
+		c = uuidTraceClient
+	}
+	if id[uuidTraceByte] == c {
+		return
+	}
+	// id may view idBuf itself: the copy then writes each byte onto
+	// itself.
+	s.idBuf = append(s.idBuf[:0], id...)
+	s.idBuf[uuidTraceByte] = c
+	s.reqHeaders.Set("x-request-id", view(s.idBuf))
+}
+
+// startTracing decides whether the request is traced, counts the
+// decision, and starts its span: a child of the trace context the request
+// carries, named by the route's decorator when it has one. Envoy's
+// traceRequest.
+func (s *stream) startTracing() {
+	t := s.m.tracing
+	reason := s.sampleRequest(t)
+	s.traceReason = reason
+	st := s.m.stats
+	switch reason {
+	case traceClientForced:
+		st.tracingClientEnabled.Inc()
+	case traceSampling:
+		st.tracingRandomSampling.Inc()
+	case traceServiceForced:
+		st.tracingServiceForced.Inc()
+	default:
+		st.tracingNotTraceable.Inc()
+	}
+	if t.driver == nil {
+		return
+	}
+	op := ingressOperation
+	if t.egress {
+		op = egressOperation + s.authority
+	}
+	span := t.driver.StartSpan(&s.reqHeaders, tracing.StartOptions{
+		Operation: op,
+		Host:      s.authority,
+		Egress:    t.egress,
+		Start:     s.start,
+		Traced:    reason != notTraceable,
+	})
+	if span == nil {
+		return
+	}
+	s.span = span
+	if span.Sampled {
+		span.SetTag("node_id", t.nodeID)
+		span.SetTag("zone", t.zone)
+	}
+	if r := s.Route(); r != nil && r.Decorator != nil {
+		span.SetOperation(r.Decorator.Operation)
+		s.decorated, s.decoratedPropagate = r.Decorator.Operation, r.Decorator.Propagate
+	}
+	h := &s.reqHeaders
+	if t.egress {
+		// The next hop's server span takes the decorator's name.
+		if s.decorated != "" && s.decoratedPropagate {
+			h.Set(headerDecoratorOp, s.decorated)
+		}
+		return
+	}
+	if v, ok := h.Get(headerDecoratorOp); ok {
+		// An ingress request may name its own span; the name is not
+		// passed to the service, nor echoed in the response.
+		if v != "" {
+			span.SetOperation(v)
+			s.decorated = ""
+		}
+		h.Del(headerDecoratorOp)
+	}
+}
+
+// traceResponseHeaders applies the decorator to the response: an ingress
+// span's decorated name goes back to the client (for its own span); an
+// egress span takes the name the upstream sends, which goes no further.
+func (s *stream) traceResponseHeaders() {
+	t := s.m.tracing
+	if t == nil {
+		return
+	}
+	h := &s.respHeaders
+	if !t.egress {
+		if s.decorated != "" && s.decoratedPropagate {
+			h.Set(headerDecoratorOp, s.decorated)
+		}
+		return
+	}
+	if v, ok := h.Get(headerDecoratorOp); ok {
+		if v != "" && s.span != nil {
+			s.span.SetOperation(v)
+		}
+		h.Del(headerDecoratorOp)
+	}
+}
+
+// injectTrace writes the span's context into the upstream request: the
+// request span's, or that of a child span of the upstream request when
+// the router's start_child_span or spawn_upstream_span asks for one.
+func (s *stream) injectTrace(cl UpstreamCluster) {
+	if s.span == nil {
+		return
+	}
+	if s.m.filters.startChildSpan || s.m.tracing.spawnUpstream {
+		s.child = s.span.Child("router "+cl.Name()+" egress", s.m.stamp(time.Now()))
+		s.child.Inject(&s.reqHeaders)
+		return
+	}
+	s.span.Inject(&s.reqHeaders)
+}
+
+// finishChildSpan ends the upstream request's span with Envoy's upstream
+// tags.
+func (s *stream) finishChildSpan(cl UpstreamCluster, proto string) {
+	c := s.child
+	if c == nil {
+		return
+	}
+	s.child = nil
+	if c.Sampled {
+		c.SetTag("http.protocol", proto)
+		if s.host != nil {
+			c.SetTag("upstream_address", s.host.Address)
+			c.SetTag("peer.address", s.host.Address)
+		}
+		s.commonTags(c, cl)
+	}
+	c.Finish(s.m.stamp(time.Now()))
+}
+
+// finishSpan ends the request's span with Envoy's downstream tags
+// (finalizeDownstreamSpan).
+func (s *stream) finishSpan(now time.Time) {
+	sp := s.span
+	if sp == nil {
+		return
+	}
+	s.span = nil
+	if !sp.Sampled {
+		sp.Finish(now)
+		return
+	}
+	h := &s.reqHeaders
+	if id, ok := h.Get("x-request-id"); ok {
+		sp.SetTag("guid:x-request-id", id)
+	}
+	s.tagBuf = s.appendTagURL(s.tagBuf[:0])
+	sp.SetTag("http.url", view(s.tagBuf))
+	sp.SetTag("http.method", s.method)
+	sp.SetTag("downstream_cluster", headerOr(h, "x-envoy-downstream-service-cluster", "-"))
+	sp.SetTag("user_agent", headerOr(h, "user-agent", "-"))
+	sp.SetTag("http.protocol", s.proto)
+	sp.SetTag("peer.address", s.remoteIP)
+	if v, ok := h.Get("x-client-trace-id"); ok {
+		sp.SetTag("guid:x-client-trace-id", v)
+	}
+	if ct, ok := h.Get("content-type"); ok && strings.HasPrefix(ct, "application/grpc") {
+		s.grpcTags(sp, ct)
+	}
+	s.tagBuf = strconv.AppendUint(s.tagBuf[:0], s.bytesRecv, 10)
+	sp.SetTag("request_size", view(s.tagBuf))
+	s.tagBuf = strconv.AppendUint(s.tagBuf[:0], s.bytesSent, 10)
+	sp.SetTag("response_size", view(s.tagBuf))
+	s.commonTags(sp, s.cluster)
+	sp.Finish(now)
+}
+
+// grpcTags are the tags of a gRPC request's span: its path, authority,
+// content type and timeout, and the grpc-status and grpc-message of the
+// answer (its trailers, or its headers for a trailers-only answer), with
+// error set for the statuses that are the server's fault.
+func (s *stream) grpcTags(sp *tracing.Span, contentType string) {
+	sp.SetTag("grpc.path", s.path)
+	sp.SetTag("grpc.authority", s.authority)
+	sp.SetTag("grpc.content_type", contentType)
+	if v, ok := s.reqHeaders.Get("grpc-timeout"); ok {
+		sp.SetTag("grpc.timeout", v)
+	}
+	status, ok := s.respHeaders.Get("grpc-status")
+	msg, hasMsg := s.respHeaders.Get("grpc-message")
+	if !ok && s.respTrailers != nil {
+		if vs := s.respTrailers.Values("grpc-status"); len(vs) > 0 {
+			status, ok = vs[0], true
+		}
+		if vs := s.respTrailers.Values("grpc-message"); len(vs) > 0 {
+			msg, hasMsg = vs[0], true
+		}
+	}
+	if !ok {
+		return
+	}
+	sp.SetTag("grpc.status_code", status)
+	if hasMsg {
+		sp.SetTag("grpc.message", msg)
+	}
+	switch status {
+	case "2", "4", "12", "8", "13", "14", "15": // Unknown, DeadlineExceeded, Unimplemented, ResourceExhausted, Internal, Unavailable, DataLoss
+		sp.SetTag("error", "true")
+	}
+}
+
+// commonTags are the tags of every span (Envoy's setCommonTags).
+func (s *stream) commonTags(sp *tracing.Span, cl UpstreamCluster) {
+	sp.SetTag("component", "proxy")
+	if cl != nil {
+		sp.SetTag("upstream_cluster", cl.Name())
+		sp.SetTag("upstream_cluster.name", cl.Name())
+	}
+	s.tagBuf = strconv.AppendInt(s.tagBuf[:0], int64(s.status), 10)
+	sp.SetTag("http.status_code", view(s.tagBuf))
+	s.tagBuf = s.flags.AppendShort(s.tagBuf[:0])
+	sp.SetTag("response_flags", view(s.tagBuf))
+	if s.status == 0 || s.status >= 500 {
+		sp.SetTag("error", "true")
+	}
+	s.customTags(sp, s.m.tracing.tags)
+	r := s.route
+	if r == nil {
+		// A request answered before the router ran: the route the
+		// filters matched, if any.
+		r = s.cached
+	}
+	if r != nil && r.Tracing != nil {
+		s.customTags(sp, r.Tracing.Tags)
+	}
+}
+
+// customTags sets custom tags; a request header tag takes its default
+// when the header is absent, and a tag with no value is not set.
+func (s *stream) customTags(sp *tracing.Span, tags []customTag) {
+	for _, t := range tags {
+		v := t.Value
+		if t.Header != "" {
+			if hv, ok := s.reqHeaders.Get(t.Header); ok {
+				v = hv
+			}
+		}
+		if v != "" {
+			sp.SetTag(t.Tag, v)
+		}
+	}
+}
+
+// appendTagURL appends the http.url tag: the scheme
+// (x-forwarded-proto), the host and the original path cut at
+// max_path_tag_length.
+func (s *stream) appendTagURL(b []byte) []byte {
+	scheme := headerOr(&s.reqHeaders, "x-forwarded-proto", s.scheme)
+	host := s.authority
+	if s.upAuthority != "" {
+		host = s.upAuthority
+	}
+	path := s.path
+	if n := s.m.tracing.maxPathTagLength; len(path) > n {
+		path = path[:n]
+	}
+	b = append(b, scheme...)
+	b = append(b, "://"...)
+	b = append(b, host...)
+	return append(b, path...)
+}
+
+// headerOr is a request header's value, def when absent.
+func headerOr(h *headerList, name, def string) string {
+	if v, ok := h.Get(name); ok {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,119 @@
+package httpconn
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	tracev3 "github.com/envoyproxy/go-control-plane/envoy/config/trace/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
+)
+
+// defaultMaxPathTagLength is Envoy's max_path_tag_length default.
+const defaultMaxPathTagLength = 256
+
+// fraction is a sampling percentage as Envoy evaluates it.
+type fraction = router.Fraction
+
+// tracingConfig is the connection manager's tracing, compiled.
+type tracingConfig struct {
+	// driver is the provider; nil when neither the connection manager nor
+	// the bootstrap names one (Envoy's null tracer: decisions and stats,
+	// no spans).
+	driver tracing.Driver
+	// egress: the listener is OUTBOUND, spans are the client's.
+	egress                  bool
+	client, random, overall fraction
+	tags                    []customTag
+	maxPathTagLength        int
+	// spawnUpstream is spawn_upstream_span: the router starts a child
+	// span per upstream request (as the router's start_child_span does).
+	spawnUpstream bool
+	nodeID, zone  string
+}
+
+// customTag is one custom_tags entry.
+type customTag = router.CustomTag
+
+// percent converts a Percent to Envoy's rounded fraction of den, def when
+// unset.
+func percent(p *typev3.Percent, den uint64) fraction {
+	if p == nil {
+		return fraction{Num: den, Den: den}
+	}
+	return fraction{Num: uint64(math.Round(p.GetValue() / 100 * float64(den))), Den: den}
+}
+
+// readTracing compiles the connection manager's tracing, nil when it has
+// none. Errors name the field path below the http_connection_manager.
+func readTracing(cfg *hcmv3.HttpConnectionManager, deps Deps) (*tracingConfig, error) {
+	tc := cfg.GetTracing()
+	if tc == nil {
+		return nil, nil
+	}
+	switch {
+	case tc.GetOperation() != "":
+		return nil, errors.New("tracing.operation: not supported by Outrigger")
+	case tc.GetUpstreamOperation() != "":
+		return nil, errors.New("tracing.upstream_operation: not supported by Outrigger")
+	case tc.GetVerbose():
+		return nil, errors.New("tracing.verbose: not supported by Outrigger")
+	}
+	t := &tracingConfig{
+		egress:           deps.Egress,
+		client:           percent(tc.GetClientSampling(), 100),
+		random:           percent(tc.GetRandomSampling(), 10000),
+		overall:          percent(tc.GetOverallSampling(), 100),
+		maxPathTagLength: defaultMaxPathTagLength,
+		spawnUpstream:    tc.GetSpawnUpstreamSpan().GetValue(),
+		nodeID:           deps.Tracing.Node.GetId(),
+		zone:             deps.Tracing.Node.GetLocality().GetZone(),
+	}
+	if v := tc.GetMaxPathTagLength(); v != nil {
+		t.maxPathTagLength = int(v.GetValue())
+	}
+	for i, ct := range tc.GetCustomTags() {
+		tag, err := router.CompileCustomTag(ct)
+		if err != nil {
+			return nil, fmt.Errorf("tracing.custom_tags[%d].%w", i, err)
+		}
+		t.tags = append(t.tags, tag)
+	}
+	provider, path := tc.GetProvider(), "tracing.provider"
+	if provider == nil && deps.DefaultTracer != nil {
+		provider, path = deps.DefaultTracer, "bootstrap tracing.http"
+	}
+	if provider != nil {
+		d, err := buildTracer(provider, deps)
+		if err != nil {
+			return nil, fmt.Errorf("%s.%w", path, err)
+		}
+		t.driver = d
+	}
+	return t, nil
+}
+
+// buildTracer resolves a provider with the registry's tracers and compiles
+// it.
+func buildTracer(h *tracev3.Tracing_Http, deps Deps) (tracing.Driver, error) {
+	ext, msg, err := deps.Extensions.Resolve(extension.Ref{
+		Kind: "tracer", Category: tracing.Category, Name: h.GetName(), Config: h.GetTypedConfig(),
+	}, lookupByName(deps.Runtime))
+	if err != nil {
+		return nil, err
+	}
+	f, ok := ext.Factory.(tracing.Factory)
+	if !ok {
+		return nil, fmt.Errorf("typed_config: extension %q is not a tracer", ext.Name)
+	}
+	d, err := f.Compile(msg, deps.Tracing)
+	if err != nil {
+		return nil, fmt.Errorf("typed_config.%w", err)
+	}
+	return d, nil
+}

@@ -1,0 +1,65 @@
+package httpconn
+
+import (
+	"testing"
+
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+)
+
+func TestPercentRounding(t *testing.T) {
+	cases := []struct {
+		p    *typev3.Percent
+		den  uint64
+		want fraction
+	}{
+		{nil, 10000, fraction{Num: 10000, Den: 10000}},
+		{&typev3.Percent{Value: 0.01}, 10000, fraction{Num: 1, Den: 10000}},
+		{&typev3.Percent{Value: 12.345}, 10000, fraction{Num: 1235, Den: 10000}},
+		{&typev3.Percent{Value: 50.4}, 100, fraction{Num: 50, Den: 100}},
+		{&typev3.Percent{Value: 0}, 100, fraction{Num: 0, Den: 100}},
+	}
+	for _, c := range cases {
+		if got := percent(c.p, c.den); got != c.want {
+			t.Errorf("percent(%v, %d) = %v, want %v", c.p, c.den, got, c.want)
+		}
+	}
+}
+
+func TestFeatureEnabled(t *testing.T) {
+	half := fraction{Num: 5000, Den: 10000}
+	cases := []struct {
+		name   string
+		rt     RuntimeValues
+		random uint64
+		want   bool
+	}{
+		{"below the default", nil, 4999, true},
+		{"at the default", nil, 5000, false},
+		{"modulo the denominator", nil, 14999, true},
+		{"runtime percent replaces the default", fixedRuntime{"k": 10}, 9, true},
+		{"runtime percent, above", fixedRuntime{"k": 10}, 10, false},
+		{"runtime zero", fixedRuntime{"k": 0}, 0, false},
+		{"runtime above 100 is always", fixedRuntime{"k": 101}, 99, true},
+	}
+	for _, c := range cases {
+		if got := featureEnabled(c.rt, "k", half, c.random); got != c.want {
+			t.Errorf("%s: featureEnabled = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestUUIDReason(t *testing.T) {
+	cases := map[string]traceReason{
+		"01234567-89ab-4def-8123-456789abcdef":  notTraceable,
+		"01234567-89ab-adef-8123-456789abcdef":  traceServiceForced,
+		"01234567-89ab-bdef-8123-456789abcdef":  traceSampling,
+		"01234567-89ab-cdef-8123-456789abcdef":  traceClientForced,
+		"not-a-uuid":                            notTraceable,
+		"01234567-89ab-bdef-8123-456789abcdef0": notTraceable,
+	}
+	for id, want := range cases {
+		if got := uuidReason(id); got != want {
+			t.Errorf("uuidReason(%q) = %v, want %v", id, got, want)
+		}
+	}
+}

@@ -1,0 +1,88 @@
+package router
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	tracingtagsv3 "github.com/envoyproxy/go-control-plane/envoy/type/tracing/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+)
+
+// Fraction is a sampling percentage as Envoy evaluates it: a random value
+// modulo Den below Num.
+type Fraction struct{ Num, Den uint64 }
+
+// CustomTag is a tracing custom tag: a literal or environment value
+// (resolved at load, as Envoy does), or a request header's (Header set,
+// Value its default).
+type CustomTag struct {
+	Tag, Value, Header string
+}
+
+// RouteTracing is a route's tracing: sampling that replaces the connection
+// manager's for its requests (each unset percentage is 100%, as in
+// Envoy), and custom tags added to the manager's (a tag of the same name
+// wins).
+type RouteTracing struct {
+	Client, Random, Overall Fraction
+	Tags                    []CustomTag
+}
+
+// fractionOf reads a FractionalPercent, 100% when unset.
+func fractionOf(p *typev3.FractionalPercent) Fraction {
+	if p == nil {
+		return Fraction{Num: 100, Den: 100}
+	}
+	den := uint64(100)
+	switch p.GetDenominator() {
+	case typev3.FractionalPercent_TEN_THOUSAND:
+		den = 10000
+	case typev3.FractionalPercent_MILLION:
+		den = 1000000
+	}
+	return Fraction{Num: uint64(p.GetNumerator()), Den: den}
+}
+
+// compileRouteTracing reads a route's tracing.
+func compileRouteTracing(t *routev3.Tracing) (*RouteTracing, error) {
+	rt := &RouteTracing{
+		Client:  fractionOf(t.GetClientSampling()),
+		Random:  fractionOf(t.GetRandomSampling()),
+		Overall: fractionOf(t.GetOverallSampling()),
+	}
+	for i, ct := range t.GetCustomTags() {
+		tag, err := CompileCustomTag(ct)
+		if err != nil {
+			return nil, fmt.Errorf("custom_tags[%d].%w", i, err)
+		}
+		rt.Tags = append(rt.Tags, tag)
+	}
+	return rt, nil
+}
+
+// CompileCustomTag reads a custom tag; metadata tags are refused. Errors
+// name the field below the tag.
+func CompileCustomTag(ct *tracingtagsv3.CustomTag) (CustomTag, error) {
+	t := CustomTag{Tag: ct.GetTag()}
+	if t.Tag == "" {
+		return t, errors.New("tag: must be set")
+	}
+	switch v := ct.GetType().(type) {
+	case *tracingtagsv3.CustomTag_Literal_:
+		t.Value = v.Literal.GetValue()
+	case *tracingtagsv3.CustomTag_Environment_:
+		t.Value = os.Getenv(v.Environment.GetName())
+		if t.Value == "" {
+			t.Value = v.Environment.GetDefaultValue()
+		}
+	case *tracingtagsv3.CustomTag_RequestHeader:
+		t.Header, t.Value = v.RequestHeader.GetName(), v.RequestHeader.GetDefaultValue()
+	case *tracingtagsv3.CustomTag_Metadata_:
+		return t, errors.New("metadata: not supported by Outrigger")
+	default:
+		return t, errors.New("type: one of literal, environment or request_header is required")
+	}
+	return t, nil
+}

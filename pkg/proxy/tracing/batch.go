@@ -1,0 +1,214 @@
+package tracing
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+)
+
+// closeGrace bounds the last export when a batcher is closed.
+const closeGrace = time.Second
+
+// Exporter sends one batch of finished spans to a collector. It runs on
+// the batcher's goroutine only, within ctx, and must not keep the spans or
+// their strings: they are recycled when it returns.
+type Exporter interface {
+	Export(ctx context.Context, spans []*Span) error
+}
+
+// BatchOptions configure a Batcher.
+type BatchOptions struct {
+	// StatPrefix scopes the counters: "tracing.opentelemetry.",
+	// "tracing.zipkin.".
+	StatPrefix string
+	// RuntimePrefix prefixes the runtime keys Envoy reads for the tracer:
+	// <prefix>flush_interval_ms (default 5000), <prefix>min_flush_spans
+	// (default 5) and <prefix>request_timeout (default 5000 ms).
+	RuntimePrefix string
+	// MaxBuffered bounds the spans waiting for export; later ones are
+	// dropped and counted in spans_dropped.
+	MaxBuffered int
+	// Target names the collector in logs.
+	Target string
+	// FailedStat names the counter of exports that failed:
+	// "reports_failed" unless set (Zipkin's is "reports_dropped").
+	FailedStat string
+}
+
+// DefaultMaxBuffered is the bound of spans waiting for export.
+const DefaultMaxBuffered = 8192
+
+// Batcher buffers finished spans and exports them in batches, from a
+// goroutine of its own, every flush interval and whenever min_flush_spans
+// are waiting, as Envoy's tracers do. Report never blocks: when the
+// collector is slow or down, the buffer fills and spans are dropped.
+type Batcher struct {
+	exp  Exporter
+	opts BatchOptions
+	rt   Runtime
+	log  logr.Logger
+
+	spansSent, timerFlushed, dropped, reportsSent, reportsFailed *stats.Counter
+
+	mu     sync.Mutex
+	buf    []*Span
+	closed bool
+
+	kick chan struct{}
+	stop chan struct{}
+	done chan struct{}
+	// ctx ends exports: cancelled when the last export's grace is over.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	loggedError bool
+}
+
+// NewBatcher starts a batcher exporting through exp.
+func NewBatcher(exp Exporter, opts BatchOptions, ctx Context) *Batcher {
+	st := ctx.Stats
+	if st == nil {
+		st = stats.NewStore()
+	}
+	if opts.FailedStat == "" {
+		opts.FailedStat = "reports_failed"
+	}
+	if opts.MaxBuffered <= 0 {
+		opts.MaxBuffered = DefaultMaxBuffered
+	}
+	sc := st.Scope(opts.StatPrefix)
+	b := &Batcher{
+		exp:           exp,
+		opts:          opts,
+		rt:            ctx.Runtime,
+		log:           ctx.Log,
+		spansSent:     sc.Counter("spans_sent"),
+		timerFlushed:  sc.Counter("timer_flushed"),
+		dropped:       sc.Counter("spans_dropped"),
+		reportsSent:   sc.Counter("reports_sent"),
+		reportsFailed: sc.Counter(opts.FailedStat),
+		kick:          make(chan struct{}, 1),
+		stop:          make(chan struct{}),
+		done:          make(chan struct{}),
+	}
+	if b.log.GetSink() == nil {
+		b.log = logr.Discard()
+	}
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	go b.run()
+	return b
+}
+
+// runtime reads one of the tracer's runtime values.
+func (b *Batcher) runtime(key string, def uint64) uint64 {
+	if b.rt == nil {
+		return def
+	}
+	return b.rt.Uint64(b.opts.RuntimePrefix+key, def)
+}
+
+// Report implements Reporter: the span waits for the next export, or is
+// dropped when the buffer is full.
+func (b *Batcher) Report(s *Span) {
+	b.mu.Lock()
+	if b.closed || len(b.buf) >= b.opts.MaxBuffered {
+		b.mu.Unlock()
+		b.dropped.Inc()
+		s.Release()
+		return
+	}
+	b.buf = append(b.buf, s)
+	n := len(b.buf)
+	b.mu.Unlock()
+	if uint64(n) >= b.runtime("min_flush_spans", 5) {
+		select {
+		case b.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// run exports on the timer and when kicked, until Close.
+func (b *Batcher) run() {
+	defer close(b.done)
+	interval := func() time.Duration {
+		ms := b.runtime("flush_interval_ms", 5000)
+		if ms == 0 {
+			ms = 1
+		}
+		return time.Duration(ms) * time.Millisecond
+	}
+	t := time.NewTimer(interval())
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			b.timerFlushed.Inc()
+			b.flush()
+			t.Reset(interval())
+		case <-b.kick:
+			b.flush()
+		case <-b.stop:
+			b.flush()
+			return
+		}
+	}
+}
+
+// take empties the buffer.
+func (b *Batcher) take() []*Span {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	spans := b.buf
+	b.buf = nil
+	return spans
+}
+
+// flush exports what is buffered, in batches of at most MaxBuffered.
+func (b *Batcher) flush() {
+	spans := b.take()
+	if len(spans) == 0 {
+		return
+	}
+	defer func() {
+		for _, s := range spans {
+			s.Release()
+		}
+	}()
+	timeout := time.Duration(b.runtime("request_timeout", 5000)) * time.Millisecond
+	ctx, cancel := context.WithTimeout(b.ctx, timeout)
+	defer cancel()
+	b.spansSent.Add(uint64(len(spans)))
+	b.reportsSent.Inc()
+	if err := b.exp.Export(ctx, spans); err != nil {
+		b.reportsFailed.Inc()
+		if !b.loggedError {
+			b.loggedError = true
+			b.log.Info("cannot export spans", "collector", b.opts.Target, "spans", len(spans), "error", err.Error())
+		}
+		return
+	}
+	b.loggedError = false
+}
+
+// Close stops the batcher: later spans are dropped, what is buffered is
+// exported within closeGrace.
+func (b *Batcher) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	b.mu.Unlock()
+	close(b.stop)
+	timer := time.AfterFunc(closeGrace, b.cancel)
+	<-b.done
+	timer.Stop()
+	b.cancel()
+	return nil
+}

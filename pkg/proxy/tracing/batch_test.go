@@ -1,0 +1,150 @@
+package tracing
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+)
+
+// fakeExporter records batches; while block is set it waits for release.
+type fakeExporter struct {
+	mu      sync.Mutex
+	batches [][]*Span
+	fail    error
+	block   chan struct{}
+	entered sync.Once
+	inside  chan struct{}
+}
+
+func (e *fakeExporter) Export(ctx context.Context, spans []*Span) error {
+	if e.block != nil {
+		e.entered.Do(func() { close(e.inside) })
+		select {
+		case <-e.block:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.batches = append(e.batches, spans)
+	return e.fail
+}
+
+func (e *fakeExporter) count() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, b := range e.batches {
+		n += len(b)
+	}
+	return n
+}
+
+// runtime is a fixed runtime.
+type runtime map[string]uint64
+
+func (r runtime) Uint64(k string, def uint64) uint64 {
+	if v, ok := r[k]; ok {
+		return v
+	}
+	return def
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func counter(st *stats.Store, name string) uint64 {
+	return st.Scope("t.").Counter(name).Value()
+}
+
+func TestBatcherExportsAtMinFlushSpans(t *testing.T) {
+	exp := &fakeExporter{}
+	st := stats.NewStore()
+	b := NewBatcher(exp, BatchOptions{StatPrefix: "t.", RuntimePrefix: "t."}, Context{Stats: st, Runtime: runtime{"t.min_flush_spans": 2, "t.flush_interval_ms": 3600000}})
+	s := NewSpan(b, nil)
+	s.Sampled = true
+	s.Finish(time.Now())
+	if exp.count() != 0 {
+		t.Fatal("exported before min_flush_spans")
+	}
+	s2 := NewSpan(b, nil)
+	s2.Sampled = true
+	s2.Finish(time.Now())
+	waitFor(t, "the batch", func() bool { return exp.count() == 2 })
+	// Unsampled spans are never reported.
+	u := NewSpan(b, nil)
+	u.Finish(time.Now())
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if exp.count() != 2 || counter(st, "spans_sent") != 2 || counter(st, "reports_sent") != 1 {
+		t.Errorf("exported %d, spans_sent %d, reports_sent %d", exp.count(), counter(st, "spans_sent"), counter(st, "reports_sent"))
+	}
+}
+
+func TestBatcherDropsWhenFullAndNeverBlocks(t *testing.T) {
+	exp := &fakeExporter{block: make(chan struct{}), inside: make(chan struct{}), fail: errors.New("refused")}
+	st := stats.NewStore()
+	b := NewBatcher(exp, BatchOptions{StatPrefix: "t.", RuntimePrefix: "t.", MaxBuffered: 3}, Context{Stats: st, Runtime: runtime{"t.min_flush_spans": 1}})
+	// The first span is taken by an export that blocks; the buffer then
+	// holds three more; the rest are dropped, without waiting.
+	report := func() {
+		s := NewSpan(b, nil)
+		s.Sampled = true
+		s.Finish(time.Now())
+	}
+	report()
+	<-exp.inside
+	for range 9 {
+		report()
+	}
+	if d := counter(st, "spans_dropped"); d != 6 {
+		t.Errorf("spans_dropped = %d, want 6", d)
+	}
+	close(exp.block)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if counter(st, "reports_failed") == 0 {
+		t.Error("failed exports were not counted")
+	}
+	// After Close, spans are dropped.
+	before := counter(st, "spans_dropped")
+	s := NewSpan(b, nil)
+	s.Sampled = true
+	s.Finish(time.Now())
+	if counter(st, "spans_dropped") != before+1 {
+		t.Error("a span reported after Close was not dropped")
+	}
+}
+
+func TestSpanTagsAndChild(t *testing.T) {
+	s := NewSpan(nil, nil)
+	s.Trace, s.ID, s.Sampled = NewTraceID(false), NewSpanID(), true
+	s.SetTag("a", "1")
+	s.SetTag("a", "2")
+	s.SetTag("", "ignored")
+	if v, _ := s.Tag("a"); v != "2" || len(s.Tags) != 1 {
+		t.Errorf("tags = %+v", s.Tags)
+	}
+	c := s.Child("router up egress", time.Now())
+	if c.Trace != s.Trace || c.Parent != s.ID || c.ID == s.ID || c.Kind != Client || !c.Sampled {
+		t.Errorf("child = %+v", c)
+	}
+	if short := NewTraceID(true); short[0] != 0 || short.IsZero() {
+		t.Errorf("64-bit trace id = %s", short.Hex())
+	}
+}

@@ -1,0 +1,134 @@
+// Package opentelemetry is the OpenTelemetry tracer
+// (envoy.tracers.opentelemetry): W3C Trace Context propagation, and spans
+// exported in OTLP batches to a collector over gRPC (TraceService/Export)
+// or HTTP (a protobuf POST, usually to /v1/traces).
+package opentelemetry
+
+import (
+	"errors"
+	"fmt"
+
+	tracev3 "github.com/envoyproxy/go-control-plane/envoy/config/trace/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
+)
+
+// Name is the tracer's name in the proxy. spelling.
+const Name = "proxy.tracers.opentelemetry"
+
+// defaultServiceName is Envoy's service.name when service_name is unset.
+const defaultServiceName = "unknown_service:envoy"
+
+// defaultMaxCacheSize is Envoy's max_cache_size default: the spans kept
+// while the collector is unavailable.
+const defaultMaxCacheSize = 1024
+
+// Factory builds the tracer.
+type Factory struct{}
+
+// Compile implements tracing.Factory.
+func (Factory) Compile(config proto.Message, ctx tracing.Context) (tracing.Driver, error) {
+	cfg, ok := config.(*tracev3.OpenTelemetryConfig)
+	if !ok {
+		return nil, errors.New("not an OpenTelemetryConfig")
+	}
+	switch {
+	case cfg.GetExporter() != nil:
+		return nil, errors.New("exporter: not supported by Outrigger (use grpc_service or http_service)")
+	case len(cfg.GetResourceDetectors()) > 0:
+		return nil, errors.New("resource_detectors: not supported by Outrigger")
+	case cfg.GetSampler() != nil:
+		return nil, errors.New("sampler: not supported by Outrigger (the connection manager's tracing sampling applies)")
+	case cfg.GetSetTelemetrySdkResourceAttributes().GetValue():
+		return nil, errors.New("set_telemetry_sdk_resource_attributes: not supported by Outrigger")
+	case cfg.GetSetInstrumentationScope().GetValue():
+		return nil, errors.New("set_instrumentation_scope: not supported by Outrigger")
+	case cfg.GetGrpcService() != nil && cfg.GetHttpService() != nil:
+		return nil, errors.New("grpc_service: only one of grpc_service and http_service may be set")
+	}
+	d := &driver{}
+	res := resource(cfg)
+	maxSpans := defaultMaxCacheSize
+	if v := cfg.GetMaxCacheSize(); v != nil {
+		maxSpans = int(v.GetValue())
+	}
+	var (
+		exp    tracing.Exporter
+		target string
+		err    error
+	)
+	switch {
+	case cfg.GetGrpcService() != nil:
+		exp, target, err = newGRPCExporter(cfg.GetGrpcService(), res, ctx)
+		if err != nil {
+			return nil, fmt.Errorf("grpc_service.%w", err)
+		}
+	case cfg.GetHttpService() != nil:
+		exp, target, err = newHTTPExporter(cfg.GetHttpService(), res, ctx)
+		if err != nil {
+			return nil, fmt.Errorf("http_service.%w", err)
+		}
+	}
+	if exp != nil {
+		if maxSpans == 0 {
+			maxSpans = 1
+		}
+		d.batcher = tracing.NewBatcher(exp, tracing.BatchOptions{
+			StatPrefix:    "tracing.opentelemetry.",
+			RuntimePrefix: "tracing.opentelemetry.",
+			MaxBuffered:   maxSpans,
+			Target:        target,
+		}, ctx)
+		d.closer = exp
+	}
+	return d, nil
+}
+
+// driver is the configured tracer.
+type driver struct {
+	// batcher is nil without a collector: spans then only propagate.
+	batcher *tracing.Batcher
+	closer  tracing.Exporter
+	pool    tracing.SpanPool
+}
+
+// StartSpan implements tracing.Driver, as Envoy's OpenTelemetry driver:
+// without a traceparent, a root span sampled by the connection manager's
+// decision; with a valid one, a child of it that keeps its sampled flag;
+// with an invalid one, no span.
+func (d *driver) StartSpan(h tracing.Headers, o tracing.StartOptions) *tracing.Span {
+	var rep tracing.Reporter
+	if d.batcher != nil {
+		rep = d.batcher
+	}
+	s := d.pool.Get(rep, w3c{})
+	s.Name, s.Start = o.Operation, o.Start
+	if o.Egress {
+		s.Kind = tracing.Client
+	}
+	s.ID = tracing.NewSpanID()
+	p, err := extract(h)
+	switch {
+	case errors.Is(err, errNoContext):
+		s.Trace = tracing.NewTraceID(false)
+		s.Sampled = o.Traced
+	case err != nil:
+		return nil
+	default:
+		s.Trace, s.Parent, s.Sampled, s.TraceState = p.trace, p.span, p.sampled, p.state
+	}
+	return s
+}
+
+// Close implements tracing.Driver.
+func (d *driver) Close() error {
+	if d.batcher == nil {
+		return nil
+	}
+	err := d.batcher.Close()
+	if c, ok := d.closer.(interface{ Close() error }); ok {
+		err = errors.Join(err, c.Close())
+	}
+	return err
+}

@@ -1,0 +1,158 @@
+package opentelemetry
+
+import (
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
+)
+
+// The OTLP export request is written straight from the spans with
+// protowire, the fields numbered as in opentelemetry/proto (collector
+// ExportTraceServiceRequest, trace ResourceSpans, ScopeSpans and Span,
+// common KeyValue and AnyValue, resource Resource): building the generated
+// messages would cost several allocations per attribute.
+const (
+	fieldResourceSpans = 1 // ExportTraceServiceRequest.resource_spans
+
+	fieldResource   = 1 // ResourceSpans.resource
+	fieldScopeSpans = 2 // ResourceSpans.scope_spans
+
+	fieldAttributes = 1 // Resource.attributes
+
+	fieldSpans = 2 // ScopeSpans.spans
+
+	fieldTraceID      = 1 // Span.trace_id
+	fieldSpanID       = 2 // Span.span_id
+	fieldTraceState   = 3 // Span.trace_state
+	fieldParentSpanID = 4 // Span.parent_span_id
+	fieldName         = 5 // Span.name
+	fieldKind         = 6 // Span.kind
+	fieldStart        = 7 // Span.start_time_unix_nano
+	fieldEnd          = 8 // Span.end_time_unix_nano
+	fieldSpanAttrs    = 9 // Span.attributes
+
+	fieldKey         = 1 // KeyValue.key
+	fieldValue       = 2 // KeyValue.value
+	fieldStringValue = 1 // AnyValue.string_value
+)
+
+// The SpanKind values.
+const (
+	kindServer = 2
+	kindClient = 3
+)
+
+// lenField is the size of a length-delimited field of n bytes with a
+// one-byte tag (field numbers below 16).
+func lenField(n int) int { return 1 + protowire.SizeBytes(n) }
+
+// anySize is the size of an AnyValue holding a string.
+func anySize(v string) int { return lenField(len(v)) }
+
+// kvSize is the size of a KeyValue with a string value.
+func kvSize(k, v string) int {
+	n := lenField(anySize(v))
+	if k != "" {
+		n += lenField(len(k))
+	}
+	return n
+}
+
+// appendKV appends a KeyValue with a string value as field num.
+func appendKV(b []byte, num protowire.Number, k, v string) []byte {
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(kvSize(k, v)))
+	if k != "" {
+		b = protowire.AppendTag(b, fieldKey, protowire.BytesType)
+		b = protowire.AppendString(b, k)
+	}
+	b = protowire.AppendTag(b, fieldValue, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(anySize(v)))
+	b = protowire.AppendTag(b, fieldStringValue, protowire.BytesType)
+	return protowire.AppendString(b, v)
+}
+
+// spanSize is the size of a Span message.
+func spanSize(s *tracing.Span) int {
+	n := lenField(len(s.Trace)) + lenField(len(s.ID)) + 1 + protowire.SizeVarint(kindOf(s)) + 2*(1+8)
+	if s.TraceState != "" {
+		n += lenField(len(s.TraceState))
+	}
+	if !s.Parent.IsZero() {
+		n += lenField(len(s.Parent))
+	}
+	if s.Name != "" {
+		n += lenField(len(s.Name))
+	}
+	for _, t := range s.Tags {
+		n += lenField(kvSize(t.Key, t.Value))
+	}
+	return n
+}
+
+// kindOf is a span's SpanKind.
+func kindOf(s *tracing.Span) uint64 {
+	if s.Kind == tracing.Client {
+		return kindClient
+	}
+	return kindServer
+}
+
+// appendSpan appends a Span as field num.
+func appendSpan(b []byte, s *tracing.Span) []byte {
+	b = protowire.AppendTag(b, fieldSpans, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(spanSize(s)))
+	b = protowire.AppendTag(b, fieldTraceID, protowire.BytesType)
+	b = protowire.AppendBytes(b, s.Trace[:])
+	b = protowire.AppendTag(b, fieldSpanID, protowire.BytesType)
+	b = protowire.AppendBytes(b, s.ID[:])
+	if s.TraceState != "" {
+		b = protowire.AppendTag(b, fieldTraceState, protowire.BytesType)
+		b = protowire.AppendString(b, s.TraceState)
+	}
+	if !s.Parent.IsZero() {
+		b = protowire.AppendTag(b, fieldParentSpanID, protowire.BytesType)
+		b = protowire.AppendBytes(b, s.Parent[:])
+	}
+	if s.Name != "" {
+		b = protowire.AppendTag(b, fieldName, protowire.BytesType)
+		b = protowire.AppendString(b, s.Name)
+	}
+	b = protowire.AppendTag(b, fieldKind, protowire.VarintType)
+	b = protowire.AppendVarint(b, kindOf(s))
+	b = protowire.AppendTag(b, fieldStart, protowire.Fixed64Type)
+	b = protowire.AppendFixed64(b, uint64(s.Start.UnixNano()))
+	b = protowire.AppendTag(b, fieldEnd, protowire.Fixed64Type)
+	b = protowire.AppendFixed64(b, uint64(s.End.UnixNano()))
+	for _, t := range s.Tags {
+		b = appendKV(b, fieldSpanAttrs, t.Key, t.Value)
+	}
+	return b
+}
+
+// appendRequest appends the ExportTraceServiceRequest of a batch: one
+// ResourceSpans with the resource's attributes and one ScopeSpans.
+func appendRequest(b []byte, resource []tracing.Tag, spans []*tracing.Span) []byte {
+	resSize := 0
+	for _, t := range resource {
+		resSize += lenField(kvSize(t.Key, t.Value))
+	}
+	scopeSize := 0
+	for _, s := range spans {
+		scopeSize += lenField(spanSize(s))
+	}
+	rsSize := lenField(resSize) + lenField(scopeSize)
+	b = protowire.AppendTag(b, fieldResourceSpans, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(rsSize))
+	b = protowire.AppendTag(b, fieldResource, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(resSize))
+	for _, t := range resource {
+		b = appendKV(b, fieldAttributes, t.Key, t.Value)
+	}
+	b = protowire.AppendTag(b, fieldScopeSpans, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(scopeSize))
+	for _, s := range spans {
+		b = appendSpan(b, s)
+	}
+	return b
+}

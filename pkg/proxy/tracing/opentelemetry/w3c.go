@@ -1,0 +1,99 @@
+package opentelemetry
+
+import (
+	"encoding/hex"
+	"errors"
+	"strings"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
+)
+
+// The W3C Trace Context headers.
+const (
+	traceparent = "traceparent"
+	tracestate  = "tracestate"
+	// traceparentLen is the length of a version 00 traceparent value.
+	traceparentLen = 55
+)
+
+// parent is a trace context read from traceparent and tracestate.
+type parent struct {
+	trace   tracing.TraceID
+	span    tracing.SpanID
+	sampled bool
+	state   string
+}
+
+// errNoContext: the request carries no traceparent.
+var errNoContext = errors.New("no traceparent")
+
+// extract reads the W3C trace context of a request, as Envoy's
+// OpenTelemetry SpanContextExtractor does: a traceparent of the version
+// 00 layout (version, trace id, parent id, flags, all lower-case hex),
+// with neither id all zeros and a version other than ff.
+func extract(h tracing.Headers) (parent, error) {
+	v, ok := h.Get(traceparent)
+	if !ok {
+		return parent{}, errNoContext
+	}
+	var p parent
+	if len(v) != traceparentLen || v[2] != '-' || v[35] != '-' || v[52] != '-' {
+		return p, errors.New("invalid traceparent")
+	}
+	version, traceHex, spanHex, flags := v[:2], v[3:35], v[36:52], v[53:]
+	if !isLowerHex(version) || !isLowerHex(traceHex) || !isLowerHex(spanHex) || !isLowerHex(flags) {
+		return p, errors.New("invalid traceparent: not lower-case hexadecimal")
+	}
+	if version == "ff" {
+		return p, errors.New("invalid traceparent version")
+	}
+	_, _ = hex.Decode(p.trace[:], []byte(traceHex))
+	_, _ = hex.Decode(p.span[:], []byte(spanHex))
+	if p.trace.IsZero() || p.span.IsZero() {
+		return p, errors.New("invalid traceparent: zero id")
+	}
+	var f [1]byte
+	_, _ = hex.Decode(f[:], []byte(flags))
+	p.sampled = f[0]&1 == 1
+	if s, ok := h.Get(tracestate); ok {
+		p.state = strings.Clone(s)
+	}
+	return p, nil
+}
+
+// isLowerHex reports whether s is lower-case hexadecimal digits only.
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// w3c propagates spans in traceparent and tracestate.
+type w3c struct{}
+
+// Inject implements tracing.Propagator: traceparent names s as the
+// parent, with its sampling flag; tracestate passes on what was received.
+func (w3c) Inject(s *tracing.Span, h tracing.HeaderSetter) {
+	const digits = "0123456789abcdef"
+	b := append(s.Scratch[:0], "00-"...)
+	b = hex.AppendEncode(b, s.Trace[:])
+	b = append(b, '-')
+	b = hex.AppendEncode(b, s.ID[:])
+	b = append(b, "-0"...)
+	if s.Sampled {
+		b = append(b, digits[1])
+	} else {
+		b = append(b, digits[0])
+	}
+	s.Scratch = b
+	h.Set(traceparent, unsafeString(b))
+	if s.TraceState != "" {
+		h.Set(tracestate, s.TraceState)
+	} else {
+		h.Del(tracestate)
+	}
+}

@@ -1,0 +1,96 @@
+package opentelemetry
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
+)
+
+// headers adapts http.Header to tracing's header interfaces.
+type headers http.Header
+
+func (h headers) Get(n string) (string, bool) {
+	v, ok := h[http.CanonicalHeaderKey(n)]
+	if !ok {
+		return "", false
+	}
+	return v[0], true
+}
+func (h headers) Set(n, v string) { http.Header(h).Set(n, v) }
+func (h headers) Del(n string)    { http.Header(h).Del(n) }
+
+func TestExtract(t *testing.T) {
+	const good = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	cases := []struct {
+		name, value string
+		ok, sampled bool
+	}{
+		{"sampled", good, true, true},
+		{"not sampled", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00", true, false},
+		{"other flags keep the sampled bit", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-03", true, true},
+		{"upper case", "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", false, false},
+		{"version ff", "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", false, false},
+		{"zero trace id", "00-00000000000000000000000000000000-00f067aa0ba902b7-01", false, false},
+		{"zero span id", "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", false, false},
+		{"short", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-1", false, false},
+		{"bad separators", "00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", false, false},
+		{"not hex", "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01", false, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := extract(headers{"Traceparent": {c.value}, "Tracestate": {"a=b"}})
+			if (err == nil) != c.ok {
+				t.Fatalf("extract(%q) error = %v, want ok %v", c.value, err, c.ok)
+			}
+			if c.ok && (p.sampled != c.sampled || p.state != "a=b" || p.trace.Hex() != "4bf92f3577b34da6a3ce929d0e0e4736" || p.span.Hex() != "00f067aa0ba902b7") {
+				t.Errorf("extract(%q) = %+v", c.value, p)
+			}
+		})
+	}
+	if _, err := extract(headers{}); err != errNoContext {
+		t.Errorf("no traceparent: error = %v, want errNoContext", err)
+	}
+}
+
+func TestStartSpanAndInject(t *testing.T) {
+	d := &driver{}
+	start := time.Unix(100, 0)
+
+	// No context: a root span sampled by the decision.
+	s := d.StartSpan(headers{}, tracing.StartOptions{Operation: "ingress", Start: start, Traced: true})
+	if s == nil || !s.Sampled || !s.Parent.IsZero() || s.Trace.IsZero() || s.ID.IsZero() || s.Name != "ingress" || s.Kind != tracing.Server {
+		t.Fatalf("root span = %+v", s)
+	}
+	out := headers{"Tracestate": {"stale=1"}}
+	s.Inject(out)
+	want := "00-" + s.Trace.Hex() + "-" + s.ID.Hex() + "-01"
+	if got, _ := out.Get("traceparent"); got != want {
+		t.Errorf("traceparent = %q, want %q", got, want)
+	}
+	if _, ok := out.Get("tracestate"); ok {
+		t.Error("a stale tracestate was left in place")
+	}
+
+	// A context: a child that keeps the parent's sampling, whatever the
+	// decision, and passes tracestate on.
+	in := headers{"Traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"}, "Tracestate": {"v=1"}}
+	c := d.StartSpan(in, tracing.StartOptions{Operation: "egress h", Egress: true, Start: start, Traced: true})
+	if c.Sampled || c.Parent.Hex() != "00f067aa0ba902b7" || c.Trace.Hex() != "4bf92f3577b34da6a3ce929d0e0e4736" || c.Kind != tracing.Client {
+		t.Fatalf("child span = %+v", c)
+	}
+	out = headers{}
+	c.Inject(out)
+	if got, _ := out.Get("traceparent"); got != "00-4bf92f3577b34da6a3ce929d0e0e4736-"+c.ID.Hex()+"-00" {
+		t.Errorf("traceparent = %q", got)
+	}
+	if got, _ := out.Get("tracestate"); got != "v=1" {
+		t.Errorf("tracestate = %q", got)
+	}
+
+	// An unreadable context: no span at all.
+	if s := d.StartSpan(headers{"Traceparent": {"garbage"}}, tracing.StartOptions{Traced: true}); s != nil {
+		t.Errorf("span from an invalid traceparent = %+v, want none", s)
+	}
+}

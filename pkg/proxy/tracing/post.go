@@ -1,0 +1,168 @@
+package tracing
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
+)
+
+// Limits on a collector's answer.
+const (
+	maxResponseHead    = 16 << 10
+	maxResponseHeaders = 100
+	maxResponseBody    = 64 << 10
+)
+
+// Poster sends HTTP/1.1 POSTs to a collector reached through a cluster of
+// the configuration, on one keep-alive connection to a host the cluster's
+// load balancer picks (a new one after an error). It is used from one
+// goroutine at a time (a Batcher's), and does the exchange itself, with no
+// goroutine of its own: an export costs a write and a read.
+type Poster struct {
+	cluster grpcservice.Cluster
+	timeout time.Duration
+	// head is the request head up to Content-Length's value.
+	head string
+
+	conn net.Conn
+	r    *bufio.Reader
+	buf  []byte
+	resp http1.Response
+	body http1.BodyReader
+}
+
+// NewPoster returns a poster of requests to path on cluster, with host as
+// the :authority and the extra headers given; timeout bounds each request
+// (0: only the caller's context does).
+func NewPoster(cluster grpcservice.Cluster, host, path string, headers http.Header, timeout time.Duration) (*Poster, error) {
+	if !strings.HasPrefix(path, "/") {
+		return nil, fmt.Errorf("path %q must start with '/'", path)
+	}
+	if strings.ContainsAny(path, " \r\n") || strings.ContainsAny(host, " \r\n") {
+		return nil, errors.New("the path and host must not contain spaces or line breaks")
+	}
+	var b strings.Builder
+	b.WriteString("POST " + path + " HTTP/1.1\r\nhost: " + host + "\r\n")
+	keys := make([]string, 0, len(headers))
+	for k := range headers {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		for _, v := range headers[k] {
+			if strings.ContainsAny(k, " :\r\n") || strings.ContainsAny(v, "\r\n") {
+				return nil, fmt.Errorf("header %q: invalid name or value", k)
+			}
+			b.WriteString(strings.ToLower(k) + ": " + v + "\r\n")
+		}
+	}
+	return &Poster{cluster: cluster, timeout: timeout, head: b.String()}, nil
+}
+
+// Post sends body; an answer other than 2xx is an error.
+func (p *Poster) Post(ctx context.Context, contentType string, body []byte) error {
+	if p.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.timeout)
+		defer cancel()
+	}
+	reused := p.conn != nil
+	err := p.exchange(ctx, contentType, body)
+	if err != nil && reused && ctx.Err() == nil {
+		// The collector may have closed the idle connection just as
+		// it was reused: once more, on a new one.
+		p.Close()
+		err = p.exchange(ctx, contentType, body)
+	}
+	if err != nil {
+		p.Close()
+	}
+	return err
+}
+
+// exchange writes the request on the connection (opened when there is
+// none) and reads the answer.
+func (p *Poster) exchange(ctx context.Context, contentType string, body []byte) error {
+	if p.conn == nil {
+		c, err := p.cluster.Connect(ctx)
+		if err != nil {
+			return err
+		}
+		p.conn = c
+		if p.r == nil {
+			p.r = bufio.NewReaderSize(c, 4096)
+		} else {
+			p.r.Reset(c)
+		}
+	}
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Time{}
+	}
+	conn := p.conn
+	_ = conn.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	b := append(p.buf[:0], p.head...)
+	b = append(b, "content-type: "...)
+	b = append(b, contentType...)
+	b = append(b, "\r\ncontent-length: "...)
+	b = strconv.AppendInt(b, int64(len(body)), 10)
+	b = append(b, "\r\n\r\n"...)
+	p.buf = b
+	bufs := net.Buffers{b, body}
+	if _, err := bufs.WriteTo(conn); err != nil {
+		return err
+	}
+	head, err := http1.ReadHead(p.r, p.buf[:0], maxResponseHead)
+	if err != nil {
+		return fmt.Errorf("reading the collector's answer: %w", err)
+	}
+	p.buf = head
+	if err := http1.ParseResponse(head, &p.resp, maxResponseHeaders); err != nil {
+		return fmt.Errorf("reading the collector's answer: %w", err)
+	}
+	kind := p.resp.BodyKind(false)
+	status := p.resp.Status
+	p.body.Reset(p.r, kind, p.resp.ContentLength, maxResponseHead, nil)
+	read := 0
+	for {
+		piece, err := p.body.Next()
+		read += len(piece)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("reading the collector's answer: %w", err)
+		}
+		if read > maxResponseBody {
+			return errors.New("the collector's answer is too long")
+		}
+	}
+	if !p.resp.Reusable(kind) {
+		p.Close()
+	}
+	if status/100 != 2 {
+		return fmt.Errorf("collector answered %d", status)
+	}
+	return nil
+}
+
+// Close closes the connection.
+func (p *Poster) Close() {
+	if p.conn != nil {
+		_ = p.conn.Close()
+		p.conn = nil
+	}
+}

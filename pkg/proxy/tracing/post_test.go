@@ -1,0 +1,99 @@
+package tracing
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// dialer reaches a test server.
+type dialer string
+
+func (d dialer) Connect(ctx context.Context) (net.Conn, error) {
+	var nd net.Dialer
+	return nd.DialContext(ctx, "tcp", string(d))
+}
+
+func TestPoster(t *testing.T) {
+	var (
+		status  atomic.Int32
+		conns   atomic.Int32
+		lastReq atomic.Value
+	)
+	status.Store(202)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		lastReq.Store(r.Method + " " + r.URL.Path + " " + r.Host + " " + r.Header.Get("Content-Type") + " " + r.Header.Get("X-Tenant") + " " + string(body))
+		w.WriteHeader(int(status.Load()))
+		_, _ = io.WriteString(w, "answer")
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	p, err := NewPoster(dialer(strings.TrimPrefix(srv.URL, "http://")), "collector:9411", "/api/v2/spans", http.Header{"X-Tenant": {"acme"}}, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx := context.Background()
+	for i := range 3 {
+		if err := p.Post(ctx, "application/json", []byte("[1]")); err != nil {
+			t.Fatalf("post %d: %v", i, err)
+		}
+	}
+	if got := lastReq.Load(); got != "POST /api/v2/spans collector:9411 application/json acme [1]" {
+		t.Errorf("request = %q", got)
+	}
+	if conns.Load() != 1 {
+		t.Errorf("%d connections for 3 posts, want 1 kept alive", conns.Load())
+	}
+
+	// The server drops idle connections: the next post goes on a new one.
+	srv.CloseClientConnections()
+	if err := p.Post(ctx, "application/json", []byte("[2]")); err != nil {
+		t.Fatalf("post after the collector closed the connection: %v", err)
+	}
+
+	status.Store(500)
+	if err := p.Post(ctx, "application/json", []byte("[3]")); err == nil || !strings.Contains(err.Error(), "500") {
+		t.Errorf("post answered 500: error = %v", err)
+	}
+
+	if _, err := NewPoster(dialer("x"), "h", "no-slash", nil, 0); err == nil {
+		t.Error("a path without '/' was accepted")
+	}
+}
+
+func TestPosterTimesOut(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		// Accept and never answer.
+		c, err := ln.Accept()
+		if err == nil {
+			defer c.Close()
+			_, _ = io.Copy(io.Discard, c)
+		}
+	}()
+	p, err := NewPoster(dialer(ln.Addr().String()), "h", "/", nil, 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Post(context.Background(), "application/json", []byte("[]")); err == nil {
+		t.Fatal("a collector that never answers did not fail the post")
+	}
+}

@@ -1,0 +1,222 @@
+package tracing
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"math/rand/v2"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// Kind is a span's role, as OpenTelemetry and Zipkin name them.
+type Kind uint8
+
+// The kinds Envoy's spans have.
+const (
+	// Server is the span of a request the proxy received (ingress).
+	Server Kind = iota
+	// Client is the span of a request the proxy sends: egress listeners'
+	// spans and the router's upstream child spans.
+	Client
+)
+
+// Tag is one span attribute; values are strings, as Envoy's.
+type Tag struct {
+	Key, Value string
+}
+
+// TraceID is a 128-bit trace id; a 64-bit one has a zero high half.
+type TraceID [16]byte
+
+// SpanID is a 64-bit span id.
+type SpanID [8]byte
+
+// IsZero reports whether the id is all zeros (invalid).
+func (t TraceID) IsZero() bool { return t == TraceID{} }
+
+// IsZero reports whether the id is all zeros (invalid, or no parent).
+func (s SpanID) IsZero() bool { return s == SpanID{} }
+
+// Hex is the id in lower-case hexadecimal, 32 digits.
+func (t TraceID) Hex() string { return hex.EncodeToString(t[:]) }
+
+// Hex is the id in lower-case hexadecimal, 16 digits.
+func (s SpanID) Hex() string { return hex.EncodeToString(s[:]) }
+
+// NewSpanID returns a random, non-zero span id.
+func NewSpanID() SpanID {
+	var s SpanID
+	for s.IsZero() {
+		binary.BigEndian.PutUint64(s[:], rand.Uint64())
+	}
+	return s
+}
+
+// NewTraceID returns a random, non-zero trace id: 128 bits, or 64 (the
+// high half zero) when short.
+func NewTraceID(short bool) TraceID {
+	var t TraceID
+	for t.IsZero() {
+		if !short {
+			binary.BigEndian.PutUint64(t[:8], rand.Uint64())
+		}
+		binary.BigEndian.PutUint64(t[8:], rand.Uint64())
+	}
+	return t
+}
+
+// Reporter takes finished, sampled spans (a Batcher).
+type Reporter interface {
+	Report(s *Span)
+}
+
+// Propagator writes a span's context into request headers, in its
+// provider's format.
+type Propagator interface {
+	Inject(s *Span, h HeaderSetter)
+}
+
+// Span is one span. A connection manager owns it until Finish, from one
+// goroutine; then it belongs to the reporter, which releases it once
+// exported. Its strings must not alias buffers that are reused: SetTag and
+// SetOperation copy theirs into the span's own arena, and tag keys must be
+// immutable strings (constants, configuration).
+type Span struct {
+	Trace  TraceID
+	ID     SpanID
+	Parent SpanID
+	Name   string
+	Kind   Kind
+	// Start and End are the span's times; End is set by Finish.
+	Start, End time.Time
+	// Sampled spans are reported; the others only propagate their
+	// context, marked not sampled.
+	Sampled bool
+	// TraceState is W3C's tracestate, passed on as received.
+	TraceState string
+	// Shared is Zipkin's shared span context: the span has the id of the
+	// client's span.
+	Shared bool
+	Tags   []Tag
+
+	reporter   Reporter
+	propagator Propagator
+	pool       *SpanPool
+	// arena holds the bytes of the strings the span copied.
+	arena []byte
+	// Scratch is the propagator's: header values it builds stay valid
+	// until the span is finished.
+	Scratch []byte
+}
+
+// SpanPool recycles a driver's spans: their tag lists and buffers are
+// reused, so that a request's span allocates nothing in the steady state.
+type SpanPool struct {
+	p sync.Pool
+}
+
+// Get returns a clean span that reports to r (when sampled) and
+// propagates with p.
+func (sp *SpanPool) Get(r Reporter, p Propagator) *Span {
+	s, _ := sp.p.Get().(*Span)
+	if s == nil {
+		s = &Span{}
+	}
+	s.reporter, s.propagator, s.pool = r, p, sp
+	return s
+}
+
+// NewSpan returns a span that reports to r (when sampled) and propagates
+// with p, with no pool.
+func NewSpan(r Reporter, p Propagator) *Span {
+	return &Span{reporter: r, propagator: p}
+}
+
+// Release gives a finished span back to its pool; the reporter calls it
+// once the span is exported (or dropped). Nothing may use the span, or
+// the strings it holds, afterwards.
+func (s *Span) Release() {
+	if s.pool == nil {
+		return
+	}
+	pool := s.pool
+	clear(s.Tags)
+	*s = Span{Tags: s.Tags[:0], arena: s.arena[:0], Scratch: s.Scratch[:0]}
+	pool.p.Put(s)
+}
+
+// own copies v into the span's arena.
+func (s *Span) own(v string) string {
+	if v == "" {
+		return ""
+	}
+	start := len(s.arena)
+	s.arena = append(s.arena, v...)
+	return unsafe.String(&s.arena[start], len(v))
+}
+
+// SetOperation renames the span (a route's decorator, an
+// x-envoy-decorator-operation header).
+func (s *Span) SetOperation(name string) { s.Name = s.own(name) }
+
+// SetTag sets an attribute, replacing an earlier value of the same key.
+// The key must be immutable; the value is copied.
+func (s *Span) SetTag(key, value string) {
+	if key == "" {
+		return
+	}
+	value = s.own(value)
+	for i := range s.Tags {
+		if s.Tags[i].Key == key {
+			s.Tags[i].Value = value
+			return
+		}
+	}
+	s.Tags = append(s.Tags, Tag{Key: key, Value: value})
+}
+
+// Tag returns an attribute's value.
+func (s *Span) Tag(key string) (string, bool) {
+	for _, t := range s.Tags {
+		if t.Key == key {
+			return t.Value, true
+		}
+	}
+	return "", false
+}
+
+// Inject writes the span's context into h, so that the upstream's spans
+// are its children.
+func (s *Span) Inject(h HeaderSetter) {
+	if s.propagator != nil {
+		s.propagator.Inject(s, h)
+	}
+}
+
+// Child starts a child span of s (the router's upstream span): same trace,
+// same sampling, s as parent, a new id, kind Client.
+func (s *Span) Child(name string, start time.Time) *Span {
+	var c *Span
+	if s.pool != nil {
+		c = s.pool.Get(s.reporter, s.propagator)
+	} else {
+		c = NewSpan(s.reporter, s.propagator)
+	}
+	c.Trace, c.ID, c.Parent = s.Trace, NewSpanID(), s.ID
+	c.Name = c.own(name)
+	c.Kind, c.Start, c.Sampled = Client, start, s.Sampled
+	c.TraceState = s.TraceState
+	return c
+}
+
+// Finish ends the span at end and reports it when it is sampled, or
+// releases it. The span must not be used afterwards.
+func (s *Span) Finish(end time.Time) {
+	s.End = end
+	if s.Sampled && s.reporter != nil {
+		s.reporter.Report(s)
+		return
+	}
+	s.Release()
+}

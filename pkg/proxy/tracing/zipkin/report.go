@@ -1,0 +1,68 @@
+package zipkin
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
+)
+
+// jsonSpan is a span in Zipkin's JSON v2 format.
+type jsonSpan struct {
+	TraceID       string            `json:"traceId"`
+	ParentID      string            `json:"parentId,omitempty"`
+	ID            string            `json:"id"`
+	Kind          string            `json:"kind"`
+	Name          string            `json:"name"`
+	Timestamp     int64             `json:"timestamp"`
+	Duration      int64             `json:"duration"`
+	LocalEndpoint endpoint          `json:"localEndpoint"`
+	Tags          map[string]string `json:"tags,omitempty"`
+	Shared        bool              `json:"shared,omitempty"`
+}
+
+// endpoint is a Zipkin endpoint: the proxy, named by the node's cluster.
+type endpoint struct {
+	ServiceName string `json:"serviceName"`
+}
+
+// exporter posts batches as a JSON v2 list.
+type exporter struct {
+	p       *tracing.Poster
+	service string
+}
+
+// Export implements tracing.Exporter.
+func (e *exporter) Export(ctx context.Context, spans []*tracing.Span) error {
+	out := make([]jsonSpan, len(spans))
+	for i, s := range spans {
+		js := jsonSpan{
+			TraceID:       traceIDHex(s.Trace),
+			ID:            s.ID.Hex(),
+			Kind:          "SERVER",
+			Name:          s.Name,
+			Timestamp:     s.Start.UnixMicro(),
+			Duration:      s.End.Sub(s.Start).Microseconds(),
+			LocalEndpoint: endpoint{ServiceName: e.service},
+			Shared:        s.Shared,
+		}
+		if s.Kind == tracing.Client {
+			js.Kind = "CLIENT"
+		}
+		if !s.Parent.IsZero() {
+			js.ParentID = s.Parent.Hex()
+		}
+		if len(s.Tags) > 0 {
+			js.Tags = make(map[string]string, len(s.Tags))
+			for _, t := range s.Tags {
+				js.Tags[t.Key] = t.Value
+			}
+		}
+		out[i] = js
+	}
+	body, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	return e.p.Post(ctx, "application/json", body)
+}

@@ -1,0 +1,232 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// zipkinSpan is a span of Zipkin's JSON v2 format, as a collector reads it.
+type zipkinSpan struct {
+	TraceID       string            `json:"traceId"`
+	ParentID      string            `json:"parentId"`
+	ID            string            `json:"id"`
+	Kind          string            `json:"kind"`
+	Name          string            `json:"name"`
+	Timestamp     int64             `json:"timestamp"`
+	Duration      int64             `json:"duration"`
+	LocalEndpoint map[string]string `json:"localEndpoint"`
+	Tags          map[string]string `json:"tags"`
+	Shared        bool              `json:"shared"`
+}
+
+// zipkinCollector is a Zipkin HTTP endpoint keeping the spans posted to
+// /api/v2/spans, or refusing them with 500.
+type zipkinCollector struct {
+	refuse  atomic.Bool
+	refused atomic.Int64
+	mu      sync.Mutex
+	spans   []zipkinSpan
+	hosts   []string
+	port    int
+}
+
+func (c *zipkinCollector) received() []zipkinSpan {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]zipkinSpan(nil), c.spans...)
+}
+
+func (c *zipkinCollector) hostHeaders() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.hosts...)
+}
+
+func startZipkinCollector() *zipkinCollector {
+	GinkgoHelper()
+	c := &zipkinCollector{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/v2/spans", func(w http.ResponseWriter, r *http.Request) {
+		if c.refuse.Load() {
+			c.refused.Add(1)
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		var spans []zipkinSpan
+		if err != nil || r.Header.Get("Content-Type") != "application/json" || json.Unmarshal(body, &spans) != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		c.mu.Lock()
+		c.spans = append(c.spans, spans...)
+		c.hosts = append(c.hosts, r.Host)
+		c.mu.Unlock()
+		w.WriteHeader(http.StatusAccepted)
+	})
+	addr := httpTestUpstream(mux, false)
+	_, port, _ := net.SplitHostPort(addr)
+	_, _ = fmt.Sscan(port, &c.port)
+	return c
+}
+
+// zipkinTracing is a tracing block with the Zipkin provider; extra lines
+// go into its typed_config.
+func zipkinTracing(extra string) string {
+	return `            random_sampling: {value: 100}
+            provider:
+              name: envoy.tracers.zipkin
+              typed_config:
+                "@type": type.googleapis.com/envoy.config.trace.v3.ZipkinConfig
+                collector_cluster: zipkin
+                collector_endpoint: /api/v2/spans
+                collector_endpoint_version: HTTP_JSON
+` + extra
+}
+
+// zipkinByName finds a received span.
+func zipkinByName(spans []zipkinSpan, name string) *zipkinSpan {
+	for i := range spans {
+		if spans[i].Name == name {
+			return &spans[i]
+		}
+	}
+	return nil
+}
+
+var _ = Describe("Tracing with Zipkin", func() {
+	It("posts JSON v2 spans to the collector cluster, sharing the client's span, and propagates B3", func() {
+		collector := startZipkinCollector()
+		up := startTracedUpstream()
+		port := freePort()
+		s := Start(newDir(), tracingBootstrap(port, up.port, "INBOUND",
+			zipkinTracing("                collector_hostname: zipkin.example\n"), httpCollectorCluster("zipkin", collector.port), ""))
+
+		code, _ := tracedGet(port, "/checkout", http.Header{
+			"X-B3-Traceid":      {"463ac35c9f6413ad48485a3953bb6124"},
+			"X-B3-Spanid":       {"a2fb4a1d1a96d312"},
+			"X-B3-Parentspanid": {"0020000000000001"},
+			"X-B3-Sampled":      {"1"},
+		})
+		Expect(code).To(Equal(200))
+		Eventually(collector.received).Should(HaveLen(1))
+		sp := collector.received()[0]
+		Expect(sp.Name).To(Equal("checkout"))
+		Expect(sp.Kind).To(Equal("SERVER"))
+		Expect(sp.TraceID).To(Equal("463ac35c9f6413ad48485a3953bb6124"))
+		Expect(sp.ID).To(Equal("a2fb4a1d1a96d312"), "an ingress span shares the client's span")
+		Expect(sp.ParentID).To(Equal("0020000000000001"))
+		Expect(sp.Shared).To(BeTrue())
+		Expect(sp.Duration).To(BeNumerically(">=", 0))
+		Expect(sp.Timestamp).To(BeNumerically(">", 0))
+		Expect(sp.LocalEndpoint).To(HaveKeyWithValue("serviceName", "tracing-cluster"))
+		Expect(sp.Tags).To(HaveKeyWithValue("http.status_code", "200"))
+		Expect(sp.Tags).To(HaveKeyWithValue("upstream_cluster", "up"))
+		Expect(sp.Tags).To(HaveKeyWithValue("node_id", "tracing-node"))
+		Expect(collector.hostHeaders()).To(ContainElement("zipkin.example"))
+
+		h := up.headers("/checkout")
+		Expect(h.Get("X-B3-Traceid")).To(Equal("463ac35c9f6413ad48485a3953bb6124"))
+		Expect(h.Get("X-B3-Spanid")).To(Equal("a2fb4a1d1a96d312"))
+		Expect(h.Get("X-B3-Parentspanid")).To(Equal("0020000000000001"))
+		Expect(h.Get("X-B3-Sampled")).To(Equal("1"))
+
+		// No context: a new trace rooted at the proxy, named after the
+		// host, 64-bit by default.
+		code, _ = tracedGet(port, "/root", nil)
+		Expect(code).To(Equal(200))
+		Eventually(collector.received).Should(HaveLen(2))
+		root := zipkinByName(collector.received(), fmt.Sprintf("127.0.0.1:%d", port))
+		Expect(root).NotTo(BeNil())
+		Expect(root.ParentID).To(BeEmpty())
+		Expect(root.TraceID).To(HaveLen(16))
+		Expect(up.headers("/root").Get("X-B3-Traceid")).To(Equal(root.TraceID))
+		Expect(up.headers("/root").Get("X-B3-Spanid")).To(Equal(root.ID))
+
+		// A client that says not sampled is not traced, and the upstream
+		// is told so.
+		code, _ = tracedGet(port, "/not-sampled", http.Header{"B3": {"80f198ee56343ba864fe8b2a57d3eff7-e457b5a2e4d86bd1-0"}})
+		Expect(code).To(Equal(200))
+		Expect(up.headers("/not-sampled").Get("X-B3-Sampled")).To(Equal("0"))
+		Expect(up.headers("/not-sampled").Get("X-B3-Traceid")).To(Equal("80f198ee56343ba864fe8b2a57d3eff7"))
+		Expect(up.headers("/not-sampled").Get("B3")).To(BeEmpty())
+
+		Expect(statValue(s, "tracing.zipkin.spans_sent")).To(Equal("2"))
+		Expect(statValue(s, "tracing.zipkin.reports_dropped")).To(Equal("0"))
+		Consistently(collector.received, "300ms").Should(HaveLen(2))
+	})
+
+	It("makes the ingress span a child without shared_span_context, with 128-bit trace ids for new traces", func() {
+		collector := startZipkinCollector()
+		up := startTracedUpstream()
+		port := freePort()
+		Start(newDir(), tracingBootstrap(port, up.port, "INBOUND",
+			zipkinTracing("                shared_span_context: false\n                trace_id_128bit: true\n"),
+			httpCollectorCluster("zipkin", collector.port), ""))
+		code, _ := tracedGet(port, "/child", http.Header{"B3": {"463ac35c9f6413ad-a2fb4a1d1a96d312-1"}})
+		Expect(code).To(Equal(200))
+		code, _ = tracedGet(port, "/new", nil)
+		Expect(code).To(Equal(200))
+		Eventually(collector.received).Should(HaveLen(2))
+		var child, fresh *zipkinSpan
+		for _, sp := range collector.received() {
+			if sp.TraceID == "463ac35c9f6413ad" {
+				child = &sp
+			} else {
+				fresh = &sp
+			}
+		}
+		Expect(child).NotTo(BeNil())
+		Expect(child.ParentID).To(Equal("a2fb4a1d1a96d312"))
+		Expect(child.ID).NotTo(Equal("a2fb4a1d1a96d312"))
+		Expect(child.Shared).To(BeFalse())
+		Expect(up.headers("/child").Get("X-B3-Spanid")).To(Equal(child.ID))
+		Expect(up.headers("/child").Get("X-B3-Parentspanid")).To(Equal("a2fb4a1d1a96d312"))
+		Expect(fresh).NotTo(BeNil())
+		Expect(fresh.TraceID).To(HaveLen(32))
+	})
+
+	It("keeps serving when the collector refuses spans, and counts the dropped reports", func() {
+		collector := startZipkinCollector()
+		collector.refuse.Store(true)
+		up := startTracedUpstream()
+		port := freePort()
+		s := Start(newDir(), tracingBootstrap(port, up.port, "INBOUND",
+			zipkinTracing(""), httpCollectorCluster("zipkin", collector.port), ""))
+		for i := range 5 {
+			code, _ := tracedGet(port, fmt.Sprintf("/refused/%d", i), nil)
+			Expect(code).To(Equal(200))
+		}
+		Eventually(collector.refused.Load).Should(BeNumerically(">=", 1))
+		Eventually(func() string { return statValue(s, "tracing.zipkin.reports_dropped") }).ShouldNot(Equal("0"))
+	})
+
+	It("takes the bootstrap's tracing.http when the connection manager names no provider", func() {
+		collector := startZipkinCollector()
+		up := startTracedUpstream()
+		port := freePort()
+		cfg := tracingBootstrap(port, up.port, "INBOUND", "            random_sampling: {value: 100}\n",
+			httpCollectorCluster("zipkin", collector.port), "")
+		cfg += `
+tracing:
+  http:
+    name: envoy.tracers.zipkin
+    typed_config:
+      "@type": type.googleapis.com/envoy.config.trace.v3.ZipkinConfig
+      collector_cluster: zipkin
+      collector_endpoint: /api/v2/spans
+`
+		Start(newDir(), cfg)
+		code, _ := tracedGet(port, "/from-bootstrap", nil)
+		Expect(code).To(Equal(200))
+		Eventually(collector.received).Should(HaveLen(1))
+	})
+})
