@@ -96,6 +96,7 @@ func (h *harness) podEvents(reason string) int {
 	for _, e := range list.Items {
 		if e.Regarding.Kind == "Pod" && e.Reason == reason {
 			n++
+			h.t.Logf("event %s: %s", e.Reason, e.Note)
 		}
 	}
 	return n

@@ -145,7 +145,7 @@ func (r *RuntimeOverrideReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	// Revert); their entries go once that is done.
 	var released []v1alpha1.RuntimeOverrideTarget
 	if o.Spec.OnDelete == v1alpha1.OnDeleteRevert {
-		released, _ = revertAll(ctx, r.env, kindRuntimeOverride, ss, ev, &o, m.released, m.releasedPods, limit, &w, r.reverter(container))
+		released, _ = revertAll(ctx, r.env, kindRuntimeOverride, ss, ev, &o, m.released, m.releasedPods, limit, &w, r.reverter(&o))
 	}
 
 	keys := overrideKeys(&o.Spec)
@@ -817,11 +817,15 @@ func (r *RuntimeOverrideReconciler) setLevels(ctx context.Context, sess *admincl
 	return nil
 }
 
-// reverter sets every recorded value back on one pod, whose proxy
-// container is named container. A proxy that restarted since the values
-// were set gets them all the same: a restart signal may be wrong, and a
-// proxy that did restart ends up with what it had before the override.
-func (r *RuntimeOverrideReconciler) reverter(container string) revertFunc[*v1alpha1.RuntimeOverrideTarget] {
+// reverter sets every recorded value back on one pod of o. A proxy that
+// restarted since the values were set gets them all the same: a restart
+// signal may be wrong, and a proxy that did restart ends up with what it
+// had before the override. A signal is reported only when the proxy no
+// longer holds the override's runtime values: a kubelet count or an
+// uptime read before the reconcile that would have refuted it (the
+// resource deleted right after the signal) is a false restart.
+func (r *RuntimeOverrideReconciler) reverter(o *v1alpha1.ProxyRuntimeOverride) revertFunc[*v1alpha1.RuntimeOverrideTarget] {
+	container := containerName(o.Spec.Target)
 	return func(ctx context.Context, ss *sessions, pod *corev1.Pod, t *v1alpha1.RuntimeOverrideTarget) (bool, error) {
 		if t.ProxyStartTime == nil {
 			setPhase(&t.TargetStatus, v1alpha1.PhaseReverted, "nothing was set", r.now())
@@ -832,6 +836,16 @@ func (r *RuntimeOverrideReconciler) reverter(container string) revertFunc[*v1alp
 			return false, err
 		}
 		restarted := restartSignal(t.ProxyStartTime, t.ProxyRestartCount, &obs, proxyRestarts(pod, container)) != ""
+		if restarted {
+			holds, err := stillHolds(ctx, sess, t, o)
+			if err != nil {
+				return false, err
+			}
+			if holds {
+				restarted = false
+				r.opts.Metrics.falseRestarts.WithLabelValues(kindRuntimeOverride).Inc()
+			}
+		}
 		runtime := map[string]string{}
 		maps.Copy(runtime, t.PreviousRuntime)
 		for _, k := range t.AddedRuntimeKeys {
@@ -872,7 +886,7 @@ func (r *RuntimeOverrideReconciler) expire(ctx context.Context, o *v1alpha1.Prox
 	maps.Copy(live, m.releasedPods)
 	// Pods never worked on have nothing to undo and no entry to keep.
 	all = slices.DeleteFunc(all, func(t v1alpha1.RuntimeOverrideTarget) bool { return t.Phase == v1alpha1.PhasePending })
-	_, restarted := revertAll(ctx, r.env, kindRuntimeOverride, ss, ev, o, all, live, int(o.Spec.Rollout.MaxConcurrent), &w, r.reverter(containerName(o.Spec.Target)))
+	_, restarted := revertAll(ctx, r.env, kindRuntimeOverride, ss, ev, o, all, live, int(o.Spec.Rollout.MaxConcurrent), &w, r.reverter(o))
 	sortRecords[v1alpha1.RuntimeOverrideTarget](all)
 	o.Status.Targets = all
 	r.summarize(o, len(sel.pods), m.overflow, nil, true)
@@ -898,7 +912,36 @@ func (r *RuntimeOverrideReconciler) finalize(ctx context.Context, o *v1alpha1.Pr
 		return ctrl.Result{}, r.removeFinalizer(ctx, o)
 	}
 	return revertOnDelete(ctx, r.env, kindRuntimeOverride, o, &o.Status.Targets, &o.Status.CommonStatus, int(o.Spec.Rollout.MaxConcurrent),
-		r.reverter(containerName(o.Spec.Target)),
+		r.reverter(o),
 		summary{generation: o.Generation, container: containerName(o.Spec.Target), hasConflict: true},
 		"previous values restored on every pod")
+}
+
+// stillHolds reports whether the proxy still holds every runtime value of
+// o the records say was set on it. Values compare with the spec as it is,
+// whatever its generation (a deletion raises the generation without
+// changing the spec); a spec changed since the values were set makes them
+// differ, and the signal stands. An override of log levels only cannot be
+// told this way.
+func stillHolds(ctx context.Context, sess *adminclient.Session, t *v1alpha1.RuntimeOverrideTarget, o *v1alpha1.ProxyRuntimeOverride) (bool, error) {
+	var keys []string
+	for _, k := range t.AppliedKeys {
+		if rk, ok := strings.CutPrefix(k, runtimeKeyPrefix); ok {
+			keys = append(keys, rk)
+		}
+	}
+	if len(keys) == 0 {
+		return false, nil
+	}
+	rt, err := sess.Runtime(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, k := range keys {
+		v, ok := o.Spec.Runtime[k]
+		if e, has := rt.Entries[k]; !ok || !has || e.FinalValue != v {
+			return false, nil
+		}
+	}
+	return true, nil
 }
