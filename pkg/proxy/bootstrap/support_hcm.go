@@ -53,10 +53,12 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	// the clusters', which share the message; clusters refuse
 	// max_headers_count and max_connection_duration (pkg/proxy/cluster,
 	// downstreamOnlyFields).
-	"envoy.config.core.v3.HttpProtocolOptions.max_headers_count":         {},
-	"envoy.config.core.v3.HttpProtocolOptions.max_connection_duration":   {},
-	"envoy.config.core.v3.Http1ProtocolOptions.accept_http_10":           {},
-	"envoy.config.core.v3.Http1ProtocolOptions.default_host_for_http_10": {},
+	"envoy.config.core.v3.HttpProtocolOptions.max_headers_count": {},
+	// Clusters refuse it (pkg/proxy/cluster, downstreamOnlyFields).
+	"envoy.config.core.v3.HttpProtocolOptions.headers_with_underscores_action": {},
+	"envoy.config.core.v3.HttpProtocolOptions.max_connection_duration":         {},
+	"envoy.config.core.v3.Http1ProtocolOptions.accept_http_10":                 {},
+	"envoy.config.core.v3.Http1ProtocolOptions.default_host_for_http_10":       {},
 	// The downstream HTTP/2 server's limits.
 	"envoy.config.core.v3.Http2ProtocolOptions.max_concurrent_streams":         {},
 	"envoy.config.core.v3.Http2ProtocolOptions.initial_stream_window_size":     {},

@@ -107,6 +107,7 @@ func downstreamOnlyFields(opts *httpv3.HttpProtocolOptions, path string) []error
 	}
 	common := opts.GetCommonHttpProtocolOptions()
 	refuse(common.GetMaxHeadersCount() != nil, "common_http_protocol_options.max_headers_count")
+	refuse(common.GetHeadersWithUnderscoresAction() != corev3.HttpProtocolOptions_ALLOW, "common_http_protocol_options.headers_with_underscores_action")
 	refuse(common.GetMaxConnectionDuration() != nil, "common_http_protocol_options.max_connection_duration")
 	h1 := opts.GetExplicitHttpConfig().GetHttpProtocolOptions()
 	refuse(h1.GetAcceptHttp_10(), "explicit_http_config.http_protocol_options.accept_http_10")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
@@ -71,8 +72,11 @@ type settings struct {
 	// GOAWAYs when it drains (see h2Conn.startDrainLocked).
 	drainTimeout time.Duration
 
-	maxRequestHeadersBytes   int
-	maxHeadersCount          int
+	maxRequestHeadersBytes int
+	maxHeadersCount        int
+	// underscores is common_http_protocol_options
+	// headers_with_underscores_action.
+	underscores              corev3.HttpProtocolOptions_HeadersWithUnderscoresAction
 	maxRequestsPerConnection uint32
 
 	acceptHTTP10      bool
@@ -162,6 +166,7 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 		return s, errors.New("http_protocol_options.default_host_for_http_10: needs accept_http_10")
 	}
 	common := cfg.GetCommonHttpProtocolOptions()
+	s.underscores = common.GetHeadersWithUnderscoresAction()
 	if v := common.GetMaxHeadersCount(); v != nil {
 		s.maxHeadersCount = int(v.GetValue())
 	}

@@ -74,7 +74,7 @@ func (s *stream) copyResponseHeaders(resp *http1.Response) {
 // mutateRequestHeaders does. It returns false when it answered the request
 // itself (a path it refuses or redirects).
 func (s *stream) prepareRequest() bool {
-	if !s.normalizeRequest() {
+	if !s.checkUnderscores() || !s.normalizeRequest() {
 		return false
 	}
 	m := s.m

@@ -270,6 +270,25 @@ func TestProxyHeaderOptions(t *testing.T) {
 			status: 307,
 			resp:   map[string]string{"location": "/a/b?q=%2F"},
 		},
+		"headers with underscores are dropped": {
+			edit: func(c *hcmv3.HttpConnectionManager) {
+				c.CommonHttpProtocolOptions = &corev3.HttpProtocolOptions{HeadersWithUnderscoresAction: corev3.HttpProtocolOptions_DROP_HEADER}
+			},
+			headers: "X_Secret: 1\r\nX-Fine: 2\r\n",
+			want:    []string{"x-fine: 2"},
+			absent:  []string{"x_secret"},
+		},
+		"headers with underscores are refused": {
+			edit: func(c *hcmv3.HttpConnectionManager) {
+				c.CommonHttpProtocolOptions = &corev3.HttpProtocolOptions{HeadersWithUnderscoresAction: corev3.HttpProtocolOptions_REJECT_REQUEST}
+			},
+			headers: "X_Secret: 1\r\n",
+			status:  400,
+		},
+		"headers with underscores are allowed by default": {
+			headers: "X_Secret: 1\r\n",
+			want:    []string{"x_secret: 1"},
+		},
 		"strip_any_host_port": {
 			edit: func(c *hcmv3.HttpConnectionManager) {
 				c.StripPortMode = &hcmv3.HttpConnectionManager_StripAnyHostPort{StripAnyHostPort: true}
