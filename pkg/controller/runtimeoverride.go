@@ -480,17 +480,7 @@ func (r *RuntimeOverrideReconciler) prepare(ctx context.Context, ss *sessions, e
 		t.ProxyStartTime, t.ProxyRestartCount = &start, restarts
 	}
 
-	var runtimeKeys, logKeys []string
-	for _, k := range held {
-		if captured(t, k) {
-			continue
-		}
-		if rk, ok := strings.CutPrefix(k, runtimeKeyPrefix); ok {
-			runtimeKeys = append(runtimeKeys, rk)
-		} else {
-			logKeys = append(logKeys, k)
-		}
-	}
+	runtimeKeys, logKeys := splitKeys(held, func(k string) bool { return !captured(t, k) })
 	if len(runtimeKeys) > 0 {
 		rt, err := sess.Runtime(ctx)
 		if err != nil {
@@ -546,17 +536,7 @@ func (r *RuntimeOverrideReconciler) reverify(ctx context.Context, sess *admincli
 	if t.AppliedGeneration != o.Generation {
 		return 0, false, nil
 	}
-	var runtimeKeys, logKeys []string
-	for _, k := range t.AppliedKeys {
-		if !captured(t, k) {
-			continue
-		}
-		if rk, ok := strings.CutPrefix(k, runtimeKeyPrefix); ok {
-			runtimeKeys = append(runtimeKeys, rk)
-		} else {
-			logKeys = append(logKeys, k)
-		}
-	}
+	runtimeKeys, logKeys := splitKeys(t.AppliedKeys, func(k string) bool { return captured(t, k) })
 	if len(runtimeKeys) > 0 {
 		rt, err := sess.Runtime(ctx)
 		if err != nil {
@@ -924,12 +904,7 @@ func (r *RuntimeOverrideReconciler) finalize(ctx context.Context, o *v1alpha1.Pr
 // differ, and the signal stands. An override of log levels only cannot be
 // told this way.
 func stillHolds(ctx context.Context, sess *adminclient.Session, t *v1alpha1.RuntimeOverrideTarget, o *v1alpha1.ProxyRuntimeOverride) (bool, error) {
-	var keys []string
-	for _, k := range t.AppliedKeys {
-		if rk, ok := strings.CutPrefix(k, runtimeKeyPrefix); ok {
-			keys = append(keys, rk)
-		}
-	}
+	keys, _ := splitKeys(t.AppliedKeys, func(string) bool { return true })
 	if len(keys) == 0 {
 		return false, nil
 	}
@@ -944,4 +919,20 @@ func stillHolds(ctx context.Context, sess *adminclient.Session, t *v1alpha1.Runt
 		}
 	}
 	return true, nil
+}
+
+// splitKeys sorts the held keys that keep accepts into runtime keys (their
+// names, without the prefix) and logging keys (as held).
+func splitKeys(held []string, keep func(string) bool) (runtimeKeys, logKeys []string) {
+	for _, k := range held {
+		if !keep(k) {
+			continue
+		}
+		if rk, ok := strings.CutPrefix(k, runtimeKeyPrefix); ok {
+			runtimeKeys = append(runtimeKeys, rk)
+		} else {
+			logKeys = append(logKeys, k)
+		}
+	}
+	return runtimeKeys, logKeys
 }
