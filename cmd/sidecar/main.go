@@ -12,6 +12,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/admin"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/builtin"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/options"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/server"
@@ -54,7 +55,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	srv, err := build(opts, logs)
 	if err != nil {
-		for _, e := range flatten(err) {
+		for _, e := range fieldpath.Split(err) {
 			logging.Critical(mainLog, "error initializing configuration", "path", opts.ConfigPath, "error", e.Error())
 			fmt.Fprintf(stderr, "error initializing configuration '%s': %v\n", opts.ConfigPath, e)
 		}
@@ -148,27 +149,30 @@ func build(opts *options.Options, logs *logging.Registry) (*server.Server, error
 	for _, w := range warnings {
 		logging.Warning(logs.Logger("config"), w)
 	}
-	if err := bootstrap.Validate(loaded.Bootstrap, ext); err != nil {
-		return nil, err
-	}
-	return server.New(server.Config{
+	cfg := server.Config{
 		Options:       opts,
 		Bootstrap:     loaded.Bootstrap,
 		UnknownFields: loaded.UnknownFields,
 		Extensions:    ext,
 		Logs:          logs,
-	})
+	}
+	if err := bootstrap.Validate(loaded.Bootstrap, ext); err != nil {
+		return nil, bootstrap.WithBuildErrors(err, buildErrors(cfg))
+	}
+	return server.New(cfg)
 }
 
-// flatten lists the leaves of a tree of joined errors, so that each
-// configuration problem is reported on its own line.
-func flatten(err error) []error {
-	if multi, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range multi.Unwrap() {
-			out = append(out, flatten(e)...)
+// buildErrors builds a configuration that failed validation only to find
+// the problems that building alone reveals, so that they are reported in
+// the same run. The server is never run; it binds nothing until Run. Its
+// builders may meet an invalid part validation already reported in a way
+// they do not expect: a panic then just means no more errors to add.
+func buildErrors(cfg server.Config) (err error) {
+	defer func() {
+		if recover() != nil {
+			err = nil
 		}
-		return out
-	}
-	return []error{err}
+	}()
+	_, err = server.New(cfg)
+	return err
 }

@@ -31,6 +31,7 @@ import (
 
 	logfilter "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/filter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/loggers"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
@@ -94,40 +95,33 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 	if deps.Stats == nil {
 		return nil, errors.New("httpconn: Deps.Stats is required")
 	}
+	// Every part is built even when an earlier one fails, so that one run
+	// reports all of the connection manager's problems.
 	s, err := readSettings(cfg)
-	if err != nil {
-		return nil, err
-	}
-	rc := cfg.GetRouteConfig()
-	if rc == nil {
-		if cfg.GetRds() != nil || cfg.GetScopedRoutes() != nil {
-			return nil, errors.New("route_specifier: only an inline route_config is supported by Outrigger")
+	errs := []error{err}
+	var table *router.Table
+	switch rc := cfg.GetRouteConfig(); {
+	case rc != nil:
+		fctx := filterContext(s.statPrefix, deps)
+		if table, err = router.CompileWith(rc, router.Options{FilterConfig: routeFilterConfigs(deps.Extensions, fctx)}); err != nil {
+			errs = append(errs, fieldpath.Prefix("route_config.", err))
 		}
-		return nil, errors.New("route_config: an inline route configuration is required")
+	case cfg.GetRds() != nil || cfg.GetScopedRoutes() != nil:
+		errs = append(errs, errors.New("route_specifier: only an inline route_config is supported by Outrigger"))
+	default:
+		errs = append(errs, errors.New("route_specifier: an inline route_config is required"))
 	}
-	fctx := filterContext(s.statPrefix, deps)
-	table, err := router.CompileWith(rc, router.Options{FilterConfig: routeFilterConfigs(deps.Extensions, fctx)})
-	if err != nil {
-		return nil, fmt.Errorf("route_config.%w", err)
-	}
-	filters, err := buildFilters(cfg.GetHttpFilters(), deps.Extensions, fctx, deps.Runtime)
-	if err != nil {
-		filters.close()
-		return nil, err
-	}
+	filters, err := buildFilters(cfg.GetHttpFilters(), deps.Extensions, filterContext(s.statPrefix, deps), deps.Runtime)
+	errs = append(errs, err)
 	logs, err := buildAccessLogs(cfg.GetAccessLog(), deps)
-	if err != nil {
-		filters.close()
-		return nil, err
-	}
+	errs = append(errs, err)
 	replies, err := readLocalReplies(cfg.GetLocalReplyConfig(), logfilter.Context{Runtime: deps.Runtime})
-	if err != nil {
-		// The access loggers may hold gRPC channels already.
-		_ = logs.Close()
-		return nil, fmt.Errorf("local_reply_config.%w", err)
-	}
+	errs = append(errs, fieldpath.Prefix("local_reply_config.", err))
 	tr, err := readTracing(cfg, deps)
-	if err != nil {
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		filters.close()
+		// The access loggers may hold gRPC channels already.
 		_ = logs.Close()
 		return nil, err
 	}

@@ -55,7 +55,7 @@ func TestNewErrors(t *testing.T) {
 	}{
 		"no route config": {
 			cfg:     base(func(c *hcmv3.HttpConnectionManager) { c.RouteSpecifier = nil }),
-			wantErr: "route_config: an inline route configuration is required",
+			wantErr: "route_specifier: an inline route_config is required",
 		},
 		"rds": {
 			cfg: base(func(c *hcmv3.HttpConnectionManager) {

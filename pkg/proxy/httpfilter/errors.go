@@ -1,23 +1,11 @@
 package httpfilter
 
-import (
-	"errors"
-	"fmt"
-)
+import "github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
 
 // PrefixErrors puts the field path prefix before err, and before each
 // error that err joins (errors.Join), so that every line of a
-// configuration's errors names its field, however deep.
+// configuration's errors names its field, however deep. It is
+// fieldpath.Prefix, kept here for the filters that build paths this way.
 func PrefixErrors(prefix string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, PrefixErrors(prefix, e))
-		}
-		return errors.Join(out...)
-	}
-	return fmt.Errorf("%s%w", prefix, err)
+	return fieldpath.Prefix(prefix, err)
 }

@@ -30,6 +30,7 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"github.com/go-logr/logr"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
@@ -262,14 +263,7 @@ func (l *Listener) buildChains(lc *listenerv3.Listener, build func(*listenerv3.F
 // line with its full path: Build's errors are relative to the listener,
 // and its caller knows where the listener sits.
 func PrefixErrors(prefix string, err error) []error {
-	if multi, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range multi.Unwrap() {
-			out = append(out, PrefixErrors(prefix, e)...)
-		}
-		return out
-	}
-	return []error{fmt.Errorf("%s%w", prefix, err)}
+	return fieldpath.Split(fieldpath.Prefix(prefix, err))
 }
 
 // Name returns the configured listener name.

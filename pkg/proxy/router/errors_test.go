@@ -58,7 +58,10 @@ func TestCompileErrors(t *testing.T) {
 		"append and append_action":        vhost("{match: {prefix: /}, route: {cluster: c}, request_headers_to_add: [{header: {key: x, value: v}, append: true, append_action: ADD_IF_ABSENT}]}"),
 		"virtual host header error":       "virtual_hosts: [{name: v, domains: ['*'], request_headers_to_remove: [':path']}]",
 		"global header error":             "response_headers_to_add: [{header: {key: '', value: v}}]",
-		"error in a later route":          vhost("{match: {prefix: /a}, direct_response: {status: 200}}, {match: {prefix: /b}, route: {cluster: c, idle_timeout: -0.5s}}"),
+		"every problem at once": "virtual_hosts: [{name: a, domains: [x], routes: [{match: {safe_regex: {regex: '(a'}}, direct_response: {status: 200}}, " +
+			"{match: {prefix: /}, route: {cluster: c, timeout: -1s}}]}, " +
+			"{name: b, domains: [X], request_headers_to_remove: [':path'], routes: [{match: {prefix: /}}]}]",
+		"error in a later route": vhost("{match: {prefix: /a}, direct_response: {status: 200}}, {match: {prefix: /b}, route: {cluster: c, idle_timeout: -0.5s}}"),
 	}
 	names := make([]string, 0, len(tests))
 	for name := range tests {

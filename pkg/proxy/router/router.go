@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
 )
 
 // Table is a compiled route configuration. It is immutable and safe for
@@ -113,38 +114,35 @@ func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 	if m := rc.GetMaxDirectResponseBodySizeBytes(); m != nil {
 		maxBody = m.GetValue()
 	}
+	// Every virtual host and route is compiled even after a failure, so
+	// that one run reports all of the table's problems.
+	var errs []error
 	reqGlobal, err := compileHeaderOps(rc.GetRequestHeadersToAdd(), rc.GetRequestHeadersToRemove(), "request_headers_to_add", "request_headers_to_remove")
-	if err != nil {
-		return nil, err
-	}
+	errs = append(errs, err)
 	respGlobal, err := compileHeaderOps(rc.GetResponseHeadersToAdd(), rc.GetResponseHeadersToRemove(), "response_headers_to_add", "response_headers_to_remove")
-	if err != nil {
-		return nil, err
-	}
+	errs = append(errs, err)
 	mostSpecificWins := rc.GetMostSpecificHeaderMutationsWins()
 	filtersGlobal, err := compileFilterConfigs(rc.GetTypedPerFilterConfig(), &opts)
-	if err != nil {
-		return nil, err
-	}
+	errs = append(errs, err)
 
 	b := newVhostBuilder()
 	for i, vhc := range rc.GetVirtualHosts() {
+		vhPath := fmt.Sprintf("virtual_hosts[%d].", i)
 		vh, filtersVH, err := compileVirtualHost(vhc, &opts)
-		if err != nil {
-			return nil, fmt.Errorf("virtual_hosts[%d].%w", i, err)
-		}
+		errs = append(errs, fieldpath.Prefix(vhPath, err))
 		reqVH, err := compileHeaderOps(vhc.GetRequestHeadersToAdd(), vhc.GetRequestHeadersToRemove(), "request_headers_to_add", "request_headers_to_remove")
-		if err != nil {
-			return nil, fmt.Errorf("virtual_hosts[%d].%w", i, err)
-		}
+		errs = append(errs, fieldpath.Prefix(vhPath, err))
 		respVH, err := compileHeaderOps(vhc.GetResponseHeadersToAdd(), vhc.GetResponseHeadersToRemove(), "response_headers_to_add", "response_headers_to_remove")
-		if err != nil {
-			return nil, fmt.Errorf("virtual_hosts[%d].%w", i, err)
+		errs = append(errs, fieldpath.Prefix(vhPath, err))
+		if vh == nil {
+			// Its routes are still checked, for their own problems.
+			vh = &VirtualHost{Name: vhc.GetName()}
 		}
 		for j, rtc := range vhc.GetRoutes() {
 			r, filtersRoute, err := compileRoute(rtc, maxBody, &opts)
 			if err != nil {
-				return nil, fmt.Errorf("virtual_hosts[%d].routes[%d].%w", i, j, err)
+				errs = append(errs, fieldpath.Prefix(fmt.Sprintf("%sroutes[%d].", vhPath, j), err))
+				continue
 			}
 			r.VirtualHost = vh
 			r.requestOps = levels(r.requestOps, reqVH, reqGlobal, mostSpecificWins)
@@ -155,9 +153,12 @@ func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 		}
 		for j, d := range vhc.GetDomains() {
 			if err := b.add(d, vh); err != nil {
-				return nil, fmt.Errorf("virtual_hosts[%d].domains[%d]: %w", i, j, err)
+				errs = append(errs, fmt.Errorf("%sdomains[%d]: %w", vhPath, j, err))
 			}
 		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	t.hosts = b.build()
 	return t, nil

@@ -219,16 +219,23 @@ func (s *Server) buildHTTPConnectionManager(hcm *hcmv3.HttpConnectionManager, dr
 		Overload:           s.httpOverload(),
 		Now:                s.clock,
 	})
+	// One line, with its full path, per problem; the clusters are checked
+	// even when the manager could not be built.
+	var errs []error
 	if err != nil {
-		// One line, with its full path, per problem.
-		return nil, errors.Join(listener.PrefixErrors("typed_config.", err)...)
+		errs = listener.PrefixErrors("typed_config.", err)
 	}
 	// validate_clusters, whose default is true for an inline route
 	// configuration, in static and discovered listeners alike, as in
 	// Envoy. The first unknown cluster is reported, as Envoy reports it.
-	if errs := router.ValidateClusters(hcm.GetRouteConfig(), true, s.clusterExists); len(errs) > 0 {
-		_ = m.Close()
-		return nil, fmt.Errorf("typed_config.route_config.%w", errs[0])
+	if cerrs := router.ValidateClusters(hcm.GetRouteConfig(), true, s.clusterExists); len(cerrs) > 0 {
+		errs = append(errs, fmt.Errorf("typed_config.route_config.%w", cerrs[0]))
+	}
+	if len(errs) > 0 {
+		if m != nil {
+			_ = m.Close()
+		}
+		return nil, errors.Join(errs...)
 	}
 	return m, nil
 }
