@@ -11,7 +11,7 @@ STATICCHECK_VERSION := v0.8.2
 BUILDFLAGS := -buildvcs=auto
 CONFIG ?= examples/quickstart.yaml
 
-.PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers bench-floods bench-tcpproxy lint fmt clean \
+.PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers bench-floods bench-tcpproxy bench-dns lint fmt clean \
 	manifests generate check-manifests test-cluster helm test-chart chart-crds
 
 all: build
@@ -98,6 +98,12 @@ bench-peers: build
 bench-tcpproxy: build
 	$(GO) build $(BUILDFLAGS) -o $(BIN)/tcpbench ./test/bench/tcpproxy
 	taskset -c 1 $(BIN)/tcpbench -sidecar $(BIN)/sidecar -reps $${REPS:-3} -dur $${DUR:-5s}
+
+# A STRICT_DNS cluster of 1,000 answers refreshed every second beside one
+# resolved once: the requests' latency percentiles (test/bench/dnsrefresh).
+bench-dns: build
+	$(GO) build $(BUILDFLAGS) -o $(BIN)/dnsbench ./test/bench/dnsrefresh
+	$(BIN)/dnsbench -sidecar $(BIN)/sidecar -reps $${REPS:-3} -dur $${DUR:-10s}
 
 # The sidecar under each HTTP/2 flood it defends against: memory growth and
 # another client's latency, beside a control (test/bench/floods).
