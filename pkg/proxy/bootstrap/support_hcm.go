@@ -59,6 +59,10 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.HttpProtocolOptions.max_connection_duration":         {},
 	"envoy.config.core.v3.Http1ProtocolOptions.accept_http_10":                 {},
 	"envoy.config.core.v3.Http1ProtocolOptions.default_host_for_http_10":       {},
+	// Proper-case field names, on client and upstream connections alike;
+	// the stateful_formatter extensions stay refused.
+	"envoy.config.core.v3.Http1ProtocolOptions.header_key_format":                 {},
+	"envoy.config.core.v3.Http1ProtocolOptions.HeaderKeyFormat.proper_case_words": {},
 	// The downstream HTTP/2 server's limits.
 	"envoy.config.core.v3.Http2ProtocolOptions.max_concurrent_streams":         {},
 	"envoy.config.core.v3.Http2ProtocolOptions.initial_stream_window_size":     {},

@@ -243,6 +243,10 @@ func (c *Cluster) Thresholds(p corev3.RoutingPriority) Thresholds {
 // HTTP2 reports whether requests go upstream over HTTP/2.
 func (c *Cluster) HTTP2() bool { return c.settings.protocol.http2 }
 
+// ProperCaseHeaders reports whether HTTP/1.1 requests carry their field
+// names in proper case (header_key_format.proper_case_words).
+func (c *Cluster) ProperCaseHeaders() bool { return c.settings.protocol.properCase }
+
 // PickHost chooses the host of one request with the cluster's load
 // balancer, or returns nil (counted as upstream_cx_none_healthy) when no
 // host can take it.

@@ -34,6 +34,9 @@ type protocolSettings struct {
 	maxRequestsPerConn uint32
 	// h2 are the HTTP/2 flood limits of upstream connections.
 	h2 h2Limits
+	// properCase writes HTTP/1.1 field names in proper case
+	// (http_protocol_options.header_key_format.proper_case_words).
+	properCase bool
 }
 
 // buildProtocol reads the HTTP protocol options: the cluster-level
@@ -79,6 +82,7 @@ func buildProtocol(c *clusterv3.Cluster) (protocolSettings, []error) {
 			ps.h2 = readH2Limits(explicit.GetHttp2ProtocolOptions())
 		case explicit.GetHttpProtocolOptions() != nil:
 			ps.http2 = false
+			ps.properCase = explicit.GetHttpProtocolOptions().GetHeaderKeyFormat().GetProperCaseWords() != nil
 		default:
 			errs = append(errs, configErrorf(path+".explicit_http_config", "http_protocol_options or http2_protocol_options is required (HTTP/3 is not supported by Outrigger)"))
 		}

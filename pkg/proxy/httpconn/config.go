@@ -81,6 +81,9 @@ type settings struct {
 
 	acceptHTTP10      bool
 	defaultHostHTTP10 string
+	// properCase writes HTTP/1 field names in proper case
+	// (http_protocol_options.header_key_format.proper_case_words).
+	properCase bool
 
 	// h2 are the HTTP/2 server's settings and limits
 	// (http2_protocol_options).
@@ -125,6 +128,7 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 		maxHeadersCount:        defaultMaxHeadersCount,
 		acceptHTTP10:           cfg.GetHttpProtocolOptions().GetAcceptHttp_10(),
 		defaultHostHTTP10:      cfg.GetHttpProtocolOptions().GetDefaultHostForHttp_10(),
+		properCase:             cfg.GetHttpProtocolOptions().GetHeaderKeyFormat().GetProperCaseWords() != nil,
 	}
 	s.h2 = readH2Settings(cfg)
 	var upgradeErr error

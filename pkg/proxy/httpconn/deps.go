@@ -95,6 +95,10 @@ type UpstreamCluster interface {
 	// HTTP2 reports whether requests to this cluster go over HTTP/2
 	// (the cluster's HTTP protocol options).
 	HTTP2() bool
+	// ProperCaseHeaders reports whether HTTP/1.1 requests to this cluster
+	// carry their field names in proper case (its http_protocol_options'
+	// header_key_format.proper_case_words).
+	ProperCaseHeaders() bool
 	// AcquireHTTP1 lends an idle HTTP/1.1 connection to h or dials one
 	// within the cluster's connect_timeout. A dial failure is counted by
 	// the pool and returned (503 with the UF response flag).

@@ -59,6 +59,7 @@ func newFakeCluster(st *stats.Store, name string, http2 bool, addrs ...string) *
 func (fc *fakeCluster) Name() string                  { return fc.name }
 func (fc *fakeCluster) Stats() *upstream.ClusterStats { return fc.stats }
 func (fc *fakeCluster) HTTP2() bool                   { return fc.http2 }
+func (fc *fakeCluster) ProperCaseHeaders() bool       { return false }
 
 func (fc *fakeCluster) PickHost() *upstream.Host {
 	if len(fc.hosts) == 0 {

@@ -203,7 +203,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	}
 	_ = uc.SetDeadline(tm.deadline(sent))
 	u.out.reset(uc)
-	s.appendRequestHead(&u.out)
+	s.appendRequestHead(&u.out, cl.ProperCaseHeaders())
 	sendErr, downstreamSide := s.sendRequestBody(&u.out, &tm, uc)
 	if sendErr == nil {
 		sendErr = u.out.flush()
@@ -290,8 +290,10 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	return false
 }
 
-// appendRequestHead serialises the request as it goes upstream.
-func (s *stream) appendRequestHead(o *outBuf) {
+// appendRequestHead serialises the request as it goes upstream, its field
+// names in proper case when the cluster asks for it.
+func (s *stream) appendRequestHead(o *outBuf, properCase bool) {
+	start := len(o.b)
 	b := o.b
 	b = append(b, s.method...)
 	b = append(b, ' ')
@@ -319,6 +321,9 @@ func (s *stream) appendRequestHead(o *outBuf) {
 		b = http1.AppendContentLength(b, s.reqLength)
 	}
 	o.b = append(b, http1.CRLF...)
+	if properCase {
+		http1.ProperCaseNames(o.b[start:])
+	}
 }
 
 // sendRequestBody streams the request body into o, re-framed (chunked

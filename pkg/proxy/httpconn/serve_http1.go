@@ -199,6 +199,7 @@ func (c *serverConn) writeHead(s *stream, n int64, hasBody bool) error {
 		// connection's last, and says so.
 		s.closeConn = true
 	}
+	start := len(c.out.b)
 	b := http1.AppendStatusLine(c.out.b, http1.HTTP11, s.status)
 	for i := range s.respHeaders.fields {
 		f := &s.respHeaders.fields[i]
@@ -228,6 +229,9 @@ func (c *serverConn) writeHead(s *stream, n int64, hasBody bool) error {
 		b = append(b, "connection: keep-alive\r\n"...)
 	}
 	c.out.b = append(b, http1.CRLF...)
+	if c.m.cfg.properCase {
+		http1.ProperCaseNames(c.out.b[start:])
+	}
 	return nil
 }
 

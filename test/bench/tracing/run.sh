@@ -3,7 +3,10 @@
 # sidecar under test (from /proc/<pid>/stat, so the load generator, the
 # upstream and the collector, each a process of its own, are not counted)
 # with tracing off, at 1% and at 100% (OpenTelemetry over OTLP/HTTP), run
-# interleaved for ROUNDS rounds of DURATION each under wrk.
+# interleaved for ROUNDS rounds of DURATION each under wrk; and at 100%
+# with the runtime key tracing.opentelemetry.min_flush_spans raised from
+# Envoy's default of 5 to 100, which shows what the exports themselves
+# cost.
 #
 #   test/bench/tracing/run.sh [path/to/sidecar]
 #
@@ -42,9 +45,10 @@ Y
 	PIDS+=($!)
 }
 
-proxy() { # name port tracing-block
+proxy() { # name port tracing-block [min_flush_spans]
 	cat >"$DIR/$1.yaml" <<Y
 admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
+layered_runtime: {layers: [{name: static, static_layer: {tracing.opentelemetry.min_flush_spans: ${4:-5}}}]}
 static_resources:
   clusters:
   - {name: up, type: STATIC, connect_timeout: 1s, load_assignment: {cluster_name: up, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: $UP}}}}]}]}}
@@ -102,6 +106,8 @@ P_off=$(freeport); P_1=$(freeport); P_100=$(freeport)
 proxy off "$P_off" ""
 proxy t1 "$P_1" "$(tracing 1)"
 proxy t100 "$P_100" "$(tracing 100)"
+P_100b=$(freeport)
+proxy t100b "$P_100b" "$(tracing 100)" 100
 sleep 1
 
 cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
@@ -120,4 +126,5 @@ for r in $(seq "$ROUNDS"); do
 	run off "$P_off" "$PID_off"
 	run 1% "$P_1" "$PID_t1"
 	run 100% "$P_100" "$PID_t100"
+	run 100%/b "$P_100b" "$PID_t100b"
 done

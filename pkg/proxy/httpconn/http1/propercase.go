@@ -1,0 +1,34 @@
+package http1
+
+import "bytes"
+
+// ProperCaseNames rewrites, in place, the field names of a serialised
+// message head (its start line, fields and the blank line) the way
+// Envoy's proper_case_words header key format does: the first character
+// of a name, and every letter that follows a character that is neither a
+// letter nor a digit, upper case ("content-type" becomes "Content-Type",
+// "x-b3-traceid" "X-B3-Traceid"); the rest is left as it is. Field values
+// and the start line are untouched. Working on the written bytes covers
+// every field the writer emits, its own framing fields included.
+func ProperCaseNames(head []byte) {
+	i := bytes.IndexByte(head, '\n')
+	if i < 0 {
+		return
+	}
+	for line := head[i+1:]; len(line) > 0; {
+		end := bytes.IndexByte(line, '\n')
+		if end <= 1 {
+			return // the blank line ends the fields
+		}
+		upper := true
+		for j := 0; j < end && line[j] != ':'; j++ {
+			c := line[j]
+			isLower := 'a' <= c && c <= 'z'
+			if upper && isLower {
+				line[j] = c - 'a' + 'A'
+			}
+			upper = !isLower && !('A' <= c && c <= 'Z') && !('0' <= c && c <= '9')
+		}
+		line = line[end+1:]
+	}
+}

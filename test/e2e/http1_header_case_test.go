@@ -1,0 +1,180 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// headUpstream is an HTTP/1.1 server that keeps the exact bytes of each
+// request head it receives and answers with a fixed head of lower-case
+// field names, so that a test sees the names as they travelled.
+type headUpstream struct {
+	port  int
+	mu    sync.Mutex
+	heads []string
+}
+
+func (u *headUpstream) last() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.heads) == 0 {
+		return ""
+	}
+	return u.heads[len(u.heads)-1]
+}
+
+func startHeadUpstream() *headUpstream {
+	GinkgoHelper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { _ = ln.Close() })
+	u := &headUpstream{port: ln.Addr().(*net.TCPAddr).Port}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+				r := bufio.NewReader(c)
+				for {
+					var head strings.Builder
+					for {
+						line, err := r.ReadString('\n')
+						if err != nil {
+							return
+						}
+						head.WriteString(line)
+						if line == "\r\n" {
+							break
+						}
+					}
+					u.mu.Lock()
+					u.heads = append(u.heads, head.String())
+					u.mu.Unlock()
+					if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nx-upstream-thing: v\r\n\r\nok"); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return u
+}
+
+// headerCaseBootstrap has two listeners in front of two clusters reaching
+// the same upstream: "proper" with proper_case_words on both sides,
+// "plain" with Envoy's default lower case.
+func headerCaseBootstrap(proper, plain, upPort int) string {
+	listener := func(name string, port int, h1 string) string {
+		return fmt.Sprintf(`
+  - name: %[1]s
+    address: {socket_address: {address: 127.0.0.1, port_value: %[2]d}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: %[1]s
+          %[3]s
+          route_config:
+            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: {prefix: /}
+                route: {cluster: %[1]s}
+          http_filters:
+          - name: envoy.filters.http.router
+            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}`, name, port, h1)
+	}
+	cluster := func(name, h1 string) string {
+		return fmt.Sprintf(`
+  - name: %[1]s
+    connect_timeout: 1s
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        explicit_http_config: {http_protocol_options: {%[2]s}}
+    load_assignment:
+      cluster_name: %[1]s
+      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %[3]d}}}}]}]`, name, h1, upPort)
+	}
+	const properOpts = "header_key_format: {proper_case_words: {}}"
+	return `admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
+static_resources:
+  listeners:` + listener("proper", proper, "http_protocol_options: {"+properOpts+"}") + listener("plain", plain, "") + `
+  clusters:` + cluster("proper", properOpts) + cluster("plain", "") + "\n"
+}
+
+// rawExchange sends one raw HTTP/1.1 request to port and returns the
+// response head exactly as it arrived.
+func rawExchange(port int, request string) string {
+	GinkgoHelper()
+	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 5*time.Second)
+	Expect(err).NotTo(HaveOccurred())
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	_, err = io.WriteString(c, request)
+	Expect(err).NotTo(HaveOccurred())
+	r := bufio.NewReader(c)
+	var head strings.Builder
+	for {
+		line, err := r.ReadString('\n')
+		Expect(err).NotTo(HaveOccurred(), "head so far: %q", head.String())
+		head.WriteString(line)
+		if line == "\r\n" {
+			return head.String()
+		}
+	}
+}
+
+var _ = Describe("HTTP/1.1 header_key_format", func() {
+	It("writes field names in proper case to the client and to the upstream with proper_case_words, in lower case otherwise", func() {
+		up := startHeadUpstream()
+		proper, plain := freePort(), freePort()
+		Start(newDir(), headerCaseBootstrap(proper, plain, up.port))
+		const req = "GET /p HTTP/1.1\r\nhost: example.com\r\nx-my-header: 1\r\nfoo$b#$are: 2\r\ncontent-length: 4\r\n\r\nbody"
+
+		resp := rawExchange(proper, req)
+		Expect(resp).To(HavePrefix("HTTP/1.1 200 OK\r\n"))
+		Expect(resp).To(ContainSubstring("\r\nContent-Length: 2\r\n"))
+		Expect(resp).To(ContainSubstring("\r\nX-Upstream-Thing: v\r\n"))
+		Expect(resp).To(MatchRegexp(`\r\nServer: \S+\r\n`))
+		Expect(resp).NotTo(MatchRegexp(`\r\n[a-z]`), "every name starts upper case:\n%s", resp)
+		head := up.last()
+		Expect(head).To(HavePrefix("GET /p HTTP/1.1\r\n"))
+		Expect(head).To(ContainSubstring("\r\nHost: example.com\r\n"))
+		Expect(head).To(ContainSubstring("\r\nX-My-Header: 1\r\n"))
+		Expect(head).To(ContainSubstring("\r\nFoo$B#$Are: 2\r\n"))
+		Expect(head).To(ContainSubstring("\r\nContent-Length: 4\r\n"))
+		Expect(head).To(MatchRegexp(`\r\nX-Request-Id: \S+\r\n`))
+		Expect(head).NotTo(MatchRegexp(`\r\n[a-z]`), "every name starts upper case:\n%s", head)
+
+		resp = rawExchange(plain, req)
+		Expect(resp).To(ContainSubstring("\r\ncontent-length: 2\r\n"))
+		Expect(resp).To(ContainSubstring("\r\nx-upstream-thing: v\r\n"))
+		head = up.last()
+		Expect(head).To(ContainSubstring("\r\nhost: example.com\r\n"))
+		Expect(head).To(ContainSubstring("\r\nx-my-header: 1\r\n"))
+	})
+
+	It("refuses the stateful formatter with its path", func() {
+		cfg := strings.Replace(headerCaseBootstrap(freePort(), freePort(), 1),
+			"http_protocol_options: {header_key_format: {proper_case_words: {}}}",
+			`http_protocol_options: {header_key_format: {stateful_formatter: {name: envoy.http.stateful_header_formatters.preserve_case, typed_config: {"@type": type.googleapis.com/envoy.extensions.http.header_formatters.preserve_case.v3.PreserveCaseFormatterConfig}}}}`, 1)
+		r, _ := validate("bootstrap.yaml", cfg)
+		Expect(r.ExitCode).To(Equal(1))
+		Expect(r.Stderr).To(ContainSubstring("static_resources.listeners[0].filter_chains[0].filters[0].typed_config.http_protocol_options.header_key_format.stateful_formatter: not supported by Outrigger"))
+	})
+})
