@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
@@ -65,6 +66,13 @@ func (s *stream) forward() {
 	}
 	s.host = host
 	s.entry.UpstreamHost = host.Address
+	if route.AutoHostRewrite && host.Hostname != "" {
+		// auto_host_rewrite: the chosen host's name, once it is known.
+		s.updateAuthority(host.Hostname)
+	}
+	// From here on the request goes to an upstream: its responses,
+	// and the proxy's answers to its failures, carry the attempt count.
+	s.attemptCountInResponse = route.VirtualHost.IncludeAttemptCountInResponse
 	cs := cl.Stats()
 	cs.UpstreamRqTotal.Inc()
 	cs.UpstreamRqActive.Inc()
@@ -112,16 +120,64 @@ func (s *stream) rewrite() {
 		}
 	}
 	s.upAuthority = s.authority
-	if r.HostRewrite != "" {
-		s.upAuthority = r.HostRewrite
-	}
 	// The access log shows the request as it went upstream, as Envoy's
 	// does (the original path stays in x-envoy-original-path).
-	s.entry.Path, s.entry.Authority = s.upPath, s.upAuthority
+	s.entry.Path = s.upPath
 	if r.Timeout > 0 {
 		s.numBuf = setNumber(&s.reqHeaders, "x-envoy-expected-rq-timeout-ms", r.Timeout.Milliseconds(), s.numBuf)
 	}
+	if r.VirtualHost.IncludeRequestAttemptCount {
+		// There are no retries: every request is the first attempt.
+		s.reqHeaders.Set("x-envoy-attempt-count", "1")
+	}
 	r.MutateRequestHeaders(&s.reqHeaders, &s.entry)
+	// The host is rewritten after the header edits, as in Envoy's
+	// finalizeRequestHeaders: host_rewrite_header may name a header
+	// they add, and host_rewrite_path_regex reads the path as
+	// received.
+	if host := r.RewriteHost(&s.reqHeaders, s.path); host != "" {
+		s.updateAuthority(host)
+	}
+}
+
+// updateAuthority makes host the :authority sent upstream, as Envoy's
+// updateAuthority does: the original goes in x-envoy-original-host and,
+// with append_x_forwarded_host, at the end of x-forwarded-host (unless it
+// is its last entry already).
+func (s *stream) updateAuthority(host string) {
+	if old := s.upAuthority; old != "" {
+		h := &s.reqHeaders
+		h.Set("x-envoy-original-host", old)
+		if s.route.AppendXForwardedHost {
+			xfh, ok := h.Get("x-forwarded-host")
+			switch {
+			case !ok || strings.TrimSpace(xfh) == "":
+				h.Set("x-forwarded-host", old)
+			case lastXFHEntry(xfh) != old:
+				h.Set("x-forwarded-host", xfh+","+old)
+			}
+		}
+	}
+	s.upAuthority = host
+	s.entry.Authority = host
+}
+
+// lastXFHEntry is the last entry of an x-forwarded-host list, as Envoy
+// splits it: on commas, skipping entries that are only white space, the
+// others kept as they are.
+func lastXFHEntry(xfh string) string {
+	for xfh != "" {
+		i := strings.LastIndexByte(xfh, ',')
+		entry := xfh[i+1:]
+		if strings.TrimSpace(entry) != "" {
+			return entry
+		}
+		if i < 0 {
+			break
+		}
+		xfh = xfh[:i]
+	}
+	return ""
 }
 
 // idleTimeout is the stream idle timeout in force: the route's when it

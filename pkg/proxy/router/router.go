@@ -7,8 +7,10 @@ package router
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -23,6 +25,9 @@ type Table struct {
 	// ignorePort strips the :authority's port before virtual host
 	// matching (ignore_port_in_host_matching).
 	ignorePort bool
+	// InternalOnlyHeaders are removed from requests that are not
+	// internal (internal_only_headers), lower case.
+	InternalOnlyHeaders []string
 }
 
 // VirtualHost is a compiled virtual host.
@@ -33,6 +38,10 @@ type VirtualHost struct {
 	Cors *CorsPolicy
 	// RateLimits are the virtual host's rate_limits.
 	RateLimits []*RateLimit
+	// IncludeRequestAttemptCount and IncludeAttemptCountInResponse
+	// send x-envoy-attempt-count upstream and downstream
+	// (include_request_attempt_count, include_attempt_count_in_response).
+	IncludeRequestAttemptCount, IncludeAttemptCountInResponse bool
 }
 
 // Route is one compiled route. Exactly one of Cluster, WeightedClusters,
@@ -40,6 +49,9 @@ type VirtualHost struct {
 type Route struct {
 	// Name is the route's name (%ROUTE_NAME%), "" when unnamed.
 	Name string
+	// Metadata is the route's metadata, nil when it has none; it is
+	// kept for readers such as access-log formatters.
+	Metadata *corev3.Metadata
 	// VirtualHost is the virtual host the route belongs to.
 	VirtualHost *VirtualHost
 
@@ -59,6 +71,12 @@ type Route struct {
 	// HostRewrite, when not "", replaces the :authority sent upstream
 	// (host_rewrite_literal).
 	HostRewrite string
+	// AutoHostRewrite: the :authority sent upstream is the chosen
+	// host's hostname, when it has one (auto_host_rewrite).
+	AutoHostRewrite bool
+	// AppendXForwardedHost: a rewritten host's original value is
+	// appended to x-forwarded-host (append_x_forwarded_host).
+	AppendXForwardedHost bool
 	// Cors is the route's CORS policy (route.cors), nil when it has none.
 	Cors *CorsPolicy
 	// RateLimits are the route action's rate_limits;
@@ -82,6 +100,7 @@ type Route struct {
 
 	match          routeMatch
 	rewrite        rewrite
+	hostRewrite    hostRewrite
 	idleTimeout    time.Duration
 	idleTimeoutSet bool
 	// upgrades is the route action's upgrade_configs (see Upgrade).
@@ -109,6 +128,13 @@ func Compile(rc *routev3.RouteConfiguration) (*Table, error) {
 // configuration, e.g. "virtual_hosts[0].routes[2].match.safe_regex.regex".
 func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 	t := &Table{Name: rc.GetName(), ignorePort: rc.GetIgnorePortInHostMatching()}
+	for i, name := range rc.GetInternalOnlyHeaders() {
+		name = strings.ToLower(name)
+		if err := modifiable(name); err != nil {
+			return nil, fmt.Errorf("internal_only_headers[%d]: %w", i, err)
+		}
+		t.InternalOnlyHeaders = append(t.InternalOnlyHeaders, name)
+	}
 	maxBody := uint32(DefaultMaxDirectResponseBodySize)
 	if m := rc.GetMaxDirectResponseBodySizeBytes(); m != nil {
 		maxBody = m.GetValue()
@@ -189,7 +215,11 @@ func levels(route []*headerOps, vh, global *headerOps, mostSpecificWins bool) []
 // routes): its CORS policy, rate limits and typed_per_filter_config,
 // returned apart. Errors name the field below the virtual host.
 func compileVirtualHost(vhc *routev3.VirtualHost, opts *Options) (*VirtualHost, filterConfigs, error) {
-	vh := &VirtualHost{Name: vhc.GetName()}
+	vh := &VirtualHost{
+		Name:                          vhc.GetName(),
+		IncludeRequestAttemptCount:    vhc.GetIncludeRequestAttemptCount(),
+		IncludeAttemptCountInResponse: vhc.GetIncludeAttemptCountInResponse(),
+	}
 	//lint:ignore SA1019 Envoy still honours a virtual host's deprecated cors field
 	if c := vhc.GetCors(); c != nil {
 		p, err := CompileCorsPolicy(c)
@@ -213,7 +243,7 @@ func compileVirtualHost(vhc *routev3.VirtualHost, opts *Options) (*VirtualHost, 
 // compileRoute compiles one route, and returns its own
 // typed_per_filter_config apart; errors name the field below it.
 func compileRoute(rc *routev3.Route, maxBody uint32, opts *Options) (*Route, filterConfigs, error) {
-	r := &Route{Name: rc.GetName()}
+	r := &Route{Name: rc.GetName(), Metadata: rc.GetMetadata()}
 	if d := rc.GetDecorator(); d != nil {
 		r.Decorator = compileDecorator(d)
 	}
