@@ -58,6 +58,7 @@ func (s *stream) forward() {
 	}
 	s.cluster = cl
 	s.entry.UpstreamCluster = cl.Name()
+	s.selectRouteStats()
 	s.rewrite()
 	host := cl.PickHost()
 	if host == nil {
@@ -74,7 +75,7 @@ func (s *stream) forward() {
 	// and the proxy's answers to its failures, carry the attempt count.
 	s.attemptCountInResponse = route.VirtualHost.IncludeAttemptCountInResponse
 	cs := cl.Stats()
-	cs.UpstreamRqTotal.Inc()
+	s.chargeRequest(cs)
 	cs.UpstreamRqActive.Inc()
 	host.Stats.RqTotal.Add(1)
 	host.Stats.RqActive.Add(1)
@@ -213,7 +214,7 @@ func (s *stream) forwardHTTP1(cl UpstreamCluster, host *upstream.Host) {
 // connectFailed answers a request whose upstream connection could not be
 // opened.
 func (s *stream) connectFailed(cl UpstreamCluster, err error) {
-	cl.Stats().RecordResponse(503)
+	s.chargeCode(cl.Stats(), 503)
 	body, details := bodyConnectFailure, "upstream_reset_before_response_started{connection_failure}"
 	if isTimeoutErr(err) {
 		body, details = bodyConnectTimeout, "upstream_reset_before_response_started{connection_timeout}"
@@ -341,8 +342,8 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	}
 	reusable = sendErr == nil && resp.Reusable(kind)
 	cs := cl.Stats()
-	cs.RecordResponse(s.status)
-	cs.UpstreamRqTime.Record(uint64(time.Since(sent).Milliseconds()))
+	s.chargeCode(cs, s.status)
+	s.chargeTime(cs, time.Since(sent))
 	return false
 }
 
@@ -480,22 +481,22 @@ func (s *stream) upstreamFailed(cl UpstreamCluster, err error, tm *upstreamTimer
 	var pe *http1.Error
 	switch {
 	case isTimeoutErr(err) && tm.hardExpired(time.Now()):
-		cs.UpstreamRqTimeout.Inc()
+		s.chargeTimeout(cs)
 		s.host.Stats.RqTimeout.Add(1)
-		cs.RecordResponse(504)
+		s.chargeCode(cs, 504)
 		s.localReply(504, bodyUpstreamTimeout, accesslog.UpstreamRequestTimeout, "upstream_response_timeout")
 	case isTimeoutErr(err):
 		s.m.stats.rqIdleTimeout.Inc()
 		s.localReply(504, bodyStreamTimeout, accesslog.StreamIdleTimeout, "stream_idle_timeout")
 	case errors.As(err, &pe):
-		cs.RecordResponse(502)
+		s.chargeCode(cs, 502)
 		s.localReply(502, bodyProtocolError, accesslog.UpstreamProtocolError, "upstream_reset_before_response_started{protocol_error}")
 	default:
 		if sendErr != nil {
 			err = sendErr
 		}
 		s.entry.UpstreamTransportFailureReason = err.Error()
-		cs.RecordResponse(503)
+		s.chargeCode(cs, 503)
 		s.localReply(503, bodyTermination, accesslog.UpstreamConnectionTermination, "upstream_reset_before_response_started{connection_termination}")
 	}
 }
@@ -503,14 +504,14 @@ func (s *stream) upstreamFailed(cl UpstreamCluster, err error, tm *upstreamTimer
 // responseBodyFailed cuts a response whose body broke off upstream.
 func (s *stream) responseBodyFailed(cl UpstreamCluster, err error, tm *upstreamTimer) {
 	if s.downstreamReset() {
-		cl.Stats().RecordResponse(s.status)
+		s.chargeCode(cl.Stats(), s.status)
 		return
 	}
 	cs := cl.Stats()
 	s.m.stats.rqResetAfterStart.Inc()
 	switch {
 	case isTimeoutErr(err) && tm.hardExpired(time.Now()):
-		cs.UpstreamRqTimeout.Inc()
+		s.chargeTimeout(cs)
 		s.host.Stats.RqTimeout.Add(1)
 		s.flags |= accesslog.UpstreamRequestTimeout
 		s.details = "upstream_response_timeout"
@@ -522,7 +523,7 @@ func (s *stream) responseBodyFailed(cl UpstreamCluster, err error, tm *upstreamT
 		s.flags |= accesslog.UpstreamConnectionTermination
 		s.details = "upstream_reset_after_response_started{connection_termination}"
 	}
-	cs.RecordResponse(s.status)
+	s.chargeCode(cs, s.status)
 	s.resetDownstream()
 }
 

@@ -163,6 +163,9 @@ type stream struct {
 	// (the virtual host's include_attempt_count_in_response, once the
 	// request is on its way to a host).
 	attemptCountInResponse bool
+	// vcStats and rtStats are the request's virtual cluster's and
+	// route's stats, nil when it has none (see selectRouteStats).
+	vcStats, rtStats *routeStats
 
 	// The response.
 	down        downstream
@@ -223,6 +226,7 @@ func (s *stream) begin(real time.Time, proto string) {
 	s.active = s.active[:0]
 	s.route, s.cluster, s.host = nil, nil, nil
 	s.attemptCountInResponse = false
+	s.vcStats, s.rtStats = nil, nil
 	s.routed, s.cached, s.clusterName, s.wc = false, nil, "", -1
 	s.abandoned = false
 	s.upg = upgradeState{}

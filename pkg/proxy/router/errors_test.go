@@ -37,6 +37,8 @@ func TestCompileErrors(t *testing.T) {
 		"bad host rewrite regex":          vhost("{match: {prefix: /}, route: {cluster: c, host_rewrite_path_regex: {pattern: {regex: '(('}, substitution: b}}}"),
 		"host rewrite group out of range": vhost(`{match: {prefix: /}, route: {cluster: c, host_rewrite_path_regex: {pattern: {regex: '(a)'}, substitution: '\2'}}}`),
 		"runtime fraction denominator":    vhost("{match: {prefix: /, runtime_fraction: {default_value: {numerator: 1, denominator: 7}}}, route: {cluster: c}}"),
+		"virtual cluster without headers": "virtual_hosts: [{name: v, domains: ['*'], virtual_clusters: [{name: vc}], routes: [{match: {prefix: /}, route: {cluster: c}}]}]",
+		"virtual cluster bad header":      "virtual_hosts: [{name: v, domains: ['*'], virtual_clusters: [{name: vc, headers: [{name: a, safe_regex_match: {regex: '('}}]}], routes: [{match: {prefix: /}, route: {cluster: c}}]}]",
 		"internal only host":              "internal_only_headers: [x-a, Host]\n" + vhost("{match: {prefix: /}, route: {cluster: c}}"),
 		"rewrites together":               vhost("{match: {prefix: /}, route: {cluster: c, prefix_rewrite: /x, regex_rewrite: {pattern: {regex: a}, substitution: b}}}"),
 		"bad rewrite regex":               vhost("{match: {prefix: /}, route: {cluster: c, regex_rewrite: {pattern: {regex: '(('}, substitution: b}}}"),

@@ -28,6 +28,11 @@ type Table struct {
 	// InternalOnlyHeaders are removed from requests that are not
 	// internal (internal_only_headers), lower case.
 	InternalOnlyHeaders []string
+	// VirtualClusters are every virtual host's virtual clusters, the
+	// catch-alls included, by their Index.
+	VirtualClusters []*VirtualCluster
+	// StatRoutes are the routes with a stat_prefix, by their StatIndex.
+	StatRoutes []*Route
 }
 
 // VirtualHost is a compiled virtual host.
@@ -42,6 +47,11 @@ type VirtualHost struct {
 	// send x-envoy-attempt-count upstream and downstream
 	// (include_request_attempt_count, include_attempt_count_in_response).
 	IncludeRequestAttemptCount, IncludeAttemptCountInResponse bool
+	// VirtualClusters are the virtual host's virtual_clusters (see
+	// VirtualHost.VirtualCluster); otherCluster is their catch-all, nil
+	// when there are none.
+	VirtualClusters []*VirtualCluster
+	otherCluster    *VirtualCluster
 }
 
 // Route is one compiled route. Exactly one of Cluster, WeightedClusters,
@@ -52,6 +62,11 @@ type Route struct {
 	// Metadata is the route's metadata, nil when it has none; it is
 	// kept for readers such as access-log formatters.
 	Metadata *corev3.Metadata
+	// StatPrefix is the route's stat_prefix: its stats are
+	// vhost.<virtual host>.route.<StatPrefix>.*; "" for none.
+	// StatIndex is its position in Table.StatRoutes (-1 without one).
+	StatPrefix string
+	StatIndex  int
 	// VirtualHost is the virtual host the route belongs to.
 	VirtualHost *VirtualHost
 
@@ -159,6 +174,13 @@ func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 		if err != nil {
 			return nil, fmt.Errorf("virtual_hosts[%d].%w", i, err)
 		}
+		if err := compileVirtualClusters(vh, vhc.GetVirtualClusters(), len(t.VirtualClusters)); err != nil {
+			return nil, fmt.Errorf("virtual_hosts[%d].%w", i, err)
+		}
+		t.VirtualClusters = append(t.VirtualClusters, vh.VirtualClusters...)
+		if vh.otherCluster != nil {
+			t.VirtualClusters = append(t.VirtualClusters, vh.otherCluster)
+		}
 		reqVH, err := compileHeaderOps(vhc.GetRequestHeadersToAdd(), vhc.GetRequestHeadersToRemove(), "request_headers_to_add", "request_headers_to_remove")
 		if err != nil {
 			return nil, fmt.Errorf("virtual_hosts[%d].%w", i, err)
@@ -173,6 +195,10 @@ func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 				return nil, fmt.Errorf("virtual_hosts[%d].routes[%d].%w", i, j, err)
 			}
 			r.VirtualHost = vh
+			if r.StatPrefix != "" {
+				r.StatIndex = len(t.StatRoutes)
+				t.StatRoutes = append(t.StatRoutes, r)
+			}
 			r.requestOps = levels(r.requestOps, reqVH, reqGlobal, mostSpecificWins)
 			r.responseOps = levels(r.responseOps, respVH, respGlobal, mostSpecificWins)
 			r.perFilter = levelsOf(filtersRoute, filtersVH, filtersGlobal)
@@ -243,7 +269,7 @@ func compileVirtualHost(vhc *routev3.VirtualHost, opts *Options) (*VirtualHost, 
 // compileRoute compiles one route, and returns its own
 // typed_per_filter_config apart; errors name the field below it.
 func compileRoute(rc *routev3.Route, maxBody uint32, opts *Options) (*Route, filterConfigs, error) {
-	r := &Route{Name: rc.GetName(), Metadata: rc.GetMetadata()}
+	r := &Route{Name: rc.GetName(), Metadata: rc.GetMetadata(), StatPrefix: rc.GetStatPrefix(), StatIndex: -1}
 	if d := rc.GetDecorator(); d != nil {
 		r.Decorator = compileDecorator(d)
 	}
