@@ -83,6 +83,9 @@ static_resources:
               domains: ["*"]
               include_request_attempt_count: true
               include_attempt_count_in_response: true
+              virtual_clusters:
+              - name: posts
+                headers: [{name: ":method", string_match: {exact: POST}}]
               routes:
               - match: {prefix: /auto-dns}
                 route: {cluster: dns, auto_host_rewrite: true, append_x_forwarded_host: true}
@@ -107,10 +110,13 @@ static_resources:
                 direct_response: {status: 200, body: {inline_string: https}}
               - match: {prefix: /down}
                 route: {cluster: down}
+                stat_prefix: down
               - match: {prefix: /direct}
                 direct_response: {status: 200, body: {inline_string: direct}}
+                stat_prefix: direct
               - match: {prefix: /}
                 route: {cluster: plain}
+                stat_prefix: root
             - name: uncounted
               domains: [uncounted]
               routes:
@@ -288,5 +294,45 @@ var _ = Describe("Route and connection manager fields", func() {
 		Expect(seen(string(body))["host"]).To(Equal("uncounted"))
 		Expect(seen(string(body))["x-envoy-attempt-count"]).To(BeEmpty())
 		Expect(resp.Header.Values("X-Envoy-Attempt-Count")).To(BeEmpty())
+	})
+
+	It("keeps Envoy's stats per virtual cluster (the catch-all other included) and per route stat_prefix", func() {
+		for range 2 {
+			Expect(httpDo(client, "POST", listenerURL(edge, "/"), strings.NewReader("x"), nil).Status).To(Equal(200))
+		}
+		Expect(get(edge, "/down", nil).Status).To(Equal(503))
+		Expect(get(edge, "/direct", nil).Status).To(Equal(200))
+		want := map[string]string{
+			"vhost.counted.vcluster.posts.upstream_rq_total":     "2",
+			"vhost.counted.vcluster.posts.upstream_rq_completed": "2",
+			"vhost.counted.vcluster.posts.upstream_rq_2xx":       "2",
+			"vhost.counted.vcluster.posts.upstream_rq_200":       "2",
+			"vhost.counted.vcluster.posts.upstream_rq_timeout":   "0",
+			"vhost.counted.vcluster.posts.upstream_rq_retry":     "0",
+			// GET /auto-dns of BeforeEach went upstream too: the
+			// catch-all has it and the 503 of /down.
+			"vhost.counted.vcluster.other.upstream_rq_completed": "2",
+			"vhost.counted.vcluster.other.upstream_rq_200":       "1",
+			"vhost.counted.vcluster.other.upstream_rq_503":       "1",
+			"vhost.counted.vcluster.other.upstream_rq_5xx":       "1",
+			"vhost.counted.route.root.upstream_rq_total":         "2",
+			"vhost.counted.route.root.upstream_rq_200":           "2",
+			"vhost.counted.route.down.upstream_rq_completed":     "1",
+			"vhost.counted.route.down.upstream_rq_503":           "1",
+			// A direct response never goes upstream.
+			"vhost.counted.route.direct.upstream_rq_total":     "0",
+			"vhost.counted.route.direct.upstream_rq_completed": "0",
+		}
+		for name, v := range want {
+			Expect(httpStat(s, name)).To(Equal(v), name)
+		}
+		Expect(httpStat(s, "vhost.counted.route.direct.upstream_rq_200")).To(BeEmpty(), "codes appear when seen")
+		Expect(httpStat(s, "vhost.uncounted.vcluster.other.upstream_rq_total")).To(BeEmpty(), "a virtual host without virtual clusters has none")
+		Eventually(func() string { return httpStat(s, "vhost.counted.vcluster.posts.upstream_rq_time") }, 5*time.Second, 100*time.Millisecond).
+			Should(ContainSubstring("P50"), "the upstream time histogram")
+		By("Prometheus sees the virtual host, virtual cluster and route as tags")
+		prom := s.Get("/stats/prometheus").Body
+		Expect(prom).To(MatchRegexp(`proxy_vhost_vcluster_upstream_rq_total\{proxy_virtual_cluster="posts",proxy_virtual_host="counted"\} 2`))
+		Expect(prom).To(MatchRegexp(`proxy_vhost_route_upstream_rq_total\{proxy_virtual_host="counted",proxy_route="root"\} 2`))
 	})
 })

@@ -62,6 +62,9 @@ func (s *stream) forward() {
 	s.rewrite()
 	host := cl.PickHost()
 	if host == nil {
+		// Counted as the upstream's answer, as Envoy's
+		// sendNoHealthyUpstreamResponse counts it.
+		s.chargeCode(cl.Stats(), 503)
 		s.localReply(503, bodyNoHealthyUpstream, accesslog.NoHealthyUpstream, "no_healthy_upstream")
 		return
 	}
