@@ -1,14 +1,18 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 )
 
 // seenHeaders are the request headers routeFieldsUpstream reports.
@@ -31,6 +35,81 @@ func routeFieldsUpstream() string {
 	}), false)
 }
 
+// rawH2Upstream is an h2c upstream (prior knowledge) written on the frame
+// layer, so that it can report the pseudo-headers it received, which Go's
+// HTTP/2 server does not expose: it answers each request with its
+// ":scheme=..." and "x-forwarded-proto=..." lines. It serves bodiless
+// requests, which is all the spec sends.
+func rawH2Upstream() string {
+	GinkgoHelper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(ln.Close)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go serveRawH2(c)
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// serveRawH2 serves one connection of rawH2Upstream until it fails or
+// closes.
+func serveRawH2(c net.Conn) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	preface := make([]byte, len(http2.ClientPreface))
+	if _, err := io.ReadFull(c, preface); err != nil || string(preface) != http2.ClientPreface {
+		return
+	}
+	fr := http2.NewFramer(c, c)
+	if fr.WriteSettings() != nil {
+		return
+	}
+	dec := hpack.NewDecoder(4096, nil)
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			return
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() && fr.WriteSettingsAck() != nil {
+				return
+			}
+		case *http2.PingFrame:
+			if !f.IsAck() && fr.WritePing(true, f.Data) != nil {
+				return
+			}
+		case *http2.HeadersFrame:
+			fields, err := dec.DecodeFull(f.HeaderBlockFragment())
+			if err != nil {
+				return
+			}
+			var body strings.Builder
+			for _, want := range []string{":scheme", "x-forwarded-proto"} {
+				for _, hf := range fields {
+					if hf.Name == want {
+						fmt.Fprintf(&body, "%s=%s\n", hf.Name, hf.Value)
+					}
+				}
+			}
+			var blk bytes.Buffer
+			enc := hpack.NewEncoder(&blk)
+			_ = enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
+			_ = enc.WriteField(hpack.HeaderField{Name: "content-length", Value: fmt.Sprint(body.Len())})
+			if fr.WriteHeaders(http2.HeadersFrameParam{StreamID: f.StreamID, BlockFragment: blk.Bytes(), EndHeaders: true}) != nil ||
+				fr.WriteData(f.StreamID, true, []byte(body.String())) != nil {
+				return
+			}
+		}
+	}
+}
+
 // seen parses routeFieldsUpstream's answer.
 func seen(body string) map[string]string {
 	out := map[string]string{}
@@ -46,9 +125,10 @@ func seen(body string) map[string]string {
 // the spec, and mesh (match_upstream) with one route. Clusters: dns (a
 // STRICT_DNS name), named (a STATIC endpoint with a hostname), plain (one
 // without) and down (nothing listens).
-func routeFieldsBootstrap(edge, mesh, dnsPort int, upstream, downAddr string) string {
+func routeFieldsBootstrap(edge, mesh, dnsPort int, upstream, downAddr, h2Addr string) string {
 	host, port, _ := strings.Cut(upstream, ":")
 	downHost, downPort, _ := strings.Cut(downAddr, ":")
+	h2Host, h2Port, _ := strings.Cut(h2Addr, ":")
 	static := func(name, addr, p, hostname string) string {
 		hn := ""
 		if hostname != "" {
@@ -114,6 +194,8 @@ static_resources:
               - match: {prefix: /direct}
                 direct_response: {status: 200, body: {inline_string: direct}}
                 stat_prefix: direct
+              - match: {prefix: /h2}
+                route: {cluster: h2}
               - match: {prefix: /}
                 route: {cluster: plain}
                 stat_prefix: root
@@ -135,7 +217,7 @@ static_resources:
           route_config:
             internal_only_headers: [x-internal-token]
             virtual_hosts:
-            - {name: all, domains: ["*"], routes: [{match: {prefix: /}, route: {cluster: plain}}]}
+            - {name: all, domains: ["*"], routes: [{match: {prefix: /h2}, route: {cluster: h2}}, {match: {prefix: /}, route: {cluster: plain}}]}
           http_filters: [{name: router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]
   clusters:
   - name: dns
@@ -144,8 +226,16 @@ static_resources:
     dns_lookup_family: V4_ONLY
     typed_dns_resolver_config: %[3]s
     load_assignment: {cluster_name: dns, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: backend.test, port_value: %[4]s}}}}]}]}
-%[5]s%[6]s%[7]s`, edge, mesh, caresResolver(dnsPort, ""), port,
-		static("named", host, port, "static.example"), static("plain", host, port, ""), static("down", downHost, downPort, ""))
+%[5]s%[6]s%[7]s  - name: h2
+    type: STATIC
+    connect_timeout: 1s
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        explicit_http_config: {http2_protocol_options: {}}
+    load_assignment: {cluster_name: h2, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: %[8]s, port_value: %[9]s}}}}]}]}
+`, edge, mesh, caresResolver(dnsPort, ""), port,
+		static("named", host, port, "static.example"), static("plain", host, port, ""), static("down", downHost, downPort, ""), h2Host, h2Port)
 }
 
 var _ = Describe("Route and connection manager fields", func() {
@@ -164,7 +254,10 @@ var _ = Describe("Route and connection manager fields", func() {
 		up := routeFieldsUpstream()
 		dns.set("backend.test", "127.0.0.1")
 		edge, mesh = freePort(), freePort()
-		s = Start(newDir(), routeFieldsBootstrap(edge, mesh, dns.port, up, fmt.Sprintf("127.0.0.1:%d", freePort())))
+		h2 := rawH2Upstream()
+		// Taken last, so that no listener of this spec takes it again.
+		down := fmt.Sprintf("127.0.0.1:%d", freePort())
+		s = Start(newDir(), routeFieldsBootstrap(edge, mesh, dns.port, up, down, h2))
 		// The DNS cluster has its host once the first answer came.
 		Eventually(func() int { return get(edge, "/auto-dns", nil).Status }, 10*time.Second, 100*time.Millisecond).Should(Equal(200))
 	})
@@ -244,6 +337,14 @@ var _ = Describe("Route and connection manager fields", func() {
 		Expect(r.Body).To(Equal("https"))
 		By("match_upstream leaves x-forwarded-proto as the connection manager set it")
 		Expect(seen(get(mesh, "/", nil).Body)["x-forwarded-proto"]).To(Equal("http"))
+		By("an HTTP/2 upstream gets the :scheme of its plaintext transport")
+		r = get(mesh, "/h2", nil)
+		Expect(r.Status).To(Equal(200))
+		Expect(r.Body).To(Equal(":scheme=http\nx-forwarded-proto=http\n"))
+		// Envoy would send :scheme https here (docs/compat.md).
+		r = get(edge, "/h2", nil)
+		Expect(r.Status).To(Equal(200))
+		Expect(r.Body).To(Equal(":scheme=http\nx-forwarded-proto=https\n"))
 	})
 
 	It("matches runtime_fraction routes by their share, which the runtime key overrides", func() {
