@@ -48,6 +48,12 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.typed_config":                                  {category: "envoy.filters.http", byName: true},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.disabled":                                      {},
 
+	// The scheme of requests. Upstreams are plaintext, so the :scheme
+	// sent upstream is always http, what match_upstream asks for.
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.scheme_header_transformation": {},
+	"envoy.config.core.v3.SchemeHeaderTransformation.scheme_to_overwrite":                                            {},
+	"envoy.config.core.v3.SchemeHeaderTransformation.match_upstream":                                                 {},
+
 	// Protocol options read by the connection manager. idle_timeout and
 	// max_requests_per_connection of HttpProtocolOptions are listed with
 	// the clusters', which share the message; clusters refuse

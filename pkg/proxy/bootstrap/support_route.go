@@ -149,6 +149,23 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	// users of DataSource refuse it with its path.
 	"envoy.config.core.v3.DataSource.filename": {},
 
+	// Host rewrites, the headers of internal requests, runtime shares
+	// of routes (their RuntimeFractionalPercent is listed with the HTTP
+	// filters'), attempt counts, which are always 1 (there are no
+	// retries), and the router's virtual cluster and route stats.
+	"envoy.config.route.v3.RouteAction.auto_host_rewrite":                 {},
+	"envoy.config.route.v3.RouteAction.host_rewrite_header":               {},
+	"envoy.config.route.v3.RouteAction.host_rewrite_path_regex":           {},
+	"envoy.config.route.v3.RouteAction.append_x_forwarded_host":           {},
+	"envoy.config.route.v3.RouteConfiguration.internal_only_headers":      {},
+	"envoy.config.route.v3.RouteMatch.runtime_fraction":                   {},
+	"envoy.config.route.v3.VirtualHost.include_request_attempt_count":     {},
+	"envoy.config.route.v3.VirtualHost.include_attempt_count_in_response": {},
+	"envoy.config.route.v3.VirtualHost.virtual_clusters":                  {},
+	"envoy.config.route.v3.VirtualCluster.name":                           {},
+	"envoy.config.route.v3.VirtualCluster.headers":                        {},
+	"envoy.config.route.v3.Route.stat_prefix":                             {},
+
 	// Header mutations (values may use access-log % operators).
 	"envoy.config.core.v3.HeaderValueOption.header":           {},
 	"envoy.config.core.v3.HeaderValueOption.append":           {},

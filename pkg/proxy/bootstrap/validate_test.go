@@ -244,8 +244,8 @@ func TestValidateSupport(t *testing.T) {
 			want:    []string{extraHCM + ".route_config.virtual_hosts[0].routes[0].route.retry_policy: not supported by Outrigger"},
 		},
 		"route match": {
-			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /, runtime_fraction: {default_value: {numerator: 1}}}, direct_response: {status: 200}}]}]}, http_filters: [` + routerFilter + `]`),
-			want:    []string{extraHCM + ".route_config.virtual_hosts[0].routes[0].match.runtime_fraction: not supported by Outrigger"},
+			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /, tls_context: {presented: true}}, direct_response: {status: 200}}]}]}, http_filters: [` + routerFilter + `]`),
+			want:    []string{extraHCM + ".route_config.virtual_hosts[0].routes[0].match.tls_context: not supported by Outrigger"},
 		},
 		"direct response from an environment variable": {
 			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /}, direct_response: {status: 200, body: {environment_variable: BODY}}}]}]}, http_filters: [` + routerFilter + `]`),

@@ -35,6 +35,11 @@ type settings struct {
 	serverName      string
 	serverTransform hcmv3.HttpConnectionManager_ServerHeaderTransformation
 	via             string
+	// schemeToSet is scheme_header_transformation.scheme_to_overwrite:
+	// the request's scheme and x-forwarded-proto, "" to keep them.
+	// match_upstream needs nothing: the :scheme sent to an upstream is
+	// always its transport's (see docs/compat.md).
+	schemeToSet string
 
 	useRemoteAddress  bool
 	skipXFFAppend     bool
@@ -113,6 +118,7 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 		serverName:             cfg.GetServerName(),
 		serverTransform:        cfg.GetServerHeaderTransformation(),
 		via:                    cfg.GetVia(),
+		schemeToSet:            cfg.GetSchemeHeaderTransformation().GetSchemeToOverwrite(),
 		useRemoteAddress:       cfg.GetUseRemoteAddress().GetValue(),
 		skipXFFAppend:          cfg.GetSkipXffAppend(),
 		xffTrustedHops:         cfg.GetXffNumTrustedHops(),

@@ -120,12 +120,21 @@ func (s *stream) prepareRequest() bool {
 	if !h.Has("x-forwarded-proto") {
 		h.Add("x-forwarded-proto", s.scheme)
 	}
+	if v := m.cfg.schemeToSet; v != "" {
+		// scheme_to_overwrite: routes, filters and logs see the
+		// scheme, the upstream its x-forwarded-proto.
+		h.Set("x-forwarded-proto", v)
+		s.scheme, s.rreq.Scheme, s.entry.Scheme = v, v, v
+	}
 	internal := trusted && final.IsValid() && m.cfg.internal.contains(final)
 	edge := !internal && m.cfg.useRemoteAddress
 	if internal {
 		h.Add("x-envoy-internal", "true")
 	} else {
 		h.dropInternal(edge)
+		for _, name := range m.routes.InternalOnlyHeaders {
+			h.Del(name)
+		}
 	}
 	if m.cfg.via != "" {
 		s.viaReqBuf = appendVia(h, m.cfg.via, s.viaReqBuf)

@@ -154,6 +154,10 @@ func (s *stream) skipBody() bool {
 func (s *stream) sendHead(n int64, hasBody bool) error {
 	m := s.m
 	s.respLength, s.respHasBody = n, hasBody
+	if s.attemptCountInResponse {
+		// Set by the router, before the encoder filters run.
+		s.respHeaders.Set("x-envoy-attempt-count", "1")
+	}
 	s.encodeFilters()
 	n = s.transformResponse(n, hasBody)
 	s.traceResponseHeaders()

@@ -48,6 +48,9 @@ type Manager struct {
 	logs    loggers.List
 	// replies is local_reply_config; nil without one.
 	replies *localReplies
+	// routeStats are the stats of the routes' virtual clusters and
+	// stat_prefix, by their indexes in routes.
+	routeStats routeLevelStats
 	// tracing is the connection manager's tracing; nil without.
 	tracing *tracingConfig
 	stats   *hcmStats
@@ -140,6 +143,7 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 		idle:    make(chan struct{}),
 		closed:  make(chan struct{}),
 	}
+	m.routeStats = newRouteLevelStats(deps.Stats, table)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.readers.New = func() any { return bufio.NewReaderSize(nil, readBufferSize) }
 	m.h2streams.New = func() any { return newH2Stream(m) }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
@@ -57,16 +58,27 @@ func (s *stream) forward() {
 	}
 	s.cluster = cl
 	s.entry.UpstreamCluster = cl.Name()
+	s.selectRouteStats()
 	s.rewrite()
 	host := cl.PickHost()
 	if host == nil {
+		// Counted as the upstream's answer, as Envoy's
+		// sendNoHealthyUpstreamResponse counts it.
+		s.chargeCode(cl.Stats(), 503)
 		s.localReply(503, bodyNoHealthyUpstream, accesslog.NoHealthyUpstream, "no_healthy_upstream")
 		return
 	}
 	s.host = host
 	s.entry.UpstreamHost = host.Address
+	if route.AutoHostRewrite && host.Hostname != "" {
+		// auto_host_rewrite: the chosen host's name, once it is known.
+		s.updateAuthority(host.Hostname)
+	}
+	// From here on the request goes to an upstream: its responses,
+	// and the proxy's answers to its failures, carry the attempt count.
+	s.attemptCountInResponse = route.VirtualHost.IncludeAttemptCountInResponse
 	cs := cl.Stats()
-	cs.UpstreamRqTotal.Inc()
+	s.chargeRequest(cs)
 	cs.UpstreamRqActive.Inc()
 	host.Stats.RqTotal.Add(1)
 	host.Stats.RqActive.Add(1)
@@ -112,16 +124,64 @@ func (s *stream) rewrite() {
 		}
 	}
 	s.upAuthority = s.authority
-	if r.HostRewrite != "" {
-		s.upAuthority = r.HostRewrite
-	}
 	// The access log shows the request as it went upstream, as Envoy's
 	// does (the original path stays in x-envoy-original-path).
-	s.entry.Path, s.entry.Authority = s.upPath, s.upAuthority
+	s.entry.Path = s.upPath
 	if r.Timeout > 0 {
 		s.numBuf = setNumber(&s.reqHeaders, "x-envoy-expected-rq-timeout-ms", r.Timeout.Milliseconds(), s.numBuf)
 	}
+	if r.VirtualHost.IncludeRequestAttemptCount {
+		// There are no retries: every request is the first attempt.
+		s.reqHeaders.Set("x-envoy-attempt-count", "1")
+	}
 	r.MutateRequestHeaders(&s.reqHeaders, &s.entry)
+	// The host is rewritten after the header edits, as in Envoy's
+	// finalizeRequestHeaders: host_rewrite_header may name a header
+	// they add, and host_rewrite_path_regex reads the path as
+	// received.
+	if host := r.RewriteHost(&s.reqHeaders, s.path); host != "" {
+		s.updateAuthority(host)
+	}
+}
+
+// updateAuthority makes host the :authority sent upstream, as Envoy's
+// updateAuthority does: the original goes in x-envoy-original-host and,
+// with append_x_forwarded_host, at the end of x-forwarded-host (unless it
+// is its last entry already).
+func (s *stream) updateAuthority(host string) {
+	if old := s.upAuthority; old != "" {
+		h := &s.reqHeaders
+		h.Set("x-envoy-original-host", old)
+		if s.route.AppendXForwardedHost {
+			xfh, ok := h.Get("x-forwarded-host")
+			switch {
+			case !ok || strings.TrimSpace(xfh) == "":
+				h.Set("x-forwarded-host", old)
+			case lastXFHEntry(xfh) != old:
+				h.Set("x-forwarded-host", xfh+","+old)
+			}
+		}
+	}
+	s.upAuthority = host
+	s.entry.Authority = host
+}
+
+// lastXFHEntry is the last entry of an x-forwarded-host list, as Envoy
+// splits it: on commas, skipping entries that are only white space, the
+// others kept as they are.
+func lastXFHEntry(xfh string) string {
+	for xfh != "" {
+		i := strings.LastIndexByte(xfh, ',')
+		entry := xfh[i+1:]
+		if strings.TrimSpace(entry) != "" {
+			return entry
+		}
+		if i < 0 {
+			break
+		}
+		xfh = xfh[:i]
+	}
+	return ""
 }
 
 // idleTimeout is the stream idle timeout in force: the route's when it
@@ -157,7 +217,7 @@ func (s *stream) forwardHTTP1(cl UpstreamCluster, host *upstream.Host) {
 // connectFailed answers a request whose upstream connection could not be
 // opened.
 func (s *stream) connectFailed(cl UpstreamCluster, err error) {
-	cl.Stats().RecordResponse(503)
+	s.chargeCode(cl.Stats(), 503)
 	body, details := bodyConnectFailure, "upstream_reset_before_response_started{connection_failure}"
 	if isTimeoutErr(err) {
 		body, details = bodyConnectTimeout, "upstream_reset_before_response_started{connection_timeout}"
@@ -285,8 +345,8 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	}
 	reusable = sendErr == nil && resp.Reusable(kind)
 	cs := cl.Stats()
-	cs.RecordResponse(s.status)
-	cs.UpstreamRqTime.Record(uint64(time.Since(sent).Milliseconds()))
+	s.chargeCode(cs, s.status)
+	s.chargeTime(cs, time.Since(sent))
 	return false
 }
 
@@ -429,22 +489,22 @@ func (s *stream) upstreamFailed(cl UpstreamCluster, err error, tm *upstreamTimer
 	var pe *http1.Error
 	switch {
 	case isTimeoutErr(err) && tm.hardExpired(time.Now()):
-		cs.UpstreamRqTimeout.Inc()
+		s.chargeTimeout(cs)
 		s.host.Stats.RqTimeout.Add(1)
-		cs.RecordResponse(504)
+		s.chargeCode(cs, 504)
 		s.localReply(504, bodyUpstreamTimeout, accesslog.UpstreamRequestTimeout, "upstream_response_timeout")
 	case isTimeoutErr(err):
 		s.m.stats.rqIdleTimeout.Inc()
 		s.localReply(504, bodyStreamTimeout, accesslog.StreamIdleTimeout, "stream_idle_timeout")
 	case errors.As(err, &pe):
-		cs.RecordResponse(502)
+		s.chargeCode(cs, 502)
 		s.localReply(502, bodyProtocolError, accesslog.UpstreamProtocolError, "upstream_reset_before_response_started{protocol_error}")
 	default:
 		if sendErr != nil {
 			err = sendErr
 		}
 		s.entry.UpstreamTransportFailureReason = err.Error()
-		cs.RecordResponse(503)
+		s.chargeCode(cs, 503)
 		s.localReply(503, bodyTermination, accesslog.UpstreamConnectionTermination, "upstream_reset_before_response_started{connection_termination}")
 	}
 }
@@ -452,14 +512,14 @@ func (s *stream) upstreamFailed(cl UpstreamCluster, err error, tm *upstreamTimer
 // responseBodyFailed cuts a response whose body broke off upstream.
 func (s *stream) responseBodyFailed(cl UpstreamCluster, err error, tm *upstreamTimer) {
 	if s.downstreamReset() {
-		cl.Stats().RecordResponse(s.status)
+		s.chargeCode(cl.Stats(), s.status)
 		return
 	}
 	cs := cl.Stats()
 	s.m.stats.rqResetAfterStart.Inc()
 	switch {
 	case isTimeoutErr(err) && tm.hardExpired(time.Now()):
-		cs.UpstreamRqTimeout.Inc()
+		s.chargeTimeout(cs)
 		s.host.Stats.RqTimeout.Add(1)
 		s.flags |= accesslog.UpstreamRequestTimeout
 		s.details = "upstream_response_timeout"
@@ -471,7 +531,7 @@ func (s *stream) responseBodyFailed(cl UpstreamCluster, err error, tm *upstreamT
 		s.flags |= accesslog.UpstreamConnectionTermination
 		s.details = "upstream_reset_after_response_started{connection_termination}"
 	}
-	cs.RecordResponse(s.status)
+	s.chargeCode(cs, s.status)
 	s.resetDownstream()
 }
 

@@ -117,8 +117,8 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) {
 		return
 	}
 	cs := cl.Stats()
-	cs.RecordResponse(s.status)
-	cs.UpstreamRqTime.Record(uint64(time.Since(sent).Milliseconds()))
+	s.chargeCode(cs, s.status)
+	s.chargeTime(cs, time.Since(sent))
 }
 
 // upstreamRequest builds the net/http request the HTTP/2 pool sends.
@@ -229,15 +229,15 @@ func (s *stream) h2UpstreamFailed(cl UpstreamCluster, ctx context.Context, err e
 	var op *net.OpError
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		cs.UpstreamRqTimeout.Inc()
+		s.chargeTimeout(cs)
 		s.host.Stats.RqTimeout.Add(1)
-		cs.RecordResponse(504)
+		s.chargeCode(cs, 504)
 		s.localReply(504, bodyUpstreamTimeout, accesslog.UpstreamRequestTimeout, "upstream_response_timeout")
 	case errors.As(err, &op) && op.Op == "dial":
 		s.connectFailed(cl, err)
 	default:
 		s.entry.UpstreamTransportFailureReason = err.Error()
-		cs.RecordResponse(503)
+		s.chargeCode(cs, 503)
 		s.localReply(503, bodyTermination, accesslog.UpstreamConnectionTermination, "upstream_reset_before_response_started{connection_termination}")
 	}
 }
@@ -245,7 +245,7 @@ func (s *stream) h2UpstreamFailed(cl UpstreamCluster, ctx context.Context, err e
 // h2BodyFailed cuts a response whose HTTP/2 body broke off.
 func (s *stream) h2BodyFailed(cl UpstreamCluster, ctx context.Context, err error) {
 	if s.downstreamReset() {
-		cl.Stats().RecordResponse(s.status)
+		s.chargeCode(cl.Stats(), s.status)
 		return
 	}
 	if s.bodyErr.Load() != nil {
@@ -254,7 +254,7 @@ func (s *stream) h2BodyFailed(cl UpstreamCluster, ctx context.Context, err error
 	cs := cl.Stats()
 	s.m.stats.rqResetAfterStart.Inc()
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		cs.UpstreamRqTimeout.Inc()
+		s.chargeTimeout(cs)
 		s.host.Stats.RqTimeout.Add(1)
 		s.flags |= accesslog.UpstreamRequestTimeout
 		s.details = "upstream_response_timeout"
@@ -263,6 +263,6 @@ func (s *stream) h2BodyFailed(cl UpstreamCluster, ctx context.Context, err error
 		s.details = "upstream_reset_after_response_started{remote_reset}"
 		s.entry.UpstreamTransportFailureReason = err.Error()
 	}
-	cs.RecordResponse(s.status)
+	s.chargeCode(cs, s.status)
 	s.resetDownstream()
 }

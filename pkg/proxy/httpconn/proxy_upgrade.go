@@ -63,8 +63,8 @@ func (s *stream) tunnelHTTP1(cl UpstreamCluster, uc *upstream.Conn, sent time.Ti
 	s.svcTimeBuf = setNumber(&s.respHeaders, "x-envoy-upstream-service-time", now.Sub(sent).Milliseconds(), s.svcTimeBuf)
 	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
 	cs := cl.Stats()
-	cs.RecordResponse(resp.Status)
-	cs.UpstreamRqTime.Record(uint64(now.Sub(sent).Milliseconds()))
+	s.chargeCode(cs, resp.Status)
+	s.chargeTime(cs, now.Sub(sent))
 	_ = uc.SetDeadline(time.Time{})
 	if !s.openTunnel() {
 		return
@@ -93,7 +93,7 @@ func (s *stream) connectTCP(cl UpstreamCluster, host *upstream.Host) {
 	s.status = 200
 	s.details = "via_upstream"
 	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
-	cl.Stats().RecordResponse(200)
+	s.chargeCode(cl.Stats(), 200)
 	if !s.upg.connect {
 		s.postTunnel(tunnelEnd{r: conn, w: conn, conn: conn})
 		return
@@ -205,6 +205,6 @@ func (s *stream) runTunnelWith(down, up tunnelEnd) {
 // upgradeToHTTP2 answers an upgrade routed to an HTTP/2 cluster, which
 // Outrigger cannot carry yet (Envoy turns it into an extended CONNECT).
 func (s *stream) upgradeToHTTP2(cl UpstreamCluster) {
-	cl.Stats().RecordResponse(502)
+	s.chargeCode(cl.Stats(), 502)
 	s.localReply(502, "", accesslog.UpstreamProtocolError, "upgrade_failed{http2_upstream}")
 }

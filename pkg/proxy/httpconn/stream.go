@@ -2,6 +2,7 @@ package httpconn
 
 import (
 	"context"
+	"math/rand/v2"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -158,6 +159,13 @@ type stream struct {
 	host        *upstream.Host
 	// upg is the upgrade the request asks for, if any.
 	upg upgradeState
+	// attemptCountInResponse: the response carries x-envoy-attempt-count
+	// (the virtual host's include_attempt_count_in_response, once the
+	// request is on its way to a host).
+	attemptCountInResponse bool
+	// vcStats and rtStats are the request's virtual cluster's and
+	// route's stats, nil when it has none (see selectRouteStats).
+	vcStats, rtStats *routeStats
 
 	// The response.
 	down        downstream
@@ -217,6 +225,8 @@ func (s *stream) begin(real time.Time, proto string) {
 	clear(s.active)
 	s.active = s.active[:0]
 	s.route, s.cluster, s.host = nil, nil, nil
+	s.attemptCountInResponse = false
+	s.vcStats, s.rtStats = nil, nil
 	s.routed, s.cached, s.clusterName, s.wc = false, nil, "", -1
 	s.abandoned = false
 	s.upg = upgradeState{}
@@ -284,7 +294,11 @@ func (s *stream) setRequest(method, path, authority string) {
 	s.method, s.path, s.authority = method, path, authority
 	s.isHead = method == "HEAD"
 	s.entry.Method, s.entry.Path, s.entry.Authority, s.entry.Scheme = method, path, authority, s.scheme
-	s.rreq = router.Request{Host: authority, Path: path, Method: method, Scheme: s.scheme, Headers: &s.reqHeaders}
+	// Random decides the route's runtime_fraction: one value per
+	// request, kept when a filter clears the route, as Envoy's stream
+	// id.
+	s.rreq = router.Request{Host: authority, Path: path, Method: method, Scheme: s.scheme, Headers: &s.reqHeaders,
+		Runtime: s.m.deps.Runtime, Random: rand.Uint64()}
 }
 
 // end accounts for the finished stream: stats and access-log lines. It

@@ -125,12 +125,8 @@ func compileRouteAction(r *Route, a *routev3.RouteAction, opts *Options) error {
 		r.idleTimeout, r.idleTimeoutSet = d, true
 	}
 
-	switch h := a.GetHostRewriteSpecifier().(type) {
-	case *routev3.RouteAction_HostRewriteLiteral:
-		r.HostRewrite = h.HostRewriteLiteral
-	case nil:
-	default:
-		return fmt.Errorf("host_rewrite_specifier: %s is not supported by Outrigger", oneofName(a.ProtoReflect(), "host_rewrite_specifier"))
+	if err := compileHostRewrite(r, a); err != nil {
+		return err
 	}
 
 	rw, err := compileRewrite(a.GetPrefixRewrite(), a.GetRegexRewrite())

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 )
 
 // pathKind is how a route matches the path.
@@ -33,6 +35,9 @@ type routeMatch struct {
 	grpc          bool
 	headers       HeaderMatch
 	query         []queryMatcher
+	// fraction is runtime_fraction: the share of requests the route
+	// matches at all, nil for all of them.
+	fraction *runtime.Fraction
 }
 
 // compileMatch compiles a RouteMatch; errors name the field below it.
@@ -68,6 +73,9 @@ func compileMatch(m *routev3.RouteMatch) (routeMatch, error) {
 		rm.value = asciiLower(rm.value)
 	}
 	var err error
+	if rm.fraction, err = runtimeFraction(m.GetRuntimeFraction()); err != nil {
+		return rm, fmt.Errorf("runtime_fraction.default_value.%w", err)
+	}
 	if rm.headers, err = CompileHeaderMatch(m.GetHeaders()); err != nil {
 		return rm, err
 	}
@@ -81,9 +89,12 @@ func compileMatch(m *routev3.RouteMatch) (routeMatch, error) {
 	return rm, nil
 }
 
-// matches reports whether req matches: path first, then headers, then
-// query parameters, as Envoy evaluates them.
+// matches reports whether req matches: runtime_fraction first, then the
+// path, headers and query parameters, as Envoy evaluates them.
 func (m *routeMatch) matches(req *Request) bool {
+	if m.fraction != nil && !m.fraction.Enabled(req.Runtime, req.Random) {
+		return false
+	}
 	switch {
 	case m.kind == pathConnect:
 		// Only CONNECT requests match connect_matcher routes, as in

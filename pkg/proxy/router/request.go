@@ -1,6 +1,9 @@
 package router
 
-import "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+import (
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
+)
 
 // HeaderGetter reads one request header by its lower-case name; several
 // values come back joined by "," (Envoy matches headers on the joined
@@ -35,6 +38,12 @@ type Request struct {
 	Scheme string
 	// Headers are the other request headers; nil means none.
 	Headers HeaderGetter
+	// Runtime overrides runtime_fraction shares; nil reads none.
+	Runtime runtime.Reader
+	// Random is the request's random value, drawn once per request:
+	// every runtime_fraction of the table is decided with it, as
+	// Envoy decides them with the stream's id.
+	Random uint64
 }
 
 // header reads a request header, answering the pseudo-headers from the

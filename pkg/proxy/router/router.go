@@ -7,8 +7,10 @@ package router
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -24,6 +26,14 @@ type Table struct {
 	// ignorePort strips the :authority's port before virtual host
 	// matching (ignore_port_in_host_matching).
 	ignorePort bool
+	// InternalOnlyHeaders are removed from requests that are not
+	// internal (internal_only_headers), lower case.
+	InternalOnlyHeaders []string
+	// VirtualClusters are every virtual host's virtual clusters, the
+	// catch-alls included, by their Index.
+	VirtualClusters []*VirtualCluster
+	// StatRoutes are the routes with a stat_prefix, by their StatIndex.
+	StatRoutes []*Route
 }
 
 // VirtualHost is a compiled virtual host.
@@ -34,6 +44,15 @@ type VirtualHost struct {
 	Cors *CorsPolicy
 	// RateLimits are the virtual host's rate_limits.
 	RateLimits []*RateLimit
+	// IncludeRequestAttemptCount and IncludeAttemptCountInResponse
+	// send x-envoy-attempt-count upstream and downstream
+	// (include_request_attempt_count, include_attempt_count_in_response).
+	IncludeRequestAttemptCount, IncludeAttemptCountInResponse bool
+	// VirtualClusters are the virtual host's virtual_clusters (see
+	// VirtualHost.VirtualCluster); otherCluster is their catch-all, nil
+	// when there are none.
+	VirtualClusters []*VirtualCluster
+	otherCluster    *VirtualCluster
 }
 
 // Route is one compiled route. Exactly one of Cluster, WeightedClusters,
@@ -41,6 +60,14 @@ type VirtualHost struct {
 type Route struct {
 	// Name is the route's name (%ROUTE_NAME%), "" when unnamed.
 	Name string
+	// Metadata is the route's metadata, nil when it has none; it is
+	// kept for readers such as access-log formatters.
+	Metadata *corev3.Metadata
+	// StatPrefix is the route's stat_prefix: its stats are
+	// vhost.<virtual host>.route.<StatPrefix>.*; "" for none.
+	// StatIndex is its position in Table.StatRoutes (-1 without one).
+	StatPrefix string
+	StatIndex  int
 	// VirtualHost is the virtual host the route belongs to.
 	VirtualHost *VirtualHost
 
@@ -60,6 +87,12 @@ type Route struct {
 	// HostRewrite, when not "", replaces the :authority sent upstream
 	// (host_rewrite_literal).
 	HostRewrite string
+	// AutoHostRewrite: the :authority sent upstream is the chosen
+	// host's hostname, when it has one (auto_host_rewrite).
+	AutoHostRewrite bool
+	// AppendXForwardedHost: a rewritten host's original value is
+	// appended to x-forwarded-host (append_x_forwarded_host).
+	AppendXForwardedHost bool
 	// Cors is the route's CORS policy (route.cors), nil when it has none.
 	Cors *CorsPolicy
 	// RateLimits are the route action's rate_limits;
@@ -83,6 +116,7 @@ type Route struct {
 
 	match          routeMatch
 	rewrite        rewrite
+	hostRewrite    hostRewrite
 	idleTimeout    time.Duration
 	idleTimeoutSet bool
 	// upgrades is the route action's upgrade_configs (see Upgrade).
@@ -110,6 +144,13 @@ func Compile(rc *routev3.RouteConfiguration) (*Table, error) {
 // configuration, e.g. "virtual_hosts[0].routes[2].match.safe_regex.regex".
 func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 	t := &Table{Name: rc.GetName(), ignorePort: rc.GetIgnorePortInHostMatching()}
+	for i, name := range rc.GetInternalOnlyHeaders() {
+		name = strings.ToLower(name)
+		if err := modifiable(name); err != nil {
+			return nil, fmt.Errorf("internal_only_headers[%d]: %w", i, err)
+		}
+		t.InternalOnlyHeaders = append(t.InternalOnlyHeaders, name)
+	}
 	maxBody := uint32(DefaultMaxDirectResponseBodySize)
 	if m := rc.GetMaxDirectResponseBodySizeBytes(); m != nil {
 		maxBody = m.GetValue()
@@ -130,14 +171,19 @@ func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 		vhPath := fmt.Sprintf("virtual_hosts[%d].", i)
 		vh, filtersVH, err := compileVirtualHost(vhc, &opts)
 		errs = append(errs, fieldpath.Prefix(vhPath, err))
-		reqVH, err := compileHeaderOps(vhc.GetRequestHeadersToAdd(), vhc.GetRequestHeadersToRemove(), "request_headers_to_add", "request_headers_to_remove")
-		errs = append(errs, fieldpath.Prefix(vhPath, err))
-		respVH, err := compileHeaderOps(vhc.GetResponseHeadersToAdd(), vhc.GetResponseHeadersToRemove(), "response_headers_to_add", "response_headers_to_remove")
-		errs = append(errs, fieldpath.Prefix(vhPath, err))
 		if vh == nil {
 			// Its routes are still checked, for their own problems.
 			vh = &VirtualHost{Name: vhc.GetName()}
 		}
+		errs = append(errs, fieldpath.Prefix(vhPath, compileVirtualClusters(vh, vhc.GetVirtualClusters(), len(t.VirtualClusters))))
+		t.VirtualClusters = append(t.VirtualClusters, vh.VirtualClusters...)
+		if vh.otherCluster != nil {
+			t.VirtualClusters = append(t.VirtualClusters, vh.otherCluster)
+		}
+		reqVH, err := compileHeaderOps(vhc.GetRequestHeadersToAdd(), vhc.GetRequestHeadersToRemove(), "request_headers_to_add", "request_headers_to_remove")
+		errs = append(errs, fieldpath.Prefix(vhPath, err))
+		respVH, err := compileHeaderOps(vhc.GetResponseHeadersToAdd(), vhc.GetResponseHeadersToRemove(), "response_headers_to_add", "response_headers_to_remove")
+		errs = append(errs, fieldpath.Prefix(vhPath, err))
 		for j, rtc := range vhc.GetRoutes() {
 			r, filtersRoute, err := compileRoute(rtc, maxBody, &opts)
 			if err != nil {
@@ -145,6 +191,10 @@ func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 				continue
 			}
 			r.VirtualHost = vh
+			if r.StatPrefix != "" {
+				r.StatIndex = len(t.StatRoutes)
+				t.StatRoutes = append(t.StatRoutes, r)
+			}
 			r.requestOps = levels(r.requestOps, reqVH, reqGlobal, mostSpecificWins)
 			r.responseOps = levels(r.responseOps, respVH, respGlobal, mostSpecificWins)
 			r.perFilter = levelsOf(filtersRoute, filtersVH, filtersGlobal)
@@ -190,7 +240,11 @@ func levels(route []*headerOps, vh, global *headerOps, mostSpecificWins bool) []
 // routes): its CORS policy, rate limits and typed_per_filter_config,
 // returned apart. Errors name the field below the virtual host.
 func compileVirtualHost(vhc *routev3.VirtualHost, opts *Options) (*VirtualHost, filterConfigs, error) {
-	vh := &VirtualHost{Name: vhc.GetName()}
+	vh := &VirtualHost{
+		Name:                          vhc.GetName(),
+		IncludeRequestAttemptCount:    vhc.GetIncludeRequestAttemptCount(),
+		IncludeAttemptCountInResponse: vhc.GetIncludeAttemptCountInResponse(),
+	}
 	//lint:ignore SA1019 Envoy still honours a virtual host's deprecated cors field
 	if c := vhc.GetCors(); c != nil {
 		p, err := CompileCorsPolicy(c)
@@ -214,7 +268,7 @@ func compileVirtualHost(vhc *routev3.VirtualHost, opts *Options) (*VirtualHost, 
 // compileRoute compiles one route, and returns its own
 // typed_per_filter_config apart; errors name the field below it.
 func compileRoute(rc *routev3.Route, maxBody uint32, opts *Options) (*Route, filterConfigs, error) {
-	r := &Route{Name: rc.GetName()}
+	r := &Route{Name: rc.GetName(), Metadata: rc.GetMetadata(), StatPrefix: rc.GetStatPrefix(), StatIndex: -1}
 	if d := rc.GetDecorator(); d != nil {
 		r.Decorator = compileDecorator(d)
 	}

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -324,4 +325,41 @@ func FuzzMatch(f *testing.F) {
 			t.Fatalf("empty redirect location for %q %q", host, path)
 		}
 	})
+}
+
+func TestRouteConfigurationFields(t *testing.T) {
+	table := mustCompile(t, `
+internal_only_headers: [X-Internal-Token, x-debug]
+virtual_hosts:
+- name: counted
+  domains: [counted]
+  include_request_attempt_count: true
+  include_attempt_count_in_response: true
+  routes:
+  - match: {prefix: /}
+    route: {cluster: c}
+    metadata: {filter_metadata: {example.team: {owner: payments}}}
+- name: plain
+  domains: ["*"]
+  routes:
+  - {match: {prefix: /}, route: {cluster: c}}
+`)
+	if got, want := strings.Join(table.InternalOnlyHeaders, ","), "x-internal-token,x-debug"; got != want {
+		t.Errorf("InternalOnlyHeaders = %q, want %q", got, want)
+	}
+	counted := table.Match("counted", "/")
+	if vh := counted.VirtualHost; !vh.IncludeRequestAttemptCount || !vh.IncludeAttemptCountInResponse {
+		t.Errorf("counted virtual host = %+v, want both attempt counts", vh)
+	}
+	owner := counted.Metadata.GetFilterMetadata()["example.team"].GetFields()["owner"].GetStringValue()
+	if owner != "payments" {
+		t.Errorf("Metadata owner = %q, want payments", owner)
+	}
+	plain := table.Match("other", "/")
+	if vh := plain.VirtualHost; vh.IncludeRequestAttemptCount || vh.IncludeAttemptCountInResponse {
+		t.Errorf("plain virtual host = %+v, want no attempt counts", vh)
+	}
+	if plain.Metadata != nil {
+		t.Errorf("Metadata = %v, want nil", plain.Metadata)
+	}
 }

@@ -12,8 +12,6 @@ import (
 // connection stats and the cluster manager the membership gauges. Each is a
 // pointer into the store, so updates never look a name up.
 type ClusterStats struct {
-	scope stats.Scope
-
 	UpstreamCxTotal          *stats.Counter
 	UpstreamCxActive         *stats.Gauge
 	UpstreamCxConnectFail    *stats.Counter
@@ -40,6 +38,15 @@ type ClusterStats struct {
 	MembershipTotal    *stats.Gauge
 	MembershipChange   *stats.Counter
 
+	// codes count responses by class and code.
+	codes CodeCounters
+}
+
+// CodeCounters count responses by status code under a scope:
+// upstream_rq_1xx .. upstream_rq_5xx, and upstream_rq_<code>. Clusters
+// keep one, and so do the router's virtual clusters and route stats.
+type CodeCounters struct {
+	scope stats.Scope
 	// class holds upstream_rq_1xx .. upstream_rq_5xx.
 	class [5]*stats.Counter
 	// codes holds upstream_rq_<code> for 100..599, each created on first
@@ -56,7 +63,6 @@ type codeTable [500]atomic.Pointer[stats.Counter]
 // "cluster.<name>.".
 func NewClusterStats(scope stats.Scope) *ClusterStats {
 	cs := &ClusterStats{
-		scope:                    scope,
 		UpstreamCxTotal:          scope.Counter("upstream_cx_total"),
 		UpstreamCxActive:         scope.Gauge("upstream_cx_active"),
 		UpstreamCxConnectFail:    scope.Counter("upstream_cx_connect_fail"),
@@ -79,25 +85,35 @@ func NewClusterStats(scope stats.Scope) *ClusterStats {
 		MembershipTotal:          scope.Gauge("membership_total"),
 		MembershipChange:         scope.Counter("membership_change"),
 	}
-	for i := range cs.class {
-		cs.class[i] = scope.Counter("upstream_rq_" + strconv.Itoa(i+1) + "xx")
-	}
+	cs.codes.Init(scope)
 	return cs
 }
 
-// RecordResponse counts one upstream response by its status code, in the
-// code class and the per-code counter. Codes outside 100..599 count in
-// neither, as they cannot come from a valid response.
-func (cs *ClusterStats) RecordResponse(code int) {
+// RecordResponse counts one upstream response by its status code (see
+// CodeCounters.Record).
+func (cs *ClusterStats) RecordResponse(code int) { cs.codes.Record(code) }
+
+// Init creates the class counters under scope.
+func (cc *CodeCounters) Init(scope stats.Scope) {
+	cc.scope = scope
+	for i := range cc.class {
+		cc.class[i] = scope.Counter("upstream_rq_" + strconv.Itoa(i+1) + "xx")
+	}
+}
+
+// Record counts one response by its status code, in the code class and
+// the per-code counter. Codes outside 100..599 count in neither, as they
+// cannot come from a valid response.
+func (cc *CodeCounters) Record(code int) {
 	if code < 100 || code > 599 {
 		return
 	}
-	cs.class[code/100-1].Inc()
-	t := cs.codes.Load()
+	cc.class[code/100-1].Inc()
+	t := cc.codes.Load()
 	if t == nil {
 		t = new(codeTable)
-		if !cs.codes.CompareAndSwap(nil, t) {
-			t = cs.codes.Load()
+		if !cc.codes.CompareAndSwap(nil, t) {
+			t = cc.codes.Load()
 		}
 	}
 	p := &t[code-100]
@@ -105,7 +121,7 @@ func (cs *ClusterStats) RecordResponse(code int) {
 	if c == nil {
 		// Racing first uses get the same counter: the store returns the
 		// existing stat for a name.
-		c = cs.scope.Counter("upstream_rq_" + strconv.Itoa(code))
+		c = cc.scope.Counter("upstream_rq_" + strconv.Itoa(code))
 		p.Store(c)
 	}
 	c.Inc()
