@@ -67,6 +67,8 @@ var _ = Describe("Bootstrap", func() {
 			dir := newDir()
 			s := Launch(dir, "bootstrap"+ext, string(encodeBootstrap(cfg, ext)))
 			s.WaitForAdmin()
+			// The admin listener comes up before the others.
+			s.WaitLive()
 			r := httpDo(client, http.MethodGet, listenerURL(port, "/hello"), nil, nil)
 			Expect(r.Status).To(Equal(200))
 			Expect(r.Body).To(Equal(body))
