@@ -1,12 +1,12 @@
 package httpconn
 
 import (
-	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
 )
 
@@ -56,18 +56,10 @@ func uuidReason(id string) traceReason {
 }
 
 // featureEnabled is Envoy's runtime featureEnabled for a fractional
-// percent: the runtime key, when set to an integer, is a percentage that
-// replaces def (above 100: always).
+// percent: the runtime key's value, a FractionalPercent or an integer
+// percentage (above 100: always), replaces def.
 func featureEnabled(rt RuntimeValues, key string, def fraction, random uint64) bool {
-	if rt != nil {
-		if v := rt.Uint64(key, math.MaxUint64); v != math.MaxUint64 {
-			if v > 100 {
-				return true
-			}
-			def = fraction{Num: v, Den: 100}
-		}
-	}
-	return random%def.Den < def.Num
+	return runtime.Fraction{Key: key, Numerator: def.Num, Denominator: def.Den}.Enabled(rt, random)
 }
 
 // sampleRequest is Envoy's mutateTracingRequestHeader: the trace reason of

@@ -13,6 +13,14 @@ type Reader interface {
 	Uint64(key string, def uint64) uint64
 }
 
+// FractionReader is a Reader that also reads FractionalPercent values (a
+// Snapshot does); Fraction.Enabled uses them when the reader has them.
+type FractionReader interface {
+	Reader
+	// Fraction returns key's value when it is a FractionalPercent.
+	Fraction(key string) (num, den uint64, ok bool)
+}
+
 // unset is the default a Fraction reads its key with, to tell a key with
 // no integer value from one that holds a number.
 const unset = ^uint64(0)
@@ -56,12 +64,18 @@ func denominator(d typev3.FractionalPercent_DenominatorType) (uint64, error) {
 }
 
 // Enabled draws whether this request is in the share, as Envoy's
-// featureEnabled does: an integer value of the runtime key is a
-// percentage (above 100: always), otherwise the default applies; random
-// is a uniformly random number. A nil r reads no runtime.
+// featureEnabled does: a FractionalPercent value of the runtime key
+// replaces the default; else an integer value is a percentage (above 100:
+// always); else the default applies. random is a uniformly random number.
+// A nil r reads no runtime.
 func (f Fraction) Enabled(r Reader, random uint64) bool {
 	num, den := f.Numerator, f.Denominator
 	if f.Key != "" && r != nil {
+		if fr, ok := r.(FractionReader); ok {
+			if n, d, ok := fr.Fraction(f.Key); ok {
+				return d != 0 && random%d < n
+			}
+		}
 		if v := r.Uint64(f.Key, unset); v != unset {
 			if v > 100 {
 				return true

@@ -18,7 +18,9 @@ import (
 const maxDiskDepth = 16
 
 // flattenStruct turns a static layer into dotted keys: {a: {b: 1}} gives
-// "a.b" = "1". Lists and nulls have no runtime meaning and are refused.
+// "a.b" = "1"; an object with a numerator or a denominator, or none of
+// any field, is a FractionalPercent value (see fraction_value.go). Lists
+// and nulls have no runtime meaning and are refused.
 func flattenStruct(s *structpb.Struct) (map[string]string, error) {
 	out := map[string]string{}
 	var walk func(prefix string, s *structpb.Struct) error
@@ -30,6 +32,10 @@ func flattenStruct(s *structpb.Struct) (map[string]string, error) {
 			}
 			switch kind := v.GetKind().(type) {
 			case *structpb.Value_StructValue:
+				if isFractionStruct(kind.StructValue) {
+					out[key] = fractionText(kind.StructValue)
+					continue
+				}
 				if err := walk(key, kind.StructValue); err != nil {
 					return err
 				}

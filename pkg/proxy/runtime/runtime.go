@@ -119,7 +119,7 @@ func (r *Runtime) publish() {
 	for _, l := range r.layers {
 		maps.Copy(merged, l.values)
 	}
-	r.snap.Store(&Snapshot{values: merged})
+	r.snap.Store(newSnapshot(merged))
 }
 
 // Snapshot returns the current merged values. It never blocks.
@@ -213,6 +213,30 @@ func (r *Runtime) Entries() []Entry {
 // Snapshot is an immutable view of the merged runtime values.
 type Snapshot struct {
 	values map[string]string
+	// fractions are the values that read as a FractionalPercent, parsed
+	// once here rather than on the request path.
+	fractions map[string]fraction
+}
+
+// newSnapshot wraps merged values, reading the fractional ones.
+func newSnapshot(values map[string]string) *Snapshot {
+	s := &Snapshot{values: values}
+	for k, v := range values {
+		if f, ok := parseFraction(v); ok {
+			if s.fractions == nil {
+				s.fractions = map[string]fraction{}
+			}
+			s.fractions[k] = f
+		}
+	}
+	return s
+}
+
+// Fraction returns a key's value when it is a FractionalPercent, as
+// numerator and denominator (100, 10,000 or 1,000,000).
+func (s *Snapshot) Fraction(key string) (num, den uint64, ok bool) {
+	f, ok := s.fractions[key]
+	return f.num, f.den, ok
 }
 
 // Get returns a key's final value.

@@ -15,3 +15,8 @@ func (v runtimeValues) Uint64(key string, def uint64) uint64 {
 func (v runtimeValues) Bool(key string, def bool) bool {
 	return v.rt.Snapshot().Bool(key, def)
 }
+
+// Fraction implements runtime.FractionReader.
+func (v runtimeValues) Fraction(key string) (num, den uint64, ok bool) {
+	return v.rt.Snapshot().Fraction(key)
+}
