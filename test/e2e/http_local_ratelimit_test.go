@@ -1,0 +1,117 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// localRateLimitBootstrap has the local rate limit filter with a bucket of
+// two tokens refilled every minute (so none come back during a spec), and
+// a route /strict with its own bucket of one token and status 503, in
+// front of an upstream that answers which request header marked it.
+func localRateLimitBootstrap(port, upPort int) string {
+	return fmt.Sprintf(`admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
+layered_runtime: {layers: [{name: admin, admin_layer: {}}]}
+static_resources:
+  listeners:
+  - name: l
+    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: edge
+          route_config:
+            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: {prefix: /strict}
+                route: {cluster: up}
+                typed_per_filter_config:
+                  envoy.filters.http.local_ratelimit:
+                    "@type": type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit
+                    stat_prefix: strict
+                    status: {code: ServiceUnavailable}
+                    token_bucket: {max_tokens: 1, tokens_per_fill: 1, fill_interval: 60s}
+                    filter_enabled: {default_value: {numerator: 100}}
+                    filter_enforced: {default_value: {numerator: 100}}
+              - match: {prefix: /}
+                route: {cluster: up}
+          http_filters:
+          - name: envoy.filters.http.local_ratelimit
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit
+              stat_prefix: edge_rl
+              token_bucket: {max_tokens: 2, tokens_per_fill: 2, fill_interval: 60s}
+              filter_enabled: {runtime_key: rl.enabled, default_value: {numerator: 100}}
+              filter_enforced: {runtime_key: rl.enforced, default_value: {numerator: 100}}
+              enable_x_ratelimit_headers: DRAFT_VERSION_03
+              response_headers_to_add:
+              - header: {key: x-local-rate-limit, value: "true"}
+              request_headers_to_add_when_not_enforced:
+              - header: {key: x-would-be-limited, value: "yes"}
+          - name: envoy.filters.http.router
+            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
+  clusters:
+  - name: up
+    connect_timeout: 1s
+    load_assignment:
+      cluster_name: up
+      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}}]}]
+`, port, upPort)
+}
+
+var _ = Describe("The local rate limit filter", func() {
+	It("limits with its token bucket, per route where configured, with Envoy's answers, headers and stats, and only counts when not enforced", func() {
+		up := portNum(httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "up would-be-limited=%s", r.Header.Get("X-Would-Be-Limited"))
+		}), false))
+		port := freePort()
+		s := Start(newDir(), localRateLimitBootstrap(port, up))
+		client := &http.Client{Timeout: 5 * time.Second}
+		get := func(path string) Response {
+			GinkgoHelper()
+			return httpDo(client, "GET", listenerURL(port, path), nil, nil)
+		}
+
+		// The connection manager's bucket: two tokens, then 429.
+		r := get("/a")
+		Expect(r.Status).To(Equal(200))
+		Expect(r.Header.Get("X-Ratelimit-Limit")).To(Equal("2"))
+		Expect(r.Header.Get("X-Ratelimit-Remaining")).To(Equal("1"))
+		Expect(get("/b").Status).To(Equal(200))
+		r = get("/c")
+		Expect(r.Status).To(Equal(429))
+		Expect(r.Body).To(Equal("local_rate_limited"))
+		Expect(r.Header.Get("X-Local-Rate-Limit")).To(Equal("true"))
+		Expect(r.Header.Get("X-Ratelimit-Remaining")).To(Equal("0"))
+		Expect(statValue(s, "edge_rl.http_local_rate_limit.enabled")).To(Equal("3"))
+		Expect(statValue(s, "edge_rl.http_local_rate_limit.ok")).To(Equal("2"))
+		Expect(statValue(s, "edge_rl.http_local_rate_limit.rate_limited")).To(Equal("1"))
+		Expect(statValue(s, "edge_rl.http_local_rate_limit.enforced")).To(Equal("1"))
+
+		// The route's own bucket and status.
+		Expect(get("/strict/1").Status).To(Equal(200))
+		Expect(get("/strict/2").Status).To(Equal(503))
+		Expect(statValue(s, "strict.http_local_rate_limit.rate_limited")).To(Equal("1"))
+
+		// Not enforced (the runtime turns enforcement off): the limited
+		// request goes on, marked, and is counted as limited.
+		Expect(s.Post("/runtime_modify?rl.enforced=0").Status).To(Equal(200))
+		r = get("/d")
+		Expect(r.Status).To(Equal(200))
+		Expect(r.Body).To(Equal("up would-be-limited=yes"))
+		Expect(statValue(s, "edge_rl.http_local_rate_limit.rate_limited")).To(Equal("2"))
+		Expect(statValue(s, "edge_rl.http_local_rate_limit.enforced")).To(Equal("1"))
+		// Disabled: not even counted.
+		Expect(s.Post("/runtime_modify?rl.enabled=0").Status).To(Equal(200))
+		Expect(get("/e").Body).To(Equal("up would-be-limited="))
+		Expect(statValue(s, "edge_rl.http_local_rate_limit.enabled")).To(Equal("4"))
+	})
+})
