@@ -70,6 +70,12 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.Http1ProtocolOptions.header_key_format":                 {},
 	"envoy.config.core.v3.Http1ProtocolOptions.HeaderKeyFormat.proper_case_words": {},
 	// The downstream HTTP/2 server's limits.
+	// connection_keepalive: PINGs to clients (h2keepalive.go) and to
+	// upstreams (the cluster's transport; no jitter there).
+	"envoy.config.core.v3.Http2ProtocolOptions.connection_keepalive":           {},
+	"envoy.config.core.v3.KeepaliveSettings.interval":                          {},
+	"envoy.config.core.v3.KeepaliveSettings.timeout":                           {},
+	"envoy.config.core.v3.KeepaliveSettings.interval_jitter":                   {},
 	"envoy.config.core.v3.Http2ProtocolOptions.max_concurrent_streams":         {},
 	"envoy.config.core.v3.Http2ProtocolOptions.initial_stream_window_size":     {},
 	"envoy.config.core.v3.Http2ProtocolOptions.initial_connection_window_size": {},

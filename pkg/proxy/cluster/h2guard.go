@@ -37,6 +37,11 @@ type h2Limits struct {
 	maxStreams   uint32
 	streamWindow int
 	connWindow   int
+
+	// connection_keepalive: a PING after pingInterval without a frame
+	// from the server, the connection closed when its answer takes
+	// pingTimeout (0: no PINGs).
+	pingInterval, pingTimeout time.Duration
 }
 
 // readH2Limits reads the limits of http2_protocol_options (nil: the
@@ -49,6 +54,8 @@ func readH2Limits(o *corev3.Http2ProtocolOptions) h2Limits {
 		maxStreams:             orDefault(o.GetMaxConcurrentStreams(), 0),
 		streamWindow:           receiveWindow(o.GetInitialStreamWindowSize()),
 		connWindow:             receiveWindow(o.GetInitialConnectionWindowSize()),
+		pingInterval:           o.GetConnectionKeepalive().GetInterval().AsDuration(),
+		pingTimeout:            o.GetConnectionKeepalive().GetTimeout().AsDuration(),
 	}
 }
 
@@ -57,6 +64,7 @@ func readH2Limits(o *corev3.Http2ProtocolOptions) h2Limits {
 // Envoy does. Only the floods are counted here; the outbound ones cannot
 // happen (see above) and stay at zero.
 type h2UpstreamStats struct {
+	keepaliveTimeout               *stats.Counter
 	inboundEmptyFramesFlood        *stats.Counter
 	inboundPriorityFramesFlood     *stats.Counter
 	inboundWindowUpdateFramesFlood *stats.Counter
@@ -67,6 +75,7 @@ func newH2UpstreamStats(scope stats.Scope) *h2UpstreamStats {
 	sc.Counter("outbound_flood")
 	sc.Counter("outbound_control_flood")
 	return &h2UpstreamStats{
+		keepaliveTimeout:               sc.Counter("keepalive_timeout"),
 		inboundEmptyFramesFlood:        sc.Counter("inbound_empty_frames_flood"),
 		inboundPriorityFramesFlood:     sc.Counter("inbound_priority_frames_flood"),
 		inboundWindowUpdateFramesFlood: sc.Counter("inbound_window_update_frames_flood"),
@@ -104,6 +113,10 @@ type h2GuardConn struct {
 	// goneAway is closed once the GOAWAY of a flood was written (or
 	// could not be); set before failed, and read only once failed is.
 	goneAway chan struct{}
+	// pingSent is when the transport's keepalive PING now unanswered
+	// went out (Unix nanoseconds, 0 for none): a close after pingTimeout
+	// is the keepalive's.
+	pingSent atomic.Int64
 }
 
 // newH2GuardConn wraps an upstream connection; the transport writes the
@@ -140,8 +153,11 @@ func (g *h2GuardConn) Write(p []byte) (int, error) {
 	// The frames are counted before they go: the server's
 	// WINDOW_UPDATEs for them may be read before this write returns.
 	_ = g.out.scan(p, func(h frameHead) error {
-		if h.typ == frameTypeData {
+		switch {
+		case h.typ == frameTypeData:
 			g.dataSent.Add(1)
+		case h.typ == frameTypePing && h.flags&flagAck == 0:
+			g.pingSent.CompareAndSwap(0, time.Now().UnixNano())
 		}
 		return nil
 	})
@@ -155,6 +171,11 @@ func (g *h2GuardConn) inbound(h frameHead) error {
 		return errUpstreamFlood
 	}
 	switch h.typ {
+	case frameTypePing:
+		if h.flags&flagAck != 0 {
+			g.pingSent.Store(0)
+		}
+		return nil
 	case frameTypeHeaders, frameTypeContinuation:
 		if h.flags&flagEndHeaders != 0 {
 			g.streams++
@@ -204,6 +225,15 @@ func (g *h2GuardConn) Close() error {
 	if g.failed.Load() && g.goneAway != nil {
 		<-g.goneAway
 	}
+	// The transport closes a connection whose keepalive PING went
+	// unanswered for pingTimeout; nothing else makes it close with a PING
+	// that old outstanding. The margin covers its timer's lateness the
+	// other way.
+	// Swap: the transport may close a connection more than once.
+	if t := g.pingSent.Swap(0); t != 0 && g.lim.pingTimeout > 0 &&
+		time.Since(time.Unix(0, t)) >= g.lim.pingTimeout*9/10 {
+		g.stats.keepaliveTimeout.Inc()
+	}
 	return g.Conn.Close()
 }
 
@@ -226,10 +256,12 @@ const (
 	frameTypeData         = 0x0
 	frameTypeHeaders      = 0x1
 	frameTypePriority     = 0x2
+	frameTypePing         = 0x6
 	frameTypeWindowUpdate = 0x8
 	frameTypeContinuation = 0x9
 
 	flagEndStream  = 0x1
+	flagAck        = 0x1 // on PING and SETTINGS
 	flagEndHeaders = 0x4
 	flagPadded     = 0x8
 )

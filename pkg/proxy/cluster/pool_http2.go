@@ -27,6 +27,9 @@ func (c *Cluster) newHTTP2Transport() *http.Transport {
 		HTTP2: &http.HTTP2Config{
 			MaxReceiveBufferPerStream:     c.settings.protocol.h2.streamWindow,
 			MaxReceiveBufferPerConnection: c.settings.protocol.h2.connWindow,
+			// connection_keepalive (h2guard.go counts the timeouts).
+			SendPingTimeout: c.settings.protocol.h2.pingInterval,
+			PingTimeout:     c.settings.protocol.h2.pingTimeout,
 		},
 	}
 }

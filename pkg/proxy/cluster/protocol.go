@@ -140,5 +140,10 @@ func downstreamOnlyHTTP2Fields(h2 *corev3.Http2ProtocolOptions, path string) []e
 		}
 	}
 	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	if h2.GetConnectionKeepalive().GetIntervalJitter() != nil {
+		// The upstream transport pings after an interval without a frame
+		// from the server, with no jitter.
+		errs = append(errs, configErrorf(path+".connection_keepalive.interval_jitter", "not supported by Outrigger on a cluster (upstream keepalive PINGs have no jitter)"))
+	}
 	return errs
 }

@@ -61,6 +61,8 @@ type h2Settings struct {
 	// allowConnect: extended CONNECT (RFC 8441) is announced and
 	// accepted, carrying WebSockets and other upgrades.
 	allowConnect bool
+	// keepalive is connection_keepalive.
+	keepalive h2KeepaliveSettings
 }
 
 // readH2Settings reads http2_protocol_options. The API's own constraints
@@ -78,6 +80,7 @@ func readH2Settings(cfg *hcmv3.HttpConnectionManager) h2Settings {
 		maxWindowUpdatePerData:   orUint32(h2.GetMaxInboundWindowUpdateFramesPerDataFrameSent().GetValue(), h2.GetMaxInboundWindowUpdateFramesPerDataFrameSent() != nil, defaultH2MaxWindowUpdatePerData),
 	}
 	s.allowConnect = h2.GetAllowConnect()
+	s.keepalive = readKeepalive(h2.GetConnectionKeepalive())
 	// The override wins over the older field, as in Envoy.
 	//lint:ignore SA1019 the deprecated field still configures the behaviour when the override is unset
 	s.streamErrorOnInvalid = h2.GetStreamErrorOnInvalidHttpMessaging()

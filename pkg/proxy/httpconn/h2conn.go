@@ -98,6 +98,8 @@ type h2Conn struct {
 	// fail ends the connection at the read loop's next look: a flood or
 	// another abuse found away from the read loop.
 	fail error
+	// ka is the connection_keepalive state.
+	ka h2Keepalive
 	// ending: finish runs; streams it drops are not the client's doing.
 	ending bool
 	// closedStreams and prematureResets count the streams that ended,
@@ -140,7 +142,9 @@ func (c *serverConn) serveHTTP2() {
 	h.dec.SetMaxStringLength(c.m.cfg.maxRequestHeadersBytes)
 	c.setH2(h)
 	go h.writeLoop()
+	h.startKeepalive()
 	err := h.readLoop()
+	h.stopKeepalive()
 	h.finish(err)
 }
 
@@ -381,6 +385,9 @@ func (h *h2Conn) handleFrame(fh h2FrameHeader, p []byte) error {
 	if !h.sawPreface && fh.typ != frameSettings {
 		return connError(errCodeProtocol, "first frame is not SETTINGS")
 	}
+	if h.ka.timer != nil && (fh.typ != framePing || fh.flags&flagAck == 0) {
+		h.keepaliveSeen(false, nil)
+	}
 	switch fh.typ {
 	case frameData:
 		return h.onData(fh, p)
@@ -415,14 +422,16 @@ func (h *h2Conn) handleFrame(fh h2FrameHeader, p []byte) error {
 		if len(p) != 8 {
 			return connError(errCodeFrameSize, "PING of a bad length")
 		}
-		if fh.flags&flagAck == 0 {
-			h.mu.Lock()
-			h.wbuf = appendFrameHeader(h.wbuf, 8, framePing, flagAck, 0)
-			h.wbuf = append(h.wbuf, p...)
-			h.countFrameLocked(true)
-			h.kickLocked()
-			h.mu.Unlock()
+		if fh.flags&flagAck != 0 {
+			h.keepaliveSeen(true, p)
+			return nil
 		}
+		h.mu.Lock()
+		h.wbuf = appendFrameHeader(h.wbuf, 8, framePing, flagAck, 0)
+		h.wbuf = append(h.wbuf, p...)
+		h.countFrameLocked(true)
+		h.kickLocked()
+		h.mu.Unlock()
 		return nil
 	case frameGoAway:
 		if fh.streamID != 0 {

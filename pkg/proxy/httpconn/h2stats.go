@@ -16,6 +16,7 @@ import "github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 type h2Stats struct {
 	goAwaySent                     *stats.Counter
 	headerOverflow                 *stats.Counter
+	keepaliveTimeout               *stats.Counter
 	inboundEmptyFramesFlood        *stats.Counter
 	inboundPriorityFramesFlood     *stats.Counter
 	inboundWindowUpdateFramesFlood *stats.Counter
@@ -41,7 +42,6 @@ func newH2Stats(store *stats.Store) *h2Stats {
 	for _, name := range []string{
 		"dropped_headers_with_underscores",
 		"headers_cb_no_stream",
-		"keepalive_timeout",
 		"metadata_empty_frames",
 		"requests_rejected_with_underscores_in_headers",
 		"stream_refused_errors",
@@ -52,6 +52,7 @@ func newH2Stats(store *stats.Store) *h2Stats {
 	return &h2Stats{
 		goAwaySent:                     sc.Counter("goaway_sent"),
 		headerOverflow:                 sc.Counter("header_overflow"),
+		keepaliveTimeout:               sc.Counter("keepalive_timeout"),
 		inboundEmptyFramesFlood:        sc.Counter("inbound_empty_frames_flood"),
 		inboundPriorityFramesFlood:     sc.Counter("inbound_priority_frames_flood"),
 		inboundWindowUpdateFramesFlood: sc.Counter("inbound_window_update_frames_flood"),
