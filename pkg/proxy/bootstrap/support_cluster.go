@@ -13,7 +13,7 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.cluster.v3.Cluster.type":                        {values: []string{"STATIC", "STRICT_DNS", "LOGICAL_DNS"}},
 	"envoy.config.cluster.v3.Cluster.connect_timeout":             {},
 	"envoy.config.cluster.v3.Cluster.max_requests_per_connection": {},
-	"envoy.config.cluster.v3.Cluster.protocol_selection":          {values: []string{"USE_CONFIGURED_PROTOCOL"}},
+	"envoy.config.cluster.v3.Cluster.protocol_selection":          {values: []string{"USE_CONFIGURED_PROTOCOL", "USE_DOWNSTREAM_PROTOCOL"}},
 	// Metadata is data: /config_dump shows it; nothing Outrigger
 	// implements reads a cluster's metadata yet.
 	"envoy.config.cluster.v3.Cluster.metadata":                          {},
@@ -80,6 +80,10 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.ExplicitHttpConfig.http_protocol_options":  {},
 	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.ExplicitHttpConfig.http2_protocol_options": {},
 	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.common_http_protocol_options":              {},
+	// The upstream protocol follows the client's (pkg/proxy/cluster, protocol.go).
+	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.use_downstream_protocol_config":                   {},
+	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.UseDownstreamHttpConfig.http_protocol_options":  {},
+	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.UseDownstreamHttpConfig.http2_protocol_options": {},
 	"envoy.config.core.v3.HttpProtocolOptions.idle_timeout":                                            {},
 	"envoy.config.core.v3.HttpProtocolOptions.max_requests_per_connection":                             {},
 }

@@ -89,7 +89,7 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 	}
 	size := s.readBufferSize()
 	c.readers.New = func() any { return bufio.NewReaderSize(nil, size) }
-	if s.protocol.http2 {
+	if s.protocol.http2 || s.protocol.downstream {
 		c.h2 = c.newHTTP2Transport()
 		c.h2Stats = sync.OnceValue(func() *h2UpstreamStats { return newH2UpstreamStats(scope) })
 	}
@@ -131,14 +131,18 @@ func (c *Cluster) install(priorities [][]*upstream.Host, counted bool) {
 			hs.canaries[h.Address] = true
 		}
 	}
-	if c.settings.protocol.http2 {
+	// The HTTP/2 transport finds hosts by address, HTTP/1.1 requests use
+	// a pool per host; a cluster that follows the client's protocol has
+	// both.
+	if c.h2 != nil {
 		hs.byAddr = make(map[string]*upstream.Host, len(hs.hosts))
 		for _, h := range hs.hosts {
 			if _, dup := hs.byAddr[h.Address]; !dup {
 				hs.byAddr[h.Address] = h
 			}
 		}
-	} else {
+	}
+	if !c.settings.protocol.http2 {
 		hs.h1 = make(map[*upstream.Host]*http1Pool, len(hs.hosts))
 		for _, h := range hs.hosts {
 			if p := old.pool(h); p != nil {
@@ -240,8 +244,16 @@ func (c *Cluster) Thresholds(p corev3.RoutingPriority) Thresholds {
 	return c.settings.thresholds[p]
 }
 
-// HTTP2 reports whether requests go upstream over HTTP/2.
+// HTTP2 reports whether requests go upstream over HTTP/2 whatever the
+// client spoke.
 func (c *Cluster) HTTP2() bool { return c.settings.protocol.http2 }
+
+// HTTP2For reports whether a request from a client that spoke HTTP/2 (or
+// not) goes upstream over HTTP/2: always for an HTTP/2 cluster, as the
+// client did for one that follows the client's protocol.
+func (c *Cluster) HTTP2For(clientHTTP2 bool) bool {
+	return c.settings.protocol.http2 || (c.settings.protocol.downstream && clientHTTP2)
+}
 
 // ProperCaseHeaders reports whether HTTP/1.1 requests carry their field
 // names in proper case (header_key_format.proper_case_words).

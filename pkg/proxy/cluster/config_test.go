@@ -186,7 +186,7 @@ func TestNewManagerErrors(t *testing.T) {
     envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
       "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
       auto_config: {}`,
-			want: []string{`static_resources.clusters[0].typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]: explicit_http_config is required (use_downstream_protocol_config and auto_config are not supported by Outrigger)`},
+			want: []string{`static_resources.clusters[0].typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]: explicit_http_config or use_downstream_protocol_config is required (auto_config is not supported by Outrigger)`},
 		},
 		"client-only protocol options": {
 			yaml: `

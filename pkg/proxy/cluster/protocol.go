@@ -27,6 +27,11 @@ const defaultIdleTimeout = time.Hour
 // protocolSettings are a cluster's HTTP protocol choices.
 type protocolSettings struct {
 	http2 bool
+	// downstream: the protocol follows the client's
+	// (use_downstream_protocol_config, or protocol_selection
+	// USE_DOWNSTREAM_PROTOCOL): HTTP/2 for an HTTP/2 client, HTTP/1.1 for
+	// the others; http2 is then false.
+	downstream bool
 	// idleTimeout closes connections unused that long; 0 never does.
 	idleTimeout time.Duration
 	// maxRequestsPerConn closes an HTTP/1.1 connection after that many
@@ -54,6 +59,10 @@ func buildProtocol(c *clusterv3.Cluster) (protocolSettings, []error) {
 	ps.h2 = readH2Limits(c.GetHttp2ProtocolOptions())
 	//lint:ignore SA1019 as above
 	errs = append(errs, downstreamOnlyHTTP2Fields(c.GetHttp2ProtocolOptions(), "http2_protocol_options")...)
+	//lint:ignore SA1019 the deprecated field still chooses the protocol, as in Envoy
+	if c.GetProtocolSelection() == clusterv3.Cluster_USE_DOWNSTREAM_PROTOCOL {
+		ps.downstream, ps.http2 = true, false
+	}
 	for _, key := range sortedKeys(c.GetTypedExtensionProtocolOptions()) {
 		path := `typed_extension_protocol_options["` + key + `"]`
 		if !httpOptionsKeys[key] {
@@ -74,9 +83,13 @@ func buildProtocol(c *clusterv3.Cluster) (protocolSettings, []error) {
 			errs = append(errs, configErrorf("http2_protocol_options", "cannot be combined with %s; set the protocol there", path))
 		}
 		explicit := opts.GetExplicitHttpConfig()
-		switch {
+		switch ud := opts.GetUseDownstreamProtocolConfig(); {
+		case ud != nil:
+			ps.downstream, ps.http2 = true, false
+			ps.h2 = readH2Limits(ud.GetHttp2ProtocolOptions())
+			ps.properCase = ud.GetHttpProtocolOptions().GetHeaderKeyFormat().GetProperCaseWords() != nil
 		case explicit == nil:
-			errs = append(errs, configErrorf(path, "explicit_http_config is required (use_downstream_protocol_config and auto_config are not supported by Outrigger)"))
+			errs = append(errs, configErrorf(path, "explicit_http_config or use_downstream_protocol_config is required (auto_config is not supported by Outrigger)"))
 		case explicit.GetHttp2ProtocolOptions() != nil:
 			ps.http2 = true
 			ps.h2 = readH2Limits(explicit.GetHttp2ProtocolOptions())
@@ -113,10 +126,13 @@ func downstreamOnlyFields(opts *httpv3.HttpProtocolOptions, path string) []error
 	refuse(common.GetMaxHeadersCount() != nil, "common_http_protocol_options.max_headers_count")
 	refuse(common.GetHeadersWithUnderscoresAction() != corev3.HttpProtocolOptions_ALLOW, "common_http_protocol_options.headers_with_underscores_action")
 	refuse(common.GetMaxConnectionDuration() != nil, "common_http_protocol_options.max_connection_duration")
-	h1 := opts.GetExplicitHttpConfig().GetHttpProtocolOptions()
-	refuse(h1.GetAcceptHttp_10(), "explicit_http_config.http_protocol_options.accept_http_10")
-	refuse(h1.GetDefaultHostForHttp_10() != "", "explicit_http_config.http_protocol_options.default_host_for_http_10")
-	errs = append(errs, downstreamOnlyHTTP2Fields(opts.GetExplicitHttpConfig().GetHttp2ProtocolOptions(), path+".explicit_http_config.http2_protocol_options")...)
+	config, h1, h2 := "explicit_http_config", opts.GetExplicitHttpConfig().GetHttpProtocolOptions(), opts.GetExplicitHttpConfig().GetHttp2ProtocolOptions()
+	if ud := opts.GetUseDownstreamProtocolConfig(); ud != nil {
+		config, h1, h2 = "use_downstream_protocol_config", ud.GetHttpProtocolOptions(), ud.GetHttp2ProtocolOptions()
+	}
+	refuse(h1.GetAcceptHttp_10(), config+".http_protocol_options.accept_http_10")
+	refuse(h1.GetDefaultHostForHttp_10() != "", config+".http_protocol_options.default_host_for_http_10")
+	errs = append(errs, downstreamOnlyHTTP2Fields(h2, path+"."+config+".http2_protocol_options")...)
 	return errs
 }
 

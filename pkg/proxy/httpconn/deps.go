@@ -92,9 +92,10 @@ type UpstreamCluster interface {
 	// PickHost chooses a host with the cluster's load balancer; nil when
 	// no host is healthy (503 with the UH response flag).
 	PickHost() *upstream.Host
-	// HTTP2 reports whether requests to this cluster go over HTTP/2
-	// (the cluster's HTTP protocol options).
-	HTTP2() bool
+	// HTTP2For reports whether a request from a client that spoke HTTP/2
+	// (or not) goes to this cluster over HTTP/2: the cluster's HTTP
+	// protocol options choose one protocol, or follow the client's.
+	HTTP2For(clientHTTP2 bool) bool
 	// ProperCaseHeaders reports whether HTTP/1.1 requests to this cluster
 	// carry their field names in proper case (its http_protocol_options'
 	// header_key_format.proper_case_words).

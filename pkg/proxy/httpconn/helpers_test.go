@@ -58,7 +58,7 @@ func newFakeCluster(st *stats.Store, name string, http2 bool, addrs ...string) *
 
 func (fc *fakeCluster) Name() string                  { return fc.name }
 func (fc *fakeCluster) Stats() *upstream.ClusterStats { return fc.stats }
-func (fc *fakeCluster) HTTP2() bool                   { return fc.http2 }
+func (fc *fakeCluster) HTTP2For(bool) bool            { return fc.http2 }
 func (fc *fakeCluster) ProperCaseHeaders() bool       { return false }
 
 func (fc *fakeCluster) PickHost() *upstream.Host {

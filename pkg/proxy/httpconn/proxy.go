@@ -83,17 +83,18 @@ func (s *stream) forward() {
 	host.Stats.RqTotal.Add(1)
 	host.Stats.RqActive.Add(1)
 	s.injectTrace(cl)
+	upstreamH2 := cl.HTTP2For(s.proto == protoHTTP2)
 	switch {
 	case route.TerminatesTunnel(s.method, s.upg.connect):
 		s.connectTCP(cl, host)
-	case s.upg.typ != "" && cl.HTTP2():
+	case s.upg.typ != "" && upstreamH2:
 		s.upgradeToHTTP2(cl)
-	case cl.HTTP2():
+	case upstreamH2:
 		s.forwardHTTP2(cl, host)
 	default:
 		s.forwardHTTP1(cl, host)
 	}
-	if cl.HTTP2() {
+	if upstreamH2 {
 		s.finishChildSpan(cl, protoHTTP2)
 	} else {
 		s.finishChildSpan(cl, protoHTTP11)
