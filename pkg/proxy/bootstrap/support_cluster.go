@@ -81,9 +81,9 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.ExplicitHttpConfig.http2_protocol_options": {},
 	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.common_http_protocol_options":              {},
 	// The upstream protocol follows the client's (pkg/proxy/cluster, protocol.go).
-	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.use_downstream_protocol_config":                   {},
+	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.use_downstream_protocol_config":                 {},
 	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.UseDownstreamHttpConfig.http_protocol_options":  {},
 	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.UseDownstreamHttpConfig.http2_protocol_options": {},
-	"envoy.config.core.v3.HttpProtocolOptions.idle_timeout":                                            {},
-	"envoy.config.core.v3.HttpProtocolOptions.max_requests_per_connection":                             {},
+	"envoy.config.core.v3.HttpProtocolOptions.idle_timeout":                                                 {},
+	"envoy.config.core.v3.HttpProtocolOptions.max_requests_per_connection":                                  {},
 }
