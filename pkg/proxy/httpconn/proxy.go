@@ -87,7 +87,7 @@ func (s *stream) forward() {
 	case route.TerminatesTunnel(s.method, s.upg.connect):
 		s.connectTCP(cl, host)
 	case s.upg.typ != "" && cl.HTTP2():
-		s.upgradeToHTTP2(cl)
+		s.upgradeHTTP2(cl, host)
 	case cl.HTTP2():
 		s.forwardHTTP2(cl, host)
 	default:
