@@ -29,7 +29,8 @@ import (
 //     relays the stream's DATA to it and back;
 //   - path /reset-before resets the stream at once (RST_STREAM
 //     PROTOCOL_ERROR), /reset-after answers 200 and resets it at its first
-//     DATA, /refuse answers 403 with a body.
+//     DATA, /refuse answers 403 with a body, and a WebSocket on /linger
+//     stays open, silent, after the client ended its side.
 //
 // With advertise false it does not announce SETTINGS_ENABLE_CONNECT_PROTOCOL.
 type h2TunnelServer struct {
@@ -78,6 +79,8 @@ type h2ServerStream struct {
 	// msg and op are the fragments of a message so far and its opcode.
 	msg []byte
 	op  byte
+	// linger: the stream stays open after the client ended its side.
+	linger bool
 	target net.Conn
 }
 
@@ -198,8 +201,11 @@ func (c *h2ServerConn) onHeaders(id uint32, fields []hpack.HeaderField) {
 		go c.pump(id, target)
 	case h[":method"] == "CONNECT" && h[":protocol"] == "websocket":
 		st.kind = "ws"
-		if h[":path"] == "/reset-after" {
+		switch h[":path"] {
+		case "/reset-after":
 			st.kind = "reset-after"
+		case "/linger":
+			st.linger = true
 		}
 		sum := sha1.Sum([]byte(h["sec-websocket-key"] + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
 		c.respond(id, false, ":status", "200", "sec-websocket-accept", base64.StdEncoding.EncodeToString(sum[:]), "x-upstream", "h2")
@@ -268,7 +274,7 @@ func (c *h2ServerConn) onData(id uint32, data []byte, end bool) {
 			op, st.msg = st.op, nil
 			c.writeData(id, appendServerFrame(nil, op, reply))
 		}
-		if end {
+		if end && !st.linger {
 			c.write(func() error { return c.fr.WriteData(id, true, nil) })
 			c.endStream(id)
 		}

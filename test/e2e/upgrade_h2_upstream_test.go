@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -59,6 +60,8 @@ static_resources:
               routes:
               - {match: {connect_matcher: {}}, route: {cluster: xc}}
               - {match: {prefix: /noxc}, route: {cluster: plain}}
+              - {match: {path: /linger}, route: {cluster: xc, idle_timeout: 0.5s}}
+              - {match: {path: /linger-on}, route: {cluster: xc, prefix_rewrite: /linger, idle_timeout: 0s}}
               - {match: {prefix: /}, route: {cluster: xc}}
           http_filters: [{name: envoy.filters.http.router}]
 `, cluster("xc", xcUp), cluster("plain", plainUp), port, echo2)
@@ -187,6 +190,45 @@ var _ = Describe("Upgrades to HTTP/2 upstreams", func() {
 		Eventually(s.Stdout, 5*time.Second).Should(ContainSubstring("H2UP GET /reset-after 101 "))
 		Eventually(func() string { return s.Get("/stats?filter=upgrades_active").Body }, 5*time.Second).Should(
 			ContainSubstring("http.h2up.downstream_cx_upgrades_active: 0"))
+	})
+
+	It("closes a tunnel to an HTTP/2 upstream that stays silent for the stream idle timeout", func() {
+		d := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
+		c, resp, err := d.Dial(fmt.Sprintf("ws://127.0.0.1:%d/linger", port), nil)
+		Expect(err).NotTo(HaveOccurred())
+		defer c.Close()
+		Expect(resp.StatusCode).To(Equal(101))
+		Expect(c.WriteMessage(websocket.TextMessage, []byte("once"))).To(Succeed())
+		_, got, err := c.ReadMessage()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(got)).To(Equal("echo: once"))
+		// The client ends its side; the upstream keeps its own open and
+		// sends nothing: only the idle timeout ends the tunnel, watching
+		// the upstream stream alone.
+		Expect(c.UnderlyingConn().(*net.TCPConn).CloseWrite()).To(Succeed())
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, _, err = c.ReadMessage()
+		Expect(err).To(HaveOccurred())
+		Expect(errors.Is(err, os.ErrDeadlineExceeded)).To(BeFalse(), "the tunnel outlived its idle timeout")
+		Eventually(s.Stdout, 5*time.Second).Should(MatchRegexp(`H2UP GET /linger 101 SI stream_idle_timeout xc \d+ \d+ \[-\]\n`))
+		Expect(s.Get("/stats?filter=downstream_rq_idle_timeout").Body).To(ContainSubstring("http.h2up.downstream_rq_idle_timeout: 1"))
+	})
+
+	It("cuts tunnels to HTTP/2 upstreams when the proxy shuts down", func() {
+		d := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
+		c, _, err := d.Dial(fmt.Sprintf("ws://127.0.0.1:%d/linger-on", port), nil)
+		Expect(err).NotTo(HaveOccurred())
+		defer c.Close()
+		Expect(xc.requests).To(Receive(HaveSuffix(" /linger  ")))
+		// Without an idle timeout, a tunnel whose client ended its side
+		// and whose upstream is silent lasts until the proxy stops.
+		Expect(c.UnderlyingConn().(*net.TCPConn).CloseWrite()).To(Succeed())
+		s.Signal(syscall.SIGTERM)
+		_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		_, _, err = c.ReadMessage()
+		Expect(err).To(HaveOccurred())
+		Expect(errors.Is(err, os.ErrDeadlineExceeded)).To(BeFalse(), "the tunnel outlived the shutdown")
+		Expect(s.Wait(20 * time.Second)).To(Equal(0))
 	})
 
 	It("answers an HTTP/2 client's extended CONNECT with the 503 when the upstream cannot take it", func() {

@@ -1,0 +1,88 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// fakeH2 answers a request after delay with a 200 whose body is body,
+// and keeps the request.
+type fakeH2 struct {
+	delay time.Duration
+	body  io.ReadCloser
+	req   chan *http.Request
+}
+
+func (f *fakeH2) RoundTripHTTP2(req *http.Request, _ *Host) (*http.Response, error) {
+	f.req <- req
+	select {
+	case <-time.After(f.delay):
+	case <-req.Context().Done():
+		return nil, req.Context().Err()
+	}
+	return &http.Response{StatusCode: 200, Status: "200 OK", Body: f.body}, nil
+}
+
+func TestOpenH2Stream(t *testing.T) {
+	tests := []struct {
+		name    string
+		delay   time.Duration
+		wait    time.Duration
+		wantErr error
+	}{
+		{name: "answered", delay: 0, wait: time.Second},
+		{name: "no wait limit", delay: 10 * time.Millisecond},
+		{name: "head too late", delay: time.Minute, wait: 20 * time.Millisecond, wantErr: context.DeadlineExceeded},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			respR, respW := io.Pipe()
+			rt := &fakeH2{delay: tc.delay, body: respR, req: make(chan *http.Request, 1)}
+			st, err := OpenH2Stream(context.Background(), rt, &Host{}, &http.Request{Method: http.MethodConnect, Header: http.Header{}}, tc.wait)
+			req := <-rt.req
+			if req.ContentLength != -1 || req.ProtoMajor != 2 || req.Body == nil {
+				t.Errorf("request: length %d, proto %d, body %v; want a streamed HTTP/2 body", req.ContentLength, req.ProtoMajor, req.Body)
+			}
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tc.wantErr)
+				}
+				if req.Context().Err() == nil {
+					t.Error("the stream's context lives on after the failure")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Writes reach the request body; CloseWrite ends it.
+			go func() {
+				_, _ = st.Write([]byte("up"))
+				_ = st.CloseWrite()
+			}()
+			got, err := io.ReadAll(req.Body)
+			if err != nil || string(got) != "up" {
+				t.Errorf("request body %q %v, want \"up\"", got, err)
+			}
+			// Reads take the response body.
+			go func() {
+				_, _ = respW.Write([]byte("down"))
+				_ = respW.Close()
+			}()
+			got, err = io.ReadAll(st)
+			if err != nil || string(got) != "down" {
+				t.Errorf("response body %q %v, want \"down\"", got, err)
+			}
+			if err := st.Close(); err != nil {
+				t.Error(err)
+			}
+			if req.Context().Err() == nil {
+				t.Error("Close left the stream's context alive")
+			}
+		})
+	}
+}
