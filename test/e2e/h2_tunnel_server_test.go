@@ -74,8 +74,8 @@ type h2ServerConn struct {
 
 // h2ServerStream is one stream's state.
 type h2ServerStream struct {
-	kind   string // "ws", "connect", "reset-after"
-	in     []byte // WebSocket bytes not yet parsed
+	kind string // "ws", "connect", "reset-after"
+	in   []byte // WebSocket bytes not yet parsed
 	// msg and op are the fragments of a message so far and its opcode.
 	msg []byte
 	op  byte

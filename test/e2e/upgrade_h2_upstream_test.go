@@ -108,7 +108,9 @@ var _ = Describe("Upgrades to HTTP/2 upstreams", func() {
 		c.Close()
 
 		Eventually(s.Stdout, 5*time.Second).Should(MatchRegexp(`H2UP GET /chat 101 - via_upstream xc 3\d{4} 3\d{4} \[-\]\n`))
-		Eventually(func() string { return s.Get("/stats?filter=(upgrades|cluster.xc.upstream_(rq_101|cx_http2_total|rq_completed))").Body }, 5*time.Second).Should(And(
+		Eventually(func() string {
+			return s.Get("/stats?filter=(upgrades|cluster.xc.upstream_(rq_101|cx_http2_total|rq_completed))").Body
+		}, 5*time.Second).Should(And(
 			ContainSubstring("http.h2up.downstream_cx_upgrades_total: 1"),
 			ContainSubstring("http.h2up.downstream_cx_upgrades_active: 0"),
 			ContainSubstring("cluster.xc.upstream_rq_101: 1"),
