@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	"golang.org/x/net/http2"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
@@ -36,7 +35,7 @@ type Cluster struct {
 
 	h2 *http.Transport
 	// h2x sends the HTTP/2 extended CONNECT streams (upgrades).
-	h2x *http2.Transport
+	h2x xconnectPool
 	// h2Stats creates the cluster's HTTP/2 codec stats with its first
 	// HTTP/2 connection.
 	h2Stats func() *h2UpstreamStats

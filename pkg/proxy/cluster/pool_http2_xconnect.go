@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 golang.org/x/net/http2's client, deprecated for net/http's, is the only Go client that sends RFC 8441 extended CONNECT: net/http refuses the :protocol pseudo-header (Go 1.26).
+
 package cluster
 
 import (
@@ -15,7 +17,7 @@ import (
 // once the server announced SETTINGS_ENABLE_CONNECT_PROTOCOL; so these
 // streams go on connections of their own, dialled, capped and guarded as
 // the main pool's are, with the same windows and idle timeout.
-func (c *Cluster) newXConnectTransport() *http2.Transport {
+func (c *Cluster) newXConnectTransport() xconnectPool {
 	settings := &http.Transport{
 		IdleConnTimeout: c.settings.protocol.idleTimeout,
 		HTTP2: &http.HTTP2Config{
@@ -40,6 +42,12 @@ func (c *Cluster) newXConnectTransport() *http2.Transport {
 		return c.dialHTTP2(ctx, addr)
 	}
 	return t
+}
+
+// xconnectPool is the extended CONNECT pool as the cluster uses it.
+type xconnectPool interface {
+	http.RoundTripper
+	CloseIdleConnections()
 }
 
 // isExtendedConnect reports whether req is an extended CONNECT, which
