@@ -29,8 +29,10 @@ import (
 //     relays the stream's DATA to it and back;
 //   - path /reset-before resets the stream at once (RST_STREAM
 //     PROTOCOL_ERROR), /reset-after answers 200 and resets it at its first
-//     DATA, /refuse answers 403 with a body, and a WebSocket on /linger
-//     stays open, silent, after the client ended its side.
+//     DATA, /refuse answers 403 with a body, a WebSocket on /linger
+//     stays open, silent, after the client ended its side, and one on
+//     /half ends the server's side after its first answer, noting the
+//     messages that still come.
 //
 // With advertise false it does not announce SETTINGS_ENABLE_CONNECT_PROTOCOL.
 type h2TunnelServer struct {
@@ -38,6 +40,9 @@ type h2TunnelServer struct {
 	// requests receives each stream's ":method :protocol :authority
 	// :path" and its upgrade and connection headers, as received.
 	requests chan string
+	// late receives the messages of a /half stream after the server
+	// ended its side.
+	late chan string
 }
 
 // startH2TunnelServer starts a server and returns its port and itself.
@@ -46,7 +51,7 @@ func startH2TunnelServer(advertise bool) (int, *h2TunnelServer) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { _ = ln.Close() })
-	srv := &h2TunnelServer{advertise: advertise, requests: make(chan string, 16)}
+	srv := &h2TunnelServer{advertise: advertise, requests: make(chan string, 16), late: make(chan string, 16)}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -81,7 +86,10 @@ type h2ServerStream struct {
 	op  byte
 	// linger: the stream stays open after the client ended its side.
 	linger bool
-	target net.Conn
+	// half: the server ends its side after its first answer; ended
+	// says it did.
+	half, ended bool
+	target      net.Conn
 }
 
 func (srv *h2TunnelServer) serve(nc net.Conn) {
@@ -206,6 +214,8 @@ func (c *h2ServerConn) onHeaders(id uint32, fields []hpack.HeaderField) {
 			st.kind = "reset-after"
 		case "/linger":
 			st.linger = true
+		case "/half":
+			st.half = true
 		}
 		sum := sha1.Sum([]byte(h["sec-websocket-key"] + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
 		c.respond(id, false, ":status", "200", "sec-websocket-accept", base64.StdEncoding.EncodeToString(sum[:]), "x-upstream", "h2")
@@ -267,14 +277,24 @@ func (c *h2ServerConn) onData(id uint32, data []byte, end bool) {
 			if !fin {
 				continue
 			}
+			if st.ended {
+				// Its side ended: what comes is only noted.
+				c.srv.late <- string(st.msg)
+				st.msg = nil
+				continue
+			}
 			reply := append([]byte("echo: "), st.msg...)
 			if st.op == 0x8 {
 				reply = st.msg
 			}
 			op, st.msg = st.op, nil
 			c.writeData(id, appendServerFrame(nil, op, reply))
+			if st.half {
+				st.ended = true
+				c.write(func() error { return c.fr.WriteData(id, true, nil) })
+			}
 		}
-		if end && !st.linger {
+		if end && !st.linger && !st.ended {
 			c.write(func() error { return c.fr.WriteData(id, true, nil) })
 			c.endStream(id)
 		}

@@ -158,6 +158,54 @@ var _ = Describe("Upgrades to HTTP/2 upstreams", func() {
 		Expect(s.Get("/stats?filter=cluster.plain.upstream_rq_200").Body).To(ContainSubstring("cluster.plain.upstream_rq_200: 1"))
 	})
 
+	It("keeps the client's direction of a CONNECT going after the HTTP/2 upstream ended its own", func() {
+		got := make(chan string, 1)
+		target := startTCPServer(func(c *net.TCPConn) {
+			first := make([]byte, 5)
+			if _, err := io.ReadFull(c, first); err != nil {
+				return
+			}
+			_, _ = io.WriteString(c, "bye")
+			// The target's end becomes the upstream's END_STREAM.
+			_ = c.CloseWrite()
+			rest, _ := io.ReadAll(c)
+			got <- string(first) + string(rest)
+		})
+		c, r, status := rawConnect(port, fmt.Sprintf("127.0.0.1:%d", target))
+		Expect(status).To(HavePrefix("HTTP/1.1 200 "))
+		_, err := io.WriteString(c, "first")
+		Expect(err).NotTo(HaveOccurred())
+		// The upstream's END_STREAM half-closes the client...
+		back, err := io.ReadAll(r)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(back)).To(Equal("bye"))
+		// ...whose bytes still reach the target, until its own end.
+		_, err = io.WriteString(c, " and more")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.(*net.TCPConn).CloseWrite()).To(Succeed())
+		Eventually(got, 10*time.Second).Should(Receive(Equal("first and more")))
+		Eventually(s.Stdout, 5*time.Second).Should(ContainSubstring("H2UP CONNECT - 200 - via_upstream xc 14 3 [-]\n"))
+	})
+
+	It("keeps an HTTP/2 client's direction of an extended CONNECT going after the upstream ended its own", func() {
+		c := dialH2WebSocket(port, "/half")
+		Expect(c.status).To(Equal("200"))
+		c.send(0x1, []byte("first"))
+		op, got := c.receive()
+		Expect(op).To(Equal(byte(0x1)))
+		Expect(got).To(Equal("echo: first"))
+		// The upstream's END_STREAM reaches the client...
+		for i := 0; !c.ended; i++ {
+			Expect(i).To(BeNumerically("<", 100), "the stream did not end")
+			c.readFrame()
+		}
+		// ...whose messages still reach the upstream.
+		c.send(0x1, []byte("after the end"))
+		Eventually(xc.late, 10*time.Second).Should(Receive(Equal("after the end")))
+		Expect(c.fr.WriteData(1, true, nil)).To(Succeed())
+		Eventually(s.Stdout, 5*time.Second).Should(MatchRegexp(`H2UP GET /half 200 - via_upstream xc \d+ \d+ \[-\]\n`))
+	})
+
 	It("answers 503 (UR) when the upstream did not announce extended CONNECT or resets the stream, and relays its refusals", func() {
 		dial := func(path string) (*websocket.Conn, *http.Response, error) {
 			d := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
