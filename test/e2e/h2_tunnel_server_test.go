@@ -29,7 +29,7 @@ import (
 //     relays the stream's DATA to it and back;
 //   - path /reset-before resets the stream at once (RST_STREAM
 //     PROTOCOL_ERROR), /reset-after answers 200 and resets it at its first
-//     DATA, /refuse answers 403 with a body, a WebSocket on /linger
+//     DATA, /slow is never answered, /refuse answers 403 with a body, a WebSocket on /linger
 //     stays open, silent, after the client ended its side, and one on
 //     /half ends the server's side after its first answer, noting the
 //     messages that still come.
@@ -189,6 +189,9 @@ func (c *h2ServerConn) onHeaders(id uint32, fields []hpack.HeaderField) {
 	switch {
 	case h[":path"] == "/reset-before":
 		c.write(func() error { return c.fr.WriteRSTStream(id, http2.ErrCodeProtocol) })
+		return
+	case h[":path"] == "/slow":
+		// Never answered.
 		return
 	case h[":path"] == "/refuse":
 		c.respond(id, false, ":status", "403", "content-type", "text/plain")

@@ -61,6 +61,8 @@ static_resources:
               - {match: {connect_matcher: {}}, route: {cluster: xc}}
               - {match: {prefix: /noxc}, route: {cluster: plain}}
               - {match: {path: /linger}, route: {cluster: xc, idle_timeout: 0.5s}}
+              - {match: {path: /slow}, route: {cluster: xc, timeout: 0.3s}}
+              - {match: {path: /timed}, route: {cluster: xc, timeout: 0.3s}}
               - {match: {path: /linger-on}, route: {cluster: xc, prefix_rewrite: /linger, idle_timeout: 0s}}
               - {match: {prefix: /}, route: {cluster: xc}}
           http_filters: [{name: envoy.filters.http.router}]
@@ -279,6 +281,27 @@ var _ = Describe("Upgrades to HTTP/2 upstreams", func() {
 		Expect(err).To(HaveOccurred())
 		Expect(errors.Is(err, os.ErrDeadlineExceeded)).To(BeFalse(), "the tunnel outlived the shutdown")
 		Expect(s.Wait(20 * time.Second)).To(Equal(0))
+	})
+
+	It("applies the route timeout to the wait for the HTTP/2 upstream's answer, not to the tunnel", func() {
+		d := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
+		_, resp, err := d.Dial(fmt.Sprintf("ws://127.0.0.1:%d/slow", port), nil)
+		Expect(err).To(MatchError(websocket.ErrBadHandshake))
+		Expect(resp.StatusCode).To(Equal(504))
+		Eventually(s.Stdout, 5*time.Second).Should(ContainSubstring("H2UP GET /slow 504 UT upstream_response_timeout xc "))
+		Expect(s.Get("/stats?filter=cluster.xc.upstream_rq_timeout").Body).To(ContainSubstring("cluster.xc.upstream_rq_timeout: 1"))
+
+		c, resp, err := d.Dial(fmt.Sprintf("ws://127.0.0.1:%d/timed", port), nil)
+		Expect(err).NotTo(HaveOccurred())
+		defer c.Close()
+		Expect(resp.StatusCode).To(Equal(101))
+		// Well past the route timeout, the tunnel still carries messages.
+		time.Sleep(time.Second)
+		Expect(c.WriteMessage(websocket.TextMessage, []byte("later"))).To(Succeed())
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, got, err := c.ReadMessage()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(got)).To(Equal("echo: later"))
 	})
 
 	It("answers an HTTP/2 client's extended CONNECT with the 503 when the upstream cannot take it", func() {
