@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -27,7 +29,34 @@ type H2Stream struct {
 	// stream.
 	Resp   *http.Response
 	pw     *io.PipeWriter
+	body   *h2RequestBody
 	cancel context.CancelFunc
+	// wroteEnd and readEnd record both sides' ends: CloseWrite was
+	// called, the response body reached its end. Each is set by the one
+	// goroutine that writes, or reads.
+	wroteEnd, readEnd atomic.Bool
+	closeOnce         sync.Once
+	closeErr          error
+}
+
+// h2EndGrace bounds how long Close waits, after both sides ended, for the
+// transport to send the request's last DATA and END_STREAM before it
+// resets the stream: the upstream's flow-control window may stay shut.
+const h2EndGrace = 5 * time.Second
+
+// h2RequestBody is the request body the transport reads, the pipe Write
+// feeds; closed is closed when the transport is done with it, having
+// sent END_STREAM (or given up).
+type h2RequestBody struct {
+	*io.PipeReader
+	once   sync.Once
+	closed chan struct{}
+}
+
+// Close implements io.Closer; the transport calls it when done.
+func (b *h2RequestBody) Close() error {
+	b.once.Do(func() { close(b.closed) })
+	return b.PipeReader.Close()
 }
 
 // OpenH2Stream sends req, whose body becomes the stream's upstream
@@ -38,8 +67,9 @@ type H2Stream struct {
 // stream in any case.
 func OpenH2Stream(ctx context.Context, rt H2RoundTripper, h *Host, req *http.Request, wait time.Duration) (*H2Stream, error) {
 	pr, pw := io.Pipe()
+	body := &h2RequestBody{PipeReader: pr, closed: make(chan struct{})}
 	ctx, cancel := context.WithCancel(ctx)
-	req.Body = pr
+	req.Body = body
 	// An unknown length: the body is the stream.
 	req.ContentLength = -1
 	req.Proto, req.ProtoMajor, req.ProtoMinor = "HTTP/2.0", 2, 0
@@ -67,24 +97,44 @@ func OpenH2Stream(ctx context.Context, rt H2RoundTripper, h *Host, req *http.Req
 		_ = pw.Close()
 		return nil, err
 	}
-	return &H2Stream{Resp: resp, pw: pw, cancel: cancel}, nil
+	return &H2Stream{Resp: resp, pw: pw, body: body, cancel: cancel}, nil
 }
 
 // Read implements io.Reader over the response body.
-func (s *H2Stream) Read(p []byte) (int, error) { return s.Resp.Body.Read(p) }
+func (s *H2Stream) Read(p []byte) (int, error) {
+	n, err := s.Resp.Body.Read(p)
+	if err == io.EOF {
+		s.readEnd.Store(true)
+	}
+	return n, err
+}
 
 // Write implements io.Writer: request DATA, returned once the transport
 // took it.
 func (s *H2Stream) Write(p []byte) (int, error) { return s.pw.Write(p) }
 
 // CloseWrite ends the request stream (END_STREAM): the half-close.
-func (s *H2Stream) CloseWrite() error { return s.pw.Close() }
+func (s *H2Stream) CloseWrite() error {
+	s.wroteEnd.Store(true)
+	return s.pw.Close()
+}
 
-// Close ends the stream both ways, resetting it if the upstream has not
-// ended it, and wakes a blocked Read or Write.
+// Close ends the stream both ways and wakes a blocked Read or Write. A
+// stream both sides ended closes cleanly once the transport has sent what
+// it holds (within h2EndGrace); any other is reset.
 func (s *H2Stream) Close() error {
-	s.pw.CloseWithError(net.ErrClosed)
-	err := s.Resp.Body.Close()
-	s.cancel()
-	return err
+	s.closeOnce.Do(func() {
+		if s.wroteEnd.Load() && s.readEnd.Load() {
+			t := time.NewTimer(h2EndGrace)
+			select {
+			case <-s.body.closed:
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		s.pw.CloseWithError(net.ErrClosed)
+		s.closeErr = s.Resp.Body.Close()
+		s.cancel()
+	})
+	return s.closeErr
 }

@@ -68,6 +68,9 @@ func TestOpenH2Stream(t *testing.T) {
 			if err != nil || string(got) != "up" {
 				t.Errorf("request body %q %v, want \"up\"", got, err)
 			}
+			// As the transport does once it sent END_STREAM: Close,
+			// both sides having ended, waits for this.
+			_ = req.Body.Close()
 			// Reads take the response body.
 			go func() {
 				_, _ = respW.Write([]byte("down"))
@@ -84,5 +87,50 @@ func TestOpenH2Stream(t *testing.T) {
 				t.Error("Close left the stream's context alive")
 			}
 		})
+	}
+}
+
+func TestH2StreamCloseAfterBothEnds(t *testing.T) {
+	respR, respW := io.Pipe()
+	rt := &fakeH2{body: respR, req: make(chan *http.Request, 1)}
+	st, err := OpenH2Stream(context.Background(), rt, &Host{}, &http.Request{Method: http.MethodConnect, Header: http.Header{}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := <-rt.req
+	_ = respW.Close()
+	if _, err := io.ReadAll(st); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_, _ = st.Write([]byte("last"))
+		_ = st.CloseWrite()
+	}()
+	// The transport has taken the last bytes but not sent them yet: the
+	// stream, ended on both sides, must not be reset under it.
+	if got, _ := io.ReadAll(req.Body); string(got) != "last" {
+		t.Fatalf("request body %q", got)
+	}
+	closed := make(chan struct{})
+	go func() {
+		_ = st.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+		t.Fatal("Close did not wait for the transport to finish the request")
+	case <-time.After(50 * time.Millisecond):
+	}
+	if req.Context().Err() != nil {
+		t.Fatal("the stream was cancelled before the transport finished the request")
+	}
+	_ = req.Body.Close()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return once the transport finished")
+	}
+	if req.Context().Err() == nil {
+		t.Error("Close left the stream's context alive")
 	}
 }
