@@ -225,7 +225,7 @@ var _ = Describe("Upgrades to HTTP/2 upstreams", func() {
 		body, _ := io.ReadAll(resp.Body)
 		Expect(string(body)).To(Equal("not here"))
 		Eventually(s.Stdout, 5*time.Second).Should(And(
-			ContainSubstring("H2UP GET /noxc/chat 503 UR upstream_reset_before_response_started{remote_reset} plain "),
+			MatchRegexp(`H2UP GET /noxc/chat 503 UR upstream_reset_before_response_started\{remote_reset\} plain \d+ \d+ \[net/http: extended connect not supported by peer\]\n`),
 			ContainSubstring("H2UP GET /reset-before 503 UR upstream_reset_before_response_started{remote_reset} xc "),
 			ContainSubstring("H2UP GET /refuse 403 - via_upstream xc ")))
 
