@@ -7,13 +7,14 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // terminated at the proxy (see docs/traffic.md, "Upgrades: WebSocket and
 // CONNECT"), over HTTP/1.1 and, with allow_connect, HTTP/2 extended
 // CONNECT (a cluster refuses allow_connect: pkg/proxy/cluster,
-// downstreamOnlyHTTP2Fields). Not listed, so refused: an upgrade's own
-// filter chain (UpgradeConfig.filters) and connect_config's
+// downstreamOnlyHTTP2Fields), and an upgrade type's own filter chain
+// (UpgradeConfig.filters). Not listed, so refused: connect_config's
 // proxy_protocol_config.
 var supportedUpgrades = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.upgrade_configs":            {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.UpgradeConfig.upgrade_type": {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.UpgradeConfig.enabled":      {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.UpgradeConfig.filters":      {},
 
 	"envoy.config.route.v3.RouteAction.upgrade_configs":                        {},
 	"envoy.config.route.v3.RouteAction.UpgradeConfig.upgrade_type":             {},

@@ -34,6 +34,8 @@ type Cluster struct {
 	now  func() time.Time
 
 	h2 *http.Transport
+	// h2x sends the HTTP/2 extended CONNECT streams (upgrades).
+	h2x xconnectPool
 	// h2Stats creates the cluster's HTTP/2 codec stats with its first
 	// HTTP/2 connection.
 	h2Stats func() *h2UpstreamStats
@@ -91,6 +93,7 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 	c.readers.New = func() any { return bufio.NewReaderSize(nil, size) }
 	if s.protocol.http2 || s.protocol.downstream {
 		c.h2 = c.newHTTP2Transport()
+		c.h2x = c.newXConnectTransport()
 		c.h2Stats = sync.OnceValue(func() *h2UpstreamStats { return newH2UpstreamStats(scope) })
 	}
 	priorities := s.priorities
@@ -178,6 +181,7 @@ func (c *Cluster) install(priorities [][]*upstream.Host, counted bool) {
 			// The transport cannot close one host's connections: the idle
 			// ones of every host go, busy ones finish their streams.
 			c.h2.CloseIdleConnections()
+			c.h2x.CloseIdleConnections()
 		}
 	}
 }
@@ -313,6 +317,7 @@ func (c *Cluster) Close() {
 	}
 	if c.h2 != nil {
 		c.h2.CloseIdleConnections()
+		c.h2x.CloseIdleConnections()
 	}
 	for _, tc := range open {
 		_ = tc.Close()

@@ -60,7 +60,8 @@ func (c *Cluster) dialHTTP2(ctx context.Context, addr string) (net.Conn, error) 
 // returns the response, whose body the caller must close. It points
 // req.URL at h (scheme http, host h.Address); req.Host, when set, stays the
 // :authority sent upstream. Headers go as they are: no Accept-Encoding or
-// User-Agent is added.
+// User-Agent is added. An extended CONNECT (a :protocol header) goes on
+// the extended CONNECT pool's connections.
 func (c *Cluster) RoundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Response, error) {
 	if c.h2 == nil {
 		return nil, fmt.Errorf("cluster %s uses HTTP/1.1", c.settings.name)
@@ -77,6 +78,9 @@ func (c *Cluster) RoundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Res
 			req.Header = http.Header{}
 		}
 		req.Header["User-Agent"] = []string{""}
+	}
+	if isExtendedConnect(req) {
+		return c.h2x.RoundTrip(req)
 	}
 	return c.h2.RoundTrip(req)
 }

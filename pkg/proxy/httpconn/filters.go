@@ -45,20 +45,21 @@ type chainFilter struct {
 	disabled bool
 }
 
-// buildFilters compiles http_filters with the factories of the extension
-// registry. A filter is chosen by the type of its typed_config, as Envoy
-// resolves it, so any name works; a filter without typed_config is chosen
-// by its name, either spelling, with its empty configuration. The last
-// filter must be the terminal one (the router), and only the last. An
-// empty list means the router alone. Errors name the field path.
-func buildFilters(filters []*hcmv3.HttpFilter, reg *extension.Registry, ctx httpfilter.Context, rt RuntimeValues) (filterChain, error) {
+// buildFilters compiles http_filters (or an upgrade's filters, field
+// names the list) with the factories of the extension registry. A filter
+// is chosen by the type of its typed_config, as Envoy resolves it, so any
+// name works; a filter without typed_config is chosen by its name, either
+// spelling, with its empty configuration. The last filter must be the
+// terminal one (the router), and only the last. An empty list means the
+// router alone. Errors name the field path.
+func buildFilters(field string, filters []*hcmv3.HttpFilter, reg *extension.Registry, ctx httpfilter.Context, rt RuntimeValues) (filterChain, error) {
 	var fc filterChain
 	if len(filters) > 0 && reg == nil {
-		return fc, errors.New("http_filters: no HTTP filter is registered")
+		return fc, fmt.Errorf("%s: no HTTP filter is registered", field)
 	}
 	var errs []error
 	for i, f := range filters {
-		path := fmt.Sprintf("http_filters[%d]", i)
+		path := fmt.Sprintf("%s[%d]", field, i)
 		last := i == len(filters)-1
 		if f.GetDisabled() && last {
 			// A disabled filter is compiled but runs only where a route
@@ -136,7 +137,7 @@ func resolveFilter(f *hcmv3.HttpFilter, reg *extension.Registry, byName bool) (h
 // is skipped, as Envoy leaves it out of the stream's chain: with any
 // filter configured, the route is therefore matched first.
 func (s *stream) decodeFilters() bool {
-	chain := s.m.filters.filters
+	chain := s.filterChain().filters
 	if len(chain) == 0 {
 		return true
 	}

@@ -53,7 +53,7 @@ func TestBuildFilters(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			fc, err := buildFilters(tc.filters, builtin.Registry(), httpfilter.Context{}, tc.rt)
+			fc, err := buildFilters("http_filters", tc.filters, builtin.Registry(), httpfilter.Context{}, tc.rt)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("buildFilters: %v", err)
@@ -69,7 +69,7 @@ func TestBuildFilters(t *testing.T) {
 		if _, err := reg.Disable([]string{"envoy.filters.http/envoy.filters.http.health_check"}); err != nil {
 			t.Fatal(err)
 		}
-		_, err := buildFilters([]*hcmv3.HttpFilter{hcFilter(t), {Name: "envoy.filters.http.router"}}, reg, httpfilter.Context{}, nil)
+		_, err := buildFilters("http_filters", []*hcmv3.HttpFilter{hcFilter(t), {Name: "envoy.filters.http.router"}}, reg, httpfilter.Context{}, nil)
 		if err == nil || !strings.Contains(err.Error(), "is disabled by --disable-extensions") {
 			t.Errorf("error %v", err)
 		}

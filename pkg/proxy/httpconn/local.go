@@ -20,6 +20,7 @@ const (
 	bodyConnectTimeout    = "upstream connect error or disconnect/reset before headers. reset reason: connection timeout"
 	bodyTermination       = "upstream connect error or disconnect/reset before headers. reset reason: connection termination"
 	bodyProtocolError     = "upstream connect error or disconnect/reset before headers. reset reason: protocol error"
+	bodyRemoteReset       = "upstream connect error or disconnect/reset before headers. reset reason: remote reset"
 	bodyUpstreamTimeout   = "upstream request timeout"
 	bodyStreamTimeout     = "stream timeout"
 	bodyRequestTimeout    = "request timeout"

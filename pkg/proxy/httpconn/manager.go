@@ -46,6 +46,9 @@ type Manager struct {
 	routes  *router.Table
 	filters filterChain
 	logs    loggers.List
+	// upgradeFilters are the upgrade types' own filter chains
+	// (upgrade_configs[].filters).
+	upgradeFilters upgradeChains
 	// replies is local_reply_config; nil without one.
 	replies *localReplies
 	// routeStats are the stats of the routes' virtual clusters and
@@ -114,7 +117,10 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 	default:
 		errs = append(errs, errors.New("route_specifier: an inline route_config is required"))
 	}
-	filters, err := buildFilters(cfg.GetHttpFilters(), deps.Extensions, filterContext(s.statPrefix, deps), deps.Runtime)
+	fctx := filterContext(s.statPrefix, deps)
+	filters, err := buildFilters("http_filters", cfg.GetHttpFilters(), deps.Extensions, fctx, deps.Runtime)
+	errs = append(errs, err)
+	upgradeFilters, err := buildUpgradeFilters(cfg.GetUpgradeConfigs(), deps.Extensions, fctx, deps.Runtime)
 	errs = append(errs, err)
 	logs, err := buildAccessLogs(cfg.GetAccessLog(), deps)
 	errs = append(errs, err)
@@ -124,6 +130,7 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		filters.close()
+		upgradeFilters.close()
 		// The access loggers may hold gRPC channels already.
 		_ = logs.Close()
 		return nil, err
@@ -143,6 +150,7 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 		idle:    make(chan struct{}),
 		closed:  make(chan struct{}),
 	}
+	m.upgradeFilters = upgradeFilters
 	m.routeStats = newRouteLevelStats(deps.Stats, table)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.readers.New = func() any { return bufio.NewReaderSize(nil, readBufferSize) }
@@ -251,6 +259,7 @@ func (m *Manager) closeLogs() {
 		// The filters' channels and connections go with the last
 		// request too.
 		m.filters.close()
+		m.upgradeFilters.close()
 		if m.tracing != nil && m.tracing.driver != nil {
 			if err := m.tracing.driver.Close(); err != nil {
 				m.log.V(1).Info("closing the tracer", "error", err.Error())

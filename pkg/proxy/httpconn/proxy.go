@@ -88,7 +88,7 @@ func (s *stream) forward() {
 	case route.TerminatesTunnel(s.method, s.upg.connect):
 		s.connectTCP(cl, host)
 	case s.upg.typ != "" && upstreamH2:
-		s.upgradeToHTTP2(cl)
+		s.upgradeHTTP2(cl, host)
 	case upstreamH2:
 		s.forwardHTTP2(cl, host)
 	default:

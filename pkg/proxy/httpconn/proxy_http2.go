@@ -59,20 +59,18 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) {
 		return
 	}
 	defer func() { _ = resp.Body.Close() }()
+	s.relayHTTP2(cl, ctx, resp, sent)
+}
+
+// relayHTTP2 relays an HTTP/2 upstream's response, whose head came, to the
+// client; sent is when the request went out, ctx the exchange's.
+func (s *stream) relayHTTP2(cl UpstreamCluster, ctx context.Context, resp *http.Response, sent time.Time) {
 	now := time.Now()
 	s.tLast = now
 	s.entry.FirstUpstreamByte = s.m.stamp(now)
 	s.status = resp.StatusCode
 	s.details = "via_upstream"
-	for k, vs := range resp.Header {
-		name := strings.ToLower(k)
-		if hopByHopResponse([]byte(name)) {
-			continue
-		}
-		for _, v := range vs {
-			s.respHeaders.Add(name, v)
-		}
-	}
+	s.copyHTTP2ResponseHeaders(resp)
 	s.svcTimeBuf = setNumber(&s.respHeaders, "x-envoy-upstream-service-time", now.Sub(sent).Milliseconds(), s.svcTimeBuf)
 	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
 	hasBody := !s.isHead && s.status != 204 && s.status != 304
@@ -119,6 +117,20 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) {
 	cs := cl.Stats()
 	s.chargeCode(cs, s.status)
 	s.chargeTime(cs, time.Since(sent))
+}
+
+// copyHTTP2ResponseHeaders copies an HTTP/2 upstream's response headers
+// but the hop-by-hop ones into the response.
+func (s *stream) copyHTTP2ResponseHeaders(resp *http.Response) {
+	for k, vs := range resp.Header {
+		name := strings.ToLower(k)
+		if hopByHopResponse([]byte(name)) {
+			continue
+		}
+		for _, v := range vs {
+			s.respHeaders.Add(name, v)
+		}
+	}
 }
 
 // upstreamRequest builds the net/http request the HTTP/2 pool sends.
@@ -228,13 +240,17 @@ func (s *stream) h2UpstreamFailed(cl UpstreamCluster, ctx context.Context, err e
 	cs := cl.Stats()
 	var op *net.OpError
 	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
 		s.chargeTimeout(cs)
 		s.host.Stats.RqTimeout.Add(1)
 		s.chargeCode(cs, 504)
 		s.localReply(504, bodyUpstreamTimeout, accesslog.UpstreamRequestTimeout, "upstream_response_timeout")
 	case errors.As(err, &op) && op.Op == "dial":
 		s.connectFailed(cl, err)
+	case isPeerReset(err):
+		s.entry.UpstreamTransportFailureReason = err.Error()
+		s.chargeCode(cs, 503)
+		s.localReply(503, bodyRemoteReset, accesslog.UpstreamRemoteReset, "upstream_reset_before_response_started{remote_reset}")
 	default:
 		s.entry.UpstreamTransportFailureReason = err.Error()
 		s.chargeCode(cs, 503)

@@ -201,10 +201,3 @@ func (s *stream) runTunnelWith(down, up tunnelEnd) {
 		c.aborted = true
 	}
 }
-
-// upgradeToHTTP2 answers an upgrade routed to an HTTP/2 cluster, which
-// Outrigger cannot carry yet (Envoy turns it into an extended CONNECT).
-func (s *stream) upgradeToHTTP2(cl UpstreamCluster) {
-	s.chargeCode(cl.Stats(), 502)
-	s.localReply(502, "", accesslog.UpstreamProtocolError, "upgrade_failed{http2_upstream}")
-}

@@ -370,11 +370,12 @@ func TestUpgradeUpstreamFailures(t *testing.T) {
 	if r, body := c.response("CONNECT"); r.StatusCode != 503 || !strings.Contains(body, "connection") {
 		t.Errorf("CONNECT to a closed port: %d %q, want 503", r.StatusCode, body)
 	}
-	// An upgrade to an HTTP/2 cluster: 502, not sent.
+	// An upgrade to an HTTP/2 cluster whose host refuses the connection:
+	// 503, as for any request.
 	c = dialRaw(t, p.addr)
 	c.send(upgradeRequest("/x"))
-	if r, _ := c.response("GET"); r.StatusCode != 502 {
-		t.Errorf("upgrade to an HTTP/2 cluster: %d, want 502", r.StatusCode)
+	if r, body := c.response("GET"); r.StatusCode != 503 || !strings.Contains(body, "connection") {
+		t.Errorf("upgrade to a closed HTTP/2 cluster: %d %q, want 503", r.StatusCode, body)
 	}
 	eventually(t, "no active upgrade", func() bool { return p.gauge("http.test.downstream_cx_upgrades_active") == 0 })
 }

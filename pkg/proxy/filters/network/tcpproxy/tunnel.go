@@ -3,11 +3,9 @@ package tcpproxy
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -202,66 +200,31 @@ func (s *session) openTunnel(cl netfilter.Cluster, h *upstream.Host) (upstreamIO
 	}, nil
 }
 
-// openHTTP2Tunnel opens a CONNECT (or POST) stream to h.
+// openHTTP2Tunnel opens a CONNECT (or POST) stream to h. The wait for
+// the answer is bounded by the idle timeout, as the HTTP/1.1 tunnel's.
 func (s *session) openHTTP2Tunnel(cl netfilter.Cluster, h *upstream.Host, host string, hdr http.Header) (upstreamIO, error) {
 	t := s.p.cfg.tunnel
-	pr, pw := io.Pipe()
 	req := &http.Request{
-		Method:     http.MethodConnect,
-		URL:        &url.URL{Host: host},
-		Host:       host,
-		Header:     hdr,
-		Body:       pr,
-		Proto:      "HTTP/2.0",
-		ProtoMajor: 2,
-		// An unknown length: the body is the stream.
-		ContentLength: -1,
+		Method: http.MethodConnect,
+		URL:    &url.URL{Host: host},
+		Host:   host,
+		Header: hdr,
 	}
 	if t.usePost {
 		req.Method = http.MethodPost
 		req.URL = &url.URL{Path: t.postPath}
 	}
-	// The stream lives as long as the connection; the wait for the
-	// answer is bounded by the idle timeout, as the HTTP/1.1 tunnel's.
-	ctx, cancel := context.WithCancel(s.p.ctx)
-	var answered *time.Timer
-	if d := s.p.cfg.idleTimeout; d > 0 {
-		answered = time.AfterFunc(d, cancel)
-	}
-	req = req.WithContext(ctx)
-	resp, err := cl.RoundTripHTTP2(req, h)
-	if answered != nil {
-		answered.Stop()
-	}
+	st, err := upstream.OpenH2Stream(s.p.ctx, cl, h, req, s.p.cfg.idleTimeout)
 	if err != nil {
-		cancel()
-		_ = pw.Close()
 		return upstreamIO{}, err
 	}
-	ok := resp.StatusCode == http.StatusOK
+	ok := st.Resp.StatusCode == http.StatusOK
 	if t.usePost {
-		ok = resp.StatusCode >= 200 && resp.StatusCode < 300
+		ok = st.Resp.StatusCode >= 200 && st.Resp.StatusCode < 300
 	}
 	if !ok {
-		_ = resp.Body.Close()
-		_ = pw.Close()
-		cancel()
-		return upstreamIO{}, fmt.Errorf("%w: %s", errTunnelRefused, resp.Status)
+		_ = st.Close()
+		return upstreamIO{}, fmt.Errorf("%w: %s", errTunnelRefused, st.Resp.Status)
 	}
-	return upstreamIO{
-		closer: closerFunc(func() error {
-			pw.CloseWithError(net.ErrClosed)
-			err := resp.Body.Close()
-			cancel()
-			return err
-		}),
-		r:          resp.Body,
-		w:          pw,
-		closeWrite: pw.Close,
-	}, nil
+	return upstreamIO{closer: st, r: st, w: st, closeWrite: st.CloseWrite}, nil
 }
-
-// closerFunc is a function as an io.Closer.
-type closerFunc func() error
-
-func (f closerFunc) Close() error { return f() }
