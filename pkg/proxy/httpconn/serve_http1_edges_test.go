@@ -202,7 +202,10 @@ func TestTimeoutsFireOnTime(t *testing.T) {
 		"request timeout on a trickled body": {
 			edit: func(c *hcmv3.HttpConnectionManager) {
 				c.RequestTimeout = ms(400)
-				c.StreamIdleTimeout = ms(200)
+				// As long as the request timeout allows, so that only a
+				// writer stalled that long by a loaded machine can be
+				// taken for idle.
+				c.StreamIdleTimeout = ms(350)
 			},
 			run: func(t *testing.T, c *rawConn, _ time.Time) (time.Time, time.Time) {
 				from := time.Now()
@@ -213,7 +216,7 @@ func TestTimeoutsFireOnTime(t *testing.T) {
 						select {
 						case <-done:
 							return
-						case <-time.After(40 * time.Millisecond):
+						case <-time.After(20 * time.Millisecond):
 							_, _ = c.Write([]byte("a"))
 						}
 					}
