@@ -34,7 +34,7 @@ func FuzzParse(f *testing.F) {
 		js, err := compileJSON(&structpb.Struct{Fields: map[string]*structpb.Value{
 			format: structpb.NewStringValue(format),
 			"n":    structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{structpb.NewStringValue(format)}}),
-		}}, len(format)%2 == 0, len(format)%3 == 0, "json_format")
+		}}, len(format)%2 == 0, len(format)%3 == 0, "json_format", nil)
 		if err != nil {
 			t.Fatalf("a format Text accepts was refused in a dictionary: %v", err)
 		}

@@ -61,6 +61,9 @@ var supportedAccessLog = map[protoreflect.FullName]fieldSupport{
 	// logs have none, and Envoy ignores it there too.
 	"envoy.config.core.v3.SubstitutionFormatString.content_type": {},
 	"envoy.config.core.v3.JsonFormatOptions.sort_properties":     {},
+	// Formatter extensions (envoy.formatter.*), whose typed_config the
+	// TypedExtensionConfig entry checks; both take an empty message.
+	"envoy.config.core.v3.SubstitutionFormatString.formatters": {},
 
 	// Filters.
 	"envoy.config.accesslog.v3.AccessLogFilter.status_code_filter":       {},

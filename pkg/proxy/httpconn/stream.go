@@ -375,6 +375,7 @@ func (s *stream) decode() {
 	}
 	s.route = route
 	s.entry.RouteName = route.Name
+	s.entry.RouteMetadata = routeMetadata(route)
 	switch {
 	case route.Direct != nil:
 		m.stats.rqDirectResponse.Inc()
