@@ -101,7 +101,7 @@ func TestReqWithoutQueryErrors(t *testing.T) {
 			sf:   &corev3.SubstitutionFormatString{Format: &corev3.SubstitutionFormatString_TextFormatSource{TextFormatSource: &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: "%REQ_WITHOUT_QUERY(:PATH)%"}}}},
 			want: "text_format_source.inline_string: at offset 0: command operator %REQ_WITHOUT_QUERY% needs the formatter extension envoy.formatter.req_without_query",
 		},
-		"no header": {sf: withFormatter(t, "%REQ_WITHOUT_QUERY%"), want: "at offset 0: %REQ_WITHOUT_QUERY%: empty header name"},
+		"no header":        {sf: withFormatter(t, "%REQ_WITHOUT_QUERY%"), want: "at offset 0: %REQ_WITHOUT_QUERY%: empty header name"},
 		"two alternatives": {sf: withFormatter(t, "%REQ_WITHOUT_QUERY(A?B?C)%"), want: "more than one alternative header"},
 		"another formatter": {
 			sf: func() *corev3.SubstitutionFormatString {
