@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	metadatav3 "github.com/envoyproxy/go-control-plane/envoy/type/metadata/v3"
+	tracingtagsv3 "github.com/envoyproxy/go-control-plane/envoy/type/tracing/v3"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -146,5 +148,51 @@ func TestTranslateLegacyHeaderFormat(t *testing.T) {
 		if got := TranslateLegacyHeaderFormat(in); got != want {
 			t.Errorf("%s: got %s, want %s", in, got, want)
 		}
+	}
+}
+
+func TestMetadataTag(t *testing.T) {
+	tag := func(kind *metadatav3.MetadataKind, def, ns string, path ...string) *MetadataTag {
+		key := &metadatav3.MetadataKey{Key: ns}
+		for _, p := range path {
+			key.Path = append(key.Path, &metadatav3.MetadataKey_PathSegment{Segment: &metadatav3.MetadataKey_PathSegment_Key{Key: p}})
+		}
+		mt, err := CompileMetadataTag(&tracingtagsv3.CustomTag_Metadata{Kind: kind, MetadataKey: key, DefaultValue: def})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mt
+	}
+	request := &metadatav3.MetadataKind{Kind: &metadatav3.MetadataKind_Request_{Request: &metadatav3.MetadataKind_Request{}}}
+	cluster := &metadatav3.MetadataKind{Kind: &metadatav3.MetadataKind_Cluster_{Cluster: &metadatav3.MetadataKind_Cluster{}}}
+	host := &metadatav3.MetadataKind{Kind: &metadatav3.MetadataKind_Host_{Host: &metadatav3.MetadataKind_Host{}}}
+	tests := map[string]struct {
+		tag    *MetadataTag
+		want   string
+		wantOK bool
+	}{
+		"string":              {tag: tag(request, "", "com.test", "str"), want: "hello", wantOK: true},
+		"number as %.6g":      {tag: tag(request, "", "com.test", "big"), want: "1.23457e+08", wantOK: true},
+		"bool":                {tag: tag(request, "", "com.test", "yes"), want: "true", wantOK: true},
+		"struct as JSON":      {tag: tag(request, "", "com.test", "nested"), want: `{"a":2,"b":"x"}`, wantOK: true},
+		"list as JSON":        {tag: tag(request, "", "com.test", "list"), want: `["a",1]`, wantOK: true},
+		"null takes default":  {tag: tag(request, "dflt", "com.test", "null"), want: "dflt", wantOK: true},
+		"missing, no default": {tag: tag(request, "", "com.test", "nope")},
+		"cluster":             {tag: tag(cluster, "", "envoy.lb", "version"), want: "v2", wantOK: true},
+		"host":                {tag: tag(host, "", "envoy.lb", "zone"), want: "z1", wantOK: true},
+	}
+	e := metadataEntry(t)
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, ok := tc.tag.AppendValue(nil, e)
+			if string(got) != tc.want || ok != tc.wantOK {
+				t.Errorf("got %q, %v; want %q, %v", got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+	// A cluster tag reads the chosen host's cluster: none before a host.
+	e.UpstreamHost = ""
+	if got, ok := tag(cluster, "none", "envoy.lb", "version").AppendValue(nil, e); string(got) != "none" || !ok {
+		t.Errorf("cluster tag without a host: got %q, %v", got, ok)
 	}
 }

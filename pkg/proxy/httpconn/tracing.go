@@ -352,6 +352,13 @@ func (s *stream) commonTags(sp *tracing.Span, cl UpstreamCluster) {
 // when the header is absent, and a tag with no value is not set.
 func (s *stream) customTags(sp *tracing.Span, tags []customTag) {
 	for _, t := range tags {
+		if t.Metadata != nil {
+			var ok bool
+			if s.tagBuf, ok = t.Metadata.AppendValue(s.tagBuf[:0], &s.entry); ok {
+				sp.SetTag(t.Tag, view(s.tagBuf))
+			}
+			continue
+		}
 		v := t.Value
 		if t.Header != "" {
 			if hv, ok := s.reqHeaders.Get(t.Header); ok {

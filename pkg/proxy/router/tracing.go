@@ -8,6 +8,8 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	tracingtagsv3 "github.com/envoyproxy/go-control-plane/envoy/type/tracing/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 )
 
 // Fraction is a sampling percentage as Envoy evaluates it: a random value
@@ -16,9 +18,10 @@ type Fraction struct{ Num, Den uint64 }
 
 // CustomTag is a tracing custom tag: a literal or environment value
 // (resolved at load, as Envoy does), or a request header's (Header set,
-// Value its default).
+// Value its default), or metadata's (Metadata set).
 type CustomTag struct {
 	Tag, Value, Header string
+	Metadata           *accesslog.MetadataTag
 }
 
 // RouteTracing is a route's tracing: sampling that replaces the connection
@@ -62,8 +65,8 @@ func compileRouteTracing(t *routev3.Tracing) (*RouteTracing, error) {
 	return rt, nil
 }
 
-// CompileCustomTag reads a custom tag; metadata tags are refused. Errors
-// name the field below the tag.
+// CompileCustomTag reads a custom tag. Errors name the field below the
+// tag.
 func CompileCustomTag(ct *tracingtagsv3.CustomTag) (CustomTag, error) {
 	t := CustomTag{Tag: ct.GetTag()}
 	if t.Tag == "" {
@@ -80,9 +83,13 @@ func CompileCustomTag(ct *tracingtagsv3.CustomTag) (CustomTag, error) {
 	case *tracingtagsv3.CustomTag_RequestHeader:
 		t.Header, t.Value = v.RequestHeader.GetName(), v.RequestHeader.GetDefaultValue()
 	case *tracingtagsv3.CustomTag_Metadata_:
-		return t, errors.New("metadata: not supported by Outrigger")
+		md, err := accesslog.CompileMetadataTag(v.Metadata)
+		if err != nil {
+			return t, fmt.Errorf("metadata.%w", err)
+		}
+		t.Metadata = md
 	default:
-		return t, errors.New("type: one of literal, environment or request_header is required")
+		return t, errors.New("type: one of literal, environment, request_header or metadata is required")
 	}
 	return t, nil
 }
