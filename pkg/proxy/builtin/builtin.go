@@ -33,6 +33,8 @@ import (
 	getaddrinfov3 "github.com/envoyproxy/go-control-plane/envoy/extensions/network/dns_resolver/getaddrinfo/v3"
 	connectionsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
 	fixedheapv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/fixed_heap/v3"
+	otelresv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/tracers/opentelemetry/resource_detectors/v3"
+	otelsamplersv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/tracers/opentelemetry/samplers/v3"
 	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/als"
@@ -57,6 +59,8 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/tcpproxy"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry/resourcedetectors/environment"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry/samplers/alwayson"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/zipkin"
 )
 
@@ -120,6 +124,9 @@ func Registry() *extension.Registry {
 
 		extension.Of(opentelemetry.Name, Tracers, &tracev3.OpenTelemetryConfig{}, opentelemetry.Factory{}),
 		extension.Of(zipkin.Name, Tracers, &tracev3.ZipkinConfig{}, zipkin.Factory{}),
+
+		extension.Of(environment.Name, opentelemetry.ResourceDetectorCategory, &otelresv3.EnvironmentResourceDetectorConfig{}, environment.Detector{}),
+		extension.Of(alwayson.Name, opentelemetry.SamplerCategory, &otelsamplersv3.AlwaysOnSamplerConfig{}, alwayson.Factory{}),
 
 		extension.Of("proxy.upstreams.http.http_protocol_options", HTTPProtocolOption, &upstreamhttpv3.HttpProtocolOptions{}, nil),
 	)

@@ -1,0 +1,122 @@
+package e2e
+
+import (
+	"net/http"
+	"os"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// withUpstreamMetadata gives tracingBootstrap's cluster "up" cluster
+// metadata and its endpoint endpoint metadata.
+func withUpstreamMetadata(cfg string) string {
+	GinkgoHelper()
+	out := strings.Replace(cfg, "  - name: up\n    type: STATIC\n",
+		"  - name: up\n    type: STATIC\n    metadata: {filter_metadata: {team: {owner: payments, tier: 2}}}\n", 1)
+	i := strings.Index(out, "endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: ")
+	Expect(i).To(BeNumerically(">=", 0))
+	j := i + strings.Index(out[i:], "}}}}")
+	out = out[:j] + "}}}, metadata: {filter_metadata: {envoy.lb: {zone: zone-a}}}}" + out[j+len("}}}}"):]
+	Expect(out).NotTo(Equal(cfg))
+	return out
+}
+
+var _ = Describe("Tracing options: verbose, operation names, metadata tags", func() {
+	It("names spans with operation and upstream_operation, logs timings as Zipkin annotations, and tags spans from metadata", func() {
+		collector := startZipkinCollector()
+		up := startTracedUpstream()
+		port := freePort()
+		tracingCfg := zipkinTracing("") + `            verbose: true
+            spawn_upstream_span: true
+            operation: "%REQ(:METHOD)% %REQ_WITHOUT_QUERY(:PATH)%%REQ(:PATH)% %RESPONSE_CODE% %UPSTREAM_METADATA(envoy.lb:zone)% %REQ(X-NONE)%"
+            upstream_operation: "to %UPSTREAM_CLUSTER% in %UPSTREAM_METADATA(envoy.lb:zone)%"
+            custom_tags:
+            - {tag: owner, metadata: {kind: {cluster: {}}, metadata_key: {key: team, path: [{key: owner}]}}}
+            - {tag: tier, metadata: {kind: {cluster: {}}, metadata_key: {key: team, path: [{key: tier}]}}}
+            - {tag: zone, metadata: {kind: {host: {}}, metadata_key: {key: envoy.lb, path: [{key: zone}]}}}
+            - {tag: dynamic, metadata: {kind: {request: {}}, metadata_key: {key: ns, path: [{key: k}]}, default_value: none}}
+            - {tag: absent, metadata: {kind: {host: {}}, metadata_key: {key: envoy.lb, path: [{key: nope}]}}}
+`
+		// REQ_WITHOUT_QUERY needs a formatter, which operation has none
+		// of: the load fails, as in Envoy.
+		res, _ := validate("rwq.yaml", withUpstreamMetadata(tracingBootstrap(port, up.port, "INBOUND", tracingCfg,
+			httpCollectorCluster("zipkin", collector.port), "")))
+		Expect(res.ExitCode).To(Equal(1))
+		Expect(res.Stderr).To(ContainSubstring("tracing.operation: at offset 15: command operator %REQ_WITHOUT_QUERY% needs the formatter extension"))
+
+		tracingCfg = strings.Replace(tracingCfg, "%REQ_WITHOUT_QUERY(:PATH)%", "", 1)
+		s := Start(newDir(), withUpstreamMetadata(tracingBootstrap(port, up.port, "INBOUND", tracingCfg,
+			httpCollectorCluster("zipkin", collector.port), "")))
+		code, _ := tracedGet(port, "/checkout?x=1", nil)
+		Expect(code).To(Equal(200))
+
+		Eventually(collector.received).Should(HaveLen(2))
+		server := zipkinByName(collector.received(), "GET /checkout?x=1 200 zone-a ")
+		Expect(server).NotTo(BeNil(), "the operation wins over the route's decorator: %+v", collector.received())
+		Expect(server.Kind).To(Equal("SERVER"))
+		Expect(server.Tags).To(HaveKeyWithValue("owner", "payments"))
+		Expect(server.Tags).To(HaveKeyWithValue("tier", "2"))
+		Expect(server.Tags).To(HaveKeyWithValue("zone", "zone-a"))
+		Expect(server.Tags).To(HaveKeyWithValue("dynamic", "none"), "no filter sets dynamic metadata: the default")
+		Expect(server.Tags).NotTo(HaveKey("absent"))
+		var events []string
+		for _, a := range server.Annotations {
+			events = append(events, a.Value)
+			Expect(a.Timestamp).To(BeNumerically(">=", server.Timestamp))
+			// Within the span, give or take the microsecond both round to.
+			Expect(a.Timestamp).To(BeNumerically("<=", server.Timestamp+server.Duration+1))
+		}
+		Expect(events).To(Equal([]string{"first_upstream_rx_byte_received", "last_downstream_tx_byte_sent"}))
+
+		child := zipkinByName(collector.received(), "to up in zone-a")
+		Expect(child).NotTo(BeNil(), "%+v", collector.received())
+		Expect(child.Kind).To(Equal("CLIENT"))
+		Expect(child.ParentID).To(Equal(server.ID))
+		Expect(child.Tags).To(HaveKeyWithValue("zone", "zone-a"))
+		Expect(child.Annotations).To(HaveLen(1))
+		Expect(child.Annotations[0].Value).To(Equal("first_upstream_rx_byte_received"))
+		Expect(s.Stderr()).NotTo(ContainSubstring("panic"))
+	})
+
+	It("exports every span with the always_on sampler and adds OTEL_RESOURCE_ATTRIBUTES to the resource, without span logs", func() {
+		Expect(os.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=staging,service.name=from-env,bad,=x,team=core")).To(Succeed())
+		DeferCleanup(os.Unsetenv, "OTEL_RESOURCE_ATTRIBUTES")
+		collector, cport := startOTLPCollector()
+		up := startTracedUpstream()
+		port := freePort()
+		tracingCfg := strings.Replace(otelTracing(`            random_sampling: {value: 0}
+            verbose: true
+`), "                service_name: edge-proxy\n", `                service_name: edge-proxy
+                resource_detectors:
+                - name: envoy.tracers.opentelemetry.resource_detectors.environment
+                  typed_config: {"@type": type.googleapis.com/envoy.extensions.tracers.opentelemetry.resource_detectors.v3.EnvironmentResourceDetectorConfig}
+                sampler:
+                  name: envoy.tracers.opentelemetry.samplers.always_on
+                  typed_config: {"@type": type.googleapis.com/envoy.extensions.tracers.opentelemetry.samplers.v3.AlwaysOnSamplerConfig}
+`, 1)
+		Expect(tracingCfg).To(ContainSubstring("always_on"))
+		Start(newDir(), tracingBootstrap(port, up.port, "INBOUND", tracingCfg, grpcCollectorCluster(cport), ""))
+
+		// Random sampling is 0 and the client says "not sampled": the
+		// sampler samples both anyway.
+		code, _ := tracedGet(port, "/checkout", nil)
+		Expect(code).To(Equal(200))
+		code, _ = tracedGet(port, "/quiet", http.Header{"Traceparent": {"00-" + incomingTrace + "-" + incomingSpan + "-00"}})
+		Expect(code).To(Equal(200))
+		Eventually(collector.received).Should(HaveLen(2))
+		Expect(spanNamed(collector.received(), "quiet").GetTraceId()).To(HaveLen(16))
+		Expect(up.headers("/quiet").Get("Traceparent")).To(HaveSuffix("-01"), "the upstream sees the sampled flag the sampler set")
+		for _, sp := range collector.received() {
+			Expect(sp.GetEvents()).To(BeEmpty(), "OpenTelemetry drops span logs, as Envoy's tracer does")
+		}
+		attrs := collector.resourceAttributes()
+		Expect(attrs).NotTo(BeEmpty())
+		Expect(attrs[0]).To(Equal(map[string]string{
+			"service.name":           "from-env",
+			"deployment.environment": "staging",
+			"team":                   "core",
+		}))
+	})
+})
