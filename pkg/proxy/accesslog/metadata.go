@@ -68,6 +68,7 @@ func parseMetadataOperator(name, args string, hasArgs bool, maxLen int) (*metada
 		return nil, fmt.Errorf("%s requires parameters", name)
 	}
 	if maxLen >= 0 {
+		//lint:ignore ST1005 Envoy's own wording, period included, so that operators recognise it.
 		return nil, fmt.Errorf("%s does not allow length to be specified.", name)
 	}
 	ns, path := splitMetadataPath(args)
