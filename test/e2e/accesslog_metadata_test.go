@@ -169,3 +169,25 @@ var _ = Describe("Access-log metadata operators and formatter extensions", func(
 			"envoy.extensions.formatter.cel.v3.Cel"),
 	)
 })
+
+var _ = Describe("Metadata operators in tcp_proxy access logs", func() {
+	It("logs the chosen cluster's and endpoint's metadata", func() {
+		up := startTCPServer(echo)
+		port := freePort()
+		cluster := fmt.Sprintf(`{name: db, connect_timeout: 1s, metadata: {filter_metadata: {team: {owner: storage}}},
+			load_assignment: {cluster_name: db, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}},
+			metadata: {filter_metadata: {envoy.lb: {zone: zone-b}}}}]}]}}`, up)
+		cfg := strings.Replace(tcpBootstrap(port, "cluster: db", cluster),
+			"TCPLOG %UPSTREAM_CLUSTER%", "TCPLOG owner=%CLUSTER_METADATA(team:owner)% zone=%METADATA(UPSTREAM_HOST:envoy.lb:zone)% %UPSTREAM_CLUSTER%", 1)
+		Expect(cfg).To(ContainSubstring("owner=%CLUSTER_METADATA"))
+		s := Start(newDir(), cfg, "--file-flush-interval-msec", "50")
+		c := dialTCP(port)
+		_, err := c.Write([]byte("ping"))
+		Expect(err).NotTo(HaveOccurred())
+		buf := make([]byte, 4)
+		_, err = io.ReadFull(c, buf)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.Close()).To(Succeed())
+		Eventually(s.Stdout).Should(ContainSubstring("TCPLOG owner=storage zone=zone-b db "))
+	})
+})
