@@ -47,8 +47,12 @@ var _ = Describe("Tracing options: verbose, operation names, metadata tags", fun
 		Expect(res.Stderr).To(ContainSubstring("tracing.operation: at offset 15: command operator %REQ_WITHOUT_QUERY% needs the formatter extension"))
 
 		tracingCfg = strings.Replace(tracingCfg, "%REQ_WITHOUT_QUERY(:PATH)%", "", 1)
-		s := Start(newDir(), withUpstreamMetadata(tracingBootstrap(port, up.port, "INBOUND", tracingCfg,
-			httpCollectorCluster("zipkin", collector.port), "")))
+		// The route's own operation wins over the connection manager's.
+		cfg := strings.Replace(tracingBootstrap(port, up.port, "INBOUND", tracingCfg, httpCollectorCluster("zipkin", collector.port), ""),
+			"                  random_sampling: {numerator: 100}\n",
+			"                  random_sampling: {numerator: 100}\n                  operation: \"route %ROUTE_NAME%%RESPONSE_CODE%\"\n", 1)
+		Expect(cfg).To(ContainSubstring("operation: \"route "))
+		s := Start(newDir(), withUpstreamMetadata(cfg))
 		code, _ := tracedGet(port, "/checkout?x=1", nil)
 		Expect(code).To(Equal(200))
 
@@ -78,6 +82,17 @@ var _ = Describe("Tracing options: verbose, operation names, metadata tags", fun
 		Expect(child.Annotations).To(HaveLen(1))
 		Expect(child.Annotations[0].Value).To(Equal("first_upstream_rx_byte_received"))
 		Expect(s.Stderr()).NotTo(ContainSubstring("panic"))
+
+		code, _ = tracedGet(port, "/route-sampled", nil)
+		Expect(code).To(Equal(200))
+		Eventually(func() *zipkinSpan { return zipkinByName(collector.received(), "route 200") }).ShouldNot(BeNil())
+		upstreamSpans := 0
+		for _, sp := range collector.received() {
+			if sp.Name == "to up in zone-a" {
+				upstreamSpans++
+			}
+		}
+		Expect(upstreamSpans).To(Equal(2), "the connection manager's upstream_operation still names the route's upstream span")
 	})
 
 	It("exports every span with the always_on sampler and adds OTEL_RESOURCE_ATTRIBUTES to the resource, without span logs", func() {

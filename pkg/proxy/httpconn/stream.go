@@ -328,8 +328,8 @@ func (s *stream) end() {
 		defer s.finishSpan(now)
 	}
 	if m.logs.Empty() {
-		if m.tracing != nil && m.tracing.operation != nil {
-			// The span's operation is formatted from the finished entry.
+		if s.span != nil {
+			// An operation format names the span from the finished entry.
 			s.completeEntry(now)
 		}
 		return

@@ -253,10 +253,10 @@ func (s *stream) finishChildSpan(cl UpstreamCluster, proto string) {
 		if t.verbose {
 			s.logTimings(c, time.Time{})
 		}
-		if t.upstreamOperation != nil && t.spawnUpstream {
+		if _, up := s.operationFormats(); up != nil && t.spawnUpstream {
 			// upstream_operation names only spawn_upstream_span's spans.
 			s.completeEntry(now)
-			s.nameSpan(c, t.upstreamOperation)
+			s.nameSpan(c, up)
 		}
 	}
 	c.Finish(now)
@@ -279,6 +279,27 @@ func (s *stream) logTimings(sp *tracing.Span, end time.Time) {
 	if !end.IsZero() {
 		sp.Log(end, logLastDownstreamTxByte)
 	}
+}
+
+// operationFormats are the span name formats of the request: the route's
+// tracing operation and upstream_operation win over the connection
+// manager's, each on its own.
+func (s *stream) operationFormats() (op, upstream *accesslog.Formatter) {
+	t := s.m.tracing
+	op, upstream = t.operation, t.upstreamOperation
+	r := s.route
+	if r == nil {
+		r = s.cached
+	}
+	if r != nil && r.Tracing != nil {
+		if r.Tracing.Operation != nil {
+			op = r.Tracing.Operation
+		}
+		if r.Tracing.UpstreamOperation != nil {
+			upstream = r.Tracing.UpstreamOperation
+		}
+	}
+	return op, upstream
 }
 
 // nameSpan renames sp with an operation format (tracing.operation or
@@ -326,8 +347,8 @@ func (s *stream) finishSpan(now time.Time) {
 	if t.verbose {
 		s.logTimings(sp, now)
 	}
-	if t.operation != nil {
-		s.nameSpan(sp, t.operation)
+	if op, _ := s.operationFormats(); op != nil {
+		s.nameSpan(sp, op)
 	}
 	sp.Finish(now)
 }

@@ -74,10 +74,10 @@ func readTracing(cfg *hcmv3.HttpConnectionManager, deps Deps) (*tracingConfig, e
 		zone:             deps.Tracing.Node.GetLocality().GetZone(),
 	}
 	var err error
-	if t.operation, err = operationFormat(tc.GetOperation()); err != nil {
+	if t.operation, err = router.OperationFormat(tc.GetOperation()); err != nil {
 		return nil, fmt.Errorf("tracing.operation: %w", err)
 	}
-	if t.upstreamOperation, err = operationFormat(tc.GetUpstreamOperation()); err != nil {
+	if t.upstreamOperation, err = router.OperationFormat(tc.GetUpstreamOperation()); err != nil {
 		return nil, fmt.Errorf("tracing.upstream_operation: %w", err)
 	}
 	if v := tc.GetMaxPathTagLength(); v != nil {
@@ -102,15 +102,6 @@ func readTracing(cfg *hcmv3.HttpConnectionManager, deps Deps) (*tracingConfig, e
 		t.driver = d
 	}
 	return t, nil
-}
-
-// operationFormat compiles an operation name format, nil when it is empty.
-// As in Envoy's other non-log formats, missing values print as nothing.
-func operationFormat(format string) (*accesslog.Formatter, error) {
-	if format == "" {
-		return nil, nil
-	}
-	return accesslog.Text(format, true)
 }
 
 // buildTracer resolves a provider with the registry's tracers and compiles

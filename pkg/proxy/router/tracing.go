@@ -26,11 +26,23 @@ type CustomTag struct {
 
 // RouteTracing is a route's tracing: sampling that replaces the connection
 // manager's for its requests (each unset percentage is 100%, as in
-// Envoy), and custom tags added to the manager's (a tag of the same name
-// wins).
+// Envoy), custom tags added to the manager's (a tag of the same name
+// wins), and span name formats that win over the manager's (nil when
+// unset).
 type RouteTracing struct {
-	Client, Random, Overall Fraction
-	Tags                    []CustomTag
+	Client, Random, Overall      Fraction
+	Tags                         []CustomTag
+	Operation, UpstreamOperation *accesslog.Formatter
+}
+
+// OperationFormat compiles a span name format (tracing's operation and
+// upstream_operation), nil when it is empty. As in Envoy's other non-log
+// formats, missing values print as nothing.
+func OperationFormat(format string) (*accesslog.Formatter, error) {
+	if format == "" {
+		return nil, nil
+	}
+	return accesslog.Text(format, true)
 }
 
 // fractionOf reads a FractionalPercent, 100% when unset.
@@ -61,6 +73,13 @@ func compileRouteTracing(t *routev3.Tracing) (*RouteTracing, error) {
 			return nil, fmt.Errorf("custom_tags[%d].%w", i, err)
 		}
 		rt.Tags = append(rt.Tags, tag)
+	}
+	var err error
+	if rt.Operation, err = OperationFormat(t.GetOperation()); err != nil {
+		return nil, fmt.Errorf("operation: %w", err)
+	}
+	if rt.UpstreamOperation, err = OperationFormat(t.GetUpstreamOperation()); err != nil {
+		return nil, fmt.Errorf("upstream_operation: %w", err)
 	}
 	return rt, nil
 }
