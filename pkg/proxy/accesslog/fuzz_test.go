@@ -15,6 +15,7 @@ func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		DefaultFormat, "%START_TIME(%Y/%m/%dT%H:%M:%S%z %s %E*S %3f)%", "%REQ(A?B):3%", "%%", "%",
 		"%RESP(:STATUS)%", "%START_TIME(%E9S%Ez)%", "100%% %PROTOCOL", "%REQ(X-\xff)%", "%ROUTE_NAME:99999999999999999999%",
+		"%DYNAMIC_METADATA(ns:k)%", "%METADATA(CLUSTER:ns):2%", "%UPSTREAM_METADATA(ns)%", "%METADATA(UPSTREAM_HOST:ns:list)%",
 	} {
 		f.Add(s)
 	}
