@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 )
@@ -133,5 +135,35 @@ var _ = Describe("Tracing options: verbose, operation names, metadata tags", fun
 			"deployment.environment": "staging",
 			"team":                   "core",
 		}))
+	})
+
+	It("samples by trace id with the trace_id_ratio_based sampler, whatever the incoming flag says", func() {
+		collector, cport := startOTLPCollector()
+		up := startTracedUpstream()
+		port := freePort()
+		tracingCfg := strings.Replace(otelTracing(""), "                service_name: edge-proxy\n", `                service_name: edge-proxy
+                sampler:
+                  name: envoy.tracers.opentelemetry.samplers.trace_id_ratio_based
+                  typed_config:
+                    "@type": type.googleapis.com/envoy.extensions.tracers.opentelemetry.samplers.v3.TraceIdRatioBasedSamplerConfig
+                    sampling_percentage: {numerator: 50}
+`, 1)
+		Start(newDir(), tracingBootstrap(port, up.port, "INBOUND", tracingCfg, grpcCollectorCluster(cport), ""))
+
+		// Envoy reads the trace id's first 8 bytes as a little-endian
+		// number: 99 here (above 50, dropped although the client sampled
+		// it), 5 below (sampled although the client did not).
+		dropped, kept := "63000000000000001111111111111111", "05000000000000002222222222222222"
+		code, _ := tracedGet(port, "/quiet", http.Header{"Traceparent": {"00-" + dropped + "-" + incomingSpan + "-01"}})
+		Expect(code).To(Equal(200))
+		Expect(up.headers("/quiet").Get("Traceparent")).To(HavePrefix("00-"+dropped+"-"), "the context still propagates")
+		Expect(up.headers("/quiet").Get("Traceparent")).To(HaveSuffix("-00"))
+		code, _ = tracedGet(port, "/checkout", http.Header{"Traceparent": {"00-" + kept + "-" + incomingSpan + "-00"}})
+		Expect(code).To(Equal(200))
+		Expect(up.headers("/checkout").Get("Traceparent")).To(HaveSuffix("-01"))
+		// Spans are exported one by one, in order: the dropped one would
+		// have arrived first.
+		Eventually(func() *tracepb.Span { return spanNamed(collector.received(), "checkout") }).ShouldNot(BeNil())
+		Expect(collector.received()).To(HaveLen(1))
 	})
 })

@@ -8,8 +8,8 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // route decorator, the router's start_child_span and the tracers' own
 // configurations. Left out, and so refused with their path: the tracers'
 // custom exporters; the OpenTelemetry resource detectors and samplers
-// other than the environment detector and the always_on sampler are
-// refused by their type.
+// other than the environment detector and the always_on and
+// trace_id_ratio_based samplers are refused by their type.
 var supportedTracing = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.bootstrap.v3.Bootstrap.tracing":     {},
 	"envoy.config.trace.v3.Tracing.http":              {},
@@ -50,10 +50,11 @@ var supportedTracing = map[protoreflect.FullName]fieldSupport{
 	// Resource detectors and samplers are extensions (the environment
 	// detector, the always_on sampler) that the TypedExtensionConfig entry
 	// checks.
-	"envoy.config.trace.v3.OpenTelemetryConfig.resource_detectors": {},
-	"envoy.config.trace.v3.OpenTelemetryConfig.sampler":            {},
-	"envoy.config.core.v3.HttpService.http_uri":                    {},
-	"envoy.config.core.v3.HttpService.request_headers_to_add":      {},
+	"envoy.config.trace.v3.OpenTelemetryConfig.resource_detectors":                                          {},
+	"envoy.config.trace.v3.OpenTelemetryConfig.sampler":                                                     {},
+	"envoy.extensions.tracers.opentelemetry.samplers.v3.TraceIdRatioBasedSamplerConfig.sampling_percentage": {},
+	"envoy.config.core.v3.HttpService.http_uri":                                                             {},
+	"envoy.config.core.v3.HttpService.request_headers_to_add":                                               {},
 	// HttpUri's fields are listed with ext_authz's.
 
 	// The Zipkin tracer: JSON v2 over HTTP, B3 headers.
