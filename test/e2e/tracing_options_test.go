@@ -166,4 +166,32 @@ var _ = Describe("Tracing options: verbose, operation names, metadata tags", fun
 		Eventually(func() *tracepb.Span { return spanNamed(collector.received(), "checkout") }).ShouldNot(BeNil())
 		Expect(collector.received()).To(HaveLen(1))
 	})
+
+	It("follows the incoming flag and samples root spans with the wrapped sampler under parent_based", func() {
+		collector, cport := startOTLPCollector()
+		up := startTracedUpstream()
+		port := freePort()
+		tracingCfg := strings.Replace(otelTracing("            random_sampling: {value: 0}\n"), "                service_name: edge-proxy\n", `                service_name: edge-proxy
+                sampler:
+                  name: envoy.tracers.opentelemetry.samplers.parent_based
+                  typed_config:
+                    "@type": type.googleapis.com/envoy.extensions.tracers.opentelemetry.samplers.v3.ParentBasedSamplerConfig
+                    wrapped_sampler:
+                      name: envoy.tracers.opentelemetry.samplers.always_on
+                      typed_config: {"@type": type.googleapis.com/envoy.extensions.tracers.opentelemetry.samplers.v3.AlwaysOnSamplerConfig}
+`, 1)
+		Start(newDir(), tracingBootstrap(port, up.port, "INBOUND", tracingCfg, grpcCollectorCluster(cport), ""))
+
+		code, _ := tracedGet(port, "/root", nil)
+		Expect(code).To(Equal(200))
+		Expect(up.headers("/root").Get("Traceparent")).To(HaveSuffix("-01"), "a root span: always_on samples it, random_sampling 0 notwithstanding")
+		code, _ = tracedGet(port, "/quiet", http.Header{"Traceparent": {"00-" + incomingTrace + "-" + incomingSpan + "-00"}})
+		Expect(code).To(Equal(200))
+		Expect(up.headers("/quiet").Get("Traceparent")).To(HaveSuffix("-00"), "an unsampled parent is followed")
+		code, _ = tracedGet(port, "/checkout", http.Header{"Traceparent": {"00-" + incomingTrace + "-" + incomingSpan + "-01"}})
+		Expect(code).To(Equal(200))
+		Expect(up.headers("/checkout").Get("Traceparent")).To(HaveSuffix("-01"))
+		Eventually(func() *tracepb.Span { return spanNamed(collector.received(), "checkout") }).ShouldNot(BeNil())
+		Expect(collector.received()).To(HaveLen(2), "the root span and the sampled child")
+	})
 })

@@ -8,7 +8,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // route decorator, the router's start_child_span and the tracers' own
 // configurations. Left out, and so refused with their path: the tracers'
 // custom exporters; the OpenTelemetry resource detectors and samplers
-// other than the environment detector and the always_on and
+// other than the environment detector and the always_on, parent_based and
 // trace_id_ratio_based samplers are refused by their type.
 var supportedTracing = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.bootstrap.v3.Bootstrap.tracing":     {},
@@ -53,6 +53,7 @@ var supportedTracing = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.trace.v3.OpenTelemetryConfig.resource_detectors":                                          {},
 	"envoy.config.trace.v3.OpenTelemetryConfig.sampler":                                                     {},
 	"envoy.extensions.tracers.opentelemetry.samplers.v3.TraceIdRatioBasedSamplerConfig.sampling_percentage": {},
+	"envoy.extensions.tracers.opentelemetry.samplers.v3.ParentBasedSamplerConfig.wrapped_sampler":           {},
 	"envoy.config.core.v3.HttpService.http_uri":                                                             {},
 	"envoy.config.core.v3.HttpService.request_headers_to_add":                                               {},
 	// HttpUri's fields are listed with ext_authz's.

@@ -24,9 +24,10 @@ type ResourceDetector interface {
 	Detect(config proto.Message) ([]tracing.Tag, error)
 }
 
-// SamplerFactory builds a sampler extension from its typed_config.
+// SamplerFactory builds a sampler extension from its typed_config; reg
+// holds the samplers a sampler may wrap.
 type SamplerFactory interface {
-	Compile(config proto.Message) (Sampler, error)
+	Compile(config proto.Message, reg *extension.Registry) (Sampler, error)
 }
 
 // Sampler decides whether the spans the tracer starts are sampled,
@@ -96,9 +97,10 @@ func setAttribute(attrs []tracing.Tag, a tracing.Tag) []tracing.Tag {
 	return append(attrs, a)
 }
 
-// compileSampler builds the configured sampler; errors name the field
-// below sampler.
-func compileSampler(tc *corev3.TypedExtensionConfig, reg *extension.Registry) (Sampler, error) {
+// CompileSampler builds the sampler a TypedExtensionConfig names (the
+// tracer's sampler, or one a sampler wraps); errors name the field below
+// it.
+func CompileSampler(tc *corev3.TypedExtensionConfig, reg *extension.Registry) (Sampler, error) {
 	ext, msg, err := resolve(reg, "sampler", SamplerCategory, tc)
 	if err != nil {
 		return nil, err
@@ -107,7 +109,7 @@ func compileSampler(tc *corev3.TypedExtensionConfig, reg *extension.Registry) (S
 	if !ok {
 		return nil, fmt.Errorf("typed_config: extension %q is not a sampler", ext.Name)
 	}
-	s, err := f.Compile(msg)
+	s, err := f.Compile(msg, reg)
 	if err != nil {
 		return nil, fmt.Errorf("typed_config.%w", err)
 	}

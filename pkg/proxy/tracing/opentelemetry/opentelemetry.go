@@ -49,7 +49,7 @@ func (Factory) Compile(config proto.Message, ctx tracing.Context) (tracing.Drive
 		return nil, err
 	}
 	if cfg.GetSampler() != nil {
-		if d.sampler, err = compileSampler(cfg.GetSampler(), ctx.Extensions); err != nil {
+		if d.sampler, err = CompileSampler(cfg.GetSampler(), ctx.Extensions); err != nil {
 			return nil, fmt.Errorf("sampler.%w", err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	samplersv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/tracers/opentelemetry/samplers/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry"
 )
 
@@ -20,7 +21,7 @@ const Name = "proxy.tracers.opentelemetry.samplers.always_on"
 type Factory struct{}
 
 // Compile implements opentelemetry.SamplerFactory.
-func (Factory) Compile(config proto.Message) (opentelemetry.Sampler, error) {
+func (Factory) Compile(config proto.Message, _ *extension.Registry) (opentelemetry.Sampler, error) {
 	if _, ok := config.(*samplersv3.AlwaysOnSamplerConfig); !ok {
 		return nil, fmt.Errorf("expected %s, got %T", Name, config)
 	}

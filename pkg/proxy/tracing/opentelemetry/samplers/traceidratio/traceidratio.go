@@ -12,6 +12,7 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry"
 )
 
@@ -22,7 +23,7 @@ const Name = "proxy.tracers.opentelemetry.samplers.trace_id_ratio_based"
 type Factory struct{}
 
 // Compile implements opentelemetry.SamplerFactory.
-func (Factory) Compile(config proto.Message) (opentelemetry.Sampler, error) {
+func (Factory) Compile(config proto.Message, _ *extension.Registry) (opentelemetry.Sampler, error) {
 	cfg, ok := config.(*samplersv3.TraceIdRatioBasedSamplerConfig)
 	if !ok {
 		return nil, fmt.Errorf("expected %s, got %T", Name, config)

@@ -27,7 +27,7 @@ func TestSample(t *testing.T) {
 	compile := func(num uint32, den typev3.FractionalPercent_DenominatorType) opentelemetry.Sampler {
 		s, err := Factory{}.Compile(&samplersv3.TraceIdRatioBasedSamplerConfig{
 			SamplingPercentage: &typev3.FractionalPercent{Numerator: num, Denominator: den},
-		})
+		}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func TestSample(t *testing.T) {
 			}
 		})
 	}
-	if _, err := (Factory{}).Compile(&emptypb.Empty{}); err == nil {
+	if _, err := (Factory{}).Compile(&emptypb.Empty{}, nil); err == nil {
 		t.Error("a configuration of another type was accepted")
 	}
 }
