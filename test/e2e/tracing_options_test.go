@@ -97,7 +97,7 @@ var _ = Describe("Tracing options: verbose, operation names, metadata tags", fun
 		Expect(upstreamSpans).To(Equal(2), "the connection manager's upstream_operation still names the route's upstream span")
 	})
 
-	It("exports every span with the always_on sampler and adds OTEL_RESOURCE_ATTRIBUTES to the resource, without span logs", func() {
+	It("exports every span with the always_on sampler and merges static and OTEL_RESOURCE_ATTRIBUTES attributes into the resource, without span logs", func() {
 		Expect(os.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=staging,service.name=from-env,bad,=x,team=core")).To(Succeed())
 		DeferCleanup(os.Unsetenv, "OTEL_RESOURCE_ATTRIBUTES")
 		collector, cport := startOTLPCollector()
@@ -107,6 +107,10 @@ var _ = Describe("Tracing options: verbose, operation names, metadata tags", fun
             verbose: true
 `), "                service_name: edge-proxy\n", `                service_name: edge-proxy
                 resource_detectors:
+                - name: envoy.tracers.opentelemetry.resource_detectors.static_config
+                  typed_config:
+                    "@type": type.googleapis.com/envoy.extensions.tracers.opentelemetry.resource_detectors.v3.StaticConfigResourceDetectorConfig
+                    attributes: {team: static, region: eu, empty: ""}
                 - name: envoy.tracers.opentelemetry.resource_detectors.environment
                   typed_config: {"@type": type.googleapis.com/envoy.extensions.tracers.opentelemetry.resource_detectors.v3.EnvironmentResourceDetectorConfig}
                 sampler:
@@ -133,7 +137,8 @@ var _ = Describe("Tracing options: verbose, operation names, metadata tags", fun
 		Expect(attrs[0]).To(Equal(map[string]string{
 			"service.name":           "from-env",
 			"deployment.environment": "staging",
-			"team":                   "core",
+			"team":                   "core", // the later detector wins
+			"region":                 "eu",
 		}))
 	})
 

@@ -8,8 +8,9 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // route decorator, the router's start_child_span and the tracers' own
 // configurations. Left out, and so refused with their path: the tracers'
 // custom exporters; the OpenTelemetry resource detectors and samplers
-// other than the environment detector and the always_on, parent_based and
-// trace_id_ratio_based samplers are refused by their type.
+// other than the environment and static_config detectors and the
+// always_on, parent_based and trace_id_ratio_based samplers are refused by
+// their type.
 var supportedTracing = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.bootstrap.v3.Bootstrap.tracing":     {},
 	"envoy.config.trace.v3.Tracing.http":              {},
@@ -47,15 +48,17 @@ var supportedTracing = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.trace.v3.OpenTelemetryConfig.service_name":                        {},
 	"envoy.config.trace.v3.OpenTelemetryConfig.max_cache_size":                      {},
 	"envoy.config.trace.v3.OpenTelemetryConfig.set_service_name_resource_attribute": {},
-	// Resource detectors and samplers are extensions (the environment
-	// detector, the always_on sampler) that the TypedExtensionConfig entry
-	// checks.
-	"envoy.config.trace.v3.OpenTelemetryConfig.resource_detectors":                                          {},
-	"envoy.config.trace.v3.OpenTelemetryConfig.sampler":                                                     {},
-	"envoy.extensions.tracers.opentelemetry.samplers.v3.TraceIdRatioBasedSamplerConfig.sampling_percentage": {},
-	"envoy.extensions.tracers.opentelemetry.samplers.v3.ParentBasedSamplerConfig.wrapped_sampler":           {},
-	"envoy.config.core.v3.HttpService.http_uri":                                                             {},
-	"envoy.config.core.v3.HttpService.request_headers_to_add":                                               {},
+	// Resource detectors and samplers are extensions (the environment and
+	// static_config detectors; the always_on, parent_based and
+	// trace_id_ratio_based samplers) that the TypedExtensionConfig entry
+	// checks; their own fields follow.
+	"envoy.config.trace.v3.OpenTelemetryConfig.resource_detectors":                                               {},
+	"envoy.config.trace.v3.OpenTelemetryConfig.sampler":                                                          {},
+	"envoy.extensions.tracers.opentelemetry.samplers.v3.TraceIdRatioBasedSamplerConfig.sampling_percentage":      {},
+	"envoy.extensions.tracers.opentelemetry.samplers.v3.ParentBasedSamplerConfig.wrapped_sampler":                {},
+	"envoy.extensions.tracers.opentelemetry.resource_detectors.v3.StaticConfigResourceDetectorConfig.attributes": {},
+	"envoy.config.core.v3.HttpService.http_uri":                                                                  {},
+	"envoy.config.core.v3.HttpService.request_headers_to_add":                                                    {},
 	// HttpUri's fields are listed with ext_authz's.
 
 	// The Zipkin tracer: JSON v2 over HTTP, B3 headers.

@@ -60,6 +60,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/tcpproxy"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry/resourcedetectors/environment"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry/resourcedetectors/staticconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry/samplers/alwayson"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry/samplers/parentbased"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry/samplers/traceidratio"
@@ -128,6 +129,7 @@ func Registry() *extension.Registry {
 		extension.Of(zipkin.Name, Tracers, &tracev3.ZipkinConfig{}, zipkin.Factory{}),
 
 		extension.Of(environment.Name, opentelemetry.ResourceDetectorCategory, &otelresv3.EnvironmentResourceDetectorConfig{}, environment.Detector{}),
+		extension.Of(staticconfig.Name, opentelemetry.ResourceDetectorCategory, &otelresv3.StaticConfigResourceDetectorConfig{}, staticconfig.Detector{}),
 		extension.Of(alwayson.Name, opentelemetry.SamplerCategory, &otelsamplersv3.AlwaysOnSamplerConfig{}, alwayson.Factory{}),
 		extension.Of(parentbased.Name, opentelemetry.SamplerCategory, &otelsamplersv3.ParentBasedSamplerConfig{}, parentbased.Factory{}),
 		extension.Of(traceidratio.Name, opentelemetry.SamplerCategory, &otelsamplersv3.TraceIdRatioBasedSamplerConfig{}, traceidratio.Factory{}),

@@ -54,6 +54,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.tracers proxy.tracers.opentelemetry envoy.config.trace.v3.OpenTelemetryConfig",
 		"envoy.tracers proxy.tracers.zipkin envoy.config.trace.v3.ZipkinConfig",
 		"envoy.tracers.opentelemetry.resource_detectors proxy.tracers.opentelemetry.resource_detectors.environment envoy.extensions.tracers.opentelemetry.resource_detectors.v3.EnvironmentResourceDetectorConfig",
+		"envoy.tracers.opentelemetry.resource_detectors proxy.tracers.opentelemetry.resource_detectors.static_config envoy.extensions.tracers.opentelemetry.resource_detectors.v3.StaticConfigResourceDetectorConfig",
 		"envoy.tracers.opentelemetry.samplers proxy.tracers.opentelemetry.samplers.always_on envoy.extensions.tracers.opentelemetry.samplers.v3.AlwaysOnSamplerConfig",
 		"envoy.tracers.opentelemetry.samplers proxy.tracers.opentelemetry.samplers.parent_based envoy.extensions.tracers.opentelemetry.samplers.v3.ParentBasedSamplerConfig",
 		"envoy.tracers.opentelemetry.samplers proxy.tracers.opentelemetry.samplers.trace_id_ratio_based envoy.extensions.tracers.opentelemetry.samplers.v3.TraceIdRatioBasedSamplerConfig",
