@@ -31,6 +31,8 @@ type otlpCollector struct {
 	mu      sync.Mutex
 	spans   []*tracepb.Span
 	service []string
+	// resources are the string attributes of every resource received.
+	resources []map[string]string
 }
 
 func (c *otlpCollector) Export(_ context.Context, req *collectorpb.ExportTraceServiceRequest) (*collectorpb.ExportTraceServiceResponse, error) {
@@ -47,11 +49,14 @@ func (c *otlpCollector) add(req *collectorpb.ExportTraceServiceRequest) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, rs := range req.GetResourceSpans() {
+		attrs := map[string]string{}
 		for _, a := range rs.GetResource().GetAttributes() {
+			attrs[a.GetKey()] = a.GetValue().GetStringValue()
 			if a.GetKey() == "service.name" {
 				c.service = append(c.service, a.GetValue().GetStringValue())
 			}
 		}
+		c.resources = append(c.resources, attrs)
 		for _, ss := range rs.GetScopeSpans() {
 			c.spans = append(c.spans, ss.GetSpans()...)
 		}
@@ -70,6 +75,13 @@ func (c *otlpCollector) serviceNames() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]string(nil), c.service...)
+}
+
+// resourceAttributes returns the attributes of every resource received.
+func (c *otlpCollector) resourceAttributes() []map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]map[string]string(nil), c.resources...)
 }
 
 // startOTLPCollector serves the trace service on a loopback port until the
@@ -586,9 +598,12 @@ var _ = Describe("Tracing with OpenTelemetry", func() {
 		Expect(res.Stderr).To(ContainSubstring("DatadogConfig"))
 		Expect(res.Stderr).To(ContainSubstring("tracing.provider.typed_config"))
 
-		res, _ = validate("verbose.yaml", tracingBootstrap(port, 1, "INBOUND", otelTracing("            verbose: true\n"), grpcCollectorCluster(1), ""))
+		dynatrace := strings.Replace(otelTracing(""), "                service_name: edge-proxy\n", `                service_name: edge-proxy
+                sampler: {name: envoy.tracers.opentelemetry.samplers.dynatrace, typed_config: {"@type": type.googleapis.com/envoy.extensions.tracers.opentelemetry.samplers.v3.DynatraceSamplerConfig, tenant: t, cluster_id: 1}}
+`, 1)
+		res, _ = validate("dynatrace.yaml", tracingBootstrap(port, 1, "INBOUND", dynatrace, grpcCollectorCluster(1), ""))
 		Expect(res.ExitCode).NotTo(Equal(0))
-		Expect(res.Stderr).To(ContainSubstring("tracing.verbose"))
+		Expect(res.Stderr).To(ContainSubstring("DynatraceSamplerConfig"))
 
 		res, _ = validate("unknown-collector.yaml", tracingBootstrap(port, 1, "INBOUND", otelTracing(""), "", ""))
 		Expect(res.ExitCode).NotTo(Equal(0))

@@ -25,6 +25,10 @@ type zipkinSpan struct {
 	LocalEndpoint map[string]string `json:"localEndpoint"`
 	Tags          map[string]string `json:"tags"`
 	Shared        bool              `json:"shared"`
+	Annotations   []struct {
+		Timestamp int64  `json:"timestamp"`
+		Value     string `json:"value"`
+	} `json:"annotations"`
 }
 
 // zipkinCollector is a Zipkin HTTP endpoint keeping the spans posted to

@@ -6,18 +6,21 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	filev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 )
 
 // Compile builds the formatter of a file access log: format (text),
 // json_format (every value a string), typed_json_format, log_format, or
 // Envoy's default format when none is set. Opening cfg.Path is the
 // caller's business. Errors name the field path below the FileAccessLog.
-func Compile(cfg *filev3.FileAccessLog) (*Formatter, error) {
+// reg holds the formatter extensions log_format may name.
+func Compile(cfg *filev3.FileAccessLog, reg *extension.Registry) (*Formatter, error) {
 	if f, ok, err := legacyFormat(cfg); ok {
 		return f, err
 	}
 	if lf := cfg.GetLogFormat(); lf != nil {
-		f, err := CompileSubstitution(lf)
+		f, err := CompileSubstitution(lf, reg)
 		if err != nil {
 			return nil, fmt.Errorf("log_format.%w", err)
 		}
@@ -28,11 +31,17 @@ func Compile(cfg *filev3.FileAccessLog) (*Formatter, error) {
 
 // CompileSubstitution builds a formatter from a SubstitutionFormatString:
 // text_format, text_format_source (inline) or json_format, with
-// omit_empty_values. JSON values are typed. Errors name the field path
-// below the message, without a leading dot, so callers prefix theirs.
-func CompileSubstitution(sf *corev3.SubstitutionFormatString) (*Formatter, error) {
+// omit_empty_values, and the command operators of its formatters, found
+// in reg (nil has none). JSON values are typed. Errors name the field
+// path below the message, without a leading dot, so callers prefix
+// theirs.
+func CompileSubstitution(sf *corev3.SubstitutionFormatString, reg *extension.Registry) (*Formatter, error) {
 	omit := sf.GetOmitEmptyValues()
-	if f, ok, err := legacyTextFormat(sf); ok {
+	parsers, err := compileFormatters(sf.GetFormatters(), reg)
+	if err != nil {
+		return nil, err
+	}
+	if f, ok, err := legacyTextFormat(sf, parsers); ok {
 		return f, err
 	}
 	switch f := sf.GetFormat().(type) {
@@ -41,13 +50,13 @@ func CompileSubstitution(sf *corev3.SubstitutionFormatString) (*Formatter, error
 		if err != nil {
 			return nil, fmt.Errorf("text_format_source%s: %w", path, err)
 		}
-		t, err := Text(src, omit)
+		t, err := text(src, omit, parsers)
 		if err != nil {
 			return nil, fmt.Errorf("text_format_source%s: %w", path, err)
 		}
 		return t, nil
 	case *corev3.SubstitutionFormatString_JsonFormat:
-		return compileJSON(f.JsonFormat, true, omit, "json_format")
+		return compileJSON(f.JsonFormat, true, omit, "json_format", parsers)
 	}
 	return nil, errors.New("format: one of text_format, text_format_source or json_format is required")
 }

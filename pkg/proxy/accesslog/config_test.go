@@ -57,7 +57,7 @@ func TestCompile(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			f, err := Compile(parseFileAccessLog(t, tc.yaml))
+			f, err := Compile(parseFileAccessLog(t, tc.yaml), nil)
 			if err != nil {
 				t.Fatalf("Compile: %v", err)
 			}
@@ -102,7 +102,7 @@ func TestCompileErrors(t *testing.T) {
 	slices.Sort(names)
 	var out strings.Builder
 	for _, name := range names {
-		_, err := Compile(parseFileAccessLog(t, tests[name]))
+		_, err := Compile(parseFileAccessLog(t, tests[name]), nil)
 		if err == nil {
 			t.Errorf("%s: Compile accepted %s", name, tests[name])
 			continue
@@ -114,7 +114,7 @@ func TestCompileErrors(t *testing.T) {
 
 func TestCompileSubstitutionRequiresAFormat(t *testing.T) {
 	cfg := parseFileAccessLog(t, "{log_format: {omit_empty_values: true}}")
-	_, err := Compile(cfg)
+	_, err := Compile(cfg, nil)
 	if err == nil || !strings.HasPrefix(err.Error(), "log_format.format: ") {
 		t.Errorf("error = %v, want one naming log_format.format", err)
 	}

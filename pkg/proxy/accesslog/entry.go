@@ -104,6 +104,16 @@ type Entry struct {
 	// tracing configured no request is, as in Envoy.
 	ServiceForcedTrace bool
 	// DynamicMetadata is what filters recorded about the request
-	// (metadata_filter); nil when none did.
+	// (metadata_filter, %DYNAMIC_METADATA%); nil when none did, which is
+	// always so far: no Outrigger filter sets dynamic metadata.
 	DynamicMetadata *corev3.Metadata
+	// ClusterMetadata is the upstream cluster's metadata
+	// (%CLUSTER_METADATA%); nil before a cluster is chosen.
+	ClusterMetadata *corev3.Metadata
+	// UpstreamHostMetadata is the chosen upstream host's endpoint metadata
+	// (%UPSTREAM_METADATA%); nil before a host is chosen.
+	UpstreamHostMetadata *corev3.Metadata
+	// RouteMetadata is the matched route's metadata
+	// (%METADATA(ROUTE:...)%, which the parser still refuses).
+	RouteMetadata *corev3.Metadata
 }

@@ -39,12 +39,21 @@ type part struct {
 	layout *timeLayout
 	// numeric values are JSON numbers in typed JSON formats.
 	numeric bool
+	// metadata is a metadata operator's namespace and keys.
+	metadata *metadataRef
+	// ext is a formatter extension's operator.
+	ext Provider
 }
 
 // Text compiles a text format string. With omitEmpty, missing values print
 // as nothing instead of "-". Errors name the offending operator.
 func Text(format string, omitEmpty bool) (*Formatter, error) {
-	parts, err := parse(format)
+	return text(format, omitEmpty, nil)
+}
+
+// text is Text with the operators of formatter extensions.
+func text(format string, omitEmpty bool, parsers []CommandParser) (*Formatter, error) {
+	parts, err := parse(format, parsers)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		DefaultFormat, "%START_TIME(%Y/%m/%dT%H:%M:%S%z %s %E*S %3f)%", "%REQ(A?B):3%", "%%", "%",
 		"%RESP(:STATUS)%", "%START_TIME(%E9S%Ez)%", "100%% %PROTOCOL", "%REQ(X-\xff)%", "%ROUTE_NAME:99999999999999999999%",
+		"%DYNAMIC_METADATA(ns:k)%", "%METADATA(CLUSTER:ns):2%", "%UPSTREAM_METADATA(ns)%", "%METADATA(UPSTREAM_HOST:ns:list)%",
 	} {
 		f.Add(s)
 	}
@@ -34,7 +35,7 @@ func FuzzParse(f *testing.F) {
 		js, err := compileJSON(&structpb.Struct{Fields: map[string]*structpb.Value{
 			format: structpb.NewStringValue(format),
 			"n":    structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{structpb.NewStringValue(format)}}),
-		}}, len(format)%2 == 0, len(format)%3 == 0, "json_format")
+		}}, len(format)%2 == 0, len(format)%3 == 0, "json_format", nil)
 		if err != nil {
 			t.Fatalf("a format Text accepts was refused in a dictionary: %v", err)
 		}

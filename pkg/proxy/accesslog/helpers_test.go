@@ -2,6 +2,9 @@ package accesslog
 
 import (
 	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // headerMap is a HeaderGetter over a map, as a connection manager's
@@ -52,5 +55,21 @@ func fullEntry() *Entry {
 		RequestedServerName:            "locations.example.com",
 		ConnectionID:                   42,
 		RouteName:                      "locations-route",
+		DynamicMetadata:                entryMetadata(),
+		ClusterMetadata:                entryMetadata(),
+		UpstreamHostMetadata:           entryMetadata(),
 	}
+}
+
+// entryMetadata has values that need escaping in JSON (invalid UTF-8
+// included, which structpb.NewStruct refuses but the wire format can carry).
+func entryMetadata() *corev3.Metadata {
+	st, err := structpb.NewStruct(map[string]any{
+		"n": 1.5, "list": []any{"a", map[string]any{"b": nil}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	st.Fields["k"] = &structpb.Value{Kind: &structpb.Value_StringValue{StringValue: "quote\" and \x01 and \xff"}}
+	return &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{"ns": st}}
 }

@@ -51,16 +51,17 @@ type jsonField struct {
 
 // compileJSON compiles a format dictionary. Keys are emitted sorted, as
 // Envoy does, so lines are stable whatever order the configuration used.
-// path names the dictionary in errors.
-func compileJSON(s *structpb.Struct, typed, omitEmpty bool, path string) (*Formatter, error) {
-	root, err := compileJSONStruct(s, path)
+// path names the dictionary in errors; parsers are the formatter
+// extensions' command parsers.
+func compileJSON(s *structpb.Struct, typed, omitEmpty bool, path string, parsers []CommandParser) (*Formatter, error) {
+	root, err := compileJSONStruct(s, path, parsers)
 	if err != nil {
 		return nil, err
 	}
 	return &Formatter{json: &jsonFormat{root: root, typed: typed, omitEmpty: omitEmpty}}, nil
 }
 
-func compileJSONStruct(s *structpb.Struct, path string) (jsonValue, error) {
+func compileJSONStruct(s *structpb.Struct, path string, parsers []CommandParser) (jsonValue, error) {
 	keys := make([]string, 0, len(s.GetFields()))
 	for k := range s.GetFields() {
 		keys = append(keys, k)
@@ -68,7 +69,7 @@ func compileJSONStruct(s *structpb.Struct, path string) (jsonValue, error) {
 	slices.Sort(keys)
 	v := jsonValue{kind: jsonObject}
 	for _, k := range keys {
-		fv, err := compileJSONValue(s.GetFields()[k], path+"."+k)
+		fv, err := compileJSONValue(s.GetFields()[k], path+"."+k, parsers)
 		if err != nil {
 			return jsonValue{}, err
 		}
@@ -78,10 +79,10 @@ func compileJSONStruct(s *structpb.Struct, path string) (jsonValue, error) {
 	return v, nil
 }
 
-func compileJSONValue(v *structpb.Value, path string) (jsonValue, error) {
+func compileJSONValue(v *structpb.Value, path string, parsers []CommandParser) (jsonValue, error) {
 	switch k := v.GetKind().(type) {
 	case *structpb.Value_StringValue:
-		parts, err := parse(k.StringValue)
+		parts, err := parse(k.StringValue, parsers)
 		if err != nil {
 			return jsonValue{}, fmt.Errorf("%s: %w", path, err)
 		}
@@ -91,11 +92,11 @@ func compileJSONValue(v *structpb.Value, path string) (jsonValue, error) {
 		}
 		return jv, nil
 	case *structpb.Value_StructValue:
-		return compileJSONStruct(k.StructValue, path)
+		return compileJSONStruct(k.StructValue, path, parsers)
 	case *structpb.Value_ListValue:
 		jv := jsonValue{kind: jsonList}
 		for i, item := range k.ListValue.GetValues() {
-			iv, err := compileJSONValue(item, fmt.Sprintf("%s[%d]", path, i))
+			iv, err := compileJSONValue(item, fmt.Sprintf("%s[%d]", path, i), parsers)
 			if err != nil {
 				return jsonValue{}, err
 			}
@@ -160,6 +161,16 @@ func (j *jsonFormat) value(dst []byte, v *jsonValue, e *Entry) ([]byte, bool) {
 // formatted appends a format-string value.
 func (j *jsonFormat) formatted(dst []byte, v *jsonValue, e *Entry) ([]byte, bool) {
 	single := len(v.parts) == 1 && v.parts[0].op != opLiteral
+	if j.typed && single && v.parts[0].op == opMetadata {
+		// Metadata keeps its own JSON type (a struct is an object), as
+		// Envoy's typed values do, untruncated.
+		start := len(dst)
+		dst, ok := v.parts[0].metadata.appendTyped(dst, e)
+		if !ok {
+			return append(dst[:start], "null"...), false
+		}
+		return dst, true
+	}
 	if j.typed && single {
 		start := len(dst)
 		dst, ok := v.parts[0].append(dst, e)

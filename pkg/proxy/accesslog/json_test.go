@@ -16,7 +16,7 @@ import (
 func mustJSON(t testing.TB, dict string, typed, omitEmpty bool) *Formatter {
 	t.Helper()
 	s := parseStruct(t, dict)
-	f, err := compileJSON(s, typed, omitEmpty, "json_format")
+	f, err := compileJSON(s, typed, omitEmpty, "json_format", nil)
 	if err != nil {
 		t.Fatalf("compileJSON: %v", err)
 	}

@@ -24,10 +24,10 @@ func legacyFormat(cfg *filev3.FileAccessLog) (f *Formatter, ok bool, err error) 
 		}
 		return f, true, nil
 	case *filev3.FileAccessLog_JsonFormat:
-		f, err := compileJSON(lf.JsonFormat, false, false, "json_format")
+		f, err := compileJSON(lf.JsonFormat, false, false, "json_format", nil)
 		return f, true, err
 	case *filev3.FileAccessLog_TypedJsonFormat:
-		f, err := compileJSON(lf.TypedJsonFormat, true, false, "typed_json_format")
+		f, err := compileJSON(lf.TypedJsonFormat, true, false, "typed_json_format", nil)
 		return f, true, err
 	}
 	return nil, false, nil
@@ -35,12 +35,12 @@ func legacyFormat(cfg *filev3.FileAccessLog) (f *Formatter, ok bool, err error) 
 
 // legacyTextFormat compiles the deprecated text_format of a
 // SubstitutionFormatString; ok is false when it is not set.
-func legacyTextFormat(sf *corev3.SubstitutionFormatString) (f *Formatter, ok bool, err error) {
+func legacyTextFormat(sf *corev3.SubstitutionFormatString, parsers []CommandParser) (f *Formatter, ok bool, err error) {
 	tf, set := sf.GetFormat().(*corev3.SubstitutionFormatString_TextFormat)
 	if !set {
 		return nil, false, nil
 	}
-	f, err = Text(tf.TextFormat, sf.GetOmitEmptyValues())
+	f, err = text(tf.TextFormat, sf.GetOmitEmptyValues(), parsers)
 	if err != nil {
 		return nil, true, fmt.Errorf("text_format: %w", err)
 	}

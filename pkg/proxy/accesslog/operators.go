@@ -35,6 +35,8 @@ const (
 	opConnectionID
 	opRouteName
 	opLocalReplyBody
+	opMetadata
+	opExtension
 )
 
 // argKind says what arguments an operator takes.
@@ -44,6 +46,7 @@ const (
 	argNone     argKind = iota // %NAME%
 	argHeader                  // %NAME(X?Y)%, required
 	argOptional                // %NAME% or %NAME(arg)%
+	argMetadata                // %NAME(NS:KEY...)%, %METADATA(TYPE:NS:KEY...)%
 )
 
 // operator describes one supported command operator.
@@ -81,6 +84,10 @@ var operators = map[string]operator{
 	"CONNECTION_ID":                          {op: opConnectionID, numeric: true},
 	"ROUTE_NAME":                             {op: opRouteName},
 	"LOCAL_REPLY_BODY":                       {op: opLocalReplyBody},
+	"METADATA":                               {op: opMetadata, args: argMetadata},
+	"DYNAMIC_METADATA":                       {op: opMetadata, args: argMetadata},
+	"CLUSTER_METADATA":                       {op: opMetadata, args: argMetadata},
+	"UPSTREAM_METADATA":                      {op: opMetadata, args: argMetadata},
 }
 
 // value appends the operator's value for e and reports whether there was
@@ -140,6 +147,11 @@ func (op opCode) value(p *part, dst []byte, e *Entry) ([]byte, bool) {
 		return appendString(dst, e.RouteName)
 	case opLocalReplyBody:
 		return appendString(dst, e.LocalReplyBody)
+	case opMetadata:
+		return p.metadata.appendText(dst, e)
+	case opExtension:
+		v, ok := p.ext.Value(e)
+		return append(dst, v...), ok
 	}
 	return dst, false
 }

@@ -9,8 +9,10 @@ import (
 // parse splits a format string into literals and operators, as Envoy's
 // substitution format parser does: %NAME%, %NAME(args)%, %NAME(args):Z%
 // and %NAME:Z%, with "%%" standing for a literal "%". Errors name the
-// operator and its byte offset.
-func parse(format string) ([]part, error) {
+// operator and its byte offset. The formatter extensions' parsers are
+// asked first, as Envoy asks a format's formatters before its built-in
+// operators.
+func parse(format string, parsers []CommandParser) ([]part, error) {
 	var parts []part
 	var lit strings.Builder
 	flush := func() {
@@ -31,7 +33,7 @@ func parse(format string) ([]part, error) {
 			i += 2
 			continue
 		}
-		p, n, err := parseOperator(format[i:])
+		p, n, err := parseOperator(format[i:], parsers)
 		if err != nil {
 			return nil, fmt.Errorf("at offset %d: %w", i, err)
 		}
@@ -45,7 +47,7 @@ func parse(format string) ([]part, error) {
 
 // parseOperator parses the operator at the start of s (which begins with
 // "%") and returns it with the number of bytes it took.
-func parseOperator(s string) (part, int, error) {
+func parseOperator(s string, parsers []CommandParser) (part, int, error) {
 	i := 1
 	for i < len(s) && isCommandByte(s[i]) {
 		i++
@@ -82,7 +84,18 @@ func parseOperator(s string) (part, int, error) {
 	}
 	i++
 
+	ext, err := parseExtension(parsers, name, args, hasArgs, maxLen)
+	if err != nil {
+		return part{}, 0, fmt.Errorf("%%%s%%: %w", name, err)
+	}
+	if ext != nil {
+		return part{op: opExtension, ext: ext, maxLen: maxLen}, i, nil
+	}
 	def, ok := operators[name]
+	if ext, needs := extensionOperators[name]; !ok && needs {
+		// Envoy answers "Not supported field in StreamInfo"; say why.
+		return part{}, 0, fmt.Errorf("command operator %%%s%% needs the formatter extension %s in the format's formatters", name, ext)
+	}
 	if !ok {
 		return part{}, 0, fmt.Errorf("command operator %%%s%% is not supported by Outrigger", name)
 	}
@@ -107,6 +120,12 @@ func parseOperator(s string) (part, int, error) {
 			return part{}, 0, fmt.Errorf("%%%s(%s)%%: %w", name, args, err)
 		}
 		p.layout = layout
+	case argMetadata:
+		md, err := parseMetadataOperator(name, args, hasArgs, maxLen)
+		if err != nil {
+			return part{}, 0, err
+		}
+		p.metadata = md
 	}
 	return p, i, nil
 }

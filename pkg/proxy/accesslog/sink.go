@@ -7,6 +7,7 @@ import (
 	"github.com/go-logr/logr"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
@@ -61,6 +62,9 @@ type SinkContext struct {
 	Stats *stats.Store
 	// Log is the access-log component's logger.
 	Log logr.Logger
+	// Extensions holds the formatter extensions that log formats may name
+	// (SubstitutionFormatString.formatters); nil has none.
+	Extensions *extension.Registry
 }
 
 // Closer is implemented by sinks that hold resources (a gRPC stream, a

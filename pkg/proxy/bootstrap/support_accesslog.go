@@ -39,6 +39,19 @@ var supportedAccessLog = map[protoreflect.FullName]fieldSupport{
 	"envoy.type.tracing.v3.CustomTag.Environment.default_value":                                           {},
 	"envoy.type.tracing.v3.CustomTag.Header.name":                                                         {},
 	"envoy.type.tracing.v3.CustomTag.Header.default_value":                                                {},
+	// Metadata tags (tracing's custom tags too): request, cluster and
+	// host metadata; the route kind is refused when the tag is compiled.
+	"envoy.type.tracing.v3.CustomTag.metadata":               {},
+	"envoy.type.tracing.v3.CustomTag.Metadata.kind":          {},
+	"envoy.type.tracing.v3.CustomTag.Metadata.metadata_key":  {},
+	"envoy.type.tracing.v3.CustomTag.Metadata.default_value": {},
+	"envoy.type.metadata.v3.MetadataKind.request":            {},
+	"envoy.type.metadata.v3.MetadataKind.route":              {},
+	"envoy.type.metadata.v3.MetadataKind.cluster":            {},
+	"envoy.type.metadata.v3.MetadataKind.host":               {},
+	"envoy.type.metadata.v3.MetadataKey.key":                 {},
+	"envoy.type.metadata.v3.MetadataKey.path":                {},
+	"envoy.type.metadata.v3.MetadataKey.PathSegment.key":     {},
 
 	// gRPC services (the access log service's; later tracing's and
 	// authorization's).
@@ -61,6 +74,9 @@ var supportedAccessLog = map[protoreflect.FullName]fieldSupport{
 	// logs have none, and Envoy ignores it there too.
 	"envoy.config.core.v3.SubstitutionFormatString.content_type": {},
 	"envoy.config.core.v3.JsonFormatOptions.sort_properties":     {},
+	// Formatter extensions (envoy.formatter.*), whose typed_config the
+	// TypedExtensionConfig entry checks; both take an empty message.
+	"envoy.config.core.v3.SubstitutionFormatString.formatters": {},
 
 	// Filters.
 	"envoy.config.accesslog.v3.AccessLogFilter.status_code_filter":       {},

@@ -14,8 +14,8 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.cluster.v3.Cluster.connect_timeout":             {},
 	"envoy.config.cluster.v3.Cluster.max_requests_per_connection": {},
 	"envoy.config.cluster.v3.Cluster.protocol_selection":          {values: []string{"USE_CONFIGURED_PROTOCOL", "USE_DOWNSTREAM_PROTOCOL"}},
-	// Metadata is data: /config_dump shows it; nothing Outrigger
-	// implements reads a cluster's metadata yet.
+	// Metadata is data: /config_dump shows it, and access-log formats
+	// read it (%CLUSTER_METADATA%, %UPSTREAM_METADATA% for endpoints').
 	"envoy.config.cluster.v3.Cluster.metadata":                          {},
 	"envoy.config.cluster.v3.Cluster.upstream_connection_options":       {},
 	"envoy.config.cluster.v3.UpstreamConnectionOptions.tcp_keepalive":   {},

@@ -6,9 +6,11 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedCore): the connection manager's tracing, the bootstrap's
 // tracing.http (the provider of connection managers that name none), the
 // route decorator, the router's start_child_span and the tracers' own
-// configurations. Left out, and so refused with their path: tracing's
-// verbose, operation and upstream_operation, metadata custom tags, and the
-// tracers' samplers, resource detectors and custom exporters.
+// configurations. Left out, and so refused with their path: the tracers'
+// custom exporters; the OpenTelemetry resource detectors and samplers
+// other than the environment and static_config detectors and the
+// always_on, parent_based and trace_id_ratio_based samplers are refused by
+// their type.
 var supportedTracing = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.bootstrap.v3.Bootstrap.tracing":     {},
 	"envoy.config.trace.v3.Tracing.http":              {},
@@ -23,15 +25,20 @@ var supportedTracing = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.Tracing.custom_tags":         {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.Tracing.provider":            {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.Tracing.spawn_upstream_span": {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.Tracing.verbose":             {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.Tracing.operation":           {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.Tracing.upstream_operation":  {},
 
-	"envoy.config.route.v3.Route.tracing":            {},
-	"envoy.config.route.v3.Tracing.client_sampling":  {},
-	"envoy.config.route.v3.Tracing.random_sampling":  {},
-	"envoy.config.route.v3.Tracing.overall_sampling": {},
-	"envoy.config.route.v3.Tracing.custom_tags":      {},
-	"envoy.config.route.v3.Route.decorator":          {},
-	"envoy.config.route.v3.Decorator.operation":      {},
-	"envoy.config.route.v3.Decorator.propagate":      {},
+	"envoy.config.route.v3.Route.tracing":              {},
+	"envoy.config.route.v3.Tracing.client_sampling":    {},
+	"envoy.config.route.v3.Tracing.random_sampling":    {},
+	"envoy.config.route.v3.Tracing.overall_sampling":   {},
+	"envoy.config.route.v3.Tracing.custom_tags":        {},
+	"envoy.config.route.v3.Tracing.operation":          {},
+	"envoy.config.route.v3.Tracing.upstream_operation": {},
+	"envoy.config.route.v3.Route.decorator":            {},
+	"envoy.config.route.v3.Decorator.operation":        {},
+	"envoy.config.route.v3.Decorator.propagate":        {},
 
 	"envoy.extensions.filters.http.router.v3.Router.start_child_span": {},
 
@@ -41,8 +48,17 @@ var supportedTracing = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.trace.v3.OpenTelemetryConfig.service_name":                        {},
 	"envoy.config.trace.v3.OpenTelemetryConfig.max_cache_size":                      {},
 	"envoy.config.trace.v3.OpenTelemetryConfig.set_service_name_resource_attribute": {},
-	"envoy.config.core.v3.HttpService.http_uri":                                     {},
-	"envoy.config.core.v3.HttpService.request_headers_to_add":                       {},
+	// Resource detectors and samplers are extensions (the environment and
+	// static_config detectors; the always_on, parent_based and
+	// trace_id_ratio_based samplers) that the TypedExtensionConfig entry
+	// checks; their own fields follow.
+	"envoy.config.trace.v3.OpenTelemetryConfig.resource_detectors":                                               {},
+	"envoy.config.trace.v3.OpenTelemetryConfig.sampler":                                                          {},
+	"envoy.extensions.tracers.opentelemetry.samplers.v3.TraceIdRatioBasedSamplerConfig.sampling_percentage":      {},
+	"envoy.extensions.tracers.opentelemetry.samplers.v3.ParentBasedSamplerConfig.wrapped_sampler":                {},
+	"envoy.extensions.tracers.opentelemetry.resource_detectors.v3.StaticConfigResourceDetectorConfig.attributes": {},
+	"envoy.config.core.v3.HttpService.http_uri":                                                                  {},
+	"envoy.config.core.v3.HttpService.request_headers_to_add":                                                    {},
 	// HttpUri's fields are listed with ext_authz's.
 
 	// The Zipkin tracer: JSON v2 over HTTP, B3 headers.

@@ -27,14 +27,20 @@ import (
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	metadatafmtv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/metadata/v3"
+	rwqv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/req_without_query/v3"
 	caresv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/network/dns_resolver/cares/v3"
 	getaddrinfov3 "github.com/envoyproxy/go-control-plane/envoy/extensions/network/dns_resolver/getaddrinfo/v3"
 	connectionsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
 	fixedheapv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/fixed_heap/v3"
+	otelresv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/tracers/opentelemetry/resource_detectors/v3"
+	otelsamplersv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/tracers/opentelemetry/samplers/v3"
 	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/als"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/file"
+	metadatafmt "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/formatter/metadata"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/formatter/reqwithoutquery"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/stream"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/compression"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/compression/brotli"
@@ -53,12 +59,18 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/tcpproxy"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry/resourcedetectors/environment"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry/resourcedetectors/staticconfig"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry/samplers/alwayson"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry/samplers/parentbased"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry/samplers/traceidratio"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/zipkin"
 )
 
 // Envoy's extension categories.
 const (
 	AccessLoggers      = "envoy.access_loggers"
+	Formatters         = "envoy.formatter"
 	HTTPFilters        = "envoy.filters.http"
 	NetworkFilters     = "envoy.filters.network"
 	ResourceMonitors   = "envoy.resource_monitors"
@@ -87,6 +99,9 @@ func Registry() *extension.Registry {
 		extension.Of(gzip.DecompressorName, compression.DecompressorCategory, &gzipdv3.Gzip{}, gzip.Decompressor{}),
 		extension.Of(zstd.DecompressorName, compression.DecompressorCategory, &zstddv3.Zstd{}, zstd.Decompressor{}),
 
+		extension.Of(metadatafmt.Name, Formatters, &metadatafmtv3.Metadata{}, metadatafmt.Factory{}),
+		extension.Of(reqwithoutquery.Name, Formatters, &rwqv3.ReqWithoutQuery{}, reqwithoutquery.Factory{}),
+
 		extension.Of(compressor.Name, HTTPFilters, &compressorv3.Compressor{}, compressor.Factory{}).WithRouteConfig(&compressorv3.CompressorPerRoute{}),
 		extension.Of(cors.Name, HTTPFilters, &corsv3.Cors{}, cors.Factory{}).WithRouteConfig(&corsv3.CorsPolicy{}),
 		extension.Of(decompressor.Name, HTTPFilters, &decompressorv3.Decompressor{}, decompressor.Factory{}),
@@ -112,6 +127,12 @@ func Registry() *extension.Registry {
 
 		extension.Of(opentelemetry.Name, Tracers, &tracev3.OpenTelemetryConfig{}, opentelemetry.Factory{}),
 		extension.Of(zipkin.Name, Tracers, &tracev3.ZipkinConfig{}, zipkin.Factory{}),
+
+		extension.Of(environment.Name, opentelemetry.ResourceDetectorCategory, &otelresv3.EnvironmentResourceDetectorConfig{}, environment.Detector{}),
+		extension.Of(staticconfig.Name, opentelemetry.ResourceDetectorCategory, &otelresv3.StaticConfigResourceDetectorConfig{}, staticconfig.Detector{}),
+		extension.Of(alwayson.Name, opentelemetry.SamplerCategory, &otelsamplersv3.AlwaysOnSamplerConfig{}, alwayson.Factory{}),
+		extension.Of(parentbased.Name, opentelemetry.SamplerCategory, &otelsamplersv3.ParentBasedSamplerConfig{}, parentbased.Factory{}),
+		extension.Of(traceidratio.Name, opentelemetry.SamplerCategory, &otelsamplersv3.TraceIdRatioBasedSamplerConfig{}, traceidratio.Factory{}),
 
 		extension.Of("proxy.upstreams.http.http_protocol_options", HTTPProtocolOption, &upstreamhttpv3.HttpProtocolOptions{}, nil),
 	)

@@ -42,6 +42,8 @@ func TestRegistry(t *testing.T) {
 		"envoy.filters.http proxy.filters.http.router envoy.extensions.filters.http.router.v3.Router",
 		"envoy.filters.network proxy.filters.network.http_connection_manager envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
 		"envoy.filters.network proxy.filters.network.tcp_proxy envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy",
+		"envoy.formatter proxy.formatter.metadata envoy.extensions.formatter.metadata.v3.Metadata",
+		"envoy.formatter proxy.formatter.req_without_query envoy.extensions.formatter.req_without_query.v3.ReqWithoutQuery",
 		"envoy.network.dns_resolver proxy.network.dns_resolver.cares envoy.extensions.network.dns_resolver.cares.v3.CaresDnsResolverConfig",
 		"envoy.network.dns_resolver proxy.network.dns_resolver.getaddrinfo envoy.extensions.network.dns_resolver.getaddrinfo.v3.GetAddrInfoDnsResolverConfig",
 		"envoy.resource_monitors proxy.resource_monitors.downstream_connections envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig",
@@ -51,6 +53,11 @@ func TestRegistry(t *testing.T) {
 		"envoy.stats_sinks proxy.stat_sinks.statsd envoy.config.metrics.v3.StatsdSink",
 		"envoy.tracers proxy.tracers.opentelemetry envoy.config.trace.v3.OpenTelemetryConfig",
 		"envoy.tracers proxy.tracers.zipkin envoy.config.trace.v3.ZipkinConfig",
+		"envoy.tracers.opentelemetry.resource_detectors proxy.tracers.opentelemetry.resource_detectors.environment envoy.extensions.tracers.opentelemetry.resource_detectors.v3.EnvironmentResourceDetectorConfig",
+		"envoy.tracers.opentelemetry.resource_detectors proxy.tracers.opentelemetry.resource_detectors.static_config envoy.extensions.tracers.opentelemetry.resource_detectors.v3.StaticConfigResourceDetectorConfig",
+		"envoy.tracers.opentelemetry.samplers proxy.tracers.opentelemetry.samplers.always_on envoy.extensions.tracers.opentelemetry.samplers.v3.AlwaysOnSamplerConfig",
+		"envoy.tracers.opentelemetry.samplers proxy.tracers.opentelemetry.samplers.parent_based envoy.extensions.tracers.opentelemetry.samplers.v3.ParentBasedSamplerConfig",
+		"envoy.tracers.opentelemetry.samplers proxy.tracers.opentelemetry.samplers.trace_id_ratio_based envoy.extensions.tracers.opentelemetry.samplers.v3.TraceIdRatioBasedSamplerConfig",
 		"envoy.upstreams.http.http_protocol_options proxy.upstreams.http.http_protocol_options envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

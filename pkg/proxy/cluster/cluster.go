@@ -221,6 +221,10 @@ func (c *Cluster) publishMembership(hs *hostSet, counted bool) {
 // Name is the cluster's name.
 func (c *Cluster) Name() string { return c.settings.name }
 
+// Metadata is the cluster's configured metadata (%CLUSTER_METADATA%), nil
+// when it has none. Read-only.
+func (c *Cluster) Metadata() *corev3.Metadata { return c.settings.metadata }
+
 // ObservabilityName is the name the cluster's stats and /clusters use:
 // alt_stat_name when configured, else the name.
 func (c *Cluster) ObservabilityName() string { return c.settings.observabilityName }

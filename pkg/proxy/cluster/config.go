@@ -8,6 +8,7 @@ import (
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
@@ -29,7 +30,10 @@ const minReadBuffer = 4 << 10
 type settings struct {
 	name              string
 	observabilityName string
-	connectTimeout    time.Duration
+	// metadata is the cluster's metadata (%CLUSTER_METADATA%), nil when
+	// it has none.
+	metadata       *corev3.Metadata
+	connectTimeout time.Duration
 	// bufferLimit is per_connection_buffer_limit_bytes, 0 when unset.
 	bufferLimit uint32
 	protocol    protocolSettings
@@ -66,6 +70,7 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	s := &settings{
 		name:              c.GetName(),
 		observabilityName: c.GetName(),
+		metadata:          c.GetMetadata(),
 		connectTimeout:    defaultConnectTimeout,
 		bufferLimit:       orDefault(c.GetPerConnectionBufferLimitBytes(), 0),
 		lb: lb.Config{

@@ -130,6 +130,7 @@ func buildEndpoint(lbe *endpointv3.LbEndpoint, names bool) (endpoint, []error) {
 		Hostname:     ep.GetHostname(),
 		Weight:       orDefault(lbe.GetLoadBalancingWeight(), MinWeight),
 		Canary:       canary,
+		Metadata:     lbe.GetMetadata(),
 		ConfigHealth: lbe.GetHealthStatus(),
 	}
 	if ip, err := netip.ParseAddr(name); err == nil && !names {

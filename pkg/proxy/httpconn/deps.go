@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tracev3 "github.com/envoyproxy/go-control-plane/envoy/config/trace/v3"
 	"github.com/go-logr/logr"
 
@@ -87,6 +88,9 @@ type Upstreams interface {
 type UpstreamCluster interface {
 	// Name is the cluster's name (%UPSTREAM_CLUSTER%).
 	Name() string
+	// Metadata is the cluster's metadata (%CLUSTER_METADATA%), nil when
+	// it has none.
+	Metadata() *corev3.Metadata
 	// Stats are the cluster's request and connection stats.
 	Stats() *upstream.ClusterStats
 	// PickHost chooses a host with the cluster's load balancer; nil when

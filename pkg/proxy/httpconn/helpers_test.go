@@ -34,15 +34,16 @@ const testTimeout = 10 * time.Second
 // fakeCluster is an UpstreamCluster over real loopback connections, with a
 // plain LIFO pool, counting what it dials.
 type fakeCluster struct {
-	name  string
-	stats *upstream.ClusterStats
-	hosts []*upstream.Host
-	http2 bool
-	next  atomic.Uint32
-	dials atomic.Int32
-	mu    sync.Mutex
-	idle  []*upstream.Conn
-	h2    *http.Transport
+	name     string
+	metadata *corev3.Metadata
+	stats    *upstream.ClusterStats
+	hosts    []*upstream.Host
+	http2    bool
+	next     atomic.Uint32
+	dials    atomic.Int32
+	mu       sync.Mutex
+	idle     []*upstream.Conn
+	h2       *http.Transport
 }
 
 func newFakeCluster(st *stats.Store, name string, http2 bool, addrs ...string) *fakeCluster {
@@ -57,6 +58,7 @@ func newFakeCluster(st *stats.Store, name string, http2 bool, addrs ...string) *
 }
 
 func (fc *fakeCluster) Name() string                  { return fc.name }
+func (fc *fakeCluster) Metadata() *corev3.Metadata    { return fc.metadata }
 func (fc *fakeCluster) Stats() *upstream.ClusterStats { return fc.stats }
 func (fc *fakeCluster) HTTP2For(bool) bool            { return fc.http2 }
 func (fc *fakeCluster) ProperCaseHeaders() bool       { return false }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	logfilter "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/filter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
@@ -37,15 +38,16 @@ type bodyFormat struct {
 }
 
 // readLocalReplies compiles local_reply_config; nil when it is unset.
-// Errors name the field below it.
-func readLocalReplies(cfg *hcmv3.LocalReplyConfig, ctx logfilter.Context) (*localReplies, error) {
+// Errors name the field below it. reg holds the formatter extensions the
+// body formats may name.
+func readLocalReplies(cfg *hcmv3.LocalReplyConfig, ctx logfilter.Context, reg *extension.Registry) (*localReplies, error) {
 	if cfg == nil {
 		return nil, nil
 	}
 	lr := &localReplies{}
 	var err error
 	if cfg.GetBodyFormat() != nil {
-		if lr.body, err = compileBodyFormat(cfg.GetBodyFormat()); err != nil {
+		if lr.body, err = compileBodyFormat(cfg.GetBodyFormat(), reg); err != nil {
 			return nil, fmt.Errorf("body_format.%w", err)
 		}
 	}
@@ -65,7 +67,7 @@ func readLocalReplies(cfg *hcmv3.LocalReplyConfig, ctx logfilter.Context) (*loca
 			return nil, err
 		}
 		if mc.GetBodyFormatOverride() != nil {
-			if m.format, err = compileBodyFormat(mc.GetBodyFormatOverride()); err != nil {
+			if m.format, err = compileBodyFormat(mc.GetBodyFormatOverride(), reg); err != nil {
 				return nil, fmt.Errorf("mappers[%d].body_format_override.%w", i, err)
 			}
 		}
@@ -76,8 +78,8 @@ func readLocalReplies(cfg *hcmv3.LocalReplyConfig, ctx logfilter.Context) (*loca
 
 // compileBodyFormat compiles a body format; its content type is
 // content_type, else text/plain for text and application/json for JSON.
-func compileBodyFormat(sf *corev3.SubstitutionFormatString) (*bodyFormat, error) {
-	f, err := accesslog.CompileSubstitution(sf)
+func compileBodyFormat(sf *corev3.SubstitutionFormatString, reg *extension.Registry) (*bodyFormat, error) {
+	f, err := accesslog.CompileSubstitution(sf, reg)
 	if err != nil {
 		return nil, err
 	}

@@ -124,7 +124,7 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 	errs = append(errs, err)
 	logs, err := buildAccessLogs(cfg.GetAccessLog(), deps)
 	errs = append(errs, err)
-	replies, err := readLocalReplies(cfg.GetLocalReplyConfig(), logfilter.Context{Runtime: deps.Runtime})
+	replies, err := readLocalReplies(cfg.GetLocalReplyConfig(), logfilter.Context{Runtime: deps.Runtime}, deps.Extensions)
 	errs = append(errs, fieldpath.Prefix("local_reply_config.", err))
 	tr, err := readTracing(cfg, deps)
 	errs = append(errs, err)

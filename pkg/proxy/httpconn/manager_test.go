@@ -16,6 +16,8 @@ import (
 	filev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
 	healthcheckv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/health_check/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	metadatav3 "github.com/envoyproxy/go-control-plane/envoy/type/metadata/v3"
+	tracingtagsv3 "github.com/envoyproxy/go-control-plane/envoy/type/tracing/v3"
 	"github.com/go-logr/logr"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -133,6 +135,26 @@ func TestNewErrors(t *testing.T) {
 			}),
 			open:    func(accesslog.Destination, string) (io.Writer, error) { return io.Discard, nil },
 			wantErr: "access_log[0].typed_config.log_format",
+		},
+		"bad tracing operation": {
+			cfg: base(func(c *hcmv3.HttpConnectionManager) {
+				c.Tracing = &hcmv3.HttpConnectionManager_Tracing{Operation: "op %NOPE%"}
+			}),
+			wantErr: "tracing.operation: at offset 3: command operator %NOPE% is not supported by Outrigger",
+		},
+		"bad tracing upstream operation": {
+			cfg: base(func(c *hcmv3.HttpConnectionManager) {
+				c.Tracing = &hcmv3.HttpConnectionManager_Tracing{UpstreamOperation: "%REQ()%"}
+			}),
+			wantErr: "tracing.upstream_operation: at offset 0: %REQ()%: empty header name",
+		},
+		"route metadata tag": {
+			cfg: base(func(c *hcmv3.HttpConnectionManager) {
+				c.Tracing = &hcmv3.HttpConnectionManager_Tracing{CustomTags: []*tracingtagsv3.CustomTag{{Tag: "t", Type: &tracingtagsv3.CustomTag_Metadata_{
+					Metadata: &tracingtagsv3.CustomTag_Metadata{Kind: &metadatav3.MetadataKind{Kind: &metadatav3.MetadataKind_Route_{Route: &metadatav3.MetadataKind_Route{}}}},
+				}}}}
+			}),
+			wantErr: "tracing.custom_tags[0].metadata.kind.route: route metadata (Route.metadata) is not supported by Outrigger yet",
 		},
 		"negative timeout": {
 			cfg: base(func(c *hcmv3.HttpConnectionManager) {

@@ -59,6 +59,7 @@ func (s *stream) forward() {
 	s.cluster = cl
 	s.entry.UpstreamCluster = cl.Name()
 	s.selectRouteStats()
+	s.entry.ClusterMetadata = cl.Metadata()
 	s.rewrite()
 	host := cl.PickHost()
 	if host == nil {
@@ -70,6 +71,7 @@ func (s *stream) forward() {
 	}
 	s.host = host
 	s.entry.UpstreamHost = host.Address
+	s.entry.UpstreamHostMetadata = host.Metadata
 	if route.AutoHostRewrite && host.Hostname != "" {
 		// auto_host_rewrite: the chosen host's name, once it is known.
 		s.updateAuthority(host.Hostname)

@@ -328,8 +328,22 @@ func (s *stream) end() {
 		defer s.finishSpan(now)
 	}
 	if m.logs.Empty() {
+		if s.span != nil {
+			// An operation format names the span from the finished entry.
+			s.completeEntry(now)
+		}
 		return
 	}
+	s.completeEntry(now)
+	var err error
+	if s.logBuf, err = m.logs.Log(s.logBuf, &s.entry); err != nil {
+		m.log.V(1).Info("access log write failed", "error", err.Error())
+	}
+}
+
+// completeEntry records what the access log knows only once the response
+// is sent: its status, flags, sizes, headers and the duration to now.
+func (s *stream) completeEntry(now time.Time) {
 	e := &s.entry
 	e.ResponseCode = s.status
 	e.ResponseCodeDetails = s.details
@@ -339,10 +353,6 @@ func (s *stream) end() {
 	e.Duration = now.Sub(s.start)
 	if s.started {
 		e.ResponseHeaders = &s.respHeaders
-	}
-	var err error
-	if s.logBuf, err = m.logs.Log(s.logBuf, e); err != nil {
-		m.log.V(1).Info("access log write failed", "error", err.Error())
 	}
 }
 
@@ -375,6 +385,7 @@ func (s *stream) decode() {
 	}
 	s.route = route
 	s.entry.RouteName = route.Name
+	s.entry.RouteMetadata = routeMetadata(route)
 	switch {
 	case route.Direct != nil:
 		m.stats.rqDirectResponse.Inc()

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
 )
@@ -240,6 +241,7 @@ func (s *stream) finishChildSpan(cl UpstreamCluster, proto string) {
 		return
 	}
 	s.child = nil
+	now := s.m.stamp(time.Now())
 	if c.Sampled {
 		c.SetTag("http.protocol", proto)
 		if s.host != nil {
@@ -247,8 +249,64 @@ func (s *stream) finishChildSpan(cl UpstreamCluster, proto string) {
 			c.SetTag("peer.address", s.host.Address)
 		}
 		s.commonTags(c, cl)
+		t := s.m.tracing
+		if t.verbose {
+			s.logTimings(c, time.Time{})
+		}
+		if _, up := s.operationFormats(); up != nil && t.spawnUpstream {
+			// upstream_operation names only spawn_upstream_span's spans.
+			s.completeEntry(now)
+			s.nameSpan(c, up)
+		}
 	}
-	c.Finish(s.m.stamp(time.Now()))
+	c.Finish(now)
+}
+
+// The events tracing.verbose logs (Envoy's span log names). Outrigger
+// records two of Envoy's seven timings.
+const (
+	logFirstUpstreamRxByte  = "first_upstream_rx_byte_received"
+	logLastDownstreamTxByte = "last_downstream_tx_byte_sent"
+)
+
+// logTimings logs the request's timing events to sp: the first upstream
+// response byte, and the end of the response when end is known (the
+// request's own span).
+func (s *stream) logTimings(sp *tracing.Span, end time.Time) {
+	if t := s.entry.FirstUpstreamByte; !t.IsZero() {
+		sp.Log(t, logFirstUpstreamRxByte)
+	}
+	if !end.IsZero() {
+		sp.Log(end, logLastDownstreamTxByte)
+	}
+}
+
+// operationFormats are the span name formats of the request: the route's
+// tracing operation and upstream_operation win over the connection
+// manager's, each on its own.
+func (s *stream) operationFormats() (op, upstream *accesslog.Formatter) {
+	t := s.m.tracing
+	op, upstream = t.operation, t.upstreamOperation
+	r := s.route
+	if r == nil {
+		r = s.cached
+	}
+	if r != nil && r.Tracing != nil {
+		if r.Tracing.Operation != nil {
+			op = r.Tracing.Operation
+		}
+		if r.Tracing.UpstreamOperation != nil {
+			upstream = r.Tracing.UpstreamOperation
+		}
+	}
+	return op, upstream
+}
+
+// nameSpan renames sp with an operation format (tracing.operation or
+// upstream_operation), which wins over decorators.
+func (s *stream) nameSpan(sp *tracing.Span, f *accesslog.Formatter) {
+	s.tagBuf = f.AppendValue(s.tagBuf[:0], &s.entry)
+	sp.SetOperation(view(s.tagBuf))
 }
 
 // finishSpan ends the request's span with Envoy's downstream tags
@@ -285,6 +343,13 @@ func (s *stream) finishSpan(now time.Time) {
 	s.tagBuf = strconv.AppendUint(s.tagBuf[:0], s.bytesSent, 10)
 	sp.SetTag("response_size", view(s.tagBuf))
 	s.commonTags(sp, s.cluster)
+	t := s.m.tracing
+	if t.verbose {
+		s.logTimings(sp, now)
+	}
+	if op, _ := s.operationFormats(); op != nil {
+		s.nameSpan(sp, op)
+	}
 	sp.Finish(now)
 }
 
@@ -352,6 +417,13 @@ func (s *stream) commonTags(sp *tracing.Span, cl UpstreamCluster) {
 // when the header is absent, and a tag with no value is not set.
 func (s *stream) customTags(sp *tracing.Span, tags []customTag) {
 	for _, t := range tags {
+		if t.Metadata != nil {
+			var ok bool
+			if s.tagBuf, ok = t.Metadata.AppendValue(s.tagBuf[:0], &s.entry); ok {
+				sp.SetTag(t.Tag, view(s.tagBuf))
+			}
+			continue
+		}
 		v := t.Value
 		if t.Header != "" {
 			if hv, ok := s.reqHeaders.Get(t.Header); ok {

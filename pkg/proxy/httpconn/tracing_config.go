@@ -1,7 +1,6 @@
 package httpconn
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
@@ -9,6 +8,7 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
@@ -35,6 +35,12 @@ type tracingConfig struct {
 	// span per upstream request (as the router's start_child_span does).
 	spawnUpstream bool
 	nodeID, zone  string
+	// verbose logs the request's timing events to its spans.
+	verbose bool
+	// operation and upstreamOperation name the request's span and the
+	// upstream child span (with spawn_upstream_span); nil keeps the
+	// names of the decorators. Missing values format as empty.
+	operation, upstreamOperation *accesslog.Formatter
 }
 
 // customTag is one custom_tags entry.
@@ -56,15 +62,8 @@ func readTracing(cfg *hcmv3.HttpConnectionManager, deps Deps) (*tracingConfig, e
 	if tc == nil {
 		return nil, nil
 	}
-	switch {
-	case tc.GetOperation() != "":
-		return nil, errors.New("tracing.operation: not supported by Outrigger")
-	case tc.GetUpstreamOperation() != "":
-		return nil, errors.New("tracing.upstream_operation: not supported by Outrigger")
-	case tc.GetVerbose():
-		return nil, errors.New("tracing.verbose: not supported by Outrigger")
-	}
 	t := &tracingConfig{
+		verbose:          tc.GetVerbose(),
 		egress:           deps.Egress,
 		client:           percent(tc.GetClientSampling(), 100),
 		random:           percent(tc.GetRandomSampling(), 10000),
@@ -73,6 +72,13 @@ func readTracing(cfg *hcmv3.HttpConnectionManager, deps Deps) (*tracingConfig, e
 		spawnUpstream:    tc.GetSpawnUpstreamSpan().GetValue(),
 		nodeID:           deps.Tracing.Node.GetId(),
 		zone:             deps.Tracing.Node.GetLocality().GetZone(),
+	}
+	var err error
+	if t.operation, err = router.OperationFormat(tc.GetOperation()); err != nil {
+		return nil, fmt.Errorf("tracing.operation: %w", err)
+	}
+	if t.upstreamOperation, err = router.OperationFormat(tc.GetUpstreamOperation()); err != nil {
+		return nil, fmt.Errorf("tracing.upstream_operation: %w", err)
 	}
 	if v := tc.GetMaxPathTagLength(); v != nil {
 		t.maxPathTagLength = int(v.GetValue())
@@ -111,7 +117,11 @@ func buildTracer(h *tracev3.Tracing_Http, deps Deps) (tracing.Driver, error) {
 	if !ok {
 		return nil, fmt.Errorf("typed_config: extension %q is not a tracer", ext.Name)
 	}
-	d, err := f.Compile(msg, deps.Tracing)
+	ctx := deps.Tracing
+	if ctx.Extensions == nil {
+		ctx.Extensions = deps.Extensions
+	}
+	d, err := f.Compile(msg, ctx)
 	if err != nil {
 		return nil, fmt.Errorf("typed_config.%w", err)
 	}

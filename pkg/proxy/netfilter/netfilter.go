@@ -14,6 +14,7 @@ import (
 	"time"
 
 	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"github.com/go-logr/logr"
 	"google.golang.org/protobuf/proto"
 
@@ -79,6 +80,9 @@ type Clusters interface {
 // Cluster is what a network filter needs of an upstream cluster.
 type Cluster interface {
 	Name() string
+	// Metadata is the cluster's metadata (%CLUSTER_METADATA%), nil when
+	// it has none.
+	Metadata() *corev3.Metadata
 	// PickHost chooses a host with the cluster's load balancer, or nil
 	// when none can take the connection.
 	PickHost() *upstream.Host

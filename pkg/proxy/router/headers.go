@@ -72,7 +72,7 @@ func compileHeaderAdd(o *corev3.HeaderValueOption) (headerAdd, error) {
 	if len(h.GetRawValue()) > 0 {
 		return a, errors.New("header.raw_value: not supported by Outrigger (use value)")
 	}
-	f, err := accesslog.Text(h.GetValue(), true)
+	f, err := accesslog.Text(accesslog.TranslateLegacyHeaderFormat(h.GetValue()), true)
 	if err != nil {
 		return a, fmt.Errorf("header.value: %w", err)
 	}

@@ -8,6 +8,8 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	tracingtagsv3 "github.com/envoyproxy/go-control-plane/envoy/type/tracing/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 )
 
 // Fraction is a sampling percentage as Envoy evaluates it: a random value
@@ -16,18 +18,31 @@ type Fraction struct{ Num, Den uint64 }
 
 // CustomTag is a tracing custom tag: a literal or environment value
 // (resolved at load, as Envoy does), or a request header's (Header set,
-// Value its default).
+// Value its default), or metadata's (Metadata set).
 type CustomTag struct {
 	Tag, Value, Header string
+	Metadata           *accesslog.MetadataTag
 }
 
 // RouteTracing is a route's tracing: sampling that replaces the connection
 // manager's for its requests (each unset percentage is 100%, as in
-// Envoy), and custom tags added to the manager's (a tag of the same name
-// wins).
+// Envoy), custom tags added to the manager's (a tag of the same name
+// wins), and span name formats that win over the manager's (nil when
+// unset).
 type RouteTracing struct {
-	Client, Random, Overall Fraction
-	Tags                    []CustomTag
+	Client, Random, Overall      Fraction
+	Tags                         []CustomTag
+	Operation, UpstreamOperation *accesslog.Formatter
+}
+
+// OperationFormat compiles a span name format (tracing's operation and
+// upstream_operation), nil when it is empty. As in Envoy's other non-log
+// formats, missing values print as nothing.
+func OperationFormat(format string) (*accesslog.Formatter, error) {
+	if format == "" {
+		return nil, nil
+	}
+	return accesslog.Text(format, true)
 }
 
 // fractionOf reads a FractionalPercent, 100% when unset.
@@ -59,11 +74,18 @@ func compileRouteTracing(t *routev3.Tracing) (*RouteTracing, error) {
 		}
 		rt.Tags = append(rt.Tags, tag)
 	}
+	var err error
+	if rt.Operation, err = OperationFormat(t.GetOperation()); err != nil {
+		return nil, fmt.Errorf("operation: %w", err)
+	}
+	if rt.UpstreamOperation, err = OperationFormat(t.GetUpstreamOperation()); err != nil {
+		return nil, fmt.Errorf("upstream_operation: %w", err)
+	}
 	return rt, nil
 }
 
-// CompileCustomTag reads a custom tag; metadata tags are refused. Errors
-// name the field below the tag.
+// CompileCustomTag reads a custom tag. Errors name the field below the
+// tag.
 func CompileCustomTag(ct *tracingtagsv3.CustomTag) (CustomTag, error) {
 	t := CustomTag{Tag: ct.GetTag()}
 	if t.Tag == "" {
@@ -80,9 +102,13 @@ func CompileCustomTag(ct *tracingtagsv3.CustomTag) (CustomTag, error) {
 	case *tracingtagsv3.CustomTag_RequestHeader:
 		t.Header, t.Value = v.RequestHeader.GetName(), v.RequestHeader.GetDefaultValue()
 	case *tracingtagsv3.CustomTag_Metadata_:
-		return t, errors.New("metadata: not supported by Outrigger")
+		md, err := accesslog.CompileMetadataTag(v.Metadata)
+		if err != nil {
+			return t, fmt.Errorf("metadata.%w", err)
+		}
+		t.Metadata = md
 	default:
-		return t, errors.New("type: one of literal, environment or request_header is required")
+		return t, errors.New("type: one of literal, environment, request_header or metadata is required")
 	}
 	return t, nil
 }

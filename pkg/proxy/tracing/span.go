@@ -26,6 +26,14 @@ type Tag struct {
 	Key, Value string
 }
 
+// Log is one timestamped event of a span (Envoy's span log), which the
+// connection manager records with tracing.verbose. Zipkin reports logs as
+// annotations; OpenTelemetry, as Envoy's tracer, drops them.
+type Log struct {
+	Time  time.Time
+	Event string
+}
+
 // TraceID is a 128-bit trace id; a 64-bit one has a zero high half.
 type TraceID [16]byte
 
@@ -99,6 +107,8 @@ type Span struct {
 	// client's span.
 	Shared bool
 	Tags   []Tag
+	// Logs are the span's events, in the order they were logged.
+	Logs []Log
 
 	reporter   Reporter
 	propagator Propagator
@@ -142,7 +152,8 @@ func (s *Span) Release() {
 	}
 	pool := s.pool
 	clear(s.Tags)
-	*s = Span{Tags: s.Tags[:0], arena: s.arena[:0], Scratch: s.Scratch[:0]}
+	clear(s.Logs)
+	*s = Span{Tags: s.Tags[:0], Logs: s.Logs[:0], arena: s.arena[:0], Scratch: s.Scratch[:0]}
 	pool.p.Put(s)
 }
 
@@ -174,6 +185,11 @@ func (s *Span) SetTag(key, value string) {
 		}
 	}
 	s.Tags = append(s.Tags, Tag{Key: key, Value: value})
+}
+
+// Log records an event at t. The event must be immutable (a constant).
+func (s *Span) Log(t time.Time, event string) {
+	s.Logs = append(s.Logs, Log{Time: t, Event: event})
 }
 
 // Tag returns an attribute's value.

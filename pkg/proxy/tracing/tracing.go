@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
@@ -87,6 +88,9 @@ type Context struct {
 	// Runtime reads runtime values (flush intervals and sizes); nil reads
 	// none.
 	Runtime Runtime
+	// Extensions holds the tracers' own extensions (OpenTelemetry's
+	// resource detectors and samplers); nil has none.
+	Extensions *extension.Registry
 }
 
 // Runtime is the server's runtime as a driver reads it.

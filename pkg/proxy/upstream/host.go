@@ -29,6 +29,9 @@ type Host struct {
 	Weight uint32
 	// Canary comes from the endpoint metadata (envoy.lb / canary: true).
 	Canary bool
+	// Metadata is the endpoint's metadata (%UPSTREAM_METADATA%); nil when
+	// it has none. Read-only.
+	Metadata *corev3.Metadata
 	// ConfigHealth is the health_status given in the configuration.
 	// UNHEALTHY, DRAINING and TIMEOUT keep the host out of load balancing
 	// and show it as /failed_eds_health in /clusters.

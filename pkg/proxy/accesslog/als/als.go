@@ -154,9 +154,13 @@ func compileTag(t *tracev3.CustomTag) (customTag, error) {
 		}
 		return customTag{tag: t.GetTag(), header: strings.ToLower(k.RequestHeader.GetName()), dflt: k.RequestHeader.GetDefaultValue()}, nil
 	case *tracev3.CustomTag_Metadata_:
-		return customTag{}, errors.New("metadata: not supported by Outrigger")
+		md, err := accesslog.CompileMetadataTag(k.Metadata)
+		if err != nil {
+			return customTag{}, fmt.Errorf("metadata.%w", err)
+		}
+		return customTag{tag: t.GetTag(), metadata: md}, nil
 	}
-	return customTag{}, errors.New("type: one of literal, environment or request_header is required")
+	return customTag{}, errors.New("type: one of literal, environment, request_header or metadata is required")
 }
 
 // lower returns the header names in lower case, as entries are read.

@@ -17,17 +17,22 @@ import (
 )
 
 // customTag is a compiled CustomTag: a literal, an environment variable
-// read when the configuration loads (as Envoy reads it), or a request
-// header.
+// read when the configuration loads (as Envoy reads it), a request
+// header, or metadata.
 type customTag struct {
-	tag     string
-	literal string
-	header  string // lower case; empty for the other kinds
-	dflt    string
+	tag      string
+	literal  string
+	header   string // lower case; empty for the other kinds
+	dflt     string
+	metadata *accesslog.MetadataTag
 }
 
 // value is the tag's value for e; ok is false when it has none.
 func (t *customTag) value(e *accesslog.Entry) (string, bool) {
+	if t.metadata != nil {
+		v, ok := t.metadata.AppendValue(nil, e)
+		return string(v), ok
+	}
 	if t.header == "" {
 		return t.literal, true
 	}

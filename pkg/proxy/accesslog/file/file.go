@@ -26,7 +26,7 @@ func (Factory) Compile(config proto.Message, ctx accesslog.SinkContext) (accessl
 	if !ok {
 		return nil, fmt.Errorf("expected %s, got %T", Name, config)
 	}
-	format, err := accesslog.Compile(cfg)
+	format, err := accesslog.Compile(cfg, ctx.Extensions)
 	if err != nil {
 		return nil, err
 	}

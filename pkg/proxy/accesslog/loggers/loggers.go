@@ -86,7 +86,12 @@ func compileOne(al *accesslogv3.AccessLog, ctx Context) (logger, error) {
 	if !ok {
 		return lg, fmt.Errorf("typed_config: extension %q is not an access logger", ext.Name)
 	}
-	if lg.sink, err = factory.Compile(msg, ctx.Sink); err != nil {
+	sinkCtx := ctx.Sink
+	if sinkCtx.Extensions == nil {
+		// Formats find their formatter extensions where the loggers are.
+		sinkCtx.Extensions = ctx.Registry
+	}
+	if lg.sink, err = factory.Compile(msg, sinkCtx); err != nil {
 		return lg, fmt.Errorf("typed_config.%w", err)
 	}
 	return lg, nil

@@ -53,7 +53,7 @@ func compile(lf *corev3.SubstitutionFormatString, d accesslog.Destination, ctx a
 	format := accesslog.Default()
 	if lf != nil {
 		var err error
-		if format, err = accesslog.CompileSubstitution(lf); err != nil {
+		if format, err = accesslog.CompileSubstitution(lf, ctx.Extensions); err != nil {
 			return nil, fmt.Errorf("log_format.%w", err)
 		}
 	}

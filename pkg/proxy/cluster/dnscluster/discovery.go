@@ -267,6 +267,7 @@ func newHost(t *Target, addr string) *upstream.Host {
 		Priority:     t.Host.Priority,
 		Weight:       t.Host.Weight,
 		Canary:       t.Host.Canary,
+		Metadata:     t.Host.Metadata,
 		ConfigHealth: t.Host.ConfigHealth,
 	}
 }

@@ -36,10 +36,6 @@ func (Factory) Compile(config proto.Message, ctx tracing.Context) (tracing.Drive
 	switch {
 	case cfg.GetExporter() != nil:
 		return nil, errors.New("exporter: not supported by Outrigger (use grpc_service or http_service)")
-	case len(cfg.GetResourceDetectors()) > 0:
-		return nil, errors.New("resource_detectors: not supported by Outrigger")
-	case cfg.GetSampler() != nil:
-		return nil, errors.New("sampler: not supported by Outrigger (the connection manager's tracing sampling applies)")
 	case cfg.GetSetTelemetrySdkResourceAttributes().GetValue():
 		return nil, errors.New("set_telemetry_sdk_resource_attributes: not supported by Outrigger")
 	case cfg.GetSetInstrumentationScope().GetValue():
@@ -48,7 +44,15 @@ func (Factory) Compile(config proto.Message, ctx tracing.Context) (tracing.Drive
 		return nil, errors.New("grpc_service: only one of grpc_service and http_service may be set")
 	}
 	d := &driver{}
-	res := resource(cfg)
+	res, err := detectResource(resource(cfg), cfg.GetResourceDetectors(), ctx.Extensions)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.GetSampler() != nil {
+		if d.sampler, err = CompileSampler(cfg.GetSampler(), ctx.Extensions); err != nil {
+			return nil, fmt.Errorf("sampler.%w", err)
+		}
+	}
 	maxSpans := defaultMaxCacheSize
 	if v := cfg.GetMaxCacheSize(); v != nil {
 		maxSpans = int(v.GetValue())
@@ -56,7 +60,6 @@ func (Factory) Compile(config proto.Message, ctx tracing.Context) (tracing.Drive
 	var (
 		exp    tracing.Exporter
 		target string
-		err    error
 	)
 	switch {
 	case cfg.GetGrpcService() != nil:
@@ -91,6 +94,9 @@ type driver struct {
 	batcher *tracing.Batcher
 	closer  tracing.Exporter
 	pool    tracing.SpanPool
+	// sampler, when configured, decides instead of the connection
+	// manager and of an incoming context's flag.
+	sampler Sampler
 }
 
 // StartSpan implements tracing.Driver, as Envoy's OpenTelemetry driver:
@@ -117,6 +123,13 @@ func (d *driver) StartSpan(h tracing.Headers, o tracing.StartOptions) *tracing.S
 		return nil
 	default:
 		s.Trace, s.Parent, s.Sampled, s.TraceState = p.trace, p.span, p.sampled, p.state
+	}
+	if d.sampler != nil {
+		r := d.sampler.Sample(SamplingParams{
+			Parent: !s.Parent.IsZero(), ParentSampled: s.Sampled, ParentTraceState: s.TraceState,
+			Trace: s.Trace, Name: s.Name, Kind: s.Kind,
+		})
+		s.Sampled, s.TraceState = r.Sampled, r.TraceState
 	}
 	return s
 }

@@ -17,8 +17,16 @@ type jsonSpan struct {
 	Timestamp     int64             `json:"timestamp"`
 	Duration      int64             `json:"duration"`
 	LocalEndpoint endpoint          `json:"localEndpoint"`
+	Annotations   []annotation      `json:"annotations,omitempty"`
 	Tags          map[string]string `json:"tags,omitempty"`
 	Shared        bool              `json:"shared,omitempty"`
+}
+
+// annotation is a timestamped event: how Zipkin reports a span's logs
+// (tracing.verbose), as Envoy's Zipkin tracer does.
+type annotation struct {
+	Timestamp int64  `json:"timestamp"`
+	Value     string `json:"value"`
 }
 
 // endpoint is a Zipkin endpoint: the proxy, named by the node's cluster.
@@ -51,6 +59,9 @@ func (e *exporter) Export(ctx context.Context, spans []*tracing.Span) error {
 		}
 		if !s.Parent.IsZero() {
 			js.ParentID = s.Parent.Hex()
+		}
+		for _, l := range s.Logs {
+			js.Annotations = append(js.Annotations, annotation{Timestamp: l.Time.UnixMicro(), Value: l.Event})
 		}
 		if len(s.Tags) > 0 {
 			js.Tags = make(map[string]string, len(s.Tags))

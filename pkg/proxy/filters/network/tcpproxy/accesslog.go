@@ -37,7 +37,9 @@ func (s *session) entry(t datav3.AccessLogType) *accesslog.Entry {
 	// that log too, and logs itself otherwise.
 	if s.host != nil {
 		e.UpstreamHost = s.host.Address
+		e.UpstreamHostMetadata = s.host.Metadata
 	}
+	e.ClusterMetadata = s.clusterMetadata
 	e.UpstreamLocalAddress = s.up.local
 	e.UpstreamTransportFailureReason = s.failureReason
 	return e

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	datav3 "github.com/envoyproxy/go-control-plane/envoy/data/accesslog/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
@@ -26,10 +27,13 @@ type session struct {
 	id   uint64
 
 	// Set before the pumps start, read-only afterwards.
-	clusterName   string
-	host          *upstream.Host
-	failureReason string
-	up            upstreamIO // its closer is nil until connected
+	clusterName string
+	host        *upstream.Host
+	// clusterMetadata is the chosen cluster's, for the formats'
+	// %CLUSTER_METADATA%; set with host's discipline.
+	clusterMetadata *corev3.Metadata
+	failureReason   string
+	up              upstreamIO // its closer is nil until connected
 
 	flags atomic.Uint32 // accesslog.ResponseFlags
 	rx    atomic.Uint64 // bytes received from downstream
@@ -90,6 +94,7 @@ func (s *session) run() {
 		s.setFlag(accesslog.NoClusterFound)
 		return
 	}
+	s.clusterMetadata = cl.Metadata()
 	if !s.connect(cl) {
 		return
 	}

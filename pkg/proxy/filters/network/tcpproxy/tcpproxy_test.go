@@ -123,6 +123,7 @@ func (f *fakeCluster) RoundTripHTTP2(req *http.Request, h *upstream.Host) (*http
 }
 
 func (f *fakeCluster) Name() string                  { return f.name }
+func (f *fakeCluster) Metadata() *corev3.Metadata    { return nil }
 func (f *fakeCluster) ObservabilityName() string     { return f.name }
 func (f *fakeCluster) Stats() *upstream.ClusterStats { return nil }
 func (f *fakeCluster) PickHost() *upstream.Host {

@@ -106,7 +106,7 @@ func compileTunnelHeader(o *corev3.HeaderValueOption) (tunnelHeader, error) {
 		}
 	}
 	var err error
-	if h.value, err = accesslog.Text(o.GetHeader().GetValue(), true); err != nil {
+	if h.value, err = accesslog.Text(accesslog.TranslateLegacyHeaderFormat(o.GetHeader().GetValue()), true); err != nil {
 		return h, fmt.Errorf("header.value: %w", err)
 	}
 	return h, nil
