@@ -36,6 +36,7 @@ var metadataTypes = map[string]metadataSource{
 	"DYNAMIC":       metadataDynamic,
 	"CLUSTER":       metadataCluster,
 	"UPSTREAM_HOST": metadataUpstreamHost,
+	"ROUTE":         metadataRoute,
 }
 
 // metadataTypesRefused are Envoy's other %METADATA% types, refused with a
@@ -43,7 +44,6 @@ var metadataTypes = map[string]metadataSource{
 // cannot be configured yet, so a format naming them would be a promise
 // Outrigger does not keep.
 var metadataTypesRefused = map[string]string{
-	"ROUTE":        "route metadata (Route.metadata) is not supported by Outrigger yet",
 	"LISTENER":     "listener metadata is not supported by Outrigger",
 	"VIRTUAL_HOST": "virtual host metadata is not supported by Outrigger",
 }

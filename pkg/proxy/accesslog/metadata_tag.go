@@ -19,9 +19,8 @@ type MetadataTag struct {
 }
 
 // CompileMetadataTag compiles a CustomTag.metadata. The request kind
-// reads the dynamic metadata, cluster and host the chosen upstream host's
-// cluster and endpoint metadata; route is refused while routes cannot
-// carry metadata. Errors name the field below the metadata message.
+// reads the dynamic metadata, route the matched route's metadata, cluster
+// and host the chosen upstream host's cluster and endpoint metadata. Errors name the field below the metadata message.
 func CompileMetadataTag(m *tracingtagsv3.CustomTag_Metadata) (*MetadataTag, error) {
 	t := &MetadataTag{def: m.GetDefaultValue()}
 	switch m.GetKind().GetKind().(type) {
@@ -32,9 +31,9 @@ func CompileMetadataTag(m *tracingtagsv3.CustomTag_Metadata) (*MetadataTag, erro
 	case *metadatav3.MetadataKind_Host_:
 		t.ref.source = metadataUpstreamHost
 	case *metadatav3.MetadataKind_Route_:
-		return nil, errors.New("kind.route: " + metadataTypesRefused["ROUTE"])
+		t.ref.source = metadataRoute
 	default:
-		return nil, errors.New("kind: one of request, cluster or host is required")
+		return nil, errors.New("kind: one of request, route, cluster or host is required")
 	}
 	key := m.GetMetadataKey()
 	if key.GetKey() == "" {

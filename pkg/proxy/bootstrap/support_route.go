@@ -41,6 +41,8 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.Route.response_headers_to_add":    {},
 	"envoy.config.route.v3.Route.response_headers_to_remove": {},
 	"envoy.config.route.v3.Route.typed_per_filter_config":    {perFilter: true},
+	// Read by %METADATA(ROUTE:...)% and route metadata tags.
+	"envoy.config.route.v3.Route.metadata": {},
 
 	// Route matching.
 	"envoy.config.route.v3.RouteMatch.prefix":                           {},

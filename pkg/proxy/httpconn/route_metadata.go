@@ -6,9 +6,11 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
-// routeMetadata is the matched route's metadata, which the access log's
-// %METADATA(ROUTE:...)% reads. Route.metadata is not supported yet, so
-// routes have none and the formatter refuses the ROUTE type; once
-// router.Route carries the field, this returns it and the formatter
-// accepts ROUTE.
-func routeMetadata(*router.Route) *corev3.Metadata { return nil }
+// routeMetadata is the matched route's metadata (Route.metadata), which
+// %METADATA(ROUTE:...)% and route metadata tags read; nil without a route.
+func routeMetadata(r *router.Route) *corev3.Metadata {
+	if r == nil {
+		return nil
+	}
+	return r.Metadata
+}

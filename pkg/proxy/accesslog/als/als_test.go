@@ -319,12 +319,11 @@ func TestCompileErrors(t *testing.T) {
 		`{}`:                                   "common_config: required",
 		`{"common_config": {}}`:                "common_config.log_name: must be set",
 		`{"common_config": {"log_name": "l"}}`: "common_config.grpc_service: required",
-		`{"common_config": {"log_name": "l", "grpc_service": {"envoy_grpc": {"cluster_name": "nope"}}}}`:                                                                                                                        "common_config.grpc_service.envoy_grpc.cluster_name: unknown gRPC client cluster 'nope'",
-		`{"common_config": {"log_name": "l", "transport_api_version": "V2", "grpc_service": {}}}`:                                                                                                                               "common_config.transport_api_version: V2 is not supported",
-		`{"common_config": {"log_name": "l", "grpc_service": {"envoy_grpc": {"cluster_name": "x"}}, "filter_state_objects_to_log": ["a"]}}`:                                                                                     "filter_state_objects_to_log: not supported",
-		`{"common_config": {"log_name": "l", "grpc_service": {"envoy_grpc": {"cluster_name": "x"}}, "custom_tags": [{"tag": "m", "metadata": {}}]}}`:                                                                            "common_config.custom_tags[0].metadata.kind: one of request, cluster or host is required",
-		`{"common_config": {"log_name": "l", "grpc_service": {"envoy_grpc": {"cluster_name": "x"}}, "custom_tags": [{"tag": "m", "metadata": {"kind": {"route": {}}, "metadata_key": {"key": "a", "path": [{"key": "b"}]}}}]}}`: "common_config.custom_tags[0].metadata.kind.route: route metadata (Route.metadata) is not supported by Outrigger yet",
-		`{"common_config": {"log_name": "l", "grpc_service": {"google_grpc": {"target_uri": "127.0.0.1:1", "stat_prefix": "s", "channel_credentials": {}}}}}`:                                                                   "google_grpc.channel_credentials: not supported",
+		`{"common_config": {"log_name": "l", "grpc_service": {"envoy_grpc": {"cluster_name": "nope"}}}}`:                                                      "common_config.grpc_service.envoy_grpc.cluster_name: unknown gRPC client cluster 'nope'",
+		`{"common_config": {"log_name": "l", "transport_api_version": "V2", "grpc_service": {}}}`:                                                             "common_config.transport_api_version: V2 is not supported",
+		`{"common_config": {"log_name": "l", "grpc_service": {"envoy_grpc": {"cluster_name": "x"}}, "filter_state_objects_to_log": ["a"]}}`:                   "filter_state_objects_to_log: not supported",
+		`{"common_config": {"log_name": "l", "grpc_service": {"envoy_grpc": {"cluster_name": "x"}}, "custom_tags": [{"tag": "m", "metadata": {}}]}}`:          "common_config.custom_tags[0].metadata.kind: one of request, route, cluster or host is required",
+		`{"common_config": {"log_name": "l", "grpc_service": {"google_grpc": {"target_uri": "127.0.0.1:1", "stat_prefix": "s", "channel_credentials": {}}}}}`: "google_grpc.channel_credentials: not supported",
 	}
 	for js, want := range tests {
 		var cfg grpcv3.HttpGrpcAccessLogConfig
