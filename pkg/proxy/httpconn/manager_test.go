@@ -148,13 +148,13 @@ func TestNewErrors(t *testing.T) {
 			}),
 			wantErr: "tracing.upstream_operation: at offset 0: %REQ()%: empty header name",
 		},
-		"route metadata tag": {
+		"metadata tag without a key": {
 			cfg: base(func(c *hcmv3.HttpConnectionManager) {
 				c.Tracing = &hcmv3.HttpConnectionManager_Tracing{CustomTags: []*tracingtagsv3.CustomTag{{Tag: "t", Type: &tracingtagsv3.CustomTag_Metadata_{
 					Metadata: &tracingtagsv3.CustomTag_Metadata{Kind: &metadatav3.MetadataKind{Kind: &metadatav3.MetadataKind_Route_{Route: &metadatav3.MetadataKind_Route{}}}},
 				}}}}
 			}),
-			wantErr: "tracing.custom_tags[0].metadata.kind.route: route metadata (Route.metadata) is not supported by Outrigger yet",
+			wantErr: "tracing.custom_tags[0].metadata.metadata_key.key: must be set",
 		},
 		"negative timeout": {
 			cfg: base(func(c *hcmv3.HttpConnectionManager) {
