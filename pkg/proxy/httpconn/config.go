@@ -61,6 +61,13 @@ type settings struct {
 	normalizePath  *bool
 	mergeSlashes   bool
 	stripPort      stripPortMode
+	// stripTrailingHostDot removes the host's trailing dot
+	// (strip_trailing_host_dot).
+	stripTrailingHostDot bool
+	// addUserAgent names this proxy to the upstream in
+	// x-envoy-downstream-service-cluster and -node (add_user_agent);
+	// appendXForwardedPort sets x-forwarded-port (append_x_forwarded_port).
+	addUserAgent, appendXForwardedPort bool
 
 	// Timeouts; 0 disables one.
 	idleTimeout           time.Duration
@@ -166,6 +173,9 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 	case cfg.GetStripAnyHostPort():
 		s.stripPort = stripAnyPort
 	}
+	s.stripTrailingHostDot = cfg.GetStripTrailingHostDot()
+	s.addUserAgent = cfg.GetAddUserAgent().GetValue()
+	s.appendXForwardedPort = cfg.GetAppendXForwardedPort()
 	if v := cfg.GetGenerateRequestId(); v != nil {
 		s.generateRequestID = v.GetValue()
 	}

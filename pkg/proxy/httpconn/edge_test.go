@@ -64,3 +64,19 @@ func TestInternalAddresses(t *testing.T) {
 		}
 	}
 }
+
+func TestStripTrailingDot(t *testing.T) {
+	for in, want := range map[string]string{
+		"example.com.":      "example.com",
+		"example.com.:8080": "example.com:8080",
+		"example.com":       "example.com",
+		"example.com..":     "example.com.",
+		"10.0.0.1:80":       "10.0.0.1:80",
+		"[::1]:80":          "[::1]:80",
+		"":                  "",
+	} {
+		if got := stripTrailingDot(in); got != want {
+			t.Errorf("stripTrailingDot(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

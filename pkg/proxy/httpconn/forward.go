@@ -110,6 +110,13 @@ func (s *stream) prepareRequest() bool {
 		if m.cfg.xffTrustedHops == 0 || !h.Has("x-forwarded-proto") {
 			h.Set("x-forwarded-proto", s.scheme)
 		}
+		// append_x_forwarded_port: the port the client connected to,
+		// unless a trusted hop already said.
+		if m.cfg.appendXForwardedPort && (m.cfg.xffTrustedHops == 0 || !h.Has("x-forwarded-port")) {
+			if p := portOf(s.local); p != "" {
+				h.Set("x-forwarded-port", p)
+			}
+		}
 	} else if hasXFF {
 		// The client is the address xff_num_trusted_hops from the
 		// right of x-forwarded-for, for the logs and the filters.
@@ -134,6 +141,19 @@ func (s *stream) prepareRequest() bool {
 		h.dropInternal(edge)
 		for _, name := range m.routes.InternalOnlyHeaders {
 			h.Del(name)
+		}
+	}
+	if m.cfg.addUserAgent {
+		// add_user_agent: this proxy's service cluster and node, as
+		// Envoy's user agent; the cluster also stands in for a missing
+		// user-agent.
+		node := m.deps.Tracing.Node
+		h.Set("x-envoy-downstream-service-cluster", node.GetCluster())
+		if ua, _ := h.Get("user-agent"); ua == "" {
+			h.Set("user-agent", node.GetCluster())
+		}
+		if id := node.GetId(); id != "" {
+			h.Set("x-envoy-downstream-service-node", id)
 		}
 	}
 	if m.cfg.via != "" {
@@ -202,6 +222,9 @@ func (s *stream) normalizeRequest() bool {
 		s.respHeaders.Add("location", path)
 		s.finishLocal("")
 		return false
+	}
+	if m.cfg.stripTrailingHostDot {
+		authority = stripTrailingDot(authority)
 	}
 	switch m.cfg.stripPort {
 	case stripMatchingPort:
@@ -273,6 +296,23 @@ func splitHostPort(authority string) (host, port string, ok bool) {
 		return authority, "", false
 	}
 	return authority[:i], authority[i+1:], true
+}
+
+// stripTrailingDot removes the dot that ends a host name, before its port
+// if it has one, as Envoy's strip_trailing_host_dot does ("example.com.:80"
+// gives "example.com:80"); only one dot goes.
+func stripTrailingDot(authority string) string {
+	i := strings.LastIndexByte(authority, '.')
+	switch {
+	case i < 0:
+		return authority
+	case i == len(authority)-1:
+		return authority[:i]
+	case authority[i+1] == ':':
+		// An IPv6 address never has a dot just before a colon.
+		return authority[:i] + authority[i+1:]
+	}
+	return authority
 }
 
 // portOf is the port of an "ip:port" address.
