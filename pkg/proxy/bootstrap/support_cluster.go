@@ -18,6 +18,10 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	// read it (%CLUSTER_METADATA%, %UPSTREAM_METADATA% for endpoints').
 	"envoy.config.cluster.v3.Cluster.metadata":                          {},
 	"envoy.config.cluster.v3.Cluster.upstream_connection_options":       {},
+	"envoy.config.cluster.v3.Cluster.upstream_bind_config":              {},
+	"envoy.config.core.v3.BindConfig.source_address":                    {},
+	"envoy.config.core.v3.BindConfig.freebind":                          {},
+	"envoy.config.core.v3.BindConfig.socket_options":                    {},
 	"envoy.config.cluster.v3.UpstreamConnectionOptions.tcp_keepalive":   {},
 	"envoy.config.core.v3.TcpKeepalive.keepalive_probes":                {},
 	"envoy.config.core.v3.TcpKeepalive.keepalive_time":                  {},

@@ -18,7 +18,20 @@ var supportedListener = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.listener.v3.Listener.drain_type":                        {},
 	"envoy.config.listener.v3.Listener.traffic_direction":                 {},
 	"envoy.config.listener.v3.Listener.enable_reuse_port":                 {},
-	"envoy.config.listener.v3.AdditionalAddress.address":                  {},
+	// Socket options of the listening sockets (pkg/proxy/sockopt), and
+	// those of upstream connections (upstream_bind_config).
+	"envoy.config.listener.v3.Listener.socket_options":      {},
+	"envoy.config.listener.v3.Listener.freebind":            {},
+	"envoy.config.core.v3.SocketOption.description":         {},
+	"envoy.config.core.v3.SocketOption.level":               {},
+	"envoy.config.core.v3.SocketOption.name":                {},
+	"envoy.config.core.v3.SocketOption.int_value":           {},
+	"envoy.config.core.v3.SocketOption.buf_value":           {},
+	"envoy.config.core.v3.SocketOption.state":               {},
+	"envoy.config.core.v3.SocketOption.type":                {},
+	"envoy.config.core.v3.SocketOption.SocketType.stream":   {},
+	"envoy.config.core.v3.SocketOption.SocketType.datagram": {},
+	"envoy.config.listener.v3.AdditionalAddress.address":    {},
 
 	// Filter chains.
 	"envoy.config.listener.v3.FilterChain.filter_chain_match": {},

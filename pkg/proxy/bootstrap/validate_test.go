@@ -180,8 +180,8 @@ func TestValidateSupport(t *testing.T) {
 			want:    []string{"layered_runtime.layers[3].rtds_layer: not supported by Outrigger"},
 		},
 		"listener field": {
-			overlay: listenerYAML("freebind: true,", `{name: hcm, typed_config: {"@type": `+hcmURL+`, stat_prefix: x, `+okRouteCfg+`, http_filters: [`+routerFilter+`]}}`),
-			want:    []string{"static_resources.listeners[1].freebind: not supported by Outrigger"},
+			overlay: listenerYAML("transparent: true,", `{name: hcm, typed_config: {"@type": `+hcmURL+`, stat_prefix: x, `+okRouteCfg+`, http_filters: [`+routerFilter+`]}}`),
+			want:    []string{"static_resources.listeners[1].transparent: not supported by Outrigger"},
 		},
 		"filter chain match": {
 			overlay: strings.Replace(okHCM(""), "filter_chains: [{", "filter_chains: [{filter_chain_match: {destination_port: 80, server_names: [a.example]}, ", 1),
@@ -216,8 +216,8 @@ func TestValidateSupport(t *testing.T) {
 			},
 		},
 		"hcm field": {
-			overlay: okHCM(", add_user_agent: true"),
-			want:    []string{extraHCM + ".add_user_agent: not supported by Outrigger"},
+			overlay: okHCM(", proxy_100_continue: true"),
+			want:    []string{extraHCM + ".proxy_100_continue: not supported by Outrigger"},
 		},
 		"codec http3": {
 			overlay: okHCM(", codec_type: HTTP3"),

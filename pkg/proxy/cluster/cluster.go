@@ -87,7 +87,7 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 		conns:    map[*trackedConn]struct{}{},
 	}
 	if c.dial == nil {
-		c.dial = tcpDialer(s.keepalive)
+		c.dial = tcpDialer(s.keepalive, s.bind)
 	}
 	size := s.readBufferSize()
 	c.readers.New = func() any { return bufio.NewReaderSize(nil, size) }

@@ -39,7 +39,9 @@ type settings struct {
 	protocol    protocolSettings
 	// keepalive is upstream_connection_options.tcp_keepalive, nil for
 	// none (Envoy enables no TCP keep-alive upstream by default).
-	keepalive  *net.KeepAliveConfig
+	keepalive *net.KeepAliveConfig
+	// bind is upstream_bind_config, nil for none.
+	bind       *bindSettings
 	thresholds [numPriorities]Thresholds
 	lb         lb.Config
 	// priorities are a STATIC cluster's hosts; dns is a DNS cluster's
@@ -126,6 +128,8 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	if ka := c.GetUpstreamConnectionOptions().GetTcpKeepalive(); ka != nil {
 		s.keepalive = keepaliveConfig(ka)
 	}
+	s.bind, errList = buildBind(c.GetUpstreamBindConfig())
+	errs = append(errs, errList...)
 
 	s.thresholds, errList = buildThresholds(c.GetCircuitBreakers())
 	for _, err := range errList {

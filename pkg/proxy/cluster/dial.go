@@ -20,10 +20,18 @@ type DialFunc func(ctx context.Context, address string) (net.Conn, error)
 // tcpDialer is the DialFunc of a cluster when the server sets none: plain
 // TCP, with TCP keep-alive only when the cluster configures it (Go's
 // dialer would otherwise enable it; Envoy does not).
-func tcpDialer(keepalive *net.KeepAliveConfig) DialFunc {
+func tcpDialer(keepalive *net.KeepAliveConfig, bind *bindSettings) DialFunc {
 	d := net.Dialer{KeepAlive: -1}
 	if keepalive != nil {
 		d.KeepAliveConfig = *keepalive
+	}
+	if bind != nil {
+		if bind.local != nil {
+			d.LocalAddr = bind.local
+		}
+		if len(bind.opts) > 0 {
+			d.Control = bind.opts.Control
+		}
 	}
 	return func(ctx context.Context, address string) (net.Conn, error) {
 		return d.DialContext(ctx, "tcp", address)

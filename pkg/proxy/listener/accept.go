@@ -8,6 +8,8 @@ import (
 	"os"
 	"runtime"
 	"time"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/sockopt"
 )
 
 // Bounds of the delay between retries of a failing accept (EMFILE and the
@@ -17,25 +19,42 @@ const (
 	maxAcceptDelay = time.Second
 )
 
-// bindAddress opens n sockets on a. With reusePort each socket sets
-// SO_REUSEPORT, and when a asks for port 0 the first socket's port is
-// reused for the others, so all the workers share one OS-chosen port.
-func bindAddress(a socketAddress, n int, reusePort bool) ([]net.Listener, error) {
+// bindAddress opens n sockets on a, each with the socket options opts.
+// With reusePort each socket sets SO_REUSEPORT, and when a asks for port 0
+// the first socket's port is reused for the others, so all the workers
+// share one OS-chosen port.
+func bindAddress(a socketAddress, n int, reusePort bool, opts sockopt.Set) ([]net.Listener, error) {
 	// Envoy does not turn TCP keep-alive on for downstream connections;
 	// neither do we (Go would by default).
 	lc := net.ListenConfig{KeepAlive: -1}
-	if reusePort {
+	switch {
+	case reusePort && len(opts) > 0:
+		lc.Control = sockopt.Chain(setReusePort, opts.Control)
+	case reusePort:
 		lc.Control = setReusePort
+	case len(opts) > 0:
+		lc.Control = opts.Control
 	}
 	ctx := context.Background()
-	first, err := lc.Listen(ctx, a.network, a.String())
+	listen := func(at string) (net.Listener, error) {
+		ln, err := lc.Listen(ctx, a.network, at)
+		if err != nil {
+			return nil, err
+		}
+		if err := opts.ApplyListening(ln); err != nil {
+			_ = ln.Close()
+			return nil, err
+		}
+		return ln, nil
+	}
+	first, err := listen(a.String())
 	if err != nil {
 		return nil, err
 	}
 	socks := []net.Listener{first}
 	at := netip.AddrPortFrom(a.addr.Addr(), addrPort(first.Addr()).Port()).String()
 	for len(socks) < n {
-		ln, err := lc.Listen(ctx, a.network, at)
+		ln, err := listen(at)
 		if err != nil {
 			closeAll(socks)
 			return nil, err

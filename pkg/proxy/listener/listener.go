@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +33,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/sockopt"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -89,10 +91,13 @@ type Overload interface {
 // worker with reuse_port, else one per address shared by the workers), its
 // filter chains, stats and drain state.
 type Listener struct {
-	name        string
-	direction   corev3.TrafficDirection
-	addrs       []socketAddress // address, then additional_addresses
-	reusePort   bool
+	name      string
+	direction corev3.TrafficDirection
+	addrs     []socketAddress // address, then additional_addresses
+	reusePort bool
+	// sockOpts are socket_options, freebind the listener's freebind.
+	sockOpts    sockopt.Set
+	freebind    bool
 	workers     int
 	bufferLimit uint32
 	setBuffers  bool // per_connection_buffer_limit_bytes was given
@@ -184,6 +189,11 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 		errs = append(errs, errors.New("per_connection_buffer_limit_bytes: must be above 0"))
 	}
 
+	opts, err := sockopt.Compile(lc.GetSocketOptions())
+	if err != nil {
+		errs = append(errs, fieldpath.Prefix("socket_options", err))
+	}
+	l.sockOpts, l.freebind = opts, lc.GetFreebind().GetValue()
 	if err := l.connectionBalance(lc.GetConnectionBalanceConfig()); err != nil {
 		errs = append(errs, err)
 	}
@@ -307,7 +317,15 @@ func (l *Listener) bindAll(inherited map[socketAddress][]net.Listener) ([][]net.
 			sockets = append(sockets, socks)
 			continue
 		}
-		socks, err := bindAddress(a, n, l.reusePort)
+		opts := l.sockOpts
+		if l.freebind {
+			fb, err := sockopt.Freebind(a.addr.Addr().Is6() && !a.addr.Addr().Is4In6())
+			if err != nil {
+				return nil, fmt.Errorf("listener %q: freebind: %w", l.name, err)
+			}
+			opts = append(slices.Clip(opts), fb)
+		}
+		socks, err := bindAddress(a, n, l.reusePort, opts)
 		if err != nil {
 			for _, ss := range opened {
 				closeAll(ss)
