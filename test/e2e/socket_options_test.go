@@ -46,7 +46,7 @@ var _ = Describe("Listener socket_options and freebind", func() {
 
 	It("fails to start with the setsockopt error when the kernel refuses an option", func() {
 		s := Launch(newDir(), "bootstrap.yaml", socketOptionsBootstrap(freePort(), "[{level: 1, name: 99999, int_value: 1}]"))
-		Expect(s.Wait(10*time.Second)).To(Equal(1))
+		Expect(s.Wait(10 * time.Second)).To(Equal(1))
 		Expect(s.Stderr()).To(ContainSubstring("setsockopt(level 1, name 99999): protocol not available"))
 	})
 
