@@ -132,7 +132,8 @@ var _ = Describe("Compatibility tier: real-world configurations served", func() 
 			},
 			dns: dns,
 		})
-		s := Start(newDir(), cfg)
+		// stdout is flushed every 50 ms rather than every 10 s.
+		s := Start(newDir(), cfg, "--file-flush-interval-msec", "50")
 		s.WaitLive()
 		client := &http.Client{Timeout: 5 * time.Second}
 		get := func(path string) (int, string) {
@@ -198,7 +199,8 @@ var _ = Describe("Compatibility tier: real-world configurations served", func() 
 			},
 			dns: dns,
 		})
-		s := Start(newDir(), cfg)
+		// stdout is flushed every 50 ms rather than every 10 s.
+		s := Start(newDir(), cfg, "--file-flush-interval-msec", "50")
 		s.WaitLive()
 		client := &http.Client{Timeout: 5 * time.Second}
 
@@ -272,7 +274,8 @@ var _ = Describe("Compatibility tier: real-world configurations served", func() 
 			},
 			dns: dns,
 		})
-		s := Start(newDir(), cfg)
+		// stdout is flushed every 50 ms rather than every 10 s.
+		s := Start(newDir(), cfg, "--file-flush-interval-msec", "50")
 		s.WaitLive()
 		client := rawClients()["HTTP/1.1"]
 

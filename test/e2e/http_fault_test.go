@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"net/http"
 	"net/url"
 	"sync"
@@ -12,47 +11,21 @@ import (
 )
 
 // faultBootstrap is a listener whose fault filter has the given
-// configuration (its fields, one per line, indented as in the filter's
-// typed_config), in front of an upstream answering "up"; runtime is the
-// static runtime layer's YAML (flow style), "" for none.
+// configuration (extra HTTPFault fields, a YAML flow mapping), in front of
+// an upstream answering "up"; runtime is the static runtime layer (a YAML
+// flow mapping), "" for none. The runtime has an admin layer.
 func faultBootstrap(port, upPort int, fault, runtime string) string {
-	rt := "layered_runtime: {layers: [{name: admin, admin_layer: {}}]}"
+	layers := "{name: admin, admin_layer: {}}"
 	if runtime != "" {
-		rt = fmt.Sprintf("layered_runtime: {layers: [{name: static, static_layer: %s}, {name: admin, admin_layer: {}}]}", runtime)
+		layers = "{name: static, static_layer: " + runtime + "}, " + layers
 	}
-	return fmt.Sprintf(`admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
-%s
-static_resources:
-  listeners:
-  - name: l
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: faulty
-          route_config:
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - match: {prefix: /}
-                route: {cluster: up}
-          http_filters:
-          - name: envoy.filters.http.fault
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault
-              %s
-          - name: envoy.filters.http.router
-            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
-  clusters:
-  - name: up
-    connect_timeout: 1s
-    load_assignment:
-      cluster_name: up
-      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}}]}]
-`, rt, port, fault, upPort)
+	return proxySpec{
+		Port:     port,
+		HCM:      "{stat_prefix: faulty}",
+		Top:      "{layered_runtime: {layers: [" + layers + "]}}",
+		Filters:  `[{name: envoy.filters.http.fault, typed_config: ` + withType("type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault", fault) + `}]`,
+		Clusters: []proxyCluster{{Name: "up", Port: upPort}},
+	}.YAML()
 }
 
 var _ = Describe("The fault filter", func() {
@@ -74,7 +47,7 @@ var _ = Describe("The fault filter", func() {
 
 	It("aborts every request at 100%, with Envoy's body and stats, and lets the runtime turn it down with a FractionalPercent value", func() {
 		port := freePort()
-		s := Start(newDir(), faultBootstrap(port, upPort, "abort: {http_status: 503, percentage: {numerator: 100}}", ""))
+		s := Start(newDir(), faultBootstrap(port, upPort, "{abort: {http_status: 503, percentage: {numerator: 100}}}", ""))
 		r := httpDo(client, "GET", listenerURL(port, "/"), nil, nil)
 		Expect(r.Status).To(Equal(503))
 		Expect(r.Body).To(Equal("fault filter abort"))
@@ -91,7 +64,7 @@ var _ = Describe("The fault filter", func() {
 
 	It("reads a FractionalPercent object of a static runtime layer as one value", func() {
 		port := freePort()
-		s := Start(newDir(), faultBootstrap(port, upPort, "abort: {http_status: 418, percentage: {numerator: 100}}",
+		s := Start(newDir(), faultBootstrap(port, upPort, "{abort: {http_status: 418, percentage: {numerator: 100}}}",
 			"{fault: {http: {abort: {abort_percent: {numerator: 0, denominator: HUNDRED}}}}}"))
 		Expect(statuses(port, 5, nil)).To(Equal(map[int]int{200: 5}))
 		body := s.Get("/runtime").Body
@@ -102,7 +75,7 @@ var _ = Describe("The fault filter", func() {
 	It("delays requests by the fixed delay, and aborts or delays on request headers when configured to", func() {
 		port := freePort()
 		s := Start(newDir(), faultBootstrap(port, upPort,
-			"delay: {fixed_delay: 0.3s, percentage: {numerator: 100}}\n              abort: {header_abort: {}, percentage: {numerator: 100}}", ""))
+			"{delay: {fixed_delay: 0.3s, percentage: {numerator: 100}}, abort: {header_abort: {}, percentage: {numerator: 100}}}", ""))
 		t0 := time.Now()
 		r := httpDo(client, "GET", listenerURL(port, "/"), nil, nil)
 		Expect(r.Status).To(Equal(200))
@@ -118,7 +91,7 @@ var _ = Describe("The fault filter", func() {
 	It("stops injecting beyond max_active_faults and counts the overflow", func() {
 		port := freePort()
 		s := Start(newDir(), faultBootstrap(port, upPort,
-			"max_active_faults: 1\n              delay: {fixed_delay: 1s, percentage: {numerator: 100}}", ""))
+			"{max_active_faults: 1, delay: {fixed_delay: 1s, percentage: {numerator: 100}}}", ""))
 		var wg sync.WaitGroup
 		results := make([]time.Duration, 3)
 		for i := range results {

@@ -1,0 +1,137 @@
+package e2e
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/yaml"
+)
+
+// proxySpec describes the most common bootstrap of a spec: one HTTP
+// listener on 127.0.0.1 whose connection manager routes to STATIC clusters
+// on loopback, each part open to extra fields. Extra fields are YAML flow
+// mappings or lists ("{add_user_agent: true}"), so a spec writes only what
+// it is about.
+type proxySpec struct {
+	Port int
+	// HCM are extra connection manager fields; Listener extra listener
+	// fields; Top extra bootstrap fields (node, layered_runtime...).
+	HCM, Listener, Top string
+	// Routes is the virtual host's routes, a YAML flow list; empty routes
+	// every request to the first cluster.
+	Routes string
+	// Filters are the HTTP filters before the router, a YAML flow list.
+	Filters string
+	// Clusters are the upstream clusters by name, in order, each with its
+	// port on 127.0.0.1 and extra cluster fields.
+	Clusters []proxyCluster
+}
+
+// proxyCluster is one STATIC cluster of a proxySpec.
+type proxyCluster struct {
+	Name  string
+	Port  int
+	Extra string
+}
+
+// YAML renders the bootstrap (as JSON, which YAML reads).
+func (p proxySpec) YAML() string {
+	GinkgoHelper()
+	routes := p.Routes
+	if routes == "" {
+		Expect(p.Clusters).NotTo(BeEmpty(), "no routes and no cluster to route to")
+		routes = `[{match: {prefix: /}, route: {cluster: ` + p.Clusters[0].Name + `}}]`
+	}
+	filters := append(flowList(p.Filters), map[string]any{
+		"name":         "envoy.filters.http.router",
+		"typed_config": map[string]any{"@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"},
+	})
+	hcm := merge(map[string]any{
+		"@type":       "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+		"stat_prefix": "l",
+		"route_config": map[string]any{"virtual_hosts": []any{map[string]any{
+			"name": "all", "domains": []any{"*"}, "routes": flowList(routes),
+		}}},
+		"http_filters": filters,
+	}, p.HCM)
+	listener := merge(map[string]any{
+		"name":    "l",
+		"address": socketAddress(p.Port),
+		"filter_chains": []any{map[string]any{"filters": []any{map[string]any{
+			"name": "envoy.filters.network.http_connection_manager", "typed_config": hcm,
+		}}}},
+	}, p.Listener)
+	var clusters []any
+	for _, c := range p.Clusters {
+		clusters = append(clusters, merge(map[string]any{
+			"name":            c.Name,
+			"connect_timeout": "1s",
+			"load_assignment": map[string]any{"cluster_name": c.Name, "endpoints": []any{map[string]any{
+				"lb_endpoints": []any{map[string]any{"endpoint": map[string]any{"address": socketAddress(c.Port)}}},
+			}}},
+		}, c.Extra))
+	}
+	static := map[string]any{"listeners": []any{listener}}
+	if len(clusters) > 0 {
+		static["clusters"] = clusters
+	}
+	b := merge(map[string]any{
+		"admin":            map[string]any{"address": socketAddress(0)},
+		"static_resources": static,
+	}, p.Top)
+	out, err := json.Marshal(b)
+	Expect(err).NotTo(HaveOccurred())
+	return string(out)
+}
+
+// socketAddress is a loopback address object.
+func socketAddress(port int) map[string]any {
+	return map[string]any{"socket_address": map[string]any{"address": "127.0.0.1", "port_value": port}}
+}
+
+// flowYAML decodes a YAML flow value; "" is nil.
+func flowYAML(s string) any {
+	GinkgoHelper()
+	if s == "" {
+		return nil
+	}
+	var v any
+	Expect(yaml.Unmarshal([]byte(s), &v)).To(Succeed(), "YAML: %s", s)
+	return v
+}
+
+// flowList decodes a YAML flow list; "" is an empty list.
+func flowList(s string) []any {
+	GinkgoHelper()
+	if s == "" {
+		return nil
+	}
+	l, ok := flowYAML(s).([]any)
+	Expect(ok).To(BeTrue(), "not a list: %s", s)
+	return slices.Clone(l)
+}
+
+// merge adds the fields of the YAML flow mapping extra to base (extra wins)
+// and returns base.
+func merge(base map[string]any, extra string) map[string]any {
+	GinkgoHelper()
+	if extra == "" {
+		return base
+	}
+	m, ok := flowYAML(extra).(map[string]any)
+	Expect(ok).To(BeTrue(), "not a mapping: %s", extra)
+	maps.Copy(base, m)
+	return base
+}
+
+// withType is a typed_config: the YAML flow mapping fields with "@type".
+func withType(typeURL, fields string) string {
+	GinkgoHelper()
+	m := merge(map[string]any{"@type": typeURL}, fields)
+	out, err := json.Marshal(m)
+	Expect(err).NotTo(HaveOccurred())
+	return string(out)
+}
