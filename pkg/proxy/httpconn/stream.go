@@ -165,8 +165,8 @@ type stream struct {
 	// rqTimeout is the route timeout of the request: the route's, or
 	// the one max_grpc_timeout draws from a gRPC request's grpc-timeout.
 	rqTimeout time.Duration
-	cluster     UpstreamCluster
-	host        *upstream.Host
+	cluster   UpstreamCluster
+	host      *upstream.Host
 	// upg is the upgrade the request asks for, if any.
 	upg upgradeState
 	// attemptCountInResponse: the response carries x-envoy-attempt-count
@@ -215,7 +215,7 @@ type stream struct {
 	upLocalBuf []byte
 	// grpcTimeoutBuf holds the grpc-timeout a route rewrites.
 	grpcTimeoutBuf []byte
-	logBuf     []byte
+	logBuf         []byte
 	// tagBuf holds a span tag's value while the span copies it.
 	tagBuf []byte
 }
