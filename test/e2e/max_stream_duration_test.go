@@ -22,7 +22,8 @@ import (
 // /ws under the connection manager's duration, /long, /short and /none
 // overriding it (4 s, 300 ms, none), /grpc.Svc/ with
 // grpc_timeout_header_max 1 s and grpc_timeout_header_offset 100 ms,
-// and /capped to a cluster whose max_stream_duration is 500 ms.
+// /grpc.Old/ with the deprecated max_grpc_timeout 1 s and
+// grpc_timeout_offset 100 ms, and /capped to a cluster whose max_stream_duration is 500 ms.
 func msdBootstrap(port int, dir string, ups msdUpstreams) string {
 	endpoint := func(addr string) string {
 		host, p, err := net.SplitHostPort(addr)
@@ -91,6 +92,8 @@ static_resources:
                 route: {cluster: slow, max_stream_duration: {max_stream_duration: 0s}}
               - match: {prefix: /grpc.Svc/}
                 route: {cluster: grpc, max_stream_duration: {grpc_timeout_header_max: 1s, grpc_timeout_header_offset: 0.1s}}
+              - match: {prefix: /grpc.Old/}
+                route: {cluster: grpc, max_grpc_timeout: 1s, grpc_timeout_offset: 0.1s}
               - match: {prefix: /capped}
                 route: {cluster: capped}
               - match: {prefix: /ws}
@@ -286,9 +289,9 @@ var _ = Describe("max_stream_duration: connection manager, route and cluster", f
 
 	Describe("gRPC", func() {
 		h2c := httpClients()["HTTP/2"]
-		call := func(name, grpcTimeout, delayMs string) *http.Response {
+		callPath := func(path, name, grpcTimeout, delayMs string) *http.Response {
 			GinkgoHelper()
-			req, err := http.NewRequest(http.MethodPost, listenerURL(port, "/grpc.Svc/Call"), strings.NewReader(""))
+			req, err := http.NewRequest(http.MethodPost, listenerURL(port, path), strings.NewReader(""))
 			Expect(err).NotTo(HaveOccurred())
 			req.Header.Set("content-type", "application/grpc")
 			req.Header.Set("te", "trailers")
@@ -302,6 +305,10 @@ var _ = Describe("max_stream_duration: connection manager, route and cluster", f
 			_, _ = io.ReadAll(resp.Body)
 			_ = resp.Body.Close()
 			return resp
+		}
+		call := func(name, grpcTimeout, delayMs string) *http.Response {
+			GinkgoHelper()
+			return callPath("/grpc.Svc/Call", name, grpcTimeout, delayMs)
 		}
 
 		It("takes the duration from grpc-timeout, capped and less the offset, and says it upstream", func() {
@@ -327,6 +334,23 @@ var _ = Describe("max_stream_duration: connection manager, route and cluster", f
 			resp = call("bad", "1x", "0")
 			Expect(resp.Trailer.Get("grpc-status")).To(Equal("0"))
 			Expect(timeout.get("bad")).To(Equal("2000m"))
+		})
+
+		It("makes grpc-timeout the route timeout with the deprecated max_grpc_timeout", func() {
+			resp := callPath("/grpc.Old/Call", "late", "5S", "3000")
+			Expect(resp.StatusCode).To(Equal(http.StatusOK))
+			Expect(resp.Header.Get("grpc-status")).To(Equal("14"), "the route timeout's 504 as UNAVAILABLE")
+			Expect(resp.Header.Get("grpc-message")).To(Equal("upstream request timeout"))
+			Expect(timeout.get("late")).To(Equal("1000m"), "5 s less 100 ms, capped at 1 s")
+			Expect(statValue(s, "cluster.grpc.upstream_rq_timeout")).To(Equal("1"))
+
+			resp = callPath("/grpc.Old/Call", "early", "500m", "0")
+			Expect(resp.Trailer.Get("grpc-status")).To(Equal("0"))
+			Expect(timeout.get("early")).To(Equal("400m"))
+			resp = callPath("/grpc.Old/Call", "none", "", "0")
+			Expect(resp.Trailer.Get("grpc-status")).To(Equal("0"))
+			Expect(timeout.get("none")).To(Equal("1000m"), "no grpc-timeout is infinite, capped at 1 s")
+			Expect(statValue(s, "http.msd.downstream_rq_max_duration_reached")).To(Equal("0"))
 		})
 	})
 
