@@ -93,10 +93,11 @@ func (s *stream) refreshDuration(r *router.Route) {
 	s.durationChanged()
 }
 
-// durationChanged moves an HTTP/1 client's read deadline to the stream's
-// new maximum duration (an HTTP/2 stream reads it at each wait).
+// durationChanged moves the read deadline of an HTTP/1 request body still
+// to come to the stream's new maximum duration (an HTTP/2 stream reads it
+// at each wait, the other phases when they begin).
 func (s *stream) durationChanged() {
-	if c := s.conn; c != nil {
+	if c := s.conn; c != nil && s.body != nil && !s.bodyDone {
 		c.armRead(time.Now())
 	}
 }
