@@ -17,8 +17,9 @@ import (
 )
 
 // msdBootstrap is one AUTO listener on port whose connection manager has
-// a 2 s max_stream_duration and WebSocket upgrades, a text access log in
-// dir, and routes to the upstreams of msdUpstreams: /slow, /stream and
+// a 2 s max_stream_duration, WebSocket upgrades, a fault filter that
+// delays requests by their x-envoy-fault-delay-request, a text access log
+// in dir, and routes to the upstreams of msdUpstreams: /slow, /stream and
 // /ws under the connection manager's duration, /long, /short and /none
 // overriding it (4 s, 300 ms, none), /grpc.Svc/ with
 // grpc_timeout_header_max 1 s and grpc_timeout_header_offset 100 ms,
@@ -99,6 +100,10 @@ static_resources:
               - match: {prefix: /ws}
                 route: {cluster: ws}
           http_filters:
+          - name: envoy.filters.http.fault
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault
+              delay: {header_delay: {}, percentage: {numerator: 100}}
           - name: envoy.filters.http.router
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
@@ -251,6 +256,15 @@ var _ = Describe("max_stream_duration: connection manager, route and cluster", f
 			Expect(body).NotTo(ContainSubstring("chunk 19"))
 			Eventually(func() string { return statValue(s, "http.msd.downstream_rq_max_duration_reached") }).Should(Equal("1"))
 			Eventually(accessLog).Should(ContainSubstring("/stream 200 - max_duration_timeout\n"))
+		})
+
+		It("answers a request a filter holds past the duration over "+name, func() {
+			resp, body, err := get(client, "/slow", http.Header{"X-Envoy-Fault-Delay-Request": {"5000"}, "X-Delay-Ms": {"0"}})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(resp.StatusCode).To(Equal(http.StatusGatewayTimeout))
+			Expect(body).To(Equal("downstream duration timeout"))
+			Expect(statValue(s, "http.msd.downstream_rq_max_duration_reached")).To(Equal("1"))
+			Expect(statValue(s, "cluster.slow.upstream_rq_total")).To(Equal("0"), "the request went upstream")
 		})
 
 		It("lets a route's max_stream_duration replace the connection manager's over "+name, func() {
