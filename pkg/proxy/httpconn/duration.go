@@ -28,7 +28,7 @@ const (
 // stream that began at real.
 func (s *stream) armDuration(real time.Time) {
 	s.durationEnd, s.durationTimer = time.Time{}, false
-	s.upDurationEnd = time.Time{}
+	s.upDurationEnd, s.durationFired = time.Time{}, false
 	if d := s.m.cfg.maxStreamDuration; d > 0 {
 		s.durationEnd, s.durationTimer = real.Add(d), true
 	}
@@ -108,6 +108,19 @@ func (s *stream) durationLimit() time.Time {
 	return earliest(s.durationEnd, s.upDurationEnd)
 }
 
+// writeLimit is durationLimit for the response's writes, which run on
+// the stream's goroutine: none once a maximum duration fired, so that the
+// reply to it is not cut by the deadline that has just passed (a timer
+// fires once). The limits themselves stay as they are, as the HTTP/2
+// transport's goroutine may still read them while it reads the request
+// body.
+func (s *stream) writeLimit() time.Time {
+	if s.durationFired {
+		return time.Time{}
+	}
+	return s.durationLimit()
+}
+
 // armUpstreamDuration starts the cluster's max_stream_duration for the
 // upstream request that just got its connection, at now.
 func (s *stream) armUpstreamDuration(cl UpstreamCluster, now time.Time) {
@@ -126,8 +139,11 @@ const (
 )
 
 // durationPassed reports which of the stream's maximum durations has
-// passed at now: the earlier one when both have.
+// passed at now: the earlier one when both have; none once one fired.
 func (s *stream) durationPassed(now time.Time) durationCause {
+	if s.durationFired {
+		return noDuration
+	}
 	down := !s.durationEnd.IsZero() && !now.Before(s.durationEnd)
 	up := !s.upDurationEnd.IsZero() && !now.Before(s.upDurationEnd)
 	switch {
@@ -157,9 +173,7 @@ func (s *stream) maxDurationReachedWith(now time.Time, complete bool) bool {
 		return false
 	}
 	s.tLast = now
-	// A timer fires once: the reply's own writes must not meet the
-	// deadline that has just passed.
-	s.durationEnd, s.upDurationEnd = time.Time{}, time.Time{}
+	s.durationFired = true
 	status := 408
 	if complete {
 		status = 504

@@ -532,7 +532,7 @@ func (st *h2Stream) waitBufferLocked() error {
 // for when the write fails.
 func (st *h2Stream) waitWriteLocked() error {
 	idle := after(time.Now(), st.s.idleTimeout())
-	d := earliest(idle, st.s.durationLimit())
+	d := earliest(idle, st.s.writeLimit())
 	if !st.waitLocked(d) {
 		return nil
 	}

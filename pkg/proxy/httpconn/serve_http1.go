@@ -314,7 +314,7 @@ func (c *serverConn) armRead(now time.Time) {
 // idle timeout, lazily, or the stream's maximum duration, exactly.
 func (c *serverConn) armWrite(now time.Time) {
 	idle := after(now, c.writeIdle)
-	if d := earliest(idle, c.st.durationLimit()); c.wd.needWithin(d, idleSlack(d, idle, c.writeIdle)) {
+	if d := earliest(idle, c.st.writeLimit()); c.wd.needWithin(d, idleSlack(d, idle, c.writeIdle)) {
 		_ = c.nc.SetWriteDeadline(d)
 	}
 }

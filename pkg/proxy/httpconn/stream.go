@@ -88,10 +88,12 @@ type stream struct {
 	// The stream's maximum durations (see duration.go): durationEnd is
 	// max_stream_duration's deadline (the connection manager's or the
 	// route's), durationTimer whether one was ever armed, upDurationEnd
-	// the cluster's; the zero time is none.
+	// the cluster's; the zero time is none. durationFired records that
+	// one of them ended the stream.
 	durationEnd   time.Time
 	durationTimer bool
 	upDurationEnd time.Time
+	durationFired bool
 	// The request, as views of the request head (see view).
 	proto     string
 	method    string
