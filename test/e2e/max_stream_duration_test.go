@@ -301,6 +301,17 @@ var _ = Describe("max_stream_duration: connection manager, route and cluster", f
 		})
 	}
 
+	It("answers a request head that never ends with 408", func() {
+		c := dialRawClient(port)
+		c.send("GET /slow HTTP/1.1\r\nHost: h\r\n")
+		resp, body := c.response()
+		Expect(resp.StatusCode).To(Equal(http.StatusRequestTimeout))
+		Expect(body).To(Equal("downstream duration timeout"))
+		Expect(resp.Close).To(BeTrue())
+		Expect(statValue(s, "http.msd.downstream_rq_max_duration_reached")).To(Equal("1"))
+		Expect(statValue(s, "http.msd.downstream_rq_header_timeout")).To(Equal("0"))
+	})
+
 	Describe("gRPC", func() {
 		h2c := httpClients()["HTTP/2"]
 		callPath := func(path, name, grpcTimeout, delayMs string) *http.Response {
