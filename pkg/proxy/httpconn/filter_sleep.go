@@ -14,11 +14,12 @@ const gonePollInterval = 200 * time.Millisecond
 
 // Sleep implements httpfilter.Stream: it holds the request for d, under
 // the stream's timeouts, watching for the client going away. When the
-// stream idle timeout (the route's idle_timeout when the route sets one)
-// or, while the request body has not all arrived, the request timeout
-// or the stream's maximum duration would pass first, it waits until then
-// and answers as Envoy's timers do; when the client resets the stream or goes away, or the manager is
-// shut down, it ends the stream without a response.
+// stream idle timeout (the route's idle_timeout when the route sets one),
+// the request timeout while the request body has not all arrived, or the
+// stream's maximum duration would pass first, it waits until then and
+// answers as Envoy's timers do; when the client resets the stream or goes
+// away, or the manager is shut down, it ends the stream without a
+// response.
 func (s *stream) Sleep(d time.Duration) bool {
 	if d <= 0 {
 		return true
