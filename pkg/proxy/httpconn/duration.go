@@ -81,22 +81,26 @@ func (s *stream) refreshDuration(r *router.Route) {
 		if s.durationTimer && rewrite {
 			s.reqHeaders.Del("grpc-timeout")
 		}
-		s.durationEnd = time.Time{}
-		s.durationChanged()
+		s.setDurationEnd(time.Time{})
 		return
 	}
 	if rewrite {
 		s.grpcTimeoutBuf = appendGrpcTimeout(s.grpcTimeoutBuf[:0], timeout)
 		s.reqHeaders.Set("grpc-timeout", view(s.grpcTimeoutBuf))
 	}
-	s.durationEnd, s.durationTimer = s.t0.Add(timeout), true
-	s.durationChanged()
+	s.durationTimer = true
+	s.setDurationEnd(s.t0.Add(timeout))
 }
 
-// durationChanged moves the read deadline of an HTTP/1 request body still
-// to come to the stream's new maximum duration (an HTTP/2 stream reads it
-// at each wait, the other phases when they begin).
-func (s *stream) durationChanged() {
+// setDurationEnd makes end the stream's maximum duration. When it moves,
+// the read deadline of an HTTP/1 request body still to come moves with it
+// (an HTTP/2 stream reads it at each wait, the other phases when they
+// begin).
+func (s *stream) setDurationEnd(end time.Time) {
+	if end.Equal(s.durationEnd) {
+		return
+	}
+	s.durationEnd = end
 	if c := s.conn; c != nil && s.body != nil && !s.bodyDone {
 		c.armRead(time.Now())
 	}
