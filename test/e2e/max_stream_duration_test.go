@@ -14,10 +14,12 @@ import (
 	"github.com/gorilla/websocket"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"golang.org/x/net/http2"
 )
 
 // msdBootstrap is one AUTO listener on port whose connection manager has
-// a 2 s max_stream_duration, WebSocket upgrades, a fault filter that
+// a 2 s max_stream_duration, WebSocket upgrades (HTTP/2 extended CONNECT
+// too), a fault filter that
 // delays requests by their x-envoy-fault-delay-request, a text access log
 // in dir, and routes to the upstreams of msdUpstreams: /slow, /stream and
 // /ws under the connection manager's duration, /long, /short and /none
@@ -68,6 +70,7 @@ static_resources:
           codec_type: AUTO
           common_http_protocol_options: {max_stream_duration: 2s}
           upgrade_configs: [{upgrade_type: websocket}]
+          http2_protocol_options: {allow_connect: true}
           access_log:
           - name: envoy.access_loggers.file
             typed_config:
@@ -396,5 +399,24 @@ var _ = Describe("max_stream_duration: connection manager, route and cluster", f
 		Expect(err.Error()).NotTo(ContainSubstring("timeout"), "the tunnel was not cut")
 		Eventually(func() string { return statValue(s, "http.msd.downstream_rq_max_duration_reached") }).Should(Equal("1"))
 		Eventually(accessLog).Should(ContainSubstring("/ws 101 - max_duration_timeout\n"))
+	})
+
+	It("cuts a WebSocket over HTTP/2 extended CONNECT at the duration, with RST_STREAM", func() {
+		c := dialH2WebSocket(port, "/ws")
+		Expect(c.status).To(Equal("200"))
+		c.send(0x1, []byte("hello"))
+		_, got := c.receive()
+		Expect(got).To(Equal("echo: hello"))
+		var reset *http2.RSTStreamFrame
+		for i := 0; reset == nil; i++ {
+			Expect(i).To(BeNumerically("<", 100), "the stream was not reset")
+			f, err := c.fr.ReadFrame()
+			Expect(err).NotTo(HaveOccurred(), "the stream was not reset")
+			if r, ok := f.(*http2.RSTStreamFrame); ok && r.StreamID == 1 {
+				reset = r
+			}
+		}
+		Eventually(func() string { return statValue(s, "http.msd.downstream_rq_max_duration_reached") }).Should(Equal("1"))
+		Eventually(accessLog).Should(ContainSubstring("/ws 200 - max_duration_timeout\n"))
 	})
 })
