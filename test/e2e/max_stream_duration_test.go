@@ -23,7 +23,8 @@ import (
 // delays requests by their x-envoy-fault-delay-request, a text access log
 // in dir, and routes to the upstreams of msdUpstreams: /slow, /stream and
 // /ws under the connection manager's duration, /long, /short and /none
-// overriding it (4 s, 300 ms, none), /grpc.Svc/ with
+// overriding it (4 s, 300 ms, none), /wsh2 to an HTTP/2 upstream that
+// takes WebSockets as extended CONNECTs, /grpc.Svc/ with
 // grpc_timeout_header_max 1 s and grpc_timeout_header_offset 100 ms,
 // /grpc.Old/ with the deprecated max_grpc_timeout 1 s and
 // grpc_timeout_offset 100 ms, and /capped to a cluster whose max_stream_duration is 500 ms.
@@ -100,6 +101,8 @@ static_resources:
                 route: {cluster: grpc, max_grpc_timeout: 1s, grpc_timeout_offset: 0.1s}
               - match: {prefix: /capped}
                 route: {cluster: capped}
+              - match: {prefix: /wsh2}
+                route: {cluster: wsh2}
               - match: {prefix: /ws}
                 route: {cluster: ws}
           http_filters:
@@ -110,14 +113,14 @@ static_resources:
           - name: envoy.filters.http.router
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-  clusters:%s%s%s%s
+  clusters:%s%s%s%s%s
 `, port, filepath.Join(dir, "access.log"),
 		cluster("slow", ups.slow, ""), cluster("grpc", ups.grpc, h2),
-		cluster("capped", ups.slow, capped), cluster("ws", ups.ws, ""))
+		cluster("capped", ups.slow, capped), cluster("ws", ups.ws, ""), cluster("wsh2", ups.wsh2, h2))
 }
 
 // msdUpstreams are the upstreams of msdBootstrap.
-type msdUpstreams struct{ slow, grpc, ws string }
+type msdUpstreams struct{ slow, grpc, ws, wsh2 string }
 
 // msdDelay is how long the upstreams of msdBootstrap wait before they
 // answer: the request's x-delay-ms, else 4 s. They stop waiting when the
@@ -204,6 +207,8 @@ var _ = Describe("max_stream_duration: connection manager, route and cluster", f
 			grpc: httpTestUpstream(http.HandlerFunc(timeout.handler), true),
 		}
 		ups.ws = fmt.Sprintf("127.0.0.1:%d", startWebSocketEcho())
+		h2Port, _ := startH2TunnelServer(true)
+		ups.wsh2 = fmt.Sprintf("127.0.0.1:%d", h2Port)
 		port = freePort()
 		s = Start(dir, msdBootstrap(port, dir, ups), "--file-flush-interval-msec", "20")
 		s.WaitLive()
@@ -382,24 +387,26 @@ var _ = Describe("max_stream_duration: connection manager, route and cluster", f
 		})
 	})
 
-	It("cuts a WebSocket at the connection manager's max_stream_duration", func() {
-		d := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
-		c, resp, err := d.Dial(fmt.Sprintf("ws://127.0.0.1:%d/ws", port), nil)
-		Expect(err).NotTo(HaveOccurred())
-		defer c.Close()
-		Expect(resp.StatusCode).To(Equal(http.StatusSwitchingProtocols))
-		Expect(c.WriteMessage(websocket.TextMessage, []byte("hello"))).To(Succeed())
-		Expect(c.SetReadDeadline(time.Now().Add(10 * time.Second))).To(Succeed())
-		_, got, err := c.ReadMessage()
-		Expect(err).NotTo(HaveOccurred())
-		Expect(string(got)).To(Equal("echo: hello"))
-		// Nothing more comes: the tunnel ends at 2 s.
-		_, _, err = c.ReadMessage()
-		Expect(err).To(HaveOccurred())
-		Expect(err.Error()).NotTo(ContainSubstring("timeout"), "the tunnel was not cut")
-		Eventually(func() string { return statValue(s, "http.msd.downstream_rq_max_duration_reached") }).Should(Equal("1"))
-		Eventually(accessLog).Should(ContainSubstring("/ws 101 - max_duration_timeout\n"))
-	})
+	for _, path := range []string{"/ws", "/wsh2"} {
+		It("cuts a WebSocket at the connection manager's max_stream_duration, upstream "+path, func() {
+			d := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
+			c, resp, err := d.Dial(fmt.Sprintf("ws://127.0.0.1:%d%s", port, path), nil)
+			Expect(err).NotTo(HaveOccurred())
+			defer c.Close()
+			Expect(resp.StatusCode).To(Equal(http.StatusSwitchingProtocols))
+			Expect(c.WriteMessage(websocket.TextMessage, []byte("hello"))).To(Succeed())
+			Expect(c.SetReadDeadline(time.Now().Add(10 * time.Second))).To(Succeed())
+			_, got, err := c.ReadMessage()
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(got)).To(Equal("echo: hello"))
+			// Nothing more comes: the tunnel ends at 2 s.
+			_, _, err = c.ReadMessage()
+			Expect(err).To(HaveOccurred())
+			Expect(err.Error()).NotTo(ContainSubstring("timeout"), "the tunnel was not cut")
+			Eventually(func() string { return statValue(s, "http.msd.downstream_rq_max_duration_reached") }).Should(Equal("1"))
+			Eventually(accessLog).Should(ContainSubstring(path + " 101 - max_duration_timeout\n"))
+		})
+	}
 
 	It("cuts a WebSocket over HTTP/2 extended CONNECT at the duration, with RST_STREAM", func() {
 		c := dialH2WebSocket(port, "/ws")
