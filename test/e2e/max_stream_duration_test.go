@@ -19,15 +19,15 @@ import (
 
 // msdBootstrap is one AUTO listener on port whose connection manager has
 // a 2 s max_stream_duration, WebSocket upgrades (HTTP/2 extended CONNECT
-// too), a fault filter that
-// delays requests by their x-envoy-fault-delay-request, a text access log
-// in dir, and routes to the upstreams of msdUpstreams: /slow, /stream and
-// /ws under the connection manager's duration, /long, /short and /none
-// overriding it (4 s, 300 ms, none), /wsh2 to an HTTP/2 upstream that
-// takes WebSockets as extended CONNECTs, /grpc.Svc/ with
-// grpc_timeout_header_max 1 s and grpc_timeout_header_offset 100 ms,
-// /grpc.Old/ with the deprecated max_grpc_timeout 1 s and
-// grpc_timeout_offset 100 ms, and /capped to a cluster whose max_stream_duration is 500 ms.
+// too), a fault filter that delays requests by their
+// x-envoy-fault-delay-request, a text access log in dir, and routes to the
+// upstreams of msdUpstreams: /slow, /stream, /ws and /wsh2 (an HTTP/2
+// upstream that takes WebSockets as extended CONNECTs) under the
+// connection manager's duration, /long, /short and /none overriding it
+// (4 s, 300 ms, none), /grpc.Svc/ with grpc_timeout_header_max 1 s and
+// grpc_timeout_header_offset 100 ms, /grpc.Old/ with the deprecated
+// max_grpc_timeout 1 s and grpc_timeout_offset 100 ms, and /capped to a
+// cluster whose max_stream_duration is 500 ms.
 func msdBootstrap(port int, dir string, ups msdUpstreams) string {
 	endpoint := func(addr string) string {
 		host, p, err := net.SplitHostPort(addr)
