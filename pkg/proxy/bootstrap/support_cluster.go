@@ -90,4 +90,7 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.UseDownstreamHttpConfig.http2_protocol_options": {},
 	"envoy.config.core.v3.HttpProtocolOptions.idle_timeout":                                                 {},
 	"envoy.config.core.v3.HttpProtocolOptions.max_requests_per_connection":                                  {},
+	// The connection manager's limit on a client's stream, and a
+	// cluster's on an upstream request.
+	"envoy.config.core.v3.HttpProtocolOptions.max_stream_duration": {},
 }

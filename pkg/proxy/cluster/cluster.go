@@ -267,6 +267,11 @@ func (c *Cluster) HTTP2For(clientHTTP2 bool) bool {
 // names in proper case (header_key_format.proper_case_words).
 func (c *Cluster) ProperCaseHeaders() bool { return c.settings.protocol.properCase }
 
+// MaxStreamDuration is the longest an upstream request may last from the
+// moment it has a connection (common_http_protocol_options
+// max_stream_duration); 0 for no limit.
+func (c *Cluster) MaxStreamDuration() time.Duration { return c.settings.protocol.maxStreamDuration }
+
 // PickHost chooses the host of one request with the cluster's load
 // balancer, or returns nil (counted as upstream_cx_none_healthy) when no
 // host can take it.

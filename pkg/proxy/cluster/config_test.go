@@ -225,6 +225,18 @@ func TestNewManagerErrors(t *testing.T) {
 				`static_resources.clusters[0].typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"].common_http_protocol_options.max_connection_duration: not supported by Outrigger on a cluster (it applies to client connections only)`,
 			},
 		},
+		"negative max_stream_duration": {
+			yaml: `
+- name: a
+  typed_extension_protocol_options:
+    envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+      "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+      common_http_protocol_options: {max_stream_duration: -1s}
+      explicit_http_config: {http_protocol_options: {}}`,
+			want: []string{
+				`static_resources.clusters[0].typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"].common_http_protocol_options.max_stream_duration: must be a valid, non-negative duration`,
+			},
+		},
 		"stream errors in the cluster's own HTTP/2 options": {
 			yaml: `
 - name: a
@@ -423,8 +435,8 @@ func TestProtocolSettings(t *testing.T) {
     envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
       "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
       explicit_http_config: {http2_protocol_options: {}}
-      common_http_protocol_options: {idle_timeout: 30s, max_requests_per_connection: 100}`,
-			want: protocolSettings{http2: true, idleTimeout: 30 * time.Second, maxRequestsPerConn: 100, h2: limits},
+      common_http_protocol_options: {idle_timeout: 30s, max_requests_per_connection: 100, max_stream_duration: 2.5s}`,
+			want: protocolSettings{http2: true, idleTimeout: 30 * time.Second, maxRequestsPerConn: 100, maxStreamDuration: 2500 * time.Millisecond, h2: limits},
 		},
 		"explicit HTTP/1.1 under the extension name, idle timeout off": {
 			yaml: `

@@ -37,6 +37,9 @@ type protocolSettings struct {
 	// maxRequestsPerConn closes an HTTP/1.1 connection after that many
 	// requests; 0 means no limit.
 	maxRequestsPerConn uint32
+	// maxStreamDuration ends an upstream request that long after it got
+	// its connection; 0 never does.
+	maxStreamDuration time.Duration
 	// h2 are the HTTP/2 flood limits of upstream connections.
 	h2 h2Limits
 	// properCase writes HTTP/1.1 field names in proper case
@@ -47,8 +50,9 @@ type protocolSettings struct {
 // buildProtocol reads the HTTP protocol options: the cluster-level
 // http2_protocol_options, or typed_extension_protocol_options with the
 // HttpProtocolOptions extension (explicit_http_config choosing HTTP/1.1 or
-// HTTP/2, common_http_protocol_options for idle_timeout and
-// max_requests_per_connection). Errors are relative to the cluster.
+// HTTP/2, common_http_protocol_options for idle_timeout,
+// max_requests_per_connection and max_stream_duration). Errors are
+// relative to the cluster.
 func buildProtocol(c *clusterv3.Cluster) (protocolSettings, []error) {
 	ps := protocolSettings{idleTimeout: defaultIdleTimeout}
 	var errs []error
@@ -107,6 +111,14 @@ func buildProtocol(c *clusterv3.Cluster) (protocolSettings, []error) {
 			ps.idleTimeout = t.AsDuration()
 		}
 		ps.maxRequestsPerConn = orDefault(common.GetMaxRequestsPerConnection(), 0)
+		if t := common.GetMaxStreamDuration(); t != nil {
+			// 0 is no limit, as in Envoy.
+			if d := t.AsDuration(); t.CheckValid() != nil || d < 0 {
+				errs = append(errs, configErrorf(path+".common_http_protocol_options.max_stream_duration", "must be a valid, non-negative duration"))
+			} else {
+				ps.maxStreamDuration = d
+			}
+		}
 	}
 	return ps, errs
 }

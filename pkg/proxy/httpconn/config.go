@@ -77,6 +77,10 @@ type settings struct {
 	// maxConnectionDuration ends a connection that long after its accept
 	// (common_http_protocol_options.max_connection_duration).
 	maxConnectionDuration time.Duration
+	// maxStreamDuration ends a stream that long after its start
+	// (common_http_protocol_options.max_stream_duration); a route's
+	// max_stream_duration overrides it (see refreshDuration).
+	maxStreamDuration time.Duration
 	// delayedCloseTimeout is how long a connection the proxy ends after
 	// a response waits for the client to close it first.
 	delayedCloseTimeout time.Duration
@@ -203,6 +207,7 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 		{"request_headers_timeout", cfg.GetRequestHeadersTimeout(), &s.requestHeadersTimeout},
 		{"common_http_protocol_options.idle_timeout", common.GetIdleTimeout(), &s.idleTimeout},
 		{"common_http_protocol_options.max_connection_duration", common.GetMaxConnectionDuration(), &s.maxConnectionDuration},
+		{"common_http_protocol_options.max_stream_duration", common.GetMaxStreamDuration(), &s.maxStreamDuration},
 		{"delayed_close_timeout", cfg.GetDelayedCloseTimeout(), &s.delayedCloseTimeout},
 		{"drain_timeout", cfg.GetDrainTimeout(), &s.drainTimeout},
 	}

@@ -104,6 +104,10 @@ type UpstreamCluster interface {
 	// carry their field names in proper case (its http_protocol_options'
 	// header_key_format.proper_case_words).
 	ProperCaseHeaders() bool
+	// MaxStreamDuration is the cluster's max_stream_duration: the
+	// longest an upstream request may last once it has a connection; 0
+	// for no limit.
+	MaxStreamDuration() time.Duration
 	// AcquireHTTP1 lends an idle HTTP/1.1 connection to h or dials one
 	// within the cluster's connect_timeout. A dial failure is counted by
 	// the pool and returned (503 with the UF response flag).

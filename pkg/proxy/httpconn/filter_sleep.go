@@ -14,11 +14,12 @@ const gonePollInterval = 200 * time.Millisecond
 
 // Sleep implements httpfilter.Stream: it holds the request for d, under
 // the stream's timeouts, watching for the client going away. When the
-// stream idle timeout (the route's idle_timeout when the route sets one)
-// or, while the request body has not all arrived, the request timeout
-// would pass first, it waits until then and answers 408 as Envoy's timers
-// do; when the client resets the stream or goes away, or the manager is
-// shut down, it ends the stream without a response.
+// stream idle timeout (the route's idle_timeout when the route sets one),
+// the request timeout while the request body has not all arrived, or the
+// stream's maximum duration would pass first, it waits until then and
+// answers as Envoy's timers do; when the client resets the stream or goes
+// away, or the manager is shut down, it ends the stream without a
+// response.
 func (s *stream) Sleep(d time.Duration) bool {
 	if d <= 0 {
 		return true
@@ -53,6 +54,7 @@ func (s *stream) hold(d time.Duration, done <-chan struct{}) bool {
 		reqLimit = s.t0.Add(t)
 		limit = earliest(limit, reqLimit)
 	}
+	limit = earliest(limit, s.durationLimit())
 	timesOut := !limit.IsZero() && (end.IsZero() || limit.Before(end))
 	if timesOut {
 		end = limit
@@ -127,6 +129,9 @@ func (s *stream) filterIdleTimeout() time.Duration {
 // it: the request timeout when reqLimit has passed, else the stream idle
 // timeout, as Envoy's timers answer them.
 func (s *stream) sleepTimedOut(reqLimit time.Time) {
+	if s.maxDurationReached(s.tLast) {
+		return
+	}
 	if !reqLimit.IsZero() && !s.tLast.Before(reqLimit) {
 		s.m.stats.rqTimeout.Inc()
 		s.localReply(408, bodyRequestTimeout, 0, "request_overall_timeout")

@@ -240,6 +240,7 @@ func (s *stream) Route() *router.Route {
 				s.clusterName, _ = s.reqHeaders.Get(h)
 			}
 		}
+		s.refreshDuration(s.cached)
 	}
 	return s.cached
 }

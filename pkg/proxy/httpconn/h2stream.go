@@ -511,11 +511,7 @@ func (st *h2Stream) waitWindowLocked() error {
 	st.waitingWindow = true
 	defer func() { st.waitingWindow = false }()
 	st.h.kickLocked()
-	if st.waitLocked(after(time.Now(), st.s.idleTimeout())) {
-		st.h.stats.txFlushTimeout.Inc()
-		return os.ErrDeadlineExceeded
-	}
-	return nil
+	return st.waitWriteLocked()
 }
 
 // waitBufferLocked waits for the writer to take the connection's queued
@@ -527,11 +523,23 @@ func (st *h2Stream) waitBufferLocked() error {
 	h.bufWaiters++
 	defer func() { h.bufWaiters-- }()
 	h.kickLocked()
-	if st.waitLocked(after(time.Now(), st.s.idleTimeout())) {
-		h.stats.txFlushTimeout.Inc()
-		return os.ErrDeadlineExceeded
+	return st.waitWriteLocked()
+}
+
+// waitWriteLocked waits for the client to take more of the response,
+// under the stream idle timeout (counted as tx_flush_timeout when it
+// passes) and the stream's maximum durations, which the stream answers
+// for when the write fails.
+func (st *h2Stream) waitWriteLocked() error {
+	idle := after(time.Now(), st.s.idleTimeout())
+	d := earliest(idle, st.s.writeLimit())
+	if !st.waitLocked(d) {
+		return nil
 	}
-	return nil
+	if d.Equal(idle) {
+		st.h.stats.txFlushTimeout.Inc()
+	}
+	return os.ErrDeadlineExceeded
 }
 
 // waitLocked waits on cond until woken or until d passes (the zero time:
@@ -667,7 +675,7 @@ func (st *h2Stream) Next() ([]byte, error) {
 		case h.closed || h.werr != nil:
 			return nil, errConnClosed
 		}
-		d := earliest(after(st.lastActivity, st.s.idleTimeout()), after(st.t0, cfg.requestTimeout))
+		d := earliest(earliest(after(st.lastActivity, st.s.idleTimeout()), after(st.t0, cfg.requestTimeout)), st.s.durationLimit())
 		if st.waitLocked(d) {
 			return nil, os.ErrDeadlineExceeded
 		}

@@ -39,11 +39,13 @@ type fakeCluster struct {
 	stats    *upstream.ClusterStats
 	hosts    []*upstream.Host
 	http2    bool
-	next     atomic.Uint32
-	dials    atomic.Int32
-	mu       sync.Mutex
-	idle     []*upstream.Conn
-	h2       *http.Transport
+	// maxDuration is the cluster's max_stream_duration.
+	maxDuration time.Duration
+	next        atomic.Uint32
+	dials       atomic.Int32
+	mu          sync.Mutex
+	idle        []*upstream.Conn
+	h2          *http.Transport
 }
 
 func newFakeCluster(st *stats.Store, name string, http2 bool, addrs ...string) *fakeCluster {
@@ -62,6 +64,8 @@ func (fc *fakeCluster) Metadata() *corev3.Metadata    { return fc.metadata }
 func (fc *fakeCluster) Stats() *upstream.ClusterStats { return fc.stats }
 func (fc *fakeCluster) HTTP2For(bool) bool            { return fc.http2 }
 func (fc *fakeCluster) ProperCaseHeaders() bool       { return false }
+
+func (fc *fakeCluster) MaxStreamDuration() time.Duration { return fc.maxDuration }
 
 func (fc *fakeCluster) PickHost() *upstream.Host {
 	if len(fc.hosts) == 0 {

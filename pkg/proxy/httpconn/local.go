@@ -3,6 +3,7 @@ package httpconn
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 
@@ -220,6 +221,11 @@ func (s *stream) resetDownstream() {
 // went away, and the connection closes.
 func (s *stream) downstreamFailed() {
 	if s.downstreamReset() {
+		return
+	}
+	if s.started && s.maxDurationReached(time.Now()) {
+		// A write that waited on a slow client until the stream's
+		// maximum duration: the stream was cut for that.
 		return
 	}
 	s.closeConn = true

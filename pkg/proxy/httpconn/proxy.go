@@ -130,8 +130,12 @@ func (s *stream) rewrite() {
 	// The access log shows the request as it went upstream, as Envoy's
 	// does (the original path stays in x-envoy-original-path).
 	s.entry.Path = s.upPath
-	if r.Timeout > 0 {
-		s.numBuf = setNumber(&s.reqHeaders, "x-envoy-expected-rq-timeout-ms", r.Timeout.Milliseconds(), s.numBuf)
+	s.rqTimeout = r.Timeout
+	if r.GrpcTimeout != nil && s.grpcRequest() {
+		s.applyGrpcTimeout(r.GrpcTimeout)
+	}
+	if s.rqTimeout > 0 {
+		s.numBuf = setNumber(&s.reqHeaders, "x-envoy-expected-rq-timeout-ms", s.rqTimeout.Milliseconds(), s.numBuf)
 	}
 	if r.VirtualHost.IncludeRequestAttemptCount {
 		// There are no retries: every request is the first attempt.
@@ -204,12 +208,15 @@ func (s *stream) idleTimeout() time.Duration {
 // upstream answered anything (only for requests without a body, which can
 // be sent twice safely).
 func (s *stream) forwardHTTP1(cl UpstreamCluster, host *upstream.Host) {
+	ctx, cancel := s.connectContext()
+	defer cancel()
 	for attempt := 0; ; attempt++ {
-		uc, err := cl.AcquireHTTP1(s.m.ctx, host)
+		uc, err := cl.AcquireHTTP1(ctx, host)
 		if err != nil {
 			s.connectFailed(cl, err)
 			return
 		}
+		s.armUpstreamDuration(cl, time.Now())
 		mayRetry := s.body == nil && attempt < maxStaleRetries && uc.Requests > 1
 		if !s.exchangeHTTP1(cl, uc, mayRetry) {
 			return
@@ -220,6 +227,9 @@ func (s *stream) forwardHTTP1(cl UpstreamCluster, host *upstream.Host) {
 // connectFailed answers a request whose upstream connection could not be
 // opened.
 func (s *stream) connectFailed(cl UpstreamCluster, err error) {
+	if s.maxDurationReached(time.Now()) {
+		return
+	}
 	s.chargeCode(cl.Stats(), 503)
 	body, details := bodyConnectFailure, "upstream_reset_before_response_started{connection_failure}"
 	if isTimeoutErr(err) {
@@ -260,9 +270,9 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	// body is sent under the stream idle timeout alone, pushed back as
 	// it flows.
 	sent := s.tLast
-	tm := upstreamTimer{idle: s.idleTimeout()}
+	tm := upstreamTimer{idle: s.idleTimeout(), limit: s.durationLimit()}
 	if s.body == nil {
-		tm.hard = after(sent, s.route.Timeout)
+		tm.hard = after(sent, s.rqTimeout)
 	}
 	_ = uc.SetDeadline(tm.deadline(sent))
 	u.out.reset(uc)
@@ -278,7 +288,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	if s.body != nil {
 		sent = time.Now()
 		s.tLast = sent
-		tm.hard = after(sent, s.route.Timeout)
+		tm.hard = after(sent, s.rqTimeout)
 		_ = uc.SetDeadline(tm.deadline(sent))
 	}
 	kind, err := s.readResponseHead(uc)
@@ -491,6 +501,7 @@ func (s *stream) upstreamFailed(cl UpstreamCluster, err error, tm *upstreamTimer
 	cs := cl.Stats()
 	var pe *http1.Error
 	switch {
+	case isTimeoutErr(err) && s.maxDurationReached(s.tLast):
 	case isTimeoutErr(err) && tm.hardExpired(time.Now()):
 		s.chargeTimeout(cs)
 		s.host.Stats.RqTimeout.Add(1)
@@ -519,6 +530,10 @@ func (s *stream) responseBodyFailed(cl UpstreamCluster, err error, tm *upstreamT
 		return
 	}
 	cs := cl.Stats()
+	if isTimeoutErr(err) && s.maxDurationReached(time.Now()) {
+		s.chargeCode(cs, s.status)
+		return
+	}
 	s.m.stats.rqResetAfterStart.Inc()
 	switch {
 	case isTimeoutErr(err) && tm.hardExpired(time.Now()):
@@ -579,6 +594,9 @@ func (s *stream) requestBodyFailed(err error) {
 // timeout or the stream idle timeout fired, whichever is due.
 func (s *stream) bodyTimedOut() {
 	s.tLast = time.Now()
+	if s.maxDurationReached(s.tLast) {
+		return
+	}
 	if t := s.m.cfg.requestTimeout; t > 0 && s.tLast.Sub(s.t0) >= t {
 		s.m.stats.rqTimeout.Inc()
 		s.localReply(408, bodyRequestTimeout, 0, "request_overall_timeout")

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
@@ -19,9 +20,13 @@ import (
 // the response.
 func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) {
 	ctx := s.m.ctx
-	if t := s.route.Timeout; t > 0 {
+	// The exchange ends at the route timeout or at the stream's maximum
+	// durations, the cluster's counted from here: the pool hands the
+	// request a connection within the round trip.
+	s.armUpstreamDuration(cl, time.Now())
+	if d := earliest(after(time.Now(), s.rqTimeout), s.durationLimit()); !d.IsZero() {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, t)
+		ctx, cancel = context.WithDeadline(ctx, d)
 		defer cancel()
 	}
 	if s.conn == nil {
@@ -55,6 +60,9 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) {
 	sent := time.Now()
 	resp, err := cl.RoundTripHTTP2(req, host)
 	if err != nil {
+		if !s.peerReset.Load() && s.maxDurationReachedWith(time.Now(), body.complete()) {
+			return
+		}
 		s.h2UpstreamFailed(cl, ctx, err)
 		return
 	}
@@ -101,6 +109,10 @@ func (s *stream) relayHTTP2(cl UpstreamCluster, ctx context.Context, resp *http.
 				break
 			}
 			if err != nil {
+				if !s.peerReset.Load() && s.maxDurationReached(time.Now()) {
+					s.chargeCode(cl.Stats(), s.status)
+					return
+				}
 				s.h2BodyFailed(cl, ctx, err)
 				return
 			}
@@ -180,7 +192,14 @@ type h2RequestBody struct {
 	err  error
 	once sync.Once
 	done chan struct{}
+	// eof is set once the whole body was read: the transport's goroutine
+	// sets it, the stream's reads it while that goroutine may still run.
+	eof atomic.Bool
 }
+
+// complete reports whether the whole request body has arrived; true
+// without a body (a nil b).
+func (b *h2RequestBody) complete() bool { return b == nil || b.eof.Load() }
 
 // Read copies the next pieces of the request body into p.
 func (b *h2RequestBody) Read(p []byte) (int, error) {
@@ -191,6 +210,7 @@ func (b *h2RequestBody) Read(p []byte) (int, error) {
 		b.p, b.err = b.s.body.Next()
 		if errors.Is(b.err, io.EOF) {
 			b.s.bodyDone = true
+			b.eof.Store(true)
 		}
 		b.s.bytesRecv += uint64(len(b.p))
 	}

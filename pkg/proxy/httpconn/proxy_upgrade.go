@@ -79,12 +79,15 @@ func (s *stream) tunnelHTTP1(cl UpstreamCluster, uc *upstream.Conn, sent time.Ti
 // bytes go back as the response body: chunked to an HTTP/1.1 client, the
 // body's end (and the upstream's half-close) closing each way.
 func (s *stream) connectTCP(cl UpstreamCluster, host *upstream.Host) {
-	conn, err := cl.ConnectHost(s.m.ctx, host)
+	ctx, cancel := s.connectContext()
+	conn, err := cl.ConnectHost(ctx, host)
+	cancel()
 	if err != nil {
 		s.connectFailed(cl, err)
 		return
 	}
 	defer conn.Close()
+	s.armUpstreamDuration(cl, time.Now())
 	s.upLocalBuf = appendAddr(s.upLocalBuf[:0], conn.LocalAddr())
 	s.entry.UpstreamLocalAddress = view(s.upLocalBuf)
 	now := time.Now()
@@ -181,15 +184,18 @@ func (s *stream) relay(up tunnelEnd) {
 // runTunnelWith runs a tunnel between down and up and accounts for it.
 func (s *stream) runTunnelWith(down, up tunnelEnd) {
 	c := s.conn
-	t := &tunnel{idle: s.idleTimeout(), hard: after(s.t0, s.m.cfg.requestTimeout), down: down, up: up}
+	// The tunnel's hard limit is the request timeout (Envoy disarms it
+	// only at the request's end, which a tunnel's is) or the stream's
+	// maximum durations.
+	hard := earliest(after(s.t0, s.m.cfg.requestTimeout), s.durationLimit())
+	t := &tunnel{idle: s.idleTimeout(), hard: hard, down: down, up: up}
 	recv, sent := t.run()
 	s.bytesRecv += recv
 	s.bytesSent += sent
 	s.tLast = time.Now()
 	switch {
 	case t.hardExpired.Load():
-		s.m.stats.rqTimeout.Inc()
-		s.details = "request_overall_timeout"
+		s.tunnelHardLimit(s.tLast)
 	case t.idled.Load():
 		s.m.stats.rqIdleTimeout.Inc()
 		s.flags |= accesslog.StreamIdleTimeout

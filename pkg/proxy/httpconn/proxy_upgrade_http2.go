@@ -37,9 +37,20 @@ func (s *stream) upgradeHTTP2(cl UpstreamCluster, host *upstream.Host) {
 			cancel()
 		}
 	}
+	// The stream's maximum durations, the cluster's counted from here,
+	// bound the whole exchange, tunnel included.
+	s.armUpstreamDuration(cl, time.Now())
+	if d := s.durationLimit(); !d.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d)
+		defer cancel()
+	}
 	sent := time.Now()
-	st, err := upstream.OpenH2Stream(ctx, cl, host, s.upgradeRequestHTTP2(), s.route.Timeout)
+	st, err := upstream.OpenH2Stream(ctx, cl, host, s.upgradeRequestHTTP2(), s.rqTimeout)
 	if err != nil {
+		if !s.peerReset.Load() && s.maxDurationReached(time.Now()) {
+			return
+		}
 		s.h2UpstreamFailed(cl, ctx, err)
 		return
 	}

@@ -34,12 +34,12 @@ func (c *serverConn) serveRequest() bool {
 	c.chunked, c.closeDelimited, c.aborted = false, false, false
 	// The request head is read under the stream idle timeout, counted
 	// from its first byte and kept lazily (it may fire slackOf early),
-	// and under the request and request headers timeouts when
-	// configured, which are exact.
+	// and under the request and request headers timeouts and the
+	// maximum stream duration when configured, which are exact.
 	c.reqHard = after(now, cfg.requestTimeout)
 	streamIdle := c.streamIdle()
 	idleDeadline := after(now, streamIdle)
-	headDeadline := earliest(earliest(idleDeadline, c.reqHard), after(now, cfg.requestHeadersTimeout))
+	headDeadline := earliest(earliest(idleDeadline, c.reqHard), earliest(after(now, cfg.requestHeadersTimeout), s.durationEnd))
 	if c.rd.needWithin(headDeadline, idleSlack(headDeadline, idleDeadline, streamIdle)) {
 		_ = c.nc.SetReadDeadline(headDeadline)
 	}
@@ -59,12 +59,9 @@ func (c *serverConn) serveRequest() bool {
 	}
 	if req.HasBody() {
 		// The body is read under the stream idle timeout counted from
-		// the head's end, and what is left of the request timeout.
-		idleDeadline = after(time.Now(), streamIdle)
-		d := earliest(idleDeadline, c.reqHard)
-		if c.rd.needWithin(d, idleSlack(d, idleDeadline, streamIdle)) {
-			_ = c.nc.SetReadDeadline(d)
-		}
+		// the head's end, and what is left of the request timeout and
+		// the maximum stream duration.
+		c.armRead(time.Now())
 	}
 	if req.Version == http1.HTTP10 {
 		s.proto = protoHTTP10
@@ -148,6 +145,7 @@ func (c *serverConn) headFailed(err error) {
 		s.tLast = time.Now()
 		elapsed := s.tLast.Sub(s.t0)
 		switch {
+		case s.maxDurationReached(s.tLast):
 		case m.cfg.requestTimeout > 0 && elapsed >= m.cfg.requestTimeout:
 			m.stats.rqTimeout.Inc()
 			s.localReply(408, bodyRequestTimeout, 0, "request_overall_timeout")
@@ -191,9 +189,7 @@ func (c *serverConn) protocolError(err error) {
 // buffer, where the body's first bytes join it.
 func (c *serverConn) writeHead(s *stream, n int64, hasBody bool) error {
 	c.writeIdle = s.idleTimeout()
-	if d := after(s.tLast, c.writeIdle); c.wd.needWithin(d, slackOf(c.writeIdle)) {
-		_ = c.nc.SetWriteDeadline(d)
-	}
+	c.armWrite(s.tLast)
 	if !s.closeConn && c.maxDurationPassed(s.tLast) {
 		// max_connection_duration passed: this response is the
 		// connection's last, and says so.
@@ -296,14 +292,29 @@ func (c *serverConn) continue100() error {
 func (c *serverConn) trailers(http.Header) {}
 
 // touch implements downstream: activity pushes the idle deadlines back,
-// lazily (see slackOf); the request timeout stays exact.
+// lazily (see slackOf); the request timeout and the maximum stream
+// duration stay exact.
 func (c *serverConn) touch(now time.Time) {
+	c.armRead(now)
+	c.armWrite(now)
+}
+
+// armRead sets the read deadline of the request being read at now: the
+// stream idle timeout, lazily, or the request timeout or the stream's
+// maximum duration, exactly, whichever comes first.
+func (c *serverConn) armRead(now time.Time) {
 	streamIdle := c.streamIdle()
 	idle := after(now, streamIdle)
-	if d := earliest(idle, c.reqHard); c.rd.needWithin(d, idleSlack(d, idle, streamIdle)) {
+	if d := earliest(idle, earliest(c.reqHard, c.st.durationLimit())); c.rd.needWithin(d, idleSlack(d, idle, streamIdle)) {
 		_ = c.nc.SetReadDeadline(d)
 	}
-	if d := after(now, c.writeIdle); c.wd.needWithin(d, slackOf(c.writeIdle)) {
+}
+
+// armWrite sets the write deadline of the response at now: the stream
+// idle timeout, lazily, or the stream's maximum duration, exactly.
+func (c *serverConn) armWrite(now time.Time) {
+	idle := after(now, c.writeIdle)
+	if d := earliest(idle, c.st.writeLimit()); c.wd.needWithin(d, idleSlack(d, idle, c.writeIdle)) {
 		_ = c.nc.SetWriteDeadline(d)
 	}
 }

@@ -33,7 +33,9 @@ type hcmStats struct {
 	rqTimeout         *stats.Counter
 	rqHeaderTimeout   *stats.Counter
 	rqIdleTimeout     *stats.Counter
-	rqTooLarge        *stats.Counter
+	// rqMaxDuration counts streams max_stream_duration ended.
+	rqMaxDuration *stats.Counter
+	rqTooLarge    *stats.Counter
 	// rqTooManyPrematureResets counts HTTP/2 connections closed for
 	// resetting too many streams early.
 	rqTooManyPrematureResets *stats.Counter
@@ -126,6 +128,7 @@ func newHCMStats(st *stats.Store, prefix, listenerPrefix string) *hcmStats {
 	s.rqFailedPathNormalization = sc.Counter("downstream_rq_failed_path_normalization")
 	s.rqRedirectedNormalizedPath = sc.Counter("downstream_rq_redirected_with_normalized_path")
 	s.cxMaxDuration = sc.Counter("downstream_cx_max_duration_reached")
+	s.rqMaxDuration = sc.Counter("downstream_rq_max_duration_reached")
 	s.cxDelayedCloseTimeout = sc.Counter("downstream_cx_delayed_close_timeout")
 	s.rqOverloadClose = sc.Counter("downstream_rq_overload_close")
 	s.cxOverloadDisableKeepalive = sc.Counter("downstream_cx_overload_disable_keepalive")

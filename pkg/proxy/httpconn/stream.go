@@ -85,6 +85,15 @@ type stream struct {
 	start time.Time
 	t0    time.Time
 	tLast time.Time
+	// The stream's maximum durations (see duration.go): durationEnd is
+	// max_stream_duration's deadline (the connection manager's or the
+	// route's), durationTimer whether one was ever armed, upDurationEnd
+	// the cluster's; the zero time is none. durationFired records that
+	// one of them ended the stream.
+	durationEnd   time.Time
+	durationTimer bool
+	upDurationEnd time.Time
+	durationFired bool
 	// The request, as views of the request head (see view).
 	proto     string
 	method    string
@@ -155,8 +164,11 @@ type stream struct {
 	// upPath and upAuthority are what goes upstream after rewrites.
 	upPath      string
 	upAuthority string
-	cluster     UpstreamCluster
-	host        *upstream.Host
+	// rqTimeout is the route timeout of the request: the route's, or
+	// the one max_grpc_timeout draws from a gRPC request's grpc-timeout.
+	rqTimeout time.Duration
+	cluster   UpstreamCluster
+	host      *upstream.Host
 	// upg is the upgrade the request asks for, if any.
 	upg upgradeState
 	// attemptCountInResponse: the response carries x-envoy-attempt-count
@@ -203,7 +215,9 @@ type stream struct {
 	viaReqBuf  []byte
 	viaRespBuf []byte
 	upLocalBuf []byte
-	logBuf     []byte
+	// grpcTimeoutBuf holds the grpc-timeout a route rewrites.
+	grpcTimeoutBuf []byte
+	logBuf         []byte
 	// tagBuf holds a span tag's value while the span copies it.
 	tagBuf []byte
 }
@@ -213,6 +227,7 @@ type stream struct {
 func (s *stream) begin(real time.Time, proto string) {
 	now := s.m.stamp(real)
 	s.start, s.t0, s.tLast = now, real, real
+	s.armDuration(real)
 	s.proto = proto
 	s.method, s.path, s.authority, s.scheme = "", "", "", "http"
 	s.isHead, s.keepAlive, s.expect100, s.reqChunked, s.bodyDone, s.leaked = false, false, false, false, false, false
@@ -230,7 +245,7 @@ func (s *stream) begin(real time.Time, proto string) {
 	s.routed, s.cached, s.clusterName, s.wc = false, nil, "", -1
 	s.abandoned = false
 	s.upg = upgradeState{}
-	s.upPath, s.upAuthority = "", ""
+	s.upPath, s.upAuthority, s.rqTimeout = "", "", 0
 	s.status, s.started, s.closeConn, s.drainClose = 0, false, false, false
 	s.respHeaders.reset()
 	s.respLength, s.respHasBody = 0, false

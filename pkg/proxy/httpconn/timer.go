@@ -80,25 +80,31 @@ func earliest(a, b time.Time) time.Time {
 }
 
 // upstreamTimer times an upstream exchange: the route timeout is a hard
-// limit, the stream idle timeout restarts with activity.
+// limit, and so are the stream's maximum durations (limit); the stream
+// idle timeout restarts with activity.
 type upstreamTimer struct {
-	hard time.Time
-	idle time.Duration
+	hard  time.Time
+	limit time.Time
+	idle  time.Duration
 	// at is the deadline set on the upstream connection.
 	at time.Time
 }
 
 // deadline returns the connection deadline at now, and records it.
 func (t *upstreamTimer) deadline(now time.Time) time.Time {
-	t.at = earliest(t.hard, after(now, t.idle))
+	t.at = earliest(t.cap(), after(now, t.idle))
 	return t.at
 }
 
 // stale reports whether the idle part is worth pushing back at now: when
 // the deadline set would otherwise fire more than slackOf(idle) early.
 func (t *upstreamTimer) stale(now time.Time) bool {
-	return t.idle > 0 && (t.hard.IsZero() || t.at.Before(t.hard)) && now.Add(t.idle).Sub(t.at) >= slackOf(t.idle)
+	hard := t.cap()
+	return t.idle > 0 && (hard.IsZero() || t.at.Before(hard)) && now.Add(t.idle).Sub(t.at) >= slackOf(t.idle)
 }
+
+// cap is the earlier of the hard limits.
+func (t *upstreamTimer) cap() time.Time { return earliest(t.hard, t.limit) }
 
 // hardExpired reports whether the hard limit has passed at now: a deadline
 // error then means the route timeout fired, not the idle one.

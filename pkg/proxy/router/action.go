@@ -109,6 +109,7 @@ func compileRouteAction(r *Route, a *routev3.RouteAction, opts *Options) error {
 		return fmt.Errorf("cluster_not_found_response_code: %v is not supported by Outrigger", code)
 	}
 
+	var err error
 	r.Timeout = DefaultTimeout
 	if t := a.GetTimeout(); t != nil {
 		d, err := duration(t)
@@ -116,6 +117,17 @@ func compileRouteAction(r *Route, a *routev3.RouteAction, opts *Options) error {
 			return fmt.Errorf("timeout: %w", err)
 		}
 		r.Timeout = d
+	}
+	if r.StreamDuration, err = compileStreamDuration(a.GetMaxStreamDuration()); err != nil {
+		return fmt.Errorf("max_stream_duration.%w", err)
+	}
+	if r.StreamDuration != nil {
+		// A route with max_stream_duration uses the "new timeouts", as
+		// Envoy calls them: its timeout (and the 15 s default) and
+		// max_grpc_timeout no longer apply upstream.
+		r.Timeout = 0
+	} else if r.GrpcTimeout, err = compileGrpcTimeout(a); err != nil {
+		return err
 	}
 	if t := a.GetIdleTimeout(); t != nil {
 		d, err := duration(t)

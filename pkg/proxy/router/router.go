@@ -84,6 +84,12 @@ type Route struct {
 	// Timeout is the upstream timeout of a route action: DefaultTimeout
 	// when unset, 0 for none.
 	Timeout time.Duration
+	// StreamDuration is the route action's max_stream_duration, nil
+	// when unset; its presence also lifts Timeout (see compileRouteAction).
+	StreamDuration *StreamDuration
+	// GrpcTimeout is the deprecated max_grpc_timeout with its
+	// grpc_timeout_offset, nil when unset or when StreamDuration is set.
+	GrpcTimeout *GrpcTimeout
 	// HostRewrite, when not "", replaces the :authority sent upstream
 	// (host_rewrite_literal).
 	HostRewrite string

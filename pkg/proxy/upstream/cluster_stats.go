@@ -27,6 +27,9 @@ type ClusterStats struct {
 	UpstreamRqCompleted *stats.Counter
 	UpstreamRqTimeout   *stats.Counter
 	UpstreamRqTime      *stats.Histogram
+	// UpstreamRqMaxDurationReached counts requests the cluster's
+	// max_stream_duration ended.
+	UpstreamRqMaxDurationReached *stats.Counter
 	// UpstreamRqPendingTotal and the other pending stats exist for
 	// dashboards; circuit breaking fills them in a later issue.
 	UpstreamRqPendingTotal  *stats.Counter
@@ -85,6 +88,7 @@ func NewClusterStats(scope stats.Scope) *ClusterStats {
 		MembershipTotal:          scope.Gauge("membership_total"),
 		MembershipChange:         scope.Counter("membership_change"),
 	}
+	cs.UpstreamRqMaxDurationReached = scope.Counter("upstream_rq_max_duration_reached")
 	cs.codes.Init(scope)
 	return cs
 }
