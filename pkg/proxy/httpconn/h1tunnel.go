@@ -22,7 +22,7 @@ func (b *h1BodySide) Read(p []byte) (int, error) {
 		}
 		piece, err := b.s.body.Next()
 		if err == io.EOF {
-			b.s.bodyDone = true
+			b.s.requestEnded()
 		}
 		if len(piece) == 0 {
 			return 0, err

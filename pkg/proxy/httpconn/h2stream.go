@@ -266,9 +266,9 @@ func (st *h2Stream) run() {
 	case tunnel || s.upg.connect:
 		// The DATA frames are the tunnel's payload, read once it opens;
 		// the request itself has no body.
-		s.bodyDone = true
+		s.requestEnded()
 	case st.endStream:
-		s.bodyDone = true
+		s.requestEnded()
 		if st.declared == 0 {
 			s.reqLength = 0
 		}

@@ -137,14 +137,14 @@ func (s *stream) skipBody() bool {
 		// A body ext_authz buffered: what is left of it, if it has all
 		// arrived.
 		if rb.skipBuffered() {
-			s.bodyDone = true
+			s.requestEnded()
 			return true
 		}
 		return false
 	}
 	br, ok := src.(*http1.BodyReader)
 	if ok && br.SkipBuffered() {
-		s.bodyDone = true
+		s.requestEnded()
 		return true
 	}
 	return false

@@ -405,7 +405,7 @@ func (s *stream) appendRequestHead(o *outBuf, properCase bool) {
 // whether reading the client failed, rather than writing the upstream.
 func (s *stream) sendRequestBody(o *outBuf, tm *upstreamTimer, uc *upstream.Conn) (err error, downstreamSide bool) {
 	if s.body == nil {
-		s.bodyDone = true
+		s.requestEnded()
 		return nil, false
 	}
 	if s.expect100 {
@@ -446,7 +446,7 @@ func (s *stream) sendRequestBody(o *outBuf, tm *upstreamTimer, uc *upstream.Conn
 			return err, true
 		}
 	}
-	s.bodyDone = true
+	s.requestEnded()
 	if s.reqChunked {
 		_ = o.writeString(http1.LastChunk)
 	}

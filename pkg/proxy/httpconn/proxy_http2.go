@@ -147,23 +147,14 @@ func (s *stream) copyHTTP2ResponseHeaders(resp *http.Response) {
 
 // upstreamRequest builds the net/http request the HTTP/2 pool sends.
 func (s *stream) upstreamRequest(ctx context.Context) (*http.Request, *h2RequestBody) {
-	u, err := url.ParseRequestURI(s.upPath)
-	if err != nil {
-		// Passed on as received when Go's parser disagrees with ours.
-		u = &url.URL{Opaque: s.upPath}
-	}
 	req := &http.Request{
-		Method:        s.method,
-		URL:           u,
-		Host:          s.upAuthority,
-		Header:        make(http.Header, len(s.reqHeaders.fields)),
+		Method:        strings.Clone(s.method),
+		URL:           s.upstreamURL(),
+		Host:          strings.Clone(s.upAuthority),
+		Header:        s.upstreamHeader(0),
 		Proto:         "HTTP/2.0",
 		ProtoMajor:    2,
 		ContentLength: 0,
-	}
-	for _, f := range s.reqHeaders.fields {
-		k := http.CanonicalHeaderKey(f.name)
-		req.Header[k] = append(req.Header[k], f.value)
 	}
 	if s.teTrailers {
 		// The one TE value HTTP/2 allows (RFC 9113 §8.2.2); gRPC
@@ -180,6 +171,33 @@ func (s *stream) upstreamRequest(ctx context.Context) (*http.Request, *h2Request
 		}
 	}
 	return req.WithContext(ctx), body
+}
+
+// upstreamHeader copies the request's fields into a header for Go's
+// HTTP/2 client, with room for extra more. Copies, because that client
+// keeps the strings it indexes in its HPACK table for the connection's
+// life, and the stream's are views of buffers later requests reuse: a
+// view changed under the table makes the encoder send an index that the
+// server decodes to an earlier request's value.
+func (s *stream) upstreamHeader(extra int) http.Header {
+	h := make(http.Header, len(s.reqHeaders.fields)+extra)
+	for _, f := range s.reqHeaders.fields {
+		k := http.CanonicalHeaderKey(strings.Clone(f.name))
+		h[k] = append(h[k], strings.Clone(f.value))
+	}
+	return h
+}
+
+// upstreamURL is the request's path for Go's HTTP/2 client, a copy (see
+// upstreamHeader), passed on as received when Go's parser disagrees with
+// ours.
+func (s *stream) upstreamURL() *url.URL {
+	path := strings.Clone(s.upPath)
+	u, err := url.ParseRequestURI(path)
+	if err != nil {
+		return &url.URL{Opaque: path}
+	}
+	return u
 }
 
 // h2BodyBuffer is the read size of an HTTP/2 upstream's response body.
@@ -209,7 +227,7 @@ func (b *h2RequestBody) Read(p []byte) (int, error) {
 		}
 		b.p, b.err = b.s.body.Next()
 		if errors.Is(b.err, io.EOF) {
-			b.s.bodyDone = true
+			b.s.requestEnded()
 			b.eof.Store(true)
 		}
 		b.s.bytesRecv += uint64(len(b.p))

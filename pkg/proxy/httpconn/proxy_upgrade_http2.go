@@ -98,26 +98,19 @@ func (s *stream) upgradeHTTP2(cl UpstreamCluster, host *upstream.Host) {
 // pool sends for the stream. Its body, the tunnel's upstream direction,
 // is OpenH2Stream's.
 func (s *stream) upgradeRequestHTTP2() *http.Request {
+	authority := strings.Clone(s.upAuthority)
 	req := &http.Request{
 		Method: http.MethodConnect,
-		Host:   s.upAuthority,
-		Header: make(http.Header, len(s.reqHeaders.fields)+1),
-	}
-	for _, f := range s.reqHeaders.fields {
-		k := http.CanonicalHeaderKey(f.name)
-		req.Header[k] = append(req.Header[k], f.value)
+		Host:   authority,
+		Header: s.upstreamHeader(1),
 	}
 	if s.upg.connect {
 		// Only :method and :authority (RFC 9113 §8.5).
-		req.URL = &url.URL{Host: s.upAuthority}
+		req.URL = &url.URL{Host: authority}
 		return req
 	}
-	u, err := url.ParseRequestURI(s.upPath)
-	if err != nil {
-		u = &url.URL{Opaque: s.upPath}
-	}
-	req.URL = u
-	req.Header[":protocol"] = []string{s.upg.value}
+	req.URL = s.upstreamURL()
+	req.Header[":protocol"] = []string{strings.Clone(s.upg.value)}
 	return req
 }
 

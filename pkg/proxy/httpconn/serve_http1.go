@@ -102,7 +102,7 @@ func (c *serverConn) serveRequest() bool {
 		c.body.Reset(c.br, http1.BodyLength, req.ContentLength, 0, c.flushUp)
 		s.body = &c.body
 	default:
-		s.bodyDone = true
+		s.requestEnded()
 	}
 	if max := m.cfg.maxRequestsPerConnection; max > 0 && c.requests+1 >= max {
 		// The last request the connection may carry: say so in its

@@ -114,7 +114,8 @@ type stream struct {
 	// HTTP/2 upstream is told too.
 	teTrailers bool
 	body       bodySource
-	// bodyDone reports whether the request body was read to its end.
+	// bodyDone reports whether the request body was read to its end
+	// (set by requestEnded).
 	bodyDone bool
 	// leaked is set when another goroutine may still read the request
 	// body (an HTTP/2 upstream transport that never let go of it): the
@@ -410,5 +411,15 @@ func (s *stream) decode() {
 		s.redirect(route.Redirect.Status, route.RedirectLocation(&s.rreq))
 	default:
 		s.forward()
+	}
+}
+
+// requestEnded records that the request has all arrived: its body was read
+// to its end, or it has none. The first time is the access log's last
+// request byte (%REQUEST_DURATION%).
+func (s *stream) requestEnded() {
+	s.bodyDone = true
+	if s.entry.LastRequestByte.IsZero() {
+		s.entry.LastRequestByte = s.m.stamp(time.Now())
 	}
 }

@@ -130,16 +130,19 @@ func (c *httpClient) check(ctx context.Context, cr *authv3.CheckRequest) *respon
 	if raw := hr.GetRawBody(); len(raw) > 0 {
 		body = string(raw)
 	}
-	path := c.pathPrefix + hr.GetPath()
+	// The request's strings are views of buffers later requests reuse, and
+	// an HTTP/2 client keeps what it indexes in its HPACK table: it gets
+	// copies.
+	path := strings.Clone(c.pathPrefix + hr.GetPath())
 	// The service is reached by cluster; the URL's host only names it.
-	req, err := http.NewRequestWithContext(ctx, hr.GetMethod(), "http://ext-authz"+path, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, strings.Clone(hr.GetMethod()), "http://ext-authz"+path, strings.NewReader(body))
 	if err != nil {
 		return errorResponse(err.Error())
 	}
 	// The path as the client sent it, not re-encoded (the query
 	// follows it).
 	req.URL.Opaque, _, _ = strings.Cut(path, "?")
-	req.Host = hr.GetHost()
+	req.Host = strings.Clone(hr.GetHost())
 	req.ContentLength = int64(len(body))
 	if len(body) == 0 {
 		req.Body = http.NoBody
@@ -150,7 +153,7 @@ func (c *httpClient) check(ctx context.Context, cr *authv3.CheckRequest) *respon
 		}
 		// The CheckRequest holds only the headers the service may see
 		// (see httpAllowedHeaders).
-		req.Header.Set(name, value)
+		req.Header.Set(name, strings.Clone(value))
 	}
 	if _, ok := req.Header["User-Agent"]; !ok {
 		// Go's client would add its own; Envoy adds none.
