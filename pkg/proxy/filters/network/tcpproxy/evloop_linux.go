@@ -70,19 +70,24 @@ func (ls *evloops) stop() {
 	}
 }
 
-// evloop relays plain TCP connections on one goroutine: a level-triggered
-// epoll set holds their descriptors, and the goroutine waits for the set
-// itself through Go's netpoller (the set is readable when one of them is
-// ready), so that no thread blocks. Each ready descriptor gets one read
-// and the bytes one write to the peer: a message costs two system calls
-// and no scheduling, where a goroutine per direction also reads until
-// EAGAIN and parks.
+// evloop relays plain TCP connections on one goroutine: an epoll set of
+// its own holds their descriptors (edge-triggered, registered once), and
+// the goroutine waits for the set itself through Go's netpoller (the set
+// is readable when one of them is ready), so that no thread blocks. A
+// ready descriptor gets one read and the bytes one write to the peer: a
+// message costs two system calls and no scheduling, where a goroutine per
+// direction also reads until EAGAIN (Go's reads cannot tell a drained
+// socket otherwise) and parks. A read that does not fill the buffer has
+// drained the socket (a stream socket hands over all it holds), so the
+// next bytes bring a new edge; one that fills it is read again after the
+// batch.
 //
-// The sockets stay registered in Go's own (edge-triggered) netpoller,
-// which only notes their readiness while nobody waits on them; the loop
-// is the only reader and writer of a connection it holds, and reaches its
-// descriptor under the connection's reference (RawConn.Control), so that
-// a close from elsewhere can never make it use a reused descriptor.
+// The sockets stay registered in Go's own netpoller too (a descriptor
+// may be in several epoll sets), which only notes their readiness while
+// nobody waits on them; the loop is the only reader and writer of a
+// connection it holds, and reaches its descriptor under the connection's
+// reference (RawConn.Control), so that a close from elsewhere can never
+// make it use a reused descriptor.
 type evloop struct {
 	p    *Proxy
 	epfd int
@@ -92,8 +97,8 @@ type evloop struct {
 	wait func(fd uintptr) bool
 	n    int // events of the batch
 	evs  []unix.EpollEvent
-	// buf takes every read; what a write leaves is copied to the
-	// relay's own pending buffer.
+	// buf takes the reads of directions without a buffer of their own
+	// (relaySide.own).
 	buf   []byte
 	now   time.Time // of the batch being handled
 	slots []*relay  // by epoll data
@@ -190,7 +195,14 @@ func (l *evloop) run() {
 	for {
 		l.n = 0
 		if err := l.rc.Read(l.wait); err != nil {
+			// Cannot happen while the set is open; the connections
+			// must not wait for a loop that is gone.
 			l.p.log.Error(err, "tcp proxy event loop stopped")
+			for _, r := range l.slots {
+				if r != nil {
+					r.abort()
+				}
+			}
 			return
 		}
 		l.batch()
@@ -255,18 +267,24 @@ func (l *evloop) batch() {
 // handle runs the events of one side of a relay; a panic costs that
 // connection, not the proxy.
 func (l *evloop) handle(r *relay, side int, events uint32) {
-	defer l.recover(r)
+	defer l.catch(r)
 	r.handle(side, events)
 }
 
 // run1 moves what a relay can move.
 func (l *evloop) run1(r *relay) {
-	defer l.recover(r)
+	defer l.catch(r)
 	r.progress()
 }
 
-// recover ends the relay whose handling panicked.
-func (l *evloop) recover(r *relay) {
+// check1 ends a relay whose connections were closed from elsewhere.
+func (l *evloop) check1(r *relay) {
+	defer l.catch(r)
+	r.check()
+}
+
+// catch, deferred, ends the relay whose handling panicked.
+func (l *evloop) catch(r *relay) {
 	if v := recover(); v != nil {
 		l.p.log.Error(fmt.Errorf("panic: %v", v), "tcp proxy event loop panicked", "stack", string(debug.Stack()))
 		r.abort()
@@ -275,6 +293,7 @@ func (l *evloop) recover(r *relay) {
 
 // add starts relaying r.
 func (l *evloop) add(r *relay) {
+	defer l.catch(r)
 	var slot int32
 	if n := len(l.free); n > 0 {
 		slot = l.free[n-1]
@@ -323,7 +342,7 @@ func (l *evloop) ctl(r *relay, side int, fd int, op int) error {
 func (l *evloop) sweepAll() {
 	for _, r := range l.slots {
 		if r != nil {
-			r.check()
+			l.check1(r)
 		}
 	}
 	if l.count > 0 {

@@ -22,7 +22,7 @@ const maxChunk = 32 << 10
 
 // Proxy is a compiled TcpProxy: the terminal network filter of its filter
 // chain. It is safe for concurrent use; each connection runs in the
-// goroutine of HandleConn plus one more.
+// goroutine of HandleConn, plus one more or on an event loop.
 type Proxy struct {
 	cfg      *config
 	logs     netfilter.AccessLogger

@@ -89,7 +89,7 @@ func (s *session) relayOnLoop(h *handoff) bool {
 // kick tells the loop that the session's connections were closed from
 // another goroutine (closeBoth).
 func (r *relay) kick() {
-	r.l.post(r.check)
+	r.l.post(func() { r.l.check1(r) })
 }
 
 // relay is a connection held by an event loop. Everything but done is
@@ -436,7 +436,7 @@ func (r *relay) fail(i int) {
 		return
 	}
 	s := r.s
-	flush := i == downSide && r.side[upSide].pending()
+	flush := i == downSide && r.side[upSide].pending() && !s.flushing.Load()
 	r.unwatch(downSide)
 	if !flush {
 		r.unwatch(upSide)
@@ -467,6 +467,9 @@ func (r *relay) check() {
 		return
 	}
 	for i := range r.side {
+		if i == downSide && r.s.flushing.Load() {
+			continue // closed on purpose, the upstream flushing
+		}
 		if r.side[i].rc.Control(func(uintptr) {}) != nil {
 			r.fail(i)
 			return

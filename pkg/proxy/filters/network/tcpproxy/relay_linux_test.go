@@ -198,3 +198,75 @@ func TestLoopUpstreamClosedElsewhere(t *testing.T) {
 	waitFor(t, "the session to end", func() bool { return h.p.ActiveConnections() == 0 })
 	waitFor(t, "the access log", func() bool { return h.log.String() != "" })
 }
+
+// TestLoopUpstreamFlush: a client that resets while the proxy holds its
+// bytes for an upstream that does not read: the upstream stays open until
+// it has them all (upstream_flush_*), then closes.
+func TestLoopUpstreamFlush(t *testing.T) {
+	up, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	upConn := make(chan net.Conn, 1)
+	go func() {
+		c, err := up.Accept()
+		if err == nil {
+			upConn <- c
+		}
+	}()
+	h := newHarness(t, clusterCfg("slow"), fakeClusters{"slow": {name: "slow", hosts: []string{up.Addr().String()}}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		h.p.HandleConn(limitConn{c.(*net.TCPConn), 16 << 10})
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	go func() { _, _ = io.Copy(c, io.LimitReader(zeros{}, 64<<20)) }()
+	var u net.Conn
+	select {
+	case u = <-upConn:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the proxy never connected upstream")
+	}
+	defer u.Close()
+	waitFor(t, "the client's reading to pause", func() bool { return h.counter("tcp.p.downstream_flow_control_paused_reading_total") > 0 })
+	// The client resets; the proxy learns it when it writes the
+	// upstream's bytes to it.
+	_ = c.(*net.TCPConn).SetLinger(0)
+	_ = c.Close()
+	for range 200 {
+		if h.counter("tcp.p.upstream_flush_total") > 0 {
+			break
+		}
+		_, _ = u.Write([]byte("x"))
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := h.counter("tcp.p.upstream_flush_total"); got != 1 {
+		t.Fatalf("upstream_flush_total = %d, want 1", got)
+	}
+	if got := h.store.Gauge("tcp.p.upstream_flush_active").Value(); got != 1 {
+		t.Errorf("upstream_flush_active = %d while flushing, want 1", got)
+	}
+	_ = u.SetDeadline(time.Now().Add(20 * time.Second))
+	n, err := io.Copy(io.Discard, u)
+	if err != nil {
+		t.Fatalf("upstream read after %d bytes: %v", n, err)
+	}
+	if rx := h.counter("tcp.p.downstream_cx_rx_bytes_total"); uint64(n) != rx {
+		t.Errorf("upstream received %d bytes, the proxy read %d from the client", n, rx)
+	}
+	waitFor(t, "the flush to end", func() bool { return h.store.Gauge("tcp.p.upstream_flush_active").Value() == 0 })
+	waitFor(t, "the session to end", func() bool { return h.p.ActiveConnections() == 0 })
+}
