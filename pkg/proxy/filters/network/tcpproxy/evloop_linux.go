@@ -65,7 +65,7 @@ func (ls *evloops) stop() {
 	ls.stopped = true
 	for _, l := range ls.all {
 		if l != nil {
-			l.post(func() { l.stopping = true })
+			_ = l.post(func() { l.stopping = true })
 		}
 	}
 }
@@ -111,9 +111,10 @@ type evloop struct {
 	// again are the relays to read again after the batch.
 	again []*relay
 	spare []*relay
-	// stopping: end once no relay is left.
-	stopping bool
-	sweep    *time.Timer
+	// stopping: end once no relay is left; broken: the loop cannot
+	// wait any more, and closes what is added.
+	stopping, broken bool
+	sweep            *time.Timer
 
 	mu    sync.Mutex
 	cmds  []func() // run on the loop
@@ -150,7 +151,7 @@ func newEvloop(p *Proxy) (*evloop, error) {
 		return nil, err
 	}
 	l.wait = l.poll
-	l.sweep = time.AfterFunc(time.Hour, func() { l.post(l.sweepAll) })
+	l.sweep = time.AfterFunc(time.Hour, func() { _ = l.post(l.sweepAll) })
 	l.sweep.Stop()
 	return l, nil
 }
@@ -173,12 +174,12 @@ func (l *evloop) poll(fd uintptr) bool {
 	return n > 0 || len(l.again) > 0
 }
 
-// post runs f on the loop, unless the loop has ended.
-func (l *evloop) post(f func()) {
+// post runs f on the loop, and reports false when the loop has ended.
+func (l *evloop) post(f func()) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.exited {
-		return
+		return false
 	}
 	l.cmds = append(l.cmds, f)
 	if !l.woken {
@@ -187,6 +188,7 @@ func (l *evloop) post(f func()) {
 		one := [8]byte{1}
 		_, _ = unix.Write(l.wake, one[:])
 	}
+	return true
 }
 
 // run is the loop's goroutine.
@@ -198,6 +200,15 @@ func (l *evloop) run() {
 			// Cannot happen while the set is open; the connections
 			// must not wait for a loop that is gone.
 			l.p.log.Error(err, "tcp proxy event loop stopped")
+			l.mu.Lock()
+			l.exited = true
+			cmds := l.cmds
+			l.cmds = nil
+			l.mu.Unlock()
+			l.broken = true
+			for _, f := range cmds {
+				f() // connections being added are closed
+			}
 			for _, r := range l.slots {
 				if r != nil {
 					r.abort()
@@ -294,6 +305,10 @@ func (l *evloop) catch(r *relay) {
 // add starts relaying r.
 func (l *evloop) add(r *relay) {
 	defer l.catch(r)
+	if l.broken {
+		r.abort()
+		return
+	}
 	var slot int32
 	if n := len(l.free); n > 0 {
 		slot = l.free[n-1]

@@ -66,7 +66,13 @@ func (s *session) relayOnLoop(h *handoff) bool {
 	}
 	s.relay = r
 	s.mu.Unlock()
-	l.post(func() { l.add(r) })
+	if !l.post(func() { l.add(r) }) {
+		// The loop is gone (it cannot be, short of a broken poller).
+		s.mu.Lock()
+		s.relay = nil
+		s.mu.Unlock()
+		return false
+	}
 	<-r.done
 	if !r.handoff {
 		return true
@@ -89,7 +95,7 @@ func (s *session) relayOnLoop(h *handoff) bool {
 // kick tells the loop that the session's connections were closed from
 // another goroutine (closeBoth).
 func (r *relay) kick() {
-	r.l.post(func() { r.l.check1(r) })
+	_ = r.l.post(func() { r.l.check1(r) })
 }
 
 // relay is a connection held by an event loop. Everything but done is

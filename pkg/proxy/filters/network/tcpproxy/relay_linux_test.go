@@ -270,3 +270,68 @@ func TestLoopUpstreamFlush(t *testing.T) {
 	waitFor(t, "the flush to end", func() bool { return h.store.Gauge("tcp.p.upstream_flush_active").Value() == 0 })
 	waitFor(t, "the session to end", func() bool { return h.p.ActiveConnections() == 0 })
 }
+
+// TestLoopChurnAndStop: connections that come and go reuse the loop's
+// slots without crossing each other's bytes, and the loop ends with the
+// proxy.
+func TestLoopChurnAndStop(t *testing.T) {
+	echo := echoServer(t)
+	h := newHarness(t, clusterCfg("echo"), fakeClusters{"echo": {name: "echo", hosts: []string{echo}}})
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				c, err := net.Dial("tcp", h.addr)
+				if err != nil {
+					errs <- err
+					return
+				}
+				_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+				msg := []byte{byte(w), byte(i), 'x'}
+				_, err = c.Write(msg)
+				got := make([]byte, len(msg))
+				if err == nil {
+					_, err = io.ReadFull(c, got)
+				}
+				if i%2 == 0 {
+					_ = c.(*net.TCPConn).CloseWrite()
+					_, _ = io.ReadAll(c)
+				}
+				_ = c.Close()
+				if err == nil && !bytes.Equal(got, msg) {
+					err = io.ErrUnexpectedEOF
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	waitFor(t, "every connection to end", func() bool { return h.p.ActiveConnections() == 0 })
+	if !loopStarted(h.p) {
+		t.Fatal("no event loop started")
+	}
+	_ = h.p.Close()
+	h.p.loops.mu.Lock()
+	loops := h.p.loops.all
+	h.p.loops.mu.Unlock()
+	for _, l := range loops {
+		if l == nil {
+			continue
+		}
+		waitFor(t, "the loop to end", func() bool {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			return l.exited
+		})
+	}
+}
