@@ -33,6 +33,7 @@ import (
 func main() {
 	var (
 		sidecar  = flag.String("sidecar", "bin/sidecar", "the sidecar binary")
+		baseline = flag.String("baseline", "", "another sidecar binary, measured in the same run as \"outrigger-base\" (before/after comparisons)")
 		haproxy  = flag.String("haproxy", "haproxy", "the haproxy binary")
 		dur      = flag.Duration("dur", 5*time.Second, "measured time per run")
 		reps     = flag.Int("reps", 3, "repetitions (the median is reported)")
@@ -40,10 +41,11 @@ func main() {
 		msgSize  = flag.Int("msg", 128, "bytes per small message")
 		bulkConn = flag.Int("bulk-conns", 4, "connections of the bulk tests")
 		cpu      = flag.String("proxy-cpu", "0", "CPU the proxies are pinned to (\"\" for none)")
+		only     = flag.String("tests", "small,upload,download", "the tests to run, comma-separated")
 		profile  = flag.String("cpuprofile", "", "write a CPU profile of the sidecar's runs here (through its admin /cpuprofiler)")
 	)
 	flag.Parse()
-	if err := run(*sidecar, *haproxy, *cpu, *profile, *dur, *reps, *conns, *msgSize, *bulkConn); err != nil {
+	if err := run(*sidecar, *baseline, *haproxy, *cpu, *only, *profile, *dur, *reps, *conns, *msgSize, *bulkConn); err != nil {
 		fmt.Fprintln(os.Stderr, "tcpproxy bench:", err)
 		os.Exit(1)
 	}
@@ -142,12 +144,12 @@ func startHAProxy(bin, cpu, dir string, up upstreams) (*proxy, error) {
 	return p, start(p)
 }
 
-func startSidecar(bin, cpu, dir, profile string, up upstreams) (*proxy, error) {
+func startSidecar(name, bin, cpu, dir, profile string, up upstreams) (*proxy, error) {
 	ports, err := freePorts(4)
 	if err != nil {
 		return nil, err
 	}
-	p := &proxy{name: "outrigger", ports: upstreams{ports[0], ports[1], ports[2]}, admin: ports[3]}
+	p := &proxy{name: name, ports: upstreams{ports[0], ports[1], ports[2]}, admin: ports[3]}
 	var b strings.Builder
 	fmt.Fprintf(&b, "admin: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}, profile_path: %q}\nstatic_resources:\n  clusters:\n", p.admin, profile)
 	names := []string{"echo", "sink", "source"}
@@ -165,7 +167,7 @@ func startSidecar(bin, cpu, dir, profile string, up upstreams) (*proxy, error) {
         typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: %s, cluster: %s}
 `, n, ports[i], n, n)
 	}
-	cfg := filepath.Join(dir, "sidecar.yaml")
+	cfg := filepath.Join(dir, name+".yaml")
 	if err := os.WriteFile(cfg, []byte(b.String()), 0o644); err != nil {
 		return nil, err
 	}
@@ -330,7 +332,7 @@ func bulk(port, conns int, up bool) func(ctx context.Context, ops *atomic.Int64)
 	}
 }
 
-func run(sidecar, haproxy, cpu, profile string, dur time.Duration, reps, conns, msgSize, bulkConns int) error {
+func run(sidecar, baseline, haproxy, cpu, only, profile string, dur time.Duration, reps, conns, msgSize, bulkConns int) error {
 	up, err := startUpstreams()
 	if err != nil {
 		return err
@@ -350,7 +352,7 @@ func run(sidecar, haproxy, cpu, profile string, dur time.Duration, reps, conns, 
 	} else if profile, err = filepath.Abs(profile); err != nil {
 		return err
 	}
-	sc, err := startSidecar(sidecar, cpu, dir, profile, up)
+	sc, err := startSidecar("outrigger", sidecar, cpu, dir, profile, up)
 	if err != nil {
 		return err
 	}
@@ -363,25 +365,37 @@ func run(sidecar, haproxy, cpu, profile string, dur time.Duration, reps, conns, 
 	}
 
 	type test struct {
+		key   string // for -tests
 		name  string
 		unit  string
 		perOp float64 // operations per reported CPU unit
 		load  func(p *proxy) func(ctx context.Context, ops *atomic.Int64)
 	}
 	tests := []test{
-		{fmt.Sprintf("small messages (%d B, %d connections)", msgSize, conns), "msg/s", 1, func(p *proxy) func(context.Context, *atomic.Int64) {
+		{"small", fmt.Sprintf("small messages (%d B, %d connections)", msgSize, conns), "msg/s", 1, func(p *proxy) func(context.Context, *atomic.Int64) {
 			return small(p.ports.echo, conns, msgSize)
 		}},
-		{fmt.Sprintf("bulk upload (%d connections)", bulkConns), "MB/s", 1e6, func(p *proxy) func(context.Context, *atomic.Int64) {
+		{"upload", fmt.Sprintf("bulk upload (%d connections)", bulkConns), "MB/s", 1e6, func(p *proxy) func(context.Context, *atomic.Int64) {
 			return bulk(p.ports.sink, bulkConns, true)
 		}},
-		{fmt.Sprintf("bulk download (%d connections)", bulkConns), "MB/s", 1e6, func(p *proxy) func(context.Context, *atomic.Int64) {
+		{"download", fmt.Sprintf("bulk download (%d connections)", bulkConns), "MB/s", 1e6, func(p *proxy) func(context.Context, *atomic.Int64) {
 			return bulk(p.ports.source, bulkConns, false)
 		}},
 	}
 	proxies := []*proxy{hp, sc}
+	if baseline != "" {
+		base, err := startSidecar("outrigger-base", baseline, cpu, dir, filepath.Join(dir, "base.prof"), up)
+		if err != nil {
+			return err
+		}
+		defer stop(base)
+		proxies = append(proxies, base)
+	}
 	fmt.Printf("| test | proxy | rate | proxy CPU µs per op | rate ÷ haproxy | CPU ÷ haproxy |\n|---|---|---|---|---|---|\n")
 	for _, t := range tests {
+		if !slices.Contains(strings.Split(only, ","), t.key) {
+			continue
+		}
 		runs := map[string][]result{}
 		for range reps {
 			for _, p := range proxies { // alternate, so drift hits both

@@ -5,12 +5,16 @@
 // ended. A FIN from one side is forwarded to the other as a half-close,
 // as Envoy does; an error on either side closes both.
 //
-// Each connection runs on two goroutines, one per direction, each reading
-// into a buffer of its own (bounded by the listener's
-// per_connection_buffer_limit_bytes) and writing it out before reading
-// again: a slow receiver stops the reading of its sender, which is the
-// flow control Envoy gets from its watermarks, with at most one buffer in
-// flight per direction. Stats are Envoy's, under tcp.<stat_prefix>.
+// Each direction of a connection reads into one buffer (bounded by the
+// listener's per_connection_buffer_limit_bytes) and writes it out before
+// reading again: a slow receiver stops the reading of its sender, which
+// is the flow control Envoy gets from its watermarks, with at most one
+// buffer in flight per direction. On Linux, plain TCP connections are
+// relayed by an event loop per GOMAXPROCS (evloop_linux.go, relay_linux.go)
+// until a read fills the largest buffer (a bulk transfer); tunnels, TLS,
+// bulk transfers and other platforms (or builds tagged
+// tcpproxy_goroutines) take a goroutine per direction (session.go). Stats
+// are Envoy's, under tcp.<stat_prefix>.
 package tcpproxy
 
 import (

@@ -22,7 +22,7 @@ const maxChunk = 32 << 10
 
 // Proxy is a compiled TcpProxy: the terminal network filter of its filter
 // chain. It is safe for concurrent use; each connection runs in the
-// goroutine of HandleConn plus one more.
+// goroutine of HandleConn, plus one more or on an event loop.
 type Proxy struct {
 	cfg      *config
 	logs     netfilter.AccessLogger
@@ -34,6 +34,9 @@ type Proxy struct {
 
 	// bufs recycles the maxChunk buffers of the directions.
 	bufs sync.Pool
+	// loops relay plain TCP connections where the platform has them;
+	// they stop once the proxy is closed and idle.
+	loops evloops
 	// connIDs numbers downstream connections (%CONNECTION_ID%).
 	connIDs atomic.Uint64
 	// exceeded holds each cluster's upstream_cx_connect_attempts_exceeded
@@ -116,8 +119,16 @@ func (p *Proxy) unregister(s *session) {
 	defer p.mu.Unlock()
 	delete(p.sessions, s)
 	if p.closing && len(p.sessions) == 0 {
-		p.idleOnce.Do(func() { close(p.idle) })
+		p.becomeIdle()
 	}
+}
+
+// becomeIdle marks the closed proxy idle (no connection left), once.
+func (p *Proxy) becomeIdle() {
+	p.idleOnce.Do(func() {
+		close(p.idle)
+		p.loops.stop()
+	})
 }
 
 // Close stops taking connections and returns at once; the open ones go
@@ -132,7 +143,7 @@ func (p *Proxy) Close() error {
 	}
 	p.closing = true
 	if len(p.sessions) == 0 {
-		p.idleOnce.Do(func() { close(p.idle) })
+		p.becomeIdle()
 	}
 	// The access loggers close once the last connection has logged.
 	go func() {

@@ -48,8 +48,11 @@ type session struct {
 	// were being written (upstream_flush_*).
 	flushing atomic.Bool
 
-	mu       sync.Mutex
-	closed   bool // closeBoth ran: nothing may connect any more
+	mu     sync.Mutex
+	closed bool // closeBoth ran: nothing may connect any more
+	// relay is the event loop's hold on the connection, when it has it:
+	// told when closeBoth closes the connections under it.
+	relay    interface{ kick() }
 	downOnce sync.Once
 	upOnce   sync.Once
 	timers   []*time.Timer
@@ -210,8 +213,15 @@ func (s *session) backoff(attempt uint32) bool {
 	}
 }
 
-// proxy moves bytes both ways until both directions have ended.
+// proxy moves bytes both ways until both directions have ended: on an
+// event loop where there is one (plain TCP on Linux), else, or once the
+// connection turns to bulk transfer, with a goroutine per direction.
 func (s *session) proxy() {
+	var h handoff
+	if s.relayOnLoop(&h) {
+		return
+	}
+	defer h.release(s.p)
 	limit := uint32(0)
 	if bl, ok := s.down.(interface{ BufferLimit() uint32 }); ok {
 		limit = bl.BufferLimit()
@@ -220,48 +230,62 @@ func (s *session) proxy() {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		if h.upEnded {
+			return
+		}
 		buf, put := s.p.getBuf(limit)
 		defer put()
-		s.pumpUp(downRaw, s.up.w, buf)
+		s.pumpUp(downRaw, s.up.w, buf, h.toUp)
 	}()
-	buf, put := s.p.getBuf(limit)
-	s.pumpDown(s.up.r, downRaw, buf)
-	put()
+	if !h.downEnded {
+		buf, put := s.p.getBuf(limit)
+		s.pumpDown(s.up.r, downRaw, buf, h.toDown)
+		put()
+	}
 	<-done
 }
 
-// pumpUp copies the downstream's bytes upstream. A write that has to wait
-// for the upstream pauses the downstream's reading
-// (downstream_flow_control_*); the downstream's FIN becomes a half-close
-// of the upstream.
-func (s *session) pumpUp(src net.Conn, dst io.Writer, buf []byte) {
+// handoff is what the event loop leaves to the goroutine relay when it
+// gives a connection up.
+type handoff struct {
+	// upEnded, downEnded: the direction (named by where its bytes go)
+	// has ended, its end of stream forwarded.
+	upEnded, downEnded bool
+	// toUp, toDown were read but not written yet; they are in bufs,
+	// which go back to the proxy's pool at the end.
+	toUp, toDown []byte
+	bufs         []*[]byte
+}
+
+func (h *handoff) release(p *Proxy) {
+	for _, b := range h.bufs {
+		p.bufs.Put(b)
+	}
+}
+
+// pumpUp copies the downstream's bytes upstream, starting with held (read
+// already). A write that has to wait for the upstream pauses the
+// downstream's reading (downstream_flow_control_*); the downstream's FIN
+// becomes a half-close of the upstream.
+func (s *session) pumpUp(src net.Conn, dst io.Writer, buf, held []byte) {
 	st := s.p.stats
 	w := newWriter(dst)
 	w.onWait = st.pausedReading.Inc
+	if len(held) > 0 {
+		if !s.sendUp(w, held) {
+			return
+		}
+		st.resumedReading.Inc() // the loop counted the pause
+	}
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
 			s.touch()
 			st.rxBytesTotal.Add(uint64(n))
 			s.rx.Add(uint64(n))
-			st.rxBuffered.Add(int64(n))
-			s.upWriting.Store(true)
-			_, waited, werr := w.write(buf[:n])
-			s.upWriting.Store(false)
-			st.rxBuffered.Add(-int64(n))
-			if waited {
-				st.resumedReading.Inc()
-			}
-			if s.flushing.Load() {
-				// The downstream is gone; its last bytes are out.
-				s.closeUp()
+			if !s.sendUp(w, buf[:n]) {
 				return
 			}
-			if werr != nil {
-				s.fail(errUpstream)
-				return
-			}
-			s.touch()
 		}
 		if err == io.EOF {
 			if s.up.closeWrite() != nil {
@@ -276,25 +300,46 @@ func (s *session) pumpUp(src net.Conn, dst io.Writer, buf []byte) {
 	}
 }
 
-// pumpDown copies the upstream's bytes downstream; the upstream's FIN
-// becomes a half-close of the downstream.
-func (s *session) pumpDown(src io.Reader, dst net.Conn, buf []byte) {
+// sendUp writes bytes of the downstream upstream, and reports whether the
+// pump goes on.
+func (s *session) sendUp(w *writer, p []byte) bool {
 	st := s.p.stats
+	st.rxBuffered.Add(int64(len(p)))
+	s.upWriting.Store(true)
+	_, waited, werr := w.write(p)
+	s.upWriting.Store(false)
+	st.rxBuffered.Add(-int64(len(p)))
+	if waited {
+		st.resumedReading.Inc()
+	}
+	if s.flushing.Load() {
+		// The downstream is gone; its last bytes are out.
+		s.closeUp()
+		return false
+	}
+	if werr != nil {
+		s.fail(errUpstream)
+		return false
+	}
+	s.touch()
+	return true
+}
+
+// pumpDown copies the upstream's bytes downstream, starting with held
+// (read already); the upstream's FIN becomes a half-close of the
+// downstream.
+func (s *session) pumpDown(src io.Reader, dst net.Conn, buf, held []byte) {
 	w := newWriter(dst)
+	if len(held) > 0 && !s.sendDown(w, held) {
+		return
+	}
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
 			s.touch()
-			st.txBuffered.Add(int64(n))
-			w, _, werr := w.write(buf[:n])
-			st.txBuffered.Add(-int64(n))
-			st.txBytesTotal.Add(uint64(w))
-			s.tx.Add(uint64(w))
-			if werr != nil {
-				s.fail(errDownstream)
+			if !s.sendDown(w, buf[:n]) {
 				return
 			}
-			s.touch()
 		}
 		if err == io.EOF {
 			if closeWrite(s.down) != nil {
@@ -307,6 +352,23 @@ func (s *session) pumpDown(src io.Reader, dst net.Conn, buf []byte) {
 			return
 		}
 	}
+}
+
+// sendDown writes bytes of the upstream downstream, and reports whether
+// the pump goes on.
+func (s *session) sendDown(w *writer, p []byte) bool {
+	st := s.p.stats
+	st.txBuffered.Add(int64(len(p)))
+	n, _, werr := w.write(p)
+	st.txBuffered.Add(-int64(len(p)))
+	st.txBytesTotal.Add(uint64(n))
+	s.tx.Add(uint64(n))
+	if werr != nil {
+		s.fail(errDownstream)
+		return false
+	}
+	s.touch()
+	return true
 }
 
 // fail ends the connection after an error on one side. When the
@@ -351,9 +413,13 @@ func (s *session) closeUp() {
 func (s *session) closeBoth() {
 	s.mu.Lock()
 	s.closed = true
+	r := s.relay
 	s.mu.Unlock()
 	s.closeDown()
 	s.closeUp()
+	if r != nil {
+		r.kick()
+	}
 }
 
 // finish closes what is left, stops the timers and logs the connection.

@@ -105,6 +105,8 @@ type fakeCluster struct {
 	// h2 makes the cluster speak h2c upstream, through transport.
 	h2        bool
 	transport *http.Transport
+	// dialed, when set, gets every connection ConnectHost opens.
+	dialed func(net.Conn)
 }
 
 func (f *fakeCluster) HTTP2() bool { return f.h2 }
@@ -138,7 +140,11 @@ func (f *fakeCluster) PickHost() *upstream.Host {
 }
 func (f *fakeCluster) ConnectHost(ctx context.Context, h *upstream.Host) (net.Conn, error) {
 	var d net.Dialer
-	return d.DialContext(ctx, "tcp", h.Address)
+	c, err := d.DialContext(ctx, "tcp", h.Address)
+	if err == nil && f.dialed != nil {
+		f.dialed(c)
+	}
+	return c, err
 }
 
 type fakeClusters map[string]*fakeCluster
