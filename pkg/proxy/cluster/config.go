@@ -120,8 +120,11 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	errs = append(errs, errList...)
 	//lint:ignore SA1019 Envoy still honours the cluster-level max_requests_per_connection
 	if v := c.GetMaxRequestsPerConnection(); v != nil {
-		if s.protocol.maxRequestsPerConn != 0 {
+		switch {
+		case s.protocol.maxRequestsPerConn != 0:
 			errs = append(errs, configErrorf("max_requests_per_connection", "cannot be combined with common_http_protocol_options.max_requests_per_connection; set it there"))
+		case s.protocol.http2 || s.protocol.downstream:
+			errs = append(errs, configErrorf("max_requests_per_connection", "%s", errH2MaxRequests))
 		}
 		s.protocol.maxRequestsPerConn = v.GetValue()
 	}

@@ -435,8 +435,8 @@ func TestProtocolSettings(t *testing.T) {
     envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
       "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
       explicit_http_config: {http2_protocol_options: {}}
-      common_http_protocol_options: {idle_timeout: 30s, max_requests_per_connection: 100, max_stream_duration: 2.5s}`,
-			want: protocolSettings{http2: true, idleTimeout: 30 * time.Second, maxRequestsPerConn: 100, maxStreamDuration: 2500 * time.Millisecond, h2: limits},
+      common_http_protocol_options: {idle_timeout: 30s, max_stream_duration: 2.5s}`,
+			want: protocolSettings{http2: true, idleTimeout: 30 * time.Second, maxStreamDuration: 2500 * time.Millisecond, h2: limits},
 		},
 		"explicit HTTP/1.1 under the extension name, idle timeout off": {
 			yaml: `

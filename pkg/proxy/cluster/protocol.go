@@ -20,6 +20,11 @@ var httpOptionsKeys = map[string]bool{
 	"proxy.upstreams.http.http_protocol_options":             true,
 }
 
+// errH2MaxRequests refuses max_requests_per_connection where requests may
+// go over HTTP/2: Go's HTTP/2 transport has no per-connection request
+// limit, so accepting it would leave those connections unbounded.
+const errH2MaxRequests = "not supported by Outrigger for HTTP/2 upstream connections (it applies to HTTP/1.1 clusters)"
+
 // defaultIdleTimeout is how long an upstream connection may stay unused
 // before it is closed, when the configuration does not say (Envoy: 1 h).
 const defaultIdleTimeout = time.Hour
@@ -111,6 +116,9 @@ func buildProtocol(c *clusterv3.Cluster) (protocolSettings, []error) {
 			ps.idleTimeout = t.AsDuration()
 		}
 		ps.maxRequestsPerConn = orDefault(common.GetMaxRequestsPerConnection(), 0)
+		if ps.maxRequestsPerConn != 0 && (ps.http2 || ps.downstream) {
+			errs = append(errs, configErrorf(path+".common_http_protocol_options.max_requests_per_connection", "%s", errH2MaxRequests))
+		}
 		if t := common.GetMaxStreamDuration(); t != nil {
 			// 0 is no limit, as in Envoy.
 			if d := t.AsDuration(); t.CheckValid() != nil || d < 0 {
