@@ -147,12 +147,36 @@ func (c *forwardConn) dialStream(ctx context.Context, _, _ string) (net.Conn, er
 	headers.Set(corev1.StreamType, corev1.StreamTypeData)
 	data, err := c.stream.CreateStream(headers)
 	if err != nil {
+		// The kubelet may have failed the forward (nothing listening)
+		// and reset the streams before the data stream was made: its
+		// report on the error stream is the reason to give.
+		sc := &streamConn{conn: c.stream, errStream: errStream, errDone: make(chan struct{})}
+		go sc.readError()
+		select {
+		case <-sc.errDone:
+		case <-time.After(time.Second):
+		}
 		c.stream.RemoveStreams(errStream)
+		var fe *ForwardError
+		if errors.As(sc.remoteErrNow(), &fe) {
+			return nil, fe
+		}
 		return nil, fmt.Errorf("create data stream: %w", err)
 	}
 	sc := &streamConn{conn: c.stream, data: data, errStream: errStream, errDone: make(chan struct{})}
 	go sc.readError()
 	return sc, nil
+}
+
+// remoteErrNow is the error stream's report if readError has finished,
+// nil otherwise.
+func (s *streamConn) remoteErrNow() error {
+	select {
+	case <-s.errDone:
+		return s.remoteErr
+	default:
+		return nil
+	}
 }
 
 // streamConn is the net.Conn over one port-forward data stream. The
