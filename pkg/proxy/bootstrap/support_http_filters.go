@@ -76,4 +76,8 @@ var supportedHTTPFilters = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.common.ratelimit.v3.LocalRateLimitDescriptor.token_bucket": {},
 	"envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.Entry.key":         {},
 	"envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.Entry.value":       {},
+	// The router (pkg/proxy/filters/http/router): start_child_span is
+	// listed with tracing.
+	"envoy.extensions.filters.http.router.v3.Router.suppress_envoy_headers": {},
+	"envoy.extensions.filters.http.router.v3.Router.dynamic_stats":          {},
 }

@@ -232,8 +232,8 @@ func TestValidateSupport(t *testing.T) {
 			want:    []string{extraHCM + `.http_filters[0].typed_config: extension "proxy.access_loggers.file" (category envoy.access_loggers) cannot be used here: expected category envoy.filters.http`},
 		},
 		"router field": {
-			overlay: hcmYAML(`stat_prefix: x, ` + okRouteCfg + `, http_filters: [{name: router, typed_config: {"@type": ` + routerURL + `, suppress_envoy_headers: true}}]`),
-			want:    []string{extraHCM + ".http_filters[0].typed_config.suppress_envoy_headers: not supported by Outrigger"},
+			overlay: hcmYAML(`stat_prefix: x, ` + okRouteCfg + `, http_filters: [{name: router, typed_config: {"@type": ` + routerURL + `, respect_expected_rq_timeout: true}}]`),
+			want:    []string{extraHCM + ".http_filters[0].typed_config.respect_expected_rq_timeout: not supported by Outrigger"},
 		},
 		"virtual host field": {
 			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], require_tls: ALL, routes: [` + okRoute + `]}]}, http_filters: [` + routerFilter + `]`),

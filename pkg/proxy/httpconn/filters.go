@@ -25,13 +25,18 @@ const httpFiltersCategory = "envoy.filters.http"
 // only through the httpfilter interfaces.
 type filterChain struct {
 	filters []chainFilter
-	// startChildSpan is the router's start_child_span.
-	startChildSpan bool
+	// startChildSpan is the router's start_child_span;
+	// suppressEnvoyHeaders its suppress_envoy_headers; noDynamicStats its
+	// dynamic_stats set to false.
+	startChildSpan, suppressEnvoyHeaders, noDynamicStats bool
 }
 
-// childSpanner is the router's configuration as far as tracing reads it.
-type childSpanner interface {
+// routerConfig is the router's configuration as the connection manager
+// reads it.
+type routerConfig interface {
 	StartChildSpan() bool
+	SuppressEnvoyHeaders() bool
+	DynamicStats() bool
 }
 
 // chainFilter is one compiled filter of the chain.
@@ -89,8 +94,10 @@ func buildFilters(field string, filters []*hcmv3.HttpFilter, reg *extension.Regi
 		case !terminal:
 			fc.filters = append(fc.filters, chainFilter{name: f.GetName(), config: cfg, disabled: f.GetDisabled()})
 		default:
-			if c, ok := cfg.(childSpanner); ok {
+			if c, ok := cfg.(routerConfig); ok {
 				fc.startChildSpan = c.StartChildSpan()
+				fc.suppressEnvoyHeaders = c.SuppressEnvoyHeaders()
+				fc.noDynamicStats = !c.DynamicStats()
 			}
 		}
 	}

@@ -122,7 +122,9 @@ func (s *stream) rewrite() {
 	s.upPath = s.path
 	if r.RewritesPath() && s.path != "" {
 		if p := r.RewritePath(s.path); p != s.path {
-			s.reqHeaders.Set("x-envoy-original-path", s.path)
+			if !s.m.filters.suppressEnvoyHeaders {
+				s.reqHeaders.Set("x-envoy-original-path", s.path)
+			}
 			s.upPath = p
 		}
 	}
@@ -134,7 +136,7 @@ func (s *stream) rewrite() {
 	if r.GrpcTimeout != nil && s.grpcRequest() {
 		s.applyGrpcTimeout(r.GrpcTimeout)
 	}
-	if s.rqTimeout > 0 {
+	if s.rqTimeout > 0 && !s.m.filters.suppressEnvoyHeaders {
 		s.numBuf = setNumber(&s.reqHeaders, "x-envoy-expected-rq-timeout-ms", s.rqTimeout.Milliseconds(), s.numBuf)
 	}
 	if r.VirtualHost.IncludeRequestAttemptCount {
@@ -151,6 +153,16 @@ func (s *stream) rewrite() {
 	}
 }
 
+// setServiceTime sets x-envoy-upstream-service-time on the response, the
+// upstream's time to its response head, unless the router's
+// suppress_envoy_headers leaves it out.
+func (s *stream) setServiceTime(d time.Duration) {
+	if s.m.filters.suppressEnvoyHeaders {
+		return
+	}
+	s.svcTimeBuf = setNumber(&s.respHeaders, "x-envoy-upstream-service-time", d.Milliseconds(), s.svcTimeBuf)
+}
+
 // updateAuthority makes host the :authority sent upstream, as Envoy's
 // updateAuthority does: the original goes in x-envoy-original-host and,
 // with append_x_forwarded_host, at the end of x-forwarded-host (unless it
@@ -158,7 +170,9 @@ func (s *stream) rewrite() {
 func (s *stream) updateAuthority(host string) {
 	if old := s.upAuthority; old != "" {
 		h := &s.reqHeaders
-		h.Set("x-envoy-original-host", old)
+		if !s.m.filters.suppressEnvoyHeaders {
+			h.Set("x-envoy-original-host", old)
+		}
 		if s.route.AppendXForwardedHost {
 			xfh, ok := h.Get("x-forwarded-host")
 			switch {
@@ -316,7 +330,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	s.status = resp.Status
 	s.details = "via_upstream"
 	s.copyResponseHeaders(resp)
-	s.svcTimeBuf = setNumber(&s.respHeaders, "x-envoy-upstream-service-time", now.Sub(sent).Milliseconds(), s.svcTimeBuf)
+	s.setServiceTime(now.Sub(sent))
 	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
 	n := resp.ContentLength
 	if kind != http1.BodyLength && kind != http1.BodyNone {

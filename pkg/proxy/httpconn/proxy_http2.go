@@ -79,7 +79,7 @@ func (s *stream) relayHTTP2(cl UpstreamCluster, ctx context.Context, resp *http.
 	s.status = resp.StatusCode
 	s.details = "via_upstream"
 	s.copyHTTP2ResponseHeaders(resp)
-	s.svcTimeBuf = setNumber(&s.respHeaders, "x-envoy-upstream-service-time", now.Sub(sent).Milliseconds(), s.svcTimeBuf)
+	s.setServiceTime(now.Sub(sent))
 	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
 	hasBody := !s.isHead && s.status != 204 && s.status != 304
 	if err := s.sendHead(resp.ContentLength, hasBody); err != nil {

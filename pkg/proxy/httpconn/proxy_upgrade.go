@@ -60,7 +60,7 @@ func (s *stream) tunnelHTTP1(cl UpstreamCluster, uc *upstream.Conn, sent time.Ti
 		// translates it.
 		s.status = 200
 	}
-	s.svcTimeBuf = setNumber(&s.respHeaders, "x-envoy-upstream-service-time", now.Sub(sent).Milliseconds(), s.svcTimeBuf)
+	s.setServiceTime(now.Sub(sent))
 	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
 	cs := cl.Stats()
 	s.chargeCode(cs, resp.Status)

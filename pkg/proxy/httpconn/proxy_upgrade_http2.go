@@ -81,7 +81,7 @@ func (s *stream) upgradeHTTP2(cl UpstreamCluster, host *upstream.Host) {
 			s.respHeaders.Set("connection", "upgrade")
 		}
 	}
-	s.svcTimeBuf = setNumber(&s.respHeaders, "x-envoy-upstream-service-time", now.Sub(sent).Milliseconds(), s.svcTimeBuf)
+	s.setServiceTime(now.Sub(sent))
 	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
 	cs := cl.Stats()
 	s.chargeCode(cs, upstreamStatus)

@@ -85,6 +85,11 @@ func (s *stream) levelStats() [2]*routeStats { return [2]*routeStats{s.vcStats, 
 // proxy's answer to an upstream failure, as Envoy's chargeUpstreamCode:
 // in the cluster's stats and the request's virtual cluster's and route's.
 func (s *stream) chargeCode(cs *upstream.ClusterStats, code int) {
+	if s.m.filters.noDynamicStats {
+		// dynamic_stats: false, Envoy's switch for the per-code and
+		// timing stats.
+		return
+	}
 	cs.RecordResponse(code)
 	for _, rs := range s.levelStats() {
 		if rs != nil {
@@ -96,6 +101,9 @@ func (s *stream) chargeCode(cs *upstream.ClusterStats, code int) {
 
 // chargeTime records the upstream's time to a complete response.
 func (s *stream) chargeTime(cs *upstream.ClusterStats, d time.Duration) {
+	if s.m.filters.noDynamicStats {
+		return
+	}
 	ms := uint64(d.Milliseconds())
 	cs.UpstreamRqTime.Record(ms)
 	for _, rs := range s.levelStats() {

@@ -2,7 +2,8 @@
 // (envoy.filters.http.router), the terminal filter: the connection manager
 // routes and forwards each request itself once the filters before the
 // router continued (see package httpconn). Of its configuration, Outrigger
-// implements start_child_span; the support check refuses the other fields.
+// implements start_child_span, suppress_envoy_headers and dynamic_stats;
+// the support check refuses the other fields.
 package router
 
 import (
@@ -27,13 +28,27 @@ func (Factory) Compile(config proto.Message, _ httpfilter.Context) (httpfilter.C
 		return nil, errors.New("not a Router configuration")
 	}
 	//lint:ignore SA1019 start_child_span is deprecated for the connection manager's spawn_upstream_span, and still accepted (with Envoy's deprecation warning).
-	return terminal{childSpan: cfg.GetStartChildSpan()}, nil
+	return terminal{
+		childSpan:       cfg.GetStartChildSpan(),
+		suppressHeaders: cfg.GetSuppressEnvoyHeaders(),
+		// Envoy's default is true.
+		dynamicStats: cfg.GetDynamicStats() == nil || cfg.GetDynamicStats().GetValue(),
+	}, nil
 }
 
 // terminal marks the end of the filter chain.
 type terminal struct {
-	childSpan bool
+	childSpan, suppressHeaders, dynamicStats bool
 }
+
+// SuppressEnvoyHeaders reports suppress_envoy_headers: the router adds
+// none of its x-envoy- headers (expected timeout, original path and
+// host, upstream service time).
+func (t terminal) SuppressEnvoyHeaders() bool { return t.suppressHeaders }
+
+// DynamicStats reports dynamic_stats: the per-code and timing stats of
+// the clusters, virtual clusters and routes are kept.
+func (t terminal) DynamicStats() bool { return t.dynamicStats }
 
 // StartChildSpan reports start_child_span: with tracing, each upstream
 // request gets a span of its own, a child of the request's.
