@@ -170,6 +170,7 @@ var _ = Describe("proxy_100_continue", Ordered, func() {
 		Eventually(func() string { return statValue(s, "cluster.h1.upstream_rq_100") }).Should(Equal("1"))
 		Expect(statValue(s, "cluster.h1.upstream_rq_1xx")).To(Equal("1"))
 		Eventually(func() string { return statValue(s, "http.l.downstream_rq_1xx") }).Should(Equal("1"))
+		Expect(statValue(s, fmt.Sprintf("listener.127.0.0.1_%d.http.l.downstream_rq_1xx", port))).To(Equal("1"))
 	})
 
 	It("relays an upstream's early final answer without sending the body, and closes the connection", func() {

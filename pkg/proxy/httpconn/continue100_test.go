@@ -65,6 +65,8 @@ func TestProxy100ContinueRelaysUpstreamContinue(t *testing.T) {
 	}
 	p.waitCounter(t, "http.test.downstream_rq_1xx", 1)
 	p.waitCounter(t, "http.test.downstream_rq_2xx", 2)
+	// The 100 counts as a response of its own, as in Envoy.
+	p.waitCounter(t, "http.test.downstream_rq_completed", 3)
 	p.waitCounter(t, "cluster.up.upstream_rq_100", 1)
 	p.waitCounter(t, "cluster.up.upstream_rq_1xx", 1)
 }
