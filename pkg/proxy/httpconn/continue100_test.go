@@ -12,6 +12,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
@@ -134,6 +137,30 @@ func TestProxy100ContinueUpstreamWithoutContinue(t *testing.T) {
 	if n := p.counter("http.test.downstream_rq_1xx"); n != 0 {
 		t.Errorf("downstream_rq_1xx = %d, want 0", n)
 	}
+}
+
+func TestProxy100ContinueNobodyMoves(t *testing.T) {
+	// The upstream never answers and the client waits for a 100 that
+	// never comes: the stream idle timeout ends the wait, with 408 as the
+	// request is incomplete (the route timeout starts only once it is).
+	addr := rawUpstream(t, func(c net.Conn, r *bufio.Reader) {
+		readRequestHead(r)
+		_, _ = io.Copy(io.Discard, r)
+	})
+	st := stats.NewStore()
+	cl := newFakeCluster(st, "up", false, addr)
+	c := hcm(routeConfig(clusterRoute("/", "up")))
+	c.Proxy_100Continue = true
+	c.StreamIdleTimeout = durationpb.New(300 * time.Millisecond)
+	p := startProxy(t, c, Deps{Stats: st, Upstreams: fakeUpstreams{"up": cl}})
+
+	rc := dialRaw(t, p.addr)
+	rc.send("PUT /x HTTP/1.1\r\nHost: example.com\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n")
+	resp, body := rc.response("PUT")
+	if resp.StatusCode != 408 || body != bodyStreamTimeout {
+		t.Fatalf("response = %d %q, want 408 %q", resp.StatusCode, body, bodyStreamTimeout)
+	}
+	p.waitCounter(t, "http.test.downstream_rq_idle_timeout", 1)
 }
 
 func TestProxy100ContinueHTTP2Client(t *testing.T) {

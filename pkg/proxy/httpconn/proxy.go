@@ -545,7 +545,14 @@ func (s *stream) upstreamFailed(cl UpstreamCluster, err error, tm *upstreamTimer
 		s.localReply(504, bodyUpstreamTimeout, accesslog.UpstreamRequestTimeout, "upstream_response_timeout")
 	case isTimeoutErr(err):
 		s.m.stats.rqIdleTimeout.Inc()
-		s.localReply(504, bodyStreamTimeout, accesslog.StreamIdleTimeout, "stream_idle_timeout")
+		status := 504
+		if s.body != nil && !s.bodyDone {
+			// As Envoy's stream idle timeout: 408 before the request
+			// is complete (an upstream that neither answered an
+			// Expect: 100-continue nor got the body).
+			status = 408
+		}
+		s.localReply(status, bodyStreamTimeout, accesslog.StreamIdleTimeout, "stream_idle_timeout")
 	case errors.As(err, &pe):
 		s.chargeCode(cs, 502)
 		s.localReply(502, bodyProtocolError, accesslog.UpstreamProtocolError, "upstream_reset_before_response_started{protocol_error}")
