@@ -216,8 +216,8 @@ func TestValidateSupport(t *testing.T) {
 			},
 		},
 		"hcm field": {
-			overlay: okHCM(", proxy_100_continue: true"),
-			want:    []string{extraHCM + ".proxy_100_continue: not supported by Outrigger"},
+			overlay: okHCM(", represent_ipv4_remote_address_as_ipv4_mapped_ipv6: true"),
+			want:    []string{extraHCM + ".represent_ipv4_remote_address_as_ipv4_mapped_ipv6: not supported by Outrigger"},
 		},
 		"codec http3": {
 			overlay: okHCM(", codec_type: HTTP3"),

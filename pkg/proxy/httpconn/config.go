@@ -68,6 +68,10 @@ type settings struct {
 	// x-envoy-downstream-service-cluster and -node (add_user_agent);
 	// appendXForwardedPort sets x-forwarded-port (append_x_forwarded_port).
 	addUserAgent, appendXForwardedPort bool
+	// proxy100Continue sends Expect: 100-continue to HTTP/1 upstreams and
+	// relays their 100 Continue (proxy_100_continue), instead of the
+	// proxy answering it.
+	proxy100Continue bool
 
 	// Timeouts; 0 disables one.
 	idleTimeout           time.Duration
@@ -180,6 +184,7 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 	s.stripTrailingHostDot = cfg.GetStripTrailingHostDot()
 	s.addUserAgent = cfg.GetAddUserAgent().GetValue()
 	s.appendXForwardedPort = cfg.GetAppendXForwardedPort()
+	s.proxy100Continue = cfg.GetProxy_100Continue()
 	if v := cfg.GetGenerateRequestId(); v != nil {
 		s.generateRequestID = v.GetValue()
 	}

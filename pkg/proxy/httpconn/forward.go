@@ -13,7 +13,8 @@ import (
 // hopByHopRequest reports whether a request field stays on the downstream
 // connection: the hop-by-hop fields of RFC 9110 §7.6.1, the framing the
 // proxy writes itself, Host (sent as the possibly rewritten authority) and
-// Expect (the proxy answers 100-continue itself, as Envoy does).
+// Expect (the proxy answers 100-continue itself, as Envoy does; with
+// proxy_100_continue appendRequestHead writes it for HTTP/1 upstreams).
 func hopByHopRequest(name []byte) bool {
 	switch string(name) {
 	case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te",

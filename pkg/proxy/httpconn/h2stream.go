@@ -45,10 +45,12 @@ type h2Stream struct {
 	// response head went out (a stream reset after that is not
 	// premature).
 	remoteDone, localDone, reset, waitingWindow, responded bool
-	recvWindow, recvUnacked, sendWindow                    int64
-	received                                               int64
-	in                                                     []byte // body bytes received and not yet read
-	bodyErr                                                error
+	// awaitCancelled ends awaitBody (see cancelAwait).
+	awaitCancelled                      bool
+	recvWindow, recvUnacked, sendWindow int64
+	received                            int64
+	in                                  []byte // body bytes received and not yet read
+	bodyErr                             error
 
 	// The stream goroutine's own.
 	out          []byte // the body piece Next returned last
@@ -93,6 +95,7 @@ func (st *h2Stream) open(h *h2Conn, id uint32, endStream, refused bool) {
 	st.fields = st.fields[:0]
 	st.cookies, st.declared, st.headerBytes = 0, -1, 0
 	st.sawRegular, st.tooLarge, st.teTrailers, st.expect100 = false, false, false, false
+	st.awaitCancelled = false
 	st.endStream, st.refused, st.lastAllowed = endStream, refused, false
 	st.t0 = time.Now()
 	st.remoteDone, st.localDone, st.reset, st.waitingWindow = endStream, false, false, false
@@ -647,7 +650,45 @@ func (st *h2Stream) continue100() error {
 	}
 	st.appendHeadersLocked(b, false)
 	h.kickLocked()
+	h.m.stats.recordInterim()
 	return nil
+}
+
+// awaitBody implements downstream: it waits as Next does, without taking
+// what came.
+func (st *h2Stream) awaitBody() error {
+	h := st.h
+	cfg := &h.m.cfg
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for len(st.in) == 0 && !st.awaitCancelled {
+		if st.bodyErr != nil || st.reset || st.remoteDone || h.closed || h.werr != nil {
+			// Next reports it.
+			return nil
+		}
+		d := earliest(earliest(after(st.lastActivity, st.s.idleTimeout()), after(st.t0, cfg.requestTimeout)), st.s.durationLimit())
+		if st.waitLocked(d) {
+			return os.ErrDeadlineExceeded
+		}
+	}
+	return nil
+}
+
+// cancelAwait implements downstream.
+func (st *h2Stream) cancelAwait() {
+	h := st.h
+	h.mu.Lock()
+	st.awaitCancelled = true
+	st.cond.Broadcast()
+	h.mu.Unlock()
+}
+
+// endAwait implements downstream.
+func (st *h2Stream) endAwait() {
+	h := st.h
+	h.mu.Lock()
+	st.awaitCancelled = false
+	h.mu.Unlock()
 }
 
 // trailers implements downstream: they are sent by finish.

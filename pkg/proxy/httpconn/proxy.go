@@ -291,9 +291,31 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	_ = uc.SetDeadline(tm.deadline(sent))
 	u.out.reset(uc)
 	s.appendRequestHead(&u.out, cl.ProperCaseHeaders())
-	sendErr, downstreamSide := s.sendRequestBody(&u.out, &tm, uc)
-	if sendErr == nil {
-		sendErr = u.out.flush()
+	var (
+		sendErr        error
+		downstreamSide bool
+		// bodyUnsent: the upstream answered an Expect: 100-continue
+		// with its final response, and got no body.
+		bodyUnsent bool
+		cw         *continueWait
+	)
+	if s.proxiesContinue() {
+		if sendErr = u.out.flush(); sendErr == nil {
+			cw = s.startContinue(uc)
+			defer cw.stop(uc)
+			switch s.awaitContinue(cl, cw) {
+			case continueStop:
+				return false
+			case continueAnswered:
+				bodyUnsent = true
+			}
+		}
+	}
+	if sendErr == nil && !bodyUnsent {
+		sendErr, downstreamSide = s.sendRequestBody(&u.out, &tm, uc)
+		if sendErr == nil {
+			sendErr = u.out.flush()
+		}
 	}
 	if sendErr != nil && downstreamSide {
 		s.requestBodyFailed(sendErr)
@@ -305,7 +327,10 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 		tm.hard = after(sent, s.rqTimeout)
 		_ = uc.SetDeadline(tm.deadline(sent))
 	}
-	kind, err := s.readResponseHead(uc)
+	kind, err, stop := s.finalResponseHead(cl, cw, uc)
+	if stop {
+		return false
+	}
 	if err != nil {
 		if mayRetry && sentNothingBack(err) {
 			cl.ReleaseHTTP1(uc, false)
@@ -318,7 +343,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 		s.tunnelHTTP1(cl, uc, sent)
 		return false
 	}
-	if sendErr != nil {
+	if sendErr != nil || bodyUnsent {
 		// The upstream answered before taking the whole body: relay
 		// its answer, then close, as the rest of the body is unread.
 		s.connectionUnusable()
@@ -370,7 +395,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 		s.downstreamFailed()
 		return false
 	}
-	reusable = sendErr == nil && resp.Reusable(kind)
+	reusable = sendErr == nil && !bodyUnsent && resp.Reusable(kind)
 	cs := cl.Stats()
 	s.chargeCode(cs, s.status)
 	s.chargeTime(cs, time.Since(sent))
@@ -401,6 +426,9 @@ func (s *stream) appendRequestHead(o *outBuf, properCase bool) {
 		b = http1.AppendHeaderString(b, f.name, f.value)
 	}
 	b = s.appendUpgradeHeaders(b)
+	if s.proxiesContinue() {
+		b = append(b, "expect: 100-continue\r\n"...)
+	}
 	switch {
 	case s.reqChunked:
 		b = append(b, "transfer-encoding: chunked\r\n"...)
@@ -470,6 +498,12 @@ func (s *stream) sendRequestBody(o *outBuf, tm *upstreamTimer, uc *upstream.Conn
 // readResponseHead reads the upstream's response head into s.up.resp,
 // skipping interim (1xx) responses, and returns its body framing.
 func (s *stream) readResponseHead(uc *upstream.Conn) (http1.BodyKind, error) {
+	return s.readResponseHeadUntil(uc, false)
+}
+
+// readResponseHeadUntil is readResponseHead; with stopAt100, a 100
+// Continue ends it too (see continueWait).
+func (s *stream) readResponseHeadUntil(uc *upstream.Conn, stopAt100 bool) (http1.BodyKind, error) {
 	u := s.up
 	for {
 		head, err := http1.ReadHead(uc.R, u.head, s.m.cfg.maxRequestHeadersBytes)
@@ -488,6 +522,8 @@ func (s *stream) readResponseHead(uc *upstream.Conn) (http1.BodyKind, error) {
 			}
 			// A switch nobody asked for is a broken upstream.
 			return 0, http1.ErrStatusCode
+		case u.resp.Status == 100 && stopAt100:
+			return http1.BodyNone, nil
 		case u.resp.Status < 200:
 			continue
 		}
@@ -523,7 +559,14 @@ func (s *stream) upstreamFailed(cl UpstreamCluster, err error, tm *upstreamTimer
 		s.localReply(504, bodyUpstreamTimeout, accesslog.UpstreamRequestTimeout, "upstream_response_timeout")
 	case isTimeoutErr(err):
 		s.m.stats.rqIdleTimeout.Inc()
-		s.localReply(504, bodyStreamTimeout, accesslog.StreamIdleTimeout, "stream_idle_timeout")
+		status := 504
+		if s.body != nil && !s.bodyDone {
+			// As Envoy's stream idle timeout: 408 before the request
+			// is complete (an upstream that neither answered an
+			// Expect: 100-continue nor got the body).
+			status = 408
+		}
+		s.localReply(status, bodyStreamTimeout, accesslog.StreamIdleTimeout, "stream_idle_timeout")
 	case errors.As(err, &pe):
 		s.chargeCode(cs, 502)
 		s.localReply(502, bodyProtocolError, accesslog.UpstreamProtocolError, "upstream_reset_before_response_started{protocol_error}")

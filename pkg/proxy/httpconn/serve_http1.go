@@ -284,7 +284,32 @@ func (c *serverConn) continue100() error {
 		return nil
 	}
 	_ = c.out.writeString(http1.Continue)
-	return c.out.flush()
+	if err := c.out.flush(); err != nil {
+		return err
+	}
+	c.m.stats.recordInterim()
+	return nil
+}
+
+// awaitBody implements downstream: a peek at the connection, under the
+// read deadline armed for the body.
+func (c *serverConn) awaitBody() error {
+	if c.br.Buffered() > 0 {
+		return nil
+	}
+	_, err := c.br.Peek(1)
+	return err
+}
+
+// cancelAwait implements downstream: a read deadline in the past ends the
+// peek. The socket's deadline is safe to set from another goroutine; the
+// record of it (c.rd) is left to endAwait, on the stream's.
+func (c *serverConn) cancelAwait() { _ = c.nc.SetReadDeadline(time.Unix(1, 0)) }
+
+// endAwait implements downstream: the body's read deadline again.
+func (c *serverConn) endAwait() {
+	c.rd.forget()
+	c.armRead(time.Now())
 }
 
 // trailers implements downstream: HTTP/1 responses carry none, as in

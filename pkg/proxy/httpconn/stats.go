@@ -154,6 +154,17 @@ func (s *hcmStats) recordStatus(code int) {
 	}
 }
 
+// recordInterim counts an interim 100 Continue sent to the client as
+// Envoy's chargeStats does for every response head it encodes: in
+// downstream_rq_1xx and downstream_rq_completed, of the connection manager
+// and of the listener; the final response counts again when the stream
+// ends.
+func (s *hcmStats) recordInterim() {
+	s.rqClass[0].Inc()
+	s.rqCompleted.Inc()
+	s.listener.recordEnd(100)
+}
+
 // listenerHTTPStats are Envoy's per-listener copies of some connection
 // manager stats (CONN_MAN_LISTENER_STATS), under
 // "listener.<address>.http.<stat_prefix>.": with several connection

@@ -45,6 +45,15 @@ type downstream interface {
 	flush() error
 	// continue100 sends 100 Continue if the client waits for it.
 	continue100() error
+	// awaitBody waits until request body bytes have arrived, under the
+	// body's read deadlines, while an upstream that was sent Expect:
+	// 100-continue may answer first. An error, or a body that cannot
+	// come, is left for the body's reader to find. cancelAwait, called
+	// from another goroutine, makes a pending or later awaitBody return
+	// at once; endAwait undoes it once that goroutine is done.
+	awaitBody() error
+	cancelAwait()
+	endAwait()
 	// trailers sends response trailers after the body; HTTP/1 drops
 	// them, as Envoy does unless enable_trailers is set.
 	trailers(t http.Header)

@@ -307,6 +307,15 @@ func (d *encodingDown) flush() error { return d.inner.flush() }
 // continue100 implements downstream.
 func (d *encodingDown) continue100() error { return d.inner.continue100() }
 
+// awaitBody implements downstream.
+func (d *encodingDown) awaitBody() error { return d.inner.awaitBody() }
+
+// cancelAwait implements downstream.
+func (d *encodingDown) cancelAwait() { d.inner.cancelAwait() }
+
+// endAwait implements downstream.
+func (d *encodingDown) endAwait() { d.inner.endAwait() }
+
 // trailers implements downstream: kept for the encoders' ends.
 func (d *encodingDown) trailers(t http.Header) { d.trailer = t }
 
