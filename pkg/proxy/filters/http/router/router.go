@@ -28,8 +28,9 @@ func (Factory) Compile(config proto.Message, _ httpfilter.Context) (httpfilter.C
 		return nil, errors.New("not a Router configuration")
 	}
 	//lint:ignore SA1019 start_child_span is deprecated for the connection manager's spawn_upstream_span, and still accepted (with Envoy's deprecation warning).
+	childSpan := cfg.GetStartChildSpan()
 	return terminal{
-		childSpan:       cfg.GetStartChildSpan(),
+		childSpan:       childSpan,
 		suppressHeaders: cfg.GetSuppressEnvoyHeaders(),
 		// Envoy's default is true.
 		dynamicStats: cfg.GetDynamicStats() == nil || cfg.GetDynamicStats().GetValue(),
