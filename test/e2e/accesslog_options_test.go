@@ -118,15 +118,6 @@ func aLogLines(out, path string) []aLogLine {
 	return lines
 }
 
-// types returns the lines' types in order.
-func types(lines []aLogLine) []string {
-	out := make([]string, len(lines))
-	for i, l := range lines {
-		out[i] = l.Type
-	}
-	return out
-}
-
 // expectPeriodicThenEnd checks lines: periodic entries whose byte counts
 // never go down, at least min of them, then one end entry with the
 // totals; first is the type of the lines before the periodic ones.

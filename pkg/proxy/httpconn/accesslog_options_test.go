@@ -21,6 +21,13 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
+// deprecatedHCM is a connection manager with the deprecated top-level
+// access-log fields set, and opts.
+func deprecatedHCM(interval *durationpb.Duration, onNewRequest bool, opts *hcmv3.HttpConnectionManager_HcmAccessLogOptions) *hcmv3.HttpConnectionManager {
+	//lint:ignore SA1019 Envoy still honours the deprecated fields; the test checks Outrigger does too.
+	return &hcmv3.HttpConnectionManager{AccessLogFlushInterval: interval, FlushAccessLogOnNewRequest: onNewRequest, AccessLogOptions: opts}
+}
+
 func TestReadLogOptions(t *testing.T) {
 	ms := func(n int64) *durationpb.Duration { return durationpb.New(time.Duration(n) * time.Millisecond) }
 	cases := map[string]struct {
@@ -36,17 +43,15 @@ func TestReadLogOptions(t *testing.T) {
 			want: logOptions{flushInterval: 250 * time.Millisecond, onNewRequest: true, onTunnel: true},
 		},
 		"deprecated fields": {
-			cfg:  &hcmv3.HttpConnectionManager{AccessLogFlushInterval: ms(1), FlushAccessLogOnNewRequest: true},
+			cfg:  deprecatedHCM(ms(1), true, nil),
 			want: logOptions{flushInterval: time.Millisecond, onNewRequest: true},
 		},
 		"both new-request flags": {
-			cfg: &hcmv3.HttpConnectionManager{FlushAccessLogOnNewRequest: true,
-				AccessLogOptions: &hcmv3.HttpConnectionManager_HcmAccessLogOptions{}},
+			cfg:     deprecatedHCM(nil, true, &hcmv3.HttpConnectionManager_HcmAccessLogOptions{}),
 			wantErr: "flush_access_log_on_new_request: only one of flush_access_log_on_new_request or access_log_options can be specified",
 		},
 		"both intervals": {
-			cfg: &hcmv3.HttpConnectionManager{AccessLogFlushInterval: ms(10),
-				AccessLogOptions: &hcmv3.HttpConnectionManager_HcmAccessLogOptions{AccessLogFlushInterval: ms(10)}},
+			cfg:     deprecatedHCM(ms(10), false, &hcmv3.HttpConnectionManager_HcmAccessLogOptions{AccessLogFlushInterval: ms(10)}),
 			wantErr: "access_log_flush_interval: only one of access_log_flush_interval or access_log_options can be specified",
 		},
 		"interval under 1ms": {
@@ -55,7 +60,7 @@ func TestReadLogOptions(t *testing.T) {
 			wantErr: "access_log_options.access_log_flush_interval: must be at least 1ms, got 500µs",
 		},
 		"deprecated interval negative": {
-			cfg:     &hcmv3.HttpConnectionManager{AccessLogFlushInterval: &durationpb.Duration{Seconds: -1}},
+			cfg:     deprecatedHCM(&durationpb.Duration{Seconds: -1}, false, nil),
 			wantErr: "access_log_flush_interval: must not be negative, got -1s",
 		},
 	}
