@@ -4,6 +4,7 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	datav3 "github.com/envoyproxy/go-control-plane/envoy/data/accesslog/v3"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -55,6 +56,7 @@ func fullEntry() *Entry {
 		RequestedServerName:            "locations.example.com",
 		ConnectionID:                   42,
 		RouteName:                      "locations-route",
+		Type:                           datav3.AccessLogType_DownstreamPeriodic,
 		DynamicMetadata:                entryMetadata(),
 		ClusterMetadata:                entryMetadata(),
 		UpstreamHostMetadata:           entryMetadata(),

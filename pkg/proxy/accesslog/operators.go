@@ -37,6 +37,7 @@ const (
 	opLocalReplyBody
 	opMetadata
 	opExtension
+	opAccessLogType
 )
 
 // argKind says what arguments an operator takes.
@@ -83,6 +84,7 @@ var operators = map[string]operator{
 	"REQUESTED_SERVER_NAME":                  {op: opRequestedServerName},
 	"CONNECTION_ID":                          {op: opConnectionID, numeric: true},
 	"ROUTE_NAME":                             {op: opRouteName},
+	"ACCESS_LOG_TYPE":                        {op: opAccessLogType},
 	"LOCAL_REPLY_BODY":                       {op: opLocalReplyBody},
 	"METADATA":                               {op: opMetadata, args: argMetadata},
 	"DYNAMIC_METADATA":                       {op: opMetadata, args: argMetadata},
@@ -147,6 +149,9 @@ func (op opCode) value(p *part, dst []byte, e *Entry) ([]byte, bool) {
 		return appendString(dst, e.RouteName)
 	case opLocalReplyBody:
 		return appendString(dst, e.LocalReplyBody)
+	case opAccessLogType:
+		// The enum's name, NotSet included, as Envoy prints it.
+		return append(dst, e.Type.String()...), true
 	case opMetadata:
 		return p.metadata.appendText(dst, e)
 	case opExtension:

@@ -52,6 +52,14 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.typed_config":                                  {category: "envoy.filters.http", byName: true},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.disabled":                                      {},
 
+	// access_log_options, and the deprecated top-level fields it replaced.
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.access_log_options":                                               {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.access_log_flush_interval":                                        {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.flush_access_log_on_new_request":                                  {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.HcmAccessLogOptions.access_log_flush_interval":                    {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.HcmAccessLogOptions.flush_access_log_on_new_request":              {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.HcmAccessLogOptions.flush_log_on_tunnel_successfully_established": {},
+
 	// The scheme of requests. Upstreams are plaintext, so the :scheme
 	// sent upstream is always http, what match_upstream asks for.
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.scheme_header_transformation": {},

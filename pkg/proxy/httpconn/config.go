@@ -111,6 +111,9 @@ type settings struct {
 
 	// upgrades are upgrade_configs (see readUpgrades).
 	upgrades map[string]bool
+
+	// logOpts are access_log_options (see readLogOptions).
+	logOpts logOptions
 }
 
 // stripPortMode is which port strip_matching_host_port or
@@ -152,6 +155,10 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 		properCase:             cfg.GetHttpProtocolOptions().GetHeaderKeyFormat().GetProperCaseWords() != nil,
 	}
 	s.h2 = readH2Settings(cfg)
+	var logErr error
+	if s.logOpts, logErr = readLogOptions(cfg); logErr != nil {
+		return s, logErr
+	}
 	var upgradeErr error
 	if s.upgrades, upgradeErr = readUpgrades(cfg.GetUpgradeConfigs()); upgradeErr != nil {
 		return s, upgradeErr

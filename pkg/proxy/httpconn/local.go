@@ -197,6 +197,7 @@ func (s *stream) sendHead(n int64, hasBody bool) error {
 		s.closeConn, s.drainClose = true, true
 	}
 	s.started = true
+	s.publishLog()
 	return s.down.writeHead(s, n, hasBody)
 }
 

@@ -374,6 +374,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 				return false
 			}
 			s.bytesSent += uint64(len(p))
+			s.logSent()
 			// A body in one piece (the common case) reads no clock.
 			if pieces > 0 {
 				now := time.Now()
@@ -460,6 +461,7 @@ func (s *stream) sendRequestBody(o *outBuf, tm *upstreamTimer, uc *upstream.Conn
 		p, err := s.body.Next()
 		if len(p) > 0 {
 			s.bytesRecv += uint64(len(p))
+			s.logRecv()
 			if s.reqChunked {
 				o.b = http1.AppendChunkHeader(o.b, len(p))
 				_ = o.write(p)

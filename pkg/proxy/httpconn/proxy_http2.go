@@ -96,6 +96,7 @@ func (s *stream) relayHTTP2(cl UpstreamCluster, ctx context.Context, resp *http.
 					return
 				}
 				s.bytesSent += uint64(n)
+				s.logSent()
 				if n < len(buf) {
 					// The upstream had no more at hand: let what
 					// came go on before waiting.
@@ -231,6 +232,7 @@ func (b *h2RequestBody) Read(p []byte) (int, error) {
 			b.eof.Store(true)
 		}
 		b.s.bytesRecv += uint64(len(b.p))
+		b.s.logRecv()
 	}
 	n := copy(p, b.p)
 	b.p = b.p[n:]

@@ -3,6 +3,8 @@ package httpconn
 import (
 	"time"
 
+	datav3 "github.com/envoyproxy/go-control-plane/envoy/data/accesslog/v3"
+
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
@@ -145,6 +147,9 @@ func (s *stream) openTunnel() bool {
 		s.downstreamFailed()
 		return false
 	}
+	if s.m.cfg.logOpts.onTunnel {
+		s.logNow(datav3.AccessLogType_DownstreamTunnelSuccessfullyEstablished)
+	}
 	return true
 }
 
@@ -189,6 +194,11 @@ func (s *stream) runTunnelWith(down, up tunnelEnd) {
 	// maximum durations.
 	hard := earliest(after(s.t0, s.m.cfg.requestTimeout), s.durationLimit())
 	t := &tunnel{idle: s.idleTimeout(), hard: hard, down: down, up: up}
+	if s.plogArmed {
+		s.logSent()
+		s.logRecv()
+		t.recvd, t.sentd = &s.plog.recv, &s.plog.sent
+	}
 	recv, sent := t.run()
 	s.bytesRecv += recv
 	s.bytesSent += sent

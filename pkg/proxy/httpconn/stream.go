@@ -216,6 +216,11 @@ type stream struct {
 	decoratedPropagate bool
 
 	entry accesslog.Entry
+	// plog logs the stream periodically (access_log_flush_interval),
+	// made on first use and kept with the stream; plogArmed while it
+	// does.
+	plog      *periodicLog
+	plogArmed bool
 	// Scratch buffers behind header values the stream sets; each is
 	// rewritten only by the next request.
 	idBuf      []byte
@@ -330,6 +335,7 @@ func (s *stream) setRequest(method, path, authority string) {
 // runs while the request head's buffer still holds what the entry views.
 func (s *stream) end() {
 	m := s.m
+	s.stopPeriodicLog()
 	s.untransform()
 	s.destroyFilters()
 	s.endUpgrade()
@@ -368,18 +374,7 @@ func (s *stream) end() {
 
 // completeEntry records what the access log knows only once the response
 // is sent: its status, flags, sizes, headers and the duration to now.
-func (s *stream) completeEntry(now time.Time) {
-	e := &s.entry
-	e.ResponseCode = s.status
-	e.ResponseCodeDetails = s.details
-	e.ResponseFlags = s.flags
-	e.BytesReceived = s.bytesRecv
-	e.BytesSent = s.bytesSent
-	e.Duration = now.Sub(s.start)
-	if s.started {
-		e.ResponseHeaders = &s.respHeaders
-	}
-}
+func (s *stream) completeEntry(now time.Time) { s.fillEntry(&s.entry, now) }
 
 // decode runs the HTTP filters and the router on the request.
 func (s *stream) decode() {
@@ -396,6 +391,14 @@ func (s *stream) decode() {
 	}
 	if m.tracing != nil {
 		s.startTracing()
+	}
+	if o := m.cfg.logOpts; (o.onNewRequest || o.flushInterval > 0) && !m.logs.Empty() {
+		if o.onNewRequest {
+			s.logNow(datav3.AccessLogType_DownstreamStart)
+		}
+		if o.flushInterval > 0 {
+			s.startPeriodicLog()
+		}
 	}
 	if !s.decodeFilters() {
 		return

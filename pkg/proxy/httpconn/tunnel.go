@@ -54,6 +54,9 @@ type tunnel struct {
 	once  sync.Once
 	down  tunnelEnd
 	up    tunnelEnd
+	// recvd and sentd, when set, count the bytes of each direction as
+	// they move (the periodic access log's counts).
+	recvd, sentd *atomic.Uint64
 }
 
 // run relays until both directions end, and returns the bytes received
@@ -62,16 +65,17 @@ type tunnel struct {
 func (t *tunnel) run() (recv, sent uint64) {
 	t.last.Store(time.Now().UnixNano())
 	done := make(chan uint64, 1)
-	go func() { done <- t.copy(t.down, t.up) }()
-	recv = t.copy(t.up, t.down)
+	go func() { done <- t.copy(t.down, t.up, t.sentd) }()
+	recv = t.copy(t.up, t.down, t.recvd)
 	sent = <-done
 	return recv, sent
 }
 
 // copy relays what src's peer sends to dst's peer, counting it: src is
 // the side read from, dst the side written to. The naming follows data:
-// copy(up, down) moves downstream bytes upstream.
-func (t *tunnel) copy(dst, src tunnelEnd) uint64 {
+// copy(up, down) moves downstream bytes upstream. Each piece is added to
+// counted too, when set.
+func (t *tunnel) copy(dst, src tunnelEnd, counted *atomic.Uint64) uint64 {
 	// One buffer per direction for the tunnel's life: tunnels are
 	// long-lived, so recycling them would save little.
 	buf := make([]byte, tunnelBufSize)
@@ -97,6 +101,9 @@ func (t *tunnel) copy(dst, src tunnelEnd) uint64 {
 				return n
 			}
 			n += uint64(k)
+			if counted != nil {
+				counted.Add(uint64(k))
+			}
 		}
 		switch {
 		case err == nil:
