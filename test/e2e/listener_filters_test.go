@@ -246,7 +246,7 @@ var _ = Describe("Listener filters: proxy_protocol", func() {
 		))
 		r, _ = validate("b.yaml", cfg(proxyProtocolFilter("disallowed_versions: [V1, V2]")))
 		Expect(r.ExitCode).To(Equal(1))
-		Expect(r.Stderr).To(ContainSubstring(lf + "[0].typed_config.disallowed_versions: Proxy Protocol filter is misconfigured: all proxy protocol versions are disallowed."))
+		Expect(r.Stderr).To(ContainSubstring(lf + "[0].typed_config.disallowed_versions: Proxy Protocol filter is misconfigured: all proxy protocol versions are disallowed"))
 		r, _ = validate("b.yaml", cfg(`{name: envoy.filters.listener.original_dst}`))
 		Expect(r.ExitCode).To(Equal(1))
 		Expect(r.Stderr).To(ContainSubstring(lf + `[0].name: listener filter "envoy.filters.listener.original_dst" without typed_config is not supported by Outrigger`))

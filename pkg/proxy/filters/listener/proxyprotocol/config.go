@@ -52,8 +52,8 @@ func (Factory) Compile(config proto.Message, ctx listenerfilter.Context) (listen
 		}
 	}
 	if !p.allowV1 && !p.allowV2 {
-		// Envoy's wording.
-		errs = append(errs, errors.New("disallowed_versions: Proxy Protocol filter is misconfigured: all proxy protocol versions are disallowed."))
+		// Envoy's wording (without its final period).
+		errs = append(errs, errors.New("disallowed_versions: Proxy Protocol filter is misconfigured: all proxy protocol versions are disallowed"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
