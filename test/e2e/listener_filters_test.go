@@ -247,9 +247,31 @@ var _ = Describe("Listener filters: proxy_protocol", func() {
 		r, _ = validate("b.yaml", cfg(proxyProtocolFilter("disallowed_versions: [V1, V2]")))
 		Expect(r.ExitCode).To(Equal(1))
 		Expect(r.Stderr).To(ContainSubstring(lf + "[0].typed_config.disallowed_versions: Proxy Protocol filter is misconfigured: all proxy protocol versions are disallowed"))
-		r, _ = validate("b.yaml", cfg(`{name: envoy.filters.listener.original_dst}`))
+		r, _ = validate("b.yaml", cfg(`{name: envoy.filters.listener.http_inspector}`))
 		Expect(r.ExitCode).To(Equal(1))
-		Expect(r.Stderr).To(ContainSubstring(lf + `[0].name: listener filter "envoy.filters.listener.original_dst" without typed_config is not supported by Outrigger`))
-		Expect(strings.Count(r.Stderr, "original_dst")).To(BeNumerically(">=", 1))
+		Expect(r.Stderr).To(ContainSubstring(lf + `[0].name: listener filter "envoy.filters.listener.http_inspector" without typed_config is not supported by Outrigger`))
+		r, _ = validate("b.yaml", cfg(proxyProtocolFilter("")+`, {name: envoy.filters.listener.original_dst}`))
+		Expect(r.ExitCode).To(Equal(0), r.Stderr)
+	})
+})
+
+var _ = Describe("Listener filters: original_dst", func() {
+	It("leaves the local address of a connection nothing redirected, for the chain match and the access log", func() {
+		port := freePort()
+		s := Start(newDir(), listenersBootstrap(listenerDef{
+			Name: "od", Port: port,
+			Fields: `listener_filters: [{name: envoy.filters.listener.original_dst, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.listener.original_dst.v3.OriginalDst}}]`,
+			Chains: []string{strings.Replace(directChain("by-port", fmt.Sprintf("{destination_port: %d}", port)),
+				`stat_prefix: "chain_by-port", `,
+				`stat_prefix: "chain_by-port", access_log: [{name: envoy.access_loggers.stdout, typed_config: {"@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog, `+
+					`log_format: {text_format_source: {inline_string: "ODLOG %DOWNSTREAM_LOCAL_ADDRESS%\n"}}}}], `, 1)},
+		}), "--file-flush-interval-msec", "50")
+		resp, err := http.Get(listenerURL(port, "/"))
+		Expect(err).NotTo(HaveOccurred())
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		Expect(string(body)).To(Equal("by-port"))
+		Eventually(s.Stdout).Should(ContainSubstring(fmt.Sprintf("ODLOG 127.0.0.1:%d\n", port)))
+		Expect(statValue(s, "listener.127.0.0.1_"+fmt.Sprint(port)+".no_filter_chain_match")).To(Equal("0"))
 	})
 })
