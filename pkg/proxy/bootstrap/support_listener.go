@@ -33,6 +33,19 @@ var supportedListener = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.SocketOption.SocketType.datagram": {},
 	"envoy.config.listener.v3.AdditionalAddress.address":    {},
 
+	// Listener filters (pkg/proxy/listenerfilter). filter_disabled and
+	// config_discovery (ECDS) are not implemented.
+	"envoy.config.listener.v3.Listener.listener_filters":                     {},
+	"envoy.config.listener.v3.Listener.listener_filters_timeout":             {},
+	"envoy.config.listener.v3.Listener.continue_on_listener_filters_timeout": {},
+	"envoy.config.listener.v3.ListenerFilter.name":                           {},
+	"envoy.config.listener.v3.ListenerFilter.typed_config":                   {category: "envoy.filters.listener", byName: true},
+	// envoy.filters.listener.proxy_protocol: rules, pass_through_tlvs and
+	// tlv_location (the TLVs' destinations) are not implemented.
+	"envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol.allow_requests_without_proxy_protocol": {},
+	"envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol.disallowed_versions":                   {},
+	"envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol.stat_prefix":                           {},
+
 	// Filter chains.
 	"envoy.config.listener.v3.FilterChain.filter_chain_match": {},
 	"envoy.config.listener.v3.FilterChain.filters":            {},

@@ -25,6 +25,8 @@ import (
 	healthcheckv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/health_check/v3"
 	lrlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/local_ratelimit/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	originaldstv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/original_dst/v3"
+	proxyprotocolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/proxy_protocol/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	metadatafmtv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/metadata/v3"
@@ -57,6 +59,8 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/healthcheck"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/localratelimit"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/router"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/originaldst"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/proxyprotocol"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/tcpproxy"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry/resourcedetectors/environment"
@@ -72,6 +76,7 @@ const (
 	AccessLoggers      = "envoy.access_loggers"
 	Formatters         = "envoy.formatter"
 	HTTPFilters        = "envoy.filters.http"
+	ListenerFilters    = "envoy.filters.listener"
 	NetworkFilters     = "envoy.filters.network"
 	ResourceMonitors   = "envoy.resource_monitors"
 	StatsSinks         = "envoy.stats_sinks"
@@ -111,6 +116,9 @@ func Registry() *extension.Registry {
 		extension.Of(healthcheck.Name, HTTPFilters, &healthcheckv3.HealthCheck{}, healthcheck.Factory{}),
 		extension.Of(localratelimit.Name, HTTPFilters, &lrlv3.LocalRateLimit{}, localratelimit.Factory{}).WithRouteConfig(&lrlv3.LocalRateLimit{}),
 		extension.Of(router.Name, HTTPFilters, &routerv3.Router{}, router.Factory{}),
+
+		extension.Of(originaldst.Name, ListenerFilters, &originaldstv3.OriginalDst{}, originaldst.Factory{}),
+		extension.Of(proxyprotocol.Name, ListenerFilters, &proxyprotocolv3.ProxyProtocol{}, proxyprotocol.Factory{}),
 
 		extension.Of("proxy.filters.network.http_connection_manager", NetworkFilters, &hcmv3.HttpConnectionManager{}, nil),
 		extension.Of(tcpproxy.Name, NetworkFilters, &tcpproxyv3.TcpProxy{}, tcpproxy.Factory{}),

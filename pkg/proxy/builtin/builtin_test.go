@@ -40,6 +40,8 @@ func TestRegistry(t *testing.T) {
 		"envoy.filters.http proxy.filters.http.health_check envoy.extensions.filters.http.health_check.v3.HealthCheck",
 		"envoy.filters.http proxy.filters.http.local_ratelimit envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
 		"envoy.filters.http proxy.filters.http.router envoy.extensions.filters.http.router.v3.Router",
+		"envoy.filters.listener proxy.filters.listener.original_dst envoy.extensions.filters.listener.original_dst.v3.OriginalDst",
+		"envoy.filters.listener proxy.filters.listener.proxy_protocol envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol",
 		"envoy.filters.network proxy.filters.network.http_connection_manager envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
 		"envoy.filters.network proxy.filters.network.tcp_proxy envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy",
 		"envoy.formatter proxy.formatter.metadata envoy.extensions.formatter.metadata.v3.Metadata",

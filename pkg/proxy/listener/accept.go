@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/listenerfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/sockopt"
 )
 
@@ -107,10 +108,13 @@ func (l *Listener) acceptLoop(ln net.Listener, ws *workerStats) {
 // accept admits a new connection, in Envoy's order: the global connection
 // limit (downstream_global_cx_overflow), reject_incoming_connections
 // (downstream_cx_overload_reject), the listener's own connection limit
-// (downstream_cx_overflow) and the filter chain match
-// (no_filter_chain_match); a connection refused by any of them is closed
-// at once. An admitted connection is handed to its filter chain and
-// counted for a worker (see assignWorker).
+// (downstream_cx_overflow), the listener filters, and the filter chain
+// match (no_filter_chain_match); a connection refused by any of them is
+// closed at once. An admitted connection is handed to its filter chain and
+// counted for a worker (see assignWorker). Without listener filters the
+// chain is chosen here, on the accept loop; with them, on the
+// connection's own goroutine once they are done, so that a slow client
+// holds up no other.
 func (l *Listener) accept(c net.Conn, ws *workerStats) {
 	if l.overload != nil {
 		if !l.overload.AcquireConnection(l.enforceGlobal) {
@@ -131,13 +135,31 @@ func (l *Listener) accept(c net.Conn, ws *workerStats) {
 		l.refuse(c, "listener connection limit reached")
 		return
 	}
-	ch := l.chains.find(addrPort(c.LocalAddr()), addrPort(c.RemoteAddr()))
+	if len(l.lfilters) > 0 {
+		go l.runListenerFilters(c, ws)
+		return
+	}
+	if conn, ch := l.admit(c, ws, nil); conn != nil {
+		go ch.handler.HandleConn(conn)
+	}
+}
+
+// admit chooses the filter chain of a connection the listener has
+// reserved and returns the connection as its chain takes it, or nil when
+// no chain matches (the connection is then closed). sock, when not nil,
+// carries the addresses the listener filters restored.
+func (l *Listener) admit(c net.Conn, ws *workerStats, sock *listenerfilter.Socket) (*Conn, *chain) {
+	local, remote := c.LocalAddr(), c.RemoteAddr()
+	direct := addrPort(remote)
+	if sock != nil && sock.Restored() {
+		local, remote = sock.LocalAddr(), sock.RemoteAddr()
+	}
+	ch := l.chains.find(addrPort(local), addrPort(remote), direct)
 	if ch == nil {
-		l.active.Add(-1)
-		l.releaseGlobal()
+		l.unreserve()
 		l.stats.noFilterChainMatch.Inc()
 		l.refuse(c, "no matching filter chain found")
-		return
+		return nil, nil
 	}
 	if tcp, ok := c.(*net.TCPConn); ok && l.setBuffers {
 		// The kernel's buffers bound what a connection holds in flight; a
@@ -150,7 +172,17 @@ func (l *Listener) accept(c net.Conn, ws *workerStats) {
 	l.stats.cxActive.Inc()
 	ws.cxTotal.Inc()
 	conn := &Conn{Conn: c, owner: l, worker: ws, chain: ch.name, start: l.now(), bufferLimit: l.bufferLimit}
-	go ch.handler.HandleConn(conn)
+	if sock != nil && sock.Restored() {
+		conn.remote, conn.local = remote, local
+	}
+	return conn, ch
+}
+
+// unreserve ends the count of a connection closed before its filter chain
+// took it.
+func (l *Listener) unreserve() {
+	l.active.Add(-1)
+	l.releaseGlobal()
 }
 
 // refuse closes a connection the listener does not admit.

@@ -24,6 +24,27 @@ type Conn struct {
 	start       time.Time
 	bufferLimit uint32
 	closed      atomic.Bool
+	// remote and local are the addresses the listener filters restored
+	// (a PROXY protocol header's); nil leaves the socket's own.
+	remote, local net.Addr
+}
+
+// RemoteAddr is the connection's remote address: the one a listener
+// filter restored, else the peer's.
+func (c *Conn) RemoteAddr() net.Addr {
+	if c.remote != nil {
+		return c.remote
+	}
+	return c.Conn.RemoteAddr()
+}
+
+// LocalAddr is the connection's local address: the one a listener filter
+// restored, else the socket's.
+func (c *Conn) LocalAddr() net.Addr {
+	if c.local != nil {
+		return c.local
+	}
+	return c.Conn.LocalAddr()
 }
 
 // Close closes the connection and, the first time, accounts for its end:

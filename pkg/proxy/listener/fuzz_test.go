@@ -36,7 +36,7 @@ func FuzzFilterChainSelection(f *testing.F) {
 			return
 		}
 		la, ra := netip.AddrPortFrom(local.Unmap(), localPort), netip.AddrPortFrom(remote.Unmap(), remotePort)
-		c := l.chains.find(la, ra)
+		c := l.chains.find(la, ra, ra)
 		if c == nil || c == l.chains.dflt {
 			return
 		}

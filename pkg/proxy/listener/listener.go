@@ -32,6 +32,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/listenerfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/sockopt"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
@@ -60,6 +61,9 @@ type Deps struct {
 	// the listener's drain state, which the filters consult per response.
 	// Its errors name the field path below the filter chain.
 	BuildChain func(fc *listenerv3.FilterChain, drain *Drain) (ConnHandler, error)
+	// BuildListenerFilter builds one of the listener_filters; its errors
+	// name the field path below the filter. Nil refuses listener filters.
+	BuildListenerFilter func(f *listenerv3.ListenerFilter) (listenerfilter.Filter, error)
 	// Now is the clock of connection lengths; nil means time.Now.
 	Now func() time.Time
 	// Overload is the server's overload manager: the global connection
@@ -102,6 +106,13 @@ type Listener struct {
 	bufferLimit uint32
 	setBuffers  bool // per_connection_buffer_limit_bytes was given
 	chains      chainSet
+	// lfilters are the listener filters, run on each connection before
+	// its filter chain is chosen; lfTimeout bounds them (0: no bound) and
+	// lfContinue sends a connection that reaches it on to its filter
+	// chain instead of closing it.
+	lfilters    []listenerfilter.Filter
+	lfTimeout   time.Duration
+	lfContinue  bool
 	drain       *Drain
 	stats       listenerStats
 	workerStats []workerStats
@@ -197,6 +208,9 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 	if err := l.connectionBalance(lc.GetConnectionBalanceConfig()); err != nil {
 		errs = append(errs, err)
 	}
+	if err := l.buildListenerFilters(lc, deps.BuildListenerFilter); err != nil {
+		errs = append(errs, err)
+	}
 	l.drain = newDrain(deps.Drain, lc.GetDrainType() == listenerv3.Listener_MODIFY_ONLY)
 	if err := l.buildChains(lc, deps.BuildChain); err != nil {
 		errs = append(errs, err)
@@ -213,6 +227,37 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 	// only it knows whether this listener is new, replaces another, or
 	// will be thrown away unbound.
 	return l, nil
+}
+
+// defaultListenerFiltersTimeout is Envoy's listener_filters_timeout when
+// the field is unset.
+const defaultListenerFiltersTimeout = 15 * time.Second
+
+// buildListenerFilters builds the listener filters and reads their
+// timeout settings.
+func (l *Listener) buildListenerFilters(lc *listenerv3.Listener, build func(*listenerv3.ListenerFilter) (listenerfilter.Filter, error)) error {
+	l.lfTimeout, l.lfContinue = defaultListenerFiltersTimeout, lc.GetContinueOnListenerFiltersTimeout()
+	var errs []error
+	if d := lc.GetListenerFiltersTimeout(); d != nil {
+		if err := d.CheckValid(); err != nil || d.AsDuration() < 0 {
+			errs = append(errs, errors.New("listener_filters_timeout: not a valid duration"))
+		}
+		l.lfTimeout = d.AsDuration()
+	}
+	for i, f := range lc.GetListenerFilters() {
+		path := fmt.Sprintf("listener_filters[%d].", i)
+		if build == nil {
+			errs = append(errs, fmt.Errorf("%sname: listener filters are not supported here", path))
+			continue
+		}
+		lf, err := build(f)
+		if err != nil {
+			errs = append(errs, PrefixErrors(path, err)...)
+			continue
+		}
+		l.lfilters = append(l.lfilters, lf)
+	}
+	return errors.Join(errs...)
 }
 
 // buildChains compiles the filter chains and the default chain and builds

@@ -137,8 +137,9 @@ type chainSet struct {
 // maxStackChains is how many chains selection prunes without allocating.
 const maxStackChains = 16
 
-// find returns the filter chain for a connection from remote to local, or
-// nil when none matches and there is no default chain. It follows Envoy's
+// find returns the filter chain for a connection from remote to local
+// (direct is the peer's own address, which differs from remote when a
+// listener filter restored the client's), or nil when none matches and there is no default chain. It follows Envoy's
 // precedence: the criteria are applied in order (destination port,
 // destination address, direct source address, source type, source address,
 // source port), and each step keeps only the chains that match the
@@ -146,14 +147,14 @@ const maxStackChains = 16
 // matching prefix, a specific source type over ANY). A chain that a later
 // step rejects is not replaced by a less specific one from an earlier step:
 // the connection then gets the default chain.
-func (s *chainSet) find(local, remote netip.AddrPort) *chain {
+func (s *chainSet) find(local, remote, direct netip.AddrPort) *chain {
 	var buf [maxStackChains]*chain
 	cands := append(buf[:0], s.chains...)
 	localConn := remote.Addr().IsLoopback() || remote.Addr() == local.Addr()
 
 	cands = prune(cands, func(m *chainMatch) int { return portScore(m.dstPort, local.Port()) })
 	cands = prune(cands, func(m *chainMatch) int { return prefixScore(m.dstRanges, local.Addr()) })
-	cands = prune(cands, func(m *chainMatch) int { return prefixScore(m.directRanges, remote.Addr()) })
+	cands = prune(cands, func(m *chainMatch) int { return prefixScore(m.directRanges, direct.Addr()) })
 	cands = prune(cands, func(m *chainMatch) int { return sourceTypeScore(m.sourceType, localConn) })
 	cands = prune(cands, func(m *chainMatch) int { return prefixScore(m.srcRanges, remote.Addr()) })
 	cands = prune(cands, func(m *chainMatch) int { return portsScore(m.srcPorts, remote.Port()) })

@@ -10,7 +10,8 @@ import (
 // chainName returns the name of the chain l selects for a connection from
 // remote to local, or "" when it selects none.
 func chainName(l *Listener, local, remote string) string {
-	c := l.chains.find(netip.MustParseAddrPort(local), netip.MustParseAddrPort(remote))
+	r := netip.MustParseAddrPort(remote)
+	c := l.chains.find(netip.MustParseAddrPort(local), r, r)
 	if c == nil {
 		return ""
 	}
@@ -142,7 +143,7 @@ filter_chains:
 - {name: port, filter_chain_match: {destination_port: 80, source_type: EXTERNAL}}
 `)
 	local, remote := netip.MustParseAddrPort("10.0.0.1:80"), netip.MustParseAddrPort("10.0.0.2:5000")
-	if n := testing.AllocsPerRun(100, func() { l.chains.find(local, remote) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { l.chains.find(local, remote, remote) }); n != 0 {
 		t.Errorf("find allocates %.0f times per connection, want 0", n)
 	}
 }
@@ -159,6 +160,6 @@ filter_chains:
 `)
 	local, remote := netip.MustParseAddrPort("10.0.0.1:80"), netip.MustParseAddrPort("10.0.0.2:5000")
 	for b.Loop() {
-		l.chains.find(local, remote)
+		l.chains.find(local, remote, remote)
 	}
 }

@@ -9,7 +9,7 @@ import (
 // listenerStats are Envoy's per-listener stats (scope "listener.<address or
 // stat_prefix>."). They are all created with the listener, so /stats lists
 // them at zero as Envoy does; the ones Outrigger has no cause to move yet
-// (listener filters, transport sockets) stay at zero.
+// (transport sockets) stay at zero.
 type listenerStats struct {
 	cxTotal            *stats.Counter
 	cxDestroy          *stats.Counter
@@ -22,17 +22,18 @@ type listenerStats struct {
 	globalCxOverflow *stats.Counter
 	cxActive         *stats.Gauge
 	cxLengthMs       *stats.Histogram
+	// The listener filters' stats: connections in them (preCxActive),
+	// and those they ended at their timeout, at the peer's close or at
+	// a read error.
+	preCxActive   *stats.Gauge
+	preCxTimeout  *stats.Counter
+	lfRemoteClose *stats.Counter
+	lfError       *stats.Counter
 }
 
 // newListenerStats creates the stats of a listener under scope.
 func newListenerStats(scope stats.Scope) listenerStats {
-	for _, name := range []string{
-		"downstream_cx_transport_socket_connect_timeout",
-		"downstream_pre_cx_timeout",
-	} {
-		scope.Counter(name)
-	}
-	scope.Gauge("downstream_pre_cx_active")
+	scope.Counter("downstream_cx_transport_socket_connect_timeout")
 	return listenerStats{
 		cxTotal:            scope.Counter("downstream_cx_total"),
 		cxDestroy:          scope.Counter("downstream_cx_destroy"),
@@ -42,6 +43,10 @@ func newListenerStats(scope stats.Scope) listenerStats {
 		globalCxOverflow:   scope.Counter("downstream_global_cx_overflow"),
 		cxActive:           scope.Gauge("downstream_cx_active"),
 		cxLengthMs:         scope.Histogram("downstream_cx_length_ms", stats.UnitMilliseconds),
+		preCxActive:        scope.Gauge("downstream_pre_cx_active"),
+		preCxTimeout:       scope.Counter("downstream_pre_cx_timeout"),
+		lfRemoteClose:      scope.Counter("downstream_listener_filter_remote_close"),
+		lfError:            scope.Counter("downstream_listener_filter_error"),
 	}
 }
 

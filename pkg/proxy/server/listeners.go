@@ -21,6 +21,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/listenerfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/options"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
@@ -115,9 +116,10 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 			bl.managers = append(bl.managers, ch.Terminal())
 			return ch, nil
 		},
-		Now:      s.now,
-		Overload: s.listenerOverload(),
-		Runtime:  s.runtime,
+		BuildListenerFilter: s.buildListenerFilter,
+		Now:                 s.now,
+		Overload:            s.listenerOverload(),
+		Runtime:             s.runtime,
 	})
 	if err != nil {
 		bl.closeFilters()
@@ -197,6 +199,26 @@ func (s *Server) buildNetworkFilter(f *listenerv3.Filter, drain *listener.Drain,
 		return nil, errors.Join(listener.PrefixErrors("typed_config.", err)...)
 	}
 	return nf, nil
+}
+
+// buildListenerFilter builds one listener filter, found by the type of
+// its typed_config (or its name). Errors name the field below the filter.
+func (s *Server) buildListenerFilter(f *listenerv3.ListenerFilter) (listenerfilter.Filter, error) {
+	ext, msg, err := s.ext.Resolve(extension.Ref{
+		Kind: "listener filter", Category: listenerfilter.Category, Name: f.GetName(), Config: f.GetTypedConfig(),
+	}, extension.LookupByName(runtimeValues{s.runtime}))
+	if err != nil {
+		return nil, err
+	}
+	factory, ok := ext.Factory.(listenerfilter.Factory)
+	if !ok {
+		return nil, fmt.Errorf("typed_config: listener filter %s is not supported by Outrigger", ext.Name)
+	}
+	lf, err := factory.Compile(msg, listenerfilter.Context{Stats: s.stats, Log: s.logs.Logger("filter")})
+	if err != nil {
+		return nil, errors.Join(listener.PrefixErrors("typed_config.", err)...)
+	}
+	return lf, nil
 }
 
 // buildHTTPConnectionManager builds an http_connection_manager. Errors

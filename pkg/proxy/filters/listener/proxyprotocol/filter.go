@@ -1,0 +1,56 @@
+package proxyprotocol
+
+import (
+	"net"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/listenerfilter"
+)
+
+// filter is a compiled proxy_protocol filter, shared by the listener's
+// connections.
+type filter struct {
+	parser parser
+	stats  filterStats
+}
+
+// OnAccept peeks at the connection's first bytes until they hold a whole
+// header (or show there is none), then consumes exactly the header and
+// restores the addresses it carries. A malformed header, bytes that are
+// not a header (unless allow_requests_without_proxy_protocol) and a
+// disallowed version close the connection.
+func (f *filter) OnAccept(s *listenerfilter.Socket) error {
+	buf := make([]byte, firstPeek)
+	want := 1
+	for {
+		n, err := s.Peek(buf, want)
+		if err != nil {
+			return err
+		}
+		r := f.parser.parse(buf[:n])
+		switch r.outcome {
+		case needMore:
+			if r.need > len(buf) {
+				buf = append(buf, make([]byte, r.need-len(buf))...)
+			}
+			want = r.need
+			continue
+		case done:
+		default:
+			f.stats.count(r)
+			return listenerfilter.ErrRejected
+		}
+		if r.version == 0 {
+			f.stats.count(r)
+			return nil
+		}
+		if err := s.Discard(r.length); err != nil {
+			return err
+		}
+		f.stats.count(r)
+		if !r.keep {
+			s.SetRemoteAddr(net.TCPAddrFromAddrPort(r.src))
+			s.SetLocalAddr(net.TCPAddrFromAddrPort(r.dst))
+		}
+		return nil
+	}
+}

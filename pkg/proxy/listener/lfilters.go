@@ -1,0 +1,63 @@
+package listener
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/listenerfilter"
+)
+
+// runListenerFilters runs the listener filters on a reserved connection,
+// on its own goroutine, then hands it to its filter chain, as Envoy's
+// active socket does: listener_filters_timeout bounds them all together
+// (downstream_pre_cx_timeout), after which the connection is closed, or
+// with continue_on_listener_filters_timeout goes on to its filter chain
+// as it is; the peer's close (downstream_listener_filter_remote_close) and
+// a read error (downstream_listener_filter_error) close it, as does a
+// filter that rejects it. downstream_pre_cx_active counts the connections
+// in the filters.
+func (l *Listener) runListenerFilters(c net.Conn, ws *workerStats) {
+	l.stats.preCxActive.Inc()
+	sock := listenerfilter.NewSocket(c)
+	if l.lfTimeout > 0 {
+		_ = c.SetReadDeadline(time.Now().Add(l.lfTimeout))
+	}
+	var err error
+	for _, f := range l.lfilters {
+		if err = f.OnAccept(sock); err != nil {
+			break
+		}
+	}
+	l.stats.preCxActive.Dec()
+	if err != nil && !l.listenerFilterFailed(err) {
+		l.unreserve()
+		l.refuse(c, "listener filter: "+err.Error())
+		return
+	}
+	if l.lfTimeout > 0 {
+		_ = c.SetReadDeadline(time.Time{})
+	}
+	if conn, ch := l.admit(c, ws, sock); conn != nil {
+		ch.handler.HandleConn(conn)
+	}
+}
+
+// listenerFilterFailed counts a listener filter's failure and reports
+// whether the connection goes on to its filter chain nonetheless (a
+// timeout with continue_on_listener_filters_timeout).
+func (l *Listener) listenerFilterFailed(err error) bool {
+	var re *listenerfilter.ReadError
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		l.stats.preCxTimeout.Inc()
+		return l.lfContinue
+	case errors.Is(err, io.EOF):
+		l.stats.lfRemoteClose.Inc()
+	case errors.As(err, &re):
+		l.stats.lfError.Inc()
+	}
+	return false
+}

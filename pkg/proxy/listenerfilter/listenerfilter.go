@@ -1,0 +1,129 @@
+// Package listenerfilter is the listener filter interface, in the style of
+// Envoy's: listener filters run on a new connection before its filter chain
+// is chosen, in their configured order. They may look at the first bytes
+// the client sends (peeking, without reading them), consume a header that
+// belongs to them (the PROXY protocol's), and replace the connection's
+// remote and local addresses, which the filter chain match and everything
+// after it then see. Listener filters are extensions of the category
+// envoy.filters.listener; each compiles its configuration once, with a
+// Factory, into a Filter the listener runs for every connection.
+package listenerfilter
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+
+	"github.com/go-logr/logr"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+)
+
+// Category is Envoy's extension category of listener filters.
+const Category = "envoy.filters.listener"
+
+// Factory compiles a listener filter's configuration (its typed_config
+// message). Errors name the field path below typed_config.
+type Factory interface {
+	Compile(config proto.Message, ctx Context) (Filter, error)
+}
+
+// Context is what listener filters get from the server.
+type Context struct {
+	// Stats is the server's stat store.
+	Stats *stats.Store
+	// Log is the filter's component logger.
+	Log logr.Logger
+}
+
+// Filter is a compiled listener filter.
+type Filter interface {
+	// OnAccept inspects a new connection on its own goroutine and returns
+	// nil to let it go on to the next listener filter (and then to its
+	// filter chain). Any other error closes the connection: the errors of
+	// the Socket's reads are returned as they are (the listener counts
+	// them), and a filter that refuses the connection returns
+	// ErrRejected (after counting it in its own stats).
+	OnAccept(s *Socket) error
+}
+
+// ErrRejected is what a filter returns when it closes a connection itself
+// (a malformed header, a refused version).
+var ErrRejected = errors.New("connection rejected by a listener filter")
+
+// ReadError is a failure to read from the socket other than the peer's
+// close (which is io.EOF) or the listener filters' timeout (which is
+// os.ErrDeadlineExceeded): downstream_listener_filter_error.
+type ReadError struct{ Err error }
+
+func (e *ReadError) Error() string { return "listener filter read: " + e.Err.Error() }
+
+// Unwrap returns the socket's error.
+func (e *ReadError) Unwrap() error { return e.Err }
+
+// Socket is a connection while the listener filters run: its accepted
+// socket and the addresses the filters have set so far.
+type Socket struct {
+	conn          net.Conn
+	remote, local net.Addr
+	// restored records that a filter replaced an address, so that the
+	// connection carries the new ones.
+	restored bool
+}
+
+// NewSocket wraps a connection just accepted for its listener filters.
+func NewSocket(c net.Conn) *Socket {
+	return &Socket{conn: c, remote: c.RemoteAddr(), local: c.LocalAddr()}
+}
+
+// RemoteAddr is the connection's remote address as the filters have left
+// it (the peer's, until a filter restores another).
+func (s *Socket) RemoteAddr() net.Addr { return s.remote }
+
+// LocalAddr is the connection's local address as the filters have left
+// it.
+func (s *Socket) LocalAddr() net.Addr { return s.local }
+
+// SetRemoteAddr replaces the connection's remote address (the client's,
+// from a PROXY protocol header).
+func (s *Socket) SetRemoteAddr(a net.Addr) { s.remote, s.restored = a, true }
+
+// SetLocalAddr replaces the connection's local address (the original
+// destination).
+func (s *Socket) SetLocalAddr(a net.Addr) { s.local, s.restored = a, true }
+
+// Restored reports whether a filter replaced an address.
+func (s *Socket) Restored() bool { return s.restored }
+
+// NetConn is the accepted connection, for socket options.
+func (s *Socket) NetConn() net.Conn { return s.conn }
+
+// Discard reads and drops n bytes a filter peeked at and consumes (its
+// header), so that the next reader starts after them. It reads exactly n
+// bytes: nothing is buffered ahead.
+func (s *Socket) Discard(n int) error {
+	var buf [512]byte
+	for n > 0 {
+		got, err := s.conn.Read(buf[:min(n, len(buf))])
+		n -= got
+		if err != nil && n > 0 {
+			return readError(err)
+		}
+	}
+	return nil
+}
+
+// readError classifies a read failure: the peer's close and the timeout
+// stay as they are, anything else becomes a *ReadError.
+func readError(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return err
+	}
+	var re *ReadError
+	if errors.As(err, &re) {
+		return err
+	}
+	return &ReadError{Err: err}
+}
