@@ -135,3 +135,20 @@ func withType(typeURL, fields string) string {
 	Expect(err).NotTo(HaveOccurred())
 	return string(out)
 }
+
+// httpFilter is one HTTP filter entry, a YAML flow mapping for
+// proxySpec.Filters: its name and a typed_config of typeURL with the
+// fields of the YAML flow mapping fields.
+func httpFilter(name, typeURL, fields string) string {
+	GinkgoHelper()
+	return `{name: ` + name + `, typed_config: ` + withType(typeURL, fields) + `}`
+}
+
+// httpProtocolOptions are the cluster fields (for proxyCluster.Extra)
+// that set the cluster's HttpProtocolOptions to the YAML flow mapping
+// fields.
+func httpProtocolOptions(fields string) string {
+	GinkgoHelper()
+	return `{typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: ` +
+		withType("type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions", fields) + `}}`
+}
