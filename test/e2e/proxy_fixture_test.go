@@ -28,6 +28,10 @@ type proxySpec struct {
 	// Clusters are the upstream clusters by name, in order, each with its
 	// port on 127.0.0.1 and extra cluster fields.
 	Clusters []proxyCluster
+	// More are further listeners, each built from its Port, HCM,
+	// Listener, Routes and Filters (give each its own name in Listener),
+	// whose Clusters join this one's.
+	More []proxySpec
 }
 
 // proxyCluster is one STATIC cluster of a proxySpec.
@@ -39,6 +43,35 @@ type proxyCluster struct {
 
 // YAML renders the bootstrap (as JSON, which YAML reads).
 func (p proxySpec) YAML() string {
+	GinkgoHelper()
+	var listeners, clusters []any
+	for _, l := range append([]proxySpec{p}, p.More...) {
+		listeners = append(listeners, l.listener())
+		for _, c := range l.Clusters {
+			clusters = append(clusters, merge(map[string]any{
+				"name":            c.Name,
+				"connect_timeout": "1s",
+				"load_assignment": map[string]any{"cluster_name": c.Name, "endpoints": []any{map[string]any{
+					"lb_endpoints": []any{map[string]any{"endpoint": map[string]any{"address": socketAddress(c.Port)}}},
+				}}},
+			}, c.Extra))
+		}
+	}
+	static := map[string]any{"listeners": listeners}
+	if len(clusters) > 0 {
+		static["clusters"] = clusters
+	}
+	b := merge(map[string]any{
+		"admin":            map[string]any{"address": socketAddress(0)},
+		"static_resources": static,
+	}, p.Top)
+	out, err := json.Marshal(b)
+	Expect(err).NotTo(HaveOccurred())
+	return string(out)
+}
+
+// listener is the spec's listener.
+func (p proxySpec) listener() map[string]any {
 	GinkgoHelper()
 	routes := p.Routes
 	if routes == "" {
@@ -57,34 +90,13 @@ func (p proxySpec) YAML() string {
 		}}},
 		"http_filters": filters,
 	}, p.HCM)
-	listener := merge(map[string]any{
+	return merge(map[string]any{
 		"name":    "l",
 		"address": socketAddress(p.Port),
 		"filter_chains": []any{map[string]any{"filters": []any{map[string]any{
 			"name": "envoy.filters.network.http_connection_manager", "typed_config": hcm,
 		}}}},
 	}, p.Listener)
-	var clusters []any
-	for _, c := range p.Clusters {
-		clusters = append(clusters, merge(map[string]any{
-			"name":            c.Name,
-			"connect_timeout": "1s",
-			"load_assignment": map[string]any{"cluster_name": c.Name, "endpoints": []any{map[string]any{
-				"lb_endpoints": []any{map[string]any{"endpoint": map[string]any{"address": socketAddress(c.Port)}}},
-			}}},
-		}, c.Extra))
-	}
-	static := map[string]any{"listeners": []any{listener}}
-	if len(clusters) > 0 {
-		static["clusters"] = clusters
-	}
-	b := merge(map[string]any{
-		"admin":            map[string]any{"address": socketAddress(0)},
-		"static_resources": static,
-	}, p.Top)
-	out, err := json.Marshal(b)
-	Expect(err).NotTo(HaveOccurred())
-	return string(out)
 }
 
 // socketAddress is a loopback address object.
