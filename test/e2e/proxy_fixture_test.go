@@ -164,3 +164,15 @@ func httpProtocolOptions(fields string) string {
 	return `{typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: ` +
 		withType("type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions", fields) + `}}`
 }
+
+// stdoutLog is one access log entry, a YAML flow mapping for an
+// access_log list: the stdout logger writing the text format format.
+func stdoutLog(format string) string {
+	GinkgoHelper()
+	out, err := json.Marshal(map[string]any{"name": "envoy.access_loggers.stdout", "typed_config": map[string]any{
+		"@type":      "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog",
+		"log_format": map[string]any{"text_format_source": map[string]any{"inline_string": format}},
+	}})
+	Expect(err).NotTo(HaveOccurred())
+	return string(out)
+}
