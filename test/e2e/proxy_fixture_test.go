@@ -34,11 +34,13 @@ type proxySpec struct {
 	More []proxySpec
 }
 
-// proxyCluster is one STATIC cluster of a proxySpec.
+// proxyCluster is one STATIC cluster of a proxySpec, with one endpoint.
 type proxyCluster struct {
-	Name  string
-	Port  int
-	Extra string
+	Name string
+	Port int
+	// Extra are extra cluster fields; Endpoint extra fields of the
+	// endpoint's lb_endpoints entry (metadata, health_status).
+	Extra, Endpoint string
 }
 
 // YAML renders the bootstrap (as JSON, which YAML reads).
@@ -52,7 +54,7 @@ func (p proxySpec) YAML() string {
 				"name":            c.Name,
 				"connect_timeout": "1s",
 				"load_assignment": map[string]any{"cluster_name": c.Name, "endpoints": []any{map[string]any{
-					"lb_endpoints": []any{map[string]any{"endpoint": map[string]any{"address": socketAddress(c.Port)}}},
+					"lb_endpoints": []any{merge(map[string]any{"endpoint": map[string]any{"address": socketAddress(c.Port)}}, c.Endpoint)},
 				}}},
 			}, c.Extra))
 		}
