@@ -23,6 +23,9 @@ type proxySpec struct {
 	// Routes is the virtual host's routes, a YAML flow list; empty routes
 	// every request to the first cluster.
 	Routes string
+	// Hosts are virtual hosts before the one of Routes (whose domain is
+	// "*"), a YAML flow list.
+	Hosts string
 	// Filters are the HTTP filters before the router, a YAML flow list.
 	Filters string
 	// Clusters are the upstream clusters by name, in order, each with its
@@ -87,9 +90,9 @@ func (p proxySpec) listener() map[string]any {
 	hcm := merge(map[string]any{
 		"@type":       "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
 		"stat_prefix": "l",
-		"route_config": map[string]any{"virtual_hosts": []any{map[string]any{
+		"route_config": map[string]any{"virtual_hosts": append(flowList(p.Hosts), map[string]any{
 			"name": "all", "domains": []any{"*"}, "routes": flowList(routes),
-		}}},
+		})},
 		"http_filters": filters,
 	}, p.HCM)
 	return merge(map[string]any{
