@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"maps"
 	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -14,7 +13,8 @@ import (
 // listener on 127.0.0.1 whose connection manager routes to STATIC clusters
 // on loopback, each part open to extra fields. Extra fields are YAML flow
 // mappings or lists ("{add_user_agent: true}"), so a spec writes only what
-// it is about.
+// it is about; they merge into the defaults mapping by mapping, so that
+// "{route_config: {internal_only_headers: [x]}}" keeps the routes.
 type proxySpec struct {
 	Port int
 	// HCM are extra connection manager fields; Listener extra listener
@@ -42,7 +42,8 @@ type proxyCluster struct {
 	Name string
 	Port int
 	// Extra are extra cluster fields; Endpoint extra fields of the
-	// endpoint's lb_endpoints entry (metadata, health_status).
+	// endpoint's lb_endpoints entry (metadata, health_status, or
+	// {endpoint: {hostname: h}}).
 	Extra, Endpoint string
 }
 
@@ -131,8 +132,9 @@ func flowList(s string) []any {
 	return slices.Clone(l)
 }
 
-// merge adds the fields of the YAML flow mapping extra to base (extra wins)
-// and returns base.
+// merge merges the YAML flow mapping extra into base and returns base: a
+// mapping in both merges field by field, any other value of extra
+// replaces base's.
 func merge(base map[string]any, extra string) map[string]any {
 	GinkgoHelper()
 	if extra == "" {
@@ -140,8 +142,21 @@ func merge(base map[string]any, extra string) map[string]any {
 	}
 	m, ok := flowYAML(extra).(map[string]any)
 	Expect(ok).To(BeTrue(), "not a mapping: %s", extra)
-	maps.Copy(base, m)
+	mergeMaps(base, m)
 	return base
+}
+
+// mergeMaps is merge on decoded mappings.
+func mergeMaps(base, extra map[string]any) {
+	for k, v := range extra {
+		b, bok := base[k].(map[string]any)
+		e, eok := v.(map[string]any)
+		if bok && eok {
+			mergeMaps(b, e)
+			continue
+		}
+		base[k] = v
+	}
 }
 
 // withType is a typed_config: the YAML flow mapping fields with "@type".
