@@ -26,7 +26,8 @@ type proxySpec struct {
 	// Hosts are virtual hosts before the one of Routes (whose domain is
 	// "*"), a YAML flow list.
 	Hosts string
-	// Filters are the HTTP filters before the router, a YAML flow list.
+	// Filters are the HTTP filters before the router, a YAML flow list
+	// (http_filters in HCM replaces the whole list, router included).
 	Filters string
 	// Clusters are the upstream clusters by name, in order, each with its
 	// port on 127.0.0.1 and extra cluster fields.
