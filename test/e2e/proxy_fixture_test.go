@@ -197,3 +197,10 @@ func stdoutLog(format string) string {
 	Expect(err).NotTo(HaveOccurred())
 	return string(out)
 }
+
+// h2cOptions are the cluster fields (for proxyCluster.Extra) of a cluster
+// that speaks HTTP/2 in clear text to its upstream.
+func h2cOptions() string {
+	GinkgoHelper()
+	return httpProtocolOptions("{explicit_http_config: {http2_protocol_options: {}}}")
+}
