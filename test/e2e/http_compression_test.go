@@ -44,7 +44,7 @@ func compressionLibsBootstrap(port int, up, up2, gzip, brotli string) string {
 			lib("zstd.compressor.v3.Zstd", "{compression_level: 3}") + "]",
 		Clusters: []proxyCluster{
 			{Name: "up", Port: portNum(up)},
-			{Name: "up2", Port: portNum(up2), Extra: httpProtocolOptions("{explicit_http_config: {http2_protocol_options: {}}}")},
+			{Name: "up2", Port: portNum(up2), Extra: h2cOptions()},
 		},
 	}.YAML()
 }
