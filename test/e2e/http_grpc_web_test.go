@@ -24,7 +24,7 @@ func grpcWebBootstrap(port int, up string) string {
 		Port:     port,
 		HCM:      "{stat_prefix: web}",
 		Filters:  "[" + httpFilter("envoy.filters.http.grpc_web", "type.googleapis.com/envoy.extensions.filters.http.grpc_web.v3.GrpcWeb", "") + "]",
-		Clusters: []proxyCluster{{Name: "grpc", Port: portNum(up), Extra: httpProtocolOptions("{explicit_http_config: {http2_protocol_options: {}}}")}},
+		Clusters: []proxyCluster{{Name: "grpc", Port: portNum(up), Extra: h2cOptions()}},
 	}.YAML()
 }
 
