@@ -38,7 +38,7 @@ func msdBootstrap(port int, dir string, ups msdUpstreams) string {
 		}},
 	}})
 	Expect(err).NotTo(HaveOccurred())
-	h2 := httpProtocolOptions("{explicit_http_config: {http2_protocol_options: {}}}")
+	h2 := h2cOptions()
 	return proxySpec{
 		Port:     port,
 		Listener: "{name: msd}",
