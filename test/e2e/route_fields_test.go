@@ -162,7 +162,7 @@ func routeFieldsBootstrap(edge, mesh, dnsPort int, upstream, downAddr, h2Addr st
 			{Name: "named", Port: up, Endpoint: "{endpoint: {hostname: static.example}}"},
 			{Name: "plain", Port: up},
 			{Name: "down", Port: portNum(downAddr)},
-			{Name: "h2", Port: portNum(h2Addr), Extra: httpProtocolOptions("{explicit_http_config: {http2_protocol_options: {}}}")},
+			{Name: "h2", Port: portNum(h2Addr), Extra: h2cOptions()},
 		},
 	}
 	spec.More = []proxySpec{{
