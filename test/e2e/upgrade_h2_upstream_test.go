@@ -23,7 +23,7 @@ import (
 // to 127.0.0.1:<echo1> is forwarded to xc, one to 127.0.0.1:<echo2> to
 // plain. Access logs go to stdout.
 func h2UpstreamBootstrap(port, xcUp, plainUp, echo1, echo2 int) string {
-	h2 := httpProtocolOptions("{explicit_http_config: {http2_protocol_options: {}}}")
+	h2 := h2cOptions()
 	return proxySpec{
 		Port:     port,
 		Listener: "{name: h2up}",
