@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -190,10 +191,25 @@ func httpProtocolOptions(fields string) string {
 // access_log list: the stdout logger writing the text format format.
 func stdoutLog(format string) string {
 	GinkgoHelper()
-	out, err := json.Marshal(map[string]any{"name": "envoy.access_loggers.stdout", "typed_config": map[string]any{
-		"@type":      "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog",
+	return textLog("envoy.access_loggers.stdout", "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog", nil, format)
+}
+
+// fileLog is stdoutLog for a file logger writing to path.
+func fileLog(path, format string) string {
+	GinkgoHelper()
+	return textLog("envoy.access_loggers.file", "type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog", map[string]any{"path": path}, format)
+}
+
+// textLog is an access log entry: the logger name whose typed_config of
+// typeURL has the fields and the text format format.
+func textLog(name, typeURL string, fields map[string]any, format string) string {
+	GinkgoHelper()
+	config := map[string]any{
+		"@type":      typeURL,
 		"log_format": map[string]any{"text_format_source": map[string]any{"inline_string": format}},
-	}})
+	}
+	maps.Copy(config, fields)
+	out, err := json.Marshal(map[string]any{"name": name, "typed_config": config})
 	Expect(err).NotTo(HaveOccurred())
 	return string(out)
 }
