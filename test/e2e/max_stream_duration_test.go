@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -30,21 +29,13 @@ import (
 // cluster whose max_stream_duration is 500 ms.
 func msdBootstrap(port int, dir string, ups msdUpstreams) string {
 	GinkgoHelper()
-	accessLog, err := json.Marshal(map[string]any{"name": "envoy.access_loggers.file", "typed_config": map[string]any{
-		"@type": "type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog",
-		"path":  filepath.Join(dir, "access.log"),
-		"log_format": map[string]any{"text_format_source": map[string]any{
-			"inline_string": "%REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_FLAGS% %RESPONSE_CODE_DETAILS%\n",
-		}},
-	}})
-	Expect(err).NotTo(HaveOccurred())
 	h2 := h2cOptions()
 	return proxySpec{
 		Port:     port,
 		Listener: "{name: msd}",
 		HCM: `{stat_prefix: msd, codec_type: AUTO, common_http_protocol_options: {max_stream_duration: 2s},
 			upgrade_configs: [{upgrade_type: websocket}], http2_protocol_options: {allow_connect: true},
-			access_log: [` + string(accessLog) + `]}`,
+			access_log: [` + fileLog(filepath.Join(dir, "access.log"), "%REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_FLAGS% %RESPONSE_CODE_DETAILS%\n") + `]}`,
 		Routes: `[{match: {prefix: /slow}, route: {cluster: slow}},
 			{match: {prefix: /stream}, route: {cluster: slow}},
 			{match: {prefix: /long}, route: {cluster: slow, max_stream_duration: {max_stream_duration: 4s}}},
