@@ -25,8 +25,8 @@ type proxySpec struct {
 	// every request to the first cluster.
 	Routes string
 	// Hosts are virtual hosts before the one of Routes (whose domain is
-	// "*"), a YAML flow list.
-	Hosts string
+	// "*"), a YAML flow list; VirtualHost extra fields of the latter.
+	Hosts, VirtualHost string
 	// Filters are the HTTP filters before the router, a YAML flow list
 	// (http_filters in HCM replaces the whole list, router included).
 	Filters string
@@ -93,9 +93,9 @@ func (p proxySpec) listener() map[string]any {
 	hcm := merge(map[string]any{
 		"@type":       "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
 		"stat_prefix": "l",
-		"route_config": map[string]any{"virtual_hosts": append(flowList(p.Hosts), map[string]any{
+		"route_config": map[string]any{"virtual_hosts": append(flowList(p.Hosts), merge(map[string]any{
 			"name": "all", "domains": []any{"*"}, "routes": flowList(routes),
-		})},
+		}, p.VirtualHost))},
 		"http_filters": filters,
 	}, p.HCM)
 	return merge(map[string]any{
