@@ -55,11 +55,6 @@ func corsSpec(port int, up, origins, perRoute string) string {
 	}.YAML()
 }
 
-// portOf is the port of "host:port".
-func portOf(hostport string) string {
-	return hostport[strings.LastIndexByte(hostport, ':')+1:]
-}
-
 // curl runs curl with args and returns its output; curl is a real
 // browser-less client whose requests no Go code shaped.
 func curl(args ...string) string {
