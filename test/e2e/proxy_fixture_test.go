@@ -33,9 +33,9 @@ type proxySpec struct {
 	// Clusters are the upstream clusters by name, in order, each with its
 	// port on 127.0.0.1 and extra cluster fields.
 	Clusters []proxyCluster
-	// More are further listeners, each built from its Port, HCM,
-	// Listener, Routes and Filters (give each its own name in Listener),
-	// whose Clusters join this one's.
+	// More are further listeners, each built as this one's (give each
+	// its own name in Listener; their Top and More are not read), whose
+	// Clusters join this one's.
 	More []proxySpec
 }
 
