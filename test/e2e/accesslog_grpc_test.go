@@ -75,49 +75,16 @@ func startCollector() (*alsCollector, int) {
 // alsBootstrap is a listener on port whose requests are logged to the
 // access log service on alsPort, through a cluster.
 func alsBootstrap(port, alsPort int) string {
-	return fmt.Sprintf(`
-node: {id: outrigger-e2e, cluster: e2e-cluster}
-admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
-static_resources:
-  clusters:
-  - name: als
-    type: STATIC
-    connect_timeout: 1s
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config: {http2_protocol_options: {}}
-    load_assignment:
-      cluster_name: als
-      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}}]}]
-  listeners:
-  - name: l
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: als
-          access_log:
-          - name: envoy.access_loggers.http_grpc
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.access_loggers.grpc.v3.HttpGrpcAccessLogConfig
-              common_config:
-                log_name: edge
-                transport_api_version: V3
-                buffer_flush_interval: 0.1s
-                grpc_service: {envoy_grpc: {cluster_name: als}}
-              additional_request_headers_to_log: [x-tenant]
-          route_config:
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - match: {prefix: /}
-                direct_response: {status: 202, body: {inline_string: logged}}
-          http_filters: [{name: envoy.filters.http.router}]
-`, alsPort, port)
+	return proxySpec{
+		Port: port,
+		Top:  "{node: {id: outrigger-e2e, cluster: e2e-cluster}}",
+		HCM: `{stat_prefix: als, access_log: [{name: envoy.access_loggers.http_grpc, typed_config: ` +
+			withType("type.googleapis.com/envoy.extensions.access_loggers.grpc.v3.HttpGrpcAccessLogConfig", `{
+				common_config: {log_name: edge, transport_api_version: V3, buffer_flush_interval: 0.1s, grpc_service: {envoy_grpc: {cluster_name: als}}},
+				additional_request_headers_to_log: [x-tenant]}`) + `}]}`,
+		Routes:   "[{match: {prefix: /}, direct_response: {status: 202, body: {inline_string: logged}}}]",
+		Clusters: []proxyCluster{{Name: "als", Port: alsPort, Extra: h2cOptions()}},
+	}.YAML()
 }
 
 var _ = Describe("The gRPC access log service", func() {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -18,62 +17,24 @@ import (
 // to the cluster "down" (its only endpoint unhealthy, so the proxy answers
 // itself), with the given access_log list and local_reply_config.
 func metadataLogBootstrap(port int, upAddr, accessLog, localReply string) string {
-	host, upPort, err := net.SplitHostPort(upAddr)
-	Expect(err).NotTo(HaveOccurred())
-	return fmt.Sprintf(`
-admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
-static_resources:
-  clusters:
-  - name: up
-    type: STATIC
-    connect_timeout: 1s
-    metadata:
-      filter_metadata:
-        team: {owner: payments, tier: 2, flags: {canary: false, weight: 0.25}}
-    load_assignment:
-      cluster_name: up
-      endpoints:
-      - lb_endpoints:
-        - endpoint: {address: {socket_address: {address: %s, port_value: %s}}}
-          metadata: {filter_metadata: {envoy.lb: {zone: zone-a, version: v7}}}
-  - name: down
-    type: STATIC
-    connect_timeout: 1s
-    metadata: {filter_metadata: {team: {owner: search}}}
-    load_assignment:
-      cluster_name: down
-      endpoints:
-      - lb_endpoints:
-        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 1}}}
-          health_status: UNHEALTHY
-  listeners:
-  - name: l
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: md
-          access_log: [%s]
-          local_reply_config: %s
-          route_config:
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - match: {prefix: /up}
-                route: {cluster: up}
-                metadata: {filter_metadata: {route.info: {owner: checkout}}}
-                response_headers_to_add:
-                - {header: {key: x-zone, value: "%%UPSTREAM_METADATA(envoy.lb:zone)%%"}}
-                - {header: {key: x-version, value: "%%UPSTREAM_METADATA([\"envoy.lb\", \"version\"])%%"}}
-                - {header: {key: x-owner, value: "owner=%%CLUSTER_METADATA(team:owner)%%"}}
-                - {header: {key: x-dynamic, value: "%%DYNAMIC_METADATA(ns:key)%%"}}
-              - match: {prefix: /down}
-                route: {cluster: down}
-          http_filters: [{name: router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]
-`, host, upPort, port, accessLog, localReply)
+	GinkgoHelper()
+	return proxySpec{
+		Port: port,
+		HCM:  "{stat_prefix: md, access_log: [" + accessLog + "], local_reply_config: " + localReply + "}",
+		Routes: `[{match: {prefix: /up}, route: {cluster: up}, metadata: {filter_metadata: {route.info: {owner: checkout}}},
+				response_headers_to_add: [
+					{header: {key: x-zone, value: "%UPSTREAM_METADATA(envoy.lb:zone)%"}},
+					{header: {key: x-version, value: "%UPSTREAM_METADATA([\"envoy.lb\", \"version\"])%"}},
+					{header: {key: x-owner, value: "owner=%CLUSTER_METADATA(team:owner)%"}},
+					{header: {key: x-dynamic, value: "%DYNAMIC_METADATA(ns:key)%"}}]},
+			{match: {prefix: /down}, route: {cluster: down}}]`,
+		Clusters: []proxyCluster{
+			{Name: "up", Port: portNum(upAddr),
+				Extra:    "{metadata: {filter_metadata: {team: {owner: payments, tier: 2, flags: {canary: false, weight: 0.25}}}}}",
+				Endpoint: "{metadata: {filter_metadata: {envoy.lb: {zone: zone-a, version: v7}}}}"},
+			{Name: "down", Port: 1, Extra: "{metadata: {filter_metadata: {team: {owner: search}}}}", Endpoint: "{health_status: UNHEALTHY}"},
+		},
+	}.YAML()
 }
 
 // getWithHeaders requests path on the listener and returns the status and

@@ -15,36 +15,20 @@ import (
 // /fail with 503, with the given access_log list (YAML flow sequence
 // content), and an admin with the given admin access_log list.
 func accessLogBootstrap(port int, accessLog, adminAccessLog string) string {
-	return fmt.Sprintf(`
-admin:
-  address: {socket_address: {address: 127.0.0.1, port_value: 0}}
-  access_log: [%s]
-layered_runtime:
-  layers:
-  - name: admin
-    admin_layer: {}
-static_resources:
-  listeners:
-  - name: l
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: logs
-          access_log: [%s]
-          route_config:
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - match: {path: /ok}
-                direct_response: {status: 200, body: {inline_string: ok}}
-              - match: {path: /fail}
-                direct_response: {status: 503, body: {inline_string: down}}
-          http_filters: [{name: router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]
-`, adminAccessLog, port, accessLog)
+	return accessLogSpec(port, accessLog, adminAccessLog).YAML()
+}
+
+// accessLogSpec is accessLogBootstrap's proxySpec, for a spec that adds to
+// it; its runtime has an admin layer.
+func accessLogSpec(port int, accessLog, adminAccessLog string) proxySpec {
+	return proxySpec{
+		Port: port,
+		HCM:  "{stat_prefix: logs, access_log: [" + accessLog + "]}",
+		Top: `{admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}, access_log: [` + adminAccessLog + `]},
+			layered_runtime: {layers: [{name: admin, admin_layer: {}}]}}`,
+		Routes: `[{match: {path: /ok}, direct_response: {status: 200, body: {inline_string: ok}}},
+			{match: {path: /fail}, direct_response: {status: 503, body: {inline_string: down}}}]`,
+	}
 }
 
 // get requests path on the listener with the given headers and returns
@@ -102,13 +86,13 @@ var _ = Describe("Access logs on the standard streams, with filters", func() {
 
 	It("leaves out the requests the health_check filter recognises with not_health_check_filter, passed through or answered", func() {
 		port := freePort()
-		cfg := strings.Replace(accessLogBootstrap(port, `
+		spec := accessLogSpec(port, `
 			{name: checked, filter: {not_health_check_filter: {}},
 			 typed_config: {"@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog,
-			   log_format: {text_format_source: {inline_string: "LOGGED %REQ(:PATH)% %RESPONSE_CODE%\n"}}}}`, ""),
-			"http_filters: [",
-			`http_filters: [{name: hc, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.health_check.v3.HealthCheck,
-              pass_through_mode: true, headers: [{name: ":path", string_match: {exact: /ok}}]}}, `, 1)
+			   log_format: {text_format_source: {inline_string: "LOGGED %REQ(:PATH)% %RESPONSE_CODE%\n"}}}}`, "")
+		spec.Filters = "[" + httpFilter("hc", "type.googleapis.com/envoy.extensions.filters.http.health_check.v3.HealthCheck",
+			`{pass_through_mode: true, headers: [{name: ":path", string_match: {exact: /ok}}]}`) + "]"
+		cfg := spec.YAML()
 		s := Start(newDir(), cfg, "--file-flush-interval-msec", "50")
 		Expect(get(port, "/ok", nil)).To(Equal(200))
 		Expect(get(port, "/fail", nil)).To(Equal(503))
@@ -182,9 +166,9 @@ var _ = Describe("Access logs on the standard streams, with filters", func() {
 	})
 
 	It("refuses loggers named without typed_config when the runtime guard forbids it, with Envoy's message", func() {
-		cfg := strings.Replace(accessLogBootstrap(freePort(), `{name: envoy.access_loggers.stdout}`, ""),
-			"  - name: admin\n    admin_layer: {}",
-			"  - name: static\n    static_layer: {envoy.reloadable_features.no_extension_lookup_by_name: true}\n  - name: admin\n    admin_layer: {}", 1)
+		spec := accessLogSpec(freePort(), `{name: envoy.access_loggers.stdout}`, "")
+		spec.Top = "{layered_runtime: {layers: [{name: static, static_layer: {envoy.reloadable_features.no_extension_lookup_by_name: true}}, {name: admin, admin_layer: {}}]}}"
+		cfg := spec.YAML()
 		r, _ := validate("b.yaml", cfg)
 		Expect(r.ExitCode).To(Equal(1))
 		Expect(r.Stderr).To(ContainSubstring(`access_log[0].typed_config: Didn't find a registered implementation for 'envoy.access_loggers.stdout' with type URL: ''`))

@@ -102,27 +102,13 @@ func trafficBootstrap(port int, options string, endpoints ...string) string {
 	if options != "" {
 		options += ", "
 	}
-	return fmt.Sprintf(`
-admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
-static_resources:
-  clusters:
-  - {name: svc, connect_timeout: 1s, %sload_assignment: {cluster_name: svc, endpoints: [{lb_endpoints: [%s]}]}}
-  listeners:
-  - name: front
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: front
-          route_config:
-            virtual_hosts:
-            - {name: all, domains: ["*"], routes: [{match: {prefix: "/"}, route: {cluster: svc}}]}
-          http_filters:
-          - name: envoy.filters.http.router
-            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
-`, options, strings.Join(endpoints, ", "), port)
+	return proxySpec{
+		Port:     port,
+		Listener: "{name: front}",
+		HCM:      "{stat_prefix: front}",
+		Clusters: []proxyCluster{{Name: "svc",
+			Extra: "{" + options + "load_assignment: {endpoints: [{lb_endpoints: [" + strings.Join(endpoints, ", ") + "]}]}}"}},
+	}.YAML()
 }
 
 // weightedEndpoint is an lb_endpoints item (YAML flow) for a backend.

@@ -143,31 +143,16 @@ func caresResolver(dnsPort int, extra string) string {
 }
 
 // dnsBootstrap is a listener on port routing to the cluster svc, built
-// from clusterFields (YAML flow, without the braces); top adds bootstrap
-// fields.
+// from clusterFields (YAML flow, without the braces, its load_assignment
+// included); top adds bootstrap fields (likewise).
 func dnsBootstrap(port int, top, clusterFields string) string {
-	return fmt.Sprintf(`
-admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
-%s
-static_resources:
-  clusters:
-  - {name: svc, connect_timeout: 1s, %s}
-  listeners:
-  - name: front
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: front
-          route_config:
-            virtual_hosts:
-            - {name: all, domains: ["*"], routes: [{match: {prefix: "/"}, route: {cluster: svc}}]}
-          http_filters:
-          - name: envoy.filters.http.router
-            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
-`, top, clusterFields, port)
+	return proxySpec{
+		Port:     port,
+		Listener: "{name: front}",
+		HCM:      "{stat_prefix: front}",
+		Top:      "{" + top + "}",
+		Clusters: []proxyCluster{{Name: "svc", Extra: "{" + clusterFields + "}"}},
+	}.YAML()
 }
 
 // dnsEndpoint is a load_assignment (YAML flow) with one endpoint name:port.

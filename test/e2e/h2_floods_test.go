@@ -24,47 +24,14 @@ import (
 // admin layer in the runtime; h2Options are extra http2_protocol_options
 // fields (YAML flow mapping content, may be empty).
 func floodBootstrap(port int, upAddr, h2Options string) string {
-	host, upPort, err := net.SplitHostPort(upAddr)
-	Expect(err).NotTo(HaveOccurred())
-	return fmt.Sprintf(`
-admin:
-  address: {socket_address: {address: 127.0.0.1, port_value: 0}}
-layered_runtime:
-  layers:
-  - {name: admin, admin_layer: {}}
-static_resources:
-  listeners:
-  - name: ingress
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: ingress
-          codec_type: AUTO
-          http2_protocol_options: {%s}
-          route_config:
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - match: {prefix: /}
-                route: {cluster: up}
-          http_filters:
-          - name: envoy.filters.http.router
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-  clusters:
-  - name: up
-    type: STATIC
-    connect_timeout: 1s
-    load_assignment:
-      cluster_name: up
-      endpoints:
-      - lb_endpoints:
-        - endpoint: {address: {socket_address: {address: %s, port_value: %s}}}
-`, port, h2Options, host, upPort)
+	GinkgoHelper()
+	return proxySpec{
+		Port:     port,
+		Listener: "{name: ingress}",
+		HCM:      "{stat_prefix: ingress, codec_type: AUTO, http2_protocol_options: {" + h2Options + "}}",
+		Top:      "{layered_runtime: {layers: [{name: admin, admin_layer: {}}]}}",
+		Clusters: []proxyCluster{{Name: "up", Port: portNum(upAddr)}},
+	}.YAML()
 }
 
 // countingUpstream is an HTTP/1.1 upstream that counts what reaches it.

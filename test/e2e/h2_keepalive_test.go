@@ -115,38 +115,15 @@ func startSilentH2Upstream() *silentH2Upstream {
 }
 
 // keepaliveClusterBootstrap routes a listener on port to an h2c cluster at
-// upAddr whose http2_protocol_options.connection_keepalive is keepalive
-// (a YAML flow mapping).
+// upAddr (on 127.0.0.1) whose http2_protocol_options.connection_keepalive is
+// keepalive (a YAML flow mapping).
 func keepaliveClusterBootstrap(port int, upAddr, keepalive string) string {
 	GinkgoHelper()
-	host, upPort, err := net.SplitHostPort(upAddr)
-	Expect(err).NotTo(HaveOccurred())
-	return fmt.Sprintf(`admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
-static_resources:
-  listeners:
-  - name: l
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: l
-          route_config: {virtual_hosts: [{name: all, domains: ["*"], routes: [{match: {prefix: /}, route: {cluster: grpc}}]}]}
-          http_filters: [{name: envoy.filters.http.router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]
-  clusters:
-  - name: grpc
-    connect_timeout: 1s
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config:
-          http2_protocol_options:
-            connection_keepalive: %s
-    load_assignment:
-      cluster_name: grpc
-      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: %s, port_value: %s}}}}]}]
-`, port, keepalive, host, upPort)
+	return proxySpec{
+		Port: port,
+		Clusters: []proxyCluster{{Name: "grpc", Port: portNum(upAddr),
+			Extra: httpProtocolOptions(`{explicit_http_config: {http2_protocol_options: {connection_keepalive: ` + keepalive + `}}}`)}},
+	}.YAML()
 }
 
 // stringWriter adapts a strings.Builder to io.Writer for the encoder.

@@ -25,35 +25,12 @@ var _ = Describe("Connection manager request headers: add_user_agent, append_x_f
 	It("names this proxy to the upstream, says which port the client used, and drops a host's trailing dot", func() {
 		up := headerEchoUpstream()
 		port := freePort()
-		cfg := fmt.Sprintf(`admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
-node: {id: orders-7d9f, cluster: orders}
-static_resources:
-  listeners:
-  - name: l
-    address: {socket_address: {address: 127.0.0.1, port_value: %[1]d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: l
-          use_remote_address: true
-          add_user_agent: true
-          append_x_forwarded_port: true
-          strip_trailing_host_dot: true
-          route_config:
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes: [{match: {prefix: /}, route: {cluster: up}}]
-          http_filters: [{name: envoy.filters.http.router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]
-  clusters:
-  - name: up
-    connect_timeout: 1s
-    load_assignment:
-      cluster_name: up
-      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %[2]d}}}}]}]
-`, port, up)
+		cfg := proxySpec{
+			Port:     port,
+			Top:      "{node: {id: orders-7d9f, cluster: orders}}",
+			HCM:      "{use_remote_address: true, add_user_agent: true, append_x_forwarded_port: true, strip_trailing_host_dot: true}",
+			Clusters: []proxyCluster{{Name: "up", Port: up}},
+		}.YAML()
 		Start(newDir(), cfg)
 		get := func(host string, h http.Header) map[string]string {
 			GinkgoHelper()

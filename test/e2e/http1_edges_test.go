@@ -29,77 +29,33 @@ const (
 )
 
 // edgeBootstrap is one AUTO listener "edge" on port with hcm added to its
-// connection manager (YAML, at the connection manager's indentation) and
-// rcExtra to its route configuration, a text access log in dir, and four
-// routes: /d answers directly, /x goes to cluster "sink" (an upstream
-// that reads request bodies and never answers), /slow to cluster "slow"
-// (an upstream that answers after 2 s) and /nc to cluster "absent", which
-// is not configured (so validate_clusters decides).
+// connection manager and rcExtra to its route configuration (each YAML
+// flow mapping content, without the braces), a text access log in dir,
+// and four routes: /d answers directly, /x goes to cluster "sink" (an
+// upstream that reads request bodies and never answers), /slow to cluster
+// "slow" (an upstream that answers after 2 s) and /nc to cluster "absent",
+// which is not configured (so validate_clusters decides).
 func edgeBootstrap(port int, dir string, ups edgeUpstreams, hcm, rcExtra string) string {
-	endpoint := func(addr string) string {
-		host, p, err := net.SplitHostPort(addr)
-		Expect(err).NotTo(HaveOccurred())
-		return fmt.Sprintf("{address: {socket_address: {address: %s, port_value: %s}}}", host, p)
+	return edgeSpec(port, dir, ups, hcm, rcExtra).YAML()
+}
+
+// edgeSpec is edgeBootstrap's proxySpec.
+func edgeSpec(port int, dir string, ups edgeUpstreams, hcm, rcExtra string) proxySpec {
+	GinkgoHelper()
+	if hcm != "" {
+		hcm = ", " + hcm
 	}
-	return fmt.Sprintf(`
-admin:
-  address: {socket_address: {address: 127.0.0.1, port_value: 0}}
-static_resources:
-  listeners:
-  - name: edge
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: edge
-          codec_type: AUTO
-%s
-          access_log:
-          - name: envoy.access_loggers.file
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog
-              path: %q
-              log_format:
-                text_format_source:
-                  inline_string: "%%REQ(:METHOD)%% %%RESPONSE_CODE%% %%RESPONSE_FLAGS%% %%RESPONSE_CODE_DETAILS%%\n"
-          route_config:
-            %s
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - match: {prefix: /d}
-                direct_response: {status: 200, body: {inline_string: "hi\n"}}
-              - match: {prefix: /x}
-                route: {cluster: sink}
-              - match: {prefix: /slow}
-                route: {cluster: slow}
-              - match: {prefix: /nc}
-                route: {cluster: absent}
-          http_filters:
-          - name: envoy.filters.http.router
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-  clusters:
-  - name: sink
-    type: STATIC
-    connect_timeout: 1s
-    load_assignment:
-      cluster_name: sink
-      endpoints:
-      - lb_endpoints:
-        - endpoint: %s
-  - name: slow
-    type: STATIC
-    connect_timeout: 1s
-    load_assignment:
-      cluster_name: slow
-      endpoints:
-      - lb_endpoints:
-        - endpoint: %s
-`, port, hcm, filepath.Join(dir, "access.log"), rcExtra, endpoint(ups.sink), endpoint(ups.slow))
+	return proxySpec{
+		Port:     port,
+		Listener: "{name: edge}",
+		HCM: `{stat_prefix: edge, codec_type: AUTO, route_config: {` + rcExtra + `},
+			access_log: [` + fileLog(filepath.Join(dir, "access.log"), "%REQ(:METHOD)% %RESPONSE_CODE% %RESPONSE_FLAGS% %RESPONSE_CODE_DETAILS%\n") + `]` + hcm + `}`,
+		Routes: `[{match: {prefix: /d}, direct_response: {status: 200, body: {inline_string: "hi\n"}}},
+			{match: {prefix: /x}, route: {cluster: sink}},
+			{match: {prefix: /slow}, route: {cluster: slow}},
+			{match: {prefix: /nc}, route: {cluster: absent}}]`,
+		Clusters: []proxyCluster{{Name: "sink", Port: portNum(ups.sink)}, {Name: "slow", Port: portNum(ups.slow)}},
+	}
 }
 
 // edgeUpstreams are the upstreams of edgeBootstrap.
@@ -204,8 +160,7 @@ var _ = Describe("HTTP/1 edges: early 400, timeouts, delayed close, validate_clu
 		func(garbage string) {
 			// Every timeout is far away: an answer within a second is
 			// the parser's, not a timeout's.
-			s := start(`          request_headers_timeout: 30s
-          delayed_close_timeout: 0s`)
+			s := start("request_headers_timeout: 30s, delayed_close_timeout: 0s")
 			c := dialRawClient(port)
 			t0 := time.Now()
 			c.send(garbage)
@@ -236,7 +191,7 @@ var _ = Describe("HTTP/1 edges: early 400, timeouts, delayed close, validate_clu
 
 	Describe("timeouts fire at their setting", func() {
 		It("idle_timeout: a connection that sends nothing", func() {
-			s := start("          common_http_protocol_options: {idle_timeout: 1s}")
+			s := start("common_http_protocol_options: {idle_timeout: 1s}")
 			t0 := time.Now()
 			c := dialRawClient(port)
 			onTime(c.closedAfter(t0), time.Second, 0)
@@ -244,7 +199,7 @@ var _ = Describe("HTTP/1 edges: early 400, timeouts, delayed close, validate_clu
 		})
 
 		It("idle_timeout: a kept-alive connection after its requests", func() {
-			s := start("          common_http_protocol_options: {idle_timeout: 1s}")
+			s := start("common_http_protocol_options: {idle_timeout: 1s}")
 			c := dialRawClient(port)
 			var last time.Time
 			for i := range 10 {
@@ -261,7 +216,7 @@ var _ = Describe("HTTP/1 edges: early 400, timeouts, delayed close, validate_clu
 		})
 
 		It("request_headers_timeout: a head that never ends", func() {
-			s := start("          request_headers_timeout: 1s")
+			s := start("request_headers_timeout: 1s")
 			c := dialRawClient(port)
 			t0 := time.Now()
 			c.send("GET /d HTTP/1.1\r\nHost: h\r\n")
@@ -273,7 +228,7 @@ var _ = Describe("HTTP/1 edges: early 400, timeouts, delayed close, validate_clu
 		})
 
 		It("stream_idle_timeout: a body that stops", func() {
-			s := start("          stream_idle_timeout: 1s")
+			s := start("stream_idle_timeout: 1s")
 			c := dialRawClient(port)
 			c.send("POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 100\r\n\r\n")
 			var last time.Time
@@ -290,8 +245,7 @@ var _ = Describe("HTTP/1 edges: early 400, timeouts, delayed close, validate_clu
 		})
 
 		It("request_timeout: a body that trickles, never idle for long", func() {
-			s := start(`          request_timeout: 1.5s
-          stream_idle_timeout: 1s`)
+			s := start("request_timeout: 1.5s, stream_idle_timeout: 1s")
 			c := dialRawClient(port)
 			t0 := time.Now()
 			c.send("POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 1000\r\n\r\n")
@@ -317,7 +271,7 @@ var _ = Describe("HTTP/1 edges: early 400, timeouts, delayed close, validate_clu
 		})
 
 		It("max_connection_duration: closes a kept-alive connection, or says so on the response in flight", func() {
-			s := start("          common_http_protocol_options: {max_connection_duration: 1.5s}")
+			s := start("common_http_protocol_options: {max_connection_duration: 1.5s}")
 			t0 := time.Now()
 			idle := dialRawClient(port)
 			idle.send("GET /d HTTP/1.1\r\nHost: h\r\n\r\n")
@@ -340,7 +294,7 @@ var _ = Describe("HTTP/1 edges: early 400, timeouts, delayed close, validate_clu
 
 	Describe("delayed_close_timeout", func() {
 		It("waits for the client to close, then closes and counts it", func() {
-			s := start("          delayed_close_timeout: 1s")
+			s := start("delayed_close_timeout: 1s")
 			c := dialRawClient(port)
 			c.send("GET /d HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
 			resp, body := c.response()
@@ -351,7 +305,7 @@ var _ = Describe("HTTP/1 edges: early 400, timeouts, delayed close, validate_clu
 		})
 
 		It("closes as soon as the client does, counting nothing", func() {
-			s := start("          delayed_close_timeout: 5s")
+			s := start("delayed_close_timeout: 5s")
 			c := dialRawClient(port)
 			c.send("GET /d HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
 			c.response()
@@ -380,7 +334,9 @@ var _ = Describe("HTTP/1 edges: early 400, timeouts, delayed close, validate_clu
 			Expect(r.Stderr).To(ContainSubstring("static_resources.listeners[0].filter_chains[0].filters[0].typed_config." +
 				"route_config.virtual_hosts[0].routes[3].route.cluster: unknown cluster 'absent'"))
 
-			weighted := strings.Replace(cfg, "route: {cluster: absent}", "route: {weighted_clusters: {clusters: [{name: sink, weight: 1}, {name: gone, weight: 1}]}}", 1)
+			spec := edgeSpec(port, dir, ups, "", "")
+			spec.Routes = strings.Replace(spec.Routes, "route: {cluster: absent}", "route: {weighted_clusters: {clusters: [{name: sink, weight: 1}, {name: gone, weight: 1}]}}", 1)
+			weighted := spec.YAML()
 			writeFile(filepath.Join(dir, "weighted.yaml"), weighted)
 			r = Run("--mode", "validate", "-c", filepath.Join(dir, "weighted.yaml"))
 			Expect(r.ExitCode).To(Equal(1), r.Stderr)

@@ -73,48 +73,20 @@ func startHeadUpstream() *headUpstream {
 }
 
 // headerCaseBootstrap has two listeners in front of two clusters reaching
-// the same upstream: "proper" with proper_case_words on both sides,
+// the same upstream: "proper" with proper_case_words on both sides (the
+// listener's header_key_format is properFormat, a YAML flow mapping),
 // "plain" with Envoy's default lower case.
-func headerCaseBootstrap(proper, plain, upPort int) string {
-	listener := func(name string, port int, h1 string) string {
-		return fmt.Sprintf(`
-  - name: %[1]s
-    address: {socket_address: {address: 127.0.0.1, port_value: %[2]d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: %[1]s
-          %[3]s
-          route_config:
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - match: {prefix: /}
-                route: {cluster: %[1]s}
-          http_filters:
-          - name: envoy.filters.http.router
-            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}`, name, port, h1)
+func headerCaseBootstrap(proper, plain, upPort int, properFormat string) string {
+	side := func(name string, port int, hcm, h1 string) proxySpec {
+		return proxySpec{
+			Port: port, Listener: "{name: " + name + "}", HCM: "{stat_prefix: " + name + hcm + "}",
+			Clusters: []proxyCluster{{Name: name, Port: upPort,
+				Extra: httpProtocolOptions("{explicit_http_config: {http_protocol_options: {" + h1 + "}}}")}},
+		}
 	}
-	cluster := func(name, h1 string) string {
-		return fmt.Sprintf(`
-  - name: %[1]s
-    connect_timeout: 1s
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config: {http_protocol_options: {%[2]s}}
-    load_assignment:
-      cluster_name: %[1]s
-      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %[3]d}}}}]}]`, name, h1, upPort)
-	}
-	const properOpts = "header_key_format: {proper_case_words: {}}"
-	return `admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
-static_resources:
-  listeners:` + listener("proper", proper, "http_protocol_options: {"+properOpts+"}") + listener("plain", plain, "") + `
-  clusters:` + cluster("proper", properOpts) + cluster("plain", "") + "\n"
+	p := side("proper", proper, ", http_protocol_options: {header_key_format: "+properFormat+"}", "header_key_format: {proper_case_words: {}}")
+	p.More = []proxySpec{side("plain", plain, "", "")}
+	return p.YAML()
 }
 
 // rawExchange sends one raw HTTP/1.1 request to port and returns the
@@ -143,7 +115,7 @@ var _ = Describe("HTTP/1.1 header_key_format", func() {
 	It("writes field names in proper case to the client and to the upstream with proper_case_words, in lower case otherwise", func() {
 		up := startHeadUpstream()
 		proper, plain := freePort(), freePort()
-		Start(newDir(), headerCaseBootstrap(proper, plain, up.port))
+		Start(newDir(), headerCaseBootstrap(proper, plain, up.port, "{proper_case_words: {}}"))
 		const req = "GET /p HTTP/1.1\r\nhost: example.com\r\nx-my-header: 1\r\nfoo$b#$are: 2\r\ncontent-length: 4\r\n\r\nbody"
 
 		resp := rawExchange(proper, req)
@@ -170,9 +142,8 @@ var _ = Describe("HTTP/1.1 header_key_format", func() {
 	})
 
 	It("refuses the stateful formatter with its path", func() {
-		cfg := strings.Replace(headerCaseBootstrap(freePort(), freePort(), 1),
-			"http_protocol_options: {header_key_format: {proper_case_words: {}}}",
-			`http_protocol_options: {header_key_format: {stateful_formatter: {name: envoy.http.stateful_header_formatters.preserve_case, typed_config: {"@type": type.googleapis.com/envoy.extensions.http.header_formatters.preserve_case.v3.PreserveCaseFormatterConfig}}}}`, 1)
+		cfg := headerCaseBootstrap(freePort(), freePort(), 1,
+			`{stateful_formatter: {name: envoy.http.stateful_header_formatters.preserve_case, typed_config: {"@type": type.googleapis.com/envoy.extensions.http.header_formatters.preserve_case.v3.PreserveCaseFormatterConfig}}}`)
 		r, _ := validate("bootstrap.yaml", cfg)
 		Expect(r.ExitCode).To(Equal(1))
 		Expect(r.Stderr).To(ContainSubstring("static_resources.listeners[0].filter_chains[0].filters[0].typed_config.http_protocol_options.header_key_format.stateful_formatter: not supported by Outrigger"))

@@ -21,73 +21,32 @@ import (
 // (under /h2/) the h2c upstream at up2; /plain has compression disabled
 // per route.
 func compressionBootstrap(port int, up, up2 string) string {
-	lib := func(name, typ, extra string) string {
-		return fmt.Sprintf(`
-          - name: envoy.filters.http.compressor
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.compressor.v3.Compressor
-              response_direction_config:
-                common_config:
-                  min_content_length: 100
-                  content_type: [text/plain, application/json]
-              compressor_library:
-                name: %s
-                typed_config:
-                  "@type": type.googleapis.com/envoy.extensions.compression.%s
-                  %s`, name, typ, extra)
+	return compressionLibsBootstrap(port, up, up2, "{compression_level: COMPRESSION_LEVEL_6}", "{quality: 4}")
+}
+
+// compressionLibsBootstrap is compressionBootstrap with the given gzip and
+// brotli library fields (YAML flow mappings).
+func compressionLibsBootstrap(port int, up, up2, gzip, brotli string) string {
+	GinkgoHelper()
+	lib := func(typ, fields string) string {
+		return httpFilter("envoy.filters.http.compressor", "type.googleapis.com/envoy.extensions.filters.http.compressor.v3.Compressor",
+			`{response_direction_config: {common_config: {min_content_length: 100, content_type: [text/plain, application/json]}},
+			compressor_library: {name: text, typed_config: `+withType("type.googleapis.com/envoy.extensions.compression."+typ, fields)+`}}`)
 	}
-	return fmt.Sprintf(`
-admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
-static_resources:
-  listeners:
-  - name: l
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: web
-          route_config:
-            virtual_hosts:
-            - name: app
-              domains: ["*"]
-              routes:
-              - match: {prefix: /plain}
-                route: {cluster: up}
-                typed_per_filter_config:
-                  envoy.filters.http.compressor:
-                    "@type": type.googleapis.com/envoy.extensions.filters.http.compressor.v3.CompressorPerRoute
-                    disabled: true
-              - match: {prefix: /h2/}
-                route: {cluster: up2}
-              - match: {prefix: /}
-                route: {cluster: up}
-          http_filters:%s%s%s
-          - name: envoy.filters.http.router
-            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
-  clusters:
-  - name: up
-    connect_timeout: 1s
-    type: STATIC
-    load_assignment:
-      cluster_name: up
-      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %s}}}}]}]
-  - name: up2
-    connect_timeout: 1s
-    type: STATIC
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config: {http2_protocol_options: {}}
-    load_assignment:
-      cluster_name: up2
-      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %s}}}}]}]
-`, port,
-		lib("text", "gzip.compressor.v3.Gzip", "compression_level: COMPRESSION_LEVEL_6"),
-		lib("text", "brotli.compressor.v3.Brotli", "quality: 4"),
-		lib("text", "zstd.compressor.v3.Zstd", "compression_level: 3"),
-		portOf(up), portOf(up2))
+	return proxySpec{
+		Port: port,
+		HCM:  "{stat_prefix: web}",
+		Routes: `[{match: {prefix: /plain}, route: {cluster: up}, typed_per_filter_config: {envoy.filters.http.compressor: ` +
+			withType("type.googleapis.com/envoy.extensions.filters.http.compressor.v3.CompressorPerRoute", "{disabled: true}") + `}},
+			{match: {prefix: /h2/}, route: {cluster: up2}},
+			{match: {prefix: /}, route: {cluster: up}}]`,
+		Filters: "[" + lib("gzip.compressor.v3.Gzip", gzip) + ", " + lib("brotli.compressor.v3.Brotli", brotli) + ", " +
+			lib("zstd.compressor.v3.Zstd", "{compression_level: 3}") + "]",
+		Clusters: []proxyCluster{
+			{Name: "up", Port: portNum(up)},
+			{Name: "up2", Port: portNum(up2), Extra: h2cOptions()},
+		},
+	}.YAML()
 }
 
 // compressible is the upstream's body: text that compresses well.
@@ -267,42 +226,14 @@ var _ = Describe("The compressor filter", func() {
 // decompressionBootstrap is a listener on port with a gzip decompressor
 // filter (max_inflate_ratio 400) in front of the upstream at up.
 func decompressionBootstrap(port int, up string) string {
-	return fmt.Sprintf(`
-admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
-static_resources:
-  listeners:
-  - name: l
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: web
-          route_config:
-            virtual_hosts:
-            - name: app
-              domains: ["*"]
-              routes: [{match: {prefix: /}, route: {cluster: up}}]
-          http_filters:
-          - name: envoy.filters.http.decompressor
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.decompressor.v3.Decompressor
-              decompressor_library:
-                name: body
-                typed_config:
-                  "@type": type.googleapis.com/envoy.extensions.compression.gzip.decompressor.v3.Gzip
-                  max_inflate_ratio: 400
-          - name: envoy.filters.http.router
-            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
-  clusters:
-  - name: up
-    connect_timeout: 1s
-    type: STATIC
-    load_assignment:
-      cluster_name: up
-      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %s}}}}]}]
-`, port, portOf(up))
+	return proxySpec{
+		Port: port,
+		HCM:  "{stat_prefix: web}",
+		Filters: "[" + httpFilter("envoy.filters.http.decompressor", "type.googleapis.com/envoy.extensions.filters.http.decompressor.v3.Decompressor",
+			`{decompressor_library: {name: body, typed_config: `+
+				withType("type.googleapis.com/envoy.extensions.compression.gzip.decompressor.v3.Gzip", "{max_inflate_ratio: 400}")+`}}`) + "]",
+		Clusters: []proxyCluster{{Name: "up", Port: portNum(up)}},
+	}.YAML()
 }
 
 // gzipOf compresses s.
@@ -393,14 +324,13 @@ var _ = Describe("The decompressor filter", func() {
 var _ = Describe("The compression filters' configuration", func() {
 	It("refuses what the libraries cannot do, every field with its path, in one run", func() {
 		const p = "static_resources.listeners[0].filter_chains[0].filters[0].typed_config.http_filters"
-		cfg := strings.Replace(compressionBootstrap(freePort(), "127.0.0.1:1", "127.0.0.1:2"),
-			"compression_level: COMPRESSION_LEVEL_6", "memory_level: 3\n                  window_bits: 10", 1)
-		cfg = strings.Replace(cfg, "quality: 4", "encoder_mode: TEXT", 1)
+		port, badGzip := freePort(), "{memory_level: 3, window_bits: 10}"
+		cfg := compressionLibsBootstrap(port, "127.0.0.1:1", "127.0.0.1:2", badGzip, "{encoder_mode: TEXT}")
 		r, _ := validate("b.yaml", cfg)
 		Expect(r.ExitCode).To(Equal(1))
 		Expect(r.Stderr).To(ContainSubstring(p + "[1].typed_config.compressor_library.typed_config.encoder_mode: TEXT is not supported by Outrigger"))
 
-		cfg = strings.Replace(cfg, "encoder_mode: TEXT", "quality: 4", 1)
+		cfg = compressionLibsBootstrap(port, "127.0.0.1:1", "127.0.0.1:2", badGzip, "{quality: 4}")
 		r, _ = validate("b.yaml", cfg)
 		Expect(r.ExitCode).To(Equal(1))
 		Expect(r.Stderr).To(ContainSubstring(p + "[0].typed_config.compressor_library.typed_config.memory_level: "))

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
@@ -19,72 +18,41 @@ import (
 // (/strict), a route whose policy comes from typed_per_filter_config
 // (/per-route), and a route in shadow mode (/shadow).
 func corsBootstrap(port int, up string) string {
-	return fmt.Sprintf(`
-admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
-static_resources:
-  listeners:
-  - name: l
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: web
-          route_config:
-            virtual_hosts:
-            - name: app
-              domains: ["*"]
-              cors:
-                allow_origin_string_match:
-                - exact: https://app.example
-                - safe_regex: {regex: 'https://[a-z]+\.trusted\.example'}
-                allow_methods: GET, PUT, DELETE
-                allow_headers: authorization, content-type
-                expose_headers: x-request-id
-                max_age: "600"
-                allow_credentials: true
-              routes:
-              - match: {prefix: /strict}
-                route:
-                  cluster: up
-                  cors:
-                    allow_origin_string_match: [{exact: https://admin.example}]
-                    forward_not_matching_preflights: false
-              - match: {prefix: /per-route}
-                route: {cluster: up}
-                typed_per_filter_config:
-                  envoy.filters.http.cors:
-                    "@type": type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy
-                    allow_origin_string_match: [{prefix: "https://"}]
-                    allow_methods: "*"
-                    allow_private_network_access: true
-              - match: {prefix: /shadow}
-                route:
-                  cluster: up
-                  cors:
-                    filter_enabled: {default_value: {numerator: 0}}
-                    shadow_enabled: {default_value: {numerator: 100}}
-              - match: {prefix: /}
-                route: {cluster: up}
-          http_filters:
-          - name: envoy.filters.http.cors
-            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors}
-          - name: envoy.filters.http.router
-            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
-  clusters:
-  - name: up
-    connect_timeout: 1s
-    type: STATIC
-    load_assignment:
-      cluster_name: up
-      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %s}}}}]}]
-`, port, portOf(up))
+	return corsSpec(port, up, "", `{envoy.filters.http.cors: `+corsPerRoute()+`}`)
 }
 
-// portOf is the port of "host:port".
-func portOf(hostport string) string {
-	return hostport[strings.LastIndexByte(hostport, ':')+1:]
+// corsPerRoute is the CORS policy of /per-route.
+func corsPerRoute() string {
+	GinkgoHelper()
+	return withType("type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy",
+		`{allow_origin_string_match: [{prefix: "https://"}], allow_methods: "*", allow_private_network_access: true}`)
+}
+
+// corsSpec is corsBootstrap with origins (YAML flow list items, "" for
+// none) before the virtual host's allowed origins and /per-route's
+// typed_per_filter_config perRoute (a YAML flow mapping), for the specs
+// that refuse configurations.
+func corsSpec(port int, up, origins, perRoute string) string {
+	GinkgoHelper()
+	if origins != "" {
+		origins += ", "
+	}
+	return proxySpec{
+		Port: port,
+		HCM:  "{stat_prefix: web}",
+		VirtualHost: `{cors: {
+			allow_origin_string_match: [` + origins + `{exact: https://app.example}, {safe_regex: {regex: 'https://[a-z]+\.trusted\.example'}}],
+			allow_methods: "GET, PUT, DELETE", allow_headers: "authorization, content-type", expose_headers: x-request-id,
+			max_age: "600", allow_credentials: true}}`,
+		Routes: `[{match: {prefix: /strict}, route: {cluster: up,
+				cors: {allow_origin_string_match: [{exact: https://admin.example}], forward_not_matching_preflights: false}}},
+			{match: {prefix: /per-route}, route: {cluster: up}, typed_per_filter_config: ` + perRoute + `},
+			{match: {prefix: /shadow}, route: {cluster: up,
+				cors: {filter_enabled: {default_value: {numerator: 0}}, shadow_enabled: {default_value: {numerator: 100}}}}},
+			{match: {prefix: /}, route: {cluster: up}}]`,
+		Filters:  "[" + httpFilter("envoy.filters.http.cors", "type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors", "") + "]",
+		Clusters: []proxyCluster{{Name: "up", Port: portNum(up)}},
+	}.YAML()
 }
 
 // curl runs curl with args and returns its output; curl is a real
@@ -205,32 +173,23 @@ var _ = Describe("The CORS filter", func() {
 
 var _ = Describe("CORS configuration", func() {
 	It("refuses what it does not implement, with the field path", func() {
-		cfg := strings.Replace(corsBootstrap(freePort(), "127.0.0.1:1"), "                - exact: https://app.example\n",
-			"                - custom: {name: x, typed_config: {\"@type\": type.googleapis.com/google.protobuf.Empty}}\n                - exact: https://app.example\n", 1)
+		cfg := corsSpec(freePort(), "127.0.0.1:1", `{custom: {name: x, typed_config: {"@type": type.googleapis.com/google.protobuf.Empty}}}`,
+			`{envoy.filters.http.cors: `+corsPerRoute()+`}`)
 		r, _ := validate("b.yaml", cfg)
 		Expect(r.ExitCode).To(Equal(1))
 		Expect(r.Stderr).To(ContainSubstring("route_config.virtual_hosts[0].cors.allow_origin_string_match[0].custom"))
 	})
 
 	It("refuses a per-route configuration of a filter that takes none, and ignores an optional unknown one", func() {
-		base := corsBootstrap(freePort(), "127.0.0.1:1")
-		bad := strings.Replace(base, `"@type": type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy
-                    allow_origin_string_match: [{prefix: "https://"}]
-                    allow_methods: "*"
-                    allow_private_network_access: true`,
-			`"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router`, 1)
-		Expect(bad).NotTo(Equal(base))
+		bad := corsSpec(freePort(), "127.0.0.1:1", "",
+			`{envoy.filters.http.cors: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}`)
 		r, _ := validate("b.yaml", bad)
 		Expect(r.ExitCode).To(Equal(1))
 		Expect(r.Stderr).To(ContainSubstring(`routes[1].typed_per_filter_config["envoy.filters.http.cors"]: the filter proxy.filters.http.router takes no per-route configuration`))
 
-		optional := strings.Replace(base, `                  envoy.filters.http.cors:
-                    "@type": type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy`, `                  envoy.filters.http.unknown:
-                    "@type": type.googleapis.com/envoy.config.route.v3.FilterConfig
-                    is_optional: true
-                    config: {"@type": type.googleapis.com/google.protobuf.Empty}
-                  envoy.filters.http.cors:
-                    "@type": type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy`, 1)
+		optional := corsSpec(freePort(), "127.0.0.1:1", "", `{envoy.filters.http.unknown: {"@type": type.googleapis.com/envoy.config.route.v3.FilterConfig,
+			is_optional: true, config: {"@type": type.googleapis.com/google.protobuf.Empty}},
+			envoy.filters.http.cors: `+corsPerRoute()+`}`)
 		r, _ = validate("b.yaml", optional)
 		Expect(r.ExitCode).To(Equal(0), r.Stderr)
 	})

@@ -173,101 +173,51 @@ func echoUpstream() string {
 	}), false)
 }
 
-// extAuthzListener is a listener on port whose ext_authz filter is
-// filterCfg (lines under typed_config), with routes to the upstream: /public
-// with the filter disabled, /ctx with context extensions (and the virtual
-// host's), and the rest.
-func extAuthzListener(name string, port int, filterCfg, logPath string) string {
+// extAuthzListener is a listener on port whose ext_authz filter has the
+// fields filterCfg (YAML flow mapping content), with routes to the
+// upstream: /public with the filter disabled, /ctx with context extensions
+// (and the virtual host's), and the rest; logPath, if not "", is its
+// access log.
+func extAuthzListener(name string, port int, filterCfg, logPath string) proxySpec {
+	GinkgoHelper()
 	accessLog := ""
 	if logPath != "" {
-		accessLog = fmt.Sprintf(`
-          access_log:
-          - name: envoy.access_loggers.file
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog
-              path: %s
-              log_format: {text_format_source: {inline_string: "%%REQ(:PATH)%% %%RESPONSE_CODE%% %%RESPONSE_FLAGS%% %%RESPONSE_CODE_DETAILS%%\n"}}`, logPath)
+		accessLog = ", access_log: [" + fileLog(logPath, "%REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_FLAGS% %RESPONSE_CODE_DETAILS%\n") + "]"
 	}
-	return fmt.Sprintf(`
-  - name: %[1]s
-    address: {socket_address: {address: 127.0.0.1, port_value: %[2]d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: %[1]s%[4]s
-          route_config:
-            virtual_hosts:
-            - name: app
-              domains: ["*"]
-              typed_per_filter_config:
-                envoy.filters.http.ext_authz:
-                  "@type": type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute
-                  check_settings: {context_extensions: {level: vhost, vh: "yes"}}
-              routes:
-              - match: {prefix: /public}
-                route: {cluster: up}
-                typed_per_filter_config:
-                  envoy.filters.http.ext_authz:
-                    "@type": type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute
-                    disabled: true
-              - match: {prefix: /allow/ctx}
-                route: {cluster: up}
-                typed_per_filter_config:
-                  envoy.filters.http.ext_authz:
-                    "@type": type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute
-                    check_settings: {context_extensions: {level: route, tenant: acme}}
-              - match: {prefix: /}
-                route: {cluster: up}
-          http_filters:
-          - name: envoy.filters.http.ext_authz
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz
-%[3]s
-          - name: envoy.filters.http.router
-            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
-`, name, port, filterCfg, accessLog)
+	const perRoute = "type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute"
+	return proxySpec{
+		Port:     port,
+		Listener: "{name: " + name + "}",
+		HCM:      "{stat_prefix: " + name + accessLog + "}",
+		VirtualHost: "{typed_per_filter_config: {envoy.filters.http.ext_authz: " +
+			withType(perRoute, `{check_settings: {context_extensions: {level: vhost, vh: "yes"}}}`) + "}}",
+		Routes: `[{match: {prefix: /public}, route: {cluster: up}, typed_per_filter_config: {envoy.filters.http.ext_authz: ` +
+			withType(perRoute, "{disabled: true}") + `}},
+			{match: {prefix: /allow/ctx}, route: {cluster: up}, typed_per_filter_config: {envoy.filters.http.ext_authz: ` +
+			withType(perRoute, "{check_settings: {context_extensions: {level: route, tenant: acme}}}") + `}},
+			{match: {prefix: /}, route: {cluster: up}}]`,
+		Filters: "[" + httpFilter("envoy.filters.http.ext_authz", "type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz", "{"+filterCfg+"}") + "]",
+	}
 }
 
 // extAuthzBootstrap is the configuration with the upstream, the gRPC
 // service's cluster (HTTP/2) and the HTTP service's, and listeners.
-func extAuthzBootstrap(up string, grpcPort int, httpAuthz string, listeners ...string) string {
-	return fmt.Sprintf(`
-admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
-static_resources:
-  clusters:
-  - name: up
-    type: STATIC
-    connect_timeout: 1s
-    load_assignment:
-      cluster_name: up
-      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %s}}}}]}]
-  - name: authz_grpc
-    type: STATIC
-    connect_timeout: 1s
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config: {http2_protocol_options: {}}
-    load_assignment:
-      cluster_name: authz_grpc
-      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}}]}]
-  - name: authz_http
-    type: STATIC
-    connect_timeout: 1s
-    load_assignment:
-      cluster_name: authz_http
-      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %s}}}}]}]
-  listeners:%s`, portOf(up), grpcPort, portOf(httpAuthz), strings.Join(listeners, ""))
+func extAuthzBootstrap(up string, grpcPort int, httpAuthz string, listeners ...proxySpec) string {
+	GinkgoHelper()
+	spec := listeners[0]
+	spec.Clusters = []proxyCluster{
+		{Name: "up", Port: portNum(up)},
+		{Name: "authz_grpc", Port: grpcPort, Extra: h2cOptions()},
+		{Name: "authz_http", Port: portNum(httpAuthz)},
+	}
+	spec.More = listeners[1:]
+	return spec.YAML()
 }
 
 // grpcAuthzFilter is an ext_authz configuration calling the gRPC service,
-// with extra lines.
+// with extra fields (YAML flow mapping content).
 func grpcAuthzFilter(extra string) string {
-	return `              grpc_service: {envoy_grpc: {cluster_name: authz_grpc}, timeout: 0.5s}
-              transport_api_version: V3
-` + extra
+	return "grpc_service: {envoy_grpc: {cluster_name: authz_grpc}, timeout: 0.5s}, transport_api_version: V3, " + extra
 }
 
 var _ = Describe("The external authorization filter", func() {
@@ -302,15 +252,9 @@ var _ = Describe("The external authorization filter", func() {
 			logPath = filepath.Join(dir, "access.log")
 			port, fmaPort, strictPort = freePort(), freePort(), freePort()
 			cfg := extAuthzBootstrap(up, grpcPort, "127.0.0.1:1",
-				extAuthzListener("front", port, grpcAuthzFilter(`              status_on_error: {code: 503}
-              stat_prefix: edge
-              with_request_body: {max_request_bytes: 8, allow_partial_message: true}
-`), logPath),
-				extAuthzListener("fma", fmaPort, grpcAuthzFilter(`              failure_mode_allow: true
-              failure_mode_allow_header_add: true
-`), ""),
-				extAuthzListener("strict", strictPort, grpcAuthzFilter(`              with_request_body: {max_request_bytes: 16}
-`), ""),
+				extAuthzListener("front", port, grpcAuthzFilter("status_on_error: {code: 503}, stat_prefix: edge, with_request_body: {max_request_bytes: 8, allow_partial_message: true}"), logPath),
+				extAuthzListener("fma", fmaPort, grpcAuthzFilter("failure_mode_allow: true, failure_mode_allow_header_add: true"), ""),
+				extAuthzListener("strict", strictPort, grpcAuthzFilter("with_request_body: {max_request_bytes: 16}"), ""),
 			)
 			sc = Start(dir, cfg, "--file-flush-interval-msec", "100")
 		})
@@ -440,7 +384,7 @@ var _ = Describe("The external authorization filter", func() {
 
 		It("is refused at load with the path of a field it does not implement", func() {
 			cfg := extAuthzBootstrap(echoUpstream(), grpcPortForRefusal, "127.0.0.1:1",
-				extAuthzListener("bad", freePort(), grpcAuthzFilter("              shadow_mode: true\n"), ""))
+				extAuthzListener("bad", freePort(), grpcAuthzFilter("shadow_mode: true"), ""))
 			res, _ := validate("bad.yaml", cfg)
 			Expect(res.ExitCode).NotTo(Equal(0))
 			Expect(res.Stderr + res.Stdout).To(ContainSubstring("http_filters[0].typed_config.shadow_mode: not supported by Outrigger"))
@@ -459,18 +403,15 @@ var _ = Describe("The external authorization filter", func() {
 			authzAddr := httpTestUpstream(authz, false)
 			port = freePort()
 			sc = Start(newDir(), extAuthzBootstrap(echoUpstream(), 1, authzAddr,
-				extAuthzListener("web", port, `              http_service:
-                server_uri: {uri: "http://authz", cluster: authz_http, timeout: 0.5s}
-                path_prefix: /auth
-                authorization_request:
-                  allowed_headers: {patterns: [{exact: x-custom}]}
-                  headers_to_add: [{key: x-from-proxy, value: outrigger}]
-                authorization_response:
-                  allowed_upstream_headers: {patterns: [{exact: x-authz-user}]}
-                  allowed_client_headers: {patterns: [{exact: x-deny}]}
-                  allowed_client_headers_on_success: {patterns: [{exact: x-client-ok}]}
-              with_request_body: {max_request_bytes: 64}
-`, "")))
+				extAuthzListener("web", port, `http_service: {
+					server_uri: {uri: "http://authz", cluster: authz_http, timeout: 0.5s},
+					path_prefix: /auth,
+					authorization_request: {allowed_headers: {patterns: [{exact: x-custom}]}, headers_to_add: [{key: x-from-proxy, value: outrigger}]},
+					authorization_response: {
+						allowed_upstream_headers: {patterns: [{exact: x-authz-user}]},
+						allowed_client_headers: {patterns: [{exact: x-deny}]},
+						allowed_client_headers_on_success: {patterns: [{exact: x-client-ok}]}}},
+				with_request_body: {max_request_bytes: 64}`, "")))
 		})
 
 		It("allows on 200 with the allowed headers, sending the original method, prefixed path and allowed headers", func() {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"io"
 	"net/http"
 	"syscall"
@@ -12,29 +11,14 @@ import (
 )
 
 // filtersBootstrap is a listener on port answering 200 "filtered" on
-// every path, with the given http_filters (YAML flow sequence content).
+// every path, with the given http_filters (YAML flow sequence content, the
+// router included).
 func filtersBootstrap(port int, filters string) string {
-	return fmt.Sprintf(`
-admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
-static_resources:
-  listeners:
-  - name: l
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: filters
-          route_config:
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - match: {prefix: /}
-                direct_response: {status: 200, body: {inline_string: filtered}}
-          http_filters: [%s]
-`, port, filters)
+	return proxySpec{
+		Port:   port,
+		HCM:    "{stat_prefix: filters, http_filters: [" + filters + "]}",
+		Routes: "[{match: {prefix: /}, direct_response: {status: 200, body: {inline_string: filtered}}}]",
+	}.YAML()
 }
 
 // The HTTP filters are found in the extension registry, by the type of

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/binary"
-	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -21,40 +20,12 @@ import (
 // grpcWebBootstrap is a listener on port with the gRPC-Web filter, routing
 // to the gRPC (h2c) server at up.
 func grpcWebBootstrap(port int, up string) string {
-	return fmt.Sprintf(`
-admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
-static_resources:
-  listeners:
-  - name: l
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: web
-          route_config:
-            virtual_hosts:
-            - name: app
-              domains: ["*"]
-              routes: [{match: {prefix: /}, route: {cluster: grpc}}]
-          http_filters:
-          - name: envoy.filters.http.grpc_web
-            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.grpc_web.v3.GrpcWeb}
-          - name: envoy.filters.http.router
-            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
-  clusters:
-  - name: grpc
-    connect_timeout: 1s
-    type: STATIC
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config: {http2_protocol_options: {}}
-    load_assignment:
-      cluster_name: grpc
-      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %s}}}}]}]
-`, port, portOf(up))
+	return proxySpec{
+		Port:     port,
+		HCM:      "{stat_prefix: web}",
+		Filters:  "[" + httpFilter("envoy.filters.http.grpc_web", "type.googleapis.com/envoy.extensions.filters.http.grpc_web.v3.GrpcWeb", "") + "]",
+		Clusters: []proxyCluster{{Name: "grpc", Port: portNum(up), Extra: h2cOptions()}},
+	}.YAML()
 }
 
 // grpcWebFrames splits a gRPC-Web body into its message and trailer

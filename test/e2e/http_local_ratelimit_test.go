@@ -14,57 +14,27 @@ import (
 // a route /strict with its own bucket of one token and status 503, in
 // front of an upstream that answers which request header marked it.
 func localRateLimitBootstrap(port, upPort int) string {
-	return fmt.Sprintf(`admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
-layered_runtime: {layers: [{name: admin, admin_layer: {}}]}
-static_resources:
-  listeners:
-  - name: l
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: edge
-          route_config:
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - match: {prefix: /strict}
-                route: {cluster: up}
-                typed_per_filter_config:
-                  envoy.filters.http.local_ratelimit:
-                    "@type": type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit
-                    stat_prefix: strict
-                    status: {code: ServiceUnavailable}
-                    token_bucket: {max_tokens: 1, tokens_per_fill: 1, fill_interval: 60s}
-                    filter_enabled: {default_value: {numerator: 100}}
-                    filter_enforced: {default_value: {numerator: 100}}
-              - match: {prefix: /}
-                route: {cluster: up}
-          http_filters:
-          - name: envoy.filters.http.local_ratelimit
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit
-              stat_prefix: edge_rl
-              token_bucket: {max_tokens: 2, tokens_per_fill: 2, fill_interval: 60s}
-              filter_enabled: {runtime_key: rl.enabled, default_value: {numerator: 100}}
-              filter_enforced: {runtime_key: rl.enforced, default_value: {numerator: 100}}
-              enable_x_ratelimit_headers: DRAFT_VERSION_03
-              response_headers_to_add:
-              - header: {key: x-local-rate-limit, value: "true"}
-              request_headers_to_add_when_not_enforced:
-              - header: {key: x-would-be-limited, value: "yes"}
-          - name: envoy.filters.http.router
-            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
-  clusters:
-  - name: up
-    connect_timeout: 1s
-    load_assignment:
-      cluster_name: up
-      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}}]}]
-`, port, upPort)
+	const rl = "type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit"
+	return proxySpec{
+		Port: port,
+		HCM:  "{stat_prefix: edge}",
+		Top:  "{layered_runtime: {layers: [{name: admin, admin_layer: {}}]}}",
+		Routes: `[{match: {prefix: /strict}, route: {cluster: up}, typed_per_filter_config: {envoy.filters.http.local_ratelimit: ` + withType(rl, `{
+			stat_prefix: strict, status: {code: ServiceUnavailable},
+			token_bucket: {max_tokens: 1, tokens_per_fill: 1, fill_interval: 60s},
+			filter_enabled: {default_value: {numerator: 100}},
+			filter_enforced: {default_value: {numerator: 100}}}`) + `}},
+			{match: {prefix: /}, route: {cluster: up}}]`,
+		Filters: `[` + httpFilter("envoy.filters.http.local_ratelimit", rl, `{
+			stat_prefix: edge_rl,
+			token_bucket: {max_tokens: 2, tokens_per_fill: 2, fill_interval: 60s},
+			filter_enabled: {runtime_key: rl.enabled, default_value: {numerator: 100}},
+			filter_enforced: {runtime_key: rl.enforced, default_value: {numerator: 100}},
+			enable_x_ratelimit_headers: DRAFT_VERSION_03,
+			response_headers_to_add: [{header: {key: x-local-rate-limit, value: "true"}}],
+			request_headers_to_add_when_not_enforced: [{header: {key: x-would-be-limited, value: "yes"}}]}`) + `]`,
+		Clusters: []proxyCluster{{Name: "up", Port: upPort}},
+	}.YAML()
 }
 
 var _ = Describe("The local rate limit filter", func() {

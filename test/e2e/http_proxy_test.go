@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -25,93 +24,28 @@ import (
 //	/h2/...      -> echo2, an h2c upstream
 //	/            -> echo
 func httpProxyBootstrap(port int, dir string, echo, slow, wa, wb, echo2 string) string {
-	cluster := func(name, addr string, h2 bool) string {
-		host, p, err := net.SplitHostPort(addr)
-		Expect(err).NotTo(HaveOccurred())
-		opts := ""
-		if h2 {
-			opts = `
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config: {http2_protocol_options: {}}`
-		}
-		return fmt.Sprintf(`
-  - name: %s
-    type: STATIC
-    connect_timeout: 1s%s
-    load_assignment:
-      cluster_name: %s
-      endpoints:
-      - lb_endpoints:
-        - endpoint: {address: {socket_address: {address: %s, port_value: %s}}}`, name, opts, name, host, p)
-	}
-	return fmt.Sprintf(`
-admin:
-  address: {socket_address: {address: 127.0.0.1, port_value: 0}}
-static_resources:
-  listeners:
-  - name: http
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: edge
-          codec_type: AUTO
-          use_remote_address: true
-          # The specs name their requests by x-request-id, which an edge
-          # proxy would otherwise replace.
-          preserve_external_request_id: true
-          via: "1.1 outrigger-e2e"
-          access_log:
-          - name: envoy.access_loggers.file
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog
-              path: %q
-              log_format:
-                text_format_source:
-                  inline_string: "%%PROTOCOL%% %%REQ(:METHOD)%% %%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%% %%RESPONSE_CODE%% %%RESPONSE_FLAGS%% %%UPSTREAM_CLUSTER%% %%ROUTE_NAME%% %%REQ(X-REQUEST-ID)%%\n"
-          route_config:
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - name: rewrite
-                match: {prefix: /rewrite/}
-                route: {cluster: echo, prefix_rewrite: /, host_rewrite_literal: rewritten.example}
-              - name: slow
-                match: {path: /slow}
-                route: {cluster: slow, timeout: 0.2s}
-              - name: weighted
-                match: {path: /weighted}
-                route:
-                  weighted_clusters:
-                    clusters:
-                    - {name: wa, weight: 3}
-                    - {name: wb, weight: 1}
-              - name: h2
-                match: {prefix: /h2/}
-                route: {cluster: echo2}
-              - name: default
-                match: {prefix: /}
-                route: {cluster: echo}
-          http_filters:
-          - name: envoy.filters.http.health_check
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.health_check.v3.HealthCheck
-              pass_through_mode: false
-              headers:
-              - name: ":path"
-                string_match: {exact: /healthz}
-          - name: envoy.filters.http.router
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-  clusters:%s%s%s%s%s
-`, port, filepath.Join(dir, "access.log"),
-		cluster("echo", echo, false), cluster("slow", slow, false),
-		cluster("wa", wa, false), cluster("wb", wb, false), cluster("echo2", echo2, true))
+	GinkgoHelper()
+	return proxySpec{
+		Port:     port,
+		Listener: "{name: http}",
+		// The specs name their requests by x-request-id, which an edge
+		// proxy would otherwise replace: preserve_external_request_id.
+		HCM: `{stat_prefix: edge, codec_type: AUTO, use_remote_address: true, preserve_external_request_id: true, via: "1.1 outrigger-e2e",
+			access_log: [` + fileLog(filepath.Join(dir, "access.log"),
+			"%PROTOCOL% %REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %RESPONSE_CODE% %RESPONSE_FLAGS% %UPSTREAM_CLUSTER% %ROUTE_NAME% %REQ(X-REQUEST-ID)%\n") + `]}`,
+		Routes: `[{name: rewrite, match: {prefix: /rewrite/}, route: {cluster: echo, prefix_rewrite: /, host_rewrite_literal: rewritten.example}},
+			{name: slow, match: {path: /slow}, route: {cluster: slow, timeout: 0.2s}},
+			{name: weighted, match: {path: /weighted}, route: {weighted_clusters: {clusters: [{name: wa, weight: 3}, {name: wb, weight: 1}]}}},
+			{name: h2, match: {prefix: /h2/}, route: {cluster: echo2}},
+			{name: default, match: {prefix: /}, route: {cluster: echo}}]`,
+		Filters: "[" + httpFilter("envoy.filters.http.health_check", "type.googleapis.com/envoy.extensions.filters.http.health_check.v3.HealthCheck",
+			`{pass_through_mode: false, headers: [{name: ":path", string_match: {exact: /healthz}}]}`) + "]",
+		Clusters: []proxyCluster{
+			{Name: "echo", Port: portNum(echo)}, {Name: "slow", Port: portNum(slow)},
+			{Name: "wa", Port: portNum(wa)}, {Name: "wb", Port: portNum(wb)},
+			{Name: "echo2", Port: portNum(echo2), Extra: h2cOptions()},
+		},
+	}.YAML()
 }
 
 // httpEcho answers with the request as the upstream saw it: the request

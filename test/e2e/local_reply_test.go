@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -14,70 +13,37 @@ import (
 // localReplyBootstrap is a listener on port whose local replies are
 // rewritten by local_reply_config: a 503 (the cluster has no endpoints)
 // becomes a 401 with a header, a 404 from a direct response gets its own
-// text format, and every body is JSON otherwise.
-func localReplyBootstrap(port int) string {
-	return fmt.Sprintf(`
-admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
-layered_runtime: {layers: [{name: admin, admin_layer: {}}]}
-static_resources:
-  listeners:
-  - name: l
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: replies
-          access_log:
-          - name: envoy.access_loggers.stdout
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog
-              log_format: {text_format_source: {inline_string: "LOGGED %%REQ(:PATH)%% %%RESPONSE_CODE%% %%RESPONSE_FLAGS%%\n"}}
-          local_reply_config:
-            mappers:
-            - filter:
-                status_code_filter: {comparison: {op: EQ, value: {default_value: 503, runtime_key: replies.mapped}}}
-              status_code: 401
-              body: {inline_string: "not allowed"}
-              headers_to_add:
-              - header: {key: x-mapped, value: "yes"}
-                append_action: OVERWRITE_IF_EXISTS_OR_ADD
-            - filter:
-                and_filter:
-                  filters:
-                  - status_code_filter: {comparison: {op: EQ, value: {default_value: 404, runtime_key: replies.gone}}}
-                  - header_filter: {header: {name: x-plain, present_match: true}}
-              body_format_override:
-                text_format_source: {inline_string: "%%LOCAL_REPLY_BODY%% [%%RESPONSE_CODE%%]"}
-                content_type: text/x-plain
-            body_format:
-              json_format:
-                status: "%%RESPONSE_CODE%%"
-                message: "%%LOCAL_REPLY_BODY%%"
-                path: "%%REQ(:PATH)%%"
-          route_config:
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - match: {prefix: /down}
-                route: {cluster: empty}
-              - match: {prefix: /gone}
-                direct_response: {status: 404, body: {inline_string: gone}}
-          http_filters: [{name: router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]
-  clusters:
-  - name: empty
-    connect_timeout: 1s
-    type: STATIC
-    load_assignment: {cluster_name: empty}
-`, port)
+// text format, and every body is JSON otherwise. The specs answer the 401
+// with "not allowed" and put %LOCAL_REPLY_BODY% in the JSON's message;
+// mappedBody (the 401's body, a YAML flow mapping) and message let a
+// refusal spec change them.
+func localReplyBootstrap(port int, mappedBody, message string) string {
+	GinkgoHelper()
+	return proxySpec{
+		Port: port,
+		Top:  "{layered_runtime: {layers: [{name: admin, admin_layer: {}}]}}",
+		HCM: `{stat_prefix: replies,
+			access_log: [` + stdoutLog("LOGGED %REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_FLAGS%\n") + `],
+			local_reply_config: {
+				mappers: [
+					{filter: {status_code_filter: {comparison: {op: EQ, value: {default_value: 503, runtime_key: replies.mapped}}}},
+					 status_code: 401, body: ` + mappedBody + `,
+					 headers_to_add: [{header: {key: x-mapped, value: "yes"}, append_action: OVERWRITE_IF_EXISTS_OR_ADD}]},
+					{filter: {and_filter: {filters: [
+						{status_code_filter: {comparison: {op: EQ, value: {default_value: 404, runtime_key: replies.gone}}}},
+						{header_filter: {header: {name: x-plain, present_match: true}}}]}},
+					 body_format_override: {text_format_source: {inline_string: "%LOCAL_REPLY_BODY% [%RESPONSE_CODE%]"}, content_type: text/x-plain}}],
+				body_format: {json_format: {status: "%RESPONSE_CODE%", message: "` + message + `", path: "%REQ(:PATH)%"}}}}`,
+		Routes: `[{match: {prefix: /down}, route: {cluster: empty}},
+			{match: {prefix: /gone}, direct_response: {status: 404, body: {inline_string: gone}}}]`,
+		Clusters: []proxyCluster{{Name: "empty", Extra: "{load_assignment: {endpoints: []}}"}},
+	}.YAML()
 }
 
 var _ = Describe("Local replies (local_reply_config)", func() {
 	It("maps statuses, bodies and headers, and formats bodies, for HTTP and gRPC clients", func() {
 		port := freePort()
-		s := Start(newDir(), localReplyBootstrap(port), "--file-flush-interval-msec", "50")
+		s := Start(newDir(), localReplyBootstrap(port, `{inline_string: "not allowed"}`, "%LOCAL_REPLY_BODY%"), "--file-flush-interval-msec", "50")
 		client := &http.Client{Timeout: 5 * time.Second}
 
 		By("mapping the 503 of a cluster without hosts to a 401")
@@ -119,12 +85,12 @@ var _ = Describe("Local replies (local_reply_config)", func() {
 	})
 
 	It("refuses what it cannot build, with the field path", func() {
-		cfg := strings.Replace(localReplyBootstrap(freePort()), `body: {inline_string: "not allowed"}`, `body: {filename: /etc/hostname}`, 1)
+		cfg := localReplyBootstrap(freePort(), "{filename: /etc/hostname}", "%LOCAL_REPLY_BODY%")
 		r, _ := validate("b.yaml", cfg)
 		Expect(r.ExitCode).To(Equal(1))
 		Expect(r.Stderr).To(ContainSubstring("local_reply_config.mappers[0].body.filename: not supported by Outrigger"))
 
-		cfg = strings.Replace(localReplyBootstrap(freePort()), `message: "%LOCAL_REPLY_BODY%"`, `message: "%NO_SUCH_THING%"`, 1)
+		cfg = localReplyBootstrap(freePort(), `{inline_string: "not allowed"}`, "%NO_SUCH_THING%")
 		r, _ = validate("b.yaml", cfg)
 		Expect(r.ExitCode).To(Equal(1))
 		Expect(r.Stderr).To(ContainSubstring("local_reply_config.body_format.json_format"))

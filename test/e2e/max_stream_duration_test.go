@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -29,94 +28,35 @@ import (
 // max_grpc_timeout 1 s and grpc_timeout_offset 100 ms, and /capped to a
 // cluster whose max_stream_duration is 500 ms.
 func msdBootstrap(port int, dir string, ups msdUpstreams) string {
-	endpoint := func(addr string) string {
-		host, p, err := net.SplitHostPort(addr)
-		Expect(err).NotTo(HaveOccurred())
-		return fmt.Sprintf("{address: {socket_address: {address: %s, port_value: %s}}}", host, p)
-	}
-	cluster := func(name, addr, extra string) string {
-		return fmt.Sprintf(`
-  - name: %s
-    type: STATIC
-    connect_timeout: 1s
-%s
-    load_assignment:
-      cluster_name: %s
-      endpoints:
-      - lb_endpoints:
-        - endpoint: %s`, name, extra, name, endpoint(addr))
-	}
-	h2 := `    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config: {http2_protocol_options: {}}`
-	capped := `    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        common_http_protocol_options: {max_stream_duration: 0.5s}
-        explicit_http_config: {http_protocol_options: {}}`
-	return fmt.Sprintf(`
-admin:
-  address: {socket_address: {address: 127.0.0.1, port_value: 0}}
-static_resources:
-  listeners:
-  - name: msd
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: msd
-          codec_type: AUTO
-          common_http_protocol_options: {max_stream_duration: 2s}
-          upgrade_configs: [{upgrade_type: websocket}]
-          http2_protocol_options: {allow_connect: true}
-          access_log:
-          - name: envoy.access_loggers.file
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog
-              path: %q
-              log_format:
-                text_format_source:
-                  inline_string: "%%REQ(:PATH)%% %%RESPONSE_CODE%% %%RESPONSE_FLAGS%% %%RESPONSE_CODE_DETAILS%%\n"
-          route_config:
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - match: {prefix: /slow}
-                route: {cluster: slow}
-              - match: {prefix: /stream}
-                route: {cluster: slow}
-              - match: {prefix: /long}
-                route: {cluster: slow, max_stream_duration: {max_stream_duration: 4s}}
-              - match: {prefix: /short}
-                route: {cluster: slow, max_stream_duration: {max_stream_duration: 0.3s}}
-              - match: {prefix: /none}
-                route: {cluster: slow, max_stream_duration: {max_stream_duration: 0s}}
-              - match: {prefix: /grpc.Svc/}
-                route: {cluster: grpc, max_stream_duration: {grpc_timeout_header_max: 1s, grpc_timeout_header_offset: 0.1s}}
-              - match: {prefix: /grpc.Old/}
-                route: {cluster: grpc, max_grpc_timeout: 1s, grpc_timeout_offset: 0.1s}
-              - match: {prefix: /capped}
-                route: {cluster: capped}
-              - match: {prefix: /wsh2}
-                route: {cluster: wsh2}
-              - match: {prefix: /ws}
-                route: {cluster: ws}
-          http_filters:
-          - name: envoy.filters.http.fault
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault
-              delay: {header_delay: {}, percentage: {numerator: 100}}
-          - name: envoy.filters.http.router
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-  clusters:%s%s%s%s%s
-`, port, filepath.Join(dir, "access.log"),
-		cluster("slow", ups.slow, ""), cluster("grpc", ups.grpc, h2),
-		cluster("capped", ups.slow, capped), cluster("ws", ups.ws, ""), cluster("wsh2", ups.wsh2, h2))
+	GinkgoHelper()
+	h2 := h2cOptions()
+	return proxySpec{
+		Port:     port,
+		Listener: "{name: msd}",
+		HCM: `{stat_prefix: msd, codec_type: AUTO, common_http_protocol_options: {max_stream_duration: 2s},
+			upgrade_configs: [{upgrade_type: websocket}], http2_protocol_options: {allow_connect: true},
+			access_log: [` + fileLog(filepath.Join(dir, "access.log"), "%REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_FLAGS% %RESPONSE_CODE_DETAILS%\n") + `]}`,
+		Routes: `[{match: {prefix: /slow}, route: {cluster: slow}},
+			{match: {prefix: /stream}, route: {cluster: slow}},
+			{match: {prefix: /long}, route: {cluster: slow, max_stream_duration: {max_stream_duration: 4s}}},
+			{match: {prefix: /short}, route: {cluster: slow, max_stream_duration: {max_stream_duration: 0.3s}}},
+			{match: {prefix: /none}, route: {cluster: slow, max_stream_duration: {max_stream_duration: 0s}}},
+			{match: {prefix: /grpc.Svc/}, route: {cluster: grpc, max_stream_duration: {grpc_timeout_header_max: 1s, grpc_timeout_header_offset: 0.1s}}},
+			{match: {prefix: /grpc.Old/}, route: {cluster: grpc, max_grpc_timeout: 1s, grpc_timeout_offset: 0.1s}},
+			{match: {prefix: /capped}, route: {cluster: capped}},
+			{match: {prefix: /wsh2}, route: {cluster: wsh2}},
+			{match: {prefix: /ws}, route: {cluster: ws}}]`,
+		Filters: "[" + httpFilter("envoy.filters.http.fault", "type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault",
+			"{delay: {header_delay: {}, percentage: {numerator: 100}}}") + "]",
+		Clusters: []proxyCluster{
+			{Name: "slow", Port: portNum(ups.slow)},
+			{Name: "grpc", Port: portNum(ups.grpc), Extra: h2},
+			{Name: "capped", Port: portNum(ups.slow), Extra: httpProtocolOptions(
+				"{common_http_protocol_options: {max_stream_duration: 0.5s}, explicit_http_config: {http_protocol_options: {}}}")},
+			{Name: "ws", Port: portNum(ups.ws)},
+			{Name: "wsh2", Port: portNum(ups.wsh2), Extra: h2},
+		},
+	}.YAML()
 }
 
 // msdUpstreams are the upstreams of msdBootstrap.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
-	"strings"
+	"strconv"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -23,36 +23,17 @@ var _ = Describe("Route actions: cluster_header and bodies from files", func() {
 		body := filepath.Join(dir, "maintenance.html")
 		writeFile(body, "<h1>back soon</h1>\n")
 		port := freePort()
-		cluster := func(name, addr string) string {
-			host, p, _ := strings.Cut(addr, ":")
-			return fmt.Sprintf("  - {name: %s, type: STATIC, connect_timeout: 1s, load_assignment: {cluster_name: %s, "+
-				"endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: %s, port_value: %s}}}}]}]}}\n", name, name, host, p)
+		// cfg answers /maintenance with the file bodyFile.
+		cfg := func(bodyFile string) string {
+			return proxySpec{
+				Port: port,
+				HCM:  "{stat_prefix: actions}",
+				Routes: `[{match: {prefix: /pick}, route: {cluster_header: X-Cluster, cluster_not_found_response_code: NOT_FOUND}},
+					{match: {prefix: /maintenance}, direct_response: {status: 503, body: {filename: ` + strconv.Quote(bodyFile) + `}}}]`,
+				Clusters: []proxyCluster{{Name: "a", Port: portNum(a)}, {Name: "b", Port: portNum(b)}},
+			}.YAML()
 		}
-		cfg := fmt.Sprintf(`
-admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
-static_resources:
-  listeners:
-  - name: l
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: actions
-          route_config:
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - match: {prefix: /pick}
-                route: {cluster_header: X-Cluster, cluster_not_found_response_code: NOT_FOUND}
-              - match: {prefix: /maintenance}
-                direct_response: {status: 503, body: {filename: %s}}
-          http_filters: [{name: router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]
-  clusters:
-%s%s`, port, body, cluster("a", a), cluster("b", b))
-		Start(dir, cfg)
+		Start(dir, cfg(body))
 		client := &http.Client{Timeout: 5 * time.Second}
 		for _, name := range []string{"a", "b", "a"} {
 			r := httpDo(client, "GET", listenerURL(port, "/pick"), nil, http.Header{"X-Cluster": {name}})
@@ -72,7 +53,7 @@ static_resources:
 		Expect(httpDo(client, "GET", listenerURL(port, "/maintenance"), nil, nil).Body).To(Equal("<h1>back soon</h1>\n"))
 
 		By("refusing a body file that cannot be read, with its path")
-		r2, _ := validate("bad.yaml", strings.Replace(cfg, body, filepath.Join(dir, "missing.html"), 1))
+		r2, _ := validate("bad.yaml", cfg(filepath.Join(dir, "missing.html")))
 		Expect(r2.ExitCode).To(Equal(1))
 		Expect(r2.Stderr).To(ContainSubstring("routes[1].direct_response.body.filename: open " + filepath.Join(dir, "missing.html")))
 	})

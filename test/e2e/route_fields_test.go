@@ -126,116 +126,52 @@ func seen(body string) map[string]string {
 // STRICT_DNS name), named (a STATIC endpoint with a hostname), plain (one
 // without) and down (nothing listens).
 func routeFieldsBootstrap(edge, mesh, dnsPort int, upstream, downAddr, h2Addr string) string {
-	host, port, _ := strings.Cut(upstream, ":")
-	downHost, downPort, _ := strings.Cut(downAddr, ":")
-	h2Host, h2Port, _ := strings.Cut(h2Addr, ":")
-	static := func(name, addr, p, hostname string) string {
-		hn := ""
-		if hostname != "" {
-			hn = ", hostname: " + hostname
-		}
-		return fmt.Sprintf("  - {name: %s, type: STATIC, connect_timeout: 1s, load_assignment: {cluster_name: %s, "+
-			"endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: %s, port_value: %s}}%s}}]}]}}\n", name, name, addr, p, hn)
+	GinkgoHelper()
+	up := portNum(upstream)
+	spec := proxySpec{
+		Port:     edge,
+		Listener: "{name: edge}",
+		Top:      "{layered_runtime: {layers: [{name: admin, admin_layer: {}}]}}",
+		HCM: `{stat_prefix: edge, use_remote_address: true,
+			internal_address_config: {cidr_ranges: [{address_prefix: 127.0.0.1, prefix_len: 32}]},
+			scheme_header_transformation: {scheme_to_overwrite: https},
+			route_config: {internal_only_headers: [X-Internal-Token], virtual_hosts: [
+				{name: counted, domains: ["*"], include_request_attempt_count: true, include_attempt_count_in_response: true,
+				 virtual_clusters: [{name: posts, headers: [{name: ":method", string_match: {exact: POST}}]}],
+				 routes: [
+					{match: {prefix: /auto-dns}, route: {cluster: dns, auto_host_rewrite: true, append_x_forwarded_host: true}},
+					{match: {prefix: /auto-static}, route: {cluster: named, auto_host_rewrite: true}},
+					{match: {prefix: /auto-plain}, route: {cluster: plain, auto_host_rewrite: true, append_x_forwarded_host: true}},
+					{match: {prefix: /by-header}, route: {cluster: plain, host_rewrite_header: X-Target}},
+					{match: {prefix: /by-path/}, route: {cluster: plain, append_x_forwarded_host: true,
+						host_rewrite_path_regex: {pattern: {regex: "^/by-path/([^/]+)/.*$"}, substitution: '\1.internal'}}},
+					{match: {prefix: /literal}, route: {cluster: plain, host_rewrite_literal: fixed.internal}},
+					{match: {prefix: /canary, runtime_fraction: {default_value: {numerator: 0}, runtime_key: routing.canary}},
+					 direct_response: {status: 200, body: {inline_string: canary}}},
+					{match: {prefix: /canary}, direct_response: {status: 200, body: {inline_string: stable}}},
+					{match: {prefix: /scheme, headers: [{name: ":scheme", string_match: {exact: https}}]},
+					 direct_response: {status: 200, body: {inline_string: https}}},
+					{match: {prefix: /down}, route: {cluster: down}, stat_prefix: down},
+					{match: {prefix: /direct}, direct_response: {status: 200, body: {inline_string: direct}}, stat_prefix: direct},
+					{match: {prefix: /h2}, route: {cluster: h2}},
+					{match: {prefix: /}, route: {cluster: plain}, stat_prefix: root}]},
+				{name: uncounted, domains: [uncounted], routes: [{match: {prefix: /}, route: {cluster: plain}}]}]}}`,
+		Clusters: []proxyCluster{
+			{Name: "dns", Port: up, Endpoint: "{endpoint: {address: {socket_address: {address: backend.test}}}}",
+				Extra: "{type: STRICT_DNS, dns_lookup_family: V4_ONLY, typed_dns_resolver_config: " + caresResolver(dnsPort, "") + "}"},
+			{Name: "named", Port: up, Endpoint: "{endpoint: {hostname: static.example}}"},
+			{Name: "plain", Port: up},
+			{Name: "down", Port: portNum(downAddr)},
+			{Name: "h2", Port: portNum(h2Addr), Extra: h2cOptions()},
+		},
 	}
-	return fmt.Sprintf(`
-admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
-layered_runtime:
-  layers:
-  - name: admin
-    admin_layer: {}
-static_resources:
-  listeners:
-  - name: edge
-    address: {socket_address: {address: 127.0.0.1, port_value: %[1]d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: edge
-          use_remote_address: true
-          internal_address_config: {cidr_ranges: [{address_prefix: 127.0.0.1, prefix_len: 32}]}
-          scheme_header_transformation: {scheme_to_overwrite: https}
-          route_config:
-            internal_only_headers: [X-Internal-Token]
-            virtual_hosts:
-            - name: counted
-              domains: ["*"]
-              include_request_attempt_count: true
-              include_attempt_count_in_response: true
-              virtual_clusters:
-              - name: posts
-                headers: [{name: ":method", string_match: {exact: POST}}]
-              routes:
-              - match: {prefix: /auto-dns}
-                route: {cluster: dns, auto_host_rewrite: true, append_x_forwarded_host: true}
-              - match: {prefix: /auto-static}
-                route: {cluster: named, auto_host_rewrite: true}
-              - match: {prefix: /auto-plain}
-                route: {cluster: plain, auto_host_rewrite: true, append_x_forwarded_host: true}
-              - match: {prefix: /by-header}
-                route: {cluster: plain, host_rewrite_header: X-Target}
-              - match: {prefix: /by-path/}
-                route:
-                  cluster: plain
-                  append_x_forwarded_host: true
-                  host_rewrite_path_regex: {pattern: {regex: "^/by-path/([^/]+)/.*$"}, substitution: '\1.internal'}
-              - match: {prefix: /literal}
-                route: {cluster: plain, host_rewrite_literal: fixed.internal}
-              - match: {prefix: /canary, runtime_fraction: {default_value: {numerator: 0}, runtime_key: routing.canary}}
-                direct_response: {status: 200, body: {inline_string: canary}}
-              - match: {prefix: /canary}
-                direct_response: {status: 200, body: {inline_string: stable}}
-              - match: {prefix: /scheme, headers: [{name: ":scheme", string_match: {exact: https}}]}
-                direct_response: {status: 200, body: {inline_string: https}}
-              - match: {prefix: /down}
-                route: {cluster: down}
-                stat_prefix: down
-              - match: {prefix: /direct}
-                direct_response: {status: 200, body: {inline_string: direct}}
-                stat_prefix: direct
-              - match: {prefix: /h2}
-                route: {cluster: h2}
-              - match: {prefix: /}
-                route: {cluster: plain}
-                stat_prefix: root
-            - name: uncounted
-              domains: [uncounted]
-              routes:
-              - match: {prefix: /}
-                route: {cluster: plain}
-          http_filters: [{name: router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]
-  - name: mesh
-    address: {socket_address: {address: 127.0.0.1, port_value: %[2]d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: mesh
-          scheme_header_transformation: {match_upstream: true}
-          route_config:
-            internal_only_headers: [x-internal-token]
-            virtual_hosts:
-            - {name: all, domains: ["*"], routes: [{match: {prefix: /h2}, route: {cluster: h2}}, {match: {prefix: /}, route: {cluster: plain}}]}
-          http_filters: [{name: router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]
-  clusters:
-  - name: dns
-    type: STRICT_DNS
-    connect_timeout: 1s
-    dns_lookup_family: V4_ONLY
-    typed_dns_resolver_config: %[3]s
-    load_assignment: {cluster_name: dns, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: backend.test, port_value: %[4]s}}}}]}]}
-%[5]s%[6]s%[7]s  - name: h2
-    type: STATIC
-    connect_timeout: 1s
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config: {http2_protocol_options: {}}
-    load_assignment: {cluster_name: h2, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: %[8]s, port_value: %[9]s}}}}]}]}
-`, edge, mesh, caresResolver(dnsPort, ""), port,
-		static("named", host, port, "static.example"), static("plain", host, port, ""), static("down", downHost, downPort, ""), h2Host, h2Port)
+	spec.More = []proxySpec{{
+		Port:     mesh,
+		Listener: "{name: mesh}",
+		HCM:      "{stat_prefix: mesh, scheme_header_transformation: {match_upstream: true}, route_config: {internal_only_headers: [x-internal-token]}}",
+		Routes:   "[{match: {prefix: /h2}, route: {cluster: h2}}, {match: {prefix: /}, route: {cluster: plain}}]",
+	}}
+	return spec.YAML()
 }
 
 var _ = Describe("Route and connection manager fields", func() {

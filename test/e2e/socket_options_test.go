@@ -13,22 +13,11 @@ import (
 // socketOptionsBootstrap is a listener with the given socket_options (a
 // YAML flow list) answering "hi" itself.
 func socketOptionsBootstrap(port int, opts string) string {
-	return fmt.Sprintf(`admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
-static_resources:
-  listeners:
-  - name: l
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    freebind: true
-    socket_options: %s
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: l
-          route_config: {virtual_hosts: [{name: all, domains: ["*"], routes: [{match: {prefix: /}, direct_response: {status: 200, body: {inline_string: hi}}}]}]}
-          http_filters: [{name: envoy.filters.http.router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]
-`, port, opts)
+	return proxySpec{
+		Port:     port,
+		Listener: "{freebind: true, socket_options: " + opts + "}",
+		Routes:   "[{match: {prefix: /}, direct_response: {status: 200, body: {inline_string: hi}}}]",
+	}.YAML()
 }
 
 var _ = Describe("Listener socket_options and freebind", func() {

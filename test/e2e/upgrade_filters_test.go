@@ -15,46 +15,26 @@ import (
 
 // faultAbort is an HTTP filter that aborts every request with status.
 func faultAbort(status int) string {
-	return fmt.Sprintf(`{name: envoy.filters.http.fault, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault, abort: {http_status: %d, percentage: {numerator: 100}}}}`, status)
+	return httpFilter("envoy.filters.http.fault", "type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault",
+		fmt.Sprintf("{abort: {http_status: %d, percentage: {numerator: 100}}}", status))
 }
 
 var _ = Describe("Upgrades: an upgrade type's own filter chain", func() {
 	It("runs an upgrade through its type's filters instead of http_filters, and types without filters through http_filters", func() {
 		wsUp, echoUp := startWebSocketEcho(), startTCPEcho(false)
 		port := freePort()
-		s := Start(newDir(), fmt.Sprintf(`
-admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
-static_resources:
-  clusters:
-  - {name: ws, connect_timeout: 1s, load_assignment: {cluster_name: ws, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}}]}]}}
-  - {name: echo, connect_timeout: 1s, load_assignment: {cluster_name: echo, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}}]}]}}
-  listeners:
-  - name: l
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: uf
-          upgrade_configs:
-          - {upgrade_type: websocket, filters: [{name: envoy.filters.http.router}]}
-          - {upgrade_type: foo, filters: [%s, {name: envoy.filters.http.router}]}
-          - {upgrade_type: CONNECT}
-          access_log:
-          - name: envoy.access_loggers.stdout
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog
-              log_format: {text_format_source: {inline_string: "UF %%REQ(:METHOD)%% %%REQ(:PATH)%% %%RESPONSE_CODE%% %%RESPONSE_FLAGS%%\n"}}
-          route_config:
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - {match: {connect_matcher: {}}, route: {cluster: echo, upgrade_configs: [{upgrade_type: CONNECT, connect_config: {}}]}}
-              - {match: {prefix: /}, route: {cluster: ws}}
-          http_filters: [%s, {name: envoy.filters.http.router}]
-`, wsUp, echoUp, port, faultAbort(451), faultAbort(503)), "--file-flush-interval-msec", "50")
+		s := Start(newDir(), proxySpec{
+			Port: port,
+			HCM: `{stat_prefix: uf, upgrade_configs: [
+				{upgrade_type: websocket, filters: [{name: envoy.filters.http.router}]},
+				{upgrade_type: foo, filters: [` + faultAbort(451) + `, {name: envoy.filters.http.router}]},
+				{upgrade_type: CONNECT}],
+				access_log: [` + stdoutLog("UF %REQ(:METHOD)% %REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_FLAGS%\n") + `]}`,
+			Routes: `[{match: {connect_matcher: {}}, route: {cluster: echo, upgrade_configs: [{upgrade_type: CONNECT, connect_config: {}}]}},
+				{match: {prefix: /}, route: {cluster: ws}}]`,
+			Filters:  "[" + faultAbort(503) + "]",
+			Clusters: []proxyCluster{{Name: "ws", Port: wsUp}, {Name: "echo", Port: echoUp}},
+		}.YAML(), "--file-flush-interval-msec", "50")
 
 		// An ordinary request runs http_filters: the fault aborts it.
 		resp := httpDo(http.DefaultClient, http.MethodGet, listenerURL(port, "/plain"), nil, nil)
@@ -93,30 +73,21 @@ static_resources:
 	})
 
 	It("refuses an upgrade chain that does not end with the router, with its path", func() {
-		cfg := fmt.Sprintf(`
-static_resources:
-  clusters:
-  - {name: c, connect_timeout: 1s, load_assignment: {cluster_name: c, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 1}}}}]}]}}
-  listeners:
-  - name: l
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: u
-          upgrade_configs: [{upgrade_type: websocket}, {upgrade_type: foo, filters: [%s]}]
-          route_config: {virtual_hosts: [{name: all, domains: ["*"], routes: [{match: {prefix: /}, route: {cluster: c}}]}]}
-          http_filters: [{name: envoy.filters.http.router}]
-`, freePort(), faultAbort(451))
-		r, _ := validate("b.yaml", cfg)
+		// cfg has upgrade type foo's filters fooFilters, a YAML flow list.
+		cfg := func(fooFilters string) string {
+			return proxySpec{
+				Port:     freePort(),
+				HCM:      "{stat_prefix: u, upgrade_configs: [{upgrade_type: websocket}, {upgrade_type: foo, filters: " + fooFilters + "}]}",
+				Clusters: []proxyCluster{{Name: "c", Port: 1}},
+			}.YAML()
+		}
+		r, _ := validate("b.yaml", cfg("["+faultAbort(451)+"]"))
 		Expect(r.ExitCode).To(Equal(1))
 		Expect(r.Stderr).To(ContainSubstring("static_resources.listeners[0].filter_chains[0].filters[0].typed_config.upgrade_configs[1].filters[0]: the last filter must be the router, a terminal filter"))
-		r, _ = validate("b.yaml", strings.Replace(cfg, "filters: ["+faultAbort(451)+"]", "filters: [{name: envoy.filters.http.router, typed_config: {\"@type\": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router, start_child_span: true}}]", 1))
+		r, _ = validate("b.yaml", cfg("[{name: envoy.filters.http.router, typed_config: {\"@type\": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router, start_child_span: true}}]"))
 		Expect(r.ExitCode).To(Equal(1))
 		Expect(r.Stderr).To(ContainSubstring("upgrade_configs[1].filters[0].typed_config.start_child_span: not supported by Outrigger in an upgrade's filter chain"))
-		r, _ = validate("b.yaml", strings.Replace(cfg, "filters: ["+faultAbort(451)+"]", "filters: ["+faultAbort(451)+", {name: envoy.filters.http.router}]", 1))
+		r, _ = validate("b.yaml", cfg("["+faultAbort(451)+", {name: envoy.filters.http.router}]"))
 		Expect(r.ExitCode).To(Equal(0), r.Stderr)
 	})
 })

@@ -23,50 +23,22 @@ import (
 // to 127.0.0.1:<echo1> is forwarded to xc, one to 127.0.0.1:<echo2> to
 // plain. Access logs go to stdout.
 func h2UpstreamBootstrap(port, xcUp, plainUp, echo1, echo2 int) string {
-	cluster := func(name string, port int) string {
-		return fmt.Sprintf(`
-  - name: %s
-    connect_timeout: 1s
-    typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: {"@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions, explicit_http_config: {http2_protocol_options: {}}}}
-    load_assignment: {cluster_name: %s, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}}]}]}`, name, name, port)
-	}
-	return fmt.Sprintf(`
-admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
-static_resources:
-  clusters:%s%s
-  listeners:
-  - name: h2up
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: h2up
-          upgrade_configs: [{upgrade_type: websocket}, {upgrade_type: CONNECT}]
-          http2_protocol_options: {allow_connect: true}
-          access_log:
-          - name: envoy.access_loggers.stdout
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog
-              log_format: {text_format_source: {inline_string: "H2UP %%REQ(:METHOD)%% %%REQ(:PATH)%% %%RESPONSE_CODE%% %%RESPONSE_FLAGS%% %%RESPONSE_CODE_DETAILS%% %%UPSTREAM_CLUSTER%% %%BYTES_RECEIVED%% %%BYTES_SENT%% [%%UPSTREAM_TRANSPORT_FAILURE_REASON%%]\n"}}
-          route_config:
-            virtual_hosts:
-            - name: plain_connect
-              domains: ["127.0.0.1:%d"]
-              routes: [{match: {connect_matcher: {}}, route: {cluster: plain}}]
-            - name: all
-              domains: ["*"]
-              routes:
-              - {match: {connect_matcher: {}}, route: {cluster: xc}}
-              - {match: {prefix: /noxc}, route: {cluster: plain}}
-              - {match: {path: /linger}, route: {cluster: xc, idle_timeout: 0.5s}}
-              - {match: {path: /slow}, route: {cluster: xc, timeout: 0.3s}}
-              - {match: {path: /timed}, route: {cluster: xc, timeout: 0.3s}}
-              - {match: {path: /linger-on}, route: {cluster: xc, prefix_rewrite: /linger, idle_timeout: 0s}}
-              - {match: {prefix: /}, route: {cluster: xc}}
-          http_filters: [{name: envoy.filters.http.router}]
-`, cluster("xc", xcUp), cluster("plain", plainUp), port, echo2)
+	h2 := h2cOptions()
+	return proxySpec{
+		Port:     port,
+		Listener: "{name: h2up}",
+		HCM: `{stat_prefix: h2up, upgrade_configs: [{upgrade_type: websocket}, {upgrade_type: CONNECT}], http2_protocol_options: {allow_connect: true},
+			access_log: [` + stdoutLog("H2UP %REQ(:METHOD)% %REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_FLAGS% %RESPONSE_CODE_DETAILS% %UPSTREAM_CLUSTER% %BYTES_RECEIVED% %BYTES_SENT% [%UPSTREAM_TRANSPORT_FAILURE_REASON%]\n") + `]}`,
+		Hosts: fmt.Sprintf(`[{name: plain_connect, domains: ["127.0.0.1:%d"], routes: [{match: {connect_matcher: {}}, route: {cluster: plain}}]}]`, echo2),
+		Routes: `[{match: {connect_matcher: {}}, route: {cluster: xc}},
+			{match: {prefix: /noxc}, route: {cluster: plain}},
+			{match: {path: /linger}, route: {cluster: xc, idle_timeout: 0.5s}},
+			{match: {path: /slow}, route: {cluster: xc, timeout: 0.3s}},
+			{match: {path: /timed}, route: {cluster: xc, timeout: 0.3s}},
+			{match: {path: /linger-on}, route: {cluster: xc, prefix_rewrite: /linger, idle_timeout: 0s}},
+			{match: {prefix: /}, route: {cluster: xc}}]`,
+		Clusters: []proxyCluster{{Name: "xc", Port: xcUp, Extra: h2}, {Name: "plain", Port: plainUp, Extra: h2}},
+	}.YAML()
 }
 
 var _ = Describe("Upgrades to HTTP/2 upstreams", func() {

@@ -88,53 +88,26 @@ func startTCPEcho(connectFirst bool) int {
 // TCP echo server; "fwd" forwarding CONNECT to a forward proxy; "plain"
 // with no upgrade configured. Access logs go to stdout.
 func upgradeBootstrap(wsPort, plainPort, fwdPort, wsUp, echoUp, proxyUp int) string {
-	hcm := func(prefix, upgrades, routes string) string {
-		return fmt.Sprintf(`
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: %s
-          upgrade_configs: [%s]
-          http2_protocol_options: {allow_connect: true}
-          access_log:
-          - name: envoy.access_loggers.stdout
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog
-              log_format: {text_format_source: {inline_string: "UPGRADE %s %%REQ(:METHOD)%% %%REQ(:PATH)%% %%RESPONSE_CODE%% %%BYTES_RECEIVED%% %%BYTES_SENT%% %%RESPONSE_CODE_DETAILS%% %%UPSTREAM_CLUSTER%%\n"}}
-          route_config:
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes: [%s]
-          http_filters: [{name: envoy.filters.http.router}]`, prefix, upgrades, prefix, routes)
+	GinkgoHelper()
+	listener := func(name string, port int, prefix, upgrades, routes string) proxySpec {
+		return proxySpec{
+			Port:     port,
+			Listener: "{name: " + name + "}",
+			HCM: `{stat_prefix: ` + prefix + `, upgrade_configs: [` + upgrades + `], http2_protocol_options: {allow_connect: true},
+				access_log: [` + stdoutLog("UPGRADE "+prefix+" %REQ(:METHOD)% %REQ(:PATH)% %RESPONSE_CODE% %BYTES_RECEIVED% %BYTES_SENT% %RESPONSE_CODE_DETAILS% %UPSTREAM_CLUSTER%\n") + `]}`,
+			Routes: "[" + routes + "]",
+		}
 	}
-	return fmt.Sprintf(`
-admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
-static_resources:
-  clusters:
-  - {name: ws, connect_timeout: 1s, load_assignment: {cluster_name: ws, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}}]}]}}
-  - {name: echo, connect_timeout: 1s, load_assignment: {cluster_name: echo, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}}]}]}}
-  - {name: fproxy, connect_timeout: 1s, load_assignment: {cluster_name: fproxy, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}}]}]}}
-  listeners:
-  - name: ws
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:%s
-  - name: plain
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:%s
-  - name: fwd
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:%s
-`, wsUp, echoUp, proxyUp,
-		wsPort, hcm("wsl", `{upgrade_type: WebSocket}`, `
-                {match: {connect_matcher: {}}, route: {cluster: echo, upgrade_configs: [{upgrade_type: CONNECT, connect_config: {}}]}},
-                {match: {prefix: /off}, route: {cluster: ws, upgrade_configs: [{upgrade_type: websocket, enabled: false}]}},
-                {match: {prefix: /}, route: {cluster: ws}}`),
-		plainPort, hcm("plain", ``, `{match: {prefix: /}, route: {cluster: ws}}`),
-		fwdPort, hcm("fwd", `{upgrade_type: connect}`, `{match: {connect_matcher: {}}, route: {cluster: fproxy}}`))
+	ws := listener("ws", wsPort, "wsl", `{upgrade_type: WebSocket}`, `
+		{match: {connect_matcher: {}}, route: {cluster: echo, upgrade_configs: [{upgrade_type: CONNECT, connect_config: {}}]}},
+		{match: {prefix: /off}, route: {cluster: ws, upgrade_configs: [{upgrade_type: websocket, enabled: false}]}},
+		{match: {prefix: /}, route: {cluster: ws}}`)
+	ws.Clusters = []proxyCluster{{Name: "ws", Port: wsUp}, {Name: "echo", Port: echoUp}, {Name: "fproxy", Port: proxyUp}}
+	ws.More = []proxySpec{
+		listener("plain", plainPort, "plain", ``, `{match: {prefix: /}, route: {cluster: ws}}`),
+		listener("fwd", fwdPort, "fwd", `{upgrade_type: connect}`, `{match: {connect_matcher: {}}, route: {cluster: fproxy}}`),
+	}
+	return ws.YAML()
 }
 
 // rawConnect sends a CONNECT for target on a new connection to port and
