@@ -30,6 +30,8 @@ type proxySpec struct {
 	// Filters are the HTTP filters before the router, a YAML flow list
 	// (http_filters in HCM replaces the whole list, router included).
 	Filters string
+	// Router are extra fields of the router's typed_config.
+	Router string
 	// Clusters are the upstream clusters by name, in order, each with its
 	// port on 127.0.0.1 and extra cluster fields.
 	Clusters []proxyCluster
@@ -88,7 +90,7 @@ func (p proxySpec) listener() map[string]any {
 	}
 	filters := append(flowList(p.Filters), map[string]any{
 		"name":         "envoy.filters.http.router",
-		"typed_config": map[string]any{"@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"},
+		"typed_config": merge(map[string]any{"@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"}, p.Router),
 	})
 	hcm := merge(map[string]any{
 		"@type":       "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",

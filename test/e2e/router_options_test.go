@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -14,16 +13,13 @@ import (
 // to a header-echo upstream, through a router with the given options (a
 // YAML flow mapping of Router fields).
 func routerOptionsBootstrap(port, up int, router string) string {
-	cfg := proxySpec{
+	return proxySpec{
 		Port:     port,
 		HCM:      "{stat_prefix: ro}",
 		Routes:   `[{match: {prefix: /v1/}, route: {cluster: up, prefix_rewrite: /v2/, host_rewrite_literal: internal.example, timeout: 5s}}]`,
+		Router:   router,
 		Clusters: []proxyCluster{{Name: "up", Port: up}},
 	}.YAML()
-	// The router is proxySpec's last filter; its options go in its
-	// typed_config.
-	return strings.Replace(cfg, `"@type":"type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"`,
-		strings.Trim(withType("type.googleapis.com/envoy.extensions.filters.http.router.v3.Router", router), "{}"), 1)
 }
 
 var _ = Describe("Router options: suppress_envoy_headers and dynamic_stats", func() {
