@@ -114,6 +114,7 @@ type Entry struct {
 	// (%UPSTREAM_METADATA%); nil before a host is chosen.
 	UpstreamHostMetadata *corev3.Metadata
 	// RouteMetadata is the matched route's metadata
-	// (%METADATA(ROUTE:...)%, which the parser still refuses).
-	RouteMetadata *corev3.Metadata
+	// (%METADATA(ROUTE:...)%); VirtualHostMetadata its virtual host's
+	// (%METADATA(VIRTUAL_HOST:...)%).
+	RouteMetadata, VirtualHostMetadata *corev3.Metadata
 }

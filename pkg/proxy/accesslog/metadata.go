@@ -19,6 +19,7 @@ const (
 	metadataCluster
 	metadataUpstreamHost
 	metadataRoute
+	metadataVirtualHost
 )
 
 // metadataRef is a compiled metadata operator: %DYNAMIC_METADATA(NS:K...)%,
@@ -37,6 +38,7 @@ var metadataTypes = map[string]metadataSource{
 	"CLUSTER":       metadataCluster,
 	"UPSTREAM_HOST": metadataUpstreamHost,
 	"ROUTE":         metadataRoute,
+	"VIRTUAL_HOST":  metadataVirtualHost,
 }
 
 // metadataTypesRefused are Envoy's other %METADATA% types, refused with a
@@ -45,7 +47,6 @@ var metadataTypes = map[string]metadataSource{
 // Outrigger does not keep.
 var metadataTypesRefused = map[string]string{
 	"LISTENER":     "listener metadata is not supported by Outrigger",
-	"VIRTUAL_HOST": "virtual host metadata is not supported by Outrigger",
 }
 
 // parseMetadataOperator compiles the built-in metadata operators. Like
@@ -102,6 +103,8 @@ func (m *metadataRef) metadata(e *Entry) *corev3.Metadata {
 		return e.UpstreamHostMetadata
 	case metadataRoute:
 		return e.RouteMetadata
+	case metadataVirtualHost:
+		return e.VirtualHostMetadata
 	}
 	return e.DynamicMetadata
 }

@@ -109,7 +109,6 @@ func TestMetadataOperatorErrors(t *testing.T) {
 		"no length":         {format: "%UPSTREAM_METADATA(a:b):3%", want: "UPSTREAM_METADATA does not allow length to be specified."},
 		"unknown type":      {format: "%METADATA(FOO:a)%", want: "FOO is not supported type of metadata"},
 		"listener":          {format: "%METADATA(LISTENER:a)%", want: "listener metadata is not supported"},
-		"virtual host":      {format: "%METADATA(VIRTUAL_HOST:a)%", want: "virtual host metadata is not supported"},
 		"req without query": {format: "%REQ_WITHOUT_QUERY(:PATH)%", want: "command operator %REQ_WITHOUT_QUERY% needs the formatter extension envoy.formatter.req_without_query"},
 	}
 	for name, tc := range tests {

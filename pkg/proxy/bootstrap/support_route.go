@@ -43,6 +43,8 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.Route.typed_per_filter_config":    {perFilter: true},
 	// Read by %METADATA(ROUTE:...)% and route metadata tags.
 	"envoy.config.route.v3.Route.metadata": {},
+	// Read by %METADATA(VIRTUAL_HOST:...)%.
+	"envoy.config.route.v3.VirtualHost.metadata": {},
 
 	// Route matching.
 	"envoy.config.route.v3.RouteMatch.prefix":                           {},

@@ -414,6 +414,7 @@ func (s *stream) decode() {
 	s.route = route
 	s.entry.RouteName = route.Name
 	s.entry.RouteMetadata = routeMetadata(route)
+	s.entry.VirtualHostMetadata = route.VirtualHost.Metadata
 	switch {
 	case route.Direct != nil:
 		m.stats.rqDirectResponse.Inc()

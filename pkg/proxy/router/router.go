@@ -40,6 +40,9 @@ type Table struct {
 type VirtualHost struct {
 	Name   string
 	Routes []*Route
+	// Metadata is the virtual host's metadata (%METADATA(VIRTUAL_HOST:...)%),
+	// nil when it has none.
+	Metadata *corev3.Metadata
 	// Cors is the virtual host's CORS policy, nil when it has none.
 	Cors *CorsPolicy
 	// RateLimits are the virtual host's rate_limits.
@@ -248,6 +251,7 @@ func levels(route []*headerOps, vh, global *headerOps, mostSpecificWins bool) []
 func compileVirtualHost(vhc *routev3.VirtualHost, opts *Options) (*VirtualHost, filterConfigs, error) {
 	vh := &VirtualHost{
 		Name:                          vhc.GetName(),
+		Metadata:                      vhc.GetMetadata(),
 		IncludeRequestAttemptCount:    vhc.GetIncludeRequestAttemptCount(),
 		IncludeAttemptCountInResponse: vhc.GetIncludeAttemptCountInResponse(),
 	}
