@@ -46,7 +46,7 @@ var metadataTypes = map[string]metadataSource{
 // cannot be configured yet, so a format naming them would be a promise
 // Outrigger does not keep.
 var metadataTypesRefused = map[string]string{
-	"LISTENER":     "listener metadata is not supported by Outrigger",
+	"LISTENER": "listener metadata is not supported by Outrigger",
 }
 
 // parseMetadataOperator compiles the built-in metadata operators. Like
