@@ -22,6 +22,7 @@ func metadataLogBootstrap(port int, upAddr, accessLog, localReply string) string
 		Port:        port,
 		HCM:         "{stat_prefix: md, access_log: [" + accessLog + "], local_reply_config: " + localReply + "}",
 		VirtualHost: "{metadata: {filter_metadata: {vh.info: {team: shop}}}}",
+		Listener:    "{metadata: {filter_metadata: {l.info: {zone: edge}}}}",
 		Routes: `[{match: {prefix: /up}, route: {cluster: up}, metadata: {filter_metadata: {route.info: {owner: checkout}}},
 				response_headers_to_add: [
 					{header: {key: x-zone, value: "%UPSTREAM_METADATA(envoy.lb:zone)%"}},
@@ -61,14 +62,14 @@ func jsonLine(stdout, path string) map[string]any {
 }
 
 var _ = Describe("Access-log metadata operators and formatter extensions", func() {
-	It("renders route, virtual host, cluster and endpoint metadata in text and JSON logs, header values and local reply bodies, and strips queries with req_without_query", func() {
+	It("renders listener, route, virtual host, cluster and endpoint metadata in text and JSON logs, header values and local reply bodies, and strips queries with req_without_query", func() {
 		upstream := httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			_, _ = io.WriteString(w, "ok")
 		}), false)
 		port := freePort()
 		s := Start(newDir(), metadataLogBootstrap(port, upstream, `
 			{name: text, typed_config: {"@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog,
-			  log_format: {text_format_source: {inline_string: "MD path=%REQ_WITHOUT_QUERY(:PATH)% zone=%UPSTREAM_METADATA(envoy.lb:zone)% owner=%CLUSTER_METADATA(team:owner)% tier=%METADATA(CLUSTER:team:tier)% flags=%CLUSTER_METADATA(team:flags)% short=%METADATA(UPSTREAM_HOST:envoy.lb):10% dyn=%DYNAMIC_METADATA(ns:key)% ns=%METADATA(DYNAMIC:ns)% route=%METADATA(ROUTE:route.info:owner)% vh=%METADATA(VIRTUAL_HOST:vh.info:team)%\n"},
+			  log_format: {text_format_source: {inline_string: "MD path=%REQ_WITHOUT_QUERY(:PATH)% zone=%UPSTREAM_METADATA(envoy.lb:zone)% owner=%CLUSTER_METADATA(team:owner)% tier=%METADATA(CLUSTER:team:tier)% flags=%CLUSTER_METADATA(team:flags)% short=%METADATA(UPSTREAM_HOST:envoy.lb):10% dyn=%DYNAMIC_METADATA(ns:key)% ns=%METADATA(DYNAMIC:ns)% route=%METADATA(ROUTE:route.info:owner)% vh=%METADATA(VIRTUAL_HOST:vh.info:team)% l=%METADATA(LISTENER:l.info:zone)%\n"},
 			    formatters: [{name: envoy.formatter.req_without_query, typed_config: {"@type": type.googleapis.com/envoy.extensions.formatter.req_without_query.v3.ReqWithoutQuery}},
 			                 {name: envoy.formatter.metadata, typed_config: {"@type": type.googleapis.com/envoy.extensions.formatter.metadata.v3.Metadata}}]}}},
 			{name: json, typed_config: {"@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog,
@@ -86,7 +87,7 @@ var _ = Describe("Access-log metadata operators and formatter extensions", func(
 		Expect(h.Values("X-Dynamic")).To(BeEmpty(), "no filter sets dynamic metadata: the header is left out")
 
 		Eventually(s.Stdout).Should(ContainSubstring(
-			`MD path=/up/pay zone=zone-a owner=payments tier=2 flags={"canary":false,"weight":0.25} short={"version" dyn=- ns=- route=checkout vh=shop` + "\n"))
+			`MD path=/up/pay zone=zone-a owner=payments tier=2 flags={"canary":false,"weight":0.25} short={"version" dyn=- ns=- route=checkout vh=shop l=edge` + "\n"))
 		Expect(s.Stdout()).NotTo(ContainSubstring("secret"))
 		var line map[string]any
 		Eventually(func() map[string]any { line = jsonLine(s.Stdout(), "/up/pay"); return line }).ShouldNot(BeNil())
@@ -104,7 +105,7 @@ var _ = Describe("Access-log metadata operators and formatter extensions", func(
 		resp.Body.Close()
 		Expect(resp.StatusCode).To(Equal(503))
 		Expect(string(body)).To(Equal("local reply for search host=-"))
-		Eventually(s.Stdout).Should(ContainSubstring("MD path=/down zone=- owner=search tier=- flags=- short=- dyn=- ns=- route=- vh=shop\n"))
+		Eventually(s.Stdout).Should(ContainSubstring("MD path=/down zone=- owner=search tier=- flags=- short=- dyn=- ns=- route=- vh=shop l=edge\n"))
 	})
 
 	DescribeTable("refuses formats Envoy refuses, and formatter extensions it does not implement",

@@ -115,6 +115,7 @@ type Entry struct {
 	UpstreamHostMetadata *corev3.Metadata
 	// RouteMetadata is the matched route's metadata
 	// (%METADATA(ROUTE:...)%); VirtualHostMetadata its virtual host's
-	// (%METADATA(VIRTUAL_HOST:...)%).
-	RouteMetadata, VirtualHostMetadata *corev3.Metadata
+	// (%METADATA(VIRTUAL_HOST:...)%); ListenerMetadata the listener's
+	// (%METADATA(LISTENER:...)%).
+	RouteMetadata, VirtualHostMetadata, ListenerMetadata *corev3.Metadata
 }

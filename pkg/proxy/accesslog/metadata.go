@@ -20,6 +20,7 @@ const (
 	metadataUpstreamHost
 	metadataRoute
 	metadataVirtualHost
+	metadataListener
 )
 
 // metadataRef is a compiled metadata operator: %DYNAMIC_METADATA(NS:K...)%,
@@ -39,14 +40,7 @@ var metadataTypes = map[string]metadataSource{
 	"UPSTREAM_HOST": metadataUpstreamHost,
 	"ROUTE":         metadataRoute,
 	"VIRTUAL_HOST":  metadataVirtualHost,
-}
-
-// metadataTypesRefused are Envoy's other %METADATA% types, refused with a
-// reason rather than Envoy's "not supported type" message: their metadata
-// cannot be configured yet, so a format naming them would be a promise
-// Outrigger does not keep.
-var metadataTypesRefused = map[string]string{
-	"LISTENER": "listener metadata is not supported by Outrigger",
+	"LISTENER":      metadataListener,
 }
 
 // parseMetadataOperator compiles the built-in metadata operators. Like
@@ -57,9 +51,6 @@ func parseMetadataOperator(name, args string, hasArgs bool, maxLen int) (*metada
 		typ, rest, _ := strings.Cut(args, ":")
 		src, ok := metadataTypes[typ]
 		if !ok {
-			if why, refused := metadataTypesRefused[typ]; refused {
-				return nil, fmt.Errorf("%%METADATA(%s)%%: %s", args, why)
-			}
 			return nil, fmt.Errorf("%%METADATA(%s)%%: %s is not supported type of metadata", args, typ)
 		}
 		ns, path := splitMetadataPath(rest)
@@ -105,6 +96,8 @@ func (m *metadataRef) metadata(e *Entry) *corev3.Metadata {
 		return e.RouteMetadata
 	case metadataVirtualHost:
 		return e.VirtualHostMetadata
+	case metadataListener:
+		return e.ListenerMetadata
 	}
 	return e.DynamicMetadata
 }

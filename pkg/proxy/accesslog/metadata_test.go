@@ -108,7 +108,6 @@ func TestMetadataOperatorErrors(t *testing.T) {
 		"empty parameters":  {format: "%CLUSTER_METADATA()%", want: "CLUSTER_METADATA requires parameters"},
 		"no length":         {format: "%UPSTREAM_METADATA(a:b):3%", want: "UPSTREAM_METADATA does not allow length to be specified."},
 		"unknown type":      {format: "%METADATA(FOO:a)%", want: "FOO is not supported type of metadata"},
-		"listener":          {format: "%METADATA(LISTENER:a)%", want: "listener metadata is not supported"},
 		"req without query": {format: "%REQ_WITHOUT_QUERY(:PATH)%", want: "command operator %REQ_WITHOUT_QUERY% needs the formatter extension envoy.formatter.req_without_query"},
 	}
 	for name, tc := range tests {

@@ -20,8 +20,10 @@ var supportedListener = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.listener.v3.Listener.enable_reuse_port":                 {},
 	// Socket options of the listening sockets (pkg/proxy/sockopt), and
 	// those of upstream connections (upstream_bind_config).
-	"envoy.config.listener.v3.Listener.socket_options":      {},
-	"envoy.config.listener.v3.Listener.freebind":            {},
+	"envoy.config.listener.v3.Listener.socket_options": {},
+	"envoy.config.listener.v3.Listener.freebind":       {},
+	// Read by %METADATA(LISTENER:...)% in the connection manager's logs.
+	"envoy.config.listener.v3.Listener.metadata":            {},
 	"envoy.config.core.v3.SocketOption.description":         {},
 	"envoy.config.core.v3.SocketOption.level":               {},
 	"envoy.config.core.v3.SocketOption.name":                {},

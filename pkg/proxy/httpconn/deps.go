@@ -64,6 +64,9 @@ type Deps struct {
 	// DefaultTracer is the bootstrap's tracing.http, the provider of a
 	// connection manager whose tracing names none; nil for none.
 	DefaultTracer *tracev3.Tracing_Http
+	// ListenerMetadata is the listener's metadata, which
+	// %METADATA(LISTENER:...)% reads; nil when it has none.
+	ListenerMetadata *corev3.Metadata
 	// Egress is set for the listeners whose traffic_direction is
 	// OUTBOUND: their spans are named "egress <host>" and are clients'.
 	Egress bool

@@ -276,6 +276,7 @@ func (s *stream) begin(real time.Time, proto string) {
 		DownstreamLocalAddress:  s.local,
 		ConnectionID:            s.connID,
 		RequestHeaders:          &s.reqHeaders,
+		ListenerMetadata:        s.m.deps.ListenerMetadata,
 		Type:                    datav3.AccessLogType_DownstreamEnd,
 	}
 	st := s.m.stats

@@ -109,7 +109,11 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 			Now:               s.now,
 		},
 		BuildChain: func(fc *listenerv3.FilterChain, drain *listener.Drain) (listener.ConnHandler, error) {
-			ch, err := s.buildNetworkFilters(fc, drain, scope, lc.GetTrafficDirection() == corev3.TrafficDirection_OUTBOUND)
+			ch, err := s.buildNetworkFilters(fc, drain, chainContext{
+				scope:    scope,
+				egress:   lc.GetTrafficDirection() == corev3.TrafficDirection_OUTBOUND,
+				metadata: lc.GetMetadata(),
+			})
 			if err != nil {
 				return nil, err
 			}
@@ -129,14 +133,22 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 	return bl, nil
 }
 
+// chainContext is what a filter chain's filters know of their listener:
+// scope is the listener's stat scope, under which the connection manager
+// keeps its per-listener stats; egress is set for OUTBOUND listeners
+// (their spans are egress spans); metadata is the listener's metadata
+// (%METADATA(LISTENER:...)%).
+type chainContext struct {
+	scope    string
+	egress   bool
+	metadata *corev3.Metadata
+}
+
 // buildNetworkFilters builds the network filters of one filter chain:
 // read filters, then one terminal filter (the http_connection_manager or
-// a terminal network filter from the registry, such as tcp_proxy). scope
-// is the listener's stat scope, under which the connection manager keeps
-// its per-listener stats; egress is set for OUTBOUND listeners (their
-// spans are egress spans). Errors name the field below the filter chain,
-// one per problem.
-func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener.Drain, scope string, egress bool) (*netfilter.Chain, error) {
+// a terminal network filter from the registry, such as tcp_proxy). Errors
+// name the field below the filter chain, one per problem.
+func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener.Drain, cc chainContext) (*netfilter.Chain, error) {
 	filters := fc.GetFilters()
 	if len(filters) == 0 {
 		return nil, errors.New("filters: a filter chain needs at least one network filter, ending with a terminal filter (http_connection_manager or tcp_proxy)")
@@ -146,7 +158,7 @@ func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener
 		errs  []error
 	)
 	for i, f := range filters {
-		nf, err := s.buildNetworkFilter(f, drain, scope, egress)
+		nf, err := s.buildNetworkFilter(f, drain, cc)
 		if err != nil {
 			errs = append(errs, listener.PrefixErrors(fmt.Sprintf("filters[%d].", i), err)...)
 			continue
@@ -174,7 +186,7 @@ func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener
 
 // buildNetworkFilter builds one network filter, found by the type of its
 // typed_config (or its name). Errors name the field below the filter.
-func (s *Server) buildNetworkFilter(f *listenerv3.Filter, drain *listener.Drain, scope string, egress bool) (netfilter.Filter, error) {
+func (s *Server) buildNetworkFilter(f *listenerv3.Filter, drain *listener.Drain, cc chainContext) (netfilter.Filter, error) {
 	ext, msg, err := s.ext.Resolve(extension.Ref{
 		Kind: "network filter", Category: netfilter.Category, Name: f.GetName(), Config: f.GetTypedConfig(),
 	}, extension.LookupByName(runtimeValues{s.runtime}))
@@ -182,7 +194,7 @@ func (s *Server) buildNetworkFilter(f *listenerv3.Filter, drain *listener.Drain,
 		return nil, err
 	}
 	if hcm, ok := msg.(*hcmv3.HttpConnectionManager); ok {
-		return s.buildHTTPConnectionManager(hcm, drain, scope, egress)
+		return s.buildHTTPConnectionManager(hcm, drain, cc)
 	}
 	factory, ok := ext.Factory.(netfilter.Factory)
 	if !ok {
@@ -223,11 +235,12 @@ func (s *Server) buildListenerFilter(f *listenerv3.ListenerFilter) (listenerfilt
 
 // buildHTTPConnectionManager builds an http_connection_manager. Errors
 // name the field below the filter.
-func (s *Server) buildHTTPConnectionManager(hcm *hcmv3.HttpConnectionManager, drain *listener.Drain, scope string, egress bool) (*httpconn.Manager, error) {
+func (s *Server) buildHTTPConnectionManager(hcm *hcmv3.HttpConnectionManager, drain *listener.Drain, cc chainContext) (*httpconn.Manager, error) {
 	m, err := httpconn.New(hcm, httpconn.Deps{
 		Log:                s.logs.Logger("http"),
 		Stats:              s.stats,
-		ListenerStatPrefix: scope,
+		ListenerStatPrefix: cc.scope,
+		ListenerMetadata:   cc.metadata,
 		Upstreams:          s.upstreams(),
 		Drain:              drain,
 		Health:             s,
@@ -237,7 +250,7 @@ func (s *Server) buildHTTPConnectionManager(hcm *hcmv3.HttpConnectionManager, dr
 		Runtime:            runtimeValues{s.runtime},
 		Tracing:            s.tracingContext(),
 		DefaultTracer:      s.defaultTracer(),
-		Egress:             egress,
+		Egress:             cc.egress,
 		Overload:           s.httpOverload(),
 		Now:                s.clock,
 	})
