@@ -335,6 +335,7 @@ var _ = Describe("Compatibility tier: real-world configurations served", func() 
 		echoThrough(db, bufio.NewReader(db), "SELECT 1;")
 		// The JSON access log on stdout.
 		Eventually(s.Stdout, 10*time.Second).Should(ContainSubstring(`"path":"/index.html"`))
+		Eventually(s.Stdout, 10*time.Second).Should(ContainSubstring(`"path":"/deny/me"`))
 		var line map[string]any
 		for l := range strings.SplitSeq(s.Stdout(), "\n") {
 			if strings.Contains(l, `"path":"/deny/me"`) {
