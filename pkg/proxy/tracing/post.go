@@ -70,7 +70,8 @@ func NewPoster(cluster grpcservice.Cluster, host, path string, headers http.Head
 	return &Poster{cluster: cluster, timeout: timeout, head: b.String()}, nil
 }
 
-// Post sends body; an answer other than 2xx is an error.
+// Post sends body; an answer other than 2xx is an error. body is written
+// before Post returns and not kept: the caller may reuse it.
 func (p *Poster) Post(ctx context.Context, contentType string, body []byte) error {
 	if p.timeout > 0 {
 		var cancel context.CancelFunc

@@ -1,6 +1,8 @@
 package opentelemetry
 
 import (
+	"slices"
+
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
@@ -98,10 +100,10 @@ func kindOf(s *tracing.Span) uint64 {
 	return kindServer
 }
 
-// appendSpan appends a Span as field num.
-func appendSpan(b []byte, s *tracing.Span) []byte {
+// appendSpan appends a Span of size bytes (its spanSize) as field num.
+func appendSpan(b []byte, s *tracing.Span, size int) []byte {
 	b = protowire.AppendTag(b, fieldSpans, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(spanSize(s)))
+	b = protowire.AppendVarint(b, uint64(size))
 	b = protowire.AppendTag(b, fieldTraceID, protowire.BytesType)
 	b = protowire.AppendBytes(b, s.Trace[:])
 	b = protowire.AppendTag(b, fieldSpanID, protowire.BytesType)
@@ -130,18 +132,29 @@ func appendSpan(b []byte, s *tracing.Span) []byte {
 	return b
 }
 
+// encoder writes export requests. Each span's size is computed once, in
+// sizes, reused from one request to the next, and the buffer grows once to
+// the request's size: a batch costs no allocation when b has room.
+type encoder struct {
+	sizes []int
+}
+
 // appendRequest appends the ExportTraceServiceRequest of a batch: one
 // ResourceSpans with the resource's attributes and one ScopeSpans.
-func appendRequest(b []byte, resource []tracing.Tag, spans []*tracing.Span) []byte {
+func (e *encoder) appendRequest(b []byte, resource []tracing.Tag, spans []*tracing.Span) []byte {
 	resSize := 0
 	for _, t := range resource {
 		resSize += lenField(kvSize(t.Key, t.Value))
 	}
+	e.sizes = e.sizes[:0]
 	scopeSize := 0
 	for _, s := range spans {
-		scopeSize += lenField(spanSize(s))
+		n := spanSize(s)
+		e.sizes = append(e.sizes, n)
+		scopeSize += lenField(n)
 	}
 	rsSize := lenField(resSize) + lenField(scopeSize)
+	b = slices.Grow(b, lenField(rsSize))
 	b = protowire.AppendTag(b, fieldResourceSpans, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(rsSize))
 	b = protowire.AppendTag(b, fieldResource, protowire.BytesType)
@@ -151,8 +164,8 @@ func appendRequest(b []byte, resource []tracing.Tag, spans []*tracing.Span) []by
 	}
 	b = protowire.AppendTag(b, fieldScopeSpans, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(scopeSize))
-	for _, s := range spans {
-		b = appendSpan(b, s)
+	for i, s := range spans {
+		b = appendSpan(b, s, e.sizes[i])
 	}
 	return b
 }

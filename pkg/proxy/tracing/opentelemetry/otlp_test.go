@@ -27,7 +27,7 @@ func TestRequestDecodes(t *testing.T) {
 	res := []tracing.Tag{{Key: "service.name", Value: "edge"}}
 
 	var req collectorpb.ExportTraceServiceRequest
-	if err := proto.Unmarshal(appendRequest(nil, res, []*tracing.Span{root, child}), &req); err != nil {
+	if err := proto.Unmarshal((&encoder{}).appendRequest(nil, res, []*tracing.Span{root, child}), &req); err != nil {
 		t.Fatal(err)
 	}
 	rs := req.GetResourceSpans()
