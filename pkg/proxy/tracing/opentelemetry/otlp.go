@@ -53,6 +53,9 @@ func anySize(v string) int { return lenField(len(v)) }
 
 // kvSize is the size of a KeyValue with a string value.
 func kvSize(k, v string) int {
+	if k != "" && len(k)+len(v) < maxShortKV {
+		return 6 + len(k) + len(v)
+	}
 	n := lenField(anySize(v))
 	if k != "" {
 		n += lenField(len(k))
@@ -60,8 +63,23 @@ func kvSize(k, v string) int {
 	return n
 }
 
+// maxShortKV bounds the key and value lengths of a short KeyValue: one
+// whose size, 6 bytes more (two tags and lengths in it, two in its
+// AnyValue), is below 128, so that each length takes one byte. The tags
+// of a span are short, all but long URLs and custom values.
+const maxShortKV = 128 - 6
+
 // appendKV appends a KeyValue with a string value as field num.
 func appendKV(b []byte, num protowire.Number, k, v string) []byte {
+	if k != "" && len(k)+len(v) < maxShortKV {
+		// The common case in one pass, each tag and length a byte.
+		b = append(b, byte(num)<<3|byte(protowire.BytesType), byte(6+len(k)+len(v)),
+			fieldKey<<3|byte(protowire.BytesType), byte(len(k)))
+		b = append(b, k...)
+		b = append(b, fieldValue<<3|byte(protowire.BytesType), byte(2+len(v)),
+			fieldStringValue<<3|byte(protowire.BytesType), byte(len(v)))
+		return append(b, v...)
+	}
 	b = protowire.AppendTag(b, num, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(kvSize(k, v)))
 	if k != "" {
