@@ -54,9 +54,16 @@ type Batcher struct {
 
 	spansSent, timerFlushed, dropped, reportsSent, reportsFailed *stats.Counter
 
+	// The runtime keys, built once: Report reads min_flush_spans for
+	// every span.
+	keyMinFlush, keyInterval, keyTimeout string
+
 	mu     sync.Mutex
 	buf    []*Span
 	closed bool
+	// spare is the slice of the last export, which the next take swaps
+	// with buf: the buffer is not grown again for every batch.
+	spare []*Span
 
 	kick chan struct{}
 	stop chan struct{}
@@ -94,6 +101,9 @@ func NewBatcher(exp Exporter, opts BatchOptions, ctx Context) *Batcher {
 		kick:          make(chan struct{}, 1),
 		stop:          make(chan struct{}),
 		done:          make(chan struct{}),
+		keyMinFlush:   opts.RuntimePrefix + "min_flush_spans",
+		keyInterval:   opts.RuntimePrefix + "flush_interval_ms",
+		keyTimeout:    opts.RuntimePrefix + "request_timeout",
 	}
 	if b.log.GetSink() == nil {
 		b.log = logr.Discard()
@@ -103,12 +113,12 @@ func NewBatcher(exp Exporter, opts BatchOptions, ctx Context) *Batcher {
 	return b
 }
 
-// runtime reads one of the tracer's runtime values.
+// runtime reads one of the tracer's runtime values, by its full key.
 func (b *Batcher) runtime(key string, def uint64) uint64 {
 	if b.rt == nil {
 		return def
 	}
-	return b.rt.Uint64(b.opts.RuntimePrefix+key, def)
+	return b.rt.Uint64(key, def)
 }
 
 // Report implements Reporter: the span waits for the next export, or is
@@ -124,7 +134,7 @@ func (b *Batcher) Report(s *Span) {
 	b.buf = append(b.buf, s)
 	n := len(b.buf)
 	b.mu.Unlock()
-	if uint64(n) >= b.runtime("min_flush_spans", 5) {
+	if uint64(n) >= b.runtime(b.keyMinFlush, 5) {
 		select {
 		case b.kick <- struct{}{}:
 		default:
@@ -136,7 +146,7 @@ func (b *Batcher) Report(s *Span) {
 func (b *Batcher) run() {
 	defer close(b.done)
 	interval := func() time.Duration {
-		ms := b.runtime("flush_interval_ms", 5000)
+		ms := b.runtime(b.keyInterval, 5000)
 		if ms == 0 {
 			ms = 1
 		}
@@ -159,13 +169,23 @@ func (b *Batcher) run() {
 	}
 }
 
-// take empties the buffer.
+// take empties the buffer: what it held is returned, and the buffer
+// becomes the slice of the last export, emptied.
 func (b *Batcher) take() []*Span {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	spans := b.buf
-	b.buf = nil
+	b.buf, b.spare = b.spare[:0], nil
 	return spans
+}
+
+// recycle keeps the slice of an export, its spans released, for a later
+// take.
+func (b *Batcher) recycle(spans []*Span) {
+	clear(spans)
+	b.mu.Lock()
+	b.spare = spans[:0]
+	b.mu.Unlock()
 }
 
 // flush exports what is buffered, in batches of at most MaxBuffered.
@@ -178,8 +198,9 @@ func (b *Batcher) flush() {
 		for _, s := range spans {
 			s.Release()
 		}
+		b.recycle(spans)
 	}()
-	timeout := time.Duration(b.runtime("request_timeout", 5000)) * time.Millisecond
+	timeout := time.Duration(b.runtime(b.keyTimeout, 5000)) * time.Millisecond
 	ctx, cancel := context.WithTimeout(b.ctx, timeout)
 	defer cancel()
 	b.spansSent.Add(uint64(len(spans)))

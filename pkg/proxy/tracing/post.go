@@ -70,20 +70,24 @@ func NewPoster(cluster grpcservice.Cluster, host, path string, headers http.Head
 	return &Poster{cluster: cluster, timeout: timeout, head: b.String()}, nil
 }
 
-// Post sends body; an answer other than 2xx is an error.
+// Post sends body; an answer other than 2xx is an error. body is written
+// before Post returns and not kept: the caller may reuse it.
 func (p *Poster) Post(ctx context.Context, contentType string, body []byte) error {
+	// The timeout is a deadline on the connection, within the context's
+	// own: no context of its own per request.
+	deadline, _ := ctx.Deadline()
 	if p.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, p.timeout)
-		defer cancel()
+		if d := time.Now().Add(p.timeout); deadline.IsZero() || d.Before(deadline) {
+			deadline = d
+		}
 	}
 	reused := p.conn != nil
-	err := p.exchange(ctx, contentType, body)
-	if err != nil && reused && ctx.Err() == nil {
+	err := p.exchange(ctx, deadline, contentType, body)
+	if err != nil && reused && ctx.Err() == nil && (deadline.IsZero() || time.Now().Before(deadline)) {
 		// The collector may have closed the idle connection just as
 		// it was reused: once more, on a new one.
 		p.Close()
-		err = p.exchange(ctx, contentType, body)
+		err = p.exchange(ctx, deadline, contentType, body)
 	}
 	if err != nil {
 		p.Close()
@@ -92,10 +96,17 @@ func (p *Poster) Post(ctx context.Context, contentType string, body []byte) erro
 }
 
 // exchange writes the request on the connection (opened when there is
-// none) and reads the answer.
-func (p *Poster) exchange(ctx context.Context, contentType string, body []byte) error {
+// none) and reads the answer, by deadline (none when zero) and until ctx
+// ends.
+func (p *Poster) exchange(ctx context.Context, deadline time.Time, contentType string, body []byte) error {
 	if p.conn == nil {
-		c, err := p.cluster.Connect(ctx)
+		cctx := ctx
+		if !deadline.IsZero() {
+			var cancel context.CancelFunc
+			cctx, cancel = context.WithDeadline(ctx, deadline)
+			defer cancel()
+		}
+		c, err := p.cluster.Connect(cctx)
 		if err != nil {
 			return err
 		}
@@ -105,10 +116,6 @@ func (p *Poster) exchange(ctx context.Context, contentType string, body []byte) 
 		} else {
 			p.r.Reset(c)
 		}
-	}
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Time{}
 	}
 	conn := p.conn
 	_ = conn.SetDeadline(deadline)

@@ -55,8 +55,7 @@ func (rawCodec) Name() string { return "proto" }
 type grpcExporter struct {
 	ch  *grpcservice.Channel
 	res []tracing.Tag
-	// size is the last request's size, the next one's first guess.
-	size int
+	enc encoder
 }
 
 // newGRPCExporter opens the collector's channel.
@@ -73,10 +72,9 @@ func newGRPCExporter(gs *corev3.GrpcService, res []tracing.Tag, ctx tracing.Cont
 
 // Export implements tracing.Exporter.
 func (e *grpcExporter) Export(ctx context.Context, spans []*tracing.Span) error {
-	// A new buffer each time: gRPC may still hold the last one after a
-	// failed call returns.
-	b := appendRequest(make([]byte, 0, e.size), e.res, spans)
-	e.size = len(b)
+	// A new buffer each time, of the request's size: gRPC may still hold
+	// the last one after a failed call returns.
+	b := e.enc.appendRequest(nil, e.res, spans)
 	cctx, cancel := e.ch.CallContext(ctx, false)
 	defer cancel()
 	var resp struct{}
@@ -88,9 +86,12 @@ func (e *grpcExporter) Close() error { return e.ch.Close() }
 
 // httpExporter posts OTLP/HTTP protobuf requests.
 type httpExporter struct {
-	p    *tracing.Poster
-	res  []tracing.Tag
-	size int
+	p   *tracing.Poster
+	res []tracing.Tag
+	enc encoder
+	// buf is the last request, reused: the poster writes the body before
+	// Post returns and keeps no reference to it.
+	buf []byte
 }
 
 // newHTTPExporter checks an HttpService: http_uri's uri (its host is the
@@ -147,11 +148,8 @@ func newHTTPExporter(hs *corev3.HttpService, res []tracing.Tag, ctx tracing.Cont
 
 // Export implements tracing.Exporter.
 func (e *httpExporter) Export(ctx context.Context, spans []*tracing.Span) error {
-	// A new buffer each time: the transport may still read the last one
-	// after a failed request returns.
-	b := appendRequest(make([]byte, 0, e.size), e.res, spans)
-	e.size = len(b)
-	return e.p.Post(ctx, "application/x-protobuf", b)
+	e.buf = e.enc.appendRequest(e.buf[:0], e.res, spans)
+	return e.p.Post(ctx, "application/x-protobuf", e.buf)
 }
 
 // Close closes the idle connections.

@@ -1,6 +1,8 @@
 package opentelemetry
 
 import (
+	"slices"
+
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
@@ -51,6 +53,9 @@ func anySize(v string) int { return lenField(len(v)) }
 
 // kvSize is the size of a KeyValue with a string value.
 func kvSize(k, v string) int {
+	if k != "" && len(k)+len(v) < maxShortKV {
+		return 6 + len(k) + len(v)
+	}
 	n := lenField(anySize(v))
 	if k != "" {
 		n += lenField(len(k))
@@ -58,8 +63,23 @@ func kvSize(k, v string) int {
 	return n
 }
 
+// maxShortKV bounds the key and value lengths of a short KeyValue: one
+// whose size, 6 bytes more (two tags and lengths in it, two in its
+// AnyValue), is below 128, so that each length takes one byte. The tags
+// of a span are short, all but long URLs and custom values.
+const maxShortKV = 128 - 6
+
 // appendKV appends a KeyValue with a string value as field num.
 func appendKV(b []byte, num protowire.Number, k, v string) []byte {
+	if k != "" && len(k)+len(v) < maxShortKV {
+		// The common case in one pass, each tag and length a byte.
+		b = append(b, byte(num)<<3|byte(protowire.BytesType), byte(6+len(k)+len(v)),
+			fieldKey<<3|byte(protowire.BytesType), byte(len(k)))
+		b = append(b, k...)
+		b = append(b, fieldValue<<3|byte(protowire.BytesType), byte(2+len(v)),
+			fieldStringValue<<3|byte(protowire.BytesType), byte(len(v)))
+		return append(b, v...)
+	}
 	b = protowire.AppendTag(b, num, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(kvSize(k, v)))
 	if k != "" {
@@ -98,10 +118,10 @@ func kindOf(s *tracing.Span) uint64 {
 	return kindServer
 }
 
-// appendSpan appends a Span as field num.
-func appendSpan(b []byte, s *tracing.Span) []byte {
+// appendSpan appends a Span of size bytes (its spanSize) as field num.
+func appendSpan(b []byte, s *tracing.Span, size int) []byte {
 	b = protowire.AppendTag(b, fieldSpans, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(spanSize(s)))
+	b = protowire.AppendVarint(b, uint64(size))
 	b = protowire.AppendTag(b, fieldTraceID, protowire.BytesType)
 	b = protowire.AppendBytes(b, s.Trace[:])
 	b = protowire.AppendTag(b, fieldSpanID, protowire.BytesType)
@@ -130,18 +150,29 @@ func appendSpan(b []byte, s *tracing.Span) []byte {
 	return b
 }
 
+// encoder writes export requests. Each span's size is computed once, in
+// sizes, reused from one request to the next, and the buffer grows once to
+// the request's size: a batch costs no allocation when b has room.
+type encoder struct {
+	sizes []int
+}
+
 // appendRequest appends the ExportTraceServiceRequest of a batch: one
 // ResourceSpans with the resource's attributes and one ScopeSpans.
-func appendRequest(b []byte, resource []tracing.Tag, spans []*tracing.Span) []byte {
+func (e *encoder) appendRequest(b []byte, resource []tracing.Tag, spans []*tracing.Span) []byte {
 	resSize := 0
 	for _, t := range resource {
 		resSize += lenField(kvSize(t.Key, t.Value))
 	}
+	e.sizes = e.sizes[:0]
 	scopeSize := 0
 	for _, s := range spans {
-		scopeSize += lenField(spanSize(s))
+		n := spanSize(s)
+		e.sizes = append(e.sizes, n)
+		scopeSize += lenField(n)
 	}
 	rsSize := lenField(resSize) + lenField(scopeSize)
+	b = slices.Grow(b, lenField(rsSize))
 	b = protowire.AppendTag(b, fieldResourceSpans, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(rsSize))
 	b = protowire.AppendTag(b, fieldResource, protowire.BytesType)
@@ -151,8 +182,8 @@ func appendRequest(b []byte, resource []tracing.Tag, spans []*tracing.Span) []by
 	}
 	b = protowire.AppendTag(b, fieldScopeSpans, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(scopeSize))
-	for _, s := range spans {
-		b = appendSpan(b, s)
+	for i, s := range spans {
+		b = appendSpan(b, s, e.sizes[i])
 	}
 	return b
 }

@@ -1,6 +1,7 @@
 package opentelemetry
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -27,7 +28,7 @@ func TestRequestDecodes(t *testing.T) {
 	res := []tracing.Tag{{Key: "service.name", Value: "edge"}}
 
 	var req collectorpb.ExportTraceServiceRequest
-	if err := proto.Unmarshal(appendRequest(nil, res, []*tracing.Span{root, child}), &req); err != nil {
+	if err := proto.Unmarshal((&encoder{}).appendRequest(nil, res, []*tracing.Span{root, child}), &req); err != nil {
 		t.Fatal(err)
 	}
 	rs := req.GetResourceSpans()
@@ -52,5 +53,66 @@ func TestRequestDecodes(t *testing.T) {
 	}
 	if c.GetKind() != tracepb.Span_SPAN_KIND_CLIENT || string(c.GetParentSpanId()) != string(root.ID[:]) || c.GetName() != "router up egress" {
 		t.Errorf("child = %v", c)
+	}
+}
+
+// TestRequestDecodesAroundOneByteLengths checks attributes whose lengths
+// are on either side of 128 bytes, where a length takes a second byte.
+func TestRequestDecodesAroundOneByteLengths(t *testing.T) {
+	var spans []*tracing.Span
+	for n := 110; n < 135; n++ {
+		s := tracing.NewSpan(nil, nil)
+		s.Trace, s.ID = tracing.NewTraceID(false), tracing.NewSpanID()
+		s.SetTag("k", strings.Repeat("v", n))
+		s.SetTag(strings.Repeat("k", n), "v")
+		spans = append(spans, s)
+	}
+	var req collectorpb.ExportTraceServiceRequest
+	if err := proto.Unmarshal((&encoder{}).appendRequest(nil, nil, spans), &req); err != nil {
+		t.Fatal(err)
+	}
+	got := req.GetResourceSpans()[0].GetScopeSpans()[0].GetSpans()
+	if len(got) != len(spans) {
+		t.Fatalf("%d spans, want %d", len(got), len(spans))
+	}
+	for i, s := range got {
+		n := 110 + i
+		a := s.GetAttributes()
+		if len(a) != 2 || a[0].GetKey() != "k" || len(a[0].GetValue().GetStringValue()) != n ||
+			len(a[1].GetKey()) != n || a[1].GetValue().GetStringValue() != "v" {
+			t.Errorf("span %d: attributes = %v", i, a)
+		}
+	}
+}
+
+// BenchmarkAppendRequest encodes a batch of five spans with the tags of a
+// proxied request.
+func BenchmarkAppendRequest(b *testing.B) {
+	var pool tracing.SpanPool
+	spans := make([]*tracing.Span, 5)
+	for i := range spans {
+		s := pool.Get(nil, w3c{})
+		s.Trace, s.ID, s.Name = tracing.NewTraceID(false), tracing.NewSpanID(), "ingress"
+		s.Start, s.End = time.Unix(10, 5), time.Unix(11, 7)
+		for _, kv := range [][2]string{
+			{"node_id", "node-1"}, {"zone", "zone-a"}, {"guid:x-request-id", "8f0e4a36-2c4d-4b5e-9a1f-3d2c1b0a9f8e"},
+			{"http.url", "http://127.0.0.1:10000/"}, {"http.method", "GET"}, {"downstream_cluster", "-"},
+			{"user_agent", "wrk"}, {"http.protocol", "HTTP/1.1"}, {"peer.address", "127.0.0.1"},
+			{"request_size", "0"}, {"response_size", "128"}, {"component", "proxy"},
+			{"upstream_cluster", "up"}, {"upstream_cluster.name", "up"}, {"http.status_code", "200"},
+			{"response_flags", "-"},
+		} {
+			s.SetTag(kv[0], kv[1])
+		}
+		spans[i] = s
+	}
+	res := []tracing.Tag{{Key: "service.name", Value: "edge"}}
+	var (
+		e   encoder
+		buf []byte
+	)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = e.appendRequest(buf[:0], res, spans)
 	}
 }
