@@ -8,6 +8,8 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/requestid"
 )
 
 // ServerName is the default value of the server response header.
@@ -47,6 +49,9 @@ type settings struct {
 	generateRequestID bool
 	// requestIDInResponse is always_set_request_id_in_response.
 	requestIDInResponse bool
+	// requestID is what request_id_extension changes in the tracing
+	// decision (pack_trace_reason, use_request_id_for_trace_sampling).
+	requestID requestid.Behaviour
 	// preserveExternalRequestID keeps an edge request's x-request-id.
 	preserveExternalRequestID bool
 	// internal are the client addresses whose requests are internal
