@@ -77,6 +77,9 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.HttpProtocolOptions.max_connection_duration":         {},
 	"envoy.config.core.v3.Http1ProtocolOptions.accept_http_10":                 {},
 	"envoy.config.core.v3.Http1ProtocolOptions.default_host_for_http_10":       {},
+	// Requests with both Content-Length and chunked framing; clusters
+	// refuse it (pkg/proxy/cluster, downstreamOnlyFields).
+	"envoy.config.core.v3.Http1ProtocolOptions.allow_chunked_length": {},
 	// Proper-case field names, on client and upstream connections alike;
 	// the stateful_formatter extensions stay refused.
 	"envoy.config.core.v3.Http1ProtocolOptions.header_key_format":                 {},

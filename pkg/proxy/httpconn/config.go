@@ -109,6 +109,9 @@ type settings struct {
 	// properCase writes HTTP/1 field names in proper case
 	// (http_protocol_options.header_key_format.proper_case_words).
 	properCase bool
+	// allowChunkedLength accepts requests with both Content-Length and
+	// chunked Transfer-Encoding, dropping the length (allow_chunked_length).
+	allowChunkedLength bool
 
 	// h2 are the HTTP/2 server's settings and limits
 	// (http2_protocol_options).
@@ -158,6 +161,7 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 		acceptHTTP10:           cfg.GetHttpProtocolOptions().GetAcceptHttp_10(),
 		defaultHostHTTP10:      cfg.GetHttpProtocolOptions().GetDefaultHostForHttp_10(),
 		properCase:             cfg.GetHttpProtocolOptions().GetHeaderKeyFormat().GetProperCaseWords() != nil,
+		allowChunkedLength:     cfg.GetHttpProtocolOptions().GetAllowChunkedLength(),
 	}
 	s.h2 = readH2Settings(cfg)
 	var logErr error

@@ -1,0 +1,180 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// wireUpstream is an HTTP/1.1 server that keeps the exact bytes of each
+// request it receives (head and body, chunked framing and trailers
+// included) and answers each with a fixed response.
+type wireUpstream struct {
+	port     int
+	response string
+	mu       sync.Mutex
+	requests []string
+}
+
+// last is the last request received, "" before any.
+func (u *wireUpstream) last() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.requests) == 0 {
+		return ""
+	}
+	return u.requests[len(u.requests)-1]
+}
+
+// startWireUpstream serves response to every request.
+func startWireUpstream(response string) *wireUpstream {
+	GinkgoHelper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { _ = ln.Close() })
+	u := &wireUpstream{port: ln.Addr().(*net.TCPAddr).Port, response: response}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go u.serve(c)
+		}
+	}()
+	return u
+}
+
+// serve reads requests off one connection, bounded by a deadline.
+func (u *wireUpstream) serve(c net.Conn) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(c)
+	for {
+		var raw bytes.Buffer
+		if err := readWireRequest(r, &raw); err != nil {
+			return
+		}
+		u.mu.Lock()
+		u.requests = append(u.requests, raw.String())
+		u.mu.Unlock()
+		if _, err := io.WriteString(c, u.response); err != nil {
+			return
+		}
+	}
+}
+
+// readWireRequest reads one request (head, then a Content-Length or
+// chunked body) from r into raw, byte for byte as it arrived.
+func readWireRequest(r *bufio.Reader, raw *bytes.Buffer) error {
+	line := func() (string, error) {
+		l, err := r.ReadString('\n')
+		raw.WriteString(l)
+		return l, err
+	}
+	n := func(k int) error {
+		b := make([]byte, k)
+		_, err := io.ReadFull(r, b)
+		raw.Write(b)
+		return err
+	}
+	length, chunked := 0, false
+	for first := true; ; first = false {
+		l, err := line()
+		if err != nil {
+			return err
+		}
+		if l == "\r\n" && !first {
+			break
+		}
+		name, value, _ := strings.Cut(strings.TrimRight(l, "\r\n"), ":")
+		switch strings.ToLower(name) {
+		case "content-length":
+			length, _ = strconv.Atoi(strings.TrimSpace(value))
+		case "transfer-encoding":
+			chunked = strings.EqualFold(strings.TrimSpace(value), "chunked")
+		}
+	}
+	if !chunked {
+		return n(length)
+	}
+	for {
+		l, err := line()
+		if err != nil {
+			return err
+		}
+		size, err := strconv.ParseInt(strings.TrimRight(l, "\r\n"), 16, 32)
+		if err != nil {
+			return err
+		}
+		if size == 0 {
+			break
+		}
+		if err := n(int(size) + 2); err != nil {
+			return err
+		}
+	}
+	for {
+		l, err := line()
+		if err != nil || l == "\r\n" {
+			return err
+		}
+	}
+}
+
+// h1OptionsSpec is one listener with the given http_protocol_options (a
+// YAML flow mapping's content) in front of one cluster "up" whose extra
+// fields are clusterExtra.
+func h1OptionsSpec(port, upPort int, h1, clusterExtra string) proxySpec {
+	return proxySpec{
+		Port:     port,
+		HCM:      "{stat_prefix: h1o, http_protocol_options: {" + h1 + "}}",
+		Clusters: []proxyCluster{{Name: "up", Port: upPort, Extra: clusterExtra}},
+	}
+}
+
+var _ = Describe("HTTP/1.1 protocol options", func() {
+	const chunkedWithLength = "POST /both HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+
+	It("refuses a request with both Content-Length and chunked framing with 400 by default", func() {
+		up := startWireUpstream("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+		port := freePort()
+		s := Start(newDir(), h1OptionsSpec(port, up.port, "", "").YAML())
+		head := rawExchange(port, chunkedWithLength)
+		Expect(head).To(HavePrefix("HTTP/1.1 400 "))
+		Expect(up.last()).To(BeEmpty())
+		Expect(statValue(s, "http.h1o.downstream_cx_protocol_error")).To(Equal("1"))
+	})
+
+	It("with allow_chunked_length, forwards such a request chunked, without its Content-Length", func() {
+		up := startWireUpstream("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+		port := freePort()
+		Start(newDir(), h1OptionsSpec(port, up.port, "allow_chunked_length: true", "").YAML())
+		head := rawExchange(port, chunkedWithLength)
+		Expect(head).To(HavePrefix("HTTP/1.1 200 "))
+		got := up.last()
+		Expect(strings.ToLower(got)).NotTo(ContainSubstring("content-length"))
+		Expect(strings.ToLower(got)).To(ContainSubstring("transfer-encoding: chunked\r\n"))
+		Expect(got).To(HaveSuffix("\r\n\r\n3\r\nabc\r\n0\r\n\r\n"))
+		// Other transfer codings are still refused.
+		Expect(rawExchange(port, "POST /gz HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nTransfer-Encoding: gzip\r\n\r\nabc")).
+			To(MatchRegexp(`^HTTP/1.1 (400|501) `))
+	})
+
+	It("refuses allow_chunked_length on a cluster, with its path", func() {
+		res, _ := validate("cluster-acl.yaml", h1OptionsSpec(freePort(), 1, "",
+			fmt.Sprintf("{typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: %s}}",
+				`{"@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions, explicit_http_config: {http_protocol_options: {allow_chunked_length: true}}}`)).YAML())
+		Expect(res.ExitCode).NotTo(Equal(0))
+		Expect(res.Stderr).To(ContainSubstring("explicit_http_config.http_protocol_options.allow_chunked_length"))
+	})
+})
