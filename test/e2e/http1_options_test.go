@@ -177,4 +177,42 @@ var _ = Describe("HTTP/1.1 protocol options", func() {
 		Expect(res.ExitCode).NotTo(Equal(0))
 		Expect(res.Stderr).To(ContainSubstring("explicit_http_config.http_protocol_options.allow_chunked_length"))
 	})
+
+	Describe("max_response_headers_kb", func() {
+		// A response head of about 70 KiB: over the connection manager's
+		// request limit (60 KiB), under Envoy's HTTP/1 response default
+		// (80 KiB).
+		bigHead := "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nx-big: " + strings.Repeat("v", 70<<10) + "\r\n\r\nok"
+		cluster := func(kb string) string {
+			return fmt.Sprintf(`{typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: {"@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions, explicit_http_config: {http_protocol_options: {}}, common_http_protocol_options: {max_response_headers_kb: %s}}}}`, kb)
+		}
+
+		It("relays a response head under the cluster's limit, 80 KiB by default", func() {
+			up := startWireUpstream(bigHead)
+			port, small := freePort(), freePort()
+			spec := h1OptionsSpec(port, up.port, "", "")
+			tight := h1OptionsSpec(small, up.port, "", cluster("64"))
+			tight.Listener, tight.HCM = "{name: tight}", "{stat_prefix: tight}"
+			tight.Clusters[0].Name = "tight"
+			spec.More = []proxySpec{tight}
+			Start(newDir(), spec.YAML())
+			Expect(rawExchange(port, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")).To(HavePrefix("HTTP/1.1 200 "))
+			// Over a 64 KiB limit: the upstream's answer is a protocol
+			// error.
+			Expect(rawExchange(small, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")).To(HavePrefix("HTTP/1.1 502 "))
+		})
+
+		It("is refused on the connection manager and on HTTP/2 clusters, with its path", func() {
+			res, _ := validate("hcm-mrh.yaml", proxySpec{Port: freePort(),
+				HCM:      "{common_http_protocol_options: {max_response_headers_kb: 64}}",
+				Clusters: []proxyCluster{{Name: "up", Port: 1}}}.YAML())
+			Expect(res.ExitCode).NotTo(Equal(0))
+			Expect(res.Stderr).To(ContainSubstring("common_http_protocol_options.max_response_headers_kb"))
+
+			h2 := strings.Replace(cluster("64"), "http_protocol_options: {}", "http2_protocol_options: {}", 1)
+			res, _ = validate("h2-mrh.yaml", h1OptionsSpec(freePort(), 1, "", h2).YAML())
+			Expect(res.ExitCode).NotTo(Equal(0))
+			Expect(res.Stderr).To(ContainSubstring("common_http_protocol_options.max_response_headers_kb"))
+		})
+	})
 })

@@ -211,6 +211,11 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 		return s, errors.New("http_protocol_options.default_host_for_http_10: needs accept_http_10")
 	}
 	common := cfg.GetCommonHttpProtocolOptions()
+	if common.GetMaxResponseHeadersKb() != nil {
+		// Envoy documents it as valid on clusters only; the message is
+		// shared, so the field is accepted by the support table.
+		return s, errors.New("common_http_protocol_options.max_response_headers_kb: only valid on a cluster, not on the connection manager")
+	}
 	s.underscores = common.GetHeadersWithUnderscoresAction()
 	if v := common.GetMaxHeadersCount(); v != nil {
 		s.maxHeadersCount = int(v.GetValue())
