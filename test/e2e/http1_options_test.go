@@ -215,4 +215,50 @@ var _ = Describe("HTTP/1.1 protocol options", func() {
 			Expect(res.Stderr).To(ContainSubstring("common_http_protocol_options.max_response_headers_kb"))
 		})
 	})
+
+	Describe("stream_error_on_invalid_http_message on HTTP/1", func() {
+		// A route answering 400 directly, as any local reply of 400 does.
+		spec := func(port int, hcm string) string {
+			return proxySpec{Port: port, HCM: hcm,
+				Routes: `[{match: {prefix: /bad}, direct_response: {status: 400, body: {inline_string: "no\n"}}},
+					{match: {prefix: /}, direct_response: {status: 200, body: {inline_string: "ok\n"}}}]`}.YAML()
+		}
+		const bad = "GET /bad HTTP/1.1\r\nHost: h\r\n\r\n"
+
+		It("closes the connection after a 400 local reply by default, as Envoy", func() {
+			port := freePort()
+			Start(newDir(), spec(port, ""))
+			rc := dialRawClient(port)
+			rc.send(bad)
+			resp, _ := rc.response()
+			Expect(resp.StatusCode).To(Equal(400))
+			Expect(resp.Close).To(BeTrue(), "connection: close expected")
+			rc.closedAfter(time.Now())
+		})
+
+		It("keeps it open with stream_error_on_invalid_http_message, unless the HTTP/1 override says no", func() {
+			port, overridden := freePort(), freePort()
+			p := proxySpec{Port: port, HCM: "{stream_error_on_invalid_http_message: true}",
+				Routes: `[{match: {prefix: /bad}, direct_response: {status: 400}}, {match: {prefix: /}, direct_response: {status: 200}}]`}
+			p.More = []proxySpec{{Port: overridden, Listener: "{name: overridden}",
+				HCM:    "{stream_error_on_invalid_http_message: true, http_protocol_options: {override_stream_error_on_invalid_http_message: false}}",
+				Routes: `[{match: {prefix: /}, direct_response: {status: 400}}]`}}
+			Start(newDir(), p.YAML())
+			rc := dialRawClient(port)
+			rc.send(bad)
+			resp, _ := rc.response()
+			Expect(resp.StatusCode).To(Equal(400))
+			Expect(resp.Close).To(BeFalse())
+			rc.send("GET /next HTTP/1.1\r\nHost: h\r\n\r\n")
+			resp, _ = rc.response()
+			Expect(resp.StatusCode).To(Equal(200))
+
+			rc = dialRawClient(overridden)
+			rc.send(bad)
+			resp, _ = rc.response()
+			Expect(resp.StatusCode).To(Equal(400))
+			Expect(resp.Close).To(BeTrue())
+			rc.closedAfter(time.Now())
+		})
+	})
 })

@@ -109,6 +109,11 @@ type settings struct {
 	// properCase writes HTTP/1 field names in proper case
 	// (http_protocol_options.header_key_format.proper_case_words).
 	properCase bool
+	// h1StreamErrorOnInvalid keeps an HTTP/1 connection open after a
+	// 400 local reply: http_protocol_options
+	// override_stream_error_on_invalid_http_message, else the connection
+	// manager's stream_error_on_invalid_http_message (false).
+	h1StreamErrorOnInvalid bool
 	// allowChunkedLength accepts requests with both Content-Length and
 	// chunked Transfer-Encoding, dropping the length (allow_chunked_length).
 	allowChunkedLength bool
@@ -162,6 +167,10 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 		defaultHostHTTP10:      cfg.GetHttpProtocolOptions().GetDefaultHostForHttp_10(),
 		properCase:             cfg.GetHttpProtocolOptions().GetHeaderKeyFormat().GetProperCaseWords() != nil,
 		allowChunkedLength:     cfg.GetHttpProtocolOptions().GetAllowChunkedLength(),
+		h1StreamErrorOnInvalid: cfg.GetStreamErrorOnInvalidHttpMessage().GetValue(),
+	}
+	if v := cfg.GetHttpProtocolOptions().GetOverrideStreamErrorOnInvalidHttpMessage(); v != nil {
+		s.h1StreamErrorOnInvalid = v.GetValue()
 	}
 	s.h2 = readH2Settings(cfg)
 	var logErr error
