@@ -5,55 +5,52 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedHCM lists the HTTP connection manager and HTTP filter fields Outrigger implements (see supportedCore).
 var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	// HTTP connection manager.
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.stat_prefix":                       {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.codec_type":                        {values: []string{"AUTO", "HTTP1", "HTTP2"}},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.route_config":                      {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.http_filters":                      {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.access_log":                        {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.server_name":                       {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.server_header_transformation":      {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.via":                               {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.use_remote_address":                {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.xff_num_trusted_hops":              {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.skip_xff_append":                   {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.generate_request_id":               {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.always_set_request_id_in_response": {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.stream_idle_timeout":               {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.request_timeout":                   {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.request_headers_timeout":           {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.drain_timeout":                     {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.delayed_close_timeout":             {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.max_request_headers_kb":            {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.common_http_protocol_options":      {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.http_protocol_options":             {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.http2_protocol_options":            {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.preserve_external_request_id":      {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.internal_address_config":           {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.path_with_escaped_slashes_action":  {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.normalize_path":                    {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.merge_slashes":                     {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.strip_matching_host_port":          {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.strip_any_host_port":               {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.strip_trailing_host_dot":           {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.add_user_agent":                    {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.append_x_forwarded_port":           {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.proxy_100_continue":                {},
-	// HTTP/1: a 400 local reply keeps the connection open; HTTP/2: the
-	// default of override_stream_error_on_invalid_http_message.
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.stream_error_on_invalid_http_message": {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.InternalAddressConfig.unix_sockets":   {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.InternalAddressConfig.cidr_ranges":    {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.local_reply_config":                   {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.LocalReplyConfig.mappers":                                   {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.LocalReplyConfig.body_format":                               {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.ResponseMapper.filter":                                      {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.ResponseMapper.status_code":                                 {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.ResponseMapper.body":                                        {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.ResponseMapper.body_format_override":                        {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.ResponseMapper.headers_to_add":                              {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.name":                                            {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.typed_config":                                    {category: "envoy.filters.http", byName: true},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.disabled":                                        {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.stat_prefix":                        {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.codec_type":                         {values: []string{"AUTO", "HTTP1", "HTTP2"}},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.route_config":                       {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.http_filters":                       {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.access_log":                         {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.server_name":                        {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.server_header_transformation":       {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.via":                                {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.use_remote_address":                 {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.xff_num_trusted_hops":               {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.skip_xff_append":                    {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.generate_request_id":                {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.always_set_request_id_in_response":  {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.stream_idle_timeout":                {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.request_timeout":                    {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.request_headers_timeout":            {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.drain_timeout":                      {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.delayed_close_timeout":              {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.max_request_headers_kb":             {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.common_http_protocol_options":       {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.http_protocol_options":              {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.http2_protocol_options":             {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.preserve_external_request_id":       {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.internal_address_config":            {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.path_with_escaped_slashes_action":   {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.normalize_path":                     {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.merge_slashes":                      {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.strip_matching_host_port":           {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.strip_any_host_port":                {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.strip_trailing_host_dot":            {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.add_user_agent":                     {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.append_x_forwarded_port":            {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.proxy_100_continue":                 {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.InternalAddressConfig.unix_sockets": {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.InternalAddressConfig.cidr_ranges":  {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.local_reply_config":                 {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.LocalReplyConfig.mappers":                                 {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.LocalReplyConfig.body_format":                             {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.ResponseMapper.filter":                                    {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.ResponseMapper.status_code":                               {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.ResponseMapper.body":                                      {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.ResponseMapper.body_format_override":                      {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.ResponseMapper.headers_to_add":                            {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.name":                                          {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.typed_config":                                  {category: "envoy.filters.http", byName: true},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.disabled":                                      {},
 
 	// access_log_options, and the deprecated top-level fields it replaced.
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.access_log_options":                                               {},
@@ -80,10 +77,14 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.HttpProtocolOptions.max_connection_duration":         {},
 	"envoy.config.core.v3.Http1ProtocolOptions.accept_http_10":                 {},
 	"envoy.config.core.v3.Http1ProtocolOptions.default_host_for_http_10":       {},
-	// Requests with both Content-Length and chunked framing; clusters
-	// refuse it (pkg/proxy/cluster, downstreamOnlyFields).
+
+	// Requests with both Content-Length and chunked framing, and whether a
+	// 400 local reply closes an HTTP/1 connection (the HTTP/1 override of
+	// stream_error_on_invalid_http_message); clusters refuse both
+	// (pkg/proxy/cluster, downstreamOnlyFields).
 	"envoy.config.core.v3.Http1ProtocolOptions.allow_chunked_length":                          {},
 	"envoy.config.core.v3.Http1ProtocolOptions.override_stream_error_on_invalid_http_message": {},
+
 	// Proper-case field names, on client and upstream connections alike;
 	// the stateful_formatter extensions stay refused.
 	"envoy.config.core.v3.Http1ProtocolOptions.header_key_format":                 {},
@@ -106,6 +107,10 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.Http2ProtocolOptions.max_inbound_window_update_frames_per_data_frame_sent": {},
 	"envoy.config.core.v3.Http2ProtocolOptions.stream_error_on_invalid_http_messaging":               {},
 	"envoy.config.core.v3.Http2ProtocolOptions.override_stream_error_on_invalid_http_message":        {},
+
+	// HTTP/1: a 400 local reply keeps the connection open; HTTP/2: the
+	// default of override_stream_error_on_invalid_http_message.
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.stream_error_on_invalid_http_message": {},
 
 	// The router filter (envoy.extensions.filters.http.router.v3.Router)
 	// is supported with none of its fields set, so it has no lines.
