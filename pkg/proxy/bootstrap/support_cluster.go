@@ -93,4 +93,8 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	// The connection manager's limit on a client's stream, and a
 	// cluster's on an upstream request.
 	"envoy.config.core.v3.HttpProtocolOptions.max_stream_duration": {},
+	// A cluster's limit on an HTTP/1.1 response head; the connection
+	// manager refuses it, as its meaning is upstream only
+	// (pkg/proxy/httpconn, readSettings).
+	"envoy.config.core.v3.HttpProtocolOptions.max_response_headers_kb": {},
 }

@@ -77,6 +77,14 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.HttpProtocolOptions.max_connection_duration":         {},
 	"envoy.config.core.v3.Http1ProtocolOptions.accept_http_10":                 {},
 	"envoy.config.core.v3.Http1ProtocolOptions.default_host_for_http_10":       {},
+
+	// Requests with both Content-Length and chunked framing, and whether a
+	// 400 local reply closes an HTTP/1 connection (the HTTP/1 override of
+	// stream_error_on_invalid_http_message); clusters refuse both
+	// (pkg/proxy/cluster, downstreamOnlyFields).
+	"envoy.config.core.v3.Http1ProtocolOptions.allow_chunked_length":                          {},
+	"envoy.config.core.v3.Http1ProtocolOptions.override_stream_error_on_invalid_http_message": {},
+
 	// Proper-case field names, on client and upstream connections alike;
 	// the stateful_formatter extensions stay refused.
 	"envoy.config.core.v3.Http1ProtocolOptions.header_key_format":                 {},
@@ -99,6 +107,10 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.Http2ProtocolOptions.max_inbound_window_update_frames_per_data_frame_sent": {},
 	"envoy.config.core.v3.Http2ProtocolOptions.stream_error_on_invalid_http_messaging":               {},
 	"envoy.config.core.v3.Http2ProtocolOptions.override_stream_error_on_invalid_http_message":        {},
+
+	// HTTP/1: a 400 local reply keeps the connection open; HTTP/2: the
+	// default of override_stream_error_on_invalid_http_message.
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.stream_error_on_invalid_http_message": {},
 
 	// The router filter (envoy.extensions.filters.http.router.v3.Router)
 	// is supported with none of its fields set, so it has no lines.

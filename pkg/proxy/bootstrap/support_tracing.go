@@ -42,6 +42,13 @@ var supportedTracing = map[protoreflect.FullName]fieldSupport{
 
 	"envoy.extensions.filters.http.router.v3.Router.start_child_span": {},
 
+	// The request id extension: the UUID one, Envoy's default, with both
+	// of its options (pkg/proxy/requestid/uuid).
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.request_id_extension": {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.RequestIDExtension.typed_config":            {category: "envoy.request_id"},
+	"envoy.extensions.request_id.uuid.v3.UuidRequestIdConfig.pack_trace_reason":                              {},
+	"envoy.extensions.request_id.uuid.v3.UuidRequestIdConfig.use_request_id_for_trace_sampling":              {},
+
 	// The OpenTelemetry tracer.
 	"envoy.config.trace.v3.OpenTelemetryConfig.grpc_service":                        {},
 	"envoy.config.trace.v3.OpenTelemetryConfig.http_service":                        {},

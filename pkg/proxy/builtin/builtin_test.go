@@ -48,6 +48,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.formatter proxy.formatter.req_without_query envoy.extensions.formatter.req_without_query.v3.ReqWithoutQuery",
 		"envoy.network.dns_resolver proxy.network.dns_resolver.cares envoy.extensions.network.dns_resolver.cares.v3.CaresDnsResolverConfig",
 		"envoy.network.dns_resolver proxy.network.dns_resolver.getaddrinfo envoy.extensions.network.dns_resolver.getaddrinfo.v3.GetAddrInfoDnsResolverConfig",
+		"envoy.request_id proxy.request_id.uuid envoy.extensions.request_id.uuid.v3.UuidRequestIdConfig",
 		"envoy.resource_monitors proxy.resource_monitors.downstream_connections envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig",
 		"envoy.resource_monitors proxy.resource_monitors.fixed_heap envoy.extensions.resource_monitors.fixed_heap.v3.FixedHeapConfig",
 		"envoy.stats_sinks proxy.stat_sinks.dog_statsd envoy.config.metrics.v3.DogStatsdSink",

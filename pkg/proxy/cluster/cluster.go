@@ -267,6 +267,16 @@ func (c *Cluster) HTTP2For(clientHTTP2 bool) bool {
 // names in proper case (header_key_format.proper_case_words).
 func (c *Cluster) ProperCaseHeaders() bool { return c.settings.protocol.properCase }
 
+// MaxResponseHeadBytes bounds the head of an HTTP/1.1 response from this
+// cluster (common_http_protocol_options.max_response_headers_kb, 80 KiB
+// unset, as in Envoy).
+func (c *Cluster) MaxResponseHeadBytes() int {
+	if n := c.settings.protocol.maxResponseHeadBytes; n > 0 {
+		return n
+	}
+	return defaultMaxResponseHeadersKB << 10
+}
+
 // MaxStreamDuration is the longest an upstream request may last from the
 // moment it has a connection (common_http_protocol_options
 // max_stream_duration); 0 for no limit.

@@ -50,7 +50,15 @@ type protocolSettings struct {
 	// properCase writes HTTP/1.1 field names in proper case
 	// (http_protocol_options.header_key_format.proper_case_words).
 	properCase bool
+	// maxResponseHeadBytes bounds an HTTP/1.1 response head
+	// (common_http_protocol_options.max_response_headers_kb, which the
+	// API keeps above 0); 0 when unset.
+	maxResponseHeadBytes int
 }
+
+// defaultMaxResponseHeadersKB is Envoy's limit of an HTTP/1 response head
+// when max_response_headers_kb is unset (other codecs default to 60).
+const defaultMaxResponseHeadersKB = 80
 
 // buildProtocol reads the HTTP protocol options: the cluster-level
 // http2_protocol_options, or typed_extension_protocol_options with the
@@ -115,6 +123,13 @@ func buildProtocol(c *clusterv3.Cluster) (protocolSettings, []error) {
 			// timeout, as in Envoy.
 			ps.idleTimeout = t.AsDuration()
 		}
+		if v := common.GetMaxResponseHeadersKb(); v != nil {
+			// Only HTTP/1.1 response heads are bounded by it so far.
+			if ps.http2 || ps.downstream {
+				errs = append(errs, configErrorf(path+".common_http_protocol_options.max_response_headers_kb", "not supported by Outrigger on HTTP/2 upstreams (only HTTP/1.1 response heads are bounded by it)"))
+			}
+			ps.maxResponseHeadBytes = int(v.GetValue()) << 10
+		}
 		ps.maxRequestsPerConn = orDefault(common.GetMaxRequestsPerConnection(), 0)
 		if ps.maxRequestsPerConn != 0 && (ps.http2 || ps.downstream) {
 			errs = append(errs, configErrorf(path+".common_http_protocol_options.max_requests_per_connection", "%s", errH2MaxRequests))
@@ -152,6 +167,8 @@ func downstreamOnlyFields(opts *httpv3.HttpProtocolOptions, path string) []error
 	}
 	refuse(h1.GetAcceptHttp_10(), config+".http_protocol_options.accept_http_10")
 	refuse(h1.GetDefaultHostForHttp_10() != "", config+".http_protocol_options.default_host_for_http_10")
+	refuse(h1.GetAllowChunkedLength(), config+".http_protocol_options.allow_chunked_length")
+	refuse(h1.GetOverrideStreamErrorOnInvalidHttpMessage() != nil, config+".http_protocol_options.override_stream_error_on_invalid_http_message")
 	errs = append(errs, downstreamOnlyHTTP2Fields(h2, path+"."+config+".http2_protocol_options")...)
 	return errs
 }

@@ -37,7 +37,7 @@ func fixedUpstream(tb testing.TB) string {
 			if head, err = http1.ReadHead(r, head, 64<<10); err != nil {
 				return
 			}
-			if err := http1.ParseRequest(head, &req, 100); err != nil {
+			if err := http1.ParseRequest(head, &req, http1.RequestOptions{MaxHeaders: 100}); err != nil {
 				return
 			}
 			if req.ContentLength > 0 {

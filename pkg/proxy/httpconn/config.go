@@ -8,6 +8,8 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/requestid"
 )
 
 // ServerName is the default value of the server response header.
@@ -47,6 +49,9 @@ type settings struct {
 	generateRequestID bool
 	// requestIDInResponse is always_set_request_id_in_response.
 	requestIDInResponse bool
+	// requestID is what request_id_extension changes in the tracing
+	// decision (pack_trace_reason, use_request_id_for_trace_sampling).
+	requestID requestid.Behaviour
 	// preserveExternalRequestID keeps an edge request's x-request-id.
 	preserveExternalRequestID bool
 	// internal are the client addresses whose requests are internal
@@ -104,6 +109,14 @@ type settings struct {
 	// properCase writes HTTP/1 field names in proper case
 	// (http_protocol_options.header_key_format.proper_case_words).
 	properCase bool
+	// h1StreamErrorOnInvalid keeps an HTTP/1 connection open after a
+	// 400 local reply: http_protocol_options
+	// override_stream_error_on_invalid_http_message, else the connection
+	// manager's stream_error_on_invalid_http_message (false).
+	h1StreamErrorOnInvalid bool
+	// allowChunkedLength accepts requests with both Content-Length and
+	// chunked Transfer-Encoding, dropping the length (allow_chunked_length).
+	allowChunkedLength bool
 
 	// h2 are the HTTP/2 server's settings and limits
 	// (http2_protocol_options).
@@ -153,6 +166,11 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 		acceptHTTP10:           cfg.GetHttpProtocolOptions().GetAcceptHttp_10(),
 		defaultHostHTTP10:      cfg.GetHttpProtocolOptions().GetDefaultHostForHttp_10(),
 		properCase:             cfg.GetHttpProtocolOptions().GetHeaderKeyFormat().GetProperCaseWords() != nil,
+		allowChunkedLength:     cfg.GetHttpProtocolOptions().GetAllowChunkedLength(),
+		h1StreamErrorOnInvalid: cfg.GetStreamErrorOnInvalidHttpMessage().GetValue(),
+	}
+	if v := cfg.GetHttpProtocolOptions().GetOverrideStreamErrorOnInvalidHttpMessage(); v != nil {
+		s.h1StreamErrorOnInvalid = v.GetValue()
 	}
 	s.h2 = readH2Settings(cfg)
 	var logErr error
@@ -202,6 +220,11 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 		return s, errors.New("http_protocol_options.default_host_for_http_10: needs accept_http_10")
 	}
 	common := cfg.GetCommonHttpProtocolOptions()
+	if common.GetMaxResponseHeadersKb() != nil {
+		// Envoy documents it as valid on clusters only; the message is
+		// shared, so the field is accepted by the support table.
+		return s, errors.New("common_http_protocol_options.max_response_headers_kb: only valid on a cluster, not on the connection manager")
+	}
 	s.underscores = common.GetHeadersWithUnderscoresAction()
 	if v := common.GetMaxHeadersCount(); v != nil {
 		s.maxHeadersCount = int(v.GetValue())

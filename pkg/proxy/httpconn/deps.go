@@ -107,6 +107,9 @@ type UpstreamCluster interface {
 	// carry their field names in proper case (its http_protocol_options'
 	// header_key_format.proper_case_words).
 	ProperCaseHeaders() bool
+	// MaxResponseHeadBytes bounds an HTTP/1.1 response head from this
+	// cluster (its max_response_headers_kb).
+	MaxResponseHeadBytes() int
 	// MaxStreamDuration is the cluster's max_stream_duration: the
 	// longest an upstream request may last once it has a connection; 0
 	// for no limit.

@@ -81,9 +81,14 @@ func readH2Settings(cfg *hcmv3.HttpConnectionManager) h2Settings {
 	}
 	s.allowConnect = h2.GetAllowConnect()
 	s.keepalive = readKeepalive(h2.GetConnectionKeepalive())
-	// The override wins over the older field, as in Envoy.
-	//lint:ignore SA1019 the deprecated field still configures the behaviour when the override is unset
+	// The override wins over the connection manager's
+	// stream_error_on_invalid_http_message, which wins over the older
+	// field, as in Envoy.
+	//lint:ignore SA1019 the deprecated field still configures the behaviour when neither is set
 	s.streamErrorOnInvalid = h2.GetStreamErrorOnInvalidHttpMessaging()
+	if v := cfg.GetStreamErrorOnInvalidHttpMessage(); v != nil {
+		s.streamErrorOnInvalid = v.GetValue()
+	}
 	if v := h2.GetOverrideStreamErrorOnInvalidHttpMessage(); v != nil {
 		s.streamErrorOnInvalid = v.GetValue()
 	}

@@ -44,6 +44,13 @@ func (s *stream) localReply(status int, body string, flags accesslog.ResponseFla
 func (s *stream) localReplyGrpc(status int, grpcStatus int64, body string, flags accesslog.ResponseFlags, details string) {
 	s.flags |= flags
 	s.details = details
+	if status == 400 && s.proto != protoHTTP2 && !s.m.cfg.h1StreamErrorOnInvalid {
+		// As Envoy's onLocalReply: a 400 means the client sent something
+		// invalid, and an HTTP/1 connection is then not trusted with
+		// another request, unless stream_error_on_invalid_http_message
+		// says otherwise.
+		s.closeConn = true
+	}
 	if s.started {
 		s.resetDownstream()
 		return

@@ -25,8 +25,11 @@ const maxStaleRetries = 2
 type upstreamScratch struct {
 	out  outBuf
 	head []byte
-	resp http1.Response
-	body http1.BodyReader
+	// maxHead bounds the response head: the cluster's
+	// max_response_headers_kb.
+	maxHead int
+	resp    http1.Response
+	body    http1.BodyReader
 }
 
 // forward sends the request to the route's cluster and relays the
@@ -290,6 +293,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	}
 	_ = uc.SetDeadline(tm.deadline(sent))
 	u.out.reset(uc)
+	u.maxHead = cl.MaxResponseHeadBytes()
 	s.appendRequestHead(&u.out, cl.ProperCaseHeaders())
 	var (
 		sendErr        error
@@ -508,7 +512,7 @@ func (s *stream) readResponseHead(uc *upstream.Conn) (http1.BodyKind, error) {
 func (s *stream) readResponseHeadUntil(uc *upstream.Conn, stopAt100 bool) (http1.BodyKind, error) {
 	u := s.up
 	for {
-		head, err := http1.ReadHead(uc.R, u.head, s.m.cfg.maxRequestHeadersBytes)
+		head, err := http1.ReadHead(uc.R, u.head, u.maxHead)
 		if err != nil {
 			return 0, err
 		}

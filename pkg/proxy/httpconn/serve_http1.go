@@ -52,7 +52,7 @@ func (c *serverConn) serveRequest() bool {
 		return false
 	}
 	req := &c.req
-	if err := http1.ParseRequest(head, req, m.cfg.maxHeadersCount); err != nil {
+	if err := http1.ParseRequest(head, req, http1.RequestOptions{MaxHeaders: m.cfg.maxHeadersCount, AllowChunkedLength: m.cfg.allowChunkedLength}); err != nil {
 		c.protocolError(err)
 		s.end()
 		return false

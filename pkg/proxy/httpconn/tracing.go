@@ -71,6 +71,12 @@ func featureEnabled(rt RuntimeValues, key string, def fraction, random uint64) b
 // further on keep it.
 func (s *stream) sampleRequest(t *tracingConfig) traceReason {
 	h := &s.reqHeaders
+	rid := s.m.cfg.requestID
+	if !rid.SampleByID {
+		// use_request_id_for_trace_sampling: false leaves the decision to
+		// the tracer (Envoy returns Sampling before reading the id).
+		return traceSampling
+	}
 	client, random, overall := t.client, t.random, t.overall
 	if r := s.Route(); r != nil && r.Tracing != nil {
 		client, random, overall = r.Tracing.Client, r.Tracing.Random, r.Tracing.Overall
@@ -85,7 +91,10 @@ func (s *stream) sampleRequest(t *tracingConfig) traceReason {
 	}
 	result := n % 10000
 	rt := s.m.deps.Runtime
-	reason := uuidReason(id)
+	reason := notTraceable
+	if rid.PackTraceReason {
+		reason = uuidReason(id)
+	}
 	if reason == notTraceable {
 		switch {
 		case h.Has("x-client-trace-id") && featureEnabled(rt, "tracing.client_enabled", client, rand.Uint64()):
@@ -109,7 +118,7 @@ func (s *stream) sampleRequest(t *tracingConfig) traceReason {
 // setRequestIDReason records a trace reason in the request id, when it is
 // a UUID.
 func (s *stream) setRequestIDReason(id string, r traceReason) {
-	if len(id) != uuidLength {
+	if len(id) != uuidLength || !s.m.cfg.requestID.PackTraceReason {
 		return
 	}
 	c := byte(uuidNoTrace)

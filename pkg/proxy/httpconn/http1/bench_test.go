@@ -52,7 +52,7 @@ func benchmarkRequest(b *testing.B, raw string) {
 		if head, err = ReadRequestHead(r, head, 60<<10); err != nil {
 			b.Fatal(err)
 		}
-		if err := ParseRequest(head, &req, 100); err != nil {
+		if err := ParseRequest(head, &req, RequestOptions{MaxHeaders: 100}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -38,7 +38,7 @@ func FuzzRequest(f *testing.F) {
 			if len(head) > 4096 {
 				t.Fatalf("head of %d bytes passed a 4096-byte limit", len(head))
 			}
-			if err := ParseRequest(head, &req, 32); err != nil {
+			if err := ParseRequest(head, &req, RequestOptions{MaxHeaders: 32}); err != nil {
 				if s := StatusOf(err); s < 400 || s > 505 {
 					t.Fatalf("error %v maps to status %d", err, s)
 				}
@@ -108,7 +108,7 @@ func FuzzRequestEarlyCheck(f *testing.F) {
 				return
 			}
 			var req Request
-			if err := ParseRequest(whole, &req, 32); err == nil {
+			if err := ParseRequest(whole, &req, RequestOptions{MaxHeaders: 32}); err == nil {
 				t.Fatalf("early check refused %q (%v), which parses", whole, earlyErr)
 			}
 		default:
@@ -157,7 +157,7 @@ func roundTripRequest(t *testing.T, req *Request) {
 	}
 	out = append(out, CRLF...)
 	var again Request
-	if err := ParseRequest(out, &again, 32); err != nil {
+	if err := ParseRequest(out, &again, RequestOptions{MaxHeaders: 32}); err != nil {
 		t.Fatalf("re-serialised request %q does not parse: %v", out, err)
 	}
 	if !bytes.Equal(again.Method, req.Method) || !bytes.Equal(again.Path, req.Path) ||

@@ -51,11 +51,20 @@ func (r *Request) HasBody() bool { return r.Chunked || r.ContentLength > 0 }
 // IsHead reports whether the method is HEAD, whose responses have no body.
 func (r *Request) IsHead() bool { return string(r.Method) == "HEAD" }
 
+// RequestOptions are a server's choices in reading request heads.
+type RequestOptions struct {
+	// MaxHeaders bounds the number of header fields.
+	MaxHeaders int
+	// AllowChunkedLength accepts a request with both Content-Length and
+	// Transfer-Encoding: chunked, whose Content-Length is then removed
+	// (Envoy's allow_chunked_length); otherwise it is refused.
+	AllowChunkedLength bool
+}
+
 // ParseRequest parses head, as ReadHead returned it, into req, reusing the
 // capacity of req's slices. Header names in head are lower-cased in place.
-// maxHeaders bounds the number of header fields. The errors are *Error
-// values whose Status is the response to send.
-func ParseRequest(head []byte, req *Request, maxHeaders int) error {
+// The errors are *Error values whose Status is the response to send.
+func ParseRequest(head []byte, req *Request, opts RequestOptions) error {
 	line, rest, err := splitLine(head)
 	if err != nil {
 		return err
@@ -88,18 +97,18 @@ func ParseRequest(head []byte, req *Request, maxHeaders int) error {
 	if req.Version, err = parseVersion(line[sp+1:]); err != nil {
 		return err
 	}
-	if req.Headers, err = parseFields(rest, req.Headers, maxHeaders); err != nil {
+	if req.Headers, err = parseFields(rest, req.Headers, opts.MaxHeaders); err != nil {
 		return err
 	}
-	if err := req.interpretFields(); err != nil {
+	if err := req.interpretFields(opts.AllowChunkedLength); err != nil {
 		return err
 	}
 	return req.interpretTarget()
 }
 
 // interpretFields reads the fields that govern framing, persistence and
-// routing.
-func (r *Request) interpretFields() error {
+// routing; allowChunkedLength is RequestOptions.AllowChunkedLength.
+func (r *Request) interpretFields(allowChunkedLength bool) error {
 	r.KeepAlive = r.Version == HTTP11
 	hosts := 0
 	var host, te []byte
@@ -140,7 +149,7 @@ func (r *Request) interpretFields() error {
 			// is faulty framing.
 			return ErrTransferEncoding
 		}
-		if r.ContentLength >= 0 {
+		if r.ContentLength >= 0 && !allowChunkedLength {
 			// Both framings at once is how requests are smuggled past
 			// an intermediary; refuse it (RFC 9112 §6.1 allows that).
 			return ErrLengthAndEncoding
@@ -152,8 +161,26 @@ func (r *Request) interpretFields() error {
 			return err
 		}
 		r.Chunked = true
+		if r.ContentLength >= 0 {
+			// Chunked framing wins (RFC 9112 §6.3); the length goes,
+			// so that no one further on reads it.
+			r.ContentLength = -1
+			r.removeContentLength()
+		}
 	}
 	return nil
+}
+
+// removeContentLength drops the Content-Length fields, keeping the order
+// of the others.
+func (r *Request) removeContentLength() {
+	kept := r.Headers[:0]
+	for _, h := range r.Headers {
+		if string(h.Name) != "content-length" {
+			kept = append(kept, h)
+		}
+	}
+	r.Headers = kept
 }
 
 // connection reads one Connection header value of a message of the given

@@ -14,7 +14,7 @@ func parseRequestString(raw string) (*Request, error) {
 		return nil, err
 	}
 	req := &Request{}
-	return req, ParseRequest(head, req, 100)
+	return req, ParseRequest(head, req, RequestOptions{MaxHeaders: 100})
 }
 
 func TestParseRequest(t *testing.T) {
@@ -189,13 +189,13 @@ func TestParseRequestHeaderLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	var req Request
-	if err := ParseRequest(head, &req, 100); !errors.Is(err, ErrTooManyHeaders) {
+	if err := ParseRequest(head, &req, RequestOptions{MaxHeaders: 100}); !errors.Is(err, ErrTooManyHeaders) {
 		t.Fatalf("101 headers with a limit of 100: error = %v, want %v", err, ErrTooManyHeaders)
 	}
 	if StatusOf(ErrTooManyHeaders) != 431 {
 		t.Errorf("StatusOf(too many headers) = %d, want 431", StatusOf(ErrTooManyHeaders))
 	}
-	if err := ParseRequest(head, &req, 101); err != nil {
+	if err := ParseRequest(head, &req, RequestOptions{MaxHeaders: 101}); err != nil {
 		t.Fatalf("101 headers with a limit of 101: %v", err)
 	}
 }
@@ -205,15 +205,44 @@ func TestParseRequestHeaderLimits(t *testing.T) {
 func TestParseRequestReusesRequest(t *testing.T) {
 	var req Request
 	first := []byte("POST http://a?x HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\nConnection: x-hop\r\nExpect: 100-continue\r\n\r\n")
-	if err := ParseRequest(first, &req, 100); err != nil {
+	if err := ParseRequest(first, &req, RequestOptions{MaxHeaders: 100}); err != nil {
 		t.Fatal(err)
 	}
 	second := []byte("GET /b HTTP/1.1\r\nHost: b\r\n\r\n")
-	if err := ParseRequest(second, &req, 100); err != nil {
+	if err := ParseRequest(second, &req, RequestOptions{MaxHeaders: 100}); err != nil {
 		t.Fatal(err)
 	}
 	if req.ContentLength != -1 || req.Expect100 || req.AbsoluteForm || len(req.ConnectionTokens) != 0 ||
 		string(req.Path) != "/b" || string(req.Authority) != "b" || len(req.Headers) != 1 {
 		t.Errorf("second request kept state from the first: %+v", req)
+	}
+}
+
+// TestParseRequestAllowChunkedLength checks allow_chunked_length: a
+// request with both framings is read as chunked, without its
+// Content-Length; other transfer codings are still refused.
+func TestParseRequestAllowChunkedLength(t *testing.T) {
+	opts := RequestOptions{MaxHeaders: 100, AllowChunkedLength: true}
+	var req Request
+	head := []byte("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nX-A: 1\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n")
+	if err := ParseRequest(head, &req, opts); err != nil {
+		t.Fatal(err)
+	}
+	if !req.Chunked || req.ContentLength != -1 {
+		t.Errorf("Chunked = %v, ContentLength = %d; want chunked, -1", req.Chunked, req.ContentLength)
+	}
+	var names []string
+	for _, h := range req.Headers {
+		names = append(names, string(h.Name))
+	}
+	if got := strings.Join(names, ","); got != "host,x-a,transfer-encoding" {
+		t.Errorf("headers = %s, want host,x-a,transfer-encoding", got)
+	}
+	gzip := []byte("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nTransfer-Encoding: gzip\r\n\r\n")
+	if err := ParseRequest(gzip, &req, opts); err == nil || errors.Is(err, ErrLengthAndEncoding) {
+		t.Errorf("gzip with a length: error = %v, want a transfer-encoding error", err)
+	}
+	if err := ParseRequest(head, &req, RequestOptions{MaxHeaders: 100}); !errors.Is(err, ErrLengthAndEncoding) {
+		t.Errorf("without the option: error = %v, want %v", err, ErrLengthAndEncoding)
 	}
 }
