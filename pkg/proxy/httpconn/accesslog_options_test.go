@@ -162,6 +162,11 @@ func TestAccessLogOptionsStreams(t *testing.T) {
 				t.Fatalf("status %d, body %q", status, body)
 			}
 			p.waitCounter(t, "http.test.downstream_rq_completed", 1)
+			// The end entry is written as the stream finishes, which a
+			// loaded machine may delay past the counter.
+			for deadline := time.Now().Add(5 * time.Second); !strings.Contains(out.String(), "DownstreamEnd") && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
 			lines := optionsLine.FindAllStringSubmatch(out.String(), -1)
 			if len(lines) < 4 {
 				t.Fatalf("want a start, periodic and end entries, got:\n%s", out.String())
