@@ -65,14 +65,13 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) {
 		s.h2UpstreamFailed(cl, ctx, err)
 		return
 	}
+	defer func() {
+		// Before the response body's Close, which waits for the
+		// transport's goroutine to leave the request body's Read.
+		body.takeBack()
+		_ = resp.Body.Close()
+	}()
 	s.relayHTTP2(cl, ctx, resp, sent, body)
-	// Before the response body's Close, which waits for the transport's
-	// goroutine to leave the request body's Read.
-	body.takeBack()
-	_ = resp.Body.Close()
-	if !body.complete() {
-		s.connectionUnusable()
-	}
 }
 
 // relayHTTP2 relays an HTTP/2 upstream's response, whose head came, to the
@@ -89,10 +88,9 @@ func (s *stream) relayHTTP2(cl UpstreamCluster, ctx context.Context, resp *http.
 	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
 	hasBody := !s.isHead && s.status != 204 && s.status != 304
 	if !body.complete() {
-		// An answer before the whole request (Envoy's
-		// downstream_rq_response_before_rq_complete): an HTTP/1
-		// connection ends after it (Connection: close), as the rest of
-		// the body may never be read.
+		// An answer before the whole request: as in Envoy, an HTTP/1
+		// connection ends after it (Connection: close), since the rest
+		// of the body is not read once the exchange ends.
 		s.connectionUnusable()
 	}
 	if err := s.sendHead(resp.ContentLength, hasBody); err != nil {
