@@ -325,6 +325,14 @@ func (c *serverConn) closeIfIdle() {
 	}
 }
 
+// abandonBody implements downstream: a read deadline in the past ends the
+// body's reads; the record of the deadline is dropped, so that a next
+// request, if the connection carries one, gets its own.
+func (c *serverConn) abandonBody() {
+	_ = c.nc.SetReadDeadline(time.Unix(1, 0))
+	c.rd.forget()
+}
+
 // cut ends the connection now, interrupting the request in flight, if
 // any, at the upstream too.
 func (c *serverConn) cut() {

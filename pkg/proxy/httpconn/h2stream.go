@@ -683,6 +683,21 @@ func (st *h2Stream) cancelAwait() {
 	h.mu.Unlock()
 }
 
+// abandonBody implements downstream: the stream's body reads fail from
+// now on (the stream then ends with RST_STREAM NO_ERROR, see done).
+func (st *h2Stream) abandonBody() {
+	h := st.h
+	h.mu.Lock()
+	if st.bodyErr == nil {
+		st.bodyErr = errBodyAbandoned
+	}
+	st.cond.Broadcast()
+	h.mu.Unlock()
+}
+
+// errBodyAbandoned is what the body's reads return after abandonBody.
+var errBodyAbandoned = errors.New("request body abandoned")
+
 // endAwait implements downstream.
 func (st *h2Stream) endAwait() {
 	h := st.h

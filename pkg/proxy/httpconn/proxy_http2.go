@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,29 +49,35 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) {
 			return
 		}
 	}
+	// The transport reads the body in its own goroutine; the body source
+	// belongs to the downstream connection, which the stream takes back
+	// (body.takeBack) before it answers on its own or ends.
 	req, body := s.upstreamRequest(ctx)
-	if body != nil {
-		// The transport reads the body in its own goroutine; the body
-		// source belongs to the downstream connection, which must not
-		// read its next request before that goroutine is done.
-		defer body.wait()
-	}
 	sent := time.Now()
 	resp, err := cl.RoundTripHTTP2(req, host)
 	if err != nil {
+		// The transport may return while its goroutine still waits for
+		// the body: a local reply must not read the body beside it.
+		body.takeBack()
 		if !s.peerReset.Load() && s.maxDurationReachedWith(time.Now(), body.complete()) {
 			return
 		}
 		s.h2UpstreamFailed(cl, ctx, err)
 		return
 	}
-	defer func() { _ = resp.Body.Close() }()
-	s.relayHTTP2(cl, ctx, resp, sent)
+	defer func() {
+		// Before the response body's Close, which waits for the
+		// transport's goroutine to leave the request body's Read.
+		body.takeBack()
+		_ = resp.Body.Close()
+	}()
+	s.relayHTTP2(cl, ctx, resp, sent, body)
 }
 
 // relayHTTP2 relays an HTTP/2 upstream's response, whose head came, to the
-// client; sent is when the request went out, ctx the exchange's.
-func (s *stream) relayHTTP2(cl UpstreamCluster, ctx context.Context, resp *http.Response, sent time.Time) {
+// client; sent is when the request went out, ctx the exchange's, body the
+// request body the transport may still be reading (nil for none).
+func (s *stream) relayHTTP2(cl UpstreamCluster, ctx context.Context, resp *http.Response, sent time.Time, body *h2RequestBody) {
 	now := time.Now()
 	s.tLast = now
 	s.entry.FirstUpstreamByte = s.m.stamp(now)
@@ -82,6 +87,12 @@ func (s *stream) relayHTTP2(cl UpstreamCluster, ctx context.Context, resp *http.
 	s.setServiceTime(now.Sub(sent))
 	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
 	hasBody := !s.isHead && s.status != 204 && s.status != 304
+	if !body.complete() {
+		// An answer before the whole request: as in Envoy, an HTTP/1
+		// connection ends after it (Connection: close), since the rest
+		// of the body is not read once the exchange ends.
+		s.connectionUnusable()
+	}
 	if err := s.sendHead(resp.ContentLength, hasBody); err != nil {
 		s.downstreamFailed()
 		return
@@ -110,7 +121,7 @@ func (s *stream) relayHTTP2(cl UpstreamCluster, ctx context.Context, resp *http.
 				break
 			}
 			if err != nil {
-				if !s.peerReset.Load() && s.maxDurationReached(time.Now()) {
+				if !s.peerReset.Load() && s.maxDurationReachedWith(time.Now(), body.complete()) {
 					s.chargeCode(cl.Stats(), s.status)
 					return
 				}
@@ -164,7 +175,7 @@ func (s *stream) upstreamRequest(ctx context.Context) (*http.Request, *h2Request
 	}
 	var body *h2RequestBody
 	if s.body != nil {
-		body = &h2RequestBody{s: s, done: make(chan struct{})}
+		body = &h2RequestBody{s: s, inRead: make(chan struct{}, 1)}
 		req.Body = body
 		req.ContentLength = s.reqLength
 		if s.reqChunked {
@@ -204,17 +215,28 @@ func (s *stream) upstreamURL() *url.URL {
 // h2BodyBuffer is the read size of an HTTP/2 upstream's response body.
 const h2BodyBuffer = 32 << 10
 
-// h2RequestBody feeds the request body to the HTTP/2 transport.
+// h2RequestBody feeds the request body to the HTTP/2 transport, whose
+// goroutine calls Read and Close. The body source belongs to the
+// downstream connection: once the exchange ends, takeBack makes sure that
+// goroutine is out of it for good, so the connection can recycle its
+// buffers and read its next request.
 type h2RequestBody struct {
-	s    *stream
-	p    []byte
-	err  error
-	once sync.Once
-	done chan struct{}
+	s   *stream
+	p   []byte
+	err error
+	// inRead holds a token while a Read runs: takeBack takes it to know
+	// none does.
+	inRead chan struct{}
+	// takenBack is set by takeBack: Reads fail from then on, without
+	// touching the source.
+	takenBack atomic.Bool
 	// eof is set once the whole body was read: the transport's goroutine
 	// sets it, the stream's reads it while that goroutine may still run.
 	eof atomic.Bool
 }
+
+// errBodyTakenBack is what the transport reads after takeBack.
+var errBodyTakenBack = errors.New("request body no longer forwarded")
 
 // complete reports whether the whole request body has arrived; true
 // without a body (a nil b).
@@ -222,6 +244,11 @@ func (b *h2RequestBody) complete() bool { return b == nil || b.eof.Load() }
 
 // Read copies the next pieces of the request body into p.
 func (b *h2RequestBody) Read(p []byte) (int, error) {
+	b.inRead <- struct{}{}
+	defer func() { <-b.inRead }()
+	if b.takenBack.Load() {
+		return 0, errBodyTakenBack
+	}
 	for len(b.p) == 0 {
 		if b.err != nil {
 			return 0, b.err
@@ -239,16 +266,25 @@ func (b *h2RequestBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// Close is called by the transport when it is done with the body.
-func (b *h2RequestBody) Close() error {
-	b.once.Do(func() { close(b.done) })
-	return nil
-}
+// Close is called by the transport when it is done with the body, maybe
+// from a goroutine of its own while Read still runs: takeBack, not Close,
+// tells when the source is free.
+func (b *h2RequestBody) Close() error { return nil }
 
-// wait blocks until the transport has closed the body, so that nothing
-// reads the downstream connection behind the stream's back; a body left
-// half read closes the connection.
-func (b *h2RequestBody) wait() {
+// takeBack ends the transport's reading of the request body, on the
+// stream's goroutine, once the exchange is over or before a local reply:
+// a body still to come is abandoned (a Read waiting for the client wakes
+// up with an error), and takeBack returns when no Read runs, later ones
+// failing at once. The wait is bounded by the stream idle timeout; past
+// it the stream counts the source as leaked and its buffers are not
+// reused. A nil b does nothing.
+func (b *h2RequestBody) takeBack() {
+	if b == nil || b.takenBack.Swap(true) {
+		return
+	}
+	if !b.eof.Load() {
+		b.s.down.abandonBody()
+	}
 	idle := b.s.idleTimeout()
 	if idle <= 0 {
 		idle = defaultStreamIdleTimeout
@@ -256,12 +292,10 @@ func (b *h2RequestBody) wait() {
 	t := time.NewTimer(idle)
 	defer t.Stop()
 	select {
-	case <-b.done:
+	case b.inRead <- struct{}{}:
+		<-b.inRead
 	case <-t.C:
 		b.s.leaked = true
-	}
-	if !b.s.bodyDone {
-		b.s.connectionUnusable()
 	}
 }
 

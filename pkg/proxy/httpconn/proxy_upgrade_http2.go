@@ -61,7 +61,7 @@ func (s *stream) upgradeHTTP2(cl UpstreamCluster, host *upstream.Host) {
 		ok = resp.StatusCode >= 200 && resp.StatusCode < 300
 	}
 	if !ok {
-		s.relayHTTP2(cl, ctx, resp, sent)
+		s.relayHTTP2(cl, ctx, resp, sent, nil)
 		return
 	}
 	now := time.Now()

@@ -54,6 +54,11 @@ type downstream interface {
 	awaitBody() error
 	cancelAwait()
 	endAwait()
+	// abandonBody, on the stream's goroutine, gives up the rest of the
+	// request body while another goroutine may be reading it: a read
+	// waiting for the client returns an error at once, and so do later
+	// ones once nothing buffered is left.
+	abandonBody()
 	// trailers sends response trailers after the body; HTTP/1 drops
 	// them, as Envoy does unless enable_trailers is set.
 	trailers(t http.Header)

@@ -316,6 +316,9 @@ func (d *encodingDown) cancelAwait() { d.inner.cancelAwait() }
 // endAwait implements downstream.
 func (d *encodingDown) endAwait() { d.inner.endAwait() }
 
+// abandonBody implements downstream.
+func (d *encodingDown) abandonBody() { d.inner.abandonBody() }
+
 // trailers implements downstream: kept for the encoders' ends.
 func (d *encodingDown) trailers(t http.Header) { d.trailer = t }
 
