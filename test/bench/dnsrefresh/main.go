@@ -16,6 +16,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -117,31 +118,25 @@ func (s stats) String() string {
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 func median(runs []stats) stats {
-	pick := func(f func(stats) time.Duration) time.Duration {
-		v := make([]time.Duration, len(runs))
-		for i, r := range runs {
-			v[i] = f(r)
-		}
-		slices.Sort(v)
-		return v[len(v)/2]
-	}
-	count := func(f func(stats) int) int {
-		v := make([]int, len(runs))
-		for i, r := range runs {
-			v[i] = f(r)
-		}
-		slices.Sort(v)
-		return v[len(v)/2]
-	}
 	return stats{
-		requests:    count(func(s stats) int { return s.requests }),
-		p50:         pick(func(s stats) time.Duration { return s.p50 }),
-		p99:         pick(func(s stats) time.Duration { return s.p99 }),
-		p999:        pick(func(s stats) time.Duration { return s.p999 }),
-		refreshes:   count(func(s stats) int { return s.refreshes }),
-		rebuilds:    count(func(s stats) int { return s.rebuilds }),
-		connections: count(func(s stats) int { return s.connections }),
+		requests:    medianOf(runs, func(s stats) int { return s.requests }),
+		p50:         medianOf(runs, func(s stats) time.Duration { return s.p50 }),
+		p99:         medianOf(runs, func(s stats) time.Duration { return s.p99 }),
+		p999:        medianOf(runs, func(s stats) time.Duration { return s.p999 }),
+		refreshes:   medianOf(runs, func(s stats) int { return s.refreshes }),
+		rebuilds:    medianOf(runs, func(s stats) int { return s.rebuilds }),
+		connections: medianOf(runs, func(s stats) int { return s.connections }),
 	}
+}
+
+// medianOf is the median of one figure of the runs.
+func medianOf[T cmp.Ordered](runs []stats, f func(stats) T) T {
+	v := make([]T, len(runs))
+	for i, r := range runs {
+		v[i] = f(r)
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
 }
 
 // startUpstreams listens on port p of every address (the same port, found
