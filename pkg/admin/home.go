@@ -13,18 +13,15 @@ func (a *Admin) homeRoutes() []Route {
 		Path: "/",
 		Help: "Admin home page",
 		Handler: func(w *Response, _ *Request) {
-			w.SetContentType(ContentTypeHTML)
+			setHTMLHeaders(w, "")
 			_, _ = w.Write(a.home)
 		},
 	}}
 }
 
-// homeTemplate is a self-contained page (inline style, no script, no
-// external asset: the admin is often reached through a port-forward with
-// no internet access). Links are relative, without the leading slash, so
-// the page also works embedded under another console's sub-path. Mutating
-// endpoints are POST forms, never links, so that a crawler following links
-// cannot trigger them. html/template escapes every value for its context.
+// homeTemplate is a self-contained page without script (see html.go).
+// Mutating endpoints are POST forms, never links, so that a crawler
+// following links cannot trigger them. html/template escapes every value for its context.
 const homeTemplate = `<!DOCTYPE html>
 <html lang='en'>
 <head>
@@ -32,16 +29,7 @@ const homeTemplate = `<!DOCTYPE html>
   <title>Outrigger Admin</title>
   <link rel='icon' href='data:,'>
   <style>
-body { font-family: sans-serif; margin: 1em 2em; }
-h1 { font-size: 1.4em; }
-.home-table { border-collapse: collapse; }
-.home-data { text-align: left; vertical-align: top; padding: 0.2em 1.5em 0.2em 0.3em; }
-.option { padding: 0.1em 0.3em 0.1em 2em; }
-.gray { background-color: #eeeeee; }
-.vert-space { height: 0.4em; }
-.home-form { display: inline; margin: 0; }
-.button-as-link { background: none; border: none; padding: 0; color: #0645ad; text-decoration: underline; cursor: pointer; font: inherit; }
-  </style>
+` + pageStyle + `  </style>
 </head>
 <body>
 <h1>Outrigger Admin</h1>

@@ -21,6 +21,7 @@ const (
 type statsFamily struct {
 	src          StatsSource
 	writeTimeout time.Duration
+	pages        statsPageTemplates
 }
 
 // statsRoutes returns the routes of the /stats family: the renders
@@ -30,8 +31,25 @@ func (a *Admin) statsRoutes() []Route {
 	if a.opts.Stats == nil {
 		return nil
 	}
-	f := &statsFamily{src: a.opts.Stats, writeTimeout: statsWriteTimeout}
+	f := &statsFamily{src: a.opts.Stats, writeTimeout: statsWriteTimeout, pages: parseStatsPageTemplates()}
 	return f.routes()
+}
+
+// statsParams are the parameters of /stats, for /help, the home page and
+// the form of the stats pages. Formats are listed in Envoy's order, so the
+// forms open the HTML page by default.
+func statsParams() []Param {
+	return []Param{
+		{Name: "usedonly", Help: usedOnlyHelp, Kind: ParamFlag},
+		{Name: "filter", Help: filterHelp, Kind: ParamString},
+		{Name: "format", Help: "Format to use", Kind: ParamEnum,
+			Values: []string{"html", "active-html", "text", "json", "prometheus"}},
+		{Name: "type", Help: "Stat types to include.", Kind: ParamEnum,
+			Values: []string{"All", "Counters", "Histograms", "Gauges", "TextReadouts"}},
+		{Name: "histogram_buckets", Help: bucketsHelp, Kind: ParamEnum,
+			Values: []string{"cumulative", "disjoint", "detailed", "summary"}},
+		{Name: "text_readouts", Help: textReadoutsHelp + "; only with format=prometheus", Kind: ParamFlag},
+	}
 }
 
 // routes is the family's route table.
@@ -40,16 +58,7 @@ func (f *statsFamily) routes() []Route {
 		{
 			Path: "/stats",
 			Help: "print server stats",
-			Params: []Param{
-				{Name: "usedonly", Help: usedOnlyHelp, Kind: ParamFlag},
-				{Name: "filter", Help: filterHelp, Kind: ParamString},
-				{Name: "format", Help: "Format to use", Kind: ParamEnum, Values: []string{"text", "json", "prometheus"}},
-				{Name: "type", Help: "Stat types to include.", Kind: ParamEnum,
-					Values: []string{"All", "Counters", "Histograms", "Gauges", "TextReadouts"}},
-				{Name: "histogram_buckets", Help: bucketsHelp, Kind: ParamEnum,
-					Values: []string{"cumulative", "disjoint", "detailed", "summary"}},
-				{Name: "text_readouts", Help: textReadoutsHelp + "; only with format=prometheus", Kind: ParamFlag},
-			},
+			Params:  statsParams(),
 			Handler: func(w *Response, r *Request) { f.serveRender(w, r, false) },
 		},
 		{

@@ -17,11 +17,12 @@ const (
 	formatText statsFormat = iota
 	formatJSON
 	formatPrometheus
+	formatHTML       // a page of the stats with the parameters' form (stats_html.go)
+	formatActiveHTML // a page that refreshes the stats in place (stats_active.go)
 )
 
-// formatUsage answers an unknown ?format=. Envoy's message also lists its
-// html and active-html forms, which Outrigger does not serve.
-const formatUsage = "usage: /stats?format=(json|prometheus|text)\n\n"
+// formatUsage answers an unknown ?format=, in Envoy's words.
+const formatUsage = "usage: /stats?format=(html|active-html|json|prometheus|text)\n\n"
 
 // statsQuery is a validated stats request: what to render, and how.
 type statsQuery struct {
@@ -73,6 +74,10 @@ func parseStatsQuery(p Params, useRE2, prometheus bool) (statsQuery, error) {
 		q.format = formatJSON
 	case "prometheus":
 		q.format = formatPrometheus
+	case "html":
+		q.format = formatHTML
+	case "active-html":
+		q.format = formatActiveHTML
 	default:
 		return q, &badQuery{formatUsage}
 	}

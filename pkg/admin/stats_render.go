@@ -26,6 +26,13 @@ func (f *statsFamily) serveRender(w *Response, r *Request, prometheus bool) {
 		w.Text(http.StatusBadRequest, err.Error())
 		return
 	}
+	if q.format == formatActiveHTML {
+		// The page fetches the stats itself, as JSON.
+		if err := f.renderActive(w, r); err != nil {
+			w.Fail(err)
+		}
+		return
+	}
 	if q.render.Filter != nil {
 		q.render.Filter = stopOnDone{ctx: r.Context(), f: q.render.Filter}
 	}
@@ -33,6 +40,11 @@ func (f *statsFamily) serveRender(w *Response, r *Request, prometheus bool) {
 
 	var render func(io.Writer, *stats.Store, stats.RenderOptions) error
 	switch q.format {
+	case formatHTML:
+		setHTMLHeaders(w, "")
+		render = func(out io.Writer, _ *stats.Store, _ stats.RenderOptions) error {
+			return f.renderHTML(out, r, q)
+		}
 	case formatJSON:
 		w.SetContentType(ContentTypeJSON)
 		render = stats.RenderJSON

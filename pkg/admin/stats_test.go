@@ -110,7 +110,9 @@ func TestStatsRefused(t *testing.T) {
 		"refused-filter-ecmascript":  {useECMAScript: true, req: request{target: "/stats?filter=%5Ba"}, calls: refusedCalls},
 		"refused-filter-before-type": {req: request{target: "/stats?filter=(&type=x"}, calls: refusedCalls},
 		"refused-format":             {req: request{target: "/stats?format=xml"}, calls: refusedCalls},
-		"refused-format-html":        {req: request{target: "/stats?format=html"}, calls: refusedCalls},
+		"refused-format-html-case":   {req: request{target: "/stats?format=HTML"}, calls: refusedCalls},
+		"refused-html-filter":        {req: request{target: "/stats?format=html&filter=%5Ba"}, calls: refusedCalls},
+		"refused-active-html-type":   {req: request{target: "/stats?format=active-html&type=counters"}, calls: refusedCalls},
 		"refused-buckets":            {req: request{target: "/stats?histogram_buckets=linear"}, calls: refusedCalls},
 		"refused-buckets-before-format": {
 			req: request{target: "/stats?histogram_buckets=linear&format=xml"}, calls: refusedCalls,
