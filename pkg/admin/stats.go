@@ -56,8 +56,8 @@ func statsParams() []Param {
 func (f *statsFamily) routes() []Route {
 	return []Route{
 		{
-			Path: "/stats",
-			Help: "print server stats",
+			Path:    "/stats",
+			Help:    "print server stats",
 			Params:  statsParams(),
 			Handler: func(w *Response, r *Request) { f.serveRender(w, r, false) },
 		},

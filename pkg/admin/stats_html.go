@@ -109,7 +109,6 @@ func statsForm(p Params, format string, names ...string) []statsFormParam {
 	return out
 }
 
-
 // statsPageTemplates are the parsed templates of the stats pages.
 type statsPageTemplates struct {
 	html, active *template.Template
