@@ -12,7 +12,7 @@ BUILDFLAGS := -buildvcs=auto
 CONFIG ?= examples/quickstart.yaml
 
 .PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers bench-floods bench-tcpproxy bench-dns lint fmt clean \
-	manifests generate check-manifests test-cluster helm test-chart chart-crds
+	manifests generate check-manifests test-cluster helm test-chart chart-crds test-browser
 
 all: build
 
@@ -22,7 +22,7 @@ build:
 run: build
 	$(BIN)/sidecar -c $(CONFIG)
 
-test: lint check-manifests test-assets test-unit test-e2e test-cluster test-chart
+test: lint check-manifests test-assets test-unit test-e2e test-cluster test-chart test-browser
 
 test-unit:
 	$(GO) test -count=1 ./pkg/... ./cmd/...
@@ -68,6 +68,14 @@ test-cluster: build test-assets
 	$(GO) build $(BUILDFLAGS) -o $(BIN)/controller ./cmd/controller
 	KUBEBUILDER_ASSETS=$(BIN)/test-assets SIDECAR_BIN=$(BIN)/sidecar CONTROLLER_BIN=$(BIN)/controller \
 		$(GO) test -count=1 -timeout 15m ./test/e2e/cluster/... -ginkgo.v=false
+
+# The admin pages in headless Chromium (Debian's package, installed by
+# hack/chromium.sh when missing): the active stats page, the HTML stats page,
+# the home page's forms and a cross-site form. Screenshots go to
+# bin/test-output/browser/.
+test-browser: build
+	CHROMIUM="$$(hack/chromium.sh)" SIDECAR_BIN=$(BIN)/sidecar TEST_OUTPUT_DIR=$(BIN)/test-output \
+		$(GO) test -count=1 -timeout 5m ./test/browser/...
 
 # helm v3, pinned in hack/helm.sh, built from its Go module into bin/tools/helm
 # (skipped when already built).

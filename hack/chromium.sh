@@ -71,7 +71,7 @@ main() {
 			log "installed in $((SECONDS - started)) s"
 		fi
 	fi
-	"${binary}" --version >&2 || die "${binary} does not start"
+	"${binary}" --version 2>/dev/null >&2 || die "${binary} does not start"
 	printf '%s\n' "${binary}"
 }
 

@@ -31,7 +31,7 @@ h2 { font-size: 1.15em; margin-top: 1.2em; }
 .stats .value { text-align: right; }
 .none { font-style: italic; }
 .status { color: #b00020; min-height: 1.2em; }
-.changed { background-color: #fff3b0; }
+.stats tr.changed { background-color: #fff3b0; }
 `
 
 // cspNonceBytes is the entropy of a page's script nonce.

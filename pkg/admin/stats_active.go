@@ -118,8 +118,8 @@ const activeStatsScript = `'use strict';
     schedule(setting(intervalInput, 5));
   }
 
-  function cell(row, text, className) {
-    const td = document.createElement('td');
+  function cell(row, text, className, tag) {
+    const td = document.createElement(tag || 'td');
     td.textContent = text;
     if (className) {
       td.className = className;
@@ -174,9 +174,9 @@ const activeStatsScript = `'use strict';
 
   function renderHistograms(h) {
     const head = document.createElement('tr');
-    cell(head, 'Name');
+    cell(head, 'Name', '', 'th');
     for (const q of h.supported_quantiles || []) {
-      cell(head, 'P' + q);
+      cell(head, 'P' + q, '', 'th');
     }
     histHead.replaceChildren(head);
     const rows = [];
@@ -184,6 +184,7 @@ const activeStatsScript = `'use strict';
       const row = document.createElement('tr');
       cell(row, c.name);
       for (const v of c.values || []) {
+        // null until the histogram's first merge (the stats flush)
         cell(row, v.cumulative === null || v.cumulative === undefined ? '-' : String(v.cumulative), 'value');
       }
       rows.push(row);
