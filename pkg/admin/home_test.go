@@ -96,3 +96,22 @@ func TestHomePageEscapes(t *testing.T) {
 		}
 	}
 }
+
+// TestHomePageHeaders checks that the home page, whose buttons are
+// mutations, runs no script and cannot be framed by another site (where a
+// click on an overlaid button would be a same-origin POST).
+func TestHomePageHeaders(t *testing.T) {
+	rec := serve(t, newTestAdmin(t).Handler(), request{target: "/"})
+	csp := rec.Header().Get("Content-Security-Policy")
+	for _, want := range []string{"default-src 'none'", "frame-ancestors 'self'", "form-action 'self'"} {
+		if !strings.Contains(csp, want) {
+			t.Errorf("Content-Security-Policy %q lacks %q", csp, want)
+		}
+	}
+	if strings.Contains(csp, "script-src") {
+		t.Errorf("Content-Security-Policy %q allows scripts", csp)
+	}
+	if got := rec.Header().Get("X-Frame-Options"); got != "SAMEORIGIN" {
+		t.Errorf("X-Frame-Options %q, want SAMEORIGIN", got)
+	}
+}

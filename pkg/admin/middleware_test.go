@@ -2,11 +2,14 @@ package admin
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCommonHeaders(t *testing.T) {
@@ -73,6 +76,11 @@ func TestCrossOriginProtection(t *testing.T) {
 		"same-site, other origin":      {method: http.MethodPost, header: http.Header{"Sec-Fetch-Site": {"same-site"}}},
 		"foreign origin, old browser":  {method: http.MethodPost, header: http.Header{"Origin": {"http://evil.example"}}},
 		"cross-site GET is only a GET": {method: http.MethodGet, header: http.Header{"Sec-Fetch-Site": {"cross-site"}}},
+		"form posted from another origin": {method: http.MethodPost, header: http.Header{
+			"Origin": {"http://localhost:8080"}, "Content-Type": {formContentType}}},
+		"sandboxed page (origin null)": {method: http.MethodPost, header: http.Header{"Origin": {"null"}}},
+		"cross-site despite a matching origin": {method: http.MethodPost, header: http.Header{
+			"Sec-Fetch-Site": {"cross-site"}, "Origin": {"http://127.0.0.1:9901"}}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -94,6 +102,28 @@ func TestCrossOriginProtection(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCrossOriginControllerClient checks that the controller's requests
+// pass: a Go client's POST, sent over a connection the controller dialed
+// itself (the port-forward), with its placeholder host and no browser
+// header.
+func TestCrossOriginControllerClient(t *testing.T) {
+	ta := newTestAdmin(t)
+	srv := newLoopbackServer(t, ta.Handler())
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
+		},
+	}}
+	resp, err := client.Post("http://proxy-admin/healthcheck/fail", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if calls := ta.f.rec.take(); resp.StatusCode != http.StatusOK || len(calls) != 1 {
+		t.Errorf("status %d, calls %q; want 200 and the mutation", resp.StatusCode, calls)
 	}
 }
 

@@ -70,7 +70,7 @@ var _ = Describe("Stats endpoints", func() {
 			Expect(r.Body).To(Equal(body))
 		},
 		Entry("a bad filter", "/stats?filter=%5Ba", "Invalid re2 regex: missing closing ]: `[a`"),
-		Entry("an unknown format", "/stats?format=xml", "usage: /stats?format=(json|prometheus|text)\n\n"),
+		Entry("an unknown format", "/stats?format=xml", "usage: /stats?format=(html|active-html|json|prometheus|text)\n\n"),
 		Entry("an unknown bucket mode", "/stats?histogram_buckets=linear",
 			"usage: /stats?histogram_buckets=(cumulative|disjoint|detailed|summary)\n"),
 		Entry("an unknown type", "/stats?type=counters", "invalid &type= param"),
