@@ -18,16 +18,7 @@ import "fmt"
 const statsActiveTemplate = pageHead + `<form id='active-form'>
 <table class='home-table'>
 <tbody>
-{{- range .Params}}
-<tr>
-  <td class='option'>
-  {{- if .Enum}}<select name='{{.Name}}' id='{{.ID}}'>
-  {{- $value := .Value}}{{range .Values}}<option value='{{.}}'{{if eq . $value}} selected{{end}}>{{.}}</option>{{end}}</select>
-  {{- else}}<input type='text' name='{{.Name}}' id='{{.ID}}' value='{{.Value}}' size='40'>
-  {{- end}}</td>
-  <td class='home-data'><label for='{{.ID}}'>{{.Help}}</label></td>
-</tr>
-{{- end}}
+{{- range .Params}}{{template "param" .}}{{end}}
 <tr>
   <td class='option'><input type='text' name='max-display-count' id='active-max-display-count' value='50' size='6'></td>
   <td class='home-data'><label for='active-max-display-count'>Maximum number of stats to display</label></td>

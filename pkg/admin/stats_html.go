@@ -34,7 +34,16 @@ const pageHead = `<!DOCTYPE html>
 const statsHTMLTemplate = pageHead + `<form action='stats' method='get' id='stats'>
 <table class='home-table'>
 <tbody>
-{{- range .Params}}
+{{- range .Params}}{{template "param" .}}{{end}}
+</tbody>
+</table>
+<p><button>Apply</button></p>
+</form>
+`
+
+// statsParamTemplate is one row of a stats page's form: the input of a
+// statsFormParam, filled in, and its label.
+const statsParamTemplate = `{{define "param"}}
 <tr>
   <td class='option'>
   {{- if .Flag}}<input type='checkbox' name='{{.Name}}' id='{{.ID}}'{{if .Value}} checked{{end}}>
@@ -44,12 +53,7 @@ const statsHTMLTemplate = pageHead + `<form action='stats' method='get' id='stat
   {{- end}}</td>
   <td class='home-data'><label for='{{.ID}}'>{{.Help}}</label></td>
 </tr>
-{{- end}}
-</tbody>
-</table>
-<p><button>Apply</button></p>
-</form>
-`
+{{- end}}`
 
 // statsPage is what the stats pages' templates show.
 type statsPage struct {
@@ -117,9 +121,12 @@ type statsPageTemplates struct {
 // parseStatsPageTemplates parses the stats pages' templates, which are
 // constants: an error is a bug in this package, caught by its tests.
 func parseStatsPageTemplates() statsPageTemplates {
+	parse := func(name, text string) *template.Template {
+		return template.Must(template.Must(template.New(name).Parse(statsParamTemplate)).Parse(text))
+	}
 	return statsPageTemplates{
-		html:   template.Must(template.New("stats-html").Parse(statsHTMLTemplate)),
-		active: template.Must(template.New("stats-active").Parse(statsActiveTemplate)),
+		html:   parse("stats-html", statsHTMLTemplate),
+		active: parse("stats-active", statsActiveTemplate),
 	}
 }
 
