@@ -214,6 +214,9 @@ func (h *htmlStatsWriter) stat(st *stats.Stat) error {
 		h.closeUpTo(p)
 		h.openPhase(p)
 	}
+	if h.rows == 0 {
+		h.tableStart(p)
+	}
 	h.rows++
 	h.buf = append(h.buf, "<tr><td>"...)
 	h.escaped(st.Name)
@@ -273,12 +276,18 @@ func (h *htmlStatsWriter) closeUpTo(end int) {
 	h.phase = max(h.phase, end)
 }
 
-// openPhase starts section p.
+// openPhase starts section p with its heading; its table starts at its
+// first stat.
 func (h *htmlStatsWriter) openPhase(p int) {
 	h.phase, h.open, h.rows = p+1, true, 0
 	h.buf = append(h.buf, "<h2>"...)
 	h.buf = append(h.buf, phaseTitle(p)...)
-	h.buf = append(h.buf, "</h2>\n<table class='stats'>\n<thead>"...)
+	h.buf = append(h.buf, "</h2>\n"...)
+}
+
+// tableStart starts the table of section p.
+func (h *htmlStatsWriter) tableStart(p int) {
+	h.buf = append(h.buf, "<table class='stats'>\n<thead>"...)
 	switch p {
 	case phaseTextReadouts:
 		h.buf = append(h.buf, "<tr><th>Name</th><th>Value</th></tr>"...)
@@ -293,8 +302,9 @@ func (h *htmlStatsWriter) openPhase(p int) {
 // closePhase ends the open section.
 func (h *htmlStatsWriter) closePhase() {
 	h.open = false
-	h.buf = append(h.buf, "</tbody>\n</table>\n"...)
-	if h.rows == 0 {
+	if h.rows > 0 {
+		h.buf = append(h.buf, "</tbody>\n</table>\n"...)
+	} else {
 		h.buf = append(h.buf, "<p class='none'>No "...)
 		h.buf = append(h.buf, strings.ToLower(phaseTitle(h.phase-1))...)
 		h.buf = append(h.buf, " found</p>\n"...)
@@ -334,7 +344,9 @@ func bucketsColumn(b stats.HistogramBuckets) string {
 // none, else an interval and a cumulative line.
 func (h *htmlStatsWriter) histogram(hist *stats.Histogram) {
 	if !hist.Used() {
-		h.buf = append(h.buf, "<td></td><td class='none'>No recorded values</td>"...)
+		h.buf = append(h.buf, "<td></td><td class='none' colspan='"...)
+		h.buf = strconv.AppendInt(h.buf, int64(stats.NumQuantiles), 10)
+		h.buf = append(h.buf, "'>No recorded values</td>"...)
 		return
 	}
 	in, cum := hist.IntervalStatistics(), hist.CumulativeStatistics()

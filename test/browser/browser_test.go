@@ -237,6 +237,7 @@ func TestStatsHTMLPage(t *testing.T) {
 			`[...document.querySelectorAll('h2')].map((h) => h.textContent).join('|')`))
 		return h == "Histograms"
 	})
+	do(t, ctx, "open the cluster's stats", chromedp.Navigate("http://"+s.admin+`/stats?format=html&filter=^cluster\.web\.`))
 	screenshot(t, ctx, "stats-html.png")
 }
 
