@@ -85,7 +85,12 @@ const activeStatsScript = `'use strict';
   }
 
   async function load() {
-    timer = null;
+    // One chain of updates: a load asked for by the form replaces the
+    // pending one.
+    if (timer !== null) {
+      window.clearTimeout(timer);
+      timer = null;
+    }
     const q = query();
     if (q !== shown) { // a new selection starts counting changes afresh
       byName.clear();
