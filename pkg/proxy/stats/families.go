@@ -31,10 +31,12 @@ type kindFamilies struct {
 	sorted  atomic.Pointer[[]*promFamily]
 }
 
-// promFamily is one metric family: its name and its stats' slab indexes in
-// full-name order.
+// promFamily is one metric family: its names and its stats' slab indexes
+// in full-name order.
 type promFamily struct {
-	name    string
+	name    string // in the default naming, the index's key
+	names   [NamingEnvoy + 1]string
+	stat    string // the tag-extracted stat name, dotted
 	members atomic.Pointer[[]uint32]
 	adds    []uint32 // members being placed; under familyIndex.mu
 }
@@ -86,10 +88,12 @@ func (s *Store) promFamilies(k Kind) ([]*promFamily, error) {
 // holds fi.mu.
 func (fi *familyIndex) family(s *Store, kf *kindFamilies, name []byte) *promFamily {
 	s.tags.Extract(name, &fi.x)
-	fi.name = appendSanitized(append(fi.name[:0], "proxy_"...), fi.x.Name)
+	fi.name = appendSanitized(append(fi.name[:0], NamingProxy.word()+"_"...), fi.x.Name)
 	f := kf.ids[string(fi.name)]
 	if f == nil {
-		f = &promFamily{name: string(fi.name)}
+		f = &promFamily{name: string(fi.name), stat: string(fi.x.Name)}
+		f.names[NamingProxy] = f.name
+		f.names[NamingEnvoy] = NamingEnvoy.metricName(fi.x.Name)
 		kf.ids[f.name] = f
 	}
 	if len(f.adds) == 0 {

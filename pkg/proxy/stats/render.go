@@ -73,6 +73,13 @@ type RenderOptions struct {
 	// TextReadouts adds text readouts to Prometheus output, as gauges with
 	// a text_value label (/stats/prometheus?text_readouts).
 	TextReadouts bool
+	// Naming is the product word of Prometheus names and labels.
+	Naming Naming
+	// Help, when set, gives the Prometheus HELP text of a tag-extracted
+	// stat name (such as "cluster.upstream_rq_total"), or "" for none. It
+	// is called once per rendered family and must be safe for concurrent
+	// use.
+	Help func(stat string) string
 }
 
 // chunkSize is how much output is gathered before a write: large enough

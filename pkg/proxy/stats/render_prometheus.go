@@ -5,7 +5,9 @@ import "io"
 // RenderPrometheus writes the Prometheus text exposition format 0.0.4:
 // families of counters, then gauges, then (with TextReadouts) text
 // readouts as gauges, then histograms; families sorted by tag-extracted
-// name, series within a family by full name; labels from tag extraction.
+// name, series within a family by full name; labels from tag extraction;
+// names in o.Naming, each family's HELP line (from o.Help) before its
+// TYPE line.
 //
 // The families come from an index the store keeps (see familyIndex), so a
 // render allocates nothing that grows with the number of stats, except to
@@ -50,8 +52,8 @@ func (r *promRenderer) kind(k Kind) error {
 // promBatch is how many members of a family are looked up at once.
 const promBatch = 64
 
-// family writes the selected series of f, preceded by its TYPE line if it
-// has any. It stops at the first write error.
+// family writes the selected series of f, preceded by its HELP and TYPE
+// lines if it has any. It stops at the first write error.
 //
 // A family's members lie far apart in memory (a cluster's hundred stats
 // sit between two members of one family), so each costs a cache miss. The
@@ -87,29 +89,58 @@ func (r *promRenderer) series(k Kind, f *promFamily, typed *bool, idx, parent, m
 	if r.opts.Filter != nil && !r.opts.Filter.Match(r.name) {
 		return nil
 	}
+	name := f.names[r.opts.Naming]
 	if !*typed {
 		*typed = true
-		r.typeLine(k, f.name)
+		r.helpLine(name, f.stat)
+		r.typeLine(k, name)
 	}
 	r.s.TagProducer().Extract(r.name, &r.x)
 	cw := r.cw
 	switch k {
 	case KindCounter:
-		r.sample(f.name, "", nil)
+		r.sample(name, "", nil)
 		cw.uint(r.s.counters.at(idx).Value())
 		cw.byte('\n')
 	case KindGauge:
-		r.sample(f.name, "", nil)
+		r.sample(name, "", nil)
 		cw.int(r.s.gauges.at(idx).Value())
 		cw.byte('\n')
 	case KindTextReadout:
-		r.sample(f.name, "text_value", []byte(r.s.texts.at(idx).Value()))
+		r.sample(name, "text_value", []byte(r.s.texts.at(idx).Value()))
 		cw.str("0\n")
 	case KindHistogram:
-		r.histogram(f.name, r.s.hists.at(idx))
+		r.histogram(name, r.s.hists.at(idx))
 	}
 	// A family may be big: flush inside it so the buffer stays small.
 	return cw.maybeFlush()
+}
+
+// helpLine writes the family's HELP line when it has a help text, with
+// the backslashes and newlines escaped as the format requires.
+func (r *promRenderer) helpLine(name, stat string) {
+	if r.opts.Help == nil {
+		return
+	}
+	help := r.opts.Help(stat)
+	if help == "" {
+		return
+	}
+	cw := r.cw
+	cw.str("# HELP ")
+	cw.str(name)
+	cw.byte(' ')
+	for i := range len(help) {
+		switch c := help[i]; c {
+		case '\\':
+			cw.str(`\\`)
+		case '\n':
+			cw.str(`\n`)
+		default:
+			cw.byte(c)
+		}
+	}
+	cw.byte('\n')
 }
 
 func (r *promRenderer) typeLine(k Kind, name string) {
@@ -143,7 +174,7 @@ func (r *promRenderer) labels(extra string, value []byte) {
 		if i > 0 {
 			cw.byte(',')
 		}
-		cw.buf = appendSanitized(cw.buf, t.Name)
+		cw.buf = r.opts.Naming.appendLabel(cw.buf, t.Name)
 		cw.str(`="`)
 		appendLabelValue(cw, t.Value)
 		cw.byte('"')

@@ -53,6 +53,20 @@ func fixtureStore(t testing.TB) *Store {
 	return s
 }
 
+// fixtureHelp describes some of the fixture's stats, one of them with the
+// characters a HELP line escapes.
+func fixtureHelp(stat string) string {
+	switch stat {
+	case "cluster.upstream_cx_total":
+		return "Upstream connections opened."
+	case "cluster.upstream_rq_time":
+		return `Request time \ in ms` + "\nsecond line"
+	case "server.live":
+		return "1 when the server is not draining."
+	}
+	return ""
+}
+
 func mustRE2(t *testing.T, p string) Filter {
 	t.Helper()
 	f, err := NewRE2Filter(p)
@@ -94,6 +108,7 @@ func TestRenderGolden(t *testing.T) {
 		{"prometheus_text_readouts.txt", prom, RenderOptions{Buckets: BucketsCumulative, TextReadouts: true}},
 		{"prometheus_summary.txt", prom, RenderOptions{Buckets: BucketsSummary}},
 		{"prometheus_filter.txt", prom, RenderOptions{Buckets: BucketsCumulative, VisitOptions: VisitOptions{Filter: mustRE2(t, "cluster")}}},
+		{"prometheus_envoy_help.txt", prom, RenderOptions{Buckets: BucketsCumulative, TextReadouts: true, Naming: NamingEnvoy, Help: fixtureHelp}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
