@@ -80,6 +80,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Runtime:           runtimeView{srv},
 		Logs:              logView{srv},
 		Stats:             srv,
+		PrometheusNaming:  opts.PrometheusNaming,
 		Breakers:          breakers,
 		Listeners:         srv,
 		Drain:             drainView{srv},

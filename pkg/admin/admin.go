@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
 // defaultProfilePath is where the profilers write when the bootstrap's
@@ -28,12 +29,15 @@ type Options struct {
 	Runtime RuntimeStore     // /runtime, /runtime_modify
 	Logs    LogControl       // /logging, /reopen_logs
 
-	Stats      StatsSource        // /stats family, /reset_counters
-	Breakers   BreakerEventSource // /breaker_event_stream, /hystrix_event_stream
-	ConfigDump ConfigDumpSource   // /config_dump, /init_dump
-	Clusters   ClusterSource      // /clusters
-	Listeners  ListenerSource     // /listeners
-	Drain      DrainControl       // /drain_listeners
+	Stats StatsSource // /stats family, /reset_counters
+	// PrometheusNaming is the product word of the Prometheus renders'
+	// names and labels (--prometheus-naming).
+	PrometheusNaming stats.Naming
+	Breakers         BreakerEventSource // /breaker_event_stream, /hystrix_event_stream
+	ConfigDump       ConfigDumpSource   // /config_dump, /init_dump
+	Clusters         ClusterSource      // /clusters
+	Listeners        ListenerSource     // /listeners
+	Drain            DrainControl       // /drain_listeners
 
 	// HotRestartVersion is the body of /hot_restart_version.
 	HotRestartVersion string

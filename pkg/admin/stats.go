@@ -1,6 +1,10 @@
 package admin
 
-import "time"
+import (
+	"time"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+)
 
 // statsWriteTimeout bounds one write of a stats render to its client. A
 // client that stops reading ends its own response after this long instead
@@ -20,6 +24,7 @@ const (
 // statsFamily serves the stats endpoints from one StatsSource.
 type statsFamily struct {
 	src          StatsSource
+	naming       stats.Naming
 	writeTimeout time.Duration
 	pages        statsPageTemplates
 }
@@ -31,7 +36,7 @@ func (a *Admin) statsRoutes() []Route {
 	if a.opts.Stats == nil {
 		return nil
 	}
-	f := &statsFamily{src: a.opts.Stats, writeTimeout: statsWriteTimeout, pages: parseStatsPageTemplates()}
+	f := &statsFamily{src: a.opts.Stats, naming: a.opts.PrometheusNaming, writeTimeout: statsWriteTimeout, pages: parseStatsPageTemplates()}
 	return f.routes()
 }
 

@@ -50,6 +50,8 @@ func (f *statsFamily) serveRender(w *Response, r *Request, prometheus bool) {
 		render = stats.RenderJSON
 	case formatPrometheus:
 		w.SetContentType(ContentTypePrometheus)
+		q.render.Naming = f.naming
+		q.render.Help = statHelp
 		render = stats.RenderPrometheus
 	default:
 		render = stats.RenderText

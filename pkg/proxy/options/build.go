@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
 // build validates the decoded values, derives the effective ones and
@@ -98,6 +99,9 @@ func build(raw *rawOptions, given map[string]bool, env Environment) (*Options, e
 	}
 	if o.StatsTags, err = parseStatsTags(raw.statsTags); err != nil {
 		return nil, err
+	}
+	if o.PrometheusNaming, err = stats.ParseNaming(raw.prometheusNaming); err != nil {
+		return nil, fmt.Errorf("--prometheus-naming: %w", err)
 	}
 
 	if o.Action == ActionRun && o.ConfigPath == "" && o.ConfigYAML == "" {

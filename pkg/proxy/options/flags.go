@@ -49,6 +49,7 @@ type rawOptions struct {
 	ignoreUnknownDynamicFields            bool
 	disableExtensions                     string
 	statsTags                             []string
+	prometheusNaming                      string
 	enableCoreDump                        bool
 
 	skipHotRestartOnNoParent, skipHotRestartParentStats bool
@@ -71,6 +72,7 @@ func defaultRawOptions() rawOptions {
 		parentShutdownTimeS:   uint64(DefaultParentShutdownTime.Seconds()),
 		maxObjNameLen:         DefaultMaxObjNameLen,
 		maxStats:              DefaultMaxStats,
+		prometheusNaming:      "proxy",
 	}
 }
 
@@ -230,6 +232,9 @@ var optionTable = [...]option{
 	{long: "stats-tag", arg: "name:value", def: "none",
 		help:  "Tag added to every stat; repeatable. Names hold letters and digits, values anything but '.'.",
 		value: func(r *rawOptions) pflag.Value { return listValue{&r.statsTags} }},
+	{long: "prometheus-naming", arg: "proxy|envoy",
+		help:  "Product word of Prometheus names and tag labels: proxy (proxy_cluster_upstream_rq{proxy_cluster_name=...}) or envoy, named exactly as Envoy does.",
+		value: textOpt(func(r *rawOptions) *string { return &r.prometheusNaming })},
 	{long: "enable-core-dump",
 		help:  "Allow core dumps (Linux only).",
 		value: switchOpt(func(r *rawOptions) *bool { return &r.enableCoreDump })},

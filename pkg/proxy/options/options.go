@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
 // Defaults that other packages and the help text refer to.
@@ -237,6 +238,9 @@ type Options struct {
 	DisabledExtensions []string
 	// StatsTags is every --stats-tag, in command-line order.
 	StatsTags []StatsTag
+	// PrometheusNaming is --prometheus-naming (default stats.NamingProxy):
+	// the product word of /stats/prometheus names and labels.
+	PrometheusNaming stats.Naming
 	// EnableCoreDump is --enable-core-dump.
 	EnableCoreDump bool
 	// V2ConfigOnly is the deprecated --v2-config-only; it changes nothing.

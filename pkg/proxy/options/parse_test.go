@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
 // testEnv is a machine with 8 hardware threads and a 3-CPU cpuset.
@@ -157,6 +158,9 @@ var parseCases = []parseCase{
 			o.DrainTime, o.DrainStrategy, o.ParentShutdownTime = 30*time.Second, DrainImmediate, 60*time.Second
 		}},
 	{name: "drain strategy gradual", args: cfg("--drain-strategy", "gradual"), want: func(*Options) {}},
+	{name: "prometheus naming envoy", args: cfg("--prometheus-naming", "envoy"),
+		want: func(o *Options) { o.PrometheusNaming = stats.NamingEnvoy }},
+	{name: "prometheus naming proxy", args: cfg("--prometheus-naming", "proxy"), want: func(*Options) {}},
 	{name: "drain longer than parent shutdown", args: cfg("--drain-time-s", "900"),
 		want: func(o *Options) {
 			o.DrainTime = 900 * time.Second
@@ -298,6 +302,7 @@ var parseErrorCases = []parseErrorCase{
 	{"component level with fine grain logging", cfg("--component-log-level", "upstream:debug", "--enable-fine-grain-logging"),
 		"--component-log-level will not work with --enable-fine-grain-logging"},
 	{"unknown drain strategy", cfg("--mode", "validate", "--drain-strategy", "slow"), "unknown drain-strategy 'slow'"},
+	{"unknown prometheus naming", cfg("--prometheus-naming", "Envoy"), `--prometheus-naming: unknown naming "Envoy": want proxy or envoy`},
 	{"socket mode not octal", cfg("--socket-path", "/tmp/s", "--socket-mode", "rw"), "invalid socket-mode 'rw'"},
 	{"socket mode with digit 9", cfg("--socket-path", "/tmp/s", "--socket-mode", "699"), "invalid socket-mode '699'"},
 	{"socket mode too large", cfg("--socket-path", "/tmp/s", "--socket-mode", "1000"), "invalid socket-mode '1000'"},

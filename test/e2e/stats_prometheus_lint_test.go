@@ -1,0 +1,158 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// envoyLintProblems are the promlint problems that Envoy's own stat names
+// cause, which Outrigger keeps because dashboards and alerts are written
+// against those names (docs/stats.md lists them with the reasons). Every
+// other problem, a missing HELP line first of all, fails the spec.
+var envoyLintProblems = []string{
+	`counter metrics should have "_total" suffix`,
+	"metric names should not contain abbreviated units",
+	`use base unit "seconds" instead of "days"`,
+	`non-counter metrics should not have "_total" suffix`,
+}
+
+// promScenario is a sidecar that has carried real traffic: HTTP requests
+// through a connection manager to an upstream cluster with outlier
+// detection and circuit breakers (answers 200 and local 503s), a TCP
+// connection through tcp_proxy, and an access log.
+type promScenario struct {
+	s        *Sidecar
+	httpPort int
+	tcpPort  int
+}
+
+func startPromScenario(naming string) promScenario {
+	GinkgoHelper()
+	up := startUpstream(false)
+	sc := promScenario{httpPort: freePort(), tcpPort: freePort()}
+	spec := proxySpec{
+		Port:   sc.httpPort,
+		HCM:    `{access_log: [` + stdoutLog("%RESPONSE_CODE%\n") + `]}`,
+		Routes: `[{match: {prefix: /fail}, direct_response: {status: 503}}, {match: {prefix: /}, route: {cluster: web}}]`,
+		Clusters: []proxyCluster{{Name: "web", Port: up.port,
+			Extra: `{circuit_breakers: {thresholds: [{max_requests: 100}]}}`}},
+		More: []proxySpec{{Port: sc.tcpPort, Routes: "[]", Listener: `{name: tcp, filter_chains: [{filters: [{name: envoy.filters.network.tcp_proxy, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: front, cluster: web}}]}]}`}},
+	}
+	sc.s = Launch(newDir(), "bootstrap.yaml", spec.YAML(), "--prometheus-naming", naming)
+	sc.s.WaitForAdmin()
+	sc.s.WaitLive()
+
+	for i := range 10 {
+		path := "/ok"
+		if i%5 == 0 {
+			path = "/fail"
+		}
+		r := httpDo(sc.s.client, "GET", listenerURL(sc.httpPort, path), nil, nil)
+		Expect(r.Status).To(BeElementOf(200, 503))
+	}
+	conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", sc.tcpPort), 5*time.Second)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(conn.SetDeadline(time.Now().Add(10 * time.Second))).To(Succeed())
+	_, err = conn.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+	Expect(err).NotTo(HaveOccurred())
+	status, err := bufio.NewReader(conn).ReadString('\n')
+	Expect(err).NotTo(HaveOccurred())
+	Expect(status).To(HavePrefix("HTTP/1.1 200"))
+	Expect(conn.Close()).To(Succeed())
+	// The tcp_proxy's stats move when the proxy sees the close.
+	Eventually(func() string { return sc.s.Get("/stats?filter=^tcp.front.downstream_cx_total$").Body }).
+		Should(ContainSubstring("tcp.front.downstream_cx_total: 1"))
+	return sc
+}
+
+// scrape reads a Prometheus render, checks that prometheus/common's text
+// parser reads it, and returns it with its families.
+func (sc promScenario) scrape(path string) (string, map[string]*dto.MetricFamily) {
+	GinkgoHelper()
+	r := sc.s.Get(path)
+	Expect(r.Status).To(Equal(200))
+	Expect(r.Header.Get("Content-Type")).To(Equal("text/plain; version=0.0.4; charset=utf-8"))
+	if dir := os.Getenv("PROM_DUMP_DIR"); dir != "" {
+		// For writing descriptions: the families a real sidecar emits.
+		writeFile(dir+"/"+strings.TrimPrefix(strings.ReplaceAll(path, "/", "_"), "_")+".txt", r.Body)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(r.Body))
+	Expect(err).NotTo(HaveOccurred(), r.Body)
+	return r.Body, families
+}
+
+// labelValues returns the values of label name in family f.
+func labelValues(f *dto.MetricFamily, name string) []string {
+	var vs []string
+	for _, m := range f.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == name && !slices.Contains(vs, l.GetValue()) {
+				vs = append(vs, l.GetValue())
+			}
+		}
+	}
+	return vs
+}
+
+var _ = Describe("Prometheus output in both namings", func() {
+	DescribeTable("passes promlint but for Envoy's own names, with a HELP line for every family",
+		func(naming string) {
+			sc := startPromScenario(naming)
+			for _, path := range []string{"/stats/prometheus", "/stats?format=prometheus"} {
+				body, families := sc.scrape(path)
+				Expect(len(families)).To(BeNumerically(">", 100), body)
+
+				problems, err := promlint.New(strings.NewReader(body)).Lint()
+				Expect(err).NotTo(HaveOccurred())
+				var unexpected []string
+				tally := map[string]int{}
+				for _, p := range problems {
+					tally[p.Text]++
+					if !slices.Contains(envoyLintProblems, p.Text) {
+						unexpected = append(unexpected, p.Metric+": "+p.Text)
+					}
+				}
+				GinkgoWriter.Printf("%s: %d families, promlint: %v\n", path, len(families), tally)
+				Expect(unexpected).To(BeEmpty(), "promlint problems other than Envoy's naming habits")
+
+				other := map[string]string{"proxy": "envoy", "envoy": "proxy"}[naming]
+				for name, f := range families {
+					Expect(name).To(HavePrefix(naming+"_"), "family %s", name)
+					Expect(f.GetHelp()).NotTo(BeEmpty(), "family %s has no HELP", name)
+					for _, m := range f.GetMetric() {
+						for _, l := range m.GetLabel() {
+							Expect(l.GetName()).NotTo(HavePrefix(other+"_"), "family %s", name)
+						}
+					}
+				}
+				Expect(strings.Count(body, "# HELP "+naming+"_cluster_upstream_rq_total ")).To(Equal(1))
+
+				p := naming + "_"
+				Expect(labelValues(families[p+"cluster_upstream_rq_total"], p+"cluster_name")).To(ContainElement("web"))
+				Expect(labelValues(families[p+"cluster_upstream_rq"], p+"response_code")).To(ContainElement("200"))
+				Expect(labelValues(families[p+"http_downstream_rq_xx"], p+"response_code_class")).To(ContainElements("2", "5"))
+				Expect(labelValues(families[p+"http_downstream_rq_xx"], p+"http_conn_manager_prefix")).To(ContainElement("l"))
+				Expect(labelValues(families[p+"listener_downstream_cx_total"], p+"listener_address")).
+					To(ContainElement(fmt.Sprintf("127.0.0.1_%d", sc.httpPort)))
+				Expect(labelValues(families[p+"tcp_downstream_cx_total"], p+"tcp_prefix")).To(ContainElement("front"))
+				Expect(families).To(HaveKey(p + "server_" + naming + "_bug_failures"))
+				Expect(families[p+"cluster_upstream_rq_time"].GetType()).To(Equal(dto.MetricType_HISTOGRAM))
+			}
+		},
+		Entry("proxy naming (the default)", "proxy"),
+		Entry("envoy naming", "envoy"),
+	)
+})
