@@ -21,13 +21,15 @@ const applyTimeout = 60 * time.Second
 // the chart's CRDs from charts/outrigger/crds, and creates every object of
 // each rendering with strict field validation: an unknown or misplaced field,
 // a wrong type or an invalid value in a template fails here. cert-manager's
-// kinds are left out (their CRDs are not installed).
+// kinds are left out (their CRDs are not installed); the Prometheus
+// Operator's PrometheusRule is checked against a minimal CRD of its own
+// (testdata/crds).
 func TestCreateThroughAPIServer(t *testing.T) {
 	assets := requiredEnv(t, "KUBEBUILDER_ASSETS")
 	requiredEnv(t, "HELM")
 	env := &envtest.Environment{
 		CRDInstallOptions: envtest.CRDInstallOptions{
-			Paths:              []string{filepath.Join(chartDir(t), "crds")},
+			Paths:              []string{filepath.Join(chartDir(t), "crds"), filepath.Join("testdata", "crds")},
 			ErrorIfPathMissing: true,
 		},
 		BinaryAssetsDirectory: assets,
@@ -41,8 +43,8 @@ func TestCreateThroughAPIServer(t *testing.T) {
 			t.Errorf("stop the test API server: %v", err)
 		}
 	})
-	if got := len(env.CRDs); got != 3 {
-		t.Errorf("installed %d CRDs from the chart, want 3", got)
+	if got := len(env.CRDs); got != 4 {
+		t.Errorf("installed %d CRDs, want the chart's 3 and PrometheusRule's", got)
 	}
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
@@ -61,6 +63,10 @@ func TestCreateThroughAPIServer(t *testing.T) {
 			values: filepath.Join("testdata", "full-values.yaml"), watched: []string{"shop", "payments"}},
 		{name: "webhook off", release: "nohook", namespace: "nohook-system",
 			values: filepath.Join("testdata", "webhook-off-values.yaml")},
+		{name: "monitoring", release: "mon", namespace: "mon-system",
+			values: filepath.Join("testdata", "monitoring-values.yaml"), watched: []string{"monitoring"}},
+		{name: "monitoring, proxy naming", release: "monproxy", namespace: "monproxy-system",
+			values: filepath.Join("testdata", "monitoring-proxy-values.yaml")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ func TestLint(t *testing.T) {
 		"every option":   {values: filepath.Join("testdata", "full-values.yaml")},
 		"webhook off":    {values: filepath.Join("testdata", "webhook-off-values.yaml")},
 		"self-signed":    {values: filepath.Join("testdata", "selfsigned-values.yaml")},
+		"monitoring":     {values: filepath.Join("testdata", "monitoring-values.yaml")},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -25,10 +25,12 @@ func TestTemplateGolden(t *testing.T) {
 	tests := map[string]struct {
 		values string
 	}{
-		"default":     {},
-		"full":        {values: filepath.Join("testdata", "full-values.yaml")},
-		"webhook-off": {values: filepath.Join("testdata", "webhook-off-values.yaml")},
-		"selfsigned":  {values: filepath.Join("testdata", "selfsigned-values.yaml")},
+		"default":          {},
+		"full":             {values: filepath.Join("testdata", "full-values.yaml")},
+		"webhook-off":      {values: filepath.Join("testdata", "webhook-off-values.yaml")},
+		"selfsigned":       {values: filepath.Join("testdata", "selfsigned-values.yaml")},
+		"monitoring":       {values: filepath.Join("testdata", "monitoring-values.yaml")},
+		"monitoring-proxy": {values: filepath.Join("testdata", "monitoring-proxy-values.yaml")},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -60,6 +62,11 @@ func TestTemplateRejectsBadValues(t *testing.T) {
 		"burst zero":             {set: []string{"controller.kubeAPI.burst=0"}, want: "/controller/kubeAPI/burst"},
 		"lease duration a string": {set: []string{"controller.leaderElection.leaseDurationSeconds=15s"},
 			want: "/controller/leaderElection/leaseDurationSeconds"},
+		"monitoring naming":           {set: []string{"monitoring.naming=prometheus"}, want: "/monitoring/naming"},
+		"dashboard unknown key":       {set: []string{"monitoring.grafanaDashboard.lable=x"}, want: "lable"},
+		"dashboard label number":      {set: []string{"monitoring.grafanaDashboard.labels.grafana_dashboard=1"}, want: "/monitoring/grafanaDashboard/labels/grafana_dashboard"},
+		"rule namespace not DNS":      {set: []string{"monitoring.prometheusRule.namespace=Mon"}, want: "/monitoring/prometheusRule/namespace"},
+		"cert expiry unknown key":     {set: []string{"monitoring.prometheusRule.certExpiry.days=7"}, want: "days"},
 		"leader election unknown key": {set: []string{"controller.leaderElection.leaseDuration=15"}, want: "leaseDuration"},
 		"lease not above renew deadline": {set: []string{"controller.leaderElection.leaseDurationSeconds=10"},
 			want: "controller.leaderElection.leaseDurationSeconds (10) must be greater than renewDeadlineSeconds (10)"},

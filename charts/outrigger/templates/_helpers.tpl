@@ -97,3 +97,17 @@ Call with (dict "image" .Values.x.image "root" $).
 {{- define "outrigger.image" -}}
 {{- printf "%s:%s" .image.repository (default .root.Chart.AppVersion .image.tag) }}
 {{- end }}
+
+{{/*
+outrigger.monitoringFile is a file of charts/outrigger/monitoring (written
+with the proxy_ naming) in the naming of monitoring.naming: "envoy" turns
+every proxy_ metric and label prefix into envoy_, as --prometheus-naming
+envoy does.
+*/}}
+{{- define "outrigger.monitoringFile" -}}
+{{- $text := .root.Files.Get .file }}
+{{- if eq .root.Values.monitoring.naming "envoy" }}
+{{- $text = $text | replace "proxy_" "envoy_" }}
+{{- end }}
+{{- $text }}
+{{- end }}
