@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -15,6 +17,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/outrigger-dev/outrigger/pkg/controller/inject"
 )
 
 // envoyLintProblems are the promlint problems that Envoy's own stat names
@@ -29,9 +33,10 @@ var envoyLintProblems = []string{
 }
 
 // promScenario is a sidecar that has carried real traffic: HTTP requests
-// through a connection manager to an upstream cluster with outlier
-// detection and circuit breakers (answers 200 and local 503s), a TCP
-// connection through tcp_proxy, and an access log.
+// through a connection manager to an upstream cluster with circuit
+// breakers (answers 200 and local 503s), a TCP connection through
+// tcp_proxy, and an access log; its listener discovery file rejected one
+// update.
 type promScenario struct {
 	s        *Sidecar
 	httpPort int
@@ -42,7 +47,11 @@ func startPromScenario(naming string) promScenario {
 	GinkgoHelper()
 	up := startUpstream(false)
 	sc := promScenario{httpPort: freePort(), tcpPort: freePort()}
+	ldsDir := ldsSetup(ldsResponse("1"))
+	ldsFile, err := yamlQuote(filepath.Join(ldsDir, ldsFileName))
+	Expect(err).NotTo(HaveOccurred())
 	spec := proxySpec{
+		Top:    `{dynamic_resources: {lds_config: {resource_api_version: V3, path_config_source: {path: ` + ldsFile + `}}}}`,
 		Port:   sc.httpPort,
 		HCM:    `{access_log: [` + stdoutLog("%RESPONSE_CODE%\n") + `]}`,
 		Routes: `[{match: {prefix: /fail}, direct_response: {status: 503}}, {match: {prefix: /}, route: {cluster: web}}]`,
@@ -53,6 +62,9 @@ func startPromScenario(naming string) promScenario {
 	sc.s = Launch(newDir(), "bootstrap.yaml", spec.YAML(), "--prometheus-naming", naming)
 	sc.s.WaitForAdmin()
 	sc.s.WaitLive()
+	replaceLDS(ldsDir, "resources: [{\"@type\": type.googleapis.com/envoy.config.listener.v3.Listener, name: bad}]\n")
+	Eventually(func() string { return sc.s.Get("/stats?filter=^listener_manager.lds.update_rejected$").Body }).
+		Should(ContainSubstring("listener_manager.lds.update_rejected: 1"))
 
 	for i := range 10 {
 		path := "/ok"
@@ -63,7 +75,6 @@ func startPromScenario(naming string) promScenario {
 		Expect(r.Status).To(BeElementOf(200, 503))
 	}
 	conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", sc.tcpPort), 5*time.Second)
-	Expect(err).NotTo(HaveOccurred())
 	Expect(conn.SetDeadline(time.Now().Add(10 * time.Second))).To(Succeed())
 	_, err = conn.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
 	Expect(err).NotTo(HaveOccurred())
@@ -107,8 +118,53 @@ func labelValues(f *dto.MetricFamily, name string) []string {
 	return vs
 }
 
+// monitoringNames are the metric and label names that the chart's
+// dashboard and alerts query (charts/outrigger/monitoring, written in the
+// proxy naming), in naming.
+func monitoringNames(naming string) []string {
+	GinkgoHelper()
+	var names []string
+	for _, f := range []string{"dashboard.json", "rules.yaml"} {
+		text := readFile(filepath.Join("..", "..", "charts", "outrigger", "monitoring", f))
+		if naming == "envoy" {
+			// What the chart's outrigger.monitoringFile does.
+			text = strings.ReplaceAll(text, "proxy_", "envoy_")
+		}
+		names = append(names, regexp.MustCompile(`\b`+naming+`_[a-z0-9_]+`).FindAllString(text, -1)...)
+	}
+	Expect(len(names)).To(BeNumerically(">", 20))
+	return names
+}
+
+// checkMonitoringNames checks that every name the chart's dashboard and
+// alerts query is a family (or a histogram's series) or a label of the
+// sidecar's output.
+func checkMonitoringNames(naming string, families map[string]*dto.MetricFamily) {
+	GinkgoHelper()
+	labels := map[string]bool{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = true
+			}
+		}
+	}
+	for _, name := range monitoringNames(naming) {
+		if families[name] != nil || labels[name] {
+			continue
+		}
+		base := name
+		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+			base = strings.TrimSuffix(base, suffix)
+		}
+		f := families[base]
+		Expect(f).NotTo(BeNil(), "the chart queries %s, which the sidecar does not emit", name)
+		Expect(f.GetType()).To(Equal(dto.MetricType_HISTOGRAM), "the chart queries %s", name)
+	}
+}
+
 var _ = Describe("Prometheus output in both namings", func() {
-	DescribeTable("passes promlint but for Envoy's own names, with a HELP line for every family",
+	DescribeTable("passes promlint but for Envoy's own names, with a HELP line for every family, and has every name the chart's dashboard and alerts query",
 		func(naming string) {
 			sc := startPromScenario(naming)
 			for _, path := range []string{"/stats/prometheus", "/stats?format=prometheus"} {
@@ -150,9 +206,26 @@ var _ = Describe("Prometheus output in both namings", func() {
 				Expect(labelValues(families[p+"tcp_downstream_cx_total"], p+"tcp_prefix")).To(ContainElement("front"))
 				Expect(families).To(HaveKey(p + "server_" + naming + "_bug_failures"))
 				Expect(families[p+"cluster_upstream_rq_time"].GetType()).To(Equal(dto.MetricType_HISTOGRAM))
+				checkMonitoringNames(naming, families)
 			}
 		},
 		Entry("proxy naming (the default)", "proxy"),
 		Entry("envoy naming", "envoy"),
 	)
+
+	It("reaches the injected bootstrap's probe listener in the envoy naming", func() {
+		admin, probe := freePort(), freePort()
+		Expect(probe).NotTo(Equal(admin))
+		config := strings.Replace(inject.DefaultBootstrap(int32(admin), int32(probe)),
+			"address: 0.0.0.0,", "address: 127.0.0.1,", 1)
+		s := Launch(newDir(), "", "", "--config-yaml", config, "--prometheus-naming", "envoy")
+		s.WaitForAdmin()
+		s.WaitLive()
+		r := httpDo(s.client, "GET", listenerURL(probe, "/stats/prometheus"), nil, nil)
+		Expect(r.Status).To(Equal(200))
+		Expect(r.Body).To(ContainSubstring("# HELP envoy_server_live 1 while the server is live"))
+		Expect(r.Body).To(ContainSubstring("\nenvoy_server_live{} 1\n"))
+		Expect(r.Body).To(MatchRegexp(`\nenvoy_http_downstream_rq_total\{envoy_http_conn_manager_prefix="probe"\} [1-9]`))
+		Expect(r.Body).NotTo(ContainSubstring("proxy_"))
+	})
 })
