@@ -67,14 +67,15 @@ func startPromScenario(naming string) promScenario {
 		Should(ContainSubstring("listener_manager.lds.update_rejected: 1"))
 
 	for i := range 10 {
-		path := "/ok"
+		path, want := "/ok", 200
 		if i%5 == 0 {
-			path = "/fail"
+			path, want = "/fail", 503
 		}
 		r := httpDo(sc.s.client, "GET", listenerURL(sc.httpPort, path), nil, nil)
-		Expect(r.Status).To(BeElementOf(200, 503))
+		Expect(r.Status).To(Equal(want))
 	}
 	conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", sc.tcpPort), 5*time.Second)
+	Expect(err).NotTo(HaveOccurred())
 	Expect(conn.SetDeadline(time.Now().Add(10 * time.Second))).To(Succeed())
 	_, err = conn.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
 	Expect(err).NotTo(HaveOccurred())
