@@ -34,9 +34,10 @@ var envoyLintProblems = []string{
 
 // promScenario is a sidecar that has carried real traffic: HTTP requests
 // through a connection manager to an upstream cluster with circuit
-// breakers (answers 200 and local 503s), a TCP connection through
-// tcp_proxy, and an access log; its listener discovery file rejected one
-// update.
+// breakers (answers 200 and local 503s) through the health_check, fault,
+// local_ratelimit, cors and compressor filters and a virtual cluster, a TCP
+// connection through tcp_proxy, an access log and an overload manager; its
+// listener discovery file rejected one update.
 type promScenario struct {
 	s        *Sidecar
 	httpPort int
@@ -51,10 +52,24 @@ func startPromScenario(naming string) promScenario {
 	ldsFile, err := yamlQuote(filepath.Join(ldsDir, ldsFileName))
 	Expect(err).NotTo(HaveOccurred())
 	spec := proxySpec{
-		Top:    `{dynamic_resources: {lds_config: {resource_api_version: V3, path_config_source: {path: ` + ldsFile + `}}}}`,
-		Port:   sc.httpPort,
-		HCM:    `{access_log: [` + stdoutLog("%RESPONSE_CODE%\n") + `]}`,
-		Routes: `[{match: {prefix: /fail}, direct_response: {status: 503}}, {match: {prefix: /}, route: {cluster: web}}]`,
+		Top: `{dynamic_resources: {lds_config: {resource_api_version: V3, path_config_source: {path: ` + ldsFile + `}}},
+			overload_manager: ` + connOverload(1000, "") + `}`,
+		Filters: "[" + strings.Join([]string{
+			httpFilter("envoy.filters.http.health_check", "type.googleapis.com/envoy.extensions.filters.http.health_check.v3.HealthCheck",
+				`{pass_through_mode: false, headers: [{name: ":path", string_match: {exact: /healthz}}]}`),
+			httpFilter("envoy.filters.http.fault", "type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault",
+				`{abort: {http_status: 503, percentage: {numerator: 0}}}`),
+			httpFilter("envoy.filters.http.local_ratelimit", "type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
+				`{stat_prefix: edge_rl, token_bucket: {max_tokens: 1000, tokens_per_fill: 1000, fill_interval: 60s},
+				filter_enabled: {default_value: {numerator: 100}}, filter_enforced: {default_value: {numerator: 100}}}`),
+			httpFilter("envoy.filters.http.cors", "type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors", ""),
+			httpFilter("envoy.filters.http.compressor", "type.googleapis.com/envoy.extensions.filters.http.compressor.v3.Compressor",
+				`{compressor_library: {name: text, typed_config: `+withType("type.googleapis.com/envoy.extensions.compression.gzip.compressor.v3.Gzip", "")+`}}`),
+		}, ", ") + "]",
+		VirtualHost: `{virtual_clusters: [{name: gets, headers: [{name: ":method", string_match: {exact: GET}}]}]}`,
+		Port:        sc.httpPort,
+		HCM:         `{access_log: [` + stdoutLog("%RESPONSE_CODE%\n") + `]}`,
+		Routes:      `[{match: {prefix: /fail}, direct_response: {status: 503}}, {match: {prefix: /}, route: {cluster: web}}]`,
 		Clusters: []proxyCluster{{Name: "web", Port: up.port,
 			Extra: `{circuit_breakers: {thresholds: [{max_requests: 100}]}}`}},
 		More: []proxySpec{{Port: sc.tcpPort, Routes: "[]", Listener: `{name: tcp, filter_chains: [{filters: [{name: envoy.filters.network.tcp_proxy, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: front, cluster: web}}]}]}`}},
@@ -74,6 +89,7 @@ func startPromScenario(naming string) promScenario {
 		r := httpDo(sc.s.client, "GET", listenerURL(sc.httpPort, path), nil, nil)
 		Expect(r.Status).To(Equal(want))
 	}
+	Expect(httpDo(sc.s.client, "GET", listenerURL(sc.httpPort, "/healthz"), nil, nil).Status).To(Equal(200))
 	conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", sc.tcpPort), 5*time.Second)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(conn.SetDeadline(time.Now().Add(10 * time.Second))).To(Succeed())
