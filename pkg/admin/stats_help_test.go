@@ -26,6 +26,10 @@ func TestStatHelp(t *testing.T) {
 		"overload.proxy.overload_actions.stop_accepting_requests.active": "1 while the overload action is active, else 0.",
 		"listener_manager.lds.update_rejected":                           "Configuration updates rejected as invalid.",
 		"cluster_manager.cds.version_text":                               "Version of the last accepted update, as the text_value label.",
+		"http.ext_authz.denied":                                          "Requests the authorization service denied.",
+		"cluster.ext_authz.ok":                                           "Requests the authorization service allowed.",
+		"cluster.grpc-web.pkg.Svc.Get.success":                           "gRPC-Web calls that ended with grpc-status 0.",
+		"cluster.grpc-web.pkg.Svc.Get.14":                                "gRPC-Web calls by the grpc-status they ended with (the last name segment).",
 		"server.proxy_bug_failures":                                      "Internal errors detected in release builds.",
 		// Unknown stats, and names that only share a head or a leaf with
 		// a described one, get no help.
