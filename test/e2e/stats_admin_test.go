@@ -46,7 +46,8 @@ var _ = Describe("Stats endpoints", func() {
 			prom := s.Get(path)
 			Expect(prom.Status).To(Equal(200), path)
 			Expect(prom.Header.Get("Content-Type")).To(Equal(prometheusContentType), path)
-			Expect(prom.Body).To(Equal("# TYPE proxy_server_live gauge\nproxy_server_live{} 1\n"), path)
+			Expect(prom.Body).To(Equal("# HELP proxy_server_live 1 while the server is live (not draining or shutting down), else 0.\n"+
+				"# TYPE proxy_server_live gauge\nproxy_server_live{} 1\n"), path)
 		}
 	})
 
