@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -112,10 +111,6 @@ func (sc promScenario) scrape(path string) (string, map[string]*dto.MetricFamily
 	r := sc.s.Get(path)
 	Expect(r.Status).To(Equal(200))
 	Expect(r.Header.Get("Content-Type")).To(Equal("text/plain; version=0.0.4; charset=utf-8"))
-	if dir := os.Getenv("PROM_DUMP_DIR"); dir != "" {
-		// For writing descriptions: the families a real sidecar emits.
-		writeFile(dir+"/"+strings.TrimPrefix(strings.ReplaceAll(path, "/", "_"), "_")+".txt", r.Body)
-	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(strings.NewReader(r.Body))
 	Expect(err).NotTo(HaveOccurred(), r.Body)
