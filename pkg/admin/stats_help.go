@@ -329,6 +329,7 @@ var httpHelp = [][2]string{
 	{"**.http2.deferred_stream_close", "HTTP/2 streams whose close waits for buffered data."},
 	{"**.http2.rx_messaging_error", "HTTP/2 frames refused for breaking the protocol's messaging rules."},
 	{"**.http2.trailers", "HTTP/2 trailers received."},
+	{"**.http2.metadata_empty_frames", "HTTP/2 METADATA frames received empty."},
 	{"**.http2.tx_flush_timeout", "HTTP/2 streams reset because their data could not be sent in time."},
 	{"**.http2.keepalive_timeout", "HTTP/2 connections closed because a keepalive PING went unanswered."},
 	{"**.http2.stream_refused_errors", "HTTP/2 streams the peer refused."},

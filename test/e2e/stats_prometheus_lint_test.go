@@ -3,7 +3,9 @@ package e2e
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -33,7 +35,8 @@ var envoyLintProblems = []string{
 
 // promScenario is a sidecar that has carried real traffic: HTTP requests
 // through a connection manager to an upstream cluster with circuit
-// breakers (answers 200 and local 503s) through the health_check, fault,
+// breakers (answers 200 and local 503s), and over HTTP/2 on both sides to
+// another, through the health_check, fault,
 // local_ratelimit, cors and compressor filters and a virtual cluster, a TCP
 // connection through tcp_proxy, an access log and an overload manager; its
 // listener discovery file rejected one update.
@@ -46,6 +49,7 @@ type promScenario struct {
 func startPromScenario(naming string) promScenario {
 	GinkgoHelper()
 	up := startUpstream(false)
+	h2up := httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }), true)
 	sc := promScenario{httpPort: freePort(), tcpPort: freePort()}
 	ldsDir := ldsSetup(ldsResponse("1"))
 	ldsFile, err := yamlQuote(filepath.Join(ldsDir, ldsFileName))
@@ -68,9 +72,11 @@ func startPromScenario(naming string) promScenario {
 		VirtualHost: `{virtual_clusters: [{name: gets, headers: [{name: ":method", string_match: {exact: GET}}]}]}`,
 		Port:        sc.httpPort,
 		HCM:         `{access_log: [` + stdoutLog("%RESPONSE_CODE%\n") + `]}`,
-		Routes:      `[{match: {prefix: /fail}, direct_response: {status: 503}}, {match: {prefix: /}, route: {cluster: web}}]`,
+		Routes: `[{match: {prefix: /fail}, direct_response: {status: 503}}, {match: {prefix: /h2}, route: {cluster: h2up}},
+			{match: {prefix: /}, route: {cluster: web}}]`,
 		Clusters: []proxyCluster{{Name: "web", Port: up.port,
-			Extra: `{circuit_breakers: {thresholds: [{max_requests: 100}]}}`}},
+			Extra: `{circuit_breakers: {thresholds: [{max_requests: 100}]}}`},
+			{Name: "h2up", Port: portNum(h2up), Extra: h2cOptions()}},
 		More: []proxySpec{{Port: sc.tcpPort, Routes: "[]", Listener: `{name: tcp, filter_chains: [{filters: [{name: envoy.filters.network.tcp_proxy, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: front, cluster: web}}]}]}`}},
 	}
 	sc.s = Launch(newDir(), "bootstrap.yaml", spec.YAML(), "--prometheus-naming", naming)
@@ -89,6 +95,8 @@ func startPromScenario(naming string) promScenario {
 		Expect(r.Status).To(Equal(want))
 	}
 	Expect(httpDo(sc.s.client, "GET", listenerURL(sc.httpPort, "/healthz"), nil, nil).Status).To(Equal(200))
+	// HTTP/2 on both sides: prior-knowledge h2c downstream and upstream.
+	Expect(httpDo(httpClients()["HTTP/2"], "GET", listenerURL(sc.httpPort, "/h2"), nil, nil).Status).To(Equal(200))
 	conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", sc.tcpPort), 5*time.Second)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(conn.SetDeadline(time.Now().Add(10 * time.Second))).To(Succeed())
