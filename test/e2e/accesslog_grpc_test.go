@@ -121,7 +121,7 @@ var _ = Describe("The gRPC access log service", func() {
 		// What is buffered at shutdown is delivered before the process
 		// exits.
 		Expect(get(port, "/at-exit", nil)).To(Equal(202))
-		s.Signal(syscall.SIGTERM)
+		s.Signal(syscall.SIGINT)
 		Expect(s.Wait(stopTimeout)).To(Equal(0))
 		Expect(collector.paths()).To(ContainElement("/at-exit"))
 	})

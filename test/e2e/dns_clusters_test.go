@@ -279,7 +279,7 @@ var _ = Describe("DNS clusters", func() {
 		Expect(strconv.Atoi(statValue(s, "dns.cares.timeouts"))).To(BeNumerically(">=", 2))
 		code, _ := getThrough(&http.Client{Timeout: 5 * time.Second}, port)
 		Expect(code).To(Equal(503), "no host before an answer")
-		s.Signal(syscall.SIGTERM)
+		s.Signal(syscall.SIGINT)
 		Expect(s.Wait(stopTimeout)).To(Equal(0))
 
 		// Not waiting: LIVE at once, 503 until the DNS answers, then traffic.

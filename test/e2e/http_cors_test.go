@@ -166,7 +166,7 @@ var _ = Describe("The CORS filter", func() {
 			http.Header{"Origin": {"https://app.example"}, "Access-Control-Request-Method": {"DELETE"}})
 		Expect(r.Status).To(Equal(200))
 		Expect(r.Header.Get("Access-Control-Allow-Origin")).To(Equal("https://app.example"))
-		sc.Signal(syscall.SIGTERM)
+		sc.Signal(syscall.SIGINT)
 		Expect(sc.Wait(stopTimeout)).To(Equal(0))
 	})
 })

@@ -35,7 +35,7 @@ var _ = Describe("HTTP filters from the registry", func() {
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			Expect(string(body)).To(Equal("filtered"), name)
-			s.Signal(syscall.SIGTERM)
+			s.Signal(syscall.SIGINT)
 			Expect(s.Wait(stopTimeout)).To(Equal(0))
 		}
 	})

@@ -117,18 +117,22 @@ var _ = Describe("Lifecycle", func() {
 	})
 
 	Describe("exit", func() {
-		DescribeTable("is clean on a termination signal",
-			func(sig syscall.Signal) {
-				s := Start(newDir(), Bootstrap{}.YAML())
+		// SIGTERM with --termination-drain-time-s 0 is Envoy's immediate
+		// exit; the termination drain has its own specs.
+		DescribeTable("is clean and immediate on a termination signal",
+			func(sig syscall.Signal, args ...string) {
+				s := Start(newDir(), Bootstrap{}.YAML(), args...)
 				s.Signal(sig)
 				Expect(s.Wait(stopTimeout)).To(Equal(0), "stderr:\n%s", s.Stderr())
+				Expect(s.Stderr()).To(ContainSubstring("shutting down: caught signal"))
+				Expect(s.Stderr()).NotTo(ContainSubstring("termination drain started"))
 			},
-			Entry("SIGTERM", syscall.SIGTERM),
+			Entry("SIGTERM without a termination drain", syscall.SIGTERM, "--termination-drain-time-s", "0"),
 			Entry("SIGINT", syscall.SIGINT),
 		)
 
 		It("is clean while DRAINING", func() {
-			s := Start(newDir(), Bootstrap{}.YAML())
+			s := Start(newDir(), Bootstrap{}.YAML(), "--termination-drain-time-s", "0")
 			Expect(s.Post("/healthcheck/fail").Status).To(Equal(200))
 			s.Signal(syscall.SIGTERM)
 			Expect(s.Wait(stopTimeout)).To(Equal(0), "stderr:\n%s", s.Stderr())
@@ -144,7 +148,7 @@ var _ = Describe("Lifecycle", func() {
 
 		It("stops serving its listeners", func() {
 			port := freePort()
-			s := Start(newDir(), Bootstrap{Listeners: []Listener{helloListener("l", port, "x")}}.YAML())
+			s := Start(newDir(), Bootstrap{Listeners: []Listener{helloListener("l", port, "x")}}.YAML(), "--termination-drain-time-s", "0")
 			s.Signal(syscall.SIGTERM)
 			Expect(s.Wait(stopTimeout)).To(Equal(0))
 			_, err := (&http.Client{Timeout: time.Second}).Get(listenerURL(port, "/hello"))

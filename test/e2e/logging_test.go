@@ -46,7 +46,7 @@ func startLogging(cfg Bootstrap, args ...string) (*Sidecar, string) {
 // returns the whole log file.
 func stopAndReadLog(s *Sidecar, logPath string) string {
 	GinkgoHelper()
-	s.Signal(syscall.SIGTERM)
+	s.Signal(syscall.SIGINT)
 	Expect(s.Wait(stopTimeout)).To(Equal(0))
 	return readFile(logPath)
 }

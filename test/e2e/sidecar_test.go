@@ -31,7 +31,7 @@ const (
 var adminAddrPattern = regexp.MustCompile(`^127\.0\.0\.1:[1-9][0-9]*$`)
 
 // Sidecar is one sidecar process started by a spec. Every process is stopped
-// by the spec's cleanup (SIGTERM, then SIGKILL after a bounded wait), so specs
+// by the spec's cleanup (SIGINT, then SIGKILL after a bounded wait), so specs
 // never leak processes, whatever their outcome.
 type Sidecar struct {
 	// Dir is the spec's private directory: the bootstrap file, the admin
@@ -242,13 +242,15 @@ func startProcess(args ...string) *gexec.Session {
 	return session
 }
 
-// stopProcess ends a session this suite started: SIGTERM, then SIGKILL if the
-// process has not exited within stopTimeout. It never touches anything else.
+// stopProcess ends a session this suite started: SIGINT (an immediate
+// clean shutdown; SIGTERM would first hold the process for its termination
+// drain), then SIGKILL if the process has not exited within stopTimeout. It
+// never touches anything else.
 func stopProcess(session *gexec.Session) error {
 	if session.ExitCode() != -1 {
 		return nil
 	}
-	session.Terminate()
+	session.Interrupt()
 	select {
 	case <-session.Exited:
 		return nil
@@ -257,7 +259,7 @@ func stopProcess(session *gexec.Session) error {
 	session.Kill()
 	select {
 	case <-session.Exited:
-		return errors.New("the sidecar ignored SIGTERM and had to be killed")
+		return errors.New("the sidecar ignored SIGINT and had to be killed")
 	case <-time.After(killTimeout):
 		return errors.New("the sidecar survived SIGKILL")
 	}

@@ -243,7 +243,7 @@ var _ = Describe("TCP proxy", func() {
 		Expect(err).NotTo(HaveOccurred())
 		_, err = io.ReadFull(c, make([]byte, 4))
 		Expect(err).NotTo(HaveOccurred())
-		s.Signal(syscall.SIGTERM)
+		s.Signal(syscall.SIGINT)
 		_, err = io.ReadAll(c)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(s.Wait(20 * time.Second)).To(Equal(0))
@@ -335,7 +335,7 @@ var _ = Describe("TCP proxy", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(bytes.Equal(got, msg)).To(BeTrue(), "echoed %d bytes of %d", len(got), len(msg))
 			Expect(seen).To(Receive(Equal(tc.want)))
-			s.Signal(syscall.SIGTERM)
+			s.Signal(syscall.SIGINT)
 			Expect(s.Wait(20 * time.Second)).To(Equal(0))
 		}
 	})

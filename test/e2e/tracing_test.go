@@ -416,7 +416,7 @@ var _ = Describe("Tracing with OpenTelemetry", func() {
 		// exits.
 		code, _ = tracedGet(port, "/at-exit", nil)
 		Expect(code).To(Equal(200))
-		s.Signal(syscall.SIGTERM)
+		s.Signal(syscall.SIGINT)
 		Expect(s.Wait(stopTimeout)).To(Equal(0))
 		Eventually(collector.received).Should(HaveLen(4))
 	})

@@ -247,7 +247,7 @@ var _ = Describe("Upgrades to HTTP/2 upstreams", func() {
 		// Without an idle timeout, a tunnel whose client ended its side
 		// and whose upstream is silent lasts until the proxy stops.
 		Expect(c.UnderlyingConn().(*net.TCPConn).CloseWrite()).To(Succeed())
-		s.Signal(syscall.SIGTERM)
+		s.Signal(syscall.SIGINT)
 		_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
 		_, _, err = c.ReadMessage()
 		Expect(err).To(HaveOccurred())

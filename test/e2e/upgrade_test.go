@@ -199,7 +199,7 @@ var _ = Describe("Upgrades: WebSocket and CONNECT", func() {
 		_, got, err := c.ReadMessage()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(got)).To(Equal("echo: before"))
-		s.Signal(syscall.SIGTERM)
+		s.Signal(syscall.SIGINT)
 		_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
 		_, _, err = c.ReadMessage()
 		Expect(err).To(HaveOccurred())

@@ -46,6 +46,9 @@ type Drain struct {
 	// started is when the drain began, as nanoseconds since base plus one;
 	// zero while not draining.
 	started atomic.Int64
+	// span is how long the gradual drain takes to reach every response, in
+	// nanoseconds plus one; zero means the drain time. StartWithin sets it.
+	span atomic.Int64
 
 	mu      sync.Mutex
 	pending map[int]func() bool // cancel functions of scheduled completions
@@ -78,6 +81,37 @@ func (d *Drain) Start() bool {
 	}
 	d.started.Store(int64(d.opts.Now().Sub(d.base)) + 1)
 	return true
+}
+
+// StartWithin is Start for a drain that must reach every response within
+// d from now (the termination drain after SIGTERM) rather than after the
+// drain time: a gradual drain's share grows to all responses over d. A
+// drain already under way that would end later is shortened to end d from
+// now (its share then jumps up, never down). It reports whether the drain
+// began now.
+func (d *Drain) StartWithin(within time.Duration) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.opts.Now().Sub(d.base)
+	started := d.started.Load()
+	if started == 0 {
+		d.span.Store(int64(max(within, 0)) + 1)
+		d.started.Store(int64(now) + 1)
+		return true
+	}
+	elapsed := now - time.Duration(started-1)
+	if end := elapsed + max(within, 0); end < d.spanTime() {
+		d.span.Store(int64(end) + 1)
+	}
+	return false
+}
+
+// spanTime is how long the gradual drain takes to reach every response.
+func (d *Drain) spanTime() time.Duration {
+	if s := d.span.Load(); s != 0 {
+		return time.Duration(s - 1)
+	}
+	return d.opts.Time
 }
 
 // After runs f once a drain time has passed from now, unless Cancel runs
@@ -117,7 +151,8 @@ func (d *Drain) Draining() bool { return d.started.Load() != 0 }
 // checks and the listener's drain_type is DEFAULT. During a drain it is
 // always true with the immediate strategy or a zero drain time; with the
 // gradual strategy it is true with a probability that grows linearly from
-// 0 at the start of the drain to 1 at its end (Envoy draws per whole
+// 0 at the start of the drain to 1 at its end (the drain time, or the span
+// given to StartWithin) (Envoy draws per whole
 // second; this draws on the exact elapsed time).
 func (d *Drain) DrainClose() bool {
 	if !d.modifyOnly && d.opts.HealthCheckFailed != nil && d.opts.HealthCheckFailed() {
@@ -127,12 +162,13 @@ func (d *Drain) DrainClose() bool {
 	if started == 0 {
 		return false
 	}
-	if d.opts.Immediate || d.opts.Time <= 0 {
+	span := d.spanTime()
+	if d.opts.Immediate || span <= 0 {
 		return true
 	}
 	elapsed := d.opts.Now().Sub(d.base) - time.Duration(started-1)
-	if elapsed >= d.opts.Time {
+	if elapsed >= span {
 		return true
 	}
-	return float64(elapsed)/float64(d.opts.Time) > d.opts.Random()
+	return float64(elapsed)/float64(span) > d.opts.Random()
 }

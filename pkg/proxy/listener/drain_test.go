@@ -77,16 +77,7 @@ func TestDrainCloseGradual(t *testing.T) {
 		Now:    clock.Now,
 		Random: sequence(0.05, 0.25, 0.50, 0.75, 0.95),
 	}, false)
-	// closes counts the closing answers among five draws, one of each value.
-	closes := func() int {
-		n := 0
-		for range 5 {
-			if d.DrainClose() {
-				n++
-			}
-		}
-		return n
-	}
+	closes := func() int { return closingShare(d) }
 	if d.Draining() || closes() != 0 {
 		t.Fatal("a drain that has not started closes connections")
 	}
@@ -120,6 +111,69 @@ func TestDrainCloseGradual(t *testing.T) {
 	if d.Start() {
 		t.Error("a second Start restarted the drain")
 	}
+}
+
+// closingShare counts the closing answers among five draws of d, whose
+// Random cycles through 0.05, 0.25, 0.50, 0.75 and 0.95.
+func closingShare(d *Drain) int {
+	n := 0
+	for range 5 {
+		if d.DrainClose() {
+			n++
+		}
+	}
+	return n
+}
+
+func TestDrainStartWithin(t *testing.T) {
+	draws := []float64{0.05, 0.25, 0.50, 0.75, 0.95}
+	t.Run("grows over the given span, not the drain time", func(t *testing.T) {
+		clock := newFakeTime()
+		d := newDrain(DrainOptions{Time: 600 * time.Second, Now: clock.Now, Random: sequence(draws...)}, false)
+		if !d.StartWithin(10 * time.Second) {
+			t.Fatal("StartWithin did not start the drain")
+		}
+		for _, s := range []struct {
+			advance time.Duration
+			want    int
+		}{{0, 0}, {3 * time.Second, 2}, {3 * time.Second, 3}, {4 * time.Second, 5}} {
+			clock.Advance(s.advance)
+			if got := closingShare(d); got != s.want {
+				t.Errorf("after %v more: %d of 5 answers close, want %d", s.advance, got, s.want)
+			}
+		}
+		if d.StartWithin(time.Second) || d.Start() {
+			t.Error("a drain under way was started again")
+		}
+	})
+	t.Run("shortens a drain under way, never lengthens it", func(t *testing.T) {
+		clock := newFakeTime()
+		d := newDrain(DrainOptions{Time: 100 * time.Second, Now: clock.Now, Random: sequence(draws...)}, false)
+		d.Start()
+		clock.Advance(10 * time.Second) // 10% of the drain time
+		if got := closingShare(d); got != 1 {
+			t.Fatalf("%d of 5 answers close at 10%%, want 1", got)
+		}
+		d.StartWithin(time.Hour) // would end later: ignored
+		if got := closingShare(d); got != 1 {
+			t.Fatalf("a longer span changed the share: %d of 5 close, want 1", got)
+		}
+		d.StartWithin(10 * time.Second) // now at 10 s of a 20 s span
+		if got := closingShare(d); got != 2 {
+			t.Errorf("%d of 5 answers close halfway through the shortened drain, want 2", got)
+		}
+		clock.Advance(10 * time.Second)
+		if got := closingShare(d); got != 5 {
+			t.Errorf("%d of 5 answers close at the end of the shortened drain, want 5", got)
+		}
+	})
+	t.Run("immediate closes every answer at once", func(t *testing.T) {
+		d := newDrain(DrainOptions{Time: time.Hour, Immediate: true, Random: sequence(draws...)}, false)
+		d.StartWithin(time.Hour)
+		if got := closingShare(d); got != 5 {
+			t.Errorf("%d of 5 answers close, want 5", got)
+		}
+	})
 }
 
 func TestDrainCloseCases(t *testing.T) {

@@ -54,6 +54,9 @@ func build(raw *rawOptions, given map[string]bool, env Environment) (*Options, e
 		SkipDeprecatedLogs:         raw.skipDeprecatedLogs,
 		LogStacktraceSingleEntry:   raw.logStacktraceSingleEntry,
 	}
+	// Outrigger's additions to Envoy's command line.
+	o.TerminationDrainTime = time.Duration(raw.terminationDrainTimeS) * time.Second
+	o.ExitOnZeroActiveConnections = raw.exitOnZeroActiveConnections
 	if raw.hotRestartVersion {
 		o.Action = ActionHotRestartVersion
 	}

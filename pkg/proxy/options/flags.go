@@ -40,6 +40,8 @@ type rawOptions struct {
 	fileFlushIntervalMsec, fileFlushMinSizeKB uint64
 	drainTimeS, parentShutdownTimeS           uint64
 	drainStrategy                             string
+	terminationDrainTimeS                     uint64
+	exitOnZeroActiveConnections               bool
 	maxObjNameLen, maxStats                   uint64
 
 	disableHotRestart, enableMutexTracing bool
@@ -70,6 +72,7 @@ func defaultRawOptions() rawOptions {
 		drainTimeS:            uint64(DefaultDrainTime.Seconds()),
 		drainStrategy:         "gradual",
 		parentShutdownTimeS:   uint64(DefaultParentShutdownTime.Seconds()),
+		terminationDrainTimeS: uint64(DefaultTerminationDrainTime.Seconds()),
 		maxObjNameLen:         DefaultMaxObjNameLen,
 		maxStats:              DefaultMaxStats,
 		prometheusNaming:      "proxy",
@@ -202,6 +205,12 @@ var optionTable = [...]option{
 	{long: "parent-shutdown-time-s", arg: "uint32",
 		help:  "Seconds before the parent process is shut down in a hot restart.",
 		value: uint32Opt(func(r *rawOptions) *uint64 { return &r.parentShutdownTimeS })},
+	{long: "termination-drain-time-s", arg: "uint32",
+		help:  "Seconds of serving while draining after SIGTERM (readiness failed at once), then the listeners close and the process exits; 0 exits at once.",
+		value: uint32Opt(func(r *rawOptions) *uint64 { return &r.terminationDrainTimeS })},
+	{long: "exit-on-zero-active-connections",
+		help:  "During the termination drain, exit as soon as no downstream connection is left.",
+		value: switchOpt(func(r *rawOptions) *bool { return &r.exitOnZeroActiveConnections })},
 	{long: "max-obj-name-len", arg: "uint64",
 		help:  "Older build: maximum length of cluster, route_config and listener names, at least 60; part of the hot-restart version.",
 		value: uint64Opt(func(r *rawOptions) *uint64 { return &r.maxObjNameLen })},

@@ -24,6 +24,10 @@ const (
 	DefaultFileFlushMinSizeKB uint32 = 64
 	// DefaultDrainTime is --drain-time-s's default.
 	DefaultDrainTime = 600 * time.Second
+	// DefaultTerminationDrainTime is --termination-drain-time-s's default:
+	// long enough for Kubernetes to take a terminating pod out of its
+	// Service's endpoints, well inside the default 30 s grace period.
+	DefaultTerminationDrainTime = 5 * time.Second
 	// DefaultParentShutdownTime is --parent-shutdown-time-s's default.
 	DefaultParentShutdownTime = 900 * time.Second
 	// DefaultMaxObjNameLen is --max-obj-name-len's default and also its minimum.
@@ -215,6 +219,15 @@ type Options struct {
 	DrainStrategy DrainStrategy
 	// ParentShutdownTime is --parent-shutdown-time-s (default 900s).
 	ParentShutdownTime time.Duration
+	// TerminationDrainTime is --termination-drain-time-s (an addition to
+	// Envoy's command line, default DefaultTerminationDrainTime): how long
+	// the server keeps serving while it drains after SIGTERM; zero exits at
+	// once, as Envoy does.
+	TerminationDrainTime time.Duration
+	// ExitOnZeroActiveConnections is --exit-on-zero-active-connections (an
+	// addition): end the termination drain as soon as no downstream
+	// connection is left.
+	ExitOnZeroActiveConnections bool
 
 	// MaxObjNameLen is --max-obj-name-len (older build; default and minimum 60).
 	MaxObjNameLen uint64

@@ -93,8 +93,10 @@ func allDraining(ls []*builtListener) bool {
 }
 
 // HealthChecksFailed reports whether the server fails health checks: after
-// /healthcheck/fail (until /healthcheck/ok) and once shutdown has begun,
-// the times the server state is DRAINING. The health_check filter then
-// answers 503, and every response of a listener with drain_type DEFAULT
-// closes its connection. It implements httpconn.HealthState.
+// /healthcheck/fail (until /healthcheck/ok), during the termination drain
+// and once shutdown has begun, the times the server state is DRAINING. The
+// health_check filter then answers 503. Every response of a listener with
+// drain_type DEFAULT also closes its connection then, except during the
+// termination drain, where the listeners' drain sequence decides (per
+// --drain-strategy). It implements httpconn.HealthState.
 func (s *Server) HealthChecksFailed() bool { return s.life.healthChecksFailed() }

@@ -20,17 +20,22 @@ const (
 )
 
 // lifecycle tracks the server state (PRE_INITIALIZING -> INITIALIZING ->
-// LIVE, and DRAINING once health checks are failed or shutdown starts) and
-// mirrors it into the server.live and server.state gauges.
+// LIVE, and DRAINING once health checks are failed, the termination drain
+// has begun or shutdown starts) and mirrors it into the server.live and
+// server.state gauges.
 type lifecycle struct {
 	mu           sync.Mutex
 	phase        initPhase
 	healthFailed bool
+	terminating  bool
 	shuttingDown bool
 
-	// failed mirrors healthFailed || shuttingDown for readers on the
-	// request path (health_check filter, drain decisions), without the lock.
-	failed atomic.Bool
+	// failed mirrors healthFailed || terminating || shuttingDown for the
+	// health_check filter, and closeAll healthFailed || shuttingDown for
+	// the drain decisions, both read on the request path without the lock.
+	// The termination drain fails health checks but leaves connections to
+	// the listeners' drain sequence and its --drain-strategy.
+	failed, closeAll atomic.Bool
 
 	live, stateGauge *stats.Gauge
 }
@@ -51,7 +56,7 @@ func (l *lifecycle) state() adminv3.ServerInfo_State {
 
 func (l *lifecycle) stateLocked() adminv3.ServerInfo_State {
 	switch {
-	case l.shuttingDown || (l.healthFailed && l.phase == phaseInitialized):
+	case l.shuttingDown || l.terminating || (l.healthFailed && l.phase == phaseInitialized):
 		return adminv3.ServerInfo_DRAINING
 	case l.phase == phasePreInit:
 		return adminv3.ServerInfo_PRE_INITIALIZING
@@ -76,6 +81,17 @@ func (l *lifecycle) setHealthFailed(failed bool) {
 	l.publish()
 }
 
+// startTermination moves to DRAINING for the termination drain; it
+// reports whether it began now (false on a repeat).
+func (l *lifecycle) startTermination() bool {
+	l.mu.Lock()
+	began := !l.terminating
+	l.terminating = true
+	l.mu.Unlock()
+	l.publish()
+	return began
+}
+
 func (l *lifecycle) startShutdown() {
 	l.mu.Lock()
 	l.shuttingDown = true
@@ -83,15 +99,21 @@ func (l *lifecycle) startShutdown() {
 	l.publish()
 }
 
-// healthChecksFailed reports /healthcheck/fail in effect or shutdown
-// begun. It takes no lock: it is read for every response.
+// healthChecksFailed reports /healthcheck/fail in effect, the termination
+// drain or shutdown begun. It takes no lock: it is read for every response.
 func (l *lifecycle) healthChecksFailed() bool { return l.failed.Load() }
+
+// closesEveryConnection reports /healthcheck/fail in effect or shutdown
+// begun: then every response of a listener with drain_type DEFAULT closes
+// its connection, as in Envoy. It takes no lock.
+func (l *lifecycle) closesEveryConnection() bool { return l.closeAll.Load() }
 
 func (l *lifecycle) publish() {
 	l.mu.Lock()
 	st := l.stateLocked()
-	failed := l.healthFailed || l.shuttingDown
+	failed := l.healthFailed || l.terminating || l.shuttingDown
 	l.failed.Store(failed)
+	l.closeAll.Store(l.healthFailed || l.shuttingDown)
 	l.mu.Unlock()
 	l.stateGauge.Set(int64(st))
 	if failed {

@@ -30,6 +30,12 @@ func TestLifecycleStates(t *testing.T) {
 			{name: "fail early", do: func(l *lifecycle) { l.setHealthFailed(true) }, wantState: adminv3.ServerInfo_PRE_INITIALIZING, wantLive: 0},
 			{name: "then live", do: func(l *lifecycle) { l.setPhase(phaseInitialized) }, wantState: adminv3.ServerInfo_DRAINING, wantLive: 0},
 		},
+		"the termination drain cannot be undone": {
+			{name: "live", do: func(l *lifecycle) { l.setPhase(phaseInitialized) }, wantState: adminv3.ServerInfo_LIVE, wantLive: 1},
+			{name: "terminating", do: func(l *lifecycle) { l.startTermination() }, wantState: adminv3.ServerInfo_DRAINING, wantLive: 0},
+			{name: "ok cannot undo it", do: func(l *lifecycle) { l.setHealthFailed(false) }, wantState: adminv3.ServerInfo_DRAINING, wantLive: 0},
+			{name: "shutdown", do: func(l *lifecycle) { l.startShutdown() }, wantState: adminv3.ServerInfo_DRAINING, wantLive: 0},
+		},
 		"shutdown drains for good": {
 			{name: "live", do: func(l *lifecycle) { l.setPhase(phaseInitialized) }, wantState: adminv3.ServerInfo_LIVE, wantLive: 1},
 			{name: "shutdown", do: func(l *lifecycle) { l.startShutdown() }, wantState: adminv3.ServerInfo_DRAINING, wantLive: 0},
@@ -53,5 +59,36 @@ func TestLifecycleStates(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The termination drain fails health checks but leaves the connections to
+// the drain sequence; /healthcheck/fail and shutdown close every one.
+func TestLifecycleTerminationKeepsConnectionsToTheDrain(t *testing.T) {
+	l := newLifecycle(stats.NewStore().Scope("server."))
+	l.setPhase(phaseInitialized)
+	if l.healthChecksFailed() || l.closesEveryConnection() {
+		t.Fatal("a LIVE server fails health checks or closes connections")
+	}
+	if !l.startTermination() {
+		t.Fatal("startTermination did not begin the termination drain")
+	}
+	if l.startTermination() {
+		t.Error("a second startTermination began it again")
+	}
+	if !l.healthChecksFailed() {
+		t.Error("health checks pass during the termination drain")
+	}
+	if l.closesEveryConnection() {
+		t.Error("the termination drain closes every connection, bypassing --drain-strategy")
+	}
+	l.setHealthFailed(true)
+	if !l.closesEveryConnection() {
+		t.Error("/healthcheck/fail during the termination drain does not close every connection")
+	}
+	l.setHealthFailed(false)
+	l.startShutdown()
+	if !l.closesEveryConnection() {
+		t.Error("shutdown does not close every connection")
 	}
 }

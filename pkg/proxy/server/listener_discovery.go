@@ -182,6 +182,7 @@ func (s *Server) addOrUpdateLocked(lc *listenerv3.Listener, version string, now 
 		return err
 	}
 	s.serve(bl)
+	s.drainForTerminationLocked(bl)
 	s.lset.stats.TotalListenersActive.Inc()
 	if old == nil {
 		log.Info("lds: add listener", "listener", name)

@@ -39,6 +39,10 @@ type listenerSet struct {
 	draining []*builtListener
 	stopped  stopScope
 	closed   bool // shutdown has begun: nothing is added any more
+	// terminationEnd is the end of the termination drain window once
+	// SIGTERM has opened it (zero before): listeners added meanwhile drain
+	// to end with it.
+	terminationEnd time.Time
 	// timers end graceful drains (stopping the listeners) and retirements
 	// (closing a retired listener's connections); shutdown cancels them.
 	timers []*time.Timer

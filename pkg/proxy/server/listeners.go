@@ -105,7 +105,7 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 		Drain: listener.DrainOptions{
 			Time:              s.opts.DrainTime,
 			Immediate:         s.opts.DrainStrategy == options.DrainImmediate,
-			HealthCheckFailed: s.HealthChecksFailed,
+			HealthCheckFailed: s.life.closesEveryConnection,
 			Now:               s.now,
 		},
 		BuildChain: func(fc *listenerv3.FilterChain, drain *listener.Drain) (listener.ConnHandler, error) {

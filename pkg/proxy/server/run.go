@@ -74,23 +74,48 @@ func (s *Server) Run(ctx context.Context, adminHandler http.Handler) error {
 		s.shutdown(adminSrv)
 		return nil
 	}
+	s.serveUntilExit(ctx, sigs)
+	s.shutdown(adminSrv)
+	return nil
+}
+
+// serveUntilExit serves until the process is to exit: at once on SIGINT,
+// /quitquitquit or the end of ctx, as Envoy; on SIGTERM after the
+// termination drain (see terminationDrain), or at once when
+// --termination-drain-time-s is 0. It logs the reason.
+func (s *Server) serveUntilExit(ctx context.Context, sigs <-chan os.Signal) {
+	var term *terminationDrain
+	defer func() { term.stop() }()
 	for {
 		select {
 		case <-ctx.Done():
 			s.log.Info("shutting down: context ended")
 		case <-s.quit:
 			s.log.Info("shutting down: quit requested through the admin")
+		case <-term.ended():
+			s.log.Info("shutting down: the termination drain window ended", "window", s.opts.TerminationDrainTime.String())
+		case <-term.polled():
+			if !s.noConnectionsLeft(term) {
+				continue
+			}
+			s.log.Info("shutting down: no downstream connection left during the termination drain")
 		case sig := <-sigs:
-			if sig == syscall.SIGUSR1 {
+			switch {
+			case sig == syscall.SIGUSR1:
 				if err := s.ReopenLogs(); err != nil {
 					s.log.Error(err, "reopening logs after SIGUSR1")
 				}
 				continue
+			case sig == syscall.SIGTERM && term != nil:
+				s.log.Info("termination drain already under way; signal ignored", "signal", sig.String())
+				continue
+			case sig == syscall.SIGTERM && s.opts.TerminationDrainTime > 0:
+				term = s.startTermination()
+				continue
 			}
 			s.log.Info("shutting down: caught signal", "signal", sig.String())
 		}
-		s.shutdown(adminSrv)
-		return nil
+		return
 	}
 }
 

@@ -129,7 +129,7 @@ start() {
     nginx-gzip) taskset -c "$PROXY_CPU" nginx -c "$WORK/nginx-gzip.conf" -p "$WORK" >"$WORK/logs/nginx-gzip.out" 2>&1 &
       PID=$!; PORT=$P_NGINX ;;
     outrigger) GOMAXPROCS=1 taskset -c "$PROXY_CPU" "$SIDECAR" -c "$WORK/outrigger.yaml" --concurrency 1 \
-        --log-level warning >"$WORK/logs/outrigger.out" 2>&1 &
+        --log-level warning --termination-drain-time-s 0 >"$WORK/logs/outrigger.out" 2>&1 &
       PID=$!; PORT=$P_OUT ;;
   esac
   STARTED+=("$PID"); wait_port "$PORT"

@@ -208,7 +208,7 @@ func start(p *proxy) error {
 	return fmt.Errorf("%s did not come up", p.name)
 }
 
-// stop ends a process this program started: SIGTERM, then SIGKILL after
+// stop ends a process this program started: SIGINT, then SIGKILL after
 // 5 seconds.
 func stop(p *proxy) {
 	if p.cmd.Process == nil {

@@ -392,14 +392,15 @@ func (p *proxy) start() {
 	}).WithTimeout(10*time.Second).WithPolling(50*time.Millisecond).Should(Succeed(), "sidecar on %s did not start; log %s", p.ip, p.log)
 }
 
-// stop ends the sidecar (SIGTERM, then SIGKILL after 10 s).
+// stop ends the sidecar (SIGINT, its immediate clean shutdown, then SIGKILL
+// after 10 s).
 func (p *proxy) stop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd == nil {
 		return
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.cmd.Process.Signal(syscall.SIGINT)
 	select {
 	case <-p.done:
 	case <-time.After(10 * time.Second):
