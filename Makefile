@@ -66,7 +66,8 @@ check-manifests:
 # sidecar processes standing in for pods' proxies.
 test-cluster: build test-assets
 	$(GO) build $(BUILDFLAGS) -o $(BIN)/controller ./cmd/controller
-	KUBEBUILDER_ASSETS=$(BIN)/test-assets SIDECAR_BIN=$(BIN)/sidecar CONTROLLER_BIN=$(BIN)/controller \
+	$(GO) build $(BUILDFLAGS) -o $(BIN)/kubectl-outrigger ./cmd/kubectl-outrigger
+	KUBEBUILDER_ASSETS=$(BIN)/test-assets SIDECAR_BIN=$(BIN)/sidecar CONTROLLER_BIN=$(BIN)/controller PLUGIN_BIN=$(BIN)/kubectl-outrigger \
 		$(GO) test -count=1 -timeout 15m ./test/e2e/cluster/... -ginkgo.v=false
 
 # helm v3, pinned in hack/helm.sh, built from its Go module into bin/tools/helm
