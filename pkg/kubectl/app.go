@@ -2,7 +2,7 @@ package kubectl
 
 import (
 	"context"
-		"fmt"
+	"fmt"
 	"io"
 	"sort"
 	"strings"

@@ -1,7 +1,6 @@
 package kubectl
 
 import (
-	"context"
 	"strconv"
 	"strings"
 )
@@ -39,9 +38,9 @@ type bootstrapDump struct {
 }
 
 // bootstrapTable prints the bootstrap's main facts, one per row.
-func bootstrapTable(ctx context.Context, a *app, t *target) error {
+func bootstrapTable(a *app, raw []byte) error {
 	var d bootstrapDump
-	if err := readSection(ctx, t, bootstrapDumpType, &d); err != nil {
+	if err := parseSection(raw, bootstrapDumpType, &d); err != nil {
 		return err
 	}
 	b := d.Bootstrap

@@ -1,7 +1,6 @@
 package kubectl
 
 import (
-	"context"
 	"strconv"
 )
 
@@ -72,9 +71,9 @@ func (c clusterConfig) endpoints() string {
 }
 
 // clustersTable prints the proxy's clusters.
-func clustersTable(ctx context.Context, a *app, t *target) error {
+func clustersTable(a *app, raw []byte) error {
 	var d clustersDump
-	if err := readSection(ctx, t, clustersDumpType, &d); err != nil {
+	if err := parseSection(raw, clustersDumpType, &d); err != nil {
 		return err
 	}
 	tab := newTable(a.stdout, "NAME", "TYPE", "LB POLICY", "ENDPOINTS", "SOURCE", "VERSION", "LAST UPDATED")

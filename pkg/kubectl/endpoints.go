@@ -1,10 +1,8 @@
 package kubectl
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,11 +53,7 @@ func health(status map[string]any) string {
 // endpointsTable prints every host of every cluster from /clusters, which
 // has their live health and counters (/config_dump's EDS section has only
 // what EDS sent).
-func endpointsTable(ctx context.Context, a *app, t *target) error {
-	body, err := t.get(ctx, "/clusters", url.Values{"format": {"json"}})
-	if err != nil {
-		return err
-	}
+func endpointsTable(a *app, body []byte) error {
 	var d clusterStatuses
 	if err := json.Unmarshal(body, &d); err != nil {
 		return fmt.Errorf("parse /clusters: %w", err)

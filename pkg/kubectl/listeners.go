@@ -1,7 +1,6 @@
 package kubectl
 
 import (
-	"context"
 	"net"
 	"strconv"
 	"strings"
@@ -111,9 +110,9 @@ func (l listenerConfig) filters() string {
 }
 
 // listenersTable prints the proxy's listeners.
-func listenersTable(ctx context.Context, a *app, t *target) error {
+func listenersTable(a *app, raw []byte) error {
 	var d listenersDump
-	if err := readSection(ctx, t, listenersDumpType, &d); err != nil {
+	if err := parseSection(raw, listenersDumpType, &d); err != nil {
 		return err
 	}
 	tab := newTable(a.stdout, "NAME", "ADDRESS", "DIRECTION", "CHAINS", "FILTERS", "SOURCE", "STATE", "VERSION", "LAST UPDATED")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -23,8 +24,11 @@ type configKind struct {
 	section string
 	// includeEDS asks /config_dump for the EDS section.
 	includeEDS bool
-	// table prints the readable table.
-	table func(ctx context.Context, a *app, t *target) error
+	// fromClusters has the table read /clusters?format=json rather than
+	// the section.
+	fromClusters bool
+	// table prints the readable table from what it reads.
+	table func(a *app, body []byte) error
 }
 
 // configKinds lists the kinds of proxy-config.
@@ -33,7 +37,7 @@ func configKinds() []configKind {
 		{name: "clusters", section: clustersDumpType, table: clustersTable},
 		{name: "listeners", section: listenersDumpType, table: listenersTable},
 		{name: "routes", section: routesDumpType, table: routesTable},
-		{name: "endpoints", section: endpointsDumpType, includeEDS: true, table: endpointsTable},
+		{name: "endpoints", section: endpointsDumpType, includeEDS: true, fromClusters: true, table: endpointsTable},
 		{name: "secrets", section: secretsDumpType, table: secretsTable},
 		{name: "bootstrap", section: bootstrapDumpType, table: bootstrapTable},
 	}
@@ -84,14 +88,22 @@ func runProxyConfig(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer t.close()
-	if a.opts.output == outputTable {
-		return kind.table(ctx, a, t)
+	var body []byte
+	switch {
+	case a.opts.output != outputTable:
+		body, err = t.configSection(ctx, kind.section, kind.includeEDS)
+	case kind.fromClusters:
+		body, err = t.get(ctx, "/clusters", url.Values{"format": {"json"}})
+	default:
+		body, err = t.configSection(ctx, kind.section, false)
 	}
-	raw, err := t.configSection(ctx, kind.section, kind.includeEDS)
 	if err != nil {
 		return err
 	}
-	return writeRaw(a.stdout, raw, a.opts.output)
+	if a.opts.output != outputTable {
+		return writeRaw(a.stdout, body, a.opts.output)
+	}
+	return kind.table(a, body)
 }
 
 // checkOutput refuses an -o value other than json or yaml.
@@ -102,12 +114,8 @@ func checkOutput(o string) error {
 	return nil
 }
 
-// readSection reads a /config_dump section into v.
-func readSection(ctx context.Context, t *target, typeURL string, v any) error {
-	raw, err := t.configSection(ctx, typeURL, false)
-	if err != nil {
-		return err
-	}
+// parseSection parses a /config_dump section of typeURL into v.
+func parseSection(raw []byte, typeURL string, v any) error {
 	if err := json.Unmarshal(raw, v); err != nil {
 		return fmt.Errorf("parse /config_dump %s: %w", strings.TrimPrefix(typeURL, "type.googleapis.com/envoy.admin.v3."), err)
 	}

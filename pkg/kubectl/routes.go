@@ -1,7 +1,6 @@
 package kubectl
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -111,9 +110,9 @@ func (r route) action() string {
 }
 
 // routesTable prints one row per route of every route configuration.
-func routesTable(ctx context.Context, a *app, t *target) error {
+func routesTable(a *app, raw []byte) error {
 	var d routesDump
-	if err := readSection(ctx, t, routesDumpType, &d); err != nil {
+	if err := parseSection(raw, routesDumpType, &d); err != nil {
 		return err
 	}
 	tab := newTable(a.stdout, "ROUTE CONFIG", "VIRTUAL HOST", "DOMAINS", "MATCH", "ACTION", "SOURCE", "VERSION", "LAST UPDATED")

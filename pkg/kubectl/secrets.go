@@ -1,7 +1,5 @@
 package kubectl
 
-import "context"
-
 // secretsDump is the part of SecretsConfigDump the table shows.
 type secretsDump struct {
 	Static []struct {
@@ -36,9 +34,9 @@ func secretKind(s map[string]any) string {
 
 // secretsTable prints the proxy's secrets (never their values, which the
 // proxy redacts anyway).
-func secretsTable(ctx context.Context, a *app, t *target) error {
+func secretsTable(a *app, raw []byte) error {
 	var d secretsDump
-	if err := readSection(ctx, t, secretsDumpType, &d); err != nil {
+	if err := parseSection(raw, secretsDumpType, &d); err != nil {
 		return err
 	}
 	tab := newTable(a.stdout, "NAME", "KIND", "SOURCE", "VERSION", "LAST UPDATED")

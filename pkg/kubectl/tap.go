@@ -53,10 +53,11 @@ func runTap(ctx context.Context, a *app, args []string) error {
 }
 
 // hasEndpoint reports whether a /help listing has path: one line per
-// endpoint, "  <path>: <help>".
+// endpoint, "  /<path>: <help>", its parameters indented further.
 func hasEndpoint(help, path string) bool {
 	for _, line := range strings.Split(help, "\n") {
-		if p, _, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && p == path {
+		item, ok := strings.CutPrefix(line, "  /")
+		if p, _, found := strings.Cut(item, ":"); ok && found && "/"+p == path {
 			return true
 		}
 	}

@@ -100,12 +100,6 @@ func (t *target) get(ctx context.Context, path string, query url.Values) ([]byte
 	return body, t.wrap(err)
 }
 
-// post makes a POST admin call.
-func (t *target) post(ctx context.Context, path string, query url.Values) ([]byte, error) {
-	body, err := t.session.Post(ctx, path, query)
-	return body, t.wrap(err)
-}
-
 // wrap names the pod in an admin call's error: an answer other than 200
 // is the proxy's refusal, anything else means the admin interface was not
 // reached.
