@@ -77,7 +77,11 @@ func (r route) match() string {
 	default:
 		s = "?"
 	}
-	if n := len(m.Headers); n > 0 {
+	switch n := len(m.Headers); n {
+	case 0:
+	case 1:
+		s += " (+1 header)"
+	default:
 		s += fmt.Sprintf(" (+%d headers)", n)
 	}
 	return s
