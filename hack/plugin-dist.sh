@@ -37,7 +37,8 @@ for platform in "${PLATFORMS[@]}"; do
 	os="${platform%/*}" arch="${platform#*/}"
 	work="$(mktemp -d)"
 	log "building $os/$arch"
-	CGO_ENABLED=0 GOOS="$os" GOARCH="$arch" "$GO" build -trimpath -buildvcs=auto -ldflags=-s \
+	CGO_ENABLED=0 GOOS="$os" GOARCH="$arch" "$GO" build -trimpath -buildvcs=auto \
+		-ldflags="-s -X github.com/outrigger-dev/outrigger/pkg/kubectl.releaseVersion=$VERSION" \
 		-o "$work/kubectl-outrigger" ./cmd/kubectl-outrigger
 	archive="$DIST/kubectl-outrigger_${os}_${arch}.tar.gz"
 	tar -C "$work" --owner=0 --group=0 --numeric-owner -czf "$archive" kubectl-outrigger

@@ -25,14 +25,23 @@ func runVersion(_ context.Context, a *app, args []string) error {
 	return err
 }
 
-// buildVersion is "<module version> (revision <rev>[, modified])" from the
-// binary's build information.
+// releaseVersion is the release a build is stamped with by the linker
+// (hack/plugin-dist.sh: -X ...kubectl.releaseVersion=vX.Y.Z); it is never
+// written at run time. Empty otherwise, where `go install ...@vX.Y.Z` gives
+// the module version instead.
+var releaseVersion string
+
+// buildVersion is "<version> (revision <rev>[, modified])" from the
+// release stamp or the binary's build information.
 func buildVersion() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "(unknown)"
+		info = &debug.BuildInfo{}
 	}
-	v := info.Main.Version
+	v := releaseVersion
+	if v == "" {
+		v = info.Main.Version
+	}
 	if v == "" {
 		v = "(devel)"
 	}
