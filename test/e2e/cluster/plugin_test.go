@@ -300,6 +300,10 @@ var _ = Describe("kubectl-outrigger", Ordered, ContinueOnFailure, func() {
 		r = pf.run(ns, "stats", "missing")
 		Expect(r.code).To(Equal(1))
 		Expect(r.stderr).To(Equal(fmt.Sprintf("error: pod %s/missing not found\n", ns)))
+		// Without -n, the context's namespace.
+		r = pf.run("", "stats", "plain")
+		Expect(r.code).To(Equal(1))
+		Expect(r.stderr).To(Equal("error: pod not-this-one/plain not found\n"))
 
 		r = pf.run(ns, "proxy-stats", "web-0")
 		Expect(r.code).To(Equal(1))
