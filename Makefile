@@ -11,6 +11,7 @@ STATICCHECK_VERSION := v0.8.2
 BUILDFLAGS := -buildvcs=auto
 CONFIG ?= examples/quickstart.yaml
 
+.PHONY: plugin plugin-dist
 .PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers bench-floods bench-tcpproxy bench-dns lint fmt clean \
 	manifests generate check-manifests test-cluster helm test-chart chart-crds test-browser
 
@@ -18,6 +19,15 @@ all: build
 
 build:
 	$(GO) build $(BUILDFLAGS) -o $(BIN)/sidecar ./cmd/sidecar
+
+# The kubectl plugin (kubectl-outrigger; docs/debugging.md).
+plugin:
+	$(GO) build $(BUILDFLAGS) -o $(BIN)/kubectl-outrigger ./cmd/kubectl-outrigger
+
+# The plugin's release archives for linux and darwin, amd64 and arm64, and
+# its krew manifest rendered from hack/krew/outrigger.yaml, in bin/dist/.
+plugin-dist:
+	GO="$(GO)" VERSION="$(VERSION)" hack/plugin-dist.sh
 
 run: build
 	$(BIN)/sidecar -c $(CONFIG)
@@ -64,9 +74,9 @@ check-manifests:
 
 # The cluster tier: a real kube-apiserver and etcd, the controller binary,
 # sidecar processes standing in for pods' proxies.
-test-cluster: build test-assets
+test-cluster: build plugin test-assets
 	$(GO) build $(BUILDFLAGS) -o $(BIN)/controller ./cmd/controller
-	KUBEBUILDER_ASSETS=$(BIN)/test-assets SIDECAR_BIN=$(BIN)/sidecar CONTROLLER_BIN=$(BIN)/controller \
+	KUBEBUILDER_ASSETS=$(BIN)/test-assets SIDECAR_BIN=$(BIN)/sidecar CONTROLLER_BIN=$(BIN)/controller PLUGIN_BIN=$(BIN)/kubectl-outrigger \
 		$(GO) test -count=1 -timeout 15m ./test/e2e/cluster/... -ginkgo.v=false
 
 # The admin pages in headless Chromium (Debian's package, installed by

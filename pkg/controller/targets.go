@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,17 +63,7 @@ func isTarget(p *corev1.Pod, container string) bool {
 	if p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" {
 		return false
 	}
-	for _, c := range p.Spec.Containers {
-		if c.Name == container {
-			return true
-		}
-	}
-	for _, c := range p.Spec.InitContainers {
-		if c.Name == container && c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			return true
-		}
-	}
-	return false
+	return adminclient.HasContainer(p, container)
 }
 
 // matches reports whether a resource's selector selects the pod's labels.
@@ -89,15 +78,7 @@ func matches(t v1alpha1.Target, pod *corev1.Pod) bool {
 // endpointFor is the admin endpoint of a pod's proxy. The port comes from
 // the pod's proxy.outrigger.dev/admin-port annotation, else 9901.
 func endpointFor(p *corev1.Pod) (adminclient.Endpoint, error) {
-	e := adminclient.Endpoint{Namespace: p.Namespace, Pod: p.Name, UID: p.UID, IP: p.Status.PodIP, Port: v1alpha1.DefaultAdminPort}
-	if v, ok := p.Annotations[v1alpha1.AdminPortAnnotation]; ok {
-		port, err := strconv.ParseUint(v, 10, 16)
-		if err != nil || port == 0 {
-			return e, fmt.Errorf("annotation %s: %q is not a port number (1-65535)", v1alpha1.AdminPortAnnotation, v)
-		}
-		e.Port = int32(port)
-	}
-	return e, nil
+	return adminclient.PodEndpoint(p)
 }
 
 // restartCount sums the restarts of the pod's containers, so that a pod

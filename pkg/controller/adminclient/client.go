@@ -82,7 +82,13 @@ func (e *StatusError) Error() string {
 }
 
 // do sends one request and returns the body of a 200 answer.
-func (s *Session) do(ctx context.Context, method, path string, query url.Values) (body []byte, err error) {
+func (s *Session) do(ctx context.Context, method, path string, query url.Values) ([]byte, error) {
+	return s.doLimit(ctx, method, path, query, maxBody)
+}
+
+// doLimit is do with the answer bounded by limit bytes: a longer answer is
+// an error rather than a truncated body.
+func (s *Session) doLimit(ctx context.Context, method, path string, query url.Values, limit int64) (body []byte, err error) {
 	if s.observe != nil {
 		start := time.Now()
 		defer func() { s.observe(method, path, time.Since(start), err) }()
@@ -99,9 +105,12 @@ func (s *Session) do(ctx context.Context, method, path string, query url.Values)
 		return nil, fmt.Errorf("%s %s on %s: %w", method, path, s.endpoint, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	body, err = io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	body, err = io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s %s on %s: read answer: %w", method, path, s.endpoint, err)
+	}
+	if int64(len(body)) > limit {
+		return nil, fmt.Errorf("%s %s on %s: the answer is larger than %d bytes", method, path, s.endpoint, limit)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, &StatusError{Method: method, Path: path, Code: resp.StatusCode, Body: firstLine(body)}

@@ -9,8 +9,9 @@
 // Run it with `make test-cluster`, or
 //
 //	go build -o bin/sidecar ./cmd/sidecar && go build -o bin/controller ./cmd/controller &&
+//	go build -o bin/kubectl-outrigger ./cmd/kubectl-outrigger &&
 //	KUBEBUILDER_ASSETS=$PWD/bin/test-assets SIDECAR_BIN=$PWD/bin/sidecar \
-//	CONTROLLER_BIN=$PWD/bin/controller go test ./test/e2e/cluster/
+//	CONTROLLER_BIN=$PWD/bin/controller PLUGIN_BIN=$PWD/bin/kubectl-outrigger go test ./test/e2e/cluster/
 package cluster_test
 
 import (
