@@ -15,7 +15,6 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -169,22 +168,4 @@ func (f *pluginFixture) ok(ns string, args ...string) string {
 	r := f.run(ns, args...)
 	Expect(r.code).To(Equal(0), "kubectl-outrigger %v failed: %s", args, r.stderr)
 	return r.stdout
-}
-
-// interrupt ends the sidecar with SIGINT, which exits at once (killing it
-// after 10 s); p.stop then finds it gone.
-func (p *proxy) interrupt() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd == nil {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-	p.cmd = nil
 }

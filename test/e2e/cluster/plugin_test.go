@@ -49,10 +49,6 @@ func startPluginProxy(ctx SpecContext, pf *pluginFixture, ns, name, app string) 
 	Expect(f.Close()).To(Succeed())
 	p.start()
 	DeferCleanup(p.stop)
-	// Registered last, run first: SIGINT exits at once (Envoy's
-	// behaviour), where p.stop's SIGTERM would wait out the termination
-	// drain that no spec here is about.
-	DeferCleanup(p.interrupt)
 	createPod(ctx, ns, name, app, p)
 	pf.forwardTo(ns, name, p.ip)
 	return p
