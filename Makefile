@@ -101,7 +101,7 @@ push:
 # The images: built and pushed by hack/imagebuild to a registry started in
 # the test, pulled back and checked (test/image).
 test-image:
-	$(GO) test -count=1 -timeout 15m ./test/image/...
+	$(GO) test -count=1 -timeout 15m ./hack/imagebuild/... ./test/image/...
 
 # Go benchmarks, then the traffic benchmark beside haproxy and nginx
 # (../shared/bench/peers.sh; it installs nginx, haproxy, wrk and h2load from

@@ -449,4 +449,3 @@ func goCmd() string {
 	}
 	return "go"
 }
-
