@@ -18,8 +18,11 @@ import (
 func push(ctx context.Context, o options, bs []built, stdout, log io.Writer) error {
 	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}
 	if o.insecure {
+		// name.Insecure (in o.reference) falls back to plain HTTP.
 		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // asked for with -insecure (INSECURE=1)
+		// Asked for with -insecure (INSECURE=1): a registry with a
+		// self-signed certificate, like crane --insecure.
+		t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
 		opts = append(opts, remote.WithTransport(t))
 	}
 	for _, b := range bs {
