@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -87,6 +88,7 @@ func TestImages(t *testing.T) {
 			t.Fatalf("%s: pulled index digest %v (%v), pushed %s", ref, d, err, want)
 		}
 		created = checkIndex(t, c, idx)
+		checkLayout(t, filepath.Join(out, c), want)
 	}
 	if ct := commitTime(t, root); !ct.IsZero() && !created.Equal(ct) {
 		t.Errorf("images created at %s, want the commit time %s", created, ct)
@@ -107,6 +109,27 @@ func TestImages(t *testing.T) {
 		}
 	}
 	t.Logf("TestImages took %s", time.Since(start).Round(time.Second))
+}
+
+// checkLayout checks the OCI layout `make image` leaves in dir: it holds
+// one image index, the pushed one, named by the tag.
+func checkLayout(t *testing.T, dir, digest string) {
+	t.Helper()
+	ii, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		t.Fatalf("OCI layout %s: %v", dir, err)
+	}
+	im, err := ii.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(im.Manifests) != 1 {
+		t.Fatalf("%s/index.json lists %d manifests, want 1", dir, len(im.Manifests))
+	}
+	d := im.Manifests[0]
+	if d.MediaType != types.OCIImageIndex || d.Digest.String() != digest || d.Annotations["org.opencontainers.image.ref.name"] != tag {
+		t.Errorf("%s/index.json: %s %s named %q, want the pushed index %s named %q", dir, d.MediaType, d.Digest, d.Annotations["org.opencontainers.image.ref.name"], digest, tag)
+	}
 }
 
 // checkIndex checks component c's image index and each platform's image;
