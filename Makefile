@@ -13,7 +13,7 @@ CONFIG ?= examples/quickstart.yaml
 
 .PHONY: plugin plugin-dist
 .PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers bench-floods bench-tcpproxy bench-dns lint fmt clean \
-	manifests generate check-manifests test-cluster helm test-chart chart-crds test-browser
+	manifests generate check-manifests test-cluster helm test-chart chart-crds test-browser image push test-image
 
 all: build
 
@@ -32,7 +32,7 @@ plugin-dist:
 run: build
 	$(BIN)/sidecar -c $(CONFIG)
 
-test: lint check-manifests test-assets test-unit test-e2e test-cluster test-chart test-browser
+test: lint check-manifests test-assets test-unit test-e2e test-cluster test-chart test-browser test-image
 
 test-unit:
 	$(GO) test -count=1 ./pkg/... ./cmd/...
@@ -97,6 +97,29 @@ helm:
 # through a real kube-apiserver.
 test-chart: helm test-assets
 	HELM=$(TOOLS)/helm KUBEBUILDER_ASSETS=$(BIN)/test-assets $(GO) test -count=1 -timeout 5m ./test/chart/...
+
+# OCI images of the sidecar and the controller (linux/amd64 and linux/arm64,
+# from scratch, user 65532) built without a container engine by
+# hack/imagebuild: bin/images/{sidecar,controller} are OCI image layouts.
+# `make push REGISTRY=ghcr.io/you [TAG=...] [INSECURE=1]` builds them and
+# pushes REGISTRY/sidecar:TAG and REGISTRY/controller:TAG; TAG defaults to
+# the chart's appVersion, what the chart installs by default.
+REGISTRY ?=
+TAG ?=
+INSECURE ?=
+IMAGEBUILD := $(GO) run ./hack/imagebuild
+IMAGEFLAGS = -out $(BIN)/images $(if $(TAG),-tag "$(TAG)")
+
+image:
+	$(IMAGEBUILD) build $(IMAGEFLAGS)
+
+push:
+	$(IMAGEBUILD) push $(IMAGEFLAGS) -registry "$(REGISTRY)" $(if $(filter 1 true yes,$(INSECURE)),-insecure)
+
+# The images: built and pushed by hack/imagebuild to a registry started in
+# the test, pulled back and checked (test/image).
+test-image:
+	$(GO) test -count=1 -timeout 15m ./hack/imagebuild/... ./test/image/...
 
 # Go benchmarks, then the traffic benchmark beside haproxy and nginx
 # (../shared/bench/peers.sh; it installs nginx, haproxy, wrk and h2load from
