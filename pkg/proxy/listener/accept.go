@@ -173,7 +173,7 @@ func (l *Listener) admit(c net.Conn, ws *workerStats, sock *listenerfilter.Socke
 	ws.cxTotal.Inc()
 	conn := &Conn{Conn: c, owner: l, worker: ws, chain: ch.name, start: l.now(), bufferLimit: l.bufferLimit}
 	if sock != nil && sock.Restored() {
-		conn.remote, conn.local = remote, local
+		conn.remote, conn.local, conn.localRestored = remote, local, sock.LocalRestored()
 	}
 	return conn, ch
 }
