@@ -136,7 +136,7 @@ func (l *Listener) accept(c net.Conn, ws *workerStats) {
 		return
 	}
 	if len(l.lfilters) > 0 {
-		go l.runListenerFilters(c, ws)
+		go l.runListenerFilters(c, ws, nil)
 		return
 	}
 	if conn, ch := l.admit(c, ws, nil); conn != nil {

@@ -69,6 +69,14 @@ type Deps struct {
 	// Overload is the server's overload manager: the global connection
 	// limit and the connection actions. Nil applies neither.
 	Overload Overload
+	// OriginalDst builds the original_dst listener filter, which a
+	// use_original_dst listener runs before its own listener filters (as
+	// Envoy adds it); nil refuses use_original_dst.
+	OriginalDst func() (listenerfilter.Filter, error)
+	// Handoff finds the listener of an original destination for a
+	// use_original_dst listener; nil keeps every connection on the
+	// listener that accepted it.
+	Handoff Handoff
 	// Runtime holds the per-listener connection limit
 	// (envoy.resource_limits.listener.<name>.connection_limit), read at
 	// each accept; nil means no limit.
@@ -110,9 +118,12 @@ type Listener struct {
 	// its filter chain is chosen; lfTimeout bounds them (0: no bound) and
 	// lfContinue sends a connection that reaches it on to its filter
 	// chain instead of closing it.
-	lfilters    []listenerfilter.Filter
-	lfTimeout   time.Duration
-	lfContinue  bool
+	lfilters   []listenerfilter.Filter
+	lfTimeout  time.Duration
+	lfContinue bool
+	// handoff is set for use_original_dst: connections whose original
+	// destination another listener serves go to that listener.
+	handoff     Handoff
 	drain       *Drain
 	stats       listenerStats
 	workerStats []workerStats
@@ -210,6 +221,21 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 	}
 	if err := l.buildListenerFilters(lc, deps.BuildListenerFilter); err != nil {
 		errs = append(errs, err)
+	}
+	if lc.GetUseOriginalDst().GetValue() {
+		var od listenerfilter.Filter
+		err := errors.New("not supported here (no original_dst listener filter)")
+		if deps.OriginalDst != nil {
+			od, err = deps.OriginalDst()
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("use_original_dst: %w", err))
+		} else {
+			// Envoy restores the original destination first, then runs
+			// the configured listener filters.
+			l.lfilters = append([]listenerfilter.Filter{od}, l.lfilters...)
+			l.handoff = deps.Handoff
+		}
 	}
 	l.drain = newDrain(deps.Drain, lc.GetDrainType() == listenerv3.Listener_MODIFY_ONLY)
 	if err := l.buildChains(lc, deps.BuildChain); err != nil {
