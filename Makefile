@@ -30,6 +30,14 @@ test-unit:
 test-e2e: build
 	SIDECAR_BIN=$(BIN)/sidecar $(GO) test -count=1 -timeout 20m ./test/e2e/ -ginkgo.v=false
 
+# Transparent capture for real, as root: network namespaces and a veth pair,
+# `sidecar capture` rules, the sidecar as the proxy's user (test/e2e/capture;
+# hack/netns-tools.sh installs ip and nsenter when missing). Without root the
+# tests skip and say so.
+test-capture: build
+	hack/netns-tools.sh
+	SIDECAR_BIN=$(BIN)/sidecar $(GO) test -count=1 -v -timeout 5m ./test/e2e/capture/
+
 # kube-apiserver and etcd for the cluster test tier, built from Go modules into
 # bin/test-assets (skipped when already built); prints the folder for
 # KUBEBUILDER_ASSETS.
