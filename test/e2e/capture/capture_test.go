@@ -33,6 +33,11 @@ const (
 	appPort     = 8080
 	upPort      = 9090
 	handoffPort = 7070
+	// httpPort is a port of the peer that the proxy has an HTTP listener
+	// for: a call to it is handed to that listener, whose route goes to
+	// the ORIGINAL_DST cluster (the router's pick reads the connection's
+	// original destination).
+	httpPort = 9091
 )
 
 // ioTimeout bounds every wait.
@@ -82,6 +87,21 @@ static_resources:
           "@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy
           stat_prefix: handoff
           cluster: peer
+  - name: http
+    stat_prefix: http_%[5]d
+    address: {socket_address: {address: 0.0.0.0, port_value: %[5]d}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: outbound_%[5]d
+          route_config:
+            virtual_hosts:
+            - {name: all, domains: ["*"], routes: [{match: {prefix: /}, route: {cluster: PassthroughCluster}}]}
+          http_filters:
+          - name: envoy.filters.http.router
+            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
   clusters:
   - name: PassthroughCluster
     type: ORIGINAL_DST
@@ -98,7 +118,7 @@ static_resources:
       endpoints:
       - lb_endpoints:
         - endpoint: {address: {socket_address: {address: %[3]s, port_value: %[4]d}}}
-`, adminPort, handoffPort, peerIP, upPort)
+`, adminPort, handoffPort, peerIP, upPort, httpPort)
 }
 
 // server is an HTTP server that answers its name and records the remote
@@ -433,6 +453,24 @@ func TestCaptureTraffic(t *testing.T) {
 		}
 	}
 
+	// An HTTP listener taking a handed-off connection: its router sends
+	// the request to the connection's original destination.
+	up2 := &server{name: "upstream2"}
+	serveHTTP(t, listen(t, p.peer, fmt.Sprintf("0.0.0.0:%d", httpPort)), up2)
+	if got := get(t, client(p.app), fmt.Sprintf("http://%s:%d/http", p.peerIP, httpPort)); got != "upstream2" {
+		t.Fatalf("HTTP hand-off answer %q, want upstream2", got)
+	}
+	for name, want := range map[string]int{
+		fmt.Sprintf("http.outbound_%d.downstream_rq_2xx", httpPort): 1,
+		"cluster.PassthroughCluster.upstream_rq_total":              1,
+		"cluster.PassthroughCluster.upstream_cx_total":              2,
+		"listener.0.0.0.0_15001.downstream_cx_total":                1,
+	} {
+		if got := stat(t, admin, name); got != want {
+			t.Errorf("after the HTTP hand-off call: %s = %d, want %d", name, got, want)
+		}
+	}
+
 	// The proxy's own user is never captured: a connection it opens goes
 	// straight to the peer, and no listener of the proxy sees it.
 	var body string
@@ -457,7 +495,7 @@ func TestCaptureTraffic(t *testing.T) {
 	}
 	for name, want := range map[string]int{
 		"listener.0.0.0.0_15001.downstream_cx_total":   1,
-		"cluster.PassthroughCluster.upstream_cx_total": 1,
+		"cluster.PassthroughCluster.upstream_cx_total": 2,
 	} {
 		if got := stat(t, admin, name); got != want {
 			t.Errorf("after a call as the proxy's user: %s = %d, want %d", name, got, want)
