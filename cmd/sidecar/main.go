@@ -13,8 +13,8 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/admin"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/capture"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/builtin"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/capture"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/options"

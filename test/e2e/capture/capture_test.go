@@ -416,6 +416,20 @@ func TestCaptureTraffic(t *testing.T) {
 		}
 	}
 
+	// The app calling its own pod address goes over loopback: never
+	// captured, it reaches the app directly.
+	if got := get(t, client(p.app), fmt.Sprintf("http://%s:%d/self", p.appIP, appPort)); got != "app" {
+		t.Fatalf("the app's call to itself: %q, want app", got)
+	}
+	for name, want := range map[string]int{
+		"listener.0.0.0.0_15006.downstream_cx_total": 1,
+		"listener.0.0.0.0_15001.downstream_cx_total": 0,
+	} {
+		if got := stat(t, admin, name); got != want {
+			t.Errorf("after the app's call to itself: %s = %d, want %d", name, got, want)
+		}
+	}
+
 	// Outbound: the app (the test, as root) calls the peer; the rules send
 	// the connection to virtualOutbound, whose passthrough cluster opens
 	// the real one as the proxy's user, which the rules let through (a
