@@ -3,6 +3,7 @@ package listener
 import (
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -17,14 +18,14 @@ import (
 // serves it with its own chains; other connections stay.
 func TestUseOriginalDstHandoff(t *testing.T) {
 	store := stats.NewStore()
-	var dst string // the original destination the fake filter restores
+	var dst atomic.Value // the original destination the fake filter restores (a string)
 	var all []*Listener
 	deps := testDeps(store, 1)
 	deps.BuildChain = func(fc *listenerv3.FilterChain, _ *Drain) (ConnHandler, error) {
 		return addrChain{name: fc.GetName()}, nil
 	}
 	deps.OriginalDst = func() (listenerfilter.Filter, error) {
-		return restoreFunc(func() string { return dst }), nil
+		return restoreFunc(func() string { return dst.Load().(string) }), nil
 	}
 	deps.Handoff = func(d netip.AddrPort) *Listener {
 		var wildcard *Listener
@@ -72,7 +73,7 @@ filter_chains: [{name: wild}]`)
 		{"10.9.9.9:" + wildPort, "wild"},
 		{"10.9.9.9:1", "passthrough"},
 	} {
-		dst = tc.dst
+		dst.Store(tc.dst)
 		got := exchange(t, at, "hello")
 		if name, _, _ := strings.Cut(got, " "); name != tc.want {
 			t.Errorf("original destination %s: served by %q, want %s", tc.dst, got, tc.want)
