@@ -1,6 +1,8 @@
 package listener
 
 import (
+	"fmt"
+	"net"
 	"net/netip"
 	"strings"
 	"sync/atomic"
@@ -63,6 +65,36 @@ name: wild
 stat_prefix: wild
 address: {socket_address: {address: 0.0.0.0, port_value: 0}}
 filter_chains: [{name: wild}]`)
+	// A listener that binds nothing (bind_to_port: false) only takes
+	// hand-offs.
+	hold, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unboundAt := hold.Addr().String()
+	_ = hold.Close()
+	unbound := build(fmt.Sprintf(`
+name: unbound
+stat_prefix: unbound
+bind_to_port: false
+address: {socket_address: {address: 127.0.0.1, port_value: %s}}
+filter_chains: [{name: unbound}]`, unboundAt[strings.LastIndex(unboundAt, ":")+1:]))
+	if err := unbound.Bind(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = unbound.Serve() }()
+	t.Cleanup(func() {
+		unbound.Close()
+		select {
+		case <-unbound.Done():
+		case <-timeAfter():
+			t.Error("an unbound listener's Serve did not return after Close")
+		}
+	})
+	if c, err := net.DialTimeout("tcp", unboundAt, ioTimeout); err == nil {
+		_ = c.Close()
+		t.Errorf("a listener with bind_to_port: false accepts connections on %s", unboundAt)
+	}
 	at := serve(t, outbound)
 	exactAt := serve(t, exact)
 	wildAt := serve(t, wild)
@@ -71,6 +103,7 @@ filter_chains: [{name: wild}]`)
 	for _, tc := range []struct{ dst, want string }{
 		{exactAt, "exact"},
 		{"10.9.9.9:" + wildPort, "wild"},
+		{unboundAt, "unbound"},
 		{"10.9.9.9:1", "passthrough"},
 	} {
 		dst.Store(tc.dst)

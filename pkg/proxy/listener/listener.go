@@ -106,7 +106,11 @@ type Listener struct {
 	name      string
 	direction corev3.TrafficDirection
 	addrs     []socketAddress // address, then additional_addresses
-	reusePort bool
+	// bindToPort is false for a listener that binds nothing and only
+	// takes the connections a use_original_dst listener hands it
+	// (bind_to_port: false).
+	bindToPort bool
+	reusePort  bool
 	// sockOpts are socket_options, freebind the listener's freebind.
 	sockOpts    sockopt.Set
 	freebind    bool
@@ -202,6 +206,7 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 		}
 		l.addrs = append(l.addrs, a)
 	}
+	l.bindToPort = lc.GetBindToPort() == nil || lc.GetBindToPort().GetValue()
 	l.reusePort = reusePortSupported && (lc.GetEnableReusePort() == nil || lc.GetEnableReusePort().GetValue())
 	l.bufferLimit = DefaultBufferLimit
 	if v := lc.GetPerConnectionBufferLimitBytes(); v != nil {
@@ -380,6 +385,10 @@ func (l *Listener) socketsPerAddress() int {
 // (by configured address) where it has them. On failure it closes what it
 // opened, and leaves inherited alone.
 func (l *Listener) bindAll(inherited map[socketAddress][]net.Listener) ([][]net.Listener, error) {
+	if !l.bindToPort {
+		// No socket for any address: the listener only takes hand-offs.
+		return make([][]net.Listener, len(l.addrs)), nil
+	}
 	n := l.socketsPerAddress()
 	var sockets [][]net.Listener
 	var opened [][]net.Listener
@@ -413,6 +422,9 @@ func (l *Listener) bindAll(inherited map[socketAddress][]net.Listener) ([][]net.
 func (l *Listener) setSockets(sockets [][]net.Listener) {
 	l.sockets = sockets
 	for _, socks := range sockets {
+		if len(socks) == 0 {
+			return // bind_to_port: false; Addresses shows the configured ones
+		}
 		l.bound = append(l.bound, socks[0].Addr())
 	}
 }
@@ -468,7 +480,14 @@ func (l *Listener) Serve() error {
 	if l.overload != nil {
 		wg.Go(l.watchOverload)
 	}
+	if !l.bindToPort {
+		// Nothing to accept on: serve hand-offs until stopped.
+		wg.Go(func() { <-l.stopCh })
+	}
 	for _, socks := range l.sockets {
+		if len(socks) == 0 {
+			continue
+		}
 		for w := range l.workers {
 			ln := socks[0]
 			if len(socks) > 1 {

@@ -45,8 +45,9 @@ const ioTimeout = 10 * time.Second
 
 // captureBootstrap is the capture-mode bootstrap (virtualOutbound,
 // virtualInbound and their ORIGINAL_DST clusters, as the injector
-// generates it), plus a listener for port 7070 that a use_original_dst
-// hand-off reaches: it forwards to the peer's server.
+// generates it), plus a listener for port 7070 that only a
+// use_original_dst hand-off reaches (bind_to_port: false, Istio's shape):
+// it forwards to the peer's server.
 func captureBootstrap(peerIP string) string {
 	return fmt.Sprintf(`
 admin:
@@ -79,6 +80,7 @@ static_resources:
           cluster: InboundPassthroughCluster
   - name: handoff
     stat_prefix: handoff
+    bind_to_port: false
     address: {socket_address: {address: 0.0.0.0, port_value: %[2]d}}
     filter_chains:
     - filters:
