@@ -85,9 +85,9 @@ var _ = Describe("The Kubernetes example (examples/kubernetes)", func() {
 		Expect(httpDo(client, http.MethodGet, listenerURL(ports["8080"], "/"), nil, nil).Body).To(Equal("hello from the app"))
 		Expect(httpDo(client, http.MethodGet, listenerURL(ports["9001"], "/"), nil, nil).Body).To(Equal("hello from the backend"))
 		Expect(httpDo(client, http.MethodGet, listenerURL(ports["9902"], "/ready"), nil, nil).Body).To(Equal("LIVE\n"))
-		Expect(statValue(s, "http.inbound_8080.downstream_rq_2xx")).To(Equal("1"))
-		Expect(statValue(s, "cluster.local_app.upstream_rq_total")).To(Equal("1"))
-		Expect(statValue(s, "http.outbound_backend.downstream_rq_2xx")).To(Equal("1"))
-		Expect(statValue(s, "cluster.backend.upstream_rq_total")).To(Equal("1"))
+		for _, name := range []string{"http.inbound_8080.downstream_rq_2xx", "cluster.local_app.upstream_rq_total",
+			"http.outbound_backend.downstream_rq_2xx", "cluster.backend.upstream_rq_total"} {
+			Eventually(func() string { return statValue(s, name) }).Should(Equal("1"), name)
+		}
 	})
 })

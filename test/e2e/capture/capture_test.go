@@ -342,6 +342,32 @@ func stat(t *testing.T, admin *http.Client, name string) int {
 	return 0
 }
 
+// expectStats waits until every stat has its value (a request's stats
+// may be counted just after its answer is sent), and reports those that
+// never get it.
+func expectStats(t *testing.T, admin *http.Client, when string, want map[string]int) {
+	t.Helper()
+	deadline := time.Now().Add(ioTimeout)
+	for {
+		wrong := map[string]int{}
+		for name, v := range want {
+			if got := stat(t, admin, name); got != v {
+				wrong[name] = got
+			}
+		}
+		if len(wrong) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for name, got := range wrong {
+				t.Errorf("%s: %s = %d, want %d", when, name, got, want[name])
+			}
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func TestCaptureRulesLifecycle(t *testing.T) {
 	requireRoot(t)
 	bin := sidecarBinary(t)
@@ -406,31 +432,23 @@ func TestCaptureTraffic(t *testing.T) {
 	if got := app.lastRemoteIP(); got != p.appIP {
 		t.Errorf("the app saw the request from %s, want the proxy's connection from %s (the peer is %s)", got, p.appIP, p.peerIP)
 	}
-	for name, want := range map[string]int{
+	expectStats(t, admin, "after the inbound call", map[string]int{
 		"listener.0.0.0.0_15006.downstream_cx_total":          1,
 		"cluster.InboundPassthroughCluster.upstream_cx_total": 1,
 		"tcp.InboundPassthroughCluster.downstream_cx_total":   1,
 		"cluster.InboundPassthroughCluster.membership_total":  1,
 		"listener.0.0.0.0_15001.downstream_cx_total":          0,
-	} {
-		if got := stat(t, admin, name); got != want {
-			t.Errorf("after the inbound call: %s = %d, want %d", name, got, want)
-		}
-	}
+	})
 
 	// The app calling its own pod address goes over loopback: never
 	// captured, it reaches the app directly.
 	if got := get(t, client(p.app), fmt.Sprintf("http://%s:%d/self", p.appIP, appPort)); got != "app" {
 		t.Fatalf("the app's call to itself: %q, want app", got)
 	}
-	for name, want := range map[string]int{
+	expectStats(t, admin, "after the app's call to itself", map[string]int{
 		"listener.0.0.0.0_15006.downstream_cx_total": 1,
 		"listener.0.0.0.0_15001.downstream_cx_total": 0,
-	} {
-		if got := stat(t, admin, name); got != want {
-			t.Errorf("after the app's call to itself: %s = %d, want %d", name, got, want)
-		}
-	}
+	})
 
 	// Outbound: the app (the test, as root) calls the peer; the rules send
 	// the connection to virtualOutbound, whose passthrough cluster opens
@@ -439,15 +457,11 @@ func TestCaptureTraffic(t *testing.T) {
 	if got := get(t, client(p.app), fmt.Sprintf("http://%s:%d/out", p.peerIP, upPort)); got != "upstream" {
 		t.Fatalf("outbound answer %q, want upstream", got)
 	}
-	for name, want := range map[string]int{
+	expectStats(t, admin, "after the outbound call", map[string]int{
 		"listener.0.0.0.0_15001.downstream_cx_total":   1,
 		"cluster.PassthroughCluster.upstream_cx_total": 1,
 		"tcp.PassthroughCluster.downstream_cx_total":   1,
-	} {
-		if got := stat(t, admin, name); got != want {
-			t.Errorf("after the outbound call: %s = %d, want %d", name, got, want)
-		}
-	}
+	})
 	clusters := get(t, admin, fmt.Sprintf("http://127.0.0.1:%d/clusters", adminPort))
 	if want := fmt.Sprintf("PassthroughCluster::%s:%d::cx_total::1", p.peerIP, upPort); !strings.Contains(clusters, want) {
 		t.Errorf("/clusters has no line %q:\n%s", want, clusters)
@@ -458,16 +472,12 @@ func TestCaptureTraffic(t *testing.T) {
 	if got := get(t, client(p.app), fmt.Sprintf("http://%s:%d/handoff", p.peerIP, handoffPort)); got != "upstream" {
 		t.Fatalf("hand-off answer %q, want upstream", got)
 	}
-	for name, want := range map[string]int{
+	expectStats(t, admin, "after the hand-off call", map[string]int{
 		"listener.handoff.downstream_cx_total":         1,
 		"cluster.peer.upstream_cx_total":               1,
 		"listener.0.0.0.0_15001.downstream_cx_total":   1,
 		"cluster.PassthroughCluster.upstream_cx_total": 1,
-	} {
-		if got := stat(t, admin, name); got != want {
-			t.Errorf("after the hand-off call: %s = %d, want %d", name, got, want)
-		}
-	}
+	})
 
 	// An HTTP listener taking a handed-off connection: its router sends
 	// the request to the connection's original destination.
@@ -476,16 +486,12 @@ func TestCaptureTraffic(t *testing.T) {
 	if got := get(t, client(p.app), fmt.Sprintf("http://%s:%d/http", p.peerIP, httpPort)); got != "upstream2" {
 		t.Fatalf("HTTP hand-off answer %q, want upstream2", got)
 	}
-	for name, want := range map[string]int{
+	expectStats(t, admin, "after the HTTP hand-off call", map[string]int{
 		fmt.Sprintf("http.outbound_%d.downstream_rq_2xx", httpPort): 1,
 		"cluster.PassthroughCluster.upstream_rq_total":              1,
 		"cluster.PassthroughCluster.upstream_cx_total":              2,
 		"listener.0.0.0.0_15001.downstream_cx_total":                1,
-	} {
-		if got := stat(t, admin, name); got != want {
-			t.Errorf("after the HTTP hand-off call: %s = %d, want %d", name, got, want)
-		}
-	}
+	})
 
 	// The proxy's own user is never captured: a connection it opens goes
 	// straight to the peer, and no listener of the proxy sees it.
@@ -509,12 +515,8 @@ func TestCaptureTraffic(t *testing.T) {
 	if !strings.HasSuffix(body, "upstream") {
 		t.Errorf("a call as the proxy's user got %q", body)
 	}
-	for name, want := range map[string]int{
+	expectStats(t, admin, "after a call as the proxy's user", map[string]int{
 		"listener.0.0.0.0_15001.downstream_cx_total":   1,
 		"cluster.PassthroughCluster.upstream_cx_total": 2,
-	} {
-		if got := stat(t, admin, name); got != want {
-			t.Errorf("after a call as the proxy's user: %s = %d, want %d", name, got, want)
-		}
-	}
+	})
 }
