@@ -3,6 +3,7 @@ package capture
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 )
 
@@ -90,7 +91,7 @@ func (c *Config) table(f family) table {
 			inbound.rules = append(inbound.rules, rule{matches: []match{tcp}, redirect: c.InboundPort})
 		}
 		for _, p := range c.InboundPorts {
-			if !containsPort(c.ExcludeInboundPorts, p) {
+			if !slices.Contains(c.ExcludeInboundPorts, p) {
 				inbound.rules = append(inbound.rules, rule{matches: []match{tcp, {kind: matchDport, port: p}}, redirect: c.InboundPort})
 			}
 		}
@@ -134,15 +135,6 @@ func familyOf(p netip.Prefix) family {
 		return ipv4
 	}
 	return ipv6
-}
-
-func containsPort(ports []uint16, p uint16) bool {
-	for _, q := range ports {
-		if q == p {
-			return true
-		}
-	}
-	return false
 }
 
 // Text renders the tables in nft's syntax (what `nft list table` prints,
