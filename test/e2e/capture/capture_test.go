@@ -56,6 +56,7 @@ static_resources:
   listeners:
   - name: virtualOutbound
     address: {socket_address: {address: 0.0.0.0, port_value: 15001}}
+    additional_addresses: [{address: {socket_address: {address: "::", port_value: 15001}}}]
     use_original_dst: true
     traffic_direction: OUTBOUND
     filter_chains:
@@ -67,6 +68,7 @@ static_resources:
           cluster: PassthroughCluster
   - name: virtualInbound
     address: {socket_address: {address: 0.0.0.0, port_value: 15006}}
+    additional_addresses: [{address: {socket_address: {address: "::", port_value: 15006}}}]
     traffic_direction: INBOUND
     listener_filters:
     - name: envoy.filters.listener.original_dst
@@ -415,12 +417,15 @@ func TestCaptureTraffic(t *testing.T) {
 	p := newPod(t)
 
 	app := &server{name: "app"}
-	serveHTTP(t, listen(t, p.app, fmt.Sprintf("0.0.0.0:%d", appPort)), app)
+	serveHTTP(t, listen(t, p.app, "tcp4", fmt.Sprintf("0.0.0.0:%d", appPort)), app)
+	serveHTTP(t, listen(t, p.app, "tcp6", fmt.Sprintf("[::]:%d", appPort)), app)
 	up := &server{name: "upstream"}
-	serveHTTP(t, listen(t, p.peer, fmt.Sprintf("0.0.0.0:%d", upPort)), up)
+	serveHTTP(t, listen(t, p.peer, "tcp4", fmt.Sprintf("0.0.0.0:%d", upPort)), up)
+	serveHTTP(t, listen(t, p.peer, "tcp6", fmt.Sprintf("[::]:%d", upPort)), up)
 
+	// The peer's IPv6 address is excluded from outbound capture.
 	install(t, bin, p.app, "--proxy-uid", strconv.Itoa(proxyUID), "--proxy-gid", strconv.Itoa(proxyGID),
-		"--exclude-inbound-ports", strconv.Itoa(adminPort))
+		"--exclude-inbound-ports", strconv.Itoa(adminPort), "--exclude-outbound-cidrs", p.peerIP6+"/128")
 	admin := startSidecar(t, bin, p, captureBootstrap(p.peerIP))
 
 	// Inbound: the peer calls the app's address; the proxy's inbound
@@ -482,7 +487,7 @@ func TestCaptureTraffic(t *testing.T) {
 	// An HTTP listener taking a handed-off connection: its router sends
 	// the request to the connection's original destination.
 	up2 := &server{name: "upstream2"}
-	serveHTTP(t, listen(t, p.peer, fmt.Sprintf("0.0.0.0:%d", httpPort)), up2)
+	serveHTTP(t, listen(t, p.peer, "tcp4", fmt.Sprintf("0.0.0.0:%d", httpPort)), up2)
 	if got := get(t, client(p.app), fmt.Sprintf("http://%s:%d/http", p.peerIP, httpPort)); got != "upstream2" {
 		t.Fatalf("HTTP hand-off answer %q, want upstream2", got)
 	}
@@ -491,6 +496,24 @@ func TestCaptureTraffic(t *testing.T) {
 		"cluster.PassthroughCluster.upstream_rq_total":              1,
 		"cluster.PassthroughCluster.upstream_cx_total":              2,
 		"listener.0.0.0.0_15001.downstream_cx_total":                1,
+	})
+
+	// IPv6: inbound connections are captured as IPv4 ones are (the
+	// listener's "::" address takes them); outbound ones to an excluded
+	// CIDR go straight to their destination.
+	if got := get(t, client(p.peer), fmt.Sprintf("http://[%s]:%d/in6", p.appIP6, appPort)); got != "app" {
+		t.Fatalf("IPv6 inbound answer %q, want app", got)
+	}
+	if got := app.lastRemoteIP(); got != p.appIP6 {
+		t.Errorf("the app saw the IPv6 request from %s, want the proxy's connection from %s", got, p.appIP6)
+	}
+	if got := get(t, client(p.app), fmt.Sprintf("http://[%s]:%d/out6", p.peerIP6, upPort)); got != "upstream" {
+		t.Fatalf("IPv6 outbound answer %q, want upstream", got)
+	}
+	expectStats(t, admin, "after the IPv6 calls", map[string]int{
+		"listener.0.0.0.0_15006.downstream_cx_total":          2,
+		"cluster.InboundPassthroughCluster.upstream_cx_total": 2,
+		"listener.0.0.0.0_15001.downstream_cx_total":          1,
 	})
 
 	// The proxy's own user is never captured: a connection it opens goes

@@ -21,6 +21,8 @@ import (
 type pod struct {
 	app, peer     string // namespace names (ip netns)
 	appIP, peerIP string
+	// appIP6 and peerIP6 are their IPv6 addresses.
+	appIP6, peerIP6 string
 }
 
 // newPod creates the namespaces with unique names and addresses inside
@@ -35,6 +37,9 @@ func newPod(t *testing.T) *pod {
 		peer:   "ocap-peer-" + id,
 		appIP:  fmt.Sprintf("10.%d.%d.1", 200+int(b[0])%50, b[1]),
 		peerIP: fmt.Sprintf("10.%d.%d.2", 200+int(b[0])%50, b[1]),
+		// Unique local addresses (fd00::/8), never routed anywhere.
+		appIP6:  fmt.Sprintf("fd6f:%s:%s::1", id[:4], id[4:]),
+		peerIP6: fmt.Sprintf("fd6f:%s:%s::2", id[:4], id[4:]),
 	}
 	vApp, vPeer := "oca"+id, "ocp"+id
 	t.Cleanup(func() {
@@ -46,8 +51,11 @@ func newPod(t *testing.T) *pod {
 	run(t, "ip", "link", "add", vApp, "type", "veth", "peer", "name", vPeer)
 	run(t, "ip", "link", "set", vApp, "netns", p.app)
 	run(t, "ip", "link", "set", vPeer, "netns", p.peer)
-	for _, side := range []struct{ ns, dev, ip string }{{p.app, vApp, p.appIP}, {p.peer, vPeer, p.peerIP}} {
+	for _, side := range []struct{ ns, dev, ip, ip6 string }{{p.app, vApp, p.appIP, p.appIP6}, {p.peer, vPeer, p.peerIP, p.peerIP6}} {
 		run(t, "ip", "-n", side.ns, "addr", "add", side.ip+"/24", "dev", side.dev)
+		// nodad: the address is usable at once, without duplicate
+		// address detection's delay.
+		run(t, "ip", "-n", side.ns, "-6", "addr", "add", side.ip6+"/64", "dev", side.dev, "nodad")
 		run(t, "ip", "-n", side.ns, "link", "set", side.dev, "up")
 		run(t, "ip", "-n", side.ns, "link", "set", "lo", "up")
 	}
@@ -133,12 +141,12 @@ func asUser(ns string, uid, gid int, f func() error) error {
 	return <-errc
 }
 
-// listen opens a TCP listener inside a namespace.
-func listen(t *testing.T, ns, addr string) net.Listener {
+// listen opens a TCP listener inside a namespace ("tcp4" or "tcp6").
+func listen(t *testing.T, ns, network, addr string) net.Listener {
 	t.Helper()
 	var ln net.Listener
 	if err := inNetns(ns, func() (err error) {
-		ln, err = net.Listen("tcp4", addr)
+		ln, err = net.Listen(network, addr)
 		return err
 	}); err != nil {
 		t.Fatalf("listen on %s in %s: %v", addr, ns, err)
