@@ -180,11 +180,16 @@ func get(t *testing.T, c *http.Client, url string) string {
 	return string(b)
 }
 
+// sidecarBinary is SIDECAR_BIN (make test-capture sets it), or a sidecar
+// built for the test.
 func sidecarBinary(t *testing.T) string {
 	t.Helper()
 	bin := os.Getenv("SIDECAR_BIN")
 	if bin == "" {
-		t.Fatal("SIDECAR_BIN must name the built sidecar (make test-capture sets it)")
+		bin = filepath.Join(t.TempDir(), "sidecar")
+		if out, err := exec.Command("go", "build", "-o", bin, "github.com/outrigger-dev/outrigger/cmd/sidecar").CombinedOutput(); err != nil {
+			t.Fatalf("building the sidecar: %v\n%s", err, out)
+		}
 	}
 	abs, err := filepath.Abs(bin)
 	if err != nil {
