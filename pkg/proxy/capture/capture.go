@@ -11,7 +11,7 @@ import (
 // (or removed, or printed), 1 with a message on stderr for bad input or
 // when the kernel refuses them.
 func Run(args []string, stdout, stderr io.Writer) int {
-	c, err := ParseArgs(args, stderr)
+	c, err := ParseArgs(args, stdout)
 	if errors.Is(err, errHelp) {
 		return 0
 	}

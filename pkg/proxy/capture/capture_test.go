@@ -31,6 +31,13 @@ func TestRunErrors(t *testing.T) {
 	}
 }
 
+func TestHelp(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := Run([]string{"--help"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "--exclude-outbound-cidrs") || errb.Len() != 0 {
+		t.Errorf("--help: exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+}
+
 func TestDryRun(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := Run([]string{"--dry-run", "--proxy-uid", "1337", "--proxy-gid", "1338",

@@ -45,10 +45,12 @@ type Config struct {
 // succeeds.
 var errHelp = pflag.ErrHelp
 
-// ParseArgs reads the subcommand's flags (those after "capture").
+// ParseArgs reads the subcommand's flags (those after "capture"). With
+// --help it writes the usage to usage and returns errHelp.
 func ParseArgs(args []string, usage io.Writer) (*Config, error) {
 	fs := pflag.NewFlagSet("sidecar capture", pflag.ContinueOnError)
-	fs.SetOutput(usage)
+	// Errors are the caller's to print, on one line.
+	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
 	var (
 		c                                    Config
@@ -67,6 +69,9 @@ func ParseArgs(args []string, usage io.Writer) (*Config, error) {
 	fs.BoolVar(&c.DryRun, "dry-run", false, "print the rules and change nothing")
 	fs.BoolVar(&c.Cleanup, "cleanup", false, "remove the rules")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, errHelp) {
+			fmt.Fprintf(usage, "Usage: sidecar capture [flags]\n\nInstalls the transparent-capture rules in the current network namespace.\n\n%s", fs.FlagUsages())
+		}
 		return nil, err
 	}
 	if fs.NArg() > 0 {
