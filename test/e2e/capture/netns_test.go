@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"runtime"
@@ -38,8 +39,8 @@ func newPod(t *testing.T) *pod {
 		appIP:  fmt.Sprintf("10.%d.%d.1", 200+int(b[0])%50, b[1]),
 		peerIP: fmt.Sprintf("10.%d.%d.2", 200+int(b[0])%50, b[1]),
 		// Unique local addresses (fd00::/8), never routed anywhere.
-		appIP6:  fmt.Sprintf("fd6f:%s:%s::1", id[:4], id[4:]),
-		peerIP6: fmt.Sprintf("fd6f:%s:%s::2", id[:4], id[4:]),
+		appIP6:  canonical(fmt.Sprintf("fd6f:%s:%s::1", id[:4], id[4:])),
+		peerIP6: canonical(fmt.Sprintf("fd6f:%s:%s::2", id[:4], id[4:])),
 	}
 	vApp, vPeer := "oca"+id, "ocp"+id
 	t.Cleanup(func() {
@@ -61,6 +62,10 @@ func newPod(t *testing.T) *pod {
 	}
 	return p
 }
+
+// canonical writes an IP address as Go (and the kernel) print it: no
+// leading zeros.
+func canonical(ip string) string { return netip.MustParseAddr(ip).String() }
 
 // run runs a command and fails the test with its output if it fails.
 func run(t *testing.T, name string, args ...string) string {
