@@ -37,8 +37,17 @@ test: lint check-manifests test-assets test-unit test-e2e test-cluster test-char
 test-unit:
 	$(GO) test -count=1 ./pkg/... ./cmd/...
 
-test-e2e: build
+test-e2e: build test-capture
 	SIDECAR_BIN=$(BIN)/sidecar $(GO) test -count=1 -timeout 20m ./test/e2e/ -ginkgo.v=false
+
+# Transparent capture for real, as root: network namespaces and a veth pair,
+# `sidecar capture` rules, the sidecar as the proxy's user (test/e2e/capture;
+# hack/netns-tools.sh installs ip and nsenter when missing). Without root the
+# tests skip and say so. test-e2e runs it first.
+.PHONY: test-capture
+test-capture: build
+	hack/netns-tools.sh
+	SIDECAR_BIN=$(BIN)/sidecar $(GO) test -count=1 -v -timeout 5m ./test/e2e/capture/
 
 # kube-apiserver and etcd for the cluster test tier, built from Go modules into
 # bin/test-assets (skipped when already built); prints the folder for

@@ -1,6 +1,8 @@
 // Command sidecar is the Outrigger proxy. It is configured like Envoy: a v3
 // bootstrap file (-c) or YAML (--config-yaml) and Envoy's command line
 // options. See README.md for every option and admin endpoint.
+// `sidecar capture [flags]` installs the transparent-capture rules of a
+// pod instead (package capture).
 package main
 
 import (
@@ -12,6 +14,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/admin"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/builtin"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/capture"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/options"
@@ -24,6 +27,9 @@ func main() {
 
 // run is main with its outputs passed in; it returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "capture" {
+		return capture.Run(args[1:], stdout, stderr)
+	}
 	opts, err := options.Parse(args, options.DefaultEnvironment())
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)

@@ -10,7 +10,7 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	// Clusters.
 	"envoy.config.cluster.v3.Cluster.name":                        {},
 	"envoy.config.cluster.v3.Cluster.alt_stat_name":               {},
-	"envoy.config.cluster.v3.Cluster.type":                        {values: []string{"STATIC", "STRICT_DNS", "LOGICAL_DNS"}},
+	"envoy.config.cluster.v3.Cluster.type":                        {values: []string{"STATIC", "STRICT_DNS", "LOGICAL_DNS", "ORIGINAL_DST"}},
 	"envoy.config.cluster.v3.Cluster.connect_timeout":             {},
 	"envoy.config.cluster.v3.Cluster.max_requests_per_connection": {},
 	"envoy.config.cluster.v3.Cluster.protocol_selection":          {values: []string{"USE_CONFIGURED_PROTOCOL", "USE_DOWNSTREAM_PROTOCOL"}},
@@ -27,7 +27,7 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.TcpKeepalive.keepalive_time":                  {},
 	"envoy.config.core.v3.TcpKeepalive.keepalive_interval":              {},
 	"envoy.config.cluster.v3.Cluster.per_connection_buffer_limit_bytes": {},
-	"envoy.config.cluster.v3.Cluster.lb_policy":                         {values: []string{"ROUND_ROBIN"}},
+	"envoy.config.cluster.v3.Cluster.lb_policy":                         {values: []string{"ROUND_ROBIN", "CLUSTER_PROVIDED"}},
 	"envoy.config.cluster.v3.Cluster.load_assignment":                   {},
 	"envoy.config.cluster.v3.Cluster.circuit_breakers":                  {},
 	"envoy.config.cluster.v3.Cluster.http2_protocol_options":            {},
@@ -53,6 +53,14 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.cluster.v3.Cluster.dns_resolution_config":     {},
 	"envoy.config.cluster.v3.Cluster.typed_dns_resolver_config": {},
 	"envoy.config.cluster.v3.Cluster.wait_for_warm_on_init":     {},
+
+	// ORIGINAL_DST clusters (pkg/proxy/cluster, origdst.go); other types
+	// accept and ignore them, as Envoy. metadata_key is refused.
+	"envoy.config.cluster.v3.Cluster.cleanup_interval":                           {},
+	"envoy.config.cluster.v3.Cluster.original_dst_lb_config":                     {},
+	"envoy.config.cluster.v3.Cluster.OriginalDstLbConfig.use_http_header":        {},
+	"envoy.config.cluster.v3.Cluster.OriginalDstLbConfig.http_header_name":       {},
+	"envoy.config.cluster.v3.Cluster.OriginalDstLbConfig.upstream_port_override": {},
 
 	// Circuit breakers.
 	"envoy.config.cluster.v3.CircuitBreakers.thresholds":                      {},

@@ -37,7 +37,14 @@ var supportedListener = map[protoreflect.FullName]fieldSupport{
 
 	// Listener filters (pkg/proxy/listenerfilter). filter_disabled and
 	// config_discovery (ECDS) are not implemented.
-	"envoy.config.listener.v3.Listener.listener_filters":                     {},
+	"envoy.config.listener.v3.Listener.listener_filters": {},
+	// use_original_dst runs the original_dst listener filter and hands
+	// connections to the listener of their original destination
+	// (pkg/proxy/listener, handoff.go).
+	"envoy.config.listener.v3.Listener.use_original_dst": {},
+	// bind_to_port: false binds nothing: the listener only takes the
+	// connections a use_original_dst listener hands it.
+	"envoy.config.listener.v3.Listener.bind_to_port":                         {},
 	"envoy.config.listener.v3.Listener.listener_filters_timeout":             {},
 	"envoy.config.listener.v3.Listener.continue_on_listener_filters_timeout": {},
 	"envoy.config.listener.v3.ListenerFilter.name":                           {},

@@ -21,7 +21,7 @@ func BenchmarkHTTP1IdleReuse(b *testing.B) {
 			srv := newUpstreamServer(b, nil)
 			m, _, clock := newTestManager(b, clusterFor("", srv.port()))
 			c := m.Cluster("up")
-			h := c.PickHost()
+			h := c.PickHost(nil)
 			ctx := b.Context()
 			b.ReportAllocs()
 			for b.Loop() {

@@ -51,6 +51,9 @@ type Cluster struct {
 	connsMu sync.Mutex
 	conns   map[*trackedConn]struct{}
 	closed  atomic.Bool
+
+	// origDst are an ORIGINAL_DST cluster's hosts, nil for other types.
+	origDst *origDstHosts
 }
 
 // hostSet is the cluster's hosts at one moment: built whole, then only
@@ -95,6 +98,9 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 		c.h2 = c.newHTTP2Transport()
 		c.h2x = c.newXConnectTransport()
 		c.h2Stats = sync.OnceValue(func() *h2UpstreamStats { return newH2UpstreamStats(scope) })
+	}
+	if s.origDst != nil {
+		c.origDst = newOrigDstHosts(scope)
 	}
 	priorities := s.priorities
 	if s.dns != nil {
@@ -284,8 +290,17 @@ func (c *Cluster) MaxStreamDuration() time.Duration { return c.settings.protocol
 
 // PickHost chooses the host of one request with the cluster's load
 // balancer, or returns nil (counted as upstream_cx_none_healthy) when no
-// host can take it.
-func (c *Cluster) PickHost() *upstream.Host {
+// host can take it. An ORIGINAL_DST cluster's host is the one pc points
+// at (see origDstTarget); the other clusters ignore pc, which may be nil.
+func (c *Cluster) PickHost(pc *upstream.PickContext) *upstream.Host {
+	if c.origDst != nil {
+		dst, ok := c.origDstTarget(pc)
+		if !ok {
+			c.extra.noneHealthy.Inc()
+			return nil
+		}
+		return c.pickOrigDst(dst)
+	}
 	h, panicked := c.balancer.Load().Pick()
 	if panicked {
 		c.extra.lbHealthyPanic.Inc()
@@ -325,6 +340,9 @@ func (c *Cluster) Close() {
 		return
 	}
 	c.closed.Store(true)
+	if c.origDst != nil {
+		c.origDst.stopCleanup()
+	}
 	open := make([]*trackedConn, 0, len(c.conns))
 	for tc := range c.conns {
 		open = append(open, tc)

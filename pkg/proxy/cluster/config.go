@@ -48,6 +48,9 @@ type settings struct {
 	// resolution (its hosts come from the answers).
 	priorities [][]*upstream.Host
 	dns        *dnsSettings
+	// origDst is an ORIGINAL_DST cluster's settings (its hosts are
+	// created as connections arrive), nil for other types.
+	origDst *origDstSettings
 	// notes are things worth a warning that are not errors: settings
 	// Envoy ignores for the cluster's type, accepted as Envoy does.
 	notes []string
@@ -86,16 +89,23 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	if alt := c.GetAltStatName(); alt != "" {
 		s.observabilityName = alt
 	}
-	isDNS := false
+	isDNS, isOrigDst := false, false
 	switch t := c.GetType(); {
 	case c.GetClusterType() != nil:
 		errs = append(errs, configErrorf("cluster_type", "custom cluster types are not supported by Outrigger"))
 	case t == clusterv3.Cluster_STRICT_DNS || t == clusterv3.Cluster_LOGICAL_DNS:
 		isDNS = true
+	case t == clusterv3.Cluster_ORIGINAL_DST:
+		isOrigDst = true
 	case t != clusterv3.Cluster_STATIC:
-		errs = append(errs, configErrorf("type", "%s is not supported by Outrigger yet (supported: STATIC, STRICT_DNS, LOGICAL_DNS)", t))
+		errs = append(errs, configErrorf("type", "%s is not supported by Outrigger yet (supported: STATIC, STRICT_DNS, LOGICAL_DNS, ORIGINAL_DST)", t))
 	}
-	if p := c.GetLbPolicy(); p != clusterv3.Cluster_ROUND_ROBIN {
+	switch p := c.GetLbPolicy(); {
+	case isOrigDst:
+		// buildOrigDst checks it.
+	case p == clusterv3.Cluster_CLUSTER_PROVIDED:
+		errs = append(errs, configErrorf("lb_policy", "CLUSTER_PROVIDED is only valid for a cluster type that provides its load balancer (ORIGINAL_DST); %s does not", c.GetType()))
+	case p != clusterv3.Cluster_ROUND_ROBIN:
 		errs = append(errs, configErrorf("lb_policy", "%s is not supported by Outrigger yet (supported: ROUND_ROBIN)", p))
 	}
 	if t := c.GetConnectTimeout(); t != nil {
@@ -150,9 +160,17 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	if isDNS {
 		s.dns, errList = buildDNS(c, s.name, reg)
 		errs = append(errs, errList...)
+		s.notes = ignoredOrigDstFields(c)
 		return s, errs
 	}
 	s.notes = ignoredDNSFields(c)
+	if isOrigDst {
+		s.origDst, errList = buildOrigDst(c)
+		errs = append(errs, errList...)
+		s.priorities = [][]*upstream.Host{nil}
+		return s, errs
+	}
+	s.notes = append(s.notes, ignoredOrigDstFields(c)...)
 	s.priorities, errList = buildHosts(s.name, la)
 	for _, err := range errList {
 		errs = append(errs, prefixed("load_assignment", err))

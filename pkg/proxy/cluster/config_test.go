@@ -109,10 +109,10 @@ func TestNewManagerErrors(t *testing.T) {
 		"unsupported type and policy": {
 			yaml: `
 - name: odst
-  type: ORIGINAL_DST
+  type: EDS
   lb_policy: LEAST_REQUEST`,
 			want: []string{
-				"static_resources.clusters[0].type: ORIGINAL_DST is not supported by Outrigger yet (supported: STATIC, STRICT_DNS, LOGICAL_DNS)",
+				"static_resources.clusters[0].type: EDS is not supported by Outrigger yet (supported: STATIC, STRICT_DNS, LOGICAL_DNS, ORIGINAL_DST)",
 				"static_resources.clusters[0].lb_policy: LEAST_REQUEST is not supported by Outrigger yet (supported: ROUND_ROBIN)",
 			},
 		},
@@ -120,7 +120,7 @@ func TestNewManagerErrors(t *testing.T) {
 			yaml: `
 - name: eds
   type: EDS`,
-			want: []string{"static_resources.clusters[0].type: EDS is not supported by Outrigger yet (supported: STATIC, STRICT_DNS, LOGICAL_DNS)"},
+			want: []string{"static_resources.clusters[0].type: EDS is not supported by Outrigger yet (supported: STATIC, STRICT_DNS, LOGICAL_DNS, ORIGINAL_DST)"},
 		},
 		"duplicate and missing names": {
 			yaml: `

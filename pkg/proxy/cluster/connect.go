@@ -16,7 +16,7 @@ var ErrNoHealthyHost = errors.New("no healthy upstream host")
 // and the host's connection stats and closed with the cluster: what a gRPC
 // channel to the cluster dials. The caller owns the connection.
 func (c *Cluster) Connect(ctx context.Context) (net.Conn, error) {
-	h := c.PickHost()
+	h := c.PickHost(nil)
 	if h == nil {
 		return nil, ErrNoHealthyHost
 	}

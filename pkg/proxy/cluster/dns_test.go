@@ -187,7 +187,7 @@ func TestStrictDNSClusterFollowsAnswers(t *testing.T) {
 	c := m.Cluster("web")
 
 	// Before the first answer: no host, requests find none.
-	if h := c.PickHost(); h != nil {
+	if h := c.PickHost(nil); h != nil {
 		t.Fatalf("picked %v before any resolution", h.Address)
 	}
 	if n := stat("cluster.web.upstream_cx_none_healthy"); n != 1 {
@@ -218,7 +218,7 @@ func TestStrictDNSClusterFollowsAnswers(t *testing.T) {
 	// Priority 0 is healthy: requests go there, round robin.
 	seen := map[string]int{}
 	for range 4 {
-		seen[c.PickHost().Address]++
+		seen[c.PickHost(nil).Address]++
 	}
 	if !cmp.Equal(seen, map[string]int{"10.0.0.1:8080": 2, "10.0.0.2:8080": 2}) {
 		t.Errorf("picks %v", seen)
@@ -270,7 +270,7 @@ func TestLogicalDNSCluster(t *testing.T) {
 	if c.Hosts()[0].Priority != 0 {
 		t.Errorf("priority %d, want 0 (Envoy moves a LOGICAL_DNS endpoint there)", c.Hosts()[0].Priority)
 	}
-	h := c.PickHost()
+	h := c.PickHost(nil)
 	conn, err := c.AcquireHTTP1(context.Background(), h)
 	if err != nil {
 		t.Fatal(err)
@@ -321,7 +321,7 @@ func TestRemovedHostPoolIsRetired(t *testing.T) {
 	r.set("up.test", ips("127.0.0.1"))
 	m.Start()
 	waitHosts(t, c, []string{fmt.Sprintf("127.0.0.1:%d up.test", srv.port())})
-	h := c.PickHost()
+	h := c.PickHost(nil)
 
 	// Two connections: one goes back idle, one stays lent.
 	idle, err := c.AcquireHTTP1(context.Background(), h)

@@ -41,7 +41,7 @@ func FuzzNewManager(f *testing.F) {
 		defer m.Close()
 		for _, cl := range m.Clusters() {
 			for range 3 {
-				if h := cl.PickHost(); h != nil && h.Weight < MinWeight {
+				if h := cl.PickHost(nil); h != nil && h.Weight < MinWeight {
 					t.Fatalf("picked host %s has weight %d", h.Address, h.Weight)
 				}
 			}

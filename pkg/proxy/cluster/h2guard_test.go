@@ -176,7 +176,7 @@ func TestHTTP2UpstreamFloods(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			resp, err := c.RoundTripHTTP2(req, c.PickHost())
+			resp, err := c.RoundTripHTTP2(req, c.PickHost(nil))
 			if err == nil {
 				_, err = io.ReadAll(resp.Body)
 				_ = resp.Body.Close()
@@ -217,7 +217,7 @@ func TestHTTP2UpstreamWithinLimits(t *testing.T) {
 	c := m.Cluster("h2")
 	for range 20 {
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://ignored/", bytes.NewReader(make([]byte, 100_000)))
-		resp, err := c.RoundTripHTTP2(req, c.PickHost())
+		resp, err := c.RoundTripHTTP2(req, c.PickHost(nil))
 		if err != nil {
 			t.Fatal(err)
 		}

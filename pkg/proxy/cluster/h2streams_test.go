@@ -132,7 +132,7 @@ func TestHTTP2MaxConcurrentStreams(t *testing.T) {
       - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}
 `, ln.Addr().(*net.TCPAddr).Port))
 	c := m.Cluster("h2")
-	h := c.PickHost()
+	h := c.PickHost(nil)
 	var wg sync.WaitGroup
 	errs := make(chan error, 3)
 	// Each request starts once the one before is at the server, so the

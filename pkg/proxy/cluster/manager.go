@@ -142,6 +142,11 @@ func (m *Manager) Start() {
 	for _, d := range m.discoveries {
 		d.Start()
 	}
+	for _, c := range m.clusters {
+		if c.origDst != nil {
+			c.startOrigDstCleanup()
+		}
+	}
 }
 
 // Warmed is closed once every cluster is initialised: a DNS cluster once

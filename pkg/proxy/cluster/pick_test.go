@@ -109,7 +109,7 @@ func TestPickHost(t *testing.T) {
 			c := m.Cluster("up")
 			var got []string
 			for range tc.n {
-				h := c.PickHost()
+				h := c.PickHost(nil)
 				if h == nil {
 					got = append(got, "none")
 					continue

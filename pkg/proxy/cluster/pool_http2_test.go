@@ -59,7 +59,7 @@ func TestHTTP2RoundTrip(t *testing.T) {
 	if !c.HTTP2() {
 		t.Fatal("HTTP2() = false")
 	}
-	h := c.PickHost()
+	h := c.PickHost(nil)
 	for i := range 3 {
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://ignored/echo", strings.NewReader(fmt.Sprint("req", i)))
 		if err != nil {
@@ -131,7 +131,7 @@ func TestHTTP2ConnectFailure(t *testing.T) {
 `, port))
 	c := m.Cluster("h2")
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://ignored/", nil)
-	if resp, err := c.RoundTripHTTP2(req, c.PickHost()); err == nil {
+	if resp, err := c.RoundTripHTTP2(req, c.PickHost(nil)); err == nil {
 		_ = resp.Body.Close()
 		t.Fatal("RoundTripHTTP2 to a closed port succeeded")
 	}

@@ -178,7 +178,7 @@ func TestHTTP1PoolReuse(t *testing.T) {
 	srv := newUpstreamServer(t, nil)
 	m, store, _ := newTestManager(t, clusterFor("", srv.port()))
 	c := m.Cluster("up")
-	h := c.PickHost()
+	h := c.PickHost(nil)
 	ctx := t.Context()
 
 	first, err := c.AcquireHTTP1(ctx, h)
@@ -239,7 +239,7 @@ func TestHTTP1PoolConcurrentLoans(t *testing.T) {
 	srv := newUpstreamServer(t, nil)
 	m, _, _ := newTestManager(t, clusterFor("", srv.port()))
 	c := m.Cluster("up")
-	h := c.PickHost()
+	h := c.PickHost(nil)
 	var conns []*upstream.Conn
 	for range 3 {
 		conn, err := c.AcquireHTTP1(t.Context(), h)
@@ -275,7 +275,7 @@ func TestHTTP1PoolClearsDeadlines(t *testing.T) {
 	srv := newUpstreamServer(t, nil)
 	m, _, _ := newTestManager(t, clusterFor("", srv.port()))
 	c := m.Cluster("up")
-	h := c.PickHost()
+	h := c.PickHost(nil)
 	first, err := c.AcquireHTTP1(t.Context(), h)
 	if err != nil {
 		t.Fatal(err)
@@ -300,7 +300,7 @@ func TestHTTP1PoolReleaseTwice(t *testing.T) {
 	srv := newUpstreamServer(t, nil)
 	m, _, _ := newTestManager(t, clusterFor("", srv.port()))
 	c := m.Cluster("up")
-	h := c.PickHost()
+	h := c.PickHost(nil)
 	conn, err := c.AcquireHTTP1(t.Context(), h)
 	if err != nil {
 		t.Fatal(err)
@@ -342,7 +342,7 @@ func TestHTTP1PoolStaleConnections(t *testing.T) {
 			srv := newUpstreamServer(t, after)
 			m, store, clock := newTestManager(t, clusterFor("", srv.port()))
 			c := m.Cluster("up")
-			h := c.PickHost()
+			h := c.PickHost(nil)
 			first, err := c.AcquireHTTP1(t.Context(), h)
 			if err != nil {
 				t.Fatal(err)
@@ -409,7 +409,7 @@ func TestHTTP1PoolLimits(t *testing.T) {
 			srv := newUpstreamServer(t, nil)
 			m, store, clock := newTestManager(t, clusterFor(tc.extra, srv.port()))
 			c := m.Cluster("up")
-			h := c.PickHost()
+			h := c.PickHost(nil)
 			first, err := c.AcquireHTTP1(t.Context(), h)
 			if err != nil {
 				t.Fatal(err)
@@ -479,7 +479,7 @@ func TestConnectFailures(t *testing.T) {
 			y = "- name: up\n  connect_timeout: 0.05s\n" + y[len("- name: up\n  connect_timeout: 2s\n"):]
 			m, store, _ := newTestManager(t, y, func(o *Options) { o.Dial = tc.dial })
 			c := m.Cluster("up")
-			h := c.PickHost()
+			h := c.PickHost(nil)
 			ctx, cancel := context.WithCancel(t.Context())
 			if tc.cancelled {
 				cancel()
@@ -518,7 +518,7 @@ func TestClusterClose(t *testing.T) {
 	srv := newUpstreamServer(t, nil)
 	m, store, _ := newTestManager(t, clusterFor("", srv.port()))
 	c := m.Cluster("up")
-	h := c.PickHost()
+	h := c.PickHost(nil)
 	lent, err := c.AcquireHTTP1(t.Context(), h)
 	if err != nil {
 		t.Fatal(err)
@@ -581,7 +581,7 @@ func TestIdleReuseDoesNotAllocate(t *testing.T) {
 			srv := newUpstreamServer(t, nil)
 			m, _, clock := newTestManager(t, clusterFor("", srv.port()))
 			c := m.Cluster("up")
-			h := c.PickHost()
+			h := c.PickHost(nil)
 			ctx := t.Context()
 			conn, err := c.AcquireHTTP1(ctx, h)
 			if err != nil {
@@ -629,7 +629,7 @@ func TestHTTP1PoolIPv6(t *testing.T) {
       - endpoint: {address: {socket_address: {address: "::1", port_value: %d}}}
 `, port))
 	c := m.Cluster("up")
-	h := c.PickHost()
+	h := c.PickHost(nil)
 	if want := fmt.Sprintf("[::1]:%d", port); h.Address != want {
 		t.Errorf("address %q, want %q", h.Address, want)
 	}
@@ -649,7 +649,7 @@ func TestHTTP1PoolConcurrent(t *testing.T) {
 	srv := newUpstreamServer(t, nil)
 	m, store, _ := newTestManager(t, clusterFor("", srv.port()))
 	c := m.Cluster("up")
-	h := c.PickHost()
+	h := c.PickHost(nil)
 	const workers, each = 8, 25
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)

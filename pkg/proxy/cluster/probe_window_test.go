@@ -54,7 +54,7 @@ func TestHTTP1PoolProbeWindow(t *testing.T) {
 			srv := newUpstreamServer(t, func(net.Conn) bool { return false })
 			m, store, clock := newTestManager(t, clusterFor("", srv.port()))
 			c := m.Cluster("up")
-			h := c.PickHost()
+			h := c.PickHost(nil)
 			first, err := c.AcquireHTTP1(t.Context(), h)
 			if err != nil {
 				t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // h2Preface is what an HTTP/2 client with prior knowledge sends first.
@@ -34,6 +35,8 @@ type serverConn struct {
 	remote   string // "ip:port"
 	remoteIP string // x-forwarded-for
 	local    string
+	// origDst is the original destination a listener restored, if any.
+	origDst  netip.AddrPort
 	opened   time.Time
 	requests uint32
 	// remoteClosed: the client ended the connection (for the
@@ -99,6 +102,7 @@ func newServerConn(m *Manager, nc net.Conn) *serverConn {
 		idle: true,
 	}
 	c.remoteIP = hostOnly(c.remote)
+	c.origDst, _ = upstream.OriginalDst(nc)
 	c.cc = &countedConn{Conn: nc, stats: m.stats}
 	c.flushDown = c.out.flush
 	c.flushUp = c.up.out.flush

@@ -96,9 +96,10 @@ type UpstreamCluster interface {
 	Metadata() *corev3.Metadata
 	// Stats are the cluster's request and connection stats.
 	Stats() *upstream.ClusterStats
-	// PickHost chooses a host with the cluster's load balancer; nil when
-	// no host is healthy (503 with the UH response flag).
-	PickHost() *upstream.Host
+	// PickHost chooses a host with the cluster's load balancer, which may
+	// read the request's downstream side (an ORIGINAL_DST cluster); nil
+	// when no host is healthy (503 with the UH response flag).
+	PickHost(pc *upstream.PickContext) *upstream.Host
 	// HTTP2For reports whether a request from a client that spoke HTTP/2
 	// (or not) goes to this cluster over HTTP/2: the cluster's HTTP
 	// protocol options choose one protocol, or follow the client's.

@@ -68,7 +68,7 @@ func (fc *fakeCluster) MaxResponseHeadBytes() int     { return 80 << 10 }
 
 func (fc *fakeCluster) MaxStreamDuration() time.Duration { return fc.maxDuration }
 
-func (fc *fakeCluster) PickHost() *upstream.Host {
+func (fc *fakeCluster) PickHost(*upstream.PickContext) *upstream.Host {
 	if len(fc.hosts) == 0 {
 		return nil
 	}

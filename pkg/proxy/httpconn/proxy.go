@@ -64,7 +64,8 @@ func (s *stream) forward() {
 	s.selectRouteStats()
 	s.entry.ClusterMetadata = cl.Metadata()
 	s.rewrite()
-	host := cl.PickHost()
+	s.pick = upstream.PickContext{OriginalDst: s.origDst, Headers: &s.reqHeaders}
+	host := cl.PickHost(&s.pick)
 	if host == nil {
 		// Counted as the upstream's answer, as Envoy's
 		// sendNoHealthyUpstreamResponse counts it.

@@ -13,7 +13,7 @@ import (
 // init binds a connection's stream to the connection, once.
 func (s *stream) init(m *Manager, c *serverConn) {
 	s.m = m
-	s.connID, s.remote, s.remoteIP, s.local = c.id, c.remote, c.remoteIP, c.local
+	s.connID, s.remote, s.remoteIP, s.local, s.origDst = c.id, c.remote, c.remoteIP, c.local, c.origDst
 	s.up = &c.up
 	s.down = c
 	s.flushDown = c.flushDown

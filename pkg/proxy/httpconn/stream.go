@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"net/http"
+	"net/netip"
 	"sync/atomic"
 	"time"
 
@@ -93,6 +94,12 @@ type stream struct {
 	remote   string
 	remoteIP string
 	local    string
+	// origDst is the connection's original destination when a listener
+	// restored it (an ORIGINAL_DST cluster's host); pick is the load
+	// balancer's view of the request, kept here so that a pick
+	// allocates nothing.
+	origDst netip.AddrPort
+	pick    upstream.PickContext
 
 	// start is the recorded start; t0 the real time it began, and tLast
 	// the latest real time read since (socket deadlines use real time).

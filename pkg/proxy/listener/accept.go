@@ -136,7 +136,7 @@ func (l *Listener) accept(c net.Conn, ws *workerStats) {
 		return
 	}
 	if len(l.lfilters) > 0 {
-		go l.runListenerFilters(c, ws)
+		go l.runListenerFilters(c, ws, nil)
 		return
 	}
 	if conn, ch := l.admit(c, ws, nil); conn != nil {
@@ -173,7 +173,7 @@ func (l *Listener) admit(c net.Conn, ws *workerStats, sock *listenerfilter.Socke
 	ws.cxTotal.Inc()
 	conn := &Conn{Conn: c, owner: l, worker: ws, chain: ch.name, start: l.now(), bufferLimit: l.bufferLimit}
 	if sock != nil && sock.Restored() {
-		conn.remote, conn.local = remote, local
+		conn.remote, conn.local, conn.localRestored = remote, local, sock.LocalRestored()
 	}
 	return conn, ch
 }

@@ -27,6 +27,9 @@ type Conn struct {
 	// remote and local are the addresses the listener filters restored
 	// (a PROXY protocol header's); nil leaves the socket's own.
 	remote, local net.Addr
+	// localRestored is set when local is an original destination a
+	// listener filter restored.
+	localRestored bool
 }
 
 // RemoteAddr is the connection's remote address: the one a listener
@@ -46,6 +49,11 @@ func (c *Conn) LocalAddr() net.Addr {
 	}
 	return c.Conn.LocalAddr()
 }
+
+// LocalAddrRestored reports whether LocalAddr is an original destination
+// a listener filter restored (Envoy's localAddressRestored), which an
+// ORIGINAL_DST cluster connects to.
+func (c *Conn) LocalAddrRestored() bool { return c.localRestored }
 
 // Close closes the connection and, the first time, accounts for its end:
 // downstream_cx_active goes down, downstream_cx_destroy up, and its

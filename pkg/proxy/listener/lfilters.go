@@ -19,9 +19,15 @@ import (
 // a read error (downstream_listener_filter_error) close it, as does a
 // filter that rejects it. downstream_pre_cx_active counts the connections
 // in the filters.
-func (l *Listener) runListenerFilters(c net.Conn, ws *workerStats) {
+//
+// sock is nil for a new connection; a connection handed off by a
+// use_original_dst listener keeps the addresses that listener's filters
+// restored.
+func (l *Listener) runListenerFilters(c net.Conn, ws *workerStats, sock *listenerfilter.Socket) {
 	l.stats.preCxActive.Inc()
-	sock := listenerfilter.NewSocket(c)
+	if sock == nil {
+		sock = listenerfilter.NewSocket(c)
+	}
 	if l.lfTimeout > 0 {
 		_ = c.SetReadDeadline(time.Now().Add(l.lfTimeout))
 	}
@@ -39,6 +45,9 @@ func (l *Listener) runListenerFilters(c net.Conn, ws *workerStats) {
 	}
 	if l.lfTimeout > 0 {
 		_ = c.SetReadDeadline(time.Time{})
+	}
+	if l.handOff(c, sock, ws) {
+		return
 	}
 	if conn, ch := l.admit(c, ws, sock); conn != nil {
 		ch.handler.HandleConn(conn)

@@ -69,6 +69,14 @@ type Deps struct {
 	// Overload is the server's overload manager: the global connection
 	// limit and the connection actions. Nil applies neither.
 	Overload Overload
+	// OriginalDst builds the original_dst listener filter, which a
+	// use_original_dst listener runs before its own listener filters (as
+	// Envoy adds it); nil refuses use_original_dst.
+	OriginalDst func() (listenerfilter.Filter, error)
+	// Handoff finds the listener of an original destination for a
+	// use_original_dst listener; nil keeps every connection on the
+	// listener that accepted it.
+	Handoff Handoff
 	// Runtime holds the per-listener connection limit
 	// (envoy.resource_limits.listener.<name>.connection_limit), read at
 	// each accept; nil means no limit.
@@ -98,7 +106,11 @@ type Listener struct {
 	name      string
 	direction corev3.TrafficDirection
 	addrs     []socketAddress // address, then additional_addresses
-	reusePort bool
+	// bindToPort is false for a listener that binds nothing and only
+	// takes the connections a use_original_dst listener hands it
+	// (bind_to_port: false).
+	bindToPort bool
+	reusePort  bool
 	// sockOpts are socket_options, freebind the listener's freebind.
 	sockOpts    sockopt.Set
 	freebind    bool
@@ -110,9 +122,12 @@ type Listener struct {
 	// its filter chain is chosen; lfTimeout bounds them (0: no bound) and
 	// lfContinue sends a connection that reaches it on to its filter
 	// chain instead of closing it.
-	lfilters    []listenerfilter.Filter
-	lfTimeout   time.Duration
-	lfContinue  bool
+	lfilters   []listenerfilter.Filter
+	lfTimeout  time.Duration
+	lfContinue bool
+	// handoff is set for use_original_dst: connections whose original
+	// destination another listener serves go to that listener.
+	handoff     Handoff
 	drain       *Drain
 	stats       listenerStats
 	workerStats []workerStats
@@ -191,6 +206,7 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 		}
 		l.addrs = append(l.addrs, a)
 	}
+	l.bindToPort = lc.GetBindToPort() == nil || lc.GetBindToPort().GetValue()
 	l.reusePort = reusePortSupported && (lc.GetEnableReusePort() == nil || lc.GetEnableReusePort().GetValue())
 	l.bufferLimit = DefaultBufferLimit
 	if v := lc.GetPerConnectionBufferLimitBytes(); v != nil {
@@ -210,6 +226,21 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 	}
 	if err := l.buildListenerFilters(lc, deps.BuildListenerFilter); err != nil {
 		errs = append(errs, err)
+	}
+	if lc.GetUseOriginalDst().GetValue() {
+		var od listenerfilter.Filter
+		err := errors.New("not supported here (no original_dst listener filter)")
+		if deps.OriginalDst != nil {
+			od, err = deps.OriginalDst()
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("use_original_dst: %w", err))
+		} else {
+			// Envoy restores the original destination first, then runs
+			// the configured listener filters.
+			l.lfilters = append([]listenerfilter.Filter{od}, l.lfilters...)
+			l.handoff = deps.Handoff
+		}
 	}
 	l.drain = newDrain(deps.Drain, lc.GetDrainType() == listenerv3.Listener_MODIFY_ONLY)
 	if err := l.buildChains(lc, deps.BuildChain); err != nil {
@@ -354,6 +385,10 @@ func (l *Listener) socketsPerAddress() int {
 // (by configured address) where it has them. On failure it closes what it
 // opened, and leaves inherited alone.
 func (l *Listener) bindAll(inherited map[socketAddress][]net.Listener) ([][]net.Listener, error) {
+	if !l.bindToPort {
+		// No socket for any address: the listener only takes hand-offs.
+		return make([][]net.Listener, len(l.addrs)), nil
+	}
 	n := l.socketsPerAddress()
 	var sockets [][]net.Listener
 	var opened [][]net.Listener
@@ -387,6 +422,9 @@ func (l *Listener) bindAll(inherited map[socketAddress][]net.Listener) ([][]net.
 func (l *Listener) setSockets(sockets [][]net.Listener) {
 	l.sockets = sockets
 	for _, socks := range sockets {
+		if len(socks) == 0 {
+			return // bind_to_port: false; Addresses shows the configured ones
+		}
 		l.bound = append(l.bound, socks[0].Addr())
 	}
 }
@@ -442,7 +480,14 @@ func (l *Listener) Serve() error {
 	if l.overload != nil {
 		wg.Go(l.watchOverload)
 	}
+	if !l.bindToPort {
+		// Nothing to accept on: serve hand-offs until stopped.
+		wg.Go(func() { <-l.stopCh })
+	}
 	for _, socks := range l.sockets {
+		if len(socks) == 0 {
+			continue
+		}
 		for w := range l.workers {
 			ln := socks[0]
 			if len(socks) > 1 {

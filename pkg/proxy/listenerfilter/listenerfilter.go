@@ -69,8 +69,9 @@ type Socket struct {
 	conn          net.Conn
 	remote, local net.Addr
 	// restored records that a filter replaced an address, so that the
-	// connection carries the new ones.
-	restored bool
+	// connection carries the new ones; localRestored that the local one
+	// was (an original destination).
+	restored, localRestored bool
 }
 
 // NewSocket wraps a connection just accepted for its listener filters.
@@ -92,10 +93,15 @@ func (s *Socket) SetRemoteAddr(a net.Addr) { s.remote, s.restored = a, true }
 
 // SetLocalAddr replaces the connection's local address (the original
 // destination).
-func (s *Socket) SetLocalAddr(a net.Addr) { s.local, s.restored = a, true }
+func (s *Socket) SetLocalAddr(a net.Addr) { s.local, s.restored, s.localRestored = a, true, true }
 
 // Restored reports whether a filter replaced an address.
 func (s *Socket) Restored() bool { return s.restored }
+
+// LocalRestored reports whether a filter replaced the local address: the
+// connection then has an original destination (an ORIGINAL_DST cluster's
+// host, a use_original_dst listener's hand-off).
+func (s *Socket) LocalRestored() bool { return s.localRestored }
 
 // NetConn is the accepted connection, for socket options.
 func (s *Socket) NetConn() net.Conn { return s.conn }

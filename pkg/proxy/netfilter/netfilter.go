@@ -85,7 +85,9 @@ type Cluster interface {
 	Metadata() *corev3.Metadata
 	// PickHost chooses a host with the cluster's load balancer, or nil
 	// when none can take the connection.
-	PickHost() *upstream.Host
+	// pc is the connection's downstream side (an ORIGINAL_DST cluster
+	// connects to its original destination).
+	PickHost(pc *upstream.PickContext) *upstream.Host
 	// ConnectHost opens a connection to h within the cluster's
 	// connect_timeout, counted in the cluster's stats. The connection
 	// supports CloseWrite() error and NetConn() net.Conn.

@@ -121,6 +121,8 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 			return ch, nil
 		},
 		BuildListenerFilter: s.buildListenerFilter,
+		OriginalDst:         s.originalDstFilter,
+		Handoff:             s.handoffListener,
 		Now:                 s.now,
 		Overload:            s.listenerOverload(),
 		Runtime:             s.runtime,

@@ -17,6 +17,16 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
+// pickContext is the downstream side a cluster's load balancer may read:
+// the connection's original destination, when a listener restored it.
+func (s *session) pickContext() *upstream.PickContext {
+	pc := &upstream.PickContext{}
+	if dst, ok := upstream.OriginalDst(s.down); ok {
+		pc.OriginalDst = dst
+	}
+	return pc
+}
+
 // session is one proxied downstream connection.
 type session struct {
 	p     *Proxy
@@ -132,7 +142,7 @@ func (s *session) connect(cl netfilter.Cluster) bool {
 		if attempt > 0 && cfg.backoffBase > 0 && !s.backoff(attempt) {
 			return false
 		}
-		h := cl.PickHost()
+		h := cl.PickHost(s.pickContext())
 		if h == nil {
 			s.setFlag(accesslog.NoHealthyUpstream)
 			return false

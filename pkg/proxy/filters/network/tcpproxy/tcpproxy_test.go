@@ -128,7 +128,7 @@ func (f *fakeCluster) Name() string                  { return f.name }
 func (f *fakeCluster) Metadata() *corev3.Metadata    { return nil }
 func (f *fakeCluster) ObservabilityName() string     { return f.name }
 func (f *fakeCluster) Stats() *upstream.ClusterStats { return nil }
-func (f *fakeCluster) PickHost() *upstream.Host {
+func (f *fakeCluster) PickHost(*upstream.PickContext) *upstream.Host {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.hosts) == 0 {

@@ -1,0 +1,111 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// originalDstBootstrap is an HTTP listener routing to an ORIGINAL_DST
+// cluster that reads x-envoy-original-dst-host, and a tcp_proxy listener
+// to another ORIGINAL_DST cluster (its connections have no restored
+// destination on loopback: no REDIRECT rule sent them).
+func originalDstBootstrap(httpPort, tcpPort int) string {
+	return fmt.Sprintf(`
+admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
+static_resources:
+  listeners:
+  - name: http
+    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: front
+          route_config:
+            virtual_hosts:
+            - {name: all, domains: ["*"], routes: [{match: {prefix: /}, route: {cluster: dst}}]}
+          http_filters:
+          - name: envoy.filters.http.router
+            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
+  - name: tcp
+    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.tcp_proxy
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy
+          stat_prefix: tcp
+          cluster: passthrough
+  clusters:
+  - name: dst
+    type: ORIGINAL_DST
+    lb_policy: CLUSTER_PROVIDED
+    connect_timeout: 1s
+    original_dst_lb_config: {use_http_header: true}
+  - name: passthrough
+    type: ORIGINAL_DST
+    lb_policy: CLUSTER_PROVIDED
+    connect_timeout: 1s
+    cleanup_interval: 0.2s
+`, httpPort, tcpPort)
+}
+
+var _ = Describe("ORIGINAL_DST clusters", func() {
+	It("send a request to the host x-envoy-original-dst-host names, creating it on demand", func() {
+		up := startUpstream(false)
+		httpPort, tcpPort := freePort(), freePort()
+		s := Start(newDir(), originalDstBootstrap(httpPort, tcpPort))
+		s.WaitLive()
+		client := &http.Client{Timeout: 5 * time.Second}
+		header := func(v string) http.Header { return http.Header{"X-Envoy-Original-Dst-Host": {v}} }
+
+		r := httpDo(client, http.MethodGet, listenerURL(httpPort, "/"), nil, header(fmt.Sprintf("127.0.0.1:%d", up.port)))
+		Expect(r.Status).To(Equal(http.StatusOK))
+		Expect(r.Body).To(Equal("ok"))
+		Expect(statValue(s, "cluster.dst.upstream_rq_total")).To(Equal("1"))
+		Expect(s.Get("/clusters").Body).To(ContainSubstring(fmt.Sprintf("dst::127.0.0.1:%d::rq_total::1", up.port)))
+		Expect(s.Get("/clusters").Body).To(ContainSubstring(fmt.Sprintf("dst::127.0.0.1:%d::hostname::dst127.0.0.1:%d", up.port, up.port)))
+
+		// Without the header, and with a value that is not an address,
+		// the connection (not redirected here) has no original
+		// destination: no host.
+		r = httpDo(client, http.MethodGet, listenerURL(httpPort, "/"), nil, nil)
+		Expect(r.Status).To(Equal(http.StatusServiceUnavailable))
+		Expect(r.Body).To(Equal("no healthy upstream"))
+		r = httpDo(client, http.MethodGet, listenerURL(httpPort, "/"), nil, header("upstream.example:80"))
+		Expect(r.Status).To(Equal(http.StatusServiceUnavailable))
+		Expect(statValue(s, "cluster.dst.original_dst_host_invalid")).To(Equal("1"))
+		Expect(statValue(s, "cluster.dst.upstream_cx_none_healthy")).To(Equal("2"))
+
+		// tcp_proxy: no original destination, no host; the connection
+		// is closed.
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", tcpPort), 5*time.Second)
+		Expect(err).NotTo(HaveOccurred())
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		_, err = io.ReadAll(c)
+		Expect(err).NotTo(HaveOccurred(), "the proxy closes the connection")
+		Eventually(func() string { return statValue(s, "cluster.passthrough.upstream_cx_none_healthy") }).Should(Equal("1"))
+	})
+
+	It("refuses the settings Envoy refuses, naming the field", func() {
+		r := Run("--mode", "validate", "--config-yaml", `
+static_resources:
+  clusters:
+  - {name: a, type: ORIGINAL_DST}
+  - {name: b, type: ORIGINAL_DST, lb_policy: CLUSTER_PROVIDED, load_assignment: {cluster_name: b}}
+  - {name: c, type: ORIGINAL_DST, lb_policy: CLUSTER_PROVIDED, original_dst_lb_config: {metadata_key: {key: k, path: [{key: p}]}}}
+`)
+		Expect(r.ExitCode).To(Equal(1))
+		Expect(r.Stderr).To(ContainSubstring("static_resources.clusters[0].lb_policy: LB policy ROUND_ROBIN is not valid for Cluster type ORIGINAL_DST"))
+		Expect(r.Stderr).To(ContainSubstring("static_resources.clusters[1].load_assignment: ORIGINAL_DST clusters must have no load assignment configured"))
+		Expect(r.Stderr).To(ContainSubstring("static_resources.clusters[2].original_dst_lb_config.metadata_key: not supported by Outrigger"))
+	})
+})
