@@ -133,7 +133,24 @@ func parseOptions(annotations map[string]string, gracePeriod *int64, cfg Config)
 	if r := o.parseDrainTime(annotations, gracePeriod); r != nil {
 		return o, r
 	}
-	return o, o.parseCapture(annotations)
+	if r := o.parseCapture(annotations); r != nil {
+		return o, r
+	}
+	return o, o.checkAdminPort(cfg)
+}
+
+// checkAdminPort refuses an admin port that another of the proxy's
+// listeners already binds: the proxy would fail to start.
+func (o *podOptions) checkAdminPort(cfg Config) *Refusal {
+	taken := map[int32]string{cfg.ProbePort: "the probe port"}
+	if o.capture {
+		taken[OutboundCapturePort] = "the outbound capture port"
+		taken[InboundCapturePort] = "the inbound capture port"
+	}
+	if what, ok := taken[o.adminPort]; ok {
+		return refuse(v1alpha1.AdminPortAnnotation, "%d is %s", o.adminPort, what)
+	}
+	return nil
 }
 
 // parseResources reads the four resource annotations. A request above its
