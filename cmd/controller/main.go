@@ -203,7 +203,7 @@ func start(ctx context.Context, o options, log logr.Logger) error {
 		return fmt.Errorf("ready check: %w", err)
 	}
 	if webhookServer != nil {
-		inject.Register(webhookServer, injectCfg)
+		inject.Register(webhookServer, injectCfg, mgr.GetEventRecorder("outrigger-injector"))
 		// Not ready until the webhook answers TLS handshakes: the
 		// Service must not send pod creations to a replica that would
 		// fail them.

@@ -108,15 +108,22 @@ func TestGeneratedWebhookCertificate(t *testing.T) {
 		return b
 	}
 	hooks, _, _ := unstructured.NestedSlice(webhook.Object, "webhooks")
-	if len(hooks) != 1 {
-		t.Fatalf("webhooks: got %d, want 1", len(hooks))
+	if len(hooks) != 2 {
+		t.Fatalf("webhooks: got %d, want 2", len(hooks))
 	}
-	hook, ok := hooks[0].(map[string]any)
-	if !ok {
-		t.Fatalf("webhooks[0] is a %T, not an object", hooks[0])
+	var bundles []string
+	for i, h := range hooks {
+		hook, ok := h.(map[string]any)
+		if !ok {
+			t.Fatalf("webhooks[%d] is a %T, not an object", i, h)
+		}
+		bundle, _, _ := unstructured.NestedString(hook, "clientConfig", "caBundle")
+		bundles = append(bundles, bundle)
 	}
-	bundle, _, _ := unstructured.NestedString(hook, "clientConfig", "caBundle")
-	caPEM, err := base64.StdEncoding.DecodeString(bundle)
+	if bundles[0] != bundles[1] {
+		t.Error("the webhook's two entries have different caBundles")
+	}
+	caPEM, err := base64.StdEncoding.DecodeString(bundles[0])
 	if err != nil {
 		t.Fatalf("caBundle is not base64: %v", err)
 	}

@@ -45,7 +45,7 @@ static_resources:
           - name: proxy.filters.http.router
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-  clusters:
+%[3]s  clusters:
   - name: admin
     type: STATIC
     connect_timeout: 1s
@@ -56,11 +56,64 @@ static_resources:
         - endpoint:
             address:
               socket_address: { address: 127.0.0.1, port_value: %[1]d }
+%[4]s`
+
+// captureListeners are the listeners of transparent capture: the
+// REDIRECT rules the capture init container installs send the pod's
+// outbound connections to virtualOutbound and its inbound ones to
+// virtualInbound, and both pass them on to where they were going (the
+// original destination, which the ORIGINAL_DST clusters connect to).
+const captureListeners = `  - name: virtualOutbound
+    address:
+      socket_address: { address: 0.0.0.0, port_value: %[1]d }
+    use_original_dst: true
+    filter_chains:
+    - filters:
+      - name: proxy.filters.network.tcp_proxy
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy
+          stat_prefix: PassthroughCluster
+          cluster: PassthroughCluster
+  - name: virtualInbound
+    address:
+      socket_address: { address: 0.0.0.0, port_value: %[2]d }
+    listener_filters:
+    - name: envoy.filters.listener.original_dst
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.filters.listener.original_dst.v3.OriginalDst
+    filter_chains:
+    - filters:
+      - name: proxy.filters.network.tcp_proxy
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy
+          stat_prefix: InboundPassthroughCluster
+          cluster: InboundPassthroughCluster
+`
+
+// captureClusters are the clusters of transparent capture: each connects
+// to the connection's original destination.
+const captureClusters = `  - name: PassthroughCluster
+    type: ORIGINAL_DST
+    lb_policy: CLUSTER_PROVIDED
+    connect_timeout: 10s
+  - name: InboundPassthroughCluster
+    type: ORIGINAL_DST
+    lb_policy: CLUSTER_PROVIDED
+    connect_timeout: 10s
 `
 
 // DefaultBootstrap is the bootstrap YAML (Envoy v3 API) of an injected
 // proxy whose admin interface listens on 127.0.0.1:adminPort and whose probe
 // listener listens on 0.0.0.0:probePort.
 func DefaultBootstrap(adminPort, probePort int32) string {
-	return fmt.Sprintf(bootstrapTemplate, adminPort, probePort)
+	return fmt.Sprintf(bootstrapTemplate, adminPort, probePort, "", "")
+}
+
+// CaptureBootstrap is the bootstrap of an injected proxy with transparent
+// capture: DefaultBootstrap's admin and probe listener, plus the listeners
+// virtualOutbound on 0.0.0.0:OutboundCapturePort and virtualInbound on
+// 0.0.0.0:InboundCapturePort and their ORIGINAL_DST clusters.
+func CaptureBootstrap(adminPort, probePort int32) string {
+	return fmt.Sprintf(bootstrapTemplate, adminPort, probePort,
+		fmt.Sprintf(captureListeners, OutboundCapturePort, InboundCapturePort), captureClusters)
 }

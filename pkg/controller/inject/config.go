@@ -20,6 +20,23 @@ const (
 	// ContainerName is the injected container's name, the one the
 	// reconcilers look for by default.
 	ContainerName = v1alpha1.DefaultProxyContainer
+	// CaptureContainerName is the init container that installs the
+	// transparent-capture rules.
+	CaptureContainerName = "proxy-capture"
+	// OutboundCapturePort is the port of the listener virtualOutbound,
+	// where capture redirects the pod's outbound connections.
+	OutboundCapturePort = 15001
+	// InboundCapturePort is the port of the listener virtualInbound,
+	// where capture redirects the pod's inbound connections.
+	InboundCapturePort = 15006
+	// BootstrapVolume is the volume of a bootstrap ConfigMap, mounted into
+	// the proxy at BootstrapDir.
+	BootstrapVolume = "proxy-bootstrap"
+	// BootstrapDir is where the proxy reads a bootstrap ConfigMap's
+	// bootstrap.yaml.
+	BootstrapDir = "/etc/outrigger"
+	// BootstrapKey is the key of a bootstrap ConfigMap.
+	BootstrapKey = "bootstrap.yaml"
 )
 
 // Prometheus's conventional scrape annotations, set where absent.
@@ -50,10 +67,16 @@ func DefaultConfig() Config {
 	return Config{Image: DefaultImage, AdminPort: v1alpha1.DefaultAdminPort, ProbePort: DefaultProbePort}
 }
 
-// bootstrap is the YAML the proxy gets.
-func (c Config) bootstrap() string {
-	if c.Bootstrap != "" {
+// bootstrap is the YAML the proxy gets, with its admin on adminPort: the
+// controller's --sidecar-bootstrap if given, else the built-in bootstrap
+// of the mode.
+func (c Config) bootstrap(adminPort int32, capture bool) string {
+	switch {
+	case c.Bootstrap != "":
 		return c.Bootstrap
+	case capture:
+		return CaptureBootstrap(adminPort, c.ProbePort)
+	default:
+		return DefaultBootstrap(adminPort, c.ProbePort)
 	}
-	return DefaultBootstrap(c.AdminPort, c.ProbePort)
 }

@@ -4,17 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -31,8 +37,9 @@ func repoRoot() string {
 }
 
 // webhookConfigs reads the generated config/webhook manifests and adds the
-// objectSelector the Helm chart adds, so the test API server sends it the
-// labelled pods only, as a real installation does.
+// selectors the Helm chart adds, so the test API server sends it the pods
+// labelled and those of labelled namespaces only, as a real installation
+// does.
 func webhookConfigs(t *testing.T) []*admissionregistrationv1.MutatingWebhookConfiguration {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(repoRoot(), "config", "webhook", "manifests.yaml"))
@@ -43,10 +50,15 @@ func webhookConfigs(t *testing.T) []*admissionregistrationv1.MutatingWebhookConf
 	if err := yaml.UnmarshalStrict(b, &cfg); err != nil {
 		t.Fatalf("config/webhook/manifests.yaml: %v", err)
 	}
-	if len(cfg.Webhooks) != 1 || cfg.Webhooks[0].Name != "inject.proxy.outrigger.dev" {
-		t.Fatalf("config/webhook/manifests.yaml: want the one webhook inject.proxy.outrigger.dev, got %d", len(cfg.Webhooks))
+	if len(cfg.Webhooks) != 2 || cfg.Webhooks[0].Name != "inject.proxy.outrigger.dev" || cfg.Webhooks[1].Name != "namespace.inject.proxy.outrigger.dev" {
+		t.Fatalf("config/webhook/manifests.yaml: want the webhooks inject.proxy.outrigger.dev and namespace.inject.proxy.outrigger.dev, got %d", len(cfg.Webhooks))
 	}
-	cfg.Webhooks[0].ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{InjectLabel: InjectLabelValue}}
+	labelled := &metav1.LabelSelector{MatchLabels: map[string]string{InjectLabel: InjectLabelValue}}
+	cfg.Webhooks[0].ObjectSelector = labelled
+	cfg.Webhooks[1].NamespaceSelector = labelled
+	cfg.Webhooks[1].ObjectSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: InjectLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{InjectLabelValue, InjectDisabledValue},
+	}}}
 	return []*admissionregistrationv1.MutatingWebhookConfiguration{&cfg}
 }
 
@@ -96,7 +108,7 @@ func TestWebhook(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := Config{Image: "registry.local/outrigger:test", AdminPort: 15000, ProbePort: 15021}
-	Register(mgr.GetWebhookServer(), cfg)
+	Register(mgr.GetWebhookServer(), cfg, mgr.GetEventRecorder("outrigger-injector"))
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -118,41 +130,55 @@ func TestWebhook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}); err != nil {
-		t.Fatal(err)
+	for _, ns := range []*corev1.Namespace{
+		{ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "mesh", Labels: map[string]string{InjectLabel: InjectLabelValue}}},
+	} {
+		if err := c.Create(t.Context(), ns); err != nil {
+			t.Fatal(err)
+		}
 	}
 
-	newPod := func(name string, labels map[string]string) *corev1.Pod {
+	newPod := func(namespace, name string, labels, annotations map[string]string) *corev1.Pod {
 		return &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", Labels: labels},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels, Annotations: annotations},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "shop", Image: "shop"}}},
 		}
 	}
-	labelled := map[string]string{InjectLabel: InjectLabelValue}
+	// The webhook's port may answer a moment before the API server's
+	// first call gets through; retry only that, with a dry run.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := c.Create(t.Context(), newPod("shop", "warm-up", labelled(), nil), client.DryRunAll)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("create: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	optOut := map[string]string{InjectLabel: InjectDisabledValue}
 	cases := map[string]struct {
 		pod      *corev1.Pod
 		opts     []client.CreateOption
 		injected bool
 	}{
-		"labelled pod":         {pod: newPod("labelled", labelled), injected: true},
-		"unlabelled pod":       {pod: newPod("unlabelled", nil)},
-		"label not true":       {pod: newPod("label-false", map[string]string{InjectLabel: "false"})},
-		"dry-run labelled pod": {pod: newPod("dry-run", labelled), opts: []client.CreateOption{client.DryRunAll}, injected: true},
+		"labelled pod":                    {pod: newPod("shop", "labelled", labelled(), nil), injected: true},
+		"unlabelled pod":                  {pod: newPod("shop", "unlabelled", nil, nil)},
+		"label not true":                  {pod: newPod("shop", "label-false", optOut, nil)},
+		"labelled pod, opt-out":           {pod: newPod("shop", "opt-out", labelled(), optOut)},
+		"dry-run labelled pod":            {pod: newPod("shop", "dry-run", labelled(), nil), opts: []client.CreateOption{client.DryRunAll}, injected: true},
+		"labelled namespace":              {pod: newPod("mesh", "unlabelled", nil, nil), injected: true},
+		"labelled namespace and pod":      {pod: newPod("mesh", "labelled", labelled(), nil), injected: true},
+		"labelled namespace, label false": {pod: newPod("mesh", "label-false", optOut, nil)},
+		"labelled namespace, opt-out":     {pod: newPod("mesh", "opt-out", nil, optOut)},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			// The webhook's port may answer a moment before the API
-			// server's first call gets through; retry only that.
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				err := c.Create(t.Context(), tc.pod, tc.opts...)
-				if err == nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("create: %v", err)
-				}
-				time.Sleep(100 * time.Millisecond)
+			if err := c.Create(t.Context(), tc.pod, tc.opts...); err != nil {
+				t.Fatalf("create: %v", err)
 			}
 			// Create fills tc.pod with the API server's answer: the pod as
 			// stored (or as it would be, in a dry run).
@@ -195,6 +221,112 @@ func TestWebhook(t *testing.T) {
 	var statusErr interface{ Status() metav1.Status }
 	if err != nil && (!errors.As(err, &statusErr) || statusErr.Status().Code != 404) {
 		t.Errorf("get the dry-run pod: %v, want not found", err)
+	}
+
+	t.Run("refusals", func(t *testing.T) { testRefusals(t, c) })
+}
+
+// labelled is the labels of a pod that asks for a proxy.
+func labelled() map[string]string {
+	return map[string]string{InjectLabel: InjectLabelValue}
+}
+
+// testRefusals creates pods the webhook refuses, through the API server:
+// the creation fails with the webhook's message naming the annotation, the
+// pod is not stored, and a Warning event is recorded on the pod's
+// controller.
+func testRefusals(t *testing.T, c client.Client) {
+	// A ReplicaSet for the refused pods to belong to; no controller runs
+	// it here, the test creates its pods as the ReplicaSet controller would.
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "shop-7d4b9", Namespace: "mesh"},
+		Spec: appsv1.ReplicaSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "shop"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "shop"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "shop", Image: "shop"}}},
+			},
+		},
+	}
+	if err := c.Create(t.Context(), rs); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		namespace   string
+		labels      map[string]string
+		annotations map[string]string
+		webhook     string // the entry that refuses
+		message     string
+	}{
+		"bad quantity, labelled pod": {
+			namespace: "shop", labels: labelled(), annotations: map[string]string{AnnotationProxyMemory: "lots"},
+			webhook: "inject.proxy.outrigger.dev", message: `proxy injection refused: proxy.outrigger.dev/proxy-memory: "lots" is not a quantity`,
+		},
+		"bad port, labelled namespace": {
+			namespace:   "mesh",
+			annotations: map[string]string{AnnotationCapture: "true", AnnotationExcludeOutboundPorts: "5432,http"},
+			webhook:     "namespace.inject.proxy.outrigger.dev", message: `proxy injection refused: proxy.outrigger.dev/exclude-outbound-ports: "http" is not a port`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			labels := map[string]string{"app": "shop"}
+			maps.Copy(labels, tc.labels)
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{
+					GenerateName: "shop-7d4b9-", Namespace: tc.namespace, Labels: labels, Annotations: tc.annotations,
+				},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "shop", Image: "shop"}}},
+			}
+			if tc.namespace == rs.Namespace {
+				pod.OwnerReferences = []metav1.OwnerReference{{
+					APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true),
+				}}
+			}
+			err := c.Create(t.Context(), pod)
+			if err == nil {
+				t.Fatalf("created pod %s: want a refusal", pod.Name)
+			}
+			want := fmt.Sprintf("admission webhook %q denied the request: %s", tc.webhook, tc.message)
+			if !strings.Contains(err.Error(), want) {
+				t.Fatalf("create: %v\nwant an error containing %q", err, want)
+			}
+			if !apierrors.IsForbidden(err) {
+				t.Errorf("create: %v, want 403 Forbidden", err)
+			}
+			var pods corev1.PodList
+			if err := c.List(t.Context(), &pods, client.InNamespace(tc.namespace), client.MatchingLabels(labels)); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range pods.Items {
+				if p.GenerateName == "shop-7d4b9-" {
+					t.Errorf("a refused pod was stored: %s", p.Name)
+				}
+			}
+			// The event goes through the recorder's queue: wait for it.
+			wantRef := corev1.ObjectReference{Kind: "Pod", Namespace: tc.namespace, Name: "shop-7d4b9-"}
+			if tc.namespace == rs.Namespace {
+				wantRef = corev1.ObjectReference{Kind: "ReplicaSet", Namespace: rs.Namespace, Name: rs.Name, UID: rs.UID}
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				var list eventsv1.EventList
+				if err := c.List(t.Context(), &list, client.InNamespace(tc.namespace)); err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range list.Items {
+					r := e.Regarding
+					if e.Reason == ReasonInjectionRefused && e.Type == corev1.EventTypeWarning && r.Kind == wantRef.Kind &&
+						r.Name == wantRef.Name && r.UID == wantRef.UID && strings.Contains(e.Note, tc.message[len("proxy injection refused: "):]) {
+						return
+					}
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no %s event on %s %s with the refusal; events: %+v", ReasonInjectionRefused, wantRef.Kind, wantRef.Name, list.Items)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		})
 	}
 }
 

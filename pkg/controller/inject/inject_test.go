@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/outrigger-dev/outrigger/internal/golden"
@@ -62,23 +63,35 @@ func TestInject(t *testing.T) {
 			cfg:     testConfig(),
 			changed: true,
 		},
-		"own proxy container untouched": {
+		"capture": {
 			pod: func() *corev1.Pod {
 				p := appPod()
-				p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "proxy", Image: "envoy"})
+				p.Annotations = map[string]string{
+					AnnotationCapture:              "true",
+					AnnotationExcludeInboundPorts:  "8081,9902",
+					AnnotationExcludeOutboundPorts: "5432",
+					AnnotationExcludeOutboundCIDRs: "169.254.169.254/32",
+				}
 				return p
 			},
 			cfg:     testConfig(),
-			changed: false,
+			changed: true,
 		},
-		"own proxy init container untouched": {
+		"bootstrap configmap and controls": {
 			pod: func() *corev1.Pod {
 				p := appPod()
-				p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: "proxy", Image: "envoy"})
+				p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](60)
+				p.Annotations = map[string]string{
+					AnnotationBootstrapConfigMap: "shop-proxy",
+					AnnotationProxyCPU:           "200m",
+					AnnotationProxyMemoryLimit:   "256Mi",
+					AnnotationLogLevel:           "debug",
+					AnnotationDrainTime:          "20",
+				}
 				return p
 			},
 			cfg:     testConfig(),
-			changed: false,
+			changed: true,
 		},
 		"default bootstrap": {
 			pod: func() *corev1.Pod {
@@ -92,8 +105,9 @@ func TestInject(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			pod := tc.pod()
 			before := pod.DeepCopy()
-			if got := Inject(pod, tc.cfg); got != tc.changed {
-				t.Fatalf("Inject = %v, want %v", got, tc.changed)
+			got, err := Inject(pod, tc.cfg)
+			if err != nil || got != tc.changed {
+				t.Fatalf("Inject = %v, %v; want %v", got, err, tc.changed)
 			}
 			if !tc.changed {
 				if diff := cmp.Diff(before, pod); diff != "" {
@@ -103,8 +117,8 @@ func TestInject(t *testing.T) {
 			}
 			// A second pass (the API server's reinvocation) changes nothing.
 			again := pod.DeepCopy()
-			if Inject(again, tc.cfg) {
-				t.Error("a second Inject reported a change")
+			if changed, err := Inject(again, tc.cfg); changed || err != nil {
+				t.Errorf("a second Inject = %v, %v; want no change", changed, err)
 			}
 			if diff := cmp.Diff(pod, again); diff != "" {
 				t.Errorf("a second Inject changed the pod (-first +second):\n%s", diff)
@@ -123,8 +137,8 @@ func TestInject(t *testing.T) {
 func TestInjectNativeSidecar(t *testing.T) {
 	pod := appPod()
 	cfg := DefaultConfig()
-	if !Inject(pod, cfg) {
-		t.Fatal("Inject reported no change")
+	if changed, err := Inject(pod, cfg); !changed || err != nil {
+		t.Fatalf("Inject = %v, %v; want a change", changed, err)
 	}
 	if n := len(pod.Spec.InitContainers); n != 2 || pod.Spec.InitContainers[1].Name != "migrate" {
 		t.Fatalf("init containers %v: want the proxy first, then migrate", names(pod.Spec.InitContainers))
@@ -134,7 +148,8 @@ func TestInjectNativeSidecar(t *testing.T) {
 		t.Errorf("container %q restartPolicy %v: want proxy with Always", c.Name, c.RestartPolicy)
 	}
 	wantArgs := []string{"--config-yaml", DefaultBootstrap(9901, 9902),
-		"--service-node", "$(POD_NAME).$(POD_NAMESPACE)", "--service-cluster", "$(POD_NAMESPACE)"}
+		"--service-node", "$(POD_NAME).$(POD_NAMESPACE)", "--service-cluster", "$(POD_NAMESPACE)",
+		"--termination-drain-time-s", "5"}
 	if diff := cmp.Diff(wantArgs, c.Args); diff != "" {
 		t.Errorf("args (-want +got):\n%s", diff)
 	}
@@ -151,32 +166,10 @@ func TestInjectNativeSidecar(t *testing.T) {
 		"prometheus.io/scrape":           "true",
 		"prometheus.io/port":             "9902",
 		"prometheus.io/path":             "/stats/prometheus",
+		"proxy.outrigger.dev/injected":   "true",
 	}
 	if diff := cmp.Diff(want, pod.Annotations); diff != "" {
 		t.Errorf("annotations (-want +got):\n%s", diff)
-	}
-}
-
-// TestWanted checks the label's accepted values.
-func TestWanted(t *testing.T) {
-	cases := map[string]struct {
-		labels map[string]string
-		want   bool
-	}{
-		"true":     {labels: map[string]string{InjectLabel: "true"}, want: true},
-		"false":    {labels: map[string]string{InjectLabel: "false"}},
-		"True":     {labels: map[string]string{InjectLabel: "True"}},
-		"empty":    {labels: map[string]string{InjectLabel: ""}},
-		"no label": {labels: map[string]string{"app": "x"}},
-		"nil":      {},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: tc.labels}}
-			if got := Wanted(pod); got != tc.want {
-				t.Errorf("Wanted = %v, want %v", got, tc.want)
-			}
-		})
 	}
 }
 
