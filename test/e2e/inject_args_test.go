@@ -3,7 +3,6 @@ package e2e
 import (
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -50,23 +49,9 @@ var _ = Describe("Injected command lines", func() {
 		Fail("no container " + name)
 		return nil
 	}
-	// validate runs the proxy's arguments in --mode validate. The parts of
-	// issue 13 that the arguments rely on land separately: until the
-	// sidecar has them, say which one is missing instead of failing.
-	var validate func(args []string)
-	validate = func(args []string) {
+	// validate runs the proxy's arguments in --mode validate.
+	validate := func(args []string) {
 		r := Run(append(args, "--mode", "validate")...)
-		if r.ExitCode != 0 {
-			switch {
-			case strings.Contains(r.Stderr, "unknown option '--termination-drain-time-s'"):
-				// Check the rest, then say what was left out.
-				i := slices.Index(args, "--termination-drain-time-s")
-				validate(slices.Delete(slices.Clone(args), i, i+2))
-				Skip("validated without --termination-drain-time-s: the sidecar has none yet (issue 13, termination)")
-			case strings.Contains(r.Stderr, "ORIGINAL_DST is not supported") || strings.Contains(r.Stderr, "use_original_dst: not supported"):
-				Skip("the sidecar has no ORIGINAL_DST clusters or use_original_dst yet (issue 13, capture)")
-			}
-		}
 		Expect(r.ExitCode).To(Equal(0), r.Stderr)
 	}
 
@@ -108,9 +93,6 @@ var _ = Describe("Injected command lines", func() {
 			inject.AnnotationExcludeOutboundCIDRs: "169.254.169.254/32",
 		}), inject.CaptureContainerName)
 		Expect(args[0]).To(Equal("capture"))
-		if probe := Run("capture", "--dry-run"); probe.ExitCode != 0 && strings.Contains(probe.Stderr, "unknown option '--dry-run'") {
-			Skip("the sidecar has no capture subcommand yet (issue 13, capture)")
-		}
 		r := Run(append(args, "--dry-run")...)
 		Expect(r.ExitCode).To(Equal(0), r.Stderr)
 		Expect(r.Stdout).To(ContainSubstring("15001"))
