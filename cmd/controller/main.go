@@ -239,7 +239,8 @@ func restConfig(path string) (*rest.Config, error) {
 // injectConfig is what the injection webhook makes proxies of: the
 // --sidecar-* flags, with the bootstrap file read once, at start.
 func injectConfig(o options) (inject.Config, error) {
-	cfg := inject.Config{Image: o.sidecarImage, AdminPort: int32(o.sidecarAdminPort), ProbePort: int32(o.sidecarProbePort)}
+	cfg := inject.Config{Image: o.sidecarImage, AdminPort: int32(o.sidecarAdminPort), ProbePort: int32(o.sidecarProbePort),
+		PrometheusNaming: o.sidecarNaming}
 	if o.sidecarBootstrap == "" {
 		return cfg, nil
 	}

@@ -48,6 +48,7 @@ current-context: c
 		"empty sidecar image":       {args: []string{"--sidecar-image="}, want: "error: --sidecar-image: empty\n"},
 		"sidecar admin port zero":   {args: []string{"--sidecar-admin-port=0"}, want: "error: --sidecar-admin-port: 0 is not a port number (1-65535)\n"},
 		"probe port is admin port":  {args: []string{"--sidecar-probe-port=9901"}, want: "error: --sidecar-probe-port: 9901 is the admin port too\n"},
+		"unknown naming":            {args: []string{"--sidecar-prometheus-naming=statsd"}, want: "error: --sidecar-prometheus-naming: \"statsd\" is neither proxy nor envoy\n"},
 		"missing webhook certificate": {
 			args: []string{"--kubeconfig", kubeconfig, "--webhook-cert-dir=/nonexistent/certs"},
 			want: "error: --webhook-cert-dir: stat /nonexistent/certs/tls.crt: no such file or directory (mount the webhook's certificate there, or turn the webhook off with --webhook-port=0)\n",

@@ -57,6 +57,7 @@ type options struct {
 	sidecarBootstrap string
 	sidecarAdminPort int
 	sidecarProbePort int
+	sidecarNaming    string
 }
 
 // Defaults of the API client's rate limits. client-go's own (5 requests a
@@ -122,6 +123,8 @@ func flags(o *options) *pflag.FlagSet {
 		"bootstrap YAML file given to injected proxies (default: admin on 127.0.0.1:<sidecar-admin-port>, a read-only probe listener on 0.0.0.0:<sidecar-probe-port>)")
 	fs.IntVar(&o.sidecarAdminPort, "sidecar-admin-port", v1alpha1.DefaultAdminPort, "admin port of injected proxies, recorded in the pod's proxy.outrigger.dev/admin-port annotation")
 	fs.IntVar(&o.sidecarProbePort, "sidecar-probe-port", inject.DefaultProbePort, "probe listener port of injected proxies: the kubelet's probes and Prometheus's scrapes")
+	fs.StringVar(&o.sidecarNaming, "sidecar-prometheus-naming", "proxy",
+		"Prometheus naming of injected proxies (their --prometheus-naming): proxy (proxy_ prefix) or envoy (Envoy's envoy_ names, for Envoy's dashboards and alerts)")
 	return fs
 }
 
@@ -197,6 +200,9 @@ func (o *options) validate() error {
 		if f.port < 1 || f.port > 65535 {
 			errs = append(errs, fmt.Errorf("%s: %d is not a port number (1-65535)", f.name, f.port))
 		}
+	}
+	if o.sidecarNaming != "proxy" && o.sidecarNaming != "envoy" {
+		errs = append(errs, fmt.Errorf("--sidecar-prometheus-naming: %q is neither proxy nor envoy", o.sidecarNaming))
 	}
 	if o.sidecarAdminPort == o.sidecarProbePort {
 		errs = append(errs, fmt.Errorf("--sidecar-probe-port: %d is the admin port too", o.sidecarProbePort))

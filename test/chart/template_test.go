@@ -62,7 +62,7 @@ func TestTemplateRejectsBadValues(t *testing.T) {
 		"burst zero":             {set: []string{"controller.kubeAPI.burst=0"}, want: "/controller/kubeAPI/burst"},
 		"lease duration a string": {set: []string{"controller.leaderElection.leaseDurationSeconds=15s"},
 			want: "/controller/leaderElection/leaseDurationSeconds"},
-		"monitoring naming":           {set: []string{"monitoring.naming=prometheus"}, want: "/monitoring/naming"},
+		"prometheus naming":           {set: []string{"sidecar.prometheusNaming=prometheus"}, want: "/sidecar/prometheusNaming"},
 		"dashboard unknown key":       {set: []string{"monitoring.grafanaDashboard.lable=x"}, want: "lable"},
 		"dashboard label number":      {set: []string{"monitoring.grafanaDashboard.labels.grafana_dashboard=1"}, want: "/monitoring/grafanaDashboard/labels/grafana_dashboard"},
 		"rule namespace not DNS":      {set: []string{"monitoring.prometheusRule.namespace=Mon"}, want: "/monitoring/prometheusRule/namespace"},

@@ -100,13 +100,13 @@ Call with (dict "image" .Values.x.image "root" $).
 
 {{/*
 outrigger.monitoringFile is a file of charts/outrigger/monitoring (written
-with the proxy_ naming) in the naming of monitoring.naming: "envoy" turns
+with the proxy_ naming) in the naming of sidecar.prometheusNaming: "envoy" turns
 every proxy_ metric and label prefix into envoy_, as --prometheus-naming
 envoy does.
 */}}
 {{- define "outrigger.monitoringFile" -}}
 {{- $text := .root.Files.Get .file }}
-{{- if eq .root.Values.monitoring.naming "envoy" }}
+{{- if eq .root.Values.sidecar.prometheusNaming "envoy" }}
 {{- $text = $text | replace "proxy_" "envoy_" }}
 {{- end }}
 {{- $text }}

@@ -60,6 +60,10 @@ type Config struct {
 	// ProbePort is the probe listener's port: the kubelet's probes and
 	// Prometheus's scrapes go there.
 	ProbePort int32
+	// PrometheusNaming is the proxies' --prometheus-naming: "proxy" (or
+	// empty, the sidecar's default, passed as nothing) or "envoy", so that
+	// Envoy's dashboards and alerts work on the pods' scrapes.
+	PrometheusNaming string
 }
 
 // DefaultConfig is the configuration of the controller's default flags.

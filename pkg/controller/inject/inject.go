@@ -155,6 +155,9 @@ func container(cfg Config, opts podOptions) corev1.Container {
 	if opts.logLevel != "" {
 		args = append(args, "--log-level", opts.logLevel)
 	}
+	if cfg.PrometheusNaming != "" && cfg.PrometheusNaming != "proxy" {
+		args = append(args, "--prometheus-naming", cfg.PrometheusNaming)
+	}
 	return corev1.Container{
 		Name:  ContainerName,
 		Image: cfg.Image,

@@ -93,6 +93,11 @@ func TestInject(t *testing.T) {
 			cfg:     testConfig(),
 			changed: true,
 		},
+		"envoy naming": {
+			pod:     appPod,
+			cfg:     Config{Image: DefaultImage, AdminPort: 9901, ProbePort: 9902, PrometheusNaming: "envoy"},
+			changed: true,
+		},
 		"default bootstrap": {
 			pod: func() *corev1.Pod {
 				return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
