@@ -2,8 +2,10 @@ package admin
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"runtime/debug"
+	"strings"
 
 	"github.com/go-logr/logr"
 	"github.com/gorilla/handlers"
@@ -15,9 +17,11 @@ const serverName = "outrigger"
 // middleware wraps dispatch in the layers every admin request crosses, from
 // the outside in: the access log (which must see the final status, even a
 // recovered panic's), the common headers (which must be on every response,
-// even a refusal), panic recovery, and cross-origin protection.
+// even a refusal), panic recovery, and the two browser guards (a foreign
+// host name, then cross-origin mutations).
 func (a *Admin) middleware(dispatch http.Handler) http.Handler {
 	h := a.refuseCrossOrigin(dispatch)
+	h = a.refuseRebinding(h)
 	h = handlers.RecoveryHandler(
 		handlers.RecoveryLogger(panicLogger{a.log}),
 		handlers.PrintRecoveryStack(false), // panicLogger logs the stack itself
@@ -59,6 +63,42 @@ func (a *Admin) refuseCrossOrigin(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(rw, hr)
 	})
+}
+
+// refuseRebinding answers 403 to a browser's request (one carrying
+// Sec-Fetch-Site or Origin) whose Host is a name other than localhost. A
+// site whose name an attacker re-points at 127.0.0.1 (DNS rebinding) is
+// same-origin to the browser, so the cross-origin check lets its scripts
+// read and mutate a port-forwarded admin; the Host header still carries
+// the attacker's name. Browsers reach the admin as localhost or by
+// address (kubectl port-forward), and tools that send no browser header
+// (curl, the controller's placeholder host) are not browsers.
+func (a *Admin) refuseRebinding(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, hr *http.Request) {
+		browser := hr.Header.Get("Sec-Fetch-Site") != "" || hr.Header.Get("Origin") != ""
+		if browser && !localHost(hr.Host) {
+			w := newResponse(rw, a.log, hr.URL.Path)
+			w.Text(http.StatusForbidden, fmt.Sprintf("browser request for host %q refused: open the admin as localhost or by IP address\n", hr.Host))
+			w.finish()
+			return
+		}
+		next.ServeHTTP(rw, hr)
+	})
+}
+
+// localHost reports whether a Host header names an IP address, localhost
+// or a name under .localhost (which browsers resolve to loopback
+// themselves, never through DNS).
+func localHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if net.ParseIP(host) != nil {
+		return true
+	}
+	host = strings.ToLower(host)
+	return host == "localhost" || strings.HasSuffix(host, ".localhost")
 }
 
 // panicLogger adapts the admin logger to gorilla's RecoveryHandlerLogger.

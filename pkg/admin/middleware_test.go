@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -100,6 +101,40 @@ func TestCrossOriginProtection(t *testing.T) {
 				if rec.Code != http.StatusBadRequest || len(calls) != 0 {
 					t.Errorf("status %d, calls %q; want 400 and no call", rec.Code, calls)
 				}
+			}
+		})
+	}
+}
+
+// TestRebindingRefused checks that a browser's request is answered only
+// for a host that cannot be a re-pointed DNS name, and that tools without
+// browser headers are unaffected.
+func TestRebindingRefused(t *testing.T) {
+	tests := map[string]struct {
+		host    string
+		header  http.Header
+		allowed bool
+	}{
+		"browser on the address":       {host: "127.0.0.1:9901", header: http.Header{"Sec-Fetch-Site": {"none"}}, allowed: true},
+		"browser on localhost":         {host: "localhost:9901", header: http.Header{"Sec-Fetch-Site": {"same-origin"}}, allowed: true},
+		"browser on IPv6 loopback":     {host: "[::1]:9901", header: http.Header{"Sec-Fetch-Site": {"none"}}, allowed: true},
+		"browser on a .localhost name": {host: "admin.localhost:9901", header: http.Header{"Sec-Fetch-Site": {"none"}}, allowed: true},
+		"rebound name":                 {host: "evil.example:9901", header: http.Header{"Sec-Fetch-Site": {"same-origin"}}},
+		"rebound name, old browser":    {host: "evil.example:9901", header: http.Header{"Origin": {"http://evil.example:9901"}}},
+		"localhost-looking name":       {host: "localhost.evil.example", header: http.Header{"Sec-Fetch-Site": {"none"}}},
+		"curl by name":                 {host: "proxy-admin", allowed: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			ta := newTestAdmin(t)
+			hr := httptest.NewRequest(http.MethodGet, "/ready", nil)
+			hr.Host = tc.host
+			for k, vs := range tc.header {
+				hr.Header[k] = vs
+			}
+			rec := serveHTTP(ta.Handler(), hr)
+			if tc.allowed != (rec.Code == http.StatusOK) || (!tc.allowed && rec.Code != http.StatusForbidden) {
+				t.Errorf("status %d %q; allowed %v", rec.Code, rec.Body.String(), tc.allowed)
 			}
 		})
 	}
