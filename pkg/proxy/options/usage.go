@@ -7,6 +7,7 @@ import (
 
 // usageIntro precedes the option list in the help text.
 const usageIntro = `Usage: sidecar [options]
+       sidecar capture [capture options]   (transparent capture rules; see sidecar capture --help)
 
 Runs the Outrigger sidecar proxy. At least one of --config-path (-c) or
 --config-yaml is required, except with --help, --version and
