@@ -58,6 +58,7 @@ type options struct {
 	sidecarAdminPort int
 	sidecarProbePort int
 	sidecarNaming    string
+	sidecarIPv6      bool
 }
 
 // Defaults of the API client's rate limits. client-go's own (5 requests a
@@ -123,6 +124,8 @@ func flags(o *options) *pflag.FlagSet {
 		"bootstrap YAML file given to injected proxies (default: admin on 127.0.0.1:<sidecar-admin-port>, a read-only probe listener on 0.0.0.0:<sidecar-probe-port>)")
 	fs.IntVar(&o.sidecarAdminPort, "sidecar-admin-port", v1alpha1.DefaultAdminPort, "admin port of injected proxies, recorded in the pod's proxy.outrigger.dev/admin-port annotation")
 	fs.IntVar(&o.sidecarProbePort, "sidecar-probe-port", inject.DefaultProbePort, "probe listener port of injected proxies: the kubelet's probes and Prometheus's scrapes")
+	fs.BoolVar(&o.sidecarIPv6, "sidecar-capture-ipv6", false,
+		"the built-in capture bootstrap's listeners also listen on [::] (dual-stack clusters: the capture rules redirect IPv6 connections too)")
 	fs.StringVar(&o.sidecarNaming, "sidecar-prometheus-naming", "proxy",
 		"Prometheus naming of injected proxies (their --prometheus-naming): proxy (proxy_ prefix) or envoy (Envoy's envoy_ names, for Envoy's dashboards and alerts)")
 	return fs

@@ -19,8 +19,9 @@ import (
 // annotations set must load, so that a pod the webhook admits never
 // crash-loops on its own proxy's arguments.
 var _ = Describe("Injected command lines", func() {
-	// injectedPod injects a pod with the annotations and returns it.
-	injectedPod := func(annotations map[string]string) *corev1.Pod {
+	// injectedPodWith injects a pod with the annotations under cfg and
+	// returns it.
+	injectedPodWith := func(cfg inject.Config, annotations map[string]string) *corev1.Pod {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{
 				Name: "app-1", Namespace: "shop", Annotations: annotations,
@@ -28,10 +29,13 @@ var _ = Describe("Injected command lines", func() {
 			},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}},
 		}
-		changed, err := inject.Inject(pod, inject.DefaultConfig())
+		changed, err := inject.Inject(pod, cfg)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(changed).To(BeTrue())
 		return pod
+	}
+	injectedPod := func(annotations map[string]string) *corev1.Pod {
+		return injectedPodWith(inject.DefaultConfig(), annotations)
 	}
 	// containerArgs returns a container's arguments as the kubelet passes
 	// them: $(VAR) expanded from the pod's fields.
@@ -69,6 +73,15 @@ var _ = Describe("Injected command lines", func() {
 			inject.AnnotationCapture: "true", "proxy.outrigger.dev/admin-port": "15000",
 		}),
 	)
+
+	It("passes the controller's naming and dual-stack choices", func() {
+		cfg := inject.DefaultConfig()
+		cfg.PrometheusNaming, cfg.CaptureIPv6 = "envoy", true
+		args := containerArgs(injectedPodWith(cfg, map[string]string{inject.AnnotationCapture: "true"}), inject.ContainerName)
+		Expect(args).To(ContainElement("--prometheus-naming"))
+		Expect(strings.Join(args, " ")).To(ContainSubstring(`address: "::", port_value: 15006`))
+		validate(args)
+	})
 
 	It("reads a bootstrap ConfigMap's file as mounted", func() {
 		pod := injectedPod(map[string]string{inject.AnnotationBootstrapConfigMap: "shop-proxy"})

@@ -63,10 +63,11 @@ static_resources:
 // outbound connections to virtualOutbound and its inbound ones to
 // virtualInbound, and both pass them on to where they were going (the
 // original destination, which the ORIGINAL_DST clusters connect to).
+// The third and fourth verbs take ipv6Address of each port, or nothing.
 const captureListeners = `  - name: virtualOutbound
     address:
       socket_address: { address: 0.0.0.0, port_value: %[1]d }
-    use_original_dst: true
+%[3]s    use_original_dst: true
     filter_chains:
     - filters:
       - name: proxy.filters.network.tcp_proxy
@@ -77,7 +78,7 @@ const captureListeners = `  - name: virtualOutbound
   - name: virtualInbound
     address:
       socket_address: { address: 0.0.0.0, port_value: %[2]d }
-    listener_filters:
+%[4]s    listener_filters:
     - name: envoy.filters.listener.original_dst
       typed_config:
         "@type": type.googleapis.com/envoy.extensions.filters.listener.original_dst.v3.OriginalDst
@@ -109,11 +110,25 @@ func DefaultBootstrap(adminPort, probePort int32) string {
 	return fmt.Sprintf(bootstrapTemplate, adminPort, probePort, "", "")
 }
 
+// ipv6Address is a capture listener's additional address on [::]: the
+// capture rules redirect a dual-stack pod's IPv6 connections to the same
+// ports, and a listener on 0.0.0.0 takes only IPv4 ones.
+const ipv6Address = `    additional_addresses:
+    - address:
+        socket_address: { address: "::", port_value: %d }
+`
+
 // CaptureBootstrap is the bootstrap of an injected proxy with transparent
 // capture: DefaultBootstrap's admin and probe listener, plus the listeners
 // virtualOutbound on 0.0.0.0:OutboundCapturePort and virtualInbound on
-// 0.0.0.0:InboundCapturePort and their ORIGINAL_DST clusters.
-func CaptureBootstrap(adminPort, probePort int32) string {
+// 0.0.0.0:InboundCapturePort and their ORIGINAL_DST clusters. With ipv6
+// the two listeners also listen on [::] (dual-stack pods: binding [::]
+// fails where the kernel has no IPv6 at all, so it is a choice).
+func CaptureBootstrap(adminPort, probePort int32, ipv6 bool) string {
+	out, in := "", ""
+	if ipv6 {
+		out, in = fmt.Sprintf(ipv6Address, OutboundCapturePort), fmt.Sprintf(ipv6Address, InboundCapturePort)
+	}
 	return fmt.Sprintf(bootstrapTemplate, adminPort, probePort,
-		fmt.Sprintf(captureListeners, OutboundCapturePort, InboundCapturePort), captureClusters)
+		fmt.Sprintf(captureListeners, OutboundCapturePort, InboundCapturePort, out, in), captureClusters)
 }

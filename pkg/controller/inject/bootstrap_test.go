@@ -78,7 +78,7 @@ func parseBootstrap(t *testing.T, text string) *bootstrapv3.Bootstrap {
 // listeners and their ORIGINAL_DST clusters. That the proxy loads it is
 // the e2e suite's inject_bootstrap_test.go.
 func TestCaptureBootstrap(t *testing.T) {
-	text := CaptureBootstrap(9901, 9902)
+	text := CaptureBootstrap(9901, 9902, false)
 	b := parseBootstrap(t, text)
 	def := parseBootstrap(t, DefaultBootstrap(9901, 9902))
 	if !proto.Equal(b.GetAdmin(), def.GetAdmin()) {
@@ -100,6 +100,9 @@ func TestCaptureBootstrap(t *testing.T) {
 		l := ls[i+1]
 		if l.GetName() != want.name || l.GetAddress().GetSocketAddress().GetAddress() != "0.0.0.0" || l.GetAddress().GetSocketAddress().GetPortValue() != want.port {
 			t.Errorf("listener %d: %s on %v, want %s on 0.0.0.0:%d", i+1, l.GetName(), l.GetAddress(), want.name, want.port)
+		}
+		if n := len(l.GetAdditionalAddresses()); n != 0 {
+			t.Errorf("%s: %d additional addresses without ipv6", want.name, n)
 		}
 		if l.GetUseOriginalDst().GetValue() != want.useOrigDst {
 			t.Errorf("%s: use_original_dst %v, want %v", want.name, l.GetUseOriginalDst(), want.useOrigDst)
@@ -135,4 +138,19 @@ func TestCaptureBootstrap(t *testing.T) {
 		}
 	}
 	golden.Check(t, filepath.Join("testdata", "bootstrap-capture.yaml"), []byte(text))
+
+	// Dual-stack: the same, with both capture listeners also on [::].
+	dual := parseBootstrap(t, CaptureBootstrap(9901, 9902, true))
+	for i, l := range dual.GetStaticResources().GetListeners()[1:] {
+		extra := l.GetAdditionalAddresses()
+		port := ls[i+1].GetAddress().GetSocketAddress().GetPortValue()
+		if len(extra) != 1 || extra[0].GetAddress().GetSocketAddress().GetAddress() != "::" ||
+			extra[0].GetAddress().GetSocketAddress().GetPortValue() != port {
+			t.Errorf("%s with ipv6: additional addresses %v, want [::]:%d", l.GetName(), extra, port)
+		}
+		l.AdditionalAddresses = nil
+		if !proto.Equal(l, ls[i+1]) {
+			t.Errorf("%s with ipv6 differs beyond its additional address", l.GetName())
+		}
+	}
 }

@@ -76,7 +76,7 @@ func TestCapture(t *testing.T) {
 			if tc.annotations["proxy.outrigger.dev/admin-port"] == "15000" {
 				admin = 15000
 			}
-			if v, _ := argValue(proxy.Args, "--config-yaml"); v != CaptureBootstrap(admin, DefaultProbePort) {
+			if v, _ := argValue(proxy.Args, "--config-yaml"); v != CaptureBootstrap(admin, DefaultProbePort, false) {
 				t.Errorf("the proxy's bootstrap is not CaptureBootstrap(%d, 9902):\n%s", admin, v)
 			}
 			if g := proxy.SecurityContext.RunAsGroup; g == nil || *g != 65532 || *proxy.SecurityContext.RunAsUser != 65532 {

@@ -64,6 +64,9 @@ type Config struct {
 	// empty, the sidecar's default, passed as nothing) or "envoy", so that
 	// Envoy's dashboards and alerts work on the pods' scrapes.
 	PrometheusNaming string
+	// CaptureIPv6 makes the built-in capture bootstrap's listeners take
+	// IPv6 connections too, for dual-stack clusters.
+	CaptureIPv6 bool
 }
 
 // DefaultConfig is the configuration of the controller's default flags.
@@ -79,7 +82,7 @@ func (c Config) bootstrap(adminPort int32, capture bool) string {
 	case c.Bootstrap != "":
 		return c.Bootstrap
 	case capture:
-		return CaptureBootstrap(adminPort, c.ProbePort)
+		return CaptureBootstrap(adminPort, c.ProbePort, c.CaptureIPv6)
 	default:
 		return DefaultBootstrap(adminPort, c.ProbePort)
 	}

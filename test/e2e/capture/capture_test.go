@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/google/nftables"
+
+	"github.com/outrigger-dev/outrigger/pkg/controller/inject"
 )
 
 // The proxy's user in the test: not the test's own (root), so that the
@@ -43,47 +45,25 @@ const (
 // ioTimeout bounds every wait.
 const ioTimeout = 10 * time.Second
 
-// captureBootstrap is the capture-mode bootstrap (virtualOutbound,
-// virtualInbound and their ORIGINAL_DST clusters, as the injector
-// generates it), plus a listener for port 7070 that only a
-// use_original_dst hand-off reaches (bind_to_port: false, Istio's shape):
-// it forwards to the peer's server.
-func captureBootstrap(peerIP string) string {
+// captureBootstrap is the bootstrap the injector gives a dual-stack pod
+// with capture (virtualOutbound, virtualInbound and their ORIGINAL_DST
+// clusters), and captureOverlay what the test adds over it with
+// --config-yaml: a listener for port 7070 that only a use_original_dst
+// hand-off reaches (bind_to_port: false, Istio's shape), forwarding to the
+// peer's server, and an HTTP listener for the peer's port 9091 whose route
+// goes to the ORIGINAL_DST cluster.
+func captureBootstrap() string {
+	return inject.CaptureBootstrap(adminPort, inject.DefaultProbePort, true)
+}
+
+func captureOverlay(peerIP string) string {
 	return fmt.Sprintf(`
-admin:
-  address: {socket_address: {address: 127.0.0.1, port_value: %[1]d}}
 static_resources:
   listeners:
-  - name: virtualOutbound
-    address: {socket_address: {address: 0.0.0.0, port_value: 15001}}
-    additional_addresses: [{address: {socket_address: {address: "::", port_value: 15001}}}]
-    use_original_dst: true
-    traffic_direction: OUTBOUND
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.tcp_proxy
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy
-          stat_prefix: PassthroughCluster
-          cluster: PassthroughCluster
-  - name: virtualInbound
-    address: {socket_address: {address: 0.0.0.0, port_value: 15006}}
-    additional_addresses: [{address: {socket_address: {address: "::", port_value: 15006}}}]
-    traffic_direction: INBOUND
-    listener_filters:
-    - name: envoy.filters.listener.original_dst
-      typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.listener.original_dst.v3.OriginalDst}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.tcp_proxy
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy
-          stat_prefix: InboundPassthroughCluster
-          cluster: InboundPassthroughCluster
   - name: handoff
     stat_prefix: handoff
     bind_to_port: false
-    address: {socket_address: {address: 0.0.0.0, port_value: %[2]d}}
+    address: {socket_address: {address: 0.0.0.0, port_value: %[1]d}}
     filter_chains:
     - filters:
       - name: envoy.filters.network.tcp_proxy
@@ -92,14 +72,14 @@ static_resources:
           stat_prefix: handoff
           cluster: peer
   - name: http
-    stat_prefix: http_%[5]d
-    address: {socket_address: {address: 0.0.0.0, port_value: %[5]d}}
+    stat_prefix: http_%[4]d
+    address: {socket_address: {address: 0.0.0.0, port_value: %[4]d}}
     filter_chains:
     - filters:
       - name: envoy.filters.network.http_connection_manager
         typed_config:
           "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: outbound_%[5]d
+          stat_prefix: outbound_%[4]d
           route_config:
             virtual_hosts:
             - {name: all, domains: ["*"], routes: [{match: {prefix: /}, route: {cluster: PassthroughCluster}}]}
@@ -107,22 +87,14 @@ static_resources:
           - name: envoy.filters.http.router
             typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
   clusters:
-  - name: PassthroughCluster
-    type: ORIGINAL_DST
-    lb_policy: CLUSTER_PROVIDED
-    connect_timeout: 10s
-  - name: InboundPassthroughCluster
-    type: ORIGINAL_DST
-    lb_policy: CLUSTER_PROVIDED
-    connect_timeout: 10s
   - name: peer
     connect_timeout: 10s
     load_assignment:
       cluster_name: peer
       endpoints:
       - lb_endpoints:
-        - endpoint: {address: {socket_address: {address: %[3]s, port_value: %[4]d}}}
-`, adminPort, handoffPort, peerIP, upPort, httpPort)
+        - endpoint: {address: {socket_address: {address: %[2]s, port_value: %[3]d}}}
+`, handoffPort, peerIP, upPort, httpPort)
 }
 
 // server is an HTTP server that answers its name and records the remote
@@ -271,7 +243,7 @@ func ruleCount(t *testing.T, ns string) int {
 // startSidecar runs the sidecar in the pod's namespace as the proxy's
 // user, from a copy of the binary that user can read, and waits until
 // its admin says LIVE.
-func startSidecar(t *testing.T, bin string, p *pod, cfg string) *http.Client {
+func startSidecar(t *testing.T, bin string, p *pod, cfg, overlay string) *http.Client {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "ocap-")
 	if err != nil {
@@ -301,7 +273,7 @@ func startSidecar(t *testing.T, bin string, p *pod, cfg string) *http.Client {
 	defer logFile.Close()
 	cmd := exec.Command("nsenter", "--net=/run/netns/"+p.app,
 		"-S", strconv.Itoa(proxyUID), "-G", strconv.Itoa(proxyGID), "--",
-		proxyBin, "-c", cfgPath, "--concurrency", "1", "--log-level", "info")
+		proxyBin, "-c", cfgPath, "--config-yaml", overlay, "--concurrency", "1", "--log-level", "info")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -431,7 +403,7 @@ func TestCaptureTraffic(t *testing.T) {
 	// The peer's IPv6 address is excluded from outbound capture.
 	install(t, bin, p.app, "--proxy-uid", strconv.Itoa(proxyUID), "--proxy-gid", strconv.Itoa(proxyGID),
 		"--exclude-inbound-ports", strconv.Itoa(adminPort), "--exclude-outbound-cidrs", p.peerIP6+"/128")
-	admin := startSidecar(t, bin, p, captureBootstrap(p.peerIP))
+	admin := startSidecar(t, bin, p, captureBootstrap(), captureOverlay(p.peerIP))
 
 	// Inbound: the peer calls the app's address; the proxy's inbound
 	// listener takes the connection and its passthrough cluster connects
