@@ -67,7 +67,13 @@ func CompileServer(dc *tlsv3.DownstreamTlsContext) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, alpn: ctc.GetAlpnProtocols(), v: v}
 	if v.active() {
+		// A required certificate that is missing fails in Go's own
+		// handshake, which sends certificate_required (TLS 1.3) as
+		// BoringSSL does; the rest is verify's.
 		cfg.ClientAuth = tls.RequestClientCert
+		if v.require {
+			cfg.ClientAuth = tls.RequireAnyClientCert
+		}
 		cfg.ClientCAs = v.roots // only names the acceptable CAs; verify checks
 		cfg.VerifyConnection = func(cs tls.ConnectionState) error { return v.verify(cs.PeerCertificates) }
 	}

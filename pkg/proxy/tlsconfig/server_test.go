@@ -273,6 +273,9 @@ func TestClientCertificateValidation(t *testing.T) {
 			case tc.want == 0 && serr != nil:
 				t.Fatalf("refused: %v", serr)
 			case tc.want == 0:
+			case tc.want == FailNoCert && (serr == nil || !strings.Contains(serr.Error(), noClientCert)):
+				t.Fatalf("server error %v, want no certificate", serr)
+			case tc.want == FailNoCert:
 			case !errors.As(serr, &ve) || ve.Reason != tc.want:
 				t.Fatalf("server error %v, want reason %d", serr, tc.want)
 			case cerr == nil:

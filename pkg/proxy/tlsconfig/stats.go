@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
@@ -33,6 +34,10 @@ func NewStats(scope stats.Scope) *Stats {
 		failCertHash:    scope.Counter("fail_verify_cert_hash"),
 	}
 }
+
+// noClientCert is how crypto/tls says that a client sent no certificate
+// where one is required; it has no error value of its own.
+const noClientCert = "client didn't provide a certificate"
 
 // succeeded counts a completed handshake. The per-cipher, version and
 // curve counters are created on first use, as Envoy creates them.
@@ -68,6 +73,9 @@ func (s *Stats) failed(err error) {
 	s.connectionError.Inc()
 	var ve *VerifyError
 	if !errors.As(err, &ve) {
+		if strings.Contains(err.Error(), noClientCert) {
+			s.failNoCert.Inc()
+		}
 		return
 	}
 	switch ve.Reason {
