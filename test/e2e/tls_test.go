@@ -173,7 +173,9 @@ var _ = Describe("Downstream TLS", func() {
 		// Prometheus sees the cipher as a tag; a version has a dot, which no
 		// tag value may, so it stays in the name, as in Envoy.
 		var prom []string
-		for l := range strings.SplitSeq(s.Get("/stats/prometheus").Body, "\n") {
+		promText := s.Get("/stats/prometheus").Body
+		Expect(promText).To(ContainSubstring("# HELP proxy_listener_ssl_ciphers TLS handshakes by negotiated cipher suite."))
+		for l := range strings.SplitSeq(promText, "\n") {
 			if strings.HasPrefix(l, "proxy_listener_ssl_") {
 				prom = append(prom, l)
 			}

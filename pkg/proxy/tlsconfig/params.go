@@ -38,6 +38,10 @@ var cipherByName = map[string]uint16{
 	"AES256-GCM-SHA384":             tls.TLS_RSA_WITH_AES_256_GCM_SHA384,
 	"AES128-SHA":                    tls.TLS_RSA_WITH_AES_128_CBC_SHA,
 	"AES256-SHA":                    tls.TLS_RSA_WITH_AES_256_CBC_SHA,
+	"ECDHE-ECDSA-AES128-SHA256":     tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256,
+	"ECDHE-RSA-AES128-SHA256":       tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256,
+	"AES128-SHA256":                 tls.TLS_RSA_WITH_AES_128_CBC_SHA256,
+	"DES-CBC3-SHA":                  tls.TLS_RSA_WITH_3DES_EDE_CBC_SHA,
 }
 
 // cipherName is the reverse of cipherByName plus the TLS 1.3 suites, for
