@@ -235,6 +235,7 @@ func TestClientCertificateValidation(t *testing.T) {
 			client: p.clientConfig(t, true), want: FailSAN, counter: "fail_verify_san",
 		},
 		"legacy san suffix": {
+			//lint:ignore SA1019 the deprecated field is still accepted, as Envoy accepts it
 			vc: &tlsv3.CertificateValidationContext{MatchSubjectAltNames: []*matcherv3.StringMatcher{
 				{MatchPattern: &matcherv3.StringMatcher_Suffix{Suffix: ".example.com"}},
 			}},

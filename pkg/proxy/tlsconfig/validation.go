@@ -101,6 +101,7 @@ func compileValidation(vc *tlsv3.CertificateValidationContext) (*validator, erro
 		}
 		v.sans = append(v.sans, sm)
 	}
+	//lint:ignore SA1019 Envoy still accepts the deprecated match_subject_alt_names (with its deprecation warning)
 	for i, m := range vc.GetMatchSubjectAltNames() {
 		sm, err := compileSAN(tlsv3.SubjectAltNameMatcher_SAN_TYPE_UNSPECIFIED, m)
 		if err != nil {
