@@ -277,6 +277,24 @@ var _ = Describe("Downstream TLS", func() {
 		Expect(statValue(s, fmt.Sprintf("listener.127.0.0.1_%d.no_filter_chain_match", port))).To(Equal("0"))
 	})
 
+	It("ends handshakes at transport_socket_connect_timeout and keeps keys out of /config_dump", func() {
+		dir := newDir()
+		f := newTLSFiles(dir)
+		port := freePort()
+		chain := `{filters: [` + directHCM("slow", "") + `], transport_socket_connect_timeout: 0.3s, transport_socket: ` +
+			strings.Replace(f.transportSocket("", ""), "private_key: {filename: "+f.key+"}", "private_key: {inline_string: "+strconv.Quote(readFile(f.key))+"}", 1) + `}`
+		s := Start(dir, tlsBootstrap(port, "", []string{chain}))
+		c := dialTCP(port) // says nothing
+		expectClosed(c)
+		Expect(statValue(s, fmt.Sprintf("listener.127.0.0.1_%d.downstream_cx_transport_socket_connect_timeout", port))).To(Equal("1"))
+		Expect(statValue(s, fmt.Sprintf("listener.127.0.0.1_%d.ssl.connection_error", port))).To(Equal("0"))
+
+		dump := s.Get("/config_dump").Body
+		Expect(dump).To(ContainSubstring(`"private_key": {`))
+		Expect(dump).To(ContainSubstring(`"inline_string": "[redacted]"`))
+		Expect(dump).NotTo(ContainSubstring("PRIVATE KEY"))
+	})
+
 	It("carries a tcp_proxy connection over TLS", func() {
 		dir := newDir()
 		f := newTLSFiles(dir)

@@ -1,6 +1,7 @@
 package tlsconfig
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -67,7 +68,8 @@ func (s *Stats) succeeded(cs tls.ConnectionState) {
 // verification failure's own counter. A peer that goes away (or a
 // timeout) before finishing is not a TLS error.
 func (s *Stats) failed(err error) {
-	if s == nil || errors.Is(err, io.EOF) || errors.Is(err, os.ErrDeadlineExceeded) {
+	if s == nil || errors.Is(err, io.EOF) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return
 	}
 	s.connectionError.Inc()
