@@ -7,9 +7,11 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -293,6 +295,23 @@ var _ = Describe("Downstream TLS", func() {
 		Expect(dump).To(ContainSubstring(`"private_key": {`))
 		Expect(dump).To(ContainSubstring(`"inline_string": "[redacted]"`))
 		Expect(dump).NotTo(ContainSubstring("PRIVATE KEY"))
+	})
+
+	It("removes a client's x-forwarded-client-cert (forward_client_cert_details: SANITIZE, the default)", func() {
+		up := headerEchoUpstream()
+		port := freePort()
+		Start(newDir(), proxySpec{Port: port, HCM: "{forward_client_cert_details: SANITIZE}", Clusters: []proxyCluster{{Name: "up", Port: up}}}.YAML())
+		req, err := http.NewRequest("GET", listenerURL(port, "/"), nil)
+		Expect(err).NotTo(HaveOccurred())
+		req.Header.Set("X-Forwarded-Client-Cert", "By=spiffe://forged;URI=spiffe://admin")
+		req.Header.Set("X-Kept", "yes")
+		resp, err := http.DefaultClient.Do(req)
+		Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		var got map[string]string
+		Expect(json.NewDecoder(resp.Body).Decode(&got)).To(Succeed())
+		Expect(got).To(HaveKeyWithValue("X-Kept", "yes"))
+		Expect(got).NotTo(HaveKey("X-Forwarded-Client-Cert"))
 	})
 
 	It("carries a tcp_proxy connection over TLS", func() {
