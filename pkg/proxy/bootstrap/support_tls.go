@@ -11,7 +11,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // signature_algorithms, compliance_policies, session_timeout,
 // prefer_client_ciphers, full_scan_certs_on_sni_mismatch, custom
 // handshakers and certificate selectors, and in the validation context
-// crl, system_root_certs, trust_chain_verification, max_verify_depth,
+// system_root_certs, trust_chain_verification, max_verify_depth,
 // custom validators and watched directories.
 var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.listener.v3.FilterChain.transport_socket":                 {},
@@ -56,6 +56,8 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.verify_certificate_spki":       {},
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.verify_certificate_hash":       {},
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.allow_expired_certificate":     {},
+	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.crl":                           {},
+	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.only_verify_leaf_cert_crl":     {},
 	"envoy.extensions.transport_sockets.tls.v3.SubjectAltNameMatcher.san_type":                             {values: []string{"EMAIL", "DNS", "URI", "IP_ADDRESS"}},
 	"envoy.extensions.transport_sockets.tls.v3.SubjectAltNameMatcher.matcher":                              {},
 }

@@ -6,8 +6,8 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig/tlstest"
 )
 
-// FuzzParsePEM feeds arbitrary bytes to the certificate and key loaders:
-// they must answer with certificates, a key or an error, never panic.
+// FuzzParsePEM feeds arbitrary bytes to the certificate, key and CRL
+// loaders: they must answer with what they read or an error, never panic.
 func FuzzParsePEM(f *testing.F) {
 	ca, err := tlstest.NewCA("fuzz")
 	if err != nil {
@@ -17,7 +17,12 @@ func FuzzParsePEM(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	crl, err := ca.CRL(leaf.Cert.NotAfter, leaf.Cert)
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Add(ca.PEM)
+	f.Add(crl)
 	f.Add(leaf.KeyPEM)
 	f.Add(append(append([]byte("comment\n"), leaf.CertPEM...), ca.PEM...))
 	f.Add([]byte("-----BEGIN EC PARAMETERS-----\nBggqhkjOPQMBBw==\n-----END EC PARAMETERS-----\n"))
@@ -30,6 +35,10 @@ func FuzzParsePEM(f *testing.F) {
 		key, err := ParsePrivateKey(data)
 		if err == nil && key == nil {
 			t.Fatal("no key and no error")
+		}
+		crls, err := ParseCRLs(data)
+		if err == nil && len(crls) == 0 {
+			t.Fatal("no CRL and no error")
 		}
 	})
 }

@@ -291,6 +291,87 @@ func TestClientCertificateValidation(t *testing.T) {
 	}
 }
 
+func TestCRL(t *testing.T) {
+	p := newPKI(t)
+	revoked, err := p.ca.Issue(tlstest.Options{CommonName: "revoked", Client: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crl, err := p.ca.CRL(time.Now().Add(time.Hour), revoked.Cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale, err := p.ca.CRL(time.Now().Add(-time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crlFile, staleFile := p.write(t, "crl.pem", crl), p.write(t, "stale.pem", stale)
+	otherCA, err := tlstest.NewCA("other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := otherCA.CRL(time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreignFile := p.write(t, "foreign.pem", foreign)
+	client := func(l *tlstest.Leaf) *tls.Config {
+		cfg := p.clientConfig(t, false)
+		c, err := tls.X509KeyPair(l.CertPEM, l.KeyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Certificates = []tls.Certificate{c}
+		return cfg
+	}
+	for name, tc := range map[string]struct {
+		crl     string
+		client  *tls.Config
+		refused string
+	}{
+		"not revoked":          {crl: crlFile, client: p.clientConfig(t, true)},
+		"revoked":              {crl: crlFile, client: client(revoked), refused: `certificate "CN=revoked,O=Outrigger tests" is revoked`},
+		"expired CRL":          {crl: staleFile, client: p.clientConfig(t, true), refused: "has expired"},
+		"no CRL of the issuer": {crl: foreignFile, client: p.clientConfig(t, true), refused: "unable to get certificate CRL"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := p.context()
+			ctx.CommonTlsContext.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{
+				TrustedCa: file(p.caFile), Crl: file(tc.crl),
+			}}
+			s, err := CompileServer(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			store, st := newStats()
+			_, serr, _ := handshake(t, s, st, tc.client)
+			if tc.refused == "" {
+				if serr != nil {
+					t.Fatalf("refused: %v", serr)
+				}
+				return
+			}
+			if serr == nil || !strings.Contains(serr.Error(), tc.refused) {
+				t.Fatalf("error %v, want %q", serr, tc.refused)
+			}
+			if got := store.Counter("listener.test.ssl.fail_verify_error").Value(); got != 1 {
+				t.Errorf("fail_verify_error = %d", got)
+			}
+		})
+	}
+	// A CRL needs a trusted CA, and must parse.
+	ctx := p.context()
+	ctx.CommonTlsContext.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{Crl: file(crlFile)}}
+	if _, err := CompileServer(ctx); err == nil || !strings.Contains(err.Error(), "common_tls_context.validation_context.crl: Failed to load CRL from "+crlFile+" without trusted CA") {
+		t.Errorf("error %v", err)
+	}
+	ctx.CommonTlsContext.GetValidationContext().TrustedCa = file(p.caFile)
+	ctx.CommonTlsContext.GetValidationContext().Crl = file(p.caFile)
+	if _, err := CompileServer(ctx); err == nil || !strings.Contains(err.Error(), `validation_context.crl: `+p.caFile+`: unexpected PEM block "CERTIFICATE" (want X509 CRL)`) {
+		t.Errorf("error %v", err)
+	}
+}
+
 func TestALPN(t *testing.T) {
 	p := newPKI(t)
 	ctx := p.context()

@@ -58,7 +58,11 @@ type validator struct {
 	spkis        [][]byte // SHA-256 of the SubjectPublicKeyInfo
 	allowExpired bool
 	require      bool
-	now          func() time.Time
+	// crls are the crl's revocation lists; crlLeafOnly checks only the
+	// leaf (only_verify_leaf_cert_crl).
+	crls        []*x509.RevocationList
+	crlLeafOnly bool
+	now         func() time.Time
 }
 
 // active reports whether the validator asks for the peer's certificate
@@ -84,6 +88,20 @@ func compileValidation(vc *tlsv3.CertificateValidationContext) (*validator, erro
 				v.roots.AddCert(c)
 			}
 		}
+	}
+	if ds := vc.GetCrl(); ds != nil {
+		data, from, err := readSource(ds)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("crl.%w", err))
+		case vc.GetTrustedCa() == nil:
+			errs = append(errs, fmt.Errorf("crl: Failed to load CRL from %s without trusted CA", from))
+		default:
+			if v.crls, err = ParseCRLs(data); err != nil {
+				errs = append(errs, fmt.Errorf("crl: %s: %w", from, err))
+			}
+		}
+		v.crlLeafOnly = vc.GetOnlyVerifyLeafCertCrl()
 	}
 	for i, m := range vc.GetMatchTypedSubjectAltNames() {
 		if m.GetSanType() == tlsv3.SubjectAltNameMatcher_OTHER_NAME || m.GetOid() != "" {
@@ -186,7 +204,10 @@ func (v *validator) verifyChain(chain []*x509.Certificate) error {
 		opts.Intermediates.AddCert(c)
 	}
 	for range maxExpiredRetries {
-		_, err := chain[0].Verify(opts)
+		chains, err := chain[0].Verify(opts)
+		if err == nil && len(v.crls) > 0 {
+			return v.checkRevocation(chains[0], v.now())
+		}
 		var ci x509.CertificateInvalidError
 		if err == nil || !v.allowExpired || !errors.As(err, &ci) || ci.Reason != x509.Expired || !ci.Cert.NotAfter.Before(opts.CurrentTime) {
 			return err

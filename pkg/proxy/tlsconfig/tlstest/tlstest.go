@@ -137,6 +137,22 @@ func (ca *CA) Issue(o Options) (*Leaf, error) {
 	}, nil
 }
 
+// CRL is a revocation list of the CA naming the given certificates,
+// valid from an hour ago until nextUpdate, in PEM.
+func (ca *CA) CRL(nextUpdate time.Time, revoked ...*x509.Certificate) ([]byte, error) {
+	tmpl := &x509.RevocationList{Number: serial(), ThisUpdate: time.Now().Add(-time.Hour), NextUpdate: nextUpdate}
+	for _, c := range revoked {
+		tmpl.RevokedCertificateEntries = append(tmpl.RevokedCertificateEntries, x509.RevocationListEntry{
+			SerialNumber: c.SerialNumber, RevocationTime: time.Now().Add(-time.Minute),
+		})
+	}
+	der, err := x509.CreateRevocationList(rand.Reader, tmpl, ca.Cert, ca.key)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "X509 CRL", Bytes: der}), nil
+}
+
 // serial is a random 128-bit serial number.
 func serial() *big.Int {
 	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
