@@ -37,13 +37,16 @@ type tlsFiles struct {
 	caPool                         *x509.CertPool
 }
 
-const clientSAN = "spiffe://cluster.local/ns/shop/sa/frontend"
+const (
+	clientSAN = "spiffe://cluster.local/ns/shop/sa/frontend"
+	serverSAN = "spiffe://cluster.local/ns/shop/sa/api"
+)
 
 func newTLSFiles(dir string) *tlsFiles {
 	GinkgoHelper()
 	ca, err := tlstest.NewCA("Outrigger test CA")
 	Expect(err).NotTo(HaveOccurred())
-	srv, err := ca.Issue(tlstest.Options{CommonName: "localhost", DNS: []string{"localhost", "a.example.com", "*.example.com"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
+	srv, err := ca.Issue(tlstest.Options{CommonName: "localhost", DNS: []string{"localhost", "a.example.com", "*.example.com"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, URIs: []string{serverSAN}})
 	Expect(err).NotTo(HaveOccurred())
 	cli, err := ca.Issue(tlstest.Options{CommonName: "frontend", URIs: []string{clientSAN}, Client: true})
 	Expect(err).NotTo(HaveOccurred())
@@ -200,7 +203,7 @@ var _ = Describe("Downstream TLS", func() {
 		dir := newDir()
 		f := newTLSFiles(dir)
 		port := freePort()
-		chain := `{filters: [` + directHCM("mtls", "MTLS %DOWNSTREAM_PEER_URI_SAN% | %DOWNSTREAM_PEER_SUBJECT% | %DOWNSTREAM_PEER_FINGERPRINT_256% | %DOWNSTREAM_PEER_SERIAL%") + `],
+		chain := `{filters: [` + directHCM("mtls", "MTLS %DOWNSTREAM_PEER_URI_SAN% | %DOWNSTREAM_PEER_SUBJECT% | %DOWNSTREAM_PEER_FINGERPRINT_256% | %DOWNSTREAM_PEER_SERIAL% | %DOWNSTREAM_LOCAL_URI_SAN% | %DOWNSTREAM_LOCAL_SUBJECT%") + `],
   transport_socket: ` + f.transportSocket("require_client_certificate: true,",
 			`, validation_context: {trusted_ca: {filename: `+f.ca+`}, match_typed_subject_alt_names: [{san_type: URI, matcher: {exact: "`+clientSAN+`"}}]}`) + `}`
 		s := Start(dir, tlsBootstrap(port, "", []string{chain}), "--file-flush-interval-msec", "50")
@@ -210,8 +213,8 @@ var _ = Describe("Downstream TLS", func() {
 		Expect(code).To(BeZero(), out)
 		Expect(out).To(Equal("mtls"))
 		sum := sha256.Sum256(f.client.Cert.Raw)
-		Eventually(s.Stdout).Should(ContainSubstring(fmt.Sprintf("MTLS %s | CN=frontend,O=Outrigger tests | %s | %s\n",
-			clientSAN, hex.EncodeToString(sum[:]), f.client.Cert.SerialNumber.Text(16))))
+		Eventually(s.Stdout).Should(ContainSubstring(fmt.Sprintf("MTLS %s | CN=frontend,O=Outrigger tests | %s | %s | %s | CN=localhost,O=Outrigger tests\n",
+			clientSAN, hex.EncodeToString(sum[:]), f.client.Cert.SerialNumber.Text(16), serverSAN)))
 
 		_, code = curlTLS("--cacert", f.ca, url)
 		Expect(code).NotTo(BeZero(), "served without a client certificate")

@@ -44,6 +44,8 @@ const (
 	opDownstreamPeerSubject
 	opDownstreamPeerFingerprint256
 	opDownstreamPeerSerial
+	opDownstreamLocalURISAN
+	opDownstreamLocalSubject
 )
 
 // argKind says what arguments an operator takes.
@@ -94,6 +96,8 @@ var operators = map[string]operator{
 	"DOWNSTREAM_PEER_SUBJECT":                {op: opDownstreamPeerSubject},
 	"DOWNSTREAM_PEER_FINGERPRINT_256":        {op: opDownstreamPeerFingerprint256},
 	"DOWNSTREAM_PEER_SERIAL":                 {op: opDownstreamPeerSerial},
+	"DOWNSTREAM_LOCAL_URI_SAN":               {op: opDownstreamLocalURISAN},
+	"DOWNSTREAM_LOCAL_SUBJECT":               {op: opDownstreamLocalSubject},
 	"CONNECTION_ID":                          {op: opConnectionID, numeric: true},
 	"ROUTE_NAME":                             {op: opRouteName},
 	"ACCESS_LOG_TYPE":                        {op: opAccessLogType},
@@ -167,6 +171,10 @@ func (op opCode) value(p *part, dst []byte, e *Entry) ([]byte, bool) {
 		return appendString(dst, tlsField(e, func(t *TLSInfo) string { return t.PeerFingerprint256 }))
 	case opDownstreamPeerSerial:
 		return appendString(dst, tlsField(e, func(t *TLSInfo) string { return t.PeerSerial }))
+	case opDownstreamLocalURISAN:
+		return appendString(dst, tlsField(e, func(t *TLSInfo) string { return t.LocalURISAN }))
+	case opDownstreamLocalSubject:
+		return appendString(dst, tlsField(e, func(t *TLSInfo) string { return t.LocalSubject }))
 	case opConnectionID:
 		return strconv.AppendUint(dst, e.ConnectionID, 10), true
 	case opRouteName:

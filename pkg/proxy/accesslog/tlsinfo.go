@@ -11,6 +11,9 @@ type TLSInfo struct {
 	Version, Cipher                string
 	PeerURISAN, PeerSubject        string
 	PeerFingerprint256, PeerSerial string
+	// LocalURISAN and LocalSubject describe the certificate the proxy
+	// served (%DOWNSTREAM_LOCAL_URI_SAN%, %DOWNSTREAM_LOCAL_SUBJECT%).
+	LocalURISAN, LocalSubject string
 }
 
 // RequestedServerName is the server name a downstream connection asked

@@ -2,6 +2,7 @@ package listener
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net"
 	"sync/atomic"
@@ -37,7 +38,13 @@ type Conn struct {
 	// tls is set once the chain's TLS handshake completed: Conn then
 	// reads and writes through it.
 	tls *tls.Conn
+	// localCert is the certificate the TLS handshake served.
+	localCert *x509.Certificate
 }
+
+// TLSLocalCertificate is the certificate the connection's TLS handshake
+// served, nil when the connection is not TLS.
+func (c *Conn) TLSLocalCertificate() *x509.Certificate { return c.localCert }
 
 // TLSConnectionState returns the state of the connection's TLS session,
 // and false when the connection is not TLS.

@@ -59,7 +59,7 @@ func (l *Listener) handshake(conn *Conn, ch *chain) bool {
 		ctx, cancel = context.WithTimeout(ctx, ch.connectTimeout)
 		defer cancel()
 	}
-	tc, err := ch.tls.Handshake(ctx, conn.Conn, l.tlsStats)
+	tc, local, err := ch.tls.Handshake(ctx, conn.Conn, l.tlsStats)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
 			l.stats.cxTransportTimeout.Inc()
@@ -68,7 +68,7 @@ func (l *Listener) handshake(conn *Conn, ch *chain) bool {
 		_ = conn.Close()
 		return false
 	}
-	conn.tls, conn.Conn = tc, tc
+	conn.tls, conn.Conn, conn.localCert = tc, tc, local
 	if conn.serverName == "" {
 		conn.serverName = tc.ConnectionState().ServerName
 	}

@@ -3,6 +3,7 @@ package tlsconfig
 import (
 	"crypto/sha256"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"net"
 	"strings"
@@ -25,20 +26,29 @@ func AccessLogInfo(c net.Conn) *accesslog.TLSInfo {
 		return nil
 	}
 	info := &accesslog.TLSInfo{Version: VersionName(cs.Version), Cipher: CipherName(cs.CipherSuite)}
+	if l, ok := c.(interface{ TLSLocalCertificate() *x509.Certificate }); ok && l.TLSLocalCertificate() != nil {
+		local := l.TLSLocalCertificate()
+		info.LocalURISAN, info.LocalSubject = uriSANs(local), local.Subject.String()
+	}
 	if len(cs.PeerCertificates) > 0 {
 		peer := cs.PeerCertificates[0]
-		uris := make([]string, len(peer.URIs))
-		for i, u := range peer.URIs {
-			uris[i] = u.String()
-		}
 		// Envoy's renderings: SANs joined with ",", the subject in RFC
 		// 2253 form, the SHA-256 of the DER and the serial in lower-case
 		// hex.
-		info.PeerURISAN = strings.Join(uris, ",")
+		info.PeerURISAN = uriSANs(peer)
 		info.PeerSubject = peer.Subject.String()
 		sum := sha256.Sum256(peer.Raw)
 		info.PeerFingerprint256 = hex.EncodeToString(sum[:])
 		info.PeerSerial = peer.SerialNumber.Text(16)
 	}
 	return info
+}
+
+// uriSANs joins a certificate's URI SANs with ",", as Envoy shows them.
+func uriSANs(c *x509.Certificate) string {
+	uris := make([]string, len(c.URIs))
+	for i, u := range c.URIs {
+		uris[i] = u.String()
+	}
+	return strings.Join(uris, ",")
 }

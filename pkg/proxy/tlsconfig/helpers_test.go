@@ -119,7 +119,7 @@ func handshake(t *testing.T, s *Server, st *Stats, cfg *tls.Config) (tls.Connect
 	}
 	done := make(chan result, 1)
 	go func() {
-		tc, err := s.Handshake(ctx, a, st)
+		tc, _, err := s.Handshake(ctx, a, st)
 		if err != nil {
 			_ = a.Close()
 			done <- result{err: err}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"slices"
+	"sync"
 
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 
@@ -28,6 +30,9 @@ type Server struct {
 	noALPN *tls.Config
 	alpn   []string
 	v      *validator
+	// chosen holds, per connection in its handshake, the certificate
+	// certificateFor picked among several, for LocalCertificate.
+	chosen sync.Map // net.Conn -> *tls.Certificate
 }
 
 // CompileServer compiles a DownstreamTlsContext. Errors name the field
@@ -150,6 +155,7 @@ func (s *Server) certificateFor(hello *tls.ClientHelloInfo) (*tls.Certificate, e
 			continue
 		}
 		if hello.ServerName != "" && c.Leaf.VerifyHostname(hello.ServerName) == nil {
+			s.chosen.Store(hello.Conn, c)
 			return c, nil
 		}
 		if fallback == nil {
@@ -159,17 +165,24 @@ func (s *Server) certificateFor(hello *tls.ClientHelloInfo) (*tls.Certificate, e
 	if fallback == nil {
 		fallback = &s.cfg.Certificates[0]
 	}
+	s.chosen.Store(hello.Conn, fallback)
 	return fallback, nil
 }
 
 // Handshake runs the server side of a TLS handshake on c, counting it in
-// st (nil counts nothing). ctx bounds it.
-func (s *Server) Handshake(ctx context.Context, c net.Conn, st *Stats) (*tls.Conn, error) {
+// st (nil counts nothing). ctx bounds it. It returns the TLS connection
+// and the certificate it served (for %DOWNSTREAM_LOCAL_*%).
+func (s *Server) Handshake(ctx context.Context, c net.Conn, st *Stats) (*tls.Conn, *x509.Certificate, error) {
 	tc := tls.Server(c, s.cfg)
-	if err := tc.HandshakeContext(ctx); err != nil {
+	err := tc.HandshakeContext(ctx)
+	local := s.cfg.Certificates[0].Leaf
+	if v, ok := s.chosen.LoadAndDelete(c); ok {
+		local = v.(*tls.Certificate).Leaf
+	}
+	if err != nil {
 		st.failed(err)
-		return nil, err
+		return nil, nil, err
 	}
 	st.succeeded(tc.ConnectionState())
-	return tc, nil
+	return tc, local, nil
 }

@@ -1,6 +1,7 @@
 package tlsconfig
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/base64"
@@ -369,6 +370,48 @@ func TestCRL(t *testing.T) {
 	ctx.CommonTlsContext.GetValidationContext().Crl = file(p.caFile)
 	if _, err := CompileServer(ctx); err == nil || !strings.Contains(err.Error(), `validation_context.crl: `+p.caFile+`: unexpected PEM block "CERTIFICATE" (want X509 CRL)`) {
 		t.Errorf("error %v", err)
+	}
+}
+
+func TestCertificateBySNI(t *testing.T) {
+	p := newPKI(t)
+	ctx := p.context()
+	for _, name := range []string{"a.example.com", "b.example.com"} {
+		l, err := p.ca.Issue(tlstest.Options{CommonName: name, DNS: []string{name}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx.CommonTlsContext.TlsCertificates = append(ctx.CommonTlsContext.TlsCertificates, &tlsv3.TlsCertificate{
+			CertificateChain: file(p.write(t, name+".pem", l.CertPEM)), PrivateKey: file(p.write(t, name+"-key.pem", l.KeyPEM)),
+		})
+	}
+	s, err := CompileServer(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for sni, want := range map[string]string{"b.example.com": "b.example.com", "a.example.com": "a.example.com", "localhost": "localhost", "": "localhost"} {
+		a, b := loopbackPair(t)
+		done := make(chan string, 1)
+		go func() {
+			_, local, err := s.Handshake(context.Background(), a, nil)
+			if err != nil {
+				done <- err.Error()
+				return
+			}
+			done <- local.Subject.CommonName
+		}()
+		cfg := p.clientConfig(t, false)
+		cfg.ServerName, cfg.InsecureSkipVerify = sni, sni == ""
+		c := tls.Client(b, cfg)
+		if err := c.Handshake(); err != nil {
+			t.Fatalf("%q: %v", sni, err)
+		}
+		if got := c.ConnectionState().PeerCertificates[0].Subject.CommonName; got != want {
+			t.Errorf("%q: served %q, want %q", sni, got, want)
+		}
+		if got := <-done; got != want {
+			t.Errorf("%q: Handshake reports %q, want %q", sni, got, want)
+		}
 	}
 }
 
