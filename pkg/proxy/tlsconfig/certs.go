@@ -65,7 +65,14 @@ func loadCertificate(tc *tlsv3.TlsCertificate) (tls.Certificate, error) {
 // kind of block, a certificate that does not parse, or no certificate at
 // all is an error.
 func ParseCertificates(data []byte) ([]*x509.Certificate, error) {
-	var out []*x509.Certificate
+	return parseBlocks(data, "CERTIFICATE", "certificate", x509.ParseCertificate)
+}
+
+// parseBlocks reads the PEM blocks of data, which must all be of type typ
+// (what names one in errors), with parse, in order; there must be one at
+// least.
+func parseBlocks[T any](data []byte, typ, what string, parse func([]byte) (T, error)) ([]T, error) {
+	var out []T
 	rest := data
 	for {
 		var b *pem.Block
@@ -73,17 +80,17 @@ func ParseCertificates(data []byte) ([]*x509.Certificate, error) {
 		if b == nil {
 			break
 		}
-		if b.Type != "CERTIFICATE" {
-			return nil, fmt.Errorf("unexpected PEM block %q (want CERTIFICATE)", b.Type)
+		if b.Type != typ {
+			return nil, fmt.Errorf("unexpected PEM block %q (want %s)", b.Type, typ)
 		}
-		c, err := x509.ParseCertificate(b.Bytes)
+		v, err := parse(b.Bytes)
 		if err != nil {
-			return nil, fmt.Errorf("certificate %d: %w", len(out)+1, err)
+			return nil, fmt.Errorf("%s %d: %w", what, len(out)+1, err)
 		}
-		out = append(out, c)
+		out = append(out, v)
 	}
 	if len(out) == 0 {
-		return nil, errors.New("no PEM certificate found")
+		return nil, fmt.Errorf("no PEM %s found", what)
 	}
 	return out, nil
 }

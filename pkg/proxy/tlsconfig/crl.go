@@ -3,8 +3,6 @@ package tlsconfig
 import (
 	"bytes"
 	"crypto/x509"
-	"encoding/pem"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -13,27 +11,7 @@ import (
 // is allowed; any other kind of block, a CRL that does not parse or no
 // CRL at all is an error.
 func ParseCRLs(data []byte) ([]*x509.RevocationList, error) {
-	var out []*x509.RevocationList
-	rest := data
-	for {
-		var b *pem.Block
-		b, rest = pem.Decode(rest)
-		if b == nil {
-			break
-		}
-		if b.Type != "X509 CRL" {
-			return nil, fmt.Errorf("unexpected PEM block %q (want X509 CRL)", b.Type)
-		}
-		l, err := x509.ParseRevocationList(b.Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("CRL %d: %w", len(out)+1, err)
-		}
-		out = append(out, l)
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no PEM CRL found")
-	}
-	return out, nil
+	return parseBlocks(data, "X509 CRL", "CRL", x509.ParseRevocationList)
 }
 
 // checkRevocation checks a verified chain (leaf first, root last) against

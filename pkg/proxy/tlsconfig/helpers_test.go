@@ -85,6 +85,19 @@ func (p *testPKI) clientConfig(t *testing.T, withCert bool) *tls.Config {
 	return cfg
 }
 
+// clientWith trusts the PKI's CA and presents leaf, whatever CAs the
+// server names (as curl does).
+func (p *testPKI) clientWith(t *testing.T, leaf *tlstest.Leaf) *tls.Config {
+	t.Helper()
+	cfg := p.clientConfig(t, false)
+	c, err := tls.X509KeyPair(leaf.CertPEM, leaf.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &c, nil }
+	return cfg
+}
+
 // loopbackPair is a connected pair of loopback TCP sockets (a pipe would
 // deadlock TLS, whose sides both write at once).
 func loopbackPair(t *testing.T) (net.Conn, net.Conn) {

@@ -186,16 +186,7 @@ func TestClientCertificateValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	withCert := func(l *tlstest.Leaf) *tls.Config {
-		cfg := p.clientConfig(t, false)
-		c, err := tls.X509KeyPair(l.CertPEM, l.KeyPEM)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Sent whatever CAs the server names, as curl would.
-		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &c, nil }
-		return cfg
-	}
+	withCert := func(l *tlstest.Leaf) *tls.Config { return p.clientWith(t, l) }
 	exact := func(s string) *matcherv3.StringMatcher {
 		return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: s}}
 	}
@@ -316,22 +307,13 @@ func TestCRL(t *testing.T) {
 		t.Fatal(err)
 	}
 	foreignFile := p.write(t, "foreign.pem", foreign)
-	client := func(l *tlstest.Leaf) *tls.Config {
-		cfg := p.clientConfig(t, false)
-		c, err := tls.X509KeyPair(l.CertPEM, l.KeyPEM)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Certificates = []tls.Certificate{c}
-		return cfg
-	}
 	for name, tc := range map[string]struct {
 		crl     string
 		client  *tls.Config
 		refused string
 	}{
 		"not revoked":          {crl: crlFile, client: p.clientConfig(t, true)},
-		"revoked":              {crl: crlFile, client: client(revoked), refused: `certificate "CN=revoked,O=Outrigger tests" is revoked`},
+		"revoked":              {crl: crlFile, client: p.clientWith(t, revoked), refused: `certificate "CN=revoked,O=Outrigger tests" is revoked`},
 		"expired CRL":          {crl: staleFile, client: p.clientConfig(t, true), refused: "has expired"},
 		"no CRL of the issuer": {crl: foreignFile, client: p.clientConfig(t, true), refused: "unable to get certificate CRL"},
 	} {

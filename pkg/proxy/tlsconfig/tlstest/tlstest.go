@@ -64,15 +64,11 @@ func NewCA(name string) (*CA, error) {
 		BasicConstraintsValid: true,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	cert, certPEM, err := sign(tmpl, tmpl, key.Public(), key)
 	if err != nil {
 		return nil, err
 	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	return &CA{Cert: cert, key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
+	return &CA{Cert: cert, key: key, PEM: certPEM}, nil
 }
 
 // Issue signs a leaf certificate.
@@ -118,11 +114,7 @@ func (ca *CA) Issue(o Options) (*Leaf, error) {
 		}
 		tmpl.URIs = append(tmpl.URIs, pu)
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.key)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
+	cert, certPEM, err := sign(tmpl, ca.Cert, key.Public(), ca.key)
 	if err != nil {
 		return nil, err
 	}
@@ -130,11 +122,21 @@ func (ca *CA) Issue(o Options) (*Leaf, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Leaf{
-		Cert:    cert,
-		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
-	}, nil
+	return &Leaf{Cert: cert, CertPEM: certPEM, KeyPEM: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})}, nil
+}
+
+// sign makes the certificate tmpl, signed by parent's key, and returns
+// it parsed and in PEM.
+func sign(tmpl, parent *x509.Certificate, pub crypto.PublicKey, key crypto.Signer) (*x509.Certificate, []byte, error) {
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
 }
 
 // CRL is a revocation list of the CA naming the given certificates,
