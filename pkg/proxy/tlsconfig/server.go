@@ -31,7 +31,7 @@ type Server struct {
 	alpn   []string
 	v      *validator
 	// chosen holds, per connection in its handshake, the certificate
-	// certificateFor picked among several, for LocalCertificate.
+	// certificateFor picked among several, which Handshake reports.
 	chosen sync.Map // net.Conn -> *tls.Certificate
 }
 
