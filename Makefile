@@ -38,6 +38,7 @@ test-unit:
 	$(GO) test -count=1 ./pkg/... ./cmd/...
 
 test-e2e: build test-capture
+	hack/tls-tools.sh
 	SIDECAR_BIN=$(BIN)/sidecar $(GO) test -count=1 -timeout 20m ./test/e2e/ -ginkgo.v=false
 
 # Transparent capture for real, as root: network namespaces and a veth pair,

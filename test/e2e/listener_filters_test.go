@@ -236,13 +236,13 @@ var _ = Describe("Listener filters: proxy_protocol", func() {
 			return listenersBootstrap(listenerDef{Name: "pp", Port: freePort(), Fields: "listener_filters: [" + filters + "]", Chains: []string{directChain("x", "")}})
 		}
 		r, _ := validate("b.yaml", cfg(proxyProtocolFilter("rules: [{tlv_type: 1, on_tlv_present: {key: alpn}}], pass_through_tlvs: {match_type: INCLUDE_ALL}")+
-			`, {name: envoy.filters.listener.tls_inspector, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector}}`))
+			`, {name: envoy.filters.listener.tls_inspector, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector, enable_ja3_fingerprinting: true}}`))
 		Expect(r.ExitCode).To(Equal(1))
 		const lf = "static_resources.listeners[0].listener_filters"
 		Expect(r.Stderr).To(And(
 			ContainSubstring(lf+"[0].typed_config.rules: not supported by Outrigger"),
 			ContainSubstring(lf+"[0].typed_config.pass_through_tlvs: not supported by Outrigger"),
-			ContainSubstring(lf+`[1].typed_config: unknown type "type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector"`),
+			ContainSubstring(lf+"[1].typed_config.enable_ja3_fingerprinting: not supported by Outrigger"),
 		))
 		r, _ = validate("b.yaml", cfg(proxyProtocolFilter("disallowed_versions: [V1, V2]")))
 		Expect(r.ExitCode).To(Equal(1))

@@ -82,6 +82,9 @@ type Entry struct {
 	DownstreamLocalAddress  string
 	// RequestedServerName is the TLS SNI (%REQUESTED_SERVER_NAME%).
 	RequestedServerName string
+	// TLS describes a downstream TLS connection (the DOWNSTREAM_TLS_* and
+	// DOWNSTREAM_PEER_* operators); nil for a plaintext one.
+	TLS *TLSInfo
 	// ConnectionID is the downstream connection's id (%CONNECTION_ID%).
 	ConnectionID uint64
 

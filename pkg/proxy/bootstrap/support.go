@@ -193,7 +193,7 @@ func enumName(fd protoreflect.FieldDescriptor, n protoreflect.EnumNumber) string
 // Keeping one table per area lets each feature extend its own.
 var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedCore, supportedListener, supportedHCM, supportedRoute, supportedCluster, supportedStats, supportedDynamic,
-	supportedOverload, supportedDNS, supportedAccessLog, supportedHTTPFilters, supportedExtAuthz, supportedTCPProxy,
+	supportedOverload, supportedDNS, supportedAccessLog, supportedHTTPFilters, supportedExtAuthz, supportedTCPProxy, supportedTLS,
 	supportedUpgrades, supportedCompression, supportedTracing,
 }
 

@@ -30,8 +30,8 @@ var supportedExtAuthz = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.typed_metadata_context_namespaces": {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.filter_enabled":                    {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.deny_at_disable":                   {},
-	// Connections are plaintext until TLS lands: there is no certificate
-	// or session to include, as with Envoy on a plaintext connection.
+	// Only false: the check request carries no TLS details yet (Compile
+	// refuses true).
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.include_peer_certificate": {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.include_tls_session":      {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.stat_prefix":              {},

@@ -5,14 +5,17 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedHCM lists the HTTP connection manager and HTTP filter fields Outrigger implements (see supportedCore).
 var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	// HTTP connection manager.
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.stat_prefix":                        {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.codec_type":                         {values: []string{"AUTO", "HTTP1", "HTTP2"}},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.route_config":                       {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.http_filters":                       {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.access_log":                         {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.server_name":                        {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.server_header_transformation":       {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.via":                                {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.stat_prefix":                  {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.codec_type":                   {values: []string{"AUTO", "HTTP1", "HTTP2"}},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.route_config":                 {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.http_filters":                 {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.access_log":                   {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.server_name":                  {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.server_header_transformation": {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.via":                          {},
+	// Only SANITIZE (the default): the client's x-forwarded-client-cert is
+	// removed; forwarding and setting it come with later TLS work.
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.forward_client_cert_details":        {values: []string{"SANITIZE"}},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.use_remote_address":                 {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.xff_num_trusted_hops":               {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.skip_xff_append":                    {},

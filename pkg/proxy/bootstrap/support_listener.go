@@ -62,9 +62,9 @@ var supportedListener = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.listener.v3.Filter.name":                    {},
 	"envoy.config.listener.v3.Filter.typed_config":            {category: "envoy.filters.network"},
 
-	// Filter chain matching: the criteria a plain TCP listener can see.
-	// server_names, transport_protocol and application_protocols need TLS
-	// inspection and come with it.
+	// Filter chain matching: the criteria a plain TCP listener can see
+	// (server_names, transport_protocol and application_protocols are in
+	// support_tls.go).
 	"envoy.config.listener.v3.FilterChainMatch.destination_port":            {},
 	"envoy.config.listener.v3.FilterChainMatch.prefix_ranges":               {},
 	"envoy.config.listener.v3.FilterChainMatch.direct_source_prefix_ranges": {},

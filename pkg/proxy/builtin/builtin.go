@@ -27,6 +27,7 @@ import (
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	originaldstv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/original_dst/v3"
 	proxyprotocolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/proxy_protocol/v3"
+	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	metadatafmtv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/metadata/v3"
@@ -38,6 +39,7 @@ import (
 	fixedheapv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/fixed_heap/v3"
 	otelresv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/tracers/opentelemetry/resource_detectors/v3"
 	otelsamplersv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/tracers/opentelemetry/samplers/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/als"
@@ -62,9 +64,11 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/originaldst"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/proxyprotocol"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/tlsinspector"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/tcpproxy"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/requestid"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/requestid/uuid"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry/resourcedetectors/environment"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry/resourcedetectors/staticconfig"
@@ -122,6 +126,7 @@ func Registry() *extension.Registry {
 
 		extension.Of(originaldst.Name, ListenerFilters, &originaldstv3.OriginalDst{}, originaldst.Factory{}),
 		extension.Of(proxyprotocol.Name, ListenerFilters, &proxyprotocolv3.ProxyProtocol{}, proxyprotocol.Factory{}),
+		extension.Of(tlsinspector.Name, ListenerFilters, &tlsinspectorv3.TlsInspector{}, tlsinspector.Factory{}),
 
 		extension.Of("proxy.filters.network.http_connection_manager", NetworkFilters, &hcmv3.HttpConnectionManager{}, nil),
 		extension.Of(tcpproxy.Name, NetworkFilters, &tcpproxyv3.TcpProxy{}, tcpproxy.Factory{}),
@@ -146,6 +151,8 @@ func Registry() *extension.Registry {
 		extension.Of(alwayson.Name, opentelemetry.SamplerCategory, &otelsamplersv3.AlwaysOnSamplerConfig{}, alwayson.Factory{}),
 		extension.Of(parentbased.Name, opentelemetry.SamplerCategory, &otelsamplersv3.ParentBasedSamplerConfig{}, parentbased.Factory{}),
 		extension.Of(traceidratio.Name, opentelemetry.SamplerCategory, &otelsamplersv3.TraceIdRatioBasedSamplerConfig{}, traceidratio.Factory{}),
+
+		extension.Of(tlsconfig.Name, tlsconfig.DownstreamCategory, &tlsv3.DownstreamTlsContext{}, nil),
 
 		extension.Of("proxy.upstreams.http.http_protocol_options", HTTPProtocolOption, &upstreamhttpv3.HttpProtocolOptions{}, nil),
 	)

@@ -42,6 +42,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.filters.http proxy.filters.http.router envoy.extensions.filters.http.router.v3.Router",
 		"envoy.filters.listener proxy.filters.listener.original_dst envoy.extensions.filters.listener.original_dst.v3.OriginalDst",
 		"envoy.filters.listener proxy.filters.listener.proxy_protocol envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol",
+		"envoy.filters.listener proxy.filters.listener.tls_inspector envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector",
 		"envoy.filters.network proxy.filters.network.http_connection_manager envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
 		"envoy.filters.network proxy.filters.network.tcp_proxy envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy",
 		"envoy.formatter proxy.formatter.metadata envoy.extensions.formatter.metadata.v3.Metadata",
@@ -61,6 +62,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.tracers.opentelemetry.samplers proxy.tracers.opentelemetry.samplers.always_on envoy.extensions.tracers.opentelemetry.samplers.v3.AlwaysOnSamplerConfig",
 		"envoy.tracers.opentelemetry.samplers proxy.tracers.opentelemetry.samplers.parent_based envoy.extensions.tracers.opentelemetry.samplers.v3.ParentBasedSamplerConfig",
 		"envoy.tracers.opentelemetry.samplers proxy.tracers.opentelemetry.samplers.trace_id_ratio_based envoy.extensions.tracers.opentelemetry.samplers.v3.TraceIdRatioBasedSamplerConfig",
+		"envoy.transport_sockets.downstream proxy.transport_sockets.tls envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext",
 		"envoy.upstreams.http.http_protocol_options proxy.upstreams.http.http_protocol_options envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

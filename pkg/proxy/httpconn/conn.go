@@ -3,6 +3,7 @@ package httpconn
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/netip"
@@ -12,7 +13,9 @@ import (
 
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -35,6 +38,10 @@ type serverConn struct {
 	remote   string // "ip:port"
 	remoteIP string // x-forwarded-for
 	local    string
+	// tls describes a TLS connection for the access log (nil: plaintext),
+	// sni is the server name the client asked for.
+	tls *accesslog.TLSInfo
+	sni string
 	// origDst is the original destination a listener restored, if any.
 	origDst  netip.AddrPort
 	opened   time.Time
@@ -102,6 +109,7 @@ func newServerConn(m *Manager, nc net.Conn) *serverConn {
 		idle: true,
 	}
 	c.remoteIP = hostOnly(c.remote)
+	c.tls, c.sni = tlsconfig.AccessLogInfo(nc), accesslog.RequestedServerName(nc)
 	c.origDst, _ = upstream.OriginalDst(nc)
 	c.cc = &countedConn{Conn: nc, stats: m.stats}
 	c.flushDown = c.out.flush
@@ -145,7 +153,10 @@ func (c *serverConn) serve() {
 		c.serveHTTP2Limited()
 		return
 	case hcmv3.HttpConnectionManager_AUTO:
-		if c.sniffHTTP2() {
+		// Over TLS the protocol ALPN negotiated decides, as in Envoy;
+		// without one the first bytes do.
+		switch p, _ := negotiatedProtocol(c.nc); {
+		case p == "h2", p == "" && c.sniffHTTP2():
 			c.serveHTTP2Limited()
 			return
 		}
@@ -159,6 +170,19 @@ func (c *serverConn) serve() {
 		return
 	}
 	_ = c.nc.Close()
+}
+
+// negotiatedProtocol is the protocol ALPN negotiated on a TLS connection
+// ("" when none was, or the connection is not TLS).
+func negotiatedProtocol(nc net.Conn) (string, bool) {
+	t, ok := nc.(interface {
+		TLSConnectionState() (tls.ConnectionState, bool)
+	})
+	if !ok {
+		return "", false
+	}
+	cs, ok := t.TLSConnectionState()
+	return cs.NegotiatedProtocol, ok
 }
 
 // serveHTTP2Limited serves the connection as HTTP/2, under

@@ -94,6 +94,8 @@ type stream struct {
 	remote   string
 	remoteIP string
 	local    string
+	tls      *accesslog.TLSInfo
+	sni      string
 	// origDst is the connection's original destination when a listener
 	// restored it (an ORIGINAL_DST cluster's host); pick is the load
 	// balancer's view of the request, kept here so that a pick
@@ -257,6 +259,11 @@ func (s *stream) begin(real time.Time, proto string) {
 	s.armDuration(real)
 	s.proto = proto
 	s.method, s.path, s.authority, s.scheme = "", "", "", "http"
+	if s.tls != nil {
+		// The scheme of a request on a TLS connection, as Envoy's
+		// HTTP/1 codec sets it (HTTP/2 clients send theirs).
+		s.scheme = "https"
+	}
 	s.isHead, s.keepAlive, s.expect100, s.reqChunked, s.bodyDone, s.leaked = false, false, false, false, false, false
 	s.teTrailers = false
 	s.peerReset.Store(false)
@@ -287,6 +294,8 @@ func (s *stream) begin(real time.Time, proto string) {
 		DownstreamRemoteAddress: s.remote,
 		DownstreamLocalAddress:  s.local,
 		ConnectionID:            s.connID,
+		RequestedServerName:     s.sni,
+		TLS:                     s.tls,
 		RequestHeaders:          &s.reqHeaders,
 		ListenerMetadata:        s.m.deps.ListenerMetadata,
 		Type:                    datav3.AccessLogType_DownstreamEnd,

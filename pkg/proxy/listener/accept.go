@@ -140,7 +140,7 @@ func (l *Listener) accept(c net.Conn, ws *workerStats) {
 		return
 	}
 	if conn, ch := l.admit(c, ws, nil); conn != nil {
-		go ch.handler.HandleConn(conn)
+		go l.serve(conn, ch)
 	}
 }
 
@@ -154,7 +154,14 @@ func (l *Listener) admit(c net.Conn, ws *workerStats, sock *listenerfilter.Socke
 	if sock != nil && sock.Restored() {
 		local, remote = sock.LocalAddr(), sock.RemoteAddr()
 	}
-	ch := l.chains.find(addrPort(local), addrPort(remote), direct)
+	det := detected{transport: rawBuffer}
+	if sock != nil {
+		if t := sock.DetectedTransportProtocol(); t != "" {
+			det.transport = t
+		}
+		det.sni, det.alpn = sock.RequestedServerName(), sock.ApplicationProtocols()
+	}
+	ch := l.chains.findDetected(addrPort(local), addrPort(remote), direct, det)
 	if ch == nil {
 		l.unreserve()
 		l.stats.noFilterChainMatch.Inc()
@@ -171,7 +178,7 @@ func (l *Listener) admit(c net.Conn, ws *workerStats, sock *listenerfilter.Socke
 	l.stats.cxTotal.Inc()
 	l.stats.cxActive.Inc()
 	ws.cxTotal.Inc()
-	conn := &Conn{Conn: c, owner: l, worker: ws, chain: ch.name, start: l.now(), bufferLimit: l.bufferLimit}
+	conn := &Conn{Conn: c, owner: l, worker: ws, chain: ch.name, start: l.now(), bufferLimit: l.bufferLimit, serverName: det.sni}
 	if sock != nil && sock.Restored() {
 		conn.remote, conn.local, conn.localRestored = remote, local, sock.LocalRestored()
 	}

@@ -1,6 +1,8 @@
 package listener
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net"
 	"sync/atomic"
@@ -30,7 +32,32 @@ type Conn struct {
 	// localRestored is set when local is an original destination a
 	// listener filter restored.
 	localRestored bool
+	// serverName is the requested server name the listener filters
+	// found (tls_inspector), else the one of the TLS handshake.
+	serverName string
+	// tls is set once the chain's TLS handshake completed: Conn then
+	// reads and writes through it.
+	tls *tls.Conn
+	// localCert is the certificate the TLS handshake served.
+	localCert *x509.Certificate
 }
+
+// TLSLocalCertificate is the certificate the connection's TLS handshake
+// served, nil when the connection is not TLS.
+func (c *Conn) TLSLocalCertificate() *x509.Certificate { return c.localCert }
+
+// TLSConnectionState returns the state of the connection's TLS session,
+// and false when the connection is not TLS.
+func (c *Conn) TLSConnectionState() (tls.ConnectionState, bool) {
+	if c.tls == nil {
+		return tls.ConnectionState{}, false
+	}
+	return c.tls.ConnectionState(), true
+}
+
+// RequestedServerName is the server name the client asked for (TLS SNI),
+// or "".
+func (c *Conn) RequestedServerName() string { return c.serverName }
 
 // RemoteAddr is the connection's remote address: the one a listener
 // filter restored, else the peer's.
@@ -77,8 +104,9 @@ func (c *Conn) CloseWrite() error {
 	return cw.CloseWrite()
 }
 
-// NetConn returns the accepted connection itself, for socket options; use
-// the Conn for everything else.
+// NetConn returns the connection under the Conn's accounting: the
+// accepted socket, or on a TLS filter chain the TLS connection over it
+// (whose own NetConn is the socket). Use the Conn for closing.
 func (c *Conn) NetConn() net.Conn { return c.Conn }
 
 // Listener returns the name of the listener that accepted the connection.

@@ -100,7 +100,7 @@ func (l *Listener) acceptHandedOff(c net.Conn, sock *listenerfilter.Socket, work
 		return
 	}
 	if conn, ch := l.admit(c, ws, sock); conn != nil {
-		ch.handler.HandleConn(conn)
+		l.serve(conn, ch)
 	}
 }
 

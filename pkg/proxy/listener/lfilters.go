@@ -50,7 +50,7 @@ func (l *Listener) runListenerFilters(c net.Conn, ws *workerStats, sock *listene
 		return
 	}
 	if conn, ch := l.admit(c, ws, sock); conn != nil {
-		ch.handler.HandleConn(conn)
+		l.serve(conn, ch)
 	}
 }
 

@@ -36,6 +36,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/sockopt"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 )
 
 // ConnHandler is a network filter chain: it takes ownership of an accepted
@@ -64,6 +65,10 @@ type Deps struct {
 	// BuildListenerFilter builds one of the listener_filters; its errors
 	// name the field path below the filter. Nil refuses listener filters.
 	BuildListenerFilter func(f *listenerv3.ListenerFilter) (listenerfilter.Filter, error)
+	// BuildTransportSocket compiles a filter chain's transport_socket
+	// (a DownstreamTlsContext); its errors name the field path below the
+	// transport socket. Nil refuses transport sockets.
+	BuildTransportSocket func(ts *corev3.TransportSocket) (*tlsconfig.Server, error)
 	// Now is the clock of connection lengths; nil means time.Now.
 	Now func() time.Time
 	// Overload is the server's overload manager: the global connection
@@ -127,9 +132,12 @@ type Listener struct {
 	lfContinue bool
 	// handoff is set for use_original_dst: connections whose original
 	// destination another listener serves go to that listener.
-	handoff     Handoff
-	drain       *Drain
-	stats       listenerStats
+	handoff Handoff
+	drain   *Drain
+	stats   listenerStats
+	// tlsStats are the listener's ssl.* stats, nil when no filter chain
+	// runs TLS.
+	tlsStats    *tlsconfig.Stats
 	workerStats []workerStats
 	manager     *ManagerStats
 	log         logr.Logger
@@ -243,7 +251,7 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 		}
 	}
 	l.drain = newDrain(deps.Drain, lc.GetDrainType() == listenerv3.Listener_MODIFY_ONLY)
-	if err := l.buildChains(lc, deps.BuildChain); err != nil {
+	if err := l.buildChains(lc, deps.BuildChain, deps.BuildTransportSocket); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -251,6 +259,9 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 	}
 	scope := deps.Stats.Scope(statScopeName(lc.GetStatPrefix(), primary))
 	l.stats = newListenerStats(scope)
+	if l.chains.hasTLS() {
+		l.tlsStats = tlsconfig.NewStats(scope.Scope("ssl."))
+	}
 	for w := range l.workers {
 		l.workerStats = append(l.workerStats, newWorkerStats(scope, w))
 	}
@@ -293,7 +304,7 @@ func (l *Listener) buildListenerFilters(lc *listenerv3.Listener, build func(*lis
 
 // buildChains compiles the filter chains and the default chain and builds
 // their network filters.
-func (l *Listener) buildChains(lc *listenerv3.Listener, build func(*listenerv3.FilterChain, *Drain) (ConnHandler, error)) error {
+func (l *Listener) buildChains(lc *listenerv3.Listener, build func(*listenerv3.FilterChain, *Drain) (ConnHandler, error), buildTransport func(*corev3.TransportSocket) (*tlsconfig.Server, error)) error {
 	fcs := lc.GetFilterChains()
 	if len(fcs) == 0 && lc.GetDefaultFilterChain() == nil {
 		return errors.New("filter_chains: no filter chains specified (give filter_chains or a default_filter_chain)")
@@ -317,6 +328,9 @@ func (l *Listener) buildChains(lc *listenerv3.Listener, build func(*listenerv3.F
 			errs = append(errs, PrefixErrors(path+".", err)...)
 		}
 		c.handler = h
+		if err := c.compileTransport(fc, buildTransport); err != nil {
+			errs = append(errs, PrefixErrors(path+".", err)...)
+		}
 		return c
 	}
 	for i, fc := range fcs {

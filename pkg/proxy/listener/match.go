@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 )
 
 // anyPrefixes is what an empty list of ranges means: every address of
@@ -25,7 +29,28 @@ type chainMatch struct {
 	sourceType   listenerv3.FilterChainMatch_ConnectionSourceType
 	srcRanges    []netip.Prefix // never empty (anyPrefixes)
 	srcPorts     []uint32       // empty: any
+	// serverNames are the exact names (lower case) and the wildcard
+	// suffixes ("*.example.com" kept as ".example.com") of server_names;
+	// both empty: any.
+	serverNames []string
+	wildcards   []string
+	transport   string   // "": any
+	appProtos   []string // empty: any
 }
+
+// detected is what the listener filters found out about a connection's
+// first bytes (the tls_inspector's): its transport protocol ("tls", or
+// "raw_buffer" when no filter says otherwise), the requested server name
+// and the protocols the client offers with ALPN.
+type detected struct {
+	transport string
+	sni       string
+	alpn      []string
+}
+
+// rawBuffer is the transport protocol of a connection no listener filter
+// recognised, as Envoy names it.
+const rawBuffer = "raw_buffer"
 
 // chain is one filter chain of a listener.
 type chain struct {
@@ -33,6 +58,10 @@ type chain struct {
 	name    string
 	match   chainMatch
 	handler ConnHandler
+	// tls is the chain's TLS transport socket (nil: plaintext), and
+	// connectTimeout its transport_socket_connect_timeout (0: none).
+	tls            *tlsconfig.Server
+	connectTimeout time.Duration
 }
 
 // compileMatch compiles a filter_chain_match (nil matches everything).
@@ -54,7 +83,15 @@ func compileMatch(m *listenerv3.FilterChainMatch) (chainMatch, error) {
 		}
 		return out
 	}
+	names, wildcards, err := compileServerNames(m.GetServerNames())
+	if err != nil {
+		errs = append(errs, err)
+	}
 	cm := chainMatch{
+		serverNames:  names,
+		wildcards:    wildcards,
+		transport:    m.GetTransportProtocol(),
+		appProtos:    m.GetApplicationProtocols(),
 		dstPort:      m.GetDestinationPort().GetValue(),
 		dstRanges:    ranges("prefix_ranges", m.GetPrefixRanges()),
 		directRanges: ranges("direct_source_prefix_ranges", m.GetDirectSourcePrefixRanges()),
@@ -71,6 +108,27 @@ func compileMatch(m *listenerv3.FilterChainMatch) (chainMatch, error) {
 		}
 	}
 	return cm, errors.Join(errs...)
+}
+
+// compileServerNames splits server_names into exact names and wildcard
+// suffixes. Envoy takes a wildcard only as a whole first label
+// ("*.example.com"); partial wildcards are refused as Envoy refuses them.
+func compileServerNames(list []string) (names, wildcards []string, err error) {
+	var errs []error
+	for i, n := range list {
+		n = strings.ToLower(n)
+		switch {
+		case n == "":
+			errs = append(errs, fmt.Errorf("server_names[%d]: empty server name", i))
+		case strings.HasPrefix(n, "*.") && !strings.Contains(n[1:], "*") && len(n) > 2:
+			wildcards = append(wildcards, n[1:])
+		case strings.Contains(n, "*"):
+			errs = append(errs, fmt.Errorf("server_names[%d]: partial wildcards are not supported in server_names (%q)", i, list[i]))
+		default:
+			names = append(names, n)
+		}
+	}
+	return names, wildcards, errors.Join(errs...)
 }
 
 // parseCIDR reads a CidrRange; host bits below the prefix length are
@@ -101,6 +159,9 @@ func family(ip netip.Addr) string {
 func (a chainMatch) overlaps(b chainMatch) bool {
 	return a.dstPort == b.dstPort &&
 		sharePrefix(a.dstRanges, b.dstRanges) &&
+		shareStrings(a.serverNames, b.serverNames, a.wildcards, b.wildcards) &&
+		a.transport == b.transport &&
+		shareStrings(a.appProtos, b.appProtos, nil, nil) &&
 		sharePrefix(a.directRanges, b.directRanges) &&
 		a.sourceType == b.sourceType &&
 		sharePrefix(a.srcRanges, b.srcRanges) &&
@@ -110,6 +171,26 @@ func (a chainMatch) overlaps(b chainMatch) bool {
 func sharePrefix(a, b []netip.Prefix) bool {
 	for _, p := range a {
 		if slices.Contains(b, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// shareStrings reports whether two lists (a1 with a2, b1 with b2) have a
+// value in common, or are both empty: both then match the same
+// connections equally specifically.
+func shareStrings(a1, b1, a2, b2 []string) bool {
+	if len(a1)+len(a2) == 0 || len(b1)+len(b2) == 0 {
+		return len(a1)+len(a2) == len(b1)+len(b2)
+	}
+	for _, v := range a1 {
+		if slices.Contains(b1, v) {
+			return true
+		}
+	}
+	for _, v := range a2 {
+		if slices.Contains(b2, v) {
 			return true
 		}
 	}
@@ -148,12 +229,23 @@ const maxStackChains = 16
 // step rejects is not replaced by a less specific one from an earlier step:
 // the connection then gets the default chain.
 func (s *chainSet) find(local, remote, direct netip.AddrPort) *chain {
+	return s.findDetected(local, remote, direct, detected{transport: rawBuffer})
+}
+
+// findDetected is find for a connection the listener filters inspected:
+// after the destination address come, in Envoy's order, the server name
+// (an exact name, then the longest wildcard, then chains without
+// server_names), the transport protocol and the application protocols.
+func (s *chainSet) findDetected(local, remote, direct netip.AddrPort, det detected) *chain {
 	var buf [maxStackChains]*chain
 	cands := append(buf[:0], s.chains...)
 	localConn := remote.Addr().IsLoopback() || remote.Addr() == local.Addr()
 
 	cands = prune(cands, func(m *chainMatch) int { return portScore(m.dstPort, local.Port()) })
 	cands = prune(cands, func(m *chainMatch) int { return prefixScore(m.dstRanges, local.Addr()) })
+	cands = prune(cands, func(m *chainMatch) int { return serverNameScore(m, det.sni) })
+	cands = prune(cands, func(m *chainMatch) int { return stringScore(m.transport, det.transport) })
+	cands = prune(cands, func(m *chainMatch) int { return protocolsScore(m.appProtos, det.alpn) })
 	cands = prune(cands, func(m *chainMatch) int { return prefixScore(m.directRanges, direct.Addr()) })
 	cands = prune(cands, func(m *chainMatch) int { return sourceTypeScore(m.sourceType, localConn) })
 	cands = prune(cands, func(m *chainMatch) int { return prefixScore(m.srcRanges, remote.Addr()) })
@@ -202,6 +294,58 @@ func portsScore(want []uint32, got uint16) int {
 	}
 	if slices.Contains(want, uint32(got)) {
 		return 1
+	}
+	return -1
+}
+
+// exactNameScore ranks an exact server name above any wildcard.
+const exactNameScore = 1 << 16
+
+// serverNameScore: exactNameScore for an exact server name, the length of
+// the wildcard suffix that covers the name (the longest one is the most
+// specific), 0 for a chain without server_names, -1 otherwise.
+func serverNameScore(m *chainMatch, sni string) int {
+	if len(m.serverNames) == 0 && len(m.wildcards) == 0 {
+		return 0
+	}
+	if sni == "" {
+		return -1
+	}
+	sni = strings.ToLower(sni)
+	if slices.Contains(m.serverNames, sni) {
+		return exactNameScore
+	}
+	best := -1
+	for _, w := range m.wildcards {
+		if len(w) > best && len(sni) > len(w) && strings.HasSuffix(sni, w) {
+			best = len(w)
+		}
+	}
+	return best
+}
+
+// stringScore: 1 for the configured value, 0 when none is configured, -1
+// otherwise.
+func stringScore(want, got string) int {
+	switch want {
+	case "":
+		return 0
+	case got:
+		return 1
+	}
+	return -1
+}
+
+// protocolsScore: 1 when the client offers one of the configured
+// application protocols, 0 when none is configured, -1 otherwise.
+func protocolsScore(want, offered []string) int {
+	if len(want) == 0 {
+		return 0
+	}
+	for _, p := range offered {
+		if slices.Contains(want, p) {
+			return 1
+		}
 	}
 	return -1
 }

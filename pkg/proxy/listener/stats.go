@@ -8,8 +8,7 @@ import (
 
 // listenerStats are Envoy's per-listener stats (scope "listener.<address or
 // stat_prefix>."). They are all created with the listener, so /stats lists
-// them at zero as Envoy does; the ones Outrigger has no cause to move yet
-// (transport sockets) stay at zero.
+// them at zero as Envoy does.
 type listenerStats struct {
 	cxTotal            *stats.Counter
 	cxDestroy          *stats.Counter
@@ -29,12 +28,15 @@ type listenerStats struct {
 	preCxTimeout  *stats.Counter
 	lfRemoteClose *stats.Counter
 	lfError       *stats.Counter
+	// cxTransportTimeout counts TLS handshakes cut by the filter chain's
+	// transport_socket_connect_timeout.
+	cxTransportTimeout *stats.Counter
 }
 
 // newListenerStats creates the stats of a listener under scope.
 func newListenerStats(scope stats.Scope) listenerStats {
-	scope.Counter("downstream_cx_transport_socket_connect_timeout")
 	return listenerStats{
+		cxTransportTimeout: scope.Counter("downstream_cx_transport_socket_connect_timeout"),
 		cxTotal:            scope.Counter("downstream_cx_total"),
 		cxDestroy:          scope.Counter("downstream_cx_destroy"),
 		noFilterChainMatch: scope.Counter("no_filter_chain_match"),

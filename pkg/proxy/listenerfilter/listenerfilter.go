@@ -72,6 +72,11 @@ type Socket struct {
 	// connection carries the new ones; localRestored that the local one
 	// was (an original destination).
 	restored, localRestored bool
+	// transport, serverName and appProtos are what an inspecting filter
+	// (tls_inspector) detected: the transport protocol ("tls"), the
+	// requested server name and the protocols offered with ALPN.
+	transport, serverName string
+	appProtos             []string
 }
 
 // NewSocket wraps a connection just accepted for its listener filters.
@@ -94,6 +99,29 @@ func (s *Socket) SetRemoteAddr(a net.Addr) { s.remote, s.restored = a, true }
 // SetLocalAddr replaces the connection's local address (the original
 // destination).
 func (s *Socket) SetLocalAddr(a net.Addr) { s.local, s.restored, s.localRestored = a, true, true }
+
+// SetDetectedTransportProtocol records the connection's transport
+// protocol ("tls"), which filter_chain_match.transport_protocol matches.
+func (s *Socket) SetDetectedTransportProtocol(p string) { s.transport = p }
+
+// DetectedTransportProtocol is the transport protocol a filter detected,
+// or "" when none did.
+func (s *Socket) DetectedTransportProtocol() string { return s.transport }
+
+// SetRequestedServerName records the server name the client asked for
+// (TLS SNI).
+func (s *Socket) SetRequestedServerName(n string) { s.serverName = n }
+
+// RequestedServerName is the server name a filter found, or "".
+func (s *Socket) RequestedServerName() string { return s.serverName }
+
+// SetApplicationProtocols records the protocols the client offers
+// (ALPN).
+func (s *Socket) SetApplicationProtocols(p []string) { s.appProtos = p }
+
+// ApplicationProtocols are the protocols a filter found the client
+// offering.
+func (s *Socket) ApplicationProtocols() []string { return s.appProtos }
 
 // Restored reports whether a filter replaced an address.
 func (s *Socket) Restored() bool { return s.restored }

@@ -120,12 +120,13 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 			bl.managers = append(bl.managers, ch.Terminal())
 			return ch, nil
 		},
-		BuildListenerFilter: s.buildListenerFilter,
-		OriginalDst:         s.originalDstFilter,
-		Handoff:             s.handoffListener,
-		Now:                 s.now,
-		Overload:            s.listenerOverload(),
-		Runtime:             s.runtime,
+		BuildListenerFilter:  s.buildListenerFilter,
+		BuildTransportSocket: s.buildTransportSocket,
+		OriginalDst:          s.originalDstFilter,
+		Handoff:              s.handoffListener,
+		Now:                  s.now,
+		Overload:             s.listenerOverload(),
+		Runtime:              s.runtime,
 	})
 	if err != nil {
 		bl.closeFilters()

@@ -195,6 +195,12 @@ func refuseUnsupported(p *extauthzv3.ExtAuthz) error {
 		return errors.New("clear_route_cache_headers: not supported by Outrigger")
 	case p.GetValidateMutations():
 		return errors.New("validate_mutations: not supported by Outrigger")
+	case p.GetIncludePeerCertificate():
+		// Connections may be TLS now, but the check request does not
+		// carry their TLS state yet.
+		return errors.New("include_peer_certificate: only false is supported by Outrigger (the check request carries no TLS details yet)")
+	case p.GetIncludeTlsSession():
+		return errors.New("include_tls_session: only false is supported by Outrigger (the check request carries no TLS details yet)")
 	case len(p.GetRouteMetadataContextNamespaces()) > 0:
 		return errors.New("route_metadata_context_namespaces: not supported by Outrigger (routes carry no metadata to send)")
 	case len(p.GetRouteTypedMetadataContextNamespaces()) > 0:

@@ -119,6 +119,8 @@ func TestCompileRefuses(t *testing.T) {
 		"unknown cluster":          {`{"grpc_service": {"envoy_grpc": {"cluster_name": "nope"}}}`, "grpc_service.envoy_grpc.cluster_name: unknown gRPC client cluster 'nope'"},
 		"V2":                       {`{` + grpcService + `, "transport_api_version": "V2"}`, "transport_api_version: V2 is not supported"},
 		"shadow_mode":              {`{` + grpcService + `, "shadow_mode": true}`, "shadow_mode: not supported by Outrigger"},
+		"include_peer_certificate": {`{` + grpcService + `, "include_peer_certificate": true}`, "include_peer_certificate: only false"},
+		"include_tls_session":      {`{` + grpcService + `, "include_tls_session": true}`, "include_tls_session: only false"},
 		"charge cluster stats":     {`{` + grpcService + `, "charge_cluster_response_stats": true}`, "charge_cluster_response_stats: only false"},
 		"filter_enabled_metadata":  {`{` + grpcService + `, "filter_enabled_metadata": {"filter": "x"}}`, "filter_enabled_metadata: not supported"},
 		"bad allowed header regex": {`{` + grpcService + `, "allowed_headers": {"patterns": [{"safe_regex": {"regex": "("}}]}}`, "allowed_headers.patterns[0].safe_regex"},

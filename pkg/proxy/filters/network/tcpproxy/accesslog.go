@@ -6,6 +6,7 @@ import (
 	datav3 "github.com/envoyproxy/go-control-plane/envoy/data/accesslog/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 )
 
 // logEntry logs the connection as it is now, for the reason t.
@@ -32,6 +33,8 @@ func (s *session) entry(t datav3.AccessLogType) *accesslog.Entry {
 		ConnectionID:            s.id,
 		DownstreamRemoteAddress: addrString(s.down.RemoteAddr()),
 		DownstreamLocalAddress:  addrString(s.down.LocalAddr()),
+		RequestedServerName:     accesslog.RequestedServerName(s.down),
+		TLS:                     tlsconfig.AccessLogInfo(s.down),
 	}
 	// The connection's goroutine sets these before it starts the timers
 	// that log too, and logs itself otherwise.

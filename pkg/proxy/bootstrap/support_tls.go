@@ -1,0 +1,63 @@
+package bootstrap
+
+import "google.golang.org/protobuf/reflect/protoreflect"
+
+// supportedTLS lists the downstream TLS fields Outrigger implements (see
+// supportedCore and pkg/proxy/tlsconfig): the TLS transport socket of
+// listeners' filter chains. Not implemented, so refused with their path:
+// clusters' transport sockets (upstream TLS), secrets (SDS,
+// static_resources.secrets and every *_sds_secret_config), private key
+// passwords and providers, OCSP stapling, signed certificate timestamps,
+// signature_algorithms, compliance_policies, session_timeout,
+// prefer_client_ciphers, full_scan_certs_on_sni_mismatch, custom
+// handshakers and certificate selectors, and in the validation context
+// system_root_certs, trust_chain_verification, max_verify_depth,
+// custom validators and watched directories.
+var supportedTLS = map[protoreflect.FullName]fieldSupport{
+	"envoy.config.listener.v3.FilterChain.transport_socket":                 {},
+	"envoy.config.listener.v3.FilterChain.transport_socket_connect_timeout": {},
+	"envoy.config.core.v3.TransportSocket.name":                             {},
+	"envoy.config.core.v3.TransportSocket.typed_config":                     {category: "envoy.transport_sockets.downstream"},
+
+	// Filter chain matching on what the tls_inspector detects.
+	"envoy.config.listener.v3.FilterChainMatch.server_names":          {},
+	"envoy.config.listener.v3.FilterChainMatch.transport_protocol":    {},
+	"envoy.config.listener.v3.FilterChainMatch.application_protocols": {},
+
+	// envoy.filters.listener.tls_inspector: JA3 and JA4 fingerprinting
+	// are not implemented.
+	"envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector.initial_read_buffer_size": {},
+
+	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.common_tls_context":                   {},
+	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.require_client_certificate":           {},
+	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.session_ticket_keys":                  {},
+	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.disable_stateless_session_resumption": {},
+	// Go's server never resumes sessions by ID: disabling that is
+	// already the case.
+	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.disable_stateful_session_resumption": {},
+	"envoy.extensions.transport_sockets.tls.v3.TlsSessionTicketKeys.keys":                                {},
+
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.tls_params":         {},
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.tls_certificates":   {},
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.validation_context": {},
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.alpn_protocols":     {},
+
+	"envoy.extensions.transport_sockets.tls.v3.TlsParameters.tls_minimum_protocol_version": {},
+	"envoy.extensions.transport_sockets.tls.v3.TlsParameters.tls_maximum_protocol_version": {},
+	"envoy.extensions.transport_sockets.tls.v3.TlsParameters.cipher_suites":                {},
+	"envoy.extensions.transport_sockets.tls.v3.TlsParameters.ecdh_curves":                  {},
+
+	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.certificate_chain": {},
+	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.private_key":       {},
+
+	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.trusted_ca":                    {},
+	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.match_typed_subject_alt_names": {},
+	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.match_subject_alt_names":       {},
+	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.verify_certificate_spki":       {},
+	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.verify_certificate_hash":       {},
+	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.allow_expired_certificate":     {},
+	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.crl":                           {},
+	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.only_verify_leaf_cert_crl":     {},
+	"envoy.extensions.transport_sockets.tls.v3.SubjectAltNameMatcher.san_type":                             {values: []string{"EMAIL", "DNS", "URI", "IP_ADDRESS"}},
+	"envoy.extensions.transport_sockets.tls.v3.SubjectAltNameMatcher.matcher":                              {},
+}

@@ -1,0 +1,127 @@
+// Package tlsinspector is the listener filter
+// envoy.filters.listener.tls_inspector: it peeks at a new connection's
+// first bytes and, when they are a TLS ClientHello, records the transport
+// protocol "tls", the requested server name (SNI) and the protocols the
+// client offers (ALPN) for the filter chain match, without consuming
+// anything: the chain's TLS handshake then reads the same ClientHello.
+package tlsinspector
+
+import (
+	"errors"
+	"fmt"
+
+	tiv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/listenerfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+)
+
+// Name is the filter's name in the proxy. spelling.
+const Name = "proxy.filters.listener.tls_inspector"
+
+// maxClientHello is the largest ClientHello the filter reads, Envoy's
+// limit (64 KiB); a larger one closes the connection
+// (client_hello_too_large).
+const maxClientHello = 64 << 10
+
+// defaultInitialRead is how much the filter peeks at first.
+const defaultInitialRead = 16 << 10
+
+// Factory compiles the filter's configuration.
+type Factory struct{}
+
+// Compile builds the filter. JA3 and JA4 fingerprinting are refused by
+// the support check and here.
+func (Factory) Compile(config proto.Message, ctx listenerfilter.Context) (listenerfilter.Filter, error) {
+	cfg, ok := config.(*tiv3.TlsInspector)
+	if !ok {
+		return nil, fmt.Errorf("tls_inspector: unexpected configuration %T", config)
+	}
+	if cfg.GetEnableJa3Fingerprinting().GetValue() || cfg.GetEnableJa4Fingerprinting().GetValue() {
+		return nil, errors.New("enable_ja3_fingerprinting: fingerprinting is not supported by Outrigger")
+	}
+	if ctx.Stats == nil {
+		return nil, errors.New("tls_inspector: no stat store")
+	}
+	initial := defaultInitialRead
+	if v := cfg.GetInitialReadBufferSize(); v != nil {
+		initial = int(min(v.GetValue(), maxClientHello))
+	}
+	return &filter{initial: initial, stats: newFilterStats(ctx.Stats.Scope("tls_inspector."))}, nil
+}
+
+// filterStats are Envoy's tls_inspector stats, at the root scope.
+type filterStats struct {
+	tooLarge, tlsFound, tlsNotFound *stats.Counter
+	alpnFound, alpnNotFound         *stats.Counter
+	sniFound, sniNotFound           *stats.Counter
+	bytesProcessed                  *stats.Histogram
+}
+
+func newFilterStats(scope stats.Scope) filterStats {
+	return filterStats{
+		tooLarge:       scope.Counter("client_hello_too_large"),
+		tlsFound:       scope.Counter("tls_found"),
+		tlsNotFound:    scope.Counter("tls_not_found"),
+		alpnFound:      scope.Counter("alpn_found"),
+		alpnNotFound:   scope.Counter("alpn_not_found"),
+		sniFound:       scope.Counter("sni_found"),
+		sniNotFound:    scope.Counter("sni_not_found"),
+		bytesProcessed: scope.Histogram("bytes_processed", stats.UnitBytes),
+	}
+}
+
+// filter is a compiled tls_inspector, shared by the listener's
+// connections.
+type filter struct {
+	initial int
+	stats   filterStats
+}
+
+// OnAccept peeks until the first bytes are known to be a whole
+// ClientHello or not TLS at all, and records what the ClientHello says.
+// Only an oversized ClientHello closes the connection.
+func (f *filter) OnAccept(s *listenerfilter.Socket) error {
+	buf := make([]byte, min(f.initial, 1024))
+	want := 1
+	for {
+		n, err := s.Peek(buf, want)
+		if err != nil {
+			return err
+		}
+		h, need, perr := parseClientHello(buf[:n])
+		switch {
+		case errors.Is(perr, errTooLarge):
+			f.stats.tooLarge.Inc()
+			f.stats.bytesProcessed.Record(uint64(n))
+			return listenerfilter.ErrRejected
+		case perr != nil:
+			f.stats.tlsNotFound.Inc()
+			f.stats.bytesProcessed.Record(uint64(n))
+			return nil
+		case need > 0:
+			if need > len(buf) {
+				buf = append(buf, make([]byte, need-len(buf))...)
+			}
+			want = need
+			continue
+		}
+		f.stats.bytesProcessed.Record(uint64(h.length))
+		f.stats.tlsFound.Inc()
+		s.SetDetectedTransportProtocol("tls")
+		if h.serverName != "" {
+			f.stats.sniFound.Inc()
+			s.SetRequestedServerName(h.serverName)
+		} else {
+			f.stats.sniNotFound.Inc()
+		}
+		if len(h.alpn) > 0 {
+			f.stats.alpnFound.Inc()
+			s.SetApplicationProtocols(h.alpn)
+		} else {
+			f.stats.alpnNotFound.Inc()
+		}
+		return nil
+	}
+}

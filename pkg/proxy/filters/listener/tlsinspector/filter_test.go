@@ -1,0 +1,82 @@
+package tlsinspector
+
+import (
+	"bytes"
+	"crypto/tls"
+	"errors"
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	tiv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/listenerfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+)
+
+// accepted sends b from a loopback client and returns the server side
+// of the connection, wrapped for the listener filters.
+func accepted(t *testing.T, b []byte) *listenerfilter.Socket {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	s, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	_ = s.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	return listenerfilter.NewSocket(s)
+}
+
+func TestOnAccept(t *testing.T) {
+	store := stats.NewStore()
+	// A small first read, so that the filter has to grow its buffer.
+	f, err := Factory{}.Compile(&tiv3.TlsInspector{InitialReadBufferSize: wrapperspb.UInt32(256)}, listenerfilter.Context{Stats: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hello := clientHelloBytes(t, &tls.Config{ServerName: "api.example.com", NextProtos: []string{"h2", "http/1.1"}})
+	s := accepted(t, hello)
+	if err := f.OnAccept(s); err != nil {
+		t.Fatal(err)
+	}
+	if s.DetectedTransportProtocol() != "tls" || s.RequestedServerName() != "api.example.com" || !slices.Equal(s.ApplicationProtocols(), []string{"h2", "http/1.1"}) {
+		t.Errorf("detected %q %q %v", s.DetectedTransportProtocol(), s.RequestedServerName(), s.ApplicationProtocols())
+	}
+	// Nothing was consumed: the handshake reads the whole ClientHello.
+	got := make([]byte, len(hello))
+	if _, err := s.NetConn().Read(got); err != nil || !bytes.Equal(got[:5], hello[:5]) {
+		t.Errorf("first bytes %x, %v", got[:5], err)
+	}
+
+	plain := accepted(t, []byte("GET / HTTP/1.1\r\n"))
+	if err := f.OnAccept(plain); err != nil || plain.DetectedTransportProtocol() != "" {
+		t.Errorf("plaintext: %v, %q", err, plain.DetectedTransportProtocol())
+	}
+
+	huge := accepted(t, []byte{0x16, 0x03, 0x01, 0x00, 0x04, 0x01, 0x01, 0x00, 0x01})
+	if err := f.OnAccept(huge); !errors.Is(err, listenerfilter.ErrRejected) {
+		t.Errorf("too large: %v", err)
+	}
+	for name, want := range map[string]uint64{
+		"tls_found": 1, "tls_not_found": 1, "sni_found": 1, "alpn_found": 1, "client_hello_too_large": 1, "sni_not_found": 0,
+	} {
+		if got := store.Counter("tls_inspector." + name).Value(); got != want {
+			t.Errorf("%s = %d, want %d", name, got, want)
+		}
+	}
+}

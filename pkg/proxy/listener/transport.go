@@ -1,0 +1,89 @@
+package listener
+
+import (
+	"context"
+	"errors"
+	"os"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
+)
+
+// compileTransport compiles a filter chain's transport_socket (TLS, the
+// only one Outrigger implements downstream) and its
+// transport_socket_connect_timeout. Errors name the field below the
+// filter chain.
+func (c *chain) compileTransport(fc *listenerv3.FilterChain, build func(*corev3.TransportSocket) (*tlsconfig.Server, error)) error {
+	var errs []error
+	if d := fc.GetTransportSocketConnectTimeout(); d != nil {
+		if err := d.CheckValid(); err != nil || d.AsDuration() < 0 {
+			errs = append(errs, errors.New("transport_socket_connect_timeout: not a valid duration"))
+		}
+		c.connectTimeout = d.AsDuration()
+	}
+	ts := fc.GetTransportSocket()
+	if ts == nil {
+		return errors.Join(errs...)
+	}
+	if build == nil {
+		return errors.Join(append(errs, errors.New("transport_socket: not supported here"))...)
+	}
+	s, err := build(ts)
+	if err != nil {
+		errs = append(errs, PrefixErrors("transport_socket.", err)...)
+	}
+	c.tls = s
+	return errors.Join(errs...)
+}
+
+// serve runs a connection's TLS handshake when its filter chain has a TLS
+// transport socket, then hands the connection to the chain. A failed
+// handshake (counted in ssl.*, the peer having had its alert) closes the
+// connection.
+func (l *Listener) serve(conn *Conn, ch *chain) {
+	if ch.tls != nil && !l.handshake(conn, ch) {
+		return
+	}
+	ch.handler.HandleConn(conn)
+}
+
+// handshake runs the server handshake of conn, within the chain's
+// transport_socket_connect_timeout (downstream_cx_transport_socket_connect_timeout
+// when it passes), and reports whether the connection goes on.
+func (l *Listener) handshake(conn *Conn, ch *chain) bool {
+	ctx := context.Background()
+	if ch.connectTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, ch.connectTimeout)
+		defer cancel()
+	}
+	tc, local, err := ch.tls.Handshake(ctx, conn.Conn, l.tlsStats)
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+			l.stats.cxTransportTimeout.Inc()
+		}
+		l.log.V(1).Info("TLS handshake failed", "listener", l.name, "remote", conn.RemoteAddr().String(), "error", err.Error())
+		_ = conn.Close()
+		return false
+	}
+	conn.tls, conn.Conn, conn.localCert = tc, tc, local
+	if conn.serverName == "" {
+		conn.serverName = tc.ConnectionState().ServerName
+	}
+	return true
+}
+
+// hasTLS reports whether some filter chain of the listener runs TLS.
+func (s *chainSet) hasTLS() bool {
+	if s.dflt != nil && s.dflt.tls != nil {
+		return true
+	}
+	for _, c := range s.chains {
+		if c.tls != nil {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,149 @@
+package tlsconfig
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+)
+
+// loadCertificate reads one tls_certificates entry: its chain (leaf
+// first) and the leaf's private key, which must match. Errors name the
+// field below the TlsCertificate and the file.
+func loadCertificate(tc *tlsv3.TlsCertificate) (tls.Certificate, error) {
+	var errs []error
+	if tc.GetPassword() != nil {
+		// Go's standard library only decrypts the legacy, insecure PEM
+		// encryption; encrypted PKCS#8 keys would need a library of its
+		// own. Refused rather than half-supported.
+		errs = append(errs, errors.New("password: encrypted private keys are not supported by Outrigger (give an unencrypted key)"))
+	}
+	if tc.GetCertificateChain() == nil {
+		errs = append(errs, errors.New("certificate_chain: required"))
+	}
+	if tc.GetPrivateKey() == nil {
+		errs = append(errs, errors.New("private_key: required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return tls.Certificate{}, err
+	}
+	chainPEM, chainFrom, err := readSource(tc.GetCertificateChain())
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("certificate_chain.%w", err)
+	}
+	chain, err := ParseCertificates(chainPEM)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("certificate_chain: %s: %w", chainFrom, err)
+	}
+	keyPEM, keyFrom, err := readSource(tc.GetPrivateKey())
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("private_key.%w", err)
+	}
+	key, err := ParsePrivateKey(keyPEM)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("private_key: %s: %w", keyFrom, err)
+	}
+	if !publicKeyMatches(chain[0].PublicKey, key) {
+		return tls.Certificate{}, fmt.Errorf("private_key: the key in %s does not match the certificate in %s", keyFrom, chainFrom)
+	}
+	cert := tls.Certificate{PrivateKey: key, Leaf: chain[0]}
+	for _, c := range chain {
+		cert.Certificate = append(cert.Certificate, c.Raw)
+	}
+	return cert, nil
+}
+
+// ParseCertificates reads the PEM CERTIFICATE blocks of data, in order.
+// Text between blocks is allowed (as OpenSSL allows comments); any other
+// kind of block, a certificate that does not parse, or no certificate at
+// all is an error.
+func ParseCertificates(data []byte) ([]*x509.Certificate, error) {
+	return parseBlocks(data, "CERTIFICATE", "certificate", x509.ParseCertificate)
+}
+
+// parseBlocks reads the PEM blocks of data, which must all be of type typ
+// (what names one in errors), with parse, in order; there must be one at
+// least.
+func parseBlocks[T any](data []byte, typ, what string, parse func([]byte) (T, error)) ([]T, error) {
+	var out []T
+	rest := data
+	for {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			break
+		}
+		if b.Type != typ {
+			return nil, fmt.Errorf("unexpected PEM block %q (want %s)", b.Type, typ)
+		}
+		v, err := parse(b.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("%s %d: %w", what, len(out)+1, err)
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no PEM %s found", what)
+	}
+	return out, nil
+}
+
+// ParsePrivateKey reads the first PEM private key of data: PKCS#8
+// ("PRIVATE KEY"), PKCS#1 ("RSA PRIVATE KEY") or SEC 1 ("EC PRIVATE KEY").
+// EC parameter blocks ahead of it are skipped, as openssl ecparam writes
+// them. Encrypted keys are refused.
+func ParsePrivateKey(data []byte) (crypto.Signer, error) {
+	rest := data
+	for {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			return nil, errors.New("no PEM private key found")
+		}
+		if _, enc := b.Headers["Proc-Type"]; enc || b.Type == "ENCRYPTED PRIVATE KEY" {
+			return nil, errors.New("the private key is encrypted, which Outrigger does not support")
+		}
+		var (
+			k   any
+			err error
+		)
+		switch b.Type {
+		case "EC PARAMETERS":
+			continue
+		case "PRIVATE KEY":
+			k, err = x509.ParsePKCS8PrivateKey(b.Bytes)
+		case "RSA PRIVATE KEY":
+			k, err = x509.ParsePKCS1PrivateKey(b.Bytes)
+		case "EC PRIVATE KEY":
+			k, err = x509.ParseECPrivateKey(b.Bytes)
+		default:
+			return nil, fmt.Errorf("unexpected PEM block %q (want a private key)", b.Type)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", b.Type, err)
+		}
+		s, ok := k.(crypto.Signer)
+		if !ok {
+			return nil, fmt.Errorf("%s: unsupported key type %T", b.Type, k)
+		}
+		return s, nil
+	}
+}
+
+// publicKeyMatches reports whether key is the private half of pub.
+func publicKeyMatches(pub any, key crypto.Signer) bool {
+	type equaler interface{ Equal(crypto.PublicKey) bool }
+	switch key.Public().(type) {
+	case *rsa.PublicKey, *ecdsa.PublicKey, ed25519.PublicKey:
+		e, ok := key.Public().(equaler)
+		return ok && e.Equal(pub)
+	}
+	return false
+}

@@ -1,0 +1,188 @@
+package tlsconfig
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
+)
+
+// sessionTicketKeyLen is the size of an Envoy session ticket key file:
+// a 16-byte name, a 32-byte HMAC secret and a 32-byte AES key.
+const sessionTicketKeyLen = 80
+
+// Server is a compiled DownstreamTlsContext: what a listener's filter
+// chain needs to run the server side of TLS handshakes.
+type Server struct {
+	cfg *tls.Config
+	// noALPN is cfg without ALPN, for clients that offer none of
+	// alpn_protocols: Envoy then goes on without ALPN where Go would
+	// fail the handshake.
+	noALPN *tls.Config
+	alpn   []string
+	v      *validator
+	// chosen holds, per connection in its handshake, the certificate
+	// certificateFor picked among several, which Handshake reports.
+	chosen sync.Map // net.Conn -> *tls.Certificate
+}
+
+// CompileServer compiles a DownstreamTlsContext. Errors name the field
+// path below it, one per problem (joined).
+func CompileServer(dc *tlsv3.DownstreamTlsContext) (*Server, error) {
+	var errs []error
+	ctc := dc.GetCommonTlsContext()
+	cfg := &tls.Config{}
+	if err := applyParams(cfg, ctc.GetTlsParams()); err != nil {
+		errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.tls_params.", err))...)
+	}
+	certs := ctc.GetTlsCertificates()
+	if len(certs) == 0 {
+		errs = append(errs, errors.New("common_tls_context.tls_certificates: No TLS certificates found for server context"))
+	}
+	for i, tc := range certs {
+		c, err := loadCertificate(tc)
+		if err != nil {
+			errs = append(errs, fieldpath.Split(fieldpath.Prefix(fmt.Sprintf("common_tls_context.tls_certificates[%d].", i), err))...)
+			continue
+		}
+		cfg.Certificates = append(cfg.Certificates, c)
+	}
+	v := &validator{}
+	if vc := ctc.GetValidationContext(); vc != nil {
+		var err error
+		if v, err = compileValidation(vc); err != nil {
+			errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.validation_context.", err))...)
+		}
+	}
+	v.require = dc.GetRequireClientCertificate().GetValue()
+	if err := applySessionResumption(cfg, dc); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, alpn: ctc.GetAlpnProtocols(), v: v}
+	if v.active() {
+		// A required certificate that is missing fails in Go's own
+		// handshake, which sends certificate_required (TLS 1.3) as
+		// BoringSSL does; the rest is verify's.
+		cfg.ClientAuth = tls.RequestClientCert
+		if v.require {
+			cfg.ClientAuth = tls.RequireAnyClientCert
+		}
+		cfg.ClientCAs = v.roots // only names the acceptable CAs; verify checks
+		cfg.VerifyConnection = func(cs tls.ConnectionState) error { return v.verify(cs.PeerCertificates) }
+	}
+	if len(cfg.Certificates) > 1 {
+		cfg.GetCertificate = s.certificateFor
+	}
+	s.noALPN = cfg.Clone()
+	if len(s.alpn) > 0 {
+		cfg.NextProtos = slices.Clone(s.alpn)
+		cfg.GetConfigForClient = s.configFor
+	}
+	return s, nil
+}
+
+// applySessionResumption sets up session tickets: on by default (Go
+// rotates its own keys), off with disable_stateless_session_resumption,
+// or with the keys of session_ticket_keys (the first one issues tickets,
+// all of them are accepted). Go's keys are 32 bytes: each Envoy key file
+// is hashed into one, so proxies sharing the files share resumption.
+func applySessionResumption(cfg *tls.Config, dc *tlsv3.DownstreamTlsContext) error {
+	if dc.GetDisableStatelessSessionResumption() {
+		cfg.SessionTicketsDisabled = true
+		return nil
+	}
+	keys := dc.GetSessionTicketKeys().GetKeys()
+	if len(keys) == 0 {
+		return nil
+	}
+	var (
+		out  [][32]byte
+		errs []error
+	)
+	for i, ds := range keys {
+		b, from, err := readSource(ds)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("session_ticket_keys.keys[%d].%w", i, err))
+			continue
+		}
+		if len(b) != sessionTicketKeyLen {
+			errs = append(errs, fmt.Errorf("session_ticket_keys.keys[%d]: %s: Incorrect TLS session ticket key length. Length %d, expected length %d", i, from, len(b), sessionTicketKeyLen))
+			continue
+		}
+		out = append(out, sha256.Sum256(b))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	cfg.SetSessionTicketKeys(out)
+	return nil
+}
+
+// configFor drops ALPN for a client that offers none of alpn_protocols,
+// as Envoy's selection then declines ALPN rather than the handshake.
+func (s *Server) configFor(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+	for _, p := range hello.SupportedProtos {
+		if slices.Contains(s.alpn, p) {
+			return nil, nil
+		}
+	}
+	if len(hello.SupportedProtos) == 0 {
+		return nil, nil
+	}
+	return s.noALPN, nil
+}
+
+// certificateFor picks among several certificates: the first one the
+// client supports whose names cover the requested server name, else the
+// first one the client supports, else the first one.
+func (s *Server) certificateFor(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	var fallback *tls.Certificate
+	for i := range s.cfg.Certificates {
+		c := &s.cfg.Certificates[i]
+		if hello.SupportsCertificate(c) != nil {
+			continue
+		}
+		if hello.ServerName != "" && c.Leaf.VerifyHostname(hello.ServerName) == nil {
+			s.chosen.Store(hello.Conn, c)
+			return c, nil
+		}
+		if fallback == nil {
+			fallback = c
+		}
+	}
+	if fallback == nil {
+		fallback = &s.cfg.Certificates[0]
+	}
+	s.chosen.Store(hello.Conn, fallback)
+	return fallback, nil
+}
+
+// Handshake runs the server side of a TLS handshake on c, counting it in
+// st (nil counts nothing). ctx bounds it. It returns the TLS connection
+// and the certificate it served (for %DOWNSTREAM_LOCAL_*%).
+func (s *Server) Handshake(ctx context.Context, c net.Conn, st *Stats) (*tls.Conn, *x509.Certificate, error) {
+	tc := tls.Server(c, s.cfg)
+	err := tc.HandshakeContext(ctx)
+	local := s.cfg.Certificates[0].Leaf
+	if v, ok := s.chosen.LoadAndDelete(c); ok {
+		local = v.(*tls.Certificate).Leaf
+	}
+	if err != nil {
+		st.failed(err)
+		return nil, nil, err
+	}
+	st.succeeded(tc.ConnectionState())
+	return tc, local, nil
+}

@@ -1,0 +1,102 @@
+package tlsconfig
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+)
+
+// Stats are Envoy's ssl.* stats of a TLS context's owner (a listener's
+// "listener.<address>.ssl."): handshakes, their failures by cause, and
+// per negotiated cipher, version and curve.
+type Stats struct {
+	scope                                        stats.Scope
+	handshake, connectionError, sessionReused    *stats.Counter
+	noCertificate                                *stats.Counter
+	failNoCert, failError, failSAN, failCertHash *stats.Counter
+}
+
+// NewStats creates the stats under scope (which ends with "ssl.").
+func NewStats(scope stats.Scope) *Stats {
+	return &Stats{
+		scope:           scope,
+		handshake:       scope.Counter("handshake"),
+		connectionError: scope.Counter("connection_error"),
+		sessionReused:   scope.Counter("session_reused"),
+		noCertificate:   scope.Counter("no_certificate"),
+		failNoCert:      scope.Counter("fail_verify_no_cert"),
+		failError:       scope.Counter("fail_verify_error"),
+		failSAN:         scope.Counter("fail_verify_san"),
+		failCertHash:    scope.Counter("fail_verify_cert_hash"),
+	}
+}
+
+// noClientCert is how crypto/tls says that a client sent no certificate
+// where one is required; it has no error value of its own.
+const noClientCert = "client didn't provide a certificate"
+
+// succeeded counts a completed handshake. The per-cipher, version and
+// curve counters are created on first use, as Envoy creates them.
+func (s *Stats) succeeded(cs tls.ConnectionState) {
+	if s == nil {
+		return
+	}
+	s.handshake.Inc()
+	if cs.DidResume {
+		s.sessionReused.Inc()
+	}
+	if len(cs.PeerCertificates) == 0 {
+		s.noCertificate.Inc()
+	}
+	if n := CipherName(cs.CipherSuite); n != "" {
+		s.scope.Counter("ciphers." + n).Inc()
+	}
+	if n := VersionName(cs.Version); n != "" {
+		s.scope.Counter("versions." + n).Inc()
+	}
+	if n := curveName(cs.CurveID); n != "" {
+		s.scope.Counter("curves." + n).Inc()
+	}
+}
+
+// failed counts a failed handshake: connection_error, and the
+// verification failure's own counter. A peer that goes away (or a
+// timeout) before finishing is not a TLS error.
+func (s *Stats) failed(err error) {
+	if s == nil || errors.Is(err, io.EOF) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return
+	}
+	s.connectionError.Inc()
+	var ve *VerifyError
+	if !errors.As(err, &ve) {
+		if strings.Contains(err.Error(), noClientCert) {
+			s.failNoCert.Inc()
+		}
+		return
+	}
+	switch ve.Reason {
+	case FailNoCert:
+		s.failNoCert.Inc()
+	case FailError:
+		s.failError.Inc()
+	case FailSAN:
+		s.failSAN.Inc()
+	case FailCertHash:
+		s.failCertHash.Inc()
+	}
+}
+
+// CipherName is BoringSSL's name of a cipher suite (as Envoy's stats and
+// %DOWNSTREAM_TLS_CIPHER% show it), or "" for one Outrigger does not
+// negotiate.
+func CipherName(id uint16) string { return cipherName[id] }
+
+// VersionName is the name of a protocol version as Envoy shows it
+// ("TLSv1.3"), or "".
+func VersionName(v uint16) string { return versionName(v) }

@@ -1,0 +1,162 @@
+// Package tlstest issues certificates for tests: a CA made when a test
+// runs and leaf certificates signed by it, so that nothing checked in can
+// expire.
+package tlstest
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"net/url"
+	"time"
+)
+
+// CA is a certificate authority for tests.
+type CA struct {
+	Cert *x509.Certificate
+	key  crypto.Signer
+	// PEM is the CA certificate in PEM.
+	PEM []byte
+}
+
+// Leaf is an issued certificate and its key, in PEM.
+type Leaf struct {
+	Cert            *x509.Certificate
+	CertPEM, KeyPEM []byte
+}
+
+// Options describe a leaf certificate. Zero values give a server
+// certificate for "localhost" valid for a day, with an ECDSA P-256 key.
+type Options struct {
+	CommonName string
+	DNS        []string
+	IPs        []net.IP
+	URIs       []string
+	Emails     []string
+	// Client makes a client certificate (ExtKeyUsageClientAuth) rather
+	// than a server one.
+	Client bool
+	// RSA uses a 2048-bit RSA key instead of ECDSA P-256.
+	RSA bool
+	// NotBefore and NotAfter default to an hour ago and a day ahead.
+	NotBefore, NotAfter time.Time
+}
+
+// NewCA makes a self-signed CA named name.
+func NewCA(name string) (*CA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: name, Organization: []string{"Outrigger tests"}},
+		NotBefore:             time.Now().Add(-72 * time.Hour), // older than any leaf, expired ones included
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+	}
+	cert, certPEM, err := sign(tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		return nil, err
+	}
+	return &CA{Cert: cert, key: key, PEM: certPEM}, nil
+}
+
+// Issue signs a leaf certificate.
+func (ca *CA) Issue(o Options) (*Leaf, error) {
+	var key crypto.Signer
+	var err error
+	if o.RSA {
+		key, err = rsa.GenerateKey(rand.Reader, 2048)
+	} else {
+		key, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if o.NotBefore.IsZero() {
+		o.NotBefore = time.Now().Add(-time.Hour)
+	}
+	if o.NotAfter.IsZero() {
+		o.NotAfter = time.Now().Add(24 * time.Hour)
+	}
+	if o.CommonName == "" && len(o.DNS) == 0 && len(o.IPs) == 0 && len(o.URIs) == 0 && len(o.Emails) == 0 {
+		o.CommonName, o.DNS = "localhost", []string{"localhost"}
+	}
+	usage := x509.ExtKeyUsageServerAuth
+	if o.Client {
+		usage = x509.ExtKeyUsageClientAuth
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:   serial(),
+		Subject:        pkix.Name{CommonName: o.CommonName, Organization: []string{"Outrigger tests"}},
+		NotBefore:      o.NotBefore,
+		NotAfter:       o.NotAfter,
+		KeyUsage:       x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:    []x509.ExtKeyUsage{usage},
+		DNSNames:       o.DNS,
+		IPAddresses:    o.IPs,
+		EmailAddresses: o.Emails,
+	}
+	for _, u := range o.URIs {
+		pu, err := url.Parse(u)
+		if err != nil {
+			return nil, err
+		}
+		tmpl.URIs = append(tmpl.URIs, pu)
+	}
+	cert, certPEM, err := sign(tmpl, ca.Cert, key.Public(), ca.key)
+	if err != nil {
+		return nil, err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return &Leaf{Cert: cert, CertPEM: certPEM, KeyPEM: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})}, nil
+}
+
+// sign makes the certificate tmpl, signed by parent's key, and returns
+// it parsed and in PEM.
+func sign(tmpl, parent *x509.Certificate, pub crypto.PublicKey, key crypto.Signer) (*x509.Certificate, []byte, error) {
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}
+
+// CRL is a revocation list of the CA naming the given certificates,
+// valid from an hour ago until nextUpdate, in PEM.
+func (ca *CA) CRL(nextUpdate time.Time, revoked ...*x509.Certificate) ([]byte, error) {
+	tmpl := &x509.RevocationList{Number: serial(), ThisUpdate: time.Now().Add(-time.Hour), NextUpdate: nextUpdate}
+	for _, c := range revoked {
+		tmpl.RevokedCertificateEntries = append(tmpl.RevokedCertificateEntries, x509.RevocationListEntry{
+			SerialNumber: c.SerialNumber, RevocationTime: time.Now().Add(-time.Minute),
+		})
+	}
+	der, err := x509.CreateRevocationList(rand.Reader, tmpl, ca.Cert, ca.key)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "X509 CRL", Bytes: der}), nil
+}
+
+// serial is a random 128-bit serial number.
+func serial() *big.Int {
+	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
+	return n
+}
