@@ -23,6 +23,12 @@ type Cluster struct {
 	settings *settings
 	stats    *upstream.ClusterStats
 	extra    extraStats
+	// res are the circuit breakers of each routing priority.
+	res [numPriorities]resources
+	// waiting counts HTTP/1.1 requests waiting for a connection that the
+	// max_connections breaker kept from opening: only then does a closing
+	// connection look for one to wake.
+	waiting atomic.Int32
 
 	set      atomic.Pointer[hostSet]
 	balancer atomic.Pointer[lb.Balancer]
@@ -84,6 +90,7 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 		settings: s,
 		stats:    upstream.NewClusterStats(scope),
 		extra:    newExtraStats(scope),
+		res:      newResources(scope, s.thresholds),
 		dial:     d.dial,
 		now:      d.now,
 		rand:     d.rand,
@@ -258,6 +265,11 @@ func (c *Cluster) Thresholds(p corev3.RoutingPriority) Thresholds {
 	return c.settings.thresholds[p]
 }
 
+// breakers are the circuit breakers requests and connections count
+// against: the DEFAULT priority's, as routes have no priority of their
+// own (route priority is refused).
+func (c *Cluster) breakers() *resources { return &c.res[corev3.RoutingPriority_DEFAULT] }
+
 // HTTP2 reports whether requests go upstream over HTTP/2 whatever the
 // client spoke.
 func (c *Cluster) HTTP2() bool { return c.settings.protocol.http2 }
@@ -351,6 +363,7 @@ func (c *Cluster) Close() {
 
 	for _, p := range c.set.Load().h1 {
 		p.closeIdle()
+		p.wakeAll()
 	}
 	if c.h2 != nil {
 		c.h2.CloseIdleConnections()
