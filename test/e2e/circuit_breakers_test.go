@@ -244,6 +244,31 @@ var _ = Describe("Circuit breakers", func() {
 		Expect(statValue(s, "cluster.echo.upstream_cx_total")).To(Equal("2"))
 	})
 
+	It("takes its limits from the runtime keys circuit_breakers.<cluster>.<priority>.max_*, shown by /clusters", func() {
+		addr := httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }), false)
+		port := freePort()
+		s := Start(newDir(), proxySpec{
+			Port:     port,
+			Top:      `{layered_runtime: {layers: [{name: admin, admin_layer: {}}]}}`,
+			Clusters: []proxyCluster{{Name: "app", Port: portNum(addr)}},
+		}.YAML())
+		s.WaitLive()
+		status, _, _ := breakerGet(port, "/")
+		Expect(status).To(Equal(http.StatusOK))
+		Expect(s.Get("/clusters").Body).To(ContainSubstring("app::default_priority::max_requests::1024\n"))
+
+		Expect(s.Post("/runtime_modify?circuit_breakers.app.default.max_requests=0").Status).To(Equal(http.StatusOK))
+		Expect(s.Get("/clusters").Body).To(ContainSubstring("app::default_priority::max_requests::0\n"))
+		status, overloaded, _ := breakerGet(port, "/")
+		Expect(status).To(Equal(http.StatusServiceUnavailable))
+		Expect(overloaded).To(Equal("true"))
+		Expect(statValue(s, "cluster.app.upstream_rq_pending_overflow")).To(Equal("1"))
+
+		Expect(s.Post("/runtime_modify?circuit_breakers.app.default.max_requests=").Status).To(Equal(http.StatusOK))
+		status, _, _ = breakerGet(port, "/")
+		Expect(status).To(Equal(http.StatusOK))
+	})
+
 	It("publishes remaining_* only with track_remaining, and refuses what it does not enforce by path", func() {
 		port := freePort()
 		s := Start(newDir(), proxySpec{Port: port, Clusters: []proxyCluster{{Name: "plain", Port: 9, Extra: "{" + breakerThresholds("max_connections: 5") + "}"}}}.YAML())

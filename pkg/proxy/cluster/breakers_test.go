@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -45,7 +49,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestResourceGauges(t *testing.T) {
 	store := stats.NewStore()
 	open, remaining := store.Gauge("open"), store.Gauge("remaining")
-	r := newResource(2, open, remaining)
+	r := newResource(2, "", nil, open, remaining)
 	if remaining.Value() != 2 || open.Value() != 0 {
 		t.Fatalf("new: remaining %d open %d, want 2 and 0", remaining.Value(), open.Value())
 	}
@@ -68,17 +72,57 @@ func TestResourceGauges(t *testing.T) {
 		t.Fatalf("back to one: open %d remaining %d, want 0 and 1", open.Value(), remaining.Value())
 	}
 	// A zero limit refuses everything and reads open once touched.
-	z := newResource(0, store.Gauge("zopen"), nil)
+	z := newResource(0, "", nil, store.Gauge("zopen"), nil)
 	if z.tryAcquire() {
 		t.Fatal("a zero limit granted a unit")
 	}
+}
+
+// TestThresholdsRuntimeOverride: the runtime keys
+// circuit_breakers.<cluster>.<priority>.max_* override the configured
+// limits as soon as the runtime changes, and /clusters' Thresholds show
+// the limits in force.
+func TestThresholdsRuntimeOverride(t *testing.T) {
+	srv := newUpstreamServer(t, nil)
+	rt, err := runtime.New(&bootstrapv3.LayeredRuntime{Layers: []*bootstrapv3.RuntimeLayer{
+		{Name: "admin", LayerSpecifier: &bootstrapv3.RuntimeLayer_AdminLayer_{AdminLayer: &bootstrapv3.RuntimeLayer_AdminLayer{}}},
+	}}, runtime.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, store, _ := newTestManager(t, breakerCluster("max_requests: 5, track_remaining: true", srv.port()), func(o *Options) { o.Runtime = rt.Snapshot })
+	c := m.Cluster("up")
+	h := c.PickHost(nil)
+	if got := c.Thresholds(corev3.RoutingPriority_DEFAULT).MaxRequests; got != 5 {
+		t.Fatalf("max_requests %d, want the configured 5", got)
+	}
+	if err := rt.Modify(map[string]string{"circuit_breakers.up.default.max_requests": "0", "circuit_breakers.up.high.max_connections": "7"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AcquireHTTP1(t.Context(), h); !errors.Is(err, upstream.ErrOverflow) {
+		t.Fatalf("with max_requests 0 from the runtime: %v, want ErrOverflow", err)
+	}
+	if got := c.Thresholds(corev3.RoutingPriority_HIGH).MaxConnections; got != 7 {
+		t.Errorf("HIGH max_connections %d, want the runtime's 7", got)
+	}
+	if err := rt.Modify(map[string]string{"circuit_breakers.up.default.max_requests": ""}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := c.AcquireHTTP1(t.Context(), h)
+	if err != nil {
+		t.Fatalf("with the override removed: %v", err)
+	}
+	if n := store.Gauge("cluster.up.circuit_breakers.default.remaining_rq").Value(); n != 4 {
+		t.Errorf("remaining_rq = %d, want 4 of the configured 5", n)
+	}
+	c.ReleaseHTTP1(conn, false)
 }
 
 // TestResourceConcurrent: holders racing on one breaker never exceed the
 // limit, and the gauges match the count once they are done.
 func TestResourceConcurrent(t *testing.T) {
 	store := stats.NewStore()
-	r := newResource(3, store.Gauge("open"), store.Gauge("remaining"))
+	r := newResource(3, "", nil, store.Gauge("open"), store.Gauge("remaining"))
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
