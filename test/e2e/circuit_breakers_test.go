@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -242,6 +243,99 @@ var _ = Describe("Circuit breakers", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(b)).To(Equal("pong"))
 		Expect(statValue(s, "cluster.echo.upstream_cx_total")).To(Equal("2"))
+	})
+
+	It("gives every breaker back after a load whose requests fail every way", func() {
+		// The upstream answers by path: at once, slowly, with a 500, or by
+		// closing the connection without an answer.
+		flaky := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/slow":
+				select {
+				case <-time.After(150 * time.Millisecond):
+				case <-r.Context().Done():
+				}
+			case "/fail":
+				w.WriteHeader(http.StatusInternalServerError)
+			case "/reset":
+				if hj, ok := w.(http.Hijacker); ok {
+					if c, _, err := hj.Hijack(); err == nil {
+						_ = c.Close()
+						return
+					}
+				}
+				panic(http.ErrAbortHandler) // HTTP/2: reset the stream
+			}
+			_, _ = io.WriteString(w, "ok")
+		})
+		h1, h2 := httpTestUpstream(flaky, false), httpTestUpstream(flaky, true)
+		port := freePort()
+		limits := breakerThresholds("max_connections: 2, max_pending_requests: 2, max_requests: 3, track_remaining: true")
+		s := Start(newDir(), proxySpec{
+			Port: port,
+			Routes: `[{match: {prefix: /h2/}, route: {cluster: h2, prefix_rewrite: /, timeout: 1s}},
+				{match: {prefix: /}, route: {cluster: h1, timeout: 1s}}]`,
+			Clusters: []proxyCluster{
+				{Name: "h1", Port: portNum(h1), Extra: "{" + limits + "}"},
+				{Name: "h2", Port: portNum(h2), Extra: strings.TrimSuffix(h2cOptions(), "}") + ", " + limits + "}"},
+			},
+		}.YAML())
+		s.WaitLive()
+
+		paths := []string{"/ok", "/slow", "/fail", "/reset", "/h2/ok", "/h2/slow", "/h2/fail", "/h2/reset"}
+		statuses := map[int]int{}
+		results := make(chan int, 256)
+		sem := make(chan struct{}, 6)
+		for i := range 160 {
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem }()
+				// Every fifth client gives up early: it goes away while its
+				// request is in flight or pending.
+				timeout := 5 * time.Second
+				if i%5 == 0 {
+					timeout = 40 * time.Millisecond
+				}
+				c := &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true}}
+				resp, err := c.Get(listenerURL(port, paths[i%len(paths)]))
+				if err != nil {
+					results <- 0
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+				results <- resp.StatusCode
+			}()
+		}
+		for range 160 {
+			Eventually(results, 20*time.Second).Should(Receive(WithTransform(func(code int) int { statuses[code]++; return code }, BeNumerically(">=", 0))))
+		}
+		Expect(statuses[http.StatusOK]).To(BeNumerically(">", 0), "%v", statuses)
+		Expect(statuses[http.StatusServiceUnavailable]).To(BeNumerically(">", 0), "%v", statuses)
+
+		for _, cluster := range []string{"h1", "h2"} {
+			Eventually(func() []string {
+				return []string{cb(s, cluster, "rq_pending_open"), cb(s, cluster, "rq_open"),
+					cb(s, cluster, "remaining_pending"), cb(s, cluster, "remaining_rq"),
+					statValue(s, "cluster."+cluster+".upstream_rq_pending_active"), statValue(s, "cluster."+cluster+".upstream_rq_active")}
+			}, 10*time.Second).Should(Equal([]string{"0", "0", "2", "3", "0", "0"}), cluster)
+			// Idle connections stay open and count: the breaker counts
+			// exactly the connections that are open.
+			Eventually(func() bool {
+				active, err := strconv.Atoi(statValue(s, "cluster."+cluster+".upstream_cx_active"))
+				Expect(err).NotTo(HaveOccurred())
+				open := "0"
+				if active >= 2 {
+					open = "1"
+				}
+				return cb(s, cluster, "remaining_cx") == strconv.Itoa(max(2-active, 0)) && cb(s, cluster, "cx_open") == open
+			}, 10*time.Second).Should(BeTrue(), cluster)
+		}
+		Expect(statValue(s, "cluster.h1.upstream_rq_pending_overflow")).NotTo(Equal("0"))
+		status, _, _ := breakerGet(port, "/ok")
+		Expect(status).To(Equal(http.StatusOK))
+		status, _, _ = breakerGet(port, "/h2/ok")
+		Expect(status).To(Equal(http.StatusOK))
 	})
 
 	It("takes its limits from the runtime keys circuit_breakers.<cluster>.<priority>.max_*, shown by /clusters", func() {
