@@ -74,7 +74,7 @@ func (r *resource) tryAcquire() bool {
 			return false
 		}
 		if r.count.CompareAndSwap(n, n+1) {
-			r.publish()
+			r.publish(limit)
 			return true
 		}
 	}
@@ -85,31 +85,34 @@ func (r *resource) tryAcquire() bool {
 // could wait for connections to other hosts that never come.
 func (r *resource) force() {
 	r.count.Add(1)
-	r.publish()
+	r.publish(r.limit())
 }
 
 // release gives one unit back.
 func (r *resource) release() {
 	r.count.Add(-1)
-	r.publish()
+	r.publish(r.limit())
 }
 
 // canAcquire reports whether the count is below the limit.
 func (r *resource) canAcquire() bool { return r.count.Load() < r.limit() }
 
-// publish sets the gauges from the count. Two holders changing the count
-// at once may publish in the opposite order; each re-reads the count after
-// publishing and publishes again when it moved, so the last publication
-// always matches the count that stays.
-func (r *resource) publish() {
-	limit := r.limit()
+// publish sets the gauges from the count and the limit in force. Two
+// holders changing the count at once may publish in the opposite order;
+// each re-reads the count after publishing and publishes again when it
+// moved, so the last publication always matches the count that stays.
+// The open gauge is written only when it changes: most requests leave it
+// as it was, and a write would bounce its cache line between cores.
+func (r *resource) publish(limit int64) {
 	for {
 		n := r.count.Load()
 		var open int64
 		if n >= limit {
 			open = 1
 		}
-		r.open.Set(open)
+		if r.open.Value() != open || !r.open.Used() {
+			r.open.Set(open)
+		}
 		if r.remaining != nil {
 			r.remaining.Set(max(limit-n, 0))
 		}
