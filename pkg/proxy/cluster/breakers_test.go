@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"slices"
 	"sync"
 	"testing"
@@ -446,5 +449,85 @@ func TestHTTP1BreakersNoLeak(t *testing.T) {
 		if v := store.Gauge(g).Value(); v != 0 {
 			t.Errorf("%s = %d after the load", g, v)
 		}
+	}
+}
+
+// TestHTTP2BreakersConnectionOverflow: an HTTP/2 request that needs a new
+// connection (the upstream's one is at its stream limit) past
+// max_connections fails as an overflow rather than waiting; max_requests
+// counts until the response body is closed.
+func TestHTTP2BreakersConnectionOverflow(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrived, gate := make(chan struct{}, 4), make(chan struct{})
+	protocols := new(http.Protocols)
+	protocols.SetUnencryptedHTTP2(true)
+	srv := &http.Server{
+		Protocols:         protocols,
+		ReadHeaderTimeout: 5 * time.Second,
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 1},
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			arrived <- struct{}{}
+			select {
+			case <-gate:
+			case <-r.Context().Done():
+			}
+			_, _ = io.WriteString(w, "ok")
+		}),
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	m, store, _ := newTestManager(t, fmt.Sprintf(`
+- name: h2
+  circuit_breakers: {thresholds: [{max_connections: 1, max_requests: 5}]}
+  typed_extension_protocol_options:
+    envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+      "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+      explicit_http_config: {http2_protocol_options: {}}
+  load_assignment:
+    cluster_name: h2
+    endpoints:
+    - lb_endpoints:
+      - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}
+`, ln.Addr().(*net.TCPAddr).Port))
+	c := m.Cluster("h2")
+	h := c.PickHost(nil)
+	get := func() (*http.Response, error) {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://ignored/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.RoundTripHTTP2(req, h)
+	}
+	first := make(chan error, 1)
+	go func() {
+		resp, err := get()
+		if err == nil {
+			_, err = io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+		}
+		first <- err
+	}()
+	<-arrived
+	if n := c.breakers().rq.count.Load(); n != 1 {
+		t.Errorf("%d requests counted in flight, want 1", n)
+	}
+	if _, err := get(); !errors.Is(err, upstream.ErrOverflow) {
+		t.Fatalf("a request needing a second connection: %v, want ErrOverflow", err)
+	}
+	if n := store.Counter("cluster.h2.upstream_cx_overflow").Value(); n != 1 {
+		t.Errorf("upstream_cx_overflow = %d, want 1", n)
+	}
+	close(gate)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if n := c.breakers().rq.count.Load(); n != 0 {
+		t.Errorf("%d requests counted after the response body closed", n)
+	}
+	if n := c.breakers().cx.count.Load(); n != 1 {
+		t.Errorf("%d connections counted, want the one open", n)
 	}
 }
