@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -177,6 +178,44 @@ var _ = Describe("Circuit breakers", func() {
 			return []string{statValue(s, "cluster.slow.upstream_rq_pending_active"), cb(s, "slow", "rq_pending_open"), cb(s, "slow", "rq_open")}
 		}, 10*time.Second).Should(Equal([]string{"0", "0", "0"}))
 		Expect(statValue(s, "cluster.slow.upstream_rq_pending_overflow")).To(Equal("0"))
+	})
+
+	It("gives the place of a pending request back when its HTTP/2 client resets it", func() {
+		up := newGatedUpstream()
+		addr := httpTestUpstream(up, false)
+		port := freePort()
+		s := Start(newDir(), proxySpec{
+			Port:     port,
+			Clusters: []proxyCluster{{Name: "slow", Port: portNum(addr), Extra: "{" + breakerThresholds("max_connections: 1") + "}"}},
+		}.YAML())
+		s.WaitLive()
+		first := asyncGet(port, "/first")
+		Eventually(up.arrived, 10*time.Second).Should(Receive())
+		h2c := new(http.Protocols)
+		h2c.SetUnencryptedHTTP2(true)
+		client := &http.Client{Transport: &http.Transport{Protocols: h2c}}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, listenerURL(port, "/second"), nil)
+			if err == nil {
+				var resp *http.Response
+				if resp, err = client.Do(req); err == nil {
+					_ = resp.Body.Close()
+				}
+			}
+			done <- err
+		}()
+		Eventually(func() string { return statValue(s, "cluster.slow.upstream_rq_pending_active") }, 10*time.Second).Should(Equal("1"))
+		cancel() // RST_STREAM
+		Eventually(done, 10*time.Second).Should(Receive(HaveOccurred()))
+		// Well before the route's 15 s timeout.
+		Eventually(func() []string {
+			return []string{statValue(s, "cluster.slow.upstream_rq_pending_active"), cb(s, "slow", "rq_pending_open")}
+		}, 3*time.Second).Should(Equal([]string{"0", "0"}))
+		up.release()
+		Eventually(first, 10*time.Second).Should(Receive(Equal(http.StatusOK)))
+		Expect(statValue(s, "cluster.slow.upstream_cx_total")).To(Equal("1"), "the reset request opened no connection")
 	})
 
 	It("refuses HTTP/2 requests past max_requests with 503 UO", func() {

@@ -241,11 +241,15 @@ func (s *stream) forwardHTTP1(cl UpstreamCluster, host *upstream.Host) {
 	for attempt := 0; ; attempt++ {
 		uc, err := cl.AcquireHTTP1Until(ctx, host, pendingEnd)
 		if err != nil {
-			if !pendingEnd.IsZero() && errors.Is(err, context.DeadlineExceeded) && !time.Now().Before(pendingEnd) && !s.maxDurationReached(time.Now()) {
+			switch {
+			case s.downstreamReset():
+				// An HTTP/2 client reset the stream while it waited.
+			case s.maxDurationReached(time.Now()):
+			case !pendingEnd.IsZero() && errors.Is(err, context.DeadlineExceeded) && !time.Now().Before(pendingEnd):
 				s.routeTimedOut(cl)
-				return
+			default:
+				s.connectFailed(cl, err)
 			}
-			s.connectFailed(cl, err)
 			return
 		}
 		s.armUpstreamDuration(cl, time.Now())
