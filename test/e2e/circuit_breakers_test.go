@@ -161,22 +161,26 @@ var _ = Describe("Circuit breakers", func() {
 		port := freePort()
 		s := Start(newDir(), proxySpec{
 			Port:     port,
-			Routes:   `[{match: {prefix: /}, route: {cluster: slow, timeout: 0.3s}}]`,
+			Routes:   `[{match: {prefix: /second}, route: {cluster: slow, timeout: 0.3s}}, {match: {prefix: /}, route: {cluster: slow}}]`,
 			Clusters: []proxyCluster{{Name: "slow", Port: portNum(addr), Extra: "{" + breakerThresholds("max_connections: 1") + "}"}},
 		}.YAML())
 		s.WaitLive()
 		first := asyncGet(port, "/first")
 		Eventually(up.arrived, 10*time.Second).Should(Receive())
-		// The first exchange times out too (at 0.3 s); the second waited
-		// behind it the whole time.
+		// The first holds the only connection (its route timeout is the
+		// default 15 s): the second waits behind it until its own 0.3 s.
 		status, _, body := breakerGet(port, "/second")
 		Expect(status).To(Equal(http.StatusGatewayTimeout))
 		Expect(body).To(Equal("upstream request timeout"))
-		Eventually(first, 10*time.Second).Should(Receive(Equal(http.StatusGatewayTimeout)))
-		Expect(statValue(s, "cluster.slow.upstream_rq_timeout")).To(Equal("2"))
+		Expect(statValue(s, "cluster.slow.upstream_rq_timeout")).To(Equal("1"))
+		Expect(statValue(s, "cluster.slow.upstream_rq_cancelled")).To(Equal("1"))
+		Expect(statValue(s, "cluster.slow.upstream_rq_pending_active")).To(Equal("0"))
+		Expect(cb(s, "slow", "rq_pending_open")).To(Equal("0"))
+		up.release()
+		Eventually(first, 10*time.Second).Should(Receive(Equal(http.StatusOK)))
 		Eventually(func() []string {
-			return []string{statValue(s, "cluster.slow.upstream_rq_pending_active"), cb(s, "slow", "rq_pending_open"), cb(s, "slow", "rq_open")}
-		}, 10*time.Second).Should(Equal([]string{"0", "0", "0"}))
+			return []string{cb(s, "slow", "rq_open"), cb(s, "slow", "cx_open"), statValue(s, "cluster.slow.upstream_cx_total")}
+		}, 10*time.Second).Should(Equal([]string{"0", "0", "1"}))
 		Expect(statValue(s, "cluster.slow.upstream_rq_pending_overflow")).To(Equal("0"))
 	})
 
@@ -216,6 +220,7 @@ var _ = Describe("Circuit breakers", func() {
 		up.release()
 		Eventually(first, 10*time.Second).Should(Receive(Equal(http.StatusOK)))
 		Expect(statValue(s, "cluster.slow.upstream_cx_total")).To(Equal("1"), "the reset request opened no connection")
+		Expect(statValue(s, "cluster.slow.upstream_rq_cancelled")).To(Equal("1"))
 	})
 
 	It("refuses HTTP/2 requests past max_requests with 503 UO", func() {

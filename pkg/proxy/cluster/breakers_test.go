@@ -291,6 +291,9 @@ func TestHTTP1BreakersPendingDeadline(t *testing.T) {
 	if n := store.Gauge("cluster.up.upstream_rq_pending_active").Value(); n != 0 {
 		t.Errorf("upstream_rq_pending_active = %d after the waits ended", n)
 	}
+	if n := store.Counter("cluster.up.upstream_rq_cancelled").Value(); n != 2 {
+		t.Errorf("upstream_rq_cancelled = %d, want the 2 abandoned waits", n)
+	}
 	if n := c.breakers().rq.count.Load(); n != 1 {
 		t.Errorf("%d requests counted, want the first one only", n)
 	}
@@ -301,6 +304,31 @@ func TestHTTP1BreakersPendingDeadline(t *testing.T) {
 		t.Fatalf("next request got %p, %v; want the idle connection", again, err)
 	}
 	c.ReleaseHTTP1(again, true)
+}
+
+// TestHTTP1PendingFailureEject: a pending request whose connection
+// fails to open counts in upstream_rq_pending_failure_eject, and gives
+// everything back.
+func TestHTTP1PendingFailureEject(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	_ = ln.Close() // nothing listens there now: connections are refused
+	m, store, _ := newTestManager(t, breakerCluster("max_connections: 1", port))
+	c := m.Cluster("up")
+	if _, err := c.AcquireHTTP1(t.Context(), c.PickHost(nil)); err == nil {
+		t.Fatal("a connection to a closed port succeeded")
+	}
+	got := statValues(store,
+		[]string{"cluster.up.upstream_rq_pending_failure_eject", "cluster.up.upstream_rq_cancelled", "cluster.up.upstream_cx_connect_fail"},
+		[]string{"cluster.up.upstream_rq_pending_active", "cluster.up.circuit_breakers.default.cx_open", "cluster.up.circuit_breakers.default.rq_open"})
+	want := map[string]int64{"cluster.up.upstream_rq_pending_failure_eject": 1, "cluster.up.upstream_rq_cancelled": 0, "cluster.up.upstream_cx_connect_fail": 1,
+		"cluster.up.upstream_rq_pending_active": 0, "cluster.up.circuit_breakers.default.cx_open": 0, "cluster.up.circuit_breakers.default.rq_open": 0}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("stats = %v\nwant     %v", got, want)
+	}
 }
 
 // TestHTTP1BreakersCloseWakesWaiter: a request waiting at

@@ -3,6 +3,7 @@ package cluster
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -135,6 +136,21 @@ func (c *Cluster) awaitHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool
 		res.pending.release()
 		c.stats.UpstreamRqPendingActive.Dec()
 	}()
+	conn, err := c.pendingHTTP1(ctx, h, p, res, deadline)
+	switch {
+	case err == nil, errors.Is(err, ErrClosed):
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// Its client went away, or its route timeout passed.
+		c.extra.rqCancelled.Inc()
+	default:
+		// The connection it waited for failed.
+		c.extra.rqPendingFailureEject.Inc()
+	}
+	return conn, err
+}
+
+// pendingHTTP1 is awaitHTTP1's wait, once the request counts as pending.
+func (c *Cluster) pendingHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool, res *resources, deadline time.Time) (*upstream.Conn, error) {
 	overflowed := false
 	for {
 		if c.isClosed() {
