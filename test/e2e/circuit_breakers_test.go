@@ -223,6 +223,33 @@ var _ = Describe("Circuit breakers", func() {
 		Expect(statValue(s, "cluster.slow.upstream_rq_cancelled")).To(Equal("1"))
 	})
 
+	It("gives the place of a pending request back when its HTTP/1.1 client closes the connection", func() {
+		up := newGatedUpstream()
+		addr := httpTestUpstream(up, false)
+		port, dir := freePort(), newDir()
+		s := Start(dir, proxySpec{
+			Port:     port,
+			HCM:      `{access_log: [` + fileLog(filepath.Join(dir, "access.log"), "%REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_FLAGS%\n") + `]}`,
+			Clusters: []proxyCluster{{Name: "slow", Port: portNum(addr), Extra: "{" + breakerThresholds("max_connections: 1") + "}"}},
+		}.YAML(), "--file-flush-interval-msec", "20")
+		s.WaitLive()
+		first := asyncGet(port, "/first")
+		Eventually(up.arrived, 10*time.Second).Should(Receive())
+		c := dialTCP(port)
+		_, err := c.Write([]byte("GET /second HTTP/1.1\r\nHost: x\r\n\r\n"))
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() string { return statValue(s, "cluster.slow.upstream_rq_pending_active") }, 10*time.Second).Should(Equal("1"))
+		Expect(c.Close()).To(Succeed())
+		// Seen at the next look at the socket, well before the route's
+		// 15 s timeout.
+		Eventually(func() string { return statValue(s, "cluster.slow.upstream_rq_pending_active") }, 3*time.Second).Should(Equal("0"))
+		Expect(statValue(s, "cluster.slow.upstream_rq_cancelled")).To(Equal("1"))
+		Eventually(func() string { return readFile(filepath.Join(dir, "access.log")) }).Should(ContainSubstring("/second 0 DC\n"))
+		up.release()
+		Eventually(first, 10*time.Second).Should(Receive(Equal(http.StatusOK)))
+		Expect(statValue(s, "cluster.slow.upstream_cx_total")).To(Equal("1"), "the abandoned request opened no connection")
+	})
+
 	It("refuses HTTP/2 requests past max_requests with 503 UO", func() {
 		up := newGatedUpstream()
 		addr := httpTestUpstream(up, true)

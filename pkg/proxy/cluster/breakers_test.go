@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -274,8 +275,14 @@ func TestHTTP1BreakersPendingDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.AcquireHTTP1Until(t.Context(), h, time.Now().Add(20*time.Millisecond)); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := c.AcquireHTTP1Until(t.Context(), h, time.Now().Add(20*time.Millisecond), nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("pending past its deadline: %v, want DeadlineExceeded", err)
+	}
+	// A client seen gone at a poll ends the wait.
+	var polls atomic.Int32
+	gone := func() bool { return polls.Add(1) >= 2 }
+	if _, err := c.AcquireHTTP1Until(t.Context(), h, time.Time{}, gone); !errors.Is(err, context.Canceled) {
+		t.Fatalf("pending with its client gone: %v, want Canceled", err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
@@ -291,8 +298,8 @@ func TestHTTP1BreakersPendingDeadline(t *testing.T) {
 	if n := store.Gauge("cluster.up.upstream_rq_pending_active").Value(); n != 0 {
 		t.Errorf("upstream_rq_pending_active = %d after the waits ended", n)
 	}
-	if n := store.Counter("cluster.up.upstream_rq_cancelled").Value(); n != 2 {
-		t.Errorf("upstream_rq_cancelled = %d, want the 2 abandoned waits", n)
+	if n := store.Counter("cluster.up.upstream_rq_cancelled").Value(); n != 3 {
+		t.Errorf("upstream_rq_cancelled = %d, want the 3 abandoned waits", n)
 	}
 	if n := c.breakers().rq.count.Load(); n != 1 {
 		t.Errorf("%d requests counted, want the first one only", n)

@@ -13,6 +13,10 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
+// gonePollInterval is how often a request waiting for a connection looks
+// whether its client went away.
+const gonePollInterval = 200 * time.Millisecond
+
 // http1Pool holds one host's idle HTTP/1.1 connections. The most recently
 // released connection is reused first (LIFO): it is the least likely to
 // have been closed by the upstream, and the others age out.
@@ -47,21 +51,24 @@ type http1Pool struct {
 // or one of the cluster to close, until ctx ends. A refusal is
 // upstream.ErrOverflow.
 func (c *Cluster) AcquireHTTP1(ctx context.Context, h *upstream.Host) (*upstream.Conn, error) {
-	return c.AcquireHTTP1Until(ctx, h, time.Time{})
+	return c.AcquireHTTP1Until(ctx, h, time.Time{}, nil)
 }
 
 // AcquireHTTP1Until is AcquireHTTP1 for a request that waits pending no
 // later than deadline (the zero time: no limit but ctx), when it gives up
 // with context.DeadlineExceeded: the router's route timeout, which Envoy
-// applies to a pending request too. The deadline costs nothing unless
-// the request waits.
-func (c *Cluster) AcquireHTTP1Until(ctx context.Context, h *upstream.Host, deadline time.Time) (*upstream.Conn, error) {
+// applies to a pending request too. gone, when not nil, tells whether the
+// request's client went away; it is polled while the request waits for a
+// connection to be released, and ends the wait with context.Canceled (an
+// HTTP/1.1 client's close is seen only by looking). Neither costs
+// anything unless the request waits.
+func (c *Cluster) AcquireHTTP1Until(ctx context.Context, h *upstream.Host, deadline time.Time, gone func() bool) (*upstream.Conn, error) {
 	res := c.breakers()
 	if !res.rq.tryAcquire() {
 		c.extra.rqPendingOverflow.Inc()
 		return nil, upstream.ErrOverflow
 	}
-	conn, err := c.acquireHTTP1(ctx, h, res, deadline)
+	conn, err := c.acquireHTTP1(ctx, h, res, deadline, gone)
 	if err != nil {
 		res.rq.release()
 		return nil, err
@@ -71,7 +78,7 @@ func (c *Cluster) AcquireHTTP1Until(ctx context.Context, h *upstream.Host, deadl
 
 // acquireHTTP1 is AcquireHTTP1 once the request holds its max_requests
 // unit.
-func (c *Cluster) acquireHTTP1(ctx context.Context, h *upstream.Host, res *resources, deadline time.Time) (*upstream.Conn, error) {
+func (c *Cluster) acquireHTTP1(ctx context.Context, h *upstream.Host, res *resources, deadline time.Time, gone func() bool) (*upstream.Conn, error) {
 	p := c.set.Load().h1[h]
 	if p == nil {
 		switch {
@@ -95,7 +102,7 @@ func (c *Cluster) acquireHTTP1(ctx context.Context, h *upstream.Host, res *resou
 	if conn := c.takeIdle(p, c.now()); conn != nil {
 		return conn, nil
 	}
-	return c.awaitHTTP1(ctx, h, p, res, deadline)
+	return c.awaitHTTP1(ctx, h, p, res, deadline, gone)
 }
 
 // takeIdle lends the pool's most recently released idle connection that
@@ -125,7 +132,7 @@ func lend(tc *trackedConn, now time.Time) *upstream.Conn {
 // awaitHTTP1 gets a connection for a request that found no idle one: it
 // is pending (upstream_rq_pending_*) until it has one, dialled when
 // max_connections allows, else handed over at a release.
-func (c *Cluster) awaitHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool, res *resources, deadline time.Time) (*upstream.Conn, error) {
+func (c *Cluster) awaitHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool, res *resources, deadline time.Time, gone func() bool) (*upstream.Conn, error) {
 	if !res.pending.tryAcquire() {
 		c.extra.rqPendingOverflow.Inc()
 		return nil, upstream.ErrOverflow
@@ -136,7 +143,7 @@ func (c *Cluster) awaitHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool
 		res.pending.release()
 		c.stats.UpstreamRqPendingActive.Dec()
 	}()
-	conn, err := c.pendingHTTP1(ctx, h, p, res, deadline)
+	conn, err := c.pendingHTTP1(ctx, h, p, res, deadline, gone)
 	switch {
 	case err == nil, errors.Is(err, ErrClosed):
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -150,7 +157,7 @@ func (c *Cluster) awaitHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool
 }
 
 // pendingHTTP1 is awaitHTTP1's wait, once the request counts as pending.
-func (c *Cluster) pendingHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool, res *resources, deadline time.Time) (*upstream.Conn, error) {
+func (c *Cluster) pendingHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool, res *resources, deadline time.Time, gone func() bool) (*upstream.Conn, error) {
 	overflowed := false
 	for {
 		if c.isClosed() {
@@ -177,7 +184,7 @@ func (c *Cluster) pendingHTTP1(ctx context.Context, h *upstream.Host, p *http1Po
 			defer cancel()
 			deadline = time.Time{}
 		}
-		tc, err := c.waitHTTP1(ctx, p, res)
+		tc, err := c.waitHTTP1(ctx, p, res, gone)
 		if err != nil {
 			return nil, err
 		}
@@ -190,10 +197,11 @@ func (c *Cluster) pendingHTTP1(ctx context.Context, h *upstream.Host, p *http1Po
 	}
 }
 
-// waitHTTP1 waits, until ctx ends, for a connection released to p (which
-// it returns) or for a connection of the cluster to close (nil: the
-// caller tries again).
-func (c *Cluster) waitHTTP1(ctx context.Context, p *http1Pool, res *resources) (*trackedConn, error) {
+// waitHTTP1 waits, until ctx ends or gone (when not nil, polled every
+// gonePollInterval) reports the client gone, for a connection released to
+// p (which it returns) or for a connection of the cluster to close (nil:
+// the caller tries again).
+func (c *Cluster) waitHTTP1(ctx context.Context, p *http1Pool, res *resources, gone func() bool) (*trackedConn, error) {
 	w := make(chan *trackedConn, 1)
 	if !p.enqueue(w) {
 		// A connection came back to the idle list meanwhile.
@@ -206,20 +214,34 @@ func (c *Cluster) waitHTTP1(ctx context.Context, p *http1Pool, res *resources) (
 		// wake-up found no waiter.
 		return nil, nil
 	}
-	select {
-	case tc := <-w:
-		return tc, nil
-	case <-ctx.Done():
-		if !p.dequeue(w) {
-			// Handed something as ctx ended: pass it on.
-			if tc := <-w; tc != nil {
-				p.put(c, tc, c.now())
-			} else {
-				c.wakeWaiter()
+	var poll <-chan time.Time
+	if gone != nil {
+		t := time.NewTicker(gonePollInterval)
+		defer t.Stop()
+		poll = t.C
+	}
+	var err error
+	for err == nil {
+		select {
+		case tc := <-w:
+			return tc, nil
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-poll:
+			if gone() {
+				err = context.Canceled
 			}
 		}
-		return nil, ctx.Err()
 	}
+	if !p.dequeue(w) {
+		// Handed something as the wait ended: pass it on.
+		if tc := <-w; tc != nil {
+			p.put(c, tc, c.now())
+		} else {
+			c.wakeWaiter()
+		}
+	}
+	return nil, err
 }
 
 // enqueue adds a waiter unless the pool has an idle connection.

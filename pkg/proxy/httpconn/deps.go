@@ -120,8 +120,9 @@ type UpstreamCluster interface {
 	// by the pool and returned (503 with the UF response flag), a circuit
 	// breaker's refusal is upstream.ErrOverflow (503, UO). A request
 	// waiting for a connection the breakers keep from opening gives up at
-	// deadline (zero: none) with context.DeadlineExceeded.
-	AcquireHTTP1Until(ctx context.Context, h *upstream.Host, deadline time.Time) (*upstream.Conn, error)
+	// deadline (zero: none) with context.DeadlineExceeded, and when gone
+	// (nil: never asked) reports its client gone.
+	AcquireHTTP1Until(ctx context.Context, h *upstream.Host, deadline time.Time, gone func() bool) (*upstream.Conn, error)
 	// ReleaseHTTP1 gives a connection back; reusable false closes it.
 	ReleaseHTTP1(c *upstream.Conn, reusable bool)
 	// RoundTripHTTP2 sends one request to h over the cluster's HTTP/2

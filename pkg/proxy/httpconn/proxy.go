@@ -239,11 +239,15 @@ func (s *stream) forwardHTTP1(cl UpstreamCluster, host *upstream.Host) {
 		pendingEnd = after(s.tLast, s.rqTimeout)
 	}
 	for attempt := 0; ; attempt++ {
-		uc, err := cl.AcquireHTTP1Until(ctx, host, pendingEnd)
+		uc, err := cl.AcquireHTTP1Until(ctx, host, pendingEnd, s.clientGone)
 		if err != nil {
 			switch {
 			case s.downstreamReset():
 				// An HTTP/2 client reset the stream while it waited.
+			case s.clientGone != nil && errors.Is(err, context.Canceled) && s.clientGone():
+				// An HTTP/1.1 client closed its connection while it
+				// waited: nobody to answer.
+				s.downstreamFailed()
 			case s.maxDurationReached(time.Now()):
 			case !pendingEnd.IsZero() && errors.Is(err, context.DeadlineExceeded) && !time.Now().Before(pendingEnd):
 				s.routeTimedOut(cl)
