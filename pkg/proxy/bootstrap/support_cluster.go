@@ -69,6 +69,7 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_pending_requests": {},
 	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_requests":         {},
 	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_retries":          {},
+	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.track_remaining":      {},
 
 	// Load assignment.
 	"envoy.config.endpoint.v3.ClusterLoadAssignment.cluster_name":                   {},

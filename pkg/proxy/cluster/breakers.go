@@ -6,15 +6,18 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
-// Thresholds are the circuit-breaker limits of one routing priority. They
-// are parsed and shown by /clusters; enforcing them (counting open
-// connections, pending and active requests and retries against them)
-// comes with circuit breaking, which will read them from here.
+// Thresholds are the circuit-breaker limits of one routing priority,
+// shown by /clusters and enforced by the cluster's breakers
+// (resources.go): connections open to the cluster's hosts, requests
+// waiting for a connection, requests in flight and retries in flight.
 type Thresholds struct {
 	MaxConnections     uint32
 	MaxPendingRequests uint32
 	MaxRequests        uint32
 	MaxRetries         uint32
+	// TrackRemaining publishes the circuit_breakers.<priority>.remaining_*
+	// gauges.
+	TrackRemaining bool
 }
 
 // Envoy's limits for a priority, or a limit, the configuration does not
@@ -65,6 +68,7 @@ func buildThresholds(cb *clusterv3.CircuitBreakers) ([numPriorities]Thresholds, 
 			MaxPendingRequests: orDefault(t.GetMaxPendingRequests(), DefaultMaxPendingRequests),
 			MaxRequests:        orDefault(t.GetMaxRequests(), DefaultMaxRequests),
 			MaxRetries:         orDefault(t.GetMaxRetries(), DefaultMaxRetries),
+			TrackRemaining:     t.GetTrackRemaining(),
 		}
 	}
 	return out, errs

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"math"
 	"net/http"
 	"slices"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -23,6 +25,12 @@ type Cluster struct {
 	settings *settings
 	stats    *upstream.ClusterStats
 	extra    extraStats
+	// res are the circuit breakers of each routing priority.
+	res [numPriorities]resources
+	// waiting counts HTTP/1.1 requests waiting for a connection that the
+	// max_connections breaker kept from opening: only then does a closing
+	// connection look for one to wake.
+	waiting atomic.Int32
 
 	set      atomic.Pointer[hostSet]
 	balancer atomic.Pointer[lb.Balancer]
@@ -71,9 +79,11 @@ type hostSet struct {
 // clusterDeps are what the manager hands every cluster.
 type clusterDeps struct {
 	stats *stats.Store
-	dial  DialFunc
-	now   func() time.Time
-	rand  func() uint64
+	// runtime reads the runtime's current snapshot; nil for none.
+	runtime func() *runtime.Snapshot
+	dial    DialFunc
+	now     func() time.Time
+	rand    func() uint64
 }
 
 // newCluster builds a cluster from checked settings. A DNS cluster starts
@@ -84,6 +94,7 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 		settings: s,
 		stats:    upstream.NewClusterStats(scope),
 		extra:    newExtraStats(scope),
+		res:      newResources(scope, s.name, s.thresholds, d.runtime),
 		dial:     d.dial,
 		now:      d.now,
 		rand:     d.rand,
@@ -249,14 +260,30 @@ func (c *Cluster) Hosts() []*upstream.Host { return slices.Clone(c.set.Load().ho
 // IsCanary reports whether the host at address ("ip:port") is a canary.
 func (c *Cluster) IsCanary(address string) bool { return c.set.Load().canaries[address] }
 
-// Thresholds returns the circuit-breaker thresholds of a routing priority
-// (DEFAULT or HIGH; any other reads as DEFAULT).
+// Thresholds returns the circuit-breaker thresholds in force for a
+// routing priority (DEFAULT or HIGH; any other reads as DEFAULT): the
+// configured ones, overridden by their runtime keys, as Envoy's /clusters
+// shows them.
 func (c *Cluster) Thresholds(p corev3.RoutingPriority) Thresholds {
 	if p != corev3.RoutingPriority_HIGH {
 		p = corev3.RoutingPriority_DEFAULT
 	}
-	return c.settings.thresholds[p]
+	t := c.settings.thresholds[p]
+	res := &c.res[p]
+	t.MaxConnections = clampUint32(res.cx.limit())
+	t.MaxPendingRequests = clampUint32(res.pending.limit())
+	t.MaxRequests = clampUint32(res.rq.limit())
+	t.MaxRetries = clampUint32(res.retries.limit())
+	return t
 }
+
+// clampUint32 narrows a limit to the thresholds' type.
+func clampUint32(n int64) uint32 { return uint32(min(n, math.MaxUint32)) }
+
+// breakers are the circuit breakers requests and connections count
+// against: the DEFAULT priority's, as routes have no priority of their
+// own (route priority is refused).
+func (c *Cluster) breakers() *resources { return &c.res[corev3.RoutingPriority_DEFAULT] }
 
 // HTTP2 reports whether requests go upstream over HTTP/2 whatever the
 // client spoke.
@@ -351,6 +378,7 @@ func (c *Cluster) Close() {
 
 	for _, p := range c.set.Load().h1 {
 		p.closeIdle()
+		p.wakeAll()
 	}
 	if c.h2 != nil {
 		c.h2.CloseIdleConnections()

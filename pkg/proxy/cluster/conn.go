@@ -20,6 +20,12 @@ type trackedConn struct {
 	host   *upstream.Host
 	opened time.Time
 	closed atomic.Bool
+	// cx is the max_connections breaker the connection counts against
+	// until it closes; nil for none.
+	cx *resource
+	// pool is the HTTP/1.1 pool the connection was dialled for, nil for
+	// other connections.
+	pool *http1Pool
 
 	// HTTP/1.1 only.
 	//
@@ -51,6 +57,12 @@ func (tc *trackedConn) Close() error {
 	c.stats.UpstreamCxDestroy.Inc()
 	c.stats.UpstreamCxLengthMs.Record(uint64(c.now().Sub(tc.opened).Milliseconds()))
 	tc.host.Stats.CxActive.Add(-1)
+	if tc.pool != nil {
+		tc.pool.open.Add(-1)
+	}
+	if tc.cx != nil {
+		c.releaseConnSlot(tc.cx)
+	}
 	return tc.Conn.Close()
 }
 

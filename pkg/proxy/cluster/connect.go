@@ -27,10 +27,21 @@ func (c *Cluster) Connect(ctx context.Context) (net.Conn, error) {
 // Connect does: the TCP proxy picks the host itself so that it knows it
 // even when connecting fails (%UPSTREAM_HOST%, retries on another host).
 // The connection supports CloseWrite (a half-close) and NetConn.
+//
+// The connection counts against max_connections until it closes; at the
+// limit it is not opened: upstream_cx_overflow counts it and the error is
+// upstream.ErrOverflow, as Envoy's TCP proxy refuses a connection.
 func (c *Cluster) ConnectHost(ctx context.Context, h *upstream.Host) (net.Conn, error) {
+	cx := c.breakers().cx
+	if !cx.tryAcquire() {
+		c.extra.cxOverflow.Inc()
+		return nil, upstream.ErrOverflow
+	}
 	tc, err := c.connect(ctx, h)
 	if err != nil {
+		c.releaseConnSlot(cx)
 		return nil, err
 	}
+	tc.cx = cx
 	return tc, nil
 }

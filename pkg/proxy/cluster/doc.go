@@ -7,6 +7,6 @@
 // interface asks for, without importing it; the server adapts the one to
 // the other.
 //
-// Circuit-breaker thresholds are parsed and shown but not enforced yet:
-// Cluster.Thresholds is the seam where enforcement will read them.
+// Each cluster enforces its circuit-breaker thresholds (resources.go): the
+// pools count connections, pending and active requests against them.
 package cluster

@@ -12,6 +12,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -43,6 +44,10 @@ type Options struct {
 	// Log is the "upstream" component logger; DNS resolvers log to
 	// ResolverEnv.Log.
 	Log logr.Logger
+	// Runtime returns the runtime's current snapshot, whose
+	// circuit_breakers.<cluster>.<priority>.max_* keys override the
+	// clusters' thresholds; nil for no runtime.
+	Runtime func() *runtime.Snapshot
 }
 
 // Manager owns the clusters. The set of clusters is fixed once built (the
@@ -91,7 +96,7 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 	}
 
 	m := &Manager{byName: make(map[string]*Cluster, len(all)), log: o.Log}
-	d := clusterDeps{stats: o.Stats, dial: o.Dial, now: o.Now, rand: o.Rand}
+	d := clusterDeps{stats: o.Stats, runtime: o.Runtime, dial: o.Dial, now: o.Now, rand: o.Rand}
 	env := o.ResolverEnv
 	if env.Stats == nil {
 		env.Stats = o.Stats

@@ -3,12 +3,19 @@ package cluster
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
+
+// gonePollInterval is how often a request waiting for a connection looks
+// whether its client went away.
+const gonePollInterval = 200 * time.Millisecond
 
 // http1Pool holds one host's idle HTTP/1.1 connections. The most recently
 // released connection is reused first (LIFO): it is the least likely to
@@ -16,9 +23,17 @@ import (
 type http1Pool struct {
 	mu   sync.Mutex
 	idle []*trackedConn // oldest first
+	// waiters are the requests waiting for a connection to the host that
+	// max_connections kept from opening, first come first served: a
+	// released connection goes to the first of them rather than to the
+	// idle list. Each channel has room for the one connection (or the
+	// nil "try again" signal) it is ever sent.
+	waiters []chan *trackedConn
 	// retired is set once the pool's host left the cluster: connections
 	// released to it are closed.
 	retired bool
+	// open counts the pool's connections, connecting, lent or idle.
+	open atomic.Int32
 }
 
 // AcquireHTTP1 lends a connection to h for one request: the most recently
@@ -28,7 +43,42 @@ type http1Pool struct {
 // last two are found by a non-blocking probe, skipped for a connection
 // lent less than probeWindow ago (see there why that is safe). Each
 // acquisition counts one request in Conn.Requests.
+//
+// The circuit breakers apply as in Envoy: the request counts against
+// max_requests until its release; without an idle connection it waits
+// pending (max_pending_requests) for a new one, and when max_connections
+// keeps that from opening, for a connection of the host to be released
+// or one of the cluster to close, until ctx ends. A refusal is
+// upstream.ErrOverflow.
 func (c *Cluster) AcquireHTTP1(ctx context.Context, h *upstream.Host) (*upstream.Conn, error) {
+	return c.AcquireHTTP1Until(ctx, h, time.Time{}, nil)
+}
+
+// AcquireHTTP1Until is AcquireHTTP1 for a request that waits pending no
+// later than deadline (the zero time: no limit but ctx), when it gives up
+// with context.DeadlineExceeded: the router's route timeout, which Envoy
+// applies to a pending request too. gone, when not nil, tells whether the
+// request's client went away; it is polled while the request waits for a
+// connection to be released, and ends the wait with context.Canceled (an
+// HTTP/1.1 client's close is seen only by looking). Neither costs
+// anything unless the request waits.
+func (c *Cluster) AcquireHTTP1Until(ctx context.Context, h *upstream.Host, deadline time.Time, gone func() bool) (*upstream.Conn, error) {
+	res := c.breakers()
+	if !res.rq.tryAcquire() {
+		c.extra.rqPendingOverflow.Inc()
+		return nil, upstream.ErrOverflow
+	}
+	conn, err := c.acquireHTTP1(ctx, h, res, deadline, gone)
+	if err != nil {
+		res.rq.release()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// acquireHTTP1 is AcquireHTTP1 once the request holds its max_requests
+// unit.
+func (c *Cluster) acquireHTTP1(ctx context.Context, h *upstream.Host, res *resources, deadline time.Time, gone func() bool) (*upstream.Conn, error) {
 	p := c.set.Load().h1[h]
 	if p == nil {
 		switch {
@@ -39,36 +89,247 @@ func (c *Cluster) AcquireHTTP1(ctx context.Context, h *upstream.Host) (*upstream
 		}
 		// A DNS cluster's host, removed by an answer between the pick and
 		// now: the request still goes to it, on a connection of its own
-		// that is closed when released.
-		return c.dialHTTP1(ctx, h, c.now())
+		// that is closed when released. It is the host's only one, so
+		// it opens even at max_connections, as a pool's first does.
+		if !res.cx.tryAcquire() {
+			c.extra.cxOverflow.Inc()
+			res.cx.force()
+		}
+		return c.dialHTTP1(ctx, h, nil, res.cx, c.now())
 	}
 	// One clock read serves the idle timeout, the probe window and the
 	// loan's time.
-	now := c.now()
+	if conn := c.takeIdle(p, c.now()); conn != nil {
+		return conn, nil
+	}
+	return c.awaitHTTP1(ctx, h, p, res, deadline, gone)
+}
+
+// takeIdle lends the pool's most recently released idle connection that
+// is still usable, or returns nil.
+func (c *Cluster) takeIdle(p *http1Pool, now time.Time) *upstream.Conn {
 	for {
 		tc := p.take(c, now)
 		if tc == nil {
-			break
+			return nil
 		}
 		if probeDue(tc.lentAt, now) && !tc.probe.usable() {
 			tc.discard()
 			continue
 		}
-		tc.lentAt = now
-		tc.inUse.Store(true)
-		tc.up.Requests++
-		return &tc.up, nil
+		return lend(tc, now)
 	}
-	// Circuit breaking will check max_connections here before dialling.
-	return c.dialHTTP1(ctx, h, now)
 }
 
-// dialHTTP1 opens a new HTTP/1.1 connection to h and lends it.
-func (c *Cluster) dialHTTP1(ctx context.Context, h *upstream.Host, now time.Time) (*upstream.Conn, error) {
+// lend marks a pooled connection lent at now.
+func lend(tc *trackedConn, now time.Time) *upstream.Conn {
+	tc.lentAt = now
+	tc.inUse.Store(true)
+	tc.up.Requests++
+	return &tc.up
+}
+
+// awaitHTTP1 gets a connection for a request that found no idle one: it
+// is pending (upstream_rq_pending_*) until it has one, dialled when
+// max_connections allows, else handed over at a release.
+func (c *Cluster) awaitHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool, res *resources, deadline time.Time, gone func() bool) (*upstream.Conn, error) {
+	if !res.pending.tryAcquire() {
+		c.extra.rqPendingOverflow.Inc()
+		return nil, upstream.ErrOverflow
+	}
+	c.stats.UpstreamRqPendingTotal.Inc()
+	c.stats.UpstreamRqPendingActive.Inc()
+	defer func() {
+		res.pending.release()
+		c.stats.UpstreamRqPendingActive.Dec()
+	}()
+	conn, err := c.pendingHTTP1(ctx, h, p, res, deadline, gone)
+	switch {
+	case err == nil, errors.Is(err, ErrClosed):
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// Its client went away, or its route timeout passed.
+		c.extra.rqCancelled.Inc()
+	default:
+		// The connection it waited for failed.
+		c.extra.rqPendingFailureEject.Inc()
+	}
+	return conn, err
+}
+
+// pendingHTTP1 is awaitHTTP1's wait, once the request counts as pending.
+func (c *Cluster) pendingHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool, res *resources, deadline time.Time, gone func() bool) (*upstream.Conn, error) {
+	overflowed := false
+	for {
+		if c.isClosed() {
+			return nil, ErrClosed
+		}
+		if res.cx.tryAcquire() {
+			return c.dialHTTP1(ctx, h, p, res.cx, c.now())
+		}
+		if !overflowed {
+			// Counted once per request that max_connections held back.
+			c.extra.cxOverflow.Inc()
+			overflowed = true
+		}
+		if p.open.Load() == 0 {
+			// Connections to other hosts hold the limit: this host gets
+			// one anyway, or its requests could wait on connections that
+			// never come back to it (Envoy does the same).
+			res.cx.force()
+			return c.dialHTTP1(ctx, h, p, res.cx, c.now())
+		}
+		if !deadline.IsZero() {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, deadline)
+			defer cancel()
+			deadline = time.Time{}
+		}
+		tc, err := c.waitHTTP1(ctx, p, res, gone)
+		if err != nil {
+			return nil, err
+		}
+		if tc != nil {
+			return lend(tc, c.now()), nil
+		}
+		if conn := c.takeIdle(p, c.now()); conn != nil {
+			return conn, nil
+		}
+	}
+}
+
+// waitHTTP1 waits, until ctx ends or gone (when not nil, polled every
+// gonePollInterval) reports the client gone, for a connection released to
+// p (which it returns) or for a connection of the cluster to close (nil:
+// the caller tries again).
+func (c *Cluster) waitHTTP1(ctx context.Context, p *http1Pool, res *resources, gone func() bool) (*trackedConn, error) {
+	w := make(chan *trackedConn, 1)
+	if !p.enqueue(w) {
+		// A connection came back to the idle list meanwhile.
+		return nil, nil
+	}
+	c.waiting.Add(1)
+	defer c.waiting.Add(-1)
+	if res.cx.canAcquire() && p.dequeue(w) {
+		// A connection closed between the refusal and the enqueue: its
+		// wake-up found no waiter.
+		return nil, nil
+	}
+	var poll <-chan time.Time
+	if gone != nil {
+		t := time.NewTicker(gonePollInterval)
+		defer t.Stop()
+		poll = t.C
+	}
+	var err error
+	for err == nil {
+		select {
+		case tc := <-w:
+			return tc, nil
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-poll:
+			if gone() {
+				err = context.Canceled
+			}
+		}
+	}
+	if !p.dequeue(w) {
+		// Handed something as the wait ended: pass it on.
+		if tc := <-w; tc != nil {
+			p.put(c, tc, c.now())
+		} else {
+			c.wakeWaiter()
+		}
+	}
+	return nil, err
+}
+
+// enqueue adds a waiter unless the pool has an idle connection.
+func (p *http1Pool) enqueue(w chan *trackedConn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.idle) > 0 {
+		return false
+	}
+	p.waiters = append(p.waiters, w)
+	return true
+}
+
+// dequeue removes a waiter; false when it was already handed something,
+// which is then in its channel.
+func (p *http1Pool) dequeue(w chan *trackedConn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, x := range p.waiters {
+		if x == w {
+			p.waiters = slices.Delete(p.waiters, i, i+1)
+			return true
+		}
+	}
+	return false
+}
+
+// signal hands tc (nil for "try again") to the first waiter and reports
+// whether there was one. The caller holds p.mu.
+func (p *http1Pool) signal(tc *trackedConn) bool {
+	if len(p.waiters) == 0 {
+		return false
+	}
+	w := p.waiters[0]
+	p.waiters[0] = nil
+	p.waiters = p.waiters[1:]
+	w <- tc
+	return true
+}
+
+// wakeAll tells every waiter to try again (the host left the cluster, or
+// the cluster closed).
+func (p *http1Pool) wakeAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.signal(nil) {
+	}
+}
+
+// wakeWaiter tells one waiting request of the cluster that a connection
+// slot is free.
+func (c *Cluster) wakeWaiter() {
+	for _, p := range c.set.Load().h1 {
+		p.mu.Lock()
+		woke := p.signal(nil)
+		p.mu.Unlock()
+		if woke {
+			return
+		}
+	}
+}
+
+// releaseConnSlot gives a connection's max_connections unit back and, when
+// requests wait for one, wakes one of them. The wake-up runs on its own
+// goroutine: connections close under their pool's lock.
+func (c *Cluster) releaseConnSlot(cx *resource) {
+	cx.release()
+	if c.waiting.Load() > 0 {
+		go c.wakeWaiter()
+	}
+}
+
+// dialHTTP1 opens a new HTTP/1.1 connection to h, for pool p (nil for a
+// host no longer in the cluster), holding the max_connections unit cx
+// until it closes, and lends it.
+func (c *Cluster) dialHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool, cx *resource, now time.Time) (*upstream.Conn, error) {
+	if p != nil {
+		p.open.Add(1)
+	}
 	tc, err := c.connect(ctx, h)
 	if err != nil {
+		if p != nil {
+			p.open.Add(-1)
+		}
+		c.releaseConnSlot(cx)
 		return nil, err
 	}
+	tc.cx, tc.pool = cx, p
 	c.stats.UpstreamCxHTTP1Total.Inc()
 	tc.probe.init(tc.Conn)
 	tc.up = upstream.Conn{Conn: tc, Host: h, R: c.getReader(tc), Requests: 1}
@@ -98,6 +359,7 @@ func (c *Cluster) ReleaseHTTP1(conn *upstream.Conn, reusable bool) {
 	if !tc.inUse.CompareAndSwap(true, false) {
 		return
 	}
+	c.breakers().rq.release()
 	limit := c.settings.protocol.maxRequestsPerConn
 	switch {
 	case !reusable || tc.closed.Load() || tc.up.R.Buffered() > 0:
@@ -156,6 +418,11 @@ func (p *http1Pool) put(c *Cluster, tc *trackedConn, now time.Time) {
 		tc.discard()
 		return
 	}
+	if p.signal(tc) {
+		// A request waits for a connection to the host: it gets this
+		// one at once.
+		return
+	}
 	stale := 0
 	for stale < len(p.idle) && expired(c, p.idle[stale], now) {
 		c.extra.idleTimeout.Inc()
@@ -178,6 +445,7 @@ func (p *http1Pool) retire() {
 	p.retired = true
 	p.mu.Unlock()
 	p.closeIdle()
+	p.wakeAll()
 }
 
 // closeIdle closes every idle connection.

@@ -3,8 +3,10 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -43,10 +45,24 @@ func (c *Cluster) dialHTTP2(ctx context.Context, addr string) (net.Conn, error) 
 	if h == nil {
 		return nil, fmt.Errorf("address %s is not a host of cluster %s", addr, c.settings.name)
 	}
+	cx := c.breakers().cx
+	if !cx.tryAcquire() {
+		c.extra.cxOverflow.Inc()
+		if h.Stats.CxActive.Load() > 0 {
+			// The transport has a connection to the host, full: the
+			// request fails rather than waiting (see RoundTripHTTP2).
+			return nil, upstream.ErrOverflow
+		}
+		// The host's first connection opens past the limit, as in
+		// Envoy, or requests to it could never go.
+		cx.force()
+	}
 	tc, err := c.connect(ctx, h)
 	if err != nil {
+		c.releaseConnSlot(cx)
 		return nil, err
 	}
+	tc.cx = cx
 	c.stats.UpstreamCxHTTP2Total.Inc()
 	var nc net.Conn = tc
 	if max := c.settings.protocol.h2.maxStreams; max > 0 {
@@ -62,10 +78,52 @@ func (c *Cluster) dialHTTP2(ctx context.Context, addr string) (net.Conn, error) 
 // :authority sent upstream. Headers go as they are: no Accept-Encoding or
 // User-Agent is added. An extended CONNECT (a :protocol header) goes on
 // the extended CONNECT pool's connections.
+//
+// The request counts against max_requests until its response body is
+// closed (or the round trip fails); at the limit it is refused with
+// upstream.ErrOverflow, counted in upstream_rq_pending_overflow as
+// Envoy's pools count it. A new connection the request needs and
+// max_connections refuses fails the round trip with upstream.ErrOverflow
+// too: the transport does not queue requests for a connection the way
+// Envoy's pool does, so HTTP/2 requests are never pending.
 func (c *Cluster) RoundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Response, error) {
 	if c.h2 == nil {
 		return nil, fmt.Errorf("cluster %s uses HTTP/1.1", c.settings.name)
 	}
+	rq := c.breakers().rq
+	if !rq.tryAcquire() {
+		c.extra.rqPendingOverflow.Inc()
+		return nil, upstream.ErrOverflow
+	}
+	resp, err := c.roundTripHTTP2(req, h)
+	if err != nil {
+		rq.release()
+		return nil, err
+	}
+	resp.Body = &requestBody{ReadCloser: resp.Body, rq: rq}
+	return resp, nil
+}
+
+// requestBody is an HTTP/2 response body that gives its request's
+// max_requests unit back when closed.
+type requestBody struct {
+	io.ReadCloser
+	rq       *resource
+	released atomic.Bool
+}
+
+// Close closes the body and releases the request, once.
+func (b *requestBody) Close() error {
+	err := b.ReadCloser.Close()
+	if b.released.CompareAndSwap(false, true) {
+		b.rq.release()
+	}
+	return err
+}
+
+// roundTripHTTP2 is RoundTripHTTP2 once the request holds its
+// max_requests unit.
+func (c *Cluster) roundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Response, error) {
 	if c.settings.protocol.h2.maxStreams > 0 {
 		c.h2Opening.wait(req.Context(), c.settings.connectTimeout)
 	}

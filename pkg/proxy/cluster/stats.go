@@ -17,6 +17,16 @@ type extraStats struct {
 	// maxRequests counts connections closed after
 	// max_requests_per_connection.
 	maxRequests *stats.Counter
+	// cxOverflow counts connections the max_connections breaker did not
+	// let open; rqPendingOverflow requests the max_pending_requests or
+	// max_requests breaker refused.
+	cxOverflow        *stats.Counter
+	rqPendingOverflow *stats.Counter
+	// rqCancelled counts pending requests whose client went away or whose
+	// route timeout passed; rqPendingFailureEject those whose connection
+	// failed to open.
+	rqCancelled           *stats.Counter
+	rqPendingFailureEject *stats.Counter
 	// maxHostWeight is the largest host weight of the cluster.
 	maxHostWeight *stats.Gauge
 	// update are the config update counters every cluster has in Envoy;
@@ -27,11 +37,15 @@ type extraStats struct {
 
 func newExtraStats(scope stats.Scope) extraStats {
 	e := extraStats{
-		lbHealthyPanic: scope.Counter("lb_healthy_panic"),
-		noneHealthy:    scope.Counter("upstream_cx_none_healthy"),
-		idleTimeout:    scope.Counter("upstream_cx_idle_timeout"),
-		maxRequests:    scope.Counter("upstream_cx_max_requests"),
-		maxHostWeight:  scope.Gauge("max_host_weight"),
+		lbHealthyPanic:        scope.Counter("lb_healthy_panic"),
+		noneHealthy:           scope.Counter("upstream_cx_none_healthy"),
+		idleTimeout:           scope.Counter("upstream_cx_idle_timeout"),
+		maxRequests:           scope.Counter("upstream_cx_max_requests"),
+		maxHostWeight:         scope.Gauge("max_host_weight"),
+		cxOverflow:            scope.Counter("upstream_cx_overflow"),
+		rqPendingOverflow:     scope.Counter("upstream_rq_pending_overflow"),
+		rqCancelled:           scope.Counter("upstream_rq_cancelled"),
+		rqPendingFailureEject: scope.Counter("upstream_rq_pending_failure_eject"),
 		update: dnscluster.Stats{
 			UpdateAttempt:   scope.Counter("update_attempt"),
 			UpdateSuccess:   scope.Counter("update_success"),
@@ -39,7 +53,9 @@ func newExtraStats(scope stats.Scope) extraStats {
 			UpdateNoRebuild: scope.Counter("update_no_rebuild"),
 		},
 	}
-	for _, name := range []string{"update_empty", "assignment_stale", "assignment_timeout_received", "assignment_use_cached"} {
+	// upstream_rq_retry_overflow is counted by retries, which Outrigger
+	// does not make; Envoy's clusters always have it.
+	for _, name := range []string{"update_empty", "assignment_stale", "assignment_timeout_received", "assignment_use_cached", "upstream_rq_retry_overflow"} {
 		scope.Counter(name)
 	}
 	scope.Gauge("version")

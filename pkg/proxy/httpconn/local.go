@@ -22,6 +22,7 @@ const (
 	bodyTermination       = "upstream connect error or disconnect/reset before headers. reset reason: connection termination"
 	bodyProtocolError     = "upstream connect error or disconnect/reset before headers. reset reason: protocol error"
 	bodyRemoteReset       = "upstream connect error or disconnect/reset before headers. reset reason: remote reset"
+	bodyOverflow          = "upstream connect error or disconnect/reset before headers. reset reason: overflow"
 	bodyUpstreamTimeout   = "upstream request timeout"
 	bodyStreamTimeout     = "stream timeout"
 	bodyRequestTimeout    = "request timeout"
@@ -42,6 +43,13 @@ func (s *stream) localReply(status int, body string, flags accesslog.ResponseFla
 // localReplyGrpc is localReply with the grpc-status a gRPC request gets;
 // a negative grpcStatus derives it from status.
 func (s *stream) localReplyGrpc(status int, grpcStatus int64, body string, flags accesslog.ResponseFlags, details string) {
+	s.localReplyAs(status, grpcStatus, body, flags, details, false)
+}
+
+// localReplyAs is localReplyGrpc; dropped marks a request a circuit
+// breaker refused, whose reply carries x-envoy-overloaded: true unless
+// the router suppresses Envoy's headers, as Envoy's router adds it.
+func (s *stream) localReplyAs(status int, grpcStatus int64, body string, flags accesslog.ResponseFlags, details string, dropped bool) {
 	s.flags |= flags
 	s.details = details
 	if status == 400 && s.proto != protoHTTP2 && !s.m.cfg.h1StreamErrorOnInvalid {
@@ -56,6 +64,9 @@ func (s *stream) localReplyGrpc(status int, grpcStatus int64, body string, flags
 		return
 	}
 	s.respHeaders.reset()
+	if dropped && !s.m.filters.suppressEnvoyHeaders {
+		s.respHeaders.Add("x-envoy-overloaded", "true")
+	}
 	contentType := "text/plain"
 	if lr := s.m.replies; lr != nil {
 		status, body, contentType = lr.rewrite(s, status, body)

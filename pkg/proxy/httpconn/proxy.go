@@ -1,6 +1,7 @@
 package httpconn
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -228,10 +229,31 @@ func (s *stream) idleTimeout() time.Duration {
 func (s *stream) forwardHTTP1(cl UpstreamCluster, host *upstream.Host) {
 	ctx, cancel := s.connectContext()
 	defer cancel()
+	ctx, stop := s.cancelOnReset(ctx)
+	defer stop()
+	// A request waiting for a connection (the circuit breakers keep one
+	// from opening) waits no longer than its route timeout, which runs
+	// from the end of the request: from now for one without a body.
+	var pendingEnd time.Time
+	if s.body == nil {
+		pendingEnd = after(s.tLast, s.rqTimeout)
+	}
 	for attempt := 0; ; attempt++ {
-		uc, err := cl.AcquireHTTP1(ctx, host)
+		uc, err := cl.AcquireHTTP1Until(ctx, host, pendingEnd, s.clientGone)
 		if err != nil {
-			s.connectFailed(cl, err)
+			switch {
+			case s.downstreamReset():
+				// An HTTP/2 client reset the stream while it waited.
+			case s.clientGone != nil && errors.Is(err, context.Canceled) && s.clientGone():
+				// An HTTP/1.1 client closed its connection while it
+				// waited: nobody to answer.
+				s.downstreamFailed()
+			case s.maxDurationReached(time.Now()):
+			case !pendingEnd.IsZero() && errors.Is(err, context.DeadlineExceeded) && !time.Now().Before(pendingEnd):
+				s.routeTimedOut(cl)
+			default:
+				s.connectFailed(cl, err)
+			}
 			return
 		}
 		s.armUpstreamDuration(cl, time.Now())
@@ -248,6 +270,10 @@ func (s *stream) connectFailed(cl UpstreamCluster, err error) {
 	if s.maxDurationReached(time.Now()) {
 		return
 	}
+	if errors.Is(err, upstream.ErrOverflow) {
+		s.overflowed(cl)
+		return
+	}
 	s.chargeCode(cl.Stats(), 503)
 	body, details := bodyConnectFailure, "upstream_reset_before_response_started{connection_failure}"
 	if isTimeoutErr(err) {
@@ -255,6 +281,25 @@ func (s *stream) connectFailed(cl UpstreamCluster, err error) {
 	}
 	s.entry.UpstreamTransportFailureReason = err.Error()
 	s.localReply(503, body, accesslog.UpstreamConnectionFailure, details)
+}
+
+// routeTimedOut answers a request whose route timeout passed before a
+// response head (while it waited for a connection too, as in Envoy):
+// 504, UT.
+func (s *stream) routeTimedOut(cl UpstreamCluster) {
+	cs := cl.Stats()
+	s.chargeTimeout(cs)
+	s.host.Stats.RqTimeout.Add(1)
+	s.chargeCode(cs, 504)
+	s.localReply(504, bodyUpstreamTimeout, accesslog.UpstreamRequestTimeout, "upstream_response_timeout")
+}
+
+// overflowed answers a request a circuit breaker of the cluster refused
+// (upstream.ErrOverflow), as Envoy's router answers an overflow: a 503
+// flagged UO with x-envoy-overloaded, counted as the upstream's 503.
+func (s *stream) overflowed(cl UpstreamCluster) {
+	s.chargeCode(cl.Stats(), 503)
+	s.localReplyAs(503, -1, bodyOverflow, accesslog.UpstreamOverflow, "upstream_reset_before_response_started{overflow}", true)
 }
 
 // exchangeHTTP1 sends the request on uc and relays the response. It
@@ -560,10 +605,7 @@ func (s *stream) upstreamFailed(cl UpstreamCluster, err error, tm *upstreamTimer
 	switch {
 	case isTimeoutErr(err) && s.maxDurationReached(s.tLast):
 	case isTimeoutErr(err) && tm.hardExpired(time.Now()):
-		s.chargeTimeout(cs)
-		s.host.Stats.RqTimeout.Add(1)
-		s.chargeCode(cs, 504)
-		s.localReply(504, bodyUpstreamTimeout, accesslog.UpstreamRequestTimeout, "upstream_response_timeout")
+		s.routeTimedOut(cl)
 	case isTimeoutErr(err):
 		s.m.stats.rqIdleTimeout.Inc()
 		status := 504

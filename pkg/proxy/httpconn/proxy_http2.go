@@ -28,18 +28,8 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) {
 		ctx, cancel = context.WithDeadline(ctx, d)
 		defer cancel()
 	}
-	if s.conn == nil {
-		// An HTTP/2 downstream may reset the stream: the exchange
-		// must then stop.
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
-		defer cancel()
-		s.upCancel.Store(&cancel)
-		defer s.upCancel.Store(nil)
-		if s.peerReset.Load() {
-			cancel()
-		}
-	}
+	ctx, stop := s.cancelOnReset(ctx)
+	defer stop()
 	if s.expect100 {
 		// Answered here, before the transport's goroutine reads the
 		// body, so that only this goroutine writes to the client.
@@ -72,6 +62,25 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) {
 		_ = resp.Body.Close()
 	}()
 	s.relayHTTP2(cl, ctx, resp, sent, body)
+}
+
+// cancelOnReset returns a context derived from ctx that an HTTP/2
+// client's reset of the stream cancels, so that the upstream exchange (or
+// its wait for a connection) stops; stop ends it. An HTTP/1 client's
+// stream has no reset: ctx comes back as it is.
+func (s *stream) cancelOnReset(ctx context.Context) (_ context.Context, stop func()) {
+	if s.conn != nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s.upCancel.Store(&cancel)
+	if s.peerReset.Load() {
+		cancel()
+	}
+	return ctx, func() {
+		s.upCancel.Store(nil)
+		cancel()
+	}
 }
 
 // relayHTTP2 relays an HTTP/2 upstream's response, whose head came, to the
@@ -314,11 +323,10 @@ func (s *stream) h2UpstreamFailed(cl UpstreamCluster, ctx context.Context, err e
 	cs := cl.Stats()
 	var op *net.OpError
 	switch {
+	case errors.Is(err, upstream.ErrOverflow):
+		s.overflowed(cl)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
-		s.chargeTimeout(cs)
-		s.host.Stats.RqTimeout.Add(1)
-		s.chargeCode(cs, 504)
-		s.localReply(504, bodyUpstreamTimeout, accesslog.UpstreamRequestTimeout, "upstream_response_timeout")
+		s.routeTimedOut(cl)
 	case errors.As(err, &op) && op.Op == "dial":
 		s.connectFailed(cl, err)
 	case isPeerReset(err):

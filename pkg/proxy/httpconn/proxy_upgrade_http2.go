@@ -24,19 +24,8 @@ import (
 // the wait for the answer's head; the tunnel then runs under the stream
 // idle timeout, its bytes in the stream's DATA frames both ways.
 func (s *stream) upgradeHTTP2(cl UpstreamCluster, host *upstream.Host) {
-	ctx := s.m.ctx
-	if s.conn == nil {
-		// An HTTP/2 client may reset its stream while the answer is
-		// awaited: the upstream stream then ends too.
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
-		defer cancel()
-		s.upCancel.Store(&cancel)
-		defer s.upCancel.Store(nil)
-		if s.peerReset.Load() {
-			cancel()
-		}
-	}
+	ctx, stop := s.cancelOnReset(s.m.ctx)
+	defer stop()
 	// The stream's maximum durations, the cluster's counted from here,
 	// bound the whole exchange, tunnel included.
 	s.armUpstreamDuration(cl, time.Now())

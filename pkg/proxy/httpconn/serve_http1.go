@@ -20,6 +20,9 @@ func (s *stream) init(m *Manager, c *serverConn) {
 	s.flushDown = c.flushDown
 	s.conn = c
 	s.connState = &c.filterState
+	// Bound once per connection: the upstream pool asks it while the
+	// request waits for a connection.
+	s.clientGone = c.gone
 }
 
 // serveRequest serves one request whose first byte has arrived. It

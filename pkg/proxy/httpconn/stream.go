@@ -158,6 +158,10 @@ type stream struct {
 	abandoned bool
 	// connState is the state filters keep per downstream connection.
 	connState *connState
+	// clientGone reports whether an HTTP/1.1 client closed its
+	// connection (a peek at its socket); nil for HTTP/2 streams, whose
+	// resets are seen as they come.
+	clientGone func() bool
 
 	// active are the request's filters, made by decodeFilters; kept for
 	// the response's encoding.

@@ -120,8 +120,13 @@ func New(cfg Config) (*Server, error) {
 		}
 		errs = append(errs, err)
 	}
+	var snapshot func() *runtime.Snapshot
+	if rt != nil {
+		snapshot = rt.Snapshot
+	}
 	clusters, err := cluster.NewManager(cfg.Bootstrap.GetStaticResources().GetClusters(), cluster.Options{
 		Stats:       s.stats,
+		Runtime:     snapshot,
 		Now:         now,
 		Extensions:  cfg.Extensions,
 		Resolver:    resolver,

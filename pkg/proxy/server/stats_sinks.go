@@ -60,22 +60,23 @@ func (s *Server) newHystrixSink(cfg *metricsv3.StatsSink) (stats.Sink, error) {
 
 // hystrixClusters lists the static clusters for the dashboard, with the
 // name their stats are kept under (alt_stat_name, when set) and their
-// default-priority max_pending_requests.
+// default-priority max_pending_requests in force (runtime overrides
+// included, as Envoy reads it from the cluster's resource manager).
 func (s *Server) hystrixClusters() []stats.HystrixCluster {
 	cfgs := s.boot.GetStaticResources().GetClusters()
 	out := make([]stats.HystrixCluster, 0, len(cfgs))
 	for _, c := range cfgs {
-		out = append(out, stats.HystrixCluster{Name: c.GetName(), StatName: c.GetAltStatName(), MaxPendingRequests: maxPendingRequests(c)})
+		out = append(out, stats.HystrixCluster{Name: c.GetName(), StatName: c.GetAltStatName(), MaxPendingRequests: s.maxPendingRequests(c.GetName())})
 	}
 	return out
 }
 
-// maxPendingRequests is the default-priority threshold of a cluster's
-// circuit breakers.
-func maxPendingRequests(c *clusterv3.Cluster) uint64 {
-	for _, t := range c.GetCircuitBreakers().GetThresholds() {
-		if t.GetPriority() == corev3.RoutingPriority_DEFAULT && t.GetMaxPendingRequests() != nil {
-			return uint64(t.GetMaxPendingRequests().GetValue())
+// maxPendingRequests is the default-priority max_pending_requests in
+// force for the named cluster.
+func (s *Server) maxPendingRequests(name string) uint64 {
+	if s.clusters != nil {
+		if c := s.clusters.Cluster(name); c != nil {
+			return uint64(c.Thresholds(corev3.RoutingPriority_DEFAULT).MaxPendingRequests)
 		}
 	}
 	return cluster.DefaultMaxPendingRequests

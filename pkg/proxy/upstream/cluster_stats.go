@@ -30,8 +30,8 @@ type ClusterStats struct {
 	// UpstreamRqMaxDurationReached counts requests the cluster's
 	// max_stream_duration ended.
 	UpstreamRqMaxDurationReached *stats.Counter
-	// UpstreamRqPendingTotal and the other pending stats exist for
-	// dashboards; circuit breaking fills them in a later issue.
+	// UpstreamRqPendingTotal and UpstreamRqPendingActive count the
+	// HTTP/1.1 requests that waited for a connection.
 	UpstreamRqPendingTotal  *stats.Counter
 	UpstreamRqPendingActive *stats.Gauge
 

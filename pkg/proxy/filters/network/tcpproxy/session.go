@@ -161,6 +161,13 @@ func (s *session) connect(cl netfilter.Cluster) bool {
 			if s.p.ctx.Err() != nil {
 				return false // shutting down
 			}
+			if errors.Is(err, upstream.ErrOverflow) {
+				// max_connections: as Envoy's, the connection ends
+				// without another attempt or a host.
+				s.host = nil
+				s.setFlag(accesslog.UpstreamOverflow)
+				return false
+			}
 			s.setFlag(accesslog.UpstreamConnectionFailure)
 			s.failureReason = err.Error()
 			continue

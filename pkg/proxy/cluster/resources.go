@@ -1,0 +1,164 @@
+package cluster
+
+import (
+	"math"
+	"sync/atomic"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+)
+
+// resource is one circuit breaker: a count held against a limit, with
+// the gauges Envoy publishes for it. It takes no lock: the count is one
+// atomic, and acquiring below the limit is a compare-and-swap.
+type resource struct {
+	// max is the configured limit; the runtime key
+	// circuit_breakers.<cluster>.<priority>.<limit> overrides it, as in
+	// Envoy (see limit).
+	max   int64
+	key   string
+	rt    func() *runtime.Snapshot
+	cache atomic.Pointer[runtimeLimit]
+	count atomic.Int64
+	// open is circuit_breakers.<priority>.<x>_open: 1 while the count is
+	// at the limit (the next acquisition would be refused).
+	open *stats.Gauge
+	// remaining is circuit_breakers.<priority>.remaining_<x>, nil unless
+	// track_remaining is set.
+	remaining *stats.Gauge
+}
+
+// runtimeLimit is a limit as one runtime snapshot sets it.
+type runtimeLimit struct {
+	snap *runtime.Snapshot
+	max  int64
+}
+
+// newResource creates a breaker with the configured limit, which the
+// runtime key (when rt is not nil) overrides.
+func newResource(limit uint32, key string, rt func() *runtime.Snapshot, open, remaining *stats.Gauge) *resource {
+	r := &resource{max: int64(limit), key: key, rt: rt, open: open, remaining: remaining}
+	if remaining != nil {
+		remaining.Set(r.limit())
+	}
+	return r
+}
+
+// limit is the limit in force: the runtime key's value when the current
+// snapshot has one, else the configured limit. The lookup is made once
+// per snapshot; otherwise it costs two atomic loads.
+func (r *resource) limit() int64 {
+	if r.rt == nil {
+		return r.max
+	}
+	snap := r.rt()
+	if snap == nil {
+		return r.max
+	}
+	if c := r.cache.Load(); c != nil && c.snap == snap {
+		return c.max
+	}
+	n := min(snap.Uint64(r.key, uint64(r.max)), math.MaxInt64)
+	r.cache.Store(&runtimeLimit{snap: snap, max: int64(n)})
+	return int64(n)
+}
+
+// tryAcquire takes one unit unless the count is at the limit.
+func (r *resource) tryAcquire() bool {
+	limit := r.limit()
+	for {
+		n := r.count.Load()
+		if n >= limit {
+			return false
+		}
+		if r.count.CompareAndSwap(n, n+1) {
+			r.publish(limit)
+			return true
+		}
+	}
+}
+
+// force takes one unit even past the limit: a pool with no connection
+// to its host opens one anyway, as Envoy's does, or its pending requests
+// could wait for connections to other hosts that never come.
+func (r *resource) force() {
+	r.count.Add(1)
+	r.publish(r.limit())
+}
+
+// release gives one unit back.
+func (r *resource) release() {
+	r.count.Add(-1)
+	r.publish(r.limit())
+}
+
+// canAcquire reports whether the count is below the limit.
+func (r *resource) canAcquire() bool { return r.count.Load() < r.limit() }
+
+// publish sets the gauges from the count and the limit in force. Two
+// holders changing the count at once may publish in the opposite order;
+// each re-reads the count after publishing and publishes again when it
+// moved, so the last publication always matches the count that stays.
+// The open gauge is written only when it changes: most requests leave it
+// as it was, and a write would bounce its cache line between cores.
+func (r *resource) publish(limit int64) {
+	for {
+		n := r.count.Load()
+		var open int64
+		if n >= limit {
+			open = 1
+		}
+		if r.open.Value() != open || !r.open.Used() {
+			r.open.Set(open)
+		}
+		if r.remaining != nil {
+			r.remaining.Set(max(limit-n, 0))
+		}
+		if r.count.Load() == n {
+			return
+		}
+	}
+}
+
+// resources are the circuit breakers of one routing priority.
+type resources struct {
+	cx, pending, rq, retries *resource
+}
+
+// priorityName is a routing priority as Envoy's breaker stats name it.
+func priorityName(p corev3.RoutingPriority) string {
+	if p == corev3.RoutingPriority_HIGH {
+		return "high"
+	}
+	return "default"
+}
+
+// newResources creates the breakers of both priorities and their gauges
+// under "circuit_breakers.<priority>." in the cluster's scope, each limit
+// overridden by the runtime key circuit_breakers.<cluster>.<priority>.
+// <limit> (rt nil: no runtime). Envoy also has cx_pool_open for
+// max_connection_pools, which Outrigger refuses: the gauge exists and
+// stays 0, as Envoy's does without that limit.
+func newResources(scope stats.Scope, cluster string, t [numPriorities]Thresholds, rt func() *runtime.Snapshot) [numPriorities]resources {
+	var out [numPriorities]resources
+	for p := range out {
+		prefix := "circuit_breakers." + priorityName(corev3.RoutingPriority(p)) + "."
+		key := "circuit_breakers." + cluster + "." + priorityName(corev3.RoutingPriority(p)) + "."
+		remaining := func(name string) *stats.Gauge {
+			if !t[p].TrackRemaining {
+				return nil
+			}
+			return scope.Gauge(prefix + name)
+		}
+		scope.Gauge(prefix + "cx_pool_open")
+		out[p] = resources{
+			cx:      newResource(t[p].MaxConnections, key+"max_connections", rt, scope.Gauge(prefix+"cx_open"), remaining("remaining_cx")),
+			pending: newResource(t[p].MaxPendingRequests, key+"max_pending_requests", rt, scope.Gauge(prefix+"rq_pending_open"), remaining("remaining_pending")),
+			rq:      newResource(t[p].MaxRequests, key+"max_requests", rt, scope.Gauge(prefix+"rq_open"), remaining("remaining_rq")),
+			retries: newResource(t[p].MaxRetries, key+"max_retries", rt, scope.Gauge(prefix+"rq_retry_open"), remaining("remaining_retries")),
+		}
+	}
+	return out
+}
