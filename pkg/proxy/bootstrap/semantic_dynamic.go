@@ -5,13 +5,47 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 )
 
-// dynamicResources checks dynamic_resources. Only listeners from a file
-// are implemented; the support check refuses the other config sources by
-// their own paths, but an lds_config with no source at all (or with only
-// refused ones) would otherwise leave the listeners silently undiscovered.
+// dynamicResources checks dynamic_resources. Listeners come from a file
+// or from the ADS stream; the support check refuses the other config
+// sources by their own paths, but an lds_config with no source at all (or
+// with only refused ones) would otherwise leave the listeners silently
+// undiscovered.
 func (s *semanticChecker) dynamicResources(d *bootstrapv3.Bootstrap_DynamicResources) {
+	if ads := d.GetAdsConfig(); ads != nil {
+		s.adsConfig(ads, "dynamic_resources.ads_config")
+	}
 	if lds := d.GetLdsConfig(); lds != nil {
+		if lds.GetAds() != nil {
+			if d.GetAdsConfig() == nil {
+				s.fail("dynamic_resources.lds_config.ads", "requires dynamic_resources.ads_config (the ADS stream it names)")
+			}
+			return
+		}
 		s.fileConfigSource(lds, "dynamic_resources.lds_config")
+	}
+}
+
+// adsConfig checks the ADS stream's api_config_source as Envoy does: the
+// V3 transport, and exactly one gRPC service, an envoy_grpc one (its
+// cluster must be a static cluster, which the server checks).
+func (s *semanticChecker) adsConfig(ads *corev3.ApiConfigSource, path string) {
+	// Other values are refused by the support table.
+	if ads.GetApiType() == 0 { // unset: the enum's zero is a deprecated placeholder
+		s.fail(childPath(path, "api_type"), "GRPC is required: Outrigger's ADS is state of the world over gRPC")
+	}
+	if ads.GetTransportApiVersion() != corev3.ApiVersion_V3 {
+		s.fail(childPath(path, "transport_api_version"), "must be V3 (Envoy refuses the AUTO and V2 transports)")
+	}
+	switch n := len(ads.GetGrpcServices()); {
+	case n == 0:
+		s.fail(childPath(path, "grpc_services"), "one gRPC service is required")
+	case n > 1:
+		s.fail(childPath(path, "grpc_services"), "only one gRPC service is supported (Envoy: only singleton gRPC service lists supported)")
+	}
+	for i, gs := range ads.GetGrpcServices() {
+		if gs.GetEnvoyGrpc() == nil {
+			s.fail(indexPath(childPath(path, "grpc_services"), i), "an envoy_grpc service naming a static cluster is required: google_grpc is not supported for ADS by Outrigger")
+		}
 	}
 }
 
@@ -29,6 +63,6 @@ func (s *semanticChecker) fileConfigSource(cs *corev3.ConfigSource, path string)
 			s.fail(childPath(path, "path"), "must not be empty")
 		}
 	default:
-		s.fail(path, "a path_config_source (or path) is required: Outrigger reads dynamic resources from a file only")
+		s.fail(path, "a path_config_source (or path), or ads, is required: Outrigger reads listeners from a file or the ADS stream only")
 	}
 }

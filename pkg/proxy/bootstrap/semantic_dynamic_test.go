@@ -24,7 +24,7 @@ func TestValidateDynamicResources(t *testing.T) {
 			overlay: `dynamic_resources: {lds_config: {resource_api_version: V3}}`,
 			want: []string{
 				"dynamic_resources.lds_config.config_source_specifier: value is required",
-				"dynamic_resources.lds_config: a path_config_source (or path) is required: Outrigger reads dynamic resources from a file only",
+				"dynamic_resources.lds_config: a path_config_source (or path), or ads, is required: Outrigger reads listeners from a file or the ADS stream only",
 			},
 		},
 		"empty deprecated path": {
@@ -38,18 +38,37 @@ func TestValidateDynamicResources(t *testing.T) {
 				"dynamic_resources.lds_config.path_config_source.watched_directory.path: value length must be at least 1 runes",
 			},
 		},
-		"ads source": {
+		"lds over ads": {
+			overlay: `dynamic_resources: {ads_config: {api_type: GRPC, transport_api_version: V3, set_node_on_first_message_only: true, grpc_services: [{envoy_grpc: {cluster_name: xds}, timeout: 1s}]}, lds_config: {ads: {}, resource_api_version: V3, initial_fetch_timeout: 2s}}`,
+		},
+		"ads source without ads_config": {
 			overlay: `dynamic_resources: {lds_config: {ads: {}}}`,
+			want:    []string{"dynamic_resources.lds_config.ads: requires dynamic_resources.ads_config (the ADS stream it names)"},
+		},
+		"ads_config refusals": {
+			overlay: `dynamic_resources: {ads_config: {api_type: DELTA_GRPC, grpc_services: [{google_grpc: {target_uri: "x:1", stat_prefix: x}}, {envoy_grpc: {cluster_name: xds}}], rate_limit_settings: {}, refresh_delay: 1s}}`,
 			want: []string{
-				"dynamic_resources.lds_config.ads: not supported by Outrigger",
-				"dynamic_resources.lds_config: a path_config_source (or path) is required: Outrigger reads dynamic resources from a file only",
+				"dynamic_resources.ads_config.api_type: DELTA_GRPC is not supported by Outrigger (supported: GRPC)",
+				"dynamic_resources.ads_config.refresh_delay: not supported by Outrigger",
+				"dynamic_resources.ads_config.rate_limit_settings: not supported by Outrigger",
+				"dynamic_resources.ads_config.transport_api_version: must be V3 (Envoy refuses the AUTO and V2 transports)",
+				"dynamic_resources.ads_config.grpc_services: only one gRPC service is supported (Envoy: only singleton gRPC service lists supported)",
+				"dynamic_resources.ads_config.grpc_services[0]: an envoy_grpc service naming a static cluster is required: google_grpc is not supported for ADS by Outrigger",
 			},
+		},
+		"ads_config without api_type": {
+			overlay: `dynamic_resources: {ads_config: {transport_api_version: V3, grpc_services: [{envoy_grpc: {cluster_name: xds}}]}}`,
+			want:    []string{"dynamic_resources.ads_config.api_type: GRPC is required: Outrigger's ADS is state of the world over gRPC"},
+		},
+		"cds, rds and eds over ads stay refused": {
+			overlay: `dynamic_resources: {cds_config: {ads: {}}, ads_config: {api_type: GRPC, transport_api_version: V3, grpc_services: [{envoy_grpc: {cluster_name: xds}}]}}`,
+			want:    []string{"dynamic_resources.cds_config: not supported by Outrigger"},
 		},
 		"grpc source": {
 			overlay: `dynamic_resources: {lds_config: {api_config_source: {api_type: GRPC, grpc_services: [{envoy_grpc: {cluster_name: xds}}]}}}`,
 			want: []string{
 				"dynamic_resources.lds_config.api_config_source: not supported by Outrigger",
-				"dynamic_resources.lds_config: a path_config_source (or path) is required: Outrigger reads dynamic resources from a file only",
+				"dynamic_resources.lds_config: a path_config_source (or path), or ads, is required: Outrigger reads listeners from a file or the ADS stream only",
 			},
 		},
 		"polled file": {
@@ -61,7 +80,8 @@ func TestValidateDynamicResources(t *testing.T) {
 			want: []string{
 				"dynamic_resources.lds_resources_locator: not supported by Outrigger",
 				"dynamic_resources.cds_config: not supported by Outrigger",
-				"dynamic_resources.ads_config: not supported by Outrigger",
+				"dynamic_resources.ads_config.transport_api_version: must be V3 (Envoy refuses the AUTO and V2 transports)",
+				"dynamic_resources.ads_config.grpc_services: one gRPC service is required",
 			},
 		},
 	})

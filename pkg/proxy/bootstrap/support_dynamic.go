@@ -4,18 +4,30 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 
 // supportedDynamic lists the dynamic_resources fields Outrigger implements
 // (see supportedCore): listeners discovered from a file (LDS over a
-// filesystem subscription). Every other config source (gRPC, REST, ADS,
-// self) and every other discovery service stay refused with their path.
+// filesystem subscription) or over a state-of-the-world ADS stream to a
+// static cluster. Every other config source (a service's own gRPC or REST
+// api_config_source, delta xDS, self) and every other discovery service
+// stay refused with their path.
 // ConfigSource rows are shared by whatever field holds a ConfigSource; the
 // semantic check of each such field requires the file source it supports.
 var supportedDynamic = map[protoreflect.FullName]fieldSupport{
 	// Bootstrap.
 	"envoy.config.bootstrap.v3.Bootstrap.dynamic_resources":           {},
 	"envoy.config.bootstrap.v3.Bootstrap.DynamicResources.lds_config": {},
+	"envoy.config.bootstrap.v3.Bootstrap.DynamicResources.ads_config": {},
+
+	// The ADS stream: state of the world over gRPC (Envoy's ADS takes
+	// GRPC or DELTA_GRPC; delta is not implemented), to an envoy_grpc
+	// cluster (the GrpcService rows are shared with the gRPC access log).
+	"envoy.config.core.v3.ApiConfigSource.api_type":                       {values: []string{"GRPC"}},
+	"envoy.config.core.v3.ApiConfigSource.transport_api_version":          {values: []string{"V3"}},
+	"envoy.config.core.v3.ApiConfigSource.grpc_services":                  {},
+	"envoy.config.core.v3.ApiConfigSource.set_node_on_first_message_only": {},
 
 	// Config sources: a file, read at start and re-read when replaced.
 	"envoy.config.core.v3.ConfigSource.path_config_source":    {},
 	"envoy.config.core.v3.ConfigSource.path":                  {},
+	"envoy.config.core.v3.ConfigSource.ads":                   {},
 	"envoy.config.core.v3.ConfigSource.resource_api_version":  {values: []string{"AUTO", "V3"}},
 	"envoy.config.core.v3.ConfigSource.initial_fetch_timeout": {},
 	"envoy.config.core.v3.PathConfigSource.path":              {},

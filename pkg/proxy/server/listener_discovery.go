@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,44 +10,51 @@ import (
 
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/xds"
 )
 
-// newListenerDiscovery sets up listener discovery from the file named by
-// dynamic_resources.lds_config, or returns nil when there is none. Nothing
-// is read before Run starts the subscription; the file must exist already.
-func (s *Server) newListenerDiscovery(dr *bootstrapv3.Bootstrap_DynamicResources) (*xds.FileSubscription, error) {
+// discoverySource is where discovered listeners come from: a file, or the
+// ADS stream. Start begins following it; Close stops it, and no update is
+// applied once Close returns.
+type discoverySource interface {
+	Start() error
+	Close() error
+}
+
+// newListenerDiscovery sets up listener discovery from the file or the
+// ADS stream named by dynamic_resources.lds_config, or returns nil when
+// there is none. Nothing is read before Run starts the subscription; a
+// file must exist already.
+func (s *Server) newListenerDiscovery(dr *bootstrapv3.Bootstrap_DynamicResources) (discoverySource, error) {
 	lds := dr.GetLdsConfig()
 	if lds == nil {
 		return nil, nil
+	}
+	s.lset.failures = map[string]*adminv3.UpdateFailureState{}
+	if lds.GetAds() != nil {
+		return s.newADSListenerDiscovery(dr.GetAdsConfig(), lds)
 	}
 	path, field := lds.GetPathConfigSource().GetPath(), "dynamic_resources.lds_config.path_config_source.path"
 	if path == "" {
 		//lint:ignore SA1019 Envoy still accepts the deprecated ConfigSource.path
 		path, field = lds.GetPath(), "dynamic_resources.lds_config.path"
 	}
-	unknown := xds.UnknownWarn
-	switch {
-	case s.opts.RejectUnknownDynamicFields:
-		unknown = xds.UnknownReject
-	case s.opts.IgnoreUnknownDynamicFields:
-		unknown = xds.UnknownIgnore
-	}
-	s.lset.failures = map[string]*adminv3.UpdateFailureState{}
 	sub, err := xds.NewFileSubscription(xds.FileOptions{
 		Path:             path,
 		WatchedDirectory: lds.GetPathConfigSource().GetWatchedDirectory().GetPath(),
 		TypeURL:          xds.ListenerTypeURL,
 		Stats:            s.stats.Scope("listener_manager.lds."),
 		Log:              s.logs.Logger("config"),
-		Unknown:          unknown,
+		Unknown:          s.unknownDynamicPolicy(),
 		UnknownCounter:   s.stats.Counter("server.dynamic_unknown_fields"),
 		Now:              s.now,
 	}, s.applyListenerUpdate)
@@ -58,6 +66,73 @@ func (s *Server) newListenerDiscovery(dr *bootstrapv3.Bootstrap_DynamicResources
 		return nil, &bootstrap.FieldError{Path: field, Reason: err.Error()}
 	}
 	return sub, nil
+}
+
+// unknownDynamicPolicy is the unknown-field policy of dynamic resources
+// that --reject-unknown-dynamic-fields and --ignore-unknown-dynamic-fields
+// choose.
+func (s *Server) unknownDynamicPolicy() xds.UnknownPolicy {
+	switch {
+	case s.opts.RejectUnknownDynamicFields:
+		return xds.UnknownReject
+	case s.opts.IgnoreUnknownDynamicFields:
+		return xds.UnknownIgnore
+	}
+	return xds.UnknownWarn
+}
+
+// newADSListenerDiscovery sets up listener discovery over the ADS stream
+// of ads_config, whose gRPC service names a static cluster. The server
+// waits for the first response (or the initial fetch timeout) before it
+// is LIVE.
+func (s *Server) newADSListenerDiscovery(ads *corev3.ApiConfigSource, lds *corev3.ConfigSource) (discoverySource, error) {
+	const field = "dynamic_resources.ads_config.grpc_services[0]"
+	ch, err := s.openGRPC(ads.GetGrpcServices()[0])
+	if err != nil {
+		return nil, &bootstrap.FieldError{Path: field, Reason: err.Error()}
+	}
+	client, err := xds.NewADS(xds.ADSOptions{
+		Conn:                   ch.Conn(),
+		CallContext:            func(ctx context.Context) (context.Context, context.CancelFunc) { return ch.CallContext(ctx, true) },
+		Node:                   s.node(),
+		NodeOnFirstMessageOnly: ads.GetSetNodeOnFirstMessageOnly(),
+		Stats:                  s.stats,
+		Log:                    s.logs.Logger("config"),
+		Unknown:                s.unknownDynamicPolicy(),
+		UnknownCounter:         s.stats.Counter("server.dynamic_unknown_fields"),
+		Now:                    s.now,
+	})
+	if err != nil {
+		_ = ch.Close()
+		return nil, &bootstrap.FieldError{Path: "dynamic_resources.ads_config", Reason: err.Error()}
+	}
+	timeout := xds.DefaultInitialFetchTimeout
+	if t := lds.GetInitialFetchTimeout(); t != nil {
+		timeout = t.AsDuration()
+	}
+	sub, err := client.Subscribe(xds.SubscriptionOptions{
+		TypeURL:             xds.ListenerTypeURL,
+		Stats:               s.stats.Scope("listener_manager.lds."),
+		InitialFetchTimeout: timeout,
+	}, s.applyListenerUpdate)
+	if err != nil {
+		_ = ch.Close()
+		return nil, &bootstrap.FieldError{Path: "dynamic_resources.lds_config.ads", Reason: err.Error()}
+	}
+	s.ldsReady = sub.Ready()
+	return adsSource{ADS: client, ch: ch}, nil
+}
+
+// adsSource is the ADS stream with its channel, closed together.
+type adsSource struct {
+	*xds.ADS
+	ch *grpcservice.Channel
+}
+
+// Close ends the stream, then closes the channel.
+func (a adsSource) Close() error {
+	err := a.ADS.Close()
+	return errors.Join(err, a.ch.Close())
 }
 
 // applyListenerUpdate applies one listener discovery update, the whole

@@ -65,6 +65,10 @@ func (s *Server) Run(ctx context.Context, adminHandler http.Handler) error {
 		s.shutdown(adminSrv)
 		return err
 	}
+	if !s.waitDiscovery(ctx, sigs) {
+		s.shutdown(adminSrv)
+		return nil
+	}
 	s.life.setPhase(phaseInitialized)
 	s.startStats()
 	s.publishRuntimeStats()
@@ -218,16 +222,31 @@ func (s *Server) bindListeners() error {
 // INITIALIZING meanwhile. A shutdown asked for in the meantime ends the
 // wait: false.
 func (s *Server) waitClusters(ctx context.Context, sigs <-chan os.Signal) bool {
-	warmed := s.clusters.Warmed()
+	return s.waitInit(ctx, sigs, s.clusters.Warmed(), "waiting for the DNS clusters' first resolution before serving")
+}
+
+// waitDiscovery waits for the first listener discovery response (or its
+// initial_fetch_timeout), the server staying INITIALIZING meanwhile, as
+// Envoy's init manager waits for its LDS target.
+func (s *Server) waitDiscovery(ctx context.Context, sigs <-chan os.Signal) bool {
+	if s.ldsReady == nil {
+		return true
+	}
+	return s.waitInit(ctx, sigs, s.ldsReady, "waiting for the first listener discovery response")
+}
+
+// waitInit waits until ready is closed, logging msg if it is not yet. A
+// shutdown asked for in the meantime ends the wait: false.
+func (s *Server) waitInit(ctx context.Context, sigs <-chan os.Signal, ready <-chan struct{}, msg string) bool {
 	select {
-	case <-warmed:
+	case <-ready:
 		return true
 	default:
 	}
-	s.log.Info("waiting for the DNS clusters' first resolution before serving")
+	s.log.Info(msg)
 	for {
 		select {
-		case <-warmed:
+		case <-ready:
 			return true
 		case <-ctx.Done():
 			s.log.Info("shutting down: context ended")

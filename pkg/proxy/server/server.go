@@ -30,7 +30,6 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/overload"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/xds"
 )
 
 // DefaultProfilePath is where the profilers write when the bootstrap's
@@ -67,10 +66,13 @@ type Server struct {
 	runtime *runtime.Runtime
 	life    *lifecycle
 
-	overload *overload.Manager     // built before the listeners, which consult it (overload.go)
-	clusters *cluster.Manager      // built before the listeners, whose routes use it
-	lset     listenerSet           // the listeners, static and discovered (listener_set.go)
-	lds      *xds.FileSubscription // listeners from a file; nil without dynamic_resources
+	overload *overload.Manager // built before the listeners, which consult it (overload.go)
+	clusters *cluster.Manager  // built before the listeners, whose routes use it
+	lset     listenerSet       // the listeners, static and discovered (listener_set.go)
+	lds      discoverySource   // listeners from a file or ADS; nil without dynamic_resources
+	// ldsReady is closed once the first ADS listener response (or its
+	// initial fetch timeout) is in; nil when there is nothing to wait for.
+	ldsReady <-chan struct{}
 
 	// Access logs, the admin's and the listeners', reopened with the
 	// application log and closed (flushed) at shutdown. Listeners from
@@ -146,9 +148,11 @@ func New(cfg Config) (*Server, error) {
 	errs = append(errs, s.initStats(cfg))
 	s.adminLog, err = s.buildAdminAccessLog()
 	errs = append(errs, err)
-	lds, err := s.newListenerDiscovery(cfg.Bootstrap.GetDynamicResources())
-	errs = append(errs, err)
-	s.lds = lds
+	if lds, err := s.newListenerDiscovery(cfg.Bootstrap.GetDynamicResources()); err != nil {
+		errs = append(errs, err)
+	} else if lds != nil {
+		s.lds = lds
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/cespare/xxhash/v2"
-
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 )
 
@@ -35,13 +33,7 @@ func (s *FileSubscription) refresh() {
 		return
 	}
 	now := s.now()
-	s.stats.updateSuccess.Inc()
-	s.stats.updateTime.Set(now.UnixMilli())
-	// Envoy's version gauge is the xxHash64 (seed 0) of version_info; the
-	// gauge is signed here, so hashes past 2^63 read as negative.
-	s.stats.version.Set(int64(xxhash.Sum64String(u.VersionInfo)))
-	s.stats.versionText.Set(u.VersionInfo)
-	s.stats.updateDuration.Record(uint64(max(now.Sub(start).Milliseconds(), 0)))
+	s.stats.success(u.VersionInfo, start, now)
 	s.mu.Lock()
 	s.version, s.lastUpdated = u.VersionInfo, now
 	s.mu.Unlock()

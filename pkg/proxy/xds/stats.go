@@ -1,6 +1,12 @@
 package xds
 
-import "github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+import (
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+)
 
 // subscriptionStats are Envoy's SubscriptionStats, with Envoy's names, so
 // dashboards built for Envoy's listener_manager.lds.* stats work unchanged.
@@ -36,4 +42,16 @@ func newSubscriptionStats(sc stats.Scope) subscriptionStats {
 		versionText:      sc.TextReadout("version_text"),
 		updateDuration:   sc.Histogram("update_duration", stats.UnitMilliseconds),
 	}
+}
+
+// success counts an accepted update of version, applied between start and
+// now, and sets the version stats.
+func (st subscriptionStats) success(version string, start, now time.Time) {
+	st.updateSuccess.Inc()
+	st.updateTime.Set(now.UnixMilli())
+	// Envoy's version gauge is the xxHash64 (seed 0) of version_info; the
+	// gauge is signed here, so hashes past 2^63 read as negative.
+	st.version.Set(int64(xxhash.Sum64String(version)))
+	st.versionText.Set(version)
+	st.updateDuration.Record(uint64(max(now.Sub(start).Milliseconds(), 0)))
 }

@@ -1,0 +1,171 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	cachetypes "github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"sigs.k8s.io/yaml"
+
+	// The typed configs of the listeners the management server sends, and
+	// of the xds cluster, for reading /config_dump.
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+)
+
+// adsNodeID is the node id of the sidecars of the ADS specs: the snapshot
+// cache keys its snapshots by it.
+const adsNodeID = "ads-e2e"
+
+// managementServer is go-control-plane's xDS server with its snapshot
+// cache, on a loopback port, recording every request it receives.
+type managementServer struct {
+	port  int
+	cache cachev3.SnapshotCache
+
+	mu       sync.Mutex
+	grpc     *grpc.Server
+	requests []*discoveryv3.DiscoveryRequest
+}
+
+// startManagementServer serves ADS on a new loopback port until the spec
+// ends.
+func startManagementServer() *managementServer {
+	GinkgoHelper()
+	m := &managementServer{cache: cachev3.NewSnapshotCache(false, cachev3.IDHash{}, nil)}
+	m.serve(0)
+	DeferCleanup(m.stop)
+	return m
+}
+
+// serve listens on port (0 picks one) and serves the cache.
+func (m *managementServer) serve(port int) {
+	GinkgoHelper()
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	Expect(err).NotTo(HaveOccurred())
+	m.port = ln.Addr().(*net.TCPAddr).Port
+	xds := serverv3.NewServer(context.Background(), m.cache, nil)
+	// Requests are recorded as they arrive on the wire: the server fills
+	// a missing node in before its callbacks see a request.
+	srv := grpc.NewServer(grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		return handler(srv, recordingStream{ServerStream: ss, m: m})
+	}))
+	discoveryv3.RegisterAggregatedDiscoveryServiceServer(srv, xds)
+	m.mu.Lock()
+	m.grpc = srv
+	m.mu.Unlock()
+	go func() { _ = srv.Serve(ln) }()
+}
+
+// recordingStream records the discovery requests a stream receives.
+type recordingStream struct {
+	grpc.ServerStream
+	m *managementServer
+}
+
+func (r recordingStream) RecvMsg(msg any) error {
+	err := r.ServerStream.RecvMsg(msg)
+	if req, ok := msg.(*discoveryv3.DiscoveryRequest); ok && err == nil {
+		r.m.mu.Lock()
+		r.m.requests = append(r.m.requests, proto.CloneOf(req))
+		r.m.mu.Unlock()
+	}
+	return err
+}
+
+// stop ends the server and its streams.
+func (m *managementServer) stop() {
+	m.mu.Lock()
+	srv := m.grpc
+	m.grpc = nil
+	m.mu.Unlock()
+	if srv != nil {
+		srv.Stop()
+	}
+}
+
+// restart stops the server and serves again on the same port, with a new
+// cache holding only snap: a management server that lost its state.
+func (m *managementServer) restart(snap *cachev3.Snapshot) {
+	GinkgoHelper()
+	m.stop()
+	m.cache = cachev3.NewSnapshotCache(false, cachev3.IDHash{}, nil)
+	m.set(snap)
+	m.serve(m.port)
+}
+
+// set makes snap the node's configuration.
+func (m *managementServer) set(snap *cachev3.Snapshot) {
+	GinkgoHelper()
+	Expect(m.cache.SetSnapshot(context.Background(), adsNodeID, snap)).To(Succeed())
+}
+
+// received returns the requests received so far.
+func (m *managementServer) received() []*discoveryv3.DiscoveryRequest {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.requests)
+}
+
+// ldsSnapshot is a snapshot of version holding the listeners.
+func ldsSnapshot(version string, ls ...*listenerv3.Listener) *cachev3.Snapshot {
+	GinkgoHelper()
+	res := make([]cachetypes.Resource, len(ls))
+	for i, l := range ls {
+		res[i] = l
+	}
+	snap, err := cachev3.NewSnapshot(version, map[resourcev3.Type][]cachetypes.Resource{resourcev3.ListenerType: res})
+	Expect(err).NotTo(HaveOccurred())
+	return snap
+}
+
+// listenerProto is a listenerDef (the fixtures' YAML) as a Listener.
+func listenerProto(l listenerDef) *listenerv3.Listener {
+	GinkgoHelper()
+	js, err := yaml.YAMLToJSON([]byte(l.flowYAML("")))
+	Expect(err).NotTo(HaveOccurred())
+	out := &listenerv3.Listener{}
+	Expect(protojson.Unmarshal(js, out)).To(Succeed())
+	return out
+}
+
+// adsBootstrap is a bootstrap whose listeners come over ADS from the
+// management server on xdsPort, reached through the static HTTP/2 cluster
+// "xds"; ldsFields are extra dynamic_resources.lds_config fields (a YAML
+// flow mapping).
+func adsBootstrap(xdsPort int, ldsFields string) string {
+	GinkgoHelper()
+	b := map[string]any{
+		"node":  map[string]any{"id": adsNodeID, "cluster": "e2e"},
+		"admin": map[string]any{"address": socketAddress(0)},
+		"static_resources": map[string]any{"clusters": []any{merge(map[string]any{
+			"name":            "xds",
+			"connect_timeout": "1s",
+			"load_assignment": map[string]any{"cluster_name": "xds", "endpoints": []any{map[string]any{
+				"lb_endpoints": []any{map[string]any{"endpoint": map[string]any{"address": socketAddress(xdsPort)}}},
+			}}},
+		}, h2cOptions())}},
+		"dynamic_resources": map[string]any{
+			"ads_config": flowYAML(`{api_type: GRPC, transport_api_version: V3, set_node_on_first_message_only: true, grpc_services: [{envoy_grpc: {cluster_name: xds}}]}`),
+			"lds_config": merge(map[string]any{"ads": map[string]any{}, "resource_api_version": "V3"}, ldsFields),
+		},
+	}
+	out, err := json.Marshal(b)
+	Expect(err).NotTo(HaveOccurred())
+	return string(out)
+}
