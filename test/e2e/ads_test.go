@@ -10,6 +10,7 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 var _ = Describe("ADS: listeners from a management server over gRPC", func() {
@@ -159,6 +160,27 @@ var _ = Describe("ADS: listeners from a management server over gRPC", func() {
 		Expect(statValue(s, "listener_manager.lds.init_fetch_timeout")).To(Equal("1"))
 		Expect(statValue(s, "control_plane.connected_state")).To(Equal("0"))
 		Expect(listenerNames(s)).To(BeEmpty())
+	})
+
+	It("applies the unknown-field policy to what arrives: warn and count by default, NACK under --reject-unknown-dynamic-fields", func() {
+		withUnknown := listenerProto(adsListener("one", "unknown"))
+		withUnknown.ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 9999, protowire.VarintType), 1))
+		m := startManagementServer()
+		m.set(ldsSnapshot("v1", withUnknown))
+
+		s := Start(newDir(), adsBootstrap(m.port, ""))
+		waitLive(s)
+		Expect(getBody(listenerAddr(s, "one"))).To(Equal("unknown"))
+		Expect(statValue(s, "server.dynamic_unknown_fields")).To(Equal("1"))
+		Expect(s.Stderr()).To(ContainSubstring("unknown field in dynamic configuration was ignored"))
+
+		strict := Start(newDir(), adsBootstrap(m.port, ""), "--reject-unknown-dynamic-fields")
+		waitLive(strict)
+		Expect(listenerNames(strict)).To(BeEmpty())
+		Expect(strconv.Atoi(statValue(strict, "listener_manager.lds.update_rejected"))).To(BeNumerically(">=", 1))
+		Expect(ldsRequests(m)).To(ContainElement(Satisfy(func(r *discoveryv3.DiscoveryRequest) bool {
+			return strings.Contains(r.GetErrorDetail().GetMessage(), "resources[0]") && strings.Contains(r.GetErrorDetail().GetMessage(), "9999")
+		})), "the NACK names the unknown field's path")
 	})
 
 	It("refuses an ADS cluster that is not a static cluster", func() {
