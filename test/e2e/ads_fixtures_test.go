@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	cachetypes "github.com/envoyproxy/go-control-plane/pkg/cache/types"
@@ -31,6 +32,10 @@ import (
 // adsNodeID is the node id of the sidecars of the ADS specs: the snapshot
 // cache keys its snapshots by it.
 const adsNodeID = "ads-e2e"
+
+// adsControlPlaneID is the control_plane.identifier of the management
+// server's responses.
+const adsControlPlaneID = "e2e-management-server"
 
 // managementServer is go-control-plane's xDS server with its snapshot
 // cache, on a loopback port, recording every request it receives.
@@ -86,6 +91,17 @@ func (r recordingStream) RecvMsg(msg any) error {
 		r.m.mu.Unlock()
 	}
 	return err
+}
+
+// SendMsg names the management server in every response, as
+// go-control-plane's server does not.
+func (r recordingStream) SendMsg(msg any) error {
+	if resp, ok := msg.(*discoveryv3.DiscoveryResponse); ok {
+		resp = proto.CloneOf(resp)
+		resp.ControlPlane = &corev3.ControlPlane{Identifier: adsControlPlaneID}
+		msg = resp
+	}
+	return r.ServerStream.SendMsg(msg)
 }
 
 // stop ends the server and its streams.

@@ -48,6 +48,9 @@ var _ = Describe("ADS: listeners from a management server over gRPC", func() {
 		Expect(getBody(listenerAddr(s, "one"))).To(Equal("first"))
 		Expect(getBody(listenerAddr(s, "two"))).To(Equal("second"))
 		Expect(statValue(s, "control_plane.connected_state")).To(Equal("1"))
+		Expect(statValue(s, "control_plane.identifier")).To(Equal(`"` + adsControlPlaneID + `"`))
+		Expect(statValue(s, "control_plane.pending_requests")).To(Equal("0"))
+		Expect(statValue(s, "control_plane.rate_limit_enforced")).To(Equal("0"))
 		Expect(statValue(s, "listener_manager.lds.version_text")).To(Equal(`"v1"`))
 		Expect(statValue(s, "listener_manager.lds.update_success")).To(Equal("1"))
 		// The stream went through the static cluster.
@@ -110,6 +113,12 @@ var _ = Describe("ADS: listeners from a management server over gRPC", func() {
 		waitStat(s, "listener_manager.lds.version_text", `"v4"`)
 		Expect(getBody(addrOne)).To(Equal("fourth"))
 		Expect(listenerNames(s)).To(ConsistOf("one"))
+
+		// An empty set removes every listener, and is counted.
+		m.set(ldsSnapshot("v5"))
+		waitStat(s, "listener_manager.lds.version_text", `"v5"`)
+		Expect(listenerNames(s)).To(BeEmpty())
+		Expect(statValue(s, "listener_manager.lds.update_empty")).To(Equal("1"))
 	})
 
 	It("keeps serving while the management server restarts, then reconnects and catches up", func() {

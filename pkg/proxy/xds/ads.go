@@ -75,6 +75,9 @@ type ADS struct {
 	connected         *stats.Gauge
 	pendingRequests   *stats.Gauge
 	rateLimitEnforced *stats.Counter
+	// identifier is the management server's control_plane.identifier, as
+	// its last response gave it.
+	identifier *stats.TextReadout
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -109,6 +112,7 @@ func NewADS(o ADSOptions) (*ADS, error) {
 		connected:         o.Stats.Gauge("control_plane.connected_state"),
 		pendingRequests:   o.Stats.Gauge("control_plane.pending_requests"),
 		rateLimitEnforced: o.Stats.Counter("control_plane.rate_limit_enforced"),
+		identifier:        o.Stats.TextReadout("control_plane.identifier"),
 		ctx:               ctx,
 		cancel:            cancel,
 		done:              make(chan struct{}),
@@ -328,6 +332,9 @@ func (a *ADS) stream() (gotResponse bool) {
 			return gotResponse
 		}
 		gotResponse = true
+		if cp := resp.GetControlPlane(); cp != nil {
+			a.identifier.Set(cp.GetIdentifier())
+		}
 		sub := byType[resp.GetTypeUrl()]
 		if sub == nil {
 			a.opts.Log.Info("ads: ignoring a response for a type URL with no subscription", "type_url", resp.GetTypeUrl())
