@@ -99,7 +99,7 @@ func (s *Server) listenersDump(static []*listenerv3.Listener, loaded *timestampp
 	}
 	s.lset.mu.Lock()
 	defer s.lset.mu.Unlock()
-	if s.lds == nil {
+	if s.boot.GetDynamicResources().GetLdsConfig() == nil { // no listener discovery
 		return d, nil
 	}
 	d.VersionInfo = s.lset.version

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,7 +15,6 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/xds"
@@ -31,9 +29,10 @@ type discoverySource interface {
 }
 
 // newListenerDiscovery sets up listener discovery from the file or the
-// ADS stream named by dynamic_resources.lds_config, or returns nil when
-// there is none. Nothing is read before Run starts the subscription; a
-// file must exist already.
+// ADS stream named by dynamic_resources.lds_config. It returns the file
+// subscription, or nil when there is none (no lds_config, or the ADS
+// stream, which s.ads runs). Nothing is read before Run starts the
+// subscription; a file must exist already.
 func (s *Server) newListenerDiscovery(dr *bootstrapv3.Bootstrap_DynamicResources) (discoverySource, error) {
 	lds := dr.GetLdsConfig()
 	if lds == nil {
@@ -41,7 +40,7 @@ func (s *Server) newListenerDiscovery(dr *bootstrapv3.Bootstrap_DynamicResources
 	}
 	s.lset.failures = map[string]*adminv3.UpdateFailureState{}
 	if lds.GetAds() != nil {
-		return s.newADSListenerDiscovery(dr.GetAdsConfig(), lds)
+		return nil, s.subscribeListenersADS(lds)
 	}
 	path, field := lds.GetPathConfigSource().GetPath(), "dynamic_resources.lds_config.path_config_source.path"
 	if path == "" {
@@ -81,58 +80,28 @@ func (s *Server) unknownDynamicPolicy() xds.UnknownPolicy {
 	return xds.UnknownWarn
 }
 
-// newADSListenerDiscovery sets up listener discovery over the ADS stream
-// of ads_config, whose gRPC service names a static cluster. The server
-// waits for the first response (or the initial fetch timeout) before it
-// is LIVE.
-func (s *Server) newADSListenerDiscovery(ads *corev3.ApiConfigSource, lds *corev3.ConfigSource) (discoverySource, error) {
-	const field = "dynamic_resources.ads_config.grpc_services[0]"
-	ch, err := s.openGRPC(ads.GetGrpcServices()[0])
-	if err != nil {
-		return nil, &bootstrap.FieldError{Path: field, Reason: err.Error()}
-	}
-	client, err := xds.NewADS(xds.ADSOptions{
-		Conn:                   ch.Conn(),
-		CallContext:            func(ctx context.Context) (context.Context, context.CancelFunc) { return ch.CallContext(ctx, true) },
-		Node:                   s.node(),
-		NodeOnFirstMessageOnly: ads.GetSetNodeOnFirstMessageOnly(),
-		Stats:                  s.stats,
-		Log:                    s.logs.Logger("config"),
-		Unknown:                s.unknownDynamicPolicy(),
-		UnknownCounter:         s.stats.Counter("server.dynamic_unknown_fields"),
-		Now:                    s.now,
-	})
-	if err != nil {
-		_ = ch.Close()
-		return nil, &bootstrap.FieldError{Path: "dynamic_resources.ads_config", Reason: err.Error()}
+// subscribeListenersADS subscribes the listeners to the ADS stream. The
+// server waits for the first response (or the initial fetch timeout)
+// before it is LIVE.
+func (s *Server) subscribeListenersADS(lds *corev3.ConfigSource) error {
+	if s.ads == nil {
+		// The bootstrap check requires ads_config; it failed to build.
+		return nil
 	}
 	timeout := xds.DefaultInitialFetchTimeout
 	if t := lds.GetInitialFetchTimeout(); t != nil {
 		timeout = t.AsDuration()
 	}
-	sub, err := client.Subscribe(xds.SubscriptionOptions{
+	sub, err := s.ads.Subscribe(xds.SubscriptionOptions{
 		TypeURL:             xds.ListenerTypeURL,
 		Stats:               s.stats.Scope("listener_manager.lds."),
 		InitialFetchTimeout: timeout,
 	}, s.applyListenerUpdate)
 	if err != nil {
-		_ = ch.Close()
-		return nil, &bootstrap.FieldError{Path: "dynamic_resources.lds_config.ads", Reason: err.Error()}
+		return &bootstrap.FieldError{Path: "dynamic_resources.lds_config.ads", Reason: err.Error()}
 	}
 	s.ldsReady = sub.Ready()
-	return adsSource{ADS: client, ch: ch}, nil
-}
-
-// adsSource is the ADS stream with its channel, closed together.
-type adsSource struct {
-	*xds.ADS
-	ch *grpcservice.Channel
-}
-
-// Close ends the stream, then closes the channel.
-func (a adsSource) Close() error {
-	err := a.ADS.Close()
-	return errors.Join(err, a.ch.Close())
+	return nil
 }
 
 // applyListenerUpdate applies one listener discovery update, the whole

@@ -282,6 +282,11 @@ func (s *Server) serveListeners() error {
 			return fmt.Errorf("listener discovery: %w", err)
 		}
 	}
+	if s.ads != nil {
+		if err := s.ads.Start(); err != nil {
+			return fmt.Errorf("ads: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -302,6 +307,9 @@ func (s *Server) shutdown(adminSrv *http.Server) {
 	s.life.startShutdown()
 	if s.lds != nil {
 		_ = s.lds.Close() // no update may add a listener while they close
+	}
+	if s.ads != nil {
+		_ = s.ads.Close()
 	}
 	s.closeListeners()
 	s.stopOverload()   // after the listeners: nothing consults it any more

@@ -69,7 +69,8 @@ type Server struct {
 	overload *overload.Manager // built before the listeners, which consult it (overload.go)
 	clusters *cluster.Manager  // built before the listeners, whose routes use it
 	lset     listenerSet       // the listeners, static and discovered (listener_set.go)
-	lds      discoverySource   // listeners from a file or ADS; nil without dynamic_resources
+	lds      discoverySource   // listeners from a file; nil without one
+	ads      *adsClient        // the ADS stream; nil without dynamic_resources.ads_config
 	// ldsReady is closed once the first ADS listener response (or its
 	// initial fetch timeout) is in; nil when there is nothing to wait for.
 	ldsReady <-chan struct{}
@@ -147,6 +148,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	errs = append(errs, s.initStats(cfg))
 	s.adminLog, err = s.buildAdminAccessLog()
+	errs = append(errs, err)
+	s.ads, err = s.newADS(cfg.Bootstrap.GetDynamicResources())
 	errs = append(errs, err)
 	if lds, err := s.newListenerDiscovery(cfg.Bootstrap.GetDynamicResources()); err != nil {
 		errs = append(errs, err)
