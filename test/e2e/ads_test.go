@@ -131,6 +131,7 @@ var _ = Describe("ADS: listeners from a management server over gRPC", func() {
 
 		m.stop()
 		Eventually(func() string { return statValue(s, "control_plane.connected_state") }).Should(Equal("0"))
+		Eventually(func() string { return statValue(s, "listener_manager.lds.update_failure") }).ShouldNot(Equal("0"), "the lost stream is a connection failure")
 		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 		for range 20 {
 			Expect(httpDo(client, http.MethodGet, "http://"+addr+"/", nil, nil).Body).To(Equal("before"), "the last good configuration serves")
@@ -168,6 +169,8 @@ var _ = Describe("ADS: listeners from a management server over gRPC", func() {
 		Eventually(func() int { return s.Get("/ready").Status }, 10*time.Second).Should(Equal(200))
 		Expect(statValue(s, "listener_manager.lds.init_fetch_timeout")).To(Equal("1"))
 		Expect(statValue(s, "control_plane.connected_state")).To(Equal("0"))
+		Expect(statValue(s, "listener_manager.lds.update_failure")).NotTo(Equal("0"))
+		Expect(s.Stderr()).To(ContainSubstring("ads: initial fetch timed out"))
 		Expect(listenerNames(s)).To(BeEmpty())
 	})
 

@@ -227,12 +227,16 @@ func (a *ADS) Start() error {
 	}
 	a.started = true
 	for _, sub := range a.subs {
+		// Envoy counts the subscription's start as an attempt.
+		sub.stats.updateAttempt.Inc()
 		if sub.timeout > 0 {
 			t := time.AfterFunc(sub.timeout, func() {
 				select {
 				case <-sub.ready:
 				default:
 					sub.stats.initFetchTimeout.Inc()
+					sub.stats.updateAttempt.Inc()
+					logging.Warning(a.opts.Log, "ads: initial fetch timed out", "type_url", sub.typeURL, "timeout", sub.timeout.String())
 					sub.markReady()
 				}
 			})
@@ -268,6 +272,12 @@ func (a *ADS) run() {
 		a.connected.Set(0)
 		if a.ctx.Err() != nil {
 			return
+		}
+		// Envoy's ConnectionFailure: every subscription counts it; it
+		// does not end the wait for a first response.
+		for _, sub := range a.subs {
+			sub.stats.updateFailure.Inc()
+			sub.stats.updateAttempt.Inc()
 		}
 		attempt++
 		delay := a.backoff(attempt)

@@ -182,7 +182,7 @@ func TestADSAckNackAndNode(t *testing.T) {
 	}
 	mu.Unlock()
 	for name, want := range map[string]uint64{
-		"listener_manager.lds.update_attempt":  4,
+		"listener_manager.lds.update_attempt":  5, // the start, then each response
 		"listener_manager.lds.update_success":  2,
 		"listener_manager.lds.update_rejected": 2,
 		"listener_manager.lds.update_empty":    1,
@@ -228,6 +228,9 @@ func TestADSInitialFetchTimeout(t *testing.T) {
 	}
 	if got := store.Counter("lds.init_fetch_timeout").Value(); got != 1 {
 		t.Errorf("init_fetch_timeout = %d", got)
+	}
+	if got := store.Counter("lds.update_attempt").Value(); got != 2 {
+		t.Errorf("update_attempt = %d, want 2 (the start and the timeout)", got)
 	}
 	if _, err := ads.Subscribe(SubscriptionOptions{TypeURL: ListenerTypeURL, Stats: store.Scope("x.")}, func(Update) error { return nil }); err == nil {
 		t.Error("Subscribe after Start succeeded")
