@@ -28,6 +28,11 @@ const (
 	adsBackoffMax  = 30 * time.Second
 )
 
+// maxResponseBytes bounds one discovery response. Envoy sets no limit of
+// its own; gRPC's default (4 MiB) is too small for the listener sets of
+// large meshes, so the bound is high, but there is one.
+const maxResponseBytes = 128 << 20
+
 // DefaultInitialFetchTimeout is Envoy's initial_fetch_timeout when a
 // config source leaves it unset.
 const DefaultInitialFetchTimeout = 15 * time.Second
@@ -309,7 +314,7 @@ func (a *ADS) stream() (gotResponse bool) {
 		ctx, cancel = a.opts.CallContext(a.ctx)
 	}
 	defer cancel()
-	st, err := a.client.StreamAggregatedResources(ctx)
+	st, err := a.client.StreamAggregatedResources(ctx, grpc.MaxCallRecvMsgSize(maxResponseBytes))
 	if err != nil {
 		a.warn("ads: cannot open the stream", err)
 		return false

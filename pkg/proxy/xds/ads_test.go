@@ -171,19 +171,26 @@ func TestADSAckNackAndNode(t *testing.T) {
 		t.Fatalf("NACK = %v", nack)
 	}
 
+	// A response past gRPC's default 4 MiB limit is received.
+	big := strings.Repeat("x", 5<<20)
+	srv.responses <- response(t, "big", "n-big", &listenerv3.Listener{Name: "a", StatPrefix: big})
+	if ack := srv.next(t); ack.GetVersionInfo() != "big" || ack.GetErrorDetail() != nil {
+		t.Fatalf("ACK of a 5 MiB response = version %q, error %v", ack.GetVersionInfo(), ack.GetErrorDetail())
+	}
+
 	// An empty set is accepted and counted.
 	srv.responses <- response(t, "v4", "n-4")
 	if ack := srv.next(t); ack.GetVersionInfo() != "v4" || ack.GetErrorDetail() != nil {
 		t.Fatalf("ACK = %v", ack)
 	}
 	mu.Lock()
-	if len(applied) != 2 || applied[0][0] != "a" || len(applied[1]) != 0 {
+	if len(applied) != 3 || applied[0][0] != "a" || applied[1][0] != "a" || len(applied[2]) != 0 {
 		t.Fatalf("applied %v", applied)
 	}
 	mu.Unlock()
 	for name, want := range map[string]uint64{
-		"listener_manager.lds.update_attempt":  5, // the start, then each response
-		"listener_manager.lds.update_success":  2,
+		"listener_manager.lds.update_attempt":  6, // the start, then each response
+		"listener_manager.lds.update_success":  3,
 		"listener_manager.lds.update_rejected": 2,
 		"listener_manager.lds.update_empty":    1,
 	} {
