@@ -163,19 +163,17 @@ func listenerProto(l listenerDef) *listenerv3.Listener {
 // adsBootstrap is a bootstrap whose listeners come over ADS from the
 // management server on xdsPort, reached through the static HTTP/2 cluster
 // "xds"; ldsFields are extra dynamic_resources.lds_config fields (a YAML
-// flow mapping).
-func adsBootstrap(xdsPort int, ldsFields string) string {
+// flow mapping), and more are further static clusters.
+func adsBootstrap(xdsPort int, ldsFields string, more ...proxyCluster) string {
 	GinkgoHelper()
+	clusters := []any{proxyCluster{Name: "xds", Port: xdsPort, Extra: h2cOptions()}.object()}
+	for _, c := range more {
+		clusters = append(clusters, c.object())
+	}
 	b := map[string]any{
-		"node":  map[string]any{"id": adsNodeID, "cluster": "e2e"},
-		"admin": map[string]any{"address": socketAddress(0)},
-		"static_resources": map[string]any{"clusters": []any{merge(map[string]any{
-			"name":            "xds",
-			"connect_timeout": "1s",
-			"load_assignment": map[string]any{"cluster_name": "xds", "endpoints": []any{map[string]any{
-				"lb_endpoints": []any{map[string]any{"endpoint": map[string]any{"address": socketAddress(xdsPort)}}},
-			}}},
-		}, h2cOptions())}},
+		"node":             map[string]any{"id": adsNodeID, "cluster": "e2e"},
+		"admin":            map[string]any{"address": socketAddress(0)},
+		"static_resources": map[string]any{"clusters": clusters},
 		"dynamic_resources": map[string]any{
 			"ads_config": flowYAML(`{api_type: GRPC, transport_api_version: V3, set_node_on_first_message_only: true, grpc_services: [{envoy_grpc: {cluster_name: xds}}]}`),
 			"lds_config": merge(map[string]any{"ads": map[string]any{}, "resource_api_version": "V3"}, ldsFields),

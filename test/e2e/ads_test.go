@@ -121,6 +121,21 @@ var _ = Describe("ADS: listeners from a management server over gRPC", func() {
 		Expect(statValue(s, "listener_manager.lds.update_empty")).To(Equal("1"))
 	})
 
+	It("proxies to a static cluster through a listener and route that arrived over ADS", func() {
+		up := startUpstream(false)
+		m := startManagementServer()
+		route := `{filters: [{name: envoy.filters.network.http_connection_manager, typed_config: {` +
+			`"@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager, stat_prefix: ads_ingress, ` +
+			`route_config: {virtual_hosts: [{name: all, domains: ["*"], routes: [{match: {prefix: "/"}, route: {cluster: backend}}]}]}, ` +
+			`http_filters: [{name: envoy.filters.http.router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]}}]}`
+		m.set(ldsSnapshot("v1", listenerProto(listenerDef{Name: "ingress", Chains: []string{route}})))
+		s := Start(newDir(), adsBootstrap(m.port, "", proxyCluster{Name: "backend", Port: up.port}))
+		waitLive(s)
+		Expect(getBody(listenerAddr(s, "ingress"))).To(Equal("ok"))
+		Expect(statValue(s, "cluster.backend.upstream_rq_200")).To(Equal("1"))
+		Expect(statValue(s, "http.ads_ingress.downstream_rq_2xx")).To(Equal("1"))
+	})
+
 	It("keeps serving while the management server restarts, then reconnects and catches up", func() {
 		m := startManagementServer()
 		m.set(ldsSnapshot("v1", listenerProto(adsListener("one", "before"))))

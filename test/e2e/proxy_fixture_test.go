@@ -58,13 +58,7 @@ func (p proxySpec) YAML() string {
 	for _, l := range append([]proxySpec{p}, p.More...) {
 		listeners = append(listeners, l.listener())
 		for _, c := range l.Clusters {
-			clusters = append(clusters, merge(map[string]any{
-				"name":            c.Name,
-				"connect_timeout": "1s",
-				"load_assignment": map[string]any{"cluster_name": c.Name, "endpoints": []any{map[string]any{
-					"lb_endpoints": []any{merge(map[string]any{"endpoint": map[string]any{"address": socketAddress(c.Port)}}, c.Endpoint)},
-				}}},
-			}, c.Extra))
+			clusters = append(clusters, c.object())
 		}
 	}
 	static := map[string]any{"listeners": listeners}
@@ -78,6 +72,18 @@ func (p proxySpec) YAML() string {
 	out, err := json.Marshal(b)
 	Expect(err).NotTo(HaveOccurred())
 	return string(out)
+}
+
+// object is the cluster as a bootstrap holds it.
+func (c proxyCluster) object() map[string]any {
+	GinkgoHelper()
+	return merge(map[string]any{
+		"name":            c.Name,
+		"connect_timeout": "1s",
+		"load_assignment": map[string]any{"cluster_name": c.Name, "endpoints": []any{map[string]any{
+			"lb_endpoints": []any{merge(map[string]any{"endpoint": map[string]any{"address": socketAddress(c.Port)}}, c.Endpoint)},
+		}}},
+	}, c.Extra)
 }
 
 // listener is the spec's listener.
