@@ -176,6 +176,22 @@ var _ = Describe("ADS: listeners from a management server over gRPC", func() {
 		Expect(statValue(s, "listener_manager.lds.init_fetch_timeout")).To(Equal("0"))
 	})
 
+	It("names the node as the command line completes it", func() {
+		m := startManagementServer()
+		s := Launch(newDir(), "bootstrap.yaml", adsBootstrap(m.port, ""),
+			"--service-node", "cli-node", "--service-cluster", "cli-cluster", "--service-zone", "zone-a")
+		s.WaitForAdmin()
+		Eventually(func() []*discoveryv3.DiscoveryRequest { return ldsRequests(m) }).ShouldNot(BeEmpty())
+		node := ldsRequests(m)[0].GetNode()
+		Expect(node.GetId()).To(Equal("cli-node"))
+		Expect(node.GetCluster()).To(Equal("cli-cluster"))
+		Expect(node.GetLocality().GetZone()).To(Equal("zone-a"))
+		Expect(node.GetUserAgentName()).To(Equal("outrigger"))
+		Expect(node.GetUserAgentBuildVersion().GetVersion()).NotTo(BeNil())
+		Expect(node.GetExtensions()).NotTo(BeEmpty(), "the extensions linked in, as Envoy lists its own")
+		Expect(node.GetClientFeatures()).To(BeEmpty())
+	})
+
 	It("becomes LIVE after initial_fetch_timeout when the management server never answers", func() {
 		port := freePort() // nothing listens there
 		s := Launch(newDir(), "bootstrap.yaml", adsBootstrap(port, "{initial_fetch_timeout: 1s}"))
