@@ -309,11 +309,15 @@ func (a *ADS) backoff(attempt int) time.Duration {
 // handles responses until the stream ends. It reports whether a response
 // arrived.
 func (a *ADS) stream() (gotResponse bool) {
-	ctx, cancel := a.ctx, context.CancelFunc(func() {})
-	if a.opts.CallContext != nil {
-		ctx, cancel = a.opts.CallContext(a.ctx)
-	}
+	// The stream's own context: cancelling it when the stream is left,
+	// however it is left, releases the stream.
+	ctx, cancel := context.WithCancel(a.ctx)
 	defer cancel()
+	if a.opts.CallContext != nil {
+		var cancelCall context.CancelFunc
+		ctx, cancelCall = a.opts.CallContext(ctx)
+		defer cancelCall()
+	}
 	st, err := a.client.StreamAggregatedResources(ctx, grpc.MaxCallRecvMsgSize(maxResponseBytes))
 	if err != nil {
 		a.warn("ads: cannot open the stream", err)
