@@ -103,7 +103,8 @@ var _ = Describe("ADS: listeners from a management server over gRPC", func() {
 		// go-control-plane's cache answers a NACK with the same version
 		// again (Envoy's rate_limit_settings would space them out).
 		Expect(strconv.Atoi(statValue(s, "listener_manager.lds.update_rejected"))).To(BeNumerically(">=", 1))
-		Expect(strings.Count(s.Stderr(), "ads: update rejected")).To(Equal(1), "the same rejection is logged once")
+		Eventually(func() int { return strings.Count(s.Stderr(), "ads: update rejected") }).Should(Equal(1), "the same rejection is logged once")
+		Consistently(func() int { return strings.Count(s.Stderr(), "ads: update rejected") }).Should(Equal(1))
 		Expect(statValue(s, "listener_manager.lds.version_text")).To(Equal(`"v2"`))
 		Expect(getBody(addrOne)).To(Equal("first, changed"))
 		Expect(dynamicListeners(s)["one"].GetErrorState().GetDetails()).To(ContainSubstring("address"))
@@ -201,7 +202,7 @@ var _ = Describe("ADS: listeners from a management server over gRPC", func() {
 		Expect(statValue(s, "listener_manager.lds.init_fetch_timeout")).To(Equal("1"))
 		Expect(statValue(s, "control_plane.connected_state")).To(Equal("0"))
 		Expect(statValue(s, "listener_manager.lds.update_failure")).NotTo(Equal("0"))
-		Expect(s.Stderr()).To(ContainSubstring("ads: initial fetch timed out"))
+		Eventually(s.Stderr).Should(ContainSubstring("ads: initial fetch timed out"))
 		Expect(listenerNames(s)).To(BeEmpty())
 	})
 
@@ -215,7 +216,7 @@ var _ = Describe("ADS: listeners from a management server over gRPC", func() {
 		waitLive(s)
 		Expect(getBody(listenerAddr(s, "one"))).To(Equal("unknown"))
 		Expect(statValue(s, "server.dynamic_unknown_fields")).To(Equal("1"))
-		Expect(s.Stderr()).To(ContainSubstring("unknown field in dynamic configuration was ignored"))
+		Eventually(s.Stderr).Should(ContainSubstring("unknown field in dynamic configuration was ignored"))
 
 		strict := Start(newDir(), adsBootstrap(m.port, ""), "--reject-unknown-dynamic-fields")
 		waitLive(strict)
