@@ -52,7 +52,7 @@ type managementServer struct {
 // ends.
 func startManagementServer() *managementServer {
 	GinkgoHelper()
-	m := &managementServer{cache: cachev3.NewSnapshotCache(false, cachev3.IDHash{}, nil)}
+	m := &managementServer{cache: newADSCache()}
 	m.serve(0)
 	DeferCleanup(m.stop)
 	return m
@@ -120,9 +120,15 @@ func (m *managementServer) stop() {
 func (m *managementServer) restart(snap *cachev3.Snapshot) {
 	GinkgoHelper()
 	m.stop()
-	m.cache = cachev3.NewSnapshotCache(false, cachev3.IDHash{}, nil)
+	m.cache = newADSCache()
 	m.set(snap)
 	m.serve(m.port)
+}
+
+// newADSCache is a snapshot cache in ADS mode, as a control plane
+// serving the aggregated stream runs it, keyed by node id.
+func newADSCache() cachev3.SnapshotCache {
+	return cachev3.NewSnapshotCache(true, cachev3.IDHash{}, nil)
 }
 
 // set makes snap the node's configuration.
