@@ -3,19 +3,15 @@ package xds
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/go-logr/logr"
-	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
@@ -70,12 +66,12 @@ type ADSOptions struct {
 // and nonce echoed) or NACKed (the previous version_info, the nonce and an
 // error_detail), and a lost stream is opened again after a jittered
 // exponential backoff, the last accepted configuration serving meanwhile.
-// Subscriptions are added before Start; all of them are wildcard (they
-// want every resource of their type, as LDS and CDS do).
+// There is one subscription per resource type; each wants every resource
+// of its type (a wildcard, as LDS and CDS) or named ones (as EDS and RDS),
+// and can be added or change its interest while the stream runs.
 type ADS struct {
 	opts   ADSOptions
 	client discoveryv3.AggregatedDiscoveryServiceClient
-	subs   []*ADSSubscription
 
 	connected         *stats.Gauge
 	pendingRequests   *stats.Gauge
@@ -84,11 +80,17 @@ type ADS struct {
 	// its last response gave it.
 	identifier *stats.TextReadout
 
-	ctx     context.Context
-	cancel  context.CancelFunc
-	done    chan struct{}
-	started bool
+	// wake tells the stream that subscriptions or their interests
+	// changed (a buffer of one: changes are read from the subscriptions).
+	wake chan struct{}
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+
 	mu      sync.Mutex
+	subs    []*ADSSubscription
+	started bool
 }
 
 // NewADS prepares an ADS client; nothing is sent before Start.
@@ -118,109 +120,15 @@ func NewADS(o ADSOptions) (*ADS, error) {
 		pendingRequests:   o.Stats.Gauge("control_plane.pending_requests"),
 		rateLimitEnforced: o.Stats.Counter("control_plane.rate_limit_enforced"),
 		identifier:        o.Stats.TextReadout("control_plane.identifier"),
+		wake:              make(chan struct{}, 1),
 		ctx:               ctx,
 		cancel:            cancel,
 		done:              make(chan struct{}),
 	}, nil
 }
 
-// SubscriptionOptions configure one resource type on an ADS stream.
-type SubscriptionOptions struct {
-	// TypeURL is the resources' type (required), e.g. ListenerTypeURL.
-	TypeURL string
-	// Stats is the scope of the subscription stats (required).
-	Stats stats.Scope
-	// InitialFetchTimeout bounds the wait for the first response before
-	// Ready is closed anyway (counted in init_fetch_timeout); 0 waits
-	// forever.
-	InitialFetchTimeout time.Duration
-}
-
-// ADSSubscription is one resource type on an ADS stream.
-type ADSSubscription struct {
-	typeURL string
-	dec     decoder
-	apply   func(Update) error
-	stats   subscriptionStats
-	empty   *stats.Counter
-	timeout time.Duration
-
-	ready     chan struct{}
-	readyOnce sync.Once
-	// warned holds the unknown-field paths already warned about, and
-	// lastRejected the last rejection logged; only the stream goroutine
-	// touches them.
-	warned       map[string]bool
-	lastRejected string
-
-	mu          sync.Mutex
-	version     string
-	lastUpdated time.Time
-}
-
-// Subscribe adds a wildcard subscription to o.TypeURL. apply is called
-// with each response's resources, never concurrently with itself; an error
-// it returns NACKs the response (counted in update_rejected).
-func (a *ADS) Subscribe(o SubscriptionOptions, apply func(Update) error) (*ADSSubscription, error) {
-	switch {
-	case o.TypeURL == "":
-		return nil, errors.New("a resource type URL is required")
-	case o.Stats == (stats.Scope{}):
-		return nil, errors.New("a stats scope is required")
-	case apply == nil:
-		return nil, errors.New("an apply function is required")
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.started {
-		return nil, errors.New("the ADS stream is already started")
-	}
-	resourceType, err := protoregistry.GlobalTypes.FindMessageByURL(o.TypeURL)
-	if err != nil {
-		return nil, fmt.Errorf("resource type %q is not linked in: %w", o.TypeURL, err)
-	}
-	types, err := newDiscoveryTypes()
-	if err != nil {
-		return nil, err
-	}
-	sub := &ADSSubscription{
-		typeURL: o.TypeURL,
-		dec:     decoder{types: types, typeURL: o.TypeURL, resourceType: resourceType},
-		apply:   apply,
-		stats:   newSubscriptionStats(o.Stats),
-		empty:   o.Stats.Counter("update_empty"),
-		timeout: o.InitialFetchTimeout,
-		ready:   make(chan struct{}),
-		warned:  map[string]bool{},
-	}
-	a.subs = append(a.subs, sub)
-	return sub, nil
-}
-
-// Ready is closed once the first response was handled (accepted or not),
-// or the initial fetch timed out: what Envoy's init target for the
-// subscription waits for.
-func (s *ADSSubscription) Ready() <-chan struct{} { return s.ready }
-
-func (s *ADSSubscription) markReady() { s.readyOnce.Do(func() { close(s.ready) }) }
-
-// Version returns the version_info of the last accepted response, or "".
-func (s *ADSSubscription) Version() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.version
-}
-
-// LastUpdated returns when the last response was accepted, or the zero
-// time.
-func (s *ADSSubscription) LastUpdated() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lastUpdated
-}
-
-// Start opens the stream in a goroutine and arms the initial fetch
-// timeouts. It never blocks on the management server.
+// Start opens the stream in a goroutine and starts the subscriptions
+// added so far. It never blocks on the management server.
 func (a *ADS) Start() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -232,21 +140,7 @@ func (a *ADS) Start() error {
 	}
 	a.started = true
 	for _, sub := range a.subs {
-		// Envoy counts the subscription's start as an attempt.
-		sub.stats.updateAttempt.Inc()
-		if sub.timeout > 0 {
-			t := time.AfterFunc(sub.timeout, func() {
-				select {
-				case <-sub.ready:
-				default:
-					sub.stats.initFetchTimeout.Inc()
-					sub.stats.updateAttempt.Inc()
-					logging.Warning(a.opts.Log, "ads: initial fetch timed out", "type_url", sub.typeURL, "timeout", sub.timeout.String())
-					sub.markReady()
-				}
-			})
-			context.AfterFunc(a.ctx, func() { t.Stop() })
-		}
+		a.startSubscription(sub)
 	}
 	go a.run()
 	return nil
@@ -255,8 +149,8 @@ func (a *ADS) Start() error {
 // Close ends the stream and waits for its goroutine, so no apply runs once
 // it returns. It is idempotent and safe before Start.
 func (a *ADS) Close() error {
-	a.cancel()
 	a.mu.Lock()
+	a.cancel()
 	started := a.started
 	a.started = true // no Start after Close
 	a.mu.Unlock()
@@ -264,6 +158,21 @@ func (a *ADS) Close() error {
 		<-a.done
 	}
 	return nil
+}
+
+// poke tells the stream that subscriptions or their interests changed.
+func (a *ADS) poke() {
+	select {
+	case a.wake <- struct{}{}:
+	default: // one is pending already
+	}
+}
+
+// subscriptions returns the subscriptions added so far.
+func (a *ADS) subscriptions() []*ADSSubscription {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.subs)
 }
 
 // run keeps a stream open until Close, reconnecting with backoff.
@@ -280,7 +189,7 @@ func (a *ADS) run() {
 		}
 		// Envoy's ConnectionFailure: every subscription counts it; it
 		// does not end the wait for a first response.
-		for _, sub := range a.subs {
+		for _, sub := range a.subscriptions() {
 			sub.stats.updateFailure.Inc()
 			sub.stats.updateAttempt.Inc()
 		}
@@ -305,12 +214,33 @@ func (a *ADS) backoff(attempt int) time.Duration {
 	return time.Duration(rand.Int64N(int64(ceiling)) + 1)
 }
 
-// stream runs one stream: it sends the subscriptions' requests, then
-// handles responses until the stream ends. It reports whether a response
-// arrived.
+// received is one Recv of a stream.
+type received struct {
+	resp *discoveryv3.DiscoveryResponse
+	err  error
+}
+
+// adsStream is the state of one stream: what was sent on it. Only the
+// stream goroutine uses it.
+type adsStream struct {
+	st    discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient
+	first bool
+	// sent is, by subscription, the interest count its last request on
+	// this stream carried; a subscription missing from it has not been
+	// requested on this stream yet.
+	sent map[*ADSSubscription]uint64
+	// nonces are the last response nonces, by type URL.
+	nonces map[string]string
+}
+
+// stream runs one stream, the single goroutine that sends on it and
+// handles its responses (another goroutine only receives): it requests
+// every subscription, then answers each response with an ACK or a NACK,
+// and requests again whenever a subscription is added or its interest
+// changes. It reports whether a response arrived.
 func (a *ADS) stream() (gotResponse bool) {
 	// The stream's own context: cancelling it when the stream is left,
-	// however it is left, releases the stream.
+	// however it is left, releases the stream and its receiver.
 	ctx, cancel := context.WithCancel(a.ctx)
 	defer cancel()
 	if a.opts.CallContext != nil {
@@ -324,142 +254,105 @@ func (a *ADS) stream() (gotResponse bool) {
 		return false
 	}
 	a.connected.Set(1)
-	first := true
-	send := func(req *discoveryv3.DiscoveryRequest) error {
-		if first || !a.opts.NodeOnFirstMessageOnly {
-			req.Node = a.opts.Node
+	s := &adsStream{st: st, first: true, sent: map[*ADSSubscription]uint64{}, nonces: map[string]string{}}
+	recv := make(chan received)
+	go func() {
+		for {
+			resp, err := st.Recv()
+			select {
+			case recv <- received{resp, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
 		}
-		first = false
-		return st.Send(req)
-	}
-	byType := map[string]*ADSSubscription{}
-	for _, sub := range a.subs {
-		byType[sub.typeURL] = sub
-		// The version last accepted tells a restarted management server
-		// what this proxy has; the nonce is empty on a new stream.
-		if err := send(&discoveryv3.DiscoveryRequest{TypeUrl: sub.typeURL, VersionInfo: sub.Version()}); err != nil {
-			a.warn("ads: send failed", err)
-			return false
-		}
+	}()
+	if err := a.requestChanged(s); err != nil {
+		a.warn("ads: send failed", err)
+		return false
 	}
 	for {
-		resp, err := st.Recv()
-		if err != nil {
-			if a.ctx.Err() == nil {
-				a.warn("ads: stream closed", err)
-			}
+		select {
+		case <-ctx.Done():
 			return gotResponse
+		case <-a.wake:
+			if err := a.requestChanged(s); err != nil {
+				a.warn("ads: send failed", err)
+				return gotResponse
+			}
+		case r := <-recv:
+			if r.err != nil {
+				if a.ctx.Err() == nil {
+					a.warn("ads: stream closed", r.err)
+				}
+				return gotResponse
+			}
+			gotResponse = true
+			if err := a.respond(s, r.resp); err != nil {
+				a.warn("ads: send failed", err)
+				return gotResponse
+			}
 		}
-		gotResponse = true
-		if cp := resp.GetControlPlane(); cp != nil {
-			a.identifier.Set(cp.GetIdentifier())
-		}
-		sub := byType[resp.GetTypeUrl()]
-		if sub == nil {
-			a.opts.Log.Info("ads: ignoring a response for a type URL with no subscription", "type_url", resp.GetTypeUrl())
+	}
+}
+
+// send sends a request of sub on the stream, with the subscription's
+// current resource names, the node when it has to be there, and the
+// type's last nonce unless the request has its own.
+func (a *ADS) send(s *adsStream, sub *ADSSubscription, req *discoveryv3.DiscoveryRequest) error {
+	names, interest := sub.wanted()
+	req.TypeUrl, req.ResourceNames = sub.typeURL, names
+	if s.first || !a.opts.NodeOnFirstMessageOnly {
+		req.Node = a.opts.Node
+	}
+	s.first = false
+	s.sent[sub] = interest
+	return s.st.Send(req)
+}
+
+// requestChanged requests the subscriptions not yet requested on the
+// stream, or whose interest changed since. The version is the last
+// accepted: it tells a restarted management server what this proxy has.
+func (a *ADS) requestChanged(s *adsStream) error {
+	for _, sub := range a.subscriptions() {
+		_, interest := sub.wanted()
+		if sent, ok := s.sent[sub]; ok && sent == interest {
 			continue
 		}
-		req := a.handle(sub, resp)
-		if a.ctx.Err() != nil {
-			return gotResponse
-		}
-		if err := send(req); err != nil {
-			a.warn("ads: send failed", err)
-			return gotResponse
+		req := &discoveryv3.DiscoveryRequest{VersionInfo: sub.Version(), ResponseNonce: s.nonces[sub.typeURL]}
+		if err := a.send(s, sub, req); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
-// handle applies one response and returns the ACK or NACK to send.
-func (a *ADS) handle(sub *ADSSubscription, resp *discoveryv3.DiscoveryResponse) *discoveryv3.DiscoveryRequest {
-	defer sub.markReady()
-	start := a.opts.Now()
-	sub.stats.updateAttempt.Inc()
-	err := a.decodeAndApply(sub, resp)
-	if err != nil {
-		sub.stats.updateRejected.Inc()
-		// A management server may send the rejected version again at
-		// once, and again: the same rejection is logged once.
-		if msg := resp.GetVersionInfo() + "\x00" + err.Error(); msg != sub.lastRejected {
-			sub.lastRejected = msg
-			logging.Warning(a.opts.Log, "ads: update rejected", "type_url", sub.typeURL, "version", resp.GetVersionInfo(), "error", oneLine(err))
-		}
-		return &discoveryv3.DiscoveryRequest{
-			TypeUrl:       sub.typeURL,
-			VersionInfo:   sub.Version(),
-			ResponseNonce: resp.GetNonce(),
-			ErrorDetail:   nackStatus(err),
+// respond handles one response and sends its ACK or NACK.
+func (a *ADS) respond(s *adsStream, resp *discoveryv3.DiscoveryResponse) error {
+	if cp := resp.GetControlPlane(); cp != nil {
+		a.identifier.Set(cp.GetIdentifier())
+	}
+	var sub *ADSSubscription
+	for _, candidate := range a.subscriptions() {
+		if candidate.typeURL == resp.GetTypeUrl() {
+			sub = candidate
 		}
 	}
-	now := a.opts.Now()
-	if len(resp.GetResources()) == 0 {
-		sub.empty.Inc()
+	if sub == nil {
+		a.opts.Log.Info("ads: ignoring a response for a type URL with no subscription", "type_url", resp.GetTypeUrl())
+		return nil
 	}
-	sub.stats.success(resp.GetVersionInfo(), start, now)
-	sub.mu.Lock()
-	sub.version, sub.lastUpdated = resp.GetVersionInfo(), now
-	sub.mu.Unlock()
-	return &discoveryv3.DiscoveryRequest{
-		TypeUrl:       sub.typeURL,
-		VersionInfo:   resp.GetVersionInfo(),
-		ResponseNonce: resp.GetNonce(),
+	s.nonces[sub.typeURL] = resp.GetNonce()
+	req := a.handle(sub, resp)
+	if a.ctx.Err() != nil {
+		return nil
 	}
-}
-
-// decodeAndApply checks a response as a resource file is checked (the
-// same decoder, on its wire form: resource types, unknown fields under
-// the policy) and applies it.
-func (a *ADS) decodeAndApply(sub *ADSSubscription, resp *discoveryv3.DiscoveryResponse) error {
-	data, err := marshalResponse(resp)
-	if err != nil {
-		return err
-	}
-	u, unknown, err := sub.dec.decodeBytes("response.pb", data, a.opts.Unknown != UnknownReject)
-	if err != nil {
-		return err
-	}
-	if a.opts.Unknown == UnknownWarn {
-		for _, p := range unknown {
-			if sub.warned[p] {
-				continue
-			}
-			sub.warned[p] = true
-			logging.Warning(a.opts.Log, "unknown field in dynamic configuration was ignored", "type_url", sub.typeURL, "field", p)
-			if a.opts.UnknownCounter != nil {
-				a.opts.UnknownCounter.Inc()
-			}
-		}
-	}
-	return sub.apply(u)
+	return a.send(s, sub, req)
 }
 
 // warn logs a stream problem at warning level.
 func (a *ADS) warn(msg string, err error) {
 	logging.Warning(a.opts.Log, msg, "error", err.Error())
-}
-
-// maxNackMessage bounds error_detail.message, as Envoy truncates it to
-// stay within gRPC's limits on status messages.
-const maxNackMessage = 4096
-
-// nackStatus is a NACK's error_detail: Envoy sends code INTERNAL with the
-// problem (here every problem, each with its field path).
-func nackStatus(err error) *status.Status {
-	msg := oneLine(err)
-	if len(msg) > maxNackMessage {
-		msg = msg[:maxNackMessage]
-	}
-	return &status.Status{Code: int32(codes.Internal), Message: msg}
-}
-
-// marshalResponse is a response's wire form, for the decoder.
-func marshalResponse(resp *discoveryv3.DiscoveryResponse) ([]byte, error) {
-	data, err := proto.Marshal(resp)
-	if err != nil {
-		return nil, err
-	}
-	if len(data) == 0 {
-		return nil, errors.New("the response is empty")
-	}
-	return data, nil
 }

@@ -240,7 +240,7 @@ func TestADSInitialFetchTimeout(t *testing.T) {
 		t.Errorf("update_attempt = %d, want 2 (the start and the timeout)", got)
 	}
 	if _, err := ads.Subscribe(SubscriptionOptions{TypeURL: ListenerTypeURL, Stats: store.Scope("x.")}, func(Update) error { return nil }); err == nil {
-		t.Error("Subscribe after Start succeeded")
+		t.Error("a second subscription to the same type succeeded")
 	}
 	if err := ads.Start(); err == nil {
 		t.Error("a second Start succeeded")
@@ -276,5 +276,88 @@ func TestADSCloseBeforeStart(t *testing.T) {
 	}
 	if _, err := NewADS(ADSOptions{Node: &corev3.Node{}, Stats: stats.NewStore()}); err == nil {
 		t.Error("NewADS without a channel succeeded")
+	}
+}
+
+// clusterTypeURL is the type of cluster resources, for a second
+// subscription.
+const clusterTypeURL = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+
+func TestADSSubscribeWhileRunningAndInterest(t *testing.T) {
+	srv, conn := startScriptedADS(t)
+	store := stats.NewStore()
+	ads, err := NewADS(ADSOptions{Conn: conn, Node: &corev3.Node{Id: "n1"}, NodeOnFirstMessageOnly: true, Stats: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lds, err := ads.Subscribe(SubscriptionOptions{TypeURL: ListenerTypeURL, Stats: store.Scope("lds.")}, func(Update) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ads.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ads.Close() })
+	if req := srv.next(t); req.GetTypeUrl() != ListenerTypeURL || len(req.GetResourceNames()) != 0 {
+		t.Fatalf("first request = %v", req)
+	}
+	srv.responses <- response(t, "l1", "ln-1", &listenerv3.Listener{Name: "a"})
+	if ack := srv.next(t); ack.GetVersionInfo() != "l1" {
+		t.Fatalf("ACK = %v", ack)
+	}
+
+	// A subscription added while the stream runs is requested on it, with
+	// its resource names, and without the node (sent already).
+	var got []string
+	var mu sync.Mutex
+	cds, err := ads.Subscribe(SubscriptionOptions{TypeURL: clusterTypeURL, Stats: store.Scope("cds."), ResourceNames: []string{"b", "a", "b"}},
+		func(u Update) error {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, r := range u.Resources {
+				got = append(got, r.(*clusterv3.Cluster).GetName())
+			}
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := srv.next(t)
+	if req.GetTypeUrl() != clusterTypeURL || strings.Join(req.GetResourceNames(), ",") != "a,b" || req.GetNode() != nil || req.GetResponseNonce() != "" {
+		t.Fatalf("request of the new subscription = %v", req)
+	}
+	if got := store.Counter("cds.update_attempt").Value(); got != 1 {
+		t.Errorf("cds.update_attempt = %d, want 1 (its start)", got)
+	}
+
+	resp := response(t, "c1", "cn-1", &clusterv3.Cluster{Name: "a"})
+	resp.TypeUrl = clusterTypeURL
+	srv.responses <- resp
+	if ack := srv.next(t); ack.GetTypeUrl() != clusterTypeURL || ack.GetVersionInfo() != "c1" || ack.GetResponseNonce() != "cn-1" ||
+		strings.Join(ack.GetResourceNames(), ",") != "a,b" {
+		t.Fatalf("ACK = %v", ack)
+	}
+	mu.Lock()
+	if strings.Join(got, ",") != "a" {
+		t.Errorf("applied %v", got)
+	}
+	mu.Unlock()
+
+	// A new interest is sent at once, with the last version and nonce; an
+	// unchanged one is not sent.
+	cds.SetResourceNames([]string{"b", "a"})
+	cds.SetResourceNames([]string{"c"})
+	req = srv.next(t)
+	if req.GetTypeUrl() != clusterTypeURL || strings.Join(req.GetResourceNames(), ",") != "c" ||
+		req.GetVersionInfo() != "c1" || req.GetResponseNonce() != "cn-1" {
+		t.Fatalf("interest update = %v", req)
+	}
+	select {
+	case extra := <-srv.requests:
+		t.Fatalf("unexpected request %v", extra)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if lds.Version() != "l1" || cds.Version() != "c1" {
+		t.Errorf("versions %q %q", lds.Version(), cds.Version())
 	}
 }
