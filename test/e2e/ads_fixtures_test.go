@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	cachetypes "github.com/envoyproxy/go-control-plane/pkg/cache/types"
@@ -147,13 +148,7 @@ func (m *managementServer) received() []*discoveryv3.DiscoveryRequest {
 // ldsSnapshot is a snapshot of version holding the listeners.
 func ldsSnapshot(version string, ls ...*listenerv3.Listener) *cachev3.Snapshot {
 	GinkgoHelper()
-	res := make([]cachetypes.Resource, len(ls))
-	for i, l := range ls {
-		res[i] = l
-	}
-	snap, err := cachev3.NewSnapshot(version, map[resourcev3.Type][]cachetypes.Resource{resourcev3.ListenerType: res})
-	Expect(err).NotTo(HaveOccurred())
-	return snap
+	return adsSnapshot(version, ls)
 }
 
 // listenerProto is a listenerDef (the fixtures' YAML) as a Listener.
@@ -170,11 +165,11 @@ func listenerProto(l listenerDef) *listenerv3.Listener {
 // management server on xdsPort, reached through the static HTTP/2 cluster
 // "xds"; ldsFields are extra dynamic_resources.lds_config fields (a YAML
 // flow mapping), and more are further static clusters.
-func adsBootstrap(xdsPort int, ldsFields string, more ...proxyCluster) string {
+func adsBootstrap(xdsPort int, ldsFields string, more ...map[string]any) string {
 	GinkgoHelper()
 	clusters := []any{proxyCluster{Name: "xds", Port: xdsPort, Extra: h2cOptions()}.object()}
 	for _, c := range more {
-		clusters = append(clusters, c.object())
+		clusters = append(clusters, c)
 	}
 	b := map[string]any{
 		"node":             map[string]any{"id": adsNodeID, "cluster": "e2e"},
@@ -188,4 +183,84 @@ func adsBootstrap(xdsPort int, ldsFields string, more ...proxyCluster) string {
 	out, err := json.Marshal(b)
 	Expect(err).NotTo(HaveOccurred())
 	return string(out)
+}
+
+// edsCluster is a static EDS cluster whose endpoints come over ADS under
+// the service name service; edsFields are extra eds_config fields.
+func edsCluster(name, service, edsFields string) map[string]any {
+	GinkgoHelper()
+	return map[string]any{
+		"name":            name,
+		"type":            "EDS",
+		"connect_timeout": "1s",
+		"eds_cluster_config": map[string]any{
+			"service_name": service,
+			"eds_config":   merge(map[string]any{"ads": map[string]any{}, "resource_api_version": "V3"}, edsFields),
+		},
+	}
+}
+
+// adsSnapshot is a snapshot of version holding listeners and load
+// assignments.
+func adsSnapshot(version string, ls []*listenerv3.Listener, clas ...*endpointv3.ClusterLoadAssignment) *cachev3.Snapshot {
+	GinkgoHelper()
+	// The listener type is always there: a snapshot without it would
+	// answer the wildcard listener subscription with version "".
+	res := map[resourcev3.Type][]cachetypes.Resource{resourcev3.ListenerType: {}}
+	for _, l := range ls {
+		res[resourcev3.ListenerType] = append(res[resourcev3.ListenerType], l)
+	}
+	for _, cla := range clas {
+		res[resourcev3.EndpointType] = append(res[resourcev3.EndpointType], cla)
+	}
+	snap, err := cachev3.NewSnapshot(version, res)
+	Expect(err).NotTo(HaveOccurred())
+	return snap
+}
+
+// edsEndpoint is one endpoint of a load assignment: a loopback port, its
+// priority and health.
+type edsEndpoint struct {
+	port     int
+	priority uint32
+	health   corev3.HealthStatus
+}
+
+// loadAssignment is the load assignment of service, one locality per
+// endpoint.
+func loadAssignment(service string, eps ...edsEndpoint) *endpointv3.ClusterLoadAssignment {
+	cla := &endpointv3.ClusterLoadAssignment{ClusterName: service}
+	for _, ep := range eps {
+		cla.Endpoints = append(cla.Endpoints, &endpointv3.LocalityLbEndpoints{
+			Priority: ep.priority,
+			LbEndpoints: []*endpointv3.LbEndpoint{{
+				HealthStatus: ep.health,
+				HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
+					Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+						Address: "127.0.0.1", PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: uint32(ep.port)},
+					}}},
+				}},
+			}},
+		})
+	}
+	return cla
+}
+
+// startNamed starts an HTTP server on loopback answering name, until the
+// spec ends, and returns its port.
+func startNamed(name string) int {
+	GinkgoHelper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	serveName(ln, name)
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// routeToCluster is a filter chain (YAML flow) whose connection manager,
+// with stat prefix prefix, routes every request to cluster.
+func routeToCluster(prefix, cluster string) string {
+	return `{filters: [{name: envoy.filters.network.http_connection_manager, typed_config: {` +
+		`"@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager, stat_prefix: ` + prefix + `, ` +
+		`route_config: {virtual_hosts: [{name: all, domains: ["*"], routes: [{match: {prefix: "/"}, route: {cluster: ` + cluster + `}}]}]}, ` +
+		`http_filters: [{name: envoy.filters.http.router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]}}]}`
 }

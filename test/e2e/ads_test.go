@@ -125,12 +125,8 @@ var _ = Describe("ADS: listeners from a management server over gRPC", func() {
 	It("proxies to a static cluster through a listener and route that arrived over ADS", func() {
 		up := startUpstream(false)
 		m := startManagementServer()
-		route := `{filters: [{name: envoy.filters.network.http_connection_manager, typed_config: {` +
-			`"@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager, stat_prefix: ads_ingress, ` +
-			`route_config: {virtual_hosts: [{name: all, domains: ["*"], routes: [{match: {prefix: "/"}, route: {cluster: backend}}]}]}, ` +
-			`http_filters: [{name: envoy.filters.http.router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]}}]}`
-		m.set(ldsSnapshot("v1", listenerProto(listenerDef{Name: "ingress", Chains: []string{route}})))
-		s := Start(newDir(), adsBootstrap(m.port, "", proxyCluster{Name: "backend", Port: up.port}))
+		m.set(ldsSnapshot("v1", listenerProto(listenerDef{Name: "ingress", Chains: []string{routeToCluster("ads_ingress", "backend")}})))
+		s := Start(newDir(), adsBootstrap(m.port, "", proxyCluster{Name: "backend", Port: up.port}.object()))
 		waitLive(s)
 		Expect(getBody(listenerAddr(s, "ingress"))).To(Equal("ok"))
 		Expect(statValue(s, "cluster.backend.upstream_rq_200")).To(Equal("1"))

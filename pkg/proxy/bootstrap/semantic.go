@@ -51,6 +51,7 @@ func semanticErrors(b *bootstrapv3.Bootstrap, ext *extension.Registry) []error {
 	s.runtime(b.GetLayeredRuntime())
 	s.listeners(b.GetStaticResources().GetListeners(), "static_resources.listeners")
 	s.dynamicResources(b.GetDynamicResources())
+	s.edsClusters(b)
 	return s.errs
 }
 

@@ -2,6 +2,7 @@ package bootstrap
 
 import (
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 )
 
@@ -64,5 +65,38 @@ func (s *semanticChecker) fileConfigSource(cs *corev3.ConfigSource, path string)
 		}
 	default:
 		s.fail(path, "a path_config_source (or path), or ads, is required: Outrigger reads listeners from a file or the ADS stream only")
+	}
+}
+
+// edsClusters checks the static clusters of type EDS: their endpoints come
+// from the ADS stream (eds_config: {ads: {}}), the only EDS source
+// Outrigger has; the stream's own cluster cannot be one of them, or its
+// endpoints would have to come over itself. eds_cluster_config on another
+// type of cluster, which nothing would read, is refused.
+func (s *semanticChecker) edsClusters(b *bootstrapv3.Bootstrap) {
+	adsCluster := ""
+	if gs := b.GetDynamicResources().GetAdsConfig().GetGrpcServices(); len(gs) > 0 {
+		adsCluster = gs[0].GetEnvoyGrpc().GetClusterName()
+	}
+	for i, c := range b.GetStaticResources().GetClusters() {
+		path := indexPath("static_resources.clusters", i)
+		if c.GetType() != clusterv3.Cluster_EDS || c.GetClusterType() != nil {
+			if c.GetEdsClusterConfig() != nil {
+				s.fail(childPath(path, "eds_cluster_config"), "only a cluster of type EDS has one")
+			}
+			continue
+		}
+		eds := c.GetEdsClusterConfig().GetEdsConfig()
+		switch {
+		case eds == nil:
+			s.fail(childPath(path, "eds_cluster_config.eds_config"), "required: where the cluster's endpoints come from (ads: {})")
+		case eds.GetAds() == nil:
+			s.fail(childPath(path, "eds_cluster_config.eds_config"), "ads: {} is required: Outrigger takes endpoints from the ADS stream only")
+		case b.GetDynamicResources().GetAdsConfig() == nil:
+			s.fail(childPath(path, "eds_cluster_config.eds_config.ads"), "requires dynamic_resources.ads_config (the ADS stream it names)")
+		}
+		if c.GetName() != "" && c.GetName() == adsCluster {
+			s.fail(childPath(path, "type"), "the ADS stream's cluster %q cannot take its endpoints from that stream: give it STATIC or DNS endpoints", c.GetName())
+		}
 	}
 }

@@ -60,6 +60,28 @@ func TestValidateDynamicResources(t *testing.T) {
 			overlay: `dynamic_resources: {ads_config: {transport_api_version: V3, grpc_services: [{envoy_grpc: {cluster_name: xds}}]}}`,
 			want:    []string{"dynamic_resources.ads_config.api_type: GRPC is required: Outrigger's ADS is state of the world over gRPC"},
 		},
+		"an EDS cluster over ads": {
+			overlay: `{static_resources: {clusters: [{name: backend, type: EDS, connect_timeout: 1s, eds_cluster_config: {service_name: backend-svc, eds_config: {ads: {}, resource_api_version: V3, initial_fetch_timeout: 1s}}}]}, ` +
+				`dynamic_resources: {ads_config: {api_type: GRPC, transport_api_version: V3, grpc_services: [{envoy_grpc: {cluster_name: xds}}]}}}`,
+		},
+		"EDS cluster refusals": {
+			overlay: `{static_resources: {clusters: [` +
+				`{name: none, type: EDS}, ` +
+				`{name: file, type: EDS, eds_cluster_config: {eds_config: {path_config_source: {path: /eds.yaml}}}}, ` +
+				`{name: noads, type: EDS, eds_cluster_config: {eds_config: {ads: {}}}}, ` +
+				`{name: static, type: STATIC, eds_cluster_config: {service_name: x}}]}}`,
+			want: []string{
+				"static_resources.clusters[0].eds_cluster_config.eds_config: required: where the cluster's endpoints come from (ads: {})",
+				"static_resources.clusters[1].eds_cluster_config.eds_config: ads: {} is required: Outrigger takes endpoints from the ADS stream only",
+				"static_resources.clusters[2].eds_cluster_config.eds_config.ads: requires dynamic_resources.ads_config (the ADS stream it names)",
+				"static_resources.clusters[3].eds_cluster_config: only a cluster of type EDS has one",
+			},
+		},
+		"the ADS cluster cannot be an EDS cluster": {
+			overlay: `{static_resources: {clusters: [{name: xds, type: EDS, eds_cluster_config: {eds_config: {ads: {}}}}]}, ` +
+				`dynamic_resources: {ads_config: {api_type: GRPC, transport_api_version: V3, grpc_services: [{envoy_grpc: {cluster_name: xds}}]}}}`,
+			want: []string{`static_resources.clusters[0].type: the ADS stream's cluster "xds" cannot take its endpoints from that stream: give it STATIC or DNS endpoints`},
+		},
 		"cds, rds and eds over ads stay refused": {
 			overlay: `dynamic_resources: {cds_config: {ads: {}}, ads_config: {api_type: GRPC, transport_api_version: V3, grpc_services: [{envoy_grpc: {cluster_name: xds}}]}}`,
 			want:    []string{"dynamic_resources.cds_config: not supported by Outrigger"},

@@ -10,7 +10,7 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	// Clusters.
 	"envoy.config.cluster.v3.Cluster.name":                        {},
 	"envoy.config.cluster.v3.Cluster.alt_stat_name":               {},
-	"envoy.config.cluster.v3.Cluster.type":                        {values: []string{"STATIC", "STRICT_DNS", "LOGICAL_DNS", "ORIGINAL_DST"}},
+	"envoy.config.cluster.v3.Cluster.type":                        {values: []string{"STATIC", "STRICT_DNS", "LOGICAL_DNS", "ORIGINAL_DST", "EDS"}},
 	"envoy.config.cluster.v3.Cluster.connect_timeout":             {},
 	"envoy.config.cluster.v3.Cluster.max_requests_per_connection": {},
 	"envoy.config.cluster.v3.Cluster.protocol_selection":          {values: []string{"USE_CONFIGURED_PROTOCOL", "USE_DOWNSTREAM_PROTOCOL"}},

@@ -5,7 +5,8 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedDynamic lists the dynamic_resources fields Outrigger implements
 // (see supportedCore): listeners discovered from a file (LDS over a
 // filesystem subscription) or over a state-of-the-world ADS stream to a
-// static cluster. Every other config source (a service's own gRPC or REST
+// static cluster, and the endpoints of static EDS clusters over that
+// stream. Every other config source (a service's own gRPC or REST
 // api_config_source, delta xDS, self) and every other discovery service
 // stay refused with their path.
 // ConfigSource rows are shared by whatever field holds a ConfigSource; the
@@ -23,6 +24,12 @@ var supportedDynamic = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.ApiConfigSource.transport_api_version":          {values: []string{"V3"}},
 	"envoy.config.core.v3.ApiConfigSource.grpc_services":                  {},
 	"envoy.config.core.v3.ApiConfigSource.set_node_on_first_message_only": {},
+
+	// Static clusters of type EDS whose endpoints come over the ADS stream
+	// (the semantic check requires eds_config: {ads: {}}).
+	"envoy.config.cluster.v3.Cluster.eds_cluster_config":            {},
+	"envoy.config.cluster.v3.Cluster.EdsClusterConfig.eds_config":   {},
+	"envoy.config.cluster.v3.Cluster.EdsClusterConfig.service_name": {},
 
 	// Config sources: a file, read at start and re-read when replaced.
 	"envoy.config.core.v3.ConfigSource.path_config_source":    {},

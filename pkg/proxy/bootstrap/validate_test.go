@@ -119,9 +119,8 @@ func TestValidateSupport(t *testing.T) {
 			want:    []string{"static_resources.clusters[0].outlier_detection: not supported by Outrigger"},
 		},
 		"cluster type": {
-			overlay: "static_resources: {clusters: [{name: backend, type: EDS, lb_policy: RANDOM}]}",
+			overlay: "static_resources: {clusters: [{name: backend, type: STATIC, lb_policy: RANDOM}]}",
 			want: []string{
-				"static_resources.clusters[0].type: EDS is not supported by Outrigger (supported: STATIC, STRICT_DNS, LOGICAL_DNS, ORIGINAL_DST)",
 				"static_resources.clusters[0].lb_policy: RANDOM is not supported by Outrigger (supported: ROUND_ROBIN, CLUSTER_PROVIDED)",
 			},
 		},

@@ -62,6 +62,8 @@ type Cluster struct {
 
 	// origDst are an ORIGINAL_DST cluster's hosts, nil for other types.
 	origDst *origDstHosts
+	// eds is an EDS cluster's warming state, nil for other types.
+	eds *edsState
 }
 
 // hostSet is the cluster's hosts at one moment: built whole, then only
@@ -117,7 +119,12 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 	if s.dns != nil {
 		priorities = [][]*upstream.Host{nil}
 	}
-	c.install(priorities, s.dns == nil)
+	if s.eds != nil {
+		c.eds = newEDSState()
+	}
+	// The initial empty set of a DNS or EDS cluster is no membership
+	// change.
+	c.install(priorities, s.dns == nil && s.eds == nil)
 	return c
 }
 

@@ -51,6 +51,9 @@ type settings struct {
 	// origDst is an ORIGINAL_DST cluster's settings (its hosts are
 	// created as connections arrive), nil for other types.
 	origDst *origDstSettings
+	// eds is an EDS cluster's settings (its hosts come from the endpoint
+	// discovery service), nil for other types.
+	eds *edsSettings
 	// notes are things worth a warning that are not errors: settings
 	// Envoy ignores for the cluster's type, accepted as Envoy does.
 	notes []string
@@ -89,16 +92,18 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	if alt := c.GetAltStatName(); alt != "" {
 		s.observabilityName = alt
 	}
-	isDNS, isOrigDst := false, false
+	isDNS, isOrigDst, isEDS := false, false, false
 	switch t := c.GetType(); {
 	case c.GetClusterType() != nil:
 		errs = append(errs, configErrorf("cluster_type", "custom cluster types are not supported by Outrigger"))
+	case t == clusterv3.Cluster_EDS:
+		isEDS = true
 	case t == clusterv3.Cluster_STRICT_DNS || t == clusterv3.Cluster_LOGICAL_DNS:
 		isDNS = true
 	case t == clusterv3.Cluster_ORIGINAL_DST:
 		isOrigDst = true
 	case t != clusterv3.Cluster_STATIC:
-		errs = append(errs, configErrorf("type", "%s is not supported by Outrigger yet (supported: STATIC, STRICT_DNS, LOGICAL_DNS, ORIGINAL_DST)", t))
+		errs = append(errs, configErrorf("type", "%s is not supported by Outrigger yet (supported: STATIC, STRICT_DNS, LOGICAL_DNS, ORIGINAL_DST, EDS)", t))
 	}
 	switch p := c.GetLbPolicy(); {
 	case isOrigDst:
@@ -164,6 +169,13 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 		return s, errs
 	}
 	s.notes = ignoredDNSFields(c)
+	if isEDS {
+		s.eds, errList = buildEDS(c)
+		errs = append(errs, errList...)
+		s.notes = append(s.notes, ignoredOrigDstFields(c)...)
+		s.priorities = [][]*upstream.Host{nil}
+		return s, errs
+	}
 	if isOrigDst {
 		s.origDst, errList = buildOrigDst(c)
 		errs = append(errs, errList...)

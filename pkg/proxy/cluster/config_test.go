@@ -109,18 +109,18 @@ func TestNewManagerErrors(t *testing.T) {
 		"unsupported type and policy": {
 			yaml: `
 - name: odst
-  type: EDS
+  type: STATIC
   lb_policy: LEAST_REQUEST`,
 			want: []string{
-				"static_resources.clusters[0].type: EDS is not supported by Outrigger yet (supported: STATIC, STRICT_DNS, LOGICAL_DNS, ORIGINAL_DST)",
 				"static_resources.clusters[0].lb_policy: LEAST_REQUEST is not supported by Outrigger yet (supported: ROUND_ROBIN)",
 			},
 		},
-		"EDS cluster": {
+		"EDS cluster with a load assignment": {
 			yaml: `
 - name: eds
-  type: EDS`,
-			want: []string{"static_resources.clusters[0].type: EDS is not supported by Outrigger yet (supported: STATIC, STRICT_DNS, LOGICAL_DNS, ORIGINAL_DST)"},
+  type: EDS
+  load_assignment: {cluster_name: eds}`,
+			want: []string{"static_resources.clusters[0].load_assignment: an EDS cluster's endpoints come from eds_cluster_config; remove load_assignment"},
 		},
 		"duplicate and missing names": {
 			yaml: `

@@ -156,8 +156,9 @@ func (m *Manager) Start() {
 
 // Warmed is closed once every cluster is initialised: a DNS cluster once
 // the first resolution of one of its names has ended (unless
-// wait_for_warm_on_init is false), as Envoy's cluster manager waits for
-// its primary clusters before the server goes on.
+// wait_for_warm_on_init is false), an EDS cluster once its first load
+// assignment is in (or its initial fetch timed out), as Envoy's cluster
+// manager waits for its clusters before the server goes on.
 func (m *Manager) Warmed() <-chan struct{} {
 	done := make(chan struct{})
 	if m == nil {
@@ -168,6 +169,11 @@ func (m *Manager) Warmed() <-chan struct{} {
 		defer close(done)
 		for _, d := range m.discoveries {
 			<-d.Warmed()
+		}
+		for _, c := range m.clusters {
+			if c.eds != nil {
+				<-c.eds.warm
+			}
 		}
 	}()
 	return done

@@ -27,8 +27,9 @@ import (
 // includeEDS, when there is a cluster), the listeners (static, then from
 // discovery), the scoped routes (always empty), the route configurations
 // inlined in HTTP connection managers, and the secrets, in that order.
-// Only listeners arrive through discovery; every other resource is static
-// and has no version_info. Secrets are not redacted here: the admin redacts
+// Listeners and the EDS clusters' endpoints arrive through discovery;
+// every other resource is static and has no version_info (nor do the
+// endpoints of static EDS clusters, as in Envoy). Secrets are not redacted here: the admin redacts
 // them. Each call builds new messages, which the caller may modify.
 func (s *Server) ConfigDump(includeEDS bool) []proto.Message {
 	// Envoy keeps update times to the millisecond.
@@ -39,7 +40,7 @@ func (s *Server) ConfigDump(includeEDS bool) []proto.Message {
 		clustersDump(res.GetClusters(), loaded),
 	}
 	if includeEDS && len(res.GetClusters()) > 0 {
-		dumps = append(dumps, endpointsDump(res.GetClusters()))
+		dumps = append(dumps, endpointsDump(res.GetClusters(), s.eds.assignment))
 	}
 	ld, dynamic := s.listenersDump(res.GetListeners(), loaded)
 	return append(dumps,
@@ -215,10 +216,18 @@ func secretsDump(secrets []*tlsv3.Secret) *adminv3.SecretsConfigDump {
 // dump does: one ClusterLoadAssignment per cluster, named by the EDS
 // service name or the cluster name, with the endpoints grouped by priority
 // and locality. Health is the configured health_status (no active health
-// check result is known from the configuration).
-func endpointsDump(clusters []*clusterv3.Cluster) *adminv3.EndpointsConfigDump {
+// check result is known from the configuration). discovered returns an
+// EDS cluster's last load assignment, nil for the others.
+func endpointsDump(clusters []*clusterv3.Cluster, discovered func(cluster string) *endpointv3.ClusterLoadAssignment) *adminv3.EndpointsConfigDump {
 	d := &adminv3.EndpointsConfigDump{}
 	for _, c := range clusters {
+		if la := discovered(c.GetName()); la != nil {
+			// An EDS cluster's hosts are its last load assignment's; the
+			// cluster is static, so it stays a static endpoint config,
+			// as in Envoy.
+			c = proto.CloneOf(c)
+			c.LoadAssignment = la
+		}
 		if a := pack(loadAssignmentDump(c)); a != nil {
 			d.StaticEndpointConfigs = append(d.StaticEndpointConfigs, &adminv3.EndpointsConfigDump_StaticEndpointConfig{
 				EndpointConfig: a,

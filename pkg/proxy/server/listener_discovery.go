@@ -9,7 +9,6 @@ import (
 
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -28,10 +27,10 @@ type discoverySource interface {
 	Close() error
 }
 
-// newListenerDiscovery sets up listener discovery from the file or the
-// ADS stream named by dynamic_resources.lds_config. It returns the file
-// subscription, or nil when there is none (no lds_config, or the ADS
-// stream, which s.ads runs). Nothing is read before Run starts the
+// newListenerDiscovery sets up listener discovery from the file named by
+// dynamic_resources.lds_config. It returns the file subscription, or nil
+// when there is none (no lds_config, or the ADS stream: see
+// subscribeListenersADS). Nothing is read before Run starts the
 // subscription; a file must exist already.
 func (s *Server) newListenerDiscovery(dr *bootstrapv3.Bootstrap_DynamicResources) (discoverySource, error) {
 	lds := dr.GetLdsConfig()
@@ -40,7 +39,9 @@ func (s *Server) newListenerDiscovery(dr *bootstrapv3.Bootstrap_DynamicResources
 	}
 	s.lset.failures = map[string]*adminv3.UpdateFailureState{}
 	if lds.GetAds() != nil {
-		return nil, s.subscribeListenersADS(lds)
+		// Subscribed once the clusters are warm (serveListeners), as
+		// Envoy starts LDS after its cluster manager's initialisation.
+		return nil, nil
 	}
 	path, field := lds.GetPathConfigSource().GetPath(), "dynamic_resources.lds_config.path_config_source.path"
 	if path == "" {
@@ -80,12 +81,12 @@ func (s *Server) unknownDynamicPolicy() xds.UnknownPolicy {
 	return xds.UnknownWarn
 }
 
-// subscribeListenersADS subscribes the listeners to the ADS stream. The
-// server waits for the first response (or the initial fetch timeout)
-// before it is LIVE.
-func (s *Server) subscribeListenersADS(lds *corev3.ConfigSource) error {
-	if s.ads == nil {
-		// The bootstrap check requires ads_config; it failed to build.
+// subscribeListenersADS subscribes the listeners to the ADS stream when
+// lds_config names it. The server waits for the first response (or the
+// initial fetch timeout) before it is LIVE.
+func (s *Server) subscribeListenersADS() error {
+	lds := s.boot.GetDynamicResources().GetLdsConfig()
+	if lds.GetAds() == nil || s.ads == nil {
 		return nil
 	}
 	timeout := xds.DefaultInitialFetchTimeout

@@ -53,6 +53,14 @@ func (s *Server) Run(ctx context.Context, adminHandler http.Handler) error {
 	// port clash fails start-up), but accept only once the clusters are
 	// initialised, as Envoy's workers start after its cluster manager.
 	s.clusters.Start()
+	// The ADS stream opens now: the EDS clusters warm with it.
+	if s.ads != nil {
+		if err := s.ads.Start(); err != nil {
+			s.shutdown(adminSrv)
+			return fmt.Errorf("ads: %w", err)
+		}
+		s.eds.start(func(msg string, kv ...any) { logging.Warning(s.logs.Logger("upstream"), msg, kv...) })
+	}
 	if err := s.bindListeners(); err != nil {
 		s.shutdown(adminSrv)
 		return err
@@ -218,11 +226,11 @@ func (s *Server) bindListeners() error {
 }
 
 // waitClusters waits until the clusters are initialised (DNS clusters
-// with wait_for_warm_on_init: their first resolution), the server staying
-// INITIALIZING meanwhile. A shutdown asked for in the meantime ends the
+// with wait_for_warm_on_init: their first resolution; EDS clusters: their
+// first load assignment), the server staying INITIALIZING meanwhile. A shutdown asked for in the meantime ends the
 // wait: false.
 func (s *Server) waitClusters(ctx context.Context, sigs <-chan os.Signal) bool {
-	return s.waitInit(ctx, sigs, s.clusters.Warmed(), "waiting for the DNS clusters' first resolution before serving")
+	return s.waitInit(ctx, sigs, s.clusters.Warmed(), "waiting for the clusters to warm (DNS resolutions, EDS load assignments) before serving")
 }
 
 // waitDiscovery waits for the first listener discovery response (or its
@@ -282,10 +290,8 @@ func (s *Server) serveListeners() error {
 			return fmt.Errorf("listener discovery: %w", err)
 		}
 	}
-	if s.ads != nil {
-		if err := s.ads.Start(); err != nil {
-			return fmt.Errorf("ads: %w", err)
-		}
+	if err := s.subscribeListenersADS(); err != nil {
+		return fmt.Errorf("listener discovery: %w", err)
 	}
 	return nil
 }

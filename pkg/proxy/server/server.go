@@ -66,11 +66,12 @@ type Server struct {
 	runtime *runtime.Runtime
 	life    *lifecycle
 
-	overload *overload.Manager // built before the listeners, which consult it (overload.go)
-	clusters *cluster.Manager  // built before the listeners, whose routes use it
-	lset     listenerSet       // the listeners, static and discovered (listener_set.go)
-	lds      discoverySource   // listeners from a file; nil without one
-	ads      *adsClient        // the ADS stream; nil without dynamic_resources.ads_config
+	overload *overload.Manager  // built before the listeners, which consult it (overload.go)
+	clusters *cluster.Manager   // built before the listeners, whose routes use it
+	lset     listenerSet        // the listeners, static and discovered (listener_set.go)
+	lds      discoverySource    // listeners from a file; nil without one
+	ads      *adsClient         // the ADS stream; nil without dynamic_resources.ads_config
+	eds      *endpointDiscovery // the EDS clusters' endpoints over ADS; nil without EDS clusters
 	// ldsReady is closed once the first ADS listener response (or its
 	// initial fetch timeout) is in; nil when there is nothing to wait for.
 	ldsReady <-chan struct{}
@@ -150,6 +151,8 @@ func New(cfg Config) (*Server, error) {
 	s.adminLog, err = s.buildAdminAccessLog()
 	errs = append(errs, err)
 	s.ads, err = s.newADS(cfg.Bootstrap.GetDynamicResources())
+	errs = append(errs, err)
+	s.eds, err = s.newEndpointDiscovery(cfg.Bootstrap)
 	errs = append(errs, err)
 	if lds, err := s.newListenerDiscovery(cfg.Bootstrap.GetDynamicResources()); err != nil {
 		errs = append(errs, err)

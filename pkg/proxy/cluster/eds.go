@@ -1,0 +1,106 @@
+package cluster
+
+import (
+	"errors"
+	"sync"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+)
+
+// edsSettings are an EDS cluster's: the name its load assignment is
+// published under. Where it comes from (eds_cluster_config.eds_config) is
+// the server's business.
+type edsSettings struct {
+	serviceName string
+}
+
+// buildEDS checks an EDS cluster's own fields. Its endpoints come from
+// discovery, so a load_assignment in the cluster is refused rather than
+// silently replaced.
+func buildEDS(c *clusterv3.Cluster) (*edsSettings, []error) {
+	var errs []error
+	if c.GetLoadAssignment() != nil {
+		errs = append(errs, configErrorf("load_assignment", "an EDS cluster's endpoints come from eds_cluster_config; remove load_assignment"))
+	}
+	name := c.GetEdsClusterConfig().GetServiceName()
+	if name == "" {
+		name = c.GetName()
+	}
+	return &edsSettings{serviceName: name}, errs
+}
+
+// edsState is an EDS cluster's warming: warm is closed by its first load
+// assignment, or when the server stops waiting for one.
+type edsState struct {
+	warm chan struct{}
+	once sync.Once
+}
+
+func newEDSState() *edsState { return &edsState{warm: make(chan struct{})} }
+
+// EDSServiceName returns the name of the load assignment an EDS cluster
+// wants (eds_cluster_config.service_name, else the cluster's name), and
+// false for other clusters.
+func (c *Cluster) EDSServiceName() (string, bool) {
+	if c.settings.eds == nil {
+		return "", false
+	}
+	return c.settings.eds.serviceName, true
+}
+
+// EDSHosts checks a load assignment for an EDS cluster and returns its
+// hosts by priority, for SetEDSHosts; nothing changes yet, so that every
+// assignment of a discovery response is checked before any applies.
+// Errors are relative to the load assignment.
+func (c *Cluster) EDSHosts(cla *endpointv3.ClusterLoadAssignment) ([][]*upstream.Host, error) {
+	if c.settings.eds == nil {
+		return nil, errors.New("not an EDS cluster")
+	}
+	var errs []error
+	if cla.GetPolicy() != nil {
+		// The policy would change the load balancer's settings, which are
+		// the cluster's; not carried over yet.
+		errs = append(errs, configErrorf("policy", "not supported by Outrigger in a discovered load assignment"))
+	}
+	priorities, herrs := buildHosts(c.settings.name, cla)
+	errs = append(errs, herrs...)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return priorities, nil
+}
+
+// SetEDSHosts installs an EDS cluster's hosts (from EDSHosts) and ends its
+// warming.
+func (c *Cluster) SetEDSHosts(priorities [][]*upstream.Host) {
+	c.SetHosts(priorities)
+	c.EndWarming()
+}
+
+// EndWarming ends an EDS cluster's warming without hosts: the initial
+// fetch timed out. It reports whether the cluster was still warming.
+func (c *Cluster) EndWarming() bool {
+	if c.eds == nil {
+		return false
+	}
+	ended := false
+	c.eds.once.Do(func() {
+		close(c.eds.warm)
+		ended = true
+	})
+	return ended
+}
+
+// EDSClusters returns the EDS clusters, in configuration order.
+func (m *Manager) EDSClusters() []*Cluster {
+	var out []*Cluster
+	for _, c := range m.clusters {
+		if c.eds != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
