@@ -142,4 +142,17 @@ var _ = Describe("EDS: a static cluster's endpoints from a management server ove
 		Expect(statValue(s, "listener_manager.lds.init_fetch_timeout")).To(Equal("1"))
 		Expect(statValue(s, "cluster.backend.membership_total")).To(Equal("0"))
 	})
+
+	It("counts a lost stream in the EDS cluster's update_failure and keeps its hosts", func() {
+		a := startNamed("A")
+		m := startManagementServer()
+		m.set(adsSnapshot("v1", []*listenerv3.Listener{listenerProto(listenerDef{Name: "ingress", Chains: []string{routeToCluster("eds_ingress", "backend")}})},
+			loadAssignment("backend-svc", edsEndpoint{port: a})))
+		s := Start(newDir(), adsBootstrap(m.port, "", edsCluster("backend", "backend-svc", "")))
+		waitLive(s)
+		Expect(statValue(s, "cluster.backend.update_failure")).To(Equal("0"))
+		m.stop()
+		Eventually(func() string { return statValue(s, "cluster.backend.update_failure") }).ShouldNot(Equal("0"))
+		Expect(bodies(listenerAddr(s, "ingress"), 3)).To(Equal(map[string]int{"A": 3}), "the last hosts keep serving")
+	})
 })

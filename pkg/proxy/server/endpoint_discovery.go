@@ -51,9 +51,9 @@ type edsCluster struct {
 // cluster.<name>., with Envoy's names (update_attempt, update_success,
 // update_empty and version are also cluster stats, and are the same).
 type edsStats struct {
-	attempt, success, rejected, empty, initFetchTimeout *stats.Counter
-	version, updateTime                                 *stats.Gauge
-	versionText                                         *stats.TextReadout
+	attempt, success, failure, rejected, empty, initFetchTimeout *stats.Counter
+	version, updateTime                                          *stats.Gauge
+	versionText                                                  *stats.TextReadout
 }
 
 // newEndpointDiscovery subscribes the EDS clusters' services on the ADS
@@ -82,6 +82,7 @@ func (s *Server) newEndpointDiscovery(b *bootstrapv3.Bootstrap) (*endpointDiscov
 		ec := &edsCluster{c: c, service: service, timeout: timeout, stats: edsStats{
 			attempt:          sc.Counter("update_attempt"),
 			success:          sc.Counter("update_success"),
+			failure:          sc.Counter("update_failure"),
 			rejected:         sc.Counter("update_rejected"),
 			empty:            sc.Counter("update_empty"),
 			initFetchTimeout: sc.Counter("init_fetch_timeout"),
@@ -101,6 +102,13 @@ func (s *Server) newEndpointDiscovery(b *bootstrapv3.Bootstrap) (*endpointDiscov
 		TypeURL:       endpointTypeURL,
 		Stats:         stats.NewStore().Scope(""),
 		ResourceNames: names,
+		// Envoy's ConnectionFailure, counted by every EDS cluster.
+		OnStreamFailure: func() {
+			for _, ec := range d.clusters {
+				ec.stats.failure.Inc()
+				ec.stats.attempt.Inc()
+			}
+		},
 	}, d.apply(s))
 	if err != nil {
 		return nil, &bootstrap.FieldError{Path: "static_resources.clusters", Reason: err.Error()}

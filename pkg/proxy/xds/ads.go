@@ -192,6 +192,9 @@ func (a *ADS) run() {
 		for _, sub := range a.subscriptions() {
 			sub.stats.updateFailure.Inc()
 			sub.stats.updateAttempt.Inc()
+			if sub.onFailure != nil {
+				sub.onFailure()
+			}
 		}
 		attempt++
 		delay := a.backoff(attempt)

@@ -28,6 +28,11 @@ type SubscriptionOptions struct {
 	// resource of the type (a wildcard, as LDS and CDS are). They can be
 	// changed later with SetResourceNames.
 	ResourceNames []string
+	// OnStreamFailure, when set, is called (on the stream goroutine) each
+	// time the stream is lost or cannot be opened, after the
+	// subscription's own update_failure: for users that keep stats per
+	// resource, as Envoy's EDS clusters do.
+	OnStreamFailure func()
 }
 
 // ADSSubscription is one resource type on an ADS stream.
@@ -40,6 +45,8 @@ type ADSSubscription struct {
 	timeout time.Duration
 	// wake tells the stream that the subscription's interest changed.
 	wake func()
+	// onFailure is SubscriptionOptions.OnStreamFailure.
+	onFailure func()
 
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -82,16 +89,17 @@ func (a *ADS) Subscribe(o SubscriptionOptions, apply func(Update) error) (*ADSSu
 		return nil, err
 	}
 	sub := &ADSSubscription{
-		typeURL: o.TypeURL,
-		dec:     decoder{types: types, typeURL: o.TypeURL, resourceType: resourceType},
-		apply:   apply,
-		stats:   newSubscriptionStats(o.Stats),
-		empty:   o.Stats.Counter("update_empty"),
-		timeout: o.InitialFetchTimeout,
-		wake:    a.poke,
-		ready:   make(chan struct{}),
-		warned:  map[string]bool{},
-		names:   sortedNames(o.ResourceNames),
+		typeURL:   o.TypeURL,
+		dec:       decoder{types: types, typeURL: o.TypeURL, resourceType: resourceType},
+		apply:     apply,
+		stats:     newSubscriptionStats(o.Stats),
+		empty:     o.Stats.Counter("update_empty"),
+		timeout:   o.InitialFetchTimeout,
+		wake:      a.poke,
+		onFailure: o.OnStreamFailure,
+		ready:     make(chan struct{}),
+		warned:    map[string]bool{},
+		names:     sortedNames(o.ResourceNames),
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
