@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 	"sigs.k8s.io/yaml"
 
 	// The typed configs of the listeners the management server sends, and
@@ -224,6 +225,7 @@ type edsEndpoint struct {
 	port     int
 	priority uint32
 	health   corev3.HealthStatus
+	weight   uint32 // load_balancing_weight, unset when 0
 }
 
 // loadAssignment is the load assignment of service, one locality per
@@ -234,7 +236,8 @@ func loadAssignment(service string, eps ...edsEndpoint) *endpointv3.ClusterLoadA
 		cla.Endpoints = append(cla.Endpoints, &endpointv3.LocalityLbEndpoints{
 			Priority: ep.priority,
 			LbEndpoints: []*endpointv3.LbEndpoint{{
-				HealthStatus: ep.health,
+				HealthStatus:        ep.health,
+				LoadBalancingWeight: weight(ep.weight),
 				HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
 					Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
 						Address: "127.0.0.1", PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: uint32(ep.port)},
@@ -244,6 +247,14 @@ func loadAssignment(service string, eps ...edsEndpoint) *endpointv3.ClusterLoadA
 		})
 	}
 	return cla
+}
+
+// weight is a load_balancing_weight, nil for 0.
+func weight(w uint32) *wrapperspb.UInt32Value {
+	if w == 0 {
+		return nil
+	}
+	return wrapperspb.UInt32(w)
 }
 
 // startNamed starts an HTTP server on loopback answering name, until the

@@ -69,6 +69,12 @@ var _ = Describe("EDS: a static cluster's endpoints from a management server ove
 		waitStat(s, "cluster.backend.version_text", `"v2"`)
 		Expect(bodies(addr, 8)).To(Equal(map[string]int{"A": 4, "B": 4}), "round robin over both hosts")
 
+		// load_balancing_weight: weighted round robin (Envoy's schedule
+		// repeats A, A, A, B).
+		m.set(adsSnapshot("v2w", ingress, loadAssignment("backend-svc", edsEndpoint{port: a, weight: 3}, edsEndpoint{port: b, weight: 1})))
+		waitStat(s, "cluster.backend.version_text", `"v2w"`)
+		Expect(bodies(addr, 8)).To(Equal(map[string]int{"A": 6, "B": 2}))
+
 		// Only HEALTHY and UNKNOWN hosts get traffic.
 		m.set(adsSnapshot("v3", ingress, loadAssignment("backend-svc",
 			edsEndpoint{port: a, health: corev3.HealthStatus_UNHEALTHY}, edsEndpoint{port: b, health: corev3.HealthStatus_HEALTHY})))
