@@ -4,8 +4,9 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 
 // supportedTLS lists the downstream TLS fields Outrigger implements (see
 // supportedCore and pkg/proxy/tlsconfig): the TLS transport socket of
-// listeners' filter chains. Not implemented, so refused with their path:
-// clusters' transport sockets (upstream TLS), secrets (SDS,
+// listeners' filter chains and of clusters (upstream TLS). Not
+// implemented, so refused with their path: transport_socket_matches,
+// enforce_rsa_key_usage, secrets (SDS,
 // static_resources.secrets and every *_sds_secret_config), private key
 // passwords and providers, OCSP stapling, signed certificate timestamps,
 // signature_algorithms, compliance_policies, session_timeout,
@@ -17,7 +18,15 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.listener.v3.FilterChain.transport_socket":                 {},
 	"envoy.config.listener.v3.FilterChain.transport_socket_connect_timeout": {},
 	"envoy.config.core.v3.TransportSocket.name":                             {},
-	"envoy.config.core.v3.TransportSocket.typed_config":                     {category: "envoy.transport_sockets.downstream"},
+	"envoy.config.core.v3.TransportSocket.typed_config":                     {category: "envoy.transport_sockets.downstream", categories: []string{"envoy.transport_sockets.upstream"}},
+
+	// Upstream TLS (clusters' transport_socket). allow_renegotiation is
+	// refused by the cluster with its own error.
+	"envoy.config.cluster.v3.Cluster.transport_socket":                                 {},
+	"envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext.common_tls_context":  {},
+	"envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext.sni":                 {},
+	"envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext.allow_renegotiation": {},
+	"envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext.max_session_keys":    {},
 
 	// Filter chain matching on what the tls_inspector detects.
 	"envoy.config.listener.v3.FilterChainMatch.server_names":          {},

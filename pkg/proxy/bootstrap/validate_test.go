@@ -198,8 +198,8 @@ func TestValidateSupport(t *testing.T) {
 			want:    []string{"static_resources.listeners[1].filter_chains[0].transport_socket.typed_config.common_tls_context.tls_certificate_sds_secret_configs: not supported by Outrigger"},
 		},
 		"upstream tls": {
-			overlay: `static_resources: {clusters: [{name: up, type: STATIC, transport_socket: {name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext, sni: x}}}]}`,
-			want:    []string{"static_resources.clusters[0].transport_socket: not supported by Outrigger"},
+			overlay: `static_resources: {clusters: [{name: up, type: STATIC, transport_socket: {name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext, sni: x, enforce_rsa_key_usage: true}}}]}`,
+			want:    []string{"static_resources.clusters[0].transport_socket.typed_config.enforce_rsa_key_usage: not supported by Outrigger"},
 		},
 		"unsupported network filter": {
 			overlay: listenerYAML("", `{name: rbac, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.rbac.v3.RBAC, stat_prefix: r}}`),

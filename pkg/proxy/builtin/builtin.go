@@ -153,6 +153,7 @@ func Registry() *extension.Registry {
 		extension.Of(traceidratio.Name, opentelemetry.SamplerCategory, &otelsamplersv3.TraceIdRatioBasedSamplerConfig{}, traceidratio.Factory{}),
 
 		extension.Of(tlsconfig.Name, tlsconfig.DownstreamCategory, &tlsv3.DownstreamTlsContext{}, nil),
+		extension.Of(tlsconfig.Name, tlsconfig.UpstreamCategory, &tlsv3.UpstreamTlsContext{}, nil),
 
 		extension.Of("proxy.upstreams.http.http_protocol_options", HTTPProtocolOption, &upstreamhttpv3.HttpProtocolOptions{}, nil),
 	)

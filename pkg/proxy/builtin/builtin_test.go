@@ -63,6 +63,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.tracers.opentelemetry.samplers proxy.tracers.opentelemetry.samplers.parent_based envoy.extensions.tracers.opentelemetry.samplers.v3.ParentBasedSamplerConfig",
 		"envoy.tracers.opentelemetry.samplers proxy.tracers.opentelemetry.samplers.trace_id_ratio_based envoy.extensions.tracers.opentelemetry.samplers.v3.TraceIdRatioBasedSamplerConfig",
 		"envoy.transport_sockets.downstream proxy.transport_sockets.tls envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext",
+		"envoy.transport_sockets.upstream proxy.transport_sockets.tls envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
 		"envoy.upstreams.http.http_protocol_options proxy.upstreams.http.http_protocol_options envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -14,6 +14,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -39,7 +40,9 @@ type Cluster struct {
 	rand     func() uint64
 
 	dial DialFunc
-	now  func() time.Time
+	// ssl are the cluster.<name>.ssl.* stats of a TLS cluster, else nil.
+	ssl *tlsconfig.Stats
+	now func() time.Time
 
 	h2 *http.Transport
 	// h2x sends the HTTP/2 extended CONNECT streams (upgrades).
@@ -104,6 +107,9 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 	}
 	if c.dial == nil {
 		c.dial = tcpDialer(s.keepalive, s.bind)
+	}
+	if s.tls != nil {
+		c.ssl = tlsconfig.NewStats(scope.Scope("ssl."))
 	}
 	size := s.readBufferSize()
 	c.readers.New = func() any { return bufio.NewReaderSize(nil, size) }

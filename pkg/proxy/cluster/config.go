@@ -12,6 +12,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -41,7 +42,9 @@ type settings struct {
 	// none (Envoy enables no TCP keep-alive upstream by default).
 	keepalive *net.KeepAliveConfig
 	// bind is upstream_bind_config, nil for none.
-	bind       *bindSettings
+	bind *bindSettings
+	// tls is the transport_socket's upstream TLS, nil for plaintext.
+	tls        *tlsconfig.Client
 	thresholds [numPriorities]Thresholds
 	lb         lb.Config
 	// priorities are a STATIC cluster's hosts; dns is a DNS cluster's
@@ -147,6 +150,8 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 		s.keepalive = keepaliveConfig(ka)
 	}
 	s.bind, errList = buildBind(c.GetUpstreamBindConfig())
+	errs = append(errs, errList...)
+	s.tls, errList = buildTransport(c.GetTransportSocket(), reg)
 	errs = append(errs, errList...)
 
 	s.thresholds, errList = buildThresholds(c.GetCircuitBreakers())

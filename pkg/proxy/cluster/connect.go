@@ -37,7 +37,7 @@ func (c *Cluster) ConnectHost(ctx context.Context, h *upstream.Host) (net.Conn, 
 		c.extra.cxOverflow.Inc()
 		return nil, upstream.ErrOverflow
 	}
-	tc, err := c.connect(ctx, h)
+	tc, err := c.connect(ctx, h, nil)
 	if err != nil {
 		c.releaseConnSlot(cx)
 		return nil, err

@@ -73,15 +73,22 @@ func (connectTimeoutError) Temporary() bool { return true }
 
 // connect opens a connection to h within the connect timeout and counts
 // it. A failure the upstream is responsible for (refused, unreachable,
-// timed out) counts as a connect failure; an attempt abandoned because ctx
-// ended (the downstream went away) counts nothing.
-func (c *Cluster) connect(ctx context.Context, h *upstream.Host) (*trackedConn, error) {
+// timed out, a failed TLS handshake) counts as a connect failure; an
+// attempt abandoned because ctx ended (the downstream went away) counts
+// nothing. On a cluster with upstream TLS the connect timeout covers the
+// handshake too, as in Envoy, where a TLS connection is connected once
+// its handshake is done; alpn are the protocols the pool offers when
+// alpn_protocols is empty.
+func (c *Cluster) connect(ctx context.Context, h *upstream.Host, alpn []string) (*trackedConn, error) {
 	if c.isClosed() {
 		return nil, ErrClosed
 	}
 	start := c.now()
 	dctx, cancel := context.WithTimeout(ctx, c.settings.connectTimeout)
 	conn, err := c.dial(dctx, h.Address)
+	if err == nil && c.settings.tls != nil {
+		conn, err = c.handshake(dctx, conn, alpn)
+	}
 	timedOut := ctx.Err() == nil && errors.Is(dctx.Err(), context.DeadlineExceeded)
 	cancel()
 	if err != nil {
@@ -98,7 +105,7 @@ func (c *Cluster) connect(ctx context.Context, h *upstream.Host) (*trackedConn, 
 		}
 		return nil, fmt.Errorf("connecting to %s: %w", h.Address, err)
 	}
-	if tcp, ok := conn.(*net.TCPConn); ok {
+	if tcp, ok := netConnOf(conn).(*net.TCPConn); ok {
 		// Go sets TCP_NODELAY by default; Envoy's pools always do, so say
 		// it rather than rely on the default.
 		_ = tcp.SetNoDelay(true)

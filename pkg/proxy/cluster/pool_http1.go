@@ -321,7 +321,7 @@ func (c *Cluster) dialHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool,
 	if p != nil {
 		p.open.Add(1)
 	}
-	tc, err := c.connect(ctx, h)
+	tc, err := c.connect(ctx, h, alpnHTTP1)
 	if err != nil {
 		if p != nil {
 			p.open.Add(-1)

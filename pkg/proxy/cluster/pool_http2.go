@@ -57,7 +57,7 @@ func (c *Cluster) dialHTTP2(ctx context.Context, addr string) (net.Conn, error) 
 		// Envoy, or requests to it could never go.
 		cx.force()
 	}
-	tc, err := c.connect(ctx, h)
+	tc, err := c.connect(ctx, h, alpnHTTP2)
 	if err != nil {
 		c.releaseConnSlot(cx)
 		return nil, err

@@ -62,10 +62,11 @@ func New(items ...Extension) (*Registry, error) {
 	r := &Registry{}
 	names, urls := map[string]bool{}, map[string]bool{}
 	for _, x := range items {
-		if names[canonicalName(x.Name)] {
+		key := canonicalName(x.Category) + "/" + canonicalName(x.Name)
+		if names[key] {
 			return nil, fmt.Errorf("extension %s is registered twice", x.Name)
 		}
-		names[canonicalName(x.Name)] = true
+		names[key] = true
 		for _, u := range x.TypeURLs {
 			if urls[TypeName(u)] {
 				return nil, fmt.Errorf("type %s selects two extensions", TypeName(u))

@@ -16,17 +16,18 @@ import (
 // The bodies of Envoy's local replies, word for word, so that clients and
 // tests written against Envoy see the same text.
 const (
-	bodyNoHealthyUpstream = "no healthy upstream"
-	bodyConnectFailure    = "upstream connect error or disconnect/reset before headers. reset reason: connection failure"
-	bodyConnectTimeout    = "upstream connect error or disconnect/reset before headers. reset reason: connection timeout"
-	bodyTermination       = "upstream connect error or disconnect/reset before headers. reset reason: connection termination"
-	bodyProtocolError     = "upstream connect error or disconnect/reset before headers. reset reason: protocol error"
-	bodyRemoteReset       = "upstream connect error or disconnect/reset before headers. reset reason: remote reset"
-	bodyOverflow          = "upstream connect error or disconnect/reset before headers. reset reason: overflow"
-	bodyUpstreamTimeout   = "upstream request timeout"
-	bodyStreamTimeout     = "stream timeout"
-	bodyRequestTimeout    = "request timeout"
-	bodyHeaderTimeout     = "request header timeout"
+	bodyNoHealthyUpstream    = "no healthy upstream"
+	bodyConnectFailure       = "upstream connect error or disconnect/reset before headers. reset reason: connection failure"
+	bodyRemoteConnectFailure = "upstream connect error or disconnect/reset before headers. reset reason: remote connection failure"
+	bodyConnectTimeout       = "upstream connect error or disconnect/reset before headers. reset reason: connection timeout"
+	bodyTermination          = "upstream connect error or disconnect/reset before headers. reset reason: connection termination"
+	bodyProtocolError        = "upstream connect error or disconnect/reset before headers. reset reason: protocol error"
+	bodyRemoteReset          = "upstream connect error or disconnect/reset before headers. reset reason: remote reset"
+	bodyOverflow             = "upstream connect error or disconnect/reset before headers. reset reason: overflow"
+	bodyUpstreamTimeout      = "upstream request timeout"
+	bodyStreamTimeout        = "stream timeout"
+	bodyRequestTimeout       = "request timeout"
+	bodyHeaderTimeout        = "request header timeout"
 	// bodyOverloaded keeps Envoy's own word: clients match on it.
 	bodyOverloaded = "envoy overloaded"
 )

@@ -11,6 +11,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -280,6 +281,16 @@ func (s *stream) connectFailed(cl UpstreamCluster, err error) {
 		body, details = bodyConnectTimeout, "upstream_reset_before_response_started{connection_timeout}"
 	}
 	s.entry.UpstreamTransportFailureReason = err.Error()
+	var he *tlsconfig.HandshakeError
+	if errors.As(err, &he) {
+		// Envoy: the TLS socket closes the connection as a remote close,
+		// and the reason is BoringSSL's error (spaces become '_' in
+		// details).
+		reason := he.FailureReason()
+		s.entry.UpstreamTransportFailureReason = reason
+		body = bodyRemoteConnectFailure + ", transport failure reason: " + reason
+		details = "upstream_reset_before_response_started{remote_connection_failure|" + strings.ReplaceAll(reason, " ", "_") + "}"
+	}
 	s.localReply(503, body, accesslog.UpstreamConnectionFailure, details)
 }
 

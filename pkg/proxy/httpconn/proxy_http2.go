@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -327,7 +328,7 @@ func (s *stream) h2UpstreamFailed(cl UpstreamCluster, ctx context.Context, err e
 		s.overflowed(cl)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
 		s.routeTimedOut(cl)
-	case errors.As(err, &op) && op.Op == "dial":
+	case errors.As(err, &op) && op.Op == "dial", errors.As(err, new(*tlsconfig.HandshakeError)):
 		s.connectFailed(cl, err)
 	case isPeerReset(err):
 		s.entry.UpstreamTransportFailureReason = err.Error()

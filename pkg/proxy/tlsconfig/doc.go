@@ -18,3 +18,7 @@ const Name = "proxy.transport_sockets.tls"
 // DownstreamCategory is Envoy's extension category of the transport
 // sockets of listeners' filter chains.
 const DownstreamCategory = "envoy.transport_sockets.downstream"
+
+// UpstreamCategory is Envoy's extension category of clusters' transport
+// sockets.
+const UpstreamCategory = "envoy.transport_sockets.upstream"

@@ -119,12 +119,13 @@ func protocolVersion(p tlsv3.TlsParameters_TlsProtocol, auto uint16) uint16 {
 }
 
 // applyParams sets the protocol versions, cipher suites and curves of cfg
-// from tls_params, with the server defaults. Errors name the field below
-// tls_params.
-func applyParams(cfg *tls.Config, p *tlsv3.TlsParameters) error {
+// from tls_params, with Envoy's defaults: maxVersion is the side's default
+// maximum (TLS 1.3 for servers, 1.2 for clients; the ciphers and curves
+// are the same). Errors name the field below tls_params.
+func applyParams(cfg *tls.Config, p *tlsv3.TlsParameters, maxVersion uint16) error {
 	var errs []error
 	cfg.MinVersion = protocolVersion(p.GetTlsMinimumProtocolVersion(), tls.VersionTLS12)
-	cfg.MaxVersion = protocolVersion(p.GetTlsMaximumProtocolVersion(), tls.VersionTLS13)
+	cfg.MaxVersion = protocolVersion(p.GetTlsMaximumProtocolVersion(), maxVersion)
 	if cfg.MinVersion > cfg.MaxVersion {
 		errs = append(errs, fmt.Errorf("tls_minimum_protocol_version: %s is above tls_maximum_protocol_version %s",
 			versionName(cfg.MinVersion), versionName(cfg.MaxVersion)))

@@ -41,7 +41,7 @@ func CompileServer(dc *tlsv3.DownstreamTlsContext) (*Server, error) {
 	var errs []error
 	ctc := dc.GetCommonTlsContext()
 	cfg := &tls.Config{}
-	if err := applyParams(cfg, ctc.GetTlsParams()); err != nil {
+	if err := applyParams(cfg, ctc.GetTlsParams(), tls.VersionTLS13); err != nil {
 		errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.tls_params.", err))...)
 	}
 	certs := ctc.GetTlsCertificates()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -170,6 +171,9 @@ func (s *session) connect(cl netfilter.Cluster) bool {
 			}
 			s.setFlag(accesslog.UpstreamConnectionFailure)
 			s.failureReason = err.Error()
+			if he := (*tlsconfig.HandshakeError)(nil); errors.As(err, &he) {
+				s.failureReason = he.FailureReason()
+			}
 			continue
 		}
 		s.mu.Lock()

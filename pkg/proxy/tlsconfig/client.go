@@ -1,0 +1,189 @@
+package tlsconfig
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
+)
+
+// defaultMaxSessionKeys is Envoy's max_session_keys when unset: one
+// session kept for resumption.
+const defaultMaxSessionKeys = 1
+
+// ALPN protocol names the upstream pools offer when alpn_protocols is
+// empty, as Envoy's pools do (its "ALPN fallback").
+const (
+	ALPNHTTP11 = "http/1.1"
+	ALPNHTTP2  = "h2"
+)
+
+// Client is a compiled UpstreamTlsContext: what a cluster needs to run
+// the client side of TLS handshakes with its hosts.
+type Client struct {
+	// cfg has everything but NextProtos, which depends on the pool (see
+	// Handshake); the session cache is shared by the clones.
+	cfg  *tls.Config
+	alpn []string
+	v    *validator
+}
+
+// CompileClient compiles an UpstreamTlsContext. Errors name the field
+// path below it, one per problem (joined).
+func CompileClient(uc *tlsv3.UpstreamTlsContext) (*Client, error) {
+	var errs []error
+	ctc := uc.GetCommonTlsContext()
+	cfg := &tls.Config{ServerName: uc.GetSni()}
+	if strings.ContainsRune(uc.GetSni(), 0) {
+		errs = append(errs, errors.New("sni: SNI names containing NULL-byte are not allowed"))
+	}
+	if uc.GetAllowRenegotiation() {
+		// Go's client can renegotiate, but only as a whole-connection
+		// policy without the checks BoringSSL applies; refused rather
+		// than half-supported.
+		errs = append(errs, errors.New("allow_renegotiation: TLS renegotiation is not supported by Outrigger"))
+	}
+	if err := applyParams(cfg, ctc.GetTlsParams(), tls.VersionTLS12); err != nil {
+		errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.tls_params.", err))...)
+	}
+	certs := ctc.GetTlsCertificates()
+	if len(certs) > 1 {
+		errs = append(errs, errors.New("common_tls_context.tls_certificates: Multiple TLS certificates are not supported for client contexts"))
+	}
+	if len(certs) == 1 {
+		c, err := loadCertificate(certs[0])
+		if err != nil {
+			errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.tls_certificates[0].", err))...)
+		} else {
+			// BoringSSL sends the configured certificate whatever CAs the
+			// server names; Go's default would send none when they differ.
+			cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &c, nil }
+		}
+	}
+	v := &validator{}
+	if vc := ctc.GetValidationContext(); vc != nil {
+		var err error
+		if v, err = compileValidation(vc); err != nil {
+			errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.validation_context.", err))...)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	// Without a validation context Envoy accepts any server certificate;
+	// with one, the validator does all the checks (not Go's, which would
+	// also match the host name).
+	cfg.InsecureSkipVerify = true
+	if v.active() {
+		v.require = true // a server always presents one; none fails
+		cfg.VerifyConnection = func(cs tls.ConnectionState) error { return v.verify(cs.PeerCertificates) }
+	}
+	n := defaultMaxSessionKeys
+	if m := uc.GetMaxSessionKeys(); m != nil {
+		n = int(m.GetValue())
+	}
+	if n > 0 {
+		cfg.ClientSessionCache = tls.NewLRUClientSessionCache(n)
+	}
+	return &Client{cfg: cfg, alpn: ctc.GetAlpnProtocols(), v: v}, nil
+}
+
+// HandshakeError is a failed upstream TLS handshake.
+type HandshakeError struct {
+	Err error
+}
+
+func (e *HandshakeError) Error() string { return "TLS handshake: " + e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *HandshakeError) Unwrap() error { return e.Err }
+
+// FailureReason is the failure as Envoy reports it in
+// %UPSTREAM_TRANSPORT_FAILURE_REASON% and response details: BoringSSL's
+// error in Envoy's "TLS_error:|code:lib:func:REASON:TLS_error_end" form,
+// for the failures both libraries name alike; Go's text otherwise.
+func (e *HandshakeError) FailureReason() string {
+	var (
+		ve *VerifyError
+		rh tls.RecordHeaderError
+	)
+	reason := ""
+	switch {
+	case errors.As(e.Err, &ve):
+		reason = "268435581:SSL routines:OPENSSL_internal:CERTIFICATE_VERIFY_FAILED"
+	case errors.As(e.Err, &rh):
+		reason = "268435703:SSL routines:OPENSSL_internal:WRONG_VERSION_NUMBER"
+	default:
+		reason = alertReason(e.Err)
+	}
+	if reason == "" {
+		reason = e.Err.Error()
+	}
+	return "TLS_error:|" + reason + ":TLS_error_end"
+}
+
+// alertReasons are BoringSSL's names of the alerts a server most often
+// fails a handshake with, by Go's text of the alert. BoringSSL's code of
+// a received alert is 1000 plus the alert's number in the SSL library.
+var alertReasons = map[string]struct {
+	code int
+	name string
+}{
+	"handshake failure":              {40, "SSLV3_ALERT_HANDSHAKE_FAILURE"},
+	"bad certificate":                {42, "SSLV3_ALERT_BAD_CERTIFICATE"},
+	"certificate unknown":            {46, "SSLV3_ALERT_CERTIFICATE_UNKNOWN"},
+	"unknown certificate authority":  {48, "TLSV1_ALERT_UNKNOWN_CA"},
+	"protocol version not supported": {70, "TLSV1_ALERT_PROTOCOL_VERSION"},
+	"certificate required":           {116, "TLSV1_CERTIFICATE_REQUIRED"},
+	"no application protocol":        {120, "TLSV1_ALERT_NO_APPLICATION_PROTOCOL"},
+}
+
+// alertReason renders an alert received from the server, "" for any
+// other error.
+func alertReason(err error) string {
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "remote error" {
+		return ""
+	}
+	a, ok := alertReasons[strings.TrimPrefix(op.Err.Error(), "tls: ")]
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%d:SSL routines:OPENSSL_internal:%s", 268435456+1000+a.code, a.name)
+}
+
+// Handshake runs the client side of a TLS handshake on c, counting it in
+// st (nil counts nothing). ctx bounds it. fallbackALPN are the protocols
+// offered when alpn_protocols is empty (the pool's: "h2" for HTTP/2,
+// "http/1.1" for HTTP/1.1, none for TCP). A failure is a *HandshakeError;
+// c is then left to the caller to close.
+func (cl *Client) Handshake(ctx context.Context, c net.Conn, fallbackALPN []string, st *Stats) (*tls.Conn, error) {
+	cfg := cl.cfg
+	if protos := cl.protocols(fallbackALPN); len(protos) > 0 {
+		cfg = cl.cfg.Clone()
+		cfg.NextProtos = protos
+	}
+	tc := tls.Client(c, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		st.failed(err)
+		return nil, &HandshakeError{Err: err}
+	}
+	st.succeeded(tc.ConnectionState())
+	return tc, nil
+}
+
+// protocols are the ALPN protocols offered: alpn_protocols, else the
+// pool's.
+func (cl *Client) protocols(fallback []string) []string {
+	if len(cl.alpn) > 0 {
+		return slices.Clone(cl.alpn)
+	}
+	return fallback
+}
