@@ -76,3 +76,6 @@ func netConnOf(conn net.Conn) net.Conn {
 	}
 	return conn
 }
+
+// TLS is the cluster's upstream TLS context, nil for a plaintext cluster.
+func (c *Cluster) TLS() *tlsconfig.Client { return c.settings.tls }

@@ -87,3 +87,18 @@ func (s *chainSet) hasTLS() bool {
 	}
 	return false
 }
+
+// TLSContexts are the TLS contexts of the listener's filter chains, in
+// configuration order (the default chain's last), for /certs.
+func (l *Listener) TLSContexts() []*tlsconfig.Server {
+	var out []*tlsconfig.Server
+	for _, c := range l.chains.chains {
+		if c.tls != nil {
+			out = append(out, c.tls)
+		}
+	}
+	if d := l.chains.dflt; d != nil && d.tls != nil {
+		out = append(out, d.tls)
+	}
+	return out
+}

@@ -85,9 +85,3 @@ func (s *Server) Memory() *adminv3.Memory {
 		TotalPhysicalBytes: m.Sys - m.HeapReleased,
 	}
 }
-
-// Certificates implements admin.CertSource. No TLS context exists yet, so
-// the list is empty.
-func (s *Server) Certificates() *adminv3.Certificates {
-	return &adminv3.Certificates{}
-}

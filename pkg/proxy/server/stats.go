@@ -197,6 +197,7 @@ func (s *Server) refreshServerStats() {
 	}
 	sr.mu.Unlock()
 	ss.totalConnections.Set(conns)
+	ss.daysUntilCert.Set(s.daysUntilFirstCertExpiring())
 }
 
 // AddConnectionSource registers fn, which reports the active downstream

@@ -33,6 +33,8 @@ type Client struct {
 	cfg  *tls.Config
 	alpn []string
 	v    *validator
+	// certs are what /certs shows of the context.
+	certs contextCerts
 }
 
 // CompileClient compiles an UpstreamTlsContext. Errors name the field
@@ -53,15 +55,18 @@ func CompileClient(uc *tlsv3.UpstreamTlsContext) (*Client, error) {
 	if err := applyParams(cfg, ctc.GetTlsParams(), tls.VersionTLS12); err != nil {
 		errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.tls_params.", err))...)
 	}
-	certs := ctc.GetTlsCertificates()
-	if len(certs) > 1 {
+	tlsCerts := ctc.GetTlsCertificates()
+	if len(tlsCerts) > 1 {
 		errs = append(errs, errors.New("common_tls_context.tls_certificates: Multiple TLS certificates are not supported for client contexts"))
 	}
-	if len(certs) == 1 {
-		c, err := loadCertificate(certs[0])
+	var certs contextCerts
+	if len(tlsCerts) == 1 {
+		certs0 := tlsCerts[0]
+		c, err := loadCertificate(certs0)
 		if err != nil {
 			errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.tls_certificates[0].", err))...)
 		} else {
+			certs.chain = []loadedCert{{path: sourcePath(certs0.GetCertificateChain()), cert: c.Leaf}}
 			// BoringSSL sends the configured certificate whatever CAs the
 			// server names; Go's default would send none when they differ.
 			cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &c, nil }
@@ -92,7 +97,8 @@ func CompileClient(uc *tlsv3.UpstreamTlsContext) (*Client, error) {
 	if n > 0 {
 		cfg.ClientSessionCache = tls.NewLRUClientSessionCache(n)
 	}
-	return &Client{cfg: cfg, alpn: ctc.GetAlpnProtocols(), v: v}, nil
+	certs.ca = v.firstCA
+	return &Client{cfg: cfg, alpn: ctc.GetAlpnProtocols(), v: v, certs: certs}, nil
 }
 
 // HandshakeError is a failed upstream TLS handshake.

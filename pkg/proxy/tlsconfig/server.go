@@ -33,6 +33,8 @@ type Server struct {
 	// chosen holds, per connection in its handshake, the certificate
 	// certificateFor picked among several, which Handshake reports.
 	chosen sync.Map // net.Conn -> *tls.Certificate
+	// certs are what /certs shows of the context.
+	certs contextCerts
 }
 
 // CompileServer compiles a DownstreamTlsContext. Errors name the field
@@ -44,17 +46,19 @@ func CompileServer(dc *tlsv3.DownstreamTlsContext) (*Server, error) {
 	if err := applyParams(cfg, ctc.GetTlsParams(), tls.VersionTLS13); err != nil {
 		errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.tls_params.", err))...)
 	}
-	certs := ctc.GetTlsCertificates()
-	if len(certs) == 0 {
+	var certs contextCerts
+	tlsCerts := ctc.GetTlsCertificates()
+	if len(tlsCerts) == 0 {
 		errs = append(errs, errors.New("common_tls_context.tls_certificates: No TLS certificates found for server context"))
 	}
-	for i, tc := range certs {
+	for i, tc := range tlsCerts {
 		c, err := loadCertificate(tc)
 		if err != nil {
 			errs = append(errs, fieldpath.Split(fieldpath.Prefix(fmt.Sprintf("common_tls_context.tls_certificates[%d].", i), err))...)
 			continue
 		}
 		cfg.Certificates = append(cfg.Certificates, c)
+		certs.chain = append(certs.chain, loadedCert{path: sourcePath(tc.GetCertificateChain()), cert: c.Leaf})
 	}
 	v := &validator{}
 	if vc := ctc.GetValidationContext(); vc != nil {
@@ -70,7 +74,8 @@ func CompileServer(dc *tlsv3.DownstreamTlsContext) (*Server, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, alpn: ctc.GetAlpnProtocols(), v: v}
+	certs.ca = v.firstCA
+	s := &Server{cfg: cfg, alpn: ctc.GetAlpnProtocols(), v: v, certs: certs}
 	if v.active() {
 		// A required certificate that is missing fails in Go's own
 		// handshake, which sends certificate_required (TLS 1.3) as

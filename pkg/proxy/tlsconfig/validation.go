@@ -52,7 +52,9 @@ type sanMatcher struct {
 // validator checks peer certificates as Envoy's default certificate
 // validator does.
 type validator struct {
-	roots        *x509.CertPool // nil: any certificate (no trusted_ca)
+	roots *x509.CertPool // nil: any certificate (no trusted_ca)
+	// firstCA is trusted_ca's first certificate, which /certs shows.
+	firstCA      *loadedCert
 	sans         []sanMatcher
 	hashes       [][]byte // SHA-256 of the certificate's DER
 	spkis        [][]byte // SHA-256 of the SubjectPublicKeyInfo
@@ -84,6 +86,7 @@ func compileValidation(vc *tlsv3.CertificateValidationContext) (*validator, erro
 			errs = append(errs, fmt.Errorf("trusted_ca: %s: %w", from, err))
 		} else {
 			v.roots = x509.NewCertPool()
+			v.firstCA = &loadedCert{path: sourcePath(ds), cert: cas[0]}
 			for _, c := range cas {
 				v.roots.AddCert(c)
 			}

@@ -49,8 +49,13 @@ type Options struct {
 	NotBefore, NotAfter time.Time
 }
 
-// NewCA makes a self-signed CA named name.
+// NewCA makes a self-signed CA named name, valid for a day.
 func NewCA(name string) (*CA, error) {
+	return NewCAUntil(name, time.Now().Add(24*time.Hour))
+}
+
+// NewCAUntil makes a self-signed CA named name, valid until notAfter.
+func NewCAUntil(name string, notAfter time.Time) (*CA, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
@@ -59,7 +64,7 @@ func NewCA(name string) (*CA, error) {
 		SerialNumber:          serial(),
 		Subject:               pkix.Name{CommonName: name, Organization: []string{"Outrigger tests"}},
 		NotBefore:             time.Now().Add(-72 * time.Hour), // older than any leaf, expired ones included
-		NotAfter:              time.Now().Add(24 * time.Hour),
+		NotAfter:              notAfter,
 		IsCA:                  true,
 		BasicConstraintsValid: true,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
