@@ -2,14 +2,13 @@ package bootstrap
 
 import "google.golang.org/protobuf/reflect/protoreflect"
 
-// supportedTLS lists the downstream TLS fields Outrigger implements (see
+// supportedTLS lists the TLS fields Outrigger implements (see
 // supportedCore and pkg/proxy/tlsconfig): the TLS transport socket of
-// listeners' filter chains and of clusters (upstream TLS). Not
-// implemented, so refused with their path: transport_socket_matches,
-// enforce_rsa_key_usage, secrets (SDS,
-// static_resources.secrets and every *_sds_secret_config), private key
-// passwords and providers, OCSP stapling, signed certificate timestamps,
-// signature_algorithms, compliance_policies, session_timeout,
+// listeners' filter chains and of clusters (upstream TLS), and secrets.
+// Not implemented, so refused with their path: transport_socket_matches,
+// enforce_rsa_key_usage, secrets over gRPC (refused by the server),
+// session ticket keys from secrets, private key passwords and providers,
+// OCSP stapling, signed certificate timestamps, signature_algorithms, compliance_policies, session_timeout,
 // prefer_client_ciphers, full_scan_certs_on_sni_mismatch, custom
 // handshakers and certificate selectors, and in the validation context
 // system_root_certs, trust_chain_verification, max_verify_depth,
@@ -27,6 +26,22 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext.sni":                 {},
 	"envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext.allow_renegotiation": {},
 	"envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext.max_session_keys":    {},
+
+	// Secrets: static_resources.secrets by name, and secrets from files
+	// (sds_config with path_config_source; the server refuses any other
+	// config source). Session ticket keys and generic secrets are not
+	// implemented.
+	"envoy.config.bootstrap.v3.Bootstrap.StaticResources.secrets":                                                                          {},
+	"envoy.extensions.transport_sockets.tls.v3.Secret.name":                                                                                {},
+	"envoy.extensions.transport_sockets.tls.v3.Secret.tls_certificate":                                                                     {},
+	"envoy.extensions.transport_sockets.tls.v3.Secret.validation_context":                                                                  {},
+	"envoy.extensions.transport_sockets.tls.v3.SdsSecretConfig.name":                                                                       {},
+	"envoy.extensions.transport_sockets.tls.v3.SdsSecretConfig.sds_config":                                                                 {},
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.tls_certificate_sds_secret_configs":                                        {},
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.validation_context_sds_secret_config":                                      {},
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.combined_validation_context":                                               {},
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.CombinedCertificateValidationContext.default_validation_context":           {},
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.CombinedCertificateValidationContext.validation_context_sds_secret_config": {},
 
 	// Filter chain matching on what the tls_inspector detects.
 	"envoy.config.listener.v3.FilterChainMatch.server_names":          {},

@@ -193,9 +193,9 @@ func TestValidateSupport(t *testing.T) {
 				"static_resources.listeners[1].filter_chains[0].transport_socket.typed_config.common_tls_context.validation_context.max_verify_depth: not supported by Outrigger",
 			},
 		},
-		"tls sds secret": {
-			overlay: strings.Replace(okHCM(""), "filter_chains: [{", `filter_chains: [{transport_socket: {name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext, common_tls_context: {tls_certificate_sds_secret_configs: [{name: s}]}}}, `, 1),
-			want:    []string{"static_resources.listeners[1].filter_chains[0].transport_socket.typed_config.common_tls_context.tls_certificate_sds_secret_configs: not supported by Outrigger"},
+		"tls secret kind not implemented": {
+			overlay: `static_resources: {secrets: [{name: k, session_ticket_keys: {keys: [{inline_string: x}]}}]}`,
+			want:    []string{"static_resources.secrets[0].session_ticket_keys: not supported by Outrigger"},
 		},
 		"upstream tls": {
 			overlay: `static_resources: {clusters: [{name: up, type: STATIC, transport_socket: {name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext, sni: x, enforce_rsa_key_usage: true}}}]}`,

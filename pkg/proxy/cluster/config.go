@@ -43,7 +43,8 @@ type settings struct {
 	keepalive *net.KeepAliveConfig
 	// bind is upstream_bind_config, nil for none.
 	bind *bindSettings
-	// tls is the transport_socket's upstream TLS, nil for plaintext.
+	// tls is the transport_socket's upstream TLS, nil for plaintext
+	// (built by the manager, which has the secrets).
 	tls        *tlsconfig.Client
 	thresholds [numPriorities]Thresholds
 	lb         lb.Config
@@ -150,8 +151,6 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 		s.keepalive = keepaliveConfig(ka)
 	}
 	s.bind, errList = buildBind(c.GetUpstreamBindConfig())
-	errs = append(errs, errList...)
-	s.tls, errList = buildTransport(c.GetTransportSocket(), reg)
 	errs = append(errs, errList...)
 
 	s.thresholds, errList = buildThresholds(c.GetCircuitBreakers())

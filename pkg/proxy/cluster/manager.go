@@ -14,6 +14,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 )
 
 // staticClustersPath is where the manager's clusters sit in the bootstrap;
@@ -41,6 +42,9 @@ type Options struct {
 	// ResolverEnv is what resolvers are built with (their Stats and Log
 	// default to the manager's).
 	ResolverEnv dns.Env
+	// Secrets resolves the secrets TLS transport sockets name; nil
+	// refuses every reference.
+	Secrets tlsconfig.SecretResolver
 	// Log is the "upstream" component logger; DNS resolvers log to
 	// ResolverEnv.Log.
 	Log logr.Logger
@@ -81,6 +85,9 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 	for i, cfg := range cfgs {
 		path := index(staticClustersPath, i)
 		s, cerrs := buildSettings(cfg, o.Extensions)
+		var terrs []error
+		s.tls, terrs = buildTransport(cfg.GetTransportSocket(), o.Extensions, o.Secrets)
+		cerrs = append(cerrs, terrs...)
 		for _, err := range cerrs {
 			errs = append(errs, prefixed(path, err))
 		}

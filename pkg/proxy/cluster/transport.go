@@ -21,9 +21,9 @@ var (
 )
 
 // buildTransport compiles a cluster's transport_socket: the TLS transport
-// socket with an UpstreamTlsContext is the only one (nil: plaintext).
-// Errors are relative to the cluster.
-func buildTransport(ts *corev3.TransportSocket, reg *extension.Registry) (*tlsconfig.Client, []error) {
+// socket with an UpstreamTlsContext is the only one (nil: plaintext),
+// its secrets found by secrets. Errors are relative to the cluster.
+func buildTransport(ts *corev3.TransportSocket, reg *extension.Registry, secrets tlsconfig.SecretResolver) (*tlsconfig.Client, []error) {
 	if ts == nil {
 		return nil, nil
 	}
@@ -37,7 +37,7 @@ func buildTransport(ts *corev3.TransportSocket, reg *extension.Registry) (*tlsco
 	if !ok {
 		return nil, []error{configErrorf("transport_socket.typed_config", "transport socket type %T is not supported by Outrigger", msg)}
 	}
-	cl, err := tlsconfig.CompileClient(uc)
+	cl, err := tlsconfig.CompileClientWithSecrets(uc, secrets)
 	if err != nil {
 		return nil, fieldErrors("transport_socket.typed_config.", err)
 	}

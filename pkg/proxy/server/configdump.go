@@ -47,7 +47,7 @@ func (s *Server) ConfigDump(includeEDS bool) []proto.Message {
 		ld,
 		&adminv3.ScopedRoutesConfigDump{},
 		routesDump(append(slices.Clip(res.GetListeners()), dynamic...), loaded),
-		secretsDump(res.GetSecrets()),
+		s.secretsDump(res.GetSecrets()),
 	)
 }
 
@@ -185,8 +185,8 @@ func inlineRouteConfig(f *listenerv3.Filter) proto.Message {
 
 // secretsDump lists the static secrets, grouped by kind as Envoy's secret
 // manager keeps them: TLS certificates, validation contexts, session ticket
-// keys, then generic secrets.
-func secretsDump(secrets []*tlsv3.Secret) *adminv3.SecretsConfigDump {
+// keys, then generic secrets; then the secrets from files.
+func (s *Server) secretsDump(secrets []*tlsv3.Secret) *adminv3.SecretsConfigDump {
 	kind := func(s *tlsv3.Secret) int {
 		switch s.GetType().(type) {
 		case *tlsv3.Secret_TlsCertificate:
@@ -209,6 +209,7 @@ func secretsDump(secrets []*tlsv3.Secret) *adminv3.SecretsConfigDump {
 			})
 		}
 	}
+	d.DynamicActiveSecrets = s.secrets.dynamicDump()
 	return d
 }
 

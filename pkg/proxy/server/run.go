@@ -317,6 +317,7 @@ func (s *Server) shutdown(adminSrv *http.Server) {
 	if s.ads != nil {
 		_ = s.ads.Close()
 	}
+	s.secrets.close()
 	s.closeListeners()
 	s.stopOverload()   // after the listeners: nothing consults it any more
 	s.clusters.Close() // after the listeners: no request needs an upstream any more

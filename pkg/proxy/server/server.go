@@ -72,6 +72,7 @@ type Server struct {
 	lds      discoverySource    // listeners from a file; nil without one
 	ads      *adsClient         // the ADS stream; nil without dynamic_resources.ads_config
 	eds      *endpointDiscovery // the EDS clusters' endpoints over ADS; nil without EDS clusters
+	secrets  *secretStore       // static secrets and secrets from files (secrets.go)
 	// ldsReady is closed once the first ADS listener response (or its
 	// initial fetch timeout) is in; nil when there is nothing to wait for.
 	ldsReady <-chan struct{}
@@ -128,7 +129,11 @@ func New(cfg Config) (*Server, error) {
 	if rt != nil {
 		snapshot = rt.Snapshot
 	}
+	secrets, err := s.newSecretStore(cfg.Bootstrap.GetStaticResources().GetSecrets())
+	errs = append(errs, err)
+	s.secrets = secrets
 	clusters, err := cluster.NewManager(cfg.Bootstrap.GetStaticResources().GetClusters(), cluster.Options{
+		Secrets:     secrets.resolve,
 		Stats:       s.stats,
 		Runtime:     snapshot,
 		Now:         now,
@@ -160,6 +165,7 @@ func New(cfg Config) (*Server, error) {
 		s.lds = lds
 	}
 	if err := errors.Join(errs...); err != nil {
+		secrets.close()
 		return nil, err
 	}
 

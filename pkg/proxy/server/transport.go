@@ -26,7 +26,7 @@ func (s *Server) buildTransportSocket(ts *corev3.TransportSocket) (*tlsconfig.Se
 	if !ok {
 		return nil, fmt.Errorf("typed_config: transport socket type %T is not supported by Outrigger", msg)
 	}
-	srv, err := tlsconfig.CompileServer(dc)
+	srv, err := tlsconfig.CompileServerWithSecrets(dc, s.secrets.resolve)
 	if err != nil {
 		return nil, errors.Join(listener.PrefixErrors("typed_config.", err)...)
 	}

@@ -94,15 +94,19 @@ func certificateDetails(c loadedCert, now time.Time) *adminv3.CertificateDetails
 }
 
 // Certificates is the server context's /certs entry as of now.
-func (s *Server) Certificates(now time.Time) *adminv3.Certificate { return s.certs.details(now) }
+func (s *Server) Certificates(now time.Time) *adminv3.Certificate {
+	return s.current().certs.details(now)
+}
 
 // FirstExpiry is when the soonest of the server context's certificates
 // expires.
-func (s *Server) FirstExpiry() time.Time { return s.certs.firstExpiry() }
+func (s *Server) FirstExpiry() time.Time { return s.current().certs.firstExpiry() }
 
 // Certificates is the client context's /certs entry as of now.
-func (cl *Client) Certificates(now time.Time) *adminv3.Certificate { return cl.certs.details(now) }
+func (cl *Client) Certificates(now time.Time) *adminv3.Certificate {
+	return cl.current().certs.details(now)
+}
 
 // FirstExpiry is when the soonest of the client context's certificates
 // expires (zero without any).
-func (cl *Client) FirstExpiry() time.Time { return cl.certs.firstExpiry() }
+func (cl *Client) FirstExpiry() time.Time { return cl.current().certs.firstExpiry() }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 
@@ -35,6 +36,17 @@ type Client struct {
 	v    *validator
 	// certs are what /certs shows of the context.
 	certs contextCerts
+	// next is the context compiled from its secrets' latest values, nil
+	// until one changes; handshakes use it from then on.
+	next atomic.Pointer[Client]
+}
+
+// current is the context new handshakes use.
+func (cl *Client) current() *Client {
+	if n := cl.next.Load(); n != nil {
+		return n
+	}
+	return cl
 }
 
 // CompileClient compiles an UpstreamTlsContext. Errors name the field
@@ -171,6 +183,7 @@ func alertReason(err error) string {
 // "http/1.1" for HTTP/1.1, none for TCP). A failure is a *HandshakeError;
 // c is then left to the caller to close.
 func (cl *Client) Handshake(ctx context.Context, c net.Conn, fallbackALPN []string, st *Stats) (*tls.Conn, error) {
+	cl = cl.current()
 	cfg := cl.cfg
 	if protos := cl.protocols(fallbackALPN); len(protos) > 0 {
 		cfg = cl.cfg.Clone()

@@ -10,6 +10,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 
@@ -35,6 +36,17 @@ type Server struct {
 	chosen sync.Map // net.Conn -> *tls.Certificate
 	// certs are what /certs shows of the context.
 	certs contextCerts
+	// next is the context compiled from its secrets' latest values, nil
+	// until one changes; handshakes use it from then on.
+	next atomic.Pointer[Server]
+}
+
+// current is the context new handshakes use.
+func (s *Server) current() *Server {
+	if n := s.next.Load(); n != nil {
+		return n
+	}
+	return s
 }
 
 // CompileServer compiles a DownstreamTlsContext. Errors name the field
@@ -178,6 +190,7 @@ func (s *Server) certificateFor(hello *tls.ClientHelloInfo) (*tls.Certificate, e
 // st (nil counts nothing). ctx bounds it. It returns the TLS connection
 // and the certificate it served (for %DOWNSTREAM_LOCAL_*%).
 func (s *Server) Handshake(ctx context.Context, c net.Conn, st *Stats) (*tls.Conn, *x509.Certificate, error) {
+	s = s.current()
 	tc := tls.Server(c, s.cfg)
 	err := tc.HandshakeContext(ctx)
 	local := s.cfg.Certificates[0].Leaf

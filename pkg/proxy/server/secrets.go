@@ -1,0 +1,173 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/xds"
+)
+
+// secretTypeURL is the type of SDS resources.
+const secretTypeURL = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
+
+// secretStore holds the secrets TLS contexts name: static_resources.secrets
+// by name, and secrets read from files (sds_config with
+// path_config_source), one file subscription per file and name, shared by
+// every context naming it.
+type secretStore struct {
+	s      *Server
+	static map[string]*tlsconfig.Provider
+
+	mu    sync.Mutex
+	files []*fileSecret
+}
+
+// fileSecret is one secret followed in a DiscoveryResponse file.
+type fileSecret struct {
+	path, dir string
+	p         *tlsconfig.Provider
+	sub       *xds.FileSubscription
+}
+
+// newSecretStore indexes the static secrets. Errors name their path.
+func (s *Server) newSecretStore(secrets []*tlsv3.Secret) (*secretStore, error) {
+	st := &secretStore{s: s, static: map[string]*tlsconfig.Provider{}}
+	var errs []error
+	for i, sec := range secrets {
+		path := fmt.Sprintf("static_resources.secrets[%d]", i)
+		switch {
+		case sec.GetName() == "":
+			errs = append(errs, &bootstrap.FieldError{Path: path + ".name", Reason: "required"})
+		case st.static[sec.GetName()] != nil:
+			errs = append(errs, &bootstrap.FieldError{Path: path + ".name", Reason: fmt.Sprintf("Duplicate static TlsCertificate secret name %s", sec.GetName())})
+		default:
+			st.static[sec.GetName()] = tlsconfig.NewProvider(sec.GetName(), sec)
+		}
+	}
+	return st, errors.Join(errs...)
+}
+
+// resolve finds the provider an SdsSecretConfig names: a static secret
+// without sds_config, else the secret of the file its path_config_source
+// names, read now (a file that cannot be read or lacks the secret is a
+// configuration error) and followed from then on. Errors name the field
+// below the SdsSecretConfig.
+func (st *secretStore) resolve(sc *tlsv3.SdsSecretConfig) (*tlsconfig.Provider, error) {
+	name := sc.GetName()
+	if name == "" {
+		return nil, errors.New("name: required")
+	}
+	cs := sc.GetSdsConfig()
+	if cs == nil {
+		if p := st.static[name]; p != nil {
+			return p, nil
+		}
+		return nil, fmt.Errorf("name: Unknown static secret: %s", name)
+	}
+	path, dir := cs.GetPathConfigSource().GetPath(), cs.GetPathConfigSource().GetWatchedDirectory().GetPath()
+	//lint:ignore SA1019 the deprecated path still names the file, as in Envoy
+	if old := cs.GetPath(); path == "" && old != "" {
+		path = old
+	}
+	if path == "" {
+		return nil, errors.New("sds_config: only path_config_source is supported by Outrigger for secrets (not gRPC SDS)")
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, fs := range st.files {
+		if fs.path == path && fs.dir == dir && fs.p.Name() == name {
+			return fs.p, nil
+		}
+	}
+	fs := &fileSecret{path: path, dir: dir, p: tlsconfig.NewProvider(name, nil)}
+	sub, err := xds.NewFileSubscription(xds.FileOptions{
+		Path:             path,
+		WatchedDirectory: dir,
+		TypeURL:          secretTypeURL,
+		Stats:            st.s.stats.Scope("sds." + name + "."),
+		Log:              st.s.logs.Logger("secret"),
+		Now:              st.s.now,
+	}, fs.apply)
+	if err != nil {
+		return nil, fmt.Errorf("sds_config.path_config_source.path: %w", err)
+	}
+	fs.sub = sub
+	if err := sub.Start(); err != nil {
+		return nil, fmt.Errorf("sds_config.path_config_source: %w", err)
+	}
+	st.files = append(st.files, fs)
+	if fs.p.Secret() == nil {
+		return nil, fmt.Errorf("sds_config.path_config_source.path: secret %q could not be read from %s (the log says why)", name, path)
+	}
+	return fs.p, nil
+}
+
+// apply takes a new read of the file: the named secret, offered to the
+// contexts using it; any of them failing with it rejects the update.
+func (fs *fileSecret) apply(u xds.Update) error {
+	for _, r := range u.Resources {
+		sec, ok := r.(*tlsv3.Secret)
+		if !ok || sec.GetName() != fs.p.Name() {
+			continue
+		}
+		if fs.p.Secret() == nil {
+			// The first read: the contexts compile with it next.
+			return fs.p.Update(sec)
+		}
+		if proto.Equal(sec, fs.p.Secret()) {
+			return nil
+		}
+		return fs.p.Update(sec)
+	}
+	return fmt.Errorf("secret %q is not in the file", fs.p.Name())
+}
+
+// close stops following the files.
+func (st *secretStore) close() {
+	if st == nil {
+		return
+	}
+	st.mu.Lock()
+	files := st.files
+	st.mu.Unlock()
+	for _, fs := range files {
+		_ = fs.sub.Close()
+	}
+}
+
+// dynamicDump lists the secrets from files as /config_dump's
+// dynamic_active_secrets.
+func (st *secretStore) dynamicDump() []*adminv3.SecretsConfigDump_DynamicSecret {
+	if st == nil {
+		return nil
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var out []*adminv3.SecretsConfigDump_DynamicSecret
+	for _, fs := range st.files {
+		sec := fs.p.Secret()
+		if sec == nil {
+			continue
+		}
+		a, err := anypb.New(sec)
+		if err != nil {
+			continue
+		}
+		d := &adminv3.SecretsConfigDump_DynamicSecret{Name: sec.GetName(), VersionInfo: fs.sub.Version(), Secret: a}
+		if t := fs.sub.LastUpdated(); !t.IsZero() {
+			d.LastUpdated = timestamppb.New(t.Truncate(time.Millisecond))
+		}
+		out = append(out, d)
+	}
+	return out
+}

@@ -1,0 +1,248 @@
+package tlsconfig
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"google.golang.org/protobuf/proto"
+)
+
+// Provider holds the current value of one secret (a static one, or one a
+// file delivers) and recompiles the TLS contexts that use it when it
+// changes: new handshakes use the new value, open connections keep the
+// one they were made with.
+type Provider struct {
+	name string
+	cur  atomic.Pointer[tlsv3.Secret]
+	// mu serializes updates and guards users.
+	mu    sync.Mutex
+	users []func(*tlsv3.Secret) (apply func(), err error)
+}
+
+// NewProvider is a provider of the secret called name, holding initial
+// (nil: none yet).
+func NewProvider(name string, initial *tlsv3.Secret) *Provider {
+	p := &Provider{name: name}
+	if initial != nil {
+		p.cur.Store(initial)
+	}
+	return p
+}
+
+// Name is the secret's name.
+func (p *Provider) Name() string { return p.name }
+
+// Secret is the current value, nil when there is none yet.
+func (p *Provider) Secret() *tlsv3.Secret { return p.cur.Load() }
+
+// Update offers a new value: every context using the secret compiles
+// with it first, and only when all of them do is it applied to them all.
+// Otherwise the first error is returned and everything keeps the old
+// value.
+func (p *Provider) Update(s *tlsv3.Secret) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	applies := make([]func(), 0, len(p.users))
+	for _, u := range p.users {
+		apply, err := u(s)
+		if err != nil {
+			return err
+		}
+		applies = append(applies, apply)
+	}
+	p.cur.Store(s)
+	for _, a := range applies {
+		a()
+	}
+	return nil
+}
+
+// subscribe adds a context that recompiles with each new value.
+func (p *Provider) subscribe(u func(*tlsv3.Secret) (func(), error)) {
+	p.mu.Lock()
+	p.users = append(p.users, u)
+	p.mu.Unlock()
+}
+
+// SecretResolver finds the provider an SdsSecretConfig names. Errors name
+// the field below the SdsSecretConfig.
+type SecretResolver func(sc *tlsv3.SdsSecretConfig) (*Provider, error)
+
+// secretRefs are the providers a CommonTlsContext refers to.
+type secretRefs struct {
+	certs      []*Provider
+	validation *Provider
+	// combined is set when validation came through
+	// combined_validation_context, whose default is merged under it.
+	combined *tlsv3.CommonTlsContext_CombinedCertificateValidationContext
+}
+
+// resolveRefs resolves the SDS references of ctc. Errors name the field
+// below common_tls_context.
+func resolveRefs(ctc *tlsv3.CommonTlsContext, resolve SecretResolver) (secretRefs, error) {
+	var (
+		refs secretRefs
+		errs []error
+	)
+	add := func(path string, sc *tlsv3.SdsSecretConfig) *Provider {
+		if resolve == nil {
+			errs = append(errs, fmt.Errorf("%s: secrets are not available here", path))
+			return nil
+		}
+		p, err := resolve(sc)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s.%w", path, err))
+		}
+		return p
+	}
+	for i, sc := range ctc.GetTlsCertificateSdsSecretConfigs() {
+		if p := add(fmt.Sprintf("common_tls_context.tls_certificate_sds_secret_configs[%d]", i), sc); p != nil {
+			refs.certs = append(refs.certs, p)
+		}
+	}
+	if sc := ctc.GetValidationContextSdsSecretConfig(); sc != nil {
+		refs.validation = add("common_tls_context.validation_context_sds_secret_config", sc)
+	}
+	if cc := ctc.GetCombinedValidationContext(); cc != nil {
+		refs.combined = cc
+		if cc.GetValidationContextSdsSecretConfig() == nil {
+			errs = append(errs, errors.New("common_tls_context.combined_validation_context.validation_context_sds_secret_config: required"))
+		} else {
+			refs.validation = add("common_tls_context.combined_validation_context.validation_context_sds_secret_config", cc.GetValidationContextSdsSecretConfig())
+		}
+	}
+	return refs, errors.Join(errs...)
+}
+
+// any reports whether the context refers to secrets at all.
+func (r *secretRefs) any() bool { return len(r.certs) > 0 || r.validation != nil || r.combined != nil }
+
+// providers are the distinct providers referred to.
+func (r *secretRefs) providers() []*Provider {
+	var out []*Provider
+	seen := map[*Provider]bool{}
+	for _, p := range append(append([]*Provider(nil), r.certs...), r.validation) {
+		if p != nil && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// expand writes the secrets' current values (or override's, for the
+// provider being updated) into ctc, a clone: the certificates are
+// appended to tls_certificates, the validation context replaces the
+// reference (merged over combined_validation_context's default).
+func (r *secretRefs) expand(ctc *tlsv3.CommonTlsContext, override *Provider, value *tlsv3.Secret) error {
+	get := func(p *Provider) *tlsv3.Secret {
+		if p == override {
+			return value
+		}
+		return p.Secret()
+	}
+	var errs []error
+	for i, p := range r.certs {
+		tc := get(p).GetTlsCertificate()
+		if tc == nil {
+			errs = append(errs, fmt.Errorf("common_tls_context.tls_certificate_sds_secret_configs[%d]: secret %q holds no tls_certificate", i, p.name))
+			continue
+		}
+		ctc.TlsCertificates = append(ctc.TlsCertificates, tc)
+	}
+	ctc.TlsCertificateSdsSecretConfigs = nil
+	if p := r.validation; p != nil {
+		vc := get(p).GetValidationContext()
+		if vc == nil {
+			errs = append(errs, fmt.Errorf("common_tls_context: validation secret %q holds no validation_context", p.name))
+		} else {
+			if r.combined != nil {
+				merged := proto.Clone(r.combined.GetDefaultValidationContext()).(*tlsv3.CertificateValidationContext)
+				proto.Merge(merged, vc)
+				vc = merged
+			}
+			ctc.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: vc}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CompileServerWithSecrets compiles a DownstreamTlsContext whose
+// certificates or validation context may come from secrets (resolve finds
+// them; nil refuses every reference). The Server follows the secrets'
+// updates.
+func CompileServerWithSecrets(dc *tlsv3.DownstreamTlsContext, resolve SecretResolver) (*Server, error) {
+	refs, err := resolveRefs(dc.GetCommonTlsContext(), resolve)
+	if err != nil {
+		return nil, err
+	}
+	if !refs.any() {
+		return CompileServer(dc)
+	}
+	if len(refs.certs) > 0 && len(dc.GetCommonTlsContext().GetTlsCertificates()) > 0 {
+		return nil, errors.New("common_tls_context: SDS and non-SDS TLS certificates may not be mixed in server contexts")
+	}
+	build := func(override *Provider, value *tlsv3.Secret) (*Server, error) {
+		c := proto.Clone(dc).(*tlsv3.DownstreamTlsContext)
+		if c.CommonTlsContext == nil {
+			c.CommonTlsContext = &tlsv3.CommonTlsContext{}
+		}
+		if err := refs.expand(c.CommonTlsContext, override, value); err != nil {
+			return nil, err
+		}
+		return CompileServer(c)
+	}
+	s, err := build(nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range refs.providers() {
+		p.subscribe(func(v *tlsv3.Secret) (func(), error) {
+			n, err := build(p, v)
+			if err != nil {
+				return nil, err
+			}
+			return func() { s.next.Store(n) }, nil
+		})
+	}
+	return s, nil
+}
+
+// CompileClientWithSecrets is CompileServerWithSecrets for an
+// UpstreamTlsContext.
+func CompileClientWithSecrets(uc *tlsv3.UpstreamTlsContext, resolve SecretResolver) (*Client, error) {
+	refs, err := resolveRefs(uc.GetCommonTlsContext(), resolve)
+	if err != nil {
+		return nil, err
+	}
+	if !refs.any() {
+		return CompileClient(uc)
+	}
+	build := func(override *Provider, value *tlsv3.Secret) (*Client, error) {
+		c := proto.Clone(uc).(*tlsv3.UpstreamTlsContext)
+		if c.CommonTlsContext == nil {
+			c.CommonTlsContext = &tlsv3.CommonTlsContext{}
+		}
+		if err := refs.expand(c.CommonTlsContext, override, value); err != nil {
+			return nil, err
+		}
+		return CompileClient(c)
+	}
+	cl, err := build(nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range refs.providers() {
+		p.subscribe(func(v *tlsv3.Secret) (func(), error) {
+			n, err := build(p, v)
+			if err != nil {
+				return nil, err
+			}
+			return func() { cl.next.Store(n) }, nil
+		})
+	}
+	return cl, nil
+}
