@@ -175,63 +175,45 @@ func (r *secretRefs) expand(ctc *tlsv3.CommonTlsContext, override *Provider, val
 // them; nil refuses every reference). The Server follows the secrets'
 // updates.
 func CompileServerWithSecrets(dc *tlsv3.DownstreamTlsContext, resolve SecretResolver) (*Server, error) {
-	refs, err := resolveRefs(dc.GetCommonTlsContext(), resolve)
-	if err != nil {
-		return nil, err
-	}
-	if !refs.any() {
-		return CompileServer(dc)
-	}
-	if len(refs.certs) > 0 && len(dc.GetCommonTlsContext().GetTlsCertificates()) > 0 {
+	if len(dc.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs()) > 0 && len(dc.GetCommonTlsContext().GetTlsCertificates()) > 0 {
 		return nil, errors.New("common_tls_context: SDS and non-SDS TLS certificates may not be mixed in server contexts")
 	}
-	build := func(override *Provider, value *tlsv3.Secret) (*Server, error) {
-		c := proto.Clone(dc).(*tlsv3.DownstreamTlsContext)
-		if c.CommonTlsContext == nil {
-			c.CommonTlsContext = &tlsv3.CommonTlsContext{}
-		}
-		if err := refs.expand(c.CommonTlsContext, override, value); err != nil {
-			return nil, err
-		}
-		return CompileServer(c)
-	}
-	s, err := build(nil, nil)
-	if err != nil {
-		return nil, err
-	}
-	for _, p := range refs.providers() {
-		p.subscribe(func(v *tlsv3.Secret) (func(), error) {
-			n, err := build(p, v)
-			if err != nil {
-				return nil, err
-			}
-			return func() { s.next.Store(n) }, nil
-		})
-	}
-	return s, nil
+	return compileWithSecrets(dc, resolve, func(m *tlsv3.DownstreamTlsContext) **tlsv3.CommonTlsContext { return &m.CommonTlsContext },
+		CompileServer, func(s *Server) *atomic.Pointer[Server] { return &s.next })
 }
 
 // CompileClientWithSecrets is CompileServerWithSecrets for an
 // UpstreamTlsContext.
 func CompileClientWithSecrets(uc *tlsv3.UpstreamTlsContext, resolve SecretResolver) (*Client, error) {
-	refs, err := resolveRefs(uc.GetCommonTlsContext(), resolve)
+	return compileWithSecrets(uc, resolve, func(m *tlsv3.UpstreamTlsContext) **tlsv3.CommonTlsContext { return &m.CommonTlsContext },
+		CompileClient, func(c *Client) *atomic.Pointer[Client] { return &c.next })
+}
+
+// compileWithSecrets compiles the TLS context m (with compile) after
+// writing its secrets' values into a copy of it, and subscribes the
+// result to the secrets: each new value compiles a new context, which
+// becomes the result's next. common is m's common_tls_context field.
+func compileWithSecrets[M proto.Message, T any](m M, resolve SecretResolver, common func(M) **tlsv3.CommonTlsContext,
+	compile func(M) (*T, error), next func(*T) *atomic.Pointer[T]) (*T, error) {
+	refs, err := resolveRefs(*common(m), resolve)
 	if err != nil {
 		return nil, err
 	}
 	if !refs.any() {
-		return CompileClient(uc)
+		return compile(m)
 	}
-	build := func(override *Provider, value *tlsv3.Secret) (*Client, error) {
-		c := proto.Clone(uc).(*tlsv3.UpstreamTlsContext)
-		if c.CommonTlsContext == nil {
-			c.CommonTlsContext = &tlsv3.CommonTlsContext{}
+	build := func(override *Provider, value *tlsv3.Secret) (*T, error) {
+		c := proto.Clone(m).(M)
+		ctc := common(c)
+		if *ctc == nil {
+			*ctc = &tlsv3.CommonTlsContext{}
 		}
-		if err := refs.expand(c.CommonTlsContext, override, value); err != nil {
+		if err := refs.expand(*ctc, override, value); err != nil {
 			return nil, err
 		}
-		return CompileClient(c)
+		return compile(c)
 	}
-	cl, err := build(nil, nil)
+	t, err := build(nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -241,8 +223,8 @@ func CompileClientWithSecrets(uc *tlsv3.UpstreamTlsContext, resolve SecretResolv
 			if err != nil {
 				return nil, err
 			}
-			return func() { cl.next.Store(n) }, nil
+			return func() { next(t).Store(n) }, nil
 		})
 	}
-	return cl, nil
+	return t, nil
 }
