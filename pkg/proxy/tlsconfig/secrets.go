@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/proto"
@@ -46,19 +47,29 @@ func (p *Provider) Update(s *tlsv3.Secret) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	applies := make([]func(), 0, len(p.users))
+	live := p.users[:0:0]
 	for _, u := range p.users {
 		apply, err := u(s)
+		if errors.Is(err, errContextGone) {
+			continue
+		}
 		if err != nil {
 			return err
 		}
 		applies = append(applies, apply)
+		live = append(live, u)
 	}
+	p.users = live
 	p.cur.Store(s)
 	for _, a := range applies {
 		a()
 	}
 	return nil
 }
+
+// errContextGone is a user's answer once its context is no longer used
+// (a listener that discovery removed): it is dropped.
+var errContextGone = errors.New("the TLS context is gone")
 
 // subscribe adds a context that recompiles with each new value.
 func (p *Provider) subscribe(u func(*tlsv3.Secret) (func(), error)) {
@@ -217,13 +228,23 @@ func compileWithSecrets[M proto.Message, T any](m M, resolve SecretResolver, com
 	if err != nil {
 		return nil, err
 	}
+	// The providers hold the context weakly: one nothing uses any more
+	// (its listener removed) is collected, and then unsubscribed.
+	wt := weak.Make(t)
 	for _, p := range refs.providers() {
 		p.subscribe(func(v *tlsv3.Secret) (func(), error) {
+			if wt.Value() == nil {
+				return nil, errContextGone
+			}
 			n, err := build(p, v)
 			if err != nil {
 				return nil, err
 			}
-			return func() { next(t).Store(n) }, nil
+			return func() {
+				if cur := wt.Value(); cur != nil {
+					next(cur).Store(n)
+				}
+			}, nil
 		})
 	}
 	return t, nil
