@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,8 +21,9 @@ import (
 // startTLSUpstream serves HTTPS (HTTP/1.1 and HTTP/2 by ALPN) with the
 // server certificate of f until the spec ends, answering with what it saw
 // of the request and its TLS connection. mutual requires a client
-// certificate of f's CA. It returns the port.
-func startTLSUpstream(f *tlsFiles, mutual bool) int {
+// certificate of f's CA. protos are the ALPN protocols it accepts
+// (default h2 and http/1.1). It returns the port.
+func startTLSUpstream(f *tlsFiles, mutual bool, protos ...string) int {
 	GinkgoHelper()
 	cert, err := tls.LoadX509KeyPair(f.cert, f.key)
 	Expect(err).NotTo(HaveOccurred())
@@ -32,8 +34,11 @@ func startTLSUpstream(f *tlsFiles, mutual bool) int {
 		}
 		_, _ = fmt.Fprintf(w, "sni=%s alpn=%s proto=%s peer=%s", r.TLS.ServerName, r.TLS.NegotiatedProtocol, r.Proto, peer)
 	}))
+	if len(protos) == 0 {
+		protos = []string{"h2", "http/1.1"}
+	}
 	srv.EnableHTTP2 = true
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: protos}
 	if mutual {
 		srv.TLS.ClientAuth = tls.RequireAndVerifyClientCert
 		srv.TLS.ClientCAs = f.caPool
@@ -154,6 +159,42 @@ var _ = Describe("Upstream TLS", func() {
 		// Still serving.
 		code, _ = fetch(base + "good")
 		Expect(code).To(Equal(200))
+	})
+
+	It("picks HTTP/2 or HTTP/1.1 by ALPN for auto_config clusters, HTTP/1.1 without TLS", func() {
+		dir := newDir()
+		f := newTLSFiles(dir)
+		both := startTLSUpstream(f, false)
+		h1only := startTLSUpstream(f, false, "http/1.1")
+		plain := httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = fmt.Fprintf(w, "plain proto=%s", r.Proto)
+		}), false)
+		_, portText, err := net.SplitHostPort(plain)
+		Expect(err).NotTo(HaveOccurred())
+		plainPort, err := strconv.Atoi(portText)
+		Expect(err).NotTo(HaveOccurred())
+		auto := ", " + unwrapFlow(httpProtocolOptions("{auto_config: {http2_protocol_options: {}, http_protocol_options: {}}}"))
+		port := freePort()
+		chain := `{filters: [` + routingHCM("AUTOLOG %REQ(:PATH)% %RESPONSE_CODE% %UPSTREAM_TRANSPORT_FAILURE_REASON%", "both", "h1only", "plain") + `]}`
+		s := Start(dir, tlsBootstrap(port, "", []string{chain},
+			tlsCluster("both", both, upstreamTLS(""), auto),
+			tlsCluster("h1only", h1only, upstreamTLS(""), auto),
+			strings.TrimSuffix(tcpCluster("plain", plainPort), "}")+auto+"}",
+		), "--file-flush-interval-msec", "50")
+		base := fmt.Sprintf("http://127.0.0.1:%d/", port)
+		for range 2 {
+			code, body := fetch(base + "both")
+			Expect(code).To(Equal(200), body)
+			Expect(body).To(Equal("sni= alpn=h2 proto=HTTP/2.0 peer=-"))
+			code, body = fetch(base + "h1only")
+			Expect(code).To(Equal(200), body)
+			Expect(body).To(Equal("sni= alpn=http/1.1 proto=HTTP/1.1 peer=-"))
+			code, body = fetch(base + "plain")
+			Expect(code).To(Equal(200), body)
+			Expect(body).To(Equal("plain proto=HTTP/1.1"))
+		}
+		Expect(statValue(s, "cluster.both.upstream_cx_http2_total")).To(Equal("1"))
+		Expect(statValue(s, "cluster.h1only.upstream_cx_http1_total")).To(Equal("1"))
 	})
 
 	It("carries the mesh hop: plaintext in, mutual TLS between two sidecars with SAN checks, plaintext to the app", func() {

@@ -27,6 +27,11 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext.allow_renegotiation": {},
 	"envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext.max_session_keys":    {},
 
+	// HTTP/2 or HTTP/1.1 by ALPN on TLS clusters (HTTP/3 is refused).
+	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.auto_config":                           {},
+	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.AutoHttpConfig.http_protocol_options":  {},
+	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.AutoHttpConfig.http2_protocol_options": {},
+
 	// Secrets: static_resources.secrets by name, and secrets from files
 	// (sds_config with path_config_source; the server refuses any other
 	// config source). Session ticket keys and generic secrets are not

@@ -125,8 +125,8 @@ func TestValidateSupport(t *testing.T) {
 			},
 		},
 		"cluster protocol options": {
-			overlay: `static_resources: {clusters: [{name: backend, typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: {"@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions, auto_config: {}}}}]}`,
-			want:    []string{`static_resources.clusters[0].typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"].auto_config: not supported by Outrigger`},
+			overlay: `static_resources: {clusters: [{name: backend, typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: {"@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions, auto_config: {http3_protocol_options: {}}}}}]}`,
+			want:    []string{`static_resources.clusters[0].typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"].auto_config.http3_protocol_options: not supported by Outrigger`},
 		},
 		"node field": {
 			overlay: "node: {user_agent_version: '1.0'}",

@@ -67,6 +67,8 @@ type Cluster struct {
 	origDst *origDstHosts
 	// eds is an EDS cluster's warming state, nil for other types.
 	eds *edsState
+	// alpn is what auto_config learned the upstream speaks (auto.go).
+	alpn autoProtocol
 }
 
 // hostSet is the cluster's hosts at one moment: built whole, then only
@@ -111,9 +113,14 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 	if s.tls != nil {
 		c.ssl = tlsconfig.NewStats(scope.Scope("ssl."))
 	}
+	if s.protocol.auto && s.tls == nil {
+		// Without TLS there is no ALPN to choose by: HTTP/1.1, as in
+		// Envoy.
+		s.protocol.auto = false
+	}
 	size := s.readBufferSize()
 	c.readers.New = func() any { return bufio.NewReaderSize(nil, size) }
-	if s.protocol.http2 || s.protocol.downstream {
+	if s.protocol.http2 || s.protocol.downstream || s.protocol.auto {
 		c.h2 = c.newHTTP2Transport()
 		c.h2x = c.newXConnectTransport()
 		c.h2Stats = sync.OnceValue(func() *h2UpstreamStats { return newH2UpstreamStats(scope) })
@@ -306,6 +313,9 @@ func (c *Cluster) HTTP2() bool { return c.settings.protocol.http2 }
 // not) goes upstream over HTTP/2: always for an HTTP/2 cluster, as the
 // client did for one that follows the client's protocol.
 func (c *Cluster) HTTP2For(clientHTTP2 bool) bool {
+	if c.settings.protocol.auto {
+		return c.autoHTTP2()
+	}
 	return c.settings.protocol.http2 || (c.settings.protocol.downstream && clientHTTP2)
 }
 

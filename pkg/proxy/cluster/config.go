@@ -142,7 +142,7 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 		switch {
 		case s.protocol.maxRequestsPerConn != 0:
 			errs = append(errs, configErrorf("max_requests_per_connection", "cannot be combined with common_http_protocol_options.max_requests_per_connection; set it there"))
-		case s.protocol.http2 || s.protocol.downstream:
+		case s.protocol.http2 || s.protocol.downstream || s.protocol.auto:
 			errs = append(errs, configErrorf("max_requests_per_connection", "%s", errH2MaxRequests))
 		}
 		s.protocol.maxRequestsPerConn = v.GetValue()

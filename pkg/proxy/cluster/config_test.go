@@ -185,8 +185,8 @@ func TestNewManagerErrors(t *testing.T) {
   typed_extension_protocol_options:
     envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
       "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-      auto_config: {}`,
-			want: []string{`static_resources.clusters[0].typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]: explicit_http_config or use_downstream_protocol_config is required (auto_config is not supported by Outrigger)`},
+      common_http_protocol_options: {idle_timeout: 1s}`,
+			want: []string{`static_resources.clusters[0].typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]: explicit_http_config, use_downstream_protocol_config or auto_config is required`},
 		},
 		"client-only protocol options": {
 			yaml: `

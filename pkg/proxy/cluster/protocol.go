@@ -37,6 +37,10 @@ type protocolSettings struct {
 	// USE_DOWNSTREAM_PROTOCOL): HTTP/2 for an HTTP/2 client, HTTP/1.1 for
 	// the others; http2 is then false.
 	downstream bool
+	// auto: auto_config, HTTP/2 or HTTP/1.1 by what ALPN negotiates with
+	// the upstream (TLS clusters; a plaintext one speaks HTTP/1.1, as in
+	// Envoy); http2 and downstream are then false.
+	auto bool
 	// idleTimeout closes connections unused that long; 0 never does.
 	idleTimeout time.Duration
 	// maxRequestsPerConn closes an HTTP/1.1 connection after that many
@@ -100,13 +104,17 @@ func buildProtocol(c *clusterv3.Cluster) (protocolSettings, []error) {
 			errs = append(errs, configErrorf("http2_protocol_options", "cannot be combined with %s; set the protocol there", path))
 		}
 		explicit := opts.GetExplicitHttpConfig()
-		switch ud := opts.GetUseDownstreamProtocolConfig(); {
+		switch ud, auto := opts.GetUseDownstreamProtocolConfig(), opts.GetAutoConfig(); {
 		case ud != nil:
 			ps.downstream, ps.http2 = true, false
 			ps.h2 = readH2Limits(ud.GetHttp2ProtocolOptions())
 			ps.properCase = ud.GetHttpProtocolOptions().GetHeaderKeyFormat().GetProperCaseWords() != nil
+		case auto != nil:
+			ps.auto, ps.http2 = true, false
+			ps.h2 = readH2Limits(auto.GetHttp2ProtocolOptions())
+			ps.properCase = auto.GetHttpProtocolOptions().GetHeaderKeyFormat().GetProperCaseWords() != nil
 		case explicit == nil:
-			errs = append(errs, configErrorf(path, "explicit_http_config or use_downstream_protocol_config is required (auto_config is not supported by Outrigger)"))
+			errs = append(errs, configErrorf(path, "explicit_http_config, use_downstream_protocol_config or auto_config is required"))
 		case explicit.GetHttp2ProtocolOptions() != nil:
 			ps.http2 = true
 			ps.h2 = readH2Limits(explicit.GetHttp2ProtocolOptions())
@@ -125,13 +133,13 @@ func buildProtocol(c *clusterv3.Cluster) (protocolSettings, []error) {
 		}
 		if v := common.GetMaxResponseHeadersKb(); v != nil {
 			// Only HTTP/1.1 response heads are bounded by it so far.
-			if ps.http2 || ps.downstream {
+			if ps.http2 || ps.downstream || ps.auto {
 				errs = append(errs, configErrorf(path+".common_http_protocol_options.max_response_headers_kb", "not supported by Outrigger on HTTP/2 upstreams (only HTTP/1.1 response heads are bounded by it)"))
 			}
 			ps.maxResponseHeadBytes = int(v.GetValue()) << 10
 		}
 		ps.maxRequestsPerConn = orDefault(common.GetMaxRequestsPerConnection(), 0)
-		if ps.maxRequestsPerConn != 0 && (ps.http2 || ps.downstream) {
+		if ps.maxRequestsPerConn != 0 && (ps.http2 || ps.downstream || ps.auto) {
 			errs = append(errs, configErrorf(path+".common_http_protocol_options.max_requests_per_connection", "%s", errH2MaxRequests))
 		}
 		if t := common.GetMaxStreamDuration(); t != nil {
@@ -164,6 +172,9 @@ func downstreamOnlyFields(opts *httpv3.HttpProtocolOptions, path string) []error
 	config, h1, h2 := "explicit_http_config", opts.GetExplicitHttpConfig().GetHttpProtocolOptions(), opts.GetExplicitHttpConfig().GetHttp2ProtocolOptions()
 	if ud := opts.GetUseDownstreamProtocolConfig(); ud != nil {
 		config, h1, h2 = "use_downstream_protocol_config", ud.GetHttpProtocolOptions(), ud.GetHttp2ProtocolOptions()
+	}
+	if ac := opts.GetAutoConfig(); ac != nil {
+		config, h1, h2 = "auto_config", ac.GetHttpProtocolOptions(), ac.GetHttp2ProtocolOptions()
 	}
 	refuse(h1.GetAcceptHttp_10(), config+".http_protocol_options.accept_http_10")
 	refuse(h1.GetDefaultHostForHttp_10() != "", config+".http_protocol_options.default_host_for_http_10")
