@@ -14,8 +14,11 @@ import (
 	"strings"
 	"time"
 
+	alsv3 "github.com/envoyproxy/go-control-plane/envoy/service/accesslog/v3"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 )
 
 // startTLSUpstream serves HTTPS (HTTP/1.1 and HTTP/2 by ALPN) with the
@@ -195,6 +198,35 @@ var _ = Describe("Upstream TLS", func() {
 		}
 		Expect(statValue(s, "cluster.both.upstream_cx_http2_total")).To(Equal("1"))
 		Expect(statValue(s, "cluster.h1only.upstream_cx_http1_total")).To(Equal("1"))
+	})
+
+	It("carries a gRPC service (the access log service) over upstream TLS, offering h2", func() {
+		dir := newDir()
+		f := newTLSFiles(dir)
+		cert, err := tls.LoadX509KeyPair(f.cert, f.key)
+		Expect(err).NotTo(HaveOccurred())
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		Expect(err).NotTo(HaveOccurred())
+		collector := &alsCollector{}
+		// gRPC's TLS server requires h2 by ALPN.
+		srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}})))
+		alsv3.RegisterAccessLogServiceServer(srv, collector)
+		go func() { _ = srv.Serve(ln) }()
+		DeferCleanup(srv.Stop)
+
+		port := freePort()
+		hcm := `{name: envoy.filters.network.http_connection_manager, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager,
+  stat_prefix: als, access_log: [{name: envoy.access_loggers.http_grpc, typed_config: ` + withType("type.googleapis.com/envoy.extensions.access_loggers.grpc.v3.HttpGrpcAccessLogConfig",
+			`{common_config: {log_name: edge, transport_api_version: V3, buffer_flush_interval: 0.1s, grpc_service: {envoy_grpc: {cluster_name: als}}}}`) + `}],
+  route_config: {virtual_hosts: [{name: all, domains: ["*"], routes: [{match: {prefix: /}, direct_response: {status: 202}}]}]},
+  http_filters: [{name: envoy.filters.http.router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]}}`
+		ts := upstreamTLS(`, sni: localhost, common_tls_context: {validation_context: {trusted_ca: {filename: ` + f.ca + `}}}`)
+		s := Start(dir, tlsBootstrap(port, "", []string{`{filters: [` + hcm + `]}`},
+			tlsCluster("als", ln.Addr().(*net.TCPAddr).Port, ts, ", "+unwrapFlow(h2cOptions()))))
+		code, _ := fetch(fmt.Sprintf("http://127.0.0.1:%d/over-tls", port))
+		Expect(code).To(Equal(202))
+		Eventually(collector.paths).Should(ContainElement("/over-tls"))
+		Expect(statValue(s, "cluster.als.ssl.handshake")).To(Equal("1"))
 	})
 
 	It("carries the mesh hop: plaintext in, mutual TLS between two sidecars with SAN checks, plaintext to the app", func() {

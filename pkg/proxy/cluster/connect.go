@@ -11,20 +11,27 @@ import (
 // ErrNoHealthyHost: the load balancer found no host to connect to.
 var ErrNoHealthyHost = errors.New("no healthy upstream host")
 
-// Connect picks a host with the cluster's load balancer and opens a plain
+// Connect picks a host with the cluster's load balancer and opens a
 // connection to it within the connect timeout, counted in the cluster's
 // and the host's connection stats and closed with the cluster: what a gRPC
-// channel to the cluster dials. The caller owns the connection.
+// channel or an HTTP client of the cluster dials. On a TLS cluster it
+// offers the cluster's protocol by ALPN when alpn_protocols is empty (h2
+// for an HTTP/2 cluster, else http/1.1), as Envoy's pools do. The caller
+// owns the connection.
 func (c *Cluster) Connect(ctx context.Context) (net.Conn, error) {
 	h := c.PickHost(nil)
 	if h == nil {
 		return nil, ErrNoHealthyHost
 	}
-	return c.ConnectHost(ctx, h)
+	alpn := alpnHTTP1
+	if c.settings.protocol.http2 {
+		alpn = alpnHTTP2
+	}
+	return c.connectHost(ctx, h, alpn)
 }
 
-// ConnectHost opens a plain connection to h, a host PickHost chose, as
-// Connect does: the TCP proxy picks the host itself so that it knows it
+// ConnectHost opens a connection to h, a host PickHost chose, as Connect
+// does but offering no protocol by ALPN on a TLS cluster (a TCP proxy's): the TCP proxy picks the host itself so that it knows it
 // even when connecting fails (%UPSTREAM_HOST%, retries on another host).
 // The connection supports CloseWrite (a half-close) and NetConn.
 //
@@ -32,12 +39,17 @@ func (c *Cluster) Connect(ctx context.Context) (net.Conn, error) {
 // limit it is not opened: upstream_cx_overflow counts it and the error is
 // upstream.ErrOverflow, as Envoy's TCP proxy refuses a connection.
 func (c *Cluster) ConnectHost(ctx context.Context, h *upstream.Host) (net.Conn, error) {
+	return c.connectHost(ctx, h, nil)
+}
+
+// connectHost is ConnectHost offering alpn on a TLS cluster.
+func (c *Cluster) connectHost(ctx context.Context, h *upstream.Host, alpn []string) (net.Conn, error) {
 	cx := c.breakers().cx
 	if !cx.tryAcquire() {
 		c.extra.cxOverflow.Inc()
 		return nil, upstream.ErrOverflow
 	}
-	tc, err := c.connect(ctx, h, nil)
+	tc, err := c.connect(ctx, h, alpn)
 	if err != nil {
 		c.releaseConnSlot(cx)
 		return nil, err
