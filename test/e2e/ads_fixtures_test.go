@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -205,9 +206,22 @@ func edsCluster(name, service, edsFields string) map[string]any {
 // assignments.
 func adsSnapshot(version string, ls []*listenerv3.Listener, clas ...*endpointv3.ClusterLoadAssignment) *cachev3.Snapshot {
 	GinkgoHelper()
+	return xdsSnapshot(version, ls, nil, clas...)
+}
+
+// xdsSnapshot is a snapshot of version holding listeners, clusters (the
+// cluster type is there only when cs is not nil) and load assignments.
+func xdsSnapshot(version string, ls []*listenerv3.Listener, cs []*clusterv3.Cluster, clas ...*endpointv3.ClusterLoadAssignment) *cachev3.Snapshot {
+	GinkgoHelper()
 	// The listener type is always there: a snapshot without it would
 	// answer the wildcard listener subscription with version "".
 	res := map[resourcev3.Type][]cachetypes.Resource{resourcev3.ListenerType: {}}
+	if cs != nil {
+		res[resourcev3.ClusterType] = []cachetypes.Resource{}
+	}
+	for _, c := range cs {
+		res[resourcev3.ClusterType] = append(res[resourcev3.ClusterType], c)
+	}
 	for _, l := range ls {
 		res[resourcev3.ListenerType] = append(res[resourcev3.ListenerType], l)
 	}

@@ -15,6 +15,14 @@ func (s *semanticChecker) dynamicResources(d *bootstrapv3.Bootstrap_DynamicResou
 	if ads := d.GetAdsConfig(); ads != nil {
 		s.adsConfig(ads, "dynamic_resources.ads_config")
 	}
+	if cds := d.GetCdsConfig(); cds != nil {
+		switch {
+		case cds.GetAds() == nil:
+			s.fail("dynamic_resources.cds_config", "ads: {} is required: Outrigger takes clusters from the ADS stream only")
+		case d.GetAdsConfig() == nil:
+			s.fail("dynamic_resources.cds_config.ads", "requires dynamic_resources.ads_config (the ADS stream it names)")
+		}
+	}
 	if lds := d.GetLdsConfig(); lds != nil {
 		if lds.GetAds() != nil {
 			if d.GetAdsConfig() == nil {

@@ -64,6 +64,8 @@ type Cluster struct {
 	origDst *origDstHosts
 	// eds is an EDS cluster's warming state, nil for other types.
 	eds *edsState
+	// dynamic is a discovered cluster's origin, nil for a static one.
+	dynamic *dynamicOrigin
 }
 
 // hostSet is the cluster's hosts at one moment: built whole, then only
@@ -255,7 +257,7 @@ func (c *Cluster) ObservabilityName() string { return c.settings.observabilityNa
 
 // AddedViaAPI reports whether the cluster came from cluster discovery;
 // static clusters did not.
-func (c *Cluster) AddedViaAPI() bool { return false }
+func (c *Cluster) AddedViaAPI() bool { return c.dynamic != nil }
 
 // Stats are the cluster's stats (scope "cluster.<observability name>.").
 func (c *Cluster) Stats() *upstream.ClusterStats { return c.stats }

@@ -37,7 +37,7 @@ func (s *Server) ConfigDump(includeEDS bool) []proto.Message {
 	res := s.boot.GetStaticResources()
 	dumps := []proto.Message{
 		s.bootstrapDump(loaded),
-		clustersDump(res.GetClusters(), loaded),
+		s.dynamicClustersDump(clustersDump(res.GetClusters(), loaded)),
 	}
 	if includeEDS && len(res.GetClusters()) > 0 {
 		dumps = append(dumps, endpointsDump(res.GetClusters(), s.eds.assignment))
@@ -77,6 +77,30 @@ func clustersDump(clusters []*clusterv3.Cluster, loaded *timestamppb.Timestamp) 
 			d.StaticClusters = append(d.StaticClusters, &adminv3.ClustersConfigDump_StaticCluster{
 				Cluster: a, LastUpdated: loaded,
 			})
+		}
+	}
+	return d
+}
+
+// dynamicClustersDump adds the clusters from discovery to d, as Envoy's
+// dump shows them: the active ones and the warming ones, each with the
+// version_info that brought it and when, and the version_info of the last
+// accepted cluster discovery response.
+func (s *Server) dynamicClustersDump(d *adminv3.ClustersConfigDump) *adminv3.ClustersConfigDump {
+	if s.cds == nil {
+		return d
+	}
+	d.VersionInfo = s.cds.Version()
+	for _, dc := range s.clusters.Discovered() {
+		e := &adminv3.ClustersConfigDump_DynamicCluster{
+			VersionInfo: dc.Version,
+			Cluster:     pack(dc.Config),
+			LastUpdated: timestamppb.New(dc.LastUpdated.Truncate(time.Millisecond)),
+		}
+		if dc.Warming {
+			d.DynamicWarmingClusters = append(d.DynamicWarmingClusters, e)
+		} else {
+			d.DynamicActiveClusters = append(d.DynamicActiveClusters, e)
 		}
 	}
 	return d

@@ -230,7 +230,18 @@ func (s *Server) bindListeners() error {
 // first load assignment), the server staying INITIALIZING meanwhile. A shutdown asked for in the meantime ends the
 // wait: false.
 func (s *Server) waitClusters(ctx context.Context, sigs <-chan os.Signal) bool {
-	return s.waitInit(ctx, sigs, s.clusters.Warmed(), "waiting for the clusters to warm (DNS resolutions, EDS load assignments) before serving")
+	if !s.waitInit(ctx, sigs, s.clusters.Warmed(), "waiting for the clusters to warm (DNS resolutions, EDS load assignments) before serving") {
+		return false
+	}
+	if s.cds == nil {
+		return true
+	}
+	// Then the first cluster discovery response (or its initial fetch
+	// timeout), and the warming of the clusters it brought.
+	if !s.waitInit(ctx, sigs, s.cds.Ready(), "waiting for the first cluster discovery response") {
+		return false
+	}
+	return s.waitInit(ctx, sigs, s.clusters.DiscoveredWarmed(), "waiting for the discovered clusters to warm")
 }
 
 // waitDiscovery waits for the first listener discovery response (or its

@@ -30,6 +30,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/overload"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/xds"
 )
 
 // DefaultProfilePath is where the profilers write when the bootstrap's
@@ -66,12 +67,13 @@ type Server struct {
 	runtime *runtime.Runtime
 	life    *lifecycle
 
-	overload *overload.Manager  // built before the listeners, which consult it (overload.go)
-	clusters *cluster.Manager   // built before the listeners, whose routes use it
-	lset     listenerSet        // the listeners, static and discovered (listener_set.go)
-	lds      discoverySource    // listeners from a file; nil without one
-	ads      *adsClient         // the ADS stream; nil without dynamic_resources.ads_config
-	eds      *endpointDiscovery // the EDS clusters' endpoints over ADS; nil without EDS clusters
+	overload *overload.Manager    // built before the listeners, which consult it (overload.go)
+	clusters *cluster.Manager     // built before the listeners, whose routes use it
+	lset     listenerSet          // the listeners, static and discovered (listener_set.go)
+	lds      discoverySource      // listeners from a file; nil without one
+	ads      *adsClient           // the ADS stream; nil without dynamic_resources.ads_config
+	eds      *endpointDiscovery   // the EDS clusters' endpoints over ADS; nil without EDS clusters
+	cds      *xds.ADSSubscription // the clusters over ADS; nil without cds_config
 	// ldsReady is closed once the first ADS listener response (or its
 	// initial fetch timeout) is in; nil when there is nothing to wait for.
 	ldsReady <-chan struct{}
@@ -154,6 +156,7 @@ func New(cfg Config) (*Server, error) {
 	errs = append(errs, err)
 	s.eds, err = s.newEndpointDiscovery(cfg.Bootstrap)
 	errs = append(errs, err)
+	errs = append(errs, s.subscribeClustersADS())
 	if lds, err := s.newListenerDiscovery(cfg.Bootstrap.GetDynamicResources()); err != nil {
 		errs = append(errs, err)
 	} else if lds != nil {
