@@ -242,4 +242,65 @@ var _ = Describe("CDS: clusters from a management server over ADS", func() {
 		Expect(statValue(s, "cluster_manager.cluster_modified")).To(Equal("40"), "both clusters changed 20 times")
 		Expect(statValue(s, "cluster_manager.cds.update_rejected")).To(Equal("0"))
 	})
+
+	It("serves through a listener, cluster and endpoints that all came over ADS: a discovered EDS cluster warms until its load assignment", func() {
+		a, b := startNamed("A"), startNamed("B")
+		m := startManagementServer()
+		ingress := []*listenerv3.Listener{listenerProto(listenerDef{Name: "ingress", Chains: []string{routeToCluster("cds_eds", "svc")}})}
+		edsSvc := func(extra string) *clusterv3.Cluster {
+			js, err := json.Marshal(edsCluster("svc", "svc-endpoints", extra))
+			Expect(err).NotTo(HaveOccurred())
+			out := &clusterv3.Cluster{}
+			Expect(protojson.Unmarshal(js, out)).To(Succeed())
+			return out
+		}
+		// The cluster first, without its endpoints: it warms, the server
+		// stays not ready and does not ask for listeners.
+		m.set(xdsSnapshot("v1", ingress, []*clusterv3.Cluster{edsSvc("")}))
+		s := Launch(newDir(), "bootstrap.yaml", cdsBootstrap(m.port))
+		s.WaitForAdmin()
+		Eventually(func() string { return statValue(s, "cluster_manager.warming_clusters") }).Should(Equal("1"))
+		Consistently(func() int { return s.Get("/ready").Status }, "500ms").Should(Equal(503))
+		for _, r := range m.received() {
+			Expect(r.GetTypeUrl()).NotTo(Equal(resourcev3.ListenerType))
+		}
+		var eds *discoveryv3.DiscoveryRequest
+		for _, r := range m.received() {
+			if r.GetTypeUrl() == resourcev3.EndpointType {
+				eds = r
+			}
+		}
+		Expect(eds).NotTo(BeNil())
+		Expect(eds.GetResourceNames()).To(Equal([]string{"svc-endpoints"}))
+		var dump *adminv3.ClustersConfigDump
+		for _, c := range configDump(s, "/config_dump").GetConfigs() {
+			if c.GetTypeUrl() == adminTypes+"ClustersConfigDump" {
+				dump = &adminv3.ClustersConfigDump{}
+				Expect(c.UnmarshalTo(dump)).To(Succeed())
+			}
+		}
+		Expect(dump.GetDynamicWarmingClusters()).To(HaveLen(1))
+		Expect(dump.GetDynamicActiveClusters()).To(BeEmpty())
+
+		// Its endpoints arrive: it is active, then the listeners come.
+		m.set(xdsSnapshot("v2", ingress, []*clusterv3.Cluster{edsSvc("")}, loadAssignment("svc-endpoints", edsEndpoint{port: a})))
+		waitLive(s)
+		addr := listenerAddr(s, "ingress")
+		Expect(get(addr, "/").Body).To(Equal("A"))
+		Expect(statValue(s, "cluster_manager.warming_clusters")).To(Equal("0"))
+		Expect(statValue(s, "cluster.svc.version_text")).To(Equal(`"v2"`))
+		Expect(s.Get("/clusters").Body).To(ContainSubstring("svc::127.0.0.1:" + strconv.Itoa(a) + "::health_flags::healthy"))
+
+		// A changed EDS cluster takes the last assignment of its service at
+		// once (the management server does not send it again).
+		m.set(xdsSnapshot("v3", ingress, []*clusterv3.Cluster{edsSvc(`{initial_fetch_timeout: 30s}`)}, loadAssignment("svc-endpoints", edsEndpoint{port: a})))
+		waitStat(s, "cluster_manager.cluster_modified", "1")
+		Expect(statValue(s, "cluster_manager.warming_clusters")).To(Equal("0"))
+		Expect(get(addr, "/").Body).To(Equal("A"))
+
+		// New endpoints reach the discovered cluster.
+		m.set(xdsSnapshot("v4", ingress, []*clusterv3.Cluster{edsSvc(`{initial_fetch_timeout: 30s}`)}, loadAssignment("svc-endpoints", edsEndpoint{port: b})))
+		waitStat(s, "cluster.svc.version_text", `"v4"`)
+		Expect(get(addr, "/").Body).To(Equal("B"))
+	})
 })

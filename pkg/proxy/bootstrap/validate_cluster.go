@@ -8,13 +8,16 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 )
 
-// ValidateCluster checks one cluster from discovery with the rules of a
-// static cluster: its constraints and the support table, errors relative
-// to the cluster. What the cluster manager checks when it builds the
-// cluster is its own business.
+// ValidateCluster checks one cluster from discovery (over the ADS stream)
+// with the rules of a static cluster: its constraints, the support table
+// and the EDS rules, errors relative to the cluster. What the cluster
+// manager checks when it builds the cluster is its own business.
 func ValidateCluster(c *clusterv3.Cluster, ext *extension.Registry) error {
 	if c == nil {
 		return &FieldError{Reason: "no cluster"}
 	}
-	return errors.Join(constraintAndSupportErrors(c, ext)...)
+	errs := constraintAndSupportErrors(c, ext)
+	s := semanticChecker{ext: ext}
+	s.edsCluster(c, "", true)
+	return errors.Join(append(errs, s.errs...)...)
 }

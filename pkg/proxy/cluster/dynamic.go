@@ -78,9 +78,6 @@ func (m *Manager) ApplyDiscovered(cfgs []*clusterv3.Cluster, version string, now
 		for _, err := range cerrs {
 			errs = append(errs, prefixed(path, err))
 		}
-		if s.eds != nil {
-			errs = append(errs, configErrorf(join(path, "type"), "a discovered cluster of type EDS is not supported by Outrigger yet"))
-		}
 		if prev, dup := seen[s.name]; dup {
 			errs = append(errs, configErrorf(join(path, "name"), "duplicate cluster name %q (also resources[%d])", s.name, prev))
 		}
@@ -176,17 +173,24 @@ func (m *Manager) ApplyDiscovered(cfgs []*clusterv3.Cluster, version string, now
 }
 
 // warmed returns what a discovered cluster waits for before it serves (a
-// DNS cluster's first resolution), nil when it is ready at once.
+// DNS cluster's first resolution, an EDS cluster's first load assignment),
+// nil when it is ready at once.
 func (c *Cluster) warmed() <-chan struct{} {
-	if d := c.dynamic.discovery; d != nil {
-		select {
-		case <-d.Warmed():
-			return nil
-		default:
-			return d.Warmed()
-		}
+	var warm <-chan struct{}
+	switch {
+	case c.dynamic.discovery != nil:
+		warm = c.dynamic.discovery.Warmed()
+	case c.eds != nil:
+		warm = c.eds.warm
+	default:
+		return nil
 	}
-	return nil
+	select {
+	case <-warm:
+		return nil
+	default:
+		return warm
+	}
 }
 
 // promoteWhenWarm makes a warming cluster active once it is initialised,
@@ -310,7 +314,9 @@ func (m *Manager) DiscoveredWarmed() <-chan struct{} {
 	m.dyn.mu.Lock()
 	var waits []<-chan struct{}
 	for _, c := range m.dyn.warming {
-		waits = append(waits, c.dynamic.discovery.Warmed())
+		if w := c.warmed(); w != nil {
+			waits = append(waits, w)
+		}
 	}
 	m.dyn.mu.Unlock()
 	go func() {
@@ -318,6 +324,51 @@ func (m *Manager) DiscoveredWarmed() <-chan struct{} {
 		for _, w := range waits {
 			<-w
 		}
+		// A cluster that ended warming is promoted by its own goroutine:
+		// wait for that too, so that the listeners asked for next find it.
+		for {
+			m.dyn.mu.Lock()
+			n := 0
+			for _, c := range m.dyn.warming {
+				if c.warmed() == nil {
+					n++
+				}
+			}
+			closed := m.dyn.closed
+			m.dyn.mu.Unlock()
+			if n == 0 || closed {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
 	}()
 	return done
+}
+
+// DiscoveredEDS returns the discovered EDS clusters, active and warming,
+// whose load assignments the server asks for.
+func (m *Manager) DiscoveredEDS() []*Cluster {
+	var out []*Cluster
+	for _, c := range m.snap.Load().clusters {
+		if c.dynamic != nil && c.eds != nil {
+			out = append(out, c)
+		}
+	}
+	m.dyn.mu.Lock()
+	defer m.dyn.mu.Unlock()
+	for _, c := range m.dyn.warming {
+		if c.eds != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// DiscoveredConfig returns a discovered cluster's resource as received,
+// nil for a static cluster. Read-only.
+func (c *Cluster) DiscoveredConfig() *clusterv3.Cluster {
+	if c.dynamic == nil {
+		return nil
+	}
+	return c.dynamic.config
 }

@@ -78,13 +78,13 @@ func TestApplyDiscoveredRejectsWhole(t *testing.T) {
 	bad := parseClusters(t, `
 - {name: a, connect_timeout: 1s}
 - {name: a, connect_timeout: 1s}
-- {name: e, connect_timeout: 1s, type: EDS, eds_cluster_config: {eds_config: {ads: {}}}}
+- {name: e, connect_timeout: 1s, type: EDS, eds_cluster_config: {eds_config: {ads: {}}}, load_assignment: {cluster_name: e}}
 `)
 	err := m.ApplyDiscovered(bad, "v1", clock.now())
 	got := errorLines(err)
 	want := []string{
 		`resources[1].name: duplicate cluster name "a" (also resources[0])`,
-		`resources[2].type: a discovered cluster of type EDS is not supported by Outrigger yet`,
+		`resources[2].load_assignment: an EDS cluster's endpoints come from eds_cluster_config; remove load_assignment`,
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

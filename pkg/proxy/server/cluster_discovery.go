@@ -61,5 +61,10 @@ func (s *Server) applyClusterUpdate(u xds.Update) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return s.clusters.ApplyDiscovered(cfgs, u.VersionInfo, s.now())
+	if err := s.clusters.ApplyDiscovered(cfgs, u.VersionInfo, s.now()); err != nil {
+		return err
+	}
+	// The discovered EDS clusters' services are asked for on the same
+	// stream.
+	return s.eds.sync(s.clusters.DiscoveredEDS())
 }

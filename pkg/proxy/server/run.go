@@ -59,7 +59,7 @@ func (s *Server) Run(ctx context.Context, adminHandler http.Handler) error {
 			s.shutdown(adminSrv)
 			return fmt.Errorf("ads: %w", err)
 		}
-		s.eds.start(func(msg string, kv ...any) { logging.Warning(s.logs.Logger("upstream"), msg, kv...) })
+		s.eds.start()
 	}
 	if err := s.bindListeners(); err != nil {
 		s.shutdown(adminSrv)
