@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -302,5 +303,46 @@ var _ = Describe("CDS: clusters from a management server over ADS", func() {
 		m.set(xdsSnapshot("v4", ingress, []*clusterv3.Cluster{edsSvc(`{initial_fetch_timeout: 30s}`)}, loadAssignment("svc-endpoints", edsEndpoint{port: b})))
 		waitStat(s, "cluster.svc.version_text", `"v4"`)
 		Expect(get(addr, "/").Body).To(Equal("B"))
+	})
+
+	It("keeps a tcp_proxy session to a removed cluster until it ends; a new session finds no cluster", func() {
+		up := startTCPServer(echo)
+		m := startManagementServer()
+		chain := `{filters: [{name: envoy.filters.network.tcp_proxy, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: cds_tcp, cluster: tcp-up}}]}`
+		ls := []*listenerv3.Listener{listenerProto(listenerDef{Name: "tcp", Chains: []string{chain}})}
+		m.set(xdsSnapshot("v1", ls, []*clusterv3.Cluster{clusterProto("tcp-up", up, "")}))
+		s := Start(newDir(), cdsBootstrap(m.port))
+		waitLive(s)
+		_, portText, err := net.SplitHostPort(listenerAddr(s, "tcp"))
+		Expect(err).NotTo(HaveOccurred())
+		port, err := strconv.Atoi(portText)
+		Expect(err).NotTo(HaveOccurred())
+
+		c := dialTCP(port)
+		roundTrip := func(msg string) string {
+			_, err := c.Write([]byte(msg))
+			Expect(err).NotTo(HaveOccurred())
+			buf := make([]byte, len(msg))
+			_, err = io.ReadFull(c, buf)
+			Expect(err).NotTo(HaveOccurred())
+			return string(buf)
+		}
+		Expect(roundTrip("before")).To(Equal("before"))
+
+		m.set(xdsSnapshot("v2", ls, []*clusterv3.Cluster{}))
+		waitStat(s, "cluster_manager.cluster_removed", "1")
+		// Well past the drain's quiet second: the session holds the
+		// cluster's connection, so the cluster stays open.
+		time.Sleep(1500 * time.Millisecond)
+		Expect(roundTrip("after")).To(Equal("after"))
+
+		// A new session finds no cluster and is closed.
+		c2 := dialTCP(port)
+		_, err = c2.Read(make([]byte, 1))
+		Expect(err).To(HaveOccurred())
+		waitStat(s, "tcp.cds_tcp.downstream_cx_no_route", "1")
+		Expect(c.CloseWrite()).To(Succeed())
+		_, err = io.ReadAll(c)
+		Expect(err).NotTo(HaveOccurred())
 	})
 })
