@@ -12,6 +12,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	cachetypes "github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
@@ -214,9 +215,18 @@ func adsSnapshot(version string, ls []*listenerv3.Listener, clas ...*endpointv3.
 // cluster type is there only when cs is not nil) and load assignments.
 func xdsSnapshot(version string, ls []*listenerv3.Listener, cs []*clusterv3.Cluster, clas ...*endpointv3.ClusterLoadAssignment) *cachev3.Snapshot {
 	GinkgoHelper()
+	return routesSnapshot(version, ls, cs, nil, clas...)
+}
+
+// routesSnapshot is xdsSnapshot with route configurations too.
+func routesSnapshot(version string, ls []*listenerv3.Listener, cs []*clusterv3.Cluster, rcs []*routev3.RouteConfiguration, clas ...*endpointv3.ClusterLoadAssignment) *cachev3.Snapshot {
+	GinkgoHelper()
 	// The listener type is always there: a snapshot without it would
 	// answer the wildcard listener subscription with version "".
 	res := map[resourcev3.Type][]cachetypes.Resource{resourcev3.ListenerType: {}}
+	for _, rc := range rcs {
+		res[resourcev3.RouteType] = append(res[resourcev3.RouteType], rc)
+	}
 	if cs != nil {
 		res[resourcev3.ClusterType] = []cachetypes.Resource{}
 	}

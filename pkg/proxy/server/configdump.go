@@ -46,16 +46,28 @@ func (s *Server) ConfigDump(includeEDS bool) []proto.Message {
 	return append(dumps,
 		ld,
 		&adminv3.ScopedRoutesConfigDump{},
-		routesDump(append(slices.Clip(res.GetListeners()), dynamic...), loaded),
+		s.dynamicRoutesDump(routesDump(append(slices.Clip(res.GetListeners()), dynamic...), loaded)),
 		secretsDump(res.GetSecrets()),
 	)
 }
 
-// InitDump implements admin.ConfigDumpSource. Static listeners have no
-// initialization target to wait for (no route discovery), so nothing is
-// ever unready.
+// InitDump implements admin.ConfigDumpSource: the listeners still warming,
+// each with the route discovery targets it waits for, named as Envoy
+// names its listener init managers and RDS init targets.
 func (s *Server) InitDump() *adminv3.UnreadyTargetsDumps {
-	return &adminv3.UnreadyTargetsDumps{}
+	out := &adminv3.UnreadyTargetsDumps{}
+	for _, bl := range s.activeListeners() {
+		names := bl.warm.unready()
+		if len(names) == 0 {
+			continue
+		}
+		d := &adminv3.UnreadyTargetsDumps_UnreadyTargetsDump{Name: "Listener-local-init-manager " + bl.Name()}
+		for _, n := range names {
+			d.TargetNames = append(d.TargetNames, "RdsRouteConfigSubscription init "+n)
+		}
+		out.UnreadyTargetsDumps = append(out.UnreadyTargetsDumps, d)
+	}
+	return out
 }
 
 // bootstrapDump is the bootstrap as loaded (command-line overrides and
@@ -187,6 +199,13 @@ func routesDump(listeners []*listenerv3.Listener, loaded *timestamppb.Timestamp)
 			}
 		}
 	}
+	return d
+}
+
+// dynamicRoutesDump adds the route configurations from route discovery
+// to d, each with its version_info and last_updated.
+func (s *Server) dynamicRoutesDump(d *adminv3.RoutesConfigDump) *adminv3.RoutesConfigDump {
+	d.DynamicRouteConfigs = s.rds.dump()
 	return d
 }
 

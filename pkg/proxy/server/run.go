@@ -248,10 +248,30 @@ func (s *Server) waitClusters(ctx context.Context, sigs <-chan os.Signal) bool {
 // initial_fetch_timeout), the server staying INITIALIZING meanwhile, as
 // Envoy's init manager waits for its LDS target.
 func (s *Server) waitDiscovery(ctx context.Context, sigs <-chan os.Signal) bool {
-	if s.ldsReady == nil {
-		return true
+	if s.ldsReady != nil && !s.waitInit(ctx, sigs, s.ldsReady, "waiting for the first listener discovery response") {
+		return false
 	}
-	return s.waitInit(ctx, sigs, s.ldsReady, "waiting for the first listener discovery response")
+	// Then the warming of the listeners (their route configurations), as
+	// Envoy's init manager waits for its listeners' RDS targets.
+	return s.waitInit(ctx, sigs, s.listenersWarm(), "waiting for the listeners' route configurations")
+}
+
+// listenersWarm is closed once the listeners in service now are warm.
+func (s *Server) listenersWarm() <-chan struct{} {
+	s.lset.mu.Lock()
+	var waits []<-chan struct{}
+	for _, bl := range s.lset.active {
+		waits = append(waits, bl.warm.ready())
+	}
+	s.lset.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, w := range waits {
+			<-w
+		}
+	}()
+	return done
 }
 
 // waitInit waits until ready is closed, logging msg if it is not yet. A
@@ -307,8 +327,26 @@ func (s *Server) serveListeners() error {
 	return nil
 }
 
-// serve starts a bound listener's workers.
+// serve starts a bound listener's workers, once it is warm: a listener
+// whose routes come from route discovery waits for their first
+// configurations (or their initial fetch timeouts), its connections
+// waiting in the socket's backlog meanwhile.
 func (s *Server) serve(bl *builtListener) {
+	ready := bl.warm.ready()
+	select {
+	case <-ready:
+		s.startServing(bl)
+	default:
+		s.log.Info("listener warming: waiting for its route configurations", "listener", bl.Name(), "route_config_names", strings.Join(bl.warm.unready(), ","))
+		go func() {
+			<-ready
+			s.startServing(bl)
+		}()
+	}
+}
+
+// startServing starts a warm listener's workers.
+func (s *Server) startServing(bl *builtListener) {
 	go func() { _ = bl.Serve() }() // returns nil once the listener stops
 	var addrs []string
 	for _, a := range bl.Addresses() {

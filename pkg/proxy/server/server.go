@@ -74,6 +74,7 @@ type Server struct {
 	ads      *adsClient           // the ADS stream; nil without dynamic_resources.ads_config
 	eds      *endpointDiscovery   // the EDS clusters' endpoints over ADS; nil without EDS clusters
 	cds      *xds.ADSSubscription // the clusters over ADS; nil without cds_config
+	rds      *routeDiscovery      // the connection managers' routes over ADS
 	// ldsReady is closed once the first ADS listener response (or its
 	// initial fetch timeout) is in; nil when there is nothing to wait for.
 	ldsReady <-chan struct{}
@@ -141,6 +142,11 @@ func New(cfg Config) (*Server, error) {
 	})
 	errs = append(errs, err)
 	s.clusters = clusters
+	// The ADS stream first: listeners whose routes come from it
+	// subscribe as they are built.
+	s.ads, err = s.newADS(cfg.Bootstrap.GetDynamicResources())
+	errs = append(errs, err)
+	s.rds = &routeDiscovery{s: s, byName: map[string]*rdsRoute{}}
 	s.lset.stats = listener.NewManagerStats(s.stats)
 	listeners, err := s.buildListeners(cfg.Bootstrap.GetStaticResources().GetListeners(), s.lset.stats)
 	errs = append(errs, err)
@@ -151,8 +157,6 @@ func New(cfg Config) (*Server, error) {
 	}
 	errs = append(errs, s.initStats(cfg))
 	s.adminLog, err = s.buildAdminAccessLog()
-	errs = append(errs, err)
-	s.ads, err = s.newADS(cfg.Bootstrap.GetDynamicResources())
 	errs = append(errs, err)
 	s.eds, err = s.newEndpointDiscovery(cfg.Bootstrap)
 	errs = append(errs, err)
