@@ -50,8 +50,8 @@ type Manager struct {
 	rt atomic.Pointer[routeState]
 	// routeOpts compile this manager's route configurations.
 	routeOpts router.Options
-	filters filterChain
-	logs    loggers.List
+	filters   filterChain
+	logs      loggers.List
 	// upgradeFilters are the upgrade types' own filter chains
 	// (upgrade_configs[].filters).
 	upgradeFilters upgradeChains
