@@ -242,6 +242,9 @@ func (m *Manager) retireLocked(c *Cluster) {
 	if d := c.dynamic.discovery; d != nil {
 		go d.Stop() // waits for its goroutines, which may be publishing hosts
 	}
+	// A warming EDS cluster stops waiting: its promotion goroutine ends
+	// (and finds it gone).
+	c.EndWarming()
 	if m.dyn.draining == nil {
 		m.dyn.draining = map[*Cluster]struct{}{}
 	}
