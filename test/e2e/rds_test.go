@@ -100,13 +100,18 @@ var _ = Describe("RDS: route configurations from a management server over ADS", 
 		bad := routeConfigProto("routes", `[{name: all, domains: ["*"], routes: [{match: {safe_regex: {regex: "("}}, route: {cluster: svc-a}}]}]`)
 		m.set(routesSnapshot("v4", ls, cs, []*routev3.RouteConfiguration{bad}))
 		Eventually(func() (int, error) { return strconv.Atoi(statValue(s, "http.ingress_rds.rds.routes.update_rejected")) }).Should(BeNumerically(">=", 1))
-		var nack *discoveryv3.DiscoveryRequest
-		for _, r := range m.received() {
-			if r.GetTypeUrl() == resourcev3.RouteType && r.GetErrorDetail() != nil {
-				nack = r
+		// The NACK reaches the management server after the stat counts it.
+		lastNACK := func() *discoveryv3.DiscoveryRequest {
+			var nack *discoveryv3.DiscoveryRequest
+			for _, r := range m.received() {
+				if r.GetTypeUrl() == resourcev3.RouteType && r.GetErrorDetail() != nil {
+					nack = r
+				}
 			}
+			return nack
 		}
-		Expect(nack).NotTo(BeNil())
+		Eventually(lastNACK).ShouldNot(BeNil())
+		nack := lastNACK()
 		Expect(nack.GetVersionInfo()).To(Equal("v3"))
 		Expect(nack.GetErrorDetail().GetMessage()).To(ContainSubstring("resources[0].virtual_hosts[0].routes[0].match.safe_regex"))
 		Expect(statValue(s, "http.ingress_rds.rds.routes.version_text")).To(Equal(`"v3"`))
