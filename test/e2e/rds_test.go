@@ -16,6 +16,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 	"sigs.k8s.io/yaml"
 )
 
@@ -117,6 +118,26 @@ var _ = Describe("RDS: route configurations from a management server over ADS", 
 		Expect(statValue(s, "http.ingress_rds.rds.routes.version_text")).To(Equal(`"v3"`))
 		Expect(get().Body).To(Equal("B"))
 
+		// validate_clusters is off by default for RDS: a route to a
+		// cluster not there answers 503; turned on, it rejects the
+		// configuration.
+		m.set(routesSnapshot("v5", ls, cs, []*routev3.RouteConfiguration{routeConfigProto("routes", allTo("nowhere"))}))
+		waitStat(s, "http.ingress_rds.rds.routes.version_text", `"v5"`)
+		Expect(get().Status).To(Equal(503))
+		strict := routeConfigProto("routes", allTo("svc-a"))
+		strict.ValidateClusters = wrapperspb.Bool(true)
+		strict.VirtualHosts[0].Routes[0].GetRoute().ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: "nowhere"}
+		m.set(routesSnapshot("v6", ls, cs, []*routev3.RouteConfiguration{strict}))
+		Eventually(func() string {
+			if n := lastNACK(); n != nil {
+				return n.GetErrorDetail().GetMessage()
+			}
+			return ""
+		}).Should(ContainSubstring("resources[0].virtual_hosts[0].routes[0].route.cluster: unknown cluster 'nowhere'"))
+		m.set(routesSnapshot("v7", ls, cs, []*routev3.RouteConfiguration{routeConfigProto("routes", allTo("svc-b"))}))
+		waitStat(s, "http.ingress_rds.rds.routes.version_text", `"v7"`)
+		Expect(get().Body).To(Equal("B"))
+
 		// Twenty route changes under a bounded load: no request fails.
 		stop := make(chan struct{})
 		var (
@@ -164,6 +185,11 @@ var _ = Describe("RDS: route configurations from a management server over ADS", 
 			waitStat(s, "http.ingress_rds.rds.routes.version_text", `"`+v+`"`)
 			time.Sleep(50 * time.Millisecond)
 		}
+		// The management server restarts with the same configuration: the
+		// proxy keeps serving and reconnects.
+		m.restart(routesSnapshot("r20", ls, cs, []*routev3.RouteConfiguration{routeConfigProto("routes", allTo("svc-b"))}))
+		Eventually(func() string { return statValue(s, "control_plane.connected_state") }).Should(Equal("1"))
+		time.Sleep(300 * time.Millisecond)
 		close(stop)
 		wg.Wait()
 		Expect(failures).To(BeEmpty())

@@ -18,6 +18,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/xds"
 )
@@ -261,6 +262,12 @@ func (d *routeDiscovery) apply(u xds.Update) error {
 		}
 		r := d.byName[rc.GetName()]
 		if r == nil {
+			continue
+		}
+		// validate_clusters is off for RDS unless the configuration turns
+		// it on, as in Envoy; then the first unknown cluster rejects it.
+		if cerrs := router.ValidateClusters(rc, false, d.s.clusterExists); len(cerrs) > 0 {
+			errs = append(errs, fmt.Errorf("resources[%d].%w", i, cerrs[0]))
 			continue
 		}
 		ch := change{r: r, rc: rc, compiled: map[*httpconn.Manager]httpconn.CompiledRoutes{}}
