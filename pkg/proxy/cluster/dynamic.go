@@ -74,7 +74,7 @@ func (m *Manager) ApplyDiscovered(cfgs []*clusterv3.Cluster, version string, now
 	seen := map[string]int{}
 	for i, cfg := range cfgs {
 		path := "resources[" + strconv.Itoa(i) + "]"
-		s, cerrs := buildSettings(cfg, m.dyn.ext)
+		s, cerrs := clusterSettings(cfg, m.dyn.ext)
 		for _, err := range cerrs {
 			errs = append(errs, prefixed(path, err))
 		}

@@ -92,7 +92,7 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 	seen := map[string]int{}
 	for i, cfg := range cfgs {
 		path := index(staticClustersPath, i)
-		s, cerrs := buildSettings(cfg, o.Extensions)
+		s, cerrs := clusterSettings(cfg, o.Extensions)
 		for _, err := range cerrs {
 			errs = append(errs, prefixed(path, err))
 		}
@@ -133,6 +133,14 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 	m.snap.Store(snap)
 	m.publishStats(o.Stats.Scope("cluster_manager."))
 	return m, nil
+}
+
+// clusterSettings checks one cluster's configuration and builds its
+// settings: the one path of the bootstrap's clusters and of those cluster
+// discovery brings (ApplyDiscovered), so that whatever a cluster's
+// configuration holds is applied, or refused, alike for both.
+func clusterSettings(cfg *clusterv3.Cluster, ext *extension.Registry) (*settings, []error) {
+	return buildSettings(cfg, ext)
 }
 
 // newDiscovery prepares a DNS cluster's resolution, with its own resolver
