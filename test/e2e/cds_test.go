@@ -12,6 +12,7 @@ import (
 
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -296,13 +297,32 @@ var _ = Describe("CDS: clusters from a management server over ADS", func() {
 		// once (the management server does not send it again).
 		m.set(xdsSnapshot("v3", ingress, []*clusterv3.Cluster{edsSvc(`{initial_fetch_timeout: 30s}`)}, loadAssignment("svc-endpoints", edsEndpoint{port: a})))
 		waitStat(s, "cluster_manager.cluster_modified", "1")
-		Expect(statValue(s, "cluster_manager.warming_clusters")).To(Equal("0"))
+		// Warm within moments, long before its 30 s initial fetch timeout.
+		Eventually(func() string { return statValue(s, "cluster_manager.warming_clusters") }, "5s").Should(Equal("0"))
+		Expect(statValue(s, "cluster.svc.init_fetch_timeout")).To(Equal("0"))
 		Expect(get(addr, "/").Body).To(Equal("A"))
 
 		// New endpoints reach the discovered cluster.
 		m.set(xdsSnapshot("v4", ingress, []*clusterv3.Cluster{edsSvc(`{initial_fetch_timeout: 30s}`)}, loadAssignment("svc-endpoints", edsEndpoint{port: b})))
 		waitStat(s, "cluster.svc.version_text", `"v4"`)
 		Expect(get(addr, "/").Body).To(Equal("B"))
+
+		// /config_dump?include_eds shows them as dynamic endpoint configs.
+		var eps *adminv3.EndpointsConfigDump
+		for _, c := range configDump(s, "/config_dump?include_eds").GetConfigs() {
+			if c.GetTypeUrl() == adminTypes+"EndpointsConfigDump" {
+				eps = &adminv3.EndpointsConfigDump{}
+				Expect(c.UnmarshalTo(eps)).To(Succeed())
+			}
+		}
+		Expect(eps).NotTo(BeNil())
+		Expect(eps.GetDynamicEndpointConfigs()).To(HaveLen(1))
+		dec := eps.GetDynamicEndpointConfigs()[0]
+		Expect(dec.GetVersionInfo()).To(Equal("v4"))
+		Expect(dec.GetLastUpdated().AsTime()).NotTo(BeZero())
+		cla := &endpointv3.ClusterLoadAssignment{}
+		Expect(dec.GetEndpointConfig().UnmarshalTo(cla)).To(Succeed())
+		Expect(cla.GetEndpoints()[0].GetLbEndpoints()[0].GetEndpoint().GetAddress().GetSocketAddress().GetPortValue()).To(BeEquivalentTo(b))
 	})
 
 	It("keeps a tcp_proxy session to a removed cluster until it ends; a new session finds no cluster", func() {

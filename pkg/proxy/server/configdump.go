@@ -39,8 +39,10 @@ func (s *Server) ConfigDump(includeEDS bool) []proto.Message {
 		s.bootstrapDump(loaded),
 		s.dynamicClustersDump(clustersDump(res.GetClusters(), loaded)),
 	}
-	if includeEDS && len(res.GetClusters()) > 0 {
-		dumps = append(dumps, endpointsDump(res.GetClusters(), s.eds.assignment))
+	if includeEDS && (len(res.GetClusters()) > 0 || s.cds != nil) {
+		ed := endpointsDump(res.GetClusters(), s.eds.assignment)
+		ed.DynamicEndpointConfigs = s.eds.dynamicDump()
+		dumps = append(dumps, ed)
 	}
 	ld, dynamic := s.listenersDump(res.GetListeners(), loaded)
 	return append(dumps,

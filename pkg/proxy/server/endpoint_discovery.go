@@ -8,9 +8,11 @@ import (
 	"sync"
 	"time"
 
+	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -68,6 +70,10 @@ type edsCluster struct {
 
 	mu         sync.Mutex
 	assignment *endpointv3.ClusterLoadAssignment // the last accepted, nil before
+	// version and updated are the version_info of the response that
+	// brought the assignment, and when it was applied.
+	version string
+	updated time.Time
 }
 
 // edsStats are the subscription stats of an EDS cluster, under
@@ -247,7 +253,7 @@ func (d *endpointDiscovery) arm(ec *edsCluster) {
 func (d *endpointDiscovery) install(ec *edsCluster, cla *endpointv3.ClusterLoadAssignment, priorities [][]*upstream.Host, version string) {
 	ec.c.SetEDSHosts(priorities)
 	ec.mu.Lock()
-	ec.assignment = cla
+	ec.assignment, ec.version, ec.updated = cla, version, d.s.now()
 	ec.mu.Unlock()
 	st := ec.stats
 	st.success.Inc()
@@ -324,4 +330,37 @@ func (d *endpointDiscovery) assignment(cluster string) *endpointv3.ClusterLoadAs
 		}
 	}
 	return nil
+}
+
+// dynamicDump lists the discovered EDS clusters' hosts for
+// /config_dump?include_eds, as Envoy's dynamic_endpoint_configs: each
+// cluster's last load assignment, with its version_info and when it was
+// applied.
+func (d *endpointDiscovery) dynamicDump() []*adminv3.EndpointsConfigDump_DynamicEndpointConfig {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []*adminv3.EndpointsConfigDump_DynamicEndpointConfig
+	for _, ec := range d.clusters {
+		cfg := ec.c.DiscoveredConfig()
+		if cfg == nil {
+			continue
+		}
+		ec.mu.Lock()
+		cla, version, updated := ec.assignment, ec.version, ec.updated
+		ec.mu.Unlock()
+		if cla == nil {
+			continue
+		}
+		cfg = proto.CloneOf(cfg)
+		cfg.LoadAssignment = cla
+		out = append(out, &adminv3.EndpointsConfigDump_DynamicEndpointConfig{
+			VersionInfo:    version,
+			EndpointConfig: pack(loadAssignmentDump(cfg)),
+			LastUpdated:    timestamppb.New(updated.Truncate(time.Millisecond)),
+		})
+	}
+	return out
 }
