@@ -8,9 +8,11 @@ import (
 	"strconv"
 	"sync"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	cachetypes "github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
@@ -28,6 +30,7 @@ import (
 	// of the xds cluster, for reading /config_dump.
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 )
 
@@ -205,9 +208,31 @@ func edsCluster(name, service, edsFields string) map[string]any {
 // assignments.
 func adsSnapshot(version string, ls []*listenerv3.Listener, clas ...*endpointv3.ClusterLoadAssignment) *cachev3.Snapshot {
 	GinkgoHelper()
+	return xdsSnapshot(version, ls, nil, clas...)
+}
+
+// xdsSnapshot is a snapshot of version holding listeners, clusters (the
+// cluster type is there only when cs is not nil) and load assignments.
+func xdsSnapshot(version string, ls []*listenerv3.Listener, cs []*clusterv3.Cluster, clas ...*endpointv3.ClusterLoadAssignment) *cachev3.Snapshot {
+	GinkgoHelper()
+	return routesSnapshot(version, ls, cs, nil, clas...)
+}
+
+// routesSnapshot is xdsSnapshot with route configurations too.
+func routesSnapshot(version string, ls []*listenerv3.Listener, cs []*clusterv3.Cluster, rcs []*routev3.RouteConfiguration, clas ...*endpointv3.ClusterLoadAssignment) *cachev3.Snapshot {
+	GinkgoHelper()
 	// The listener type is always there: a snapshot without it would
 	// answer the wildcard listener subscription with version "".
 	res := map[resourcev3.Type][]cachetypes.Resource{resourcev3.ListenerType: {}}
+	for _, rc := range rcs {
+		res[resourcev3.RouteType] = append(res[resourcev3.RouteType], rc)
+	}
+	if cs != nil {
+		res[resourcev3.ClusterType] = []cachetypes.Resource{}
+	}
+	for _, c := range cs {
+		res[resourcev3.ClusterType] = append(res[resourcev3.ClusterType], c)
+	}
 	for _, l := range ls {
 		res[resourcev3.ListenerType] = append(res[resourcev3.ListenerType], l)
 	}

@@ -198,6 +198,14 @@ func (s *semanticChecker) httpConnectionManager(hcm *hcmv3.HttpConnectionManager
 	if rc := hcm.GetRouteConfig(); rc != nil {
 		s.routeConfig(rc, childPath(path, "route_config"))
 	}
+	if rds := hcm.GetRds(); rds != nil {
+		if rds.GetConfigSource().GetAds() == nil {
+			s.fail(childPath(path, "rds.config_source"), "ads: {} is required: Outrigger takes route configurations from the ADS stream only")
+		}
+		if rds.GetRouteConfigName() == "" {
+			s.fail(childPath(path, "rds.route_config_name"), "required")
+		}
+	}
 }
 
 // routeConfig checks that no domain is served by two virtual hosts: the

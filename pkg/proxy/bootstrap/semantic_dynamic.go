@@ -15,6 +15,14 @@ func (s *semanticChecker) dynamicResources(d *bootstrapv3.Bootstrap_DynamicResou
 	if ads := d.GetAdsConfig(); ads != nil {
 		s.adsConfig(ads, "dynamic_resources.ads_config")
 	}
+	if cds := d.GetCdsConfig(); cds != nil {
+		switch {
+		case cds.GetAds() == nil:
+			s.fail("dynamic_resources.cds_config", "ads: {} is required: Outrigger takes clusters from the ADS stream only")
+		case d.GetAdsConfig() == nil:
+			s.fail("dynamic_resources.cds_config.ads", "requires dynamic_resources.ads_config (the ADS stream it names)")
+		}
+	}
 	if lds := d.GetLdsConfig(); lds != nil {
 		if lds.GetAds() != nil {
 			if d.GetAdsConfig() == nil {
@@ -80,23 +88,33 @@ func (s *semanticChecker) edsClusters(b *bootstrapv3.Bootstrap) {
 	}
 	for i, c := range b.GetStaticResources().GetClusters() {
 		path := indexPath("static_resources.clusters", i)
-		if c.GetType() != clusterv3.Cluster_EDS || c.GetClusterType() != nil {
-			if c.GetEdsClusterConfig() != nil {
-				s.fail(childPath(path, "eds_cluster_config"), "only a cluster of type EDS has one")
-			}
+		if !s.edsCluster(c, path, b.GetDynamicResources().GetAdsConfig() != nil) {
 			continue
-		}
-		eds := c.GetEdsClusterConfig().GetEdsConfig()
-		switch {
-		case eds == nil:
-			s.fail(childPath(path, "eds_cluster_config.eds_config"), "required: where the cluster's endpoints come from (ads: {})")
-		case eds.GetAds() == nil:
-			s.fail(childPath(path, "eds_cluster_config.eds_config"), "ads: {} is required: Outrigger takes endpoints from the ADS stream only")
-		case b.GetDynamicResources().GetAdsConfig() == nil:
-			s.fail(childPath(path, "eds_cluster_config.eds_config.ads"), "requires dynamic_resources.ads_config (the ADS stream it names)")
 		}
 		if c.GetName() != "" && c.GetName() == adsCluster {
 			s.fail(childPath(path, "type"), "the ADS stream's cluster %q cannot take its endpoints from that stream: give it STATIC or DNS endpoints", c.GetName())
 		}
 	}
+}
+
+// edsCluster checks one cluster's EDS settings (see edsClusters), static
+// or discovered; hasADS tells whether the ADS stream exists. It reports
+// whether the cluster is of type EDS.
+func (s *semanticChecker) edsCluster(c *clusterv3.Cluster, path string, hasADS bool) bool {
+	if c.GetType() != clusterv3.Cluster_EDS || c.GetClusterType() != nil {
+		if c.GetEdsClusterConfig() != nil {
+			s.fail(childPath(path, "eds_cluster_config"), "only a cluster of type EDS has one")
+		}
+		return false
+	}
+	eds := c.GetEdsClusterConfig().GetEdsConfig()
+	switch {
+	case eds == nil:
+		s.fail(childPath(path, "eds_cluster_config.eds_config"), "required: where the cluster's endpoints come from (ads: {})")
+	case eds.GetAds() == nil:
+		s.fail(childPath(path, "eds_cluster_config.eds_config"), "ads: {} is required: Outrigger takes endpoints from the ADS stream only")
+	case !hasADS:
+		s.fail(childPath(path, "eds_cluster_config.eds_config.ads"), "requires dynamic_resources.ads_config (the ADS stream it names)")
+	}
+	return true
 }

@@ -82,9 +82,16 @@ func TestValidateDynamicResources(t *testing.T) {
 				`dynamic_resources: {ads_config: {api_type: GRPC, transport_api_version: V3, grpc_services: [{envoy_grpc: {cluster_name: xds}}]}}}`,
 			want: []string{`static_resources.clusters[0].type: the ADS stream's cluster "xds" cannot take its endpoints from that stream: give it STATIC or DNS endpoints`},
 		},
-		"cds, rds and eds over ads stay refused": {
-			overlay: `dynamic_resources: {cds_config: {ads: {}}, ads_config: {api_type: GRPC, transport_api_version: V3, grpc_services: [{envoy_grpc: {cluster_name: xds}}]}}`,
-			want:    []string{"dynamic_resources.cds_config: not supported by Outrigger"},
+		"cds over ads needs the ads stream": {
+			overlay: `dynamic_resources: {cds_config: {ads: {}}}`,
+			want:    []string{"dynamic_resources.cds_config.ads: requires dynamic_resources.ads_config (the ADS stream it names)"},
+		},
+		"cds from a gRPC source of its own is refused": {
+			overlay: `dynamic_resources: {cds_config: {api_config_source: {api_type: GRPC, grpc_services: [{envoy_grpc: {cluster_name: xds}}]}}, ads_config: {api_type: GRPC, transport_api_version: V3, grpc_services: [{envoy_grpc: {cluster_name: xds}}]}}`,
+			want: []string{
+				"dynamic_resources.cds_config.api_config_source: not supported by Outrigger",
+				"dynamic_resources.cds_config: ads: {} is required: Outrigger takes clusters from the ADS stream only",
+			},
 		},
 		"grpc source": {
 			overlay: `dynamic_resources: {lds_config: {api_config_source: {api_type: GRPC, grpc_services: [{envoy_grpc: {cluster_name: xds}}]}}}`,
@@ -101,9 +108,9 @@ func TestValidateDynamicResources(t *testing.T) {
 			overlay: `dynamic_resources: {cds_config: {path: /cds.yaml}, ads_config: {api_type: GRPC}, lds_resources_locator: "xdstp://x/envoy.config.listener.v3.Listener/*"}`,
 			want: []string{
 				"dynamic_resources.lds_resources_locator: not supported by Outrigger",
-				"dynamic_resources.cds_config: not supported by Outrigger",
 				"dynamic_resources.ads_config.transport_api_version: must be V3 (Envoy refuses the AUTO and V2 transports)",
 				"dynamic_resources.ads_config.grpc_services: one gRPC service is required",
+				"dynamic_resources.cds_config: ads: {} is required: Outrigger takes clusters from the ADS stream only",
 			},
 		},
 	})

@@ -5,8 +5,8 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedDynamic lists the dynamic_resources fields Outrigger implements
 // (see supportedCore): listeners discovered from a file (LDS over a
 // filesystem subscription) or over a state-of-the-world ADS stream to a
-// static cluster, and the endpoints of static EDS clusters over that
-// stream. Every other config source (a service's own gRPC or REST
+// static cluster, clusters over that stream, and the endpoints of static
+// EDS clusters over it. Every other config source (a service's own gRPC or REST
 // api_config_source, delta xDS, self) and every other discovery service
 // stay refused with their path.
 // ConfigSource rows are shared by whatever field holds a ConfigSource; the
@@ -16,6 +16,8 @@ var supportedDynamic = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.bootstrap.v3.Bootstrap.dynamic_resources":           {},
 	"envoy.config.bootstrap.v3.Bootstrap.DynamicResources.lds_config": {},
 	"envoy.config.bootstrap.v3.Bootstrap.DynamicResources.ads_config": {},
+	// Clusters over the ADS stream (the semantic check requires ads: {}).
+	"envoy.config.bootstrap.v3.Bootstrap.DynamicResources.cds_config": {},
 
 	// The ADS stream: state of the world over gRPC (Envoy's ADS takes
 	// GRPC or DELTA_GRPC; delta is not implemented), to an envoy_grpc

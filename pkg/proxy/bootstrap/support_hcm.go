@@ -5,9 +5,13 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedHCM lists the HTTP connection manager and HTTP filter fields Outrigger implements (see supportedCore).
 var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	// HTTP connection manager.
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.stat_prefix":                  {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.codec_type":                   {values: []string{"AUTO", "HTTP1", "HTTP2"}},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.route_config":                 {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.stat_prefix":  {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.codec_type":   {values: []string{"AUTO", "HTTP1", "HTTP2"}},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.route_config": {},
+	// Routes over the ADS stream (the semantic check requires ads: {}).
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.rds":                          {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.Rds.config_source":                                  {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.Rds.route_config_name":                              {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.http_filters":                 {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.access_log":                   {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.server_name":                  {},

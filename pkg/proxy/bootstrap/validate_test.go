@@ -237,9 +237,12 @@ func TestValidateSupport(t *testing.T) {
 			overlay: okHCM(", codec_type: HTTP3"),
 			want:    []string{extraHCM + ".codec_type: HTTP3 is not supported by Outrigger (supported: AUTO, HTTP1, HTTP2)"},
 		},
-		"rds": {
-			overlay: hcmYAML(`stat_prefix: x, rds: {route_config_name: r, config_source: {ads: {}}}, http_filters: [` + routerFilter + `]`),
-			want:    []string{extraHCM + ".rds: not supported by Outrigger"},
+		"rds from a file": {
+			overlay: hcmYAML(`stat_prefix: x, rds: {config_source: {path: /r.yaml}}, http_filters: [` + routerFilter + `]`),
+			want: []string{
+				extraHCM + ".rds.config_source: ads: {} is required: Outrigger takes route configurations from the ADS stream only",
+				extraHCM + ".rds.route_config_name: required",
+			},
 		},
 		"http filter of the wrong category": {
 			overlay: hcmYAML(`stat_prefix: x, ` + okRouteCfg + `, http_filters: [{name: log, typed_config: {"@type": ` + fileURL + `, path: /x}}, ` + routerFilter + `]`),

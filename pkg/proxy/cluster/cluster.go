@@ -69,6 +69,8 @@ type Cluster struct {
 	eds *edsState
 	// alpn is what auto_config learned the upstream speaks (auto.go).
 	alpn autoProtocol
+	// dynamic is a discovered cluster's origin, nil for a static one.
+	dynamic *dynamicOrigin
 }
 
 // hostSet is the cluster's hosts at one moment: built whole, then only
@@ -268,7 +270,7 @@ func (c *Cluster) ObservabilityName() string { return c.settings.observabilityNa
 
 // AddedViaAPI reports whether the cluster came from cluster discovery;
 // static clusters did not.
-func (c *Cluster) AddedViaAPI() bool { return false }
+func (c *Cluster) AddedViaAPI() bool { return c.dynamic != nil }
 
 // Stats are the cluster's stats (scope "cluster.<observability name>.").
 func (c *Cluster) Stats() *upstream.ClusterStats { return c.stats }

@@ -94,11 +94,11 @@ func (c *Cluster) EndWarming() bool {
 	return ended
 }
 
-// EDSClusters returns the EDS clusters, in configuration order.
+// EDSClusters returns the static EDS clusters, in configuration order.
 func (m *Manager) EDSClusters() []*Cluster {
 	var out []*Cluster
-	for _, c := range m.clusters {
-		if c.eds != nil {
+	for _, c := range m.snap.Load().clusters {
+		if c.eds != nil && !c.AddedViaAPI() {
 			out = append(out, c)
 		}
 	}

@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -54,14 +55,25 @@ type Options struct {
 	Runtime func() *runtime.Snapshot
 }
 
-// Manager owns the clusters. The set of clusters is fixed once built (the
-// bootstrap's), so lookups take no lock; DNS clusters' hosts change as
-// their discoveries publish answers.
+// Manager owns the clusters: the bootstrap's, and those cluster discovery
+// adds (see dynamic.go). Requests find clusters in an immutable snapshot
+// read with one atomic load, never a lock; a change builds a new snapshot
+// and swaps it in. DNS clusters' hosts change as their discoveries publish
+// answers.
 type Manager struct {
-	clusters    []*Cluster
-	byName      map[string]*Cluster
+	snap atomic.Pointer[clusterSnapshot]
+	// discoveries are the static DNS clusters' resolutions.
 	discoveries []*dnscluster.Discovery
 	log         logr.Logger
+	// dyn is what building and replacing discovered clusters needs.
+	dyn dynamicState
+}
+
+// clusterSnapshot is the set of active clusters at one moment: built
+// whole, then only read.
+type clusterSnapshot struct {
+	clusters []*Cluster // static ones in configuration order, then discovered ones
+	byName   map[string]*Cluster
 }
 
 // NewManager builds the static clusters of the bootstrap. Every problem is
@@ -84,10 +96,7 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 	seen := map[string]int{}
 	for i, cfg := range cfgs {
 		path := index(staticClustersPath, i)
-		s, cerrs := buildSettings(cfg, o.Extensions)
-		var terrs []error
-		s.tls, terrs = buildTransport(cfg.GetTransportSocket(), o.Extensions, o.Secrets)
-		cerrs = append(cerrs, terrs...)
+		s, cerrs := clusterSettings(cfg, o.Extensions, o.Secrets)
 		for _, err := range cerrs {
 			errs = append(errs, prefixed(path, err))
 		}
@@ -102,7 +111,8 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 		return nil, err
 	}
 
-	m := &Manager{byName: make(map[string]*Cluster, len(all)), log: o.Log}
+	m := &Manager{log: o.Log}
+	snap := &clusterSnapshot{byName: make(map[string]*Cluster, len(all))}
 	d := clusterDeps{stats: o.Stats, runtime: o.Runtime, dial: o.Dial, now: o.Now, rand: o.Rand}
 	env := o.ResolverEnv
 	if env.Stats == nil {
@@ -111,37 +121,55 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 	if env.Log.GetSink() == nil {
 		env.Log = logr.Discard()
 	}
-	// The server's resolver is built once, for the first DNS cluster
-	// that uses it, and shared.
-	var shared dns.Resolver
+	m.dyn = dynamicState{deps: d, env: env, resolver: o.Resolver, ext: o.Extensions, secrets: o.Secrets, scope: o.Stats.Scope("cluster_manager.")}
 	for _, s := range all {
 		for _, note := range s.notes {
 			logging.Warning(o.Log, "cluster setting ignored", "cluster", s.name, "reason", note)
 		}
 		c := newCluster(s, d)
-		m.clusters = append(m.clusters, c)
-		m.byName[s.name] = c
+		snap.clusters = append(snap.clusters, c)
+		snap.byName[s.name] = c
 		if s.dns == nil {
 			continue
 		}
-		var r dns.Resolver
-		switch {
-		case s.dns.resolver != nil:
-			r = s.dns.resolver.New(env)
-		case shared != nil:
-			r = shared
-		default:
-			spec := o.Resolver
-			if spec == nil {
-				spec = dns.CaresSpec(dns.CaresOptions{})
-			}
-			shared = spec.New(env)
-			r = shared
-		}
-		m.discoveries = append(m.discoveries, dnscluster.New(s.name, s.dns.cfg, r, c.extra.update, c.SetHosts, o.Log, o.Rand))
+		m.discoveries = append(m.discoveries, m.newDiscovery(c))
 	}
+	m.snap.Store(snap)
 	m.publishStats(o.Stats.Scope("cluster_manager."))
 	return m, nil
+}
+
+// clusterSettings checks one cluster's configuration and builds its
+// settings: the one path of the bootstrap's clusters and of those cluster
+// discovery brings (ApplyDiscovered), so that whatever a cluster's
+// configuration holds is applied, or refused, alike for both.
+func clusterSettings(cfg *clusterv3.Cluster, ext *extension.Registry, secrets tlsconfig.SecretResolver) (*settings, []error) {
+	s, errs := buildSettings(cfg, ext)
+	var terrs []error
+	s.tls, terrs = buildTransport(cfg.GetTransportSocket(), ext, secrets)
+	return s, append(errs, terrs...)
+}
+
+// newDiscovery prepares a DNS cluster's resolution, with its own resolver
+// or the server's, which is built once, for the first DNS cluster that
+// uses it, and shared.
+func (m *Manager) newDiscovery(c *Cluster) *dnscluster.Discovery {
+	s := c.settings
+	var r dns.Resolver
+	switch {
+	case s.dns.resolver != nil:
+		r = s.dns.resolver.New(m.dyn.env)
+	case m.dyn.shared != nil:
+		r = m.dyn.shared
+	default:
+		spec := m.dyn.resolver
+		if spec == nil {
+			spec = dns.CaresSpec(dns.CaresOptions{})
+		}
+		m.dyn.shared = spec.New(m.dyn.env)
+		r = m.dyn.shared
+	}
+	return dnscluster.New(s.name, s.dns.cfg, r, c.extra.update, c.SetHosts, m.log, m.dyn.deps.rand)
 }
 
 // Start begins resolving the DNS clusters' names, each on goroutines of
@@ -154,7 +182,7 @@ func (m *Manager) Start() {
 	for _, d := range m.discoveries {
 		d.Start()
 	}
-	for _, c := range m.clusters {
+	for _, c := range m.snap.Load().clusters {
 		if c.origDst != nil {
 			c.startOrigDstCleanup()
 		}
@@ -177,8 +205,8 @@ func (m *Manager) Warmed() <-chan struct{} {
 		for _, d := range m.discoveries {
 			<-d.Warmed()
 		}
-		for _, c := range m.clusters {
-			if c.eds != nil {
+		for _, c := range m.snap.Load().clusters {
+			if c.eds != nil && !c.AddedViaAPI() {
 				<-c.eds.warm
 			}
 		}
@@ -189,27 +217,31 @@ func (m *Manager) Warmed() <-chan struct{} {
 // publishStats creates Envoy's cluster_manager.* stats. Static clusters
 // are added once, at start-up, and are active at once: no cluster warms.
 func (m *Manager) publishStats(scope stats.Scope) {
-	scope.Counter("cluster_added").Add(uint64(len(m.clusters)))
+	n := len(m.snap.Load().clusters)
+	scope.Counter("cluster_added").Add(uint64(n))
 	scope.Counter("cluster_modified")
 	scope.Counter("cluster_removed")
 	scope.Counter("cluster_updated")
 	scope.Counter("cluster_updated_via_merge")
 	scope.Counter("update_merge_cancelled")
 	scope.Counter("update_out_of_merge_window")
-	scope.Gauge("active_clusters").Set(int64(len(m.clusters)))
+	scope.Gauge("active_clusters").Set(int64(n))
 	scope.Gauge("warming_clusters").Set(0)
 }
 
-// Cluster returns the named cluster, or nil.
-func (m *Manager) Cluster(name string) *Cluster { return m.byName[name] }
+// Cluster returns the named active cluster, or nil: one atomic load and a
+// map lookup, the request path's only access to the manager.
+func (m *Manager) Cluster(name string) *Cluster { return m.snap.Load().byName[name] }
 
-// Clusters returns every cluster in configuration order.
+// Clusters returns every active cluster: the static ones in configuration
+// order, then the discovered ones.
 func (m *Manager) Clusters() []*Cluster {
-	return append([]*Cluster(nil), m.clusters...)
+	return append([]*Cluster(nil), m.snap.Load().clusters...)
 }
 
-// Close stops the DNS resolutions and closes every cluster's connections.
-// A nil manager has none.
+// Close stops the DNS resolutions and closes every cluster's connections,
+// the discovered ones (warming and draining ones among them) too. A nil
+// manager has none.
 func (m *Manager) Close() {
 	if m == nil {
 		return
@@ -217,7 +249,8 @@ func (m *Manager) Close() {
 	for _, d := range m.discoveries {
 		d.Stop()
 	}
-	for _, c := range m.clusters {
+	m.closeDynamic()
+	for _, c := range m.snap.Load().clusters {
 		c.Close()
 	}
 }

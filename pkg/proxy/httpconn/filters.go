@@ -237,7 +237,7 @@ func (s *stream) MarkHealthCheck() { s.entry.HealthCheck = true }
 func (s *stream) Route() *router.Route {
 	if !s.routed {
 		s.routed = true
-		s.cached = s.m.routes.MatchRequest(&s.rreq)
+		s.cached = s.routes().table.MatchRequest(&s.rreq)
 		s.clusterName, s.wc = "", -1
 		if s.cached != nil {
 			s.clusterName, s.wc = s.cached.PickCluster(rand.Uint64())

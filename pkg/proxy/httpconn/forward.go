@@ -140,7 +140,7 @@ func (s *stream) prepareRequest() bool {
 		h.Add("x-envoy-internal", "true")
 	} else {
 		h.dropInternal(edge)
-		for _, name := range m.routes.InternalOnlyHeaders {
+		for _, name := range s.routes().table.InternalOnlyHeaders {
 			h.Del(name)
 		}
 	}

@@ -26,6 +26,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"github.com/go-logr/logr"
 
@@ -42,18 +43,20 @@ const readBufferSize = 8 << 10
 // Manager serves HTTP on the connections handed to it. It is safe for
 // concurrent use; each connection runs in the goroutine of HandleConn.
 type Manager struct {
-	cfg     settings
-	routes  *router.Table
-	filters filterChain
-	logs    loggers.List
+	cfg settings
+	// rt is the route table with its route-level stats: fixed for an
+	// inline route_config, swapped whole by route discovery (SetRoutes).
+	// A request reads it once (stream.routes) and keeps what it read.
+	rt atomic.Pointer[routeState]
+	// routeOpts compile this manager's route configurations.
+	routeOpts router.Options
+	filters   filterChain
+	logs      loggers.List
 	// upgradeFilters are the upgrade types' own filter chains
 	// (upgrade_configs[].filters).
 	upgradeFilters upgradeChains
 	// replies is local_reply_config; nil without one.
 	replies *localReplies
-	// routeStats are the stats of the routes' virtual clusters and
-	// stat_prefix, by their indexes in routes.
-	routeStats routeLevelStats
 	// tracing is the connection manager's tracing; nil without.
 	tracing *tracingConfig
 	stats   *hcmStats
@@ -106,14 +109,19 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 	s, err := readSettings(cfg)
 	errs := []error{err}
 	var table *router.Table
+	routeOpts := router.Options{FilterConfig: routeFilterConfigs(deps.Extensions, filterContext(s.statPrefix, deps))}
 	switch rc := cfg.GetRouteConfig(); {
 	case rc != nil:
-		fctx := filterContext(s.statPrefix, deps)
-		if table, err = router.CompileWith(rc, router.Options{FilterConfig: routeFilterConfigs(deps.Extensions, fctx)}); err != nil {
+		if table, err = router.CompileWith(rc, routeOpts); err != nil {
 			errs = append(errs, fieldpath.Prefix("route_config.", err))
 		}
-	case cfg.GetRds() != nil || cfg.GetScopedRoutes() != nil:
-		errs = append(errs, errors.New("route_specifier: only an inline route_config is supported by Outrigger"))
+	case cfg.GetRds() != nil:
+		// Route discovery: no route until the first configuration
+		// arrives (the listener warms meanwhile), then SetRoutes.
+		table, err = router.CompileWith(&routev3.RouteConfiguration{}, routeOpts)
+		errs = append(errs, err)
+	case cfg.GetScopedRoutes() != nil:
+		errs = append(errs, errors.New("route_specifier: scoped_routes is not supported by Outrigger"))
 	default:
 		errs = append(errs, errors.New("route_specifier: an inline route_config is required"))
 	}
@@ -139,7 +147,6 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 	}
 	m := &Manager{
 		cfg:     s,
-		routes:  table,
 		filters: filters,
 		logs:    logs,
 		replies: replies,
@@ -153,7 +160,8 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 		closed:  make(chan struct{}),
 	}
 	m.upgradeFilters = upgradeFilters
-	m.routeStats = newRouteLevelStats(deps.Stats, table)
+	m.routeOpts = routeOpts
+	m.rt.Store(&routeState{table: table, stats: newRouteLevelStats(deps.Stats, table)})
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.readers.New = func() any { return bufio.NewReaderSize(nil, readBufferSize) }
 	m.h2streams.New = func() any { return newH2Stream(m) }

@@ -59,11 +59,11 @@ func TestNewErrors(t *testing.T) {
 			cfg:     base(func(c *hcmv3.HttpConnectionManager) { c.RouteSpecifier = nil }),
 			wantErr: "route_specifier: an inline route_config is required",
 		},
-		"rds": {
+		"scoped routes": {
 			cfg: base(func(c *hcmv3.HttpConnectionManager) {
-				c.RouteSpecifier = &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{RouteConfigName: "r"}}
+				c.RouteSpecifier = &hcmv3.HttpConnectionManager_ScopedRoutes{ScopedRoutes: &hcmv3.ScopedRoutes{Name: "r"}}
 			}),
-			wantErr: "route_specifier: only an inline route_config is supported",
+			wantErr: "route_specifier: scoped_routes is not supported by Outrigger",
 		},
 		"http3 codec": {
 			cfg:     base(func(c *hcmv3.HttpConnectionManager) { c.CodecType = hcmv3.HttpConnectionManager_HTTP3 }),

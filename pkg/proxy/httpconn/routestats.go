@@ -64,7 +64,7 @@ func newRouteLevelStats(store *stats.Store, t *router.Table) routeLevelStats {
 // is matched on the request as the filters left it, before rewrites.
 func (s *stream) selectRouteStats() {
 	r := s.route
-	rl := &s.m.routeStats
+	rl := &s.routes().stats
 	if vc := r.VirtualHost.VirtualCluster(&s.rreq); vc != nil {
 		s.vcStats = rl.vclusters[vc.Index]
 	}
@@ -131,4 +131,20 @@ func (s *stream) chargeRequest(cs *upstream.ClusterStats) {
 			rs.rqTotal.Inc()
 		}
 	}
+}
+
+// routeState is a route table with the stats of its virtual clusters and
+// stat_prefix routes (by their indexes in the table): swapped together.
+type routeState struct {
+	table *router.Table
+	stats routeLevelStats
+}
+
+// routes returns the route table of the request, read from the manager
+// on first use and kept until the request ends.
+func (s *stream) routes() *routeState {
+	if s.rt == nil {
+		s.rt = s.m.rt.Load()
+	}
+	return s.rt
 }

@@ -183,9 +183,12 @@ type stream struct {
 	// Routing. cached is the route the filters see, matched on first use
 	// (routed) with its cluster picked (clusterName, wc the weighted
 	// cluster's index or -1); route is the one the router took.
-	rreq        router.Request
-	routed      bool
-	cached      *router.Route
+	rreq   router.Request
+	routed bool
+	cached *router.Route
+	// rt is the route table the request uses, read on first use: a
+	// route discovery update applies to the requests that start after.
+	rt          *routeState
 	clusterName string
 	wc          int
 	route       *router.Route
@@ -281,6 +284,7 @@ func (s *stream) begin(real time.Time, proto string) {
 	s.attemptCountInResponse = false
 	s.vcStats, s.rtStats = nil, nil
 	s.routed, s.cached, s.clusterName, s.wc = false, nil, "", -1
+	s.rt = nil
 	s.abandoned = false
 	s.upg = upgradeState{}
 	s.upPath, s.upAuthority, s.rqTimeout = "", "", 0

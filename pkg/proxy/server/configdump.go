@@ -37,25 +37,39 @@ func (s *Server) ConfigDump(includeEDS bool) []proto.Message {
 	res := s.boot.GetStaticResources()
 	dumps := []proto.Message{
 		s.bootstrapDump(loaded),
-		clustersDump(res.GetClusters(), loaded),
+		s.dynamicClustersDump(clustersDump(res.GetClusters(), loaded)),
 	}
-	if includeEDS && len(res.GetClusters()) > 0 {
-		dumps = append(dumps, endpointsDump(res.GetClusters(), s.eds.assignment))
+	if includeEDS && (len(res.GetClusters()) > 0 || s.cds != nil) {
+		ed := endpointsDump(res.GetClusters(), s.eds.assignment)
+		ed.DynamicEndpointConfigs = s.eds.dynamicDump()
+		dumps = append(dumps, ed)
 	}
 	ld, dynamic := s.listenersDump(res.GetListeners(), loaded)
 	return append(dumps,
 		ld,
 		&adminv3.ScopedRoutesConfigDump{},
-		routesDump(append(slices.Clip(res.GetListeners()), dynamic...), loaded),
+		s.dynamicRoutesDump(routesDump(append(slices.Clip(res.GetListeners()), dynamic...), loaded)),
 		s.secretsDump(res.GetSecrets()),
 	)
 }
 
-// InitDump implements admin.ConfigDumpSource. Static listeners have no
-// initialization target to wait for (no route discovery), so nothing is
-// ever unready.
+// InitDump implements admin.ConfigDumpSource: the listeners still warming,
+// each with the route discovery targets it waits for, named as Envoy
+// names its listener init managers and RDS init targets.
 func (s *Server) InitDump() *adminv3.UnreadyTargetsDumps {
-	return &adminv3.UnreadyTargetsDumps{}
+	out := &adminv3.UnreadyTargetsDumps{}
+	for _, bl := range s.activeListeners() {
+		names := bl.warm.unready()
+		if len(names) == 0 {
+			continue
+		}
+		d := &adminv3.UnreadyTargetsDumps_UnreadyTargetsDump{Name: "Listener-local-init-manager " + bl.Name()}
+		for _, n := range names {
+			d.TargetNames = append(d.TargetNames, "RdsRouteConfigSubscription init "+n)
+		}
+		out.UnreadyTargetsDumps = append(out.UnreadyTargetsDumps, d)
+	}
+	return out
 }
 
 // bootstrapDump is the bootstrap as loaded (command-line overrides and
@@ -77,6 +91,30 @@ func clustersDump(clusters []*clusterv3.Cluster, loaded *timestamppb.Timestamp) 
 			d.StaticClusters = append(d.StaticClusters, &adminv3.ClustersConfigDump_StaticCluster{
 				Cluster: a, LastUpdated: loaded,
 			})
+		}
+	}
+	return d
+}
+
+// dynamicClustersDump adds the clusters from discovery to d, as Envoy's
+// dump shows them: the active ones and the warming ones, each with the
+// version_info that brought it and when, and the version_info of the last
+// accepted cluster discovery response.
+func (s *Server) dynamicClustersDump(d *adminv3.ClustersConfigDump) *adminv3.ClustersConfigDump {
+	if s.cds == nil {
+		return d
+	}
+	d.VersionInfo = s.cds.Version()
+	for _, dc := range s.clusters.Discovered() {
+		e := &adminv3.ClustersConfigDump_DynamicCluster{
+			VersionInfo: dc.Version,
+			Cluster:     pack(dc.Config),
+			LastUpdated: timestamppb.New(dc.LastUpdated.Truncate(time.Millisecond)),
+		}
+		if dc.Warming {
+			d.DynamicWarmingClusters = append(d.DynamicWarmingClusters, e)
+		} else {
+			d.DynamicActiveClusters = append(d.DynamicActiveClusters, e)
 		}
 	}
 	return d
@@ -163,6 +201,13 @@ func routesDump(listeners []*listenerv3.Listener, loaded *timestamppb.Timestamp)
 			}
 		}
 	}
+	return d
+}
+
+// dynamicRoutesDump adds the route configurations from route discovery
+// to d, each with its version_info and last_updated.
+func (s *Server) dynamicRoutesDump(d *adminv3.RoutesConfigDump) *adminv3.RoutesConfigDump {
+	d.DynamicRouteConfigs = s.rds.dump()
 	return d
 }
 

@@ -3,19 +3,23 @@ package server
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
+	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/cluster"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/xds"
@@ -24,15 +28,36 @@ import (
 // endpointTypeURL is the type of the load assignments EDS sends.
 const endpointTypeURL = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
 
-// endpointDiscovery feeds the static EDS clusters from the ADS stream, as
+// endpointDiscovery feeds the EDS clusters from the ADS stream, as
 // Envoy's EdsClusterImpl: one subscription names every cluster's service,
 // each load assignment replaces its clusters' hosts, and a cluster warms
-// until its first one arrives (or its initial_fetch_timeout passes).
+// until its first one arrives (or its initial_fetch_timeout passes). The
+// static EDS clusters are there from the start; cluster discovery adds and
+// removes others (sync). The last accepted assignment of each service is
+// kept, so that a cluster replaced by discovery gets its hosts at once, as
+// Envoy's EDS resources cache serves them, instead of warming until the
+// management server happens to send that assignment again.
 type endpointDiscovery struct {
+	s   *Server
+	sub *xds.ADSSubscription // nil until a service is wanted
+
+	// mu guards what follows: the stream goroutine changes it (apply,
+	// sync), the admin reads it.
+	mu       sync.Mutex
+	static   []*edsCluster
 	clusters []*edsCluster
 	// byService finds the clusters of a service name (several clusters
 	// may share one).
 	byService map[string][]*edsCluster
+	// last is the last accepted load assignment of each service.
+	last map[string]acceptedAssignment
+}
+
+// acceptedAssignment is a load assignment with the version_info of the
+// response that brought it.
+type acceptedAssignment struct {
+	cla     *endpointv3.ClusterLoadAssignment
+	version string
 }
 
 // edsCluster is one EDS cluster with its subscription stats, which Envoy
@@ -45,6 +70,10 @@ type edsCluster struct {
 
 	mu         sync.Mutex
 	assignment *endpointv3.ClusterLoadAssignment // the last accepted, nil before
+	// version and updated are the version_info of the response that
+	// brought the assignment, and when it was applied.
+	version string
+	updated time.Time
 }
 
 // edsStats are the subscription stats of an EDS cluster, under
@@ -56,20 +85,19 @@ type edsStats struct {
 	versionText                                                  *stats.TextReadout
 }
 
-// newEndpointDiscovery subscribes the EDS clusters' services on the ADS
-// stream; nil when there is no EDS cluster.
+// newEndpointDiscovery prepares the EDS clusters' subscription on the ADS
+// stream; nil when there is no static EDS cluster and no cluster
+// discovery that could bring one.
 func (s *Server) newEndpointDiscovery(b *bootstrapv3.Bootstrap) (*endpointDiscovery, error) {
 	if s.clusters == nil || s.ads == nil {
 		return nil, nil // the bootstrap check requires ads_config; a build error is reported already
 	}
 	eds := s.clusters.EDSClusters()
-	if len(eds) == 0 {
+	if len(eds) == 0 && b.GetDynamicResources().GetCdsConfig().GetAds() == nil {
 		return nil, nil
 	}
-	d := &endpointDiscovery{byService: map[string][]*edsCluster{}}
-	var names []string
+	d := &endpointDiscovery{s: s, byService: map[string][]*edsCluster{}, last: map[string]acceptedAssignment{}}
 	for _, c := range eds {
-		service, _ := c.EDSServiceName()
 		timeout := xds.DefaultInitialFetchTimeout
 		for _, cfg := range b.GetStaticResources().GetClusters() {
 			if cfg.GetName() == c.Name() {
@@ -78,63 +106,164 @@ func (s *Server) newEndpointDiscovery(b *bootstrapv3.Bootstrap) (*endpointDiscov
 				}
 			}
 		}
-		sc := s.stats.Scope("cluster." + c.ObservabilityName() + ".")
-		ec := &edsCluster{c: c, service: service, timeout: timeout, stats: edsStats{
-			attempt:          sc.Counter("update_attempt"),
-			success:          sc.Counter("update_success"),
-			failure:          sc.Counter("update_failure"),
-			rejected:         sc.Counter("update_rejected"),
-			empty:            sc.Counter("update_empty"),
-			initFetchTimeout: sc.Counter("init_fetch_timeout"),
-			version:          sc.Gauge("version"),
-			updateTime:       sc.Gauge("update_time"),
-			versionText:      sc.TextReadout("version_text"),
-		}}
-		if len(d.byService[service]) == 0 {
-			names = append(names, service)
-		}
-		d.byService[service] = append(d.byService[service], ec)
-		d.clusters = append(d.clusters, ec)
+		d.static = append(d.static, s.newEDSCluster(c, timeout))
 	}
-	// The clusters keep their own stats; the subscription's would only
-	// repeat them under a name Envoy does not have.
-	_, err := s.ads.Subscribe(xds.SubscriptionOptions{
-		TypeURL:       endpointTypeURL,
-		Stats:         stats.NewStore().Scope(""),
-		ResourceNames: names,
-		// Envoy's ConnectionFailure, counted by every EDS cluster.
-		OnStreamFailure: func() {
-			for _, ec := range d.clusters {
-				ec.stats.failure.Inc()
-				ec.stats.attempt.Inc()
-			}
-		},
-	}, d.apply(s))
-	if err != nil {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.setClustersLocked(slices.Clone(d.static)); err != nil {
 		return nil, &bootstrap.FieldError{Path: "static_resources.clusters", Reason: err.Error()}
 	}
 	return d, nil
 }
 
-// start arms each cluster's initial fetch timeout: when it passes without
-// a load assignment, the cluster stops warming, without hosts, as Envoy's.
-func (d *endpointDiscovery) start(log func(msg string, kv ...any)) {
+// newEDSCluster is an EDS cluster's state, with its stats.
+func (s *Server) newEDSCluster(c *cluster.Cluster, timeout time.Duration) *edsCluster {
+	service, _ := c.EDSServiceName()
+	sc := s.stats.Scope("cluster." + c.ObservabilityName() + ".")
+	return &edsCluster{c: c, service: service, timeout: timeout, stats: edsStats{
+		attempt:          sc.Counter("update_attempt"),
+		success:          sc.Counter("update_success"),
+		failure:          sc.Counter("update_failure"),
+		rejected:         sc.Counter("update_rejected"),
+		empty:            sc.Counter("update_empty"),
+		initFetchTimeout: sc.Counter("init_fetch_timeout"),
+		version:          sc.Gauge("version"),
+		updateTime:       sc.Gauge("update_time"),
+		versionText:      sc.TextReadout("version_text"),
+	}}
+}
+
+// setClustersLocked makes cs the EDS clusters and asks for their services:
+// subscribing on the first, changing the names later. The names never go
+// back to none, which the state-of-the-world protocol would read as a
+// wildcard: with no EDS cluster left, the last names stay wanted and their
+// assignments are ignored. d.mu is held.
+func (d *endpointDiscovery) setClustersLocked(cs []*edsCluster) error {
+	d.clusters = cs
+	clear(d.byService)
+	var names []string
+	for _, ec := range cs {
+		if len(d.byService[ec.service]) == 0 {
+			names = append(names, ec.service)
+		}
+		d.byService[ec.service] = append(d.byService[ec.service], ec)
+	}
+	switch {
+	case len(names) == 0:
+		return nil
+	case d.sub != nil:
+		d.sub.SetResourceNames(names)
+		return nil
+	}
+	// The clusters keep their own stats; the subscription's would only
+	// repeat them under a name Envoy does not have.
+	sub, err := d.s.ads.Subscribe(xds.SubscriptionOptions{
+		TypeURL:       endpointTypeURL,
+		Stats:         stats.NewStore().Scope(""),
+		ResourceNames: names,
+		// Envoy's ConnectionFailure, counted by every EDS cluster.
+		OnStreamFailure: func() {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			for _, ec := range d.clusters {
+				ec.stats.failure.Inc()
+				ec.stats.attempt.Inc()
+			}
+		},
+	}, d.apply(d.s))
+	if err != nil {
+		return err
+	}
+	d.sub = sub
+	return nil
+}
+
+// sync follows cluster discovery: the discovered EDS clusters (active and
+// warming) join the static ones. A new one counts its subscription's
+// start, arms its initial fetch timeout, and takes the last assignment of
+// its service at once when there is one. It runs on the stream goroutine,
+// after each accepted cluster discovery response.
+func (d *endpointDiscovery) sync(discovered []*cluster.Cluster) error {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	known := map[*cluster.Cluster]*edsCluster{}
+	for _, ec := range d.clusters {
+		known[ec.c] = ec
+	}
+	cs := slices.Clone(d.static)
+	var added []*edsCluster
+	for _, c := range discovered {
+		if ec := known[c]; ec != nil {
+			cs = append(cs, ec)
+			continue
+		}
+		timeout := xds.DefaultInitialFetchTimeout
+		if t := c.DiscoveredConfig().GetEdsClusterConfig().GetEdsConfig().GetInitialFetchTimeout(); t != nil {
+			timeout = t.AsDuration()
+		}
+		ec := d.s.newEDSCluster(c, timeout)
+		cs = append(cs, ec)
+		added = append(added, ec)
+	}
+	for _, ec := range added {
+		d.arm(ec)
+		if last, ok := d.last[ec.service]; ok {
+			if priorities, err := ec.c.EDSHosts(last.cla); err == nil {
+				d.install(ec, last.cla, priorities, last.version)
+			}
+		}
+	}
+	return d.setClustersLocked(cs)
+}
+
+// start arms the static clusters' initial fetch timeouts.
+func (d *endpointDiscovery) start() {
 	if d == nil {
 		return
 	}
-	for _, ec := range d.clusters {
-		ec.stats.attempt.Inc() // Envoy counts the subscription's start
-		if ec.timeout <= 0 {
-			continue
-		}
-		time.AfterFunc(ec.timeout, func() {
-			if ec.c.EndWarming() {
-				ec.stats.initFetchTimeout.Inc()
-				ec.stats.attempt.Inc()
-				log("eds: initial fetch timed out; the cluster starts without endpoints", "cluster", ec.c.Name())
-			}
-		})
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, ec := range d.static {
+		d.arm(ec)
 	}
+}
+
+// arm counts a cluster's subscription start and arms its initial fetch
+// timeout: when it passes without a load assignment, the cluster stops
+// warming, without hosts, as Envoy's.
+func (d *endpointDiscovery) arm(ec *edsCluster) {
+	ec.stats.attempt.Inc() // Envoy counts the subscription's start
+	if ec.timeout <= 0 {
+		return
+	}
+	log := d.s.logs.Logger("upstream")
+	time.AfterFunc(ec.timeout, func() {
+		if ec.c.EndWarming() {
+			ec.stats.initFetchTimeout.Inc()
+			ec.stats.attempt.Inc()
+			logging.Warning(log, "eds: initial fetch timed out; the cluster starts without endpoints", "cluster", ec.c.Name())
+		}
+	})
+}
+
+// install gives a cluster its hosts from an accepted load assignment.
+func (d *endpointDiscovery) install(ec *edsCluster, cla *endpointv3.ClusterLoadAssignment, priorities [][]*upstream.Host, version string) {
+	ec.c.SetEDSHosts(priorities)
+	ec.mu.Lock()
+	ec.assignment, ec.version, ec.updated = cla, version, d.s.now()
+	ec.mu.Unlock()
+	st := ec.stats
+	st.success.Inc()
+	if len(cla.GetEndpoints()) == 0 {
+		st.empty.Inc()
+	}
+	st.updateTime.Set(d.s.now().UnixMilli())
+	st.version.Set(int64(xxhash.Sum64String(version)))
+	st.versionText.Set(version)
+	d.s.logs.Logger("upstream").V(1).Info("eds: hosts updated", "cluster", ec.c.Name(), "version", version)
 }
 
 // apply returns the subscription's apply function. Every load assignment
@@ -151,6 +280,8 @@ func (d *endpointDiscovery) apply(s *Server) func(xds.Update) error {
 			changes []change
 			errs    []error
 		)
+		d.mu.Lock()
+		defer d.mu.Unlock()
 		for i, r := range u.Resources {
 			cla, ok := r.(*endpointv3.ClusterLoadAssignment)
 			if !ok {
@@ -174,21 +305,10 @@ func (d *endpointDiscovery) apply(s *Server) func(xds.Update) error {
 			}
 			return err
 		}
-		now := s.now()
 		for _, ch := range changes {
-			ch.ec.c.SetEDSHosts(ch.priorities)
-			ch.ec.mu.Lock()
-			ch.ec.assignment = proto.CloneOf(ch.cla)
-			ch.ec.mu.Unlock()
-			st := ch.ec.stats
-			st.success.Inc()
-			if len(ch.cla.GetEndpoints()) == 0 {
-				st.empty.Inc()
-			}
-			st.updateTime.Set(now.UnixMilli())
-			st.version.Set(int64(xxhash.Sum64String(u.VersionInfo)))
-			st.versionText.Set(u.VersionInfo)
-			s.logs.Logger("upstream").V(1).Info("eds: hosts updated", "cluster", ch.ec.c.Name(), "version", u.VersionInfo)
+			cla := proto.CloneOf(ch.cla)
+			d.last[cla.GetClusterName()] = acceptedAssignment{cla: cla, version: u.VersionInfo}
+			d.install(ch.ec, cla, ch.priorities, u.VersionInfo)
 		}
 		return nil
 	}
@@ -200,7 +320,9 @@ func (d *endpointDiscovery) assignment(cluster string) *endpointv3.ClusterLoadAs
 	if d == nil {
 		return nil
 	}
-	for _, ec := range d.clusters {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, ec := range d.static {
 		if ec.c.Name() == cluster {
 			ec.mu.Lock()
 			defer ec.mu.Unlock()
@@ -208,4 +330,37 @@ func (d *endpointDiscovery) assignment(cluster string) *endpointv3.ClusterLoadAs
 		}
 	}
 	return nil
+}
+
+// dynamicDump lists the discovered EDS clusters' hosts for
+// /config_dump?include_eds, as Envoy's dynamic_endpoint_configs: each
+// cluster's last load assignment, with its version_info and when it was
+// applied.
+func (d *endpointDiscovery) dynamicDump() []*adminv3.EndpointsConfigDump_DynamicEndpointConfig {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []*adminv3.EndpointsConfigDump_DynamicEndpointConfig
+	for _, ec := range d.clusters {
+		cfg := ec.c.DiscoveredConfig()
+		if cfg == nil {
+			continue
+		}
+		ec.mu.Lock()
+		cla, version, updated := ec.assignment, ec.version, ec.updated
+		ec.mu.Unlock()
+		if cla == nil {
+			continue
+		}
+		cfg = proto.CloneOf(cfg)
+		cfg.LoadAssignment = cla
+		out = append(out, &adminv3.EndpointsConfigDump_DynamicEndpointConfig{
+			VersionInfo:    version,
+			EndpointConfig: pack(loadAssignmentDump(cfg)),
+			LastUpdated:    timestamppb.New(updated.Truncate(time.Millisecond)),
+		})
+	}
+	return out
 }

@@ -40,6 +40,10 @@ type builtListener struct {
 	dynamic     bool
 	version     string
 	lastUpdated time.Time
+	// warm is what the listener waits for before it serves: the first
+	// configuration of its route discovery names (Envoy's listener
+	// warming).
+	warm *listenerWarming
 }
 
 // buildListeners turns static listeners into unbound listeners. The
@@ -95,7 +99,7 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 		lc = proto.CloneOf(lc)
 		lc.Name = randomUUID()
 	}
-	bl := &builtListener{config: lc}
+	bl := &builtListener{config: lc, warm: &listenerWarming{}}
 	scope := listener.StatScope(lc)
 	l, err := listener.Build(lc, listener.Deps{
 		Stats:   s.stats,
@@ -113,6 +117,7 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 				scope:    scope,
 				egress:   lc.GetTrafficDirection() == corev3.TrafficDirection_OUTBOUND,
 				metadata: lc.GetMetadata(),
+				warm:     bl.warm,
 			})
 			if err != nil {
 				return nil, err
@@ -145,6 +150,9 @@ type chainContext struct {
 	scope    string
 	egress   bool
 	metadata *corev3.Metadata
+	// warm collects what the listener waits for before it serves (its
+	// route discovery names).
+	warm *listenerWarming
 }
 
 // buildNetworkFilters builds the network filters of one filter chain:
@@ -263,6 +271,11 @@ func (s *Server) buildHTTPConnectionManager(hcm *hcmv3.HttpConnectionManager, dr
 	if err != nil {
 		errs = listener.PrefixErrors("typed_config.", err)
 	}
+	if rds := hcm.GetRds(); rds != nil && m != nil && len(errs) == 0 {
+		if err := s.rds.register(m, rds, hcm.GetStatPrefix(), cc.warm); err != nil {
+			errs = append(errs, fmt.Errorf("typed_config.%w", err))
+		}
+	}
 	// validate_clusters, whose default is true for an inline route
 	// configuration, in static and discovered listeners alike, as in
 	// Envoy. The first unknown cluster is reported, as Envoy reports it.
@@ -311,6 +324,7 @@ func (s *Server) clusterExists(name string) bool {
 
 // closeFilters closes the network filters of a listener that will not run.
 func (bl *builtListener) closeFilters() {
+	bl.warm.close()
 	for _, m := range bl.managers {
 		_ = m.Close()
 	}

@@ -59,7 +59,7 @@ func (s *Server) Run(ctx context.Context, adminHandler http.Handler) error {
 			s.shutdown(adminSrv)
 			return fmt.Errorf("ads: %w", err)
 		}
-		s.eds.start(func(msg string, kv ...any) { logging.Warning(s.logs.Logger("upstream"), msg, kv...) })
+		s.eds.start()
 	}
 	if err := s.bindListeners(); err != nil {
 		s.shutdown(adminSrv)
@@ -230,17 +230,48 @@ func (s *Server) bindListeners() error {
 // first load assignment), the server staying INITIALIZING meanwhile. A shutdown asked for in the meantime ends the
 // wait: false.
 func (s *Server) waitClusters(ctx context.Context, sigs <-chan os.Signal) bool {
-	return s.waitInit(ctx, sigs, s.clusters.Warmed(), "waiting for the clusters to warm (DNS resolutions, EDS load assignments) before serving")
+	if !s.waitInit(ctx, sigs, s.clusters.Warmed(), "waiting for the clusters to warm (DNS resolutions, EDS load assignments) before serving") {
+		return false
+	}
+	if s.cds == nil {
+		return true
+	}
+	// Then the first cluster discovery response (or its initial fetch
+	// timeout), and the warming of the clusters it brought.
+	if !s.waitInit(ctx, sigs, s.cds.Ready(), "waiting for the first cluster discovery response") {
+		return false
+	}
+	return s.waitInit(ctx, sigs, s.clusters.DiscoveredWarmed(), "waiting for the discovered clusters to warm")
 }
 
 // waitDiscovery waits for the first listener discovery response (or its
 // initial_fetch_timeout), the server staying INITIALIZING meanwhile, as
 // Envoy's init manager waits for its LDS target.
 func (s *Server) waitDiscovery(ctx context.Context, sigs <-chan os.Signal) bool {
-	if s.ldsReady == nil {
-		return true
+	if s.ldsReady != nil && !s.waitInit(ctx, sigs, s.ldsReady, "waiting for the first listener discovery response") {
+		return false
 	}
-	return s.waitInit(ctx, sigs, s.ldsReady, "waiting for the first listener discovery response")
+	// Then the warming of the listeners (their route configurations), as
+	// Envoy's init manager waits for its listeners' RDS targets.
+	return s.waitInit(ctx, sigs, s.listenersWarm(), "waiting for the listeners' route configurations")
+}
+
+// listenersWarm is closed once the listeners in service now are warm.
+func (s *Server) listenersWarm() <-chan struct{} {
+	s.lset.mu.Lock()
+	var waits []<-chan struct{}
+	for _, bl := range s.lset.active {
+		waits = append(waits, bl.warm.ready())
+	}
+	s.lset.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, w := range waits {
+			<-w
+		}
+	}()
+	return done
 }
 
 // waitInit waits until ready is closed, logging msg if it is not yet. A
@@ -296,8 +327,26 @@ func (s *Server) serveListeners() error {
 	return nil
 }
 
-// serve starts a bound listener's workers.
+// serve starts a bound listener's workers, once it is warm: a listener
+// whose routes come from route discovery waits for their first
+// configurations (or their initial fetch timeouts), its connections
+// waiting in the socket's backlog meanwhile.
 func (s *Server) serve(bl *builtListener) {
+	ready := bl.warm.ready()
+	select {
+	case <-ready:
+		s.startServing(bl)
+	default:
+		s.log.Info("listener warming: waiting for its route configurations", "listener", bl.Name(), "route_config_names", strings.Join(bl.warm.unready(), ","))
+		go func() {
+			<-ready
+			s.startServing(bl)
+		}()
+	}
+}
+
+// startServing starts a warm listener's workers.
+func (s *Server) startServing(bl *builtListener) {
 	go func() { _ = bl.Serve() }() // returns nil once the listener stops
 	var addrs []string
 	for _, a := range bl.Addresses() {

@@ -30,6 +30,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/overload"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/xds"
 )
 
 // DefaultProfilePath is where the profilers write when the bootstrap's
@@ -66,13 +67,15 @@ type Server struct {
 	runtime *runtime.Runtime
 	life    *lifecycle
 
-	overload *overload.Manager  // built before the listeners, which consult it (overload.go)
-	clusters *cluster.Manager   // built before the listeners, whose routes use it
-	lset     listenerSet        // the listeners, static and discovered (listener_set.go)
-	lds      discoverySource    // listeners from a file; nil without one
-	ads      *adsClient         // the ADS stream; nil without dynamic_resources.ads_config
-	eds      *endpointDiscovery // the EDS clusters' endpoints over ADS; nil without EDS clusters
-	secrets  *secretStore       // static secrets and secrets from files (secrets.go)
+	overload *overload.Manager    // built before the listeners, which consult it (overload.go)
+	clusters *cluster.Manager     // built before the listeners, whose routes use it
+	lset     listenerSet          // the listeners, static and discovered (listener_set.go)
+	lds      discoverySource      // listeners from a file; nil without one
+	ads      *adsClient           // the ADS stream; nil without dynamic_resources.ads_config
+	eds      *endpointDiscovery   // the EDS clusters' endpoints over ADS; nil without EDS clusters
+	cds      *xds.ADSSubscription // the clusters over ADS; nil without cds_config
+	rds      *routeDiscovery      // the connection managers' routes over ADS
+	secrets  *secretStore          // static secrets and secrets from files (secrets.go)
 	// ldsReady is closed once the first ADS listener response (or its
 	// initial fetch timeout) is in; nil when there is nothing to wait for.
 	ldsReady <-chan struct{}
@@ -144,6 +147,11 @@ func New(cfg Config) (*Server, error) {
 	})
 	errs = append(errs, err)
 	s.clusters = clusters
+	// The ADS stream first: listeners whose routes come from it
+	// subscribe as they are built.
+	s.ads, err = s.newADS(cfg.Bootstrap.GetDynamicResources())
+	errs = append(errs, err)
+	s.rds = &routeDiscovery{s: s, byName: map[string]*rdsRoute{}}
 	s.lset.stats = listener.NewManagerStats(s.stats)
 	listeners, err := s.buildListeners(cfg.Bootstrap.GetStaticResources().GetListeners(), s.lset.stats)
 	errs = append(errs, err)
@@ -155,10 +163,9 @@ func New(cfg Config) (*Server, error) {
 	errs = append(errs, s.initStats(cfg))
 	s.adminLog, err = s.buildAdminAccessLog()
 	errs = append(errs, err)
-	s.ads, err = s.newADS(cfg.Bootstrap.GetDynamicResources())
-	errs = append(errs, err)
 	s.eds, err = s.newEndpointDiscovery(cfg.Bootstrap)
 	errs = append(errs, err)
+	errs = append(errs, s.subscribeClustersADS())
 	if lds, err := s.newListenerDiscovery(cfg.Bootstrap.GetDynamicResources()); err != nil {
 		errs = append(errs, err)
 	} else if lds != nil {

@@ -1,0 +1,379 @@
+package cluster
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/cluster/dnscluster"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
+)
+
+// dynamicOrigin is where a discovered cluster came from: its resource as
+// received, the version_info of the update that added or changed it, and
+// when.
+type dynamicOrigin struct {
+	config      *clusterv3.Cluster
+	version     string
+	lastUpdated time.Time
+	// discovery is a DNS cluster's resolution, nil for other types.
+	discovery *dnscluster.Discovery
+}
+
+// dynamicState is the manager's side of cluster discovery. mu serializes
+// the updates (and guards what follows it); requests never take it.
+type dynamicState struct {
+	deps     clusterDeps
+	env      dns.Env
+	resolver dns.Spec
+	ext      *extension.Registry
+	secrets  tlsconfig.SecretResolver
+	scope    stats.Scope
+	// shared is the server's DNS resolver once a DNS cluster built it.
+	shared dns.Resolver
+
+	mu     sync.Mutex
+	closed bool
+	// warming are the discovered clusters not yet initialised, by name:
+	// requests do not see them until they are (Envoy's cluster warming).
+	warming map[string]*Cluster
+	// draining are the removed or replaced clusters whose connections are
+	// still in use.
+	draining map[*Cluster]struct{}
+}
+
+// DiscoveredCluster is one cluster as /config_dump shows a discovered one.
+type DiscoveredCluster struct {
+	Config      *clusterv3.Cluster
+	Version     string
+	LastUpdated time.Time
+	Warming     bool
+}
+
+// ApplyDiscovered applies one cluster discovery update, the whole set of
+// clusters discovery wants, as Envoy's CDS does: every cluster is checked
+// first and one bad cluster rejects the update (errors under
+// resources[i]); then discovered clusters the update no longer names are
+// removed, new names are added and changed clusters replace the old ones.
+// An unchanged cluster is left alone, and a static cluster's name cannot
+// be taken over (skipped, with a warning). A cluster that needs
+// initialising (a DNS cluster's first resolution) warms first and serves
+// once warm; until then an older cluster of that name keeps serving.
+// Removed and replaced clusters serve the requests that hold them to the
+// end: their pools are drained, not cut (see drain).
+func (m *Manager) ApplyDiscovered(cfgs []*clusterv3.Cluster, version string, now time.Time) error {
+	var errs []error
+	all := make([]*settings, len(cfgs))
+	seen := map[string]int{}
+	for i, cfg := range cfgs {
+		path := "resources[" + strconv.Itoa(i) + "]"
+		s, cerrs := clusterSettings(cfg, m.dyn.ext, m.dyn.secrets)
+		for _, err := range cerrs {
+			errs = append(errs, prefixed(path, err))
+		}
+		if prev, dup := seen[s.name]; dup {
+			errs = append(errs, configErrorf(join(path, "name"), "duplicate cluster name %q (also resources[%d])", s.name, prev))
+		}
+		seen[s.name] = i
+		all[i] = s
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+
+	m.dyn.mu.Lock()
+	defer m.dyn.mu.Unlock()
+	if m.dyn.closed {
+		return errors.New("the cluster manager is shutting down")
+	}
+	cur := m.snap.Load()
+	next := &clusterSnapshot{byName: make(map[string]*Cluster, len(cur.byName))}
+	var retired []*Cluster
+	for _, c := range cur.clusters {
+		if c.dynamic != nil {
+			if _, wanted := seen[c.Name()]; !wanted {
+				m.log.Info("cds: remove cluster", "cluster", c.Name())
+				m.dyn.scope.Counter("cluster_removed").Inc()
+				retired = append(retired, c)
+				continue
+			}
+		}
+		next.clusters = append(next.clusters, c)
+		next.byName[c.Name()] = c
+	}
+	for name, w := range m.dyn.warming {
+		if _, wanted := seen[name]; !wanted {
+			m.log.Info("cds: remove warming cluster", "cluster", name)
+			if next.byName[name] == nil {
+				m.dyn.scope.Counter("cluster_removed").Inc()
+			}
+			delete(m.dyn.warming, name)
+			retired = append(retired, w)
+		}
+	}
+	for i, s := range all {
+		old := next.byName[s.name]
+		if old != nil && old.dynamic == nil {
+			logging.Warning(m.log, "cds: a static cluster cannot be updated by discovery; skipped", "cluster", s.name)
+			continue
+		}
+		pending := m.dyn.warming[s.name]
+		switch {
+		case pending != nil && proto.Equal(pending.dynamic.config, cfgs[i]):
+			continue
+		case pending == nil && old != nil && proto.Equal(old.dynamic.config, cfgs[i]):
+			continue
+		}
+		for _, note := range s.notes {
+			logging.Warning(m.log, "cluster setting ignored", "cluster", s.name, "reason", note)
+		}
+		c := newCluster(s, m.dyn.deps)
+		c.dynamic = &dynamicOrigin{config: proto.CloneOf(cfgs[i]), version: version, lastUpdated: now}
+		if old == nil && pending == nil {
+			m.log.Info("cds: add cluster", "cluster", s.name)
+			m.dyn.scope.Counter("cluster_added").Inc()
+		} else {
+			m.log.Info("cds: update cluster", "cluster", s.name)
+			m.dyn.scope.Counter("cluster_modified").Inc()
+		}
+		if pending != nil {
+			retired = append(retired, pending)
+			delete(m.dyn.warming, s.name)
+		}
+		if s.dns != nil {
+			c.dynamic.discovery = m.newDiscovery(c)
+			c.dynamic.discovery.Start()
+		}
+		if c.origDst != nil {
+			c.startOrigDstCleanup()
+		}
+		if warm := c.warmed(); warm != nil {
+			if m.dyn.warming == nil {
+				m.dyn.warming = map[string]*Cluster{}
+			}
+			m.dyn.warming[s.name] = c
+			go m.promoteWhenWarm(c, warm)
+			continue
+		}
+		next = next.with(c)
+	}
+	m.snap.Store(next)
+	m.publishCounts()
+	for _, c := range retired {
+		m.retireLocked(c)
+	}
+	return nil
+}
+
+// warmed returns what a discovered cluster waits for before it serves (a
+// DNS cluster's first resolution, an EDS cluster's first load assignment),
+// nil when it is ready at once.
+func (c *Cluster) warmed() <-chan struct{} {
+	var warm <-chan struct{}
+	switch {
+	case c.dynamic.discovery != nil:
+		warm = c.dynamic.discovery.Warmed()
+	case c.eds != nil:
+		warm = c.eds.warm
+	default:
+		return nil
+	}
+	select {
+	case <-warm:
+		return nil
+	default:
+		return warm
+	}
+}
+
+// promoteWhenWarm makes a warming cluster active once it is initialised,
+// unless an update replaced or removed it meanwhile.
+func (m *Manager) promoteWhenWarm(c *Cluster, warm <-chan struct{}) {
+	<-warm
+	m.dyn.mu.Lock()
+	defer m.dyn.mu.Unlock()
+	if m.dyn.closed || m.dyn.warming[c.Name()] != c {
+		return
+	}
+	delete(m.dyn.warming, c.Name())
+	cur := m.snap.Load()
+	old := cur.byName[c.Name()]
+	m.snap.Store(cur.with(c))
+	m.log.Info("cds: warming cluster is active", "cluster", c.Name())
+	m.publishCounts()
+	if old != nil {
+		m.retireLocked(old)
+	}
+}
+
+// with returns a copy of the snapshot in which c is the cluster of its
+// name: replacing the one there in place, or added last.
+func (s *clusterSnapshot) with(c *Cluster) *clusterSnapshot {
+	next := &clusterSnapshot{clusters: slices.Clone(s.clusters), byName: make(map[string]*Cluster, len(s.byName)+1)}
+	for k, v := range s.byName {
+		next.byName[k] = v
+	}
+	if i := slices.IndexFunc(next.clusters, func(o *Cluster) bool { return o.Name() == c.Name() }); i >= 0 {
+		next.clusters[i] = c
+	} else {
+		next.clusters = append(next.clusters, c)
+	}
+	next.byName[c.Name()] = c
+	return next
+}
+
+// publishCounts sets the active_clusters and warming_clusters gauges.
+// m.dyn.mu is held.
+func (m *Manager) publishCounts() {
+	m.dyn.scope.Gauge("active_clusters").Set(int64(len(m.snap.Load().clusters)))
+	m.dyn.scope.Gauge("warming_clusters").Set(int64(len(m.dyn.warming)))
+}
+
+// retireLocked takes a removed or replaced cluster out of service: its
+// DNS resolution stops, and its connections drain. m.dyn.mu is held.
+func (m *Manager) retireLocked(c *Cluster) {
+	if d := c.dynamic.discovery; d != nil {
+		go d.Stop() // waits for its goroutines, which may be publishing hosts
+	}
+	// A warming EDS cluster stops waiting: its promotion goroutine ends
+	// (and finds it gone).
+	c.EndWarming()
+	if m.dyn.draining == nil {
+		m.dyn.draining = map[*Cluster]struct{}{}
+	}
+	m.dyn.draining[c] = struct{}{}
+	go func() {
+		c.drain()
+		m.dyn.mu.Lock()
+		delete(m.dyn.draining, c)
+		m.dyn.mu.Unlock()
+	}()
+}
+
+// Discovered returns the discovered clusters, the active ones then the
+// warming ones, for /config_dump.
+func (m *Manager) Discovered() []DiscoveredCluster {
+	if m == nil {
+		return nil
+	}
+	var out []DiscoveredCluster
+	for _, c := range m.snap.Load().clusters {
+		if o := c.dynamic; o != nil {
+			out = append(out, DiscoveredCluster{Config: o.config, Version: o.version, LastUpdated: o.lastUpdated})
+		}
+	}
+	m.dyn.mu.Lock()
+	defer m.dyn.mu.Unlock()
+	names := make([]string, 0, len(m.dyn.warming))
+	for name := range m.dyn.warming {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		o := m.dyn.warming[name].dynamic
+		out = append(out, DiscoveredCluster{Config: o.config, Version: o.version, LastUpdated: o.lastUpdated, Warming: true})
+	}
+	return out
+}
+
+// closeDynamic stops the discovered clusters that are not active: the
+// warming and draining ones. No update applies afterwards.
+func (m *Manager) closeDynamic() {
+	m.dyn.mu.Lock()
+	m.dyn.closed = true
+	var closing []*Cluster
+	for _, c := range m.dyn.warming {
+		closing = append(closing, c)
+	}
+	for c := range m.dyn.draining {
+		closing = append(closing, c)
+	}
+	for _, c := range m.snap.Load().clusters {
+		if c.dynamic != nil {
+			closing = append(closing, c)
+		}
+	}
+	m.dyn.mu.Unlock()
+	for _, c := range closing {
+		if d := c.dynamic.discovery; d != nil {
+			d.Stop()
+		}
+		c.Close()
+	}
+}
+
+// DiscoveredWarmed is closed once the discovered clusters warming now have
+// ended their warming (or the manager closed): the server waits for the
+// clusters of the first discovery response before it asks for listeners.
+func (m *Manager) DiscoveredWarmed() <-chan struct{} {
+	done := make(chan struct{})
+	m.dyn.mu.Lock()
+	var waits []<-chan struct{}
+	for _, c := range m.dyn.warming {
+		if w := c.warmed(); w != nil {
+			waits = append(waits, w)
+		}
+	}
+	m.dyn.mu.Unlock()
+	go func() {
+		defer close(done)
+		for _, w := range waits {
+			<-w
+		}
+		// A cluster that ended warming is promoted by its own goroutine:
+		// wait for that too, so that the listeners asked for next find it.
+		for {
+			m.dyn.mu.Lock()
+			n := 0
+			for _, c := range m.dyn.warming {
+				if c.warmed() == nil {
+					n++
+				}
+			}
+			closed := m.dyn.closed
+			m.dyn.mu.Unlock()
+			if n == 0 || closed {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	return done
+}
+
+// DiscoveredEDS returns the discovered EDS clusters, active and warming,
+// whose load assignments the server asks for.
+func (m *Manager) DiscoveredEDS() []*Cluster {
+	var out []*Cluster
+	for _, c := range m.snap.Load().clusters {
+		if c.dynamic != nil && c.eds != nil {
+			out = append(out, c)
+		}
+	}
+	m.dyn.mu.Lock()
+	defer m.dyn.mu.Unlock()
+	for _, c := range m.dyn.warming {
+		if c.eds != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// DiscoveredConfig returns a discovered cluster's resource as received,
+// nil for a static cluster. Read-only.
+func (c *Cluster) DiscoveredConfig() *clusterv3.Cluster {
+	if c.dynamic == nil {
+		return nil
+	}
+	return c.dynamic.config
+}

@@ -1,0 +1,70 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/xds"
+)
+
+// clusterTypeURL is the type of the clusters CDS sends.
+const clusterTypeURL = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+
+// subscribeClustersADS subscribes the clusters to the ADS stream when
+// cds_config names it, before the stream opens: as Envoy's, the server
+// waits for the first response (or the initial fetch timeout) and for the
+// warming of its clusters before it asks for listeners.
+func (s *Server) subscribeClustersADS() error {
+	cds := s.boot.GetDynamicResources().GetCdsConfig()
+	if cds.GetAds() == nil || s.ads == nil || s.clusters == nil {
+		return nil
+	}
+	timeout := xds.DefaultInitialFetchTimeout
+	if t := cds.GetInitialFetchTimeout(); t != nil {
+		timeout = t.AsDuration()
+	}
+	sub, err := s.ads.Subscribe(xds.SubscriptionOptions{
+		TypeURL:             clusterTypeURL,
+		Stats:               s.stats.Scope("cluster_manager.cds."),
+		InitialFetchTimeout: timeout,
+	}, s.applyClusterUpdate)
+	if err != nil {
+		return &bootstrap.FieldError{Path: "dynamic_resources.cds_config.ads", Reason: err.Error()}
+	}
+	s.cds = sub
+	return nil
+}
+
+// applyClusterUpdate applies one cluster discovery response: the whole set
+// of discovered clusters. Each cluster is checked as a static one would be
+// (constraints, support table), then built; any problem rejects the
+// response whole, with the paths of every bad cluster, and the clusters in
+// service stay as they were. It runs on the stream goroutine.
+func (s *Server) applyClusterUpdate(u xds.Update) error {
+	cfgs := make([]*clusterv3.Cluster, 0, len(u.Resources))
+	var errs []error
+	for i, r := range u.Resources {
+		c, ok := r.(*clusterv3.Cluster)
+		if !ok {
+			return fmt.Errorf("resources[%d]: %s is not a cluster", i, r.ProtoReflect().Descriptor().FullName())
+		}
+		if err := bootstrap.ValidateCluster(c, s.ext); err != nil {
+			errs = append(errs, fieldpath.Prefix("resources["+strconv.Itoa(i)+"].", err))
+		}
+		cfgs = append(cfgs, c)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := s.clusters.ApplyDiscovered(cfgs, u.VersionInfo, s.now()); err != nil {
+		return err
+	}
+	// The discovered EDS clusters' services are asked for on the same
+	// stream.
+	return s.eds.sync(s.clusters.DiscoveredEDS())
+}
