@@ -75,7 +75,7 @@ type Server struct {
 	eds      *endpointDiscovery   // the EDS clusters' endpoints over ADS; nil without EDS clusters
 	cds      *xds.ADSSubscription // the clusters over ADS; nil without cds_config
 	rds      *routeDiscovery      // the connection managers' routes over ADS
-	secrets  *secretStore          // static secrets and secrets from files (secrets.go)
+	secrets  *secretStore         // static secrets and secrets from files (secrets.go)
 	// ldsReady is closed once the first ADS listener response (or its
 	// initial fetch timeout) is in; nil when there is nothing to wait for.
 	ldsReady <-chan struct{}
