@@ -365,4 +365,33 @@ var _ = Describe("CDS: clusters from a management server over ADS", func() {
 		_, err = io.ReadAll(c)
 		Expect(err).NotTo(HaveOccurred())
 	})
+
+	It("gives a discovered cluster its TLS transport socket: SNI, SAN checks, ssl stats and /certs, and a replaced cluster's new checks", func() {
+		f := newTLSFiles(newDir())
+		up := startTLSUpstream(f, false)
+		m := startManagementServer()
+		s := Launch(newDir(), "bootstrap.yaml", cdsBootstrap(m.port))
+		s.WaitForAdmin()
+		secure := func(san string) *clusterv3.Cluster {
+			return clusterProto("secure", up, "{transport_socket: "+upstreamTLS(`, sni: a.example.com, common_tls_context: {validation_context: {trusted_ca: {filename: `+
+				f.ca+`}, match_typed_subject_alt_names: [{san_type: DNS, matcher: {exact: `+san+`}}]}}`)+"}")
+		}
+		ingress := []*listenerv3.Listener{twoRouteListener("ingress", "secure", "secure")}
+		m.set(xdsSnapshot("v1", ingress, []*clusterv3.Cluster{secure("a.example.com")}))
+		waitLive(s)
+		addr := listenerAddr(s, "ingress")
+		r := get(addr, "/")
+		Expect(r.Status).To(Equal(200), r.Body)
+		Expect(r.Body).To(Equal("sni=a.example.com alpn=http/1.1 proto=HTTP/1.1 peer=-"))
+		Expect(statValue(s, "cluster.secure.ssl.handshake")).To(Equal("1"))
+		Expect(s.Get("/certs").Body).To(ContainSubstring(f.ca))
+
+		// The replacement checks another name: the upstream now fails it.
+		m.set(xdsSnapshot("v2", ingress, []*clusterv3.Cluster{secure("b.example.org")}))
+		waitStat(s, "cluster_manager.cds.version_text", `"v2"`)
+		r = get(addr, "/")
+		Expect(r.Status).To(Equal(503))
+		Expect(r.Body).To(ContainSubstring("CERTIFICATE_VERIFY_FAILED"))
+		Eventually(func() string { return statValue(s, "cluster.secure.ssl.fail_verify_san") }).Should(Equal("1"))
+	})
 })
