@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/protobuf/reflect/protoregistry"
-
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
@@ -80,17 +78,13 @@ func (a *ADS) Subscribe(o SubscriptionOptions, apply func(Update) error) (*ADSSu
 	case apply == nil:
 		return nil, errors.New("an apply function is required")
 	}
-	resourceType, err := protoregistry.GlobalTypes.FindMessageByURL(o.TypeURL)
-	if err != nil {
-		return nil, fmt.Errorf("resource type %q is not linked in: %w", o.TypeURL, err)
-	}
-	types, err := newDiscoveryTypes()
+	dec, err := newDecoder(o.TypeURL)
 	if err != nil {
 		return nil, err
 	}
 	sub := &ADSSubscription{
 		typeURL:   o.TypeURL,
-		dec:       decoder{types: types, typeURL: o.TypeURL, resourceType: resourceType},
+		dec:       dec,
 		apply:     apply,
 		stats:     newSubscriptionStats(o.Stats),
 		empty:     o.Stats.Counter("update_empty"),

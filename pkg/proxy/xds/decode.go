@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
 )
@@ -20,6 +21,20 @@ type decoder struct {
 	// typeURL is the resources' type; resourceType builds them.
 	typeURL      string
 	resourceType protoreflect.MessageType
+}
+
+// newDecoder is the decoder of resources of typeURL, which must be linked
+// into the binary.
+func newDecoder(typeURL string) (decoder, error) {
+	resourceType, err := protoregistry.GlobalTypes.FindMessageByURL(typeURL)
+	if err != nil {
+		return decoder{}, fmt.Errorf("resource type %q is not linked in: %w", typeURL, err)
+	}
+	types, err := newDiscoveryTypes()
+	if err != nil {
+		return decoder{}, err
+	}
+	return decoder{types: types, typeURL: typeURL, resourceType: resourceType}, nil
 }
 
 // rejection marks an error that rejects an update (Envoy's configRejected:

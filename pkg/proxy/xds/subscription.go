@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
@@ -81,11 +80,7 @@ func NewFileSubscription(o FileOptions, apply func(Update) error) (*FileSubscrip
 	case apply == nil:
 		return nil, errors.New("an apply function is required")
 	}
-	resourceType, err := protoregistry.GlobalTypes.FindMessageByURL(o.TypeURL)
-	if err != nil {
-		return nil, fmt.Errorf("resource type %q is not linked in: %w", o.TypeURL, err)
-	}
-	types, err := newDiscoveryTypes()
+	dec, err := newDecoder(o.TypeURL)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +90,7 @@ func NewFileSubscription(o FileOptions, apply func(Update) error) (*FileSubscrip
 	s := &FileSubscription{
 		path:           o.Path,
 		dir:            filepath.Dir(o.Path),
-		dec:            decoder{types: types, typeURL: o.TypeURL, resourceType: resourceType},
+		dec:            dec,
 		apply:          apply,
 		log:            o.Log,
 		now:            o.Now,
