@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"text/template"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -84,16 +86,38 @@ func newDir() string {
 
 // freePort returns a loopback TCP port that was free a moment ago. The
 // listeners under test need a port known in advance (the /listeners endpoint
-// that would report a port 0 listener's port comes later); the window in which
-// another process could take it is tiny.
+// that would report a port 0 listener's port comes later). Ports are handed
+// out in turn from below the kernel's ephemeral range (32768 and up on
+// Linux): a port the kernel picks for a port-0 bind, such as a sidecar's
+// admin listener, then never lands on one a spec set aside for a listener it
+// has not bound yet, and no two calls in a run return the same port.
 func freePort() int {
 	GinkgoHelper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	Expect(err).NotTo(HaveOccurred())
-	port := l.Addr().(*net.TCPAddr).Port
-	Expect(l.Close()).To(Succeed())
-	return port
+	for range freePortSpan {
+		port := freePortLow + int(nextFreePort.Add(1))%freePortSpan
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // taken by something else: the next one
+		}
+		Expect(l.Close()).To(Succeed())
+		return port
+	}
+	Fail("no free loopback port below the ephemeral range")
+	return 0
 }
+
+// The ports freePort hands out, and its cursor: a run starts at a random
+// point of the span so that two runs at once rarely walk the same ports.
+const (
+	freePortLow  = 20000
+	freePortSpan = 32768 - freePortLow
+)
+
+var nextFreePort = func() *atomic.Int64 {
+	var n atomic.Int64
+	n.Store(rand.Int64N(freePortSpan))
+	return &n
+}()
 
 // holdPort listens on a loopback port until the spec ends and returns the
 // port: a sidecar told to bind it cannot.
