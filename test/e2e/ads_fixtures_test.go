@@ -3,10 +3,13 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net"
+	"net/http"
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -299,4 +302,54 @@ func routeToCluster(prefix, cluster string) string {
 		`"@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager, stat_prefix: ` + prefix + `, ` +
 		`route_config: {virtual_hosts: [{name: all, domains: ["*"], routes: [{match: {prefix: "/"}, route: {cluster: ` + cluster + `}}]}]}, ` +
 		`http_filters: [{name: envoy.filters.http.router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]}}]}`
+}
+
+// steadyLoad sends GETs to addr from two clients on keep-alive connections
+// (at most 4000 requests or 60 s in all) until finish is called; finish
+// returns how many were sent and the failures: errors, and answers other
+// than 200 with body "A" or "B" (the two upstreams of the update specs).
+func steadyLoad(addr string) (finish func() (int, []string)) {
+	stop := make(chan struct{})
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		failures []string
+		total    int
+	)
+	for range 2 {
+		wg.Go(func() {
+			c := &http.Client{Timeout: 10 * time.Second}
+			deadline := time.Now().Add(60 * time.Second)
+			for i := 0; i < 2000 && time.Now().Before(deadline); i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				resp, err := c.Get("http://" + addr + "/")
+				var body string
+				if err == nil {
+					bs, _ := io.ReadAll(resp.Body)
+					_ = resp.Body.Close()
+					body = string(bs)
+				}
+				mu.Lock()
+				total++
+				switch {
+				case err != nil:
+					failures = append(failures, err.Error())
+				case resp.StatusCode != 200 || (body != "A" && body != "B"):
+					failures = append(failures, strconv.Itoa(resp.StatusCode)+" "+body)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	return func() (int, []string) {
+		close(stop)
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return total, failures
+	}
 }

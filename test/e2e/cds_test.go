@@ -186,42 +186,7 @@ var _ = Describe("CDS: clusters from a management server over ADS", func() {
 
 		// A bounded load: at most 4000 requests or 60 s, on keep-alive
 		// connections (which a replaced cluster's pools drain).
-		stop := make(chan struct{})
-		var (
-			wg       sync.WaitGroup
-			mu       sync.Mutex
-			failures []string
-			total    int
-		)
-		for range 2 {
-			wg.Go(func() {
-				c := &http.Client{Timeout: 10 * time.Second}
-				deadline := time.Now().Add(60 * time.Second)
-				for i := 0; i < 2000 && time.Now().Before(deadline); i++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					resp, err := c.Get("http://" + addr + "/")
-					var body string
-					if err == nil {
-						bs, _ := io.ReadAll(resp.Body)
-						_ = resp.Body.Close()
-						body = string(bs)
-					}
-					mu.Lock()
-					total++
-					switch {
-					case err != nil:
-						failures = append(failures, err.Error())
-					case resp.StatusCode != 200 || (body != "A" && body != "B"):
-						failures = append(failures, strconv.Itoa(resp.StatusCode)+" "+body)
-					}
-					mu.Unlock()
-				}
-			})
-		}
+		finish := steadyLoad(addr)
 		for i := 1; i <= 20; i++ {
 			port := a
 			if i%2 == 1 {
@@ -237,8 +202,7 @@ var _ = Describe("CDS: clusters from a management server over ADS", func() {
 		m.restart(xdsSnapshot("u20", ingress, []*clusterv3.Cluster{clusterProto("svc", a, ""), clusterProto("other", a, "")}))
 		Eventually(func() string { return statValue(s, "control_plane.connected_state") }).Should(Equal("1"))
 		time.Sleep(300 * time.Millisecond)
-		close(stop)
-		wg.Wait()
+		total, failures := finish()
 		Expect(failures).To(BeEmpty())
 		Expect(total).To(BeNumerically(">", 20))
 		Expect(statValue(s, "cluster_manager.cluster_modified")).To(Equal("40"), "both clusters changed 20 times")

@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"io"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
@@ -139,42 +137,7 @@ var _ = Describe("RDS: route configurations from a management server over ADS", 
 		Expect(get().Body).To(Equal("B"))
 
 		// Twenty route changes under a bounded load: no request fails.
-		stop := make(chan struct{})
-		var (
-			wg       sync.WaitGroup
-			mu       sync.Mutex
-			failures []string
-			total    int
-		)
-		for range 2 {
-			wg.Go(func() {
-				c := &http.Client{Timeout: 10 * time.Second}
-				deadline := time.Now().Add(60 * time.Second)
-				for i := 0; i < 2000 && time.Now().Before(deadline); i++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					resp, err := c.Get("http://" + addr + "/")
-					var body string
-					if err == nil {
-						bs, _ := io.ReadAll(resp.Body)
-						_ = resp.Body.Close()
-						body = string(bs)
-					}
-					mu.Lock()
-					total++
-					switch {
-					case err != nil:
-						failures = append(failures, err.Error())
-					case resp.StatusCode != 200 || (body != "A" && body != "B"):
-						failures = append(failures, strconv.Itoa(resp.StatusCode)+" "+body)
-					}
-					mu.Unlock()
-				}
-			})
-		}
+		finish := steadyLoad(addr)
 		for i := 1; i <= 20; i++ {
 			target := "svc-a"
 			if i%2 == 0 {
@@ -190,8 +153,7 @@ var _ = Describe("RDS: route configurations from a management server over ADS", 
 		m.restart(routesSnapshot("r20", ls, cs, []*routev3.RouteConfiguration{routeConfigProto("routes", allTo("svc-b"))}))
 		Eventually(func() string { return statValue(s, "control_plane.connected_state") }).Should(Equal("1"))
 		time.Sleep(300 * time.Millisecond)
-		close(stop)
-		wg.Wait()
+		total, failures := finish()
 		Expect(failures).To(BeEmpty())
 		Expect(total).To(BeNumerically(">", 20))
 		Expect(get().Body).To(Equal("B"))
