@@ -235,10 +235,7 @@ func TestHTTP1BreakersPendingAndOverflow(t *testing.T) {
 // TestHTTP1BreakersMaxRequests: past max_requests a request is refused
 // at once, counted as Envoy counts it, in upstream_rq_pending_overflow.
 func TestHTTP1BreakersMaxRequests(t *testing.T) {
-	srv := newUpstreamServer(t, nil)
-	m, store, _ := newTestManager(t, breakerCluster("max_requests: 1", srv.port()))
-	c := m.Cluster("up")
-	h := c.PickHost(nil)
+	c, store, h := breakerUp(t, "max_requests: 1")
 	first, err := c.AcquireHTTP1(t.Context(), h)
 	if err != nil {
 		t.Fatal(err)
@@ -267,10 +264,7 @@ func TestHTTP1BreakersMaxRequests(t *testing.T) {
 // TestHTTP1BreakersPendingDeadline: a pending request gives up at its
 // deadline, and at its context's end, holding nothing afterwards.
 func TestHTTP1BreakersPendingDeadline(t *testing.T) {
-	srv := newUpstreamServer(t, nil)
-	m, store, _ := newTestManager(t, breakerCluster("max_connections: 1", srv.port()))
-	c := m.Cluster("up")
-	h := c.PickHost(nil)
+	c, store, h := breakerUp(t, "max_connections: 1")
 	first, err := c.AcquireHTTP1(t.Context(), h)
 	if err != nil {
 		t.Fatal(err)
@@ -405,10 +399,7 @@ func TestHTTP1BreakersFirstConnectionPerHost(t *testing.T) {
 // TestConnectHostOverflow: a plain connection past max_connections is not
 // opened, and counts in upstream_cx_overflow.
 func TestConnectHostOverflow(t *testing.T) {
-	srv := newUpstreamServer(t, nil)
-	m, store, _ := newTestManager(t, breakerCluster("max_connections: 1", srv.port()))
-	c := m.Cluster("up")
-	h := c.PickHost(nil)
+	c, store, h := breakerUp(t, "max_connections: 1")
 	conn, err := c.ConnectHost(t.Context(), h)
 	if err != nil {
 		t.Fatal(err)
@@ -565,4 +556,15 @@ func TestHTTP2BreakersConnectionOverflow(t *testing.T) {
 	if n := c.breakers().cx.count.Load(); n != 1 {
 		t.Errorf("%d connections counted, want the one open", n)
 	}
+}
+
+// breakerUp starts an upstream and builds the cluster "up" of one host on
+// it with the circuit-breaker thresholds given (a flow mapping's fields),
+// returning the cluster, the stats store and the host.
+func breakerUp(t *testing.T, thresholds string) (*Cluster, *stats.Store, *upstream.Host) {
+	t.Helper()
+	srv := newUpstreamServer(t, nil)
+	m, store, _ := newTestManager(t, breakerCluster(thresholds, srv.port()))
+	c := m.Cluster("up")
+	return c, store, c.PickHost(nil)
 }
