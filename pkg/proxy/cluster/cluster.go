@@ -194,10 +194,8 @@ func (c *Cluster) install(priorities [][]*upstream.Host, counted bool) {
 			}
 		}
 	}
-	cfg := c.settings.lb
-	cfg.Rand = c.rand
 	c.set.Store(hs)
-	c.balancer.Store(lb.New(priorities, cfg))
+	c.balancer.Store(c.newBalancer(hs))
 	c.publishMembership(hs, counted)
 
 	if old == nil {

@@ -140,7 +140,7 @@ func hostStatus(h *upstream.Host) *adminv3.HostStatus {
 			gauge("cx_active", st.CxActive.Load()),
 			gauge("rq_active", st.RqActive.Load()),
 		},
-		HealthStatus: &adminv3.HostHealthStatus{EdsHealthStatus: edsHealth(h)},
+		HealthStatus: hostHealth(h),
 		Weight:       h.Weight,
 		Hostname:     h.Hostname,
 		Priority:     h.Priority,
@@ -152,6 +152,23 @@ func hostStatus(h *upstream.Host) *adminv3.HostStatus {
 	}
 }
 
+// hostHealth is the host's health as /clusters reports it: its configured
+// (EDS) status and its run-time flags.
+func hostHealth(h *upstream.Host) *adminv3.HostHealthStatus {
+	f := h.HealthFlags()
+	return &adminv3.HostHealthStatus{
+		EdsHealthStatus:                edsHealth(h),
+		FailedActiveHealthCheck:        f&upstream.FailedActiveHC != 0,
+		FailedOutlierCheck:             f&upstream.FailedOutlierCheck != 0,
+		FailedActiveDegradedCheck:      f&upstream.DegradedActiveHC != 0,
+		PendingDynamicRemoval:          f&upstream.PendingDynamicRemoval != 0,
+		PendingActiveHc:                f&upstream.PendingActiveHC != 0,
+		ExcludedViaImmediateHcFail:     f&upstream.ExcludedViaImmediateHCFail != 0,
+		ActiveHcTimeout:                f&upstream.ActiveHCTimeout != 0,
+		FailedDegradedOutlierDetection: f&upstream.DegradedOutlierDetection != 0,
+	}
+}
+
 // edsHealth is the host's configured health as Envoy reports it: every
 // status that takes a host out of rotation (UNHEALTHY, DRAINING, TIMEOUT)
 // is its "failed EDS health" flag, shown as UNHEALTHY.
@@ -159,7 +176,7 @@ func edsHealth(h *upstream.Host) corev3.HealthStatus {
 	switch {
 	case h.FailedEDSHealth():
 		return corev3.HealthStatus_UNHEALTHY
-	case h.Degraded():
+	case h.ConfigHealth == corev3.HealthStatus_DEGRADED:
 		return corev3.HealthStatus_DEGRADED
 	default:
 		return corev3.HealthStatus_HEALTHY

@@ -14,7 +14,8 @@ type Locality struct {
 }
 
 // Host is one endpoint of a cluster. Its identity fields are set when the
-// cluster is built and never change afterwards; only Stats move.
+// cluster is built and never change afterwards; only Stats and the
+// run-time health flags move.
 type Host struct {
 	// Address is what is dialled: "ip:port", or "[ipv6]:port".
 	Address string
@@ -34,26 +35,16 @@ type Host struct {
 	Metadata *corev3.Metadata
 	// ConfigHealth is the health_status given in the configuration.
 	// UNHEALTHY, DRAINING and TIMEOUT keep the host out of load balancing
-	// and show it as /failed_eds_health in /clusters.
+	// and show it as /failed_eds_health in /clusters. The health set at
+	// run time is in the host's flags (health.go).
 	ConfigHealth corev3.HealthStatus
 
 	// Stats are the host's own counters, shown per host by /clusters.
 	Stats HostStats
-}
 
-// FailedEDSHealth reports whether the configured health status takes the
-// host out of load balancing.
-func (h *Host) FailedEDSHealth() bool {
-	switch h.ConfigHealth {
-	case corev3.HealthStatus_UNHEALTHY, corev3.HealthStatus_DRAINING, corev3.HealthStatus_TIMEOUT:
-		return true
-	}
-	return false
+	// flags are the run-time HealthFlags (health.go).
+	flags atomic.Uint32
 }
-
-// Healthy reports whether the host may receive traffic. Active health
-// checking and outlier detection add their own flags in a later issue.
-func (h *Host) Healthy() bool { return !h.FailedEDSHealth() }
 
 // HostStats are the per-host counters and gauges that /clusters shows. They
 // are plain atomics on the host, not entries of the stat store, as in Envoy.
