@@ -221,6 +221,69 @@ var _ = Describe("Request mirroring (request_mirror_policies)", func() {
 		Expect(statInt(s, "cluster.shadow.upstream_rq_total")).To(Equal(int64(1)))
 	})
 
+	It("gives each copy of a traced request a \"mirror\" child span, sampled as trace_sampled says", func() {
+		collector := startZipkinCollector()
+		main := mainUpstream()
+		shadow, seen := shadowRecorder(200, false)
+		port := freePort()
+		Start(newDir(), proxySpec{
+			Port: port,
+			HCM: `{tracing: {random_sampling: {value: 100}, provider: {name: envoy.tracers.zipkin, typed_config: {
+				"@type": type.googleapis.com/envoy.config.trace.v3.ZipkinConfig,
+				collector_cluster: zipkin, collector_endpoint: /api/v2/spans, collector_endpoint_version: HTTP_JSON}}}}`,
+			Routes: `[
+				{match: {prefix: /inherit}, route: {cluster: main, request_mirror_policies: [{cluster: shadow}]}},
+				{match: {prefix: /unsampled}, route: {cluster: main, request_mirror_policies: [{cluster: shadow, trace_sampled: false}]}},
+				{match: {prefix: /sampled}, route: {cluster: main, request_mirror_policies: [{cluster: shadow, trace_sampled: true}]}}]`,
+			Clusters: []proxyCluster{
+				{Name: "main", Port: portNum(main)},
+				{Name: "shadow", Port: portNum(shadow)},
+				{Name: "zipkin", Port: collector.port},
+			},
+			Top: `{layered_runtime: {layers: [{name: static, static_layer: {tracing.zipkin.min_flush_spans: 1, tracing.zipkin.flush_interval_ms: 100}}]}}`,
+		}.YAML())
+		client := &http.Client{Timeout: 5 * time.Second}
+		const trace = "463ac35c9f6413ad48485a3953bb6124"
+		get := func(path, sampled string) shadowSeen {
+			r := httpDo(client, "GET", listenerURL(port, path), nil, http.Header{
+				"X-B3-Traceid": {trace}, "X-B3-Spanid": {"a2fb4a1d1a96d312"}, "X-B3-Sampled": {sampled}})
+			Expect(r.Status).To(Equal(200))
+			return nextShadow(seen)
+		}
+
+		By("inheriting the request's sampling")
+		got := get("/inherit", "1")
+		Expect(got.header.Get("X-B3-Traceid")).To(Equal(trace))
+		Expect(got.header.Get("X-B3-Sampled")).To(Equal("1"))
+		Eventually(collector.received, 5*time.Second).Should(HaveLen(2))
+		mirror := zipkinByName(collector.received(), "mirror")
+		Expect(mirror).NotTo(BeNil())
+		Expect(mirror.TraceID).To(Equal(trace))
+		Expect(mirror.ParentID).To(Equal("a2fb4a1d1a96d312"), "a child of the request's (shared) span")
+		Expect(mirror.Kind).To(Equal("CLIENT"))
+		Expect(got.header.Get("X-B3-Spanid")).To(Equal(mirror.ID))
+		Expect(mirror.Tags).To(HaveKeyWithValue("upstream_cluster", "shadow"))
+		Expect(mirror.Tags).To(HaveKeyWithValue("http.status_code", "200"))
+
+		By("not sampling the copy with trace_sampled: false")
+		got = get("/unsampled", "1")
+		Expect(got.header.Get("X-B3-Sampled")).To(Equal("0"))
+		Eventually(collector.received, 5*time.Second).Should(HaveLen(3))
+
+		By("sampling the copy of an unsampled request with trace_sampled: true")
+		got = get("/sampled", "0")
+		Expect(got.header.Get("X-B3-Sampled")).To(Equal("1"))
+		Eventually(collector.received, 5*time.Second).Should(HaveLen(4))
+		Consistently(collector.received, 300*time.Millisecond).Should(HaveLen(4))
+		var mirrors int
+		for _, sp := range collector.received() {
+			if sp.Name == "mirror" {
+				mirrors++
+			}
+		}
+		Expect(mirrors).To(Equal(2), "the inherited and the trace_sampled: true copies")
+	})
+
 	It("refuses bad mirror policies with their field paths", func() {
 		cfg := func(policies string) string {
 			return proxySpec{
@@ -231,10 +294,9 @@ var _ = Describe("Request mirroring (request_mirror_policies)", func() {
 		}
 		const route = "route_config.virtual_hosts[0].routes[0].route.request_mirror_policies"
 		for policies, want := range map[string]string{
-			`[{cluster: main, cluster_header: x}]`:   route + `[0].cluster: only one of cluster "main" or cluster_header "x" in request mirror policy can be specified`,
-			`[{cluster: main}, {}]`:                  route + "[1].cluster: exactly one of cluster or cluster_header in request mirror policy need to be specified",
-			`[{cluster: nowhere}]`:                   route + "[0].cluster: unknown shadow cluster 'nowhere'",
-			`[{cluster: main, trace_sampled: true}]`: route + "[0].trace_sampled: not supported by Outrigger",
+			`[{cluster: main, cluster_header: x}]`: route + `[0].cluster: only one of cluster "main" or cluster_header "x" in request mirror policy can be specified`,
+			`[{cluster: main}, {}]`:                route + "[1].cluster: exactly one of cluster or cluster_header in request mirror policy need to be specified",
+			`[{cluster: nowhere}]`:                 route + "[0].cluster: unknown shadow cluster 'nowhere'",
 			`[{cluster: main, request_headers_mutations: [{remove_on_match: {key_matcher: {exact: a}}}]}]`: route + "[0].request_headers_mutations[0].remove_on_match: not supported by Outrigger",
 			`[{cluster: main, request_headers_mutations: [{append: {header: {key: host, value: h}}}]}]`:    route + `[0].request_headers_mutations[0].append.header.key: "host" cannot be modified`,
 		} {

@@ -179,7 +179,7 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 
 	// Request mirroring (shadowing) at every level; the shadow's header
 	// mutations are removals and additions (remove_on_match is not
-	// implemented), and trace_sampled is refused.
+	// implemented).
 	"envoy.config.route.v3.RouteAction.request_mirror_policies":                               {},
 	"envoy.config.route.v3.VirtualHost.request_mirror_policies":                               {},
 	"envoy.config.route.v3.RouteConfiguration.request_mirror_policies":                        {},
@@ -189,6 +189,7 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.RouteAction.RequestMirrorPolicy.disable_shadow_host_suffix_append": {},
 	"envoy.config.route.v3.RouteAction.RequestMirrorPolicy.host_rewrite_literal":              {},
 	"envoy.config.route.v3.RouteAction.RequestMirrorPolicy.request_headers_mutations":         {},
+	"envoy.config.route.v3.RouteAction.RequestMirrorPolicy.trace_sampled":                     {},
 	"envoy.config.common.mutation_rules.v3.HeaderMutation.remove":                             {},
 	"envoy.config.common.mutation_rules.v3.HeaderMutation.append":                             {},
 

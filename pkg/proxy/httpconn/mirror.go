@@ -9,12 +9,14 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -43,6 +45,9 @@ type shadow struct {
 	// length.
 	hasBody bool
 	pick    upstream.PickContext
+	// span is the copy's "mirror" span, a child of the request's; nil
+	// when the request is not traced.
+	span *tracing.Span
 }
 
 // startMirrors prepares the shadows of the request the route mirrors, on
@@ -72,6 +77,16 @@ func (s *stream) startMirrors(cl UpstreamCluster) {
 		}
 		sh := s.newShadow(scl, p.ShadowAuthority(s.upAuthority))
 		p.MutateHeaders(&sh.headers, &s.entry)
+		if s.span != nil {
+			// As Envoy's asynchronous client: a child span named
+			// "mirror", sampled as trace_sampled says, else as the
+			// request.
+			sh.span = s.span.Child("mirror", s.m.stamp(time.Now()))
+			if p.TraceSampled != nil {
+				sh.span.Sampled = *p.TraceSampled
+			}
+			sh.span.Inject(&sh.headers)
+		}
 		shadows = append(shadows, sh)
 	}
 	if len(shadows) == 0 {
@@ -190,6 +205,7 @@ func (m *Manager) sendShadow(sh *shadow, body []byte, timeout time.Duration) {
 	host := cl.PickHost(&sh.pick)
 	if host == nil {
 		m.chargeShadow(cs, 503)
+		m.finishShadowSpan(sh, nil, 503)
 		return
 	}
 	ctx := m.ctx
@@ -234,6 +250,7 @@ func (m *Manager) sendShadow(sh *shadow, body []byte, timeout time.Duration) {
 		status = 503
 		m.chargeShadow(cs, status)
 	}
+	m.finishShadowSpan(sh, host, status)
 	cs.UpstreamRqActive.Dec()
 	cs.UpstreamRqCompleted.Inc()
 	host.Stats.RqActive.Add(-1)
@@ -242,6 +259,36 @@ func (m *Manager) sendShadow(sh *shadow, body []byte, timeout time.Duration) {
 	} else {
 		host.Stats.RqSuccess.Add(1)
 	}
+}
+
+// finishShadowSpan ends a shadow's span, if it has one, with the tags
+// Envoy's upstream spans carry; host is nil when none was chosen.
+func (m *Manager) finishShadowSpan(sh *shadow, host *upstream.Host, status int) {
+	sp := sh.span
+	if sp == nil {
+		return
+	}
+	sh.span = nil
+	if sp.Sampled {
+		sp.SetTag("component", "proxy")
+		sp.SetTag("upstream_cluster", sh.cl.Name())
+		sp.SetTag("upstream_cluster.name", sh.cl.Name())
+		proto := protoHTTP11
+		if sh.http2 {
+			proto = protoHTTP2
+		}
+		sp.SetTag("http.protocol", proto)
+		if host != nil {
+			sp.SetTag("upstream_address", host.Address)
+			sp.SetTag("peer.address", host.Address)
+		}
+		sp.SetTag("http.method", sh.method)
+		sp.SetTag("http.status_code", strconv.Itoa(status))
+		if status >= 500 {
+			sp.SetTag("error", "true")
+		}
+	}
+	sp.Finish(m.stamp(time.Now()))
 }
 
 // chargeShadow counts a shadow's response code, unless the router's
@@ -343,10 +390,13 @@ func (sh *shadow) appendHead(b []byte, n int, properCase bool) []byte {
 // exchangeHTTP2 sends the shadow over the cluster's HTTP/2 pool and reads
 // the response to its end, returning its status.
 func (sh *shadow) exchangeHTTP2(ctx context.Context, host *upstream.Host, body []byte) (int, error) {
+	// Values are copied: Go's client may keep them in its HPACK table
+	// for the connection's life, and the span's context is a view of
+	// the span's scratch, reused once the span is done.
 	h := make(http.Header, len(sh.headers.fields)+1)
 	for _, f := range sh.headers.fields {
 		k := http.CanonicalHeaderKey(f.name)
-		h[k] = append(h[k], f.value)
+		h[k] = append(h[k], strings.Clone(f.value))
 	}
 	if sh.teTrailers {
 		h["Te"] = []string{"trailers"}

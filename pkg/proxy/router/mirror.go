@@ -34,6 +34,9 @@ type MirrorPolicy struct {
 	// mutations are request_headers_mutations, one level per entry,
 	// applied in order.
 	mutations []*headerOps
+	// TraceSampled is trace_sampled: whether the copy's span is
+	// sampled; nil inherits the request's decision.
+	TraceSampled *bool
 }
 
 // everyRequest is the share of a policy without runtime_fraction, as in
@@ -79,6 +82,10 @@ func compileMirrorPolicy(p *routev3.RouteAction_RequestMirrorPolicy) (*MirrorPol
 		mp.fraction = fr
 	}
 	mp.hostSuffix = !p.GetDisableShadowHostSuffixAppend() && mp.hostRewrite == ""
+	if ts := p.GetTraceSampled(); ts != nil {
+		v := ts.GetValue()
+		mp.TraceSampled = &v
+	}
 	for i, m := range p.GetRequestHeadersMutations() {
 		ops, err := compileMirrorMutation(m)
 		if err != nil {
