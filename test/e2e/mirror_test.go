@@ -65,7 +65,8 @@ var _ = Describe("Request mirroring (request_mirror_policies)", func() {
 				{match: {prefix: /mirror}, route: {cluster: main, request_mirror_policies: [
 					{cluster: shadow},
 					{cluster_header: x-shadow-to, disable_shadow_host_suffix_append: true,
-					 request_headers_mutations: [{remove: x-secret}, {append: {header: {key: x-mirrored, value: "%REQ(x-test)%"}}}]},
+					 request_headers_mutations: [{remove: x-secret}, {append: {header: {key: x-mirrored, value: "%REQ(x-test)%"}}},
+					                            {remove_on_match: {key_matcher: {prefix: x-drop-}}}]},
 					{cluster: shadow, runtime_fraction: {default_value: {numerator: 0}}}]}},
 				{match: {prefix: /off}, route: {cluster: main, request_mirror_policies: [
 					{cluster: shadow, runtime_fraction: {default_value: {numerator: 100}, runtime_key: mirror.off}}]}},
@@ -87,6 +88,7 @@ var _ = Describe("Request mirroring (request_mirror_policies)", func() {
 			req.Header.Set("X-Secret", "s")
 			req.Header.Set("X-Shadow-To", "shadow2")
 			req.Header.Set("X-Forwarded-For", "10.9.8.7")
+			req.Header.Set("X-Drop-Me", "d")
 			resp, err := client.Do(req)
 			Expect(err).NotTo(HaveOccurred())
 			b, _ := io.ReadAll(resp.Body)
@@ -110,6 +112,8 @@ var _ = Describe("Request mirroring (request_mirror_policies)", func() {
 			Expect(got2.host).To(Equal("api.example:8080"), "disable_shadow_host_suffix_append")
 			Expect(got2.body).To(Equal("hello mirror"))
 			Expect(got2.header.Get("X-Secret")).To(BeEmpty(), "request_headers_mutations remove")
+			Expect(got2.header.Get("X-Drop-Me")).To(BeEmpty(), "request_headers_mutations remove_on_match")
+			Expect(got.header.Get("X-Drop-Me")).To(Equal("d"), "another policy's mutations do not apply")
 			Expect(got2.header.Values("X-Mirrored")).To(Equal([]string{"t-" + proto}))
 
 			By("inheriting the virtual host's policy on a route without its own, downstream " + proto)
@@ -297,8 +301,8 @@ var _ = Describe("Request mirroring (request_mirror_policies)", func() {
 			`[{cluster: main, cluster_header: x}]`: route + `[0].cluster: only one of cluster "main" or cluster_header "x" in request mirror policy can be specified`,
 			`[{cluster: main}, {}]`:                route + "[1].cluster: exactly one of cluster or cluster_header in request mirror policy need to be specified",
 			`[{cluster: nowhere}]`:                 route + "[0].cluster: unknown shadow cluster 'nowhere'",
-			`[{cluster: main, request_headers_mutations: [{remove_on_match: {key_matcher: {exact: a}}}]}]`: route + "[0].request_headers_mutations[0].remove_on_match: not supported by Outrigger",
-			`[{cluster: main, request_headers_mutations: [{append: {header: {key: host, value: h}}}]}]`:    route + `[0].request_headers_mutations[0].append.header.key: "host" cannot be modified`,
+			`[{cluster: main, request_headers_mutations: [{remove_on_match: {key_matcher: {safe_regex: {regex: "("}}}}]}]`: route + "[0].request_headers_mutations[0].remove_on_match.key_matcher.safe_regex.regex: error parsing regexp",
+			`[{cluster: main, request_headers_mutations: [{append: {header: {key: host, value: h}}}]}]`:                    route + `[0].request_headers_mutations[0].append.header.key: "host" cannot be modified`,
 		} {
 			r, _ := validate("mirror.yaml", cfg(policies))
 			Expect(r.ExitCode).To(Equal(1), policies)

@@ -177,9 +177,8 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.VirtualCluster.headers":                        {},
 	"envoy.config.route.v3.Route.stat_prefix":                             {},
 
-	// Request mirroring (shadowing) at every level; the shadow's header
-	// mutations are removals and additions (remove_on_match is not
-	// implemented).
+	// Request mirroring (shadowing) at every level, with the shadows'
+	// header mutations.
 	"envoy.config.route.v3.RouteAction.request_mirror_policies":                               {},
 	"envoy.config.route.v3.VirtualHost.request_mirror_policies":                               {},
 	"envoy.config.route.v3.RouteConfiguration.request_mirror_policies":                        {},
@@ -192,6 +191,8 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.RouteAction.RequestMirrorPolicy.trace_sampled":                     {},
 	"envoy.config.common.mutation_rules.v3.HeaderMutation.remove":                             {},
 	"envoy.config.common.mutation_rules.v3.HeaderMutation.append":                             {},
+	"envoy.config.common.mutation_rules.v3.HeaderMutation.remove_on_match":                    {},
+	"envoy.config.common.mutation_rules.v3.HeaderMutation.RemoveOnMatch.key_matcher":          {},
 
 	// Header mutations (values may use access-log % operators).
 	"envoy.config.core.v3.HeaderValueOption.header":           {},

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -139,6 +140,12 @@ func (s *stream) newShadow(cl UpstreamCluster, authority string) *shadow {
 	}
 	sh.pick = upstream.PickContext{OriginalDst: s.origDst, Headers: &sh.headers}
 	return sh
+}
+
+// DelMatching removes the fields whose name match accepts, keeping the
+// order of the others (a mirror policy's remove_on_match).
+func (h *headerList) DelMatching(match func(name string) bool) {
+	h.fields = slices.DeleteFunc(h.fields, func(f field) bool { return match(f.name) })
 }
 
 // bufferLimit is how much of a request body the stream keeps for its

@@ -41,6 +41,7 @@ func TestCompileErrors(t *testing.T) {
 		"mirror with both clusters":       vhost("{match: {prefix: /}, route: {cluster: c, request_mirror_policies: [{cluster: s, cluster_header: x-s}]}}"),
 		"mirror fraction denominator":     vhost("{match: {prefix: /}, route: {cluster: c, request_mirror_policies: [{cluster: s, runtime_fraction: {default_value: {numerator: 1, denominator: 7}}}]}}"),
 		"mirror mutation of host":         vhost("{match: {prefix: /}, route: {cluster: c, request_mirror_policies: [{cluster: s, request_headers_mutations: [{remove: x-a}, {append: {header: {key: host, value: h}}}]}]}}"),
+		"mirror remove_on_match regex":    vhost("{match: {prefix: /}, route: {cluster: c, request_mirror_policies: [{cluster: s, request_headers_mutations: [{remove_on_match: {key_matcher: {safe_regex: {regex: '('}}}}]}]}}"),
 		"mirror mutation without action":  vhost("{match: {prefix: /}, route: {cluster: c, request_mirror_policies: [{cluster: s, request_headers_mutations: [{}]}]}}"),
 		"virtual host mirror":             "virtual_hosts: [{name: v, domains: ['*'], request_mirror_policies: [{}], routes: [{match: {prefix: /}, route: {cluster: c}}]}]",
 		"route configuration mirror":      "request_mirror_policies: [{cluster: s, cluster_header: x}]",

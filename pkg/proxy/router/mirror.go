@@ -31,9 +31,8 @@ type MirrorPolicy struct {
 	hostSuffix bool
 	// hostRewrite is host_rewrite_literal, "" for none.
 	hostRewrite string
-	// mutations are request_headers_mutations, one level per entry,
-	// applied in order.
-	mutations []*headerOps
+	// mutations are request_headers_mutations, applied in order.
+	mutations []mirrorMutation
 	// TraceSampled is trace_sampled: whether the copy's span is
 	// sampled; nil inherits the request's decision.
 	TraceSampled *bool
@@ -87,34 +86,56 @@ func compileMirrorPolicy(p *routev3.RouteAction_RequestMirrorPolicy) (*MirrorPol
 		mp.TraceSampled = &v
 	}
 	for i, m := range p.GetRequestHeadersMutations() {
-		ops, err := compileMirrorMutation(m)
+		mm, err := compileMirrorMutation(m)
 		if err != nil {
 			return nil, fmt.Errorf("request_headers_mutations[%d].%w", i, err)
 		}
-		mp.mutations = append(mp.mutations, ops)
+		mp.mutations = append(mp.mutations, mm)
 	}
 	return mp, nil
 }
 
-// compileMirrorMutation compiles one HeaderMutation as a level of its own,
-// so that the list applies in order. remove_on_match is refused by the
-// support table before this runs.
-func compileMirrorMutation(m *mutationv3.HeaderMutation) (*headerOps, error) {
+// mirrorMutation is one request_headers_mutations entry: header edits
+// (remove, append) as a level of their own, or the removal of the headers
+// whose name matches (remove_on_match).
+type mirrorMutation struct {
+	ops   *headerOps
+	match *stringMatcher
+}
+
+// HeaderMatchRemover is a header map that can remove the headers whose
+// name a predicate accepts, for remove_on_match.
+type HeaderMatchRemover interface {
+	DelMatching(match func(name string) bool)
+}
+
+// compileMirrorMutation compiles one HeaderMutation.
+func compileMirrorMutation(m *mutationv3.HeaderMutation) (mirrorMutation, error) {
 	switch a := m.GetAction().(type) {
 	case *mutationv3.HeaderMutation_Remove:
-		return compileHeaderOps(nil, []string{a.Remove}, "", "remove")
+		ops, err := compileHeaderOps(nil, []string{a.Remove}, "", "remove")
+		if err != nil {
+			// "remove[0]: ..." names an entry the field does not
+			// have.
+			return mirrorMutation{}, errors.New(strings.Replace(err.Error(), "remove[0]", "remove", 1))
+		}
+		return mirrorMutation{ops: ops}, nil
 	case *mutationv3.HeaderMutation_Append:
 		ops, err := compileHeaderOps([]*corev3.HeaderValueOption{a.Append}, nil, "append", "")
 		if err != nil {
-			// "append[0].header.key: ..." names an entry the field
-			// does not have: drop the index.
-			return nil, errors.New(strings.Replace(err.Error(), "append[0]", "append", 1))
+			return mirrorMutation{}, errors.New(strings.Replace(err.Error(), "append[0]", "append", 1))
 		}
-		return ops, nil
+		return mirrorMutation{ops: ops}, nil
+	case *mutationv3.HeaderMutation_RemoveOnMatch_:
+		sm, err := compileStringMatcher(a.RemoveOnMatch.GetKeyMatcher())
+		if err != nil {
+			return mirrorMutation{}, fmt.Errorf("remove_on_match.key_matcher.%w", err)
+		}
+		return mirrorMutation{match: &sm}, nil
 	case nil:
-		return nil, errors.New("action: one of remove or append is required")
+		return mirrorMutation{}, errors.New("action: one of remove, append or remove_on_match is required")
 	default:
-		return nil, fmt.Errorf("action: %s is not supported by Outrigger", oneofName(m.ProtoReflect(), "action"))
+		return mirrorMutation{}, fmt.Errorf("action: %s is not supported by Outrigger", oneofName(m.ProtoReflect(), "action"))
 	}
 }
 
@@ -152,10 +173,18 @@ func (p *MirrorPolicy) ShadowAuthority(host string) string {
 }
 
 // MutateHeaders applies request_headers_mutations to a copy's headers, in
-// order; e supplies the values of % operators.
+// order; e supplies the values of % operators. remove_on_match needs h
+// to be a HeaderMatchRemover too.
 func (p *MirrorPolicy) MutateHeaders(h HeaderEditor, e *accesslog.Entry) {
-	for _, ops := range p.mutations {
-		ops.apply(h, e)
+	for _, m := range p.mutations {
+		switch {
+		case m.ops != nil:
+			m.ops.apply(h, e)
+		case m.match != nil:
+			if r, ok := h.(HeaderMatchRemover); ok {
+				r.DelMatching(m.match.match)
+			}
+		}
 	}
 }
 

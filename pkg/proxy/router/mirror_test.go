@@ -111,8 +111,9 @@ func TestMirrorHeaderMutations(t *testing.T) {
   {remove: x-secret},
   {append: {header: {key: x-mirror, value: one}, append_action: OVERWRITE_IF_EXISTS_OR_ADD}},
   {append: {header: {key: x-mirror, value: two}}},
-  {remove: x-gone}]}]}}`))
-	h := newHeaders("x-secret", "s", "x-keep", "k", "x-gone", "g")
+  {remove: x-gone},
+  {remove_on_match: {key_matcher: {prefix: x-internal-}}}]}]}}`))
+	h := newHeaders("x-secret", "s", "x-internal-a", "1", "x-keep", "k", "x-gone", "g", "x-internal-b", "2")
 	table.Match("h", "/").Mirrors[0].MutateHeaders(h, nil)
 	if got, want := h.String(), "x-keep: k\nx-mirror: one\nx-mirror: two\n"; got != want {
 		t.Errorf("headers after mutations:\n%s\nwant:\n%s", got, want)
