@@ -173,6 +173,7 @@ var clusterHelp = [][2]string{
 	{"cluster.upstream_rq_retry_success", "Retries to the cluster that succeeded."},
 	{"cluster.upstream_rq_retry_overflow", "Retries not made because of the cluster's retry circuit breaker or budget."},
 	{"cluster.upstream_rq_retry_limit_exceeded", "Requests not retried because they had used all their retries."},
+	{"cluster.retry_or_shadow_abandoned", "Requests whose body outgrew the buffer kept for retries and shadows, which were given up."},
 	{"cluster.lb_healthy_panic", "Load balancing decisions made in panic mode (too few healthy hosts)."},
 	{"cluster.membership_total", "Hosts in the cluster."},
 	{"cluster.membership_healthy", "Healthy hosts in the cluster."},

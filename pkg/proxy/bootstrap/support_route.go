@@ -177,6 +177,23 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.VirtualCluster.headers":                        {},
 	"envoy.config.route.v3.Route.stat_prefix":                             {},
 
+	// Request mirroring (shadowing) at every level, with the shadows'
+	// header mutations.
+	"envoy.config.route.v3.RouteAction.request_mirror_policies":                               {},
+	"envoy.config.route.v3.VirtualHost.request_mirror_policies":                               {},
+	"envoy.config.route.v3.RouteConfiguration.request_mirror_policies":                        {},
+	"envoy.config.route.v3.RouteAction.RequestMirrorPolicy.cluster":                           {},
+	"envoy.config.route.v3.RouteAction.RequestMirrorPolicy.cluster_header":                    {},
+	"envoy.config.route.v3.RouteAction.RequestMirrorPolicy.runtime_fraction":                  {},
+	"envoy.config.route.v3.RouteAction.RequestMirrorPolicy.disable_shadow_host_suffix_append": {},
+	"envoy.config.route.v3.RouteAction.RequestMirrorPolicy.host_rewrite_literal":              {},
+	"envoy.config.route.v3.RouteAction.RequestMirrorPolicy.request_headers_mutations":         {},
+	"envoy.config.route.v3.RouteAction.RequestMirrorPolicy.trace_sampled":                     {},
+	"envoy.config.common.mutation_rules.v3.HeaderMutation.remove":                             {},
+	"envoy.config.common.mutation_rules.v3.HeaderMutation.append":                             {},
+	"envoy.config.common.mutation_rules.v3.HeaderMutation.remove_on_match":                    {},
+	"envoy.config.common.mutation_rules.v3.HeaderMutation.RemoveOnMatch.key_matcher":          {},
+
 	// Header mutations (values may use access-log % operators).
 	"envoy.config.core.v3.HeaderValueOption.header":           {},
 	"envoy.config.core.v3.HeaderValueOption.append":           {},

@@ -148,6 +148,10 @@ func (s *stream) skipBody() bool {
 		return false
 	}
 	src := s.body
+	if mb, ok := src.(*mirrorBody); ok {
+		// What a shadow would have kept of the rest is not needed.
+		src = mb.src
+	}
 	if s.xbody != nil {
 		// A body a filter transforms is skipped as the client sent it.
 		src = s.xbody.src

@@ -77,6 +77,8 @@ type Manager struct {
 	// h2CodecStats creates the HTTP/2 codec stats with the first HTTP/2
 	// connection, as Envoy does.
 	h2CodecStats func() *h2Stats
+	// localIP is the address shadows add to x-forwarded-for.
+	localIP localIP
 
 	// ctx is cancelled when the manager is shut down for good; upstream
 	// connection attempts of its requests stop then.

@@ -91,6 +91,7 @@ func (s *stream) forward() {
 	host.Stats.RqTotal.Add(1)
 	host.Stats.RqActive.Add(1)
 	s.injectTrace(cl)
+	s.startMirrors(cl)
 	upstreamH2 := cl.HTTP2For(s.proto == protoHTTP2)
 	switch {
 	case route.TerminatesTunnel(s.method, s.upg.connect):

@@ -214,12 +214,7 @@ func (s *stream) upstreamHeader(extra int) http.Header {
 // upstreamHeader), passed on as received when Go's parser disagrees with
 // ours.
 func (s *stream) upstreamURL() *url.URL {
-	path := strings.Clone(s.upPath)
-	u, err := url.ParseRequestURI(path)
-	if err != nil {
-		return &url.URL{Opaque: path}
-	}
-	return u
+	return pathURL(strings.Clone(s.upPath))
 }
 
 // h2BodyBuffer is the read size of an HTTP/2 upstream's response body.

@@ -160,6 +160,9 @@ func compileRouteAction(r *Route, a *routev3.RouteAction, opts *Options) error {
 	if err := compileUpgrades(r, a.GetUpgradeConfigs()); err != nil {
 		return err
 	}
+	if r.Mirrors, err = compileMirrorPolicies(a.GetRequestMirrorPolicies()); err != nil {
+		return fmt.Errorf("request_mirror_policies%w", err)
+	}
 	//lint:ignore SA1019 Envoy still honours the deprecated include_vh_rate_limits
 	r.IncludeVHRateLimits = a.GetIncludeVhRateLimits().GetValue()
 	return nil

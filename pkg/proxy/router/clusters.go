@@ -28,13 +28,16 @@ func ValidateClusters(rc *routev3.RouteConfiguration, defaultOn bool, exists fun
 		return nil
 	}
 	var errs []error
+	errs = appendUnknownShadows(errs, "request_mirror_policies", rc.GetRequestMirrorPolicies(), exists)
 	for i, vh := range rc.GetVirtualHosts() {
+		errs = appendUnknownShadows(errs, fmt.Sprintf("virtual_hosts[%d].request_mirror_policies", i), vh.GetRequestMirrorPolicies(), exists)
 		for j, r := range vh.GetRoutes() {
 			a := r.GetRoute()
 			if a == nil {
 				continue
 			}
 			path := fmt.Sprintf("virtual_hosts[%d].routes[%d].route", i, j)
+			errs = appendUnknownShadows(errs, path+".request_mirror_policies", a.GetRequestMirrorPolicies(), exists)
 			switch c := a.GetClusterSpecifier().(type) {
 			case *routev3.RouteAction_Cluster:
 				if c.Cluster != "" && !exists(c.Cluster) {
@@ -47,6 +50,18 @@ func ValidateClusters(rc *routev3.RouteConfiguration, defaultOn bool, exists fun
 					}
 				}
 			}
+		}
+	}
+	return errs
+}
+
+// appendUnknownShadows adds an error for each mirror policy of the list at
+// path whose (static) cluster is unknown, in Envoy's words; a cluster
+// named by a request header is known only per request.
+func appendUnknownShadows(errs []error, path string, ps []*routev3.RouteAction_RequestMirrorPolicy, exists func(string) bool) []error {
+	for k, p := range ps {
+		if name := p.GetCluster(); name != "" && !exists(name) {
+			errs = append(errs, fmt.Errorf("%s[%d].cluster: unknown shadow cluster '%s'", path, k, name))
 		}
 	}
 	return errs

@@ -18,8 +18,11 @@ virtual_hosts:
     direct_response: {status: 200}
   - match: {prefix: /missing}
     route: {cluster: missing}
+  - match: {prefix: /mirrored}
+    route: {cluster: a, request_mirror_policies: [{cluster: b}, {cluster_header: x-shadow}, {cluster: no-shadow}]}
 - name: two
   domains: [two.example]
+  request_mirror_policies: [{cluster: vh-shadow}]
   routes:
   - match: {prefix: /}
     route:
@@ -32,6 +35,8 @@ virtual_hosts:
 `
 	unknown := []string{
 		"virtual_hosts[0].routes[2].route.cluster: unknown cluster 'missing'",
+		"virtual_hosts[0].routes[3].route.request_mirror_policies[2].cluster: unknown shadow cluster 'no-shadow'",
+		"virtual_hosts[1].request_mirror_policies[0].cluster: unknown shadow cluster 'vh-shadow'",
 		"virtual_hosts[1].routes[0].route.weighted_clusters.clusters[1].name: unknown weighted cluster 'gone'",
 	}
 	tests := map[string]struct {

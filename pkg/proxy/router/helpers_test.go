@@ -68,6 +68,11 @@ func (h *headers) Del(name string) {
 	h.kv = slices.DeleteFunc(h.kv, func(p [2]string) bool { return p[0] == name })
 }
 
+// DelMatching removes the headers whose name match accepts.
+func (h *headers) DelMatching(match func(string) bool) {
+	h.kv = slices.DeleteFunc(h.kv, func(p [2]string) bool { return match(p[0]) })
+}
+
 // String renders the headers one per line, in order.
 func (h *headers) String() string {
 	var b strings.Builder

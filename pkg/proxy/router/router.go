@@ -56,6 +56,10 @@ type VirtualHost struct {
 	// when there are none.
 	VirtualClusters []*VirtualCluster
 	otherCluster    *VirtualCluster
+	// mirrors are the virtual host's request_mirror_policies, or the
+	// route configuration's when it has none: those of its routes that
+	// set none.
+	mirrors []*MirrorPolicy
 }
 
 // Route is one compiled route. Exactly one of Cluster, WeightedClusters,
@@ -117,6 +121,10 @@ type Route struct {
 	// Connect is set when the route terminates CONNECT requests
 	// (upgrade_configs with connect_config).
 	Connect *ConnectConfig
+	// Mirrors are the request_mirror_policies in force: the route
+	// action's, else its virtual host's, else the route
+	// configuration's; nil for none.
+	Mirrors []*MirrorPolicy
 
 	// Direct is set when the route answers directly.
 	Direct *DirectResponse
@@ -174,6 +182,8 @@ func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 	mostSpecificWins := rc.GetMostSpecificHeaderMutationsWins()
 	filtersGlobal, err := compileFilterConfigs(rc.GetTypedPerFilterConfig(), &opts)
 	errs = append(errs, err)
+	mirrorsGlobal, err := compileMirrorPolicies(rc.GetRequestMirrorPolicies())
+	errs = append(errs, fieldpath.Prefix("request_mirror_policies", err))
 
 	b := newVhostBuilder()
 	for i, vhc := range rc.GetVirtualHosts() {
@@ -185,6 +195,9 @@ func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 			vh = &VirtualHost{Name: vhc.GetName()}
 		}
 		errs = append(errs, fieldpath.Prefix(vhPath, compileVirtualClusters(vh, vhc.GetVirtualClusters(), len(t.VirtualClusters))))
+		if vh.mirrors == nil {
+			vh.mirrors = mirrorsGlobal
+		}
 		t.VirtualClusters = append(t.VirtualClusters, vh.VirtualClusters...)
 		if vh.otherCluster != nil {
 			t.VirtualClusters = append(t.VirtualClusters, vh.otherCluster)
@@ -200,6 +213,9 @@ func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 				continue
 			}
 			r.VirtualHost = vh
+			if r.Mirrors == nil && r.Direct == nil && r.Redirect == nil {
+				r.Mirrors = vh.mirrors
+			}
 			if r.StatPrefix != "" {
 				r.StatIndex = len(t.StatRoutes)
 				t.StatRoutes = append(t.StatRoutes, r)
@@ -268,6 +284,9 @@ func compileVirtualHost(vhc *routev3.VirtualHost, opts *Options) (*VirtualHost, 
 		return nil, nil, fmt.Errorf("rate_limits%w", err)
 	}
 	vh.RateLimits = rls
+	if vh.mirrors, err = compileMirrorPolicies(vhc.GetRequestMirrorPolicies()); err != nil {
+		return nil, nil, fmt.Errorf("request_mirror_policies%w", err)
+	}
 	fc, err := compileFilterConfigs(vhc.GetTypedPerFilterConfig(), opts)
 	if err != nil {
 		return nil, nil, err

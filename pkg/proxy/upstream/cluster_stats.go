@@ -34,6 +34,9 @@ type ClusterStats struct {
 	// HTTP/1.1 requests that waited for a connection.
 	UpstreamRqPendingTotal  *stats.Counter
 	UpstreamRqPendingActive *stats.Gauge
+	// RetryOrShadowAbandoned counts requests whose body outgrew the
+	// buffer that retries and shadows keep of it.
+	RetryOrShadowAbandoned *stats.Counter
 
 	MembershipHealthy  *stats.Gauge
 	MembershipDegraded *stats.Gauge
@@ -89,6 +92,7 @@ func NewClusterStats(scope stats.Scope) *ClusterStats {
 		MembershipChange:         scope.Counter("membership_change"),
 	}
 	cs.UpstreamRqMaxDurationReached = scope.Counter("upstream_rq_max_duration_reached")
+	cs.RetryOrShadowAbandoned = scope.Counter("retry_or_shadow_abandoned")
 	cs.codes.Init(scope)
 	return cs
 }
