@@ -63,7 +63,9 @@ func (r *rig) counter(name string) uint64 {
 	return r.store.Counter("cluster.up.outlier_detection." + name).Value()
 }
 
-func (r *rig) active() int64 { return r.store.Gauge("cluster.up.outlier_detection.ejections_active").Value() }
+func (r *rig) active() int64 {
+	return r.store.Gauge("cluster.up.outlier_detection.ejections_active").Value()
+}
 
 func (r *rig) monitor(i int) *Monitor { return r.hosts[i].Outlier().(*Monitor) }
 
