@@ -303,3 +303,37 @@ var _ = Describe("Outlier detection", func() {
 		))
 	})
 })
+
+var _ = Describe("Outlier detection on a TCP proxy", func() {
+	It("ejects a host whose connections fail and keeps new connections off it", func() {
+		echoPort, refused := startTCPServer(echo), freePort()
+		port := freePort()
+		cluster := strings.TrimSuffix(tcpCluster("od", echoPort, refused), "}") +
+			", outlier_detection: {consecutive_5xx: 2, max_ejection_percent: 50, base_ejection_time: 60s}}"
+		s := Start(newDir(), tcpBootstrap(port, "cluster: od", cluster))
+		s.WaitLive()
+		// roundTrip reports whether a connection's bytes came back.
+		roundTrip := func() bool {
+			c := dialTCP(port)
+			defer c.Close()
+			if _, err := c.Write([]byte("ping")); err != nil {
+				return false
+			}
+			_ = c.CloseWrite()
+			b, _ := io.ReadAll(c)
+			return string(b) == "ping"
+		}
+		ok := 0
+		for range 4 {
+			if roundTrip() {
+				ok++
+			}
+		}
+		Expect(ok).To(Equal(2))
+		Expect(odStat(s, "ejections_enforced_consecutive_5xx")).To(Equal("1"))
+		Expect(hostFlags(s, refused)).To(Equal("/failed_outlier_check"))
+		for range 4 {
+			Expect(roundTrip()).To(BeTrue())
+		}
+	})
+})
