@@ -134,6 +134,10 @@ var _ = Describe("Outlier detection", func() {
 		Expect(statValue(s, "cluster.od.membership_healthy")).To(Equal("1"))
 		Expect(hostFlags(s, badPort)).To(Equal("/failed_outlier_check"))
 		Expect(hostFlags(s, goodPort)).To(Equal("healthy"))
+		// The series the chart's alert and dashboard panel query.
+		prom := s.Get("/stats/prometheus").Body
+		Expect(prom).To(MatchRegexp(`(?m)^proxy_cluster_outlier_detection_ejections_active\{proxy_cluster_name="od"\} 1$`))
+		Expect(prom).To(MatchRegexp(`(?m)^proxy_cluster_outlier_detection_ejections_enforced_total\{proxy_cluster_name="od"\} 1$`))
 
 		// While it is out, every request goes to the other host.
 		for range 6 {
