@@ -2,6 +2,7 @@ package outlier
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -375,19 +376,35 @@ func TestEventLog(t *testing.T) {
 	}
 	r := newRig(t, 2, &clusterv3.OutlierDetection{Consecutive_5Xx: wrapperspb.UInt32(1), MaxEjectionPercent: wrapperspb.UInt32(100), BaseEjectionTime: durationpb.New(time.Second)}, l)
 	r.put(0, 500, 1)
+	// Rotated: the un-ejection goes to a new file at the path.
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Reopen(); err != nil {
+		t.Fatal(err)
+	}
 	r.now = r.now.Add(2 * time.Second)
 	r.d.Tick()
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
+	rotated, err := os.ReadFile(path + ".1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	current, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Count(rotated, []byte("\n")) != 1 || bytes.Count(current, []byte("\n")) != 1 {
+		t.Fatalf("rotated file %q, new file %q: want one event each", rotated, current)
+	}
 	var events []map[string]any
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(append(rotated, current...)))
 	for sc.Scan() {
+		if bytes.Contains(sc.Bytes(), []byte(", ")) {
+			t.Errorf("spaced line %q (Envoy prints compact JSON)", sc.Text())
+		}
 		var ev map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			t.Fatalf("line %q: %v", sc.Text(), err)

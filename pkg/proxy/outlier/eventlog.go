@@ -1,6 +1,8 @@
 package outlier
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"sync"
 	"time"
@@ -31,6 +33,23 @@ func OpenEventLog(path string, now func() time.Time) (*EventLog, error) {
 		now = time.Now
 	}
 	return &EventLog{f: f, now: now}, nil
+}
+
+// Reopen closes and reopens the file (log rotation: /reopen_logs,
+// SIGUSR1), as Envoy reopens its access logs. A nil log does nothing.
+func (l *EventLog) Reopen() error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, err := os.OpenFile(l.f.Name(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	_ = l.f.Close()
+	l.f = f
+	return nil
 }
 
 // Close closes the file. A nil log has nothing to close.
@@ -112,8 +131,13 @@ func (l *EventLog) write(ev *datav3.OutlierDetectionEvent) {
 	if err != nil {
 		return
 	}
-	b = append(b, '\n')
+	// protojson may space its output; Envoy's lines have no spaces.
+	var line bytes.Buffer
+	if err := json.Compact(&line, b); err != nil {
+		return
+	}
+	line.WriteByte('\n')
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	_, _ = l.f.Write(b)
+	_, _ = l.f.Write(line.Bytes())
 }
