@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -446,5 +447,52 @@ func TestParseConfigErrors(t *testing.T) {
 	c, errs := ParseConfig(&clusterv3.OutlierDetection{BaseEjectionTime: durationpb.New(time.Hour)})
 	if len(errs) > 0 || c.MaxEjectionTime != time.Hour || c.Consecutive5xx != 5 || c.EnforcingConsecutiveGateway != 0 || c.SuccessRateStdevFactor != 1900 {
 		t.Errorf("defaults: %+v %v", c, errs)
+	}
+}
+
+// TestConcurrentReports runs reports from many goroutines while sweeps and
+// membership updates happen (for the race detector), and checks the
+// ejection count stays consistent.
+func TestConcurrentReports(t *testing.T) {
+	r := newRig(t, 4, &clusterv3.OutlierDetection{
+		Consecutive_5Xx: wrapperspb.UInt32(3), MaxEjectionPercent: wrapperspb.UInt32(100),
+		SuccessRateMinimumHosts: wrapperspb.UInt32(2), SuccessRateRequestVolume: wrapperspb.UInt32(5),
+	}, nil)
+	r.d.deps.Now = time.Now
+	r.d.deps.HealthChanged = nil
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := r.hosts[g].Outlier()
+			for i := range 2000 {
+				if i%3 == 0 {
+					h.PutHTTPResponseCode(503)
+				} else {
+					h.PutHTTPResponseCode(200)
+				}
+				h.PutResult(upstream.LocalOriginConnectFailed, 0)
+			}
+		}()
+	}
+	go func() {
+		defer close(done)
+		for range 50 {
+			r.d.Tick()
+			r.d.SetHosts(r.hosts)
+		}
+	}()
+	wg.Wait()
+	<-done
+	ejectedNow := 0
+	for _, h := range r.hosts {
+		if ejected(h) {
+			ejectedNow++
+		}
+	}
+	if int64(ejectedNow) != r.active() {
+		t.Fatalf("%d hosts flagged, ejections_active %d", ejectedNow, r.active())
 	}
 }
