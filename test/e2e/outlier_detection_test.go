@@ -27,6 +27,10 @@ type failingUpstream struct {
 func (u *failingUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u.requests.Add(1)
 	switch code := int(u.fail.Load()); code {
+	case grpcUnavailable:
+		// A gRPC trailers-only answer: HTTP 200, grpc-status 14.
+		w.Header().Set("content-type", "application/grpc")
+		w.Header().Set("grpc-status", "14")
 	case 0:
 		_, _ = io.WriteString(w, u.name)
 	case -1:
@@ -40,8 +44,12 @@ func (u *failingUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// hang makes the upstream hold every request.
-const hang = -1
+// hang makes the upstream hold every request; grpcUnavailable answer
+// them with gRPC's UNAVAILABLE.
+const (
+	hang            = -1
+	grpcUnavailable = -2
+)
 
 // outlierCluster is a cluster "od" over the given ports with the YAML flow
 // fields of an outlier_detection.
@@ -55,11 +63,16 @@ func outlierCluster(od string, ports ...int) proxyCluster {
 }
 
 // odGet sends a GET through the listener on a connection of its own and
-// returns status and body.
-func odGet(port int) (int, string) {
+// returns status and body; header are its extra fields.
+func odGet(port int, header ...string) (int, string) {
 	GinkgoHelper()
 	c := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := c.Get(listenerURL(port, "/"))
+	req, err := http.NewRequest(http.MethodGet, listenerURL(port, "/"), nil)
+	Expect(err).NotTo(HaveOccurred())
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := c.Do(req)
 	Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
@@ -224,6 +237,65 @@ var _ = Describe("Outlier detection", func() {
 		status, body := odGet(port)
 		Expect(status).To(Equal(200))
 		Expect(body).To(Equal("good"))
+	})
+
+	// ejectAfter sends four requests (header are their extra fields) over
+	// a good and a bad host with consecutive_5xx 2 and checks the bad one
+	// is ejected after its second.
+	ejectAfter := func(s *Sidecar, port, badPort int, header ...string) {
+		GinkgoHelper()
+		for range 4 {
+			odGet(port, header...)
+		}
+		Expect(odStat(s, "ejections_enforced_consecutive_5xx")).To(Equal("1"))
+		Expect(hostFlags(s, badPort)).To(Equal("/failed_outlier_check"))
+	}
+
+	It("follows the runtime's outlier_detection keys", func() {
+		good, bad := &failingUpstream{name: "good"}, &failingUpstream{name: "bad"}
+		bad.fail.Store(500)
+		goodPort, badPort := portNum(httpTestUpstream(good, false)), portNum(httpTestUpstream(bad, false))
+		port, dir := freePort(), newDir()
+		s := Start(dir, proxySpec{
+			Port:     port,
+			Top:      `{layered_runtime: {layers: [{name: admin, admin_layer: {}}]}}`,
+			Clusters: []proxyCluster{outlierCluster("{consecutive_5xx: 100, max_ejection_percent: 50}", goodPort, badPort)},
+		}.YAML())
+		s.WaitLive()
+		Expect(s.Post("/runtime_modify?outlier_detection.consecutive_5xx=2").Status).To(Equal(200))
+		ejectAfter(s, port, badPort)
+	})
+
+	It("counts a gRPC response's grpc-status, mapped to HTTP", func() {
+		good, bad := &failingUpstream{name: "good"}, &failingUpstream{name: "bad"}
+		bad.fail.Store(grpcUnavailable)
+		goodPort, badPort := portNum(httpTestUpstream(good, false)), portNum(httpTestUpstream(bad, false))
+		port, dir := freePort(), newDir()
+		s := Start(dir, proxySpec{
+			Port:     port,
+			Clusters: []proxyCluster{outlierCluster("{consecutive_5xx: 2, max_ejection_percent: 50}", goodPort, badPort)},
+		}.YAML())
+		s.WaitLive()
+		// A plain request's 200 is a success even with grpc-status.
+		for range 4 {
+			odGet(port)
+		}
+		Expect(odStat(s, "ejections_enforced_consecutive_5xx")).To(Equal("0"))
+		ejectAfter(s, port, badPort, "content-type", "application/grpc")
+	})
+
+	It("counts an HTTP/2 upstream's answers", func() {
+		good, bad := &failingUpstream{name: "good"}, &failingUpstream{name: "bad"}
+		bad.fail.Store(503)
+		goodPort, badPort := portNum(httpTestUpstream(good, true)), portNum(httpTestUpstream(bad, true))
+		port, dir := freePort(), newDir()
+		c := outlierCluster("{consecutive_5xx: 2, max_ejection_percent: 50}", goodPort, badPort)
+		h2 := h2cOptions()
+		c.Extra = strings.TrimSuffix(c.Extra, "}") + ", " + h2[1:len(h2)-1] + "}"
+		s := Start(dir, proxySpec{Port: port, Clusters: []proxyCluster{c}}.YAML())
+		s.WaitLive()
+		ejectAfter(s, port, badPort)
+		Expect(statValue(s, "cluster.od.upstream_cx_http2_total")).NotTo(Equal("0"))
 	})
 
 	// burst sends n requests; it reports whether the host on port was
