@@ -32,7 +32,7 @@ type rig struct {
 	rt      *runtime.Runtime
 }
 
-func newRig(t *testing.T, n int, od *clusterv3.OutlierDetection, events *EventLog) *rig {
+func newRig(t testing.TB, n int, od *clusterv3.OutlierDetection, events *EventLog) *rig {
 	t.Helper()
 	cfg, errs := ParseConfig(od)
 	if len(errs) > 0 {
