@@ -181,7 +181,9 @@ var _ = Describe("Outlier detection", func() {
 		Expect(evs[0]).To(HaveKeyWithValue("num_ejections", BeEquivalentTo(1)))
 		Expect(evs[0]).To(HaveKey("eject_consecutive_event"))
 		Expect(evs[1]).To(HaveKeyWithValue("action", "UNEJECT"))
-		Expect(evs[1]).To(HaveKeyWithValue("secs_since_last_action", "1"))
+		// Whole seconds since the ejection: base_ejection_time (1s), a
+		// little more on a busy machine.
+		Expect(evs[1]).To(HaveKeyWithValue("secs_since_last_action", BeElementOf("1", "2", "3")))
 	})
 
 	It("ejects a host that refuses connections as a local-origin failure when origins are split", func() {

@@ -61,7 +61,10 @@ type Detector struct {
 	mu       sync.Mutex
 	monitors []*Monitor
 	byAddr   map[string]*Monitor
-	active   uint64
+	// members are the monitors of the current hosts: a report that
+	// reaches a removed host's monitor ejects nothing.
+	members map[*Monitor]bool
+	active  uint64
 	// sr are the success-rate average and ejection threshold of the last
 	// interval per origin, -1 when not computed.
 	sr      [2]srNums
@@ -114,28 +117,36 @@ func (d *Detector) millis(key string, def time.Duration) time.Duration {
 func (d *Detector) SetHosts(hosts []*upstream.Host) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	monitors := make([]*Monitor, 0, len(hosts))
-	byAddr := make(map[string]*Monitor, len(hosts))
-	for _, h := range hosts {
-		m, ok := h.Outlier().(*Monitor)
-		if !ok || m.d != d {
-			m = d.byAddr[h.Address]
-			if m == nil || byAddr[h.Address] == m {
-				m = newMonitor(d, h)
-			} else {
-				h.CopyHealthFlags(m.host)
-				m.host = h
-			}
-			h.SetOutlier(m)
+	monitors := make([]*Monitor, len(hosts))
+	kept := make(map[*Monitor]bool, len(hosts))
+	// Hosts that stay (the same objects) keep their monitors first, so
+	// that a new object at the same address never takes one of those.
+	for i, h := range hosts {
+		if m, ok := h.Outlier().(*Monitor); ok && m.d == d && !kept[m] {
+			monitors[i] = m
+			kept[m] = true
 		}
-		if _, dup := byAddr[h.Address]; !dup {
-			byAddr[h.Address] = m
-		}
-		monitors = append(monitors, m)
 	}
-	kept := make(map[*Monitor]bool, len(monitors))
-	for _, m := range monitors {
+	for i, h := range hosts {
+		if monitors[i] != nil {
+			continue
+		}
+		m := d.byAddr[h.Address]
+		if m == nil || kept[m] {
+			m = newMonitor(d, h)
+		} else {
+			h.CopyHealthFlags(m.host)
+			m.host = h
+		}
+		h.SetOutlier(m)
+		monitors[i] = m
 		kept[m] = true
+	}
+	byAddr := make(map[string]*Monitor, len(hosts))
+	for i, h := range hosts {
+		if _, dup := byAddr[h.Address]; !dup {
+			byAddr[h.Address] = monitors[i]
+		}
 	}
 	for _, m := range d.monitors {
 		if !kept[m] && m.ejected {
@@ -144,7 +155,7 @@ func (d *Detector) SetHosts(hosts []*upstream.Host) {
 			d.deps.Stats.EjectionsActive.Dec()
 		}
 	}
-	d.monitors, d.byAddr = monitors, byAddr
+	d.monitors, d.byAddr, d.members = monitors, byAddr, kept
 }
 
 // Start runs the interval timer until Stop. Starting twice does nothing.
@@ -241,7 +252,7 @@ func (d *Detector) onConsecutive(m *Monitor, t datav3.OutlierEjectionType) {
 func (d *Detector) consecutive(m *Monitor, t datav3.OutlierEjectionType) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.byAddr[m.host.Address] != m || m.ejected {
+	if !d.members[m] || m.ejected {
 		// Removed from the cluster, or already out.
 		return false
 	}

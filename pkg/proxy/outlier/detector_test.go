@@ -496,3 +496,15 @@ func TestConcurrentReports(t *testing.T) {
 		t.Fatalf("%d hosts flagged, ejections_active %d", ejectedNow, r.active())
 	}
 }
+
+// TestHostKeptBesideNewObject: a host that stays keeps its monitor even
+// when a new object at its address comes first in the update.
+func TestHostKeptBesideNewObject(t *testing.T) {
+	r := newRig(t, 2, &clusterv3.OutlierDetection{}, nil)
+	m := r.monitor(0)
+	twin := &upstream.Host{Address: r.hosts[0].Address}
+	r.d.SetHosts([]*upstream.Host{twin, r.hosts[0], r.hosts[1]})
+	if r.hosts[0].Outlier() != m || twin.Outlier() == m || twin.Outlier() == nil {
+		t.Fatal("the staying host lost its monitor to the new object at its address")
+	}
+}
