@@ -19,11 +19,25 @@ var (
 	_ admin.BreakerEventSource = (*server.Server)(nil)
 	_ admin.ConfigDumpSource   = (*server.Server)(nil)
 	_ admin.ListenerSource     = (*server.Server)(nil)
-	_ admin.ClusterSource      = (*server.Server)(nil)
+	_ admin.ClusterSource      = clusterView{}
 	_ admin.RuntimeStore       = runtimeView{}
 	_ admin.LogControl         = logView{}
 	_ admin.DrainControl       = drainView{}
 )
+
+// clusterView presents the clusters to /clusters, with their outlier
+// detection's figures in the admin's shape.
+type clusterView struct{ *server.Server }
+
+func (v clusterView) Outlier(cluster string) (admin.OutlierSummary, bool) {
+	f, ok := v.ClusterOutlier(cluster)
+	return admin.OutlierSummary{
+		SuccessRateAverage:                      f.SuccessRateAverage,
+		SuccessRateEjectionThreshold:            f.SuccessRateEjectionThreshold,
+		LocalOriginSuccessRateAverage:           f.LocalOriginSuccessRateAverage,
+		LocalOriginSuccessRateEjectionThreshold: f.LocalOriginSuccessRateEjectionThreshold,
+	}, ok
+}
 
 // runtimeView presents the server's layered runtime to /runtime and
 // /runtime_modify.

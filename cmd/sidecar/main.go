@@ -91,7 +91,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Listeners:         srv,
 		Drain:             drainView{srv},
 		ConfigDump:        srv,
-		Clusters:          srv,
+		Clusters:          clusterView{srv},
 		HotRestartVersion: srv.HotRestartVersion(),
 		ProfilePath:       srv.ProfilePath(),
 		MutexTracing:      opts.EnableMutexTracing,

@@ -40,7 +40,7 @@ func (a *Admin) handleClusters(w *Response, r *Request) {
 		w.Proto(cs, false)
 		return
 	}
-	w.Text(http.StatusOK, clustersText(cs, a.opts.Clusters.IsCanary))
+	w.Text(http.StatusOK, clustersText(cs, a.opts.Clusters.IsCanary, a.opts.Clusters.Outlier))
 }
 
 // clustersText renders the text form of /clusters: the cluster manager's
@@ -49,14 +49,20 @@ func (a *Admin) handleClusters(w *Response, r *Request) {
 // of the default and high priorities, added_via_api and the EDS service
 // name when set, then per host its stats sorted by name, its placement
 // and its health. Every line is "<cluster>::<key>::<value>" or
-// "<cluster>::<host>::<key>::<value>". The outlier-detection lines Envoy
-// prints after the observability name come with outlier detection.
-func clustersText(cs *adminv3.Clusters, isCanary func(string, *corev3.Address) bool) string {
+// "<cluster>::<host>::<key>::<value>". A cluster with outlier detection
+// has its outlier::* lines after the observability name, as Envoy's.
+func clustersText(cs *adminv3.Clusters, isCanary func(string, *corev3.Address) bool, outlier func(string) (OutlierSummary, bool)) string {
 	var b strings.Builder
 	b.WriteString("version_info::static\n")
 	for _, c := range cs.GetClusterStatuses() {
 		name := c.GetName()
 		line(&b, name, "observability_name", c.GetObservabilityName())
+		if o, ok := outlier(name); ok {
+			line(&b, name, "outlier::success_rate_average", outlierText(o.SuccessRateAverage))
+			line(&b, name, "outlier::success_rate_ejection_threshold", outlierText(o.SuccessRateEjectionThreshold))
+			line(&b, name, "outlier::local_origin_success_rate_average", outlierText(o.LocalOriginSuccessRateAverage))
+			line(&b, name, "outlier::local_origin_success_rate_ejection_threshold", outlierText(o.LocalOriginSuccessRateEjectionThreshold))
+		}
 		for _, p := range []corev3.RoutingPriority{corev3.RoutingPriority_DEFAULT, corev3.RoutingPriority_HIGH} {
 			t := thresholdsFor(c.GetCircuitBreakers(), p)
 			prefix := strings.ToLower(p.String()) + "_priority::"
@@ -168,3 +174,7 @@ func hostAddressText(a *corev3.Address) string {
 	sa := a.GetSocketAddress()
 	return net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10))
 }
+
+// outlierText prints a cluster's success-rate figure as Envoy's {:g}
+// does (six significant digits).
+func outlierText(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }

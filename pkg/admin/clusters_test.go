@@ -16,6 +16,7 @@ type fakeClusters struct {
 	rec      *recorder
 	clusters *adminv3.Clusters
 	canaries map[string]bool // "cluster/ip:port"
+	outlier  map[string]OutlierSummary
 }
 
 func (f fakeClusters) Clusters() *adminv3.Clusters {
@@ -25,6 +26,11 @@ func (f fakeClusters) Clusters() *adminv3.Clusters {
 
 func (f fakeClusters) IsCanary(cluster string, a *corev3.Address) bool {
 	return f.canaries[cluster+"/"+hostAddressText(a)]
+}
+
+func (f fakeClusters) Outlier(cluster string) (OutlierSummary, bool) {
+	o, ok := f.outlier[cluster]
+	return o, ok
 }
 
 func clusterHostAddr(ip string, port uint32) *corev3.Address {
@@ -140,7 +146,8 @@ func TestClustersEndpoint(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			var rec recorder
-			src := fakeClusters{rec: &rec, clusters: tc.clusters, canaries: map[string]bool{"web/127.0.0.1:8080": true}}
+			src := fakeClusters{rec: &rec, clusters: tc.clusters, canaries: map[string]bool{"web/127.0.0.1:8080": true},
+				outlier: map[string]OutlierSummary{"web": {SuccessRateAverage: 90, SuccessRateEjectionThreshold: 52.123456789, LocalOriginSuccessRateAverage: -1, LocalOriginSuccessRateEjectionThreshold: -1}}}
 			ta := newTestAdmin(t, func(o *Options) { o.Clusters = src })
 			resp := serve(t, ta.Handler(), tc.req)
 			checkResponseGolden(t, "clusters-"+name, resp)

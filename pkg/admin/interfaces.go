@@ -140,6 +140,19 @@ type ClusterSource interface {
 	// a canary. The text form shows each host's canary flag, for which the
 	// Clusters message has no field.
 	IsCanary(cluster string, address *corev3.Address) bool
+	// Outlier returns the outlier-detection figures of the named cluster
+	// that the text form prints (the Clusters message lacks the
+	// averages), and false when the cluster has no outlier detection.
+	Outlier(cluster string) (OutlierSummary, bool)
+}
+
+// OutlierSummary is a cluster's success-rate figures of the last outlier
+// detection interval, each -1 when not computed.
+type OutlierSummary struct {
+	SuccessRateAverage                      float64
+	SuccessRateEjectionThreshold            float64
+	LocalOriginSuccessRateAverage           float64
+	LocalOriginSuccessRateEjectionThreshold float64
 }
 
 // ListenerSource backs /listeners.

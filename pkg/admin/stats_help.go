@@ -212,6 +212,22 @@ var clusterHelp = [][2]string{
 	{"cluster.circuit_breakers.*.remaining_pending", "Pending requests left before the priority's circuit breaker opens."},
 	{"cluster.circuit_breakers.*.remaining_rq", "Requests left before the priority's circuit breaker opens."},
 	{"cluster.circuit_breakers.*.remaining_retries", "Retries left before the priority's circuit breaker opens."},
+	{"cluster.outlier_detection.ejections_total", "Consecutive-5xx and success-rate ejections that max_ejection_percent allowed, enforced or not (deprecated)."},
+	{"cluster.outlier_detection.ejections_consecutive_5xx", "Consecutive-5xx ejections detected (deprecated)."},
+	{"cluster.outlier_detection.ejections_success_rate", "Success-rate outliers detected (deprecated)."},
+	{"cluster.outlier_detection.ejections_enforced_consecutive_5xx", "Hosts outlier detection ejected for consecutive 5xx."},
+	{"cluster.outlier_detection.ejections_detected_consecutive_gateway_failure", "Hosts outlier detection found with consecutive gateway failures."},
+	{"cluster.outlier_detection.ejections_enforced_consecutive_gateway_failure", "Hosts outlier detection ejected for consecutive gateway failures."},
+	{"cluster.outlier_detection.ejections_detected_success_rate", "Hosts outlier detection found with a success rate below the cluster's threshold."},
+	{"cluster.outlier_detection.ejections_enforced_success_rate", "Hosts outlier detection ejected for a success rate below the cluster's threshold."},
+	{"cluster.outlier_detection.ejections_detected_failure_percentage", "Hosts outlier detection found with a failure percentage at the threshold."},
+	{"cluster.outlier_detection.ejections_enforced_failure_percentage", "Hosts outlier detection ejected for a failure percentage at the threshold."},
+	{"cluster.outlier_detection.ejections_detected_consecutive_local_origin_failure", "Hosts outlier detection found with consecutive local-origin failures."},
+	{"cluster.outlier_detection.ejections_enforced_consecutive_local_origin_failure", "Hosts outlier detection ejected for consecutive local-origin failures."},
+	{"cluster.outlier_detection.ejections_detected_local_origin_success_rate", "Hosts outlier detection found with a local-origin success rate below the cluster's threshold."},
+	{"cluster.outlier_detection.ejections_enforced_local_origin_success_rate", "Hosts outlier detection ejected for a local-origin success rate below the cluster's threshold."},
+	{"cluster.outlier_detection.ejections_detected_local_origin_failure_percentage", "Hosts outlier detection found with a local-origin failure percentage at the threshold."},
+	{"cluster.outlier_detection.ejections_enforced_local_origin_failure_percentage", "Hosts outlier detection ejected for a local-origin failure percentage at the threshold."},
 }
 
 // httpHelp describes the HTTP connection manager's, the router's, the

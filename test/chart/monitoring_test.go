@@ -127,7 +127,8 @@ func TestMonitoringNaming(t *testing.T) {
 		t.Errorf("the namings query different names:\nenvoy %v\nproxy %v", refs["envoy"], refs["proxy"])
 	}
 	for _, want := range []string{"http_downstream_rq_total", "cluster_upstream_rq_time_bucket", "cluster_name",
-		"listener_manager_lds_update_rejected", "server_state", "server_days_until_first_cert_expiring"} {
+		"listener_manager_lds_update_rejected", "server_state", "server_days_until_first_cert_expiring",
+		"cluster_outlier_detection_ejections_active", "cluster_outlier_detection_ejections_enforced_total"} {
 		if !slices.Contains(refs["proxy"], want) {
 			t.Errorf("no query reads %s", want)
 		}
@@ -145,7 +146,8 @@ func TestMonitoringOptIn(t *testing.T) {
 	if slices.Contains(alerts, "OutriggerCertificateExpiringSoon") {
 		t.Errorf("the certificate alert is there without certExpiry: %v", alerts)
 	}
-	for _, want := range []string{"OutriggerListenerUpdateRejected", "OutriggerConnectionsRefused", "OutriggerSidecarDraining"} {
+	for _, want := range []string{"OutriggerListenerUpdateRejected", "OutriggerConnectionsRefused", "OutriggerSidecarDraining",
+		"OutriggerOutlierEjections", "OutriggerOutlierEjectionsRecurring"} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("no alert %s in %v", want, alerts)
 		}

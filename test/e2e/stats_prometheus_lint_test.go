@@ -75,7 +75,7 @@ func startPromScenario(naming string) promScenario {
 		Routes: `[{match: {prefix: /fail}, direct_response: {status: 503}}, {match: {prefix: /h2}, route: {cluster: h2up}},
 			{match: {prefix: /}, route: {cluster: web}}]`,
 		Clusters: []proxyCluster{{Name: "web", Port: up.port,
-			Extra: `{circuit_breakers: {thresholds: [{max_requests: 100}]}}`},
+			Extra: `{circuit_breakers: {thresholds: [{max_requests: 100}]}, outlier_detection: {}}`},
 			{Name: "h2up", Port: portNum(h2up), Extra: h2cOptions()}},
 		More: []proxySpec{{Port: sc.tcpPort, Routes: "[]", Listener: `{name: tcp, filter_chains: [{filters: [{name: envoy.filters.network.tcp_proxy, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: front, cluster: web}}]}]}`}},
 	}

@@ -71,6 +71,38 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_retries":          {},
 	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.track_remaining":      {},
 
+	// Outlier detection (pkg/proxy/outlier); monitors (extensions) and
+	// detect_degraded_hosts are refused. The bootstrap's event log is
+	// cluster_manager.outlier_detection.event_log_path.
+	"envoy.config.cluster.v3.Cluster.outlier_detection":                                    {},
+	"envoy.config.cluster.v3.OutlierDetection.consecutive_5xx":                             {},
+	"envoy.config.cluster.v3.OutlierDetection.interval":                                    {},
+	"envoy.config.cluster.v3.OutlierDetection.base_ejection_time":                          {},
+	"envoy.config.cluster.v3.OutlierDetection.max_ejection_percent":                        {},
+	"envoy.config.cluster.v3.OutlierDetection.enforcing_consecutive_5xx":                   {},
+	"envoy.config.cluster.v3.OutlierDetection.enforcing_success_rate":                      {},
+	"envoy.config.cluster.v3.OutlierDetection.success_rate_minimum_hosts":                  {},
+	"envoy.config.cluster.v3.OutlierDetection.success_rate_request_volume":                 {},
+	"envoy.config.cluster.v3.OutlierDetection.success_rate_stdev_factor":                   {},
+	"envoy.config.cluster.v3.OutlierDetection.consecutive_gateway_failure":                 {},
+	"envoy.config.cluster.v3.OutlierDetection.enforcing_consecutive_gateway_failure":       {},
+	"envoy.config.cluster.v3.OutlierDetection.split_external_local_origin_errors":          {},
+	"envoy.config.cluster.v3.OutlierDetection.consecutive_local_origin_failure":            {},
+	"envoy.config.cluster.v3.OutlierDetection.enforcing_consecutive_local_origin_failure":  {},
+	"envoy.config.cluster.v3.OutlierDetection.enforcing_local_origin_success_rate":         {},
+	"envoy.config.cluster.v3.OutlierDetection.failure_percentage_threshold":                {},
+	"envoy.config.cluster.v3.OutlierDetection.enforcing_failure_percentage":                {},
+	"envoy.config.cluster.v3.OutlierDetection.enforcing_failure_percentage_local_origin":   {},
+	"envoy.config.cluster.v3.OutlierDetection.failure_percentage_minimum_hosts":            {},
+	"envoy.config.cluster.v3.OutlierDetection.failure_percentage_request_volume":           {},
+	"envoy.config.cluster.v3.OutlierDetection.max_ejection_time":                           {},
+	"envoy.config.cluster.v3.OutlierDetection.max_ejection_time_jitter":                    {},
+	"envoy.config.cluster.v3.OutlierDetection.successful_active_health_check_uneject_host": {},
+	"envoy.config.cluster.v3.OutlierDetection.always_eject_one_host":                       {},
+	"envoy.config.bootstrap.v3.Bootstrap.cluster_manager":                                  {},
+	"envoy.config.bootstrap.v3.ClusterManager.outlier_detection":                           {},
+	"envoy.config.bootstrap.v3.ClusterManager.OutlierDetection.event_log_path":             {},
+
 	// Load assignment.
 	"envoy.config.endpoint.v3.ClusterLoadAssignment.cluster_name":                   {},
 	"envoy.config.endpoint.v3.ClusterLoadAssignment.endpoints":                      {},

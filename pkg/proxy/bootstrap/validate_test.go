@@ -115,8 +115,24 @@ func TestValidateSupport(t *testing.T) {
 			want:    []string{"default_regex_engine: not supported by Outrigger"},
 		},
 		"cluster field": {
-			overlay: "static_resources: {clusters: [{name: backend, outlier_detection: {}}]}",
-			want:    []string{"static_resources.clusters[0].outlier_detection: not supported by Outrigger"},
+			overlay: "static_resources: {clusters: [{name: backend, outlier_detection: {detect_degraded_hosts: true}}]}",
+			want:    []string{"static_resources.clusters[0].outlier_detection.detect_degraded_hosts: not supported by Outrigger"},
+		},
+		"outlier detection nonsense": {
+			overlay: "static_resources: {clusters: [{name: backend, outlier_detection: {max_ejection_percent: 101, enforcing_success_rate: 200, interval: 0s}}]}",
+			want: []string{
+				"static_resources.clusters[0].outlier_detection.interval: value must be greater than 0s",
+				"static_resources.clusters[0].outlier_detection.max_ejection_percent: value must be less than or equal to 100",
+				"static_resources.clusters[0].outlier_detection.enforcing_success_rate: value must be less than or equal to 100",
+			},
+		},
+		"outlier detection monitors": {
+			overlay: `static_resources: {clusters: [{name: backend, outlier_detection: {monitors: [{name: m, typed_config: {"@type": type.googleapis.com/google.protobuf.Struct, value: {}}}]}}]}`,
+			want:    []string{"static_resources.clusters[0].outlier_detection.monitors: not supported by Outrigger"},
+		},
+		"cluster manager": {
+			overlay: "cluster_manager: {local_cluster_name: backend, outlier_detection: {event_log_path: /tmp/x}}",
+			want:    []string{"cluster_manager.local_cluster_name: not supported by Outrigger"},
 		},
 		"cluster type": {
 			overlay: "static_resources: {clusters: [{name: backend, type: STATIC, lb_policy: RANDOM}]}",

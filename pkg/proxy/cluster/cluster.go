@@ -12,6 +12,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/outlier"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
@@ -71,6 +72,8 @@ type Cluster struct {
 	alpn autoProtocol
 	// dynamic is a discovered cluster's origin, nil for a static one.
 	dynamic *dynamicOrigin
+	// outlier is the outlier detector, nil without outlier_detection.
+	outlier *outlier.Detector
 }
 
 // hostSet is the cluster's hosts at one moment: built whole, then only
@@ -93,6 +96,8 @@ type clusterDeps struct {
 	dial    DialFunc
 	now     func() time.Time
 	rand    func() uint64
+	// outlierEvents is the outlier-detection event log, nil for none.
+	outlierEvents *outlier.EventLog
 }
 
 // newCluster builds a cluster from checked settings. A DNS cluster starts
@@ -137,6 +142,7 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 	if s.eds != nil {
 		c.eds = newEDSState()
 	}
+	c.outlier = c.newOutlierDetector(scope, d)
 	// The initial empty set of a DNS or EDS cluster is no membership
 	// change.
 	c.install(priorities, s.dns == nil && s.eds == nil)
@@ -193,6 +199,11 @@ func (c *Cluster) install(priorities [][]*upstream.Host, counted bool) {
 				hs.h1[h] = &http1Pool{}
 			}
 		}
+	}
+	if c.outlier != nil {
+		// Before publishing: every host has its monitor once the data
+		// path can pick it.
+		c.outlier.SetHosts(hs.hosts)
 	}
 	c.set.Store(hs)
 	c.balancer.Store(c.newBalancer(hs))
@@ -392,6 +403,9 @@ func (c *Cluster) Close() {
 	c.closed.Store(true)
 	if c.origDst != nil {
 		c.origDst.stopCleanup()
+	}
+	if c.outlier != nil {
+		c.outlier.Stop()
 	}
 	open := make([]*trackedConn, 0, len(c.conns))
 	for tc := range c.conns {

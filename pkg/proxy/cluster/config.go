@@ -12,6 +12,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/outlier"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -47,7 +48,9 @@ type settings struct {
 	// (built by the manager, which has the secrets).
 	tls        *tlsconfig.Client
 	thresholds [numPriorities]Thresholds
-	lb         lb.Config
+	// outlier is outlier_detection, nil for none (outlier.go).
+	outlier *outlier.Config
+	lb      lb.Config
 	// priorities are a STATIC cluster's hosts; dns is a DNS cluster's
 	// resolution (its hosts come from the answers).
 	priorities [][]*upstream.Host
@@ -157,6 +160,8 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	for _, err := range errList {
 		errs = append(errs, prefixed("circuit_breakers", err))
 	}
+	s.outlier, errList = buildOutlier(c.GetOutlierDetection())
+	errs = append(errs, errList...)
 
 	la := c.GetLoadAssignment()
 	if f := la.GetPolicy().GetOverprovisioningFactor(); f != nil {

@@ -99,6 +99,7 @@ func (c *Cluster) connect(ctx context.Context, h *upstream.Host, alpn []string) 
 		h.Stats.CxTotal.Add(1)
 		c.stats.UpstreamCxConnectFail.Inc()
 		h.Stats.CxConnectFail.Add(1)
+		reportConnectFailure(h, timedOut)
 		if timedOut {
 			c.stats.UpstreamCxConnectTimeout.Inc()
 			return nil, fmt.Errorf("connecting to %s: %w after %s", h.Address, ErrConnectTimeout, c.settings.connectTimeout)

@@ -156,6 +156,7 @@ func (m *Manager) ApplyDiscovered(cfgs []*clusterv3.Cluster, version string, now
 		if c.origDst != nil {
 			c.startOrigDstCleanup()
 		}
+		c.startOutlier()
 		if warm := c.warmed(); warm != nil {
 			if m.dyn.warming == nil {
 				m.dyn.warming = map[string]*Cluster{}

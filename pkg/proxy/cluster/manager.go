@@ -13,6 +13,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/outlier"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
@@ -53,6 +54,9 @@ type Options struct {
 	// circuit_breakers.<cluster>.<priority>.max_* keys override the
 	// clusters' thresholds; nil for no runtime.
 	Runtime func() *runtime.Snapshot
+	// OutlierEvents is the bootstrap's outlier-detection event log
+	// (cluster_manager.outlier_detection.event_log_path), nil for none.
+	OutlierEvents *outlier.EventLog
 }
 
 // Manager owns the clusters: the bootstrap's, and those cluster discovery
@@ -113,7 +117,7 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 
 	m := &Manager{log: o.Log}
 	snap := &clusterSnapshot{byName: make(map[string]*Cluster, len(all))}
-	d := clusterDeps{stats: o.Stats, runtime: o.Runtime, dial: o.Dial, now: o.Now, rand: o.Rand}
+	d := clusterDeps{stats: o.Stats, runtime: o.Runtime, dial: o.Dial, now: o.Now, rand: o.Rand, outlierEvents: o.OutlierEvents}
 	env := o.ResolverEnv
 	if env.Stats == nil {
 		env.Stats = o.Stats
@@ -186,6 +190,7 @@ func (m *Manager) Start() {
 		if c.origDst != nil {
 			c.startOrigDstCleanup()
 		}
+		c.startOutlier()
 	}
 }
 

@@ -4,7 +4,11 @@
 // and what access log filters read from a response without grpc-status.
 package grpcstatus
 
-import "google.golang.org/grpc/codes"
+import (
+	"strconv"
+
+	"google.golang.org/grpc/codes"
+)
 
 // FromHTTP is the gRPC status of an HTTP status.
 func FromHTTP(status int) codes.Code {
@@ -21,4 +25,40 @@ func FromHTTP(status int) codes.Code {
 		return codes.Unavailable
 	}
 	return codes.Unknown
+}
+
+// ToHTTP is the HTTP status of a grpc-status value, as Envoy's
+// Grpc::Utility::grpcToHttpStatus maps it (what outlier detection counts
+// for a gRPC response): a value that is no known code is a 500.
+func ToHTTP(grpcStatus string) int {
+	n, err := strconv.ParseUint(grpcStatus, 10, 32)
+	if err != nil {
+		return 500
+	}
+	switch codes.Code(n) {
+	case codes.OK:
+		return 200
+	case codes.Canceled:
+		return 499
+	case codes.InvalidArgument, codes.FailedPrecondition, codes.OutOfRange:
+		return 400
+	case codes.DeadlineExceeded:
+		return 504
+	case codes.NotFound:
+		return 404
+	case codes.AlreadyExists, codes.Aborted:
+		return 409
+	case codes.PermissionDenied:
+		return 403
+	case codes.ResourceExhausted:
+		return 429
+	case codes.Unimplemented:
+		return 501
+	case codes.Unavailable:
+		return 503
+	case codes.Unauthenticated:
+		return 401
+	}
+	// Unknown, Internal, DataLoss and anything else.
+	return 500
 }

@@ -17,3 +17,14 @@ func TestFromHTTP(t *testing.T) {
 		}
 	}
 }
+
+func TestToHTTP(t *testing.T) {
+	for in, want := range map[string]int{
+		"0": 200, "1": 499, "2": 500, "3": 400, "4": 504, "5": 404, "6": 409, "7": 403, "8": 429, "9": 400,
+		"10": 409, "11": 400, "12": 501, "13": 500, "14": 503, "15": 500, "16": 401, "17": 500, "x": 500, "": 500,
+	} {
+		if got := ToHTTP(in); got != want {
+			t.Errorf("ToHTTP(%q) = %d, want %d", in, got, want)
+		}
+	}
+}

@@ -258,6 +258,7 @@ func (s *stream) forwardHTTP1(cl UpstreamCluster, host *upstream.Host) {
 			}
 			return
 		}
+		s.outlierConnected()
 		s.armUpstreamDuration(cl, time.Now())
 		mayRetry := s.body == nil && attempt < maxStaleRetries && uc.Requests > 1
 		if !s.exchangeHTTP1(cl, uc, mayRetry) {
@@ -417,6 +418,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	s.status = resp.Status
 	s.details = "via_upstream"
 	s.copyResponseHeaders(resp)
+	s.outlierResponse()
 	s.setServiceTime(now.Sub(sent))
 	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
 	n := resp.ContentLength
@@ -617,6 +619,7 @@ func (s *stream) upstreamFailed(cl UpstreamCluster, err error, tm *upstreamTimer
 	switch {
 	case isTimeoutErr(err) && s.maxDurationReached(s.tLast):
 	case isTimeoutErr(err) && tm.hardExpired(time.Now()):
+		s.outlierTimeout()
 		s.routeTimedOut(cl)
 	case isTimeoutErr(err):
 		s.m.stats.rqIdleTimeout.Inc()
@@ -629,6 +632,7 @@ func (s *stream) upstreamFailed(cl UpstreamCluster, err error, tm *upstreamTimer
 		}
 		s.localReply(status, bodyStreamTimeout, accesslog.StreamIdleTimeout, "stream_idle_timeout")
 	case errors.As(err, &pe):
+		s.outlierReset()
 		s.chargeCode(cs, 502)
 		s.localReply(502, bodyProtocolError, accesslog.UpstreamProtocolError, "upstream_reset_before_response_started{protocol_error}")
 	default:
@@ -636,6 +640,7 @@ func (s *stream) upstreamFailed(cl UpstreamCluster, err error, tm *upstreamTimer
 			err = sendErr
 		}
 		s.entry.UpstreamTransportFailureReason = err.Error()
+		s.outlierReset()
 		s.chargeCode(cs, 503)
 		s.localReply(503, bodyTermination, accesslog.UpstreamConnectionTermination, "upstream_reset_before_response_started{connection_termination}")
 	}
@@ -664,6 +669,7 @@ func (s *stream) responseBodyFailed(cl UpstreamCluster, err error, tm *upstreamT
 		s.flags |= accesslog.StreamIdleTimeout
 		s.details = "stream_idle_timeout"
 	default:
+		s.outlierReset()
 		s.flags |= accesslog.UpstreamConnectionTermination
 		s.details = "upstream_reset_after_response_started{connection_termination}"
 	}

@@ -56,6 +56,7 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) {
 		s.h2UpstreamFailed(cl, ctx, err)
 		return
 	}
+	s.outlierConnected()
 	defer func() {
 		// Before the response body's Close, which waits for the
 		// transport's goroutine to leave the request body's Read.
@@ -94,6 +95,7 @@ func (s *stream) relayHTTP2(cl UpstreamCluster, ctx context.Context, resp *http.
 	s.status = resp.StatusCode
 	s.details = "via_upstream"
 	s.copyHTTP2ResponseHeaders(resp)
+	s.outlierResponse()
 	s.setServiceTime(now.Sub(sent))
 	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
 	hasBody := !s.isHead && s.status != 204 && s.status != 304
@@ -322,15 +324,18 @@ func (s *stream) h2UpstreamFailed(cl UpstreamCluster, ctx context.Context, err e
 	case errors.Is(err, upstream.ErrOverflow):
 		s.overflowed(cl)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
+		s.outlierTimeout()
 		s.routeTimedOut(cl)
 	case errors.As(err, &op) && op.Op == "dial", errors.As(err, new(*tlsconfig.HandshakeError)):
 		s.connectFailed(cl, err)
 	case isPeerReset(err):
 		s.entry.UpstreamTransportFailureReason = err.Error()
+		s.outlierReset()
 		s.chargeCode(cs, 503)
 		s.localReply(503, bodyRemoteReset, accesslog.UpstreamRemoteReset, "upstream_reset_before_response_started{remote_reset}")
 	default:
 		s.entry.UpstreamTransportFailureReason = err.Error()
+		s.outlierReset()
 		s.chargeCode(cs, 503)
 		s.localReply(503, bodyTermination, accesslog.UpstreamConnectionTermination, "upstream_reset_before_response_started{connection_termination}")
 	}
@@ -353,6 +358,7 @@ func (s *stream) h2BodyFailed(cl UpstreamCluster, ctx context.Context, err error
 		s.flags |= accesslog.UpstreamRequestTimeout
 		s.details = "upstream_response_timeout"
 	} else {
+		s.outlierReset()
 		s.flags |= accesslog.UpstreamRemoteReset
 		s.details = "upstream_reset_after_response_started{remote_reset}"
 		s.entry.UpstreamTransportFailureReason = err.Error()

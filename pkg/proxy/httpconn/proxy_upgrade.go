@@ -47,6 +47,7 @@ func (s *stream) tunnelHTTP1(cl UpstreamCluster, uc *upstream.Conn, sent time.Ti
 	s.status = resp.Status
 	s.details = "via_upstream"
 	s.copyResponseHeaders(resp)
+	s.outlierResponse()
 	if !s.upg.connect {
 		// A 101 keeps its Connection and Upgrade headers, as Envoy
 		// keeps them on an upgrade's response.
@@ -89,6 +90,7 @@ func (s *stream) connectTCP(cl UpstreamCluster, host *upstream.Host) {
 		return
 	}
 	defer conn.Close()
+	s.outlierConnected()
 	s.armUpstreamDuration(cl, time.Now())
 	s.upLocalBuf = appendAddr(s.upLocalBuf[:0], conn.LocalAddr())
 	s.entry.UpstreamLocalAddress = view(s.upLocalBuf)
@@ -97,6 +99,7 @@ func (s *stream) connectTCP(cl UpstreamCluster, host *upstream.Host) {
 	s.entry.FirstUpstreamByte = s.m.stamp(now)
 	s.status = 200
 	s.details = "via_upstream"
+	s.outlierResponse()
 	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
 	s.chargeCode(cl.Stats(), 200)
 	if !s.upg.connect {

@@ -44,6 +44,7 @@ func (s *stream) upgradeHTTP2(cl UpstreamCluster, host *upstream.Host) {
 		return
 	}
 	defer func() { _ = st.Close() }()
+	s.outlierConnected()
 	resp := st.Resp
 	ok := resp.StatusCode == http.StatusOK
 	if s.upg.connect {
@@ -59,6 +60,7 @@ func (s *stream) upgradeHTTP2(cl UpstreamCluster, host *upstream.Host) {
 	s.status = resp.StatusCode
 	s.details = "via_upstream"
 	s.copyHTTP2ResponseHeaders(resp)
+	s.outlierResponse()
 	// What the router sees, and counts, is the answer as Envoy's codec
 	// turns it back into the HTTP/1.1 form of the switch: 101.
 	upstreamStatus := s.status

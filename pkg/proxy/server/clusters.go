@@ -98,8 +98,11 @@ func clusterStatus(c *cluster.Cluster) *adminv3.ClusterStatus {
 		}},
 	}
 	for _, h := range c.Hosts() {
-		cs.HostStatuses = append(cs.HostStatuses, hostStatus(h))
+		hs := hostStatus(h)
+		hostSuccessRates(hs, h)
+		cs.HostStatuses = append(cs.HostStatuses, hs)
 	}
+	addOutlier(cs, c.Outlier())
 	return cs
 }
 
@@ -116,8 +119,8 @@ func thresholds(c *cluster.Cluster, p corev3.RoutingPriority) *clusterv3.Circuit
 }
 
 // hostStatus is one host's entry: its counters in Envoy's order, then its
-// gauges, its health and placement. Success rates are left unset (no
-// outlier detection yet), which /clusters shows as -1.
+// gauges, its health and placement. Success rates come with outlier
+// detection (addOutlier); unset, /clusters shows them as -1.
 func hostStatus(h *upstream.Host) *adminv3.HostStatus {
 	st := &h.Stats
 	counter := func(name string, v uint64) *adminv3.SimpleMetric {

@@ -43,5 +43,8 @@ func (s *Server) ReopenLogs() error {
 			errs = append(errs, fmt.Errorf("reopening an access log: %w", err))
 		}
 	}
+	if err := s.outlierEvents.Reopen(); err != nil {
+		errs = append(errs, fmt.Errorf("reopening the outlier detection event log: %w", err))
+	}
 	return errors.Join(errs...)
 }

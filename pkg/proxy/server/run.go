@@ -370,6 +370,7 @@ func (s *Server) shutdown(adminSrv *http.Server) {
 	s.closeListeners()
 	s.stopOverload()   // after the listeners: nothing consults it any more
 	s.clusters.Close() // after the listeners: no request needs an upstream any more
+	_ = s.outlierEvents.Close()
 	// The last flush, and the end of the dashboard streams, which would
 	// otherwise hold the admin shutdown below for its whole grace period.
 	s.stopStats()

@@ -27,6 +27,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/options"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/outlier"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/overload"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
@@ -67,15 +68,18 @@ type Server struct {
 	runtime *runtime.Runtime
 	life    *lifecycle
 
-	overload *overload.Manager    // built before the listeners, which consult it (overload.go)
-	clusters *cluster.Manager     // built before the listeners, whose routes use it
-	lset     listenerSet          // the listeners, static and discovered (listener_set.go)
-	lds      discoverySource      // listeners from a file; nil without one
-	ads      *adsClient           // the ADS stream; nil without dynamic_resources.ads_config
-	eds      *endpointDiscovery   // the EDS clusters' endpoints over ADS; nil without EDS clusters
-	cds      *xds.ADSSubscription // the clusters over ADS; nil without cds_config
-	rds      *routeDiscovery      // the connection managers' routes over ADS
-	secrets  *secretStore         // static secrets and secrets from files (secrets.go)
+	overload *overload.Manager // built before the listeners, which consult it (overload.go)
+	clusters *cluster.Manager  // built before the listeners, whose routes use it
+	// outlierEvents is cluster_manager.outlier_detection's event log,
+	// nil for none.
+	outlierEvents *outlier.EventLog
+	lset          listenerSet          // the listeners, static and discovered (listener_set.go)
+	lds           discoverySource      // listeners from a file; nil without one
+	ads           *adsClient           // the ADS stream; nil without dynamic_resources.ads_config
+	eds           *endpointDiscovery   // the EDS clusters' endpoints over ADS; nil without EDS clusters
+	cds           *xds.ADSSubscription // the clusters over ADS; nil without cds_config
+	rds           *routeDiscovery      // the connection managers' routes over ADS
+	secrets       *secretStore         // static secrets and secrets from files (secrets.go)
 	// ldsReady is closed once the first ADS listener response (or its
 	// initial fetch timeout) is in; nil when there is nothing to wait for.
 	ldsReady <-chan struct{}
@@ -135,15 +139,18 @@ func New(cfg Config) (*Server, error) {
 	secrets, err := s.newSecretStore(cfg.Bootstrap.GetStaticResources().GetSecrets())
 	errs = append(errs, err)
 	s.secrets = secrets
+	s.outlierEvents, err = openOutlierEvents(cfg.Bootstrap)
+	errs = append(errs, err)
 	clusters, err := cluster.NewManager(cfg.Bootstrap.GetStaticResources().GetClusters(), cluster.Options{
-		Secrets:     secrets.resolve,
-		Stats:       s.stats,
-		Runtime:     snapshot,
-		Now:         now,
-		Extensions:  cfg.Extensions,
-		Resolver:    resolver,
-		ResolverEnv: dns.Env{Log: cfg.Logs.Logger("dns")},
-		Log:         cfg.Logs.Logger("upstream"),
+		OutlierEvents: s.outlierEvents,
+		Secrets:       secrets.resolve,
+		Stats:         s.stats,
+		Runtime:       snapshot,
+		Now:           now,
+		Extensions:    cfg.Extensions,
+		Resolver:      resolver,
+		ResolverEnv:   dns.Env{Log: cfg.Logs.Logger("dns")},
+		Log:           cfg.Logs.Logger("upstream"),
 	})
 	errs = append(errs, err)
 	s.clusters = clusters

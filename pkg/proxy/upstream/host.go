@@ -44,6 +44,9 @@ type Host struct {
 
 	// flags are the run-time HealthFlags (health.go).
 	flags atomic.Uint32
+	// outlier is the outlier-detection monitor, nil without
+	// outlier_detection (outlier.go).
+	outlier OutlierMonitor
 }
 
 // HostStats are the per-host counters and gauges that /clusters shows. They

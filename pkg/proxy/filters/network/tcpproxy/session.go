@@ -176,6 +176,7 @@ func (s *session) connect(cl netfilter.Cluster) bool {
 			}
 			continue
 		}
+		reportConnected(h)
 		s.mu.Lock()
 		if s.closed {
 			// Cut (shutdown, max duration) while connecting.
