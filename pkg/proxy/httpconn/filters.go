@@ -292,12 +292,15 @@ func (s *stream) ConnectionState(key any, create func() any) any {
 // Info implements httpfilter.Stream.
 func (s *stream) Info() httpfilter.StreamInfo {
 	return httpfilter.StreamInfo{
-		RemoteAddress: s.remote,
-		LocalAddress:  s.local,
-		Protocol:      s.proto,
-		Start:         s.start,
-		BytesReceived: s.bytesRecv,
-		ContentLength: s.reqLength,
+		RemoteAddress:       s.remote,
+		LocalAddress:        s.local,
+		DirectRemoteAddress: s.direct,
+		TLS:                 s.tls,
+		RequestedServerName: s.sni,
+		Protocol:            s.proto,
+		Start:               s.start,
+		BytesReceived:       s.bytesRecv,
+		ContentLength:       s.reqLength,
 	}
 }
 

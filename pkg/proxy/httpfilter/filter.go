@@ -291,8 +291,17 @@ type Stream interface {
 // StreamInfo is what a filter may read of the stream's connection.
 type StreamInfo struct {
 	// RemoteAddress and LocalAddress are the downstream connection's
-	// peer and local addresses, "ip:port".
+	// peer and local addresses, "ip:port", as the listener filters left
+	// them (a PROXY protocol header's).
 	RemoteAddress, LocalAddress string
+	// DirectRemoteAddress is the socket's peer, "ip:port", whatever a
+	// listener filter restored.
+	DirectRemoteAddress string
+	// TLS describes a TLS connection (its peer certificate included),
+	// nil for a plaintext one; RequestedServerName is the SNI the client
+	// asked for.
+	TLS                 *accesslog.TLSInfo
+	RequestedServerName string
 	// Protocol is "HTTP/1.0", "HTTP/1.1" or "HTTP/2".
 	Protocol string
 	// Start is when the request's first byte arrived.
