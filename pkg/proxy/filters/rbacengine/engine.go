@@ -60,6 +60,9 @@ type policy struct {
 	details     string
 	permissions node // an or of the permissions
 	principals  node // an or of the principals
+	// pathPrefix is what every path the permissions match starts with
+	// ("" when they do not tell): a cheap test before the walk.
+	pathPrefix string
 }
 
 // Compile compiles an RBAC message. Errors name the field path below it
@@ -124,6 +127,8 @@ func compilePolicy(name string, p *rbacv3.Policy) (policy, error) {
 	if out.principals, err = compilePrincipalList(p.GetPrincipals(), "principals"); err != nil {
 		return out, err
 	}
+	out.permissions, out.principals = out.permissions.simplify(), out.principals.simplify()
+	out.pathPrefix = out.permissions.requiredPath()
 	return out, nil
 }
 
@@ -149,8 +154,12 @@ type Decision struct {
 // allocates nothing.
 func (e *Engine) Evaluate(in *Input) Decision {
 	var d Decision
+	in.prepare()
 	for i := range e.policies {
 		p := &e.policies[i]
+		if p.pathPrefix != "" && (!in.hasPath || !strings.HasPrefix(in.urlPath, p.pathPrefix)) {
+			continue
+		}
 		if p.permissions.match(in) && p.principals.match(in) {
 			d.Matched, d.Policy, d.details = true, p.name, p.details
 			break

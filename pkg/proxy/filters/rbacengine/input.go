@@ -3,6 +3,7 @@ package rbacengine
 import (
 	"crypto/x509"
 	"net/netip"
+	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
@@ -37,14 +38,29 @@ type Input struct {
 	// Metadata is the request's dynamic metadata (metadata), nil when
 	// there is none.
 	Metadata *corev3.Metadata
+
+	// urlPath is the :path without its query string and fragment, what
+	// path matchers look at; hasPath is false without a :path. Evaluate
+	// finds them once for all the policies.
+	urlPath string
+	hasPath bool
 }
 
-// path is the request's :path, and whether there is one.
-func (in *Input) path() (string, bool) {
-	if in.Request == nil || in.Request.Path == "" {
-		return "", false
+// prepare finds what several matchers read, once per evaluation.
+func (in *Input) prepare() {
+	in.hasPath = in.Request != nil && in.Request.Path != ""
+	if in.hasPath {
+		in.urlPath = pathOnly(in.Request.Path)
 	}
-	return in.Request.Path, true
+}
+
+// pathOnly is the path without its query string and fragment: Envoy's
+// path matchers look at that.
+func pathOnly(path string) string {
+	if i := strings.IndexAny(path, "?#"); i >= 0 {
+		return path[:i]
+	}
+	return path
 }
 
 // Peer is the identity a client certificate carries, rendered once per

@@ -48,6 +48,61 @@ type node struct {
 	meta   *filter.MetadataMatcher
 }
 
+// simplify replaces an and or an or of one rule by the rule, at every
+// level, so that evaluation takes fewer steps; the result is the same.
+func (n node) simplify() node {
+	switch n.kind {
+	case kindAnd, kindOr, kindNot:
+		for i := range n.kids {
+			n.kids[i] = n.kids[i].simplify()
+		}
+		if n.kind != kindNot && len(n.kids) == 1 {
+			return n.kids[0]
+		}
+	}
+	return n
+}
+
+// requiredPath is a prefix that the path of every request the node
+// matches has ("" when there is none to tell): Evaluate skips a policy
+// whose permissions require a prefix the path lacks without walking them.
+func (n *node) requiredPath() string {
+	switch n.kind {
+	case kindPath:
+		return n.str.RequiredPrefix()
+	case kindAnd:
+		// Every rule must match: any rule's prefix is required; the
+		// longest rules out the most.
+		longest := ""
+		for i := range n.kids {
+			if p := n.kids[i].requiredPath(); len(p) > len(longest) {
+				longest = p
+			}
+		}
+		return longest
+	case kindOr:
+		// One rule must match: only what all of them require.
+		common := ""
+		for i := range n.kids {
+			p := n.kids[i].requiredPath()
+			if p == "" {
+				return ""
+			}
+			if i == 0 {
+				common = p
+				continue
+			}
+			j := 0
+			for j < len(p) && j < len(common) && p[j] == common[j] {
+				j++
+			}
+			common = common[:j]
+		}
+		return common
+	}
+	return ""
+}
+
 // needs is what the node reads beyond the request head.
 func (n *node) needs() Needs {
 	switch n.kind {
@@ -95,8 +150,7 @@ func (n *node) match(in *Input) bool {
 		}
 		return n.header.Matches(in.Request)
 	case kindPath:
-		p, ok := in.path()
-		return ok && n.str.Match(pathOnly(p))
+		return in.hasPath && n.str.Match(in.urlPath)
 	case kindDestinationIP:
 		return contains(n.prefix, in.Local.Addr())
 	case kindDestinationPort:
@@ -124,17 +178,6 @@ func (n *node) match(in *Input) bool {
 // (a dual-stack socket's) counts as IPv4.
 func contains(p netip.Prefix, ip netip.Addr) bool {
 	return ip.IsValid() && p.Contains(ip.Unmap())
-}
-
-// pathOnly is the path without its query string and fragment: Envoy's
-// path matchers look at that.
-func pathOnly(path string) string {
-	for i := 0; i < len(path); i++ {
-		if path[i] == '?' || path[i] == '#' {
-			return path[:i]
-		}
-	}
-	return path
 }
 
 // authenticated is Envoy's authenticated principal: a TLS connection, and
