@@ -132,11 +132,11 @@ func TestAuthenticatedPeer(t *testing.T) {
 
 func TestCompileRefusals(t *testing.T) {
 	for js, want := range map[string]string{
-		`{"matcher":{}}`:                   "matcher: the matcher form of RBAC is not supported",
-		`{"shadow_matcher":{}}`:            "shadow_matcher: the matcher form",
-		`{"track_per_rule_stats":true}`:    "track_per_rule_stats: not supported",
+		`{"matcher":{}}`:                "matcher: the matcher form of RBAC is not supported",
+		`{"shadow_matcher":{}}`:         "shadow_matcher: the matcher form",
+		`{"track_per_rule_stats":true}`: "track_per_rule_stats: not supported",
 		`{"rules":{"policies":{"p":{"permissions":[{"url_path":{"path":{"safe_regex":{"regex":"+"}}}}],"principals":[{"any":true}]}}}}`: `rules.policies["p"].permissions[0].url_path.path.safe_regex.regex: `,
-		`{"shadow_rules":{"policies":{"p":{"permissions":[{"any":true}],"principals":[{"remote_ip":{"address_prefix":"x"}}]}}}}`:           `shadow_rules.policies["p"].principals[0].remote_ip.address_prefix: "x" is not an IP address`,
+		`{"shadow_rules":{"policies":{"p":{"permissions":[{"any":true}],"principals":[{"remote_ip":{"address_prefix":"x"}}]}}}}`:        `shadow_rules.policies["p"].principals[0].remote_ip.address_prefix: "x" is not an IP address`,
 	} {
 		if _, err := compileFilterErr(js); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want one containing %q", js, err, want)
