@@ -8,8 +8,8 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedCore). Not listed, so refused with their path: the matcher
 // forms (matcher, shadow_matcher), track_per_rule_stats,
 // audit_logging_options, CEL conditions (condition, checked_condition,
-// cel_config), and the permissions and principals sourced_metadata,
-// matcher, uri_template, filter_state and custom.
+// cel_config), and the permissions and principals matcher, uri_template,
+// filter_state and custom.
 var supportedRBAC = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.rbac.v3.RBAC.rules":                    {},
 	"envoy.extensions.filters.http.rbac.v3.RBAC.rules_stat_prefix":        {},
@@ -45,6 +45,7 @@ var supportedRBAC = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.rbac.v3.Permission.metadata":              {},
 	"envoy.config.rbac.v3.Permission.not_rule":              {},
 	"envoy.config.rbac.v3.Permission.requested_server_name": {},
+	"envoy.config.rbac.v3.Permission.sourced_metadata":      {},
 	"envoy.config.rbac.v3.Permission.Set.rules":             {},
 
 	"envoy.config.rbac.v3.Principal.and_ids":                      {},
@@ -58,6 +59,9 @@ var supportedRBAC = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.rbac.v3.Principal.url_path":                     {},
 	"envoy.config.rbac.v3.Principal.metadata":                     {},
 	"envoy.config.rbac.v3.Principal.not_id":                       {},
+	"envoy.config.rbac.v3.Principal.sourced_metadata":             {},
+	"envoy.config.rbac.v3.SourcedMetadata.metadata_matcher":       {},
+	"envoy.config.rbac.v3.SourcedMetadata.metadata_source":        {},
 	"envoy.config.rbac.v3.Principal.Set.ids":                      {},
 	"envoy.config.rbac.v3.Principal.Authenticated.principal_name": {},
 

@@ -77,7 +77,8 @@ func compilePermission(p *rbacv3.Permission) (node, error) {
 	case *rbacv3.Permission_DestinationPortRange:
 		return compilePortRange(r.DestinationPortRange.GetStart(), r.DestinationPortRange.GetEnd())
 	case *rbacv3.Permission_Metadata:
-		return compileMetadata(r.Metadata)
+		//lint:ignore SA1019 deprecated for sourced_metadata, and still accepted (with Envoy's deprecation warning)
+		return compileMetadata(r.Metadata, "metadata", rbacv3.MetadataSource_DYNAMIC)
 	case *rbacv3.Permission_RequestedServerName:
 		m, err := router.CompileStringMatcher(r.RequestedServerName)
 		if err != nil {
@@ -85,7 +86,7 @@ func compilePermission(p *rbacv3.Permission) (node, error) {
 		}
 		return node{kind: kindServerName, str: m}, nil
 	case *rbacv3.Permission_SourcedMetadata:
-		return node{}, errors.New("sourced_metadata: not supported by Outrigger")
+		return compileSourcedMetadata(r.SourcedMetadata)
 	case *rbacv3.Permission_Matcher:
 		return node{}, errors.New("matcher: permission extensions are not supported by Outrigger")
 	case *rbacv3.Permission_UriTemplate:
@@ -126,6 +127,7 @@ func compilePrincipal(p *rbacv3.Principal) (node, error) {
 		}
 		return n, nil
 	case *rbacv3.Principal_SourceIp:
+		//lint:ignore SA1019 deprecated for direct_remote_ip and remote_ip, and still accepted (with Envoy's deprecation warning)
 		return compileIP(kindSourceIP, id.SourceIp, "source_ip")
 	case *rbacv3.Principal_DirectRemoteIp:
 		return compileIP(kindDirectRemoteIP, id.DirectRemoteIp, "direct_remote_ip")
@@ -136,11 +138,12 @@ func compilePrincipal(p *rbacv3.Principal) (node, error) {
 	case *rbacv3.Principal_UrlPath:
 		return compilePath(id.UrlPath)
 	case *rbacv3.Principal_Metadata:
-		return compileMetadata(id.Metadata)
+		//lint:ignore SA1019 deprecated for sourced_metadata, and still accepted (with Envoy's deprecation warning)
+		return compileMetadata(id.Metadata, "metadata", rbacv3.MetadataSource_DYNAMIC)
 	case *rbacv3.Principal_FilterState:
 		return node{}, errors.New("filter_state: not supported by Outrigger (no filter state objects)")
 	case *rbacv3.Principal_SourcedMetadata:
-		return node{}, errors.New("sourced_metadata: not supported by Outrigger")
+		return compileSourcedMetadata(id.SourcedMetadata)
 	case *rbacv3.Principal_Custom:
 		return node{}, errors.New("custom: principal extensions are not supported by Outrigger")
 	}
@@ -191,11 +194,25 @@ func compilePortRange(start, end int32) (node, error) {
 	return node{kind: kindDestinationPortRange, lo: uint32(start), hi: uint32(end)}, nil
 }
 
-// compileMetadata compiles a metadata permission or principal.
-func compileMetadata(m *matcherv3.MetadataMatcher) (node, error) {
+// compileMetadata compiles a metadata matcher of the request's dynamic
+// metadata or of its route's; errors name the field from field.
+func compileMetadata(m *matcherv3.MetadataMatcher, field string, source rbacv3.MetadataSource) (node, error) {
 	mm, err := filter.CompileMetadataMatcher(m)
 	if err != nil {
-		return node{}, fmt.Errorf("metadata.%w", err)
+		return node{}, fmt.Errorf("%s.%w", field, err)
 	}
-	return node{kind: kindMetadata, meta: mm}, nil
+	k := kindMetadata
+	if source == rbacv3.MetadataSource_ROUTE {
+		k = kindRouteMetadata
+	}
+	return node{kind: k, meta: mm}, nil
+}
+
+// compileSourcedMetadata compiles a sourced_metadata permission or
+// principal.
+func compileSourcedMetadata(s *rbacv3.SourcedMetadata) (node, error) {
+	if s.GetMetadataMatcher() == nil {
+		return node{}, errors.New("sourced_metadata.metadata_matcher: required")
+	}
+	return compileMetadata(s.GetMetadataMatcher(), "sourced_metadata.metadata_matcher", s.GetMetadataSource())
 }

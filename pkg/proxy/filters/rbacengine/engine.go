@@ -50,6 +50,7 @@ type Needs uint8
 const (
 	NeedAddresses Needs = 1 << iota
 	NeedTLS
+	NeedRoute
 )
 
 // policy is one named policy: it matches when one permission and one

@@ -86,6 +86,12 @@ func TestPermissionsAndPrincipals(t *testing.T) {
 	}
 	tlsNoCert := func() *Input { in := request(); in.TLS = true; return in }
 	connection := func() *Input { in := request(); in.Request = nil; return in }
+	withRoute := func() *Input {
+		in := request()
+		st, _ := structpb.NewStruct(map[string]any{"tier": "gold"})
+		in.HasRoute, in.RouteMetadata = true, &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{"rt": st}}
+		return in
+	}
 	withMetadata := func() *Input {
 		in := request()
 		st, _ := structpb.NewStruct(map[string]any{"role": "admin"})
@@ -97,28 +103,32 @@ func TestPermissionsAndPrincipals(t *testing.T) {
 		in                    func() *Input // request() when nil
 		want                  bool
 	}{
-		"any":                           {anyRule, anyRule, nil, true},
-		"header method":                 {`{"header":{"name":":method","string_match":{"exact":"GET"}}}`, anyRule, nil, true},
-		"header method mismatch":        {`{"header":{"name":":method","string_match":{"exact":"POST"}}}`, anyRule, nil, false},
-		"header on a connection":        {`{"header":{"name":"x-team","present_match":true}}`, anyRule, connection, false},
-		"inverted header on connection": {`{"header":{"name":"x-team","present_match":true,"invert_match":true}}`, anyRule, connection, true},
-		"url_path without query":        {`{"url_path":{"path":{"exact":"/api/v1"}}}`, anyRule, nil, true},
-		"url_path prefix":               {`{"url_path":{"path":{"prefix":"/admin"}}}`, anyRule, nil, false},
-		"url_path on a connection":      {`{"url_path":{"path":{"prefix":"/"}}}`, anyRule, connection, false},
-		"destination_ip":                {`{"destination_ip":{"address_prefix":"127.0.0.0","prefix_len":8}}`, anyRule, nil, true},
-		"destination_ip other":          {`{"destination_ip":{"address_prefix":"10.0.0.0","prefix_len":8}}`, anyRule, nil, false},
-		"destination_port":              {`{"destination_port":8080}`, anyRule, nil, true},
-		"destination_port other":        {`{"destination_port":80}`, anyRule, nil, false},
-		"destination_port_range":        {`{"destination_port_range":{"start":8000,"end":8081}}`, anyRule, nil, true},
-		"destination_port_range end":    {`{"destination_port_range":{"start":8000,"end":8080}}`, anyRule, nil, false},
-		"metadata absent":               {`{"metadata":{"filter":"auth","path":[{"key":"role"}],"value":{"string_match":{"exact":"admin"}}}}`, anyRule, nil, false},
-		"metadata absent inverted":      {`{"metadata":{"filter":"auth","path":[{"key":"role"}],"value":{"string_match":{"exact":"admin"}},"invert":true}}`, anyRule, nil, true},
-		"metadata present":              {`{"metadata":{"filter":"auth","path":[{"key":"role"}],"value":{"string_match":{"exact":"admin"}}}}`, anyRule, withMetadata, true},
-		"not_rule":                      {`{"not_rule":{"destination_port":80}}`, anyRule, nil, true},
-		"and_rules":                     {`{"and_rules":{"rules":[{"destination_port":8080},{"url_path":{"path":{"prefix":"/admin"}}}]}}`, anyRule, nil, false},
-		"or_rules":                      {`{"or_rules":{"rules":[{"destination_port":80},{"url_path":{"path":{"prefix":"/api"}}}]}}`, anyRule, nil, true},
-		"requested_server_name":         {`{"requested_server_name":{"suffix":".example.com"}}`, anyRule, nil, true},
-		"requested_server_name other":   {`{"requested_server_name":{"exact":"other"}}`, anyRule, nil, false},
+		"any":                                   {anyRule, anyRule, nil, true},
+		"header method":                         {`{"header":{"name":":method","string_match":{"exact":"GET"}}}`, anyRule, nil, true},
+		"header method mismatch":                {`{"header":{"name":":method","string_match":{"exact":"POST"}}}`, anyRule, nil, false},
+		"header on a connection":                {`{"header":{"name":"x-team","present_match":true}}`, anyRule, connection, false},
+		"inverted header on connection":         {`{"header":{"name":"x-team","present_match":true,"invert_match":true}}`, anyRule, connection, true},
+		"url_path without query":                {`{"url_path":{"path":{"exact":"/api/v1"}}}`, anyRule, nil, true},
+		"url_path prefix":                       {`{"url_path":{"path":{"prefix":"/admin"}}}`, anyRule, nil, false},
+		"url_path on a connection":              {`{"url_path":{"path":{"prefix":"/"}}}`, anyRule, connection, false},
+		"destination_ip":                        {`{"destination_ip":{"address_prefix":"127.0.0.0","prefix_len":8}}`, anyRule, nil, true},
+		"destination_ip other":                  {`{"destination_ip":{"address_prefix":"10.0.0.0","prefix_len":8}}`, anyRule, nil, false},
+		"destination_port":                      {`{"destination_port":8080}`, anyRule, nil, true},
+		"destination_port other":                {`{"destination_port":80}`, anyRule, nil, false},
+		"destination_port_range":                {`{"destination_port_range":{"start":8000,"end":8081}}`, anyRule, nil, true},
+		"destination_port_range end":            {`{"destination_port_range":{"start":8000,"end":8080}}`, anyRule, nil, false},
+		"metadata absent":                       {`{"metadata":{"filter":"auth","path":[{"key":"role"}],"value":{"string_match":{"exact":"admin"}}}}`, anyRule, nil, false},
+		"metadata absent inverted":              {`{"metadata":{"filter":"auth","path":[{"key":"role"}],"value":{"string_match":{"exact":"admin"}},"invert":true}}`, anyRule, nil, true},
+		"metadata present":                      {`{"metadata":{"filter":"auth","path":[{"key":"role"}],"value":{"string_match":{"exact":"admin"}}}}`, anyRule, withMetadata, true},
+		"sourced_metadata route":                {`{"sourced_metadata":{"metadata_matcher":{"filter":"rt","path":[{"key":"tier"}],"value":{"string_match":{"exact":"gold"}}},"metadata_source":"ROUTE"}}`, anyRule, withRoute, true},
+		"sourced_metadata route is not dynamic": {`{"sourced_metadata":{"metadata_matcher":{"filter":"auth","path":[{"key":"role"}],"value":{"present_match":true}},"metadata_source":"ROUTE"}}`, anyRule, withMetadata, false},
+		"sourced_metadata no route, inverted":   {`{"sourced_metadata":{"metadata_matcher":{"filter":"rt","path":[{"key":"tier"}],"value":{"present_match":true},"invert":true},"metadata_source":"ROUTE"}}`, anyRule, nil, false},
+		"sourced_metadata dynamic":              {anyRule, `{"sourced_metadata":{"metadata_matcher":{"filter":"auth","path":[{"key":"role"}],"value":{"string_match":{"exact":"admin"}}}}}`, withMetadata, true},
+		"not_rule":                              {`{"not_rule":{"destination_port":80}}`, anyRule, nil, true},
+		"and_rules":                             {`{"and_rules":{"rules":[{"destination_port":8080},{"url_path":{"path":{"prefix":"/admin"}}}]}}`, anyRule, nil, false},
+		"or_rules":                              {`{"or_rules":{"rules":[{"destination_port":80},{"url_path":{"path":{"prefix":"/api"}}}]}}`, anyRule, nil, true},
+		"requested_server_name":                 {`{"requested_server_name":{"suffix":".example.com"}}`, anyRule, nil, true},
+		"requested_server_name other":           {`{"requested_server_name":{"exact":"other"}}`, anyRule, nil, false},
 
 		"source_ip is the restored address":     {anyRule, `{"source_ip":{"address_prefix":"192.168.0.0","prefix_len":16}}`, nil, true},
 		"direct_remote_ip is the socket's peer": {anyRule, `{"direct_remote_ip":{"address_prefix":"127.0.0.2","prefix_len":32}}`, nil, true},
@@ -208,7 +218,7 @@ func TestCompileErrors(t *testing.T) {
 		"port range bounds":   {`{"destination_port_range":{"start":-1,"end":80}}`, anyRule, `policies["p"].permissions[0].destination_port_range.start: range start -1 is out of bounds`},
 		"uri_template":        {`{"uri_template":{"name":"t"}}`, anyRule, `policies["p"].permissions[0].uri_template: not supported by Outrigger`},
 		"matcher":             {`{"or_rules":{"rules":[{"matcher":{"name":"m"}}]}}`, anyRule, `policies["p"].permissions[0].or_rules.rules[0].matcher: permission extensions are not supported`},
-		"sourced_metadata":    {`{"sourced_metadata":{"metadata_matcher":{"filter":"f","path":[{"key":"k"}],"value":{"present_match":true}}}}`, anyRule, `policies["p"].permissions[0].sourced_metadata: not supported by Outrigger`},
+		"sourced_metadata":    {`{"sourced_metadata":{"metadata_matcher":{"filter":"f","value":{"present_match":true}}}}`, anyRule, `policies["p"].permissions[0].sourced_metadata.metadata_matcher.path: at least one segment is required`},
 		"filter_state":        {anyRule, `{"filter_state":{"key":"k","string_match":{"exact":"v"}}}`, `policies["p"].principals[0].filter_state: not supported by Outrigger`},
 		"custom":              {anyRule, `{"custom":{"name":"c"}}`, `policies["p"].principals[0].custom: principal extensions are not supported`},
 		"metadata no path":    {`{"metadata":{"filter":"f","value":{"present_match":true}}}`, anyRule, `policies["p"].permissions[0].metadata.path: at least one segment is required`},

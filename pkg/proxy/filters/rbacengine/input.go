@@ -38,6 +38,10 @@ type Input struct {
 	// Metadata is the request's dynamic metadata (metadata), nil when
 	// there is none.
 	Metadata *corev3.Metadata
+	// HasRoute reports that the request matched a route, whose metadata
+	// is RouteMetadata (sourced_metadata from ROUTE).
+	HasRoute      bool
+	RouteMetadata *corev3.Metadata
 
 	// urlPath is the :path without its query string and fragment, what
 	// path matchers look at; hasPath is false without a :path. Evaluate

@@ -21,6 +21,7 @@ const (
 	kindDestinationPort
 	kindDestinationPortRange
 	kindMetadata
+	kindRouteMetadata
 	kindServerName
 	kindAuthenticated
 	kindSourceIP
@@ -116,6 +117,8 @@ func (n *node) needs() Needs {
 		return NeedAddresses
 	case kindAuthenticated, kindServerName:
 		return NeedTLS
+	case kindRouteMetadata:
+		return NeedRoute
 	}
 	return 0
 }
@@ -166,6 +169,9 @@ func (n *node) match(in *Input) bool {
 		return contains(n.prefix, in.Remote)
 	case kindMetadata:
 		return n.meta.Match(in.Metadata)
+	case kindRouteMetadata:
+		// Without a route there is no metadata to match: Envoy says no.
+		return in.HasRoute && n.meta.Match(in.RouteMetadata)
 	case kindServerName:
 		return n.str.Match(in.ServerName)
 	case kindAuthenticated:

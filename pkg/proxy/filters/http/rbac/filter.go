@@ -78,6 +78,11 @@ func fillInput(in *rbacengine.Input, s httpfilter.Stream, needs rbacengine.Needs
 		// as use_remote_address and xff_num_trusted_hops trust it.
 		in.Remote, _ = netip.ParseAddr(s.RemoteIP())
 	}
+	if needs&rbacengine.NeedRoute != 0 {
+		if rt := s.Route(); rt != nil {
+			in.HasRoute, in.RouteMetadata = true, rt.Metadata
+		}
+	}
 	if needs&rbacengine.NeedTLS != 0 {
 		in.ServerName = info.RequestedServerName
 		if info.TLS != nil {

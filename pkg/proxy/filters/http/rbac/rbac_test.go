@@ -6,12 +6,15 @@ import (
 	"strings"
 	"testing"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	httprbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter/httpfiltertest"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
 // adminOnly allows /admin only to 10.0.0.0/8 and everything else to
@@ -154,5 +157,22 @@ func TestCompileRefusals(t *testing.T) {
 		if _, err := (Factory{}).CompileRoute(p, httpfilter.Context{}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want one containing %q", js, err, want)
 		}
+	}
+}
+
+func TestRouteMetadata(t *testing.T) {
+	f, _ := compileFilter(t, `{"rules":{"action":"ALLOW","policies":{"gold":{"permissions":[{"sourced_metadata":{"metadata_source":"ROUTE",
+		"metadata_matcher":{"filter":"tiers","path":[{"key":"tier"}],"value":{"string_match":{"exact":"gold"}}}}}],"principals":[{"any":true}]}}}}`)
+	st, err := structpb.NewStruct(map[string]any{"tier": "gold"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := httpfiltertest.NewStream("GET", "/")
+	s.Matched = &router.Route{Metadata: &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{"tiers": st}}}
+	if f.DecodeHeaders(s) != httpfilter.Continue {
+		t.Error("a request on the gold route was denied")
+	}
+	if f.DecodeHeaders(httpfiltertest.NewStream("GET", "/")) != httpfilter.Stop {
+		t.Error("a request without a route was allowed")
 	}
 }
