@@ -28,7 +28,8 @@ func rbacHTTPBootstrap(port, upPort int) string {
 	const perRoute = "type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBACPerRoute"
 	return proxySpec{
 		Port: port,
-		HCM:  `{stat_prefix: edge, access_log: [` + stdoutLog("RBACLOG %REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_CODE_DETAILS% %RESPONSE_FLAGS%\n") + `]}`,
+		HCM: `{stat_prefix: edge, access_log: [` + stdoutLog("RBACLOG %REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_CODE_DETAILS% %RESPONSE_FLAGS% "+
+			"%DYNAMIC_METADATA(envoy.filters.http.rbac:dry_shadow_engine_result)% %DYNAMIC_METADATA(envoy.filters.http.rbac:dry_shadow_effective_policy_id)%\n") + `]}`,
 		Routes: `[{match: {prefix: /open}, route: {cluster: up}, typed_per_filter_config: {envoy.filters.http.rbac: ` + withType(perRoute, `{}`) + `}},
 			{match: {prefix: /}, route: {cluster: up}}]`,
 		Filters: `[` + httpFilter("envoy.filters.http.rbac", httpRBACType, `{
@@ -85,9 +86,12 @@ var _ = Describe("The RBAC HTTP filter", func() {
 		allowed(do("PUT", "/open/anything"))                              // per-route: disabled
 
 		out := func() string { return s.Stdout() }
-		Eventually(out).Should(ContainSubstring("RBACLOG /public/form 403 rbac_access_denied_matched_policy[none] -\n"))
-		Eventually(out).Should(ContainSubstring("RBACLOG /public/x 403 rbac_access_denied_matched_policy[blocked_client] -\n"))
-		Eventually(out).Should(ContainSubstring("RBACLOG /public/index.html?lang=en 200 via_upstream -\n"))
+		// The shadow rules' result is in the dynamic metadata.
+		Eventually(out).Should(ContainSubstring("RBACLOG /public/form 403 rbac_access_denied_matched_policy[none] - allowed -\n"))
+		Eventually(out).Should(ContainSubstring("RBACLOG /public/x 403 rbac_access_denied_matched_policy[blocked_client] - allowed -\n"))
+		Eventually(out).Should(ContainSubstring("RBACLOG /public/index.html?lang=en 200 via_upstream - allowed -\n"))
+		Eventually(out).Should(ContainSubstring("RBACLOG /anything 200 via_upstream - denied no-delete\n"))
+		Eventually(out).Should(ContainSubstring("RBACLOG /open/anything 200 via_upstream - - -\n"))
 
 		for name, want := range map[string]string{
 			// The first filter decided 9 requests (not /open's).

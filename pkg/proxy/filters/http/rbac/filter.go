@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"sync/atomic"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/rbacengine"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 )
@@ -47,14 +49,30 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	}
 	var in rbacengine.Input
 	fillInput(&in, s, r.needs)
+	var shadow *rbacengine.Decision
 	if r.shadow != nil {
-		c.stats.RecordShadow(r.shadow.Evaluate(&in))
+		d := r.shadow.Evaluate(&in)
+		c.stats.RecordShadow(d)
+		shadow = &d
 	}
 	if r.enforced == nil {
+		s.SetDynamicMetadata(metadataNamespace, r.shadowMetadata(*shadow))
 		return httpfilter.Continue
 	}
 	d := r.enforced.Evaluate(&in)
 	c.stats.Record(d)
+	if shadow != nil {
+		// Recorded once the rules have run, as Envoy does: they do not
+		// see it.
+		s.SetDynamicMetadata(metadataNamespace, r.shadowMetadata(*shadow))
+	}
+	if r.enforced.Action() == rbacengine.Log {
+		// Whether the request should be logged, for the access logs'
+		// metadata filters, as Envoy shares it.
+		s.SetDynamicMetadata(commonNamespace, &structpb.Struct{Fields: map[string]*structpb.Value{
+			accessLogHint: structpb.NewBoolValue(d.Matched),
+		}})
+	}
 	if d.Allowed {
 		return httpfilter.Continue
 	}
@@ -62,9 +80,32 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	return httpfilter.Stop
 }
 
+// Envoy's dynamic metadata of the filter.
+const (
+	metadataNamespace = "envoy.filters.http.rbac"
+	commonNamespace   = "envoy.common"
+	accessLogHint     = "access_log_hint"
+)
+
+// shadowMetadata is the shadow rules' result as dynamic metadata: the
+// engine result and, when a policy matched, its name.
+func (r *rules) shadowMetadata(d rbacengine.Decision) *structpb.Struct {
+	result := "denied"
+	if d.Allowed {
+		result = "allowed"
+	}
+	st := &structpb.Struct{Fields: map[string]*structpb.Value{r.shadowResultKey: structpb.NewStringValue(result)}}
+	if d.Matched {
+		st.Fields[r.shadowPolicyKey] = structpb.NewStringValue(d.Policy)
+	}
+	return st
+}
+
 // fillInput reads what the rules need of the stream.
 func fillInput(in *rbacengine.Input, s httpfilter.Stream, needs rbacengine.Needs) {
 	in.Request = s.Request()
+	// What earlier filters (and the shadow rules) recorded.
+	in.Metadata = s.DynamicMetadata()
 	if needs == 0 {
 		return
 	}

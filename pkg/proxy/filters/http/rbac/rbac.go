@@ -35,6 +35,10 @@ var (
 // engine is absent rules; both nil let every request through.
 type rules struct {
 	enforced, shadow *rbacengine.Engine
+	// shadowPolicyKey and shadowResultKey are the dynamic metadata
+	// fields of the shadow rules' result: Envoy's names after the
+	// level's shadow_rules_stat_prefix.
+	shadowPolicyKey, shadowResultKey string
 	// needs is what the engines read beyond the request head.
 	needs rbacengine.Needs
 }
@@ -56,6 +60,7 @@ func (Factory) Compile(m proto.Message, ctx httpfilter.Context) (httpfilter.Conf
 	if err != nil {
 		return nil, err
 	}
+	r.setShadowKeys(p.GetShadowRulesStatPrefix())
 	c := &filterConfig{
 		name:  ctx.Name,
 		rules: r,
@@ -91,6 +96,7 @@ func (Factory) CompileRoute(m proto.Message, _ httpfilter.Context) (httpfilter.R
 	if err != nil {
 		return nil, fmt.Errorf("rbac.%w", err)
 	}
+	r.setShadowKeys("")
 	return r, nil
 }
 
@@ -117,6 +123,12 @@ func compileRules(p *httprbacv3.RBAC) (*rules, error) {
 		r.needs |= r.shadow.Needs()
 	}
 	return r, nil
+}
+
+// setShadowKeys names the shadow result's metadata fields.
+func (r *rules) setShadowKeys(prefix string) {
+	r.shadowPolicyKey = prefix + "shadow_effective_policy_id"
+	r.shadowResultKey = prefix + "shadow_engine_result"
 }
 
 // compileEngine compiles one RBAC, nil when there is none.

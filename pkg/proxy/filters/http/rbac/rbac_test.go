@@ -3,6 +3,7 @@ package rbac
 import (
 	"crypto/x509"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -174,5 +175,44 @@ func TestRouteMetadata(t *testing.T) {
 	}
 	if f.DecodeHeaders(httpfiltertest.NewStream("GET", "/")) != httpfilter.Stop {
 		t.Error("a request without a route was allowed")
+	}
+}
+
+func TestDynamicMetadata(t *testing.T) {
+	f, _ := compileFilter(t, adminOnly)
+	s := httpfiltertest.NewStream("GET", "/x")
+	s.Remote = "192.0.2.1"
+	f.DecodeHeaders(s)
+	got := s.Metadata.GetFilterMetadata()["envoy.filters.http.rbac"].AsMap()
+	want := map[string]any{"dry_shadow_engine_result": "denied", "dry_shadow_effective_policy_id": "no gets"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("metadata %v, want %v", got, want)
+	}
+	s = httpfiltertest.NewStream("PUT", "/x")
+	s.Remote = "192.0.2.1"
+	f.DecodeHeaders(s)
+	got = s.Metadata.GetFilterMetadata()["envoy.filters.http.rbac"].AsMap()
+	if want := map[string]any{"dry_shadow_engine_result": "allowed"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("metadata %v, want %v", got, want)
+	}
+
+	// LOG: the access_log_hint, and a metadata principal reading what an
+	// earlier filter recorded.
+	f, _ = compileFilter(t, `{"rules":{"action":"LOG","policies":{"audited":{"permissions":[{"any":true}],
+		"principals":[{"metadata":{"filter":"auth","path":[{"key":"user"}],"value":{"string_match":{"exact":"root"}}}}]}}}}`)
+	for user, hint := range map[string]bool{"root": true, "guest": false} {
+		s := httpfiltertest.NewStream("GET", "/")
+		st, err := structpb.NewStruct(map[string]any{"user": user})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.SetDynamicMetadata("auth", st)
+		if f.DecodeHeaders(s) != httpfilter.Continue {
+			t.Errorf("%s: LOG denied a request", user)
+		}
+		got := s.Metadata.GetFilterMetadata()["envoy.common"].AsMap()
+		if want := map[string]any{"access_log_hint": hint}; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: metadata %v, want %v", user, got, want)
+		}
 	}
 }
