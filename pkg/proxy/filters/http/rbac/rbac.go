@@ -3,8 +3,9 @@
 // the downstream connection, whether a request goes on or is answered 403
 // "RBAC: access denied" with the response code details
 // rbac_access_denied_matched_policy[<policy>]; its shadow rules are
-// evaluated and counted without effect. Routes may replace or disable the
-// rules (RBACPerRoute). Stats are Envoy's, under
+// evaluated and counted without effect, their result recorded in the
+// request's dynamic metadata (envoy.filters.http.rbac). Routes may replace
+// or disable the rules (RBACPerRoute). Stats are Envoy's, under
 // http.<stat_prefix>.rbac.
 package rbac
 
