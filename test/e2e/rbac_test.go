@@ -95,13 +95,13 @@ var _ = Describe("The RBAC HTTP filter", func() {
 
 		for name, want := range map[string]string{
 			// The first filter decided 9 requests (not /open's).
-			"http.edge.rbac.allowed":            "6",
-			"http.edge.rbac.denied":             "3",
-			"http.edge.rbac.dry_shadow_allowed": "8",
-			"http.edge.rbac.dry_shadow_denied":  "1",
+			"http.edge.rbac.allowed":             "6",
+			"http.edge.rbac.denied":              "3",
+			"http.edge.rbac.dry_.shadow_allowed": "8",
+			"http.edge.rbac.dry_.shadow_denied":  "1",
 			// The second saw the 7 the first let through.
-			"http.edge.rbac.deny_allowed": "6",
-			"http.edge.rbac.deny_denied":  "1",
+			"http.edge.rbac.deny_.allowed": "6",
+			"http.edge.rbac.deny_.denied":  "1",
 		} {
 			Expect(statValue(s, name)).To(Equal(want), name)
 		}

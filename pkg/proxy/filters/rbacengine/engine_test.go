@@ -267,17 +267,19 @@ func TestNeeds(t *testing.T) {
 
 func TestStatsNames(t *testing.T) {
 	store := stats.NewStore()
-	s := NewStats(store, "http.ingress.", "", "shadow_")
+	s := NewStats(store, "http.ingress.", "", "dry")
 	s.Record(Decision{Allowed: true})
 	s.RecordShadow(Decision{})
-	n := NewStats(store, "tcp_in", "", "")
+	n := NewStats(store, "tcp_in", "enforced.", "")
 	n.Record(Decision{})
+	n.RecordShadow(Decision{Allowed: true})
 	for name, want := range map[string]uint64{
-		"http.ingress.rbac.allowed":               1,
-		"http.ingress.rbac.denied":                0,
-		"http.ingress.rbac.shadow_shadow_denied":  1,
-		"http.ingress.rbac.shadow_shadow_allowed": 0,
-		"tcp_in.rbac.denied":                      1,
+		"http.ingress.rbac.allowed":            1,
+		"http.ingress.rbac.denied":             0,
+		"http.ingress.rbac.dry.shadow_denied":  1,
+		"http.ingress.rbac.dry.shadow_allowed": 0,
+		"tcp_in.rbac.enforced.denied":          1,
+		"tcp_in.rbac.shadow_allowed":           1,
 	} {
 		if got := store.Counter(name).Value(); got != want {
 			t.Errorf("%s = %d, want %d", name, got, want)

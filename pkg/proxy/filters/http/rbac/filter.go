@@ -55,8 +55,12 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		c.stats.RecordShadow(d)
 		shadow = &d
 	}
+	keys := c.rules
+	if r.ownKeys {
+		keys = r
+	}
 	if r.enforced == nil {
-		s.SetDynamicMetadata(metadataNamespace, r.shadowMetadata(*shadow))
+		s.SetDynamicMetadata(metadataNamespace, keys.shadowMetadata(*shadow))
 		return httpfilter.Continue
 	}
 	d := r.enforced.Evaluate(&in)
@@ -64,7 +68,7 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	if shadow != nil {
 		// Recorded once the rules have run, as Envoy does: they do not
 		// see it.
-		s.SetDynamicMetadata(metadataNamespace, r.shadowMetadata(*shadow))
+		s.SetDynamicMetadata(metadataNamespace, keys.shadowMetadata(*shadow))
 	}
 	if r.enforced.Action() == rbacengine.Log {
 		// Whether the request should be logged, for the access logs'

@@ -38,8 +38,10 @@ type rules struct {
 	enforced, shadow *rbacengine.Engine
 	// shadowPolicyKey and shadowResultKey are the dynamic metadata
 	// fields of the shadow rules' result: Envoy's names after the
-	// level's shadow_rules_stat_prefix.
+	// shadow_rules_stat_prefix. A route's rules have their own when the
+	// route sets a prefix (ownKeys), else they use the filter's.
 	shadowPolicyKey, shadowResultKey string
+	ownKeys                          bool
 	// needs is what the engines read beyond the request head.
 	needs rbacengine.Needs
 }
@@ -83,13 +85,12 @@ func (Factory) CompileRoute(m proto.Message, _ httpfilter.Context) (httpfilter.R
 	if rb == nil {
 		return &rules{}, nil
 	}
-	// Envoy keeps the filter's stats and ignores these per route;
-	// refusing them says so.
+	// Per route, Envoy's prefixes only name the dynamic metadata
+	// fields (the filter's stats count): rules_stat_prefix those of the
+	// enforced result, which Outrigger does not record.
 	switch {
 	case rb.GetRulesStatPrefix() != "":
-		return nil, errors.New("rbac.rules_stat_prefix: not supported per route (the filter's stats count)")
-	case rb.GetShadowRulesStatPrefix() != "":
-		return nil, errors.New("rbac.shadow_rules_stat_prefix: not supported per route (the filter's stats count)")
+		return nil, errors.New("rbac.rules_stat_prefix: not supported per route (it names the enforced_* dynamic metadata, which Outrigger does not record)")
 	case rb.GetTrackPerRuleStats():
 		return nil, errors.New("rbac.track_per_rule_stats: not supported by Outrigger")
 	}
@@ -97,7 +98,10 @@ func (Factory) CompileRoute(m proto.Message, _ httpfilter.Context) (httpfilter.R
 	if err != nil {
 		return nil, fmt.Errorf("rbac.%w", err)
 	}
-	r.setShadowKeys("")
+	if prefix := rb.GetShadowRulesStatPrefix(); prefix != "" {
+		r.setShadowKeys(prefix)
+		r.ownKeys = true
+	}
 	return r, nil
 }
 

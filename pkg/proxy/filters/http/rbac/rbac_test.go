@@ -69,10 +69,10 @@ func TestDecide(t *testing.T) {
 		t.Error("POST /admin from 10/8 was denied")
 	}
 	for name, want := range map[string]uint64{
-		"http.in.rbac.allowed":            2,
-		"http.in.rbac.denied":             1,
-		"http.in.rbac.dry_shadow_denied":  1,
-		"http.in.rbac.dry_shadow_allowed": 2,
+		"http.in.rbac.allowed":             2,
+		"http.in.rbac.denied":              1,
+		"http.in.rbac.dry_.shadow_denied":  1,
+		"http.in.rbac.dry_.shadow_allowed": 2,
 	} {
 		if got := store.Counter(name).Value(); got != want {
 			t.Errorf("%s = %d, want %d", name, got, want)
@@ -147,9 +147,8 @@ func TestCompileRefusals(t *testing.T) {
 		}
 	}
 	for js, want := range map[string]string{
-		`{"rbac":{"rules_stat_prefix":"x"}}`:        "rbac.rules_stat_prefix: not supported per route",
-		`{"rbac":{"shadow_rules_stat_prefix":"x"}}`: "rbac.shadow_rules_stat_prefix: not supported per route",
-		`{"rbac":{"matcher":{}}}`:                   "rbac.matcher: the matcher form",
+		`{"rbac":{"rules_stat_prefix":"x"}}`: "rbac.rules_stat_prefix: not supported per route",
+		`{"rbac":{"matcher":{}}}`:            "rbac.matcher: the matcher form",
 	} {
 		p := &httprbacv3.RBACPerRoute{}
 		if err := protojson.Unmarshal([]byte(js), p); err != nil {
@@ -214,5 +213,32 @@ func TestDynamicMetadata(t *testing.T) {
 		if want := map[string]any{"access_log_hint": hint}; !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: metadata %v, want %v", user, got, want)
 		}
+	}
+}
+
+func TestRouteShadowMetadataKeys(t *testing.T) {
+	f, c := compileFilter(t, `{"shadow_rules":{"action":"DENY"},"shadow_rules_stat_prefix":"filter_"}`)
+	shadow := `{"shadow_rules":{"action":"ALLOW"}`
+	for name, tc := range map[string]struct{ perRoute, key string }{
+		"the filter's prefix":    {`{"rbac":` + shadow + `}}`, "filter_shadow_engine_result"},
+		"the route's own":        {`{"rbac":` + shadow + `,"shadow_rules_stat_prefix":"route_"}}`, "route_shadow_engine_result"},
+		"no route configuration": {"", "filter_shadow_engine_result"},
+	} {
+		s := httpfiltertest.NewStream("GET", "/")
+		if tc.perRoute != "" {
+			s.PerRoute = map[string][]httpfilter.RouteConfig{"rbac": {routeConfig(t, tc.perRoute)}}
+		}
+		f.DecodeHeaders(s)
+		got := s.Metadata.GetFilterMetadata()["envoy.filters.http.rbac"].AsMap()
+		// No policy matches: the engine result is the only field.
+		if _, ok := got[tc.key]; !ok || len(got) != 1 {
+			t.Errorf("%s: metadata %v, want one field %s", name, got, tc.key)
+		}
+	}
+	// The filter's stats count the routes' shadow rules (an ALLOW
+	// without policies denies; the filter's DENY without policies
+	// allows).
+	if c.store.Counter("http.in.rbac.filter_.shadow_denied").Value() != 2 {
+		t.Errorf("shadow_denied = %d, want 2", c.store.Counter("http.in.rbac.filter_.shadow_denied").Value())
 	}
 }

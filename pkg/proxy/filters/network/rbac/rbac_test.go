@@ -65,10 +65,10 @@ func TestConnections(t *testing.T) {
 		t.Error("a connection to a denied port went on")
 	}
 	for name, want := range map[string]uint64{
-		"tcp_in.rbac.allowed":            1,
-		"tcp_in.rbac.dry_shadow_denied":  1,
-		"tcp_in.rbac.dry_shadow_allowed": 0,
-		"tcp_other.rbac.denied":          1,
+		"tcp_in.rbac.allowed":             1,
+		"tcp_in.rbac.dry_.shadow_denied":  1,
+		"tcp_in.rbac.dry_.shadow_allowed": 0,
+		"tcp_other.rbac.denied":           1,
 	} {
 		if got := store.Counter(name).Value(); got != want {
 			t.Errorf("%s = %d, want %d", name, got, want)
