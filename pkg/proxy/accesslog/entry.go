@@ -107,8 +107,8 @@ type Entry struct {
 	// tracing configured no request is, as in Envoy.
 	ServiceForcedTrace bool
 	// DynamicMetadata is what filters recorded about the request
-	// (metadata_filter, %DYNAMIC_METADATA%); nil when none did, which is
-	// always so far: no Outrigger filter sets dynamic metadata.
+	// (metadata_filter, %DYNAMIC_METADATA%); nil when none did. Only the
+	// RBAC filter sets some so far.
 	DynamicMetadata *corev3.Metadata
 	// ClusterMetadata is the upstream cluster's metadata
 	// (%CLUSTER_METADATA%); nil before a cluster is chosen.

@@ -210,3 +210,32 @@ func appendJSONNumber(dst []byte, f float64) []byte {
 	}
 	return dst[:start+fixed]
 }
+
+// MergeMetadata merges fields into namespace of md (nil: none yet), as
+// Envoy's setDynamicMetadata does: each field replaces the one of its
+// name. fields is kept as is when the namespace is new; a namespace that
+// already has fields gets a new struct, so that neither fields nor the
+// struct in place, which callers may share, is modified. It returns the
+// metadata to keep.
+func MergeMetadata(md *corev3.Metadata, namespace string, fields *structpb.Struct) *corev3.Metadata {
+	if md == nil {
+		md = &corev3.Metadata{}
+	}
+	if md.FilterMetadata == nil {
+		md.FilterMetadata = map[string]*structpb.Struct{}
+	}
+	old := md.FilterMetadata[namespace]
+	if old == nil {
+		md.FilterMetadata[namespace] = fields
+		return md
+	}
+	merged := &structpb.Struct{Fields: make(map[string]*structpb.Value, len(old.GetFields())+len(fields.GetFields()))}
+	for k, v := range old.GetFields() {
+		merged.Fields[k] = v
+	}
+	for k, v := range fields.GetFields() {
+		merged.Fields[k] = v
+	}
+	md.FilterMetadata[namespace] = merged
+	return md
+}

@@ -1,6 +1,9 @@
 package accesslog
 
-import "net"
+import (
+	"crypto/x509"
+	"net"
+)
 
 // TLSInfo is what the access log shows of a downstream TLS connection,
 // rendered once per connection (tlsconfig.AccessLogInfo): %DOWNSTREAM_TLS_VERSION%,
@@ -14,6 +17,9 @@ type TLSInfo struct {
 	// LocalURISAN and LocalSubject describe the certificate the proxy
 	// served (%DOWNSTREAM_LOCAL_URI_SAN%, %DOWNSTREAM_LOCAL_SUBJECT%).
 	LocalURISAN, LocalSubject string
+	// PeerCertificate is the client's certificate itself, nil when it
+	// sent none: what RBAC's authenticated principals match.
+	PeerCertificate *x509.Certificate
 }
 
 // RequestedServerName is the server name a downstream connection asked

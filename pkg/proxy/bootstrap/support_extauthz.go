@@ -23,9 +23,10 @@ var supportedExtAuthz = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.with_request_body":             {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.clear_route_cache":             {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.status_on_error":               {},
-	// No Outrigger filter sets dynamic metadata: the namespaces select
-	// nothing, and the CheckRequest's metadata_context is empty, as
-	// Envoy's is without such a filter.
+	// The namespaces of the request's dynamic metadata (RBAC's, so far)
+	// go in the CheckRequest's metadata_context; no Outrigger filter sets
+	// typed metadata, so the typed namespaces find nothing, as in Envoy
+	// without such a filter.
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.metadata_context_namespaces":       {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.typed_metadata_context_namespaces": {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.filter_enabled":                    {},

@@ -38,6 +38,9 @@ type serverConn struct {
 	remote   string // "ip:port"
 	remoteIP string // x-forwarded-for
 	local    string
+	// direct is the socket's peer ("ip:port"), whatever a listener
+	// filter restored as remote.
+	direct string
 	// tls describes a TLS connection for the access log (nil: plaintext),
 	// sni is the server name the client asked for.
 	tls *accesslog.TLSInfo
@@ -109,6 +112,10 @@ func newServerConn(m *Manager, nc net.Conn) *serverConn {
 		idle: true,
 	}
 	c.remoteIP = hostOnly(c.remote)
+	c.direct = c.remote
+	if d, ok := nc.(interface{ DirectRemoteAddr() net.Addr }); ok {
+		c.direct = addrString(d.DirectRemoteAddr())
+	}
 	c.tls, c.sni = tlsconfig.AccessLogInfo(nc), accesslog.RequestedServerName(nc)
 	c.origDst, _ = upstream.OriginalDst(nc)
 	c.cc = &countedConn{Conn: nc, stats: m.stats}

@@ -7,8 +7,10 @@ import (
 	"math/rand/v2"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
@@ -289,15 +291,26 @@ func (s *stream) ConnectionState(key any, create func() any) any {
 	return s.connState.get(key, create)
 }
 
+// DynamicMetadata implements httpfilter.Stream: the access log entry's.
+func (s *stream) DynamicMetadata() *corev3.Metadata { return s.entry.DynamicMetadata }
+
+// SetDynamicMetadata implements httpfilter.Stream.
+func (s *stream) SetDynamicMetadata(namespace string, fields *structpb.Struct) {
+	s.entry.DynamicMetadata = accesslog.MergeMetadata(s.entry.DynamicMetadata, namespace, fields)
+}
+
 // Info implements httpfilter.Stream.
 func (s *stream) Info() httpfilter.StreamInfo {
 	return httpfilter.StreamInfo{
-		RemoteAddress: s.remote,
-		LocalAddress:  s.local,
-		Protocol:      s.proto,
-		Start:         s.start,
-		BytesReceived: s.bytesRecv,
-		ContentLength: s.reqLength,
+		RemoteAddress:       s.remote,
+		LocalAddress:        s.local,
+		DirectRemoteAddress: s.direct,
+		TLS:                 s.tls,
+		RequestedServerName: s.sni,
+		Protocol:            s.proto,
+		Start:               s.start,
+		BytesReceived:       s.bytesRecv,
+		ContentLength:       s.reqLength,
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 func (s *stream) init(m *Manager, c *serverConn) {
 	s.m = m
 	s.connID, s.remote, s.remoteIP, s.local, s.origDst = c.id, c.remote, c.remoteIP, c.local, c.origDst
-	s.tls, s.sni = c.tls, c.sni
+	s.tls, s.sni, s.direct = c.tls, c.sni, c.direct
 	s.up = &c.up
 	s.down = c
 	s.flushDown = c.flushDown

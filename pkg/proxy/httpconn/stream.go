@@ -94,6 +94,7 @@ type stream struct {
 	remote   string
 	remoteIP string
 	local    string
+	direct   string
 	tls      *accesslog.TLSInfo
 	sni      string
 	// origDst is the connection's original destination when a listener

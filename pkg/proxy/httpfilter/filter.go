@@ -25,6 +25,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"github.com/go-logr/logr"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
@@ -278,6 +279,16 @@ type Stream interface {
 	RangeRequestHeaders(fn func(name, value string) bool)
 	// Info describes the stream's connection and protocol.
 	Info() StreamInfo
+	// DynamicMetadata is what the request's filters recorded (Envoy's
+	// dynamic metadata), nil when none did: access logs show it, RBAC
+	// matches it, ext_authz sends its namespaces. Callers do not modify
+	// it.
+	DynamicMetadata() *corev3.Metadata
+	// SetDynamicMetadata merges fields into the namespace of the
+	// request's dynamic metadata, as Envoy's setDynamicMetadata: each
+	// field replaces the one of its name. The stream keeps fields, which
+	// the caller no longer modifies (it may share it between requests).
+	SetDynamicMetadata(namespace string, fields *structpb.Struct)
 
 	// Sleep waits d before the filter goes on, as Envoy's timers delay a
 	// stream. It returns false when the wait was cut short: the stream
@@ -291,8 +302,17 @@ type Stream interface {
 // StreamInfo is what a filter may read of the stream's connection.
 type StreamInfo struct {
 	// RemoteAddress and LocalAddress are the downstream connection's
-	// peer and local addresses, "ip:port".
+	// peer and local addresses, "ip:port", as the listener filters left
+	// them (a PROXY protocol header's).
 	RemoteAddress, LocalAddress string
+	// DirectRemoteAddress is the socket's peer, "ip:port", whatever a
+	// listener filter restored.
+	DirectRemoteAddress string
+	// TLS describes a TLS connection (its peer certificate included),
+	// nil for a plaintext one; RequestedServerName is the SNI the client
+	// asked for.
+	TLS                 *accesslog.TLSInfo
+	RequestedServerName string
 	// Protocol is "HTTP/1.0", "HTTP/1.1" or "HTTP/2".
 	Protocol string
 	// Start is when the request's first byte arrived.

@@ -68,6 +68,10 @@ func (c *Conn) RemoteAddr() net.Addr {
 	return c.Conn.RemoteAddr()
 }
 
+// DirectRemoteAddr is the socket's peer address, whatever a listener
+// filter restored (RBAC's direct_remote_ip).
+func (c *Conn) DirectRemoteAddr() net.Addr { return c.Conn.RemoteAddr() }
+
 // LocalAddr is the connection's local address: the one a listener filter
 // restored, else the socket's.
 func (c *Conn) LocalAddr() net.Addr {

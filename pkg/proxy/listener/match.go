@@ -74,7 +74,7 @@ func compileMatch(m *listenerv3.FilterChainMatch) (chainMatch, error) {
 		}
 		out := make([]netip.Prefix, 0, len(rs))
 		for i, r := range rs {
-			p, err := parseCIDR(r)
+			p, err := ParseCIDR(r)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s[%d].%w", field, i, err))
 				continue
@@ -131,9 +131,11 @@ func compileServerNames(list []string) (names, wildcards []string, err error) {
 	return names, wildcards, errors.Join(errs...)
 }
 
-// parseCIDR reads a CidrRange; host bits below the prefix length are
-// cleared, as Envoy does. Errors name the field below the range.
-func parseCIDR(r *corev3.CidrRange) (netip.Prefix, error) {
+// ParseCIDR reads a CidrRange; host bits below the prefix length are
+// cleared, as Envoy does. Errors name the field below the range. Filter
+// chain matches and RBAC's IP permissions and principals read ranges this
+// way.
+func ParseCIDR(r *corev3.CidrRange) (netip.Prefix, error) {
 	ip, err := netip.ParseAddr(r.GetAddressPrefix())
 	if err != nil || ip.Zone() != "" {
 		return netip.Prefix{}, fmt.Errorf("address_prefix: %q is not an IP address", r.GetAddressPrefix())

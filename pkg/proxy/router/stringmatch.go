@@ -182,3 +182,13 @@ func CompileStringMatcher(m *matcherv3.StringMatcher) (StringMatcher, error) {
 
 // Match reports whether s matches.
 func (m *StringMatcher) Match(s string) bool { return m.m.match(s) }
+
+// RequiredPrefix is a prefix that every matching string has ("" when
+// there is none to tell): an exact or a case-sensitive prefix pattern.
+// Callers use it to rule out candidates cheaply.
+func (m *StringMatcher) RequiredPrefix() string {
+	if m.m.ignoreCase || (m.m.kind != strExact && m.m.kind != strPrefix) {
+		return ""
+	}
+	return m.m.pattern
+}

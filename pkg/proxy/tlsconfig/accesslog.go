@@ -32,6 +32,7 @@ func AccessLogInfo(c net.Conn) *accesslog.TLSInfo {
 	}
 	if len(cs.PeerCertificates) > 0 {
 		peer := cs.PeerCertificates[0]
+		info.PeerCertificate = peer
 		// Envoy's renderings: SANs joined with ",", the subject in RFC
 		// 2253 form, the SHA-256 of the DER and the serial in lower-case
 		// hex.

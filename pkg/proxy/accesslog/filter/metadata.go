@@ -6,6 +6,7 @@ import (
 	"math"
 
 	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -36,41 +37,79 @@ func compileMetadata(c *accesslogv3.MetadataFilter) (*metadata, error) {
 		// Envoy ignores invert here; refusing it says so.
 		return nil, errors.New("matcher.invert: not supported in an access-log filter (Envoy ignores it there)")
 	}
-	if mm.GetFilter() == "" {
-		return nil, errors.New("matcher.filter: must be set")
-	}
-	if len(mm.GetPath()) == 0 {
-		return nil, errors.New("matcher.path: at least one segment is required")
-	}
-	for i, seg := range mm.GetPath() {
-		if seg.GetKey() == "" {
-			return nil, fmt.Errorf("matcher.path[%d].key: must be set", i)
-		}
-		m.path = append(m.path, seg.GetKey())
-	}
-	if mm.GetValue() == nil {
-		return nil, errors.New("matcher.value: required")
-	}
-	v, err := compileValue(mm.GetValue())
+	path, v, err := compileMetadataMatcher(mm)
 	if err != nil {
-		return nil, fmt.Errorf("matcher.value.%w", err)
+		return nil, fmt.Errorf("matcher.%w", err)
 	}
-	m.value = v
+	m.path, m.value = path, v
 	return m, nil
 }
 
+// compileMetadataMatcher compiles a MetadataMatcher's path and value;
+// errors name the field below the matcher.
+func compileMetadataMatcher(mm *matcherv3.MetadataMatcher) ([]string, *valueMatcher, error) {
+	if mm.GetFilter() == "" {
+		return nil, nil, errors.New("filter: must be set")
+	}
+	if len(mm.GetPath()) == 0 {
+		return nil, nil, errors.New("path: at least one segment is required")
+	}
+	var path []string
+	for i, seg := range mm.GetPath() {
+		if seg.GetKey() == "" {
+			return nil, nil, fmt.Errorf("path[%d].key: must be set", i)
+		}
+		path = append(path, seg.GetKey())
+	}
+	if mm.GetValue() == nil {
+		return nil, nil, errors.New("value: required")
+	}
+	v, err := compileValue(mm.GetValue())
+	if err != nil {
+		return nil, nil, fmt.Errorf("value.%w", err)
+	}
+	return path, v, nil
+}
+
+// MetadataMatcher is a compiled envoy.type.matcher.v3.MetadataMatcher
+// outside access-log filters (RBAC's metadata permissions and
+// principals): the value at the path must match, and invert flips the
+// result, a missing value included, as Envoy's Matchers::MetadataMatcher.
+type MetadataMatcher struct {
+	filter string
+	path   []string
+	value  *valueMatcher
+	invert bool
+}
+
+// CompileMetadataMatcher compiles a MetadataMatcher; errors name the
+// field below it.
+func CompileMetadataMatcher(mm *matcherv3.MetadataMatcher) (*MetadataMatcher, error) {
+	path, v, err := compileMetadataMatcher(mm)
+	if err != nil {
+		return nil, err
+	}
+	return &MetadataMatcher{filter: mm.GetFilter(), path: path, value: v, invert: mm.GetInvert()}, nil
+}
+
+// Match reports whether md matches (md may be nil: no metadata). It
+// allocates nothing.
+func (m *MetadataMatcher) Match(md *corev3.Metadata) bool {
+	return m.value.match(lookupMetadata(md, m.filter, m.path)) != m.invert
+}
+
 func (m *metadata) Match(e *accesslog.Entry) bool {
-	v := lookupMetadata(e, m.filter, m.path)
+	v := lookupMetadata(e.DynamicMetadata, m.filter, m.path)
 	if v == nil || v.GetKind() == nil {
 		return m.notFound
 	}
 	return m.value != nil && m.value.match(v)
 }
 
-// lookupMetadata finds the value at path in the filter's namespace of the
-// dynamic metadata, nil when there is none.
-func lookupMetadata(e *accesslog.Entry, filter string, path []string) *structpb.Value {
-	st := e.DynamicMetadata.GetFilterMetadata()[filter]
+// lookupMetadata finds the value at path in the filter's namespace of
+// md, nil when there is none.
+func lookupMetadata(md *corev3.Metadata, filter string, path []string) *structpb.Value {
+	st := md.GetFilterMetadata()[filter]
 	if st == nil {
 		return nil
 	}

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/protobuf/types/known/structpb"
+
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
@@ -110,6 +113,9 @@ type Stream struct {
 	StreamInfo httpfilter.StreamInfo
 	// CutWait makes Wait fail, as when the client has gone.
 	CutWait bool
+	// Metadata is the dynamic metadata (DynamicMetadata,
+	// SetDynamicMetadata).
+	Metadata *corev3.Metadata
 
 	// ReqBodyLen and ReqHasBody describe the request body (RequestBody);
 	// RespBodyLen and RespHasBody the response's (ResponseBody).
@@ -346,6 +352,14 @@ func (s *Stream) RangeRequestHeaders(fn func(name, value string) bool) {
 			return
 		}
 	}
+}
+
+// DynamicMetadata implements httpfilter.Stream.
+func (s *Stream) DynamicMetadata() *corev3.Metadata { return s.Metadata }
+
+// SetDynamicMetadata implements httpfilter.Stream.
+func (s *Stream) SetDynamicMetadata(namespace string, fields *structpb.Struct) {
+	s.Metadata = accesslog.MergeMetadata(s.Metadata, namespace, fields)
 }
 
 // Info implements httpfilter.Stream.

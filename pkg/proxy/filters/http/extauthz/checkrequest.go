@@ -9,6 +9,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
@@ -31,8 +32,10 @@ type checkInput struct {
 // CheckRequestUtils::createHttpCheck does: the peers' addresses, the
 // request's time, id, method, path, host, scheme, protocol, size and
 // headers (pseudo-headers included, lower-case names, repeated ones joined
-// by ","), the body when buffered, the route's context extensions, and an
-// empty metadata context (no Outrigger filter sets dynamic metadata).
+// by ","), the body when buffered, the route's context extensions, and the
+// metadata context: the namespaces of metadata_context_namespaces found in
+// the request's dynamic metadata (typed metadata, which no Outrigger
+// filter sets, stays empty).
 func (c *config) checkRequest(s httpfilter.Stream, in checkInput) *authv3.CheckRequest {
 	info := s.Info()
 	r := s.Request()
@@ -109,8 +112,22 @@ func (c *config) checkRequest(s httpfilter.Stream, in checkInput) *authv3.CheckR
 			Http: hr,
 		},
 		ContextExtensions: in.contextExtensions,
-		MetadataContext:   &corev3.Metadata{},
+		MetadataContext:   c.metadataContext(s.DynamicMetadata()),
 	}}
+}
+
+// metadataContext is the CheckRequest's metadata context.
+func (c *config) metadataContext(md *corev3.Metadata) *corev3.Metadata {
+	mc := &corev3.Metadata{}
+	for _, ns := range c.metadataNamespaces {
+		if st := md.GetFilterMetadata()[ns]; st != nil {
+			if mc.FilterMetadata == nil {
+				mc.FilterMetadata = map[string]*structpb.Struct{}
+			}
+			mc.FilterMetadata[ns] = st
+		}
+	}
+	return mc
 }
 
 // headerAllowed applies allowed_headers and disallowed_headers.

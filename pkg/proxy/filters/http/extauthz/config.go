@@ -48,6 +48,9 @@ type config struct {
 	encodeRawHeaders    bool
 	// maxDeniedBody caps a denied response's body; 0 means no cap.
 	maxDeniedBody int
+	// metadataNamespaces are the namespaces of the request's dynamic
+	// metadata sent in the CheckRequest's metadata context.
+	metadataNamespaces []string
 
 	stats filterStats
 	// store and prefix name the per-cluster counters
@@ -113,15 +116,16 @@ func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
 		return nil, fmt.Errorf("transport_api_version: %s is not supported (V3 only)", p.GetTransportApiVersion())
 	}
 	c := &config{
-		name:              ctx.Name,
-		failureModeAllow:  p.GetFailureModeAllow(),
-		failureModeHeader: p.GetFailureModeAllowHeaderAdd(),
-		statusOnError:     403,
-		clearRouteCache:   p.GetClearRouteCache(),
-		runtime:           ctx.Runtime,
-		encodeRawHeaders:  p.GetEncodeRawHeaders(),
-		maxDeniedBody:     int(p.GetMaxDeniedResponseBodyBytes()),
-		store:             ctx.Stats,
+		name:               ctx.Name,
+		failureModeAllow:   p.GetFailureModeAllow(),
+		failureModeHeader:  p.GetFailureModeAllowHeaderAdd(),
+		statusOnError:      403,
+		clearRouteCache:    p.GetClearRouteCache(),
+		runtime:            ctx.Runtime,
+		encodeRawHeaders:   p.GetEncodeRawHeaders(),
+		maxDeniedBody:      int(p.GetMaxDeniedResponseBodyBytes()),
+		metadataNamespaces: p.GetMetadataContextNamespaces(),
+		store:              ctx.Stats,
 	}
 	if code := p.GetStatusOnError().GetCode(); code != 0 {
 		c.statusOnError = int(code)

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
@@ -359,10 +360,15 @@ func checkSettings(cs *extauthzv3.CheckSettings) *extauthzv3.ExtAuthzPerRoute {
 }
 
 func TestCheckRequest(t *testing.T) {
-	c, fc, ctx := newTest(t, `{`+grpcService+`, "disallowed_headers": {"patterns": [{"exact": "cookie"}]}, "with_request_body": {"max_request_bytes": 4, "allow_partial_message": true, "pack_as_bytes": true}}`, &response{status: statusOK})
+	c, fc, ctx := newTest(t, `{`+grpcService+`, "disallowed_headers": {"patterns": [{"exact": "cookie"}]}, "with_request_body": {"max_request_bytes": 4, "allow_partial_message": true, "pack_as_bytes": true},
+		"metadata_context_namespaces": ["envoy.filters.http.rbac", "absent"]}`, &response{status: statusOK})
 	s := routed("POST", "/a?b", "host", "example", "x-dup", "1", "x-dup", "2", "cookie", "secret",
 		"x-envoy-auth-partial-body", "spoofed", "x-envoy-downstream-service-cluster", "frontend")
 	s.Body = []byte("0123456789")
+	rbacMD, _ := structpb.NewStruct(map[string]any{"shadow_engine_result": "denied"})
+	otherMD, _ := structpb.NewStruct(map[string]any{"x": "y"})
+	s.SetDynamicMetadata("envoy.filters.http.rbac", rbacMD)
+	s.SetDynamicMetadata("other", otherMD)
 	s.StreamInfo.BytesReceived = 10
 	s.StreamInfo.ContentLength = 10
 	s.PerRoute = map[string][]httpfilter.RouteConfig{ctx.Name: {
@@ -394,7 +400,7 @@ func TestCheckRequest(t *testing.T) {
 			},
 		},
 		ContextExtensions: map[string]string{"a": "vh", "b": "route"},
-		MetadataContext:   &corev3.Metadata{},
+		MetadataContext:   &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{"envoy.filters.http.rbac": rbacMD}},
 	}
 	if diff := cmp.Diff(protojson.Format(want), protojson.Format(got)); diff != "" {
 		t.Errorf("CheckRequest (-want +got):\n%s", diff)

@@ -1,0 +1,117 @@
+package rbac
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	netrbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/rbac/v3"
+	"github.com/go-logr/logr"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+)
+
+// compileJSON compiles the filter's configuration written in JSON.
+func compileJSON(js string, store *stats.Store) (netfilter.Filter, error) {
+	p := &netrbacv3.RBAC{}
+	if err := protojson.Unmarshal([]byte(js), p); err != nil {
+		return nil, err
+	}
+	return Factory{}.Compile(p, netfilter.Context{Stats: store, Log: logr.Discard()})
+}
+
+// accepted returns the server side of a new loopback TCP connection.
+func accepted(t *testing.T) (server net.Conn, port int) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	server, err = ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = server.Close() })
+	return server, ln.Addr().(*net.TCPAddr).Port
+}
+
+func TestConnections(t *testing.T) {
+	store := stats.NewStore()
+	f, err := compileJSON(`{"stat_prefix":"tcp_in","shadow_rules_stat_prefix":"dry_",
+		"rules":{"action":"ALLOW","policies":{"loopback":{"permissions":[{"any":true}],"principals":[{"source_ip":{"address_prefix":"127.0.0.0","prefix_len":8}}]}}},
+		"shadow_rules":{"action":"ALLOW","policies":{"elsewhere":{"permissions":[{"any":true}],"principals":[{"direct_remote_ip":{"address_prefix":"10.0.0.0","prefix_len":8}}]}}}}`, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := accepted(t)
+	if !f.(netfilter.ReadFilter).OnNewConnection(c) {
+		t.Error("a loopback connection was denied")
+	}
+	deny, err := compileJSON(`{"stat_prefix":"tcp_other.","rules":{"action":"DENY","policies":{"this port":{"permissions":[{"destination_port_range":{"start":1,"end":65536}}],"principals":[{"any":true}]}}}}`, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ = accepted(t)
+	if deny.(netfilter.ReadFilter).OnNewConnection(c) {
+		t.Error("a connection to a denied port went on")
+	}
+	for name, want := range map[string]uint64{
+		"tcp_in.rbac.allowed":             1,
+		"tcp_in.rbac.dry_.shadow_denied":  1,
+		"tcp_in.rbac.dry_.shadow_allowed": 0,
+		"tcp_other.rbac.denied":           1,
+	} {
+		if got := store.Counter(name).Value(); got != want {
+			t.Errorf("%s = %d, want %d", name, got, want)
+		}
+	}
+}
+
+func TestDelayDeny(t *testing.T) {
+	f, err := compileJSON(`{"stat_prefix":"s","delay_deny":"0.2s","rules":{"action":"ALLOW"}}`, stats.NewStore())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := accepted(t)
+	start := time.Now()
+	if f.(netfilter.ReadFilter).OnNewConnection(c) {
+		t.Fatal("a connection no policy allows went on")
+	}
+	if waited := time.Since(start); waited < 200*time.Millisecond {
+		t.Errorf("denied after %v, want delay_deny's 200ms", waited)
+	}
+}
+
+func TestNoRules(t *testing.T) {
+	f, err := compileJSON(`{"stat_prefix":"s"}`, stats.NewStore())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := accepted(t)
+	if !f.(netfilter.ReadFilter).OnNewConnection(c) {
+		t.Error("a filter without rules denied a connection")
+	}
+}
+
+func TestCompileRefusals(t *testing.T) {
+	for js, want := range map[string]string{
+		`{}`:                               "stat_prefix: must be set",
+		`{"stat_prefix":"s","matcher":{}}`: "matcher: the matcher form of RBAC is not supported",
+		`{"stat_prefix":"s","shadow_matcher":{}}`: "shadow_matcher: the matcher form",
+		`{"stat_prefix":"s","rules":{"policies":{"p":{"permissions":[{"destination_port_range":{"start":5,"end":5}}],"principals":[{"any":true}]}}}}`:                           `rules.policies["p"].permissions[0].destination_port_range: range start 5 cannot be greater or equal than range end 5`,
+		`{"stat_prefix":"s","shadow_rules":{"policies":{"p":{"permissions":[{"any":true}],"principals":[{"authenticated":{"principal_name":{"safe_regex":{"regex":"("}}}}]}}}}`: `shadow_rules.policies["p"].principals[0].authenticated.principal_name.safe_regex.regex: `,
+	} {
+		if _, err := compileJSON(js, stats.NewStore()); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one containing %q", js, err, want)
+		}
+	}
+}

@@ -1,0 +1,205 @@
+// Package rbacengine is the role-based access control engine that the
+// RBAC HTTP and network filters share (Envoy's filters/common/rbac): it
+// compiles an envoy.config.rbac.v3.RBAC into policies of permissions and
+// principals and decides, for one request or connection, whether a policy
+// matches and what the action then says.
+//
+// Policies are evaluated in the order of their names (Envoy keeps them in
+// an ordered map), and the first that matches is the effective policy: its
+// name appears in the denial's response code details and in the shadow
+// rules' dynamic metadata.
+package rbacengine
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
+)
+
+// Action is what a matching policy means.
+type Action uint8
+
+// Envoy's RBAC actions.
+const (
+	// Allow lets a request through only when a policy matches.
+	Allow Action = iota
+	// Deny refuses a request when a policy matches.
+	Deny
+	// Log lets every request through; a match only marks the request for
+	// logging.
+	Log
+)
+
+// Engine is a compiled RBAC: its action and its policies, sorted by name.
+// It is immutable and safe for concurrent use.
+type Engine struct {
+	action   Action
+	policies []policy
+	// needs is what the policies read of the input, so that the filters
+	// parse only that.
+	needs Needs
+}
+
+// Needs says which inputs an engine reads.
+type Needs uint8
+
+// The inputs an engine may need beyond the request head.
+const (
+	NeedAddresses Needs = 1 << iota
+	NeedTLS
+	NeedRoute
+)
+
+// policy is one named policy: it matches when one permission and one
+// principal match.
+type policy struct {
+	name string
+	// details are the response code details of a denial by this policy.
+	details     string
+	permissions node // an or of the permissions
+	principals  node // an or of the principals
+	// pathPrefix is what every path the permissions match starts with
+	// ("" when they do not tell): a cheap test before the walk.
+	pathPrefix string
+}
+
+// Compile compiles an RBAC message. Errors name the field path below it
+// ("policies[\"admin\"].permissions[0].header.name: ...").
+func Compile(r *rbacv3.RBAC) (*Engine, error) {
+	e := &Engine{}
+	switch r.GetAction() {
+	case rbacv3.RBAC_ALLOW:
+		e.action = Allow
+	case rbacv3.RBAC_DENY:
+		e.action = Deny
+	case rbacv3.RBAC_LOG:
+		e.action = Log
+	default:
+		return nil, fmt.Errorf("action: unknown action %d", r.GetAction())
+	}
+	if r.GetAuditLoggingOptions() != nil {
+		return nil, errors.New("audit_logging_options: not supported by Outrigger")
+	}
+	names := make([]string, 0, len(r.GetPolicies()))
+	for name := range r.GetPolicies() {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var errs []error
+	for _, name := range names {
+		p, err := compilePolicy(name, r.GetPolicies()[name])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("policies[%q].%w", name, err))
+			continue
+		}
+		e.needs |= p.permissions.needs() | p.principals.needs()
+		e.policies = append(e.policies, p)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// compilePolicy compiles one policy; errors name the field below it.
+func compilePolicy(name string, p *rbacv3.Policy) (policy, error) {
+	out := policy{name: name, details: responseDetails(name)}
+	switch {
+	case p.GetCondition() != nil:
+		return out, errors.New("condition: CEL conditions are not supported by Outrigger")
+	case p.GetCheckedCondition() != nil:
+		return out, errors.New("checked_condition: CEL conditions are not supported by Outrigger")
+	case p.GetCelConfig() != nil:
+		return out, errors.New("cel_config: CEL conditions are not supported by Outrigger")
+	}
+	if len(p.GetPermissions()) == 0 {
+		return out, errors.New("permissions: at least one permission is required")
+	}
+	if len(p.GetPrincipals()) == 0 {
+		return out, errors.New("principals: at least one principal is required")
+	}
+	var err error
+	if out.permissions, err = compilePermissionList(p.GetPermissions(), "permissions"); err != nil {
+		return out, err
+	}
+	if out.principals, err = compilePrincipalList(p.GetPrincipals(), "principals"); err != nil {
+		return out, err
+	}
+	out.permissions, out.principals = out.permissions.simplify(), out.principals.simplify()
+	out.pathPrefix = out.permissions.requiredPath()
+	return out, nil
+}
+
+// Needs reports what the engine reads of its input.
+func (e *Engine) Needs() Needs { return e.needs }
+
+// Action is the engine's action.
+func (e *Engine) Action() Action { return e.action }
+
+// Decision is the result of an evaluation.
+type Decision struct {
+	// Allowed is the action's verdict: ALLOW and a match, DENY and no
+	// match, or LOG.
+	Allowed bool
+	// Matched reports that a policy matched; Policy is its name.
+	Matched bool
+	Policy  string
+	// details is the policy's response code details.
+	details string
+}
+
+// Evaluate runs the policies on in, in name order, until one matches. It
+// allocates nothing.
+func (e *Engine) Evaluate(in *Input) Decision {
+	var d Decision
+	in.prepare()
+	for i := range e.policies {
+		p := &e.policies[i]
+		if p.pathPrefix != "" && (!in.hasPath || !strings.HasPrefix(in.urlPath, p.pathPrefix)) {
+			continue
+		}
+		if p.permissions.match(in) && p.principals.match(in) {
+			d.Matched, d.Policy, d.details = true, p.name, p.details
+			break
+		}
+	}
+	switch e.action {
+	case Allow:
+		d.Allowed = d.Matched
+	case Deny:
+		d.Allowed = !d.Matched
+	default:
+		d.Allowed = true
+	}
+	return d
+}
+
+// noPolicy is the details of a denial no policy matched.
+const noPolicy = "rbac_access_denied_matched_policy[none]"
+
+// Details is the response code details (or connection termination
+// details) of a denial: Envoy's rbac_access_denied_matched_policy[<name>],
+// with "none" when no policy matched. It allocates nothing.
+func (d Decision) Details() string {
+	if !d.Matched {
+		return noPolicy
+	}
+	return d.details
+}
+
+// responseDetails is the details of a denial by the policy name, with
+// white space in the name replaced by '_' so that the access log keeps
+// its columns, as Envoy does.
+func responseDetails(name string) string {
+	name = strings.Map(func(r rune) rune {
+		switch r {
+		case ' ', '\t', '\f', '\v', '\n', '\r':
+			return '_'
+		}
+		return r
+	}, name)
+	return "rbac_access_denied_matched_policy[" + name + "]"
+}
