@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 )
 
 // Chain is a built filter chain: read filters, then a terminal filter. It
@@ -38,15 +39,64 @@ func NewChain(filters []Filter) (*Chain, error) {
 }
 
 // HandleConn runs the read filters on a new connection, then hands it to
-// the terminal filter; it implements listener.ConnHandler.
+// the terminal filter; it implements listener.ConnHandler. A connection a
+// read filter refuses goes to the terminal filter's Refused, when it has
+// one, and is closed.
 func (ch *Chain) HandleConn(c net.Conn) {
-	for _, rf := range ch.reads {
-		if !rf.OnNewConnection(c) {
-			_ = c.Close()
-			return
+	if len(ch.reads) > 0 {
+		fc, ok := c.(Conn)
+		if !ok {
+			fc = &hookedConn{Conn: c}
+			c = fc
+		}
+		for _, rf := range ch.reads {
+			if r := rf.OnNewConnection(fc); r != nil {
+				if rr, ok := ch.terminal.(RefusalRecorder); ok {
+					rr.Refused(c, r)
+				}
+				_ = c.Close()
+				return
+			}
 		}
 	}
 	ch.terminal.HandleConn(c)
+}
+
+// hookedConn gives a connection that is not a Conn (one a listener did
+// not make) the close hooks of one.
+type hookedConn struct {
+	net.Conn
+	mu     sync.Mutex
+	closed bool
+	hooks  []func()
+}
+
+// OnClose implements Conn.
+func (h *hookedConn) OnClose(f func()) {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		f()
+		return
+	}
+	h.hooks = append(h.hooks, f)
+	h.mu.Unlock()
+}
+
+// Close closes the connection and runs the hooks, the first time.
+func (h *hookedConn) Close() error {
+	err := h.Conn.Close()
+	h.mu.Lock()
+	hooks := h.hooks
+	first := !h.closed
+	h.closed, h.hooks = true, nil
+	h.mu.Unlock()
+	if first {
+		for _, f := range hooks {
+			f()
+		}
+	}
+	return err
 }
 
 // Terminal returns the chain's terminal filter.

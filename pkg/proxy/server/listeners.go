@@ -217,6 +217,8 @@ func (s *Server) buildNetworkFilter(f *listenerv3.Filter, drain *listener.Drain,
 		Clusters:   networkClusters{m: s.clusters},
 		AccessLogs: s.compileAccessLogs,
 		Now:        s.clock,
+		Runtime:    runtimeValues{s.runtime},
+		Shared:     s.shared,
 	})
 	if err != nil {
 		return nil, errors.Join(listener.PrefixErrors("typed_config.", err)...)
