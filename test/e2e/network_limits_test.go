@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -178,6 +179,58 @@ var _ = Describe("The connection limit network filter", func() {
 		expectEcho(c)
 		expectClosedSilently(dialTCP(port))
 		Expect(statValue(s, "connection_limit.cl.limited_connections")).To(Equal("1"))
+	})
+})
+
+// limitsLDS is a listener discovery response (YAML) with one listener on
+// port: a filter chain for 127.0.0.1 with a connection limit of one in
+// front of a tcp_proxy to echo, and a chain no connection matches, whose
+// tcp_proxy has stat_prefix other; listener are extra listener fields.
+func limitsLDS(version string, port int, other, listener string) string {
+	return fmt.Sprintf(`version_info: %q
+resources:
+- "@type": type.googleapis.com/envoy.config.listener.v3.Listener
+  name: limited
+  address: {socket_address: {address: 127.0.0.1, port_value: %d}}
+  filter_chains:
+  - filter_chain_match: {source_prefix_ranges: [{address_prefix: 127.0.0.1, prefix_len: 32}]}
+    filters: [%s, %s]
+  - filter_chain_match: {destination_port: 1}
+    filters: [{name: envoy.filters.network.tcp_proxy, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: %s, cluster: echo}}]
+%s`, version, port, connLimit("stat_prefix: cl, max_connections: 1"), tcpProxyTo("echo"), other, listener)
+}
+
+var _ = Describe("The connection limit network filter across listener updates", func() {
+	It("keeps the count of a filter chain an update leaves as it was, where Envoy updates in place, and starts afresh otherwise", func() {
+		up := startTCPServer(echo)
+		port := freePort()
+		dir := ldsSetup(limitsLDS("v1", port, "one", ""))
+		file, err := yamlQuote(filepath.Join(dir, ldsFileName))
+		Expect(err).NotTo(HaveOccurred())
+		s := Start(newDir(), fmt.Sprintf(`
+admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
+static_resources: {clusters: [%s]}
+dynamic_resources: {lds_config: {resource_api_version: V3, path_config_source: {path: %s}}}
+`, tcpCluster("echo", up), file))
+		waitLive(s)
+		held := dialTCP(port)
+		expectEcho(held)
+
+		// Only the other chain changes: Envoy keeps this chain, and its
+		// count, which still holds the open connection.
+		replaceLDS(dir, limitsLDS("v2", port, "two", ""))
+		waitStat(s, "listener_manager.listener_modified", "1")
+		expectClosedSilently(dialTCP(port))
+		Expect(statValue(s, "connection_limit.cl.limited_connections")).To(Equal("1"))
+
+		// A listener field changes: a new listener, whose count starts
+		// at nothing (the old one still counts the open connection).
+		replaceLDS(dir, limitsLDS("v3", port, "two", "  per_connection_buffer_limit_bytes: 65536\n"))
+		waitStat(s, "listener_manager.listener_modified", "2")
+		expectEcho(dialTCP(port))
+		Expect(statValue(s, "connection_limit.cl.limited_connections")).To(Equal("1"))
+		Expect(statValue(s, "connection_limit.cl.active_connections")).To(Equal("2"))
+		expectEcho(held)
 	})
 })
 

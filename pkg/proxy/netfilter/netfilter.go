@@ -107,6 +107,9 @@ type Context struct {
 	// Shared holds the values filters share across filter chains and
 	// listeners (local_ratelimit's share_key buckets); nil shares none.
 	Shared *Shared
+	// State is what the filter keeps across listener updates that keep its
+	// filter chain (connection counts, token buckets); nil keeps nothing.
+	State *State
 }
 
 // Clusters finds the cluster a filter sends a connection to.

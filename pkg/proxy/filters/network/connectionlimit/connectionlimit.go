@@ -96,7 +96,7 @@ func (Factory) Compile(msg proto.Message, ctx netfilter.Context) (netfilter.Filt
 		delay:   delay,
 		enabled: runtime.FeatureFlagOf(p.GetRuntimeEnabled()),
 		runtime: ctx.Runtime,
-		count:   new(atomic.Int64),
+		count:   netfilter.LoadState(ctx.State, func() *atomic.Int64 { return new(atomic.Int64) }),
 	}
 	sc := ctx.Stats.Scope("connection_limit." + p.GetStatPrefix() + ".")
 	f.limited = sc.Counter("limited_connections")

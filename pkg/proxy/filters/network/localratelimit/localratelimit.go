@@ -93,7 +93,7 @@ func (Factory) Compile(msg proto.Message, ctx netfilter.Context) (netfilter.Filt
 		rateLimited: ctx.Stats.Counter("local_rate_limit." + p.GetStatPrefix() + ".rate_limited"),
 	}
 	if p.GetShareKey() == "" {
-		f.limit = newLimiter()
+		f.limit = netfilter.LoadState(ctx.State, newLimiter)
 		return f, nil
 	}
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(tb)
