@@ -34,7 +34,7 @@ func TestShared(t *testing.T) {
 		t.Error("a key whose value went did not make a new one")
 	}
 	// A nil Shared shares nothing.
-	if LoadShared(nil, sharedKey{"a"}, newInt) == LoadShared(nil, sharedKey{"a"}, newInt) {
+	if first := LoadShared(nil, sharedKey{"a"}, newInt); first == LoadShared(nil, sharedKey{"a"}, newInt) {
 		t.Error("a nil Shared shared a value")
 	}
 }

@@ -10,7 +10,7 @@ func TestLoadState(t *testing.T) {
 	if b := LoadState(s, newInt); a != b || made != 1 {
 		t.Errorf("a second load made a new value (%d made)", made)
 	}
-	if LoadState(nil, newInt) == LoadState(nil, newInt) {
+	if first := LoadState(nil, newInt); first == LoadState(nil, newInt) {
 		t.Error("a nil State kept a value")
 	}
 }
