@@ -196,7 +196,8 @@ var _ netfilter.RefusalRecorder = (*Manager)(nil)
 // connection limit) the way Envoy's connection manager, made for every
 // connection of its chain, counts it: opened, then destroyed locally. It
 // implements netfilter.RefusalRecorder.
-func (m *Manager) Refused(c net.Conn, _ *netfilter.Refusal) {
+func (m *Manager) Refused(c net.Conn, r *netfilter.Refusal) {
+	m.log.V(1).Info("connection closed before the connection manager", "reason", r.Reason, "remote", addrString(c.RemoteAddr()))
 	st := m.stats
 	st.cxTotal.Inc()
 	st.cxDestroy.Inc()

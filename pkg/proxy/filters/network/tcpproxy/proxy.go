@@ -110,6 +110,7 @@ var _ netfilter.RefusalRecorder = (*Proxy)(nil)
 // chain, counts and logs it. It implements netfilter.RefusalRecorder.
 func (p *Proxy) Refused(c net.Conn, r *netfilter.Refusal) {
 	p.stats.cxTotal.Inc()
+	p.log.V(1).Info("connection closed before tcp_proxy", "reason", r.Reason, "remote", addrString(c.RemoteAddr()))
 	if p.logs.Empty() {
 		return
 	}
