@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -229,7 +230,7 @@ dynamic_resources: {lds_config: {resource_api_version: V3, path_config_source: {
 		waitStat(s, "listener_manager.listener_modified", "2")
 		expectEcho(dialTCP(port))
 		Expect(statValue(s, "connection_limit.cl.limited_connections")).To(Equal("1"))
-		Expect(statValue(s, "connection_limit.cl.active_connections")).To(Equal("2"))
+		waitStat(s, "connection_limit.cl.active_connections", "2")
 		expectEcho(held)
 	})
 })
@@ -321,6 +322,34 @@ var _ = Describe("The connection-level limits in front of an HTTP connection man
 		expectClosedSilently(dialTCP(port))
 		Expect(statValue(s, "local_rate_limit.rl.rate_limited")).To(Equal("1"))
 		Expect(statValue(s, "http.web.downstream_rq_total")).To(Equal("2"))
+	})
+})
+
+var _ = Describe("The connection limit network filter on a TLS filter chain", func() {
+	It("closes a connection over the limit before its handshake, as Envoy runs it when the connection is made", func() {
+		dir := newDir()
+		f := newTLSFiles(dir)
+		port := freePort()
+		chain := `{filters: [` + connLimit("stat_prefix: tlscl, max_connections: 1") + `, ` + directHCM("secure", "") + `], transport_socket: ` + f.transportSocket("", "") + `}`
+		s := Start(dir, tlsBootstrap(port, "", []string{chain}))
+		dial := func() (*tls.Conn, error) {
+			d := &net.Dialer{Deadline: time.Now().Add(10 * time.Second)}
+			return tls.DialWithDialer(d, "tcp", fmt.Sprintf("127.0.0.1:%d", port), &tls.Config{RootCAs: f.caPool, ServerName: "localhost"})
+		}
+		a, err := dial()
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(a.Close)
+		_, err = dial()
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).NotTo(ContainSubstring("timeout"))
+		Expect(statValue(s, "connection_limit.tlscl.limited_connections")).To(Equal("1"), "the second handshake failed with %v", err)
+		// The first handshake completes on the server once the client's
+		// Finished is in, a moment after the client's own; the second
+		// never starts.
+		handshakes := func() string { return statValue(s, fmt.Sprintf("listener.127.0.0.1_%d.ssl.handshake", port)) }
+		Eventually(handshakes).Should(Equal("1"))
+		Consistently(handshakes, 300*time.Millisecond).Should(Equal("1"))
+		Expect(statValue(s, fmt.Sprintf("listener.127.0.0.1_%d.ssl.connection_error", port))).To(Equal("0"))
 	})
 })
 

@@ -39,28 +39,44 @@ func NewChain(filters []Filter) (*Chain, error) {
 }
 
 // HandleConn runs the read filters on a new connection, then hands it to
-// the terminal filter; it implements listener.ConnHandler. A connection a
-// read filter refuses goes to the terminal filter's Refused, when it has
-// one, and is closed.
+// the terminal filter; it implements listener.ConnHandler.
 func (ch *Chain) HandleConn(c net.Conn) {
-	if len(ch.reads) > 0 {
-		fc, ok := c.(Conn)
-		if !ok {
-			fc = &hookedConn{Conn: c}
-			c = fc
-		}
-		for _, rf := range ch.reads {
-			if r := rf.OnNewConnection(fc); r != nil {
-				if rr, ok := ch.terminal.(RefusalRecorder); ok {
-					rr.Refused(c, r)
-				}
-				_ = c.Close()
-				return
+	if _, ok := c.(Conn); !ok && len(ch.reads) > 0 {
+		c = &hookedConn{Conn: c}
+	}
+	if ch.Admit(c) {
+		ch.Serve(c)
+	}
+}
+
+// Admit runs the read filters on a new connection and reports whether it
+// goes on to Serve. A connection a read filter refuses goes to the
+// terminal filter's Refused, when it has one, and is closed. A listener
+// admits a connection before its TLS handshake, as Envoy runs the read
+// filters when the connection is made; c must then be a Conn.
+func (ch *Chain) Admit(c net.Conn) bool {
+	if len(ch.reads) == 0 {
+		return true
+	}
+	fc, ok := c.(Conn)
+	if !ok {
+		_ = c.Close()
+		return false
+	}
+	for _, rf := range ch.reads {
+		if r := rf.OnNewConnection(fc); r != nil {
+			if rr, ok := ch.terminal.(RefusalRecorder); ok {
+				rr.Refused(c, r)
 			}
+			_ = c.Close()
+			return false
 		}
 	}
-	ch.terminal.HandleConn(c)
+	return true
 }
+
+// Serve hands an admitted connection to the terminal filter.
+func (ch *Chain) Serve(c net.Conn) { ch.terminal.HandleConn(c) }
 
 // hookedConn gives a connection that is not a Conn (one a listener did
 // not make) the close hooks of one.
