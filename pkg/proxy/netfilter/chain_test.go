@@ -111,3 +111,29 @@ func TestChainRecordsRefusals(t *testing.T) {
 		t.Error("a refused connection reached the terminal filter")
 	}
 }
+
+// TestChainAdmitNeedsConn: a listener admits only its own connections,
+// whose close the read filters can follow; any other is closed.
+func TestChainAdmitNeedsConn(t *testing.T) {
+	g, term := &gate{open: true}, &terminal{}
+	ch, err := NewChain([]Filter{g, term})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := net.Pipe()
+	defer b.Close()
+	if ch.Admit(a) {
+		t.Error("a connection without close hooks was admitted")
+	}
+	if _, err := a.Write([]byte("x")); err == nil {
+		t.Error("the connection is still open")
+	}
+	// Without read filters every connection goes on.
+	bare, err := NewChain([]Filter{term})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bare.Admit(b) {
+		t.Error("a chain with no read filters refused a connection")
+	}
+}
