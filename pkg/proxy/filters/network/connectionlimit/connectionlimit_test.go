@@ -73,6 +73,15 @@ func pipe(t *testing.T) (server, client net.Conn) {
 	return server, client
 }
 
+// open runs n new connections through ch.
+func open(t *testing.T, ch *netfilter.Chain, n int) {
+	t.Helper()
+	for range n {
+		c, _ := pipe(t)
+		ch.HandleConn(c)
+	}
+}
+
 func limit(max uint64, delay time.Duration) *clv3.ConnectionLimit {
 	c := &clv3.ConnectionLimit{StatPrefix: "front", MaxConnections: wrapperspb.UInt64(max)}
 	if delay > 0 {
@@ -89,10 +98,7 @@ func limited(s *stats.Store) uint64 {
 
 func TestLimit(t *testing.T) {
 	ch, term, store := chain(t, limit(2, 0), nil)
-	for range 3 {
-		c, _ := pipe(t)
-		ch.HandleConn(c)
-	}
+	open(t, ch, 3)
 	if len(term.got) != 2 || len(term.refused) != 1 {
 		t.Fatalf("%d connections served, %d refused; want 2 and 1", len(term.got), len(term.refused))
 	}
@@ -108,10 +114,7 @@ func TestLimit(t *testing.T) {
 	if gauge(store) != 1 {
 		t.Errorf("active_connections %d after a close, want 1", gauge(store))
 	}
-	c, _ := pipe(t)
-	ch.HandleConn(c)
-	c2, _ := pipe(t)
-	ch.HandleConn(c2)
+	open(t, ch, 2)
 	if len(term.got) != 3 || len(term.refused) != 2 {
 		t.Fatalf("%d connections served, %d refused; want 3 and 2", len(term.got), len(term.refused))
 	}
@@ -181,18 +184,12 @@ func TestRuntimeEnabled(t *testing.T) {
 	cfg.RuntimeEnabled = &corev3.RuntimeFeatureFlag{DefaultValue: wrapperspb.Bool(true), RuntimeKey: "limits.on"}
 	rt := flags{"limits.on": false}
 	ch, term, store := chain(t, cfg, rt)
-	for range 3 {
-		c, _ := pipe(t)
-		ch.HandleConn(c)
-	}
+	open(t, ch, 3)
 	if len(term.got) != 3 || gauge(store) != 0 {
 		t.Fatalf("disabled: %d served, active_connections %d; want 3 and 0 (none counted)", len(term.got), gauge(store))
 	}
 	rt["limits.on"] = true
-	c, _ := pipe(t)
-	ch.HandleConn(c)
-	c2, _ := pipe(t)
-	ch.HandleConn(c2)
+	open(t, ch, 2)
 	if len(term.got) != 4 || len(term.refused) != 1 {
 		t.Errorf("enabled: %d served, %d refused; want 4 and 1", len(term.got), len(term.refused))
 	}
