@@ -29,7 +29,7 @@ import (
 const Name = "proxy.filters.network.connection_limit"
 
 // refusal is what the terminal filter records of a connection over the
-// limit: no response flag, and Envoy's close reason.
+// limit: no response flag, and Envoy's close reason. Never written.
 var refusal = netfilter.Refusal{Reason: "over_connection_limit"}
 
 // defaultBufferLimit is how much a held connection may send before the

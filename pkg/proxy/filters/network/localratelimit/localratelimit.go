@@ -25,7 +25,8 @@ import (
 const Name = "proxy.filters.network.local_ratelimit"
 
 // refusal is what the terminal filter records of a rate-limited
-// connection: Envoy sets UpstreamRetryLimitExceeded (URX) on it.
+// connection: Envoy sets UpstreamRetryLimitExceeded (URX) on it. Never
+// written.
 var refusal = netfilter.Refusal{Flags: accesslog.UpstreamRetryLimitExceeded, Reason: "local_ratelimit_close_over_limit"}
 
 // Factory compiles LocalRateLimit configurations.
