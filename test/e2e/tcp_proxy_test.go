@@ -364,19 +364,10 @@ dynamic_resources:
 		}).Should(Succeed())
 		DeferCleanup(func() { _ = c.Close() })
 		Expect(c.SetDeadline(time.Now().Add(20 * time.Second))).To(Succeed())
-		ping := func() {
-			GinkgoHelper()
-			_, err := c.Write([]byte("ping"))
-			Expect(err).NotTo(HaveOccurred())
-			b := make([]byte, 4)
-			_, err = io.ReadFull(c, b)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(string(b)).To(Equal("ping"))
-		}
-		ping()
+		expectEcho(c)
 		// Stopped listeners keep their connections, as in Envoy.
 		Expect(s.Post("/drain_listeners").Status).To(Equal(200))
-		ping()
+		expectEcho(c)
 		// Removed by discovery: closed at the end of the drain time.
 		replaceLDS(dir, "version_info: \"2\"\nresources: []\n")
 		_, err = io.ReadAll(c)

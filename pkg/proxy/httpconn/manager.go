@@ -33,6 +33,7 @@ import (
 	logfilter "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/filter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/loggers"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
@@ -189,6 +190,25 @@ func (m *Manager) HandleConn(c net.Conn) {
 		}
 	}()
 	sc.serve()
+}
+
+var _ netfilter.RefusalRecorder = (*Manager)(nil)
+
+// Refused counts a connection an earlier filter of the chain closed (a
+// connection limit) the way Envoy's connection manager, made for every
+// connection of its chain, counts it: opened, then destroyed locally. It
+// implements netfilter.RefusalRecorder.
+func (m *Manager) Refused(c net.Conn, r *netfilter.Refusal) {
+	m.log.V(1).Info("connection closed before the connection manager", "reason", r.Reason, "remote", addrString(c.RemoteAddr()))
+	st := m.stats
+	st.cxTotal.Inc()
+	st.cxDestroy.Inc()
+	st.cxDestroyLocal.Inc()
+	var length time.Duration
+	if s, ok := c.(interface{ StartTime() time.Time }); ok {
+		length = m.stamp(time.Now()).Sub(s.StartTime())
+	}
+	st.cxLengthMs.Record(uint64(max(0, length.Milliseconds())))
 }
 
 // register tracks a new connection, or returns nil once the manager is

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -40,6 +41,10 @@ type Conn struct {
 	tls *tls.Conn
 	// localCert is the certificate the TLS handshake served.
 	localCert *x509.Certificate
+	// hooks run at the first Close (OnClose); hookMu guards them
+	// against it.
+	hookMu sync.Mutex
+	hooks  []func()
 }
 
 // TLSLocalCertificate is the certificate the connection's TLS handshake
@@ -93,9 +98,33 @@ func (c *Conn) Close() error {
 	err := c.Conn.Close()
 	if c.closed.CompareAndSwap(false, true) {
 		c.owner.connClosed(c)
+		c.hookMu.Lock()
+		hooks := c.hooks
+		c.hooks = nil
+		c.hookMu.Unlock()
+		for _, f := range hooks {
+			f()
+		}
 	}
 	return err
 }
+
+// OnClose arranges for f to run once the connection is closed, on the
+// goroutine that closes it first, or at once when it is closed already
+// (netfilter.Conn: the network filters that count connections).
+func (c *Conn) OnClose(f func()) {
+	c.hookMu.Lock()
+	if !c.closed.Load() {
+		c.hooks = append(c.hooks, f)
+		c.hookMu.Unlock()
+		return
+	}
+	c.hookMu.Unlock()
+	f()
+}
+
+// StartTime is when the listener admitted the connection.
+func (c *Conn) StartTime() time.Time { return c.start }
 
 // CloseWrite shuts down the sending side of a TCP connection, so that a
 // handler can close gracefully: the client sees the end of the stream

@@ -3,6 +3,7 @@ package listener
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -38,12 +39,31 @@ func (c *chain) compileTransport(fc *listenerv3.FilterChain, build func(*corev3.
 	return errors.Join(errs...)
 }
 
+// Admitter is a ConnHandler that decides whether to take a connection
+// before its TLS handshake, as Envoy's read filters (connection limits)
+// see a connection as soon as it is made: Admit, before the handshake,
+// reports whether the connection goes on (else it has closed it), and
+// Serve takes it over after the handshake.
+type Admitter interface {
+	ConnHandler
+	Admit(c net.Conn) bool
+	Serve(c net.Conn)
+}
+
 // serve runs a connection's TLS handshake when its filter chain has a TLS
-// transport socket, then hands the connection to the chain. A failed
-// handshake (counted in ssl.*, the peer having had its alert) closes the
-// connection.
+// transport socket, then hands the connection to the chain (an Admitter
+// admits it first). A failed handshake (counted in ssl.*, the peer having
+// had its alert) closes the connection.
 func (l *Listener) serve(conn *Conn, ch *chain) {
+	a, admits := ch.handler.(Admitter)
+	if admits && !a.Admit(conn) {
+		return
+	}
 	if ch.tls != nil && !l.handshake(conn, ch) {
+		return
+	}
+	if admits {
+		a.Serve(conn)
 		return
 	}
 	ch.handler.HandleConn(conn)

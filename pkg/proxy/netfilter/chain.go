@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 )
 
 // Chain is a built filter chain: read filters, then a terminal filter. It
 // is what a listener hands each connection of the chain to.
 type Chain struct {
 	reads    []ReadFilter
+	data     []DataFilter
 	terminal Terminal
 }
 
@@ -23,11 +25,17 @@ func NewChain(filters []Filter) (*Chain, error) {
 	ch := &Chain{}
 	last := len(filters) - 1
 	for i, f := range filters[:last] {
-		rf, ok := f.(ReadFilter)
-		if !ok {
+		rf, reads := f.(ReadFilter)
+		df, data := f.(DataFilter)
+		if !reads && !data {
 			return nil, fmt.Errorf("filters[%d]: a terminal filter must be the last in the filter chain", i)
 		}
-		ch.reads = append(ch.reads, rf)
+		if reads {
+			ch.reads = append(ch.reads, rf)
+		}
+		if data {
+			ch.data = append(ch.data, df)
+		}
 	}
 	t, ok := filters[last].(Terminal)
 	if !ok {
@@ -40,13 +48,93 @@ func NewChain(filters []Filter) (*Chain, error) {
 // HandleConn runs the read filters on a new connection, then hands it to
 // the terminal filter; it implements listener.ConnHandler.
 func (ch *Chain) HandleConn(c net.Conn) {
+	if _, ok := c.(Conn); !ok && len(ch.reads) > 0 {
+		c = &hookedConn{Conn: c}
+	}
+	if ch.Admit(c) {
+		ch.Serve(c)
+	}
+}
+
+// Admit runs the read filters on a new connection and reports whether it
+// goes on to Serve. A connection a read filter refuses goes to the
+// terminal filter's Refused, when it has one, and is closed. A listener
+// admits a connection before its TLS handshake, as Envoy runs the read
+// filters when the connection is made; c must then be a Conn.
+func (ch *Chain) Admit(c net.Conn) bool {
+	if len(ch.reads) == 0 {
+		return true
+	}
+	fc, ok := c.(Conn)
+	if !ok {
+		_ = c.Close()
+		return false
+	}
 	for _, rf := range ch.reads {
-		if !rf.OnNewConnection(c) {
-			_ = c.Close()
+		if r := rf.OnNewConnection(fc); r != nil {
+			ch.refuse(c, r)
+			return false
+		}
+	}
+	return true
+}
+
+// Serve hands an admitted connection, its TLS handshake done, to the data
+// filters and then to the terminal filter.
+func (ch *Chain) Serve(c net.Conn) {
+	for _, df := range ch.data {
+		if r := df.OnData(c); r != nil {
+			ch.refuse(c, r)
 			return
 		}
 	}
 	ch.terminal.HandleConn(c)
+}
+
+// refuse has the terminal filter account for a refused connection, when it
+// does, and closes the connection.
+func (ch *Chain) refuse(c net.Conn, r *Refusal) {
+	if rr, ok := ch.terminal.(RefusalRecorder); ok {
+		rr.Refused(c, r)
+	}
+	_ = c.Close()
+}
+
+// hookedConn gives a connection that is not a Conn (one a listener did
+// not make) the close hooks of one.
+type hookedConn struct {
+	net.Conn
+	mu     sync.Mutex
+	closed bool
+	hooks  []func()
+}
+
+// OnClose implements Conn.
+func (h *hookedConn) OnClose(f func()) {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		f()
+		return
+	}
+	h.hooks = append(h.hooks, f)
+	h.mu.Unlock()
+}
+
+// Close closes the connection and runs the hooks, the first time.
+func (h *hookedConn) Close() error {
+	err := h.Conn.Close()
+	h.mu.Lock()
+	hooks := h.hooks
+	first := !h.closed
+	h.closed, h.hooks = true, nil
+	h.mu.Unlock()
+	if first {
+		for _, f := range hooks {
+			f()
+		}
+	}
+	return err
 }
 
 // Terminal returns the chain's terminal filter.

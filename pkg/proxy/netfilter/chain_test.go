@@ -14,10 +14,29 @@ func (t *terminal) HandleConn(c net.Conn)          { t.got = append(t.got, c) }
 func (t *terminal) Close() error                   { return nil }
 func (t *terminal) Shutdown(context.Context) error { return nil }
 
-// gate lets connections through while open is set.
-type gate struct{ open bool }
+// gate lets connections through while open is set, and refuses them with
+// its refusal otherwise.
+type gate struct {
+	open    bool
+	refusal Refusal
+	closes  int
+}
 
-func (g *gate) OnNewConnection(net.Conn) bool { return g.open }
+func (g *gate) OnNewConnection(c Conn) *Refusal {
+	c.OnClose(func() { g.closes++ })
+	if g.open {
+		return nil
+	}
+	return &g.refusal
+}
+
+// recorder is a terminal filter that records refused connections.
+type recorder struct {
+	terminal
+	refused []*Refusal
+}
+
+func (r *recorder) Refused(_ net.Conn, why *Refusal) { r.refused = append(r.refused, why) }
 
 func TestNewChain(t *testing.T) {
 	tests := map[string]struct {
@@ -58,10 +77,63 @@ func TestChainRunsReadFilters(t *testing.T) {
 	defer c.Close()
 	defer d.Close()
 	ch.HandleConn(c)
-	if len(term.got) != 1 || term.got[0] != c {
+	// A connection that is not a Conn gets the close hooks of one.
+	if len(term.got) != 1 || term.got[0].(*hookedConn).Conn != c {
 		t.Errorf("terminal got %v, want the connection", term.got)
 	}
 	if ch.Terminal() != term {
 		t.Error("Terminal() is not the chain's terminal filter")
+	}
+	if g.closes != 1 {
+		t.Errorf("close hooks ran %d times, want once (the refused connection)", g.closes)
+	}
+	_ = term.got[0].Close()
+	_ = term.got[0].Close()
+	if g.closes != 2 {
+		t.Errorf("close hooks ran %d times, want 2: once per connection", g.closes)
+	}
+}
+
+func TestChainRecordsRefusals(t *testing.T) {
+	g := &gate{refusal: Refusal{Reason: "over_limit"}}
+	rec := &recorder{}
+	ch, err := NewChain([]Filter{g, rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := net.Pipe()
+	defer b.Close()
+	ch.HandleConn(a)
+	if len(rec.refused) != 1 || rec.refused[0].Reason != "over_limit" {
+		t.Errorf("refusals recorded %v, want the gate's", rec.refused)
+	}
+	if len(rec.got) != 0 {
+		t.Error("a refused connection reached the terminal filter")
+	}
+}
+
+// TestChainAdmitNeedsConn: a listener admits only its own connections,
+// whose close the read filters can follow; any other is closed.
+func TestChainAdmitNeedsConn(t *testing.T) {
+	g, term := &gate{open: true}, &terminal{}
+	ch, err := NewChain([]Filter{g, term})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := net.Pipe()
+	defer b.Close()
+	if ch.Admit(a) {
+		t.Error("a connection without close hooks was admitted")
+	}
+	if _, err := a.Write([]byte("x")); err == nil {
+		t.Error("the connection is still open")
+	}
+	// Without read filters every connection goes on.
+	bare, err := NewChain([]Filter{term})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bare.Admit(b) {
+		t.Error("a chain with no read filters refused a connection")
 	}
 }

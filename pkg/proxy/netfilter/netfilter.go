@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -32,15 +33,55 @@ type Factory interface {
 	Compile(config proto.Message, ctx Context) (Filter, error)
 }
 
-// Filter is a compiled network filter: a ReadFilter, or a Terminal that
-// ends its chain.
+// Filter is a compiled network filter: a ReadFilter or a DataFilter, or a
+// Terminal that ends its chain.
 type Filter any
 
 // ReadFilter sees each new connection before the terminal filter does.
 type ReadFilter interface {
-	// OnNewConnection reports whether the connection may go on to the
-	// next filter; false means the filter has closed it.
-	OnNewConnection(c net.Conn) bool
+	// OnNewConnection looks at a new connection, on the connection's
+	// goroutine, and returns nil to let it go on to the next filter, or
+	// why it stops it: the chain then has the terminal filter account for
+	// it (see RefusalRecorder) and closes it. A filter that holds a
+	// connection before refusing it returns when it is done.
+	OnNewConnection(c Conn) *Refusal
+}
+
+// DataFilter is a read filter that decides when the connection's data
+// starts to flow, after its TLS handshake (Envoy's onData), rather than when
+// it is made: RBAC reads the peer's certificate. OnData runs on the
+// connection's goroutine, after every ReadFilter admitted the connection,
+// and returns nil to let it go on or why it stops it (see ReadFilter).
+type DataFilter interface {
+	OnData(c net.Conn) *Refusal
+}
+
+// Conn is a connection as read filters see it: the listener's, whose
+// close they can follow.
+type Conn interface {
+	net.Conn
+	// OnClose arranges for f to run once the connection is closed, on the
+	// goroutine that closes it first (at once if it is closed already).
+	OnClose(f func())
+}
+
+// Refusal is why a read filter stopped a connection: what the terminal
+// filter records of it.
+type Refusal struct {
+	// Flags are the response flags of the connection's access log entry
+	// (%RESPONSE_FLAGS%).
+	Flags accesslog.ResponseFlags
+	// Reason is Envoy's local close reason ("over_connection_limit").
+	Reason string
+}
+
+// RefusalRecorder is a terminal filter that accounts for the connections
+// its chain refused before handing them over. Envoy makes every filter of
+// a chain for each connection, so its terminal filters count and log
+// those connections too; Refused does the same, on the connection's
+// goroutine, before the chain closes c.
+type RefusalRecorder interface {
+	Refused(c net.Conn, r *Refusal)
 }
 
 // Terminal is the last filter of a chain: it serves a connection to its
@@ -69,6 +110,15 @@ type Context struct {
 	AccessLogs func(prefix string, cfgs []*accesslogv3.AccessLog) (AccessLogger, error)
 	// Now is the clock of recorded times; nil means time.Now.
 	Now func() time.Time
+	// Runtime reads runtime feature flags (runtime_enabled); nil reads
+	// none.
+	Runtime runtime.BoolReader
+	// Shared holds the values filters share across filter chains and
+	// listeners (local_ratelimit's share_key buckets); nil shares none.
+	Shared *Shared
+	// State is what the filter keeps across listener updates that keep its
+	// filter chain (connection counts, token buckets); nil keeps nothing.
+	State *State
 }
 
 // Clusters finds the cluster a filter sends a connection to.

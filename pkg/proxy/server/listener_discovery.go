@@ -212,7 +212,7 @@ func (s *Server) addOrUpdateLocked(lc *listenerv3.Listener, version string, now 
 	if err := s.checkAddressesLocked(lc); err != nil {
 		return err
 	}
-	bl, err := s.buildListener(lc, s.lset.stats)
+	bl, err := s.buildListener(lc, s.lset.stats, old)
 	if err != nil {
 		return err
 	}

@@ -44,6 +44,9 @@ type builtListener struct {
 	// configuration of its route discovery names (Envoy's listener
 	// warming).
 	warm *listenerWarming
+	// states are its network filters' states, which an update that
+	// changes only filter chains carries over (see chainStates).
+	states *chainStates
 }
 
 // buildListeners turns static listeners into unbound listeners. The
@@ -56,7 +59,7 @@ func (s *Server) buildListeners(cfgs []*listenerv3.Listener, manager *listener.M
 	addrs := map[string]string{}
 	for i, lc := range cfgs {
 		path := fmt.Sprintf("static_resources.listeners[%d]", i)
-		bl, err := s.buildListener(lc, manager)
+		bl, err := s.buildListener(lc, manager, nil)
 		if err != nil {
 			errs = append(errs, listener.PrefixErrors(path+".", err)...)
 			continue
@@ -92,14 +95,19 @@ func (s *Server) buildListeners(cfgs []*listenerv3.Listener, manager *listener.M
 }
 
 // buildListener builds one listener and the network filters of its filter
-// chains. Errors name the field below the listener.
-func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.ManagerStats) (*builtListener, error) {
+// chains; old, when not nil, is the listener it replaces. Errors name the
+// field below the listener.
+func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.ManagerStats, old *builtListener) (*builtListener, error) {
 	if lc.GetName() == "" {
 		// Envoy names an unnamed listener with a random UUID.
 		lc = proto.CloneOf(lc)
 		lc.Name = randomUUID()
 	}
-	bl := &builtListener{config: lc, warm: &listenerWarming{}}
+	bl := &builtListener{config: lc, warm: &listenerWarming{}, states: &chainStates{}}
+	if old != nil && updatesInPlace(old.config, lc) {
+		bl.states.prev = old.states
+		defer func() { bl.states.prev = nil }()
+	}
 	scope := listener.StatScope(lc)
 	l, err := listener.Build(lc, listener.Deps{
 		Stats:   s.stats,
@@ -118,6 +126,7 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 				egress:   lc.GetTrafficDirection() == corev3.TrafficDirection_OUTBOUND,
 				metadata: lc.GetMetadata(),
 				warm:     bl.warm,
+				states:   bl.states.forChain(fc),
 			})
 			if err != nil {
 				return nil, err
@@ -153,6 +162,8 @@ type chainContext struct {
 	// warm collects what the listener waits for before it serves (its
 	// route discovery names).
 	warm *listenerWarming
+	// states are the States of the chain's filters, one per filter.
+	states []*netfilter.State
 }
 
 // buildNetworkFilters builds the network filters of one filter chain:
@@ -169,7 +180,7 @@ func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener
 		errs  []error
 	)
 	for i, f := range filters {
-		nf, err := s.buildNetworkFilter(f, drain, cc)
+		nf, err := s.buildNetworkFilter(f, drain, cc, cc.states[i])
 		if err != nil {
 			errs = append(errs, listener.PrefixErrors(fmt.Sprintf("filters[%d].", i), err)...)
 			continue
@@ -196,8 +207,9 @@ func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener
 }
 
 // buildNetworkFilter builds one network filter, found by the type of its
-// typed_config (or its name). Errors name the field below the filter.
-func (s *Server) buildNetworkFilter(f *listenerv3.Filter, drain *listener.Drain, cc chainContext) (netfilter.Filter, error) {
+// typed_config (or its name), with the state it keeps. Errors name the
+// field below the filter.
+func (s *Server) buildNetworkFilter(f *listenerv3.Filter, drain *listener.Drain, cc chainContext, state *netfilter.State) (netfilter.Filter, error) {
 	ext, msg, err := s.ext.Resolve(extension.Ref{
 		Kind: "network filter", Category: netfilter.Category, Name: f.GetName(), Config: f.GetTypedConfig(),
 	}, extension.LookupByName(runtimeValues{s.runtime}))
@@ -217,6 +229,9 @@ func (s *Server) buildNetworkFilter(f *listenerv3.Filter, drain *listener.Drain,
 		Clusters:   networkClusters{m: s.clusters},
 		AccessLogs: s.compileAccessLogs,
 		Now:        s.clock,
+		Runtime:    runtimeValues{s.runtime},
+		Shared:     s.shared,
+		State:      state,
 	})
 	if err != nil {
 		return nil, errors.Join(listener.PrefixErrors("typed_config.", err)...)

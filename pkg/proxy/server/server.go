@@ -26,6 +26,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/options"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/outlier"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/overload"
@@ -80,6 +81,9 @@ type Server struct {
 	cds           *xds.ADSSubscription // the clusters over ADS; nil without cds_config
 	rds           *routeDiscovery      // the connection managers' routes over ADS
 	secrets       *secretStore         // static secrets and secrets from files (secrets.go)
+	// shared holds what network filters share across filter chains and
+	// listeners (local_ratelimit's share_key buckets).
+	shared *netfilter.Shared
 	// ldsReady is closed once the first ADS listener response (or its
 	// initial fetch timeout) is in; nil when there is nothing to wait for.
 	ldsReady <-chan struct{}
@@ -105,16 +109,17 @@ func New(cfg Config) (*Server, error) {
 	}
 	store, storeErr := newStatsStore(cfg.Bootstrap.GetStatsConfig(), cfg.Options.StatsTags)
 	s := &Server{
-		opts:  cfg.Options,
-		boot:  cfg.Bootstrap,
-		ext:   cfg.Extensions,
-		logs:  cfg.Logs,
-		log:   cfg.Logs.Logger("main"),
-		now:   now,
-		clock: cfg.Now,
-		start: now(),
-		stats: store,
-		quit:  make(chan struct{}),
+		opts:   cfg.Options,
+		boot:   cfg.Bootstrap,
+		ext:    cfg.Extensions,
+		logs:   cfg.Logs,
+		log:    cfg.Logs.Logger("main"),
+		now:    now,
+		clock:  cfg.Now,
+		start:  now(),
+		stats:  store,
+		shared: netfilter.NewShared(),
+		quit:   make(chan struct{}),
 	}
 	s.life = newLifecycle(s.stats.Scope("server."))
 

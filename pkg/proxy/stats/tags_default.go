@@ -112,4 +112,6 @@ var defaultExtractors = [...]defaultExtractor{
 	{name: "proxy.local_listener_ratelimit_prefix", pattern: `^listener_local_ratelimit\.((` + tv + `)\.)`, prefix: "listener_local_ratelimit."},
 	// dns_filter.(<stat_prefix>.)*
 	{name: "proxy.dns_filter_prefix", pattern: `^dns_filter\.((` + tv + `)\.)`, prefix: "dns_filter."},
+	// connection_limit.(<stat_prefix>.)*
+	{name: "proxy.connection_limit_prefix", pattern: `^connection_limit\.((` + tv + `)\.)`, prefix: "connection_limit."},
 }

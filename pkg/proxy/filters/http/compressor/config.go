@@ -19,6 +19,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/compression"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -45,49 +46,24 @@ var (
 	_ httpfilter.RouteFactory = Factory{}
 )
 
-// boolRuntime is the part of the runtime a RuntimeFeatureFlag reads.
-type boolRuntime interface {
-	Bool(key string, def bool) bool
-}
-
-// featureFlag is a compiled RuntimeFeatureFlag: default_value (true when
-// unset, as Envoy's), overridden by runtime_key.
-type featureFlag struct {
-	key string
-	def bool
-	rt  boolRuntime
-}
-
-// enabled reads the flag.
-func (f featureFlag) enabled() bool {
-	if f.key != "" && f.rt != nil {
-		return f.rt.Bool(f.key, f.def)
-	}
-	return f.def
-}
-
-// compileFlag compiles a RuntimeFeatureFlag (nil: enabled).
-func compileFlag(p *corev3.RuntimeFeatureFlag, rt httpfilter.Runtime) featureFlag {
-	f := featureFlag{key: p.GetRuntimeKey(), def: true}
-	if dv := p.GetDefaultValue(); dv != nil {
-		f.def = dv.GetValue()
-	}
-	f.rt, _ = rt.(boolRuntime)
-	return f
-}
-
 // direction is a compiled CommonDirectionConfig and its stats.
 type direction struct {
-	enabled      featureFlag
+	// flag is the direction's enabled flag, read through rt.
+	flag         runtime.FeatureFlag
+	rt           runtime.BoolReader
 	minLength    int64
 	contentTypes map[string]bool
 	compressed, notCompressed, uncompressedBytes, compressedBytes,
 	tooSmall *stats.Counter
 }
 
+// enabled reads the direction's runtime flag.
+func (d *direction) enabled() bool { return d.flag.Enabled(d.rt) }
+
 // compileDirection compiles one direction; stats go under prefix.
 func compileDirection(enabled *corev3.RuntimeFeatureFlag, minLength uint32, types []string, ctx httpfilter.Context, prefix string) direction {
-	d := direction{enabled: compileFlag(enabled, ctx.Runtime), minLength: defaultMinContentLength}
+	d := direction{flag: runtime.FeatureFlagOf(enabled), minLength: defaultMinContentLength}
+	d.rt, _ = ctx.Runtime.(runtime.BoolReader)
 	if minLength > 0 {
 		d.minLength = int64(minLength)
 	}

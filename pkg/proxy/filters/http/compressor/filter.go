@@ -57,7 +57,7 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 
 	n, hasBody := s.RequestBody()
 	rq := &c.request
-	if hasBody && c.hasRequest && rq.enabled.enabled() && rq.minimumLength(n) &&
+	if hasBody && c.hasRequest && rq.enabled() && rq.minimumLength(n) &&
 		rq.typeAllowed(h.Get("content-type")) && !has(h, "content-encoding") {
 		h.Set("content-encoding", c.encoding)
 		rq.compressed.Inc()
@@ -76,7 +76,7 @@ func (f *filter) responseEnabled() bool {
 	if f.perRoute != nil && f.perRoute.hasEnabled {
 		return f.perRoute.enabled
 	}
-	return f.cfg.response.enabled.enabled()
+	return f.cfg.response.enabled()
 }
 
 // removeAcceptEncoding is remove_accept_encoding_header, the route's

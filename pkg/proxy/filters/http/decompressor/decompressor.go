@@ -23,6 +23,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -34,27 +35,18 @@ type Factory struct{}
 
 var _ httpfilter.Factory = Factory{}
 
-// boolRuntime is the part of the runtime a RuntimeFeatureFlag reads.
-type boolRuntime interface {
-	Bool(key string, def bool) bool
-}
-
 // direction is one direction's compiled CommonDirectionConfig and stats.
 type direction struct {
-	flagKey                                                           string
-	flagDef                                                           bool
-	rt                                                                boolRuntime
+	flag                                                              runtime.FeatureFlag
+	rt                                                                runtime.BoolReader
 	ignoreNoTransform                                                 bool
 	decompressed, notDecompressed, compressedBytes, uncompressedBytes *stats.Counter
 }
 
 // compileDirection compiles one direction; stats go under prefix.
 func compileDirection(cc *decompressorv3.Decompressor_CommonDirectionConfig, ctx httpfilter.Context, prefix string) direction {
-	d := direction{flagKey: cc.GetEnabled().GetRuntimeKey(), flagDef: true, ignoreNoTransform: cc.GetIgnoreNoTransformHeader()}
-	if dv := cc.GetEnabled().GetDefaultValue(); dv != nil {
-		d.flagDef = dv.GetValue()
-	}
-	d.rt, _ = ctx.Runtime.(boolRuntime)
+	d := direction{flag: runtime.FeatureFlagOf(cc.GetEnabled()), ignoreNoTransform: cc.GetIgnoreNoTransformHeader()}
+	d.rt, _ = ctx.Runtime.(runtime.BoolReader)
 	sc := ctx.Stats.Scope(prefix)
 	d.decompressed = sc.Counter("decompressed")
 	d.notDecompressed = sc.Counter("not_decompressed")
@@ -64,12 +56,7 @@ func compileDirection(cc *decompressorv3.Decompressor_CommonDirectionConfig, ctx
 }
 
 // enabled reads the direction's runtime flag.
-func (d *direction) enabled() bool {
-	if d.flagKey != "" && d.rt != nil {
-		return d.rt.Bool(d.flagKey, d.flagDef)
-	}
-	return d.flagDef
-}
+func (d *direction) enabled() bool { return d.flag.Enabled(d.rt) }
 
 // filterConfig is the compiled filter.
 type filterConfig struct {

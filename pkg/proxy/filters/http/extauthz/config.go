@@ -38,10 +38,12 @@ type config struct {
 	body            *bodySettings
 	clearRouteCache bool
 	// enabled is filter_enabled, nil when unset (always enabled);
-	// denyAtDisable is deny_at_disable, nil when unset (false).
+	// denyAtDisable is deny_at_disable, nil when unset (false), read
+	// through flags.
 	enabled       *runtime.Fraction
-	denyAtDisable *featureFlag
+	denyAtDisable *runtime.FeatureFlag
 	runtime       httpfilter.Runtime
+	flags         runtime.BoolReader
 	// allowed and disallowed filter the headers of the CheckRequest
 	// (nil: no filtering); an HTTP service always has allowed.
 	allowed, disallowed matchers
@@ -66,27 +68,6 @@ type bodySettings struct {
 	maxBytes     int
 	allowPartial bool
 	packAsBytes  bool
-}
-
-// featureFlag is a RuntimeFeatureFlag: a default a runtime key may
-// override.
-type featureFlag struct {
-	key string
-	def bool
-}
-
-// boolRuntime is the runtime's boolean reading, which the server's runtime
-// has beside Uint64.
-type boolRuntime interface {
-	Bool(key string, def bool) bool
-}
-
-// value reads the flag.
-func (f *featureFlag) value(r httpfilter.Runtime) bool {
-	if br, ok := r.(boolRuntime); ok && f.key != "" {
-		return br.Bool(f.key, f.def)
-	}
-	return f.def
 }
 
 // NewFilter implements httpfilter.Config.
@@ -141,7 +122,8 @@ func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
 		c.enabled = &f
 	}
 	if d := p.GetDenyAtDisable(); d != nil {
-		c.denyAtDisable = &featureFlag{key: d.GetRuntimeKey(), def: d.GetDefaultValue().GetValue()}
+		c.denyAtDisable = &runtime.FeatureFlag{Key: d.GetRuntimeKey(), Default: d.GetDefaultValue().GetValue()}
+		c.flags, _ = ctx.Runtime.(runtime.BoolReader)
 	}
 	var err error
 	if p.GetHttpService() != nil {

@@ -51,7 +51,7 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	}
 	if c.enabled != nil && !c.enabled.Enabled(c.runtime, rand.Uint64()) {
 		c.stats.disabled.Inc()
-		if c.denyAtDisable != nil && c.denyAtDisable.value(c.runtime) {
+		if c.denyAtDisable != nil && c.denyAtDisable.Enabled(c.flags) {
 			s.SendLocalReply(c.statusOnError, "", accesslog.UnauthorizedExternalService, detailsError)
 			return httpfilter.Stop
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tokenbucket"
 )
 
 // Name is the filter's name in the proxy. spelling.
@@ -140,11 +141,8 @@ func compile(m proto.Message, ctx httpfilter.Context, perRoute bool) (*config, e
 		c.spec.alwaysConsumeDefault = v.GetValue()
 	}
 	if tb := p.GetTokenBucket(); tb != nil {
-		if c.spec.maxTokens, c.spec.perFill, c.spec.fill, err = compileBucket(tb); err != nil {
+		if c.spec.bucket, err = tokenbucket.Compile(tb); err != nil {
 			return nil, fmt.Errorf("token_bucket.%w", err)
-		}
-		if c.spec.maxTokens > 0 && c.spec.perFill == 0 {
-			return nil, errors.New("token_bucket.tokens_per_fill: must be above 0")
 		}
 	}
 	if c.spec.descriptors, err = compileDescriptors(p.GetDescriptors()); err != nil {

@@ -110,11 +110,11 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		c.responseHeaders.Apply(h, nil)
 	}
 	if b := f.res.bucket; b != nil && c.xRateLimit {
-		f.nums = strconv.AppendUint(f.nums[:0], uint64(b.max), 10)
+		f.nums = strconv.AppendUint(f.nums[:0], b.Max(), 10)
 		n := len(f.nums)
-		f.nums = strconv.AppendUint(f.nums, b.remaining(f.res.at), 10)
+		f.nums = strconv.AppendUint(f.nums, b.Remaining(f.res.at), 10)
 		m := len(f.nums)
-		f.nums = strconv.AppendUint(f.nums, b.resetSeconds(f.res.at), 10)
+		f.nums = strconv.AppendUint(f.nums, b.ResetSeconds(f.res.at), 10)
 		// The header list keeps the strings: they must not share the
 		// scratch buffer the next request rewrites.
 		v := string(f.nums)

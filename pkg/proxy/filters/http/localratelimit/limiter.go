@@ -1,30 +1,24 @@
 package localratelimit
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
-	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tokenbucket"
 )
-
-// minFill is Envoy's shortest fill_interval.
-const minFill = 50 * time.Millisecond
 
 // limiterSpec is what a limiter is made of: the default token bucket and
 // the descriptors' buckets, so that a per-connection limiter can be made
 // afresh for each connection.
 type limiterSpec struct {
-	// maxTokens, perFill and fill are the default bucket; fill 0 means
-	// none. maxTokens 0 with a fill denies every request the default
-	// bucket would take.
-	maxTokens, perFill uint32
-	fill               time.Duration
-	descriptors        []descriptorSpec
+	// bucket is the default bucket; Fill 0 means none. MaxTokens 0 with
+	// a Fill denies every request the default bucket would take.
+	bucket      tokenbucket.Spec
+	descriptors []descriptorSpec
 	// alwaysConsumeDefault: the default bucket is taken from even when a
 	// descriptor matched (always_consume_default_token_bucket, default
 	// true).
@@ -33,28 +27,8 @@ type limiterSpec struct {
 
 // descriptorSpec is one configured descriptor and its bucket.
 type descriptorSpec struct {
-	entries            []router.DescriptorEntry
-	maxTokens, perFill uint32
-	fill               time.Duration
-}
-
-// compileBucket reads a TokenBucket; errors name the field below it.
-func compileBucket(tb *typev3.TokenBucket) (maxTokens, perFill uint32, fill time.Duration, err error) {
-	maxTokens, perFill = tb.GetMaxTokens(), 1
-	if v := tb.GetTokensPerFill(); v != nil {
-		perFill = v.GetValue()
-	}
-	if d := tb.GetFillInterval(); d != nil {
-		if err := d.CheckValid(); err != nil {
-			return 0, 0, 0, fmt.Errorf("fill_interval: %w", err)
-		}
-		fill = d.AsDuration()
-	}
-	if maxTokens > 0 && fill < minFill {
-		// Envoy's words.
-		return 0, 0, 0, errors.New("fill_interval: local rate limit token bucket fill timer must be >= 50ms")
-	}
-	return maxTokens, perFill, fill, nil
+	entries []router.DescriptorEntry
+	bucket  tokenbucket.Spec
 }
 
 // compileDescriptors reads the descriptors; errors name the field below
@@ -73,11 +47,8 @@ func compileDescriptors(ds []*ratelimitv3.LocalRateLimitDescriptor) ([]descripto
 			return nil, fmt.Errorf("[%d].entries: at least one entry is required", i)
 		}
 		var err error
-		if spec.maxTokens, spec.perFill, spec.fill, err = compileBucket(d.GetTokenBucket()); err != nil {
+		if spec.bucket, err = tokenbucket.Compile(d.GetTokenBucket()); err != nil {
 			return nil, fmt.Errorf("[%d].token_bucket.%w", i, err)
-		}
-		if spec.maxTokens > 0 && spec.perFill == 0 {
-			return nil, fmt.Errorf("[%d].token_bucket.tokens_per_fill: must be above 0", i)
 		}
 		for k, prev := range out {
 			if slices.Equal(prev.entries, spec.entries) {
@@ -92,50 +63,46 @@ func compileDescriptors(ds []*ratelimitv3.LocalRateLimitDescriptor) ([]descripto
 // limiter applies a limiterSpec: its buckets are shared by the requests
 // it serves (all of the filter's, or one connection's).
 type limiter struct {
-	def *bucket
+	def *tokenbucket.Bucket
 	// alwaysDeny: a default bucket of no tokens.
 	alwaysDeny           bool
 	descriptors          []descriptorLimit
 	alwaysConsumeDefault bool
-	epoch                time.Time
-	now                  func() time.Time
+	clock                tokenbucket.Clock
 }
 
 // descriptorLimit is one descriptor and its bucket (nil: max_tokens 0,
 // which denies).
 type descriptorLimit struct {
 	entries []router.DescriptorEntry
-	bucket  *bucket
+	bucket  *tokenbucket.Bucket
 }
 
 // newLimiter makes a limiter of full buckets, on clock now.
 func (sp *limiterSpec) newLimiter(now func() time.Time) *limiter {
-	l := &limiter{alwaysConsumeDefault: sp.alwaysConsumeDefault, now: now, epoch: now()}
-	if sp.fill > 0 {
-		if sp.maxTokens == 0 {
+	l := &limiter{alwaysConsumeDefault: sp.alwaysConsumeDefault, clock: tokenbucket.NewClock(now)}
+	if sp.bucket.Fill > 0 {
+		if sp.bucket.MaxTokens == 0 {
 			l.alwaysDeny = true
 		} else {
-			l.def = newBucket(sp.maxTokens, sp.perFill, sp.fill, 0)
+			l.def = tokenbucket.New(sp.bucket, 0)
 		}
 	}
 	for _, d := range sp.descriptors {
 		dl := descriptorLimit{entries: d.entries}
-		if d.maxTokens > 0 {
-			dl.bucket = newBucket(d.maxTokens, d.perFill, d.fill, 0)
+		if d.bucket.MaxTokens > 0 {
+			dl.bucket = tokenbucket.New(d.bucket, 0)
 		}
 		l.descriptors = append(l.descriptors, dl)
 	}
 	return l
 }
 
-// seconds is the time since the limiter's epoch.
-func (l *limiter) seconds() float64 { return l.now().Sub(l.epoch).Seconds() }
-
 // result is a limiter's answer: whether the request may go, and the
 // bucket that decided (for the x-ratelimit headers; nil for none).
 type result struct {
 	allowed bool
-	bucket  *bucket
+	bucket  *tokenbucket.Bucket
 	at      float64
 }
 
@@ -144,7 +111,7 @@ type result struct {
 // the first that is empty; then the default bucket, when no descriptor
 // matched or always_consume_default_token_bucket.
 func (l *limiter) allowed(request [][]router.DescriptorEntry, matched []*descriptorLimit) (result, []*descriptorLimit) {
-	now := l.seconds()
+	now := l.clock.Seconds()
 	matched = matched[:0]
 	for _, rd := range request {
 		for i := range l.descriptors {
@@ -167,11 +134,11 @@ func (l *limiter) allowed(request [][]router.DescriptorEntry, matched []*descrip
 		})
 	}
 	for _, d := range matched {
-		if d.bucket == nil || !d.bucket.consume(now) {
+		if d.bucket == nil || !d.bucket.Consume(now) {
 			return result{allowed: false, bucket: d.bucket, at: now}, matched
 		}
 	}
-	var first *bucket
+	var first *tokenbucket.Bucket
 	if len(matched) > 0 {
 		first = matched[0].bucket
 	}
@@ -181,7 +148,7 @@ func (l *limiter) allowed(request [][]router.DescriptorEntry, matched []*descrip
 	if l.def == nil {
 		return result{allowed: !l.alwaysDeny, bucket: first, at: now}, matched
 	}
-	if !l.def.consume(now) {
+	if !l.def.Consume(now) {
 		return result{allowed: false, bucket: l.def, at: now}, matched
 	}
 	if first == nil {
@@ -191,9 +158,9 @@ func (l *limiter) allowed(request [][]router.DescriptorEntry, matched []*descrip
 }
 
 // rateOf is a bucket's refill rate; a nil bucket (no tokens) sorts first.
-func rateOf(b *bucket) float64 {
+func rateOf(b *tokenbucket.Bucket) float64 {
 	if b == nil {
 		return -1
 	}
-	return b.rate
+	return b.Rate()
 }

@@ -405,29 +405,3 @@ func TestCompileErrors(t *testing.T) {
 		t.Error("another filter's configuration was accepted")
 	}
 }
-
-// TestBucketConcurrent takes tokens from many goroutines at once: exactly
-// max_tokens requests go through.
-func TestBucketConcurrent(t *testing.T) {
-	b := newBucket(100, 1, time.Hour, 0)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	ok := 0
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 50; i++ {
-				if b.consume(1) {
-					mu.Lock()
-					ok++
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if ok != 100 {
-		t.Errorf("%d tokens taken, want 100", ok)
-	}
-}

@@ -47,7 +47,7 @@ type filter struct {
 	log              logr.Logger
 }
 
-var _ netfilter.ReadFilter = (*filter)(nil)
+var _ netfilter.DataFilter = (*filter)(nil)
 
 // Compile implements netfilter.Factory. Errors name the field path below
 // typed_config.
@@ -90,12 +90,13 @@ func (Factory) Compile(m proto.Message, ctx netfilter.Context) (netfilter.Filter
 	return f, nil
 }
 
-// OnNewConnection implements netfilter.ReadFilter: the shadow rules are
-// counted, then the rules decide; a denied connection is closed (by the
-// chain) once delay_deny has passed.
-func (f *filter) OnNewConnection(c net.Conn) bool {
+// OnData implements netfilter.DataFilter: after the TLS handshake (the
+// peer's certificate is known), the shadow rules are counted, then the
+// rules decide; a denied connection is refused (and closed by the chain)
+// once delay_deny has passed.
+func (f *filter) OnData(c net.Conn) *netfilter.Refusal {
 	if f.enforced == nil && f.shadow == nil {
-		return true
+		return nil
 	}
 	var in rbacengine.Input
 	fillInput(&in, c)
@@ -103,12 +104,12 @@ func (f *filter) OnNewConnection(c net.Conn) bool {
 		f.stats.RecordShadow(f.shadow.Evaluate(&in))
 	}
 	if f.enforced == nil {
-		return true
+		return nil
 	}
 	d := f.enforced.Evaluate(&in)
 	f.stats.Record(d)
 	if d.Allowed {
-		return true
+		return nil
 	}
 	f.log.V(1).Info("connection denied", "remote", in.Source.String(), "details", d.Details())
 	if f.delayDeny > 0 {
@@ -117,7 +118,9 @@ func (f *filter) OnNewConnection(c net.Conn) bool {
 		t := time.NewTimer(f.delayDeny)
 		<-t.C
 	}
-	return false
+	// Envoy sets no response flag: the connection's termination details
+	// name the policy.
+	return &netfilter.Refusal{Reason: d.Details()}
 }
 
 // fillInput reads the connection's addresses, SNI and TLS peer.

@@ -53,7 +53,7 @@ func TestConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, _ := accepted(t)
-	if !f.(netfilter.ReadFilter).OnNewConnection(c) {
+	if f.(netfilter.DataFilter).OnData(c) != nil {
 		t.Error("a loopback connection was denied")
 	}
 	deny, err := compileJSON(`{"stat_prefix":"tcp_other.","rules":{"action":"DENY","policies":{"this port":{"permissions":[{"destination_port_range":{"start":1,"end":65536}}],"principals":[{"any":true}]}}}}`, store)
@@ -61,7 +61,7 @@ func TestConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, _ = accepted(t)
-	if deny.(netfilter.ReadFilter).OnNewConnection(c) {
+	if deny.(netfilter.DataFilter).OnData(c) == nil {
 		t.Error("a connection to a denied port went on")
 	}
 	for name, want := range map[string]uint64{
@@ -83,7 +83,7 @@ func TestDelayDeny(t *testing.T) {
 	}
 	c, _ := accepted(t)
 	start := time.Now()
-	if f.(netfilter.ReadFilter).OnNewConnection(c) {
+	if f.(netfilter.DataFilter).OnData(c) == nil {
 		t.Fatal("a connection no policy allows went on")
 	}
 	if waited := time.Since(start); waited < 200*time.Millisecond {
@@ -97,7 +97,7 @@ func TestNoRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, _ := accepted(t)
-	if !f.(netfilter.ReadFilter).OnNewConnection(c) {
+	if f.(netfilter.DataFilter).OnData(c) != nil {
 		t.Error("a filter without rules denied a connection")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	datav3 "github.com/envoyproxy/go-control-plane/envoy/data/accesslog/v3"
 	"github.com/go-logr/logr"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
@@ -98,6 +99,27 @@ func (p *Proxy) HandleConn(c net.Conn) {
 		}
 	}()
 	s.run()
+}
+
+var _ netfilter.RefusalRecorder = (*Proxy)(nil)
+
+// Refused counts and logs a connection an earlier filter of the chain
+// closed (a connection limit): in downstream_cx_total, and with an access
+// log entry (TcpConnectionEnd, the refusal's response flags, no
+// upstream), as Envoy's tcp_proxy, made for every connection of its
+// chain, counts and logs it. It implements netfilter.RefusalRecorder.
+func (p *Proxy) Refused(c net.Conn, r *netfilter.Refusal) {
+	p.stats.cxTotal.Inc()
+	p.log.V(1).Info("connection closed before tcp_proxy", "reason", r.Reason, "remote", addrString(c.RemoteAddr()))
+	if p.logs.Empty() {
+		return
+	}
+	s := newSession(p, c)
+	if st, ok := c.(interface{ StartTime() time.Time }); ok {
+		s.start = st.StartTime()
+	}
+	s.setFlag(r.Flags)
+	s.logEntry(datav3.AccessLogType_TcpConnectionEnd)
 }
 
 // register tracks a new connection, or returns nil once the proxy is

@@ -1,0 +1,133 @@
+package tokenbucket
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+func TestCompile(t *testing.T) {
+	tests := map[string]struct {
+		tb   *typev3.TokenBucket
+		want Spec
+		err  string
+	}{
+		"tokens_per_fill defaults to 1": {
+			tb:   &typev3.TokenBucket{MaxTokens: 2, FillInterval: durationpb.New(time.Second)},
+			want: Spec{MaxTokens: 2, PerFill: 1, Fill: time.Second},
+		},
+		"every field": {
+			tb:   &typev3.TokenBucket{MaxTokens: 5, TokensPerFill: wrapperspb.UInt32(3), FillInterval: durationpb.New(50 * time.Millisecond)},
+			want: Spec{MaxTokens: 5, PerFill: 3, Fill: 50 * time.Millisecond},
+		},
+		"fill below 50ms": {
+			tb:  &typev3.TokenBucket{MaxTokens: 1, FillInterval: durationpb.New(49 * time.Millisecond)},
+			err: "fill_interval: local rate limit token bucket fill timer must be >= 50ms",
+		},
+		"no fill_interval": {
+			tb:  &typev3.TokenBucket{MaxTokens: 1},
+			err: "fill_interval: local rate limit token bucket fill timer must be >= 50ms",
+		},
+		"invalid duration": {
+			tb:  &typev3.TokenBucket{MaxTokens: 1, FillInterval: &durationpb.Duration{Seconds: 1, Nanos: -1}},
+			err: "fill_interval: ",
+		},
+		"no tokens per fill": {
+			tb:  &typev3.TokenBucket{MaxTokens: 1, TokensPerFill: wrapperspb.UInt32(0), FillInterval: durationpb.New(time.Second)},
+			err: "tokens_per_fill: must be above 0",
+		},
+		"an empty bucket needs no fill": {
+			tb:   &typev3.TokenBucket{},
+			want: Spec{PerFill: 1},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := Compile(tc.tb)
+			if tc.err != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tc.err) {
+					t.Fatalf("Compile = %v, want an error starting %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("Compile = %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestBucketRefill takes a bucket of 2, refilled with 1 token a second,
+// down to nothing, then lets it refill, up to its size at most.
+func TestBucketRefill(t *testing.T) {
+	b := New(Spec{MaxTokens: 2, PerFill: 1, Fill: time.Second}, 10)
+	if b.Max() != 2 || b.Rate() != 1 {
+		t.Fatalf("Max, Rate = %d, %v; want 2, 1", b.Max(), b.Rate())
+	}
+	steps := []struct {
+		at        float64
+		take      bool
+		remaining uint64
+		reset     uint64
+	}{
+		{at: 10, take: true, remaining: 1},
+		{at: 10, take: true, remaining: 0, reset: 1},
+		{at: 10.5, take: false, remaining: 0},
+		{at: 11, take: true, remaining: 0, reset: 1},
+		{at: 11.9, take: false, remaining: 0},
+		{at: 20, take: true, remaining: 1}, // full again, never more
+		{at: 20, take: true, remaining: 0, reset: 1},
+	}
+	for i, s := range steps {
+		if got := b.Consume(s.at); got != s.take {
+			t.Fatalf("step %d: Consume(%v) = %v, want %v", i, s.at, got, s.take)
+		}
+		if got := b.Remaining(s.at); got != s.remaining {
+			t.Errorf("step %d: Remaining = %d, want %d", i, got, s.remaining)
+		}
+		if got := b.ResetSeconds(s.at); got != s.reset {
+			t.Errorf("step %d: ResetSeconds = %d, want %d", i, got, s.reset)
+		}
+	}
+}
+
+// TestBucketConcurrent takes tokens from many goroutines at once: exactly
+// max_tokens of them get one.
+func TestBucketConcurrent(t *testing.T) {
+	b := New(Spec{MaxTokens: 100, PerFill: 1, Fill: time.Hour}, 0)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok := 0
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				if b.Consume(1) {
+					mu.Lock()
+					ok++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if ok != 100 {
+		t.Errorf("%d tokens taken, want 100", ok)
+	}
+}
+
+func TestClock(t *testing.T) {
+	at := time.Unix(100, 0)
+	c := NewClock(func() time.Time { return at })
+	at = at.Add(1500 * time.Millisecond)
+	if got := c.Seconds(); got != 1.5 {
+		t.Errorf("Seconds = %v, want 1.5", got)
+	}
+	if NewClock(nil).Seconds() < 0 {
+		t.Error("the default clock runs backwards")
+	}
+}
