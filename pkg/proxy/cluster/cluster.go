@@ -38,6 +38,13 @@ type Cluster struct {
 	// updateMu serializes host set changes.
 	updateMu sync.Mutex
 	rand     func() uint64
+	// firstSet is when the first host set with hosts was installed (see
+	// upstream.Host.Created); set under updateMu.
+	firstSet time.Time
+	// scope is the cluster's stats scope, where load balancers keep
+	// their gauges; runtime reads the runtime's snapshot (nil for none).
+	scope   stats.Scope
+	runtime func() *runtime.Snapshot
 
 	dial DialFunc
 	// ssl are the cluster.<name>.ssl.* stats of a TLS cluster, else nil.
@@ -107,6 +114,8 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 		dial:     d.dial,
 		now:      d.now,
 		rand:     d.rand,
+		scope:    scope,
+		runtime:  d.runtime,
 		conns:    map[*trackedConn]struct{}{},
 	}
 	if c.dial == nil {
@@ -194,10 +203,8 @@ func (c *Cluster) install(priorities [][]*upstream.Host, counted bool) {
 			}
 		}
 	}
-	cfg := c.settings.lb
-	cfg.Rand = c.rand
 	c.set.Store(hs)
-	c.balancer.Store(lb.New(priorities, cfg))
+	c.balancer.Store(lb.New(priorities, c.lbConfig(hs)))
 	c.publishMembership(hs, counted)
 
 	if old == nil {
@@ -223,6 +230,44 @@ func (c *Cluster) install(priorities [][]*upstream.Host, counted bool) {
 			c.h2x.CloseIdleConnections()
 		}
 	}
+}
+
+// lbConfig is the balancer configuration of a host set being installed:
+// its hosts get their creation time, and the cluster's policy its
+// pickers.
+func (c *Cluster) lbConfig(hs *hostSet) lb.Config {
+	cfg := c.settings.lb
+	cfg.Rand = c.rand
+	now := c.clock()
+	if c.firstSet.IsZero() && len(hs.hosts) > 0 {
+		c.firstSet = now
+	}
+	for _, h := range hs.hosts {
+		if h.Created.IsZero() {
+			h.Created = now
+		}
+	}
+	p := c.settings.policy
+	if p == nil {
+		return cfg
+	}
+	env := lb.Env{Now: now, Clock: c.now, FirstSet: c.firstSet, Rand: c.rand, Stats: &c.scope}
+	if c.runtime != nil {
+		if snap := c.runtime(); snap != nil {
+			env.Runtime = snap
+		}
+	}
+	cfg.NewPicker = p.Pickers(env)
+	cfg.HashBased = p.HashBased()
+	return cfg
+}
+
+// clock reads the cluster's clock.
+func (c *Cluster) clock() time.Time {
+	if c.now == nil {
+		return time.Now()
+	}
+	return c.now()
 }
 
 // pool returns h's HTTP/1.1 pool in the set, nil when h is not a member.

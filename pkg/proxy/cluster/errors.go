@@ -5,6 +5,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
 )
 
 // configErrorf builds one problem of a cluster's configuration, located by
@@ -20,7 +21,10 @@ func configErrorf(path, format string, args ...any) *bootstrap.FieldError {
 // report paths relative to the message they read, and their callers add
 // where that message sits.
 func prefixed(prefix string, err error) error {
-	if ce, ok := err.(*dns.ConfigError); ok {
+	switch ce := err.(type) {
+	case *dns.ConfigError:
+		err = &bootstrap.FieldError{Path: ce.Path, Reason: ce.Reason}
+	case *lb.ConfigError:
 		err = &bootstrap.FieldError{Path: ce.Path, Reason: ce.Reason}
 	}
 	fe, ok := err.(*bootstrap.FieldError)

@@ -1,6 +1,7 @@
 package lb
 
 import (
+	"math"
 	"sync"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
@@ -16,6 +17,11 @@ type edf struct {
 	mu    sync.Mutex
 	order uint64 // queue position of the next entry, for ties
 	heap  []edfEntry
+	// weigh, when not nil, gives a host's weight each time it is queued
+	// again, as Envoy's pickAndAdd asks calculate_weight: least request's
+	// weights follow the active requests, slow start's the time. Nil
+	// keeps each entry's step.
+	weigh func(*upstream.Host) float64
 }
 
 // edfEntry is one host waiting in the scheduler.
@@ -26,11 +32,15 @@ type edfEntry struct {
 	host     *upstream.Host
 }
 
-// newEDF queues every host at 1/weight, in list order.
-func newEDF(hosts []*upstream.Host) *edf {
-	e := &edf{heap: make([]edfEntry, 0, len(hosts))}
+// newEDF queues every host at 1/weight, in list order: the configured
+// weight, or weigh's when not nil.
+func newEDF(hosts []*upstream.Host, weigh func(*upstream.Host) float64) *edf {
+	e := &edf{heap: make([]edfEntry, 0, len(hosts)), weigh: weigh}
 	for _, h := range hosts {
 		step := 1.0 / float64(hostWeight(h))
+		if weigh != nil {
+			step = 1.0 / positive(weigh(h))
+		}
 		e.heap = append(e.heap, edfEntry{deadline: step, order: e.order, step: step, host: h})
 		e.order++
 		e.up(len(e.heap) - 1)
@@ -48,6 +58,9 @@ func (e *edf) pick() *upstream.Host {
 	h := top.host
 	// Envoy's scheduler time becomes this deadline, and the host is due
 	// again one step after it.
+	if e.weigh != nil {
+		top.step = 1.0 / positive(e.weigh(h))
+	}
 	top.deadline += top.step
 	top.order = e.order
 	e.order++
@@ -93,6 +106,24 @@ func (e *edf) down(i int) {
 		i = smallest
 	}
 }
+
+// positive keeps a computed weight usable: Envoy requires weights above
+// zero, and a zero, negative or NaN one (a runtime value gone wrong) would
+// take the host out of the schedule for good.
+func positive(w float64) float64 {
+	switch {
+	case w > math.MaxFloat64:
+		return math.MaxFloat64
+	case w > 0:
+		return w
+	default:
+		return minWeight
+	}
+}
+
+// minWeight stands in for a weight that is not above zero: the host comes
+// round again only after every other host has had about 1e300 picks.
+const minWeight = 1e-300
 
 // hostWeight is the weight the balancers use: the configured one, and 1
 // for a host built without weight.
