@@ -183,7 +183,7 @@ func TestGeneratedCookie(t *testing.T) {
 
 func TestHashPolicyErrors(t *testing.T) {
 	for policies, want := range map[string]string{
-		`[{header: {header_name: x, regex_rewrite: {pattern: {regex: "("}, substitution: x}}}]`: "virtual_hosts[0].routes[0].route.hash_policy[0].header.regex_rewrite.pattern.regex: error parsing regexp: missing closing ): `(`",
+		`[{header: {header_name: x, regex_rewrite: {pattern: {regex: "("}, substitution: x}}}]`:                          "virtual_hosts[0].routes[0].route.hash_policy[0].header.regex_rewrite.pattern.regex: error parsing regexp: missing closing ): `(`",
 		`[{cookie: {name: a}}, {header: {header_name: x, regex_rewrite: {pattern: {regex: "a"}, substitution: "\\2"}}}]`: "virtual_hosts[0].routes[0].route.hash_policy[1].header.regex_rewrite.substitution: \\2 refers to a group the pattern does not have (it has 0)",
 	} {
 		_, err := Compile(parseRC(t, `
