@@ -223,9 +223,9 @@ var _ = Describe("Load balancing policies", func() {
 			return `{static_resources: {clusters: [{name: c, ` + cluster + `, load_assignment: {cluster_name: c, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 1}}}}]}]}}]}}`
 		}
 		for cluster, want := range map[string]string{
-			`lb_policy: MAGLEV, maglev_lb_config: {table_size: 65536}`:                                  "static_resources.clusters[0].maglev_lb_config.table_size: The table size of maglev must be prime number (65536 is not)",
+			`lb_policy: MAGLEV, maglev_lb_config: {table_size: 65536}`:                                      "static_resources.clusters[0].maglev_lb_config.table_size: The table size of maglev must be prime number (65536 is not)",
 			`lb_policy: RING_HASH, ring_hash_lb_config: {minimum_ring_size: 4096, maximum_ring_size: 1024}`: "static_resources.clusters[0].ring_hash_lb_config.minimum_ring_size: minimum_ring_size (4096) > maximum_ring_size (1024)",
-			`lb_policy: LEAST_REQUEST, least_request_lb_config: {choice_count: 1}`:                       "static_resources.clusters[0].least_request_lb_config.choice_count: value must be greater than or equal to 2",
+			`lb_policy: LEAST_REQUEST, least_request_lb_config: {choice_count: 1}`:                          "static_resources.clusters[0].least_request_lb_config.choice_count: value must be greater than or equal to 2",
 			`load_balancing_policy: {policies: [{typed_extension_config: {name: envoy.load_balancing_policies.ring_hash, typed_config: {"@type": type.googleapis.com/envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash, consistent_hashing_lb_config: {hash_balance_factor: 150}}}}]}`: "static_resources.clusters[0].load_balancing_policy.policies[0].typed_extension_config.typed_config.consistent_hashing_lb_config.hash_balance_factor: not supported by Outrigger",
 		} {
 			r, _ := validate("lb.yaml", base(cluster))
