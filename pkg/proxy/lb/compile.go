@@ -70,7 +70,9 @@ func (LeastRequestFactory) Compile(cfg proto.Message) (Policy, []error) {
 	}
 	p, errs := compileLeastRequest(c.GetChoiceCount().GetValue(), c.GetChoiceCount() != nil, c.GetActiveRequestBias())
 	p.slowStart = compileSlowStart(c.GetSlowStartConfig())
-	p.fullScan = c.GetSelectionMethod() == leastrequestv3.LeastRequest_FULL_SCAN || c.GetEnableFullScan().GetValue()
+	//lint:ignore SA1019 Envoy still honours the deprecated enable_full_scan
+	fullScan := c.GetEnableFullScan().GetValue()
+	p.fullScan = fullScan || c.GetSelectionMethod() == leastrequestv3.LeastRequest_FULL_SCAN
 	if c.GetLocalityLbConfig() != nil {
 		errs = append(errs, notSupported("locality_lb_config", localityRefusal))
 	}
