@@ -69,42 +69,55 @@ func (e *edf) pick() *upstream.Host {
 	return h
 }
 
-// less orders entries by deadline, then by queue position.
-func (e *edf) less(i, j int) bool {
-	a, b := &e.heap[i], &e.heap[j]
-	if a.deadline != b.deadline {
-		return a.deadline < b.deadline
-	}
-	return a.order < b.order
+// The heap is 4-ary (the children of i are 4i+1 to 4i+4): half the
+// depth of a binary heap, with a node's children side by side in memory,
+// which roughly halves the work of a pick among 1,000 hosts.
+const edfArity = 4
+
+// before orders entries by deadline, then by queue position.
+func before(a, b *edfEntry) bool {
+	return a.deadline < b.deadline || (a.deadline == b.deadline && a.order < b.order)
 }
 
+// up moves the entry at i towards the top to its place.
 func (e *edf) up(i int) {
+	h := e.heap
+	x := h[i]
 	for i > 0 {
-		parent := (i - 1) / 2
-		if !e.less(i, parent) {
-			return
+		parent := (i - 1) / edfArity
+		if !before(&x, &h[parent]) {
+			break
 		}
-		e.heap[i], e.heap[parent] = e.heap[parent], e.heap[i]
+		h[i] = h[parent]
 		i = parent
 	}
+	h[i] = x
 }
 
+// down moves the entry at i towards the bottom to its place, moving each
+// smaller child up into the hole rather than swapping.
 func (e *edf) down(i int) {
-	n := len(e.heap)
+	h := e.heap
+	n := len(h)
+	x := h[i]
 	for {
-		smallest := i
-		if l := 2*i + 1; l < n && e.less(l, smallest) {
-			smallest = l
+		first := edfArity*i + 1
+		if first >= n {
+			break
 		}
-		if r := 2*i + 2; r < n && e.less(r, smallest) {
-			smallest = r
+		best := first
+		for j := first + 1; j < min(first+edfArity, n); j++ {
+			if before(&h[j], &h[best]) {
+				best = j
+			}
 		}
-		if smallest == i {
-			return
+		if !before(&h[best], &x) {
+			break
 		}
-		e.heap[i], e.heap[smallest] = e.heap[smallest], e.heap[i]
-		i = smallest
+		h[i] = h[best]
+		i = best
 	}
+	h[i] = x
 }
 
 // positive keeps a computed weight usable: Envoy requires weights above
