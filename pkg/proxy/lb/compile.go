@@ -219,11 +219,12 @@ type slowStartProto interface {
 	GetMinWeightPercent() *typev3.Percent
 }
 
-// compileSlowStart reads a slow_start_config; nil when unset, or when its
-// window is under a millisecond (Envoy counts it in milliseconds: zero
-// turns slow start off).
+// compileSlowStart reads a slow_start_config; nil when unset (c may be a
+// typed nil: the getters read it as empty), or when its window is under a
+// millisecond (Envoy counts it in milliseconds: zero turns slow start
+// off).
 func compileSlowStart(c slowStartProto) *slowStart {
-	if c == nil || isNilSlowStart(c) {
+	if c == nil {
 		return nil
 	}
 	window := c.GetSlowStartWindow().AsDuration().Truncate(time.Millisecond)
@@ -238,17 +239,6 @@ func compileSlowStart(c slowStartProto) *slowStart {
 		s.minWeight = mw.GetValue() / 100
 	}
 	return s
-}
-
-// isNilSlowStart reports whether c is a typed nil pointer.
-func isNilSlowStart(c slowStartProto) bool {
-	switch v := c.(type) {
-	case *clusterv3.Cluster_SlowStartConfig:
-		return v == nil
-	case *commonv3.SlowStartConfig:
-		return v == nil
-	}
-	return false
 }
 
 // ForCluster compiles a cluster's load-balancing policy as Envoy chooses
