@@ -107,14 +107,7 @@ func (RingHashFactory) Compile(cfg proto.Message) (Policy, []error) {
 	if c.GetHashBalanceFactor() != nil {
 		errs = append(errs, notSupported("hash_balance_factor", "no bounded-load consistent hashing"))
 	}
-	if ch := c.GetConsistentHashingLbConfig(); ch != nil {
-		p.useHostname = ch.GetUseHostnameForHashing()
-		errs = append(errs, prefixAll("consistent_hashing_lb_config", consistentHashingRefusals(ch))...)
-	}
-	if c.GetLocalityWeightedLbConfig() != nil {
-		errs = append(errs, notSupported("locality_weighted_lb_config", localityRefusal))
-	}
-	return p, errs
+	return p, append(errs, hashingSettings(c, &p.useHostname)...)
 }
 
 // Compile checks a Maglev.
@@ -124,14 +117,28 @@ func (MaglevFactory) Compile(cfg proto.Message) (Policy, []error) {
 		return nil, wrongType(&maglevv3.Maglev{}, cfg)
 	}
 	p, errs := compileMaglev(c.GetTableSize().GetValue(), c.GetTableSize() != nil)
+	return p, append(errs, hashingSettings(c, &p.useHostname)...)
+}
+
+// typedHashing is what the typed RingHash and Maglev share.
+type typedHashing interface {
+	GetConsistentHashingLbConfig() *commonv3.ConsistentHashingLbConfig
+	GetLocalityWeightedLbConfig() *commonv3.LocalityLbConfig_LocalityWeightedLbConfig
+}
+
+// hashingSettings reads a typed hash policy's consistent_hashing_lb_config
+// (use_hostname_for_hashing, when set, into useHostname) and refuses what
+// Outrigger does not implement.
+func hashingSettings(c typedHashing, useHostname *bool) []error {
+	var errs []error
 	if ch := c.GetConsistentHashingLbConfig(); ch != nil {
-		p.useHostname = ch.GetUseHostnameForHashing()
-		errs = append(errs, prefixAll("consistent_hashing_lb_config", consistentHashingRefusals(ch))...)
+		*useHostname = ch.GetUseHostnameForHashing()
+		errs = prefixAll("consistent_hashing_lb_config", consistentHashingRefusals(ch))
 	}
 	if c.GetLocalityWeightedLbConfig() != nil {
 		errs = append(errs, notSupported("locality_weighted_lb_config", localityRefusal))
 	}
-	return p, errs
+	return errs
 }
 
 // consistentHashingRefusals are the fields of a ConsistentHashingLbConfig

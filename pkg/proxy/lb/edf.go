@@ -48,6 +48,19 @@ func newEDF(hosts []*upstream.Host, weigh func(*upstream.Host) float64) *edf {
 	return e
 }
 
+// advance picks seed modulo one full cycle (the sum of the hosts'
+// weights) times, which starts the schedule at a seed-chosen point of its
+// cycle, as Envoy's pre-picks do.
+func (e *edf) advance(hosts []*upstream.Host, seed uint64) {
+	var cycle uint64
+	for _, h := range hosts {
+		cycle += uint64(hostWeight(h))
+	}
+	for range seed % cycle {
+		e.pick()
+	}
+}
+
 // pick returns the host with the earliest deadline and queues it again
 // one step later. Replacing the top and sifting it down yields the same
 // sequence as Envoy's pop and push: every entry's key is unique, so the

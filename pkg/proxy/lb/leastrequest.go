@@ -113,14 +113,7 @@ func newWeightedLeastRequest(hosts []*upstream.Host, seed uint64, bias float64, 
 		return w
 	}
 	p := &weightedLeastRequest{edf: newEDF(hosts, weigh)}
-	// Start at a seed-chosen point, as the weighted round robin does.
-	var cycle uint64
-	for _, h := range hosts {
-		cycle += uint64(hostWeight(h))
-	}
-	for range seed % cycle {
-		p.edf.pick()
-	}
+	p.edf.advance(hosts, seed)
 	return p
 }
 

@@ -148,11 +148,7 @@ func xxhashSeed1(key string) uint64 {
 // Pick returns the host of the pick's hash key's slot, or of a random
 // slot when the pick has none.
 func (m *Maglev) Pick(ctx *upstream.PickContext) *upstream.Host {
-	h, ok := ctx.RequestHash()
-	if !ok {
-		h = m.rand()
-	}
-	return m.at(h)
+	return m.at(hashOrRandom(ctx, m.rand))
 }
 
 // at returns the host of h's slot.

@@ -173,11 +173,17 @@ func (r *Ring) buildIndex() {
 // Pick returns the host of the pick's hash key, or of a random point when
 // the pick has none (Envoy's ring hash then acts as a random balancer).
 func (r *Ring) Pick(ctx *upstream.PickContext) *upstream.Host {
-	h, ok := ctx.RequestHash()
-	if !ok {
-		h = r.rand()
+	return r.at(hashOrRandom(ctx, r.rand))
+}
+
+// hashOrRandom is the key a hash-based picker looks up: the pick's hash
+// key, or a random number when it has none, as Envoy's ring hash and
+// maglev then act as random balancers.
+func hashOrRandom(ctx *upstream.PickContext, rand func() uint64) uint64 {
+	if h, ok := ctx.RequestHash(); ok {
+		return h
 	}
-	return r.at(h)
+	return rand()
 }
 
 // at returns the host owning the first point at or after h, wrapping

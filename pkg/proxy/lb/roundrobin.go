@@ -41,15 +41,7 @@ func newRoundRobin(hosts []*upstream.Host, seed uint64, ramp *rampUp) *RoundRobi
 		}
 	}
 	rr.edf = newEDF(hosts, weigh)
-	// Advancing the schedule by seed modulo one full cycle starts it at a
-	// seed-chosen point of the cycle, as Envoy's pre-picks do.
-	var cycle uint64
-	for _, h := range hosts {
-		cycle += uint64(hostWeight(h))
-	}
-	for range seed % cycle {
-		rr.edf.pick()
-	}
+	rr.edf.advance(hosts, seed)
 	return rr
 }
 
