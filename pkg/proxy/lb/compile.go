@@ -46,8 +46,9 @@ func notSupported(path, why string) error {
 	return fieldErrorf(path, "not supported by Outrigger (%s)", why)
 }
 
-// localityRefusal is why locality_lb_config and its kin are refused here.
-const localityRefusal = "locality-weighted and zone-aware balancing are configured on the cluster's common_lb_config"
+// localityRefusal is why the typed policies' locality_lb_config and
+// locality_weighted_lb_config are refused.
+const localityRefusal = "no locality-aware balancing inside a typed policy"
 
 // Compile checks a RoundRobin.
 func (RoundRobinFactory) Compile(cfg proto.Message) (Policy, []error) {

@@ -85,7 +85,7 @@ func TestForCluster(t *testing.T) {
 			errs: []string{
 				"common_lb_config.consistent_hashing_lb_config: cannot be combined with load_balancing_policy (configure it in the policy's typed config)",
 				"load_balancing_policy.policies[0].typed_extension_config.typed_config.table_size: The table size of maglev must be prime number (10 is not)",
-				"load_balancing_policy.policies[0].typed_extension_config.typed_config.locality_weighted_lb_config: not supported by Outrigger (locality-weighted and zone-aware balancing are configured on the cluster's common_lb_config)",
+				"load_balancing_policy.policies[0].typed_extension_config.typed_config.locality_weighted_lb_config: not supported by Outrigger (no locality-aware balancing inside a typed policy)",
 			},
 		},
 		"LOAD_BALANCING_POLICY_CONFIG without a policy": {
