@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 )
@@ -216,6 +217,31 @@ var _ = Describe("Load balancing policies", func() {
 			seen[string(b)]++
 		}
 		Expect(seen).To(HaveLen(1), "the connections of one client went to %v", seen)
+	})
+
+	It("ramps a host that joins over EDS up through its slow start window", func() {
+		a, b := startNamed("A"), startNamed("B")
+		m := startManagementServer()
+		ingress := []*listenerv3.Listener{listenerProto(listenerDef{Name: "ingress", Chains: []string{routeToCluster("ingress", "backend")}})}
+		cluster := edsCluster("backend", "backend-svc", "")
+		cluster["round_robin_lb_config"] = flowYAML(`{slow_start_config: {slow_start_window: 120s, min_weight_percent: {value: 10}}}`)
+		s := Launch(newDir(), "bootstrap.yaml", adsBootstrap(m.port, "", cluster))
+		s.WaitForAdmin()
+		m.set(adsSnapshot("v1", ingress, loadAssignment("backend-svc", edsEndpoint{port: a})))
+		waitLive(s)
+		addr := listenerAddr(s, "ingress")
+		m.set(adsSnapshot("v2", ingress, loadAssignment("backend-svc", edsEndpoint{port: a}, edsEndpoint{port: b})))
+		waitStat(s, "cluster.backend.membership_total", "2")
+		// For its first 12 s, B weighs 10% of its weight: about 1 pick
+		// in 11, where round robin alone would give it every other one.
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		got := map[string]int{}
+		for range 44 {
+			got[httpDo(client, http.MethodGet, "http://"+addr+"/", nil, nil).Body]++
+		}
+		Expect(got["A"]+got["B"]).To(Equal(44), "%v", got)
+		Expect(got["B"]).To(BeNumerically(">=", 1), "%v", got)
+		Expect(got["B"]).To(BeNumerically("<=", 12), "%v", got)
 	})
 
 	It("refuses bad load balancer settings with their field paths", func() {

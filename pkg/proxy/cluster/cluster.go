@@ -204,7 +204,7 @@ func (c *Cluster) install(priorities [][]*upstream.Host, counted bool) {
 		}
 	}
 	c.set.Store(hs)
-	c.balancer.Store(lb.New(priorities, c.lbConfig(hs)))
+	c.balancer.Store(lb.New(priorities, c.lbConfig(hs, old)))
 	c.publishMembership(hs, counted)
 
 	if old == nil {
@@ -232,18 +232,33 @@ func (c *Cluster) install(priorities [][]*upstream.Host, counted bool) {
 	}
 }
 
-// lbConfig is the balancer configuration of a host set being installed:
-// its hosts get their creation time, and the cluster's policy its
-// pickers.
-func (c *Cluster) lbConfig(hs *hostSet) lb.Config {
+// lbConfig is the balancer configuration of a host set being installed
+// in place of old (nil for none): its hosts get their creation time, and
+// the cluster's policy its pickers.
+func (c *Cluster) lbConfig(hs, old *hostSet) lb.Config {
 	cfg := c.settings.lb
 	cfg.Rand = c.rand
 	now := c.clock()
 	if c.firstSet.IsZero() && len(hs.hosts) > 0 {
 		c.firstSet = now
 	}
+	var kept map[string]time.Time
 	for _, h := range hs.hosts {
-		if h.Created.IsZero() {
+		if !h.Created.IsZero() {
+			continue
+		}
+		// An EDS update builds every host again: one whose address the
+		// previous set had is the same host to Envoy, and keeps its
+		// creation time (and so its place in slow start).
+		if kept == nil && old != nil {
+			kept = make(map[string]time.Time, len(old.hosts))
+			for _, o := range old.hosts {
+				kept[o.Address] = o.Created
+			}
+		}
+		if t, ok := kept[h.Address]; ok && !t.IsZero() {
+			h.Created = t
+		} else {
 			h.Created = now
 		}
 	}

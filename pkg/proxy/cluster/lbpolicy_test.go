@@ -112,4 +112,12 @@ func TestSlowStartNewHosts(t *testing.T) {
 	if s := share("3", 3000); s < 0.33 || s > 0.34 {
 		t.Errorf("after the window: the new host got %v of the picks, want 1/3", s)
 	}
+	// An EDS update builds its hosts again: those whose address stays
+	// keep their creation time.
+	again := &upstream.Host{Address: "127.0.0.1:1", Cluster: "up", Weight: 1}
+	clock.t = clock.t.Add(time.Second)
+	c.SetHosts([][]*upstream.Host{{again, &upstream.Host{Address: "127.0.0.1:4", Cluster: "up", Weight: 1}}})
+	if !again.Created.Equal(old[0].Created) {
+		t.Errorf("a host rebuilt with the same address was created at %v, want %v", again.Created, old[0].Created)
+	}
 }
