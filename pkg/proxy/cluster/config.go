@@ -129,6 +129,9 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 		if f := lb.LegacyConfigIgnored(c); f != "" {
 			lbNotes = append(lbNotes, fmt.Sprintf("%s has no effect with this load balancing policy (Envoy ignores it too)", f))
 		}
+		if s.policy != nil && !s.policy.HashBased() && c.GetCommonLbConfig().GetConsistentHashingLbConfig() != nil {
+			lbNotes = append(lbNotes, fmt.Sprintf("common_lb_config.consistent_hashing_lb_config has no effect with %s (Envoy ignores it too)", s.policy.Name()))
+		}
 	}
 	if t := c.GetConnectTimeout(); t != nil {
 		if err := t.CheckValid(); err != nil || t.AsDuration() <= 0 {

@@ -121,3 +121,35 @@ func TestSlowStartNewHosts(t *testing.T) {
 		t.Errorf("a host rebuilt with the same address was created at %v, want %v", again.Created, old[0].Created)
 	}
 }
+
+// TestIgnoredLBSettings checks the warnings for load balancer settings the
+// cluster's policy does not read, which Envoy accepts and ignores.
+func TestIgnoredLBSettings(t *testing.T) {
+	tests := map[string]struct {
+		yaml string
+		want []string
+	}{
+		"another policy's settings": {
+			yaml: `[{name: c, lb_policy: ROUND_ROBIN, maglev_lb_config: {table_size: 7}}]`,
+			want: []string{"maglev_lb_config has no effect with this load balancing policy (Envoy ignores it too)"},
+		},
+		"consistent hashing without a hash-based policy": {
+			yaml: `[{name: c, lb_policy: LEAST_REQUEST, common_lb_config: {consistent_hashing_lb_config: {use_hostname_for_hashing: true}}}]`,
+			want: []string{"common_lb_config.consistent_hashing_lb_config has no effect with LEAST_REQUEST (Envoy ignores it too)"},
+		},
+		"the policy's own settings": {
+			yaml: `[{name: c, lb_policy: RING_HASH, ring_hash_lb_config: {}, common_lb_config: {consistent_hashing_lb_config: {use_hostname_for_hashing: true}}}]`,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s, errs := buildSettings(parseClusters(t, tc.yaml)[0], nil)
+			if len(errs) > 0 {
+				t.Fatalf("errors: %v", errs)
+			}
+			if diff := cmp.Diff(tc.want, s.notes); diff != "" {
+				t.Errorf("notes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
