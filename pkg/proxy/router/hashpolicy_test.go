@@ -209,3 +209,33 @@ func TestHashPolicyDoesNotAllocate(t *testing.T) {
 		t.Errorf("Hash allocates %v times per call", allocs)
 	}
 }
+
+// FuzzHashInputs feeds arbitrary cookie headers and paths to the parsers
+// hash policies read requests with: nothing may panic, a value found is
+// part of its input, and a cookie's value never keeps the quotes around
+// it.
+func FuzzHashInputs(f *testing.F) {
+	f.Add("a=1; session=\"abc\"; b", "session", "/p?id=7&flag&id=8#f", "id")
+	f.Add(" =x;;session=", "", "?", "")
+	f.Add("session=\"", "session", "/?=", "")
+	f.Fuzz(func(t *testing.T, cookie, name, path, param string) {
+		if v, ok := findCookie(cookie, name); ok {
+			if !strings.Contains(cookie, v) {
+				t.Fatalf("cookie %q of %q is not part of it", v, cookie)
+			}
+			if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+				t.Fatalf("cookie %q kept its quotes", v)
+			}
+		}
+		if v, ok := queryValue(path, param); ok && !strings.Contains(path, v) {
+			t.Fatalf("parameter %q of %q is not part of it", v, path)
+		}
+		p := &HashPolicy{methods: []hashMethod{{kind: hashCookie, name: name}, {kind: hashQuery, name: param}, {kind: hashHeader, name: "cookie"}}}
+		in := HashInput{Request: &Request{Path: path, Headers: newHeaders("cookie", cookie)}}
+		h1, ok1 := p.Hash(&in)
+		h2, ok2 := p.Hash(&in)
+		if h1 != h2 || ok1 != ok2 {
+			t.Fatal("the same request hashed twice gave two keys")
+		}
+	})
+}
