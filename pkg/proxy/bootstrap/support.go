@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -51,6 +52,8 @@ func (c *supportChecker) field(fd protoreflect.FieldDescriptor, v protoreflect.V
 		return
 	}
 	switch {
+	case fd.IsList() && rule.firstOfCategory != "":
+		c.firstOfCategory(v.List(), path, rule.firstOfCategory)
 	case fd.IsList():
 		list := v.List()
 		for i := range list.Len() {
@@ -63,6 +66,25 @@ func (c *supportChecker) field(fd protoreflect.FieldDescriptor, v protoreflect.V
 		}
 	default:
 		c.value(fd, rule, v, path)
+	}
+}
+
+// firstOfCategory checks the first load-balancing policy of list whose
+// typed_extension_config's typed_config is an enabled extension of
+// category, as Envoy takes the first policy it has a factory for; the
+// policies before it are skipped and the ones after it never read.
+func (c *supportChecker) firstOfCategory(list protoreflect.List, path, category string) {
+	for i := range list.Len() {
+		m := list.Get(i).Message()
+		pol, ok := m.Interface().(*clusterv3.LoadBalancingPolicy_Policy)
+		if !ok {
+			continue
+		}
+		ext, ok := c.ext.Lookup(pol.GetTypedExtensionConfig().GetTypedConfig().GetTypeUrl())
+		if ok && !ext.Disabled && ext.Category == category {
+			c.message(m, indexPath(path, i))
+			return
+		}
 	}
 }
 

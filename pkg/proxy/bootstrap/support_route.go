@@ -107,6 +107,27 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.RouteAction.rate_limits":                               {},
 	"envoy.config.route.v3.RouteAction.include_vh_rate_limits":                    {},
 
+	// Hash policies (pkg/proxy/router, hashpolicy.go), which ring hash
+	// and maglev clusters route on.
+	"envoy.config.route.v3.RouteAction.hash_policy":                               {},
+	"envoy.config.route.v3.RouteAction.HashPolicy.header":                         {},
+	"envoy.config.route.v3.RouteAction.HashPolicy.cookie":                         {},
+	"envoy.config.route.v3.RouteAction.HashPolicy.connection_properties":          {},
+	"envoy.config.route.v3.RouteAction.HashPolicy.query_parameter":                {},
+	"envoy.config.route.v3.RouteAction.HashPolicy.filter_state":                   {},
+	"envoy.config.route.v3.RouteAction.HashPolicy.terminal":                       {},
+	"envoy.config.route.v3.RouteAction.HashPolicy.Header.header_name":             {},
+	"envoy.config.route.v3.RouteAction.HashPolicy.Header.regex_rewrite":           {},
+	"envoy.config.route.v3.RouteAction.HashPolicy.Cookie.name":                    {},
+	"envoy.config.route.v3.RouteAction.HashPolicy.Cookie.ttl":                     {},
+	"envoy.config.route.v3.RouteAction.HashPolicy.Cookie.path":                    {},
+	"envoy.config.route.v3.RouteAction.HashPolicy.Cookie.attributes":              {},
+	"envoy.config.route.v3.RouteAction.HashPolicy.CookieAttribute.name":           {},
+	"envoy.config.route.v3.RouteAction.HashPolicy.CookieAttribute.value":          {},
+	"envoy.config.route.v3.RouteAction.HashPolicy.ConnectionProperties.source_ip": {},
+	"envoy.config.route.v3.RouteAction.HashPolicy.QueryParameter.name":            {},
+	"envoy.config.route.v3.RouteAction.HashPolicy.FilterState.key":                {},
+
 	// CORS policies of virtual hosts and routes (the CORS filter applies
 	// them; see supportedHTTPFilters for their percentages).
 	"envoy.config.route.v3.CorsPolicy.allow_origin_string_match":       {},

@@ -23,6 +23,11 @@ type fieldSupport struct {
 	// configuration of an HTTP filter that has one, possibly wrapped in
 	// an envoy.config.route.v3.FilterConfig (see perFilterConfig).
 	perFilter bool
+	// firstOfCategory, for load_balancing_policy.policies, checks only
+	// the first policy whose typed_config is an enabled extension of this
+	// category: Envoy uses that one and skips the others (the cluster
+	// builder refuses a list without one).
+	firstOfCategory string
 	// sinkValues, for an enum field, lists values allowed in addition to
 	// values inside stats_sinks: a statsd address says UDP, which no
 	// listener, admin or cluster address may.

@@ -6,7 +6,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // that Outrigger implements (see supportedCore and
 // pkg/proxy/filters/network/tcpproxy). Not implemented, so refused with
 // their path: on_demand, metadata_match (and a weighted cluster's),
-// hash_policy, downstream_idle_timeout and
+// downstream_idle_timeout and
 // upstream_idle_timeout (not implemented by Envoy either),
 // proxy_protocol_tlvs and its merge policy, upstream_connect_mode other
 // than IMMEDIATE, max_early_data_bytes, check_drain_close; in
@@ -28,6 +28,10 @@ var supportedTCPProxy = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.access_log_flush_interval":                            {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.flush_access_log_on_connected":                        {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.access_log_options":                                   {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.hash_policy":                                          {},
+	"envoy.type.v3.HashPolicy.source_ip":                                                                          {},
+	"envoy.type.v3.HashPolicy.filter_state":                                                                       {},
+	"envoy.type.v3.HashPolicy.FilterState.key":                                                                    {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.upstream_connect_mode":                                {values: []string{"IMMEDIATE"}},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TcpAccessLogOptions.access_log_flush_interval":        {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TcpAccessLogOptions.flush_access_log_on_connected":    {},

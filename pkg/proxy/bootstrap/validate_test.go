@@ -134,10 +134,18 @@ func TestValidateSupport(t *testing.T) {
 			overlay: "cluster_manager: {local_cluster_name: backend, outlier_detection: {event_log_path: /tmp/x}}",
 			want:    []string{"cluster_manager.local_cluster_name: not supported by Outrigger"},
 		},
-		"cluster type": {
-			overlay: "static_resources: {clusters: [{name: backend, type: STATIC, lb_policy: RANDOM}]}",
+		"load balancers": {
+			// Envoy takes the first policy it has: an unknown one before
+			// it is skipped, and only the chosen one's fields are checked.
+			overlay: `static_resources: {clusters: [
+  {name: a, lb_policy: MAGLEV, common_lb_config: {consistent_hashing_lb_config: {use_hostname_for_hashing: true, hash_balance_factor: 150}}},
+  {name: b, load_balancing_policy: {policies: [
+    {typed_extension_config: {name: unknown, typed_config: {"@type": type.googleapis.com/google.protobuf.Empty}}},
+    {typed_extension_config: {name: envoy.load_balancing_policies.random, typed_config: {"@type": type.googleapis.com/envoy.extensions.load_balancing_policies.random.v3.Random, locality_lb_config: {locality_weighted_lb_config: {}}}}},
+    {typed_extension_config: {name: never.read, typed_config: {"@type": type.googleapis.com/google.protobuf.Empty}}}]}}]}`,
 			want: []string{
-				"static_resources.clusters[0].lb_policy: RANDOM is not supported by Outrigger (supported: ROUND_ROBIN, CLUSTER_PROVIDED)",
+				"static_resources.clusters[0].common_lb_config.consistent_hashing_lb_config.hash_balance_factor: not supported by Outrigger",
+				"static_resources.clusters[1].load_balancing_policy.policies[1].typed_extension_config.typed_config.locality_lb_config: not supported by Outrigger",
 			},
 		},
 		"cluster protocol options": {
@@ -231,10 +239,9 @@ func TestValidateSupport(t *testing.T) {
 			},
 		},
 		"tcp_proxy fields not implemented": {
-			overlay: listenerYAML("", `{name: tcp, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: tcp, cluster: backend, hash_policy: [{source_ip: {}}], tunneling_config: {hostname: h, propagate_response_headers: true}, on_demand: {}, upstream_connect_mode: ON_DOWNSTREAM_DATA}}`),
+			overlay: listenerYAML("", `{name: tcp, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: tcp, cluster: backend, tunneling_config: {hostname: h, propagate_response_headers: true}, on_demand: {}, upstream_connect_mode: ON_DOWNSTREAM_DATA}}`),
 			want: []string{
 				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.on_demand: not supported by Outrigger`,
-				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.hash_policy: not supported by Outrigger`,
 				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.tunneling_config.propagate_response_headers: not supported by Outrigger`,
 				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.upstream_connect_mode: ON_DOWNSTREAM_DATA is not supported by Outrigger (supported: IMMEDIATE)`,
 			},

@@ -39,6 +39,13 @@ type Cluster struct {
 	// updateMu serializes host set changes.
 	updateMu sync.Mutex
 	rand     func() uint64
+	// firstSet is when the first host set with hosts was installed (see
+	// upstream.Host.Created); set under updateMu.
+	firstSet time.Time
+	// scope is the cluster's stats scope, where load balancers keep
+	// their gauges; runtime reads the runtime's snapshot (nil for none).
+	scope   stats.Scope
+	runtime func() *runtime.Snapshot
 
 	dial DialFunc
 	// ssl are the cluster.<name>.ssl.* stats of a TLS cluster, else nil.
@@ -112,6 +119,8 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 		dial:     d.dial,
 		now:      d.now,
 		rand:     d.rand,
+		scope:    scope,
+		runtime:  d.runtime,
 		conns:    map[*trackedConn]struct{}{},
 	}
 	if c.dial == nil {
@@ -206,7 +215,7 @@ func (c *Cluster) install(priorities [][]*upstream.Host, counted bool) {
 		c.outlier.SetHosts(hs.hosts)
 	}
 	c.set.Store(hs)
-	c.balancer.Store(c.newBalancer(hs))
+	c.balancer.Store(c.newBalancer(hs, old))
 	c.publishMembership(hs, counted)
 
 	if old == nil {
@@ -232,6 +241,59 @@ func (c *Cluster) install(priorities [][]*upstream.Host, counted bool) {
 			c.h2x.CloseIdleConnections()
 		}
 	}
+}
+
+// lbConfig is the balancer configuration of a host set being installed
+// in place of old (nil for none): its hosts get their creation time, and
+// the cluster's policy its pickers.
+func (c *Cluster) lbConfig(hs, old *hostSet) lb.Config {
+	cfg := c.settings.lb
+	cfg.Rand = c.rand
+	now := c.clock()
+	if c.firstSet.IsZero() && len(hs.hosts) > 0 {
+		c.firstSet = now
+	}
+	var kept map[string]time.Time
+	for _, h := range hs.hosts {
+		if !h.Created.IsZero() {
+			continue
+		}
+		// An EDS update builds every host again: one whose address the
+		// previous set had is the same host to Envoy, and keeps its
+		// creation time (and so its place in slow start).
+		if kept == nil && old != nil {
+			kept = make(map[string]time.Time, len(old.hosts))
+			for _, o := range old.hosts {
+				kept[o.Address] = o.Created
+			}
+		}
+		if t, ok := kept[h.Address]; ok && !t.IsZero() {
+			h.Created = t
+		} else {
+			h.Created = now
+		}
+	}
+	p := c.settings.policy
+	if p == nil {
+		return cfg
+	}
+	env := lb.Env{Now: now, Clock: c.now, FirstSet: c.firstSet, Rand: c.rand, Stats: &c.scope}
+	if c.runtime != nil {
+		if snap := c.runtime(); snap != nil {
+			env.Runtime = snap
+		}
+	}
+	cfg.NewPicker = p.Pickers(env)
+	cfg.HashBased = p.HashBased()
+	return cfg
+}
+
+// clock reads the cluster's clock.
+func (c *Cluster) clock() time.Time {
+	if c.now == nil {
+		return time.Now()
+	}
+	return c.now()
 }
 
 // pool returns h's HTTP/1.1 pool in the set, nil when h is not a member.
@@ -362,7 +424,7 @@ func (c *Cluster) PickHost(pc *upstream.PickContext) *upstream.Host {
 		}
 		return c.pickOrigDst(dst)
 	}
-	h, panicked := c.balancer.Load().Pick()
+	h, panicked := c.balancer.Load().Pick(pc)
 	if panicked {
 		c.extra.lbHealthyPanic.Inc()
 	}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"maps"
 	"math"
 	"net"
@@ -51,6 +52,10 @@ type settings struct {
 	// outlier is outlier_detection, nil for none (outlier.go).
 	outlier *outlier.Config
 	lb      lb.Config
+	// policy is the load-balancing policy (lb_policy with its config, or
+	// load_balancing_policy); nil for an ORIGINAL_DST cluster, which
+	// balances by its own rules.
+	policy lb.Policy
 	// priorities are a STATIC cluster's hosts; dns is a DNS cluster's
 	// resolution (its hosts come from the answers).
 	priorities [][]*upstream.Host
@@ -112,13 +117,24 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	case t != clusterv3.Cluster_STATIC:
 		errs = append(errs, configErrorf("type", "%s is not supported by Outrigger yet (supported: STATIC, STRICT_DNS, LOGICAL_DNS, ORIGINAL_DST, EDS)", t))
 	}
+	var lbNotes []string
 	switch p := c.GetLbPolicy(); {
 	case isOrigDst:
 		// buildOrigDst checks it.
-	case p == clusterv3.Cluster_CLUSTER_PROVIDED:
+	case p == clusterv3.Cluster_CLUSTER_PROVIDED && c.GetLoadBalancingPolicy() == nil:
 		errs = append(errs, configErrorf("lb_policy", "CLUSTER_PROVIDED is only valid for a cluster type that provides its load balancer (ORIGINAL_DST); %s does not", c.GetType()))
-	case p != clusterv3.Cluster_ROUND_ROBIN:
-		errs = append(errs, configErrorf("lb_policy", "%s is not supported by Outrigger yet (supported: ROUND_ROBIN)", p))
+	default:
+		var perrs []error
+		s.policy, perrs = lb.ForCluster(c, reg)
+		for _, err := range perrs {
+			errs = append(errs, prefixed("", err))
+		}
+		if f := lb.LegacyConfigIgnored(c); f != "" {
+			lbNotes = append(lbNotes, fmt.Sprintf("%s has no effect with this load balancing policy (Envoy ignores it too)", f))
+		}
+		if s.policy != nil && !s.policy.HashBased() && c.GetCommonLbConfig().GetConsistentHashingLbConfig() != nil {
+			lbNotes = append(lbNotes, fmt.Sprintf("common_lb_config.consistent_hashing_lb_config has no effect with %s (Envoy ignores it too)", s.policy.Name()))
+		}
 	}
 	if t := c.GetConnectTimeout(); t != nil {
 		if err := t.CheckValid(); err != nil || t.AsDuration() <= 0 {
@@ -174,10 +190,10 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	if isDNS {
 		s.dns, errList = buildDNS(c, s.name, reg)
 		errs = append(errs, errList...)
-		s.notes = ignoredOrigDstFields(c)
+		s.notes = append(lbNotes, ignoredOrigDstFields(c)...)
 		return s, errs
 	}
-	s.notes = ignoredDNSFields(c)
+	s.notes = append(lbNotes, ignoredDNSFields(c)...)
 	if isEDS {
 		s.eds, errList = buildEDS(c)
 		errs = append(errs, errList...)

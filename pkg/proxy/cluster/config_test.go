@@ -106,13 +106,27 @@ func TestNewManagerErrors(t *testing.T) {
       - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 80}}}`,
 			want: []string{"static_resources.clusters[0].load_assignment.endpoints[0].priority: 4000000000 is above the lowest priority 128"},
 		},
-		"unsupported type and policy": {
+		"load balancer settings out of range": {
 			yaml: `
-- name: odst
-  type: STATIC
-  lb_policy: LEAST_REQUEST`,
+- name: lr
+  lb_policy: LEAST_REQUEST
+  least_request_lb_config: {choice_count: 1}
+- name: ring
+  lb_policy: RING_HASH
+  ring_hash_lb_config: {minimum_ring_size: 2048, maximum_ring_size: 1024}
+- name: maglev
+  lb_policy: MAGLEV
+  maglev_lb_config: {table_size: 65536}
+- name: provided
+  lb_policy: CLUSTER_PROVIDED
+- name: typed
+  load_balancing_policy: {policies: [{typed_extension_config: {name: x, typed_config: {"@type": type.googleapis.com/google.protobuf.Empty}}}]}`,
 			want: []string{
-				"static_resources.clusters[0].lb_policy: LEAST_REQUEST is not supported by Outrigger yet (supported: ROUND_ROBIN)",
+				"static_resources.clusters[0].least_request_lb_config.choice_count: 1 is below 2 (least request compares at least two hosts)",
+				"static_resources.clusters[1].ring_hash_lb_config.minimum_ring_size: minimum_ring_size (2048) > maximum_ring_size (1024)",
+				"static_resources.clusters[2].maglev_lb_config.table_size: The table size of maglev must be prime number (65536 is not)",
+				"static_resources.clusters[3].lb_policy: CLUSTER_PROVIDED is only valid for a cluster type that provides its load balancer (ORIGINAL_DST); STATIC does not",
+				"static_resources.clusters[4].load_balancing_policy.policies: didn't find a registered load balancer factory implementation for cluster: 'typed' with names from [x] (Outrigger has envoy.load_balancing_policies.round_robin, least_request, random, ring_hash and maglev)",
 			},
 		},
 		"EDS cluster with a load assignment": {

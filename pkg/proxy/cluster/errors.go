@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
 )
 
 // configErrorf builds one problem of a cluster's configuration, located by
@@ -20,7 +20,8 @@ func configErrorf(path, format string, args ...any) *bootstrap.FieldError {
 // report paths relative to the message they read, and their callers add
 // where that message sits.
 func prefixed(prefix string, err error) error {
-	if ce, ok := err.(*dns.ConfigError); ok {
+	// The DNS resolvers' and the load balancers' errors.
+	if ce, ok := err.(*fieldpath.Error); ok {
 		err = &bootstrap.FieldError{Path: ce.Path, Reason: ce.Reason}
 	}
 	fe, ok := err.(*bootstrap.FieldError)

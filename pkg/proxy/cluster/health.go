@@ -14,14 +14,13 @@ func (c *Cluster) HealthChanged() {
 	if hs == nil {
 		return
 	}
-	c.balancer.Store(c.newBalancer(hs))
+	c.balancer.Store(c.newBalancer(hs, nil))
 	c.publishMembership(hs, false)
 }
 
 // newBalancer builds the load balancer of a host set, reading the hosts'
-// health as it is now.
-func (c *Cluster) newBalancer(hs *hostSet) *lb.Balancer {
-	cfg := c.settings.lb
-	cfg.Rand = c.rand
-	return lb.New(hs.priorities, cfg)
+// health as it is now; old is the set it replaces (nil when it rebuilds
+// the same set), whose hosts keep their place in slow start.
+func (c *Cluster) newBalancer(hs, old *hostSet) *lb.Balancer {
+	return lb.New(hs.priorities, c.lbConfig(hs, old))
 }

@@ -35,7 +35,8 @@ type Options struct {
 	// Dial opens upstream connections; nil dials TCP.
 	Dial DialFunc
 	// Extensions are the server's extensions: the DNS resolver
-	// extensions a cluster's typed_dns_resolver_config may name.
+	// extensions a cluster's typed_dns_resolver_config may name, and the
+	// load-balancing policies of its load_balancing_policy.
 	Extensions *extension.Registry
 	// Resolver is the server's DNS resolver configuration (the
 	// bootstrap's), used by DNS clusters without one of their own; nil

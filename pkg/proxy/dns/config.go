@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
 )
 
 // Category is Envoy's extension category of DNS resolvers.
@@ -286,39 +287,12 @@ func prefixAll(spec Spec, errs []error) func(path string) (Spec, []error) {
 
 // ConfigError is one problem of a resolver configuration, located by the
 // proto-style path of its field (relative to what the function reading it
-// was given). It reads like bootstrap.FieldError, which callers convert it
-// to (this package sits below the bootstrap loader, whose tests link every
-// extension in).
-type ConfigError struct {
-	Path   string
-	Reason string
-}
-
-// Error renders "<path>: <reason>".
-func (e *ConfigError) Error() string {
-	if e.Path == "" {
-		return e.Reason
-	}
-	return e.Path + ": " + e.Reason
-}
+// was given).
+type ConfigError = fieldpath.Error
 
 func fieldErrorf(path, format string, args ...any) *ConfigError {
-	return &ConfigError{Path: path, Reason: fmt.Sprintf(format, args...)}
+	return fieldpath.Errorf(path, format, args...)
 }
 
 // prefixed moves err's path under prefix.
-func prefixed(prefix string, err error) error {
-	fe, ok := err.(*ConfigError)
-	if !ok {
-		return fmt.Errorf("%s: %w", prefix, err)
-	}
-	path := prefix
-	switch {
-	case fe.Path == "":
-	case fe.Path[0] == '[':
-		path += fe.Path
-	default:
-		path += "." + fe.Path
-	}
-	return &ConfigError{Path: path, Reason: fe.Reason}
-}
+func prefixed(prefix string, err error) error { return fieldpath.Under(prefix, err) }

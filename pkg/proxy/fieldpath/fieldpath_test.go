@@ -26,3 +26,24 @@ func TestPrefixAndSplit(t *testing.T) {
 		}
 	}
 }
+
+func TestErrorUnder(t *testing.T) {
+	tests := map[string]struct {
+		prefix string
+		err    error
+		want   string
+	}{
+		"a field":               {prefix: "a.b", err: Errorf("c", "bad %d", 1), want: "a.b.c: bad 1"},
+		"a list element":        {prefix: "a", err: Errorf("[2].c", "bad"), want: "a[2].c: bad"},
+		"the message itself":    {prefix: "a", err: Errorf("", "bad"), want: "a: bad"},
+		"no prefix":             {prefix: "", err: Errorf("c", "bad"), want: "c: bad"},
+		"another kind of error": {prefix: "a", err: errors.New("bad"), want: "a: bad"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := Under(tc.prefix, tc.err).Error(); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

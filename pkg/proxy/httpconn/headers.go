@@ -20,7 +20,10 @@ type headerList struct {
 	fields []field
 }
 
-var _ router.HeaderEditor = (*headerList)(nil)
+var (
+	_ router.HeaderEditor = (*headerList)(nil)
+	_ router.HeaderFields = (*headerList)(nil)
+)
 
 // reset empties the list, keeping its capacity.
 func (h *headerList) reset() {
@@ -59,6 +62,22 @@ func (h *headerList) join(name string, first int) string {
 		}
 	}
 	return b.String()
+}
+
+// Field returns the value of the i-th field named name (from 0), false
+// past the last: hash policies read several fields of a header apart
+// (router.HeaderFields).
+func (h *headerList) Field(name string, i int) (string, bool) {
+	for j := range h.fields {
+		if h.fields[j].name != name {
+			continue
+		}
+		if i == 0 {
+			return h.fields[j].value, true
+		}
+		i--
+	}
+	return "", false
 }
 
 // Has reports whether a field is named name.

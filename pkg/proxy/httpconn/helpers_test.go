@@ -39,6 +39,10 @@ type fakeCluster struct {
 	stats    *upstream.ClusterStats
 	hosts    []*upstream.Host
 	http2    bool
+	// hashed picks hosts by the pick's hash key (as ring hash does),
+	// round robin without one; hashes counts the keys computed.
+	hashed bool
+	hashes atomic.Int32
 	// maxDuration is the cluster's max_stream_duration.
 	maxDuration time.Duration
 	next        atomic.Uint32
@@ -68,9 +72,15 @@ func (fc *fakeCluster) MaxResponseHeadBytes() int     { return 80 << 10 }
 
 func (fc *fakeCluster) MaxStreamDuration() time.Duration { return fc.maxDuration }
 
-func (fc *fakeCluster) PickHost(*upstream.PickContext) *upstream.Host {
+func (fc *fakeCluster) PickHost(pc *upstream.PickContext) *upstream.Host {
 	if len(fc.hosts) == 0 {
 		return nil
+	}
+	if fc.hashed {
+		if h, ok := pc.RequestHash(); ok {
+			fc.hashes.Add(1)
+			return fc.hosts[h%uint64(len(fc.hosts))]
+		}
 	}
 	return fc.hosts[int(fc.next.Add(1)-1)%len(fc.hosts)]
 }

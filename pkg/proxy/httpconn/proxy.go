@@ -11,6 +11,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -67,6 +68,10 @@ func (s *stream) forward() {
 	s.entry.ClusterMetadata = cl.Metadata()
 	s.rewrite()
 	s.pick = upstream.PickContext{OriginalDst: s.origDst, Headers: &s.reqHeaders}
+	if route.HashPolicy != nil {
+		// Computed only if the cluster's balancer reads it (PickHash).
+		s.pick.Hasher = s
+	}
 	host := cl.PickHost(&s.pick)
 	if host == nil {
 		// Counted as the upstream's answer, as Envoy's
@@ -116,6 +121,27 @@ func (s *stream) forward() {
 	} else {
 		host.Stats.RqSuccess.Add(1)
 	}
+}
+
+// PickHash computes the request's hash key with the route's hash_policy,
+// for a ring hash or maglev cluster (upstream.Hasher): from the request
+// headers and path as received, the downstream's address and the
+// connection's addresses (a generated cookie's value).
+func (s *stream) PickHash() (uint64, bool) {
+	in := router.HashInput{Request: &s.rreq, SourceIP: s.remoteIP, ConnRemote: s.remote, ConnLocal: s.local, SetCookies: s.setCookies}
+	h, ok := s.route.HashPolicy.Hash(&in)
+	s.setCookies = in.SetCookies
+	return h, ok
+}
+
+// mutateUpstreamResponse edits the head of an upstream's response: the
+// cookies the hash policy generated, then the route's response header
+// mutations.
+func (s *stream) mutateUpstreamResponse() {
+	for _, c := range s.setCookies {
+		s.respHeaders.Add("set-cookie", c)
+	}
+	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
 }
 
 // upstreamFailure are the flags of requests the upstream failed.
@@ -420,7 +446,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	s.copyResponseHeaders(resp)
 	s.outlierResponse()
 	s.setServiceTime(now.Sub(sent))
-	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
+	s.mutateUpstreamResponse()
 	n := resp.ContentLength
 	if kind != http1.BodyLength && kind != http1.BodyNone {
 		n = -1

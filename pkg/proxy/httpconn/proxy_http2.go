@@ -97,7 +97,7 @@ func (s *stream) relayHTTP2(cl UpstreamCluster, ctx context.Context, resp *http.
 	s.copyHTTP2ResponseHeaders(resp)
 	s.outlierResponse()
 	s.setServiceTime(now.Sub(sent))
-	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
+	s.mutateUpstreamResponse()
 	hasBody := !s.isHead && s.status != 204 && s.status != 304
 	if !body.complete() {
 		// An answer before the whole request: as in Envoy, an HTTP/1

@@ -64,7 +64,7 @@ func (s *stream) tunnelHTTP1(cl UpstreamCluster, uc *upstream.Conn, sent time.Ti
 		s.status = 200
 	}
 	s.setServiceTime(now.Sub(sent))
-	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
+	s.mutateUpstreamResponse()
 	cs := cl.Stats()
 	s.chargeCode(cs, resp.Status)
 	s.chargeTime(cs, now.Sub(sent))
@@ -100,7 +100,7 @@ func (s *stream) connectTCP(cl UpstreamCluster, host *upstream.Host) {
 	s.status = 200
 	s.details = "via_upstream"
 	s.outlierResponse()
-	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
+	s.mutateUpstreamResponse()
 	s.chargeCode(cl.Stats(), 200)
 	if !s.upg.connect {
 		s.postTunnel(tunnelEnd{r: conn, w: conn, conn: conn})

@@ -73,7 +73,7 @@ func (s *stream) upgradeHTTP2(cl UpstreamCluster, host *upstream.Host) {
 		}
 	}
 	s.setServiceTime(now.Sub(sent))
-	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
+	s.mutateUpstreamResponse()
 	cs := cl.Stats()
 	s.chargeCode(cs, upstreamStatus)
 	s.chargeTime(cs, now.Sub(sent))

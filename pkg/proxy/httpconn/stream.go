@@ -103,6 +103,11 @@ type stream struct {
 	// allocates nothing.
 	origDst netip.AddrPort
 	pick    upstream.PickContext
+	// setCookies are the cookies the route's hash policy generated for
+	// the pick (a cookie entry with a ttl the request lacked): the
+	// upstream's response carries them as Set-Cookie, as Envoy's router
+	// adds them.
+	setCookies []string
 
 	// start is the recorded start; t0 the real time it began, and tLast
 	// the latest real time read since (socket deadlines use real time).
@@ -282,6 +287,8 @@ func (s *stream) begin(real time.Time, proto string) {
 	clear(s.active)
 	s.active = s.active[:0]
 	s.route, s.cluster, s.host = nil, nil, nil
+	clear(s.setCookies)
+	s.setCookies = s.setCookies[:0]
 	s.attemptCountInResponse = false
 	s.vcStats, s.rtStats = nil, nil
 	s.routed, s.cached, s.clusterName, s.wc = false, nil, "", -1

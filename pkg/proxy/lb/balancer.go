@@ -29,6 +29,10 @@ type Config struct {
 	PanicThreshold uint32
 	// NewPicker builds the per-list policy; nil means round robin.
 	NewPicker PickerFactory
+	// HashBased: the pickers route on the pick's hash key, which then
+	// chooses the priority level too, as with Envoy's ring hash and
+	// maglev (Policy.HashBased).
+	HashBased bool
 	// Rand draws the number that chooses a priority level when several
 	// take load, and the pickers' seeds; nil means math/rand/v2.
 	Rand func() uint64
@@ -41,6 +45,7 @@ type Balancer struct {
 	levels   []level
 	loads    loads
 	rand     func() uint64
+	hashed   bool // the priority level is chosen by the pick's hash key
 	onlyOne  bool // one level takes all the load from one source
 	only     int  // that level
 	onlyDegr bool // and whether the source is its degraded hosts
@@ -70,7 +75,7 @@ func New(priorities [][]*upstream.Host, cfg Config) *Balancer {
 	// Envoy draws one seed per load balancer and shares it among its
 	// host sources.
 	seed := cfg.Rand()
-	b := &Balancer{levels: make([]level, len(priorities)), rand: cfg.Rand}
+	b := &Balancer{levels: make([]level, len(priorities)), rand: cfg.Rand, hashed: cfg.HashBased}
 	counts := make([]levelCounts, len(priorities))
 	for i, hosts := range priorities {
 		var healthy, degraded []*upstream.Host
@@ -117,16 +122,17 @@ func soleSource(l loads) (level int, degraded, ok bool) {
 	return 0, false, false
 }
 
-// Pick chooses a host, or returns nil when the chosen level has no host
-// able to take the request. panicked reports that the level was in panic
-// mode, so the host may be unhealthy (Envoy counts lb_healthy_panic).
-func (b *Balancer) Pick() (h *upstream.Host, panicked bool) {
+// Pick chooses a host for the pick whose downstream side is ctx (nil for
+// none), or returns nil when the chosen level has no host able to take
+// the request. panicked reports that the level was in panic mode, so the
+// host may be unhealthy (Envoy counts lb_healthy_panic).
+func (b *Balancer) Pick(ctx *upstream.PickContext) (h *upstream.Host, panicked bool) {
 	if len(b.levels) == 0 {
 		return nil, false
 	}
 	p, degraded := b.only, b.onlyDegr
 	if !b.onlyOne {
-		p, degraded = b.choose(b.rand())
+		p, degraded = b.choose(b.draw(ctx))
 	}
 	lv := &b.levels[p]
 	var src Picker
@@ -141,7 +147,19 @@ func (b *Balancer) Pick() (h *upstream.Host, panicked bool) {
 	if src == nil {
 		return nil, panicked
 	}
-	return src.Pick(), panicked
+	return src.Pick(ctx), panicked
+}
+
+// draw is the number that chooses the priority level: the pick's hash key
+// for hash-based pickers (so that a key keeps its level too), else a
+// random one.
+func (b *Balancer) draw(ctx *upstream.PickContext) uint64 {
+	if b.hashed {
+		if h, ok := ctx.RequestHash(); ok {
+			return h
+		}
+	}
+	return b.rand()
 }
 
 // choose is Envoy's choosePriority: the draw, reduced to 1..100, falls in

@@ -21,21 +21,27 @@ type RoundRobin struct {
 // chooses where the cycle starts, like Envoy's random start: seed 0 starts
 // with the first host, or at the start of the weighted schedule.
 func NewRoundRobin(hosts []*upstream.Host, seed uint64) *RoundRobin {
+	return newRoundRobin(hosts, seed, nil)
+}
+
+// newRoundRobin is NewRoundRobin with the hosts' slow start (nil for
+// none): while a host is in its window the weighted schedule runs, its
+// weights scaled at each pick, as Envoy's EDF balancer does whenever a
+// host is in slow start.
+func newRoundRobin(hosts []*upstream.Host, seed uint64, ramp *rampUp) *RoundRobin {
 	rr := &RoundRobin{hosts: hosts}
 	rr.next.Store(seed)
-	if len(hosts) <= 1 || equalWeights(hosts) {
+	if len(hosts) <= 1 || (ramp == nil && equalWeights(hosts)) {
 		return rr
 	}
-	rr.edf = newEDF(hosts)
-	// Advancing the schedule by seed modulo one full cycle starts it at a
-	// seed-chosen point of the cycle, as Envoy's pre-picks do.
-	var cycle uint64
-	for _, h := range hosts {
-		cycle += uint64(hostWeight(h))
+	var weigh func(*upstream.Host) float64
+	if ramp != nil {
+		weigh = func(h *upstream.Host) float64 {
+			return ramp.scale(float64(hostWeight(h)), h, ramp.clock())
+		}
 	}
-	for range seed % cycle {
-		rr.edf.pick()
-	}
+	rr.edf = newEDF(hosts, weigh)
+	rr.edf.advance(hosts, seed)
 	return rr
 }
 
@@ -44,8 +50,26 @@ func NewRoundRobinPicker(hosts []*upstream.Host, seed uint64) Picker {
 	return NewRoundRobin(hosts, seed)
 }
 
-// Pick returns the next host of the cycle.
-func (rr *RoundRobin) Pick() *upstream.Host {
+// roundRobinPolicy is ROUND_ROBIN with its round_robin_lb_config.
+type roundRobinPolicy struct {
+	slowStart *slowStart
+}
+
+func (roundRobinPolicy) Name() string    { return "ROUND_ROBIN" }
+func (roundRobinPolicy) HashBased() bool { return false }
+
+func (p roundRobinPolicy) Pickers(env Env) PickerFactory {
+	if p.slowStart == nil {
+		return NewRoundRobinPicker
+	}
+	return func(hosts []*upstream.Host, seed uint64) Picker {
+		return newRoundRobin(hosts, seed, p.slowStart.at(&env, hosts))
+	}
+}
+
+// Pick returns the next host of the cycle; round robin reads nothing of
+// ctx.
+func (rr *RoundRobin) Pick(*upstream.PickContext) *upstream.Host {
 	if rr.edf != nil {
 		return rr.edf.pick()
 	}

@@ -163,6 +163,11 @@ func compileRouteAction(r *Route, a *routev3.RouteAction, opts *Options) error {
 	if r.Mirrors, err = compileMirrorPolicies(a.GetRequestMirrorPolicies()); err != nil {
 		return fmt.Errorf("request_mirror_policies%w", err)
 	}
+	if hp := a.GetHashPolicy(); len(hp) > 0 {
+		if r.HashPolicy, err = compileHashPolicy(hp); err != nil {
+			return fmt.Errorf("hash_policy%w", err)
+		}
+	}
 	//lint:ignore SA1019 Envoy still honours the deprecated include_vh_rate_limits
 	r.IncludeVHRateLimits = a.GetIncludeVhRateLimits().GetValue()
 	return nil

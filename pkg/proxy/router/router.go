@@ -112,6 +112,9 @@ type Route struct {
 	// IncludeVHRateLimits its include_vh_rate_limits.
 	RateLimits          []*RateLimit
 	IncludeVHRateLimits bool
+	// HashPolicy is the route action's hash_policy, nil when it has none
+	// (or only entries that hash nothing).
+	HashPolicy *HashPolicy
 
 	// Decorator is the route's decorator (the span's operation), nil
 	// when it has none.

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"sync/atomic"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 )
@@ -38,6 +39,11 @@ type Host struct {
 	// and show it as /failed_eds_health in /clusters. The health set at
 	// run time is in the host's flags (health.go).
 	ConfigHealth corev3.HealthStatus
+	// Created is when the host joined its cluster: the cluster sets it
+	// when it first installs a host set holding the host, before any
+	// pick sees it. Slow start applies to the hosts created after the
+	// cluster's first host set.
+	Created time.Time
 
 	// Stats are the host's own counters, shown per host by /clusters.
 	Stats HostStats

@@ -7,9 +7,11 @@ import (
 
 // PickContext is what a load balancer may read of the downstream side of
 // one pick, as Envoy's load balancer context offers it: the downstream
-// connection and, for HTTP, the request headers. The ORIGINAL_DST
-// cluster reads it; the other clusters ignore it. A nil *PickContext has
-// no downstream (a gRPC channel's dial).
+// connection and, for HTTP, the request headers, and the hash key of the
+// route's or the tcp_proxy's hash_policy. The ORIGINAL_DST cluster reads
+// the first two, the hash-based load balancers (ring hash, maglev) the
+// hash. A nil *PickContext has no downstream (a gRPC channel's dial).
+// It belongs to one pick: the balancer may fill Hash in from Hasher.
 type PickContext struct {
 	// OriginalDst is the downstream connection's local address when a
 	// listener restored it (the original_dst listener filter, or a
@@ -17,6 +19,35 @@ type PickContext struct {
 	OriginalDst netip.AddrPort
 	// Headers are the request headers of an HTTP pick, nil for a TCP one.
 	Headers HeaderGetter
+	// Hash is the pick's hash key when HasHash is set: what the hash
+	// policy yields. Without one the hash-based balancers pick at random,
+	// as Envoy's do. Read it with RequestHash.
+	Hash    uint64
+	HasHash bool
+	// Hasher, when not nil, computes Hash on first use instead: the HTTP
+	// router's hash policy runs only for a balancer that reads the hash,
+	// as Envoy's computeHashKey does, since it may generate a cookie.
+	Hasher Hasher
+}
+
+// Hasher computes the hash key of a pick on demand.
+type Hasher interface {
+	// PickHash returns the hash key, and false when the hash policy
+	// yields none.
+	PickHash() (uint64, bool)
+}
+
+// RequestHash returns the pick's hash key, and false when it has none; it
+// runs Hasher on its first call. A nil context has no hash.
+func (pc *PickContext) RequestHash() (uint64, bool) {
+	if pc == nil {
+		return 0, false
+	}
+	if h := pc.Hasher; h != nil {
+		pc.Hasher = nil
+		pc.Hash, pc.HasHash = h.PickHash()
+	}
+	return pc.Hash, pc.HasHash
 }
 
 // HeaderGetter reads one request header by its lower-case name; several

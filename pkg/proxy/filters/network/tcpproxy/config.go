@@ -20,9 +20,12 @@ package tcpproxy
 import (
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
@@ -64,6 +67,8 @@ type config struct {
 	durationJitter float64       // percent of maxDuration, 0..100
 
 	tunnel *tunnel // nil: plain TCP upstream
+	// hash is hash_policy, nil for none.
+	hash *hashPolicy
 
 	flushInterval  time.Duration // periodic access logs; 0: none
 	logOnConnected bool
@@ -203,7 +208,13 @@ func compile(cfg *tcpproxyv3.TcpProxy) (*config, error) {
 	refuse(cfg.GetMetadataMatch() != nil, "metadata_match", "no subset load balancer")
 	refuse(cfg.GetDownstreamIdleTimeout() != nil, "downstream_idle_timeout", "not implemented by Envoy either; use idle_timeout")
 	refuse(cfg.GetUpstreamIdleTimeout() != nil, "upstream_idle_timeout", "not implemented by Envoy either; use idle_timeout")
-	refuse(len(cfg.GetHashPolicy()) > 0, "hash_policy", "no hash-based load balancer")
+	if hp := cfg.GetHashPolicy(); len(hp) > 0 {
+		h, err := compileHashPolicy(hp)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		c.hash = h
+	}
 	if tc := cfg.GetTunnelingConfig(); tc != nil {
 		t, err := compileTunnel(tc)
 		if err != nil {
@@ -220,6 +231,49 @@ func compile(cfg *tcpproxyv3.TcpProxy) (*config, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// hashPolicy is tcp_proxy's hash_policy: the hash key ring hash and
+// maglev clusters route a connection on, as Envoy's network HashPolicyImpl
+// computes it.
+type hashPolicy struct {
+	// sourceIP hashes the downstream's address; otherwise filterState
+	// names a filter state object, which Outrigger's filters never set
+	// (no hash, as Envoy's when the object is missing).
+	sourceIP    bool
+	filterState string
+}
+
+// compileHashPolicy reads hash_policy (one entry at most, as the API
+// allows).
+func compileHashPolicy(list []*typev3.HashPolicy) (*hashPolicy, error) {
+	if len(list) > 1 {
+		return nil, errors.New("hash_policy: at most one entry is allowed")
+	}
+	switch spec := list[0].GetPolicySpecifier().(type) {
+	case *typev3.HashPolicy_SourceIp_:
+		return &hashPolicy{sourceIP: true}, nil
+	case *typev3.HashPolicy_FilterState_:
+		if spec.FilterState.GetKey() == "" {
+			return nil, errors.New("hash_policy[0].filter_state.key: required")
+		}
+		return &hashPolicy{filterState: spec.FilterState.GetKey()}, nil
+	default:
+		return nil, errors.New("hash_policy[0].policy_specifier: source_ip or filter_state is required")
+	}
+}
+
+// of computes the hash key of a downstream connection: the xxHash64 of
+// its remote IP (without port), or nothing.
+func (h *hashPolicy) of(c net.Conn) (uint64, bool) {
+	if h == nil || !h.sourceIP {
+		return 0, false
+	}
+	ta, ok := c.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return 0, false
+	}
+	return xxhash.Sum64String(ta.AddrPort().Addr().String()), true
 }
 
 // noLogs is the access_log list of a proxy without one.

@@ -19,12 +19,14 @@ import (
 )
 
 // pickContext is the downstream side a cluster's load balancer may read:
-// the connection's original destination, when a listener restored it.
+// the connection's original destination, when a listener restored it, and
+// the hash_policy's hash key.
 func (s *session) pickContext() *upstream.PickContext {
 	pc := &upstream.PickContext{}
 	if dst, ok := upstream.OriginalDst(s.down); ok {
 		pc.OriginalDst = dst
 	}
+	pc.Hash, pc.HasHash = s.p.cfg.hash.of(s.down)
 	return pc
 }
 

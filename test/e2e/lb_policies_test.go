@@ -1,0 +1,262 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// lbUpstream is an upstream that answers with its name, in the body
+// and in x-upstream.
+func lbUpstream(name string) int {
+	GinkgoHelper()
+	return portNum(httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("x-upstream", name)
+		_, _ = io.WriteString(w, name)
+	}), false))
+}
+
+// lbCluster is a cluster's extra fields (YAML flow mapping content) with
+// one endpoint per port and the given policy fields.
+func lbCluster(policy string, ports ...int) string {
+	var eps []string
+	for _, p := range ports {
+		eps = append(eps, fmt.Sprintf("{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}}", p))
+	}
+	s := "{load_assignment: {endpoints: [{lb_endpoints: [" + strings.Join(eps, ", ") + "]}]}"
+	if policy != "" {
+		s += ", " + policy
+	}
+	return s + "}"
+}
+
+// lbGet sends one GET on a connection of its own and returns the status,
+// the upstream that answered and the response's Set-Cookie.
+func lbGet(port int, path string, header ...string) (int, string, string) {
+	GinkgoHelper()
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	req, err := http.NewRequest("GET", listenerURL(port, path), nil)
+	Expect(err).NotTo(HaveOccurred())
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Add(header[i], header[i+1])
+	}
+	resp, err := c.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, resp.Header.Get("x-upstream"), resp.Header.Get("set-cookie")
+}
+
+// lbProxy starts a sidecar whose one route goes to cluster "up" with the
+// given extra cluster fields and route action fields.
+func lbProxy(cluster, action string) (*Sidecar, int) {
+	GinkgoHelper()
+	port := freePort()
+	routes := `[{match: {prefix: /}, route: {cluster: up` + action + `}}]`
+	s := Start(newDir(), proxySpec{Port: port, Routes: routes, Clusters: []proxyCluster{{Name: "up", Extra: cluster}}}.YAML())
+	s.WaitLive()
+	return s, port
+}
+
+var _ = Describe("Load balancing policies", func() {
+	It("keeps least request traffic off a busy host", func() {
+		arrived := make(chan struct{}, 64)
+		gate := make(chan struct{})
+		DeferCleanup(func() { close(gate) })
+		busy := portNum(httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			arrived <- struct{}{}
+			select {
+			case <-gate:
+			case <-r.Context().Done():
+			}
+			w.Header().Set("x-upstream", "busy")
+		}), false))
+		a, b := lbUpstream("a"), lbUpstream("b")
+		s, port := lbProxy(lbCluster("lb_policy: LEAST_REQUEST, least_request_lb_config: {choice_count: 4}", a, busy, b), "")
+		// Requests go out until two hang on the busy host.
+		var wg sync.WaitGroup
+		DeferCleanup(wg.Wait)
+		c := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		held := 0
+		for sent := 0; held < 2; sent++ {
+			Expect(sent).To(BeNumerically("<", 200), "the busy host never got two requests")
+			wg.Go(func() {
+				if resp, err := c.Get(listenerURL(port, "/")); err == nil {
+					resp.Body.Close()
+				}
+			})
+			select {
+			case <-arrived:
+				held++
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		Eventually(func() string { return s.Get("/clusters").Body }).Should(
+			ContainSubstring(fmt.Sprintf("up::127.0.0.1:%d::rq_active::2", busy)))
+		// With four samples of three hosts, the busy one comes back only
+		// when every sample is it (1 in 81); allow for that once.
+		got := map[string]int{}
+		quick := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		for range 60 {
+			resp, err := quick.Get(listenerURL(port, "/"))
+			if err != nil {
+				got["busy"]++
+				continue
+			}
+			got[resp.Header.Get("x-upstream")]++
+			resp.Body.Close()
+		}
+		Expect(got["busy"]).To(BeNumerically("<=", 1), "%v", got)
+		Expect(got["a"]).To(BeNumerically(">", 10), "%v", got)
+		Expect(got["b"]).To(BeNumerically(">", 10), "%v", got)
+	})
+
+	It("reaches every host at random", func() {
+		var ports []int
+		for _, n := range []string{"a", "b", "c", "d"} {
+			ports = append(ports, lbUpstream(n))
+		}
+		_, port := lbProxy(lbCluster("lb_policy: RANDOM", ports...), "")
+		got := map[string]int{}
+		for range 200 {
+			status, up, _ := lbGet(port, "/")
+			Expect(status).To(Equal(http.StatusOK))
+			got[up]++
+		}
+		for _, n := range []string{"a", "b", "c", "d"} {
+			Expect(got[n]).To(BeNumerically(">", 20), "%v", got)
+		}
+	})
+
+	It("keeps a header's key on one host with ring hash, and publishes the ring's gauges", func() {
+		names := []string{"a", "b", "c", "d"}
+		var ports []int
+		for _, n := range names {
+			ports = append(ports, lbUpstream(n))
+		}
+		s, port := lbProxy(lbCluster("lb_policy: RING_HASH, ring_hash_lb_config: {minimum_ring_size: 64, hash_function: MURMUR_HASH_2}", ports...),
+			", hash_policy: [{header: {header_name: x-user}}]")
+		used := map[string]bool{}
+		for i := range 20 {
+			user := fmt.Sprintf("user-%d", i)
+			_, first, _ := lbGet(port, "/", "x-user", user)
+			for range 4 {
+				_, up, _ := lbGet(port, "/", "x-user", user)
+				Expect(up).To(Equal(first), "%s moved", user)
+			}
+			used[first] = true
+		}
+		Expect(len(used)).To(BeNumerically(">=", 2), "20 keys all went to %v", used)
+		Expect(statValue(s, "cluster.up.ring_hash_lb.size")).To(Equal("64"))
+		Expect(statValue(s, "cluster.up.ring_hash_lb.min_hashes_per_host")).To(Equal("16"))
+		Expect(statValue(s, "cluster.up.ring_hash_lb.max_hashes_per_host")).To(Equal("16"))
+		prom := s.Get("/stats/prometheus").Body
+		Expect(prom).To(ContainSubstring(`proxy_cluster_ring_hash_lb_size{proxy_cluster_name="up"} 64`))
+	})
+
+	It("makes a cookie for maglev (load_balancing_policy), sets it, and keeps its key on one host", func() {
+		var ports []int
+		for _, n := range []string{"a", "b", "c"} {
+			ports = append(ports, lbUpstream(n))
+		}
+		s, port := lbProxy(lbCluster(`load_balancing_policy: {policies: [
+		  {typed_extension_config: {name: envoy.load_balancing_policies.maglev, typed_config: {"@type": type.googleapis.com/envoy.extensions.load_balancing_policies.maglev.v3.Maglev, table_size: 1009}}}]}`, ports...),
+			`, hash_policy: [{cookie: {name: sticky, ttl: 60s, path: /, attributes: [{name: SameSite, value: Lax}]}}]`)
+		status, _, cookie := lbGet(port, "/")
+		Expect(status).To(Equal(http.StatusOK))
+		Expect(cookie).To(MatchRegexp(`^sticky="[0-9a-f]{16}"; Max-Age=60; Path=/; SameSite=Lax; HttpOnly$`))
+		value := regexp.MustCompile(`"([0-9a-f]{16})"`).FindStringSubmatch(cookie)[1]
+		_, first, again := lbGet(port, "/", "cookie", "sticky="+value)
+		Expect(again).To(BeEmpty(), "a request with the cookie got another")
+		for range 10 {
+			_, up, _ := lbGet(port, "/", "cookie", "theme=dark; sticky="+value)
+			Expect(up).To(Equal(first))
+		}
+		Expect(statValue(s, "cluster.up.maglev_lb.min_entries_per_host")).To(Equal("336"))
+		Expect(statValue(s, "cluster.up.maglev_lb.max_entries_per_host")).To(Equal("337"))
+		Expect(s.Get("/clusters").Body).To(ContainSubstring(fmt.Sprintf("up::127.0.0.1:%d::rq_total::", ports[0])))
+	})
+
+	It("keeps a client on one host by its source IP, over HTTP and tcp_proxy", func() {
+		var ports []int
+		for _, n := range []string{"a", "b", "c", "d", "e"} {
+			ports = append(ports, lbUpstream(n))
+		}
+		_, port := lbProxy(lbCluster("lb_policy: RING_HASH", ports...), ", hash_policy: [{connection_properties: {source_ip: true}}]")
+		_, first, _ := lbGet(port, "/")
+		for range 10 {
+			_, up, _ := lbGet(port, "/")
+			Expect(up).To(Equal(first))
+		}
+
+		var tcpPorts []int
+		for i := range 5 {
+			name := strconv.Itoa(i)
+			tcpPorts = append(tcpPorts, startTCPServer(func(c *net.TCPConn) { _, _ = io.WriteString(c, name) }))
+		}
+		tport := freePort()
+		cluster := strings.TrimSuffix(tcpCluster("ring", tcpPorts...), "}") + ", lb_policy: MAGLEV}"
+		ts := Start(newDir(), tcpBootstrap(tport, "cluster: ring, hash_policy: [{source_ip: {}}]", cluster))
+		ts.WaitLive()
+		seen := map[string]int{}
+		for range 10 {
+			c := dialTCP(tport)
+			b, err := io.ReadAll(c)
+			Expect(err).NotTo(HaveOccurred())
+			c.Close()
+			seen[string(b)]++
+		}
+		Expect(seen).To(HaveLen(1), "the connections of one client went to %v", seen)
+	})
+
+	It("ramps a host that joins over EDS up through its slow start window", func() {
+		a, b := startNamed("A"), startNamed("B")
+		m := startManagementServer()
+		ingress := []*listenerv3.Listener{listenerProto(listenerDef{Name: "ingress", Chains: []string{routeToCluster("ingress", "backend")}})}
+		cluster := edsCluster("backend", "backend-svc", "")
+		cluster["round_robin_lb_config"] = flowYAML(`{slow_start_config: {slow_start_window: 120s, min_weight_percent: {value: 10}}}`)
+		s := Launch(newDir(), "bootstrap.yaml", adsBootstrap(m.port, "", cluster))
+		s.WaitForAdmin()
+		m.set(adsSnapshot("v1", ingress, loadAssignment("backend-svc", edsEndpoint{port: a})))
+		waitLive(s)
+		addr := listenerAddr(s, "ingress")
+		m.set(adsSnapshot("v2", ingress, loadAssignment("backend-svc", edsEndpoint{port: a}, edsEndpoint{port: b})))
+		waitStat(s, "cluster.backend.membership_total", "2")
+		// For its first 12 s, B weighs 10% of its weight: about 1 pick
+		// in 11, where round robin alone would give it every other one.
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		got := map[string]int{}
+		for range 44 {
+			got[httpDo(client, http.MethodGet, "http://"+addr+"/", nil, nil).Body]++
+		}
+		Expect(got["A"]+got["B"]).To(Equal(44), "%v", got)
+		Expect(got["B"]).To(BeNumerically(">=", 1), "%v", got)
+		Expect(got["B"]).To(BeNumerically("<=", 12), "%v", got)
+	})
+
+	It("refuses bad load balancer settings with their field paths", func() {
+		base := func(cluster string) string {
+			return `{static_resources: {clusters: [{name: c, ` + cluster + `, load_assignment: {cluster_name: c, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 1}}}}]}]}}]}}`
+		}
+		for cluster, want := range map[string]string{
+			`lb_policy: MAGLEV, maglev_lb_config: {table_size: 65536}`:                                      "static_resources.clusters[0].maglev_lb_config.table_size: The table size of maglev must be prime number (65536 is not)",
+			`lb_policy: RING_HASH, ring_hash_lb_config: {minimum_ring_size: 4096, maximum_ring_size: 1024}`: "static_resources.clusters[0].ring_hash_lb_config.minimum_ring_size: minimum_ring_size (4096) > maximum_ring_size (1024)",
+			`lb_policy: LEAST_REQUEST, least_request_lb_config: {choice_count: 1}`:                          "static_resources.clusters[0].least_request_lb_config.choice_count: value must be greater than or equal to 2",
+			`load_balancing_policy: {policies: [{typed_extension_config: {name: envoy.load_balancing_policies.ring_hash, typed_config: {"@type": type.googleapis.com/envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash, consistent_hashing_lb_config: {hash_balance_factor: 150}}}}]}`: "static_resources.clusters[0].load_balancing_policy.policies[0].typed_extension_config.typed_config.consistent_hashing_lb_config.hash_balance_factor: not supported by Outrigger",
+		} {
+			r, _ := validate("lb.yaml", base(cluster))
+			Expect(r.ExitCode).NotTo(Equal(0), cluster)
+			Expect(r.Stderr).To(ContainSubstring(want))
+		}
+	})
+})
