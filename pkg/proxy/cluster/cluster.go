@@ -353,7 +353,7 @@ func (c *Cluster) PickHost(pc *upstream.PickContext) *upstream.Host {
 		}
 		return c.pickOrigDst(dst)
 	}
-	h, panicked := c.balancer.Load().Pick()
+	h, panicked := c.balancer.Load().Pick(pc)
 	if panicked {
 		c.extra.lbHealthyPanic.Inc()
 	}

@@ -117,10 +117,10 @@ func soleSource(l loads) (level int, degraded, ok bool) {
 	return 0, false, false
 }
 
-// Pick chooses a host, or returns nil when the chosen level has no host
-// able to take the request. panicked reports that the level was in panic
+// Pick chooses a host for the pick ctx (nil allowed), or returns nil when
+// the chosen level has no host able to take the request. panicked reports that the level was in panic
 // mode, so the host may be unhealthy (Envoy counts lb_healthy_panic).
-func (b *Balancer) Pick() (h *upstream.Host, panicked bool) {
+func (b *Balancer) Pick(ctx *upstream.PickContext) (h *upstream.Host, panicked bool) {
 	if len(b.levels) == 0 {
 		return nil, false
 	}
@@ -141,7 +141,7 @@ func (b *Balancer) Pick() (h *upstream.Host, panicked bool) {
 	if src == nil {
 		return nil, panicked
 	}
-	return src.Pick(), panicked
+	return src.Pick(ctx), panicked
 }
 
 // choose is Envoy's choosePriority: the draw, reduced to 1..100, falls in

@@ -189,7 +189,7 @@ func TestBalancerPick(t *testing.T) {
 			got := map[string]int{}
 			var panics int
 			for range tc.n {
-				h, panicked := b.Pick()
+				h, panicked := b.Pick(nil)
 				if panicked {
 					panics++
 				}
@@ -226,14 +226,14 @@ func TestBalancerPicker(t *testing.T) {
 	if diff := cmp.Diff(want, built); diff != "" {
 		t.Errorf("pickers built for (-want +got):\n%s", diff)
 	}
-	if h, _ := b.Pick(); h == nil || h.Address != "b" {
+	if h, _ := b.Pick(nil); h == nil || h.Address != "b" {
 		t.Errorf("Pick() = %v, want b", h)
 	}
 }
 
 type firstPicker struct{ h *upstream.Host }
 
-func (p firstPicker) Pick() *upstream.Host { return p.h }
+func (p firstPicker) Pick(*upstream.PickContext) *upstream.Host { return p.h }
 
 func TestBalancerLoads(t *testing.T) {
 	b := New([][]*upstream.Host{makeHosts("a", "b!"), makeHosts("c")}, Config{Rand: draws()})

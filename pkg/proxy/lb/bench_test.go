@@ -29,7 +29,7 @@ func BenchmarkPick(b *testing.B) {
 			bal := New(priorities, Config{PanicThreshold: DefaultPanicThreshold})
 			b.ReportAllocs()
 			for b.Loop() {
-				bal.Pick()
+				bal.Pick(nil)
 			}
 		})
 		b.Run(name+"-parallel", func(b *testing.B) {
@@ -37,7 +37,7 @@ func BenchmarkPick(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					bal.Pick()
+					bal.Pick(nil)
 				}
 			})
 		})

@@ -42,10 +42,10 @@ func makeHosts(specs ...string) []*upstream.Host {
 }
 
 // picks returns the addresses of n successive picks.
-func picks(n int, pick func() *upstream.Host) []string {
+func picks(n int, pick func(*upstream.PickContext) *upstream.Host) []string {
 	out := make([]string, n)
 	for i := range out {
-		if h := pick(); h != nil {
+		if h := pick(nil); h != nil {
 			out[i] = h.Address
 		} else {
 			out[i] = "<nil>"
@@ -163,7 +163,7 @@ func TestRoundRobinConcurrent(t *testing.T) {
 				counts[w] = map[string]int{}
 				wg.Go(func() {
 					for range each {
-						counts[w][rr.Pick().Address]++
+						counts[w][rr.Pick(nil).Address]++
 					}
 				})
 			}
@@ -198,7 +198,7 @@ func TestPickDoesNotAllocate(t *testing.T) {
 	for name, priorities := range tests {
 		t.Run(name, func(t *testing.T) {
 			b := New(priorities, Config{PanicThreshold: DefaultPanicThreshold})
-			if allocs := testing.AllocsPerRun(100, func() { b.Pick() }); allocs != 0 {
+			if allocs := testing.AllocsPerRun(100, func() { b.Pick(nil) }); allocs != 0 {
 				t.Errorf("Pick allocates %v times per call", allocs)
 			}
 		})

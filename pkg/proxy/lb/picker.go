@@ -3,9 +3,11 @@ package lb
 import "github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 
 // Picker chooses one host of a fixed, non-empty host list. Implementations
-// are safe for concurrent use and do not allocate.
+// are safe for concurrent use and do not allocate. ctx is the pick's
+// downstream side (nil when there is none); policies that do not hash
+// ignore it.
 type Picker interface {
-	Pick() *upstream.Host
+	Pick(ctx *upstream.PickContext) *upstream.Host
 }
 
 // PickerFactory builds the Picker of one host list (never empty). seed

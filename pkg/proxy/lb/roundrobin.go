@@ -44,8 +44,8 @@ func NewRoundRobinPicker(hosts []*upstream.Host, seed uint64) Picker {
 	return NewRoundRobin(hosts, seed)
 }
 
-// Pick returns the next host of the cycle.
-func (rr *RoundRobin) Pick() *upstream.Host {
+// Pick returns the next host of the cycle; round robin ignores ctx.
+func (rr *RoundRobin) Pick(*upstream.PickContext) *upstream.Host {
 	if rr.edf != nil {
 		return rr.edf.pick()
 	}
