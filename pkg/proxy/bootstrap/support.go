@@ -194,7 +194,7 @@ func enumName(fd protoreflect.FieldDescriptor, n protoreflect.EnumNumber) string
 var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedCore, supportedListener, supportedHCM, supportedRoute, supportedCluster, supportedStats, supportedDynamic,
 	supportedOverload, supportedDNS, supportedAccessLog, supportedHTTPFilters, supportedExtAuthz, supportedTCPProxy, supportedTLS,
-	supportedUpgrades, supportedCompression, supportedTracing,
+	supportedUpgrades, supportedCompression, supportedTracing, supportedLocality,
 }
 
 // lookupSupport finds a field's support rule in the per-area tables.

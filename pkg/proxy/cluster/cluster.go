@@ -38,6 +38,16 @@ type Cluster struct {
 	// updateMu serializes host set changes.
 	updateMu sync.Mutex
 	rand     func() uint64
+	// lbStats are the load balancer's lb_* stats.
+	lbStats *lb.Stats
+	// local is the proxy's locality (node.locality), nil when unknown.
+	local *upstream.Locality
+	// zones is the manager's local cluster, nil when there is none or
+	// this cluster does not route by zone; isLocal marks the local
+	// cluster itself, whose hosts it publishes.
+	zones   *zoneSource
+	isLocal bool
+	runtime func() *runtime.Snapshot
 
 	dial DialFunc
 	// ssl are the cluster.<name>.ssl.* stats of a TLS cluster, else nil.
@@ -93,6 +103,13 @@ type clusterDeps struct {
 	dial    DialFunc
 	now     func() time.Time
 	rand    func() uint64
+	// local is the proxy's locality, nil when unknown.
+	local *upstream.Locality
+	// zones is the local cluster (cluster_manager.local_cluster_name),
+	// nil for none; localCluster marks the deps of the local cluster
+	// itself.
+	zones        *zoneSource
+	localCluster bool
 }
 
 // newCluster builds a cluster from checked settings. A DNS cluster starts
@@ -108,6 +125,15 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 		now:      d.now,
 		rand:     d.rand,
 		conns:    map[*trackedConn]struct{}{},
+		lbStats:  newLBStats(scope),
+		local:    d.local,
+		runtime:  d.runtime,
+	}
+	if d.zones != nil {
+		c.isLocal = d.localCluster
+		if c.isLocal || s.zoneAware() {
+			c.zones = d.zones
+		}
 	}
 	if c.dial == nil {
 		c.dial = tcpDialer(s.keepalive, s.bind)
@@ -140,6 +166,10 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 	// The initial empty set of a DNS or EDS cluster is no membership
 	// change.
 	c.install(priorities, s.dns == nil && s.eds == nil)
+	if c.zones != nil && s.zoneAware() {
+		// Rebuilt when the local cluster's hosts change, from now on.
+		c.zones.watch(c)
+	}
 	return c
 }
 
@@ -194,10 +224,14 @@ func (c *Cluster) install(priorities [][]*upstream.Host, counted bool) {
 			}
 		}
 	}
-	cfg := c.settings.lb
-	cfg.Rand = c.rand
+	if c.isLocal {
+		c.zones.publish(priorities)
+		// The zone-aware clusters route by the new hosts; the local
+		// cluster's own balancer is built below.
+		defer c.zones.rebuildWatchers(c)
+	}
 	c.set.Store(hs)
-	c.balancer.Store(lb.New(priorities, cfg))
+	c.balancer.Store(lb.New(priorities, c.lbConfig()))
 	c.publishMembership(hs, counted)
 
 	if old == nil {
@@ -394,6 +428,9 @@ func (c *Cluster) Close() {
 	c.closed.Store(true)
 	if c.origDst != nil {
 		c.origDst.stopCleanup()
+	}
+	if c.zones != nil {
+		c.zones.unwatch(c)
 	}
 	open := make([]*trackedConn, 0, len(c.conns))
 	for tc := range c.conns {

@@ -48,6 +48,9 @@ type settings struct {
 	tls        *tlsconfig.Client
 	thresholds [numPriorities]Thresholds
 	lb         lb.Config
+	// zone is the zone-aware routing's parameters, used when the cluster
+	// manager has a local cluster.
+	zone zoneSettings
 	// priorities are a STATIC cluster's hosts; dns is a DNS cluster's
 	// resolution (its hosts come from the answers).
 	priorities [][]*upstream.Host
@@ -133,6 +136,7 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 			s.lb.PanicThreshold = uint32(math.Round(v))
 		}
 	}
+	errs = append(errs, s.applyLocality(localityFromCommon(c.GetCommonLbConfig()), "common_lb_config.zone_aware_lb_config")...)
 
 	var errList []error
 	s.protocol, errList = buildProtocol(c)

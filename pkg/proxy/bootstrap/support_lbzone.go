@@ -1,0 +1,21 @@
+package bootstrap
+
+import "google.golang.org/protobuf/reflect/protoreflect"
+
+// supportedLocality lists the fields of locality-weighted and zone-aware
+// load balancing and of load-balancer subsets (pkg/proxy/lb, and
+// pkg/proxy/cluster's locality.go and subset.go), and the route fields
+// that choose a subset (see supportedCore).
+var supportedLocality = map[protoreflect.FullName]fieldSupport{
+	// The local cluster zone-aware routing compares with; the node's
+	// locality is in supportedCore.
+	"envoy.config.bootstrap.v3.Bootstrap.cluster_manager":         {},
+	"envoy.config.bootstrap.v3.ClusterManager.local_cluster_name": {},
+
+	// Locality-weighted and zone-aware balancing.
+	"envoy.config.cluster.v3.Cluster.CommonLbConfig.locality_weighted_lb_config":             {},
+	"envoy.config.cluster.v3.Cluster.CommonLbConfig.zone_aware_lb_config":                    {},
+	"envoy.config.cluster.v3.Cluster.CommonLbConfig.ZoneAwareLbConfig.routing_enabled":       {},
+	"envoy.config.cluster.v3.Cluster.CommonLbConfig.ZoneAwareLbConfig.min_cluster_size":      {},
+	"envoy.config.cluster.v3.Cluster.CommonLbConfig.ZoneAwareLbConfig.fail_traffic_on_panic": {},
+}
