@@ -66,7 +66,7 @@ func (s *stream) forward() {
 	s.selectRouteStats()
 	s.entry.ClusterMetadata = cl.Metadata()
 	s.rewrite()
-	s.pick = upstream.PickContext{OriginalDst: s.origDst, Headers: &s.reqHeaders}
+	s.pick = upstream.PickContext{OriginalDst: s.origDst, Headers: &s.reqHeaders, MetadataMatch: route.MetadataMatchFor(s.wc)}
 	host := cl.PickHost(&s.pick)
 	if host == nil {
 		// Counted as the upstream's answer, as Envoy's

@@ -17,6 +17,10 @@ type PickContext struct {
 	OriginalDst netip.AddrPort
 	// Headers are the request headers of an HTTP pick, nil for a TCP one.
 	Headers HeaderGetter
+	// MetadataMatch is the route's metadata_match criteria (merged with
+	// its weighted cluster's), which choose the subset of a cluster with
+	// lb_subset_config; nil when the route has none.
+	MetadataMatch *MetadataMatch
 }
 
 // HeaderGetter reads one request header by its lower-case name; several
