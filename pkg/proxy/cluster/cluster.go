@@ -35,6 +35,9 @@ type Cluster struct {
 
 	set      atomic.Pointer[hostSet]
 	balancer atomic.Pointer[lb.Balancer]
+	// subsets is the balancer of a cluster with lb_subset_config, which
+	// then has no balancer.
+	subsets atomic.Pointer[lb.SubsetBalancer]
 	// updateMu serializes host set changes.
 	updateMu sync.Mutex
 	rand     func() uint64
@@ -125,7 +128,7 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 		now:      d.now,
 		rand:     d.rand,
 		conns:    map[*trackedConn]struct{}{},
-		lbStats:  newLBStats(scope),
+		lbStats:  newLBStats(scope, s.subsets != nil),
 		local:    d.local,
 		runtime:  d.runtime,
 	}
@@ -231,7 +234,7 @@ func (c *Cluster) install(priorities [][]*upstream.Host, counted bool) {
 		defer c.zones.rebuildWatchers(c)
 	}
 	c.set.Store(hs)
-	c.balancer.Store(lb.New(priorities, c.lbConfig()))
+	c.storeBalancer(priorities)
 	c.publishMembership(hs, counted)
 
 	if old == nil {
@@ -387,7 +390,15 @@ func (c *Cluster) PickHost(pc *upstream.PickContext) *upstream.Host {
 		}
 		return c.pickOrigDst(dst)
 	}
-	h, panicked := c.balancer.Load().Pick(pc)
+	var (
+		h        *upstream.Host
+		panicked bool
+	)
+	if c.settings.subsets != nil {
+		h, panicked = c.subsets.Load().Pick(pc)
+	} else {
+		h, panicked = c.balancer.Load().Pick(pc)
+	}
 	if panicked {
 		c.extra.lbHealthyPanic.Inc()
 	}

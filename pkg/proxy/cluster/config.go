@@ -51,6 +51,8 @@ type settings struct {
 	// zone is the zone-aware routing's parameters, used when the cluster
 	// manager has a local cluster.
 	zone zoneSettings
+	// subsets is lb_subset_config, nil without subsets.
+	subsets *lb.SubsetConfig
 	// priorities are a STATIC cluster's hosts; dns is a DNS cluster's
 	// resolution (its hosts come from the answers).
 	priorities [][]*upstream.Host
@@ -137,6 +139,7 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 		}
 	}
 	errs = append(errs, s.applyLocality(localityFromCommon(c.GetCommonLbConfig()), "common_lb_config.zone_aware_lb_config")...)
+	errs = append(errs, s.buildSubsets(c)...)
 
 	var errList []error
 	s.protocol, errList = buildProtocol(c)
@@ -173,10 +176,10 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	if isDNS {
 		s.dns, errList = buildDNS(c, s.name, reg)
 		errs = append(errs, errList...)
-		s.notes = ignoredOrigDstFields(c)
+		s.notes = append(s.notes, ignoredOrigDstFields(c)...)
 		return s, errs
 	}
-	s.notes = ignoredDNSFields(c)
+	s.notes = append(s.notes, ignoredDNSFields(c)...)
 	if isEDS {
 		s.eds, errList = buildEDS(c)
 		errs = append(errs, errList...)

@@ -140,7 +140,7 @@ func (z *zoneSource) rebuildWatchers(local *Cluster) {
 
 // newLBStats creates the load balancer's stats: every cluster has them in
 // Envoy, used or not.
-func newLBStats(scope stats.Scope) *lb.Stats {
+func newLBStats(scope stats.Scope, subsets bool) *lb.Stats {
 	st := &lb.Stats{
 		RecalculateZoneStructures: scope.Counter("lb_recalculate_zone_structures"),
 		ZoneClusterTooSmall:       scope.Counter("lb_zone_cluster_too_small"),
@@ -159,6 +159,10 @@ func newLBStats(scope stats.Scope) *lb.Stats {
 	// Envoy's older zone check, which nothing counts any more; the stat
 	// remains.
 	scope.Counter("lb_zone_number_differs")
+	if subsets {
+		// Envoy creates it with the subset balancer.
+		st.SubsetsSingleHostDuplicate = scope.Gauge("lb_subsets_single_host_per_subset_duplicate")
+	}
 	return st
 }
 
@@ -190,5 +194,18 @@ func (c *Cluster) rebuildBalancer() {
 	if c.closed.Load() {
 		return
 	}
-	c.balancer.Store(lb.New(c.set.Load().priorities, c.lbConfig()))
+	c.storeBalancer(c.set.Load().priorities)
+}
+
+// storeBalancer builds and publishes the balancer of a host set: the
+// subset balancer of a cluster with lb_subset_config (which counts the
+// subsets that come and go against the one it replaces), else the plain
+// one. updateMu is held.
+func (c *Cluster) storeBalancer(priorities [][]*upstream.Host) {
+	cfg := c.lbConfig()
+	if sc := c.settings.subsets; sc != nil {
+		c.subsets.Store(lb.NewSubsetBalancer(priorities, sc, cfg, c.subsets.Load()))
+		return
+	}
+	c.balancer.Store(lb.New(priorities, cfg))
 }

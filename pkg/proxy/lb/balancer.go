@@ -56,7 +56,7 @@ type Config struct {
 	// localityWeight, when set, overrides a locality's weight
 	// (scale_locality_weight).
 	subsetOf       []localities
-	localityWeight func(level int, g *localityGroup) uint32
+	localityWeight func(level, index int, g *localityGroup) uint32
 }
 
 // Balancer chooses hosts across priority levels. It is immutable once
@@ -157,7 +157,7 @@ func (b *Balancer) buildLocalities(priorities [][]*upstream.Host, counts []level
 			g := &lv.locs.groups[j]
 			switch {
 			case cfg.localityWeight != nil:
-				g.weight = cfg.localityWeight(i, g)
+				g.weight = cfg.localityWeight(i, j, g)
 			case len(g.all) > 0:
 				g.weight = g.all[0].LocalityWeight
 			}
