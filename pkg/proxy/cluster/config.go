@@ -51,6 +51,8 @@ type settings struct {
 	// zone is the zone-aware routing's parameters, used when the cluster
 	// manager has a local cluster.
 	zone zoneSettings
+	// policy is lb_policy.
+	policy clusterv3.Cluster_LbPolicy
 	// subsets is lb_subset_config, nil without subsets.
 	subsets *lb.SubsetConfig
 	// priorities are a STATIC cluster's hosts; dns is a DNS cluster's
@@ -88,6 +90,7 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 		name:              c.GetName(),
 		observabilityName: c.GetName(),
 		metadata:          c.GetMetadata(),
+		policy:            c.GetLbPolicy(),
 		connectTimeout:    defaultConnectTimeout,
 		bufferLimit:       orDefault(c.GetPerConnectionBufferLimitBytes(), 0),
 		lb: lb.Config{

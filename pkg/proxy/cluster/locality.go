@@ -73,8 +73,15 @@ func (s *settings) applyLocality(l LocalityLbConfig, path string) []error {
 
 // zoneAware reports whether the cluster's load balancer routes by zone
 // when there is a local cluster: Envoy's zone-aware balancers (round
-// robin, least request, random), not a cluster-provided one.
-func (s *settings) zoneAware() bool { return s.origDst == nil }
+// robin, least request, random), not the hashing ones nor a
+// cluster-provided one.
+func (s *settings) zoneAware() bool {
+	switch s.policy {
+	case clusterv3.Cluster_ROUND_ROBIN, clusterv3.Cluster_LEAST_REQUEST, clusterv3.Cluster_RANDOM:
+		return s.origDst == nil
+	}
+	return false
+}
 
 // zoneSource is the cluster manager's local cluster
 // (cluster_manager.local_cluster_name) as zone-aware routing reads it:
