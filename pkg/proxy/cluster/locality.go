@@ -22,12 +22,12 @@ type zoneSettings struct {
 	minClusterSize uint64
 }
 
-// LocalityLbConfig is the locality part of a load-balancing policy:
-// Envoy's LocalityLbConfig, given by common_lb_config's
+// localityLbConfig is the locality part of a load-balancing policy:
+// Envoy's localityLbConfig, given by common_lb_config's
 // zone_aware_lb_config or locality_weighted_lb_config, or by a typed
 // load_balancing_policy's locality_lb_config. The fields are the
 // configured values; nil pointers are unset fields.
-type LocalityLbConfig struct {
+type localityLbConfig struct {
 	// LocalityWeighted is locality_weighted_lb_config.
 	LocalityWeighted bool
 	// RoutingEnabled, MinClusterSize and FailTrafficOnPanic are
@@ -38,21 +38,21 @@ type LocalityLbConfig struct {
 }
 
 // localityFromCommon reads common_lb_config's locality settings.
-func localityFromCommon(c *clusterv3.Cluster_CommonLbConfig) LocalityLbConfig {
+func localityFromCommon(c *clusterv3.Cluster_CommonLbConfig) localityLbConfig {
 	if c.GetLocalityWeightedLbConfig() != nil {
-		return LocalityLbConfig{LocalityWeighted: true}
+		return localityLbConfig{LocalityWeighted: true}
 	}
 	z := c.GetZoneAwareLbConfig()
-	return LocalityLbConfig{
+	return localityLbConfig{
 		RoutingEnabled:     z.GetRoutingEnabled(),
 		MinClusterSize:     z.GetMinClusterSize(),
 		FailTrafficOnPanic: z.GetFailTrafficOnPanic(),
 	}
 }
 
-// applyLocality checks a LocalityLbConfig and sets it in s. path is where
+// applyLocality checks a localityLbConfig and sets it in s. path is where
 // its zone-aware fields sit ("common_lb_config.zone_aware_lb_config").
-func (s *settings) applyLocality(l LocalityLbConfig, path string) []error {
+func (s *settings) applyLocality(l localityLbConfig, path string) []error {
 	var errs []error
 	s.lb.LocalityWeighted = l.LocalityWeighted
 	s.lb.FailTrafficOnPanic = l.FailTrafficOnPanic
