@@ -23,7 +23,7 @@ type zoneSettings struct {
 }
 
 // localityLbConfig is the locality part of a load-balancing policy:
-// Envoy's localityLbConfig, given by common_lb_config's
+// Envoy's LocalityLbConfig, given by common_lb_config's
 // zone_aware_lb_config or locality_weighted_lb_config, or by a typed
 // load_balancing_policy's locality_lb_config. The fields are the
 // configured values; nil pointers are unset fields.
