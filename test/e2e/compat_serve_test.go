@@ -226,6 +226,8 @@ var _ = Describe("Compatibility tier: real-world configurations served", func() 
 		// Outbound: services by name.
 		r = httpDo(client, "GET", listenerURL(out, "/payments/charge"), nil, nil)
 		Expect(r.Body).To(HavePrefix("payments "))
+		// The route's metadata_match found the payments version's subset.
+		Expect(statValue(s, "cluster.payments.lb_subsets_selected")).To(Equal("1"))
 		r = httpDo(client, "GET", listenerURL(out, "/items"), nil, nil)
 		Expect(r.Body).To(Equal("inventory path=/items"))
 		// A WebSocket to the inventory service.

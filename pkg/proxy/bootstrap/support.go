@@ -218,6 +218,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedOverload, supportedDNS, supportedAccessLog, supportedHTTPFilters, supportedExtAuthz, supportedTCPProxy, supportedTLS,
 	supportedUpgrades, supportedCompression, supportedTracing, supportedNetLimits,
 	supportedRBAC,
+	supportedLocality,
 }
 
 // lookupSupport finds a field's support rule in the per-area tables.

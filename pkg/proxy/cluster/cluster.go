@@ -36,6 +36,9 @@ type Cluster struct {
 
 	set      atomic.Pointer[hostSet]
 	balancer atomic.Pointer[lb.Balancer]
+	// subsets is the balancer of a cluster with lb_subset_config, which
+	// then has no balancer.
+	subsets atomic.Pointer[lb.SubsetBalancer]
 	// updateMu serializes host set changes.
 	updateMu sync.Mutex
 	rand     func() uint64
@@ -44,7 +47,16 @@ type Cluster struct {
 	firstSet time.Time
 	// scope is the cluster's stats scope, where load balancers keep
 	// their gauges; runtime reads the runtime's snapshot (nil for none).
-	scope   stats.Scope
+	scope stats.Scope
+	// lbStats are the load balancer's lb_* stats.
+	lbStats *lb.Stats
+	// local is the proxy's locality (node.locality), nil when unknown.
+	local *upstream.Locality
+	// zones is the manager's local cluster, nil when there is none or
+	// this cluster does not route by zone; isLocal marks the local
+	// cluster itself, whose hosts it publishes.
+	zones   *zoneSource
+	isLocal bool
 	runtime func() *runtime.Snapshot
 
 	dial DialFunc
@@ -105,6 +117,13 @@ type clusterDeps struct {
 	rand    func() uint64
 	// outlierEvents is the outlier-detection event log, nil for none.
 	outlierEvents *outlier.EventLog
+	// local is the proxy's locality, nil when unknown.
+	local *upstream.Locality
+	// zones is the local cluster (cluster_manager.local_cluster_name),
+	// nil for none; localCluster marks the deps of the local cluster
+	// itself.
+	zones        *zoneSource
+	localCluster bool
 }
 
 // newCluster builds a cluster from checked settings. A DNS cluster starts
@@ -122,6 +141,14 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 		scope:    scope,
 		runtime:  d.runtime,
 		conns:    map[*trackedConn]struct{}{},
+		lbStats:  newLBStats(scope, s.subsets != nil),
+		local:    d.local,
+	}
+	if d.zones != nil {
+		c.isLocal = d.localCluster
+		if c.isLocal || s.zoneAware() {
+			c.zones = d.zones
+		}
 	}
 	if c.dial == nil {
 		c.dial = tcpDialer(s.keepalive, s.bind)
@@ -155,6 +182,10 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 	// The initial empty set of a DNS or EDS cluster is no membership
 	// change.
 	c.install(priorities, s.dns == nil && s.eds == nil)
+	if c.zones != nil && s.zoneAware() {
+		// Rebuilt when the local cluster's hosts change, from now on.
+		c.zones.watch(c)
+	}
 	return c
 }
 
@@ -209,13 +240,19 @@ func (c *Cluster) install(priorities [][]*upstream.Host, counted bool) {
 			}
 		}
 	}
+	if c.isLocal {
+		c.zones.publish(priorities)
+		// The zone-aware clusters route by the new hosts; the local
+		// cluster's own balancer is built below.
+		defer c.zones.rebuildWatchers(c)
+	}
 	if c.outlier != nil {
 		// Before publishing: every host has its monitor once the data
 		// path can pick it.
 		c.outlier.SetHosts(hs.hosts)
 	}
 	c.set.Store(hs)
-	c.balancer.Store(c.newBalancer(hs, old))
+	c.storeBalancer(hs, old)
 	c.publishMembership(hs, counted)
 
 	if old == nil {
@@ -244,11 +281,23 @@ func (c *Cluster) install(priorities [][]*upstream.Host, counted bool) {
 }
 
 // lbConfig is the balancer configuration of a host set being installed
-// in place of old (nil for none): its hosts get their creation time, and
-// the cluster's policy its pickers.
+// in place of old (nil for none): the settings' with the cluster's random
+// source, lb_* stats, the proxy's locality and, for a zone-aware cluster
+// when there is a local cluster, the local cluster's hosts; the set's
+// hosts get their creation time, and the cluster's policy its pickers.
 func (c *Cluster) lbConfig(hs, old *hostSet) lb.Config {
 	cfg := c.settings.lb
 	cfg.Rand = c.rand
+	cfg.Stats = c.lbStats
+	cfg.Local = c.local
+	if c.zones != nil && c.settings.zoneAware() {
+		cfg.Zone = &lb.ZoneConfig{
+			LocalHosts:     c.zones.localHosts(),
+			RoutingEnabled: c.settings.zone.routingEnabled,
+			MinClusterSize: c.settings.zone.minClusterSize,
+			Runtime:        c.runtime,
+		}
+	}
 	now := c.clock()
 	if c.firstSet.IsZero() && len(hs.hosts) > 0 {
 		c.firstSet = now
@@ -424,7 +473,15 @@ func (c *Cluster) PickHost(pc *upstream.PickContext) *upstream.Host {
 		}
 		return c.pickOrigDst(dst)
 	}
-	h, panicked := c.balancer.Load().Pick(pc)
+	var (
+		h        *upstream.Host
+		panicked bool
+	)
+	if c.settings.subsets != nil {
+		h, panicked = c.subsets.Load().Pick(pc)
+	} else {
+		h, panicked = c.balancer.Load().Pick(pc)
+	}
 	if panicked {
 		c.extra.lbHealthyPanic.Inc()
 	}
@@ -468,6 +525,9 @@ func (c *Cluster) Close() {
 	}
 	if c.outlier != nil {
 		c.outlier.Stop()
+	}
+	if c.zones != nil {
+		c.zones.unwatch(c)
 	}
 	open := make([]*trackedConn, 0, len(c.conns))
 	for tc := range c.conns {

@@ -56,6 +56,11 @@ type settings struct {
 	// load_balancing_policy); nil for an ORIGINAL_DST cluster, which
 	// balances by its own rules.
 	policy lb.Policy
+	// zone is the zone-aware routing's parameters, used when the cluster
+	// manager has a local cluster.
+	zone zoneSettings
+	// subsets is lb_subset_config, nil without subsets.
+	subsets *lb.SubsetConfig
 	// priorities are a STATIC cluster's hosts; dns is a DNS cluster's
 	// resolution (its hosts come from the answers).
 	priorities [][]*upstream.Host
@@ -152,6 +157,14 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 			s.lb.PanicThreshold = uint32(math.Round(v))
 		}
 	}
+	errs = append(errs, s.applyLocality(localityFromCommon(c.GetCommonLbConfig()), "common_lb_config.zone_aware_lb_config")...)
+	if s.lb.LocalityWeighted && s.policy != nil && s.policy.HashBased() {
+		// Envoy folds the locality weights into one ring (or table) over
+		// the level; Outrigger's locality layer would pick a locality
+		// first and break the hash's stickiness.
+		errs = append(errs, configErrorf("common_lb_config.locality_weighted_lb_config", "not supported by Outrigger with %s (locality weights are not folded into the hash ring yet)", s.policy.Name()))
+	}
+	errs = append(errs, s.buildSubsets(c)...)
 
 	var errList []error
 	s.protocol, errList = buildProtocol(c)
@@ -187,13 +200,14 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 			s.lb.OverprovisioningFactor = f.GetValue()
 		}
 	}
+	s.notes = append(s.notes, lbNotes...)
 	if isDNS {
 		s.dns, errList = buildDNS(c, s.name, reg)
 		errs = append(errs, errList...)
-		s.notes = append(lbNotes, ignoredOrigDstFields(c)...)
+		s.notes = append(s.notes, ignoredOrigDstFields(c)...)
 		return s, errs
 	}
-	s.notes = append(lbNotes, ignoredDNSFields(c)...)
+	s.notes = append(s.notes, ignoredDNSFields(c)...)
 	if isEDS {
 		s.eds, errList = buildEDS(c)
 		errs = append(errs, errList...)

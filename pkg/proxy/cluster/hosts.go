@@ -68,6 +68,9 @@ func buildEndpoints(cluster string, la *endpointv3.ClusterLoadAssignment, names 
 	var (
 		eps  []endpoint
 		errs []error
+		// weights are the locality weights per priority and locality:
+		// Envoy keeps one per locality of a level, the last one given.
+		weights map[localityKey]uint32
 	)
 	for i, lle := range la.GetEndpoints() {
 		path := index("endpoints", i)
@@ -76,16 +79,21 @@ func buildEndpoints(cluster string, la *endpointv3.ClusterLoadAssignment, names 
 			errs = append(errs, configErrorf(join(path, "priority"), "%d is above the lowest priority %d", p, maxPriority))
 			continue
 		}
+		// Locality weights matter only to locality-weighted balancing,
+		// but a value outside the range is a mistake either way.
 		if err := checkWeight(lle.GetLoadBalancingWeight()); err != nil {
-			// Locality weights matter only to locality-weighted balancing,
-			// which Outrigger does not implement yet, but a value outside
-			// the range is a mistake either way.
 			errs = append(errs, prefixed(join(path, "load_balancing_weight"), err))
 		}
 		loc := upstream.Locality{
 			Region:  lle.GetLocality().GetRegion(),
 			Zone:    lle.GetLocality().GetZone(),
 			SubZone: lle.GetLocality().GetSubZone(),
+		}
+		if w := lle.GetLoadBalancingWeight(); w != nil {
+			if weights == nil {
+				weights = map[localityKey]uint32{}
+			}
+			weights[localityKey{p, loc}] = w.GetValue()
 		}
 		for j, lbe := range lle.GetLbEndpoints() {
 			ep, herrs := buildEndpoint(lbe, names)
@@ -101,7 +109,16 @@ func buildEndpoints(cluster string, la *endpointv3.ClusterLoadAssignment, names 
 			eps = append(eps, ep)
 		}
 	}
+	for _, ep := range eps {
+		ep.host.LocalityWeight = weights[localityKey{ep.host.Priority, ep.host.Locality}]
+	}
 	return eps, errs
+}
+
+// localityKey is one locality of one priority level.
+type localityKey struct {
+	priority uint32
+	locality upstream.Locality
 }
 
 // buildEndpoint checks one lb_endpoints entry, or reports every problem of

@@ -17,6 +17,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // staticClustersPath is where the manager's clusters sit in the bootstrap;
@@ -58,7 +59,18 @@ type Options struct {
 	// OutlierEvents is the bootstrap's outlier-detection event log
 	// (cluster_manager.outlier_detection.event_log_path), nil for none.
 	OutlierEvents *outlier.EventLog
+	// Locality is the proxy's own locality (the bootstrap's
+	// node.locality), nil when not configured.
+	Locality *upstream.Locality
+	// LocalClusterName is cluster_manager.local_cluster_name: the static
+	// cluster whose hosts are the proxies of this service, which
+	// zone-aware routing compares the upstream clusters with; "" for
+	// none.
+	LocalClusterName string
 }
+
+// localClusterPath is where the local cluster is named in the bootstrap.
+const localClusterPath = "cluster_manager.local_cluster_name"
 
 // Manager owns the clusters: the bootstrap's, and those cluster discovery
 // adds (see dynamic.go). Requests find clusters in an immutable snapshot
@@ -112,13 +124,22 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 		}
 		all = append(all, s)
 	}
+	if name := o.LocalClusterName; name != "" {
+		if _, ok := seen[name]; !ok {
+			// Envoy's check: the local cluster is a static one.
+			errs = append(errs, configErrorf(localClusterPath, "local cluster %q must be defined in static_resources.clusters", name))
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 
 	m := &Manager{log: o.Log}
 	snap := &clusterSnapshot{byName: make(map[string]*Cluster, len(all))}
-	d := clusterDeps{stats: o.Stats, runtime: o.Runtime, dial: o.Dial, now: o.Now, rand: o.Rand, outlierEvents: o.OutlierEvents}
+	d := clusterDeps{stats: o.Stats, runtime: o.Runtime, dial: o.Dial, now: o.Now, rand: o.Rand, local: o.Locality, outlierEvents: o.OutlierEvents}
+	if o.LocalClusterName != "" {
+		d.zones = newZoneSource(o.LocalClusterName)
+	}
 	env := o.ResolverEnv
 	if env.Stats == nil {
 		env.Stats = o.Stats
@@ -131,7 +152,9 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 		for _, note := range s.notes {
 			logging.Warning(o.Log, "cluster setting ignored", "cluster", s.name, "reason", note)
 		}
-		c := newCluster(s, d)
+		cd := d
+		cd.localCluster = d.zones != nil && s.name == d.zones.name
+		c := newCluster(s, cd)
 		snap.clusters = append(snap.clusters, c)
 		snap.byName[s.name] = c
 		if s.dns == nil {

@@ -36,6 +36,31 @@ type Config struct {
 	// Rand draws the number that chooses a priority level when several
 	// take load, and the pickers' seeds; nil means math/rand/v2.
 	Rand func() uint64
+
+	// LocalityWeighted turns on locality-weighted balancing
+	// (common_lb_config.locality_weighted_lb_config): within the chosen
+	// level a locality is chosen first, by the weight of its hosts'
+	// LocalityWeight scaled by its share of available hosts, then a host
+	// within it.
+	LocalityWeighted bool
+	// FailTrafficOnPanic makes a level in panic answer no host instead of
+	// balancing over all its hosts (zone_aware_lb_config
+	// fail_traffic_on_panic).
+	FailTrafficOnPanic bool
+	// Local is the proxy's own locality (node.locality), nil when not
+	// configured: a level's hosts in it come first among its localities.
+	Local *upstream.Locality
+	// Zone turns on zone-aware routing for priority 0; nil for none.
+	Zone *ZoneConfig
+	// Stats are the lb_* counters; nil counts nothing.
+	Stats *Stats
+
+	// subsetOf, for a subset's balancer, are the localities of the
+	// levels of the whole host set, which the subset keeps; and
+	// localityWeight, when set, overrides a locality's weight
+	// (scale_locality_weight).
+	subsetOf       []localities
+	localityWeight func(level, index int, g *localityGroup) uint32
 }
 
 // Balancer chooses hosts across priority levels. It is immutable once
@@ -49,12 +74,24 @@ type Balancer struct {
 	onlyOne  bool // one level takes all the load from one source
 	only     int  // that level
 	onlyDegr bool // and whether the source is its degraded hosts
+
+	failOnPanic bool
+	// zone is priority 0's zone-aware routing, nil when it does not
+	// route by zone.
+	zone  *zoneRouting
+	stats *Stats
 }
 
 // level is one priority level: a picker per host source, nil when the
 // source is empty.
 type level struct {
 	all, healthy, degraded Picker
+	// locs are the level's localities, with pickers when they are picked
+	// from (locality weighting, or zone routing at priority 0).
+	locs localities
+	// healthyLocs and degradedLocs choose a locality by weight, nil when
+	// locality weighting is off or no locality has weight.
+	healthyLocs, degradedLocs *localityEDF
 }
 
 // New builds the balancer of a cluster whose hosts are given per priority
@@ -75,7 +112,10 @@ func New(priorities [][]*upstream.Host, cfg Config) *Balancer {
 	// Envoy draws one seed per load balancer and shares it among its
 	// host sources.
 	seed := cfg.Rand()
-	b := &Balancer{levels: make([]level, len(priorities)), rand: cfg.Rand, hashed: cfg.HashBased}
+	b := &Balancer{levels: make([]level, len(priorities)), rand: cfg.Rand, hashed: cfg.HashBased, failOnPanic: cfg.FailTrafficOnPanic, stats: cfg.Stats}
+	if b.stats == nil {
+		b.stats = &Stats{}
+	}
 	counts := make([]levelCounts, len(priorities))
 	for i, hosts := range priorities {
 		var healthy, degraded []*upstream.Host
@@ -97,7 +137,47 @@ func New(priorities [][]*upstream.Host, cfg Config) *Balancer {
 	}
 	b.loads = computeLoads(counts, cfg.OverprovisioningFactor, cfg.PanicThreshold)
 	b.only, b.onlyDegr, b.onlyOne = soleSource(b.loads)
+	b.buildLocalities(priorities, counts, &cfg, seed)
 	return b
+}
+
+// buildLocalities groups the levels' hosts by locality where picks go by
+// locality: every level with locality weighting, priority 0 with zone
+// routing (Envoy routes by zone at priority 0 only).
+func (b *Balancer) buildLocalities(priorities [][]*upstream.Host, counts []levelCounts, cfg *Config, seed uint64) {
+	if !cfg.LocalityWeighted && cfg.Zone == nil {
+		return
+	}
+	for i, hosts := range priorities {
+		if !cfg.LocalityWeighted && i > 0 {
+			break
+		}
+		lv := &b.levels[i]
+		var order *localities
+		if i < len(cfg.subsetOf) {
+			order = &cfg.subsetOf[i]
+		}
+		lv.locs = groupLocalities(hosts, cfg.Local, order)
+		for j := range lv.locs.groups {
+			g := &lv.locs.groups[j]
+			switch {
+			case cfg.localityWeight != nil:
+				g.weight = cfg.localityWeight(i, j, g)
+			case len(g.all) > 0:
+				g.weight = g.all[0].LocalityWeight
+			}
+		}
+		if i == 0 && cfg.Zone != nil {
+			b.zone = newZoneRouting(cfg.Zone, &lv.locs, counts[0].healthy, cfg.Local, cfg.PanicThreshold, cfg.Stats)
+		}
+		if cfg.LocalityWeighted {
+			lv.healthyLocs = newLocalitySchedule(&lv.locs, false, cfg.OverprovisioningFactor, seed)
+			lv.degradedLocs = newLocalitySchedule(&lv.locs, true, cfg.OverprovisioningFactor, seed)
+		}
+		if cfg.LocalityWeighted || b.zone != nil {
+			lv.locs.buildPickers(cfg.NewPicker, seed)
+		}
+	}
 }
 
 // newPicker builds a picker, or nil for an empty list.
@@ -138,7 +218,19 @@ func (b *Balancer) Pick(ctx *upstream.PickContext) (h *upstream.Host, panicked b
 	var src Picker
 	switch {
 	case b.loads.panic[p]:
+		if b.failOnPanic {
+			return nil, true
+		}
 		src, panicked = lv.all, true
+	case lv.healthyLocs != nil && !degraded:
+		src = lv.locs.groups[lv.healthyLocs.pick()].healthyPick
+	case lv.degradedLocs != nil && degraded:
+		src = lv.locs.groups[lv.degradedLocs.pick()].degrPicker
+	case p == 0 && b.zone != nil:
+		var ok bool
+		if src, ok = b.zonePicker(lv, degraded); !ok {
+			return nil, false
+		}
 	case degraded:
 		src = lv.degraded
 	default:
@@ -160,6 +252,33 @@ func (b *Balancer) draw(ctx *upstream.PickContext) uint64 {
 		}
 	}
 	return b.rand()
+}
+
+// zonePicker is the host source of a pick at priority 0 with zone-aware
+// routing, Envoy's order of checks: the runtime share of picks zone
+// routing considers, the local cluster's panic (then fail_traffic_on_panic
+// fails the pick: ok is false), then the locality.
+func (b *Balancer) zonePicker(lv *level, degraded bool) (src Picker, ok bool) {
+	whole := lv.healthy
+	if degraded {
+		whole = lv.degraded
+	}
+	z := b.zone
+	if !z.routingEnabled(b.rand()) {
+		return whole, true
+	}
+	if z.localPanic {
+		inc(b.stats.LocalClusterNotOK)
+		if b.failOnPanic {
+			return nil, false
+		}
+		return whole, true
+	}
+	g := &lv.locs.groups[z.chooseLocality(b.rand, len(lv.locs.groups), b.stats)]
+	if degraded {
+		return g.degrPicker, true
+	}
+	return g.healthyPick, true
 }
 
 // choose is Envoy's choosePriority: the draw, reduced to 1..100, falls in

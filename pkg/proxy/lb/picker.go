@@ -4,8 +4,9 @@ import "github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 
 // Picker chooses one host of a fixed, non-empty host list. Implementations
 // are safe for concurrent use and do not allocate. ctx is the pick's
-// downstream side (the request's hash, for the hash-based policies); it
-// may be nil, and a Picker only reads it.
+// downstream side (the request's hash for the hash-based policies, the
+// route's metadata_match for subsets); it may be nil, and a Picker only
+// reads it.
 type Picker interface {
 	Pick(ctx *upstream.PickContext) *upstream.Host
 }

@@ -13,6 +13,8 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // DefaultTimeout is a route's upstream timeout when it configures none.
@@ -39,6 +41,9 @@ type WeightedClusters struct {
 type WeightedCluster struct {
 	Name   string
 	Weight uint32
+	// MetadataMatch is the cluster's metadata_match merged over the
+	// route's, nil when neither has one.
+	MetadataMatch *upstream.MetadataMatch
 	// filters is the cluster's typed_per_filter_config, the most
 	// specific level.
 	filters filterConfigs
@@ -170,6 +175,7 @@ func compileRouteAction(r *Route, a *routev3.RouteAction, opts *Options) error {
 	}
 	//lint:ignore SA1019 Envoy still honours the deprecated include_vh_rate_limits
 	r.IncludeVHRateLimits = a.GetIncludeVhRateLimits().GetValue()
+	compileMetadataMatch(r, a)
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // Table is a compiled route configuration. It is immutable and safe for
@@ -88,6 +89,9 @@ type Route struct {
 	// ClusterNotFoundStatus is the status answered when the cluster does
 	// not exist (cluster_not_found_response_code, default 503).
 	ClusterNotFoundStatus int
+	// MetadataMatch is the route action's metadata_match criteria, nil
+	// when it has none (see MetadataMatchFor).
+	MetadataMatch *upstream.MetadataMatch
 	// Timeout is the upstream timeout of a route action: DefaultTimeout
 	// when unset, 0 for none.
 	Timeout time.Duration

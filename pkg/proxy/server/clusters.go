@@ -198,3 +198,15 @@ func hostAddress(addr string) *corev3.Address {
 		PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: uint32(ap.Port())},
 	}}}
 }
+
+// nodeLocality is the bootstrap's node.locality (after the --service-zone
+// override) as the load balancers read it, nil when it is not set: the
+// locality whose hosts come first, and the zone that zone-aware routing
+// keeps traffic in.
+func nodeLocality(n *corev3.Node) *upstream.Locality {
+	l := n.GetLocality()
+	if l == nil {
+		return nil
+	}
+	return &upstream.Locality{Region: l.GetRegion(), Zone: l.GetZone(), SubZone: l.GetSubZone()}
+}

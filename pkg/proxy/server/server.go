@@ -156,6 +156,9 @@ func New(cfg Config) (*Server, error) {
 		Resolver:      resolver,
 		ResolverEnv:   dns.Env{Log: cfg.Logs.Logger("dns")},
 		Log:           cfg.Logs.Logger("upstream"),
+
+		Locality:         nodeLocality(cfg.Bootstrap.GetNode()),
+		LocalClusterName: cfg.Bootstrap.GetClusterManager().GetLocalClusterName(),
 	})
 	errs = append(errs, err)
 	s.clusters = clusters

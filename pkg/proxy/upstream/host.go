@@ -29,6 +29,12 @@ type Host struct {
 	Priority uint32
 	// Weight is the endpoint's load_balancing_weight (1 when unset).
 	Weight uint32
+	// LocalityWeight is the load_balancing_weight of the host's locality
+	// in its priority level, 0 when unset: what locality-weighted
+	// balancing weighs the locality by. When several
+	// locality_lb_endpoints entries name the same locality and priority,
+	// the last weight given applies to all of their hosts, as in Envoy.
+	LocalityWeight uint32
 	// Canary comes from the endpoint metadata (envoy.lb / canary: true).
 	Canary bool
 	// Metadata is the endpoint's metadata (%UPSTREAM_METADATA%); nil when

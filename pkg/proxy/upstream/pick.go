@@ -28,6 +28,10 @@ type PickContext struct {
 	// router's hash policy runs only for a balancer that reads the hash,
 	// as Envoy's computeHashKey does, since it may generate a cookie.
 	Hasher Hasher
+	// MetadataMatch is the route's metadata_match criteria (merged with
+	// its weighted cluster's), which choose the subset of a cluster with
+	// lb_subset_config; nil when the route has none.
+	MetadataMatch *MetadataMatch
 }
 
 // Hasher computes the hash key of a pick on demand.

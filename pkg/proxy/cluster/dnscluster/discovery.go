@@ -260,15 +260,16 @@ func (d *Discovery) updateLogical(st *targetState, t *Target, addrs []dns.Addres
 // newHost builds a host of target t at addr.
 func newHost(t *Target, addr string) *upstream.Host {
 	return &upstream.Host{
-		Address:      addr,
-		Hostname:     t.Host.Hostname,
-		Cluster:      t.Host.Cluster,
-		Locality:     t.Host.Locality,
-		Priority:     t.Host.Priority,
-		Weight:       t.Host.Weight,
-		Canary:       t.Host.Canary,
-		Metadata:     t.Host.Metadata,
-		ConfigHealth: t.Host.ConfigHealth,
+		Address:        addr,
+		Hostname:       t.Host.Hostname,
+		Cluster:        t.Host.Cluster,
+		Locality:       t.Host.Locality,
+		Priority:       t.Host.Priority,
+		Weight:         t.Host.Weight,
+		LocalityWeight: t.Host.LocalityWeight,
+		Canary:         t.Host.Canary,
+		Metadata:       t.Host.Metadata,
+		ConfigHealth:   t.Host.ConfigHealth,
 	}
 }
 

@@ -128,7 +128,7 @@ func compile(cfg *tcpproxyv3.TcpProxy) (*config, error) {
 				fail("%s.name: must not be empty", p)
 			}
 			if cw.GetMetadataMatch() != nil {
-				fail("%s.metadata_match: not supported by Outrigger (no subset load balancer)", p)
+				fail("%s.metadata_match: not supported by Outrigger (subsets are chosen by HTTP routes only)", p)
 			}
 			if cw.GetWeight() == 0 {
 				continue // never picked, as in Envoy
@@ -205,7 +205,7 @@ func compile(cfg *tcpproxyv3.TcpProxy) (*config, error) {
 		}
 	}
 	refuse(cfg.GetOnDemand() != nil, "on_demand", "no on-demand cluster discovery")
-	refuse(cfg.GetMetadataMatch() != nil, "metadata_match", "no subset load balancer")
+	refuse(cfg.GetMetadataMatch() != nil, "metadata_match", "subsets are chosen by HTTP routes only")
 	refuse(cfg.GetDownstreamIdleTimeout() != nil, "downstream_idle_timeout", "not implemented by Envoy either; use idle_timeout")
 	refuse(cfg.GetUpstreamIdleTimeout() != nil, "upstream_idle_timeout", "not implemented by Envoy either; use idle_timeout")
 	if hp := cfg.GetHashPolicy(); len(hp) > 0 {

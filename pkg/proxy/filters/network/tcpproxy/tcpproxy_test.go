@@ -47,7 +47,7 @@ func TestCompileErrors(t *testing.T) {
 				Clusters: []*tcpproxyv3.TcpProxy_WeightedCluster_ClusterWeight{{Name: "a"}, {Name: "b", MetadataMatch: &corev3.Metadata{}}},
 			}}},
 			want: []string{
-				"weighted_clusters.clusters[1].metadata_match: not supported by Outrigger (no subset load balancer)",
+				"weighted_clusters.clusters[1].metadata_match: not supported by Outrigger (subsets are chosen by HTTP routes only)",
 				"weighted_clusters.clusters: the weights must not all be 0",
 			},
 		},

@@ -1,0 +1,40 @@
+package bootstrap
+
+import "google.golang.org/protobuf/reflect/protoreflect"
+
+// supportedLocality lists the fields of locality-weighted and zone-aware
+// load balancing and of load-balancer subsets (pkg/proxy/lb, and
+// pkg/proxy/cluster's locality.go and subset.go), and the route fields
+// that choose a subset (see supportedCore).
+var supportedLocality = map[protoreflect.FullName]fieldSupport{
+	// The local cluster zone-aware routing compares with; the node's
+	// locality is in supportedCore.
+	"envoy.config.bootstrap.v3.ClusterManager.local_cluster_name": {},
+
+	// Locality-weighted and zone-aware balancing.
+	"envoy.config.cluster.v3.Cluster.CommonLbConfig.locality_weighted_lb_config":             {},
+	"envoy.config.cluster.v3.Cluster.CommonLbConfig.zone_aware_lb_config":                    {},
+	"envoy.config.cluster.v3.Cluster.CommonLbConfig.ZoneAwareLbConfig.routing_enabled":       {},
+	"envoy.config.cluster.v3.Cluster.CommonLbConfig.ZoneAwareLbConfig.min_cluster_size":      {},
+	"envoy.config.cluster.v3.Cluster.CommonLbConfig.ZoneAwareLbConfig.fail_traffic_on_panic": {},
+
+	// Load-balancer subsets, from endpoint metadata under envoy.lb.
+	"envoy.config.cluster.v3.Cluster.lb_subset_config":                                       {},
+	"envoy.config.cluster.v3.Cluster.LbSubsetConfig.fallback_policy":                         {},
+	"envoy.config.cluster.v3.Cluster.LbSubsetConfig.default_subset":                          {},
+	"envoy.config.cluster.v3.Cluster.LbSubsetConfig.subset_selectors":                        {},
+	"envoy.config.cluster.v3.Cluster.LbSubsetConfig.locality_weight_aware":                   {},
+	"envoy.config.cluster.v3.Cluster.LbSubsetConfig.scale_locality_weight":                   {},
+	"envoy.config.cluster.v3.Cluster.LbSubsetConfig.panic_mode_any":                          {},
+	"envoy.config.cluster.v3.Cluster.LbSubsetConfig.list_as_any":                             {},
+	"envoy.config.cluster.v3.Cluster.LbSubsetConfig.metadata_fallback_policy":                {},
+	"envoy.config.cluster.v3.Cluster.LbSubsetConfig.LbSubsetSelector.keys":                   {},
+	"envoy.config.cluster.v3.Cluster.LbSubsetConfig.LbSubsetSelector.single_host_per_subset": {},
+	"envoy.config.cluster.v3.Cluster.LbSubsetConfig.LbSubsetSelector.fallback_policy":        {},
+	"envoy.config.cluster.v3.Cluster.LbSubsetConfig.LbSubsetSelector.fallback_keys_subset":   {},
+
+	// The routes' criteria that choose a subset (pkg/proxy/router,
+	// metadatamatch.go).
+	"envoy.config.route.v3.RouteAction.metadata_match":                   {},
+	"envoy.config.route.v3.WeightedCluster.ClusterWeight.metadata_match": {},
+}

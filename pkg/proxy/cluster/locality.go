@@ -1,0 +1,202 @@
+package cluster
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+)
+
+// zoneSettings are a cluster's zone-aware routing parameters
+// (common_lb_config.zone_aware_lb_config, Envoy's defaults when unset).
+// They apply once the cluster manager has a local cluster.
+type zoneSettings struct {
+	routingEnabled uint32
+	minClusterSize uint64
+}
+
+// localityLbConfig is the locality part of a load-balancing policy:
+// Envoy's LocalityLbConfig, given by common_lb_config's
+// zone_aware_lb_config or locality_weighted_lb_config, or by a typed
+// load_balancing_policy's locality_lb_config. The fields are the
+// configured values; nil pointers are unset fields.
+type localityLbConfig struct {
+	// LocalityWeighted is locality_weighted_lb_config.
+	LocalityWeighted bool
+	// RoutingEnabled, MinClusterSize and FailTrafficOnPanic are
+	// zone_aware_lb_config's.
+	RoutingEnabled     *typev3.Percent
+	MinClusterSize     *wrapperspb.UInt64Value
+	FailTrafficOnPanic bool
+}
+
+// localityFromCommon reads common_lb_config's locality settings.
+func localityFromCommon(c *clusterv3.Cluster_CommonLbConfig) localityLbConfig {
+	if c.GetLocalityWeightedLbConfig() != nil {
+		return localityLbConfig{LocalityWeighted: true}
+	}
+	z := c.GetZoneAwareLbConfig()
+	return localityLbConfig{
+		RoutingEnabled:     z.GetRoutingEnabled(),
+		MinClusterSize:     z.GetMinClusterSize(),
+		FailTrafficOnPanic: z.GetFailTrafficOnPanic(),
+	}
+}
+
+// applyLocality checks a localityLbConfig and sets it in s. path is where
+// its zone-aware fields sit ("common_lb_config.zone_aware_lb_config").
+func (s *settings) applyLocality(l localityLbConfig, path string) []error {
+	var errs []error
+	s.lb.LocalityWeighted = l.LocalityWeighted
+	s.lb.FailTrafficOnPanic = l.FailTrafficOnPanic
+	s.zone = zoneSettings{routingEnabled: lb.DefaultZoneRoutingEnabled, minClusterSize: lb.DefaultMinClusterSize}
+	if p := l.RoutingEnabled; p != nil {
+		if v := p.GetValue(); math.IsNaN(v) || v < 0 || v > 100 {
+			errs = append(errs, configErrorf(join(path, "routing_enabled.value"), "%v is not a percentage (0 to 100)", v))
+		} else {
+			// Envoy rounds the percentage to an integer.
+			s.zone.routingEnabled = uint32(math.Round(v))
+		}
+	}
+	if m := l.MinClusterSize; m != nil {
+		s.zone.minClusterSize = m.GetValue()
+	}
+	return errs
+}
+
+// zoneAware reports whether the cluster's load balancer routes by zone
+// when there is a local cluster: Envoy's zone-aware balancers (round
+// robin, least request, random), not the hashing ones nor a
+// cluster-provided one.
+func (s *settings) zoneAware() bool {
+	if s.policy == nil || s.origDst != nil {
+		return false
+	}
+	switch s.policy.Name() {
+	case "ROUND_ROBIN", "LEAST_REQUEST", "RANDOM":
+		return true
+	}
+	return false
+}
+
+// zoneSource is the cluster manager's local cluster
+// (cluster_manager.local_cluster_name) as zone-aware routing reads it:
+// the local cluster's hosts of priority 0, and the clusters to rebuild
+// when they change.
+type zoneSource struct {
+	name  string
+	hosts atomic.Pointer[[]*upstream.Host]
+
+	mu       sync.Mutex
+	watchers map[*Cluster]struct{}
+}
+
+func newZoneSource(name string) *zoneSource {
+	z := &zoneSource{name: name, watchers: map[*Cluster]struct{}{}}
+	z.hosts.Store(new([]*upstream.Host))
+	return z
+}
+
+// localHosts returns the local cluster's current hosts of priority 0.
+func (z *zoneSource) localHosts() []*upstream.Host { return *z.hosts.Load() }
+
+// watch registers a zone-aware cluster, whose balancer is rebuilt when
+// the local cluster's hosts change.
+func (z *zoneSource) watch(c *Cluster) {
+	z.mu.Lock()
+	z.watchers[c] = struct{}{}
+	z.mu.Unlock()
+}
+
+// unwatch forgets a closed cluster.
+func (z *zoneSource) unwatch(c *Cluster) {
+	z.mu.Lock()
+	delete(z.watchers, c)
+	z.mu.Unlock()
+}
+
+// publish sets the local cluster's hosts.
+func (z *zoneSource) publish(priorities [][]*upstream.Host) {
+	var p0 []*upstream.Host
+	if len(priorities) > 0 {
+		p0 = priorities[0]
+	}
+	z.hosts.Store(&p0)
+}
+
+// rebuildWatchers rebuilds the balancers of the zone-aware clusters other
+// than the local one, after the local cluster's hosts changed (Envoy
+// regenerates their zone routing then).
+func (z *zoneSource) rebuildWatchers(local *Cluster) {
+	z.mu.Lock()
+	watchers := make([]*Cluster, 0, len(z.watchers))
+	for c := range z.watchers {
+		if c != local {
+			watchers = append(watchers, c)
+		}
+	}
+	z.mu.Unlock()
+	for _, c := range watchers {
+		c.rebuildBalancer()
+	}
+}
+
+// newLBStats creates the load balancer's stats: every cluster has them in
+// Envoy, used or not.
+func newLBStats(scope stats.Scope, subsets bool) *lb.Stats {
+	st := &lb.Stats{
+		RecalculateZoneStructures: scope.Counter("lb_recalculate_zone_structures"),
+		ZoneClusterTooSmall:       scope.Counter("lb_zone_cluster_too_small"),
+		LocalClusterNotOK:         scope.Counter("lb_local_cluster_not_ok"),
+		ZoneRoutingAllDirectly:    scope.Counter("lb_zone_routing_all_directly"),
+		ZoneRoutingSampled:        scope.Counter("lb_zone_routing_sampled"),
+		ZoneRoutingCrossZone:      scope.Counter("lb_zone_routing_cross_zone"),
+		ZoneNoCapacityLeft:        scope.Counter("lb_zone_no_capacity_left"),
+		SubsetsActive:             scope.Gauge("lb_subsets_active"),
+		SubsetsCreated:            scope.Counter("lb_subsets_created"),
+		SubsetsRemoved:            scope.Counter("lb_subsets_removed"),
+		SubsetsSelected:           scope.Counter("lb_subsets_selected"),
+		SubsetsFallback:           scope.Counter("lb_subsets_fallback"),
+		SubsetsFallbackPanic:      scope.Counter("lb_subsets_fallback_panic"),
+	}
+	// Envoy's older zone check, which nothing counts any more; the stat
+	// remains.
+	scope.Counter("lb_zone_number_differs")
+	if subsets {
+		// Envoy creates it with the subset balancer.
+		st.SubsetsSingleHostDuplicate = scope.Gauge("lb_subsets_single_host_per_subset_duplicate")
+	}
+	return st
+}
+
+// rebuildBalancer builds the balancer again over the same hosts: the
+// local cluster changed.
+func (c *Cluster) rebuildBalancer() {
+	c.updateMu.Lock()
+	defer c.updateMu.Unlock()
+	if c.closed.Load() {
+		return
+	}
+	c.storeBalancer(c.set.Load(), nil)
+}
+
+// storeBalancer builds and publishes the balancer of a host set: the
+// subset balancer of a cluster with lb_subset_config (which counts the
+// subsets that come and go against the one it replaces), else the plain
+// one. updateMu is held; old is the set hs replaces (nil when it rebuilds
+// the same set), whose hosts keep their place in slow start.
+func (c *Cluster) storeBalancer(hs, old *hostSet) {
+	cfg := c.lbConfig(hs, old)
+	if sc := c.settings.subsets; sc != nil {
+		c.subsets.Store(lb.NewSubsetBalancer(hs.priorities, sc, cfg, c.subsets.Load()))
+		return
+	}
+	c.balancer.Store(lb.New(hs.priorities, cfg))
+}

@@ -1,0 +1,218 @@
+package lb
+
+import (
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+)
+
+// Envoy's defaults and runtime keys for zone-aware routing.
+const (
+	// DefaultZoneRoutingEnabled is the percentage of picks considered for
+	// zone-aware routing when routing_enabled is unset.
+	DefaultZoneRoutingEnabled = 100
+	// DefaultMinClusterSize is the fewest healthy hosts of priority 0
+	// with which zone-aware routing is done.
+	DefaultMinClusterSize = 6
+
+	RuntimeZoneRoutingEnabled = "upstream.zone_routing.enabled"
+	RuntimeMinClusterSize     = "upstream.zone_routing.min_cluster_size"
+)
+
+// ZoneConfig turns on zone-aware routing for a balancer: the cluster
+// manager has a local cluster (cluster_manager.local_cluster_name).
+type ZoneConfig struct {
+	// LocalHosts are the local cluster's hosts of priority 0: where the
+	// proxies sending to this cluster run.
+	LocalHosts []*upstream.Host
+	// RoutingEnabled is the percentage of picks that zone-aware routing
+	// considers (zone_aware_lb_config.routing_enabled), overridden by the
+	// runtime key upstream.zone_routing.enabled.
+	RoutingEnabled uint32
+	// MinClusterSize is the fewest healthy hosts of priority 0 for zone
+	// routing (zone_aware_lb_config.min_cluster_size), overridden by the
+	// runtime key upstream.zone_routing.min_cluster_size; read when the
+	// balancer is built, as Envoy reads it when hosts change.
+	MinClusterSize uint64
+	// Runtime returns the runtime's current snapshot; nil for none.
+	Runtime func() *runtime.Snapshot
+}
+
+// Stats are the load balancer's counters, under Envoy's names
+// (cluster.<name>.lb_*). A nil field counts nothing.
+type Stats struct {
+	RecalculateZoneStructures *stats.Counter // lb_recalculate_zone_structures
+	ZoneClusterTooSmall       *stats.Counter // lb_zone_cluster_too_small
+	LocalClusterNotOK         *stats.Counter // lb_local_cluster_not_ok
+	ZoneRoutingAllDirectly    *stats.Counter // lb_zone_routing_all_directly
+	ZoneRoutingSampled        *stats.Counter // lb_zone_routing_sampled
+	ZoneRoutingCrossZone      *stats.Counter // lb_zone_routing_cross_zone
+	ZoneNoCapacityLeft        *stats.Counter // lb_zone_no_capacity_left
+
+	SubsetsActive        *stats.Gauge   // lb_subsets_active
+	SubsetsCreated       *stats.Counter // lb_subsets_created
+	SubsetsRemoved       *stats.Counter // lb_subsets_removed
+	SubsetsSelected      *stats.Counter // lb_subsets_selected
+	SubsetsFallback      *stats.Counter // lb_subsets_fallback
+	SubsetsFallbackPanic *stats.Counter // lb_subsets_fallback_panic
+	// SubsetsSingleHostDuplicate is lb_subsets_single_host_per_subset_duplicate.
+	SubsetsSingleHostDuplicate *stats.Gauge
+}
+
+func inc(c *stats.Counter) {
+	if c != nil {
+		c.Inc()
+	}
+}
+
+// zoneRouting is the zone-aware routing state of priority 0 when it
+// routes by zone (Envoy's LocalityDirect and LocalityResidual): the
+// upstream localities are those of the level, the local one first.
+type zoneRouting struct {
+	// direct: the local locality can take every request.
+	direct bool
+	// localPercent is the share, in 1/10000, of picks that stay in the
+	// local locality when it cannot take them all.
+	localPercent uint64
+	// residual is the cumulative spare capacity of each locality, in
+	// 1/10000, for the picks that cross zones.
+	residual []uint64
+	// localPanic: the local cluster is in panic, and then no pick routes
+	// by zone.
+	localPanic bool
+	enabled    runtime.Fraction
+	runtime    func() *runtime.Snapshot
+}
+
+// localityPercentages are one upstream locality's share of the healthy
+// hosts of the local cluster and of the upstream level, in 1/10000.
+type localityPercentages struct {
+	local, upstream uint64
+}
+
+// newZoneRouting is Envoy's regenerateLocalityRoutingStructures for
+// priority 0: nil when zone routing does not apply (too few localities on
+// either side, the local cluster without hosts in the proxy's locality,
+// too few healthy hosts), counting why in stats.
+func newZoneRouting(cfg *ZoneConfig, up *localities, healthyP0 int, local *upstream.Locality, panicThreshold uint32, st *Stats) *zoneRouting {
+	if st != nil {
+		inc(st.RecalculateZoneStructures)
+	} else {
+		st = &Stats{}
+	}
+	if len(up.groups) < 2 {
+		return nil
+	}
+	lc := groupLocalities(cfg.LocalHosts, local, nil)
+	if len(lc.groups) < 2 {
+		return nil
+	}
+	if !lc.hasLocal || len(lc.groups[0].all) == 0 {
+		inc(st.LocalClusterNotOK)
+		return nil
+	}
+	minSize := cfg.MinClusterSize
+	if cfg.Runtime != nil {
+		if snap := cfg.Runtime(); snap != nil {
+			minSize = snap.Uint64(RuntimeMinClusterSize, minSize)
+		}
+	}
+	if uint64(healthyP0) < minSize {
+		inc(st.ZoneClusterTooSmall)
+		return nil
+	}
+
+	z := &zoneRouting{
+		enabled: runtime.Fraction{Key: RuntimeZoneRoutingEnabled, Numerator: uint64(cfg.RoutingEnabled), Denominator: 100},
+		runtime: cfg.Runtime,
+	}
+	var localCounts levelCounts
+	for _, g := range lc.groups {
+		localCounts.total += len(g.all)
+		localCounts.healthy += len(g.healthy)
+		localCounts.degraded += len(g.degraded)
+	}
+	z.localPanic = inPanic(localCounts, panicThreshold)
+
+	pct := localityPercentagesOf(&lc, up)
+	if up.hasLocal && pct[0].upstream > 0 && pct[0].upstream >= pct[0].local {
+		z.direct = true
+		return z
+	}
+	if up.hasLocal && pct[0].local > 0 {
+		z.localPercent = pct[0].upstream * 10000 / pct[0].local
+	}
+	z.residual = make([]uint64, len(pct))
+	var last uint64
+	for i, p := range pct {
+		if !(i == 0 && up.hasLocal) && p.upstream > p.local {
+			last += p.upstream - p.local
+		}
+		z.residual[i] = last
+	}
+	return z
+}
+
+// localityPercentagesOf is Envoy's calculateLocalityPercentages: for each
+// upstream locality, the share of the local cluster's healthy hosts in
+// that locality and the share of the upstream's healthy hosts.
+func localityPercentagesOf(local, up *localities) []localityPercentages {
+	var totalLocal, totalUp uint64
+	counts := map[upstream.Locality]uint64{}
+	for _, g := range local.groups {
+		totalLocal += uint64(len(g.healthy))
+		if len(g.healthy) > 0 {
+			counts[g.locality] = uint64(len(g.healthy))
+		}
+	}
+	for _, g := range up.groups {
+		totalUp += uint64(len(g.healthy))
+	}
+	out := make([]localityPercentages, len(up.groups))
+	for i, g := range up.groups {
+		if len(g.healthy) == 0 {
+			continue
+		}
+		if totalLocal > 0 {
+			out[i].local = 10000 * counts[g.locality] / totalLocal
+		}
+		out[i].upstream = 10000 * uint64(len(g.healthy)) / totalUp
+	}
+	return out
+}
+
+// routingEnabled draws whether this pick is considered for zone routing.
+func (z *zoneRouting) routingEnabled(random uint64) bool {
+	if z.runtime != nil {
+		if snap := z.runtime(); snap != nil {
+			return z.enabled.Enabled(snap, random)
+		}
+	}
+	return z.enabled.Enabled(nil, random)
+}
+
+// chooseLocality is Envoy's tryChooseLocalLocalityHosts: the index of the
+// locality this pick goes to.
+func (z *zoneRouting) chooseLocality(rand func() uint64, n int, st *Stats) int {
+	if z.direct {
+		inc(st.ZoneRoutingAllDirectly)
+		return 0
+	}
+	if rand()%10000 < z.localPercent {
+		inc(st.ZoneRoutingSampled)
+		return 0
+	}
+	inc(st.ZoneRoutingCrossZone)
+	last := z.residual[n-1]
+	if last == 0 {
+		// Rounding left no locality with spare capacity: any will do.
+		inc(st.ZoneNoCapacityLeft)
+		return int(rand() % uint64(n))
+	}
+	threshold := rand() % last
+	i := 0
+	for threshold >= z.residual[i] {
+		i++
+	}
+	return i
+}
