@@ -148,3 +148,37 @@ func TestSpanTagsAndChild(t *testing.T) {
 		t.Errorf("64-bit trace id = %s", short.Hex())
 	}
 }
+
+// deadlineExporter records the deadline of each export's context.
+type deadlineExporter struct {
+	got chan time.Time
+}
+
+func (e *deadlineExporter) Export(ctx context.Context, _ []*Span) error {
+	d, ok := ctx.Deadline()
+	if !ok {
+		d = time.Time{}
+	}
+	e.got <- d
+	return nil
+}
+
+// TestBatcherExportDeadline checks that an export's context carries
+// request_timeout as its deadline.
+func TestBatcherExportDeadline(t *testing.T) {
+	exp := &deadlineExporter{got: make(chan time.Time, 4)}
+	b := NewBatcher(exp, BatchOptions{StatPrefix: "t.", RuntimePrefix: "t."}, Context{Runtime: runtime{"t.min_flush_spans": 1, "t.request_timeout": 60000}})
+	defer b.Close()
+	before := time.Now()
+	s := NewSpan(b, nil)
+	s.Sampled = true
+	s.Finish(time.Now())
+	select {
+	case d := <-exp.got:
+		if d.Before(before.Add(59*time.Second)) || d.After(time.Now().Add(61*time.Second)) {
+			t.Errorf("export deadline %v after the report, want request_timeout's 60 s", d.Sub(before))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no export")
+	}
+}
