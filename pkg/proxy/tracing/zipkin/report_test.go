@@ -14,13 +14,13 @@ import (
 // jsonSpan is the span of the previous encoding, by encoding/json: the
 // reference appendSpans is checked against.
 type jsonSpan struct {
-	TraceID       string            `json:"traceId"`
-	ParentID      string            `json:"parentId,omitempty"`
-	ID            string            `json:"id"`
-	Kind          string            `json:"kind"`
-	Name          string            `json:"name"`
-	Timestamp     int64             `json:"timestamp"`
-	Duration      int64             `json:"duration"`
+	TraceID       string `json:"traceId"`
+	ParentID      string `json:"parentId,omitempty"`
+	ID            string `json:"id"`
+	Kind          string `json:"kind"`
+	Name          string `json:"name"`
+	Timestamp     int64  `json:"timestamp"`
+	Duration      int64  `json:"duration"`
 	LocalEndpoint struct {
 		ServiceName string `json:"serviceName"`
 	} `json:"localEndpoint"`
