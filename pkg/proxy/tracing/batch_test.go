@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -180,5 +181,33 @@ func TestBatcherExportDeadline(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("no export")
+	}
+}
+
+// TestReleaseResetsEveryField checks that a released span keeps nothing
+// of its request but its buffers, emptied: every field, including any
+// added later, is checked.
+func TestReleaseResetsEveryField(t *testing.T) {
+	var pool SpanPool
+	s := pool.Get(&Batcher{}, nil)
+	s.Trace, s.ID, s.Parent = NewTraceID(false), NewSpanID(), NewSpanID()
+	s.Name, s.TraceState, s.Kind, s.Sampled, s.Shared = "n", "a=b", Client, true, true
+	s.Start, s.End = time.Now(), time.Now()
+	s.SetTag("k", "v")
+	s.Log(time.Now(), "e")
+	s.Scratch = append(s.Scratch, 'x')
+	s.Release()
+	v := reflect.ValueOf(s).Elem()
+	for i := range v.NumField() {
+		f, name := v.Field(i), v.Type().Field(i).Name
+		if f.Kind() == reflect.Slice {
+			if f.Len() != 0 {
+				t.Errorf("%s has %d elements after Release", name, f.Len())
+			}
+			continue
+		}
+		if !f.IsZero() {
+			t.Errorf("%s = %v after Release, want zero", name, f)
+		}
 	}
 }
