@@ -85,8 +85,8 @@ func (s *stream) sampleRequest(t *tracingConfig) traceReason {
 	if !ok || len(id) < 8 {
 		return notTraceable
 	}
-	n, err := strconv.ParseUint(id[:8], 16, 64)
-	if err != nil {
+	n, ok := parseHex8(id)
+	if !ok {
 		return notTraceable
 	}
 	result := n % 10000
@@ -113,6 +113,28 @@ func (s *stream) sampleRequest(t *tracingConfig) traceReason {
 		s.setRequestIDReason(id, reason)
 	}
 	return reason
+}
+
+// parseHex8 reads the first 8 characters of id as a hexadecimal number, as
+// Envoy reads a request id for sampling; without strconv's generic
+// parsing and its error value, for every request.
+func parseHex8(id string) (uint64, bool) {
+	var n uint64
+	for i := 0; i < 8; i++ {
+		c := id[i]
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		n = n<<4 | uint64(c)
+	}
+	return n, true
 }
 
 // setRequestIDReason records a trace reason in the request id, when it is

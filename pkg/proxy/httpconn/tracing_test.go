@@ -1,6 +1,7 @@
 package httpconn
 
 import (
+	"strconv"
 	"testing"
 
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
@@ -60,6 +61,21 @@ func TestUUIDReason(t *testing.T) {
 	for id, want := range cases {
 		if got := uuidReason(id); got != want {
 			t.Errorf("uuidReason(%q) = %v, want %v", id, got, want)
+		}
+	}
+}
+
+// TestParseHex8 checks the request id's sampling number against strconv,
+// which read it before.
+func TestParseHex8(t *testing.T) {
+	for _, id := range []string{
+		"01234567-89ab", "ffffffff", "FFFFFFFF", "aBcDeF09", "00000000",
+		"0123456g", "+1234567", "0x123456", "1234 678", "-1234567", "12_45678",
+	} {
+		want, err := strconv.ParseUint(id[:8], 16, 64)
+		got, ok := parseHex8(id)
+		if ok != (err == nil) || got != want {
+			t.Errorf("parseHex8(%q) = %d, %v; strconv: %d, %v", id, got, ok, want, err)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -146,5 +147,67 @@ func TestSpanTagsAndChild(t *testing.T) {
 	}
 	if short := NewTraceID(true); short[0] != 0 || short.IsZero() {
 		t.Errorf("64-bit trace id = %s", short.Hex())
+	}
+}
+
+// deadlineExporter records the deadline of each export's context.
+type deadlineExporter struct {
+	got chan time.Time
+}
+
+func (e *deadlineExporter) Export(ctx context.Context, _ []*Span) error {
+	d, ok := ctx.Deadline()
+	if !ok {
+		d = time.Time{}
+	}
+	e.got <- d
+	return nil
+}
+
+// TestBatcherExportDeadline checks that an export's context carries
+// request_timeout as its deadline.
+func TestBatcherExportDeadline(t *testing.T) {
+	exp := &deadlineExporter{got: make(chan time.Time, 4)}
+	b := NewBatcher(exp, BatchOptions{StatPrefix: "t.", RuntimePrefix: "t."}, Context{Runtime: runtime{"t.min_flush_spans": 1, "t.request_timeout": 60000}})
+	defer b.Close()
+	before := time.Now()
+	s := NewSpan(b, nil)
+	s.Sampled = true
+	s.Finish(time.Now())
+	select {
+	case d := <-exp.got:
+		if d.Before(before.Add(59*time.Second)) || d.After(time.Now().Add(61*time.Second)) {
+			t.Errorf("export deadline %v after the report, want request_timeout's 60 s", d.Sub(before))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no export")
+	}
+}
+
+// TestReleaseResetsEveryField checks that a released span keeps nothing
+// of its request but its buffers, emptied: every field, including any
+// added later, is checked.
+func TestReleaseResetsEveryField(t *testing.T) {
+	var pool SpanPool
+	s := pool.Get(&Batcher{}, nil)
+	s.Trace, s.ID, s.Parent = NewTraceID(false), NewSpanID(), NewSpanID()
+	s.Name, s.TraceState, s.Kind, s.Sampled, s.Shared = "n", "a=b", Client, true, true
+	s.Start, s.End = time.Now(), time.Now()
+	s.SetTag("k", "v")
+	s.Log(time.Now(), "e")
+	s.Scratch = append(s.Scratch, 'x')
+	s.Release()
+	v := reflect.ValueOf(s).Elem()
+	for i := range v.NumField() {
+		f, name := v.Field(i), v.Type().Field(i).Name
+		if f.Kind() == reflect.Slice {
+			if f.Len() != 0 {
+				t.Errorf("%s has %d elements after Release", name, f.Len())
+			}
+			continue
+		}
+		if !f.IsZero() {
+			t.Errorf("%s = %v after Release, want zero", name, f)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
@@ -35,11 +36,20 @@ type Poster struct {
 	// head is the request head up to Content-Length's value.
 	head string
 
+	// mu guards conn against interrupt, which runs on the goroutine
+	// that ends the watched context.
+	mu   sync.Mutex
 	conn net.Conn
 	r    *bufio.Reader
-	buf  []byte
-	resp http1.Response
-	body http1.BodyReader
+	// watched is the Done channel interrupt is registered on (a
+	// batcher's exports share one), unwatch unregisters it.
+	watched <-chan struct{}
+	unwatch func() bool
+	buf     []byte
+	iov     [2][]byte
+	bufs    net.Buffers
+	resp    http1.Response
+	body    http1.BodyReader
 }
 
 // NewPoster returns a poster of requests to path on cluster, with host as
@@ -110,7 +120,9 @@ func (p *Poster) exchange(ctx context.Context, deadline time.Time, contentType s
 		if err != nil {
 			return err
 		}
+		p.mu.Lock()
 		p.conn = c
+		p.mu.Unlock()
 		if p.r == nil {
 			p.r = bufio.NewReaderSize(c, 4096)
 		} else {
@@ -119,8 +131,12 @@ func (p *Poster) exchange(ctx context.Context, deadline time.Time, contentType s
 	}
 	conn := p.conn
 	_ = conn.SetDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+	p.watch(ctx)
+	if err := ctx.Err(); err != nil {
+		// Ended before the deadline was set: interrupt may have run
+		// first.
+		return err
+	}
 	b := append(p.buf[:0], p.head...)
 	b = append(b, "content-type: "...)
 	b = append(b, contentType...)
@@ -128,8 +144,13 @@ func (p *Poster) exchange(ctx context.Context, deadline time.Time, contentType s
 	b = strconv.AppendInt(b, int64(len(body)), 10)
 	b = append(b, "\r\n\r\n"...)
 	p.buf = b
-	bufs := net.Buffers{b, body}
-	if _, err := bufs.WriteTo(conn); err != nil {
+	// The head and the body in one writev, from the poster's own
+	// vector: a net.Buffers on the stack would escape to the heap.
+	p.iov = [2][]byte{b, body}
+	p.bufs = p.iov[:]
+	_, err := p.bufs.WriteTo(conn)
+	p.iov = [2][]byte{}
+	if err != nil {
 		return err
 	}
 	head, err := http1.ReadHead(p.r, p.buf[:0], maxResponseHead)
@@ -166,8 +187,34 @@ func (p *Poster) exchange(ctx context.Context, deadline time.Time, contentType s
 	return nil
 }
 
+// watch makes the end of ctx interrupt the exchange under way, by a past
+// deadline on the connection. It is registered once per Done channel
+// rather than per exchange: a batcher's exports all end with it.
+func (p *Poster) watch(ctx context.Context) {
+	done := ctx.Done()
+	if done == nil || done == p.watched {
+		return
+	}
+	if p.unwatch != nil {
+		p.unwatch()
+	}
+	p.watched = done
+	p.unwatch = context.AfterFunc(ctx, p.interrupt)
+}
+
+// interrupt ends the exchange under way.
+func (p *Poster) interrupt() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.conn != nil {
+		_ = p.conn.SetDeadline(time.Unix(1, 0))
+	}
+}
+
 // Close closes the connection.
 func (p *Poster) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.conn != nil {
 		_ = p.conn.Close()
 		p.conn = nil

@@ -97,3 +97,54 @@ func TestPosterTimesOut(t *testing.T) {
 		t.Fatal("a collector that never answers did not fail the post")
 	}
 }
+
+// TestPosterStopsWhenContextEnds checks that the end of the caller's
+// context interrupts an exchange that would otherwise wait for its
+// deadline, on the connection of the second post as of the first (the
+// watch is registered once for both).
+func TestPosterStopsWhenContextEnds(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	answer := make(chan struct{})
+	go func() {
+		// Answer the first post; accept the next and never answer.
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, 4096)
+		_, _ = c.Read(buf)
+		<-answer
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+		_, _ = io.Copy(io.Discard, c)
+	}()
+	p, err := NewPoster(dialer(ln.Addr().String()), "h", "/", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	close(answer)
+	if err := p.Post(ctx, "application/json", []byte("[]")); err != nil {
+		t.Fatalf("first post: %v", err)
+	}
+	time.AfterFunc(50*time.Millisecond, cancel)
+	done := make(chan error, 1)
+	go func() { done <- p.Post(ctx, "application/json", []byte("[]")) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a post the collector never answered succeeded")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the end of the context did not interrupt the post")
+	}
+	if err := p.Post(ctx, "application/json", []byte("[]")); err == nil {
+		t.Error("a post with an ended context succeeded")
+	}
+}

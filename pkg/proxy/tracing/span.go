@@ -153,7 +153,15 @@ func (s *Span) Release() {
 	pool := s.pool
 	clear(s.Tags)
 	clear(s.Logs)
-	*s = Span{Tags: s.Tags[:0], Logs: s.Logs[:0], arena: s.arena[:0], Scratch: s.Scratch[:0]}
+	// Field by field: assigning a whole Span literal built it aside and
+	// copied it, pointers and all, which cost an untraced request more
+	// than its random ids.
+	s.Trace, s.ID, s.Parent = TraceID{}, SpanID{}, SpanID{}
+	s.Name, s.TraceState = "", ""
+	s.Kind, s.Sampled, s.Shared = Server, false, false
+	s.Start, s.End = time.Time{}, time.Time{}
+	s.Tags, s.Logs, s.arena, s.Scratch = s.Tags[:0], s.Logs[:0], s.arena[:0], s.Scratch[:0]
+	s.reporter, s.propagator, s.pool = nil, nil, nil
 	pool.p.Put(s)
 }
 

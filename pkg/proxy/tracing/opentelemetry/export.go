@@ -75,6 +75,13 @@ func (e *grpcExporter) Export(ctx context.Context, spans []*tracing.Span) error 
 	// A new buffer each time, of the request's size: gRPC may still hold
 	// the last one after a failed call returns.
 	b := e.enc.appendRequest(nil, e.res, spans)
+	if d, ok := ctx.Deadline(); ok {
+		// The batcher's context carries the export's deadline without
+		// a timer: gRPC ends a call when its context is done.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d)
+		defer cancel()
+	}
 	cctx, cancel := e.ch.CallContext(ctx, false)
 	defer cancel()
 	var resp struct{}

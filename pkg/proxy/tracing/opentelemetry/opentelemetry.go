@@ -116,7 +116,7 @@ func (d *driver) StartSpan(h tracing.Headers, o tracing.StartOptions) *tracing.S
 	s.ID = tracing.NewSpanID()
 	p, err := extract(h)
 	switch {
-	case errors.Is(err, errNoContext):
+	case err == errNoContext: // a sentinel, never wrapped
 		s.Trace = tracing.NewTraceID(false)
 		s.Sampled = o.Traced
 	case err != nil:
