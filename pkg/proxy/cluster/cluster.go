@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"github.com/go-logr/logr"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
@@ -71,6 +72,9 @@ type Cluster struct {
 	alpn autoProtocol
 	// dynamic is a discovered cluster's origin, nil for a static one.
 	dynamic *dynamicOrigin
+	// hc is the cluster's active health checking, nil for none
+	// (healthcheck.go).
+	hc *hcState
 }
 
 // hostSet is the cluster's hosts at one moment: built whole, then only
@@ -93,6 +97,7 @@ type clusterDeps struct {
 	dial    DialFunc
 	now     func() time.Time
 	rand    func() uint64
+	log     logr.Logger
 }
 
 // newCluster builds a cluster from checked settings. A DNS cluster starts
@@ -136,6 +141,9 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 	}
 	if s.eds != nil {
 		c.eds = newEDSState()
+	}
+	if s.hc != nil {
+		c.newHealthChecker(s.hc, scope, d)
 	}
 	// The initial empty set of a DNS or EDS cluster is no membership
 	// change.
@@ -194,6 +202,7 @@ func (c *Cluster) install(priorities [][]*upstream.Host, counted bool) {
 			}
 		}
 	}
+	c.syncHealthChecks(hs)
 	c.set.Store(hs)
 	c.balancer.Store(c.newBalancer(hs))
 	c.publishMembership(hs, counted)
@@ -384,6 +393,7 @@ func (c *Cluster) isClosed() bool { return c.closed.Load() }
 // Close closes every connection of the cluster, idle or lent, and makes
 // later acquisitions fail with ErrClosed. Requests in flight fail.
 func (c *Cluster) Close() {
+	c.stopHealthChecks()
 	c.connsMu.Lock()
 	if c.closed.Load() {
 		c.connsMu.Unlock()

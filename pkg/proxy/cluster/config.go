@@ -11,6 +11,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/healthcheck"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
@@ -58,6 +59,8 @@ type settings struct {
 	// eds is an EDS cluster's settings (its hosts come from the endpoint
 	// discovery service), nil for other types.
 	eds *edsSettings
+	// hc is the cluster's health check, nil for none.
+	hc *healthcheck.Config
 	// notes are things worth a warning that are not errors: settings
 	// Envoy ignores for the cluster's type, accepted as Envoy does.
 	notes []string
@@ -151,6 +154,8 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 		s.keepalive = keepaliveConfig(ka)
 	}
 	s.bind, errList = buildBind(c.GetUpstreamBindConfig())
+	errs = append(errs, errList...)
+	s.hc, errList = buildHealthCheck(c, s, isOrigDst)
 	errs = append(errs, errList...)
 
 	s.thresholds, errList = buildThresholds(c.GetCircuitBreakers())

@@ -113,7 +113,7 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 
 	m := &Manager{log: o.Log}
 	snap := &clusterSnapshot{byName: make(map[string]*Cluster, len(all))}
-	d := clusterDeps{stats: o.Stats, runtime: o.Runtime, dial: o.Dial, now: o.Now, rand: o.Rand}
+	d := clusterDeps{stats: o.Stats, runtime: o.Runtime, dial: o.Dial, now: o.Now, rand: o.Rand, log: o.Log}
 	env := o.ResolverEnv
 	if env.Stats == nil {
 		env.Stats = o.Stats
@@ -132,7 +132,9 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 		if s.dns == nil {
 			continue
 		}
-		m.discoveries = append(m.discoveries, m.newDiscovery(c))
+		d := m.newDiscovery(c)
+		c.hcWaitFor(d.Warmed())
+		m.discoveries = append(m.discoveries, d)
 	}
 	m.snap.Store(snap)
 	m.publishStats(o.Stats.Scope("cluster_manager."))
@@ -186,6 +188,7 @@ func (m *Manager) Start() {
 		if c.origDst != nil {
 			c.startOrigDstCleanup()
 		}
+		c.startHealthChecks()
 	}
 }
 
@@ -208,6 +211,13 @@ func (m *Manager) Warmed() <-chan struct{} {
 		for _, c := range m.snap.Load().clusters {
 			if c.eds != nil && !c.AddedViaAPI() {
 				<-c.eds.warm
+			}
+		}
+		// A cluster with health checks initializes once each of its
+		// first hosts had its first check, as in Envoy.
+		for _, c := range m.snap.Load().clusters {
+			if w := c.healthWarm(); w != nil && !c.AddedViaAPI() {
+				<-w
 			}
 		}
 	}()
