@@ -1,0 +1,160 @@
+package cluster
+
+import (
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+)
+
+func TestHealthCheckConfigErrors(t *testing.T) {
+	const tcpCheck = `{timeout: 1s, interval: 1s, unhealthy_threshold: 1, healthy_threshold: 1, tcp_health_check: {}}`
+	_, err := NewManager(parseClusters(t, `
+- name: two
+  load_assignment: {cluster_name: two, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 80}}}}]}]}
+  health_checks: [`+tcpCheck+`, `+tcpCheck+`]
+- name: odst
+  type: ORIGINAL_DST
+  lb_policy: CLUSTER_PROVIDED
+  health_checks: [`+tcpCheck+`]
+- name: grpc
+  load_assignment: {cluster_name: grpc, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 80}}}}]}]}
+  health_checks: [{timeout: 1s, interval: 0s, unhealthy_threshold: 1, healthy_threshold: 1, event_log_path: /nonexistent/dir/hc.log, grpc_health_check: {}}]`), Options{Stats: stats.NewStore()})
+	want := []string{
+		"static_resources.clusters[0].health_checks[1]: Outrigger runs one health checker per cluster; configure one health check",
+		"static_resources.clusters[1].health_checks: an ORIGINAL_DST cluster's hosts come and go with connections; active health checks are not supported on it",
+		"static_resources.clusters[2].health_checks[0].interval: must be a positive duration",
+		"static_resources.clusters[2].health_checks[0].grpc_health_check: grpc cluster must support HTTP/2 for gRPC healthchecking",
+		`static_resources.clusters[2].health_checks[0].event_log_path: "/nonexistent/dir/hc.log": its directory does not exist`,
+	}
+	if diff := cmp.Diff(want, errorLines(err)); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+	configErrors(t, err)
+}
+
+// flakyUpstream answers /healthz with the status it is set to, other
+// paths with 200.
+func flakyUpstream(t *testing.T) (addr string, setStatus func(int)) {
+	t.Helper()
+	status := make(chan int, 1)
+	status <- 200
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := <-status
+		status <- s
+		if r.URL.Path == "/healthz" {
+			w.WriteHeader(s)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://"), func(s int) { <-status; status <- s }
+}
+
+func TestHealthChecksGateTrafficAndWarming(t *testing.T) {
+	good, _ := flakyUpstream(t)
+	bad, setBad := flakyUpstream(t)
+	setBad(503)
+	port := func(a string) string { _, p, _ := net.SplitHostPort(a); return p }
+	m, store, _ := newTestManager(t, `
+- name: web
+  load_assignment: {cluster_name: web, endpoints: [{lb_endpoints: [
+    {endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: `+port(good)+`}}}},
+    {endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: `+port(bad)+`}}}}]}]}
+  health_checks: [{timeout: 1s, interval: 0.05s, no_traffic_interval: 0.05s, unhealthy_threshold: 1, healthy_threshold: 1, http_health_check: {path: /healthz}}]`)
+	c := m.Cluster("web")
+	for _, h := range c.Hosts() {
+		if h.Healthy() {
+			t.Fatalf("%s is healthy before any check", h.Address)
+		}
+	}
+	m.Start()
+	select {
+	case <-m.Warmed():
+	case <-time.After(5 * time.Second):
+		t.Fatal("never warm")
+	}
+	hosts := c.Hosts()
+	if !hosts[0].Healthy() || hosts[1].Healthy() {
+		t.Fatalf("after the first round: good healthy=%v, bad healthy=%v", hosts[0].Healthy(), hosts[1].Healthy())
+	}
+	for i := 0; i < 10; i++ {
+		if h := c.PickHost(nil); h != hosts[0] {
+			t.Fatalf("pick %d chose %v, want the healthy host", i, h)
+		}
+	}
+	if got := store.Gauge("cluster.web.membership_healthy").Value(); got != 1 {
+		t.Errorf("membership_healthy = %d, want 1", got)
+	}
+	setBad(200)
+	deadline := time.Now().Add(5 * time.Second)
+	for !hosts[1].Healthy() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !hosts[1].Healthy() {
+		t.Fatal("the healed host stayed failed")
+	}
+	for deadline := time.Now().Add(5 * time.Second); store.Gauge("cluster.web.membership_healthy").Value() != 2; {
+		if time.Now().After(deadline) {
+			t.Fatal("membership_healthy never reached 2")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if store.Gauge("cluster.web.health_check.healthy").Value() != 2 {
+		t.Errorf("health_check.healthy = %d", store.Gauge("cluster.web.health_check.healthy").Value())
+	}
+}
+
+func TestEDSUpdateKeepsHealth(t *testing.T) {
+	good, _ := flakyUpstream(t)
+	_, p, _ := net.SplitHostPort(good)
+	pn, _ := strconv.Atoi(p)
+	m, _, _ := newTestManager(t, `
+- name: backend
+  type: EDS
+  health_checks: [{timeout: 1s, interval: 10s, no_traffic_interval: 10s, unhealthy_threshold: 1, healthy_threshold: 1, http_health_check: {path: /healthz}}]`)
+	c := m.Cluster("backend")
+	m.Start()
+	warmed := m.Warmed()
+	cla := &endpointv3.ClusterLoadAssignment{ClusterName: "backend", Endpoints: []*endpointv3.LocalityLbEndpoints{{
+		LbEndpoints: []*endpointv3.LbEndpoint{{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
+			Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+				Address: "127.0.0.1", PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: uint32(pn)},
+			}}},
+		}}}},
+	}}}
+	priorities, err := c.EDSHosts(cla)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetEDSHosts(priorities)
+	select {
+	case <-warmed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("never warm")
+	}
+	first := c.Hosts()[0]
+	if !first.Healthy() {
+		t.Fatal("host failed its first check")
+	}
+	// The next assignment builds new hosts; the one at the same address
+	// keeps its health (the next check is 10 s away).
+	priorities, _ = c.EDSHosts(cla)
+	c.SetEDSHosts(priorities)
+	again := c.Hosts()[0]
+	if again == first {
+		t.Fatal("the test needs a new host object")
+	}
+	if !again.Healthy() || again.HasHealthFlag(upstream.FailedActiveHC) {
+		t.Fatalf("kept host lost its health: flags %b", again.HealthFlags())
+	}
+}
