@@ -22,7 +22,9 @@ import (
 // hcUpstream is an HTTP upstream whose /healthz answer is set on cue:
 // "ok", "503", "degraded" (200 with x-envoy-degraded), "immediate" (503
 // with x-envoy-immediate-health-check-fail) or "hang" (no answer for
-// 3 s). Other paths answer 200 with the upstream's name.
+// 3 s). Other paths answer 200 with the upstream's name, with
+// x-envoy-immediate-health-check-fail in mode "passive" (whose checks
+// pass).
 type hcUpstream struct {
 	name string
 	mode atomic.Value
@@ -41,6 +43,9 @@ func (u *hcUpstream) set(mode string) { u.mode.Store(mode) }
 
 func (u *hcUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/healthz" {
+		if u.mode.Load() == "passive" {
+			w.Header().Set("x-envoy-immediate-health-check-fail", "true")
+		}
 		_, _ = io.WriteString(w, u.name)
 		return
 	}
@@ -205,6 +210,23 @@ var _ = Describe("Active health checking", func() {
 		Eventually(func() string { return hostFlags(s, "web", b.addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("healthy"))
 		Expect(hcEventOf(hcEvents(events), "no_longer_degraded_host", portNum(b.addr))).NotTo(BeNil())
 		Expect(statValue(s, "cluster.web.health_check.degraded")).To(Equal("0"))
+	})
+
+	It("fails a host at once when it answers traffic with x-envoy-immediate-health-check-fail", func() {
+		a, b := newHCUpstream("a"), newHCUpstream("b")
+		port, dir := freePort(), newDir()
+		events := filepath.Join(dir, "hc.log")
+		// Checks every 10 s: only traffic can fail b in this spec.
+		s := Start(dir, proxySpec{Port: port, Clusters: []proxyCluster{{Name: "web", Port: portNum(a.addr),
+			Extra: `{` + hcEndpoints("web", portNum(a.addr), portNum(b.addr)) +
+				`, health_checks: [{timeout: 1s, interval: 10s, no_traffic_interval: 10s, unhealthy_threshold: 3, healthy_threshold: 1, event_log_path: ` + events + `, http_health_check: {path: /healthz}}]}`}}}.YAML())
+		s.WaitLive()
+		b.set("passive")
+		Expect(servedBy(port, 4)).To(HaveKey("200 b")) // round robin reaches b, which answers with the header
+		Expect(hostFlags(s, "web", b.addr)).To(Equal("/failed_active_hc/excluded_via_immediate_hc_fail"))
+		Expect(statValue(s, "cluster.web.health_check.passive_failure")).To(Equal("1"))
+		Expect(servedBy(port, 6)).To(Equal(map[string]int{"200 a": 6}))
+		Expect(hcEventOf(hcEvents(events), "eject_unhealthy_event", portNum(b.addr))).To(HaveKeyWithValue("failure_type", "PASSIVE"))
 	})
 
 	It("times out a check that hangs and marks the host /active_hc_timeout", func() {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/healthcheck"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // buildHealthCheck checks a cluster's health_checks. Outrigger runs one
@@ -150,6 +151,15 @@ func (c *Cluster) healthWarm() <-chan struct{} {
 func (c *Cluster) syncHealthChecks(hs *hostSet) {
 	if c.hc != nil {
 		c.hc.checker.Sync(hs.hosts)
+	}
+}
+
+// ImmediateHealthCheckFail fails h at once: an upstream answered traffic
+// with x-envoy-immediate-health-check-fail. Only a cluster with active
+// health checks acts on it, as in Envoy.
+func (c *Cluster) ImmediateHealthCheckFail(h *upstream.Host) {
+	if c.hc != nil {
+		c.hc.checker.ImmediateFail(h)
 	}
 }
 

@@ -188,6 +188,24 @@ func (c *Checker) Stop() {
 	}
 }
 
+// ImmediateFail records an x-envoy-immediate-health-check-fail answer to
+// traffic from h: the host is excluded and failed at once, a passive
+// failure (Envoy's HealthCheckHostMonitor). Hosts without a session (the
+// checker stopped, the host left) are left alone.
+func (c *Checker) ImmediateFail(h *upstream.Host) {
+	c.mu.Lock()
+	s := c.sessions[h.Address]
+	if s == nil {
+		c.mu.Unlock()
+		return
+	}
+	_, rebuild := s.handleFailure(result{outcome: outcomePassive, immediateFail: true})
+	c.mu.Unlock()
+	if rebuild {
+		c.env.Changed()
+	}
+}
+
 // launchLocked starts a session's goroutine. c.mu is held.
 func (c *Checker) launchLocked(s *session) {
 	ctx, cancel := context.WithCancel(context.Background())

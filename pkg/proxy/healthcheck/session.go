@@ -27,6 +27,9 @@ const (
 	outcomeNetwork
 	// outcomeTimeout: no answer within the timeout.
 	outcomeTimeout
+	// outcomePassive: traffic found the host failed (an answer with
+	// x-envoy-immediate-health-check-fail); it fails at once.
+	outcomePassive
 )
 
 // result is one check's outcome; status is the HTTP status when there
@@ -66,7 +69,8 @@ type session struct {
 	firstDone chan struct{}
 	firstOnce sync.Once
 
-	// Touched by the session's goroutine only (and by tests).
+	// The check counts, guarded by c.mu (a passive failure comes from
+	// traffic's goroutines).
 	numHealthy, numUnhealthy uint32
 	firstCheck               bool
 }
@@ -119,7 +123,7 @@ func (s *session) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if timedOut && r.outcome >= outcomeNetwork {
+		if timedOut && (r.outcome == outcomeNetwork || r.outcome == outcomeTimeout) {
 			r = result{outcome: outcomeTimeout}
 		}
 		timer.Reset(s.apply(r))
@@ -254,6 +258,8 @@ func (s *session) handleFailure(r result) (transition, bool) {
 	c.stats.failure.Inc()
 	if network {
 		c.stats.networkFailure.Inc()
+	} else if r.outcome == outcomePassive {
+		c.stats.passiveFailure.Inc()
 	}
 	s.firstCheck = false
 	return t, rebuild
@@ -276,6 +282,8 @@ func failureType(o outcome) datacorev3.HealthCheckFailureType {
 		return datacorev3.HealthCheckFailureType_NETWORK
 	case outcomeTimeout:
 		return datacorev3.HealthCheckFailureType_NETWORK_TIMEOUT
+	case outcomePassive:
+		return datacorev3.HealthCheckFailureType_PASSIVE
 	}
 	return datacorev3.HealthCheckFailureType_ACTIVE
 }

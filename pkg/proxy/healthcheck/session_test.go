@@ -336,3 +336,25 @@ func TestSyncKeepsHealthByAddress(t *testing.T) {
 		t.Fatal("a removed session still counts as waiting for its first check")
 	}
 }
+
+func TestImmediateFailFromTraffic(t *testing.T) {
+	c, s, h, log := testChecker(t, baseConfig(), true)
+	s.apply(result{outcome: outcomeSuccess})
+	c.ImmediateFail(h)
+	if h.Healthy() || !h.HasHealthFlag(upstream.ExcludedViaImmediateHCFail) {
+		t.Fatalf("flags %b, want failed and excluded", h.HealthFlags())
+	}
+	if c.stats.passiveFailure.Value() != 1 || c.stats.networkFailure.Value() != 0 {
+		t.Errorf("passive_failure %d network_failure %d", c.stats.passiveFailure.Value(), c.stats.networkFailure.Value())
+	}
+	ev := events(t, log)
+	if ej := ev[len(ev)-1]["eject_unhealthy_event"].(map[string]any); ej["failure_type"] != "PASSIVE" {
+		t.Errorf("eject %v, want PASSIVE", ej)
+	}
+	// A host the checker does not know is left alone.
+	stranger := &upstream.Host{Address: "127.0.0.1:1"}
+	c.ImmediateFail(stranger)
+	if stranger.HealthFlags() != 0 {
+		t.Error("an unknown host got flags")
+	}
+}
