@@ -3,6 +3,7 @@ package healthcheck
 import (
 	"context"
 	"net"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -21,7 +22,9 @@ type grpcProber struct {
 	cc   *grpc.ClientConn
 }
 
-func (p *grpcProber) probe(ctx context.Context) result {
+func (p *grpcProber) probe(ctx context.Context, deadline time.Time) result {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	if p.cc == nil {
 		cc, err := p.dialChannel()
 		if err != nil {

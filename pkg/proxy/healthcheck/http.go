@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"time"
 
 	"golang.org/x/net/http2"
 )
@@ -41,11 +42,14 @@ func (c *Checker) newProber(addr string) prober {
 	case KindGRPC:
 		return &grpcProber{c: c, addr: addr}
 	}
-	return c.newHTTPProber(addr)
+	if !c.cfg.http.http2 {
+		return c.newHTTP1Prober(addr)
+	}
+	return c.newHTTP2Prober(addr)
 }
 
-// httpProber sends HTTP checks to one host over its own connection (one
-// at a time; kept between checks with reuse_connection).
+// httpProber sends HTTP/2 checks to one host over its own connection
+// (one stream at a time; kept between checks with reuse_connection).
 type httpProber struct {
 	c      *Checker
 	url    string
@@ -54,59 +58,41 @@ type httpProber struct {
 	closer interface{ CloseIdleConnections() }
 }
 
-func (c *Checker) newHTTPProber(addr string) *httpProber {
+// newHTTP2Prober builds the HTTP/2 prober of one host: :scheme is https
+// on a TLS cluster.
+func (c *Checker) newHTTP2Prober(addr string) *httpProber {
 	hc := c.cfg.http
 	p := &httpProber{c: c, host: hc.host}
 	scheme := "http"
-	alpn := alpnHTTP1
-	if hc.http2 {
-		alpn = alpnHTTP2
-		if c.env.TLS {
-			scheme = "https"
-		}
+	if c.env.TLS {
+		scheme = "https"
 	}
+	alpn := alpnHTTP2
 	if len(c.cfg.ALPN) > 0 {
 		alpn = c.cfg.ALPN
 	}
-	dial := func(ctx context.Context) (net.Conn, error) { return c.env.Dial(ctx, addr, alpn) }
 	p.url = scheme + "://" + addr + hc.path
-	var rt http.RoundTripper
-	if hc.http2 {
-		t := &http2.Transport{
-			AllowHTTP:          true,
-			DisableCompression: true,
-			DialTLSContext: func(ctx context.Context, _, _ string, _ *tls.Config) (net.Conn, error) {
-				return dial(ctx)
-			},
-		}
-		rt, p.closer = t, t
-	} else {
-		t := &http.Transport{
-			DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
-			DisableKeepAlives:   !c.cfg.ReuseConnection,
-			DisableCompression:  true,
-			MaxIdleConnsPerHost: 1,
-			MaxConnsPerHost:     1,
-			// The headers Envoy reads are the whole answer: a body is
-			// read only for the receive payloads.
-			MaxResponseHeaderBytes: 80 << 10,
-		}
-		rt, p.closer = t, t
+	t := &http2.Transport{
+		AllowHTTP:          true,
+		DisableCompression: true,
+		DialTLSContext: func(ctx context.Context, _, _ string, _ *tls.Config) (net.Conn, error) {
+			return c.env.Dial(ctx, addr, alpn)
+		},
 	}
+	p.closer = t
 	p.client = &http.Client{
-		Transport: rt,
+		Transport: t,
 		// A check follows no redirect: the status is the answer.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	return p
 }
 
-// probe sends one check and judges the answer as Envoy does: the receive
-// payloads first, then the status (expected, retriable, or a failure,
-// with x-envoy-immediate-health-check-fail noted), then the service name
-// matcher; x-envoy-degraded makes a success degraded.
-func (p *httpProber) probe(ctx context.Context) result {
+// probe sends one HTTP/2 check.
+func (p *httpProber) probe(ctx context.Context, deadline time.Time) result {
 	hc := p.c.cfg.http
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	var body io.Reader
 	if len(hc.send) > 0 {
 		body = bytes.NewReader(hc.send)
@@ -129,55 +115,47 @@ func (p *httpProber) probe(ctx context.Context) result {
 		}
 		return result{outcome: outcomeNetwork}
 	}
-	r := p.judge(resp)
-	if !p.c.cfg.ReuseConnection {
+	defer resp.Body.Close()
+	got, complete := readBody(p.c, resp.Body)
+	head := respHead{status: resp.StatusCode}
+	_, head.degraded = resp.Header[http.CanonicalHeaderKey(headerDegraded)]
+	_, head.immediate = resp.Header[http.CanonicalHeaderKey(headerImmediateFail)]
+	head.checkedAs = resp.Header.Get(headerCheckedAs)
+	r := judge(p.c, head, got)
+	if !complete || !p.c.cfg.ReuseConnection {
+		// A body too long to read to its end takes its connection.
 		p.closer.CloseIdleConnections()
 	}
 	return r
 }
 
-// judge reads the answer and closes its body.
-func (p *httpProber) judge(resp *http.Response) result {
-	hc := p.c.cfg.http
-	defer resp.Body.Close()
-	var got []byte
-	if len(hc.receive) > 0 {
-		limit := int64(hc.bufferSize)
-		if limit == 0 {
-			limit = drainLimit
-		}
-		got, _ = io.ReadAll(io.LimitReader(resp.Body, limit))
-	}
-	if n, _ := io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit)); n >= drainLimit {
-		// Too long to read to its end: the connection goes with the body.
-		p.closer.CloseIdleConnections()
-	}
-	status := resp.StatusCode
-	immediate := resp.Header.Get(headerImmediateFail) != ""
-	if _, ok := resp.Header[http.CanonicalHeaderKey(headerImmediateFail)]; ok {
-		immediate = true
-	}
+// judge judges an answer as Envoy does: the receive payloads first (got
+// is the body read for them), then the status (expected, retriable, or a
+// failure, with x-envoy-immediate-health-check-fail noted), then the
+// service name matcher; x-envoy-degraded makes a success degraded.
+func judge(c *Checker, h respHead, got []byte) result {
+	hc := c.cfg.http
 	if len(hc.receive) > 0 && !matchSegments(hc.receive, got) {
-		return result{outcome: outcomeFailed, status: status, immediateFail: immediate}
+		return result{outcome: outcomeFailed, status: h.status, immediateFail: h.immediate}
 	}
-	if !inRanges(status, hc.expected) {
+	if !inRanges(h.status, hc.expected) {
 		o := outcomeFailed
-		if inRanges(status, hc.retriable) {
+		if inRanges(h.status, hc.retriable) {
 			o = outcomeRetriable
 		}
-		return result{outcome: o, status: status, immediateFail: immediate}
+		return result{outcome: o, status: h.status, immediateFail: h.immediate}
 	}
 	o := outcomeSuccess
-	if _, ok := resp.Header[http.CanonicalHeaderKey(headerDegraded)]; ok {
+	if h.degraded {
 		o = outcomeDegraded
 	}
-	if hc.serviceMatch != nil && p.c.verifyCluster() {
-		p.c.stats.verifyCluster.Inc()
-		if !hc.serviceMatch.Match(resp.Header.Get(headerCheckedAs)) {
-			return result{outcome: outcomeFailed, status: status}
+	if hc.serviceMatch != nil && c.verifyCluster() {
+		c.stats.verifyCluster.Inc()
+		if !hc.serviceMatch.Match(h.checkedAs) {
+			return result{outcome: outcomeFailed, status: h.status}
 		}
 	}
-	return result{outcome: o, status: status}
+	return result{outcome: o, status: h.status}
 }
 
 func (p *httpProber) close() { p.closer.CloseIdleConnections() }

@@ -58,9 +58,7 @@ func probeOnce(t *testing.T, cfg *Config, addr string) result {
 	}
 	p := c.newProber(addr)
 	defer p.close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	return p.probe(ctx)
+	return p.probe(context.Background(), time.Now().Add(2*time.Second))
 }
 
 func TestHTTPProbe(t *testing.T) {
@@ -186,10 +184,12 @@ func TestTCPProbe(t *testing.T) {
 		c, _ := New(cfg, Env{Scope: stats.NewStore().Scope("x."), Dial: plainDial})
 		p := c.newProber(addr)
 		defer p.close()
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		defer cancel()
-		r := p.probe(ctx)
-		return r, ctx.Err()
+		deadline := time.Now().Add(200 * time.Millisecond)
+		r := p.probe(context.Background(), deadline)
+		if time.Now().Before(deadline) {
+			return r, nil
+		}
+		return r, context.DeadlineExceeded
 	}
 	if r, err := ctxProbe(tcp("ping", "pang")); r.outcome != outcomeNetwork || err == nil {
 		t.Errorf("mismatch: %+v (ctx %v), want a network outcome at the deadline", r, err)
@@ -307,5 +307,34 @@ func TestCompileErrors(t *testing.T) {
 			}
 			t.Fatalf("errors %v, want one starting %q", errs, tc.want)
 		})
+	}
+}
+
+func TestHTTP2Probe(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor != 2 || r.Host != "svc" || r.UserAgent() != "Envoy/HC" {
+			w.WriteHeader(500)
+			return
+		}
+		if r.URL.Path == "/degraded" {
+			w.Header().Set("x-envoy-degraded", "")
+		}
+	}))
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Start()
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	check := func(path string) *Config {
+		return compiled(t, healthCheck(func(hc *corev3.HealthCheck) {
+			hc.HealthChecker = &corev3.HealthCheck_HttpHealthCheck_{HttpHealthCheck: &corev3.HealthCheck_HttpHealthCheck{
+				Path: path, CodecClientType: typev3.CodecClientType_HTTP2}}
+		}), false)
+	}
+	if r := probeOnce(t, check("/ok"), addr); r.outcome != outcomeSuccess {
+		t.Errorf("h2c /ok: %+v", r)
+	}
+	if r := probeOnce(t, check("/degraded"), addr); r.outcome != outcomeDegraded {
+		t.Errorf("h2c /degraded: %+v", r)
 	}
 }

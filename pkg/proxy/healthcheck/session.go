@@ -2,7 +2,6 @@ package healthcheck
 
 import (
 	"context"
-	"errors"
 	"math"
 	"sync"
 	"time"
@@ -52,7 +51,8 @@ const (
 // prober runs one check on a host; a session owns one, and with it the
 // connection kept between checks (reuse_connection).
 type prober interface {
-	probe(ctx context.Context) result
+	// probe runs one check by deadline; ctx ends with the session.
+	probe(ctx context.Context, deadline time.Time) result
 	close()
 }
 
@@ -116,17 +116,16 @@ func (s *session) run(ctx context.Context) {
 		case <-timer.C:
 		}
 		c.stats.attempt.Inc()
-		cctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-		r := s.prober.probe(cctx)
-		timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded)
-		cancel()
+		deadline := time.Now().Add(c.cfg.Timeout)
+		r := s.prober.probe(ctx, deadline)
 		if ctx.Err() != nil {
 			return
 		}
-		if timedOut && (r.outcome == outcomeNetwork || r.outcome == outcomeTimeout) {
+		if r.outcome == outcomeNetwork && !time.Now().Before(deadline) {
+			// It failed for running out of time.
 			r = result{outcome: outcomeTimeout}
 		}
-		timer.Reset(s.apply(r))
+		timer.Reset(aligned(time.Now(), s.apply(r)))
 		s.markFirst()
 	}
 }
@@ -273,6 +272,19 @@ func (s *session) clearPending(t transition, rebuild bool) (transition, bool) {
 		return changed, true
 	}
 	return t, rebuild
+}
+
+// tick is the grid checks are aligned to: a check due within a tick of
+// others runs with them, so that a thousand hosts checked every second
+// wake the process a few dozen times a second rather than a thousand,
+// and their answers come back together.
+const tick = 50 * time.Millisecond
+
+// aligned is the wait from now until the tick nearest now+wait, never
+// less than a millisecond.
+func aligned(now time.Time, wait time.Duration) time.Duration {
+	d := now.Add(wait).Round(tick).Sub(now)
+	return max(d, time.Millisecond)
 }
 
 // failureType is the event log's failure type of an outcome.

@@ -15,30 +15,26 @@ const tcpReadLimit = 64 << 10
 type tcpProber struct {
 	c    *Checker
 	addr string
-	conn net.Conn
+	conn *checkConn
 	buf  []byte
 }
 
-func (p *tcpProber) probe(ctx context.Context) result {
+func (p *tcpProber) probe(ctx context.Context, deadline time.Time) result {
 	cfg := p.c.cfg.tcp
 	if p.conn == nil || len(cfg.receive) == 0 {
 		// A connect-only check proves the host accepts connections: it
 		// connects every time.
 		p.close()
-		conn, err := p.c.env.Dial(ctx, p.addr, p.c.cfg.ALPN)
+		conn, err := p.c.dialCheck(ctx, deadline, p.addr, p.c.cfg.ALPN)
 		if err != nil {
 			return result{outcome: outcomeNetwork}
 		}
 		p.conn = conn
 	}
-	conn := p.conn
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
-	r := p.exchange(conn)
+	_ = p.conn.SetDeadline(deadline)
+	r := p.exchange(p.conn)
 	if r.outcome != outcomeSuccess || !p.c.cfg.ReuseConnection || len(cfg.receive) == 0 {
 		p.close()
-	} else {
-		_ = conn.SetDeadline(time.Time{})
 	}
 	return r
 }
@@ -71,8 +67,6 @@ func (p *tcpProber) exchange(conn net.Conn) result {
 }
 
 func (p *tcpProber) close() {
-	if p.conn != nil {
-		_ = p.conn.Close()
-		p.conn = nil
-	}
+	p.conn.close()
+	p.conn = nil
 }
