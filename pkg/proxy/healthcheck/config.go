@@ -156,8 +156,9 @@ func Compile(hc *corev3.HealthCheck, ci ClusterInfo) (*Config, []error) {
 		ReuseConnection:       hc.GetReuseConnection() == nil || hc.GetReuseConnection().GetValue(),
 		AlwaysLogFailures:     hc.GetAlwaysLogHealthCheckFailures(),
 		AlwaysLogSuccess:      hc.GetAlwaysLogHealthCheckSuccess(),
-		EventLogPath:          hc.GetEventLogPath(),
-		ALPN:                  hc.GetTlsOptions().GetAlpnProtocols(),
+		//lint:ignore SA1019 Envoy still reads the deprecated event_log_path
+		EventLogPath: hc.GetEventLogPath(),
+		ALPN:         hc.GetTlsOptions().GetAlpnProtocols(),
 	}
 	if t := hc.GetUnhealthyThreshold(); t == nil {
 		bad("unhealthy_threshold", "required")

@@ -3,14 +3,11 @@ package healthcheck
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"time"
-
-	"golang.org/x/net/http2"
 )
 
 // userAgent is the User-Agent of HTTP and gRPC checks: Envoy's, which
@@ -72,12 +69,15 @@ func (c *Checker) newHTTP2Prober(addr string) *httpProber {
 		alpn = c.cfg.ALPN
 	}
 	p.url = scheme + "://" + addr + hc.path
-	t := &http2.Transport{
-		AllowHTTP:          true,
-		DisableCompression: true,
-		DialTLSContext: func(ctx context.Context, _, _ string, _ *tls.Config) (net.Conn, error) {
-			return c.env.Dial(ctx, addr, alpn)
-		},
+	dial := func(ctx context.Context, _, _ string) (net.Conn, error) { return c.env.Dial(ctx, addr, alpn) }
+	t := &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 1, MaxConnsPerHost: 1, Protocols: new(http.Protocols)}
+	if c.env.TLS {
+		// The dialer's TLS offered h2 by ALPN.
+		t.Protocols.SetHTTP2(true)
+		t.DialTLSContext = dial
+	} else {
+		t.Protocols.SetUnencryptedHTTP2(true)
+		t.DialContext = dial
 	}
 	p.closer = t
 	p.client = &http.Client{
