@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 )
 
 // userAgent is the User-Agent of HTTP and gRPC checks: Envoy's, which
@@ -160,8 +162,8 @@ func judge(c *Checker, h respHead, got []byte) result {
 
 func (p *httpProber) close() { p.closer.CloseIdleConnections() }
 
-// verifyCluster reads the runtime feature health_check.verify_cluster
-// (on unless the runtime says otherwise).
+// verifyCluster is Envoy's featureEnabled("health_check.verify_cluster",
+// 100): on unless the runtime says otherwise.
 func (c *Checker) verifyCluster() bool {
 	if c.env.Runtime == nil {
 		return true
@@ -170,10 +172,11 @@ func (c *Checker) verifyCluster() bool {
 	if snap == nil {
 		return true
 	}
-	if num, den, ok := snap.Fraction("health_check.verify_cluster"); ok {
-		return den > 0 && (num >= den || (c.env.Rand != nil && c.env.Rand()%den < num))
+	var random uint64
+	if c.env.Rand != nil {
+		random = c.env.Rand()
 	}
-	return true
+	return runtime.Fraction{Key: "health_check.verify_cluster", Numerator: 100, Denominator: 100}.Enabled(snap, random)
 }
 
 // inRanges reports whether status is in one of the ranges.

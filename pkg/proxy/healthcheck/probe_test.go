@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
@@ -129,6 +130,17 @@ func TestHTTPProbe(t *testing.T) {
 	}
 	if r := probeOnce(t, httpCheck(&corev3.HealthCheck_HttpHealthCheck{Path: "/ok"}), "127.0.0.1:1"); r.outcome != outcomeNetwork {
 		t.Errorf("refused: %+v", r)
+	}
+	// service_name_matcher reads x-envoy-upstream-healthchecked-cluster.
+	matcher := func(prefix string) *corev3.HealthCheck_HttpHealthCheck {
+		return &corev3.HealthCheck_HttpHealthCheck{Path: "/svc", ServiceNameMatcher: &matcherv3.StringMatcher{
+			MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: prefix}}}
+	}
+	if r := probeOnce(t, httpCheck(matcher("oth")), addr); r.outcome != outcomeSuccess {
+		t.Errorf("service name matches: %+v", r)
+	}
+	if r := probeOnce(t, httpCheck(matcher("svc")), addr); r.outcome != outcomeFailed {
+		t.Errorf("service name mismatch: %+v", r)
 	}
 }
 
