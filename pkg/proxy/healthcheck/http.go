@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // userAgent is the User-Agent of HTTP and gRPC checks: Envoy's, which
@@ -34,7 +36,7 @@ var (
 )
 
 // newProber builds the prober of one host's session.
-func (c *Checker) newProber(addr string) prober {
+func (c *Checker) newProber(addr string, h *upstream.Host) prober {
 	switch c.cfg.Kind {
 	case KindTCP:
 		return &tcpProber{c: c, addr: addr}
@@ -42,9 +44,9 @@ func (c *Checker) newProber(addr string) prober {
 		return &grpcProber{c: c, addr: addr}
 	}
 	if !c.cfg.http.http2 {
-		return c.newHTTP1Prober(addr)
+		return c.newHTTP1Prober(addr, h)
 	}
-	return c.newHTTP2Prober(addr)
+	return c.newHTTP2Prober(addr, h)
 }
 
 // httpProber sends HTTP/2 checks to one host over its own connection
@@ -55,13 +57,14 @@ type httpProber struct {
 	host   string
 	client *http.Client
 	closer interface{ CloseIdleConnections() }
+	entry  *accesslog.Entry
 }
 
 // newHTTP2Prober builds the HTTP/2 prober of one host: :scheme is https
 // on a TLS cluster.
-func (c *Checker) newHTTP2Prober(addr string) *httpProber {
+func (c *Checker) newHTTP2Prober(addr string, h *upstream.Host) *httpProber {
 	hc := c.cfg.http
-	p := &httpProber{c: c, host: hc.host}
+	p := &httpProber{c: c, host: hc.host, entry: c.headerEntry(h)}
 	scheme := "http"
 	if c.env.TLS {
 		scheme = "https"
@@ -105,7 +108,7 @@ func (p *httpProber) probe(ctx context.Context, deadline time.Time) result {
 	}
 	req.Host = p.host
 	req.Header.Set("User-Agent", userAgent)
-	hc.headers.Apply(headerEditor(req.Header), nil)
+	hc.headers.Apply(headerEditor(req.Header), p.entry)
 	if h := req.Header.Get("Host"); h != "" {
 		req.Host = h
 		req.Header.Del("Host")
@@ -129,6 +132,20 @@ func (p *httpProber) probe(ctx context.Context, deadline time.Time) result {
 		p.closer.CloseIdleConnections()
 	}
 	return r
+}
+
+// headerEntry is what the % operators of request_headers_to_add read,
+// as Envoy's check stream info holds it: the host, its cluster and
+// metadata, and 127.0.0.1 as the downstream addresses.
+func (c *Checker) headerEntry(h *upstream.Host) *accesslog.Entry {
+	return &accesslog.Entry{
+		UpstreamHost:            h.Address,
+		UpstreamCluster:         c.env.Cluster,
+		UpstreamHostMetadata:    h.Metadata,
+		DownstreamRemoteAddress: "127.0.0.1:0",
+		DownstreamLocalAddress:  "127.0.0.1:0",
+		HealthCheck:             true,
+	}
 }
 
 // judge judges an answer as Envoy does: the receive payloads first (got

@@ -10,6 +10,8 @@ import (
 	"net/http/httputil"
 	"strconv"
 	"time"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // maxResponseHead bounds the head of a check's answer (Envoy's default
@@ -30,19 +32,19 @@ type http1Prober struct {
 }
 
 // newHTTP1Prober renders the host's check request.
-func (c *Checker) newHTTP1Prober(addr string) *http1Prober {
+func (c *Checker) newHTTP1Prober(addr string, host *upstream.Host) *http1Prober {
 	hc := c.cfg.http
 	h := http.Header{}
 	h.Set("Host", hc.host)
 	h.Set("User-Agent", userAgent)
-	hc.headers.Apply(headerEditor(h), nil)
-	host := h.Get("Host")
+	hc.headers.Apply(headerEditor(h), c.headerEntry(host))
+	authority := h.Get("Host")
 	h.Del("Host")
 	if len(hc.send) > 0 {
 		h.Set("Content-Length", strconv.Itoa(len(hc.send)))
 	}
 	var b bytes.Buffer
-	b.WriteString(hc.method + " " + hc.path + " HTTP/1.1\r\nHost: " + host + "\r\n")
+	b.WriteString(hc.method + " " + hc.path + " HTTP/1.1\r\nHost: " + authority + "\r\n")
 	_ = h.Write(&b)
 	b.WriteString("\r\n")
 	b.Write(hc.send)

@@ -57,7 +57,7 @@ func probeOnce(t *testing.T, cfg *Config, addr string) result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := c.newProber(addr)
+	p := c.newProber(addr, &upstream.Host{Address: addr})
 	defer p.close()
 	return p.probe(context.Background(), time.Now().Add(2*time.Second))
 }
@@ -87,12 +87,12 @@ func TestHTTPProbe(t *testing.T) {
 		}), false)
 	}
 	r := probeOnce(t, httpCheck(&corev3.HealthCheck_HttpHealthCheck{Path: "/ok", RequestHeadersToAdd: []*corev3.HeaderValueOption{
-		{Header: &corev3.HeaderValue{Key: "x-check", Value: "yes"}},
+		{Header: &corev3.HeaderValue{Key: "x-check", Value: "yes-%UPSTREAM_CLUSTER%"}},
 	}}), addr)
 	if r.outcome != outcomeSuccess {
 		t.Fatalf("/ok: %+v", r)
 	}
-	if got := seen.Load().(string); got != "GET svc /ok Envoy/HC yes" {
+	if got := seen.Load().(string); got != "GET svc /ok Envoy/HC yes-svc" {
 		t.Errorf("request seen as %q", got)
 	}
 	if r := probeOnce(t, httpCheck(&corev3.HealthCheck_HttpHealthCheck{Path: "/degraded", Host: "h.example"}), addr); r.outcome != outcomeDegraded {
@@ -194,7 +194,7 @@ func TestTCPProbe(t *testing.T) {
 	// A mismatch waits for the right bytes until the timeout.
 	ctxProbe := func(cfg *Config) (result, error) {
 		c, _ := New(cfg, Env{Scope: stats.NewStore().Scope("x."), Dial: plainDial})
-		p := c.newProber(addr)
+		p := c.newProber(addr, &upstream.Host{Address: addr})
 		defer p.close()
 		deadline := time.Now().Add(200 * time.Millisecond)
 		r := p.probe(context.Background(), deadline)
