@@ -60,8 +60,7 @@ type hcState struct {
 }
 
 // newHealthChecker builds the cluster's health checker; its sessions
-// start with startHealthChecks. A failure to open the event log is
-// logged and the checks run without it.
+// (and its event log) start with startHealthChecks.
 func (c *Cluster) newHealthChecker(cfg *healthcheck.Config, scope stats.Scope, d clusterDeps) {
 	env := healthcheck.Env{
 		Cluster:    c.settings.name,
@@ -75,13 +74,7 @@ func (c *Cluster) newHealthChecker(cfg *healthcheck.Config, scope stats.Scope, d
 		Rand:       d.rand,
 		Log:        d.log,
 	}
-	ck, err := healthcheck.New(cfg, env)
-	if err != nil {
-		d.log.Error(err, "health check event log not opened; checks run without it", "cluster", c.settings.name)
-		cfg.EventLogPath = ""
-		ck, _ = healthcheck.New(cfg, env)
-	}
-	c.hc = &hcState{checker: ck, warm: make(chan struct{}), stopped: make(chan struct{})}
+	c.hc = &hcState{checker: healthcheck.New(cfg, env), warm: make(chan struct{}), stopped: make(chan struct{})}
 	if c.eds != nil {
 		c.hc.hostsWarm = c.eds.warm
 	}

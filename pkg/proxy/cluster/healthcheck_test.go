@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -156,5 +157,68 @@ func TestEDSUpdateKeepsHealth(t *testing.T) {
 	}
 	if !again.Healthy() || again.HasHealthFlag(upstream.FailedActiveHC) {
 		t.Fatalf("kept host lost its health: flags %b", again.HealthFlags())
+	}
+}
+
+func TestDiscoveredClusterWarmsOnItsFirstChecksAndStopsOnRemoval(t *testing.T) {
+	gate := make(chan struct{})
+	var checks atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		checks.Add(1)
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	defer func() {
+		select {
+		case <-gate:
+		default:
+			close(gate)
+		}
+	}()
+	_, p, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	m, _, clock := newTestManager(t, `[]`)
+	cfgs := parseClusters(t, `
+- name: hc
+  load_assignment: {cluster_name: hc, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: `+p+`}}}}]}]}
+  health_checks: [{timeout: 5s, interval: 0.05s, no_traffic_interval: 0.05s, unhealthy_threshold: 1, healthy_threshold: 1, http_health_check: {path: /healthz}}]`)
+	if err := m.ApplyDiscovered(cfgs, "v1", clock.now()); err != nil {
+		t.Fatal(err)
+	}
+	// The first check hangs on the gate: the cluster warms meanwhile.
+	for deadline := time.Now().Add(5 * time.Second); checks.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("no check came")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if m.Cluster("hc") != nil {
+		t.Fatal("the cluster serves before its first checks ended")
+	}
+	close(gate)
+	select {
+	case <-m.DiscoveredWarmed():
+	case <-time.After(5 * time.Second):
+		t.Fatal("never warm")
+	}
+	c := m.Cluster("hc")
+	if c == nil || !c.Hosts()[0].Healthy() {
+		t.Fatal("the warm cluster is not active with its host healthy")
+	}
+	// Removed, it checks no more.
+	if err := m.ApplyDiscovered(nil, "v2", clock.now()); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		before := checks.Load()
+		time.Sleep(200 * time.Millisecond)
+		if checks.Load() == before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("checks go on after the cluster's removal")
+		}
 	}
 }

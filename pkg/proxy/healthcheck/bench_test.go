@@ -26,10 +26,7 @@ func BenchmarkHTTP1Check(b *testing.B) {
 	if len(errs) > 0 {
 		b.Fatal(errs)
 	}
-	c, err := New(cfg, Env{Cluster: "svc", Scope: stats.NewStore().Scope("cluster.svc."), Dial: plainDial})
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := New(cfg, Env{Cluster: "svc", Scope: stats.NewStore().Scope("cluster.svc."), Dial: plainDial})
 	defer c.Stop()
 	c.Sync([]*upstream.Host{{Address: strings.TrimPrefix(srv.URL, "http://")}})
 	var s *session

@@ -63,8 +63,8 @@ type Checker struct {
 	wg       sync.WaitGroup
 }
 
-// New builds a checker; it opens the event log, if any.
-func New(cfg *Config, env Env) (*Checker, error) {
+// New builds a checker; nothing runs until Start.
+func New(cfg *Config, env Env) *Checker {
 	if env.Now == nil {
 		env.Now = time.Now
 	}
@@ -77,15 +77,22 @@ func New(cfg *Config, env Env) (*Checker, error) {
 	if env.Changed == nil {
 		env.Changed = func() {}
 	}
-	c := &Checker{cfg: cfg, env: env, stats: newCheckerStats(env.Scope), sessions: map[string]*session{}}
-	if cfg.EventLogPath != "" {
-		ev, err := openEventLog(cfg.EventLogPath, cfg.Kind, env.Cluster, env.Now)
-		if err != nil {
-			return nil, err
-		}
-		c.events = ev
+	return &Checker{cfg: cfg, env: env, stats: newCheckerStats(env.Scope), sessions: map[string]*session{}}
+}
+
+// openEvents opens the event log, if any: when the checks start, so that
+// validating a configuration creates no file. A file that cannot be
+// opened is logged, and the checks run without it. c.mu is held.
+func (c *Checker) openEvents() {
+	if c.cfg.EventLogPath == "" || c.events != nil {
+		return
 	}
-	return c, nil
+	ev, err := openEventLog(c.cfg.EventLogPath, c.cfg.Kind, c.env.Cluster, c.env.Now)
+	if err != nil {
+		c.env.Log.Error(err, "health check event log not opened; checks run without it", "cluster", c.env.Cluster)
+		return
+	}
+	c.events = ev
 }
 
 // Sync makes the checker follow hosts, the cluster's new host set; the
@@ -142,6 +149,7 @@ func (c *Checker) Start() {
 		return
 	}
 	c.started = true
+	c.openEvents()
 	for _, s := range c.sessions {
 		c.launchLocked(s)
 	}
@@ -183,6 +191,8 @@ func (c *Checker) Stop() {
 	}
 	c.mu.Unlock()
 	c.wg.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.events != nil {
 		c.events.close()
 	}

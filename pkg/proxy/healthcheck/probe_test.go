@@ -53,10 +53,7 @@ func healthCheck(kind func(*corev3.HealthCheck)) *corev3.HealthCheck {
 
 func probeOnce(t *testing.T, cfg *Config, addr string) result {
 	t.Helper()
-	c, err := New(cfg, Env{Cluster: "svc", Scope: stats.NewStore().Scope("cluster.svc."), Dial: plainDial})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := New(cfg, Env{Cluster: "svc", Scope: stats.NewStore().Scope("cluster.svc."), Dial: plainDial})
 	p := c.newProber(addr, &upstream.Host{Address: addr})
 	defer p.close()
 	return p.probe(context.Background(), time.Now().Add(2*time.Second))
@@ -193,7 +190,7 @@ func TestTCPProbe(t *testing.T) {
 	}
 	// A mismatch waits for the right bytes until the timeout.
 	ctxProbe := func(cfg *Config) (result, error) {
-		c, _ := New(cfg, Env{Scope: stats.NewStore().Scope("x."), Dial: plainDial})
+		c := New(cfg, Env{Scope: stats.NewStore().Scope("x."), Dial: plainDial})
 		p := c.newProber(addr, &upstream.Host{Address: addr})
 		defer p.close()
 		deadline := time.Now().Add(200 * time.Millisecond)
@@ -248,10 +245,7 @@ func TestStartStopLeavesNoGoroutine(t *testing.T) {
 		hc.HealthChecker = &corev3.HealthCheck_HttpHealthCheck_{HttpHealthCheck: &corev3.HealthCheck_HttpHealthCheck{Path: "/"}}
 	}), false)
 	var changes atomic.Int32
-	c, err := New(cfg, Env{Cluster: "svc", Scope: stats.NewStore().Scope("cluster.svc."), Dial: plainDial, Changed: func() { changes.Add(1) }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := New(cfg, Env{Cluster: "svc", Scope: stats.NewStore().Scope("cluster.svc."), Dial: plainDial, Changed: func() { changes.Add(1) }})
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	hosts := []*upstream.Host{{Address: addr}, {Address: "127.0.0.1:1"}}
 	c.Sync(hosts)

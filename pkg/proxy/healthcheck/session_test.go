@@ -20,14 +20,15 @@ func testChecker(t *testing.T, cfg Config, traffic bool) (*Checker, *session, *u
 	cfg.tcp = &tcpConfig{}
 	cfg.EventLogPath = filepath.Join(t.TempDir(), "events.log")
 	store := stats.NewStore()
-	c, err := New(&cfg, Env{
+	c := New(&cfg, Env{
 		Cluster:    "svc",
 		Scope:      store.Scope("cluster.svc."),
 		HadTraffic: func() bool { return traffic },
 		Rand:       func() uint64 { return 0 },
 	})
-	if err != nil {
-		t.Fatal(err)
+	c.openEvents()
+	if c.events == nil {
+		t.Fatal("event log not opened")
 	}
 	t.Cleanup(c.Stop)
 	h := &upstream.Host{Address: "127.0.0.1:8080", Cluster: "svc"}
