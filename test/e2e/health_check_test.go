@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -344,6 +346,39 @@ var _ = Describe("Active health checking", func() {
 		Eventually(func() string { return hostFlags(s, "grpc", addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("/failed_active_hc"))
 		hs.SetServingStatus("orders", healthpb.HealthCheckResponse_SERVING)
 		Eventually(func() string { return hostFlags(s, "grpc", addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("healthy"))
+	})
+
+	It("checks TLS hosts through the cluster's TLS, over HTTP/1.1 and HTTP/2 by ALPN", func() {
+		dir := newDir()
+		f := newTLSFiles(dir)
+		Expect(os.MkdirAll(filepath.Join(dir, "other"), 0o700)).To(Succeed())
+		other := newTLSFiles(filepath.Join(dir, "other"))
+		up := startTLSUpstream(f, false)
+		trust := func(ca string) string {
+			return upstreamTLS(`, sni: a.example.com, common_tls_context: {validation_context: {trusted_ca: {filename: ` + ca + `}}}`)
+		}
+		// The upstream answers with the protocol it saw: the receive
+		// payload proves which one the check spoke.
+		check := func(codec, proto string) string {
+			return `, health_checks: [{timeout: 1s, interval: 0.1s, no_traffic_interval: 0.1s, unhealthy_threshold: 1, healthy_threshold: 1,
+				http_health_check: {path: /healthz, codec_client_type: ` + codec + `, receive: [{binary: "` + base64.StdEncoding.EncodeToString([]byte(proto)) + `"}]}}]`
+		}
+		port := freePort()
+		chain := `{filters: [` + routingHCM("-", "h1", "h2", "untrusted") + `]}`
+		s := Start(dir, tlsBootstrap(port, "", []string{chain},
+			tlsCluster("h1", up, trust(f.ca), check("HTTP1", "alpn=http/1.1 proto=HTTP/1.1")),
+			tlsCluster("h2", up, trust(f.ca), ", "+unwrapFlow(h2cOptions())+check("HTTP2", "alpn=h2 proto=HTTP/2.0")),
+			tlsCluster("untrusted", up, trust(other.ca), check("HTTP1", "alpn")),
+		))
+		s.WaitLive()
+		addr := "127.0.0.1:" + strconv.Itoa(up)
+		Expect(hostFlags(s, "h1", addr)).To(Equal("healthy"))
+		Expect(hostFlags(s, "h2", addr)).To(Equal("healthy"))
+		// A server certificate the cluster does not trust fails the check.
+		Expect(hostFlags(s, "untrusted", addr)).To(Equal("/failed_active_hc"))
+		Expect(strconv.Atoi(statValue(s, "cluster.untrusted.health_check.network_failure"))).To(BeNumerically(">=", 1))
+		// Checks are not traffic.
+		Expect(statValue(s, "cluster.h1.upstream_cx_total")).To(Equal("0"))
 	})
 
 	DescribeTable("refuses nonsense with the field's path",
