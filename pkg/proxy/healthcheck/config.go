@@ -8,6 +8,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
@@ -160,16 +161,18 @@ func Compile(hc *corev3.HealthCheck, ci ClusterInfo) (*Config, []error) {
 		EventLogPath: hc.GetEventLogPath(),
 		ALPN:         hc.GetTlsOptions().GetAlpnProtocols(),
 	}
-	if t := hc.GetUnhealthyThreshold(); t == nil {
-		bad("unhealthy_threshold", "required")
-	} else {
-		c.UnhealthyThreshold = max(t.GetValue(), 1)
+	// A threshold of 0 would never be reached (Envoy counts up to it).
+	threshold := func(field string, t *wrapperspb.UInt32Value) uint32 {
+		switch {
+		case t == nil:
+			bad(field, "required")
+		case t.GetValue() == 0:
+			bad(field, "must be at least 1")
+		}
+		return max(t.GetValue(), 1)
 	}
-	if t := hc.GetHealthyThreshold(); t == nil {
-		bad("healthy_threshold", "required")
-	} else {
-		c.HealthyThreshold = max(t.GetValue(), 1)
-	}
+	c.UnhealthyThreshold = threshold("unhealthy_threshold", hc.GetUnhealthyThreshold())
+	c.HealthyThreshold = threshold("healthy_threshold", hc.GetHealthyThreshold())
 	if p := hc.GetAltPort(); p != nil {
 		if v := p.GetValue(); v == 0 || v > 65535 {
 			bad("alt_port", "%d is not a port (1 to 65535)", v)
