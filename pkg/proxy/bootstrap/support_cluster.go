@@ -64,6 +64,7 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 
 	// Active health checks (pkg/proxy/healthcheck): one per cluster.
 	"envoy.config.cluster.v3.Cluster.health_checks":                              {},
+	"envoy.config.cluster.v3.Cluster.ignore_health_on_host_removal":              {},
 	"envoy.config.core.v3.HealthCheck.timeout":                                   {},
 	"envoy.config.core.v3.HealthCheck.interval":                                  {},
 	"envoy.config.core.v3.HealthCheck.initial_jitter":                            {},

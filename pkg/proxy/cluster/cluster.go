@@ -168,6 +168,12 @@ func (c *Cluster) SetHosts(priorities [][]*upstream.Host) {
 func (c *Cluster) install(priorities [][]*upstream.Host, counted bool) {
 	c.updateMu.Lock()
 	defer c.updateMu.Unlock()
+	c.installLocked(priorities, counted)
+}
+
+// installLocked is install with c.updateMu held.
+func (c *Cluster) installLocked(priorities [][]*upstream.Host, counted bool) {
+	priorities = c.keepHealthyRemoved(priorities)
 	old := c.set.Load()
 	hs := &hostSet{priorities: priorities}
 	for _, level := range priorities {

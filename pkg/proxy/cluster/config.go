@@ -59,8 +59,10 @@ type settings struct {
 	// eds is an EDS cluster's settings (its hosts come from the endpoint
 	// discovery service), nil for other types.
 	eds *edsSettings
-	// hc is the cluster's health check, nil for none.
-	hc *healthcheck.Config
+	// hc is the cluster's health check, nil for none;
+	// ignoreHealthOnRemoval is ignore_health_on_host_removal.
+	hc                    *healthcheck.Config
+	ignoreHealthOnRemoval bool
 	// notes are things worth a warning that are not errors: settings
 	// Envoy ignores for the cluster's type, accepted as Envoy does.
 	notes []string
@@ -157,6 +159,7 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	errs = append(errs, errList...)
 	s.hc, errList = buildHealthCheck(c, s, isOrigDst)
 	errs = append(errs, errList...)
+	s.ignoreHealthOnRemoval = c.GetIgnoreHealthOnHostRemoval()
 
 	s.thresholds, errList = buildThresholds(c.GetCircuitBreakers())
 	for _, err := range errList {

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -68,7 +69,7 @@ func (c *Cluster) newHealthChecker(cfg *healthcheck.Config, scope stats.Scope, d
 		Dial:       c.dialCheck,
 		TLS:        c.settings.tls != nil,
 		HadTraffic: func() bool { return c.stats.UpstreamCxTotal.Value() > 0 },
-		Changed:    c.HealthChanged,
+		Changed:    c.healthChanged,
 		Runtime:    d.runtime,
 		Now:        d.now,
 		Rand:       d.rand,
@@ -154,6 +155,66 @@ func (c *Cluster) ImmediateHealthCheckFail(h *upstream.Host) {
 	if c.hc != nil {
 		c.hc.checker.ImmediateFail(h)
 	}
+}
+
+// keepHealthyRemoved is Envoy's rule for a health-checked cluster's hosts
+// that discovery (DNS, EDS) removes: a host still passing its checks
+// stays, flagged /pending_dynamic_removal, until it fails one
+// (healthChanged then drops it), unless ignore_health_on_host_removal
+// says to drop it at once. A kept host that discovery brings back loses
+// the flag. c.updateMu is held.
+func (c *Cluster) keepHealthyRemoved(priorities [][]*upstream.Host) [][]*upstream.Host {
+	old := c.set.Load()
+	if c.hc == nil || c.settings.ignoreHealthOnRemoval || old == nil {
+		return priorities
+	}
+	wanted := map[string]bool{}
+	for _, level := range priorities {
+		for _, h := range level {
+			wanted[h.Address] = true
+		}
+	}
+	for _, h := range old.hosts {
+		if wanted[h.Address] {
+			// Back in the set: the flag would be copied to the new host.
+			h.ClearHealthFlag(upstream.PendingDynamicRemoval)
+			continue
+		}
+		if h.HasHealthFlag(upstream.FailedActiveHC) || h.FailedEDSHealth() {
+			continue
+		}
+		h.SetHealthFlag(upstream.PendingDynamicRemoval)
+		p := int(h.Priority)
+		for len(priorities) <= p {
+			priorities = append(priorities, nil)
+		}
+		priorities[p] = append(priorities[p], h)
+	}
+	return priorities
+}
+
+// healthChanged follows a change of a host's health: a failed host that
+// discovery removed leaves the set; otherwise the load balancer is
+// rebuilt (HealthChanged).
+func (c *Cluster) healthChanged() {
+	c.updateMu.Lock()
+	hs := c.set.Load()
+	gone := func(h *upstream.Host) bool { return h.HasHealthFlag(upstream.PendingDynamicRemoval) && !h.Healthy() }
+	if hs == nil || !slices.ContainsFunc(hs.hosts, gone) {
+		c.updateMu.Unlock()
+		c.HealthChanged()
+		return
+	}
+	defer c.updateMu.Unlock()
+	levels := make([][]*upstream.Host, len(hs.priorities))
+	for i, level := range hs.priorities {
+		for _, h := range level {
+			if !gone(h) {
+				levels[i] = append(levels[i], h)
+			}
+		}
+	}
+	c.installLocked(levels, true)
 }
 
 // dialCheck opens a health check's connection: the cluster's dialer

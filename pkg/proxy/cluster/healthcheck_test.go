@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -220,5 +221,78 @@ func TestDiscoveredClusterWarmsOnItsFirstChecksAndStopsOnRemoval(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("checks go on after the cluster's removal")
 		}
+	}
+}
+
+// edsAssignment is a load assignment of cluster name with one endpoint
+// per address ("127.0.0.1:port").
+func edsAssignment(t *testing.T, name string, addrs ...string) *endpointv3.ClusterLoadAssignment {
+	t.Helper()
+	cla := &endpointv3.ClusterLoadAssignment{ClusterName: name, Endpoints: []*endpointv3.LocalityLbEndpoints{{}}}
+	for _, a := range addrs {
+		_, p, _ := net.SplitHostPort(a)
+		pn, _ := strconv.Atoi(p)
+		cla.Endpoints[0].LbEndpoints = append(cla.Endpoints[0].LbEndpoints, &endpointv3.LbEndpoint{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
+			Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+				Address: "127.0.0.1", PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: uint32(pn)},
+			}}},
+		}}})
+	}
+	return cla
+}
+
+func TestRemovedHostStaysWhileHealthy(t *testing.T) {
+	a, _ := flakyUpstream(t)
+	b, setB := flakyUpstream(t)
+	for _, ignore := range []bool{false, true} {
+		m, _, _ := newTestManager(t, `
+- name: backend
+  type: EDS
+  ignore_health_on_host_removal: `+strconv.FormatBool(ignore)+`
+  health_checks: [{timeout: 1s, interval: 0.05s, no_traffic_interval: 0.05s, unhealthy_threshold: 1, healthy_threshold: 1, http_health_check: {path: /healthz}}]`)
+		c := m.Cluster("backend")
+		m.Start()
+		set := func(addrs ...string) {
+			p, err := c.EDSHosts(edsAssignment(t, "backend", addrs...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.SetEDSHosts(p)
+		}
+		set(a, b)
+		<-m.Warmed()
+		addrs := func() []string {
+			var out []string
+			for _, h := range c.Hosts() {
+				out = append(out, h.Address)
+			}
+			return out
+		}
+		set(a)
+		if ignore {
+			if got := addrs(); !slices.Equal(got, []string{a}) {
+				t.Fatalf("ignore_health_on_host_removal: hosts %v, want only %s", got, a)
+			}
+			continue
+		}
+		hosts := c.Hosts()
+		if len(hosts) != 2 || hosts[1].Address != b || !hosts[1].HasHealthFlag(upstream.PendingDynamicRemoval) || !hosts[1].Healthy() {
+			t.Fatalf("the removed healthy host is not kept pending removal: %v", addrs())
+		}
+		// Back in the assignment, it loses the flag.
+		set(a, b)
+		if h := c.Hosts()[1]; h.HasHealthFlag(upstream.PendingDynamicRemoval) {
+			t.Fatal("a host discovery brought back is still pending removal")
+		}
+		set(a)
+		setB(503)
+		deadline := time.Now().Add(5 * time.Second)
+		for len(c.Hosts()) != 1 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got := addrs(); !slices.Equal(got, []string{a}) {
+			t.Fatalf("after its failure the removed host is still there: %v", got)
+		}
+		setB(200)
 	}
 }
