@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -342,5 +343,48 @@ func TestHTTP2Probe(t *testing.T) {
 	}
 	if r := probeOnce(t, check("/degraded"), addr); r.outcome != outcomeDegraded {
 		t.Errorf("h2c /degraded: %+v", r)
+	}
+}
+
+func TestAltPortAndReuseConnection(t *testing.T) {
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	pn, _ := strconv.Atoi(port)
+	for _, reuse := range []bool{true, false} {
+		conns.Store(0)
+		cfg := compiled(t, healthCheck(func(hc *corev3.HealthCheck) {
+			hc.AltPort = wrapperspb.UInt32(uint32(pn))
+			hc.ReuseConnection = wrapperspb.Bool(reuse)
+			hc.HealthChecker = &corev3.HealthCheck_HttpHealthCheck_{HttpHealthCheck: &corev3.HealthCheck_HttpHealthCheck{Path: "/"}}
+		}), false)
+		c := New(cfg, Env{Cluster: "svc", Scope: stats.NewStore().Scope("cluster.svc."), Dial: plainDial})
+		// The host's own port has nothing listening: alt_port is where
+		// checks go.
+		addr := c.checkAddress("127.0.0.1:1")
+		if addr != "127.0.0.1:"+port {
+			t.Fatalf("check address %s, want port %s", addr, port)
+		}
+		p := c.newProber(addr, &upstream.Host{Address: "127.0.0.1:1"})
+		for i := 0; i < 3; i++ {
+			if r := p.probe(context.Background(), time.Now().Add(2*time.Second)); r.outcome != outcomeSuccess {
+				t.Fatalf("reuse=%v check %d: %+v", reuse, i, r)
+			}
+		}
+		p.close()
+		want := int32(1)
+		if !reuse {
+			want = 3
+		}
+		if got := conns.Load(); got != want {
+			t.Errorf("reuse_connection %v: %d connections for 3 checks, want %d", reuse, got, want)
+		}
 	}
 }
