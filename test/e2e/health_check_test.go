@@ -225,7 +225,10 @@ var _ = Describe("Active health checking", func() {
 		s.WaitLive()
 		b.set("passive")
 		Expect(servedBy(port, 4)).To(HaveKey("200 b")) // round robin reaches b, which answers with the header
-		Expect(hostFlags(s, "web", b.addr)).To(Equal("/failed_active_hc/excluded_via_immediate_hc_fail"))
+		// The proxy hands the header to the checker once the answer is
+		// relayed.
+		Eventually(func() string { return hostFlags(s, "web", b.addr) }, 5*time.Second, 20*time.Millisecond).
+			Should(Equal("/failed_active_hc/excluded_via_immediate_hc_fail"))
 		Expect(statValue(s, "cluster.web.health_check.passive_failure")).To(Equal("1"))
 		Expect(servedBy(port, 6)).To(Equal(map[string]int{"200 a": 6}))
 		Expect(hcEventOf(hcEvents(events), "eject_unhealthy_event", portNum(b.addr))).To(HaveKeyWithValue("failure_type", "PASSIVE"))
