@@ -121,7 +121,8 @@ func hcEventOf(events []map[string]any, kind string, port int) map[string]any {
 }
 
 // servedBy sends n requests through the listener and counts the answers
-// of each upstream name.
+// of each upstream name. The balancer is rebuilt just after a host's
+// flags change, so specs poll it.
 func servedBy(port, n int) map[string]int {
 	GinkgoHelper()
 	c := &http.Client{Timeout: 10 * time.Second}
@@ -174,7 +175,7 @@ var _ = Describe("Active health checking", func() {
 		Eventually(func() string { return hostFlags(s, "web", b.addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("/failed_active_hc"))
 		Expect(hcEventOf(hcEvents(events), "eject_unhealthy_event", portNum(b.addr))).To(And(
 			HaveKeyWithValue("failure_type", "ACTIVE"), HaveKeyWithValue("http_status_code", float64(503))))
-		Expect(servedBy(port, 10)).To(Equal(map[string]int{"200 a": 10}))
+		Eventually(func() map[string]int { return servedBy(port, 10) }, 5*time.Second).Should(Equal(map[string]int{"200 a": 10}))
 		Expect(strconv.Atoi(statValue(s, "cluster.web.health_check.failure"))).To(BeNumerically(">=", 2))
 		Expect(strconv.Atoi(statValue(s, "cluster.web.health_check.attempt"))).To(BeNumerically(">=", 4))
 		Expect(strconv.Atoi(statValue(s, "cluster.web.health_check.success"))).To(BeNumerically(">=", 2))
@@ -206,7 +207,7 @@ var _ = Describe("Active health checking", func() {
 		Eventually(func() string { return hostFlags(s, "web", b.addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("/degraded_active_hc"))
 		Expect(statValue(s, "cluster.web.health_check.degraded")).To(Equal("1"))
 		Expect(statValue(s, "cluster.web.membership_degraded")).To(Equal("1"))
-		Expect(servedBy(port, 20)).To(Equal(map[string]int{"200 a": 20}))
+		Eventually(func() map[string]int { return servedBy(port, 20) }, 5*time.Second).Should(Equal(map[string]int{"200 a": 20}))
 		Expect(hcEventOf(hcEvents(events), "degraded_healthy_host", portNum(b.addr))).NotTo(BeNil())
 		b.set("ok")
 		Eventually(func() string { return hostFlags(s, "web", b.addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("healthy"))
@@ -230,7 +231,7 @@ var _ = Describe("Active health checking", func() {
 		Eventually(func() string { return hostFlags(s, "web", b.addr) }, 5*time.Second, 20*time.Millisecond).
 			Should(Equal("/failed_active_hc/excluded_via_immediate_hc_fail"))
 		Expect(statValue(s, "cluster.web.health_check.passive_failure")).To(Equal("1"))
-		Expect(servedBy(port, 6)).To(Equal(map[string]int{"200 a": 6}))
+		Eventually(func() map[string]int { return servedBy(port, 6) }, 5*time.Second).Should(Equal(map[string]int{"200 a": 6}))
 		Expect(hcEventOf(hcEvents(events), "eject_unhealthy_event", portNum(b.addr))).To(HaveKeyWithValue("failure_type", "PASSIVE"))
 	})
 
@@ -245,7 +246,7 @@ var _ = Describe("Active health checking", func() {
 		b.set("hang")
 		Eventually(func() string { return hostFlags(s, "web", b.addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("/failed_active_hc/active_hc_timeout"))
 		Expect(strconv.Atoi(statValue(s, "cluster.web.health_check.network_failure"))).To(BeNumerically(">=", 2))
-		Expect(servedBy(port, 5)).To(Equal(map[string]int{"200 a": 5}))
+		Eventually(func() map[string]int { return servedBy(port, 5) }, 5*time.Second).Should(Equal(map[string]int{"200 a": 5}))
 		b.set("ok")
 		Eventually(func() string { return hostFlags(s, "web", b.addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("healthy"))
 	})
