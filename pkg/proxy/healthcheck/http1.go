@@ -14,6 +14,10 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
+// smallRequest is the size below which a check's request is written
+// without a write deadline (see probe).
+const smallRequest = 4096
+
 // maxResponseHead bounds the head of a check's answer (Envoy's default
 // max_response_headers_kb).
 const maxResponseHead = 80 << 10
@@ -64,7 +68,14 @@ func (p *http1Prober) probe(ctx context.Context, deadline time.Time) result {
 			p.br.Reset(conn)
 		}
 	}
-	_ = p.conn.SetDeadline(deadline)
+	if len(p.req) > smallRequest {
+		_ = p.conn.SetDeadline(deadline)
+	} else {
+		// Checks go one at a time: the last answer came, so the socket's
+		// send buffer is empty and a small request cannot block. One
+		// deadline per check is cheaper than two.
+		_ = p.conn.SetReadDeadline(deadline)
+	}
 	if _, err := p.conn.Write(p.req); err != nil {
 		p.close()
 		return result{outcome: outcomeNetwork}
@@ -74,7 +85,23 @@ func (p *http1Prober) probe(ctx context.Context, deadline time.Time) result {
 		p.close()
 		return result{outcome: outcomeNetwork}
 	}
-	got, complete := readBody(p.c, head.body(p.br))
+	var (
+		got      []byte
+		complete bool
+	)
+	if len(p.c.cfg.http.receive) == 0 && !head.chunked && (head.noBody || head.length >= 0) {
+		// Nothing to look for in the body: skip it in the buffer.
+		complete = true
+		if !head.noBody && head.length > 0 {
+			if head.length > drainLimit {
+				complete = false
+			} else if _, err := p.br.Discard(int(head.length)); err != nil {
+				complete = false
+			}
+		}
+	} else {
+		got, complete = readBody(p.c, head.body(p.br))
+	}
 	r := judge(p.c, head, got)
 	if !complete || head.close || !p.c.cfg.ReuseConnection {
 		p.close()
@@ -158,8 +185,14 @@ func readOneHead(br *bufio.Reader) (respHead, error) {
 		return h, errBadHead
 	}
 	h.close = line[7] == '0'
-	code, err := strconv.Atoi(string(line[9:12]))
-	if err != nil || code < 100 || code > 999 {
+	code := 0
+	for _, d := range line[9:12] {
+		if d < '0' || d > '9' {
+			return h, errBadHead
+		}
+		code = code*10 + int(d-'0')
+	}
+	if code < 100 {
 		return h, errBadHead
 	}
 	h.status = code
