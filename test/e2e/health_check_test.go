@@ -231,6 +231,7 @@ var _ = Describe("Active health checking", func() {
 		Eventually(func() string { return hostFlags(s, "web", b.addr) }, 5*time.Second, 20*time.Millisecond).
 			Should(Equal("/failed_active_hc/excluded_via_immediate_hc_fail"))
 		Expect(statValue(s, "cluster.web.health_check.passive_failure")).To(Equal("1"))
+		Eventually(func() string { return statValue(s, "cluster.web.membership_excluded") }, 5*time.Second, 20*time.Millisecond).Should(Equal("1"))
 		Eventually(func() map[string]int { return servedBy(port, 6) }, 5*time.Second).Should(Equal(map[string]int{"200 a": 6}))
 		Expect(hcEventOf(hcEvents(events), "eject_unhealthy_event", portNum(b.addr))).To(HaveKeyWithValue("failure_type", "PASSIVE"))
 	})

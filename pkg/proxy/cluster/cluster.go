@@ -248,9 +248,13 @@ func (hs *hostSet) pool(h *upstream.Host) *http1Pool {
 
 // publishMembership sets the membership gauges from the hosts' health.
 func (c *Cluster) publishMembership(hs *hostSet, counted bool) {
-	var healthy, degraded int64
+	var healthy, degraded, excluded int64
 	var maxWeight uint32
 	for _, h := range hs.hosts {
+		if h.HealthFlags()&(upstream.PendingActiveHC|upstream.ExcludedViaImmediateHCFail) != 0 {
+			// Envoy's excluded hosts.
+			excluded++
+		}
 		switch {
 		case !h.Healthy():
 		case h.Degraded():
@@ -263,7 +267,7 @@ func (c *Cluster) publishMembership(hs *hostSet, counted bool) {
 	c.stats.MembershipTotal.Set(int64(len(hs.hosts)))
 	c.stats.MembershipHealthy.Set(healthy)
 	c.stats.MembershipDegraded.Set(degraded)
-	c.stats.MembershipExcluded.Set(0)
+	c.stats.MembershipExcluded.Set(excluded)
 	if counted {
 		c.stats.MembershipChange.Inc()
 	}
