@@ -77,8 +77,8 @@ func hcEndpoints(name string, ports ...int) string {
 	return `load_assignment: {cluster_name: ` + name + `, endpoints: [{lb_endpoints: [` + strings.Join(eps, ", ") + `]}]}`
 }
 
-// hostFlags reads a host's health_flags from /clusters.
-func hostFlags(s *Sidecar, cluster, addr string) string {
+// clusterHostFlags reads a host's health_flags from /clusters.
+func clusterHostFlags(s *Sidecar, cluster, addr string) string {
 	GinkgoHelper()
 	prefix := cluster + "::" + addr + "::health_flags::"
 	for line := range strings.SplitSeq(s.Get("/clusters").Body, "\n") {
@@ -150,8 +150,8 @@ var _ = Describe("Active health checking", func() {
 				`, event_log_path: ` + events + `, http_health_check: {path: /healthz}}]}`}}}.YAML())
 		s.WaitLive()
 		// The cluster warmed after the first round: b is already failed.
-		Expect(hostFlags(s, "web", b.addr)).To(Equal("/failed_active_hc"))
-		Expect(hostFlags(s, "web", a.addr)).To(Equal("healthy"))
+		Expect(clusterHostFlags(s, "web", b.addr)).To(Equal("/failed_active_hc"))
+		Expect(clusterHostFlags(s, "web", a.addr)).To(Equal("healthy"))
 		Expect(statValue(s, "cluster.web.health_check.healthy")).To(Equal("1"))
 		Expect(statValue(s, "cluster.web.membership_healthy")).To(Equal("1"))
 		Expect(servedBy(port, 10)).To(Equal(map[string]int{"200 a": 10}))
@@ -165,14 +165,14 @@ var _ = Describe("Active health checking", func() {
 		// Healed, b is back after healthy_threshold passes and takes
 		// traffic again.
 		b.set("ok")
-		Eventually(func() string { return hostFlags(s, "web", b.addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("healthy"))
+		Eventually(func() string { return clusterHostFlags(s, "web", b.addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("healthy"))
 		Eventually(func() map[string]int { return servedBy(port, 10) }, 10*time.Second).Should(HaveKey("200 b"))
 		Expect(hcEventOf(hcEvents(events), "add_healthy_event", portNum(b.addr))).To(HaveKeyWithValue("first_check", false))
 
 		// An answer off the expected statuses ejects it (failure_type
 		// ACTIVE, with the status), and traffic leaves it.
 		b.set("503")
-		Eventually(func() string { return hostFlags(s, "web", b.addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("/failed_active_hc"))
+		Eventually(func() string { return clusterHostFlags(s, "web", b.addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("/failed_active_hc"))
 		Expect(hcEventOf(hcEvents(events), "eject_unhealthy_event", portNum(b.addr))).To(And(
 			HaveKeyWithValue("failure_type", "ACTIVE"), HaveKeyWithValue("http_status_code", float64(503))))
 		Eventually(func() map[string]int { return servedBy(port, 10) }, 5*time.Second).Should(Equal(map[string]int{"200 a": 10}))
@@ -187,9 +187,9 @@ var _ = Describe("Active health checking", func() {
 
 		// x-envoy-immediate-health-check-fail also excludes it.
 		b.set("ok")
-		Eventually(func() string { return hostFlags(s, "web", b.addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("healthy"))
+		Eventually(func() string { return clusterHostFlags(s, "web", b.addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("healthy"))
 		b.set("immediate")
-		Eventually(func() string { return hostFlags(s, "web", b.addr) }, 10*time.Second, 50*time.Millisecond).
+		Eventually(func() string { return clusterHostFlags(s, "web", b.addr) }, 10*time.Second, 50*time.Millisecond).
 			Should(Equal("/failed_active_hc/excluded_via_immediate_hc_fail"))
 	})
 
@@ -204,13 +204,13 @@ var _ = Describe("Active health checking", func() {
 				`, event_log_path: ` + events + `, http_health_check: {path: /healthz}}]}`}}}.YAML())
 		s.WaitLive()
 		b.set("degraded")
-		Eventually(func() string { return hostFlags(s, "web", b.addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("/degraded_active_hc"))
+		Eventually(func() string { return clusterHostFlags(s, "web", b.addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("/degraded_active_hc"))
 		Expect(statValue(s, "cluster.web.health_check.degraded")).To(Equal("1"))
 		Expect(statValue(s, "cluster.web.membership_degraded")).To(Equal("1"))
 		Eventually(func() map[string]int { return servedBy(port, 20) }, 5*time.Second).Should(Equal(map[string]int{"200 a": 20}))
 		Expect(hcEventOf(hcEvents(events), "degraded_healthy_host", portNum(b.addr))).NotTo(BeNil())
 		b.set("ok")
-		Eventually(func() string { return hostFlags(s, "web", b.addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("healthy"))
+		Eventually(func() string { return clusterHostFlags(s, "web", b.addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("healthy"))
 		Expect(hcEventOf(hcEvents(events), "no_longer_degraded_host", portNum(b.addr))).NotTo(BeNil())
 		Expect(statValue(s, "cluster.web.health_check.degraded")).To(Equal("0"))
 	})
@@ -228,7 +228,7 @@ var _ = Describe("Active health checking", func() {
 		Expect(servedBy(port, 4)).To(HaveKey("200 b")) // round robin reaches b, which answers with the header
 		// The proxy hands the header to the checker once the answer is
 		// relayed.
-		Eventually(func() string { return hostFlags(s, "web", b.addr) }, 5*time.Second, 20*time.Millisecond).
+		Eventually(func() string { return clusterHostFlags(s, "web", b.addr) }, 5*time.Second, 20*time.Millisecond).
 			Should(Equal("/failed_active_hc/excluded_via_immediate_hc_fail"))
 		Expect(statValue(s, "cluster.web.health_check.passive_failure")).To(Equal("1"))
 		Eventually(func() string { return statValue(s, "cluster.web.membership_excluded") }, 5*time.Second, 20*time.Millisecond).Should(Equal("1"))
@@ -243,13 +243,13 @@ var _ = Describe("Active health checking", func() {
 			Extra: `{` + hcEndpoints("web", portNum(a.addr), portNum(b.addr)) +
 				`, health_checks: [{timeout: 0.2s, interval: 0.1s, no_traffic_interval: 0.1s, unhealthy_threshold: 2, healthy_threshold: 1, http_health_check: {path: /healthz}}]}`}}}.YAML())
 		s.WaitLive()
-		Expect(hostFlags(s, "web", b.addr)).To(Equal("healthy"))
+		Expect(clusterHostFlags(s, "web", b.addr)).To(Equal("healthy"))
 		b.set("hang")
-		Eventually(func() string { return hostFlags(s, "web", b.addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("/failed_active_hc/active_hc_timeout"))
+		Eventually(func() string { return clusterHostFlags(s, "web", b.addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("/failed_active_hc/active_hc_timeout"))
 		Expect(strconv.Atoi(statValue(s, "cluster.web.health_check.network_failure"))).To(BeNumerically(">=", 2))
 		Eventually(func() map[string]int { return servedBy(port, 5) }, 5*time.Second).Should(Equal(map[string]int{"200 a": 5}))
 		b.set("ok")
-		Eventually(func() string { return hostFlags(s, "web", b.addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("healthy"))
+		Eventually(func() string { return clusterHostFlags(s, "web", b.addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("healthy"))
 	})
 
 	It("fails a host whose connection is refused", func() {
@@ -259,7 +259,7 @@ var _ = Describe("Active health checking", func() {
 		s := Start(dir, proxySpec{Port: port, Clusters: []proxyCluster{{Name: "web", Port: portNum(a.addr),
 			Extra: `{` + hcEndpoints("web", portNum(a.addr), gone) + `, health_checks: [{` + fast + `, http_health_check: {path: /healthz}}]}`}}}.YAML())
 		s.WaitLive()
-		Expect(hostFlags(s, "web", "127.0.0.1:"+strconv.Itoa(gone))).To(Equal("/failed_active_hc"))
+		Expect(clusterHostFlags(s, "web", "127.0.0.1:"+strconv.Itoa(gone))).To(Equal("/failed_active_hc"))
 		Expect(servedBy(port, 5)).To(Equal(map[string]int{"200 a": 5}))
 		Expect(strconv.Atoi(statValue(s, "cluster.web.health_check.network_failure"))).To(BeNumerically(">=", 1))
 	})
@@ -317,15 +317,15 @@ var _ = Describe("Active health checking", func() {
 		}}.YAML())
 		s.WaitLive()
 		addr := ln.Addr().String()
-		Expect(hostFlags(s, "tcp", addr)).To(Equal("healthy"))
+		Expect(clusterHostFlags(s, "tcp", addr)).To(Equal("healthy"))
 		// A reply that does not match waits for the right bytes until the
 		// timeout.
 		reply.Store("pang")
-		Eventually(func() string { return hostFlags(s, "tcp", addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("/failed_active_hc/active_hc_timeout"))
+		Eventually(func() string { return clusterHostFlags(s, "tcp", addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("/failed_active_hc/active_hc_timeout"))
 		reply.Store("pong")
-		Eventually(func() string { return hostFlags(s, "tcp", addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("healthy"))
+		Eventually(func() string { return clusterHostFlags(s, "tcp", addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("healthy"))
 		down()
-		Eventually(func() string { return hostFlags(s, "tcp", addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("/failed_active_hc"))
+		Eventually(func() string { return clusterHostFlags(s, "tcp", addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("/failed_active_hc"))
 	})
 
 	It("checks gRPC hosts with grpc.health.v1 and follows SERVING", func() {
@@ -346,11 +346,11 @@ var _ = Describe("Active health checking", func() {
 		}}.YAML())
 		s.WaitLive()
 		addr := ln.Addr().String()
-		Expect(hostFlags(s, "grpc", addr)).To(Equal("healthy"))
+		Expect(clusterHostFlags(s, "grpc", addr)).To(Equal("healthy"))
 		hs.SetServingStatus("orders", healthpb.HealthCheckResponse_NOT_SERVING)
-		Eventually(func() string { return hostFlags(s, "grpc", addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("/failed_active_hc"))
+		Eventually(func() string { return clusterHostFlags(s, "grpc", addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("/failed_active_hc"))
 		hs.SetServingStatus("orders", healthpb.HealthCheckResponse_SERVING)
-		Eventually(func() string { return hostFlags(s, "grpc", addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("healthy"))
+		Eventually(func() string { return clusterHostFlags(s, "grpc", addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("healthy"))
 	})
 
 	It("checks TLS hosts through the cluster's TLS, over HTTP/1.1 and HTTP/2 by ALPN", func() {
@@ -377,10 +377,10 @@ var _ = Describe("Active health checking", func() {
 		))
 		s.WaitLive()
 		addr := "127.0.0.1:" + strconv.Itoa(up)
-		Expect(hostFlags(s, "h1", addr)).To(Equal("healthy"))
-		Expect(hostFlags(s, "h2", addr)).To(Equal("healthy"))
+		Expect(clusterHostFlags(s, "h1", addr)).To(Equal("healthy"))
+		Expect(clusterHostFlags(s, "h2", addr)).To(Equal("healthy"))
 		// A server certificate the cluster does not trust fails the check.
-		Expect(hostFlags(s, "untrusted", addr)).To(Equal("/failed_active_hc"))
+		Expect(clusterHostFlags(s, "untrusted", addr)).To(Equal("/failed_active_hc"))
 		Expect(strconv.Atoi(statValue(s, "cluster.untrusted.health_check.network_failure"))).To(BeNumerically(">=", 1))
 		// Checks are not traffic.
 		Expect(statValue(s, "cluster.h1.upstream_cx_total")).To(Equal("0"))
