@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"github.com/go-logr/logr"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/outlier"
@@ -93,6 +94,9 @@ type Cluster struct {
 	dynamic *dynamicOrigin
 	// outlier is the outlier detector, nil without outlier_detection.
 	outlier *outlier.Detector
+	// hc is the cluster's active health checking, nil for none
+	// (healthcheck.go).
+	hc *hcState
 }
 
 // hostSet is the cluster's hosts at one moment: built whole, then only
@@ -124,6 +128,7 @@ type clusterDeps struct {
 	// itself.
 	zones        *zoneSource
 	localCluster bool
+	log          logr.Logger
 }
 
 // newCluster builds a cluster from checked settings. A DNS cluster starts
@@ -179,6 +184,9 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 		c.eds = newEDSState()
 	}
 	c.outlier = c.newOutlierDetector(scope, d)
+	if s.hc != nil {
+		c.newHealthChecker(s.hc, scope, d)
+	}
 	// The initial empty set of a DNS or EDS cluster is no membership
 	// change.
 	c.install(priorities, s.dns == nil && s.eds == nil)
@@ -206,6 +214,12 @@ func (c *Cluster) SetHosts(priorities [][]*upstream.Host) {
 func (c *Cluster) install(priorities [][]*upstream.Host, counted bool) {
 	c.updateMu.Lock()
 	defer c.updateMu.Unlock()
+	c.installLocked(priorities, counted)
+}
+
+// installLocked is install with c.updateMu held.
+func (c *Cluster) installLocked(priorities [][]*upstream.Host, counted bool) {
+	priorities = c.keepHealthyRemoved(priorities)
 	old := c.set.Load()
 	hs := &hostSet{priorities: priorities}
 	for _, level := range priorities {
@@ -251,6 +265,7 @@ func (c *Cluster) install(priorities [][]*upstream.Host, counted bool) {
 		// path can pick it.
 		c.outlier.SetHosts(hs.hosts)
 	}
+	c.syncHealthChecks(hs)
 	c.set.Store(hs)
 	c.storeBalancer(hs, old)
 	c.publishMembership(hs, counted)
@@ -355,9 +370,13 @@ func (hs *hostSet) pool(h *upstream.Host) *http1Pool {
 
 // publishMembership sets the membership gauges from the hosts' health.
 func (c *Cluster) publishMembership(hs *hostSet, counted bool) {
-	var healthy, degraded int64
+	var healthy, degraded, excluded int64
 	var maxWeight uint32
 	for _, h := range hs.hosts {
+		if h.HealthFlags()&(upstream.PendingActiveHC|upstream.ExcludedViaImmediateHCFail) != 0 {
+			// Envoy's excluded hosts.
+			excluded++
+		}
 		switch {
 		case !h.Healthy():
 		case h.Degraded():
@@ -370,7 +389,7 @@ func (c *Cluster) publishMembership(hs *hostSet, counted bool) {
 	c.stats.MembershipTotal.Set(int64(len(hs.hosts)))
 	c.stats.MembershipHealthy.Set(healthy)
 	c.stats.MembershipDegraded.Set(degraded)
-	c.stats.MembershipExcluded.Set(0)
+	c.stats.MembershipExcluded.Set(excluded)
 	if counted {
 		c.stats.MembershipChange.Inc()
 	}
@@ -514,6 +533,7 @@ func (c *Cluster) isClosed() bool { return c.closed.Load() }
 // Close closes every connection of the cluster, idle or lent, and makes
 // later acquisitions fail with ErrClosed. Requests in flight fail.
 func (c *Cluster) Close() {
+	c.stopHealthChecks()
 	c.connsMu.Lock()
 	if c.closed.Load() {
 		c.connsMu.Unlock()

@@ -12,6 +12,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/healthcheck"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/outlier"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
@@ -71,6 +72,10 @@ type settings struct {
 	// eds is an EDS cluster's settings (its hosts come from the endpoint
 	// discovery service), nil for other types.
 	eds *edsSettings
+	// hc is the cluster's health check, nil for none;
+	// ignoreHealthOnRemoval is ignore_health_on_host_removal.
+	hc                    *healthcheck.Config
+	ignoreHealthOnRemoval bool
 	// notes are things worth a warning that are not errors: settings
 	// Envoy ignores for the cluster's type, accepted as Envoy does.
 	notes []string
@@ -184,6 +189,9 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	}
 	s.bind, errList = buildBind(c.GetUpstreamBindConfig())
 	errs = append(errs, errList...)
+	s.hc, errList = buildHealthCheck(c, s, isOrigDst)
+	errs = append(errs, errList...)
+	s.ignoreHealthOnRemoval = c.GetIgnoreHealthOnHostRemoval()
 
 	s.thresholds, errList = buildThresholds(c.GetCircuitBreakers())
 	for _, err := range errList {

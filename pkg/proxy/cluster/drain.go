@@ -21,6 +21,8 @@ const drainQuiet = time.Second
 // that hold the cluster complete; the manager no longer hands it out. It
 // returns once the cluster is closed.
 func (c *Cluster) drain() {
+	// A cluster out of service checks no host.
+	c.stopHealthChecks()
 	for _, p := range c.set.Load().h1 {
 		p.retire()
 	}

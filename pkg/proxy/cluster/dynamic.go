@@ -151,8 +151,10 @@ func (m *Manager) ApplyDiscovered(cfgs []*clusterv3.Cluster, version string, now
 		}
 		if s.dns != nil {
 			c.dynamic.discovery = m.newDiscovery(c)
+			c.hcWaitFor(c.dynamic.discovery.Warmed())
 			c.dynamic.discovery.Start()
 		}
+		c.startHealthChecks()
 		if c.origDst != nil {
 			c.startOrigDstCleanup()
 		}
@@ -181,6 +183,9 @@ func (m *Manager) ApplyDiscovered(cfgs []*clusterv3.Cluster, version string, now
 func (c *Cluster) warmed() <-chan struct{} {
 	var warm <-chan struct{}
 	switch {
+	case c.hc != nil:
+		// It waits for the hosts too.
+		warm = c.hc.warm
 	case c.dynamic.discovery != nil:
 		warm = c.dynamic.discovery.Warmed()
 	case c.eds != nil:

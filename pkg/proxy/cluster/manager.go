@@ -136,7 +136,7 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 
 	m := &Manager{log: o.Log}
 	snap := &clusterSnapshot{byName: make(map[string]*Cluster, len(all))}
-	d := clusterDeps{stats: o.Stats, runtime: o.Runtime, dial: o.Dial, now: o.Now, rand: o.Rand, local: o.Locality, outlierEvents: o.OutlierEvents}
+	d := clusterDeps{stats: o.Stats, runtime: o.Runtime, dial: o.Dial, now: o.Now, rand: o.Rand, local: o.Locality, outlierEvents: o.OutlierEvents, log: o.Log}
 	if o.LocalClusterName != "" {
 		d.zones = newZoneSource(o.LocalClusterName)
 	}
@@ -160,7 +160,9 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 		if s.dns == nil {
 			continue
 		}
-		m.discoveries = append(m.discoveries, m.newDiscovery(c))
+		d := m.newDiscovery(c)
+		c.hcWaitFor(d.Warmed())
+		m.discoveries = append(m.discoveries, d)
 	}
 	m.snap.Store(snap)
 	m.publishStats(o.Stats.Scope("cluster_manager."))
@@ -215,6 +217,7 @@ func (m *Manager) Start() {
 			c.startOrigDstCleanup()
 		}
 		c.startOutlier()
+		c.startHealthChecks()
 	}
 }
 
@@ -237,6 +240,13 @@ func (m *Manager) Warmed() <-chan struct{} {
 		for _, c := range m.snap.Load().clusters {
 			if c.eds != nil && !c.AddedViaAPI() {
 				<-c.eds.warm
+			}
+		}
+		// A cluster with health checks initializes once each of its
+		// first hosts had its first check, as in Envoy.
+		for _, c := range m.snap.Load().clusters {
+			if w := c.healthWarm(); w != nil && !c.AddedViaAPI() {
+				<-w
 			}
 		}
 	}()

@@ -116,6 +116,7 @@ func (s *stream) forward() {
 	cs.UpstreamRqActive.Dec()
 	cs.UpstreamRqCompleted.Inc()
 	host.Stats.RqActive.Add(-1)
+	s.noteImmediateHealthCheckFail(cl, host)
 	if s.status >= 500 || s.flags&upstreamFailure != 0 {
 		host.Stats.RqError.Add(1)
 	} else {

@@ -42,6 +42,7 @@ func (s *Server) ConfigDump(includeEDS bool) []proto.Message {
 	if includeEDS && (len(res.GetClusters()) > 0 || s.cds != nil) {
 		ed := endpointsDump(res.GetClusters(), s.eds.assignment)
 		ed.DynamicEndpointConfigs = s.eds.dynamicDump()
+		s.withLiveHealth(ed)
 		dumps = append(dumps, ed)
 	}
 	ld, dynamic := s.listenersDump(res.GetListeners(), loaded)
