@@ -53,6 +53,9 @@ type ADSSubscription struct {
 	// touches them.
 	warned       map[string]bool
 	lastRejected string
+	// held are the resources accepted over the incremental protocol, by
+	// name; only the stream goroutine touches them.
+	held map[string]heldResource
 
 	mu          sync.Mutex
 	version     string
@@ -93,6 +96,7 @@ func (a *ADS) Subscribe(o SubscriptionOptions, apply func(Update) error) (*ADSSu
 		onFailure: o.OnStreamFailure,
 		ready:     make(chan struct{}),
 		warned:    map[string]bool{},
+		held:      map[string]heldResource{},
 		names:     sortedNames(o.ResourceNames),
 	}
 	a.mu.Lock()
