@@ -210,6 +210,9 @@ func (a *ADS) run() {
 	}
 }
 
+// Delta reports whether the stream speaks the incremental protocol.
+func (a *ADS) Delta() bool { return a.opts.Delta }
+
 // openStream runs one stream of the configured protocol and reports
 // whether a response arrived on it.
 func (a *ADS) openStream() bool {

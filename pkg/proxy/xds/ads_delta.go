@@ -211,7 +211,7 @@ func (a *ADS) applyDelta(sub *ADSSubscription, resp *discoveryv3.DeltaDiscoveryR
 		added[r.GetName()] = true
 	}
 	var rest []string
-	if names, _ := sub.wanted(); names == nil {
+	if names, _ := sub.wanted(); names == nil || sub.wholeSet {
 		// The whole set, as the state of the world's: what the response
 		// left alone follows what it brought.
 		for _, name := range slices.Sorted(maps.Keys(next)) {
