@@ -20,12 +20,18 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
-// deltaBootstrap is cdsBootstrap over the incremental protocol
-// (ads_config.api_type: DELTA_GRPC).
+// deltaBootstrap is cdsBootstrap over the incremental protocol.
 func deltaBootstrap(xdsPort int) string {
 	GinkgoHelper()
+	return toDelta(cdsBootstrap(xdsPort))
+}
+
+// toDelta switches a bootstrap's ADS stream to the incremental protocol
+// (ads_config.api_type: DELTA_GRPC).
+func toDelta(bootstrap string) string {
+	GinkgoHelper()
 	var b map[string]any
-	Expect(json.Unmarshal([]byte(cdsBootstrap(xdsPort)), &b)).To(Succeed())
+	Expect(json.Unmarshal([]byte(bootstrap), &b)).To(Succeed())
 	b["dynamic_resources"].(map[string]any)["ads_config"].(map[string]any)["api_type"] = "DELTA_GRPC"
 	out, err := json.Marshal(b)
 	Expect(err).NotTo(HaveOccurred())
