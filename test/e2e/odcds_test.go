@@ -37,8 +37,9 @@ var _ = Describe("On-demand CDS: tcp_proxy on_demand over the delta ADS stream",
 		ls := []*listenerv3.Listener{
 			listenerProto(listenerDef{Name: "found", Chains: []string{onDemandChain("od_found", "od-svc", "10s")}}),
 			listenerProto(listenerDef{Name: "missing", Chains: []string{onDemandChain("od_missing", "od-none", "0.3s")}}),
+			listenerProto(listenerDef{Name: "second", Chains: []string{onDemandChain("od_second", "od-svc2", "10s")}}),
 		}
-		m.set(xdsSnapshot("v1", ls, []*clusterv3.Cluster{clusterProto("od-svc", up, "")}))
+		m.set(xdsSnapshot("v1", ls, []*clusterv3.Cluster{clusterProto("od-svc", up, ""), clusterProto("od-svc2", up, "")}))
 		// Listeners over delta ADS, no cds_config: clusters come on demand only.
 		s := Start(newDir(), toDelta(adsBootstrap(m.port, "")))
 		waitLive(s)
@@ -86,8 +87,20 @@ var _ = Describe("On-demand CDS: tcp_proxy on_demand over the delta ADS stream",
 		Expect(m.deltaOf(resourcev3.ClusterType)).To(ContainElement(Satisfy(func(r *discoveryv3.DeltaDiscoveryRequest) bool {
 			return len(r.GetResourceNamesSubscribe()) == 1 && r.GetResourceNamesSubscribe()[0] == "od-none"
 		})), "the second name is added to the subscription")
-		// The on-demand cluster stays in service.
-		Expect(s.Get("/clusters").Body).To(ContainSubstring("od-svc::added_via_api::true"))
+
+		// A second on-demand cluster joins the first, which stays.
+		c4 := dialTCP(listenerPort(s, "second"))
+		_, err = c4.Write([]byte("twice"))
+		Expect(err).NotTo(HaveOccurred())
+		_, err = io.ReadFull(c4, buf)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(buf)).To(Equal("twice"))
+		Expect(c4.Close()).To(Succeed())
+		Expect(statValue(s, "tcp.od_second.on_demand_cluster_success")).To(Equal("1"))
+		clusters := s.Get("/clusters").Body
+		Expect(clusters).To(ContainSubstring("od-svc::added_via_api::true"))
+		Expect(clusters).To(ContainSubstring("od-svc2::added_via_api::true"))
+		Expect(statValue(s, "cluster_manager.cluster_removed")).To(Equal("0"))
 	})
 
 	It("refuses on_demand without a delta ADS stream, naming the field", func() {

@@ -227,3 +227,20 @@ func TestInterestChange(t *testing.T) {
 		}
 	}
 }
+
+func TestResponsePaths(t *testing.T) {
+	err := errors.Join(
+		errors.New("resources[0].connect_timeout: must be positive"),
+		errors.New("resources[1]: not a cluster"),
+		errors.New("resources[2].name: bad"),
+		errors.New("error adding/updating listener(s) x: address: required"),
+	)
+	got := responsePaths(err, []int{3, 5}, ".resource", []string{"held-one"}).Error()
+	want := "resources[3].resource.connect_timeout: must be positive\n" +
+		"resources[5]: not a cluster\n" +
+		"held resource \"held-one\".name: bad\n" +
+		"error adding/updating listener(s) x: address: required"
+	if got != want {
+		t.Errorf("responsePaths =\n%s\nwant\n%s", got, want)
+	}
+}
