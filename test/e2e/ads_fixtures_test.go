@@ -54,6 +54,8 @@ type managementServer struct {
 	mu       sync.Mutex
 	grpc     *grpc.Server
 	requests []*discoveryv3.DiscoveryRequest
+	// deltaRequests are the requests of incremental streams.
+	deltaRequests []*discoveryv3.DeltaDiscoveryRequest
 }
 
 // startManagementServer serves ADS on a new loopback port until the spec
@@ -93,18 +95,29 @@ type recordingStream struct {
 
 func (r recordingStream) RecvMsg(msg any) error {
 	err := r.ServerStream.RecvMsg(msg)
-	if req, ok := msg.(*discoveryv3.DiscoveryRequest); ok && err == nil {
-		r.m.mu.Lock()
-		r.m.requests = append(r.m.requests, proto.CloneOf(req))
-		r.m.mu.Unlock()
+	if err != nil {
+		return err
 	}
-	return err
+	r.m.mu.Lock()
+	defer r.m.mu.Unlock()
+	switch req := msg.(type) {
+	case *discoveryv3.DiscoveryRequest:
+		r.m.requests = append(r.m.requests, proto.CloneOf(req))
+	case *discoveryv3.DeltaDiscoveryRequest:
+		r.m.deltaRequests = append(r.m.deltaRequests, proto.CloneOf(req))
+	}
+	return nil
 }
 
 // SendMsg names the management server in every response, as
 // go-control-plane's server does not.
 func (r recordingStream) SendMsg(msg any) error {
-	if resp, ok := msg.(*discoveryv3.DiscoveryResponse); ok {
+	switch resp := msg.(type) {
+	case *discoveryv3.DiscoveryResponse:
+		resp = proto.CloneOf(resp)
+		resp.ControlPlane = &corev3.ControlPlane{Identifier: adsControlPlaneID}
+		msg = resp
+	case *discoveryv3.DeltaDiscoveryResponse:
 		resp = proto.CloneOf(resp)
 		resp.ControlPlane = &corev3.ControlPlane{Identifier: adsControlPlaneID}
 		msg = resp

@@ -40,7 +40,7 @@ func (s *semanticChecker) dynamicResources(d *bootstrapv3.Bootstrap_DynamicResou
 func (s *semanticChecker) adsConfig(ads *corev3.ApiConfigSource, path string) {
 	// Other values are refused by the support table.
 	if ads.GetApiType() == 0 { // unset: the enum's zero is a deprecated placeholder
-		s.fail(childPath(path, "api_type"), "GRPC is required: Outrigger's ADS is state of the world over gRPC")
+		s.fail(childPath(path, "api_type"), "GRPC or DELTA_GRPC is required")
 	}
 	if ads.GetTransportApiVersion() != corev3.ApiVersion_V3 {
 		s.fail(childPath(path, "transport_api_version"), "must be V3 (Envoy refuses the AUTO and V2 transports)")

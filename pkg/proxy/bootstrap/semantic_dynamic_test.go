@@ -46,9 +46,9 @@ func TestValidateDynamicResources(t *testing.T) {
 			want:    []string{"dynamic_resources.lds_config.ads: requires dynamic_resources.ads_config (the ADS stream it names)"},
 		},
 		"ads_config refusals": {
-			overlay: `dynamic_resources: {ads_config: {api_type: DELTA_GRPC, grpc_services: [{google_grpc: {target_uri: "x:1", stat_prefix: x}}, {envoy_grpc: {cluster_name: xds}}], rate_limit_settings: {}, refresh_delay: 1s}}`,
+			overlay: `dynamic_resources: {ads_config: {api_type: AGGREGATED_DELTA_GRPC, grpc_services: [{google_grpc: {target_uri: "x:1", stat_prefix: x}}, {envoy_grpc: {cluster_name: xds}}], rate_limit_settings: {}, refresh_delay: 1s}}`,
 			want: []string{
-				"dynamic_resources.ads_config.api_type: DELTA_GRPC is not supported by Outrigger (supported: GRPC)",
+				"dynamic_resources.ads_config.api_type: AGGREGATED_DELTA_GRPC is not supported by Outrigger (supported: GRPC, DELTA_GRPC)",
 				"dynamic_resources.ads_config.refresh_delay: not supported by Outrigger",
 				"dynamic_resources.ads_config.rate_limit_settings: not supported by Outrigger",
 				"dynamic_resources.ads_config.transport_api_version: must be V3 (Envoy refuses the AUTO and V2 transports)",
@@ -58,7 +58,7 @@ func TestValidateDynamicResources(t *testing.T) {
 		},
 		"ads_config without api_type": {
 			overlay: `dynamic_resources: {ads_config: {transport_api_version: V3, grpc_services: [{envoy_grpc: {cluster_name: xds}}]}}`,
-			want:    []string{"dynamic_resources.ads_config.api_type: GRPC is required: Outrigger's ADS is state of the world over gRPC"},
+			want:    []string{"dynamic_resources.ads_config.api_type: GRPC or DELTA_GRPC is required"},
 		},
 		"an EDS cluster over ads": {
 			overlay: `{static_resources: {clusters: [{name: backend, type: EDS, connect_timeout: 1s, eds_cluster_config: {service_name: backend-svc, eds_config: {ads: {}, resource_api_version: V3, initial_fetch_timeout: 1s}}}]}, ` +

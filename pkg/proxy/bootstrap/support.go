@@ -219,6 +219,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedUpgrades, supportedCompression, supportedTracing, supportedNetLimits,
 	supportedRBAC,
 	supportedLocality,
+	supportedOnDemand,
 }
 
 // lookupSupport finds a field's support rule in the per-area tables.

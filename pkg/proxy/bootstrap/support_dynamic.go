@@ -5,9 +5,9 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedDynamic lists the dynamic_resources fields Outrigger implements
 // (see supportedCore): listeners discovered from a file (LDS over a
 // filesystem subscription) or over a state-of-the-world ADS stream to a
-// static cluster, clusters over that stream, and the endpoints of static
+// static cluster, or an incremental one, clusters over that stream, and the endpoints of static
 // EDS clusters over it. Every other config source (a service's own gRPC or REST
-// api_config_source, delta xDS, self) and every other discovery service
+// api_config_source, self) and every other discovery service
 // stay refused with their path.
 // ConfigSource rows are shared by whatever field holds a ConfigSource; the
 // semantic check of each such field requires the file source it supports.
@@ -19,10 +19,10 @@ var supportedDynamic = map[protoreflect.FullName]fieldSupport{
 	// Clusters over the ADS stream (the semantic check requires ads: {}).
 	"envoy.config.bootstrap.v3.Bootstrap.DynamicResources.cds_config": {},
 
-	// The ADS stream: state of the world over gRPC (Envoy's ADS takes
-	// GRPC or DELTA_GRPC; delta is not implemented), to an envoy_grpc
+	// The ADS stream: state of the world (GRPC) or incremental
+	// (DELTA_GRPC) over gRPC, as Envoy's ADS takes them, to an envoy_grpc
 	// cluster (the GrpcService rows are shared with the gRPC access log).
-	"envoy.config.core.v3.ApiConfigSource.api_type":                       {values: []string{"GRPC"}},
+	"envoy.config.core.v3.ApiConfigSource.api_type":                       {values: []string{"GRPC", "DELTA_GRPC"}},
 	"envoy.config.core.v3.ApiConfigSource.transport_api_version":          {values: []string{"V3"}},
 	"envoy.config.core.v3.ApiConfigSource.grpc_services":                  {},
 	"envoy.config.core.v3.ApiConfigSource.set_node_on_first_message_only": {},

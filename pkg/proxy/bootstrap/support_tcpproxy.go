@@ -5,7 +5,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedTCPProxy lists the fields of envoy.filters.network.tcp_proxy
 // that Outrigger implements (see supportedCore and
 // pkg/proxy/filters/network/tcpproxy). Not implemented, so refused with
-// their path: on_demand, metadata_match (and a weighted cluster's),
+// their path: on_demand.resources_locator, metadata_match (and a weighted cluster's),
 // downstream_idle_timeout and
 // upstream_idle_timeout (not implemented by Envoy either),
 // proxy_protocol_tlvs and its merge policy, upstream_connect_mode other

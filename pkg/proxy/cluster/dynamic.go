@@ -71,6 +71,12 @@ type DiscoveredCluster struct {
 // Removed and replaced clusters serve the requests that hold them to the
 // end: their pools are drained, not cut (see drain).
 func (m *Manager) ApplyDiscovered(cfgs []*clusterv3.Cluster, version string, now time.Time) error {
+	return m.ApplyDiscoveredEach(cfgs, func(int) string { return version }, now)
+}
+
+// ApplyDiscoveredEach is ApplyDiscovered with a version per cluster
+// (cfgs[i]'s is versionOf(i)), as delta xDS gives them.
+func (m *Manager) ApplyDiscoveredEach(cfgs []*clusterv3.Cluster, versionOf func(i int) string, now time.Time) error {
 	var errs []error
 	all := make([]*settings, len(cfgs))
 	seen := map[string]int{}
@@ -137,7 +143,7 @@ func (m *Manager) ApplyDiscovered(cfgs []*clusterv3.Cluster, version string, now
 			logging.Warning(m.log, "cluster setting ignored", "cluster", s.name, "reason", note)
 		}
 		c := newCluster(s, m.dyn.deps)
-		c.dynamic = &dynamicOrigin{config: proto.CloneOf(cfgs[i]), version: version, lastUpdated: now}
+		c.dynamic = &dynamicOrigin{config: proto.CloneOf(cfgs[i]), version: versionOf(i), lastUpdated: now}
 		if old == nil && pending == nil {
 			m.log.Info("cds: add cluster", "cluster", s.name)
 			m.dyn.scope.Counter("cluster_added").Inc()

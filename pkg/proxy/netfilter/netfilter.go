@@ -105,6 +105,9 @@ type Context struct {
 	Log logr.Logger
 	// Clusters finds upstream clusters by name.
 	Clusters Clusters
+	// OnDemand discovers clusters that are not there (on-demand CDS);
+	// nil when the server has no incremental ADS stream.
+	OnDemand OnDemandClusters
 	// AccessLogs compiles an access_log list with the server's access
 	// loggers; errors name the field path from prefix.
 	AccessLogs func(prefix string, cfgs []*accesslogv3.AccessLog) (AccessLogger, error)
@@ -125,6 +128,14 @@ type Context struct {
 type Clusters interface {
 	// Cluster returns the named cluster, or nil when there is none.
 	Cluster(name string) Cluster
+}
+
+// OnDemandClusters discovers clusters on demand, as Envoy's ODCDS: the
+// management server is asked for a cluster when a connection needs it.
+type OnDemandClusters interface {
+	// Discover asks for the cluster name and waits until it is in
+	// service (true), or timeout passes or ctx ends (false).
+	Discover(ctx context.Context, name string, timeout time.Duration) bool
 }
 
 // Cluster is what a network filter needs of an upstream cluster.

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
@@ -43,6 +44,7 @@ func (s *Server) newADS(dr *bootstrapv3.Bootstrap_DynamicResources) (*adsClient,
 		CallContext:            func(ctx context.Context) (context.Context, context.CancelFunc) { return ch.CallContext(ctx, true) },
 		Node:                   s.node(),
 		NodeOnFirstMessageOnly: ads.GetSetNodeOnFirstMessageOnly(),
+		Delta:                  ads.GetApiType() == corev3.ApiConfigSource_DELTA_GRPC,
 		Stats:                  s.stats,
 		Log:                    s.logs.Logger("config"),
 		Unknown:                s.unknownDynamicPolicy(),

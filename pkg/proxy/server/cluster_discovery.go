@@ -61,7 +61,7 @@ func (s *Server) applyClusterUpdate(u xds.Update) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if err := s.clusters.ApplyDiscovered(cfgs, u.VersionInfo, s.now()); err != nil {
+	if err := s.clusters.ApplyDiscoveredEach(cfgs, u.VersionOf, s.now()); err != nil {
 		return err
 	}
 	// The discovered EDS clusters' services are asked for on the same

@@ -274,6 +274,7 @@ func (d *endpointDiscovery) apply(s *Server) func(xds.Update) error {
 		type change struct {
 			ec         *edsCluster
 			cla        *endpointv3.ClusterLoadAssignment
+			version    string // its own over delta xDS
 			priorities [][]*upstream.Host
 		}
 		var (
@@ -293,7 +294,7 @@ func (d *endpointDiscovery) apply(s *Server) func(xds.Update) error {
 					errs = append(errs, fieldpath.Prefix("resources["+strconv.Itoa(i)+"].", err))
 					continue
 				}
-				changes = append(changes, change{ec: ec, cla: cla, priorities: priorities})
+				changes = append(changes, change{ec: ec, cla: cla, version: u.VersionOf(i), priorities: priorities})
 			}
 		}
 		for _, ec := range d.clusters {
@@ -307,8 +308,8 @@ func (d *endpointDiscovery) apply(s *Server) func(xds.Update) error {
 		}
 		for _, ch := range changes {
 			cla := proto.CloneOf(ch.cla)
-			d.last[cla.GetClusterName()] = acceptedAssignment{cla: cla, version: u.VersionInfo}
-			d.install(ch.ec, cla, ch.priorities, u.VersionInfo)
+			d.last[cla.GetClusterName()] = acceptedAssignment{cla: cla, version: ch.version}
+			d.install(ch.ec, cla, ch.priorities, ch.version)
 		}
 		return nil
 	}

@@ -165,15 +165,16 @@ func (s *Server) applyListenerUpdate(u xds.Update) error {
 	s.lset.active = kept
 
 	var failed []string
-	for _, lc := range lcs {
-		if err := s.addOrUpdateLocked(lc, u.VersionInfo, now); err != nil {
+	for i, lc := range lcs {
+		// Over delta xDS each listener has its own version.
+		if err := s.addOrUpdateLocked(lc, u.VersionOf(i), now); err != nil {
 			details := strings.ReplaceAll(err.Error(), "\n", "; ")
 			failed = append(failed, lc.GetName()+": "+details)
 			s.lset.failures[lc.GetName()] = &adminv3.UpdateFailureState{
 				FailedConfiguration: pack(lc),
 				LastUpdateAttempt:   timestamppb.New(now.Truncate(time.Millisecond)),
 				Details:             details,
-				VersionInfo:         u.VersionInfo,
+				VersionInfo:         u.VersionOf(i),
 			}
 		}
 	}

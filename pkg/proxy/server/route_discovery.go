@@ -247,6 +247,7 @@ func (d *routeDiscovery) apply(u xds.Update) error {
 	type change struct {
 		r        *rdsRoute
 		rc       *routev3.RouteConfiguration
+		version  string // its own over delta xDS
 		compiled map[*httpconn.Manager]httpconn.CompiledRoutes
 	}
 	d.mu.Lock()
@@ -270,7 +271,7 @@ func (d *routeDiscovery) apply(u xds.Update) error {
 			errs = append(errs, fmt.Errorf("resources[%d].%w", i, cerrs[0]))
 			continue
 		}
-		ch := change{r: r, rc: rc, compiled: map[*httpconn.Manager]httpconn.CompiledRoutes{}}
+		ch := change{r: r, rc: rc, version: u.VersionOf(i), compiled: map[*httpconn.Manager]httpconn.CompiledRoutes{}}
 		for m := range r.managers {
 			compiled, err := m.CompileRoutes(rc)
 			if err != nil {
@@ -296,7 +297,7 @@ func (d *routeDiscovery) apply(u xds.Update) error {
 			m.SetRoutes(compiled)
 		}
 		r := ch.r
-		r.config, r.version, r.lastUpdated = proto.CloneOf(ch.rc), u.VersionInfo, now
+		r.config, r.version, r.lastUpdated = proto.CloneOf(ch.rc), ch.version, now
 		st := r.stats
 		st.success.Inc()
 		st.reload.Inc()
@@ -305,10 +306,10 @@ func (d *routeDiscovery) apply(u xds.Update) error {
 		}
 		st.updateTime.Set(now.UnixMilli())
 		st.reloadTime.Set(now.UnixMilli())
-		st.version.Set(int64(xxhash.Sum64String(u.VersionInfo)))
-		st.versionText.Set(u.VersionInfo)
+		st.version.Set(int64(xxhash.Sum64String(ch.version)))
+		st.versionText.Set(ch.version)
 		r.markReady()
-		d.s.logs.Logger("upstream").V(1).Info("rds: routes updated", "route_config_name", r.name, "version", u.VersionInfo, "took", now.Sub(start).String())
+		d.s.logs.Logger("upstream").V(1).Info("rds: routes updated", "route_config_name", r.name, "version", ch.version, "took", now.Sub(start).String())
 	}
 	return nil
 }

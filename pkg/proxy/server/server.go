@@ -88,6 +88,11 @@ type Server struct {
 	// initial fetch timeout) is in; nil when there is nothing to wait for.
 	ldsReady <-chan struct{}
 
+	// odcds discovers clusters on demand over a delta ADS stream; made
+	// on first use (odcds.go).
+	odcds     *onDemandClusters
+	odcdsOnce sync.Once
+
 	// Access logs, the admin's and the listeners', reopened with the
 	// application log and closed (flushed) at shutdown. Listeners from
 	// discovery open theirs while the server runs, hence the lock.

@@ -55,6 +55,9 @@ type ADSOptions struct {
 	UnknownCounter *stats.Counter
 	// Now is the clock of the update stats; nil means time.Now.
 	Now func() time.Time
+	// Delta speaks the incremental protocol (api_type DELTA_GRPC) rather
+	// than the state of the world.
+	Delta bool
 	// BackoffBase and BackoffMax override Envoy's reconnection backoff
 	// (tests); zero keeps Envoy's.
 	BackoffBase, BackoffMax time.Duration
@@ -180,7 +183,7 @@ func (a *ADS) run() {
 	defer close(a.done)
 	attempt := 0
 	for {
-		if a.stream() {
+		if a.openStream() {
 			attempt = 0 // the stream got a response: start the backoff over
 		}
 		a.connected.Set(0)
@@ -207,6 +210,18 @@ func (a *ADS) run() {
 	}
 }
 
+// Delta reports whether the stream speaks the incremental protocol.
+func (a *ADS) Delta() bool { return a.opts.Delta }
+
+// openStream runs one stream of the configured protocol and reports
+// whether a response arrived on it.
+func (a *ADS) openStream() bool {
+	if a.opts.Delta {
+		return a.deltaStream()
+	}
+	return a.stream()
+}
+
 // backoff is Envoy's JitteredExponentialBackOffStrategy: a random delay
 // below base*2^(attempt-1), capped at max.
 func (a *ADS) backoff(attempt int) time.Duration {
@@ -215,12 +230,6 @@ func (a *ADS) backoff(attempt int) time.Duration {
 		ceiling = min(a.opts.BackoffBase<<(attempt-1), a.opts.BackoffMax)
 	}
 	return time.Duration(rand.Int64N(int64(ceiling)) + 1)
-}
-
-// received is one Recv of a stream.
-type received struct {
-	resp *discoveryv3.DiscoveryResponse
-	err  error
 }
 
 // adsStream is the state of one stream: what was sent on it. Only the
@@ -236,34 +245,54 @@ type adsStream struct {
 	nonces map[string]string
 }
 
-// stream runs one stream, the single goroutine that sends on it and
-// handles its responses (another goroutine only receives): it requests
-// every subscription, then answers each response with an ACK or a NACK,
-// and requests again whenever a subscription is added or its interest
-// changes. It reports whether a response arrived.
+// stream runs one state-of-the-world stream (see pump). It reports
+// whether a response arrived.
 func (a *ADS) stream() (gotResponse bool) {
-	// The stream's own context: cancelling it when the stream is left,
-	// however it is left, releases the stream and its receiver.
-	ctx, cancel := context.WithCancel(a.ctx)
+	ctx, cancel := a.streamContext()
 	defer cancel()
-	if a.opts.CallContext != nil {
-		var cancelCall context.CancelFunc
-		ctx, cancelCall = a.opts.CallContext(ctx)
-		defer cancelCall()
-	}
 	st, err := a.client.StreamAggregatedResources(ctx, grpc.MaxCallRecvMsgSize(maxResponseBytes))
 	if err != nil {
 		a.warn("ads: cannot open the stream", err)
 		return false
 	}
-	a.connected.Set(1)
 	s := &adsStream{st: st, first: true, sent: map[*ADSSubscription]uint64{}, nonces: map[string]string{}}
-	recv := make(chan received)
+	return pump(a, ctx, st.Recv,
+		func() error { return a.requestChanged(s) },
+		func(resp *discoveryv3.DiscoveryResponse) error { return a.respond(s, resp) })
+}
+
+// streamContext is the context of one stream: cancelling it when the
+// stream is left, however it is left, releases the stream and its
+// receiver. It carries the call's metadata.
+func (a *ADS) streamContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(a.ctx)
+	if a.opts.CallContext == nil {
+		return ctx, cancel
+	}
+	ctx, cancelCall := a.opts.CallContext(ctx)
+	return ctx, func() { cancelCall(); cancel() }
+}
+
+// received is one Recv of a stream.
+type received[R any] struct {
+	resp R
+	err  error
+}
+
+// pump runs an opened stream (of either protocol) on the single goroutine
+// that sends on it and handles its responses, while another goroutine
+// only receives: it requests every subscription, then answers each
+// response (respond sends the ACK or NACK), and requests again whenever a
+// subscription is added or its interest changes. It reports whether a
+// response arrived.
+func pump[R any](a *ADS, ctx context.Context, recvFn func() (R, error), request func() error, respond func(R) error) (gotResponse bool) {
+	a.connected.Set(1)
+	recv := make(chan received[R])
 	go func() {
 		for {
-			resp, err := st.Recv()
+			resp, err := recvFn()
 			select {
-			case recv <- received{resp, err}:
+			case recv <- received[R]{resp, err}:
 			case <-ctx.Done():
 				return
 			}
@@ -272,7 +301,7 @@ func (a *ADS) stream() (gotResponse bool) {
 			}
 		}
 	}()
-	if err := a.requestChanged(s); err != nil {
+	if err := request(); err != nil {
 		a.warn("ads: send failed", err)
 		return false
 	}
@@ -281,7 +310,7 @@ func (a *ADS) stream() (gotResponse bool) {
 		case <-ctx.Done():
 			return gotResponse
 		case <-a.wake:
-			if err := a.requestChanged(s); err != nil {
+			if err := request(); err != nil {
 				a.warn("ads: send failed", err)
 				return gotResponse
 			}
@@ -293,7 +322,7 @@ func (a *ADS) stream() (gotResponse bool) {
 				return gotResponse
 			}
 			gotResponse = true
-			if err := a.respond(s, r.resp); err != nil {
+			if err := respond(r.resp); err != nil {
 				a.warn("ads: send failed", err)
 				return gotResponse
 			}
@@ -334,17 +363,8 @@ func (a *ADS) requestChanged(s *adsStream) error {
 
 // respond handles one response and sends its ACK or NACK.
 func (a *ADS) respond(s *adsStream, resp *discoveryv3.DiscoveryResponse) error {
-	if cp := resp.GetControlPlane(); cp != nil {
-		a.identifier.Set(cp.GetIdentifier())
-	}
-	var sub *ADSSubscription
-	for _, candidate := range a.subscriptions() {
-		if candidate.typeURL == resp.GetTypeUrl() {
-			sub = candidate
-		}
-	}
+	sub := a.subscriptionFor(resp.GetTypeUrl(), resp.GetControlPlane())
 	if sub == nil {
-		a.opts.Log.Info("ads: ignoring a response for a type URL with no subscription", "type_url", resp.GetTypeUrl())
 		return nil
 	}
 	s.nonces[sub.typeURL] = resp.GetNonce()
@@ -353,6 +373,22 @@ func (a *ADS) respond(s *adsStream, resp *discoveryv3.DiscoveryResponse) error {
 		return nil
 	}
 	return a.send(s, sub, req)
+}
+
+// subscriptionFor notes the management server's identifier, as a
+// response gives it, and returns the subscription of typeURL; a response
+// of a type nothing subscribed to is logged and ignored (nil).
+func (a *ADS) subscriptionFor(typeURL string, cp *corev3.ControlPlane) *ADSSubscription {
+	if cp != nil {
+		a.identifier.Set(cp.GetIdentifier())
+	}
+	for _, candidate := range a.subscriptions() {
+		if candidate.typeURL == typeURL {
+			return candidate
+		}
+	}
+	a.opts.Log.Info("ads: ignoring a response for a type URL with no subscription", "type_url", typeURL)
+	return nil
 }
 
 // warn logs a stream problem at warning level.

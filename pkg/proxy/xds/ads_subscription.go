@@ -26,6 +26,10 @@ type SubscriptionOptions struct {
 	// resource of the type (a wildcard, as LDS and CDS are). They can be
 	// changed later with SetResourceNames.
 	ResourceNames []string
+	// WholeSet makes a named subscription's updates over the incremental
+	// protocol whole sets, as a wildcard's are: every resource held, not
+	// only those a response changed (on-demand clusters use it).
+	WholeSet bool
 	// OnStreamFailure, when set, is called (on the stream goroutine) each
 	// time the stream is lost or cannot be opened, after the
 	// subscription's own update_failure: for users that keep stats per
@@ -45,6 +49,8 @@ type ADSSubscription struct {
 	wake func()
 	// onFailure is SubscriptionOptions.OnStreamFailure.
 	onFailure func()
+	// wholeSet is SubscriptionOptions.WholeSet.
+	wholeSet bool
 
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -53,6 +59,9 @@ type ADSSubscription struct {
 	// touches them.
 	warned       map[string]bool
 	lastRejected string
+	// held are the resources accepted over the incremental protocol, by
+	// name; only the stream goroutine touches them.
+	held map[string]heldResource
 
 	mu          sync.Mutex
 	version     string
@@ -91,8 +100,10 @@ func (a *ADS) Subscribe(o SubscriptionOptions, apply func(Update) error) (*ADSSu
 		timeout:   o.InitialFetchTimeout,
 		wake:      a.poke,
 		onFailure: o.OnStreamFailure,
+		wholeSet:  o.WholeSet,
 		ready:     make(chan struct{}),
 		warned:    map[string]bool{},
+		held:      map[string]heldResource{},
 		names:     sortedNames(o.ResourceNames),
 	}
 	a.mu.Lock()

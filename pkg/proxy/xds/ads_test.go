@@ -21,29 +21,46 @@ import (
 )
 
 // scriptedADS is a management server that sends the responses it is
-// given, one per request after the first, and hands every request over.
+// given, one per request after the first, and hands every request over;
+// the delta channels do the same on the incremental stream, where a nil
+// response ends the stream.
 type scriptedADS struct {
 	discoveryv3.UnimplementedAggregatedDiscoveryServiceServer
-	responses chan *discoveryv3.DiscoveryResponse
-	requests  chan *discoveryv3.DiscoveryRequest
+	responses      chan *discoveryv3.DiscoveryResponse
+	requests       chan *discoveryv3.DiscoveryRequest
+	deltaResponses chan *discoveryv3.DeltaDiscoveryResponse
+	deltaRequests  chan *discoveryv3.DeltaDiscoveryRequest
 }
 
 func (s *scriptedADS) StreamAggregatedResources(st discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
+	return serveScript(st.Recv, st.Send, s.requests, s.responses)
+}
+
+func (s *scriptedADS) DeltaAggregatedResources(st discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
+	return serveScript(st.Recv, st.Send, s.deltaRequests, s.deltaResponses)
+}
+
+// serveScript runs one scripted stream: requests go to the channel,
+// responses come from the other; a nil response ends the stream.
+func serveScript[Req, Resp any](recv func() (*Req, error), send func(*Resp) error, requests chan<- *Req, responses <-chan *Resp) error {
 	errc := make(chan error, 1)
 	go func() {
 		for {
-			req, err := st.Recv()
+			req, err := recv()
 			if err != nil {
 				errc <- err
 				return
 			}
-			s.requests <- req
+			requests <- req
 		}
 	}()
 	for {
 		select {
-		case resp := <-s.responses:
-			if err := st.Send(resp); err != nil {
+		case resp := <-responses:
+			if resp == nil {
+				return errors.New("stream ended by the script")
+			}
+			if err := send(resp); err != nil {
 				return err
 			}
 		case err := <-errc:
@@ -62,8 +79,10 @@ func startScriptedADS(t *testing.T) (*scriptedADS, *grpc.ClientConn) {
 	}
 	srv := grpc.NewServer()
 	s := &scriptedADS{
-		responses: make(chan *discoveryv3.DiscoveryResponse, 4),
-		requests:  make(chan *discoveryv3.DiscoveryRequest, 16),
+		responses:      make(chan *discoveryv3.DiscoveryResponse, 4),
+		requests:       make(chan *discoveryv3.DiscoveryRequest, 16),
+		deltaResponses: make(chan *discoveryv3.DeltaDiscoveryResponse, 4),
+		deltaRequests:  make(chan *discoveryv3.DeltaDiscoveryRequest, 16),
 	}
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(srv, s)
 	go func() { _ = srv.Serve(ln) }()
@@ -79,12 +98,19 @@ func startScriptedADS(t *testing.T) (*scriptedADS, *grpc.ClientConn) {
 // next waits for the next request.
 func (s *scriptedADS) next(t *testing.T) *discoveryv3.DiscoveryRequest {
 	t.Helper()
+	return receive(t, s.requests)
+}
+
+// receive waits for the next request on ch.
+func receive[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
 	select {
-	case req := <-s.requests:
+	case req := <-ch:
 		return req
 	case <-time.After(10 * time.Second):
 		t.Fatal("no request from the client")
-		return nil
+		var zero T
+		return zero
 	}
 }
 

@@ -13,18 +13,14 @@ import (
 
 // handle applies one response and returns the ACK or NACK to send.
 func (a *ADS) handle(sub *ADSSubscription, resp *discoveryv3.DiscoveryResponse) *discoveryv3.DiscoveryRequest {
-	defer sub.markReady()
-	start := a.opts.Now()
-	sub.stats.updateAttempt.Inc()
-	err := a.decodeAndApply(sub, resp)
-	if err != nil {
-		sub.stats.updateRejected.Inc()
-		// A management server may send the rejected version again at
-		// once, and again: the same rejection is logged once.
-		if msg := resp.GetVersionInfo() + "\x00" + err.Error(); msg != sub.lastRejected {
-			sub.lastRejected = msg
-			logging.Warning(a.opts.Log, "ads: update rejected", "type_url", sub.typeURL, "version", resp.GetVersionInfo(), "error", oneLine(err))
+	err := a.process(sub, resp.GetVersionInfo(), func() (bool, error) {
+		u, err := a.decode(sub, resp)
+		if err != nil {
+			return false, err
 		}
+		return len(u.Resources) == 0, sub.apply(u)
+	})
+	if err != nil {
 		return &discoveryv3.DiscoveryRequest{
 			TypeUrl:       sub.typeURL,
 			VersionInfo:   sub.Version(),
@@ -32,14 +28,6 @@ func (a *ADS) handle(sub *ADSSubscription, resp *discoveryv3.DiscoveryResponse) 
 			ErrorDetail:   nackStatus(err),
 		}
 	}
-	now := a.opts.Now()
-	if len(resp.GetResources()) == 0 {
-		sub.empty.Inc()
-	}
-	sub.stats.success(resp.GetVersionInfo(), start, now)
-	sub.mu.Lock()
-	sub.version, sub.lastUpdated = resp.GetVersionInfo(), now
-	sub.mu.Unlock()
 	return &discoveryv3.DiscoveryRequest{
 		TypeUrl:       sub.typeURL,
 		VersionInfo:   resp.GetVersionInfo(),
@@ -47,17 +35,49 @@ func (a *ADS) handle(sub *ADSSubscription, resp *discoveryv3.DiscoveryResponse) 
 	}
 }
 
-// decodeAndApply checks a response as a resource file is checked (the
-// same decoder, on its wire form: resource types, unknown fields under
-// the policy) and applies it.
-func (a *ADS) decodeAndApply(sub *ADSSubscription, resp *discoveryv3.DiscoveryResponse) error {
+// process runs the update of one response of version (of either
+// protocol) and keeps the subscription's stats: update_attempt, then
+// update_rejected (the rejection logged once however often it comes
+// back) or update_success with the version stats, and update_empty when
+// apply says the update had nothing. The first response, accepted or
+// not, ends the wait for the subscription.
+func (a *ADS) process(sub *ADSSubscription, version string, apply func() (empty bool, err error)) error {
+	defer sub.markReady()
+	start := a.opts.Now()
+	sub.stats.updateAttempt.Inc()
+	empty, err := apply()
+	if err != nil {
+		sub.stats.updateRejected.Inc()
+		// A management server may send the rejected version again at
+		// once, and again: the same rejection is logged once.
+		if msg := version + "\x00" + err.Error(); msg != sub.lastRejected {
+			sub.lastRejected = msg
+			logging.Warning(a.opts.Log, "ads: update rejected", "type_url", sub.typeURL, "version", version, "error", oneLine(err))
+		}
+		return err
+	}
+	now := a.opts.Now()
+	if empty {
+		sub.empty.Inc()
+	}
+	sub.stats.success(version, start, now)
+	sub.mu.Lock()
+	sub.version, sub.lastUpdated = version, now
+	sub.mu.Unlock()
+	return nil
+}
+
+// decode checks a response as a resource file is checked (the same
+// decoder, on its wire form: resource types, unknown fields under the
+// policy).
+func (a *ADS) decode(sub *ADSSubscription, resp *discoveryv3.DiscoveryResponse) (Update, error) {
 	data, err := marshalResponse(resp)
 	if err != nil {
-		return err
+		return Update{}, err
 	}
 	u, unknown, err := sub.dec.decodeBytes("response.pb", data, a.opts.Unknown != UnknownReject)
 	if err != nil {
-		return err
+		return Update{}, err
 	}
 	if a.opts.Unknown == UnknownWarn {
 		for _, p := range unknown {
@@ -71,7 +91,7 @@ func (a *ADS) decodeAndApply(sub *ADSSubscription, resp *discoveryv3.DiscoveryRe
 			}
 		}
 	}
-	return sub.apply(u)
+	return u, nil
 }
 
 // maxNackMessage bounds error_detail.message, as Envoy truncates it to

@@ -11,7 +11,12 @@
 //     Envoy's GrpcMuxImpl: one stream to the management server carries
 //     the subscriptions, each response is ACKed or NACKed, and a lost
 //     stream is opened again with a jittered backoff (ADS,
-//     ADSSubscription).
+//     ADSSubscription);
+//   - the same stream in the incremental (delta) protocol, as Envoy's
+//     NewGrpcMuxImpl: per-resource versions, subscribe and unsubscribe
+//     requests, removed resources and initial_resource_versions on a new
+//     stream; each response is merged into what is held and handed to the
+//     same apply functions (ADSOptions.Delta, ads_delta.go).
 //
 // Both keep Envoy's subscription stats (update_attempt, update_success,
 // update_failure, update_rejected, version, version_text...) under the

@@ -63,5 +63,21 @@ type Update struct {
 	// generated type (*listenerv3.Listener for ListenerTypeURL), with any
 	// envoy.service.discovery.v3.Resource wrapper removed. The set is the
 	// whole state of the world: a resource missing from it was removed.
+	// Over the incremental protocol, a wildcard subscription's update is
+	// the whole set too (the response's resources first, in its order,
+	// then the unchanged ones), and a named subscription's holds the
+	// response's resources only.
 	Resources []proto.Message
+	// ResourceVersions are the resources' own versions, by index, over
+	// the incremental protocol; nil otherwise (see VersionOf).
+	ResourceVersions []string
+}
+
+// VersionOf is the version of Resources[i]: its own over the incremental
+// protocol, the response's version_info otherwise.
+func (u Update) VersionOf(i int) string {
+	if i < len(u.ResourceVersions) {
+		return u.ResourceVersions[i]
+	}
+	return u.VersionInfo
 }

@@ -98,7 +98,13 @@ func (Factory) Compile(msg proto.Message, ctx netfilter.Context) (netfilter.Filt
 			return nil, err
 		}
 	}
-	return newProxy(c, logs, ctx), nil
+	od, err := compileOnDemand(cfg, ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := newProxy(c, logs, ctx)
+	p.onDemand = od
+	return p, nil
 }
 
 // compile checks a TcpProxy and reads what it configures. Fields that
@@ -204,7 +210,6 @@ func compile(cfg *tcpproxyv3.TcpProxy) (*config, error) {
 			fail("%s: not supported by Outrigger (%s)", field, why)
 		}
 	}
-	refuse(cfg.GetOnDemand() != nil, "on_demand", "no on-demand cluster discovery")
 	refuse(cfg.GetMetadataMatch() != nil, "metadata_match", "subsets are chosen by HTTP routes only")
 	refuse(cfg.GetDownstreamIdleTimeout() != nil, "downstream_idle_timeout", "not implemented by Envoy either; use idle_timeout")
 	refuse(cfg.GetUpstreamIdleTimeout() != nil, "upstream_idle_timeout", "not implemented by Envoy either; use idle_timeout")

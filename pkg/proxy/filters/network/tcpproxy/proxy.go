@@ -30,6 +30,8 @@ type Proxy struct {
 	stats    *proxyStats
 	store    *stats.Store
 	clusters netfilter.Clusters
+	// onDemand discovers a missing cluster; nil without on_demand.
+	onDemand *onDemand
 	log      logr.Logger
 	now      func() time.Time
 

@@ -105,6 +105,9 @@ func (s *session) run() {
 	if s.p.clusters != nil {
 		cl = s.p.clusters.Cluster(s.clusterName)
 	}
+	if cl == nil && s.p.onDemand != nil && s.p.onDemand.discover(s.p.ctx, s.clusterName) {
+		cl = s.p.clusters.Cluster(s.clusterName)
+	}
 	if cl == nil {
 		s.p.stats.cxNoRoute.Inc()
 		s.setFlag(accesslog.NoClusterFound)

@@ -57,13 +57,11 @@ func TestCompileErrors(t *testing.T) {
 				ClusterSpecifier:                &tcpproxyv3.TcpProxy_Cluster{Cluster: "c"},
 				MaxConnectAttempts:              wrapperspb.UInt32(0),
 				TunnelingConfig:                 &tcpproxyv3.TcpProxy_TunnelingConfig{Hostname: "h"},
-				OnDemand:                        &tcpproxyv3.TcpProxy_OnDemand{},
 				MaxDownstreamConnectionDuration: durationpb.New(time.Microsecond),
 			},
 			want: []string{
 				"max_connect_attempts: must be at least 1",
 				"max_downstream_connection_duration: must be at least 1ms",
-				"on_demand: not supported by Outrigger (no on-demand cluster discovery)",
 			},
 		},
 	}
