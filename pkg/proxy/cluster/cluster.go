@@ -352,6 +352,12 @@ func (c *Cluster) PickHost(pc *upstream.PickContext) *upstream.Host {
 		return c.pickOrigDst(dst)
 	}
 	h, panicked := c.balancer.Load().Pick()
+	if pc != nil && len(pc.PreviousHosts) > 0 {
+		// A retry's host predicate: pick again while it refuses.
+		for i := 0; h != nil && i < pc.HostReselections && pc.Rejects(h); i++ {
+			h, panicked = c.balancer.Load().Pick()
+		}
+	}
 	if panicked {
 		c.extra.lbHealthyPanic.Inc()
 	}

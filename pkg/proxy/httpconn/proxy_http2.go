@@ -17,14 +17,17 @@ import (
 )
 
 // forwardHTTP2 sends the request over the cluster's HTTP/2 pool and relays
-// the response.
-func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) {
+// the response. It returns true when the attempt's outcome is to be
+// retried (see retry.go), having answered nothing.
+func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) (retry bool) {
 	ctx := s.m.ctx
-	// The exchange ends at the route timeout or at the stream's maximum
+	// The exchange ends at the route timeout (fixed by the first
+	// attempt), the attempt's per-try timeout or at the stream's maximum
 	// durations, the cluster's counted from here: the pool hands the
 	// request a connection within the round trip.
-	s.armUpstreamDuration(cl, time.Now())
-	if d := earliest(after(time.Now(), s.rqTimeout), s.durationLimit()); !d.IsZero() {
+	now := time.Now()
+	s.armUpstreamDuration(cl, now)
+	if d := earliest(earliest(s.routeDeadline(now), s.durationLimit()), s.armPerTry(now)); !d.IsZero() {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, d)
 		defer cancel()
@@ -37,7 +40,7 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) {
 		s.expect100 = false
 		if err := s.down.continue100(); err != nil {
 			s.downstreamFailed()
-			return
+			return false
 		}
 	}
 	// The transport reads the body in its own goroutine; the body source
@@ -51,10 +54,23 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) {
 		// the body: a local reply must not read the body beside it.
 		body.takeBack()
 		if !s.peerReset.Load() && s.maxDurationReachedWith(time.Now(), body.complete()) {
-			return
+			return false
+		}
+		if s.retryFailedHTTP2(cl, ctx, err) {
+			return true
 		}
 		s.h2UpstreamFailed(cl, ctx, err)
-		return
+		return false
+	}
+	if s.retry.active {
+		s.copyHTTP2ResponseHeaders(resp)
+		if s.retryResponse(cl, resp.StatusCode) {
+			body.takeBack()
+			_ = resp.Body.Close()
+			return true
+		}
+		// relayHTTP2 copies them again.
+		s.respHeaders.reset()
 	}
 	defer func() {
 		// Before the response body's Close, which waits for the
@@ -63,6 +79,7 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) {
 		_ = resp.Body.Close()
 	}()
 	s.relayHTTP2(cl, ctx, resp, sent, body)
+	return false
 }
 
 // cancelOnReset returns a context derived from ctx that an HTTP/2
@@ -292,7 +309,9 @@ func (b *h2RequestBody) takeBack() {
 	if b == nil || b.takenBack.Swap(true) {
 		return
 	}
-	if !b.eof.Load() {
+	if !b.eof.Load() && !b.s.retry.bodyKept() {
+		// A body kept for a retry has been read whole: nothing to
+		// abandon.
 		b.s.down.abandonBody()
 	}
 	idle := b.s.idleTimeout()
@@ -326,6 +345,8 @@ func (s *stream) h2UpstreamFailed(cl UpstreamCluster, ctx context.Context, err e
 	switch {
 	case errors.Is(err, upstream.ErrOverflow):
 		s.overflowed(cl)
+	case (errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded)) && s.perTryExpired(time.Now()):
+		s.perTryTimedOut(cl)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
 		s.routeTimedOut(cl)
 	case errors.As(err, &op) && op.Op == "dial", errors.As(err, new(*tlsconfig.HandshakeError)):
@@ -352,7 +373,11 @@ func (s *stream) h2BodyFailed(cl UpstreamCluster, ctx context.Context, err error
 	}
 	cs := cl.Stats()
 	s.m.stats.rqResetAfterStart.Inc()
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && s.perTryExpired(time.Now()) {
+		cs.Retries.PerTryTimeout.Inc()
+		s.flags |= accesslog.UpstreamRequestTimeout
+		s.details = "upstream_per_try_timeout"
+	} else if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		s.chargeTimeout(cs)
 		s.host.Stats.RqTimeout.Add(1)
 		s.flags |= accesslog.UpstreamRequestTimeout

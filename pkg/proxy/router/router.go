@@ -51,6 +51,9 @@ type VirtualHost struct {
 	// send x-envoy-attempt-count upstream and downstream
 	// (include_request_attempt_count, include_attempt_count_in_response).
 	IncludeRequestAttemptCount, IncludeAttemptCountInResponse bool
+	// RetryPolicy is the virtual host's retry_policy, nil when it has
+	// none; a route's own replaces it.
+	RetryPolicy *RetryPolicy
 	// VirtualClusters are the virtual host's virtual_clusters (see
 	// VirtualHost.VirtualCluster); otherCluster is their catch-all, nil
 	// when there are none.
@@ -84,6 +87,9 @@ type Route struct {
 	// ClusterNotFoundStatus is the status answered when the cluster does
 	// not exist (cluster_not_found_response_code, default 503).
 	ClusterNotFoundStatus int
+	// RetryPolicy is the route action's retry_policy, else its virtual
+	// host's; nil for none.
+	RetryPolicy *RetryPolicy
 	// Timeout is the upstream timeout of a route action: DefaultTimeout
 	// when unset, 0 for none.
 	Timeout time.Duration
@@ -200,6 +206,9 @@ func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 				continue
 			}
 			r.VirtualHost = vh
+			if r.RetryPolicy == nil && (r.Cluster != "" || r.WeightedClusters != nil || r.ClusterHeader != "") {
+				r.RetryPolicy = vh.RetryPolicy
+			}
 			if r.StatPrefix != "" {
 				r.StatIndex = len(t.StatRoutes)
 				t.StatRoutes = append(t.StatRoutes, r)
@@ -268,6 +277,9 @@ func compileVirtualHost(vhc *routev3.VirtualHost, opts *Options) (*VirtualHost, 
 		return nil, nil, fmt.Errorf("rate_limits%w", err)
 	}
 	vh.RateLimits = rls
+	if vh.RetryPolicy, err = compileRetryPolicy(vhc.GetRetryPolicy()); err != nil {
+		return nil, nil, fmt.Errorf("retry_policy.%w", err)
+	}
 	fc, err := compileFilterConfigs(vhc.GetTypedPerFilterConfig(), opts)
 	if err != nil {
 		return nil, nil, err

@@ -17,6 +17,23 @@ type PickContext struct {
 	OriginalDst netip.AddrPort
 	// Headers are the request headers of an HTTP pick, nil for a TCP one.
 	Headers HeaderGetter
+	// PreviousHosts are the hosts a retry's previous attempts went to,
+	// which the previous_hosts retry host predicate avoids: while a pick
+	// is one of them, the cluster picks again, up to HostReselections
+	// more times, then keeps its last pick (Envoy's
+	// host_selection_retry_max_attempts).
+	PreviousHosts    []*Host
+	HostReselections int
+}
+
+// Rejects reports whether the retry host predicate turns h down.
+func (pc *PickContext) Rejects(h *Host) bool {
+	for _, p := range pc.PreviousHosts {
+		if p == h {
+			return true
+		}
+	}
+	return false
 }
 
 // HeaderGetter reads one request header by its lower-case name; several
