@@ -87,7 +87,7 @@ type upstreamTimer struct {
 	limit time.Time
 	// perTry is the attempt's per_try_timeout deadline (zero: none).
 	perTry time.Time
-	idle  time.Duration
+	idle   time.Duration
 	// at is the deadline set on the upstream connection.
 	at time.Time
 }
