@@ -185,7 +185,7 @@ func (s *stream) startRetries(p *router.RetryPolicy, hdrOn router.RetryOn) {
 	r.active = true
 	r.backoffCap = s.baseInterval()
 	if s.body != nil {
-		r.body = &retryBody{src: s.body, limit: s.bufferLimit()}
+		r.body = &retryBody{src: s.body, limit: s.bufferLimit(), abandoned: s.cluster.Stats().Retries.RetryOrShadowAbandoned}
 		s.body = r.body
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io"
 	"sync/atomic"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
 // retryBody is the request body of a request that may be retried: the
@@ -20,6 +22,8 @@ type retryBody struct {
 	// HTTP/2 transport's goroutine); over: the body outgrew the limit.
 	done atomic.Bool
 	over bool
+	// abandoned is the cluster's retry_or_shadow_abandoned.
+	abandoned *stats.Counter
 }
 
 // Next returns the kept pieces first, then the client's.
@@ -37,6 +41,7 @@ func (b *retryBody) Next() ([]byte, error) {
 		if len(b.buf)+len(p) > b.limit {
 			// Too big to keep: this request is not retried.
 			b.over, b.buf = true, nil
+			b.abandoned.Inc()
 		} else {
 			b.buf = append(b.buf, p...)
 		}
