@@ -20,6 +20,7 @@ import (
 //   - /always/...: 503 on every attempt;
 //   - /reset/...: the connection (or HTTP/2 stream) is cut on the first;
 //   - /hang/...: the first waits 3 s before answering;
+//   - /stuck/...: every attempt waits 3 s;
 //   - /header/...: the first answers 200 with x-retry-me;
 //   - /429/...: the first answers 429 with Retry-After: 1.
 type flakyUpstream struct {
@@ -42,7 +43,7 @@ func (f *flakyUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case kind == "reset" && first:
 		panic(http.ErrAbortHandler)
-	case kind == "hang" && first:
+	case kind == "hang" && first, kind == "stuck":
 		select {
 		case <-r.Context().Done():
 		case <-time.After(3 * time.Second):
@@ -106,7 +107,7 @@ var _ = Describe("Retries", func() {
 				Routes:      retryRoutes,
 				VirtualHost: `{include_attempt_count_in_response: true, include_request_attempt_count: true}`,
 				HCM: `{access_log: [` + fileLog(logPath,
-					"%REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_FLAGS% %RESPONSE_CODE_DETAILS%\n") + `]}`,
+					"%REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_FLAGS% %RESPONSE_CODE_DETAILS% %UPSTREAM_REQUEST_ATTEMPT_COUNT%\n") + `]}`,
 				Clusters: []proxyCluster{{Name: "up", Port: portNum(addr), Extra: extra}},
 			}.YAML(), "--file-flush-interval-msec", "20")
 			s.WaitLive()
@@ -142,17 +143,25 @@ var _ = Describe("Retries", func() {
 			Expect(attempts).To(Equal("3"))
 			Expect(body).To(Equal("unavailable"))
 
-			Expect(statValue(s, "cluster.up.upstream_rq_retry")).To(Equal("8"))
+			By("every attempt reaches its per-try timeout")
+			status, attempts, _ = retryGet(c, port, "GET", "/stuck/h", "")
+			Expect(status).To(Equal(504))
+			Expect(attempts).To(Equal("3"))
+
+			Expect(statValue(s, "cluster.up.upstream_rq_retry")).To(Equal("10"))
 			Expect(statValue(s, "cluster.up.upstream_rq_retry_success")).To(Equal("6"))
-			Expect(statValue(s, "cluster.up.upstream_rq_retry_limit_exceeded")).To(Equal("1"))
-			Expect(statValue(s, "cluster.up.upstream_rq_per_try_timeout")).To(Equal("1"))
+			Expect(statValue(s, "cluster.up.upstream_rq_retry_limit_exceeded")).To(Equal("2"))
+			Expect(statValue(s, "cluster.up.upstream_rq_per_try_timeout")).To(Equal("4"))
+			Expect(statValue(s, "cluster.up.upstream_rq_timeout")).To(Equal("0"))
 			Expect(statValue(s, "cluster.up.upstream_rq_retry_backoff_ratelimited")).To(Equal("1"))
-			Expect(statValue(s, "cluster.up.upstream_rq_retry_backoff_exponential")).To(Equal("7"))
-			Expect(statValue(s, "cluster.up.upstream_rq_total")).To(Equal("15"))
+			Expect(statValue(s, "cluster.up.upstream_rq_retry_backoff_exponential")).To(Equal("9"))
+			Expect(statValue(s, "cluster.up.upstream_rq_total")).To(Equal("18"))
+			Expect(statValue(s, "cluster.up.upstream_rq_504")).To(Equal("1"))
 			Eventually(func() string { return readFile(logPath) }, 10*time.Second).Should(And(
-				ContainSubstring("/503/a 200 - via_upstream\n"),
-				ContainSubstring("/hang/d 200 - via_upstream\n"),
-				ContainSubstring("/always/g 503 URX via_upstream\n"),
+				ContainSubstring("/503/a 200 - via_upstream 2\n"),
+				ContainSubstring("/hang/d 200 - via_upstream 2\n"),
+				ContainSubstring("/always/g 503 URX via_upstream 3\n"),
+				ContainSubstring("/stuck/h 504 UT,URX upstream_per_try_timeout 3\n"),
 			))
 		})
 	}
@@ -216,6 +225,38 @@ var _ = Describe("Retries", func() {
 		Expect(statValue(s, "cluster.up.circuit_breakers.default.remaining_retries")).To(Equal("0"))
 		Eventually(func() string { return readFile(logPath) }, 10*time.Second).Should(
 			ContainSubstring("/503/x 503 UO\n"))
+	})
+
+	It("avoids the hosts already tried with the previous_hosts predicate", func() {
+		bad := httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}), false)
+		good := httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = io.WriteString(w, "good")
+		}), false)
+		port, dir := freePort(), newDir()
+		endpoint := func(addr string, weight int) string {
+			return `{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: ` + strconv.Itoa(portNum(addr)) +
+				`}}}, load_balancing_weight: ` + strconv.Itoa(weight) + `}`
+		}
+		s := Start(dir, proxySpec{
+			Port: port,
+			Routes: `[{match: {prefix: /}, route: {cluster: two, retry_policy: {retry_on: 5xx, num_retries: 1,
+  retry_back_off: {base_interval: 0.001s},
+  retry_host_predicate: [{name: envoy.retry_host_predicates.previous_hosts, typed_config: {"@type": type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate}}],
+  host_selection_retry_max_attempts: 5}}}]`,
+			Clusters: []proxyCluster{{Name: "two", Port: portNum(bad), Extra: `{load_assignment: {cluster_name: two, endpoints: [{lb_endpoints: [` +
+				endpoint(bad, 3) + `, ` + endpoint(good, 1) + `]}]}}`}},
+		}.YAML())
+		s.WaitLive()
+		c := &http.Client{Timeout: 15 * time.Second}
+		// Three in four picks are the failing host: without the
+		// predicate, some retries would go to it again.
+		for i := range 8 {
+			status, _, body := retryGet(c, port, "GET", "/p"+strconv.Itoa(i), "")
+			Expect(status).To(Equal(200), "request %d", i)
+			Expect(body).To(Equal("good"))
+		}
 	})
 
 	It("honours x-envoy-retry-on from an internal client and strips the retry headers", func() {

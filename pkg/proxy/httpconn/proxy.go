@@ -97,6 +97,7 @@ func (s *stream) attempt(cl UpstreamCluster, route *router.Route) (retry bool) {
 	}
 	s.host = host
 	s.retry.attempts++
+	s.entry.UpstreamRequestAttemptCount = uint32(s.retry.attempts)
 	s.entry.UpstreamHost = host.Address
 	s.entry.UpstreamHostMetadata = host.Metadata
 	if route.AutoHostRewrite && host.Hostname != "" {
