@@ -99,7 +99,7 @@ func (s *stream) initRetries() {
 	r := &s.retry
 	h := &s.reqHeaders
 	p := s.route.RetryPolicy
-	if p == nil && !h.hasPrefix("x-envoy-") {
+	if p == nil && !h.hasRetryHeaders() {
 		// The common case: nothing to read.
 		return
 	}
@@ -119,7 +119,6 @@ func (s *stream) initRetries() {
 		if ms, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32); err == nil {
 			s.rqTimeout = time.Duration(ms) * time.Millisecond
 		}
-		h.Del("x-envoy-upstream-rq-timeout-ms")
 	}
 	if v, ok := h.Get("x-envoy-upstream-rq-per-try-timeout-ms"); ok {
 		if ms, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32); err == nil {
@@ -131,13 +130,7 @@ func (s *stream) initRetries() {
 		// does not apply.
 		r.perTry = 0
 	}
-	for _, name := range [...]string{"x-envoy-retry-on", "x-envoy-retry-grpc-on", "x-envoy-max-retries",
-		"x-envoy-hedge-on-per-try-timeout", "x-envoy-retriable-header-names",
-		"x-envoy-retriable-status-codes", "x-envoy-upstream-rq-per-try-timeout-ms"} {
-		if h.Has(name) {
-			h.Del(name)
-		}
-	}
+	h.dropRetryHeaders()
 }
 
 // startRetries sets up the retry state of a request its route's policy p
@@ -190,12 +183,40 @@ func (s *stream) startRetries(p *router.RetryPolicy, hdrOn router.RetryOn) {
 	}
 }
 
-// hasPrefix reports whether a field name starts with prefix.
-func (h *headerList) hasPrefix(prefix string) bool {
+// hasRetryHeaders reports whether the request has one of the retry and
+// timeout headers the router reads, in one pass over its fields.
+func (h *headerList) hasRetryHeaders() bool {
 	for i := range h.fields {
-		if strings.HasPrefix(h.fields[i].name, prefix) {
+		if n := h.fields[i].name; strings.HasPrefix(n, "x-envoy-") && retryHeader(n) {
 			return true
 		}
+	}
+	return false
+}
+
+// dropRetryHeaders removes the retry and timeout headers in one pass,
+// keeping the others in order.
+func (h *headerList) dropRetryHeaders() {
+	out := 0
+	for i := range h.fields {
+		if !retryHeader(h.fields[i].name) {
+			h.fields[out] = h.fields[i]
+			out++
+		}
+	}
+	clear(h.fields[out:])
+	h.fields = h.fields[:out]
+}
+
+// retryHeader reports whether name is one of the request headers the
+// router consumes.
+func retryHeader(name string) bool {
+	switch name {
+	case "x-envoy-retry-on", "x-envoy-retry-grpc-on", "x-envoy-max-retries",
+		"x-envoy-hedge-on-per-try-timeout", "x-envoy-retriable-header-names",
+		"x-envoy-retriable-status-codes", "x-envoy-upstream-rq-per-try-timeout-ms",
+		"x-envoy-upstream-rq-timeout-ms":
+		return true
 	}
 	return false
 }
