@@ -352,8 +352,8 @@ func (c *Cluster) PickHost(pc *upstream.PickContext) *upstream.Host {
 		return c.pickOrigDst(dst)
 	}
 	h, panicked := c.balancer.Load().Pick()
-	if pc != nil && len(pc.PreviousHosts) > 0 {
-		// A retry's host predicate: pick again while it refuses.
+	if pc != nil && pc.HostReselections > 0 {
+		// A retry's host predicates: pick again while they refuse.
 		for i := 0; h != nil && i < pc.HostReselections && pc.Rejects(h); i++ {
 			h, panicked = c.balancer.Load().Pick()
 		}

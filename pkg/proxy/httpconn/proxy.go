@@ -68,6 +68,7 @@ func (s *stream) forward() {
 	s.entry.ClusterMetadata = cl.Metadata()
 	s.rewrite()
 	s.pick = upstream.PickContext{OriginalDst: s.origDst, Headers: &s.reqHeaders}
+	s.retryPredicates()
 	for {
 		if !s.attempt(cl, route) {
 			break

@@ -518,11 +518,23 @@ func (s *stream) nextAttempt() {
 	if p := r.policy; p != nil && p.PreviousHosts {
 		r.tried = append(r.tried, s.host)
 		s.pick.PreviousHosts = r.tried
-		s.pick.HostReselections = int(min(p.HostSelectionMaxAttempts, 1<<20))
 	}
 	s.respHeaders.reset()
 	s.status, s.details = 0, ""
 	s.flags &^= upstreamFailure | accesslog.UpstreamOverflow
+}
+
+// retryPredicates hands the retry policy's host predicates to the load
+// balancer; they apply to every attempt of a request that may be retried,
+// as in Envoy (previous_hosts has no host to avoid on the first).
+func (s *stream) retryPredicates() {
+	r := &s.retry
+	if !r.active || r.policy == nil {
+		return
+	}
+	p := r.policy
+	s.pick.OmitCanary, s.pick.OmitMetadata = p.OmitCanary, p.OmitMetadata
+	s.pick.HostReselections = int(min(p.HostSelectionMaxAttempts, 1<<20))
 }
 
 // routeDeadline is the route timeout's deadline for an attempt whose

@@ -7,7 +7,12 @@ import (
 	"time"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	omitcanaryv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/host/omit_canary_hosts/v3"
+	omitmetadatav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/host/omit_host_metadata/v3"
 	previoushostsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/host/previous_hosts/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // RetryOn is a set of Envoy's retry conditions (retry_on,
@@ -121,15 +126,24 @@ type RetryPolicy struct {
 	// set, limit retries to requests one of them matches.
 	RetriableHeaders        []HeaderMatch
 	RetriableRequestHeaders []HeaderMatch
-	// PreviousHosts is the previous_hosts retry host predicate: a retry
-	// avoids the hosts tried before, reselecting up to
-	// HostSelectionMaxAttempts times.
+	// The retry host predicates, which make the load balancer pick
+	// again, up to HostSelectionMaxAttempts times: PreviousHosts
+	// (previous_hosts) avoids the hosts tried before, OmitCanary
+	// (omit_canary_hosts) canary hosts, OmitMetadata (omit_host_metadata,
+	// nil without it) hosts whose envoy.lb metadata has its fields.
 	PreviousHosts            bool
+	OmitCanary               bool
+	OmitMetadata             *structpb.Struct
 	HostSelectionMaxAttempts int64
 }
 
-// previousHostsName is the previous_hosts predicate's extension name.
-const previousHostsName = "envoy.retry_host_predicates.previous_hosts"
+// The retry host predicates, by extension name (the proxy. spelling is
+// accepted too) and by the type of their typed_config.
+var hostPredicates = map[string]protoreflect.FullName{
+	"envoy.retry_host_predicates.previous_hosts":     (&previoushostsv3.PreviousHostsPredicate{}).ProtoReflect().Descriptor().FullName(),
+	"envoy.retry_host_predicates.omit_canary_hosts":  (&omitcanaryv3.OmitCanaryHostsPredicate{}).ProtoReflect().Descriptor().FullName(),
+	"envoy.retry_host_predicates.omit_host_metadata": (&omitmetadatav3.OmitHostMetadataConfig{}).ProtoReflect().Descriptor().FullName(),
+}
 
 // compileRetryPolicy compiles a retry_policy; errors name the field
 // below it. A nil p compiles to nil.
@@ -205,24 +219,44 @@ func compileRetryPolicy(p *routev3.RetryPolicy) (*RetryPolicy, error) {
 		rp.RetriableRequestHeaders = append(rp.RetriableRequestHeaders, m)
 	}
 	for i, hp := range p.GetRetryHostPredicate() {
-		if !isPreviousHosts(hp) {
-			return nil, fmt.Errorf("retry_host_predicate[%d]: %q is not supported by Outrigger (supported: %s)", i, hp.GetName(), previousHostsName)
+		if err := compileHostPredicate(rp, hp); err != nil {
+			return nil, fmt.Errorf("retry_host_predicate[%d]%w", i, err)
 		}
-		rp.PreviousHosts = true
 	}
-	rp.HostSelectionMaxAttempts = max(p.GetHostSelectionRetryMaxAttempts(), 1)
+	rp.HostSelectionMaxAttempts = p.GetHostSelectionRetryMaxAttempts()
 	return rp, nil
 }
 
-// isPreviousHosts reports whether a retry host predicate is
-// previous_hosts: by its typed_config's type, else by its name.
-func isPreviousHosts(hp *routev3.RetryPolicy_RetryHostPredicate) bool {
+// compileHostPredicate adds a retry host predicate to rp, found by its
+// typed_config's type, else by its name. Errors name the field below
+// the predicate (starting with its separator).
+func compileHostPredicate(rp *RetryPolicy, hp *routev3.RetryPolicy_RetryHostPredicate) error {
+	var kind protoreflect.FullName
 	if tc := hp.GetTypedConfig(); tc != nil && tc.GetTypeUrl() != "" {
-		var want previoushostsv3.PreviousHostsPredicate
-		return strings.HasSuffix(tc.GetTypeUrl(), "/"+string(want.ProtoReflect().Descriptor().FullName()))
+		kind = protoreflect.FullName(tc.GetTypeUrl()[strings.LastIndexByte(tc.GetTypeUrl(), '/')+1:])
+	} else {
+		kind = hostPredicates[strings.Replace(hp.GetName(), "proxy.", "envoy.", 1)]
 	}
-	name := hp.GetName()
-	return name == previousHostsName || name == "proxy.retry_host_predicates.previous_hosts"
+	switch kind {
+	case hostPredicates["envoy.retry_host_predicates.previous_hosts"]:
+		rp.PreviousHosts = true
+	case hostPredicates["envoy.retry_host_predicates.omit_canary_hosts"]:
+		rp.OmitCanary = true
+	case hostPredicates["envoy.retry_host_predicates.omit_host_metadata"]:
+		var cfg omitmetadatav3.OmitHostMetadataConfig
+		if tc := hp.GetTypedConfig(); tc != nil {
+			if err := tc.UnmarshalTo(&cfg); err != nil {
+				return fmt.Errorf(".typed_config: %w", err)
+			}
+		}
+		lb := cfg.GetMetadataMatch().GetFilterMetadata()["envoy.lb"]
+		if len(lb.GetFields()) > 0 {
+			rp.OmitMetadata = proto.Clone(lb).(*structpb.Struct)
+		}
+	default:
+		return fmt.Errorf(": %q is not supported by Outrigger (supported: envoy.retry_host_predicates.previous_hosts, omit_canary_hosts, omit_host_metadata)", hp.GetName())
+	}
+	return nil
 }
 
 // Retriable reports whether the policy may retry req at all: a policy

@@ -106,8 +106,8 @@ func TestRetryPolicyErrors(t *testing.T) {
 		"unknown condition": {`{retry_on: "5xx,sometimes"}`, `routes[0].route.retry_policy.retry_on: "5xx,sometimes" names a condition`},
 		"max below base": {`{retry_on: 5xx, retry_back_off: {base_interval: 1s, max_interval: 0.5s}}`,
 			"retry_policy.retry_back_off.max_interval: must be at least base_interval"},
-		"other host predicate": {`{retry_on: 5xx, retry_host_predicate: [{name: envoy.retry_host_predicates.omit_canary_hosts}]}`,
-			`retry_policy.retry_host_predicate[0]: "envoy.retry_host_predicates.omit_canary_hosts" is not supported`},
+		"unknown host predicate": {`{retry_on: 5xx, retry_host_predicate: [{name: envoy.retry_host_predicates.nonsense}]}`,
+			`retry_policy.retry_host_predicate[0]: "envoy.retry_host_predicates.nonsense" is not supported`},
 		"bad retriable header": {`{retry_on: 5xx, retriable_headers: [{name: ""}]}`,
 			"retry_policy.retriable_headers[0].name: a header name is required"},
 	}
@@ -125,5 +125,33 @@ virtual_hosts:
 				t.Fatalf("error = %v; want one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestRetryHostPredicates(t *testing.T) {
+	table := mustCompile(t, `
+virtual_hosts:
+- name: v
+  domains: [v]
+  routes:
+  - match: {prefix: /}
+    route:
+      cluster: c
+      retry_policy:
+        retry_on: 5xx
+        retry_host_predicate:
+        - name: envoy.retry_host_predicates.omit_canary_hosts
+        - name: proxy.retry_host_predicates.previous_hosts
+        - name: omit
+          typed_config:
+            "@type": type.googleapis.com/envoy.extensions.retry.host.omit_host_metadata.v3.OmitHostMetadataConfig
+            metadata_match: {filter_metadata: {envoy.lb: {version: v1}}}
+`)
+	p := table.Match("v", "/").RetryPolicy
+	if !p.OmitCanary || !p.PreviousHosts || p.OmitMetadata.GetFields()["version"].GetStringValue() != "v1" {
+		t.Errorf("predicates: canary %v, previous %v, metadata %v", p.OmitCanary, p.PreviousHosts, p.OmitMetadata)
+	}
+	if p.HostSelectionMaxAttempts != 0 {
+		t.Errorf("host_selection_retry_max_attempts = %d; want Envoy's default 0", p.HostSelectionMaxAttempts)
 	}
 }

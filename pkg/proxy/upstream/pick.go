@@ -3,6 +3,9 @@ package upstream
 import (
 	"net"
 	"net/netip"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // PickContext is what a load balancer may read of the downstream side of
@@ -17,19 +20,58 @@ type PickContext struct {
 	OriginalDst netip.AddrPort
 	// Headers are the request headers of an HTTP pick, nil for a TCP one.
 	Headers HeaderGetter
-	// PreviousHosts are the hosts a retry's previous attempts went to,
-	// which the previous_hosts retry host predicate avoids: while a pick
-	// is one of them, the cluster picks again, up to HostReselections
-	// more times, then keeps its last pick (Envoy's
-	// host_selection_retry_max_attempts).
+	// The retry host predicates of the request's retry policy: while
+	// they refuse a pick, the cluster picks again, up to
+	// HostReselections more times, then keeps its last pick (Envoy's
+	// host_selection_retry_max_attempts). PreviousHosts are the hosts
+	// the previous attempts went to (previous_hosts); OmitCanary refuses
+	// canary hosts (omit_canary_hosts); OmitMetadata, when not nil,
+	// refuses hosts whose envoy.lb metadata has each of its fields
+	// (omit_host_metadata).
 	PreviousHosts    []*Host
+	OmitCanary       bool
+	OmitMetadata     *structpb.Struct
 	HostReselections int
 }
 
-// Rejects reports whether the retry host predicate turns h down.
+// Rejects reports whether a retry host predicate turns h down.
 func (pc *PickContext) Rejects(h *Host) bool {
 	for _, p := range pc.PreviousHosts {
 		if p == h {
+			return true
+		}
+	}
+	if pc.OmitCanary && h.Canary {
+		return true
+	}
+	return pc.OmitMetadata != nil && lbMetadataMatches(pc.OmitMetadata, h)
+}
+
+// lbMetadataMatches reports whether every field of want is in h's
+// envoy.lb metadata with an equal value, or, for a list there, as one of
+// its elements (Envoy's metadataLabelMatch with list_as_any).
+func lbMetadataMatches(want *structpb.Struct, h *Host) bool {
+	lb := h.Metadata.GetFilterMetadata()["envoy.lb"]
+	for k, v := range want.GetFields() {
+		got, ok := lb.GetFields()[k]
+		if !ok {
+			return false
+		}
+		if proto.Equal(got, v) {
+			continue
+		}
+		l, isList := got.GetKind().(*structpb.Value_ListValue)
+		if !isList || !listHas(l.ListValue, v) {
+			return false
+		}
+	}
+	return true
+}
+
+// listHas reports whether l has an element equal to v.
+func listHas(l *structpb.ListValue, v *structpb.Value) bool {
+	for _, e := range l.GetValues() {
+		if proto.Equal(e, v) {
 			return true
 		}
 	}
