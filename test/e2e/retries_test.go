@@ -21,6 +21,9 @@ import (
 //   - /reset/...: the connection (or HTTP/2 stream) is cut on the first;
 //   - /hang/...: the first waits 3 s before answering;
 //   - /stuck/...: every attempt waits 3 s;
+//   - /slow/...: the first sends part of its body, then waits 3 s;
+//
+// with an optional /idle prefix (for the route with a per-try idle timeout).
 //   - /header/...: the first answers 200 with x-retry-me;
 //   - /429/...: the first answers 429 with Retry-After: 1.
 type flakyUpstream struct {
@@ -34,7 +37,7 @@ func (f *flakyUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n := f.seen[r.URL.Path]
 	f.mu.Unlock()
 	body, _ := io.ReadAll(r.Body)
-	kind, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	kind, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/idle"), "/"), "/")
 	first := n == 1
 	switch {
 	case kind == "always", kind == "503" && first:
@@ -44,6 +47,14 @@ func (f *flakyUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case kind == "reset" && first:
 		panic(http.ErrAbortHandler)
 	case kind == "hang" && first, kind == "stuck":
+		select {
+		case <-r.Context().Done():
+		case <-time.After(3 * time.Second):
+		}
+		return
+	case kind == "slow" && first:
+		_, _ = io.WriteString(w, "partial")
+		w.(http.Flusher).Flush()
 		select {
 		case <-r.Context().Done():
 		case <-time.After(3 * time.Second):
@@ -63,7 +74,9 @@ func (f *flakyUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // retryRoutes is a route whose retry policy covers every cue of
 // flakyUpstream.
-const retryRoutes = `[{match: {prefix: /}, route: {cluster: up, retry_policy: {
+const retryRoutes = `[{match: {prefix: /idle/}, route: {cluster: up, retry_policy: {
+  retry_on: reset, per_try_idle_timeout: 0.3s, retry_back_off: {base_interval: 0.01s}}}},
+ {match: {prefix: /}, route: {cluster: up, retry_policy: {
   retry_on: "5xx,retriable-headers,retriable-status-codes", num_retries: 2, per_try_timeout: 0.5s,
   retry_back_off: {base_interval: 0.01s},
   retriable_status_codes: [429], retriable_headers: [{name: x-retry-me}],
@@ -143,25 +156,39 @@ var _ = Describe("Retries", func() {
 			Expect(attempts).To(Equal("3"))
 			Expect(body).To(Equal("unavailable"))
 
+			By("the per-try idle timeout: before the head it is retried, after it the response is cut")
+			status, attempts, body = retryGet(c, port, "GET", "/idle/hang/i", "")
+			Expect(status).To(Equal(200))
+			Expect(attempts).To(Equal("2"))
+			resp, err := c.Get(listenerURL(port, "/idle/slow/j"))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(resp.StatusCode).To(Equal(200))
+			_, err = io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			Expect(err).To(HaveOccurred(), "the response was cut")
+
 			By("every attempt reaches its per-try timeout")
 			status, attempts, _ = retryGet(c, port, "GET", "/stuck/h", "")
 			Expect(status).To(Equal(504))
 			Expect(attempts).To(Equal("3"))
 
-			Expect(statValue(s, "cluster.up.upstream_rq_retry")).To(Equal("10"))
-			Expect(statValue(s, "cluster.up.upstream_rq_retry_success")).To(Equal("6"))
+			Expect(statValue(s, "cluster.up.upstream_rq_retry")).To(Equal("11"))
+			Expect(statValue(s, "cluster.up.upstream_rq_retry_success")).To(Equal("7"))
 			Expect(statValue(s, "cluster.up.upstream_rq_retry_limit_exceeded")).To(Equal("2"))
 			Expect(statValue(s, "cluster.up.upstream_rq_per_try_timeout")).To(Equal("4"))
 			Expect(statValue(s, "cluster.up.upstream_rq_timeout")).To(Equal("0"))
 			Expect(statValue(s, "cluster.up.upstream_rq_retry_backoff_ratelimited")).To(Equal("1"))
-			Expect(statValue(s, "cluster.up.upstream_rq_retry_backoff_exponential")).To(Equal("9"))
-			Expect(statValue(s, "cluster.up.upstream_rq_total")).To(Equal("18"))
+			Expect(statValue(s, "cluster.up.upstream_rq_retry_backoff_exponential")).To(Equal("10"))
+			Expect(statValue(s, "cluster.up.upstream_rq_per_try_idle_timeout")).To(Equal("2"))
+			Expect(statValue(s, "cluster.up.upstream_rq_total")).To(Equal("21"))
 			Expect(statValue(s, "cluster.up.upstream_rq_504")).To(Equal("1"))
 			Eventually(func() string { return readFile(logPath) }, 10*time.Second).Should(And(
 				ContainSubstring("/503/a 200 - via_upstream 2\n"),
 				ContainSubstring("/hang/d 200 - via_upstream 2\n"),
 				ContainSubstring("/always/g 503 URX via_upstream 3\n"),
 				ContainSubstring("/stuck/h 504 UT,URX upstream_per_try_timeout 3\n"),
+				ContainSubstring("/idle/hang/i 200 - via_upstream 2\n"),
+				ContainSubstring("/idle/slow/j 200 UT upstream_per_try_idle_timeout 1\n"),
 			))
 		})
 	}

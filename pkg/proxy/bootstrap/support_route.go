@@ -161,13 +161,14 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.DataSource.filename": {},
 
 	// Retry policies of routes and virtual hosts (the route's replaces
-	// its virtual host's). per_try_idle_timeout, retry_priority and
-	// retry_options_predicates are not implemented.
+	// its virtual host's). retry_priority and retry_options_predicates
+	// are not implemented.
 	"envoy.config.route.v3.RouteAction.retry_policy":                                          {},
 	"envoy.config.route.v3.VirtualHost.retry_policy":                                          {},
 	"envoy.config.route.v3.RetryPolicy.retry_on":                                              {},
 	"envoy.config.route.v3.RetryPolicy.num_retries":                                           {},
 	"envoy.config.route.v3.RetryPolicy.per_try_timeout":                                       {},
+	"envoy.config.route.v3.RetryPolicy.per_try_idle_timeout":                                  {},
 	"envoy.config.route.v3.RetryPolicy.retry_host_predicate":                                  {},
 	"envoy.config.route.v3.RetryPolicy.host_selection_retry_max_attempts":                     {},
 	"envoy.config.route.v3.RetryPolicy.retriable_status_codes":                                {},

@@ -396,6 +396,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 		// A body kept for a retry has been read whole already.
 		tm.hard = s.routeDeadline(sent)
 		tm.perTry = s.armPerTry(time.Now())
+		s.armPerTryIdle(&tm)
 	}
 	_ = uc.SetDeadline(tm.deadline(sent))
 	u.out.reset(uc)
@@ -437,6 +438,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 		tm.hard = s.routeDeadline(sent)
 		if tm.perTry.IsZero() {
 			tm.perTry = s.armPerTry(sent)
+			s.armPerTryIdle(&tm)
 		}
 		_ = uc.SetDeadline(tm.deadline(sent))
 	}
@@ -471,6 +473,11 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	if s.retryResponse(cl, resp.Status) {
 		// The connection closes: the rest of the response is not read.
 		return exchangeRetry
+	}
+	if !tm.perTry.IsZero() {
+		// The per-try timeout ends with the response head, as Envoy's.
+		tm.perTry, s.retry.perTryEnd = time.Time{}, time.Time{}
+		_ = uc.SetDeadline(tm.deadline(now))
 	}
 	s.entry.FirstUpstreamByte = s.m.stamp(now)
 	s.status = resp.Status
@@ -678,6 +685,8 @@ func (s *stream) upstreamFailed(cl UpstreamCluster, err error, tm *upstreamTimer
 		s.routeTimedOut(cl)
 	case isTimeoutErr(err) && s.perTryExpired(time.Now()):
 		s.perTryTimedOut(cl)
+	case isTimeoutErr(err) && tm.idleTry:
+		s.perTryIdleTimedOut(cl)
 	case isTimeoutErr(err):
 		s.m.stats.rqIdleTimeout.Inc()
 		status := 504
@@ -719,10 +728,10 @@ func (s *stream) responseBodyFailed(cl UpstreamCluster, err error, tm *upstreamT
 		s.host.Stats.RqTimeout.Add(1)
 		s.flags |= accesslog.UpstreamRequestTimeout
 		s.details = "upstream_response_timeout"
-	case isTimeoutErr(err) && s.perTryExpired(time.Now()):
-		cs.Retries.PerTryTimeout.Inc()
+	case isTimeoutErr(err) && tm.idleTry:
+		cs.Retries.PerTryIdleTimeout.Inc()
 		s.flags |= accesslog.UpstreamRequestTimeout
-		s.details = "upstream_per_try_timeout"
+		s.details = "upstream_per_try_idle_timeout"
 	case isTimeoutErr(err):
 		s.m.stats.rqIdleTimeout.Inc()
 		s.flags |= accesslog.StreamIdleTimeout

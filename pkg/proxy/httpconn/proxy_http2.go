@@ -27,13 +27,15 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) (retry bo
 	// request a connection within the round trip.
 	now := time.Now()
 	s.armUpstreamDuration(cl, now)
-	if d := earliest(earliest(s.routeDeadline(now), s.durationLimit()), s.armPerTry(now)); !d.IsZero() {
+	if d := earliest(s.routeDeadline(now), s.durationLimit()); !d.IsZero() {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, d)
 		defer cancel()
 	}
 	ctx, stop := s.cancelOnReset(ctx)
 	defer stop()
+	ctx, timers := s.startTryTimers(ctx, now)
+	defer timers.stop(s)
 	if s.expect100 {
 		// Answered here, before the transport's goroutine reads the
 		// body, so that only this goroutine writes to the client.
@@ -71,6 +73,17 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) (retry bo
 		}
 		// relayHTTP2 copies them again.
 		s.respHeaders.reset()
+	}
+	if !timers.headCame(s) {
+		// The per-try timeout fired as the head came: the attempt
+		// failed.
+		body.takeBack()
+		_ = resp.Body.Close()
+		if s.retryFailedHTTP2(cl, ctx, context.Canceled) {
+			return true
+		}
+		s.h2UpstreamFailed(cl, ctx, context.Canceled)
+		return false
 	}
 	defer func() {
 		// Before the response body's Close, which waits for the
@@ -129,6 +142,9 @@ func (s *stream) relayHTTP2(cl UpstreamCluster, ctx context.Context, resp *http.
 		for {
 			n, err := resp.Body.Read(buf)
 			if n > 0 {
+				if t := s.retry.timers; t != nil {
+					t.touch()
+				}
 				if err := s.down.writeBody(buf[:n]); err != nil {
 					s.downstreamFailed()
 					return
@@ -345,7 +361,9 @@ func (s *stream) h2UpstreamFailed(cl UpstreamCluster, ctx context.Context, err e
 	switch {
 	case errors.Is(err, upstream.ErrOverflow):
 		s.overflowed(cl)
-	case (errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded)) && s.perTryExpired(time.Now()):
+	case s.retry.timers.idleFired():
+		s.perTryIdleTimedOut(cl)
+	case ctx.Err() != nil && s.perTryExpired(time.Now()):
 		s.perTryTimedOut(cl)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
 		s.routeTimedOut(cl)
@@ -373,10 +391,10 @@ func (s *stream) h2BodyFailed(cl UpstreamCluster, ctx context.Context, err error
 	}
 	cs := cl.Stats()
 	s.m.stats.rqResetAfterStart.Inc()
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) && s.perTryExpired(time.Now()) {
-		cs.Retries.PerTryTimeout.Inc()
+	if s.retry.timers.idleFired() {
+		cs.Retries.PerTryIdleTimeout.Inc()
 		s.flags |= accesslog.UpstreamRequestTimeout
-		s.details = "upstream_per_try_timeout"
+		s.details = "upstream_per_try_idle_timeout"
 	} else if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		s.chargeTimeout(cs)
 		s.host.Stats.RqTimeout.Add(1)

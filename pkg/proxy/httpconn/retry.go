@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
@@ -69,6 +70,10 @@ type retryState struct {
 	routeEndSet bool
 	perTry      time.Duration
 	perTryEnd   time.Time
+	// perTryIdle is per_try_idle_timeout (0: none); timers are an
+	// HTTP/2 attempt's per-try timers while it runs.
+	perTryIdle time.Duration
+	timers     *h2TryTimers
 	// status is the response status a header check reads as ":status".
 	status int
 	resp   *headerList
@@ -145,6 +150,7 @@ func (s *stream) startRetries(p *router.RetryPolicy, hdrOn router.RetryOn) {
 		r.remaining = p.NumRetries
 		r.codes = p.RetriableStatusCodes
 		r.perTry = p.PerTryTimeout
+		r.perTryIdle = p.PerTryIdleTimeout
 		if !p.Retriable(&s.rreq) {
 			// retriable_request_headers: this request is not one.
 			hdrOn, r.on = 0, 0
@@ -522,6 +528,9 @@ func (s *stream) nextAttempt() {
 	s.respHeaders.reset()
 	s.status, s.details = 0, ""
 	s.flags &^= upstreamFailure | accesslog.UpstreamOverflow
+	// The next attempt's idle deadlines count from now (the route
+	// timeout's deadline is fixed already).
+	s.tLast = time.Now()
 }
 
 // retryPredicates hands the retry policy's host predicates to the load
@@ -578,6 +587,28 @@ func (s *stream) perTryTimedOut(cl UpstreamCluster) {
 	s.localReply(504, bodyUpstreamTimeout, accesslog.UpstreamRequestTimeout, "upstream_per_try_timeout")
 }
 
+// perTryIdleTimedOut answers a request whose last attempt reached its
+// per_try_idle_timeout before its response head: 504, UT.
+func (s *stream) perTryIdleTimedOut(cl UpstreamCluster) {
+	cs := cl.Stats()
+	cs.Retries.PerTryIdleTimeout.Inc()
+	s.host.Stats.RqTimeout.Add(1)
+	s.chargeCode(cs, 504)
+	s.localReply(504, bodyUpstreamTimeout, accesslog.UpstreamRequestTimeout, "upstream_per_try_idle_timeout")
+}
+
+// armPerTryIdle makes the attempt's per_try_idle_timeout, when it is
+// shorter, the idle timeout of an HTTP/1 exchange whose request was sent.
+func (s *stream) armPerTryIdle(tm *upstreamTimer) {
+	d := s.retry.perTryIdle
+	if d <= 0 {
+		return
+	}
+	if tm.idle <= 0 || d < tm.idle {
+		tm.idle, tm.idleTry = d, true
+	}
+}
+
 // eachLevel runs f on the request's virtual cluster and route stats.
 func (s *stream) eachLevel(f func(*routeStats)) {
 	for _, rs := range s.levelStats() {
@@ -606,6 +637,12 @@ func (s *stream) retryFailedHTTP1(cl UpstreamCluster, err error, tm *upstreamTim
 			return true
 		}
 		return false
+	case isTimeoutErr(err) && tm.idleTry:
+		if s.retryReset(cl, resetPerTryTimeout, true) {
+			cl.Stats().Retries.PerTryIdleTimeout.Inc()
+			return true
+		}
+		return false
 	case isTimeoutErr(err):
 		// The stream idle timeout: not the upstream's failure.
 		return false
@@ -622,14 +659,20 @@ func (s *stream) retryFailedHTTP2(cl UpstreamCluster, ctx context.Context, err e
 	now := time.Now()
 	var op *net.OpError
 	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
-		if !s.perTryExpired(now) {
-			return false
+	case s.retry.timers.idleFired():
+		if s.retryReset(cl, resetPerTryTimeout, true) {
+			cl.Stats().Retries.PerTryIdleTimeout.Inc()
+			return true
 		}
+		return false
+	case ctx.Err() != nil && s.perTryExpired(now):
 		if s.retryReset(cl, resetPerTryTimeout, true) {
 			cl.Stats().Retries.PerTryTimeout.Inc()
 			return true
 		}
+		return false
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
+		// The route timeout or a maximum duration.
 		return false
 	case errors.As(err, &op) && op.Op == "dial", errors.As(err, new(*tlsconfig.HandshakeError)):
 		return s.retryReset(cl, resetConnectFailure, false)
@@ -637,4 +680,78 @@ func (s *stream) retryFailedHTTP2(cl UpstreamCluster, ctx context.Context, err e
 		return s.retryReset(cl, resetRefusedStream, true)
 	}
 	return s.retryReset(cl, resetRemote, true)
+}
+
+// h2TryTimers are an HTTP/2 attempt's per-try timeouts, timers that
+// cancel the attempt's context: per_try_timeout until the response head,
+// per_try_idle_timeout until the response's end, pushed back by each
+// piece of the response.
+type h2TryTimers struct {
+	cancel    context.CancelFunc
+	try, idle *time.Timer
+	idleFor   time.Duration
+	fired     atomic.Bool
+}
+
+// startTryTimers arms the attempt's per-try timeouts from now, returning
+// the context they cancel; without per-try timeouts, ctx as it is and
+// nil.
+func (s *stream) startTryTimers(ctx context.Context, now time.Time) (context.Context, *h2TryTimers) {
+	r := &s.retry
+	s.armPerTry(now)
+	if r.perTry <= 0 && r.perTryIdle <= 0 {
+		return ctx, nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	t := &h2TryTimers{cancel: cancel, idleFor: r.perTryIdle}
+	if r.perTry > 0 {
+		t.try = time.AfterFunc(r.perTry, cancel)
+	}
+	if r.perTryIdle > 0 {
+		t.idle = time.AfterFunc(r.perTryIdle, func() {
+			t.fired.Store(true)
+			cancel()
+		})
+	}
+	r.timers = t
+	return ctx, t
+}
+
+// headCame stops the per-try timeout once the response head came; false
+// when it fired first. A nil t does nothing.
+func (t *h2TryTimers) headCame(s *stream) bool {
+	if t == nil || t.try == nil {
+		return true
+	}
+	if !t.try.Stop() {
+		return false
+	}
+	s.retry.perTryEnd = time.Time{}
+	return true
+}
+
+// touch pushes the idle timeout back: the upstream sent something.
+func (t *h2TryTimers) touch() {
+	if t.idle != nil && !t.fired.Load() {
+		t.idle.Reset(t.idleFor)
+	}
+}
+
+// idleFired reports whether the per-try idle timeout ended the attempt;
+// false for a nil t.
+func (t *h2TryTimers) idleFired() bool { return t != nil && t.fired.Load() }
+
+// stop ends the timers when the attempt is over.
+func (t *h2TryTimers) stop(s *stream) {
+	if t == nil {
+		return
+	}
+	if t.try != nil {
+		t.try.Stop()
+	}
+	if t.idle != nil {
+		t.idle.Stop()
+	}
+	t.cancel()
+	s.retry.timers = nil
 }

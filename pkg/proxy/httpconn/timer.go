@@ -85,9 +85,12 @@ func earliest(a, b time.Time) time.Time {
 type upstreamTimer struct {
 	hard  time.Time
 	limit time.Time
-	// perTry is the attempt's per_try_timeout deadline (zero: none).
-	perTry time.Time
-	idle   time.Duration
+	// perTry is the attempt's per_try_timeout deadline (zero: none);
+	// idleTry says that idle is the attempt's per_try_idle_timeout
+	// rather than the stream idle timeout.
+	perTry  time.Time
+	idleTry bool
+	idle    time.Duration
 	// at is the deadline set on the upstream connection.
 	at time.Time
 }
