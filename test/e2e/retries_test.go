@@ -160,6 +160,7 @@ var _ = Describe("Retries", func() {
 			status, attempts, body = retryGet(c, port, "GET", "/idle/hang/i", "")
 			Expect(status).To(Equal(200))
 			Expect(attempts).To(Equal("2"))
+			Expect(body).To(Equal("attempt=2 body="))
 			resp, err := c.Get(listenerURL(port, "/idle/slow/j"))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(resp.StatusCode).To(Equal(200))
