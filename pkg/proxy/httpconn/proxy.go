@@ -80,6 +80,10 @@ func (s *stream) forward() {
 	}
 	if r := &s.retry; r.body != nil {
 		s.body = r.body.src
+		if s.leaked {
+			// An HTTP/2 transport may still read it.
+			r.spare = nil
+		}
 	}
 	s.releaseRetry(cl)
 }

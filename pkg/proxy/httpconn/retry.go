@@ -61,8 +61,10 @@ type retryState struct {
 	// tried are the hosts of the previous attempts (previous_hosts).
 	tried []*upstream.Host
 	// body records the request body for the next attempt (nil without
-	// a body).
-	body *retryBody
+	// a body); spare is the one the stream reuses from request to
+	// request.
+	body  *retryBody
+	spare *retryBody
 	// routeEnd is the route timeout's deadline, fixed by the first
 	// attempt, that retries do not move; perTry is each attempt's
 	// per_try_timeout; perTryEnd the current attempt's deadline.
@@ -83,7 +85,27 @@ type retryState struct {
 // reset forgets the previous request's state, keeping the buffers.
 func (r *retryState) reset() {
 	clear(r.tried)
-	*r = retryState{codeBuf: r.codeBuf[:0], tried: r.tried[:0], buf: r.buf}
+	*r = retryState{codeBuf: r.codeBuf[:0], tried: r.tried[:0], buf: r.buf, spare: r.spare}
+}
+
+// maxKeptBody bounds the body buffer a stream keeps for its next
+// request: a bigger one is let go.
+const maxKeptBody = 64 << 10
+
+// keepBody readies the stream's reusable retry body for src.
+func (s *stream) keepBody(src bodySource) *retryBody {
+	r := &s.retry
+	b := r.spare
+	if b == nil {
+		b = new(retryBody)
+		r.spare = b
+	}
+	buf := b.buf[:0]
+	if cap(buf) > maxKeptBody {
+		buf = nil
+	}
+	*b = retryBody{src: src, buf: buf, limit: s.bufferLimit(), abandoned: s.cluster.Stats().Retries.RetryOrShadowAbandoned}
+	return b
 }
 
 // Get answers a retriable_headers matcher on the response: ":status",
@@ -184,7 +206,7 @@ func (s *stream) startRetries(p *router.RetryPolicy, hdrOn router.RetryOn) {
 	r.active = true
 	r.backoffCap = s.baseInterval()
 	if s.body != nil {
-		r.body = &retryBody{src: s.body, limit: s.bufferLimit(), abandoned: s.cluster.Stats().Retries.RetryOrShadowAbandoned}
+		r.body = s.keepBody(s.body)
 		s.body = r.body
 	}
 }
