@@ -252,7 +252,7 @@ func retryHeader(name string) bool {
 // baseInterval is the retry back-off's base interval: the policy's, else
 // the runtime's upstream.base_retry_backoff_ms, else 25 ms.
 func (s *stream) baseInterval() time.Duration {
-	if p := s.retry.policy; p != nil && p.BaseInterval != router.DefaultRetryBaseInterval {
+	if p := s.retry.policy; p != nil && p.BackOffSet {
 		return p.BaseInterval
 	}
 	if rt := s.m.deps.Runtime; rt != nil {
@@ -264,7 +264,7 @@ func (s *stream) baseInterval() time.Duration {
 // maxInterval is the back-off's ceiling: the policy's max_interval, else
 // ten times the base interval.
 func (s *stream) maxInterval() time.Duration {
-	if p := s.retry.policy; p != nil && p.BaseInterval != router.DefaultRetryBaseInterval {
+	if p := s.retry.policy; p != nil && p.BackOffSet {
 		return p.MaxInterval
 	}
 	return 10 * s.baseInterval()

@@ -130,7 +130,7 @@ func TestShouldRetryCountsAndFlags(t *testing.T) {
 func TestNextBackOffBounds(t *testing.T) {
 	s, fc := retryTestStream(t)
 	base := 10 * time.Millisecond
-	s.retry = retryState{active: true, policy: &router.RetryPolicy{BaseInterval: base, MaxInterval: 40 * time.Millisecond}, backoffCap: base}
+	s.retry = retryState{active: true, policy: &router.RetryPolicy{BaseInterval: base, MaxInterval: 40 * time.Millisecond, BackOffSet: true}, backoffCap: base}
 	ceilings := []time.Duration{base, 2 * base, 4 * base, 4 * base, 4 * base}
 	for i, ceiling := range ceilings {
 		for range 50 {
@@ -152,6 +152,17 @@ func TestNextBackOffBounds(t *testing.T) {
 	s.retry.policy = nil
 	if s.baseInterval() != 25*time.Millisecond || s.maxInterval() != 250*time.Millisecond {
 		t.Errorf("default back-off %v..%v; want 25ms..250ms", s.baseInterval(), s.maxInterval())
+	}
+	// The runtime's upstream.base_retry_backoff_ms replaces the default,
+	// not a configured retry_back_off.
+	s.m = &Manager{deps: Deps{Runtime: fixedRuntime{"upstream.base_retry_backoff_ms": 100}}}
+	s.retry.policy = &router.RetryPolicy{BaseInterval: router.DefaultRetryBaseInterval}
+	if s.baseInterval() != 100*time.Millisecond || s.maxInterval() != time.Second {
+		t.Errorf("runtime back-off %v..%v; want 100ms..1s", s.baseInterval(), s.maxInterval())
+	}
+	s.retry.policy = &router.RetryPolicy{BaseInterval: 25 * time.Millisecond, MaxInterval: 50 * time.Millisecond, BackOffSet: true}
+	if s.baseInterval() != 25*time.Millisecond || s.maxInterval() != 50*time.Millisecond {
+		t.Errorf("configured back-off %v..%v; want 25ms..50ms", s.baseInterval(), s.maxInterval())
 	}
 	// A rate-limited back-off is jittered upward from the interval.
 	s.retry.rateLimited = time.Second

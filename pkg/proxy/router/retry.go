@@ -114,8 +114,11 @@ type RetryPolicy struct {
 	// PerTryTimeout and PerTryIdleTimeout bound each attempt; 0 is none.
 	PerTryTimeout     time.Duration
 	PerTryIdleTimeout time.Duration
-	// BaseInterval and MaxInterval are the exponential back-off's.
+	// BaseInterval and MaxInterval are the exponential back-off's;
+	// BackOffSet tells whether retry_back_off set them (otherwise the
+	// runtime's upstream.base_retry_backoff_ms may replace the default).
 	BaseInterval, MaxInterval time.Duration
+	BackOffSet                bool
 	// ResetHeaders and ResetMaxInterval are rate_limited_retry_back_off's.
 	ResetHeaders     []ResetHeader
 	ResetMaxInterval time.Duration
@@ -172,6 +175,7 @@ func compileRetryPolicy(p *routev3.RetryPolicy) (*RetryPolicy, error) {
 		}
 	}
 	if b := p.GetRetryBackOff(); b != nil {
+		rp.BackOffSet = true
 		if rp.BaseInterval, err = duration(b.GetBaseInterval()); err != nil || rp.BaseInterval <= 0 {
 			return nil, errors.New("retry_back_off.base_interval: must be above 0")
 		}
