@@ -69,6 +69,7 @@ func (s *stream) forward() {
 	s.rewrite()
 	s.pick = upstream.PickContext{OriginalDst: s.origDst, Headers: &s.reqHeaders}
 	s.retryPredicates()
+	s.keepRetryBody()
 	for {
 		if !s.attempt(cl, route) {
 			break
@@ -474,6 +475,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	s.tLast = now
 	resp := &u.resp
 	s.copyResponseHeaders(resp)
+	s.status = resp.Status
 	if s.retryResponse(cl, resp.Status) {
 		// The connection closes: the rest of the response is not read.
 		return exchangeRetry
@@ -484,7 +486,6 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 		_ = uc.SetDeadline(tm.deadline(now))
 	}
 	s.entry.FirstUpstreamByte = s.m.stamp(now)
-	s.status = resp.Status
 	s.details = "via_upstream"
 	s.setServiceTime(now.Sub(sent))
 	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)

@@ -205,7 +205,14 @@ func (s *stream) startRetries(p *router.RetryPolicy, hdrOn router.RetryOn) {
 	}
 	r.active = true
 	r.backoffCap = s.baseInterval()
-	if s.body != nil {
+}
+
+// keepRetryBody wraps the request body of a request that may be retried,
+// so that it is kept for the next attempt. It runs once per request,
+// after anything else that wraps the body for the whole request (the
+// mirrors' copy), which the replays of a retry must not pass through.
+func (s *stream) keepRetryBody() {
+	if r := &s.retry; r.active && s.body != nil {
 		r.body = s.keepBody(s.body)
 		s.body = r.body
 	}
