@@ -478,6 +478,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	s.status = resp.Status
 	if s.retryResponse(cl, resp.Status) {
 		// The connection closes: the rest of the response is not read.
+		s.respHeaders.reset()
 		return exchangeRetry
 	}
 	if !tm.perTry.IsZero() {

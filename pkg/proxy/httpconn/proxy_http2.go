@@ -67,6 +67,7 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) (retry bo
 	if s.retry.active {
 		s.copyHTTP2ResponseHeaders(resp)
 		if s.retryResponse(cl, resp.StatusCode) {
+			s.respHeaders.reset()
 			body.takeBack()
 			_ = resp.Body.Close()
 			return true

@@ -429,9 +429,8 @@ func (s *stream) retryReset(cl UpstreamCluster, reason resetReason, started bool
 }
 
 // retryResponse decides whether an attempt whose response head came
-// (status, with its headers in s.respHeaders) is retried; when it is, the
-// response headers are dropped and a rate-limited back-off is read from
-// them.
+// (status, with its headers in s.respHeaders) is retried; when it is, a
+// rate-limited back-off is read from them (nextAttempt drops them).
 func (s *stream) retryResponse(cl UpstreamCluster, status int) bool {
 	if !s.retry.active {
 		return false
@@ -440,11 +439,7 @@ func (s *stream) retryResponse(cl UpstreamCluster, status int) bool {
 	if would {
 		s.retry.rateLimited = s.resetInterval()
 	}
-	if !s.shouldRetry(cl, would) {
-		return false
-	}
-	s.respHeaders.reset()
-	return true
+	return s.shouldRetry(cl, would)
 }
 
 // resetInterval reads the back-off a rate-limited response asks for from
