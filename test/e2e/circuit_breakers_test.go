@@ -302,7 +302,7 @@ var _ = Describe("Circuit breakers", func() {
 		Expect(got).To(BeEmpty())
 		Expect(statValue(s, "cluster.echo.upstream_cx_overflow")).To(Equal("1"))
 		Expect(statValue(s, "cluster.echo.upstream_cx_total")).To(Equal("1"))
-		Eventually(s.Stdout).Should(MatchRegexp(`TCPLOG echo - 0 0 UO 127\.0\.0\.1:\d+\n`))
+		Eventually(s.Stdout).Should(MatchRegexp(`TCPLOG echo - 0 0 UO 127\.0\.0\.1:\d+ 0\n`))
 
 		Expect(first.Close()).To(Succeed())
 		Eventually(func() []string { return []string{cb(s, "echo", "cx_open"), cb(s, "echo", "remaining_cx")} }, 10*time.Second).

@@ -38,7 +38,7 @@ static_resources:
           - name: envoy.access_loggers.stdout
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog
-              log_format: {text_format_source: {inline_string: "TCPLOG %%UPSTREAM_CLUSTER%% %%UPSTREAM_HOST%% %%BYTES_RECEIVED%% %%BYTES_SENT%% %%RESPONSE_FLAGS%% %%DOWNSTREAM_REMOTE_ADDRESS%%\n"}}
+              log_format: {text_format_source: {inline_string: "TCPLOG %%UPSTREAM_CLUSTER%% %%UPSTREAM_HOST%% %%BYTES_RECEIVED%% %%BYTES_SENT%% %%RESPONSE_FLAGS%% %%DOWNSTREAM_REMOTE_ADDRESS%% %%UPSTREAM_REQUEST_ATTEMPT_COUNT%%\n"}}
 %s
 `, strings.Join(clusters, ", "), port, blockFields(fields))
 }
@@ -133,7 +133,7 @@ var _ = Describe("TCP proxy", func() {
 		Expect(bytes.Equal(got, msg)).To(BeTrue(), "echoed %d bytes, want %d identical", len(got), len(msg))
 
 		n := strconv.Itoa(len(msg))
-		Eventually(s.Stdout).Should(MatchRegexp(`TCPLOG echo 127\.0\.0\.1:` + strconv.Itoa(up) + ` ` + n + ` ` + n + ` - 127\.0\.0\.1:\d+\n`))
+		Eventually(s.Stdout).Should(MatchRegexp(`TCPLOG echo 127\.0\.0\.1:` + strconv.Itoa(up) + ` ` + n + ` ` + n + ` - 127\.0\.0\.1:\d+ 1\n`))
 		Expect(statValue(s, "tcp.front.downstream_cx_total")).To(Equal("1"))
 		Expect(statValue(s, "tcp.front.downstream_cx_rx_bytes_total")).To(Equal(n))
 		Expect(statValue(s, "tcp.front.downstream_cx_tx_bytes_total")).To(Equal(n))
@@ -217,7 +217,7 @@ var _ = Describe("TCP proxy", func() {
 		c := dialTCP(port)
 		_, err := io.ReadAll(c)
 		Expect(err).NotTo(HaveOccurred())
-		Eventually(s.Stdout).Should(MatchRegexp(`TCPLOG dead 127\.0\.0\.1:(` + strconv.Itoa(dead1) + `|` + strconv.Itoa(dead2) + `) 0 0 UF,URX `))
+		Eventually(s.Stdout).Should(MatchRegexp(`TCPLOG dead 127\.0\.0\.1:(` + strconv.Itoa(dead1) + `|` + strconv.Itoa(dead2) + `) 0 0 UF,URX 127\.0\.0\.1:\d+ 3\n`))
 		Expect(statValue(s, "cluster.dead.upstream_cx_connect_fail")).To(Equal("3"))
 		Expect(statValue(s, "cluster.dead.upstream_cx_connect_attempts_exceeded")).To(Equal("1"))
 		Expect(statValue(s, "tcp.front.downstream_cx_total")).To(Equal("1"))

@@ -87,6 +87,10 @@ type Entry struct {
 	TLS *TLSInfo
 	// ConnectionID is the downstream connection's id (%CONNECTION_ID%).
 	ConnectionID uint64
+	// UpstreamRequestAttemptCount is how many times the request went to
+	// an upstream, retries included (%UPSTREAM_REQUEST_ATTEMPT_COUNT%);
+	// 0 when it never did.
+	UpstreamRequestAttemptCount uint32
 
 	// RouteName is the matched route's name (%ROUTE_NAME%).
 	RouteName string

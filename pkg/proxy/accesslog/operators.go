@@ -46,6 +46,7 @@ const (
 	opDownstreamPeerSerial
 	opDownstreamLocalURISAN
 	opDownstreamLocalSubject
+	opUpstreamRequestAttemptCount
 )
 
 // argKind says what arguments an operator takes.
@@ -99,6 +100,7 @@ var operators = map[string]operator{
 	"DOWNSTREAM_LOCAL_URI_SAN":               {op: opDownstreamLocalURISAN},
 	"DOWNSTREAM_LOCAL_SUBJECT":               {op: opDownstreamLocalSubject},
 	"CONNECTION_ID":                          {op: opConnectionID, numeric: true},
+	"UPSTREAM_REQUEST_ATTEMPT_COUNT":         {op: opUpstreamRequestAttemptCount, numeric: true},
 	"ROUTE_NAME":                             {op: opRouteName},
 	"ACCESS_LOG_TYPE":                        {op: opAccessLogType},
 	"LOCAL_REPLY_BODY":                       {op: opLocalReplyBody},
@@ -177,6 +179,8 @@ func (op opCode) value(p *part, dst []byte, e *Entry) ([]byte, bool) {
 		return appendString(dst, tlsField(e, func(t *TLSInfo) string { return t.LocalSubject }))
 	case opConnectionID:
 		return strconv.AppendUint(dst, e.ConnectionID, 10), true
+	case opUpstreamRequestAttemptCount:
+		return strconv.AppendUint(dst, uint64(e.UpstreamRequestAttemptCount), 10), true
 	case opRouteName:
 		return appendString(dst, e.RouteName)
 	case opLocalReplyBody:

@@ -181,10 +181,36 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	// users of DataSource refuse it with its path.
 	"envoy.config.core.v3.DataSource.filename": {},
 
+	// Retry policies of routes and virtual hosts (the route's replaces
+	// its virtual host's). retry_priority and retry_options_predicates
+	// are not implemented.
+	"envoy.config.route.v3.RouteAction.retry_policy":                                          {},
+	"envoy.config.route.v3.VirtualHost.retry_policy":                                          {},
+	"envoy.config.route.v3.RetryPolicy.retry_on":                                              {},
+	"envoy.config.route.v3.RetryPolicy.num_retries":                                           {},
+	"envoy.config.route.v3.RetryPolicy.per_try_timeout":                                       {},
+	"envoy.config.route.v3.RetryPolicy.per_try_idle_timeout":                                  {},
+	"envoy.config.route.v3.RetryPolicy.retry_host_predicate":                                  {},
+	"envoy.config.route.v3.RetryPolicy.host_selection_retry_max_attempts":                     {},
+	"envoy.config.route.v3.RetryPolicy.retriable_status_codes":                                {},
+	"envoy.config.route.v3.RetryPolicy.retry_back_off":                                        {},
+	"envoy.config.route.v3.RetryPolicy.rate_limited_retry_back_off":                           {},
+	"envoy.config.route.v3.RetryPolicy.retriable_headers":                                     {},
+	"envoy.config.route.v3.RetryPolicy.retriable_request_headers":                             {},
+	"envoy.config.route.v3.RetryPolicy.RetryHostPredicate.name":                               {},
+	"envoy.config.route.v3.RetryPolicy.RetryHostPredicate.typed_config":                       {types: []protoreflect.FullName{"envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate", "envoy.extensions.retry.host.omit_canary_hosts.v3.OmitCanaryHostsPredicate", "envoy.extensions.retry.host.omit_host_metadata.v3.OmitHostMetadataConfig"}},
+	"envoy.extensions.retry.host.omit_host_metadata.v3.OmitHostMetadataConfig.metadata_match": {},
+	"envoy.config.route.v3.RetryPolicy.RetryBackOff.base_interval":                            {},
+	"envoy.config.route.v3.RetryPolicy.RetryBackOff.max_interval":                             {},
+	"envoy.config.route.v3.RetryPolicy.RateLimitedRetryBackOff.reset_headers":                 {},
+	"envoy.config.route.v3.RetryPolicy.RateLimitedRetryBackOff.max_interval":                  {},
+	"envoy.config.route.v3.RetryPolicy.ResetHeader.name":                                      {},
+	"envoy.config.route.v3.RetryPolicy.ResetHeader.format":                                    {},
+
 	// Host rewrites, the headers of internal requests, runtime shares
 	// of routes (their RuntimeFractionalPercent is listed with the HTTP
-	// filters'), attempt counts, which are always 1 (there are no
-	// retries), and the router's virtual cluster and route stats.
+	// filters'), attempt counts, and the router's virtual cluster and
+	// route stats.
 	"envoy.config.route.v3.RouteAction.auto_host_rewrite":                 {},
 	"envoy.config.route.v3.RouteAction.host_rewrite_header":               {},
 	"envoy.config.route.v3.RouteAction.host_rewrite_path_regex":           {},

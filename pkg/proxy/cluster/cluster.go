@@ -492,14 +492,12 @@ func (c *Cluster) PickHost(pc *upstream.PickContext) *upstream.Host {
 		}
 		return c.pickOrigDst(dst)
 	}
-	var (
-		h        *upstream.Host
-		panicked bool
-	)
-	if c.settings.subsets != nil {
-		h, panicked = c.subsets.Load().Pick(pc)
-	} else {
-		h, panicked = c.balancer.Load().Pick(pc)
+	h, panicked := c.pickOnce(pc)
+	if pc != nil && pc.HostReselections > 0 {
+		// A retry's host predicates: pick again while they refuse.
+		for i := 0; h != nil && i < pc.HostReselections && pc.Rejects(h); i++ {
+			h, panicked = c.pickOnce(pc)
+		}
 	}
 	if panicked {
 		c.extra.lbHealthyPanic.Inc()
@@ -508,6 +506,15 @@ func (c *Cluster) PickHost(pc *upstream.PickContext) *upstream.Host {
 		c.extra.noneHealthy.Inc()
 	}
 	return h
+}
+
+// pickOnce asks the cluster's balancer (its subset balancer with
+// lb_subset_config) for a host.
+func (c *Cluster) pickOnce(pc *upstream.PickContext) (*upstream.Host, bool) {
+	if c.settings.subsets != nil {
+		return c.subsets.Load().Pick(pc)
+	}
+	return c.balancer.Load().Pick(pc)
 }
 
 // track records an open connection; false once the cluster is closed.

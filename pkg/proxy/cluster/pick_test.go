@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 func TestPickHost(t *testing.T) {
@@ -126,5 +128,46 @@ func TestPickHost(t *testing.T) {
 				t.Errorf("upstream_cx_none_healthy = %d, want %d", v, tc.wantNone)
 			}
 		})
+	}
+}
+
+func TestPickHostRetryPredicates(t *testing.T) {
+	m, _, _ := newTestManager(t, `
+- name: up
+  load_assignment:
+    cluster_name: up
+    endpoints:
+    - lb_endpoints:
+      - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 1}}}
+        load_balancing_weight: 3
+      - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 2}}}
+        load_balancing_weight: 1`)
+	c := m.Cluster("up")
+	var first *upstream.Host
+	for range 8 {
+		if h := c.PickHost(nil); strings.HasSuffix(h.Address, ":1") {
+			first = h
+			break
+		}
+	}
+	if first == nil {
+		t.Fatal("the weight-3 host is never picked")
+	}
+	// Reselected while refused: the host already tried is never picked.
+	pc := &upstream.PickContext{PreviousHosts: []*upstream.Host{first}, HostReselections: 5}
+	for i := range 20 {
+		if h := c.PickHost(pc); h == first {
+			t.Fatalf("pick %d is the host already tried", i)
+		}
+	}
+	// Without reselections (Envoy's default of 0), the predicate does
+	// not apply: three picks in four are that host.
+	pc.HostReselections = 0
+	seen := false
+	for range 8 {
+		seen = seen || c.PickHost(pc) == first
+	}
+	if !seen {
+		t.Error("the host already tried is never picked without reselections")
 	}
 }

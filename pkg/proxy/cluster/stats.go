@@ -53,9 +53,7 @@ func newExtraStats(scope stats.Scope) extraStats {
 			UpdateNoRebuild: scope.Counter("update_no_rebuild"),
 		},
 	}
-	// upstream_rq_retry_overflow is counted by retries, which Outrigger
-	// does not make; Envoy's clusters always have it.
-	for _, name := range []string{"update_empty", "assignment_stale", "assignment_timeout_received", "assignment_use_cached", "upstream_rq_retry_overflow"} {
+	for _, name := range []string{"update_empty", "assignment_stale", "assignment_timeout_received", "assignment_use_cached"} {
 		scope.Counter(name)
 	}
 	scope.Gauge("version")

@@ -128,6 +128,11 @@ type UpstreamCluster interface {
 	// RoundTripHTTP2 sends one request to h over the cluster's HTTP/2
 	// pool.
 	RoundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Response, error)
+	// TryRetry takes a unit of the cluster's max_retries circuit breaker
+	// for a retry; false when it is open. ReleaseRetry gives it back once
+	// the retried attempt's outcome is known.
+	TryRetry() bool
+	ReleaseRetry()
 	// ConnectHost opens a plain TCP connection to h within the cluster's
 	// connect_timeout, for a CONNECT terminated at the proxy; the caller
 	// closes it.

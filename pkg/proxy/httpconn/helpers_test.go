@@ -122,6 +122,9 @@ func (fc *fakeCluster) RoundTripHTTP2(req *http.Request, h *upstream.Host) (*htt
 	return fc.h2.RoundTrip(req)
 }
 
+func (fc *fakeCluster) TryRetry() bool { return true }
+func (fc *fakeCluster) ReleaseRetry()  {}
+
 func (fc *fakeCluster) ConnectHost(ctx context.Context, h *upstream.Host) (net.Conn, error) {
 	d := net.Dialer{Timeout: time.Second}
 	return d.DialContext(ctx, "tcp", h.Address)

@@ -181,7 +181,7 @@ func (s *stream) sendHead(n int64, hasBody bool) error {
 	s.respLength, s.respHasBody = n, hasBody
 	if s.attemptCountInResponse {
 		// Set by the router, before the encoder filters run.
-		s.respHeaders.Set("x-envoy-attempt-count", "1")
+		s.attemptRespBuf = setNumber(&s.respHeaders, "x-envoy-attempt-count", s.attemptCount(), s.attemptRespBuf)
 	}
 	s.encodeFilters()
 	n = s.transformResponse(n, hasBody)

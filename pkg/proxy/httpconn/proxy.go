@@ -72,20 +72,51 @@ func (s *stream) forward() {
 		// Computed only if the cluster's balancer reads it (PickHash).
 		s.pick.Hasher = s
 	}
+	s.retryPredicates()
+	s.startMirrors(cl)
+	s.keepRetryBody()
+	for {
+		if !s.attempt(cl, route) {
+			break
+		}
+		if !s.backOff(cl) {
+			break
+		}
+		s.nextAttempt()
+	}
+	if r := &s.retry; r.body != nil {
+		s.body = r.body.src
+		if s.leaked {
+			// An HTTP/2 transport may still read it.
+			r.spare = nil
+		}
+	}
+	s.releaseRetry(cl)
+}
+
+// attempt sends the request to a host of cl, picked for it, and relays
+// the response, or answers the failure. It returns true when the outcome
+// is to be retried: nothing was answered then.
+func (s *stream) attempt(cl UpstreamCluster, route *router.Route) (retry bool) {
 	host := cl.PickHost(&s.pick)
 	if host == nil {
 		// Counted as the upstream's answer, as Envoy's
 		// sendNoHealthyUpstreamResponse counts it.
 		s.chargeCode(cl.Stats(), 503)
 		s.localReply(503, bodyNoHealthyUpstream, accesslog.NoHealthyUpstream, "no_healthy_upstream")
-		return
+		return false
 	}
 	s.host = host
+	s.retry.attempts++
+	s.entry.UpstreamRequestAttemptCount = uint32(s.retry.attempts)
 	s.entry.UpstreamHost = host.Address
 	s.entry.UpstreamHostMetadata = host.Metadata
 	if route.AutoHostRewrite && host.Hostname != "" {
 		// auto_host_rewrite: the chosen host's name, once it is known.
 		s.updateAuthority(host.Hostname)
+	}
+	if route.VirtualHost.IncludeRequestAttemptCount {
+		s.attemptBuf = setNumber(&s.reqHeaders, "x-envoy-attempt-count", int64(s.retry.attempts), s.attemptBuf)
 	}
 	// From here on the request goes to an upstream: its responses,
 	// and the proxy's answers to its failures, carry the attempt count.
@@ -96,7 +127,6 @@ func (s *stream) forward() {
 	host.Stats.RqTotal.Add(1)
 	host.Stats.RqActive.Add(1)
 	s.injectTrace(cl)
-	s.startMirrors(cl)
 	upstreamH2 := cl.HTTP2For(s.proto == protoHTTP2)
 	switch {
 	case route.TerminatesTunnel(s.method, s.upg.connect):
@@ -104,9 +134,9 @@ func (s *stream) forward() {
 	case s.upg.typ != "" && upstreamH2:
 		s.upgradeHTTP2(cl, host)
 	case upstreamH2:
-		s.forwardHTTP2(cl, host)
+		retry = s.forwardHTTP2(cl, host)
 	default:
-		s.forwardHTTP1(cl, host)
+		retry = s.forwardHTTP1(cl, host)
 	}
 	if upstreamH2 {
 		s.finishChildSpan(cl, protoHTTP2)
@@ -117,11 +147,12 @@ func (s *stream) forward() {
 	cs.UpstreamRqCompleted.Inc()
 	host.Stats.RqActive.Add(-1)
 	s.noteImmediateHealthCheckFail(cl, host)
-	if s.status >= 500 || s.flags&upstreamFailure != 0 {
+	if retry || s.status >= 500 || s.flags&upstreamFailure != 0 {
 		host.Stats.RqError.Add(1)
 	} else {
 		host.Stats.RqSuccess.Add(1)
 	}
+	return retry
 }
 
 // PickHash computes the request's hash key with the route's hash_policy,
@@ -170,12 +201,14 @@ func (s *stream) rewrite() {
 	if r.GrpcTimeout != nil && s.grpcRequest() {
 		s.applyGrpcTimeout(r.GrpcTimeout)
 	}
-	if s.rqTimeout > 0 && !s.m.filters.suppressEnvoyHeaders {
-		s.numBuf = setNumber(&s.reqHeaders, "x-envoy-expected-rq-timeout-ms", s.rqTimeout.Milliseconds(), s.numBuf)
-	}
-	if r.VirtualHost.IncludeRequestAttemptCount {
-		// There are no retries: every request is the first attempt.
-		s.reqHeaders.Set("x-envoy-attempt-count", "1")
+	s.initRetries()
+	if !s.m.filters.suppressEnvoyHeaders {
+		// The per-try timeout when there is one, as in Envoy.
+		if expected := s.retry.perTry; expected > 0 {
+			s.numBuf = setNumber(&s.reqHeaders, "x-envoy-expected-rq-timeout-ms", expected.Milliseconds(), s.numBuf)
+		} else if s.rqTimeout > 0 {
+			s.numBuf = setNumber(&s.reqHeaders, "x-envoy-expected-rq-timeout-ms", s.rqTimeout.Milliseconds(), s.numBuf)
+		}
 	}
 	r.MutateRequestHeaders(&s.reqHeaders, &s.entry)
 	// The host is rewritten after the header edits, as in Envoy's
@@ -254,8 +287,9 @@ func (s *stream) idleTimeout() time.Duration {
 // forwardHTTP1 runs the exchange over a pooled HTTP/1.1 connection, again
 // on a fresh one when a reused connection turns out to be dead before the
 // upstream answered anything (only for requests without a body, which can
-// be sent twice safely).
-func (s *stream) forwardHTTP1(cl UpstreamCluster, host *upstream.Host) {
+// be sent twice safely). It returns true when the attempt's outcome is to
+// be retried (see retry.go), having answered nothing.
+func (s *stream) forwardHTTP1(cl UpstreamCluster, host *upstream.Host) (retry bool) {
 	ctx, cancel := s.connectContext()
 	defer cancel()
 	ctx, stop := s.cancelOnReset(ctx)
@@ -264,8 +298,8 @@ func (s *stream) forwardHTTP1(cl UpstreamCluster, host *upstream.Host) {
 	// from opening) waits no longer than its route timeout, which runs
 	// from the end of the request: from now for one without a body.
 	var pendingEnd time.Time
-	if s.body == nil {
-		pendingEnd = after(s.tLast, s.rqTimeout)
+	if s.body == nil || s.retry.retryable() {
+		pendingEnd = s.routeDeadline(s.tLast)
 	}
 	for attempt := 0; ; attempt++ {
 		uc, err := cl.AcquireHTTP1Until(ctx, host, pendingEnd, s.clientGone)
@@ -280,19 +314,37 @@ func (s *stream) forwardHTTP1(cl UpstreamCluster, host *upstream.Host) {
 			case s.maxDurationReached(time.Now()):
 			case !pendingEnd.IsZero() && errors.Is(err, context.DeadlineExceeded) && !time.Now().Before(pendingEnd):
 				s.routeTimedOut(cl)
+			case !errors.Is(err, upstream.ErrOverflow) && s.retryReset(cl, resetConnectFailure, false):
+				return true
 			default:
 				s.connectFailed(cl, err)
 			}
-			return
+			return false
 		}
 		s.outlierConnected()
 		s.armUpstreamDuration(cl, time.Now())
 		mayRetry := s.body == nil && attempt < maxStaleRetries && uc.Requests > 1
-		if !s.exchangeHTTP1(cl, uc, mayRetry) {
-			return
+		switch s.exchangeHTTP1(cl, uc, mayRetry) {
+		case exchangeDone:
+			return false
+		case exchangeRetry:
+			return true
 		}
 	}
 }
+
+// exchangeOutcome is how an HTTP/1 exchange ended.
+type exchangeOutcome uint8
+
+const (
+	// exchangeDone: the request was answered (or its client is gone).
+	exchangeDone exchangeOutcome = iota
+	// exchangeStale: a reused connection was dead; the request goes out
+	// again on another (see forwardHTTP1).
+	exchangeStale
+	// exchangeRetry: the attempt's outcome is retried (see retry.go).
+	exchangeRetry
+)
 
 // connectFailed answers a request whose upstream connection could not be
 // opened.
@@ -342,16 +394,15 @@ func (s *stream) overflowed(cl UpstreamCluster) {
 	s.localReplyAs(503, -1, bodyOverflow, accesslog.UpstreamOverflow, "upstream_reset_before_response_started{overflow}", true)
 }
 
-// exchangeHTTP1 sends the request on uc and relays the response. It
-// returns true when the request should go out again on another connection
-// (see forwardHTTP1), having released uc.
-func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry bool) (retry bool) {
+// exchangeHTTP1 sends the request on uc and relays the response. Unless
+// it answered, it has released uc.
+func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry bool) (out exchangeOutcome) {
 	u := s.up
 	if s.downstreamReset() {
 		// The reset came while the connection was acquired: nothing
 		// was sent on it, so it goes back to the pool as it is.
 		cl.ReleaseHTTP1(uc, true)
-		return false
+		return exchangeDone
 	}
 	reusable := false
 	s.upstream.Store(uc)
@@ -361,7 +412,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	}
 	defer func() {
 		s.upstream.Store(nil)
-		if !retry {
+		if out != exchangeStale {
 			cl.ReleaseHTTP1(uc, reusable)
 		}
 	}()
@@ -374,8 +425,11 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	// it flows.
 	sent := s.tLast
 	tm := upstreamTimer{idle: s.idleTimeout(), limit: s.durationLimit()}
-	if s.body == nil {
-		tm.hard = after(sent, s.rqTimeout)
+	if s.body == nil || s.retry.retryable() {
+		// A body kept for a retry has been read whole already.
+		tm.hard = s.routeDeadline(sent)
+		tm.perTry = s.armPerTry(time.Now())
+		s.armPerTryIdle(&tm)
 	}
 	_ = uc.SetDeadline(tm.deadline(sent))
 	u.out.reset(uc)
@@ -395,7 +449,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 			defer cw.stop(uc)
 			switch s.awaitContinue(cl, cw) {
 			case continueStop:
-				return false
+				return exchangeDone
 			case continueAnswered:
 				bodyUnsent = true
 			}
@@ -409,29 +463,36 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	}
 	if sendErr != nil && downstreamSide {
 		s.requestBodyFailed(sendErr)
-		return false
+		return exchangeDone
 	}
 	if s.body != nil {
 		sent = time.Now()
 		s.tLast = sent
-		tm.hard = after(sent, s.rqTimeout)
+		tm.hard = s.routeDeadline(sent)
+		if tm.perTry.IsZero() {
+			tm.perTry = s.armPerTry(sent)
+			s.armPerTryIdle(&tm)
+		}
 		_ = uc.SetDeadline(tm.deadline(sent))
 	}
 	kind, err, stop := s.finalResponseHead(cl, cw, uc)
 	if stop {
-		return false
+		return exchangeDone
 	}
 	if err != nil {
 		if mayRetry && sentNothingBack(err) {
 			cl.ReleaseHTTP1(uc, false)
-			return true
+			return exchangeStale
+		}
+		if s.retryFailedHTTP1(cl, err, &tm) {
+			return exchangeRetry
 		}
 		s.upstreamFailed(cl, err, &tm, sendErr)
-		return false
+		return exchangeDone
 	}
 	if sendErr == nil && s.opensTunnel(u.resp.Status) {
 		s.tunnelHTTP1(cl, uc, sent)
-		return false
+		return exchangeDone
 	}
 	if sendErr != nil || bodyUnsent {
 		// The upstream answered before taking the whole body: relay
@@ -440,12 +501,22 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	}
 	now := time.Now()
 	s.tLast = now
-	s.entry.FirstUpstreamByte = s.m.stamp(now)
 	resp := &u.resp
-	s.status = resp.Status
-	s.details = "via_upstream"
 	s.copyResponseHeaders(resp)
+	s.status = resp.Status
 	s.outlierResponse()
+	if s.retryResponse(cl, resp.Status) {
+		// The connection closes: the rest of the response is not read.
+		s.respHeaders.reset()
+		return exchangeRetry
+	}
+	if !tm.perTry.IsZero() {
+		// The per-try timeout ends with the response head, as Envoy's.
+		tm.perTry, s.retry.perTryEnd = time.Time{}, time.Time{}
+		_ = uc.SetDeadline(tm.deadline(now))
+	}
+	s.entry.FirstUpstreamByte = s.m.stamp(now)
+	s.details = "via_upstream"
 	s.setServiceTime(now.Sub(sent))
 	s.mutateUpstreamResponse()
 	n := resp.ContentLength
@@ -454,7 +525,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	}
 	if err := s.sendHead(n, kind != http1.BodyNone); err != nil {
 		s.downstreamFailed()
-		return false
+		return exchangeDone
 	}
 	u.body.Reset(uc.R, kind, resp.ContentLength, maxTrailerBytes, s.flushDown)
 	for pieces := 0; ; pieces++ {
@@ -462,7 +533,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 		if len(p) > 0 {
 			if err := s.down.writeBody(p); err != nil {
 				s.downstreamFailed()
-				return false
+				return exchangeDone
 			}
 			s.bytesSent += uint64(len(p))
 			s.logSent()
@@ -480,18 +551,18 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 		}
 		if err != nil {
 			s.responseBodyFailed(cl, err, &tm)
-			return false
+			return exchangeDone
 		}
 	}
 	if err := s.down.finish(); err != nil {
 		s.downstreamFailed()
-		return false
+		return exchangeDone
 	}
 	reusable = sendErr == nil && !bodyUnsent && resp.Reusable(kind)
 	cs := cl.Stats()
 	s.chargeCode(cs, s.status)
 	s.chargeTime(cs, time.Since(sent))
-	return false
+	return exchangeDone
 }
 
 // appendRequestHead serialises the request as it goes upstream, its field
@@ -648,6 +719,10 @@ func (s *stream) upstreamFailed(cl UpstreamCluster, err error, tm *upstreamTimer
 	case isTimeoutErr(err) && tm.hardExpired(time.Now()):
 		s.outlierTimeout()
 		s.routeTimedOut(cl)
+	case isTimeoutErr(err) && s.perTryExpired(time.Now()):
+		s.perTryTimedOut(cl)
+	case isTimeoutErr(err) && tm.idleTry:
+		s.perTryIdleTimedOut(cl)
 	case isTimeoutErr(err):
 		s.m.stats.rqIdleTimeout.Inc()
 		status := 504
@@ -691,6 +766,10 @@ func (s *stream) responseBodyFailed(cl UpstreamCluster, err error, tm *upstreamT
 		s.host.Stats.RqTimeout.Add(1)
 		s.flags |= accesslog.UpstreamRequestTimeout
 		s.details = "upstream_response_timeout"
+	case isTimeoutErr(err) && tm.idleTry:
+		cs.Retries.PerTryIdleTimeout.Inc()
+		s.flags |= accesslog.UpstreamRequestTimeout
+		s.details = "upstream_per_try_idle_timeout"
 	case isTimeoutErr(err):
 		s.m.stats.rqIdleTimeout.Inc()
 		s.flags |= accesslog.StreamIdleTimeout

@@ -17,27 +17,32 @@ import (
 )
 
 // forwardHTTP2 sends the request over the cluster's HTTP/2 pool and relays
-// the response.
-func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) {
+// the response. It returns true when the attempt's outcome is to be
+// retried (see retry.go), having answered nothing.
+func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) (retry bool) {
 	ctx := s.m.ctx
-	// The exchange ends at the route timeout or at the stream's maximum
+	// The exchange ends at the route timeout (fixed by the first
+	// attempt), the attempt's per-try timeout or at the stream's maximum
 	// durations, the cluster's counted from here: the pool hands the
 	// request a connection within the round trip.
-	s.armUpstreamDuration(cl, time.Now())
-	if d := earliest(after(time.Now(), s.rqTimeout), s.durationLimit()); !d.IsZero() {
+	now := time.Now()
+	s.armUpstreamDuration(cl, now)
+	if d := earliest(s.routeDeadline(now), s.durationLimit()); !d.IsZero() {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, d)
 		defer cancel()
 	}
 	ctx, stop := s.cancelOnReset(ctx)
 	defer stop()
+	ctx, timers := s.startTryTimers(ctx, now)
+	defer timers.stop(s)
 	if s.expect100 {
 		// Answered here, before the transport's goroutine reads the
 		// body, so that only this goroutine writes to the client.
 		s.expect100 = false
 		if err := s.down.continue100(); err != nil {
 			s.downstreamFailed()
-			return
+			return false
 		}
 	}
 	// The transport reads the body in its own goroutine; the body source
@@ -51,10 +56,37 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) {
 		// the body: a local reply must not read the body beside it.
 		body.takeBack()
 		if !s.peerReset.Load() && s.maxDurationReachedWith(time.Now(), body.complete()) {
-			return
+			return false
+		}
+		if s.retryFailedHTTP2(cl, ctx, err) {
+			return true
 		}
 		s.h2UpstreamFailed(cl, ctx, err)
-		return
+		return false
+	}
+	if s.retry.active {
+		s.copyHTTP2ResponseHeaders(resp)
+		if s.retryResponse(cl, resp.StatusCode) {
+			s.status = resp.StatusCode
+			s.outlierResponse()
+			s.respHeaders.reset()
+			body.takeBack()
+			_ = resp.Body.Close()
+			return true
+		}
+		// relayHTTP2 copies them again.
+		s.respHeaders.reset()
+	}
+	if !timers.headCame(s) {
+		// The per-try timeout fired as the head came: the attempt
+		// failed.
+		body.takeBack()
+		_ = resp.Body.Close()
+		if s.retryFailedHTTP2(cl, ctx, context.Canceled) {
+			return true
+		}
+		s.h2UpstreamFailed(cl, ctx, context.Canceled)
+		return false
 	}
 	s.outlierConnected()
 	defer func() {
@@ -64,6 +96,7 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) {
 		_ = resp.Body.Close()
 	}()
 	s.relayHTTP2(cl, ctx, resp, sent, body)
+	return false
 }
 
 // cancelOnReset returns a context derived from ctx that an HTTP/2
@@ -114,6 +147,9 @@ func (s *stream) relayHTTP2(cl UpstreamCluster, ctx context.Context, resp *http.
 		for {
 			n, err := resp.Body.Read(buf)
 			if n > 0 {
+				if t := s.retry.timers; t != nil {
+					t.touch()
+				}
 				if err := s.down.writeBody(buf[:n]); err != nil {
 					s.downstreamFailed()
 					return
@@ -289,7 +325,9 @@ func (b *h2RequestBody) takeBack() {
 	if b == nil || b.takenBack.Swap(true) {
 		return
 	}
-	if !b.eof.Load() {
+	if !b.eof.Load() && !b.s.retry.bodyKept() {
+		// A body kept for a retry has been read whole: nothing to
+		// abandon.
 		b.s.down.abandonBody()
 	}
 	idle := b.s.idleTimeout()
@@ -323,6 +361,10 @@ func (s *stream) h2UpstreamFailed(cl UpstreamCluster, ctx context.Context, err e
 	switch {
 	case errors.Is(err, upstream.ErrOverflow):
 		s.overflowed(cl)
+	case s.retry.timers.idleFired():
+		s.perTryIdleTimedOut(cl)
+	case ctx.Err() != nil && s.perTryExpired(time.Now()):
+		s.perTryTimedOut(cl)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
 		s.outlierTimeout()
 		s.routeTimedOut(cl)
@@ -352,7 +394,11 @@ func (s *stream) h2BodyFailed(cl UpstreamCluster, ctx context.Context, err error
 	}
 	cs := cl.Stats()
 	s.m.stats.rqResetAfterStart.Inc()
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if s.retry.timers.idleFired() {
+		cs.Retries.PerTryIdleTimeout.Inc()
+		s.flags |= accesslog.UpstreamRequestTimeout
+		s.details = "upstream_per_try_idle_timeout"
+	} else if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		s.chargeTimeout(cs)
 		s.host.Stats.RqTimeout.Add(1)
 		s.flags |= accesslog.UpstreamRequestTimeout

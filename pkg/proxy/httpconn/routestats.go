@@ -18,20 +18,21 @@ type routeStats struct {
 	rqCompleted *stats.Counter
 	rqTime      *stats.Histogram
 	codes       upstream.CodeCounters
+	// Envoy's retry counters of the virtual cluster or route.
+	retry, retrySuccess, retryOverflow, retryLimitExceeded *stats.Counter
 }
 
-// newRouteStats creates the stats under scope. Envoy's retry counters
-// exist too, at 0: there are no retries.
+// newRouteStats creates the stats under scope.
 func newRouteStats(scope stats.Scope) *routeStats {
-	for _, name := range []string{"upstream_rq_retry", "upstream_rq_retry_limit_exceeded",
-		"upstream_rq_retry_overflow", "upstream_rq_retry_success"} {
-		scope.Counter(name)
-	}
 	rs := &routeStats{
-		rqTotal:     scope.Counter("upstream_rq_total"),
-		rqTimeout:   scope.Counter("upstream_rq_timeout"),
-		rqCompleted: scope.Counter("upstream_rq_completed"),
-		rqTime:      scope.Histogram("upstream_rq_time", stats.UnitMilliseconds),
+		rqTotal:            scope.Counter("upstream_rq_total"),
+		rqTimeout:          scope.Counter("upstream_rq_timeout"),
+		rqCompleted:        scope.Counter("upstream_rq_completed"),
+		rqTime:             scope.Histogram("upstream_rq_time", stats.UnitMilliseconds),
+		retry:              scope.Counter("upstream_rq_retry"),
+		retrySuccess:       scope.Counter("upstream_rq_retry_success"),
+		retryOverflow:      scope.Counter("upstream_rq_retry_overflow"),
+		retryLimitExceeded: scope.Counter("upstream_rq_retry_limit_exceeded"),
 	}
 	rs.codes.Init(scope)
 	return rs

@@ -212,6 +212,8 @@ type stream struct {
 	// (the virtual host's include_attempt_count_in_response, once the
 	// request is on its way to a host).
 	attemptCountInResponse bool
+	// retry is the request's retry state (see retry.go).
+	retry retryState
 	// vcStats and rtStats are the request's virtual cluster's and
 	// route's stats, nil when it has none (see selectRouteStats).
 	vcStats, rtStats *routeStats
@@ -250,13 +252,15 @@ type stream struct {
 	plogArmed bool
 	// Scratch buffers behind header values the stream sets; each is
 	// rewritten only by the next request.
-	idBuf      []byte
-	xffBuf     []byte
-	numBuf     []byte
-	svcTimeBuf []byte
-	viaReqBuf  []byte
-	viaRespBuf []byte
-	upLocalBuf []byte
+	idBuf          []byte
+	xffBuf         []byte
+	numBuf         []byte
+	svcTimeBuf     []byte
+	attemptBuf     []byte
+	attemptRespBuf []byte
+	viaReqBuf      []byte
+	viaRespBuf     []byte
+	upLocalBuf     []byte
 	// grpcTimeoutBuf holds the grpc-timeout a route rewrites.
 	grpcTimeoutBuf []byte
 	logBuf         []byte
@@ -290,6 +294,7 @@ func (s *stream) begin(real time.Time, proto string) {
 	clear(s.setCookies)
 	s.setCookies = s.setCookies[:0]
 	s.attemptCountInResponse = false
+	s.retry.reset()
 	s.vcStats, s.rtStats = nil, nil
 	s.routed, s.cached, s.clusterName, s.wc = false, nil, "", -1
 	s.rt = nil

@@ -85,7 +85,12 @@ func earliest(a, b time.Time) time.Time {
 type upstreamTimer struct {
 	hard  time.Time
 	limit time.Time
-	idle  time.Duration
+	// perTry is the attempt's per_try_timeout deadline (zero: none);
+	// idleTry says that idle is the attempt's per_try_idle_timeout
+	// rather than the stream idle timeout.
+	perTry  time.Time
+	idleTry bool
+	idle    time.Duration
 	// at is the deadline set on the upstream connection.
 	at time.Time
 }
@@ -104,7 +109,7 @@ func (t *upstreamTimer) stale(now time.Time) bool {
 }
 
 // cap is the earlier of the hard limits.
-func (t *upstreamTimer) cap() time.Time { return earliest(t.hard, t.limit) }
+func (t *upstreamTimer) cap() time.Time { return earliest(earliest(t.hard, t.limit), t.perTry) }
 
 // hardExpired reports whether the hard limit has passed at now: a deadline
 // error then means the route timeout fired, not the idle one.

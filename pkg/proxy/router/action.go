@@ -134,6 +134,9 @@ func compileRouteAction(r *Route, a *routev3.RouteAction, opts *Options) error {
 	} else if r.GrpcTimeout, err = compileGrpcTimeout(a); err != nil {
 		return err
 	}
+	if r.RetryPolicy, err = compileRetryPolicy(a.GetRetryPolicy()); err != nil {
+		return fmt.Errorf("retry_policy.%w", err)
+	}
 	if t := a.GetIdleTimeout(); t != nil {
 		d, err := duration(t)
 		if err != nil {

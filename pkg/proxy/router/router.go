@@ -52,6 +52,9 @@ type VirtualHost struct {
 	// send x-envoy-attempt-count upstream and downstream
 	// (include_request_attempt_count, include_attempt_count_in_response).
 	IncludeRequestAttemptCount, IncludeAttemptCountInResponse bool
+	// RetryPolicy is the virtual host's retry_policy, nil when it has
+	// none; a route's own replaces it.
+	RetryPolicy *RetryPolicy
 	// VirtualClusters are the virtual host's virtual_clusters (see
 	// VirtualHost.VirtualCluster); otherCluster is their catch-all, nil
 	// when there are none.
@@ -92,6 +95,9 @@ type Route struct {
 	// MetadataMatch is the route action's metadata_match criteria, nil
 	// when it has none (see MetadataMatchFor).
 	MetadataMatch *upstream.MetadataMatch
+	// RetryPolicy is the route action's retry_policy, else its virtual
+	// host's; nil for none.
+	RetryPolicy *RetryPolicy
 	// Timeout is the upstream timeout of a route action: DefaultTimeout
 	// when unset, 0 for none.
 	Timeout time.Duration
@@ -223,6 +229,9 @@ func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 			if r.Mirrors == nil && r.Direct == nil && r.Redirect == nil {
 				r.Mirrors = vh.mirrors
 			}
+			if r.RetryPolicy == nil && (r.Cluster != "" || r.WeightedClusters != nil || r.ClusterHeader != "") {
+				r.RetryPolicy = vh.RetryPolicy
+			}
 			if r.StatPrefix != "" {
 				r.StatIndex = len(t.StatRoutes)
 				t.StatRoutes = append(t.StatRoutes, r)
@@ -293,6 +302,9 @@ func compileVirtualHost(vhc *routev3.VirtualHost, opts *Options) (*VirtualHost, 
 	vh.RateLimits = rls
 	if vh.mirrors, err = compileMirrorPolicies(vhc.GetRequestMirrorPolicies()); err != nil {
 		return nil, nil, fmt.Errorf("request_mirror_policies%w", err)
+	}
+	if vh.RetryPolicy, err = compileRetryPolicy(vhc.GetRetryPolicy()); err != nil {
+		return nil, nil, fmt.Errorf("retry_policy.%w", err)
 	}
 	fc, err := compileFilterConfigs(vhc.GetTypedPerFilterConfig(), opts)
 	if err != nil {

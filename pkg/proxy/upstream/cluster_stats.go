@@ -37,6 +37,8 @@ type ClusterStats struct {
 	// RetryOrShadowAbandoned counts requests whose body outgrew the
 	// buffer that retries and shadows keep of it.
 	RetryOrShadowAbandoned *stats.Counter
+	// Retries is the router's retry accounting (see RetryStats).
+	Retries RetryStats
 
 	MembershipHealthy  *stats.Gauge
 	MembershipDegraded *stats.Gauge
@@ -46,6 +48,33 @@ type ClusterStats struct {
 
 	// codes count responses by class and code.
 	codes CodeCounters
+}
+
+// RetryStats are a cluster's counters of retries and per-try timeouts,
+// with Envoy's names.
+type RetryStats struct {
+	Retry              *stats.Counter // upstream_rq_retry
+	Success            *stats.Counter // upstream_rq_retry_success
+	Overflow           *stats.Counter // upstream_rq_retry_overflow
+	LimitExceeded      *stats.Counter // upstream_rq_retry_limit_exceeded
+	BackoffExponential *stats.Counter // upstream_rq_retry_backoff_exponential
+	BackoffRatelimited *stats.Counter // upstream_rq_retry_backoff_ratelimited
+	PerTryTimeout      *stats.Counter // upstream_rq_per_try_timeout
+	PerTryIdleTimeout  *stats.Counter // upstream_rq_per_try_idle_timeout
+}
+
+// init creates the retry counters under scope.
+func (r *RetryStats) init(scope stats.Scope) {
+	*r = RetryStats{
+		Retry:              scope.Counter("upstream_rq_retry"),
+		Success:            scope.Counter("upstream_rq_retry_success"),
+		Overflow:           scope.Counter("upstream_rq_retry_overflow"),
+		LimitExceeded:      scope.Counter("upstream_rq_retry_limit_exceeded"),
+		BackoffExponential: scope.Counter("upstream_rq_retry_backoff_exponential"),
+		BackoffRatelimited: scope.Counter("upstream_rq_retry_backoff_ratelimited"),
+		PerTryTimeout:      scope.Counter("upstream_rq_per_try_timeout"),
+		PerTryIdleTimeout:  scope.Counter("upstream_rq_per_try_idle_timeout"),
+	}
 }
 
 // CodeCounters count responses by status code under a scope:
@@ -93,6 +122,7 @@ func NewClusterStats(scope stats.Scope) *ClusterStats {
 	}
 	cs.UpstreamRqMaxDurationReached = scope.Counter("upstream_rq_max_duration_reached")
 	cs.RetryOrShadowAbandoned = scope.Counter("retry_or_shadow_abandoned")
+	cs.Retries.init(scope)
 	cs.codes.Init(scope)
 	return cs
 }

@@ -3,6 +3,9 @@ package upstream
 import (
 	"net"
 	"net/netip"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // PickContext is what a load balancer may read of the downstream side of
@@ -32,6 +35,18 @@ type PickContext struct {
 	// its weighted cluster's), which choose the subset of a cluster with
 	// lb_subset_config; nil when the route has none.
 	MetadataMatch *MetadataMatch
+	// The retry host predicates of the request's retry policy: while
+	// they refuse a pick, the cluster picks again, up to
+	// HostReselections more times, then keeps its last pick (Envoy's
+	// host_selection_retry_max_attempts). PreviousHosts are the hosts
+	// the previous attempts went to (previous_hosts); OmitCanary refuses
+	// canary hosts (omit_canary_hosts); OmitMetadata, when not nil,
+	// refuses hosts whose envoy.lb metadata has each of its fields
+	// (omit_host_metadata).
+	PreviousHosts    []*Host
+	OmitCanary       bool
+	OmitMetadata     *structpb.Struct
+	HostReselections int
 }
 
 // Hasher computes the hash key of a pick on demand.
@@ -52,6 +67,50 @@ func (pc *PickContext) RequestHash() (uint64, bool) {
 		pc.Hash, pc.HasHash = h.PickHash()
 	}
 	return pc.Hash, pc.HasHash
+}
+
+// Rejects reports whether a retry host predicate turns h down.
+func (pc *PickContext) Rejects(h *Host) bool {
+	for _, p := range pc.PreviousHosts {
+		if p == h {
+			return true
+		}
+	}
+	if pc.OmitCanary && h.Canary {
+		return true
+	}
+	return pc.OmitMetadata != nil && lbMetadataMatches(pc.OmitMetadata, h)
+}
+
+// lbMetadataMatches reports whether every field of want is in h's
+// envoy.lb metadata with an equal value, or, for a list there, as one of
+// its elements (Envoy's metadataLabelMatch with list_as_any).
+func lbMetadataMatches(want *structpb.Struct, h *Host) bool {
+	lb := h.Metadata.GetFilterMetadata()["envoy.lb"]
+	for k, v := range want.GetFields() {
+		got, ok := lb.GetFields()[k]
+		if !ok {
+			return false
+		}
+		if proto.Equal(got, v) {
+			continue
+		}
+		l, isList := got.GetKind().(*structpb.Value_ListValue)
+		if !isList || !listHas(l.ListValue, v) {
+			return false
+		}
+	}
+	return true
+}
+
+// listHas reports whether l has an element equal to v.
+func listHas(l *structpb.ListValue, v *structpb.Value) bool {
+	for _, e := range l.GetValues() {
+		if proto.Equal(e, v) {
+			return true
+		}
+	}
+	return false
 }
 
 // HeaderGetter reads one request header by its lower-case name; several

@@ -46,7 +46,10 @@ type session struct {
 	// %CLUSTER_METADATA%; set with host's discipline.
 	clusterMetadata *corev3.Metadata
 	failureReason   string
-	up              upstreamIO // its closer is nil until connected
+	// attempts counts the connection attempts made
+	// (%UPSTREAM_REQUEST_ATTEMPT_COUNT%); set with host's discipline.
+	attempts uint32
+	up       upstreamIO // its closer is nil until connected
 
 	flags atomic.Uint32 // accesslog.ResponseFlags
 	rx    atomic.Uint64 // bytes received from downstream
@@ -153,7 +156,7 @@ func (s *session) connect(cl netfilter.Cluster) bool {
 			s.setFlag(accesslog.NoHealthyUpstream)
 			return false
 		}
-		s.host = h
+		s.host, s.attempts = h, attempt+1
 		var (
 			up  upstreamIO
 			err error
@@ -170,7 +173,7 @@ func (s *session) connect(cl netfilter.Cluster) bool {
 			if errors.Is(err, upstream.ErrOverflow) {
 				// max_connections: as Envoy's, the connection ends
 				// without another attempt or a host.
-				s.host = nil
+				s.host, s.attempts = nil, attempt
 				s.setFlag(accesslog.UpstreamOverflow)
 				return false
 			}

@@ -1,0 +1,11 @@
+package cluster
+
+// TryRetry takes a unit of the cluster's max_retries circuit breaker for a
+// retry about to be made; false when the breaker is open (the retry is not
+// made: upstream_rq_retry_overflow). The router holds the unit until the
+// retried attempt's outcome is known, then gives it back with
+// ReleaseRetry, as Envoy's retry state does.
+func (c *Cluster) TryRetry() bool { return c.breakers().retries.tryAcquire() }
+
+// ReleaseRetry gives back a unit TryRetry took.
+func (c *Cluster) ReleaseRetry() { c.breakers().retries.release() }
