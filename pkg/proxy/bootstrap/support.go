@@ -195,7 +195,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedCore, supportedListener, supportedHCM, supportedRoute, supportedCluster, supportedStats, supportedDynamic,
 	supportedOverload, supportedDNS, supportedAccessLog, supportedHTTPFilters, supportedExtAuthz, supportedTCPProxy, supportedTLS,
 	supportedUpgrades, supportedCompression, supportedTracing,
-	supportedRBAC,
+	supportedRBAC, supportedJWTAuthn,
 }
 
 // lookupSupport finds a field's support rule in the per-area tables.
