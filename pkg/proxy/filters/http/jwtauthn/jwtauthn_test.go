@@ -11,7 +11,7 @@ import (
 
 // oneProvider is a filter with provider "p" (issuer "iss", the signers'
 // JWKS, extra provider fields) required on every path.
-func oneProvider(t *testing.T, extra string, now *time.Time, signers ...*signer) *compiled {
+func oneProvider(t testing.TB, extra string, now *time.Time, signers ...*signer) *compiled {
 	t.Helper()
 	return compile(t, `{"providers":{"p":`+providerJSON("iss", jwks(t, signers...), extra)+`},
 		"rules":[{"match":{"prefix":"/"},"requires":{"provider_name":"p"}}]}`, now)
