@@ -1,6 +1,8 @@
 package jwtauthn
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -96,6 +98,9 @@ func compileProvider(name string, p *jwtv3.JwtProvider, ctx httpfilter.Context) 
 		data, err := readDataSource(src.LocalJwks)
 		if err != nil {
 			return nil, fmt.Errorf("local_jwks.%w", err)
+		}
+		if bytes.Contains(data, []byte("-----BEGIN")) {
+			return nil, errors.New("local_jwks: PEM keys are not supported by Outrigger (give a JWKS)")
 		}
 		ks, err := parseJWKS(data)
 		if err != nil {
