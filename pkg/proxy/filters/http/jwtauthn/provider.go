@@ -10,9 +10,9 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	jwtv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/jwt_authn/v3"
-	"github.com/go-logr/logr"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 )
 
 // Envoy's defaults.
@@ -106,7 +106,7 @@ func compileProvider(name string, p *jwtv3.JwtProvider, ctx httpfilter.Context) 
 		if err != nil {
 			// Envoy accepts the configuration and fails the
 			// provider's requests.
-			logWarn(ctx.Log, "invalid local_jwks", "provider", name, "error", err.Error())
+			logging.Warning(ctx.Log, "invalid local_jwks: the provider's requests will fail", "provider", name, "error", err.Error())
 		}
 		pr.local = ks
 	case *jwtv3.JwtProvider_RemoteJwks:
@@ -176,10 +176,4 @@ func readDataSource(ds *corev3.DataSource) ([]byte, error) {
 		return []byte(v), nil
 	}
 	return nil, fmt.Errorf("specifier: must be set")
-}
-
-func logWarn(l logr.Logger, msg string, kv ...any) {
-	if l.GetSink() != nil {
-		l.Info(msg, kv...)
-	}
 }
