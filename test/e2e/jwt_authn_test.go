@@ -199,3 +199,26 @@ func mustRSA() *rsa.PrivateKey {
 	Expect(err).NotTo(HaveOccurred())
 	return k
 }
+
+var _ = Describe("JWT authentication configuration errors", func() {
+	It("names the fields Outrigger refuses and the requirements that name unknown providers", func() {
+		config := func(providers string) string {
+			return proxySpec{
+				Port: freePort(),
+				Filters: `[` + httpFilter("jwt", jwtAuthnType, `{providers: `+providers+`,
+					rules: [{match: {prefix: /}, requires: {requires_any: {requirements: [{provider_name: idp}, {provider_name: ghost}]}}}]}`) + `]`,
+				Clusters: []proxyCluster{{Name: "up", Port: freePort()}},
+			}.YAML()
+		}
+		filter := `static_resources\.listeners\[0\]\.filter_chains\[0\]\.filters\[0\]\.typed_config\.http_filters\[0\]\.typed_config\.`
+		r, _ := validate("bootstrap.yaml", config(`{idp: {issuer: https://idp.example, subjects: {prefix: "spiffe://"},
+			remote_jwks: {http_uri: {uri: "http://idp.example/jwks", cluster: up, timeout: 1s}, async_fetch: {fast_listener: true}}}}`))
+		Expect(r.ExitCode).To(Equal(1), "stdout: %s", r.Stdout)
+		Expect(r.Stderr).To(MatchRegexp(filter + `providers\["idp"\]\.subjects: .*not supported`))
+		Expect(r.Stderr).To(MatchRegexp(filter + `providers\["idp"\]\.remote_jwks\.async_fetch: .*not supported`))
+
+		r, _ = validate("bootstrap.yaml", config(`{idp: {issuer: https://idp.example, remote_jwks: {http_uri: {uri: "http://idp.example/jwks", cluster: up, timeout: 1s}}}}`))
+		Expect(r.ExitCode).To(Equal(1), "stdout: %s", r.Stdout)
+		Expect(r.Stderr).To(MatchRegexp(filter + `rules\[0\]\.requires\.requires_any\.requirements\[1\]\.provider_name: required provider \['ghost'\] is not configured`))
+	})
+})
