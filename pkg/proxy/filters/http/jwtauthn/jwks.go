@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -124,18 +123,7 @@ func newRemoteJWKS(uri, cluster string, timeout, cacheDuration time.Duration, sv
 	}
 	path := u.RequestURI()
 	r := &remoteJWKS{url: uri, host: u.Host, path: path, timeout: timeout, cacheDuration: cacheDuration}
-	r.transport = &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			cl := svc.Cluster(cluster)
-			if cl == nil {
-				return nil, fmt.Errorf("unknown cluster %q", cluster)
-			}
-			return cl.Connect(ctx)
-		},
-		DisableCompression:  true,
-		MaxIdleConnsPerHost: 2,
-		IdleConnTimeout:     time.Minute,
-	}
+	r.transport = httpfilter.ClusterTransport(svc, cluster, 2)
 	return r, nil
 }
 
