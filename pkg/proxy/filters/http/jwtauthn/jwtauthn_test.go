@@ -178,6 +178,7 @@ func TestExtraction(t *testing.T) {
 		{"bearer", def, "/", []string{"authorization", "Bearer " + tok}, true},
 		{"bearer with more", def, "/", []string{"authorization", "Bearer " + tok + ", other"}, true},
 		{"basic", def, "/", []string{"authorization", "Basic " + tok}, false},
+		{"second authorization", def, "/", []string{"authorization", "Basic x", "authorization", "Bearer " + tok}, true},
 		{"access_token", def, "/?access_token=" + tok, nil, true},
 		{"default ignores x-token", def, "/", []string{"x-token", "Tok " + tok}, false},
 		{"x-token", conf, "/", []string{"x-token", "a Tok " + tok}, true},
