@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -66,13 +67,17 @@ var _ = Describe("The JWT authentication filter", func() {
 		localKey := jwtKey{alg: jose.RS256, kid: "rsa-1", key: rsaKey}
 
 		// The JWKS server, counting its fetches.
-		var fetches atomic.Int64
+		var fetches, asyncFetches atomic.Int64
 		jwksPort := portNum(httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path != "/.well-known/jwks.json" {
+			switch r.URL.Path {
+			case "/.well-known/jwks.json":
+				fetches.Add(1)
+			case "/async/jwks.json":
+				asyncFetches.Add(1)
+			default:
 				http.NotFound(w, r)
 				return
 			}
-			fetches.Add(1)
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprint(w, jwksOf(remoteKey))
 		}), false))
@@ -97,11 +102,14 @@ var _ = Describe("The JWT authentication filter", func() {
 					local: {issuer: https://local.example, audiences: [api], local_jwks: {inline_string: `+quoteJSON(jwksOf(localKey))+`},
 						forward_payload_header: x-payload, claim_to_headers: [{header_name: x-sub, claim_name: sub}]},
 					remote: {issuer: https://remote.example, remote_jwks: `+remoteJWKS("jwks")+`, forward: true},
+					async: {issuer: https://async.example, remote_jwks: {http_uri: {uri: "http://jwks.example/async/jwks.json", cluster: jwks, timeout: 0.5s},
+						cache_duration: 60s, async_fetch: {fast_listener: true, failed_refetch_duration: 0.2s}}},
 					down: {issuer: https://down.example, remote_jwks: `+remoteJWKS("nowhere")+`, from_headers: [{name: x-down-token}]}},
 				requirement_map: {remote-only: {provider_name: remote}},
 				rules: [
 					{match: {prefix: /remote}, requires: {provider_name: remote}},
 					{match: {prefix: /down}, requires: {provider_name: down}},
+					{match: {prefix: /async}, requires: {provider_name: async}},
 					{match: {prefix: /optional}, requires: {requires_any: {requirements: [{provider_name: down}, {allow_missing_or_failed: {}}]}}},
 					{match: {prefix: /}, requires: {provider_name: local}}]}`) + `]`,
 			Clusters: []proxyCluster{{Name: "up", Port: up}, {Name: "jwks", Port: jwksPort}, {Name: "nowhere", Port: down}},
@@ -120,6 +128,12 @@ var _ = Describe("The JWT authentication filter", func() {
 		localTok := localKey.signJWT(map[string]any{"iss": "https://local.example", "aud": "api", "sub": "alice", "exp": now + 600})
 		remoteTok := remoteKey.signJWT(map[string]any{"iss": "https://remote.example", "sub": "bob", "exp": now + 600})
 		downTok := remoteKey.signJWT(map[string]any{"iss": "https://down.example", "exp": now + 600})
+
+		By("async_fetch: the keys are fetched before any request needs them")
+		Eventually(asyncFetches.Load).Should(Equal(int64(1)))
+		asyncTok := remoteKey.signJWT(map[string]any{"iss": "https://async.example", "exp": now + 600})
+		Expect(do("/async", "Authorization", "Bearer "+asyncTok).Status).To(Equal(200))
+		Expect(asyncFetches.Load()).To(Equal(int64(1)))
 
 		By("a missing token: 401, Envoy's body, challenge and details")
 		r := do("/app/x?y=1")
@@ -175,14 +189,16 @@ var _ = Describe("The JWT authentication filter", func() {
 		Expect(do("/optional").Status).To(Equal(200))
 
 		for name, want := range map[string]string{
-			"http.edge.jwt_authn.allowed":            "9",
-			"http.edge.jwt_authn.denied":             "6",
-			"http.edge.jwt_authn.jwks_fetch_success": "2",
-			// /down, then /optional's two requirements.
-			"http.edge.jwt_authn.jwks_fetch_failed": "3",
+			"http.edge.jwt_authn.allowed": "10",
+			"http.edge.jwt_authn.denied":  "6",
+			// Two of /remote, one of async_fetch.
+			"http.edge.jwt_authn.jwks_fetch_success": "3",
 		} {
 			Expect(statValue(s, name)).To(Equal(want), name)
 		}
+		// /down, then /optional's two requirements (and async_fetch's
+		// first tries, should the cluster not have been ready).
+		Expect(strconv.Atoi(statValue(s, "http.edge.jwt_authn.jwks_fetch_failed"))).To(BeNumerically(">=", 3))
 	})
 })
 
@@ -212,10 +228,14 @@ var _ = Describe("JWT authentication configuration errors", func() {
 		}
 		filter := `static_resources\.listeners\[0\]\.filter_chains\[0\]\.filters\[0\]\.typed_config\.http_filters\[0\]\.typed_config\.`
 		r, _ := validate("bootstrap.yaml", config(`{idp: {issuer: https://idp.example, subjects: {prefix: "spiffe://"},
-			remote_jwks: {http_uri: {uri: "http://idp.example/jwks", cluster: up, timeout: 1s}, async_fetch: {fast_listener: true}}}}`))
+			remote_jwks: {http_uri: {uri: "http://idp.example/jwks", cluster: up, timeout: 1s}, retry_policy: {num_retries: 2}}}}`))
 		Expect(r.ExitCode).To(Equal(1), "stdout: %s", r.Stdout)
 		Expect(r.Stderr).To(MatchRegexp(filter + `providers\["idp"\]\.subjects: .*not supported`))
-		Expect(r.Stderr).To(MatchRegexp(filter + `providers\["idp"\]\.remote_jwks\.async_fetch: .*not supported`))
+		Expect(r.Stderr).To(MatchRegexp(filter + `providers\["idp"\]\.remote_jwks\.retry_policy: .*not supported`))
+
+		r, _ = validate("bootstrap.yaml", config(`{idp: {issuer: https://idp.example, remote_jwks: {http_uri: {uri: "http://idp.example/jwks", cluster: up, timeout: 1s}, async_fetch: {}}}}`))
+		Expect(r.ExitCode).To(Equal(1), "stdout: %s", r.Stdout)
+		Expect(r.Stderr).To(MatchRegexp(filter + `providers\["idp"\]\.remote_jwks\.async_fetch\.fast_listener: false .* not supported`))
 
 		r, _ = validate("bootstrap.yaml", config(`{idp: {issuer: https://idp.example, remote_jwks: {http_uri: {uri: "http://idp.example/jwks", cluster: up, timeout: 1s}}}}`))
 		Expect(r.ExitCode).To(Equal(1), "stdout: %s", r.Stdout)

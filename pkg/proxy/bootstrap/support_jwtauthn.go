@@ -7,7 +7,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // PerRouteConfig. Not listed, so refused with their path:
 // filter_state_rules, a provider's subjects, require_expiration,
 // max_lifetime, normalize_payload_in_metadata, failed_status_in_metadata,
-// remote_jwks' async_fetch and retry_policy, claim_to_headers' claim_path,
+// remote_jwks' retry_policy (and async_fetch with fast_listener false, by the filter), claim_to_headers' claim_path,
 // and the extract_only_without_validation requirement.
 var supportedJWTAuthn = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication.providers":              {},
@@ -38,10 +38,15 @@ var supportedJWTAuthn = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.jwt_authn.v3.JwtCacheConfig.jwt_max_token_size": {},
 	"envoy.extensions.filters.http.jwt_authn.v3.RemoteJwks.http_uri":               {},
 	"envoy.extensions.filters.http.jwt_authn.v3.RemoteJwks.cache_duration":         {},
-	"envoy.extensions.filters.http.jwt_authn.v3.JwtHeader.name":                    {},
-	"envoy.extensions.filters.http.jwt_authn.v3.JwtHeader.value_prefix":            {},
-	"envoy.extensions.filters.http.jwt_authn.v3.JwtClaimToHeader.header_name":      {},
-	"envoy.extensions.filters.http.jwt_authn.v3.JwtClaimToHeader.claim_name":       {},
+	// fast_listener false is refused by the filter: listeners do not
+	// wait for the first fetch.
+	"envoy.extensions.filters.http.jwt_authn.v3.RemoteJwks.async_fetch":                 {},
+	"envoy.extensions.filters.http.jwt_authn.v3.JwksAsyncFetch.fast_listener":           {},
+	"envoy.extensions.filters.http.jwt_authn.v3.JwksAsyncFetch.failed_refetch_duration": {},
+	"envoy.extensions.filters.http.jwt_authn.v3.JwtHeader.name":                         {},
+	"envoy.extensions.filters.http.jwt_authn.v3.JwtHeader.value_prefix":                 {},
+	"envoy.extensions.filters.http.jwt_authn.v3.JwtClaimToHeader.header_name":           {},
+	"envoy.extensions.filters.http.jwt_authn.v3.JwtClaimToHeader.claim_name":            {},
 
 	"envoy.extensions.filters.http.jwt_authn.v3.ProviderWithAudiences.provider_name":    {},
 	"envoy.extensions.filters.http.jwt_authn.v3.ProviderWithAudiences.audiences":        {},

@@ -100,6 +100,14 @@ type remoteJWKS struct {
 	expires time.Time
 	// fetching is the running fetch, nil when none runs.
 	fetching *fetch
+
+	// async is async_fetch: a background loop keeps the keys fresh (they
+	// then never expire), fetching again after cacheDuration, or after
+	// failedRefetch when a fetch failed. stop ends it.
+	async         bool
+	failedRefetch time.Duration
+	stop          chan struct{}
+	stopOnce      sync.Once
 }
 
 // fetch is one fetch of the JWKS; done closes when it ends, after keys
@@ -134,12 +142,44 @@ func (r *remoteJWKS) get() (*keySet, *fetch) {
 	if r.keys != nil && r.now().Before(r.expires) {
 		return r.keys, nil
 	}
+	return nil, r.startLocked()
+}
+
+// startLocked starts a fetch unless one runs, and returns it; r.mu is
+// held.
+func (r *remoteJWKS) startLocked() *fetch {
 	if r.fetching == nil {
 		f := &fetch{done: make(chan struct{})}
 		r.fetching = f
 		go r.run(f)
 	}
-	return nil, r.fetching
+	return r.fetching
+}
+
+// refresh is async_fetch's loop: a fetch at once, then again after
+// cache_duration (failed_refetch_duration after a failure), until Close.
+func (r *remoteJWKS) refresh() {
+	for {
+		r.mu.Lock()
+		f := r.startLocked()
+		r.mu.Unlock()
+		select {
+		case <-f.done:
+		case <-r.stop:
+			return
+		}
+		wait := r.cacheDuration
+		if f.keys == nil {
+			wait = r.failedRefetch
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-r.stop:
+			t.Stop()
+			return
+		}
+	}
 }
 
 // run fetches the JWKS, bounded by the timeout.
@@ -148,6 +188,10 @@ func (r *remoteJWKS) run(f *fetch) {
 	r.mu.Lock()
 	if err == nil {
 		r.keys, r.expires = ks, r.now().Add(r.cacheDuration)
+		if r.async {
+			// Kept until the refresh loop replaces them.
+			r.expires = time.Unix(1<<62, 0)
+		}
 		r.success.Inc()
 	} else {
 		r.failed.Inc()
@@ -183,5 +227,11 @@ func (r *remoteJWKS) fetchOnce() (*keySet, error) {
 	return parseJWKS(body)
 }
 
-// Close closes idle connections to the JWKS server.
-func (r *remoteJWKS) Close() { r.transport.CloseIdleConnections() }
+// Close ends async_fetch's loop and closes idle connections to the JWKS
+// server.
+func (r *remoteJWKS) Close() {
+	if r.stop != nil {
+		r.stopOnce.Do(func() { close(r.stop) })
+	}
+	r.transport.CloseIdleConnections()
+}

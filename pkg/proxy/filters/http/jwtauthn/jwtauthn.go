@@ -78,6 +78,9 @@ func (Factory) Compile(m proto.Message, ctx httpfilter.Context) (httpfilter.Conf
 		}
 		if pr.remote != nil {
 			pr.remote.success, pr.remote.failed = c.stats.jwksFetchSuccess, c.stats.jwksFetchFailed
+			if pr.remote.async {
+				go pr.remote.refresh()
+			}
 		}
 		c.providers[name] = pr
 		c.order = append(c.order, pr)
