@@ -142,7 +142,7 @@ func (r *request) good(p *provider, t *token, f found) {
 		r.setMetadata(p.headerInMetadata, t.header)
 	}
 	if p.payloadInMetadata != "" {
-		r.setMetadata(p.payloadInMetadata, t.payload)
+		r.setMetadata(p.payloadInMetadata, normalizePayload(t.payload, p.spaceDelimited))
 	}
 }
 
@@ -156,6 +156,33 @@ func (r *request) setMetadata(key string, obj map[string]any) {
 		r.metadata = &structpb.Struct{Fields: map[string]*structpb.Value{}}
 	}
 	r.metadata.Fields[key] = structpb.NewStructValue(st)
+}
+
+// normalizePayload is the payload with the space-delimited claims that
+// are strings split into lists of words (empty words dropped); the token's
+// own payload is left as it is.
+func normalizePayload(payload map[string]any, claims []string) map[string]any {
+	if len(claims) == 0 {
+		return payload
+	}
+	out := make(map[string]any, len(payload))
+	for k, v := range payload {
+		out[k] = v
+	}
+	for _, c := range claims {
+		s, ok := out[c].(string)
+		if !ok {
+			continue
+		}
+		words := []any{}
+		for _, w := range strings.Split(s, " ") {
+			if w != "" {
+				words = append(words, w)
+			}
+		}
+		out[c] = words
+	}
+	return out
 }
 
 // plainJSON turns json.Numbers into float64s, as protobuf Structs hold

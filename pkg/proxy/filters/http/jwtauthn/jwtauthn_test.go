@@ -216,8 +216,9 @@ func TestForwardedClaims(t *testing.T) {
 	s := newSigner(t, jose.ES256, "k")
 	c := oneProvider(t, `,"forward_payload_header":"x-payload","pad_forward_payload_header":true,
 		"claim_to_headers":[{"header_name":"x-sub","claim_name":"sub"},{"header_name":"x-n","claim_name":"n"},{"header_name":"x-deep","claim_name":"a.b"},{"header_name":"x-admin","claim_name":"admin"},{"header_name":"x-list","claim_name":"list"}],
-		"payload_in_metadata":"pl","header_in_metadata":"hd","clear_route_cache":true`, nil, s)
-	tok := s.sign(t, claims(map[string]any{"n": 42, "a": map[string]any{"b": "deep"}, "admin": true, "list": []any{"x"}, "pad": "x"}))
+		"payload_in_metadata":"pl","header_in_metadata":"hd","clear_route_cache":true,
+		"normalize_payload_in_metadata":{"space_delimited_claims":["scope","n"]}`, nil, s)
+	tok := s.sign(t, claims(map[string]any{"n": 42, "a": map[string]any{"b": "deep"}, "admin": true, "list": []any{"x"}, "pad": "x", "scope": " read  write"}))
 	st := get("/", "authorization", "Bearer "+tok)
 	if ok, _ := c.run(st); !ok {
 		t.Fatalf("refused: %+v", st.Reply)
@@ -242,6 +243,13 @@ func TestForwardedClaims(t *testing.T) {
 	if md.GetFields()["pl"].GetStructValue().GetFields()["sub"].GetStringValue() != "alice" ||
 		md.GetFields()["hd"].GetStructValue().GetFields()["alg"].GetStringValue() != "ES256" {
 		t.Errorf("metadata %v", md)
+	}
+	pl := md.GetFields()["pl"].GetStructValue().GetFields()
+	if scope := pl["scope"].GetListValue().GetValues(); len(scope) != 2 || scope[0].GetStringValue() != "read" || scope[1].GetStringValue() != "write" {
+		t.Errorf("normalized scope %v", pl["scope"])
+	}
+	if pl["n"].GetNumberValue() != 42 {
+		t.Errorf("a number claim was normalized: %v", pl["n"])
 	}
 }
 

@@ -35,6 +35,10 @@ type provider struct {
 	padPayload           bool
 	payloadInMetadata    string
 	headerInMetadata     string
+	// spaceDelimited are normalize_payload_in_metadata's claims: string
+	// values become lists of their space-separated words in the
+	// metadata.
+	spaceDelimited []string
 	claimToHeaders       []claimHeader
 	clockSkew            int64
 	clearRouteCache      bool
@@ -65,6 +69,7 @@ func compileProvider(name string, p *jwtv3.JwtProvider, ctx httpfilter.Context) 
 		padPayload:           p.GetPadForwardPayloadHeader(),
 		payloadInMetadata:    p.GetPayloadInMetadata(),
 		headerInMetadata:     p.GetHeaderInMetadata(),
+		spaceDelimited:       p.GetNormalizePayloadInMetadata().GetSpaceDelimitedClaims(),
 		clockSkew:            int64(p.GetClockSkewSeconds()),
 		clearRouteCache:      p.GetClearRouteCache(),
 	}
