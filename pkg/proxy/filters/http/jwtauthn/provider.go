@@ -38,10 +38,10 @@ type provider struct {
 	// spaceDelimited are normalize_payload_in_metadata's claims: string
 	// values become lists of their space-separated words in the
 	// metadata.
-	spaceDelimited []string
-	claimToHeaders       []claimHeader
-	clockSkew            int64
-	clearRouteCache      bool
+	spaceDelimited  []string
+	claimToHeaders  []claimHeader
+	clockSkew       int64
+	clearRouteCache bool
 	// local is local_jwks' keys (nil when they are invalid: requests
 	// then fail with "Jwks doesn't have any valid public key"); remote
 	// is remote_jwks.
