@@ -23,6 +23,7 @@ import (
 	faultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
 	grpcwebv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/grpc_web/v3"
 	healthcheckv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/health_check/v3"
+	jwtauthnv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/jwt_authn/v3"
 	lrlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/local_ratelimit/v3"
 	httprbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
@@ -69,6 +70,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/fault"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/grpcweb"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/healthcheck"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/jwtauthn"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/localratelimit"
 	httprbac "github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/rbac"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/router"
@@ -135,6 +137,7 @@ func Registry() *extension.Registry {
 		extension.Of(fault.Name, HTTPFilters, &faultv3.HTTPFault{}, fault.Factory{}).WithRouteConfig(&faultv3.HTTPFault{}),
 		extension.Of(grpcweb.Name, HTTPFilters, &grpcwebv3.GrpcWeb{}, grpcweb.Factory{}),
 		extension.Of(healthcheck.Name, HTTPFilters, &healthcheckv3.HealthCheck{}, healthcheck.Factory{}),
+		extension.Of(jwtauthn.Name, HTTPFilters, &jwtauthnv3.JwtAuthentication{}, jwtauthn.Factory{}).WithRouteConfig(&jwtauthnv3.PerRouteConfig{}),
 		extension.Of(localratelimit.Name, HTTPFilters, &lrlv3.LocalRateLimit{}, localratelimit.Factory{}).WithRouteConfig(&lrlv3.LocalRateLimit{}),
 		extension.Of(httprbac.Name, HTTPFilters, &httprbacv3.RBAC{}, httprbac.Factory{}).WithRouteConfig(&httprbacv3.RBACPerRoute{}),
 		extension.Of(router.Name, HTTPFilters, &routerv3.Router{}, router.Factory{}),

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -103,23 +102,7 @@ func newHTTPClient(hs *extauthzv3.HttpService, svc httpfilter.Services) (*httpCl
 		// With a list, Envoy adds these to it.
 		c.client = append(c.client, exactName("www-authenticate"), exactName("location"))
 	}
-	c.transport = &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			cl := svc.Cluster(name)
-			if cl == nil {
-				return nil, fmt.Errorf("unknown cluster %q", name)
-			}
-			return cl.Connect(ctx)
-		},
-		DisableCompression:  true,
-		MaxIdleConnsPerHost: 16,
-		IdleConnTimeout:     time.Minute,
-	}
-	if cl, ok := svc.Cluster(name).(interface{ HTTP2() bool }); ok && cl.HTTP2() {
-		var p http.Protocols
-		p.SetUnencryptedHTTP2(true)
-		c.transport.Protocols = &p
-	}
+	c.transport = httpfilter.ClusterTransport(svc, name, 16)
 	return c, timeout, nil
 }
 

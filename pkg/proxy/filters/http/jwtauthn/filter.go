@@ -1,0 +1,181 @@
+package jwtauthn
+
+import (
+	"strings"
+	"time"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+)
+
+// metadataNamespace is the dynamic metadata namespace of verified
+// payloads and headers.
+const metadataNamespace = "envoy.filters.http.jwt_authn"
+
+// maxURILength bounds the path in a WWW-Authenticate realm, as Envoy's.
+const maxURILength = 256
+
+// filterConfig is the compiled filter.
+type filterConfig struct {
+	// name is the key of the filter's per-route configurations.
+	name         string
+	now          func() time.Time
+	bypassCORS   bool
+	stripFailure bool
+	providers    map[string]*provider
+	// order is the providers in name order: a token's provider when the
+	// requirement names none is the first with its issuer.
+	order        []*provider
+	requirements map[string]verifier
+	rules        []rule
+	// all is the locations of every provider.
+	all   *extractor
+	stats filterStats
+}
+
+// NewFilter implements httpfilter.Config.
+func (c *filterConfig) NewFilter() httpfilter.Filter { return &filter{c: c} }
+
+// Close implements io.Closer: idle connections to JWKS servers close.
+func (c *filterConfig) Close() error {
+	for _, p := range c.providers {
+		if p.remote != nil {
+			p.remote.Close()
+		}
+	}
+	return nil
+}
+
+// byIssuer is the provider of a token whose requirement names none: the
+// first with its issuer, else the first without an issuer.
+func (c *filterConfig) byIssuer(iss string) *provider {
+	var open *provider
+	for _, p := range c.order {
+		if p.issuer == iss && iss != "" {
+			return p
+		}
+		if p.issuer == "" && open == nil {
+			open = p
+		}
+	}
+	return open
+}
+
+// filter is one request's filter.
+type filter struct {
+	c *filterConfig
+	// wwwAuthenticate goes on the reply to a failed request.
+	wwwAuthenticate string
+}
+
+var (
+	_ httpfilter.Decoder = (*filter)(nil)
+	_ httpfilter.Encoder = (*filter)(nil)
+)
+
+// DecodeHeaders implements httpfilter.Decoder, as Envoy's decodeHeaders:
+// CORS preflights pass when bypass_cors_preflight; a route's
+// PerRouteConfig, else the first matching rule, chooses the requirement.
+func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
+	c := f.c
+	if c.bypassCORS && isPreflight(s) {
+		c.stats.corsPreflightBypassed.Inc()
+		c.stats.allowed.Inc()
+		return httpfilter.Continue
+	}
+	var v verifier
+	if rc, ok := s.RouteConfig(c.name).(*routeConfig); ok {
+		if !rc.disabled {
+			if v, ok = c.requirements[rc.name]; !ok {
+				msg := "Wrong requirement_name: " + rc.name + ". It should be one of [" + strings.Join(sortedKeys(c.requirements), ",") + "]"
+				c.stats.denied.Inc()
+				body := "Failed JWT authentication: " + msg
+				if c.stripFailure {
+					body = ""
+				}
+				s.SendLocalReply(403, body, 0, details(msg))
+				return httpfilter.Stop
+			}
+		}
+	} else {
+		req := s.Request()
+		for i := range c.rules {
+			if c.rules[i].match.Matches(req) {
+				v = c.rules[i].v
+				break
+			}
+		}
+	}
+	if v == nil {
+		c.stats.allowed.Inc()
+		return httpfilter.Continue
+	}
+	r := &request{c: c, s: s}
+	st := v.verify(r)
+	if r.aborted {
+		return httpfilter.Stop
+	}
+	if r.metadata != nil {
+		s.SetDynamicMetadata(metadataNamespace, r.metadata)
+	}
+	if st != statusOK {
+		c.stats.denied.Inc()
+		code := 401
+		if st == statusAudienceNotAllowed {
+			code = 403
+		}
+		body := st.String()
+		if c.stripFailure {
+			body = ""
+		} else {
+			f.wwwAuthenticate = `Bearer realm="` + originalURI(s) + `"`
+			if st != statusMissing {
+				f.wwwAuthenticate += `, error="invalid_token"`
+			}
+		}
+		s.SendLocalReply(code, body, 0, details(st.String()))
+		return httpfilter.Stop
+	}
+	if r.clearRoute {
+		s.ClearRouteCache()
+	}
+	c.stats.allowed.Inc()
+	return httpfilter.Continue
+}
+
+// EncodeHeaders implements httpfilter.Encoder: the challenge goes on the
+// reply to a failed request.
+func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
+	if f.wwwAuthenticate != "" {
+		s.ResponseHeaders().Set("www-authenticate", f.wwwAuthenticate)
+	}
+	return httpfilter.Continue
+}
+
+// isPreflight reports a CORS preflight: OPTIONS with Origin and
+// Access-Control-Request-Method.
+func isPreflight(s httpfilter.Stream) bool {
+	if s.Request().Method != "OPTIONS" {
+		return false
+	}
+	h := s.RequestHeaders()
+	o, _ := h.Get("origin")
+	m, _ := h.Get("access-control-request-method")
+	return o != "" && m != ""
+}
+
+// originalURI is Envoy's buildOriginalUri: x-forwarded-proto, host and the
+// original path, cut to 256 bytes, as the request came in (before the
+// filter removes anything).
+func originalURI(s httpfilter.Stream) string {
+	req := s.Request()
+	h := s.RequestHeaders()
+	path := req.Path
+	if p, ok := h.Get("x-envoy-original-path"); ok {
+		path = p
+	}
+	if len(path) > maxURILength {
+		path = path[:maxURILength]
+	}
+	proto, _ := h.Get("x-forwarded-proto")
+	return proto + "://" + req.Host + path
+}

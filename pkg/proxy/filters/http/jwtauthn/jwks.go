@@ -1,0 +1,237 @@
+package jwtauthn
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rsa"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+)
+
+// maxJWKSBody bounds what is read of a remote JWKS.
+const maxJWKSBody = 1 << 20
+
+// keySet is a JWKS's usable public keys (and HMAC secrets).
+type keySet struct {
+	keys []jose.JSONWebKey
+}
+
+// parseJWKS reads a JWKS document. Keys that do not parse are skipped;
+// a document without any usable key is an error (Envoy's "Jwks doesn't
+// have any valid public key").
+func parseJWKS(data []byte) (*keySet, error) {
+	var doc struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("not a JWKS: %w", err)
+	}
+	ks := &keySet{}
+	for _, raw := range doc.Keys {
+		var k jose.JSONWebKey
+		if err := k.UnmarshalJSON(raw); err != nil {
+			continue
+		}
+		if !k.IsPublic() {
+			if _, secret := k.Key.([]byte); !secret {
+				k = k.Public()
+			}
+		}
+		if k.Key == nil {
+			continue
+		}
+		ks.keys = append(ks.keys, k)
+	}
+	if len(ks.keys) == 0 {
+		return nil, errors.New(statusJwksNoValidKeys.String())
+	}
+	return ks, nil
+}
+
+// keyFits reports whether a key of this type can verify alg.
+func keyFits(key any, alg jose.SignatureAlgorithm) bool {
+	switch k := key.(type) {
+	case *rsa.PublicKey:
+		return strings.HasPrefix(string(alg), "RS") || strings.HasPrefix(string(alg), "PS")
+	case *ecdsa.PublicKey:
+		switch alg {
+		case jose.ES256:
+			return k.Curve == elliptic.P256()
+		case jose.ES384:
+			return k.Curve == elliptic.P384()
+		case jose.ES512:
+			return k.Curve == elliptic.P521()
+		}
+	case ed25519.PublicKey:
+		return alg == jose.EdDSA
+	case []byte:
+		return strings.HasPrefix(string(alg), "HS")
+	}
+	return false
+}
+
+// remoteJWKS is a provider's remote_jwks: fetched over a cluster when a
+// request needs it, kept for cache_duration. Requests that need it while
+// a fetch runs wait for that one fetch.
+type remoteJWKS struct {
+	url, host, path string
+	timeout         time.Duration
+	cacheDuration   time.Duration
+	transport       *http.Transport
+	now             func() time.Time
+	success, failed *stats.Counter
+
+	mu      sync.Mutex
+	keys    *keySet
+	expires time.Time
+	// fetching is the running fetch, nil when none runs.
+	fetching *fetch
+
+	// async is async_fetch: a background loop keeps the keys fresh (they
+	// then never expire), fetching again after cacheDuration, or after
+	// failedRefetch when a fetch failed. stop ends it.
+	async         bool
+	failedRefetch time.Duration
+	stop          chan struct{}
+	stopOnce      sync.Once
+}
+
+// fetch is one fetch of the JWKS; done closes when it ends, after keys
+// (nil on failure) is set.
+type fetch struct {
+	done chan struct{}
+	keys *keySet
+}
+
+// newRemoteJWKS compiles a RemoteJwks's http_uri.
+func newRemoteJWKS(uri, cluster string, timeout, cacheDuration time.Duration, svc httpfilter.Services) (*remoteJWKS, error) {
+	u, err := url.Parse(uri)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("http_uri.uri: %q is not an http(s) URL", uri)
+	}
+	if cluster == "" {
+		return nil, errors.New("http_uri.cluster: must be set")
+	}
+	if svc == nil {
+		return nil, errors.New("http_uri.cluster: no cluster can be reached")
+	}
+	path := u.RequestURI()
+	r := &remoteJWKS{url: uri, host: u.Host, path: path, timeout: timeout, cacheDuration: cacheDuration}
+	r.transport = httpfilter.ClusterTransport(svc, cluster, 2)
+	return r, nil
+}
+
+// get returns the cached keys, or the fetch to wait for.
+func (r *remoteJWKS) get() (*keySet, *fetch) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.keys != nil && r.now().Before(r.expires) {
+		return r.keys, nil
+	}
+	return nil, r.startLocked()
+}
+
+// startLocked starts a fetch unless one runs, and returns it; r.mu is
+// held.
+func (r *remoteJWKS) startLocked() *fetch {
+	if r.fetching == nil {
+		f := &fetch{done: make(chan struct{})}
+		r.fetching = f
+		go r.run(f)
+	}
+	return r.fetching
+}
+
+// refresh is async_fetch's loop: a fetch at once, then again after
+// cache_duration (failed_refetch_duration after a failure), until Close.
+func (r *remoteJWKS) refresh() {
+	for {
+		r.mu.Lock()
+		f := r.startLocked()
+		r.mu.Unlock()
+		select {
+		case <-f.done:
+		case <-r.stop:
+			return
+		}
+		wait := r.cacheDuration
+		if f.keys == nil {
+			wait = r.failedRefetch
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-r.stop:
+			t.Stop()
+			return
+		}
+	}
+}
+
+// run fetches the JWKS, bounded by the timeout.
+func (r *remoteJWKS) run(f *fetch) {
+	ks, err := r.fetchOnce()
+	r.mu.Lock()
+	if err == nil {
+		r.keys, r.expires = ks, r.now().Add(r.cacheDuration)
+		if r.async {
+			// Kept until the refresh loop replaces them.
+			r.expires = time.Unix(1<<62, 0)
+		}
+		r.success.Inc()
+	} else {
+		r.failed.Inc()
+	}
+	f.keys = ks
+	r.fetching = nil
+	r.mu.Unlock()
+	close(f.done)
+}
+
+// fetchOnce is one GET of the JWKS through the cluster.
+func (r *remoteJWKS) fetchOnce() (*keySet, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://jwks"+r.path, http.NoBody)
+	if err != nil {
+		return nil, err
+	}
+	req.Host = r.host
+	req.Header["User-Agent"] = []string{""}
+	resp, err := r.transport.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSBody))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return parseJWKS(body)
+}
+
+// Close ends async_fetch's loop and closes idle connections to the JWKS
+// server.
+func (r *remoteJWKS) Close() {
+	if r.stop != nil {
+		r.stopOnce.Do(func() { close(r.stop) })
+	}
+	r.transport.CloseIdleConnections()
+}

@@ -1,0 +1,385 @@
+package jwtauthn
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+)
+
+// oneProvider is a filter with provider "p" (issuer "iss", the signers'
+// JWKS, extra provider fields) required on every path.
+func oneProvider(t testing.TB, extra string, now *time.Time, signers ...*signer) *compiled {
+	t.Helper()
+	return compile(t, `{"providers":{"p":`+providerJSON("iss", jwks(t, signers...), extra)+`},
+		"rules":[{"match":{"prefix":"/"},"requires":{"provider_name":"p"}}]}`, now)
+}
+
+func claims(extra map[string]any) map[string]any {
+	c := map[string]any{"iss": "iss", "sub": "alice", "exp": testNow.Unix() + 600}
+	for k, v := range extra {
+		c[k] = v
+	}
+	return c
+}
+
+// TestAlgorithms signs a token with a key of each algorithm generated here
+// and verifies it with the JWKS of its public half; a token whose
+// signature is altered fails, and one whose kid no key has finds no key.
+func TestAlgorithms(t *testing.T) {
+	for _, alg := range []jose.SignatureAlgorithm{
+		jose.RS256, jose.RS384, jose.RS512, jose.PS256, jose.PS384, jose.PS512,
+		jose.ES256, jose.ES384, jose.ES512, jose.EdDSA, jose.HS256, jose.HS384, jose.HS512,
+	} {
+		t.Run(string(alg), func(t *testing.T) {
+			s := newSigner(t, alg, "k1")
+			c := oneProvider(t, "", nil, s)
+			tok := s.sign(t, claims(nil))
+			if ok, _ := c.run(get("/", "authorization", "Bearer "+tok)); !ok {
+				t.Fatal("a good token was refused")
+			}
+			// Another signature of the same length.
+			h, p, _ := strings.Cut(tok, ".")
+			p, _, _ = strings.Cut(p, ".")
+			other := s.sign(t, claims(map[string]any{"sub": "mallory"}))
+			bad := h + "." + p + "." + other[strings.LastIndex(other, ".")+1:]
+			st := get("/", "authorization", "Bearer "+bad)
+			if ok, www := c.run(st); ok || st.Reply.Body != "Jwt verification fails" || www != `Bearer realm="http://host/", error="invalid_token"` {
+				t.Fatalf("altered token: passed %v, reply %+v, www-authenticate %q", ok, st.Reply, www)
+			}
+			stranger := newSigner(t, alg, "k2")
+			st = get("/", "authorization", "Bearer "+stranger.sign(t, claims(nil)))
+			if ok, _ := c.run(st); ok || st.Reply.Body != "Jwks doesn't have key to match kid or alg from Jwt" {
+				t.Fatalf("unknown kid: passed %v, reply %+v", ok, st.Reply)
+			}
+		})
+	}
+}
+
+// TestFailureReply checks the reply to a missing token: 401, Envoy's body,
+// a challenge without error, the details and the stats.
+func TestFailureReply(t *testing.T) {
+	s := newSigner(t, jose.ES256, "k")
+	c := oneProvider(t, "", nil, s)
+	st := get("/a/b?c=d")
+	ok, www := c.run(st)
+	if ok || st.Reply.Status != 401 || st.Reply.Body != "Jwt is missing" || st.Reply.Details != "jwt_authn_access_denied{Jwt_is_missing}" {
+		t.Fatalf("passed %v, reply %+v", ok, st.Reply)
+	}
+	if www != `Bearer realm="http://host/a/b?c=d"` {
+		t.Fatalf("www-authenticate %q", www)
+	}
+	for name, want := range map[string]uint64{"denied": 1, "allowed": 0} {
+		if got := c.counter(name); got != want {
+			t.Errorf("%s = %d, want %d", name, got, want)
+		}
+	}
+	for _, tc := range []struct{ token, body string }{
+		{"abc", "Jwt is not in the form of Header.Payload.Signature"},
+		{"a.e30.c2ln", "Jwt header is an invalid Base64url input or an invalid JSON"},
+		{b64(`{"alg":"none"}`) + ".e30.c2ln", "Jwt header [alg] field value is invalid"},
+		{b64(`{"alg":3}`) + ".e30.c2ln", "Jwt header [alg] field is not a string"},
+		{b64(`{"alg":"ES256","kid":1}`) + ".e30.c2ln", "Jwt header [kid] field is not a string"},
+		{b64(`{"alg":"ES256"}`) + "." + b64(`[1]`) + ".c2ln", "Jwt payload is an invalid Base64 or an invalid JSON"},
+		{b64(`{"alg":"ES256"}`) + "." + b64(`{"iss":"other"}`) + ".c2ln", "Jwt issuer is not configured"},
+	} {
+		st := get("/", "authorization", "Bearer "+tc.token)
+		if ok, _ := c.run(st); ok || st.Reply.Body != tc.body || st.Reply.Status != 401 {
+			t.Errorf("token %q: passed %v, reply %+v, want %q", tc.token, ok, st.Reply, tc.body)
+		}
+	}
+}
+
+func b64(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+
+// TestTimeWithSkew checks exp and nbf with the default skew of 60 s and a
+// configured one.
+func TestTimeWithSkew(t *testing.T) {
+	s := newSigner(t, jose.ES256, "k")
+	now := testNow
+	c := oneProvider(t, "", &now, s)
+	cs := oneProvider(t, `,"clock_skew_seconds":5`, &now, s)
+	n := testNow.Unix()
+	for _, tc := range []struct {
+		c       *compiled
+		claims  map[string]any
+		failure string
+	}{
+		{c, map[string]any{"exp": n - 30}, ""},
+		{c, map[string]any{"exp": n - 61}, "Jwt is expired"},
+		{cs, map[string]any{"exp": n - 30}, "Jwt is expired"},
+		{cs, map[string]any{"exp": n - 4}, ""},
+		{c, map[string]any{"nbf": n + 30}, ""},
+		{c, map[string]any{"nbf": n + 61}, "Jwt not yet valid"},
+		{cs, map[string]any{"nbf": n + 30}, "Jwt not yet valid"},
+	} {
+		st := get("/", "authorization", "Bearer "+s.sign(t, claims(tc.claims)))
+		ok, _ := tc.c.run(st)
+		if tc.failure == "" && !ok {
+			t.Errorf("%v: refused with %+v", tc.claims, st.Reply)
+		}
+		if tc.failure != "" && (ok || st.Reply.Body != tc.failure) {
+			t.Errorf("%v: passed %v reply %+v, want %q", tc.claims, ok, st.Reply, tc.failure)
+		}
+	}
+}
+
+// TestAudiences checks the provider's audiences (403 when none is the
+// token's; scheme and trailing slash ignored) and provider_and_audiences.
+func TestAudiences(t *testing.T) {
+	s := newSigner(t, jose.ES256, "k")
+	c := compile(t, `{"providers":{"p":`+providerJSON("iss", jwks(t, s), `,"audiences":["https://api.example.com/","b"]`)+`},
+		"rules":[{"match":{"prefix":"/other"},"requires":{"provider_and_audiences":{"provider_name":"p","audiences":["other"]}}},
+		{"match":{"prefix":"/"},"requires":{"provider_name":"p"}}]}`, nil)
+	for _, tc := range []struct {
+		path string
+		aud  any
+		ok   bool
+	}{
+		{"/", "api.example.com", true},
+		{"/", []any{"x", "http://b"}, true},
+		{"/", "c", false},
+		{"/", nil, false},
+		{"/other", "other", true},
+		{"/other", "b", false},
+	} {
+		cl := claims(nil)
+		if tc.aud != nil {
+			cl["aud"] = tc.aud
+		}
+		st := get(tc.path, "authorization", "Bearer "+s.sign(t, cl))
+		ok, www := c.run(st)
+		if ok != tc.ok {
+			t.Errorf("%s aud %v: passed %v, reply %+v", tc.path, tc.aud, ok, st.Reply)
+		}
+		if !ok && (st.Reply.Status != 403 || st.Reply.Body != "Audiences in Jwt are not allowed" || !strings.Contains(www, `error="invalid_token"`)) {
+			t.Errorf("%s aud %v: reply %+v www %q", tc.path, tc.aud, st.Reply, www)
+		}
+	}
+}
+
+// TestExtraction checks where tokens are found: the default Authorization
+// Bearer and access_token parameter, configured headers with prefixes,
+// parameters and cookies; a token not forwarded leaves its header.
+func TestExtraction(t *testing.T) {
+	s := newSigner(t, jose.ES256, "k")
+	tok := s.sign(t, claims(nil))
+	def := oneProvider(t, "", nil, s)
+	conf := oneProvider(t, `,"forward":true,"from_headers":[{"name":"x-token","value_prefix":"Tok "}],"from_params":["jwt"],"from_cookies":["session"]`, nil, s)
+	cases := []struct {
+		name string
+		c    *compiled
+		path string
+		hdrs []string
+		ok   bool
+	}{
+		{"bearer", def, "/", []string{"authorization", "Bearer " + tok}, true},
+		{"bearer with more", def, "/", []string{"authorization", "Bearer " + tok + ", other"}, true},
+		{"basic", def, "/", []string{"authorization", "Basic " + tok}, false},
+		{"second authorization", def, "/", []string{"authorization", "Basic x", "authorization", "Bearer " + tok}, true},
+		{"access_token", def, "/?access_token=" + tok, nil, true},
+		{"default ignores x-token", def, "/", []string{"x-token", "Tok " + tok}, false},
+		{"x-token", conf, "/", []string{"x-token", "a Tok " + tok}, true},
+		{"x-token without prefix", conf, "/", []string{"x-token", tok}, false},
+		{"param", conf, "/p?a=1&jwt=" + tok, nil, true},
+		{"cookie", conf, "/", []string{"cookie", "a=b; session=" + tok}, true},
+		{"configured ignores bearer", conf, "/", []string{"authorization", "Bearer " + tok}, false},
+	}
+	for _, tc := range cases {
+		st := get(tc.path, tc.hdrs...)
+		ok, _ := tc.c.run(st)
+		if ok != tc.ok {
+			t.Errorf("%s: passed %v, reply %+v", tc.name, ok, st.Reply)
+		}
+	}
+	st := get("/", "authorization", "Bearer "+tok)
+	if ok, _ := def.run(st); !ok {
+		t.Fatal("refused")
+	}
+	if _, has := st.ReqHeaders.Get("authorization"); has {
+		t.Error("the token's header stayed without forward")
+	}
+	st = get("/", "x-token", "Tok "+tok)
+	if ok, _ := conf.run(st); !ok {
+		t.Fatal("refused")
+	}
+	if v, _ := st.ReqHeaders.Get("x-token"); v != "Tok "+tok {
+		t.Errorf("forward: x-token is %q", v)
+	}
+}
+
+// TestForwardedClaims checks forward_payload_header (padded or not),
+// claim_to_headers and the dynamic metadata of payload and header.
+func TestForwardedClaims(t *testing.T) {
+	s := newSigner(t, jose.ES256, "k")
+	c := oneProvider(t, `,"forward_payload_header":"x-payload","pad_forward_payload_header":true,
+		"claim_to_headers":[{"header_name":"x-sub","claim_name":"sub"},{"header_name":"x-n","claim_name":"n"},{"header_name":"x-deep","claim_name":"a.b"},{"header_name":"x-admin","claim_name":"admin"},{"header_name":"x-list","claim_name":"list"}],
+		"payload_in_metadata":"pl","header_in_metadata":"hd","clear_route_cache":true,
+		"normalize_payload_in_metadata":{"space_delimited_claims":["scope","n"]}`, nil, s)
+	tok := s.sign(t, claims(map[string]any{"n": 42, "a": map[string]any{"b": "deep"}, "admin": true, "list": []any{"x"}, "pad": "x", "scope": " read  write"}))
+	st := get("/", "authorization", "Bearer "+tok)
+	if ok, _ := c.run(st); !ok {
+		t.Fatalf("refused: %+v", st.Reply)
+	}
+	payload := strings.Split(tok, ".")[1]
+	want := map[string]string{"x-payload": padBase64(payload), "x-sub": "alice", "x-n": "42", "x-deep": "deep", "x-admin": "true"}
+	for h, v := range want {
+		if got, _ := st.ReqHeaders.Get(h); got != v {
+			t.Errorf("%s = %q, want %q", h, got, v)
+		}
+	}
+	if _, has := st.ReqHeaders.Get("x-list"); has {
+		t.Error("a list claim was forwarded")
+	}
+	if len(payload)%4 != 0 && !strings.HasSuffix(want["x-payload"], "=") {
+		t.Error("the payload was not padded")
+	}
+	if st.RouteCleared != 1 {
+		t.Errorf("route cache cleared %d times", st.RouteCleared)
+	}
+	md := st.Metadata.GetFilterMetadata()[metadataNamespace]
+	if md.GetFields()["pl"].GetStructValue().GetFields()["sub"].GetStringValue() != "alice" ||
+		md.GetFields()["hd"].GetStructValue().GetFields()["alg"].GetStringValue() != "ES256" {
+		t.Errorf("metadata %v", md)
+	}
+	pl := md.GetFields()["pl"].GetStructValue().GetFields()
+	if scope := pl["scope"].GetListValue().GetValues(); len(scope) != 2 || scope[0].GetStringValue() != "read" || scope[1].GetStringValue() != "write" {
+		t.Errorf("normalized scope %v", pl["scope"])
+	}
+	if pl["n"].GetNumberValue() != 42 {
+		t.Errorf("a number claim was normalized: %v", pl["n"])
+	}
+}
+
+// TestRequirements checks requires_any, requires_all, allow_missing,
+// allow_missing_or_failed, requirement_map by rule name and per route,
+// disabled routes and an unknown requirement name.
+func TestRequirements(t *testing.T) {
+	a, b := newSigner(t, jose.ES256, "a"), newSigner(t, jose.RS256, "b")
+	c := compile(t, `{"providers":{
+		"a":`+providerJSON("iss-a", jwks(t, a), "")+`,
+		"b":`+providerJSON("iss-b", jwks(t, b), `,"from_headers":[{"name":"x-b"}]`)+`},
+		"requirement_map":{"both":{"requires_all":{"requirements":[{"provider_name":"a"},{"provider_name":"b"}]}},
+			"either":{"requires_any":{"requirements":[{"provider_name":"a"},{"provider_name":"b"}]}}},
+		"rules":[
+		{"match":{"prefix":"/any"},"requirement_name":"either"},
+		{"match":{"prefix":"/all"},"requirement_name":"both"},
+		{"match":{"prefix":"/missing"},"requires":{"allow_missing":{}}},
+		{"match":{"prefix":"/failed"},"requires":{"allow_missing_or_failed":{}}},
+		{"match":{"prefix":"/open"}},
+		{"match":{"prefix":"/"},"requires":{"provider_name":"a"}}]}`, nil)
+	ta := a.sign(t, map[string]any{"iss": "iss-a"})
+	tb := b.sign(t, map[string]any{"iss": "iss-b"})
+	expired := a.sign(t, map[string]any{"iss": "iss-a", "exp": testNow.Unix() - 3600})
+	bearerA, xb := []string{"authorization", "Bearer " + ta}, []string{"x-b", tb}
+	both := append(append([]string{}, bearerA...), xb...)
+	cases := []struct {
+		path string
+		hdrs []string
+		body string // "" when the request passes
+	}{
+		{"/any", bearerA, ""},
+		{"/any", xb, ""},
+		{"/any", nil, "Jwt is missing"},
+		{"/any", []string{"authorization", "Bearer " + expired}, "Jwt is expired"},
+		{"/all", both, ""},
+		{"/all", bearerA, "Jwt is missing"},
+		{"/missing", nil, ""},
+		{"/missing", bearerA, ""},
+		{"/missing", xb, ""},
+		{"/missing", []string{"authorization", "Bearer " + expired}, "Jwt is expired"},
+		{"/missing", []string{"authorization", "Bearer " + tb}, "Jwt issuer is not configured"},
+		{"/failed", []string{"authorization", "Bearer " + expired}, ""},
+		{"/failed", nil, ""},
+		{"/open", nil, ""},
+		{"/x", xb, "Jwt is missing"},
+		{"/x", bearerA, ""},
+	}
+	for _, tc := range cases {
+		st := get(tc.path, tc.hdrs...)
+		ok, _ := c.run(st)
+		if tc.body == "" && !ok {
+			t.Errorf("%s %v: refused %+v", tc.path, tc.hdrs, st.Reply)
+		}
+		if tc.body != "" && (ok || st.Reply.Body != tc.body) {
+			t.Errorf("%s %v: passed %v, reply %+v, want %q", tc.path, tc.hdrs, ok, st.Reply, tc.body)
+		}
+	}
+
+	// Per route: a requirement by name, disabled, an unknown name.
+	for _, tc := range []struct {
+		rc   *routeConfig
+		hdrs []string
+		ok   bool
+	}{
+		{&routeConfig{name: "both"}, bearerA, false},
+		{&routeConfig{name: "both"}, both, true},
+		{&routeConfig{disabled: true}, nil, true},
+	} {
+		st := get("/x", tc.hdrs...)
+		st.PerRoute = map[string][]any{"jwt": {tc.rc}}
+		if ok, _ := c.run(st); ok != tc.ok {
+			t.Errorf("route %+v: passed %v, reply %+v", tc.rc, ok, st.Reply)
+		}
+	}
+	st := get("/x", bearerA...)
+	st.PerRoute = map[string][]any{"jwt": {&routeConfig{name: "nope"}}}
+	if ok, _ := c.run(st); ok || st.Reply.Status != 403 ||
+		st.Reply.Body != "Failed JWT authentication: Wrong requirement_name: nope. It should be one of [both,either]" ||
+		st.Reply.Details != "jwt_authn_access_denied{Wrong_requirement_name:_nope._It_should_be_one_of_[both,either]}" {
+		t.Errorf("unknown requirement: %+v", st.Reply)
+	}
+}
+
+// TestCORSAndCache checks bypass_cors_preflight and the JWT cache's
+// counters.
+func TestCORSAndCache(t *testing.T) {
+	s := newSigner(t, jose.ES256, "k")
+	c := compile(t, `{"bypass_cors_preflight":true,"providers":{"p":`+providerJSON("iss", jwks(t, s), `,"jwt_cache_config":{"jwt_cache_size":2}`)+`},
+		"rules":[{"match":{"prefix":"/"},"requires":{"provider_name":"p"}}]}`, nil)
+	pre := get("/", "origin", "http://a", "access-control-request-method", "GET")
+	pre.Req.Method = "OPTIONS"
+	if ok, _ := c.run(pre); !ok || c.counter("cors_preflight_bypassed") != 1 || c.counter("allowed") != 1 {
+		t.Fatalf("preflight: passed %v, stats %d %d", ok, c.counter("cors_preflight_bypassed"), c.counter("allowed"))
+	}
+	tok := s.sign(t, claims(nil))
+	for range 3 {
+		if ok, _ := c.run(get("/", "authorization", "Bearer "+tok)); !ok {
+			t.Fatal("refused")
+		}
+	}
+	if c.counter("jwt_cache_miss") != 1 || c.counter("jwt_cache_hit") != 2 {
+		t.Errorf("cache miss %d hit %d", c.counter("jwt_cache_miss"), c.counter("jwt_cache_hit"))
+	}
+}
+
+// TestConfigErrors checks that bad configurations are refused with the
+// field's path.
+func TestConfigErrors(t *testing.T) {
+	s := newSigner(t, jose.ES256, "k")
+	p := providerJSON("iss", jwks(t, s), "")
+	for _, tc := range []struct{ js, want string }{
+		{`{"providers":{"p":` + p + `},"rules":[{"match":{"prefix":"/"},"requires":{"provider_name":"q"}}]}`, `rules[0].requires.provider_name: required provider ['q'] is not configured`},
+		{`{"providers":{"p":` + p + `},"rules":[{"match":{"prefix":"/"},"requirement_name":"q"}]}`, `rules[0].requirement_name: "q" is not in requirement_map`},
+		{`{"providers":{"p":` + p + `},"requirement_map":{"r":{"requires_any":{"requirements":[{"provider_name":"p"},{"provider_name":"z"}]}}}}`, `requirement_map["r"].requires_any.requirements[1].provider_name`},
+		{`{"providers":{"p":{"issuer":"i","local_jwks":{"filename":"/nonexistent/jwks"}}}}`, `providers["p"].local_jwks.filename`},
+		{`{"providers":{"p":{"issuer":"i","remote_jwks":{"http_uri":{"uri":"http://jwks/keys","cluster":"c","timeout":"1s"}}}}}`, `providers["p"].remote_jwks.http_uri.cluster: no cluster can be reached`},
+		{`{"filter_state_rules":{"name":"x"}}`, `filter_state_rules`},
+		{`{"providers":{"p":{"issuer":"i","remote_jwks":{"http_uri":{"uri":"http://jwks/keys","cluster":"c","timeout":"1s"},"async_fetch":{}}}}}`, `providers["p"].remote_jwks.async_fetch.fast_listener: false`},
+		{`{"providers":{"p":{"issuer":"i","local_jwks":{"inline_string":"-----BEGIN PUBLIC KEY-----\\nMFkw\\n-----END PUBLIC KEY-----"}}}}`, `providers["p"].local_jwks: PEM keys are not supported`},
+	} {
+		_, err := compileErr(tc.js, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.js, err, tc.want)
+		}
+	}
+	// An invalid local JWKS is accepted, as by Envoy: its requests fail.
+	c := compile(t, `{"providers":{"p":{"issuer":"iss","local_jwks":{"inline_string":"{\"keys\":[{\"kty\":\"nope\"}]}"}}},
+		"rules":[{"match":{"prefix":"/"},"requires":{"provider_name":"p"}}]}`, nil)
+	st := get("/", "authorization", "Bearer "+s.sign(t, claims(nil)))
+	if ok, _ := c.run(st); ok || st.Reply.Body != "Jwks doesn't have any valid public key" {
+		t.Errorf("invalid JWKS: passed %v, reply %+v", ok, st.Reply)
+	}
+}

@@ -1,0 +1,199 @@
+package jwtauthn
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	jwtv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/jwt_authn/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
+)
+
+// Envoy's defaults.
+const (
+	defaultClockSkew     = 60
+	defaultCacheDuration = 5 * time.Minute
+	defaultJWTCacheSize  = 100
+	defaultFailedRefetch = time.Second
+)
+
+// provider is a compiled JwtProvider.
+type provider struct {
+	name      string
+	issuer    string
+	audiences map[string]bool
+	// extractor is the provider's own locations.
+	extractor            extractor
+	forward              bool
+	forwardPayloadHeader string
+	padPayload           bool
+	payloadInMetadata    string
+	headerInMetadata     string
+	// spaceDelimited are normalize_payload_in_metadata's claims: string
+	// values become lists of their space-separated words in the
+	// metadata.
+	spaceDelimited  []string
+	claimToHeaders  []claimHeader
+	clockSkew       int64
+	clearRouteCache bool
+	// local is local_jwks' keys (nil when they are invalid: requests
+	// then fail with "Jwks doesn't have any valid public key"); remote
+	// is remote_jwks.
+	local  *keySet
+	remote *remoteJWKS
+	// cache is the jwt_cache_config cache of verified tokens, nil when
+	// unset.
+	cache *jwtCache
+}
+
+// claimHeader is one claim_to_headers entry.
+type claimHeader struct {
+	header string
+	// path is the claim name split at its dots (nested claims).
+	path []string
+}
+
+// compileProvider compiles one provider; errors name fields below it.
+func compileProvider(name string, p *jwtv3.JwtProvider, ctx httpfilter.Context) (*provider, error) {
+	pr := &provider{
+		name:                 name,
+		issuer:               p.GetIssuer(),
+		forward:              p.GetForward(),
+		forwardPayloadHeader: strings.ToLower(p.GetForwardPayloadHeader()),
+		padPayload:           p.GetPadForwardPayloadHeader(),
+		payloadInMetadata:    p.GetPayloadInMetadata(),
+		headerInMetadata:     p.GetHeaderInMetadata(),
+		spaceDelimited:       p.GetNormalizePayloadInMetadata().GetSpaceDelimitedClaims(),
+		clockSkew:            int64(p.GetClockSkewSeconds()),
+		clearRouteCache:      p.GetClearRouteCache(),
+	}
+	if pr.clockSkew == 0 {
+		pr.clockSkew = defaultClockSkew
+	}
+	if len(p.GetAudiences()) > 0 {
+		pr.audiences = make(map[string]bool, len(p.GetAudiences()))
+		for _, a := range p.GetAudiences() {
+			pr.audiences[normalizeAudience(a)] = true
+		}
+	}
+	addLocations(&pr.extractor, p)
+	for i, ch := range p.GetClaimToHeaders() {
+		if ch.GetClaimName() == "" {
+			return nil, fmt.Errorf("claim_to_headers[%d].claim_name: must be set", i)
+		}
+		pr.claimToHeaders = append(pr.claimToHeaders, claimHeader{
+			header: strings.ToLower(ch.GetHeaderName()),
+			path:   strings.Split(ch.GetClaimName(), "."),
+		})
+	}
+	if cc := p.GetJwtCacheConfig(); cc != nil {
+		size := int(cc.GetJwtCacheSize())
+		if size == 0 {
+			size = defaultJWTCacheSize
+		}
+		pr.cache = newJWTCache(size, int(cc.GetJwtMaxTokenSize()))
+	}
+	switch src := p.GetJwksSourceSpecifier().(type) {
+	case *jwtv3.JwtProvider_LocalJwks:
+		data, err := readDataSource(src.LocalJwks)
+		if err != nil {
+			return nil, fmt.Errorf("local_jwks.%w", err)
+		}
+		if bytes.Contains(data, []byte("-----BEGIN")) {
+			return nil, errors.New("local_jwks: PEM keys are not supported by Outrigger (give a JWKS)")
+		}
+		ks, err := parseJWKS(data)
+		if err != nil {
+			// Envoy accepts the configuration and fails the
+			// provider's requests.
+			logging.Warning(ctx.Log, "invalid local_jwks: the provider's requests will fail", "provider", name, "error", err.Error())
+		}
+		pr.local = ks
+	case *jwtv3.JwtProvider_RemoteJwks:
+		rj := src.RemoteJwks
+		uri := rj.GetHttpUri()
+		timeout := uri.GetTimeout().AsDuration()
+		if timeout <= 0 {
+			return nil, fmt.Errorf("remote_jwks.http_uri.timeout: must be positive")
+		}
+		dur := defaultCacheDuration
+		if rj.GetCacheDuration() != nil {
+			if dur = rj.GetCacheDuration().AsDuration(); dur <= 0 {
+				return nil, fmt.Errorf("remote_jwks.cache_duration: must be positive")
+			}
+		}
+		async, failedRefetch := rj.GetAsyncFetch() != nil, defaultFailedRefetch
+		if af := rj.GetAsyncFetch(); af != nil {
+			if !af.GetFastListener() {
+				return nil, errors.New("remote_jwks.async_fetch.fast_listener: false (listeners waiting for the first fetch) is not supported by Outrigger; set it to true")
+			}
+			if d := af.GetFailedRefetchDuration(); d != nil {
+				if failedRefetch = d.AsDuration(); failedRefetch <= 0 {
+					return nil, errors.New("remote_jwks.async_fetch.failed_refetch_duration: must be positive")
+				}
+			}
+		}
+		r, err := newRemoteJWKS(uri.GetUri(), uri.GetCluster(), timeout, dur, ctx.Services)
+		if err != nil {
+			return nil, fmt.Errorf("remote_jwks.%w", err)
+		}
+		r.now = ctx.Now
+		if async {
+			r.async, r.failedRefetch, r.stop = true, failedRefetch, make(chan struct{})
+		}
+		pr.remote = r
+	default:
+		return nil, fmt.Errorf("jwks_source_specifier: one of remote_jwks or local_jwks is required")
+	}
+	return pr, nil
+}
+
+// addLocations adds a provider's token locations to e; without any, the
+// default ones: Authorization: Bearer and the access_token parameter.
+func addLocations(e *extractor, p *jwtv3.JwtProvider) {
+	iss := p.GetIssuer()
+	if len(p.GetFromHeaders()) == 0 && len(p.GetFromParams()) == 0 && len(p.GetFromCookies()) == 0 {
+		e.add(locHeader, "authorization", "Bearer ", iss)
+		e.add(locParam, "access_token", "", iss)
+		return
+	}
+	for _, h := range p.GetFromHeaders() {
+		e.add(locHeader, strings.ToLower(h.GetName()), h.GetValuePrefix(), iss)
+	}
+	for _, q := range p.GetFromParams() {
+		e.add(locParam, q, "", iss)
+	}
+	for _, c := range p.GetFromCookies() {
+		e.add(locCookie, c, "", iss)
+	}
+}
+
+// readDataSource reads inline_string, inline_bytes, filename or
+// environment_variable.
+func readDataSource(ds *corev3.DataSource) ([]byte, error) {
+	switch s := ds.GetSpecifier().(type) {
+	case *corev3.DataSource_InlineString:
+		return []byte(s.InlineString), nil
+	case *corev3.DataSource_InlineBytes:
+		return s.InlineBytes, nil
+	case *corev3.DataSource_Filename:
+		b, err := os.ReadFile(s.Filename)
+		if err != nil {
+			return nil, fmt.Errorf("filename: %w", err)
+		}
+		return b, nil
+	case *corev3.DataSource_EnvironmentVariable:
+		v, ok := os.LookupEnv(s.EnvironmentVariable)
+		if !ok {
+			return nil, fmt.Errorf("environment_variable: %s is not set", s.EnvironmentVariable)
+		}
+		return []byte(v), nil
+	}
+	return nil, fmt.Errorf("specifier: must be set")
+}

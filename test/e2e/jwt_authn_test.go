@@ -1,0 +1,244 @@
+package e2e
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+const (
+	jwtAuthnType     = "type.googleapis.com/envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication"
+	jwtAuthnPerRoute = "type.googleapis.com/envoy.extensions.filters.http.jwt_authn.v3.PerRouteConfig"
+)
+
+// jwtKey is a signing key made by the test and its JWKS entry.
+type jwtKey struct {
+	alg jose.SignatureAlgorithm
+	kid string
+	key any
+}
+
+// signJWT signs claims with k, as an identity provider would.
+func (k jwtKey) signJWT(claims map[string]any) string {
+	GinkgoHelper()
+	sg, err := jose.NewSigner(jose.SigningKey{Algorithm: k.alg, Key: k.key}, (&jose.SignerOptions{}).WithHeader("kid", k.kid).WithType("JWT"))
+	Expect(err).NotTo(HaveOccurred())
+	payload, err := json.Marshal(claims)
+	Expect(err).NotTo(HaveOccurred())
+	obj, err := sg.Sign(payload)
+	Expect(err).NotTo(HaveOccurred())
+	tok, err := obj.CompactSerialize()
+	Expect(err).NotTo(HaveOccurred())
+	return tok
+}
+
+// jwksOf is the JWKS of the keys' public halves.
+func jwksOf(keys ...jwtKey) string {
+	GinkgoHelper()
+	var set jose.JSONWebKeySet
+	for _, k := range keys {
+		jwk := jose.JSONWebKey{Key: k.key, KeyID: k.kid, Algorithm: string(k.alg), Use: "sig"}
+		set.Keys = append(set.Keys, jwk.Public())
+	}
+	b, err := json.Marshal(set)
+	Expect(err).NotTo(HaveOccurred())
+	return string(b)
+}
+
+var _ = Describe("The JWT authentication filter", func() {
+	It("verifies local and remote JWKS tokens with Envoy's replies, forwards claims, caches and refetches the JWKS, and survives a JWKS server that is down", func() {
+		ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		Expect(err).NotTo(HaveOccurred())
+		rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
+		Expect(err).NotTo(HaveOccurred())
+		remoteKey := jwtKey{alg: jose.ES256, kid: "ec-1", key: ecKey}
+		localKey := jwtKey{alg: jose.RS256, kid: "rsa-1", key: rsaKey}
+
+		// The JWKS server, counting its fetches.
+		var fetches, asyncFetches atomic.Int64
+		jwksPort := portNum(httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/.well-known/jwks.json":
+				fetches.Add(1)
+			case "/async/jwks.json":
+				asyncFetches.Add(1)
+			default:
+				http.NotFound(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, jwksOf(remoteKey))
+		}), false))
+		// The upstream tells what reached it.
+		up := portNum(httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "auth=%q payload=%q sub=%q", r.Header.Get("Authorization"), r.Header.Get("X-Payload"), r.Header.Get("X-Sub"))
+		}), false))
+		down := freePort() // nothing listens there
+
+		port := freePort()
+		remoteJWKS := func(cluster string) string {
+			return fmt.Sprintf(`{http_uri: {uri: "http://jwks.example/.well-known/jwks.json", cluster: %s, timeout: 0.5s}, cache_duration: 1s}`, cluster)
+		}
+		config := proxySpec{
+			Port: port,
+			HCM:  `{stat_prefix: edge, access_log: [` + stdoutLog("JWTLOG %REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_CODE_DETAILS%\n") + `]}`,
+			Routes: `[{match: {prefix: /open}, route: {cluster: up}, typed_per_filter_config: {jwt: ` + withType(jwtAuthnPerRoute, `{disabled: true}`) + `}},
+				{match: {prefix: /named}, route: {cluster: up}, typed_per_filter_config: {jwt: ` + withType(jwtAuthnPerRoute, `{requirement_name: remote-only}`) + `}},
+				{match: {prefix: /}, route: {cluster: up}}]`,
+			Filters: `[` + httpFilter("jwt", jwtAuthnType, `{
+				providers: {
+					local: {issuer: https://local.example, audiences: [api], local_jwks: {inline_string: `+quoteJSON(jwksOf(localKey))+`},
+						forward_payload_header: x-payload, claim_to_headers: [{header_name: x-sub, claim_name: sub}]},
+					remote: {issuer: https://remote.example, remote_jwks: `+remoteJWKS("jwks")+`, forward: true},
+					async: {issuer: https://async.example, remote_jwks: {http_uri: {uri: "http://jwks.example/async/jwks.json", cluster: jwks, timeout: 0.5s},
+						cache_duration: 60s, async_fetch: {fast_listener: true, failed_refetch_duration: 0.2s}}},
+					down: {issuer: https://down.example, remote_jwks: `+remoteJWKS("nowhere")+`, from_headers: [{name: x-down-token}]}},
+				requirement_map: {remote-only: {provider_name: remote}},
+				rules: [
+					{match: {prefix: /remote}, requires: {provider_name: remote}},
+					{match: {prefix: /down}, requires: {provider_name: down}},
+					{match: {prefix: /async}, requires: {provider_name: async}},
+					{match: {prefix: /optional}, requires: {requires_any: {requirements: [{provider_name: down}, {allow_missing_or_failed: {}}]}}},
+					{match: {prefix: /}, requires: {provider_name: local}}]}`) + `]`,
+			Clusters: []proxyCluster{{Name: "up", Port: up}, {Name: "jwks", Port: jwksPort}, {Name: "nowhere", Port: down}},
+		}.YAML()
+		s := Start(newDir(), config, "--file-flush-interval-msec", "50")
+		client := &http.Client{Timeout: 10 * time.Second}
+		do := func(path string, kv ...string) Response {
+			GinkgoHelper()
+			h := http.Header{}
+			for i := 0; i+1 < len(kv); i += 2 {
+				h.Set(kv[i], kv[i+1])
+			}
+			return httpDo(client, "GET", listenerURL(port, path), nil, h)
+		}
+		now := time.Now().Unix()
+		localTok := localKey.signJWT(map[string]any{"iss": "https://local.example", "aud": "api", "sub": "alice", "exp": now + 600})
+		remoteTok := remoteKey.signJWT(map[string]any{"iss": "https://remote.example", "sub": "bob", "exp": now + 600})
+		downTok := remoteKey.signJWT(map[string]any{"iss": "https://down.example", "exp": now + 600})
+
+		By("async_fetch: the keys are fetched before any request needs them")
+		Eventually(asyncFetches.Load).Should(Equal(int64(1)))
+		asyncTok := remoteKey.signJWT(map[string]any{"iss": "https://async.example", "exp": now + 600})
+		Expect(do("/async", "Authorization", "Bearer "+asyncTok).Status).To(Equal(200))
+		Expect(asyncFetches.Load()).To(Equal(int64(1)))
+
+		By("a missing token: 401, Envoy's body, challenge and details")
+		r := do("/app/x?y=1")
+		Expect(r.Status).To(Equal(401))
+		Expect(r.Body).To(Equal("Jwt is missing"))
+		Expect(r.Header.Get("WWW-Authenticate")).To(Equal(fmt.Sprintf(`Bearer realm="http://127.0.0.1:%d/app/x?y=1"`, port)))
+		Eventually(s.Stdout).Should(ContainSubstring("JWTLOG /app/x?y=1 401 jwt_authn_access_denied{Jwt_is_missing}\n"))
+
+		By("a good local token: forwarded payload and claim, the token removed")
+		r = do("/app", "Authorization", "Bearer "+localTok)
+		Expect(r.Status).To(Equal(200), r.Body)
+		payload := strings.Split(localTok, ".")[1]
+		Expect(r.Body).To(Equal(fmt.Sprintf(`auth="" payload=%q sub="alice"`, payload)))
+
+		By("an expired token, a wrong audience, a token of another key")
+		expired := localKey.signJWT(map[string]any{"iss": "https://local.example", "aud": "api", "exp": now - 3600})
+		r = do("/app", "Authorization", "Bearer "+expired)
+		Expect(r.Status).To(Equal(401))
+		Expect(r.Body).To(Equal("Jwt is expired"))
+		Expect(r.Header.Get("WWW-Authenticate")).To(Equal(fmt.Sprintf(`Bearer realm="http://127.0.0.1:%d/app", error="invalid_token"`, port)))
+		r = do("/app", "Authorization", "Bearer "+localKey.signJWT(map[string]any{"iss": "https://local.example", "aud": "web"}))
+		Expect(r.Status).To(Equal(403))
+		Expect(r.Body).To(Equal("Audiences in Jwt are not allowed"))
+		forged := jwtKey{alg: jose.RS256, kid: "rsa-1", key: mustRSA()}.signJWT(map[string]any{"iss": "https://local.example", "aud": "api"})
+		r = do("/app", "Authorization", "Bearer "+forged)
+		Expect(r.Status).To(Equal(401))
+		Expect(r.Body).To(Equal("Jwt verification fails"))
+
+		By("a remote JWKS: fetched over its cluster once, cached, refetched after cache_duration")
+		for range 3 {
+			r = do("/remote", "Authorization", "Bearer "+remoteTok)
+			Expect(r.Status).To(Equal(200), r.Body)
+		}
+		Expect(r.Body).To(HavePrefix(`auth="Bearer ` + remoteTok + `"`)) // forward: true
+		Expect(fetches.Load()).To(Equal(int64(1)))
+		time.Sleep(1200 * time.Millisecond)
+		r = do("/remote", "Authorization", "Bearer "+remoteTok)
+		Expect(r.Status).To(Equal(200), r.Body)
+		Expect(fetches.Load()).To(Equal(int64(2)))
+
+		By("the route's requirement_name and a disabled route")
+		Expect(do("/named/x").Status).To(Equal(401))
+		Expect(do("/named/x", "Authorization", "Bearer "+remoteTok).Status).To(Equal(200))
+		Expect(do("/open/x").Status).To(Equal(200))
+
+		By("a JWKS server that is down: the fetch fails within its timeout; allow_missing_or_failed lets the request through")
+		start := time.Now()
+		r = do("/down", "X-Down-Token", downTok)
+		Expect(r.Status).To(Equal(401))
+		Expect(r.Body).To(Equal("Jwks remote fetch is failed"))
+		Expect(time.Since(start)).To(BeNumerically("<", 5*time.Second))
+		Expect(do("/optional", "X-Down-Token", downTok).Status).To(Equal(200))
+		Expect(do("/optional").Status).To(Equal(200))
+
+		for name, want := range map[string]string{
+			"http.edge.jwt_authn.allowed": "10",
+			"http.edge.jwt_authn.denied":  "6",
+			// Two of /remote, one of async_fetch.
+			"http.edge.jwt_authn.jwks_fetch_success": "3",
+		} {
+			Expect(statValue(s, name)).To(Equal(want), name)
+		}
+		// /down, then /optional's two requirements (and async_fetch's
+		// first tries, should the cluster not have been ready).
+		Expect(strconv.Atoi(statValue(s, "http.edge.jwt_authn.jwks_fetch_failed"))).To(BeNumerically(">=", 3))
+	})
+})
+
+// quoteJSON is s as a JSON (and YAML) string.
+func quoteJSON(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// mustRSA is a fresh RSA key.
+func mustRSA() *rsa.PrivateKey {
+	GinkgoHelper()
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	Expect(err).NotTo(HaveOccurred())
+	return k
+}
+
+var _ = Describe("JWT authentication configuration errors", func() {
+	It("names the fields Outrigger refuses and the requirements that name unknown providers", func() {
+		config := func(providers string) string {
+			return proxySpec{
+				Port: freePort(),
+				Filters: `[` + httpFilter("jwt", jwtAuthnType, `{providers: `+providers+`,
+					rules: [{match: {prefix: /}, requires: {requires_any: {requirements: [{provider_name: idp}, {provider_name: ghost}]}}}]}`) + `]`,
+				Clusters: []proxyCluster{{Name: "up", Port: freePort()}},
+			}.YAML()
+		}
+		filter := `static_resources\.listeners\[0\]\.filter_chains\[0\]\.filters\[0\]\.typed_config\.http_filters\[0\]\.typed_config\.`
+		r, _ := validate("bootstrap.yaml", config(`{idp: {issuer: https://idp.example, subjects: {prefix: "spiffe://"},
+			remote_jwks: {http_uri: {uri: "http://idp.example/jwks", cluster: up, timeout: 1s}, retry_policy: {num_retries: 2}}}}`))
+		Expect(r.ExitCode).To(Equal(1), "stdout: %s", r.Stdout)
+		Expect(r.Stderr).To(MatchRegexp(filter + `providers\["idp"\]\.subjects: .*not supported`))
+		Expect(r.Stderr).To(MatchRegexp(filter + `providers\["idp"\]\.remote_jwks\.retry_policy: .*not supported`))
+
+		r, _ = validate("bootstrap.yaml", config(`{idp: {issuer: https://idp.example, remote_jwks: {http_uri: {uri: "http://idp.example/jwks", cluster: up, timeout: 1s}, async_fetch: {}}}}`))
+		Expect(r.ExitCode).To(Equal(1), "stdout: %s", r.Stdout)
+		Expect(r.Stderr).To(MatchRegexp(filter + `providers\["idp"\]\.remote_jwks\.async_fetch\.fast_listener: false .* not supported`))
+
+		r, _ = validate("bootstrap.yaml", config(`{idp: {issuer: https://idp.example, remote_jwks: {http_uri: {uri: "http://idp.example/jwks", cluster: up, timeout: 1s}}}}`))
+		Expect(r.ExitCode).To(Equal(1), "stdout: %s", r.Stdout)
+		Expect(r.Stderr).To(MatchRegexp(filter + `rules\[0\]\.requires\.requires_any\.requirements\[1\]\.provider_name: required provider \['ghost'\] is not configured`))
+	})
+})
