@@ -16,9 +16,11 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.cluster.v3.Cluster.protocol_selection":          {values: []string{"USE_CONFIGURED_PROTOCOL", "USE_DOWNSTREAM_PROTOCOL"}},
 	// Metadata is data: /config_dump shows it, and access-log formats
 	// read it (%CLUSTER_METADATA%, %UPSTREAM_METADATA% for endpoints').
-	"envoy.config.cluster.v3.Cluster.metadata":                          {},
-	"envoy.config.cluster.v3.Cluster.upstream_connection_options":       {},
-	"envoy.config.cluster.v3.Cluster.upstream_bind_config":              {},
+	"envoy.config.cluster.v3.Cluster.metadata":                    {},
+	"envoy.config.cluster.v3.Cluster.upstream_connection_options": {},
+	"envoy.config.cluster.v3.Cluster.upstream_bind_config":        {},
+	// The bind configuration of the clusters without their own.
+	"envoy.config.bootstrap.v3.ClusterManager.upstream_bind_config":     {},
 	"envoy.config.core.v3.BindConfig.source_address":                    {},
 	"envoy.config.core.v3.BindConfig.freebind":                          {},
 	"envoy.config.core.v3.BindConfig.socket_options":                    {},

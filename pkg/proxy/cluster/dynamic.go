@@ -37,7 +37,9 @@ type dynamicState struct {
 	resolver dns.Spec
 	ext      *extension.Registry
 	secrets  tlsconfig.SecretResolver
-	scope    stats.Scope
+	// bind is cluster_manager.upstream_bind_config, nil for none.
+	bind  *bindSettings
+	scope stats.Scope
 	// shared is the server's DNS resolver once a DNS cluster built it.
 	shared dns.Resolver
 
@@ -82,7 +84,7 @@ func (m *Manager) ApplyDiscoveredEach(cfgs []*clusterv3.Cluster, versionOf func(
 	seen := map[string]int{}
 	for i, cfg := range cfgs {
 		path := "resources[" + strconv.Itoa(i) + "]"
-		s, cerrs := clusterSettings(cfg, m.dyn.ext, m.dyn.secrets)
+		s, cerrs := clusterSettings(cfg, m.dyn.ext, m.dyn.secrets, m.dyn.bind)
 		for _, err := range cerrs {
 			errs = append(errs, prefixed(path, err))
 		}

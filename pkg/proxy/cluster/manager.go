@@ -7,6 +7,7 @@ import (
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"github.com/go-logr/logr"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/cluster/dnscluster"
@@ -67,6 +68,9 @@ type Options struct {
 	// zone-aware routing compares the upstream clusters with; "" for
 	// none.
 	LocalClusterName string
+	// DefaultBind is cluster_manager.upstream_bind_config: the bind
+	// configuration of every cluster without its own; nil for none.
+	DefaultBind *corev3.BindConfig
 }
 
 // localClusterPath is where the local cluster is named in the bootstrap.
@@ -110,10 +114,15 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 		errs []error
 		all  []*settings
 	)
+	defaultBind, berrs := buildBind(o.DefaultBind)
+	for _, err := range berrs {
+		// buildBind's paths start at upstream_bind_config.
+		errs = append(errs, prefixed("cluster_manager", err))
+	}
 	seen := map[string]int{}
 	for i, cfg := range cfgs {
 		path := index(staticClustersPath, i)
-		s, cerrs := clusterSettings(cfg, o.Extensions, o.Secrets)
+		s, cerrs := clusterSettings(cfg, o.Extensions, o.Secrets, defaultBind)
 		for _, err := range cerrs {
 			errs = append(errs, prefixed(path, err))
 		}
@@ -147,7 +156,7 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 	if env.Log.GetSink() == nil {
 		env.Log = logr.Discard()
 	}
-	m.dyn = dynamicState{deps: d, env: env, resolver: o.Resolver, ext: o.Extensions, secrets: o.Secrets, scope: o.Stats.Scope("cluster_manager.")}
+	m.dyn = dynamicState{deps: d, env: env, resolver: o.Resolver, ext: o.Extensions, secrets: o.Secrets, bind: defaultBind, scope: o.Stats.Scope("cluster_manager.")}
 	for _, s := range all {
 		for _, note := range s.notes {
 			logging.Warning(o.Log, "cluster setting ignored", "cluster", s.name, "reason", note)
@@ -173,8 +182,15 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 // settings: the one path of the bootstrap's clusters and of those cluster
 // discovery brings (ApplyDiscovered), so that whatever a cluster's
 // configuration holds is applied, or refused, alike for both.
-func clusterSettings(cfg *clusterv3.Cluster, ext *extension.Registry, secrets tlsconfig.SecretResolver) (*settings, []error) {
+//
+// defaultBind is cluster_manager.upstream_bind_config, which a cluster
+// without its own upstream_bind_config binds by, as in Envoy; nil for
+// none.
+func clusterSettings(cfg *clusterv3.Cluster, ext *extension.Registry, secrets tlsconfig.SecretResolver, defaultBind *bindSettings) (*settings, []error) {
 	s, errs := buildSettings(cfg, ext)
+	if s.bind == nil && cfg.GetUpstreamBindConfig() == nil {
+		s.bind = defaultBind
+	}
 	var terrs []error
 	s.tls, terrs = buildTransport(cfg.GetTransportSocket(), ext, secrets)
 	return s, append(errs, terrs...)

@@ -164,6 +164,7 @@ func New(cfg Config) (*Server, error) {
 
 		Locality:         nodeLocality(cfg.Bootstrap.GetNode()),
 		LocalClusterName: cfg.Bootstrap.GetClusterManager().GetLocalClusterName(),
+		DefaultBind:      cfg.Bootstrap.GetClusterManager().GetUpstreamBindConfig(),
 	})
 	errs = append(errs, err)
 	s.clusters = clusters
