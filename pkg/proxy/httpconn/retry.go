@@ -60,6 +60,11 @@ type retryState struct {
 	rateLimited time.Duration
 	// tried are the hosts of the previous attempts (previous_hosts).
 	tried []*upstream.Host
+	// priorAttempts counts the hosts attempted, seenPrio marks their
+	// priority levels and excluded is the set the picks leave out
+	// (retry_priority previous_priorities).
+	priorAttempts      int
+	seenPrio, excluded []bool
 	// body records the request body for the next attempt (nil without
 	// a body); spare is the one the stream reuses from request to
 	// request.
@@ -85,7 +90,8 @@ type retryState struct {
 // reset forgets the previous request's state, keeping the buffers.
 func (r *retryState) reset() {
 	clear(r.tried)
-	*r = retryState{codeBuf: r.codeBuf[:0], tried: r.tried[:0], buf: r.buf, spare: r.spare}
+	*r = retryState{codeBuf: r.codeBuf[:0], tried: r.tried[:0], buf: r.buf, spare: r.spare,
+		seenPrio: r.seenPrio[:0], excluded: r.excluded[:0]}
 }
 
 // maxKeptBody bounds the body buffer a stream keeps for its next
@@ -543,12 +549,36 @@ func (s *stream) nextAttempt() {
 		r.tried = append(r.tried, s.host)
 		s.pick.PreviousHosts = r.tried
 	}
+	s.previousPriorities()
 	s.respHeaders.reset()
 	s.status, s.details = 0, ""
 	s.flags &^= upstreamFailure | accesslog.UpstreamOverflow
 	// The next attempt's idle deadlines count from now (the route
 	// timeout's deadline is fixed already).
 	s.tLast = time.Now()
+}
+
+// previousPriorities is Envoy's previous_priorities retry priority,
+// told of the host just attempted: once update_frequency hosts have been
+// attempted, and again after every update_frequency more, the priority
+// levels of all the hosts attempted are left out of the next picks'
+// priority load; between updates the last set stays.
+func (s *stream) previousPriorities() {
+	r := &s.retry
+	p := r.policy
+	if p == nil || p.PriorityUpdateFrequency == 0 || s.host == nil {
+		return
+	}
+	r.priorAttempts++
+	prio := int(s.host.Priority)
+	for len(r.seenPrio) <= prio {
+		r.seenPrio = append(r.seenPrio, false)
+	}
+	r.seenPrio[prio] = true
+	if r.priorAttempts%p.PriorityUpdateFrequency == 0 {
+		r.excluded = append(r.excluded[:0], r.seenPrio...)
+		s.pick.ExcludedPriorities = r.excluded
+	}
 }
 
 // retryPredicates hands the retry policy's host predicates to the load
