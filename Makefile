@@ -12,7 +12,7 @@ BUILDFLAGS := -buildvcs=auto
 CONFIG ?= examples/quickstart.yaml
 
 .PHONY: plugin plugin-dist
-.PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers bench-floods bench-tcpproxy bench-dns bench-hc lint fmt clean \
+.PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers bench-floods bench-tcpproxy bench-dns bench-hc bench-resilience lint fmt clean \
 	manifests generate check-manifests test-cluster helm test-chart chart-crds test-browser image push test-image
 
 all: build
@@ -160,6 +160,12 @@ bench-dns: build
 # sidecar's CPU time beside a control without checks (test/bench/hcload).
 bench-hc: build
 	$(GO) run ./test/bench/hcload -sidecar $(BIN)/sidecar -reps $${REPS:-3} -dur $${DUR:-20s}
+
+# Circuit breakers, outlier detection and retries configured beside the
+# same config without them, interleaved: requests/s and the proxy's CPU
+# per request (test/bench/resilience/run.sh; needs wrk).
+bench-resilience: build
+	ROUNDS=$${ROUNDS:-7} DURATION=$${DURATION:-5s} bash test/bench/resilience/run.sh $(BIN)/sidecar
 
 # The sidecar under each HTTP/2 flood it defends against: memory growth and
 # another client's latency, beside a control (test/bench/floods).

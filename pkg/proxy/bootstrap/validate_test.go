@@ -289,8 +289,8 @@ func TestValidateSupport(t *testing.T) {
 			want:    []string{extraHCM + ".route_config.virtual_hosts[0].require_tls: not supported by Outrigger"},
 		},
 		"route action": {
-			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /}, route: {cluster: backend, retry_policy: {retry_priority: {name: envoy.retry_priorities.previous_priorities}}}}]}]}, http_filters: [` + routerFilter + `]`),
-			want:    []string{extraHCM + ".route_config.virtual_hosts[0].routes[0].route.retry_policy.retry_priority: not supported by Outrigger"},
+			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /}, route: {cluster: backend, hedge_policy: {hedge_on_per_try_timeout: true}}}]}]}, http_filters: [` + routerFilter + `]`),
+			want:    []string{extraHCM + ".route_config.virtual_hosts[0].routes[0].route.hedge_policy: not supported by Outrigger"},
 		},
 		"route match": {
 			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /, tls_context: {presented: true}}, direct_response: {status: 200}}]}]}, http_filters: [` + routerFilter + `]`),

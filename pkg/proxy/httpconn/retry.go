@@ -60,6 +60,11 @@ type retryState struct {
 	rateLimited time.Duration
 	// tried are the hosts of the previous attempts (previous_hosts).
 	tried []*upstream.Host
+	// priorAttempts counts the hosts attempted, seenPrio marks their
+	// priority levels and excluded is the set the picks leave out
+	// (retry_priority previous_priorities).
+	priorAttempts      int
+	seenPrio, excluded []bool
 	// body records the request body for the next attempt (nil without
 	// a body); spare is the one the stream reuses from request to
 	// request.
@@ -85,7 +90,8 @@ type retryState struct {
 // reset forgets the previous request's state, keeping the buffers.
 func (r *retryState) reset() {
 	clear(r.tried)
-	*r = retryState{codeBuf: r.codeBuf[:0], tried: r.tried[:0], buf: r.buf, spare: r.spare}
+	*r = retryState{codeBuf: r.codeBuf[:0], tried: r.tried[:0], buf: r.buf, spare: r.spare,
+		seenPrio: r.seenPrio[:0], excluded: r.excluded[:0]}
 }
 
 // maxKeptBody bounds the body buffer a stream keeps for its next
@@ -126,21 +132,30 @@ func (s *stream) initRetries() {
 	r := &s.retry
 	h := &s.reqHeaders
 	p := s.route.RetryPolicy
-	if p == nil && !h.hasRetryHeaders() {
+	// One pass finds whether the request has any of the headers; most
+	// have none, and the lookups and the removal below are skipped.
+	has := h.hasRetryHeaders()
+	if p == nil && !has {
 		// The common case: nothing to read.
 		return
 	}
 	var hdrOn router.RetryOn
-	if v, ok := h.Get("x-envoy-retry-on"); ok {
-		hdrOn, _ = router.ParseRetryOn(v)
-	}
-	if v, ok := h.Get("x-envoy-retry-grpc-on"); ok {
-		on, _ := router.ParseRetryGrpcOn(v)
-		hdrOn |= on
+	if has {
+		if v, ok := h.Get("x-envoy-retry-on"); ok {
+			hdrOn, _ = router.ParseRetryOn(v)
+		}
+		if v, ok := h.Get("x-envoy-retry-grpc-on"); ok {
+			on, _ := router.ParseRetryGrpcOn(v)
+			hdrOn |= on
+		}
 	}
 	if (p != nil || hdrOn != 0) && s.upg.typ == "" && !s.upg.connect {
 		// Upgrades and tunnels are never retried.
-		s.startRetries(p, hdrOn)
+		s.startRetries(p, hdrOn, has)
+	}
+	if !has {
+		s.dropPerTryAtRouteTimeout()
+		return
 	}
 	if v, ok := h.Get("x-envoy-upstream-rq-timeout-ms"); ok {
 		if ms, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32); err == nil {
@@ -152,17 +167,22 @@ func (s *stream) initRetries() {
 			r.perTry = time.Duration(ms) * time.Millisecond
 		}
 	}
-	if r.perTry > 0 && s.rqTimeout > 0 && r.perTry >= s.rqTimeout {
-		// As in Envoy: a per-try timeout at or past the route timeout
-		// does not apply.
-		r.perTry = 0
-	}
+	s.dropPerTryAtRouteTimeout()
 	h.dropRetryHeaders()
 }
 
+// dropPerTryAtRouteTimeout: as in Envoy, a per-try timeout at or past
+// the route timeout does not apply.
+func (s *stream) dropPerTryAtRouteTimeout() {
+	if r := &s.retry; r.perTry > 0 && s.rqTimeout > 0 && r.perTry >= s.rqTimeout {
+		r.perTry = 0
+	}
+}
+
 // startRetries sets up the retry state of a request its route's policy p
-// (maybe nil) or its headers (hdrOn) make retriable.
-func (s *stream) startRetries(p *router.RetryPolicy, hdrOn router.RetryOn) {
+// (maybe nil) or its headers (hdrOn) make retriable; has tells whether
+// the request has any of the retry headers.
+func (s *stream) startRetries(p *router.RetryPolicy, hdrOn router.RetryOn, has bool) {
 	r := &s.retry
 	h := &s.reqHeaders
 	r.policy = p
@@ -180,6 +200,10 @@ func (s *stream) startRetries(p *router.RetryPolicy, hdrOn router.RetryOn) {
 	}
 	r.on |= hdrOn
 	if r.on == 0 {
+		return
+	}
+	r.active = true
+	if !has {
 		return
 	}
 	if v, ok := h.Get("x-envoy-max-retries"); ok {
@@ -203,8 +227,6 @@ func (s *stream) startRetries(p *router.RetryPolicy, hdrOn router.RetryOn) {
 			}
 		}
 	}
-	r.active = true
-	r.backoffCap = s.baseInterval()
 }
 
 // keepRetryBody wraps the request body of a request that may be retried,
@@ -478,6 +500,11 @@ func (s *stream) nextBackOff(rs *upstream.RetryStats) time.Duration {
 	}
 	rs.BackoffExponential.Inc()
 	ceiling := r.backoffCap
+	if ceiling == 0 {
+		// The first back-off: the base interval is read only now, as
+		// most requests never back off.
+		ceiling = s.baseInterval()
+	}
 	d := time.Duration(rand.Int64N(int64(ceiling)))
 	if next := 2 * ceiling; next <= s.maxInterval() {
 		r.backoffCap = next
@@ -543,12 +570,36 @@ func (s *stream) nextAttempt() {
 		r.tried = append(r.tried, s.host)
 		s.pick.PreviousHosts = r.tried
 	}
+	s.previousPriorities()
 	s.respHeaders.reset()
 	s.status, s.details = 0, ""
 	s.flags &^= upstreamFailure | accesslog.UpstreamOverflow
 	// The next attempt's idle deadlines count from now (the route
 	// timeout's deadline is fixed already).
 	s.tLast = time.Now()
+}
+
+// previousPriorities is Envoy's previous_priorities retry priority,
+// told of the host just attempted: once update_frequency hosts have been
+// attempted, and again after every update_frequency more, the priority
+// levels of all the hosts attempted are left out of the next picks'
+// priority load; between updates the last set stays.
+func (s *stream) previousPriorities() {
+	r := &s.retry
+	p := r.policy
+	if p == nil || p.PriorityUpdateFrequency == 0 || s.host == nil {
+		return
+	}
+	r.priorAttempts++
+	prio := int(s.host.Priority)
+	for len(r.seenPrio) <= prio {
+		r.seenPrio = append(r.seenPrio, false)
+	}
+	r.seenPrio[prio] = true
+	if r.priorAttempts%p.PriorityUpdateFrequency == 0 {
+		r.excluded = append(r.excluded[:0], r.seenPrio...)
+		s.pick.ExcludedPriorities = r.excluded
+	}
 }
 
 // retryPredicates hands the retry policy's host predicates to the load

@@ -3,6 +3,7 @@ package httpconn
 import (
 	"errors"
 	"io"
+	"slices"
 	"testing"
 	"time"
 
@@ -311,5 +312,26 @@ func TestRetryBody(t *testing.T) {
 	}
 	if !b.over || b.buf != nil || abandoned.Value() != 1 {
 		t.Errorf("over %v, kept %d bytes, abandoned %d; want true, 0, 1", b.over, len(b.buf), abandoned.Value())
+	}
+}
+
+func TestPreviousPrioritiesUpdateFrequency(t *testing.T) {
+	s := &stream{}
+	s.retry.policy = &router.RetryPolicy{PriorityUpdateFrequency: 2}
+	hosts := []*upstream.Host{{Priority: 0}, {Priority: 1}, {Priority: 2}, {Priority: 0}}
+	// After each attempted host: nothing excluded before the second, P0
+	// and P1 from the second on (the third keeps that set), all three
+	// from the fourth.
+	want := [][]bool{nil, {true, true}, {true, true}, {true, true, true}}
+	for i, h := range hosts {
+		s.host = h
+		s.previousPriorities()
+		if got := s.pick.ExcludedPriorities; !slices.Equal(got, want[i]) {
+			t.Errorf("after attempt %d: excluded %v; want %v", i+1, got, want[i])
+		}
+	}
+	s.retry.reset()
+	if len(s.retry.seenPrio) != 0 || s.retry.priorAttempts != 0 {
+		t.Errorf("reset kept %v, %d", s.retry.seenPrio, s.retry.priorAttempts)
 	}
 }

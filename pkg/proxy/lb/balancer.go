@@ -75,6 +75,10 @@ type Balancer struct {
 	only     int  // that level
 	onlyDegr bool // and whether the source is its degraded hosts
 
+	// health and degraded are the levels' availability, from which a
+	// retry priority recomputes the load without the levels it excludes.
+	health, degraded []uint32
+
 	failOnPanic bool
 	// zone is priority 0's zone-aware routing, nil when it does not
 	// route by zone.
@@ -136,6 +140,7 @@ func New(priorities [][]*upstream.Host, cfg Config) *Balancer {
 		}
 	}
 	b.loads = computeLoads(counts, cfg.OverprovisioningFactor, cfg.PanicThreshold)
+	b.health, b.degraded = availability(counts, cfg.OverprovisioningFactor)
 	b.only, b.onlyDegr, b.onlyOne = soleSource(b.loads)
 	b.buildLocalities(priorities, counts, &cfg, seed)
 	return b
@@ -211,7 +216,10 @@ func (b *Balancer) Pick(ctx *upstream.PickContext) (h *upstream.Host, panicked b
 		return nil, false
 	}
 	p, degraded := b.only, b.onlyDegr
-	if !b.onlyOne {
+	switch {
+	case ctx != nil && ctx.ExcludedPriorities != nil:
+		p, degraded = b.chooseExcluding(b.draw(ctx), ctx.ExcludedPriorities)
+	case !b.onlyOne:
 		p, degraded = b.choose(b.draw(ctx))
 	}
 	lv := &b.levels[p]

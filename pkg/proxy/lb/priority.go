@@ -32,14 +32,9 @@ func computeLoads(levels []levelCounts, overprovisioning, panicThreshold uint32)
 	if n == 0 {
 		return l
 	}
-	health := make([]uint32, n)
-	degraded := make([]uint32, n)
+	health, degraded := availability(levels, overprovisioning)
 	var sum uint32
-	for i, c := range levels {
-		if c.total > 0 {
-			health[i] = min(100, uint32(uint64(overprovisioning)*uint64(c.healthy)/uint64(c.total)))
-			degraded[i] = min(100, uint32(uint64(overprovisioning)*uint64(c.degraded)/uint64(c.total)))
-		}
+	for i := range levels {
 		sum += health[i] + degraded[i]
 	}
 	normalized := min(100, sum)
@@ -72,6 +67,21 @@ func computeLoads(levels []levelCounts, overprovisioning, panicThreshold uint32)
 		loadInTotalPanic(l, levels)
 	}
 	return l
+}
+
+// availability is each level's share of healthy and of degraded hosts,
+// scaled by the overprovisioning factor and capped at 100 (Envoy's
+// per-priority health and degraded figures).
+func availability(levels []levelCounts, overprovisioning uint32) (health, degraded []uint32) {
+	health = make([]uint32, len(levels))
+	degraded = make([]uint32, len(levels))
+	for i, c := range levels {
+		if c.total > 0 {
+			health[i] = min(100, uint32(uint64(overprovisioning)*uint64(c.healthy)/uint64(c.total)))
+			degraded[i] = min(100, uint32(uint64(overprovisioning)*uint64(c.degraded)/uint64(c.total)))
+		}
+	}
+	return health, degraded
 }
 
 // distribute gives each level its availability's share of total, highest

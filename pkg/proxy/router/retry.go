@@ -10,6 +10,7 @@ import (
 	omitcanaryv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/host/omit_canary_hosts/v3"
 	omitmetadatav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/host/omit_host_metadata/v3"
 	previoushostsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/host/previous_hosts/v3"
+	previousprioritiesv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/priority/previous_priorities/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -138,7 +139,16 @@ type RetryPolicy struct {
 	OmitCanary               bool
 	OmitMetadata             *structpb.Struct
 	HostSelectionMaxAttempts int64
+	// PriorityUpdateFrequency is retry_priority previous_priorities'
+	// update_frequency: after every that many attempted hosts, the
+	// priority levels those hosts belong to are left out of the next
+	// picks' priority load. 0 when the policy has no retry_priority.
+	PriorityUpdateFrequency int
 }
+
+// previousPriorities is the retry priority Outrigger has, by extension
+// name and by the type of its typed_config.
+const previousPriorities = "envoy.retry_priorities.previous_priorities"
 
 // The retry host predicates, by extension name (the proxy. spelling is
 // accepted too) and by the type of their typed_config.
@@ -228,7 +238,41 @@ func compileRetryPolicy(p *routev3.RetryPolicy) (*RetryPolicy, error) {
 		}
 	}
 	rp.HostSelectionMaxAttempts = p.GetHostSelectionRetryMaxAttempts()
+	if pr := p.GetRetryPriority(); pr != nil {
+		f, err := compileRetryPriority(pr)
+		if err != nil {
+			return nil, fmt.Errorf("retry_priority%w", err)
+		}
+		rp.PriorityUpdateFrequency = f
+	}
 	return rp, nil
+}
+
+// compileRetryPriority reads a retry_priority, which must be
+// previous_priorities, and returns its update_frequency. Errors name the
+// field below retry_priority (starting with its separator).
+func compileRetryPriority(pr *routev3.RetryPolicy_RetryPriority) (int, error) {
+	var cfg previousprioritiesv3.PreviousPrioritiesConfig
+	tc := pr.GetTypedConfig()
+	typed := tc != nil && tc.GetTypeUrl() != ""
+	name := strings.Replace(pr.GetName(), "proxy.", "envoy.", 1)
+	switch {
+	case typed && tc.MessageIs(&cfg):
+		if err := tc.UnmarshalTo(&cfg); err != nil {
+			return 0, fmt.Errorf(".typed_config: %w", err)
+		}
+	case typed:
+		return 0, fmt.Errorf(".typed_config: %s is not supported by Outrigger (supported: %s)", tc.GetTypeUrl(), previousPriorities)
+	case name == previousPriorities:
+		// Envoy requires the config: update_frequency must be above 0.
+		return 0, errors.New(".typed_config: previous_priorities needs its config (update_frequency above 0)")
+	default:
+		return 0, fmt.Errorf(".name: %q is not supported by Outrigger (supported: %s)", pr.GetName(), previousPriorities)
+	}
+	if cfg.GetUpdateFrequency() <= 0 {
+		return 0, errors.New(".typed_config.update_frequency: must be above 0")
+	}
+	return int(cfg.GetUpdateFrequency()), nil
 }
 
 // compileHostPredicate adds a retry host predicate to rp, found by its

@@ -108,6 +108,12 @@ func TestRetryPolicyErrors(t *testing.T) {
 			"retry_policy.retry_back_off.max_interval: must be at least base_interval"},
 		"unknown host predicate": {`{retry_on: 5xx, retry_host_predicate: [{name: envoy.retry_host_predicates.nonsense}]}`,
 			`retry_policy.retry_host_predicate[0]: "envoy.retry_host_predicates.nonsense" is not supported`},
+		"unknown retry priority": {`{retry_on: 5xx, retry_priority: {name: envoy.retry_priorities.other}}`,
+			`retry_policy.retry_priority.name: "envoy.retry_priorities.other" is not supported`},
+		"previous priorities without config": {`{retry_on: 5xx, retry_priority: {name: envoy.retry_priorities.previous_priorities}}`,
+			"retry_policy.retry_priority.typed_config: previous_priorities needs its config"},
+		"update frequency zero": {`{retry_on: 5xx, retry_priority: {name: p, typed_config: {"@type": type.googleapis.com/envoy.extensions.retry.priority.previous_priorities.v3.PreviousPrioritiesConfig}}}`,
+			"retry_policy.retry_priority.typed_config.update_frequency: must be above 0"},
 		"bad retriable header": {`{retry_on: 5xx, retriable_headers: [{name: ""}]}`,
 			"retry_policy.retriable_headers[0].name: a header name is required"},
 	}
@@ -153,5 +159,27 @@ virtual_hosts:
 	}
 	if p.HostSelectionMaxAttempts != 0 {
 		t.Errorf("host_selection_retry_max_attempts = %d; want Envoy's default 0", p.HostSelectionMaxAttempts)
+	}
+}
+
+func TestRetryPriority(t *testing.T) {
+	table := mustCompile(t, `
+virtual_hosts:
+- name: v
+  domains: [v]
+  routes:
+  - match: {prefix: /}
+    route:
+      cluster: c
+      retry_policy:
+        retry_on: 5xx
+        retry_priority:
+          name: envoy.retry_priorities.previous_priorities
+          typed_config:
+            "@type": type.googleapis.com/envoy.extensions.retry.priority.previous_priorities.v3.PreviousPrioritiesConfig
+            update_frequency: 2
+`)
+	if got := table.Match("v", "/").RetryPolicy.PriorityUpdateFrequency; got != 2 {
+		t.Errorf("update frequency = %d; want 2", got)
 	}
 }

@@ -47,6 +47,12 @@ type PickContext struct {
 	OmitCanary       bool
 	OmitMetadata     *structpb.Struct
 	HostReselections int
+	// ExcludedPriorities, when not nil, are the priority levels the
+	// retry priority (previous_priorities) leaves out: level i is
+	// skipped when ExcludedPriorities[i] is set, the other levels sharing
+	// the load by their availability; when no level is left, the load is
+	// the cluster's own.
+	ExcludedPriorities []bool
 }
 
 // Hasher computes the hash key of a pick on demand.
