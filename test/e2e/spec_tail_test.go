@@ -1,0 +1,97 @@
+package e2e
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// specQuantiles are the admin specification's supported quantiles (×100),
+// in order: the same list in the text and the JSON forms of /stats.
+var specQuantiles = []string{"0", "25", "50", "75", "90", "95", "99", "99.9", "100"}
+
+// quantileLabel matches one "P<q>(" of a text histogram summary.
+var quantileLabel = regexp.MustCompile(`P([0-9.]+)\(`)
+
+var _ = Describe("the remaining admin specification behaviours", func() {
+	It("reports the specification's quantiles, the same in text and JSON", func() {
+		s := Start(newDir(), Bootstrap{}.YAML())
+
+		// The admin's own connections feed http.admin.downstream_cx_length_ms;
+		// the first flush (5 s by default) makes its summary printable.
+		var line string
+		Eventually(func() string {
+			for _, l := range strings.Split(s.Get("/stats?type=Histograms").Body, "\n") {
+				if strings.Contains(l, " P0(") {
+					line = l
+					return l
+				}
+			}
+			return ""
+		}, 20*time.Second, 250*time.Millisecond).ShouldNot(BeEmpty(), "no histogram summary after a flush")
+		var labels []string
+		for _, m := range quantileLabel.FindAllStringSubmatch(line, -1) {
+			labels = append(labels, m[1])
+		}
+		Expect(labels).To(Equal(specQuantiles), line)
+
+		var doc struct {
+			Stats []struct {
+				Histograms *struct {
+					SupportedQuantiles []json.Number `json:"supported_quantiles"`
+					ComputedQuantiles  []struct {
+						Name   string            `json:"name"`
+						Values []json.RawMessage `json:"values"`
+					} `json:"computed_quantiles"`
+				} `json:"histograms"`
+			} `json:"stats"`
+		}
+		dec := json.NewDecoder(strings.NewReader(s.Get("/stats?format=json").Body))
+		dec.UseNumber()
+		Expect(dec.Decode(&doc)).To(Succeed())
+		found := false
+		for _, st := range doc.Stats {
+			if st.Histograms == nil {
+				continue
+			}
+			found = true
+			var got []string
+			for _, q := range st.Histograms.SupportedQuantiles {
+				got = append(got, q.String())
+			}
+			Expect(got).To(Equal(specQuantiles))
+			Expect(st.Histograms.ComputedQuantiles).NotTo(BeEmpty())
+			for _, c := range st.Histograms.ComputedQuantiles {
+				Expect(c.Values).To(HaveLen(len(specQuantiles)), c.Name)
+			}
+		}
+		Expect(found).To(BeTrue(), "no histograms element")
+	})
+
+	It("lists hot_restart_version among command_line_options, as a boolean", func() {
+		s := Start(newDir(), Bootstrap{}.YAML())
+		var info struct {
+			Options map[string]any `json:"command_line_options"`
+		}
+		Expect(json.Unmarshal([]byte(s.Get("/server_info").Body), &info)).To(Succeed())
+		Expect(info.Options).To(HaveKeyWithValue("hot_restart_version", false))
+		// The specification's members, with their JSON types and defaults.
+		for k, v := range map[string]any{
+			"base_id": "0", "config_yaml": "", "allow_unknown_static_fields": false,
+			"admin_address_path": s.AddressPath, "local_address_ip_version": "v4",
+			"log_level": "info", "component_log_level": "", "log_path": "",
+			"service_cluster": "", "service_node": "", "service_zone": "", "mode": "Serve",
+			"disable_hot_restart": false, "enable_mutex_tracing": false, "restart_epoch": float64(0),
+			"file_flush_interval": "10s", "drain_time": "600s", "parent_shutdown_time": "900s",
+			"cpuset_threads": false, "config_path": s.ConfigPath,
+		} {
+			Expect(info.Options).To(HaveKeyWithValue(k, v), k)
+		}
+		Expect(info.Options["concurrency"]).To(BeNumerically(">=", 1))
+		Expect(info.Options["log_format"]).To(BeAssignableToTypeOf(""))
+	})
+})
