@@ -1,7 +1,12 @@
 package e2e
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"regexp"
 	"strings"
 	"time"
@@ -94,4 +99,54 @@ var _ = Describe("the remaining admin specification behaviours", func() {
 		Expect(info.Options["concurrency"]).To(BeNumerically(">=", 1))
 		Expect(info.Options["log_format"]).To(BeAssignableToTypeOf(""))
 	})
+
+	It("logs connections, routing, host choice and admin requests at debug, per component level", func() {
+		up := lbUpstream("up")
+		port := freePort()
+		s := Start(newDir(), proxySpec{
+			Port:     port,
+			Clusters: []proxyCluster{{Name: "up", Port: up}},
+		}.YAML(), "-l", "info", "--component-log-level", "router:debug")
+
+		Expect(get(port, "/first", nil)).To(Equal(200))
+		Eventually(s.Stderr, 10*time.Second).Should(And(
+			ContainSubstring("[debug][router]"),
+			ContainSubstring("cluster 'up' match for URL '/first'"),
+			ContainSubstring(fmt.Sprintf("upstream host 127.0.0.1:%d selected", up)),
+		))
+		Expect(s.Stderr()).NotTo(ContainSubstring("[debug][conn_handler]"), "conn_handler is still at info")
+		Expect(s.Stderr()).NotTo(ContainSubstring("[debug][admin]"))
+
+		Expect(s.Post("/logging?conn_handler=debug").Status).To(Equal(200))
+		Expect(getOnNewConnection(port, "/second")).To(Equal(200))
+		Eventually(s.Stderr, 10*time.Second).Should(And(
+			MatchRegexp(`\[debug\]\[conn_handler\] .*new connection from 127\.0\.0\.1:\d+`),
+			MatchRegexp(`\[debug\]\[conn_handler\] .*connection closed`),
+		))
+
+		Expect(s.Post("/logging?level=debug").Status).To(Equal(200))
+		Expect(s.Get("/ready").Status).To(Equal(200))
+		Eventually(s.Stderr, 10*time.Second).Should(ContainSubstring("request complete: path: /ready"))
+
+		Expect(s.Post("/logging?router=info").Status).To(Equal(200))
+		Expect(getOnNewConnection(port, "/third")).To(Equal(200))
+		Consistently(s.Stderr, time.Second).ShouldNot(ContainSubstring("URL '/third'"), "router back at info")
+	})
 })
+
+// getOnNewConnection sends GET path on a connection of its own, closed
+// after the answer, and returns the status.
+func getOnNewConnection(port int, path string) int {
+	GinkgoHelper()
+	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 5*time.Second)
+	Expect(err).NotTo(HaveOccurred())
+	defer c.Close()
+	Expect(c.SetDeadline(time.Now().Add(10 * time.Second))).To(Succeed())
+	_, err = fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path)
+	Expect(err).NotTo(HaveOccurred())
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	Expect(err).NotTo(HaveOccurred())
+	_, _ = io.Copy(io.Discard, resp.Body)
+	Expect(resp.Body.Close()).To(Succeed())
+	return resp.StatusCode
+}

@@ -450,6 +450,9 @@ func (s *stream) decode() {
 	m.stats.routerRqTotal.Inc()
 	route := s.Route()
 	if route == nil {
+		if dl := m.deps.RouterLog.V(1); dl.Enabled() {
+			dl.Info("no route match for URL '" + s.path + "'")
+		}
 		m.stats.noRoute.Inc()
 		s.localReply(404, "", accesslog.NoRouteFound, "route_not_found")
 		return
