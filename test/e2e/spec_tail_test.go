@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -132,6 +134,39 @@ var _ = Describe("the remaining admin specification behaviours", func() {
 		Expect(getOnNewConnection(port, "/third")).To(Equal(200))
 		Consistently(s.Stderr, time.Second).ShouldNot(ContainSubstring("URL '/third'"), "router back at info")
 	})
+
+	It("reopens the log file and the access logs at their paths after they were moved away", func() {
+		dir := newDir()
+		appLog, accessLog := filepath.Join(dir, "app.log"), filepath.Join(dir, "access.log")
+		up := lbUpstream("up")
+		port := freePort()
+		s := Start(dir, proxySpec{
+			Port: port,
+			HCM: fmt.Sprintf(`{access_log: [{name: envoy.access_loggers.file, typed_config: {"@type": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog,
+				path: %q, log_format: {text_format_source: {inline_string: "AL %%REQ(:PATH)%%\n"}}}}]}`, accessLog),
+			Clusters: []proxyCluster{{Name: "up", Port: up}},
+		}.YAML(), "-l", "debug", "--log-path", appLog, "--file-flush-interval-msec", "50")
+
+		Expect(get(port, "/before", nil)).To(Equal(200))
+		Eventually(func() string { return readFile(accessLog) }, 10*time.Second).Should(ContainSubstring("AL /before"))
+		Eventually(func() string { return readFile(appLog) }, 10*time.Second).Should(ContainSubstring("URL '/before'"))
+
+		// What logrotate does: move the files away, then ask for a reopen.
+		Expect(os.Rename(appLog, appLog+".1")).To(Succeed())
+		Expect(os.Rename(accessLog, accessLog+".1")).To(Succeed())
+		r := s.Post("/reopen_logs")
+		Expect(r.Status).To(Equal(200), r.Body)
+
+		Expect(get(port, "/after", nil)).To(Equal(200))
+		Eventually(func() string { return readFile(accessLog) }, 10*time.Second).Should(ContainSubstring("AL /after"))
+		Eventually(func() string { return readFile(appLog) }, 10*time.Second).Should(And(
+			ContainSubstring("request complete: path: /reopen_logs"),
+			ContainSubstring("URL '/after'"),
+		))
+		Expect(readFile(accessLog)).NotTo(ContainSubstring("AL /before"), "a new file")
+		Expect(readFile(accessLog + ".1")).NotTo(ContainSubstring("AL /after"))
+		Expect(readFile(appLog + ".1")).NotTo(ContainSubstring("URL '/after'"))
+	})
 })
 
 // getOnNewConnection sends GET path on a connection of its own, closed
@@ -150,3 +185,4 @@ func getOnNewConnection(port int, path string) int {
 	Expect(resp.Body.Close()).To(Succeed())
 	return resp.StatusCode
 }
+
