@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -167,6 +169,50 @@ var _ = Describe("the remaining admin specification behaviours", func() {
 		Expect(readFile(accessLog + ".1")).NotTo(ContainSubstring("AL /after"))
 		Expect(readFile(appLog + ".1")).NotTo(ContainSubstring("URL '/after'"))
 	})
+
+	It("lists the stat names looked up by string during traffic, least looked-up first", func() {
+		up := lbUpstream("up")
+		port := freePort()
+		s := Start(newDir(), proxySpec{
+			Port: port,
+			Filters: `[{name: envoy.filters.http.fault, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault,
+				abort: {http_status: 503, percentage: {numerator: 100}}, headers: [{name: x-fault, present_match: true}]}}]`,
+			Clusters: []proxyCluster{{Name: "up", Port: up}},
+		}.YAML(), "--file-flush-interval-msec", "50")
+		Expect(s.Post("/stats/recentlookups/enable").Status).To(Equal(200))
+
+		// The fault filter names its per-downstream-cluster counters at run
+		// time, as Envoy does: one lookup per faulted request.
+		faulted := http.Header{"X-Fault": {"1"}, "X-Envoy-Downstream-Service-Cluster": {"edge"}}
+		for range 3 {
+			Expect(get(port, "/f", faulted)).To(Equal(503))
+		}
+		Expect(get(port, "/ok", nil)).To(Equal(200))
+		table := s.Get("/stats/recentlookups").Body
+		Expect(table).To(HavePrefix("   Count Lookup\n"))
+		Expect(table).To(MatchRegexp(`(?m)^       3 http\.[^ ]*fault\.edge\.aborts_injected$`))
+		Expect(table).To(MatchRegexp(`(?m)^       1 cluster\.up\.upstream_rq_200$`))
+		// Count ascending, then name.
+		var counts []int
+		for _, m := range regexp.MustCompile(`(?m)^ *([0-9]+) \S+$`).FindAllStringSubmatch(table, -1) {
+			n, err := strconv.Atoi(m[1])
+			Expect(err).NotTo(HaveOccurred())
+			counts = append(counts, n)
+		}
+		Expect(counts).NotTo(BeEmpty())
+		Expect(sort.IntsAreSorted(counts)).To(BeTrue(), table)
+
+		// disable forgets the names; the total keeps counting.
+		Expect(s.Post("/stats/recentlookups/disable").Status).To(Equal(200))
+		before := recentLookupsTotal(s)
+		Expect(get(port, "/f", faulted)).To(Equal(503))
+		Expect(recentLookupsTotal(s)).To(BeNumerically(">", before))
+		Expect(s.Get("/stats/recentlookups").Body).To(HavePrefix("Lookup tracking is not enabled."))
+
+		// clear zeroes the total.
+		Expect(s.Post("/stats/recentlookups/clear").Status).To(Equal(200))
+		Expect(recentLookupsTotal(s)).To(BeNumerically("<", before))
+	})
 })
 
 // getOnNewConnection sends GET path on a connection of its own, closed
@@ -186,3 +232,13 @@ func getOnNewConnection(port int, path string) int {
 	return resp.StatusCode
 }
 
+
+// recentLookupsTotal is the total that /stats/recentlookups ends with.
+func recentLookupsTotal(s *Sidecar) int {
+	GinkgoHelper()
+	m := regexp.MustCompile(`\ntotal: ([0-9]+)\n$`).FindStringSubmatch(s.Get("/stats/recentlookups").Body)
+	Expect(m).To(HaveLen(2))
+	n, err := strconv.Atoi(m[1])
+	Expect(err).NotTo(HaveOccurred())
+	return n
+}
