@@ -131,10 +131,12 @@ var _ = Describe("the remaining admin specification behaviours", func() {
 		Expect(s.Post("/logging?level=debug").Status).To(Equal(200))
 		Expect(s.Get("/ready").Status).To(Equal(200))
 		Eventually(s.Stderr, 10*time.Second).Should(ContainSubstring("request complete: path: /ready"))
+		Expect(getOnNewConnection(port, "/fourth")).To(Equal(200))
+		Eventually(s.Stderr, 10*time.Second).Should(MatchRegexp(`\[debug\]\[http\] .*request headers complete method=GET path=/fourth`))
 
 		Expect(s.Post("/logging?router=info").Status).To(Equal(200))
-		Expect(getOnNewConnection(port, "/third")).To(Equal(200))
-		Consistently(s.Stderr, time.Second).ShouldNot(ContainSubstring("URL '/third'"), "router back at info")
+		Expect(getOnNewConnection(port, "/fifth")).To(Equal(200))
+		Consistently(s.Stderr, time.Second).ShouldNot(ContainSubstring("URL '/fifth'"), "router back at info")
 	})
 
 	It("reopens the log file and the access logs at their paths after they were moved away", func() {

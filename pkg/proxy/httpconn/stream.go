@@ -422,6 +422,10 @@ func (s *stream) completeEntry(now time.Time) { s.fillEntry(&s.entry, now) }
 // decode runs the HTTP filters and the router on the request.
 func (s *stream) decode() {
 	m := s.m
+	if dl := m.log.V(1); dl.Enabled() {
+		// Envoy's connection manager debug record of each new request.
+		dl.Info("request headers complete", "method", s.method, "path", s.path, "authority", s.authority)
+	}
 	if o := m.deps.Overload; o != nil && o.StopAcceptingRequests() {
 		// The overload manager sheds the request before any filter
 		// runs, as Envoy does.
