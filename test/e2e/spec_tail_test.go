@@ -234,7 +234,6 @@ func getOnNewConnection(port int, path string) int {
 	return resp.StatusCode
 }
 
-
 // recentLookupsTotal is the total that /stats/recentlookups ends with.
 func recentLookupsTotal(s *Sidecar) int {
 	GinkgoHelper()
