@@ -150,6 +150,11 @@ var _ = Describe("the remaining admin specification behaviours", func() {
 				path: %q, log_format: {text_format_source: {inline_string: "AL %%REQ(:PATH)%%\n"}}}}]}`, accessLog),
 			Clusters: []proxyCluster{{Name: "up", Port: up}},
 		}.YAML(), "-l", "debug", "--log-path", appLog, "--file-flush-interval-msec", "50")
+		// Configuration loading at debug level.
+		Eventually(func() string { return readFile(appLog) }, 10*time.Second).Should(And(
+			MatchRegexp(`\[debug\]\[upstream\] .*cm init: adding: cluster=up`),
+			MatchRegexp(`\[debug\]\[config\] .*begin add/update listener: name=`),
+		))
 
 		Expect(get(port, "/before", nil)).To(Equal(200))
 		Eventually(func() string { return readFile(accessLog) }, 10*time.Second).Should(ContainSubstring("AL /before"))
