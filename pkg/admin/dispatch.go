@@ -21,6 +21,10 @@ func (a *Admin) dispatch(rw http.ResponseWriter, hr *http.Request) {
 	// Not deferred: after a panic the headers must stay unsent, so that the
 	// recovery middleware can still answer 500.
 	w.finish()
+	if dl := a.log.V(1); dl.Enabled() {
+		// Envoy's admin debug record of every request.
+		dl.Info("request complete: path: "+path, "method", hr.Method)
+	}
 }
 
 // serve answers one request through w.

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"bytes"
 	"net/http"
 
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
@@ -37,7 +38,36 @@ func (a *Admin) handleServerInfo(w *Response, _ *Request) {
 	if info == nil {
 		info = &adminv3.ServerInfo{}
 	}
-	w.Proto(info, true)
+	b, err := MarshalProto(info, true)
+	if err != nil {
+		w.Fail(err)
+		return
+	}
+	w.SetContentType(ContentTypeJSON)
+	_, _ = w.Write(withHotRestartVersionOption(b))
+}
+
+// serviceClusterMember opens command_line_options.service_cluster in the
+// indented JSON of /server_info; hotRestartVersionMember goes before it.
+const (
+	serviceClusterMember    = "\n  \"service_cluster\":"
+	hotRestartVersionMember = "\n  \"hot_restart_version\": false,"
+)
+
+// withHotRestartVersionOption adds command_line_options.hot_restart_version,
+// the boolean the admin specification lists between log_path and
+// service_cluster, which the v3 CommandLineOptions message has no field for.
+// It is whether --hot-restart-version was given: that option prints the
+// version and exits, so a serving process always reports false.
+func withHotRestartVersionOption(b []byte) []byte {
+	i := bytes.Index(b, []byte(serviceClusterMember))
+	if i < 0 {
+		return b
+	}
+	out := make([]byte, 0, len(b)+len(hotRestartVersionMember))
+	out = append(out, b[:i]...)
+	out = append(out, hotRestartVersionMember...)
+	return append(out, b[i:]...)
 }
 
 // handleReady is the readiness probe: the state name, 200 only when LIVE.

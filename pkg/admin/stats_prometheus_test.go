@@ -143,8 +143,8 @@ func TestStatsPrometheusSummaryParses(t *testing.T) {
 		t.Fatalf("type %v, want SUMMARY", f.GetType())
 	}
 	s := f.GetMetric()[0].GetSummary()
-	if len(s.GetQuantile()) != 10 {
-		t.Errorf("%d quantiles, want 10", len(s.GetQuantile()))
+	if len(s.GetQuantile()) != 9 {
+		t.Errorf("%d quantiles, want 9", len(s.GetQuantile()))
 	}
 	// Summaries describe the last interval: 7 and 300 were recorded in it.
 	if s.GetSampleCount() != 2 {

@@ -161,6 +161,10 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 		for _, note := range s.notes {
 			logging.Warning(o.Log, "cluster setting ignored", "cluster", s.name, "reason", note)
 		}
+		if dl := o.Log.V(1); dl.Enabled() {
+			// Envoy's cluster manager debug record of each static cluster.
+			dl.Info("cm init: adding: cluster=" + s.name)
+		}
 		cd := d
 		cd.localCluster = d.zones != nil && s.name == d.zones.name
 		c := newCluster(s, cd)

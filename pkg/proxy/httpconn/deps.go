@@ -22,8 +22,11 @@ import (
 // Only Log and Stats are required; a nil interface disables what it backs
 // (no Upstreams: every cluster route answers 503 no_cluster).
 type Deps struct {
-	Log   logr.Logger
-	Stats *stats.Store
+	Log logr.Logger
+	// RouterLog is the "router" component's logger: the route and upstream
+	// host choices at debug level. The zero value discards them.
+	RouterLog logr.Logger
+	Stats     *stats.Store
 	// ListenerStatPrefix is the stat scope of the listener the manager
 	// serves, as the listener names it ("listener.127.0.0.1_10000.",
 	// "listener.<stat_prefix>."): the manager keeps Envoy's per-listener

@@ -57,7 +57,13 @@ func (s *stream) forward() {
 	if m.deps.Upstreams != nil && name != "" {
 		cl = m.deps.Upstreams.Cluster(name)
 	}
+	if dl := m.deps.RouterLog.V(1); dl.Enabled() {
+		dl.Info("cluster '"+name+"' match for URL '"+s.path+"'", "route", route.Name)
+	}
 	if cl == nil {
+		if dl := m.deps.RouterLog.V(1); dl.Enabled() {
+			dl.Info("unknown cluster '" + name + "'")
+		}
 		m.stats.noCluster.Inc()
 		s.localReply(route.ClusterNotFoundStatus, "", accesslog.NoClusterFound, "cluster_not_found")
 		return
@@ -99,6 +105,13 @@ func (s *stream) forward() {
 // is to be retried: nothing was answered then.
 func (s *stream) attempt(cl UpstreamCluster, route *router.Route) (retry bool) {
 	host := cl.PickHost(&s.pick)
+	if dl := s.m.deps.RouterLog.V(1); dl.Enabled() {
+		if host == nil {
+			dl.Info("no healthy host for cluster '" + cl.Name() + "'")
+		} else {
+			dl.Info("upstream host "+host.Address+" selected", "cluster", cl.Name(), "attempt", s.retry.attempts+1)
+		}
+	}
 	if host == nil {
 		// Counted as the upstream's answer, as Envoy's
 		// sendNoHealthyUpstreamResponse counts it.

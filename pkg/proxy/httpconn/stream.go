@@ -422,6 +422,10 @@ func (s *stream) completeEntry(now time.Time) { s.fillEntry(&s.entry, now) }
 // decode runs the HTTP filters and the router on the request.
 func (s *stream) decode() {
 	m := s.m
+	if dl := m.log.V(1); dl.Enabled() {
+		// Envoy's connection manager debug record of each new request.
+		dl.Info("request headers complete", "method", s.method, "path", s.path, "authority", s.authority)
+	}
 	if o := m.deps.Overload; o != nil && o.StopAcceptingRequests() {
 		// The overload manager sheds the request before any filter
 		// runs, as Envoy does.
@@ -450,6 +454,9 @@ func (s *stream) decode() {
 	m.stats.routerRqTotal.Inc()
 	route := s.Route()
 	if route == nil {
+		if dl := m.deps.RouterLog.V(1); dl.Enabled() {
+			dl.Info("no route match for URL '" + s.path + "'")
+		}
 		m.stats.noRoute.Inc()
 		s.localReply(404, "", accesslog.NoRouteFound, "route_not_found")
 		return

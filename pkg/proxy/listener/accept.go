@@ -182,6 +182,10 @@ func (l *Listener) admit(c net.Conn, ws *workerStats, sock *listenerfilter.Socke
 	if sock != nil && sock.Restored() {
 		conn.remote, conn.local, conn.localRestored = remote, local, sock.LocalRestored()
 	}
+	if dl := l.log.V(1); dl.Enabled() {
+		// Envoy's conn_handler debug record of every accepted connection.
+		dl.Info("new connection from "+remote.String(), "listener", l.name, "local", local.String(), "filter_chain", ch.name)
+	}
 	return conn, ch
 }
 
@@ -212,6 +216,9 @@ func (l *Listener) connClosed(c *Conn) {
 	l.stats.cxActive.Dec()
 	c.worker.cxActive.Dec()
 	l.stats.cxDestroy.Inc()
+	if dl := l.log.V(1); dl.Enabled() {
+		dl.Info("connection closed", "listener", l.name, "remote", c.RemoteAddr().String(), "duration", l.now().Sub(c.start).String())
+	}
 	if d := l.now().Sub(c.start); d > 0 {
 		l.stats.cxLengthMs.Record(uint64(d.Milliseconds()))
 	} else {

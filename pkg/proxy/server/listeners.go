@@ -103,6 +103,11 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 		lc = proto.CloneOf(lc)
 		lc.Name = randomUUID()
 	}
+	if dl := s.logs.Logger("config").V(1); dl.Enabled() {
+		// Envoy's listener manager debug record of each listener it builds.
+		sa := lc.GetAddress().GetSocketAddress()
+		dl.Info("begin add/update listener: name="+lc.GetName(), "address", sa.GetAddress(), "port", sa.GetPortValue(), "update", old != nil)
+	}
 	bl := &builtListener{config: lc, warm: &listenerWarming{}, states: &chainStates{}}
 	if old != nil && updatesInPlace(old.config, lc) {
 		bl.states.prev = old.states
@@ -265,6 +270,7 @@ func (s *Server) buildListenerFilter(f *listenerv3.ListenerFilter) (listenerfilt
 func (s *Server) buildHTTPConnectionManager(hcm *hcmv3.HttpConnectionManager, drain *listener.Drain, cc chainContext) (*httpconn.Manager, error) {
 	m, err := httpconn.New(hcm, httpconn.Deps{
 		Log:                s.logs.Logger("http"),
+		RouterLog:          s.logs.Logger("router"),
 		Stats:              s.stats,
 		ListenerStatPrefix: cc.scope,
 		ListenerMetadata:   cc.metadata,

@@ -8,9 +8,11 @@ import (
 	"github.com/circonus-labs/circonusllhist"
 )
 
-// supportedQuantiles are the quantiles every histogram summary reports, in
-// Envoy's order (text labels P0 ... P100, JSON ×100).
-var supportedQuantiles = [...]float64{0, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 1}
+// supportedQuantiles are the quantiles every histogram summary reports (text
+// labels P0 ... P100, JSON ×100): the admin interface specification's list,
+// the same in every output. Recent Envoy builds add 0.995 (see
+// docs/compat.md).
+var supportedQuantiles = [...]float64{0, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 1}
 
 // NumQuantiles is the number of supported quantiles.
 const NumQuantiles = len(supportedQuantiles)

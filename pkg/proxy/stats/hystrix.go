@@ -127,7 +127,7 @@ var hystrixCounterNames = [numHystrixCounters]string{
 var hystrixLatencyKeys = [...]struct {
 	key string
 	q   float64
-}{{"0", 0}, {"25", 0.25}, {"50", 0.5}, {"75", 0.75}, {"90", 0.9}, {"95", 0.95}, {"99", 0.99}, {"99.5", 0.995}, {"100", 1}}
+}{{"0", 0}, {"25", 0.25}, {"50", 0.5}, {"75", 0.75}, {"90", 0.9}, {"95", 0.95}, {"99", 0.99}, {"100", 1}}
 
 // hystrixStatRef says which cluster and which stat a stat name is.
 type hystrixStatRef struct {

@@ -175,4 +175,4 @@ func appendG(b []byte, v float64, prec int) []byte {
 
 // quantileLabels are the supported quantiles ×100, as text labels and
 // JSON show them ("P{:g}" of 100×q).
-var quantileLabels = [NumQuantiles]string{"0", "25", "50", "75", "90", "95", "99", "99.5", "99.9", "100"}
+var quantileLabels = [NumQuantiles]string{"0", "25", "50", "75", "90", "95", "99", "99.9", "100"}

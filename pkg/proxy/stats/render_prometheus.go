@@ -192,7 +192,7 @@ func (r *promRenderer) labels(extra string, value []byte) {
 }
 
 // promQuantiles are the summary quantile labels.
-var promQuantiles = [NumQuantiles]string{"0", "0.25", "0.5", "0.75", "0.9", "0.95", "0.99", "0.995", "0.999", "1"}
+var promQuantiles = [NumQuantiles]string{"0", "0.25", "0.5", "0.75", "0.9", "0.95", "0.99", "0.999", "1"}
 
 func (r *promRenderer) histogram(name string, h *Histogram) {
 	cw := r.cw
