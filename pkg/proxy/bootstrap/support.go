@@ -220,6 +220,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedRBAC,
 	supportedLocality,
 	supportedOnDemand,
+	supportedTap,
 }
 
 // lookupSupport finds a field's support rule in the per-area tables.

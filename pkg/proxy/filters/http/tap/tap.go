@@ -1,0 +1,81 @@
+// Package tap is the tap HTTP filter (envoy.filters.http.tap): with
+// common_config.admin_config it traces the requests that the attached
+// /tap session matches; with common_config.static_config it traces the
+// matching requests to its file_per_tap sink. A trace is Envoy's
+// http_buffered_trace: request and response headers, bodies up to
+// max_buffered_rx_bytes / max_buffered_tx_bytes, response trailers.
+package tap
+
+import (
+	"errors"
+
+	taphttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/tap/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tap"
+)
+
+// Name is the filter's name in the proxy. spelling.
+const Name = "proxy.filters.http.tap"
+
+// Factory builds the filter.
+type Factory struct{}
+
+var _ httpfilter.Factory = Factory{}
+
+// TapRegistry is what the server offers the filter: the registry of
+// admin-configured taps (through httpfilter.Context.Services).
+type TapRegistry interface {
+	TapRegistry() *tap.Registry
+}
+
+// Compile implements httpfilter.Factory.
+func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter.Config, error) {
+	t, ok := config.(*taphttpv3.Tap)
+	if !ok {
+		return nil, errors.New("not a Tap configuration")
+	}
+	switch {
+	case t.GetRecordHeadersReceivedTime():
+		return nil, errors.New("record_headers_received_time: not supported")
+	case t.GetRecordDownstreamConnection():
+		return nil, errors.New("record_downstream_connection: not supported")
+	case t.GetRecordUpstreamConnection():
+		return nil, errors.New("record_upstream_connection: not supported")
+	}
+	cc := t.GetCommonConfig()
+	if ac := cc.GetAdminConfig(); ac != nil {
+		if ac.GetConfigId() == "" {
+			return nil, errors.New("common_config.admin_config.config_id: required")
+		}
+		tr, ok := ctx.Services.(TapRegistry)
+		if !ok || tr.TapRegistry() == nil {
+			return nil, errors.New("common_config.admin_config: no admin tap registry in this server")
+		}
+		reg := tr.TapRegistry()
+		reg.Register(ac.GetConfigId())
+		return &filterConfig{reg: reg, id: ac.GetConfigId()}, nil
+	}
+	if sc := cc.GetStaticConfig(); sc != nil {
+		c, err := tap.CompileStatic(sc, "common_config.static_config")
+		if err != nil {
+			return nil, err
+		}
+		return &filterConfig{static: c}, nil
+	}
+	return nil, errors.New("common_config: admin_config or static_config is required")
+}
+
+// filterConfig is the compiled filter: either an admin config id and the
+// registry holding its session, or a static configuration.
+type filterConfig struct {
+	reg    *tap.Registry
+	id     string
+	static *tap.Config
+}
+
+// NewFilter implements httpfilter.Config.
+func (c *filterConfig) NewFilter() httpfilter.Filter {
+	return &filter{cfg: c}
+}
