@@ -1,0 +1,64 @@
+package tap
+
+import (
+	"strings"
+	"testing"
+)
+
+const request = `{config_id: debug, tap_config: {match: {any_match: true}, output_config: {sinks: [{streaming_admin: {}}]}}}`
+
+func TestRegistrySessions(t *testing.T) {
+	var r Registry
+	if r.HasFilters() {
+		t.Fatal("an empty registry has filters")
+	}
+	r.Register("debug")
+	if _, err := r.AttachTap([]byte(strings.Replace(request, "debug", "other", 1))); err == nil ||
+		err.Error() != "Unknown config id 'other'. No extension has registered with this id." {
+		t.Errorf("unknown id: %v", err)
+	}
+	s, err := r.AttachTap([]byte(request))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Active("debug") == nil || r.Active("other") != nil {
+		t.Error("the session is not active for its id only")
+	}
+	if _, err := r.AttachTap([]byte(request)); err == nil || err.Error() != "An attached /tap admin stream already exists. Detach it." {
+		t.Errorf("second attach: %v", err)
+	}
+	active := r.Active("debug")
+	active.Submit(active.NewTrace())
+	if tr := <-s.Traces(); !strings.Contains(string(tr), "http_buffered_trace") {
+		t.Errorf("trace %s", tr)
+	}
+	s.Detach()
+	if r.Active("debug") != nil {
+		t.Error("still active after Detach")
+	}
+	if _, err := r.AttachTap([]byte(request)); err != nil {
+		t.Errorf("attach after detach: %v", err)
+	}
+}
+
+func TestAttachRefusals(t *testing.T) {
+	var r Registry
+	r.Register("debug")
+	cases := map[string]struct{ body, want string }{
+		"not yaml":     {`{`, "Unable to parse tap request"},
+		"unknown":      {`{config_id: debug, bogus: 1}`, "bogus"},
+		"no id":        {`{tap_config: {}}`, "config_id"},
+		"streaming":    {strings.Replace(request, "[{streaming_admin: {}}]", "[{streaming_admin: {}}], streaming: true", 1), "tap_config.output_config.streaming"},
+		"file sink":    {strings.Replace(request, "streaming_admin: {}", "file_per_tap: {path_prefix: /tmp/x}", 1), "tap_config.output_config.sinks[0]"},
+		"proto format": {strings.Replace(request, "streaming_admin: {}", "streaming_admin: {}, format: PROTO_BINARY", 1), "tap_config.output_config.sinks[0].format"},
+		"two sinks":    {strings.Replace(request, "[{streaming_admin: {}}]", "[{streaming_admin: {}}, {streaming_admin: {}}]", 1), "tap_config.output_config.sinks"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := r.AttachTap([]byte(tc.body))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one with %q", err, tc.want)
+			}
+		})
+	}
+}
