@@ -18,7 +18,13 @@ import (
 const sessionBuffer = 64
 
 // errAttached is Envoy's answer to a second /tap.
-var errAttached = errors.New("An attached /tap admin stream already exists. Detach it.") //nolint:staticcheck // Envoy's message, punctuation included
+const errAttached = message("An attached /tap admin stream already exists. Detach it.")
+
+// message is an error whose text is Envoy's answer, capitals and full
+// stop included.
+type message string
+
+func (m message) Error() string { return string(m) }
 
 // Registry holds the config ids of the filters configured with
 // admin_config and the one attached /tap session. It implements
@@ -62,11 +68,11 @@ func (r *Registry) Active(id string) *Session {
 func (r *Registry) AttachTap(body []byte) (admin.TapSession, error) {
 	js, err := yaml.YAMLToJSON(body)
 	if err != nil {
-		return nil, fmt.Errorf("Unable to parse tap request: %v", err) //nolint:staticcheck // Envoy's wording
+		return nil, message(fmt.Sprintf("Unable to parse tap request: %v", err))
 	}
 	var req adminv3.TapRequest
 	if err := protojson.Unmarshal(js, &req); err != nil {
-		return nil, fmt.Errorf("Unable to parse tap request: %v", err) //nolint:staticcheck // Envoy's wording
+		return nil, message(fmt.Sprintf("Unable to parse tap request: %v", err))
 	}
 	if req.GetConfigId() == "" {
 		return nil, errors.New("config_id: required")
@@ -81,7 +87,7 @@ func (r *Registry) AttachTap(body []byte) (admin.TapSession, error) {
 		return nil, errAttached
 	}
 	if r.ids[req.GetConfigId()] == 0 {
-		return nil, fmt.Errorf("Unknown config id '%s'. No extension has registered with this id.", req.GetConfigId()) //nolint:staticcheck // Envoy's message
+		return nil, message(fmt.Sprintf("Unknown config id '%s'. No extension has registered with this id.", req.GetConfigId()))
 	}
 	s := &Session{reg: r, id: req.GetConfigId(), traces: make(chan []byte, sessionBuffer)}
 	cfg.Sink = s

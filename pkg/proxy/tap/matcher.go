@@ -111,13 +111,15 @@ func headerRequest(h Headers) *router.Request {
 // Envoy converts through the wire form). field is the path prefix of
 // errors.
 func compileTapMatch(tc *tapv3.TapConfig, field string) (*Matcher, error) {
+	//lint:ignore SA1019 Envoy still accepts the deprecated match_config
+	legacy := tc.GetMatchConfig()
 	switch {
-	case tc.GetMatch() != nil && tc.GetMatchConfig() != nil:
+	case tc.GetMatch() != nil && legacy != nil:
 		return nil, fmt.Errorf("%s: match and match_config are exclusive", field)
 	case tc.GetMatch() != nil:
 		return CompileMatch(tc.GetMatch(), field+".match")
-	case tc.GetMatchConfig() != nil:
-		b, err := proto.Marshal(tc.GetMatchConfig())
+	case legacy != nil:
+		b, err := proto.Marshal(legacy)
 		if err != nil {
 			return nil, fmt.Errorf("%s.match_config: %w", field, err)
 		}

@@ -79,6 +79,7 @@ func TestMatcherRefused(t *testing.T) {
 }
 
 func TestLegacyMatchConfig(t *testing.T) {
+	//lint:ignore SA1019 the deprecated field is the one under test
 	tc := &tapv3.TapConfig{MatchConfig: &tapv3.MatchPredicate{Rule: &tapv3.MatchPredicate_NotMatch{
 		NotMatch: &tapv3.MatchPredicate{Rule: &tapv3.MatchPredicate_AnyMatch{AnyMatch: true}}}}}
 	m, err := compileTapMatch(tc, "tap_config")
