@@ -47,6 +47,15 @@ func (r *Registry) Register(id string) {
 	r.ids[id]++
 }
 
+// Unregister forgets one filter's config id (its filter chain is gone).
+func (r *Registry) Unregister(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ids[id]--; r.ids[id] <= 0 {
+		delete(r.ids, id)
+	}
+}
+
 // HasFilters reports whether any filter registered: /tap exists only then.
 func (r *Registry) HasFilters() bool {
 	r.mu.Lock()

@@ -36,8 +36,17 @@ func TestRegistrySessions(t *testing.T) {
 	if r.Active("debug") != nil {
 		t.Error("still active after Detach")
 	}
-	if _, err := r.AttachTap([]byte(request)); err != nil {
-		t.Errorf("attach after detach: %v", err)
+	s, err = r.AttachTap([]byte(request))
+	if err != nil {
+		t.Fatalf("attach after detach: %v", err)
+	}
+	s.Detach()
+	r.Unregister("debug")
+	if r.HasFilters() {
+		t.Error("filters left after the last one unregistered")
+	}
+	if _, err := r.AttachTap([]byte(request)); err == nil || !strings.HasPrefix(err.Error(), "Unknown config id 'debug'") {
+		t.Errorf("attach to an unregistered id: %v", err)
 	}
 }
 

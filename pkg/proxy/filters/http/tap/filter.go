@@ -83,6 +83,7 @@ func (f *filter) OnDestroy() {
 		f.tc.Sink.Submit(f.trace)
 	}
 	f.trace, f.tc = nil, nil
+	f.cfg.pool.Put(f)
 }
 
 // requestBody copies the request body into the trace, passing it on

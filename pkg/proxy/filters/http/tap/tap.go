@@ -8,6 +8,7 @@ package tap
 
 import (
 	"errors"
+	"sync"
 
 	taphttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/tap/v3"
 	"google.golang.org/protobuf/proto"
@@ -55,14 +56,14 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 		}
 		reg := tr.TapRegistry()
 		reg.Register(ac.GetConfigId())
-		return &filterConfig{reg: reg, id: ac.GetConfigId()}, nil
+		return newFilterConfig(&filterConfig{reg: reg, id: ac.GetConfigId()}), nil
 	}
 	if sc := cc.GetStaticConfig(); sc != nil {
 		c, err := tap.CompileStatic(sc, "common_config.static_config")
 		if err != nil {
 			return nil, err
 		}
-		return &filterConfig{static: c}, nil
+		return newFilterConfig(&filterConfig{static: c}), nil
 	}
 	return nil, errors.New("common_config: admin_config or static_config is required")
 }
@@ -73,9 +74,26 @@ type filterConfig struct {
 	reg    *tap.Registry
 	id     string
 	static *tap.Config
+	// pool recycles the filters of finished requests, so that a request
+	// allocates nothing while no tap is active.
+	pool sync.Pool
+}
+
+func newFilterConfig(c *filterConfig) *filterConfig {
+	c.pool.New = func() any { return &filter{cfg: c} }
+	return c
 }
 
 // NewFilter implements httpfilter.Config.
 func (c *filterConfig) NewFilter() httpfilter.Filter {
-	return &filter{cfg: c}
+	return c.pool.Get().(*filter)
+}
+
+// Close implements io.Closer: once the filter chain is gone, its config
+// id is no longer one /tap may attach to (as Envoy's filter unregisters).
+func (c *filterConfig) Close() error {
+	if c.reg != nil {
+		c.reg.Unregister(c.id)
+	}
+	return nil
 }
