@@ -30,7 +30,7 @@ func (a *Admin) tapRoutes() []Route {
 	}
 	return []Route{{
 		Path:    "/tap",
-		Help:    "This endpoint is used for configuring an active tap session.",
+		Help:    "tap filter control",
 		Mutates: true,
 		Handler: a.serveTap,
 	}}

@@ -222,6 +222,7 @@ var _ = Describe("The tap filter", func() {
 			bodies = append(bodies, t.HTTPBufferedTrace.Request.Body.AsString)
 		}
 		Expect(bodies).To(ConsistOf("one", "two"))
+		Expect(httpStat(sc, "http.web.tap.rq_tapped")).To(Equal("2"))
 	})
 
 	It("is refused by path where a field is not implemented", func() {

@@ -81,6 +81,7 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 func (f *filter) OnDestroy() {
 	if f.trace != nil && f.tc.Match.Matches(&f.trace.Exchange) {
 		f.tc.Sink.Submit(f.trace)
+		f.cfg.tapped.Inc()
 	}
 	f.trace, f.tc = nil, nil
 	f.cfg.pool.Put(f)

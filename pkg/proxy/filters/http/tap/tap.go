@@ -3,7 +3,8 @@
 // /tap session matches; with common_config.static_config it traces the
 // matching requests to its file_per_tap sink. A trace is Envoy's
 // http_buffered_trace: request and response headers, bodies up to
-// max_buffered_rx_bytes / max_buffered_tx_bytes, response trailers.
+// max_buffered_rx_bytes / max_buffered_tx_bytes, response trailers. It
+// counts the traces in http.<stat_prefix>.tap.rq_tapped, as Envoy's.
 package tap
 
 import (
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tap"
 )
 
@@ -45,6 +47,10 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 	case t.GetRecordUpstreamConnection():
 		return nil, errors.New("record_upstream_connection: not supported")
 	}
+	if ctx.Stats == nil {
+		return nil, errors.New("no stat store")
+	}
+	tapped := ctx.Stats.Scope(ctx.StatPrefix + "tap.").Counter("rq_tapped")
 	cc := t.GetCommonConfig()
 	if ac := cc.GetAdminConfig(); ac != nil {
 		if ac.GetConfigId() == "" {
@@ -56,14 +62,14 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 		}
 		reg := tr.TapRegistry()
 		reg.Register(ac.GetConfigId())
-		return newFilterConfig(&filterConfig{reg: reg, id: ac.GetConfigId()}), nil
+		return newFilterConfig(&filterConfig{reg: reg, id: ac.GetConfigId(), tapped: tapped}), nil
 	}
 	if sc := cc.GetStaticConfig(); sc != nil {
 		c, err := tap.CompileStatic(sc, "common_config.static_config")
 		if err != nil {
 			return nil, err
 		}
-		return newFilterConfig(&filterConfig{static: c}), nil
+		return newFilterConfig(&filterConfig{static: c, tapped: tapped}), nil
 	}
 	return nil, errors.New("common_config: admin_config or static_config is required")
 }
@@ -74,6 +80,8 @@ type filterConfig struct {
 	reg    *tap.Registry
 	id     string
 	static *tap.Config
+	// tapped is http.<stat_prefix>.tap.rq_tapped: the traces written.
+	tapped *stats.Counter
 	// pool recycles the filters of finished requests, so that a request
 	// allocates nothing while no tap is active.
 	pool sync.Pool
