@@ -50,6 +50,20 @@ func TestRegistrySessions(t *testing.T) {
 	}
 }
 
+func TestAttachJSONAndLegacyMatch(t *testing.T) {
+	var r Registry
+	r.Register("debug")
+	s, err := r.AttachTap([]byte(`{"config_id": "debug", "tap_config": {"match_config": {"any_match": true},
+		"output_config": {"sinks": [{"streaming_admin": {}}], "max_buffered_rx_bytes": 7}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Detach()
+	if c := r.Active("debug"); c == nil || c.MaxRx != 7 || c.MaxTx != DefaultMaxBufferedBytes || !c.Match.Matches(&Exchange{}) {
+		t.Errorf("session config %+v", c)
+	}
+}
+
 func TestAttachRefusals(t *testing.T) {
 	var r Registry
 	r.Register("debug")
