@@ -216,11 +216,10 @@ func enumName(fd protoreflect.FieldDescriptor, n protoreflect.EnumNumber) string
 var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedCore, supportedListener, supportedHCM, supportedRoute, supportedCluster, supportedStats, supportedDynamic,
 	supportedOverload, supportedDNS, supportedAccessLog, supportedHTTPFilters, supportedExtAuthz, supportedTCPProxy, supportedTLS,
-	supportedUpgrades, supportedCompression, supportedTracing, supportedNetLimits,
+	supportedUpgrades, supportedCompression, supportedTracing, supportedNetLimits, supportedTap,
 	supportedRBAC,
 	supportedLocality,
 	supportedOnDemand,
-	supportedTap,
 }
 
 // lookupSupport finds a field's support rule in the per-area tables.
