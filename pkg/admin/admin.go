@@ -38,6 +38,7 @@ type Options struct {
 	Clusters         ClusterSource      // /clusters
 	Listeners        ListenerSource     // /listeners
 	Drain            DrainControl       // /drain_listeners
+	Tap              TapSource          // /tap
 
 	// HotRestartVersion is the body of /hot_restart_version.
 	HotRestartVersion string
@@ -119,6 +120,7 @@ func newAdmin(o Options, extra []Route) *Admin {
 		a.clustersRoutes(),
 		a.listenersRoutes(),
 		a.drainRoutes(),
+		a.tapRoutes(),
 		extra,
 	)
 	if err := checkRoutes(routes); err != nil {

@@ -40,7 +40,7 @@ func (a *Admin) serve(w *Response, hr *http.Request, path string) {
 		w.Text(http.StatusBadRequest, fmt.Sprintf("Method %s not allowed, POST required.", hr.Method))
 		return
 	}
-	params, err := requestParams(hr)
+	params, body, err := requestParams(hr)
 	switch {
 	case errors.Is(err, errBodyTooLarge):
 		w.Text(http.StatusRequestEntityTooLarge, fmt.Sprintf("%v: the limit is %d bytes\n", err, maxBodyBytes))
@@ -54,6 +54,7 @@ func (a *Admin) serve(w *Response, hr *http.Request, path string) {
 		Method: hr.Method,
 		Params: dropEmpty(params, route.Params),
 		HTTP:   hr,
+		Body:   body,
 	})
 }
 

@@ -33,6 +33,9 @@ type Request struct {
 	// HTTP is the underlying request, for its headers and context. Its body
 	// has already been read.
 	HTTP *http.Request
+	// Body is the request body as read (at most maxBodyBytes); /tap takes
+	// its configuration there.
+	Body []byte
 }
 
 // Context returns the request's context, cancelled when the client goes
@@ -42,16 +45,16 @@ func (r *Request) Context() context.Context { return r.HTTP.Context() }
 // requestParams decodes the parameters of hr. Like Envoy, the body is read in
 // full before any handler runs; its parameters are used only when the URL
 // carries none and the body is declared a form.
-func requestParams(hr *http.Request) (Params, error) {
+func requestParams(hr *http.Request) (Params, []byte, error) {
 	body, err := readBody(hr.Body)
 	if err != nil {
-		return Params{}, err
+		return Params{}, nil, err
 	}
 	p := ParseQuery(hr.URL.RawQuery)
 	if p.Len() == 0 && hr.Header.Get("Content-Type") == formContentType {
 		p = ParseQuery(string(body))
 	}
-	return p, nil
+	return p, body, nil
 }
 
 // readBody reads at most maxBodyBytes of body.

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// tapIssue is the issue of the tap filter, in the project's tracker.
+// tapIssue is the issue of /tap streaming, in the project's tracker.
 const tapIssue = "issue #17"
 
 // tapCommand is `tap POD --config-id ID`.
@@ -16,7 +16,7 @@ func tapCommand() command {
 	return command{
 		name:    "tap",
 		usage:   "POD --config-id ID",
-		summary: "stream a tap of a pod's proxy (/tap): not available yet, the tap filter is issue #17",
+		summary: "stream a tap of a pod's proxy (/tap): not available yet in the plugin (issue #17); use port-forward and POST /tap",
 		flags: func(fs *pflag.FlagSet, o *options) {
 			fs.StringVar(&o.configID, "config-id", "", "config_id of the tap filter (envoy.filters.http.tap admin_config) to stream")
 		},
@@ -25,9 +25,9 @@ func tapCommand() command {
 	}
 }
 
-// runTap refuses: the proxy has no tap filter and no /tap endpoint yet, so
-// a tap never starts. It asks the proxy's /help, so that the refusal says
-// what the pod's proxy offers.
+// runTap refuses: the plugin does not stream /tap yet. It asks the
+// proxy's /help, so that the refusal says what the pod's proxy offers
+// (/tap exists only with a tap filter configured with admin_config).
 func runTap(ctx context.Context, a *app, args []string) error {
 	if len(args) != 1 {
 		return usagef("tap: want POD, got %d arguments", len(args))
@@ -45,8 +45,8 @@ func runTap(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	if !hasEndpoint(string(help), "/tap") {
-		return fmt.Errorf("tap: the proxy of pod %s/%s has no /tap admin endpoint: the tap filter is not yet available in Outrigger (%s)",
-			t.endpoint.Namespace, t.endpoint.Pod, tapIssue)
+		return fmt.Errorf("tap: the proxy of pod %s/%s has no /tap admin endpoint: its configuration has no tap filter "+
+			"(envoy.filters.http.tap) with admin_config", t.endpoint.Namespace, t.endpoint.Pod)
 	}
 	return fmt.Errorf("tap: the proxy of pod %s/%s serves /tap, but this plugin does not stream taps yet (%s); "+
 		"use kubectl port-forward and POST /tap with the tap configuration", t.endpoint.Namespace, t.endpoint.Pod, tapIssue)

@@ -216,7 +216,7 @@ func enumName(fd protoreflect.FieldDescriptor, n protoreflect.EnumNumber) string
 var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedCore, supportedListener, supportedHCM, supportedRoute, supportedCluster, supportedStats, supportedDynamic,
 	supportedOverload, supportedDNS, supportedAccessLog, supportedHTTPFilters, supportedExtAuthz, supportedTCPProxy, supportedTLS,
-	supportedUpgrades, supportedCompression, supportedTracing, supportedNetLimits,
+	supportedUpgrades, supportedCompression, supportedTracing, supportedNetLimits, supportedTap,
 	supportedRBAC,
 	supportedLocality,
 	supportedOnDemand,

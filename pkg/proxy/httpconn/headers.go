@@ -90,6 +90,16 @@ func (h *headerList) Has(name string) bool {
 	return false
 }
 
+// Range calls fn with each field in order until fn returns false (the
+// tap filter records the response headers this way).
+func (h *headerList) Range(fn func(name, value string) bool) {
+	for i := range h.fields {
+		if !fn(h.fields[i].name, h.fields[i].value) {
+			return
+		}
+	}
+}
+
 // Set replaces every field named name by one with value, in the place of
 // the first.
 func (h *headerList) Set(name, value string) {

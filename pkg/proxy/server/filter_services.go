@@ -4,6 +4,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tap"
 )
 
 // filterServices is how HTTP filters that call a service (ext_authz)
@@ -24,4 +25,17 @@ func (f filterServices) Cluster(name string) grpcservice.Cluster {
 		return c
 	}
 	return nil
+}
+
+// TapRegistry is where tap filters with admin_config register (see the
+// tap filter's TapRegistry).
+func (f filterServices) TapRegistry() *tap.Registry { return &f.s.taps }
+
+// TapSource is the /tap admin endpoint's source, or nil when no tap filter
+// with admin_config is configured (Envoy has /tap only then).
+func (s *Server) TapSource() *tap.Registry {
+	if !s.taps.HasFilters() {
+		return nil
+	}
+	return &s.taps
 }

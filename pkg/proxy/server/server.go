@@ -32,6 +32,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/overload"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tap"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/xds"
 )
 
@@ -55,6 +56,9 @@ type Server struct {
 	opts *options.Options
 	boot *bootstrapv3.Bootstrap
 	ext  *extension.Registry
+	// taps holds the tap filters configured with admin_config and the
+	// attached /tap session.
+	taps tap.Registry
 	logs *logging.Registry
 	log  logr.Logger // the "main" logger
 	now  func() time.Time

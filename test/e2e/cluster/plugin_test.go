@@ -316,6 +316,6 @@ var _ = Describe("kubectl-outrigger", Ordered, ContinueOnFailure, func() {
 		createPod(ctx, ns, "web-0", "web", p)
 		r = pf.run(ns, "tap", "web-0", "--config-id", "tap-1")
 		Expect(r.code).To(Equal(1))
-		Expect(r.stderr).To(ContainSubstring("the tap filter is not yet available in Outrigger (issue #17)"))
+		Expect(r.stderr).To(ContainSubstring("has no /tap admin endpoint: its configuration has no tap filter (envoy.filters.http.tap) with admin_config"))
 	})
 })

@@ -1,0 +1,78 @@
+package admin
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// fakeTap is a TapSource that refuses bodies starting with "bad" and
+// otherwise attaches a session whose traces the test sends.
+type fakeTap struct {
+	traces   chan []byte
+	detached chan struct{}
+}
+
+func (f *fakeTap) AttachTap(body []byte) (TapSession, error) {
+	if strings.HasPrefix(string(body), "bad") {
+		return nil, errors.New("Unknown config id 'bad'. No extension has registered with this id.")
+	}
+	return f, nil
+}
+
+func (f *fakeTap) Traces() <-chan []byte { return f.traces }
+func (f *fakeTap) Detach()               { close(f.detached) }
+
+func TestTap(t *testing.T) {
+	src := &fakeTap{traces: make(chan []byte, 2), detached: make(chan struct{})}
+	srv := newLoopbackServer(t, newAdmin(Options{Log: (&logSink{}).logger(), Tap: src}, nil).Handler())
+	post := func(ctx context.Context, body string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/tap", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = resp.Body.Close() })
+		return resp
+	}
+	for body, want := range map[string]string{
+		"":    "/tap requires a JSON/YAML body",
+		"bad": "Unknown config id 'bad'. No extension has registered with this id.",
+	} {
+		resp := post(t.Context(), body)
+		got, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusBadRequest || string(got) != want {
+			t.Errorf("body %q: %d %q, want 400 %q", body, resp.StatusCode, got, want)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	resp := post(ctx, "config_id: x")
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != ContentTypeJSON {
+		t.Fatalf("status %d, type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	src.traces <- []byte("{\n \"a\": 1\n}\n")
+	src.traces <- []byte("{\n \"b\": 2\n}\n")
+	r := bufio.NewReader(resp.Body)
+	var lines []string
+	for len(lines) < 6 {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading the stream: %v", err)
+		}
+		lines = append(lines, line)
+	}
+	if got := strings.Join(lines, ""); got != "{\n \"a\": 1\n}\n{\n \"b\": 2\n}\n" {
+		t.Errorf("traces %q", got)
+	}
+	cancel()
+	waitFor(t, src.detached, "the detach after the client left")
+}

@@ -1,0 +1,116 @@
+package tap
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tap"
+)
+
+// filter is one request's tap. It captures only when a configuration is
+// active at the request's start (an attached session, or a static one);
+// otherwise it does nothing.
+type filter struct {
+	cfg   *filterConfig
+	tc    *tap.Config
+	trace *tap.Trace
+}
+
+var (
+	_ httpfilter.Decoder   = (*filter)(nil)
+	_ httpfilter.Encoder   = (*filter)(nil)
+	_ httpfilter.Destroyer = (*filter)(nil)
+)
+
+// rangeHeaders is the connection manager's header map when it can list
+// its fields.
+type rangeHeaders interface {
+	Range(fn func(name, value string) bool)
+}
+
+// DecodeHeaders implements httpfilter.Decoder.
+func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
+	f.tc = f.cfg.static
+	if f.cfg.reg != nil {
+		if sess := f.cfg.reg.Active(f.cfg.id); sess != nil {
+			f.tc = sess.Config
+		}
+	}
+	if f.tc == nil {
+		return httpfilter.Continue
+	}
+	f.trace = f.tc.NewTrace()
+	req := s.Request()
+	h := tap.Headers{
+		{Name: ":authority", Value: req.Host},
+		{Name: ":path", Value: req.Path},
+		{Name: ":method", Value: req.Method},
+		{Name: ":scheme", Value: req.Scheme},
+	}
+	s.RangeRequestHeaders(func(name, value string) bool {
+		h = append(h, tap.Header{Name: name, Value: value})
+		return true
+	})
+	f.trace.RequestHeaders = h
+	s.TransformRequestBody(&requestBody{f.trace.RequestBody})
+	return httpfilter.Continue
+}
+
+// EncodeHeaders implements httpfilter.Encoder.
+func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
+	if f.trace == nil {
+		return httpfilter.Continue
+	}
+	h := tap.Headers{{Name: ":status", Value: strconv.Itoa(s.ResponseStatus())}}
+	if rh, ok := s.ResponseHeaders().(rangeHeaders); ok {
+		rh.Range(func(name, value string) bool {
+			h = append(h, tap.Header{Name: name, Value: value})
+			return true
+		})
+	}
+	f.trace.ResponseHeaders = h
+	s.TransformResponseBody(&responseBody{f.trace})
+	return httpfilter.Continue
+}
+
+// OnDestroy implements httpfilter.Destroyer: the exchange is over; a
+// matching trace goes to the sink (Envoy submits it when the stream is
+// logged).
+func (f *filter) OnDestroy() {
+	if f.trace != nil && f.tc.Match.Matches(&f.trace.Exchange) {
+		f.tc.Sink.Submit(f.trace)
+		f.cfg.tapped.Inc()
+	}
+	f.trace, f.tc = nil, nil
+	f.cfg.pool.Put(f)
+}
+
+// requestBody copies the request body into the trace, passing it on
+// unchanged.
+type requestBody struct{ b *tap.Body }
+
+func (r *requestBody) DecodeData(p []byte) ([]byte, error) {
+	r.b.Append(p)
+	return p, nil
+}
+
+func (r *requestBody) DecodeEnd() ([]byte, error) { return nil, nil }
+
+// responseBody copies the response body and trailers into the trace.
+type responseBody struct{ t *tap.Trace }
+
+func (r *responseBody) EncodeData(p []byte) ([]byte, error) {
+	r.t.ResponseBody.Append(p)
+	return p, nil
+}
+
+func (r *responseBody) EncodeEnd(trailers http.Header) ([]byte, http.Header, error) {
+	for name, vs := range trailers {
+		for _, v := range vs {
+			r.t.ResponseTrailers = append(r.t.ResponseTrailers, tap.Header{Name: strings.ToLower(name), Value: v})
+		}
+	}
+	return nil, trailers, nil
+}

@@ -1,0 +1,138 @@
+package tap
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"sigs.k8s.io/yaml"
+
+	"github.com/outrigger-dev/outrigger/pkg/admin"
+)
+
+// sessionBuffer bounds the traces waiting for the /tap client: beyond
+// it, traces are dropped rather than holding requests or memory.
+const sessionBuffer = 64
+
+// errAttached is Envoy's answer to a second /tap.
+const errAttached = message("An attached /tap admin stream already exists. Detach it.")
+
+// message is an error whose text is Envoy's answer, capitals and full
+// stop included.
+type message string
+
+func (m message) Error() string { return string(m) }
+
+// Registry holds the config ids of the filters configured with
+// admin_config and the one attached /tap session. It implements
+// admin.TapSource. The zero value is ready.
+type Registry struct {
+	mu      sync.Mutex
+	ids     map[string]int
+	session atomic.Pointer[Session]
+}
+
+var _ admin.TapSource = (*Registry)(nil)
+
+// Register records a filter's config id.
+func (r *Registry) Register(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ids == nil {
+		r.ids = make(map[string]int)
+	}
+	r.ids[id]++
+}
+
+// Unregister forgets one filter's config id (its filter chain is gone).
+func (r *Registry) Unregister(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ids[id]--; r.ids[id] <= 0 {
+		delete(r.ids, id)
+	}
+}
+
+// HasFilters reports whether any filter registered: /tap exists only then.
+func (r *Registry) HasFilters() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.ids) > 0
+}
+
+// Active is the attached session for config id, or nil: one atomic load,
+// so requests pay nothing while no tap is attached.
+func (r *Registry) Active(id string) *Session {
+	s := r.session.Load()
+	if s == nil || s.id != id {
+		return nil
+	}
+	return s
+}
+
+// AttachTap implements admin.TapSource.
+func (r *Registry) AttachTap(body []byte) (admin.TapSession, error) {
+	js, err := yaml.YAMLToJSON(body)
+	if err != nil {
+		return nil, message(fmt.Sprintf("Unable to parse tap request: %v", err))
+	}
+	var req adminv3.TapRequest
+	if err := protojson.Unmarshal(js, &req); err != nil {
+		return nil, message(fmt.Sprintf("Unable to parse tap request: %v", err))
+	}
+	if req.GetConfigId() == "" {
+		return nil, errors.New("config_id: required")
+	}
+	cfg, _, err := compileConfig(req.GetTapConfig(), "tap_config", sinkAdmin)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.session.Load() != nil {
+		return nil, errAttached
+	}
+	if r.ids[req.GetConfigId()] == 0 {
+		return nil, message(fmt.Sprintf("Unknown config id '%s'. No extension has registered with this id.", req.GetConfigId()))
+	}
+	s := &Session{reg: r, id: req.GetConfigId(), traces: make(chan []byte, sessionBuffer)}
+	cfg.Sink = s
+	s.Config = cfg
+	r.session.Store(s)
+	return s, nil
+}
+
+// Session is the attached /tap session: its configuration and the
+// channel its traces reach the admin response through.
+type Session struct {
+	*Config
+	reg    *Registry
+	id     string
+	traces chan []byte
+}
+
+// Traces implements admin.TapSession.
+func (s *Session) Traces() <-chan []byte { return s.traces }
+
+// Detach implements admin.TapSession: filters stop tapping at once.
+func (s *Session) Detach() {
+	s.reg.mu.Lock()
+	defer s.reg.mu.Unlock()
+	s.reg.session.CompareAndSwap(s, nil)
+}
+
+// Submit implements Sink: rendered as Envoy's pretty, always-print JSON,
+// dropped when the client lags by more than sessionBuffer traces.
+func (s *Session) Submit(t *Trace) {
+	b, err := admin.MarshalProto(t.Wrapper(s.Format), true)
+	if err != nil {
+		return
+	}
+	select {
+	case s.traces <- b:
+	default:
+	}
+}

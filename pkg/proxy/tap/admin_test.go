@@ -1,0 +1,87 @@
+package tap
+
+import (
+	"strings"
+	"testing"
+)
+
+const request = `{config_id: debug, tap_config: {match: {any_match: true}, output_config: {sinks: [{streaming_admin: {}}]}}}`
+
+func TestRegistrySessions(t *testing.T) {
+	var r Registry
+	if r.HasFilters() {
+		t.Fatal("an empty registry has filters")
+	}
+	r.Register("debug")
+	if _, err := r.AttachTap([]byte(strings.Replace(request, "debug", "other", 1))); err == nil ||
+		err.Error() != "Unknown config id 'other'. No extension has registered with this id." {
+		t.Errorf("unknown id: %v", err)
+	}
+	s, err := r.AttachTap([]byte(request))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Active("debug") == nil || r.Active("other") != nil {
+		t.Error("the session is not active for its id only")
+	}
+	if _, err := r.AttachTap([]byte(request)); err == nil || err.Error() != "An attached /tap admin stream already exists. Detach it." {
+		t.Errorf("second attach: %v", err)
+	}
+	active := r.Active("debug")
+	active.Submit(active.NewTrace())
+	if tr := <-s.Traces(); !strings.Contains(string(tr), "http_buffered_trace") {
+		t.Errorf("trace %s", tr)
+	}
+	s.Detach()
+	if r.Active("debug") != nil {
+		t.Error("still active after Detach")
+	}
+	s, err = r.AttachTap([]byte(request))
+	if err != nil {
+		t.Fatalf("attach after detach: %v", err)
+	}
+	s.Detach()
+	r.Unregister("debug")
+	if r.HasFilters() {
+		t.Error("filters left after the last one unregistered")
+	}
+	if _, err := r.AttachTap([]byte(request)); err == nil || !strings.HasPrefix(err.Error(), "Unknown config id 'debug'") {
+		t.Errorf("attach to an unregistered id: %v", err)
+	}
+}
+
+func TestAttachJSONAndLegacyMatch(t *testing.T) {
+	var r Registry
+	r.Register("debug")
+	s, err := r.AttachTap([]byte(`{"config_id": "debug", "tap_config": {"match_config": {"any_match": true},
+		"output_config": {"sinks": [{"streaming_admin": {}}], "max_buffered_rx_bytes": 7}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Detach()
+	if c := r.Active("debug"); c == nil || c.MaxRx != 7 || c.MaxTx != DefaultMaxBufferedBytes || !c.Match.Matches(&Exchange{}) {
+		t.Errorf("session config %+v", c)
+	}
+}
+
+func TestAttachRefusals(t *testing.T) {
+	var r Registry
+	r.Register("debug")
+	cases := map[string]struct{ body, want string }{
+		"not yaml":     {`{`, "Unable to parse tap request"},
+		"unknown":      {`{config_id: debug, bogus: 1}`, "bogus"},
+		"no id":        {`{tap_config: {}}`, "config_id"},
+		"streaming":    {strings.Replace(request, "[{streaming_admin: {}}]", "[{streaming_admin: {}}], streaming: true", 1), "tap_config.output_config.streaming"},
+		"file sink":    {strings.Replace(request, "streaming_admin: {}", "file_per_tap: {path_prefix: /tmp/x}", 1), "tap_config.output_config.sinks[0]"},
+		"proto format": {strings.Replace(request, "streaming_admin: {}", "streaming_admin: {}, format: PROTO_BINARY", 1), "tap_config.output_config.sinks[0].format"},
+		"two sinks":    {strings.Replace(request, "[{streaming_admin: {}}]", "[{streaming_admin: {}}, {streaming_admin: {}}]", 1), "tap_config.output_config.sinks"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := r.AttachTap([]byte(tc.body))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one with %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,101 @@
+package tap
+
+import (
+	"errors"
+	"fmt"
+
+	tapv3 "github.com/envoyproxy/go-control-plane/envoy/config/tap/v3"
+)
+
+// Sink receives the traces of a tap configuration.
+type Sink interface {
+	// Submit takes one finished trace. It must not block the request.
+	Submit(t *Trace)
+}
+
+// Config is a compiled TapConfig: what to trace, how much of the bodies,
+// and where the traces go.
+type Config struct {
+	Match        *Matcher
+	MaxRx, MaxTx int
+	Format       tapv3.OutputSink_Format
+	Sink         Sink
+}
+
+// sinkKind says which output sink a configuration may name: /tap
+// sessions take streaming_admin, static configurations file_per_tap.
+type sinkKind uint8
+
+const (
+	sinkAdmin sinkKind = iota
+	sinkStatic
+)
+
+// compileConfig compiles tc but its sink; errors carry field paths below
+// field.
+func compileConfig(tc *tapv3.TapConfig, field string, kind sinkKind) (*Config, *tapv3.OutputSink, error) {
+	if tc == nil {
+		return nil, nil, errors.New(field + ": a tap configuration is required")
+	}
+	if tc.GetTapEnabled() != nil {
+		return nil, nil, errors.New(field + ".tap_enabled: not supported")
+	}
+	m, err := compileTapMatch(tc, field)
+	if err != nil {
+		return nil, nil, err
+	}
+	oc := tc.GetOutputConfig()
+	of := field + ".output_config"
+	if oc == nil {
+		return nil, nil, errors.New(of + ": required")
+	}
+	if oc.GetStreaming() {
+		return nil, nil, errors.New(of + ".streaming: not supported (traces are buffered)")
+	}
+	if oc.GetMinStreamedSentBytes() != nil {
+		return nil, nil, errors.New(of + ".min_streamed_sent_bytes: not supported")
+	}
+	if len(oc.GetSinks()) != 1 {
+		return nil, nil, errors.New(of + ".sinks: exactly one sink is required")
+	}
+	c := &Config{Match: m, MaxRx: DefaultMaxBufferedBytes, MaxTx: DefaultMaxBufferedBytes}
+	if v := oc.GetMaxBufferedRxBytes(); v != nil {
+		c.MaxRx = int(v.GetValue())
+	}
+	if v := oc.GetMaxBufferedTxBytes(); v != nil {
+		c.MaxTx = int(v.GetValue())
+	}
+	s := oc.GetSinks()[0]
+	sf := of + ".sinks[0]"
+	switch s.GetFormat() {
+	case tapv3.OutputSink_JSON_BODY_AS_BYTES, tapv3.OutputSink_JSON_BODY_AS_STRING:
+		c.Format = s.GetFormat()
+	default:
+		return nil, nil, fmt.Errorf("%s.format: %s is not supported (JSON_BODY_AS_BYTES and JSON_BODY_AS_STRING are)", sf, s.GetFormat())
+	}
+	switch {
+	case s.GetStreamingAdmin() != nil && kind == sinkAdmin:
+	case s.GetFilePerTap() != nil && kind == sinkStatic:
+		if s.GetFilePerTap().GetPathPrefix() == "" {
+			return nil, nil, errors.New(sf + ".file_per_tap.path_prefix: required")
+		}
+	case s.GetStreamingAdmin() != nil:
+		return nil, nil, errors.New(sf + ".streaming_admin: only a /tap request may use the admin sink")
+	case kind == sinkAdmin:
+		return nil, nil, errors.New(sf + ": only streaming_admin is supported in a /tap request")
+	default:
+		return nil, nil, errors.New(sf + ": only file_per_tap is supported in a static configuration")
+	}
+	return c, s, nil
+}
+
+// CompileStatic compiles a filter's static_config with its file_per_tap
+// sink.
+func CompileStatic(tc *tapv3.TapConfig, field string) (*Config, error) {
+	c, s, err := compileConfig(tc, field, sinkStatic)
+	if err != nil {
+		return nil, err
+	}
+	c.Sink = newFileSink(s.GetFilePerTap().GetPathPrefix(), c.Format)
+	return c, nil
+}

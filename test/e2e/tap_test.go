@@ -1,0 +1,234 @@
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// tapBootstrap is a listener on port with two tap filters before the
+// router: one configured for /tap (config id "debug"), one static that
+// writes the requests carrying x-file to files under prefix, in format.
+func tapBootstrap(port int, up, prefix, format string) string {
+	GinkgoHelper()
+	const tapType = "type.googleapis.com/envoy.extensions.filters.http.tap.v3.Tap"
+	return proxySpec{
+		Port:   port,
+		HCM:    "{stat_prefix: web}",
+		Routes: `[{match: {prefix: /}, route: {cluster: up}}]`,
+		Filters: "[" + httpFilter("envoy.filters.http.tap", tapType, `{common_config: {admin_config: {config_id: debug}}}`) + ", " +
+			httpFilter("tap-static", tapType, `{common_config: {static_config: {
+				match: {http_request_headers_match: {headers: [{name: x-file, string_match: {exact: "yes"}}]}},
+				output_config: {sinks: [{format: `+format+`, file_per_tap: {path_prefix: "`+prefix+`"}}]}}}}`) + "]",
+		Clusters: []proxyCluster{{Name: "up", Port: portNum(up)}},
+	}.YAML()
+}
+
+// tapTrace is the part of a TraceWrapper the specs read.
+type tapTrace struct {
+	HTTPBufferedTrace struct {
+		Request  tapMessage `json:"request"`
+		Response tapMessage `json:"response"`
+	} `json:"http_buffered_trace"`
+}
+
+type tapMessage struct {
+	Headers []struct{ Key, Value string } `json:"headers"`
+	Body    *struct {
+		AsBytes   string `json:"as_bytes"`
+		AsString  string `json:"as_string"`
+		Truncated bool   `json:"truncated"`
+	} `json:"body"`
+	Trailers []struct{ Key, Value string } `json:"trailers"`
+}
+
+func (m tapMessage) header(name string) string {
+	for _, h := range m.Headers {
+		if h.Key == name {
+			return h.Value
+		}
+	}
+	return ""
+}
+
+// tapStream is an attached /tap: the traces decoded from the open
+// response as they arrive.
+type tapStream struct {
+	traces chan tapTrace
+	cancel context.CancelFunc
+}
+
+// attachTap posts body to /tap and, on 200, decodes the traces of the
+// open response in the background; otherwise it returns the answer.
+func attachTap(sc *Sidecar, body string) (*tapStream, int, string) {
+	GinkgoHelper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+sc.Admin+"/tap", strings.NewReader(body))
+	Expect(err).NotTo(HaveOccurred())
+	resp, err := http.DefaultClient.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	if resp.StatusCode != http.StatusOK {
+		defer cancel()
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return nil, resp.StatusCode, string(b)
+	}
+	ts := &tapStream{traces: make(chan tapTrace, 16), cancel: cancel}
+	go func() {
+		defer GinkgoRecover()
+		defer resp.Body.Close()
+		defer close(ts.traces)
+		dec := json.NewDecoder(resp.Body)
+		for {
+			var t tapTrace
+			if dec.Decode(&t) != nil {
+				return
+			}
+			ts.traces <- t
+		}
+	}()
+	DeferCleanup(cancel)
+	return ts, resp.StatusCode, ""
+}
+
+// next is the next trace, failing the spec if none comes.
+func (ts *tapStream) next() tapTrace {
+	GinkgoHelper()
+	var t tapTrace
+	Eventually(ts.traces, 10*time.Second).Should(Receive(&t))
+	return t
+}
+
+const tapRequest = `{config_id: debug, tap_config: {
+  match: {http_request_headers_match: {headers: [{name: x-tap, string_match: {exact: "yes"}}]}},
+  output_config: {sinks: [{streaming_admin: {}}], max_buffered_tx_bytes: 5}}}`
+
+var _ = Describe("The tap filter", func() {
+	var (
+		sc     *Sidecar
+		port   int
+		prefix string
+		plain  = &http.Client{Timeout: 5 * time.Second}
+	)
+
+	BeforeEach(func() {
+		up := httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			w.Header().Set("x-upstream", "yes")
+			_, _ = io.WriteString(w, "echo:"+string(b))
+		}), false)
+		port = freePort()
+		prefix = filepath.Join(newDir(), "trace")
+		sc = Start(newDir(), tapBootstrap(port, up, prefix, "JSON_BODY_AS_STRING"))
+	})
+
+	send := func(body string, header ...string) Response {
+		GinkgoHelper()
+		h := http.Header{}
+		for i := 0; i+1 < len(header); i += 2 {
+			h.Add(header[i], header[i+1])
+		}
+		return httpDo(plain, http.MethodPost, listenerURL(port, "/api"), strings.NewReader(body), h)
+	}
+
+	It("streams one trace per matched request to the attached /tap, and detaches when the client goes", func() {
+		Expect(sc.Get("/help").Body).To(ContainSubstring("/tap"))
+		ts, code, msg := attachTap(sc, tapRequest)
+		Expect(code).To(Equal(200), msg)
+
+		Expect(send("skipped").Status).To(Equal(200))
+		r := send("hello", "x-tap", "yes")
+		Expect(r.Status).To(Equal(200))
+		Expect(r.Body).To(Equal("echo:hello"))
+
+		t := ts.next()
+		req, resp := t.HTTPBufferedTrace.Request, t.HTTPBufferedTrace.Response
+		Expect(req.header(":method")).To(Equal("POST"))
+		Expect(req.header(":path")).To(Equal("/api"))
+		Expect(req.header("x-tap")).To(Equal("yes"))
+		Expect(req.Body).NotTo(BeNil())
+		raw, err := base64.StdEncoding.DecodeString(req.Body.AsBytes)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(raw)).To(Equal("hello"))
+		Expect(req.Body.Truncated).To(BeFalse())
+		Expect(resp.header(":status")).To(Equal("200"))
+		Expect(resp.header("x-upstream")).To(Equal("yes"))
+		// max_buffered_tx_bytes: 5 keeps "echo:" of "echo:hello".
+		raw, err = base64.StdEncoding.DecodeString(resp.Body.AsBytes)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(raw)).To(Equal("echo:"))
+		Expect(resp.Body.Truncated).To(BeTrue())
+		Consistently(ts.traces, 300*time.Millisecond).ShouldNot(Receive(), "the unmatched request was traced")
+
+		By("refusing a second stream while one is attached")
+		r = sc.Do(http.MethodPost, "/tap", strings.NewReader(tapRequest), nil)
+		Expect(r.Status).To(Equal(400))
+		Expect(r.Body).To(Equal("An attached /tap admin stream already exists. Detach it."))
+
+		By("detaching when the client closes the stream")
+		ts.cancel()
+		Eventually(func() int {
+			ts2, code, _ := attachTap(sc, tapRequest)
+			if ts2 != nil {
+				ts2.cancel()
+			}
+			return code
+		}, 10*time.Second, 100*time.Millisecond).Should(Equal(200))
+	})
+
+	It("answers 400 with a message for an unknown config id, a bad body and no body", func() {
+		_, code, msg := attachTap(sc, strings.Replace(tapRequest, "debug", "nope", 1))
+		Expect(code).To(Equal(400))
+		Expect(msg).To(Equal("Unknown config id 'nope'. No extension has registered with this id."))
+
+		_, code, msg = attachTap(sc, `{config_id: debug, tap_config: {bogus: 1}}`)
+		Expect(code).To(Equal(400))
+		Expect(msg).To(ContainSubstring("bogus"))
+
+		_, code, msg = attachTap(sc, `{config_id: debug, tap_config: {match: {http_request_generic_body_match: {patterns: [{string_match: x}]}}, output_config: {sinks: [{streaming_admin: {}}]}}}`)
+		Expect(code).To(Equal(400))
+		Expect(msg).To(ContainSubstring("tap_config.match.http_request_generic_body_match"))
+
+		_, code, msg = attachTap(sc, "")
+		Expect(code).To(Equal(400))
+		Expect(msg).To(Equal("/tap requires a JSON/YAML body"))
+	})
+
+	It("writes one file per traced request with a static file_per_tap sink", func() {
+		Expect(send("one", "x-file", "yes").Status).To(Equal(200))
+		Expect(send("not traced").Status).To(Equal(200))
+		Expect(send("two", "x-file", "yes").Status).To(Equal(200))
+		var files []string
+		Eventually(func() int {
+			files, _ = filepath.Glob(prefix + "_*.json")
+			return len(files)
+		}, 10*time.Second).Should(Equal(2))
+		var bodies []string
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			Expect(err).NotTo(HaveOccurred())
+			var t tapTrace
+			Expect(json.Unmarshal(b, &t)).To(Succeed())
+			Expect(t.HTTPBufferedTrace.Response.Body.AsString).To(HavePrefix("echo:"))
+			bodies = append(bodies, t.HTTPBufferedTrace.Request.Body.AsString)
+		}
+		Expect(bodies).To(ConsistOf("one", "two"))
+		Expect(httpStat(sc, "http.web.tap.rq_tapped")).To(Equal("2"))
+	})
+
+	It("is refused by path where a field is not implemented", func() {
+		res, _ := validate("tap.yaml", tapBootstrap(freePort(), "127.0.0.1:1", "/tmp/x", "PROTO_BINARY"))
+		Expect(res.ExitCode).To(Equal(1))
+		Expect(res.Stderr).To(ContainSubstring("format"))
+		Expect(res.Stderr).To(ContainSubstring("PROTO_BINARY"))
+	})
+})
