@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gexec"
 )
 
 // Bounds of the load loop that runs through a hot restart: a few clients
@@ -170,5 +172,30 @@ var _ = Describe("Hot restart", func() {
 		s := Start(newDir(), config, "--base-id", baseID, "--restart-epoch", "1", "--skip-hot-restart-on-no-parent")
 		Expect(s.Get("/ready").Status).To(Equal(200))
 		Expect(statInt(s, "server.hot_restart_generation")).To(BeEquivalentTo(1))
+	})
+
+	It("runs epochs under the hot-restarter: SIGHUP starts the next, SIGTERM ends them all", func() {
+		dir := newDir()
+		path := filepath.Join(dir, "bootstrap.yaml")
+		writeFile(path, config)
+		session := startProcess("hot-restarter", "--", "-c", path, "--base-id", baseID,
+			"--drain-time-s", "1", "--parent-shutdown-time-s", "2", "--termination-drain-time-s", "0")
+		Eventually(func() string { return string(session.Err.Contents()) }, startTimeout).Should(ContainSubstring("starting main dispatch loop"))
+		load := startHotLoad(port, "hi", 30*time.Second)
+		session.Signal(syscall.SIGHUP)
+		Eventually(func() string { return string(session.Err.Contents()) }, 20*time.Second).Should(ContainSubstring("epoch 0 exited with code 0"))
+		Expect(string(session.Err.Contents())).To(ContainSubstring("initializing epoch 1"))
+		ok, failed, errs := load.Stop()
+		Expect(failed).To(BeZero(), "failed requests: %v", errs)
+		Expect(ok).To(BeNumerically(">", 20))
+		session.Terminate()
+		Eventually(session, 20*time.Second).Should(gexec.Exit(0))
+		Expect(string(session.Err.Contents())).To(ContainSubstring("epoch 1 exited with code 0"))
+	})
+
+	It("refuses --restart-epoch given to the hot-restarter", func() {
+		r := Run("hot-restarter", "--", "--restart-epoch", "1")
+		Expect(r.ExitCode).To(Equal(1))
+		Expect(r.Stderr).To(ContainSubstring("--restart-epoch is set by the restarter and cannot be given"))
 	})
 })
