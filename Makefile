@@ -12,7 +12,7 @@ BUILDFLAGS := -buildvcs=auto
 CONFIG ?= examples/quickstart.yaml
 
 .PHONY: plugin plugin-dist
-.PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers bench-floods bench-tcpproxy bench-dns bench-hc bench-resilience lint fmt clean \
+.PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers bench-floods bench-tcpproxy bench-dns bench-hc bench-resilience bench-hotrestart lint fmt clean \
 	manifests generate check-manifests test-cluster helm test-chart chart-crds test-browser image push test-image
 
 all: build
@@ -134,7 +134,7 @@ test-image:
 # Go benchmarks, then the traffic benchmark beside haproxy and nginx
 # (../shared/bench/peers.sh; it installs nginx, haproxy, wrk and h2load from
 # Debian packages when missing and waits for a quiet machine).
-bench: bench-go bench-peers bench-floods bench-hc
+bench: bench-go bench-peers bench-floods bench-hc bench-resilience bench-hotrestart
 
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
@@ -166,6 +166,12 @@ bench-hc: build
 # per request (test/bench/resilience/run.sh; needs wrk).
 bench-resilience: build
 	ROUNDS=$${ROUNDS:-7} DURATION=$${DURATION:-5s} bash test/bench/resilience/run.sh $(BIN)/sidecar
+
+# Two hot restarts in a row under steady keep-alive and
+# connection-per-request load through the proxy: zero failed requests and
+# zero refused connections, or the target fails (test/bench/hotrestart).
+bench-hotrestart: build
+	$(GO) run ./test/bench/hotrestart -sidecar $(BIN)/sidecar -restarts 2 -dur $${DUR:-3s}
 
 # The sidecar under each HTTP/2 flood it defends against: memory growth and
 # another client's latency, beside a control (test/bench/floods).

@@ -2,7 +2,8 @@
 // bootstrap file (-c) or YAML (--config-yaml) and Envoy's command line
 // options. See README.md for every option and admin endpoint.
 // `sidecar capture [flags]` installs the transparent-capture rules of a
-// pod instead (package capture).
+// pod instead (package capture); `sidecar hot-restarter -- <options>` runs
+// the proxy under a hot restarter (package hotrestart).
 package main
 
 import (
@@ -29,6 +30,9 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "capture" {
 		return capture.Run(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "hot-restarter" {
+		return runHotRestarter(args[1:], stderr)
 	}
 	opts, err := options.Parse(args, options.DefaultEnvironment())
 	if err != nil {

@@ -84,7 +84,7 @@ func startSidecar(t *testing.T) *sidecar {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-c", config, "--admin-address-path", addrFile, "-l", "info")
+	cmd := exec.Command(bin, "-c", config, "--admin-address-path", addrFile, "-l", "info", "--disable-hot-restart")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", bin, err)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,7 +28,9 @@ var _ = Describe("/server_info", func() {
 	})
 
 	It("reports the version, state, uptimes and defaults", func() {
-		s := Start(newDir(), Bootstrap{}.YAML())
+		// A base id of its own keeps the default socket path free of
+		// clashes with other sidecars.
+		s := Start(newDir(), Bootstrap{}.YAML(), "--base-id", strconv.Itoa(randomBaseID()))
 		info := s.ServerInfo()
 
 		cliVersion := strings.TrimSuffix(strings.TrimPrefix(Run("--version").Stdout, "\noutrigger  version: "), "\n\n")

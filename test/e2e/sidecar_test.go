@@ -9,7 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -71,9 +73,26 @@ func Launch(dir, name, config string, args ...string) *Sidecar {
 		Expect(os.WriteFile(s.ConfigPath, []byte(config), 0o600)).To(Succeed())
 		full = append([]string{"-c", s.ConfigPath}, full...)
 	}
-	s.session = startProcess(append(full, args...)...)
+	s.session = startProcess(append(full, ownHotRestartSocket(args)...)...)
 	return s
 }
+
+// ownHotRestartSocket gives a sidecar that picks neither a base id nor a
+// socket path a hot-restart socket of its own: every process listens on
+// one, and sidecars started at once would otherwise all ask for the
+// default name (and all but one fail, as Envoy's would).
+func ownHotRestartSocket(args []string) []string {
+	for _, a := range args {
+		switch strings.TrimLeft(strings.SplitN(a, "=", 2)[0], "-") {
+		case "base-id", "use-dynamic-base-id", "socket-path", "disable-hot-restart", "restart-epoch":
+			return args
+		}
+	}
+	return append(slices.Clip(args), "--socket-path", fmt.Sprintf("@outrigger_e2e_%d_%d", os.Getpid(), hotRestartSockets.Add(1)))
+}
+
+// hotRestartSockets numbers the sockets ownHotRestartSocket hands out.
+var hotRestartSockets atomic.Int64
 
 // Start is Launch followed by a bounded wait for the admin address file
 // and, when the sidecar logs to stderr at the info level or a more verbose

@@ -163,6 +163,10 @@ type Listener struct {
 	// loops; it is closed when they may resume. Changed under mu.
 	paused atomic.Pointer[chan struct{}]
 
+	// inherit, when set, offers sockets from a hot-restart parent (see
+	// SetSocketSource).
+	inherit SocketSource
+
 	mu      sync.Mutex
 	sockets [][]net.Listener // per address: one socket, or one per worker
 	bound   []net.Addr       // per address, once bound
@@ -409,6 +413,11 @@ func (l *Listener) bindAll(inherited map[socketAddress][]net.Listener) ([][]net.
 	for _, a := range l.addrs {
 		if socks, ok := inherited[a]; ok {
 			sockets = append(sockets, socks)
+			continue
+		}
+		if socks := l.fromSource(a, n); socks != nil {
+			sockets = append(sockets, socks)
+			opened = append(opened, socks)
 			continue
 		}
 		opts := l.sockOpts

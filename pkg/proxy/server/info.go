@@ -24,8 +24,7 @@ func (s *Server) ServerInfo() *adminv3.ServerInfo {
 		Version:            options.BuildVersion(),
 		State:              s.State(),
 		UptimeCurrentEpoch: uptime,
-		// Without hot restart there is one epoch, so both uptimes agree.
-		UptimeAllEpochs:    durationpb.New(uptime.AsDuration()),
+		UptimeAllEpochs:    durationpb.New(s.now().Sub(s.originalStart()).Truncate(1e9)),
 		HotRestartVersion:  s.HotRestartVersion(),
 		CommandLineOptions: s.opts.CommandLineOptions(),
 		Node:               s.node(),

@@ -218,6 +218,7 @@ func (s *Server) addOrUpdateLocked(lc *listenerv3.Listener, version string, now 
 		return err
 	}
 	bl.dynamic, bl.version, bl.lastUpdated = true, version, now
+	bl.SetSocketSource(s.inheritedSockets) // a hot-restart parent's, while one drains
 	if old != nil {
 		err = bl.BindFrom(old.Listener)
 	} else {

@@ -78,6 +78,7 @@ func (s *Server) Run(ctx context.Context, adminHandler http.Handler) error {
 		return nil
 	}
 	s.life.setPhase(phaseInitialized)
+	s.hotRestartServing()
 	s.startStats()
 	s.publishRuntimeStats()
 	s.log.Info("starting main dispatch loop")
@@ -148,6 +149,9 @@ func (s *Server) prepareProcess() error {
 			return fmt.Errorf("writing --base-id-path: %w", err)
 		}
 	}
+	if err := s.startHotRestart(baseID); err != nil {
+		return err
+	}
 	if s.opts.EnableCoreDump {
 		if err := unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0); err != nil {
 			return fmt.Errorf("enabling core dumps: %w", err)
@@ -175,6 +179,7 @@ func (s *Server) startAdmin(h http.Handler) (*http.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot bind the admin address %s: %w", listener.AddressString(sa), err)
 	}
+	s.hot.setAdminListener(ln)
 	addr := ln.Addr().String()
 	s.log.Info("admin address: " + addr)
 	if p := s.opts.AdminAddressPath; p != "" {
@@ -195,7 +200,7 @@ func (s *Server) startAdmin(h http.Handler) (*http.Server, error) {
 		ErrorLog:          log.New(logrWriter{s.AdminLogger()}, "", 0),
 	}
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 			s.AdminLogger().Error(err, "admin listener stopped")
 		}
 	}()
@@ -218,6 +223,7 @@ func (s *Server) bindListeners() error {
 	s.lset.mu.Lock()
 	defer s.lset.mu.Unlock()
 	for _, bl := range s.lset.active {
+		bl.SetSocketSource(s.inheritedSockets)
 		if err := bl.Bind(); err != nil {
 			return err
 		}
@@ -360,6 +366,7 @@ func (s *Server) startServing(bl *builtListener) {
 // shutdownGrace), and flushes every log.
 func (s *Server) shutdown(adminSrv *http.Server) {
 	s.life.startShutdown()
+	s.closeHotRestart()
 	if s.lds != nil {
 		_ = s.lds.Close() // no update may add a listener while they close
 	}

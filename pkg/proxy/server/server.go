@@ -69,6 +69,7 @@ type Server struct {
 	start time.Time
 
 	stats   *stats.Store
+	hot     *hotRestart   // hot-restart channel (hotrestart.go)
 	statsRT *statsRuntime // flusher, sinks, server and admin stats (stats.go)
 	runtime *runtime.Runtime
 	life    *lifecycle

@@ -270,7 +270,7 @@ func measure(sidecar, refresh string, dnsPort, upPort, answers int, dur time.Dur
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return stats{}, err
 	}
-	cmd := exec.Command(sidecar, "-c", path, "--concurrency", "1", "--log-level", "error")
+	cmd := exec.Command(sidecar, "-c", path, "--concurrency", "1", "--log-level", "error", "--disable-hot-restart")
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return stats{}, err

@@ -126,7 +126,7 @@ func measure(sidecar, dir string, ports []int, hc bool, dur time.Duration, profi
 	if err := os.WriteFile(path, []byte(bootstrap(admin, ports, hc, profile)), 0o644); err != nil {
 		return 0, 0, err
 	}
-	cmd := exec.Command(sidecar, "-c", path, "--concurrency", "1", "--log-level", "error")
+	cmd := exec.Command(sidecar, "-c", path, "--concurrency", "1", "--log-level", "error", "--disable-hot-restart")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return 0, 0, err

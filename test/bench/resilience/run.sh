@@ -30,7 +30,7 @@ wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/n
 # start name cpu yaml: runs a sidecar pinned to cpu with config yaml.
 start() {
 	printf '%s\n' "$3" >"$DIR/$1.yaml"
-	GOMAXPROCS=1 taskset -c "$2" "$SIDECAR" -c "$DIR/$1.yaml" --concurrency 1 --log-level error \
+	GOMAXPROCS=1 taskset -c "$2" "$SIDECAR" -c "$DIR/$1.yaml" --concurrency 1 --log-level error --disable-hot-restart \
 		--termination-drain-time-s 0 >"$DIR/$1.log" 2>&1 &
 	PIDS+=($!)
 	eval "PID_$1=$!"

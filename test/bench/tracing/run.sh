@@ -41,7 +41,7 @@ static_resources:
           route_config: {virtual_hosts: [{name: a, domains: ["*"], routes: [{match: {prefix: /}, direct_response: {status: 200, body: {inline_string: "$3"}}}]}]}
           http_filters: [{name: envoy.filters.http.router}]
 Y
-	"$SIDECAR" -c "$DIR/$1.yaml" --concurrency 1 --log-level error --termination-drain-time-s 0 >"$DIR/$1.log" 2>&1 &
+	"$SIDECAR" -c "$DIR/$1.yaml" --concurrency 1 --log-level error --termination-drain-time-s 0 --disable-hot-restart >"$DIR/$1.log" 2>&1 &
 	PIDS+=($!)
 }
 
@@ -66,7 +66,7 @@ $3
           route_config: {virtual_hosts: [{name: a, domains: ["*"], routes: [{match: {prefix: /}, route: {cluster: up}}]}]}
           http_filters: [{name: envoy.filters.http.router}]
 Y
-	"$SIDECAR" -c "$DIR/$1.yaml" --concurrency 1 --log-level error --termination-drain-time-s 0 >"$DIR/$1.log" 2>&1 &
+	"$SIDECAR" -c "$DIR/$1.yaml" --concurrency 1 --log-level error --termination-drain-time-s 0 --disable-hot-restart >"$DIR/$1.log" 2>&1 &
 	PIDS+=($!)
 	eval "PID_$1=$!"
 }

@@ -375,7 +375,9 @@ func (p *proxy) start() {
 	Expect(err).NotTo(HaveOccurred())
 	// The admin access log, which tells how often an endpoint was
 	// called, is flushed every 50 ms rather than every 10 s.
-	cmd := exec.Command(binary("SIDECAR_BIN", "sidecar"), "-c", p.config, "--log-level", "warning", "--file-flush-interval-msec", "50")
+	cmd := exec.Command(binary("SIDECAR_BIN", "sidecar"), "-c", p.config, "--log-level", "warning", "--file-flush-interval-msec", "50",
+		// Several pods run on this host: no hot-restart socket to share.
+		"--disable-hot-restart")
 	cmd.Stdout, cmd.Stderr = out, out
 	Expect(cmd.Start()).To(Succeed())
 	done := make(chan struct{})
