@@ -1,0 +1,17 @@
+package bootstrap
+
+import "google.golang.org/protobuf/reflect/protoreflect"
+
+// supportedFiltersTail lists the fields of the small HTTP and network
+// filters of the long tail (header_mutation, set_metadata,
+// header_to_metadata, buffer, csrf, direct_response, echo), one filter
+// after the other.
+var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
+	// envoy.filters.http.header_mutation (query parameter and trailer
+	// mutations, remove_on_match and formatters are refused).
+	"envoy.extensions.filters.http.header_mutation.v3.HeaderMutation.mutations":                           {},
+	"envoy.extensions.filters.http.header_mutation.v3.HeaderMutation.most_specific_header_mutations_wins": {},
+	"envoy.extensions.filters.http.header_mutation.v3.HeaderMutationPerRoute.mutations":                   {},
+	"envoy.extensions.filters.http.header_mutation.v3.Mutations.request_mutations":                        {},
+	"envoy.extensions.filters.http.header_mutation.v3.Mutations.response_mutations":                       {},
+}

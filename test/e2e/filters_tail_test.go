@@ -1,0 +1,101 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// echoHeadersUpstream is an upstream that answers with the request's
+// headers as a JSON object (first value of each) and a server header.
+func echoHeadersUpstream() string {
+	GinkgoHelper()
+	return httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen := map[string]string{}
+		for k, v := range r.Header {
+			seen[http.CanonicalHeaderKey(k)] = v[0]
+		}
+		w.Header().Set("x-upstream-secret", "s")
+		_ = json.NewEncoder(w).Encode(seen)
+	}), false)
+}
+
+// tailSeen decodes the echoHeadersUpstream answer.
+func tailSeen(r Response) map[string]string {
+	GinkgoHelper()
+	var seen map[string]string
+	Expect(json.Unmarshal([]byte(r.Body), &seen)).To(Succeed(), r.Body)
+	return seen
+}
+
+const headerMutationType = "type.googleapis.com/envoy.extensions.filters.http.header_mutation.v3.HeaderMutation"
+
+// headerMutationSpec is a listener on port with the header mutation
+// filter (its own mutations) in front of up; the /route routes carry a
+// HeaderMutationPerRoute, and the virtual host one of its own.
+func headerMutationSpec(port int, up, own string) string {
+	GinkgoHelper()
+	perRoute := func(level string) string {
+		return `{envoy.filters.http.header_mutation: ` + withType(
+			"type.googleapis.com/envoy.extensions.filters.http.header_mutation.v3.HeaderMutationPerRoute",
+			`{mutations: {request_mutations: [{append: {header: {key: x-level, value: `+level+`}, append_action: OVERWRITE_IF_EXISTS_OR_ADD}}],
+			  response_mutations: [{append: {header: {key: x-resp-level, value: `+level+`}}}]}}`) + `}`
+	}
+	return proxySpec{
+		Port:        port,
+		HCM:         "{stat_prefix: web}",
+		VirtualHost: `{typed_per_filter_config: ` + perRoute("vhost") + `}`,
+		Routes: `[{match: {prefix: /route}, route: {cluster: up}, typed_per_filter_config: ` + perRoute("route") + `},
+			{match: {prefix: /}, route: {cluster: up}}]`,
+		Filters:  "[" + httpFilter("envoy.filters.http.header_mutation", headerMutationType, own) + "]",
+		Clusters: []proxyCluster{{Name: "up", Port: portNum(echoHeadersUpstream())}},
+	}.YAML()
+}
+
+var _ = Describe("The header mutation filter", func() {
+	plain := &http.Client{Timeout: 5 * time.Second}
+
+	It("edits request and response headers in order, then applies the per-route mutations", func() {
+		port := freePort()
+		Start(newDir(), headerMutationSpec(port, "", `{mutations: {
+			request_mutations: [{remove: x-secret}, {append: {header: {key: x-added, value: one}}}, {append: {header: {key: x-level, value: filter}}}],
+			response_mutations: [{remove: x-upstream-secret}, {append: {header: {key: x-resp-added, value: "yes"}}}]}}`))
+		h := http.Header{"X-Secret": {"s"}}
+		r := httpDo(plain, "GET", listenerURL(port, "/route/a"), nil, h)
+		Expect(r.Status).To(Equal(200))
+		seen := tailSeen(r)
+		Expect(seen).NotTo(HaveKey("X-Secret"))
+		Expect(seen).To(HaveKeyWithValue("X-Added", "one"))
+		// Envoy's default order runs the most specific first: the virtual
+		// host's mutation overwrites the route's.
+		Expect(seen).To(HaveKeyWithValue("X-Level", "vhost"))
+		Expect(r.Header).NotTo(HaveKey("X-Upstream-Secret"))
+		Expect(r.Header.Get("X-Resp-Added")).To(Equal("yes"))
+		Expect(r.Header.Values("X-Resp-Level")).To(ConsistOf("route", "vhost"))
+
+		r = httpDo(plain, "GET", listenerURL(port, "/other"), nil, nil)
+		Expect(tailSeen(r)).To(HaveKeyWithValue("X-Level", "vhost"))
+	})
+
+	It("lets the most specific per-route mutation win when asked", func() {
+		port := freePort()
+		Start(newDir(), headerMutationSpec(port, "", `{most_specific_header_mutations_wins: true}`))
+		r := httpDo(plain, "GET", listenerURL(port, "/route/a"), nil, nil)
+		Expect(tailSeen(r)).To(HaveKeyWithValue("X-Level", "route"))
+	})
+
+	It("refuses what it does not implement, with the field path", func() {
+		for own, path := range map[string]string{
+			`{mutations: {query_parameter_mutations: [{remove: a}]}}`:                               "mutations.query_parameter_mutations: not supported",
+			`{mutations: {request_mutations: [{append: {header: {key: x, value: "%REQ(y)%"}}}]}}`: "mutations.request_mutations[0].append.header.value",
+			`{mutations: {response_trailers_mutations: [{remove: a}]}}`:                             "mutations.response_trailers_mutations: not supported",
+		} {
+			r, _ := validate("b.yaml", headerMutationSpec(freePort(), "", own))
+			Expect(r.ExitCode).To(Equal(1), own)
+			Expect(r.Stderr).To(ContainSubstring(path))
+		}
+	})
+})
