@@ -89,13 +89,55 @@ var _ = Describe("The header mutation filter", func() {
 
 	It("refuses what it does not implement, with the field path", func() {
 		for own, path := range map[string]string{
-			`{mutations: {query_parameter_mutations: [{remove: a}]}}`:                               "mutations.query_parameter_mutations: not supported",
+			`{mutations: {query_parameter_mutations: [{remove: a}]}}`:                             "mutations.query_parameter_mutations: not supported",
 			`{mutations: {request_mutations: [{append: {header: {key: x, value: "%REQ(y)%"}}}]}}`: "mutations.request_mutations[0].append.header.value",
-			`{mutations: {response_trailers_mutations: [{remove: a}]}}`:                             "mutations.response_trailers_mutations: not supported",
+			`{mutations: {response_trailers_mutations: [{remove: a}]}}`:                           "mutations.response_trailers_mutations: not supported",
 		} {
 			r, _ := validate("b.yaml", headerMutationSpec(freePort(), "", own))
 			Expect(r.ExitCode).To(Equal(1), own)
 			Expect(r.Stderr).To(ContainSubstring(path))
 		}
+	})
+})
+
+// tailLogSpec is a listener on port with the filters (a YAML flow
+// list of httpFilter entries) in front of an upstream, and a stdout
+// access log with the line format.
+func tailLogSpec(port int, filters, format string) string {
+	GinkgoHelper()
+	return proxySpec{
+		Port: port,
+		HCM: `{stat_prefix: web, access_log: [{name: out, typed_config: {"@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog,
+			log_format: {text_format_source: {inline_string: "` + format + `\n"}}}}]}`,
+		Filters:  filters,
+		Clusters: []proxyCluster{{Name: "up", Port: portNum(echoHeadersUpstream())}},
+	}.YAML()
+}
+
+const setMetadataType = "type.googleapis.com/envoy.extensions.filters.http.set_metadata.v3.Config"
+
+var _ = Describe("The set metadata filter", func() {
+	plain := &http.Client{Timeout: 5 * time.Second}
+
+	It("writes dynamic metadata the access log shows, merging only with allow_overwrite", func() {
+		port := freePort()
+		sc := Start(newDir(), tailLogSpec(port, "["+
+			httpFilter("envoy.filters.http.set_metadata", setMetadataType, `{metadata: [
+				{metadata_namespace: team.info, value: {owner: payments, tags: [a], deep: {x: "1"}}},
+				{metadata_namespace: team.info, value: {owner: ignored}},
+				{metadata_namespace: team.info, allow_overwrite: true, value: {tags: [b], deep: {z: "2"}}}]}`)+"]",
+			"SM owner=%DYNAMIC_METADATA(team.info:owner)% tags=%DYNAMIC_METADATA(team.info:tags)% deep=%DYNAMIC_METADATA(team.info:deep)%"),
+			"--file-flush-interval-msec", "50")
+		r := httpDo(plain, "GET", listenerURL(port, "/"), nil, nil)
+		Expect(r.Status).To(Equal(200))
+		Eventually(sc.Stdout).Should(ContainSubstring(`SM owner=payments tags=["a","b"] deep={"x":"1","z":"2"}` + "\n"))
+		Expect(httpStat(sc, "http.web.set_metadata.overwrite_denied")).To(Equal("1"))
+	})
+
+	It("refuses typed metadata, with the field path", func() {
+		r, _ := validate("b.yaml", tailLogSpec(freePort(), "["+httpFilter("envoy.filters.http.set_metadata", setMetadataType,
+			`{metadata: [{metadata_namespace: a, typed_value: {"@type": type.googleapis.com/google.protobuf.Empty}}]}`)+"]", "x"))
+		Expect(r.ExitCode).To(Equal(1))
+		Expect(r.Stderr).To(ContainSubstring("typed_value"))
 	})
 })

@@ -14,4 +14,12 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.header_mutation.v3.HeaderMutationPerRoute.mutations":                   {},
 	"envoy.extensions.filters.http.header_mutation.v3.Mutations.request_mutations":                        {},
 	"envoy.extensions.filters.http.header_mutation.v3.Mutations.response_mutations":                       {},
+
+	// envoy.filters.http.set_metadata (typed_value is refused).
+	"envoy.extensions.filters.http.set_metadata.v3.Config.metadata_namespace":   {},
+	"envoy.extensions.filters.http.set_metadata.v3.Config.value":                {},
+	"envoy.extensions.filters.http.set_metadata.v3.Config.metadata":             {},
+	"envoy.extensions.filters.http.set_metadata.v3.Metadata.metadata_namespace": {},
+	"envoy.extensions.filters.http.set_metadata.v3.Metadata.allow_overwrite":    {},
+	"envoy.extensions.filters.http.set_metadata.v3.Metadata.value":              {},
 }

@@ -42,6 +42,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.filters.http proxy.filters.http.local_ratelimit envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
 		"envoy.filters.http proxy.filters.http.rbac envoy.extensions.filters.http.rbac.v3.RBAC",
 		"envoy.filters.http proxy.filters.http.router envoy.extensions.filters.http.router.v3.Router",
+		"envoy.filters.http proxy.filters.http.set_metadata envoy.extensions.filters.http.set_metadata.v3.Config",
 		"envoy.filters.listener proxy.filters.listener.original_dst envoy.extensions.filters.listener.original_dst.v3.OriginalDst",
 		"envoy.filters.listener proxy.filters.listener.proxy_protocol envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol",
 		"envoy.filters.listener proxy.filters.listener.tls_inspector envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector",
