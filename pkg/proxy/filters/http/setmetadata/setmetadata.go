@@ -48,9 +48,11 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 	}
 	// The deprecated top-level pair comes first and may always
 	// overwrite, as in Envoy.
-	if ns := c.GetMetadataNamespace(); ns != "" {
-		f.entries = append(f.entries, entry{namespace: ns, value: valueOrEmpty(c.GetValue()), allowOverwrite: true})
-	} else if c.GetValue() != nil {
+	//lint:ignore SA1019 Envoy still accepts the deprecated pair
+	ns, value := c.GetMetadataNamespace(), c.GetValue()
+	if ns != "" {
+		f.entries = append(f.entries, entry{namespace: ns, value: valueOrEmpty(value), allowOverwrite: true})
+	} else if value != nil {
 		return nil, errors.New("value: needs metadata_namespace")
 	}
 	for i, m := range c.GetMetadata() {
