@@ -141,3 +141,41 @@ var _ = Describe("The set metadata filter", func() {
 		Expect(r.Stderr).To(ContainSubstring("typed_value"))
 	})
 })
+
+const headerToMetadataType = "type.googleapis.com/envoy.extensions.filters.http.header_to_metadata.v3.Config"
+
+var _ = Describe("The header-to-metadata filter", func() {
+	plain := &http.Client{Timeout: 5 * time.Second}
+
+	It("turns request and response headers into dynamic metadata, removing them when asked", func() {
+		port := freePort()
+		sc := Start(newDir(), tailLogSpec(port, "["+
+			httpFilter("envoy.filters.http.header_to_metadata", headerToMetadataType, `{
+				request_rules: [
+				  {header: x-version, remove: true, on_header_present: {metadata_namespace: lb, key: version},
+				   on_header_missing: {metadata_namespace: lb, key: version, value: stable}},
+				  {header: x-tenant-path, on_header_present: {metadata_namespace: lb, key: tenant,
+				   regex_value_rewrite: {pattern: {regex: "^/([a-z]+)/.*$"}, substitution: "\\1"}}},
+				  {header: x-weight, on_header_present: {metadata_namespace: lb, key: weight, type: NUMBER}}],
+				response_rules: [{header: x-upstream-secret, remove: true, on_header_present: {metadata_namespace: resp, key: secret}}]}`)+"]",
+			"HM version=%DYNAMIC_METADATA(lb:version)% tenant=%DYNAMIC_METADATA(lb:tenant)% weight=%DYNAMIC_METADATA(lb:weight)% secret=%DYNAMIC_METADATA(resp:secret)%"),
+			"--file-flush-interval-msec", "50")
+		r := httpDo(plain, "GET", listenerURL(port, "/"), nil, http.Header{"X-Version": {"v2"}, "X-Tenant-Path": {"/acme/orders"}, "X-Weight": {"7"}})
+		Expect(r.Status).To(Equal(200))
+		Expect(tailSeen(r)).NotTo(HaveKey("X-Version"), "the rule removes the header before the upstream")
+		Expect(tailSeen(r)).To(HaveKeyWithValue("X-Tenant-Path", "/acme/orders"))
+		Expect(r.Header).NotTo(HaveKey("X-Upstream-Secret"))
+		Eventually(sc.Stdout).Should(ContainSubstring("HM version=v2 tenant=acme weight=7 secret=s\n"))
+
+		r = httpDo(plain, "GET", listenerURL(port, "/"), nil, nil)
+		Expect(r.Status).To(Equal(200))
+		Eventually(sc.Stdout).Should(ContainSubstring("HM version=stable tenant=- weight=- secret=s\n"))
+	})
+
+	It("refuses cookie rules, with the field path", func() {
+		r, _ := validate("b.yaml", tailLogSpec(freePort(), "["+httpFilter("envoy.filters.http.header_to_metadata", headerToMetadataType,
+			`{request_rules: [{cookie: session, on_header_present: {key: s}}]}`)+"]", "x"))
+		Expect(r.ExitCode).To(Equal(1))
+		Expect(r.Stderr).To(ContainSubstring("request_rules[0].cookie: not supported"))
+	})
+})

@@ -22,4 +22,19 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.set_metadata.v3.Metadata.metadata_namespace": {},
 	"envoy.extensions.filters.http.set_metadata.v3.Metadata.allow_overwrite":    {},
 	"envoy.extensions.filters.http.set_metadata.v3.Metadata.value":              {},
+
+	// envoy.filters.http.header_to_metadata (cookie and stat_prefix are
+	// refused).
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.request_rules":                    {},
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.response_rules":                   {},
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.Rule.header":                      {},
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.Rule.on_header_present":           {},
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.Rule.on_header_missing":           {},
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.Rule.remove":                      {},
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.KeyValuePair.metadata_namespace":  {},
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.KeyValuePair.key":                 {},
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.KeyValuePair.value":               {},
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.KeyValuePair.regex_value_rewrite": {},
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.KeyValuePair.type":                {},
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.KeyValuePair.encode":              {},
 }

@@ -38,6 +38,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.filters.http proxy.filters.http.fault envoy.extensions.filters.http.fault.v3.HTTPFault",
 		"envoy.filters.http proxy.filters.http.grpc_web envoy.extensions.filters.http.grpc_web.v3.GrpcWeb",
 		"envoy.filters.http proxy.filters.http.header_mutation envoy.extensions.filters.http.header_mutation.v3.HeaderMutation",
+		"envoy.filters.http proxy.filters.http.header_to_metadata envoy.extensions.filters.http.header_to_metadata.v3.Config",
 		"envoy.filters.http proxy.filters.http.health_check envoy.extensions.filters.http.health_check.v3.HealthCheck",
 		"envoy.filters.http proxy.filters.http.local_ratelimit envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
 		"envoy.filters.http proxy.filters.http.rbac envoy.extensions.filters.http.rbac.v3.RBAC",
