@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -177,5 +180,55 @@ var _ = Describe("The header-to-metadata filter", func() {
 			`{request_rules: [{cookie: session, on_header_present: {key: s}}]}`)+"]", "x"))
 		Expect(r.ExitCode).To(Equal(1))
 		Expect(r.Stderr).To(ContainSubstring("request_rules[0].cookie: not supported"))
+	})
+})
+
+var _ = Describe("The buffer filter", func() {
+	plain := &http.Client{Timeout: 5 * time.Second}
+
+	It("forwards bodies within max_request_bytes, answers 413 past it, and follows BufferPerRoute", func() {
+		port := freePort()
+		perRoute := func(fields string) string {
+			return `{envoy.filters.http.buffer: ` + withType("type.googleapis.com/envoy.extensions.filters.http.buffer.v3.BufferPerRoute", fields) + `}`
+		}
+		var got atomic.Int64
+		up := httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			got.Store(int64(len(b)))
+			_, _ = io.WriteString(w, "ok")
+		}), false)
+		Start(newDir(), proxySpec{
+			Port: port,
+			HCM:  "{stat_prefix: web}",
+			Routes: `[{match: {prefix: /off}, route: {cluster: up}, typed_per_filter_config: ` + perRoute(`{disabled: true}`) + `},
+				{match: {prefix: /big}, route: {cluster: up}, typed_per_filter_config: ` + perRoute(`{buffer: {max_request_bytes: 100000}}`) + `},
+				{match: {prefix: /}, route: {cluster: up}}]`,
+			Filters:  "[" + httpFilter("envoy.filters.http.buffer", "type.googleapis.com/envoy.extensions.filters.http.buffer.v3.Buffer", `{max_request_bytes: 1024}`) + "]",
+			Clusters: []proxyCluster{{Name: "up", Port: portNum(up)}},
+		}.YAML())
+		post := func(path string, n int) Response {
+			GinkgoHelper()
+			return httpDo(plain, "POST", listenerURL(port, path), strings.NewReader(strings.Repeat("x", n)), nil)
+		}
+		r := post("/", 1000)
+		Expect(r.Status).To(Equal(200))
+		Expect(got.Load()).To(Equal(int64(1000)))
+
+		r = post("/", 5000)
+		Expect(r.Status).To(Equal(413))
+		Expect(r.Body).To(Equal("Payload Too Large"))
+
+		got.Store(0)
+		Expect(post("/off", 5000).Status).To(Equal(200))
+		Expect(got.Load()).To(Equal(int64(5000)))
+		Expect(post("/big", 50000).Status).To(Equal(200))
+		Expect(got.Load()).To(Equal(int64(50000)))
+	})
+
+	It("refuses a Buffer without max_request_bytes, with the field path", func() {
+		r, _ := validate("b.yaml", tailLogSpec(freePort(), "["+httpFilter("envoy.filters.http.buffer",
+			"type.googleapis.com/envoy.extensions.filters.http.buffer.v3.Buffer", `{}`)+"]", "x"))
+		Expect(r.ExitCode).To(Equal(1))
+		Expect(r.Stderr).To(ContainSubstring("http_filters[0].typed_config.max_request_bytes: value is required"))
 	})
 })

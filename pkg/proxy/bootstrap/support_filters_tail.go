@@ -37,4 +37,9 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.header_to_metadata.v3.Config.KeyValuePair.regex_value_rewrite": {},
 	"envoy.extensions.filters.http.header_to_metadata.v3.Config.KeyValuePair.type":                {},
 	"envoy.extensions.filters.http.header_to_metadata.v3.Config.KeyValuePair.encode":              {},
+
+	// envoy.filters.http.buffer.
+	"envoy.extensions.filters.http.buffer.v3.Buffer.max_request_bytes": {},
+	"envoy.extensions.filters.http.buffer.v3.BufferPerRoute.disabled":  {},
+	"envoy.extensions.filters.http.buffer.v3.BufferPerRoute.buffer":    {},
 }
