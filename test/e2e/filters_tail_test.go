@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -230,5 +231,45 @@ var _ = Describe("The buffer filter", func() {
 			"type.googleapis.com/envoy.extensions.filters.http.buffer.v3.Buffer", `{}`)+"]", "x"))
 		Expect(r.ExitCode).To(Equal(1))
 		Expect(r.Stderr).To(ContainSubstring("http_filters[0].typed_config.max_request_bytes: value is required"))
+	})
+})
+
+var _ = Describe("The CSRF filter", func() {
+	plain := &http.Client{Timeout: 5 * time.Second}
+
+	It("answers 403 Invalid origin to state-changing requests from other origins, counts, and follows the route's policy", func() {
+		port := freePort()
+		shadow := `{envoy.filters.http.csrf: ` + withType("type.googleapis.com/envoy.extensions.filters.http.csrf.v3.CsrfPolicy",
+			`{filter_enabled: {default_value: {numerator: 0}}, shadow_enabled: {default_value: {numerator: 100}}}`) + `}`
+		sc := Start(newDir(), proxySpec{
+			Port:   port,
+			HCM:    "{stat_prefix: web}",
+			Routes: `[{match: {prefix: /shadow}, route: {cluster: up}, typed_per_filter_config: ` + shadow + `}, {match: {prefix: /}, route: {cluster: up}}]`,
+			Filters: "[" + httpFilter("envoy.filters.http.csrf", "type.googleapis.com/envoy.extensions.filters.http.csrf.v3.CsrfPolicy",
+				`{filter_enabled: {default_value: {numerator: 100}}, additional_origins: [{exact: partner.example}]}`) + "]",
+			Clusters: []proxyCluster{{Name: "up", Port: portNum(echoHeadersUpstream())}},
+		}.YAML())
+		self := "127.0.0.1:" + strconv.Itoa(port)
+		post := func(path string, header ...string) Response {
+			GinkgoHelper()
+			h := http.Header{}
+			for i := 0; i+1 < len(header); i += 2 {
+				h.Set(header[i], header[i+1])
+			}
+			return httpDo(plain, "POST", listenerURL(port, path), strings.NewReader("x"), h)
+		}
+		Expect(post("/", "Origin", "http://"+self).Status).To(Equal(200))
+		Expect(post("/", "Referer", "http://"+self+"/form").Status).To(Equal(200))
+		Expect(post("/", "Origin", "https://partner.example").Status).To(Equal(200))
+		r := post("/", "Origin", "https://evil.example")
+		Expect(r.Status).To(Equal(403))
+		Expect(r.Body).To(Equal("Invalid origin"))
+		Expect(post("/").Status).To(Equal(403))
+		Expect(httpDo(plain, "GET", listenerURL(port, "/"), nil, http.Header{"Origin": {"https://evil.example"}}).Status).To(Equal(200))
+		Expect(post("/shadow", "Origin", "https://evil.example").Status).To(Equal(200), "shadow mode only counts")
+
+		Expect(httpStat(sc, "http.web.csrf.request_valid")).To(Equal("3"))
+		Expect(httpStat(sc, "http.web.csrf.request_invalid")).To(Equal("3"))
+		Expect(httpStat(sc, "http.web.csrf.missing_source_origin")).To(Equal("1"))
 	})
 })

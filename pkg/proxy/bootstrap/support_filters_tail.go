@@ -42,4 +42,9 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.buffer.v3.Buffer.max_request_bytes": {},
 	"envoy.extensions.filters.http.buffer.v3.BufferPerRoute.disabled":  {},
 	"envoy.extensions.filters.http.buffer.v3.BufferPerRoute.buffer":    {},
+
+	// envoy.filters.http.csrf.
+	"envoy.extensions.filters.http.csrf.v3.CsrfPolicy.filter_enabled":     {},
+	"envoy.extensions.filters.http.csrf.v3.CsrfPolicy.shadow_enabled":     {},
+	"envoy.extensions.filters.http.csrf.v3.CsrfPolicy.additional_origins": {},
 }
