@@ -3,7 +3,10 @@ package e2e
 import (
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -271,5 +274,53 @@ var _ = Describe("The CSRF filter", func() {
 		Expect(httpStat(sc, "http.web.csrf.request_valid")).To(Equal("3"))
 		Expect(httpStat(sc, "http.web.csrf.request_invalid")).To(Equal("3"))
 		Expect(httpStat(sc, "http.web.csrf.missing_source_origin")).To(Equal("1"))
+	})
+})
+
+var _ = Describe("The echo and direct_response network filters", func() {
+	dial := func(port int) net.Conn {
+		GinkgoHelper()
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), 5*time.Second)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(c.Close)
+		Expect(c.SetDeadline(time.Now().Add(10 * time.Second))).To(Succeed())
+		return c
+	}
+
+	It("echoes what the client sends until it closes", func() {
+		port := freePort()
+		Start(newDir(), limitsBootstrap(port, []string{`{name: envoy.filters.network.echo, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.echo.v3.Echo}}`}))
+		c := dial(port)
+		expectEcho(c)
+		big := strings.Repeat("0123456789", 20000)
+		go func() { _, _ = c.Write([]byte(big)) }()
+		b := make([]byte, len(big))
+		_, err := io.ReadFull(c, b)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(b)).To(Equal(big))
+		Expect(c.(*net.TCPConn).CloseWrite()).To(Succeed())
+		rest, err := io.ReadAll(c)
+		Expect(err).NotTo(HaveOccurred(), "the filter closes once the client is done")
+		Expect(rest).To(BeEmpty())
+	})
+
+	It("writes the configured response to each connection, then closes it", func() {
+		dir := newDir()
+		file := filepath.Join(dir, "banner.txt")
+		Expect(os.WriteFile(file, []byte("from a file\n"), 0o600)).To(Succeed())
+		inline, fromFile := freePort(), freePort()
+		Start(dir, limitsBootstrap(inline, []string{`{name: envoy.filters.network.direct_response, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.direct_response.v3.Config, response: {inline_string: "hello\n"}}}`}))
+		Start(newDir(), limitsBootstrap(fromFile, []string{`{name: envoy.filters.network.direct_response, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.direct_response.v3.Config, response: {filename: ` + file + `}}}`}))
+		for port, want := range map[int]string{inline: "hello\n", fromFile: "from a file\n"} {
+			got, err := io.ReadAll(dial(port))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(got)).To(Equal(want))
+		}
+	})
+
+	It("refuses a response file that cannot be read, with the field path", func() {
+		r, _ := validate("b.yaml", limitsBootstrap(freePort(), []string{`{name: envoy.filters.network.direct_response, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.direct_response.v3.Config, response: {filename: /nonexistent/banner}}}`}))
+		Expect(r.ExitCode).To(Equal(1))
+		Expect(r.Stderr).To(ContainSubstring("typed_config.response.filename: "))
 	})
 })

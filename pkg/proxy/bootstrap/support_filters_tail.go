@@ -47,4 +47,8 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.csrf.v3.CsrfPolicy.filter_enabled":     {},
 	"envoy.extensions.filters.http.csrf.v3.CsrfPolicy.shadow_enabled":     {},
 	"envoy.extensions.filters.http.csrf.v3.CsrfPolicy.additional_origins": {},
+
+	// envoy.filters.network.direct_response (envoy.filters.network.echo
+	// has no field).
+	"envoy.extensions.filters.network.direct_response.v3.Config.response": {},
 }

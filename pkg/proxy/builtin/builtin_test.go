@@ -50,6 +50,8 @@ func TestRegistry(t *testing.T) {
 		"envoy.filters.listener proxy.filters.listener.proxy_protocol envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol",
 		"envoy.filters.listener proxy.filters.listener.tls_inspector envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector",
 		"envoy.filters.network proxy.filters.network.connection_limit envoy.extensions.filters.network.connection_limit.v3.ConnectionLimit",
+		"envoy.filters.network proxy.filters.network.direct_response envoy.extensions.filters.network.direct_response.v3.Config",
+		"envoy.filters.network proxy.filters.network.echo envoy.extensions.filters.network.echo.v3.Echo",
 		"envoy.filters.network proxy.filters.network.http_connection_manager envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
 		"envoy.filters.network proxy.filters.network.local_ratelimit envoy.extensions.filters.network.local_ratelimit.v3.LocalRateLimit",
 		"envoy.filters.network proxy.filters.network.rbac envoy.extensions.filters.network.rbac.v3.RBAC",
