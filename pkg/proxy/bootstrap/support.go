@@ -217,7 +217,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedCore, supportedListener, supportedHCM, supportedRoute, supportedCluster, supportedStats, supportedDynamic,
 	supportedOverload, supportedDNS, supportedAccessLog, supportedHTTPFilters, supportedExtAuthz, supportedTCPProxy, supportedTLS,
 	supportedUpgrades, supportedCompression, supportedTracing, supportedNetLimits, supportedTap,
-	supportedRBAC,
+	supportedRBAC, supportedFiltersTail,
 	supportedLocality,
 	supportedOnDemand,
 	supportedJWTAuthn,

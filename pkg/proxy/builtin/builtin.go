@@ -16,22 +16,29 @@ import (
 	gzipdv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/gzip/decompressor/v3"
 	zstdcv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/zstd/compressor/v3"
 	zstddv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/zstd/decompressor/v3"
+	bufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/buffer/v3"
 	compressorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/compressor/v3"
 	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
+	csrfv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/csrf/v3"
 	decompressorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/decompressor/v3"
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 	faultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
 	grpcwebv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/grpc_web/v3"
+	headermutationv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/header_mutation/v3"
+	headertometadatav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/header_to_metadata/v3"
 	healthcheckv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/health_check/v3"
 	jwtauthnv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/jwt_authn/v3"
 	lrlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/local_ratelimit/v3"
 	httprbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	setmetadatav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/set_metadata/v3"
 	taphttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/tap/v3"
 	originaldstv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/original_dst/v3"
 	proxyprotocolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/proxy_protocol/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
 	connlimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/connection_limit/v3"
+	drv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/direct_response/v3"
+	echov3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/echo/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	netlrlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/local_ratelimit/v3"
 	netrbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/rbac/v3"
@@ -64,22 +71,29 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/compression/zstd"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/buffer"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/compressor"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/cors"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/csrf"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/decompressor"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/extauthz"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/fault"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/grpcweb"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/headermutation"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/headertometadata"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/healthcheck"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/jwtauthn"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/localratelimit"
 	httprbac "github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/rbac"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/router"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/setmetadata"
 	httptap "github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/tap"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/originaldst"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/proxyprotocol"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/tlsinspector"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/connectionlimit"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/directresponse"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/echo"
 	netlocalratelimit "github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/localratelimit"
 	netrbac "github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/rbac"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/tcpproxy"
@@ -132,17 +146,22 @@ func Registry() *extension.Registry {
 		extension.Of(metadatafmt.Name, Formatters, &metadatafmtv3.Metadata{}, metadatafmt.Factory{}),
 		extension.Of(reqwithoutquery.Name, Formatters, &rwqv3.ReqWithoutQuery{}, reqwithoutquery.Factory{}),
 
+		extension.Of(buffer.Name, HTTPFilters, &bufferv3.Buffer{}, buffer.Factory{}).WithRouteConfig(&bufferv3.BufferPerRoute{}),
 		extension.Of(compressor.Name, HTTPFilters, &compressorv3.Compressor{}, compressor.Factory{}).WithRouteConfig(&compressorv3.CompressorPerRoute{}),
 		extension.Of(cors.Name, HTTPFilters, &corsv3.Cors{}, cors.Factory{}).WithRouteConfig(&corsv3.CorsPolicy{}),
+		extension.Of(csrf.Name, HTTPFilters, &csrfv3.CsrfPolicy{}, csrf.Factory{}).WithRouteConfig(&csrfv3.CsrfPolicy{}),
 		extension.Of(decompressor.Name, HTTPFilters, &decompressorv3.Decompressor{}, decompressor.Factory{}),
 		extension.Of(extauthz.Name, HTTPFilters, &extauthzv3.ExtAuthz{}, extauthz.Factory{}).WithRouteConfig(&extauthzv3.ExtAuthzPerRoute{}),
 		extension.Of(fault.Name, HTTPFilters, &faultv3.HTTPFault{}, fault.Factory{}).WithRouteConfig(&faultv3.HTTPFault{}),
 		extension.Of(grpcweb.Name, HTTPFilters, &grpcwebv3.GrpcWeb{}, grpcweb.Factory{}),
+		extension.Of(headermutation.Name, HTTPFilters, &headermutationv3.HeaderMutation{}, headermutation.Factory{}).WithRouteConfig(&headermutationv3.HeaderMutationPerRoute{}),
+		extension.Of(headertometadata.Name, HTTPFilters, &headertometadatav3.Config{}, headertometadata.Factory{}).WithRouteConfig(&headertometadatav3.Config{}),
 		extension.Of(healthcheck.Name, HTTPFilters, &healthcheckv3.HealthCheck{}, healthcheck.Factory{}),
 		extension.Of(jwtauthn.Name, HTTPFilters, &jwtauthnv3.JwtAuthentication{}, jwtauthn.Factory{}).WithRouteConfig(&jwtauthnv3.PerRouteConfig{}),
 		extension.Of(localratelimit.Name, HTTPFilters, &lrlv3.LocalRateLimit{}, localratelimit.Factory{}).WithRouteConfig(&lrlv3.LocalRateLimit{}),
 		extension.Of(httprbac.Name, HTTPFilters, &httprbacv3.RBAC{}, httprbac.Factory{}).WithRouteConfig(&httprbacv3.RBACPerRoute{}),
 		extension.Of(router.Name, HTTPFilters, &routerv3.Router{}, router.Factory{}),
+		extension.Of(setmetadata.Name, HTTPFilters, &setmetadatav3.Config{}, setmetadata.Factory{}),
 		extension.Of(httptap.Name, HTTPFilters, &taphttpv3.Tap{}, httptap.Factory{}),
 
 		extension.Of(originaldst.Name, ListenerFilters, &originaldstv3.OriginalDst{}, originaldst.Factory{}),
@@ -150,6 +169,8 @@ func Registry() *extension.Registry {
 		extension.Of(tlsinspector.Name, ListenerFilters, &tlsinspectorv3.TlsInspector{}, tlsinspector.Factory{}),
 
 		extension.Of(connectionlimit.Name, NetworkFilters, &connlimitv3.ConnectionLimit{}, connectionlimit.Factory{}),
+		extension.Of(directresponse.Name, NetworkFilters, &drv3.Config{}, directresponse.Factory{}),
+		extension.Of(echo.Name, NetworkFilters, &echov3.Echo{}, echo.Factory{}),
 		extension.Of("proxy.filters.network.http_connection_manager", NetworkFilters, &hcmv3.HttpConnectionManager{}, nil),
 		extension.Of(netlocalratelimit.Name, NetworkFilters, &netlrlv3.LocalRateLimit{}, netlocalratelimit.Factory{}),
 		extension.Of(netrbac.Name, NetworkFilters, &netrbacv3.RBAC{}, netrbac.Factory{}),

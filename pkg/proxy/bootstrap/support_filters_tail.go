@@ -1,0 +1,54 @@
+package bootstrap
+
+import "google.golang.org/protobuf/reflect/protoreflect"
+
+// supportedFiltersTail lists the fields of the small HTTP and network
+// filters of the long tail (header_mutation, set_metadata,
+// header_to_metadata, buffer, csrf, direct_response, echo), one filter
+// after the other.
+var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
+	// envoy.filters.http.header_mutation (query parameter and trailer
+	// mutations, remove_on_match and formatters are refused).
+	"envoy.extensions.filters.http.header_mutation.v3.HeaderMutation.mutations":                           {},
+	"envoy.extensions.filters.http.header_mutation.v3.HeaderMutation.most_specific_header_mutations_wins": {},
+	"envoy.extensions.filters.http.header_mutation.v3.HeaderMutationPerRoute.mutations":                   {},
+	"envoy.extensions.filters.http.header_mutation.v3.Mutations.request_mutations":                        {},
+	"envoy.extensions.filters.http.header_mutation.v3.Mutations.response_mutations":                       {},
+
+	// envoy.filters.http.set_metadata (typed_value is refused).
+	"envoy.extensions.filters.http.set_metadata.v3.Config.metadata_namespace":   {},
+	"envoy.extensions.filters.http.set_metadata.v3.Config.value":                {},
+	"envoy.extensions.filters.http.set_metadata.v3.Config.metadata":             {},
+	"envoy.extensions.filters.http.set_metadata.v3.Metadata.metadata_namespace": {},
+	"envoy.extensions.filters.http.set_metadata.v3.Metadata.allow_overwrite":    {},
+	"envoy.extensions.filters.http.set_metadata.v3.Metadata.value":              {},
+
+	// envoy.filters.http.header_to_metadata (cookie and stat_prefix are
+	// refused).
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.request_rules":                    {},
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.response_rules":                   {},
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.Rule.header":                      {},
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.Rule.on_header_present":           {},
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.Rule.on_header_missing":           {},
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.Rule.remove":                      {},
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.KeyValuePair.metadata_namespace":  {},
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.KeyValuePair.key":                 {},
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.KeyValuePair.value":               {},
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.KeyValuePair.regex_value_rewrite": {},
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.KeyValuePair.type":                {},
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.KeyValuePair.encode":              {},
+
+	// envoy.filters.http.buffer.
+	"envoy.extensions.filters.http.buffer.v3.Buffer.max_request_bytes": {},
+	"envoy.extensions.filters.http.buffer.v3.BufferPerRoute.disabled":  {},
+	"envoy.extensions.filters.http.buffer.v3.BufferPerRoute.buffer":    {},
+
+	// envoy.filters.http.csrf.
+	"envoy.extensions.filters.http.csrf.v3.CsrfPolicy.filter_enabled":     {},
+	"envoy.extensions.filters.http.csrf.v3.CsrfPolicy.shadow_enabled":     {},
+	"envoy.extensions.filters.http.csrf.v3.CsrfPolicy.additional_origins": {},
+
+	// envoy.filters.network.direct_response (envoy.filters.network.echo
+	// has no field).
+	"envoy.extensions.filters.network.direct_response.v3.Config.response": {},
+}

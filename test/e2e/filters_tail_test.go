@@ -1,0 +1,326 @@
+package e2e
+
+import (
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// echoHeadersUpstream is an upstream that answers with the request's
+// headers as a JSON object (first value of each) and a server header.
+func echoHeadersUpstream() string {
+	GinkgoHelper()
+	return httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen := map[string]string{}
+		for k, v := range r.Header {
+			seen[http.CanonicalHeaderKey(k)] = v[0]
+		}
+		w.Header().Set("x-upstream-secret", "s")
+		_ = json.NewEncoder(w).Encode(seen)
+	}), false)
+}
+
+// tailSeen decodes the echoHeadersUpstream answer.
+func tailSeen(r Response) map[string]string {
+	GinkgoHelper()
+	var seen map[string]string
+	Expect(json.Unmarshal([]byte(r.Body), &seen)).To(Succeed(), r.Body)
+	return seen
+}
+
+const headerMutationType = "type.googleapis.com/envoy.extensions.filters.http.header_mutation.v3.HeaderMutation"
+
+// headerMutationSpec is a listener on port with the header mutation
+// filter (its own mutations) in front of up; the /route routes carry a
+// HeaderMutationPerRoute, and the virtual host one of its own.
+func headerMutationSpec(port int, up, own string) string {
+	GinkgoHelper()
+	perRoute := func(level string) string {
+		return `{envoy.filters.http.header_mutation: ` + withType(
+			"type.googleapis.com/envoy.extensions.filters.http.header_mutation.v3.HeaderMutationPerRoute",
+			`{mutations: {request_mutations: [{append: {header: {key: x-level, value: `+level+`}, append_action: OVERWRITE_IF_EXISTS_OR_ADD}}],
+			  response_mutations: [{append: {header: {key: x-resp-level, value: `+level+`}}}]}}`) + `}`
+	}
+	return proxySpec{
+		Port:        port,
+		HCM:         "{stat_prefix: web}",
+		VirtualHost: `{typed_per_filter_config: ` + perRoute("vhost") + `}`,
+		Routes: `[{match: {prefix: /route}, route: {cluster: up}, typed_per_filter_config: ` + perRoute("route") + `},
+			{match: {prefix: /}, route: {cluster: up}}]`,
+		Filters:  "[" + httpFilter("envoy.filters.http.header_mutation", headerMutationType, own) + "]",
+		Clusters: []proxyCluster{{Name: "up", Port: portNum(echoHeadersUpstream())}},
+	}.YAML()
+}
+
+var _ = Describe("The header mutation filter", func() {
+	plain := &http.Client{Timeout: 5 * time.Second}
+
+	It("edits request and response headers in order, then applies the per-route mutations", func() {
+		port := freePort()
+		Start(newDir(), headerMutationSpec(port, "", `{mutations: {
+			request_mutations: [{remove: x-secret}, {append: {header: {key: x-added, value: one}}}, {append: {header: {key: x-level, value: filter}}}],
+			response_mutations: [{remove: x-upstream-secret}, {append: {header: {key: x-resp-added, value: "yes"}}}]}}`))
+		h := http.Header{"X-Secret": {"s"}}
+		r := httpDo(plain, "GET", listenerURL(port, "/route/a"), nil, h)
+		Expect(r.Status).To(Equal(200))
+		seen := tailSeen(r)
+		Expect(seen).NotTo(HaveKey("X-Secret"))
+		Expect(seen).To(HaveKeyWithValue("X-Added", "one"))
+		// Envoy's default order runs the most specific first: the virtual
+		// host's mutation overwrites the route's.
+		Expect(seen).To(HaveKeyWithValue("X-Level", "vhost"))
+		Expect(r.Header).NotTo(HaveKey("X-Upstream-Secret"))
+		Expect(r.Header.Get("X-Resp-Added")).To(Equal("yes"))
+		Expect(r.Header.Values("X-Resp-Level")).To(ConsistOf("route", "vhost"))
+
+		r = httpDo(plain, "GET", listenerURL(port, "/other"), nil, nil)
+		Expect(tailSeen(r)).To(HaveKeyWithValue("X-Level", "vhost"))
+	})
+
+	It("lets the most specific per-route mutation win when asked", func() {
+		port := freePort()
+		Start(newDir(), headerMutationSpec(port, "", `{most_specific_header_mutations_wins: true}`))
+		r := httpDo(plain, "GET", listenerURL(port, "/route/a"), nil, nil)
+		Expect(tailSeen(r)).To(HaveKeyWithValue("X-Level", "route"))
+	})
+
+	It("refuses what it does not implement, with the field path", func() {
+		for own, path := range map[string]string{
+			`{mutations: {query_parameter_mutations: [{remove: a}]}}`:                             "mutations.query_parameter_mutations: not supported",
+			`{mutations: {request_mutations: [{append: {header: {key: x, value: "%REQ(y)%"}}}]}}`: "mutations.request_mutations[0].append.header.value",
+			`{mutations: {response_trailers_mutations: [{remove: a}]}}`:                           "mutations.response_trailers_mutations: not supported",
+		} {
+			r, _ := validate("b.yaml", headerMutationSpec(freePort(), "", own))
+			Expect(r.ExitCode).To(Equal(1), own)
+			Expect(r.Stderr).To(ContainSubstring(path))
+		}
+	})
+})
+
+// tailLogSpec is a listener on port with the filters (a YAML flow
+// list of httpFilter entries) in front of an upstream, and a stdout
+// access log with the line format.
+func tailLogSpec(port int, filters, format string) string {
+	GinkgoHelper()
+	return proxySpec{
+		Port: port,
+		HCM: `{stat_prefix: web, access_log: [{name: out, typed_config: {"@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog,
+			log_format: {text_format_source: {inline_string: "` + format + `\n"}}}}]}`,
+		Filters:  filters,
+		Clusters: []proxyCluster{{Name: "up", Port: portNum(echoHeadersUpstream())}},
+	}.YAML()
+}
+
+const setMetadataType = "type.googleapis.com/envoy.extensions.filters.http.set_metadata.v3.Config"
+
+var _ = Describe("The set metadata filter", func() {
+	plain := &http.Client{Timeout: 5 * time.Second}
+
+	It("writes dynamic metadata the access log shows, merging only with allow_overwrite", func() {
+		port := freePort()
+		sc := Start(newDir(), tailLogSpec(port, "["+
+			httpFilter("envoy.filters.http.set_metadata", setMetadataType, `{metadata: [
+				{metadata_namespace: team.info, value: {owner: payments, tags: [a], deep: {x: "1"}}},
+				{metadata_namespace: team.info, value: {owner: ignored}},
+				{metadata_namespace: team.info, allow_overwrite: true, value: {tags: [b], deep: {z: "2"}}}]}`)+"]",
+			"SM owner=%DYNAMIC_METADATA(team.info:owner)% tags=%DYNAMIC_METADATA(team.info:tags)% deep=%DYNAMIC_METADATA(team.info:deep)%"),
+			"--file-flush-interval-msec", "50")
+		r := httpDo(plain, "GET", listenerURL(port, "/"), nil, nil)
+		Expect(r.Status).To(Equal(200))
+		Eventually(sc.Stdout).Should(ContainSubstring(`SM owner=payments tags=["a","b"] deep={"x":"1","z":"2"}` + "\n"))
+		Expect(httpStat(sc, "http.web.set_metadata.overwrite_denied")).To(Equal("1"))
+	})
+
+	It("refuses typed metadata, with the field path", func() {
+		r, _ := validate("b.yaml", tailLogSpec(freePort(), "["+httpFilter("envoy.filters.http.set_metadata", setMetadataType,
+			`{metadata: [{metadata_namespace: a, typed_value: {"@type": type.googleapis.com/google.protobuf.Empty}}]}`)+"]", "x"))
+		Expect(r.ExitCode).To(Equal(1))
+		Expect(r.Stderr).To(ContainSubstring("typed_value"))
+	})
+})
+
+const headerToMetadataType = "type.googleapis.com/envoy.extensions.filters.http.header_to_metadata.v3.Config"
+
+var _ = Describe("The header-to-metadata filter", func() {
+	plain := &http.Client{Timeout: 5 * time.Second}
+
+	It("turns request and response headers into dynamic metadata, removing them when asked", func() {
+		port := freePort()
+		sc := Start(newDir(), tailLogSpec(port, "["+
+			httpFilter("envoy.filters.http.header_to_metadata", headerToMetadataType, `{
+				request_rules: [
+				  {header: x-version, remove: true, on_header_present: {metadata_namespace: lb, key: version},
+				   on_header_missing: {metadata_namespace: lb, key: version, value: stable}},
+				  {header: x-tenant-path, on_header_present: {metadata_namespace: lb, key: tenant,
+				   regex_value_rewrite: {pattern: {regex: "^/([a-z]+)/.*$"}, substitution: "\\1"}}},
+				  {header: x-weight, on_header_present: {metadata_namespace: lb, key: weight, type: NUMBER}}],
+				response_rules: [{header: x-upstream-secret, remove: true, on_header_present: {metadata_namespace: resp, key: secret}}]}`)+"]",
+			"HM version=%DYNAMIC_METADATA(lb:version)% tenant=%DYNAMIC_METADATA(lb:tenant)% weight=%DYNAMIC_METADATA(lb:weight)% secret=%DYNAMIC_METADATA(resp:secret)%"),
+			"--file-flush-interval-msec", "50")
+		r := httpDo(plain, "GET", listenerURL(port, "/"), nil, http.Header{"X-Version": {"v2"}, "X-Tenant-Path": {"/acme/orders"}, "X-Weight": {"7"}})
+		Expect(r.Status).To(Equal(200))
+		Expect(tailSeen(r)).NotTo(HaveKey("X-Version"), "the rule removes the header before the upstream")
+		Expect(tailSeen(r)).To(HaveKeyWithValue("X-Tenant-Path", "/acme/orders"))
+		Expect(r.Header).NotTo(HaveKey("X-Upstream-Secret"))
+		Eventually(sc.Stdout).Should(ContainSubstring("HM version=v2 tenant=acme weight=7 secret=s\n"))
+
+		r = httpDo(plain, "GET", listenerURL(port, "/"), nil, nil)
+		Expect(r.Status).To(Equal(200))
+		Eventually(sc.Stdout).Should(ContainSubstring("HM version=stable tenant=- weight=- secret=s\n"))
+	})
+
+	It("refuses cookie rules, with the field path", func() {
+		r, _ := validate("b.yaml", tailLogSpec(freePort(), "["+httpFilter("envoy.filters.http.header_to_metadata", headerToMetadataType,
+			`{request_rules: [{cookie: session, on_header_present: {key: s}}]}`)+"]", "x"))
+		Expect(r.ExitCode).To(Equal(1))
+		Expect(r.Stderr).To(ContainSubstring("request_rules[0].cookie: not supported"))
+	})
+})
+
+var _ = Describe("The buffer filter", func() {
+	plain := &http.Client{Timeout: 5 * time.Second}
+
+	It("forwards bodies within max_request_bytes, answers 413 past it, and follows BufferPerRoute", func() {
+		port := freePort()
+		perRoute := func(fields string) string {
+			return `{envoy.filters.http.buffer: ` + withType("type.googleapis.com/envoy.extensions.filters.http.buffer.v3.BufferPerRoute", fields) + `}`
+		}
+		var got atomic.Int64
+		up := httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			got.Store(int64(len(b)))
+			_, _ = io.WriteString(w, "ok")
+		}), false)
+		Start(newDir(), proxySpec{
+			Port: port,
+			HCM:  "{stat_prefix: web}",
+			Routes: `[{match: {prefix: /off}, route: {cluster: up}, typed_per_filter_config: ` + perRoute(`{disabled: true}`) + `},
+				{match: {prefix: /big}, route: {cluster: up}, typed_per_filter_config: ` + perRoute(`{buffer: {max_request_bytes: 100000}}`) + `},
+				{match: {prefix: /}, route: {cluster: up}}]`,
+			Filters:  "[" + httpFilter("envoy.filters.http.buffer", "type.googleapis.com/envoy.extensions.filters.http.buffer.v3.Buffer", `{max_request_bytes: 1024}`) + "]",
+			Clusters: []proxyCluster{{Name: "up", Port: portNum(up)}},
+		}.YAML())
+		post := func(path string, n int) Response {
+			GinkgoHelper()
+			return httpDo(plain, "POST", listenerURL(port, path), strings.NewReader(strings.Repeat("x", n)), nil)
+		}
+		r := post("/", 1000)
+		Expect(r.Status).To(Equal(200))
+		Expect(got.Load()).To(Equal(int64(1000)))
+
+		r = post("/", 5000)
+		Expect(r.Status).To(Equal(413))
+		Expect(r.Body).To(Equal("Payload Too Large"))
+
+		got.Store(0)
+		Expect(post("/off", 5000).Status).To(Equal(200))
+		Expect(got.Load()).To(Equal(int64(5000)))
+		Expect(post("/big", 50000).Status).To(Equal(200))
+		Expect(got.Load()).To(Equal(int64(50000)))
+	})
+
+	It("refuses a Buffer without max_request_bytes, with the field path", func() {
+		r, _ := validate("b.yaml", tailLogSpec(freePort(), "["+httpFilter("envoy.filters.http.buffer",
+			"type.googleapis.com/envoy.extensions.filters.http.buffer.v3.Buffer", `{}`)+"]", "x"))
+		Expect(r.ExitCode).To(Equal(1))
+		Expect(r.Stderr).To(ContainSubstring("http_filters[0].typed_config.max_request_bytes: value is required"))
+	})
+})
+
+var _ = Describe("The CSRF filter", func() {
+	plain := &http.Client{Timeout: 5 * time.Second}
+
+	It("answers 403 Invalid origin to state-changing requests from other origins, counts, and follows the route's policy", func() {
+		port := freePort()
+		shadow := `{envoy.filters.http.csrf: ` + withType("type.googleapis.com/envoy.extensions.filters.http.csrf.v3.CsrfPolicy",
+			`{filter_enabled: {default_value: {numerator: 0}}, shadow_enabled: {default_value: {numerator: 100}}}`) + `}`
+		sc := Start(newDir(), proxySpec{
+			Port:   port,
+			HCM:    "{stat_prefix: web}",
+			Routes: `[{match: {prefix: /shadow}, route: {cluster: up}, typed_per_filter_config: ` + shadow + `}, {match: {prefix: /}, route: {cluster: up}}]`,
+			Filters: "[" + httpFilter("envoy.filters.http.csrf", "type.googleapis.com/envoy.extensions.filters.http.csrf.v3.CsrfPolicy",
+				`{filter_enabled: {default_value: {numerator: 100}}, additional_origins: [{exact: partner.example}]}`) + "]",
+			Clusters: []proxyCluster{{Name: "up", Port: portNum(echoHeadersUpstream())}},
+		}.YAML())
+		self := "127.0.0.1:" + strconv.Itoa(port)
+		post := func(path string, header ...string) Response {
+			GinkgoHelper()
+			h := http.Header{}
+			for i := 0; i+1 < len(header); i += 2 {
+				h.Set(header[i], header[i+1])
+			}
+			return httpDo(plain, "POST", listenerURL(port, path), strings.NewReader("x"), h)
+		}
+		Expect(post("/", "Origin", "http://"+self).Status).To(Equal(200))
+		Expect(post("/", "Referer", "http://"+self+"/form").Status).To(Equal(200))
+		Expect(post("/", "Origin", "https://partner.example").Status).To(Equal(200))
+		r := post("/", "Origin", "https://evil.example")
+		Expect(r.Status).To(Equal(403))
+		Expect(r.Body).To(Equal("Invalid origin"))
+		Expect(post("/").Status).To(Equal(403))
+		Expect(httpDo(plain, "GET", listenerURL(port, "/"), nil, http.Header{"Origin": {"https://evil.example"}}).Status).To(Equal(200))
+		Expect(post("/shadow", "Origin", "https://evil.example").Status).To(Equal(200), "shadow mode only counts")
+
+		Expect(httpStat(sc, "http.web.csrf.request_valid")).To(Equal("3"))
+		Expect(httpStat(sc, "http.web.csrf.request_invalid")).To(Equal("3"))
+		Expect(httpStat(sc, "http.web.csrf.missing_source_origin")).To(Equal("1"))
+	})
+})
+
+var _ = Describe("The echo and direct_response network filters", func() {
+	dial := func(port int) net.Conn {
+		GinkgoHelper()
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), 5*time.Second)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(c.Close)
+		Expect(c.SetDeadline(time.Now().Add(10 * time.Second))).To(Succeed())
+		return c
+	}
+
+	It("echoes what the client sends until it closes", func() {
+		port := freePort()
+		Start(newDir(), limitsBootstrap(port, []string{`{name: envoy.filters.network.echo, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.echo.v3.Echo}}`}))
+		c := dial(port)
+		expectEcho(c)
+		big := strings.Repeat("0123456789", 20000)
+		go func() { _, _ = c.Write([]byte(big)) }()
+		b := make([]byte, len(big))
+		_, err := io.ReadFull(c, b)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(b)).To(Equal(big))
+		Expect(c.(*net.TCPConn).CloseWrite()).To(Succeed())
+		rest, err := io.ReadAll(c)
+		Expect(err).NotTo(HaveOccurred(), "the filter closes once the client is done")
+		Expect(rest).To(BeEmpty())
+	})
+
+	It("writes the configured response to each connection, then closes it", func() {
+		dir := newDir()
+		file := filepath.Join(dir, "banner.txt")
+		Expect(os.WriteFile(file, []byte("from a file\n"), 0o600)).To(Succeed())
+		inline, fromFile := freePort(), freePort()
+		Start(dir, limitsBootstrap(inline, []string{`{name: envoy.filters.network.direct_response, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.direct_response.v3.Config, response: {inline_string: "hello\n"}}}`}))
+		Start(newDir(), limitsBootstrap(fromFile, []string{`{name: envoy.filters.network.direct_response, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.direct_response.v3.Config, response: {filename: ` + file + `}}}`}))
+		for port, want := range map[int]string{inline: "hello\n", fromFile: "from a file\n"} {
+			got, err := io.ReadAll(dial(port))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(got)).To(Equal(want))
+		}
+	})
+
+	It("refuses a response file that cannot be read, with the field path", func() {
+		r, _ := validate("b.yaml", limitsBootstrap(freePort(), []string{`{name: envoy.filters.network.direct_response, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.direct_response.v3.Config, response: {filename: /nonexistent/banner}}}`}))
+		Expect(r.ExitCode).To(Equal(1))
+		Expect(r.Stderr).To(ContainSubstring("typed_config.response.filename: "))
+	})
+})
