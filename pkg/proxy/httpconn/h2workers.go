@@ -3,8 +3,10 @@ package httpconn
 import "sync"
 
 // maxIdleStreamWorkers bounds the stream goroutines an HTTP/2 connection
-// keeps waiting for its next stream.
-const maxIdleStreamWorkers = 16
+// keeps waiting for its next stream: enough for a client's usual batch of
+// streams in flight, few enough that an idle connection holds little
+// (a waiting goroutine's stack, which the garbage collector shrinks).
+const maxIdleStreamWorkers = 8
 
 // h2Workers reuses an HTTP/2 connection's stream goroutines. A stream's
 // request path (filters, routing, the upstream exchange) needs more stack
