@@ -41,9 +41,9 @@ func (s *stream) disarmReset() {
 // lazyResetCtx is the context under which an HTTP/2 client's request gets
 // an HTTP/1.1 upstream connection: its parent's, which the stream's reset
 // also ends. The derived context, and the cancel func a reset calls, are
-// made only once the pool looks at Done or Err, which it does only when
-// the request has to dial or wait pending: a request served by an idle
-// connection, the common case, costs no allocation.
+// made only once the pool looks at the context at all, which it does only
+// when the request has to dial or wait pending: a request served by an
+// idle connection, the common case, costs no allocation.
 //
 // It lives in the stream and is valid from start to end; the pool keeps
 // no context past its return. Looked at after end, it reads as
@@ -93,8 +93,8 @@ func (c *lazyResetCtx) derived() context.Context {
 	return c.ctx
 }
 
-// Deadline is the parent's: a reset adds none.
-func (c *lazyResetCtx) Deadline() (time.Time, bool) { return c.parentCtx().Deadline() }
+// Deadline is the derived context's (the parent's: a reset adds none).
+func (c *lazyResetCtx) Deadline() (time.Time, bool) { return c.derived().Deadline() }
 
 // Done is the derived context's.
 func (c *lazyResetCtx) Done() <-chan struct{} { return c.derived().Done() }
@@ -102,12 +102,6 @@ func (c *lazyResetCtx) Done() <-chan struct{} { return c.derived().Done() }
 // Err is the derived context's.
 func (c *lazyResetCtx) Err() error { return c.derived().Err() }
 
-// Value is the parent's.
-func (c *lazyResetCtx) Value(key any) any { return c.parentCtx().Value(key) }
-
-// parentCtx reads the parent under the lock.
-func (c *lazyResetCtx) parentCtx() context.Context {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.parent
-}
+// Value is the derived context's, so that context.Cause and the context
+// package's own lookups see the derived context rather than the parent.
+func (c *lazyResetCtx) Value(key any) any { return c.derived().Value(key) }
