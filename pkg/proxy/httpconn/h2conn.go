@@ -52,6 +52,9 @@ type h2Conn struct {
 	// back to the client.
 	recvUnacked int64
 
+	// workers run the streams.
+	workers h2Workers
+
 	// writer state: kick wakes the writer; done is closed when it exits.
 	kick chan struct{}
 	done chan struct{}
@@ -138,6 +141,7 @@ func (c *serverConn) serveHTTP2() {
 		highWater: connBufferLimit(c.nc),
 	}
 	h.guard = h2Guard{lim: &c.m.cfg.h2, stats: h.stats}
+	h.workers.init()
 	h.dec = hpack.NewDecoder(4096, h.emit)
 	h.dec.SetMaxStringLength(c.m.cfg.maxRequestHeadersBytes)
 	c.setH2(h)
@@ -291,7 +295,8 @@ func (h *h2Conn) moreInput() bool {
 	return h.resetsSeen && inputPending(h.c.nc)
 }
 
-// dispatch starts the pending streams, each in a goroutine of its own.
+// dispatch starts the pending streams, each in a goroutine of its own
+// (a reused one: see h2Workers).
 // A stream the client reset meanwhile only accounts for itself (see
 // h2Stream.run): it reaches no upstream.
 func (h *h2Conn) dispatch() {
@@ -304,7 +309,7 @@ func (h *h2Conn) dispatch() {
 			st.run()
 			continue
 		}
-		go st.run()
+		h.workers.start(st)
 	}
 	h.pending = h.pending[:0]
 }
@@ -1160,6 +1165,7 @@ func (h *h2Conn) finish(err error) {
 	}
 	h.pending = nil
 	h.wg.Wait()
+	h.workers.stop()
 	h.mu.Lock()
 	h.closed = true
 	h.mu.Unlock()

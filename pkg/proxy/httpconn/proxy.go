@@ -305,8 +305,12 @@ func (s *stream) idleTimeout() time.Duration {
 func (s *stream) forwardHTTP1(cl UpstreamCluster, host *upstream.Host) (retry bool) {
 	ctx, cancel := s.connectContext()
 	defer cancel()
-	ctx, stop := s.cancelOnReset(ctx)
-	defer stop()
+	if s.conn == nil {
+		// An HTTP/2 client's reset ends the wait for a connection; what
+		// that costs is paid only if the request has to wait or dial.
+		ctx = s.resetCtx.start(s, ctx)
+		defer s.resetCtx.end()
+	}
 	// A request waiting for a connection (the circuit breakers keep one
 	// from opening) waits no longer than its route timeout, which runs
 	// from the end of the request: from now for one without a body.

@@ -27,13 +27,21 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) (retry bo
 	// request a connection within the round trip.
 	now := time.Now()
 	s.armUpstreamDuration(cl, now)
+	// One derived context carries both the deadline and what an HTTP/2
+	// client's reset cancels.
+	var cancel context.CancelFunc
 	if d := earliest(s.routeDeadline(now), s.durationLimit()); !d.IsZero() {
-		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, d)
-		defer cancel()
+	} else if s.conn == nil {
+		ctx, cancel = context.WithCancel(ctx)
 	}
-	ctx, stop := s.cancelOnReset(ctx)
-	defer stop()
+	if cancel != nil {
+		s.armReset(cancel)
+		defer func() {
+			s.disarmReset()
+			cancel()
+		}()
+	}
 	ctx, timers := s.startTryTimers(ctx, now)
 	defer timers.stop(s)
 	if s.expect100 {
@@ -97,25 +105,6 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) (retry bo
 	}()
 	s.relayHTTP2(cl, ctx, resp, sent, body)
 	return false
-}
-
-// cancelOnReset returns a context derived from ctx that an HTTP/2
-// client's reset of the stream cancels, so that the upstream exchange (or
-// its wait for a connection) stops; stop ends it. An HTTP/1 client's
-// stream has no reset: ctx comes back as it is.
-func (s *stream) cancelOnReset(ctx context.Context) (_ context.Context, stop func()) {
-	if s.conn != nil {
-		return ctx, func() {}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	s.upCancel.Store(&cancel)
-	if s.peerReset.Load() {
-		cancel()
-	}
-	return ctx, func() {
-		s.upCancel.Store(nil)
-		cancel()
-	}
 }
 
 // relayHTTP2 relays an HTTP/2 upstream's response, whose head came, to the

@@ -24,15 +24,22 @@ import (
 // the wait for the answer's head; the tunnel then runs under the stream
 // idle timeout, its bytes in the stream's DATA frames both ways.
 func (s *stream) upgradeHTTP2(cl UpstreamCluster, host *upstream.Host) {
-	ctx, stop := s.cancelOnReset(s.m.ctx)
-	defer stop()
 	// The stream's maximum durations, the cluster's counted from here,
-	// bound the whole exchange, tunnel included.
+	// bound the whole exchange, tunnel included; an HTTP/2 client's reset
+	// ends it too.
 	s.armUpstreamDuration(cl, time.Now())
+	ctx, cancel := s.m.ctx, context.CancelFunc(nil)
 	if d := s.durationLimit(); !d.IsZero() {
-		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, d)
-		defer cancel()
+	} else if s.conn == nil {
+		ctx, cancel = context.WithCancel(ctx)
+	}
+	if cancel != nil {
+		s.armReset(cancel)
+		defer func() {
+			s.disarmReset()
+			cancel()
+		}()
 	}
 	sent := time.Now()
 	st, err := upstream.OpenH2Stream(ctx, cl, host, s.upgradeRequestHTTP2(), s.rqTimeout)

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -151,10 +152,15 @@ type stream struct {
 	// buffers it reads from must then not be recycled.
 	leaked bool
 	// upstream is the HTTP/1 upstream connection of the exchange in
-	// flight and upCancel cancels an HTTP/2 one, so that a reset stream
-	// or a forced shutdown can interrupt them from another goroutine.
+	// flight and upCancel (guarded by upMu) cancels an HTTP/2 one, so
+	// that a reset stream or a forced shutdown can interrupt them from
+	// another goroutine (see armReset).
 	upstream atomic.Pointer[upstream.Conn]
-	upCancel atomic.Pointer[context.CancelFunc]
+	upMu     sync.Mutex
+	upCancel context.CancelFunc
+	// resetCtx is the context an HTTP/2 client's request waits for an
+	// HTTP/1.1 upstream connection under (see forwardHTTP1).
+	resetCtx lazyResetCtx
 	// peerReset: the HTTP/2 client reset the stream.
 	peerReset atomic.Bool
 	// wake, once a filter has slept, is the channel interrupt signals so
@@ -338,8 +344,11 @@ func (s *stream) interrupt() {
 	if uc := s.upstream.Load(); uc != nil {
 		_ = uc.SetDeadline(time.Unix(1, 0))
 	}
-	if cancel := s.upCancel.Load(); cancel != nil {
-		(*cancel)()
+	s.upMu.Lock()
+	cancel := s.upCancel
+	s.upMu.Unlock()
+	if cancel != nil {
+		cancel()
 	}
 	if w := s.wake.Load(); w != nil {
 		select {
