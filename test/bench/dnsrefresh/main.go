@@ -15,7 +15,6 @@
 package main
 
 import (
-	"bufio"
 	"cmp"
 	"errors"
 	"flag"
@@ -27,7 +26,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +33,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/outrigger-dev/outrigger/test/bench/benchkit"
 )
 
 func main() {
@@ -373,7 +373,7 @@ func twoPorts() (int, int, error) {
 func waitHosts(adminURL string, n int, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
-		if v, err := counter(adminURL, "cluster.svc.membership_total"); err == nil && v == n {
+		if v, err := benchkit.Counter(adminURL, "cluster.svc.membership_total"); err == nil && v == n {
 			if r, err := http.Get(adminURL + "/ready"); err == nil {
 				r.Body.Close()
 				if r.StatusCode == 200 {
@@ -390,29 +390,13 @@ func waitHosts(adminURL string, n int, limit time.Duration) error {
 func counters(adminURL string, names []string) ([]int, error) {
 	out := make([]int, len(names))
 	for i, n := range names {
-		v, err := counter(adminURL, n)
+		v, err := benchkit.Counter(adminURL, n)
 		if err != nil {
 			return nil, err
 		}
 		out[i] = v
 	}
 	return out, nil
-}
-
-// counter reads one stat from /stats?filter=.
-func counter(adminURL, stat string) (int, error) {
-	r, err := http.Get(adminURL + "/stats?filter=^" + regexp.QuoteMeta(stat) + "$")
-	if err != nil {
-		return 0, err
-	}
-	defer r.Body.Close()
-	sc := bufio.NewScanner(r.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), stat+": "); ok {
-			return strconv.Atoi(v)
-		}
-	}
-	return 0, fmt.Errorf("stat %s not found", stat)
 }
 
 // load runs conns keep-alive clients in a closed loop for dur and returns

@@ -39,6 +39,8 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/outrigger-dev/outrigger/test/bench/benchkit"
 )
 
 func main() {
@@ -194,7 +196,7 @@ func run(sidecar string, phase time.Duration, attackers int) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	port, err := freePort()
+	port, err := benchkit.FreePort()
 	if err != nil {
 		return err
 	}
@@ -237,7 +239,7 @@ func run(sidecar string, phase time.Duration, attackers int) error {
 		quiet.cpu*100, mib(quiet.rssBefore), mib(quiet.rssPeak-quiet.rssBefore), quiet.n, us(quiet.p50), us(quiet.p99))
 	// The control: the empty DATA attack against a sink sharing the
 	// sidecar's CPU, which does nothing with it.
-	sinkPort, err := freePort()
+	sinkPort, err := benchkit.FreePort()
 	if err != nil {
 		return err
 	}
@@ -477,15 +479,6 @@ static_resources:
       - lb_endpoints:
         - endpoint: {address: {socket_address: {address: %s, port_value: %s}}}
 `, port, host, upPort)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func waitPort(addr string, within time.Duration) error {

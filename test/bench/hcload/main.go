@@ -19,11 +19,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/outrigger-dev/outrigger/test/bench/benchkit"
 )
 
 // clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat times.
@@ -118,7 +119,7 @@ func serve(n int) ([]int, func(), error) {
 // measure runs one sidecar and returns its CPU use over the window, as a
 // percentage of one core, and the health checks it made meanwhile.
 func measure(sidecar, dir string, ports []int, hc bool, dur time.Duration, profile string) (float64, float64, error) {
-	admin, err := freePort()
+	admin, err := benchkit.FreePort()
 	if err != nil {
 		return 0, 0, err
 	}
@@ -152,7 +153,7 @@ func measure(sidecar, dir string, ports []int, hc bool, dur time.Duration, profi
 	if err != nil {
 		return 0, 0, err
 	}
-	a0, _ := counter(adminURL, "cluster.svc.health_check.attempt")
+	a0, _ := benchkit.Counter(adminURL, "cluster.svc.health_check.attempt")
 	if profile != "" {
 		if err := post(adminURL + "/cpuprofiler?enable=y"); err != nil {
 			return 0, 0, err
@@ -170,7 +171,7 @@ func measure(sidecar, dir string, ports []int, hc bool, dur time.Duration, profi
 		return 0, 0, err
 	}
 	elapsed := time.Since(start)
-	a1, _ := counter(adminURL, "cluster.svc.health_check.attempt")
+	a1, _ := benchkit.Counter(adminURL, "cluster.svc.health_check.attempt")
 	cpu := float64(t1-t0) / clockTicks / elapsed.Seconds() * 100
 	return cpu, float64(a1 - a0), nil
 }
@@ -255,33 +256,6 @@ func cpuTicks(pid int) (int64, error) {
 		return 0, err
 	}
 	return utime + stime, nil
-}
-
-// counter reads one stat from /stats.
-func counter(adminURL, stat string) (int, error) {
-	r, err := http.Get(adminURL + "/stats?filter=^" + regexp.QuoteMeta(stat) + "$")
-	if err != nil {
-		return 0, err
-	}
-	defer r.Body.Close()
-	b, err := io.ReadAll(r.Body)
-	if err != nil {
-		return 0, err
-	}
-	v, ok := strings.CutPrefix(strings.TrimSpace(string(b)), stat+": ")
-	if !ok {
-		return 0, fmt.Errorf("%s not in /stats", stat)
-	}
-	return strconv.Atoi(v)
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 func median(v []float64) float64 {

@@ -23,6 +23,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/outrigger-dev/outrigger/test/bench/benchkit"
 )
 
 func main() {
@@ -82,7 +84,7 @@ func run(sidecar string, dur time.Duration, restarts int) error {
 	upSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })}
 	go func() { _ = upSrv.Serve(up) }()
 	defer upSrv.Close()
-	port, err := freePort()
+	port, err := benchkit.FreePort()
 	if err != nil {
 		return err
 	}
@@ -233,16 +235,6 @@ func (l *load) stop() result {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.res
-}
-
-// freePort returns a loopback port free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // waitServing waits until the listener answers.
