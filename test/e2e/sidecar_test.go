@@ -278,7 +278,7 @@ func stopProcess(session *gexec.Session) error {
 	session.Kill()
 	select {
 	case <-session.Exited:
-		return errors.New("the sidecar ignored SIGINT and had to be killed")
+		return errors.New("the sidecar had not exited after SIGINT and was killed (a request still in flight holds a clean shutdown for up to its 5 s grace: release held upstream requests in a cleanup registered after the sidecar started)")
 	case <-time.After(killTimeout):
 		return errors.New("the sidecar survived SIGKILL")
 	}
