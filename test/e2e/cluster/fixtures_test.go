@@ -368,7 +368,8 @@ func startProxy() *proxy {
 	return p
 }
 
-// start runs the sidecar and waits (at most 10 s) for its admin interface.
+// start runs the sidecar and waits (at most 20 s: the CI machine has two
+// busy cores) for its admin interface.
 func (p *proxy) start() {
 	p.mu.Lock()
 	out, err := os.OpenFile(p.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
@@ -389,9 +390,22 @@ func (p *proxy) start() {
 	p.cmd, p.done = cmd, done
 	p.mu.Unlock()
 	Eventually(func() error {
+		select {
+		case <-done:
+			return StopTrying("the sidecar exited")
+		default:
+		}
 		_, _, err := p.admin(http.MethodGet, "/ready")
 		return err
-	}).WithTimeout(10*time.Second).WithPolling(50*time.Millisecond).Should(Succeed(), "sidecar on %s did not start; log %s", p.ip, p.log)
+	}).WithTimeout(20*time.Second).WithPolling(50*time.Millisecond).Should(Succeed(), func() string {
+		// The log lives in the spec's temporary folder, which is gone by
+		// the time anyone reads the report: its end goes into the report.
+		b, _ := os.ReadFile(p.log)
+		if len(b) > 4096 {
+			b = b[len(b)-4096:]
+		}
+		return fmt.Sprintf("sidecar on %s did not start; the end of its log:\n%s", p.ip, b)
+	})
 }
 
 // stop ends the sidecar (SIGINT, its immediate clean shutdown, then SIGKILL
