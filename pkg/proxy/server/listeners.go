@@ -238,6 +238,7 @@ func (s *Server) buildNetworkFilter(f *listenerv3.Filter, drain *listener.Drain,
 		Runtime:    runtimeValues{s.runtime},
 		Shared:     s.shared,
 		State:      state,
+		OpenGRPC:   s.openGRPC,
 	})
 	if err != nil {
 		return nil, errors.Join(listener.PrefixErrors("typed_config.", err)...)
