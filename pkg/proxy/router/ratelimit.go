@@ -212,6 +212,7 @@ func compileRateLimitAction(a *routev3.RateLimit_Action) (rateLimitAction, error
 		act.meta = p
 		return act, nil
 	case *routev3.RateLimit_Action_DynamicMetadata:
+		//lint:ignore SA1019 Envoy still reads the deprecated dynamic_metadata action
 		m := s.DynamicMetadata
 		p, err := compileMetadataPath(m.GetMetadataKey())
 		if err != nil {

@@ -189,6 +189,7 @@ func compileOwnRateLimits(rls []*routev3.RateLimit) ([]*router.RateLimit, error)
 			return nil, fmt.Errorf("rate_limits[%d].limit: not supported in a filter's own rate_limits, as in Envoy", i)
 		}
 		for j, a := range rl.GetActions() {
+			//lint:ignore SA1019 Envoy still reads the deprecated dynamic_metadata action
 			if a.GetDynamicMetadata() != nil {
 				return nil, fmt.Errorf("rate_limits[%d].actions[%d].dynamic_metadata: not supported here (use metadata with source DYNAMIC)", i, j)
 			}
