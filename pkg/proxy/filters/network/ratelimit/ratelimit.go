@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strings"
 
@@ -58,7 +59,14 @@ type Filter struct {
 	active                                                     *stats.Gauge
 }
 
-var _ netfilter.ReadFilter = (*Filter)(nil)
+var (
+	_ netfilter.ReadFilter = (*Filter)(nil)
+	_ io.Closer            = (*Filter)(nil)
+)
+
+// Close implements io.Closer: the service's channel, once the filter's
+// connections are gone.
+func (f *Filter) Close() error { return f.client.Close() }
 
 // Compile implements netfilter.Factory. Errors name the field path below
 // typed_config.
