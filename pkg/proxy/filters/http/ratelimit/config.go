@@ -6,11 +6,9 @@ import (
 	"io"
 	"sync"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ratelimit/v3"
 
-	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/ratelimitservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
@@ -86,7 +84,8 @@ func (c *config) Close() error { return c.client.Close() }
 var _ io.Closer = (*config)(nil)
 
 // compile checks and compiles a RateLimit. Fields Outrigger does not
-// implement are refused by the support table, by path.
+// implement are refused with their path, by the support table (and
+// enable_retry_after_header here).
 func compile(p *rlv3.RateLimit, ctx httpfilter.Context) (*config, error) {
 	if ctx.Stats == nil {
 		return nil, errors.New("no stat store")
@@ -165,7 +164,7 @@ func compile(p *rlv3.RateLimit, ctx httpfilter.Context) (*config, error) {
 	}
 	var open ratelimitservice.Opener
 	if ctx.Services != nil {
-		open = func(gs *corev3.GrpcService) (*grpcservice.Channel, error) { return ctx.Services.OpenGRPC(gs) }
+		open = ctx.Services.OpenGRPC
 	}
 	if c.client, err = ratelimitservice.Open(p.GetRateLimitService(), p.GetTimeout(), open); err != nil {
 		return nil, err
