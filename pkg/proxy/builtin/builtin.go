@@ -29,6 +29,7 @@ import (
 	healthcheckv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/health_check/v3"
 	jwtauthnv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/jwt_authn/v3"
 	lrlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/local_ratelimit/v3"
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ratelimit/v3"
 	httprbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	setmetadatav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/set_metadata/v3"
@@ -41,6 +42,7 @@ import (
 	echov3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/echo/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	netlrlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/local_ratelimit/v3"
+	netratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/ratelimit/v3"
 	netrbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/rbac/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	metadatafmtv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/metadata/v3"
@@ -84,6 +86,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/healthcheck"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/jwtauthn"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/localratelimit"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/ratelimit"
 	httprbac "github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/rbac"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/setmetadata"
@@ -95,6 +98,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/directresponse"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/echo"
 	netlocalratelimit "github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/localratelimit"
+	netratelimit "github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/ratelimit"
 	netrbac "github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/rbac"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/tcpproxy"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
@@ -159,6 +163,7 @@ func Registry() *extension.Registry {
 		extension.Of(healthcheck.Name, HTTPFilters, &healthcheckv3.HealthCheck{}, healthcheck.Factory{}),
 		extension.Of(jwtauthn.Name, HTTPFilters, &jwtauthnv3.JwtAuthentication{}, jwtauthn.Factory{}).WithRouteConfig(&jwtauthnv3.PerRouteConfig{}),
 		extension.Of(localratelimit.Name, HTTPFilters, &lrlv3.LocalRateLimit{}, localratelimit.Factory{}).WithRouteConfig(&lrlv3.LocalRateLimit{}),
+		extension.Of(ratelimit.Name, HTTPFilters, &ratelimitv3.RateLimit{}, ratelimit.Factory{}).WithRouteConfig(&ratelimitv3.RateLimitPerRoute{}),
 		extension.Of(httprbac.Name, HTTPFilters, &httprbacv3.RBAC{}, httprbac.Factory{}).WithRouteConfig(&httprbacv3.RBACPerRoute{}),
 		extension.Of(router.Name, HTTPFilters, &routerv3.Router{}, router.Factory{}),
 		extension.Of(setmetadata.Name, HTTPFilters, &setmetadatav3.Config{}, setmetadata.Factory{}),
@@ -173,6 +178,7 @@ func Registry() *extension.Registry {
 		extension.Of(echo.Name, NetworkFilters, &echov3.Echo{}, echo.Factory{}),
 		extension.Of("proxy.filters.network.http_connection_manager", NetworkFilters, &hcmv3.HttpConnectionManager{}, nil),
 		extension.Of(netlocalratelimit.Name, NetworkFilters, &netlrlv3.LocalRateLimit{}, netlocalratelimit.Factory{}),
+		extension.Of(netratelimit.Name, NetworkFilters, &netratelimitv3.RateLimit{}, netratelimit.Factory{}),
 		extension.Of(netrbac.Name, NetworkFilters, &netrbacv3.RBAC{}, netrbac.Factory{}),
 		extension.Of(tcpproxy.Name, NetworkFilters, &tcpproxyv3.TcpProxy{}, tcpproxy.Factory{}),
 

@@ -333,6 +333,9 @@ func filterContext(statPrefix string, deps Deps) httpfilter.Context {
 		Log:        deps.Log,
 		Runtime:    noRuntime{},
 		Now:        time.Now,
+		// The node the tracers name is the bootstrap's, with the
+		// command line's --service-cluster applied.
+		ServiceCluster: deps.Tracing.Node.GetCluster(),
 	}
 	if deps.Health != nil {
 		ctx.Health = deps.Health

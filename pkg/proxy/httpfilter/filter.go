@@ -97,6 +97,10 @@ type Context struct {
 	// Services reaches the configuration's clusters, for the filters
 	// that call a service (ext_authz); nil when the server gives none.
 	Services Services
+	// ServiceCluster is the proxy's own service cluster (the bootstrap's
+	// node.cluster, or --service-cluster), which rate limit descriptors
+	// name as source_cluster.
+	ServiceCluster string
 }
 
 // Services is how a filter's configuration reaches the services it

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"slices"
 	"sync"
 )
 
@@ -139,6 +141,24 @@ func (h *hookedConn) Close() error {
 
 // Terminal returns the chain's terminal filter.
 func (ch *Chain) Terminal() Terminal { return ch.terminal }
+
+// Closers returns the chain's read and data filters that hold resources
+// (a gRPC channel to a rate limit service): the owner of the chain closes
+// them once its connections are gone.
+func (ch *Chain) Closers() []io.Closer {
+	var out []io.Closer
+	for _, f := range ch.reads {
+		if c, ok := f.(io.Closer); ok {
+			out = append(out, c)
+		}
+	}
+	for _, f := range ch.data {
+		if c, ok := f.(io.Closer); ok && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
 
 // Close closes the terminal filter (see Terminal).
 func (ch *Chain) Close() error { return ch.terminal.Close() }

@@ -137,3 +137,20 @@ func TestChainAdmitNeedsConn(t *testing.T) {
 		t.Error("a chain with no read filters refused a connection")
 	}
 }
+
+// closingGate is a gate that holds a resource.
+type closingGate struct{ gate }
+
+func (*closingGate) Close() error { return nil }
+
+func TestChainClosers(t *testing.T) {
+	held := &closingGate{}
+	ch, err := NewChain([]Filter{&gate{}, held, &terminal{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ch.Closers()
+	if len(got) != 1 || got[0] != held {
+		t.Errorf("Closers = %v, want the one filter that holds a resource", got)
+	}
+}

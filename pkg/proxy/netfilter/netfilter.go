@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
@@ -122,6 +123,10 @@ type Context struct {
 	// State is what the filter keeps across listener updates that keep its
 	// filter chain (connection counts, token buckets); nil keeps nothing.
 	State *State
+	// OpenGRPC checks a GrpcService and opens its channel, for the
+	// filters that call a service (the rate limit service); errors name
+	// the field below the GrpcService. Nil reaches none.
+	OpenGRPC func(gs *corev3.GrpcService) (*grpcservice.Channel, error)
 }
 
 // Clusters finds the cluster a filter sends a connection to.

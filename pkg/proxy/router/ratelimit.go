@@ -3,27 +3,58 @@ package router
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	metadatav3 "github.com/envoyproxy/go-control-plane/envoy/type/metadata/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // RateLimit is one compiled rate_limits entry of a route or a virtual
 // host: the actions that turn a request into one rate limit descriptor,
-// which the rate limit filters match against their limits.
+// which the rate limit filters match against their limits (the local
+// filter) or send to the rate limit service (the global one).
 type RateLimit struct {
 	// Stage is the entry's stage (default 0); a filter only uses the
 	// entries of its own stage.
 	Stage uint32
 	// DisableKey is the entry's disable_key; the local rate limit filter
-	// skips entries that set one, as Envoy's does.
+	// skips entries that set one, as Envoy's does, and the global one
+	// reads ratelimit.<disable_key>.http_filter_enabled.
 	DisableKey string
 	actions    []rateLimitAction
+	// limit is the entry's limit override, nil without one.
+	limit *limitOverride
 }
 
 // DescriptorEntry is one key and value of a rate limit descriptor.
 type DescriptorEntry struct {
 	Key, Value string
+}
+
+// DescriptorInput is what the actions read of a request.
+type DescriptorInput struct {
+	Request *Request
+	// RemoteIP is the downstream address, without port; "" when it is
+	// not an IP address.
+	RemoteIP string
+	// Cluster is the route's upstream cluster (destination_cluster);
+	// LocalCluster the proxy's own service cluster, the bootstrap's
+	// node.cluster (source_cluster).
+	Cluster, LocalCluster string
+	// DynamicMetadata is the request's dynamic metadata and
+	// RouteMetadata its route's, for the metadata actions; nil for none.
+	DynamicMetadata, RouteMetadata *corev3.Metadata
+}
+
+// LimitOverride is a descriptor's limit override, sent to the rate limit
+// service in place of its configured limit.
+type LimitOverride struct {
+	RequestsPerUnit uint32
+	Unit            typev3.RateLimitUnit
 }
 
 // actionKind is what a rate limit action reads.
@@ -35,6 +66,9 @@ const (
 	actionRemoteAddress
 	actionDestinationCluster
 	actionHeaderValueMatch
+	actionSourceCluster
+	actionMaskedRemoteAddress
+	actionMetadata
 )
 
 // rateLimitAction is one compiled RateLimit.Action.
@@ -50,6 +84,30 @@ type rateLimitAction struct {
 	// they must match (true) or not.
 	match       HeaderMatch
 	expectMatch bool
+	// v4Mask and v6Mask are masked_remote_address's prefix lengths.
+	v4Mask, v6Mask int
+	// meta is the metadata action's key; metaRoute reads the route's
+	// metadata rather than the request's dynamic metadata; def is its
+	// default_value.
+	meta      metadataPath
+	metaRoute bool
+	def       string
+}
+
+// limitOverride is a compiled RateLimit.Override: a fixed limit, or one
+// read from the request's dynamic metadata.
+type limitOverride struct {
+	fixed LimitOverride
+	// dynamic, when set, names the metadata struct holding
+	// requests_per_unit and unit.
+	dynamic *metadataPath
+}
+
+// metadataPath locates a value in metadata: a filter_metadata namespace
+// and a path of struct keys below it (a MetadataKey).
+type metadataPath struct {
+	namespace string
+	path      []string
 }
 
 // compileRateLimits compiles a rate_limits list; errors name the field
@@ -80,14 +138,29 @@ func CompileRateLimit(rl *routev3.RateLimit) (*RateLimit, error) {
 		}
 		c.actions = append(c.actions, act)
 	}
+	if l := rl.GetLimit(); l != nil {
+		lo, err := compileLimitOverride(l)
+		if err != nil {
+			return nil, fmt.Errorf("limit.%w", err)
+		}
+		c.limit = lo
+	}
 	return c, nil
 }
+
+// HasLimit reports whether the entry has a limit override.
+func (rl *RateLimit) HasLimit() bool { return rl.limit != nil }
 
 // compileRateLimitAction compiles one action, with Envoy's default
 // descriptor keys.
 func compileRateLimitAction(a *routev3.RateLimit_Action) (rateLimitAction, error) {
 	switch s := a.GetActionSpecifier().(type) {
 	case *routev3.RateLimit_Action_GenericKey_:
+		if s.GenericKey.GetDefaultValue() != "" {
+			// Envoy reads it only with a runtime feature that is off
+			// by default, with formatter support Outrigger lacks.
+			return rateLimitAction{}, errors.New("generic_key.default_value: not supported by Outrigger")
+		}
 		key := s.GenericKey.GetDescriptorKey()
 		if key == "" {
 			key = "generic_key"
@@ -104,8 +177,53 @@ func compileRateLimitAction(a *routev3.RateLimit_Action) (rateLimitAction, error
 		return rateLimitAction{kind: actionRemoteAddress, key: "remote_address"}, nil
 	case *routev3.RateLimit_Action_DestinationCluster_:
 		return rateLimitAction{kind: actionDestinationCluster, key: "destination_cluster"}, nil
+	case *routev3.RateLimit_Action_SourceCluster_:
+		return rateLimitAction{kind: actionSourceCluster, key: "source_cluster"}, nil
+	case *routev3.RateLimit_Action_MaskedRemoteAddress_:
+		m := s.MaskedRemoteAddress
+		act := rateLimitAction{kind: actionMaskedRemoteAddress, key: "masked_remote_address", v4Mask: 32, v6Mask: 128}
+		if v := m.GetV4PrefixMaskLen(); v != nil {
+			if v.GetValue() > 32 {
+				return rateLimitAction{}, errors.New("masked_remote_address.v4_prefix_mask_len: must be at most 32")
+			}
+			act.v4Mask = int(v.GetValue())
+		}
+		if v := m.GetV6PrefixMaskLen(); v != nil {
+			if v.GetValue() > 128 {
+				return rateLimitAction{}, errors.New("masked_remote_address.v6_prefix_mask_len: must be at most 128")
+			}
+			act.v6Mask = int(v.GetValue())
+		}
+		return act, nil
+	case *routev3.RateLimit_Action_Metadata:
+		m := s.Metadata
+		act := rateLimitAction{kind: actionMetadata, key: m.GetDescriptorKey(), def: m.GetDefaultValue(), skipIfAbsent: m.GetSkipIfAbsent()}
+		switch m.GetSource() {
+		case routev3.RateLimit_Action_MetaData_DYNAMIC:
+		case routev3.RateLimit_Action_MetaData_ROUTE_ENTRY:
+			act.metaRoute = true
+		default:
+			return rateLimitAction{}, fmt.Errorf("metadata.source: unknown source %d", m.GetSource())
+		}
+		p, err := compileMetadataPath(m.GetMetadataKey())
+		if err != nil {
+			return rateLimitAction{}, fmt.Errorf("metadata.%w", err)
+		}
+		act.meta = p
+		return act, nil
+	case *routev3.RateLimit_Action_DynamicMetadata:
+		//lint:ignore SA1019 Envoy still reads the deprecated dynamic_metadata action
+		m := s.DynamicMetadata
+		p, err := compileMetadataPath(m.GetMetadataKey())
+		if err != nil {
+			return rateLimitAction{}, fmt.Errorf("dynamic_metadata.%w", err)
+		}
+		return rateLimitAction{kind: actionMetadata, key: m.GetDescriptorKey(), def: m.GetDefaultValue(), meta: p}, nil
 	case *routev3.RateLimit_Action_HeaderValueMatch_:
 		hv := s.HeaderValueMatch
+		if hv.GetDefaultValue() != "" {
+			return rateLimitAction{}, errors.New("header_value_match.default_value: not supported by Outrigger")
+		}
 		m, err := CompileHeaderMatch(hv.GetHeaders())
 		if err != nil {
 			return rateLimitAction{}, fmt.Errorf("header_value_match.%w", err)
@@ -126,14 +244,95 @@ func compileRateLimitAction(a *routev3.RateLimit_Action) (rateLimitAction, error
 	}
 }
 
+// compileMetadataPath compiles a MetadataKey; errors name the field.
+func compileMetadataPath(k *metadatav3.MetadataKey) (metadataPath, error) {
+	if k.GetKey() == "" {
+		return metadataPath{}, errors.New("metadata_key.key: must be set")
+	}
+	if len(k.GetPath()) == 0 {
+		return metadataPath{}, errors.New("metadata_key.path: must have at least one segment")
+	}
+	p := metadataPath{namespace: k.GetKey()}
+	for i, seg := range k.GetPath() {
+		if seg.GetKey() == "" {
+			return metadataPath{}, fmt.Errorf("metadata_key.path[%d].key: must be set", i)
+		}
+		p.path = append(p.path, seg.GetKey())
+	}
+	return p, nil
+}
+
+// compileLimitOverride compiles a RateLimit.Override.
+func compileLimitOverride(o *routev3.RateLimit_Override) (*limitOverride, error) {
+	switch s := o.GetOverrideSpecifier().(type) {
+	case *routev3.RateLimit_Override_RateLimit:
+		return &limitOverride{fixed: LimitOverride{RequestsPerUnit: s.RateLimit.GetRequestsPerUnit(), Unit: s.RateLimit.GetUnit()}}, nil
+	case *routev3.RateLimit_Override_DynamicMetadata_:
+		p, err := compileMetadataPath(s.DynamicMetadata.GetMetadataKey())
+		if err != nil {
+			return nil, fmt.Errorf("dynamic_metadata.%w", err)
+		}
+		return &limitOverride{dynamic: &p}, nil
+	}
+	return nil, errors.New("override_specifier: one of dynamic_metadata or rate_limit is required")
+}
+
+// value looks the path up in md; nil when it leads nowhere.
+func (p *metadataPath) value(md *corev3.Metadata) *structpb.Value {
+	s := md.GetFilterMetadata()[p.namespace]
+	if s == nil {
+		return nil
+	}
+	var v *structpb.Value
+	for i, key := range p.path {
+		v = s.GetFields()[key]
+		if v == nil {
+			return nil
+		}
+		if i < len(p.path)-1 {
+			if s = v.GetStructValue(); s == nil {
+				return nil
+			}
+		}
+	}
+	return v
+}
+
+// Limit returns the entry's limit override for a request, as Envoy's
+// populateOverride: the fixed one, or the one in the request's dynamic
+// metadata (a struct with a number requests_per_unit and a unit name),
+// which a request without it does not have.
+func (rl *RateLimit) Limit(dynamic *corev3.Metadata) (LimitOverride, bool) {
+	l := rl.limit
+	if l == nil {
+		return LimitOverride{}, false
+	}
+	if l.dynamic == nil {
+		return l.fixed, true
+	}
+	fields := l.dynamic.value(dynamic).GetStructValue().GetFields()
+	n, ok := fields["requests_per_unit"].GetKind().(*structpb.Value_NumberValue)
+	if !ok {
+		return LimitOverride{}, false
+	}
+	u, ok := fields["unit"].GetKind().(*structpb.Value_StringValue)
+	if !ok {
+		return LimitOverride{}, false
+	}
+	unit, ok := typev3.RateLimitUnit_value[u.StringValue]
+	if !ok {
+		return LimitOverride{}, false
+	}
+	return LimitOverride{RequestsPerUnit: uint32(n.NumberValue), Unit: typev3.RateLimitUnit(unit)}, true
+}
+
 // AppendDescriptor appends the descriptor of a request to dst: one entry
-// per action, in order, as Envoy's populateDescriptors makes it. remoteIP
-// is the downstream address and cluster the route's upstream cluster. ok
-// is false when an action has no entry for the request (a missing header
+// per action, in order, as Envoy's populateDescriptors makes it. ok is
+// false when an action has no entry for the request (a missing header
 // without skip_if_absent, a header_value_match that does not match): the
 // request then has no descriptor from this entry, and dst comes back as
 // it was.
-func (rl *RateLimit) AppendDescriptor(dst []DescriptorEntry, req *Request, remoteIP, cluster string) (_ []DescriptorEntry, ok bool) {
+func (rl *RateLimit) AppendDescriptor(dst []DescriptorEntry, in *DescriptorInput) (_ []DescriptorEntry, ok bool) {
 	n := len(dst)
 	for i := range rl.actions {
 		a := &rl.actions[i]
@@ -141,7 +340,7 @@ func (rl *RateLimit) AppendDescriptor(dst []DescriptorEntry, req *Request, remot
 		case actionGenericKey:
 			dst = append(dst, DescriptorEntry{a.key, a.value})
 		case actionRequestHeaders:
-			v, present := req.header(a.header)
+			v, present := in.Request.header(a.header)
 			if !present {
 				if a.skipIfAbsent {
 					continue
@@ -150,18 +349,60 @@ func (rl *RateLimit) AppendDescriptor(dst []DescriptorEntry, req *Request, remot
 			}
 			dst = append(dst, DescriptorEntry{a.key, v})
 		case actionRemoteAddress:
-			if remoteIP == "" {
+			if in.RemoteIP == "" {
 				return dst[:n], false
 			}
-			dst = append(dst, DescriptorEntry{a.key, remoteIP})
+			dst = append(dst, DescriptorEntry{a.key, in.RemoteIP})
+		case actionMaskedRemoteAddress:
+			v, ok := a.masked(in.RemoteIP)
+			if !ok {
+				return dst[:n], false
+			}
+			dst = append(dst, DescriptorEntry{a.key, v})
 		case actionDestinationCluster:
-			dst = append(dst, DescriptorEntry{a.key, cluster})
+			dst = append(dst, DescriptorEntry{a.key, in.Cluster})
+		case actionSourceCluster:
+			dst = append(dst, DescriptorEntry{a.key, in.LocalCluster})
 		case actionHeaderValueMatch:
-			if a.match.Matches(req) != a.expectMatch {
+			if a.match.Matches(in.Request) != a.expectMatch {
 				return dst[:n], false
 			}
 			dst = append(dst, DescriptorEntry{a.key, a.value})
+		case actionMetadata:
+			md := in.DynamicMetadata
+			if a.metaRoute {
+				md = in.RouteMetadata
+			}
+			// Only a string counts, as in Envoy.
+			v := a.meta.value(md).GetStringValue()
+			switch {
+			case v != "":
+				dst = append(dst, DescriptorEntry{a.key, v})
+			case a.def != "":
+				dst = append(dst, DescriptorEntry{a.key, a.def})
+			case !a.skipIfAbsent:
+				return dst[:n], false
+			}
 		}
 	}
 	return dst, true
+}
+
+// masked is the remote address masked to the action's prefix length, in
+// CIDR form ("192.168.1.0/24").
+func (a *rateLimitAction) masked(remote string) (string, bool) {
+	ip, err := netip.ParseAddr(remote)
+	if err != nil {
+		return "", false
+	}
+	ip = ip.Unmap()
+	bits := a.v4Mask
+	if ip.Is6() {
+		bits = a.v6Mask
+	}
+	p, err := ip.Prefix(bits)
+	if err != nil {
+		return "", false
+	}
+	return p.String(), true
 }

@@ -4,7 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // TestRateLimitDescriptors checks the descriptors the rate limit actions
@@ -70,7 +74,7 @@ virtual_hosts:
 		t.Run(name, func(t *testing.T) {
 			req := &Request{Host: "h", Path: "/", Method: tc.method, Headers: newHeaders(tc.headers...)}
 			for i, rl := range r.RateLimits {
-				got, ok := rl.AppendDescriptor([]DescriptorEntry{{"keep", "me"}}, req, tc.remote, "backend")
+				got, ok := rl.AppendDescriptor([]DescriptorEntry{{"keep", "me"}}, &DescriptorInput{Request: req, RemoteIP: tc.remote, Cluster: "backend"})
 				want := append(desc{{"keep", "me"}}, tc.want[i]...)
 				if ok != (tc.want[i] != nil) {
 					t.Errorf("rate limit %d: ok = %v", i, ok)
@@ -97,8 +101,8 @@ virtual_hosts:
 - domains: ["*"]
   routes:
   - match: {prefix: /}
-    route: {cluster: c, rate_limits: [{actions: [{source_cluster: {}}]}]}
-`, "virtual_hosts[0].routes[0].route.rate_limits[0].actions[0].source_cluster: not supported by Outrigger"},
+    route: {cluster: c, rate_limits: [{actions: [{query_parameters: {query_parameter_name: q, descriptor_key: q}}]}]}
+`, "virtual_hosts[0].routes[0].route.rate_limits[0].actions[0].query_parameters: not supported by Outrigger"},
 		"a bad header matcher": {`
 virtual_hosts:
 - domains: ["*"]
@@ -113,4 +117,95 @@ virtual_hosts:
 			}
 		})
 	}
+}
+
+// TestRateLimitMoreActions checks source_cluster, masked_remote_address,
+// the metadata actions and the limit overrides.
+func TestRateLimitMoreActions(t *testing.T) {
+	table := mustCompile(t, `
+virtual_hosts:
+- name: vh
+  domains: ["*"]
+  routes:
+  - match: {prefix: /}
+    metadata: {filter_metadata: {rt: {tier: gold}}}
+    route:
+      cluster: backend
+      rate_limits:
+      - actions:
+        - source_cluster: {}
+        - masked_remote_address: {v4_prefix_mask_len: 24, v6_prefix_mask_len: 64}
+        limit: {rate_limit: {requests_per_unit: 7, unit: MINUTE}}
+      - actions:
+        - metadata: {descriptor_key: tier, source: ROUTE_ENTRY, metadata_key: {key: rt, path: [{key: tier}]}}
+        - dynamic_metadata: {descriptor_key: user, metadata_key: {key: ns, path: [{key: a}, {key: user}]}}
+        limit: {dynamic_metadata: {metadata_key: {key: ns, path: [{key: limit}]}}}
+      - actions:
+        - metadata: {descriptor_key: plan, metadata_key: {key: ns, path: [{key: plan}]}, default_value: free}
+        - metadata: {descriptor_key: absent, metadata_key: {key: ns, path: [{key: nothing}]}, skip_if_absent: true}
+      - actions:
+        - masked_remote_address: {}
+`)
+	r := table.Match("h", "/")
+	if r == nil || len(r.RateLimits) != 4 {
+		t.Fatalf("route %+v", r)
+	}
+	dyn := &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{"ns": mustStruct(t, map[string]any{
+		"a":     map[string]any{"user": "ann"},
+		"limit": map[string]any{"requests_per_unit": 3, "unit": "HOUR"},
+	})}}
+	type desc = []DescriptorEntry
+	tests := map[string]struct {
+		remote string
+		dyn    *corev3.Metadata
+		want   []desc // per rate limit; nil: no descriptor
+		limits []*LimitOverride
+	}{
+		"IPv4 with metadata": {remote: "192.168.1.77", dyn: dyn,
+			want: []desc{
+				{{"source_cluster", "svc"}, {"masked_remote_address", "192.168.1.0/24"}},
+				{{"tier", "gold"}, {"user", "ann"}},
+				{{"plan", "free"}},
+				{{"masked_remote_address", "192.168.1.77/32"}},
+			},
+			limits: []*LimitOverride{{7, typev3.RateLimitUnit_MINUTE}, {3, typev3.RateLimitUnit_HOUR}, nil, nil}},
+		"IPv6 without dynamic metadata": {remote: "2001:abcd:ef01:2345:6789:abcd:ef01:234",
+			want: []desc{
+				{{"source_cluster", "svc"}, {"masked_remote_address", "2001:abcd:ef01:2345::/64"}},
+				nil,
+				{{"plan", "free"}},
+				{{"masked_remote_address", "2001:abcd:ef01:2345:6789:abcd:ef01:234/128"}},
+			},
+			limits: []*LimitOverride{{7, typev3.RateLimitUnit_MINUTE}, nil, nil, nil}},
+		"no IP address": {want: []desc{nil, nil, {{"plan", "free"}}, nil},
+			limits: []*LimitOverride{{7, typev3.RateLimitUnit_MINUTE}, nil, nil, nil}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			in := &DescriptorInput{Request: &Request{Host: "h", Path: "/", Method: "GET"}, RemoteIP: tc.remote,
+				Cluster: "backend", LocalCluster: "svc", DynamicMetadata: tc.dyn, RouteMetadata: r.Metadata}
+			for i, rl := range r.RateLimits {
+				got, ok := rl.AppendDescriptor(nil, in)
+				if ok != (tc.want[i] != nil) {
+					t.Errorf("rate limit %d: ok = %v", i, ok)
+				}
+				if diff := cmp.Diff(tc.want[i], got, cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("rate limit %d (-want +got):\n%s", i, diff)
+				}
+				l, ok := rl.Limit(tc.dyn)
+				if ok != (tc.limits[i] != nil) || (ok && l != *tc.limits[i]) {
+					t.Errorf("rate limit %d: limit %v %v, want %v", i, l, ok, tc.limits[i])
+				}
+			}
+		})
+	}
+}
+
+func mustStruct(t *testing.T, m map[string]any) *structpb.Struct {
+	t.Helper()
+	s, err := structpb.NewStruct(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

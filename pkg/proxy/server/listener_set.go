@@ -107,6 +107,7 @@ func (s *Server) finishRetirement(bl *builtListener) {
 			s.log.Info("connections of a removed listener cut after the drain time and grace period", "listener", bl.Name())
 		}
 	}
+	bl.closeResources()
 	s.lset.mu.Lock()
 	defer s.lset.mu.Unlock()
 	if i := slices.Index(s.lset.draining, bl); i >= 0 {
@@ -160,5 +161,6 @@ func (s *Server) closeListeners() {
 				s.log.Info("connections cut at the end of the shutdown grace period", "listener", bl.Name())
 			}
 		}
+		bl.closeResources()
 	}
 }

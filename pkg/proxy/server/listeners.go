@@ -31,8 +31,11 @@ import (
 // built, which the server starts with it and closes at shutdown.
 type builtListener struct {
 	*listener.Listener
-	// managers are the terminal network filters of its filter chains.
+	// managers are the terminal network filters of its filter chains;
+	// closers their other filters that hold resources, closed once the
+	// managers are shut down.
 	managers []netfilter.Terminal
+	closers  []io.Closer
 	// config is the listener's configuration, its name filled in.
 	config *listenerv3.Listener
 	// dynamic is set for listeners from discovery, with the version_info
@@ -137,6 +140,7 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 				return nil, err
 			}
 			bl.managers = append(bl.managers, ch.Terminal())
+			bl.closers = append(bl.closers, ch.Closers()...)
 			return ch, nil
 		},
 		BuildListenerFilter:  s.buildListenerFilter,
@@ -149,6 +153,7 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 	})
 	if err != nil {
 		bl.closeFilters()
+		bl.closeResources()
 		return nil, err
 	}
 	bl.Listener = l
@@ -238,6 +243,7 @@ func (s *Server) buildNetworkFilter(f *listenerv3.Filter, drain *listener.Drain,
 		Runtime:    runtimeValues{s.runtime},
 		Shared:     s.shared,
 		State:      state,
+		OpenGRPC:   s.openGRPC,
 	})
 	if err != nil {
 		return nil, errors.Join(listener.PrefixErrors("typed_config.", err)...)
@@ -349,6 +355,14 @@ func (bl *builtListener) closeFilters() {
 	bl.warm.close()
 	for _, m := range bl.managers {
 		_ = m.Close()
+	}
+}
+
+// closeResources closes what the listener's read filters hold (their
+// gRPC channels), once its connections are gone.
+func (bl *builtListener) closeResources() {
+	for _, c := range bl.closers {
+		_ = c.Close()
 	}
 }
 

@@ -85,6 +85,8 @@ type config struct {
 	rateLimits   []*router.RateLimit
 	stage        uint32
 	vhRateLimits ratelimitv3.VhRateLimitsOptions
+	// localCluster is source_cluster's value.
+	localCluster string
 }
 
 // limitStats are Envoy's stats, <stat_prefix>.http_local_rate_limit.*.
@@ -119,6 +121,7 @@ func compile(m proto.Message, ctx httpfilter.Context, perRoute bool) (*config, e
 		perConnection: p.GetLocalRateLimitPerDownstreamConnection(),
 		stage:         p.GetStage(),
 		vhRateLimits:  p.GetVhRateLimits(),
+		localCluster:  ctx.ServiceCluster,
 	}
 	if code := int(p.GetStatus().GetCode()); code >= 400 {
 		c.status = code

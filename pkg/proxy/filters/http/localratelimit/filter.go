@@ -169,14 +169,18 @@ func (f *filter) populate(s httpfilter.Stream, c *config) {
 // stage. Each descriptor is a window of f.entries, which grows first and
 // is cut into windows after, since appending may move it.
 func (f *filter) describe(s httpfilter.Stream, rls []*router.RateLimit, c *config) {
-	req, remote, cluster := s.Request(), s.RemoteIP(), s.ClusterName()
+	in := router.DescriptorInput{Request: s.Request(), RemoteIP: s.RemoteIP(), Cluster: s.ClusterName(),
+		LocalCluster: c.localCluster, DynamicMetadata: s.DynamicMetadata()}
+	if r := s.Route(); r != nil {
+		in.RouteMetadata = r.Metadata
+	}
 	for _, rl := range rls {
 		if rl.Stage != c.stage || rl.DisableKey != "" {
 			continue
 		}
 		start := len(f.entries)
 		var ok bool
-		f.entries, ok = rl.AppendDescriptor(f.entries, req, remote, cluster)
+		f.entries, ok = rl.AppendDescriptor(f.entries, &in)
 		if ok {
 			// The window's end is fixed now; its start is rebased below.
 			f.descriptors = append(f.descriptors, f.entries[start:len(f.entries):len(f.entries)])

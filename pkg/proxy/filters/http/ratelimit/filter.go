@@ -1,0 +1,261 @@
+package ratelimit
+
+import (
+	"context"
+	"math/rand/v2"
+
+	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ratelimit/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/ratelimitservice"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
+)
+
+// Envoy's %RESPONSE_CODE_DETAILS% of the filter's local replies.
+const (
+	detailsRateLimited = "request_rate_limited"
+	detailsError       = "rate_limiter_error"
+)
+
+// grpcResourceExhausted is the gRPC status of
+// rate_limited_as_resource_exhausted.
+const grpcResourceExhausted = 8
+
+// filter is one request's rate limit filter, recycled once the request
+// ends.
+type filter struct {
+	c *config
+	// responseHeaders go on the response: the service's, and the
+	// x-envoy-ratelimited and x-ratelimit headers. limited records that
+	// the filter answered 429 itself.
+	responseHeaders [][2]string
+	limited         bool
+	// Scratch space for the request's descriptors: entries holds them
+	// all, bounds the end of each in entries.
+	entries []router.DescriptorEntry
+	bounds  []int
+	limits  []*router.LimitOverride
+	descs   []ratelimitservice.Descriptor
+}
+
+var (
+	_ httpfilter.Decoder   = (*filter)(nil)
+	_ httpfilter.Encoder   = (*filter)(nil)
+	_ httpfilter.Destroyer = (*filter)(nil)
+)
+
+// DecodeHeaders implements httpfilter.Decoder, as Envoy's decodeHeaders:
+// a routed request with descriptors waits for the service's answer (up to
+// the timeout), and goes on or is answered as the answer says.
+func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
+	c := f.c
+	if !c.enabled.Enabled(c.runtime, rand.Uint64()) {
+		return httpfilter.Continue
+	}
+	if c.requestType != requestsBoth {
+		v, _ := s.RequestHeaders().Get("x-envoy-internal")
+		if internal := v == "true"; internal != (c.requestType == requestsInternal) {
+			return httpfilter.Continue
+		}
+	}
+	r := s.Route()
+	if r == nil || r.Direct != nil || r.Redirect != nil {
+		return httpfilter.Continue
+	}
+	cluster := s.ClusterName()
+	if cluster == "" {
+		return httpfilter.Continue
+	}
+	rc, _ := s.RouteConfig(c.name).(*routeConfig)
+	f.populate(s, r, rc, cluster)
+	if len(f.descs) == 0 {
+		return httpfilter.Continue
+	}
+	domain := c.domain
+	if rc != nil && rc.domain != "" {
+		domain = rc.domain
+	}
+	// The request message is made here, so that the call's goroutine
+	// reads nothing of the filter, which a cut-short wait recycles.
+	req := ratelimitservice.Request(domain, f.descs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	var resp *ratelimitservice.Response
+	go func() {
+		defer close(done)
+		resp = c.client.Limit(ctx, req)
+	}()
+	if !s.Wait(done) {
+		// The client went away or the stream timed out: the call is
+		// cancelled and its goroutine ends with it.
+		return httpfilter.Stop
+	}
+	return f.complete(s, resp, cluster)
+}
+
+// complete applies the service's answer, as Envoy's complete.
+func (f *filter) complete(s httpfilter.Stream, resp *ratelimitservice.Response, cluster string) httpfilter.Status {
+	c := f.c
+	cs := c.clusterStats(cluster)
+	if md := resp.DynamicMetadata; md != nil && len(md.GetFields()) > 0 {
+		s.SetDynamicMetadata(c.metadataNamespace, md)
+	}
+	f.responseHeaders = resp.ResponseHeaders
+	switch resp.Status {
+	case ratelimitservice.OK:
+		cs.ok.Inc()
+	case ratelimitservice.Error:
+		cs.error.Inc()
+	case ratelimitservice.OverLimit:
+		cs.overLimit.Inc()
+		if c.xEnvoyRateLimited {
+			f.responseHeaders = append(f.responseHeaders, [2]string{"x-envoy-ratelimited", "true"})
+		}
+	}
+	if c.xRateLimit {
+		f.responseHeaders = append(f.responseHeaders, ratelimitservice.XRateLimitHeaders(resp.Statuses)...)
+	}
+	switch {
+	case resp.Status == ratelimitservice.OverLimit && c.enforced.Enabled(c.runtime, rand.Uint64()):
+		f.limited = true
+		if c.grpcExhausted {
+			s.SendGrpcLocalReply(c.rateLimitedStatus, grpcResourceExhausted, resp.Body, accesslog.RateLimited, detailsRateLimited)
+		} else {
+			s.SendLocalReply(c.rateLimitedStatus, resp.Body, accesslog.RateLimited, detailsRateLimited)
+		}
+		return httpfilter.Stop
+	case resp.Status == ratelimitservice.Error && c.denyOnFailure():
+		s.SendLocalReply(c.statusOnError, resp.Body, accesslog.RateLimitServiceError, detailsError)
+		return httpfilter.Stop
+	case resp.Status == ratelimitservice.Error:
+		cs.failureModeAllowed.Inc()
+	}
+	h := s.RequestHeaders()
+	for _, kv := range resp.RequestHeaders {
+		h.Add(kv[0], kv[1])
+	}
+	return httpfilter.Continue
+}
+
+// denyOnFailure reports whether a failed call denies the request:
+// failure_mode_deny_percent decides when set, else failure_mode_deny.
+func (c *config) denyOnFailure() bool {
+	if c.failureDenyShare != nil {
+		return c.failureDenyShare.Enabled(c.runtime, rand.Uint64())
+	}
+	return c.failureModeDeny
+}
+
+// populate makes the request's descriptors, as Envoy's
+// populateRateLimitDescriptors: the RateLimitPerRoute's rate_limits when
+// it has some, else the filter's own, else the route's of the filter's
+// stage and, as include_vh_rate_limits or the per-route vh_rate_limits
+// say, the virtual host's (by default only when the route has none).
+func (f *filter) populate(s httpfilter.Stream, r *router.Route, rc *routeConfig, cluster string) {
+	c := f.c
+	in := router.DescriptorInput{Request: s.Request(), RemoteIP: s.RemoteIP(), Cluster: cluster,
+		LocalCluster: c.localCluster, DynamicMetadata: s.DynamicMetadata(), RouteMetadata: r.Metadata}
+	switch {
+	case rc != nil && len(rc.rateLimits) > 0:
+		f.describe(rc.rateLimits, &in, false)
+	case len(c.rateLimits) > 0:
+		f.describe(c.rateLimits, &in, false)
+	default:
+		f.describe(r.RateLimits, &in, true)
+		vh := r.VirtualHost
+		if vh == nil {
+			break
+		}
+		opt := rlv3.RateLimitPerRoute_OVERRIDE
+		if rc != nil {
+			opt = rc.vhRateLimits
+		}
+		switch {
+		case r.IncludeVHRateLimits || opt == rlv3.RateLimitPerRoute_INCLUDE:
+			f.describe(vh.RateLimits, &in, true)
+		case opt == rlv3.RateLimitPerRoute_OVERRIDE && len(r.RateLimits) == 0:
+			f.describe(vh.RateLimits, &in, true)
+		}
+	}
+	start := 0
+	for i, end := range f.bounds {
+		f.descs = append(f.descs, ratelimitservice.Descriptor{Entries: f.entries[start:end:end], Limit: f.limits[i]})
+		start = end
+	}
+}
+
+// describe appends the descriptors of rls; policy selects the entries of
+// the filter's stage whose disable_key (if any) is enabled, and applies
+// their limit overrides.
+func (f *filter) describe(rls []*router.RateLimit, in *router.DescriptorInput, policy bool) {
+	c := f.c
+	for _, rl := range rls {
+		if policy {
+			if rl.Stage != c.stage {
+				continue
+			}
+			if rl.DisableKey != "" {
+				key := runtime.Fraction{Key: "ratelimit." + rl.DisableKey + ".http_filter_enabled", Numerator: 100, Denominator: 100}
+				if !key.Enabled(c.runtime, rand.Uint64()) {
+					continue
+				}
+			}
+		}
+		var ok bool
+		if f.entries, ok = rl.AppendDescriptor(f.entries, in); !ok {
+			continue
+		}
+		var limit *router.LimitOverride
+		if policy {
+			if l, ok := rl.Limit(in.DynamicMetadata); ok {
+				limit = &l
+			}
+		}
+		f.bounds = append(f.bounds, len(f.entries))
+		f.limits = append(f.limits, limit)
+	}
+}
+
+// EncodeHeaders implements httpfilter.Encoder: the service's headers, and
+// x-envoy-ratelimited and the x-ratelimit headers, go on the response; a
+// rate-limited reply also gets response_headers_to_add, and the service's
+// content-type replaces its own.
+func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
+	if len(f.responseHeaders) == 0 && !f.limited {
+		return httpfilter.Continue
+	}
+	h := s.ResponseHeaders()
+	if f.limited {
+		for _, kv := range f.responseHeaders {
+			if kv[0] == "content-type" {
+				h.Del("content-type")
+				break
+			}
+		}
+	}
+	for _, kv := range f.responseHeaders {
+		h.Add(kv[0], kv[1])
+	}
+	if f.limited {
+		f.c.responseHeaders.Apply(h, nil)
+	}
+	return httpfilter.Continue
+}
+
+// OnDestroy implements httpfilter.Destroyer: the filter goes back to its
+// pool, without references to the request.
+func (f *filter) OnDestroy() {
+	c := f.c
+	f.c, f.responseHeaders, f.limited = nil, nil, false
+	clear(f.entries)
+	f.entries = f.entries[:0]
+	f.bounds = f.bounds[:0]
+	clear(f.limits)
+	f.limits = f.limits[:0]
+	clear(f.descs)
+	f.descs = f.descs[:0]
+	c.pool.Put(f)
+}

@@ -1,0 +1,359 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// rlsServer is a rate limit service (envoy.service.ratelimit.v3) with a
+// small counting policy: it counts the hits of each descriptor (its
+// entries joined), and a descriptor with an entry "quota: N" allows N
+// hits; over that, the call is OVER_LIMIT. Descriptors without a quota
+// are unlimited. It adds headers to both sides of allowed requests, and a
+// body and content-type to over-limit answers. It keeps every request.
+type rlsServer struct {
+	rlsv3.UnimplementedRateLimitServiceServer
+	mu       sync.Mutex
+	requests []*rlsv3.RateLimitRequest
+	hits     map[string]int
+}
+
+func (s *rlsServer) ShouldRateLimit(_ context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = append(s.requests, req)
+	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK}
+	for _, d := range req.GetDescriptors() {
+		var parts []string
+		quota := -1
+		for _, e := range d.GetEntries() {
+			parts = append(parts, e.GetKey()+"="+e.GetValue())
+			if e.GetKey() == "quota" {
+				quota, _ = strconv.Atoi(e.GetValue())
+			}
+		}
+		key := req.GetDomain() + "|" + strings.Join(parts, ",")
+		s.hits[key]++
+		st := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
+		if quota >= 0 {
+			st.CurrentLimit = &rlsv3.RateLimitResponse_RateLimit{
+				Name: fmt.Sprintf("quota-%d", quota), RequestsPerUnit: uint32(quota), Unit: rlsv3.RateLimitResponse_RateLimit_MINUTE,
+			}
+			st.LimitRemaining = uint32(max(quota-s.hits[key], 0))
+			st.DurationUntilReset = durationpb.New(42 * time.Second)
+			if s.hits[key] > quota {
+				st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
+				resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
+			}
+		}
+		resp.Statuses = append(resp.Statuses, st)
+	}
+	if resp.OverallCode == rlsv3.RateLimitResponse_OVER_LIMIT {
+		resp.RawBody = []byte(`{"error":"slow down"}`)
+		resp.ResponseHeadersToAdd = []*corev3.HeaderValue{{Key: "Content-Type", Value: "application/json"}}
+	} else {
+		resp.ResponseHeadersToAdd = []*corev3.HeaderValue{{Key: "x-rls-resp", Value: "seen"}}
+		resp.RequestHeadersToAdd = []*corev3.HeaderValue{{Key: "x-rls-req", Value: "ok"}}
+	}
+	return resp, nil
+}
+
+// count is how many calls the service got for domain.
+func (s *rlsServer) count(domain string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, r := range s.requests {
+		if r.GetDomain() == domain {
+			n++
+		}
+	}
+	return n
+}
+
+// lastDescriptors are the descriptors of the last call for domain, each
+// as its "key=value" entries.
+func (s *rlsServer) lastDescriptors(domain string) [][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.requests) - 1; i >= 0; i-- {
+		r := s.requests[i]
+		if r.GetDomain() != domain {
+			continue
+		}
+		var out [][]string
+		for _, d := range r.GetDescriptors() {
+			var entries []string
+			for _, e := range d.GetEntries() {
+				entries = append(entries, e.GetKey()+"="+e.GetValue())
+			}
+			if l := d.GetLimit(); l != nil {
+				entries = append(entries, fmt.Sprintf("limit=%d/%s", l.GetRequestsPerUnit(), l.GetUnit()))
+			}
+			out = append(out, entries)
+		}
+		return out
+	}
+	return nil
+}
+
+// startRLS serves the rate limit service on a loopback port until the
+// spec ends.
+func startRLS() (*rlsServer, int) {
+	GinkgoHelper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	s := &rlsServer{hits: map[string]int{}}
+	srv := grpc.NewServer()
+	rlsv3.RegisterRateLimitServiceServer(srv, s)
+	go func() { _ = srv.Serve(ln) }()
+	DeferCleanup(srv.Stop)
+	return s, ln.Addr().(*net.TCPAddr).Port
+}
+
+// closedPort is a loopback port nothing listens on.
+func closedPort() int {
+	GinkgoHelper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	p := ln.Addr().(*net.TCPAddr).Port
+	Expect(ln.Close()).To(Succeed())
+	return p
+}
+
+// rlsFilter is the HTTP rate limit filter (a YAML flow item) calling the
+// service's cluster, with a timeout generous for a loaded machine and the
+// extra fields (YAML flow mapping content).
+func rlsFilter(cluster, extra string) string {
+	return httpFilter("envoy.filters.http.ratelimit", "type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit",
+		"{rate_limit_service: {grpc_service: {envoy_grpc: {cluster_name: "+cluster+"}}, transport_api_version: V3}, timeout: 5s, "+extra+"}")
+}
+
+const rlsPerRoute = "type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute"
+
+var _ = Describe("The global rate limit HTTP filter", func() {
+	var (
+		client = &http.Client{Timeout: 10 * time.Second}
+		rls    *rlsServer
+		sc     *Sidecar
+		port   int
+		// denyPort and allowPort reach a service that is down, with
+		// failure_mode_deny true and false.
+		denyPort, allowPort int
+		logPath             string
+	)
+	get := func(port int, path string, header http.Header) Response {
+		GinkgoHelper()
+		return httpDo(client, "GET", listenerURL(port, path), nil, header)
+	}
+
+	BeforeEach(func() {
+		var rlsPort int
+		rls, rlsPort = startRLS()
+		up := echoHeadersUpstream()
+		down := closedPort()
+		port, denyPort, allowPort = freePort(), freePort(), freePort()
+		logPath = filepath.Join(newDir(), "access.log")
+		spec := proxySpec{
+			Port:     port,
+			Top:      "{node: {id: n1, cluster: web-svc}}",
+			Listener: "{name: front}",
+			HCM: "{stat_prefix: front, access_log: [" +
+				fileLog(logPath, "%REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_FLAGS% %RESPONSE_CODE_DETAILS%\n") + "]}",
+			Filters: "[" + rlsFilter("rls", `domain: web, enable_x_ratelimit_headers: DRAFT_VERSION_03,
+				response_headers_to_add: [{header: {key: x-limited-by, value: outrigger}}]`) + "]",
+			VirtualHost: "{rate_limits: [{actions: [{generic_key: {descriptor_value: vh}}]}]}",
+			Routes: `[
+				{match: {prefix: /quota}, route: {cluster: up, rate_limits: [
+					{actions: [{generic_key: {descriptor_key: quota, descriptor_value: "2"}}, {request_headers: {header_name: x-user, descriptor_key: user}}]},
+					{actions: [{remote_address: {}}, {masked_remote_address: {v4_prefix_mask_len: 8}}, {destination_cluster: {}}, {source_cluster: {}}],
+					 limit: {rate_limit: {requests_per_unit: 9, unit: HOUR}}},
+					{stage: 1, actions: [{generic_key: {descriptor_value: other-stage}}]}]}},
+				{match: {prefix: /vh}, route: {cluster: up}},
+				{match: {prefix: /both}, route: {cluster: up, include_vh_rate_limits: true,
+					rate_limits: [{actions: [{header_value_match: {descriptor_value: get, headers: [{name: ":method", string_match: {exact: GET}}]}}]}]}},
+				{match: {prefix: /ignored}, route: {cluster: up},
+					typed_per_filter_config: {envoy.filters.http.ratelimit: ` + withType(rlsPerRoute, "{vh_rate_limits: IGNORE}") + `}},
+				{match: {prefix: /own}, route: {cluster: up},
+					typed_per_filter_config: {envoy.filters.http.ratelimit: ` + withType(rlsPerRoute,
+				`{domain: own, rate_limits: [{actions: [{generic_key: {descriptor_key: quota, descriptor_value: "0"}}]}]}`) + `}}]`,
+			Clusters: []proxyCluster{
+				{Name: "up", Port: portNum(up)},
+				{Name: "rls", Port: rlsPort, Extra: h2cOptions()},
+				{Name: "rls_down", Port: down, Extra: h2cOptions()},
+				{Name: "up_deny", Port: portNum(up)},
+				{Name: "up_allow", Port: portNum(up)},
+			},
+			More: []proxySpec{
+				{Port: denyPort, Listener: "{name: deny}", HCM: "{stat_prefix: deny}",
+					Filters:     "[" + rlsFilter("rls_down", "domain: web, failure_mode_deny: true, status_on_error: {code: 503}") + "]",
+					VirtualHost: "{rate_limits: [{actions: [{generic_key: {descriptor_value: d}}]}]}",
+					Routes:      "[{match: {prefix: /}, route: {cluster: up_deny}}]"},
+				{Port: allowPort, Listener: "{name: allow}", HCM: "{stat_prefix: allow}",
+					Filters:     "[" + rlsFilter("rls_down", "domain: web, stat_prefix: fo") + "]",
+					VirtualHost: "{rate_limits: [{actions: [{generic_key: {descriptor_value: a}}]}]}",
+					Routes:      "[{match: {prefix: /}, route: {cluster: up_allow}}]"},
+			},
+		}
+		sc = Start(newDir(), spec.YAML(), "--file-flush-interval-msec", "100")
+	})
+
+	It("sends the route's descriptors of its stage, with their limit override, and lets allowed requests through with the service's headers", func() {
+		r := get(port, "/quota", http.Header{"X-User": {"ann"}})
+		Expect(r.Status).To(Equal(200))
+		Expect(rls.lastDescriptors("web")).To(Equal([][]string{
+			{"quota=2", "user=ann"},
+			{"remote_address=127.0.0.1", "masked_remote_address=127.0.0.0/8", "destination_cluster=up", "source_cluster=web-svc", "limit=9/HOUR"},
+		}), "the virtual host's rate_limits are left out (the route has some), and so is stage 1")
+		Expect(tailSeen(r)).To(HaveKeyWithValue("X-Rls-Req", "ok"), "request_headers_to_add went upstream")
+		Expect(r.Header.Get("x-rls-resp")).To(Equal("seen"), "response_headers_to_add")
+		Expect(r.Header.Get("x-ratelimit-limit")).To(Equal(`2, 2;w=60;name="quota-2"`))
+		Expect(r.Header.Get("x-ratelimit-remaining")).To(Equal("1"))
+		Expect(r.Header.Get("x-ratelimit-reset")).To(Equal("42"))
+		Expect(r.Header.Get("x-envoy-ratelimited")).To(BeEmpty())
+		Expect(r.Header.Get("x-limited-by")).To(BeEmpty(), "only rate-limited replies get the filter's headers")
+		Expect(statValue(sc, "cluster.up.ratelimit.ok")).To(Equal("1"))
+
+		// A request without the header has no first descriptor.
+		Expect(get(port, "/quota", nil).Status).To(Equal(200))
+		Expect(rls.lastDescriptors("web")).To(HaveLen(1))
+		Expect(rls.lastDescriptors("web")[0][0]).To(Equal("remote_address=127.0.0.1"))
+	})
+
+	It("answers 429 with x-envoy-ratelimited, the service's body and headers, once the service says OVER_LIMIT", func() {
+		for i := range 2 {
+			Expect(get(port, "/quota", http.Header{"X-User": {"bob"}}).Status).To(Equal(200), "hit %d", i+1)
+		}
+		r := get(port, "/quota", http.Header{"X-User": {"bob"}})
+		Expect(r.Status).To(Equal(429))
+		Expect(r.Body).To(Equal(`{"error":"slow down"}`))
+		Expect(r.Header.Values("content-type")).To(Equal([]string{"application/json"}), "the service's content-type replaces the reply's")
+		Expect(r.Header.Get("x-envoy-ratelimited")).To(Equal("true"))
+		Expect(r.Header.Get("x-limited-by")).To(Equal("outrigger"))
+		Expect(r.Header.Get("x-ratelimit-remaining")).To(Equal("0"))
+		// Another user still has its quota.
+		Expect(get(port, "/quota", http.Header{"X-User": {"cy"}}).Status).To(Equal(200))
+
+		Expect(statValue(sc, "cluster.up.ratelimit.over_limit")).To(Equal("1"))
+		Expect(statValue(sc, "cluster.up.ratelimit.ok")).To(Equal("3"))
+		Eventually(func() string { b, _ := os.ReadFile(logPath); return string(b) }).
+			Should(ContainSubstring("/quota 429 RL request_rate_limited\n"))
+	})
+
+	It("follows the virtual host options: override by default, include_vh_rate_limits, and the per-route IGNORE, domain and rate_limits", func() {
+		Expect(get(port, "/vh", nil).Status).To(Equal(200))
+		Expect(rls.lastDescriptors("web")).To(Equal([][]string{{"generic_key=vh"}}), "a route without rate_limits uses its virtual host's")
+
+		Expect(get(port, "/both", nil).Status).To(Equal(200))
+		Expect(rls.lastDescriptors("web")).To(Equal([][]string{{"header_match=get"}, {"generic_key=vh"}}))
+
+		calls := rls.count("web")
+		Expect(get(port, "/ignored", nil).Status).To(Equal(200))
+		Expect(rls.count("web")).To(Equal(calls), "no descriptor, no call")
+
+		r := get(port, "/own", nil)
+		Expect(r.Status).To(Equal(429), "the route's own rate_limits, in its own domain")
+		Expect(rls.lastDescriptors("own")).To(Equal([][]string{{"quota=0"}}))
+	})
+
+	It("denies with status_on_error when the service is down and failure_mode_deny is set, and lets requests through otherwise", func() {
+		r := get(denyPort, "/x", nil)
+		Expect(r.Status).To(Equal(503))
+		Expect(statValue(sc, "cluster.up_deny.ratelimit.error")).To(Equal("1"))
+		Expect(statValue(sc, "cluster.up_deny.ratelimit.failure_mode_allowed")).To(Equal("0"))
+
+		r = get(allowPort, "/y", nil)
+		Expect(r.Status).To(Equal(200))
+		Expect(statValue(sc, "cluster.up_allow.ratelimit.fo.error")).To(Equal("1"))
+		Expect(statValue(sc, "cluster.up_allow.ratelimit.fo.failure_mode_allowed")).To(Equal("1"))
+	})
+
+	It("is refused at load with the path of a field it does not implement", func() {
+		cfg := proxySpec{
+			Port:     freePort(),
+			Filters:  "[" + rlsFilter("rls", "domain: web, enable_retry_after_header: true") + "]",
+			Clusters: []proxyCluster{{Name: "up", Port: 1}, {Name: "rls", Port: 1, Extra: h2cOptions()}},
+		}.YAML()
+		res, _ := validate("bad.yaml", cfg)
+		Expect(res.ExitCode).NotTo(Equal(0))
+		Expect(res.Stderr + res.Stdout).To(ContainSubstring("http_filters[0].typed_config.enable_retry_after_header"))
+
+		cfg = proxySpec{
+			Port:     freePort(),
+			Filters:  "[" + rlsFilter("rls", "domain: web") + "]",
+			Routes:   `[{match: {prefix: /}, route: {cluster: up, rate_limits: [{actions: [{query_parameters: {query_parameter_name: q, descriptor_key: q}}]}]}}]`,
+			Clusters: []proxyCluster{{Name: "up", Port: 1}, {Name: "rls", Port: 1, Extra: h2cOptions()}},
+		}.YAML()
+		res, _ = validate("bad2.yaml", cfg)
+		Expect(res.ExitCode).NotTo(Equal(0))
+		Expect(res.Stderr + res.Stdout).To(ContainSubstring("rate_limits[0].actions[0].query_parameters"))
+	})
+})
+
+// netRLS is the network rate limit filter (a YAML flow item) calling the
+// service's cluster, with the extra fields (YAML flow mapping content).
+func netRLS(cluster, extra string) string {
+	return `{name: envoy.filters.network.ratelimit, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.ratelimit.v3.RateLimit,
+		rate_limit_service: {grpc_service: {envoy_grpc: {cluster_name: ` + cluster + `}}, transport_api_version: V3}, timeout: 5s, ` + extra + `}}`
+}
+
+var _ = Describe("The global rate limit network filter", func() {
+	It("asks the service about each connection, closes the one over the limit, and follows failure_mode_deny when the service is down", func() {
+		rls, rlsPort := startRLS()
+		up := startTCPServer(echo)
+		port, denyPort, allowPort := freePort(), freePort(), freePort()
+		chain := func(name string, port int, filter string) string {
+			return fmt.Sprintf(`{name: %s, address: {socket_address: {address: 127.0.0.1, port_value: %d}}, filter_chains: [{filters: [%s, %s]}]}`,
+				name, port, filter, tcpProxyTo("echo"))
+		}
+		cfg := fmt.Sprintf(`
+admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
+static_resources:
+  clusters: [%s, %s, %s]
+  listeners: [%s, %s, %s]
+`, tcpCluster("echo", up),
+			strings.TrimSuffix(tcpCluster("rls", rlsPort), "}")+", typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: "+
+				withType("type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions", "{explicit_http_config: {http2_protocol_options: {}}}")+"}}",
+			strings.TrimSuffix(tcpCluster("rls_down", closedPort()), "}")+", typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: "+
+				withType("type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions", "{explicit_http_config: {http2_protocol_options: {}}}")+"}}",
+			chain("limited", port, netRLS("rls", `stat_prefix: tcp, domain: conns, descriptors: [{entries: [{key: quota, value: "1"}, {key: kind, value: tcp}]}, {entries: [{key: plain, value: x}]}]`)),
+			chain("deny", denyPort, netRLS("rls_down", `stat_prefix: deny, domain: conns, failure_mode_deny: true, descriptors: [{entries: [{key: a, value: b}]}]`)),
+			chain("allow", allowPort, netRLS("rls_down", `stat_prefix: allow, domain: conns, descriptors: [{entries: [{key: a, value: b}]}]`)))
+		s := Start(newDir(), cfg)
+
+		a := dialTCP(port)
+		expectEcho(a)
+		Expect(rls.lastDescriptors("conns")).To(Equal([][]string{{"quota=1", "kind=tcp"}, {"plain=x"}}))
+		expectClosedSilently(dialTCP(port))
+		Expect(rls.count("conns")).To(Equal(2))
+		expectEcho(a) // the first connection is not affected
+		for stat, want := range map[string]string{"total": "2", "ok": "1", "over_limit": "1", "cx_closed": "1", "error": "0", "active": "0"} {
+			Expect(statValue(s, "ratelimit.tcp."+stat)).To(Equal(want), stat)
+		}
+		Expect(statValue(s, "cluster.echo.upstream_cx_total")).To(Equal("1"), "the closed connection never reached the upstream")
+
+		expectClosedSilently(dialTCP(denyPort))
+		Expect(statValue(s, "ratelimit.deny.error")).To(Equal("1"))
+		Expect(statValue(s, "ratelimit.deny.cx_closed")).To(Equal("1"))
+
+		expectEcho(dialTCP(allowPort))
+		Expect(statValue(s, "ratelimit.allow.error")).To(Equal("1"))
+		Expect(statValue(s, "ratelimit.allow.failure_mode_allowed")).To(Equal("1"))
+		Expect(statValue(s, "ratelimit.allow.cx_closed")).To(Equal("0"))
+	})
+})
