@@ -34,7 +34,8 @@ import (
 //   - /slow: never answers (until the proxy closes the stream);
 //   - /override: answers the request headers with a mode_override that
 //     skips the response headers;
-//   - anything else: continues unchanged.
+//   - anything else: continues unchanged; response trailers get
+//     x-proc-trailer.
 //
 // It records, per path, the kinds of messages it got.
 type extProcessor struct {
@@ -112,6 +113,11 @@ func (p *extProcessor) Process(srv extprocsvc.ExternalProcessor_ProcessServer) e
 				cr.HeaderMutation = &extprocsvc.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{setHeader("x-body-len", fmt.Sprint(len(body)))}}
 			}
 			resp = &extprocsvc.ProcessingResponse{Response: &extprocsvc.ProcessingResponse_ResponseBody{ResponseBody: &extprocsvc.BodyResponse{Response: cr}}}
+		case *extprocsvc.ProcessingRequest_ResponseTrailers:
+			p.record(path, "response_trailers(x-up-trailer="+headerOf(v.ResponseTrailers.GetTrailers(), "x-up-trailer")+")")
+			resp = &extprocsvc.ProcessingResponse{Response: &extprocsvc.ProcessingResponse_ResponseTrailers{ResponseTrailers: &extprocsvc.TrailersResponse{
+				HeaderMutation: &extprocsvc.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{setHeader("x-proc-trailer", p.name)}},
+			}}}
 		default:
 			p.record(path, "other")
 			resp = &extprocsvc.ProcessingResponse{}
@@ -186,11 +192,22 @@ func extProcUpstream() string {
 	}), false)
 }
 
+// extProcTrailersUpstream is an h2c upstream answering with a body and
+// the trailer x-up-trailer.
+func extProcTrailersUpstream() string {
+	return httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Trailer", "X-Up-Trailer")
+		_, _ = io.WriteString(w, "with trailers")
+		w.Header().Set("X-Up-Trailer", "t")
+	}), true)
+}
+
 // extProcListener is a listener on port whose ext_proc filter has the
 // fields filterCfg (YAML flow mapping content), with per-route settings:
 // /public disabled, /skip skipping both heads, /buffered and /streamed
 // with those body modes both ways, /second on the processor at
-// secondPort (google_grpc).
+// secondPort (google_grpc), /trailers sending the response trailers of
+// the h2c upstream uph2.
 func extProcListener(name string, port int, filterCfg, logPath string, secondPort int) proxySpec {
 	GinkgoHelper()
 	const perRoute = "type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute"
@@ -210,6 +227,8 @@ func extProcListener(name string, port int, filterCfg, logPath string, secondPor
 			route("/skip", "{overrides: {processing_mode: {request_header_mode: SKIP, response_header_mode: SKIP}}}"),
 			route("/buffered", "{overrides: {processing_mode: {request_body_mode: BUFFERED, response_body_mode: BUFFERED}}}"),
 			route("/streamed", "{overrides: {processing_mode: {request_body_mode: STREAMED, response_body_mode: STREAMED}}}"),
+			`{match: {prefix: /trailers}, route: {cluster: uph2}, typed_per_filter_config: {envoy.filters.http.ext_proc: ` +
+				withType(perRoute, "{overrides: {processing_mode: {response_trailer_mode: SEND}}}") + `}}`,
 			route("/second", fmt.Sprintf("{overrides: {grpc_service: {google_grpc: {target_uri: '127.0.0.1:%d', stat_prefix: second}}}}", secondPort)),
 			`{match: {prefix: /}, route: {cluster: up}}`,
 		}, ", ") + "]",
@@ -246,6 +265,7 @@ var _ = Describe("The external processing filter", func() {
 		spec := extProcListener("main", port, svc+"message_timeout: 5s, stat_prefix: ep, allow_mode_override: true", logPath, secondPort)
 		spec.Clusters = []proxyCluster{
 			{Name: "up", Port: portNum(extProcUpstream())},
+			{Name: "uph2", Port: portNum(extProcTrailersUpstream()), Extra: h2cOptions()},
 			{Name: "proc", Port: procPort, Extra: h2cOptions()},
 			// Nothing listens there: the processor is down.
 			{Name: "dead", Port: freePort(), Extra: h2cOptions()},
@@ -290,6 +310,18 @@ var _ = Describe("The external processing filter", func() {
 		Expect(k).To(ContainElement(`request_body("",eos=true)`), "the body's end comes as its own message")
 		Expect(k).To(ContainElement(`response_body("",eos=true)`))
 		Expect(k[0]).To(Equal("request_headers(,eos=false)"))
+	})
+
+	It("sends the response trailers and applies the processor's trailer mutations", func() {
+		resp, err := httpClients()["HTTP/2"].Get(listenerURL(port, "/trailers/1"))
+		Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(b)).To(Equal("with trailers"))
+		Expect(resp.Trailer.Get("x-up-trailer")).To(Equal("t"))
+		Expect(resp.Trailer.Get("x-proc-trailer")).To(Equal("first"))
+		Expect(proc.kinds("/trailers/1")).To(Equal([]string{"request_headers(,eos=true)", "response_headers(:status=200)", "response_trailers(x-up-trailer=t)"}))
 	})
 
 	It("answers with the processor's immediate response", func() {
@@ -360,7 +392,7 @@ var _ = Describe("The external processing filter", func() {
 
 	It("is refused at load with the path of a field it does not implement", func() {
 		spec := extProcListener("bad", freePort(), "grpc_service: {envoy_grpc: {cluster_name: proc}}, request_attributes: [request.path]", "", secondPort)
-		spec.Clusters = []proxyCluster{{Name: "up", Port: 1}, {Name: "proc", Port: procPort, Extra: h2cOptions()}}
+		spec.Clusters = []proxyCluster{{Name: "up", Port: 1}, {Name: "uph2", Port: 1}, {Name: "proc", Port: procPort, Extra: h2cOptions()}}
 		res, _ := validate("bad.yaml", spec.YAML())
 		Expect(res.ExitCode).NotTo(Equal(0))
 		Expect(res.Stderr + res.Stdout).To(ContainSubstring("http_filters[0].typed_config.request_attributes: not supported by Outrigger"))
