@@ -31,6 +31,8 @@ import (
 //     head can still carry;
 //   - /immediate: answers 403 itself, with a header and a body;
 //   - /system: sets :path (the system header mutation_rules guard);
+//   - a path with /deny-body or /deny-resp: answers the request body,
+//     or the response body, with an immediate response;
 //   - /slow: never answers (until the proxy closes the stream);
 //   - /override: answers the request headers with a mode_override that
 //     skips the response headers;
@@ -93,6 +95,10 @@ func (p *extProcessor) Process(srv extprocsvc.ExternalProcessor_ProcessServer) e
 			resp = p.requestHeaders(path)
 		case *extprocsvc.ProcessingRequest_RequestBody:
 			p.record(path, fmt.Sprintf("request_body(%q,eos=%t)", v.RequestBody.GetBody(), v.RequestBody.GetEndOfStream()))
+			if strings.Contains(path, "/deny-body") {
+				resp = denial(413, "body refused")
+				break
+			}
 			resp = &extprocsvc.ProcessingResponse{Response: &extprocsvc.ProcessingResponse_RequestBody{RequestBody: &extprocsvc.BodyResponse{
 				Response: &extprocsvc.CommonResponse{BodyMutation: &extprocsvc.BodyMutation{Mutation: &extprocsvc.BodyMutation_Body{Body: bytes.ToUpper(v.RequestBody.GetBody())}}},
 			}}}
@@ -108,6 +114,10 @@ func (p *extProcessor) Process(srv extprocsvc.ExternalProcessor_ProcessServer) e
 		case *extprocsvc.ProcessingRequest_ResponseBody:
 			body := v.ResponseBody.GetBody()
 			p.record(path, fmt.Sprintf("response_body(%q,eos=%t)", body, v.ResponseBody.GetEndOfStream()))
+			if strings.Contains(path, "/deny-resp") {
+				resp = denial(451, "response refused")
+				break
+			}
 			cr := &extprocsvc.CommonResponse{BodyMutation: &extprocsvc.BodyMutation{Mutation: &extprocsvc.BodyMutation_Body{Body: bytes.ToUpper(body)}}}
 			if strings.HasPrefix(path, "/buffered") {
 				cr.HeaderMutation = &extprocsvc.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{setHeader("x-body-len", fmt.Sprint(len(body)))}}
@@ -134,6 +144,15 @@ func (p *extProcessor) Process(srv extprocsvc.ExternalProcessor_ProcessServer) e
 			return nil
 		}
 	}
+}
+
+// denial is an immediate response with status, body and a header.
+func denial(status typev3.StatusCode, body string) *extprocsvc.ProcessingResponse {
+	return &extprocsvc.ProcessingResponse{Response: &extprocsvc.ProcessingResponse_ImmediateResponse{ImmediateResponse: &extprocsvc.ImmediateResponse{
+		Status:  &typev3.HttpStatus{Code: status},
+		Headers: &extprocsvc.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{setHeader("x-blocked", "yes")}},
+		Body:    []byte(body),
+	}}}
 }
 
 // requestHeaders is the answer to the request headers of path; nil means
@@ -331,6 +350,19 @@ var _ = Describe("The external processing filter", func() {
 		Expect(r.Header.Get("x-blocked")).To(Equal("yes"))
 		Eventually(func() string { b, _ := os.ReadFile(logPath); return string(b) }).
 			Should(ContainSubstring("/immediate/1 403 blocked_by_policy\n"))
+	})
+
+	It("answers with an immediate response from a body phase: a streamed request body, or a buffered response body whose head was held", func() {
+		r := do("POST", port, "/streamed/deny-body", "no thanks", nil)
+		Expect(r.Status).To(Equal(413))
+		Expect(r.Body).To(Equal("body refused"))
+		Expect(r.Header.Get("x-blocked")).To(Equal("yes"))
+
+		r = do("GET", port, "/buffered/deny-resp", "", nil)
+		Expect(r.Status).To(Equal(451))
+		Expect(r.Body).To(Equal("response refused"))
+		Expect(r.Header.Get("x-blocked")).To(Equal("yes"))
+		Expect(r.Header.Get("x-up")).To(BeEmpty(), "the upstream's headers were replaced")
 	})
 
 	It("skips what the route's processing mode skips, and a mode_override skips the rest", func() {
