@@ -120,7 +120,7 @@ func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, e
 	if p.GetDisableClearRouteCache() {
 		if c.routeCache != extprocv3.ExternalProcessor_DEFAULT {
 			// Envoy's words.
-			return fail(errors.New("disable_clear_route_cache: disable_clear_route_cache and route_cache_action can not be set to none-default at the same time."))
+			return fail(errors.New("disable_clear_route_cache: disable_clear_route_cache and route_cache_action can not be set to none-default at the same time"))
 		}
 		c.routeCache = extprocv3.ExternalProcessor_RETAIN
 	}

@@ -102,8 +102,8 @@ func TestCompileRefusesWithPath(t *testing.T) {
 }
 
 func TestCompileRouteRefusesWithPath(t *testing.T) {
-	p := &extprocv3.ExtProcPerRoute{Override: &extprocv3.ExtProcPerRoute_Overrides{Overrides: &extprocv3.ExtProcOverrides{AsyncMode: true}}}
-	if _, err := (Factory{}).CompileRoute(p, testContext()); err == nil || !strings.Contains(err.Error(), "overrides.async_mode: not supported") {
+	p := &extprocv3.ExtProcPerRoute{Override: &extprocv3.ExtProcPerRoute_Overrides{Overrides: &extprocv3.ExtProcOverrides{GrpcInitialMetadata: []*corev3.HeaderValue{{Key: "k", Value: "v"}}}}}
+	if _, err := (Factory{}).CompileRoute(p, testContext()); err == nil || !strings.Contains(err.Error(), "overrides.grpc_initial_metadata: not supported") {
 		t.Fatalf("error %v", err)
 	}
 	p = &extprocv3.ExtProcPerRoute{Override: &extprocv3.ExtProcPerRoute_Overrides{Overrides: &extprocv3.ExtProcOverrides{

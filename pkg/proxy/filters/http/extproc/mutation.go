@@ -1,7 +1,6 @@
 package extproc
 
 import (
-	"errors"
 	"strconv"
 	"strings"
 
@@ -12,6 +11,13 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
+
+// mutationError is a mutation that fails its message; its text is
+// Envoy's, which becomes the reply's details.
+type mutationError string
+
+// Error implements error.
+func (e mutationError) Error() string { return string(e) }
 
 // head is the message head a header mutation edits: the request's (with
 // :path), the response's (with :status), or trailers.
@@ -65,14 +71,12 @@ func (hd head) set(name, value string, appendValue bool) bool {
 // applyHeaderMutation applies a HeaderMutation to hd under rules, as
 // Envoy's MutationUtils::applyHeaderMutations: a mutation the rules
 // refuse is skipped and counted, or, with disallow_is_error, fails the
-// message; malformed names and values fail it. replacing allows :method
-// (CONTINUE_AND_REPLACE), which Outrigger cannot change: it is counted
-// as rejected.
+// message; malformed names and values fail it.
 func applyHeaderMutation(m *extprocsvc.HeaderMutation, hd head, r *rules, rejected *stats.Counter) error {
 	for _, name := range m.GetRemoveHeaders() {
 		if !validHeaderName(name) {
 			rejected.Inc()
-			return errors.New("Invalid character in remove_headers mutation.")
+			return mutationError("Invalid character in remove_headers mutation.")
 		}
 		name = strings.ToLower(name)
 		switch r.check(opRemove, name, "") {
@@ -86,7 +90,7 @@ func applyHeaderMutation(m *extprocsvc.HeaderMutation, hd head, r *rules, reject
 			rejected.Inc()
 		case checkFail:
 			rejected.Inc()
-			return errors.New("Invalid attempt to remove " + name)
+			return mutationError("Invalid attempt to remove " + name)
 		}
 	}
 	for _, sh := range m.GetSetHeaders() {
@@ -96,7 +100,7 @@ func applyHeaderMutation(m *extprocsvc.HeaderMutation, hd head, r *rules, reject
 		}
 		if hv.GetValue() != "" && len(hv.GetRawValue()) > 0 {
 			rejected.Inc()
-			return errors.New("Only one of value or raw_value in the HeaderValue message should be set.")
+			return mutationError("Only one of value or raw_value in the HeaderValue message should be set.")
 		}
 		value := hv.GetValue()
 		if len(hv.GetRawValue()) > 0 {
@@ -104,7 +108,7 @@ func applyHeaderMutation(m *extprocsvc.HeaderMutation, hd head, r *rules, reject
 		}
 		if !validHeaderName(hv.GetKey()) || !validHeaderValue(value) {
 			rejected.Inc()
-			return errors.New("Invalid character in set_headers mutation.")
+			return mutationError("Invalid character in set_headers mutation.")
 		}
 		name := strings.ToLower(hv.GetKey())
 		exists := hd.has(name)
@@ -113,6 +117,7 @@ func applyHeaderMutation(m *extprocsvc.HeaderMutation, hd head, r *rules, reject
 		switch sh.GetAppendAction() {
 		case corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD:
 			// The enum's zero: the deprecated append field decides.
+			//lint:ignore SA1019 Envoy still reads the deprecated append when append_action is unset
 			appendValue = sh.GetAppend().GetValue()
 			if appendValue && exists {
 				op = opAppend
@@ -128,7 +133,7 @@ func applyHeaderMutation(m *extprocsvc.HeaderMutation, hd head, r *rules, reject
 				continue
 			}
 		default:
-			return errors.New("Invalid append_action value " + name)
+			return mutationError("Invalid append_action value " + name)
 		}
 		switch r.check(op, name, value) {
 		case checkOK:
@@ -139,7 +144,7 @@ func applyHeaderMutation(m *extprocsvc.HeaderMutation, hd head, r *rules, reject
 			rejected.Inc()
 		case checkFail:
 			rejected.Inc()
-			return errors.New("Invalid attempt to modify " + name)
+			return mutationError("Invalid attempt to modify " + name)
 		}
 	}
 	return nil

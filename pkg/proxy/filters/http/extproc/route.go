@@ -28,8 +28,10 @@ func compileRoute(p *extprocv3.ExtProcPerRoute, ctx httpfilter.Context) (*routeC
 	if o == nil {
 		return rc, nil
 	}
+	//lint:ignore SA1019 a deprecated field is still refused by its path when set
+	async := o.GetAsyncMode()
 	switch {
-	case o.GetAsyncMode():
+	case async:
 		return nil, errors.New("overrides.async_mode: not supported by Outrigger")
 	case len(o.GetRequestAttributes()) > 0:
 		return nil, errors.New("overrides.request_attributes: not supported by Outrigger (no CEL attributes)")
