@@ -319,6 +319,12 @@ var _ = Describe("The external processing filter", func() {
 		Expect(r.Header.Get("x-body-len")).To(Equal(fmt.Sprint(len("path=/buffered/1\nx-proc-req=\nx-remove-me=\nbody=HELLO PROCESSOR"))))
 		Expect(proc.kinds("/buffered/1")).To(ContainElements(`request_body("hello processor",eos=true)`,
 			`response_body("path=/buffered/1\nx-proc-req=\nx-remove-me=\nbody=HELLO PROCESSOR",eos=true)`))
+
+		// The same over HTTP/2, whose held head leaves as a HEADERS frame.
+		r = httpDo(httpClients()["HTTP/2"], "POST", listenerURL(port, "/buffered/h2"), strings.NewReader("over h2"), nil)
+		Expect(r.Status).To(Equal(200), r.Body)
+		Expect(r.Body).To(Equal("PATH=/BUFFERED/H2\nX-PROC-REQ=\nX-REMOVE-ME=\nBODY=OVER H2"))
+		Expect(r.Header.Get("x-body-len")).To(Equal(fmt.Sprint(len(r.Body))))
 	})
 
 	It("streams request and response bodies through the processor piece by piece", func() {
