@@ -33,6 +33,7 @@ import (
 //   - /system: sets :path (the system header mutation_rules guard);
 //   - a path with /deny-body or /deny-resp: answers the request body,
 //     or the response body, with an immediate response;
+//   - /cache: adds x-route: b and clears the route cache;
 //   - /slow: never answers (until the proxy closes the stream);
 //   - /override: answers the request headers with a mode_override that
 //     skips the response headers;
@@ -177,6 +178,9 @@ func (p *extProcessor) requestHeaders(path string) *extprocsvc.ProcessingRespons
 		cr.HeaderMutation = &extprocsvc.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{setHeader(":path", "/rewritten")}}
 	case strings.HasPrefix(path, "/slow"):
 		return nil
+	case strings.HasPrefix(path, "/cache"):
+		cr.HeaderMutation = &extprocsvc.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{setHeader("x-route", "b")}}
+		cr.ClearRouteCache = true
 	case strings.HasPrefix(path, "/override"):
 		answer.ModeOverride = &extprocv3.ProcessingMode{ResponseHeaderMode: extprocv3.ProcessingMode_SKIP}
 	}
@@ -226,7 +230,7 @@ func extProcTrailersUpstream() string {
 // /public disabled, /skip skipping both heads, /buffered and /streamed
 // with those body modes both ways, /second on the processor at
 // secondPort (google_grpc), /trailers sending the response trailers of
-// the h2c upstream uph2.
+// the h2c upstream uph2, which x-route: b also leads to.
 func extProcListener(name string, port int, filterCfg, logPath string, secondPort int) proxySpec {
 	GinkgoHelper()
 	const perRoute = "type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute"
@@ -242,6 +246,7 @@ func extProcListener(name string, port int, filterCfg, logPath string, secondPor
 		Listener: "{name: " + name + "}",
 		HCM:      "{stat_prefix: " + name + accessLog + "}",
 		Routes: "[" + strings.Join([]string{
+			`{match: {prefix: /, headers: [{name: x-route, string_match: {exact: b}}]}, route: {cluster: uph2}}`,
 			route("/public", "{disabled: true}"),
 			route("/skip", "{overrides: {processing_mode: {request_header_mode: SKIP, response_header_mode: SKIP}}}"),
 			route("/buffered", "{overrides: {processing_mode: {request_body_mode: BUFFERED, response_body_mode: BUFFERED}}}"),
@@ -347,6 +352,12 @@ var _ = Describe("The external processing filter", func() {
 		Expect(resp.Trailer.Get("x-up-trailer")).To(Equal("t"))
 		Expect(resp.Trailer.Get("x-proc-trailer")).To(Equal("first"))
 		Expect(proc.kinds("/trailers/1")).To(Equal([]string{"request_headers(,eos=true)", "response_headers(:status=200)", "response_trailers(x-up-trailer=t)"}))
+	})
+
+	It("routes again when the processor clears the route cache with a header mutation", func() {
+		r := do("GET", port, "/cache/1", "", nil)
+		Expect(r.Status).To(Equal(200))
+		Expect(r.Body).To(Equal("with trailers"), "the request went to the x-route: b route")
 	})
 
 	It("answers with the processor's immediate response", func() {
