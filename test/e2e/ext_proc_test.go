@@ -274,6 +274,7 @@ var _ = Describe("The external processing filter", func() {
 		proc, second                                     *extProcessor
 		sc                                               *Sidecar
 		port, strictPort, fmaPort, downPort, downFMAPort int
+		mutePort                                         int
 		logPath                                          string
 		procPort, secondPort                             int
 	)
@@ -284,6 +285,32 @@ var _ = Describe("The external processing filter", func() {
 		dir := newDir()
 		logPath = filepath.Join(dir, "access.log")
 		port, strictPort, fmaPort, downPort, downFMAPort = freePort(), freePort(), freePort(), freePort(), freePort()
+		mutePort = freePort()
+		// A processor that accepts connections and never speaks: the
+		// gRPC channel never becomes ready.
+		mute, err := net.Listen("tcp", "127.0.0.1:0")
+		Expect(err).NotTo(HaveOccurred())
+		var held []net.Conn
+		var heldMu sync.Mutex
+		go func() {
+			for {
+				c, err := mute.Accept()
+				if err != nil {
+					return
+				}
+				heldMu.Lock()
+				held = append(held, c)
+				heldMu.Unlock()
+			}
+		}()
+		DeferCleanup(func() {
+			_ = mute.Close()
+			heldMu.Lock()
+			defer heldMu.Unlock()
+			for _, c := range held {
+				_ = c.Close()
+			}
+		})
 		const svc = "grpc_service: {envoy_grpc: {cluster_name: proc}}, "
 		const dead = "grpc_service: {envoy_grpc: {cluster_name: dead}}, "
 		spec := extProcListener("main", port, svc+"message_timeout: 5s, stat_prefix: ep, allow_mode_override: true", logPath, secondPort)
@@ -293,12 +320,14 @@ var _ = Describe("The external processing filter", func() {
 			{Name: "proc", Port: procPort, Extra: h2cOptions()},
 			// Nothing listens there: the processor is down.
 			{Name: "dead", Port: freePort(), Extra: h2cOptions()},
+			{Name: "mute", Port: mute.Addr().(*net.TCPAddr).Port, Extra: h2cOptions()},
 		}
 		spec.More = []proxySpec{
 			extProcListener("strict", strictPort, svc+"message_timeout: 0.3s, mutation_rules: {disallow_system: true, disallow_is_error: true}", "", secondPort),
 			extProcListener("fma", fmaPort, svc+"message_timeout: 0.3s, failure_mode_allow: true, mutation_rules: {disallow_system: true}", "", secondPort),
 			extProcListener("down", downPort, dead+"message_timeout: 5s", "", secondPort),
 			extProcListener("downfma", downFMAPort, dead+"message_timeout: 5s, failure_mode_allow: true", "", secondPort),
+			extProcListener("mute", mutePort, "grpc_service: {envoy_grpc: {cluster_name: mute}}, message_timeout: 0.3s", "", secondPort),
 		}
 		sc = Start(dir, spec.YAML(), "--file-flush-interval-msec", "100")
 	})
@@ -426,6 +455,11 @@ var _ = Describe("The external processing filter", func() {
 		Expect(r.Body).To(HavePrefix("path=/slow/2\n"))
 		Expect(statValue(sc, "http.fma.ext_proc.message_timeouts")).To(Equal("1"))
 		Expect(statValue(sc, "http.fma.ext_proc.failure_mode_allowed")).To(Equal("1"))
+
+		// A processor that cannot be reached in time is a message
+		// timeout too.
+		Expect(do("GET", mutePort, "/hdr/mute", "", nil).Status).To(Equal(504))
+		Expect(statValue(sc, "http.mute.ext_proc.message_timeouts")).To(Equal("1"))
 	})
 
 	It("answers 500 when the processor is down, or goes on with failure_mode_allow", func() {

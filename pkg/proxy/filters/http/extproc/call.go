@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -57,19 +58,37 @@ func (f *filter) call(m *extprocsvc.ProcessingRequest) (*extprocsvc.ProcessingRe
 	if f.done {
 		return nil, nil
 	}
+	timer := time.NewTimer(c.messageTimeout)
+	defer timer.Stop()
 	if f.st == nil {
-		st, err := f.svc.openStream()
-		if err != nil {
+		st, err, late := f.open(timer)
+		switch {
+		case late:
+			return nil, f.timedOut()
+		case err != nil:
 			return nil, f.streamEnded(err)
 		}
 		f.st = st
 		c.stats.streamsStarted.Inc()
 	}
 	m.MetadataContext = f.mdContext
-	f.st.send(m)
+	// Sending may wait for the processor's flow control: the message
+	// timeout bounds it too.
+	sent, st := make(chan struct{}), f.st
+	go func() {
+		st.send(m)
+		close(sent)
+	}()
+	select {
+	case <-sent:
+	case <-timer.C:
+		rep := f.timedOut()
+		// The stream is cancelled: the send returns, and m (which may
+		// hold the caller's body bytes) is no longer read.
+		<-sent
+		return nil, rep
+	}
 	c.stats.msgsSent.Inc()
-	timer := time.NewTimer(c.messageTimeout)
-	defer timer.Stop()
 	overridden := false
 	for {
 		select {
@@ -91,15 +110,47 @@ func (f *filter) call(m *extprocsvc.ProcessingRequest) (*extprocsvc.ProcessingRe
 		case err := <-f.st.end:
 			return nil, f.streamEnded(err)
 		case <-timer.C:
-			c.stats.msgTimeouts.Inc()
-			f.finish(false)
-			if c.failureModeAllow {
-				c.stats.failureModeAllowed.Inc()
-				return nil, nil
-			}
-			return nil, errorReply(504, detailsTimeout)
+			return nil, f.timedOut()
 		}
 	}
+}
+
+// open opens the stream, waiting at most until timer fires (late): a
+// processor that cannot be reached in time is a message timeout, as in
+// Envoy, whose timer runs while the stream opens.
+func (f *filter) open(timer *time.Timer) (st *sideStream, err error, late bool) {
+	type opened struct {
+		st  *sideStream
+		err error
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	res := make(chan opened, 1)
+	go func() {
+		st, err := f.svc.openStream(ctx, cancel)
+		res <- opened{st, err}
+	}()
+	select {
+	case o := <-res:
+		return o.st, o.err, false
+	case <-timer.C:
+		// A stream that opens now ends with its context.
+		cancel()
+		return nil, nil, true
+	}
+}
+
+// timedOut handles a message the processor did not answer in time: the
+// request fails with 504, or goes on unprocessed with
+// failure_mode_allow.
+func (f *filter) timedOut() *reply {
+	c := f.c
+	c.stats.msgTimeouts.Inc()
+	f.finish(false)
+	if c.failureModeAllow {
+		c.stats.failureModeAllowed.Inc()
+		return nil
+	}
+	return errorReply(504, detailsTimeout)
 }
 
 // streamEnded handles the end of the stream (or its failure to open):

@@ -33,17 +33,19 @@ type sideStream struct {
 	end chan error
 }
 
-// openStream starts a Process stream; the channel's initial metadata
-// applies, no timeout (each message has its own).
-func (s *service) openStream() (*sideStream, error) {
-	ctx, cancel := s.ch.CallContext(context.Background(), true)
+// openStream starts a Process stream under ctx, which cancel ends; the
+// channel's initial metadata applies, no timeout (each message has its
+// own). It blocks while the channel connects.
+func (s *service) openStream(ctx context.Context, cancel context.CancelFunc) (*sideStream, error) {
+	ctx, callCancel := s.ch.CallContext(ctx, true)
 	cl, err := s.client.Process(ctx)
 	if err != nil {
+		callCancel()
 		cancel()
 		return nil, err
 	}
 	st := &sideStream{
-		cancel: cancel,
+		cancel: func() { callCancel(); cancel() },
 		cl:     cl,
 		msgs:   make(chan *extprocsvc.ProcessingResponse),
 		end:    make(chan error, 1),
