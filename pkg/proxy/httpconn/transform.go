@@ -87,7 +87,9 @@ func (s *stream) transformResponse(n int64, hasBody bool) int64 {
 	}
 	s.xdown = encodingDown{inner: s.down, s: s, encs: s.respXform}
 	for _, e := range s.respXform {
-		if h, ok := e.(httpfilter.HeadHolder); ok && h.HoldsHead() {
+		// A tunnel's head must leave at once: the bytes that follow
+		// wait for it.
+		if h, ok := e.(httpfilter.HeadHolder); ok && h.HoldsHead() && !s.upg.tunnel && s.status != 101 {
 			s.xdown.hold = true
 		}
 	}

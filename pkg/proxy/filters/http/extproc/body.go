@@ -129,7 +129,7 @@ func (e *bufferEncoder) EncodeEnd(trailers http.Header) ([]byte, http.Header, er
 	var out []byte
 	if !e.passed {
 		e.passed = true
-		out = e.process(trailers == nil)
+		out = e.process(len(trailers) == 0)
 		if e.replaced {
 			return out, nil, nil
 		}

@@ -42,7 +42,8 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 			return httpfilter.Continue
 		}
 	}
-	if f.done || !hasBody {
+	if f.done || !hasBody || s.ResponseStatus() == 101 || s.Request().Method == "CONNECT" {
+		// An upgrade's or a CONNECT's body is its tunnel.
 		return httpfilter.Continue
 	}
 	switch f.mode.responseBody {

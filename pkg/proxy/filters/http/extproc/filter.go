@@ -105,7 +105,8 @@ func (f *filter) requestBody(s httpfilter.Stream) httpfilter.Status {
 	if f.done {
 		return httpfilter.Continue
 	}
-	if _, has := s.RequestBody(); !has {
+	if _, has := s.RequestBody(); !has || s.Request().Method == "CONNECT" {
+		// A CONNECT's body is its tunnel.
 		return httpfilter.Continue
 	}
 	switch f.mode.requestBody {
