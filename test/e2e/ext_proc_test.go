@@ -19,6 +19,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // extProcessor is an external processor (envoy.service.ext_proc.v3)
@@ -33,6 +34,8 @@ import (
 //   - /system: sets :path (the system header mutation_rules guard);
 //   - a path with /deny-body or /deny-resp: answers the request body,
 //     or the response body, with an immediate response;
+//   - /meta: records the forwarded metadata's team.info owner, and
+//     answers with dynamic metadata in proc.out and not.kept;
 //   - /cache: adds x-route: b and clears the route cache;
 //   - /slow: never answers (until the proxy closes the stream);
 //   - /override: answers the request headers with a mode_override that
@@ -92,6 +95,10 @@ func (p *extProcessor) Process(srv extprocsvc.ExternalProcessor_ProcessServer) e
 		switch v := req.GetRequest().(type) {
 		case *extprocsvc.ProcessingRequest_RequestHeaders:
 			path = headerOf(v.RequestHeaders.GetHeaders(), ":path")
+			if strings.HasPrefix(path, "/meta") {
+				owner := req.GetMetadataContext().GetFilterMetadata()["team.info"].GetFields()["owner"].GetStringValue()
+				p.record(path, "metadata(owner="+owner+")")
+			}
 			p.record(path, fmt.Sprintf("request_headers(%s,eos=%t)", headerOf(v.RequestHeaders.GetHeaders(), "x-proc-from"), v.RequestHeaders.GetEndOfStream()))
 			resp = p.requestHeaders(path)
 		case *extprocsvc.ProcessingRequest_RequestBody:
@@ -178,6 +185,11 @@ func (p *extProcessor) requestHeaders(path string) *extprocsvc.ProcessingRespons
 		cr.HeaderMutation = &extprocsvc.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{setHeader(":path", "/rewritten")}}
 	case strings.HasPrefix(path, "/slow"):
 		return nil
+	case strings.HasPrefix(path, "/meta"):
+		answer.DynamicMetadata = &structpb.Struct{Fields: map[string]*structpb.Value{
+			"proc.out": structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"verdict": structpb.NewStringValue("ok")}}),
+			"not.kept": structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"x": structpb.NewStringValue("y")}}),
+		}}
 	case strings.HasPrefix(path, "/cache"):
 		cr.HeaderMutation = &extprocsvc.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{setHeader("x-route", "b")}}
 		cr.ClearRouteCache = true
@@ -239,7 +251,7 @@ func extProcListener(name string, port int, filterCfg, logPath string, secondPor
 	}
 	accessLog := ""
 	if logPath != "" {
-		accessLog = ", access_log: [" + fileLog(logPath, "%REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_CODE_DETAILS%\n") + "]"
+		accessLog = ", access_log: [" + fileLog(logPath, "%REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_CODE_DETAILS% verdict=%DYNAMIC_METADATA(proc.out:verdict)% other=%DYNAMIC_METADATA(not.kept:x)%\n") + "]"
 	}
 	return proxySpec{
 		Port:     port,
@@ -313,7 +325,11 @@ var _ = Describe("The external processing filter", func() {
 		})
 		const svc = "grpc_service: {envoy_grpc: {cluster_name: proc}}, "
 		const dead = "grpc_service: {envoy_grpc: {cluster_name: dead}}, "
-		spec := extProcListener("main", port, svc+"message_timeout: 5s, stat_prefix: ep, allow_mode_override: true", logPath, secondPort)
+		spec := extProcListener("main", port, svc+"message_timeout: 5s, stat_prefix: ep, allow_mode_override: true, "+
+			"metadata_options: {forwarding_namespaces: {untyped: [team.info]}, receiving_namespaces: {untyped: [proc.out]}}", logPath, secondPort)
+		// Dynamic metadata for the filter to forward.
+		spec.Filters = "[" + httpFilter("envoy.filters.http.set_metadata", setMetadataType,
+			`{metadata: [{metadata_namespace: team.info, value: {owner: payments}}]}`) + ", " + strings.TrimPrefix(spec.Filters, "[")
 		spec.Clusters = []proxyCluster{
 			{Name: "up", Port: portNum(extProcUpstream())},
 			{Name: "uph2", Port: portNum(extProcTrailersUpstream()), Extra: h2cOptions()},
@@ -323,11 +339,11 @@ var _ = Describe("The external processing filter", func() {
 			{Name: "mute", Port: mute.Addr().(*net.TCPAddr).Port, Extra: h2cOptions()},
 		}
 		spec.More = []proxySpec{
-			extProcListener("strict", strictPort, svc+"message_timeout: 0.3s, mutation_rules: {disallow_system: true, disallow_is_error: true}", "", secondPort),
-			extProcListener("fma", fmaPort, svc+"message_timeout: 0.3s, failure_mode_allow: true, mutation_rules: {disallow_system: true}", "", secondPort),
+			extProcListener("strict", strictPort, svc+"message_timeout: 1s, mutation_rules: {disallow_system: true, disallow_is_error: true}", "", secondPort),
+			extProcListener("fma", fmaPort, svc+"message_timeout: 1s, failure_mode_allow: true, mutation_rules: {disallow_system: true}", "", secondPort),
 			extProcListener("down", downPort, dead+"message_timeout: 5s", "", secondPort),
 			extProcListener("downfma", downFMAPort, dead+"message_timeout: 5s, failure_mode_allow: true", "", secondPort),
-			extProcListener("mute", mutePort, "grpc_service: {envoy_grpc: {cluster_name: mute}}, message_timeout: 0.3s", "", secondPort),
+			extProcListener("mute", mutePort, "grpc_service: {envoy_grpc: {cluster_name: mute}}, message_timeout: 1s", "", secondPort),
 		}
 		sc = Start(dir, spec.YAML(), "--file-flush-interval-msec", "100")
 	})
@@ -383,6 +399,13 @@ var _ = Describe("The external processing filter", func() {
 		Expect(proc.kinds("/trailers/1")).To(Equal([]string{"request_headers(,eos=true)", "response_headers(:status=200)", "response_trailers(x-up-trailer=t)"}))
 	})
 
+	It("forwards the metadata_options namespaces and keeps the receiving ones", func() {
+		Expect(do("GET", port, "/meta/1", "", nil).Status).To(Equal(200))
+		Expect(proc.kinds("/meta/1")).To(ContainElement("metadata(owner=payments)"))
+		Eventually(func() string { b, _ := os.ReadFile(logPath); return string(b) }).
+			Should(ContainSubstring("/meta/1 200 via_upstream verdict=ok other=-\n"))
+	})
+
 	It("routes again when the processor clears the route cache with a header mutation", func() {
 		r := do("GET", port, "/cache/1", "", nil)
 		Expect(r.Status).To(Equal(200))
@@ -395,7 +418,7 @@ var _ = Describe("The external processing filter", func() {
 		Expect(r.Body).To(Equal("blocked by processor"))
 		Expect(r.Header.Get("x-blocked")).To(Equal("yes"))
 		Eventually(func() string { b, _ := os.ReadFile(logPath); return string(b) }).
-			Should(ContainSubstring("/immediate/1 403 blocked_by_policy\n"))
+			Should(ContainSubstring("/immediate/1 403 blocked_by_policy verdict=- other=-\n"))
 	})
 
 	It("answers with an immediate response from a body phase: a streamed request body, or a buffered response body whose head was held", func() {
