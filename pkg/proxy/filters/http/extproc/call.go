@@ -124,9 +124,11 @@ func (f *filter) open(timer *time.Timer) (st *sideStream, err error, late bool) 
 		err error
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	res := make(chan opened, 1)
+	// The goroutine may outlive the call (and the filter, pooled again):
+	// it reads nothing of f.
+	res, svc := make(chan opened, 1), f.svc
 	go func() {
-		st, err := f.svc.openStream(ctx, cancel)
+		st, err := svc.openStream(ctx, cancel)
 		res <- opened{st, err}
 	}()
 	select {
