@@ -43,7 +43,7 @@ type config struct {
 	maxMessageTimeout time.Duration
 	rules             *rules
 	// allowed and disallowed are forward_rules (nil: no filtering).
-	allowed, disallowed []*router.StringMatch
+	allowed, disallowed router.ListStringMatch
 	allowModeOverride   bool
 	disableImmediate    bool
 	routeCache          extprocv3.ExternalProcessor_RouteCacheAction
@@ -206,17 +206,13 @@ func refuseUnsupported(p *extprocv3.ExternalProcessor) error {
 
 // compileMatchers compiles a ListStringMatcher found at path; nil stays
 // nil.
-func compileMatchers(l *matcherv3.ListStringMatcher, path string) ([]*router.StringMatch, error) {
+func compileMatchers(l *matcherv3.ListStringMatcher, path string) (router.ListStringMatch, error) {
 	if l == nil {
 		return nil, nil
 	}
-	ms := make([]*router.StringMatch, 0, len(l.GetPatterns()))
-	for i, p := range l.GetPatterns() {
-		m, err := router.CompileStringMatch(p)
-		if err != nil {
-			return nil, fmt.Errorf("%s.patterns[%d].%w", path, i, err)
-		}
-		ms = append(ms, &m)
+	ms, err := router.CompileListStringMatch(l)
+	if err != nil {
+		return nil, fmt.Errorf("%s.%w", path, err)
 	}
 	return ms, nil
 }
@@ -225,20 +221,7 @@ func compileMatchers(l *matcherv3.ListStringMatcher, path string) ([]*router.Str
 // headerCanBeForwarded: not disallowed, and allowed when there is an
 // allow list.
 func (c *config) forwards(name string) bool {
-	if anyMatch(c.disallowed, name) {
-		return false
-	}
-	return len(c.allowed) == 0 || anyMatch(c.allowed, name)
-}
-
-// anyMatch reports whether a matcher matches v.
-func anyMatch(ms []*router.StringMatch, v string) bool {
-	for _, m := range ms {
-		if m.Matches(v) {
-			return true
-		}
-	}
-	return false
+	return !c.disallowed.Matches(name) && (len(c.allowed) == 0 || c.allowed.Matches(name))
 }
 
 // serviceFor returns the channel of a per-route grpc_service override,
