@@ -42,8 +42,8 @@ func (hd head) has(name string) bool {
 
 // set writes one header, append adding a value rather than replacing
 // them. It reports false for a header the connection manager keeps out
-// of the filters' reach (other pseudo-headers, host, the framing
-// headers): the mutation is then rejected.
+// of the filters' reach (other pseudo-headers, host, transfer-encoding):
+// the mutation is then rejected.
 func (hd head) set(name, value string, appendValue bool) bool {
 	switch {
 	case name == ":path" && hd.s != nil && !hd.response:
@@ -57,7 +57,11 @@ func (hd head) set(name, value string, appendValue bool) bool {
 		}
 		ss.SetResponseStatus(code)
 		return true
-	case strings.HasPrefix(name, ":"), name == "host", name == "content-length", name == "transfer-encoding":
+	case name == "content-length":
+		// The connection manager frames bodies itself: the length
+		// sent is the body's, whatever the processor says it is.
+		return true
+	case strings.HasPrefix(name, ":"), name == "host", name == "transfer-encoding":
 		return false
 	}
 	if appendValue {
@@ -81,11 +85,14 @@ func applyHeaderMutation(m *extprocsvc.HeaderMutation, hd head, r *rules, reject
 		name = strings.ToLower(name)
 		switch r.check(opRemove, name, "") {
 		case checkOK:
-			if strings.HasPrefix(name, ":") || name == "content-length" || name == "transfer-encoding" {
+			switch {
+			case name == "content-length":
+				// Framing is the connection manager's (see set).
+			case name == "transfer-encoding":
 				rejected.Inc()
-				continue
+			default:
+				hd.h.Del(name)
 			}
-			hd.h.Del(name)
 		case checkIgnore:
 			rejected.Inc()
 		case checkFail:
