@@ -217,7 +217,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedCore, supportedListener, supportedHCM, supportedRoute, supportedCluster, supportedStats, supportedDynamic,
 	supportedOverload, supportedDNS, supportedAccessLog, supportedHTTPFilters, supportedExtAuthz, supportedTCPProxy, supportedTLS,
 	supportedUpgrades, supportedCompression, supportedTracing, supportedNetLimits, supportedTap,
-	supportedRBAC, supportedFiltersTail,
+	supportedRBAC, supportedFiltersTail, supportedExtProc,
 	supportedLocality,
 	supportedOnDemand,
 	supportedJWTAuthn,

@@ -86,9 +86,21 @@ func (s *stream) transformResponse(n int64, hasBody bool) int64 {
 		return n
 	}
 	s.xdown = encodingDown{inner: s.down, s: s, encs: s.respXform}
+	for _, e := range s.respXform {
+		// A tunnel's head must leave at once: the bytes that follow
+		// wait for it.
+		if h, ok := e.(httpfilter.HeadHolder); ok && h.HoldsHead() && !s.upg.tunnel && s.status != 101 {
+			s.xdown.hold = true
+		}
+	}
 	s.down = &s.xdown
 	return -1
 }
+
+// SetResponseStatus implements httpfilter.ResponseStatusSetter.
+func (s *stream) SetResponseStatus(status int) { s.status = status }
+
+var _ httpfilter.ResponseStatusSetter = (*stream)(nil)
 
 // untransform undoes the wrappers at the end of the stream.
 func (s *stream) untransform() {
@@ -224,13 +236,30 @@ type encodingDown struct {
 	trailer  http.Header
 	finished bool
 	scratch  [2][]byte
+	// hold: an encoder holds the head back (httpfilter.HeadHolder);
+	// held: writeHead was called and the head waits, with heldBody its
+	// hasBody.
+	hold, held, heldBody bool
 }
 
 var _ downstream = (*encodingDown)(nil)
 
 // writeHead implements downstream.
 func (d *encodingDown) writeHead(s *stream, n int64, hasBody bool) error {
+	if d.hold {
+		d.held, d.heldBody = true, hasBody
+		return nil
+	}
 	return d.inner.writeHead(s, n, hasBody)
+}
+
+// release writes a held head, announcing n bytes of body (-1: unknown).
+func (d *encodingDown) release(n int64) error {
+	if !d.held {
+		return nil
+	}
+	d.held = false
+	return d.inner.writeHead(d.s, n, d.heldBody)
 }
 
 // writeBody implements downstream. The stream counts the bytes given
@@ -243,6 +272,9 @@ func (d *encodingDown) writeBody(p []byte) error {
 	d.s.bytesSent += uint64(len(out)) - uint64(len(p))
 	if len(out) == 0 {
 		return nil
+	}
+	if err := d.release(-1); err != nil {
+		return err
 	}
 	return d.inner.writeBody(out)
 }
@@ -259,6 +291,13 @@ func (d *encodingDown) finish() error {
 		d.finished = true
 		out, err := d.run(nil, true)
 		if err != nil {
+			return err
+		}
+		n := int64(len(out))
+		if len(d.trailer) > 0 {
+			n = -1
+		}
+		if err := d.release(n); err != nil {
 			return err
 		}
 		if len(out) > 0 {
@@ -301,8 +340,13 @@ func (d *encodingDown) run(p []byte, end bool) ([]byte, error) {
 // abort implements downstream.
 func (d *encodingDown) abort() { d.inner.abort() }
 
-// flush implements downstream.
-func (d *encodingDown) flush() error { return d.inner.flush() }
+// flush implements downstream: nothing leaves while the head is held.
+func (d *encodingDown) flush() error {
+	if d.held {
+		return nil
+	}
+	return d.inner.flush()
+}
 
 // continue100 implements downstream.
 func (d *encodingDown) continue100() error { return d.inner.continue100() }

@@ -38,6 +38,28 @@ type DataEncoder interface {
 	EncodeEnd(trailers http.Header) ([]byte, http.Header, error)
 }
 
+// HeadHolder is a DataEncoder that holds the response head back until
+// it has seen the body, as an Envoy encoder filter that stops iteration in
+// encodeHeaders to buffer the body: the head leaves with the first bytes
+// the encoders return, or after EncodeEnd. Until then the filter may
+// still edit the response headers, and its status (ResponseStatusSetter),
+// from its encoder's calls; the body's length is announced when the head
+// leaves after EncodeEnd.
+type HeadHolder interface {
+	DataEncoder
+	// HoldsHead reports whether the encoder holds the head back; it is
+	// asked once, when the head would be written.
+	HoldsHead() bool
+}
+
+// ResponseStatusSetter is implemented by a Stream whose response status a
+// filter may change while the response head has not left: during
+// EncodeHeaders, or while a HeadHolder holds the head.
+type ResponseStatusSetter interface {
+	// SetResponseStatus replaces the response's status.
+	SetResponseStatus(status int)
+}
+
 // BodyError is a DataDecoder's error that answers the request with
 // Status and Body, when nothing was sent downstream yet, with Details as
 // %RESPONSE_CODE_DETAILS% (Envoy's filters answer bad bodies this way).

@@ -243,13 +243,13 @@ func compileMatchers(l *matcherv3.ListStringMatcher, path string) (matchers, err
 	if l == nil {
 		return nil, nil
 	}
-	ms := make(matchers, 0, len(l.GetPatterns()))
-	for i, p := range l.GetPatterns() {
-		m, err := router.CompileStringMatch(p)
-		if err != nil {
-			return nil, fmt.Errorf("%s.patterns[%d].%w", path, i, err)
-		}
-		ms = append(ms, &m)
+	list, err := router.CompileListStringMatch(l)
+	if err != nil {
+		return nil, fmt.Errorf("%s.%w", path, err)
+	}
+	ms := make(matchers, 0, len(list))
+	for _, m := range list {
+		ms = append(ms, m)
 	}
 	return ms, nil
 }

@@ -1,0 +1,66 @@
+package bootstrap
+
+import "google.golang.org/protobuf/reflect/protoreflect"
+
+// supportedExtProc lists the fields of envoy.filters.http.ext_proc that
+// Outrigger implements (see supportedCore), and of its per-route
+// ExtProcPerRoute. Not listed, so refused with their path: http_service,
+// request_attributes and response_attributes (no CEL), filter_metadata,
+// observability_mode, deferred_close_timeout,
+// send_body_without_waiting_for_header_response, allowed_override_modes,
+// processing_request_modifier, on_processing_response, status_on_error,
+// allow_content_length_header, emit_client_span, the cluster metadata
+// forwarding namespaces and the typed receiving namespaces, and per
+// route async_mode, the attributes, metadata_options,
+// grpc_initial_metadata, failure_mode_allow, processing_request_modifier
+// and emit_client_span. The filter's Compile refuses what the values
+// leave: request_trailer_mode SEND, the FULL_DUPLEX_STREAMED and GRPC
+// body modes, and mutation_rules.allow_all_routing true.
+var supportedExtProc = map[protoreflect.FullName]fieldSupport{
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.grpc_service":               {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.failure_mode_allow":         {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.processing_mode":            {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.message_timeout":            {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.stat_prefix":                {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.mutation_rules":             {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.max_message_timeout":        {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.forward_rules":              {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.allow_mode_override":        {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.disable_immediate_response": {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.metadata_options":           {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.disable_clear_route_cache":  {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.route_cache_action":         {},
+
+	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.request_header_mode":  {},
+	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.response_header_mode": {},
+	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.request_body_mode": {
+		values: []string{"NONE", "STREAMED", "BUFFERED", "BUFFERED_PARTIAL"},
+	},
+	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.response_body_mode": {
+		values: []string{"NONE", "STREAMED", "BUFFERED", "BUFFERED_PARTIAL"},
+	},
+	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.request_trailer_mode":  {values: []string{"DEFAULT", "SKIP"}},
+	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.response_trailer_mode": {},
+
+	"envoy.extensions.filters.http.ext_proc.v3.HeaderForwardingRules.allowed_headers":    {},
+	"envoy.extensions.filters.http.ext_proc.v3.HeaderForwardingRules.disallowed_headers": {},
+
+	"envoy.extensions.filters.http.ext_proc.v3.MetadataOptions.forwarding_namespaces":      {},
+	"envoy.extensions.filters.http.ext_proc.v3.MetadataOptions.receiving_namespaces":       {},
+	"envoy.extensions.filters.http.ext_proc.v3.MetadataOptions.MetadataNamespaces.untyped": {},
+	// Typed namespaces forward; the filter refuses typed receiving ones.
+	"envoy.extensions.filters.http.ext_proc.v3.MetadataOptions.MetadataNamespaces.typed": {},
+
+	"envoy.config.common.mutation_rules.v3.HeaderMutationRules.allow_all_routing":   {},
+	"envoy.config.common.mutation_rules.v3.HeaderMutationRules.allow_envoy":         {},
+	"envoy.config.common.mutation_rules.v3.HeaderMutationRules.disallow_system":     {},
+	"envoy.config.common.mutation_rules.v3.HeaderMutationRules.disallow_all":        {},
+	"envoy.config.common.mutation_rules.v3.HeaderMutationRules.allow_expression":    {},
+	"envoy.config.common.mutation_rules.v3.HeaderMutationRules.disallow_expression": {},
+	"envoy.config.common.mutation_rules.v3.HeaderMutationRules.disallow_is_error":   {},
+
+	"envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute.disabled":         {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute.overrides":        {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExtProcOverrides.processing_mode": {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExtProcOverrides.grpc_service":    {},
+}

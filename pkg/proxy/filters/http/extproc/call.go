@@ -1,0 +1,279 @@
+package extproc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode"
+
+	extprocsvc "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/grpc/status"
+)
+
+// Envoy's %RESPONSE_CODE_DETAILS% of the filter's error replies.
+const (
+	detailsTimeout    = "ext_proc_error_per-message_timeout_exceeded"
+	detailsGrpcPrefix = "ext_proc_error_gRPC_error_"
+)
+
+// phase is the part of the exchange a message carries.
+type phase uint8
+
+const (
+	phaseRequestHeaders phase = iota
+	phaseRequestBody
+	phaseResponseHeaders
+	phaseResponseBody
+	phaseResponseTrailers
+)
+
+// reply is how the filter answers a request in the upstream's place: an
+// immediate_response, or the error of a failed exchange.
+type reply struct {
+	status  int
+	body    string
+	details string
+	// grpcStatus is the immediate response's grpc_status, -1 without.
+	grpcStatus int64
+	// headers edit the reply's headers.
+	headers *extprocsvc.HeaderMutation
+}
+
+// errorReply is the reply to a failed exchange.
+func errorReply(status int, details string) *reply {
+	return &reply{status: status, details: details, grpcStatus: -1}
+}
+
+// call sends m to the processor, opening the stream on first use, and
+// waits for its answer, at most message_timeout (or the processor's
+// override_message_timeout). It returns the answer; or nil and nil when
+// the request goes on unprocessed from now on (processing was over, the
+// processor closed the stream, or failure_mode_allow covers a failure);
+// or the reply that answers the request.
+func (f *filter) call(m *extprocsvc.ProcessingRequest) (*extprocsvc.ProcessingResponse, *reply) {
+	c := f.c
+	if f.done {
+		return nil, nil
+	}
+	timer := time.NewTimer(c.messageTimeout)
+	defer timer.Stop()
+	if f.st == nil {
+		st, err, late := f.open(timer)
+		switch {
+		case late:
+			return nil, f.timedOut()
+		case err != nil:
+			return nil, f.streamEnded(err)
+		}
+		f.st = st
+		c.stats.streamsStarted.Inc()
+	}
+	m.MetadataContext = f.mdContext
+	// Sending may wait for the processor's flow control: the message
+	// timeout bounds it too.
+	sent, st := make(chan struct{}), f.st
+	go func() {
+		st.send(m)
+		close(sent)
+	}()
+	select {
+	case <-sent:
+	case <-timer.C:
+		rep := f.timedOut()
+		// The stream is cancelled: the send returns, and m (which may
+		// hold the caller's body bytes) is no longer read.
+		<-sent
+		return nil, rep
+	}
+	c.stats.msgsSent.Inc()
+	overridden := false
+	for {
+		select {
+		case r := <-f.st.msgs:
+			if d := r.GetOverrideMessageTimeout(); d != nil {
+				// The processor asks for more time, once per message,
+				// within max_message_timeout.
+				t := d.AsDuration()
+				if overridden || t < time.Millisecond || t > c.maxMessageTimeout {
+					c.stats.overrideTimeoutIgnored.Inc()
+					continue
+				}
+				overridden = true
+				timer.Reset(t)
+				c.stats.overrideTimeoutReceived.Inc()
+				continue
+			}
+			return r, nil
+		case err := <-f.st.end:
+			return nil, f.streamEnded(err)
+		case <-timer.C:
+			return nil, f.timedOut()
+		}
+	}
+}
+
+// open opens the stream, waiting at most until timer fires (late): a
+// processor that cannot be reached in time is a message timeout, as in
+// Envoy, whose timer runs while the stream opens.
+func (f *filter) open(timer *time.Timer) (st *sideStream, err error, late bool) {
+	type opened struct {
+		st  *sideStream
+		err error
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	// The goroutine may outlive the call (and the filter, pooled again):
+	// it reads nothing of f.
+	res, svc := make(chan opened, 1), f.svc
+	go func() {
+		st, err := svc.openStream(ctx, cancel)
+		res <- opened{st, err}
+	}()
+	select {
+	case o := <-res:
+		return o.st, o.err, false
+	case <-timer.C:
+		// A stream that opens now ends with its context.
+		cancel()
+		return nil, nil, true
+	}
+}
+
+// timedOut handles a message the processor did not answer in time: the
+// request fails with 504, or goes on unprocessed with
+// failure_mode_allow.
+func (f *filter) timedOut() *reply {
+	c := f.c
+	c.stats.msgTimeouts.Inc()
+	f.finish(false)
+	if c.failureModeAllow {
+		c.stats.failureModeAllowed.Inc()
+		return nil
+	}
+	return errorReply(504, detailsTimeout)
+}
+
+// streamEnded handles the end of the stream (or its failure to open):
+// a clean close lets the request go on unprocessed, as does a failure
+// with failure_mode_allow; any other failure answers 500.
+func (f *filter) streamEnded(err error) *reply {
+	c := f.c
+	if errors.Is(err, io.EOF) {
+		f.finish(true)
+		return nil
+	}
+	c.stats.streamsFailed.Inc()
+	if c.failureModeAllow {
+		f.finish(true)
+		c.stats.failureModeAllowed.Inc()
+		return nil
+	}
+	f.finish(false)
+	c.log.V(1).Info("ext_proc stream failed", "error", err.Error())
+	return errorReply(500, fmt.Sprintf("%s%d", detailsGrpcPrefix, status.Code(err)))
+}
+
+// finish ends processing: nothing more goes to the processor for this
+// request, and the stream is closed (counted in streams_closed when
+// closed says so).
+func (f *filter) finish(closed bool) {
+	f.done = true
+	if f.st != nil {
+		f.st.close()
+		f.st = nil
+		if closed {
+			f.c.stats.streamsClosed.Inc()
+		}
+	}
+}
+
+// expected reports whether an answer's kind is the one phase p waits for.
+func expected(r *extprocsvc.ProcessingResponse, p phase) bool {
+	switch r.GetResponse().(type) {
+	case *extprocsvc.ProcessingResponse_RequestHeaders:
+		return p == phaseRequestHeaders
+	case *extprocsvc.ProcessingResponse_RequestBody:
+		return p == phaseRequestBody
+	case *extprocsvc.ProcessingResponse_ResponseHeaders:
+		return p == phaseResponseHeaders
+	case *extprocsvc.ProcessingResponse_ResponseBody:
+		return p == phaseResponseBody
+	case *extprocsvc.ProcessingResponse_ResponseTrailers:
+		return p == phaseResponseTrailers
+	}
+	return false
+}
+
+// immediate turns an immediate_response into the reply, as Envoy's
+// sendImmediateResponse: status 200 when unset or not a final status,
+// the details' spaces replaced.
+func immediate(ir *extprocsvc.ImmediateResponse) *reply {
+	code := int(ir.GetStatus().GetCode())
+	if code < 200 {
+		code = 200
+	}
+	r := &reply{
+		status:     code,
+		body:       string(ir.GetBody()),
+		details:    detailsOf(ir.GetDetails()),
+		grpcStatus: -1,
+		headers:    ir.GetHeaders(),
+	}
+	if g := ir.GetGrpcStatus(); g != nil {
+		r.grpcStatus = int64(g.GetStatus())
+	}
+	return r
+}
+
+// detailsOf replaces the white space of a details string with '_', as
+// Envoy's StringUtil::replaceAllEmptySpace.
+func detailsOf(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) {
+			return '_'
+		}
+		return r
+	}, s)
+}
+
+// answer reads the processor's answer to phase p, as Envoy's
+// onReceiveMessage: a mode_override applies to a head's answer when
+// allow_mode_override says so; an immediate_response answers the request
+// (unless disable_immediate_response, which makes it spurious); an
+// answer of another kind is spurious, counted, and ends processing with
+// the request going on. ok reports an answer of the expected kind,
+// counted as received.
+func (f *filter) answer(r *extprocsvc.ProcessingResponse, p phase) (ok bool, rep *reply) {
+	c := f.c
+	if r == nil {
+		return false, nil
+	}
+	if mo := r.GetModeOverride(); mo != nil && c.allowModeOverride && (p == phaseRequestHeaders || p == phaseResponseHeaders) {
+		if m, err := compileMode(mo); err == nil {
+			f.mode = m
+		} else {
+			c.log.V(1).Info("ext_proc mode_override ignored", "error", err.Error())
+		}
+	}
+	if ir := r.GetImmediateResponse(); ir != nil && !c.disableImmediate {
+		c.stats.msgsReceived.Inc()
+		f.finish(true)
+		return false, immediate(ir)
+	}
+	if !expected(r, p) {
+		c.stats.spuriousMsgs.Inc()
+		f.finish(true)
+		return false, nil
+	}
+	c.stats.msgsReceived.Inc()
+	return true, nil
+}
+
+// mutationFailed is the reply to an answer whose mutation failed: 500,
+// the error as details, as Envoy answers a rejected mutation.
+func (f *filter) mutationFailed(err error) *reply {
+	f.finish(true)
+	return errorReply(500, detailsOf(err.Error()))
+}

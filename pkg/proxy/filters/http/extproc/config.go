@@ -1,0 +1,247 @@
+package extproc
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"github.com/go-logr/logr"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
+)
+
+// defaultMessageTimeout is Envoy's message_timeout when none is set.
+const defaultMessageTimeout = 200 * time.Millisecond
+
+// bodyLimit bounds a buffered body, as Envoy's default buffer limit (the
+// listener's per_connection_buffer_limit_bytes, 1 MiB) does: a BUFFERED
+// request body over it is answered 413.
+const bodyLimit = 1 << 20
+
+// config is a compiled ExternalProcessor.
+type config struct {
+	// name is the name the filter is configured with, the key of its
+	// per-route configuration.
+	name string
+	// svc is the grpc_service's channel; services holds the channels of
+	// the per-route grpc_service overrides, opened on first use.
+	svc      *service
+	open     func(gs *corev3.GrpcService) (*service, error)
+	mu       sync.Mutex
+	services map[string]*service
+
+	failureModeAllow  bool
+	mode              mode
+	messageTimeout    time.Duration
+	maxMessageTimeout time.Duration
+	rules             *rules
+	// allowed and disallowed are forward_rules (nil: no filtering).
+	allowed, disallowed router.ListStringMatch
+	allowModeOverride   bool
+	disableImmediate    bool
+	routeCache          extprocv3.ExternalProcessor_RouteCacheAction
+	// forwardNamespaces and receiveNamespaces are metadata_options'
+	// untyped namespaces; typedForward the typed ones.
+	forwardNamespaces, typedForward, receiveNamespaces []string
+
+	stats filterStats
+	log   logr.Logger
+	pool  sync.Pool
+}
+
+// NewFilter implements httpfilter.Config.
+func (c *config) NewFilter() httpfilter.Filter {
+	f := c.pool.Get().(*filter)
+	f.c = c
+	return f
+}
+
+// Close implements io.Closer: the service channels.
+func (c *config) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	errs := []error{c.svc.close()}
+	for _, s := range c.services {
+		errs = append(errs, s.close())
+	}
+	return errors.Join(errs...)
+}
+
+var _ io.Closer = (*config)(nil)
+
+// compile checks and compiles an ExternalProcessor. Fields Outrigger does
+// not implement are refused with their path.
+func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, error) {
+	if err := refuseUnsupported(p); err != nil {
+		return nil, err
+	}
+	if ctx.Stats == nil {
+		return nil, errors.New("no stat store")
+	}
+	if p.GetGrpcService() == nil {
+		return nil, errors.New("grpc_service: must be set")
+	}
+	if ctx.Services == nil {
+		return nil, errors.New("grpc_service: no gRPC service can be reached")
+	}
+	c := &config{
+		name:              ctx.Name,
+		failureModeAllow:  p.GetFailureModeAllow(),
+		messageTimeout:    defaultMessageTimeout,
+		allowModeOverride: p.GetAllowModeOverride(),
+		disableImmediate:  p.GetDisableImmediateResponse(),
+		routeCache:        p.GetRouteCacheAction(),
+		log:               ctx.Log,
+		services:          map[string]*service{},
+	}
+	svcs := ctx.Services
+	c.open = func(gs *corev3.GrpcService) (*service, error) {
+		ch, err := svcs.OpenGRPC(gs)
+		if err != nil {
+			return nil, err
+		}
+		return newService(ch), nil
+	}
+	var err error
+	if c.svc, err = c.open(p.GetGrpcService()); err != nil {
+		return nil, fmt.Errorf("grpc_service.%w", err)
+	}
+	fail := func(err error) (*config, error) {
+		_ = c.svc.close()
+		return nil, err
+	}
+	if p.GetDisableClearRouteCache() {
+		if c.routeCache != extprocv3.ExternalProcessor_DEFAULT {
+			// Envoy's words.
+			return fail(errors.New("disable_clear_route_cache: disable_clear_route_cache and route_cache_action can not be set to none-default at the same time"))
+		}
+		c.routeCache = extprocv3.ExternalProcessor_RETAIN
+	}
+	if c.mode, err = compileMode(p.GetProcessingMode()); err != nil {
+		return fail(fmt.Errorf("processing_mode.%w", err))
+	}
+	if t := p.GetMessageTimeout(); t != nil {
+		c.messageTimeout = t.AsDuration()
+		if c.messageTimeout <= 0 {
+			return fail(errors.New("message_timeout: must be greater than 0"))
+		}
+	}
+	if t := p.GetMaxMessageTimeout(); t != nil {
+		c.maxMessageTimeout = t.AsDuration()
+		if c.maxMessageTimeout < 0 {
+			return fail(errors.New("max_message_timeout: must not be negative"))
+		}
+	}
+	if c.rules, err = compileRules(p.GetMutationRules()); err != nil {
+		return fail(fmt.Errorf("mutation_rules.%w", err))
+	}
+	if fr := p.GetForwardRules(); fr != nil {
+		if c.allowed, err = compileMatchers(fr.GetAllowedHeaders(), "forward_rules.allowed_headers"); err != nil {
+			return fail(err)
+		}
+		if c.disallowed, err = compileMatchers(fr.GetDisallowedHeaders(), "forward_rules.disallowed_headers"); err != nil {
+			return fail(err)
+		}
+	}
+	if mo := p.GetMetadataOptions(); mo != nil {
+		if mo.GetClusterMetadataForwardingNamespaces() != nil {
+			return fail(errors.New("metadata_options.cluster_metadata_forwarding_namespaces: not supported by Outrigger"))
+		}
+		if len(mo.GetReceivingNamespaces().GetTyped()) > 0 {
+			return fail(errors.New("metadata_options.receiving_namespaces.typed: not supported by Outrigger (Envoy ignores it too)"))
+		}
+		c.forwardNamespaces = mo.GetForwardingNamespaces().GetUntyped()
+		c.typedForward = mo.GetForwardingNamespaces().GetTyped()
+		c.receiveNamespaces = mo.GetReceivingNamespaces().GetUntyped()
+	}
+	prefix := "ext_proc."
+	if sp := p.GetStatPrefix(); sp != "" {
+		prefix += sp + "."
+	}
+	c.stats = newFilterStats(ctx.Stats, ctx.StatPrefix+prefix)
+	c.pool.New = func() any { return &filter{} }
+	return c, nil
+}
+
+// refuseUnsupported refuses the fields Outrigger does not implement with
+// their paths.
+func refuseUnsupported(p *extprocv3.ExternalProcessor) error {
+	switch {
+	case p.GetHttpService() != nil:
+		return errors.New("http_service: not supported by Outrigger (grpc_service only)")
+	case len(p.GetRequestAttributes()) > 0:
+		return errors.New("request_attributes: not supported by Outrigger (no CEL attributes)")
+	case len(p.GetResponseAttributes()) > 0:
+		return errors.New("response_attributes: not supported by Outrigger (no CEL attributes)")
+	case p.GetFilterMetadata() != nil:
+		return errors.New("filter_metadata: not supported by Outrigger")
+	case p.GetObservabilityMode():
+		return errors.New("observability_mode: not supported by Outrigger")
+	case p.GetDeferredCloseTimeout() != nil:
+		return errors.New("deferred_close_timeout: not supported by Outrigger (it applies to observability_mode only)")
+	case p.GetSendBodyWithoutWaitingForHeaderResponse():
+		return errors.New("send_body_without_waiting_for_header_response: not supported by Outrigger")
+	case len(p.GetAllowedOverrideModes()) > 0:
+		return errors.New("allowed_override_modes: not supported by Outrigger")
+	case p.GetProcessingRequestModifier() != nil:
+		return errors.New("processing_request_modifier: not supported by Outrigger")
+	case p.GetOnProcessingResponse() != nil:
+		return errors.New("on_processing_response: not supported by Outrigger")
+	case p.GetStatusOnError() != nil:
+		return errors.New("status_on_error: not supported by Outrigger")
+	case p.GetAllowContentLengthHeader():
+		return errors.New("allow_content_length_header: not supported by Outrigger (the connection manager frames bodies itself)")
+	case p.GetEmitClientSpan() != nil:
+		return errors.New("emit_client_span: not supported by Outrigger (no tracing of the processor's stream)")
+	}
+	return nil
+}
+
+// compileMatchers compiles a ListStringMatcher found at path; nil stays
+// nil.
+func compileMatchers(l *matcherv3.ListStringMatcher, path string) (router.ListStringMatch, error) {
+	if l == nil {
+		return nil, nil
+	}
+	ms, err := router.CompileListStringMatch(l)
+	if err != nil {
+		return nil, fmt.Errorf("%s.%w", path, err)
+	}
+	return ms, nil
+}
+
+// forwards reports whether header name goes to the processor, as Envoy's
+// headerCanBeForwarded: not disallowed, and allowed when there is an
+// allow list.
+func (c *config) forwards(name string) bool {
+	return !c.disallowed.Matches(name) && (len(c.allowed) == 0 || c.allowed.Matches(name))
+}
+
+// serviceFor returns the channel of a per-route grpc_service override,
+// opening it on first use; key is the override's serialized form.
+func (c *config) serviceFor(gs *corev3.GrpcService, key string) (*service, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.services[key]; ok {
+		return s, nil
+	}
+	s, err := c.open(gs)
+	if err != nil {
+		return nil, err
+	}
+	c.services[key] = s
+	return s, nil
+}
+
+// serviceKey is the key of a grpc_service override.
+func serviceKey(gs *corev3.GrpcService) string {
+	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(gs)
+	return string(b)
+}

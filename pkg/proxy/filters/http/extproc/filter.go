@@ -1,0 +1,296 @@
+package extproc
+
+import (
+	"strconv"
+	"sync"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocsvc "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+)
+
+// filter is one request's ext_proc filter.
+type filter struct {
+	c    *config
+	mode mode
+	svc  *service
+	// mu serializes the exchanges: a streamed request body is read on
+	// another goroutine while the response may have begun.
+	mu sync.Mutex
+	st *sideStream
+	// done: processing is over, nothing more goes to the processor.
+	done bool
+	// s is the stream, kept for the response body's phases.
+	s httpfilter.Stream
+	// replyHeaders edit the filter's own reply (immediate_response's
+	// headers), in EncodeHeaders.
+	replyHeaders *extprocsvc.HeaderMutation
+	replied      bool
+	// mdContext is the metadata sent with every message.
+	mdContext *corev3.Metadata
+	// routeConfigs is scratch space for the per-route configurations.
+	routeConfigs []httpfilter.RouteConfig
+}
+
+var (
+	_ httpfilter.Decoder   = (*filter)(nil)
+	_ httpfilter.Encoder   = (*filter)(nil)
+	_ httpfilter.Destroyer = (*filter)(nil)
+)
+
+// DecodeHeaders implements httpfilter.Decoder: the request headers, then
+// a buffered request body, go to the processor and come back mutated; a
+// streamed body goes through as it flows.
+func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
+	f.s = s
+	m, svc, err := f.routeSettings(s)
+	if err != nil {
+		f.c.log.Error(err, "ext_proc per-route grpc_service")
+		return f.sendReply(s, errorReply(500, detailsGrpcPrefix+"14"))
+	}
+	f.mode, f.svc = m, svc
+	f.mdContext = f.metadataContext(s)
+	if f.mode.requestHeaders {
+		_, hasBody := s.RequestBody()
+		req := &extprocsvc.ProcessingRequest{Request: &extprocsvc.ProcessingRequest_RequestHeaders{
+			RequestHeaders: &extprocsvc.HttpHeaders{Headers: f.requestHeaderMap(s), EndOfStream: !hasBody},
+		}}
+		f.mu.Lock()
+		r, rep := f.call(req)
+		f.mu.Unlock()
+		if rep == nil {
+			rep = f.requestHeadersAnswer(s, r)
+		}
+		if rep != nil {
+			return f.sendReply(s, rep)
+		}
+	}
+	return f.requestBody(s)
+}
+
+// requestHeadersAnswer applies the answer to the request headers.
+func (f *filter) requestHeadersAnswer(s httpfilter.Stream, r *extprocsvc.ProcessingResponse) *reply {
+	ok, rep := f.answer(r, phaseRequestHeaders)
+	if !ok {
+		return rep
+	}
+	f.receiveMetadata(s, r)
+	cr := r.GetRequestHeaders().GetResponse()
+	if hm := cr.GetHeaderMutation(); hm != nil {
+		if err := applyHeaderMutation(hm, head{h: s.RequestHeaders(), s: s}, f.c.rules, f.c.stats.rejectedMutations); err != nil {
+			return f.mutationFailed(err)
+		}
+	}
+	f.clearRouteCache(s, cr)
+	if cr.GetStatus() == extprocsvc.CommonResponse_CONTINUE_AND_REPLACE {
+		// The answer is final for the request: its body, if the
+		// answer has one, replaces the request's, and nothing more of
+		// the request goes to the processor.
+		if bm := cr.GetBodyMutation(); bm != nil {
+			if body, changed := replaceBody(bm, nil); changed {
+				s.TransformRequestBody(&replacer{body: body, n: -1})
+			}
+		}
+		f.mode.requestBody = extprocv3.ProcessingMode_NONE
+	}
+	return nil
+}
+
+// requestBody sends the request body as the body mode says.
+func (f *filter) requestBody(s httpfilter.Stream) httpfilter.Status {
+	if f.done {
+		return httpfilter.Continue
+	}
+	if _, has := s.RequestBody(); !has || s.Request().Method == "CONNECT" {
+		// A CONNECT's body is its tunnel.
+		return httpfilter.Continue
+	}
+	switch f.mode.requestBody {
+	case extprocv3.ProcessingMode_BUFFERED, extprocv3.ProcessingMode_BUFFERED_PARTIAL:
+		partial := f.mode.requestBody == extprocv3.ProcessingMode_BUFFERED_PARTIAL
+		body, complete, ok := s.BufferRequestBody(bodyLimit, partial)
+		if !ok {
+			return httpfilter.Stop
+		}
+		req := &extprocsvc.ProcessingRequest{Request: &extprocsvc.ProcessingRequest_RequestBody{
+			RequestBody: &extprocsvc.HttpBody{Body: body, EndOfStream: complete},
+		}}
+		f.mu.Lock()
+		r, rep := f.call(req)
+		f.mu.Unlock()
+		if rep == nil {
+			rep = f.requestBodyAnswer(s, r, len(body))
+		}
+		if rep != nil {
+			return f.sendReply(s, rep)
+		}
+	case extprocv3.ProcessingMode_STREAMED:
+		s.TransformRequestBody(&streamDecoder{f: f})
+	}
+	return httpfilter.Continue
+}
+
+// requestBodyAnswer applies the answer to a buffered request body of n
+// bytes.
+func (f *filter) requestBodyAnswer(s httpfilter.Stream, r *extprocsvc.ProcessingResponse, n int) *reply {
+	ok, rep := f.answer(r, phaseRequestBody)
+	if !ok {
+		return rep
+	}
+	f.receiveMetadata(s, r)
+	cr := r.GetRequestBody().GetResponse()
+	if hm := cr.GetHeaderMutation(); hm != nil {
+		if err := applyHeaderMutation(hm, head{h: s.RequestHeaders(), s: s}, f.c.rules, f.c.stats.rejectedMutations); err != nil {
+			return f.mutationFailed(err)
+		}
+	}
+	if body, changed := replaceBody(cr.GetBodyMutation(), nil); changed {
+		s.TransformRequestBody(&replacer{body: body, n: n})
+	}
+	f.clearRouteCache(s, cr)
+	return nil
+}
+
+// sendReply answers the request with rep, from a decoder step.
+func (f *filter) sendReply(s httpfilter.Stream, rep *reply) httpfilter.Status {
+	f.replyHeaders, f.replied = rep.headers, true
+	if rep.grpcStatus >= 0 {
+		s.SendGrpcLocalReply(rep.status, uint32(rep.grpcStatus), rep.body, 0, rep.details)
+	} else {
+		s.SendLocalReply(rep.status, rep.body, 0, rep.details)
+	}
+	return httpfilter.Stop
+}
+
+// clearRouteCache applies an answer's clear_route_cache as
+// route_cache_action says; only an answer that mutates headers clears
+// the route.
+func (f *filter) clearRouteCache(s httpfilter.Stream, cr *extprocsvc.CommonResponse) {
+	c := f.c
+	if cr.GetHeaderMutation() == nil {
+		if cr.GetClearRouteCache() {
+			c.stats.clearRouteCacheIgnored.Inc()
+		}
+		return
+	}
+	switch c.routeCache {
+	case extprocv3.ExternalProcessor_CLEAR:
+		s.ClearRouteCache()
+	case extprocv3.ExternalProcessor_RETAIN:
+		if cr.GetClearRouteCache() {
+			c.stats.clearRouteCacheDisabled.Inc()
+		}
+	default:
+		if cr.GetClearRouteCache() {
+			s.ClearRouteCache()
+		}
+	}
+}
+
+// requestHeaderMap is the request head as the processor sees it: the
+// pseudo-headers, then the headers, those forward_rules let through.
+func (f *filter) requestHeaderMap(s httpfilter.Stream) *corev3.HeaderMap {
+	hm := &corev3.HeaderMap{}
+	add := func(name, value string) bool {
+		if f.c.forwards(name) {
+			hm.Headers = append(hm.Headers, &corev3.HeaderValue{Key: name, RawValue: []byte(value)})
+		}
+		return true
+	}
+	rq := s.Request()
+	add(":authority", rq.Host)
+	add(":path", rq.Path)
+	add(":method", rq.Method)
+	add(":scheme", rq.Scheme)
+	s.RangeRequestHeaders(add)
+	if n := s.Info().ContentLength; n >= 0 {
+		add("content-length", strconv.FormatInt(n, 10))
+	}
+	return hm
+}
+
+// rangeHeaders is the response headers' iteration, which the connection
+// manager's header list has.
+type rangeHeaders interface {
+	Range(fn func(name, value string) bool)
+}
+
+// responseHeaderMap is the response head as the processor sees it.
+func (f *filter) responseHeaderMap(s httpfilter.Stream) *corev3.HeaderMap {
+	hm := &corev3.HeaderMap{}
+	add := func(name, value string) bool {
+		if f.c.forwards(name) {
+			hm.Headers = append(hm.Headers, &corev3.HeaderValue{Key: name, RawValue: []byte(value)})
+		}
+		return true
+	}
+	add(":status", strconv.Itoa(s.ResponseStatus()))
+	if rh, ok := s.ResponseHeaders().(rangeHeaders); ok {
+		rh.Range(add)
+	}
+	if n, has := s.ResponseBody(); has && n >= 0 {
+		add("content-length", strconv.FormatInt(n, 10))
+	}
+	return hm
+}
+
+// metadataContext is the request's dynamic metadata of the
+// metadata_options forwarding namespaces, sent with every message; nil
+// without namespaces.
+func (f *filter) metadataContext(s httpfilter.Stream) *corev3.Metadata {
+	c := f.c
+	if len(c.forwardNamespaces) == 0 && len(c.typedForward) == 0 {
+		return nil
+	}
+	md := &corev3.Metadata{}
+	dm := s.DynamicMetadata()
+	for _, ns := range c.forwardNamespaces {
+		if v, ok := dm.GetFilterMetadata()[ns]; ok {
+			if md.FilterMetadata == nil {
+				md.FilterMetadata = map[string]*structpb.Struct{}
+			}
+			md.FilterMetadata[ns] = v
+		}
+	}
+	for _, ns := range c.typedForward {
+		if v, ok := dm.GetTypedFilterMetadata()[ns]; ok {
+			if md.TypedFilterMetadata == nil {
+				md.TypedFilterMetadata = map[string]*anypb.Any{}
+			}
+			md.TypedFilterMetadata[ns] = v
+		}
+	}
+	return md
+}
+
+// receiveMetadata keeps an answer's dynamic_metadata of the
+// metadata_options receiving namespaces in the request's dynamic
+// metadata.
+func (f *filter) receiveMetadata(s httpfilter.Stream, r *extprocsvc.ProcessingResponse) {
+	dm := r.GetDynamicMetadata()
+	if dm == nil {
+		return
+	}
+	for _, ns := range f.c.receiveNamespaces {
+		if v, ok := dm.GetFields()[ns]; ok && v.GetStructValue() != nil {
+			s.SetDynamicMetadata(ns, v.GetStructValue())
+		}
+	}
+}
+
+// OnDestroy implements httpfilter.Destroyer: the stream to the processor
+// closes, and the filter goes back to its pool.
+func (f *filter) OnDestroy() {
+	c := f.c
+	f.mu.Lock()
+	if f.st != nil {
+		f.finish(true)
+	}
+	f.mu.Unlock()
+	*f = filter{routeConfigs: f.routeConfigs[:0]}
+	c.pool.Put(f)
+}

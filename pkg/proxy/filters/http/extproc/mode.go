@@ -1,0 +1,62 @@
+package extproc
+
+import (
+	"errors"
+	"fmt"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+)
+
+// mode is a compiled ProcessingMode: which phases of a request go to the
+// processor.
+type mode struct {
+	// requestHeaders and responseHeaders send the heads (DEFAULT and
+	// SEND; SKIP does not).
+	requestHeaders, responseHeaders bool
+	// requestBody and responseBody are the body modes Outrigger
+	// implements: NONE, STREAMED, BUFFERED and BUFFERED_PARTIAL.
+	requestBody, responseBody extprocv3.ProcessingMode_BodySendMode
+	// responseTrailers sends the response trailers (SEND).
+	responseTrailers bool
+}
+
+// defaultMode is the mode of a filter without processing_mode: both heads
+// sent, no bodies, no trailers.
+var defaultMode = mode{requestHeaders: true, responseHeaders: true}
+
+// disabledMode is the mode a per-route disabled gives: nothing is sent.
+var disabledMode = mode{}
+
+// compileMode checks a ProcessingMode; errors name the field below it.
+func compileMode(pm *extprocv3.ProcessingMode) (mode, error) {
+	if pm == nil {
+		return defaultMode, nil
+	}
+	m := mode{
+		requestHeaders:   pm.GetRequestHeaderMode() != extprocv3.ProcessingMode_SKIP,
+		responseHeaders:  pm.GetResponseHeaderMode() != extprocv3.ProcessingMode_SKIP,
+		requestBody:      pm.GetRequestBodyMode(),
+		responseBody:     pm.GetResponseBodyMode(),
+		responseTrailers: pm.GetResponseTrailerMode() == extprocv3.ProcessingMode_SEND,
+	}
+	if pm.GetRequestTrailerMode() == extprocv3.ProcessingMode_SEND {
+		return m, errors.New("request_trailer_mode: SEND is not supported by Outrigger (HTTP filters do not see request trailers)")
+	}
+	if err := checkBodyMode(pm.GetRequestBodyMode()); err != nil {
+		return m, fmt.Errorf("request_body_mode: %w", err)
+	}
+	if err := checkBodyMode(pm.GetResponseBodyMode()); err != nil {
+		return m, fmt.Errorf("response_body_mode: %w", err)
+	}
+	return m, nil
+}
+
+// checkBodyMode refuses the body modes Outrigger does not implement.
+func checkBodyMode(b extprocv3.ProcessingMode_BodySendMode) error {
+	switch b {
+	case extprocv3.ProcessingMode_NONE, extprocv3.ProcessingMode_STREAMED,
+		extprocv3.ProcessingMode_BUFFERED, extprocv3.ProcessingMode_BUFFERED_PARTIAL:
+		return nil
+	}
+	return fmt.Errorf("%s is not supported by Outrigger", b)
+}
