@@ -33,6 +33,7 @@ import (
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	setmetadatav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/set_metadata/v3"
 	taphttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/tap/v3"
+	httpinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/http_inspector/v3"
 	originaldstv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/original_dst/v3"
 	proxyprotocolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/proxy_protocol/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
@@ -88,6 +89,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/setmetadata"
 	httptap "github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/tap"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/httpinspector"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/originaldst"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/proxyprotocol"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/tlsinspector"
@@ -164,6 +166,7 @@ func Registry() *extension.Registry {
 		extension.Of(setmetadata.Name, HTTPFilters, &setmetadatav3.Config{}, setmetadata.Factory{}),
 		extension.Of(httptap.Name, HTTPFilters, &taphttpv3.Tap{}, httptap.Factory{}),
 
+		extension.Of(httpinspector.Name, ListenerFilters, &httpinspectorv3.HttpInspector{}, httpinspector.Factory{}),
 		extension.Of(originaldst.Name, ListenerFilters, &originaldstv3.OriginalDst{}, originaldst.Factory{}),
 		extension.Of(proxyprotocol.Name, ListenerFilters, &proxyprotocolv3.ProxyProtocol{}, proxyprotocol.Factory{}),
 		extension.Of(tlsinspector.Name, ListenerFilters, &tlsinspectorv3.TlsInspector{}, tlsinspector.Factory{}),
