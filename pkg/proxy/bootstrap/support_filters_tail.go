@@ -48,6 +48,16 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.csrf.v3.CsrfPolicy.shadow_enabled":     {},
 	"envoy.extensions.filters.http.csrf.v3.CsrfPolicy.additional_origins": {},
 
+	// envoy.filters.http.grpc_stats (emit_filter_state is refused:
+	// nothing reads filter state).
+	"envoy.extensions.filters.http.grpc_stats.v3.FilterConfig.individual_method_stats_allowlist": {},
+	"envoy.extensions.filters.http.grpc_stats.v3.FilterConfig.stats_for_all_methods":             {},
+	"envoy.extensions.filters.http.grpc_stats.v3.FilterConfig.enable_upstream_stats":             {},
+	"envoy.extensions.filters.http.grpc_stats.v3.FilterConfig.replace_dots_in_grpc_service_name": {},
+	"envoy.config.core.v3.GrpcMethodList.services":                                               {},
+	"envoy.config.core.v3.GrpcMethodList.Service.name":                                           {},
+	"envoy.config.core.v3.GrpcMethodList.Service.method_names":                                   {},
+
 	// envoy.filters.network.direct_response (envoy.filters.network.echo
 	// has no field).
 	"envoy.extensions.filters.network.direct_response.v3.Config.response": {},

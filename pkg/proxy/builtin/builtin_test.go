@@ -38,6 +38,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.filters.http proxy.filters.http.decompressor envoy.extensions.filters.http.decompressor.v3.Decompressor",
 		"envoy.filters.http proxy.filters.http.ext_authz envoy.extensions.filters.http.ext_authz.v3.ExtAuthz",
 		"envoy.filters.http proxy.filters.http.fault envoy.extensions.filters.http.fault.v3.HTTPFault",
+		"envoy.filters.http proxy.filters.http.grpc_stats envoy.extensions.filters.http.grpc_stats.v3.FilterConfig",
 		"envoy.filters.http proxy.filters.http.grpc_web envoy.extensions.filters.http.grpc_web.v3.GrpcWeb",
 		"envoy.filters.http proxy.filters.http.header_mutation envoy.extensions.filters.http.header_mutation.v3.HeaderMutation",
 		"envoy.filters.http proxy.filters.http.header_to_metadata envoy.extensions.filters.http.header_to_metadata.v3.Config",

@@ -115,6 +115,10 @@ type stream struct {
 	start time.Time
 	t0    time.Time
 	tLast time.Time
+	// upSent is when the request of the attempt whose response is
+	// relayed went upstream (StreamInfo.UpstreamRequestSent); zero
+	// before a response comes from upstream.
+	upSent time.Time
 	// The stream's maximum durations (see duration.go): durationEnd is
 	// max_stream_duration's deadline (the connection manager's or the
 	// route's), durationTimer whether one was ever armed, upDurationEnd
@@ -279,6 +283,7 @@ type stream struct {
 func (s *stream) begin(real time.Time, proto string) {
 	now := s.m.stamp(real)
 	s.start, s.t0, s.tLast = now, real, real
+	s.upSent = time.Time{}
 	s.armDuration(real)
 	s.proto = proto
 	s.method, s.path, s.authority, s.scheme = "", "", "", "http"

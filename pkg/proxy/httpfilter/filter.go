@@ -323,4 +323,10 @@ type StreamInfo struct {
 	// none (the connection manager frames bodies itself: the header is
 	// not among the request headers).
 	ContentLength int64
+	// UpstreamRequestSent is when the request whose response is being
+	// relayed went upstream: its last byte for an HTTP/1.1 upstream, the
+	// start of the exchange for HTTP/2 (the base of the router's
+	// upstream_rq_time). It is zero when no response came from upstream
+	// (a local reply).
+	UpstreamRequestSent time.Time
 }
