@@ -58,6 +58,50 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.GrpcMethodList.Service.name":                                           {},
 	"envoy.config.core.v3.GrpcMethodList.Service.method_names":                                   {},
 
+	// envoy.filters.http.custom_response: its matcher (the xDS unified
+	// matcher, with Envoy's HTTP inputs) and the local_response_policy
+	// (body_format, the response code details options and the
+	// redirect_policy are refused; so are keep_matching and custom
+	// matches).
+	"envoy.extensions.filters.http.custom_response.v3.CustomResponse.custom_response_matcher": {},
+	"xds.type.matcher.v3.Matcher.matcher_list":                                                {},
+	"xds.type.matcher.v3.Matcher.matcher_tree":                                                {},
+	"xds.type.matcher.v3.Matcher.on_no_match":                                                 {},
+	"xds.type.matcher.v3.Matcher.OnMatch.matcher":                                             {},
+	"xds.type.matcher.v3.Matcher.OnMatch.action":                                              {},
+	"xds.type.matcher.v3.Matcher.MatcherList.matchers":                                        {},
+	"xds.type.matcher.v3.Matcher.MatcherList.FieldMatcher.predicate":                          {},
+	"xds.type.matcher.v3.Matcher.MatcherList.FieldMatcher.on_match":                           {},
+	"xds.type.matcher.v3.Matcher.MatcherList.Predicate.single_predicate":                      {},
+	"xds.type.matcher.v3.Matcher.MatcherList.Predicate.or_matcher":                            {},
+	"xds.type.matcher.v3.Matcher.MatcherList.Predicate.and_matcher":                           {},
+	"xds.type.matcher.v3.Matcher.MatcherList.Predicate.not_matcher":                           {},
+	"xds.type.matcher.v3.Matcher.MatcherList.Predicate.SinglePredicate.input":                 {},
+	"xds.type.matcher.v3.Matcher.MatcherList.Predicate.SinglePredicate.value_match":           {},
+	"xds.type.matcher.v3.Matcher.MatcherList.Predicate.PredicateList.predicate":               {},
+	"xds.type.matcher.v3.Matcher.MatcherTree.input":                                           {},
+	"xds.type.matcher.v3.Matcher.MatcherTree.exact_match_map":                                 {},
+	"xds.type.matcher.v3.Matcher.MatcherTree.prefix_match_map":                                {},
+	"xds.type.matcher.v3.Matcher.MatcherTree.MatchMap.map":                                    {},
+	"xds.type.matcher.v3.StringMatcher.exact":                                                 {},
+	"xds.type.matcher.v3.StringMatcher.prefix":                                                {},
+	"xds.type.matcher.v3.StringMatcher.suffix":                                                {},
+	"xds.type.matcher.v3.StringMatcher.safe_regex":                                            {},
+	"xds.type.matcher.v3.StringMatcher.contains":                                              {},
+	"xds.type.matcher.v3.StringMatcher.ignore_case":                                           {},
+	"xds.type.matcher.v3.RegexMatcher.regex":                                                  {},
+	"xds.core.v3.TypedExtensionConfig.name":                                                   {},
+	"xds.core.v3.TypedExtensionConfig.typed_config": {types: []protoreflect.FullName{
+		"envoy.type.matcher.v3.HttpRequestHeaderMatchInput", "envoy.type.matcher.v3.HttpResponseHeaderMatchInput",
+		"envoy.type.matcher.v3.HttpResponseStatusCodeMatchInput", "envoy.type.matcher.v3.HttpResponseStatusCodeClassMatchInput",
+		"envoy.extensions.http.custom_response.local_response_policy.v3.LocalResponsePolicy",
+	}},
+	"envoy.type.matcher.v3.HttpRequestHeaderMatchInput.header_name":                                              {},
+	"envoy.type.matcher.v3.HttpResponseHeaderMatchInput.header_name":                                             {},
+	"envoy.extensions.http.custom_response.local_response_policy.v3.LocalResponsePolicy.body":                    {},
+	"envoy.extensions.http.custom_response.local_response_policy.v3.LocalResponsePolicy.status_code":             {},
+	"envoy.extensions.http.custom_response.local_response_policy.v3.LocalResponsePolicy.response_headers_to_add": {},
+
 	// envoy.filters.network.direct_response (envoy.filters.network.echo
 	// has no field).
 	"envoy.extensions.filters.network.direct_response.v3.Config.response": {},

@@ -35,6 +35,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.filters.http proxy.filters.http.compressor envoy.extensions.filters.http.compressor.v3.Compressor",
 		"envoy.filters.http proxy.filters.http.cors envoy.extensions.filters.http.cors.v3.Cors",
 		"envoy.filters.http proxy.filters.http.csrf envoy.extensions.filters.http.csrf.v3.CsrfPolicy",
+		"envoy.filters.http proxy.filters.http.custom_response envoy.extensions.filters.http.custom_response.v3.CustomResponse",
 		"envoy.filters.http proxy.filters.http.decompressor envoy.extensions.filters.http.decompressor.v3.Decompressor",
 		"envoy.filters.http proxy.filters.http.ext_authz envoy.extensions.filters.http.ext_authz.v3.ExtAuthz",
 		"envoy.filters.http proxy.filters.http.fault envoy.extensions.filters.http.fault.v3.HTTPFault",

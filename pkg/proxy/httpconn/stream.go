@@ -191,7 +191,10 @@ type stream struct {
 	xdown       encodingDown
 	respLength  int64
 	respHasBody bool
-	state       []stateEntry
+	// replaced: a filter put a response of its own in place of the one
+	// being encoded (ReplaceResponse); its body is respLength long.
+	replaced bool
+	state    []stateEntry
 	// bodyErr is the error a filter refused the request body with, for
 	// the HTTP/2 upstream path, where another goroutine reads the body.
 	bodyErr atomic.Pointer[httpfilter.BodyError]
@@ -314,7 +317,7 @@ func (s *stream) begin(real time.Time, proto string) {
 	s.upPath, s.upAuthority, s.rqTimeout = "", "", 0
 	s.status, s.started, s.closeConn, s.drainClose = 0, false, false, false
 	s.respHeaders.reset()
-	s.respLength, s.respHasBody = 0, false
+	s.respLength, s.respHasBody, s.replaced = 0, false, false
 	s.bodyErr.Store(nil)
 	s.respTrailers = nil
 	s.flags, s.details = 0, ""
