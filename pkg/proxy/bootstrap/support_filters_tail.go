@@ -102,6 +102,17 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.http.custom_response.local_response_policy.v3.LocalResponsePolicy.status_code":             {},
 	"envoy.extensions.http.custom_response.local_response_policy.v3.LocalResponsePolicy.response_headers_to_add": {},
 
+	// envoy.filters.http.ip_tagging (ip_tags_datasource is a file read
+	// once: its watched_directory is refused).
+	"envoy.extensions.filters.http.ip_tagging.v3.IPTagging.request_type":       {},
+	"envoy.extensions.filters.http.ip_tagging.v3.IPTagging.ip_tags":            {},
+	"envoy.extensions.filters.http.ip_tagging.v3.IPTagging.ip_tag_header":      {},
+	"envoy.extensions.filters.http.ip_tagging.v3.IPTagging.ip_tags_datasource": {},
+	"envoy.extensions.filters.http.ip_tagging.v3.IPTagging.IPTag.ip_tag_name":  {},
+	"envoy.extensions.filters.http.ip_tagging.v3.IPTagging.IPTag.ip_list":      {},
+	"envoy.extensions.filters.http.ip_tagging.v3.IPTagging.IpTagHeader.header": {},
+	"envoy.extensions.filters.http.ip_tagging.v3.IPTagging.IpTagHeader.action": {},
+
 	// envoy.filters.network.direct_response (envoy.filters.network.echo
 	// has no field).
 	"envoy.extensions.filters.network.direct_response.v3.Config.response": {},
