@@ -113,6 +113,21 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ip_tagging.v3.IPTagging.IpTagHeader.header": {},
 	"envoy.extensions.filters.http.ip_tagging.v3.IPTagging.IpTagHeader.action": {},
 
+	// envoy.filters.http.admission_control.
+	"envoy.extensions.filters.http.admission_control.v3.AdmissionControl.enabled":                                          {},
+	"envoy.extensions.filters.http.admission_control.v3.AdmissionControl.success_criteria":                                 {},
+	"envoy.extensions.filters.http.admission_control.v3.AdmissionControl.sampling_window":                                  {},
+	"envoy.extensions.filters.http.admission_control.v3.AdmissionControl.aggression":                                       {},
+	"envoy.extensions.filters.http.admission_control.v3.AdmissionControl.sr_threshold":                                     {},
+	"envoy.extensions.filters.http.admission_control.v3.AdmissionControl.rps_threshold":                                    {},
+	"envoy.extensions.filters.http.admission_control.v3.AdmissionControl.max_rejection_probability":                        {},
+	"envoy.extensions.filters.http.admission_control.v3.AdmissionControl.SuccessCriteria.http_criteria":                    {},
+	"envoy.extensions.filters.http.admission_control.v3.AdmissionControl.SuccessCriteria.grpc_criteria":                    {},
+	"envoy.extensions.filters.http.admission_control.v3.AdmissionControl.SuccessCriteria.HttpCriteria.http_success_status": {},
+	"envoy.extensions.filters.http.admission_control.v3.AdmissionControl.SuccessCriteria.GrpcCriteria.grpc_success_status": {},
+	"envoy.config.core.v3.RuntimePercent.default_value":                                                                    {},
+	"envoy.config.core.v3.RuntimePercent.runtime_key":                                                                      {},
+
 	// envoy.filters.network.direct_response (envoy.filters.network.echo
 	// has no field).
 	"envoy.extensions.filters.network.direct_response.v3.Config.response": {},
