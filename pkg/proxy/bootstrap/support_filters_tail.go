@@ -128,6 +128,22 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.RuntimePercent.default_value":                                                                    {},
 	"envoy.config.core.v3.RuntimePercent.runtime_key":                                                                      {},
 
+	// envoy.filters.http.adaptive_concurrency with the gradient
+	// controller (a fixed minRTT and min_concurrency_limit are refused).
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.AdaptiveConcurrency.gradient_controller_config":                                         {},
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.AdaptiveConcurrency.enabled":                                                            {},
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.AdaptiveConcurrency.concurrency_limit_exceeded_status":                                  {},
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.GradientControllerConfig.sample_aggregate_percentile":                                   {},
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.GradientControllerConfig.concurrency_limit_params":                                      {},
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.GradientControllerConfig.min_rtt_calc_params":                                           {},
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.GradientControllerConfig.ConcurrencyLimitCalculationParams.max_concurrency_limit":       {},
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.GradientControllerConfig.ConcurrencyLimitCalculationParams.concurrency_update_interval": {},
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.GradientControllerConfig.MinimumRTTCalculationParams.interval":                          {},
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.GradientControllerConfig.MinimumRTTCalculationParams.request_count":                     {},
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.GradientControllerConfig.MinimumRTTCalculationParams.jitter":                            {},
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.GradientControllerConfig.MinimumRTTCalculationParams.min_concurrency":                   {},
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.GradientControllerConfig.MinimumRTTCalculationParams.buffer":                            {},
+
 	// envoy.filters.network.direct_response (envoy.filters.network.echo
 	// has no field).
 	"envoy.extensions.filters.network.direct_response.v3.Config.response": {},

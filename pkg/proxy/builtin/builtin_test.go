@@ -31,6 +31,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.compression.decompressor proxy.compression.brotli.decompressor envoy.extensions.compression.brotli.decompressor.v3.Brotli",
 		"envoy.compression.decompressor proxy.compression.gzip.decompressor envoy.extensions.compression.gzip.decompressor.v3.Gzip",
 		"envoy.compression.decompressor proxy.compression.zstd.decompressor envoy.extensions.compression.zstd.decompressor.v3.Zstd",
+		"envoy.filters.http proxy.filters.http.adaptive_concurrency envoy.extensions.filters.http.adaptive_concurrency.v3.AdaptiveConcurrency",
 		"envoy.filters.http proxy.filters.http.admission_control envoy.extensions.filters.http.admission_control.v3.AdmissionControl",
 		"envoy.filters.http proxy.filters.http.buffer envoy.extensions.filters.http.buffer.v3.Buffer",
 		"envoy.filters.http proxy.filters.http.compressor envoy.extensions.filters.http.compressor.v3.Compressor",
