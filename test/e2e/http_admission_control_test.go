@@ -86,6 +86,6 @@ var _ = Describe("The admission_control filter", func() {
 			Clusters: []proxyCluster{{Name: "up", Port: freePort()}},
 		}.YAML())
 		Expect(r.ExitCode).To(Equal(1))
-		Expect(r.Stderr).To(ContainSubstring("http_filters[0].typed_config.sr_threshold.default_value: Success rate threshold cannot be less than 1.0%."))
+		Expect(r.Stderr).To(ContainSubstring("http_filters[0].typed_config.sr_threshold.default_value: Success rate threshold cannot be less than 1.0%"))
 	})
 })

@@ -154,7 +154,7 @@ func TestWindowAndRequests(t *testing.T) {
 func TestCompileErrors(t *testing.T) {
 	for js, want := range map[string]string{
 		`{}`: "success_criteria: Evaluation criteria not set",
-		`{"success_criteria": {}, "sr_threshold": {"default_value": {"value": 0.5}, "runtime_key": "k"}}`: "sr_threshold.default_value: Success rate threshold cannot be less than 1.0%.",
+		`{"success_criteria": {}, "sr_threshold": {"default_value": {"value": 0.5}, "runtime_key": "k"}}`: "sr_threshold.default_value: Success rate threshold cannot be less than 1.0%",
 		`{"success_criteria": {"http_criteria": {"http_success_status": [{"start": 100, "end": 700}]}}}`:  "success_criteria.http_criteria.http_success_status[0]: invalid HTTP range: [100, 700)",
 		`{"success_criteria": {"grpc_criteria": {"grpc_success_status": [0, 17]}}}`:                       "success_criteria.grpc_criteria.grpc_success_status[1]: invalid gRPC code 17",
 	} {

@@ -50,7 +50,7 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 		return nil, errors.New("no stat store")
 	}
 	if cfg.GetSrThreshold() != nil && cfg.GetSrThreshold().GetDefaultValue().GetValue() < 1.0 {
-		return nil, errors.New("sr_threshold.default_value: Success rate threshold cannot be less than 1.0%.")
+		return nil, errors.New("sr_threshold.default_value: Success rate threshold cannot be less than 1.0%")
 	}
 	if cfg.GetSuccessCriteria() == nil {
 		return nil, errors.New("success_criteria: Evaluation criteria not set")
