@@ -48,6 +48,102 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.csrf.v3.CsrfPolicy.shadow_enabled":     {},
 	"envoy.extensions.filters.http.csrf.v3.CsrfPolicy.additional_origins": {},
 
+	// envoy.filters.http.grpc_stats (emit_filter_state is refused:
+	// nothing reads filter state).
+	"envoy.extensions.filters.http.grpc_stats.v3.FilterConfig.individual_method_stats_allowlist": {},
+	"envoy.extensions.filters.http.grpc_stats.v3.FilterConfig.stats_for_all_methods":             {},
+	"envoy.extensions.filters.http.grpc_stats.v3.FilterConfig.enable_upstream_stats":             {},
+	"envoy.extensions.filters.http.grpc_stats.v3.FilterConfig.replace_dots_in_grpc_service_name": {},
+	"envoy.config.core.v3.GrpcMethodList.services":                                               {},
+	"envoy.config.core.v3.GrpcMethodList.Service.name":                                           {},
+	"envoy.config.core.v3.GrpcMethodList.Service.method_names":                                   {},
+
+	// envoy.filters.http.custom_response: its matcher (the xDS unified
+	// matcher, with Envoy's HTTP inputs) and the local_response_policy
+	// (body_format, the response code details options and the
+	// redirect_policy are refused; so are keep_matching and custom
+	// matches).
+	"envoy.extensions.filters.http.custom_response.v3.CustomResponse.custom_response_matcher": {},
+	"xds.type.matcher.v3.Matcher.matcher_list":                                                {},
+	"xds.type.matcher.v3.Matcher.matcher_tree":                                                {},
+	"xds.type.matcher.v3.Matcher.on_no_match":                                                 {},
+	"xds.type.matcher.v3.Matcher.OnMatch.matcher":                                             {},
+	"xds.type.matcher.v3.Matcher.OnMatch.action":                                              {},
+	"xds.type.matcher.v3.Matcher.MatcherList.matchers":                                        {},
+	"xds.type.matcher.v3.Matcher.MatcherList.FieldMatcher.predicate":                          {},
+	"xds.type.matcher.v3.Matcher.MatcherList.FieldMatcher.on_match":                           {},
+	"xds.type.matcher.v3.Matcher.MatcherList.Predicate.single_predicate":                      {},
+	"xds.type.matcher.v3.Matcher.MatcherList.Predicate.or_matcher":                            {},
+	"xds.type.matcher.v3.Matcher.MatcherList.Predicate.and_matcher":                           {},
+	"xds.type.matcher.v3.Matcher.MatcherList.Predicate.not_matcher":                           {},
+	"xds.type.matcher.v3.Matcher.MatcherList.Predicate.SinglePredicate.input":                 {},
+	"xds.type.matcher.v3.Matcher.MatcherList.Predicate.SinglePredicate.value_match":           {},
+	"xds.type.matcher.v3.Matcher.MatcherList.Predicate.PredicateList.predicate":               {},
+	"xds.type.matcher.v3.Matcher.MatcherTree.input":                                           {},
+	"xds.type.matcher.v3.Matcher.MatcherTree.exact_match_map":                                 {},
+	"xds.type.matcher.v3.Matcher.MatcherTree.prefix_match_map":                                {},
+	"xds.type.matcher.v3.Matcher.MatcherTree.MatchMap.map":                                    {},
+	"xds.type.matcher.v3.StringMatcher.exact":                                                 {},
+	"xds.type.matcher.v3.StringMatcher.prefix":                                                {},
+	"xds.type.matcher.v3.StringMatcher.suffix":                                                {},
+	"xds.type.matcher.v3.StringMatcher.safe_regex":                                            {},
+	"xds.type.matcher.v3.StringMatcher.contains":                                              {},
+	"xds.type.matcher.v3.StringMatcher.ignore_case":                                           {},
+	"xds.type.matcher.v3.RegexMatcher.regex":                                                  {},
+	"xds.core.v3.TypedExtensionConfig.name":                                                   {},
+	"xds.core.v3.TypedExtensionConfig.typed_config": {types: []protoreflect.FullName{
+		"envoy.type.matcher.v3.HttpRequestHeaderMatchInput", "envoy.type.matcher.v3.HttpResponseHeaderMatchInput",
+		"envoy.type.matcher.v3.HttpResponseStatusCodeMatchInput", "envoy.type.matcher.v3.HttpResponseStatusCodeClassMatchInput",
+		"envoy.extensions.http.custom_response.local_response_policy.v3.LocalResponsePolicy",
+	}},
+	"envoy.type.matcher.v3.HttpRequestHeaderMatchInput.header_name":                                              {},
+	"envoy.type.matcher.v3.HttpResponseHeaderMatchInput.header_name":                                             {},
+	"envoy.extensions.http.custom_response.local_response_policy.v3.LocalResponsePolicy.body":                    {},
+	"envoy.extensions.http.custom_response.local_response_policy.v3.LocalResponsePolicy.status_code":             {},
+	"envoy.extensions.http.custom_response.local_response_policy.v3.LocalResponsePolicy.response_headers_to_add": {},
+
+	// envoy.filters.http.ip_tagging (ip_tags_datasource is a file read
+	// once: its watched_directory is refused).
+	"envoy.extensions.filters.http.ip_tagging.v3.IPTagging.request_type":       {},
+	"envoy.extensions.filters.http.ip_tagging.v3.IPTagging.ip_tags":            {},
+	"envoy.extensions.filters.http.ip_tagging.v3.IPTagging.ip_tag_header":      {},
+	"envoy.extensions.filters.http.ip_tagging.v3.IPTagging.ip_tags_datasource": {},
+	"envoy.extensions.filters.http.ip_tagging.v3.IPTagging.IPTag.ip_tag_name":  {},
+	"envoy.extensions.filters.http.ip_tagging.v3.IPTagging.IPTag.ip_list":      {},
+	"envoy.extensions.filters.http.ip_tagging.v3.IPTagging.IpTagHeader.header": {},
+	"envoy.extensions.filters.http.ip_tagging.v3.IPTagging.IpTagHeader.action": {},
+
+	// envoy.filters.http.admission_control.
+	"envoy.extensions.filters.http.admission_control.v3.AdmissionControl.enabled":                                          {},
+	"envoy.extensions.filters.http.admission_control.v3.AdmissionControl.success_criteria":                                 {},
+	"envoy.extensions.filters.http.admission_control.v3.AdmissionControl.sampling_window":                                  {},
+	"envoy.extensions.filters.http.admission_control.v3.AdmissionControl.aggression":                                       {},
+	"envoy.extensions.filters.http.admission_control.v3.AdmissionControl.sr_threshold":                                     {},
+	"envoy.extensions.filters.http.admission_control.v3.AdmissionControl.rps_threshold":                                    {},
+	"envoy.extensions.filters.http.admission_control.v3.AdmissionControl.max_rejection_probability":                        {},
+	"envoy.extensions.filters.http.admission_control.v3.AdmissionControl.SuccessCriteria.http_criteria":                    {},
+	"envoy.extensions.filters.http.admission_control.v3.AdmissionControl.SuccessCriteria.grpc_criteria":                    {},
+	"envoy.extensions.filters.http.admission_control.v3.AdmissionControl.SuccessCriteria.HttpCriteria.http_success_status": {},
+	"envoy.extensions.filters.http.admission_control.v3.AdmissionControl.SuccessCriteria.GrpcCriteria.grpc_success_status": {},
+	"envoy.config.core.v3.RuntimePercent.default_value":                                                                    {},
+	"envoy.config.core.v3.RuntimePercent.runtime_key":                                                                      {},
+
+	// envoy.filters.http.adaptive_concurrency with the gradient
+	// controller (a fixed minRTT and min_concurrency_limit are refused).
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.AdaptiveConcurrency.gradient_controller_config":                                         {},
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.AdaptiveConcurrency.enabled":                                                            {},
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.AdaptiveConcurrency.concurrency_limit_exceeded_status":                                  {},
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.GradientControllerConfig.sample_aggregate_percentile":                                   {},
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.GradientControllerConfig.concurrency_limit_params":                                      {},
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.GradientControllerConfig.min_rtt_calc_params":                                           {},
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.GradientControllerConfig.ConcurrencyLimitCalculationParams.max_concurrency_limit":       {},
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.GradientControllerConfig.ConcurrencyLimitCalculationParams.concurrency_update_interval": {},
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.GradientControllerConfig.MinimumRTTCalculationParams.interval":                          {},
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.GradientControllerConfig.MinimumRTTCalculationParams.request_count":                     {},
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.GradientControllerConfig.MinimumRTTCalculationParams.jitter":                            {},
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.GradientControllerConfig.MinimumRTTCalculationParams.min_concurrency":                   {},
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.GradientControllerConfig.MinimumRTTCalculationParams.buffer":                            {},
+
 	// envoy.filters.network.direct_response (envoy.filters.network.echo
 	// has no field).
 	"envoy.extensions.filters.network.direct_response.v3.Config.response": {},

@@ -16,18 +16,23 @@ import (
 	gzipdv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/gzip/decompressor/v3"
 	zstdcv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/zstd/compressor/v3"
 	zstddv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/zstd/decompressor/v3"
+	adaptiveconcurrencyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/adaptive_concurrency/v3"
+	admissioncontrolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/admission_control/v3"
 	bufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/buffer/v3"
 	compressorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/compressor/v3"
 	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
 	csrfv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/csrf/v3"
+	customresponsev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/custom_response/v3"
 	decompressorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/decompressor/v3"
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	faultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
+	grpcstatsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/grpc_stats/v3"
 	grpcwebv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/grpc_web/v3"
 	headermutationv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/header_mutation/v3"
 	headertometadatav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/header_to_metadata/v3"
 	healthcheckv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/health_check/v3"
+	iptaggingv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ip_tagging/v3"
 	jwtauthnv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/jwt_authn/v3"
 	lrlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/local_ratelimit/v3"
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ratelimit/v3"
@@ -35,6 +40,7 @@ import (
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	setmetadatav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/set_metadata/v3"
 	taphttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/tap/v3"
+	httpinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/http_inspector/v3"
 	originaldstv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/original_dst/v3"
 	proxyprotocolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/proxy_protocol/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
@@ -74,18 +80,23 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/compression/zstd"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/adaptiveconcurrency"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/admissioncontrol"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/buffer"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/compressor"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/cors"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/csrf"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/customresponse"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/decompressor"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/extauthz"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/extproc"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/fault"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/grpcstats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/grpcweb"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/headermutation"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/headertometadata"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/healthcheck"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/iptagging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/jwtauthn"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/localratelimit"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/ratelimit"
@@ -93,6 +104,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/setmetadata"
 	httptap "github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/tap"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/httpinspector"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/originaldst"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/proxyprotocol"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/tlsinspector"
@@ -152,18 +164,23 @@ func Registry() *extension.Registry {
 		extension.Of(metadatafmt.Name, Formatters, &metadatafmtv3.Metadata{}, metadatafmt.Factory{}),
 		extension.Of(reqwithoutquery.Name, Formatters, &rwqv3.ReqWithoutQuery{}, reqwithoutquery.Factory{}),
 
+		extension.Of(adaptiveconcurrency.Name, HTTPFilters, &adaptiveconcurrencyv3.AdaptiveConcurrency{}, adaptiveconcurrency.Factory{}),
+		extension.Of(admissioncontrol.Name, HTTPFilters, &admissioncontrolv3.AdmissionControl{}, admissioncontrol.Factory{}),
 		extension.Of(buffer.Name, HTTPFilters, &bufferv3.Buffer{}, buffer.Factory{}).WithRouteConfig(&bufferv3.BufferPerRoute{}),
 		extension.Of(compressor.Name, HTTPFilters, &compressorv3.Compressor{}, compressor.Factory{}).WithRouteConfig(&compressorv3.CompressorPerRoute{}),
 		extension.Of(cors.Name, HTTPFilters, &corsv3.Cors{}, cors.Factory{}).WithRouteConfig(&corsv3.CorsPolicy{}),
 		extension.Of(csrf.Name, HTTPFilters, &csrfv3.CsrfPolicy{}, csrf.Factory{}).WithRouteConfig(&csrfv3.CsrfPolicy{}),
+		extension.Of(customresponse.Name, HTTPFilters, &customresponsev3.CustomResponse{}, customresponse.Factory{}).WithRouteConfig(&customresponsev3.CustomResponse{}),
 		extension.Of(decompressor.Name, HTTPFilters, &decompressorv3.Decompressor{}, decompressor.Factory{}),
 		extension.Of(extauthz.Name, HTTPFilters, &extauthzv3.ExtAuthz{}, extauthz.Factory{}).WithRouteConfig(&extauthzv3.ExtAuthzPerRoute{}),
 		extension.Of(extproc.Name, HTTPFilters, &extprocv3.ExternalProcessor{}, extproc.Factory{}).WithRouteConfig(&extprocv3.ExtProcPerRoute{}),
 		extension.Of(fault.Name, HTTPFilters, &faultv3.HTTPFault{}, fault.Factory{}).WithRouteConfig(&faultv3.HTTPFault{}),
+		extension.Of(grpcstats.Name, HTTPFilters, &grpcstatsv3.FilterConfig{}, grpcstats.Factory{}),
 		extension.Of(grpcweb.Name, HTTPFilters, &grpcwebv3.GrpcWeb{}, grpcweb.Factory{}),
 		extension.Of(headermutation.Name, HTTPFilters, &headermutationv3.HeaderMutation{}, headermutation.Factory{}).WithRouteConfig(&headermutationv3.HeaderMutationPerRoute{}),
 		extension.Of(headertometadata.Name, HTTPFilters, &headertometadatav3.Config{}, headertometadata.Factory{}).WithRouteConfig(&headertometadatav3.Config{}),
 		extension.Of(healthcheck.Name, HTTPFilters, &healthcheckv3.HealthCheck{}, healthcheck.Factory{}),
+		extension.Of(iptagging.Name, HTTPFilters, &iptaggingv3.IPTagging{}, iptagging.Factory{}),
 		extension.Of(jwtauthn.Name, HTTPFilters, &jwtauthnv3.JwtAuthentication{}, jwtauthn.Factory{}).WithRouteConfig(&jwtauthnv3.PerRouteConfig{}),
 		extension.Of(localratelimit.Name, HTTPFilters, &lrlv3.LocalRateLimit{}, localratelimit.Factory{}).WithRouteConfig(&lrlv3.LocalRateLimit{}),
 		extension.Of(ratelimit.Name, HTTPFilters, &ratelimitv3.RateLimit{}, ratelimit.Factory{}).WithRouteConfig(&ratelimitv3.RateLimitPerRoute{}),
@@ -172,6 +189,7 @@ func Registry() *extension.Registry {
 		extension.Of(setmetadata.Name, HTTPFilters, &setmetadatav3.Config{}, setmetadata.Factory{}),
 		extension.Of(httptap.Name, HTTPFilters, &taphttpv3.Tap{}, httptap.Factory{}),
 
+		extension.Of(httpinspector.Name, ListenerFilters, &httpinspectorv3.HttpInspector{}, httpinspector.Factory{}),
 		extension.Of(originaldst.Name, ListenerFilters, &originaldstv3.OriginalDst{}, originaldst.Factory{}),
 		extension.Of(proxyprotocol.Name, ListenerFilters, &proxyprotocolv3.ProxyProtocol{}, proxyprotocol.Factory{}),
 		extension.Of(tlsinspector.Name, ListenerFilters, &tlsinspectorv3.TlsInspector{}, tlsinspector.Factory{}),

@@ -311,6 +311,7 @@ func (s *stream) Info() httpfilter.StreamInfo {
 		Start:               s.start,
 		BytesReceived:       s.bytesRecv,
 		ContentLength:       s.reqLength,
+		UpstreamRequestSent: s.upSent,
 	}
 }
 

@@ -184,6 +184,9 @@ func (s *stream) sendHead(n int64, hasBody bool) error {
 		s.attemptRespBuf = setNumber(&s.respHeaders, "x-envoy-attempt-count", s.attemptCount(), s.attemptRespBuf)
 	}
 	s.encodeFilters()
+	if s.replaced {
+		n, hasBody = s.respLength, s.respHasBody
+	}
 	n = s.transformResponse(n, hasBody)
 	s.traceResponseHeaders()
 	h := &s.respHeaders

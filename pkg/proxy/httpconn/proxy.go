@@ -518,6 +518,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	}
 	now := time.Now()
 	s.tLast = now
+	s.upSent = sent
 	resp := &u.resp
 	s.copyResponseHeaders(resp)
 	s.status = resp.Status

@@ -113,6 +113,7 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) (retry bo
 func (s *stream) relayHTTP2(cl UpstreamCluster, ctx context.Context, resp *http.Response, sent time.Time, body *h2RequestBody) {
 	now := time.Now()
 	s.tLast = now
+	s.upSent = sent
 	s.entry.FirstUpstreamByte = s.m.stamp(now)
 	s.status = resp.StatusCode
 	s.details = "via_upstream"
@@ -120,7 +121,13 @@ func (s *stream) relayHTTP2(cl UpstreamCluster, ctx context.Context, resp *http.
 	s.outlierResponse()
 	s.setServiceTime(now.Sub(sent))
 	s.mutateUpstreamResponse()
-	hasBody := !s.isHead && s.status != 204 && s.status != 304
+	// A response whose HEADERS ended the upstream stream (a gRPC
+	// trailers-only answer: grpc-status in the head) has no body: the
+	// transport says so with a zero length and no content-length. The
+	// client must see the stream end with the head too, or a gRPC client
+	// finds no status.
+	endedWithHead := resp.ContentLength == 0 && len(resp.Header.Values("Content-Length")) == 0
+	hasBody := !s.isHead && s.status != 204 && s.status != 304 && !endedWithHead
 	if !body.complete() {
 		// An answer before the whole request: as in Envoy, an HTTP/1
 		// connection ends after it (Connection: close), since the rest

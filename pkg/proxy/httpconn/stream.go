@@ -115,6 +115,10 @@ type stream struct {
 	start time.Time
 	t0    time.Time
 	tLast time.Time
+	// upSent is when the request of the attempt whose response is
+	// relayed went upstream (StreamInfo.UpstreamRequestSent); zero
+	// before a response comes from upstream.
+	upSent time.Time
 	// The stream's maximum durations (see duration.go): durationEnd is
 	// max_stream_duration's deadline (the connection manager's or the
 	// route's), durationTimer whether one was ever armed, upDurationEnd
@@ -187,7 +191,10 @@ type stream struct {
 	xdown       encodingDown
 	respLength  int64
 	respHasBody bool
-	state       []stateEntry
+	// replaced: a filter put a response of its own in place of the one
+	// being encoded (ReplaceResponse); its body is respLength long.
+	replaced bool
+	state    []stateEntry
 	// bodyErr is the error a filter refused the request body with, for
 	// the HTTP/2 upstream path, where another goroutine reads the body.
 	bodyErr atomic.Pointer[httpfilter.BodyError]
@@ -279,6 +286,7 @@ type stream struct {
 func (s *stream) begin(real time.Time, proto string) {
 	now := s.m.stamp(real)
 	s.start, s.t0, s.tLast = now, real, real
+	s.upSent = time.Time{}
 	s.armDuration(real)
 	s.proto = proto
 	s.method, s.path, s.authority, s.scheme = "", "", "", "http"
@@ -309,7 +317,7 @@ func (s *stream) begin(real time.Time, proto string) {
 	s.upPath, s.upAuthority, s.rqTimeout = "", "", 0
 	s.status, s.started, s.closeConn, s.drainClose = 0, false, false, false
 	s.respHeaders.reset()
-	s.respLength, s.respHasBody = 0, false
+	s.respLength, s.respHasBody, s.replaced = 0, false, false
 	s.bodyErr.Store(nil)
 	s.respTrailers = nil
 	s.flags, s.details = 0, ""

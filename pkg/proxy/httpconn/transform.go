@@ -94,6 +94,10 @@ func (s *stream) transformResponse(n int64, hasBody bool) int64 {
 		}
 	}
 	s.down = &s.xdown
+	if _, ok := s.respXform[0].(*replacement); ok && len(s.respXform) == 1 {
+		// Only the replaced body goes out: its length is known.
+		return n
+	}
 	return -1
 }
 

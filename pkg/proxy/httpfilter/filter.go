@@ -219,6 +219,13 @@ type Stream interface {
 	// request gets Envoy's gRPC form of the reply: status 200 and a
 	// grpc-status derived from status, the body as grpc-message.
 	SendLocalReply(status int, body string, flags accesslog.ResponseFlags, details string)
+	// ReplaceResponse, during EncodeHeaders, answers in place of the
+	// response being encoded (Envoy's sendLocalReply from an encoder
+	// filter): status, no header but content-type text/plain when body
+	// is not empty (the filter adds its own after), and body instead of
+	// the response's body and trailers. The filters that encode after
+	// it see the new response.
+	ReplaceResponse(status int, body string)
 	// SendGrpcLocalReply is SendLocalReply with the grpc-status a gRPC
 	// request gets; other requests get status and body.
 	SendGrpcLocalReply(status int, grpcStatus uint32, body string, flags accesslog.ResponseFlags, details string)
@@ -327,4 +334,10 @@ type StreamInfo struct {
 	// none (the connection manager frames bodies itself: the header is
 	// not among the request headers).
 	ContentLength int64
+	// UpstreamRequestSent is when the request whose response is being
+	// relayed went upstream: its last byte for an HTTP/1.1 upstream, the
+	// start of the exchange for HTTP/2 (the base of the router's
+	// upstream_rq_time). It is zero when no response came from upstream
+	// (a local reply).
+	UpstreamRequestSent time.Time
 }

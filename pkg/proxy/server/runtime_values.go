@@ -20,3 +20,9 @@ func (v runtimeValues) Bool(key string, def bool) bool {
 func (v runtimeValues) Fraction(key string) (num, den uint64, ok bool) {
 	return v.rt.Snapshot().Fraction(key)
 }
+
+// Get returns key's value as text, for the filters that read numbers
+// with a fraction (RuntimeDouble, RuntimePercent).
+func (v runtimeValues) Get(key string) (string, bool) {
+	return v.rt.Snapshot().Get(key)
+}

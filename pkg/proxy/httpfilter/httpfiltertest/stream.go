@@ -97,6 +97,8 @@ type Stream struct {
 	// Flags are the response flags added; Reply the local reply sent.
 	Flags accesslog.ResponseFlags
 	Reply *LocalReply
+	// Replaced is the response ReplaceResponse put in place.
+	Replaced *LocalReply
 	// HealthCheck is set by MarkHealthCheck.
 	HealthCheck bool
 	// Slept are the sleeps asked for; CutSleep makes them fail, as when
@@ -263,6 +265,18 @@ func (s *Stream) SendLocalReply(status int, body string, flags accesslog.Respons
 func (s *Stream) SendGrpcLocalReply(status int, grpcStatus uint32, body string, flags accesslog.ResponseFlags, details string) {
 	s.SendLocalReply(status, body, flags, details)
 	s.Reply.GrpcStatus, s.Reply.HasGrpcStatus = grpcStatus, true
+}
+
+// ReplaceResponse implements httpfilter.Stream: the replacement is
+// recorded in Replaced, and Status and RespHeaders change as the
+// connection manager changes them.
+func (s *Stream) ReplaceResponse(status int, body string) {
+	s.Replaced = &LocalReply{Status: status, Body: body}
+	s.Status = status
+	s.RespHeaders = NewHeaders()
+	if body != "" {
+		s.RespHeaders.Add("content-type", "text/plain")
+	}
 }
 
 // AddResponseFlags implements httpfilter.Stream.

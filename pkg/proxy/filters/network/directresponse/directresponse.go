@@ -9,13 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	drv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/direct_response/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/datasource"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 )
 
@@ -35,37 +34,12 @@ func (Factory) Compile(config proto.Message, _ netfilter.Context) (netfilter.Fil
 	if !ok {
 		return nil, errors.New("not a direct_response Config")
 	}
-	body, err := read(c.GetResponse())
+	// Read once, at configuration time, as Envoy does.
+	body, err := datasource.Read(c.GetResponse())
 	if err != nil {
 		return nil, fmt.Errorf("response.%w", err)
 	}
 	return &Filter{response: body}, nil
-}
-
-// read reads a DataSource once, at configuration time, as Envoy does.
-func read(ds *corev3.DataSource) ([]byte, error) {
-	switch s := ds.GetSpecifier().(type) {
-	case nil:
-		return nil, nil
-	case *corev3.DataSource_InlineBytes:
-		return s.InlineBytes, nil
-	case *corev3.DataSource_InlineString:
-		return []byte(s.InlineString), nil
-	case *corev3.DataSource_Filename:
-		b, err := os.ReadFile(s.Filename)
-		if err != nil {
-			return nil, fmt.Errorf("filename: %w", err)
-		}
-		return b, nil
-	case *corev3.DataSource_EnvironmentVariable:
-		v, ok := os.LookupEnv(s.EnvironmentVariable)
-		if !ok {
-			return nil, fmt.Errorf("environment_variable: %s is not set", s.EnvironmentVariable)
-		}
-		return []byte(v), nil
-	default:
-		return nil, errors.New("specifier: not supported by Outrigger")
-	}
 }
 
 // Filter is the compiled filter.

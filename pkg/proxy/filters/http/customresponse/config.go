@@ -1,0 +1,120 @@
+// Package customresponse is the HTTP filter
+// envoy.filters.http.custom_response: a match tree over the response
+// (its status, status class and headers, and the request's headers)
+// chooses a policy that replaces the response, as Envoy's filter does.
+// The local_response_policy answers with its own status, body and
+// headers; the redirect_policy (an internal redirect that sends the
+// request again) is refused with its path. The same configuration in a
+// route's, virtual host's or route configuration's
+// typed_per_filter_config takes precedence: the most specific level that
+// matches wins, then the filter's own matcher.
+package customresponse
+
+import (
+	"errors"
+	"fmt"
+
+	xdscorev3 "github.com/cncf/xds/go/xds/core/v3"
+	crv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/custom_response/v3"
+	localv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/custom_response/local_response_policy/v3"
+	redirectv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/custom_response/redirect_policy/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/datasource"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpmatch"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
+)
+
+// Name is the filter's name in the proxy. spelling.
+const Name = "proxy.filters.http.custom_response"
+
+// Factory builds the filter.
+type Factory struct{}
+
+var (
+	_ httpfilter.Factory      = Factory{}
+	_ httpfilter.RouteFactory = Factory{}
+)
+
+// Compile implements httpfilter.Factory.
+func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter.Config, error) {
+	m, err := compile(config)
+	if err != nil {
+		return nil, err
+	}
+	return &filterConfig{name: ctx.Name, matcher: m}, nil
+}
+
+// CompileRoute implements httpfilter.RouteFactory: a CustomResponse of
+// its own.
+func (Factory) CompileRoute(config proto.Message, _ httpfilter.Context) (httpfilter.RouteConfig, error) {
+	return compile(config)
+}
+
+// compile compiles a CustomResponse's matcher, nil when it has none (a
+// filter whose policies are all per route).
+func compile(config proto.Message) (*httpmatch.Matcher[*policy], error) {
+	cfg, ok := config.(*crv3.CustomResponse)
+	if !ok {
+		return nil, errors.New("not a CustomResponse configuration")
+	}
+	if cfg.GetCustomResponseMatcher() == nil {
+		return nil, nil
+	}
+	m, err := httpmatch.Compile(cfg.GetCustomResponseMatcher(), compilePolicy)
+	if err != nil {
+		return nil, fmt.Errorf("custom_response_matcher.%w", err)
+	}
+	return m, nil
+}
+
+// policy is a compiled local_response_policy.
+type policy struct {
+	// status replaces the response's, 0 to keep it.
+	status  int
+	body    string
+	headers router.HeaderMutation
+}
+
+// compilePolicy compiles a match action: a LocalResponsePolicy.
+func compilePolicy(a *xdscorev3.TypedExtensionConfig, path string) (*policy, error) {
+	msg, err := a.GetTypedConfig().UnmarshalNew()
+	if err != nil {
+		return nil, fmt.Errorf("%s.typed_config: %w", path, err)
+	}
+	var lp *localv3.LocalResponsePolicy
+	switch m := msg.(type) {
+	case *localv3.LocalResponsePolicy:
+		lp = m
+	case *redirectv3.RedirectPolicy:
+		// Linked in so that the configuration decodes and this says
+		// why it is refused: an internal redirect sends the request
+		// again, which Outrigger's filters cannot.
+		return nil, fmt.Errorf("%s.typed_config: the redirect policy is not supported by Outrigger", path)
+	default:
+		return nil, fmt.Errorf("%s.typed_config: policy %s is not supported by Outrigger", path, proto.MessageName(msg))
+	}
+	p := &policy{status: int(lp.GetStatusCode().GetValue())}
+	body, err := datasource.Read(lp.GetBody())
+	if err != nil {
+		return nil, fmt.Errorf("%s.typed_config.body.%w", path, err)
+	}
+	p.body = string(body)
+	if p.headers, err = router.CompileHeaderMutation(lp.GetResponseHeadersToAdd(), nil, path+".typed_config.response_headers_to_add", ""); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// filterConfig is the compiled filter.
+type filterConfig struct {
+	// name is the name the filter is configured with, the key of its
+	// per-route configurations.
+	name    string
+	matcher *httpmatch.Matcher[*policy]
+}
+
+// NewFilter implements httpfilter.Config: the filter keeps no state per
+// request.
+func (c *filterConfig) NewFilter() httpfilter.Filter { return (*filter)(c) }

@@ -1,0 +1,58 @@
+package customresponse
+
+import (
+	"net/http"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpmatch"
+)
+
+// filter is the compiled filter as each request sees it.
+type filter filterConfig
+
+var _ httpfilter.Encoder = (*filter)(nil)
+
+// EncodeHeaders implements httpfilter.Encoder: the policy of the most
+// specific per-route matcher that matches, else of the filter's own,
+// replaces the response.
+func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
+	d := matchData{s: s}
+	var chosen *policy
+	for _, rc := range s.RouteConfigs(f.name, nil) {
+		// Least specific first: a later match overrides.
+		if m, ok := rc.(*httpmatch.Matcher[*policy]); ok && m != nil {
+			if p, ok := m.Match(d); ok {
+				chosen = p
+			}
+		}
+	}
+	if chosen == nil && f.matcher != nil {
+		chosen, _ = f.matcher.Match(d)
+	}
+	if chosen == nil {
+		return httpfilter.Continue
+	}
+	status := chosen.status
+	if status == 0 {
+		status = s.ResponseStatus()
+	}
+	if status == 0 {
+		status = http.StatusInternalServerError
+	}
+	s.ReplaceResponse(status, chosen.body)
+	chosen.headers.Apply(s.ResponseHeaders(), nil)
+	return httpfilter.Continue
+}
+
+// matchData is the stream as the match inputs read it.
+type matchData struct{ s httpfilter.Stream }
+
+func (d matchData) RequestHeader(name string) (string, bool) {
+	return d.s.RequestHeaders().Get(name)
+}
+
+func (d matchData) ResponseHeader(name string) (string, bool) {
+	return d.s.ResponseHeaders().Get(name)
+}
+
+func (d matchData) ResponseStatus() int { return d.s.ResponseStatus() }
