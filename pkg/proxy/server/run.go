@@ -61,6 +61,11 @@ func (s *Server) Run(ctx context.Context, adminHandler http.Handler) error {
 		}
 		s.eds.start()
 	}
+	// So do the config sources' own streams.
+	if err := s.streams.start(); err != nil {
+		s.shutdown(adminSrv)
+		return fmt.Errorf("discovery: %w", err)
+	}
 	if err := s.bindListeners(); err != nil {
 		s.shutdown(adminSrv)
 		return err
@@ -373,6 +378,7 @@ func (s *Server) shutdown(adminSrv *http.Server) {
 	if s.ads != nil {
 		_ = s.ads.Close()
 	}
+	s.streams.close()
 	s.secrets.close()
 	s.closeListeners()
 	s.stopOverload()   // after the listeners: nothing consults it any more
