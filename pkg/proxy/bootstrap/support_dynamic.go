@@ -38,12 +38,12 @@ var supportedDynamic = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.cluster.v3.Cluster.EdsClusterConfig.service_name": {},
 
 	// Config sources: a file, read at start and re-read when replaced.
-	"envoy.config.core.v3.ConfigSource.path_config_source":    {},
-	"envoy.config.core.v3.ConfigSource.path":                  {},
-	"envoy.config.core.v3.ConfigSource.ads":                   {},
+	"envoy.config.core.v3.ConfigSource.path_config_source": {},
+	"envoy.config.core.v3.ConfigSource.path":               {},
+	"envoy.config.core.v3.ConfigSource.ads":                {},
 	// A stream of its own to the resource type's discovery service (the
 	// semantic check, or the server, of each holder says where).
-	"envoy.config.core.v3.ConfigSource.api_config_source": {},
+	"envoy.config.core.v3.ConfigSource.api_config_source":     {},
 	"envoy.config.core.v3.ConfigSource.resource_api_version":  {values: []string{"AUTO", "V3"}},
 	"envoy.config.core.v3.ConfigSource.initial_fetch_timeout": {},
 	"envoy.config.core.v3.PathConfigSource.path":              {},
