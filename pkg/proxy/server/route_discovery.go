@@ -67,58 +67,6 @@ type rdsStats struct {
 
 func (r *rdsRoute) markReady() { r.readyOnce.Do(func() { close(r.ready) }) }
 
-// listenerWarming is what a listener waits for before it serves (the
-// first configuration of each of its RDS names), and what it gives back
-// when it closes.
-type listenerWarming struct {
-	targets []*rdsRoute
-	release []func()
-}
-
-// ready is closed once every target is ready.
-func (w *listenerWarming) ready() <-chan struct{} {
-	done := make(chan struct{})
-	if w == nil {
-		close(done)
-		return done
-	}
-	targets := slices.Clone(w.targets)
-	go func() {
-		defer close(done)
-		for _, t := range targets {
-			<-t.ready
-		}
-	}()
-	return done
-}
-
-// unready returns the names of the targets not ready yet.
-func (w *listenerWarming) unready() []string {
-	if w == nil {
-		return nil
-	}
-	var out []string
-	for _, t := range w.targets {
-		select {
-		case <-t.ready:
-		default:
-			out = append(out, t.name)
-		}
-	}
-	return out
-}
-
-// close gives the listener's managers up.
-func (w *listenerWarming) close() {
-	if w == nil {
-		return
-	}
-	for _, f := range w.release {
-		f()
-	}
-	w.release = nil
-}
-
 // register makes m use the route configuration rds names, and adds its
 // readiness to w. A configuration already received is compiled for m at
 // once (then m is ready, as Envoy's RDS provider shares the
@@ -179,7 +127,7 @@ func (d *routeDiscovery) register(m *httpconn.Manager, rds *hcmv3.Rds, statPrefi
 		m.SetRoutes(compiled)
 	}
 	r.managers[m] = struct{}{}
-	w.targets = append(w.targets, r)
+	w.add(initTarget{name: "RdsRouteConfigSubscription init " + name, ready: r.ready})
 	w.release = append(w.release, func() { d.release(name, m) })
 	return nil
 }

@@ -179,6 +179,9 @@ func New(cfg Config) (*Server, error) {
 	// subscribe as they are built.
 	s.ads, err = s.newADS(cfg.Bootstrap.GetDynamicResources())
 	errs = append(errs, err)
+	// The static clusters' secrets over gRPC subscribe now that the
+	// streams' clusters exist; later ones subscribe as they come.
+	errs = append(errs, secrets.connect())
 	s.rds = &routeDiscovery{s: s, byName: map[string]*rdsRoute{}}
 	s.lset.stats = listener.NewManagerStats(s.stats)
 	listeners, err := s.buildListeners(cfg.Bootstrap.GetStaticResources().GetListeners(), s.lset.stats)
