@@ -249,8 +249,11 @@ func (g *streamSecrets) apply(u xds.Update) error {
 		}
 		ss.count((*xds.ResourceStats).Attempt)
 		if err := g.offer(ss, f.sec); err != nil {
+			// Named by the secret rather than its index: a management
+			// server may order a response's resources differently each
+			// time, and a rejection sent again is logged once.
 			ss.count((*xds.ResourceStats).Rejected)
-			errs = append(errs, fieldpath.Prefix(fmt.Sprintf("resources[%d].", f.i), err))
+			errs = append(errs, fmt.Errorf("secret %s: %w", name, err))
 			continue
 		}
 		now := g.st.s.now()
