@@ -19,6 +19,7 @@ import (
 	clusterservice "github.com/envoyproxy/go-control-plane/envoy/service/cluster/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	listenerservice "github.com/envoyproxy/go-control-plane/envoy/service/listener/v3"
+	routeservice "github.com/envoyproxy/go-control-plane/envoy/service/route/v3"
 	secretservice "github.com/envoyproxy/go-control-plane/envoy/service/secret/v3"
 	cachetypes "github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
@@ -93,6 +94,7 @@ func (m *managementServer) serve(port int) {
 	// api_config_source.
 	clusterservice.RegisterClusterDiscoveryServiceServer(srv, xds)
 	listenerservice.RegisterListenerDiscoveryServiceServer(srv, xds)
+	routeservice.RegisterRouteDiscoveryServiceServer(srv, xds)
 	secretservice.RegisterSecretDiscoveryServiceServer(srv, xds)
 	m.mu.Lock()
 	m.grpc = srv

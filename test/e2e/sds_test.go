@@ -12,6 +12,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	cachetypes "github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
@@ -193,7 +194,7 @@ dynamic_resources:
 		}).Should(BeTrue(), "a NACK naming the secret")
 	})
 
-	It("takes clusters, listeners and a listener's certificate each on a stream of its own (api_config_source), with rate_limit_settings", func() {
+	It("takes clusters, listeners, a listener's routes and its certificate each on a stream of its own (api_config_source), with rate_limit_settings", func() {
 		dir := newDir()
 		f := newTLSFiles(dir)
 		m := startManagementServer()
@@ -202,9 +203,15 @@ dynamic_resources:
 
 		cluster := fromYAML(fmt.Sprintf(`{name: backend, connect_timeout: 1s, load_assignment: {cluster_name: backend, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}}]}]}}`, backend), &clusterv3.Cluster{})
 		listener := fromYAML(fmt.Sprintf(`{name: web, address: {socket_address: {address: 127.0.0.1, port_value: %d}}, filter_chains: [%s]}`,
-			port, withTransportSocket(routeToCluster("web", "backend"), `{name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext,
+			port, withTransportSocket(`{filters: [{name: envoy.filters.network.http_connection_manager, typed_config: {`+
+				`"@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager, stat_prefix: web, `+
+				`rds: {route_config_name: web-routes, config_source: {api_config_source: `+grpcSource("GRPC", "")+`, resource_api_version: V3}}, `+
+				`http_filters: [{name: envoy.filters.http.router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]}}]}`, `{name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext,
     common_tls_context: {tls_certificate_sds_secret_configs: [{name: web_cert, sds_config: {api_config_source: `+grpcSource("GRPC", "")+`, resource_api_version: V3}}]}}}`)), &listenerv3.Listener{})
-		m.set(sdsSnapshot("v1", []*tlsv3.Secret{certSecret("web_cert", []byte(readFile(f.cert)), []byte(readFile(f.key)))}, []*clusterv3.Cluster{cluster}, []*listenerv3.Listener{listener}))
+		routes := fromYAML(`{name: web-routes, virtual_hosts: [{name: all, domains: ["*"], routes: [{match: {prefix: "/"}, route: {cluster: backend}}]}]}`, &routev3.RouteConfiguration{})
+		snap := sdsSnapshot("v1", []*tlsv3.Secret{certSecret("web_cert", []byte(readFile(f.cert)), []byte(readFile(f.key)))}, []*clusterv3.Cluster{cluster}, []*listenerv3.Listener{listener})
+		snap.Resources[cachetypes.Route] = cachev3.NewResources("v1", []cachetypes.Resource{routes})
+		m.set(snap)
 
 		cfg := fmt.Sprintf(`
 node: {id: %s, cluster: e2e}
@@ -227,11 +234,13 @@ dynamic_resources:
 			"/envoy.service.cluster.v3.ClusterDiscoveryService/StreamClusters",
 			"/envoy.service.listener.v3.ListenerDiscoveryService/DeltaListeners",
 			"/envoy.service.secret.v3.SecretDiscoveryService/StreamSecrets",
+			"/envoy.service.route.v3.RouteDiscoveryService/StreamRoutes",
 		))
 		Expect(m.streamMethods()).NotTo(ContainElement(ContainSubstring("AggregatedDiscoveryService")))
 		Expect(statValue(s, "cluster_manager.cds.update_success")).To(Equal("1"))
 		Expect(statValue(s, "listener_manager.lds.update_success")).To(Equal("1"))
 		Expect(statValue(s, "sds.web_cert.update_success")).To(Equal("1"))
+		Expect(statValue(s, "http.web.rds.web-routes.update_success")).To(Equal("1"))
 		Expect(s.Get("/clusters").Body).To(ContainSubstring("backend::added_via_api::true"))
 
 		// The cluster stream's bucket holds one token: its ACK had to

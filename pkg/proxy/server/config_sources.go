@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -50,6 +51,14 @@ func (d *discoveryStreams) start() error {
 		errs = append(errs, c.Start())
 	}
 	return errors.Join(errs...)
+}
+
+// remove ends a stream nothing uses any more.
+func (d *discoveryStreams) remove(c *adsClient) {
+	d.mu.Lock()
+	d.list = slices.DeleteFunc(d.list, func(o *adsClient) bool { return o == c })
+	d.mu.Unlock()
+	_ = c.Close()
 }
 
 // close ends every stream.

@@ -93,7 +93,7 @@ func (s *Server) newEndpointDiscovery(b *bootstrapv3.Bootstrap) (*endpointDiscov
 		return nil, nil // the bootstrap check requires ads_config; a build error is reported already
 	}
 	eds := s.clusters.EDSClusters()
-	if len(eds) == 0 && b.GetDynamicResources().GetCdsConfig().GetAds() == nil {
+	if len(eds) == 0 && b.GetDynamicResources().GetCdsConfig() == nil {
 		return nil, nil
 	}
 	d := &endpointDiscovery{s: s, byService: map[string][]*edsCluster{}, last: map[string]acceptedAssignment{}}
