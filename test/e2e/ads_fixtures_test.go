@@ -18,6 +18,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	clusterservice "github.com/envoyproxy/go-control-plane/envoy/service/cluster/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	endpointservice "github.com/envoyproxy/go-control-plane/envoy/service/endpoint/v3"
 	listenerservice "github.com/envoyproxy/go-control-plane/envoy/service/listener/v3"
 	routeservice "github.com/envoyproxy/go-control-plane/envoy/service/route/v3"
 	secretservice "github.com/envoyproxy/go-control-plane/envoy/service/secret/v3"
@@ -95,6 +96,7 @@ func (m *managementServer) serve(port int) {
 	clusterservice.RegisterClusterDiscoveryServiceServer(srv, xds)
 	listenerservice.RegisterListenerDiscoveryServiceServer(srv, xds)
 	routeservice.RegisterRouteDiscoveryServiceServer(srv, xds)
+	endpointservice.RegisterEndpointDiscoveryServiceServer(srv, xds)
 	secretservice.RegisterSecretDiscoveryServiceServer(srv, xds)
 	m.mu.Lock()
 	m.grpc = srv

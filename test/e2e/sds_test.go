@@ -194,14 +194,14 @@ dynamic_resources:
 		}).Should(BeTrue(), "a NACK naming the secret")
 	})
 
-	It("takes clusters, listeners, a listener's routes and its certificate each on a stream of its own (api_config_source), with rate_limit_settings", func() {
+	It("takes clusters, their endpoints, listeners, a listener's routes and its certificate each on a stream of its own (api_config_source), with rate_limit_settings", func() {
 		dir := newDir()
 		f := newTLSFiles(dir)
 		m := startManagementServer()
 		backend := startNamed("B")
 		port := freePort()
 
-		cluster := fromYAML(fmt.Sprintf(`{name: backend, connect_timeout: 1s, load_assignment: {cluster_name: backend, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}}]}]}}`, backend), &clusterv3.Cluster{})
+		cluster := fromYAML(`{name: backend, type: EDS, connect_timeout: 1s, eds_cluster_config: {service_name: backend-svc, eds_config: {api_config_source: `+grpcSource("DELTA_GRPC", "")+`, resource_api_version: V3}}}`, &clusterv3.Cluster{})
 		listener := fromYAML(fmt.Sprintf(`{name: web, address: {socket_address: {address: 127.0.0.1, port_value: %d}}, filter_chains: [%s]}`,
 			port, withTransportSocket(`{filters: [{name: envoy.filters.network.http_connection_manager, typed_config: {`+
 				`"@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager, stat_prefix: web, `+
@@ -211,6 +211,7 @@ dynamic_resources:
 		routes := fromYAML(`{name: web-routes, virtual_hosts: [{name: all, domains: ["*"], routes: [{match: {prefix: "/"}, route: {cluster: backend}}]}]}`, &routev3.RouteConfiguration{})
 		snap := sdsSnapshot("v1", []*tlsv3.Secret{certSecret("web_cert", []byte(readFile(f.cert)), []byte(readFile(f.key)))}, []*clusterv3.Cluster{cluster}, []*listenerv3.Listener{listener})
 		snap.Resources[cachetypes.Route] = cachev3.NewResources("v1", []cachetypes.Resource{routes})
+		snap.Resources[cachetypes.Endpoint] = cachev3.NewResources("v1", []cachetypes.Resource{loadAssignment("backend-svc", edsEndpoint{port: backend})})
 		m.set(snap)
 
 		cfg := fmt.Sprintf(`
@@ -235,12 +236,14 @@ dynamic_resources:
 			"/envoy.service.listener.v3.ListenerDiscoveryService/DeltaListeners",
 			"/envoy.service.secret.v3.SecretDiscoveryService/StreamSecrets",
 			"/envoy.service.route.v3.RouteDiscoveryService/StreamRoutes",
+			"/envoy.service.endpoint.v3.EndpointDiscoveryService/DeltaEndpoints",
 		))
 		Expect(m.streamMethods()).NotTo(ContainElement(ContainSubstring("AggregatedDiscoveryService")))
 		Expect(statValue(s, "cluster_manager.cds.update_success")).To(Equal("1"))
 		Expect(statValue(s, "listener_manager.lds.update_success")).To(Equal("1"))
 		Expect(statValue(s, "sds.web_cert.update_success")).To(Equal("1"))
 		Expect(statValue(s, "http.web.rds.web-routes.update_success")).To(Equal("1"))
+		Expect(statValue(s, "cluster.backend.update_success")).To(Equal("1"))
 		Expect(s.Get("/clusters").Body).To(ContainSubstring("backend::added_via_api::true"))
 
 		// The cluster stream's bucket holds one token: its ACK had to

@@ -115,10 +115,12 @@ func (s *semanticChecker) edsCluster(c *clusterv3.Cluster, path string, hasADS b
 	}
 	eds := c.GetEdsClusterConfig().GetEdsConfig()
 	switch {
+	case eds.GetApiConfigSource() != nil:
+		s.adsConfig(eds.GetApiConfigSource(), childPath(path, "eds_cluster_config.eds_config.api_config_source"))
 	case eds == nil:
 		s.fail(childPath(path, "eds_cluster_config.eds_config"), "required: where the cluster's endpoints come from (ads: {})")
 	case eds.GetAds() == nil:
-		s.fail(childPath(path, "eds_cluster_config.eds_config"), "ads: {} is required: Outrigger takes endpoints from the ADS stream only")
+		s.fail(childPath(path, "eds_cluster_config.eds_config"), "ads: {} or api_config_source is required: Outrigger takes endpoints from a gRPC stream only")
 	case !hasADS:
 		s.fail(childPath(path, "eds_cluster_config.eds_config.ads"), "requires dynamic_resources.ads_config (the ADS stream it names)")
 	}

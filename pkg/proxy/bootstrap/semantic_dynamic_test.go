@@ -63,6 +63,13 @@ func TestValidateDynamicResources(t *testing.T) {
 			overlay: `{static_resources: {clusters: [{name: backend, type: EDS, connect_timeout: 1s, eds_cluster_config: {service_name: backend-svc, eds_config: {ads: {}, resource_api_version: V3, initial_fetch_timeout: 1s}}}]}, ` +
 				`dynamic_resources: {ads_config: {api_type: GRPC, transport_api_version: V3, grpc_services: [{envoy_grpc: {cluster_name: xds}}]}}}`,
 		},
+		"an EDS cluster over a stream of its own": {
+			overlay: `{static_resources: {clusters: [{name: backend, type: EDS, connect_timeout: 1s, eds_cluster_config: {eds_config: {api_config_source: {api_type: GRPC, transport_api_version: V3, grpc_services: [{envoy_grpc: {cluster_name: xds}}]}}}}]}}`,
+		},
+		"an EDS cluster over a REST source": {
+			overlay: `{static_resources: {clusters: [{name: backend, type: EDS, connect_timeout: 1s, eds_cluster_config: {eds_config: {api_config_source: {api_type: REST, transport_api_version: V3, grpc_services: [{envoy_grpc: {cluster_name: xds}}]}}}}]}}`,
+			want:    []string{"static_resources.clusters[0].eds_cluster_config.eds_config.api_config_source.api_type: REST is not supported by Outrigger (supported: GRPC, DELTA_GRPC)"},
+		},
 		"EDS cluster refusals": {
 			overlay: `{static_resources: {clusters: [` +
 				`{name: none, type: EDS}, ` +
@@ -71,7 +78,7 @@ func TestValidateDynamicResources(t *testing.T) {
 				`{name: static, type: STATIC, eds_cluster_config: {service_name: x}}]}}`,
 			want: []string{
 				"static_resources.clusters[0].eds_cluster_config.eds_config: required: where the cluster's endpoints come from (ads: {})",
-				"static_resources.clusters[1].eds_cluster_config.eds_config: ads: {} is required: Outrigger takes endpoints from the ADS stream only",
+				"static_resources.clusters[1].eds_cluster_config.eds_config: ads: {} or api_config_source is required: Outrigger takes endpoints from a gRPC stream only",
 				"static_resources.clusters[2].eds_cluster_config.eds_config.ads: requires dynamic_resources.ads_config (the ADS stream it names)",
 				"static_resources.clusters[3].eds_cluster_config: only a cluster of type EDS has one",
 			},

@@ -61,7 +61,7 @@ func (s *Server) applyClusterUpdate(u xds.Update) error {
 		if err := bootstrap.ValidateCluster(c, s.ext); err != nil {
 			errs = append(errs, fieldpath.Prefix("resources["+strconv.Itoa(i)+"].", err))
 		}
-		if c.GetType() == clusterv3.Cluster_EDS && s.ads == nil {
+		if c.GetType() == clusterv3.Cluster_EDS && c.GetEdsClusterConfig().GetEdsConfig().GetAds() != nil && s.ads == nil {
 			// Its endpoints come over ADS only: without the stream they
 			// would never be asked for.
 			errs = append(errs, fmt.Errorf("resources[%d].eds_cluster_config.eds_config.ads: requires dynamic_resources.ads_config (the ADS stream it names)", i))
