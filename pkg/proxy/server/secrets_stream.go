@@ -244,6 +244,7 @@ func (g *streamSecrets) apply(u xds.Update) error {
 				continue // delta: only what changed comes
 			}
 			ss.count(func(r *xds.ResourceStats) { r.Attempt(); r.Rejected() })
+			ss.p.MarkReady() // a rejected first response ends the wait, as Envoy's
 			errs = append(errs, fmt.Errorf("Missing SDS resources for %s in onConfigUpdate()", name))
 			continue
 		}
@@ -253,6 +254,7 @@ func (g *streamSecrets) apply(u xds.Update) error {
 			// server may order a response's resources differently each
 			// time, and a rejection sent again is logged once.
 			ss.count((*xds.ResourceStats).Rejected)
+			ss.p.MarkReady()
 			errs = append(errs, fmt.Errorf("secret %s: %w", name, err))
 			continue
 		}
