@@ -129,7 +129,9 @@ var _ = Describe("SDS: secrets from a management server over gRPC", func() {
 		port := freePort()
 		chain := withTransportSocket(routeToCluster("ingress", "up"), `{name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext,
     common_tls_context: {tls_certificate_sds_secret_configs: [{name: server_cert, sds_config: {ads: {}, resource_api_version: V3}}]}}}`)
-		ts := upstreamTLS(`, sni: localhost, common_tls_context: {validation_context_sds_secret_config: {name: mesh_ca, sds_config: {ads: {}, resource_api_version: V3, initial_fetch_timeout: 0s}}}`)
+		ts := upstreamTLS(`, sni: localhost, common_tls_context: {combined_validation_context: {
+  default_validation_context: {match_typed_subject_alt_names: [{san_type: URI, matcher: {exact: "` + serverSAN + `"}}]},
+  validation_context_sds_secret_config: {name: mesh_ca, sds_config: {ads: {}, resource_api_version: V3, initial_fetch_timeout: 0s}}}}`)
 		cfg := tlsBootstrap(port, "", []string{chain}, xdsClusterYAML(m.port), tlsCluster("up", up, ts, "")) + `
 node: {id: ` + adsNodeID + `, cluster: e2e}
 dynamic_resources:
@@ -142,6 +144,7 @@ dynamic_resources:
 		// server stays INITIALIZING.
 		Consistently(func() int { return s.Get("/ready").Status }, time.Second).Should(Equal(503))
 		Expect(s.Get("/config_dump?resource=dynamic_warming_secrets").Body).To(ContainSubstring(`"version_info": "uninitialized"`))
+		Expect(s.Get("/init_dump").Body).To(ContainSubstring("SdsApi server_cert"))
 
 		m.set(sdsSnapshot("v1", []*tlsv3.Secret{certSecret("server_cert", []byte(readFile(f.cert)), []byte(readFile(f.key))), caSecret("mesh_ca", []byte(readFile(f.ca)))}, nil, nil))
 		waitLive(s)
