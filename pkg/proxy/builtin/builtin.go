@@ -29,6 +29,7 @@ import (
 	healthcheckv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/health_check/v3"
 	jwtauthnv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/jwt_authn/v3"
 	lrlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/local_ratelimit/v3"
+	ondemandv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/on_demand/v3"
 	httprbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	setmetadatav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/set_metadata/v3"
@@ -84,6 +85,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/healthcheck"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/jwtauthn"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/localratelimit"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/ondemand"
 	httprbac "github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/rbac"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/setmetadata"
@@ -159,6 +161,7 @@ func Registry() *extension.Registry {
 		extension.Of(healthcheck.Name, HTTPFilters, &healthcheckv3.HealthCheck{}, healthcheck.Factory{}),
 		extension.Of(jwtauthn.Name, HTTPFilters, &jwtauthnv3.JwtAuthentication{}, jwtauthn.Factory{}).WithRouteConfig(&jwtauthnv3.PerRouteConfig{}),
 		extension.Of(localratelimit.Name, HTTPFilters, &lrlv3.LocalRateLimit{}, localratelimit.Factory{}).WithRouteConfig(&lrlv3.LocalRateLimit{}),
+		extension.Of(ondemand.Name, HTTPFilters, &ondemandv3.OnDemand{}, ondemand.Factory{}).WithRouteConfig(&ondemandv3.PerRouteConfig{}),
 		extension.Of(httprbac.Name, HTTPFilters, &httprbacv3.RBAC{}, httprbac.Factory{}).WithRouteConfig(&httprbacv3.RBACPerRoute{}),
 		extension.Of(router.Name, HTTPFilters, &routerv3.Router{}, router.Factory{}),
 		extension.Of(setmetadata.Name, HTTPFilters, &setmetadatav3.Config{}, setmetadata.Factory{}),

@@ -44,6 +44,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.filters.http proxy.filters.http.health_check envoy.extensions.filters.http.health_check.v3.HealthCheck",
 		"envoy.filters.http proxy.filters.http.jwt_authn envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication",
 		"envoy.filters.http proxy.filters.http.local_ratelimit envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
+		"envoy.filters.http proxy.filters.http.on_demand envoy.extensions.filters.http.on_demand.v3.OnDemand",
 		"envoy.filters.http proxy.filters.http.rbac envoy.extensions.filters.http.rbac.v3.RBAC",
 		"envoy.filters.http proxy.filters.http.router envoy.extensions.filters.http.router.v3.Router",
 		"envoy.filters.http proxy.filters.http.set_metadata envoy.extensions.filters.http.set_metadata.v3.Config",
