@@ -245,6 +245,7 @@ func (g *streamSecrets) apply(u xds.Update) error {
 			}
 			ss.count(func(r *xds.ResourceStats) { r.Attempt(); r.Rejected() })
 			ss.p.MarkReady() // a rejected first response ends the wait, as Envoy's
+			//lint:ignore ST1005 Envoy's message, which control planes may look for
 			errs = append(errs, fmt.Errorf("Missing SDS resources for %s in onConfigUpdate()", name))
 			continue
 		}
