@@ -75,8 +75,8 @@ func (d *discoveryStreams) close() {
 
 // streamFor is the stream a config source names for resources of
 // typeURL: the ADS stream for ads: {}, or a new stream of its own to the
-// service of an api_config_source. field is the config source's path;
-// errors name the field below it.
+// service of an api_config_source. Errors name the field below the
+// config source.
 func (s *Server) streamFor(cs *corev3.ConfigSource, typeURL string) (*xds.ADS, error) {
 	switch {
 	case cs.GetAds() != nil:

@@ -379,6 +379,9 @@ func (s *Server) shutdown(adminSrv *http.Server) {
 		_ = s.ads.Close()
 	}
 	s.streams.close()
+	if s.ldsStream != nil {
+		_ = s.ldsStream.Close() // when shutdown came before it was subscribed (closing twice is harmless)
+	}
 	s.secrets.close()
 	s.closeListeners()
 	s.stopOverload()   // after the listeners: nothing consults it any more
