@@ -197,6 +197,36 @@ dynamic_resources:
 		}).Should(BeTrue(), "a NACK naming the secret")
 	})
 
+	It("starts without a secret that does not come within its initial_fetch_timeout, refusing TLS handshakes until it comes", func() {
+		dir := newDir()
+		f := newTLSFiles(dir)
+		m := startManagementServer()
+		port := freePort()
+		chain := withTransportSocket(routeToCluster("late", "xds"), `{name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext,
+    common_tls_context: {tls_certificate_sds_secret_configs: [{name: late_cert, sds_config: {ads: {}, resource_api_version: V3, initial_fetch_timeout: 0.5s}}]}}}`)
+		cfg := tlsBootstrap(port, "", []string{chain}, xdsClusterYAML(m.port)) + `
+node: {id: ` + adsNodeID + `, cluster: e2e}
+dynamic_resources:
+  ads_config: ` + grpcSource("DELTA_GRPC", "") + `
+`
+		s := Start(dir, cfg)
+		waitLive(s)
+		Expect(statValue(s, "sds.late_cert.init_fetch_timeout")).To(Equal("1"))
+		_, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port), &tls.Config{RootCAs: f.caPool, ServerName: "localhost"})
+		Expect(err).To(HaveOccurred(), "no certificate to serve yet")
+
+		m.set(sdsSnapshot("v1", []*tlsv3.Secret{certSecret("late_cert", []byte(readFile(f.cert)), []byte(readFile(f.key)))}, nil, nil))
+		Eventually(func() error {
+			c, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port), &tls.Config{RootCAs: f.caPool, ServerName: "localhost"})
+			if err == nil {
+				_ = c.Close()
+			}
+			return err
+		}, 10*time.Second, 50*time.Millisecond).Should(Succeed())
+		Expect(statValue(s, "sds.late_cert.update_success")).To(Equal("1"))
+		Expect(s.Get("/certs").Body).To(ContainSubstring(serialOf(f.cert)))
+	})
+
 	It("takes clusters, their endpoints, listeners, a listener's routes and its certificate each on a stream of its own (api_config_source), with rate_limit_settings", func() {
 		dir := newDir()
 		f := newTLSFiles(dir)
@@ -210,7 +240,7 @@ dynamic_resources:
 				`"@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager, stat_prefix: web, `+
 				`rds: {route_config_name: web-routes, config_source: {api_config_source: `+grpcSource("GRPC", "")+`, resource_api_version: V3}}, `+
 				`http_filters: [{name: envoy.filters.http.router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]}}]}`, `{name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext,
-    common_tls_context: {tls_certificate_sds_secret_configs: [{name: web_cert, sds_config: {api_config_source: `+grpcSource("GRPC", "")+`, resource_api_version: V3}}]}}}`)), &listenerv3.Listener{})
+    common_tls_context: {tls_certificate_sds_secret_configs: [{name: web_cert, sds_config: {api_config_source: `+grpcSource("DELTA_GRPC", "")+`, resource_api_version: V3}}]}}}`)), &listenerv3.Listener{})
 		routes := fromYAML(`{name: web-routes, virtual_hosts: [{name: all, domains: ["*"], routes: [{match: {prefix: "/"}, route: {cluster: backend}}]}]}`, &routev3.RouteConfiguration{})
 		snap := sdsSnapshot("v1", []*tlsv3.Secret{certSecret("web_cert", []byte(readFile(f.cert)), []byte(readFile(f.key)))}, []*clusterv3.Cluster{cluster}, []*listenerv3.Listener{listener})
 		snap.Resources[cachetypes.Route] = cachev3.NewResources("v1", []cachetypes.Resource{routes})
@@ -237,7 +267,7 @@ dynamic_resources:
 		Expect(m.streamMethods()).To(ContainElements(
 			"/envoy.service.cluster.v3.ClusterDiscoveryService/StreamClusters",
 			"/envoy.service.listener.v3.ListenerDiscoveryService/DeltaListeners",
-			"/envoy.service.secret.v3.SecretDiscoveryService/StreamSecrets",
+			"/envoy.service.secret.v3.SecretDiscoveryService/DeltaSecrets",
 			"/envoy.service.route.v3.RouteDiscoveryService/StreamRoutes",
 			"/envoy.service.endpoint.v3.EndpointDiscoveryService/DeltaEndpoints",
 		))
