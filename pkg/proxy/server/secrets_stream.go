@@ -238,6 +238,9 @@ func (g *streamSecrets) apply(u xds.Update) error {
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(g.byName)) {
 		ss := g.byName[name]
+		if len(u.Resources) == 0 && u.ResourceVersions == nil {
+			ss.count((*xds.ResourceStats).Empty) // and rejected below, as Envoy's
+		}
 		f, ok := got[name]
 		if !ok {
 			if u.ResourceVersions != nil {

@@ -77,6 +77,9 @@ func NewResourceStats(sc stats.Scope) *ResourceStats {
 // Attempt counts a response that carried the resource (or was meant to).
 func (r *ResourceStats) Attempt() { r.st.updateAttempt.Inc() }
 
+// Empty counts a response that carried no resource at all.
+func (r *ResourceStats) Empty() { r.empty.Inc() }
+
 // Rejected counts a rejected update.
 func (r *ResourceStats) Rejected() { r.st.updateRejected.Inc() }
 
