@@ -16,7 +16,12 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	clusterservice "github.com/envoyproxy/go-control-plane/envoy/service/cluster/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	endpointservice "github.com/envoyproxy/go-control-plane/envoy/service/endpoint/v3"
+	listenerservice "github.com/envoyproxy/go-control-plane/envoy/service/listener/v3"
+	routeservice "github.com/envoyproxy/go-control-plane/envoy/service/route/v3"
+	secretservice "github.com/envoyproxy/go-control-plane/envoy/service/secret/v3"
 	cachetypes "github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -56,6 +61,8 @@ type managementServer struct {
 	requests []*discoveryv3.DiscoveryRequest
 	// deltaRequests are the requests of incremental streams.
 	deltaRequests []*discoveryv3.DeltaDiscoveryRequest
+	// methods are the gRPC methods of the streams opened, in order.
+	methods []string
 }
 
 // startManagementServer serves ADS on a new loopback port until the spec
@@ -77,10 +84,20 @@ func (m *managementServer) serve(port int) {
 	xds := serverv3.NewServer(context.Background(), m.cache, nil)
 	// Requests are recorded as they arrive on the wire: the server fills
 	// a missing node in before its callbacks see a request.
-	srv := grpc.NewServer(grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	srv := grpc.NewServer(grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		m.mu.Lock()
+		m.methods = append(m.methods, info.FullMethod)
+		m.mu.Unlock()
 		return handler(srv, recordingStream{ServerStream: ss, m: m})
 	}))
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(srv, xds)
+	// Each type's own service too, for config sources with an
+	// api_config_source.
+	clusterservice.RegisterClusterDiscoveryServiceServer(srv, xds)
+	listenerservice.RegisterListenerDiscoveryServiceServer(srv, xds)
+	routeservice.RegisterRouteDiscoveryServiceServer(srv, xds)
+	endpointservice.RegisterEndpointDiscoveryServiceServer(srv, xds)
+	secretservice.RegisterSecretDiscoveryServiceServer(srv, xds)
 	m.mu.Lock()
 	m.grpc = srv
 	m.mu.Unlock()
@@ -156,6 +173,13 @@ func newADSCache() cachev3.SnapshotCache {
 func (m *managementServer) set(snap *cachev3.Snapshot) {
 	GinkgoHelper()
 	Expect(m.cache.SetSnapshot(context.Background(), adsNodeID, snap)).To(Succeed())
+}
+
+// streamMethods returns the gRPC methods of the streams opened so far.
+func (m *managementServer) streamMethods() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.methods)
 }
 
 // received returns the requests received so far.

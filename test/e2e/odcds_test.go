@@ -3,7 +3,10 @@ package e2e
 import (
 	"io"
 	"net"
+	"net/http"
+	"slices"
 	"strconv"
+	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -11,6 +14,10 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	// The typed configs of the on_demand HTTP filter's listener.
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/on_demand/v3"
 )
 
 // onDemandChain is a filter chain (YAML flow) whose tcp_proxy, with stat
@@ -112,5 +119,60 @@ var _ = Describe("On-demand CDS: tcp_proxy on_demand over the delta ADS stream",
 		Eventually(func() string { return dynamicListeners(s)["found"].GetErrorState().GetDetails() }).Should(ContainSubstring(
 			"filter_chains[0].filters[0].typed_config.on_demand.odcds_config.ads: requires dynamic_resources.ads_config with api_type DELTA_GRPC"))
 		Expect(listenerNames(s)).To(BeEmpty())
+	})
+})
+
+// onDemandHTTPChain is a filter chain (YAML flow) whose connection
+// manager runs the on_demand HTTP filter (on-demand CDS within timeout)
+// before the router, routing /found to cluster found and /missing to
+// cluster missing, whose route waits only 0.3 s (a PerRouteConfig).
+func onDemandHTTPChain(found, missing, timeout string) string {
+	od := `{source: {ads: {}, resource_api_version: V3}, timeout: ` + timeout + `}`
+	return `{filters: [{name: envoy.filters.network.http_connection_manager, typed_config: {` +
+		`"@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager, stat_prefix: od_http, ` +
+		`access_log: [` + stdoutLog("ODLOG %RESPONSE_CODE% %RESPONSE_FLAGS% %RESPONSE_CODE_DETAILS%\n") + `], ` +
+		`route_config: {validate_clusters: false, virtual_hosts: [{name: all, domains: ["*"], routes: [` +
+		`{match: {prefix: "/found"}, route: {cluster: ` + found + `}}, ` +
+		`{match: {prefix: "/missing"}, route: {cluster: ` + missing + `}, typed_per_filter_config: {envoy.filters.http.on_demand: {` +
+		`"@type": type.googleapis.com/envoy.extensions.filters.http.on_demand.v3.PerRouteConfig, odcds: {source: {ads: {}}, timeout: 0.3s}}}}]}]}, ` +
+		`http_filters: [{name: envoy.filters.http.on_demand, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.on_demand.v3.OnDemand, odcds: ` + od + `}}, ` +
+		`{name: envoy.filters.http.router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]}}]}`
+}
+
+var _ = Describe("On-demand CDS: the on_demand HTTP filter over the delta ADS stream", func() {
+	It("asks for a route's unknown cluster, forwards once it arrives, and lets the router answer 503 when it never does", func() {
+		up := startNamed("late")
+		m := startManagementServer()
+		ls := []*listenerv3.Listener{listenerProto(listenerDef{Name: "web", Chains: []string{onDemandHTTPChain("od-late", "od-never", "10s")}})}
+		m.set(xdsSnapshot("v1", ls, []*clusterv3.Cluster{clusterProto("od-late", up, "")}))
+		s := Start(newDir(), toDelta(adsBootstrap(m.port, "")), "--file-flush-interval-msec", "50")
+		waitLive(s)
+		Expect(s.Get("/clusters").Body).NotTo(ContainSubstring("od-late::"), "nothing asked for before a request needs it")
+
+		addr := listenerAddr(s, "web")
+		client := &http.Client{Timeout: 10 * time.Second}
+		r := httpDo(client, http.MethodGet, "http://"+addr+"/found", nil, nil)
+		Expect(r.Status).To(Equal(200), r.Body)
+		Expect(r.Body).To(Equal("late"))
+		Expect(s.Get("/clusters").Body).To(ContainSubstring("od-late::added_via_api::true"))
+		Expect(statValue(s, "cluster_manager.odcds.update_success")).NotTo(Equal("0"))
+		first := m.deltaOf(resourcev3.ClusterType)[0]
+		Expect(first.GetResourceNamesSubscribe()).To(Equal([]string{"od-late"}), "the route's cluster is asked for by name")
+
+		// A cluster the management server does not have: the route's own
+		// timeout passes, then the router finds no cluster.
+		r = httpDo(client, http.MethodGet, "http://"+addr+"/missing", nil, nil)
+		Expect(r.Status).To(Equal(503), r.Body)
+		Eventually(s.Stdout).Should(ContainSubstring("ODLOG 503 NC cluster_not_found\n"))
+		Expect(m.deltaOf(resourcev3.ClusterType)).To(ContainElement(Satisfy(func(req *discoveryv3.DeltaDiscoveryRequest) bool {
+			return slices.Contains(req.GetResourceNamesSubscribe(), "od-never")
+		})))
+	})
+
+	It("refuses odcds without a delta ADS stream, naming the field", func() {
+		res := Run("--mode", "validate", "--config-yaml", `{static_resources: {listeners: [{name: l, address: {socket_address: {address: 127.0.0.1, port_value: 0}}, filter_chains: [`+
+			onDemandHTTPChain("a", "b", "1s")+`]}]}}`)
+		Expect(res.ExitCode).To(Equal(1))
+		Expect(res.Stderr).To(ContainSubstring("http_filters[0].typed_config.odcds.source.ads: requires dynamic_resources.ads_config with api_type DELTA_GRPC"))
 	})
 })

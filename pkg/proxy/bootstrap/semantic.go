@@ -199,8 +199,11 @@ func (s *semanticChecker) httpConnectionManager(hcm *hcmv3.HttpConnectionManager
 		s.routeConfig(rc, childPath(path, "route_config"))
 	}
 	if rds := hcm.GetRds(); rds != nil {
-		if rds.GetConfigSource().GetAds() == nil {
-			s.fail(childPath(path, "rds.config_source"), "ads: {} is required: Outrigger takes route configurations from the ADS stream only")
+		switch cs := rds.GetConfigSource(); {
+		case cs.GetApiConfigSource() != nil:
+			s.adsConfig(cs.GetApiConfigSource(), childPath(path, "rds.config_source.api_config_source"))
+		case cs.GetAds() == nil:
+			s.fail(childPath(path, "rds.config_source"), "ads: {} or api_config_source is required: Outrigger takes route configurations from a gRPC stream only")
 		}
 		if rds.GetRouteConfigName() == "" {
 			s.fail(childPath(path, "rds.route_config_name"), "required")

@@ -17,26 +17,32 @@ func (s *semanticChecker) dynamicResources(d *bootstrapv3.Bootstrap_DynamicResou
 	}
 	if cds := d.GetCdsConfig(); cds != nil {
 		switch {
+		case cds.GetApiConfigSource() != nil:
+			s.adsConfig(cds.GetApiConfigSource(), "dynamic_resources.cds_config.api_config_source")
 		case cds.GetAds() == nil:
-			s.fail("dynamic_resources.cds_config", "ads: {} is required: Outrigger takes clusters from the ADS stream only")
+			s.fail("dynamic_resources.cds_config", "ads: {} or api_config_source is required: Outrigger takes clusters from a gRPC stream only")
 		case d.GetAdsConfig() == nil:
 			s.fail("dynamic_resources.cds_config.ads", "requires dynamic_resources.ads_config (the ADS stream it names)")
 		}
 	}
 	if lds := d.GetLdsConfig(); lds != nil {
-		if lds.GetAds() != nil {
+		switch {
+		case lds.GetApiConfigSource() != nil:
+			s.adsConfig(lds.GetApiConfigSource(), "dynamic_resources.lds_config.api_config_source")
+		case lds.GetAds() != nil:
 			if d.GetAdsConfig() == nil {
 				s.fail("dynamic_resources.lds_config.ads", "requires dynamic_resources.ads_config (the ADS stream it names)")
 			}
-			return
+		default:
+			s.fileConfigSource(lds, "dynamic_resources.lds_config")
 		}
-		s.fileConfigSource(lds, "dynamic_resources.lds_config")
 	}
 }
 
-// adsConfig checks the ADS stream's api_config_source as Envoy does: the
-// V3 transport, and exactly one gRPC service, an envoy_grpc one (its
-// cluster must be a static cluster, which the server checks).
+// adsConfig checks a gRPC api_config_source (the ADS stream's, or a config
+// source's own) as Envoy does: the V3 transport, and exactly one gRPC
+// service, an envoy_grpc one (its cluster must be a static cluster, which
+// the server checks).
 func (s *semanticChecker) adsConfig(ads *corev3.ApiConfigSource, path string) {
 	// Other values are refused by the support table.
 	if ads.GetApiType() == 0 { // unset: the enum's zero is a deprecated placeholder
@@ -72,7 +78,7 @@ func (s *semanticChecker) fileConfigSource(cs *corev3.ConfigSource, path string)
 			s.fail(childPath(path, "path"), "must not be empty")
 		}
 	default:
-		s.fail(path, "a path_config_source (or path), or ads, is required: Outrigger reads listeners from a file or the ADS stream only")
+		s.fail(path, "a path_config_source (or path), ads or api_config_source is required: Outrigger reads listeners from a file or a gRPC stream only")
 	}
 }
 
@@ -109,10 +115,12 @@ func (s *semanticChecker) edsCluster(c *clusterv3.Cluster, path string, hasADS b
 	}
 	eds := c.GetEdsClusterConfig().GetEdsConfig()
 	switch {
+	case eds.GetApiConfigSource() != nil:
+		s.adsConfig(eds.GetApiConfigSource(), childPath(path, "eds_cluster_config.eds_config.api_config_source"))
 	case eds == nil:
 		s.fail(childPath(path, "eds_cluster_config.eds_config"), "required: where the cluster's endpoints come from (ads: {})")
 	case eds.GetAds() == nil:
-		s.fail(childPath(path, "eds_cluster_config.eds_config"), "ads: {} is required: Outrigger takes endpoints from the ADS stream only")
+		s.fail(childPath(path, "eds_cluster_config.eds_config"), "ads: {} or api_config_source is required: Outrigger takes endpoints from a gRPC stream only")
 	case !hasADS:
 		s.fail(childPath(path, "eds_cluster_config.eds_config.ads"), "requires dynamic_resources.ads_config (the ADS stream it names)")
 	}

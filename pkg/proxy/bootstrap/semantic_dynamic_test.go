@@ -24,7 +24,7 @@ func TestValidateDynamicResources(t *testing.T) {
 			overlay: `dynamic_resources: {lds_config: {resource_api_version: V3}}`,
 			want: []string{
 				"dynamic_resources.lds_config.config_source_specifier: value is required",
-				"dynamic_resources.lds_config: a path_config_source (or path), or ads, is required: Outrigger reads listeners from a file or the ADS stream only",
+				"dynamic_resources.lds_config: a path_config_source (or path), ads or api_config_source is required: Outrigger reads listeners from a file or a gRPC stream only",
 			},
 		},
 		"empty deprecated path": {
@@ -50,7 +50,6 @@ func TestValidateDynamicResources(t *testing.T) {
 			want: []string{
 				"dynamic_resources.ads_config.api_type: AGGREGATED_DELTA_GRPC is not supported by Outrigger (supported: GRPC, DELTA_GRPC)",
 				"dynamic_resources.ads_config.refresh_delay: not supported by Outrigger",
-				"dynamic_resources.ads_config.rate_limit_settings: not supported by Outrigger",
 				"dynamic_resources.ads_config.transport_api_version: must be V3 (Envoy refuses the AUTO and V2 transports)",
 				"dynamic_resources.ads_config.grpc_services: only one gRPC service is supported (Envoy: only singleton gRPC service lists supported)",
 				"dynamic_resources.ads_config.grpc_services[0]: an envoy_grpc service naming a static cluster is required: google_grpc is not supported for ADS by Outrigger",
@@ -64,6 +63,13 @@ func TestValidateDynamicResources(t *testing.T) {
 			overlay: `{static_resources: {clusters: [{name: backend, type: EDS, connect_timeout: 1s, eds_cluster_config: {service_name: backend-svc, eds_config: {ads: {}, resource_api_version: V3, initial_fetch_timeout: 1s}}}]}, ` +
 				`dynamic_resources: {ads_config: {api_type: GRPC, transport_api_version: V3, grpc_services: [{envoy_grpc: {cluster_name: xds}}]}}}`,
 		},
+		"an EDS cluster over a stream of its own": {
+			overlay: `{static_resources: {clusters: [{name: backend, type: EDS, connect_timeout: 1s, eds_cluster_config: {eds_config: {api_config_source: {api_type: GRPC, transport_api_version: V3, grpc_services: [{envoy_grpc: {cluster_name: xds}}]}}}}]}}`,
+		},
+		"an EDS cluster over a REST source": {
+			overlay: `{static_resources: {clusters: [{name: backend, type: EDS, connect_timeout: 1s, eds_cluster_config: {eds_config: {api_config_source: {api_type: REST, transport_api_version: V3, grpc_services: [{envoy_grpc: {cluster_name: xds}}]}}}}]}}`,
+			want:    []string{"static_resources.clusters[0].eds_cluster_config.eds_config.api_config_source.api_type: REST is not supported by Outrigger (supported: GRPC, DELTA_GRPC)"},
+		},
 		"EDS cluster refusals": {
 			overlay: `{static_resources: {clusters: [` +
 				`{name: none, type: EDS}, ` +
@@ -72,7 +78,7 @@ func TestValidateDynamicResources(t *testing.T) {
 				`{name: static, type: STATIC, eds_cluster_config: {service_name: x}}]}}`,
 			want: []string{
 				"static_resources.clusters[0].eds_cluster_config.eds_config: required: where the cluster's endpoints come from (ads: {})",
-				"static_resources.clusters[1].eds_cluster_config.eds_config: ads: {} is required: Outrigger takes endpoints from the ADS stream only",
+				"static_resources.clusters[1].eds_cluster_config.eds_config: ads: {} or api_config_source is required: Outrigger takes endpoints from a gRPC stream only",
 				"static_resources.clusters[2].eds_cluster_config.eds_config.ads: requires dynamic_resources.ads_config (the ADS stream it names)",
 				"static_resources.clusters[3].eds_cluster_config: only a cluster of type EDS has one",
 			},
@@ -86,18 +92,16 @@ func TestValidateDynamicResources(t *testing.T) {
 			overlay: `dynamic_resources: {cds_config: {ads: {}}}`,
 			want:    []string{"dynamic_resources.cds_config.ads: requires dynamic_resources.ads_config (the ADS stream it names)"},
 		},
-		"cds from a gRPC source of its own is refused": {
-			overlay: `dynamic_resources: {cds_config: {api_config_source: {api_type: GRPC, grpc_services: [{envoy_grpc: {cluster_name: xds}}]}}, ads_config: {api_type: GRPC, transport_api_version: V3, grpc_services: [{envoy_grpc: {cluster_name: xds}}]}}`,
-			want: []string{
-				"dynamic_resources.cds_config.api_config_source: not supported by Outrigger",
-				"dynamic_resources.cds_config: ads: {} is required: Outrigger takes clusters from the ADS stream only",
-			},
+		"cds and lds over gRPC sources of their own": {
+			overlay: `dynamic_resources: {cds_config: {api_config_source: {api_type: DELTA_GRPC, transport_api_version: V3, grpc_services: [{envoy_grpc: {cluster_name: xds}}], rate_limit_settings: {max_tokens: 5, fill_rate: 0.5}}, initial_fetch_timeout: 1s}, ` +
+				`lds_config: {api_config_source: {api_type: GRPC, transport_api_version: V3, set_node_on_first_message_only: true, grpc_services: [{envoy_grpc: {cluster_name: xds}}]}}}`,
 		},
-		"grpc source": {
-			overlay: `dynamic_resources: {lds_config: {api_config_source: {api_type: GRPC, grpc_services: [{envoy_grpc: {cluster_name: xds}}]}}}`,
+		"grpc source refusals": {
+			overlay: `dynamic_resources: {lds_config: {api_config_source: {api_type: REST, grpc_services: [{envoy_grpc: {cluster_name: xds}}], rate_limit_settings: {fill_rate: 0}}}}`,
 			want: []string{
-				"dynamic_resources.lds_config.api_config_source: not supported by Outrigger",
-				"dynamic_resources.lds_config: a path_config_source (or path), or ads, is required: Outrigger reads listeners from a file or the ADS stream only",
+				"dynamic_resources.lds_config.api_config_source.rate_limit_settings.fill_rate: value must be greater than 0",
+				"dynamic_resources.lds_config.api_config_source.api_type: REST is not supported by Outrigger (supported: GRPC, DELTA_GRPC)",
+				"dynamic_resources.lds_config.api_config_source.transport_api_version: must be V3 (Envoy refuses the AUTO and V2 transports)",
 			},
 		},
 		"polled file": {
@@ -110,7 +114,7 @@ func TestValidateDynamicResources(t *testing.T) {
 				"dynamic_resources.lds_resources_locator: not supported by Outrigger",
 				"dynamic_resources.ads_config.transport_api_version: must be V3 (Envoy refuses the AUTO and V2 transports)",
 				"dynamic_resources.ads_config.grpc_services: one gRPC service is required",
-				"dynamic_resources.cds_config: ads: {} is required: Outrigger takes clusters from the ADS stream only",
+				"dynamic_resources.cds_config: ads: {} or api_config_source is required: Outrigger takes clusters from a gRPC stream only",
 			},
 		},
 	})

@@ -6,9 +6,9 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // (see supportedCore): listeners discovered from a file (LDS over a
 // filesystem subscription) or over a state-of-the-world ADS stream to a
 // static cluster, or an incremental one, clusters over that stream, and the endpoints of static
-// EDS clusters over it. Every other config source (a service's own gRPC or REST
-// api_config_source, self) and every other discovery service
-// stay refused with their path.
+// EDS clusters over it; listeners, clusters and secrets also over a
+// stream of their own (api_config_source, GRPC or DELTA_GRPC). REST, self
+// and every other discovery service stay refused with their path.
 // ConfigSource rows are shared by whatever field holds a ConfigSource; the
 // semantic check of each such field requires the file source it supports.
 var supportedDynamic = map[protoreflect.FullName]fieldSupport{
@@ -26,6 +26,10 @@ var supportedDynamic = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.ApiConfigSource.transport_api_version":          {values: []string{"V3"}},
 	"envoy.config.core.v3.ApiConfigSource.grpc_services":                  {},
 	"envoy.config.core.v3.ApiConfigSource.set_node_on_first_message_only": {},
+	// A token bucket on the stream's requests, as Envoy's GrpcStream.
+	"envoy.config.core.v3.ApiConfigSource.rate_limit_settings": {},
+	"envoy.config.core.v3.RateLimitSettings.max_tokens":        {},
+	"envoy.config.core.v3.RateLimitSettings.fill_rate":         {},
 
 	// Static clusters of type EDS whose endpoints come over the ADS stream
 	// (the semantic check requires eds_config: {ads: {}}).
@@ -34,9 +38,12 @@ var supportedDynamic = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.cluster.v3.Cluster.EdsClusterConfig.service_name": {},
 
 	// Config sources: a file, read at start and re-read when replaced.
-	"envoy.config.core.v3.ConfigSource.path_config_source":    {},
-	"envoy.config.core.v3.ConfigSource.path":                  {},
-	"envoy.config.core.v3.ConfigSource.ads":                   {},
+	"envoy.config.core.v3.ConfigSource.path_config_source": {},
+	"envoy.config.core.v3.ConfigSource.path":               {},
+	"envoy.config.core.v3.ConfigSource.ads":                {},
+	// A stream of its own to the resource type's discovery service (the
+	// semantic check, or the server, of each holder says where).
+	"envoy.config.core.v3.ConfigSource.api_config_source":     {},
 	"envoy.config.core.v3.ConfigSource.resource_api_version":  {values: []string{"AUTO", "V3"}},
 	"envoy.config.core.v3.ConfigSource.initial_fetch_timeout": {},
 	"envoy.config.core.v3.PathConfigSource.path":              {},

@@ -186,9 +186,45 @@ func (m *Manager) ApplyDiscoveredEach(cfgs []*clusterv3.Cluster, versionOf func(
 }
 
 // warmed returns what a discovered cluster waits for before it serves (a
-// DNS cluster's first resolution, an EDS cluster's first load assignment),
-// nil when it is ready at once.
+// DNS cluster's first resolution, an EDS cluster's first load assignment,
+// the secrets of its TLS context), nil when it is ready at once.
 func (c *Cluster) warmed() <-chan struct{} {
+	hosts := c.hostsWarmed()
+	secrets := c.secretsWarmed()
+	switch {
+	case hosts == nil:
+		return secrets
+	case secrets == nil:
+		return hosts
+	}
+	both := make(chan struct{})
+	go func() {
+		<-hosts
+		<-secrets
+		close(both)
+	}()
+	return both
+}
+
+// secretsWarmed is what a TLS cluster whose secrets come from discovery
+// waits for (their first values, or their initial fetch timeouts), as
+// Envoy's cluster init waits for its SDS targets; nil when nothing.
+func (c *Cluster) secretsWarmed() <-chan struct{} {
+	if c.settings.tls == nil {
+		return nil
+	}
+	ready := c.settings.tls.Ready()
+	select {
+	case <-ready:
+		return nil
+	default:
+		return ready
+	}
+}
+
+// hostsWarmed is what a cluster waits for to have its first hosts (see
+// warmed), nil when nothing.
+func (c *Cluster) hostsWarmed() <-chan struct{} {
 	var warm <-chan struct{}
 	switch {
 	case c.hc != nil:

@@ -262,6 +262,12 @@ func (m *Manager) Warmed() <-chan struct{} {
 				<-c.eds.warm
 			}
 		}
+		// A TLS cluster whose secrets come from discovery waits for them.
+		for _, c := range m.snap.Load().clusters {
+			if w := c.secretsWarmed(); w != nil && !c.AddedViaAPI() {
+				<-w
+			}
+		}
 		// A cluster with health checks initializes once each of its
 		// first hosts had its first check, as in Envoy.
 		for _, c := range m.snap.Load().clusters {

@@ -15,26 +15,31 @@ import (
 // clusterTypeURL is the type of the clusters CDS sends.
 const clusterTypeURL = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 
-// subscribeClustersADS subscribes the clusters to the ADS stream when
-// cds_config names it, before the stream opens: as Envoy's, the server
-// waits for the first response (or the initial fetch timeout) and for the
-// warming of its clusters before it asks for listeners.
+// subscribeClustersADS subscribes the clusters to the stream cds_config
+// names (the ADS stream, or its own stream to an api_config_source's
+// service), before the stream opens: as Envoy's, the server waits for
+// the first response (or the initial fetch timeout) and for the warming
+// of its clusters before it asks for listeners.
 func (s *Server) subscribeClustersADS() error {
 	cds := s.boot.GetDynamicResources().GetCdsConfig()
-	if cds.GetAds() == nil || s.ads == nil || s.clusters == nil {
+	if cds == nil || s.clusters == nil {
 		return nil
+	}
+	stream, err := s.streamFor(cds, clusterTypeURL)
+	if err != nil {
+		return fieldpath.Prefix("dynamic_resources.cds_config.", err)
 	}
 	timeout := xds.DefaultInitialFetchTimeout
 	if t := cds.GetInitialFetchTimeout(); t != nil {
 		timeout = t.AsDuration()
 	}
-	sub, err := s.ads.Subscribe(xds.SubscriptionOptions{
+	sub, err := stream.Subscribe(xds.SubscriptionOptions{
 		TypeURL:             clusterTypeURL,
 		Stats:               s.stats.Scope("cluster_manager.cds."),
 		InitialFetchTimeout: timeout,
 	}, s.applyClusterUpdate)
 	if err != nil {
-		return &bootstrap.FieldError{Path: "dynamic_resources.cds_config.ads", Reason: err.Error()}
+		return &bootstrap.FieldError{Path: "dynamic_resources.cds_config", Reason: err.Error()}
 	}
 	s.cds = sub
 	return nil
@@ -55,6 +60,11 @@ func (s *Server) applyClusterUpdate(u xds.Update) error {
 		}
 		if err := bootstrap.ValidateCluster(c, s.ext); err != nil {
 			errs = append(errs, fieldpath.Prefix("resources["+strconv.Itoa(i)+"].", err))
+		}
+		if c.GetType() == clusterv3.Cluster_EDS && c.GetEdsClusterConfig().GetEdsConfig().GetAds() != nil && s.ads == nil {
+			// Its endpoints come over ADS only: without the stream they
+			// would never be asked for.
+			errs = append(errs, fmt.Errorf("resources[%d].eds_cluster_config.eds_config.ads: requires dynamic_resources.ads_config (the ADS stream it names)", i))
 		}
 		cfgs = append(cfgs, c)
 	}

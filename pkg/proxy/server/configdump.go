@@ -65,9 +65,7 @@ func (s *Server) InitDump() *adminv3.UnreadyTargetsDumps {
 			continue
 		}
 		d := &adminv3.UnreadyTargetsDumps_UnreadyTargetsDump{Name: "Listener-local-init-manager " + bl.Name()}
-		for _, n := range names {
-			d.TargetNames = append(d.TargetNames, "RdsRouteConfigSubscription init "+n)
-		}
+		d.TargetNames = names
 		out.UnreadyTargetsDumps = append(out.UnreadyTargetsDumps, d)
 	}
 	return out
@@ -255,7 +253,7 @@ func (s *Server) secretsDump(secrets []*tlsv3.Secret) *adminv3.SecretsConfigDump
 			})
 		}
 	}
-	d.DynamicActiveSecrets = s.secrets.dynamicDump()
+	d.DynamicActiveSecrets, d.DynamicWarmingSecrets = s.secrets.dynamicDump()
 	return d
 }
 

@@ -10,6 +10,7 @@ import (
 
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -67,6 +68,10 @@ type edsCluster struct {
 	service string
 	timeout time.Duration
 	stats   edsStats
+	// api is the eds_config's api_config_source, nil for the ADS
+	// stream; stream is then the cluster's own stream, once opened.
+	api    *corev3.ApiConfigSource
+	stream *adsClient
 
 	mu         sync.Mutex
 	assignment *endpointv3.ClusterLoadAssignment // the last accepted, nil before
@@ -89,24 +94,22 @@ type edsStats struct {
 // stream; nil when there is no static EDS cluster and no cluster
 // discovery that could bring one.
 func (s *Server) newEndpointDiscovery(b *bootstrapv3.Bootstrap) (*endpointDiscovery, error) {
-	if s.clusters == nil || s.ads == nil {
-		return nil, nil // the bootstrap check requires ads_config; a build error is reported already
+	if s.clusters == nil {
+		return nil, nil
 	}
 	eds := s.clusters.EDSClusters()
-	if len(eds) == 0 && b.GetDynamicResources().GetCdsConfig().GetAds() == nil {
+	if len(eds) == 0 && b.GetDynamicResources().GetCdsConfig() == nil {
 		return nil, nil
 	}
 	d := &endpointDiscovery{s: s, byService: map[string][]*edsCluster{}, last: map[string]acceptedAssignment{}}
 	for _, c := range eds {
-		timeout := xds.DefaultInitialFetchTimeout
+		var src *corev3.ConfigSource
 		for _, cfg := range b.GetStaticResources().GetClusters() {
 			if cfg.GetName() == c.Name() {
-				if t := cfg.GetEdsClusterConfig().GetEdsConfig().GetInitialFetchTimeout(); t != nil {
-					timeout = t.AsDuration()
-				}
+				src = cfg.GetEdsClusterConfig().GetEdsConfig()
 			}
 		}
-		d.static = append(d.static, s.newEDSCluster(c, timeout))
+		d.static = append(d.static, s.newEDSCluster(c, src))
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -117,10 +120,14 @@ func (s *Server) newEndpointDiscovery(b *bootstrapv3.Bootstrap) (*endpointDiscov
 }
 
 // newEDSCluster is an EDS cluster's state, with its stats.
-func (s *Server) newEDSCluster(c *cluster.Cluster, timeout time.Duration) *edsCluster {
+func (s *Server) newEDSCluster(c *cluster.Cluster, src *corev3.ConfigSource) *edsCluster {
 	service, _ := c.EDSServiceName()
 	sc := s.stats.Scope("cluster." + c.ObservabilityName() + ".")
-	return &edsCluster{c: c, service: service, timeout: timeout, stats: edsStats{
+	timeout := xds.DefaultInitialFetchTimeout
+	if t := src.GetInitialFetchTimeout(); t != nil {
+		timeout = t.AsDuration()
+	}
+	return &edsCluster{c: c, service: service, timeout: timeout, api: src.GetApiConfigSource(), stats: edsStats{
 		attempt:          sc.Counter("update_attempt"),
 		success:          sc.Counter("update_success"),
 		failure:          sc.Counter("update_failure"),
@@ -139,21 +146,35 @@ func (s *Server) newEDSCluster(c *cluster.Cluster, timeout time.Duration) *edsCl
 // wildcard: with no EDS cluster left, the last names stay wanted and their
 // assignments are ignored. d.mu is held.
 func (d *endpointDiscovery) setClustersLocked(cs []*edsCluster) error {
+	for _, ec := range d.clusters {
+		if ec.stream != nil && !slices.Contains(cs, ec) {
+			// Closed once d.mu is released: the stream may be applying
+			// a response, which takes d.mu.
+			go d.s.streams.remove(ec.stream)
+		}
+	}
 	d.clusters = cs
 	clear(d.byService)
 	var names []string
+	var errs []error
 	for _, ec := range cs {
-		if len(d.byService[ec.service]) == 0 {
+		if ec.api != nil {
+			errs = append(errs, d.ownStreamLocked(ec))
+		} else if !slices.ContainsFunc(d.byService[ec.service], func(o *edsCluster) bool { return o.api == nil }) {
 			names = append(names, ec.service)
 		}
 		d.byService[ec.service] = append(d.byService[ec.service], ec)
 	}
 	switch {
+	case errors.Join(errs...) != nil:
+		return errors.Join(errs...)
 	case len(names) == 0:
 		return nil
 	case d.sub != nil:
 		d.sub.SetResourceNames(names)
 		return nil
+	case d.s.ads == nil:
+		return errors.New("eds_cluster_config.eds_config.ads: requires dynamic_resources.ads_config (the ADS stream it names)")
 	}
 	// The clusters keep their own stats; the subscription's would only
 	// repeat them under a name Envoy does not have.
@@ -178,6 +199,34 @@ func (d *endpointDiscovery) setClustersLocked(cs []*edsCluster) error {
 	return nil
 }
 
+// ownStreamLocked opens an EDS cluster's own stream to its
+// api_config_source's endpoint discovery service, asking for its service
+// only, as Envoy's EDS subscription with an api_config_source; once.
+// d.mu is held.
+func (d *endpointDiscovery) ownStreamLocked(ec *edsCluster) error {
+	if ec.stream != nil {
+		return nil
+	}
+	c, err := d.s.newGRPCStream(ec.api, endpointTypeURL)
+	if err != nil {
+		return fieldpath.Prefix(ec.c.Name()+": eds_cluster_config.eds_config.api_config_source.", err)
+	}
+	if _, err := c.Subscribe(xds.SubscriptionOptions{
+		TypeURL:       endpointTypeURL,
+		Stats:         stats.NewStore().Scope(""),
+		ResourceNames: []string{ec.service},
+		OnStreamFailure: func() {
+			ec.stats.failure.Inc()
+			ec.stats.attempt.Inc()
+		},
+	}, d.apply(d.s)); err != nil {
+		_ = c.Close()
+		return err
+	}
+	ec.stream = c
+	return d.s.streams.add(c)
+}
+
 // sync follows cluster discovery: the discovered EDS clusters (active and
 // warming) join the static ones. A new one counts its subscription's
 // start, arms its initial fetch timeout, and takes the last assignment of
@@ -200,11 +249,7 @@ func (d *endpointDiscovery) sync(discovered []*cluster.Cluster) error {
 			cs = append(cs, ec)
 			continue
 		}
-		timeout := xds.DefaultInitialFetchTimeout
-		if t := c.DiscoveredConfig().GetEdsClusterConfig().GetEdsConfig().GetInitialFetchTimeout(); t != nil {
-			timeout = t.AsDuration()
-		}
-		ec := d.s.newEDSCluster(c, timeout)
+		ec := d.s.newEDSCluster(c, c.DiscoveredConfig().GetEdsClusterConfig().GetEdsConfig())
 		cs = append(cs, ec)
 		added = append(added, ec)
 	}

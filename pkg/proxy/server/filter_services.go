@@ -1,6 +1,9 @@
 package server
 
 import (
+	"context"
+	"time"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
@@ -25,6 +28,16 @@ func (f filterServices) Cluster(name string) grpcservice.Cluster {
 		return c
 	}
 	return nil
+}
+
+// OnDemandClusters is on-demand cluster discovery, for the on_demand HTTP
+// filter; nil without an incremental ADS stream.
+func (f filterServices) OnDemandClusters() func(context.Context, string, time.Duration) bool {
+	od := f.s.onDemand()
+	if od == nil {
+		return nil
+	}
+	return od.Discover
 }
 
 // TapRegistry is where tap filters with admin_config register (see the

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/xds"
@@ -38,6 +39,16 @@ func (s *Server) newListenerDiscovery(dr *bootstrapv3.Bootstrap_DynamicResources
 		return nil, nil
 	}
 	s.lset.failures = map[string]*adminv3.UpdateFailureState{}
+	if api := lds.GetApiConfigSource(); api != nil {
+		// Its own stream, made now so that a bad one fails the
+		// configuration, started once subscribed.
+		c, err := s.newGRPCStream(api, xds.ListenerTypeURL)
+		if err != nil {
+			return nil, fieldpath.Prefix("dynamic_resources.lds_config.api_config_source.", err)
+		}
+		s.ldsStream = c
+		return nil, nil
+	}
 	if lds.GetAds() != nil {
 		// Subscribed once the clusters are warm (serveListeners), as
 		// Envoy starts LDS after its cluster manager's initialisation.
@@ -81,27 +92,41 @@ func (s *Server) unknownDynamicPolicy() xds.UnknownPolicy {
 	return xds.UnknownWarn
 }
 
-// subscribeListenersADS subscribes the listeners to the ADS stream when
-// lds_config names it. The server waits for the first response (or the
-// initial fetch timeout) before it is LIVE.
+// subscribeListenersADS subscribes the listeners to the stream
+// lds_config names: the ADS stream, or its own stream to an
+// api_config_source's service. The server waits for the first response
+// (or the initial fetch timeout) before it is LIVE.
 func (s *Server) subscribeListenersADS() error {
 	lds := s.boot.GetDynamicResources().GetLdsConfig()
-	if lds.GetAds() == nil || s.ads == nil {
+	if lds.GetAds() == nil && lds.GetApiConfigSource() == nil {
 		return nil
+	}
+	var stream *xds.ADS
+	if s.ldsStream != nil {
+		stream = s.ldsStream.ADS
+	} else {
+		var err error
+		if stream, err = s.streamFor(lds, xds.ListenerTypeURL); err != nil {
+			return fieldpath.Prefix("dynamic_resources.lds_config.", err)
+		}
 	}
 	timeout := xds.DefaultInitialFetchTimeout
 	if t := lds.GetInitialFetchTimeout(); t != nil {
 		timeout = t.AsDuration()
 	}
-	sub, err := s.ads.Subscribe(xds.SubscriptionOptions{
+	sub, err := stream.Subscribe(xds.SubscriptionOptions{
 		TypeURL:             xds.ListenerTypeURL,
 		Stats:               s.stats.Scope("listener_manager.lds."),
 		InitialFetchTimeout: timeout,
 	}, s.applyListenerUpdate)
 	if err != nil {
-		return &bootstrap.FieldError{Path: "dynamic_resources.lds_config.ads", Reason: err.Error()}
+		return &bootstrap.FieldError{Path: "dynamic_resources.lds_config", Reason: err.Error()}
 	}
 	s.ldsReady = sub.Ready()
+	if s.ldsStream != nil {
+		// Its own stream opens now, with the subscription on it.
+		return s.streams.add(s.ldsStream)
+	}
 	return nil
 }
 

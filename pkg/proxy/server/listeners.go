@@ -25,6 +25,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/options"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 )
 
 // builtListener is a configured listener with the network filters it
@@ -143,13 +144,15 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 			bl.closers = append(bl.closers, ch.Closers()...)
 			return ch, nil
 		},
-		BuildListenerFilter:  s.buildListenerFilter,
-		BuildTransportSocket: s.buildTransportSocket,
-		OriginalDst:          s.originalDstFilter,
-		Handoff:              s.handoffListener,
-		Now:                  s.now,
-		Overload:             s.listenerOverload(),
-		Runtime:              s.runtime,
+		BuildListenerFilter: s.buildListenerFilter,
+		BuildTransportSocket: func(ts *corev3.TransportSocket) (*tlsconfig.Server, error) {
+			return s.buildTransportSocket(ts, bl.warm)
+		},
+		OriginalDst: s.originalDstFilter,
+		Handoff:     s.handoffListener,
+		Now:         s.now,
+		Overload:    s.listenerOverload(),
+		Runtime:     s.runtime,
 	})
 	if err != nil {
 		bl.closeFilters()

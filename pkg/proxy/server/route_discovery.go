@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/proto"
@@ -49,6 +51,10 @@ type rdsRoute struct {
 	managers map[*httpconn.Manager]struct{}
 	stats    rdsStats
 
+	// stream is the name's own stream (rds.config_source with an
+	// api_config_source), nil on the ADS stream.
+	stream *adsClient
+
 	config      *routev3.RouteConfiguration // the last accepted, nil before
 	version     string
 	lastUpdated time.Time
@@ -67,65 +73,14 @@ type rdsStats struct {
 
 func (r *rdsRoute) markReady() { r.readyOnce.Do(func() { close(r.ready) }) }
 
-// listenerWarming is what a listener waits for before it serves (the
-// first configuration of each of its RDS names), and what it gives back
-// when it closes.
-type listenerWarming struct {
-	targets []*rdsRoute
-	release []func()
-}
-
-// ready is closed once every target is ready.
-func (w *listenerWarming) ready() <-chan struct{} {
-	done := make(chan struct{})
-	if w == nil {
-		close(done)
-		return done
-	}
-	targets := slices.Clone(w.targets)
-	go func() {
-		defer close(done)
-		for _, t := range targets {
-			<-t.ready
-		}
-	}()
-	return done
-}
-
-// unready returns the names of the targets not ready yet.
-func (w *listenerWarming) unready() []string {
-	if w == nil {
-		return nil
-	}
-	var out []string
-	for _, t := range w.targets {
-		select {
-		case <-t.ready:
-		default:
-			out = append(out, t.name)
-		}
-	}
-	return out
-}
-
-// close gives the listener's managers up.
-func (w *listenerWarming) close() {
-	if w == nil {
-		return
-	}
-	for _, f := range w.release {
-		f()
-	}
-	w.release = nil
-}
-
 // register makes m use the route configuration rds names, and adds its
 // readiness to w. A configuration already received is compiled for m at
 // once (then m is ready, as Envoy's RDS provider shares the
 // configuration of a name between its managers); otherwise the name is
 // subscribed to. Errors are relative to the connection manager.
 func (d *routeDiscovery) register(m *httpconn.Manager, rds *hcmv3.Rds, statPrefix string, w *listenerWarming) error {
-	if d == nil || d.s.ads == nil {
+	api := rds.GetConfigSource().GetApiConfigSource()
+	if d == nil || (d.s.ads == nil && api == nil) {
 		return errors.New("rds.config_source.ads: requires dynamic_resources.ads_config (the ADS stream it names)")
 	}
 	name := rds.GetRouteConfigName()
@@ -166,7 +121,14 @@ func (d *routeDiscovery) register(m *httpconn.Manager, rds *hcmv3.Rds, statPrefi
 			})
 		}
 		d.byName[name] = r
-		if err := d.wantLocked(); err != nil {
+		if api != nil {
+			// A stream of its own to the route discovery service, as
+			// Envoy's RDS subscription with an api_config_source.
+			if err := d.ownStreamLocked(r, api); err != nil {
+				delete(d.byName, name)
+				return fieldpath.Prefix("rds.config_source.api_config_source.", err)
+			}
+		} else if err := d.wantLocked(); err != nil {
 			delete(d.byName, name)
 			return err
 		}
@@ -179,7 +141,7 @@ func (d *routeDiscovery) register(m *httpconn.Manager, rds *hcmv3.Rds, statPrefi
 		m.SetRoutes(compiled)
 	}
 	r.managers[m] = struct{}{}
-	w.targets = append(w.targets, r)
+	w.add(initTarget{name: "RdsRouteConfigSubscription init " + name, ready: r.ready})
 	w.release = append(w.release, func() { d.release(name, m) })
 	return nil
 }
@@ -200,17 +162,49 @@ func (d *routeDiscovery) release(name string, m *httpconn.Manager) {
 	}
 	delete(d.byName, name)
 	r.markReady()
-	if len(d.byName) > 0 {
+	if r.stream != nil {
+		// Closed once d.mu is released: the stream may be applying a
+		// response, which takes d.mu.
+		go d.s.streams.remove(r.stream)
+		return
+	}
+	if slices.ContainsFunc(slices.Collect(maps.Values(d.byName)), func(o *rdsRoute) bool { return o.stream == nil }) {
 		_ = d.wantLocked()
 	}
+}
+
+// ownStreamLocked opens r's own stream to api's route discovery service,
+// asking for r's name only. d.mu is held.
+func (d *routeDiscovery) ownStreamLocked(r *rdsRoute, api *corev3.ApiConfigSource) error {
+	c, err := d.s.newGRPCStream(api, routeTypeURL)
+	if err != nil {
+		return err
+	}
+	// The name keeps its own stats, as on the ADS stream.
+	if _, err := c.Subscribe(xds.SubscriptionOptions{
+		TypeURL:       routeTypeURL,
+		Stats:         stats.NewStore().Scope(""),
+		ResourceNames: []string{r.name},
+		OnStreamFailure: func() {
+			r.stats.failure.Inc()
+			r.stats.attempt.Inc()
+		},
+	}, d.apply); err != nil {
+		_ = c.Close()
+		return err
+	}
+	r.stream = c
+	return d.s.streams.add(c)
 }
 
 // wantLocked asks for the names in use: subscribing on the first, changing
 // the names later. d.mu is held.
 func (d *routeDiscovery) wantLocked() error {
 	names := make([]string, 0, len(d.byName))
-	for name := range d.byName {
-		names = append(names, name)
+	for name, r := range d.byName {
+		if r.stream == nil { // the names on streams of their own are not asked for here
+			names = append(names, name)
+		}
 	}
 	if d.sub != nil {
 		d.sub.SetResourceNames(names)

@@ -61,6 +61,11 @@ func (s *Server) Run(ctx context.Context, adminHandler http.Handler) error {
 		}
 		s.eds.start()
 	}
+	// So do the config sources' own streams.
+	if err := s.streams.start(); err != nil {
+		s.shutdown(adminSrv)
+		return fmt.Errorf("discovery: %w", err)
+	}
 	if err := s.bindListeners(); err != nil {
 		s.shutdown(adminSrv)
 		return err
@@ -343,7 +348,7 @@ func (s *Server) serve(bl *builtListener) {
 	case <-ready:
 		s.startServing(bl)
 	default:
-		s.log.Info("listener warming: waiting for its route configurations", "listener", bl.Name(), "route_config_names", strings.Join(bl.warm.unready(), ","))
+		s.log.Info("listener warming: waiting for its init targets (route configurations, secrets)", "listener", bl.Name(), "targets", strings.Join(bl.warm.unready(), ","))
 		go func() {
 			<-ready
 			s.startServing(bl)
@@ -372,6 +377,10 @@ func (s *Server) shutdown(adminSrv *http.Server) {
 	}
 	if s.ads != nil {
 		_ = s.ads.Close()
+	}
+	s.streams.close()
+	if s.ldsStream != nil {
+		_ = s.ldsStream.Close() // when shutdown came before it was subscribed (closing twice is harmless)
 	}
 	s.secrets.close()
 	s.closeListeners()

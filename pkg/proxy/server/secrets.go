@@ -3,6 +3,8 @@ package server
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,6 +32,15 @@ type secretStore struct {
 
 	mu    sync.Mutex
 	files []*fileSecret
+	// ads are the secrets over the ADS stream, nil before the first;
+	// own the secrets on streams of their own, by name and config source
+	// (secrets_stream.go).
+	ads *streamSecrets
+	own map[string]*streamSecrets
+	// connected is set once the clusters exist, so that streams can be
+	// opened; pending are the subscriptions waiting for it.
+	connected bool
+	pending   []func() error
 }
 
 // fileSecret is one secret followed in a DiscoveryResponse file.
@@ -74,13 +85,16 @@ func (st *secretStore) resolve(sc *tlsv3.SdsSecretConfig) (*tlsconfig.Provider, 
 		}
 		return nil, fmt.Errorf("name: Unknown static secret: %s", name)
 	}
+	if cs.GetAds() != nil || cs.GetApiConfigSource() != nil {
+		return st.resolveStream(name, cs)
+	}
 	path, dir := cs.GetPathConfigSource().GetPath(), cs.GetPathConfigSource().GetWatchedDirectory().GetPath()
 	//lint:ignore SA1019 the deprecated path still names the file, as in Envoy
 	if old := cs.GetPath(); path == "" && old != "" {
 		path = old
 	}
 	if path == "" {
-		return nil, errors.New("sds_config: only path_config_source is supported by Outrigger for secrets (not gRPC SDS)")
+		return nil, errors.New("sds_config: path_config_source, ads or api_config_source is required")
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -145,15 +159,23 @@ func (st *secretStore) close() {
 	}
 }
 
-// dynamicDump lists the secrets from files as /config_dump's
-// dynamic_active_secrets.
-func (st *secretStore) dynamicDump() []*adminv3.SecretsConfigDump_DynamicSecret {
+// dynamicDump lists the secrets from files and discovery streams as
+// /config_dump's dynamic_active_secrets, and the secrets still awaited
+// from streams as its dynamic_warming_secrets.
+func (st *secretStore) dynamicDump() (out, warming []*adminv3.SecretsConfigDump_DynamicSecret) {
 	if st == nil {
-		return nil
+		return nil, nil
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	var out []*adminv3.SecretsConfigDump_DynamicSecret
+	groups := []*streamSecrets{st.ads}
+	for _, id := range slices.Sorted(maps.Keys(st.own)) {
+		groups = append(groups, st.own[id])
+	}
+	for _, g := range groups {
+		a, w := g.dump()
+		out, warming = append(out, a...), append(warming, w...)
+	}
 	for _, fs := range st.files {
 		sec := fs.p.Secret()
 		if sec == nil {
@@ -169,5 +191,5 @@ func (st *secretStore) dynamicDump() []*adminv3.SecretsConfigDump_DynamicSecret 
 		}
 		out = append(out, d)
 	}
-	return out
+	return out, warming
 }

@@ -82,6 +82,8 @@ type Server struct {
 	lset          listenerSet          // the listeners, static and discovered (listener_set.go)
 	lds           discoverySource      // listeners from a file; nil without one
 	ads           *adsClient           // the ADS stream; nil without dynamic_resources.ads_config
+	streams       discoveryStreams     // the config sources' own gRPC streams (config_sources.go)
+	ldsStream     *adsClient           // lds_config's own stream, added to streams once subscribed; nil without
 	eds           *endpointDiscovery   // the EDS clusters' endpoints over ADS; nil without EDS clusters
 	cds           *xds.ADSSubscription // the clusters over ADS; nil without cds_config
 	rds           *routeDiscovery      // the connection managers' routes over ADS
@@ -177,6 +179,9 @@ func New(cfg Config) (*Server, error) {
 	// subscribe as they are built.
 	s.ads, err = s.newADS(cfg.Bootstrap.GetDynamicResources())
 	errs = append(errs, err)
+	// The static clusters' secrets over gRPC subscribe now that the
+	// streams' clusters exist; later ones subscribe as they come.
+	errs = append(errs, secrets.connect())
 	s.rds = &routeDiscovery{s: s, byName: map[string]*rdsRoute{}}
 	s.lset.stats = listener.NewManagerStats(s.stats)
 	listeners, err := s.buildListeners(cfg.Bootstrap.GetStaticResources().GetListeners(), s.lset.stats)
@@ -199,6 +204,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	if err := errors.Join(errs...); err != nil {
 		secrets.close()
+		s.streams.close()
+		if s.ldsStream != nil {
+			_ = s.ldsStream.Close()
+		}
 		return nil, err
 	}
 

@@ -39,6 +39,18 @@ type Client struct {
 	// next is the context compiled from its secrets' latest values, nil
 	// until one changes; handshakes use it from then on.
 	next atomic.Pointer[Client]
+	// ready is closed once its secrets have come (nil: they had).
+	ready <-chan struct{}
+}
+
+// Ready is closed once the secrets the context uses have their first
+// values, or their sources gave up waiting: what its listener or cluster
+// warms for.
+func (cl *Client) Ready() <-chan struct{} {
+	if cl.ready == nil {
+		return closedChan()
+	}
+	return cl.ready
 }
 
 // current is the context new handshakes use.
@@ -184,6 +196,9 @@ func alertReason(err error) string {
 // c is then left to the caller to close.
 func (cl *Client) Handshake(ctx context.Context, c net.Conn, fallbackALPN []string, st *Stats) (*tls.Conn, error) {
 	cl = cl.current()
+	if cl.cfg == nil {
+		return nil, &HandshakeError{Err: errSecretsNotReady}
+	}
 	cfg := cl.cfg
 	if protos := cl.protocols(fallbackALPN); len(protos) > 0 {
 		cfg = cl.cfg.Clone()

@@ -18,6 +18,11 @@ import (
 type Provider struct {
 	name string
 	cur  atomic.Pointer[tlsv3.Secret]
+	// ready is closed once the secret has a value, or its source gave up
+	// waiting for one (MarkReady): what a listener or cluster using it
+	// warms for, as Envoy's SdsApi init target.
+	ready     chan struct{}
+	readyOnce sync.Once
 	// mu serializes updates and guards users.
 	mu    sync.Mutex
 	users []func(*tlsv3.Secret) (apply func(), err error)
@@ -26,12 +31,22 @@ type Provider struct {
 // NewProvider is a provider of the secret called name, holding initial
 // (nil: none yet).
 func NewProvider(name string, initial *tlsv3.Secret) *Provider {
-	p := &Provider{name: name}
+	p := &Provider{name: name, ready: make(chan struct{})}
 	if initial != nil {
 		p.cur.Store(initial)
+		p.MarkReady()
 	}
 	return p
 }
+
+// Ready is closed once the secret has its first value, or MarkReady was
+// called.
+func (p *Provider) Ready() <-chan struct{} { return p.ready }
+
+// MarkReady ends the wait for a first value (a source whose initial
+// fetch timed out or was rejected): the contexts using the secret go on
+// without it, their handshakes failing until it comes.
+func (p *Provider) MarkReady() { p.readyOnce.Do(func() { close(p.ready) }) }
 
 // Name is the secret's name.
 func (p *Provider) Name() string { return p.name }
@@ -64,6 +79,7 @@ func (p *Provider) Update(s *tlsv3.Secret) error {
 	for _, a := range applies {
 		a()
 	}
+	p.MarkReady()
 	return nil
 }
 
@@ -184,34 +200,93 @@ func (r *secretRefs) expand(ctc *tlsv3.CommonTlsContext, override *Provider, val
 // CompileServerWithSecrets compiles a DownstreamTlsContext whose
 // certificates or validation context may come from secrets (resolve finds
 // them; nil refuses every reference). The Server follows the secrets'
-// updates.
+// updates. A secret that has no value yet (one a discovery stream
+// delivers) leaves the Server without a context until every secret it
+// uses has one: its handshakes fail meanwhile, and Ready says when the
+// wait is over.
 func CompileServerWithSecrets(dc *tlsv3.DownstreamTlsContext, resolve SecretResolver) (*Server, error) {
 	if len(dc.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs()) > 0 && len(dc.GetCommonTlsContext().GetTlsCertificates()) > 0 {
 		return nil, errors.New("common_tls_context: SDS and non-SDS TLS certificates may not be mixed in server contexts")
 	}
-	return compileWithSecrets(dc, resolve, func(m *tlsv3.DownstreamTlsContext) **tlsv3.CommonTlsContext { return &m.CommonTlsContext },
+	srv, ready, err := compileWithSecrets(dc, resolve, func(m *tlsv3.DownstreamTlsContext) **tlsv3.CommonTlsContext { return &m.CommonTlsContext },
 		CompileServer, func(s *Server) *atomic.Pointer[Server] { return &s.next })
+	if srv != nil {
+		srv.ready = ready
+	}
+	return srv, err
 }
 
 // CompileClientWithSecrets is CompileServerWithSecrets for an
 // UpstreamTlsContext.
 func CompileClientWithSecrets(uc *tlsv3.UpstreamTlsContext, resolve SecretResolver) (*Client, error) {
-	return compileWithSecrets(uc, resolve, func(m *tlsv3.UpstreamTlsContext) **tlsv3.CommonTlsContext { return &m.CommonTlsContext },
+	cl, ready, err := compileWithSecrets(uc, resolve, func(m *tlsv3.UpstreamTlsContext) **tlsv3.CommonTlsContext { return &m.CommonTlsContext },
 		CompileClient, func(c *Client) *atomic.Pointer[Client] { return &c.next })
+	if cl != nil {
+		cl.ready = ready
+	}
+	return cl, err
+}
+
+// errSecretsNotReady fails the handshakes of a context whose secrets have
+// not all arrived (Envoy's "secrets not ready" transport socket).
+var errSecretsNotReady = errors.New("TLS context secrets are not ready")
+
+// readyChan is closed once every provider is ready; nil when they all are.
+func readyChan(providers []*Provider) <-chan struct{} {
+	pending := false
+	for _, p := range providers {
+		select {
+		case <-p.Ready():
+		default:
+			pending = true
+		}
+	}
+	if !pending {
+		return nil
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, p := range providers {
+			<-p.Ready()
+		}
+	}()
+	return done
+}
+
+// closedChan is a closed channel: what a context that waits for nothing
+// reports as ready.
+func closedChan() <-chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
 }
 
 // compileWithSecrets compiles the TLS context m (with compile) after
 // writing its secrets' values into a copy of it, and subscribes the
 // result to the secrets: each new value compiles a new context, which
 // becomes the result's next. common is m's common_tls_context field.
+// While a secret has no value, the result is an empty context (whose
+// handshakes fail) that takes its next once they all have one; the
+// channel returned is closed once the secrets are ready (nil: at once).
 func compileWithSecrets[M proto.Message, T any](m M, resolve SecretResolver, common func(M) **tlsv3.CommonTlsContext,
-	compile func(M) (*T, error), next func(*T) *atomic.Pointer[T]) (*T, error) {
+	compile func(M) (*T, error), next func(*T) *atomic.Pointer[T]) (*T, <-chan struct{}, error) {
 	refs, err := resolveRefs(*common(m), resolve)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !refs.any() {
-		return compile(m)
+		t, err := compile(m)
+		return t, nil, err
+	}
+	providers := refs.providers()
+	missing := func(except *Provider) bool {
+		for _, p := range providers {
+			if p != except && p.Secret() == nil {
+				return true
+			}
+		}
+		return false
 	}
 	build := func(override *Provider, value *tlsv3.Secret) (*T, error) {
 		c := proto.Clone(m).(M)
@@ -224,17 +299,23 @@ func compileWithSecrets[M proto.Message, T any](m M, resolve SecretResolver, com
 		}
 		return compile(c)
 	}
-	t, err := build(nil, nil)
-	if err != nil {
-		return nil, err
+	var t *T
+	if missing(nil) {
+		t = new(T) // no context until every secret has come
+	} else if t, err = build(nil, nil); err != nil {
+		return nil, nil, err
 	}
 	// The providers hold the context weakly: one nothing uses any more
 	// (its listener removed) is collected, and then unsubscribed.
 	wt := weak.Make(t)
-	for _, p := range refs.providers() {
+	for _, p := range providers {
 		p.subscribe(func(v *tlsv3.Secret) (func(), error) {
 			if wt.Value() == nil {
 				return nil, errContextGone
+			}
+			if missing(p) {
+				// Another secret is still to come: nothing to build yet.
+				return func() {}, nil
 			}
 			n, err := build(p, v)
 			if err != nil {
@@ -247,5 +328,5 @@ func compileWithSecrets[M proto.Message, T any](m M, resolve SecretResolver, com
 			}, nil
 		})
 	}
-	return t, nil
+	return t, readyChan(providers), nil
 }

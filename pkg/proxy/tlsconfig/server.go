@@ -39,6 +39,18 @@ type Server struct {
 	// next is the context compiled from its secrets' latest values, nil
 	// until one changes; handshakes use it from then on.
 	next atomic.Pointer[Server]
+	// ready is closed once its secrets have come (nil: they had).
+	ready <-chan struct{}
+}
+
+// Ready is closed once the secrets the context uses have their first
+// values, or their sources gave up waiting: what its listener or cluster
+// warms for.
+func (s *Server) Ready() <-chan struct{} {
+	if s.ready == nil {
+		return closedChan()
+	}
+	return s.ready
 }
 
 // current is the context new handshakes use.
@@ -191,6 +203,9 @@ func (s *Server) certificateFor(hello *tls.ClientHelloInfo) (*tls.Certificate, e
 // and the certificate it served (for %DOWNSTREAM_LOCAL_*%).
 func (s *Server) Handshake(ctx context.Context, c net.Conn, st *Stats) (*tls.Conn, *x509.Certificate, error) {
 	s = s.current()
+	if s.cfg == nil {
+		return nil, nil, errSecretsNotReady
+	}
 	tc := tls.Server(c, s.cfg)
 	err := tc.HandshakeContext(ctx)
 	local := s.cfg.Certificates[0].Leaf

@@ -3,6 +3,7 @@ package xds
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/go-logr/logr"
+	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
@@ -61,6 +63,13 @@ type ADSOptions struct {
 	// BackoffBase and BackoffMax override Envoy's reconnection backoff
 	// (tests); zero keeps Envoy's.
 	BackoffBase, BackoffMax time.Duration
+	// TypeURL, when set, makes the stream a resource type's own discovery
+	// service (a config source's api_config_source, e.g. CDS's
+	// StreamClusters) rather than the aggregated one; only a subscription
+	// of that type can be added.
+	TypeURL string
+	// RateLimit, when set, bounds the requests sent (rate_limit_settings).
+	RateLimit *RateLimit
 }
 
 // ADS is a state-of-the-world Aggregated Discovery Service client, like
@@ -73,8 +82,11 @@ type ADSOptions struct {
 // of its type (a wildcard, as LDS and CDS) or named ones (as EDS and RDS),
 // and can be added or change its interest while the stream runs.
 type ADS struct {
-	opts   ADSOptions
-	client discoveryv3.AggregatedDiscoveryServiceClient
+	opts ADSOptions
+	// sotwMethod and deltaMethod are the stream's gRPC methods.
+	sotwMethod, deltaMethod string
+	// limiter is the token bucket of rate_limit_settings, nil without.
+	limiter *rate.Limiter
 
 	connected         *stats.Gauge
 	pendingRequests   *stats.Gauge
@@ -115,10 +127,24 @@ func NewADS(o ADSOptions) (*ADS, error) {
 	if o.BackoffMax <= 0 {
 		o.BackoffMax = adsBackoffMax
 	}
+	sotw, delta := adsSotwMethod, adsDeltaMethod
+	if o.TypeURL != "" {
+		m, ok := serviceMethods[o.TypeURL]
+		if !ok {
+			return nil, fmt.Errorf("no discovery service for %s", o.TypeURL)
+		}
+		sotw, delta = m[0], m[1]
+	}
+	limiter, err := o.RateLimit.limiter()
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &ADS{
 		opts:              o,
-		client:            discoveryv3.NewAggregatedDiscoveryServiceClient(o.Conn),
+		sotwMethod:        sotw,
+		deltaMethod:       delta,
+		limiter:           limiter,
 		connected:         o.Stats.Gauge("control_plane.connected_state"),
 		pendingRequests:   o.Stats.Gauge("control_plane.pending_requests"),
 		rateLimitEnforced: o.Stats.Counter("control_plane.rate_limit_enforced"),
@@ -250,7 +276,7 @@ type adsStream struct {
 func (a *ADS) stream() (gotResponse bool) {
 	ctx, cancel := a.streamContext()
 	defer cancel()
-	st, err := a.client.StreamAggregatedResources(ctx, grpc.MaxCallRecvMsgSize(maxResponseBytes))
+	st, err := openStream[discoveryv3.DiscoveryRequest, discoveryv3.DiscoveryResponse](ctx, a.opts.Conn, a.sotwMethod)
 	if err != nil {
 		a.warn("ads: cannot open the stream", err)
 		return false
@@ -341,6 +367,9 @@ func (a *ADS) send(s *adsStream, sub *ADSSubscription, req *discoveryv3.Discover
 	}
 	s.first = false
 	s.sent[sub] = interest
+	if err := a.takeToken(s.st.Context()); err != nil {
+		return err
+	}
 	return s.st.Send(req)
 }
 

@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -53,7 +52,7 @@ type deltaSent struct {
 func (a *ADS) deltaStream() (gotResponse bool) {
 	ctx, cancel := a.streamContext()
 	defer cancel()
-	st, err := a.client.DeltaAggregatedResources(ctx, grpc.MaxCallRecvMsgSize(maxResponseBytes))
+	st, err := openStream[discoveryv3.DeltaDiscoveryRequest, discoveryv3.DeltaDiscoveryResponse](ctx, a.opts.Conn, a.deltaMethod)
 	if err != nil {
 		a.warn("ads: cannot open the stream", err)
 		return false
@@ -70,6 +69,9 @@ func (a *ADS) deltaSend(s *deltaStream, req *discoveryv3.DeltaDiscoveryRequest) 
 		req.Node = a.opts.Node
 	}
 	s.first = false
+	if err := a.takeToken(s.st.Context()); err != nil {
+		return err
+	}
 	return s.st.Send(req)
 }
 

@@ -111,6 +111,9 @@ func (a *ADS) Subscribe(o SubscriptionOptions, apply func(Update) error) (*ADSSu
 	if a.ctx.Err() != nil {
 		return nil, errors.New("the ADS client is closed")
 	}
+	if a.opts.TypeURL != "" && o.TypeURL != a.opts.TypeURL {
+		return nil, fmt.Errorf("the stream of %s cannot carry %s", a.opts.TypeURL, o.TypeURL)
+	}
 	if slices.ContainsFunc(a.subs, func(other *ADSSubscription) bool { return other.typeURL == o.TypeURL }) {
 		return nil, fmt.Errorf("%s is already subscribed to", o.TypeURL)
 	}

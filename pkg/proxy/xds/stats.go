@@ -55,3 +55,48 @@ func (st subscriptionStats) success(version string, start, now time.Time) {
 	st.versionText.Set(version)
 	st.updateDuration.Record(uint64(max(now.Sub(start).Milliseconds(), 0)))
 }
+
+// ResourceStats are the subscription stats of one resource among the
+// several a subscription names, for the resources that keep Envoy's stats
+// of their own although they share the ADS stream's subscription of
+// their type (SDS's sds.<secret name>.*).
+type ResourceStats struct {
+	st    subscriptionStats
+	empty *stats.Counter
+}
+
+// NewResourceStats creates the stats in sc, listed at zero from the
+// start, and counts the subscription's start (an update_attempt), as
+// Envoy does.
+func NewResourceStats(sc stats.Scope) *ResourceStats {
+	r := &ResourceStats{st: newSubscriptionStats(sc), empty: sc.Counter("update_empty")}
+	r.st.updateAttempt.Inc()
+	return r
+}
+
+// Attempt counts a response that carried the resource (or was meant to).
+func (r *ResourceStats) Attempt() { r.st.updateAttempt.Inc() }
+
+// Empty counts a response that carried no resource at all.
+func (r *ResourceStats) Empty() { r.empty.Inc() }
+
+// Rejected counts a rejected update.
+func (r *ResourceStats) Rejected() { r.st.updateRejected.Inc() }
+
+// Failure counts a lost stream, with its attempt.
+func (r *ResourceStats) Failure() {
+	r.st.updateFailure.Inc()
+	r.st.updateAttempt.Inc()
+}
+
+// InitFetchTimeout counts the initial fetch's timeout, with its attempt.
+func (r *ResourceStats) InitFetchTimeout() {
+	r.st.initFetchTimeout.Inc()
+	r.st.updateAttempt.Inc()
+}
+
+// Success counts an accepted update of version, applied between start
+// and now.
+func (r *ResourceStats) Success(version string, start, now time.Time) {
+	r.st.success(version, start, now)
+}
