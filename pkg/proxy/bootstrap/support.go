@@ -221,6 +221,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedLocality,
 	supportedOnDemand,
 	supportedJWTAuthn,
+	supportedDFP,
 }
 
 // lookupSupport finds a field's support rule in the per-area tables.
