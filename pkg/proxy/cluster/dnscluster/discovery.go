@@ -303,4 +303,3 @@ func (d *Discovery) String() string {
 	}
 	return d.cluster + "[" + strings.Join(names, ",") + "]"
 }
-
