@@ -246,6 +246,8 @@ func (c *Cache) close() {
 // addLocked creates the host of key and, once the cache has started,
 // resolves it. c.mu is held.
 func (c *Cache) addLocked(key string, defaultPort uint16) *Host {
+	// key may view a request's buffer, which is reused.
+	key = strings.Clone(key)
 	name, port := splitKey(key, defaultPort)
 	h := &Host{Key: key, Name: name, Port: port, c: c, done: make(chan struct{})}
 	h.backoff = dns.NewBackoffState(c.cfg.Failure, c.cfg.RefreshRate, c.rand)
@@ -387,14 +389,16 @@ func (c *Cache) finish(h *Host, res dns.Result, timedOut bool) {
 		h.timer = time.AfterFunc(next, func() { c.refresh(h) })
 	}
 	first := !isDone(h)
-	if first {
-		close(h.done)
-	}
 	c.mu.Unlock()
+	// The subscribers (the clusters) have the host before the requests
+	// waiting for it go on, as in Envoy.
 	if changed {
 		for _, s := range subs {
 			s.HostChanged(h, addr)
 		}
+	}
+	if first {
+		close(h.done)
 	}
 	if dl := c.log.V(1); dl.Enabled() {
 		dl.Info("dns cache resolution complete", "cache", c.cfg.Name, "host", h.Key, "address", addr.String(), "details", details)
