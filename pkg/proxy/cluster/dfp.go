@@ -215,7 +215,7 @@ func (s *settings) attachDNSCache(caches *dnscache.Manager) []error {
 	}
 	c, err := caches.Get(s.dfp.cacheCfg)
 	if err != nil {
-		return append(errs, configErrorf(dfpTypeConfig+".dns_cache_config", "%v", err))
+		return append(errs, configErrorf(dfpTypeConfig+".dns_cache_config.name", "%v", err))
 	}
 	s.dfp.cache = c
 	return errs
