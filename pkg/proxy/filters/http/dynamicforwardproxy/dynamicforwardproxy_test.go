@@ -38,7 +38,7 @@ func (t table) Resolve(_ context.Context, name string, _ dns.Family) dns.Result 
 type cluster struct{ dfp bool }
 
 func (cluster) Connect(context.Context) (net.Conn, error) { return nil, errors.New("unused") }
-func (c cluster) DynamicForwardProxy() (uint16, bool)      { return 80, c.dfp }
+func (c cluster) DynamicForwardProxy() (uint16, bool)     { return 80, c.dfp }
 
 // services are the server's: the caches and two clusters.
 type services struct{ caches *dnscache.Manager }
