@@ -347,4 +347,67 @@ var _ = Describe("Dynamic forward proxy", func() {
 		Expect(statValue(s, "cluster.beta.test.upstream_cx_total")).To(Equal("1"))
 		Expect(statValue(s, "cluster.fallback.upstream_cx_total")).To(Equal("1"))
 	})
+
+	It("bounds the requests waiting for resolutions, times slow resolutions out, and forgets hosts unused for host_ttl", func() {
+		silent := startDNSServer()
+		silent.silent.Store(true)
+		dns := startDNSServer()
+		lns, up := listenSamePort("127.0.0.1")
+		serveHost(lns[0], "A", nil)
+		dns.set("alpha.test", "127.0.0.1")
+
+		dir := newDir()
+		logPath := filepath.Join(dir, "access.log")
+		slowPort, shortPort := freePort(), freePort()
+		slow := dfpCache("slow", silent.port, ", dns_query_timeout: 1s, dns_cache_circuit_breaker: {max_pending_requests: 1}")
+		short := dfpCache("short", dns.port, ", host_ttl: 1s, dns_min_refresh_rate: 1s")
+		s := Start(dir, bootstrapOf(
+			[]string{dfpListener("slow", slowPort, slow, "dfp_slow", "x", logPath), dfpListener("short", shortPort, short, "dfp_short", "x", logPath)},
+			[]string{dfpCluster("dfp_slow", slow, ""), dfpCluster("dfp_short", short, "")}), "--file-flush-interval-msec", "50")
+
+		By("a second request while one waits for the DNS is refused")
+		type answer struct {
+			code int
+			body string
+		}
+		first := make(chan answer, 1)
+		go func() {
+			defer GinkgoRecover()
+			code, body := dfpRequest(slowPort, "slow.test", "/")
+			first <- answer{code, body}
+		}()
+		Eventually(func() string { return statValue(s, "dns_cache.slow.circuit_breakers.rq_pending_open") }).Should(Equal("1"))
+		code, body := dfpRequest(slowPort, "other.test", "/")
+		Expect(code).To(Equal(503))
+		Expect(body).To(Equal("Dynamic forward proxy pending request overflow"))
+
+		By("the waiting request fails once dns_query_timeout passes")
+		var a answer
+		Eventually(first, 10*time.Second).Should(Receive(&a))
+		Expect(a).To(Equal(answer{503, "DNS resolution failure"}))
+		Eventually(func() string { return readFile(logPath) }).Should(And(
+			MatchRegexp(`(?m)^other.test 503 - dynamic_forward_proxy_pending_request_overflow$`),
+			MatchRegexp(`(?m)^slow.test 503 DF dns_resolution_failure\{.*resolve_timeout.*\}$`)))
+		st := statValues(s, `^dns_cache\.slow\.`)
+		Expect(st).To(HaveKeyWithValue("dns_cache.slow.dns_query_timeout", "1"))
+		Expect(st).To(HaveKeyWithValue("dns_cache.slow.dns_query_failure", "1"))
+		Expect(st).To(HaveKeyWithValue("dns_cache.slow.dns_rq_pending_overflow", "1"))
+		Expect(st).To(HaveKeyWithValue("dns_cache.slow.circuit_breakers.rq_pending_open", "0"))
+
+		By("an unused host leaves the cache and the cluster after host_ttl")
+		alpha := fmt.Sprintf("alpha.test:%d", up)
+		code, body = dfpRequest(shortPort, alpha, "/")
+		Expect(code).To(Equal(200), body)
+		Expect(hostLine(s.Get("/clusters").Body, "dfp_short", fmt.Sprintf("127.0.0.1:%d", up), "hostname")).To(Equal(alpha))
+		Eventually(func() string { return statValue(s, "dns_cache.short.host_removed") }, 10*time.Second).Should(Equal("1"))
+		Expect(statValue(s, "dns_cache.short.num_hosts")).To(Equal("0"))
+		Eventually(func() string {
+			return hostLine(s.Get("/clusters").Body, "dfp_short", fmt.Sprintf("127.0.0.1:%d", up), "hostname")
+		}).Should(Equal("<missing>"))
+
+		By("it comes back when asked for again")
+		code, body = dfpRequest(shortPort, alpha, "/")
+		Expect(code).To(Equal(200), body)
+		Expect(statValue(s, "dns_cache.short.host_added")).To(Equal("2"))
+	})
 })
