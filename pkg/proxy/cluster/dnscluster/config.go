@@ -106,14 +106,6 @@ func duration(d *durationpb.Duration, path string, errs *[]error) (time.Duration
 	return d.AsDuration(), true
 }
 
-// saturatingMul multiplies a duration without overflowing.
-func saturatingMul(d time.Duration, n int64) time.Duration {
-	if d > time.Duration(math.MaxInt64/n) {
-		return time.Duration(math.MaxInt64)
-	}
-	return d * time.Duration(n)
-}
-
 // saturatingAdd adds durations without overflowing.
 func saturatingAdd(a, b time.Duration) time.Duration {
 	if a > time.Duration(math.MaxInt64)-b {
