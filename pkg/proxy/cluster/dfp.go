@@ -105,25 +105,24 @@ var _ dnscache.Subscriber = (*dfpHosts)(nil)
 // for one (a new host of the same name, whose pool replaces the old one's).
 func (d *dfpHosts) HostChanged(e *dnscache.Host, addr netip.AddrPort) {
 	h := &upstream.Host{Address: addr.String(), Hostname: e.Key, Cluster: d.c.settings.name, Weight: MinWeight}
+	// The install happens under d.mu: two hosts resolved at once must not
+	// install their lists out of order, losing one.
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.byKey[e.Key] = dfpHost{host: h, entry: e}
-	list := d.listLocked()
-	d.mu.Unlock()
-	d.c.install([][]*upstream.Host{list}, true)
+	d.c.install([][]*upstream.Host{d.listLocked()}, true)
 }
 
 // HostRemoved implements dnscache.Subscriber.
 func (d *dfpHosts) HostRemoved(e *dnscache.Host) {
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	if cur, ok := d.byKey[e.Key]; !ok || cur.entry != e {
 		// Already replaced by a newer host of the same name.
-		d.mu.Unlock()
 		return
 	}
 	delete(d.byKey, e.Key)
-	list := d.listLocked()
-	d.mu.Unlock()
-	d.c.install([][]*upstream.Host{list}, true)
+	d.c.install([][]*upstream.Host{d.listLocked()}, true)
 }
 
 // listLocked is the hosts in key order. d.mu is held.
