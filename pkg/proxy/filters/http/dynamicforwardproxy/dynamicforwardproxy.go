@@ -145,6 +145,11 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	if rc, _ := s.RouteConfig(f.name).(*routeConfig); rc != nil {
 		rewriteHost(s, rc)
 	}
+	if s.Request().Host == "" {
+		// Nothing to resolve (an HTTP/1.0 request without Host): the
+		// cluster finds no host for it.
+		return httpfilter.Continue
+	}
 	release, ok := f.cache.AcquirePending()
 	if !ok {
 		s.SendLocalReply(http.StatusServiceUnavailable, bodyPendingOverflow, 0, detailsPendingOverflw)

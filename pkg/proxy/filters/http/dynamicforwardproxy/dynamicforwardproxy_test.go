@@ -81,6 +81,11 @@ func TestDecodeHeaders(t *testing.T) {
 		t.Errorf("a request to another cluster: %v %+v", st, other.Reply)
 	}
 
+	hostless := &httpfiltertest.Stream{Cluster: "dfp"}
+	if st := run(hostless); st != httpfilter.Continue || hostless.Reply != nil {
+		t.Errorf("a request without Host: %v %+v", st, hostless.Reply)
+	}
+
 	ok := &httpfiltertest.Stream{Cluster: "dfp"}
 	ok.Req.Host = "a.test"
 	if st := run(ok); st != httpfilter.Continue || ok.Reply != nil {
