@@ -278,3 +278,24 @@ func preresolve(n int) []*corev3.SocketAddress {
 	}
 	return out
 }
+
+func TestPreresolve(t *testing.T) {
+	r := &fakeResolver{addrs: map[string]string{"a.test": "10.0.0.1"}}
+	c, store := newTestCache(t, &dfpcommonv3.DnsCacheConfig{Name: "c", PreresolveHostnames: []*corev3.SocketAddress{
+		{Address: "a.test", PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: 8443}},
+	}}, r)
+	h := c.Lookup("a.test:8443")
+	if h == nil {
+		t.Fatal("not preresolved")
+	}
+	wait(t, h)
+	if addr, ok := h.Address(); !ok || addr.String() != "10.0.0.1:8443" {
+		t.Errorf("address %v %v", addr, ok)
+	}
+	if got, st := c.Load("a.test:8443", 80); st != InCache || got != h {
+		t.Errorf("load after preresolve: %v", st)
+	}
+	if v := store.Counter("dns_cache.c.dns_query_attempt").Value(); v != 1 {
+		t.Errorf("dns_query_attempt %d", v)
+	}
+}
