@@ -218,10 +218,9 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedOverload, supportedDNS, supportedAccessLog, supportedHTTPFilters, supportedExtAuthz, supportedTCPProxy, supportedTLS,
 	supportedUpgrades, supportedCompression, supportedTracing, supportedNetLimits, supportedTap,
 	supportedRBAC, supportedFiltersTail,
-	supportedLocality,
+	supportedLocality, supportedDFP,
 	supportedOnDemand,
 	supportedJWTAuthn,
-	supportedDFP,
 }
 
 // lookupSupport finds a field's support rule in the per-area tables.
