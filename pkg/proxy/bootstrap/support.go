@@ -218,7 +218,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedOverload, supportedDNS, supportedAccessLog, supportedHTTPFilters, supportedExtAuthz, supportedTCPProxy, supportedTLS,
 	supportedUpgrades, supportedCompression, supportedTracing, supportedNetLimits, supportedTap,
 	supportedRBAC, supportedFiltersTail, supportedExtProc,
-	supportedLocality,
+	supportedLocality, supportedDFP,
 	supportedOnDemand,
 	supportedJWTAuthn,
 	supportedRateLimit,

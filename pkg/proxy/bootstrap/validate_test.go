@@ -14,7 +14,7 @@ import (
 	// ships but Outrigger does not implement.
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/open_telemetry/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
-	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/sni_cluster/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/mongo_proxy/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/builtin"
@@ -226,8 +226,8 @@ func TestValidateSupport(t *testing.T) {
 			want:    []string{"static_resources.clusters[0].transport_socket.typed_config.enforce_rsa_key_usage: not supported by Outrigger"},
 		},
 		"unsupported network filter": {
-			overlay: listenerYAML("", `{name: sni, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.sni_cluster.v3.SniCluster}}`),
-			want:    []string{`static_resources.listeners[1].filter_chains[0].filters[0].typed_config: extension "envoy.extensions.filters.network.sni_cluster.v3.SniCluster" is not supported by Outrigger`},
+			overlay: listenerYAML("", `{name: mongo, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.mongo_proxy.v3.MongoProxy, stat_prefix: m}}`),
+			want:    []string{`static_resources.listeners[1].filter_chains[0].filters[0].typed_config: extension "envoy.extensions.filters.network.mongo_proxy.v3.MongoProxy" is not supported by Outrigger`},
 		},
 		"rbac fields not implemented": {
 			overlay: listenerYAML("", `{name: rbac, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.rbac.v3.RBAC, stat_prefix: r, rules: {policies: {p: {permissions: [{uri_template: {name: t, typed_config: {"@type": type.googleapis.com/google.protobuf.Empty}}}], principals: [{filter_state: {key: k, string_match: {exact: v}}}], condition: {id: 1}}}, audit_logging_options: {}}}}`),

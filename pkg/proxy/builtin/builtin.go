@@ -10,6 +10,7 @@ import (
 	filev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
 	grpcalsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/grpc/v3"
 	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
+	dfpclusterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/dynamic_forward_proxy/v3"
 	brotlicv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/brotli/compressor/v3"
 	brotlidv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/brotli/decompressor/v3"
 	gzipcv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/gzip/compressor/v3"
@@ -24,6 +25,7 @@ import (
 	csrfv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/csrf/v3"
 	customresponsev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/custom_response/v3"
 	decompressorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/decompressor/v3"
+	dfphttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/dynamic_forward_proxy/v3"
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	faultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
@@ -52,6 +54,8 @@ import (
 	netlrlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/local_ratelimit/v3"
 	netratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/ratelimit/v3"
 	netrbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/rbac/v3"
+	sniclusterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/sni_cluster/v3"
+	snidfpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/sni_dynamic_forward_proxy/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	metadatafmtv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/metadata/v3"
 	rwqv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/req_without_query/v3"
@@ -80,6 +84,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/compression/gzip"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/compression/zstd"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/dnscache"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/adaptiveconcurrency"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/admissioncontrol"
@@ -89,6 +94,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/csrf"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/customresponse"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/decompressor"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/dynamicforwardproxy"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/extauthz"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/extproc"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/fault"
@@ -116,6 +122,8 @@ import (
 	netlocalratelimit "github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/localratelimit"
 	netratelimit "github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/ratelimit"
 	netrbac "github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/rbac"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/snicluster"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/snidynamicforwardproxy"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/tcpproxy"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/requestid"
@@ -159,6 +167,8 @@ func Registry() *extension.Registry {
 		extension.Of(gzip.CompressorName, compression.CompressorCategory, &gzipcv3.Gzip{}, gzip.Compressor{}),
 		extension.Of(zstd.CompressorName, compression.CompressorCategory, &zstdcv3.Zstd{}, zstd.Compressor{}),
 
+		extension.Of(dnscache.ClusterTypeName, dnscache.ClusterTypeCategory, &dfpclusterv3.ClusterConfig{}, nil),
+
 		extension.Of(brotli.DecompressorName, compression.DecompressorCategory, &brotlidv3.Brotli{}, brotli.Decompressor{}),
 		extension.Of(gzip.DecompressorName, compression.DecompressorCategory, &gzipdv3.Gzip{}, gzip.Decompressor{}),
 		extension.Of(zstd.DecompressorName, compression.DecompressorCategory, &zstddv3.Zstd{}, zstd.Decompressor{}),
@@ -174,6 +184,7 @@ func Registry() *extension.Registry {
 		extension.Of(csrf.Name, HTTPFilters, &csrfv3.CsrfPolicy{}, csrf.Factory{}).WithRouteConfig(&csrfv3.CsrfPolicy{}),
 		extension.Of(customresponse.Name, HTTPFilters, &customresponsev3.CustomResponse{}, customresponse.Factory{}).WithRouteConfig(&customresponsev3.CustomResponse{}),
 		extension.Of(decompressor.Name, HTTPFilters, &decompressorv3.Decompressor{}, decompressor.Factory{}),
+		extension.Of(dynamicforwardproxy.Name, HTTPFilters, &dfphttpv3.FilterConfig{}, dynamicforwardproxy.Factory{}).WithRouteConfig(&dfphttpv3.PerRouteConfig{}),
 		extension.Of(extauthz.Name, HTTPFilters, &extauthzv3.ExtAuthz{}, extauthz.Factory{}).WithRouteConfig(&extauthzv3.ExtAuthzPerRoute{}),
 		extension.Of(extproc.Name, HTTPFilters, &extprocv3.ExternalProcessor{}, extproc.Factory{}).WithRouteConfig(&extprocv3.ExtProcPerRoute{}),
 		extension.Of(fault.Name, HTTPFilters, &faultv3.HTTPFault{}, fault.Factory{}).WithRouteConfig(&faultv3.HTTPFault{}),
@@ -204,6 +215,8 @@ func Registry() *extension.Registry {
 		extension.Of(netlocalratelimit.Name, NetworkFilters, &netlrlv3.LocalRateLimit{}, netlocalratelimit.Factory{}),
 		extension.Of(netratelimit.Name, NetworkFilters, &netratelimitv3.RateLimit{}, netratelimit.Factory{}),
 		extension.Of(netrbac.Name, NetworkFilters, &netrbacv3.RBAC{}, netrbac.Factory{}),
+		extension.Of(snicluster.Name, NetworkFilters, &sniclusterv3.SniCluster{}, snicluster.Factory{}),
+		extension.Of(snidynamicforwardproxy.Name, NetworkFilters, &snidfpv3.FilterConfig{}, snidynamicforwardproxy.Factory{}),
 		extension.Of(tcpproxy.Name, NetworkFilters, &tcpproxyv3.TcpProxy{}, tcpproxy.Factory{}),
 
 		extension.Of(lb.LeastRequestName, lb.Category, &leastrequestv3.LeastRequest{}, lb.LeastRequestFactory{}),

@@ -88,6 +88,9 @@ type Cluster struct {
 	origDst *origDstHosts
 	// eds is an EDS cluster's warming state, nil for other types.
 	eds *edsState
+	// dfp are a dynamic_forward_proxy cluster's hosts, nil for other
+	// types (dfp.go).
+	dfp *dfpHosts
 	// alpn is what auto_config learned the upstream speaks (auto.go).
 	alpn autoProtocol
 	// dynamic is a discovered cluster's origin, nil for a static one.
@@ -183,6 +186,9 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 	if s.eds != nil {
 		c.eds = newEDSState()
 	}
+	if s.dfp != nil {
+		c.dfp = &dfpHosts{c: c, cache: s.dfp.cache, byKey: map[string]dfpHost{}}
+	}
 	c.outlier = c.newOutlierDetector(scope, d)
 	if s.hc != nil {
 		c.newHealthChecker(s.hc, scope, d)
@@ -193,6 +199,10 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 	if c.zones != nil && s.zoneAware() {
 		// Rebuilt when the local cluster's hosts change, from now on.
 		c.zones.watch(c)
+	}
+	if c.dfp != nil {
+		// The hosts the cache already has come in at once.
+		c.dfp.cache.Subscribe(c.dfp)
 	}
 	return c
 }
@@ -484,6 +494,13 @@ func (c *Cluster) MaxStreamDuration() time.Duration { return c.settings.protocol
 // host can take it. An ORIGINAL_DST cluster's host is the one pc points
 // at (see origDstTarget); the other clusters ignore pc, which may be nil.
 func (c *Cluster) PickHost(pc *upstream.PickContext) *upstream.Host {
+	if c.dfp != nil {
+		h := c.pickDFP(pc)
+		if h == nil {
+			c.extra.noneHealthy.Inc()
+		}
+		return h
+	}
 	if c.origDst != nil {
 		dst, ok := c.origDstTarget(pc)
 		if !ok {
@@ -549,6 +566,9 @@ func (c *Cluster) Close() {
 	c.closed.Store(true)
 	if c.origDst != nil {
 		c.origDst.stopCleanup()
+	}
+	if c.dfp != nil {
+		c.dfp.cache.Unsubscribe(c.dfp)
 	}
 	if c.outlier != nil {
 		c.outlier.Stop()

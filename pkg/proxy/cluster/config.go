@@ -72,6 +72,9 @@ type settings struct {
 	// eds is an EDS cluster's settings (its hosts come from the endpoint
 	// discovery service), nil for other types.
 	eds *edsSettings
+	// dfp is a dynamic_forward_proxy cluster's settings (cluster_type;
+	// its hosts come from a DNS cache), nil for other types.
+	dfp *dfpSettings
 	// hc is the cluster's health check, nil for none;
 	// ignoreHealthOnRemoval is ignore_health_on_host_removal.
 	hc                    *healthcheck.Config
@@ -114,10 +117,10 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	if alt := c.GetAltStatName(); alt != "" {
 		s.observabilityName = alt
 	}
-	isDNS, isOrigDst, isEDS := false, false, false
+	isDNS, isOrigDst, isEDS, isCustom := false, false, false, false
 	switch t := c.GetType(); {
 	case c.GetClusterType() != nil:
-		errs = append(errs, configErrorf("cluster_type", "custom cluster types are not supported by Outrigger"))
+		isCustom = true
 	case t == clusterv3.Cluster_EDS:
 		isEDS = true
 	case t == clusterv3.Cluster_STRICT_DNS || t == clusterv3.Cluster_LOGICAL_DNS:
@@ -129,8 +132,8 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	}
 	var lbNotes []string
 	switch p := c.GetLbPolicy(); {
-	case isOrigDst:
-		// buildOrigDst checks it.
+	case isOrigDst || isCustom:
+		// buildOrigDst and buildClusterType check it.
 	case p == clusterv3.Cluster_CLUSTER_PROVIDED && c.GetLoadBalancingPolicy() == nil:
 		errs = append(errs, configErrorf("lb_policy", "CLUSTER_PROVIDED is only valid for a cluster type that provides its load balancer (ORIGINAL_DST); %s does not", c.GetType()))
 	default:
@@ -218,6 +221,13 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	s.notes = append(s.notes, ignoredDNSFields(c)...)
 	if isEDS {
 		s.eds, errList = buildEDS(c)
+		errs = append(errs, errList...)
+		s.notes = append(s.notes, ignoredOrigDstFields(c)...)
+		s.priorities = [][]*upstream.Host{nil}
+		return s, errs
+	}
+	if isCustom {
+		s.dfp, errList = buildClusterType(c, reg)
 		errs = append(errs, errList...)
 		s.notes = append(s.notes, ignoredOrigDstFields(c)...)
 		s.priorities = [][]*upstream.Host{nil}

@@ -87,7 +87,7 @@ func (c *Cluster) connect(ctx context.Context, h *upstream.Host, alpn []string) 
 	dctx, cancel := context.WithTimeout(ctx, c.settings.connectTimeout)
 	conn, err := c.dial(dctx, h.Address)
 	if err == nil && c.settings.tls != nil {
-		conn, err = c.handshake(dctx, conn, alpn)
+		conn, err = c.handshake(dctx, conn, alpn, h)
 	}
 	timedOut := ctx.Err() == nil && errors.Is(dctx.Err(), context.DeadlineExceeded)
 	cancel()

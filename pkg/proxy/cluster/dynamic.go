@@ -12,6 +12,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/cluster/dnscluster"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/dnscache"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
@@ -32,6 +33,7 @@ type dynamicOrigin struct {
 // dynamicState is the manager's side of cluster discovery. mu serializes
 // the updates (and guards what follows it); requests never take it.
 type dynamicState struct {
+	caches   *dnscache.Manager
 	deps     clusterDeps
 	env      dns.Env
 	resolver dns.Spec
@@ -84,7 +86,7 @@ func (m *Manager) ApplyDiscoveredEach(cfgs []*clusterv3.Cluster, versionOf func(
 	seen := map[string]int{}
 	for i, cfg := range cfgs {
 		path := "resources[" + strconv.Itoa(i) + "]"
-		s, cerrs := clusterSettings(cfg, m.dyn.ext, m.dyn.secrets, m.dyn.bind)
+		s, cerrs := clusterSettings(cfg, m.dyn.ext, m.dyn.secrets, m.dyn.bind, m.dyn.caches)
 		for _, err := range cerrs {
 			errs = append(errs, prefixed(path, err))
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/cluster/dnscluster"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/dnscache"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/outlier"
@@ -88,6 +89,9 @@ type Manager struct {
 	log         logr.Logger
 	// dyn is what building and replacing discovered clusters needs.
 	dyn dynamicState
+	// caches are the dynamic forward proxy's DNS caches, shared by name
+	// between the dynamic_forward_proxy clusters and filters.
+	caches *dnscache.Manager
 }
 
 // clusterSnapshot is the set of active clusters at one moment: built
@@ -119,10 +123,11 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 		// buildBind's paths start at upstream_bind_config.
 		errs = append(errs, prefixed("cluster_manager", err))
 	}
+	caches := newDNSCaches(o)
 	seen := map[string]int{}
 	for i, cfg := range cfgs {
 		path := index(staticClustersPath, i)
-		s, cerrs := clusterSettings(cfg, o.Extensions, o.Secrets, defaultBind)
+		s, cerrs := clusterSettings(cfg, o.Extensions, o.Secrets, defaultBind, caches)
 		for _, err := range cerrs {
 			errs = append(errs, prefixed(path, err))
 		}
@@ -143,7 +148,7 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 		return nil, err
 	}
 
-	m := &Manager{log: o.Log}
+	m := &Manager{log: o.Log, caches: caches}
 	snap := &clusterSnapshot{byName: make(map[string]*Cluster, len(all))}
 	d := clusterDeps{stats: o.Stats, runtime: o.Runtime, dial: o.Dial, now: o.Now, rand: o.Rand, local: o.Locality, outlierEvents: o.OutlierEvents, log: o.Log}
 	if o.LocalClusterName != "" {
@@ -156,7 +161,7 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 	if env.Log.GetSink() == nil {
 		env.Log = logr.Discard()
 	}
-	m.dyn = dynamicState{deps: d, env: env, resolver: o.Resolver, ext: o.Extensions, secrets: o.Secrets, bind: defaultBind, scope: o.Stats.Scope("cluster_manager.")}
+	m.dyn = dynamicState{caches: caches, deps: d, env: env, resolver: o.Resolver, ext: o.Extensions, secrets: o.Secrets, bind: defaultBind, scope: o.Stats.Scope("cluster_manager.")}
 	for _, s := range all {
 		for _, note := range s.notes {
 			logging.Warning(o.Log, "cluster setting ignored", "cluster", s.name, "reason", note)
@@ -190,14 +195,21 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 // defaultBind is cluster_manager.upstream_bind_config, which a cluster
 // without its own upstream_bind_config binds by, as in Envoy; nil for
 // none.
-func clusterSettings(cfg *clusterv3.Cluster, ext *extension.Registry, secrets tlsconfig.SecretResolver, defaultBind *bindSettings) (*settings, []error) {
+//
+// caches are the DNS caches a dynamic_forward_proxy cluster finds its
+// cache among.
+func clusterSettings(cfg *clusterv3.Cluster, ext *extension.Registry, secrets tlsconfig.SecretResolver, defaultBind *bindSettings, caches *dnscache.Manager) (*settings, []error) {
 	s, errs := buildSettings(cfg, ext)
 	if s.bind == nil && cfg.GetUpstreamBindConfig() == nil {
 		s.bind = defaultBind
 	}
 	var terrs []error
 	s.tls, terrs = buildTransport(cfg.GetTransportSocket(), ext, secrets)
-	return s, append(errs, terrs...)
+	errs = append(errs, terrs...)
+	if s.dfp != nil {
+		errs = append(errs, s.attachDNSCache(caches)...)
+	}
+	return s, errs
 }
 
 // newDiscovery prepares a DNS cluster's resolution, with its own resolver
@@ -232,6 +244,7 @@ func (m *Manager) Start() {
 	for _, d := range m.discoveries {
 		d.Start()
 	}
+	m.caches.Start()
 	for _, c := range m.snap.Load().clusters {
 		if c.origDst != nil {
 			c.startOrigDstCleanup()
@@ -314,6 +327,7 @@ func (m *Manager) Close() {
 	for _, d := range m.discoveries {
 		d.Stop()
 	}
+	m.caches.Close()
 	m.closeDynamic()
 	for _, c := range m.snap.Load().clusters {
 		c.Close()

@@ -11,6 +11,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // The ALPN protocols each pool offers when alpn_protocols is empty, as
@@ -60,8 +61,16 @@ func fieldErrors(prefix string, err error) []error {
 
 // handshake runs the TLS handshake of a new connection to a host of a TLS
 // cluster; the connection is closed when it fails.
-func (c *Cluster) handshake(ctx context.Context, conn net.Conn, alpn []string) (net.Conn, error) {
-	tc, err := c.settings.tls.Handshake(ctx, conn, alpn, c.ssl)
+func (c *Cluster) handshake(ctx context.Context, conn net.Conn, alpn []string, h *upstream.Host) (net.Conn, error) {
+	var (
+		tc  net.Conn
+		err error
+	)
+	if d := c.settings.dfp; d != nil && d.autoSNI {
+		tc, err = c.settings.tls.HandshakeAs(ctx, conn, alpn, c.ssl, dfpServerName(h))
+	} else {
+		tc, err = c.settings.tls.Handshake(ctx, conn, alpn, c.ssl)
+	}
 	if err != nil {
 		_ = conn.Close()
 		return nil, err

@@ -212,6 +212,12 @@ func (s *stream) SetPath(path string) {
 	s.entry.Path = path
 }
 
+// SetAuthority implements httpfilter.Stream.
+func (s *stream) SetAuthority(host string) {
+	s.authority, s.rreq.Host = host, host
+	s.entry.Authority = host
+}
+
 // ResponseHeaders implements httpfilter.Stream.
 func (s *stream) ResponseHeaders() router.HeaderEditor { return &s.respHeaders }
 

@@ -73,7 +73,7 @@ func (s *stream) forward() {
 	s.selectRouteStats()
 	s.entry.ClusterMetadata = cl.Metadata()
 	s.rewrite()
-	s.pick = upstream.PickContext{OriginalDst: s.origDst, Headers: &s.reqHeaders, MetadataMatch: route.MetadataMatchFor(s.wc)}
+	s.pick = upstream.PickContext{OriginalDst: s.origDst, Headers: &s.reqHeaders, Authority: s.authority, MetadataMatch: route.MetadataMatchFor(s.wc)}
 	if route.HashPolicy != nil {
 		// Computed only if the cluster's balancer reads it (PickHash).
 		s.pick.Hasher = s

@@ -189,6 +189,10 @@ type Stream interface {
 	// a filter that edits the query does; it goes upstream, and routing
 	// sees it after ClearRouteCache.
 	SetPath(path string)
+	// SetAuthority replaces the request's :authority (Host), as the
+	// dynamic forward proxy's host rewrites do; it goes upstream, and
+	// routing sees it after ClearRouteCache.
+	SetAuthority(host string)
 	// ResponseHeaders are the response's headers, during EncodeHeaders.
 	ResponseHeaders() router.HeaderEditor
 	// ResponseStatus is the response's status, during EncodeHeaders.

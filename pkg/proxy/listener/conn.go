@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 )
 
 // DefaultBufferLimit is a connection's buffer limit when the listener sets
@@ -41,6 +43,9 @@ type Conn struct {
 	tls *tls.Conn
 	// localCert is the certificate the TLS handshake served.
 	localCert *x509.Certificate
+	// ConnState is the connection's filter state (netfilter.FilterStater),
+	// what its read filters leave for tcp_proxy and the clusters.
+	netfilter.ConnState
 	// hooks run at the first Close (OnClose); hookMu guards them
 	// against it.
 	hookMu sync.Mutex

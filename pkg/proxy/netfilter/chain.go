@@ -106,6 +106,7 @@ func (ch *Chain) refuse(c net.Conn, r *Refusal) {
 // not make) the close hooks of one.
 type hookedConn struct {
 	net.Conn
+	ConnState
 	mu     sync.Mutex
 	closed bool
 	hooks  []func()

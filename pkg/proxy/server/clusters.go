@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/cluster"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/dnscache"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
@@ -56,6 +57,10 @@ func (v networkClusters) Cluster(name string) netfilter.Cluster {
 	}
 	return nil
 }
+
+// DNSCaches are the dynamic forward proxy's DNS caches, which the SNI
+// dynamic forward proxy filter shares with the clusters.
+func (v networkClusters) DNSCaches() *dnscache.Manager { return v.m.DNSCaches() }
 
 // Clusters implements admin.ClusterSource: every cluster, in configuration
 // order, with its circuit-breaker settings and its hosts' stats and

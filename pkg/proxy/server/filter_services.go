@@ -6,6 +6,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/dnscache"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tap"
 )
@@ -39,6 +40,10 @@ func (f filterServices) OnDemandClusters() func(context.Context, string, time.Du
 	}
 	return od.Discover
 }
+
+// DNSCaches are the dynamic forward proxy's DNS caches, which the
+// dynamic_forward_proxy filter shares with the clusters.
+func (f filterServices) DNSCaches() *dnscache.Manager { return f.s.clusters.DNSCaches() }
 
 // TapRegistry is where tap filters with admin_config register (see the
 // tap filter's TapRegistry).

@@ -204,6 +204,11 @@ func (cl *Client) Handshake(ctx context.Context, c net.Conn, fallbackALPN []stri
 		cfg = cl.cfg.Clone()
 		cfg.NextProtos = protos
 	}
+	return runClientHandshake(ctx, c, cfg, st)
+}
+
+// runClientHandshake runs a client handshake with cfg, counted in st.
+func runClientHandshake(ctx context.Context, c net.Conn, cfg *tls.Config, st *Stats) (*tls.Conn, error) {
 	tc := tls.Client(c, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		st.failed(err)

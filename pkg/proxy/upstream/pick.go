@@ -22,6 +22,15 @@ type PickContext struct {
 	OriginalDst netip.AddrPort
 	// Headers are the request headers of an HTTP pick, nil for a TCP one.
 	Headers HeaderGetter
+	// Authority is an HTTP pick's :authority (Host), "" for a TCP one;
+	// ServerName is the downstream connection's requested server name
+	// (TLS SNI), "" for none; DynamicPort is the port the SNI dynamic
+	// forward proxy filter chose for the connection (Envoy's filter state
+	// envoy.upstream.dynamic_port), 0 for none. A dynamic forward proxy
+	// cluster picks its host by them.
+	Authority   string
+	ServerName  string
+	DynamicPort uint32
 	// Hash is the pick's hash key when HasHash is set: what the hash
 	// policy yields. Without one the hash-based balancers pick at random,
 	// as Envoy's do. Read it with RequestHash.

@@ -31,12 +31,8 @@ type Target struct {
 	Host *upstream.Host
 }
 
-// Backoff is dns_failure_refresh_rate: after a failed resolution the next
-// one comes after a random delay below an interval that starts at Base and
-// doubles up to Max (Envoy's jittered exponential back-off).
-type Backoff struct {
-	Base, Max time.Duration
-}
+// Backoff is dns_failure_refresh_rate (see dns.Backoff).
+type Backoff = dns.Backoff
 
 // Config is a DNS cluster's resolution behaviour, checked.
 type Config struct {
@@ -80,25 +76,14 @@ func FromCluster(c *clusterv3.Cluster) (Config, []error) {
 	if d, ok := duration(c.GetDnsJitter(), "dns_jitter", &errs); ok {
 		cfg.Jitter = d
 	}
-	if fr := c.GetDnsFailureRefreshRate(); fr != nil {
-		base, okBase := duration(fr.GetBaseInterval(), "dns_failure_refresh_rate.base_interval", &errs)
-		maxI, okMax := duration(fr.GetMaxInterval(), "dns_failure_refresh_rate.max_interval", &errs)
-		switch {
-		case !okBase:
-			if fr.GetBaseInterval() == nil {
-				errs = append(errs, fieldErrorf("dns_failure_refresh_rate.base_interval", "required"))
-			}
-		case base < time.Millisecond:
-			errs = append(errs, fieldErrorf("dns_failure_refresh_rate.base_interval", "must be at least 1ms"))
-		case !okMax:
-			cfg.Failure = &Backoff{Base: base, Max: saturatingMul(base, 10)}
-		case maxI < base:
-			// Envoy's own check.
-			errs = append(errs, fieldErrorf("dns_failure_refresh_rate.max_interval", "must be greater than or equal to the base_interval"))
-		default:
-			cfg.Failure = &Backoff{Base: base, Max: maxI}
+	failure, ferrs := dns.FailureBackoff(c.GetDnsFailureRefreshRate(), "dns_failure_refresh_rate")
+	for _, err := range ferrs {
+		if fe, ok := err.(*dns.ConfigError); ok {
+			err = fieldErrorf(fe.Path, "%s", fe.Reason)
 		}
+		errs = append(errs, err)
 	}
+	cfg.Failure = failure
 	if w := c.GetWaitForWarmOnInit(); w != nil {
 		cfg.WaitForWarm = w.GetValue()
 	}
@@ -119,14 +104,6 @@ func duration(d *durationpb.Duration, path string, errs *[]error) (time.Duration
 		return 0, false
 	}
 	return d.AsDuration(), true
-}
-
-// saturatingMul multiplies a duration without overflowing.
-func saturatingMul(d time.Duration, n int64) time.Duration {
-	if d > time.Duration(math.MaxInt64/n) {
-		return time.Duration(math.MaxInt64)
-	}
-	return d * time.Duration(n)
 }
 
 // saturatingAdd adds durations without overflowing.

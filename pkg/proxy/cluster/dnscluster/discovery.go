@@ -121,7 +121,7 @@ func (d *Discovery) markWarm() { d.warmOnce.Do(func() { close(d.warm) }) }
 
 // run resolves target i until Stop.
 func (d *Discovery) run(i int) {
-	b := newBackoff(d.cfg.Failure, d.cfg.RefreshRate, d.rand)
+	b := dns.NewBackoffState(d.cfg.Failure, d.cfg.RefreshRate, d.rand)
 	t := &d.cfg.Targets[i]
 	for {
 		d.stats.UpdateAttempt.Inc()
@@ -143,7 +143,7 @@ func (d *Discovery) run(i int) {
 
 // apply takes one resolution of target i into account and returns when to
 // resolve it again.
-func (d *Discovery) apply(i int, res dns.Result, b *backoff) time.Duration {
+func (d *Discovery) apply(i int, res dns.Result, b *dns.BackoffState) time.Duration {
 	t := &d.cfg.Targets[i]
 	ok := res.Status == dns.Completed && (!d.cfg.Logical || len(res.Addresses) > 0)
 	d.mu.Lock()
@@ -158,10 +158,10 @@ func (d *Discovery) apply(i int, res dns.Result, b *backoff) time.Duration {
 			d.log.V(1).Info("DNS resolution failed again", "cluster", d.cluster, "name", t.Name, "details", res.Details)
 		}
 		st.failing = true
-		return b.next()
+		return b.Next()
 	}
 	d.stats.UpdateSuccess.Inc()
-	b.reset()
+	b.Reset()
 	if st.failing {
 		d.log.Info("DNS resolution succeeds again", "cluster", d.cluster, "name", t.Name)
 		st.failing = false
@@ -303,43 +303,3 @@ func (d *Discovery) String() string {
 	}
 	return d.cluster + "[" + strings.Join(names, ",") + "]"
 }
-
-// backoff is the delay before the next resolution after a failure: the
-// refresh rate, or dns_failure_refresh_rate's jittered exponential
-// back-off (a random delay below an interval that doubles, capped at the
-// maximum), reset by a success.
-type backoff struct {
-	fixed     time.Duration
-	base, max time.Duration
-	interval  time.Duration
-	rand      func() uint64
-}
-
-func newBackoff(b *Backoff, refresh time.Duration, rand func() uint64) *backoff {
-	if b == nil {
-		return &backoff{fixed: refresh}
-	}
-	return &backoff{base: b.Base, max: b.Max, interval: b.Base, rand: rand}
-}
-
-// next returns the next delay and grows the interval.
-func (b *backoff) next() time.Duration {
-	if b.base == 0 {
-		return b.fixed
-	}
-	cur := b.interval
-	if b.interval > b.max/2 {
-		b.interval = b.max
-	} else {
-		b.interval *= 2
-	}
-	ms := uint64(cur.Milliseconds())
-	if ms == 0 {
-		return time.Millisecond
-	}
-	// Never 0: a zero delay would spin on a failing server.
-	return time.Duration(max(b.rand()%ms, 1)) * time.Millisecond
-}
-
-// reset starts the back-off over.
-func (b *backoff) reset() { b.interval = b.base }

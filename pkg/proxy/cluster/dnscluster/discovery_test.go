@@ -97,7 +97,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 }
 
 func (h *harness) apply(i int, r dns.Result) time.Duration {
-	return h.d.apply(i, r, newBackoff(h.d.cfg.Failure, h.d.cfg.RefreshRate, h.d.rand))
+	return h.d.apply(i, r, dns.NewBackoffState(h.d.cfg.Failure, h.d.cfg.RefreshRate, h.d.rand))
 }
 
 func (h *harness) counter(name string) uint64 {
@@ -231,9 +231,9 @@ func TestRefreshAfter(t *testing.T) {
 
 func TestBackoff(t *testing.T) {
 	t.Run("fixed at the refresh rate", func(t *testing.T) {
-		b := newBackoff(nil, 5*time.Second, nil)
+		b := dns.NewBackoffState(nil, 5*time.Second, nil)
 		for range 3 {
-			if got := b.next(); got != 5*time.Second {
+			if got := b.Next(); got != 5*time.Second {
 				t.Fatalf("%v, want 5s", got)
 			}
 		}
@@ -242,10 +242,10 @@ func TestBackoff(t *testing.T) {
 		// rand returns a huge number: each delay is that number modulo the
 		// interval in ms, which doubles from 100 ms up to 400 ms.
 		const r = 1_000_003
-		b := newBackoff(&Backoff{Base: 100 * time.Millisecond, Max: 400 * time.Millisecond}, time.Second, func() uint64 { return r })
+		b := dns.NewBackoffState(&Backoff{Base: 100 * time.Millisecond, Max: 400 * time.Millisecond}, time.Second, func() uint64 { return r })
 		var got []time.Duration
 		for range 5 {
-			got = append(got, b.next())
+			got = append(got, b.Next())
 		}
 		want := []time.Duration{r % 100, r % 200, r % 400, r % 400, r % 400}
 		for i := range want {
@@ -254,14 +254,14 @@ func TestBackoff(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
-		b.reset()
-		if d := b.next(); d != (r%100)*time.Millisecond {
+		b.Reset()
+		if d := b.Next(); d != (r%100)*time.Millisecond {
 			t.Errorf("after a success: %v, want the base interval's", d)
 		}
 	})
 	t.Run("never zero", func(t *testing.T) {
-		b := newBackoff(&Backoff{Base: 100 * time.Millisecond, Max: time.Second}, time.Second, func() uint64 { return 0 })
-		if d := b.next(); d != time.Millisecond {
+		b := dns.NewBackoffState(&Backoff{Base: 100 * time.Millisecond, Max: time.Second}, time.Second, func() uint64 { return 0 })
+		if d := b.Next(); d != time.Millisecond {
 			t.Errorf("%v, want 1ms", d)
 		}
 	})
@@ -352,11 +352,11 @@ func TestFromCluster(t *testing.T) {
 			DnsJitter:             ms(300),
 			DnsLookupFamily:       clusterv3.Cluster_V4_ONLY,
 			WaitForWarmOnInit:     wrapperspb.Bool(false),
-		}, Config{Logical: true, RefreshRate: 2 * time.Second, Failure: &Backoff{100 * time.Millisecond, 900 * time.Millisecond},
+		}, Config{Logical: true, RefreshRate: 2 * time.Second, Failure: &Backoff{Base: 100 * time.Millisecond, Max: 900 * time.Millisecond},
 			RespectTTL: true, Jitter: 300 * time.Millisecond, Family: dns.V4Only}, nil},
 		{"max_interval defaults to ten times the base", &clusterv3.Cluster{
 			DnsFailureRefreshRate: &clusterv3.Cluster_RefreshRate{BaseInterval: ms(100)},
-		}, Config{RefreshRate: 5 * time.Second, WaitForWarm: true, Failure: &Backoff{100 * time.Millisecond, time.Second}}, nil},
+		}, Config{RefreshRate: 5 * time.Second, WaitForWarm: true, Failure: &Backoff{Base: 100 * time.Millisecond, Max: time.Second}}, nil},
 		{"max_interval below the base", &clusterv3.Cluster{
 			DnsFailureRefreshRate: &clusterv3.Cluster_RefreshRate{BaseInterval: ms(500), MaxInterval: ms(100)},
 		}, Config{}, []string{"dns_failure_refresh_rate.max_interval: must be greater than or equal to the base_interval"}},

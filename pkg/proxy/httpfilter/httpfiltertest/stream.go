@@ -241,6 +241,9 @@ func (s *Stream) RequestHeaders() router.HeaderEditor { return s.headers(&s.ReqH
 // SetPath implements httpfilter.Stream.
 func (s *Stream) SetPath(path string) { s.Req.Path = path }
 
+// SetAuthority implements httpfilter.Stream.
+func (s *Stream) SetAuthority(host string) { s.Req.Host = host }
+
 // ResponseHeaders implements httpfilter.Stream.
 func (s *Stream) ResponseHeaders() router.HeaderEditor { return s.headers(&s.RespHeaders) }
 

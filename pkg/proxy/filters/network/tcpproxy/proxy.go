@@ -214,9 +214,15 @@ func (p *Proxy) ActiveConnections() int {
 	return len(p.sessions)
 }
 
-// pickCluster returns the cluster of a new connection: the cluster, or
-// one of the weighted clusters drawn by weight.
-func (p *Proxy) pickCluster() string {
+// pickCluster returns the cluster of a new connection: the one its filter
+// state names (envoy.tcp_proxy.cluster, which sni_cluster sets), else the
+// cluster, or one of the weighted clusters drawn by weight.
+func (p *Proxy) pickCluster(down net.Conn) string {
+	if v, ok := netfilter.FilterStateOf(down, netfilter.ClusterStateKey); ok {
+		if name, _ := v.(string); name != "" {
+			return name
+		}
+	}
 	c := p.cfg
 	if len(c.weighted) == 0 {
 		return c.cluster

@@ -19,14 +19,19 @@ import (
 )
 
 // pickContext is the downstream side a cluster's load balancer may read:
-// the connection's original destination, when a listener restored it, and
-// the hash_policy's hash key.
+// the connection's original destination, when a listener restored it, the
+// hash_policy's hash key, and its server name and dynamic port.
 func (s *session) pickContext() *upstream.PickContext {
 	pc := &upstream.PickContext{}
 	if dst, ok := upstream.OriginalDst(s.down); ok {
 		pc.OriginalDst = dst
 	}
 	pc.Hash, pc.HasHash = s.p.cfg.hash.of(s.down)
+	// What a dynamic forward proxy cluster picks its host by.
+	pc.ServerName = accesslog.RequestedServerName(s.down)
+	if v, ok := netfilter.FilterStateOf(s.down, netfilter.DynamicPortStateKey); ok {
+		pc.DynamicPort, _ = v.(uint32)
+	}
 	return pc
 }
 
@@ -90,7 +95,7 @@ var (
 func (s *session) run() {
 	cfg := s.p.cfg
 	defer s.finish()
-	s.clusterName = s.p.pickCluster()
+	s.clusterName = s.p.pickCluster(s.down)
 	if cfg.logOnStart {
 		s.logEntry(datav3.AccessLogType_TcpConnectionStart)
 	}

@@ -1,0 +1,48 @@
+package bootstrap
+
+import "google.golang.org/protobuf/reflect/protoreflect"
+
+// supportedDFP lists the fields of the dynamic forward proxy: its DNS
+// cache, the dynamic_forward_proxy cluster type, the HTTP filter, the SNI
+// network filter, and sni_cluster (which has no field). Not implemented,
+// so refused with their path: the cluster's sub_clusters_config, the
+// filters' save_upstream_address, allow_dynamic_host_from_filter_state
+// and sub_cluster_config, the cache's key_value_config,
+// resolved_address_filter and deprecated resolver fields.
+var supportedDFP = map[protoreflect.FullName]fieldSupport{
+	// Custom cluster types (cluster_type); the builder refuses the ones
+	// Outrigger does not build.
+	"envoy.config.cluster.v3.Cluster.cluster_type":                   {},
+	"envoy.config.cluster.v3.Cluster.CustomClusterType.name":         {},
+	"envoy.config.cluster.v3.Cluster.CustomClusterType.typed_config": {category: "envoy.clusters", byName: true},
+
+	// envoy.clusters.dynamic_forward_proxy (allow_coalesced_connections
+	// true is refused by the cluster builder).
+	"envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig.dns_cache_config":               {},
+	"envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig.allow_insecure_cluster_options": {},
+	"envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig.allow_coalesced_connections":    {},
+
+	// The DNS cache.
+	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.name":                           {},
+	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.dns_lookup_family":              {},
+	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.dns_refresh_rate":               {},
+	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.dns_min_refresh_rate":           {},
+	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.host_ttl":                       {},
+	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.max_hosts":                      {},
+	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.disable_dns_refresh_on_failure": {},
+	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.dns_failure_refresh_rate":       {},
+	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.dns_cache_circuit_breaker":      {},
+	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.typed_dns_resolver_config":      {},
+	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.preresolve_hostnames":           {},
+	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig.dns_query_timeout":              {},
+	"envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheCircuitBreakers.max_pending_requests":  {},
+
+	// envoy.filters.http.dynamic_forward_proxy.
+	"envoy.extensions.filters.http.dynamic_forward_proxy.v3.FilterConfig.dns_cache_config":       {},
+	"envoy.extensions.filters.http.dynamic_forward_proxy.v3.PerRouteConfig.host_rewrite_literal": {},
+	"envoy.extensions.filters.http.dynamic_forward_proxy.v3.PerRouteConfig.host_rewrite_header":  {},
+
+	// envoy.filters.network.sni_dynamic_forward_proxy.
+	"envoy.extensions.filters.network.sni_dynamic_forward_proxy.v3.FilterConfig.dns_cache_config": {},
+	"envoy.extensions.filters.network.sni_dynamic_forward_proxy.v3.FilterConfig.port_value":       {},
+}

@@ -1,0 +1,97 @@
+package cluster
+
+import (
+	"strings"
+	"testing"
+
+	dfpclusterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/dynamic_forward_proxy/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/dnscache"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+)
+
+// dfpYAML is a dynamic_forward_proxy cluster with extra cluster fields and
+// extra ClusterConfig fields.
+func dfpYAML(cluster, config string) string {
+	return `
+- name: dfp
+  lb_policy: CLUSTER_PROVIDED
+  cluster_type:
+    name: envoy.clusters.dynamic_forward_proxy
+    typed_config:
+      "@type": type.googleapis.com/envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig
+      dns_cache_config: {name: c}` + config + cluster
+}
+
+func dfpRegistry(t *testing.T) *extension.Registry {
+	t.Helper()
+	reg, err := extension.New(extension.Of(dnscache.ClusterTypeName, dnscache.ClusterTypeCategory, &dfpclusterv3.ClusterConfig{}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+func TestDynamicForwardProxyClusterErrors(t *testing.T) {
+	tests := map[string]struct {
+		yaml string
+		want string
+	}{
+		"lb_policy": {
+			yaml: strings.Replace(dfpYAML("", ""), "lb_policy: CLUSTER_PROVIDED", "lb_policy: ROUND_ROBIN", 1),
+			want: "static_resources.clusters[0].lb_policy: LB policy ROUND_ROBIN is not valid for Cluster type envoy.clusters.dynamic_forward_proxy",
+		},
+		"coalesced connections": {
+			yaml: dfpYAML("", "\n      allow_coalesced_connections: true"),
+			want: "static_resources.clusters[0].cluster_type.typed_config.allow_coalesced_connections: not supported",
+		},
+		"sub clusters": {
+			yaml: strings.Replace(dfpYAML("", ""), "dns_cache_config: {name: c}", "sub_clusters_config: {}", 1),
+			want: "static_resources.clusters[0].cluster_type.typed_config.sub_clusters_config: not supported",
+		},
+		"cache without name": {
+			yaml: strings.Replace(dfpYAML("", ""), "{name: c}", "{}", 1),
+			want: "static_resources.clusters[0].cluster_type.typed_config.dns_cache_config.name: required",
+		},
+		"endpoints": {
+			yaml: dfpYAML("\n  load_assignment: {cluster_name: dfp, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 80}}}}]}]}", ""),
+			want: "static_resources.clusters[0].load_assignment: a dynamic_forward_proxy cluster's hosts come from its DNS cache",
+		},
+		"typed protocol options without allow_insecure_cluster_options": {
+			yaml: dfpYAML("\n  typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: {\"@type\": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions, explicit_http_config: {http_protocol_options: {}}}}", ""),
+			want: "static_resources.clusters[0].cluster_type.typed_config: dynamic_forward_proxy cluster must have auto_sni and auto_san_validation true unless allow_insecure_cluster_options is set.",
+		},
+		"two clusters, one cache name, other settings": {
+			yaml: dfpYAML("", "") + strings.Replace(strings.Replace(dfpYAML("", ""), "name: dfp", "name: dfp2", 1), "{name: c}", "{name: c, max_hosts: 3}", 1),
+			want: "static_resources.clusters[1].cluster_type.typed_config.dns_cache_config.name: config specified DNS cache 'c' with different settings",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := NewManager(parseClusters(t, tc.yaml), Options{Stats: stats.NewStore(), Extensions: dfpRegistry(t)})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDynamicForwardProxyPick(t *testing.T) {
+	m, err := NewManager(parseClusters(t, dfpYAML("", "")), Options{Stats: stats.NewStore(), Extensions: dfpRegistry(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	c := m.Cluster("dfp")
+	if port, ok := c.DynamicForwardProxy(); !ok || port != 80 {
+		t.Fatalf("DynamicForwardProxy() = %d, %v", port, ok)
+	}
+	if h := c.PickHost(&upstream.PickContext{Authority: "a.test"}); h != nil {
+		t.Errorf("a host before the cache has one: %v", h)
+	}
+	if h := c.PickHost(nil); h != nil {
+		t.Errorf("a host without a downstream: %v", h)
+	}
+}

@@ -1,0 +1,200 @@
+// Package dynamicforwardproxy is the HTTP dynamic forward proxy filter
+// (envoy.filters.http.dynamic_forward_proxy). For a request whose route
+// goes to a dynamic_forward_proxy cluster, it loads the request's Host
+// into the filter's DNS cache, which the cluster shares, and holds the
+// request until the name is resolved: the cluster then has a host for it.
+// A name that does not resolve is answered 503 with the details
+// dns_resolution_failure{...} and the response flag DF; a full cache
+// (max_hosts) 503 dns_cache_overflow; too many requests waiting for
+// resolutions (dns_cache_circuit_breaker) 503
+// dynamic_forward_proxy_pending_request_overflow. The per-route
+// configuration rewrites the Host first (host_rewrite_literal,
+// host_rewrite_header). Requests to other clusters pass untouched.
+package dynamicforwardproxy
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	dfpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/dynamic_forward_proxy/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/dnscache"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
+)
+
+// Name is the filter's name in the proxy. spelling.
+const Name = "proxy.filters.http.dynamic_forward_proxy"
+
+// Envoy's local reply bodies and response code details.
+const (
+	bodyOverflow          = "DNS cache overflow"
+	detailsOverflow       = "dns_cache_overflow"
+	bodyPendingOverflow   = "Dynamic forward proxy pending request overflow"
+	detailsPendingOverflw = "dynamic_forward_proxy_pending_request_overflow"
+	bodyResolution        = "DNS resolution failure"
+	detailsResolution     = "dns_resolution_failure"
+)
+
+// Caches is what the server gives the filter: the DNS caches it shares
+// with the dynamic_forward_proxy clusters (httpfilter.Services implements
+// it).
+type Caches interface {
+	DNSCaches() *dnscache.Manager
+}
+
+// Cluster is a route's cluster as the filter sees it: a
+// dynamic_forward_proxy cluster reports true, with the port of hosts
+// named without one.
+type Cluster interface {
+	DynamicForwardProxy() (defaultPort uint16, ok bool)
+}
+
+// Factory builds the filter and compiles its per-route configuration.
+type Factory struct{}
+
+var (
+	_ httpfilter.Factory      = Factory{}
+	_ httpfilter.RouteFactory = Factory{}
+)
+
+// Compile implements httpfilter.Factory. Errors name the field path below
+// typed_config.
+func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter.Config, error) {
+	c, ok := config.(*dfpv3.FilterConfig)
+	if !ok {
+		return nil, fmt.Errorf("expected a %s, got %T", proto.MessageName(&dfpv3.FilterConfig{}), config)
+	}
+	var errs []error
+	if c.GetSaveUpstreamAddress() {
+		errs = append(errs, errors.New("save_upstream_address: not supported by Outrigger (it has no filter state to save it in; see docs/compat.md)"))
+	}
+	if c.GetAllowDynamicHostFromFilterState() {
+		errs = append(errs, errors.New("allow_dynamic_host_from_filter_state: not supported by Outrigger (see docs/compat.md)"))
+	}
+	if c.GetSubClusterConfig() != nil {
+		errs = append(errs, errors.New("sub_cluster_config: not supported by Outrigger yet (see docs/compat.md)"))
+	}
+	dc := c.GetDnsCacheConfig()
+	if dc == nil && c.GetSubClusterConfig() == nil {
+		errs = append(errs, errors.New("dns_cache_config: required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	caches, ok := ctx.Services.(Caches)
+	if !ok || caches.DNSCaches() == nil {
+		return nil, errors.New("dns_cache_config: the server has no DNS cache manager")
+	}
+	cache, err := caches.DNSCaches().ForConfig(dc)
+	if err != nil {
+		return nil, fieldpath.Prefix("dns_cache_config.", err)
+	}
+	return &filter{name: ctx.Name, cache: cache, services: ctx.Services}, nil
+}
+
+// CompileRoute implements httpfilter.RouteFactory: a PerRouteConfig.
+func (Factory) CompileRoute(config proto.Message, _ httpfilter.Context) (httpfilter.RouteConfig, error) {
+	c, ok := config.(*dfpv3.PerRouteConfig)
+	if !ok {
+		return nil, fmt.Errorf("expected a %s, got %T", proto.MessageName(&dfpv3.PerRouteConfig{}), config)
+	}
+	rc := &routeConfig{literal: c.GetHostRewriteLiteral(), header: strings.ToLower(c.GetHostRewriteHeader())}
+	return rc, nil
+}
+
+// routeConfig is a compiled PerRouteConfig: one of its rewrites.
+type routeConfig struct {
+	literal string
+	header  string
+}
+
+// filter is the compiled filter; it keeps nothing per request, so one
+// value serves them all.
+type filter struct {
+	name     string
+	cache    *dnscache.Cache
+	services httpfilter.Services
+}
+
+var _ httpfilter.Decoder = (*filter)(nil)
+
+// NewFilter implements httpfilter.Config.
+func (f *filter) NewFilter() httpfilter.Filter { return f }
+
+// DecodeHeaders loads the request's host when its route goes to a
+// dynamic_forward_proxy cluster, as Envoy's decodeHeaders.
+func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
+	name := s.ClusterName()
+	if name == "" || f.services == nil {
+		return httpfilter.Continue
+	}
+	cl, ok := f.services.Cluster(name).(Cluster)
+	if !ok {
+		return httpfilter.Continue
+	}
+	port, ok := cl.DynamicForwardProxy()
+	if !ok {
+		return httpfilter.Continue
+	}
+	if rc, _ := s.RouteConfig(f.name).(*routeConfig); rc != nil {
+		rewriteHost(s, rc)
+	}
+	if s.Request().Host == "" {
+		// Nothing to resolve (an HTTP/1.0 request without Host): the
+		// cluster finds no host for it.
+		return httpfilter.Continue
+	}
+	release, ok := f.cache.AcquirePending()
+	if !ok {
+		s.SendLocalReply(http.StatusServiceUnavailable, bodyPendingOverflow, 0, detailsPendingOverflw)
+		return httpfilter.Stop
+	}
+	defer release()
+	h, st := f.cache.Load(s.Request().Host, port)
+	switch st {
+	case dnscache.Overflow:
+		s.SendLocalReply(http.StatusServiceUnavailable, bodyOverflow, 0, detailsOverflow)
+		return httpfilter.Stop
+	case dnscache.Loading:
+		if !s.Wait(h.Done()) {
+			return httpfilter.Stop
+		}
+	}
+	if _, ok := h.Address(); !ok {
+		s.SendLocalReply(http.StatusServiceUnavailable, bodyResolution, accesslog.DNSResolutionFailed, detailsResolution+"{"+h.Details()+"}")
+		return httpfilter.Stop
+	}
+	return httpfilter.Continue
+}
+
+// rewriteHost applies a route's rewrite: the literal, else the first
+// value of the header when the request has it (the header is untrusted:
+// only its first value counts, as in Envoy).
+func rewriteHost(s httpfilter.Stream, rc *routeConfig) {
+	if rc.literal != "" {
+		s.SetAuthority(rc.literal)
+		return
+	}
+	if rc.header == "" {
+		return
+	}
+	hdrs := s.RequestHeaders()
+	var (
+		v  string
+		ok bool
+	)
+	if hf, isFields := hdrs.(router.HeaderFields); isFields {
+		v, ok = hf.Field(rc.header, 0)
+	} else {
+		v, ok = hdrs.Get(rc.header)
+	}
+	if ok {
+		s.SetAuthority(v)
+	}
+}

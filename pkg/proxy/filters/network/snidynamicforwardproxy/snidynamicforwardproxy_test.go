@@ -1,0 +1,92 @@
+package snidynamicforwardproxy
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+
+	dfpcommonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/dynamic_forward_proxy/v3"
+	snidfpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/sni_dynamic_forward_proxy/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/dnscache"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+)
+
+type oneName struct{}
+
+func (oneName) Resolve(_ context.Context, name string, _ dns.Family) dns.Result {
+	if name != "a.test" {
+		return dns.Result{Status: dns.Completed}
+	}
+	return dns.Result{Status: dns.Completed, Addresses: []dns.Address{{IP: netip.MustParseAddr("10.0.0.1")}}}
+}
+
+// clusters are the server's clusters as the filter sees them: only the
+// DNS caches.
+type clusters struct{ m *dnscache.Manager }
+
+func (clusters) Cluster(string) netfilter.Cluster { return nil }
+func (c clusters) DNSCaches() *dnscache.Manager   { return c.m }
+
+type conn struct {
+	net.Conn
+	netfilter.ConnState
+	sni string
+}
+
+func (c *conn) RequestedServerName() string { return c.sni }
+func (c *conn) OnClose(func())              {}
+
+func config(port uint32) *snidfpv3.FilterConfig {
+	return &snidfpv3.FilterConfig{
+		DnsCacheConfig: &dfpcommonv3.DnsCacheConfig{Name: "c"},
+		PortSpecifier:  &snidfpv3.FilterConfig_PortValue{PortValue: port},
+	}
+}
+
+func TestLoadsTheServerName(t *testing.T) {
+	m := dnscache.NewManager(dnscache.Options{Stats: stats.NewStore(), Resolver: func() dns.Resolver { return oneName{} }})
+	m.Start()
+	defer m.Close()
+	f, err := Factory{}.Compile(config(8443), netfilter.Context{Clusters: clusters{m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &conn{sni: "a.test"}
+	if r := f.(netfilter.ReadFilter).OnNewConnection(c); r != nil {
+		t.Fatalf("refused: %+v", r)
+	}
+	if v, ok := c.FilterState(netfilter.DynamicPortStateKey); !ok || v != uint32(8443) {
+		t.Errorf("dynamic port %v %v", v, ok)
+	}
+	cache, _ := m.ForConfig(&dfpcommonv3.DnsCacheConfig{Name: "c"})
+	h := cache.Lookup("a.test:8443")
+	if h == nil {
+		t.Fatal("the name was not loaded")
+	}
+	if addr, ok := h.Address(); !ok || addr.String() != "10.0.0.1:8443" {
+		t.Errorf("address %v %v: the connection went on before the resolution", addr, ok)
+	}
+}
+
+func TestCompileErrors(t *testing.T) {
+	m := dnscache.NewManager(dnscache.Options{Stats: stats.NewStore(), Resolver: func() dns.Resolver { return oneName{} }})
+	saving := config(443)
+	saving.SaveUpstreamAddress = true
+	for cfg, want := range map[*snidfpv3.FilterConfig]string{
+		config(0): "port_value: required",
+		saving:    "save_upstream_address: not supported",
+		{PortSpecifier: &snidfpv3.FilterConfig_PortValue{PortValue: 1}}: "dns_cache_config: required",
+	} {
+		if _, err := (Factory{}).Compile(cfg, netfilter.Context{Clusters: clusters{m}}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want %q", err, want)
+		}
+	}
+	if _, err := (Factory{}).Compile(config(443), netfilter.Context{}); err == nil {
+		t.Error("compiled without a DNS cache manager")
+	}
+}
