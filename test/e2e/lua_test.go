@@ -198,7 +198,7 @@ var _ = Describe("The Lua filter", Ordered, func() {
 var _ = Describe("The Lua filter's configuration", func() {
 	It("refuses a script that does not compile, and fields it does not implement, with their paths", func() {
 		for fields, path := range map[string]string{
-			`{inline_code: "function envoy_on_request(h) h:headers( end"}`:       "inline_code: script does not compile",
+			`{inline_code: "function envoy_on_request(h) h:headers( end"}`:        "inline_code: script does not compile",
 			`{source_codes: {a: {inline_string: "x = = 1"}}}`:                     `source_codes["a"].inline_string: script does not compile`,
 			`{inline_code: "x = 1", package_paths: ["/tmp/?.lua"]}`:               "package_paths",
 			`{inline_code: "x = 1", filter_context: {a: b}}`:                      "filter_context",
