@@ -146,6 +146,8 @@ var _ = Describe("The Lua filter", Ordered, func() {
 		Expect(r.Status).To(Equal(403))
 		Expect(r.Body).To(Equal("denied by lua"))
 		Expect(r.Header.Get("X-Denied-By")).To(Equal("lua"))
+		// Envoy sends the script's headers only: no content-type.
+		Expect(r.Header).NotTo(HaveKey("Content-Type"))
 		// The response script runs on the reply too, as in Envoy.
 		Expect(r.Header.Get("X-Lua-Resp")).To(Equal("403"))
 		Expect(hits.Load()).To(Equal(before), "the upstream saw the denied request")
