@@ -51,6 +51,12 @@ function envoy_on_response(h)
   local hs = h:headers()
   hs:add("x-lua-resp", hs:get(":status"))
   hs:remove("x-upstream-secret")
+  if hs:get("x-path") == "/page" then
+    local b = h:body()
+    hs:add("x-upstream-length", b:length())
+    b:setBytes("<html>" .. b:getBytes(0, 6) .. "</html>")
+    hs:replace("content-type", "text/html")
+  end
 end
 `
 
@@ -67,6 +73,8 @@ func luaUpstream(hits *atomic.Int64) string {
 		b, _ := io.ReadAll(r.Body)
 		seen["body"] = string(b)
 		w.Header().Set("x-upstream-secret", "s")
+		w.Header().Set("x-path", r.URL.Path)
+		w.Header().Set("content-type", "application/json")
 		_ = json.NewEncoder(w).Encode(seen)
 	}), false)
 }
@@ -169,6 +177,15 @@ var _ = Describe("The Lua filter", Ordered, func() {
 		seen := luaSeen(r)
 		Expect(seen).To(HaveKeyWithValue("x-body-len", "9"))
 		Expect(seen).To(HaveKeyWithValue("body", "HELLO LUA!"))
+	})
+
+	It("reads and rewrites the response body, then its headers", func() {
+		r := httpDo(plain, "GET", listenerURL(port, "/page"), nil, nil)
+		Expect(r.Status).To(Equal(200))
+		Expect(r.Body).To(Equal(`<html>{"acce</html>`))
+		Expect(r.Header.Get("Content-Type")).To(Equal("text/html"))
+		Expect(r.Header.Get("X-Upstream-Length")).NotTo(BeEmpty())
+		Expect(r.Header.Get("X-Lua-Resp")).To(Equal("200"))
 	})
 
 	It("follows LuaPerRoute: disabled, a named script, a script of the route", func() {

@@ -6,9 +6,9 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 )
 
-// The body object (handle:body()): the whole request body, buffered
-// before the script goes on, as Envoy buffers it. setBytes replaces it:
-// the request goes upstream with the new bytes (chunked, as the
+// The body object (handle:body()): the whole request or response body,
+// buffered before the script goes on, as Envoy buffers it. setBytes
+// replaces it: the message goes on with the new bytes (chunked, as the
 // connection manager frames a body a filter changed).
 
 // newBody makes the body object of h.
@@ -20,22 +20,31 @@ func newBody(L *glua.LState, h *handle) *glua.LUserData {
 	})
 }
 
-// bodyMethod is the handle's body(always_wrap_body): it buffers the
-// request body (at most maxBody bytes; a longer one is answered 413 as
-// Envoy's buffer limit answers it) and returns the body object, or nil
-// when the request has no body, unless always_wrap_body.
+// bodyMethod is the handle's body(always_wrap_body). On the request it
+// buffers the request body (at most maxBody bytes; a longer one is
+// answered 413 as Envoy's buffer limit answers it); on the response it
+// waits for the whole response body (the head is held until the script
+// ends). It returns the body object, or nil when there is no body,
+// unless always_wrap_body.
 func (h *handle) bodyMethod(L *glua.LState) int {
 	h.check(L)
 	alwaysWrap := false
 	if L.GetTop() >= 2 {
 		alwaysWrap = L.CheckBool(2)
 	}
-	if h.response {
-		L.RaiseError("body() in envoy_on_response is not supported by Outrigger (the response head is sent before its body)")
-	}
 	if !h.bodyRead {
 		h.bodyRead = true
-		if _, has := h.s.RequestBody(); has {
+		switch {
+		case h.response && h.wait != nil:
+			h.pause()
+			close(h.wait.want)
+			body, ok := <-h.wait.body
+			if !ok {
+				h.abort(L)
+			}
+			h.resume()
+			h.body = body
+		case !h.response && h.hasBody():
 			h.pause()
 			body, _, ok := h.s.BufferRequestBody(maxBody, false)
 			if !ok {
@@ -45,16 +54,27 @@ func (h *handle) bodyMethod(L *glua.LState) int {
 			}
 			h.resume()
 			h.body = body
+			if body == nil {
+				h.body = []byte{}
+			}
 		}
 	}
-	if h.body == nil && h.newBody == nil && !alwaysWrap {
-		if _, has := h.s.RequestBody(); !has {
-			L.Push(glua.LNil)
-			return 1
-		}
+	if h.body == nil && !alwaysWrap {
+		L.Push(glua.LNil)
+		return 1
 	}
 	L.Push(h.bodyUD)
 	return 1
+}
+
+// hasBody reports whether the call's message has a body the script can
+// read (and replace).
+func (h *handle) hasBody() bool {
+	if h.response {
+		return h.wait != nil
+	}
+	_, has := h.s.RequestBody()
+	return has
 }
 
 // current is the body as the script sees it: what setBytes put, else
@@ -93,8 +113,8 @@ func (h *handle) bodyGetBytes(L *glua.LState) int {
 func (h *handle) bodySetBytes(L *glua.LState) int {
 	h.check(L)
 	data := L.CheckString(2)
-	if _, has := h.s.RequestBody(); !has {
-		L.RaiseError("setBytes: adding a body to a request without one is not supported by Outrigger")
+	if !h.hasBody() || !h.bodyRead {
+		L.RaiseError("setBytes: adding a body to a message without one is not supported by Outrigger")
 	}
 	h.newBody = append(make([]byte, 0, len(data)), data...)
 	return 0

@@ -16,42 +16,88 @@ const (
 	detailsError    = "lua_script_error"
 )
 
+// streamFilter is one request's filter: the reply its request script
+// asked for, and the response script's run while it waits for the
+// response body. Filters are pooled by their configuration, so that a
+// request allocates nothing for them.
+type streamFilter struct {
+	c     *filterConfig
+	reply *reply
+	wait  *bodyWait
+}
+
 var (
-	_ httpfilter.Decoder = (*filterConfig)(nil)
-	_ httpfilter.Encoder = (*filterConfig)(nil)
+	_ httpfilter.Decoder   = (*streamFilter)(nil)
+	_ httpfilter.Encoder   = (*streamFilter)(nil)
+	_ httpfilter.Destroyer = (*streamFilter)(nil)
 )
 
 // NewFilter implements httpfilter.Config.
-func (c *filterConfig) NewFilter() httpfilter.Filter { return c }
+func (c *filterConfig) NewFilter() httpfilter.Filter {
+	f, _ := c.filters.Get().(*streamFilter)
+	if f == nil {
+		f = &streamFilter{}
+	}
+	f.c = c
+	return f
+}
+
+// OnDestroy implements httpfilter.Destroyer: a response script still
+// waiting for a body that will not come is stopped, and the filter goes
+// back to the pool.
+func (f *streamFilter) OnDestroy() {
+	if w := f.wait; w != nil {
+		w.cancel()
+	}
+	c := f.c
+	*f = streamFilter{}
+	c.filters.Put(f)
+}
 
 // DecodeHeaders implements httpfilter.Decoder: envoy_on_request.
-func (c *filterConfig) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
-	sc := c.scriptFor(s)
+func (f *streamFilter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
+	sc := f.c.scriptFor(s)
 	if sc == nil || !sc.onRequest {
 		return httpfilter.Continue
 	}
-	return c.run(s, sc, false)
+	return f.c.run(s, sc, f, false, nil)
 }
 
 // EncodeHeaders implements httpfilter.Encoder: the headers of a
-// respond() reply, then envoy_on_response.
-func (c *filterConfig) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
-	if r, ok := s.StreamState(replyKey{}, noReply).(*reply); ok && r != nil && !r.applied {
+// respond() reply, then envoy_on_response. A script that may ask for the
+// response body runs in a goroutine of its own when there is a body:
+// if it asks, the filter takes the body (holding the head) and the
+// script goes on once the body has all arrived.
+func (f *streamFilter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
+	if r := f.reply; r != nil && !r.applied {
 		r.apply(s.ResponseHeaders())
 	}
-	sc := c.scriptFor(s)
+	sc := f.c.scriptFor(s)
 	if sc == nil || !sc.onResponse {
 		return httpfilter.Continue
 	}
-	return c.run(s, sc, true)
+	if _, has := s.ResponseBody(); !has || !sc.readsBody {
+		return f.c.run(s, sc, f, true, nil)
+	}
+	w := newBodyWait()
+	go func() {
+		defer close(w.done)
+		f.c.run(s, sc, f, true, w)
+	}()
+	select {
+	case <-w.done:
+	case <-w.want:
+		f.wait = w
+		s.TransformResponseBody(w)
+	}
+	return httpfilter.Continue
 }
 
-// noReply is the StreamState of a stream whose script did not respond.
-func noReply() any { return (*reply)(nil) }
-
-// run calls the script's envoy_on_request (or envoy_on_response) with the
-// stream's handle on a state of the script's pool.
-func (c *filterConfig) run(s httpfilter.Stream, sc *script, response bool) httpfilter.Status {
+// run calls the script's envoy_on_request (envoy_on_response when
+// response) with the stream's handle on a state of the script's pool. w
+// is the response body's wait of a response script run in a goroutine of
+// its own, nil otherwise.
+func (c *filterConfig) run(s httpfilter.Stream, sc *script, f *streamFilter, response bool, w *bodyWait) httpfilter.Status {
 	v, err := sc.acquire()
 	if err != nil {
 		// The script loaded once; a state that cannot load it now (its
@@ -64,7 +110,7 @@ func (c *filterConfig) run(s httpfilter.Stream, sc *script, response bool) httpf
 		fn = v.onResponse
 	}
 	h := v.h
-	h.begin(c, s, response)
+	h.begin(c, s, response, w)
 	v.budget.start(sc.budget)
 	err = v.L.CallByParam(glua.P{Fn: fn, NRet: 0, Protect: true}, v.handleUD)
 	expired := v.budget.stop()
@@ -82,7 +128,7 @@ func (c *filterConfig) run(s httpfilter.Stream, sc *script, response bool) httpf
 	case r != nil:
 		// respond() ends the script, as in Envoy, even if the script
 		// caught the error that stopped it.
-		s.StreamState(replyKey{}, func() any { return r })
+		f.reply = r
 		s.SendLocalReply(r.status, r.body, 0, detailsResponse)
 		return httpfilter.Stop
 	case expired:
@@ -91,7 +137,11 @@ func (c *filterConfig) run(s httpfilter.Stream, sc *script, response bool) httpf
 		return c.failed(s, response, errorText(err))
 	}
 	if newBody != nil {
-		s.TransformRequestBody(&replacedBody{body: newBody})
+		if w != nil {
+			w.result = newBody
+		} else {
+			s.TransformRequestBody(&replacedBody{body: newBody})
+		}
 	}
 	return httpfilter.Continue
 }

@@ -24,6 +24,9 @@ type handle struct {
 	s                                        httpfilter.Stream
 	response                                 bool
 	live                                     bool
+	// wait is the response body's wait of a response script run in a
+	// goroutine of its own (nil: body() finds no response body).
+	wait *bodyWait
 	// body is the request body body() buffered; newBody what setBytes
 	// put in its place (nil when it did not).
 	body, newBody []byte
@@ -72,8 +75,8 @@ func newHandle(v *vm) *handle {
 }
 
 // begin points the handle at a call's stream.
-func (h *handle) begin(c *filterConfig, s httpfilter.Stream, response bool) {
-	h.c, h.s, h.response, h.live = c, s, response, true
+func (h *handle) begin(c *filterConfig, s httpfilter.Stream, response bool, w *bodyWait) {
+	h.c, h.s, h.response, h.live, h.wait = c, s, response, true, w
 }
 
 // clear forgets the stream once the call is over.
@@ -89,6 +92,11 @@ func (h *handle) clear() {
 func (h *handle) check(L *glua.LState) {
 	if !h.live {
 		L.RaiseError("object used outside of proper scope")
+	}
+	if h.aborted {
+		// The stream is gone; a script that caught the error that
+		// stopped it must not reach it again.
+		L.RaiseError("the stream ended while the script waited")
 	}
 }
 

@@ -45,6 +45,29 @@ type testFilter struct {
 	*filterConfig
 	store *stats.Store
 	logs  *[]string
+	// streams are the per-request filters, by stream.
+	streams map[*httpfiltertest.Stream]*streamFilter
+}
+
+// of is the request filter of s, made on first use as the connection
+// manager makes it when the request starts.
+func (f testFilter) of(s *httpfiltertest.Stream) *streamFilter {
+	sf, ok := f.streams[s]
+	if !ok {
+		sf = f.NewFilter().(*streamFilter)
+		f.streams[s] = sf
+	}
+	return sf
+}
+
+// DecodeHeaders runs the request filter of s.
+func (f testFilter) DecodeHeaders(s *httpfiltertest.Stream) httpfilter.Status {
+	return f.of(s).DecodeHeaders(s)
+}
+
+// EncodeHeaders runs the request filter of s on its response.
+func (f testFilter) EncodeHeaders(s *httpfiltertest.Stream) httpfilter.Status {
+	return f.of(s).EncodeHeaders(s)
 }
 
 // compile compiles p as the filter "lua" under the stat prefix
@@ -63,7 +86,7 @@ func compile(t testing.TB, p *luav3.Lua, services httpfilter.Services) testFilte
 	}
 	fc := cfg.(*filterConfig)
 	t.Cleanup(func() { _ = fc.Close() })
-	return testFilter{filterConfig: fc, store: store, logs: logs}
+	return testFilter{filterConfig: fc, store: store, logs: logs, streams: map[*httpfiltertest.Stream]*streamFilter{}}
 }
 
 // inline compiles a filter of one inline script.

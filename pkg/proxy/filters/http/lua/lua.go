@@ -72,6 +72,8 @@ type filterConfig struct {
 	budget          time.Duration
 	// transports are the httpCall connections, per cluster.
 	transports sync.Map
+	// filters are the idle per-request filters.
+	filters sync.Pool
 }
 
 // Compile implements httpfilter.Factory. Errors name the field path below

@@ -290,7 +290,7 @@ func TestUnsupportedAPI(t *testing.T) {
 		"handle method":  `h:bodyChunks()`,
 		"header method":  `h:headers():setHttp1ReasonPhrase("x")`,
 		"streamInfo":     `h:streamInfo():routeName()`,
-		"response body":  ``,
+		"trailers":       `h:trailers()`,
 		"pseudo-header":  `h:headers():replace(":method", "POST")`,
 		"respond in rsp": ``,
 	} {
@@ -298,10 +298,6 @@ func TestUnsupportedAPI(t *testing.T) {
 			var f testFilter
 			var s *httpfiltertest.Stream
 			switch name {
-			case "response body":
-				f = inline(t, `function envoy_on_response(h) h:body() end`)
-				s = response(request("/"), 200)
-				f.EncodeHeaders(s)
 			case "respond in rsp":
 				f = inline(t, `function envoy_on_response(h) h:respond({[":status"]="200"}) end`)
 				s = response(request("/"), 200)
@@ -341,6 +337,69 @@ end`)
 	out, err := s.DecodeBody([]byte("hello "), []byte("world"))
 	if err != nil || string(out) != "HELLO WORLD!" {
 		t.Errorf("body = %q, %v", out, err)
+	}
+}
+
+func TestResponseBody(t *testing.T) {
+	f := inline(t, `
+function envoy_on_response(h)
+  local b = h:body()
+  h:headers():add("x-len", b:length())
+  b:setBytes("<html>" .. b:getBytes(0, b:length()) .. "</html>")
+  h:headers():replace("content-type", "text/html")
+end`)
+	s := response(request("/"), 200, "content-type", "application/json")
+	s.RespHasBody, s.RespBodyLen = true, 3
+	if st := f.EncodeHeaders(s); st != httpfilter.Continue {
+		t.Fatalf("EncodeHeaders = %v", st)
+	}
+	if len(s.Encoders) != 1 {
+		t.Fatalf("%d body encoders, want 1", len(s.Encoders))
+	}
+	if hh, ok := s.Encoders[0].(httpfilter.HeadHolder); !ok || !hh.HoldsHead() {
+		t.Error("the encoder does not hold the head")
+	}
+	out, _, err := s.EncodeBody(nil, []byte("ab"), []byte("c"))
+	if err != nil || string(out) != "<html>abc</html>" {
+		t.Errorf("body = %q, %v", out, err)
+	}
+	for name, want := range map[string]string{"x-len": "3", "content-type": "text/html"} {
+		if got, _ := s.RespHeaders.Get(name); got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+	f.of(s).OnDestroy()
+
+	// A response without a body: body() is nil, and the script runs at
+	// once.
+	f2 := inline(t, `function envoy_on_response(h) h:headers():add("x-nil", tostring(h:body() == nil)) end`)
+	s = response(request("/"), 204)
+	f2.EncodeHeaders(s)
+	if got, _ := s.RespHeaders.Get("x-nil"); got != "true" || len(s.Encoders) != 0 {
+		t.Errorf("x-nil = %q, %d encoders", got, len(s.Encoders))
+	}
+}
+
+func TestResponseBodyStreamGone(t *testing.T) {
+	f := inline(t, `
+function envoy_on_response(h)
+  pcall(function() h:body() end)
+  h:headers():add("x-after", "1")
+end`)
+	s := response(request("/"), 200)
+	s.RespHasBody, s.RespBodyLen = true, -1
+	f.EncodeHeaders(s)
+	// The stream ends before the body does: the script is stopped, even
+	// though it caught the first error, and its state goes back.
+	f.of(s).OnDestroy()
+	if _, ok := s.RespHeaders.Get("x-after"); ok {
+		t.Error("the script reached the stream after it ended")
+	}
+	if f.errorsCount() != 0 {
+		t.Errorf("lua.errors = %d", f.errorsCount())
+	}
+	if n := len(f.def.free); n != 1 {
+		t.Errorf("%d idle states, want 1", n)
 	}
 }
 

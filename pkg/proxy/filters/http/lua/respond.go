@@ -22,9 +22,6 @@ type reply struct {
 	applied     bool
 }
 
-// replyKey is the StreamState key of a stream's reply.
-type replyKey struct{}
-
 // apply puts the reply's headers on the response.
 func (r *reply) apply(h router.HeaderEditor) {
 	r.applied = true

@@ -22,7 +22,10 @@ type script struct {
 	// onRequest and onResponse report the global functions the script
 	// defines.
 	onRequest, onResponse bool
-	budget                time.Duration
+	// readsBody reports that the script names body (its constants hold
+	// the string): only then may a response script wait for the body.
+	readsBody bool
+	budget    time.Duration
 	// free are the idle states. A stream that finds none makes one; a
 	// state given back to a full pool is dropped.
 	free chan *vm
@@ -44,7 +47,7 @@ func compileScript(code, chunk string, budget time.Duration) (*script, error) {
 	if err != nil {
 		return nil, fmt.Errorf("script does not compile: %s", oneLine(err.Error()))
 	}
-	sc := &script{proto: proto, budget: budget, free: make(chan *vm, poolSize())}
+	sc := &script{proto: proto, budget: budget, free: make(chan *vm, poolSize()), readsBody: namesBody(proto)}
 	v, err := sc.newVM()
 	if err != nil {
 		return nil, err
@@ -53,6 +56,22 @@ func compileScript(code, chunk string, budget time.Duration) (*script, error) {
 	sc.onResponse = v.onResponse != nil
 	sc.free <- v
 	return sc, nil
+}
+
+// namesBody reports whether a function or the functions it defines hold
+// the string constant "body": a script calls handle:body() by that name.
+func namesBody(p *glua.FunctionProto) bool {
+	for _, c := range p.Constants {
+		if s, ok := c.(glua.LString); ok && s == "body" {
+			return true
+		}
+	}
+	for _, f := range p.FunctionPrototypes {
+		if namesBody(f) {
+			return true
+		}
+	}
+	return false
 }
 
 // acquire takes an idle state, or makes one.

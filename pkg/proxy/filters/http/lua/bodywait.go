@@ -1,0 +1,82 @@
+package lua
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+)
+
+// bodyWait joins a response script that called body() to the stream: the
+// script's goroutine waits for the body while the stream collects it
+// (the filter's DataEncoder, which holds the response head meanwhile),
+// then the stream waits for the script to end before the head and the
+// body (the script's, if it set one) go out.
+type bodyWait struct {
+	// want is closed by the script when it asks for the body.
+	want chan struct{}
+	// body gives the script the whole body; closed without one when the
+	// stream ends first.
+	body chan []byte
+	// done is closed when the script's run has ended.
+	done chan struct{}
+	buf  []byte
+	// result is the body the script set, nil when it set none.
+	result []byte
+	ended  bool
+}
+
+var (
+	_ httpfilter.DataEncoder = (*bodyWait)(nil)
+	_ httpfilter.HeadHolder  = (*bodyWait)(nil)
+)
+
+// newBodyWait returns the wait of one response script run.
+func newBodyWait() *bodyWait {
+	return &bodyWait{want: make(chan struct{}), body: make(chan []byte, 1), done: make(chan struct{})}
+}
+
+// errResponseTooLarge ends a response whose body goes past what the
+// filter buffers (Envoy resets such a stream too once its head is sent).
+var errResponseTooLarge = errors.New("lua: response body over the 1 MiB the filter buffers")
+
+// HoldsHead implements httpfilter.HeadHolder: the script may still change
+// the headers once it has the body.
+func (*bodyWait) HoldsHead() bool { return true }
+
+// EncodeData implements httpfilter.DataEncoder: the body is kept for the
+// script, nothing goes out yet.
+func (w *bodyWait) EncodeData(p []byte) ([]byte, error) {
+	if len(w.buf)+len(p) > maxBody {
+		return nil, errResponseTooLarge
+	}
+	w.buf = append(w.buf, p...)
+	return nil, nil
+}
+
+// EncodeEnd implements httpfilter.DataEncoder: the script gets the whole
+// body and runs to its end; the body it leaves goes out.
+func (w *bodyWait) EncodeEnd(trailers http.Header) ([]byte, http.Header, error) {
+	w.ended = true
+	if w.buf == nil {
+		w.buf = []byte{}
+	}
+	w.body <- w.buf
+	<-w.done
+	if w.result != nil {
+		return w.result, trailers, nil
+	}
+	return w.buf, trailers, nil
+}
+
+// cancel stops a script still waiting when the stream ends without the
+// end of its body, and waits for its run to end (it ends at once: every
+// handle method fails from then on).
+func (w *bodyWait) cancel() {
+	if w.ended {
+		return
+	}
+	w.ended = true
+	close(w.body)
+	<-w.done
+}
