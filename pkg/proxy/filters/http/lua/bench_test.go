@@ -44,4 +44,25 @@ end`}, nil)
 			b.Fatalf("x-lua = %q", v)
 		}
 	})
+	// A script that names body() and a response with a body: the
+	// script runs in a goroutine of its own, in case it waits for the
+	// body (here it does not).
+	fb := compile(b, &luav3.Lua{InlineCode: `
+function envoy_on_response(response_handle)
+  if response_handle:headers():get("x-want-body") then response_handle:body() end
+  response_handle:headers():replace("x-lua", "response")
+end`}, nil)
+	b.Run("response-may-read-body", func(b *testing.B) {
+		s := response(request("/items/7"), 200, "content-type", "application/json")
+		s.RespHasBody, s.RespBodyLen = true, 100
+		b.ReportAllocs()
+		for b.Loop() {
+			if fb.EncodeHeaders(s) != httpfilter.Continue {
+				b.Fatal("the script failed")
+			}
+		}
+		if v, _ := s.RespHeaders.Get("x-lua"); v != "response" || len(s.Encoders) != 0 {
+			b.Fatalf("x-lua = %q, %d encoders", v, len(s.Encoders))
+		}
+	})
 }

@@ -44,7 +44,14 @@ func (h *handle) bodyMethod(L *glua.LState) int {
 			}
 			h.resume()
 			h.body = body
-		case !h.response && h.hasBody():
+		case h.response:
+			if _, has := h.s.ResponseBody(); has {
+				// Only a script that names body runs where it can
+				// wait (see EncodeHeaders); one that reached body()
+				// another way cannot.
+				L.RaiseError("body() of a response: call it by its name (the script must contain \"body\")")
+			}
+		case h.hasBody():
 			h.pause()
 			body, _, ok := h.s.BufferRequestBody(maxBody, false)
 			if !ok {
