@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	luav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/lua/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/builtin"
@@ -16,12 +17,12 @@ import (
 // leaves after the body has gone through the encoder, with the headers
 // the encoder set then, and the body the encoder left.
 func TestHeldResponseHead(t *testing.T) {
-	script := filter("lua", &luav3.Lua{InlineCode: `
+	script := filter("lua", &luav3.Lua{DefaultSourceCode: &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: `
 function envoy_on_response(h)
   local b = h:body()
   h:headers():replace("x-body-length", b:length())
   b:setBytes("replaced")
-end`})
+end`}}})
 	for _, down := range []string{"HTTP/1.1", "HTTP/2"} {
 		t.Run(down, func(t *testing.T) {
 			st := stats.NewStore()

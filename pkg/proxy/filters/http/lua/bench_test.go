@@ -13,13 +13,13 @@ import (
 // (envoy_on_response through EncodeHeaders): issue #15 asks for at most
 // 5 µs per direction.
 func BenchmarkTouchOneHeader(b *testing.B) {
-	f := compile(b, &luav3.Lua{InlineCode: `
+	f := compile(b, &luav3.Lua{DefaultSourceCode: source(`
 function envoy_on_request(request_handle)
   request_handle:headers():replace("x-lua", "request")
 end
 function envoy_on_response(response_handle)
   response_handle:headers():replace("x-lua", "response")
-end`}, nil)
+end`)}, nil)
 	b.Run("request", func(b *testing.B) {
 		s := request("/items/7", "user-agent", "bench", "accept", "*/*")
 		b.ReportAllocs()
@@ -47,11 +47,11 @@ end`}, nil)
 	// A script that names body() and a response with a body: the
 	// script runs in a goroutine of its own, in case it waits for the
 	// body (here it does not).
-	fb := compile(b, &luav3.Lua{InlineCode: `
+	fb := compile(b, &luav3.Lua{DefaultSourceCode: source(`
 function envoy_on_response(response_handle)
   if response_handle:headers():get("x-want-body") then response_handle:body() end
   response_handle:headers():replace("x-lua", "response")
-end`}, nil)
+end`)}, nil)
 	b.Run("response-may-read-body", func(b *testing.B) {
 		s := response(request("/items/7"), 200, "content-type", "application/json")
 		s.RespHasBody, s.RespBodyLen = true, 100

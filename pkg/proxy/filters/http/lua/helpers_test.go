@@ -92,7 +92,12 @@ func compile(t testing.TB, p *luav3.Lua, services httpfilter.Services) testFilte
 // inline compiles a filter of one inline script.
 func inline(t testing.TB, code string) testFilter {
 	t.Helper()
-	return compile(t, &luav3.Lua{InlineCode: code}, nil)
+	return compile(t, &luav3.Lua{DefaultSourceCode: source(code)}, nil)
+}
+
+// source is an inline_string DataSource.
+func source(code string) *corev3.DataSource {
+	return &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: code}}
 }
 
 // errorsCount is the filter's lua.errors counter.

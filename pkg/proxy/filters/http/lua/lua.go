@@ -111,11 +111,13 @@ func (Factory) Compile(m proto.Message, ctx httpfilter.Context) (httpfilter.Conf
 	c.errors = ctx.Stats.Counter(prefix + "errors")
 
 	var err error
+	//lint:ignore SA1019 inline_code is deprecated for default_source_code, and still accepted (with the bootstrap's deprecation warning), as in Envoy.
+	inlineCode := p.GetInlineCode()
 	switch {
-	case p.GetInlineCode() != "" && p.GetDefaultSourceCode() != nil:
+	case inlineCode != "" && p.GetDefaultSourceCode() != nil:
 		return nil, errors.New("default_source_code: only one of inline_code or default_source_code may be set")
-	case p.GetInlineCode() != "":
-		if c.def, err = compileScript(p.GetInlineCode(), "inline_code", c.budget); err != nil {
+	case inlineCode != "":
+		if c.def, err = compileScript(inlineCode, "inline_code", c.budget); err != nil {
 			return nil, fmt.Errorf("inline_code: %w", err)
 		}
 	case p.GetDefaultSourceCode() != nil:

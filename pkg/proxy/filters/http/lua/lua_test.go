@@ -23,35 +23,38 @@ import (
 )
 
 func TestCompileErrors(t *testing.T) {
-	inlineSrc := func(s string) *corev3.DataSource {
-		return &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: s}}
-	}
 	tests := map[string]struct {
 		config *luav3.Lua
 		want   string
 	}{
 		"syntax error": {
-			config: &luav3.Lua{InlineCode: "function envoy_on_request(h) h:headers( end"},
+			config: &luav3.Lua{DefaultSourceCode: source("function envoy_on_request(h) h:headers( end")},
+			want:   "default_source_code.inline_string: script does not compile",
+		},
+		"inline_code": {
+			//lint:ignore SA1019 inline_code is deprecated, and still accepted.
+			config: &luav3.Lua{InlineCode: "x = = 1"},
 			want:   "inline_code: script does not compile",
 		},
 		"error at load": {
-			config: &luav3.Lua{InlineCode: `error("boom")`},
-			want:   "inline_code: script load error: inline_code:1: boom",
+			config: &luav3.Lua{DefaultSourceCode: source(`error("boom")`)},
+			want:   "default_source_code.inline_string: script load error: default_source_code:1: boom",
 		},
 		"loop at load": {
-			config: &luav3.Lua{InlineCode: `while true do end`},
-			want:   "inline_code: script did not finish loading within",
+			config: &luav3.Lua{DefaultSourceCode: source(`while true do end`)},
+			want:   "default_source_code.inline_string: script did not finish loading within",
 		},
 		"named source": {
-			config: &luav3.Lua{SourceCodes: map[string]*corev3.DataSource{"a": inlineSrc("x = = 1")}},
+			config: &luav3.Lua{SourceCodes: map[string]*corev3.DataSource{"a": source("x = = 1")}},
 			want:   `source_codes["a"].inline_string: script does not compile`,
 		},
 		"default source": {
-			config: &luav3.Lua{DefaultSourceCode: inlineSrc("local")},
+			config: &luav3.Lua{DefaultSourceCode: source("local")},
 			want:   "default_source_code.inline_string: script does not compile",
 		},
 		"both defaults": {
-			config: &luav3.Lua{InlineCode: "x = 1", DefaultSourceCode: inlineSrc("x = 1")},
+			//lint:ignore SA1019 inline_code is deprecated, and still accepted.
+			config: &luav3.Lua{InlineCode: "x = 1", DefaultSourceCode: source("x = 1")},
 			want:   "default_source_code: only one of inline_code or default_source_code may be set",
 		},
 		"missing file": {
@@ -130,7 +133,7 @@ end`)
 }
 
 func TestClearRouteCacheFalse(t *testing.T) {
-	f := compile(t, &luav3.Lua{InlineCode: `function envoy_on_request(h) h:headers():add("x", "y") end`}, nil)
+	f := compile(t, &luav3.Lua{DefaultSourceCode: source(`function envoy_on_request(h) h:headers():add("x", "y") end`)}, nil)
 	f.clearRouteCache = false
 	s := request("/")
 	f.DecodeHeaders(s)
@@ -229,7 +232,7 @@ end`)
 		t.Errorf("lua.errors = %d, want 2", f.errorsCount())
 	}
 	logs := strings.Join(*f.logs, "\n")
-	if !strings.Contains(logs, "script log: inline_code:4:") || !strings.Contains(logs, "response boom") {
+	if !strings.Contains(logs, "script log: default_source_code:4:") || !strings.Contains(logs, "response boom") {
 		t.Errorf("logs = %s", logs)
 	}
 }
@@ -443,13 +446,10 @@ func TestBodyTooLarge(t *testing.T) {
 }
 
 func TestPerRoute(t *testing.T) {
-	src := func(s string) *corev3.DataSource {
-		return &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: s}}
-	}
 	f := compile(t, &luav3.Lua{
-		InlineCode: `function envoy_on_request(h) h:headers():add("x-script", "default") end`,
+		DefaultSourceCode: source(`function envoy_on_request(h) h:headers():add("x-script", "default") end`),
 		SourceCodes: map[string]*corev3.DataSource{
-			"named": src(`function envoy_on_request(h) h:headers():add("x-script", "named") end`),
+			"named": source(`function envoy_on_request(h) h:headers():add("x-script", "named") end`),
 		},
 	}, nil)
 	routeConfig := func(p *luav3.LuaPerRoute) httpfilter.RouteConfig {
@@ -467,7 +467,7 @@ func TestPerRoute(t *testing.T) {
 		"disabled": {rc: routeConfig(&luav3.LuaPerRoute{Override: &luav3.LuaPerRoute_Disabled{Disabled: true}})},
 		"named":    {rc: routeConfig(&luav3.LuaPerRoute{Override: &luav3.LuaPerRoute_Name{Name: "named"}}), want: "named"},
 		"unknown":  {rc: routeConfig(&luav3.LuaPerRoute{Override: &luav3.LuaPerRoute_Name{Name: "other"}})},
-		"own": {rc: routeConfig(&luav3.LuaPerRoute{Override: &luav3.LuaPerRoute_SourceCode{SourceCode: src(
+		"own": {rc: routeConfig(&luav3.LuaPerRoute{Override: &luav3.LuaPerRoute_SourceCode{SourceCode: source(
 			`function envoy_on_request(h) h:headers():add("x-script", "route") end`)}}), want: "route"},
 	}
 	for name, tc := range tests {
@@ -482,7 +482,7 @@ func TestPerRoute(t *testing.T) {
 			}
 		})
 	}
-	if _, err := (Factory{}).CompileRoute(&luav3.LuaPerRoute{Override: &luav3.LuaPerRoute_SourceCode{SourceCode: src("x = ")}}, httpfilter.Context{}); err == nil ||
+	if _, err := (Factory{}).CompileRoute(&luav3.LuaPerRoute{Override: &luav3.LuaPerRoute_SourceCode{SourceCode: source("x = ")}}, httpfilter.Context{}); err == nil ||
 		!strings.HasPrefix(err.Error(), "source_code.inline_string: script does not compile") {
 		t.Errorf("CompileRoute error = %v", err)
 	}
@@ -556,7 +556,7 @@ func TestHTTPCall(t *testing.T) {
 		_, _ = io.WriteString(w, "from auth")
 	}))
 	defer srv.Close()
-	f := compile(t, &luav3.Lua{InlineCode: `
+	f := compile(t, &luav3.Lua{DefaultSourceCode: source(`
 function envoy_on_request(h)
   local headers, body = h:httpCall("auth", {[":method"] = "POST", [":path"] = "/check?x=1", [":authority"] = "auth.local", ["x-call"] = "yes"}, "payload", 5000)
   h:headers():add("x-status", headers[":status"])
@@ -566,7 +566,7 @@ function envoy_on_request(h)
   h:headers():add("x-dups", table.concat(headers2["x-dup"], "+"))
   local h3, b3 = h:httpCall("down", {[":method"] = "GET", [":path"] = "/", [":authority"] = "a"}, nil, 1000)
   h:headers():add("x-down", h3[":status"] .. " " .. b3)
-end`}, loopbackServices{"auth": srv.Listener.Addr().String(), "down": closedAddr(t)})
+end`)}, loopbackServices{"auth": srv.Listener.Addr().String(), "down": closedAddr(t)})
 	s := request("/")
 	if st := f.DecodeHeaders(s); st != httpfilter.Continue {
 		t.Fatalf("DecodeHeaders = %v, logs %v", st, *f.logs)
@@ -595,7 +595,7 @@ func TestHTTPCallErrors(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			f := compile(t, &luav3.Lua{InlineCode: "function envoy_on_request(h) " + tc.code + " end"}, loopbackServices{"auth": closedAddr(t)})
+			f := compile(t, &luav3.Lua{DefaultSourceCode: source("function envoy_on_request(h) " + tc.code + " end")}, loopbackServices{"auth": closedAddr(t)})
 			s := request("/")
 			f.DecodeHeaders(s)
 			if logs := strings.Join(*f.logs, "\n"); !strings.Contains(logs, tc.want) || s.Reply == nil || s.Reply.Status != 500 {
@@ -610,11 +610,11 @@ func TestHTTPCallCutShort(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
 	defer srv.Close()
 	defer close(release)
-	f := compile(t, &luav3.Lua{InlineCode: `
+	f := compile(t, &luav3.Lua{DefaultSourceCode: source(`
 function envoy_on_request(h)
   h:httpCall("auth", {[":method"]="GET", [":path"]="/", [":authority"]="a"}, nil, 0)
   h:headers():add("x-after", "1")
-end`}, loopbackServices{"auth": srv.Listener.Addr().String()})
+end`)}, loopbackServices{"auth": srv.Listener.Addr().String()})
 	s := request("/")
 	s.CutWait = true
 	if st := f.DecodeHeaders(s); st != httpfilter.Stop {
