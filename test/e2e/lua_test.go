@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -197,11 +198,12 @@ var _ = Describe("The Lua filter", Ordered, func() {
 	})
 
 	It("answers 500 to a script that fails, logs it and counts it in lua.errors", func() {
-		before := statValue(sc, "http.web.lua.my.errors")
+		before, err := strconv.Atoi(statValue(sc, "http.web.lua.my.errors"))
+		Expect(err).NotTo(HaveOccurred())
 		r := httpDo(plain, "GET", listenerURL(port, "/error"), nil, nil)
 		Expect(r.Status).To(Equal(500))
 		Eventually(sc.Stderr).Should(ContainSubstring("script log: inline_code:"))
-		Expect(statValue(sc, "http.web.lua.my.errors")).NotTo(Equal(before))
+		Expect(statValue(sc, "http.web.lua.my.errors")).To(Equal(strconv.Itoa(before + 1)))
 	})
 
 	It("stops a script that loops, answers 500, and goes on serving", func() {

@@ -19,6 +19,10 @@ import (
 // which Envoy would let run as long as its cluster allows.
 const asyncCallLimit = time.Minute
 
+// maxAsyncCalls bounds the fire-and-forget calls of one filter in flight
+// at once (each holds a goroutine and a connection).
+const maxAsyncCalls = 256
+
 // callOptions are httpCall's arguments after the headers and body.
 type callOptions struct {
 	timeout      time.Duration
@@ -48,11 +52,20 @@ func (h *handle) httpCall(L *glua.LState) int {
 	t := h.c.transport(cluster)
 
 	if opts.async {
+		// The goroutine outlives the call: it keeps what it needs, not
+		// the handle, which the next call of the state reuses.
+		sem := h.c.async
+		select {
+		case sem <- struct{}{}:
+		default:
+			L.RaiseError("http call: %d asynchronous calls are already in flight", cap(sem))
+		}
 		limit := opts.timeout
 		if limit == 0 {
 			limit = asyncCallLimit
 		}
 		go func() {
+			defer func() { <-sem }()
 			ctx, cancel := context.WithTimeout(context.Background(), limit)
 			defer cancel()
 			if resp, err := t.RoundTrip(req.WithContext(ctx)); err == nil {

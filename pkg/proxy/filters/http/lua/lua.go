@@ -74,6 +74,8 @@ type filterConfig struct {
 	transports sync.Map
 	// filters are the idle per-request filters.
 	filters sync.Pool
+	// async holds a token per asynchronous httpCall in flight.
+	async chan struct{}
 }
 
 // Compile implements httpfilter.Factory. Errors name the field path below
@@ -103,6 +105,7 @@ func (Factory) Compile(m proto.Message, ctx httpfilter.Context) (httpfilter.Conf
 		log:             ctx.Log,
 		services:        ctx.Services,
 		budget:          defaultBudget,
+		async:           make(chan struct{}, maxAsyncCalls),
 	}
 	prefix := ctx.StatPrefix + "lua." + p.GetStatPrefix()
 	if !strings.HasSuffix(prefix, ".") {

@@ -182,6 +182,31 @@ func openLibs(L *glua.LState) {
 	for _, name := range []string{"dofile", "loadfile"} {
 		L.SetGlobal(name, glua.LNil)
 	}
+	if str, ok := L.GetGlobal(glua.StringLibName).(*glua.LTable); ok {
+		if rep, ok := str.RawGetString("rep").(*glua.LFunction); ok {
+			str.RawSetString("rep", L.NewFunction(boundedRep(rep)))
+		}
+	}
+}
+
+// maxRep bounds what string.rep builds: one call must not take the
+// process's memory (gopher-lua has no memory limit of its own).
+const maxRep = 16 << 20
+
+// boundedRep is string.rep that refuses results over maxRep bytes.
+func boundedRep(rep *glua.LFunction) glua.LGFunction {
+	return func(L *glua.LState) int {
+		s := L.CheckString(1)
+		n := L.CheckInt(2)
+		if n > 0 && len(s) > 0 && n > maxRep/len(s) {
+			L.RaiseError("string.rep: the result would be over %d bytes", maxRep)
+		}
+		L.Push(rep)
+		L.Push(glua.LString(s))
+		L.Push(glua.LNumber(n))
+		L.Call(2, 1)
+		return 1
+	}
 }
 
 // errorText is the message of a script's error: the Lua error value and
