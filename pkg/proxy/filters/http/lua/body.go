@@ -32,6 +32,19 @@ func (h *handle) bodyMethod(L *glua.LState) int {
 	if L.GetTop() >= 2 {
 		alwaysWrap = L.CheckBool(2)
 	}
+	h.readBody(L)
+	if h.body == nil && !alwaysWrap {
+		L.Push(glua.LNil)
+		return 1
+	}
+	L.Push(h.bodyUD)
+	return 1
+}
+
+// readBody waits for the whole body once per call: the request's,
+// buffered by the stream, or the response's, from the filter's encoder
+// (with its trailers).
+func (h *handle) readBody(L *glua.LState) {
 	if !h.bodyRead {
 		h.bodyRead = true
 		switch {
@@ -43,7 +56,7 @@ func (h *handle) bodyMethod(L *glua.LState) int {
 				h.abort(L)
 			}
 			h.resume()
-			h.body = body
+			h.body, h.trailers = body, h.wait.trailers
 		case h.response:
 			if _, has := h.s.ResponseBody(); has {
 				// Only a script that names body runs where it can
@@ -66,12 +79,6 @@ func (h *handle) bodyMethod(L *glua.LState) int {
 			}
 		}
 	}
-	if h.body == nil && !alwaysWrap {
-		L.Push(glua.LNil)
-		return 1
-	}
-	L.Push(h.bodyUD)
-	return 1
 }
 
 // hasBody reports whether the call's message has a body the script can

@@ -23,7 +23,9 @@ type bodyWait struct {
 	buf  []byte
 	// result is the body the script set, nil when it set none.
 	result []byte
-	ended  bool
+	// trailers are the response's, which the script may change.
+	trailers http.Header
+	ended    bool
 }
 
 var (
@@ -61,12 +63,13 @@ func (w *bodyWait) EncodeEnd(trailers http.Header) ([]byte, http.Header, error) 
 	if w.buf == nil {
 		w.buf = []byte{}
 	}
+	w.trailers = trailers
 	w.body <- w.buf
 	<-w.done
 	if w.result != nil {
-		return w.result, trailers, nil
+		return w.result, w.trailers, nil
 	}
-	return w.buf, trailers, nil
+	return w.buf, w.trailers, nil
 }
 
 // cancel stops a script still waiting when the stream ends without the

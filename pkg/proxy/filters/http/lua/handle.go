@@ -2,6 +2,7 @@ package lua
 
 import (
 	"encoding/base64"
+	"net/http"
 	"time"
 
 	glua "github.com/yuin/gopher-lua"
@@ -18,7 +19,7 @@ import (
 type handle struct {
 	ud                                       *glua.LUserData
 	headersUD, bodyUD, infoUD, dynUD, connUD *glua.LUserData
-	sslUD, metaUD                            *glua.LUserData
+	sslUD, metaUD, trailersUD                *glua.LUserData
 	budget                                   *budget
 	c                                        *filterConfig
 	s                                        httpfilter.Stream
@@ -31,6 +32,8 @@ type handle struct {
 	// put in its place (nil when it did not).
 	body, newBody []byte
 	bodyRead      bool
+	// trailers are the response's, once its body has arrived.
+	trailers http.Header
 	// routeCleared reports that a header change already cleared the
 	// route cache during this call.
 	routeCleared bool
@@ -50,6 +53,7 @@ func newHandle(v *vm) *handle {
 	h.ud = newObject(L, h, "stream handle", map[string]glua.LGFunction{
 		"headers":         h.headers,
 		"body":            h.bodyMethod,
+		"trailers":        h.trailersMethod,
 		"respond":         h.respond,
 		"httpCall":        h.httpCall,
 		"streamInfo":      h.object(&h.infoUD),
@@ -71,6 +75,7 @@ func newHandle(v *vm) *handle {
 	h.connUD = newConnection(L, h)
 	h.sslUD = newSSL(L, h)
 	h.metaUD = newRouteMetadata(L, h)
+	h.trailersUD = newTrailers(L, h)
 	return h
 }
 
@@ -83,7 +88,7 @@ func (h *handle) begin(c *filterConfig, s httpfilter.Stream, response bool, w *b
 func (h *handle) clear() {
 	*h = handle{
 		ud: h.ud, headersUD: h.headersUD, bodyUD: h.bodyUD, infoUD: h.infoUD, dynUD: h.dynUD,
-		connUD: h.connUD, sslUD: h.sslUD, metaUD: h.metaUD, budget: h.budget,
+		connUD: h.connUD, sslUD: h.sslUD, metaUD: h.metaUD, trailersUD: h.trailersUD, budget: h.budget,
 	}
 }
 

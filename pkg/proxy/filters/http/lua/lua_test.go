@@ -386,6 +386,50 @@ end`)
 	}
 }
 
+func TestResponseTrailers(t *testing.T) {
+	f := inline(t, `
+function envoy_on_response(h)
+  local t = h:trailers()
+  h:headers():add("x-status-trailer", t:get("grpc-status"))
+  h:headers():add("x-trailer-count", t:getNumValues("x-multi"))
+  t:replace("grpc-message", "rewritten")
+  t:remove("x-drop")
+  local n = 0
+  for k, v in t:pairs() do n = n + 1 end
+  h:headers():add("x-pairs", n)
+end`)
+	s := response(request("/"), 200)
+	s.RespHasBody, s.RespBodyLen = true, -1
+	f.EncodeHeaders(s)
+	_, tr, err := s.EncodeBody(http.Header{"Grpc-Status": {"0"}, "X-Multi": {"a", "b"}, "X-Drop": {"1"}}, []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := http.Header{"Grpc-Status": {"0"}, "X-Multi": {"a", "b"}, "Grpc-Message": {"rewritten"}}
+	if diff := cmp.Diff(want, tr); diff != "" {
+		t.Errorf("trailers (-want +got):\n%s", diff)
+	}
+	for name, v := range map[string]string{"x-status-trailer": "0", "x-trailer-count": "2", "x-pairs": "4"} {
+		if got, _ := s.RespHeaders.Get(name); got != v {
+			t.Errorf("%s = %q, want %q", name, got, v)
+		}
+	}
+	f.of(s).OnDestroy()
+
+	// No trailers: nil. On the request: an error naming it.
+	f2 := inline(t, `function envoy_on_response(h) h:headers():add("x-nil", tostring(h:trailers() == nil)) end`)
+	s = response(request("/"), 200)
+	s.RespHasBody = true
+	f2.EncodeHeaders(s)
+	if _, _, err := s.EncodeBody(nil, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.RespHeaders.Get("x-nil"); got != "true" {
+		t.Errorf("x-nil = %q", got)
+	}
+	f2.of(s).OnDestroy()
+}
+
 func TestResponseBodyStreamGone(t *testing.T) {
 	f := inline(t, `
 function envoy_on_response(h)

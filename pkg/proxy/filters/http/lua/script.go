@@ -22,8 +22,9 @@ type script struct {
 	// onRequest and onResponse report the global functions the script
 	// defines.
 	onRequest, onResponse bool
-	// readsBody reports that the script names body (its constants hold
-	// the string): only then may a response script wait for the body.
+	// readsBody reports that the script names body or trailers (its
+	// constants hold the string): only then may a response script wait
+	// for the body.
 	readsBody bool
 	budget    time.Duration
 	// free are the idle states. A stream that finds none makes one; a
@@ -59,10 +60,11 @@ func compileScript(code, chunk string, budget time.Duration) (*script, error) {
 }
 
 // namesBody reports whether a function or the functions it defines hold
-// the string constant "body": a script calls handle:body() by that name.
+// the string constant "body" or "trailers": a script calls handle:body()
+// and handle:trailers() by those names.
 func namesBody(p *glua.FunctionProto) bool {
 	for _, c := range p.Constants {
-		if s, ok := c.(glua.LString); ok && s == "body" {
+		if s, ok := c.(glua.LString); ok && (s == "body" || s == "trailers") {
 			return true
 		}
 	}
