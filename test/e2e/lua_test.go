@@ -222,7 +222,7 @@ var _ = Describe("The Lua filter's configuration", func() {
 			`{inline_code: "function envoy_on_request(h) h:headers( end"}`:        "inline_code: script does not compile",
 			`{source_codes: {a: {inline_string: "x = = 1"}}}`:                     `source_codes["a"].inline_string: script does not compile`,
 			`{inline_code: "x = 1", package_paths: ["/tmp/?.lua"]}`:               "package_paths",
-			`{inline_code: "x = 1", filter_context: {a: b}}`:                      "filter_context",
+			`{inline_code: "x = 1", shared_vm_id: vm}`:                            "shared_vm_id",
 			`{default_source_code: {environment_variable: LUA_SCRIPT_NOT_THERE}}`: "environment_variable",
 		} {
 			spec := proxySpec{

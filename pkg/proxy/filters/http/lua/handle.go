@@ -54,6 +54,7 @@ func newHandle(v *vm) *handle {
 		"headers":         h.headers,
 		"body":            h.bodyMethod,
 		"trailers":        h.trailersMethod,
+		"filterContext":   h.filterContextMethod,
 		"respond":         h.respond,
 		"httpCall":        h.httpCall,
 		"streamInfo":      h.object(&h.infoUD),

@@ -152,6 +152,19 @@ func newSSL(L *glua.LState, h *handle) *glua.LUserData {
 	})
 }
 
+// filterContextMethod is the handle's filterContext(): the route's
+// LuaPerRoute.filter_context, else the filter's, as a table (empty when
+// neither is set).
+func (h *handle) filterContextMethod(L *glua.LState) int {
+	h.check(L)
+	fc := h.c.filterContext
+	if rc, ok := h.s.RouteConfig(h.c.name).(*routeConfig); ok && rc.filterContext != nil {
+		fc = rc.filterContext
+	}
+	L.Push(structToLua(L, fc))
+	return 1
+}
+
 // iterator is a Lua iterator function over n key/value pairs.
 func iterator(L *glua.LState, n int, at func(i int) (glua.LValue, glua.LValue)) *glua.LFunction {
 	i := 0

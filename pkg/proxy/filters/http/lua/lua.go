@@ -25,6 +25,7 @@ import (
 	luav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/lua/v3"
 	"github.com/go-logr/logr"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
@@ -76,6 +77,9 @@ type filterConfig struct {
 	filters sync.Pool
 	// async holds a token per asynchronous httpCall in flight.
 	async chan struct{}
+	// filterContext is what filterContext() returns, unless the route's
+	// LuaPerRoute has one.
+	filterContext *structpb.Struct
 }
 
 // Compile implements httpfilter.Factory. Errors name the field path below
@@ -89,8 +93,6 @@ func (Factory) Compile(m proto.Message, ctx httpfilter.Context) (httpfilter.Conf
 		return nil, errors.New("no stat store")
 	}
 	switch {
-	case p.GetFilterContext() != nil:
-		return nil, errors.New("filter_context: not supported by Outrigger")
 	case len(p.GetPackagePaths()) > 0:
 		return nil, errors.New("package_paths: not supported by Outrigger")
 	case len(p.GetPackageCpaths()) > 0:
@@ -106,6 +108,7 @@ func (Factory) Compile(m proto.Message, ctx httpfilter.Context) (httpfilter.Conf
 		services:        ctx.Services,
 		budget:          defaultBudget,
 		async:           make(chan struct{}, maxAsyncCalls),
+		filterContext:   p.GetFilterContext(),
 	}
 	prefix := ctx.StatPrefix + "lua." + p.GetStatPrefix()
 	if !strings.HasSuffix(prefix, ".") {
@@ -146,9 +149,10 @@ func (Factory) Compile(m proto.Message, ctx httpfilter.Context) (httpfilter.Conf
 // routeConfig is a compiled LuaPerRoute: disabled, the name of one of the
 // filter's source_codes, or a script of its own.
 type routeConfig struct {
-	disabled bool
-	name     string
-	script   *script
+	disabled      bool
+	name          string
+	script        *script
+	filterContext *structpb.Struct
 }
 
 // CompileRoute implements httpfilter.RouteFactory: LuaPerRoute.
@@ -157,9 +161,16 @@ func (Factory) CompileRoute(m proto.Message, _ httpfilter.Context) (httpfilter.R
 	if !ok {
 		return nil, errors.New("not a LuaPerRoute configuration")
 	}
-	if p.GetFilterContext() != nil {
-		return nil, errors.New("filter_context: not supported by Outrigger")
+	rc, err := compileOverride(p)
+	if err != nil {
+		return nil, err
 	}
+	rc.filterContext = p.GetFilterContext()
+	return rc, nil
+}
+
+// compileOverride compiles LuaPerRoute's override.
+func compileOverride(p *luav3.LuaPerRoute) (*routeConfig, error) {
 	switch o := p.GetOverride().(type) {
 	case *luav3.LuaPerRoute_Disabled:
 		if !o.Disabled {

@@ -61,9 +61,9 @@ func TestCompileErrors(t *testing.T) {
 			config: &luav3.Lua{DefaultSourceCode: &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: "/nonexistent/x.lua"}}},
 			want:   "default_source_code.filename:",
 		},
-		"filter_context": {
-			config: &luav3.Lua{FilterContext: &structpb.Struct{}},
-			want:   "filter_context: not supported by Outrigger",
+		"shared_vm_id": {
+			config: &luav3.Lua{SharedVmId: "vm"},
+			want:   "shared_vm_id: not supported by Outrigger",
 		},
 		"package_paths": {
 			config: &luav3.Lua{PackagePaths: []string{"/x/?.lua"}},
@@ -532,6 +532,35 @@ func TestPerRoute(t *testing.T) {
 	if _, err := (Factory{}).CompileRoute(&luav3.LuaPerRoute{Override: &luav3.LuaPerRoute_SourceCode{SourceCode: source("x = ")}}, httpfilter.Context{}); err == nil ||
 		!strings.HasPrefix(err.Error(), "source_code.inline_string: script does not compile") {
 		t.Errorf("CompileRoute error = %v", err)
+	}
+}
+
+func TestFilterContext(t *testing.T) {
+	own, _ := structpb.NewStruct(map[string]any{"mode": "filter", "limit": 3})
+	f := compile(t, &luav3.Lua{FilterContext: own, DefaultSourceCode: source(`
+function envoy_on_request(h)
+  local fc = h:filterContext()
+  h:headers():add("x-mode", fc.mode or "none")
+end`)}, nil)
+	s := request("/")
+	f.DecodeHeaders(s)
+	if got, _ := s.ReqHeaders.Get("x-mode"); got != "filter" {
+		t.Errorf("x-mode = %q, want filter", got)
+	}
+	routeCtx, _ := structpb.NewStruct(map[string]any{"mode": "route"})
+	rc, err := Factory{}.CompileRoute(&luav3.LuaPerRoute{
+		Override:      &luav3.LuaPerRoute_Name{Name: "missing"},
+		FilterContext: routeCtx,
+	}, httpfilter.Context{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.(*routeConfig).name, rc.(*routeConfig).script = "", f.def
+	s = request("/")
+	s.PerRoute = map[string][]httpfilter.RouteConfig{"lua": {rc}}
+	f.DecodeHeaders(s)
+	if got, _ := s.ReqHeaders.Get("x-mode"); got != "route" {
+		t.Errorf("x-mode = %q, want route", got)
 	}
 }
 
