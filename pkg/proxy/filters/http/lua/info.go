@@ -27,7 +27,14 @@ func newStreamInfo(L *glua.LState, h *handle) *glua.LUserData {
 		"downstreamRemoteAddress":       str(func(h *handle) string { return h.s.Info().RemoteAddress }),
 		"downstreamDirectRemoteAddress": str(func(h *handle) string { return h.s.Info().DirectRemoteAddress }),
 		"requestedServerName":           str(func(h *handle) string { return h.s.Info().RequestedServerName }),
-		"dynamicMetadata":               h.object(&h.dynUD),
+		"routeName": str(func(h *handle) string {
+			if r := h.s.Route(); r != nil {
+				return r.Name
+			}
+			return ""
+		}),
+		"dynamicMetadata":         h.object(&h.dynUD),
+		"downstreamSslConnection": h.sslOrNil,
 	})
 }
 
@@ -116,16 +123,20 @@ func newRouteMetadata(L *glua.LState, h *handle) *glua.LUserData {
 // plaintext connection.
 func newConnection(L *glua.LState, h *handle) *glua.LUserData {
 	return newObject(L, h, "connection", map[string]glua.LGFunction{
-		"ssl": func(L *glua.LState) int {
-			h.check(L)
-			if h.s.Info().TLS == nil {
-				L.Push(glua.LNil)
-				return 1
-			}
-			L.Push(h.sslUD)
-			return 1
-		},
+		"ssl": h.sslOrNil,
 	})
+}
+
+// sslOrNil is ssl() and downstreamSslConnection(): nil on a plaintext
+// connection.
+func (h *handle) sslOrNil(L *glua.LState) int {
+	h.check(L)
+	if h.s.Info().TLS == nil {
+		L.Push(glua.LNil)
+		return 1
+	}
+	L.Push(h.sslUD)
+	return 1
 }
 
 // newSSL makes the TLS object of a connection.
@@ -149,6 +160,28 @@ func newSSL(L *glua.LState, h *handle) *glua.LUserData {
 		"sha256PeerCertificateDigest": str(func(h *handle) string { return h.s.Info().TLS.PeerFingerprint256 }),
 		"serialNumberPeerCertificate": str(func(h *handle) string { return h.s.Info().TLS.PeerSerial }),
 		"subjectLocalCertificate":     str(func(h *handle) string { return h.s.Info().TLS.LocalSubject }),
+		"uriSanPeerCertificate": func(L *glua.LState) int {
+			h.check(L)
+			t := L.NewTable()
+			if c := h.s.Info().TLS.PeerCertificate; c != nil {
+				for _, u := range c.URIs {
+					t.Append(glua.LString(u.String()))
+				}
+			}
+			L.Push(t)
+			return 1
+		},
+		"dnsSansPeerCertificate": func(L *glua.LState) int {
+			h.check(L)
+			t := L.NewTable()
+			if c := h.s.Info().TLS.PeerCertificate; c != nil {
+				for _, n := range c.DNSNames {
+					t.Append(glua.LString(n))
+				}
+			}
+			L.Push(t)
+			return 1
+		},
 	})
 }
 

@@ -1,6 +1,7 @@
 package lua
 
 import (
+	"crypto/x509"
 	"io"
 	"net"
 	"net/http"
@@ -292,7 +293,7 @@ func TestUnsupportedAPI(t *testing.T) {
 	for name, code := range map[string]string{
 		"handle method":  `h:bodyChunks()`,
 		"header method":  `h:headers():setHttp1ReasonPhrase("x")`,
-		"streamInfo":     `h:streamInfo():routeName()`,
+		"streamInfo":     `h:streamInfo():filterState()`,
 		"trailers":       `h:trailers()`,
 		"pseudo-header":  `h:headers():replace(":method", "POST")`,
 		"string.rep":     `string.rep("x", 1e9)`,
@@ -611,12 +612,22 @@ end`)
 		}
 	}
 	// With TLS, ssl() is an object.
-	f2 := inline(t, `function envoy_on_request(h) h:headers():add("x-v", h:connection():ssl():tlsVersion()) end`)
+	f2 := inline(t, `
+function envoy_on_request(h)
+  local ssl = h:connection():ssl()
+  h:headers():add("x-v", ssl:tlsVersion())
+  h:headers():add("x-dns", table.concat(ssl:dnsSansPeerCertificate(), ","))
+  h:headers():add("x-same", tostring(h:streamInfo():downstreamSslConnection():peerCertificatePresented()))
+  h:headers():add("x-route", h:streamInfo():routeName())
+end`)
 	s = request("/")
-	s.StreamInfo.TLS = &accesslog.TLSInfo{Version: "TLSv1.3"}
+	s.StreamInfo.TLS = &accesslog.TLSInfo{Version: "TLSv1.3", PeerCertificate: &x509.Certificate{DNSNames: []string{"a.example", "b.example"}}}
+	s.Matched = &router.Route{Name: "items"}
 	f2.DecodeHeaders(s)
-	if got, _ := s.ReqHeaders.Get("x-v"); got != "TLSv1.3" {
-		t.Errorf("tlsVersion = %q", got)
+	for name, want := range map[string]string{"x-v": "TLSv1.3", "x-dns": "a.example,b.example", "x-same": "true", "x-route": "items"} {
+		if got, _ := s.ReqHeaders.Get(name); got != want {
+			t.Errorf("%s = %q, want %q (logs %v)", name, got, want, *f2.logs)
+		}
 	}
 }
 
