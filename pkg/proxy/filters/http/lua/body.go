@@ -13,10 +13,43 @@ import (
 
 // newBody makes the body object of h.
 func newBody(L *glua.LState, h *handle) *glua.LUserData {
+	return newBuffer(L, h, h.current, func(L *glua.LState, b []byte) {
+		if !h.hasBody() || !h.bodyRead {
+			L.RaiseError("setBytes: adding a body to a message without one is not supported by Outrigger")
+		}
+		h.newBody = b
+	})
+}
+
+// newBuffer makes a buffer object (a body, a body chunk) whose bytes get
+// returns and set replaces.
+func newBuffer(L *glua.LState, h *handle, get func() []byte, set func(L *glua.LState, b []byte)) *glua.LUserData {
 	return newObject(L, h, "buffer", map[string]glua.LGFunction{
-		"length":   h.bodyLength,
-		"getBytes": h.bodyGetBytes,
-		"setBytes": h.bodySetBytes,
+		"length": func(L *glua.LState) int {
+			h.check(L)
+			L.Push(glua.LNumber(len(get())))
+			return 1
+		},
+		// getBytes(index, length): length bytes from index (from 0).
+		"getBytes": func(L *glua.LState) int {
+			h.check(L)
+			i, n := L.CheckInt(2), L.CheckInt(3)
+			b := get()
+			if i < 0 || n < 0 {
+				L.RaiseError("index/length must be >= 0")
+			}
+			if i+n > len(b) {
+				L.RaiseError("index + length must be <= buffer size")
+			}
+			L.Push(glua.LString(b[i : i+n]))
+			return 1
+		},
+		"setBytes": func(L *glua.LState) int {
+			h.check(L)
+			data := L.CheckString(2)
+			set(L, append(make([]byte, 0, len(data)), data...))
+			return 0
+		},
 	})
 }
 
@@ -98,40 +131,6 @@ func (h *handle) current() []byte {
 		return h.newBody
 	}
 	return h.body
-}
-
-// bodyLength is length().
-func (h *handle) bodyLength(L *glua.LState) int {
-	h.check(L)
-	L.Push(glua.LNumber(len(h.current())))
-	return 1
-}
-
-// bodyGetBytes is getBytes(index, length): length bytes from index (from
-// 0).
-func (h *handle) bodyGetBytes(L *glua.LState) int {
-	h.check(L)
-	i, n := L.CheckInt(2), L.CheckInt(3)
-	b := h.current()
-	if i < 0 || n < 0 {
-		L.RaiseError("index/length must be >= 0")
-	}
-	if i+n > len(b) {
-		L.RaiseError("index + length must be <= buffer size")
-	}
-	L.Push(glua.LString(b[i : i+n]))
-	return 1
-}
-
-// bodySetBytes is setBytes(data): the request body becomes data.
-func (h *handle) bodySetBytes(L *glua.LState) int {
-	h.check(L)
-	data := L.CheckString(2)
-	if !h.hasBody() || !h.bodyRead {
-		L.RaiseError("setBytes: adding a body to a message without one is not supported by Outrigger")
-	}
-	h.newBody = append(make([]byte, 0, len(data)), data...)
-	return 0
 }
 
 // replacedBody is the request body a script replaced: the received bytes
