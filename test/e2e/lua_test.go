@@ -57,6 +57,11 @@ function envoy_on_response(h)
     hs:add("x-upstream-length", b:length())
     b:setBytes("<html>" .. b:getBytes(0, 6) .. "</html>")
     hs:replace("content-type", "text/html")
+  elseif hs:get("x-path") == "/chunks" then
+    hs:add("x-streamed", "yes")
+    for chunk in h:bodyChunks() do
+      chunk:setBytes(string.upper(chunk:getBytes(0, chunk:length())))
+    end
   end
 end
 `
@@ -187,6 +192,14 @@ var _ = Describe("The Lua filter", Ordered, func() {
 		Expect(r.Header.Get("Content-Type")).To(Equal("text/html"))
 		Expect(r.Header.Get("X-Upstream-Length")).NotTo(BeEmpty())
 		Expect(r.Header.Get("X-Lua-Resp")).To(Equal("200"))
+	})
+
+	It("rewrites the response body piece by piece with bodyChunks()", func() {
+		r := httpDo(plain, "GET", listenerURL(port, "/chunks"), nil, nil)
+		Expect(r.Status).To(Equal(200))
+		Expect(r.Header.Get("X-Streamed")).To(Equal("yes"))
+		Expect(r.Body).To(HavePrefix(`{"ACCEPT-ENCODING":"GZIP"`))
+		Expect(r.Body).To(Equal(strings.ToUpper(r.Body)))
 	})
 
 	It("follows LuaPerRoute: disabled, a named script, a script of the route", func() {

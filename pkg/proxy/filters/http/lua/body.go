@@ -78,6 +78,12 @@ func (h *handle) bodyMethod(L *glua.LState) int {
 // buffered by the stream, or the response's, from the filter's encoder
 // (with its trailers).
 func (h *handle) readBody(L *glua.LState) {
+	if h.streamed {
+		if h.chunksEnded {
+			return
+		}
+		L.RaiseError("cannot call body() after body streaming has started")
+	}
 	if !h.bodyRead {
 		h.bodyRead = true
 		switch {

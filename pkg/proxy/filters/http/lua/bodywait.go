@@ -26,6 +26,18 @@ type bodyWait struct {
 	// trailers are the response's, which the script may change.
 	trailers http.Header
 	ended    bool
+
+	// Streaming (bodyChunks()): streaming is set before want is closed.
+	// chunks gives the script each piece of the body as it arrives
+	// (closed at the end); back returns it, as the script left it, when
+	// the script asks for the next; last is the piece the script held
+	// when it ended (lastSet). canceled: the stream ended first.
+	streaming bool
+	chunks    chan []byte
+	back      chan []byte
+	last      []byte
+	lastSet   bool
+	canceled  bool
 }
 
 var (
@@ -35,7 +47,10 @@ var (
 
 // newBodyWait returns the wait of one response script run.
 func newBodyWait() *bodyWait {
-	return &bodyWait{want: make(chan struct{}), body: make(chan []byte, 1), done: make(chan struct{})}
+	return &bodyWait{
+		want: make(chan struct{}), body: make(chan []byte, 1), done: make(chan struct{}),
+		chunks: make(chan []byte), back: make(chan []byte),
+	}
 }
 
 // errResponseTooLarge ends a response whose body goes past what the
@@ -49,6 +64,9 @@ func (*bodyWait) HoldsHead() bool { return true }
 // EncodeData implements httpfilter.DataEncoder: the body is kept for the
 // script, nothing goes out yet.
 func (w *bodyWait) EncodeData(p []byte) ([]byte, error) {
+	if w.streaming {
+		return w.chunk(p), nil
+	}
 	if len(w.buf)+len(p) > maxBody {
 		return nil, errResponseTooLarge
 	}
@@ -59,6 +77,12 @@ func (w *bodyWait) EncodeData(p []byte) ([]byte, error) {
 // EncodeEnd implements httpfilter.DataEncoder: the script gets the whole
 // body and runs to its end; the body it leaves goes out.
 func (w *bodyWait) EncodeEnd(trailers http.Header) ([]byte, http.Header, error) {
+	if w.streaming {
+		w.ended, w.trailers = true, trailers
+		close(w.chunks)
+		<-w.done
+		return nil, w.trailers, nil
+	}
 	w.ended = true
 	if w.buf == nil {
 		w.buf = []byte{}
@@ -80,6 +104,32 @@ func (w *bodyWait) cancel() {
 		return
 	}
 	w.ended = true
-	close(w.body)
+	if w.streaming {
+		w.canceled = true
+		close(w.chunks)
+	} else {
+		close(w.body)
+	}
 	<-w.done
+}
+
+// chunk hands one piece of the body to a streaming script and returns it
+// as the script left it; once the script has ended, pieces pass as they
+// are.
+func (w *bodyWait) chunk(p []byte) []byte {
+	select {
+	case w.chunks <- p:
+	case <-w.done:
+		return p
+	}
+	select {
+	case out := <-w.back:
+		return out
+	case <-w.done:
+		if w.lastSet {
+			w.lastSet = false
+			return w.last
+		}
+		return p
+	}
 }

@@ -118,6 +118,11 @@ func (c *filterConfig) run(s httpfilter.Stream, sc *script, f *streamFilter, res
 		v.broken = true
 	}
 	r, aborted, newBody := h.reply, h.aborted, h.newBody
+	if w != nil && h.chunkOut {
+		// The piece the script held when it ended goes on as it left
+		// it.
+		w.last, w.lastSet = h.chunk, true
+	}
 	sc.release(v)
 
 	switch {

@@ -19,7 +19,7 @@ import (
 type handle struct {
 	ud                                       *glua.LUserData
 	headersUD, bodyUD, infoUD, dynUD, connUD *glua.LUserData
-	sslUD, metaUD, trailersUD                *glua.LUserData
+	sslUD, metaUD, trailersUD, chunkUD       *glua.LUserData
 	budget                                   *budget
 	c                                        *filterConfig
 	s                                        httpfilter.Stream
@@ -34,6 +34,11 @@ type handle struct {
 	bodyRead      bool
 	// trailers are the response's, once its body has arrived.
 	trailers http.Header
+	// Streaming: streamed once bodyChunks() was called; chunk is the
+	// piece the script has (chunkOut until it is given back);
+	// chunksEnded at the end of the body.
+	streamed, chunkOut, chunksEnded bool
+	chunk                           []byte
 	// routeCleared reports that a header change already cleared the
 	// route cache during this call.
 	routeCleared bool
@@ -54,6 +59,7 @@ func newHandle(v *vm) *handle {
 		"headers":         h.headers,
 		"body":            h.bodyMethod,
 		"trailers":        h.trailersMethod,
+		"bodyChunks":      h.bodyChunks,
 		"filterContext":   h.filterContextMethod,
 		"respond":         h.respond,
 		"httpCall":        h.httpCall,
@@ -77,6 +83,7 @@ func newHandle(v *vm) *handle {
 	h.sslUD = newSSL(L, h)
 	h.metaUD = newRouteMetadata(L, h)
 	h.trailersUD = newTrailers(L, h)
+	h.chunkUD = newBuffer(L, h, func() []byte { return h.chunk }, func(_ *glua.LState, b []byte) { h.chunk = b })
 	return h
 }
 
@@ -89,7 +96,7 @@ func (h *handle) begin(c *filterConfig, s httpfilter.Stream, response bool, w *b
 func (h *handle) clear() {
 	*h = handle{
 		ud: h.ud, headersUD: h.headersUD, bodyUD: h.bodyUD, infoUD: h.infoUD, dynUD: h.dynUD,
-		connUD: h.connUD, sslUD: h.sslUD, metaUD: h.metaUD, trailersUD: h.trailersUD, budget: h.budget,
+		connUD: h.connUD, sslUD: h.sslUD, metaUD: h.metaUD, trailersUD: h.trailersUD, chunkUD: h.chunkUD, budget: h.budget,
 	}
 }
 

@@ -431,6 +431,60 @@ end`)
 	f2.of(s).OnDestroy()
 }
 
+func TestBodyChunks(t *testing.T) {
+	tests := map[string]struct {
+		code, want, wantLog string
+	}{
+		"every chunk": {
+			code: `local n = 0
+  for chunk in h:bodyChunks() do
+    n = n + 1
+    chunk:setBytes(string.upper(chunk:getBytes(0, chunk:length())))
+  end
+  h:headers():add("x-chunks", n)
+  if h:body() then error("a body after streaming") end`,
+			want: "AB-CD-EF",
+		},
+		"break after the first": {
+			code: `for chunk in h:bodyChunks() do chunk:setBytes("<" .. chunk:length() .. ">") break end`,
+			want: "<3>cd-ef",
+		},
+		"body() while streaming": {
+			code:    `for chunk in h:bodyChunks() do h:body() end`,
+			want:    "ab-cd-ef",
+			wantLog: "cannot call body() after body streaming has started",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := inline(t, "function envoy_on_response(h)\n  "+tc.code+"\nend")
+			s := response(request("/"), 200)
+			s.RespHasBody, s.RespBodyLen = true, -1
+			f.EncodeHeaders(s)
+			out, _, err := s.EncodeBody(nil, []byte("ab-"), []byte("cd-"), []byte("ef"))
+			if err != nil || string(out) != tc.want {
+				t.Errorf("body = %q, %v; want %q", out, err, tc.want)
+			}
+			if logs := strings.Join(*f.logs, "\n"); !strings.Contains(logs, tc.wantLog) || (tc.wantLog == "") != (f.errorsCount() == 0) {
+				t.Errorf("lua.errors = %d, logs %s", f.errorsCount(), logs)
+			}
+			f.of(s).OnDestroy()
+		})
+	}
+	// The stream ends in the middle: the script is stopped.
+	f := inline(t, `function envoy_on_response(h) for c in h:bodyChunks() do end h:headers():add("x-after", "1") end`)
+	s := response(request("/"), 200)
+	s.RespHasBody = true
+	f.EncodeHeaders(s)
+	if out, err := s.Encoders[0].EncodeData([]byte("x")); err != nil || string(out) != "x" {
+		t.Errorf("EncodeData = %q, %v", out, err)
+	}
+	f.of(s).OnDestroy()
+	if _, ok := s.RespHeaders.Get("x-after"); ok {
+		t.Error("the script went on after the stream ended")
+	}
+}
+
 func TestResponseBodyStreamGone(t *testing.T) {
 	f := inline(t, `
 function envoy_on_response(h)

@@ -60,11 +60,11 @@ func compileScript(code, chunk string, budget time.Duration) (*script, error) {
 }
 
 // namesBody reports whether a function or the functions it defines hold
-// the string constant "body" or "trailers": a script calls handle:body()
-// and handle:trailers() by those names.
+// the string constant "body", "bodyChunks" or "trailers": a script calls
+// those methods of its handle by their names.
 func namesBody(p *glua.FunctionProto) bool {
 	for _, c := range p.Constants {
-		if s, ok := c.(glua.LString); ok && (s == "body" || s == "trailers") {
+		if s, ok := c.(glua.LString); ok && (s == "body" || s == "bodyChunks" || s == "trailers") {
 			return true
 		}
 	}
