@@ -82,6 +82,15 @@ func (f *streamFilter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	w := newBodyWait()
 	go func() {
 		defer close(w.done)
+		defer func() {
+			// Lua errors are caught by the call itself; this is for a
+			// bug of the filter, which must not take the process down
+			// from a goroutine the connection manager does not watch.
+			if r := recover(); r != nil {
+				f.c.errors.Inc()
+				f.c.log.Error(fmt.Errorf("panic: %v", r), "lua: response script")
+			}
+		}()
 		f.c.run(s, sc, f, true, w)
 	}()
 	select {

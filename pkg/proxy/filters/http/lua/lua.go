@@ -1,8 +1,9 @@
 // Package lua is the Lua HTTP filter (envoy.filters.http.lua): scripts
 // that define envoy_on_request and envoy_on_response run on the request
-// and response heads with Envoy's stream handle API (headers, the
-// buffered request body, direct responses, HTTP calls to a cluster,
-// logging, stream info, dynamic and route metadata, the connection). The
+// and response heads with Envoy's stream handle API (headers, buffered
+// bodies, response body chunks and trailers, direct responses, HTTP calls
+// to a cluster, logging, stream info, dynamic and route metadata, the
+// connection). The
 // scripts run on gopher-lua, an embedded Lua 5.1 VM: a script keeps a
 // pool of Lua states, one per stream at a time, as Envoy keeps one per
 // worker, so that globals a script sets live on in its state. A script
