@@ -89,6 +89,7 @@ func (h *handle) readBody(L *glua.LState) {
 		switch {
 		case h.response && h.wait != nil:
 			h.pause()
+			h.wait.body = make(chan []byte, 1)
 			close(h.wait.want)
 			body, ok := <-h.wait.body
 			if !ok {

@@ -47,10 +47,9 @@ var (
 
 // newBodyWait returns the wait of one response script run.
 func newBodyWait() *bodyWait {
-	return &bodyWait{
-		want: make(chan struct{}), body: make(chan []byte, 1), done: make(chan struct{}),
-		chunks: make(chan []byte), back: make(chan []byte),
-	}
+	// The channels of body() and bodyChunks() are made by the script
+	// when it asks, before it closes want: most runs ask for neither.
+	return &bodyWait{want: make(chan struct{}), done: make(chan struct{})}
 }
 
 // errResponseTooLarge ends a response whose body goes past what the

@@ -44,6 +44,7 @@ func (h *handle) nextChunk(L *glua.LState) int {
 	}
 	if !w.streaming {
 		w.streaming = true
+		w.chunks, w.back = make(chan []byte), make(chan []byte)
 		close(w.want)
 	}
 	h.pause()
