@@ -25,7 +25,9 @@ type reply struct {
 // apply puts the reply's headers on the response.
 func (r *reply) apply(h router.HeaderEditor) {
 	r.applied = true
-	if !r.contentType {
+	if v, _ := h.Get("content-type"); !r.contentType && v == "text/plain" {
+		// The local reply's own, which Envoy's respond() does not
+		// send; a gRPC reply's or a local_reply_config format's stays.
 		h.Del("content-type")
 	}
 	for i, kv := range r.headers {
