@@ -80,8 +80,15 @@ func (h *handle) httpCall(L *glua.LState) int {
 		ctx    context.Context
 		cancel context.CancelFunc
 	)
-	if opts.timeout > 0 {
-		ctx, cancel = context.WithTimeout(context.Background(), opts.timeout)
+	timeout := opts.timeout
+	if timeout == 0 && h.response {
+		// A response script waits for its call without the stream's
+		// timeouts (see below): a call without a timeout of its own
+		// gets the asynchronous calls' bound.
+		timeout = asyncCallLimit
+	}
+	if timeout > 0 {
+		ctx, cancel = context.WithTimeout(context.Background(), timeout)
 	} else {
 		ctx, cancel = context.WithCancel(context.Background())
 	}
@@ -93,7 +100,13 @@ func (h *handle) httpCall(L *glua.LState) int {
 		res = roundTrip(t, req.WithContext(ctx))
 	}()
 	h.pause()
-	if !h.s.Wait(done) {
+	switch {
+	case h.response:
+		// Stream.Wait answers the request when a stream timeout fires,
+		// which a response on its way cannot take: the call's timeout
+		// bounds the wait instead.
+		<-done
+	case !h.s.Wait(done):
 		cancel()
 		<-done
 		h.abort(L)

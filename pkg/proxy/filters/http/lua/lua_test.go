@@ -806,3 +806,23 @@ end`)}, loopbackServices{"audit": srv.Listener.Addr().String()})
 		t.Error("the asynchronous call never arrived")
 	}
 }
+
+func TestHTTPCallFromResponse(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("x-tag", "blue")
+	}))
+	defer srv.Close()
+	f := compile(t, &luav3.Lua{DefaultSourceCode: source(`
+function envoy_on_response(h)
+  local headers = h:httpCall("tags", {[":method"] = "GET", [":path"] = "/", [":authority"] = "tags"}, nil, 0)
+  h:headers():add("x-tag", headers["x-tag"])
+end`)}, loopbackServices{"tags": srv.Listener.Addr().String()})
+	s := response(request("/"), 200)
+	// The stream's Wait is not used on the response: a cut one would
+	// stop the script.
+	s.CutWait = true
+	f.EncodeHeaders(s)
+	if got, _ := s.RespHeaders.Get("x-tag"); got != "blue" {
+		t.Errorf("x-tag = %q, logs %v", got, *f.logs)
+	}
+}
