@@ -1,6 +1,7 @@
 package lua
 
 import (
+	"crypto/x509"
 	"math"
 	"sort"
 
@@ -14,13 +15,7 @@ import (
 
 // newStreamInfo makes the stream info object of h.
 func newStreamInfo(L *glua.LState, h *handle) *glua.LUserData {
-	str := func(get func(h *handle) string) glua.LGFunction {
-		return func(L *glua.LState) int {
-			h.check(L)
-			L.Push(glua.LString(get(h)))
-			return 1
-		}
-	}
+	str := h.stringMethod
 	return newObject(L, h, "stream info", map[string]glua.LGFunction{
 		"protocol":                      str(func(h *handle) string { return h.s.Info().Protocol }),
 		"downstreamLocalAddress":        str(func(h *handle) string { return h.s.Info().LocalAddress }),
@@ -141,13 +136,7 @@ func (h *handle) sslOrNil(L *glua.LState) int {
 
 // newSSL makes the TLS object of a connection.
 func newSSL(L *glua.LState, h *handle) *glua.LUserData {
-	str := func(get func(h *handle) string) glua.LGFunction {
-		return func(L *glua.LState) int {
-			h.check(L)
-			L.Push(glua.LString(get(h)))
-			return 1
-		}
-	}
+	str := h.stringMethod
 	return newObject(L, h, "ssl connection", map[string]glua.LGFunction{
 		"peerCertificatePresented": func(L *glua.LState) int {
 			h.check(L)
@@ -160,28 +149,14 @@ func newSSL(L *glua.LState, h *handle) *glua.LUserData {
 		"sha256PeerCertificateDigest": str(func(h *handle) string { return h.s.Info().TLS.PeerFingerprint256 }),
 		"serialNumberPeerCertificate": str(func(h *handle) string { return h.s.Info().TLS.PeerSerial }),
 		"subjectLocalCertificate":     str(func(h *handle) string { return h.s.Info().TLS.LocalSubject }),
-		"uriSanPeerCertificate": func(L *glua.LState) int {
-			h.check(L)
-			t := L.NewTable()
-			if c := h.s.Info().TLS.PeerCertificate; c != nil {
-				for _, u := range c.URIs {
-					t.Append(glua.LString(u.String()))
-				}
+		"uriSanPeerCertificate": h.peerSANs(func(c *x509.Certificate) []string {
+			out := make([]string, len(c.URIs))
+			for i, u := range c.URIs {
+				out[i] = u.String()
 			}
-			L.Push(t)
-			return 1
-		},
-		"dnsSansPeerCertificate": func(L *glua.LState) int {
-			h.check(L)
-			t := L.NewTable()
-			if c := h.s.Info().TLS.PeerCertificate; c != nil {
-				for _, n := range c.DNSNames {
-					t.Append(glua.LString(n))
-				}
-			}
-			L.Push(t)
-			return 1
-		},
+			return out
+		}),
+		"dnsSansPeerCertificate": h.peerSANs(func(c *x509.Certificate) []string { return c.DNSNames }),
 	})
 }
 
@@ -196,6 +171,32 @@ func (h *handle) filterContextMethod(L *glua.LState) int {
 	}
 	L.Push(structToLua(L, fc))
 	return 1
+}
+
+// peerSANs is a method that returns a list of names of the peer's
+// certificate (empty without one).
+func (h *handle) peerSANs(names func(c *x509.Certificate) []string) glua.LGFunction {
+	return func(L *glua.LState) int {
+		h.check(L)
+		t := L.NewTable()
+		if c := h.s.Info().TLS.PeerCertificate; c != nil {
+			for _, n := range names(c) {
+				t.Append(glua.LString(n))
+			}
+		}
+		L.Push(t)
+		return 1
+	}
+}
+
+// stringMethod is a method that returns the string get reads of the
+// handle's stream.
+func (h *handle) stringMethod(get func(h *handle) string) glua.LGFunction {
+	return func(L *glua.LState) int {
+		h.check(L)
+		L.Push(glua.LString(get(h)))
+		return 1
+	}
 }
 
 // iterator is a Lua iterator function over n key/value pairs.
