@@ -11,12 +11,11 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
-// TestHeldResponseHead runs a filter whose body encoder holds the response
-// head (httpfilter.HeadHolder: a Lua script that reads the response body,
-// then changes the headers) over both downstream protocols: the head
-// leaves after the body has gone through the encoder, with the headers
-// the encoder set then, and the body the encoder left.
-func TestHeldResponseHead(t *testing.T) {
+// TestLuaHeldResponseHead runs the Lua filter with a script that reads
+// the response body, then changes the headers and the body, over both
+// downstream protocols: the head leaves after the script has ended, with
+// the headers it set and the length of the body it left.
+func TestLuaHeldResponseHead(t *testing.T) {
 	script := filter("lua", &luav3.Lua{DefaultSourceCode: &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: `
 function envoy_on_response(h)
   local b = h:body()
@@ -38,7 +37,7 @@ end`}}})
 			if status != 200 || body != "replaced" {
 				t.Fatalf("status %d, body %q", status, body)
 			}
-			if h.Get("X-Body-Length") == "" || h.Get("Content-Length") != "" {
+			if h.Get("X-Body-Length") == "" || h.Get("Content-Length") != "8" {
 				t.Errorf("x-body-length %q, content-length %q", h.Get("X-Body-Length"), h.Get("Content-Length"))
 			}
 		})
