@@ -221,6 +221,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedLocality, supportedDFP,
 	supportedOnDemand,
 	supportedJWTAuthn,
+	supportedLua,
 	supportedRateLimit,
 }
 

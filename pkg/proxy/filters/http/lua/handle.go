@@ -1,0 +1,186 @@
+package lua
+
+import (
+	"encoding/base64"
+	"net/http"
+	"time"
+
+	glua "github.com/yuin/gopher-lua"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
+)
+
+// handle is the stream handle a script's envoy_on_request or
+// envoy_on_response is called with, and the objects it hands out
+// (headers, body, stream info, metadata, connection). One handle per
+// state serves every call on that state: begin points it at the stream
+// of the call, clear forgets the stream after.
+type handle struct {
+	ud                                       *glua.LUserData
+	headersUD, bodyUD, infoUD, dynUD, connUD *glua.LUserData
+	sslUD, metaUD, trailersUD, chunkUD       *glua.LUserData
+	budget                                   *budget
+	c                                        *filterConfig
+	s                                        httpfilter.Stream
+	response                                 bool
+	live                                     bool
+	// wait is the response body's wait of a response script run in a
+	// goroutine of its own (nil: body() finds no response body).
+	wait *bodyWait
+	// body is the request body body() buffered; newBody what setBytes
+	// put in its place (nil when it did not).
+	body, newBody []byte
+	bodyRead      bool
+	// trailers are the response's, once its body has arrived.
+	trailers http.Header
+	// Streaming: streamed once bodyChunks() was called; chunk is the
+	// piece the script has (chunkOut until it is given back);
+	// chunksEnded at the end of the body.
+	streamed, chunkOut, chunksEnded bool
+	chunk                           []byte
+	// routeCleared reports that a header change already cleared the
+	// route cache during this call.
+	routeCleared bool
+	reply        *reply
+	// left is the time budget left when the script paused to wait.
+	left time.Duration
+	// aborted reports that the stream answered while the script waited
+	// (stream timeout, client gone): the script is stopped.
+	aborted bool
+}
+
+// newHandle makes the handle of v and the objects it hands out, with
+// their methods.
+func newHandle(v *vm) *handle {
+	L := v.L
+	h := &handle{budget: v.budget}
+	h.ud = newObject(L, h, "stream handle", map[string]glua.LGFunction{
+		"headers":         h.headers,
+		"body":            h.bodyMethod,
+		"trailers":        h.trailersMethod,
+		"bodyChunks":      h.bodyChunks,
+		"filterContext":   h.filterContextMethod,
+		"respond":         h.respond,
+		"httpCall":        h.httpCall,
+		"streamInfo":      h.object(&h.infoUD),
+		"connection":      h.object(&h.connUD),
+		"metadata":        h.object(&h.metaUD),
+		"clearRouteCache": h.clearRoute,
+		"base64Escape":    h.base64Escape,
+		"logTrace":        h.log(func(c *filterConfig, m string) { c.log.V(2).Info(m) }),
+		"logDebug":        h.log(func(c *filterConfig, m string) { c.log.V(1).Info(m) }),
+		"logInfo":         h.log(func(c *filterConfig, m string) { c.log.Info(m) }),
+		"logWarn":         h.log(func(c *filterConfig, m string) { logging.Warning(c.log, m) }),
+		"logErr":          h.log(func(c *filterConfig, m string) { c.log.Error(nil, m) }),
+		"logCritical":     h.log(func(c *filterConfig, m string) { logging.Critical(c.log, m) }),
+	})
+	h.headersUD = newHeaders(L, h)
+	h.bodyUD = newBody(L, h)
+	h.infoUD = newStreamInfo(L, h)
+	h.dynUD = newDynamicMetadata(L, h)
+	h.connUD = newConnection(L, h)
+	h.sslUD = newSSL(L, h)
+	h.metaUD = newRouteMetadata(L, h)
+	h.trailersUD = newTrailers(L, h)
+	h.chunkUD = newBuffer(L, h, func() []byte { return h.chunk }, func(_ *glua.LState, b []byte) { h.chunk = b })
+	return h
+}
+
+// begin points the handle at a call's stream.
+func (h *handle) begin(c *filterConfig, s httpfilter.Stream, response bool, w *bodyWait) {
+	h.c, h.s, h.response, h.live, h.wait = c, s, response, true, w
+}
+
+// clear forgets the stream once the call is over.
+func (h *handle) clear() {
+	*h = handle{
+		ud: h.ud, headersUD: h.headersUD, bodyUD: h.bodyUD, infoUD: h.infoUD, dynUD: h.dynUD,
+		connUD: h.connUD, sslUD: h.sslUD, metaUD: h.metaUD, trailersUD: h.trailersUD, chunkUD: h.chunkUD, budget: h.budget,
+	}
+}
+
+// check refuses a handle (or one of its objects) that a script kept and
+// used after its call, as Envoy refuses objects used out of their scope.
+func (h *handle) check(L *glua.LState) {
+	if !h.live {
+		L.RaiseError("object used outside of proper scope")
+	}
+	if h.aborted {
+		// The stream is gone; a script that caught the error that
+		// stopped it must not reach it again.
+		L.RaiseError("the stream ended while the script waited")
+	}
+}
+
+// object is a method that returns one of the handle's objects.
+func (h *handle) object(ud **glua.LUserData) glua.LGFunction {
+	return func(L *glua.LState) int {
+		h.check(L)
+		L.Push(*ud)
+		return 1
+	}
+}
+
+// log is a log method: "script log: <message>" at its level, as Envoy
+// writes it.
+func (h *handle) log(write func(c *filterConfig, m string)) glua.LGFunction {
+	return func(L *glua.LState) int {
+		h.check(L)
+		write(h.c, "script log: "+L.CheckString(2))
+		return 0
+	}
+}
+
+// clearRoute is clearRouteCache(): routing runs again for the request.
+func (h *handle) clearRoute(L *glua.LState) int {
+	h.check(L)
+	if !h.response {
+		h.s.ClearRouteCache()
+	}
+	return 0
+}
+
+// base64Escape encodes a string in base64 (standard alphabet, padded).
+func (h *handle) base64Escape(L *glua.LState) int {
+	h.check(L)
+	L.Push(glua.LString(base64.StdEncoding.EncodeToString([]byte(L.CheckString(2)))))
+	return 1
+}
+
+// newObject makes a userdata of the named kind whose methods are
+// methods; any other name a script looks up on it raises an error that
+// names it, so that a script using a part of Envoy's API that Outrigger
+// lacks fails clearly rather than calling nil.
+func newObject(L *glua.LState, h *handle, kind string, methods map[string]glua.LGFunction) *glua.LUserData {
+	index := L.SetFuncs(L.NewTable(), methods)
+	missing := L.NewTable()
+	missing.RawSetString("__index", L.NewFunction(func(L *glua.LState) int {
+		L.RaiseError("%s: %s is not supported by Outrigger's Lua filter", kind, L.Get(2).String())
+		return 0
+	}))
+	L.SetMetatable(index, missing)
+	mt := L.NewTable()
+	mt.RawSetString("__index", index)
+	mt.RawSetString("__metatable", glua.LString(kind))
+	ud := L.NewUserData()
+	ud.Value = h
+	L.SetMetatable(ud, mt)
+	return ud
+}
+
+// pause stops the clock of the script's time budget while it waits for
+// the stream or a service; resume starts it again with the time left.
+func (h *handle) pause() {
+	h.left = h.budget.left()
+	h.budget.stop()
+}
+
+// resume restarts the clock after pause.
+func (h *handle) resume() { h.budget.start(h.left) }
+
+// abort stops the script when the stream answered while it waited.
+func (h *handle) abort(L *glua.LState) {
+	h.aborted = true
+	L.RaiseError("the stream ended while the script waited")
+}

@@ -1,0 +1,254 @@
+// Package lua is the Lua HTTP filter (envoy.filters.http.lua): scripts
+// that define envoy_on_request and envoy_on_response run on the request
+// and response heads with Envoy's stream handle API (headers, buffered
+// bodies, response body chunks and trailers, direct responses, HTTP calls
+// to a cluster, logging, stream info, dynamic and route metadata, the
+// connection). The
+// scripts run on gopher-lua, an embedded Lua 5.1 VM: a script keeps a
+// pool of Lua states, one per stream at a time, as Envoy keeps one per
+// worker, so that globals a script sets live on in its state. A script
+// that fails is answered 500 and counted in
+// http.<stat_prefix>.lua.<filter stat_prefix>.errors; one that runs past
+// its time budget is stopped, answered the same way, and its state thrown
+// away.
+package lua
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	luav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/lua/v3"
+	"github.com/go-logr/logr"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+)
+
+// Name is the filter's name in the proxy. spelling.
+const Name = "proxy.filters.http.lua"
+
+// envoyName is the filter's canonical name: the key of its route metadata
+// (metadata()).
+const envoyName = "envoy.filters.http.lua"
+
+// defaultBudget is how long one call of a script may run on the Lua VM
+// before it is stopped (the time it waits for an HTTP call or a body is
+// not counted). Envoy has no such bound; a looping script there blocks a
+// worker for good.
+const defaultBudget = 500 * time.Millisecond
+
+// maxBody bounds the request body body() buffers and the response body of
+// an httpCall: Envoy's default per-connection buffer limit (1 MiB).
+const maxBody = 1 << 20
+
+// Factory builds the filter and compiles its per-route configurations.
+type Factory struct{}
+
+var (
+	_ httpfilter.Factory      = Factory{}
+	_ httpfilter.RouteFactory = Factory{}
+)
+
+// filterConfig is a compiled Lua filter. It keeps no state per request
+// (a stream's scripts are found again from its route), so it is its own
+// filter.
+type filterConfig struct {
+	name string
+	// def is the default script (inline_code or default_source_code),
+	// nil when there is none.
+	def *script
+	// named are the source_codes, for LuaPerRoute.name.
+	named           map[string]*script
+	clearRouteCache bool
+	errors          *stats.Counter
+	log             logr.Logger
+	services        httpfilter.Services
+	budget          time.Duration
+	// transports are the httpCall connections, per cluster.
+	transports sync.Map
+	// filters are the idle per-request filters.
+	filters sync.Pool
+	// async holds a token per asynchronous httpCall in flight.
+	async chan struct{}
+	// filterContext is what filterContext() returns, unless the route's
+	// LuaPerRoute has one.
+	filterContext *structpb.Struct
+}
+
+// Compile implements httpfilter.Factory. Errors name the field path below
+// typed_config.
+func (Factory) Compile(m proto.Message, ctx httpfilter.Context) (httpfilter.Config, error) {
+	p, ok := m.(*luav3.Lua)
+	if !ok {
+		return nil, errors.New("not a Lua configuration")
+	}
+	if ctx.Stats == nil {
+		return nil, errors.New("no stat store")
+	}
+	switch {
+	case len(p.GetPackagePaths()) > 0:
+		return nil, errors.New("package_paths: not supported by Outrigger")
+	case len(p.GetPackageCpaths()) > 0:
+		return nil, errors.New("package_cpaths: not supported by Outrigger")
+	case p.GetSharedVmId() != "":
+		return nil, errors.New("shared_vm_id: not supported by Outrigger")
+	}
+	c := &filterConfig{
+		name:            ctx.Name,
+		named:           map[string]*script{},
+		clearRouteCache: p.GetClearRouteCache() == nil || p.GetClearRouteCache().GetValue(),
+		log:             ctx.Log,
+		services:        ctx.Services,
+		budget:          defaultBudget,
+		async:           make(chan struct{}, maxAsyncCalls),
+		filterContext:   p.GetFilterContext(),
+	}
+	prefix := ctx.StatPrefix + "lua." + p.GetStatPrefix()
+	if !strings.HasSuffix(prefix, ".") {
+		prefix += "."
+	}
+	c.errors = ctx.Stats.Counter(prefix + "errors")
+
+	var err error
+	//lint:ignore SA1019 inline_code is deprecated for default_source_code, and still accepted (with the bootstrap's deprecation warning), as in Envoy.
+	inlineCode := p.GetInlineCode()
+	switch {
+	case inlineCode != "" && p.GetDefaultSourceCode() != nil:
+		return nil, errors.New("default_source_code: only one of inline_code or default_source_code may be set")
+	case inlineCode != "":
+		if c.def, err = compileScript(inlineCode, "inline_code", c.budget); err != nil {
+			return nil, fmt.Errorf("inline_code: %w", err)
+		}
+	case p.GetDefaultSourceCode() != nil:
+		if c.def, err = compileSource(p.GetDefaultSourceCode(), "default_source_code", c.budget); err != nil {
+			return nil, fmt.Errorf("default_source_code.%w", err)
+		}
+	}
+	names := make([]string, 0, len(p.GetSourceCodes()))
+	for name := range p.GetSourceCodes() {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		sc, err := compileSource(p.GetSourceCodes()[name], name, c.budget)
+		if err != nil {
+			return nil, fmt.Errorf("source_codes[%q].%w", name, err)
+		}
+		c.named[name] = sc
+	}
+	return c, nil
+}
+
+// routeConfig is a compiled LuaPerRoute: disabled, the name of one of the
+// filter's source_codes, or a script of its own.
+type routeConfig struct {
+	disabled      bool
+	name          string
+	script        *script
+	filterContext *structpb.Struct
+}
+
+// CompileRoute implements httpfilter.RouteFactory: LuaPerRoute.
+func (Factory) CompileRoute(m proto.Message, _ httpfilter.Context) (httpfilter.RouteConfig, error) {
+	p, ok := m.(*luav3.LuaPerRoute)
+	if !ok {
+		return nil, errors.New("not a LuaPerRoute configuration")
+	}
+	rc, err := compileOverride(p)
+	if err != nil {
+		return nil, err
+	}
+	rc.filterContext = p.GetFilterContext()
+	return rc, nil
+}
+
+// compileOverride compiles LuaPerRoute's override.
+func compileOverride(p *luav3.LuaPerRoute) (*routeConfig, error) {
+	switch o := p.GetOverride().(type) {
+	case *luav3.LuaPerRoute_Disabled:
+		if !o.Disabled {
+			// protoc-gen-validate requires true; a false that slipped
+			// through would otherwise select nothing.
+			return nil, errors.New("disabled: must be true")
+		}
+		return &routeConfig{disabled: true}, nil
+	case *luav3.LuaPerRoute_Name:
+		if o.Name == "" {
+			return nil, errors.New("name: must not be empty")
+		}
+		return &routeConfig{name: o.Name}, nil
+	case *luav3.LuaPerRoute_SourceCode:
+		sc, err := compileSource(o.SourceCode, "source_code", defaultBudget)
+		if err != nil {
+			return nil, fmt.Errorf("source_code.%w", err)
+		}
+		return &routeConfig{script: sc}, nil
+	}
+	return nil, errors.New("override: one of disabled, name or source_code must be set")
+}
+
+// compileSource reads a DataSource once, at configuration time, and
+// compiles its script; errors name the field below the DataSource.
+func compileSource(ds *corev3.DataSource, chunk string, budget time.Duration) (*script, error) {
+	var (
+		code  string
+		field string
+	)
+	switch s := ds.GetSpecifier().(type) {
+	case *corev3.DataSource_InlineString:
+		code, field = s.InlineString, "inline_string"
+	case *corev3.DataSource_InlineBytes:
+		code, field = string(s.InlineBytes), "inline_bytes"
+	case *corev3.DataSource_Filename:
+		b, err := os.ReadFile(s.Filename)
+		if err != nil {
+			return nil, fmt.Errorf("filename: %w", err)
+		}
+		code, field = string(b), "filename"
+	default:
+		return nil, errors.New("specifier: not supported by Outrigger")
+	}
+	sc, err := compileScript(code, chunk, budget)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", field, err)
+	}
+	return sc, nil
+}
+
+// scriptFor is the script that runs for the stream: the route's
+// LuaPerRoute (nil when it disables the filter, or names no script of
+// the filter's source_codes), else the default script.
+func (c *filterConfig) scriptFor(s httpfilter.Stream) *script {
+	rc, ok := s.RouteConfig(c.name).(*routeConfig)
+	if !ok {
+		return c.def
+	}
+	switch {
+	case rc.disabled:
+		return nil
+	case rc.script != nil:
+		return rc.script
+	}
+	sc := c.named[rc.name]
+	if sc == nil && c.log.V(1).Enabled() {
+		c.log.V(1).Info("lua: no script of that name in source_codes; the filter does nothing", "name", rc.name)
+	}
+	return sc
+}
+
+// Close implements io.Closer: the idle connections of HTTP calls.
+func (c *filterConfig) Close() error {
+	c.transports.Range(func(_, v any) bool {
+		v.(interface{ CloseIdleConnections() }).CloseIdleConnections()
+		return true
+	})
+	return nil
+}
