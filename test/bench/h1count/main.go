@@ -8,7 +8,17 @@
 // fixed number of requests, dumps the counters and prints instructions
 // per request. Go's signal preemption is turned off and GOMAXPROCS is 1 so
 // that valgrind's thread serialisation adds no spinning; the sidecar's
-// own garbage collector stays on (allocations are part of the cost).
+// own garbage collector stays on (allocations are part of the cost), and
+// the stats flush is set to 2 minutes so that it does not fall into the
+// window.
+//
+// Two figures are printed per request: all instructions, and those of the
+// code outside the Go runtime and the network poller (runtime.*,
+// internal/poll, net, syscall). The second is the proxy's own work and
+// moves by a few instructions from run to run. The first also counts the
+// scheduler, which does more or less work as the requests of several
+// connections arrive together or apart: under valgrind that follows the
+// machine's load by a few percent.
 //
 //	h1count [-n 20000] [-reps 3] bin/sidecar [/tmp/sidecar-old ...]
 //
@@ -58,51 +68,68 @@ func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	perReq := make([][]uint64, len(bins))
+	allReq := make([][]uint64, len(bins))
 	for rep := range *reps {
 		for i, bin := range bins {
 			out := ""
 			if *keep != "" {
 				out = fmt.Sprintf("%s.%d.%d", *keep, i, rep)
 			}
-			ir, err := run(ctx, bin, out, *conns, *warm, *n)
+			c, err := run(ctx, bin, out, *conns, *warm, *n)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "h1count:", err)
 				os.Exit(1)
 			}
-			perReq[i] = append(perReq[i], ir/uint64(*n))
-			fmt.Printf("%s: %d instructions in %d requests: %d per request\n", bin, ir, *n, ir/uint64(*n))
+			all, own := c.all/uint64(*n), c.own/uint64(*n)
+			perReq[i] = append(perReq[i], own)
+			allReq[i] = append(allReq[i], all)
+			fmt.Printf("%s: %d requests: %d instructions per request, %d outside the runtime and poller\n", bin, *n, all, own)
 		}
 	}
 	if *reps > 1 {
 		for i, bin := range bins {
-			slices.Sort(perReq[i])
-			fmt.Printf("%s: median %d instructions per request (%d to %d)\n", bin, perReq[i][len(perReq[i])/2], perReq[i][0], perReq[i][len(perReq[i])-1])
+			fmt.Printf("%s: median %d instructions per request (%s), %d outside the runtime and poller (%s)\n",
+				bin, median(allReq[i]), spread(allReq[i]), median(perReq[i]), spread(perReq[i]))
 		}
 	}
 }
 
+func median(v []uint64) uint64 {
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+func spread(v []uint64) string {
+	slices.Sort(v)
+	return fmt.Sprintf("%d to %d", v[0], v[len(v)-1])
+}
+
+// counts are a run's instructions: all, and the proxy's own (outside the
+// Go runtime and the network poller).
+type counts struct{ all, own uint64 }
+
 const body = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" +
 	"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
-func run(ctx context.Context, sidecar, keep string, conns, warm, n int) (uint64, error) {
+func run(ctx context.Context, sidecar, keep string, conns, warm, n int) (counts, error) {
 	dir, err := os.MkdirTemp("", "h1count")
 	if err != nil {
-		return 0, err
+		return counts{}, err
 	}
 	defer os.RemoveAll(dir)
 	up, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, err
+		return counts{}, err
 	}
 	defer up.Close()
 	go serveUpstream(up)
 	port, err := benchkit.FreePort()
 	if err != nil {
-		return 0, err
+		return counts{}, err
 	}
 	cfg := filepath.Join(dir, "sidecar.yaml")
 	if err := os.WriteFile(cfg, []byte(config(port, up.Addr().(*net.TCPAddr).Port)), 0o600); err != nil {
-		return 0, err
+		return counts{}, err
 	}
 	out := filepath.Join(dir, "callgrind.out")
 	cmd := exec.CommandContext(ctx, "valgrind", "--tool=callgrind", "--callgrind-out-file="+out,
@@ -112,70 +139,131 @@ func run(ctx context.Context, sidecar, keep string, conns, warm, n int) (uint64,
 	cmd.Stderr = &stderr
 	cmd.Cancel = func() error { return cmd.Process.Kill() }
 	if err := cmd.Start(); err != nil {
-		return 0, err
+		return counts{}, err
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	// exited closes when the sidecar (valgrind) has ended.
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
 	stop := func() {
 		_ = cmd.Process.Signal(syscall.SIGINT)
 		select {
-		case <-done:
+		case <-exited:
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
-			<-done
+			<-exited
 		}
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	if err := waitPort(ctx, addr); err != nil {
+	if err := waitPort(ctx, addr, exited); err != nil {
 		stop()
-		return 0, fmt.Errorf("%w; valgrind said: %s", err, stderr.String())
+		return counts{}, fmt.Errorf("%w; valgrind said: %s", err, stderr.String())
 	}
 	if err := load(addr, conns, warm); err != nil {
 		stop()
-		return 0, err
+		return counts{}, err
 	}
 	pid := strconv.Itoa(cmd.Process.Pid)
 	if err := exec.CommandContext(ctx, "callgrind_control", "-z", pid).Run(); err != nil {
 		stop()
-		return 0, fmt.Errorf("callgrind_control -z: %w", err)
+		return counts{}, fmt.Errorf("callgrind_control -z: %w", err)
 	}
 	if err := load(addr, conns, n); err != nil {
 		stop()
-		return 0, err
+		return counts{}, err
 	}
 	if err := exec.CommandContext(ctx, "callgrind_control", "-d", pid).Run(); err != nil {
 		stop()
-		return 0, fmt.Errorf("callgrind_control -d: %w", err)
+		return counts{}, fmt.Errorf("callgrind_control -d: %w", err)
 	}
 	stop()
 	dumps, _ := filepath.Glob(out + ".*")
 	if len(dumps) == 0 {
-		return 0, errors.New("callgrind wrote no dump")
+		return counts{}, errors.New("callgrind wrote no dump")
 	}
 	dump := dumps[0]
-	ir, err := summary(dump)
+	c, err := summary(dump)
 	if err == nil && keep != "" {
 		err = os.Rename(dump, keep)
 	}
-	return ir, err
+	return c, err
 }
 
-// summary reads the instruction count of a callgrind dump.
-func summary(path string) (uint64, error) {
+// summary reads a callgrind dump: the total, and the self cost of the
+// functions outside the runtime and the poller. Cost lines follow an
+// "fn=" line; the line after "calls=" is a callee's inclusive cost, not
+// the function's own, and is skipped. Names are compressed: "(id) name"
+// the first time, in an "fn=" or a "cfn=" line, "(id)" after.
+func summary(path string) (counts, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0, err
+		return counts{}, err
 	}
+	var (
+		c        counts
+		total    bool
+		names    = map[string]string{}
+		own      bool
+		skipNext bool
+	)
 	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "summary: "); ok {
-			return strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		line = strings.TrimRight(line, "\n")
+		if skipNext {
+			skipNext = false
+			continue
+		}
+		switch {
+		case strings.HasPrefix(line, "summary: "):
+			v, err := strconv.ParseUint(strings.TrimSpace(line[len("summary: "):]), 10, 64)
+			if err != nil {
+				return counts{}, err
+			}
+			c.all, total = v, true
+		case strings.HasPrefix(line, "fn="):
+			id, name, _ := strings.Cut(line[len("fn="):], " ")
+			if name != "" {
+				names[id] = name
+			}
+			own = !runtimeFunc(names[id])
+		case strings.HasPrefix(line, "cfn="):
+			// A callee's name may be given first here.
+			if id, name, _ := strings.Cut(line[len("cfn="):], " "); name != "" {
+				names[id] = name
+			}
+		case strings.HasPrefix(line, "calls="):
+			skipNext = true
+		case own && line != "" && (line[0] >= '0' && line[0] <= '9' || line[0] == '+' || line[0] == '-' || line[0] == '*'):
+			if f := strings.Fields(line); len(f) >= 2 {
+				v, err := strconv.ParseUint(f[1], 10, 64)
+				if err != nil {
+					return counts{}, fmt.Errorf("%s: %q: %w", path, line, err)
+				}
+				c.own += v
+			}
 		}
 	}
-	return 0, fmt.Errorf("%s has no summary line", path)
+	if !total {
+		return counts{}, fmt.Errorf("%s has no summary line", path)
+	}
+	return c, nil
+}
+
+// runtimeFunc reports whether a function belongs to the Go runtime or the
+// network poller, whose work follows the timing of the requests.
+func runtimeFunc(name string) bool {
+	for _, p := range []string{"runtime.", "internal/runtime/", "internal/poll.", "net.", "syscall.", "internal/syscall/"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return name == "" || strings.HasPrefix(name, "0x")
 }
 
 func config(port, upstream int) string {
-	return fmt.Sprintf(`admin:
+	return fmt.Sprintf(`stats_flush_interval: 120s
+admin:
   address: {socket_address: {address: 127.0.0.1, port_value: 0}}
 static_resources:
   listeners:
@@ -211,8 +299,15 @@ static_resources:
 `, port, upstream)
 }
 
-func waitPort(ctx context.Context, addr string) error {
+// waitPort waits for addr to accept connections, unless the process
+// behind it ends first.
+func waitPort(ctx context.Context, addr string, exited <-chan struct{}) error {
 	for ctx.Err() == nil {
+		select {
+		case <-exited:
+			return fmt.Errorf("the sidecar ended before %s opened", addr)
+		default:
+		}
 		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 			c.Close()
 			return nil
