@@ -445,7 +445,10 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	if s.body == nil || s.retry.retryable() {
 		// A body kept for a retry has been read whole already.
 		tm.hard = s.routeDeadline(sent)
-		tm.perTry = s.armPerTry(time.Now())
+		if s.retry.perTry > 0 {
+			// The clock is read only for a per-try timeout to arm.
+			tm.perTry = s.armPerTry(time.Now())
+		}
 		s.armPerTryIdle(&tm)
 	}
 	_ = uc.SetDeadline(tm.deadline(sent))
