@@ -57,11 +57,11 @@ func (s *stream) forward() {
 	if m.deps.Upstreams != nil && name != "" {
 		cl = m.deps.Upstreams.Cluster(name)
 	}
-	if dl := m.deps.RouterLog.V(1); dl.Enabled() {
+	if dl, ok := m.routerDebug.Debug(); ok && dl.Enabled() {
 		dl.Info("cluster '"+name+"' match for URL '"+s.path+"'", "route", route.Name)
 	}
 	if cl == nil {
-		if dl := m.deps.RouterLog.V(1); dl.Enabled() {
+		if dl, ok := m.routerDebug.Debug(); ok && dl.Enabled() {
 			dl.Info("unknown cluster '" + name + "'")
 		}
 		m.stats.noCluster.Inc()
@@ -105,7 +105,7 @@ func (s *stream) forward() {
 // is to be retried: nothing was answered then.
 func (s *stream) attempt(cl UpstreamCluster, route *router.Route) (retry bool) {
 	host := cl.PickHost(&s.pick)
-	if dl := s.m.deps.RouterLog.V(1); dl.Enabled() {
+	if dl, ok := s.m.routerDebug.Debug(); ok && dl.Enabled() {
 		if host == nil {
 			dl.Info("no healthy host for cluster '" + cl.Name() + "'")
 		} else {
