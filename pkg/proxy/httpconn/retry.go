@@ -37,6 +37,11 @@ const (
 // kept in the stream by value, so that a request whose route has no
 // retry policy (and no retry headers) costs one check of active.
 type retryState struct {
+	// used: initRetries found a policy or retry headers. Only then is
+	// any field but attempts written (every other writer runs for an
+	// active state or a per-try timeout, which only such a request has),
+	// so that reset clears the whole state only then.
+	used   bool
 	active bool
 	policy *router.RetryPolicy
 	on     router.RetryOn
@@ -89,6 +94,10 @@ type retryState struct {
 
 // reset forgets the previous request's state, keeping the buffers.
 func (r *retryState) reset() {
+	r.attempts = 0
+	if !r.used {
+		return
+	}
 	clear(r.tried)
 	*r = retryState{codeBuf: r.codeBuf[:0], tried: r.tried[:0], buf: r.buf, spare: r.spare,
 		seenPrio: r.seenPrio[:0], excluded: r.excluded[:0]}
@@ -139,6 +148,7 @@ func (s *stream) initRetries() {
 		// The common case: nothing to read.
 		return
 	}
+	r.used = true
 	var hdrOn router.RetryOn
 	if has {
 		if v, ok := h.Get("x-envoy-retry-on"); ok {
