@@ -159,7 +159,9 @@ func (s *stream) attempt(cl UpstreamCluster, route *router.Route) (retry bool) {
 	cs.UpstreamRqActive.Dec()
 	cs.UpstreamRqCompleted.Inc()
 	host.Stats.RqActive.Add(-1)
-	s.noteImmediateHealthCheckFail(cl, host)
+	if cl.HealthChecked() {
+		s.noteImmediateHealthCheckFail(cl, host)
+	}
 	if retry || s.status >= 500 || s.flags&upstreamFailure != 0 {
 		host.Stats.RqError.Add(1)
 	} else {
