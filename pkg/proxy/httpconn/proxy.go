@@ -185,10 +185,16 @@ func (s *stream) PickHash() (uint64, bool) {
 // cookies the hash policy generated, then the route's response header
 // mutations.
 func (s *stream) mutateUpstreamResponse() {
+	if len(s.setCookies) > 0 {
+		s.addSetCookies()
+	}
+	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
+}
+
+func (s *stream) addSetCookies() {
 	for _, c := range s.setCookies {
 		s.respHeaders.Add("set-cookie", c)
 	}
-	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
 }
 
 // upstreamFailure are the flags of requests the upstream failed.

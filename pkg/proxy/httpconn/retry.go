@@ -244,10 +244,14 @@ func (s *stream) startRetries(p *router.RetryPolicy, hdrOn router.RetryOn, has b
 // after anything else that wraps the body for the whole request (the
 // mirrors' copy), which the replays of a retry must not pass through.
 func (s *stream) keepRetryBody() {
-	if r := &s.retry; r.active && s.body != nil {
-		r.body = s.keepBody(s.body)
-		s.body = r.body
+	if s.retry.active && s.body != nil {
+		s.keepBodyForRetries()
 	}
+}
+
+func (s *stream) keepBodyForRetries() {
+	s.retry.body = s.keepBody(s.body)
+	s.body = s.retry.body
 }
 
 // hasRetryHeaders reports whether the request has one of the retry and
@@ -458,9 +462,10 @@ func (s *stream) retryReset(cl UpstreamCluster, reason resetReason, started bool
 // (status, with its headers in s.respHeaders) is retried; when it is, a
 // rate-limited back-off is read from them (nextAttempt drops them).
 func (s *stream) retryResponse(cl UpstreamCluster, status int) bool {
-	if !s.retry.active {
-		return false
-	}
+	return s.retry.active && s.retryActiveResponse(cl, status)
+}
+
+func (s *stream) retryActiveResponse(cl UpstreamCluster, status int) bool {
 	would := s.wouldRetryResponse(status)
 	if would {
 		s.retry.rateLimited = s.resetInterval()
@@ -628,10 +633,14 @@ func (s *stream) retryPredicates() {
 // routeDeadline is the route timeout's deadline for an attempt whose
 // request ended at sent: the first attempt fixes it for the retries.
 func (s *stream) routeDeadline(sent time.Time) time.Time {
-	r := &s.retry
-	if !r.active {
+	if !s.retry.active {
 		return after(sent, s.rqTimeout)
 	}
+	return s.retryRouteDeadline(sent)
+}
+
+func (s *stream) retryRouteDeadline(sent time.Time) time.Time {
+	r := &s.retry
 	if !r.routeEndSet {
 		r.routeEnd, r.routeEndSet = after(sent, s.rqTimeout), true
 	}

@@ -362,9 +362,10 @@ func (s *stream) interrupt() {
 // then records that as the stream's outcome: whatever failed after that
 // (an interrupted upstream exchange, a write) is the reset's doing.
 func (s *stream) downstreamReset() bool {
-	if !s.peerReset.Load() {
-		return false
-	}
+	return s.peerReset.Load() && s.recordDownstreamReset()
+}
+
+func (s *stream) recordDownstreamReset() bool {
 	s.flags |= accesslog.DownstreamRemoteReset
 	s.details = "downstream_remote_reset"
 	s.down.abort()
