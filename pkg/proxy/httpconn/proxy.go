@@ -347,7 +347,7 @@ func (s *stream) forwardHTTP1(cl UpstreamCluster, host *upstream.Host) (retry bo
 			return false
 		}
 		s.outlierConnected()
-		s.armUpstreamDuration(cl, time.Now())
+		s.startUpstreamDuration(cl)
 		mayRetry := s.body == nil && attempt < maxStaleRetries && uc.Requests > 1
 		switch s.exchangeHTTP1(cl, uc, mayRetry) {
 		case exchangeDone:
