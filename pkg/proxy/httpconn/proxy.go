@@ -441,8 +441,11 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 			cl.ReleaseHTTP1(uc, reusable)
 		}
 	}()
-	s.upLocalBuf = appendAddr(s.upLocalBuf[:0], uc.LocalAddr())
-	s.entry.UpstreamLocalAddress = view(s.upLocalBuf)
+	if uc.LocalAddress == "" {
+		// Once per connection: the address does not change.
+		uc.LocalAddress = string(appendAddr(nil, uc.LocalAddr()))
+	}
+	s.entry.UpstreamLocalAddress = uc.LocalAddress
 	// The route timeout runs from the end of the request to the end of
 	// the response, as Envoy's does. A request without a body ends as it
 	// starts, so one deadline covers sending it and the whole answer; a
