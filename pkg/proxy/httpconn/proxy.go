@@ -349,7 +349,7 @@ func (s *stream) forwardHTTP1(cl UpstreamCluster, host *upstream.Host) (retry bo
 		s.outlierConnected()
 		s.startUpstreamDuration(cl)
 		mayRetry := s.body == nil && attempt < maxStaleRetries && uc.Requests > 1
-		switch s.exchangeHTTP1(cl, uc, mayRetry) {
+		switch s.exchangeHTTP1(cl, uc, mayRetry, pendingEnd) {
 		case exchangeDone:
 			return false
 		case exchangeRetry:
@@ -420,8 +420,10 @@ func (s *stream) overflowed(cl UpstreamCluster) {
 }
 
 // exchangeHTTP1 sends the request on uc and relays the response. Unless
-// it answered, it has released uc.
-func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry bool) (out exchangeOutcome) {
+// it answered, it has released uc. routeEnd is the route timeout's
+// deadline forwardHTTP1 computed for a request read whole (or kept for
+// retries): from s.tLast, which nothing moves before the request is sent.
+func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry bool, routeEnd time.Time) (out exchangeOutcome) {
 	u := s.up
 	if s.downstreamReset() {
 		// The reset came while the connection was acquired: nothing
@@ -455,7 +457,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	tm := upstreamTimer{idle: s.idleTimeout(), limit: s.durationLimit()}
 	if s.body == nil || s.retry.retryable() {
 		// A body kept for a retry has been read whole already.
-		tm.hard = s.routeDeadline(sent)
+		tm.hard = routeEnd
 		if s.retry.perTry > 0 {
 			// The clock is read only for a per-try timeout to arm.
 			tm.perTry = s.armPerTry(time.Now())
