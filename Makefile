@@ -12,7 +12,7 @@ BUILDFLAGS := -buildvcs=auto
 CONFIG ?= examples/quickstart.yaml
 
 .PHONY: plugin plugin-dist
-.PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers bench-floods bench-tcpproxy bench-dns bench-hc bench-resilience bench-hotrestart lint fmt clean \
+.PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers bench-floods bench-tcpproxy bench-dns bench-hc bench-resilience bench-hotrestart bench-instructions lint fmt clean \
 	manifests generate check-manifests test-cluster helm test-chart chart-crds test-browser image push test-image
 
 all: build
@@ -172,6 +172,13 @@ bench-resilience: build
 # zero refused connections, or the target fails (test/bench/hotrestart).
 bench-hotrestart: build
 	$(GO) run ./test/bench/hotrestart -sidecar $(BIN)/sidecar -restarts 2 -dur $${DUR:-3s}
+
+# Instructions the sidecar executes per proxied HTTP/1.1 request, counted
+# by valgrind's callgrind (test/bench/h1count): a figure the machine's load
+# does not move. BASE=path/to/other/sidecar measures it too, interleaved.
+bench-instructions: build
+	command -v valgrind >/dev/null || { apt-get update && apt-get install -y valgrind; }
+	$(GO) run ./test/bench/h1count -reps $${REPS:-3} $(BIN)/sidecar $(BASE)
 
 # The sidecar under each HTTP/2 flood it defends against: memory growth and
 # another client's latency, beside a control (test/bench/floods).

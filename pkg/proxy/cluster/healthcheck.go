@@ -155,6 +155,9 @@ func (c *Cluster) syncHealthChecks(hs *hostSet) {
 	}
 }
 
+// HealthChecked reports whether the cluster has active health checks.
+func (c *Cluster) HealthChecked() bool { return c.hc != nil }
+
 // ImmediateHealthCheckFail fails h at once: an upstream answered traffic
 // with x-envoy-immediate-health-check-fail. Only a cluster with active
 // health checks acts on it, as in Envoy.

@@ -136,6 +136,13 @@ type UpstreamCluster interface {
 	// the retried attempt's outcome is known.
 	TryRetry() bool
 	ReleaseRetry()
+	// HealthChecked reports whether the cluster has active health
+	// checks; only then does an upstream's
+	// x-envoy-immediate-health-check-fail matter, and
+	// ImmediateHealthCheckFail fail its host at once, as Envoy's router
+	// hands it to the host's health checker.
+	HealthChecked() bool
+	ImmediateHealthCheckFail(h *upstream.Host)
 	// ConnectHost opens a plain TCP connection to h within the cluster's
 	// connect_timeout, for a CONNECT terminated at the proxy; the caller
 	// closes it.

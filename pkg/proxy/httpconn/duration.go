@@ -131,6 +131,16 @@ func (s *stream) armUpstreamDuration(cl UpstreamCluster, now time.Time) {
 	s.upDurationEnd = after(now, cl.MaxStreamDuration())
 }
 
+// startUpstreamDuration is armUpstreamDuration from the current time, read
+// only for a cluster that has a max_stream_duration.
+func (s *stream) startUpstreamDuration(cl UpstreamCluster) {
+	if d := cl.MaxStreamDuration(); d > 0 {
+		s.upDurationEnd = time.Now().Add(d)
+		return
+	}
+	s.upDurationEnd = time.Time{}
+}
+
 // durationCause is which maximum duration has passed, if any.
 type durationCause uint8
 

@@ -125,6 +125,9 @@ func (fc *fakeCluster) RoundTripHTTP2(req *http.Request, h *upstream.Host) (*htt
 func (fc *fakeCluster) TryRetry() bool { return true }
 func (fc *fakeCluster) ReleaseRetry()  {}
 
+func (fc *fakeCluster) HealthChecked() bool                     { return false }
+func (fc *fakeCluster) ImmediateHealthCheckFail(*upstream.Host) {}
+
 func (fc *fakeCluster) ConnectHost(ctx context.Context, h *upstream.Host) (net.Conn, error) {
 	d := net.Dialer{Timeout: time.Second}
 	return d.DialContext(ctx, "tcp", h.Address)

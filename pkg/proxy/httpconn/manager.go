@@ -33,6 +33,7 @@ import (
 	logfilter "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/filter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/loggers"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
@@ -63,6 +64,9 @@ type Manager struct {
 	stats   *hcmStats
 	deps    Deps
 	log     logr.Logger
+	// debug and routerDebug skip the per-request debug records of log
+	// and deps.RouterLog with one load of their levels.
+	debug, routerDebug logging.Gate
 	// clock is Deps.Now: nil means the real clock, read once per step
 	// and shared between deadlines and recorded times (see stamp).
 	clock func() time.Time
@@ -149,18 +153,20 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{
-		cfg:     s,
-		filters: filters,
-		logs:    logs,
-		replies: replies,
-		tracing: tr,
-		stats:   newHCMStats(deps.Stats, s.statPrefix, deps.ListenerStatPrefix),
-		deps:    deps,
-		log:     deps.Log,
-		clock:   deps.Now,
-		conns:   make(map[*serverConn]struct{}),
-		idle:    make(chan struct{}),
-		closed:  make(chan struct{}),
+		cfg:         s,
+		filters:     filters,
+		logs:        logs,
+		replies:     replies,
+		tracing:     tr,
+		stats:       newHCMStats(deps.Stats, s.statPrefix, deps.ListenerStatPrefix),
+		deps:        deps,
+		log:         deps.Log,
+		debug:       logging.NewGate(deps.Log),
+		routerDebug: logging.NewGate(deps.RouterLog),
+		clock:       deps.Now,
+		conns:       make(map[*serverConn]struct{}),
+		idle:        make(chan struct{}),
+		closed:      make(chan struct{}),
 	}
 	m.upgradeFilters = upgradeFilters
 	m.routeOpts = routeOpts

@@ -57,8 +57,14 @@ type shadow struct {
 // request_mirror_policies costs one length check. CONNECT requests and
 // upgrades are not mirrored, as in Envoy.
 func (s *stream) startMirrors(cl UpstreamCluster) {
+	if len(s.route.Mirrors) > 0 {
+		s.startRouteMirrors(cl)
+	}
+}
+
+func (s *stream) startRouteMirrors(cl UpstreamCluster) {
 	ps := s.route.Mirrors
-	if len(ps) == 0 || s.upg.typ != "" || s.upg.connect || s.method == "CONNECT" || s.m.deps.Upstreams == nil {
+	if s.upg.typ != "" || s.upg.connect || s.method == "CONNECT" || s.m.deps.Upstreams == nil {
 		return
 	}
 	var shadows []*shadow

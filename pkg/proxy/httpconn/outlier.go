@@ -11,21 +11,23 @@ import (
 // response head's status, or how it failed.
 
 // outlierConnected: the attempt has its upstream connection (Envoy's
-// onPoolReady reports LocalOriginConnectSuccess).
+// onPoolReady reports LocalOriginConnectSuccess). s.host is set.
 func (s *stream) outlierConnected() {
-	if m := s.outlierMonitor(); m != nil {
+	if m := s.host.Outlier(); m != nil {
 		m.PutResult(upstream.LocalOriginConnectSuccess, 0)
 	}
 }
 
 // outlierResponse: the response head came; its status counts, a gRPC
 // request's grpc-status (trailers-only) mapped to HTTP as Envoy's router
-// does.
+// does. s.host is set.
 func (s *stream) outlierResponse() {
-	m := s.outlierMonitor()
-	if m == nil {
-		return
+	if m := s.host.Outlier(); m != nil {
+		s.putOutlierResponse(m)
 	}
+}
+
+func (s *stream) putOutlierResponse(m upstream.OutlierMonitor) {
 	code := s.status
 	if s.grpcRequest() {
 		if v, ok := s.respHeaders.Get("grpc-status"); ok {

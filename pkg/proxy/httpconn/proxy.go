@@ -57,11 +57,11 @@ func (s *stream) forward() {
 	if m.deps.Upstreams != nil && name != "" {
 		cl = m.deps.Upstreams.Cluster(name)
 	}
-	if dl := m.deps.RouterLog.V(1); dl.Enabled() {
+	if dl, ok := m.routerDebug.Debug(); ok && dl.Enabled() {
 		dl.Info("cluster '"+name+"' match for URL '"+s.path+"'", "route", route.Name)
 	}
 	if cl == nil {
-		if dl := m.deps.RouterLog.V(1); dl.Enabled() {
+		if dl, ok := m.routerDebug.Debug(); ok && dl.Enabled() {
 			dl.Info("unknown cluster '" + name + "'")
 		}
 		m.stats.noCluster.Inc()
@@ -105,7 +105,7 @@ func (s *stream) forward() {
 // is to be retried: nothing was answered then.
 func (s *stream) attempt(cl UpstreamCluster, route *router.Route) (retry bool) {
 	host := cl.PickHost(&s.pick)
-	if dl := s.m.deps.RouterLog.V(1); dl.Enabled() {
+	if dl, ok := s.m.routerDebug.Debug(); ok && dl.Enabled() {
 		if host == nil {
 			dl.Info("no healthy host for cluster '" + cl.Name() + "'")
 		} else {
@@ -159,7 +159,9 @@ func (s *stream) attempt(cl UpstreamCluster, route *router.Route) (retry bool) {
 	cs.UpstreamRqActive.Dec()
 	cs.UpstreamRqCompleted.Inc()
 	host.Stats.RqActive.Add(-1)
-	s.noteImmediateHealthCheckFail(cl, host)
+	if cl.HealthChecked() {
+		s.noteImmediateHealthCheckFail(cl, host)
+	}
 	if retry || s.status >= 500 || s.flags&upstreamFailure != 0 {
 		host.Stats.RqError.Add(1)
 	} else {
@@ -183,10 +185,16 @@ func (s *stream) PickHash() (uint64, bool) {
 // cookies the hash policy generated, then the route's response header
 // mutations.
 func (s *stream) mutateUpstreamResponse() {
+	if len(s.setCookies) > 0 {
+		s.addSetCookies()
+	}
+	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
+}
+
+func (s *stream) addSetCookies() {
 	for _, c := range s.setCookies {
 		s.respHeaders.Add("set-cookie", c)
 	}
-	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
 }
 
 // upstreamFailure are the flags of requests the upstream failed.
@@ -339,9 +347,9 @@ func (s *stream) forwardHTTP1(cl UpstreamCluster, host *upstream.Host) (retry bo
 			return false
 		}
 		s.outlierConnected()
-		s.armUpstreamDuration(cl, time.Now())
+		s.startUpstreamDuration(cl)
 		mayRetry := s.body == nil && attempt < maxStaleRetries && uc.Requests > 1
-		switch s.exchangeHTTP1(cl, uc, mayRetry) {
+		switch s.exchangeHTTP1(cl, uc, mayRetry, pendingEnd) {
 		case exchangeDone:
 			return false
 		case exchangeRetry:
@@ -412,8 +420,10 @@ func (s *stream) overflowed(cl UpstreamCluster) {
 }
 
 // exchangeHTTP1 sends the request on uc and relays the response. Unless
-// it answered, it has released uc.
-func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry bool) (out exchangeOutcome) {
+// it answered, it has released uc. routeEnd is the route timeout's
+// deadline forwardHTTP1 computed for a request read whole (or kept for
+// retries): from s.tLast, which nothing moves before the request is sent.
+func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry bool, routeEnd time.Time) (out exchangeOutcome) {
 	u := s.up
 	if s.downstreamReset() {
 		// The reset came while the connection was acquired: nothing
@@ -433,8 +443,11 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 			cl.ReleaseHTTP1(uc, reusable)
 		}
 	}()
-	s.upLocalBuf = appendAddr(s.upLocalBuf[:0], uc.LocalAddr())
-	s.entry.UpstreamLocalAddress = view(s.upLocalBuf)
+	if uc.LocalAddress == "" {
+		// Once per connection: the address does not change.
+		uc.LocalAddress = string(appendAddr(nil, uc.LocalAddr()))
+	}
+	s.entry.UpstreamLocalAddress = uc.LocalAddress
 	// The route timeout runs from the end of the request to the end of
 	// the response, as Envoy's does. A request without a body ends as it
 	// starts, so one deadline covers sending it and the whole answer; a
@@ -444,8 +457,11 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	tm := upstreamTimer{idle: s.idleTimeout(), limit: s.durationLimit()}
 	if s.body == nil || s.retry.retryable() {
 		// A body kept for a retry has been read whole already.
-		tm.hard = s.routeDeadline(sent)
-		tm.perTry = s.armPerTry(time.Now())
+		tm.hard = routeEnd
+		if s.retry.perTry > 0 {
+			// The clock is read only for a per-try timeout to arm.
+			tm.perTry = s.armPerTry(time.Now())
+		}
 		s.armPerTryIdle(&tm)
 	}
 	_ = uc.SetDeadline(tm.deadline(sent))

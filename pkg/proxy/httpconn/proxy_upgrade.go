@@ -91,7 +91,7 @@ func (s *stream) connectTCP(cl UpstreamCluster, host *upstream.Host) {
 	}
 	defer conn.Close()
 	s.outlierConnected()
-	s.armUpstreamDuration(cl, time.Now())
+	s.startUpstreamDuration(cl)
 	s.upLocalBuf = appendAddr(s.upLocalBuf[:0], conn.LocalAddr())
 	s.entry.UpstreamLocalAddress = view(s.upLocalBuf)
 	now := time.Now()

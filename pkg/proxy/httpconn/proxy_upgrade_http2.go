@@ -27,7 +27,7 @@ func (s *stream) upgradeHTTP2(cl UpstreamCluster, host *upstream.Host) {
 	// The stream's maximum durations, the cluster's counted from here,
 	// bound the whole exchange, tunnel included; an HTTP/2 client's reset
 	// ends it too.
-	s.armUpstreamDuration(cl, time.Now())
+	s.startUpstreamDuration(cl)
 	ctx, cancel := s.m.ctx, context.CancelFunc(nil)
 	if d := s.durationLimit(); !d.IsZero() {
 		ctx, cancel = context.WithDeadline(ctx, d)

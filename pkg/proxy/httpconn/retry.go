@@ -37,6 +37,11 @@ const (
 // kept in the stream by value, so that a request whose route has no
 // retry policy (and no retry headers) costs one check of active.
 type retryState struct {
+	// used: initRetries found a policy or retry headers. Only then is
+	// any field but attempts written (every other writer runs for an
+	// active state or a per-try timeout, which only such a request has),
+	// so that reset clears the whole state only then.
+	used   bool
 	active bool
 	policy *router.RetryPolicy
 	on     router.RetryOn
@@ -89,6 +94,10 @@ type retryState struct {
 
 // reset forgets the previous request's state, keeping the buffers.
 func (r *retryState) reset() {
+	r.attempts = 0
+	if !r.used {
+		return
+	}
 	clear(r.tried)
 	*r = retryState{codeBuf: r.codeBuf[:0], tried: r.tried[:0], buf: r.buf, spare: r.spare,
 		seenPrio: r.seenPrio[:0], excluded: r.excluded[:0]}
@@ -139,6 +148,7 @@ func (s *stream) initRetries() {
 		// The common case: nothing to read.
 		return
 	}
+	r.used = true
 	var hdrOn router.RetryOn
 	if has {
 		if v, ok := h.Get("x-envoy-retry-on"); ok {
@@ -234,10 +244,14 @@ func (s *stream) startRetries(p *router.RetryPolicy, hdrOn router.RetryOn, has b
 // after anything else that wraps the body for the whole request (the
 // mirrors' copy), which the replays of a retry must not pass through.
 func (s *stream) keepRetryBody() {
-	if r := &s.retry; r.active && s.body != nil {
-		r.body = s.keepBody(s.body)
-		s.body = r.body
+	if s.retry.active && s.body != nil {
+		s.keepBodyForRetries()
 	}
+}
+
+func (s *stream) keepBodyForRetries() {
+	s.retry.body = s.keepBody(s.body)
+	s.body = s.retry.body
 }
 
 // hasRetryHeaders reports whether the request has one of the retry and
@@ -448,9 +462,10 @@ func (s *stream) retryReset(cl UpstreamCluster, reason resetReason, started bool
 // (status, with its headers in s.respHeaders) is retried; when it is, a
 // rate-limited back-off is read from them (nextAttempt drops them).
 func (s *stream) retryResponse(cl UpstreamCluster, status int) bool {
-	if !s.retry.active {
-		return false
-	}
+	return s.retry.active && s.retryActiveResponse(cl, status)
+}
+
+func (s *stream) retryActiveResponse(cl UpstreamCluster, status int) bool {
 	would := s.wouldRetryResponse(status)
 	if would {
 		s.retry.rateLimited = s.resetInterval()
@@ -618,10 +633,14 @@ func (s *stream) retryPredicates() {
 // routeDeadline is the route timeout's deadline for an attempt whose
 // request ended at sent: the first attempt fixes it for the retries.
 func (s *stream) routeDeadline(sent time.Time) time.Time {
-	r := &s.retry
-	if !r.active {
+	if !s.retry.active {
 		return after(sent, s.rqTimeout)
 	}
+	return s.retryRouteDeadline(sent)
+}
+
+func (s *stream) retryRouteDeadline(sent time.Time) time.Time {
+	r := &s.retry
 	if !r.routeEndSet {
 		r.routeEnd, r.routeEndSet = after(sent, s.rqTimeout), true
 	}

@@ -317,6 +317,8 @@ func TestRetryBody(t *testing.T) {
 
 func TestPreviousPrioritiesUpdateFrequency(t *testing.T) {
 	s := &stream{}
+	// used, as initRetries marks a request with a policy.
+	s.retry.used = true
 	s.retry.policy = &router.RetryPolicy{PriorityUpdateFrequency: 2}
 	hosts := []*upstream.Host{{Priority: 0}, {Priority: 1}, {Priority: 2}, {Priority: 0}}
 	// After each attempted host: nothing excluded before the second, P0

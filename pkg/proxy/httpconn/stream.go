@@ -370,9 +370,10 @@ func (s *stream) interrupt() {
 // then records that as the stream's outcome: whatever failed after that
 // (an interrupted upstream exchange, a write) is the reset's doing.
 func (s *stream) downstreamReset() bool {
-	if !s.peerReset.Load() {
-		return false
-	}
+	return s.peerReset.Load() && s.recordDownstreamReset()
+}
+
+func (s *stream) recordDownstreamReset() bool {
 	s.flags |= accesslog.DownstreamRemoteReset
 	s.details = "downstream_remote_reset"
 	s.down.abort()
@@ -439,7 +440,7 @@ func (s *stream) completeEntry(now time.Time) { s.fillEntry(&s.entry, now) }
 // decode runs the HTTP filters and the router on the request.
 func (s *stream) decode() {
 	m := s.m
-	if dl := m.log.V(1); dl.Enabled() {
+	if dl, ok := m.debug.Debug(); ok && dl.Enabled() {
 		// Envoy's connection manager debug record of each new request.
 		dl.Info("request headers complete", "method", s.method, "path", s.path, "authority", s.authority)
 	}
@@ -471,7 +472,7 @@ func (s *stream) decode() {
 	m.stats.routerRqTotal.Inc()
 	route := s.Route()
 	if route == nil {
-		if dl := m.deps.RouterLog.V(1); dl.Enabled() {
+		if dl, ok := m.routerDebug.Debug(); ok && dl.Enabled() {
 			dl.Info("no route match for URL '" + s.path + "'")
 		}
 		m.stats.noRoute.Inc()

@@ -16,4 +16,9 @@ type Conn struct {
 	R *bufio.Reader
 	// Requests counts the requests sent on the connection so far.
 	Requests uint32
+	// LocalAddress is the connection's local address as the access log
+	// shows it (%UPSTREAM_LOCAL_ADDRESS%), "" until the connection
+	// manager formats it on the connection's first request and keeps it
+	// for the next ones.
+	LocalAddress string
 }

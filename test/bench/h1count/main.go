@@ -1,0 +1,430 @@
+// Command h1count counts the instructions the sidecar executes per proxied
+// HTTP/1.1 request, with valgrind's callgrind: a figure that does not move
+// with the machine's load, unlike requests/s, so that two commits can be
+// compared on a shared machine. It starts the sidecar under callgrind
+// with the peers script's configuration (one listener, one STATIC cluster,
+// the router), an upstream answering 128 bytes and keep-alive clients in
+// this process; it sends a warm-up, zeroes callgrind's counters, sends a
+// fixed number of requests, dumps the counters and prints instructions
+// per request. Go's signal preemption is turned off and GOMAXPROCS is 1 so
+// that valgrind's thread serialisation adds no spinning; the sidecar's
+// own garbage collector stays on (allocations are part of the cost), and
+// the stats flush is set to 2 minutes so that it does not fall into the
+// window.
+//
+// Two figures are printed per request: all instructions, and those of the
+// code outside the Go runtime and the network poller (runtime.*,
+// internal/poll, net, syscall). The second is the proxy's own work and
+// moves by a few instructions from run to run. The first also counts the
+// scheduler, which does more or less work as the requests of several
+// connections arrive together or apart: under valgrind that follows the
+// machine's load by a few percent.
+//
+//	h1count [-n 20000] [-reps 3] bin/sidecar [/tmp/sidecar-old ...]
+//
+// Several binaries are measured interleaved, reps times each, and the
+// median is reported per binary. Every run is bounded in requests and
+// time; only the processes it starts are stopped; every socket is on
+// 127.0.0.1.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
+	"github.com/outrigger-dev/outrigger/test/bench/benchkit"
+)
+
+func main() {
+	var (
+		conns   = flag.Int("conns", 8, "keep-alive client connections")
+		warm    = flag.Int("warm", 2000, "warm-up requests, not counted")
+		n       = flag.Int("n", 20000, "counted requests")
+		reps    = flag.Int("reps", 1, "runs per binary (the median is reported)")
+		keep    = flag.String("out", "", "keep callgrind's dump of each run as OUT.<binary index>.<run> (for callgrind_annotate)")
+		timeout = flag.Duration("timeout", 20*time.Minute, "bound on the whole run")
+	)
+	flag.Parse()
+	bins := flag.Args()
+	if len(bins) == 0 {
+		bins = []string{"bin/sidecar"}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	perReq := make([][]uint64, len(bins))
+	allReq := make([][]uint64, len(bins))
+	for rep := range *reps {
+		for i, bin := range bins {
+			out := ""
+			if *keep != "" {
+				out = fmt.Sprintf("%s.%d.%d", *keep, i, rep)
+			}
+			c, err := run(ctx, bin, out, *conns, *warm, *n)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "h1count:", err)
+				os.Exit(1)
+			}
+			all, own := c.all/uint64(*n), c.own/uint64(*n)
+			perReq[i] = append(perReq[i], own)
+			allReq[i] = append(allReq[i], all)
+			fmt.Printf("%s: %d requests: %d instructions per request, %d outside the runtime and poller\n", bin, *n, all, own)
+		}
+	}
+	if *reps > 1 {
+		for i, bin := range bins {
+			fmt.Printf("%s: median %d instructions per request (%s), %d outside the runtime and poller (%s)\n",
+				bin, median(allReq[i]), spread(allReq[i]), median(perReq[i]), spread(perReq[i]))
+		}
+	}
+}
+
+func median(v []uint64) uint64 {
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+func spread(v []uint64) string {
+	slices.Sort(v)
+	return fmt.Sprintf("%d to %d", v[0], v[len(v)-1])
+}
+
+// counts are a run's instructions: all, and the proxy's own (outside the
+// Go runtime and the network poller).
+type counts struct{ all, own uint64 }
+
+const body = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" +
+	"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+func run(ctx context.Context, sidecar, keep string, conns, warm, n int) (counts, error) {
+	dir, err := os.MkdirTemp("", "h1count")
+	if err != nil {
+		return counts{}, err
+	}
+	defer os.RemoveAll(dir)
+	up, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return counts{}, err
+	}
+	defer up.Close()
+	go serveUpstream(up)
+	port, err := benchkit.FreePort()
+	if err != nil {
+		return counts{}, err
+	}
+	cfg := filepath.Join(dir, "sidecar.yaml")
+	if err := os.WriteFile(cfg, []byte(config(port, up.Addr().(*net.TCPAddr).Port)), 0o600); err != nil {
+		return counts{}, err
+	}
+	out := filepath.Join(dir, "callgrind.out")
+	cmd := exec.CommandContext(ctx, "valgrind", "--tool=callgrind", "--callgrind-out-file="+out,
+		sidecar, "-c", cfg, "--concurrency", "1", "--log-level", "warning", "--disable-hot-restart")
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.Cancel = func() error { return cmd.Process.Kill() }
+	if err := cmd.Start(); err != nil {
+		return counts{}, err
+	}
+	// exited closes when the sidecar (valgrind) has ended.
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	if err := waitPort(ctx, addr, exited); err != nil {
+		stop()
+		return counts{}, fmt.Errorf("%w; valgrind said: %s", err, stderr.String())
+	}
+	if err := load(addr, conns, warm); err != nil {
+		stop()
+		return counts{}, err
+	}
+	pid := strconv.Itoa(cmd.Process.Pid)
+	if err := exec.CommandContext(ctx, "callgrind_control", "-z", pid).Run(); err != nil {
+		stop()
+		return counts{}, fmt.Errorf("callgrind_control -z: %w", err)
+	}
+	if err := load(addr, conns, n); err != nil {
+		stop()
+		return counts{}, err
+	}
+	if err := exec.CommandContext(ctx, "callgrind_control", "-d", pid).Run(); err != nil {
+		stop()
+		return counts{}, fmt.Errorf("callgrind_control -d: %w", err)
+	}
+	stop()
+	dumps, _ := filepath.Glob(out + ".*")
+	if len(dumps) == 0 {
+		return counts{}, errors.New("callgrind wrote no dump")
+	}
+	dump := dumps[0]
+	c, err := summary(dump)
+	if err == nil && keep != "" {
+		err = os.Rename(dump, keep)
+	}
+	return c, err
+}
+
+// summary reads a callgrind dump: the total, and the self cost of the
+// functions outside the runtime and the poller. Cost lines follow an
+// "fn=" line; the line after "calls=" is a callee's inclusive cost, not
+// the function's own, and is skipped. Names are compressed: "(id) name"
+// the first time, in an "fn=" or a "cfn=" line, "(id)" after.
+func summary(path string) (counts, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return counts{}, err
+	}
+	var (
+		c        counts
+		total    bool
+		names    = map[string]string{}
+		own      bool
+		skipNext bool
+	)
+	for line := range strings.Lines(string(b)) {
+		line = strings.TrimRight(line, "\n")
+		if skipNext {
+			skipNext = false
+			continue
+		}
+		switch {
+		case strings.HasPrefix(line, "summary: "):
+			v, err := strconv.ParseUint(strings.TrimSpace(line[len("summary: "):]), 10, 64)
+			if err != nil {
+				return counts{}, err
+			}
+			c.all, total = v, true
+		case strings.HasPrefix(line, "fn="):
+			id, name, _ := strings.Cut(line[len("fn="):], " ")
+			if name != "" {
+				names[id] = name
+			}
+			own = !runtimeFunc(names[id])
+		case strings.HasPrefix(line, "cfn="):
+			// A callee's name may be given first here.
+			if id, name, _ := strings.Cut(line[len("cfn="):], " "); name != "" {
+				names[id] = name
+			}
+		case strings.HasPrefix(line, "calls="):
+			skipNext = true
+		case own && line != "" && (line[0] >= '0' && line[0] <= '9' || line[0] == '+' || line[0] == '-' || line[0] == '*'):
+			if f := strings.Fields(line); len(f) >= 2 {
+				v, err := strconv.ParseUint(f[1], 10, 64)
+				if err != nil {
+					return counts{}, fmt.Errorf("%s: %q: %w", path, line, err)
+				}
+				c.own += v
+			}
+		}
+	}
+	if !total {
+		return counts{}, fmt.Errorf("%s has no summary line", path)
+	}
+	return c, nil
+}
+
+// runtimeFunc reports whether a function belongs to the Go runtime or the
+// network poller, whose work follows the timing of the requests.
+func runtimeFunc(name string) bool {
+	for _, p := range []string{"runtime.", "internal/runtime/", "internal/poll.", "net.", "syscall.", "internal/syscall/"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return name == "" || strings.HasPrefix(name, "0x")
+}
+
+func config(port, upstream int) string {
+	return fmt.Sprintf(`stats_flush_interval: 120s
+admin:
+  address: {socket_address: {address: 127.0.0.1, port_value: 0}}
+static_resources:
+  listeners:
+  - name: bench
+    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: bench
+          codec_type: AUTO
+          route_config:
+            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: {prefix: "/"}
+                route: {cluster: up}
+          http_filters:
+          - name: envoy.filters.http.router
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+  clusters:
+  - name: up
+    type: STATIC
+    connect_timeout: 5s
+    load_assignment:
+      cluster_name: up
+      endpoints:
+      - lb_endpoints:
+        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}
+`, port, upstream)
+}
+
+// waitPort waits for addr to accept connections, unless the process
+// behind it ends first.
+func waitPort(ctx context.Context, addr string, exited <-chan struct{}) error {
+	for ctx.Err() == nil {
+		select {
+		case <-exited:
+			return fmt.Errorf("the sidecar ended before %s opened", addr)
+		default:
+		}
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("%s did not open", addr)
+}
+
+// serveUpstream answers every request with a 128-byte body.
+func serveUpstream(l net.Listener) {
+	response := []byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 128\r\n\r\n" + body)
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			r := bufio.NewReader(c)
+			var (
+				head []byte
+				req  http1.Request
+				b    http1.BodyReader
+			)
+			for {
+				if head, err = http1.ReadHead(r, head, 64<<10); err != nil {
+					return
+				}
+				if err := http1.ParseRequest(head, &req, http1.RequestOptions{MaxHeaders: 100}); err != nil {
+					return
+				}
+				if req.ContentLength > 0 {
+					b.Reset(r, http1.BodyLength, req.ContentLength, 0, nil)
+					if !drainBody(&b) {
+						return
+					}
+				}
+				if _, err := c.Write(response); err != nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+// load sends n requests over conns keep-alive connections, one at a time
+// on each, and checks every answer.
+func load(addr string, conns, n int) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	per := n / conns
+	for i := range conns {
+		count := per
+		if i == 0 {
+			count += n - per*conns
+		}
+		wg.Go(func() {
+			if err := client(addr, count); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+func client(addr string, n int) error {
+	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	req := []byte("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: h1count\r\n\r\n")
+	var (
+		head []byte
+		resp http1.Response
+		b    http1.BodyReader
+	)
+	for range n {
+		_ = c.SetDeadline(time.Now().Add(60 * time.Second))
+		if _, err := c.Write(req); err != nil {
+			return err
+		}
+		if head, err = http1.ReadHead(r, head, 64<<10); err != nil {
+			return err
+		}
+		if err := http1.ParseResponse(head, &resp, 100); err != nil {
+			return err
+		}
+		if resp.Status != 200 {
+			return fmt.Errorf("status %d", resp.Status)
+		}
+		b.Reset(r, resp.BodyKind(false), resp.ContentLength, 1024, nil)
+		if !drainBody(&b) {
+			return errors.New("response body broke off")
+		}
+	}
+	return nil
+}
+
+func drainBody(b *http1.BodyReader) bool {
+	for {
+		_, err := b.Next()
+		if errors.Is(err, io.EOF) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
+}
