@@ -32,6 +32,15 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.AutoHttpConfig.http_protocol_options":  {},
 	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.AutoHttpConfig.http2_protocol_options": {},
 
+	// Server name and SAN check from each request's host, on HTTP/1.1
+	// TLS clusters (the cluster refuses them where requests may go over
+	// HTTP/2). The deprecated Cluster.upstream_http_protocol_options
+	// stays refused.
+	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.upstream_http_protocol_options": {},
+	"envoy.config.core.v3.UpstreamHttpProtocolOptions.auto_sni":                             {},
+	"envoy.config.core.v3.UpstreamHttpProtocolOptions.auto_san_validation":                  {},
+	"envoy.config.core.v3.UpstreamHttpProtocolOptions.override_auto_sni_header":             {},
+
 	// Secrets: static_resources.secrets by name, and secrets from files
 	// (sds_config with path_config_source; the server refuses any other
 	// config source). Session ticket keys and generic secrets are not

@@ -474,6 +474,17 @@ func (c *Cluster) MaxResponseHeadBytes() int {
 	return defaultMaxResponseHeadersKB << 10
 }
 
+// AutoSNI is how requests choose their upstream handshake's server name
+// and SAN (upstream_http_protocol_options), nil when they do not: the
+// cluster has no upstream TLS, or neither auto_sni nor
+// auto_san_validation.
+func (c *Cluster) AutoSNI() *upstream.AutoSNI {
+	if c.settings.tls == nil {
+		return nil
+	}
+	return c.settings.protocol.autoSNI
+}
+
 // MaxStreamDuration is the longest an upstream request may last from the
 // moment it has a connection (common_http_protocol_options
 // max_stream_duration); 0 for no limit.

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -26,6 +27,10 @@ type trackedConn struct {
 	// pool is the HTTP/1.1 pool the connection was dialled for, nil for
 	// other connections.
 	pool *http1Pool
+	// tlsOverride is the server name and SAN the connection's handshake
+	// used (auto_sni, auto_san_validation): the HTTP/1.1 pool lends it
+	// only to requests asking for the same.
+	tlsOverride tlsconfig.Override
 
 	// HTTP/1.1 only.
 	//

@@ -9,6 +9,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -113,6 +114,9 @@ func (c *Cluster) connect(ctx context.Context, h *upstream.Host, alpn []string) 
 	}
 	now := c.now()
 	tc := &trackedConn{Conn: conn, c: c, host: h, opened: now}
+	if c.settings.tls != nil {
+		tc.tlsOverride = tlsconfig.OverrideFrom(ctx)
+	}
 	c.stats.UpstreamCxTotal.Inc()
 	c.stats.UpstreamCxActive.Inc()
 	c.stats.UpstreamCxConnectMs.Record(uint64(now.Sub(start).Milliseconds()))

@@ -59,9 +59,11 @@ func fieldErrors(prefix string, err error) []error {
 }
 
 // handshake runs the TLS handshake of a new connection to a host of a TLS
-// cluster; the connection is closed when it fails.
+// cluster, with the server name and SAN the request in ctx asks for
+// (auto_sni, auto_san_validation); the connection is closed when it
+// fails.
 func (c *Cluster) handshake(ctx context.Context, conn net.Conn, alpn []string) (net.Conn, error) {
-	tc, err := c.settings.tls.Handshake(ctx, conn, alpn, c.ssl)
+	tc, err := c.settings.tls.HandshakeWith(ctx, conn, alpn, tlsconfig.OverrideFrom(ctx), c.ssl)
 	if err != nil {
 		_ = conn.Close()
 		return nil, err

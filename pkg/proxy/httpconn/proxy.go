@@ -305,6 +305,7 @@ func (s *stream) idleTimeout() time.Duration {
 func (s *stream) forwardHTTP1(cl UpstreamCluster, host *upstream.Host) (retry bool) {
 	ctx, cancel := s.connectContext()
 	defer cancel()
+	ctx = s.withAutoSNI(ctx, cl)
 	if s.conn == nil {
 		// An HTTP/2 client's reset ends the wait for a connection; what
 		// that costs is paid only if the request has to wait or dial.

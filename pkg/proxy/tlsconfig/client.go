@@ -183,11 +183,27 @@ func alertReason(err error) string {
 // "http/1.1" for HTTP/1.1, none for TCP). A failure is a *HandshakeError;
 // c is then left to the caller to close.
 func (cl *Client) Handshake(ctx context.Context, c net.Conn, fallbackALPN []string, st *Stats) (*tls.Conn, error) {
+	return cl.HandshakeWith(ctx, c, fallbackALPN, Override{}, st)
+}
+
+// HandshakeWith is Handshake with a request's Override of the server name
+// and of the SAN the server's certificate must have.
+func (cl *Client) HandshakeWith(ctx context.Context, c net.Conn, fallbackALPN []string, ov Override, st *Stats) (*tls.Conn, error) {
 	cl = cl.current()
 	cfg := cl.cfg
-	if protos := cl.protocols(fallbackALPN); len(protos) > 0 {
+	protos := cl.protocols(fallbackALPN)
+	if len(protos) > 0 || ov != (Override{}) {
 		cfg = cl.cfg.Clone()
-		cfg.NextProtos = protos
+		if len(protos) > 0 {
+			cfg.NextProtos = protos
+		}
+	}
+	if ov.ServerName != "" {
+		cfg.ServerName = ov.ServerName
+	}
+	if san := ov.VerifySAN; san != "" {
+		v := cl.v
+		cfg.VerifyConnection = func(cs tls.ConnectionState) error { return v.verifyWith(cs.PeerCertificates, san) }
 	}
 	tc := tls.Client(c, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
