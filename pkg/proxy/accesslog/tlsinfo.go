@@ -20,6 +20,11 @@ type TLSInfo struct {
 	// PeerCertificate is the client's certificate itself, nil when it
 	// sent none: what RBAC's authenticated principals match.
 	PeerCertificate *x509.Certificate
+	// PeerChain is the chain the client sent, leaf first (nil when it
+	// sent none); LocalCertificate is the certificate the proxy served.
+	// x-forwarded-client-cert is made of them.
+	PeerChain        []*x509.Certificate
+	LocalCertificate *x509.Certificate
 }
 
 // RequestedServerName is the server name a downstream connection asked
