@@ -8,6 +8,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
@@ -61,14 +62,14 @@ func fieldErrors(prefix string, err error) []error {
 // handshake runs the TLS handshake of a new connection to a host of a TLS
 // cluster, with the server name and SAN the request in ctx asks for
 // (auto_sni, auto_san_validation); the connection is closed when it
-// fails.
-func (c *Cluster) handshake(ctx context.Context, conn net.Conn, alpn []string) (net.Conn, error) {
-	tc, err := c.settings.tls.HandshakeWith(ctx, conn, alpn, tlsconfig.OverrideFrom(ctx), c.ssl)
+// fails. It also returns what the access log shows of the connection.
+func (c *Cluster) handshake(ctx context.Context, conn net.Conn, alpn []string) (net.Conn, *accesslog.TLSInfo, error) {
+	tc, local, err := c.settings.tls.HandshakeWith(ctx, conn, alpn, tlsconfig.OverrideFrom(ctx), c.ssl)
 	if err != nil {
 		_ = conn.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return tc, nil
+	return tc, tlsconfig.ConnInfo(tc.ConnectionState(), local), nil
 }
 
 // netConnOf is the socket under a TLS connection, or conn itself.

@@ -436,6 +436,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	}()
 	s.upLocalBuf = appendAddr(s.upLocalBuf[:0], uc.LocalAddr())
 	s.entry.UpstreamLocalAddress = view(s.upLocalBuf)
+	s.entry.UpstreamTLS = accesslog.UpstreamTLS(uc.Conn)
 	// The route timeout runs from the end of the request to the end of
 	// the response, as Envoy's does. A request without a body ends as it
 	// starts, so one deadline covers sending it and the whole answer; a

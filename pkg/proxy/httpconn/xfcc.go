@@ -4,10 +4,11 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
-	"encoding/pem"
 	"strings"
 
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 )
 
 // xfccHeader is the header that carries client certificate details.
@@ -86,9 +87,9 @@ func xfccElement(local *x509.Certificate, chain []*x509.Certificate, details []x
 	for _, d := range details {
 		switch d {
 		case xfccCert:
-			parts = append(parts, `Cert="`+urlEncodedPEM(chain[:1])+`"`)
+			parts = append(parts, `Cert="`+accesslog.URLEncodedPEM(chain[:1])+`"`)
 		case xfccChain:
-			parts = append(parts, `Chain="`+urlEncodedPEM(chain)+`"`)
+			parts = append(parts, `Chain="`+accesslog.URLEncodedPEM(chain)+`"`)
 		case xfccSubject:
 			// Present even when the subject is empty, as in Envoy.
 			parts = append(parts, `Subject="`+peer.Subject.String()+`"`)
@@ -107,25 +108,4 @@ func xfccElement(local *x509.Certificate, chain []*x509.Certificate, details []x
 		}
 	}
 	return strings.Join(parts, ";")
-}
-
-// urlEncodedPEM is the certificates in PEM, one after the other,
-// percent-encoded as Envoy encodes them: every byte but letters, digits
-// and "-._~" (in PEM: newlines, spaces, "+", "/" and "=").
-func urlEncodedPEM(certs []*x509.Certificate) string {
-	var b strings.Builder
-	const hexDigits = "0123456789ABCDEF"
-	for _, c := range certs {
-		for _, ch := range pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw}) {
-			switch {
-			case 'a' <= ch && ch <= 'z', 'A' <= ch && ch <= 'Z', '0' <= ch && ch <= '9', ch == '-', ch == '.', ch == '_', ch == '~':
-				b.WriteByte(ch)
-			default:
-				b.WriteByte('%')
-				b.WriteByte(hexDigits[ch>>4])
-				b.WriteByte(hexDigits[ch&15])
-			}
-		}
-	}
-	return b.String()
 }

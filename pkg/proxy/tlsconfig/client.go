@@ -3,6 +3,7 @@ package tlsconfig
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -183,19 +184,34 @@ func alertReason(err error) string {
 // "http/1.1" for HTTP/1.1, none for TCP). A failure is a *HandshakeError;
 // c is then left to the caller to close.
 func (cl *Client) Handshake(ctx context.Context, c net.Conn, fallbackALPN []string, st *Stats) (*tls.Conn, error) {
-	return cl.HandshakeWith(ctx, c, fallbackALPN, Override{}, st)
+	tc, _, err := cl.HandshakeWith(ctx, c, fallbackALPN, Override{}, st)
+	return tc, err
 }
 
 // HandshakeWith is Handshake with a request's Override of the server name
-// and of the SAN the server's certificate must have.
-func (cl *Client) HandshakeWith(ctx context.Context, c net.Conn, fallbackALPN []string, ov Override, st *Stats) (*tls.Conn, error) {
+// and of the SAN the server's certificate must have. It also returns the
+// client certificate sent, nil when the server asked for none (or the
+// context has none).
+func (cl *Client) HandshakeWith(ctx context.Context, c net.Conn, fallbackALPN []string, ov Override, st *Stats) (*tls.Conn, *x509.Certificate, error) {
 	cl = cl.current()
 	cfg := cl.cfg
 	protos := cl.protocols(fallbackALPN)
-	if len(protos) > 0 || ov != (Override{}) {
+	var sent *x509.Certificate
+	if len(protos) > 0 || ov != (Override{}) || cfg.GetClientCertificate != nil {
 		cfg = cl.cfg.Clone()
 		if len(protos) > 0 {
 			cfg.NextProtos = protos
+		}
+	}
+	if get := cfg.GetClientCertificate; get != nil {
+		// Called only when the server asks: what the upstream's
+		// %UPSTREAM_LOCAL_*% operators show.
+		cfg.GetClientCertificate = func(cri *tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			cert, err := get(cri)
+			if cert != nil {
+				sent = cert.Leaf
+			}
+			return cert, err
 		}
 	}
 	if ov.ServerName != "" {
@@ -208,10 +224,10 @@ func (cl *Client) HandshakeWith(ctx context.Context, c net.Conn, fallbackALPN []
 	tc := tls.Client(c, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		st.failed(err)
-		return nil, &HandshakeError{Err: err}
+		return nil, nil, &HandshakeError{Err: err}
 	}
 	st.succeeded(tc.ConnectionState())
-	return tc, nil
+	return tc, sent, nil
 }
 
 // protocols are the ALPN protocols offered: alpn_protocols, else the
