@@ -7,7 +7,8 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // listeners' filter chains and of clusters (upstream TLS), and secrets.
 // Not implemented, so refused with their path: transport_socket_matches,
 // enforce_rsa_key_usage, secrets over gRPC (refused by the server),
-// session ticket keys from secrets, private key passwords and providers,
+// session ticket keys from secrets, private key providers, encrypted
+// PKCS#8 keys,
 // OCSP stapling, signed certificate timestamps, signature_algorithms, compliance_policies, session_timeout,
 // prefer_client_ciphers, full_scan_certs_on_sni_mismatch, custom
 // handshakers and certificate selectors, and in the validation context
@@ -87,6 +88,9 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 
 	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.certificate_chain": {},
 	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.private_key":       {},
+	// Decrypts keys in the legacy PEM encryption; encrypted PKCS#8 is
+	// refused by tlsconfig with its path.
+	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.password": {},
 
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.trusted_ca":                    {},
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.match_typed_subject_alt_names": {},
