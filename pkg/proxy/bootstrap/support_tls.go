@@ -9,7 +9,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // enforce_rsa_key_usage, secrets over gRPC (refused by the server),
 // session ticket keys from secrets, private key providers, encrypted
 // PKCS#8 keys,
-// OCSP stapling, signed certificate timestamps, signature_algorithms, compliance_policies, session_timeout,
+// OCSP stapling, signed certificate timestamps, signature_algorithms, compliance_policies,
 // prefer_client_ciphers, full_scan_certs_on_sni_mismatch, custom
 // handshakers and certificate selectors, and in the validation context
 // system_root_certs, trust_chain_verification, max_verify_depth,
@@ -75,6 +75,8 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	// already the case.
 	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.disable_stateful_session_resumption": {},
 	"envoy.extensions.transport_sockets.tls.v3.TlsSessionTicketKeys.keys":                                {},
+	// Tickets older than it are not resumed (see tlsconfig.applySessionTimeout).
+	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.session_timeout": {},
 
 	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.tls_params":         {},
 	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.tls_certificates":   {},

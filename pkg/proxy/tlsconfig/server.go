@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 
@@ -82,6 +83,9 @@ func CompileServer(dc *tlsv3.DownstreamTlsContext) (*Server, error) {
 	v.require = dc.GetRequireClientCertificate().GetValue()
 	if err := applySessionResumption(cfg, dc); err != nil {
 		errs = append(errs, err)
+	}
+	if t := dc.GetSessionTimeout(); t != nil && !cfg.SessionTicketsDisabled {
+		applySessionTimeout(cfg, t.AsDuration(), time.Now)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig/tlstest"
@@ -464,5 +465,38 @@ func TestSessionResumption(t *testing.T) {
 				t.Errorf("session_reused = %d, want resumed %v", got, tc.resumed)
 			}
 		})
+	}
+}
+
+func TestSessionTimeout(t *testing.T) {
+	p := newPKI(t)
+	dc := p.context()
+	dc.SessionTimeout = durationpb.New(time.Minute)
+	s, err := CompileServer(dc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Now()
+	applySessionTimeout(s.cfg, time.Minute, func() time.Time { return clock })
+	cache := tls.NewLRUClientSessionCache(4)
+	resumed := func() bool {
+		t.Helper()
+		cfg := p.clientConfig(t, false)
+		cfg.ClientSessionCache = cache
+		cs, serr, cerr := handshake(t, s, nil, cfg)
+		if serr != nil || cerr != nil {
+			t.Fatalf("handshake: %v, %v", serr, cerr)
+		}
+		return cs.DidResume
+	}
+	if resumed() {
+		t.Fatal("the first handshake resumed")
+	}
+	if !resumed() {
+		t.Fatal("a ticket within session_timeout was not resumed")
+	}
+	clock = clock.Add(2 * time.Minute)
+	if resumed() {
+		t.Fatal("a ticket older than session_timeout was resumed")
 	}
 }
