@@ -49,17 +49,11 @@ func TestCompileServerErrors(t *testing.T) {
 			edit: func(c *tlsv3.DownstreamTlsContext) { c.CommonTlsContext.TlsCertificates[0].PrivateKey = file(otherKey) },
 			want: []string{"common_tls_context.tls_certificates[0].private_key: the key in " + otherKey + " does not match the certificate in " + p.certFile},
 		},
-		"encrypted key": {
+		"encrypted PKCS#8 key": {
 			edit: func(c *tlsv3.DownstreamTlsContext) {
 				c.CommonTlsContext.TlsCertificates[0].PrivateKey = file(encrypted)
 			},
-			want: []string{"common_tls_context.tls_certificates[0].private_key: " + encrypted + ": the private key is encrypted, which Outrigger does not support"},
-		},
-		"password": {
-			edit: func(c *tlsv3.DownstreamTlsContext) {
-				c.CommonTlsContext.TlsCertificates[0].Password = &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: "x"}}
-			},
-			want: []string{"common_tls_context.tls_certificates[0].password: encrypted private keys are not supported by Outrigger (give an unencrypted key)"},
+			want: []string{"common_tls_context.tls_certificates[0].private_key: " + encrypted + ": encrypted PKCS#8 keys (ENCRYPTED PRIVATE KEY) are not supported by Outrigger: give an unencrypted key, or one in the legacy PEM encryption (Proc-Type: 4,ENCRYPTED) with password"},
 		},
 		"no certificates": {
 			edit: func(c *tlsv3.DownstreamTlsContext) { c.CommonTlsContext.TlsCertificates = nil },
