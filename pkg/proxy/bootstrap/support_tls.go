@@ -8,9 +8,10 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // Not implemented, so refused with their path: transport_socket_matches,
 // enforce_rsa_key_usage, secrets over gRPC (refused by the server),
 // session ticket keys from secrets, private key providers, encrypted
-// PKCS#8 keys,
-// OCSP stapling, signed certificate timestamps, signature_algorithms, compliance_policies,
-// prefer_client_ciphers, full_scan_certs_on_sni_mismatch, custom
+// PKCS#8 keys (by tlsconfig), signed certificate timestamps,
+// signature_algorithms (Go's crypto/tls has no setting for them),
+// compliance_policies, prefer_client_ciphers,
+// full_scan_certs_on_sni_mismatch, custom
 // handshakers and certificate selectors, and in the validation context
 // system_root_certs, trust_chain_verification, max_verify_depth,
 // custom validators and watched directories.
@@ -93,6 +94,10 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	// Decrypts keys in the legacy PEM encryption; encrypted PKCS#8 is
 	// refused by tlsconfig with its path.
 	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.password": {},
+	// Stapled on listeners by ocsp_staple_policy (refused on clusters by
+	// tlsconfig).
+	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.ocsp_staple":              {},
+	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.ocsp_staple_policy": {},
 
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.trusted_ca":                    {},
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.match_typed_subject_alt_names": {},

@@ -73,6 +73,10 @@ func CompileClient(uc *tlsv3.UpstreamTlsContext) (*Client, error) {
 		errs = append(errs, errors.New("common_tls_context.tls_certificates: Multiple TLS certificates are not supported for client contexts"))
 	}
 	var certs contextCerts
+	if len(tlsCerts) == 1 && tlsCerts[0].GetOcspStaple() != nil {
+		// A client is not asked for a staple.
+		errs = append(errs, errors.New("common_tls_context.tls_certificates[0].ocsp_staple: OCSP staples are for server certificates; not supported on an UpstreamTlsContext"))
+	}
 	if len(tlsCerts) == 1 {
 		certs0 := tlsCerts[0]
 		c, err := loadCertificate(certs0)
