@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -68,6 +70,11 @@ var _ = Describe("OCSP stapling", func() {
 		Expect(statValue(s, prefix+"ocsp_staple_responses")).To(Equal("1"))
 		Expect(statValue(s, prefix+"ocsp_staple_omitted")).To(Equal("1"))
 		Expect(statValue(s, prefix+"ocsp_staple_failed")).To(Equal("0"))
+		// The response is good for a day (openssl ocsp -ndays 1).
+		Eventually(func() int {
+			n, _ := strconv.Atoi(statValue(s, "server.seconds_until_first_ocsp_response_expiring"))
+			return n
+		}, 15*time.Second).Should(And(BeNumerically(">", 86400-600), BeNumerically("<=", 86400)))
 
 		for name, c := range map[string]struct{ chain, want string }{
 			"mismatch": {chain("x", "", `, ocsp_staple: {filename: `+other+`}`), "ocsp_staple: " + other + ": OCSP response does not match its TLS certificate"},

@@ -186,3 +186,26 @@ func withStaple(cert *tls.Certificate, o *ocspStaple, action ocspAction) *tls.Ce
 	c.OCSPStaple = o.der
 	return &c
 }
+
+// SecondsUntilFirstOCSPExpiry is, for a server context with stapled OCSP
+// responses, the whole seconds until the soonest of them expires (0 once
+// one has, or for one without nextUpdate); false without any response.
+func (s *Server) SecondsUntilFirstOCSPExpiry(now time.Time) (uint64, bool) {
+	var (
+		secs  uint64
+		found bool
+	)
+	for _, o := range s.current().ocsp {
+		if o == nil {
+			continue
+		}
+		var left uint64
+		if !o.expired(now) {
+			left = uint64(o.nextUpdate.Sub(now) / time.Second)
+		}
+		if !found || left < secs {
+			secs, found = left, true
+		}
+	}
+	return secs, found
+}
