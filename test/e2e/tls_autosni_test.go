@@ -65,6 +65,9 @@ var _ = Describe("Upstream TLS auto_sni", func() {
 			code, body := fetchAs(client, base+"both", host)
 			Expect(code).To(Equal(200), body)
 			Expect(body).To(Equal("sni=" + strings.Split(host, ":")[0] + " alpn=http/1.1 proto=HTTP/1.1 peer=-"))
+			// The connection is back in the pool before the next request
+			// (the client may have its answer a moment before).
+			Eventually(func() string { return statValue(s, "cluster.both.upstream_rq_active") }).Should(Equal("0"))
 		}
 		Expect(statValue(s, "cluster.both.upstream_cx_total")).To(Equal("2"))
 
