@@ -70,6 +70,8 @@ var _ = Describe("OCSP stapling", func() {
 		Expect(statValue(s, prefix+"ocsp_staple_responses")).To(Equal("1"))
 		Expect(statValue(s, prefix+"ocsp_staple_omitted")).To(Equal("1"))
 		Expect(statValue(s, prefix+"ocsp_staple_failed")).To(Equal("0"))
+		// /certs shows the response's validity.
+		Expect(s.Get("/certs").Body).To(MatchRegexp(`"ocsp_details": \{\s+"valid_from": "[0-9T:.-]+Z",\s+"expiration": "[0-9T:.-]+Z"\s+\}`))
 		// The response is good for a day (openssl ocsp -ndays 1).
 		Eventually(func() int {
 			n, _ := strconv.Atoi(statValue(s, "server.seconds_until_first_ocsp_response_expiring"))

@@ -69,6 +69,8 @@ const extStatusRequest = 5
 // ocspStaple is a certificate's OCSP response, ready to staple.
 type ocspStaple struct {
 	der []byte
+	// thisUpdate is when the response was valid from (/certs).
+	thisUpdate time.Time
 	// nextUpdate is when the response expires; zero when it does not
 	// say, which Envoy takes as expired.
 	nextUpdate time.Time
@@ -122,7 +124,7 @@ func parseOCSPStaple(der []byte, leaf *x509.Certificate) (*ocspStaple, error) {
 	if single.CertID.Serial == nil || single.CertID.Serial.Cmp(leaf.SerialNumber) != 0 {
 		return nil, errors.New("OCSP response does not match its TLS certificate")
 	}
-	return &ocspStaple{der: der, nextUpdate: single.NextUpdate}, nil
+	return &ocspStaple{der: der, thisUpdate: single.ThisUpdate, nextUpdate: single.NextUpdate}, nil
 }
 
 // mustStaple reports whether a certificate carries the TLS Feature

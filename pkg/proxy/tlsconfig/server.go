@@ -93,7 +93,7 @@ func CompileServer(dc *tlsv3.DownstreamTlsContext) (*Server, error) {
 		}
 		cfg.Certificates = append(cfg.Certificates, c)
 		staples, must = append(staples, staple), append(must, mustStaple(c.Leaf))
-		certs.chain = append(certs.chain, loadedCert{path: sourcePath(tc.GetCertificateChain()), cert: c.Leaf})
+		certs.chain = append(certs.chain, loadedCert{path: sourcePath(tc.GetCertificateChain()), cert: c.Leaf, ocsp: staple})
 	}
 	v := &validator{}
 	if vc := ctc.GetValidationContext(); vc != nil {
