@@ -39,18 +39,21 @@ var _ = Describe("Upstream TLS auto_sni", func() {
 		auto := func(fields string) string {
 			return ", " + unwrapFlow(httpProtocolOptions("{explicit_http_config: {http_protocol_options: {}}, upstream_http_protocol_options: {"+fields+"}}"))
 		}
+		autoH2 := ", " + unwrapFlow(httpProtocolOptions("{explicit_http_config: {http2_protocol_options: {}}, upstream_http_protocol_options: {auto_sni: true, auto_san_validation: true}}"))
 		port := freePort()
 		hcm := `{name: envoy.filters.network.http_connection_manager, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager,
   stat_prefix: ingress, access_log: [` + stdoutLog("SNILOG %REQ(:PATH)% %RESPONSE_CODE% %UPSTREAM_TRANSPORT_FAILURE_REASON%\n") + `],
   route_config: {virtual_hosts: [{name: all, domains: ["*"], routes: [
     {match: {prefix: /rewritten}, route: {cluster: both, host_rewrite_literal: "d.example.com:8443"}},
     {match: {prefix: /both}, route: {cluster: both}},
+    {match: {prefix: /h2}, route: {cluster: h2}},
     {match: {prefix: /header}, route: {cluster: header}},
     {match: {prefix: /sanonly}, route: {cluster: sanonly}},
     {match: {prefix: /snionly}, route: {cluster: snionly}}]}]},
   http_filters: [{name: envoy.filters.http.router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]}}`
 		s := Start(dir, tlsBootstrap(port, "", []string{`{filters: [` + hcm + `]}`},
 			tlsCluster("both", up, trusted, auto("auto_sni: true, auto_san_validation: true")),
+			tlsCluster("h2", up, trusted, autoH2),
 			tlsCluster("header", up, trusted, auto("auto_sni: true, override_auto_sni_header: X-Upstream-Host")),
 			tlsCluster("sanonly", up, trusted, auto("auto_san_validation: true")),
 			tlsCluster("snionly", up, trusted, auto("auto_sni: true")),
@@ -70,6 +73,18 @@ var _ = Describe("Upstream TLS auto_sni", func() {
 			Eventually(func() string { return statValue(s, "cluster.both.upstream_rq_active") }).Should(Equal("0"))
 		}
 		Expect(statValue(s, "cluster.both.upstream_cx_total")).To(Equal("2"))
+
+		// HTTP/2 clusters keep a pool per server name as well.
+		for _, host := range []string{"a.example.com", "b.example.com", "a.example.com"} {
+			code, body := fetchAs(client, base+"h2", host)
+			Expect(code).To(Equal(200), body)
+			Expect(body).To(Equal("sni=" + host + " alpn=h2 proto=HTTP/2.0 peer=-"))
+			Eventually(func() string { return statValue(s, "cluster.h2.upstream_rq_active") }).Should(Equal("0"))
+		}
+		Expect(statValue(s, "cluster.h2.upstream_cx_total")).To(Equal("2"))
+		code, _ := fetchAs(client, base+"h2", "api.example.org")
+		Expect(code).To(Equal(503))
+		Expect(statValue(s, "cluster.h2.ssl.fail_verify_san")).To(Equal("1"))
 
 		// After the route's host rewrite.
 		code, body := fetchAs(client, base+"rewritten", "a.example.com")
@@ -110,13 +125,13 @@ var _ = Describe("Upstream TLS auto_sni", func() {
 		Expect(body).To(HavePrefix("sni=api.example.org "))
 	})
 
-	It("is refused on clusters whose requests may go over HTTP/2", func() {
+	It("is refused on clusters whose protocol follows the client's or ALPN", func() {
 		dir := newDir()
 		Expect(os.MkdirAll(dir, 0o700)).To(Succeed())
-		cluster := tlsCluster("h2", 1, upstreamTLS(""), ", "+unwrapFlow(httpProtocolOptions("{explicit_http_config: {http2_protocol_options: {}}, upstream_http_protocol_options: {auto_sni: true}}")))
+		cluster := tlsCluster("h2", 1, upstreamTLS(""), ", "+unwrapFlow(httpProtocolOptions("{use_downstream_protocol_config: {http2_protocol_options: {}}, upstream_http_protocol_options: {auto_sni: true}}")))
 		r, _ := validate("autosni.yaml", tlsBootstrap(freePort(), "", []string{`{filters: [` + routingHCM("%RESPONSE_CODE%", "h2") + `]}`}, cluster))
 		Expect(r.ExitCode).To(Equal(1), r.Stdout+r.Stderr)
 		Expect(r.Stdout + r.Stderr).To(ContainSubstring(`upstream_http_protocol_options.auto_sni`))
-		Expect(r.Stdout + r.Stderr).To(ContainSubstring("HTTP/2"))
+		Expect(r.Stdout + r.Stderr).To(ContainSubstring("use_downstream_protocol_config or auto_config"))
 	})
 })

@@ -34,10 +34,10 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.AutoHttpConfig.http_protocol_options":  {},
 	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.AutoHttpConfig.http2_protocol_options": {},
 
-	// Server name and SAN check from each request's host, on HTTP/1.1
-	// TLS clusters (the cluster refuses them where requests may go over
-	// HTTP/2). The deprecated Cluster.upstream_http_protocol_options
-	// stays refused.
+	// Server name and SAN check from each request's host, on TLS clusters
+	// of one protocol (the cluster refuses them with
+	// use_downstream_protocol_config and auto_config). The deprecated
+	// Cluster.upstream_http_protocol_options stays refused.
 	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.upstream_http_protocol_options": {},
 	"envoy.config.core.v3.UpstreamHttpProtocolOptions.auto_sni":                             {},
 	"envoy.config.core.v3.UpstreamHttpProtocolOptions.auto_san_validation":                  {},

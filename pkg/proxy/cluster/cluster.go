@@ -68,6 +68,9 @@ type Cluster struct {
 	h2 *http.Transport
 	// h2x sends the HTTP/2 extended CONNECT streams (upgrades).
 	h2x xconnectPool
+	// h2SNI are the HTTP/2 pools of requests with their own server name
+	// (auto_sni, auto_san_validation); nil without those.
+	h2SNI *sniPools
 	// h2Stats creates the cluster's HTTP/2 codec stats with its first
 	// HTTP/2 connection.
 	h2Stats func() *h2UpstreamStats
@@ -171,6 +174,9 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 	if s.protocol.http2 || s.protocol.downstream || s.protocol.auto {
 		c.h2 = c.newHTTP2Transport()
 		c.h2x = c.newXConnectTransport()
+		if s.protocol.autoSNI != nil && s.tls != nil {
+			c.h2SNI = &sniPools{c: c, byKey: map[tlsconfig.Override]*http.Transport{}}
+		}
 		c.h2Stats = sync.OnceValue(func() *h2UpstreamStats { return newH2UpstreamStats(scope) })
 	}
 	if s.origDst != nil {
@@ -289,8 +295,7 @@ func (c *Cluster) installLocked(priorities [][]*upstream.Host, counted bool) {
 		if removed {
 			// The transport cannot close one host's connections: the idle
 			// ones of every host go, busy ones finish their streams.
-			c.h2.CloseIdleConnections()
-			c.h2x.CloseIdleConnections()
+			c.closeIdleHTTP2()
 		}
 	}
 }
@@ -578,8 +583,7 @@ func (c *Cluster) Close() {
 		p.wakeAll()
 	}
 	if c.h2 != nil {
-		c.h2.CloseIdleConnections()
-		c.h2x.CloseIdleConnections()
+		c.closeIdleHTTP2()
 	}
 	for _, tc := range open {
 		_ = tc.Close()

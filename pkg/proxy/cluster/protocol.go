@@ -220,20 +220,20 @@ func downstreamOnlyHTTP2Fields(h2 *corev3.Http2ProtocolOptions, path string) []e
 	return errs
 }
 
-// errAutoSNIHTTP2 refuses auto_sni and auto_san_validation where requests
-// may go over HTTP/2: Go's HTTP/2 transport pools connections by address
-// alone, so it cannot keep one pool per server name as Envoy does.
-const errAutoSNIHTTP2 = "not supported by Outrigger on clusters whose requests may go over HTTP/2 (explicit_http_config with http_protocol_options only)"
+// errAutoSNIHTTP2 refuses auto_sni and auto_san_validation where the
+// protocol is chosen per request or by ALPN: their pools are not kept per
+// server name (explicit HTTP/1.1 and HTTP/2 clusters are).
+const errAutoSNIHTTP2 = "not supported by Outrigger with use_downstream_protocol_config or auto_config (explicit_http_config only)"
 
 // readUpstreamHTTP reads upstream_http_protocol_options: auto_sni,
-// auto_san_validation and override_auto_sni_header, for HTTP/1.1
-// clusters (see errAutoSNIHTTP2). path names the message.
+// auto_san_validation and override_auto_sni_header, for clusters of one
+// protocol (see errAutoSNIHTTP2). path names the message.
 func (ps *protocolSettings) readUpstreamHTTP(u *corev3.UpstreamHttpProtocolOptions, path string) []error {
 	if u == nil {
 		return nil
 	}
 	var errs []error
-	if (u.GetAutoSni() || u.GetAutoSanValidation()) && (ps.http2 || ps.downstream || ps.auto) {
+	if (u.GetAutoSni() || u.GetAutoSanValidation()) && (ps.downstream || ps.auto) {
 		field := "auto_sni"
 		if !u.GetAutoSni() {
 			field = "auto_san_validation"

@@ -425,6 +425,9 @@ func (sh *shadow) exchangeHTTP2(ctx context.Context, host *upstream.Host, body [
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.ContentLength = int64(len(body))
 	}
+	if a := sh.cl.AutoSNI(); a != nil {
+		ctx = autoSNIContext(ctx, a, sh.authority, &sh.headers)
+	}
 	resp, err := sh.cl.RoundTripHTTP2(req.WithContext(ctx), host)
 	if err != nil {
 		return 0, err

@@ -20,7 +20,7 @@ import (
 // the response. It returns true when the attempt's outcome is to be
 // retried (see retry.go), having answered nothing.
 func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) (retry bool) {
-	ctx := s.m.ctx
+	ctx := s.withAutoSNI(s.m.ctx, cl)
 	// The exchange ends at the route timeout (fixed by the first
 	// attempt), the attempt's per-try timeout or at the stream's maximum
 	// durations, the cluster's counted from here: the pool hands the
