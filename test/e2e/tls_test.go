@@ -31,6 +31,7 @@ import (
 type tlsFiles struct {
 	dir                            string
 	ca, cert, key                  string
+	caKey                          string // for openssl ocsp
 	clientCert, clientKey          string
 	otherClientCert, otherClientKy string
 	client                         *tlstest.Leaf
@@ -60,6 +61,9 @@ func newTLSFiles(dir string) *tlsFiles {
 		return p
 	}
 	f.ca, f.cert, f.key = w("ca.pem", ca.PEM), w("server.pem", srv.CertPEM), w("server-key.pem", srv.KeyPEM)
+	caKey, err := ca.KeyPEM()
+	Expect(err).NotTo(HaveOccurred())
+	f.caKey = w("ca-key.pem", caKey)
 	f.clientCert, f.clientKey = w("client.pem", cli.CertPEM), w("client-key.pem", cli.KeyPEM)
 	f.otherClientCert, f.otherClientKy = w("other.pem", other.CertPEM), w("other-key.pem", other.KeyPEM)
 	return f

@@ -85,6 +85,10 @@ type Entry struct {
 	// TLS describes a downstream TLS connection (the DOWNSTREAM_TLS_* and
 	// DOWNSTREAM_PEER_* operators); nil for a plaintext one.
 	TLS *TLSInfo
+	// UpstreamTLS describes the upstream connection's TLS (the
+	// UPSTREAM_TLS_*, UPSTREAM_PEER_* and UPSTREAM_LOCAL_* TLS
+	// operators); nil for a plaintext one or none.
+	UpstreamTLS *TLSInfo
 	// ConnectionID is the downstream connection's id (%CONNECTION_ID%).
 	ConnectionID uint64
 	// UpstreamRequestAttemptCount is how many times the request went to

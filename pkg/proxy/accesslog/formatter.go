@@ -43,6 +43,10 @@ type part struct {
 	metadata *metadataRef
 	// ext is a formatter extension's operator.
 	ext Provider
+	// tls is a TLS operator's field, of the upstream connection when
+	// upstreamTLS is set.
+	tls         tlsField
+	upstreamTLS bool
 }
 
 // Text compiles a text format string. With omitEmpty, missing values print

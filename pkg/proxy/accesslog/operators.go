@@ -38,15 +38,10 @@ const (
 	opMetadata
 	opExtension
 	opAccessLogType
-	opDownstreamTLSVersion
-	opDownstreamTLSCipher
-	opDownstreamPeerURISAN
-	opDownstreamPeerSubject
-	opDownstreamPeerFingerprint256
-	opDownstreamPeerSerial
-	opDownstreamLocalURISAN
-	opDownstreamLocalSubject
 	opUpstreamRequestAttemptCount
+	// opTLS is every %DOWNSTREAM_*% and %UPSTREAM_*% TLS operator (see
+	// tlsinfo.go).
+	opTLS
 )
 
 // argKind says what arguments an operator takes.
@@ -91,14 +86,6 @@ var operators = map[string]operator{
 	"DOWNSTREAM_LOCAL_ADDRESS":               {op: opDownstreamLocalAddress},
 	"DOWNSTREAM_LOCAL_ADDRESS_WITHOUT_PORT":  {op: opDownstreamLocalAddressWithoutPort},
 	"REQUESTED_SERVER_NAME":                  {op: opRequestedServerName},
-	"DOWNSTREAM_TLS_VERSION":                 {op: opDownstreamTLSVersion},
-	"DOWNSTREAM_TLS_CIPHER":                  {op: opDownstreamTLSCipher},
-	"DOWNSTREAM_PEER_URI_SAN":                {op: opDownstreamPeerURISAN},
-	"DOWNSTREAM_PEER_SUBJECT":                {op: opDownstreamPeerSubject},
-	"DOWNSTREAM_PEER_FINGERPRINT_256":        {op: opDownstreamPeerFingerprint256},
-	"DOWNSTREAM_PEER_SERIAL":                 {op: opDownstreamPeerSerial},
-	"DOWNSTREAM_LOCAL_URI_SAN":               {op: opDownstreamLocalURISAN},
-	"DOWNSTREAM_LOCAL_SUBJECT":               {op: opDownstreamLocalSubject},
 	"CONNECTION_ID":                          {op: opConnectionID, numeric: true},
 	"UPSTREAM_REQUEST_ATTEMPT_COUNT":         {op: opUpstreamRequestAttemptCount, numeric: true},
 	"ROUTE_NAME":                             {op: opRouteName},
@@ -161,22 +148,8 @@ func (op opCode) value(p *part, dst []byte, e *Entry) ([]byte, bool) {
 		return appendString(dst, withoutPort(e.DownstreamLocalAddress))
 	case opRequestedServerName:
 		return appendString(dst, e.RequestedServerName)
-	case opDownstreamTLSVersion:
-		return appendString(dst, tlsField(e, func(t *TLSInfo) string { return t.Version }))
-	case opDownstreamTLSCipher:
-		return appendString(dst, tlsField(e, func(t *TLSInfo) string { return t.Cipher }))
-	case opDownstreamPeerURISAN:
-		return appendString(dst, tlsField(e, func(t *TLSInfo) string { return t.PeerURISAN }))
-	case opDownstreamPeerSubject:
-		return appendString(dst, tlsField(e, func(t *TLSInfo) string { return t.PeerSubject }))
-	case opDownstreamPeerFingerprint256:
-		return appendString(dst, tlsField(e, func(t *TLSInfo) string { return t.PeerFingerprint256 }))
-	case opDownstreamPeerSerial:
-		return appendString(dst, tlsField(e, func(t *TLSInfo) string { return t.PeerSerial }))
-	case opDownstreamLocalURISAN:
-		return appendString(dst, tlsField(e, func(t *TLSInfo) string { return t.LocalURISAN }))
-	case opDownstreamLocalSubject:
-		return appendString(dst, tlsField(e, func(t *TLSInfo) string { return t.LocalSubject }))
+	case opTLS:
+		return appendTLS(dst, p, e)
 	case opConnectionID:
 		return strconv.AppendUint(dst, e.ConnectionID, 10), true
 	case opUpstreamRequestAttemptCount:

@@ -92,6 +92,14 @@ func parseOperator(s string, parsers []CommandParser) (part, int, error) {
 		return part{op: opExtension, ext: ext, maxLen: maxLen}, i, nil
 	}
 	def, ok := operators[name]
+	field, upstream, isTLS := tlsOperator(name)
+	if isTLS && !ok {
+		def, ok = operator{op: opTLS}, true
+		if field == tlsPeerCertVStart || field == tlsPeerCertVEnd {
+			// A time, with START_TIME's optional format.
+			def.args = argOptional
+		}
+	}
 	if ext, needs := extensionOperators[name]; !ok && needs {
 		// Envoy answers "Not supported field in StreamInfo"; say why.
 		return part{}, 0, fmt.Errorf("command operator %%%s%% needs the formatter extension %s in the format's formatters", name, ext)
@@ -100,6 +108,9 @@ func parseOperator(s string, parsers []CommandParser) (part, int, error) {
 		return part{}, 0, fmt.Errorf("command operator %%%s%% is not supported by Outrigger", name)
 	}
 	p := part{op: def.op, maxLen: maxLen, numeric: def.numeric}
+	if def.op == opTLS {
+		p.tls, p.upstreamTLS = field, upstream
+	}
 	switch def.args {
 	case argNone:
 		if hasArgs {

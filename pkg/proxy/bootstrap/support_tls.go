@@ -7,9 +7,11 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // listeners' filter chains and of clusters (upstream TLS), and secrets.
 // Not implemented, so refused with their path: transport_socket_matches,
 // enforce_rsa_key_usage, secrets over gRPC (refused by the server),
-// session ticket keys from secrets, private key passwords and providers,
-// OCSP stapling, signed certificate timestamps, signature_algorithms, compliance_policies, session_timeout,
-// prefer_client_ciphers, full_scan_certs_on_sni_mismatch, custom
+// session ticket keys from secrets, private key providers, encrypted
+// PKCS#8 keys (by tlsconfig), signed certificate timestamps,
+// signature_algorithms (Go's crypto/tls has no setting for them),
+// compliance_policies, prefer_client_ciphers,
+// full_scan_certs_on_sni_mismatch, custom
 // handshakers and certificate selectors, and in the validation context
 // system_root_certs, trust_chain_verification, max_verify_depth,
 // custom validators and watched directories.
@@ -31,6 +33,15 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.auto_config":                           {},
 	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.AutoHttpConfig.http_protocol_options":  {},
 	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.AutoHttpConfig.http2_protocol_options": {},
+
+	// Server name and SAN check from each request's host, on TLS clusters
+	// of one protocol (the cluster refuses them with
+	// use_downstream_protocol_config and auto_config). The deprecated
+	// Cluster.upstream_http_protocol_options stays refused.
+	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.upstream_http_protocol_options": {},
+	"envoy.config.core.v3.UpstreamHttpProtocolOptions.auto_sni":                             {},
+	"envoy.config.core.v3.UpstreamHttpProtocolOptions.auto_san_validation":                  {},
+	"envoy.config.core.v3.UpstreamHttpProtocolOptions.override_auto_sni_header":             {},
 
 	// Secrets: static_resources.secrets by name, and secrets from files
 	// (sds_config with path_config_source; the server refuses any other
@@ -65,6 +76,8 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	// already the case.
 	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.disable_stateful_session_resumption": {},
 	"envoy.extensions.transport_sockets.tls.v3.TlsSessionTicketKeys.keys":                                {},
+	// Tickets older than it are not resumed (see tlsconfig.applySessionTimeout).
+	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.session_timeout": {},
 
 	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.tls_params":         {},
 	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.tls_certificates":   {},
@@ -78,6 +91,13 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 
 	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.certificate_chain": {},
 	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.private_key":       {},
+	// Decrypts keys in the legacy PEM encryption; encrypted PKCS#8 is
+	// refused by tlsconfig with its path.
+	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.password": {},
+	// Stapled on listeners by ocsp_staple_policy (refused on clusters by
+	// tlsconfig).
+	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.ocsp_staple":              {},
+	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.ocsp_staple_policy": {},
 
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.trusted_ca":                    {},
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.match_typed_subject_alt_names": {},

@@ -68,6 +68,9 @@ type Cluster struct {
 	h2 *http.Transport
 	// h2x sends the HTTP/2 extended CONNECT streams (upgrades).
 	h2x xconnectPool
+	// h2SNI are the HTTP/2 pools of requests with their own server name
+	// (auto_sni, auto_san_validation); nil without those.
+	h2SNI *sniPools
 	// h2Stats creates the cluster's HTTP/2 codec stats with its first
 	// HTTP/2 connection.
 	h2Stats func() *h2UpstreamStats
@@ -174,6 +177,9 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 	if s.protocol.http2 || s.protocol.downstream || s.protocol.auto {
 		c.h2 = c.newHTTP2Transport()
 		c.h2x = c.newXConnectTransport()
+		if s.protocol.autoSNI != nil && s.tls != nil {
+			c.h2SNI = &sniPools{c: c, byKey: map[tlsconfig.Override]*http.Transport{}}
+		}
 		c.h2Stats = sync.OnceValue(func() *h2UpstreamStats { return newH2UpstreamStats(scope) })
 	}
 	if s.origDst != nil {
@@ -299,8 +305,7 @@ func (c *Cluster) installLocked(priorities [][]*upstream.Host, counted bool) {
 		if removed {
 			// The transport cannot close one host's connections: the idle
 			// ones of every host go, busy ones finish their streams.
-			c.h2.CloseIdleConnections()
-			c.h2x.CloseIdleConnections()
+			c.closeIdleHTTP2()
 		}
 	}
 }
@@ -484,6 +489,17 @@ func (c *Cluster) MaxResponseHeadBytes() int {
 	return defaultMaxResponseHeadersKB << 10
 }
 
+// AutoSNI is how requests choose their upstream handshake's server name
+// and SAN (upstream_http_protocol_options), nil when they do not: the
+// cluster has no upstream TLS, or neither auto_sni nor
+// auto_san_validation.
+func (c *Cluster) AutoSNI() *upstream.AutoSNI {
+	if c.settings.tls == nil {
+		return nil
+	}
+	return c.settings.protocol.autoSNI
+}
+
 // MaxStreamDuration is the longest an upstream request may last from the
 // moment it has a connection (common_http_protocol_options
 // max_stream_duration); 0 for no limit.
@@ -587,8 +603,7 @@ func (c *Cluster) Close() {
 		p.wakeAll()
 	}
 	if c.h2 != nil {
-		c.h2.CloseIdleConnections()
-		c.h2x.CloseIdleConnections()
+		c.closeIdleHTTP2()
 	}
 	for _, tc := range open {
 		_ = tc.Close()

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -26,6 +28,13 @@ type trackedConn struct {
 	// pool is the HTTP/1.1 pool the connection was dialled for, nil for
 	// other connections.
 	pool *http1Pool
+	// tlsOverride is the server name and SAN the connection's handshake
+	// used (auto_sni, auto_san_validation): the HTTP/1.1 pool lends it
+	// only to requests asking for the same.
+	tlsOverride tlsconfig.Override
+	// tlsInfo is what the access log shows of the connection's TLS, nil
+	// for a plaintext one.
+	tlsInfo *accesslog.TLSInfo
 
 	// HTTP/1.1 only.
 	//
@@ -44,6 +53,10 @@ type trackedConn struct {
 	lentAt time.Time
 	probe  prober
 }
+
+// TLSInfo is what the access log shows of the connection's TLS
+// (%UPSTREAM_TLS_VERSION%...), nil for a plaintext connection.
+func (tc *trackedConn) TLSInfo() *accesslog.TLSInfo { return tc.tlsInfo }
 
 // Close closes the connection and counts its end, once. It leaves the read
 // buffer alone: whoever closes a lent connection may still be reading.

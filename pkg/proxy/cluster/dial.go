@@ -9,6 +9,8 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -86,8 +88,9 @@ func (c *Cluster) connect(ctx context.Context, h *upstream.Host, alpn []string) 
 	start := c.now()
 	dctx, cancel := context.WithTimeout(ctx, c.settings.connectTimeout)
 	conn, err := c.dial(dctx, h.Address)
+	var info *accesslog.TLSInfo
 	if err == nil && c.settings.tls != nil {
-		conn, err = c.handshake(dctx, conn, alpn, h)
+		conn, info, err = c.handshake(dctx, conn, alpn, h)
 	}
 	timedOut := ctx.Err() == nil && errors.Is(dctx.Err(), context.DeadlineExceeded)
 	cancel()
@@ -112,7 +115,10 @@ func (c *Cluster) connect(ctx context.Context, h *upstream.Host, alpn []string) 
 		_ = tcp.SetNoDelay(true)
 	}
 	now := c.now()
-	tc := &trackedConn{Conn: conn, c: c, host: h, opened: now}
+	tc := &trackedConn{Conn: conn, c: c, host: h, opened: now, tlsInfo: info}
+	if c.settings.tls != nil {
+		tc.tlsOverride = tlsconfig.OverrideFrom(ctx)
+	}
 	c.stats.UpstreamCxTotal.Inc()
 	c.stats.UpstreamCxActive.Inc()
 	c.stats.UpstreamCxConnectMs.Record(uint64(now.Sub(start).Milliseconds()))

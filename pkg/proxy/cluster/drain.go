@@ -33,8 +33,7 @@ func (c *Cluster) drain() {
 		if c.h2 != nil {
 			// Streams in progress keep their connections; the idle ones
 			// close.
-			c.h2.CloseIdleConnections()
-			c.h2x.CloseIdleConnections()
+			c.closeIdleHTTP2()
 		}
 		c.connsMu.Lock()
 		left := len(c.conns)

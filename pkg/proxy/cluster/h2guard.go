@@ -11,6 +11,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -341,3 +342,6 @@ const maxReceiveWindow = 4<<20 - 1
 func receiveWindow(v *wrapperspb.UInt32Value) int {
 	return min(int(v.GetValue()), maxReceiveWindow)
 }
+
+// TLSInfo is the guarded connection's (see trackedConn.TLSInfo).
+func (g *h2GuardConn) TLSInfo() *accesslog.TLSInfo { return accesslog.UpstreamTLS(g.Conn) }

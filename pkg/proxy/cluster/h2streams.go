@@ -8,6 +8,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 )
 
 // HTTP/2 frame facts the stream cap needs (RFC 9113 §4.1, §6.5).
@@ -186,3 +188,6 @@ func (o *openingConns) wait(ctx context.Context, limit time.Duration) {
 	case <-t.C:
 	}
 }
+
+// TLSInfo is the capped connection's (see trackedConn.TLSInfo).
+func (c *streamCapConn) TLSInfo() *accesslog.TLSInfo { return accesslog.UpstreamTLS(c.Conn) }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -28,12 +29,20 @@ type http1Pool struct {
 	// released connection goes to the first of them rather than to the
 	// idle list. Each channel has room for the one connection (or the
 	// nil "try again" signal) it is ever sent.
-	waiters []chan *trackedConn
+	waiters []waiter
 	// retired is set once the pool's host left the cluster: connections
 	// released to it are closed.
 	retired bool
 	// open counts the pool's connections, connecting, lent or idle.
 	open atomic.Int32
+}
+
+// waiter is a request waiting for a connection of a pool: the channel it
+// is handed one on, and the handshake it needs (see
+// trackedConn.tlsOverride).
+type waiter struct {
+	ch  chan *trackedConn
+	key tlsconfig.Override
 }
 
 // AcquireHTTP1 lends a connection to h for one request: the most recently
@@ -99,17 +108,28 @@ func (c *Cluster) acquireHTTP1(ctx context.Context, h *upstream.Host, res *resou
 	}
 	// One clock read serves the idle timeout, the probe window and the
 	// loan's time.
-	if conn := c.takeIdle(p, c.now()); conn != nil {
+	key := c.requestOverride(ctx)
+	if conn := c.takeIdle(p, key, c.now()); conn != nil {
 		return conn, nil
 	}
 	return c.awaitHTTP1(ctx, h, p, res, deadline, gone)
 }
 
-// takeIdle lends the pool's most recently released idle connection that
-// is still usable, or returns nil.
-func (c *Cluster) takeIdle(p *http1Pool, now time.Time) *upstream.Conn {
+// requestOverride is the handshake a request needs: the server name and
+// SAN that auto_sni and auto_san_validation derived from it, zero on a
+// cluster without them (whose requests all share connections).
+func (c *Cluster) requestOverride(ctx context.Context) tlsconfig.Override {
+	if c.settings.protocol.autoSNI == nil || c.settings.tls == nil {
+		return tlsconfig.Override{}
+	}
+	return tlsconfig.OverrideFrom(ctx)
+}
+
+// takeIdle lends the pool's most recently released idle connection made
+// with the handshake key that is still usable, or returns nil.
+func (c *Cluster) takeIdle(p *http1Pool, key tlsconfig.Override, now time.Time) *upstream.Conn {
 	for {
-		tc := p.take(c, now)
+		tc := p.take(c, key, now)
 		if tc == nil {
 			return nil
 		}
@@ -159,6 +179,7 @@ func (c *Cluster) awaitHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool
 // pendingHTTP1 is awaitHTTP1's wait, once the request counts as pending.
 func (c *Cluster) pendingHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool, res *resources, deadline time.Time, gone func() bool) (*upstream.Conn, error) {
 	overflowed := false
+	key := c.requestOverride(ctx)
 	for {
 		if c.isClosed() {
 			return nil, ErrClosed
@@ -184,26 +205,26 @@ func (c *Cluster) pendingHTTP1(ctx context.Context, h *upstream.Host, p *http1Po
 			defer cancel()
 			deadline = time.Time{}
 		}
-		tc, err := c.waitHTTP1(ctx, p, res, gone)
+		tc, err := c.waitHTTP1(ctx, p, key, res, gone)
 		if err != nil {
 			return nil, err
 		}
 		if tc != nil {
 			return lend(tc, c.now()), nil
 		}
-		if conn := c.takeIdle(p, c.now()); conn != nil {
+		if conn := c.takeIdle(p, key, c.now()); conn != nil {
 			return conn, nil
 		}
 	}
 }
 
 // waitHTTP1 waits, until ctx ends or gone (when not nil, polled every
-// gonePollInterval) reports the client gone, for a connection released to
-// p (which it returns) or for a connection of the cluster to close (nil:
-// the caller tries again).
-func (c *Cluster) waitHTTP1(ctx context.Context, p *http1Pool, res *resources, gone func() bool) (*trackedConn, error) {
+// gonePollInterval) reports the client gone, for a connection made with
+// the handshake key released to p (which it returns) or for a connection
+// of the cluster to close (nil: the caller tries again).
+func (c *Cluster) waitHTTP1(ctx context.Context, p *http1Pool, key tlsconfig.Override, res *resources, gone func() bool) (*trackedConn, error) {
 	w := make(chan *trackedConn, 1)
-	if !p.enqueue(w) {
+	if !p.enqueue(w, key) {
 		// A connection came back to the idle list meanwhile.
 		return nil, nil
 	}
@@ -244,15 +265,34 @@ func (c *Cluster) waitHTTP1(ctx context.Context, p *http1Pool, res *resources, g
 	return nil, err
 }
 
-// enqueue adds a waiter unless the pool has an idle connection.
-func (p *http1Pool) enqueue(w chan *trackedConn) bool {
+// enqueue adds a waiter unless the pool has an idle connection. Idle
+// connections all made with another handshake (auto_sni: other server
+// names) would never serve the waiter: the oldest is closed instead, which
+// frees its max_connections unit for the caller's next try.
+func (p *http1Pool) enqueue(w chan *trackedConn, key tlsconfig.Override) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.idle) > 0 {
+		if p.lastIdle(key) < 0 {
+			p.idle[0].discard()
+			p.idle[0] = nil
+			p.idle = slices.Delete(p.idle, 0, 1)
+		}
 		return false
 	}
-	p.waiters = append(p.waiters, w)
+	p.waiters = append(p.waiters, waiter{ch: w, key: key})
 	return true
+}
+
+// lastIdle is the index of the most recently released idle connection
+// made with the handshake key, -1 when none. The caller holds p.mu.
+func (p *http1Pool) lastIdle(key tlsconfig.Override) int {
+	for i := len(p.idle) - 1; i >= 0; i-- {
+		if p.idle[i].tlsOverride == key {
+			return i
+		}
+	}
+	return -1
 }
 
 // dequeue removes a waiter; false when it was already handed something,
@@ -261,7 +301,7 @@ func (p *http1Pool) dequeue(w chan *trackedConn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i, x := range p.waiters {
-		if x == w {
+		if x.ch == w {
 			p.waiters = slices.Delete(p.waiters, i, i+1)
 			return true
 		}
@@ -269,17 +309,19 @@ func (p *http1Pool) dequeue(w chan *trackedConn) bool {
 	return false
 }
 
-// signal hands tc (nil for "try again") to the first waiter and reports
+// signal hands tc (nil for "try again") to the first waiter (for tc, the
+// first waiting for a connection made with tc's handshake) and reports
 // whether there was one. The caller holds p.mu.
 func (p *http1Pool) signal(tc *trackedConn) bool {
-	if len(p.waiters) == 0 {
-		return false
+	for i, w := range p.waiters {
+		if tc != nil && w.key != tc.tlsOverride {
+			continue
+		}
+		p.waiters = slices.Delete(p.waiters, i, i+1)
+		w.ch <- tc
+		return true
 	}
-	w := p.waiters[0]
-	p.waiters[0] = nil
-	p.waiters = p.waiters[1:]
-	w <- tc
-	return true
+	return false
 }
 
 // wakeAll tells every waiter to try again (the host left the cluster, or
@@ -387,15 +429,14 @@ func (c *Cluster) ReleaseHTTP1(conn *upstream.Conn, reusable bool) {
 // take pops the most recently released idle connection. When that one has
 // been idle longer than idle_timeout, so have all the others: they are all
 // closed and nil is returned.
-func (p *http1Pool) take(c *Cluster, now time.Time) *trackedConn {
+func (p *http1Pool) take(c *Cluster, key tlsconfig.Override, now time.Time) *trackedConn {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := len(p.idle)
 	if n == 0 {
 		return nil
 	}
-	top := p.idle[n-1]
-	if expired(c, top, now) {
+	if expired(c, p.idle[n-1], now) {
 		for _, tc := range p.idle {
 			c.extra.idleTimeout.Inc()
 			tc.discard()
@@ -404,8 +445,15 @@ func (p *http1Pool) take(c *Cluster, now time.Time) *trackedConn {
 		p.idle = p.idle[:0]
 		return nil
 	}
-	p.idle[n-1] = nil
-	p.idle = p.idle[:n-1]
+	i := n - 1
+	if p.idle[i].tlsOverride != key {
+		// auto_sni: only a connection to the same server name will do.
+		if i = p.lastIdle(key); i < 0 {
+			return nil
+		}
+	}
+	top := p.idle[i]
+	p.idle = slices.Delete(p.idle, i, i+1)
 	return top
 }
 
@@ -421,6 +469,13 @@ func (p *http1Pool) put(c *Cluster, tc *trackedConn, now time.Time) {
 	if p.signal(tc) {
 		// A request waits for a connection to the host: it gets this
 		// one at once.
+		return
+	}
+	if len(p.waiters) > 0 {
+		// Requests wait for connections to other server names
+		// (auto_sni): closing this one frees its max_connections unit
+		// for them.
+		tc.discard()
 		return
 	}
 	stale := 0

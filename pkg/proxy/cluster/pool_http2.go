@@ -2,12 +2,14 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"sync/atomic"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -137,8 +139,24 @@ func (c *Cluster) roundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Res
 		}
 		req.Header["User-Agent"] = []string{""}
 	}
+	var key tlsconfig.Override
+	if c.h2SNI != nil {
+		key = tlsconfig.OverrideFrom(req.Context())
+	}
 	if isExtendedConnect(req) {
+		if key != (tlsconfig.Override{}) {
+			// Its pool keeps one connection per address: it cannot
+			// honour the request's server name.
+			return nil, errExtendedConnectAutoSNI
+		}
 		return c.h2x.RoundTrip(req)
+	}
+	if key != (tlsconfig.Override{}) {
+		return c.h2SNI.transport(key).RoundTrip(req)
 	}
 	return c.h2.RoundTrip(req)
 }
+
+// errExtendedConnectAutoSNI fails an HTTP/2 upgrade (extended CONNECT) to
+// an auto_sni cluster rather than send it with another server name.
+var errExtendedConnectAutoSNI = errors.New("HTTP/2 upgrades (extended CONNECT) to a cluster with auto_sni or auto_san_validation are not supported by Outrigger")

@@ -9,6 +9,8 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // httpOptionsKeys are the typed_extension_protocol_options keys that name
@@ -58,6 +60,11 @@ type protocolSettings struct {
 	// (common_http_protocol_options.max_response_headers_kb, which the
 	// API keeps above 0); 0 when unset.
 	maxResponseHeadBytes int
+	// autoSNI derives the upstream handshake's server name and the SAN
+	// its certificate must have from each request's host
+	// (upstream_http_protocol_options); nil when neither auto_sni nor
+	// auto_san_validation is set.
+	autoSNI *upstream.AutoSNI
 }
 
 // defaultMaxResponseHeadersKB is Envoy's limit of an HTTP/1 response head
@@ -125,6 +132,7 @@ func buildProtocol(c *clusterv3.Cluster) (protocolSettings, []error) {
 			errs = append(errs, configErrorf(path+".explicit_http_config", "http_protocol_options or http2_protocol_options is required (HTTP/3 is not supported by Outrigger)"))
 		}
 		errs = append(errs, downstreamOnlyFields(&opts, path)...)
+		errs = append(errs, ps.readUpstreamHTTP(opts.GetUpstreamHttpProtocolOptions(), path+".upstream_http_protocol_options")...)
 		common := opts.GetCommonHttpProtocolOptions()
 		if t := common.GetIdleTimeout(); t != nil {
 			// Validation guarantees a valid duration; 0 disables the
@@ -208,6 +216,32 @@ func downstreamOnlyHTTP2Fields(h2 *corev3.Http2ProtocolOptions, path string) []e
 		// The upstream transport pings after an interval without a frame
 		// from the server, with no jitter.
 		errs = append(errs, configErrorf(path+".connection_keepalive.interval_jitter", "not supported by Outrigger on a cluster (upstream keepalive PINGs have no jitter)"))
+	}
+	return errs
+}
+
+// errAutoSNIHTTP2 refuses auto_sni and auto_san_validation where the
+// protocol is chosen per request or by ALPN: their pools are not kept per
+// server name (explicit HTTP/1.1 and HTTP/2 clusters are).
+const errAutoSNIHTTP2 = "not supported by Outrigger with use_downstream_protocol_config or auto_config (explicit_http_config only)"
+
+// readUpstreamHTTP reads upstream_http_protocol_options: auto_sni,
+// auto_san_validation and override_auto_sni_header, for clusters of one
+// protocol (see errAutoSNIHTTP2). path names the message.
+func (ps *protocolSettings) readUpstreamHTTP(u *corev3.UpstreamHttpProtocolOptions, path string) []error {
+	if u == nil {
+		return nil
+	}
+	var errs []error
+	if (u.GetAutoSni() || u.GetAutoSanValidation()) && (ps.downstream || ps.auto) {
+		field := "auto_sni"
+		if !u.GetAutoSni() {
+			field = "auto_san_validation"
+		}
+		errs = append(errs, configErrorf(path+"."+field, "%s", errAutoSNIHTTP2))
+	}
+	if u.GetAutoSni() || u.GetAutoSanValidation() {
+		ps.autoSNI = &upstream.AutoSNI{SNI: u.GetAutoSni(), SAN: u.GetAutoSanValidation(), Header: strings.ToLower(u.GetOverrideAutoSniHeader())}
 	}
 	return errs
 }

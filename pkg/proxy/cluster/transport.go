@@ -8,6 +8,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
@@ -60,22 +61,21 @@ func fieldErrors(prefix string, err error) []error {
 }
 
 // handshake runs the TLS handshake of a new connection to a host of a TLS
-// cluster; the connection is closed when it fails.
-func (c *Cluster) handshake(ctx context.Context, conn net.Conn, alpn []string, h *upstream.Host) (net.Conn, error) {
-	var (
-		tc  net.Conn
-		err error
-	)
+// cluster, with the server name and SAN the request in ctx asks for
+// (auto_sni, auto_san_validation) or, in a dynamic forward proxy cluster
+// with auto_sni, the host's name; the connection is closed when it fails.
+// It also returns what the access log shows of the connection.
+func (c *Cluster) handshake(ctx context.Context, conn net.Conn, alpn []string, h *upstream.Host) (net.Conn, *accesslog.TLSInfo, error) {
+	ov := tlsconfig.OverrideFrom(ctx)
 	if d := c.settings.dfp; d != nil && d.autoSNI {
-		tc, err = c.settings.tls.HandshakeAs(ctx, conn, alpn, c.ssl, dfpServerName(h))
-	} else {
-		tc, err = c.settings.tls.Handshake(ctx, conn, alpn, c.ssl)
+		ov = c.settings.tls.HostOverride(dfpServerName(h))
 	}
+	tc, local, err := c.settings.tls.HandshakeWith(ctx, conn, alpn, ov, c.ssl)
 	if err != nil {
 		_ = conn.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return tc, nil
+	return tc, tlsconfig.ConnInfo(tc.ConnectionState(), local), nil
 }
 
 // netConnOf is the socket under a TLS connection, or conn itself.

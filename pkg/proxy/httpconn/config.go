@@ -73,6 +73,10 @@ type settings struct {
 	// x-envoy-downstream-service-cluster and -node (add_user_agent);
 	// appendXForwardedPort sets x-forwarded-port (append_x_forwarded_port).
 	addUserAgent, appendXForwardedPort bool
+	// xfcc is forward_client_cert_details, xfccDetails what
+	// set_current_client_cert_details adds (see xfcc.go).
+	xfcc        hcmv3.HttpConnectionManager_ForwardClientCertDetails
+	xfccDetails []xfccDetail
 	// proxy100Continue sends Expect: 100-continue to HTTP/1 upstreams and
 	// relays their 100 Continue (proxy_100_continue), instead of the
 	// proxy answering it.
@@ -210,6 +214,7 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 	s.addUserAgent = cfg.GetAddUserAgent().GetValue()
 	s.appendXForwardedPort = cfg.GetAppendXForwardedPort()
 	s.proxy100Continue = cfg.GetProxy_100Continue()
+	s.xfcc, s.xfccDetails = cfg.GetForwardClientCertDetails(), readXFCCDetails(cfg.GetSetCurrentClientCertDetails())
 	if v := cfg.GetGenerateRequestId(); v != nil {
 		s.generateRequestID = v.GetValue()
 	}

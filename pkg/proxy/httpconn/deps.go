@@ -114,6 +114,10 @@ type UpstreamCluster interface {
 	// MaxResponseHeadBytes bounds an HTTP/1.1 response head from this
 	// cluster (its max_response_headers_kb).
 	MaxResponseHeadBytes() int
+	// AutoSNI is how the cluster's upstream handshakes take their server
+	// name and SAN check from each request (auto_sni,
+	// auto_san_validation), nil when they do not.
+	AutoSNI() *upstream.AutoSNI
 	// MaxStreamDuration is the cluster's max_stream_duration: the
 	// longest an upstream request may last once it has a connection; 0
 	// for no limit.

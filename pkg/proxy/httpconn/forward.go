@@ -160,10 +160,7 @@ func (s *stream) prepareRequest() bool {
 	if m.cfg.via != "" {
 		s.viaReqBuf = appendVia(h, m.cfg.via, s.viaReqBuf)
 	}
-	// forward_client_cert_details is SANITIZE, Envoy's default and the
-	// only value Outrigger implements: whatever x-forwarded-client-cert a
-	// client sends never reaches the upstream.
-	h.Del("x-forwarded-client-cert")
+	s.forwardClientCert(h)
 	if final.IsValid() && final.String() != s.remoteIP {
 		// As in Envoy, the address found in x-forwarded-for is the
 		// downstream's for everything after this point, without a

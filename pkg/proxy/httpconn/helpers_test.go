@@ -71,6 +71,7 @@ func (fc *fakeCluster) ProperCaseHeaders() bool       { return false }
 func (fc *fakeCluster) MaxResponseHeadBytes() int     { return 80 << 10 }
 
 func (fc *fakeCluster) MaxStreamDuration() time.Duration { return fc.maxDuration }
+func (fc *fakeCluster) AutoSNI() *upstream.AutoSNI       { return nil }
 
 func (fc *fakeCluster) PickHost(pc *upstream.PickContext) *upstream.Host {
 	if len(fc.hosts) == 0 {

@@ -315,6 +315,11 @@ func (m *Manager) chargeShadow(cs *upstream.ClusterStats, code int) {
 // exchangeHTTP1 sends the shadow over a pooled HTTP/1.1 connection and
 // reads the response to its end, returning its status.
 func (sh *shadow) exchangeHTTP1(ctx context.Context, host *upstream.Host, body []byte, deadline time.Time, maxHeaders int) (int, error) {
+	if a := sh.cl.AutoSNI(); a != nil {
+		// Envoy's shadows go through a router of their own, which
+		// derives the handshake from the shadow's headers.
+		ctx = autoSNIContext(ctx, a, sh.authority, &sh.headers)
+	}
 	uc, err := sh.cl.AcquireHTTP1Until(ctx, host, deadline, nil)
 	if err != nil {
 		return 0, err
@@ -425,6 +430,9 @@ func (sh *shadow) exchangeHTTP2(ctx context.Context, host *upstream.Host, body [
 	if len(body) > 0 || sh.hasBody {
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.ContentLength = int64(len(body))
+	}
+	if a := sh.cl.AutoSNI(); a != nil {
+		ctx = autoSNIContext(ctx, a, sh.authority, &sh.headers)
 	}
 	resp, err := sh.cl.RoundTripHTTP2(req.WithContext(ctx), host)
 	if err != nil {

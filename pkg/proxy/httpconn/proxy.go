@@ -313,6 +313,7 @@ func (s *stream) idleTimeout() time.Duration {
 func (s *stream) forwardHTTP1(cl UpstreamCluster, host *upstream.Host) (retry bool) {
 	ctx, cancel := s.connectContext()
 	defer cancel()
+	ctx = s.withAutoSNI(ctx, cl)
 	if s.conn == nil {
 		// An HTTP/2 client's reset ends the wait for a connection; what
 		// that costs is paid only if the request has to wait or dial.
@@ -448,6 +449,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 		uc.LocalAddress = string(appendAddr(nil, uc.LocalAddr()))
 	}
 	s.entry.UpstreamLocalAddress = uc.LocalAddress
+	s.entry.UpstreamTLS = accesslog.UpstreamTLS(uc.Conn)
 	// The route timeout runs from the end of the request to the end of
 	// the response, as Envoy's does. A request without a body ends as it
 	// starts, so one deadline covers sending it and the whole answer; a

@@ -20,7 +20,7 @@ import (
 // the response. It returns true when the attempt's outcome is to be
 // retried (see retry.go), having answered nothing.
 func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) (retry bool) {
-	ctx := s.m.ctx
+	ctx := s.withAutoSNI(s.m.ctx, cl)
 	// The exchange ends at the route timeout (fixed by the first
 	// attempt), the attempt's per-try timeout or at the stream's maximum
 	// durations, the cluster's counted from here: the pool hands the
@@ -58,7 +58,9 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) (retry bo
 	// (body.takeBack) before it answers on its own or ends.
 	req, body := s.upstreamRequest(ctx)
 	sent := time.Now()
-	resp, err := cl.RoundTripHTTP2(req, host)
+	var got atomic.Pointer[gotConn]
+	resp, err := cl.RoundTripHTTP2(traceUpstreamConn(req, &got), host)
+	s.noteUpstreamConn(&got)
 	if err != nil {
 		// The transport may return while its goroutine still waits for
 		// the body: a local reply must not read the body beside it.

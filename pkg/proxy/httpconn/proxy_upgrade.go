@@ -94,6 +94,7 @@ func (s *stream) connectTCP(cl UpstreamCluster, host *upstream.Host) {
 	s.startUpstreamDuration(cl)
 	s.upLocalBuf = appendAddr(s.upLocalBuf[:0], conn.LocalAddr())
 	s.entry.UpstreamLocalAddress = view(s.upLocalBuf)
+	s.entry.UpstreamTLS = accesslog.UpstreamTLS(conn)
 	now := time.Now()
 	s.tLast = now
 	s.entry.FirstUpstreamByte = s.m.stamp(now)

@@ -45,6 +45,25 @@ func (s *Server) tlsContexts() []tlsContext {
 	return out
 }
 
+// secondsUntilFirstOCSPExpiring is server.seconds_until_first_ocsp_response_expiring:
+// the seconds until the soonest stapled OCSP response of any listener
+// expires; false without any, when Envoy leaves the gauge as it is.
+func (s *Server) secondsUntilFirstOCSPExpiring() (int64, bool) {
+	var (
+		first uint64
+		found bool
+	)
+	now := s.now()
+	for _, bl := range s.activeListeners() {
+		for _, t := range bl.TLSContexts() {
+			if secs, ok := t.SecondsUntilFirstOCSPExpiry(now); ok && (!found || secs < first) {
+				first, found = secs, true
+			}
+		}
+	}
+	return int64(first), found
+}
+
 // daysUntilFirstCertExpiring is server.days_until_first_cert_expiring:
 // the whole days until the soonest certificate of any context expires, 0
 // without certificates (as in current Envoy).

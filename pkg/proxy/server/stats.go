@@ -34,6 +34,7 @@ type serverStats struct {
 	totalConnections   *stats.Gauge
 	parentConnections  *stats.Gauge
 	daysUntilCert      *stats.Gauge
+	secondsUntilOCSP   *stats.Gauge
 	recentLookups      *stats.Gauge
 	initializationTime *stats.Histogram
 	droppedFlushes     *stats.Counter
@@ -108,6 +109,7 @@ func (s *Server) initStats(cfg Config) error {
 			totalConnections:   sc.Gauge("total_connections"),
 			parentConnections:  sc.Gauge("parent_connections"),
 			daysUntilCert:      sc.Gauge("days_until_first_cert_expiring"),
+			secondsUntilOCSP:   sc.Gauge("seconds_until_first_ocsp_response_expiring"),
 			recentLookups:      sc.Gauge("stats_recent_lookups"),
 			initializationTime: sc.Histogram("initialization_time_ms", stats.UnitMilliseconds),
 			droppedFlushes:     sc.Counter("dropped_stat_flushes"),
@@ -124,7 +126,6 @@ func (s *Server) initStats(cfg Config) error {
 	for _, name := range []string{"dynamic_unknown_fields", "debug_assertion_failures", "proxy_bug_failures", "proxy_notifications", "wip_protos"} {
 		sc.Counter(name)
 	}
-	sc.Gauge("seconds_until_first_ocsp_response_expiring")
 	sc.Gauge("concurrency").Set(int64(cfg.Options.Concurrency))
 	sc.Gauge("hot_restart_epoch").Set(int64(cfg.Options.RestartEpoch))
 	if !cfg.Options.DisableHotRestart {
@@ -198,6 +199,9 @@ func (s *Server) refreshServerStats() {
 	sr.mu.Unlock()
 	ss.totalConnections.Set(conns)
 	ss.daysUntilCert.Set(s.daysUntilFirstCertExpiring())
+	if secs, ok := s.secondsUntilFirstOCSPExpiring(); ok {
+		ss.secondsUntilOCSP.Set(secs)
+	}
 }
 
 // AddConnectionSource registers fn, which reports the active downstream

@@ -25,14 +25,24 @@ func AccessLogInfo(c net.Conn) *accesslog.TLSInfo {
 	if !ok {
 		return nil
 	}
+	var local *x509.Certificate
+	if l, ok := c.(interface{ TLSLocalCertificate() *x509.Certificate }); ok {
+		local = l.TLSLocalCertificate()
+	}
+	return ConnInfo(cs, local)
+}
+
+// ConnInfo is the access log's TLSInfo of a connection in state cs,
+// local being the certificate this proxy presented (nil for none).
+func ConnInfo(cs tls.ConnectionState, local *x509.Certificate) *accesslog.TLSInfo {
 	info := &accesslog.TLSInfo{Version: VersionName(cs.Version), Cipher: CipherName(cs.CipherSuite)}
-	if l, ok := c.(interface{ TLSLocalCertificate() *x509.Certificate }); ok && l.TLSLocalCertificate() != nil {
-		local := l.TLSLocalCertificate()
+	if local != nil {
+		info.LocalCertificate = local
 		info.LocalURISAN, info.LocalSubject = uriSANs(local), local.Subject.String()
 	}
 	if len(cs.PeerCertificates) > 0 {
 		peer := cs.PeerCertificates[0]
-		info.PeerCertificate = peer
+		info.PeerCertificate, info.PeerChain = peer, cs.PeerCertificates
 		// Envoy's renderings: SANs joined with ",", the subject in RFC
 		// 2253 form, the SHA-256 of the DER and the serial in lower-case
 		// hex.

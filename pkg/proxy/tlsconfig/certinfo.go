@@ -14,6 +14,8 @@ import (
 type loadedCert struct {
 	path string
 	cert *x509.Certificate
+	// ocsp is the OCSP response stapled with it, nil for none.
+	ocsp *ocspStaple
 }
 
 // sourcePath names a DataSource as /certs does: the file name, or
@@ -89,6 +91,12 @@ func certificateDetails(c loadedCert, now time.Time) *adminv3.CertificateDetails
 	}
 	for _, ip := range c.cert.IPAddresses {
 		san(&adminv3.SubjectAlternateName{Name: &adminv3.SubjectAlternateName_IpAddress{IpAddress: ip.String()}})
+	}
+	if o := c.ocsp; o != nil {
+		d.OcspDetails = &adminv3.CertificateDetails_OcspDetails{ValidFrom: timestamppb.New(o.thisUpdate)}
+		if !o.nextUpdate.IsZero() {
+			d.OcspDetails.Expiration = timestamppb.New(o.nextUpdate)
+		}
 	}
 	return d
 }

@@ -18,12 +18,16 @@ import (
 // first) and the leaf's private key, which must match. Errors name the
 // field below the TlsCertificate and the file.
 func loadCertificate(tc *tlsv3.TlsCertificate) (tls.Certificate, error) {
-	var errs []error
-	if tc.GetPassword() != nil {
-		// Go's standard library only decrypts the legacy, insecure PEM
-		// encryption; encrypted PKCS#8 keys would need a library of its
-		// own. Refused rather than half-supported.
-		errs = append(errs, errors.New("password: encrypted private keys are not supported by Outrigger (give an unencrypted key)"))
+	var (
+		errs     []error
+		password []byte
+	)
+	if ds := tc.GetPassword(); ds != nil {
+		p, _, err := readSource(ds)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("password.%w", err))
+		}
+		password = p
 	}
 	if tc.GetCertificateChain() == nil {
 		errs = append(errs, errors.New("certificate_chain: required"))
@@ -46,7 +50,7 @@ func loadCertificate(tc *tlsv3.TlsCertificate) (tls.Certificate, error) {
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("private_key.%w", err)
 	}
-	key, err := ParsePrivateKey(keyPEM)
+	key, err := parsePrivateKey(keyPEM, password)
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("private_key: %s: %w", keyFrom, err)
 	}
@@ -100,6 +104,16 @@ func parseBlocks[T any](data []byte, typ, what string, parse func([]byte) (T, er
 // EC parameter blocks ahead of it are skipped, as openssl ecparam writes
 // them. Encrypted keys are refused.
 func ParsePrivateKey(data []byte) (crypto.Signer, error) {
+	return parsePrivateKey(data, nil)
+}
+
+// parsePrivateKey is ParsePrivateKey with a TlsCertificate's password
+// (nil: none), which decrypts a key in the legacy PEM encryption
+// ("Proc-Type: 4,ENCRYPTED", as openssl writes with -aes256 and the
+// traditional format). As with BoringSSL, a password is no error for a
+// key that is not encrypted. Encrypted PKCS#8 ("ENCRYPTED PRIVATE KEY")
+// is refused: Go's standard library does not decrypt it.
+func parsePrivateKey(data, password []byte) (crypto.Signer, error) {
 	rest := data
 	for {
 		var b *pem.Block
@@ -107,8 +121,20 @@ func ParsePrivateKey(data []byte) (crypto.Signer, error) {
 		if b == nil {
 			return nil, errors.New("no PEM private key found")
 		}
-		if _, enc := b.Headers["Proc-Type"]; enc || b.Type == "ENCRYPTED PRIVATE KEY" {
-			return nil, errors.New("the private key is encrypted, which Outrigger does not support")
+		if b.Type == "ENCRYPTED PRIVATE KEY" {
+			return nil, errors.New("encrypted PKCS#8 keys (ENCRYPTED PRIVATE KEY) are not supported by Outrigger: give an unencrypted key, or one in the legacy PEM encryption (Proc-Type: 4,ENCRYPTED) with password")
+		}
+		der := b.Bytes
+		//lint:ignore SA1019 the legacy PEM encryption is what Envoy configurations with a password use; nothing newer in the standard library reads it
+		if x509.IsEncryptedPEMBlock(b) {
+			if password == nil {
+				return nil, errors.New("the private key is encrypted and no password is configured")
+			}
+			var err error
+			//lint:ignore SA1019 see above
+			if der, err = x509.DecryptPEMBlock(b, password); err != nil {
+				return nil, fmt.Errorf("cannot decrypt the private key with the password: %w", err)
+			}
 		}
 		var (
 			k   any
@@ -118,11 +144,11 @@ func ParsePrivateKey(data []byte) (crypto.Signer, error) {
 		case "EC PARAMETERS":
 			continue
 		case "PRIVATE KEY":
-			k, err = x509.ParsePKCS8PrivateKey(b.Bytes)
+			k, err = x509.ParsePKCS8PrivateKey(der)
 		case "RSA PRIVATE KEY":
-			k, err = x509.ParsePKCS1PrivateKey(b.Bytes)
+			k, err = x509.ParsePKCS1PrivateKey(der)
 		case "EC PRIVATE KEY":
-			k, err = x509.ParseECPrivateKey(b.Bytes)
+			k, err = x509.ParseECPrivateKey(der)
 		default:
 			return nil, fmt.Errorf("unexpected PEM block %q (want a private key)", b.Type)
 		}

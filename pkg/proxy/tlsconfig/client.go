@@ -3,6 +3,7 @@ package tlsconfig
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -84,6 +85,10 @@ func CompileClient(uc *tlsv3.UpstreamTlsContext) (*Client, error) {
 		errs = append(errs, errors.New("common_tls_context.tls_certificates: Multiple TLS certificates are not supported for client contexts"))
 	}
 	var certs contextCerts
+	if len(tlsCerts) == 1 && tlsCerts[0].GetOcspStaple() != nil {
+		// A client is not asked for a staple.
+		errs = append(errs, errors.New("common_tls_context.tls_certificates[0].ocsp_staple: OCSP staples are for server certificates; not supported on an UpstreamTlsContext"))
+	}
 	if len(tlsCerts) == 1 {
 		certs0 := tlsCerts[0]
 		c, err := loadCertificate(certs0)
@@ -195,16 +200,51 @@ func alertReason(err error) string {
 // "http/1.1" for HTTP/1.1, none for TCP). A failure is a *HandshakeError;
 // c is then left to the caller to close.
 func (cl *Client) Handshake(ctx context.Context, c net.Conn, fallbackALPN []string, st *Stats) (*tls.Conn, error) {
+	tc, _, err := cl.HandshakeWith(ctx, c, fallbackALPN, Override{}, st)
+	return tc, err
+}
+
+// HandshakeWith is Handshake with a request's Override of the server name
+// and of the SAN the server's certificate must have. It also returns the
+// client certificate sent, nil when the server asked for none (or the
+// context has none).
+func (cl *Client) HandshakeWith(ctx context.Context, c net.Conn, fallbackALPN []string, ov Override, st *Stats) (*tls.Conn, *x509.Certificate, error) {
 	cl = cl.current()
 	if cl.cfg == nil {
-		return nil, &HandshakeError{Err: errSecretsNotReady}
+		return nil, nil, &HandshakeError{Err: errSecretsNotReady}
 	}
 	cfg := cl.cfg
-	if protos := cl.protocols(fallbackALPN); len(protos) > 0 {
+	protos := cl.protocols(fallbackALPN)
+	var sent *x509.Certificate
+	if len(protos) > 0 || ov != (Override{}) || cfg.GetClientCertificate != nil {
 		cfg = cl.cfg.Clone()
-		cfg.NextProtos = protos
+		if len(protos) > 0 {
+			cfg.NextProtos = protos
+		}
 	}
-	return runClientHandshake(ctx, c, cfg, st)
+	if get := cfg.GetClientCertificate; get != nil {
+		// Called only when the server asks: what the upstream's
+		// %UPSTREAM_LOCAL_*% operators show.
+		cfg.GetClientCertificate = func(cri *tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			cert, err := get(cri)
+			if cert != nil {
+				sent = cert.Leaf
+			}
+			return cert, err
+		}
+	}
+	if ov.ServerName != "" {
+		cfg.ServerName = ov.ServerName
+	}
+	if san := ov.VerifySAN; san != "" {
+		v := cl.v
+		cfg.VerifyConnection = func(cs tls.ConnectionState) error { return v.verifyWith(cs.PeerCertificates, san) }
+	}
+	tc, err := runClientHandshake(ctx, c, cfg, st)
+	if err != nil {
+		return nil, nil, err
+	}
+	return tc, sent, nil
 }
 
 // runClientHandshake runs a client handshake with cfg, counted in st.

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 
@@ -31,9 +32,18 @@ type Server struct {
 	noALPN *tls.Config
 	alpn   []string
 	v      *validator
-	// chosen holds, per connection in its handshake, the certificate
-	// certificateFor picked among several, which Handshake reports.
-	chosen sync.Map // net.Conn -> *tls.Certificate
+	// picks holds, per connection in its handshake, the certificate
+	// selectCertificate picked and what it did about OCSP, which
+	// Handshake reports and counts.
+	picks sync.Map // net.Conn -> certPick
+	// ocsp and must are, per certificate, its OCSP response to staple
+	// (nil for none) and whether it must be stapled (the TLS Feature
+	// extension); policy is ocsp_staple_policy; now is the clock that
+	// expires responses.
+	ocsp   []*ocspStaple
+	must   []bool
+	policy tlsv3.DownstreamTlsContext_OcspStaplePolicy
+	now    func() time.Time
 	// certs are what /certs shows of the context.
 	certs contextCerts
 	// next is the context compiled from its secrets' latest values, nil
@@ -70,7 +80,11 @@ func CompileServer(dc *tlsv3.DownstreamTlsContext) (*Server, error) {
 	if err := applyParams(cfg, ctc.GetTlsParams(), tls.VersionTLS13); err != nil {
 		errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.tls_params.", err))...)
 	}
-	var certs contextCerts
+	var (
+		certs   contextCerts
+		staples []*ocspStaple
+		must    []bool
+	)
 	tlsCerts := ctc.GetTlsCertificates()
 	if len(tlsCerts) == 0 {
 		errs = append(errs, errors.New("common_tls_context.tls_certificates: No TLS certificates found for server context"))
@@ -81,8 +95,17 @@ func CompileServer(dc *tlsv3.DownstreamTlsContext) (*Server, error) {
 			errs = append(errs, fieldpath.Split(fieldpath.Prefix(fmt.Sprintf("common_tls_context.tls_certificates[%d].", i), err))...)
 			continue
 		}
+		var staple *ocspStaple
+		if ds := tc.GetOcspStaple(); ds != nil {
+			if staple, err = loadOCSPStaple(ds, c.Leaf); err != nil {
+				errs = append(errs, fieldpath.Split(fieldpath.Prefix(fmt.Sprintf("common_tls_context.tls_certificates[%d].", i), err))...)
+			}
+		} else if dc.GetOcspStaplePolicy() == tlsv3.DownstreamTlsContext_MUST_STAPLE {
+			errs = append(errs, fmt.Errorf("common_tls_context.tls_certificates[%d].ocsp_staple: Required OCSP response is missing from TLS context (ocsp_staple_policy MUST_STAPLE)", i))
+		}
 		cfg.Certificates = append(cfg.Certificates, c)
-		certs.chain = append(certs.chain, loadedCert{path: sourcePath(tc.GetCertificateChain()), cert: c.Leaf})
+		staples, must = append(staples, staple), append(must, mustStaple(c.Leaf))
+		certs.chain = append(certs.chain, loadedCert{path: sourcePath(tc.GetCertificateChain()), cert: c.Leaf, ocsp: staple})
 	}
 	v := &validator{}
 	if vc := ctc.GetValidationContext(); vc != nil {
@@ -95,11 +118,15 @@ func CompileServer(dc *tlsv3.DownstreamTlsContext) (*Server, error) {
 	if err := applySessionResumption(cfg, dc); err != nil {
 		errs = append(errs, err)
 	}
+	if t := dc.GetSessionTimeout(); t != nil && !cfg.SessionTicketsDisabled {
+		applySessionTimeout(cfg, t.AsDuration(), time.Now)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	certs.ca = v.firstCA
-	s := &Server{cfg: cfg, alpn: ctc.GetAlpnProtocols(), v: v, certs: certs}
+	s := &Server{cfg: cfg, alpn: ctc.GetAlpnProtocols(), v: v, certs: certs,
+		ocsp: staples, must: must, policy: dc.GetOcspStaplePolicy(), now: time.Now}
 	if v.active() {
 		// A required certificate that is missing fails in Go's own
 		// handshake, which sends certificate_required (TLS 1.3) as
@@ -111,9 +138,7 @@ func CompileServer(dc *tlsv3.DownstreamTlsContext) (*Server, error) {
 		cfg.ClientCAs = v.roots // only names the acceptable CAs; verify checks
 		cfg.VerifyConnection = func(cs tls.ConnectionState) error { return v.verify(cs.PeerCertificates) }
 	}
-	if len(cfg.Certificates) > 1 {
-		cfg.GetCertificate = s.certificateFor
-	}
+	cfg.GetCertificate = s.selectCertificate
 	s.noALPN = cfg.Clone()
 	if len(s.alpn) > 0 {
 		cfg.NextProtos = slices.Clone(s.alpn)
@@ -173,29 +198,53 @@ func (s *Server) configFor(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	return s.noALPN, nil
 }
 
-// certificateFor picks among several certificates: the first one the
+// certPick is the certificate a handshake served and its OCSP action.
+type certPick struct {
+	cert *tls.Certificate
+	ocsp ocspAction
+}
+
+// selectCertificate serves a handshake its certificate (see
+// certificateIndex), with its OCSP response stapled when the client asks
+// for one and ocsp_staple_policy says so; a certificate that must be
+// stapled without a valid response fails the handshake.
+func (s *Server) selectCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	i := 0
+	if len(s.cfg.Certificates) > 1 {
+		i = s.certificateIndex(hello)
+	}
+	cert := &s.cfg.Certificates[i]
+	action := ocspNotAsked
+	if slices.Contains(hello.Extensions, extStatusRequest) {
+		action = stapleDecision(s.policy, s.ocsp[i], s.must[i], s.now())
+	}
+	if i != 0 || action != ocspNotAsked {
+		s.picks.Store(hello.Conn, certPick{cert: cert, ocsp: action})
+	}
+	if action == ocspFailed {
+		return nil, errOCSPStapleRequired
+	}
+	return withStaple(cert, s.ocsp[i], action), nil
+}
+
+// certificateIndex picks among several certificates: the first one the
 // client supports whose names cover the requested server name, else the
 // first one the client supports, else the first one.
-func (s *Server) certificateFor(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-	var fallback *tls.Certificate
+func (s *Server) certificateIndex(hello *tls.ClientHelloInfo) int {
+	fallback := -1
 	for i := range s.cfg.Certificates {
 		c := &s.cfg.Certificates[i]
 		if hello.SupportsCertificate(c) != nil {
 			continue
 		}
 		if hello.ServerName != "" && c.Leaf.VerifyHostname(hello.ServerName) == nil {
-			s.chosen.Store(hello.Conn, c)
-			return c, nil
+			return i
 		}
-		if fallback == nil {
-			fallback = c
+		if fallback < 0 {
+			fallback = i
 		}
 	}
-	if fallback == nil {
-		fallback = &s.cfg.Certificates[0]
-	}
-	s.chosen.Store(hello.Conn, fallback)
-	return fallback, nil
+	return max(fallback, 0)
 }
 
 // Handshake runs the server side of a TLS handshake on c, counting it in
@@ -209,8 +258,10 @@ func (s *Server) Handshake(ctx context.Context, c net.Conn, st *Stats) (*tls.Con
 	tc := tls.Server(c, s.cfg)
 	err := tc.HandshakeContext(ctx)
 	local := s.cfg.Certificates[0].Leaf
-	if v, ok := s.chosen.LoadAndDelete(c); ok {
-		local = v.(*tls.Certificate).Leaf
+	if v, ok := s.picks.LoadAndDelete(c); ok {
+		p := v.(certPick)
+		local = p.cert.Leaf
+		st.ocsp(p.ocsp)
 	}
 	if err != nil {
 		st.failed(err)

@@ -14,6 +14,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig/tlstest"
@@ -48,17 +49,11 @@ func TestCompileServerErrors(t *testing.T) {
 			edit: func(c *tlsv3.DownstreamTlsContext) { c.CommonTlsContext.TlsCertificates[0].PrivateKey = file(otherKey) },
 			want: []string{"common_tls_context.tls_certificates[0].private_key: the key in " + otherKey + " does not match the certificate in " + p.certFile},
 		},
-		"encrypted key": {
+		"encrypted PKCS#8 key": {
 			edit: func(c *tlsv3.DownstreamTlsContext) {
 				c.CommonTlsContext.TlsCertificates[0].PrivateKey = file(encrypted)
 			},
-			want: []string{"common_tls_context.tls_certificates[0].private_key: " + encrypted + ": the private key is encrypted, which Outrigger does not support"},
-		},
-		"password": {
-			edit: func(c *tlsv3.DownstreamTlsContext) {
-				c.CommonTlsContext.TlsCertificates[0].Password = &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: "x"}}
-			},
-			want: []string{"common_tls_context.tls_certificates[0].password: encrypted private keys are not supported by Outrigger (give an unencrypted key)"},
+			want: []string{"common_tls_context.tls_certificates[0].private_key: " + encrypted + ": encrypted PKCS#8 keys (ENCRYPTED PRIVATE KEY) are not supported by Outrigger: give an unencrypted key, or one in the legacy PEM encryption (Proc-Type: 4,ENCRYPTED) with password"},
 		},
 		"no certificates": {
 			edit: func(c *tlsv3.DownstreamTlsContext) { c.CommonTlsContext.TlsCertificates = nil },
@@ -464,5 +459,38 @@ func TestSessionResumption(t *testing.T) {
 				t.Errorf("session_reused = %d, want resumed %v", got, tc.resumed)
 			}
 		})
+	}
+}
+
+func TestSessionTimeout(t *testing.T) {
+	p := newPKI(t)
+	dc := p.context()
+	dc.SessionTimeout = durationpb.New(time.Minute)
+	s, err := CompileServer(dc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Now()
+	applySessionTimeout(s.cfg, time.Minute, func() time.Time { return clock })
+	cache := tls.NewLRUClientSessionCache(4)
+	resumed := func() bool {
+		t.Helper()
+		cfg := p.clientConfig(t, false)
+		cfg.ClientSessionCache = cache
+		cs, serr, cerr := handshake(t, s, nil, cfg)
+		if serr != nil || cerr != nil {
+			t.Fatalf("handshake: %v, %v", serr, cerr)
+		}
+		return cs.DidResume
+	}
+	if resumed() {
+		t.Fatal("the first handshake resumed")
+	}
+	if !resumed() {
+		t.Fatal("a ticket within session_timeout was not resumed")
+	}
+	clock = clock.Add(2 * time.Minute)
+	if resumed() {
+		t.Fatal("a ticket older than session_timeout was resumed")
 	}
 }

@@ -19,6 +19,9 @@ type Stats struct {
 	handshake, connectionError, sessionReused    *stats.Counter
 	noCertificate                                *stats.Counter
 	failNoCert, failError, failSAN, failCertHash *stats.Counter
+	// OCSP stapling: handshakes whose client asked for a staple, and
+	// whether it got one, went without, or failed for want of one.
+	ocspRequests, ocspResponses, ocspOmitted, ocspFailed *stats.Counter
 }
 
 // NewStats creates the stats under scope (which ends with "ssl.").
@@ -33,6 +36,26 @@ func NewStats(scope stats.Scope) *Stats {
 		failError:       scope.Counter("fail_verify_error"),
 		failSAN:         scope.Counter("fail_verify_san"),
 		failCertHash:    scope.Counter("fail_verify_cert_hash"),
+		ocspRequests:    scope.Counter("ocsp_staple_requests"),
+		ocspResponses:   scope.Counter("ocsp_staple_responses"),
+		ocspOmitted:     scope.Counter("ocsp_staple_omitted"),
+		ocspFailed:      scope.Counter("ocsp_staple_failed"),
+	}
+}
+
+// ocsp counts what a handshake did about OCSP stapling.
+func (s *Stats) ocsp(a ocspAction) {
+	if s == nil || a == ocspNotAsked {
+		return
+	}
+	s.ocspRequests.Inc()
+	switch a {
+	case ocspStapled:
+		s.ocspResponses.Inc()
+	case ocspOmitted:
+		s.ocspOmitted.Inc()
+	case ocspFailed:
+		s.ocspFailed.Inc()
 	}
 }
 

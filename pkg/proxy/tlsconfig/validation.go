@@ -170,12 +170,17 @@ func (v *validator) verify(chain []*x509.Certificate) error {
 		}
 		return nil
 	}
-	leaf := chain[0]
 	if v.roots != nil {
 		if err := v.verifyChain(chain); err != nil {
 			return &VerifyError{Reason: FailError, Err: err}
 		}
 	}
+	return v.verifyLeaf(chain[0])
+}
+
+// verifyLeaf runs the checks of the leaf certificate alone: the SAN
+// matchers, then the hash and SPKI pins.
+func (v *validator) verifyLeaf(leaf *x509.Certificate) error {
 	if len(v.sans) > 0 && !v.matchSAN(leaf) {
 		return &VerifyError{Reason: FailSAN, Err: errors.New("no subject alt name matches")}
 	}

@@ -44,6 +44,7 @@ func (s *session) entry(t datav3.AccessLogType) *accesslog.Entry {
 	}
 	e.ClusterMetadata = s.clusterMetadata
 	e.UpstreamLocalAddress = s.up.local
+	e.UpstreamTLS = s.up.tls
 	e.UpstreamTransportFailureReason = s.failureReason
 	e.UpstreamRequestAttemptCount = s.attempts
 	return e

@@ -211,6 +211,8 @@ type upstreamIO struct {
 	w          io.Writer
 	closeWrite func() error
 	local      string // %UPSTREAM_LOCAL_ADDRESS%
+	// tls is the connection's TLS (%UPSTREAM_TLS_*%...), nil for none.
+	tls *accesslog.TLSInfo
 }
 
 // connectTCP opens a plain TCP connection to h.
@@ -225,6 +227,7 @@ func (s *session) connectTCP(cl netfilter.Cluster, h *upstream.Host) (upstreamIO
 		w:          rawConn(conn),
 		closeWrite: func() error { return closeWrite(conn) },
 		local:      addrString(conn.LocalAddr()),
+		tls:        accesslog.UpstreamTLS(conn),
 	}, nil
 }
 

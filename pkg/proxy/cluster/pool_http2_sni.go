@@ -1,0 +1,71 @@
+package cluster
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
+)
+
+// maxSNIPools bounds the HTTP/2 pools an auto_sni cluster keeps, one per
+// server name and SAN its requests asked for: past it, the least recently
+// made one is dropped (its idle connections closed; streams in progress
+// finish), so that clients naming ever new hosts cannot grow the proxy's
+// memory without bound.
+const maxSNIPools = 64
+
+// sniPools are an HTTP/2 auto_sni cluster's pools by handshake (see
+// tlsconfig.Override): Go's HTTP/2 transport pools connections by address
+// alone, so each server name gets a transport of its own, as Envoy keeps
+// a pool per transport socket options.
+type sniPools struct {
+	c     *Cluster
+	mu    sync.Mutex
+	byKey map[tlsconfig.Override]*http.Transport
+	order []tlsconfig.Override // oldest first
+}
+
+// transport is the pool of requests asking for key, made on first use.
+func (p *sniPools) transport(key tlsconfig.Override) *http.Transport {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if t := p.byKey[key]; t != nil {
+		return t
+	}
+	if len(p.order) >= maxSNIPools {
+		oldest := p.order[0]
+		p.order = slices.Delete(p.order, 0, 1)
+		p.byKey[oldest].CloseIdleConnections()
+		delete(p.byKey, oldest)
+	}
+	t := p.c.newHTTP2Transport()
+	t.DialContext = func(ctx context.Context, _, addr string) (net.Conn, error) {
+		return p.c.dialHTTP2(tlsconfig.WithOverride(ctx, key), addr)
+	}
+	p.byKey[key] = t
+	p.order = append(p.order, key)
+	return t
+}
+
+// closeIdle closes the idle connections of every pool.
+func (p *sniPools) closeIdle() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, t := range p.byKey {
+		t.CloseIdleConnections()
+	}
+}
+
+// closeIdleHTTP2 closes the idle connections of every HTTP/2 pool of the
+// cluster.
+func (c *Cluster) closeIdleHTTP2() {
+	c.h2.CloseIdleConnections()
+	c.h2x.CloseIdleConnections()
+	c.h2SNI.closeIdle()
+}

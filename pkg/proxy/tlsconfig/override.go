@@ -1,0 +1,83 @@
+package tlsconfig
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"strings"
+)
+
+// Override is what one request changes in the handshake of the upstream
+// connection it needs: the cluster's upstream_http_protocol_options
+// auto_sni and auto_san_validation, which derive both from the request's
+// host. Connections are reused only by requests with the same Override.
+type Override struct {
+	// ServerName replaces the context's sni ("" keeps it).
+	ServerName string
+	// VerifySAN, when set, is a name one of the server certificate's
+	// SANs must match, on top of the validation context's checks.
+	VerifySAN string
+}
+
+// overrideKey is the context key of an Override.
+type overrideKey struct{}
+
+// WithOverride returns ctx carrying o, for the upstream handshake the
+// request needs; a zero o returns ctx itself.
+func WithOverride(ctx context.Context, o Override) context.Context {
+	if o == (Override{}) {
+		return ctx
+	}
+	return context.WithValue(ctx, overrideKey{}, o)
+}
+
+// OverrideFrom is the Override ctx carries, zero when none.
+func OverrideFrom(ctx context.Context) Override {
+	o, _ := ctx.Value(overrideKey{}).(Override)
+	return o
+}
+
+// matchSANList reports whether some SAN of c equals name, as Envoy's
+// check of a SAN list does: DNS SANs compare case-insensitively and a
+// wildcard DNS SAN covers one label; URI, email and IP SANs compare
+// exactly.
+func matchSANList(c *x509.Certificate, name string) bool {
+	for _, n := range c.DNSNames {
+		if strings.EqualFold(n, name) || dnsWildcardMatch(n, name) {
+			return true
+		}
+	}
+	for _, u := range c.URIs {
+		if u.String() == name {
+			return true
+		}
+	}
+	for _, e := range c.EmailAddresses {
+		if e == name {
+			return true
+		}
+	}
+	for _, ip := range c.IPAddresses {
+		if ip.String() == name {
+			return true
+		}
+	}
+	return false
+}
+
+// verifyWith is verify with a request's SAN name: checked after the
+// chain, before the configured SAN matchers, as Envoy orders them.
+func (v *validator) verifyWith(chain []*x509.Certificate, san string) error {
+	if len(chain) == 0 {
+		return &VerifyError{Reason: FailNoCert, Err: errors.New("none presented")}
+	}
+	if v.roots != nil {
+		if err := v.verifyChain(chain); err != nil {
+			return &VerifyError{Reason: FailError, Err: err}
+		}
+	}
+	if !matchSANList(chain[0], san) {
+		return &VerifyError{Reason: FailSAN, Err: errors.New("no subject alt name matches " + san)}
+	}
+	return v.verifyLeaf(chain[0])
+}
