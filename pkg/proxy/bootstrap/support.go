@@ -222,6 +222,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedOnDemand,
 	supportedJWTAuthn,
 	supportedRateLimit,
+	supportedAggregate,
 }
 
 // lookupSupport finds a field's support rule in the per-area tables.

@@ -72,6 +72,9 @@ type settings struct {
 	// eds is an EDS cluster's settings (its hosts come from the endpoint
 	// discovery service), nil for other types.
 	eds *edsSettings
+	// aggregate is an aggregate cluster's settings (aggregate.go), nil
+	// for other types.
+	aggregate *aggregateSettings
 	// hc is the cluster's health check, nil for none;
 	// ignoreHealthOnRemoval is ignore_health_on_host_removal.
 	hc                    *healthcheck.Config
@@ -114,10 +117,12 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	if alt := c.GetAltStatName(); alt != "" {
 		s.observabilityName = alt
 	}
-	isDNS, isOrigDst, isEDS := false, false, false
+	isDNS, isOrigDst, isEDS, isAggregate := false, false, false, false
 	switch t := c.GetType(); {
+	case c.GetClusterType() != nil && isAggregateType(c.GetClusterType().GetName()):
+		isAggregate = true
 	case c.GetClusterType() != nil:
-		errs = append(errs, configErrorf("cluster_type", "custom cluster types are not supported by Outrigger"))
+		errs = append(errs, configErrorf("cluster_type.name", "cluster type %q is not supported by Outrigger (supported: envoy.clusters.aggregate)", c.GetClusterType().GetName()))
 	case t == clusterv3.Cluster_EDS:
 		isEDS = true
 	case t == clusterv3.Cluster_STRICT_DNS || t == clusterv3.Cluster_LOGICAL_DNS:
@@ -129,8 +134,8 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	}
 	var lbNotes []string
 	switch p := c.GetLbPolicy(); {
-	case isOrigDst:
-		// buildOrigDst checks it.
+	case isOrigDst, isAggregate:
+		// buildOrigDst and buildAggregate check it.
 	case p == clusterv3.Cluster_CLUSTER_PROVIDED && c.GetLoadBalancingPolicy() == nil:
 		errs = append(errs, configErrorf("lb_policy", "CLUSTER_PROVIDED is only valid for a cluster type that provides its load balancer (ORIGINAL_DST); %s does not", c.GetType()))
 	default:
@@ -213,6 +218,12 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 		s.dns, errList = buildDNS(c, s.name, reg)
 		errs = append(errs, errList...)
 		s.notes = append(s.notes, ignoredOrigDstFields(c)...)
+		return s, errs
+	}
+	if isAggregate {
+		s.aggregate, errList = buildAggregate(c)
+		errs = append(errs, errList...)
+		s.priorities = [][]*upstream.Host{nil}
 		return s, errs
 	}
 	s.notes = append(s.notes, ignoredDNSFields(c)...)

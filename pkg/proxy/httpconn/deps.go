@@ -142,6 +142,22 @@ type UpstreamCluster interface {
 	ConnectHost(ctx context.Context, h *upstream.Host) (net.Conn, error)
 }
 
+// hostCluster is what an UpstreamCluster whose hosts belong to other
+// clusters (an aggregate cluster) also has: the view of one attempt once
+// its host is chosen, whose pool, protocol and connection stats are the
+// host's cluster's.
+type hostCluster interface {
+	ForHost(h *upstream.Host) UpstreamCluster
+}
+
+// priorityMapper is what an UpstreamCluster whose load balancer sees its
+// hosts' priorities otherwise (an aggregate cluster's linearized levels)
+// also has, for previous_priorities: the level of h, false when the
+// cluster no longer has it.
+type priorityMapper interface {
+	LinearPriority(h *upstream.Host) (int, bool)
+}
+
 // RuntimeValues is the server's runtime as the connection manager reads it:
 // one atomic snapshot load and a map read per call.
 type RuntimeValues interface {

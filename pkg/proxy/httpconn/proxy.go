@@ -119,6 +119,11 @@ func (s *stream) attempt(cl UpstreamCluster, route *router.Route) (retry bool) {
 		s.localReply(503, bodyNoHealthyUpstream, accesslog.NoHealthyUpstream, "no_healthy_upstream")
 		return false
 	}
+	if hc, ok := cl.(hostCluster); ok {
+		// An aggregate cluster: the host's own cluster carries the
+		// attempt.
+		cl = hc.ForHost(host)
+	}
 	s.host = host
 	s.retry.attempts++
 	s.entry.UpstreamRequestAttemptCount = uint32(s.retry.attempts)
