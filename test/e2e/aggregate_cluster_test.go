@@ -1,0 +1,214 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// aggregateCluster is an aggregate cluster (YAML flow) failing over across
+// the named clusters, in order.
+func aggregateCluster(name string, clusters ...string) proxyCluster {
+	list := ""
+	for i, c := range clusters {
+		if i > 0 {
+			list += ", "
+		}
+		list += c
+	}
+	return proxyCluster{Name: name, Extra: `{load_assignment: null, lb_policy: CLUSTER_PROVIDED, cluster_type: {name: envoy.clusters.aggregate, typed_config: {
+  "@type": type.googleapis.com/envoy.extensions.clusters.aggregate.v3.ClusterConfig, clusters: [` + list + `]}}}`}
+}
+
+// aggGet sends one GET through the listener on a connection of its own
+// and returns the status and body.
+func aggGet(port int, path string) (int, string) {
+	GinkgoHelper()
+	c := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get(listenerURL(port, path))
+	Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	Expect(err).NotTo(HaveOccurred())
+	return resp.StatusCode, string(b)
+}
+
+// aggCount sends n requests and counts the answers by body.
+func aggCount(port, n int) map[string]int {
+	GinkgoHelper()
+	got := map[string]int{}
+	for range n {
+		status, body := aggGet(port, "/")
+		Expect(status).To(Equal(200), "body %q", body)
+		got[body]++
+	}
+	return got
+}
+
+var _ = Describe("Aggregate cluster", func() {
+	const fast = `timeout: 1s, interval: 0.1s, no_traffic_interval: 0.1s, unhealthy_threshold: 1, healthy_threshold: 1`
+
+	It("fails over from a cluster whose hosts fail their health checks, splits the load on partial health by the overprovisioning factor, and returns when they recover", func() {
+		a1, a2, b := newHCUpstream("a1"), newHCUpstream("a2"), newHCUpstream("b")
+		port, dir := freePort(), newDir()
+		hc := `, health_checks: [{` + fast + `, http_health_check: {path: /healthz}}]}`
+		s := Start(dir, proxySpec{
+			Port:   port,
+			Routes: `[{match: {prefix: /}, route: {cluster: agg}}]`,
+			Clusters: []proxyCluster{
+				{Name: "primary", Extra: `{` + hcEndpoints("primary", portNum(a1.addr), portNum(a2.addr)) + hc},
+				{Name: "secondary", Extra: `{` + hcEndpoints("secondary", portNum(b.addr)) + hc},
+				aggregateCluster("agg", "primary", "secondary"),
+			},
+		}.YAML())
+		s.WaitLive()
+		Eventually(func() string { return statValue(s, "cluster.primary.membership_healthy") }, 10*time.Second, 50*time.Millisecond).Should(Equal("2"))
+
+		got := aggCount(port, 20)
+		Expect(got["b"]).To(BeZero(), "all primary hosts healthy: %v", got)
+		Expect(got["a1"] + got["a2"]).To(Equal(20))
+
+		// One of two primary hosts healthy: 50% x 1.4 = 70% of the load
+		// stays on the primary cluster, 30% fails over. Over 400
+		// requests the secondary's share is 120 +- 9 (one standard
+		// deviation); 80..160 fails with odds below 1 in 10^4, and
+		// excludes an even split (200).
+		a1.set("503")
+		Eventually(func() string { return statValue(s, "cluster.primary.membership_healthy") }, 10*time.Second, 50*time.Millisecond).Should(Equal("1"))
+		got = aggCount(port, 400)
+		Expect(got["a1"]).To(BeZero(), "the unhealthy host took requests: %v", got)
+		Expect(got["b"]).To(And(BeNumerically(">=", 80), BeNumerically("<=", 160)), "split %v", got)
+		Expect(got["a2"]).To(Equal(400 - got["b"]))
+
+		// No primary host healthy: everything to the secondary.
+		a2.set("503")
+		Eventually(func() string { return statValue(s, "cluster.primary.membership_healthy") }, 10*time.Second, 50*time.Millisecond).Should(Equal("0"))
+		got = aggCount(port, 20)
+		Expect(got["b"]).To(Equal(20), "failed over: %v", got)
+
+		// Recovered: back to the primary.
+		a1.set("ok")
+		a2.set("ok")
+		Eventually(func() string { return statValue(s, "cluster.primary.membership_healthy") }, 10*time.Second, 50*time.Millisecond).Should(Equal("2"))
+		got = aggCount(port, 20)
+		Expect(got["b"]).To(BeZero(), "recovered: %v", got)
+
+		// The route's cluster counts the requests and their codes; the
+		// clusters that carried them count their connections.
+		Expect(statValue(s, "cluster.agg.upstream_rq_200")).To(Equal("460"))
+		Expect(statValue(s, "cluster.agg.upstream_rq_total")).To(Equal("460"))
+		Expect(statValue(s, "cluster.agg.upstream_cx_none_healthy")).To(Equal("0"))
+		Expect(statValue(s, "cluster.secondary.upstream_cx_total")).NotTo(Equal("0"))
+		Expect(statValue(s, "cluster.primary.upstream_cx_total")).NotTo(Equal("0"))
+		// /clusters lists the aggregate cluster, without hosts.
+		Expect(s.Get("/clusters").Body).To(ContainSubstring("agg::observability_name::agg\n"))
+	})
+
+	It("fails over when outlier detection ejects the primary's host, and returns after the ejection", func() {
+		bad, good := &failingUpstream{name: "primary"}, &failingUpstream{name: "secondary"}
+		bad.fail.Store(503)
+		badPort, goodPort := portNum(httpTestUpstream(bad, false)), portNum(httpTestUpstream(good, false))
+		port, dir := freePort(), newDir()
+		s := Start(dir, proxySpec{
+			Port:   port,
+			Routes: `[{match: {prefix: /}, route: {cluster: agg}}]`,
+			Clusters: []proxyCluster{
+				{Name: "primary", Port: badPort, Extra: `{outlier_detection: {consecutive_5xx: 2, interval: 0.1s, base_ejection_time: 1s, max_ejection_percent: 100}}`},
+				{Name: "secondary", Port: goodPort},
+				aggregateCluster("agg", "primary", "secondary"),
+			},
+		}.YAML())
+		s.WaitLive()
+		for range 2 {
+			status, body := aggGet(port, "/")
+			Expect(status).To(Equal(503))
+			Expect(body).To(Equal("primary"))
+		}
+		Expect(statValue(s, "cluster.primary.outlier_detection.ejections_active")).To(Equal("1"))
+		for range 10 {
+			status, body := aggGet(port, "/")
+			Expect(status).To(Equal(200))
+			Expect(body).To(Equal("secondary"))
+		}
+		// The host heals; once its ejection ends it takes the traffic
+		// again.
+		bad.fail.Store(0)
+		Eventually(func() string {
+			_, body := aggGet(port, "/")
+			return body
+		}, 10*time.Second, 100*time.Millisecond).Should(Equal("primary"))
+		Expect(statValue(s, "cluster.primary.outlier_detection.ejections_active")).To(Equal("0"))
+	})
+
+	It("retries on the next cluster with previous_priorities", func() {
+		bad, good := &failingUpstream{name: "primary"}, &failingUpstream{name: "secondary"}
+		bad.fail.Store(503)
+		badPort, goodPort := portNum(httpTestUpstream(bad, false)), portNum(httpTestUpstream(good, false))
+		port, dir := freePort(), newDir()
+		policy := `retry_on: 5xx, num_retries: 1, retry_back_off: {base_interval: 0.001s}`
+		s := Start(dir, proxySpec{
+			Port: port,
+			Routes: `[{match: {prefix: /plain/}, route: {cluster: agg, retry_policy: {` + policy + `}}},
+ {match: {prefix: /}, route: {cluster: agg, retry_policy: {` + policy + `,
+  retry_priority: {name: envoy.retry_priorities.previous_priorities, typed_config: {
+    "@type": type.googleapis.com/envoy.extensions.retry.priority.previous_priorities.v3.PreviousPrioritiesConfig,
+    update_frequency: 1}}}}}]`,
+			Clusters: []proxyCluster{
+				{Name: "primary", Port: badPort},
+				{Name: "secondary", Port: goodPort},
+				aggregateCluster("agg", "primary", "secondary"),
+			},
+		}.YAML())
+		s.WaitLive()
+		for i := range 4 {
+			status, body := aggGet(port, "/r"+strconv.Itoa(i))
+			Expect(status).To(Equal(200), "request %d", i)
+			Expect(body).To(Equal("secondary"))
+		}
+		// Without the retry priority the healthy primary keeps all the
+		// load, retries included.
+		for i := range 2 {
+			status, body := aggGet(port, "/plain/r"+strconv.Itoa(i))
+			Expect(status).To(Equal(503), "request %d", i)
+			Expect(body).To(Equal("primary"))
+		}
+		Expect(statValue(s, "cluster.agg.upstream_rq_retry")).To(Equal("6"))
+		Expect(statValue(s, "cluster.agg.upstream_rq_retry_success")).To(Equal("4"))
+		Expect(bad.requests.Load()).To(Equal(int64(8)))
+	})
+
+	It("carries tcp_proxy connections to the first cluster with a healthy host", func() {
+		first := startTCPServer(bannerEcho("first"))
+		second := startTCPServer(bannerEcho("second"))
+		port := freePort()
+		down := fmt.Sprintf("{name: down, connect_timeout: 1s, load_assignment: {cluster_name: down, endpoints: [{lb_endpoints: [{health_status: UNHEALTHY, endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}}]}]}}", first)
+		agg := `{name: agg, lb_policy: CLUSTER_PROVIDED, cluster_type: {name: envoy.clusters.aggregate, typed_config: {"@type": type.googleapis.com/envoy.extensions.clusters.aggregate.v3.ClusterConfig, clusters: [down, up]}}}`
+		s := Start(newDir(), tcpBootstrap(port, "cluster: agg", down, tcpCluster("up", second), agg))
+		s.WaitLive()
+		for range 3 {
+			c := dialTCP(port)
+			buf := make([]byte, len("second"))
+			_, err := io.ReadFull(c, buf)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(buf)).To(Equal("second"))
+			Expect(c.Close()).To(Succeed())
+		}
+		Expect(statValue(s, "cluster.up.upstream_cx_total")).To(Equal("3"))
+		Expect(statValue(s, "cluster.down.upstream_cx_total")).To(Equal("0"))
+	})
+
+	It("refuses an aggregate cluster that reaches itself", func() {
+		r, _ := validate("agg.yaml", proxySpec{
+			Port:     freePort(),
+			Routes:   `[{match: {prefix: /}, route: {cluster: a}}]`,
+			Clusters: []proxyCluster{aggregateCluster("a", "b"), aggregateCluster("b", "a")},
+		}.YAML())
+		Expect(r.ExitCode).NotTo(BeZero())
+		Expect(r.Stderr + r.Stdout).To(ContainSubstring("static_resources.clusters[0].cluster_type.typed_config.clusters: circular reference between aggregate clusters: a -> b -> a"))
+	})
+})
