@@ -84,12 +84,14 @@ var _ = Describe("Aggregate cluster", func() {
 		Expect(got["a1"]).To(BeZero(), "the unhealthy host took requests: %v", got)
 		Expect(got["b"]).To(And(BeNumerically(">=", 80), BeNumerically("<=", 160)), "split %v", got)
 		Expect(got["a2"]).To(Equal(400 - got["b"]))
+		secondary := got["b"]
 
 		// No primary host healthy: everything to the secondary.
 		a2.set("503")
 		Eventually(func() string { return statValue(s, "cluster.primary.membership_healthy") }, 10*time.Second, 50*time.Millisecond).Should(Equal("0"))
 		got = aggCount(port, 20)
 		Expect(got["b"]).To(Equal(20), "failed over: %v", got)
+		secondary += 20
 
 		// Recovered: back to the primary.
 		a1.set("ok")
@@ -98,10 +100,12 @@ var _ = Describe("Aggregate cluster", func() {
 		got = aggCount(port, 20)
 		Expect(got["b"]).To(BeZero(), "recovered: %v", got)
 
-		// The route's cluster counts the requests and their codes; the
-		// clusters that carried them count their connections.
+		// The route's cluster counts the responses' codes; the clusters
+		// whose pools carried the requests count them and their
+		// connections.
 		Expect(statValue(s, "cluster.agg.upstream_rq_200")).To(Equal("460"))
-		Expect(statValue(s, "cluster.agg.upstream_rq_total")).To(Equal("460"))
+		Expect(statValue(s, "cluster.agg.upstream_rq_total")).To(Equal("0"))
+		Expect(statValue(s, "cluster.primary.upstream_rq_total") + "/" + statValue(s, "cluster.secondary.upstream_rq_total")).To(Equal(strconv.Itoa(460-secondary) + "/" + strconv.Itoa(secondary)))
 		Expect(statValue(s, "cluster.agg.upstream_cx_none_healthy")).To(Equal("0"))
 		Expect(statValue(s, "cluster.secondary.upstream_cx_total")).NotTo(Equal("0"))
 		Expect(statValue(s, "cluster.primary.upstream_cx_total")).NotTo(Equal("0"))

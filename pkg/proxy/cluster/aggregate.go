@@ -323,6 +323,9 @@ func (a *AggregateAttempt) Metadata() *corev3.Metadata { return a.agg.Metadata()
 // Stats are the aggregate cluster's stats.
 func (a *AggregateAttempt) Stats() *upstream.ClusterStats { return a.agg.Stats() }
 
+// PoolStats are the stats of the cluster whose pool carries the attempt.
+func (a *AggregateAttempt) PoolStats() *upstream.ClusterStats { return a.under.Stats() }
+
 // PickHost picks with the aggregate cluster.
 func (a *AggregateAttempt) PickHost(pc *upstream.PickContext) *upstream.Host {
 	return a.agg.PickHost(pc)

@@ -150,6 +150,14 @@ type hostCluster interface {
 	ForHost(h *upstream.Host) UpstreamCluster
 }
 
+// poolStatser is what an aggregate cluster's attempt view also has: the
+// stats of the cluster whose pool carries the request, which count it
+// (upstream_rq_total, upstream_rq_active, upstream_rq_completed) while
+// the aggregate counts its outcome.
+type poolStatser interface {
+	PoolStats() *upstream.ClusterStats
+}
+
 // priorityMapper is what an UpstreamCluster whose load balancer sees its
 // hosts' priorities otherwise (an aggregate cluster's linearized levels)
 // also has, for previous_priorities: the level of h, false when the

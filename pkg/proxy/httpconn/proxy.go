@@ -139,9 +139,14 @@ func (s *stream) attempt(cl UpstreamCluster, route *router.Route) (retry bool) {
 	// From here on the request goes to an upstream: its responses,
 	// and the proxy's answers to its failures, carry the attempt count.
 	s.attemptCountInResponse = route.VirtualHost.IncludeAttemptCountInResponse
-	cs := cl.Stats()
-	s.chargeRequest(cs)
-	cs.UpstreamRqActive.Inc()
+	ps := cl.Stats()
+	if p, ok := cl.(poolStatser); ok {
+		// An aggregate's attempt: the pool of the host's cluster counts
+		// the request, as Envoy's connection pools do.
+		ps = p.PoolStats()
+	}
+	s.chargeRequest(ps)
+	ps.UpstreamRqActive.Inc()
 	host.Stats.RqTotal.Add(1)
 	host.Stats.RqActive.Add(1)
 	s.injectTrace(cl)
@@ -161,8 +166,8 @@ func (s *stream) attempt(cl UpstreamCluster, route *router.Route) (retry bool) {
 	} else {
 		s.finishChildSpan(cl, protoHTTP11)
 	}
-	cs.UpstreamRqActive.Dec()
-	cs.UpstreamRqCompleted.Inc()
+	ps.UpstreamRqActive.Dec()
+	ps.UpstreamRqCompleted.Inc()
 	host.Stats.RqActive.Add(-1)
 	s.noteImmediateHealthCheckFail(cl, host)
 	if retry || s.status >= 500 || s.flags&upstreamFailure != 0 {
