@@ -7,6 +7,11 @@ import (
 	"strconv"
 	"time"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	// The aggregate cluster's config type, for the clusters the
+	// management server sends.
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/aggregate/v3"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 )
@@ -214,5 +219,52 @@ var _ = Describe("Aggregate cluster", func() {
 		}.YAML())
 		Expect(r.ExitCode).NotTo(BeZero())
 		Expect(r.Stderr + r.Stdout).To(ContainSubstring("static_resources.clusters[0].cluster_type.typed_config.clusters: circular reference between aggregate clusters: a -> b -> a"))
+	})
+})
+
+var _ = Describe("Aggregate cluster over CDS", func() {
+	It("takes up a listed cluster cluster discovery adds, lets go of one it removes, and NACKs a cycle", func() {
+		primary, secondary := startNamed("primary"), startNamed("secondary")
+		m := startManagementServer()
+		s := Launch(newDir(), "bootstrap.yaml", cdsBootstrap(m.port))
+		s.WaitForAdmin()
+		agg := func(name string, clusters string) *clusterv3.Cluster {
+			return clusterProto(name, 0, `{load_assignment: null, lb_policy: CLUSTER_PROVIDED, cluster_type: {name: envoy.clusters.aggregate, typed_config: {
+  "@type": type.googleapis.com/envoy.extensions.clusters.aggregate.v3.ClusterConfig, clusters: [`+clusters+`]}}}`)
+		}
+		ingress := []*listenerv3.Listener{twoRouteListener("ingress", "svc", "svc")}
+		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		get := func(addr string) string { return httpDo(client, http.MethodGet, "http://"+addr+"/", nil, nil).Body }
+
+		// The primary cluster does not exist yet: the secondary serves.
+		m.set(xdsSnapshot("v1", ingress, []*clusterv3.Cluster{agg("svc", "primary, secondary"), clusterProto("secondary", secondary, "")}))
+		waitLive(s)
+		addr := listenerAddr(s, "ingress")
+		Expect(get(addr)).To(Equal("secondary"))
+
+		m.set(xdsSnapshot("v2", ingress, []*clusterv3.Cluster{agg("svc", "primary, secondary"), clusterProto("secondary", secondary, ""), clusterProto("primary", primary, "")}))
+		waitStat(s, "cluster_manager.cds.version_text", `"v2"`)
+		for range 5 {
+			Expect(get(addr)).To(Equal("primary"))
+		}
+
+		m.set(xdsSnapshot("v3", ingress, []*clusterv3.Cluster{agg("svc", "primary, secondary"), clusterProto("secondary", secondary, "")}))
+		waitStat(s, "cluster_manager.cds.version_text", `"v3"`)
+		for range 5 {
+			Expect(get(addr)).To(Equal("secondary"))
+		}
+
+		// An aggregate listing svc, which svc lists: refused whole.
+		m.set(xdsSnapshot("v4", ingress, []*clusterv3.Cluster{agg("svc", "loop, secondary"), agg("loop", "svc"), clusterProto("secondary", secondary, "")}))
+		Eventually(func() string {
+			for _, r := range m.received() {
+				if msg := r.GetErrorDetail().GetMessage(); msg != "" {
+					return msg
+				}
+			}
+			return ""
+		}, 10*time.Second).Should(MatchRegexp(`circular reference between aggregate clusters: (loop -> svc -> loop|svc -> loop -> svc)`))
+		Expect(statValue(s, "cluster_manager.cds.version_text")).To(Equal(`"v3"`))
+		Expect(get(addr)).To(Equal("secondary"), "the v3 clusters keep serving")
 	})
 })
