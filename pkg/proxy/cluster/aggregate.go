@@ -2,7 +2,7 @@ package cluster
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"net"
 	"net/http"
 	"slices"
@@ -279,16 +279,7 @@ func (c *Cluster) IsAggregate() bool { return c.agg != nil }
 
 // errHostGone is an aggregate cluster's answer for a host none of its
 // clusters has any more.
-var errHostGone = fmt.Errorf("the host's cluster is no longer part of the aggregate cluster")
-
-// underlying is the cluster whose pool carries a request of c to h: the
-// listed cluster that has h for an aggregate cluster, c itself otherwise.
-func (c *Cluster) underlying(h *upstream.Host) *Cluster {
-	if c.agg == nil {
-		return c
-	}
-	return c.agg.owner(h)
-}
+var errHostGone = errors.New("the host's cluster is no longer part of the aggregate cluster")
 
 // AggregateAttempt is one request attempt of an aggregate cluster once its
 // host is chosen: the cluster the host belongs to carries it (protocol,
