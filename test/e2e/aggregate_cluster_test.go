@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -189,6 +190,40 @@ var _ = Describe("Aggregate cluster", func() {
 		Expect(statValue(s, "cluster.agg.upstream_rq_retry")).To(Equal("6"))
 		Expect(statValue(s, "cluster.agg.upstream_rq_retry_success")).To(Equal("4"))
 		Expect(bad.requests.Load()).To(Equal(int64(8)))
+	})
+
+	It("receives request mirrors, through the picked host's cluster", func() {
+		primary, main := &failingUpstream{name: "primary"}, &failingUpstream{name: "main"}
+		var h2 atomic.Int64
+		primaryPort := portNum(httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.ProtoMajor == 2 {
+				h2.Add(1)
+			}
+			primary.ServeHTTP(w, r)
+		}), true))
+		mainPort := portNum(httpTestUpstream(main, false))
+		port, dir := freePort(), newDir()
+		s := Start(dir, proxySpec{
+			Port:   port,
+			Routes: `[{match: {prefix: /}, route: {cluster: main, request_mirror_policies: [{cluster: agg}]}}]`,
+			Clusters: []proxyCluster{
+				{Name: "main", Port: mainPort},
+				// The mirror's cluster speaks h2c only: the copy must go
+				// with the primary cluster's protocol, not the aggregate's.
+				{Name: "primary", Port: primaryPort, Extra: `{typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: {
+  "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions, explicit_http_config: {http2_protocol_options: {}}}}}`},
+				aggregateCluster("agg", "primary"),
+			},
+		}.YAML())
+		s.WaitLive()
+		for range 3 {
+			status, body := aggGet(port, "/")
+			Expect(status).To(Equal(200))
+			Expect(body).To(Equal("main"))
+		}
+		Eventually(primary.requests.Load, 10*time.Second, 50*time.Millisecond).Should(Equal(int64(3)))
+		Expect(h2.Load()).To(Equal(int64(3)), "the copies went over HTTP/2")
+		Eventually(func() string { return statValue(s, "cluster.agg.upstream_rq_200") }, 10*time.Second, 50*time.Millisecond).Should(Equal("3"))
 	})
 
 	It("carries tcp_proxy connections to the first cluster with a healthy host", func() {
