@@ -220,6 +220,21 @@ func (a *aggregateState) linearize() *linearized {
 // excludes), then a host of that level with the load balancer of the
 // cluster it belongs to, as Envoy's aggregate load balancer delegates.
 func (c *Cluster) pickAggregate(pc *upstream.PickContext) *upstream.Host {
+	h := c.pickAggregateOnce(pc)
+	if pc != nil && pc.HostReselections > 0 {
+		// A retry's host predicates: pick again, level included, while
+		// they refuse (Envoy's cluster entry asks the aggregate's load
+		// balancer again).
+		for i := 0; h != nil && i < pc.HostReselections && pc.Rejects(h); i++ {
+			h = c.pickAggregateOnce(pc)
+		}
+	}
+	return h
+}
+
+// pickAggregateOnce is one pick of pickAggregate, without host
+// reselection.
+func (c *Cluster) pickAggregateOnce(pc *upstream.PickContext) *upstream.Host {
 	lin := c.agg.current()
 	var excluded []bool
 	if pc != nil {
@@ -235,10 +250,10 @@ func (c *Cluster) pickAggregate(pc *upstream.PickContext) *upstream.Host {
 	}
 	saved := *pc
 	pc.ForceLevel, pc.Level, pc.LevelDegraded = true, lv.priority, degraded
-	pc.ExcludedPriorities = nil
+	pc.ExcludedPriorities, pc.HostReselections = nil, 0
 	h := lv.c.pickHost(pc)
 	pc.ForceLevel, pc.Level, pc.LevelDegraded = saved.ForceLevel, saved.Level, saved.LevelDegraded
-	pc.ExcludedPriorities = saved.ExcludedPriorities
+	pc.ExcludedPriorities, pc.HostReselections = saved.ExcludedPriorities, saved.HostReselections
 	return h
 }
 

@@ -250,3 +250,23 @@ func TestAggregateCycleByDiscovery(t *testing.T) {
 		t.Fatalf("err = %v, want the circular reference refused", err)
 	}
 }
+
+func TestAggregateHostReselection(t *testing.T) {
+	m, _, _ := newTestManager(t, aggregateClusters)
+	agg := m.Cluster("agg")
+	// previous_hosts with every primary host tried: the reselections
+	// find no other primary host, but may choose the level again; with
+	// all the load on the primary they keep the last pick, as Envoy does.
+	tried := m.Cluster("primary").Hosts()
+	h := agg.PickHost(&upstream.PickContext{PreviousHosts: tried, HostReselections: 3})
+	if h == nil || !slices.Contains(tried, h) {
+		t.Fatalf("picked %v, want a primary host (the last of the reselections)", h)
+	}
+	// One primary host not yet tried: a reselection finds it.
+	for range 10 {
+		h := agg.PickHost(&upstream.PickContext{PreviousHosts: tried[:3], HostReselections: 10})
+		if h != tried[3] {
+			t.Fatalf("picked %v, want the untried host %s", h, tried[3].Address)
+		}
+	}
+}

@@ -23,6 +23,13 @@ func (c *Cluster) Connect(ctx context.Context) (net.Conn, error) {
 	if h == nil {
 		return nil, ErrNoHealthyHost
 	}
+	if c.agg != nil {
+		// An aggregate cluster's host is dialled by its own cluster,
+		// with that cluster's protocol and TLS.
+		if c = c.agg.owner(h); c == nil {
+			return nil, errHostGone
+		}
+	}
 	alpn := alpnHTTP1
 	if c.settings.protocol.http2 {
 		alpn = alpnHTTP2
