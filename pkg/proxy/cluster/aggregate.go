@@ -151,6 +151,10 @@ type hostPlace struct {
 
 // source reads a listed cluster's current state.
 func (a *aggregateState) source(name string) linearSource {
+	if a.lookup == nil {
+		// Built outside a manager: no cluster to fail over to.
+		return linearSource{}
+	}
 	c := a.lookup(name)
 	if c == nil || c.agg != nil {
 		// An aggregate cluster has no hosts of its own: listed in
@@ -269,7 +273,7 @@ func (a *aggregateState) owner(h *upstream.Host) *Cluster {
 	// The host set changed since the pick: look in the clusters' current
 	// hosts.
 	for _, name := range a.names {
-		if c := a.lookup(name); c != nil && c.agg == nil && slices.Contains(c.set.Load().hosts, h) {
+		if c := a.source(name).c; c != nil && c.agg == nil && slices.Contains(c.set.Load().hosts, h) {
 			return c
 		}
 	}
