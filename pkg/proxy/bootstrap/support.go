@@ -223,6 +223,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedJWTAuthn,
 	supportedLua,
 	supportedRateLimit,
+	supportedAggregate,
 }
 
 // lookupSupport finds a field's support rule in the per-area tables.

@@ -10,6 +10,7 @@ import (
 	filev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
 	grpcalsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/grpc/v3"
 	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
+	aggregatev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/aggregate/v3"
 	dfpclusterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/dynamic_forward_proxy/v3"
 	brotlicv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/brotli/compressor/v3"
 	brotlidv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/brotli/decompressor/v3"
@@ -143,6 +144,7 @@ import (
 // Envoy's extension categories.
 const (
 	AccessLoggers      = "envoy.access_loggers"
+	Clusters           = "envoy.clusters"
 	Formatters         = "envoy.formatter"
 	HTTPFilters        = "envoy.filters.http"
 	ListenerFilters    = "envoy.filters.listener"
@@ -164,6 +166,8 @@ func Registry() *extension.Registry {
 		extension.Of(stream.StderrName, AccessLoggers, &streamv3.StderrAccessLog{}, stream.Stderr{}),
 		extension.Of(stream.StdoutName, AccessLoggers, &streamv3.StdoutAccessLog{}, stream.Stdout{}),
 		extension.Of(als.TCPName, AccessLoggers, &grpcalsv3.TcpGrpcAccessLogConfig{}, als.TCP{}),
+
+		extension.Of("proxy.clusters.aggregate", Clusters, &aggregatev3.ClusterConfig{}, nil),
 
 		extension.Of(brotli.CompressorName, compression.CompressorCategory, &brotlicv3.Brotli{}, brotli.Compressor{}),
 		extension.Of(gzip.CompressorName, compression.CompressorCategory, &gzipcv3.Gzip{}, gzip.Compressor{}),

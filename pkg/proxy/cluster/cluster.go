@@ -94,6 +94,8 @@ type Cluster struct {
 	// dfp are a dynamic_forward_proxy cluster's hosts, nil for other
 	// types (dfp.go).
 	dfp *dfpHosts
+	// agg is an aggregate cluster's state, nil for other types.
+	agg *aggregateState
 	// alpn is what auto_config learned the upstream speaks (auto.go).
 	alpn autoProtocol
 	// dynamic is a discovered cluster's origin, nil for a static one.
@@ -135,6 +137,9 @@ type clusterDeps struct {
 	zones        *zoneSource
 	localCluster bool
 	log          logr.Logger
+	// lookup finds an active cluster by name: the clusters an aggregate
+	// cluster lists.
+	lookup func(string) *Cluster
 }
 
 // newCluster builds a cluster from checked settings. A DNS cluster starts
@@ -194,6 +199,9 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 	}
 	if s.dfp != nil {
 		c.dfp = &dfpHosts{c: c, cache: s.dfp.cache, byKey: map[string]dfpHost{}}
+	}
+	if s.aggregate != nil {
+		c.agg = &aggregateState{names: s.aggregate.clusters, lookup: d.lookup, panicThreshold: s.lb.PanicThreshold}
 	}
 	c.outlier = c.newOutlierDetector(scope, d)
 	if s.hc != nil {
@@ -510,17 +518,28 @@ func (c *Cluster) MaxStreamDuration() time.Duration { return c.settings.protocol
 // host can take it. An ORIGINAL_DST cluster's host is the one pc points
 // at (see origDstTarget); the other clusters ignore pc, which may be nil.
 func (c *Cluster) PickHost(pc *upstream.PickContext) *upstream.Host {
+	var h *upstream.Host
+	if c.agg != nil {
+		h = c.pickAggregate(pc)
+	} else {
+		h = c.pickHost(pc)
+	}
+	if h == nil {
+		c.extra.noneHealthy.Inc()
+	}
+	return h
+}
+
+// pickHost is PickHost without counting a failed pick: an aggregate
+// cluster, which picks with the balancers of the clusters it lists,
+// counts it as its own.
+func (c *Cluster) pickHost(pc *upstream.PickContext) *upstream.Host {
 	if c.dfp != nil {
-		h := c.pickDFP(pc)
-		if h == nil {
-			c.extra.noneHealthy.Inc()
-		}
-		return h
+		return c.pickDFP(pc)
 	}
 	if c.origDst != nil {
 		dst, ok := c.origDstTarget(pc)
 		if !ok {
-			c.extra.noneHealthy.Inc()
 			return nil
 		}
 		return c.pickOrigDst(dst)
@@ -534,9 +553,6 @@ func (c *Cluster) PickHost(pc *upstream.PickContext) *upstream.Host {
 	}
 	if panicked {
 		c.extra.lbHealthyPanic.Inc()
-	}
-	if h == nil {
-		c.extra.noneHealthy.Inc()
 	}
 	return h
 }

@@ -75,6 +75,9 @@ type settings struct {
 	// dfp is a dynamic_forward_proxy cluster's settings (cluster_type;
 	// its hosts come from a DNS cache), nil for other types.
 	dfp *dfpSettings
+	// aggregate is an aggregate cluster's settings (aggregate.go), nil
+	// for other types.
+	aggregate *aggregateSettings
 	// hc is the cluster's health check, nil for none;
 	// ignoreHealthOnRemoval is ignore_health_on_host_removal.
 	hc                    *healthcheck.Config
@@ -117,8 +120,10 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	if alt := c.GetAltStatName(); alt != "" {
 		s.observabilityName = alt
 	}
-	isDNS, isOrigDst, isEDS, isCustom := false, false, false, false
+	isDNS, isOrigDst, isEDS, isCustom, isAggregate := false, false, false, false, false
 	switch t := c.GetType(); {
+	case c.GetClusterType() != nil && isAggregateType(c.GetClusterType().GetName()):
+		isAggregate = true
 	case c.GetClusterType() != nil:
 		isCustom = true
 	case t == clusterv3.Cluster_EDS:
@@ -132,8 +137,8 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	}
 	var lbNotes []string
 	switch p := c.GetLbPolicy(); {
-	case isOrigDst || isCustom:
-		// buildOrigDst and buildClusterType check it.
+	case isOrigDst || isCustom || isAggregate:
+		// buildOrigDst, buildClusterType and buildAggregate check it.
 	case p == clusterv3.Cluster_CLUSTER_PROVIDED && c.GetLoadBalancingPolicy() == nil:
 		errs = append(errs, configErrorf("lb_policy", "CLUSTER_PROVIDED is only valid for a cluster type that provides its load balancer (ORIGINAL_DST); %s does not", c.GetType()))
 	default:
@@ -216,6 +221,12 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 		s.dns, errList = buildDNS(c, s.name, reg)
 		errs = append(errs, errList...)
 		s.notes = append(s.notes, ignoredOrigDstFields(c)...)
+		return s, errs
+	}
+	if isAggregate {
+		s.aggregate, errList = buildAggregate(c)
+		errs = append(errs, errList...)
+		s.priorities = [][]*upstream.Host{nil}
 		return s, errs
 	}
 	s.notes = append(s.notes, ignoredDNSFields(c)...)

@@ -23,6 +23,13 @@ func (c *Cluster) Connect(ctx context.Context) (net.Conn, error) {
 	if h == nil {
 		return nil, ErrNoHealthyHost
 	}
+	if c.agg != nil {
+		// An aggregate cluster's host is dialled by its own cluster,
+		// with that cluster's protocol and TLS.
+		if c = c.agg.owner(h); c == nil {
+			return nil, errHostGone
+		}
+	}
 	alpn := alpnHTTP1
 	if c.settings.protocol.http2 {
 		alpn = alpnHTTP2
@@ -39,6 +46,14 @@ func (c *Cluster) Connect(ctx context.Context) (net.Conn, error) {
 // limit it is not opened: upstream_cx_overflow counts it and the error is
 // upstream.ErrOverflow, as Envoy's TCP proxy refuses a connection.
 func (c *Cluster) ConnectHost(ctx context.Context, h *upstream.Host) (net.Conn, error) {
+	if c.agg != nil {
+		// The host's own cluster connects it.
+		u := c.agg.owner(h)
+		if u == nil {
+			return nil, errHostGone
+		}
+		return u.ConnectHost(ctx, h)
+	}
 	return c.connectHost(ctx, h, nil)
 }
 

@@ -96,6 +96,9 @@ func (m *Manager) ApplyDiscoveredEach(cfgs []*clusterv3.Cluster, versionOf func(
 		seen[s.name] = i
 		all[i] = s
 	}
+	if len(errs) == 0 {
+		errs = cycleErrors(all, m.snap.Load().clusters, func(i int) string { return "resources[" + strconv.Itoa(i) + "]" })
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}

@@ -138,6 +138,7 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 		}
 		all = append(all, s)
 	}
+	errs = append(errs, cycleErrors(all, nil, func(i int) string { return index(staticClustersPath, i) })...)
 	if name := o.LocalClusterName; name != "" {
 		if _, ok := seen[name]; !ok {
 			// Envoy's check: the local cluster is a static one.
@@ -150,7 +151,7 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 
 	m := &Manager{log: o.Log, caches: caches}
 	snap := &clusterSnapshot{byName: make(map[string]*Cluster, len(all))}
-	d := clusterDeps{stats: o.Stats, runtime: o.Runtime, dial: o.Dial, now: o.Now, rand: o.Rand, local: o.Locality, outlierEvents: o.OutlierEvents, log: o.Log}
+	d := clusterDeps{stats: o.Stats, runtime: o.Runtime, dial: o.Dial, now: o.Now, rand: o.Rand, local: o.Locality, outlierEvents: o.OutlierEvents, log: o.Log, lookup: m.Cluster}
 	if o.LocalClusterName != "" {
 		d.zones = newZoneSource(o.LocalClusterName)
 	}

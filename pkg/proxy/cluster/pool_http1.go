@@ -72,6 +72,14 @@ func (c *Cluster) AcquireHTTP1(ctx context.Context, h *upstream.Host) (*upstream
 // HTTP/1.1 client's close is seen only by looking). Neither costs
 // anything unless the request waits.
 func (c *Cluster) AcquireHTTP1Until(ctx context.Context, h *upstream.Host, deadline time.Time, gone func() bool) (*upstream.Conn, error) {
+	if c.agg != nil {
+		// The host's own cluster's pool carries an aggregate's request.
+		u := c.agg.owner(h)
+		if u == nil {
+			return nil, errHostGone
+		}
+		return u.AcquireHTTP1Until(ctx, h, deadline, gone)
+	}
 	res := c.breakers()
 	if !res.rq.tryAcquire() {
 		c.extra.rqPendingOverflow.Inc()
@@ -393,6 +401,11 @@ func (c *Cluster) ReleaseHTTP1(conn *upstream.Conn, reusable bool) {
 		return
 	}
 	tc, ok := conn.Conn.(*trackedConn)
+	if ok && c.agg != nil && tc.c != c {
+		// An aggregate's request: back to the pool it came from.
+		tc.c.ReleaseHTTP1(conn, reusable)
+		return
+	}
 	if !ok || tc.c != c {
 		// Not one of ours: all that can be done is close it.
 		_ = conn.Close()

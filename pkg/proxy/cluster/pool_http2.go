@@ -89,6 +89,13 @@ func (c *Cluster) dialHTTP2(ctx context.Context, addr string) (net.Conn, error) 
 // too: the transport does not queue requests for a connection the way
 // Envoy's pool does, so HTTP/2 requests are never pending.
 func (c *Cluster) RoundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Response, error) {
+	if c.agg != nil {
+		u := c.agg.owner(h)
+		if u == nil {
+			return nil, errHostGone
+		}
+		return u.RoundTripHTTP2(req, h)
+	}
 	if c.h2 == nil {
 		return nil, fmt.Errorf("cluster %s uses HTTP/1.1", c.settings.name)
 	}

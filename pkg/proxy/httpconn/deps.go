@@ -153,6 +153,30 @@ type UpstreamCluster interface {
 	ConnectHost(ctx context.Context, h *upstream.Host) (net.Conn, error)
 }
 
+// hostCluster is what an UpstreamCluster whose hosts belong to other
+// clusters (an aggregate cluster) also has: the view of one attempt once
+// its host is chosen, whose pool, protocol and connection stats are the
+// host's cluster's.
+type hostCluster interface {
+	ForHost(h *upstream.Host) UpstreamCluster
+}
+
+// poolStatser is what an aggregate cluster's attempt view also has: the
+// stats of the cluster whose pool carries the request, which count it
+// (upstream_rq_total, upstream_rq_active, upstream_rq_completed) while
+// the aggregate counts its outcome.
+type poolStatser interface {
+	PoolStats() *upstream.ClusterStats
+}
+
+// priorityMapper is what an UpstreamCluster whose load balancer sees its
+// hosts' priorities otherwise (an aggregate cluster's linearized levels)
+// also has, for previous_priorities: the level of h, false when the
+// cluster no longer has it.
+type priorityMapper interface {
+	LinearPriority(h *upstream.Host) (int, bool)
+}
+
 // RuntimeValues is the server's runtime as the connection manager reads it:
 // one atomic snapshot load and a map read per call.
 type RuntimeValues interface {

@@ -42,6 +42,9 @@ type shadow struct {
 	// http2: the copy goes over HTTP/2 (the cluster's choice for the
 	// downstream's protocol); teTrailers says "te: trailers" then.
 	http2, teTrailers bool
+	// clientH2: the downstream spoke HTTP/2, which decides http2 again
+	// for the cluster of the host an aggregate cluster picks.
+	clientH2 bool
 	// hasBody: the copy carries a body (possibly empty) with its
 	// length.
 	hasBody bool
@@ -130,6 +133,7 @@ func (s *stream) newShadow(cl UpstreamCluster, authority string) *shadow {
 		path:       strings.Clone(s.upPath),
 		authority:  strings.Clone(authority),
 		http2:      cl.HTTP2For(s.proto == protoHTTP2),
+		clientH2:   s.proto == protoHTTP2,
 		teTrailers: s.teTrailers,
 		hasBody:    s.body != nil || s.reqLength == 0,
 	}
@@ -220,6 +224,12 @@ func (m *Manager) sendShadow(sh *shadow, body []byte, timeout time.Duration) {
 		m.chargeShadow(cs, 503)
 		m.finishShadowSpan(sh, nil, 503)
 		return
+	}
+	if hc, ok := cl.(hostCluster); ok {
+		// An aggregate cluster: the host's cluster carries the copy,
+		// with its protocol.
+		cl = hc.ForHost(host)
+		sh.cl, sh.http2 = cl, cl.HTTP2For(sh.clientH2)
 	}
 	ctx := m.ctx
 	var deadline time.Time

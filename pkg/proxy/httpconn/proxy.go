@@ -119,6 +119,11 @@ func (s *stream) attempt(cl UpstreamCluster, route *router.Route) (retry bool) {
 		s.localReply(503, bodyNoHealthyUpstream, accesslog.NoHealthyUpstream, "no_healthy_upstream")
 		return false
 	}
+	if hc, ok := cl.(hostCluster); ok {
+		// An aggregate cluster: the host's own cluster carries the
+		// attempt.
+		cl = hc.ForHost(host)
+	}
 	s.host = host
 	s.retry.attempts++
 	s.entry.UpstreamRequestAttemptCount = uint32(s.retry.attempts)
@@ -134,9 +139,14 @@ func (s *stream) attempt(cl UpstreamCluster, route *router.Route) (retry bool) {
 	// From here on the request goes to an upstream: its responses,
 	// and the proxy's answers to its failures, carry the attempt count.
 	s.attemptCountInResponse = route.VirtualHost.IncludeAttemptCountInResponse
-	cs := cl.Stats()
-	s.chargeRequest(cs)
-	cs.UpstreamRqActive.Inc()
+	ps := cl.Stats()
+	if p, ok := cl.(poolStatser); ok {
+		// An aggregate's attempt: the pool of the host's cluster counts
+		// the request, as Envoy's connection pools do.
+		ps = p.PoolStats()
+	}
+	s.chargeRequest(ps)
+	ps.UpstreamRqActive.Inc()
 	host.Stats.RqTotal.Add(1)
 	host.Stats.RqActive.Add(1)
 	s.injectTrace(cl)
@@ -156,8 +166,8 @@ func (s *stream) attempt(cl UpstreamCluster, route *router.Route) (retry bool) {
 	} else {
 		s.finishChildSpan(cl, protoHTTP11)
 	}
-	cs.UpstreamRqActive.Dec()
-	cs.UpstreamRqCompleted.Inc()
+	ps.UpstreamRqActive.Dec()
+	ps.UpstreamRqCompleted.Inc()
 	host.Stats.RqActive.Add(-1)
 	if cl.HealthChecked() {
 		s.noteImmediateHealthCheckFail(cl, host)

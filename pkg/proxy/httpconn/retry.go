@@ -606,11 +606,16 @@ func (s *stream) previousPriorities() {
 		return
 	}
 	r.priorAttempts++
-	prio := int(s.host.Priority)
-	for len(r.seenPrio) <= prio {
-		r.seenPrio = append(r.seenPrio, false)
+	prio, known := int(s.host.Priority), true
+	if pm, ok := s.cluster.(priorityMapper); ok {
+		prio, known = pm.LinearPriority(s.host)
 	}
-	r.seenPrio[prio] = true
+	if known {
+		for len(r.seenPrio) <= prio {
+			r.seenPrio = append(r.seenPrio, false)
+		}
+		r.seenPrio[prio] = true
+	}
 	if r.priorAttempts%p.PriorityUpdateFrequency == 0 {
 		r.excluded = append(r.excluded[:0], r.seenPrio...)
 		s.pick.ExcludedPriorities = r.excluded

@@ -217,6 +217,11 @@ func (b *Balancer) Pick(ctx *upstream.PickContext) (h *upstream.Host, panicked b
 	}
 	p, degraded := b.only, b.onlyDegr
 	switch {
+	case ctx != nil && ctx.ForceLevel:
+		if ctx.Level < 0 || ctx.Level >= len(b.levels) {
+			return nil, false
+		}
+		p, degraded = ctx.Level, ctx.LevelDegraded
 	case ctx != nil && ctx.ExcludedPriorities != nil:
 		p, degraded = b.chooseExcluding(b.draw(ctx), ctx.ExcludedPriorities)
 	case !b.onlyOne:
@@ -294,15 +299,20 @@ func (b *Balancer) zonePicker(lv *level, degraded bool) (src Picker, ok bool) {
 // share. Loads that do not add up to 100 (no host at all) fall back to
 // P0's healthy hosts.
 func (b *Balancer) choose(draw uint64) (priority int, degraded bool) {
+	return chooseFrom(b.loads, draw)
+}
+
+// chooseFrom is choose over loads l.
+func chooseFrom(l loads, draw uint64) (priority int, degraded bool) {
 	point := uint32(draw%100) + 1
 	var sum uint32
-	for i, l := range b.loads.healthy {
+	for i, l := range l.healthy {
 		sum += l
 		if point <= sum {
 			return i, false
 		}
 	}
-	for i, l := range b.loads.degraded {
+	for i, l := range l.degraded {
 		sum += l
 		if point <= sum {
 			return i, true

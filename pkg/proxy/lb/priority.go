@@ -27,12 +27,18 @@ type loads struct {
 // panic unless the levels together are fully available; when every level
 // is in panic, the load follows the levels' host counts.
 func computeLoads(levels []levelCounts, overprovisioning, panicThreshold uint32) loads {
+	health, degraded := availability(levels, overprovisioning)
+	return loadsFrom(levels, health, degraded, panicThreshold)
+}
+
+// loadsFrom is computeLoads from the levels' availability, however it
+// was scaled.
+func loadsFrom(levels []levelCounts, health, degraded []uint32, panicThreshold uint32) loads {
 	n := len(levels)
 	l := loads{healthy: make([]uint32, n), degraded: make([]uint32, n), panic: make([]bool, n)}
 	if n == 0 {
 		return l
 	}
-	health, degraded := availability(levels, overprovisioning)
 	var sum uint32
 	for i := range levels {
 		sum += health[i] + degraded[i]

@@ -7,7 +7,16 @@ package lb
 // round again from the first level; when no level is left available the
 // cluster's own load applies. It allocates, which only retries pay.
 func (b *Balancer) chooseExcluding(draw uint64, excluded []bool) (priority int, degraded bool) {
-	n := len(b.health)
+	if p, d, ok := chooseWithout(draw, b.health, b.degraded, excluded); ok {
+		return p, d
+	}
+	return b.choose(draw)
+}
+
+// chooseWithout is the choice of chooseExcluding from the levels'
+// availability; ok is false when no level is left available.
+func chooseWithout(draw uint64, availHealth, availDegraded []uint32, excluded []bool) (priority int, degraded, ok bool) {
+	n := len(availHealth)
 	health := make([]uint32, n)
 	degr := make([]uint32, n)
 	var total uint32
@@ -15,12 +24,12 @@ func (b *Balancer) chooseExcluding(draw uint64, excluded []bool) (priority int, 
 		if i < len(excluded) && excluded[i] {
 			continue
 		}
-		health[i], degr[i] = b.health[i], b.degraded[i]
+		health[i], degr[i] = availHealth[i], availDegraded[i]
 		total += health[i] + degr[i]
 	}
 	total = min(total, 100)
 	if total == 0 {
-		return b.choose(draw)
+		return 0, false, false
 	}
 	healthLoad := make([]uint32, n)
 	degrLoad := make([]uint32, n)
@@ -42,13 +51,13 @@ func (b *Balancer) chooseExcluding(draw uint64, excluded []bool) (priority int, 
 	var sum uint32
 	for i, l := range healthLoad {
 		if sum += l; point <= sum {
-			return i, false
+			return i, false, true
 		}
 	}
 	for i, l := range degrLoad {
 		if sum += l; point <= sum {
-			return i, true
+			return i, true, true
 		}
 	}
-	return 0, false
+	return 0, false, true
 }

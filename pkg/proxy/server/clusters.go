@@ -35,9 +35,30 @@ func (v upstreamsView) Cluster(name string) httpconn.UpstreamCluster {
 		return nil
 	}
 	if c := v.m.Cluster(name); c != nil {
+		if c.IsAggregate() {
+			return aggregateUpstream{c}
+		}
 		return c
 	}
 	return nil
+}
+
+// An aggregate cluster's attempt, once its host is chosen, is what the
+// router needs of a cluster too.
+var _ httpconn.UpstreamCluster = (*cluster.AggregateAttempt)(nil)
+
+// aggregateUpstream is an aggregate cluster as the router reaches it: each
+// attempt goes through the cluster of the host it picked.
+type aggregateUpstream struct{ *cluster.Cluster }
+
+// ForHost is the attempt's cluster: the host's, seen through the
+// aggregate (the aggregate itself when no cluster has h any more, whose
+// pools then refuse it).
+func (a aggregateUpstream) ForHost(h *upstream.Host) httpconn.UpstreamCluster {
+	if v := a.Cluster.ForHost(h); v != nil {
+		return v
+	}
+	return a
 }
 
 // A *cluster.Cluster is what network filters (tcp_proxy) need of a

@@ -62,6 +62,15 @@ type PickContext struct {
 	// the load by their availability; when no level is left, the load is
 	// the cluster's own.
 	ExcludedPriorities []bool
+	// ForceLevel, when set, makes the balancer pick from priority level
+	// Level, among its degraded hosts when LevelDegraded is set, else its
+	// healthy ones (its panic mode still applies): the aggregate
+	// cluster's choice of level, handed to the cluster it chose (Envoy's
+	// AggregateLoadBalancerContext). A level the balancer does not have
+	// yields no host.
+	ForceLevel    bool
+	Level         int
+	LevelDegraded bool
 }
 
 // Hasher computes the hash key of a pick on demand.
