@@ -134,7 +134,7 @@ func (c *supportChecker) typedConfig(m protoreflect.Message, path string, catego
 	ext, ok := c.ext.Lookup(a.GetTypeUrl())
 	switch {
 	case !ok:
-		c.unsupported = append(c.unsupported, fieldErrorf(path, "extension %q is not supported by Outrigger", extension.TypeName(a.GetTypeUrl())))
+		c.unsupported = append(c.unsupported, fieldErrorf(path, "extension %q is not supported by Outrigger%s", extension.TypeName(a.GetTypeUrl()), c.ext.Refusal(a.GetTypeUrl(), "")))
 		return
 	case ext.Disabled:
 		c.unsupported = append(c.unsupported, fieldErrorf(path, "extension %q is disabled by --disable-extensions", ext.Name))
