@@ -436,7 +436,8 @@ func TestLoadBootstrapVersion(t *testing.T) {
 }
 
 // TestProblemsAroundUnknownTypes: an extension of an unknown type does not
-// hide the configuration's other problems, and the placeholder that stands
+// hide the configuration's other problems, its refusal quotes the table of
+// extensions, and the placeholder that stands
 // for it adds none of its own.
 func TestProblemsAroundUnknownTypes(t *testing.T) {
 	yaml := `
@@ -455,7 +456,7 @@ static_resources:
           - {name: a, typed_config: {"@type": type.googleapis.com/no.such.Filter, foo: 1}}
           - {name: envoy.filters.http.router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}
       - name: b
-        typed_config: {"@type": type.googleapis.com/no.such.NetworkFilter}
+        typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.mongo_proxy.v3.MongoProxy}
   clusters:
   - name: up
     connect_timeout: -1s
@@ -467,8 +468,9 @@ static_resources:
 	}
 	got := errorLines(l.Problems(builtin.Registry()))
 	want := []string{
-		`--config-yaml: static_resources.listeners[0].filter_chains[0].filters[0].typed_config.http_filters[0].typed_config: unknown type "type.googleapis.com/no.such.Filter"`,
-		`--config-yaml: static_resources.listeners[0].filter_chains[0].filters[1].typed_config: unknown type "type.googleapis.com/no.such.NetworkFilter"`,
+		`--config-yaml: static_resources.listeners[0].filter_chains[0].filters[0].typed_config.http_filters[0].typed_config: unknown type "type.googleapis.com/no.such.Filter"; see docs/extensions.md`,
+		`--config-yaml: static_resources.listeners[0].filter_chains[0].filters[1].typed_config: unknown type "type.googleapis.com/envoy.extensions.filters.network.mongo_proxy.v3.MongoProxy"` +
+			" (envoy.filters.network.mongo_proxy: a protocol proxy Outrigger does not carry); see docs/extensions.md",
 		"static_resources.clusters[0].connect_timeout: value must be greater than 0s",
 		"static_resources.listeners[0].filter_chains[0].filters[0]: proxy.filters.network.http_connection_manager is a terminal filter and must be the last in the filter chain",
 	}
