@@ -50,7 +50,7 @@ func (e *Registry) Refusal(typeURL, name string) string {
 
 // nameOfType is the extension name Envoy's naming convention gives the
 // config type of a type URL: envoy.extensions.<path>.vN.<Message> is the
-// config of envoy.<path>. Other types yield "".
+// config of envoy.<path> (N may be 3, 4alpha...). Other types yield "".
 func nameOfType(typeURL string) string {
 	rest, ok := strings.CutPrefix(TypeName(typeURL), "envoy.extensions.")
 	if !ok {
@@ -58,9 +58,23 @@ func nameOfType(typeURL string) string {
 	}
 	parts := strings.Split(rest, ".")
 	for i, p := range parts {
-		if i > 0 && len(p) >= 2 && p[0] == 'v' && strings.Trim(p[1:], "0123456789") == "" {
+		if i > 0 && isVersion(p) {
 			return envoyPrefix + strings.Join(parts[:i], ".")
 		}
 	}
 	return ""
+}
+
+// isVersion reports whether a package name component is an API version:
+// v3, v4alpha, v1beta1.
+func isVersion(p string) bool {
+	rest, ok := strings.CutPrefix(p, "v")
+	if !ok {
+		return false
+	}
+	digits := strings.TrimLeft(rest, "0123456789")
+	if len(digits) == len(rest) {
+		return false
+	}
+	return digits == "" || strings.HasPrefix(digits, "alpha") || strings.HasPrefix(digits, "beta")
 }
