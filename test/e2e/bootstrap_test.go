@@ -232,7 +232,23 @@ static_resources:
   - name: l
     address: {socket_address: {address: 127.0.0.1, port_value: 0}}
     filter_chains: [{filters: [{name: x, typed_config: {"@type": type.googleapis.com/foo.Bar}}]}]
-`, nil, `static_resources.listeners[0].filter_chains[0].filters[0].typed_config: unknown type "type.googleapis.com/foo.Bar"`),
+`, nil, `static_resources.listeners[0].filter_chains[0].filters[0].typed_config: unknown type "type.googleapis.com/foo.Bar"; see docs/extensions.md`),
+		Entry("an Envoy extension Outrigger does not carry, with the reason from docs/extensions.md", "redis.yaml", `static_resources:
+  listeners:
+  - name: l
+    address: {socket_address: {address: 127.0.0.1, port_value: 0}}
+    filter_chains: [{filters: [{name: envoy.filters.network.redis_proxy, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.redis_proxy.v3.RedisProxy, stat_prefix: r}}]}]
+`, nil, `static_resources.listeners[0].filter_chains[0].filters[0].typed_config: unknown type "type.googleapis.com/envoy.extensions.filters.network.redis_proxy.v3.RedisProxy"`+
+			` (envoy.filters.network.redis_proxy: a protocol proxy Outrigger does not carry); see docs/extensions.md`),
+		Entry("a WebAssembly filter, with the reason from docs/extensions.md", "wasm.yaml", `static_resources:
+  listeners:
+  - name: l
+    address: {socket_address: {address: 127.0.0.1, port_value: 0}}
+    filter_chains: [{filters: [{name: envoy.filters.network.http_connection_manager, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager,
+      stat_prefix: h, route_config: {}, http_filters: [{name: envoy.filters.http.wasm, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm}},
+        {name: envoy.filters.http.router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]}}]}]
+`, nil, `http_filters[0].typed_config: unknown type "type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm"`+
+			` (envoy.filters.http.wasm: WebAssembly is not embedded); see docs/extensions.md`),
 		Entry("a YAML syntax error, with its line", "broken.yaml", "admin:\n  address: [\n", nil, "line"),
 		Entry("an unsupported file extension", "bootstrap.txt", minimalYAML, nil, ".yaml"),
 		Entry("the v2 API", "v2.yaml", minimalYAML, []string{"--bootstrap-version", "2"},

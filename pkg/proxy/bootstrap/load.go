@@ -47,10 +47,20 @@ type Loaded struct {
 // Problems is for a configuration Load returned with an error of Anys of
 // unknown types only: the configuration cannot be used, but the rest of
 // it was decoded, so its other problems are reported in the same run.
-// It returns the unknown types, then what Validate finds elsewhere,
+// It returns the unknown types (with what the table of extensions says of
+// them), then what Validate finds elsewhere,
 // without what the placeholders themselves cause.
 func (l *Loaded) Problems(ext *extension.Registry) error {
-	errs := slices.Clone(l.stubbed)
+	var errs []error
+	for _, err := range l.stubbed {
+		var ut *unknownTypeError
+		if errors.As(err, &ut) {
+			// Why the extension is missing, from the table of Envoy's
+			// extensions, and where that table is.
+			err = fmt.Errorf("%w%s", err, ext.Refusal(ut.typeURL, ""))
+		}
+		errs = append(errs, err)
+	}
 	for _, err := range validationErrors(l.Bootstrap, ext) {
 		if !insideAny(err, l.stubbed) {
 			errs = append(errs, err)

@@ -436,8 +436,10 @@ func TestLoadBootstrapVersion(t *testing.T) {
 }
 
 // TestProblemsAroundUnknownTypes: an extension of an unknown type does not
-// hide the configuration's other problems, and the placeholder that stands
-// for it adds none of its own.
+// hide the configuration's other problems, its refusal quotes the table of
+// extensions, and the placeholder that stands
+// for it adds none of its own. The Redis proxy's type is linked into no
+// binary of this package (validate_test.go links the Mongo proxy's).
 func TestProblemsAroundUnknownTypes(t *testing.T) {
 	yaml := `
 static_resources:
@@ -455,7 +457,7 @@ static_resources:
           - {name: a, typed_config: {"@type": type.googleapis.com/no.such.Filter, foo: 1}}
           - {name: envoy.filters.http.router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}
       - name: b
-        typed_config: {"@type": type.googleapis.com/no.such.NetworkFilter}
+        typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.redis_proxy.v3.RedisProxy}
   clusters:
   - name: up
     connect_timeout: -1s
@@ -467,8 +469,9 @@ static_resources:
 	}
 	got := errorLines(l.Problems(builtin.Registry()))
 	want := []string{
-		`--config-yaml: static_resources.listeners[0].filter_chains[0].filters[0].typed_config.http_filters[0].typed_config: unknown type "type.googleapis.com/no.such.Filter"`,
-		`--config-yaml: static_resources.listeners[0].filter_chains[0].filters[1].typed_config: unknown type "type.googleapis.com/no.such.NetworkFilter"`,
+		`--config-yaml: static_resources.listeners[0].filter_chains[0].filters[0].typed_config.http_filters[0].typed_config: unknown type "type.googleapis.com/no.such.Filter"; see docs/extensions.md`,
+		`--config-yaml: static_resources.listeners[0].filter_chains[0].filters[1].typed_config: unknown type "type.googleapis.com/envoy.extensions.filters.network.redis_proxy.v3.RedisProxy"` +
+			" (envoy.filters.network.redis_proxy: a protocol proxy Outrigger does not carry); see docs/extensions.md",
 		"static_resources.clusters[0].connect_timeout: value must be greater than 0s",
 		"static_resources.listeners[0].filter_chains[0].filters[0]: proxy.filters.network.http_connection_manager is a terminal filter and must be the last in the filter chain",
 	}

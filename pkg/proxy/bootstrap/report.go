@@ -48,8 +48,19 @@ func (r *decodeReport) fail(path, format string, args ...any) {
 // stub records an Any at path of an unknown type that was replaced by a
 // placeholder.
 func (r *decodeReport) stub(path, typeURL string) {
-	r.stubbed = append(r.stubbed, fieldErrorf(path, "unknown type %q", typeURL))
+	r.stubbed = append(r.stubbed, &unknownTypeError{FieldError: fieldErrorf(path, "unknown type %q", typeURL), typeURL: typeURL})
 }
+
+// unknownTypeError is an Any of a type this build does not link in: the
+// extension it configures is not supported, which Loaded.Problems explains
+// with the table of extensions once the registry is known.
+type unknownTypeError struct {
+	*FieldError
+	typeURL string
+}
+
+// Unwrap exposes the located error.
+func (e *unknownTypeError) Unwrap() error { return e.FieldError }
 
 // failed reports whether any error has been recorded; stubbed Anys are
 // not failures of the decoding itself.

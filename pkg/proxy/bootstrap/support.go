@@ -24,12 +24,22 @@ type supportChecker struct {
 	pgv []error
 	// unsupported collects support-check failures.
 	unsupported []error
+	// names holds the name written beside each typed_config, by the
+	// typed_config's path: a refusal quotes what the table says of it when
+	// the config type does not tell the extension's name.
+	names map[string]string
 }
 
 // message checks the populated fields of m, found at path. Fields are
 // visited in declaration order so that reports are stable.
 func (c *supportChecker) message(m protoreflect.Message, path string) {
 	fields := m.Descriptor().Fields()
+	if fd := fields.ByName("name"); fd != nil && fd.Kind() == protoreflect.StringKind && fd.Cardinality() != protoreflect.Repeated && fields.ByName("typed_config") != nil {
+		if c.names == nil {
+			c.names = map[string]string{}
+		}
+		c.names[childPath(path, "typed_config")] = m.Get(fd).String()
+	}
 	for i := range fields.Len() {
 		fd := fields.Get(i)
 		if m.Has(fd) {
@@ -134,7 +144,7 @@ func (c *supportChecker) typedConfig(m protoreflect.Message, path string, catego
 	ext, ok := c.ext.Lookup(a.GetTypeUrl())
 	switch {
 	case !ok:
-		c.unsupported = append(c.unsupported, fieldErrorf(path, "extension %q is not supported by Outrigger", extension.TypeName(a.GetTypeUrl())))
+		c.unsupported = append(c.unsupported, fieldErrorf(path, "extension %q is not supported by Outrigger%s", extension.TypeName(a.GetTypeUrl()), c.ext.Refusal(a.GetTypeUrl(), c.names[path])))
 		return
 	case ext.Disabled:
 		c.unsupported = append(c.unsupported, fieldErrorf(path, "extension %q is disabled by --disable-extensions", ext.Name))

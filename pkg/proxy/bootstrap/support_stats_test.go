@@ -54,7 +54,7 @@ func TestValidateStatsSupport(t *testing.T) {
 		},
 		"another kind of sink": {
 			overlay: `stats_sinks: [{name: envoy.stat_sinks.metrics_service, typed_config: {"@type": type.googleapis.com/envoy.config.metrics.v3.MetricsServiceConfig}}]`,
-			want:    []string{`stats_sinks[0].typed_config: extension "envoy.config.metrics.v3.MetricsServiceConfig" is not supported by Outrigger`},
+			want:    []string{`stats_sinks[0].typed_config: extension "envoy.config.metrics.v3.MetricsServiceConfig" is not supported by Outrigger (envoy.stat_sinks.metrics_service: not yet); see docs/extensions.md`},
 		},
 		"a sink where an access logger goes": {
 			overlay: accessLogYAML(`{"@type": ` + statsdURL + `}`),

@@ -196,7 +196,7 @@ func TestValidateSupport(t *testing.T) {
 		},
 		"unsupported access logger": {
 			overlay: accessLogYAML(`{"@type": type.googleapis.com/envoy.extensions.access_loggers.open_telemetry.v3.OpenTelemetryAccessLogConfig}`),
-			want:    []string{`admin.access_log[1].typed_config: extension "envoy.extensions.access_loggers.open_telemetry.v3.OpenTelemetryAccessLogConfig" is not supported by Outrigger`},
+			want:    []string{`admin.access_log[1].typed_config: extension "envoy.extensions.access_loggers.open_telemetry.v3.OpenTelemetryAccessLogConfig" is not supported by Outrigger (envoy.access_loggers.open_telemetry: not yet); see docs/extensions.md`},
 		},
 		"rtds layer": {
 			overlay: "layered_runtime: {layers: [{name: rtds, rtds_layer: {name: r}}]}",
@@ -226,7 +226,7 @@ func TestValidateSupport(t *testing.T) {
 		},
 		"unsupported network filter": {
 			overlay: listenerYAML("", `{name: mongo, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.mongo_proxy.v3.MongoProxy, stat_prefix: m}}`),
-			want:    []string{`static_resources.listeners[1].filter_chains[0].filters[0].typed_config: extension "envoy.extensions.filters.network.mongo_proxy.v3.MongoProxy" is not supported by Outrigger`},
+			want:    []string{`static_resources.listeners[1].filter_chains[0].filters[0].typed_config: extension "envoy.extensions.filters.network.mongo_proxy.v3.MongoProxy" is not supported by Outrigger (envoy.filters.network.mongo_proxy: a protocol proxy Outrigger does not carry); see docs/extensions.md`},
 		},
 		"rbac fields not implemented": {
 			overlay: listenerYAML("", `{name: rbac, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.rbac.v3.RBAC, stat_prefix: r, rules: {policies: {p: {permissions: [{uri_template: {name: t, typed_config: {"@type": type.googleapis.com/google.protobuf.Empty}}}], principals: [{filter_state: {key: k, string_match: {exact: v}}}], condition: {id: 1}}}, audit_logging_options: {}}}}`),

@@ -237,8 +237,8 @@ func Registry() *extension.Registry {
 
 		extension.Of(uuid.Name, requestid.Category, &uuidv3.UuidRequestIdConfig{}, uuid.Factory{}),
 
-		extension.Of("proxy.resource_monitors.downstream_connections", ResourceMonitors, &connectionsv3.DownstreamConnectionsConfig{}, nil),
 		extension.Of("proxy.resource_monitors.fixed_heap", ResourceMonitors, &fixedheapv3.FixedHeapConfig{}, nil),
+		extension.Of("proxy.resource_monitors.global_downstream_max_connections", ResourceMonitors, &connectionsv3.DownstreamConnectionsConfig{}, nil),
 
 		extension.Of("proxy.stat_sinks.dog_statsd", StatsSinks, &metricsv3.DogStatsdSink{}, nil),
 		extension.Of("proxy.stat_sinks.hystrix", StatsSinks, &metricsv3.HystrixSink{}, nil),
@@ -263,5 +263,6 @@ func Registry() *extension.Registry {
 		// which the package's tests catch.
 		panic(err)
 	}
+	r.SetUnsupported(unsupportedReasons())
 	return r
 }

@@ -2,11 +2,14 @@ package builtin
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/outrigger-dev/outrigger/internal/golden"
@@ -84,8 +87,8 @@ func TestRegistry(t *testing.T) {
 		"envoy.network.dns_resolver proxy.network.dns_resolver.cares envoy.extensions.network.dns_resolver.cares.v3.CaresDnsResolverConfig",
 		"envoy.network.dns_resolver proxy.network.dns_resolver.getaddrinfo envoy.extensions.network.dns_resolver.getaddrinfo.v3.GetAddrInfoDnsResolverConfig",
 		"envoy.request_id proxy.request_id.uuid envoy.extensions.request_id.uuid.v3.UuidRequestIdConfig",
-		"envoy.resource_monitors proxy.resource_monitors.downstream_connections envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig",
 		"envoy.resource_monitors proxy.resource_monitors.fixed_heap envoy.extensions.resource_monitors.fixed_heap.v3.FixedHeapConfig",
+		"envoy.resource_monitors proxy.resource_monitors.global_downstream_max_connections envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig",
 		"envoy.stats_sinks proxy.stat_sinks.dog_statsd envoy.config.metrics.v3.DogStatsdSink",
 		"envoy.stats_sinks proxy.stat_sinks.hystrix envoy.config.metrics.v3.HystrixSink",
 		"envoy.stats_sinks proxy.stat_sinks.statsd envoy.config.metrics.v3.StatsdSink",
@@ -128,31 +131,104 @@ func TestHTTPFilters(t *testing.T) {
 	}
 }
 
-// TestExtensionsDoc keeps docs/extensions.md the registry's rendering
-// (go test -update rewrites it).
-func TestExtensionsDoc(t *testing.T) {
-	golden.Check(t, filepath.Join("..", "..", "..", "docs", "extensions.md"), []byte(renderDoc(Registry())))
+// TestEnvoyExtensions keeps envoy_extensions.txt in step with the
+// registry: every registered extension is listed as supported, and an
+// extension listed as plainly supported is registered.
+func TestEnvoyExtensions(t *testing.T) {
+	list, err := EnvoyExtensions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := map[string]string{}
+	for _, x := range list {
+		state[x.Name] = x.State
+	}
+	registered := map[string]bool{}
+	for _, x := range Registry().List() {
+		name := envoyName(x.Name)
+		registered[name] = true
+		switch st, ok := state[name]; {
+		case !ok:
+			t.Errorf("%s is registered but not in envoy_extensions.txt: add \"%s | %s | %s\" in name order", name, name, x.Category, Supported)
+		case st != Supported:
+			t.Errorf("%s is registered but envoy_extensions.txt says %q: make its state %q", name, st, Supported)
+		}
+	}
+	for _, x := range list {
+		if x.State == Supported && !registered[x.Name] {
+			t.Errorf("envoy_extensions.txt says %s is supported but it is not registered: register it, say how the core supports it (\"supported: how\"), or say why not", x.Name)
+		}
+	}
 }
 
-// renderDoc renders the registry as docs/extensions.md.
-func renderDoc(r *extension.Registry) string {
+// TestRefusalQuotesTheTable checks that refusing an extension the table
+// lists as not supported quotes its reason and points at the table.
+func TestRefusalQuotesTheTable(t *testing.T) {
+	_, _, err := Registry().Resolve(extension.Ref{
+		Kind:     "network filter",
+		Category: NetworkFilters,
+		Name:     "envoy.filters.network.redis_proxy",
+		Config:   &anypb.Any{TypeUrl: "type.googleapis.com/envoy.extensions.filters.network.redis_proxy.v3.RedisProxy"},
+	}, true)
+	want := "typed_config: network filter type envoy.extensions.filters.network.redis_proxy.v3.RedisProxy is not supported by Outrigger" +
+		" (envoy.filters.network.redis_proxy: a protocol proxy Outrigger does not carry); see docs/extensions.md"
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
+	}
+}
+
+// TestExtensionsDoc keeps docs/extensions.md the rendering of the registry
+// and envoy_extensions.txt (go test -update rewrites it).
+func TestExtensionsDoc(t *testing.T) {
+	list, err := EnvoyExtensions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, filepath.Join("..", "..", "..", "docs", "extensions.md"), []byte(renderDoc(Registry(), list)))
+}
+
+// envoyName is the envoy. spelling of an extension name.
+func envoyName(name string) string {
+	return "envoy." + strings.TrimPrefix(name, "proxy.")
+}
+
+// renderDoc renders docs/extensions.md: every Envoy extension, one table
+// per category, with its state in Outrigger: the config types that select
+// a registered one, how the core supports another, or why one is not
+// supported.
+func renderDoc(r *extension.Registry, list []EnvoyExtension) string {
+	types := map[string][]string{}
+	for _, x := range r.List() {
+		name := envoyName(x.Name)
+		types[name] = append(types[name], "`"+extension.TypeName(x.TypeURLs[0])+"`")
+	}
+	byCategory := map[string][]EnvoyExtension{}
+	for _, x := range list {
+		byCategory[x.Category] = append(byCategory[x.Category], x)
+	}
 	var b strings.Builder
 	b.WriteString(`# Extensions
 
-Every extension Outrigger links in, by Envoy's category. The ` + "`@type`" + ` of a ` + "`typed_config`" + `
-chooses the extension; its name can be written with the ` + "`proxy.`" + ` or the ` + "`envoy.`" + ` prefix,
-and ` + "`--disable-extensions <category>/<name>`" + ` turns one off. Anything else is refused at
-start-up with its field path. This page is generated from the registry (` + "`pkg/proxy/builtin`" + `)
-by its test: ` + "`go test ./pkg/proxy/builtin/ -update`" + ` rewrites it.
+Every extension name of Envoy, by category, with its state in Outrigger. The ` + "`@type`" + ` of a
+` + "`typed_config`" + ` chooses the extension; the name of a supported one can be written with the
+` + "`proxy.`" + ` or the ` + "`envoy.`" + ` prefix, and ` + "`--disable-extensions <category>/<name>`" + ` turns one
+off. Anything else is refused at start-up with its field path and, when this page lists it,
+the reason given here. This page is generated from the registry and
+` + "`pkg/proxy/builtin/envoy_extensions.txt`" + ` by their test:
+` + "`go test ./pkg/proxy/builtin/ -run TestExtensionsDoc -update`" + ` rewrites it.
 `)
-	category := ""
-	for _, x := range r.List() {
-		if x.Category != category {
-			category = x.Category
-			fmt.Fprintf(&b, "\n## `%s`\n\n| name | Envoy's name | config type |\n|---|---|---|\n", category)
+	for _, category := range slices.Sorted(maps.Keys(byCategory)) {
+		fmt.Fprintf(&b, "\n## `%s`\n\n| name | state | config type, or reason |\n|---|---|---|\n", category)
+		for _, x := range byCategory[category] {
+			state, note := "not supported", x.State
+			switch {
+			case x.State == Supported:
+				state, note = Supported, strings.Join(types[x.Name], ", ")
+			case x.IsSupported():
+				state, note = Supported, strings.TrimPrefix(x.State, Supported+": ")
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s |\n", x.Name, state, note)
 		}
-		envoyName := "envoy." + strings.TrimPrefix(x.Name, "proxy.")
-		fmt.Fprintf(&b, "| `%s` | `%s` | `%s` |\n", x.Name, envoyName, extension.TypeName(x.TypeURLs[0]))
 	}
 	return b.String()
 }

@@ -44,6 +44,9 @@ type Extension struct {
 // owns it (and tests do not leak into each other).
 type Registry struct {
 	items []Extension
+	// unsupported maps the Envoy extensions the proxy does not implement,
+	// by canonical name (without envoy.), to why: what refusals quote.
+	unsupported map[string]string
 }
 
 // The prefixes of the two spellings of extension names and categories.

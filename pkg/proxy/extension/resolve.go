@@ -41,7 +41,7 @@ func (e *Registry) Resolve(ref Ref, byName bool) (Extension, proto.Message, erro
 			ext, ok = e.ByName(ref.Category, ref.Name)
 		}
 		if !ok || ext.Config == nil {
-			return Extension{}, nil, fmt.Errorf("name: %s %q without typed_config is not supported by Outrigger", ref.Kind, ref.Name)
+			return Extension{}, nil, fmt.Errorf("name: %s %q without typed_config is not supported by Outrigger%s", ref.Kind, ref.Name, e.Refusal("", ref.Name))
 		}
 		msg = proto.Clone(ext.Config)
 	} else {
@@ -49,7 +49,7 @@ func (e *Registry) Resolve(ref Ref, byName bool) (Extension, proto.Message, erro
 			ext, ok = e.Lookup(tc.GetTypeUrl())
 		}
 		if !ok || !sameName(ext.Category, ref.Category) {
-			return Extension{}, nil, fmt.Errorf("typed_config: %s type %s is not supported by Outrigger", ref.Kind, TypeName(tc.GetTypeUrl()))
+			return Extension{}, nil, fmt.Errorf("typed_config: %s type %s is not supported by Outrigger%s", ref.Kind, TypeName(tc.GetTypeUrl()), e.Refusal(tc.GetTypeUrl(), ref.Name))
 		}
 		var err error
 		if msg, err = tc.UnmarshalNew(); err != nil {
