@@ -42,7 +42,8 @@ func (h Headers) Get(name string) (string, bool) {
 }
 
 // Exchange is what a matcher looks at: the headers and trailers of one
-// request and its response.
+// request and its response. A nil map has not arrived (yet): a header
+// matcher on it does not match, as Envoy's does not before its headers.
 type Exchange struct {
 	RequestHeaders, ResponseHeaders, ResponseTrailers Headers
 }
@@ -86,13 +87,18 @@ func (m *Matcher) Matches(x *Exchange) bool {
 	case matchNot:
 		return !m.sub[0].Matches(x)
 	case matchRequestHeaders:
-		return m.headers.Matches(headerRequest(x.RequestHeaders))
+		return m.matchHeaders(x.RequestHeaders)
 	case matchResponseHeaders:
-		return m.headers.Matches(headerRequest(x.ResponseHeaders))
+		return m.matchHeaders(x.ResponseHeaders)
 	case matchResponseTrailers:
-		return m.headers.Matches(headerRequest(x.ResponseTrailers))
+		return m.matchHeaders(x.ResponseTrailers)
 	}
 	return true
+}
+
+// matchHeaders is a header matcher on h, false while h has not arrived.
+func (m *Matcher) matchHeaders(h Headers) bool {
+	return h != nil && m.headers.Matches(headerRequest(h))
 }
 
 // headerRequest presents captured headers to a router.HeaderMatch, the
