@@ -1,7 +1,7 @@
 // Package tap is the tap core shared by the tap filter and /tap: compiled
 // match predicates (envoy.config.common.matcher.v3.MatchPredicate), the
-// trace of one HTTP exchange in Envoy's envoy.data.tap.v3 form, the
-// output sinks (the /tap stream, file_per_tap) and the registry of the
+// trace of one HTTP exchange in Envoy's envoy.data.tap.v3 form (buffered
+// or streamed in segments), the output sinks (the /tap stream, file_per_tap) and the registry of the
 // filters configured with admin_config, which holds the one attached
 // admin session.
 package tap
