@@ -351,3 +351,35 @@ var _ = Describe("The tap filter", func() {
 		Expect(res.Stderr).To(ContainSubstring("PROTO_TEXT"))
 	})
 })
+
+var _ = Describe("The /tap endpoint", func() {
+	It("comes with a tap filter delivered by LDS and goes with it", func() {
+		dir := ldsSetup(ldsResponse("v1"))
+		sc := Start(newDir(), ldsBootstrap(dir, ldsPath), "--drain-time-s", "0")
+		Expect(sc.Get("/help").Body).NotTo(ContainSubstring("/tap"))
+		Expect(sc.Do(http.MethodPost, "/tap", strings.NewReader(tapRequest), nil).Status).To(Equal(404))
+
+		port := freePort()
+		chain := strings.Replace(directChain("tapped", ""), "http_filters: [", `http_filters: [{name: envoy.filters.http.tap, typed_config: {`+
+			`"@type": type.googleapis.com/envoy.extensions.filters.http.tap.v3.Tap, common_config: {admin_config: {config_id: lds}}}}, `, 1)
+		replaceLDS(dir, ldsResponse("v2", listenerDef{Name: "tapped", Port: port, Chains: []string{chain}}))
+		Eventually(func() string { return sc.Get("/help").Body }, 10*time.Second).Should(ContainSubstring("/tap"))
+
+		ts, code, msg := attachTap(sc, `{config_id: lds, tap_config: {match: {any_match: true},
+		  output_config: {sinks: [{streaming_admin: {}, format: JSON_BODY_AS_STRING}], streaming: true}}}`)
+		Expect(code).To(Equal(200), msg)
+		Expect(getBody(fmt.Sprintf("127.0.0.1:%d", port))).To(Equal("tapped"))
+		Expect(ts.next().Segment.part()).To(Equal("request_headers"))
+		Expect(ts.next().Segment.part()).To(Equal("response_headers"))
+		s := ts.next().Segment
+		Expect(s.part()).To(Equal("response_body_chunk"))
+		Expect(s.ResponseBodyChunk.AsString).To(Equal("tapped"))
+		ts.cancel()
+
+		replaceLDS(dir, ldsResponse("v3"))
+		Eventually(func() int {
+			return sc.Do(http.MethodPost, "/tap", strings.NewReader(tapRequest), nil).Status
+		}, 10*time.Second, 100*time.Millisecond).Should(Equal(404))
+		Expect(sc.Get("/help").Body).NotTo(ContainSubstring("/tap"))
+	})
+})
