@@ -233,9 +233,9 @@ var _ = Describe("The tap filter", func() {
 		Expect(code).To(Equal(400))
 		Expect(msg).To(ContainSubstring("bogus"))
 
-		_, code, msg = attachTap(sc, `{config_id: debug, tap_config: {match: {http_request_generic_body_match: {patterns: [{string_match: x}]}}, output_config: {sinks: [{streaming_admin: {}}]}}}`)
+		_, code, msg = attachTap(sc, `{config_id: debug, tap_config: {match: {http_request_trailers_match: {headers: [{name: x}]}}, output_config: {sinks: [{streaming_admin: {}}]}}}`)
 		Expect(code).To(Equal(400))
-		Expect(msg).To(ContainSubstring("tap_config.match.http_request_generic_body_match"))
+		Expect(msg).To(ContainSubstring("tap_config.match.http_request_trailers_match"))
 
 		_, code, msg = attachTap(sc, "")
 		Expect(code).To(Equal(400))
@@ -295,6 +295,20 @@ var _ = Describe("The tap filter", func() {
 		}
 		Expect(body).To(Equal("echo:hello"))
 		Eventually(func() string { return httpStat(sc, "http.web.tap.rq_tapped") }, 5*time.Second).Should(Equal("1"))
+	})
+
+	It("traces the requests whose bodies hold the generic body match's patterns", func() {
+		ts, code, msg := attachTap(sc, `{config_id: debug, tap_config: {
+		  match: {and_match: {rules: [
+		    {http_request_generic_body_match: {patterns: [{string_match: "nee"}, {binary_match: "ZGxl"}]}},
+		    {http_response_generic_body_match: {bytes_limit: 16, patterns: [{string_match: "echo:"}]}}]}},
+		  output_config: {sinks: [{streaming_admin: {}, format: JSON_BODY_AS_STRING}]}}}`)
+		Expect(code).To(Equal(200), msg)
+		Expect(send("hay").Status).To(Equal(200))
+		Expect(send("a needle").Status).To(Equal(200))
+		t := ts.next()
+		Expect(t.HTTPBufferedTrace.Request.Body.AsString).To(Equal("a needle"))
+		Consistently(ts.traces, 300*time.Millisecond).ShouldNot(Receive(), "the request without the patterns was traced")
 	})
 
 	It("writes a streamed trace to one file in PROTO_BINARY_LENGTH_DELIMITED", func() {

@@ -5,8 +5,8 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedTap lists the fields of the tap HTTP filter
 // (envoy.filters.http.tap) that Outrigger implements: admin_config (the
 // /tap endpoint) and static_config with a file_per_tap sink, buffered or
-// streamed traces, header and trailer matchers. Body matchers, request
-// trailers, PROTO_TEXT and the other sinks are refused by path.
+// streamed traces, header, trailer and generic body matchers. Request
+// trailer matchers, PROTO_TEXT and the other sinks are refused by path.
 var supportedTap = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.tap.v3.Tap.common_config": {},
 
@@ -27,24 +27,36 @@ var supportedTap = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.tap.v3.OutputSink.file_per_tap":    {},
 	"envoy.config.tap.v3.FilePerTapSink.path_prefix": {},
 
-	"envoy.config.common.matcher.v3.MatchPredicate.or_match":                     {},
-	"envoy.config.common.matcher.v3.MatchPredicate.and_match":                    {},
-	"envoy.config.common.matcher.v3.MatchPredicate.not_match":                    {},
-	"envoy.config.common.matcher.v3.MatchPredicate.any_match":                    {},
-	"envoy.config.common.matcher.v3.MatchPredicate.http_request_headers_match":   {},
-	"envoy.config.common.matcher.v3.MatchPredicate.http_response_headers_match":  {},
-	"envoy.config.common.matcher.v3.MatchPredicate.http_response_trailers_match": {},
-	"envoy.config.common.matcher.v3.MatchPredicate.MatchSet.rules":               {},
-	"envoy.config.common.matcher.v3.HttpHeadersMatch.headers":                    {},
+	"envoy.config.common.matcher.v3.MatchPredicate.or_match":                            {},
+	"envoy.config.common.matcher.v3.MatchPredicate.and_match":                           {},
+	"envoy.config.common.matcher.v3.MatchPredicate.not_match":                           {},
+	"envoy.config.common.matcher.v3.MatchPredicate.any_match":                           {},
+	"envoy.config.common.matcher.v3.MatchPredicate.http_request_headers_match":          {},
+	"envoy.config.common.matcher.v3.MatchPredicate.http_response_headers_match":         {},
+	"envoy.config.common.matcher.v3.MatchPredicate.http_response_trailers_match":        {},
+	"envoy.config.common.matcher.v3.MatchPredicate.MatchSet.rules":                      {},
+	"envoy.config.common.matcher.v3.HttpHeadersMatch.headers":                           {},
+	"envoy.config.common.matcher.v3.MatchPredicate.http_request_generic_body_match":     {},
+	"envoy.config.common.matcher.v3.MatchPredicate.http_response_generic_body_match":    {},
+	"envoy.config.common.matcher.v3.HttpGenericBodyMatch.bytes_limit":                   {},
+	"envoy.config.common.matcher.v3.HttpGenericBodyMatch.patterns":                      {},
+	"envoy.config.common.matcher.v3.HttpGenericBodyMatch.GenericTextMatch.string_match": {},
+	"envoy.config.common.matcher.v3.HttpGenericBodyMatch.GenericTextMatch.binary_match": {},
 
 	// The deprecated match_config: the same predicate in the older package.
-	"envoy.config.tap.v3.MatchPredicate.or_match":                     {},
-	"envoy.config.tap.v3.MatchPredicate.and_match":                    {},
-	"envoy.config.tap.v3.MatchPredicate.not_match":                    {},
-	"envoy.config.tap.v3.MatchPredicate.any_match":                    {},
-	"envoy.config.tap.v3.MatchPredicate.http_request_headers_match":   {},
-	"envoy.config.tap.v3.MatchPredicate.http_response_headers_match":  {},
-	"envoy.config.tap.v3.MatchPredicate.http_response_trailers_match": {},
-	"envoy.config.tap.v3.MatchPredicate.MatchSet.rules":               {},
-	"envoy.config.tap.v3.HttpHeadersMatch.headers":                    {},
+	"envoy.config.tap.v3.MatchPredicate.or_match":                            {},
+	"envoy.config.tap.v3.MatchPredicate.and_match":                           {},
+	"envoy.config.tap.v3.MatchPredicate.not_match":                           {},
+	"envoy.config.tap.v3.MatchPredicate.any_match":                           {},
+	"envoy.config.tap.v3.MatchPredicate.http_request_headers_match":          {},
+	"envoy.config.tap.v3.MatchPredicate.http_response_headers_match":         {},
+	"envoy.config.tap.v3.MatchPredicate.http_response_trailers_match":        {},
+	"envoy.config.tap.v3.MatchPredicate.MatchSet.rules":                      {},
+	"envoy.config.tap.v3.HttpHeadersMatch.headers":                           {},
+	"envoy.config.tap.v3.MatchPredicate.http_request_generic_body_match":     {},
+	"envoy.config.tap.v3.MatchPredicate.http_response_generic_body_match":    {},
+	"envoy.config.tap.v3.HttpGenericBodyMatch.bytes_limit":                   {},
+	"envoy.config.tap.v3.HttpGenericBodyMatch.patterns":                      {},
+	"envoy.config.tap.v3.HttpGenericBodyMatch.GenericTextMatch.string_match": {},
+	"envoy.config.tap.v3.HttpGenericBodyMatch.GenericTextMatch.binary_match": {},
 }

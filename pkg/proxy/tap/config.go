@@ -25,6 +25,9 @@ type Config struct {
 	// exchange passes rather than one http_buffered_trace at its end.
 	Streaming bool
 	Sink      Sink
+	// bodies are the generic body matchers of Match, which every piece of
+	// a traced body is fed to.
+	bodies []*Matcher
 }
 
 // sinkKind says which output sink a configuration may name: /tap
@@ -60,7 +63,7 @@ func compileConfig(tc *tapv3.TapConfig, field string, kind sinkKind) (*Config, *
 	if len(oc.GetSinks()) != 1 {
 		return nil, nil, errors.New(of + ".sinks: exactly one sink is required")
 	}
-	c := &Config{Match: m, MaxRx: DefaultMaxBufferedBytes, MaxTx: DefaultMaxBufferedBytes, Streaming: oc.GetStreaming()}
+	c := &Config{Match: m, MaxRx: DefaultMaxBufferedBytes, MaxTx: DefaultMaxBufferedBytes, Streaming: oc.GetStreaming(), bodies: m.bodyMatchers(nil)}
 	if v := oc.GetMaxBufferedRxBytes(); v != nil {
 		c.MaxRx = int(v.GetValue())
 	}

@@ -46,6 +46,8 @@ func (h Headers) Get(name string) (string, bool) {
 // matcher on it does not match, as Envoy's does not before its headers.
 type Exchange struct {
 	RequestHeaders, ResponseHeaders, ResponseTrailers Headers
+	// bodies is the search of each generic body matcher (by its index).
+	bodies []bodyProgress
 }
 
 // Matcher is a compiled match predicate.
@@ -53,6 +55,9 @@ type Matcher struct {
 	kind    matchKind
 	sub     []*Matcher
 	headers router.HeaderMatch
+	body    *bodyMatch
+	// index is a body matcher's place in Exchange.bodies.
+	index int
 }
 
 type matchKind uint8
@@ -65,6 +70,7 @@ const (
 	matchRequestHeaders
 	matchResponseHeaders
 	matchResponseTrailers
+	matchBody
 )
 
 // Matches evaluates the predicate on a finished exchange.
@@ -92,6 +98,8 @@ func (m *Matcher) Matches(x *Exchange) bool {
 		return m.matchHeaders(x.ResponseHeaders)
 	case matchResponseTrailers:
 		return m.matchHeaders(x.ResponseTrailers)
+	case matchBody:
+		return m.index < len(x.bodies) && x.bodies[m.index].matched
 	}
 	return true
 }
@@ -166,9 +174,9 @@ func CompileMatch(mp *matcherv3.MatchPredicate, field string) (*Matcher, error) 
 	case *matcherv3.MatchPredicate_HttpRequestTrailersMatch:
 		return nil, fmt.Errorf("%s.http_request_trailers_match: not supported (request trailers are not traced)", field)
 	case *matcherv3.MatchPredicate_HttpRequestGenericBodyMatch:
-		return nil, fmt.Errorf("%s.http_request_generic_body_match: not supported", field)
+		return compileBody(true, r.HttpRequestGenericBodyMatch, field+".http_request_generic_body_match")
 	case *matcherv3.MatchPredicate_HttpResponseGenericBodyMatch:
-		return nil, fmt.Errorf("%s.http_response_generic_body_match: not supported", field)
+		return compileBody(false, r.HttpResponseGenericBodyMatch, field+".http_response_generic_body_match")
 	case nil:
 		return nil, fmt.Errorf("%s: a rule is required", field)
 	}

@@ -68,7 +68,8 @@ func streamingConfig(t *testing.T, pred string, sink Sink) *Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Config{Match: m, MaxRx: 4, MaxTx: 3, Streaming: true, Sink: sink, Format: tapv3.OutputSink_JSON_BODY_AS_STRING}
+	return &Config{Match: m, MaxRx: 4, MaxTx: 3, Streaming: true, Sink: sink, Format: tapv3.OutputSink_JSON_BODY_AS_STRING,
+		bodies: m.bodyMatchers(nil)}
 }
 
 // exchange drives tr through a whole request and response.
@@ -100,6 +101,10 @@ func TestStreamedSegments(t *testing.T) {
 			[]string{"request_headers", "request_body:abcd+", "response_headers", "response_body:12", "response_body:345+", "response_trailers"}},
 		"at the trailers": {`http_response_trailers_match: {headers: [{name: grpc-status, string_match: {exact: "0"}}]}`, "200",
 			[]string{"request_headers", "request_body:abcd+", "response_headers", "response_body:123+", "response_trailers"}},
+		// Matched by the request body's second piece: the held parts go
+		// out, that piece included.
+		"at a body": {`http_request_generic_body_match: {patterns: [{string_match: fg}, {binary_match: "aA=="}]}`, "200",
+			[]string{"request_headers", "request_body:abcd+", "response_headers", "response_body:12", "response_body:345+", "response_trailers"}},
 		"never": {`http_response_headers_match: {headers: [{name: ":status", string_match: {exact: "503"}}]}`, "200", nil},
 	}
 	for name, tc := range cases {

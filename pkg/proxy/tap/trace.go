@@ -81,8 +81,11 @@ func (t *Trace) RequestData(p []byte) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.Exchange.RequestData(t.cfg.bodies, p)
 	if !t.started {
+		// Held until the match holds, which this piece may have decided.
 		t.RequestBody.Append(p)
+		t.advance(nil)
 		return
 	}
 	t.send(&datatapv3.HttpStreamedTraceSegment{MessagePiece: &datatapv3.HttpStreamedTraceSegment_RequestBodyChunk{
@@ -103,8 +106,11 @@ func (t *Trace) ResponseData(p []byte) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.Exchange.ResponseData(t.cfg.bodies, p)
 	if !t.started {
+		// Held until the match holds, which this piece may have decided.
 		t.ResponseBody.Append(p)
+		t.advance(nil)
 		return
 	}
 	t.send(&datatapv3.HttpStreamedTraceSegment{MessagePiece: &datatapv3.HttpStreamedTraceSegment_ResponseBodyChunk{
@@ -142,7 +148,9 @@ func (t *Trace) advance(part func()) {
 	switch {
 	case !t.cfg.Streaming:
 	case t.started:
-		part()
+		if part != nil {
+			part()
+		}
 	case t.cfg.Match.Matches(&t.Exchange):
 		t.started = true
 		t.flush()
