@@ -69,14 +69,14 @@ type Admin struct {
 	now         func() time.Time
 	profilePath string
 
-	routes  []Route           // sorted by path
-	byPath  map[string]*Route // into routes
-	help    string            // the /help text, generated once
-	home    []byte            // the home page, generated once
+	routes []Route           // sorted by path
+	byPath map[string]*Route // into routes
+	help   string            // the /help text, generated once
+	home   []byte            // the home page, generated once
 	// dynamic is set when a route has Present: /help and the home page
 	// are then generated per request from the routes present.
 	dynamic bool
-	handler http.Handler      // dispatch wrapped in the middleware
+	handler http.Handler // dispatch wrapped in the middleware
 
 	profilers  profilers
 	contention contention
