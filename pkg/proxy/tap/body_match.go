@@ -89,13 +89,9 @@ func (m *Matcher) bodyMatchers(out []*Matcher) []*Matcher {
 	return out
 }
 
-// RequestData feeds a piece of the request body to the body matchers.
-func (x *Exchange) RequestData(bodies []*Matcher, p []byte) { x.data(bodies, true, p) }
-
-// ResponseData feeds a piece of the response body to the body matchers.
-func (x *Exchange) ResponseData(bodies []*Matcher, p []byte) { x.data(bodies, false, p) }
-
-func (x *Exchange) data(bodies []*Matcher, request bool, p []byte) {
+// feed gives a piece of the request (or response) body to the body
+// matchers of that direction.
+func (x *Exchange) feed(bodies []*Matcher, request bool, p []byte) {
 	if len(bodies) == 0 {
 		return
 	}

@@ -114,7 +114,7 @@ func TestGenericBodyMatch(t *testing.T) {
 			bodies := m.bodyMatchers(nil)
 			x := &Exchange{}
 			for _, p := range tc.pieces {
-				x.RequestData(bodies, []byte(p))
+				x.feed(bodies, true, []byte(p))
 			}
 			if got := m.Matches(x); got != tc.want {
 				t.Errorf("Matches = %v, want %v", got, tc.want)

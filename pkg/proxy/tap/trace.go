@@ -81,7 +81,7 @@ func (t *Trace) RequestData(p []byte) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.Exchange.RequestData(t.cfg.bodies, p)
+	t.feed(t.cfg.bodies, true, p)
 	if !t.started {
 		// Held until the match holds, which this piece may have decided.
 		t.RequestBody.Append(p)
@@ -106,7 +106,7 @@ func (t *Trace) ResponseData(p []byte) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.Exchange.ResponseData(t.cfg.bodies, p)
+	t.feed(t.cfg.bodies, false, p)
 	if !t.started {
 		// Held until the match holds, which this piece may have decided.
 		t.ResponseBody.Append(p)
