@@ -359,10 +359,9 @@ var _ = Describe("The tap filter", func() {
 	})
 
 	It("is refused by path where a field is not implemented", func() {
-		res, _ := validate("tap.yaml", tapBootstrap(freePort(), "127.0.0.1:1", "/tmp/x", "PROTO_TEXT", ""))
+		res, _ := validate("tap.yaml", tapBootstrap(freePort(), "127.0.0.1:1", "/tmp/x", "PROTO_TEXT", ", min_streamed_sent_bytes: 1"))
 		Expect(res.ExitCode).To(Equal(1))
-		Expect(res.Stderr).To(ContainSubstring("format"))
-		Expect(res.Stderr).To(ContainSubstring("PROTO_TEXT"))
+		Expect(res.Stderr).To(ContainSubstring("output_config.min_streamed_sent_bytes"))
 	})
 })
 

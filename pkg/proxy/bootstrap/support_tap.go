@@ -6,7 +6,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // (envoy.filters.http.tap) that Outrigger implements: admin_config (the
 // /tap endpoint) and static_config with a file_per_tap sink, buffered or
 // streamed traces, header, trailer and generic body matchers. Request
-// trailer matchers, PROTO_TEXT and the other sinks are refused by path.
+// trailer matchers and the other sinks are refused by path.
 var supportedTap = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.tap.v3.Tap.common_config": {},
 
@@ -23,7 +23,7 @@ var supportedTap = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.tap.v3.OutputConfig.max_buffered_tx_bytes": {},
 	"envoy.config.tap.v3.OutputConfig.streaming":             {},
 	"envoy.config.tap.v3.OutputSink.format": {values: []string{"JSON_BODY_AS_BYTES", "JSON_BODY_AS_STRING",
-		"PROTO_BINARY", "PROTO_BINARY_LENGTH_DELIMITED"}},
+		"PROTO_BINARY", "PROTO_BINARY_LENGTH_DELIMITED", "PROTO_TEXT"}},
 	"envoy.config.tap.v3.OutputSink.file_per_tap":    {},
 	"envoy.config.tap.v3.FilePerTapSink.path_prefix": {},
 

@@ -77,9 +77,9 @@ func compileConfig(tc *tapv3.TapConfig, field string, kind sinkKind) (*Config, *
 	case kind == sinkAdmin:
 		// Envoy's admin sink writes JSON only.
 		return nil, nil, fmt.Errorf("%s.format: %s: the admin sink only supports JSON formats", sf, f)
-	case f == tapv3.OutputSink_PROTO_BINARY || f == tapv3.OutputSink_PROTO_BINARY_LENGTH_DELIMITED:
+	case f == tapv3.OutputSink_PROTO_BINARY || f == tapv3.OutputSink_PROTO_BINARY_LENGTH_DELIMITED || f == tapv3.OutputSink_PROTO_TEXT:
 	default:
-		return nil, nil, fmt.Errorf("%s.format: %s is not supported (JSON_BODY_AS_BYTES, JSON_BODY_AS_STRING, PROTO_BINARY and PROTO_BINARY_LENGTH_DELIMITED are)", sf, f)
+		return nil, nil, fmt.Errorf("%s.format: %s is not supported", sf, f)
 	}
 	c.Format = s.GetFormat()
 	switch {

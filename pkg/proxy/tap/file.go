@@ -6,6 +6,7 @@ import (
 
 	tapv3 "github.com/envoyproxy/go-control-plane/envoy/config/tap/v3"
 	datatapv3 "github.com/envoyproxy/go-control-plane/envoy/data/tap/v3"
+	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
@@ -40,9 +41,9 @@ func (f *fileSink) Submit(w *datatapv3.TraceWrapper, id uint64) {
 }
 
 // encode renders w in format, with the file extension Envoy gives it:
-// pretty JSON (.json), the binary message (.pb) or the binary message
-// after its varint length (.pb_length_delimited), so that the segments
-// of a streamed trace can be read back one by one.
+// pretty JSON (.json), the binary message (.pb), the binary message after
+// its varint length (.pb_length_delimited, so that the segments of a
+// streamed trace can be read back one by one) or text format (.pb_text).
 func encode(w *datatapv3.TraceWrapper, format tapv3.OutputSink_Format) ([]byte, string, error) {
 	switch format {
 	case tapv3.OutputSink_PROTO_BINARY:
@@ -51,6 +52,9 @@ func encode(w *datatapv3.TraceWrapper, format tapv3.OutputSink_Format) ([]byte, 
 	case tapv3.OutputSink_PROTO_BINARY_LENGTH_DELIMITED:
 		b, err := proto.Marshal(w)
 		return append(protowire.AppendVarint(nil, uint64(len(b))), b...), ".pb_length_delimited", err
+	case tapv3.OutputSink_PROTO_TEXT:
+		b, err := prototext.MarshalOptions{Multiline: true}.Marshal(w)
+		return b, ".pb_text", err
 	}
 	b, err := admin.MarshalProto(w, true)
 	return b, ".json", err

@@ -1,6 +1,7 @@
 package tap
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	tapv3 "github.com/envoyproxy/go-control-plane/envoy/config/tap/v3"
 	datatapv3 "github.com/envoyproxy/go-control-plane/envoy/data/tap/v3"
+	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
@@ -177,5 +179,27 @@ func TestFileSinkFormats(t *testing.T) {
 				t.Errorf("%d messages, want 7", n)
 			}
 		}
+	}
+}
+
+func TestFileSinkProtoText(t *testing.T) {
+	prefix := filepath.Join(t.TempDir(), "t")
+	c := streamingConfig(t, `any_match: true`, newFileSink(prefix, tapv3.OutputSink_PROTO_TEXT))
+	c.Streaming, c.Format = false, tapv3.OutputSink_PROTO_TEXT
+	tr := c.NewTrace()
+	exchange(tr, "200")
+	if !tr.Finish() {
+		t.Fatal("not traced")
+	}
+	b, err := os.ReadFile(fmt.Sprintf("%s_%d.pb_text", prefix, tr.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w datatapv3.TraceWrapper
+	if err := prototext.Unmarshal(b, &w); err != nil {
+		t.Fatalf("%v:\n%s", err, b)
+	}
+	if got := w.GetHttpBufferedTrace().GetRequest().GetBody().GetAsBytes(); string(got) != "abcd" {
+		t.Errorf("request body %q in\n%s", got, b)
 	}
 }
