@@ -81,11 +81,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// The stream exists only with a dashboard sink, as in Envoy.
 		breakers = srv
 	}
-	var taps admin.TapSource
-	if t := srv.TapSource(); t != nil {
-		// /tap exists only with a tap filter configured for it, as in Envoy.
-		taps = t
-	}
 	adm := admin.New(admin.Options{
 		Server:            srv,
 		Health:            srv,
@@ -99,7 +94,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Breakers:          breakers,
 		Listeners:         srv,
 		Drain:             drainView{srv},
-		Tap:               taps,
+		Tap:               srv.TapSource(),
 		ConfigDump:        srv,
 		Clusters:          clusterView{srv},
 		HotRestartVersion: srv.HotRestartVersion(),

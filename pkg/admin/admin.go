@@ -69,11 +69,14 @@ type Admin struct {
 	now         func() time.Time
 	profilePath string
 
-	routes  []Route           // sorted by path
-	byPath  map[string]*Route // into routes
-	help    string            // the /help text, generated once
-	home    []byte            // the home page, generated once
-	handler http.Handler      // dispatch wrapped in the middleware
+	routes []Route           // sorted by path
+	byPath map[string]*Route // into routes
+	help   string            // the /help text, generated once
+	home   []byte            // the home page, generated once
+	// dynamic is set when a route has Present: /help and the home page
+	// are then generated per request from the routes present.
+	dynamic bool
+	handler http.Handler // dispatch wrapped in the middleware
 
 	profilers  profilers
 	contention contention
@@ -131,6 +134,7 @@ func newAdmin(o Options, extra []Route) *Admin {
 	a.byPath = make(map[string]*Route, len(routes))
 	for i := range a.routes {
 		a.byPath[a.routes[i].Path] = &a.routes[i]
+		a.dynamic = a.dynamic || a.routes[i].Present != nil
 	}
 	a.help = helpText(a.routes)
 	home, err := homePage(a.routes)
@@ -140,6 +144,36 @@ func newAdmin(o Options, extra []Route) *Admin {
 	a.home = home
 	a.handler = a.middleware(http.HandlerFunc(a.dispatch))
 	return a
+}
+
+// present reports whether r exists now.
+func (r *Route) present() bool { return r.Present == nil || r.Present() }
+
+// presentRoutes is the route table as it is now: the routes present.
+func (a *Admin) presentRoutes() []Route {
+	out := make([]Route, 0, len(a.routes))
+	for i := range a.routes {
+		if a.routes[i].present() {
+			out = append(out, a.routes[i])
+		}
+	}
+	return out
+}
+
+// helpNow is the /help text of the routes present now.
+func (a *Admin) helpNow() string {
+	if !a.dynamic {
+		return a.help
+	}
+	return helpText(a.presentRoutes())
+}
+
+// homeNow is the home page of the routes present now.
+func (a *Admin) homeNow() ([]byte, error) {
+	if !a.dynamic {
+		return a.home, nil
+	}
+	return homePage(a.presentRoutes())
 }
 
 // Handler returns the whole admin as an http.Handler, middleware included

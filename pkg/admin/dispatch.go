@@ -30,8 +30,8 @@ func (a *Admin) dispatch(rw http.ResponseWriter, hr *http.Request) {
 // serve answers one request through w.
 func (a *Admin) serve(w *Response, hr *http.Request, path string) {
 	route, ok := a.byPath[path]
-	if !ok {
-		w.Text(http.StatusNotFound, "invalid path. "+a.help)
+	if !ok || !route.present() {
+		w.Text(http.StatusNotFound, "invalid path. "+a.helpNow())
 		return
 	}
 	if route.Mutates && hr.Method != http.MethodPost {

@@ -11,7 +11,7 @@ func (a *Admin) helpRoutes() []Route {
 		Path: "/help",
 		Help: "print out list of admin commands",
 		Handler: func(w *Response, _ *Request) {
-			w.Text(http.StatusOK, a.help)
+			w.Text(http.StatusOK, a.helpNow())
 		},
 	}}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"html/template"
+	"net/http"
 	"strings"
 )
 
@@ -13,8 +14,13 @@ func (a *Admin) homeRoutes() []Route {
 		Path: "/",
 		Help: "Admin home page",
 		Handler: func(w *Response, _ *Request) {
+			home, err := a.homeNow()
+			if err != nil {
+				w.Text(http.StatusInternalServerError, err.Error())
+				return
+			}
 			setHTMLHeaders(w, "")
-			_, _ = w.Write(a.home)
+			_, _ = w.Write(home)
 		},
 	}}
 }

@@ -52,6 +52,11 @@ type Route struct {
 	Mutates bool
 	// Handler serves the endpoint.
 	Handler HandlerFunc
+	// Present, when set, says whether the endpoint exists right now: one
+	// that comes and goes with the configuration (/tap exists while a tap
+	// filter with admin_config does) is left out of /help and the home
+	// page, and is 404, while it says false.
+	Present func() bool
 }
 
 // checkRoutes validates a route table built from the families' contributions.

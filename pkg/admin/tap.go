@@ -12,6 +12,10 @@ type TapSource interface {
 	// (YAML or JSON). It fails with the message /tap answers with 400
 	// (a session already attached, a bad body, an unknown config id).
 	AttachTap(body []byte) (TapSession, error)
+	// HasFilters reports whether a tap filter with admin_config is
+	// configured now: /tap exists only then, as in Envoy, where the first
+	// such filter adds the endpoint and the last one gone removes it.
+	HasFilters() bool
 }
 
 // TapSession is an attached /tap session.
@@ -22,7 +26,7 @@ type TapSession interface {
 	Detach()
 }
 
-// tapRoutes is /tap, present only when the server has a tap filter with
+// tapRoutes is /tap, present only while the server has a tap filter with
 // admin_config, as in Envoy.
 func (a *Admin) tapRoutes() []Route {
 	if a.opts.Tap == nil {
@@ -33,6 +37,7 @@ func (a *Admin) tapRoutes() []Route {
 		Help:    "tap filter control",
 		Mutates: true,
 		Handler: a.serveTap,
+		Present: a.opts.Tap.HasFilters,
 	}}
 }
 

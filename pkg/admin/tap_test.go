@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -15,7 +16,11 @@ import (
 type fakeTap struct {
 	traces   chan []byte
 	detached chan struct{}
+	// absent makes HasFilters false: no tap filter is configured.
+	absent atomic.Bool
 }
+
+func (f *fakeTap) HasFilters() bool { return !f.absent.Load() }
 
 func (f *fakeTap) AttachTap(body []byte) (TapSession, error) {
 	if strings.HasPrefix(string(body), "bad") {
@@ -75,4 +80,43 @@ func TestTap(t *testing.T) {
 	}
 	cancel()
 	waitFor(t, src.detached, "the detach after the client left")
+}
+
+// TestTapComesAndGoes: /tap is in /help, on the home page and served only
+// while a tap filter with admin_config is configured.
+func TestTapComesAndGoes(t *testing.T) {
+	src := &fakeTap{traces: make(chan []byte), detached: make(chan struct{})}
+	src.absent.Store(true)
+	srv := newLoopbackServer(t, newAdmin(Options{Log: (&logSink{}).logger(), Tap: src}, nil).Handler())
+	get := func(method, path string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), method, srv.URL+path, strings.NewReader("bad"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, present := range []bool{false, true, false} {
+		src.absent.Store(!present)
+		_, help := get(http.MethodGet, "/help")
+		_, home := get(http.MethodGet, "/")
+		code, _ := get(http.MethodPost, "/tap")
+		// The home page links endpoints relative to itself.
+		if strings.Contains(help, "/tap") != present || strings.Contains(home, "action='tap'") != present {
+			t.Errorf("present=%v: /tap in help %v, in home %v", present, strings.Contains(help, "/tap"), strings.Contains(home, "action='tap'"))
+		}
+		want := http.StatusNotFound
+		if present {
+			want = http.StatusBadRequest // the fake's refusal of "bad"
+		}
+		if code != want {
+			t.Errorf("present=%v: POST /tap %d, want %d", present, code, want)
+		}
+	}
 }

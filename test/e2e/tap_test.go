@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -11,14 +12,18 @@ import (
 	"strings"
 	"time"
 
+	datatapv3 "github.com/envoyproxy/go-control-plane/envoy/data/tap/v3"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 )
 
 // tapBootstrap is a listener on port with two tap filters before the
 // router: one configured for /tap (config id "debug"), one static that
-// writes the requests carrying x-file to files under prefix, in format.
-func tapBootstrap(port int, up, prefix, format string) string {
+// writes the requests carrying x-file to files under prefix, in format,
+// with the output_config fields in extra (", streaming: true").
+func tapBootstrap(port int, up, prefix, format, extra string) string {
 	GinkgoHelper()
 	const tapType = "type.googleapis.com/envoy.extensions.filters.http.tap.v3.Tap"
 	return proxySpec{
@@ -28,7 +33,7 @@ func tapBootstrap(port int, up, prefix, format string) string {
 		Filters: "[" + httpFilter("envoy.filters.http.tap", tapType, `{common_config: {admin_config: {config_id: debug}}}`) + ", " +
 			httpFilter("tap-static", tapType, `{common_config: {static_config: {
 				match: {http_request_headers_match: {headers: [{name: x-file, string_match: {exact: "yes"}}]}},
-				output_config: {sinks: [{format: `+format+`, file_per_tap: {path_prefix: "`+prefix+`"}}]}}}}`) + "]",
+				output_config: {sinks: [{format: `+format+`, file_per_tap: {path_prefix: "`+prefix+`"}}]`+extra+`}}}}`) + "]",
 		Clusters: []proxyCluster{{Name: "up", Port: portNum(up)}},
 	}.YAML()
 }
@@ -39,16 +44,49 @@ type tapTrace struct {
 		Request  tapMessage `json:"request"`
 		Response tapMessage `json:"response"`
 	} `json:"http_buffered_trace"`
+	Segment *tapSegment `json:"http_streamed_trace_segment"`
 }
 
 type tapMessage struct {
-	Headers []struct{ Key, Value string } `json:"headers"`
-	Body    *struct {
-		AsBytes   string `json:"as_bytes"`
-		AsString  string `json:"as_string"`
-		Truncated bool   `json:"truncated"`
-	} `json:"body"`
+	Headers  []struct{ Key, Value string } `json:"headers"`
+	Body     *tapBody                      `json:"body"`
 	Trailers []struct{ Key, Value string } `json:"trailers"`
+}
+
+type tapBody struct {
+	AsBytes   string `json:"as_bytes"`
+	AsString  string `json:"as_string"`
+	Truncated bool   `json:"truncated"`
+}
+
+// tapSegment is an http_streamed_trace_segment: one part of a streamed
+// trace.
+type tapSegment struct {
+	TraceID           string      `json:"trace_id"`
+	RequestHeaders    *tapMessage `json:"request_headers"`
+	RequestBodyChunk  *tapBody    `json:"request_body_chunk"`
+	ResponseHeaders   *tapMessage `json:"response_headers"`
+	ResponseBodyChunk *tapBody    `json:"response_body_chunk"`
+	ResponseTrailers  *tapMessage `json:"response_trailers"`
+}
+
+// part names the segment's part.
+func (s *tapSegment) part() string {
+	switch {
+	case s == nil:
+		return "none"
+	case s.RequestHeaders != nil:
+		return "request_headers"
+	case s.RequestBodyChunk != nil:
+		return "request_body_chunk"
+	case s.ResponseHeaders != nil:
+		return "response_headers"
+	case s.ResponseBodyChunk != nil:
+		return "response_body_chunk"
+	case s.ResponseTrailers != nil:
+		return "response_trailers"
+	}
+	return "empty"
 }
 
 func (m tapMessage) header(name string) string {
@@ -115,20 +153,21 @@ const tapRequest = `{config_id: debug, tap_config: {
 var _ = Describe("The tap filter", func() {
 	var (
 		sc     *Sidecar
+		up     string
 		port   int
 		prefix string
 		plain  = &http.Client{Timeout: 5 * time.Second}
 	)
 
 	BeforeEach(func() {
-		up := httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		up = httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			b, _ := io.ReadAll(r.Body)
 			w.Header().Set("x-upstream", "yes")
 			_, _ = io.WriteString(w, "echo:"+string(b))
 		}), false)
 		port = freePort()
 		prefix = filepath.Join(newDir(), "trace")
-		sc = Start(newDir(), tapBootstrap(port, up, prefix, "JSON_BODY_AS_STRING"))
+		sc = Start(newDir(), tapBootstrap(port, up, prefix, "JSON_BODY_AS_STRING", ""))
 	})
 
 	send := func(body string, header ...string) Response {
@@ -194,9 +233,9 @@ var _ = Describe("The tap filter", func() {
 		Expect(code).To(Equal(400))
 		Expect(msg).To(ContainSubstring("bogus"))
 
-		_, code, msg = attachTap(sc, `{config_id: debug, tap_config: {match: {http_request_generic_body_match: {patterns: [{string_match: x}]}}, output_config: {sinks: [{streaming_admin: {}}]}}}`)
+		_, code, msg = attachTap(sc, `{config_id: debug, tap_config: {match: {http_request_trailers_match: {headers: [{name: x}]}}, output_config: {sinks: [{streaming_admin: {}}]}}}`)
 		Expect(code).To(Equal(400))
-		Expect(msg).To(ContainSubstring("tap_config.match.http_request_generic_body_match"))
+		Expect(msg).To(ContainSubstring("tap_config.match.http_request_trailers_match"))
 
 		_, code, msg = attachTap(sc, "")
 		Expect(code).To(Equal(400))
@@ -225,10 +264,135 @@ var _ = Describe("The tap filter", func() {
 		Expect(httpStat(sc, "http.web.tap.rq_tapped")).To(Equal("2"))
 	})
 
+	It("streams http_streamed_trace_segment messages to /tap with output_config.streaming", func() {
+		ts, code, msg := attachTap(sc, `{config_id: debug, tap_config: {
+		  match: {http_response_headers_match: {headers: [{name: x-upstream, string_match: {exact: "yes"}}]}},
+		  output_config: {sinks: [{streaming_admin: {}, format: JSON_BODY_AS_STRING}], streaming: true}}}`)
+		Expect(code).To(Equal(200), msg)
+		Expect(send("hello").Body).To(Equal("echo:hello"))
+
+		// The match holds at the response headers: the request's parts,
+		// held until then, come first, the body as one chunk.
+		s := ts.next().Segment
+		Expect(s.part()).To(Equal("request_headers"))
+		Expect(s.RequestHeaders.header(":path")).To(Equal("/api"))
+		id := s.TraceID
+		Expect(id).NotTo(BeEmpty())
+		s = ts.next().Segment
+		Expect(s.part()).To(Equal("request_body_chunk"))
+		Expect(s.RequestBodyChunk.AsString).To(Equal("hello"))
+		s = ts.next().Segment
+		Expect(s.part()).To(Equal("response_headers"))
+		Expect(s.ResponseHeaders.header(":status")).To(Equal("200"))
+		Expect(s.TraceID).To(Equal(id))
+		// Then each response body chunk as it passes.
+		var body string
+		for i := 0; i < 10 && body != "echo:hello"; i++ {
+			s = ts.next().Segment
+			Expect(s.part()).To(Equal("response_body_chunk"))
+			Expect(s.TraceID).To(Equal(id))
+			body += s.ResponseBodyChunk.AsString
+		}
+		Expect(body).To(Equal("echo:hello"))
+		Eventually(func() string { return httpStat(sc, "http.web.tap.rq_tapped") }, 5*time.Second).Should(Equal("1"))
+	})
+
+	It("traces the requests whose bodies hold the generic body match's patterns", func() {
+		ts, code, msg := attachTap(sc, `{config_id: debug, tap_config: {
+		  match: {and_match: {rules: [
+		    {http_request_generic_body_match: {patterns: [{string_match: "nee"}, {binary_match: "ZGxl"}]}},
+		    {http_response_generic_body_match: {bytes_limit: 16, patterns: [{string_match: "echo:"}]}}]}},
+		  output_config: {sinks: [{streaming_admin: {}, format: JSON_BODY_AS_STRING}]}}}`)
+		Expect(code).To(Equal(200), msg)
+		Expect(send("hay").Status).To(Equal(200))
+		Expect(send("a needle").Status).To(Equal(200))
+		t := ts.next()
+		Expect(t.HTTPBufferedTrace.Request.Body.AsString).To(Equal("a needle"))
+		Consistently(ts.traces, 300*time.Millisecond).ShouldNot(Receive(), "the request without the patterns was traced")
+	})
+
+	It("writes a streamed trace to one file in PROTO_BINARY_LENGTH_DELIMITED", func() {
+		port2 := freePort()
+		prefix2 := filepath.Join(newDir(), "seg")
+		Start(newDir(), tapBootstrap(port2, up, prefix2, "PROTO_BINARY_LENGTH_DELIMITED", ", streaming: true, max_buffered_rx_bytes: 3"))
+		h := http.Header{"X-File": {"yes"}}
+		Expect(httpDo(plain, http.MethodPost, listenerURL(port2, "/api"), strings.NewReader("hello"), h).Body).To(Equal("echo:hello"))
+
+		// Read the file's segments until the response body is complete.
+		var segs []*datatapv3.HttpStreamedTraceSegment
+		var name string
+		Eventually(func(g Gomega) {
+			files, _ := filepath.Glob(prefix2 + "_*.pb_length_delimited")
+			g.Expect(files).To(HaveLen(1))
+			name = files[0]
+			b, err := os.ReadFile(name)
+			g.Expect(err).NotTo(HaveOccurred())
+			segs = nil
+			body := ""
+			for len(b) > 0 {
+				size, n := protowire.ConsumeVarint(b)
+				g.Expect(n).To(BeNumerically(">", 0))
+				g.Expect(uint64(len(b) - n)).To(BeNumerically(">=", size))
+				var w datatapv3.TraceWrapper
+				g.Expect(proto.Unmarshal(b[n:n+int(size)], &w)).To(Succeed())
+				segs = append(segs, w.GetHttpStreamedTraceSegment())
+				body += string(w.GetHttpStreamedTraceSegment().GetResponseBodyChunk().GetAsBytes())
+				b = b[n+int(size):]
+			}
+			g.Expect(body).To(Equal("echo:hello"))
+		}, 10*time.Second, 50*time.Millisecond).Should(Succeed())
+
+		Expect(len(segs)).To(BeNumerically(">=", 4))
+		for _, s := range segs {
+			Expect(name).To(HaveSuffix(fmt.Sprintf("_%d.pb_length_delimited", s.GetTraceId())))
+		}
+		// Matched at the request headers: every part streams, each request
+		// body chunk cut at max_buffered_rx_bytes.
+		Expect(segs[0].GetRequestHeaders().GetHeaders()).To(ContainElement(HaveField("Key", "x-file")))
+		Expect(segs[1].GetRequestBodyChunk().GetAsBytes()).To(HaveLen(3))
+		Expect(segs[1].GetRequestBodyChunk().GetTruncated()).To(BeTrue())
+		var sawResponse bool
+		for _, s := range segs[2:] {
+			sawResponse = sawResponse || s.GetResponseHeaders() != nil
+		}
+		Expect(sawResponse).To(BeTrue())
+	})
+
 	It("is refused by path where a field is not implemented", func() {
-		res, _ := validate("tap.yaml", tapBootstrap(freePort(), "127.0.0.1:1", "/tmp/x", "PROTO_BINARY"))
+		res, _ := validate("tap.yaml", tapBootstrap(freePort(), "127.0.0.1:1", "/tmp/x", "PROTO_TEXT", ", min_streamed_sent_bytes: 1"))
 		Expect(res.ExitCode).To(Equal(1))
-		Expect(res.Stderr).To(ContainSubstring("format"))
-		Expect(res.Stderr).To(ContainSubstring("PROTO_BINARY"))
+		Expect(res.Stderr).To(ContainSubstring("output_config.min_streamed_sent_bytes"))
+	})
+})
+
+var _ = Describe("The /tap endpoint", func() {
+	It("comes with a tap filter delivered by LDS and goes with it", func() {
+		dir := ldsSetup(ldsResponse("v1"))
+		sc := Start(newDir(), ldsBootstrap(dir, ldsPath), "--drain-time-s", "0")
+		Expect(sc.Get("/help").Body).NotTo(ContainSubstring("/tap"))
+		Expect(sc.Do(http.MethodPost, "/tap", strings.NewReader(tapRequest), nil).Status).To(Equal(404))
+
+		port := freePort()
+		chain := strings.Replace(directChain("tapped", ""), "http_filters: [", `http_filters: [{name: envoy.filters.http.tap, typed_config: {`+
+			`"@type": type.googleapis.com/envoy.extensions.filters.http.tap.v3.Tap, common_config: {admin_config: {config_id: lds}}}}, `, 1)
+		replaceLDS(dir, ldsResponse("v2", listenerDef{Name: "tapped", Port: port, Chains: []string{chain}}))
+		Eventually(func() string { return sc.Get("/help").Body }, 10*time.Second).Should(ContainSubstring("/tap"))
+
+		ts, code, msg := attachTap(sc, `{config_id: lds, tap_config: {match: {any_match: true},
+		  output_config: {sinks: [{streaming_admin: {}, format: JSON_BODY_AS_STRING}], streaming: true}}}`)
+		Expect(code).To(Equal(200), msg)
+		Expect(getBody(fmt.Sprintf("127.0.0.1:%d", port))).To(Equal("tapped"))
+		Expect(ts.next().Segment.part()).To(Equal("request_headers"))
+		Expect(ts.next().Segment.part()).To(Equal("response_headers"))
+		s := ts.next().Segment
+		Expect(s.part()).To(Equal("response_body_chunk"))
+		Expect(s.ResponseBodyChunk.AsString).To(Equal("tapped"))
+		ts.cancel()
+
+		replaceLDS(dir, ldsResponse("v3"))
+		Eventually(func() int {
+			return sc.Do(http.MethodPost, "/tap", strings.NewReader(tapRequest), nil).Status
+		}, 10*time.Second, 100*time.Millisecond).Should(Equal(404))
+		Expect(sc.Get("/help").Body).NotTo(ContainSubstring("/tap"))
 	})
 })

@@ -4,9 +4,9 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 
 // supportedTap lists the fields of the tap HTTP filter
 // (envoy.filters.http.tap) that Outrigger implements: admin_config (the
-// /tap endpoint) and static_config with a file_per_tap sink, header and
-// trailer matchers. Streaming traces, body matchers, request trailers and
-// the other sinks are refused by path.
+// /tap endpoint) and static_config with a file_per_tap sink, buffered or
+// streamed traces, header, trailer and generic body matchers. Request
+// trailer matchers and the other sinks are refused by path.
 var supportedTap = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.tap.v3.Tap.common_config": {},
 
@@ -21,28 +21,42 @@ var supportedTap = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.tap.v3.OutputConfig.sinks":                 {},
 	"envoy.config.tap.v3.OutputConfig.max_buffered_rx_bytes": {},
 	"envoy.config.tap.v3.OutputConfig.max_buffered_tx_bytes": {},
-	"envoy.config.tap.v3.OutputSink.format":                  {values: []string{"JSON_BODY_AS_BYTES", "JSON_BODY_AS_STRING"}},
-	"envoy.config.tap.v3.OutputSink.file_per_tap":            {},
-	"envoy.config.tap.v3.FilePerTapSink.path_prefix":         {},
+	"envoy.config.tap.v3.OutputConfig.streaming":             {},
+	"envoy.config.tap.v3.OutputSink.format": {values: []string{"JSON_BODY_AS_BYTES", "JSON_BODY_AS_STRING",
+		"PROTO_BINARY", "PROTO_BINARY_LENGTH_DELIMITED", "PROTO_TEXT"}},
+	"envoy.config.tap.v3.OutputSink.file_per_tap":    {},
+	"envoy.config.tap.v3.FilePerTapSink.path_prefix": {},
 
-	"envoy.config.common.matcher.v3.MatchPredicate.or_match":                     {},
-	"envoy.config.common.matcher.v3.MatchPredicate.and_match":                    {},
-	"envoy.config.common.matcher.v3.MatchPredicate.not_match":                    {},
-	"envoy.config.common.matcher.v3.MatchPredicate.any_match":                    {},
-	"envoy.config.common.matcher.v3.MatchPredicate.http_request_headers_match":   {},
-	"envoy.config.common.matcher.v3.MatchPredicate.http_response_headers_match":  {},
-	"envoy.config.common.matcher.v3.MatchPredicate.http_response_trailers_match": {},
-	"envoy.config.common.matcher.v3.MatchPredicate.MatchSet.rules":               {},
-	"envoy.config.common.matcher.v3.HttpHeadersMatch.headers":                    {},
+	"envoy.config.common.matcher.v3.MatchPredicate.or_match":                            {},
+	"envoy.config.common.matcher.v3.MatchPredicate.and_match":                           {},
+	"envoy.config.common.matcher.v3.MatchPredicate.not_match":                           {},
+	"envoy.config.common.matcher.v3.MatchPredicate.any_match":                           {},
+	"envoy.config.common.matcher.v3.MatchPredicate.http_request_headers_match":          {},
+	"envoy.config.common.matcher.v3.MatchPredicate.http_response_headers_match":         {},
+	"envoy.config.common.matcher.v3.MatchPredicate.http_response_trailers_match":        {},
+	"envoy.config.common.matcher.v3.MatchPredicate.MatchSet.rules":                      {},
+	"envoy.config.common.matcher.v3.HttpHeadersMatch.headers":                           {},
+	"envoy.config.common.matcher.v3.MatchPredicate.http_request_generic_body_match":     {},
+	"envoy.config.common.matcher.v3.MatchPredicate.http_response_generic_body_match":    {},
+	"envoy.config.common.matcher.v3.HttpGenericBodyMatch.bytes_limit":                   {},
+	"envoy.config.common.matcher.v3.HttpGenericBodyMatch.patterns":                      {},
+	"envoy.config.common.matcher.v3.HttpGenericBodyMatch.GenericTextMatch.string_match": {},
+	"envoy.config.common.matcher.v3.HttpGenericBodyMatch.GenericTextMatch.binary_match": {},
 
 	// The deprecated match_config: the same predicate in the older package.
-	"envoy.config.tap.v3.MatchPredicate.or_match":                     {},
-	"envoy.config.tap.v3.MatchPredicate.and_match":                    {},
-	"envoy.config.tap.v3.MatchPredicate.not_match":                    {},
-	"envoy.config.tap.v3.MatchPredicate.any_match":                    {},
-	"envoy.config.tap.v3.MatchPredicate.http_request_headers_match":   {},
-	"envoy.config.tap.v3.MatchPredicate.http_response_headers_match":  {},
-	"envoy.config.tap.v3.MatchPredicate.http_response_trailers_match": {},
-	"envoy.config.tap.v3.MatchPredicate.MatchSet.rules":               {},
-	"envoy.config.tap.v3.HttpHeadersMatch.headers":                    {},
+	"envoy.config.tap.v3.MatchPredicate.or_match":                            {},
+	"envoy.config.tap.v3.MatchPredicate.and_match":                           {},
+	"envoy.config.tap.v3.MatchPredicate.not_match":                           {},
+	"envoy.config.tap.v3.MatchPredicate.any_match":                           {},
+	"envoy.config.tap.v3.MatchPredicate.http_request_headers_match":          {},
+	"envoy.config.tap.v3.MatchPredicate.http_response_headers_match":         {},
+	"envoy.config.tap.v3.MatchPredicate.http_response_trailers_match":        {},
+	"envoy.config.tap.v3.MatchPredicate.MatchSet.rules":                      {},
+	"envoy.config.tap.v3.HttpHeadersMatch.headers":                           {},
+	"envoy.config.tap.v3.MatchPredicate.http_request_generic_body_match":     {},
+	"envoy.config.tap.v3.MatchPredicate.http_response_generic_body_match":    {},
+	"envoy.config.tap.v3.HttpGenericBodyMatch.bytes_limit":                   {},
+	"envoy.config.tap.v3.HttpGenericBodyMatch.patterns":                      {},
+	"envoy.config.tap.v3.HttpGenericBodyMatch.GenericTextMatch.string_match": {},
+	"envoy.config.tap.v3.HttpGenericBodyMatch.GenericTextMatch.binary_match": {},
 }

@@ -49,11 +49,6 @@ func (f filterServices) DNSCaches() *dnscache.Manager { return f.s.clusters.DNSC
 // tap filter's TapRegistry).
 func (f filterServices) TapRegistry() *tap.Registry { return &f.s.taps }
 
-// TapSource is the /tap admin endpoint's source, or nil when no tap filter
-// with admin_config is configured (Envoy has /tap only then).
-func (s *Server) TapSource() *tap.Registry {
-	if !s.taps.HasFilters() {
-		return nil
-	}
-	return &s.taps
-}
+// TapSource is the /tap admin endpoint's source; /tap is present while a
+// tap filter with admin_config is configured (Envoy has it only then).
+func (s *Server) TapSource() *tap.Registry { return &s.taps }

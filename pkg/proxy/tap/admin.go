@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+	datatapv3 "github.com/envoyproxy/go-control-plane/envoy/data/tap/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"sigs.k8s.io/yaml"
 
@@ -124,10 +125,11 @@ func (s *Session) Detach() {
 	s.reg.session.CompareAndSwap(s, nil)
 }
 
-// Submit implements Sink: rendered as Envoy's pretty, always-print JSON,
-// dropped when the client lags by more than sessionBuffer traces.
-func (s *Session) Submit(t *Trace) {
-	b, err := admin.MarshalProto(t.Wrapper(s.Format), true)
+// Submit implements Sink: each trace or segment rendered as Envoy's
+// pretty, always-print JSON, dropped when the client lags by more than
+// sessionBuffer of them.
+func (s *Session) Submit(w *datatapv3.TraceWrapper, _ uint64) {
+	b, err := admin.MarshalProto(w, true)
 	if err != nil {
 		return
 	}

@@ -28,7 +28,7 @@ func TestRegistrySessions(t *testing.T) {
 		t.Errorf("second attach: %v", err)
 	}
 	active := r.Active("debug")
-	active.Submit(active.NewTrace())
+	active.Submit(active.NewTrace().Wrapper(active.Format), 1)
 	if tr := <-s.Traces(); !strings.Contains(string(tr), "http_buffered_trace") {
 		t.Errorf("trace %s", tr)
 	}
@@ -71,7 +71,7 @@ func TestAttachRefusals(t *testing.T) {
 		"not yaml":     {`{`, "Unable to parse tap request"},
 		"unknown":      {`{config_id: debug, bogus: 1}`, "bogus"},
 		"no id":        {`{tap_config: {}}`, "config_id"},
-		"streaming":    {strings.Replace(request, "[{streaming_admin: {}}]", "[{streaming_admin: {}}], streaming: true", 1), "tap_config.output_config.streaming"},
+		"min sent":     {strings.Replace(request, "[{streaming_admin: {}}]", "[{streaming_admin: {}}], min_streamed_sent_bytes: 1", 1), "tap_config.output_config.min_streamed_sent_bytes"},
 		"file sink":    {strings.Replace(request, "streaming_admin: {}", "file_per_tap: {path_prefix: /tmp/x}", 1), "tap_config.output_config.sinks[0]"},
 		"proto format": {strings.Replace(request, "streaming_admin: {}", "streaming_admin: {}, format: PROTO_BINARY", 1), "tap_config.output_config.sinks[0].format"},
 		"two sinks":    {strings.Replace(request, "[{streaming_admin: {}}]", "[{streaming_admin: {}}, {streaming_admin: {}}]", 1), "tap_config.output_config.sinks"},

@@ -5,12 +5,14 @@ import (
 	"fmt"
 
 	tapv3 "github.com/envoyproxy/go-control-plane/envoy/config/tap/v3"
+	datatapv3 "github.com/envoyproxy/go-control-plane/envoy/data/tap/v3"
 )
 
 // Sink receives the traces of a tap configuration.
 type Sink interface {
-	// Submit takes one finished trace. It must not block the request.
-	Submit(t *Trace)
+	// Submit takes one buffered trace, or one segment of a streamed
+	// trace, of the trace with id. It must not block the request.
+	Submit(w *datatapv3.TraceWrapper, id uint64)
 }
 
 // Config is a compiled TapConfig: what to trace, how much of the bodies,
@@ -19,7 +21,13 @@ type Config struct {
 	Match        *Matcher
 	MaxRx, MaxTx int
 	Format       tapv3.OutputSink_Format
-	Sink         Sink
+	// Streaming sends http_streamed_trace_segment messages as the
+	// exchange passes rather than one http_buffered_trace at its end.
+	Streaming bool
+	Sink      Sink
+	// bodies are the generic body matchers of Match, which every piece of
+	// a traced body is fed to.
+	bodies []*Matcher
 }
 
 // sinkKind says which output sink a configuration may name: /tap
@@ -49,16 +57,13 @@ func compileConfig(tc *tapv3.TapConfig, field string, kind sinkKind) (*Config, *
 	if oc == nil {
 		return nil, nil, errors.New(of + ": required")
 	}
-	if oc.GetStreaming() {
-		return nil, nil, errors.New(of + ".streaming: not supported (traces are buffered)")
-	}
 	if oc.GetMinStreamedSentBytes() != nil {
 		return nil, nil, errors.New(of + ".min_streamed_sent_bytes: not supported")
 	}
 	if len(oc.GetSinks()) != 1 {
 		return nil, nil, errors.New(of + ".sinks: exactly one sink is required")
 	}
-	c := &Config{Match: m, MaxRx: DefaultMaxBufferedBytes, MaxTx: DefaultMaxBufferedBytes}
+	c := &Config{Match: m, MaxRx: DefaultMaxBufferedBytes, MaxTx: DefaultMaxBufferedBytes, Streaming: oc.GetStreaming(), bodies: m.bodyMatchers(nil)}
 	if v := oc.GetMaxBufferedRxBytes(); v != nil {
 		c.MaxRx = int(v.GetValue())
 	}
@@ -67,12 +72,16 @@ func compileConfig(tc *tapv3.TapConfig, field string, kind sinkKind) (*Config, *
 	}
 	s := oc.GetSinks()[0]
 	sf := of + ".sinks[0]"
-	switch s.GetFormat() {
-	case tapv3.OutputSink_JSON_BODY_AS_BYTES, tapv3.OutputSink_JSON_BODY_AS_STRING:
-		c.Format = s.GetFormat()
+	switch f := s.GetFormat(); {
+	case f == tapv3.OutputSink_JSON_BODY_AS_BYTES || f == tapv3.OutputSink_JSON_BODY_AS_STRING:
+	case kind == sinkAdmin:
+		// Envoy's admin sink writes JSON only.
+		return nil, nil, fmt.Errorf("%s.format: %s: the admin sink only supports JSON formats", sf, f)
+	case f == tapv3.OutputSink_PROTO_BINARY || f == tapv3.OutputSink_PROTO_BINARY_LENGTH_DELIMITED || f == tapv3.OutputSink_PROTO_TEXT:
 	default:
-		return nil, nil, fmt.Errorf("%s.format: %s is not supported (JSON_BODY_AS_BYTES and JSON_BODY_AS_STRING are)", sf, s.GetFormat())
+		return nil, nil, fmt.Errorf("%s.format: %s is not supported", sf, f)
 	}
+	c.Format = s.GetFormat()
 	switch {
 	case s.GetStreamingAdmin() != nil && kind == sinkAdmin:
 	case s.GetFilePerTap() != nil && kind == sinkStatic:

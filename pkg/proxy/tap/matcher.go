@@ -1,7 +1,7 @@
 // Package tap is the tap core shared by the tap filter and /tap: compiled
 // match predicates (envoy.config.common.matcher.v3.MatchPredicate), the
-// trace of one HTTP exchange in Envoy's envoy.data.tap.v3 form, the
-// output sinks (the /tap stream, file_per_tap) and the registry of the
+// trace of one HTTP exchange in Envoy's envoy.data.tap.v3 form (buffered
+// or streamed in segments), the output sinks (the /tap stream, file_per_tap) and the registry of the
 // filters configured with admin_config, which holds the one attached
 // admin session.
 package tap
@@ -42,9 +42,12 @@ func (h Headers) Get(name string) (string, bool) {
 }
 
 // Exchange is what a matcher looks at: the headers and trailers of one
-// request and its response.
+// request and its response. A nil map has not arrived (yet): a header
+// matcher on it does not match, as Envoy's does not before its headers.
 type Exchange struct {
 	RequestHeaders, ResponseHeaders, ResponseTrailers Headers
+	// bodies is the search of each generic body matcher (by its index).
+	bodies []bodyProgress
 }
 
 // Matcher is a compiled match predicate.
@@ -52,6 +55,9 @@ type Matcher struct {
 	kind    matchKind
 	sub     []*Matcher
 	headers router.HeaderMatch
+	body    *bodyMatch
+	// index is a body matcher's place in Exchange.bodies.
+	index int
 }
 
 type matchKind uint8
@@ -64,6 +70,7 @@ const (
 	matchRequestHeaders
 	matchResponseHeaders
 	matchResponseTrailers
+	matchBody
 )
 
 // Matches evaluates the predicate on a finished exchange.
@@ -86,13 +93,20 @@ func (m *Matcher) Matches(x *Exchange) bool {
 	case matchNot:
 		return !m.sub[0].Matches(x)
 	case matchRequestHeaders:
-		return m.headers.Matches(headerRequest(x.RequestHeaders))
+		return m.matchHeaders(x.RequestHeaders)
 	case matchResponseHeaders:
-		return m.headers.Matches(headerRequest(x.ResponseHeaders))
+		return m.matchHeaders(x.ResponseHeaders)
 	case matchResponseTrailers:
-		return m.headers.Matches(headerRequest(x.ResponseTrailers))
+		return m.matchHeaders(x.ResponseTrailers)
+	case matchBody:
+		return m.index < len(x.bodies) && x.bodies[m.index].matched
 	}
 	return true
+}
+
+// matchHeaders is a header matcher on h, false while h has not arrived.
+func (m *Matcher) matchHeaders(h Headers) bool {
+	return h != nil && m.headers.Matches(headerRequest(h))
 }
 
 // headerRequest presents captured headers to a router.HeaderMatch, the
@@ -160,9 +174,9 @@ func CompileMatch(mp *matcherv3.MatchPredicate, field string) (*Matcher, error) 
 	case *matcherv3.MatchPredicate_HttpRequestTrailersMatch:
 		return nil, fmt.Errorf("%s.http_request_trailers_match: not supported (request trailers are not traced)", field)
 	case *matcherv3.MatchPredicate_HttpRequestGenericBodyMatch:
-		return nil, fmt.Errorf("%s.http_request_generic_body_match: not supported", field)
+		return compileBody(true, r.HttpRequestGenericBodyMatch, field+".http_request_generic_body_match")
 	case *matcherv3.MatchPredicate_HttpResponseGenericBodyMatch:
-		return nil, fmt.Errorf("%s.http_response_generic_body_match: not supported", field)
+		return compileBody(false, r.HttpResponseGenericBodyMatch, field+".http_response_generic_body_match")
 	case nil:
 		return nil, fmt.Errorf("%s: a rule is required", field)
 	}

@@ -61,8 +61,8 @@ func TestMatcher(t *testing.T) {
 
 func TestMatcherRefused(t *testing.T) {
 	cases := map[string]struct{ pred, path string }{
-		"body":             {`http_request_generic_body_match: {patterns: [{string_match: x}]}`, "match.http_request_generic_body_match"},
-		"response body":    {`http_response_generic_body_match: {patterns: [{string_match: x}]}`, "match.http_response_generic_body_match"},
+		"body no pattern":  {`http_request_generic_body_match: {bytes_limit: 3}`, "match.http_request_generic_body_match.patterns"},
+		"empty pattern":    {`http_response_generic_body_match: {patterns: [{string_match: x}, {}]}`, "match.http_response_generic_body_match.patterns[1]"},
 		"request trailers": {`http_request_trailers_match: {headers: [{name: x}]}`, "match.http_request_trailers_match"},
 		"one rule":         {`and_match: {rules: [{any_match: true}]}`, "match.and_match.rules"},
 		"nested":           {`or_match: {rules: [{any_match: true}, {not_match: {http_request_generic_body_match: {}}}]}`, "match.or_match.rules[1].not_match.http_request_generic_body_match"},
@@ -88,5 +88,37 @@ func TestLegacyMatchConfig(t *testing.T) {
 	}
 	if m.Matches(&Exchange{}) {
 		t.Error("not_match of any_match matched")
+	}
+}
+
+func TestGenericBodyMatch(t *testing.T) {
+	cases := map[string]struct {
+		pred   string
+		pieces []string
+		want   bool
+	}{
+		"all patterns":        {`http_request_generic_body_match: {patterns: [{string_match: needle}, {binary_match: "AAE="}]}`, []string{"hay\x00\x01", "needle"}, true},
+		"one missing":         {`http_request_generic_body_match: {patterns: [{string_match: needle}, {string_match: pin}]}`, []string{"a needle"}, false},
+		"across pieces":       {`http_request_generic_body_match: {patterns: [{string_match: needle}]}`, []string{"nee", "d", "le"}, true},
+		"beyond bytes_limit":  {`http_request_generic_body_match: {bytes_limit: 5, patterns: [{string_match: needle}]}`, []string{"12", "needle"}, false},
+		"within bytes_limit":  {`http_request_generic_body_match: {bytes_limit: 8, patterns: [{string_match: needle}]}`, []string{"12", "needle", "x"}, true},
+		"the other direction": {`http_response_generic_body_match: {patterns: [{string_match: needle}]}`, []string{"needle"}, false},
+		"not":                 {`not_match: {http_request_generic_body_match: {patterns: [{string_match: needle}]}}`, []string{"hay"}, true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			m, err := CompileMatch(predicate(t, tc.pred), "match")
+			if err != nil {
+				t.Fatal(err)
+			}
+			bodies := m.bodyMatchers(nil)
+			x := &Exchange{}
+			for _, p := range tc.pieces {
+				x.feed(bodies, true, []byte(p))
+			}
+			if got := m.Matches(x); got != tc.want {
+				t.Errorf("Matches = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

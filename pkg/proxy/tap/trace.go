@@ -1,6 +1,8 @@
 package tap
 
 import (
+	"math/rand/v2"
+	"sync"
 	"unicode/utf8"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -29,10 +31,30 @@ func (b *Body) Append(p []byte) {
 	b.Data = append(b.Data, p...)
 }
 
-// Trace is one HTTP exchange as the filter captured it.
+// reset empties the body once its bytes went out in a streamed segment.
+func (b *Body) reset() { b.Data, b.Truncated = nil, false }
+
+// Trace is one HTTP exchange as the filter captures it. The filter
+// reports each part as it passes (RequestHeadersDone, RequestData,
+// ResponseHeadersDone, ResponseData, ResponseTrailersDone) and Finish at
+// the end. Buffered, the trace goes to the sink whole at Finish when it
+// matches. Streaming, it goes out as http_streamed_trace_segment messages
+// as Envoy sends them: nothing until the match is known to hold, then
+// everything captured so far (the bodies as one chunk each, at most the
+// buffered limit), then each part as it passes (each body chunk cut at
+// the limit).
 type Trace struct {
 	Exchange
 	RequestBody, ResponseBody *Body
+	// ID is the trace_id of the segments and names file_per_tap files: a
+	// random number per request, as Envoy's stream id.
+	ID uint64
+
+	cfg *Config
+	// mu orders the parts: the request body may still flow while the
+	// response does.
+	mu      sync.Mutex
+	started bool
 }
 
 // NewTrace starts a trace whose bodies keep at most the session's limits.
@@ -40,7 +62,155 @@ func (c *Config) NewTrace() *Trace {
 	return &Trace{
 		RequestBody:  &Body{limit: c.MaxRx},
 		ResponseBody: &Body{limit: c.MaxTx},
+		ID:           rand.Uint64(),
+		cfg:          c,
 	}
+}
+
+// RequestHeadersDone reports that RequestHeaders are set.
+func (t *Trace) RequestHeadersDone() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.advance(t.requestHeaders)
+}
+
+// RequestData records a piece of the request body.
+func (t *Trace) RequestData(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.feed(t.cfg.bodies, true, p)
+	if !t.started {
+		// Held until the match holds, which this piece may have decided.
+		t.RequestBody.Append(p)
+		t.advance(nil)
+		return
+	}
+	t.send(&datatapv3.HttpStreamedTraceSegment{MessagePiece: &datatapv3.HttpStreamedTraceSegment_RequestBodyChunk{
+		RequestBodyChunk: t.chunk(p, t.cfg.MaxRx)}})
+}
+
+// ResponseHeadersDone reports that ResponseHeaders are set.
+func (t *Trace) ResponseHeadersDone() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.advance(t.responseHeaders)
+}
+
+// ResponseData records a piece of the response body.
+func (t *Trace) ResponseData(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.feed(t.cfg.bodies, false, p)
+	if !t.started {
+		// Held until the match holds, which this piece may have decided.
+		t.ResponseBody.Append(p)
+		t.advance(nil)
+		return
+	}
+	t.send(&datatapv3.HttpStreamedTraceSegment{MessagePiece: &datatapv3.HttpStreamedTraceSegment_ResponseBodyChunk{
+		ResponseBodyChunk: t.chunk(p, t.cfg.MaxTx)}})
+}
+
+// ResponseTrailersDone reports that ResponseTrailers are set (only when
+// the response has trailers).
+func (t *Trace) ResponseTrailersDone() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.advance(t.responseTrailers)
+}
+
+// Finish ends the exchange and reports whether it was traced: a buffered
+// trace that matches goes to the sink now; a streamed one was traced if
+// its segments started.
+func (t *Trace) Finish() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cfg.Streaming {
+		return t.started
+	}
+	if !t.cfg.Match.Matches(&t.Exchange) {
+		return false
+	}
+	t.cfg.Sink.Submit(t.Wrapper(t.cfg.Format), t.ID)
+	return true
+}
+
+// advance follows a part that has just arrived: streaming and started,
+// that part goes out; streaming and now matching, everything so far goes
+// out, in Envoy's order.
+func (t *Trace) advance(part func()) {
+	switch {
+	case !t.cfg.Streaming:
+	case t.started:
+		if part != nil {
+			part()
+		}
+	case t.cfg.Match.Matches(&t.Exchange):
+		t.started = true
+		t.flush()
+	}
+}
+
+// flush sends what arrived before the match held: request headers,
+// request body, response headers, response body, response trailers.
+func (t *Trace) flush() {
+	if t.RequestHeaders != nil {
+		t.requestHeaders()
+	}
+	if b := t.body(t.RequestBody); b != nil {
+		t.send(&datatapv3.HttpStreamedTraceSegment{MessagePiece: &datatapv3.HttpStreamedTraceSegment_RequestBodyChunk{RequestBodyChunk: b}})
+		t.RequestBody.reset()
+	}
+	if t.ResponseHeaders != nil {
+		t.responseHeaders()
+	}
+	if b := t.body(t.ResponseBody); b != nil {
+		t.send(&datatapv3.HttpStreamedTraceSegment{MessagePiece: &datatapv3.HttpStreamedTraceSegment_ResponseBodyChunk{ResponseBodyChunk: b}})
+		t.ResponseBody.reset()
+	}
+	if t.ResponseTrailers != nil {
+		t.responseTrailers()
+	}
+}
+
+func (t *Trace) requestHeaders() {
+	t.send(&datatapv3.HttpStreamedTraceSegment{MessagePiece: &datatapv3.HttpStreamedTraceSegment_RequestHeaders{
+		RequestHeaders: headerMap(t.RequestHeaders)}})
+}
+
+func (t *Trace) responseHeaders() {
+	t.send(&datatapv3.HttpStreamedTraceSegment{MessagePiece: &datatapv3.HttpStreamedTraceSegment_ResponseHeaders{
+		ResponseHeaders: headerMap(t.ResponseHeaders)}})
+}
+
+func (t *Trace) responseTrailers() {
+	t.send(&datatapv3.HttpStreamedTraceSegment{MessagePiece: &datatapv3.HttpStreamedTraceSegment_ResponseTrailers{
+		ResponseTrailers: headerMap(t.ResponseTrailers)}})
+}
+
+// send submits s as a segment of this trace.
+func (t *Trace) send(s *datatapv3.HttpStreamedTraceSegment) {
+	s.TraceId = t.ID
+	t.cfg.Sink.Submit(&datatapv3.TraceWrapper{Trace: &datatapv3.TraceWrapper_HttpStreamedTraceSegment{HttpStreamedTraceSegment: s}}, t.ID)
+}
+
+// chunk is a body piece streamed on its own: cut at limit, as Envoy cuts
+// each chunk.
+func (t *Trace) chunk(p []byte, limit int) *datatapv3.Body {
+	b := &Body{limit: limit}
+	b.Append(p)
+	return body(b, t.cfg.Format == tapv3.OutputSink_JSON_BODY_AS_STRING)
+}
+
+// body is b in the configured format.
+func (t *Trace) body(b *Body) *datatapv3.Body {
+	return body(b, t.cfg.Format == tapv3.OutputSink_JSON_BODY_AS_STRING)
 }
 
 // Wrapper renders the trace as Envoy's TraceWrapper with an
@@ -83,4 +253,8 @@ func headerValues(h Headers) []*corev3.HeaderValue {
 		out = append(out, &corev3.HeaderValue{Key: f.Name, Value: f.Value})
 	}
 	return out
+}
+
+func headerMap(h Headers) *corev3.HeaderMap {
+	return &corev3.HeaderMap{Headers: headerValues(h)}
 }

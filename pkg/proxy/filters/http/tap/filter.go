@@ -54,7 +54,8 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		return true
 	})
 	f.trace.RequestHeaders = h
-	s.TransformRequestBody(&requestBody{f.trace.RequestBody})
+	f.trace.RequestHeadersDone()
+	s.TransformRequestBody(&requestBody{f.trace})
 	return httpfilter.Continue
 }
 
@@ -71,16 +72,16 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		})
 	}
 	f.trace.ResponseHeaders = h
+	f.trace.ResponseHeadersDone()
 	s.TransformResponseBody(&responseBody{f.trace})
 	return httpfilter.Continue
 }
 
 // OnDestroy implements httpfilter.Destroyer: the exchange is over; a
-// matching trace goes to the sink (Envoy submits it when the stream is
-// logged).
+// matching buffered trace goes to the sink (Envoy submits it when the
+// stream is logged), and a traced request counts.
 func (f *filter) OnDestroy() {
-	if f.trace != nil && f.tc.Match.Matches(&f.trace.Exchange) {
-		f.tc.Sink.Submit(f.trace)
+	if f.trace != nil && f.trace.Finish() {
 		f.cfg.tapped.Inc()
 	}
 	f.trace, f.tc = nil, nil
@@ -89,10 +90,10 @@ func (f *filter) OnDestroy() {
 
 // requestBody copies the request body into the trace, passing it on
 // unchanged.
-type requestBody struct{ b *tap.Body }
+type requestBody struct{ t *tap.Trace }
 
 func (r *requestBody) DecodeData(p []byte) ([]byte, error) {
-	r.b.Append(p)
+	r.t.RequestData(p)
 	return p, nil
 }
 
@@ -102,15 +103,21 @@ func (r *requestBody) DecodeEnd() ([]byte, error) { return nil, nil }
 type responseBody struct{ t *tap.Trace }
 
 func (r *responseBody) EncodeData(p []byte) ([]byte, error) {
-	r.t.ResponseBody.Append(p)
+	r.t.ResponseData(p)
 	return p, nil
 }
 
 func (r *responseBody) EncodeEnd(trailers http.Header) ([]byte, http.Header, error) {
+	if len(trailers) == 0 {
+		return nil, trailers, nil
+	}
+	h := make(tap.Headers, 0, len(trailers))
 	for name, vs := range trailers {
 		for _, v := range vs {
-			r.t.ResponseTrailers = append(r.t.ResponseTrailers, tap.Header{Name: strings.ToLower(name), Value: v})
+			h = append(h, tap.Header{Name: strings.ToLower(name), Value: v})
 		}
 	}
+	r.t.ResponseTrailers = h
+	r.t.ResponseTrailersDone()
 	return nil, trailers, nil
 }

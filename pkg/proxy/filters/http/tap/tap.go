@@ -2,9 +2,10 @@
 // common_config.admin_config it traces the requests that the attached
 // /tap session matches; with common_config.static_config it traces the
 // matching requests to its file_per_tap sink. A trace is Envoy's
-// http_buffered_trace: request and response headers, bodies up to
-// max_buffered_rx_bytes / max_buffered_tx_bytes, response trailers. It
-// counts the traces in http.<stat_prefix>.tap.rq_tapped, as Envoy's.
+// http_buffered_trace (request and response headers, bodies up to
+// max_buffered_rx_bytes / max_buffered_tx_bytes, response trailers), or
+// with output_config.streaming its http_streamed_trace_segment messages.
+// It counts the traces in http.<stat_prefix>.tap.rq_tapped, as Envoy's.
 package tap
 
 import (
