@@ -58,7 +58,7 @@ func (c *supportChecker) message(m protoreflect.Message, path string) {
 func (c *supportChecker) field(fd protoreflect.FieldDescriptor, v protoreflect.Value, path string) {
 	rule, ok := lookupSupport(fd.FullName())
 	if !ok {
-		c.unsupported = append(c.unsupported, &FieldError{Path: path, Reason: "not supported by Outrigger"})
+		c.unsupported = append(c.unsupported, &FieldError{Path: path, Reason: unsupportedReason(fd.FullName())})
 		return
 	}
 	switch {

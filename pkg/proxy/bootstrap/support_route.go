@@ -206,8 +206,15 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	// Retry policies of routes and virtual hosts (the route's replaces
 	// its virtual host's), with the previous_priorities retry priority.
 	// retry_options_predicates are not implemented.
-	"envoy.config.route.v3.RouteAction.retry_policy":                                                   {},
-	"envoy.config.route.v3.VirtualHost.retry_policy":                                                   {},
+	"envoy.config.route.v3.RouteAction.retry_policy": {},
+	"envoy.config.route.v3.VirtualHost.retry_policy": {},
+	// hedge_policy is walked so that its fields are refused one by one:
+	// hedge_on_per_try_timeout is not implemented yet, initial_requests
+	// and additional_request_chance not by Envoy either
+	// (support_envoy_unimplemented.go). An empty one is Envoy's default,
+	// no hedging.
+	"envoy.config.route.v3.RouteAction.hedge_policy":                                                   {},
+	"envoy.config.route.v3.VirtualHost.hedge_policy":                                                   {},
 	"envoy.config.route.v3.RetryPolicy.retry_on":                                                       {},
 	"envoy.config.route.v3.RetryPolicy.num_retries":                                                    {},
 	"envoy.config.route.v3.RetryPolicy.per_try_timeout":                                                {},

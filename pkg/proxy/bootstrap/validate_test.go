@@ -289,7 +289,17 @@ func TestValidateSupport(t *testing.T) {
 		},
 		"route action": {
 			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /}, route: {cluster: backend, hedge_policy: {hedge_on_per_try_timeout: true}}}]}]}, http_filters: [` + routerFilter + `]`),
-			want:    []string{extraHCM + ".route_config.virtual_hosts[0].routes[0].route.hedge_policy: not supported by Outrigger"},
+			want:    []string{extraHCM + ".route_config.virtual_hosts[0].routes[0].route.hedge_policy.hedge_on_per_try_timeout: not supported by Outrigger"},
+		},
+		"hedge policy fields Envoy does not implement": {
+			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], hedge_policy: {initial_requests: 2}, routes: [{match: {prefix: /}, route: {cluster: backend, hedge_policy: {additional_request_chance: {numerator: 10}}}}]}]}, http_filters: [` + routerFilter + `]`),
+			want: []string{
+				extraHCM + ".route_config.virtual_hosts[0].routes[0].route.hedge_policy.additional_request_chance: not implemented by Envoy either (not yet implemented there), so not supported by Outrigger",
+				extraHCM + ".route_config.virtual_hosts[0].hedge_policy.initial_requests: not implemented by Envoy either (not yet implemented there), so not supported by Outrigger",
+			},
+		},
+		"empty hedge policy": {
+			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], hedge_policy: {}, routes: [{match: {prefix: /}, route: {cluster: backend, hedge_policy: {}}}]}]}, http_filters: [` + routerFilter + `]`),
 		},
 		"route match": {
 			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /, tls_context: {presented: true}}, direct_response: {status: 200}}]}]}, http_filters: [` + routerFilter + `]`),
