@@ -102,7 +102,7 @@ var _ = Describe("HTTP trailers", func() {
 
 	It("carries HTTP/1.1 trailers both ways where enable_trailers is set on both sides, and drops them where it is not", func() {
 		for _, tc := range []struct {
-			port           int
+			port          int
 			path, got, tr string
 		}{
 			// HTTP/1.1 to HTTP/1.1 and HTTP/2, both sides enabled.
