@@ -140,4 +140,24 @@ var _ = Describe("HTTP trailers", func() {
 			"5\r\nhello\r\n0\r\nbad name: v\r\n\r\n")
 		Expect(head).To(HavePrefix("HTTP/1.1 400 "))
 	})
+
+	It("copies HTTP/2 request trailers to HTTP/2 shadows", func() {
+		shadow, seen := shadowRecorder(200, true)
+		main := httpTestUpstream(http.HandlerFunc(trailerEcho), true)
+		port := freePort()
+		Start(newDir(), proxySpec{
+			Port:   port,
+			Routes: `[{match: {prefix: /}, route: {cluster: main, request_mirror_policies: [{cluster: shadow}]}}]`,
+			Clusters: []proxyCluster{
+				{Name: "main", Port: portNum(main), Extra: h2cOptions()},
+				{Name: "shadow", Port: portNum(shadow), Extra: h2cOptions()},
+			},
+		}.YAML())
+		body, trailers := h2TrailerExchange(port, "/m")
+		Expect(body).To(Equal("got=v2"))
+		Expect(trailers.Get("X-Resp-T")).To(Equal("r1"))
+		got := nextShadow(seen)
+		Expect(got.body).To(Equal("hello"))
+		Expect(got.trailer.Get("X-Req-T")).To(Equal("v2"))
+	})
 })
