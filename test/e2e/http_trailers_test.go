@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -159,5 +160,35 @@ var _ = Describe("HTTP trailers", func() {
 		got := nextShadow(seen)
 		Expect(got.body).To(Equal("hello"))
 		Expect(got.trailer.Get("X-Req-T")).To(Equal("v2"))
+	})
+
+	It("adds the decompressor's byte counts to the request's trailers for an HTTP/2 upstream", func() {
+		seen := make(chan http.Header, 1)
+		up := httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			seen <- r.Trailer.Clone()
+			fmt.Fprintf(w, "%s", b)
+		}), true)
+		port := freePort()
+		Start(newDir(), proxySpec{
+			Port: port,
+			Filters: "[" + httpFilter("envoy.filters.http.decompressor", "type.googleapis.com/envoy.extensions.filters.http.decompressor.v3.Decompressor",
+				`{decompressor_library: {name: body, typed_config: `+
+					withType("type.googleapis.com/envoy.extensions.compression.gzip.decompressor.v3.Gzip", "{}")+`}}`) + "]",
+			Clusters: []proxyCluster{{Name: "up", Port: portNum(up), Extra: h2cOptions()}},
+		}.YAML())
+		compressed := gzipOf("hello, trailers")
+		r := httpDo(httpClients()["HTTP/2"], "POST", listenerURL(port, "/d"), bytes.NewReader(compressed), http.Header{
+			"Content-Encoding": {"gzip"},
+			// Go's HTTP/2 server keeps only the trailers a request
+			// declares.
+			"Trailer": {"x-envoy-decompressor-body-compressed-bytes, x-envoy-decompressor-body-uncompressed-bytes"},
+		})
+		Expect(r.Status).To(Equal(200))
+		Expect(r.Body).To(Equal("hello, trailers"))
+		var got http.Header
+		Eventually(seen, 5*time.Second).Should(Receive(&got))
+		Expect(got.Get("X-Envoy-Decompressor-Body-Compressed-Bytes")).To(Equal(fmt.Sprint(len(compressed))))
+		Expect(got.Get("X-Envoy-Decompressor-Body-Uncompressed-Bytes")).To(Equal("15"))
 	})
 })

@@ -699,7 +699,7 @@ func (s *stream) sendRequestBody(o *outBuf, tm *upstreamTimer, uc *upstream.Conn
 	s.requestEnded()
 	var trailers http.Header
 	if s.reqChunked && cl.HTTP1Trailers() {
-		trailers = s.down.requestTrailers()
+		trailers = s.requestTrailers()
 	}
 	switch {
 	case len(trailers) > 0 && o.err == nil:

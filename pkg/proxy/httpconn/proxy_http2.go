@@ -306,7 +306,7 @@ func (b *h2RequestBody) Read(p []byte) (int, error) {
 			b.eof.Store(true)
 			// Before EOF reaches the transport, which then reads
 			// the trailers.
-			for k, vs := range b.s.down.requestTrailers() {
+			for k, vs := range b.s.requestTrailers() {
 				b.trailer[k] = vs
 			}
 		}
