@@ -221,11 +221,14 @@ func (s *stream) upstreamRequest(ctx context.Context) (*http.Request, *h2Request
 	if s.body != nil {
 		body = &h2RequestBody{s: s, inRead: make(chan struct{}, 1)}
 		req.Body = body
-		// Declared empty so that the transport ends the body with
-		// whatever trailers Read puts there at its end; an empty map
-		// announces none in the head.
-		req.Trailer = make(http.Header)
-		body.trailer = req.Trailer
+		if s.mayEndWithTrailers() {
+			// Declared empty so that the transport ends the body
+			// with whatever trailers Read puts there at its end (or
+			// an empty DATA frame); an empty map announces none in
+			// the head.
+			req.Trailer = make(http.Header)
+			body.trailer = req.Trailer
+		}
 		req.ContentLength = s.reqLength
 		if s.reqChunked {
 			req.ContentLength = -1
@@ -306,8 +309,10 @@ func (b *h2RequestBody) Read(p []byte) (int, error) {
 			b.eof.Store(true)
 			// Before EOF reaches the transport, which then reads
 			// the trailers.
-			for k, vs := range b.s.requestTrailers() {
-				b.trailer[k] = vs
+			if b.trailer != nil {
+				for k, vs := range b.s.requestTrailers() {
+					b.trailer[k] = vs
+				}
 			}
 		}
 		b.s.bytesRecv += uint64(len(b.p))

@@ -56,7 +56,7 @@ func trailerHeader(fields http1.Headers) http.Header {
 // requestTrailers implements downstream: a chunked request's trailers,
 // kept only with enable_trailers (see serveRequest).
 func (c *serverConn) requestTrailers() http.Header {
-	if !c.m.cfg.enableTrailers || !c.st.reqChunked {
+	if !c.m.cfg.enableTrailers || !c.req.Chunked {
 		return nil
 	}
 	return trailerHeader(c.body.Trailers())
@@ -68,6 +68,13 @@ func (c *serverConn) trailers(t http.Header) {
 	if c.m.cfg.enableTrailers {
 		c.trailer = t
 	}
+}
+
+// mayEndWithTrailers reports whether the request body may end with
+// trailers: always over HTTP/2, over HTTP/1 when the body is chunked and
+// enable_trailers keeps its trailers, or when a filter may add some.
+func (s *stream) mayEndWithTrailers() bool {
+	return s.conn == nil || s.xbody != nil || (s.m.cfg.enableTrailers && s.conn.req.Chunked)
 }
 
 // requestTrailers implements downstream: the trailers that ended the
