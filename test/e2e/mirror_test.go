@@ -14,7 +14,7 @@ import (
 // shadowSeen is one request as a shadow upstream received it.
 type shadowSeen struct {
 	method, uri, host, body string
-	header                  http.Header
+	header, trailer         http.Header
 }
 
 // shadowRecorder starts an upstream (h2c: HTTP/2 with prior knowledge too)
@@ -26,7 +26,7 @@ func shadowRecorder(status int, h2c bool) (string, chan shadowSeen) {
 	addr := httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		select {
-		case seen <- shadowSeen{r.Method, r.RequestURI, r.Host, string(b), r.Header.Clone()}:
+		case seen <- shadowSeen{r.Method, r.RequestURI, r.Host, string(b), r.Header.Clone(), r.Trailer.Clone()}:
 		default:
 		}
 		w.WriteHeader(status)

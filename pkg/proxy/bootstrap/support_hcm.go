@@ -97,6 +97,7 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	// stream_error_on_invalid_http_message); clusters refuse both
 	// (pkg/proxy/cluster, downstreamOnlyFields).
 	"envoy.config.core.v3.Http1ProtocolOptions.allow_chunked_length":                          {},
+	"envoy.config.core.v3.Http1ProtocolOptions.enable_trailers":                               {},
 	"envoy.config.core.v3.Http1ProtocolOptions.override_stream_error_on_invalid_http_message": {},
 
 	// Proper-case field names, on client and upstream connections alike;

@@ -487,6 +487,10 @@ func (c *Cluster) HTTP2For(clientHTTP2 bool) bool {
 // names in proper case (header_key_format.proper_case_words).
 func (c *Cluster) ProperCaseHeaders() bool { return c.settings.protocol.properCase }
 
+// HTTP1Trailers reports whether trailers are carried to and from this
+// cluster's HTTP/1.1 upstreams (http_protocol_options.enable_trailers).
+func (c *Cluster) HTTP1Trailers() bool { return c.settings.protocol.enableTrailers }
+
 // MaxResponseHeadBytes bounds the head of an HTTP/1.1 response from this
 // cluster (common_http_protocol_options.max_response_headers_kb, 80 KiB
 // unset, as in Envoy).

@@ -56,6 +56,9 @@ type protocolSettings struct {
 	// properCase writes HTTP/1.1 field names in proper case
 	// (http_protocol_options.header_key_format.proper_case_words).
 	properCase bool
+	// enableTrailers carries HTTP/1.1 trailers to and from the upstream
+	// (http_protocol_options.enable_trailers).
+	enableTrailers bool
 	// maxResponseHeadBytes bounds an HTTP/1.1 response head
 	// (common_http_protocol_options.max_response_headers_kb, which the
 	// API keeps above 0); 0 when unset.
@@ -116,10 +119,12 @@ func buildProtocol(c *clusterv3.Cluster) (protocolSettings, []error) {
 			ps.downstream, ps.http2 = true, false
 			ps.h2 = readH2Limits(ud.GetHttp2ProtocolOptions())
 			ps.properCase = ud.GetHttpProtocolOptions().GetHeaderKeyFormat().GetProperCaseWords() != nil
+			ps.enableTrailers = ud.GetHttpProtocolOptions().GetEnableTrailers()
 		case auto != nil:
 			ps.auto, ps.http2 = true, false
 			ps.h2 = readH2Limits(auto.GetHttp2ProtocolOptions())
 			ps.properCase = auto.GetHttpProtocolOptions().GetHeaderKeyFormat().GetProperCaseWords() != nil
+			ps.enableTrailers = auto.GetHttpProtocolOptions().GetEnableTrailers()
 		case explicit == nil:
 			errs = append(errs, configErrorf(path, "explicit_http_config, use_downstream_protocol_config or auto_config is required"))
 		case explicit.GetHttp2ProtocolOptions() != nil:
@@ -128,6 +133,7 @@ func buildProtocol(c *clusterv3.Cluster) (protocolSettings, []error) {
 		case explicit.GetHttpProtocolOptions() != nil:
 			ps.http2 = false
 			ps.properCase = explicit.GetHttpProtocolOptions().GetHeaderKeyFormat().GetProperCaseWords() != nil
+			ps.enableTrailers = explicit.GetHttpProtocolOptions().GetEnableTrailers()
 		default:
 			errs = append(errs, configErrorf(path+".explicit_http_config", "http_protocol_options or http2_protocol_options is required (HTTP/3 is not supported by Outrigger)"))
 		}

@@ -121,6 +121,11 @@ type settings struct {
 	// allowChunkedLength accepts requests with both Content-Length and
 	// chunked Transfer-Encoding, dropping the length (allow_chunked_length).
 	allowChunkedLength bool
+	// enableTrailers carries HTTP/1 trailers (http_protocol_options
+	// enable_trailers): a chunked request's trailers go upstream and
+	// response trailers end a chunked response; without it both are
+	// dropped, as in Envoy.
+	enableTrailers bool
 
 	// h2 are the HTTP/2 server's settings and limits
 	// (http2_protocol_options).
@@ -171,6 +176,7 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 		defaultHostHTTP10:      cfg.GetHttpProtocolOptions().GetDefaultHostForHttp_10(),
 		properCase:             cfg.GetHttpProtocolOptions().GetHeaderKeyFormat().GetProperCaseWords() != nil,
 		allowChunkedLength:     cfg.GetHttpProtocolOptions().GetAllowChunkedLength(),
+		enableTrailers:         cfg.GetHttpProtocolOptions().GetEnableTrailers(),
 		h1StreamErrorOnInvalid: cfg.GetStreamErrorOnInvalidHttpMessage().GetValue(),
 	}
 	if v := cfg.GetHttpProtocolOptions().GetOverrideStreamErrorOnInvalidHttpMessage(); v != nil {

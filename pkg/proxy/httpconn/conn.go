@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"sync"
@@ -86,6 +87,9 @@ type serverConn struct {
 	// How the response in flight is framed (chunked, or ended by the
 	// connection's end), and whether it was cut.
 	chunked, closeDelimited, aborted bool
+	// trailer are the response's trailers, sent after a chunked body
+	// with enable_trailers (see trailers.go).
+	trailer http.Header
 
 	// up is the scratch space of the upstream exchange.
 	up upstreamScratch

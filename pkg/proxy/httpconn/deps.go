@@ -111,6 +111,10 @@ type UpstreamCluster interface {
 	// carry their field names in proper case (its http_protocol_options'
 	// header_key_format.proper_case_words).
 	ProperCaseHeaders() bool
+	// HTTP1Trailers reports whether HTTP/1.1 requests to this cluster
+	// end a chunked body with the request's trailers, and its responses'
+	// trailers are kept (its http_protocol_options' enable_trailers).
+	HTTP1Trailers() bool
 	// MaxResponseHeadBytes bounds an HTTP/1.1 response head from this
 	// cluster (its max_response_headers_kb).
 	MaxResponseHeadBytes() int

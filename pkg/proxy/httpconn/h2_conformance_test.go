@@ -1278,6 +1278,43 @@ func TestH2RequestTrailers(t *testing.T) {
 	}
 }
 
+// TestH2MalformedRequestTrailers sends trailers no message may carry: as
+// a malformed request head, each ends the connection with GOAWAY
+// PROTOCOL_ERROR (Envoy's default) and counts http2.rx_messaging_error.
+func TestH2MalformedRequestTrailers(t *testing.T) {
+	tests := map[string][]string{
+		"pseudo-header":          {":path", "/x"},
+		"upper-case name":        {"X-Upper", "v"},
+		"connection header":      {"connection", "close"},
+		"te other than trailers": {"te", "gzip"},
+		// One indexed field repeated: a small block decoding to far
+		// more than max_request_headers_kb.
+		"larger than the head limit": bigTrailers(),
+	}
+	f := startH2Proxy(t, hcmv3.HttpConnectionManager_AUTO, nil)
+	n := uint64(0)
+	for name, fields := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := dialH2(t, f.addr)
+			id := c.open(false, requestHead("POST", "/len")...)
+			c.sendData(id, []byte("abc"), false)
+			c.headers(id, true, fields...)
+			c.wantGoAway(http2.ErrCodeProtocol)
+			n++
+			f.waitCounter(t, "http2.rx_messaging_error", n)
+		})
+	}
+}
+
+// bigTrailers is one 1000-byte field 200 times.
+func bigTrailers() []string {
+	var fields []string
+	for range 200 {
+		fields = append(fields, "x-big", strings.Repeat("v", 1000))
+	}
+	return fields
+}
+
 // TestH2GracefulClose closes the manager, or drains the listener, while a
 // stream waits for its upstream: the client gets GOAWAY NO_ERROR that
 // covers the stream, the stream completes, and the connection closes

@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"net/http"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +41,13 @@ type h2Conn struct {
 	// blockBytes is the size of the header block being received, checked
 	// as its frames arrive.
 	blockBytes int
+	// trailer collects the request trailers being decoded (trailing is
+	// set while a trailer block is), trailerBytes their decoded size,
+	// trailerBad a field no trailer may carry (see addTrailer).
+	trailing     bool
+	trailer      http.Header
+	trailerBytes int
+	trailerBad   bool
 	// pending are the streams whose request head arrived in the input
 	// being read: they start once it is all handled, so that a reset
 	// that came with them stops them before they reach an upstream.
@@ -680,10 +689,11 @@ func (h *h2Conn) onHeaders(fh h2FrameHeader, p []byte) error {
 		if !open && !ignore {
 			return connError(errCodeProtocol, "HEADERS on a closed or skipped stream")
 		}
-		// Trailers, which end a request body: decoded (the table must
-		// stay in step) and dropped, as Envoy drops request trailers
-		// bound for HTTP/1; onHeaderBlock checks them once complete.
+		// Trailers, which end a request body: decoded into h.trailer
+		// (see addTrailer) and handed to the stream by endTrailers
+		// once the block is complete.
 		h.decoding = nil
+		h.trailing, h.trailer, h.trailerBytes, h.trailerBad = true, nil, 0, false
 		return h.onHeaderBlock(id, block, fh.flags&flagEndHeaders != 0, endStream)
 	}
 	h.mu.Lock()
@@ -731,6 +741,7 @@ func (h *h2Conn) onHeaderBlock(id uint32, frag []byte, endHeaders, endStream boo
 	st := h.decoding
 	h.decoding = nil
 	if st == nil {
+		h.trailing = false
 		return h.endTrailers(id, endStream)
 	}
 	if st.refused {
@@ -790,6 +801,11 @@ func (h *h2Conn) endTrailers(id uint32, endStream bool) error {
 			st.bodyErr = errBodyLength
 			return h.badMessageLocked(id, st)
 		}
+		if h.trailerBad {
+			st.bodyErr = errBadTrailers
+			return h.badMessageLocked(id, st)
+		}
+		st.reqTrailer, h.trailer = h.trailer, nil
 		st.cond.Broadcast()
 	}
 	return nil
@@ -801,7 +817,37 @@ func (h *h2Conn) emit(f hpack.HeaderField) {
 		if !st.addField(f.Name, f.Value) {
 			h.decodeErr = errCodeProtocol
 		}
+	} else if h.trailing {
+		h.addTrailer(f)
 	}
+}
+
+// errBadTrailers: request trailers with a field no trailer may carry.
+var errBadTrailers = errors.New("malformed http/2 request trailers")
+
+// addTrailer records one decoded request trailer field. A pseudo-header,
+// an upper-case name or a connection-specific field makes the message
+// malformed, as Envoy's codec finds it; trailers decoding to more than
+// max_request_headers_kb are refused the same way rather than kept.
+func (h *h2Conn) addTrailer(f hpack.HeaderField) {
+	if h.trailerBad {
+		return
+	}
+	h.trailerBytes += len(f.Name) + len(f.Value) + 32
+	if h.trailerBytes > h.m.cfg.maxRequestHeadersBytes {
+		h.stats.headerOverflow.Inc()
+		h.trailerBad = true
+		return
+	}
+	if f.Name == "" || f.Name[0] == ':' || f.Name != strings.ToLower(f.Name) || connectionSpecific(f.Name) ||
+		(f.Name == "te" && f.Value != "trailers") {
+		h.trailerBad = true
+		return
+	}
+	if h.trailer == nil {
+		h.trailer = make(http.Header, 2)
+	}
+	h.trailer.Add(f.Name, f.Value)
 }
 
 // start registers a complete request; it runs, in its own goroutine, once

@@ -64,6 +64,9 @@ type h2Stream struct {
 	lastData int
 	lastGen  uint64
 	trailer  http.Header
+	// reqTrailer are the request's trailers, set with remoteDone under
+	// h.mu.
+	reqTrailer http.Header
 }
 
 // newH2Stream prepares a recyclable stream of m.
@@ -106,7 +109,7 @@ func (st *h2Stream) open(h *h2Conn, id uint32, endStream, refused bool) {
 	st.received, st.bodyErr = 0, nil
 	st.in, st.out = st.in[:0], st.out[:0]
 	st.lastActivity = st.t0
-	st.lastData, st.trailer = -1, nil
+	st.lastData, st.trailer, st.reqTrailer = -1, nil, nil
 }
 
 // addField checks and records one decoded request field; false means the

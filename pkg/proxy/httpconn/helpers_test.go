@@ -68,6 +68,7 @@ func (fc *fakeCluster) Metadata() *corev3.Metadata    { return fc.metadata }
 func (fc *fakeCluster) Stats() *upstream.ClusterStats { return fc.stats }
 func (fc *fakeCluster) HTTP2For(bool) bool            { return fc.http2 }
 func (fc *fakeCluster) ProperCaseHeaders() bool       { return false }
+func (fc *fakeCluster) HTTP1Trailers() bool           { return false }
 func (fc *fakeCluster) MaxResponseHeadBytes() int     { return 80 << 10 }
 
 func (fc *fakeCluster) MaxStreamDuration() time.Duration { return fc.maxDuration }

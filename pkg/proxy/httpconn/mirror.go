@@ -48,6 +48,10 @@ type shadow struct {
 	// hasBody: the copy carries a body (possibly empty) with its
 	// length.
 	hasBody bool
+	// trailer are the request's trailers, which an HTTP/2 copy ends
+	// with (an HTTP/1.1 copy is sent with a content-length, which has no
+	// place for them).
+	trailer http.Header
 	pick    upstream.PickContext
 	// span is the copy's "mirror" span, a child of the request's; nil
 	// when the request is not traced.
@@ -119,6 +123,7 @@ func (s *stream) startRouteMirrors(cl UpstreamCluster) {
 		timeout: timeout,
 		limit:   s.bufferLimit(),
 		main:    cl.Stats(),
+		down:    s.down,
 	}
 }
 
@@ -184,6 +189,8 @@ type mirrorBody struct {
 	limit   int
 	main    *upstream.ClusterStats
 	buf     []byte
+	// down gives the request's trailers once the body has ended.
+	down downstream
 }
 
 // Next returns the next piece of the body, copying it for the shadows.
@@ -201,6 +208,11 @@ func (b *mirrorBody) Next() ([]byte, error) {
 	if errors.Is(err, io.EOF) {
 		shadows, body := b.shadows, b.buf
 		b.shadows, b.buf = nil, nil
+		if t := b.down.requestTrailers(); len(t) > 0 {
+			for _, sh := range shadows {
+				sh.trailer = t.Clone()
+			}
+		}
 		b.m.sendShadows(shadows, body, b.timeout)
 	}
 	return p, err
@@ -440,6 +452,9 @@ func (sh *shadow) exchangeHTTP2(ctx context.Context, host *upstream.Host, body [
 	if len(body) > 0 || sh.hasBody {
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.ContentLength = int64(len(body))
+		if len(sh.trailer) > 0 {
+			req.Trailer = sh.trailer
+		}
 	}
 	if a := sh.cl.AutoSNI(); a != nil {
 		ctx = autoSNIContext(ctx, a, sh.authority, &sh.headers)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"time"
 
@@ -501,7 +502,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 		}
 	}
 	if sendErr == nil && !bodyUnsent {
-		sendErr, downstreamSide = s.sendRequestBody(&u.out, &tm, uc)
+		sendErr, downstreamSide = s.sendRequestBody(&u.out, &tm, uc, cl)
 		if sendErr == nil {
 			sendErr = u.out.flush()
 		}
@@ -574,6 +575,9 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 		return exchangeDone
 	}
 	u.body.Reset(uc.R, kind, resp.ContentLength, maxTrailerBytes, s.flushDown)
+	if cl.HTTP1Trailers() {
+		u.body.KeepTrailers(s.m.cfg.maxHeadersCount)
+	}
 	for pieces := 0; ; pieces++ {
 		p, err := u.body.Next()
 		if len(p) > 0 {
@@ -599,6 +603,10 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 			s.responseBodyFailed(cl, err, &tm)
 			return exchangeDone
 		}
+	}
+	if t := trailerHeader(u.body.Trailers()); len(t) > 0 {
+		s.respTrailers = t
+		s.down.trailers(t)
 	}
 	if err := s.down.finish(); err != nil {
 		s.downstreamFailed()
@@ -652,9 +660,11 @@ func (s *stream) appendRequestHead(o *outBuf, properCase bool) {
 
 // sendRequestBody streams the request body into o, re-framed (chunked
 // bodies are decoded and encoded again), pushing back the idle deadlines
-// of both sides (tm's on uc) as it flows. On error, downstreamSide tells
-// whether reading the client failed, rather than writing the upstream.
-func (s *stream) sendRequestBody(o *outBuf, tm *upstreamTimer, uc *upstream.Conn) (err error, downstreamSide bool) {
+// of both sides (tm's on uc) as it flows; a chunked body ends with the
+// request's trailers when cl carries them (enable_trailers). On error,
+// downstreamSide tells whether reading the client failed, rather than
+// writing the upstream.
+func (s *stream) sendRequestBody(o *outBuf, tm *upstreamTimer, uc *upstream.Conn, cl UpstreamCluster) (err error, downstreamSide bool) {
 	if s.body == nil {
 		s.requestEnded()
 		return nil, false
@@ -699,7 +709,14 @@ func (s *stream) sendRequestBody(o *outBuf, tm *upstreamTimer, uc *upstream.Conn
 		}
 	}
 	s.requestEnded()
-	if s.reqChunked {
+	var trailers http.Header
+	if s.reqChunked && cl.HTTP1Trailers() {
+		trailers = s.requestTrailers()
+	}
+	switch {
+	case len(trailers) > 0 && o.err == nil:
+		o.b = appendTrailerSection(o.b, trailers, cl.ProperCaseHeaders())
+	case s.reqChunked:
 		_ = o.writeString(http1.LastChunk)
 	}
 	return o.err, false

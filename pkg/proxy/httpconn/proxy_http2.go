@@ -223,6 +223,14 @@ func (s *stream) upstreamRequest(ctx context.Context) (*http.Request, *h2Request
 	if s.body != nil {
 		body = &h2RequestBody{s: s, inRead: make(chan struct{}, 1)}
 		req.Body = body
+		if s.mayEndWithTrailers() {
+			// Declared empty so that the transport ends the body
+			// with whatever trailers Read puts there at its end (or
+			// an empty DATA frame); an empty map announces none in
+			// the head.
+			req.Trailer = make(http.Header)
+			body.trailer = req.Trailer
+		}
 		req.ContentLength = s.reqLength
 		if s.reqChunked {
 			req.ContentLength = -1
@@ -274,6 +282,9 @@ type h2RequestBody struct {
 	// eof is set once the whole body was read: the transport's goroutine
 	// sets it, the stream's reads it while that goroutine may still run.
 	eof atomic.Bool
+	// trailer is the request's Trailer map, filled at the body's end
+	// with the client's trailers.
+	trailer http.Header
 }
 
 // errBodyTakenBack is what the transport reads after takeBack.
@@ -298,6 +309,13 @@ func (b *h2RequestBody) Read(p []byte) (int, error) {
 		if errors.Is(b.err, io.EOF) {
 			b.s.requestEnded()
 			b.eof.Store(true)
+			// Before EOF reaches the transport, which then reads
+			// the trailers.
+			if b.trailer != nil {
+				for k, vs := range b.s.requestTrailers() {
+					b.trailer[k] = vs
+				}
+			}
 		}
 		b.s.bytesRecv += uint64(len(b.p))
 		b.s.logRecv()

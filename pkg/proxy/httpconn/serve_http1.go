@@ -3,7 +3,6 @@ package httpconn
 import (
 	"errors"
 	"io"
-	"net/http"
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
@@ -36,6 +35,7 @@ func (c *serverConn) serveRequest() bool {
 	defer func() { c.lastNow = s.tLast }()
 	c.out.reset(c.cc)
 	c.chunked, c.closeDelimited, c.aborted = false, false, false
+	c.trailer = nil
 	// The request head is read under the stream idle timeout, counted
 	// from its first byte and kept lazily (it may fire slackOf early),
 	// and under the request and request headers timeouts and the
@@ -101,6 +101,9 @@ func (c *serverConn) serveRequest() bool {
 	switch {
 	case req.Chunked:
 		c.body.Reset(c.br, http1.BodyChunked, 0, maxTrailerBytes, c.flushUp)
+		if cfg.enableTrailers {
+			c.body.KeepTrailers(cfg.maxHeadersCount)
+		}
 		s.body = &c.body
 	case req.ContentLength > 0:
 		c.body.Reset(c.br, http1.BodyLength, req.ContentLength, 0, c.flushUp)
@@ -262,7 +265,10 @@ func (c *serverConn) finish() error {
 	if c.aborted {
 		return errAborted
 	}
-	if c.chunked {
+	switch {
+	case c.chunked && len(c.trailer) > 0:
+		c.out.b = appendTrailerSection(c.out.b, c.trailer, c.m.cfg.properCase)
+	case c.chunked:
 		_ = c.out.writeString(http1.LastChunk)
 	}
 	return c.out.flush()
@@ -315,10 +321,6 @@ func (c *serverConn) endAwait() {
 	c.rd.forget()
 	c.armRead(time.Now())
 }
-
-// trailers implements downstream: HTTP/1 responses carry none, as in
-// Envoy without enable_trailers.
-func (c *serverConn) trailers(http.Header) {}
 
 // touch implements downstream: activity pushes the idle deadlines back,
 // lazily (see slackOf); the request timeout and the maximum stream

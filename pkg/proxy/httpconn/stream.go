@@ -64,6 +64,10 @@ type downstream interface {
 	// trailers sends response trailers after the body; HTTP/1 drops
 	// them, as Envoy does unless enable_trailers is set.
 	trailers(t http.Header)
+	// requestTrailers returns the trailers that ended the request body,
+	// nil when none came or they are not carried (HTTP/1 without
+	// enable_trailers); asked once the body has been read to its end.
+	requestTrailers() http.Header
 	// touch tells of activity at now: idle deadlines move back.
 	touch(now time.Time)
 	// gone reports, without waiting, whether the client has gone: the

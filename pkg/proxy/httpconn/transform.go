@@ -163,6 +163,9 @@ type decodingBody struct {
 	closed bool
 	// scratch holds the last piece when decoders' ends join it.
 	scratch [2][]byte
+	// trailer are the request's trailers as the decoders left them
+	// (see httpfilter.TrailerDecoder), set once the body has ended.
+	trailer http.Header
 }
 
 // Next implements bodySource. The stream counts the bytes Next returns
@@ -199,12 +202,43 @@ func (b *decodingBody) Next() ([]byte, error) {
 		}
 		if end {
 			b.done = true
+			b.trailer = b.decodeTrailers()
 			return out, io.EOF
 		}
 		if len(out) > 0 {
 			return out, nil
 		}
 	}
+}
+
+// decodeTrailers returns the client's request trailers as the decoders
+// that add to them leave them.
+func (b *decodingBody) decodeTrailers() http.Header {
+	t := b.s.down.requestTrailers()
+	copied := false
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return t
+	}
+	for _, d := range b.decs {
+		if td, ok := d.(httpfilter.TrailerDecoder); ok {
+			if !copied {
+				t, copied = t.Clone(), true
+			}
+			t = td.DecodeTrailers(t)
+		}
+	}
+	return t
+}
+
+// requestTrailers are the trailers the request goes upstream with, once
+// its body has ended: the client's, or what decoders made of them.
+func (s *stream) requestTrailers() http.Header {
+	if b := s.xbody; b != nil && b.done {
+		return b.trailer
+	}
+	return s.down.requestTrailers()
 }
 
 // run passes p through the decoders, and their ends after it when end.

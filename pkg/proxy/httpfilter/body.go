@@ -25,6 +25,14 @@ type DataDecoder interface {
 	DecodeEnd() ([]byte, error)
 }
 
+// TrailerDecoder is a DataDecoder that adds to the request's trailers
+// (Envoy's addDecodedTrailers and decodeTrailers): once the body has
+// ended, DecodeTrailers is given the trailers so far (nil for none; a
+// copy the decoder may change) and returns them.
+type TrailerDecoder interface {
+	DecodeTrailers(trailers http.Header) http.Header
+}
+
 // DataEncoder transforms a response body (Envoy's encodeData and
 // encodeTrailers). Its results are valid until its next call.
 type DataEncoder interface {

@@ -57,13 +57,20 @@ type BodyReader struct {
 	// output gathered for the peer goes out before the reader waits.
 	flush func() error
 	done  bool
+	// keepTrailers: the trailer section is kept in trailerBuf and parsed
+	// into trailers at the body's end (see KeepTrailers); otherwise it is
+	// read and dropped, as Envoy does without enable_trailers.
+	keepTrailers  bool
+	maxTrailerNum int
+	trailerBuf    []byte
+	trailers      Headers
 }
 
 // Reset prepares b to read a body of the given kind from r. length is the
 // Content-Length for BodyLength. maxTrailer bounds a chunked body's trailer
 // section. flush, if not nil, is called before every read that may block.
 func (b *BodyReader) Reset(r *bufio.Reader, kind BodyKind, length int64, maxTrailer int, flush func() error) {
-	*b = BodyReader{r: r, kind: kind, remaining: length, maxTrailer: maxTrailer, flush: flush}
+	*b = BodyReader{r: r, kind: kind, remaining: length, maxTrailer: maxTrailer, flush: flush, trailerBuf: b.trailerBuf[:0]}
 	switch kind {
 	case BodyNone:
 		b.done = true
@@ -71,6 +78,17 @@ func (b *BodyReader) Reset(r *bufio.Reader, kind BodyKind, length int64, maxTrai
 		b.done = length == 0
 	}
 }
+
+// KeepTrailers makes b keep a chunked body's trailer section, of at most
+// maxCount fields, for Trailers; call it after Reset.
+func (b *BodyReader) KeepTrailers(maxCount int) {
+	b.keepTrailers, b.maxTrailerNum = true, maxCount
+}
+
+// Trailers returns the trailer fields of a chunked body read to its end
+// with KeepTrailers, nil otherwise. Names are lower case; the fields are
+// valid until the next Reset.
+func (b *BodyReader) Trailers() Headers { return b.trailers }
 
 // Done reports whether the body has been read to its end.
 func (b *BodyReader) Done() bool { return b.done }
@@ -206,6 +224,17 @@ func (b *BodyReader) advanceChunked() error {
 		b.trailerBytes += len(line) + 2
 		if len(line) == 0 {
 			b.state, b.done = chunkDone, true
+			if len(b.trailerBuf) > 0 {
+				// The section is validated like a header section
+				// (names lower-cased in place, values checked).
+				fields, err := parseFields(b.trailerBuf, nil, b.maxTrailerNum)
+				if err != nil {
+					return err
+				}
+				b.trailers = fields
+			}
+		} else if b.keepTrailers {
+			b.trailerBuf = append(append(b.trailerBuf, line...), '\r', '\n')
 		}
 	}
 	return nil

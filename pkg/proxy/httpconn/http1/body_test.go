@@ -127,3 +127,57 @@ func TestBodyReaderFlushError(t *testing.T) {
 		t.Fatalf("error = %v, want the flush error", err)
 	}
 }
+
+// TestBodyReaderTrailers checks that a chunked body's trailer section is
+// parsed only when kept, validated like a header section and bounded in
+// count, and that a reused reader forgets the previous body's trailers.
+func TestBodyReaderTrailers(t *testing.T) {
+	const input = "2\r\nhi\r\n0\r\nX-Checksum: abc \r\ngrpc-status: 0\r\n\r\nnext"
+	for _, keep := range []bool{false, true} {
+		r := bufio.NewReader(iotest.OneByteReader(strings.NewReader(input)))
+		var b BodyReader
+		b.Reset(r, BodyChunked, 0, 1024, nil)
+		if keep {
+			b.KeepTrailers(10)
+		}
+		if got, err := readBody(&b); got != "hi" || err != nil {
+			t.Fatalf("keep=%v: body = %q, %v", keep, got, err)
+		}
+		tr := b.Trailers()
+		if !keep {
+			if tr != nil {
+				t.Errorf("trailers kept without KeepTrailers: %q", tr)
+			}
+			continue
+		}
+		if len(tr) != 2 || string(tr[0].Name) != "x-checksum" || string(tr[0].Value) != "abc" ||
+			string(tr[1].Name) != "grpc-status" || string(tr[1].Value) != "0" {
+			t.Errorf("trailers = %q", tr)
+		}
+		b.Reset(r, BodyChunked, 0, 1024, nil)
+		if b.Trailers() != nil {
+			t.Error("Reset kept the previous body's trailers")
+		}
+	}
+	bad := map[string]struct {
+		input string
+		want  error
+	}{
+		"bad name":  {"0\r\nX Y: 1\r\n\r\n", ErrHeaderName},
+		"bad value": {"0\r\nX: a\x01b\r\n\r\n", ErrHeaderValue},
+		"obs fold":  {"0\r\nX: a\r\n b\r\n\r\n", ErrObsFold},
+		"too many":  {"0\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n", ErrTooManyHeaders},
+		"no colon":  {"0\r\nnocolon\r\n\r\n", ErrHeaderName},
+		"too large": {"0\r\nX: " + strings.Repeat("y", 2000) + "\r\n\r\n", ErrTrailersTooLarge},
+		"truncated": {"0\r\nX: y\r\n", ErrTruncatedBody},
+		"bare lf":   {"0\r\nX: y\n\r\n", ErrChunkFraming},
+	}
+	for name, tc := range bad {
+		var b BodyReader
+		b.Reset(bufio.NewReader(strings.NewReader(tc.input)), BodyChunked, 0, 1024, nil)
+		b.KeepTrailers(2)
+		if _, err := readBody(&b); !errors.Is(err, tc.want) {
+			t.Errorf("%s: error = %v, want %v", name, err, tc.want)
+		}
+	}
+}

@@ -131,8 +131,8 @@ type filter struct {
 	cfg       *filterConfig
 	req, resp compression.Decompressor
 	reqData   requestData
-	// The response body's byte counts, for the trailers.
-	respIn, respOut uint64
+	// The bodies' byte counts, for the trailers.
+	reqIn, reqOut, respIn, respOut uint64
 }
 
 var (
@@ -263,6 +263,8 @@ type requestData struct{ f *filter }
 func (r *requestData) DecodeData(p []byte) ([]byte, error) {
 	out := r.f.req.Decompress(p)
 	r.f.count(&r.f.cfg.request, len(p), len(out))
+	r.f.reqIn += uint64(len(p))
+	r.f.reqOut += uint64(len(out))
 	return out, nil
 }
 
@@ -270,7 +272,19 @@ func (r *requestData) DecodeData(p []byte) ([]byte, error) {
 func (r *requestData) DecodeEnd() ([]byte, error) {
 	out := r.f.req.Finish()
 	r.f.count(&r.f.cfg.request, 0, len(out))
+	r.f.reqOut += uint64(len(out))
 	return out, nil
+}
+
+// DecodeTrailers implements httpfilter.TrailerDecoder: Envoy's byte-count
+// trailers, added to the request's.
+func (r *requestData) DecodeTrailers(trailers http.Header) http.Header {
+	if trailers == nil {
+		trailers = http.Header{}
+	}
+	trailers[r.f.cfg.trailerCompressed] = []string{fmt.Sprint(r.f.reqIn)}
+	trailers[r.f.cfg.trailerUncompressed] = []string{fmt.Sprint(r.f.reqOut)}
+	return trailers
 }
 
 // OnDestroy implements httpfilter.Destroyer.
