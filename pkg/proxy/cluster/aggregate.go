@@ -351,6 +351,10 @@ func (a *AggregateAttempt) HTTP2For(clientHTTP2 bool) bool { return a.under.HTTP
 // HTTP2 reports whether the underlying cluster speaks HTTP/2 only.
 func (a *AggregateAttempt) HTTP2() bool { return a.under.HTTP2() }
 
+// HTTP1Trailers is the enable_trailers of the cluster that carries the
+// attempt: its HTTP/1.1 codec frames the request.
+func (a *AggregateAttempt) HTTP1Trailers() bool { return a.under.HTTP1Trailers() }
+
 // ProperCaseHeaders follows the underlying cluster's options.
 func (a *AggregateAttempt) ProperCaseHeaders() bool { return a.under.ProperCaseHeaders() }
 

@@ -212,6 +212,10 @@ func TestStrictDNSClusterFollowsAnswers(t *testing.T) {
 	if hs[0].Locality.Zone != "z1" || hs[2].Priority != 1 || hs[0].Cluster != "web" {
 		t.Errorf("host placement lost: %+v %+v", hs[0].Locality, hs[2].Priority)
 	}
+	// The gauges follow the host set's publication: wait for them too.
+	for deadline := time.Now().Add(5 * time.Second); stat("cluster.web.membership_total") != 3 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	if got := stat("cluster.web.membership_total"); got != 3 {
 		t.Errorf("membership_total %d", got)
 	}
