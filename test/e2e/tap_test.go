@@ -246,20 +246,22 @@ var _ = Describe("The tap filter", func() {
 		Expect(send("one", "x-file", "yes").Status).To(Equal(200))
 		Expect(send("not traced").Status).To(Equal(200))
 		Expect(send("two", "x-file", "yes").Status).To(Equal(200))
-		var files []string
-		Eventually(func() int {
-			files, _ = filepath.Glob(prefix + "_*.json")
-			return len(files)
-		}, 10*time.Second).Should(Equal(2))
+		// A file is created before its trace is written into it: wait
+		// until both hold a whole trace.
 		var bodies []string
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			Expect(err).NotTo(HaveOccurred())
-			var t tapTrace
-			Expect(json.Unmarshal(b, &t)).To(Succeed())
-			Expect(t.HTTPBufferedTrace.Response.Body.AsString).To(HavePrefix("echo:"))
-			bodies = append(bodies, t.HTTPBufferedTrace.Request.Body.AsString)
-		}
+		Eventually(func(g Gomega) {
+			files, _ := filepath.Glob(prefix + "_*.json")
+			g.Expect(files).To(HaveLen(2))
+			bodies = nil
+			for _, f := range files {
+				b, err := os.ReadFile(f)
+				g.Expect(err).NotTo(HaveOccurred())
+				var t tapTrace
+				g.Expect(json.Unmarshal(b, &t)).To(Succeed())
+				g.Expect(t.HTTPBufferedTrace.Response.Body.AsString).To(HavePrefix("echo:"))
+				bodies = append(bodies, t.HTTPBufferedTrace.Request.Body.AsString)
+			}
+		}, 10*time.Second).Should(Succeed())
 		Expect(bodies).To(ConsistOf("one", "two"))
 		Expect(httpStat(sc, "http.web.tap.rq_tapped")).To(Equal("2"))
 	})
