@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	jwtv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/jwt_authn/v3"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/datasource"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 )
@@ -101,7 +100,10 @@ func compileProvider(name string, p *jwtv3.JwtProvider, ctx httpfilter.Context) 
 	}
 	switch src := p.GetJwksSourceSpecifier().(type) {
 	case *jwtv3.JwtProvider_LocalJwks:
-		data, err := readDataSource(src.LocalJwks)
+		if src.LocalJwks.GetSpecifier() == nil {
+			return nil, errors.New("local_jwks.specifier: must be set")
+		}
+		data, err := datasource.Read(src.LocalJwks)
 		if err != nil {
 			return nil, fmt.Errorf("local_jwks.%w", err)
 		}
@@ -172,28 +174,4 @@ func addLocations(e *extractor, p *jwtv3.JwtProvider) {
 	for _, c := range p.GetFromCookies() {
 		e.add(locCookie, c, "", iss)
 	}
-}
-
-// readDataSource reads inline_string, inline_bytes, filename or
-// environment_variable.
-func readDataSource(ds *corev3.DataSource) ([]byte, error) {
-	switch s := ds.GetSpecifier().(type) {
-	case *corev3.DataSource_InlineString:
-		return []byte(s.InlineString), nil
-	case *corev3.DataSource_InlineBytes:
-		return s.InlineBytes, nil
-	case *corev3.DataSource_Filename:
-		b, err := os.ReadFile(s.Filename)
-		if err != nil {
-			return nil, fmt.Errorf("filename: %w", err)
-		}
-		return b, nil
-	case *corev3.DataSource_EnvironmentVariable:
-		v, ok := os.LookupEnv(s.EnvironmentVariable)
-		if !ok {
-			return nil, fmt.Errorf("environment_variable: %s is not set", s.EnvironmentVariable)
-		}
-		return []byte(v), nil
-	}
-	return nil, fmt.Errorf("specifier: must be set")
 }
