@@ -41,3 +41,45 @@ func Counter(adminURL, stat string) (int, error) {
 	}
 	return 0, fmt.Errorf("stat %s not found", stat)
 }
+
+// Bootstrap is the sidecar configuration the HTTP load programs share: one
+// listener on 127.0.0.1:listenPort (stat prefix "ingress") routing every
+// request to cluster "up", a static host at upstreamHost:upstreamPort. The
+// admin takes any free port, and stats are flushed rarely, so that a flush
+// does not land inside a measurement.
+func Bootstrap(listenPort int, upstreamHost string, upstreamPort int) string {
+	return fmt.Sprintf(`stats_flush_interval: 120s
+admin:
+  address: {socket_address: {address: 127.0.0.1, port_value: 0}}
+static_resources:
+  listeners:
+  - name: ingress
+    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: ingress
+          codec_type: AUTO
+          route_config:
+            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: {prefix: /}
+                route: {cluster: up}
+          http_filters:
+          - name: envoy.filters.http.router
+            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
+  clusters:
+  - name: up
+    type: STATIC
+    connect_timeout: 1s
+    load_assignment:
+      cluster_name: up
+      endpoints:
+      - lb_endpoints:
+        - endpoint: {address: {socket_address: {address: %s, port_value: %d}}}
+`, listenPort, upstreamHost, upstreamPort)
+}

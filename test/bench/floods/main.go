@@ -202,7 +202,15 @@ func run(sidecar string, phase time.Duration, attackers int) error {
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	cfg := filepath.Join(dir, "bootstrap.yaml")
-	if err := os.WriteFile(cfg, []byte(bootstrap(port, up)), 0o600); err != nil {
+	upHost, upPort, err := net.SplitHostPort(up)
+	if err != nil {
+		return err
+	}
+	upPortNum, err := strconv.Atoi(upPort)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(cfg, []byte(benchkit.Bootstrap(port, upHost, upPortNum)), 0o600); err != nil {
 		return err
 	}
 	if ts, err := exec.LookPath("taskset"); err == nil {
@@ -440,45 +448,6 @@ func startUpstream() (string, error) {
 	})}
 	go func() { _ = srv.Serve(ln) }()
 	return ln.Addr().String(), nil
-}
-
-func bootstrap(port int, up string) string {
-	host, upPort, _ := net.SplitHostPort(up)
-	return fmt.Sprintf(`
-admin:
-  address: {socket_address: {address: 127.0.0.1, port_value: 0}}
-static_resources:
-  listeners:
-  - name: ingress
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: ingress
-          codec_type: AUTO
-          route_config:
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - match: {prefix: /}
-                route: {cluster: up}
-          http_filters:
-          - name: envoy.filters.http.router
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-  clusters:
-  - name: up
-    type: STATIC
-    connect_timeout: 1s
-    load_assignment:
-      cluster_name: up
-      endpoints:
-      - lb_endpoints:
-        - endpoint: {address: {socket_address: {address: %s, port_value: %s}}}
-`, port, host, upPort)
 }
 
 func waitPort(addr string, within time.Duration) error {

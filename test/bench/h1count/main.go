@@ -128,7 +128,7 @@ func run(ctx context.Context, sidecar, keep string, conns, warm, n int) (counts,
 		return counts{}, err
 	}
 	cfg := filepath.Join(dir, "sidecar.yaml")
-	if err := os.WriteFile(cfg, []byte(config(port, up.Addr().(*net.TCPAddr).Port)), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(benchkit.Bootstrap(port, "127.0.0.1", up.Addr().(*net.TCPAddr).Port)), 0o600); err != nil {
 		return counts{}, err
 	}
 	out := filepath.Join(dir, "callgrind.out")
@@ -259,44 +259,6 @@ func runtimeFunc(name string) bool {
 		}
 	}
 	return name == "" || strings.HasPrefix(name, "0x")
-}
-
-func config(port, upstream int) string {
-	return fmt.Sprintf(`stats_flush_interval: 120s
-admin:
-  address: {socket_address: {address: 127.0.0.1, port_value: 0}}
-static_resources:
-  listeners:
-  - name: bench
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: bench
-          codec_type: AUTO
-          route_config:
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - match: {prefix: "/"}
-                route: {cluster: up}
-          http_filters:
-          - name: envoy.filters.http.router
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-  clusters:
-  - name: up
-    type: STATIC
-    connect_timeout: 5s
-    load_assignment:
-      cluster_name: up
-      endpoints:
-      - lb_endpoints:
-        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}
-`, port, upstream)
 }
 
 // waitPort waits for addr to accept connections, unless the process

@@ -44,38 +44,6 @@ func main() {
 	}
 }
 
-const config = `admin:
-  address: {socket_address: {address: 127.0.0.1, port_value: 0}}
-static_resources:
-  listeners:
-  - name: ingress
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: ingress
-          route_config:
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - match: {prefix: /}
-                route: {cluster: upstream}
-          http_filters:
-          - name: envoy.filters.http.router
-            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
-  clusters:
-  - name: upstream
-    type: STATIC
-    load_assignment:
-      cluster_name: upstream
-      endpoints:
-      - lb_endpoints:
-        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}
-`
-
 func run(sidecar string, dur time.Duration, restarts int) error {
 	up, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -94,7 +62,7 @@ func run(sidecar string, dur time.Duration, restarts int) error {
 	}
 	defer os.RemoveAll(dir)
 	cfg := filepath.Join(dir, "bootstrap.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, config, port, up.Addr().(*net.TCPAddr).Port), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(benchkit.Bootstrap(port, "127.0.0.1", up.Addr().(*net.TCPAddr).Port)), 0o600); err != nil {
 		return err
 	}
 	baseID := strconv.Itoa(1000 + rand.IntN(400_000_000))
