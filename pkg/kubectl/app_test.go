@@ -3,6 +3,7 @@ package kubectl
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,6 +51,14 @@ current-context: x
 		t.Fatal(err)
 	}
 	k := []string{"--kubeconfig", kubeconfig}
+	tapFiles := map[string]string{"tap-a.yaml": "config_id: a\ntap_config: {}\n", "tap-none.yaml": "match: {any_match: true}\n",
+		"tap-extra.yaml": "config_id: a\nformat: x\n", "tap-list.yaml": "- a\n"}
+	for name, body := range tapFiles {
+		tapFiles[name] = filepath.Join(filepath.Dir(kubeconfig), name)
+		if err := os.WriteFile(tapFiles[name], []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cases := map[string]struct {
 		args       []string
 		wantStderr string
@@ -63,7 +72,15 @@ current-context: x
 		"bad filter":      {append(k, "stats", "p", "--filter", "("), "error: --filter: error parsing regexp: missing closing ): `(`\n"},
 		"bad component":   {append(k, "log", "p", "http"), "error: log: \"http\" is not LOGGER=LEVEL\n"},
 		"bad runtime":     {append(k, "runtime", "p", "=1"), "error: runtime: \"=1\" is not KEY=VALUE\n"},
-		"tap without id":  {append(k, "tap", "p"), "error: tap: --config-id is required\n"},
+		"tap without id":  {append(k, "tap", "p"), "error: tap: --config-id or -f is required\n"},
+		"tap bad count":   {append(k, "tap", "p", "--config-id", "a", "--count", "-1"), "error: tap: --count: -1 is negative\n"},
+		"tap bad output":  {append(k, "tap", "p", "--config-id", "a", "-o", "wide"), "error: --output: \"wide\" is not json or yaml\n"},
+		"tap two pods":    {append(k, "tap", "p", "q", "--config-id", "a"), "error: tap: want POD, got 2 arguments\n"},
+		"tap no file":     {append(k, "tap", "p", "-f", "/nonexistent/tap.yaml"), "error: tap: open /nonexistent/tap.yaml: no such file or directory\n"},
+		"tap ids differ":  {append(k, "tap", "p", "-f", tapFiles["tap-a.yaml"], "--config-id", "b"), fmt.Sprintf("error: tap: --config-id \"b\" and the config_id \"a\" of %s differ\n", tapFiles["tap-a.yaml"])},
+		"tap file no id":  {append(k, "tap", "p", "-f", tapFiles["tap-none.yaml"]), fmt.Sprintf("error: tap: %s has no config_id: pass --config-id\n", tapFiles["tap-none.yaml"])},
+		"tap file extra":  {append(k, "tap", "p", "-f", tapFiles["tap-extra.yaml"]), fmt.Sprintf("error: tap: %s: unknown field \"format\" of a /tap request (config_id, tap_config)\n", tapFiles["tap-extra.yaml"])},
+		"tap file list":   {append(k, "tap", "p", "-f", tapFiles["tap-list.yaml"]), fmt.Sprintf("error: tap: %s: want a /tap request (config_id, tap_config) or a tap_config, as a YAML or JSON object\n", tapFiles["tap-list.yaml"])},
 		"bad transport":   {[]string{"stats", "p", "--transport", "pigeon"}, "error: stats: --transport: \"pigeon\" is not portforward or direct\n"},
 		"bad kubeconfig":  {[]string{"--kubeconfig", "/nonexistent/kubeconfig", "stats", "p"}, "error: kubeconfig: stat /nonexistent/kubeconfig: no such file or directory\n"},
 	}
@@ -125,8 +142,8 @@ func TestStatusParts(t *testing.T) {
 	if _, ok := latestUpdate([]byte(`{"configs":[]}`)); ok {
 		t.Error("latestUpdate found a time in a dump without one")
 	}
-	help := "admin commands are:\n  /: Admin home page\n  /tap: tap\n      format: x\n"
-	if !hasEndpoint(help, "/tap") || hasEndpoint(help, "/taps") || hasEndpoint(help, "format") {
+	help := "admin commands are:\n  /: Admin home page\n  /stats: stats\n      format: x\n  /tap (POST): tap filter control\n"
+	if !hasEndpoint(help, "/tap") || !hasEndpoint(help, "/stats") || hasEndpoint(help, "/taps") || hasEndpoint(help, "format") {
 		t.Error("hasEndpoint misreads /help")
 	}
 	for d, want := range map[time.Duration]string{-time.Second: "0s", 90 * time.Second: "90s", 5 * time.Minute: "5m", 3 * time.Hour: "3h", 72 * time.Hour: "3d"} {

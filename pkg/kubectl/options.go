@@ -38,6 +38,8 @@ type options struct {
 	graceful      bool
 	inboundOnly   bool
 	configID      string
+	tapFile       string
+	count         int
 }
 
 // globalFlags declares the flags every command takes: kubectl's way to

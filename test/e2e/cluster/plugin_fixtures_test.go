@@ -143,12 +143,7 @@ func (f *pluginFixture) run(ns string, args ...string) pluginRun {
 	GinkgoHelper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	full := []string{"--kubeconfig", f.kubeconfig, "--context", "plugin", "--admin-timeout", "5s"}
-	if ns != "" {
-		full = append(full, "-n", ns)
-	}
-	cmd := exec.CommandContext(ctx, f.bin, append(full, args...)...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG=/nonexistent")
+	cmd := f.command(ctx, ns, args)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -160,6 +155,94 @@ func (f *pluginFixture) run(ns string, args ...string) pluginRun {
 	}
 	GinkgoWriter.Printf("$ kubectl-outrigger %v\n%s%s(exit %d)\n", args, r.stdout, r.stderr, r.code)
 	return r
+}
+
+// command is the plugin's command line in namespace ns (the -n flag; none
+// when ns is "") with the suite's kubeconfig and context.
+func (f *pluginFixture) command(ctx context.Context, ns string, args []string) *exec.Cmd {
+	full := []string{"--kubeconfig", f.kubeconfig, "--context", "plugin", "--admin-timeout", "5s"}
+	if ns != "" {
+		full = append(full, "-n", ns)
+	}
+	cmd := exec.CommandContext(ctx, f.bin, append(full, args...)...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG=/nonexistent")
+	return cmd
+}
+
+// pluginProcess is a run of the plugin that goes on while the spec acts
+// (a tap stream); it is killed when the spec ends, at the latest after
+// 60 s.
+type pluginProcess struct {
+	args           []string
+	stdout, stderr lockedBuffer
+	done           chan struct{}
+	cmd            *exec.Cmd
+	code           int
+}
+
+// start runs the plugin in namespace ns without waiting for it.
+func (f *pluginFixture) start(ns string, args ...string) *pluginProcess {
+	GinkgoHelper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	p := &pluginProcess{args: args, done: make(chan struct{}), cmd: f.command(ctx, ns, args)}
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	Expect(p.cmd.Start()).To(Succeed())
+	go func() {
+		defer close(p.done)
+		defer cancel()
+		_ = p.cmd.Wait()
+		p.code = p.cmd.ProcessState.ExitCode()
+	}()
+	DeferCleanup(func() {
+		cancel()
+		<-p.done
+	})
+	return p
+}
+
+// exited reports whether the process has ended.
+func (p *pluginProcess) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait waits (at most 10 s) for the process to end and returns its exit
+// code.
+func (p *pluginProcess) wait() int {
+	GinkgoHelper()
+	Eventually(p.done).WithTimeout(10*time.Second).Should(BeClosed(), "kubectl-outrigger %v did not end", p.args)
+	GinkgoWriter.Printf("$ kubectl-outrigger %v\n%s%s(exit %d)\n", p.args, p.stdout.String(), p.stderr.String(), p.code)
+	return p.code
+}
+
+// interrupt sends SIGINT, as ^C does, and waits for the process to end.
+func (p *pluginProcess) interrupt() int {
+	GinkgoHelper()
+	Expect(p.cmd.Process.Signal(os.Interrupt)).To(Succeed())
+	return p.wait()
+}
+
+// lockedBuffer is a bytes.Buffer that a process writes while the spec
+// reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 // ok runs the plugin and expects it to succeed; it returns stdout.

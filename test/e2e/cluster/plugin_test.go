@@ -3,9 +3,11 @@ package cluster_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/outrigger-dev/outrigger/pkg/apis/proxy/v1alpha1"
 	"github.com/outrigger-dev/outrigger/pkg/controller/adminclient"
@@ -37,21 +40,81 @@ const pluginClusterYAML = `  clusters:
               socket_address: {address: "%s", port_value: %d}
 `
 
+// tapFilterYAML is a tap filter with admin_config (config id web-tap),
+// put before the router of the sidecar's listener.
+const tapFilterYAML = `          - name: envoy.filters.http.tap
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.tap.v3.Tap
+              common_config:
+                admin_config: {config_id: web-tap}
+`
+
+// withTapFilter adds tapFilterYAML to a sidecar's bootstrap.
+func withTapFilter(config string) string {
+	const router = "          - name: envoy.filters.http.router\n"
+	Expect(config).To(ContainSubstring(router))
+	return strings.Replace(config, router, tapFilterYAML+router, 1)
+}
+
 // startPluginProxy starts a sidecar with the suite's bootstrap plus the
-// backend cluster, and a pod for it whose port-forwards reach it.
-func startPluginProxy(ctx SpecContext, pf *pluginFixture, ns, name, app string) *proxy {
+// backend cluster (and whatever edits change), and a pod for it whose
+// port-forwards reach it.
+func startPluginProxy(ctx SpecContext, pf *pluginFixture, ns, name, app string, edits ...func(string) string) *proxy {
 	GinkgoHelper()
 	p := newProxy(feats.healthCheckFilter)
-	f, err := os.OpenFile(p.config, os.O_APPEND|os.O_WRONLY, 0)
+	raw, err := os.ReadFile(p.config)
 	Expect(err).NotTo(HaveOccurred())
-	_, err = fmt.Fprintf(f, pluginClusterYAML, p.ip, p.listenPort)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(f.Close()).To(Succeed())
+	config := string(raw) + fmt.Sprintf(pluginClusterYAML, p.ip, p.listenPort)
+	for _, edit := range edits {
+		config = edit(config)
+	}
+	Expect(os.WriteFile(p.config, []byte(config), 0o644)).To(Succeed())
 	p.start()
 	DeferCleanup(p.stop)
 	createPod(ctx, ns, name, app, p)
 	pf.forwardTo(ns, name, p.ip)
 	return p
+}
+
+// tapProbe sends one request through the sidecar's listener with the
+// x-tap-probe header set to value.
+func tapProbe(p *proxy, value string) {
+	GinkgoHelper()
+	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://%s/probe", net.JoinHostPort(p.ip, strconv.Itoa(p.listenPort))), nil)
+	Expect(err).NotTo(HaveOccurred())
+	req.Header.Set("x-tap-probe", value)
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	_, _ = io.Copy(io.Discard, resp.Body)
+	Expect(resp.Body.Close()).To(Succeed())
+	Expect(resp.StatusCode).To(Equal(http.StatusOK))
+}
+
+// tapTrace is the part of an http_buffered_trace the specs look at.
+type tapTrace struct {
+	Trace struct {
+		Request struct {
+			Headers []struct{ Key, Value string } `json:"headers"`
+		} `json:"request"`
+		Response struct {
+			Headers []struct{ Key, Value string } `json:"headers"`
+			Body    struct {
+				AsBytes  []byte `json:"as_bytes"`
+				AsString string `json:"as_string"`
+			} `json:"body"`
+		} `json:"response"`
+	} `json:"http_buffered_trace"`
+}
+
+// header is the value of the named header in a trace's header list.
+func header(headers []struct{ Key, Value string }, name string) string {
+	for _, h := range headers {
+		if h.Key == name {
+			return h.Value
+		}
+	}
+	return ""
 }
 
 // statLines are the lines of a /stats text listing.
@@ -269,6 +332,80 @@ var _ = Describe("kubectl-outrigger", Ordered, ContinueOnFailure, func() {
 		Expect(all.stdout).To(MatchRegexp(`(?m)^%s\s+api-0\s+\S+ \(\S+\)\s+DRAINING\s+false\s`, ns))
 		Expect(all.stdout).To(MatchRegexp(`(?m)^%s\s+web-0\s+\S+ \(\S+\)\s+LIVE\s+true\s`, ns))
 		Expect(all.stderr).NotTo(ContainSubstring(ns))
+	})
+
+	It("streams the traces of a tap filter with admin_config, and says why the proxy refuses a tap", func(ctx SpecContext) {
+		ns := cluster.namespace(ctx)
+		p := startPluginProxy(ctx, pf, ns, "web-0", "web", withTapFilter)
+		streams := pf.forwarder.Streams()
+
+		// The session is attached a moment after the command starts:
+		// requests flow until their traces come out.
+		tap := pf.start(ns, "tap", "web-0", "--config-id", "web-tap")
+		n := 0
+		Eventually(func() string {
+			if tap.exited() {
+				StopTrying("the tap ended: " + tap.stderr.String()).Now()
+			}
+			n++
+			tapProbe(p, "probe-"+strconv.Itoa(n))
+			return tap.stdout.String()
+		}).WithTimeout(20 * time.Second).WithPolling(100 * time.Millisecond).Should(ContainSubstring(`"x-tap-probe"`))
+		Expect(pf.forwarder.Streams()).To(BeNumerically(">", streams), "the tap did not go through the port-forward")
+
+		// One session at a time, as Envoy: the proxy's 400 is the error.
+		r := pf.run(ns, "tap", "web-0", "--config-id", "web-tap")
+		Expect(r.code).To(Equal(1))
+		Expect(r.stderr).To(Equal(fmt.Sprintf("error: pod %s/web-0: the proxy refused POST /tap: 400: An attached /tap admin stream already exists. Detach it.\n", ns)))
+
+		// ^C ends the stream cleanly; every trace is a whole JSON document.
+		Expect(tap.interrupt()).To(Equal(0))
+		dec := json.NewDecoder(strings.NewReader(tap.stdout.String()))
+		var traces []tapTrace
+		for dec.More() {
+			var t tapTrace
+			Expect(dec.Decode(&t)).To(Succeed())
+			traces = append(traces, t)
+		}
+		Expect(traces).NotTo(BeEmpty())
+		for _, t := range traces {
+			Expect(header(t.Trace.Request.Headers, "x-tap-probe")).To(MatchRegexp(`^probe-\d+$`))
+			Expect(header(t.Trace.Request.Headers, ":path")).To(Equal("/probe"))
+			Expect(header(t.Trace.Response.Headers, ":status")).To(Equal("200"))
+			Expect(string(t.Trace.Response.Body.AsBytes)).To(Equal("hello"))
+		}
+
+		// The session is gone once the proxy sees the stream closed; an
+		// unknown config id is then the proxy's refusal.
+		Eventually(func() string {
+			return pf.run(ns, "tap", "web-0", "--config-id", "nope").stderr
+		}).WithTimeout(10 * time.Second).Should(Equal(fmt.Sprintf("error: pod %s/web-0: the proxy refused POST /tap: 400: Unknown config id 'nope'. No extension has registered with this id.\n", ns)))
+
+		// A tap request from a file: only the matching requests, bodies
+		// as strings, in YAML, and the command ends after --count traces.
+		file := filepath.Join(GinkgoT().TempDir(), "tap.yaml")
+		Expect(os.WriteFile(file, []byte(`config_id: web-tap
+tap_config:
+  match:
+    http_request_headers_match:
+      headers: [{name: x-tap-probe, string_match: {exact: "yes"}}]
+  output_config:
+    sinks: [{format: JSON_BODY_AS_STRING, streaming_admin: {}}]
+`), 0o644)).To(Succeed())
+		tap = pf.start(ns, "tap", "web-0", "-f", file, "--count", "1", "-o", "yaml")
+		Eventually(func() bool {
+			tapProbe(p, "no")
+			tapProbe(p, "yes")
+			return tap.exited()
+		}).WithTimeout(20*time.Second).WithPolling(100*time.Millisecond).Should(BeTrue(), "the tap did not end after one trace: %s", tap.stderr.String())
+		Expect(tap.wait()).To(Equal(0))
+		out := tap.stdout.String()
+		Expect(out).To(HavePrefix("---\n"))
+		Expect(strings.Count(out, "---\n")).To(Equal(1))
+		var t tapTrace
+		Expect(yaml.Unmarshal([]byte(out), &t)).To(Succeed())
+		Expect(header(t.Trace.Request.Headers, "x-tap-probe")).To(Equal("yes"))
+		Expect(t.Trace.Response.Body.AsString).To(Equal("hello"))
 	})
 
 	It("says so when a pod has no proxy, its admin cannot be reached, or the command is unknown", func(ctx SpecContext) {
