@@ -22,16 +22,25 @@ import (
 // tapBootstrap is a listener on port with two tap filters before the
 // router: one configured for /tap (config id "debug"), one static that
 // writes the requests carrying x-file to files under prefix, in format,
-// with the output_config fields in extra (", streaming: true").
+// with the output_config fields in extra (", streaming: true"). Its
+// runtime has an admin layer, for tap_enabled's runtime keys.
 func tapBootstrap(port int, up, prefix, format, extra string) string {
+	GinkgoHelper()
+	return tapBootstrapWith(port, up, prefix, format, extra, "")
+}
+
+// tapBootstrapWith is tapBootstrap with more fields of the static tap's
+// TapConfig in static ("tap_enabled: {...}, ").
+func tapBootstrapWith(port int, up, prefix, format, extra, static string) string {
 	GinkgoHelper()
 	const tapType = "type.googleapis.com/envoy.extensions.filters.http.tap.v3.Tap"
 	return proxySpec{
 		Port:   port,
 		HCM:    "{stat_prefix: web}",
+		Top:    "{layered_runtime: {layers: [{name: admin, admin_layer: {}}]}}",
 		Routes: `[{match: {prefix: /}, route: {cluster: up}}]`,
 		Filters: "[" + httpFilter("envoy.filters.http.tap", tapType, `{common_config: {admin_config: {config_id: debug}}}`) + ", " +
-			httpFilter("tap-static", tapType, `{common_config: {static_config: {
+			httpFilter("tap-static", tapType, `{common_config: {static_config: {`+static+`
 				match: {http_request_headers_match: {headers: [{name: x-file, string_match: {exact: "yes"}}]}},
 				output_config: {sinks: [{format: `+format+`, file_per_tap: {path_prefix: "`+prefix+`"}}]`+extra+`}}}}`) + "]",
 		Clusters: []proxyCluster{{Name: "up", Port: portNum(up)}},
@@ -45,6 +54,11 @@ type tapTrace struct {
 		Response tapMessage `json:"response"`
 	} `json:"http_buffered_trace"`
 	Segment *tapSegment `json:"http_streamed_trace_segment"`
+	// SampleRate is configured_sample_rate: tap_enabled's default value.
+	SampleRate *struct {
+		Numerator   int    `json:"numerator"`
+		Denominator string `json:"denominator"`
+	} `json:"configured_sample_rate"`
 }
 
 type tapMessage struct {
@@ -65,6 +79,7 @@ type tapSegment struct {
 	TraceID           string      `json:"trace_id"`
 	RequestHeaders    *tapMessage `json:"request_headers"`
 	RequestBodyChunk  *tapBody    `json:"request_body_chunk"`
+	RequestTrailers   *tapMessage `json:"request_trailers"`
 	ResponseHeaders   *tapMessage `json:"response_headers"`
 	ResponseBodyChunk *tapBody    `json:"response_body_chunk"`
 	ResponseTrailers  *tapMessage `json:"response_trailers"`
@@ -79,6 +94,8 @@ func (s *tapSegment) part() string {
 		return "request_headers"
 	case s.RequestBodyChunk != nil:
 		return "request_body_chunk"
+	case s.RequestTrailers != nil:
+		return "request_trailers"
 	case s.ResponseHeaders != nil:
 		return "response_headers"
 	case s.ResponseBodyChunk != nil:
@@ -233,9 +250,9 @@ var _ = Describe("The tap filter", func() {
 		Expect(code).To(Equal(400))
 		Expect(msg).To(ContainSubstring("bogus"))
 
-		_, code, msg = attachTap(sc, `{config_id: debug, tap_config: {match: {http_request_trailers_match: {headers: [{name: x}]}}, output_config: {sinks: [{streaming_admin: {}}]}}}`)
+		_, code, msg = attachTap(sc, `{config_id: debug, tap_config: {tap_enabled: {runtime_key: k}, match: {any_match: true}, output_config: {sinks: [{streaming_admin: {}}]}}}`)
 		Expect(code).To(Equal(400))
-		Expect(msg).To(ContainSubstring("tap_config.match.http_request_trailers_match"))
+		Expect(msg).To(Equal("tap_config.tap_enabled.default_value: required"))
 
 		_, code, msg = attachTap(sc, "")
 		Expect(code).To(Equal(400))
@@ -297,6 +314,94 @@ var _ = Describe("The tap filter", func() {
 		}
 		Expect(body).To(Equal("echo:hello"))
 		Eventually(func() string { return httpStat(sc, "http.web.tap.rq_tapped") }, 5*time.Second).Should(Equal("1"))
+	})
+
+	It("matches request trailers and traces them, buffered and streamed", func() {
+		// Over h2c, the request body ends with the trailer x-checksum
+		// (none when checksum is "").
+		sendTrailer := func(body, checksum string) {
+			GinkgoHelper()
+			req, err := http.NewRequest(http.MethodPost, listenerURL(port, "/api"), strings.NewReader(body))
+			Expect(err).NotTo(HaveOccurred())
+			req.ContentLength = -1
+			if checksum != "" {
+				req.Trailer = http.Header{"X-Checksum": {checksum}}
+			}
+			resp, err := httpClients()["HTTP/2"].Do(req)
+			Expect(err).NotTo(HaveOccurred())
+			b, err := io.ReadAll(resp.Body)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(resp.Body.Close()).To(Succeed())
+			Expect(string(b)).To(Equal("echo:" + body))
+		}
+		const match = `match: {http_request_trailers_match: {headers: [{name: x-checksum, string_match: {exact: c1}}]}}`
+		ts, code, msg := attachTap(sc, `{config_id: debug, tap_config: {`+match+`,
+		  output_config: {sinks: [{streaming_admin: {}, format: JSON_BODY_AS_STRING}]}}}`)
+		Expect(code).To(Equal(200), msg)
+		sendTrailer("no trailers", "")
+		sendTrailer("another checksum", "c2")
+		sendTrailer("hello", "c1")
+		t := ts.next()
+		Expect(t.HTTPBufferedTrace.Request.Body.AsString).To(Equal("hello"))
+		Expect(t.HTTPBufferedTrace.Request.Trailers).To(ConsistOf(HaveField("Key", "x-checksum")))
+		Expect(t.HTTPBufferedTrace.Request.Trailers[0].Value).To(Equal("c1"))
+		Expect(t.SampleRate).To(BeNil(), "configured_sample_rate without tap_enabled")
+		Consistently(ts.traces, 300*time.Millisecond).ShouldNot(Receive(), "a request without the trailer was traced")
+		ts.cancel()
+
+		By("streaming: the segments start when the trailers match, in Envoy's order")
+		Eventually(func() int {
+			ts, code, _ = attachTap(sc, `{config_id: debug, tap_config: {`+match+`,
+			  output_config: {sinks: [{streaming_admin: {}, format: JSON_BODY_AS_STRING}], streaming: true}}}`)
+			return code
+		}, 10*time.Second, 100*time.Millisecond).Should(Equal(200))
+		sendTrailer("another checksum", "c2")
+		sendTrailer("world", "c1")
+		var parts []string
+		for len(parts) < 4 {
+			parts = append(parts, ts.next().Segment.part())
+		}
+		Expect(parts).To(Equal([]string{"request_headers", "request_body_chunk", "request_trailers", "response_headers"}))
+	})
+
+	It("taps only the share of requests that tap_enabled gives, which its runtime key overrides", func() {
+		ts, code, msg := attachTap(sc, `{config_id: debug, tap_config: {
+		  tap_enabled: {default_value: {numerator: 100}, runtime_key: tap.debug.enabled},
+		  match: {any_match: true},
+		  output_config: {sinks: [{streaming_admin: {}, format: JSON_BODY_AS_STRING}]}}}`)
+		Expect(code).To(Equal(200), msg)
+		Expect(send("first").Status).To(Equal(200))
+		t := ts.next()
+		Expect(t.HTTPBufferedTrace.Request.Body.AsString).To(Equal("first"))
+		// The configured rate: the default value, whatever the runtime says.
+		Expect(t.SampleRate).NotTo(BeNil())
+		Expect(t.SampleRate.Numerator).To(Equal(100))
+		Expect(t.SampleRate.Denominator).To(Equal("HUNDRED"))
+
+		Expect(sc.Post("/runtime_modify?tap.debug.enabled=0").Status).To(Equal(200))
+		for i := range 5 {
+			Expect(send(fmt.Sprint("skipped ", i)).Status).To(Equal(200))
+		}
+		Consistently(ts.traces, 300*time.Millisecond).ShouldNot(Receive(), "a request outside the share was traced")
+		Expect(httpStat(sc, "http.web.tap.rq_tapped")).To(Equal("1"))
+
+		Expect(sc.Post("/runtime_modify?tap.debug.enabled=100").Status).To(Equal(200))
+		Expect(send("again").Status).To(Equal(200))
+		Expect(ts.next().HTTPBufferedTrace.Request.Body.AsString).To(Equal("again"))
+
+		By("a static tap whose share is 0% writes no file")
+		port2 := freePort()
+		prefix2 := filepath.Join(newDir(), "none")
+		sc2 := Start(newDir(), tapBootstrapWith(port2, up, prefix2, "JSON_BODY_AS_STRING", "", "tap_enabled: {default_value: {numerator: 0}},"))
+		for i := range 5 {
+			r := httpDo(plain, http.MethodPost, listenerURL(port2, "/api"), strings.NewReader(fmt.Sprint(i)), http.Header{"X-File": {"yes"}})
+			Expect(r.Status).To(Equal(200))
+		}
+		Consistently(func() []string {
+			files, _ := filepath.Glob(prefix2 + "_*")
+			return files
+		}, 300*time.Millisecond).Should(BeEmpty())
+		Expect(httpStat(sc2, "http.web.tap.rq_tapped")).To(Equal("0"))
 	})
 
 	It("traces the requests whose bodies hold the generic body match's patterns", func() {

@@ -5,8 +5,9 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedTap lists the fields of the tap HTTP filter
 // (envoy.filters.http.tap) that Outrigger implements: admin_config (the
 // /tap endpoint) and static_config with a file_per_tap sink, buffered or
-// streamed traces, header, trailer and generic body matchers. Request
-// trailer matchers and the other sinks are refused by path.
+// streamed traces, tap_enabled sampling, header, trailer and generic body
+// matchers. min_streamed_sent_bytes (which Envoy applies to the transport
+// tap socket only) and the other sinks are refused by path.
 var supportedTap = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.tap.v3.Tap.common_config": {},
 
@@ -17,6 +18,9 @@ var supportedTap = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.tap.v3.TapConfig.match":         {},
 	"envoy.config.tap.v3.TapConfig.match_config":  {},
 	"envoy.config.tap.v3.TapConfig.output_config": {},
+	// tap_enabled is a RuntimeFractionalPercent, whose fields are listed
+	// with the HTTP filters'.
+	"envoy.config.tap.v3.TapConfig.tap_enabled": {},
 
 	"envoy.config.tap.v3.OutputConfig.sinks":                 {},
 	"envoy.config.tap.v3.OutputConfig.max_buffered_rx_bytes": {},
@@ -33,6 +37,7 @@ var supportedTap = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.common.matcher.v3.MatchPredicate.any_match":                           {},
 	"envoy.config.common.matcher.v3.MatchPredicate.http_request_headers_match":          {},
 	"envoy.config.common.matcher.v3.MatchPredicate.http_response_headers_match":         {},
+	"envoy.config.common.matcher.v3.MatchPredicate.http_request_trailers_match":         {},
 	"envoy.config.common.matcher.v3.MatchPredicate.http_response_trailers_match":        {},
 	"envoy.config.common.matcher.v3.MatchPredicate.MatchSet.rules":                      {},
 	"envoy.config.common.matcher.v3.HttpHeadersMatch.headers":                           {},
@@ -50,6 +55,7 @@ var supportedTap = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.tap.v3.MatchPredicate.any_match":                           {},
 	"envoy.config.tap.v3.MatchPredicate.http_request_headers_match":          {},
 	"envoy.config.tap.v3.MatchPredicate.http_response_headers_match":         {},
+	"envoy.config.tap.v3.MatchPredicate.http_request_trailers_match":         {},
 	"envoy.config.tap.v3.MatchPredicate.http_response_trailers_match":        {},
 	"envoy.config.tap.v3.MatchPredicate.MatchSet.rules":                      {},
 	"envoy.config.tap.v3.HttpHeadersMatch.headers":                           {},

@@ -74,6 +74,7 @@ func TestAttachRefusals(t *testing.T) {
 		"min sent":     {strings.Replace(request, "[{streaming_admin: {}}]", "[{streaming_admin: {}}], min_streamed_sent_bytes: 1", 1), "tap_config.output_config.min_streamed_sent_bytes"},
 		"file sink":    {strings.Replace(request, "streaming_admin: {}", "file_per_tap: {path_prefix: /tmp/x}", 1), "tap_config.output_config.sinks[0]"},
 		"proto format": {strings.Replace(request, "streaming_admin: {}", "streaming_admin: {}, format: PROTO_BINARY", 1), "tap_config.output_config.sinks[0].format"},
+		"no sample":    {strings.Replace(request, "output_config:", "tap_enabled: {runtime_key: k}, output_config:", 1), "tap_config.tap_enabled.default_value: required"},
 		"two sinks":    {strings.Replace(request, "[{streaming_admin: {}}]", "[{streaming_admin: {}}, {streaming_admin: {}}]", 1), "tap_config.output_config.sinks"},
 	}
 	for name, tc := range cases {

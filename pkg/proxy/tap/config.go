@@ -6,6 +6,9 @@ import (
 
 	tapv3 "github.com/envoyproxy/go-control-plane/envoy/config/tap/v3"
 	datatapv3 "github.com/envoyproxy/go-control-plane/envoy/data/tap/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 )
 
 // Sink receives the traces of a tap configuration.
@@ -25,6 +28,11 @@ type Config struct {
 	// exchange passes rather than one http_buffered_trace at its end.
 	Streaming bool
 	Sink      Sink
+	// Enabled is tap_enabled: the share of requests the tap looks at
+	// (nil: all of them), and SampleRate its default value, which traces
+	// carry as configured_sample_rate.
+	Enabled    *runtime.Fraction
+	SampleRate *typev3.FractionalPercent
 	// bodies are the generic body matchers of Match, which every piece of
 	// a traced body is fed to.
 	bodies []*Matcher
@@ -45,8 +53,9 @@ func compileConfig(tc *tapv3.TapConfig, field string, kind sinkKind) (*Config, *
 	if tc == nil {
 		return nil, nil, errors.New(field + ": a tap configuration is required")
 	}
-	if tc.GetTapEnabled() != nil {
-		return nil, nil, errors.New(field + ".tap_enabled: not supported")
+	enabled, err := compileEnabled(tc.GetTapEnabled(), field+".tap_enabled")
+	if err != nil {
+		return nil, nil, err
 	}
 	m, err := compileTapMatch(tc, field)
 	if err != nil {
@@ -63,7 +72,8 @@ func compileConfig(tc *tapv3.TapConfig, field string, kind sinkKind) (*Config, *
 	if len(oc.GetSinks()) != 1 {
 		return nil, nil, errors.New(of + ".sinks: exactly one sink is required")
 	}
-	c := &Config{Match: m, MaxRx: DefaultMaxBufferedBytes, MaxTx: DefaultMaxBufferedBytes, Streaming: oc.GetStreaming(), bodies: m.bodyMatchers(nil)}
+	c := &Config{Match: m, MaxRx: DefaultMaxBufferedBytes, MaxTx: DefaultMaxBufferedBytes, Streaming: oc.GetStreaming(), bodies: m.bodyMatchers(nil),
+		Enabled: enabled, SampleRate: tc.GetTapEnabled().GetDefaultValue()}
 	if v := oc.GetMaxBufferedRxBytes(); v != nil {
 		c.MaxRx = int(v.GetValue())
 	}

@@ -45,7 +45,7 @@ func (h Headers) Get(name string) (string, bool) {
 // request and its response. A nil map has not arrived (yet): a header
 // matcher on it does not match, as Envoy's does not before its headers.
 type Exchange struct {
-	RequestHeaders, ResponseHeaders, ResponseTrailers Headers
+	RequestHeaders, RequestTrailers, ResponseHeaders, ResponseTrailers Headers
 	// bodies is the search of each generic body matcher (by its index).
 	bodies []bodyProgress
 }
@@ -68,6 +68,7 @@ const (
 	matchOr
 	matchNot
 	matchRequestHeaders
+	matchRequestTrailers
 	matchResponseHeaders
 	matchResponseTrailers
 	matchBody
@@ -94,6 +95,8 @@ func (m *Matcher) Matches(x *Exchange) bool {
 		return !m.sub[0].Matches(x)
 	case matchRequestHeaders:
 		return m.matchHeaders(x.RequestHeaders)
+	case matchRequestTrailers:
+		return m.matchHeaders(x.RequestTrailers)
 	case matchResponseHeaders:
 		return m.matchHeaders(x.ResponseHeaders)
 	case matchResponseTrailers:
@@ -172,7 +175,7 @@ func CompileMatch(mp *matcherv3.MatchPredicate, field string) (*Matcher, error) 
 	case *matcherv3.MatchPredicate_HttpResponseTrailersMatch:
 		return compileHeaders(matchResponseTrailers, r.HttpResponseTrailersMatch, field+".http_response_trailers_match")
 	case *matcherv3.MatchPredicate_HttpRequestTrailersMatch:
-		return nil, fmt.Errorf("%s.http_request_trailers_match: not supported (request trailers are not traced)", field)
+		return compileHeaders(matchRequestTrailers, r.HttpRequestTrailersMatch, field+".http_request_trailers_match")
 	case *matcherv3.MatchPredicate_HttpRequestGenericBodyMatch:
 		return compileBody(true, r.HttpRequestGenericBodyMatch, field+".http_request_generic_body_match")
 	case *matcherv3.MatchPredicate_HttpResponseGenericBodyMatch:

@@ -27,6 +27,7 @@ func predicate(t *testing.T, y string) *matcherv3.MatchPredicate {
 func TestMatcher(t *testing.T) {
 	x := &Exchange{
 		RequestHeaders:   Headers{{":path", "/api"}, {":method", "GET"}, {"x-a", "1"}, {"x-a", "2"}},
+		RequestTrailers:  Headers{{"x-checksum", "abc"}},
 		ResponseHeaders:  Headers{{":status", "503"}},
 		ResponseTrailers: Headers{{"grpc-status", "14"}},
 	}
@@ -38,6 +39,8 @@ func TestMatcher(t *testing.T) {
 		"request header":         {`http_request_headers_match: {headers: [{name: x-a, string_match: {exact: "1,2"}}]}`, true},
 		"request pseudo-header":  {`http_request_headers_match: {headers: [{name: ":path", string_match: {prefix: /api}}]}`, true},
 		"request header missing": {`http_request_headers_match: {headers: [{name: x-b}]}`, false},
+		"request trailer":        {`http_request_trailers_match: {headers: [{name: x-checksum, string_match: {exact: abc}}]}`, true},
+		"request trailer absent": {`http_request_trailers_match: {headers: [{name: x-a}]}`, false},
 		"response header":        {`http_response_headers_match: {headers: [{name: ":status", string_match: {exact: "503"}}]}`, true},
 		"response trailer":       {`http_response_trailers_match: {headers: [{name: grpc-status, string_match: {exact: "0"}}]}`, false},
 		"not":                    {`not_match: {http_request_headers_match: {headers: [{name: x-b}]}}`, true},
@@ -61,12 +64,12 @@ func TestMatcher(t *testing.T) {
 
 func TestMatcherRefused(t *testing.T) {
 	cases := map[string]struct{ pred, path string }{
-		"body no pattern":  {`http_request_generic_body_match: {bytes_limit: 3}`, "match.http_request_generic_body_match.patterns"},
-		"empty pattern":    {`http_response_generic_body_match: {patterns: [{string_match: x}, {}]}`, "match.http_response_generic_body_match.patterns[1]"},
-		"request trailers": {`http_request_trailers_match: {headers: [{name: x}]}`, "match.http_request_trailers_match"},
-		"one rule":         {`and_match: {rules: [{any_match: true}]}`, "match.and_match.rules"},
-		"nested":           {`or_match: {rules: [{any_match: true}, {not_match: {http_request_generic_body_match: {}}}]}`, "match.or_match.rules[1].not_match.http_request_generic_body_match"},
-		"empty":            {`{}`, "match:"},
+		"body no pattern": {`http_request_generic_body_match: {bytes_limit: 3}`, "match.http_request_generic_body_match.patterns"},
+		"empty pattern":   {`http_response_generic_body_match: {patterns: [{string_match: x}, {}]}`, "match.http_response_generic_body_match.patterns[1]"},
+		"trailer matcher": {`http_request_trailers_match: {headers: [{name: x, string_match: {safe_regex: {regex: "("}}}]}`, "match.http_request_trailers_match"},
+		"one rule":        {`and_match: {rules: [{any_match: true}]}`, "match.and_match.rules"},
+		"nested":          {`or_match: {rules: [{any_match: true}, {not_match: {http_request_generic_body_match: {}}}]}`, "match.or_match.rules[1].not_match.http_request_generic_body_match"},
+		"empty":           {`{}`, "match:"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

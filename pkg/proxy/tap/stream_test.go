@@ -42,6 +42,8 @@ func (r *recordSink) pieces(t *testing.T, id uint64) []string {
 			out = append(out, "request_headers")
 		case s.GetRequestBodyChunk() != nil:
 			out = append(out, "request_body:"+chunkText(s.GetRequestBodyChunk()))
+		case s.GetRequestTrailers() != nil:
+			out = append(out, "request_trailers")
 		case s.GetResponseHeaders() != nil:
 			out = append(out, "response_headers")
 		case s.GetResponseBodyChunk() != nil:
@@ -121,6 +123,55 @@ func TestStreamedSegments(t *testing.T) {
 				t.Errorf("segments\n got %v\nwant %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestRequestTrailers: request trailers are traced, after the request
+// body, and a request trailer matcher starts a streamed trace when they
+// arrive, as Envoy's onRequestTrailers.
+func TestRequestTrailers(t *testing.T) {
+	const pred = `http_request_trailers_match: {headers: [{name: x-checksum, string_match: {exact: abc}}]}`
+	drive := func(tr *Trace, checksum string) {
+		tr.RequestHeaders = Headers{{":path", "/"}}
+		tr.RequestHeadersDone()
+		tr.RequestData([]byte("abcdef"))
+		tr.RequestTrailersDone(Headers{{"x-checksum", checksum}})
+		tr.ResponseHeaders = Headers{{":status", "200"}}
+		tr.ResponseHeadersDone()
+		tr.ResponseData([]byte("12"))
+	}
+	sink := &recordSink{}
+	tr := streamingConfig(t, pred, sink).NewTrace()
+	drive(tr, "abc")
+	if !tr.Finish() {
+		t.Error("not traced")
+	}
+	want := "request_headers request_body:abcd+ request_trailers response_headers response_body:12"
+	if got := strings.Join(sink.pieces(t, tr.ID), " "); got != want {
+		t.Errorf("segments\n got %s\nwant %s", got, want)
+	}
+	if got := sink.got[2].GetHttpStreamedTraceSegment().GetRequestTrailers().GetHeaders(); len(got) != 1 || got[0].GetKey() != "x-checksum" {
+		t.Errorf("request trailers segment %v", got)
+	}
+
+	sink = &recordSink{}
+	tr = streamingConfig(t, pred, sink).NewTrace()
+	drive(tr, "other")
+	if tr.Finish() || len(sink.got) != 0 {
+		t.Errorf("a request whose trailer does not match was traced: %d segments", len(sink.got))
+	}
+
+	// Buffered: the trace carries them in request.trailers.
+	c := streamingConfig(t, pred, sink)
+	c.Streaming = false
+	tr = c.NewTrace()
+	drive(tr, "abc")
+	if !tr.Finish() {
+		t.Fatal("buffered: not traced")
+	}
+	bt := sink.got[len(sink.got)-1].GetHttpBufferedTrace()
+	if got := bt.GetRequest().GetTrailers(); len(got) != 1 || got[0].GetValue() != "abc" || len(bt.GetResponse().GetTrailers()) != 0 {
+		t.Errorf("buffered trace trailers: request %v, response %v", got, bt.GetResponse().GetTrailers())
 	}
 }
 

@@ -36,7 +36,8 @@ func (b *Body) reset() { b.Data, b.Truncated = nil, false }
 
 // Trace is one HTTP exchange as the filter captures it. The filter
 // reports each part as it passes (RequestHeadersDone, RequestData,
-// ResponseHeadersDone, ResponseData, ResponseTrailersDone) and Finish at
+// RequestTrailersDone, ResponseHeadersDone, ResponseData,
+// ResponseTrailersDone) and Finish at
 // the end. Buffered, the trace goes to the sink whole at Finish when it
 // matches. Streaming, it goes out as http_streamed_trace_segment messages
 // as Envoy sends them: nothing until the match is known to hold, then
@@ -55,6 +56,9 @@ type Trace struct {
 	// response does.
 	mu      sync.Mutex
 	started bool
+	// rated is set once a message carried the configured sample rate:
+	// a streamed trace has it on its first segment only.
+	rated bool
 }
 
 // NewTrace starts a trace whose bodies keep at most the session's limits.
@@ -90,6 +94,16 @@ func (t *Trace) RequestData(p []byte) {
 	}
 	t.send(&datatapv3.HttpStreamedTraceSegment{MessagePiece: &datatapv3.HttpStreamedTraceSegment_RequestBodyChunk{
 		RequestBodyChunk: t.chunk(p, t.cfg.MaxRx)}})
+}
+
+// RequestTrailersDone records the request's trailers (only when it has
+// some). They are set under the trace's lock: the response may be on its
+// way already, its parts looking at the match.
+func (t *Trace) RequestTrailersDone(h Headers) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.RequestTrailers = h
+	t.advance(t.requestTrailers)
 }
 
 // ResponseHeadersDone reports that ResponseHeaders are set.
@@ -137,7 +151,7 @@ func (t *Trace) Finish() bool {
 	if !t.cfg.Match.Matches(&t.Exchange) {
 		return false
 	}
-	t.cfg.Sink.Submit(t.Wrapper(t.cfg.Format), t.ID)
+	t.cfg.Sink.Submit(t.rate(t.Wrapper(t.cfg.Format)), t.ID)
 	return true
 }
 
@@ -158,7 +172,8 @@ func (t *Trace) advance(part func()) {
 }
 
 // flush sends what arrived before the match held: request headers,
-// request body, response headers, response body, response trailers.
+// request body, request trailers, response headers, response body,
+// response trailers.
 func (t *Trace) flush() {
 	if t.RequestHeaders != nil {
 		t.requestHeaders()
@@ -166,6 +181,9 @@ func (t *Trace) flush() {
 	if b := t.body(t.RequestBody); b != nil {
 		t.send(&datatapv3.HttpStreamedTraceSegment{MessagePiece: &datatapv3.HttpStreamedTraceSegment_RequestBodyChunk{RequestBodyChunk: b}})
 		t.RequestBody.reset()
+	}
+	if t.RequestTrailers != nil {
+		t.requestTrailers()
 	}
 	if t.ResponseHeaders != nil {
 		t.responseHeaders()
@@ -184,6 +202,11 @@ func (t *Trace) requestHeaders() {
 		RequestHeaders: headerMap(t.RequestHeaders)}})
 }
 
+func (t *Trace) requestTrailers() {
+	t.send(&datatapv3.HttpStreamedTraceSegment{MessagePiece: &datatapv3.HttpStreamedTraceSegment_RequestTrailers{
+		RequestTrailers: headerMap(t.RequestTrailers)}})
+}
+
 func (t *Trace) responseHeaders() {
 	t.send(&datatapv3.HttpStreamedTraceSegment{MessagePiece: &datatapv3.HttpStreamedTraceSegment_ResponseHeaders{
 		ResponseHeaders: headerMap(t.ResponseHeaders)}})
@@ -197,7 +220,19 @@ func (t *Trace) responseTrailers() {
 // send submits s as a segment of this trace.
 func (t *Trace) send(s *datatapv3.HttpStreamedTraceSegment) {
 	s.TraceId = t.ID
-	t.cfg.Sink.Submit(&datatapv3.TraceWrapper{Trace: &datatapv3.TraceWrapper_HttpStreamedTraceSegment{HttpStreamedTraceSegment: s}}, t.ID)
+	t.cfg.Sink.Submit(t.rate(&datatapv3.TraceWrapper{Trace: &datatapv3.TraceWrapper_HttpStreamedTraceSegment{HttpStreamedTraceSegment: s}}), t.ID)
+}
+
+// rate sets the configured sample rate (tap_enabled's default value) on
+// the trace's first message, as Envoy records it; nothing without
+// tap_enabled.
+func (t *Trace) rate(w *datatapv3.TraceWrapper) *datatapv3.TraceWrapper {
+	if t.cfg.SampleRate != nil && !t.rated {
+		// Shared, read only: the sinks only marshal it.
+		w.ConfiguredSampleRate = t.cfg.SampleRate
+		t.rated = true
+	}
+	return w
 }
 
 // chunk is a body piece streamed on its own: cut at limit, as Envoy cuts
@@ -220,8 +255,9 @@ func (t *Trace) Wrapper(format tapv3.OutputSink_Format) *datatapv3.TraceWrapper 
 	return &datatapv3.TraceWrapper{Trace: &datatapv3.TraceWrapper_HttpBufferedTrace{
 		HttpBufferedTrace: &datatapv3.HttpBufferedTrace{
 			Request: &datatapv3.HttpBufferedTrace_Message{
-				Headers: headerValues(t.RequestHeaders),
-				Body:    body(t.RequestBody, asString),
+				Headers:  headerValues(t.RequestHeaders),
+				Body:     body(t.RequestBody, asString),
+				Trailers: headerValues(t.RequestTrailers),
 			},
 			Response: &datatapv3.HttpBufferedTrace_Message{
 				Headers:  headerValues(t.ResponseHeaders),

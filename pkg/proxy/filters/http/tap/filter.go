@@ -10,8 +10,9 @@ import (
 )
 
 // filter is one request's tap. It captures only when a configuration is
-// active at the request's start (an attached session, or a static one);
-// otherwise it does nothing.
+// active at the request's start (an attached session, or a static one)
+// and its tap_enabled share draws the request; otherwise it does
+// nothing.
 type filter struct {
 	cfg   *filterConfig
 	tc    *tap.Config
@@ -38,7 +39,8 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 			f.tc = sess.Config
 		}
 	}
-	if f.tc == nil {
+	if f.tc == nil || !f.tc.Sampled(f.cfg.runtime) {
+		f.tc = nil
 		return httpfilter.Continue
 	}
 	f.trace = f.tc.NewTrace()
@@ -88,9 +90,11 @@ func (f *filter) OnDestroy() {
 	f.cfg.pool.Put(f)
 }
 
-// requestBody copies the request body into the trace, passing it on
-// unchanged.
+// requestBody copies the request body and trailers into the trace,
+// passing them on unchanged.
 type requestBody struct{ t *tap.Trace }
+
+var _ httpfilter.TrailerDecoder = (*requestBody)(nil)
 
 func (r *requestBody) DecodeData(p []byte) ([]byte, error) {
 	r.t.RequestData(p)
@@ -98,6 +102,15 @@ func (r *requestBody) DecodeData(p []byte) ([]byte, error) {
 }
 
 func (r *requestBody) DecodeEnd() ([]byte, error) { return nil, nil }
+
+// DecodeTrailers implements httpfilter.TrailerDecoder: it records the
+// request's trailers, when it has some.
+func (r *requestBody) DecodeTrailers(trailers http.Header) http.Header {
+	if len(trailers) > 0 {
+		r.t.RequestTrailersDone(trailerFields(trailers))
+	}
+	return trailers
+}
 
 // responseBody copies the response body and trailers into the trace.
 type responseBody struct{ t *tap.Trace }
@@ -111,13 +124,18 @@ func (r *responseBody) EncodeEnd(trailers http.Header) ([]byte, http.Header, err
 	if len(trailers) == 0 {
 		return nil, trailers, nil
 	}
+	r.t.ResponseTrailers = trailerFields(trailers)
+	r.t.ResponseTrailersDone()
+	return nil, trailers, nil
+}
+
+// trailerFields are trailers as captured fields, names in lower case.
+func trailerFields(trailers http.Header) tap.Headers {
 	h := make(tap.Headers, 0, len(trailers))
 	for name, vs := range trailers {
 		for _, v := range vs {
 			h = append(h, tap.Header{Name: strings.ToLower(name), Value: v})
 		}
 	}
-	r.t.ResponseTrailers = h
-	r.t.ResponseTrailersDone()
-	return nil, trailers, nil
+	return h
 }

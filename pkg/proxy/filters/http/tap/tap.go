@@ -3,8 +3,10 @@
 // /tap session matches; with common_config.static_config it traces the
 // matching requests to its file_per_tap sink. A trace is Envoy's
 // http_buffered_trace (request and response headers, bodies up to
-// max_buffered_rx_bytes / max_buffered_tx_bytes, response trailers), or
-// with output_config.streaming its http_streamed_trace_segment messages.
+// max_buffered_rx_bytes / max_buffered_tx_bytes, request and response
+// trailers), or with output_config.streaming its
+// http_streamed_trace_segment messages; tap_config.tap_enabled samples the
+// requests it looks at.
 // It counts the traces in http.<stat_prefix>.tap.rq_tapped, as Envoy's.
 package tap
 
@@ -63,14 +65,14 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 		}
 		reg := tr.TapRegistry()
 		reg.Register(ac.GetConfigId())
-		return newFilterConfig(&filterConfig{reg: reg, id: ac.GetConfigId(), tapped: tapped}), nil
+		return newFilterConfig(&filterConfig{reg: reg, id: ac.GetConfigId(), tapped: tapped, runtime: ctx.Runtime}), nil
 	}
 	if sc := cc.GetStaticConfig(); sc != nil {
 		c, err := tap.CompileStatic(sc, "common_config.static_config")
 		if err != nil {
 			return nil, err
 		}
-		return newFilterConfig(&filterConfig{static: c, tapped: tapped}), nil
+		return newFilterConfig(&filterConfig{static: c, tapped: tapped, runtime: ctx.Runtime}), nil
 	}
 	return nil, errors.New("common_config: admin_config or static_config is required")
 }
@@ -83,6 +85,8 @@ type filterConfig struct {
 	static *tap.Config
 	// tapped is http.<stat_prefix>.tap.rq_tapped: the traces written.
 	tapped *stats.Counter
+	// runtime overrides tap_enabled shares (their runtime_key).
+	runtime httpfilter.Runtime
 	// pool recycles the filters of finished requests, so that a request
 	// allocates nothing while no tap is active.
 	pool sync.Pool
