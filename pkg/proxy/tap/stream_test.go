@@ -82,12 +82,10 @@ func exchange(tr *Trace, status string) {
 	tr.RequestHeadersDone()
 	tr.RequestData([]byte("abcdef"))
 	tr.RequestData([]byte("gh"))
-	tr.ResponseHeaders = Headers{{":status", status}}
-	tr.ResponseHeadersDone()
+	tr.ResponseHeadersDone(Headers{{":status", status}})
 	tr.ResponseData([]byte("12"))
 	tr.ResponseData([]byte("3456"))
-	tr.ResponseTrailers = Headers{{"grpc-status", "0"}}
-	tr.ResponseTrailersDone()
+	tr.ResponseTrailersDone(Headers{{"grpc-status", "0"}})
 }
 
 func TestStreamedSegments(t *testing.T) {
@@ -136,8 +134,7 @@ func TestRequestTrailers(t *testing.T) {
 		tr.RequestHeadersDone()
 		tr.RequestData([]byte("abcdef"))
 		tr.RequestTrailersDone(Headers{{"x-checksum", checksum}})
-		tr.ResponseHeaders = Headers{{":status", "200"}}
-		tr.ResponseHeadersDone()
+		tr.ResponseHeadersDone(Headers{{":status", "200"}})
 		tr.ResponseData([]byte("12"))
 	}
 	sink := &recordSink{}

@@ -106,10 +106,13 @@ func (t *Trace) RequestTrailersDone(h Headers) {
 	t.advance(t.requestTrailers)
 }
 
-// ResponseHeadersDone reports that ResponseHeaders are set.
-func (t *Trace) ResponseHeadersDone() {
+// ResponseHeadersDone records the response's headers, under the trace's
+// lock: the request body may still be flowing, its pieces looking at the
+// match.
+func (t *Trace) ResponseHeadersDone(h Headers) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.ResponseHeaders = h
 	t.advance(t.responseHeaders)
 }
 
@@ -131,11 +134,12 @@ func (t *Trace) ResponseData(p []byte) {
 		ResponseBodyChunk: t.chunk(p, t.cfg.MaxTx)}})
 }
 
-// ResponseTrailersDone reports that ResponseTrailers are set (only when
-// the response has trailers).
-func (t *Trace) ResponseTrailersDone() {
+// ResponseTrailersDone records the response's trailers (only when it has
+// some), under the trace's lock as ResponseHeadersDone.
+func (t *Trace) ResponseTrailersDone(h Headers) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.ResponseTrailers = h
 	t.advance(t.responseTrailers)
 }
 

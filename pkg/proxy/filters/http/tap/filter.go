@@ -73,8 +73,7 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 			return true
 		})
 	}
-	f.trace.ResponseHeaders = h
-	f.trace.ResponseHeadersDone()
+	f.trace.ResponseHeadersDone(h)
 	s.TransformResponseBody(&responseBody{f.trace})
 	return httpfilter.Continue
 }
@@ -124,8 +123,7 @@ func (r *responseBody) EncodeEnd(trailers http.Header) ([]byte, http.Header, err
 	if len(trailers) == 0 {
 		return nil, trailers, nil
 	}
-	r.t.ResponseTrailers = trailerFields(trailers)
-	r.t.ResponseTrailersDone()
+	r.t.ResponseTrailersDone(trailerFields(trailers))
 	return nil, trailers, nil
 }
 
