@@ -12,6 +12,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
 // The messages of Envoy's local replies for responses it cannot
@@ -48,6 +49,24 @@ type responseEncoder struct {
 	// is failBody.
 	failed   bool
 	failBody string
+	// gauge counts the bytes held in pending
+	// (transcoder_response_buffer_bytes), counted is what this response
+	// added to it.
+	gauge   *stats.Gauge
+	counted int64
+}
+
+// account brings the gauge in line with what pending holds.
+func (e *responseEncoder) account() {
+	n := int64(len(e.pending))
+	addGauge(e.gauge, n-e.counted)
+	e.counted = n
+}
+
+// release takes what the response still counts off the gauge.
+func (e *responseEncoder) release() {
+	addGauge(e.gauge, -e.counted)
+	e.counted = 0
 }
 
 var _ httpfilter.HeadHolder = (*responseEncoder)(nil)
@@ -76,6 +95,7 @@ func (e *responseEncoder) EncodeData(p []byte) ([]byte, error) {
 		e.hasData = true
 	}
 	e.pending = append(e.pending, p...)
+	defer e.account()
 	if !e.streaming {
 		if len(e.pending) > e.t.maxResponse {
 			e.fail(http.StatusInternalServerError, msgResponseTooLarge)
@@ -184,6 +204,7 @@ func (e *responseEncoder) messageBody(raw []byte) (body []byte, contentType stri
 
 // EncodeEnd implements httpfilter.DataEncoder.
 func (e *responseEncoder) EncodeEnd(trailers http.Header) ([]byte, http.Header, error) {
+	defer e.release()
 	if e.failed {
 		return []byte(e.failBody), nil, nil
 	}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter/httpfiltertest"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
 // statusStream is a test stream whose response status encoders may set.
@@ -116,5 +117,37 @@ func TestUnaryResponses(t *testing.T) {
 	b, tr, err := e.EncodeEnd(http.Header{"Grpc-Status": {"7"}, "Grpc-Message": {"no%20way"}})
 	if err != nil || tr != nil || string(b) != `{"code":7,"message":"no way"}` || s.Status != 403 {
 		t.Errorf("converted status: %d %q %v %v", s.Status, b, tr, err)
+	}
+}
+
+func TestResponseBufferGauge(t *testing.T) {
+	st := stats.NewStore()
+	g := st.Gauge("http.test.transcoder_response_buffer_bytes")
+	for _, streaming := range []bool{false, true} {
+		e, _ := echoEncoder(t, nil, streaming)
+		e.gauge = g
+		frame := echoFrame(t, e, 1)
+		if _, err := e.EncodeData(frame[:3]); err != nil {
+			t.Fatal(err)
+		}
+		if g.Value() != 3 {
+			t.Fatalf("streaming %v: gauge %d while 3 bytes are held", streaming, g.Value())
+		}
+		if _, err := e.EncodeData(frame[3:]); err != nil {
+			t.Fatal(err)
+		}
+		want := int64(len(frame))
+		if streaming {
+			want = 0 // the whole frame went out
+		}
+		if g.Value() != want {
+			t.Fatalf("streaming %v: gauge %d, want %d", streaming, g.Value(), want)
+		}
+		if _, _, err := e.EncodeEnd(nil); err != nil {
+			t.Fatal(err)
+		}
+		if g.Value() != 0 {
+			t.Fatalf("streaming %v: gauge %d after the end", streaming, g.Value())
+		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
 // Name is the filter's name in the proxy. spelling.
@@ -50,7 +51,14 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 	if err != nil {
 		return nil, err
 	}
-	return &filterConfig{name: ctx.Name, own: t}, nil
+	fc := &filterConfig{name: ctx.Name, own: t}
+	if ctx.Stats != nil {
+		// Envoy keeps them right under the connection manager's
+		// prefix, with no segment of the filter's.
+		fc.reqBytes = ctx.Stats.Gauge(ctx.StatPrefix + "transcoder_request_buffer_bytes")
+		fc.respBytes = ctx.Stats.Gauge(ctx.StatPrefix + "transcoder_response_buffer_bytes")
+	}
+	return fc, nil
 }
 
 // CompileRoute implements httpfilter.RouteFactory: a route's whole
@@ -70,6 +78,17 @@ type filterConfig struct {
 	// configuration.
 	name string
 	own  *transcoder
+	// reqBytes and respBytes are the bytes of bodies the filters hold
+	// (http.<stat_prefix>.transcoder_request_buffer_bytes and
+	// transcoder_response_buffer_bytes); nil without a stat store.
+	reqBytes, respBytes *stats.Gauge
+}
+
+// addGauge adds d to g, when there is one.
+func addGauge(g *stats.Gauge, d int64) {
+	if g != nil && d != 0 {
+		g.Add(d)
+	}
 }
 
 // NewFilter implements httpfilter.Config.
@@ -84,9 +103,18 @@ type filter struct {
 }
 
 var (
-	_ httpfilter.Decoder = (*filter)(nil)
-	_ httpfilter.Encoder = (*filter)(nil)
+	_ httpfilter.Decoder   = (*filter)(nil)
+	_ httpfilter.Encoder   = (*filter)(nil)
+	_ httpfilter.Destroyer = (*filter)(nil)
 )
+
+// OnDestroy implements httpfilter.Destroyer: what the response encoder
+// still held leaves the gauge.
+func (f *filter) OnDestroy() {
+	if f.enc != nil {
+		f.enc.release()
+	}
+}
 
 // DecodeHeaders implements httpfilter.Decoder.
 func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
@@ -137,6 +165,10 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		if !ok {
 			return httpfilter.Stop
 		}
+		// The gauge counts the body while it is held; the router
+		// forwards the transcoded message instead.
+		addGauge(f.cfg.reqBytes, int64(len(body)))
+		defer addGauge(f.cfg.reqBytes, -int64(len(body)))
 		if !complete || len(body) > t.maxRequest {
 			s.SendLocalReply(413, msgRequestTooLarge, 0, detailsLate+"{request_buffer_size_limit_reached}")
 			return httpfilter.Stop
@@ -157,7 +189,7 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	if !t.matchIncomingRoute {
 		s.ClearRouteCache()
 	}
-	f.enc = &responseEncoder{t: t, r: r, s: s, streaming: r.method.desc.IsStreamingServer()}
+	f.enc = &responseEncoder{t: t, r: r, s: s, streaming: r.method.desc.IsStreamingServer(), gauge: f.cfg.respBytes}
 	return httpfilter.Continue
 }
 
