@@ -268,10 +268,12 @@ var _ = Describe("The gRPC-JSON transcoder filter", func() {
 			More: []proxySpec{{
 				Port:     strict,
 				Listener: "{name: strict}",
-				Filters: "[" + transcoderFilter(descriptor, `convert_grpc_status: true, max_request_body_size: 64,
+				Filters: "[" + transcoderFilter(descriptor, `convert_grpc_status: true, max_request_body_size: 64, match_incoming_request_route: true,
 					print_options: {add_whitespace: true, preserve_proto_field_names: true, always_print_primitive_fields: true, stream_newline_delimited: true},
 					request_validation_options: {reject_unknown_method: true, reject_unknown_query_parameters: true}`) + "]",
-				Routes: `[{match: {prefix: /plain/}, route: {cluster: web}}, {match: {prefix: /}, route: {cluster: grpc}}]`,
+				// No route matches the gRPC path: the route the incoming
+				// path matched is kept (match_incoming_request_route).
+				Routes: `[{match: {prefix: /plain/}, route: {cluster: web}}, {match: {prefix: /v1/}, route: {cluster: grpc}}]`,
 			}},
 		}.YAML())
 	})
@@ -354,7 +356,7 @@ var _ = Describe("The gRPC-JSON transcoder filter", func() {
 		Expect(jsonOf(r.Body)).To(Equal(map[string]any{"id": "4", "genre": float64(2)}), "always_print_enums_as_ints on the route")
 	})
 
-	It("converts the status to JSON, rejects unknown methods, parameters and big bodies, and prints as configured", func() {
+	It("keeps the incoming route, converts the status to JSON, rejects unknown methods, parameters and big bodies, and prints as configured", func() {
 		c := rawClients()["HTTP/1.1"]
 		r := httpDo(c, http.MethodDelete, listenerURL(strict, "/v1/shelves/7"), nil, nil)
 		Expect(r.Status).To(Equal(http.StatusNotFound))

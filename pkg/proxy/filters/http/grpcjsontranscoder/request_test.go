@@ -1,0 +1,92 @@
+package grpcjsontranscoder
+
+import (
+	"testing"
+
+	"google.golang.org/genproto/googleapis/api/annotations"
+	"google.golang.org/genproto/googleapis/api/httpbody"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/descriptorpb"
+)
+
+// uploadSet is a set of pkg.Upload, whose Put takes a google.api.HttpBody
+// (an import the set does not carry) and whose Many streams them from the
+// client, with JSON objects of pkg.Note for Notes.
+func uploadSet(t *testing.T) []byte {
+	t.Helper()
+	s := proto.String
+	method := func(name, in string, clientStreaming bool, rule *annotations.HttpRule) *descriptorpb.MethodDescriptorProto {
+		m := &descriptorpb.MethodDescriptorProto{Name: s(name), InputType: s(in), OutputType: s(".pkg.Note"), Options: &descriptorpb.MethodOptions{}}
+		if clientStreaming {
+			m.ClientStreaming = proto.Bool(true)
+		}
+		proto.SetExtension(m.Options, annotations.E_Http, rule)
+		return m
+	}
+	post := func(path string) *annotations.HttpRule {
+		return &annotations.HttpRule{Pattern: &annotations.HttpRule_Post{Post: path}, Body: "*"}
+	}
+	file := &descriptorpb.FileDescriptorProto{
+		Name: s("upload.proto"), Package: s("pkg"), Syntax: s("proto3"),
+		Dependency: []string{"google/api/httpbody.proto"},
+		MessageType: []*descriptorpb.DescriptorProto{{Name: s("Note"), Field: []*descriptorpb.FieldDescriptorProto{{
+			Name: s("text"), Number: proto.Int32(1), Type: descriptorpb.FieldDescriptorProto_TYPE_STRING.Enum(),
+			Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(),
+		}}}},
+		Service: []*descriptorpb.ServiceDescriptorProto{{Name: s("Upload"), Method: []*descriptorpb.MethodDescriptorProto{
+			method("Put", ".google.api.HttpBody", false, post("/put")),
+			method("Notes", ".pkg.Note", true, post("/notes")),
+		}}},
+	}
+	b, err := proto.Marshal(&descriptorpb.FileDescriptorSet{File: []*descriptorpb.FileDescriptorProto{file}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// frames splits a gRPC body into its messages.
+func frames(t *testing.T, b []byte) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for len(b) > 0 {
+		msg, rest, ok, err := nextFrame(b)
+		if !ok || err != nil {
+			t.Fatalf("bad framing %q", b)
+		}
+		out, b = append(out, msg), rest
+	}
+	return out
+}
+
+func TestHttpBodyAndClientStreamingRequests(t *testing.T) {
+	tc, err := compile(config(uploadSet(t), "pkg.Upload"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := tc.match.lookup("POST", "/put")
+	if r == nil || !r.httpBody {
+		t.Fatalf("the HttpBody rule: %+v", r)
+	}
+	out, rerr := tc.buildRequest(r, nil, []byte("raw,csv\n"), "text/csv")
+	if rerr != nil {
+		t.Fatal(rerr.msg)
+	}
+	fs := frames(t, out)
+	var hb httpbody.HttpBody
+	if len(fs) != 1 || proto.Unmarshal(fs[0], &hb) != nil || string(hb.GetData()) != "raw,csv\n" || hb.GetContentType() != "text/csv" {
+		t.Fatalf("HttpBody request: %d frames, %v", len(fs), &hb)
+	}
+
+	r, _ = tc.match.lookup("POST", "/notes")
+	out, rerr = tc.buildRequest(r, nil, []byte(`[{"text": "a"}, {"text": "b"}, {}]`), "application/json")
+	if rerr != nil {
+		t.Fatal(rerr.msg)
+	}
+	if fs = frames(t, out); len(fs) != 3 {
+		t.Fatalf("client stream: %d messages, want 3", len(fs))
+	}
+	if _, rerr = tc.buildRequest(r, nil, []byte(`{"text": "a"}`), "application/json"); rerr == nil || rerr.status != 400 {
+		t.Fatalf("a client stream that is not an array: %v", rerr)
+	}
+}
