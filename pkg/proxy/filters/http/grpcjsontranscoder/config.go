@@ -343,7 +343,7 @@ func (t *transcoder) addRule(m *method, r *annotations.HttpRule, top bool) error
 	if tmpl.verb != "" {
 		t.match.verbs[tmpl.verb] = true
 	}
-	t.match.rules = append(t.match.rules, rl)
+	t.match.add(rl)
 	if !top && len(r.GetAdditionalBindings()) > 0 {
 		return errors.New("additional_bindings may not be nested")
 	}

@@ -30,6 +30,31 @@ type rule struct {
 	// responsePath is response_body's field path, nil for the whole
 	// message.
 	responsePath []protoreflect.FieldDescriptor
+	// ambiguous: another rule has the same method and path shape; as in
+	// the transcoding library, a request of that shape then matches no
+	// rule.
+	ambiguous bool
+}
+
+// shape is the key of a rule's method and path template for finding
+// duplicates: the variables' names do not take part in matching.
+func (r *rule) shape() string {
+	var b strings.Builder
+	b.WriteString(r.httpMethod)
+	for _, sg := range r.tmpl.segments {
+		b.WriteByte('/')
+		switch sg.kind {
+		case segStar:
+			b.WriteString("*")
+		case segDoubleStar:
+			b.WriteString("**")
+		default:
+			b.WriteString(sg.literal)
+		}
+	}
+	b.WriteByte(':')
+	b.WriteString(r.tmpl.verb)
+	return b.String()
 }
 
 // matcher finds the rule of a request, as the transcoding library's path
@@ -46,6 +71,23 @@ type matcher struct {
 	plus bool
 	// ignored are ignored_query_parameters.
 	ignored map[string]bool
+	// shapes finds the rule registered with a shape (rule.shape).
+	shapes map[string]*rule
+}
+
+// add registers a rule; one with the shape of a rule registered before
+// makes that rule ambiguous.
+func (m *matcher) add(r *rule) {
+	if m.shapes == nil {
+		m.shapes = map[string]*rule{}
+	}
+	key := r.shape()
+	if prev, ok := m.shapes[key]; ok {
+		prev.ambiguous = true
+		return
+	}
+	m.shapes[key] = r
+	m.rules = append(m.rules, r)
 }
 
 // lookup finds the rule for method and path (query string included) and
@@ -71,7 +113,7 @@ func (m *matcher) lookup(httpMethod, path string) (*rule, []binding) {
 			best, bestBindings, bestScore = r, bs, score
 		}
 	}
-	if best == nil {
+	if best == nil || best.ambiguous {
 		return nil, nil
 	}
 	return best, m.queryBindings(query, bestBindings)

@@ -39,7 +39,7 @@ func newMatcher(t *testing.T, spec unescapeSpec, rules ...string) *matcher {
 		if tmpl.verb != "" {
 			m.verbs[tmpl.verb] = true
 		}
-		m.rules = append(m.rules, &rule{httpMethod: verb, tmpl: tmpl, body: r})
+		m.add(&rule{httpMethod: verb, tmpl: tmpl, body: r})
 	}
 	return m
 }
@@ -150,5 +150,15 @@ func TestUnescapeSpecs(t *testing.T) {
 	m = newMatcher(t, exceptSlash, "GET /f/{p=**}")
 	if _, bs := m.lookup("GET", "/f/a%2Fb%23/c"); bs[0].value != "a%2Fb#/c" {
 		t.Errorf("ALL_CHARACTERS_EXCEPT_SLASH: %q", bs[0].value)
+	}
+}
+
+func TestMatcherAmbiguousRules(t *testing.T) {
+	m := newMatcher(t, exceptReserved, "GET /v1/{a}", "GET /v1/{b}", "POST /v1/{a}")
+	if r, _ := m.lookup("GET", "/v1/x"); r != nil {
+		t.Errorf("two rules of one shape: %q matched", r.body)
+	}
+	if r, _ := m.lookup("POST", "/v1/x"); r == nil {
+		t.Error("another method's rule of that shape did not match")
 	}
 }
