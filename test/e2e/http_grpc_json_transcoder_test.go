@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -18,6 +20,7 @@ import (
 	"google.golang.org/genproto/googleapis/api/httpbody"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
@@ -300,7 +303,7 @@ var _ = Describe("The gRPC-JSON transcoder filter", func() {
 		})
 	}
 
-	It("answers a body that is not the message's JSON with 400, and passes requests no rule matches", func() {
+	It("answers a body that is not the message's JSON with 400, and passes gRPC calls and requests no rule matches", func() {
 		c := rawClients()["HTTP/1.1"]
 		for _, body := range []string{`{"theme": `, `{"bogus": 1}`, `{"genre": "NOVEL"}`, `[1]`} {
 			r := httpDo(c, http.MethodPost, listenerURL(port, "/v1/shelves"), strings.NewReader(body), nil)
@@ -309,6 +312,20 @@ var _ = Describe("The gRPC-JSON transcoder filter", func() {
 		r := httpDo(c, http.MethodGet, listenerURL(port, "/plain/x?y=1"), nil, nil)
 		Expect(r.Status).To(Equal(http.StatusOK))
 		Expect(r.Body).To(HavePrefix("path=/plain/x?y=1\n"), "untouched, to the route it matches")
+
+		// A gRPC call passes untouched.
+		conn, err := grpc.NewClient(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		Expect(err).NotTo(HaveOccurred())
+		defer conn.Close()
+		fd, err := protodesc.NewFile(bookstoreProto(), protoregistry.GlobalFiles)
+		Expect(err).NotTo(HaveOccurred())
+		req := dynamicpb.NewMessage(fd.Messages().ByName("GetShelfRequest"))
+		req.Set(req.Descriptor().Fields().ByName("shelf"), protoreflect.ValueOfInt64(11))
+		resp := dynamicpb.NewMessage(fd.Messages().ByName("Shelf"))
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		Expect(conn.Invoke(ctx, "/bookstore.Bookstore/GetShelf", req, resp)).To(Succeed())
+		Expect(resp.Get(resp.Descriptor().Fields().ByName("id")).Int()).To(Equal(int64(11)))
 
 		// A query parameter the message lacks: the request is not
 		// transcoded (Envoy passes it), and the gRPC server refuses
