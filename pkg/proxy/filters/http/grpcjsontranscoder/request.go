@@ -226,7 +226,7 @@ func (t *transcoder) applyBindings(m *dynamicpb.Message, bs []resolvedBinding) *
 	for _, b := range bs {
 		last := b.fds[len(b.fds)-1]
 		if setInBody(fromBody, b.fds) {
-			if t.rejectCollisions && !sameValue(fromBody, b, t) {
+			if t.rejectCollisions && !t.sameValue(fromBody, b) {
 				return badRequest("The binding value %s of the field %s is conflicting with the value %s in the body.",
 					b.value, fieldPathName(b.fds), bodyValue(fromBody, b.fds))
 			}
@@ -281,7 +281,7 @@ func bodyValue(m protoreflect.Message, fds []protoreflect.FieldDescriptor) strin
 }
 
 // sameValue reports whether the binding gives the value the body has.
-func sameValue(body protoreflect.Message, b resolvedBinding, t *transcoder) bool {
+func (t *transcoder) sameValue(body protoreflect.Message, b resolvedBinding) bool {
 	parent := body
 	for _, fd := range b.fds[:len(b.fds)-1] {
 		parent = parent.Get(fd).Message()
