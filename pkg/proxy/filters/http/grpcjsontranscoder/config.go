@@ -44,26 +44,27 @@ type transcoder struct {
 
 	matchIncomingRoute           bool
 	ignoreUnknownQueryParameters bool
-	convertGrpcStatus            bool
-	caseInsensitiveEnums         bool
-	rejectUnknownMethod          bool
-	rejectUnknownQueryParameters bool
-	rejectCollisions             bool
-	maxRequest, maxResponse      int
+	// captureUnknownQueryParameters keeps them in an HttpBody request's
+	// extensions (capture_unknown_query_parameters).
+	captureUnknownQueryParameters bool
+	convertGrpcStatus             bool
+	caseInsensitiveEnums          bool
+	rejectUnknownMethod           bool
+	rejectUnknownQueryParameters  bool
+	rejectCollisions              bool
+	maxRequest, maxResponse       int
 }
 
 // compile compiles a GrpcJsonTranscoder; errors name the field path.
 func compile(c *transcoderv3.GrpcJsonTranscoder) (*transcoder, error) {
-	if c.GetCaptureUnknownQueryParameters() {
-		return nil, errors.New("capture_unknown_query_parameters: not supported")
-	}
 	t := &transcoder{
-		matchIncomingRoute:           c.GetMatchIncomingRequestRoute(),
-		ignoreUnknownQueryParameters: c.GetIgnoreUnknownQueryParameters(),
-		convertGrpcStatus:            c.GetConvertGrpcStatus(),
-		caseInsensitiveEnums:         c.GetCaseInsensitiveEnumParsing(),
-		maxRequest:                   defaultBufferLimit,
-		maxResponse:                  defaultBufferLimit,
+		matchIncomingRoute:            c.GetMatchIncomingRequestRoute(),
+		ignoreUnknownQueryParameters:  c.GetIgnoreUnknownQueryParameters(),
+		captureUnknownQueryParameters: c.GetCaptureUnknownQueryParameters(),
+		convertGrpcStatus:             c.GetConvertGrpcStatus(),
+		caseInsensitiveEnums:          c.GetCaseInsensitiveEnumParsing(),
+		maxRequest:                    defaultBufferLimit,
+		maxResponse:                   defaultBufferLimit,
 	}
 	if v := c.GetMaxRequestBodySize(); v != nil {
 		t.maxRequest = int(v.GetValue())

@@ -67,8 +67,6 @@ func TestCompileRefusesBadConfigurations(t *testing.T) {
 		return &annotations.HttpRule{Pattern: &annotations.HttpRule_Get{Get: path}}
 	}
 	good := echoSet(t, get("/v1/{id}"))
-	capture := config(good, "pkg.Echo")
-	capture.CaptureUnknownQueryParameters = true
 	file := config(nil, "pkg.Echo")
 	file.DescriptorSet = &transcoderv3.GrpcJsonTranscoder_ProtoDescriptor{ProtoDescriptor: "/nonexistent/set.pb"}
 	responseBody := get("/v1/{id}")
@@ -77,15 +75,14 @@ func TestCompileRefusesBadConfigurations(t *testing.T) {
 		cfg  *transcoderv3.GrpcJsonTranscoder
 		want string
 	}{
-		"no descriptor":      {&transcoderv3.GrpcJsonTranscoder{Services: []string{"pkg.Echo"}}, "descriptor_set: "},
-		"unreadable file":    {file, "proto_descriptor: "},
-		"not a set":          {config([]byte("\xff\xff"), "pkg.Echo"), "proto_descriptor_bin: unable to parse proto descriptor"},
-		"unknown service":    {config(good, "pkg.Nope"), "services[0]: could not find 'pkg.Nope' in the proto descriptor"},
-		"bad template":       {config(echoSet(t, get("/v1/{id")), "pkg.Echo"), "services[0]: cannot register 'pkg.Echo.Say' to path matcher"},
-		"unknown variable":   {config(echoSet(t, get("/v1/{nope}")), "pkg.Echo"), "no field \"nope\""},
-		"unknown body":       {config(echoSet(t, &annotations.HttpRule{Pattern: &annotations.HttpRule_Post{Post: "/x"}, Body: "nope"}), "pkg.Echo"), "body \"nope\""},
-		"scalar response":    {config(echoSet(t, responseBody), "pkg.Echo"), "response_body \"id\": only a message field"},
-		"capture parameters": {capture, "capture_unknown_query_parameters: not supported"},
+		"no descriptor":    {&transcoderv3.GrpcJsonTranscoder{Services: []string{"pkg.Echo"}}, "descriptor_set: "},
+		"unreadable file":  {file, "proto_descriptor: "},
+		"not a set":        {config([]byte("\xff\xff"), "pkg.Echo"), "proto_descriptor_bin: unable to parse proto descriptor"},
+		"unknown service":  {config(good, "pkg.Nope"), "services[0]: could not find 'pkg.Nope' in the proto descriptor"},
+		"bad template":     {config(echoSet(t, get("/v1/{id")), "pkg.Echo"), "services[0]: cannot register 'pkg.Echo.Say' to path matcher"},
+		"unknown variable": {config(echoSet(t, get("/v1/{nope}")), "pkg.Echo"), "no field \"nope\""},
+		"unknown body":     {config(echoSet(t, &annotations.HttpRule{Pattern: &annotations.HttpRule_Post{Post: "/x"}, Body: "nope"}), "pkg.Echo"), "body \"nope\""},
+		"scalar response":  {config(echoSet(t, responseBody), "pkg.Echo"), "response_body \"id\": only a message field"},
 	} {
 		_, err := compile(c.cfg)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -204,7 +201,7 @@ func TestBindingsAndBody(t *testing.T) {
 		t.Fatal("unknown parameter resolved")
 	}
 	tc.ignoreUnknownQueryParameters = true
-	if rbs, err := tc.resolveBindings(r.method.desc.Input(), bs); err != nil || len(rbs) != 1 {
+	if rbs, err := tc.resolveBindings(r.method.desc.Input(), bs); err != nil || len(rbs.fields) != 1 {
 		t.Fatalf("ignore_unknown_query_parameters: %v %v", rbs, err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	transcoderv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/grpc_json_transcoder/v3"
+	"google.golang.org/protobuf/types/known/anypb"
 	"strconv"
 	"strings"
 
@@ -26,11 +28,20 @@ type resolvedBinding struct {
 	value string
 }
 
+// resolvedBindings are a request's bindings once resolved in its type:
+// the fields they set, and the query parameters the type has no field
+// for, kept with capture_unknown_query_parameters.
+type resolvedBindings struct {
+	fields  []resolvedBinding
+	unknown *transcoderv3.UnknownQueryParams
+}
+
 // resolveBindings resolves the bindings' field paths in the request
-// type. An unknown one is left out with ignore_unknown_query_parameters,
-// else it is errUnknownParameter.
-func (t *transcoder) resolveBindings(in protoreflect.MessageDescriptor, bs []binding) ([]resolvedBinding, error) {
-	out := make([]resolvedBinding, 0, len(bs))
+// type. An unknown one is captured with capture_unknown_query_parameters,
+// left out with ignore_unknown_query_parameters, else it is
+// errUnknownParameter.
+func (t *transcoder) resolveBindings(in protoreflect.MessageDescriptor, bs []binding) (resolvedBindings, error) {
+	out := resolvedBindings{fields: make([]resolvedBinding, 0, len(bs))}
 	for _, b := range bs {
 		fds, err := resolvePath(in, b.fieldPath)
 		if err == nil {
@@ -40,12 +51,25 @@ func (t *transcoder) resolveBindings(in protoreflect.MessageDescriptor, bs []bin
 			}
 		}
 		if err != nil {
+			if t.captureUnknownQueryParameters {
+				if out.unknown == nil {
+					out.unknown = &transcoderv3.UnknownQueryParams{Key: map[string]*transcoderv3.UnknownQueryParams_Values{}}
+				}
+				name := strings.Join(b.fieldPath, ".")
+				v := out.unknown.Key[name]
+				if v == nil {
+					v = &transcoderv3.UnknownQueryParams_Values{}
+					out.unknown.Key[name] = v
+				}
+				v.Values = append(v.Values, b.value)
+				continue
+			}
 			if t.ignoreUnknownQueryParameters {
 				continue
 			}
-			return nil, fmt.Errorf("%w: %s", errUnknownParameter, err.Error())
+			return resolvedBindings{}, fmt.Errorf("%w: %s", errUnknownParameter, err.Error())
 		}
-		out = append(out, resolvedBinding{fds: fds, value: b.value})
+		out.fields = append(out.fields, resolvedBinding{fds: fds, value: b.value})
 	}
 	return out, nil
 }
@@ -78,12 +102,12 @@ func badRequest(format string, a ...any) *requestError {
 // buildRequest builds the gRPC request body: the message(s) from the
 // JSON body (or the raw body for google.api.HttpBody), the bindings on
 // top, each framed.
-func (t *transcoder) buildRequest(r *rule, bs []resolvedBinding, body []byte, contentType string) ([]byte, *requestError) {
+func (t *transcoder) buildRequest(r *rule, bs resolvedBindings, body []byte, contentType string) ([]byte, *requestError) {
 	in := r.method.desc.Input()
 	var msgs []*dynamicpb.Message
 	switch {
 	case r.httpBody:
-		msgs = t.httpBodyMessages(r, body, contentType)
+		msgs = t.httpBodyMessages(r, body, contentType, bs.unknown)
 	case r.method.desc.IsStreamingClient() && r.body != "":
 		var items []json.RawMessage
 		if len(bytes.TrimSpace(body)) > 0 {
@@ -112,7 +136,7 @@ func (t *transcoder) buildRequest(r *rule, bs []resolvedBinding, body []byte, co
 	}
 	var out []byte
 	for _, m := range msgs {
-		if err := t.applyBindings(m, bs); err != nil {
+		if err := t.applyBindings(m, bs.fields); err != nil {
 			return nil, err
 		}
 		b, err := proto.Marshal(m)
@@ -137,8 +161,13 @@ func appendFrame(out, b []byte) []byte {
 const maxStreamedPiece = 1 << 20
 
 // httpBodyMessages puts the raw body into google.api.HttpBody messages:
-// one, or pieces of it for a client-streaming method.
-func (t *transcoder) httpBodyMessages(r *rule, body []byte, contentType string) []*dynamicpb.Message {
+// one, or pieces of it for a client-streaming method; each carries the
+// captured unknown query parameters as an extension, as Envoy's.
+func (t *transcoder) httpBodyMessages(r *rule, body []byte, contentType string, unknown *transcoderv3.UnknownQueryParams) []*dynamicpb.Message {
+	var ext *anypb.Any
+	if unknown != nil {
+		ext, _ = anypb.New(unknown)
+	}
 	in := r.method.desc.Input()
 	pieces := [][]byte{body}
 	if r.method.desc.IsStreamingClient() && len(body) > maxStreamedPiece {
@@ -160,6 +189,15 @@ func (t *transcoder) httpBodyMessages(r *rule, body []byte, contentType string) 
 			hb.Set(fields.ByName("content_type"), protoreflect.ValueOfString(contentType))
 		}
 		hb.Set(fields.ByName("data"), protoreflect.ValueOfBytes(p))
+		if ext != nil {
+			exts := hb.Mutable(fields.ByName("extensions")).List()
+			// The extension's type is the proxy's own: copied into
+			// the dynamic Any of the set's HttpBody through its bytes.
+			el := exts.NewElement()
+			if b, err := proto.Marshal(ext); err == nil && proto.Unmarshal(b, el.Message().Interface()) == nil {
+				exts.Append(el)
+			}
+		}
 		msgs = append(msgs, m)
 	}
 	return msgs

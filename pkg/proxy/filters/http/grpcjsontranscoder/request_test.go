@@ -1,6 +1,9 @@
 package grpcjsontranscoder
 
 import (
+	"fmt"
+
+	transcoderv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/grpc_json_transcoder/v3"
 	"testing"
 
 	"google.golang.org/genproto/googleapis/api/annotations"
@@ -68,7 +71,7 @@ func TestHttpBodyAndClientStreamingRequests(t *testing.T) {
 	if r == nil || !r.httpBody {
 		t.Fatalf("the HttpBody rule: %+v", r)
 	}
-	out, rerr := tc.buildRequest(r, nil, []byte("raw,csv\n"), "text/csv")
+	out, rerr := tc.buildRequest(r, resolvedBindings{}, []byte("raw,csv\n"), "text/csv")
 	if rerr != nil {
 		t.Fatal(rerr.msg)
 	}
@@ -79,14 +82,43 @@ func TestHttpBodyAndClientStreamingRequests(t *testing.T) {
 	}
 
 	r, _ = tc.match.lookup("POST", "/notes")
-	out, rerr = tc.buildRequest(r, nil, []byte(`[{"text": "a"}, {"text": "b"}, {}]`), "application/json")
+	out, rerr = tc.buildRequest(r, resolvedBindings{}, []byte(`[{"text": "a"}, {"text": "b"}, {}]`), "application/json")
 	if rerr != nil {
 		t.Fatal(rerr.msg)
 	}
 	if fs = frames(t, out); len(fs) != 3 {
 		t.Fatalf("client stream: %d messages, want 3", len(fs))
 	}
-	if _, rerr = tc.buildRequest(r, nil, []byte(`{"text": "a"}`), "application/json"); rerr == nil || rerr.status != 400 {
+	if _, rerr = tc.buildRequest(r, resolvedBindings{}, []byte(`{"text": "a"}`), "application/json"); rerr == nil || rerr.status != 400 {
 		t.Fatalf("a client stream that is not an array: %v", rerr)
+	}
+}
+
+func TestCaptureUnknownQueryParameters(t *testing.T) {
+	c := config(uploadSet(t), "pkg.Upload")
+	c.CaptureUnknownQueryParameters = true
+	tc, err := compile(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, bs := tc.match.lookup("POST", "/put?foo=1&foo=2&bar=x")
+	rbs, err := tc.resolveBindings(r.method.desc.Input(), bs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, rerr := tc.buildRequest(r, rbs, []byte("data"), "text/plain")
+	if rerr != nil {
+		t.Fatal(rerr.msg)
+	}
+	var hb httpbody.HttpBody
+	if err := proto.Unmarshal(frames(t, out)[0], &hb); err != nil || len(hb.GetExtensions()) != 1 {
+		t.Fatalf("extensions: %v %v", &hb, err)
+	}
+	var got transcoderv3.UnknownQueryParams
+	if err := hb.GetExtensions()[0].UnmarshalTo(&got); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got.GetKey()["foo"].GetValues(), got.GetKey()["bar"].GetValues()) != "[1 2] [x]" || string(hb.GetData()) != "data" {
+		t.Fatalf("captured %v, data %q", got.GetKey(), hb.GetData())
 	}
 }
