@@ -336,8 +336,9 @@ func (t *transcoder) addRule(m *method, r *annotations.HttpRule, top bool) error
 			return fmt.Errorf("response_body %q: %w", rb, err)
 		}
 		last := fds[len(fds)-1]
-		if last.Message() == nil || last.IsList() || last.IsMap() {
-			return fmt.Errorf("response_body %q: only a message field is supported", rb)
+		if last.Message() == nil || last.IsList() || last.Message().FullName() != httpBodyName {
+			// As Envoy: "not supported yet for non-HttpBody fields".
+			return fmt.Errorf("response_body %q: setting \"response_body\" is not supported yet for non-HttpBody fields", rb)
 		}
 		rl.responsePath = fds
 	}

@@ -71,18 +71,21 @@ func TestCompileRefusesBadConfigurations(t *testing.T) {
 	file.DescriptorSet = &transcoderv3.GrpcJsonTranscoder_ProtoDescriptor{ProtoDescriptor: "/nonexistent/set.pb"}
 	responseBody := get("/v1/{id}")
 	responseBody.ResponseBody = "id"
+	innerBody := get("/v1/{id}")
+	innerBody.ResponseBody = "inner"
 	for name, c := range map[string]struct {
 		cfg  *transcoderv3.GrpcJsonTranscoder
 		want string
 	}{
-		"no descriptor":    {&transcoderv3.GrpcJsonTranscoder{Services: []string{"pkg.Echo"}}, "descriptor_set: "},
-		"unreadable file":  {file, "proto_descriptor: "},
-		"not a set":        {config([]byte("\xff\xff"), "pkg.Echo"), "proto_descriptor_bin: unable to parse proto descriptor"},
-		"unknown service":  {config(good, "pkg.Nope"), "services[0]: could not find 'pkg.Nope' in the proto descriptor"},
-		"bad template":     {config(echoSet(t, get("/v1/{id")), "pkg.Echo"), "services[0]: cannot register 'pkg.Echo.Say' to path matcher"},
-		"unknown variable": {config(echoSet(t, get("/v1/{nope}")), "pkg.Echo"), "no field \"nope\""},
-		"unknown body":     {config(echoSet(t, &annotations.HttpRule{Pattern: &annotations.HttpRule_Post{Post: "/x"}, Body: "nope"}), "pkg.Echo"), "body \"nope\""},
-		"scalar response":  {config(echoSet(t, responseBody), "pkg.Echo"), "response_body \"id\": only a message field"},
+		"no descriptor":         {&transcoderv3.GrpcJsonTranscoder{Services: []string{"pkg.Echo"}}, "descriptor_set: "},
+		"unreadable file":       {file, "proto_descriptor: "},
+		"not a set":             {config([]byte("\xff\xff"), "pkg.Echo"), "proto_descriptor_bin: unable to parse proto descriptor"},
+		"unknown service":       {config(good, "pkg.Nope"), "services[0]: could not find 'pkg.Nope' in the proto descriptor"},
+		"bad template":          {config(echoSet(t, get("/v1/{id")), "pkg.Echo"), "services[0]: cannot register 'pkg.Echo.Say' to path matcher"},
+		"unknown variable":      {config(echoSet(t, get("/v1/{nope}")), "pkg.Echo"), "no field \"nope\""},
+		"unknown body":          {config(echoSet(t, &annotations.HttpRule{Pattern: &annotations.HttpRule_Post{Post: "/x"}, Body: "nope"}), "pkg.Echo"), "body \"nope\""},
+		"non-HttpBody response": {config(echoSet(t, innerBody), "pkg.Echo"), "non-HttpBody fields"},
+		"scalar response":       {config(echoSet(t, responseBody), "pkg.Echo"), "response_body \"id\": setting \"response_body\" is not supported yet for non-HttpBody fields"},
 	} {
 		_, err := compile(c.cfg)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -27,8 +27,8 @@ type rule struct {
 	// httpBody: the body goes raw into a google.api.HttpBody (the
 	// message, or the body field).
 	httpBody bool
-	// responsePath is response_body's field path, nil for the whole
-	// message.
+	// responsePath is response_body's field path (to a
+	// google.api.HttpBody), nil for the whole message.
 	responsePath []protoreflect.FieldDescriptor
 	// ambiguous: another rule has the same method and path shape; as in
 	// the transcoding library, a request of that shape then matches no

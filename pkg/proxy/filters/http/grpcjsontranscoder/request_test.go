@@ -10,6 +10,8 @@ import (
 	"google.golang.org/genproto/googleapis/api/httpbody"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/descriptorpb"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter/httpfiltertest"
 )
 
 // uploadSet is a set of pkg.Upload, whose Put takes a google.api.HttpBody
@@ -35,10 +37,14 @@ func uploadSet(t *testing.T) []byte {
 		MessageType: []*descriptorpb.DescriptorProto{{Name: s("Note"), Field: []*descriptorpb.FieldDescriptorProto{{
 			Name: s("text"), Number: proto.Int32(1), Type: descriptorpb.FieldDescriptorProto_TYPE_STRING.Enum(),
 			Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(),
+		}, {
+			Name: s("file"), Number: proto.Int32(2), Type: descriptorpb.FieldDescriptorProto_TYPE_MESSAGE.Enum(),
+			Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(), TypeName: s(".google.api.HttpBody"),
 		}}}},
 		Service: []*descriptorpb.ServiceDescriptorProto{{Name: s("Upload"), Method: []*descriptorpb.MethodDescriptorProto{
 			method("Put", ".google.api.HttpBody", false, post("/put")),
 			method("Notes", ".pkg.Note", true, post("/notes")),
+			method("File", ".pkg.Note", false, &annotations.HttpRule{Pattern: &annotations.HttpRule_Get{Get: "/file"}, ResponseBody: "file"}),
 		}}},
 	}
 	b, err := proto.Marshal(&descriptorpb.FileDescriptorSet{File: []*descriptorpb.FileDescriptorProto{file}})
@@ -120,5 +126,26 @@ func TestCaptureUnknownQueryParameters(t *testing.T) {
 	}
 	if fmt.Sprint(got.GetKey()["foo"].GetValues(), got.GetKey()["bar"].GetValues()) != "[1 2] [x]" || string(hb.GetData()) != "data" {
 		t.Fatalf("captured %v, data %q", got.GetKey(), hb.GetData())
+	}
+}
+
+func TestResponseBodyHttpBodyField(t *testing.T) {
+	tc, err := compile(config(uploadSet(t), "pkg.Upload"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := tc.match.lookup("GET", "/file")
+	s := statusStream{httpfiltertest.NewStream("GET", "/file")}
+	s.Status = 200
+	e := &responseEncoder{t: tc, r: r, s: s}
+	note := &httpbody.HttpBody{ContentType: "image/png", Data: []byte("PNG")}
+	nb, _ := proto.Marshal(note)
+	// Note{text: "x", file: note}, by hand: field 1 string, field 2 message.
+	msg := append([]byte{0x0a, 1, 'x', 0x12, byte(len(nb))}, nb...)
+	if got := run(t, e, appendFrame(nil, msg)); got != "PNG" {
+		t.Fatalf("body %q", got)
+	}
+	if ct, _ := s.ResponseHeaders().Get("content-type"); ct != "image/png" {
+		t.Fatalf("content-type %q", ct)
 	}
 }

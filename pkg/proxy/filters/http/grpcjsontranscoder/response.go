@@ -80,10 +80,7 @@ func (e *responseEncoder) HoldsHead() bool {
 // responseIsHTTPBody reports a response (or response_body field) of type
 // google.api.HttpBody.
 func (r *rule) responseIsHTTPBody() bool {
-	if r.responsePath != nil {
-		return r.responsePath[len(r.responsePath)-1].Message().FullName() == httpBodyName
-	}
-	return r.method.desc.Output().FullName() == httpBodyName
+	return r.responsePath != nil || r.method.desc.Output().FullName() == httpBodyName
 }
 
 // EncodeData implements httpfilter.DataEncoder.
