@@ -79,3 +79,18 @@ type BodyError struct {
 
 // Error implements error.
 func (e *BodyError) Error() string { return e.Body }
+
+// RequestReplacer is implemented by a Stream whose request a filter may
+// turn into another one during DecodeHeaders, as Envoy's filters rewrite
+// :method and replace the buffered body (addDecodedData): the gRPC-JSON
+// transcoder sends a POST with a gRPC message for a GET with none.
+type RequestReplacer interface {
+	// SetMethod replaces the request's :method; it goes upstream, and
+	// routing sees it after ClearRouteCache.
+	SetMethod(method string)
+	// ReplaceRequestBody puts body in place of the request body, of
+	// known length. A request with a body must have been read to its end
+	// first (BufferRequestBody, complete); a request without one gets
+	// body.
+	ReplaceRequestBody(body []byte)
+}
