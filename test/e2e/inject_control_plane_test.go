@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
+	"maps"
 	"net"
 	"net/http"
 	"strconv"
@@ -30,6 +31,41 @@ import (
 // namespace shop (--service-node $(POD_NAME).$(POD_NAMESPACE)): what a
 // control plane keys its configuration by.
 const injectedNodeID = "app-1.shop"
+
+// injectPod injects pod app-1 of namespace shop, with annotations, under
+// cfg, and returns it.
+func injectPod(cfg inject.Config, annotations map[string]string) *corev1.Pod {
+	GinkgoHelper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "app-1", Namespace: "shop", Annotations: annotations,
+			Labels: map[string]string{inject.InjectLabel: inject.InjectLabelValue},
+		},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}},
+	}
+	changed, err := inject.Inject(pod, cfg)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(changed).To(BeTrue())
+	return pod
+}
+
+// kubeletArgs returns an init container's arguments as the kubelet passes
+// them: $(VAR) expanded from the pod's fields.
+func kubeletArgs(pod *corev1.Pod, name string) []string {
+	GinkgoHelper()
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name != name {
+			continue
+		}
+		args := make([]string, len(c.Args))
+		for i, a := range c.Args {
+			args[i] = strings.NewReplacer("$(POD_NAME)", pod.Name, "$(POD_NAMESPACE)", pod.Namespace).Replace(a)
+		}
+		return args
+	}
+	Fail("no container " + name)
+	return nil
+}
 
 // startADSServer serves go-control-plane's ADS on a loopback port, over
 // TLS when creds are given, until the spec ends, and returns its port.
@@ -59,30 +95,8 @@ var _ = Describe("Injected proxies joining a control plane", func() {
 	injectedArgs := func(cfg inject.Config, adminPort int, annotations map[string]string) []string {
 		GinkgoHelper()
 		ann := map[string]string{v1alpha1.AdminPortAnnotation: strconv.Itoa(adminPort)}
-		for k, v := range annotations {
-			ann[k] = v
-		}
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: "app-1", Namespace: "shop", Annotations: ann,
-				Labels: map[string]string{inject.InjectLabel: inject.InjectLabelValue},
-			},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}},
-		}
-		changed, err := inject.Inject(pod, cfg)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(changed).To(BeTrue())
-		for _, c := range pod.Spec.InitContainers {
-			if c.Name == inject.ContainerName {
-				args := make([]string, len(c.Args))
-				for i, a := range c.Args {
-					args[i] = strings.NewReplacer("$(POD_NAME)", pod.Name, "$(POD_NAMESPACE)", pod.Namespace).Replace(a)
-				}
-				return args
-			}
-		}
-		Fail("no proxy container")
-		return nil
+		maps.Copy(ann, annotations)
+		return kubeletArgs(injectPod(cfg, ann), inject.ContainerName)
 	}
 
 	DescribeTable("takes its clusters and listeners over ADS, and serves traffic through them",

@@ -111,6 +111,42 @@ func xdsHTTP1ClusterYAML(port int) string {
 	return string(b)
 }
 
+// ownSources make the resources of the specs whose clusters, endpoints,
+// listener, routes and certificate each come from a config source of
+// their own: the EDS cluster "backend" (service backend-svc), and the TLS
+// listener "web" on port whose routes (web-routes, all to backend) and
+// certificate (web_cert, f's) come from their sources. eds, rds and sds
+// are the api_config_source values (YAML flow).
+type ownSources struct {
+	port          int
+	f             *tlsFiles
+	eds, rds, sds string
+}
+
+// cluster is the EDS cluster backend.
+func (o ownSources) cluster() *clusterv3.Cluster {
+	GinkgoHelper()
+	return fromYAML(`{name: backend, type: EDS, connect_timeout: 1s, eds_cluster_config: {service_name: backend-svc, eds_config: {api_config_source: `+o.eds+`, resource_api_version: V3}}}`, &clusterv3.Cluster{})
+}
+
+// snapshot is a snapshot of version with the clusters cs, the listener,
+// its routes and certificate, and backend-svc's load assignment to the
+// loopback port upstream.
+func (o ownSources) snapshot(version string, cs []*clusterv3.Cluster, upstream int) *cachev3.Snapshot {
+	GinkgoHelper()
+	listener := fromYAML(fmt.Sprintf(`{name: web, address: {socket_address: {address: 127.0.0.1, port_value: %d}}, filter_chains: [%s]}`,
+		o.port, withTransportSocket(`{filters: [{name: envoy.filters.network.http_connection_manager, typed_config: {`+
+			`"@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager, stat_prefix: web, `+
+			`rds: {route_config_name: web-routes, config_source: {api_config_source: `+o.rds+`, resource_api_version: V3}}, `+
+			`http_filters: [{name: envoy.filters.http.router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]}}]}`, `{name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext,
+    common_tls_context: {tls_certificate_sds_secret_configs: [{name: web_cert, sds_config: {api_config_source: `+o.sds+`, resource_api_version: V3}}]}}}`)), &listenerv3.Listener{})
+	routes := fromYAML(`{name: web-routes, virtual_hosts: [{name: all, domains: ["*"], routes: [{match: {prefix: "/"}, route: {cluster: backend}}]}]}`, &routev3.RouteConfiguration{})
+	snap := sdsSnapshot(version, []*tlsv3.Secret{certSecret("web_cert", []byte(readFile(o.f.cert)), []byte(readFile(o.f.key)))}, cs, []*listenerv3.Listener{listener})
+	snap.Resources[cachetypes.Route] = cachev3.NewResources(version, []cachetypes.Resource{routes})
+	snap.Resources[cachetypes.Endpoint] = cachev3.NewResources(version, []cachetypes.Resource{loadAssignment("backend-svc", edsEndpoint{port: upstream})})
+	return snap
+}
+
 // restSource is a REST api_config_source polling the xds cluster (YAML
 // flow).
 func restSource(extra string) string {
@@ -125,22 +161,8 @@ var _ = Describe("xDS over REST: clusters, endpoints, listeners, routes and secr
 		a, b := startNamed("A"), startNamed("B")
 		port := freePort()
 
-		edsCluster := func() *clusterv3.Cluster {
-			return fromYAML(`{name: backend, type: EDS, connect_timeout: 1s, eds_cluster_config: {service_name: backend-svc, eds_config: {api_config_source: `+restSource("")+`, resource_api_version: V3}}}`, &clusterv3.Cluster{})
-		}
-		listener := fromYAML(fmt.Sprintf(`{name: web, address: {socket_address: {address: 127.0.0.1, port_value: %d}}, filter_chains: [%s]}`,
-			port, withTransportSocket(`{filters: [{name: envoy.filters.network.http_connection_manager, typed_config: {`+
-				`"@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager, stat_prefix: web, `+
-				`rds: {route_config_name: web-routes, config_source: {api_config_source: `+restSource(", request_timeout: 5s")+`, resource_api_version: V3}}, `+
-				`http_filters: [{name: envoy.filters.http.router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]}}]}`, `{name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext,
-    common_tls_context: {tls_certificate_sds_secret_configs: [{name: web_cert, sds_config: {api_config_source: `+restSource("")+`, resource_api_version: V3}}]}}}`)), &listenerv3.Listener{})
-		routes := fromYAML(`{name: web-routes, virtual_hosts: [{name: all, domains: ["*"], routes: [{match: {prefix: "/"}, route: {cluster: backend}}]}]}`, &routev3.RouteConfiguration{})
-		snapshot := func(version string, cs []*clusterv3.Cluster, upstream int) *cachev3.Snapshot {
-			snap := sdsSnapshot(version, []*tlsv3.Secret{certSecret("web_cert", []byte(readFile(f.cert)), []byte(readFile(f.key)))}, cs, []*listenerv3.Listener{listener})
-			snap.Resources[cachetypes.Route] = cachev3.NewResources(version, []cachetypes.Resource{routes})
-			snap.Resources[cachetypes.Endpoint] = cachev3.NewResources(version, []cachetypes.Resource{loadAssignment("backend-svc", edsEndpoint{port: upstream})})
-			return snap
-		}
+		src := ownSources{port: port, f: f, eds: restSource(""), rds: restSource(", request_timeout: 5s"), sds: restSource("")}
+		edsCluster, snapshot := src.cluster, src.snapshot
 		m.set(snapshot("v1", []*clusterv3.Cluster{edsCluster()}, a))
 
 		// The xds cluster speaks HTTP/1.1: REST needs no HTTP/2.
