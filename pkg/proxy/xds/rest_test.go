@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -203,5 +204,60 @@ func TestRESTOptionsChecks(t *testing.T) {
 	}
 	if _, err := NewADS(ADSOptions{Node: &corev3.Node{}, Stats: stats.NewStore(), REST: o}); err == nil {
 		t.Error("REST without a type URL accepted")
+	}
+}
+
+// TestRESTInitialFetchTimeout checks that failed polls do not end the
+// wait for the first response and the initial fetch timeout does, as
+// Envoy's REST subscriptions: update_failure per failed request, one
+// update_attempt per request, init_fetch_timeout once.
+func TestRESTInitialFetchTimeout(t *testing.T) {
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		requests.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(srv.Close)
+	store := stats.NewStore()
+	a, err := NewADS(ADSOptions{
+		Node:    &corev3.Node{Id: "n1"},
+		Stats:   store,
+		TypeURL: ListenerTypeURL,
+		REST:    &RESTOptions{Transport: redirectTo(srv), Host: "xds", RefreshDelay: 5 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := a.Subscribe(SubscriptionOptions{TypeURL: ListenerTypeURL, Stats: store.Scope("lds."), InitialFetchTimeout: 300 * time.Millisecond},
+		func(Update) error { t.Error("nothing should be applied"); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// At least two requests fail before the wait ends.
+	waitFor(t, "two failed polls", func() bool { return store.Counter("lds.update_failure").Value() >= 2 })
+	select {
+	case <-sub.Ready():
+		if store.Counter("lds.init_fetch_timeout").Value() != 1 {
+			t.Fatal("ready before the initial fetch timeout, on failed polls")
+		}
+	default:
+	}
+	select {
+	case <-sub.Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the initial fetch timeout did not end the wait")
+	}
+	_ = a.Close()
+	if got := store.Counter("lds.init_fetch_timeout").Value(); got != 1 {
+		t.Errorf("init_fetch_timeout = %d", got)
+	}
+	attempts, failures, sent := store.Counter("lds.update_attempt").Value(), store.Counter("lds.update_failure").Value(), uint64(requests.Load())
+	// The last request may have been cut by Close before it was answered
+	// (counted as an attempt, not a failure).
+	if attempts != sent && attempts != sent+1 || failures > attempts || failures+1 < attempts {
+		t.Errorf("update_attempt %d, update_failure %d for %d requests answered", attempts, failures, sent)
 	}
 }
