@@ -245,7 +245,7 @@ dynamic_resources:
 		Expect(s.Get("/ready").Status).To(Equal(200))
 	})
 
-	It("refuses REST on the ADS stream and a REST source without its refresh_delay, naming the fields", func() {
+	It("refuses REST on the ADS stream, a REST source without its refresh_delay, and one polling an unknown or EDS cluster, naming the fields", func() {
 		r, _ := validate("rest.yaml", `
 node: {id: x, cluster: e2e}
 static_resources: {clusters: [`+xdsHTTP1ClusterYAML(1)+`]}
@@ -256,5 +256,19 @@ dynamic_resources:
 		Expect(r.ExitCode).NotTo(Equal(0))
 		Expect(r.Stderr).To(ContainSubstring("dynamic_resources.ads_config.api_type: REST cannot carry the aggregated stream"))
 		Expect(r.Stderr).To(ContainSubstring("dynamic_resources.cds_config.api_config_source.refresh_delay: required for REST API configuration sources"))
+
+		for _, name := range []string{"nope", "backend"} {
+			r, _ = validate("rest-cluster.yaml", `
+node: {id: x, cluster: e2e}
+static_resources:
+  clusters:
+  - `+xdsHTTP1ClusterYAML(1)+`
+  - {name: backend, type: EDS, connect_timeout: 1s, eds_cluster_config: {eds_config: {api_config_source: `+restSource("")+`}}}
+dynamic_resources:
+  lds_config: {api_config_source: {api_type: REST, transport_api_version: V3, cluster_names: [`+name+`], refresh_delay: 1s}, resource_api_version: V3}
+`)
+			Expect(r.ExitCode).NotTo(Equal(0))
+			Expect(r.Stderr).To(ContainSubstring("dynamic_resources.lds_config.api_config_source.cluster_names[0]: must have a statically defined non-EDS cluster: '" + name + "' does not exist, was added via api, or is an EDS cluster"))
+		}
 	})
 })

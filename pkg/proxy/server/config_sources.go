@@ -10,6 +10,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/cluster"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/xds"
@@ -156,8 +157,14 @@ func (s *Server) newGRPCStream(api *corev3.ApiConfigSource, typeURL string) (*ad
 func (s *Server) newRESTClient(api *corev3.ApiConfigSource, opts xds.ADSOptions) (*adsClient, error) {
 	name := api.GetClusterNames()[0]
 	svc := filterServices{s}
-	if svc.Cluster(name) == nil {
-		return nil, fmt.Errorf("cluster_names[0]: must be a statically defined cluster: '%s' does not exist", name)
+	// As Envoy's: the cluster must be static, and not one whose hosts
+	// come from discovery itself.
+	var c *cluster.Cluster
+	if s.clusters != nil {
+		c = s.clusters.Cluster(name)
+	}
+	if !staticNonEDS(c) {
+		return nil, fmt.Errorf("cluster_names[0]: must have a statically defined non-EDS cluster: '%s' does not exist, was added via api, or is an EDS cluster", name)
 	}
 	opts.REST = &xds.RESTOptions{
 		Transport:      httpfilter.ClusterTransport(svc, name, 1),
@@ -170,4 +177,14 @@ func (s *Server) newRESTClient(api *corev3.ApiConfigSource, opts xds.ADSOptions)
 		return nil, err
 	}
 	return &adsClient{ADS: client}, nil
+}
+
+// staticNonEDS reports whether c is a cluster a REST config source can
+// poll through: there, from the bootstrap, with hosts of its own.
+func staticNonEDS(c *cluster.Cluster) bool {
+	if c == nil || c.AddedViaAPI() {
+		return false
+	}
+	_, eds := c.EDSServiceName()
+	return !eds
 }
