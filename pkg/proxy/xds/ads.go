@@ -83,7 +83,9 @@ type ADSOptions struct {
 // exponential backoff, the last accepted configuration serving meanwhile.
 // There is one subscription per resource type; each wants every resource
 // of its type (a wildcard, as LDS and CDS) or named ones (as EDS and RDS),
-// and can be added or change its interest while the stream runs.
+// and can be added or change its interest while the stream runs. With
+// ADSOptions.REST the client polls one type's REST endpoint instead (see
+// poll): the same subscriptions, decoding and stats, without a stream.
 type ADS struct {
 	opts ADSOptions
 	// sotwMethod and deltaMethod are the stream's gRPC methods, restPath
