@@ -241,6 +241,13 @@ func restConfig(path string) (*rest.Config, error) {
 func injectConfig(o options) (inject.Config, error) {
 	cfg := inject.Config{Image: o.sidecarImage, AdminPort: int32(o.sidecarAdminPort), ProbePort: int32(o.sidecarProbePort),
 		PrometheusNaming: o.sidecarNaming, CaptureIPv6: o.sidecarIPv6}
+	if o.controlPlane != "" {
+		cp, err := controlPlane(o)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.ControlPlane = cp
+	}
 	if o.sidecarBootstrap == "" {
 		return cfg, nil
 	}
@@ -253,6 +260,27 @@ func injectConfig(o options) (inject.Config, error) {
 	}
 	cfg.Bootstrap = string(b)
 	return cfg, nil
+}
+
+// controlPlane is the management server of the --sidecar-control-plane
+// flags (checked by validate), with the CA file read once, at start.
+func controlPlane(o options) (*inject.ControlPlane, error) {
+	host, port, err := splitControlPlane(o.controlPlane)
+	if err != nil {
+		return nil, fmt.Errorf("--sidecar-control-plane: %w", err)
+	}
+	cp := &inject.ControlPlane{Address: host, Port: port, Delta: o.controlPlaneAPIType == "DELTA_GRPC", SNI: o.controlPlaneSNI}
+	if o.controlPlaneCAFile != "" {
+		b, err := os.ReadFile(o.controlPlaneCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--sidecar-control-plane-ca-file: %w", err)
+		}
+		cp.CABundle = string(b)
+	}
+	if err := cp.Validate(); err != nil {
+		return nil, fmt.Errorf("--sidecar-control-plane: %w", err)
+	}
+	return cp, nil
 }
 
 // checkCertDir fails at once, with the remedy, when the webhook server's

@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,6 +61,11 @@ type options struct {
 	sidecarProbePort int
 	sidecarNaming    string
 	sidecarIPv6      bool
+	// The control plane injected proxies join, if any.
+	controlPlane        string
+	controlPlaneAPIType string
+	controlPlaneCAFile  string
+	controlPlaneSNI     string
 }
 
 // Defaults of the API client's rate limits. client-go's own (5 requests a
@@ -128,6 +135,14 @@ func flags(o *options) *pflag.FlagSet {
 		"the built-in capture bootstrap's listeners also listen on [::] (dual-stack clusters: the capture rules redirect IPv6 connections too)")
 	fs.StringVar(&o.sidecarNaming, "sidecar-prometheus-naming", "proxy",
 		"Prometheus naming of injected proxies (their --prometheus-naming): proxy (proxy_ prefix) or envoy (Envoy's envoy_ names, for Envoy's dashboards and alerts)")
+	fs.StringVar(&o.controlPlane, "sidecar-control-plane", "",
+		"host:port of the xDS management server injected proxies join: their built-in bootstrap gets an ADS stream to it carrying clusters and listeners (empty: none)")
+	fs.StringVar(&o.controlPlaneAPIType, "sidecar-control-plane-api-type", "GRPC",
+		"protocol of the ADS stream to --sidecar-control-plane: GRPC (state of the world) or DELTA_GRPC (incremental)")
+	fs.StringVar(&o.controlPlaneCAFile, "sidecar-control-plane-ca-file", "",
+		"PEM file of the CA certificates that verify --sidecar-control-plane's certificate: the stream then uses TLS (read at start)")
+	fs.StringVar(&o.controlPlaneSNI, "sidecar-control-plane-sni", "",
+		"server name sent to and verified in --sidecar-control-plane's certificate (default: its host)")
 	return fs
 }
 
@@ -207,6 +222,7 @@ func (o *options) validate() error {
 	if o.sidecarNaming != "proxy" && o.sidecarNaming != "envoy" {
 		errs = append(errs, fmt.Errorf("--sidecar-prometheus-naming: %q is neither proxy nor envoy", o.sidecarNaming))
 	}
+	errs = append(errs, o.validateControlPlane()...)
 	if o.sidecarAdminPort == o.sidecarProbePort {
 		errs = append(errs, fmt.Errorf("--sidecar-probe-port: %d is the admin port too", o.sidecarProbePort))
 	}
@@ -228,6 +244,48 @@ func (o *options) validate() error {
 		msgs[i] = e.Error()
 	}
 	return errors.New(strings.Join(msgs, "; "))
+}
+
+// validateControlPlane checks the --sidecar-control-plane flags (the CA
+// file is read, and the whole checked, by injectConfig).
+func (o *options) validateControlPlane() []error {
+	var errs []error
+	if o.controlPlane == "" {
+		for _, f := range []struct{ name, value string }{
+			{"--sidecar-control-plane-ca-file", o.controlPlaneCAFile}, {"--sidecar-control-plane-sni", o.controlPlaneSNI},
+		} {
+			if f.value != "" {
+				errs = append(errs, fmt.Errorf("%s: needs --sidecar-control-plane", f.name))
+			}
+		}
+		return errs
+	}
+	if _, _, err := splitControlPlane(o.controlPlane); err != nil {
+		errs = append(errs, fmt.Errorf("--sidecar-control-plane: %w", err))
+	}
+	if o.controlPlaneAPIType != "GRPC" && o.controlPlaneAPIType != "DELTA_GRPC" {
+		errs = append(errs, fmt.Errorf("--sidecar-control-plane-api-type: %q is neither GRPC nor DELTA_GRPC", o.controlPlaneAPIType))
+	}
+	if o.sidecarBootstrap != "" {
+		errs = append(errs, errors.New("--sidecar-control-plane: a custom --sidecar-bootstrap names its own management server (dynamic_resources)"))
+	}
+	if o.controlPlaneSNI != "" && o.controlPlaneCAFile == "" {
+		errs = append(errs, errors.New("--sidecar-control-plane-sni: only used with TLS (--sidecar-control-plane-ca-file)"))
+	}
+	return errs
+}
+
+// splitControlPlane splits host:port.
+func splitControlPlane(hostPort string) (string, int32, error) {
+	host, p, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.ParseUint(p, 10, 16)
+	if err != nil || port == 0 || host == "" {
+		return "", 0, fmt.Errorf("%q is not host:port", hostPort)
+	}
+	return host, int32(port), nil
 }
 
 // validateLeaderElection checks the leader election flags, with client-go's

@@ -67,6 +67,8 @@ func TestCreateThroughAPIServer(t *testing.T) {
 			values: filepath.Join("testdata", "monitoring-values.yaml"), watched: []string{"monitoring"}},
 		{name: "monitoring, proxy naming", release: "monproxy", namespace: "monproxy-system",
 			values: filepath.Join("testdata", "monitoring-proxy-values.yaml")},
+		{name: "control plane", release: "xds", namespace: "xds-system",
+			values: filepath.Join("testdata", "control-plane-values.yaml")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ func TestLint(t *testing.T) {
 		"webhook off":    {values: filepath.Join("testdata", "webhook-off-values.yaml")},
 		"self-signed":    {values: filepath.Join("testdata", "selfsigned-values.yaml")},
 		"monitoring":     {values: filepath.Join("testdata", "monitoring-values.yaml")},
+		"control plane":  {values: filepath.Join("testdata", "control-plane-values.yaml")},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

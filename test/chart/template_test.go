@@ -31,6 +31,7 @@ func TestTemplateGolden(t *testing.T) {
 		"selfsigned":       {values: filepath.Join("testdata", "selfsigned-values.yaml")},
 		"monitoring":       {values: filepath.Join("testdata", "monitoring-values.yaml")},
 		"monitoring-proxy": {values: filepath.Join("testdata", "monitoring-proxy-values.yaml")},
+		"control-plane":    {values: filepath.Join("testdata", "control-plane-values.yaml")},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -63,6 +64,12 @@ func TestTemplateRejectsBadValues(t *testing.T) {
 		"lease duration a string": {set: []string{"controller.leaderElection.leaseDurationSeconds=15s"},
 			want: "/controller/leaderElection/leaseDurationSeconds"},
 		"prometheus naming":           {set: []string{"sidecar.prometheusNaming=prometheus"}, want: "/sidecar/prometheusNaming"},
+		"control plane api type":      {set: []string{"sidecar.controlPlane.address=xds", "sidecar.controlPlane.apiType=REST"}, want: "/sidecar/controlPlane/apiType"},
+		"control plane port":          {set: []string{"sidecar.controlPlane.address=xds", "sidecar.controlPlane.port=0"}, want: "/sidecar/controlPlane/port"},
+		"control plane url":           {set: []string{"sidecar.controlPlane.address=https://xds"}, want: "/sidecar/controlPlane/address"},
+		"control plane and bootstrap": {set: []string{"sidecar.controlPlane.address=xds", "sidecar.bootstrap=x"}, want: "sidecar.controlPlane.address and sidecar.bootstrap cannot both be set"},
+		"control plane sni alone":     {set: []string{"sidecar.controlPlane.address=xds", "sidecar.controlPlane.tls.sni=x"}, want: "sidecar.controlPlane.tls.sni is only used with TLS"},
+		"control plane tls alone":     {set: []string{"sidecar.controlPlane.tls.caBundle=x"}, want: "sidecar.controlPlane.tls needs sidecar.controlPlane.address"},
 		"dashboard unknown key":       {set: []string{"monitoring.grafanaDashboard.lable=x"}, want: "lable"},
 		"dashboard label number":      {set: []string{"monitoring.grafanaDashboard.labels.grafana_dashboard=1"}, want: "/monitoring/grafanaDashboard/labels/grafana_dashboard"},
 		"rule namespace not DNS":      {set: []string{"monitoring.prometheusRule.namespace=Mon"}, want: "/monitoring/prometheusRule/namespace"},

@@ -8,7 +8,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/outrigger-dev/outrigger/pkg/controller/inject"
 )
@@ -19,39 +18,8 @@ import (
 // annotations set must load, so that a pod the webhook admits never
 // crash-loops on its own proxy's arguments.
 var _ = Describe("Injected command lines", func() {
-	// injectedPodWith injects a pod with the annotations under cfg and
-	// returns it.
-	injectedPodWith := func(cfg inject.Config, annotations map[string]string) *corev1.Pod {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: "app-1", Namespace: "shop", Annotations: annotations,
-				Labels: map[string]string{inject.InjectLabel: inject.InjectLabelValue},
-			},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}},
-		}
-		changed, err := inject.Inject(pod, cfg)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(changed).To(BeTrue())
-		return pod
-	}
 	injectedPod := func(annotations map[string]string) *corev1.Pod {
-		return injectedPodWith(inject.DefaultConfig(), annotations)
-	}
-	// containerArgs returns a container's arguments as the kubelet passes
-	// them: $(VAR) expanded from the pod's fields.
-	containerArgs := func(pod *corev1.Pod, name string) []string {
-		for _, c := range pod.Spec.InitContainers {
-			if c.Name != name {
-				continue
-			}
-			args := make([]string, len(c.Args))
-			for i, a := range c.Args {
-				args[i] = strings.NewReplacer("$(POD_NAME)", pod.Name, "$(POD_NAMESPACE)", pod.Namespace).Replace(a)
-			}
-			return args
-		}
-		Fail("no container " + name)
-		return nil
+		return injectPod(inject.DefaultConfig(), annotations)
 	}
 	// validate runs the proxy's arguments in --mode validate.
 	validate := func(args []string) {
@@ -61,7 +29,7 @@ var _ = Describe("Injected command lines", func() {
 
 	DescribeTable("the proxy's arguments pass --mode validate",
 		func(annotations map[string]string) {
-			validate(containerArgs(injectedPod(annotations), inject.ContainerName))
+			validate(kubeletArgs(injectedPod(annotations), inject.ContainerName))
 		},
 		Entry("default bootstrap", nil),
 		Entry("log level, drain time, resources", map[string]string{
@@ -77,7 +45,7 @@ var _ = Describe("Injected command lines", func() {
 	It("passes the controller's naming and dual-stack choices", func() {
 		cfg := inject.DefaultConfig()
 		cfg.PrometheusNaming, cfg.CaptureIPv6 = "envoy", true
-		args := containerArgs(injectedPodWith(cfg, map[string]string{inject.AnnotationCapture: "true"}), inject.ContainerName)
+		args := kubeletArgs(injectPod(cfg, map[string]string{inject.AnnotationCapture: "true"}), inject.ContainerName)
 		Expect(args).To(ContainElement("--prometheus-naming"))
 		Expect(strings.Join(args, " ")).To(ContainSubstring(`address: "::", port_value: 15006`))
 		validate(args)
@@ -85,7 +53,7 @@ var _ = Describe("Injected command lines", func() {
 
 	It("reads a bootstrap ConfigMap's file as mounted", func() {
 		pod := injectedPod(map[string]string{inject.AnnotationBootstrapConfigMap: "shop-proxy"})
-		args := containerArgs(pod, inject.ContainerName)
+		args := kubeletArgs(pod, inject.ContainerName)
 		mounted := filepath.Join(inject.BootstrapDir, inject.BootstrapKey)
 		Expect(args).To(ContainElement(mounted))
 		// The ConfigMap's content: the explicit mode's bootstrap, the
@@ -101,7 +69,7 @@ var _ = Describe("Injected command lines", func() {
 	})
 
 	It("installs nothing with the capture container's arguments and --dry-run", func() {
-		args := containerArgs(injectedPod(map[string]string{
+		args := kubeletArgs(injectedPod(map[string]string{
 			inject.AnnotationCapture: "true", inject.AnnotationExcludeOutboundPorts: "5432",
 			inject.AnnotationExcludeOutboundCIDRs: "169.254.169.254/32",
 		}), inject.CaptureContainerName)

@@ -12,7 +12,6 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	cachetypes "github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
@@ -234,17 +233,8 @@ dynamic_resources:
 		backend := startNamed("B")
 		port := freePort()
 
-		cluster := fromYAML(`{name: backend, type: EDS, connect_timeout: 1s, eds_cluster_config: {service_name: backend-svc, eds_config: {api_config_source: `+grpcSource("DELTA_GRPC", "")+`, resource_api_version: V3}}}`, &clusterv3.Cluster{})
-		listener := fromYAML(fmt.Sprintf(`{name: web, address: {socket_address: {address: 127.0.0.1, port_value: %d}}, filter_chains: [%s]}`,
-			port, withTransportSocket(`{filters: [{name: envoy.filters.network.http_connection_manager, typed_config: {`+
-				`"@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager, stat_prefix: web, `+
-				`rds: {route_config_name: web-routes, config_source: {api_config_source: `+grpcSource("GRPC", "")+`, resource_api_version: V3}}, `+
-				`http_filters: [{name: envoy.filters.http.router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]}}]}`, `{name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext,
-    common_tls_context: {tls_certificate_sds_secret_configs: [{name: web_cert, sds_config: {api_config_source: `+grpcSource("DELTA_GRPC", "")+`, resource_api_version: V3}}]}}}`)), &listenerv3.Listener{})
-		routes := fromYAML(`{name: web-routes, virtual_hosts: [{name: all, domains: ["*"], routes: [{match: {prefix: "/"}, route: {cluster: backend}}]}]}`, &routev3.RouteConfiguration{})
-		snap := sdsSnapshot("v1", []*tlsv3.Secret{certSecret("web_cert", []byte(readFile(f.cert)), []byte(readFile(f.key)))}, []*clusterv3.Cluster{cluster}, []*listenerv3.Listener{listener})
-		snap.Resources[cachetypes.Route] = cachev3.NewResources("v1", []cachetypes.Resource{routes})
-		snap.Resources[cachetypes.Endpoint] = cachev3.NewResources("v1", []cachetypes.Resource{loadAssignment("backend-svc", edsEndpoint{port: backend})})
+		src := ownSources{port: port, f: f, eds: grpcSource("DELTA_GRPC", ""), rds: grpcSource("GRPC", ""), sds: grpcSource("DELTA_GRPC", "")}
+		snap := src.snapshot("v1", []*clusterv3.Cluster{src.cluster()}, backend)
 		m.set(snap)
 
 		cfg := fmt.Sprintf(`

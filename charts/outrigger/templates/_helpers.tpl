@@ -91,6 +91,14 @@ ConfigMap is mounted in the controller.
 {{- end }}
 
 {{/*
+outrigger.controlPlaneCADir is where the control plane's CA bundle
+ConfigMap (sidecar.controlPlane.tls.caBundle) is mounted in the controller.
+*/}}
+{{- define "outrigger.controlPlaneCADir" -}}
+/etc/outrigger/control-plane
+{{- end }}
+
+{{/*
 outrigger.image is "<repository>:<tag>", the tag defaulting to appVersion.
 Call with (dict "image" .Values.x.image "root" $).
 */}}

@@ -67,6 +67,10 @@ type Config struct {
 	// CaptureIPv6 makes the built-in capture bootstrap's listeners take
 	// IPv6 connections too, for dual-stack clusters.
 	CaptureIPv6 bool
+	// ControlPlane, when set, makes the built-in bootstraps (default and
+	// capture) join this management server over ADS. A custom Bootstrap
+	// names its own.
+	ControlPlane *ControlPlane
 }
 
 // DefaultConfig is the configuration of the controller's default flags.
@@ -76,14 +80,19 @@ func DefaultConfig() Config {
 
 // bootstrap is the YAML the proxy gets, with its admin on adminPort: the
 // controller's --sidecar-bootstrap if given, else the built-in bootstrap
-// of the mode.
+// of the mode, joined to the control plane if there is one.
 func (c Config) bootstrap(adminPort int32, capture bool) string {
+	var b string
 	switch {
 	case c.Bootstrap != "":
 		return c.Bootstrap
 	case capture:
-		return CaptureBootstrap(adminPort, c.ProbePort, c.CaptureIPv6)
+		b = CaptureBootstrap(adminPort, c.ProbePort, c.CaptureIPv6)
 	default:
-		return DefaultBootstrap(adminPort, c.ProbePort)
+		b = DefaultBootstrap(adminPort, c.ProbePort)
 	}
+	if c.ControlPlane != nil {
+		b = c.ControlPlane.join(b)
+	}
+	return b
 }

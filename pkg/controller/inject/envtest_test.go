@@ -107,7 +107,8 @@ func TestWebhook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Image: "registry.local/outrigger:test", AdminPort: 15000, ProbePort: 15021}
+	cfg := Config{Image: "registry.local/outrigger:test", AdminPort: 15000, ProbePort: 15021,
+		ControlPlane: &ControlPlane{Address: "xds.mesh-system.svc", Port: 18000, CABundle: testCA}}
 	Register(mgr.GetWebhookServer(), cfg, mgr.GetEventRecorder("outrigger-injector"))
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
@@ -199,6 +200,11 @@ func TestWebhook(t *testing.T) {
 			}
 			if sidecar.Image != cfg.Image || sidecar.Ports[0].ContainerPort != cfg.ProbePort {
 				t.Errorf("image %q, port %d: want %q and %d", sidecar.Image, sidecar.Ports[0].ContainerPort, cfg.Image, cfg.ProbePort)
+			}
+			// The bootstrap joined to the control plane went through the
+			// API server as the webhook patched it in.
+			if args := strings.Join(sidecar.Args, " "); !strings.Contains(args, "cluster_name: xds_cluster") || !strings.Contains(args, `"xds.mesh-system.svc"`) {
+				t.Errorf("the proxy's bootstrap does not join the control plane: %s", args)
 			}
 			if got := p.Annotations["proxy.outrigger.dev/admin-port"]; got != "15000" {
 				t.Errorf("admin-port annotation %q, want 15000", got)

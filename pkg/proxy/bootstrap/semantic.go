@@ -201,9 +201,9 @@ func (s *semanticChecker) httpConnectionManager(hcm *hcmv3.HttpConnectionManager
 	if rds := hcm.GetRds(); rds != nil {
 		switch cs := rds.GetConfigSource(); {
 		case cs.GetApiConfigSource() != nil:
-			s.adsConfig(cs.GetApiConfigSource(), childPath(path, "rds.config_source.api_config_source"))
+			s.apiConfigSource(cs.GetApiConfigSource(), childPath(path, "rds.config_source.api_config_source"), true)
 		case cs.GetAds() == nil:
-			s.fail(childPath(path, "rds.config_source"), "ads: {} or api_config_source is required: Outrigger takes route configurations from a gRPC stream only")
+			s.fail(childPath(path, "rds.config_source"), "ads: {} or api_config_source is required: Outrigger takes route configurations from a gRPC stream or REST only")
 		}
 		if rds.GetRouteConfigName() == "" {
 			s.fail(childPath(path, "rds.route_config_name"), "required")

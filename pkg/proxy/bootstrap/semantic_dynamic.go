@@ -18,9 +18,9 @@ func (s *semanticChecker) dynamicResources(d *bootstrapv3.Bootstrap_DynamicResou
 	if cds := d.GetCdsConfig(); cds != nil {
 		switch {
 		case cds.GetApiConfigSource() != nil:
-			s.adsConfig(cds.GetApiConfigSource(), "dynamic_resources.cds_config.api_config_source")
+			s.apiConfigSource(cds.GetApiConfigSource(), "dynamic_resources.cds_config.api_config_source", true)
 		case cds.GetAds() == nil:
-			s.fail("dynamic_resources.cds_config", "ads: {} or api_config_source is required: Outrigger takes clusters from a gRPC stream only")
+			s.fail("dynamic_resources.cds_config", "ads: {} or api_config_source is required: Outrigger takes clusters from a gRPC stream or REST only")
 		case d.GetAdsConfig() == nil:
 			s.fail("dynamic_resources.cds_config.ads", "requires dynamic_resources.ads_config (the ADS stream it names)")
 		}
@@ -28,7 +28,7 @@ func (s *semanticChecker) dynamicResources(d *bootstrapv3.Bootstrap_DynamicResou
 	if lds := d.GetLdsConfig(); lds != nil {
 		switch {
 		case lds.GetApiConfigSource() != nil:
-			s.adsConfig(lds.GetApiConfigSource(), "dynamic_resources.lds_config.api_config_source")
+			s.apiConfigSource(lds.GetApiConfigSource(), "dynamic_resources.lds_config.api_config_source", true)
 		case lds.GetAds() != nil:
 			if d.GetAdsConfig() == nil {
 				s.fail("dynamic_resources.lds_config.ads", "requires dynamic_resources.ads_config (the ADS stream it names)")
@@ -39,28 +39,17 @@ func (s *semanticChecker) dynamicResources(d *bootstrapv3.Bootstrap_DynamicResou
 	}
 }
 
-// adsConfig checks a gRPC api_config_source (the ADS stream's, or a config
-// source's own) as Envoy does: the V3 transport, and exactly one gRPC
-// service, an envoy_grpc one (its cluster must be a static cluster, which
-// the server checks).
+// adsConfig checks the ADS stream's api_config_source (gRPC only).
 func (s *semanticChecker) adsConfig(ads *corev3.ApiConfigSource, path string) {
-	// Other values are refused by the support table.
-	if ads.GetApiType() == 0 { // unset: the enum's zero is a deprecated placeholder
-		s.fail(childPath(path, "api_type"), "GRPC or DELTA_GRPC is required")
-	}
-	if ads.GetTransportApiVersion() != corev3.ApiVersion_V3 {
-		s.fail(childPath(path, "transport_api_version"), "must be V3 (Envoy refuses the AUTO and V2 transports)")
-	}
-	switch n := len(ads.GetGrpcServices()); {
-	case n == 0:
-		s.fail(childPath(path, "grpc_services"), "one gRPC service is required")
-	case n > 1:
-		s.fail(childPath(path, "grpc_services"), "only one gRPC service is supported (Envoy: only singleton gRPC service lists supported)")
-	}
-	for i, gs := range ads.GetGrpcServices() {
-		if gs.GetEnvoyGrpc() == nil {
-			s.fail(indexPath(childPath(path, "grpc_services"), i), "an envoy_grpc service naming a static cluster is required: google_grpc is not supported for ADS by Outrigger")
-		}
+	s.apiConfigSource(ads, path, false)
+}
+
+// apiConfigSource checks an api_config_source (see
+// APIConfigSourceProblems); rest allows REST polling, for a resource
+// type's own config source.
+func (s *semanticChecker) apiConfigSource(api *corev3.ApiConfigSource, path string, rest bool) {
+	for _, p := range APIConfigSourceProblems(api, rest) {
+		s.fail(childPath(path, p.Path), "%s", p.Reason)
 	}
 }
 
@@ -78,7 +67,7 @@ func (s *semanticChecker) fileConfigSource(cs *corev3.ConfigSource, path string)
 			s.fail(childPath(path, "path"), "must not be empty")
 		}
 	default:
-		s.fail(path, "a path_config_source (or path), ads or api_config_source is required: Outrigger reads listeners from a file or a gRPC stream only")
+		s.fail(path, "a path_config_source (or path), ads or api_config_source is required: Outrigger reads listeners from a file, a gRPC stream or REST only")
 	}
 }
 
@@ -116,11 +105,11 @@ func (s *semanticChecker) edsCluster(c *clusterv3.Cluster, path string, hasADS b
 	eds := c.GetEdsClusterConfig().GetEdsConfig()
 	switch {
 	case eds.GetApiConfigSource() != nil:
-		s.adsConfig(eds.GetApiConfigSource(), childPath(path, "eds_cluster_config.eds_config.api_config_source"))
+		s.apiConfigSource(eds.GetApiConfigSource(), childPath(path, "eds_cluster_config.eds_config.api_config_source"), true)
 	case eds == nil:
 		s.fail(childPath(path, "eds_cluster_config.eds_config"), "required: where the cluster's endpoints come from (ads: {})")
 	case eds.GetAds() == nil:
-		s.fail(childPath(path, "eds_cluster_config.eds_config"), "ads: {} or api_config_source is required: Outrigger takes endpoints from a gRPC stream only")
+		s.fail(childPath(path, "eds_cluster_config.eds_config"), "ads: {} or api_config_source is required: Outrigger takes endpoints from a gRPC stream or REST only")
 	case !hasADS:
 		s.fail(childPath(path, "eds_cluster_config.eds_config.ads"), "requires dynamic_resources.ads_config (the ADS stream it names)")
 	}

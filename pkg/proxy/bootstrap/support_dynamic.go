@@ -7,8 +7,9 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // filesystem subscription) or over a state-of-the-world ADS stream to a
 // static cluster, or an incremental one, clusters over that stream, and the endpoints of static
 // EDS clusters over it; listeners, clusters and secrets also over a
-// stream of their own (api_config_source, GRPC or DELTA_GRPC). REST, self
-// and every other discovery service stay refused with their path.
+// stream of their own (api_config_source, GRPC or DELTA_GRPC) or REST
+// polling (api_type REST). Self and every other discovery service stay
+// refused with their path.
 // ConfigSource rows are shared by whatever field holds a ConfigSource; the
 // semantic check of each such field requires the file source it supports.
 var supportedDynamic = map[protoreflect.FullName]fieldSupport{
@@ -22,7 +23,7 @@ var supportedDynamic = map[protoreflect.FullName]fieldSupport{
 	// The ADS stream: state of the world (GRPC) or incremental
 	// (DELTA_GRPC) over gRPC, as Envoy's ADS takes them, to an envoy_grpc
 	// cluster (the GrpcService rows are shared with the gRPC access log).
-	"envoy.config.core.v3.ApiConfigSource.api_type":                       {values: []string{"GRPC", "DELTA_GRPC"}},
+	"envoy.config.core.v3.ApiConfigSource.api_type":                       {values: []string{"GRPC", "DELTA_GRPC", "REST"}},
 	"envoy.config.core.v3.ApiConfigSource.transport_api_version":          {values: []string{"V3"}},
 	"envoy.config.core.v3.ApiConfigSource.grpc_services":                  {},
 	"envoy.config.core.v3.ApiConfigSource.set_node_on_first_message_only": {},
@@ -30,6 +31,12 @@ var supportedDynamic = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.ApiConfigSource.rate_limit_settings": {},
 	"envoy.config.core.v3.RateLimitSettings.max_tokens":        {},
 	"envoy.config.core.v3.RateLimitSettings.fill_rate":         {},
+	// REST polling (a resource type's own config source, not ADS): one
+	// static cluster, the poll interval and each request's timeout (the
+	// semantic check refuses them on a gRPC source).
+	"envoy.config.core.v3.ApiConfigSource.cluster_names":   {},
+	"envoy.config.core.v3.ApiConfigSource.refresh_delay":   {},
+	"envoy.config.core.v3.ApiConfigSource.request_timeout": {},
 
 	// Static clusters of type EDS whose endpoints come over the ADS stream
 	// (the semantic check requires eds_config: {ads: {}}).

@@ -271,7 +271,7 @@ func TestValidateSupport(t *testing.T) {
 		"rds from a file": {
 			overlay: hcmYAML(`stat_prefix: x, rds: {config_source: {path: /r.yaml}}, http_filters: [` + routerFilter + `]`),
 			want: []string{
-				extraHCM + ".rds.config_source: ads: {} or api_config_source is required: Outrigger takes route configurations from a gRPC stream only",
+				extraHCM + ".rds.config_source: ads: {} or api_config_source is required: Outrigger takes route configurations from a gRPC stream or REST only",
 				extraHCM + ".rds.route_config_name: required",
 			},
 		},

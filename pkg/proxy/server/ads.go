@@ -10,8 +10,9 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/xds"
 )
 
-// adsClient is the ADS stream of dynamic_resources.ads_config with its
-// gRPC channel, closed together.
+// adsClient is a discovery client (the ADS stream of
+// dynamic_resources.ads_config, or a config source's own stream or REST
+// polling) with its gRPC channel, closed together; REST has no channel.
 type adsClient struct {
 	*xds.ADS
 	ch *grpcservice.Channel
@@ -20,6 +21,9 @@ type adsClient struct {
 // Close ends the stream, then closes the channel.
 func (a *adsClient) Close() error {
 	err := a.ADS.Close()
+	if a.ch == nil {
+		return err
+	}
 	return errors.Join(err, a.ch.Close())
 }
 

@@ -9,7 +9,10 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/cluster"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/xds"
 )
 
@@ -97,36 +100,36 @@ func (s *Server) streamFor(cs *corev3.ConfigSource, typeURL string) (*xds.ADS, e
 	return nil, errors.New("ads or api_config_source is required")
 }
 
-// checkAPIConfigSource checks an api_config_source as Envoy does for a
-// gRPC stream: GRPC or DELTA_GRPC, the V3 transport, exactly one gRPC
-// service, an envoy_grpc one. Errors name the field below it.
-func checkAPIConfigSource(api *corev3.ApiConfigSource) error {
+// checkAPIConfigSource checks an api_config_source as the bootstrap
+// does (see bootstrap.APIConfigSourceProblems): the server makes streams
+// for discovered resources too. Errors name the field below it.
+func checkAPIConfigSource(api *corev3.ApiConfigSource, rest bool) error {
 	var errs []error
-	switch api.GetApiType() {
-	case corev3.ApiConfigSource_GRPC, corev3.ApiConfigSource_DELTA_GRPC:
-	default:
-		errs = append(errs, fmt.Errorf("api_type: %s is not supported by Outrigger (GRPC or DELTA_GRPC)", api.GetApiType()))
-	}
-	if api.GetTransportApiVersion() != corev3.ApiVersion_V3 {
-		errs = append(errs, errors.New("transport_api_version: must be V3 (Envoy refuses the AUTO and V2 transports)"))
-	}
-	switch n := len(api.GetGrpcServices()); {
-	case n == 0:
-		errs = append(errs, errors.New("grpc_services: one gRPC service is required"))
-	case n > 1:
-		errs = append(errs, errors.New("grpc_services: only singleton gRPC service lists supported"))
-	case api.GetGrpcServices()[0].GetEnvoyGrpc() == nil:
-		errs = append(errs, errors.New("grpc_services[0]: an envoy_grpc service naming a static cluster is required: google_grpc is not supported by Outrigger"))
+	for _, p := range bootstrap.APIConfigSourceProblems(api, rest) {
+		errs = append(errs, p)
 	}
 	return errors.Join(errs...)
 }
 
-// newGRPCStream prepares a gRPC discovery stream to api's service, for
-// resources of typeURL (its own discovery service), or the ADS stream
-// when typeURL is empty. Errors name the field below api.
+// newGRPCStream prepares the discovery client of api, for resources of
+// typeURL (its own discovery service): a gRPC stream, or REST polling.
+// With an empty typeURL it is the ADS stream, gRPC only. Errors name the
+// field below api.
 func (s *Server) newGRPCStream(api *corev3.ApiConfigSource, typeURL string) (*adsClient, error) {
-	if err := checkAPIConfigSource(api); err != nil {
+	if err := checkAPIConfigSource(api, typeURL != ""); err != nil {
 		return nil, err
+	}
+	opts := xds.ADSOptions{
+		Node:           s.node(),
+		TypeURL:        typeURL,
+		Stats:          s.stats,
+		Log:            s.logs.Logger("config"),
+		Unknown:        s.unknownDynamicPolicy(),
+		UnknownCounter: s.stats.Counter("server.dynamic_unknown_fields"),
+		Now:            s.now,
+	}
+	if api.GetApiType() == corev3.ApiConfigSource_REST {
+		return s.newRESTClient(api, opts)
 	}
 	ch, err := s.openGRPC(api.GetGrpcServices()[0])
 	if err != nil {
@@ -136,23 +139,52 @@ func (s *Server) newGRPCStream(api *corev3.ApiConfigSource, typeURL string) (*ad
 	if rl := api.GetRateLimitSettings(); rl != nil {
 		limit = &xds.RateLimit{MaxTokens: rl.GetMaxTokens().GetValue(), FillRate: rl.GetFillRate().GetValue()}
 	}
-	client, err := xds.NewADS(xds.ADSOptions{
-		Conn:                   ch.Conn(),
-		CallContext:            func(ctx context.Context) (context.Context, context.CancelFunc) { return ch.CallContext(ctx, true) },
-		Node:                   s.node(),
-		NodeOnFirstMessageOnly: api.GetSetNodeOnFirstMessageOnly(),
-		Delta:                  api.GetApiType() == corev3.ApiConfigSource_DELTA_GRPC,
-		TypeURL:                typeURL,
-		RateLimit:              limit,
-		Stats:                  s.stats,
-		Log:                    s.logs.Logger("config"),
-		Unknown:                s.unknownDynamicPolicy(),
-		UnknownCounter:         s.stats.Counter("server.dynamic_unknown_fields"),
-		Now:                    s.now,
-	})
+	opts.Conn = ch.Conn()
+	opts.CallContext = func(ctx context.Context) (context.Context, context.CancelFunc) { return ch.CallContext(ctx, true) }
+	opts.NodeOnFirstMessageOnly = api.GetSetNodeOnFirstMessageOnly()
+	opts.Delta = api.GetApiType() == corev3.ApiConfigSource_DELTA_GRPC
+	opts.RateLimit = limit
+	client, err := xds.NewADS(opts)
 	if err != nil {
 		_ = ch.Close()
 		return nil, err
 	}
 	return &adsClient{ADS: client, ch: ch}, nil
+}
+
+// newRESTClient prepares the REST polling of api (checked), whose
+// requests go to the hosts of its cluster as Envoy's RestApiFetcher's do.
+func (s *Server) newRESTClient(api *corev3.ApiConfigSource, opts xds.ADSOptions) (*adsClient, error) {
+	name := api.GetClusterNames()[0]
+	svc := filterServices{s}
+	// As Envoy's: the cluster must be static, and not one whose hosts
+	// come from discovery itself.
+	var c *cluster.Cluster
+	if s.clusters != nil {
+		c = s.clusters.Cluster(name)
+	}
+	if !staticNonEDS(c) {
+		return nil, fmt.Errorf("cluster_names[0]: must have a statically defined non-EDS cluster: '%s' does not exist, was added via api, or is an EDS cluster", name)
+	}
+	opts.REST = &xds.RESTOptions{
+		Transport:      httpfilter.ClusterTransport(svc, name, 1),
+		Host:           name,
+		RefreshDelay:   api.GetRefreshDelay().AsDuration(),
+		RequestTimeout: api.GetRequestTimeout().AsDuration(),
+	}
+	client, err := xds.NewADS(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &adsClient{ADS: client}, nil
+}
+
+// staticNonEDS reports whether c is a cluster a REST config source can
+// poll through: there, from the bootstrap, with hosts of its own.
+func staticNonEDS(c *cluster.Cluster) bool {
+	if c == nil || c.AddedViaAPI() {
+		return false
+	}
+	_, eds := c.EDSServiceName()
+	return !eds
 }

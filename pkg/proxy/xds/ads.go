@@ -70,6 +70,9 @@ type ADSOptions struct {
 	TypeURL string
 	// RateLimit, when set, bounds the requests sent (rate_limit_settings).
 	RateLimit *RateLimit
+	// REST, when set, polls TypeURL's REST endpoint (api_type REST)
+	// instead of opening a gRPC stream; Conn is then unused.
+	REST *RESTOptions
 }
 
 // ADS is a state-of-the-world Aggregated Discovery Service client, like
@@ -80,11 +83,14 @@ type ADSOptions struct {
 // exponential backoff, the last accepted configuration serving meanwhile.
 // There is one subscription per resource type; each wants every resource
 // of its type (a wildcard, as LDS and CDS) or named ones (as EDS and RDS),
-// and can be added or change its interest while the stream runs.
+// and can be added or change its interest while the stream runs. With
+// ADSOptions.REST the client polls one type's REST endpoint instead (see
+// poll): the same subscriptions, decoding and stats, without a stream.
 type ADS struct {
 	opts ADSOptions
-	// sotwMethod and deltaMethod are the stream's gRPC methods.
-	sotwMethod, deltaMethod string
+	// sotwMethod and deltaMethod are the stream's gRPC methods, restPath
+	// the path polled over REST.
+	sotwMethod, deltaMethod, restPath string
 	// limiter is the token bucket of rate_limit_settings, nil without.
 	limiter *rate.Limiter
 
@@ -111,8 +117,10 @@ type ADS struct {
 // NewADS prepares an ADS client; nothing is sent before Start.
 func NewADS(o ADSOptions) (*ADS, error) {
 	switch {
-	case o.Conn == nil:
+	case o.Conn == nil && o.REST == nil:
 		return nil, errors.New("a gRPC channel is required")
+	case o.REST != nil && o.TypeURL == "":
+		return nil, errors.New("REST polls one resource type's service: a type URL is required")
 	case o.Node == nil:
 		return nil, errors.New("a node is required")
 	case o.Stats == nil:
@@ -127,13 +135,16 @@ func NewADS(o ADSOptions) (*ADS, error) {
 	if o.BackoffMax <= 0 {
 		o.BackoffMax = adsBackoffMax
 	}
-	sotw, delta := adsSotwMethod, adsDeltaMethod
+	sotw, delta, rest := adsSotwMethod, adsDeltaMethod, ""
 	if o.TypeURL != "" {
 		m, ok := serviceMethods[o.TypeURL]
 		if !ok {
 			return nil, fmt.Errorf("no discovery service for %s", o.TypeURL)
 		}
-		sotw, delta = m[0], m[1]
+		sotw, delta, rest = m.sotw, m.delta, m.rest
+	}
+	if err := o.REST.check(); err != nil {
+		return nil, err
 	}
 	limiter, err := o.RateLimit.limiter()
 	if err != nil {
@@ -144,6 +155,7 @@ func NewADS(o ADSOptions) (*ADS, error) {
 		opts:              o,
 		sotwMethod:        sotw,
 		deltaMethod:       delta,
+		restPath:          rest,
 		limiter:           limiter,
 		connected:         o.Stats.Gauge("control_plane.connected_state"),
 		pendingRequests:   o.Stats.Gauge("control_plane.pending_requests"),
@@ -171,7 +183,11 @@ func (a *ADS) Start() error {
 	for _, sub := range a.subs {
 		a.startSubscription(sub)
 	}
-	go a.run()
+	if a.opts.REST != nil {
+		go a.poll()
+	} else {
+		go a.run()
+	}
 	return nil
 }
 
@@ -185,6 +201,9 @@ func (a *ADS) Close() error {
 	a.mu.Unlock()
 	if started {
 		<-a.done
+	}
+	if a.opts.REST != nil {
+		a.opts.REST.client.CloseIdleConnections()
 	}
 	return nil
 }
@@ -216,14 +235,8 @@ func (a *ADS) run() {
 		if a.ctx.Err() != nil {
 			return
 		}
-		// Envoy's ConnectionFailure: every subscription counts it; it
-		// does not end the wait for a first response.
 		for _, sub := range a.subscriptions() {
-			sub.stats.updateFailure.Inc()
-			sub.stats.updateAttempt.Inc()
-			if sub.onFailure != nil {
-				sub.onFailure()
-			}
+			a.connectionFailure(sub)
 		}
 		attempt++
 		delay := a.backoff(attempt)
@@ -233,6 +246,27 @@ func (a *ADS) run() {
 			return
 		case <-time.After(delay):
 		}
+	}
+}
+
+// connectionFailure counts Envoy's ConnectionFailure for sub (a lost
+// stream, a failed poll), with its attempt; it does not end the wait for
+// a first response.
+func (a *ADS) connectionFailure(sub *ADSSubscription) {
+	sub.stats.updateFailure.Inc()
+	a.streamAttempt(sub)
+	if sub.onFailure != nil {
+		sub.onFailure()
+	}
+}
+
+// streamAttempt counts an update_attempt of a gRPC subscription, which
+// Envoy counts at its start, per response, per lost stream and at the
+// initial fetch timeout. A REST subscription counts one per request
+// instead (Envoy's HttpSubscriptionImpl::createRequest), in poll.
+func (a *ADS) streamAttempt(sub *ADSSubscription) {
+	if a.opts.REST == nil {
+		sub.stats.updateAttempt.Inc()
 	}
 }
 

@@ -128,7 +128,7 @@ func (a *ADS) Subscribe(o SubscriptionOptions, apply func(Update) error) (*ADSSu
 // startSubscription counts the subscription's start, as Envoy does, and
 // arms its initial fetch timeout. a.mu is held.
 func (a *ADS) startSubscription(sub *ADSSubscription) {
-	sub.stats.updateAttempt.Inc()
+	a.streamAttempt(sub)
 	if sub.timeout <= 0 {
 		return
 	}
@@ -137,7 +137,7 @@ func (a *ADS) startSubscription(sub *ADSSubscription) {
 		case <-sub.ready:
 		default:
 			sub.stats.initFetchTimeout.Inc()
-			sub.stats.updateAttempt.Inc()
+			a.streamAttempt(sub)
 			logging.Warning(a.opts.Log, "ads: initial fetch timed out", "type_url", sub.typeURL, "timeout", sub.timeout.String())
 			sub.markReady()
 		}

@@ -44,7 +44,7 @@ func (a *ADS) handle(sub *ADSSubscription, resp *discoveryv3.DiscoveryResponse) 
 func (a *ADS) process(sub *ADSSubscription, version string, apply func() (empty bool, err error)) error {
 	defer sub.markReady()
 	start := a.opts.Now()
-	sub.stats.updateAttempt.Inc()
+	a.streamAttempt(sub)
 	empty, err := apply()
 	if err != nil {
 		sub.stats.updateRejected.Inc()
@@ -75,7 +75,14 @@ func (a *ADS) decode(sub *ADSSubscription, resp *discoveryv3.DiscoveryResponse) 
 	if err != nil {
 		return Update{}, err
 	}
-	u, unknown, err := sub.dec.decodeBytes("response.pb", data, a.opts.Unknown != UnknownReject)
+	return a.decodeData(sub, "response.pb", data)
+}
+
+// decodeData decodes a response in the format name's extension gives
+// (a gRPC response's wire form, a REST response's JSON), warning about
+// unknown fields under the policy.
+func (a *ADS) decodeData(sub *ADSSubscription, name string, data []byte) (Update, error) {
+	u, unknown, err := sub.dec.decodeBytes(name, data, a.opts.Unknown != UnknownReject)
 	if err != nil {
 		return Update{}, err
 	}

@@ -1,6 +1,6 @@
 // Package xds is the subscription side of dynamic configuration: it reads
 // discovery responses and hands their resources to the part of the server
-// that applies them. Two transports are implemented:
+// that applies them. These transports are implemented:
 //
 //   - the file, as Envoy's filesystem subscription: a bootstrap's
 //     dynamic_resources.lds_config.path_config_source names a file holding
@@ -16,9 +16,13 @@
 //     NewGrpcMuxImpl: per-resource versions, subscribe and unsubscribe
 //     requests, removed resources and initial_resource_versions on a new
 //     stream; each response is merged into what is held and handed to the
-//     same apply functions (ADSOptions.Delta, ads_delta.go).
+//     same apply functions (ADSOptions.Delta, ads_delta.go);
+//   - REST polling of one resource type's endpoint, as Envoy's
+//     HttpSubscriptionImpl: the same subscriptions, decoding, apply
+//     functions and stats, a JSON DiscoveryRequest POSTed every jittered
+//     refresh delay in place of a stream (ADSOptions.REST, rest.go).
 //
-// Both keep Envoy's subscription stats (update_attempt, update_success,
+// All keep Envoy's subscription stats (update_attempt, update_success,
 // update_failure, update_rejected, version, version_text...) under the
 // scope they are given, apply the unknown-field policy of
 // --reject-unknown-dynamic-fields and --ignore-unknown-dynamic-fields, and

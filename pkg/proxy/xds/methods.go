@@ -14,28 +14,35 @@ const (
 )
 
 // serviceMethods are the methods of each resource type's own discovery
-// service, the stream a config source's api_config_source opens (Envoy's
-// type_to_endpoint): state of the world and incremental.
-var serviceMethods = map[string][2]string{
+// service, what a config source's api_config_source talks to (Envoy's
+// type_to_endpoint): the gRPC streams of the state of the world and the
+// incremental protocol, and the REST path polled (the Fetch method's
+// google.api.http POST).
+var serviceMethods = map[string]struct{ sotw, delta, rest string }{
 	ListenerTypeURL: {
 		"/envoy.service.listener.v3.ListenerDiscoveryService/StreamListeners",
 		"/envoy.service.listener.v3.ListenerDiscoveryService/DeltaListeners",
+		"/v3/discovery:listeners",
 	},
 	"type.googleapis.com/envoy.config.cluster.v3.Cluster": {
 		"/envoy.service.cluster.v3.ClusterDiscoveryService/StreamClusters",
 		"/envoy.service.cluster.v3.ClusterDiscoveryService/DeltaClusters",
+		"/v3/discovery:clusters",
 	},
 	"type.googleapis.com/envoy.config.route.v3.RouteConfiguration": {
 		"/envoy.service.route.v3.RouteDiscoveryService/StreamRoutes",
 		"/envoy.service.route.v3.RouteDiscoveryService/DeltaRoutes",
+		"/v3/discovery:routes",
 	},
 	"type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment": {
 		"/envoy.service.endpoint.v3.EndpointDiscoveryService/StreamEndpoints",
 		"/envoy.service.endpoint.v3.EndpointDiscoveryService/DeltaEndpoints",
+		"/v3/discovery:endpoints",
 	},
 	"type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret": {
 		"/envoy.service.secret.v3.SecretDiscoveryService/StreamSecrets",
 		"/envoy.service.secret.v3.SecretDiscoveryService/DeltaSecrets",
+		"/v3/discovery:secrets",
 	},
 }
 
