@@ -234,6 +234,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedLua,
 	supportedRateLimit,
 	supportedAggregate,
+	supportedOAuth2,
 }
 
 // lookupSupport finds a field's support rule in the per-area tables.
