@@ -68,7 +68,7 @@ type config struct {
 	originalRequestURI *accesslog.Formatter
 	allowedDomains     []string
 
-	redirectMatcher, signoutMatcher       router.StringMatcher
+	redirectMatcher, signoutMatcher        router.StringMatcher
 	passThrough, denyRedirect, allowFailed []router.HeaderMatch
 
 	cookies      cookieNames
@@ -76,10 +76,10 @@ type config struct {
 	bearerCookie, hmacCookie, expiresCookie, idCookie, refreshCookie,
 	nonceCookie, verifierCookie cookieSettings
 
-	forwardBearer, preserveAuthorization                bool
-	useRefreshToken                                     bool
-	disableIDCookie, disableAccessCookie, disableRefresh bool
-	disableEncryption, accessExpiryForID                bool
+	forwardBearer, preserveAuthorization                    bool
+	useRefreshToken                                         bool
+	disableIDCookie, disableAccessCookie, disableRefresh    bool
+	disableEncryption, accessExpiryForID                    bool
 	refreshTokenExpiresIn, csrfExpiresIn, verifierExpiresIn time.Duration
 
 	stats filterStats
