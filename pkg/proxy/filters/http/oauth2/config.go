@@ -249,7 +249,7 @@ func (c *config) compileAuthorization(p *oauth2v3.OAuth2Config) error {
 	ep := p.GetAuthorizationEndpoint()
 	u, err := url.Parse(ep)
 	if err != nil || u.Scheme == "" || u.Host == "" {
-		// Envoy's words.
+		//lint:ignore ST1005 Envoy's words, period included.
 		return fmt.Errorf("authorization_endpoint: OAuth2 filter: invalid authorization endpoint URL '%s' in config.", ep)
 	}
 	q := map[string][]string{}
@@ -284,7 +284,7 @@ func (c *config) compileAuthorization(p *oauth2v3.OAuth2Config) error {
 			oidc = oidc || s == scopeOpenID
 		}
 		if !oidc {
-			// Envoy's words.
+			//lint:ignore ST1005 Envoy's words, period included.
 			return errors.New("end_session_endpoint: OAuth2 filter: end session endpoint is only supported for OpenID Connect.")
 		}
 	}
