@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -418,6 +420,12 @@ var _ = Describe("The OAuth2 filter", func() {
 		Expect(r.Status).To(Equal(401))
 		Expect(time.Since(start)).To(BeNumerically("<", 8*time.Second))
 
+		By("the secrets are redacted in /config_dump")
+		dump := s.Get("/config_dump")
+		Expect(dump.Status).To(Equal(200))
+		Expect(dump.Body).To(ContainSubstring(`"name": "hmac"`))
+		Expect(dump.Body).NotTo(ContainSubstring("a-long-hmac-key"))
+
 		for name, want := range map[string]string{
 			"http.edge.oauth_unauthorized_rq":      "8",
 			"http.edge.oauth_success":              "7",
@@ -431,6 +439,51 @@ var _ = Describe("The OAuth2 filter", func() {
 		} {
 			Expect(statValue(s, name)).To(Equal(want), name)
 		}
+	})
+
+	It("reads its HMAC secret from an SDS file and follows its rotation", func() {
+		dir := newDir()
+		sdsFile := filepath.Join(dir, "hmac.yaml")
+		hmacSecret := func(version, value string) string {
+			return fmt.Sprintf(`version_info: "%s"
+resources:
+- "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret
+  name: hmac
+  generic_secret: {secret: {inline_string: %s}}
+`, version, value)
+		}
+		writeFile(sdsFile, hmacSecret("1", "first-key"))
+		port := freePort()
+		config := proxySpec{
+			Port: port,
+			Filters: `[` + httpFilter("oauth", oauth2Type, `{config: {token_endpoint: {cluster: idp, uri: "http://idp/token", timeout: 1s},
+				authorization_endpoint: "https://idp.example/authorize", redirect_uri: "https://%REQ(:authority)%/callback",
+				redirect_path_matcher: {path: {exact: /callback}}, signout_path: {path: {exact: /signout}},
+				credentials: {client_id: app, token_secret: {name: token},
+					hmac_secret: {name: hmac, sds_config: {path_config_source: {path: `+sdsFile+`}}}}}}`) + `]`,
+			Clusters: []proxyCluster{{Name: "idp", Port: freePort()}},
+			Top:      `{static_resources: {secrets: [{name: token, generic_secret: {secret: {inline_string: s}}}]}}`,
+		}.YAML()
+		Start(dir, config)
+		client := &http.Client{Timeout: 5 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		// csrfKeyed reports whether the redirect's CSRF token is signed with
+		// key: <flow>.<base64 HMAC-SHA256(key, flow)>.
+		csrfKeyed := func(key string) bool {
+			r := httpDo(client, "GET", listenerURL(port, "/app"), nil, nil)
+			Expect(r.Status).To(Equal(302), r.Body)
+			u, err := url.Parse(r.Header.Get("Location"))
+			Expect(err).NotTo(HaveOccurred())
+			raw, err := base64.RawURLEncoding.DecodeString(u.Query().Get("state"))
+			Expect(err).NotTo(HaveOccurred())
+			var st map[string]string
+			Expect(json.Unmarshal(raw, &st)).To(Succeed())
+			mac := hmac.New(sha256.New, []byte(key))
+			mac.Write([]byte(st["flow_id"]))
+			return st["csrf_token"] == st["flow_id"]+"."+base64.StdEncoding.EncodeToString(mac.Sum(nil))
+		}
+		Expect(csrfKeyed("first-key")).To(BeTrue())
+		replaceFile(sdsFile, hmacSecret("2", "second-key"))
+		Eventually(func() bool { return csrfKeyed("second-key") }, 10*time.Second, 100*time.Millisecond).Should(BeTrue())
 	})
 
 	It("refuses what it does not implement, and secrets it cannot find, with their paths", func() {
