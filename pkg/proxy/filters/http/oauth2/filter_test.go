@@ -94,13 +94,13 @@ func baseConfig() *oauth2v3.OAuth2Config {
 // harness compiles configurations against a token endpoint served by
 // handler.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	store *stats.Store
 	svc   fakeServices
 	now   time.Time
 }
 
-func newHarness(t *testing.T, handler http.Handler) *harness {
+func newHarness(t testing.TB, handler http.Handler) *harness {
 	t.Helper()
 	addr := "127.0.0.1:1"
 	if handler != nil {
