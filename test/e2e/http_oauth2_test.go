@@ -419,6 +419,10 @@ var _ = Describe("The OAuth2 filter", func() {
 		r = get(&http.Client{Timeout: 10 * time.Second, Jar: newLoopbackJar()}, "/hang/app")
 		Expect(r.Status).To(Equal(401))
 		Expect(time.Since(start)).To(BeNumerically("<", 8*time.Second))
+		// Envoy's details: the async client's answer, the router's local
+		// reply.
+		Eventually(s.Stdout).Should(MatchRegexp(`OAUTHLOG /down/callback\?\S+ 401 Failed_to_get_access_token:_response_code:_503,_response_body:_upstream_connect_error_or_disconnect/reset_before_headers._reset_reason:_remote_connection_failure\n`))
+		Eventually(s.Stdout).Should(MatchRegexp(`OAUTHLOG /hang/callback\?\S+ 401 Failed_to_get_access_token:_response_code:_504,_response_body:_upstream_request_timeout\n`))
 
 		By("the secrets are redacted in /config_dump")
 		dump := s.Get("/config_dump")

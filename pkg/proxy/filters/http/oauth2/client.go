@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -26,9 +28,19 @@ type tokens struct {
 }
 
 // tokenFailure says why an exchange failed, in Envoy's words (reason),
-// with what the endpoint answered (details).
+// with what the endpoint answered (details); cause is the transport's
+// error, which Envoy's details do not carry (it goes to the debug log).
 type tokenFailure struct {
 	reason, details string
+	cause           error
+}
+
+// String is the failure as the reply's details say it.
+func (f *tokenFailure) String() string {
+	if f.details == "" {
+		return f.reason
+	}
+	return f.reason + ": " + f.details
 }
 
 // tokenResponse is the token endpoint's JSON answer (RFC 6749 section
@@ -78,11 +90,14 @@ func (c *config) refreshTokens(ctx context.Context, refresh string, clientSecret
 // requestTokens posts a token request to the token endpoint's cluster,
 // bounded by its timeout, and reads the answer.
 func (c *config) requestTokens(ctx context.Context, body string, clientSecret []byte, failed string) (tokens, *tokenFailure) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://oauth2-token"+c.tokenPath, strings.NewReader(body))
 	if err != nil {
-		return tokens{}, &tokenFailure{reason: failed + " due to HTTP request failure", details: err.Error()}
+		return tokens{}, &tokenFailure{reason: failed, details: err.Error(), cause: err}
 	}
 	// The path as configured, not re-encoded.
 	req.URL.Opaque, _, _ = strings.Cut(c.tokenPath, "?")
@@ -95,17 +110,28 @@ func (c *config) requestTokens(ctx context.Context, body string, clientSecret []
 		cred := base64.StdEncoding.EncodeToString([]byte(c.clientID + ":" + string(clientSecret)))
 		req.Header.Set("Authorization", "Basic "+cred)
 	}
+	if c.svc.Cluster(c.cluster) == nil {
+		return tokens{}, &tokenFailure{reason: "Token endpoint cluster not found"}
+	}
 	resp, err := c.transport.RoundTrip(req)
-	if err != nil {
-		return tokens{}, &tokenFailure{reason: "Failed to get access token due to HTTP request failure", details: err.Error()}
+	var (
+		status int
+		raw    []byte
+	)
+	if err == nil {
+		raw, err = io.ReadAll(io.LimitReader(resp.Body, maxTokenResponse))
+		resp.Body.Close()
+		status = resp.StatusCode
 	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenResponse))
 	if err != nil {
-		return tokens{}, &tokenFailure{reason: "Failed to get access token due to HTTP request failure", details: err.Error()}
+		// Envoy's async client gets the router's local reply then, and
+		// the filter reads it as the endpoint's answer.
+		var body string
+		status, body = noResponse(ctx, err)
+		return tokens{}, &tokenFailure{reason: failed, details: fmt.Sprintf("response code: %d, response body: %s", status, body), cause: err}
 	}
-	if resp.StatusCode != http.StatusOK {
-		return tokens{}, &tokenFailure{reason: failed, details: fmt.Sprintf("response code: %d, response body: %s", resp.StatusCode, raw)}
+	if status != http.StatusOK {
+		return tokens{}, &tokenFailure{reason: failed, details: fmt.Sprintf("response code: %d, response body: %s", status, raw)}
 	}
 	var tr tokenResponse
 	if err := json.Unmarshal(raw, &tr); err != nil {
@@ -126,4 +152,18 @@ func (c *config) requestTokens(ctx context.Context, body string, clientSecret []
 		return tokens{}, &tokenFailure{reason: "No default or explicit access token expiration found in the token exchange response", details: "response body: " + string(raw)}
 	}
 	return t, nil
+}
+
+// noResponse is the status and body of the local reply Envoy's router
+// gives a request that got no response: 504 when the timeout struck, 503
+// when the connection failed or was lost.
+func noResponse(ctx context.Context, err error) (int, string) {
+	const prefix = "upstream connect error or disconnect/reset before headers. reset reason: "
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return http.StatusGatewayTimeout, "upstream request timeout"
+	}
+	if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
+		return http.StatusServiceUnavailable, prefix + "remote connection failure"
+	}
+	return http.StatusServiceUnavailable, prefix + "connection termination"
 }

@@ -12,6 +12,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	oauth2v3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/oauth2/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"github.com/go-logr/logr"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
@@ -39,8 +40,10 @@ const (
 // config is a compiled OAuth2Config: the filter's, or a route's.
 type config struct {
 	// Token endpoint: the cluster's transport, the request's host and
-	// path, the timeout of one exchange.
+	// path, the timeout of one exchange (0: none).
 	transport           *http.Transport
+	svc                 httpfilter.Services
+	cluster             string
 	tokenHost, tokenURI string
 	tokenPath           string
 	timeout             time.Duration
@@ -84,6 +87,8 @@ type config struct {
 
 	stats filterStats
 	now   func() time.Time
+	// log is the "http" logger, for the token requests' failures.
+	log logr.Logger
 }
 
 // compile checks and compiles an OAuth2Config; statPrefix is the scope
@@ -114,6 +119,7 @@ func compile(p *oauth2v3.OAuth2Config, ctx httpfilter.Context, statPrefix string
 		allowedDomains:        p.GetAllowedRedirectDomains(),
 		endSessionEndpoint:    p.GetEndSessionEndpoint(),
 		now:                   ctx.Now,
+		log:                   ctx.Log,
 		stats:                 newFilterStats(ctx.Stats, statPrefix+p.GetStatPrefix()),
 	}
 	if c.now == nil {
@@ -215,12 +221,15 @@ func (c *config) compileTokenEndpoint(p *oauth2v3.OAuth2Config, ctx httpfilter.C
 	if ctx.Services == nil {
 		return errors.New("token_endpoint.cluster: no cluster can be reached")
 	}
+	// 0 is no timeout of its own, as for Envoy's async client; the
+	// stream's timeouts still bound the wait.
 	c.timeout = te.GetTimeout().AsDuration()
-	if c.timeout <= 0 {
-		return errors.New("token_endpoint.timeout: must be greater than 0")
+	if c.timeout < 0 {
+		return errors.New("token_endpoint.timeout: must not be negative")
 	}
 	c.tokenURI = te.GetUri()
 	c.tokenHost, c.tokenPath = hostPath(te.GetUri())
+	c.svc, c.cluster = ctx.Services, te.GetCluster()
 	c.transport = httpfilter.ClusterTransport(ctx.Services, te.GetCluster(), 4)
 	switch p.GetAuthType() {
 	case oauth2v3.OAuth2Config_BASIC_AUTH:

@@ -233,7 +233,10 @@ func (f *filter) callback(s httpfilter.Stream, jar cookieJar, path string) httpf
 		return httpfilter.Stop
 	}
 	if fail != nil {
-		f.unauthorized(s, fail.reason+": "+fail.details, cb.flow)
+		if fail.cause != nil {
+			c.log.V(1).Info("OAuth2 token request failed", "error", fail.cause.Error())
+		}
+		f.unauthorized(s, fail.String(), cb.flow)
 		return httpfilter.Stop
 	}
 	f.updateSession(t)
@@ -258,6 +261,7 @@ func (f *filter) refresh(s httpfilter.Stream, refresh string) httpfilter.Status 
 		return httpfilter.Stop
 	}
 	if fail != nil {
+		c.log.V(1).Info("OAuth2 refresh failed", "reason", fail.String(), "error", fmt.Sprint(fail.cause))
 		c.stats.refreshFailure.Inc()
 		switch {
 		case f.allowFailed(s):

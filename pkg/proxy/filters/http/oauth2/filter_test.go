@@ -498,3 +498,15 @@ func TestCompileErrors(t *testing.T) {
 		t.Fatalf("a route's configuration: %+v", s.Reply)
 	}
 }
+
+func TestTokenEndpointDown(t *testing.T) {
+	h := newHarness(t, nil) // nothing listens at the cluster's address
+	fc := h.compile(baseConfig())
+	s := startFlow(t, fc)
+	if run(fc, s); s.Reply.Status != 401 || s.Reply.Body != unauthorizedBody || s.Reply.Details != "Failed_to_get_access_token:_response_code:_503,_response_body:_upstream_connect_error_or_disconnect/reset_before_headers._reset_reason:_remote_connection_failure" {
+		t.Fatalf("reply = %+v", s.Reply)
+	}
+	if h.counter("oauth_failure") != 1 || h.counter("oauth_success") != 0 {
+		t.Fatal("oauth_failure not counted")
+	}
+}
