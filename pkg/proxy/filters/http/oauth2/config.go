@@ -41,13 +41,12 @@ const (
 type config struct {
 	// Token endpoint: the cluster's transport, the request's host and
 	// path, the timeout of one exchange (0: none).
-	transport           *http.Transport
-	svc                 httpfilter.Services
-	cluster             string
-	tokenHost, tokenURI string
-	tokenPath           string
-	timeout             time.Duration
-	defaultExpiresIn    time.Duration
+	transport            *http.Transport
+	svc                  httpfilter.Services
+	cluster              string
+	tokenHost, tokenPath string
+	timeout              time.Duration
+	defaultExpiresIn     time.Duration
 
 	// authorizationURL is the authorization endpoint without its query;
 	// authorizationQuery its query parameters with client_id,
@@ -227,7 +226,6 @@ func (c *config) compileTokenEndpoint(p *oauth2v3.OAuth2Config, ctx httpfilter.C
 	if c.timeout < 0 {
 		return errors.New("token_endpoint.timeout: must not be negative")
 	}
-	c.tokenURI = te.GetUri()
 	c.tokenHost, c.tokenPath = hostPath(te.GetUri())
 	c.svc, c.cluster = ctx.Services, te.GetCluster()
 	c.transport = httpfilter.ClusterTransport(ctx.Services, te.GetCluster(), 4)

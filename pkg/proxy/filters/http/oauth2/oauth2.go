@@ -18,6 +18,7 @@ package oauth2
 
 import (
 	"errors"
+	"io"
 
 	oauth2v3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/oauth2/v3"
 	"google.golang.org/protobuf/proto"
@@ -47,6 +48,17 @@ type filterConfig struct {
 func (fc *filterConfig) NewFilter() httpfilter.Filter {
 	return &filter{def: fc.c, name: fc.name}
 }
+
+// Close implements io.Closer: the idle connections to the token
+// endpoint close (a route's configuration lets its own time out).
+func (fc *filterConfig) Close() error {
+	if fc.c != nil {
+		fc.c.transport.CloseIdleConnections()
+	}
+	return nil
+}
+
+var _ io.Closer = (*filterConfig)(nil)
 
 // Compile implements httpfilter.Factory. Errors name the field path below
 // typed_config.
