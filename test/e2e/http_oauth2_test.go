@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 )
@@ -488,6 +489,36 @@ resources:
 		Expect(csrfKeyed("first-key")).To(BeTrue())
 		replaceFile(sdsFile, hmacSecret("2", "second-key"))
 		Eventually(func() bool { return csrfKeyed("second-key") }, 10*time.Second, 100*time.Millisecond).Should(BeTrue())
+	})
+
+	It("warms its listener until its HMAC secret comes over ADS", func() {
+		m := startManagementServer()
+		port := freePort()
+		config := proxySpec{
+			Port: port,
+			Filters: `[` + httpFilter("oauth", oauth2Type, `{config: {token_endpoint: {cluster: idp, uri: "http://idp/token", timeout: 1s},
+				authorization_endpoint: "https://idp.example/authorize", redirect_uri: "https://%REQ(:authority)%/callback",
+				redirect_path_matcher: {path: {exact: /callback}}, signout_path: {path: {exact: /signout}},
+				credentials: {client_id: app, token_secret: {name: token},
+					hmac_secret: {name: hmac, sds_config: {ads: {}, resource_api_version: V3}}}}}`) + `]`,
+			Clusters: []proxyCluster{{Name: "idp", Port: freePort()}, {Name: "xds", Port: m.port, Extra: h2cOptions()}},
+			Top: `{node: {id: ` + adsNodeID + `, cluster: e2e}, dynamic_resources: {ads_config: ` + grpcSource("GRPC", "") + `},
+				static_resources: {secrets: [{name: token, generic_secret: {secret: {inline_string: s}}}]}}`,
+		}.YAML()
+		dir := newDir()
+		s := Launch(dir, "bootstrap.json", config)
+		s.WaitForAdmin()
+		Consistently(func() int { return s.Get("/ready").Status }, time.Second).Should(Equal(503))
+		Expect(s.Get("/init_dump").Body).To(ContainSubstring("SdsApi hmac"))
+
+		m.set(sdsSnapshot("v1", []*tlsv3.Secret{{Name: "hmac", Type: &tlsv3.Secret_GenericSecret{GenericSecret: &tlsv3.GenericSecret{
+			Secret: inline([]byte("ads-key"))}}}}, nil, nil))
+		waitLive(s)
+		client := &http.Client{Timeout: 5 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		r := httpDo(client, "GET", listenerURL(port, "/app"), nil, nil)
+		Expect(r.Status).To(Equal(302), r.Body)
+		Expect(r.Header.Get("Location")).To(HavePrefix("https://idp.example/authorize?client_id=app"))
+		Expect(statValue(s, "sds.hmac.update_success")).To(Equal("1"))
 	})
 
 	It("refuses what it does not implement, and secrets it cannot find, with their paths", func() {
