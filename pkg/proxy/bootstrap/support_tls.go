@@ -45,8 +45,9 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 
 	// Secrets: static_resources.secrets by name, and secrets from files
 	// (sds_config with path_config_source; the server refuses any other
-	// config source). Session ticket keys and generic secrets are not
-	// implemented.
+	// config source). Session ticket keys from secrets are not
+	// implemented; generic secrets are listed with the oauth2 filter that
+	// reads them (support_oauth2.go).
 	"envoy.config.bootstrap.v3.Bootstrap.StaticResources.secrets":                                                                          {},
 	"envoy.extensions.transport_sockets.tls.v3.Secret.name":                                                                                {},
 	"envoy.extensions.transport_sockets.tls.v3.Secret.tls_certificate":                                                                     {},

@@ -58,6 +58,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.filters.http proxy.filters.http.jwt_authn envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication",
 		"envoy.filters.http proxy.filters.http.local_ratelimit envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
 		"envoy.filters.http proxy.filters.http.lua envoy.extensions.filters.http.lua.v3.Lua",
+		"envoy.filters.http proxy.filters.http.oauth2 envoy.extensions.filters.http.oauth2.v3.OAuth2",
 		"envoy.filters.http proxy.filters.http.on_demand envoy.extensions.filters.http.on_demand.v3.OnDemand",
 		"envoy.filters.http proxy.filters.http.ratelimit envoy.extensions.filters.http.ratelimit.v3.RateLimit",
 		"envoy.filters.http proxy.filters.http.rbac envoy.extensions.filters.http.rbac.v3.RBAC",

@@ -156,7 +156,7 @@ func (s *Server) newGRPCStream(api *corev3.ApiConfigSource, typeURL string) (*ad
 // requests go to the hosts of its cluster as Envoy's RestApiFetcher's do.
 func (s *Server) newRESTClient(api *corev3.ApiConfigSource, opts xds.ADSOptions) (*adsClient, error) {
 	name := api.GetClusterNames()[0]
-	svc := filterServices{s}
+	svc := filterServices{s: s}
 	// As Envoy's: the cluster must be static, and not one whose hosts
 	// come from discovery itself.
 	var c *cluster.Cluster

@@ -2,18 +2,26 @@ package server
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dnscache"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tap"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 )
 
 // filterServices is how HTTP filters that call a service (ext_authz)
-// reach the server's clusters (httpfilter.Services).
-type filterServices struct{ s *Server }
+// reach the server's clusters (httpfilter.Services). warm is the
+// listener's warming, which waits for the secrets its filters take from
+// discovery (nil: none).
+type filterServices struct {
+	s    *Server
+	warm *listenerWarming
+}
 
 // OpenGRPC implements httpfilter.Services.
 func (f filterServices) OpenGRPC(gs *corev3.GrpcService) (*grpcservice.Channel, error) {
@@ -48,6 +56,22 @@ func (f filterServices) DNSCaches() *dnscache.Manager { return f.s.clusters.DNSC
 // TapRegistry is where tap filters with admin_config register (see the
 // tap filter's TapRegistry).
 func (f filterServices) TapRegistry() *tap.Registry { return &f.s.taps }
+
+// Secret finds the secret an SdsSecretConfig names, as TLS contexts find
+// theirs (a static secret by name, or one a file or discovery stream
+// delivers), for the filters that read a generic secret (oauth2); the
+// listener waits for its first value, as Envoy's init manager waits for
+// the filter's SdsApi. Errors name the field below the SdsSecretConfig.
+func (f filterServices) Secret(sc *tlsv3.SdsSecretConfig) (*tlsconfig.Provider, error) {
+	if f.s.secrets == nil {
+		return nil, errors.New("secrets are not available here")
+	}
+	p, err := f.s.secrets.resolve(sc)
+	if p != nil && f.warm != nil {
+		f.warm.addSecret(p)
+	}
+	return p, err
+}
 
 // TapSource is the /tap admin endpoint's source; /tap is present while a
 // tap filter with admin_config is configured (Envoy has it only then).

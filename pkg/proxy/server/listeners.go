@@ -287,7 +287,7 @@ func (s *Server) buildHTTPConnectionManager(hcm *hcmv3.HttpConnectionManager, dr
 		Drain:              drain,
 		Health:             s,
 		Extensions:         s.ext,
-		Services:           filterServices{s},
+		Services:           filterServices{s: s, warm: cc.warm},
 		AccessLogs:         s.accessLogContext(),
 		Runtime:            runtimeValues{s.runtime},
 		Tracing:            s.tracingContext(),

@@ -42,6 +42,18 @@ func (h *Headers) Get(name string) (string, bool) {
 	return strings.Join(vs, ","), len(vs) > 0
 }
 
+// Values are the header's values, each field apart (Set-Cookie values
+// hold commas).
+func (h *Headers) Values(name string) []string {
+	var vs []string
+	for _, f := range h.fields {
+		if f[0] == name {
+			vs = append(vs, f[1])
+		}
+	}
+	return vs
+}
+
 // Set implements router.HeaderEditor.
 func (h *Headers) Set(name, value string) {
 	h.Del(name)
