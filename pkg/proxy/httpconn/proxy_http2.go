@@ -42,8 +42,6 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) (retry bo
 			cancel()
 		}()
 	}
-	ctx, timers := s.startTryTimers(ctx, now)
-	defer timers.stop(s)
 	if s.expect100 {
 		// Answered here, before the transport's goroutine reads the
 		// body, so that only this goroutine writes to the client.
@@ -53,6 +51,12 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) (retry bo
 			return false
 		}
 	}
+	if s.retry.hedge {
+		s.hedgeHTTP2(cl, host, ctx, now)
+		return false
+	}
+	ctx, timers := s.startTryTimers(ctx, now)
+	defer timers.stop(s)
 	// The transport reads the body in its own goroutine; the body source
 	// belongs to the downstream connection, which the stream takes back
 	// (body.takeBack) before it answers on its own or ends.
