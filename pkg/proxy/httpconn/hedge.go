@@ -627,7 +627,9 @@ func (s *stream) startHedgeHTTP2(h *hedger, t *hedgeTry) {
 	}
 	req, body := s.upstreamRequest(t.ctx)
 	if body != nil {
-		req.Body = io.NopCloser(bytes.NewReader(r.body.buf))
+		// A copy: the transport may read on after the attempt was
+		// reset, and the stream reuses its buffer for its next request.
+		req.Body = io.NopCloser(bytes.NewReader(bytes.Clone(r.body.buf)))
 		for k, vs := range s.requestTrailers() {
 			if req.Trailer != nil {
 				req.Trailer[k] = vs
