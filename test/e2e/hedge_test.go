@@ -240,6 +240,7 @@ var _ = Describe("Hedging", func() {
 		Expect(statValue(s, "cluster.up.upstream_rq_retry")).To(Equal("2"))
 		Expect(statValue(s, "cluster.up.upstream_rq_retry_limit_exceeded")).To(Equal("1"))
 		Expect(statValue(s, "cluster.up.upstream_rq_timeout")).To(Equal("3"))
+		Expect(statValue(s, "cluster.up.upstream_rq_504")).To(Equal("3"))
 		Eventually(func() string { return readFile(logPath) }, 10*time.Second).Should(
 			ContainSubstring("/limit 504 UT,URX upstream_response_timeout 3 "))
 	})

@@ -486,8 +486,8 @@ func (s *stream) hedgeFocus(t *hedgeTry) {
 
 // hedgeRouteTimeout ends the race at the route timeout, as Envoy's
 // onResponseTimeout: every attempt in flight is reset and counts a
-// timeout (and, unless its per-try timeout did already, an outlier
-// detection timeout); the client gets 504, UT.
+// timeout and a 504 (and, unless its per-try timeout did already, an
+// outlier detection timeout); the client gets 504, UT.
 func (s *stream) hedgeRouteTimeout(h *hedger) {
 	var last *hedgeTry
 	for _, t := range h.tries {
@@ -495,7 +495,9 @@ func (s *stream) hedgeRouteTimeout(h *hedger) {
 			continue
 		}
 		if last != nil {
-			s.chargeTimeout(last.cl.Stats())
+			cs := last.cl.Stats()
+			s.chargeTimeout(cs)
+			s.chargeCode(cs, 504)
 			last.host.Stats.RqTimeout.Add(1)
 		}
 		last = t
