@@ -55,8 +55,11 @@ type hedgeTry struct {
 	u    *upstreamScratch
 	tm   upstreamTimer
 	kind http1.BodyKind
-	// connectErr: no connection could be had (err).
-	connectErr bool
+	// connectErr: no connection could be had (err). mayResend: the
+	// request (without a body) went on a pooled connection, which may
+	// turn out closed before it answered anything: that is no failure,
+	// the request goes out again on another (as forwardHTTP1 does).
+	connectErr, mayResend bool
 	// An HTTP/2 attempt: its context, response, the request body the
 	// transport reads (the first attempt's only) and its per-try idle
 	// timer.
@@ -147,10 +150,11 @@ func (s *stream) hedgesHTTP1(cw *continueWait, sendErr error, tm *upstreamTimer)
 
 // hedgeHTTP1 runs the race from an HTTP/1.1 attempt whose request went out
 // whole on uc at sent; tm is its timer. The race owns uc from here on.
-func (s *stream) hedgeHTTP1(cl UpstreamCluster, uc *upstream.Conn, tm upstreamTimer, sent time.Time) {
+func (s *stream) hedgeHTTP1(cl UpstreamCluster, uc *upstream.Conn, tm upstreamTimer, sent time.Time, mayResend bool) {
 	h := s.newHedger(s.m.ctx)
-	t := &hedgeTry{host: s.host, cl: cl, uc: uc, u: s.up, tm: tm, sent: sent, perTryEnd: s.retry.perTryEnd}
+	t := &hedgeTry{host: s.host, cl: cl, uc: uc, u: s.up, tm: tm, sent: sent, perTryEnd: s.retry.perTryEnd, mayResend: mayResend}
 	s.retry.perTryEnd = time.Time{}
+	h.tries = append(h.tries, t)
 	s.launchHTTP1(h, t)
 	s.hedgeRun(h)
 }
@@ -163,6 +167,7 @@ func (s *stream) hedgeHTTP2(cl UpstreamCluster, host *upstream.Host, ctx context
 	t.ctx, t.cancel = context.WithCancel(ctx)
 	req, body := s.upstreamRequest(t.ctx)
 	t.body = body
+	h.tries = append(h.tries, t)
 	s.launchHTTP2(h, t, req)
 	s.hedgeRun(h)
 }
@@ -174,7 +179,6 @@ func (s *stream) launchHTTP1(h *hedger, t *hedgeTry) {
 	t.tm.perTry = time.Time{}
 	_ = t.uc.SetDeadline(t.tm.deadline(t.sent))
 	t.done = make(chan struct{})
-	h.tries = append(h.tries, t)
 	go func() {
 		t.kind, t.err = s.readResponseHeadInto(t.u, t.uc, false)
 		close(t.done)
@@ -194,7 +198,6 @@ func (s *stream) launchHTTP2(h *hedger, t *hedgeTry, req *http.Request) {
 	}
 	t.sent = time.Now()
 	t.done = make(chan struct{})
-	h.tries = append(h.tries, t)
 	go func() {
 		t.resp, t.err = t.cl.RoundTripHTTP2(traceUpstreamConn(req, &t.got), t.host)
 		close(t.done)
@@ -208,7 +211,6 @@ func (h *hedger) failedEarly(t *hedgeTry, err error) {
 	t.err = err
 	t.done = make(chan struct{})
 	close(t.done)
-	h.tries = append(h.tries, t)
 	h.notify()
 }
 
@@ -360,6 +362,13 @@ func (s *stream) hedgeFailed(h *hedger, t *hedgeTry) bool {
 	if t.h2 {
 		s.retry.timers = t.timers
 		defer func() { s.retry.timers = nil }()
+	}
+	if t.mayResend && !t.h2 && t.uc != nil && sentNothingBack(t.err) {
+		t.mayResend, t.over, t.err = false, false, nil
+		t.cl.ReleaseHTTP1(t.uc, false)
+		t.uc = nil
+		s.startHedgeHTTP1(h, t, false)
+		return false
 	}
 	retry := false
 	if !t.retried {
@@ -572,17 +581,19 @@ func (s *stream) hedgeStart(h *hedger) bool {
 	}
 	cl, ps := s.beginAttempt(s.cluster, h.route, host)
 	t := &hedgeTry{host: host, cl: cl, ps: ps, h2: cl.HTTP2For(s.proto == protoHTTP2)}
+	h.tries = append(h.tries, t)
 	if t.h2 {
 		s.startHedgeHTTP2(h, t)
 	} else {
-		s.startHedgeHTTP1(h, t)
+		s.startHedgeHTTP1(h, t, true)
 	}
 	return true
 }
 
 // startHedgeHTTP1 sends the request again, whole, on a connection to
-// t.host, and waits for the head.
-func (s *stream) startHedgeHTTP1(h *hedger, t *hedgeTry) {
+// t.host, and waits for the head; perTry arms its per-try timeout (not
+// for a request sent again on a fresh connection, see hedgeFailed).
+func (s *stream) startHedgeHTTP1(h *hedger, t *hedgeTry, perTry bool) {
 	r := &s.retry
 	ctx, cancel := s.connectContext()
 	defer cancel()
@@ -594,6 +605,9 @@ func (s *stream) startHedgeHTTP1(h *hedger, t *hedgeTry) {
 	}
 	s.outlierConnected()
 	t.uc = uc
+	// A request without a body may go out again if a pooled
+	// connection turns out closed before it answered anything.
+	t.mayResend = s.body == nil && uc.Requests > 1
 	t.u = &upstreamScratch{maxHead: t.cl.MaxResponseHeadBytes()}
 	t.tm = upstreamTimer{idle: s.idleTimeout(), limit: s.durationLimit(), hard: r.routeEnd}
 	s.armPerTryIdle(&t.tm)
@@ -610,7 +624,9 @@ func (s *stream) startHedgeHTTP1(h *hedger, t *hedgeTry) {
 		err = t.u.out.flush()
 	}
 	t.sent = time.Now()
-	t.perTryEnd = after(t.sent, r.perTry)
+	if perTry {
+		t.perTryEnd = after(t.sent, r.perTry)
+	}
 	if err != nil {
 		h.failedEarly(t, err)
 		return
@@ -645,6 +661,7 @@ func (s *stream) startHedgeHTTP2(h *hedger, t *hedgeTry) {
 // noteHTTP1Conn records the HTTP/1.1 connection the response comes on.
 func (s *stream) noteHTTP1Conn(uc *upstream.Conn) {
 	if uc.LocalAddress == "" {
+		// Once per connection: the address does not change.
 		uc.LocalAddress = string(appendAddr(nil, uc.LocalAddr()))
 	}
 	s.entry.UpstreamLocalAddress = uc.LocalAddress

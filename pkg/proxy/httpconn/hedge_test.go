@@ -219,3 +219,29 @@ func TestHedgeRetryLimit(t *testing.T) {
 		t.Errorf("upstream_rq_timeout = %d; want 3 (one per attempt in flight)", got)
 	}
 }
+
+// A hedged request on a pooled connection the upstream closed meanwhile
+// goes out again on a fresh one, as without hedging: no failure, no
+// retry.
+func TestHedgeStaleConnection(t *testing.T) {
+	log := &eventLog{}
+	up := hedgeUpstream(t, log, "up", 200, 0)
+	st := stats.NewStore()
+	fc := newFakeCluster(st, "up", false, hostOf(up))
+	t.Cleanup(fc.closeIdle)
+	p := startProxy(t, hcm(routeConfig(hedgeRoute(1, true))), Deps{Stats: st, Upstreams: fakeUpstreams{"up": fc}})
+	for i := range 2 {
+		if status, _, body := do(t, client(), "GET", p.url("/x"), nil, nil); status != 200 || body != "up:" {
+			t.Fatalf("request %d: %d %q; want 200", i, status, body)
+		}
+		// The pooled connection dies under the proxy.
+		up.CloseClientConnections()
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := fc.stats.Retries.Retry.Value(); got != 0 {
+		t.Errorf("upstream_rq_retry = %d; want 0", got)
+	}
+	if got := fc.dials.Load(); got != 2 {
+		t.Errorf("%d dials; want 2 (the second request dialled again)", got)
+	}
+}

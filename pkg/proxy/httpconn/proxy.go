@@ -473,12 +473,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 			cl.ReleaseHTTP1(uc, reusable)
 		}
 	}()
-	if uc.LocalAddress == "" {
-		// Once per connection: the address does not change.
-		uc.LocalAddress = string(appendAddr(nil, uc.LocalAddr()))
-	}
-	s.entry.UpstreamLocalAddress = uc.LocalAddress
-	s.entry.UpstreamTLS = accesslog.UpstreamTLS(uc.Conn)
+	s.noteHTTP1Conn(uc)
 	// The route timeout runs from the end of the request to the end of
 	// the response, as Envoy's does. A request without a body ends as it
 	// starts, so one deadline covers sending it and the whole answer; a
@@ -540,7 +535,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 		_ = uc.SetDeadline(tm.deadline(sent))
 	}
 	if s.retry.hedge && s.hedgesHTTP1(cw, sendErr, &tm) {
-		s.hedgeHTTP1(cl, uc, tm, sent)
+		s.hedgeHTTP1(cl, uc, tm, sent, mayRetry)
 		return exchangeHedged
 	}
 	kind, err, stop := s.finalResponseHead(cl, cw, uc)
