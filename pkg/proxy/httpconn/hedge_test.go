@@ -1,6 +1,7 @@
 package httpconn
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -127,7 +128,12 @@ func TestHedgeFastHostWins(t *testing.T) {
 			if byHeader {
 				hdr = map[string]string{"x-envoy-hedge-on-per-try-timeout": "true"}
 			}
-			status, _, body := do(t, client(), "POST", p.url("/x"), strings.NewReader("req"), hdr)
+			c := client()
+			if byHeader {
+				// The header case comes from an HTTP/2 client.
+				c = h2cClient()
+			}
+			status, _, body := do(t, c, "POST", p.url("/x"), strings.NewReader("req"), hdr)
 			if status != 200 || body != "fast:req" {
 				t.Errorf("h2 upstream %v, header %v: %d %q; want 200 from the fast host", upstreamH2, byHeader, status, body)
 			}
@@ -243,5 +249,40 @@ func TestHedgeStaleConnection(t *testing.T) {
 	}
 	if got := fc.dials.Load(); got != 2 {
 		t.Errorf("%d dials; want 2 (the second request dialled again)", got)
+	}
+}
+
+// A client that goes away (an HTTP/1.1 client closing its connection, an
+// HTTP/2 client resetting its stream) ends the race: every attempt is
+// reset.
+func TestHedgeClientGone(t *testing.T) {
+	for _, clientH2 := range []bool{false, true} {
+		log := &eventLog{}
+		a := hedgeUpstream(t, log, "a", 200, -1)
+		b := hedgeUpstream(t, log, "b", 200, -1)
+		st := stats.NewStore()
+		fc := newFakeCluster(st, "up", false, hostOf(a), hostOf(b))
+		t.Cleanup(fc.closeIdle)
+		p := startProxy(t, hcm(routeConfig(hedgeRoute(1, true))), Deps{Stats: st, Upstreams: fakeUpstreams{"up": fc}})
+		c := client()
+		if clientH2 {
+			c = h2cClient()
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		req, err := http.NewRequestWithContext(ctx, "GET", p.url("/x"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			log.waitFor(t, "b:got")
+			cancel()
+		}()
+		if resp, err := c.Do(req); err == nil {
+			_ = resp.Body.Close()
+			t.Errorf("client h2 %v: got %d; want the request cancelled", clientH2, resp.StatusCode)
+		}
+		log.waitFor(t, "a:cancelled")
+		log.waitFor(t, "b:cancelled")
+		cancel()
 	}
 }
