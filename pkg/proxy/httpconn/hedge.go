@@ -45,8 +45,9 @@ type hedgeTry struct {
 	// timeoutRecorded: its per-try timeout was told to outlier
 	// detection already.
 	timeoutRecorded bool
-	// perTryEnd is its per_try_timeout's deadline; zero once it fired
-	// (or without one).
+	// perTryEnd is its per_try_timeout's (or per_try_idle_timeout's,
+	// which under hedging is one more per-try timeout before the head,
+	// and none after) deadline; zero once it fired (or without one).
 	perTryEnd time.Time
 	sent      time.Time
 	// An HTTP/1.1 attempt: its connection, head buffers and timer; the
@@ -60,14 +61,12 @@ type hedgeTry struct {
 	// turn out closed before it answered anything: that is no failure,
 	// the request goes out again on another (as forwardHTTP1 does).
 	connectErr, mayResend bool
-	// An HTTP/2 attempt: its context, response, the request body the
-	// transport reads (the first attempt's only) and its per-try idle
-	// timer.
+	// An HTTP/2 attempt: its context, response and the request body the
+	// transport reads (the first attempt's only).
 	ctx    context.Context
 	cancel context.CancelFunc
 	resp   *http.Response
 	body   *h2RequestBody
-	timers *h2TryTimers
 	got    atomic.Pointer[gotConn]
 	// err is how the attempt failed before its head; done is closed once
 	// its goroutine wrote the outcome; over: the race is done with it.
@@ -141,6 +140,12 @@ func (s *stream) hedgesHTTP1(cw *continueWait, sendErr error, tm *upstreamTimer)
 	if cw != nil || sendErr != nil {
 		return false
 	}
+	if tm.idleTry {
+		// As Envoy's, a per-try idle timeout under hedging resets
+		// nothing: before the head the race treats it as a per-try
+		// timeout.
+		tm.idle, tm.idleTry = s.idleTimeout(), false
+	}
 	if !s.retry.retryable() {
 		tm.perTry, s.retry.perTryEnd = time.Time{}, time.Time{}
 		return false
@@ -152,7 +157,8 @@ func (s *stream) hedgesHTTP1(cw *continueWait, sendErr error, tm *upstreamTimer)
 // whole on uc at sent; tm is its timer. The race owns uc from here on.
 func (s *stream) hedgeHTTP1(cl UpstreamCluster, uc *upstream.Conn, tm upstreamTimer, sent time.Time, mayResend bool) {
 	h := s.newHedger(s.m.ctx)
-	t := &hedgeTry{host: s.host, cl: cl, uc: uc, u: s.up, tm: tm, sent: sent, perTryEnd: s.retry.perTryEnd, mayResend: mayResend}
+	t := &hedgeTry{host: s.host, cl: cl, uc: uc, u: s.up, tm: tm, sent: sent, mayResend: mayResend,
+		perTryEnd: earliest(s.retry.perTryEnd, after(sent, s.retry.perTryIdle))}
 	s.retry.perTryEnd = time.Time{}
 	h.tries = append(h.tries, t)
 	s.launchHTTP1(h, t)
@@ -163,7 +169,7 @@ func (s *stream) hedgeHTTP1(cl UpstreamCluster, uc *upstream.Conn, tm upstreamTi
 // sent under ctx at now.
 func (s *stream) hedgeHTTP2(cl UpstreamCluster, host *upstream.Host, ctx context.Context, now time.Time) {
 	h := s.newHedger(ctx)
-	t := &hedgeTry{host: host, cl: cl, h2: true, perTryEnd: after(now, s.retry.perTry)}
+	t := &hedgeTry{host: host, cl: cl, h2: true, perTryEnd: s.retry.softDeadline(now)}
 	t.ctx, t.cancel = context.WithCancel(ctx)
 	req, body := s.upstreamRequest(t.ctx)
 	t.body = body
@@ -188,14 +194,6 @@ func (s *stream) launchHTTP1(h *hedger, t *hedgeTry) {
 
 // launchHTTP2 runs t's round trip in a goroutine of its own.
 func (s *stream) launchHTTP2(h *hedger, t *hedgeTry, req *http.Request) {
-	if d := s.retry.perTryIdle; d > 0 {
-		tt := &h2TryTimers{cancel: t.cancel, idleFor: d}
-		tt.idle = time.AfterFunc(d, func() {
-			tt.fired.Store(true)
-			t.cancel()
-		})
-		t.timers = tt
-	}
 	t.sent = time.Now()
 	t.done = make(chan struct{})
 	go func() {
@@ -324,6 +322,12 @@ func (s *stream) softPerTryTimeout(h *hedger, t *hedgeTry) {
 	}
 }
 
+// softDeadline is when an attempt whose request went out at from reaches
+// its per-try timeout or per-try idle timeout under hedging.
+func (r *retryState) softDeadline(from time.Time) time.Time {
+	return earliest(after(from, r.perTry), after(from, r.perTryIdle))
+}
+
 // hedgeSchedule makes a retry due after the back-off.
 func (s *stream) hedgeSchedule(h *hedger, cl UpstreamCluster) {
 	h.pending = true
@@ -359,10 +363,6 @@ func (s *stream) hedgeSettle(h *hedger) (winner *hedgeTry, ended bool) {
 // something else to wait for, else answered. It reports whether the
 // request was answered.
 func (s *stream) hedgeFailed(h *hedger, t *hedgeTry) bool {
-	if t.h2 {
-		s.retry.timers = t.timers
-		defer func() { s.retry.timers = nil }()
-	}
 	if t.mayResend && !t.h2 && t.uc != nil && sentNothingBack(t.err) {
 		t.mayResend, t.over, t.err = false, false, nil
 		t.cl.ReleaseHTTP1(t.uc, false)
@@ -463,11 +463,9 @@ func (s *stream) hedgeWon(h *hedger, w *hedgeTry) {
 		s.outlierConnected()
 		// relayHTTP2 copies the head again.
 		s.respHeaders.reset()
-		s.retry.timers = w.timers
 		s.relayHTTP2(w.cl, w.ctx, w.resp, w.sent, w.body)
 		w.body.takeBack()
 		_ = w.resp.Body.Close()
-		w.timers.stop(s)
 		w.cancel()
 	} else {
 		s.noteHTTP1Conn(w.uc)
@@ -556,7 +554,6 @@ func (s *stream) hedgeDrop(t *hedgeTry, failed bool) {
 			t.resp = nil
 		}
 		t.body.takeBack()
-		t.timers.stop(s)
 		t.cancel()
 	} else if t.uc != nil {
 		t.cl.ReleaseHTTP1(t.uc, false)
@@ -610,7 +607,6 @@ func (s *stream) startHedgeHTTP1(h *hedger, t *hedgeTry, perTry bool) {
 	t.mayResend = s.body == nil && uc.Requests > 1
 	t.u = &upstreamScratch{maxHead: t.cl.MaxResponseHeadBytes()}
 	t.tm = upstreamTimer{idle: s.idleTimeout(), limit: s.durationLimit(), hard: r.routeEnd}
-	s.armPerTryIdle(&t.tm)
 	_ = uc.SetDeadline(t.tm.deadline(time.Now()))
 	t.u.out.reset(uc)
 	s.appendRequestHead(&t.u.out, t.cl.ProperCaseHeaders())
@@ -625,7 +621,7 @@ func (s *stream) startHedgeHTTP1(h *hedger, t *hedgeTry, perTry bool) {
 	}
 	t.sent = time.Now()
 	if perTry {
-		t.perTryEnd = after(t.sent, r.perTry)
+		t.perTryEnd = r.softDeadline(t.sent)
 	}
 	if err != nil {
 		h.failedEarly(t, err)
@@ -654,7 +650,7 @@ func (s *stream) startHedgeHTTP2(h *hedger, t *hedgeTry) {
 			}
 		}
 	}
-	t.perTryEnd = after(time.Now(), r.perTry)
+	t.perTryEnd = r.softDeadline(time.Now())
 	s.launchHTTP2(h, t, req)
 }
 

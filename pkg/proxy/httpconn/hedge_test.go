@@ -286,3 +286,31 @@ func TestHedgeClientGone(t *testing.T) {
 		cancel()
 	}
 }
+
+// Under hedging, per_try_idle_timeout is one more per-try timeout before
+// the head, as Envoy's: it hedges rather than resets.
+func TestHedgePerTryIdle(t *testing.T) {
+	for _, upstreamH2 := range []bool{false, true} {
+		log := &eventLog{}
+		slow := hedgeUpstream(t, log, "slow", 200, -1)
+		fast := hedgeUpstream(t, log, "fast", 200, 0)
+		st := stats.NewStore()
+		fc := newFakeCluster(st, "up", upstreamH2, hostOf(slow), hostOf(fast))
+		t.Cleanup(fc.closeIdle)
+		route := hedgeRoute(1, true)
+		rp := route.GetRoute().RetryPolicy
+		rp.PerTryTimeout, rp.PerTryIdleTimeout = nil, durationpb.New(150*time.Millisecond)
+		p := startProxy(t, hcm(routeConfig(route)), Deps{Stats: st, Upstreams: fakeUpstreams{"up": fc}})
+		status, _, body := do(t, client(), "GET", p.url("/x"), nil, nil)
+		if status != 200 || body != "fast:" {
+			t.Errorf("h2 upstream %v: %d %q; want 200 from the fast host", upstreamH2, status, body)
+		}
+		log.waitFor(t, "slow:cancelled")
+		if got, want := log.String(), "slow:got,fast:got,fast:answered,slow:cancelled"; got != want {
+			t.Errorf("h2 upstream %v: events %q; want %q", upstreamH2, got, want)
+		}
+		if got := fc.stats.Retries.PerTryIdleTimeout.Value(); got != 0 {
+			t.Errorf("upstream_rq_per_try_idle_timeout = %d; want 0", got)
+		}
+	}
+}

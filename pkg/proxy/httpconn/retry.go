@@ -187,14 +187,14 @@ func (s *stream) initRetries() {
 }
 
 // dropPerTryAtRouteTimeout: as in Envoy, a per-try timeout at or past
-// the route timeout does not apply. Without a per-try timeout, hedging
-// has nothing to do.
+// the route timeout does not apply. Without a per-try timeout (or
+// per-try idle timeout), hedging has nothing to do.
 func (s *stream) dropPerTryAtRouteTimeout() {
 	r := &s.retry
 	if r.perTry > 0 && s.rqTimeout > 0 && r.perTry >= s.rqTimeout {
 		r.perTry = 0
 	}
-	if r.perTry == 0 {
+	if r.perTry == 0 && r.perTryIdle == 0 {
 		r.hedge = false
 	}
 }
