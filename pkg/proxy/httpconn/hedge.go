@@ -111,10 +111,19 @@ func (t *hedgeTry) finished() bool {
 	}
 }
 
-// bodyComplete reports whether the attempt sent the whole request body:
-// only then may another attempt start (Envoy arms the per-try timeout at
-// the request's end).
-func (t *hedgeTry) bodyComplete() bool { return !t.h2 || t.body.complete() }
+// armOnBody arms the per-try timeout of the HTTP/2 attempt whose body
+// the transport reads, once that body is complete (Envoy arms it at the
+// request's end), from when it was: it reports whether it is armed.
+func (t *hedgeTry) armOnBody(r *retryState) bool {
+	if t.body == nil || !t.perTryEnd.IsZero() || t.retried || t.timeoutRecorded {
+		return false
+	}
+	if !t.body.complete() {
+		return true
+	}
+	t.perTryEnd = r.softDeadline(time.Unix(0, t.body.endedAt.Load()))
+	return false
+}
 
 // waiting reports whether the race has something else to wait for than
 // t: another attempt in flight or a retry due.
@@ -169,10 +178,13 @@ func (s *stream) hedgeHTTP1(cl UpstreamCluster, uc *upstream.Conn, tm upstreamTi
 // sent under ctx at now.
 func (s *stream) hedgeHTTP2(cl UpstreamCluster, host *upstream.Host, ctx context.Context, now time.Time) {
 	h := s.newHedger(ctx)
-	t := &hedgeTry{host: host, cl: cl, h2: true, perTryEnd: s.retry.softDeadline(now)}
+	t := &hedgeTry{host: host, cl: cl, h2: true}
 	t.ctx, t.cancel = context.WithCancel(ctx)
 	req, body := s.upstreamRequest(t.ctx)
 	t.body = body
+	if body == nil {
+		t.perTryEnd = s.retry.softDeadline(now)
+	}
 	h.tries = append(h.tries, t)
 	s.launchHTTP2(h, t, req)
 	s.hedgeRun(h)
@@ -254,7 +266,7 @@ func (s *stream) hedgeRun(h *hedger) {
 		}
 		now := time.Now()
 		for _, t := range h.tries {
-			if !t.over && !t.perTryEnd.IsZero() && !now.Before(t.perTryEnd) && t.bodyComplete() {
+			if !t.over && !t.perTryEnd.IsZero() && !now.Before(t.perTryEnd) {
 				s.softPerTryTimeout(h, t)
 			}
 		}
@@ -278,14 +290,14 @@ func (s *stream) hedgeTimedOut() bool {
 func (s *stream) hedgeNextEvent(h *hedger) time.Time {
 	at := s.retry.routeEnd
 	for _, t := range h.tries {
-		if !t.over && !t.perTryEnd.IsZero() {
-			end := t.perTryEnd
-			if !t.bodyComplete() {
-				// Looked at again at the next poll.
-				end = time.Now().Add(gonePollInterval)
-			}
-			at = earliest(at, end)
+		if t.over {
+			continue
 		}
+		if t.armOnBody(&s.retry) {
+			// Looked at again at the next poll.
+			at = earliest(at, time.Now().Add(gonePollInterval))
+		}
+		at = earliest(at, t.perTryEnd)
 	}
 	if h.pending {
 		at = earliest(at, h.pendingAt)

@@ -284,8 +284,10 @@ type h2RequestBody struct {
 	// touching the source.
 	takenBack atomic.Bool
 	// eof is set once the whole body was read: the transport's goroutine
-	// sets it, the stream's reads it while that goroutine may still run.
-	eof atomic.Bool
+	// sets it, the stream's reads it while that goroutine may still run;
+	// endedAt (Unix nanoseconds) is when, set before it.
+	eof     atomic.Bool
+	endedAt atomic.Int64
 	// trailer is the request's Trailer map, filled at the body's end
 	// with the client's trailers.
 	trailer http.Header
@@ -312,6 +314,7 @@ func (b *h2RequestBody) Read(p []byte) (int, error) {
 		b.p, b.err = b.s.body.Next()
 		if errors.Is(b.err, io.EOF) {
 			b.s.requestEnded()
+			b.endedAt.Store(time.Now().UnixNano())
 			b.eof.Store(true)
 			// Before EOF reaches the transport, which then reads
 			// the trailers.
