@@ -22,7 +22,9 @@ import (
 // every attempt in flight races for the response. The first response
 // head that is not to be retried wins and the others are reset; a
 // retriable one while another attempt is still in flight (or a retry is
-// due) is dropped; the route timeout ends them all.
+// due) is dropped; the route timeout ends them all. A
+// per_try_idle_timeout is one more such per-try timeout before the head,
+// and none after it.
 //
 // The stream's goroutine runs the race: each attempt waits for its head
 // in a goroutine of its own, which only reads the attempt's connection
@@ -112,8 +114,9 @@ func (t *hedgeTry) finished() bool {
 }
 
 // armOnBody arms the per-try timeout of the HTTP/2 attempt whose body
-// the transport reads, once that body is complete (Envoy arms it at the
-// request's end), from when it was: it reports whether it is armed.
+// the transport reads once that body is complete, counting from when it
+// was (Envoy arms it at the request's end); it reports whether it still
+// waits for the body.
 func (t *hedgeTry) armOnBody(r *retryState) bool {
 	if t.body == nil || !t.perTryEnd.IsZero() || t.retried || t.timeoutRecorded {
 		return false

@@ -314,3 +314,22 @@ func TestHedgePerTryIdle(t *testing.T) {
 		}
 	}
 }
+
+// With hedging, x-envoy-expected-rq-timeout-ms carries the route timeout,
+// as any attempt may run that long; without, the per-try timeout.
+func TestHedgeExpectedTimeout(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, r.Header.Get("x-envoy-expected-rq-timeout-ms"))
+	}))
+	t.Cleanup(up.Close)
+	for _, hedge := range []bool{false, true} {
+		st := stats.NewStore()
+		fc := newFakeCluster(st, "up", false, hostOf(up))
+		t.Cleanup(fc.closeIdle)
+		p := startProxy(t, hcm(routeConfig(hedgeRoute(1, hedge))), Deps{Stats: st, Upstreams: fakeUpstreams{"up": fc}})
+		want := map[bool]string{false: "150", true: "5000"}[hedge]
+		if status, _, body := do(t, client(), "GET", p.url("/x"), nil, nil); status != 200 || body != want {
+			t.Errorf("hedge %v: %d, expected timeout %q; want %q", hedge, status, body, want)
+		}
+	}
+}
