@@ -164,9 +164,10 @@ func TestHedgeOff(t *testing.T) {
 		if status != 200 || body != "fast:req" {
 			t.Errorf("%v: %d %q; want 200 from the fast host", hdr, status, body)
 		}
-		if got, want := log.String(), "slow:got,slow:cancelled,fast:got,fast:answered"; got != want {
-			t.Errorf("%v: events %q; want %q", hdr, got, want)
-		}
+		// The slow attempt was reset at its per-try timeout, which
+		// counts (when hedging it does not), before the next went out;
+		// when the slow host notices is its own business.
+		log.waitFor(t, "slow:cancelled")
 		if got := fc.stats.Retries.PerTryTimeout.Value(); got != 1 {
 			t.Errorf("%v: upstream_rq_per_try_timeout = %d; want 1", hdr, got)
 		}
@@ -178,7 +179,7 @@ func TestHedgeOff(t *testing.T) {
 func TestHedgeBadAnswerWaits(t *testing.T) {
 	for _, upstreamH2 := range []bool{false, true} {
 		log := &eventLog{}
-		slow := hedgeUpstream(t, log, "slow", 200, 600*time.Millisecond)
+		slow := hedgeUpstream(t, log, "slow", 200, time.Second)
 		bad := hedgeUpstream(t, log, "bad", 503, 0)
 		st := stats.NewStore()
 		fc := newFakeCluster(st, "up", upstreamH2, hostOf(slow), hostOf(bad))
