@@ -208,13 +208,12 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	// retry_options_predicates are not implemented.
 	"envoy.config.route.v3.RouteAction.retry_policy": {},
 	"envoy.config.route.v3.VirtualHost.retry_policy": {},
-	// hedge_policy is walked so that its fields are refused one by one:
-	// hedge_on_per_try_timeout is not implemented yet, initial_requests
-	// and additional_request_chance not by Envoy either
-	// (support_envoy_unimplemented.go). An empty one is Envoy's default,
-	// no hedging.
+	// hedge_policy: hedge_on_per_try_timeout; initial_requests and
+	// additional_request_chance are refused, as Envoy does not implement
+	// them either (support_envoy_unimplemented.go).
 	"envoy.config.route.v3.RouteAction.hedge_policy":                                                   {},
 	"envoy.config.route.v3.VirtualHost.hedge_policy":                                                   {},
+	"envoy.config.route.v3.HedgePolicy.hedge_on_per_try_timeout":                                       {},
 	"envoy.config.route.v3.RetryPolicy.retry_on":                                                       {},
 	"envoy.config.route.v3.RetryPolicy.num_retries":                                                    {},
 	"envoy.config.route.v3.RetryPolicy.per_try_timeout":                                                {},

@@ -288,8 +288,11 @@ func TestValidateSupport(t *testing.T) {
 			want:    []string{extraHCM + ".route_config.virtual_hosts[0].require_tls: not supported by Outrigger"},
 		},
 		"route action": {
-			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /}, route: {cluster: backend, hedge_policy: {hedge_on_per_try_timeout: true}}}]}]}, http_filters: [` + routerFilter + `]`),
-			want:    []string{extraHCM + ".route_config.virtual_hosts[0].routes[0].route.hedge_policy.hedge_on_per_try_timeout: not supported by Outrigger"},
+			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /}, route: {cluster: backend, retry_policy: {retry_options_predicates: [{name: p}]}}}]}]}, http_filters: [` + routerFilter + `]`),
+			want:    []string{extraHCM + ".route_config.virtual_hosts[0].routes[0].route.retry_policy.retry_options_predicates: not supported by Outrigger"},
+		},
+		"hedge on per-try timeout": {
+			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], hedge_policy: {hedge_on_per_try_timeout: true}, routes: [{match: {prefix: /}, route: {cluster: backend, hedge_policy: {hedge_on_per_try_timeout: true}}}]}]}, http_filters: [` + routerFilter + `]`),
 		},
 		"hedge policy fields Envoy does not implement": {
 			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], hedge_policy: {initial_requests: 2}, routes: [{match: {prefix: /}, route: {cluster: backend, hedge_policy: {additional_request_chance: {numerator: 10}}}}]}]}, http_filters: [` + routerFilter + `]`),

@@ -59,18 +59,9 @@ func (s *stream) hold(d time.Duration, done <-chan struct{}) bool {
 	if timesOut {
 		end = limit
 	}
-	w := s.wake.Load()
-	if w == nil {
-		ch := make(chan struct{}, 1)
-		w = &ch
-		s.wake.Store(w)
-	}
-	// A wake-up left by an earlier request of this stream is stale; one
-	// for this request that it drops is seen by the checks below.
-	select {
-	case <-*w:
-	default:
-	}
+	// A wake-up for this request that wakeChan drops is seen by the
+	// checks below.
+	w := s.wakeChan()
 	if s.peerReset.Load() || s.down.gone() {
 		s.abandon()
 		return false

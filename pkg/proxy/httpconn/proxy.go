@@ -120,6 +120,32 @@ func (s *stream) attempt(cl UpstreamCluster, route *router.Route) (retry bool) {
 		s.localReply(503, bodyNoHealthyUpstream, accesslog.NoHealthyUpstream, "no_healthy_upstream")
 		return false
 	}
+	cl, ps := s.beginAttempt(cl, route, host)
+	s.injectTrace(cl)
+	upstreamH2 := cl.HTTP2For(s.proto == protoHTTP2)
+	switch {
+	case route.TerminatesTunnel(s.method, s.upg.connect):
+		s.connectTCP(cl, host)
+	case s.upg.typ != "" && upstreamH2:
+		s.upgradeHTTP2(cl, host)
+	case upstreamH2:
+		retry = s.forwardHTTP2(cl, host)
+	default:
+		retry = s.forwardHTTP1(cl, host)
+	}
+	if upstreamH2 {
+		s.finishChildSpan(cl, protoHTTP2)
+	} else {
+		s.finishChildSpan(cl, protoHTTP11)
+	}
+	s.endAttempt(cl, ps, host, retry || s.status >= 500 || s.flags&upstreamFailure != 0)
+	return retry
+}
+
+// beginAttempt counts an attempt of the request on host, picked from cl,
+// and readies the request for it; it returns the cluster that carries
+// the attempt (an aggregate's host's own) and the stats of its pool.
+func (s *stream) beginAttempt(cl UpstreamCluster, route *router.Route, host *upstream.Host) (UpstreamCluster, *upstream.ClusterStats) {
 	if hc, ok := cl.(hostCluster); ok {
 		// An aggregate cluster: the host's own cluster carries the
 		// attempt.
@@ -150,35 +176,23 @@ func (s *stream) attempt(cl UpstreamCluster, route *router.Route) (retry bool) {
 	ps.UpstreamRqActive.Inc()
 	host.Stats.RqTotal.Add(1)
 	host.Stats.RqActive.Add(1)
-	s.injectTrace(cl)
-	upstreamH2 := cl.HTTP2For(s.proto == protoHTTP2)
-	switch {
-	case route.TerminatesTunnel(s.method, s.upg.connect):
-		s.connectTCP(cl, host)
-	case s.upg.typ != "" && upstreamH2:
-		s.upgradeHTTP2(cl, host)
-	case upstreamH2:
-		retry = s.forwardHTTP2(cl, host)
-	default:
-		retry = s.forwardHTTP1(cl, host)
-	}
-	if upstreamH2 {
-		s.finishChildSpan(cl, protoHTTP2)
-	} else {
-		s.finishChildSpan(cl, protoHTTP11)
-	}
+	return cl, ps
+}
+
+// endAttempt counts the end of an attempt beginAttempt counted; failed
+// tells whether it failed (or was retried).
+func (s *stream) endAttempt(cl UpstreamCluster, ps *upstream.ClusterStats, host *upstream.Host, failed bool) {
 	ps.UpstreamRqActive.Dec()
 	ps.UpstreamRqCompleted.Inc()
 	host.Stats.RqActive.Add(-1)
 	if cl.HealthChecked() {
 		s.noteImmediateHealthCheckFail(cl, host)
 	}
-	if retry || s.status >= 500 || s.flags&upstreamFailure != 0 {
+	if failed {
 		host.Stats.RqError.Add(1)
 	} else {
 		host.Stats.RqSuccess.Add(1)
 	}
-	return retry
 }
 
 // PickHash computes the request's hash key with the route's hash_policy,
@@ -235,8 +249,9 @@ func (s *stream) rewrite() {
 	}
 	s.initRetries()
 	if !s.m.filters.suppressEnvoyHeaders {
-		// The per-try timeout when there is one, as in Envoy.
-		if expected := s.retry.perTry; expected > 0 {
+		// The per-try timeout when there is one and no hedging (which
+		// lets an attempt run to the route timeout), as in Envoy.
+		if expected := s.retry.perTry; expected > 0 && !s.retry.hedge {
 			s.numBuf = setNumber(&s.reqHeaders, "x-envoy-expected-rq-timeout-ms", expected.Milliseconds(), s.numBuf)
 		} else if s.rqTimeout > 0 {
 			s.numBuf = setNumber(&s.reqHeaders, "x-envoy-expected-rq-timeout-ms", s.rqTimeout.Milliseconds(), s.numBuf)
@@ -362,7 +377,7 @@ func (s *stream) forwardHTTP1(cl UpstreamCluster, host *upstream.Host) (retry bo
 		s.startUpstreamDuration(cl)
 		mayRetry := s.body == nil && attempt < maxStaleRetries && uc.Requests > 1
 		switch s.exchangeHTTP1(cl, uc, mayRetry, pendingEnd) {
-		case exchangeDone:
+		case exchangeDone, exchangeHedged:
 			return false
 		case exchangeRetry:
 			return true
@@ -381,6 +396,9 @@ const (
 	exchangeStale
 	// exchangeRetry: the attempt's outcome is retried (see retry.go).
 	exchangeRetry
+	// exchangeHedged: the request was answered by a race of attempts
+	// (see hedge.go), which took the connection over.
+	exchangeHedged
 )
 
 // connectFailed answers a request whose upstream connection could not be
@@ -451,16 +469,11 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	}
 	defer func() {
 		s.upstream.Store(nil)
-		if out != exchangeStale {
+		if out != exchangeStale && out != exchangeHedged {
 			cl.ReleaseHTTP1(uc, reusable)
 		}
 	}()
-	if uc.LocalAddress == "" {
-		// Once per connection: the address does not change.
-		uc.LocalAddress = string(appendAddr(nil, uc.LocalAddr()))
-	}
-	s.entry.UpstreamLocalAddress = uc.LocalAddress
-	s.entry.UpstreamTLS = accesslog.UpstreamTLS(uc.Conn)
+	s.noteHTTP1Conn(uc)
 	// The route timeout runs from the end of the request to the end of
 	// the response, as Envoy's does. A request without a body ends as it
 	// starts, so one deadline covers sending it and the whole answer; a
@@ -521,6 +534,10 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 		}
 		_ = uc.SetDeadline(tm.deadline(sent))
 	}
+	if s.retry.hedge && s.hedgesHTTP1(cw, sendErr, &tm) {
+		s.hedgeHTTP1(cl, uc, tm, sent, mayRetry)
+		return exchangeHedged
+	}
 	kind, err, stop := s.finalResponseHead(cl, cw, uc)
 	if stop {
 		return exchangeDone
@@ -562,6 +579,16 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 		tm.perTry, s.retry.perTryEnd = time.Time{}, time.Time{}
 		_ = uc.SetDeadline(tm.deadline(now))
 	}
+	reusable = s.relayHTTP1(cl, uc, kind, sent, now, &tm) && sendErr == nil && !bodyUnsent
+	return exchangeDone
+}
+
+// relayHTTP1 relays the response whose head came at now on uc (in s.up,
+// its fields in s.respHeaders) to the client; sent is when the request
+// went out. It reports whether uc may carry another request.
+func (s *stream) relayHTTP1(cl UpstreamCluster, uc *upstream.Conn, kind http1.BodyKind, sent, now time.Time, tm *upstreamTimer) (reusable bool) {
+	u := s.up
+	resp := &u.resp
 	s.entry.FirstUpstreamByte = s.m.stamp(now)
 	s.details = "via_upstream"
 	s.setServiceTime(now.Sub(sent))
@@ -572,7 +599,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	}
 	if err := s.sendHead(n, kind != http1.BodyNone); err != nil {
 		s.downstreamFailed()
-		return exchangeDone
+		return false
 	}
 	u.body.Reset(uc.R, kind, resp.ContentLength, maxTrailerBytes, s.flushDown)
 	if cl.HTTP1Trailers() {
@@ -583,7 +610,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 		if len(p) > 0 {
 			if err := s.down.writeBody(p); err != nil {
 				s.downstreamFailed()
-				return exchangeDone
+				return false
 			}
 			s.bytesSent += uint64(len(p))
 			s.logSent()
@@ -600,8 +627,8 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 			break
 		}
 		if err != nil {
-			s.responseBodyFailed(cl, err, &tm)
-			return exchangeDone
+			s.responseBodyFailed(cl, err, tm)
+			return false
 		}
 	}
 	if t := trailerHeader(u.body.Trailers()); len(t) > 0 {
@@ -610,13 +637,12 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	}
 	if err := s.down.finish(); err != nil {
 		s.downstreamFailed()
-		return exchangeDone
+		return false
 	}
-	reusable = sendErr == nil && !bodyUnsent && resp.Reusable(kind)
 	cs := cl.Stats()
 	s.chargeCode(cs, s.status)
 	s.chargeTime(cs, time.Since(sent))
-	return exchangeDone
+	return resp.Reusable(kind)
 }
 
 // appendRequestHead serialises the request as it goes upstream, its field
@@ -731,7 +757,13 @@ func (s *stream) readResponseHead(uc *upstream.Conn) (http1.BodyKind, error) {
 // readResponseHeadUntil is readResponseHead; with stopAt100, a 100
 // Continue ends it too (see continueWait).
 func (s *stream) readResponseHeadUntil(uc *upstream.Conn, stopAt100 bool) (http1.BodyKind, error) {
-	u := s.up
+	return s.readResponseHeadInto(s.up, uc, stopAt100)
+}
+
+// readResponseHeadInto is readResponseHeadUntil into u, which a hedged
+// attempt has of its own (see hedge.go); it reads only fields of s that
+// stay put while the request is in flight.
+func (s *stream) readResponseHeadInto(u *upstreamScratch, uc *upstream.Conn, stopAt100 bool) (http1.BodyKind, error) {
 	for {
 		head, err := http1.ReadHead(uc.R, u.head, u.maxHead)
 		if err != nil {

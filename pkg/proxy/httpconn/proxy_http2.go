@@ -42,8 +42,6 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) (retry bo
 			cancel()
 		}()
 	}
-	ctx, timers := s.startTryTimers(ctx, now)
-	defer timers.stop(s)
 	if s.expect100 {
 		// Answered here, before the transport's goroutine reads the
 		// body, so that only this goroutine writes to the client.
@@ -53,6 +51,12 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) (retry bo
 			return false
 		}
 	}
+	if s.retry.hedge {
+		s.hedgeHTTP2(cl, host, ctx, now)
+		return false
+	}
+	ctx, timers := s.startTryTimers(ctx, now)
+	defer timers.stop(s)
 	// The transport reads the body in its own goroutine; the body source
 	// belongs to the downstream connection, which the stream takes back
 	// (body.takeBack) before it answers on its own or ends.
@@ -280,8 +284,10 @@ type h2RequestBody struct {
 	// touching the source.
 	takenBack atomic.Bool
 	// eof is set once the whole body was read: the transport's goroutine
-	// sets it, the stream's reads it while that goroutine may still run.
-	eof atomic.Bool
+	// sets it, the stream's reads it while that goroutine may still run;
+	// endedAt (Unix nanoseconds) is when, set before it.
+	eof     atomic.Bool
+	endedAt atomic.Int64
 	// trailer is the request's Trailer map, filled at the body's end
 	// with the client's trailers.
 	trailer http.Header
@@ -308,6 +314,7 @@ func (b *h2RequestBody) Read(p []byte) (int, error) {
 		b.p, b.err = b.s.body.Next()
 		if errors.Is(b.err, io.EOF) {
 			b.s.requestEnded()
+			b.endedAt.Store(time.Now().UnixNano())
 			b.eof.Store(true)
 			// Before EOF reaches the transport, which then reads
 			// the trailers.

@@ -43,6 +43,11 @@ type retryState struct {
 	// so that reset clears the whole state only then.
 	used   bool
 	active bool
+	// hedge: hedge_on_per_try_timeout (the route's, or the request's
+	// x-envoy-hedge-on-per-try-timeout) for a request that may be
+	// retried: a per-try timeout starts another attempt beside the one
+	// in flight (see hedge.go).
+	hedge  bool
 	policy *router.RetryPolicy
 	on     router.RetryOn
 	// remaining is how many retries are left.
@@ -182,10 +187,15 @@ func (s *stream) initRetries() {
 }
 
 // dropPerTryAtRouteTimeout: as in Envoy, a per-try timeout at or past
-// the route timeout does not apply.
+// the route timeout does not apply. Without a per-try timeout (or
+// per-try idle timeout), hedging has nothing to do.
 func (s *stream) dropPerTryAtRouteTimeout() {
-	if r := &s.retry; r.perTry > 0 && s.rqTimeout > 0 && r.perTry >= s.rqTimeout {
+	r := &s.retry
+	if r.perTry > 0 && s.rqTimeout > 0 && r.perTry >= s.rqTimeout {
 		r.perTry = 0
+	}
+	if r.perTry == 0 && r.perTryIdle == 0 {
+		r.hedge = false
 	}
 }
 
@@ -213,8 +223,19 @@ func (s *stream) startRetries(p *router.RetryPolicy, hdrOn router.RetryOn, has b
 		return
 	}
 	r.active = true
+	r.hedge = s.route.HedgeOnPerTryTimeout
 	if !has {
 		return
+	}
+	// As Envoy's finalHedgingParams: exactly "true" or "false" overrides
+	// the route's.
+	if v, ok := h.Get("x-envoy-hedge-on-per-try-timeout"); ok {
+		switch v {
+		case "true":
+			r.hedge = true
+		case "false":
+			r.hedge = false
+		}
 	}
 	if v, ok := h.Get("x-envoy-max-retries"); ok {
 		if n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32); err == nil {
@@ -581,6 +602,14 @@ func (s *stream) nextAttempt() {
 		s.bytesRecv -= uint64(len(r.body.buf))
 		r.body.rewind()
 	}
+	s.forgetAttempt()
+}
+
+// forgetAttempt readies the request for another attempt but its body:
+// the host just tried (s.host) is avoided when the policy says so, and
+// the last attempt's response and failure are forgotten.
+func (s *stream) forgetAttempt() {
+	r := &s.retry
 	if p := r.policy; p != nil && p.PreviousHosts {
 		r.tried = append(r.tried, s.host)
 		s.pick.PreviousHosts = r.tried

@@ -370,6 +370,23 @@ func (s *stream) interrupt() {
 	}
 }
 
+// wakeChan is the channel interrupt signals, made on first use, with a
+// wake-up left by an earlier request of this stream, which is stale,
+// dropped.
+func (s *stream) wakeChan() *chan struct{} {
+	w := s.wake.Load()
+	if w == nil {
+		ch := make(chan struct{}, 1)
+		w = &ch
+		s.wake.Store(w)
+	}
+	select {
+	case <-*w:
+	default:
+	}
+	return w
+}
+
 // downstreamReset reports whether the HTTP/2 client reset the stream, and
 // then records that as the stream's outcome: whatever failed after that
 // (an interrupted upstream exchange, a write) is the reset's doing.

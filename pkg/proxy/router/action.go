@@ -137,6 +137,9 @@ func compileRouteAction(r *Route, a *routev3.RouteAction, opts *Options) error {
 	if r.RetryPolicy, err = compileRetryPolicy(a.GetRetryPolicy()); err != nil {
 		return fmt.Errorf("retry_policy.%w", err)
 	}
+	if hp := a.GetHedgePolicy(); hp != nil {
+		r.hedgeSet, r.HedgeOnPerTryTimeout = true, hp.GetHedgeOnPerTryTimeout()
+	}
 	if t := a.GetIdleTimeout(); t != nil {
 		d, err := duration(t)
 		if err != nil {

@@ -183,3 +183,34 @@ virtual_hosts:
 		t.Errorf("update frequency = %d; want 2", got)
 	}
 }
+
+// TestHedgePolicyInheritance: a route's hedge_policy replaces its virtual
+// host's, as Envoy's; without either, no hedging.
+func TestHedgePolicyInheritance(t *testing.T) {
+	table := mustCompile(t, `
+virtual_hosts:
+- name: v
+  domains: [v]
+  hedge_policy: {hedge_on_per_try_timeout: true}
+  routes:
+  - match: {prefix: /off}
+    route: {cluster: c, hedge_policy: {}}
+  - match: {prefix: /}
+    route: {cluster: c}
+- name: w
+  domains: [w]
+  routes:
+  - match: {prefix: /on}
+    route: {cluster: c, hedge_policy: {hedge_on_per_try_timeout: true}}
+  - match: {prefix: /}
+    route: {cluster: c}
+`)
+	for _, tc := range []struct {
+		host, path string
+		want       bool
+	}{{"v", "/", true}, {"v", "/off", false}, {"w", "/on", true}, {"w", "/", false}} {
+		if got := table.Match(tc.host, tc.path).HedgeOnPerTryTimeout; got != tc.want {
+			t.Errorf("%s%s: hedge_on_per_try_timeout = %v; want %v", tc.host, tc.path, got, tc.want)
+		}
+	}
+}

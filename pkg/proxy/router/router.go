@@ -55,6 +55,9 @@ type VirtualHost struct {
 	// RetryPolicy is the virtual host's retry_policy, nil when it has
 	// none; a route's own replaces it.
 	RetryPolicy *RetryPolicy
+	// HedgePolicySet and HedgeOnPerTryTimeout are the virtual host's
+	// hedge_policy; a route's own replaces it.
+	HedgePolicySet, HedgeOnPerTryTimeout bool
 	// VirtualClusters are the virtual host's virtual_clusters (see
 	// VirtualHost.VirtualCluster); otherCluster is their catch-all, nil
 	// when there are none.
@@ -98,6 +101,12 @@ type Route struct {
 	// RetryPolicy is the route action's retry_policy, else its virtual
 	// host's; nil for none.
 	RetryPolicy *RetryPolicy
+	// HedgeOnPerTryTimeout is hedge_policy.hedge_on_per_try_timeout, the
+	// route action's hedge_policy, else its virtual host's: a per-try
+	// timeout starts another attempt without resetting the one in flight.
+	HedgeOnPerTryTimeout bool
+	// hedgeSet: the route action has a hedge_policy of its own.
+	hedgeSet bool
 	// Timeout is the upstream timeout of a route action: DefaultTimeout
 	// when unset, 0 for none.
 	Timeout time.Duration
@@ -232,6 +241,9 @@ func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 			if r.RetryPolicy == nil && (r.Cluster != "" || r.WeightedClusters != nil || r.ClusterHeader != "") {
 				r.RetryPolicy = vh.RetryPolicy
 			}
+			if !r.hedgeSet && vh.HedgePolicySet {
+				r.HedgeOnPerTryTimeout = vh.HedgeOnPerTryTimeout
+			}
 			if r.StatPrefix != "" {
 				r.StatIndex = len(t.StatRoutes)
 				t.StatRoutes = append(t.StatRoutes, r)
@@ -305,6 +317,9 @@ func compileVirtualHost(vhc *routev3.VirtualHost, opts *Options) (*VirtualHost, 
 	}
 	if vh.RetryPolicy, err = compileRetryPolicy(vhc.GetRetryPolicy()); err != nil {
 		return nil, nil, fmt.Errorf("retry_policy.%w", err)
+	}
+	if hp := vhc.GetHedgePolicy(); hp != nil {
+		vh.HedgePolicySet, vh.HedgeOnPerTryTimeout = true, hp.GetHedgeOnPerTryTimeout()
 	}
 	fc, err := compileFilterConfigs(vhc.GetTypedPerFilterConfig(), opts)
 	if err != nil {
