@@ -1,0 +1,105 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+)
+
+// cds measures b.n EDS clusters of one endpoint each arriving at a running
+// sidecar that has none: the time until all are active (and, apart, until
+// CDS's update_success), and the live heap they add, per cluster.
+func (b bench) cds() error {
+	var (
+		active, accepted, serverSent sample
+		perCluster                   []float64
+	)
+	for rep := range b.reps {
+		act, acc, sent, heap, err := b.cdsOnce()
+		if err != nil {
+			return fmt.Errorf("run %d: %w", rep+1, err)
+		}
+		active, accepted, serverSent = append(active, act), append(accepted, acc), append(serverSent, sent)
+		perCluster = append(perCluster, heap)
+		fmt.Printf("  cds run %d: all active %s, CDS accepted %s, server sent CDS %s; heap %.0f bytes per cluster (load %s)\n",
+			rep+1, round(act), round(acc), round(sent), heap, loadAverage())
+	}
+	fmt.Printf("cds: %d EDS clusters of one endpoint, snapshot set to all active: %s\n", b.n, active)
+	fmt.Printf("cds:   to cluster_manager.cds.update_success: %s; the server had sent CDS after %s\n", accepted, serverSent)
+	fmt.Printf("cds: live heap per cluster (after a collection, less the heap before): %s\n", bytesSample(perCluster))
+	return nil
+}
+
+func (b bench) cdsOnce() (active, accepted, sent time.Duration, perCluster float64, err error) {
+	cp, s, err := b.start(config{})
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	defer cp.stop()
+	defer s.stop()
+	base, err := s.stats(`^cluster_manager\.(active_clusters|cds\.update_success)$`)
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	baseActive, _ := strconv.Atoi(base["cluster_manager.active_clusters"])
+	baseSuccess, _ := strconv.Atoi(base["cluster_manager.cds.update_success"])
+	heap0, err := s.liveHeap()
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+
+	cfg := config{clusters: make([]*clusterv3.Cluster, b.n), endpoints: make([]*endpointv3.ClusterLoadAssignment, b.n)}
+	addrs := manyAddresses(b.n, 0, 8080)
+	for i := range b.n {
+		name := "c" + strconv.Itoa(i)
+		cfg.clusters[i] = edsCluster(name, time.Second)
+		cfg.endpoints[i] = loadAssignment(name, addrs[i])
+	}
+	cfg.bump(resourcev3.ClusterType)
+	cfg.bump(resourcev3.EndpointType)
+
+	t0 := time.Now()
+	if err := cp.set(cfg); err != nil {
+		return 0, 0, 0, 0, err
+	}
+	var tAccepted time.Time
+	done, err := waitFor(120*time.Second, 5*time.Millisecond, func() (bool, error) {
+		m, err := s.stats(`^cluster_manager\.(active_clusters|warming_clusters|cds\.update_success)$`)
+		if err != nil {
+			return false, err
+		}
+		if ok, _ := strconv.Atoi(m["cluster_manager.cds.update_success"]); ok > baseSuccess && tAccepted.IsZero() {
+			tAccepted = time.Now()
+		}
+		act, _ := strconv.Atoi(m["cluster_manager.active_clusters"])
+		warming, _ := strconv.Atoi(m["cluster_manager.warming_clusters"])
+		return act == baseActive+b.n && warming == 0, nil
+	})
+	if err != nil {
+		return 0, 0, 0, 0, fmt.Errorf("clusters active: %w", err)
+	}
+	sentAt := cp.sentAt(resourcev3.ClusterType)
+	if tAccepted.IsZero() {
+		tAccepted = done
+	}
+	// Let anything the update left behind settle before the collection.
+	time.Sleep(time.Second)
+	heap1, err := s.liveHeap()
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	return done.Sub(t0), tAccepted.Sub(t0), sentAt.Sub(t0), (float64(heap1) - float64(heap0)) / float64(b.n), nil
+}
+
+// bytesSample is the median of per-cluster byte counts with their spread.
+func bytesSample(v []float64) string {
+	c := slices.Clone(v)
+	slices.Sort(c)
+	med := c[len(c)/2]
+	return fmt.Sprintf("median %.0f bytes = %.2f KiB (min %.0f, max %.0f, %d runs)", med, med/1024, c[0], c[len(c)-1], len(c))
+}
