@@ -2,8 +2,12 @@ package main
 
 import (
 	"fmt"
+	"net/http"
+	"net/url"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -63,12 +67,17 @@ func (b bench) cdsOnce() (active, accepted, sent time.Duration, perCluster float
 	cfg.bump(resourcev3.ClusterType)
 	cfg.bump(resourcev3.EndpointType)
 
+	if b.profile != "" {
+		if err := s.profiler("cpu", true); err != nil {
+			return 0, 0, 0, 0, err
+		}
+	}
 	t0 := time.Now()
 	if err := cp.set(cfg); err != nil {
 		return 0, 0, 0, 0, err
 	}
 	var tAccepted time.Time
-	done, err := waitFor(120*time.Second, 5*time.Millisecond, func() (bool, error) {
+	done, err := waitFor(120*time.Second, 20*time.Millisecond, func() (bool, error) {
 		m, err := s.stats(`^cluster_manager\.(active_clusters|warming_clusters|cds\.update_success)$`)
 		if err != nil {
 			return false, err
@@ -84,6 +93,14 @@ func (b bench) cdsOnce() (active, accepted, sent time.Duration, perCluster float
 		return 0, 0, 0, 0, fmt.Errorf("clusters active: %w", err)
 	}
 	sentAt := cp.sentAt(resourcev3.ClusterType)
+	if b.profile != "" {
+		if err := s.profiler("cpu", false); err != nil {
+			return 0, 0, 0, 0, err
+		}
+		if err := s.keepProfile(filepath.Join(b.profile, "cds.cpu.pprof")); err != nil {
+			return 0, 0, 0, 0, err
+		}
+	}
 	if tAccepted.IsZero() {
 		tAccepted = done
 	}
@@ -92,6 +109,15 @@ func (b bench) cdsOnce() (active, accepted, sent time.Duration, perCluster float
 	heap1, err := s.liveHeap()
 	if err != nil {
 		return 0, 0, 0, 0, err
+	}
+	fmt.Printf("  cds: live heap %.1f MiB before, %.1f MiB after\n", float64(heap0)/(1<<20), float64(heap1)/(1<<20))
+	if code, body, err := s.do(http.MethodGet, "/stats?filter="+url.QueryEscape(`^cluster\.c0\.`)); err == nil && code == http.StatusOK {
+		fmt.Printf("  cds: %d stats per cluster (cluster.c0.*)\n", strings.Count(body, "\n"))
+	}
+	if b.profile != "" {
+		if err := s.keepProfile(filepath.Join(b.profile, "cds.heap.pprof")); err != nil {
+			return 0, 0, 0, 0, err
+		}
 	}
 	return done.Sub(t0), tAccepted.Sub(t0), sentAt.Sub(t0), (float64(heap1) - float64(heap0)) / float64(b.n), nil
 }

@@ -56,12 +56,13 @@ dynamic_resources:
     grpc_services: [{envoy_grpc: {cluster_name: xds}}]
   cds_config: {ads: {}, resource_api_version: V3}
   lds_config: {ads: {}, resource_api_version: V3}
-`, nodeID, filepath.Join(dir, "heap.prof"), xdsPort)
+`, nodeID, filepath.Join(dir, "sidecar.prof"), xdsPort)
 }
 
 // launch starts the sidecar with GOMAXPROCS procs against the management
-// server on xdsPort and waits for its admin (not for readiness).
-func launch(bin string, procs, xdsPort int) (*sidecar, error) {
+// server on xdsPort and waits for its admin (not for readiness); env are
+// more variables of its environment.
+func launch(bin string, procs, xdsPort int, env ...string) (*sidecar, error) {
 	dir, err := os.MkdirTemp("", "xds-bench")
 	if err != nil {
 		return nil, err
@@ -73,7 +74,7 @@ func launch(bin string, procs, xdsPort int) (*sidecar, error) {
 	addrFile := filepath.Join(dir, "admin.addr")
 	cmd := exec.Command(bin, "-c", cfg, "--disable-hot-restart", "-l", "error", "--drain-time-s", "1",
 		"--admin-address-path", addrFile)
-	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
+	cmd.Env = append(append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs)), env...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
@@ -188,17 +189,39 @@ func (s *sidecar) waitReady(bound time.Duration) error {
 	return err
 }
 
+// profiler starts or stops the sidecar's CPU or heap profiler (kind
+// "cpu" or "heap"); its profile goes to the sidecar's directory.
+func (s *sidecar) profiler(kind string, on bool) error {
+	q := "n"
+	if on {
+		q = "y"
+	}
+	code, body, err := s.do(http.MethodPost, "/"+kind+"profiler?enable="+q)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK {
+		return fmt.Errorf("/%sprofiler?enable=%s: %d %s", kind, q, code, body)
+	}
+	return nil
+}
+
+// keepProfile copies the last profile written to path.
+func (s *sidecar) keepProfile(path string) error {
+	b, err := os.ReadFile(filepath.Join(s.dir, "sidecar.prof"))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
+}
+
 // liveHeap is the sidecar's heap in use right after a collection: the
 // heap profiler's stop runs one before it writes its profile (the profile
 // itself is left in the sidecar's directory), then /memory is read.
 func (s *sidecar) liveHeap() (uint64, error) {
-	for _, q := range []string{"y", "n"} {
-		code, body, err := s.do(http.MethodPost, "/heapprofiler?enable="+q)
-		if err != nil {
+	for _, on := range []bool{true, false} {
+		if err := s.profiler("heap", on); err != nil {
 			return 0, err
-		}
-		if code != http.StatusOK {
-			return 0, fmt.Errorf("/heapprofiler?enable=%s: %d %s", q, code, body)
 		}
 	}
 	_, body, err := s.do(http.MethodGet, "/memory")
