@@ -20,41 +20,42 @@ import (
 // CDS's update_success), and the live heap they add, per cluster.
 func (b bench) cds() error {
 	var (
-		active, accepted, serverSent sample
-		perCluster                   []float64
+		active, accepted, serverSent, cpu sample
+		perCluster                        []float64
 	)
 	for rep := range b.reps {
-		act, acc, sent, heap, err := b.cdsOnce()
+		act, acc, sent, used, heap, err := b.cdsOnce()
 		if err != nil {
 			return fmt.Errorf("run %d: %w", rep+1, err)
 		}
-		active, accepted, serverSent = append(active, act), append(accepted, acc), append(serverSent, sent)
+		active, accepted, serverSent, cpu = append(active, act), append(accepted, acc), append(serverSent, sent), append(cpu, used)
 		perCluster = append(perCluster, heap)
-		fmt.Printf("  cds run %d: all active %s, CDS accepted %s, server sent CDS %s; heap %.0f bytes per cluster (load %s)\n",
-			rep+1, round(act), round(acc), round(sent), heap, loadAverage())
+		fmt.Printf("  cds run %d: all active %s, CDS accepted %s, server sent CDS %s, sidecar CPU %s; heap %.0f bytes per cluster (load %s)\n",
+			rep+1, round(act), round(acc), round(sent), used, heap, loadAverage())
 	}
 	fmt.Printf("cds: %d EDS clusters of one endpoint, snapshot set to all active: %s\n", b.n, active)
 	fmt.Printf("cds:   to cluster_manager.cds.update_success: %s; the server had sent CDS after %s\n", accepted, serverSent)
+	fmt.Printf("cds:   the sidecar's CPU time meanwhile (admin polls every 20 ms included): %s\n", cpu)
 	fmt.Printf("cds: live heap per cluster (after a collection, less the heap before): %s\n", bytesSample(perCluster))
 	return nil
 }
 
-func (b bench) cdsOnce() (active, accepted, sent time.Duration, perCluster float64, err error) {
+func (b bench) cdsOnce() (active, accepted, sent, cpu time.Duration, perCluster float64, err error) {
 	cp, s, err := b.start(config{})
 	if err != nil {
-		return 0, 0, 0, 0, err
+		return 0, 0, 0, 0, 0, err
 	}
 	defer cp.stop()
 	defer s.stop()
 	base, err := s.stats(`^cluster_manager\.(active_clusters|cds\.update_success)$`)
 	if err != nil {
-		return 0, 0, 0, 0, err
+		return 0, 0, 0, 0, 0, err
 	}
 	baseActive, _ := strconv.Atoi(base["cluster_manager.active_clusters"])
 	baseSuccess, _ := strconv.Atoi(base["cluster_manager.cds.update_success"])
 	heap0, err := s.liveHeap()
 	if err != nil {
-		return 0, 0, 0, 0, err
+		return 0, 0, 0, 0, 0, err
 	}
 
 	cfg := config{clusters: make([]*clusterv3.Cluster, b.n), endpoints: make([]*endpointv3.ClusterLoadAssignment, b.n)}
@@ -69,12 +70,16 @@ func (b bench) cdsOnce() (active, accepted, sent time.Duration, perCluster float
 
 	if b.profile != "" {
 		if err := s.profiler("cpu", true); err != nil {
-			return 0, 0, 0, 0, err
+			return 0, 0, 0, 0, 0, err
 		}
+	}
+	cpu0, err := s.cpuTime()
+	if err != nil {
+		return 0, 0, 0, 0, 0, err
 	}
 	t0 := time.Now()
 	if err := cp.set(cfg); err != nil {
-		return 0, 0, 0, 0, err
+		return 0, 0, 0, 0, 0, err
 	}
 	var tAccepted time.Time
 	done, err := waitFor(120*time.Second, 20*time.Millisecond, func() (bool, error) {
@@ -90,15 +95,19 @@ func (b bench) cdsOnce() (active, accepted, sent time.Duration, perCluster float
 		return act == baseActive+b.n && warming == 0, nil
 	})
 	if err != nil {
-		return 0, 0, 0, 0, fmt.Errorf("clusters active: %w", err)
+		return 0, 0, 0, 0, 0, fmt.Errorf("clusters active: %w", err)
+	}
+	cpu1, err := s.cpuTime()
+	if err != nil {
+		return 0, 0, 0, 0, 0, err
 	}
 	sentAt := cp.sentAt(resourcev3.ClusterType)
 	if b.profile != "" {
 		if err := s.profiler("cpu", false); err != nil {
-			return 0, 0, 0, 0, err
+			return 0, 0, 0, 0, 0, err
 		}
 		if err := s.keepProfile(filepath.Join(b.profile, "cds.cpu.pprof")); err != nil {
-			return 0, 0, 0, 0, err
+			return 0, 0, 0, 0, 0, err
 		}
 	}
 	if tAccepted.IsZero() {
@@ -108,7 +117,7 @@ func (b bench) cdsOnce() (active, accepted, sent time.Duration, perCluster float
 	time.Sleep(time.Second)
 	heap1, err := s.liveHeap()
 	if err != nil {
-		return 0, 0, 0, 0, err
+		return 0, 0, 0, 0, 0, err
 	}
 	fmt.Printf("  cds: live heap %.1f MiB before, %.1f MiB after\n", float64(heap0)/(1<<20), float64(heap1)/(1<<20))
 	if code, body, err := s.do(http.MethodGet, "/stats?filter="+url.QueryEscape(`^cluster\.c0\.`)); err == nil && code == http.StatusOK {
@@ -116,10 +125,10 @@ func (b bench) cdsOnce() (active, accepted, sent time.Duration, perCluster float
 	}
 	if b.profile != "" {
 		if err := s.keepProfile(filepath.Join(b.profile, "cds.heap.pprof")); err != nil {
-			return 0, 0, 0, 0, err
+			return 0, 0, 0, 0, 0, err
 		}
 	}
-	return done.Sub(t0), tAccepted.Sub(t0), sentAt.Sub(t0), (float64(heap1) - float64(heap0)) / float64(b.n), nil
+	return done.Sub(t0), tAccepted.Sub(t0), sentAt.Sub(t0), cpu1 - cpu0, (float64(heap1) - float64(heap0)) / float64(b.n), nil
 }
 
 // bytesSample is the median of per-cluster byte counts with their spread.

@@ -42,20 +42,25 @@ func (b bench) rds() error {
 	}
 	defer cp.stop()
 	defer s.stop()
-	apply := func(rc *routev3.RouteConfiguration) (visible, sent time.Duration, err error) {
+	var fullCPU, oneCPU cpuTotal
+	apply := func(rc *routev3.RouteConfiguration, cpu *cpuTotal) (visible, sent time.Duration, err error) {
 		before, err := s.stat(rdsSuccess)
 		if err != nil {
 			return 0, 0, err
 		}
 		cfg.routes = []*routev3.RouteConfiguration{rc}
 		cfg.bump(resourcev3.RouteType)
-		t0 := time.Now()
-		if err := cp.set(cfg); err != nil {
-			return 0, 0, err
-		}
-		done, err := waitFor(30*time.Second, time.Millisecond, func() (bool, error) {
-			v, err := s.stat(rdsSuccess)
-			return v > before, err
+		var t0, done time.Time
+		err = cpu.measure(s, func() error {
+			t0 = time.Now()
+			if err := cp.set(cfg); err != nil {
+				return err
+			}
+			done, err = waitFor(30*time.Second, time.Millisecond, func() (bool, error) {
+				v, err := s.stat(rdsSuccess)
+				return v > before, err
+			})
+			return err
 		})
 		if err != nil {
 			return 0, 0, fmt.Errorf("%s: %w", rdsSuccess, err)
@@ -63,29 +68,35 @@ func (b bench) rds() error {
 		return done.Sub(t0), cp.sentAt(resourcev3.RouteType).Sub(t0), nil
 	}
 	var full, fullSent, one, oneSent sample
-	for rep := range b.reps {
-		big := routeTable(b.n, "svc", "other")
-		v, snt, err := apply(big)
-		if err != nil {
-			return err
+	err = s.cpuProfiled(b.profile, "rds", func() error {
+		for rep := range b.reps {
+			big := routeTable(b.n, "svc", "other")
+			v, snt, err := apply(big, &fullCPU)
+			if err != nil {
+				return err
+			}
+			full, fullSent = append(full, v), append(fullSent, snt)
+			changed := routeTable(b.n, "svc", "other")
+			changed.VirtualHosts[b.n/2] = virtualHost(changed.VirtualHosts[b.n/2].GetName(), changed.VirtualHosts[b.n/2].GetDomains()[0], "svc")
+			v, snt, err = apply(changed, &oneCPU)
+			if err != nil {
+				return err
+			}
+			one, oneSent = append(one, v), append(oneSent, snt)
+			if _, _, err := apply(routeTable(0, "svc", "other"), &cpuTotal{}); err != nil {
+				return err
+			}
+			fmt.Printf("  rds run %d: 1 -> %d virtual hosts %s, one re-pointed %s (load %s)\n",
+				rep+1, b.n+1, round(full[len(full)-1]), round(one[len(one)-1]), loadAverage())
 		}
-		full, fullSent = append(full, v), append(fullSent, snt)
-		changed := routeTable(b.n, "svc", "other")
-		changed.VirtualHosts[b.n/2] = virtualHost(changed.VirtualHosts[b.n/2].GetName(), changed.VirtualHosts[b.n/2].GetDomains()[0], "svc")
-		v, snt, err = apply(changed)
-		if err != nil {
-			return err
-		}
-		one, oneSent = append(one, v), append(oneSent, snt)
-		if _, _, err := apply(routeTable(0, "svc", "other")); err != nil {
-			return err
-		}
-		fmt.Printf("  rds run %d: 1 -> %d virtual hosts %s, one re-pointed %s (load %s)\n",
-			rep+1, b.n+1, round(full[len(full)-1]), round(one[len(one)-1]), loadAverage())
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	fmt.Printf("rds: 1 -> %d virtual hosts, snapshot set to update_success: %s\n", b.n+1, full)
-	fmt.Printf("rds:   the server had sent it after %s\n", fullSent)
+	fmt.Printf("rds:   the server had sent it after %s; the sidecar's CPU time %s\n", fullSent, fullCPU)
 	fmt.Printf("rds: one virtual host of the %d re-pointed: %s\n", b.n+1, one)
-	fmt.Printf("rds:   the server had sent it after %s\n", oneSent)
+	fmt.Printf("rds:   the server had sent it after %s; the sidecar's CPU time %s\n", oneSent, oneCPU)
 	return nil
 }

@@ -60,9 +60,8 @@ dynamic_resources:
 }
 
 // launch starts the sidecar with GOMAXPROCS procs against the management
-// server on xdsPort and waits for its admin (not for readiness); env are
-// more variables of its environment.
-func launch(bin string, procs, xdsPort int, env ...string) (*sidecar, error) {
+// server on xdsPort and waits for its admin (not for readiness).
+func launch(bin string, procs, xdsPort int) (*sidecar, error) {
 	dir, err := os.MkdirTemp("", "xds-bench")
 	if err != nil {
 		return nil, err
@@ -74,7 +73,7 @@ func launch(bin string, procs, xdsPort int, env ...string) (*sidecar, error) {
 	addrFile := filepath.Join(dir, "admin.addr")
 	cmd := exec.Command(bin, "-c", cfg, "--disable-hot-restart", "-l", "error", "--drain-time-s", "1",
 		"--admin-address-path", addrFile)
-	cmd.Env = append(append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs)), env...)
+	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
@@ -206,6 +205,22 @@ func (s *sidecar) profiler(kind string, on bool) error {
 	return nil
 }
 
+// cpuProfiled runs fn under the sidecar's CPU profiler when dir is set,
+// and keeps the profile as dir/name.cpu.pprof.
+func (s *sidecar) cpuProfiled(dir, name string, fn func() error) error {
+	if dir == "" {
+		return fn()
+	}
+	if err := s.profiler("cpu", true); err != nil {
+		return err
+	}
+	err := fn()
+	if perr := s.profiler("cpu", false); perr != nil {
+		return errors.Join(err, perr)
+	}
+	return errors.Join(err, s.keepProfile(filepath.Join(dir, name+".cpu.pprof")))
+}
+
 // keepProfile copies the last profile written to path.
 func (s *sidecar) keepProfile(path string) error {
 	b, err := os.ReadFile(filepath.Join(s.dir, "sidecar.prof"))
@@ -235,4 +250,71 @@ func (s *sidecar) liveHeap() (uint64, error) {
 		return 0, fmt.Errorf("/memory: %w", err)
 	}
 	return strconv.ParseUint(m.Allocated, 10, 64)
+}
+
+// cpuTime is the CPU time the sidecar has used (user and system), from
+// /proc, in clock ticks of 10 ms.
+func (s *sidecar) cpuTime() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command name, which ends with the last ')'.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0, errors.New("short /proc stat")
+	}
+	utime, err1 := strconv.Atoi(f[11])
+	stime, err2 := strconv.Atoi(f[12])
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
+
+// cpuTotal adds up the sidecar's CPU time over several updates: one
+// update's is below /proc's 10 ms tick, their mean is not.
+type cpuTotal struct {
+	used    time.Duration
+	updates int
+}
+
+// measure runs fn and adds the sidecar's CPU time meanwhile as one update.
+func (c *cpuTotal) measure(s *sidecar, fn func() error) error {
+	before, err := s.cpuTime()
+	if err != nil {
+		return err
+	}
+	if err := fn(); err != nil {
+		return err
+	}
+	after, err := s.cpuTime()
+	if err != nil {
+		return err
+	}
+	c.used += after - before
+	c.updates++
+	return nil
+}
+
+// String is the mean per update.
+func (c cpuTotal) String() string {
+	if c.updates == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s per update (mean of %d)", round(c.used/time.Duration(c.updates)), c.updates)
+}
+
+// pollCost is the sidecar's CPU time per stat read, over n reads of name.
+func (s *sidecar) pollCost(name string, n int) (time.Duration, error) {
+	var c cpuTotal
+	err := c.measure(s, func() error {
+		for range n {
+			if _, err := s.stat(name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return c.used / time.Duration(n), err
 }
