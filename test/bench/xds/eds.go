@@ -74,7 +74,7 @@ func (b bench) eds() error {
 	if err != nil {
 		return err
 	}
-	poll, err := s.pollCost("cluster.big.membership_total", 200)
+	poll, err := s.pollCost(`^cluster\.big\.membership_total$`, 200)
 	if err != nil {
 		return err
 	}

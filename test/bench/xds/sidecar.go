@@ -163,7 +163,15 @@ func (s *sidecar) stat(name string) (int, error) {
 // waitFor polls cond every interval until it holds or bound passes; it
 // returns when cond first held.
 func waitFor(bound, interval time.Duration, cond func() (bool, error)) (time.Time, error) {
-	deadline := time.Now().Add(bound)
+	return waitScaled(bound, interval, 0, cond)
+}
+
+// waitScaled is waitFor with the interval growing to a share of the time
+// waited so far (share 0.05: within 5% of the figure), so that a long wait
+// polls, and loads the sidecar, a few dozen times rather than hundreds.
+func waitScaled(bound, interval time.Duration, share float64, cond func() (bool, error)) (time.Time, error) {
+	start := time.Now()
+	deadline := start.Add(bound)
 	for {
 		ok, err := cond()
 		if err != nil {
@@ -175,7 +183,7 @@ func waitFor(bound, interval time.Duration, cond func() (bool, error)) (time.Tim
 		if time.Now().After(deadline) {
 			return time.Time{}, fmt.Errorf("not reached within %s", bound)
 		}
-		time.Sleep(interval)
+		time.Sleep(max(interval, time.Duration(share*float64(time.Since(start)))))
 	}
 }
 
@@ -305,12 +313,13 @@ func (c cpuTotal) String() string {
 	return fmt.Sprintf("%s per update (mean of %d)", round(c.used/time.Duration(c.updates)), c.updates)
 }
 
-// pollCost is the sidecar's CPU time per stat read, over n reads of name.
-func (s *sidecar) pollCost(name string, n int) (time.Duration, error) {
+// pollCost is the sidecar's CPU time per /stats read, over n reads of the
+// stats matching filter.
+func (s *sidecar) pollCost(filter string, n int) (time.Duration, error) {
 	var c cpuTotal
 	err := c.measure(s, func() error {
 		for range n {
-			if _, err := s.stat(name); err != nil {
+			if _, err := s.stats(filter); err != nil {
 				return err
 			}
 		}
