@@ -68,7 +68,7 @@ func (b bench) cdsOnce() (cdsResult, error) {
 	}
 	baseActive, _ := strconv.Atoi(base["cluster_manager.active_clusters"])
 	baseSuccess, _ := strconv.Atoi(base["cluster_manager.cds.update_success"])
-	heap0, err := s.liveHeap()
+	heap0, size0, err := s.liveHeap()
 	if err != nil {
 		return r, err
 	}
@@ -120,12 +120,13 @@ func (b bench) cdsOnce() (cdsResult, error) {
 	r.active, r.accepted, r.sent, r.cpu = done.Sub(t0), tAccepted.Sub(t0), cp.sentAt(resourcev3.ClusterType).Sub(t0), used.used
 	// Let anything the update left behind settle before the collection.
 	time.Sleep(time.Second)
-	heap1, err := s.liveHeap()
+	heap1, size1, err := s.liveHeap()
 	if err != nil {
 		return r, err
 	}
 	r.perCluster = (float64(heap1) - float64(heap0)) / float64(b.n)
-	fmt.Printf("  cds: live heap %.1f MiB before, %.1f MiB after\n", float64(heap0)/(1<<20), float64(heap1)/(1<<20))
+	fmt.Printf("  cds: /memory after a collection: allocated %.1f MiB before, %.1f MiB after; heap_size %.1f MiB before, %.1f MiB after (%.0f bytes per cluster)\n",
+		mib(heap0), mib(heap1), mib(size0), mib(size1), (float64(size1)-float64(size0))/float64(b.n))
 	if b.profile != "" {
 		if err := s.keepProfile(filepath.Join(b.profile, "cds.heap.pprof")); err != nil {
 			return r, err
@@ -142,6 +143,9 @@ func (b bench) cdsOnce() (cdsResult, error) {
 	r.pollCPU = per * time.Duration(polls)
 	return r, nil
 }
+
+// mib is n bytes in MiB.
+func mib(n uint64) float64 { return float64(n) / (1 << 20) }
 
 // bytesSample is the median of per-cluster byte counts with their spread.
 func bytesSample(v []float64) string {

@@ -238,26 +238,30 @@ func (s *sidecar) keepProfile(path string) error {
 	return os.WriteFile(path, b, 0o600)
 }
 
-// liveHeap is the sidecar's heap in use right after a collection: the
-// heap profiler's stop runs one before it writes its profile (the profile
-// itself is left in the sidecar's directory), then /memory is read.
-func (s *sidecar) liveHeap() (uint64, error) {
+// liveHeap is the sidecar's /memory right after a collection: the heap
+// profiler's stop runs one before it writes its profile (the profile
+// itself is left in the sidecar's directory). allocated is the heap in
+// use, heapSize what the heap holds from the system.
+func (s *sidecar) liveHeap() (allocated, heapSize uint64, err error) {
 	for _, on := range []bool{true, false} {
 		if err := s.profiler("heap", on); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	_, body, err := s.do(http.MethodGet, "/memory")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	var m struct {
 		Allocated string `json:"allocated"`
+		HeapSize  string `json:"heap_size"`
 	}
 	if err := json.Unmarshal([]byte(body), &m); err != nil {
-		return 0, fmt.Errorf("/memory: %w", err)
+		return 0, 0, fmt.Errorf("/memory: %w", err)
 	}
-	return strconv.ParseUint(m.Allocated, 10, 64)
+	allocated, err1 := strconv.ParseUint(m.Allocated, 10, 64)
+	heapSize, err2 := strconv.ParseUint(m.HeapSize, 10, 64)
+	return allocated, heapSize, errors.Join(err1, err2)
 }
 
 // cpuTime is the CPU time the sidecar has used (user and system), from
