@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -30,13 +31,19 @@ const idle = 10
 // changed (EDS), and the loaded route re-pointed to that cluster (RDS).
 // Any failed request fails the measurement.
 func (b bench) churn() error {
-	var upstreams [2]int
+	var (
+		upstreams [2]int
+		served    [2]atomic.Int64
+	)
 	for i := range upstreams {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return err
 		}
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })}
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			served[i].Add(1)
+			_, _ = io.WriteString(w, "ok")
+		})}
 		go func() { _ = srv.Serve(ln) }()
 		defer srv.Close()
 		upstreams[i] = ln.Addr().(*net.TCPAddr).Port
@@ -140,8 +147,8 @@ func (b bench) churn() error {
 		first = false
 		fmt.Printf("%d %s", n, k)
 	}
-	fmt.Printf(")\nchurn: %d requests on 4 keep-alive connections in %s (%.0f/s), failed: %d (load %s)\n",
-		res.ok+res.failed, elapsed.Round(10*time.Millisecond), float64(res.ok)/elapsed.Seconds(), res.failed, loadAverage())
+	fmt.Printf(")\nchurn: %d requests on 4 keep-alive connections in %s (%.0f/s), failed: %d; served by upstream 1: %d, 2: %d (load %s)\n",
+		res.ok+res.failed, elapsed.Round(10*time.Millisecond), float64(res.ok)/elapsed.Seconds(), res.failed, served[0].Load(), served[1].Load(), loadAverage())
 	for i, e := range res.errors {
 		if i == 5 {
 			break
