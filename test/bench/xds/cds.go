@@ -21,8 +21,8 @@ import (
 // heap they add, per cluster.
 func (b bench) cds() error {
 	var (
-		active, accepted, serverSent, cpu, polls sample
-		perCluster                               []float64
+		active, accepted, serverSent, cpu, polls, cold, coldCPU sample
+		perCluster                                              []float64
 	)
 	for rep := range b.reps {
 		r, err := b.cdsOnce()
@@ -32,12 +32,19 @@ func (b bench) cds() error {
 		active, accepted, serverSent = append(active, r.active), append(accepted, r.accepted), append(serverSent, r.sent)
 		cpu, polls = append(cpu, r.cpu), append(polls, r.pollCPU)
 		perCluster = append(perCluster, r.perCluster)
-		fmt.Printf("  cds run %d: all active %s, CDS accepted %s, server sent CDS %s, sidecar CPU %s (of which about %s in the admin polls); heap %.0f bytes per cluster (load %s)\n",
-			rep+1, round(r.active), round(r.accepted), round(r.sent), r.cpu, round(r.pollCPU), r.perCluster, loadAverage())
+		c, ccpu, err := b.cdsCold()
+		if err != nil {
+			return fmt.Errorf("run %d, from start: %w", rep+1, err)
+		}
+		cold, coldCPU = append(cold, c), append(coldCPU, ccpu)
+		fmt.Printf("  cds run %d: all active %s, CDS accepted %s, server sent CDS %s, sidecar CPU %s (of which about %s in the admin polls); heap %.0f bytes per cluster; from start to /ready %s (load %s)\n",
+			rep+1, round(r.active), round(r.accepted), round(r.sent), r.cpu, round(r.pollCPU), r.perCluster, round(c), loadAverage())
 	}
 	fmt.Printf("cds: %d EDS clusters of one endpoint, snapshot set to all active: %s\n", b.n, active)
 	fmt.Printf("cds:   to cluster_manager.cds.update_success: %s; the server had sent CDS after %s\n", accepted, serverSent)
 	fmt.Printf("cds:   the sidecar's CPU time meanwhile: %s, of which the admin polls (every 20 ms, then every 5%% of the time waited) about %s\n", cpu, polls)
+	fmt.Printf("cds: a sidecar whose first CDS response holds them, from its start to /ready: %s\n", cold)
+	fmt.Printf("cds:   its CPU time by then (start-up and the /ready polls included): %s\n", coldCPU)
 	fmt.Printf("cds: live heap per cluster (after a collection, less the heap before): %s\n", bytesSample(perCluster))
 	return nil
 }
@@ -73,15 +80,7 @@ func (b bench) cdsOnce() (cdsResult, error) {
 		return r, err
 	}
 
-	cfg := config{clusters: make([]*clusterv3.Cluster, b.n), endpoints: make([]*endpointv3.ClusterLoadAssignment, b.n)}
-	addrs := manyAddresses(b.n, 0, 8080)
-	for i := range b.n {
-		name := "c" + strconv.Itoa(i)
-		cfg.clusters[i] = edsCluster(name, time.Second)
-		cfg.endpoints[i] = loadAssignment(name, addrs[i])
-	}
-	cfg.bump(resourcev3.ClusterType)
-	cfg.bump(resourcev3.EndpointType)
+	cfg := b.cdsConfig()
 
 	var (
 		t0, tAccepted, done time.Time
@@ -146,6 +145,47 @@ func (b bench) cdsOnce() (cdsResult, error) {
 
 // mib is n bytes in MiB.
 func mib(n uint64) float64 { return float64(n) / (1 << 20) }
+
+// cdsConfig is b.n EDS clusters c<i> and their load assignments of one
+// endpoint each.
+func (b bench) cdsConfig() config {
+	cfg := config{clusters: make([]*clusterv3.Cluster, b.n), endpoints: make([]*endpointv3.ClusterLoadAssignment, b.n)}
+	addrs := manyAddresses(b.n, 0, 8080)
+	for i := range b.n {
+		name := "c" + strconv.Itoa(i)
+		cfg.clusters[i] = edsCluster(name, time.Second)
+		cfg.endpoints[i] = loadAssignment(name, addrs[i])
+	}
+	cfg.bump(resourcev3.ClusterType)
+	cfg.bump(resourcev3.EndpointType)
+	return cfg
+}
+
+// cdsCold starts a sidecar whose first CDS response holds the b.n
+// clusters: the time from its start to /ready, which the init manager
+// holds back until CDS and every cluster's EDS have arrived, and the CPU
+// time the sidecar had used by then (its start-up included).
+func (b bench) cdsCold() (ready, cpu time.Duration, err error) {
+	t0 := time.Now()
+	cp, s, err := b.start(b.cdsConfig())
+	if err != nil {
+		return 0, 0, err
+	}
+	ready = time.Since(t0)
+	defer cp.stop()
+	defer s.stop()
+	if cpu, err = s.cpuTime(); err != nil {
+		return 0, 0, err
+	}
+	active, err := s.stat("cluster_manager.active_clusters")
+	if err != nil {
+		return 0, 0, err
+	}
+	if active != b.n+1 {
+		return 0, 0, fmt.Errorf("ready with %d active clusters, want %d", active, b.n+1)
+	}
+	return ready, cpu, nil
+}
 
 // bytesSample is the median of per-cluster byte counts with their spread.
 func bytesSample(v []float64) string {
