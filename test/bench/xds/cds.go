@@ -21,8 +21,9 @@ import (
 // heap they add, per cluster.
 func (b bench) cds() error {
 	var (
-		active, accepted, serverSent, cpu, polls, cold, coldCPU sample
-		perCluster                                              []float64
+		active, accepted, serverSent, cpu, polls, cold, coldCPU, one sample
+		oneCPU                                                       cpuTotal
+		perCluster                                                   []float64
 	)
 	for rep := range b.reps {
 		r, err := b.cdsOnce()
@@ -32,6 +33,9 @@ func (b bench) cds() error {
 		active, accepted, serverSent = append(active, r.active), append(accepted, r.accepted), append(serverSent, r.sent)
 		cpu, polls = append(cpu, r.cpu), append(polls, r.pollCPU)
 		perCluster = append(perCluster, r.perCluster)
+		one = append(one, r.one...)
+		oneCPU.used += r.oneCPU.used
+		oneCPU.updates += r.oneCPU.updates
 		c, ccpu, err := b.cdsCold()
 		if err != nil {
 			return fmt.Errorf("run %d, from start: %w", rep+1, err)
@@ -43,6 +47,7 @@ func (b bench) cds() error {
 	fmt.Printf("cds: %d EDS clusters of one endpoint, snapshot set to all active: %s\n", b.n, active)
 	fmt.Printf("cds:   to cluster_manager.cds.update_success: %s; the server had sent CDS after %s\n", accepted, serverSent)
 	fmt.Printf("cds:   the sidecar's CPU time meanwhile: %s, of which the admin polls (every 20 ms, then every 5%% of the time waited) about %s\n", cpu, polls)
+	fmt.Printf("cds: one cluster of the %d changed, snapshot set to cluster_modified: %s; the sidecar's CPU time %s\n", b.n, one, oneCPU)
 	fmt.Printf("cds: a sidecar whose first CDS response holds them, from its start to /ready: %s\n", cold)
 	fmt.Printf("cds:   its CPU time by then (start-up and the /ready polls included): %s\n", coldCPU)
 	fmt.Printf("cds: live heap per cluster (after a collection, less the heap before): %s\n", bytesSample(perCluster))
@@ -59,6 +64,10 @@ type cdsResult struct {
 	// pollCPU is what the admin polls meanwhile cost, estimated after.
 	cpu, pollCPU time.Duration
 	perCluster   float64
+	// one are the times to apply a change of one cluster among them,
+	// oneCPU the sidecar's CPU time for those.
+	one    sample
+	oneCPU cpuTotal
 }
 
 func (b bench) cdsOnce() (cdsResult, error) {
@@ -140,7 +149,37 @@ func (b bench) cdsOnce() (cdsResult, error) {
 		return r, err
 	}
 	r.pollCPU = per * time.Duration(polls)
-	return r, nil
+
+	// One cluster of the b.n changed, three times: until
+	// cluster_manager.cluster_modified counts it.
+	err = s.cpuProfiled(b.profile, "cds-one", func() error {
+		for i := range 3 {
+			before, err := s.stat("cluster_manager.cluster_modified")
+			if err != nil {
+				return err
+			}
+			cfg.clusters[0] = edsCluster("c0", time.Duration(2+i)*time.Second)
+			cfg.bump(resourcev3.ClusterType)
+			var t0, done time.Time
+			if err := r.oneCPU.measure(s, func() error {
+				t0 = time.Now()
+				if err := cp.set(cfg); err != nil {
+					return err
+				}
+				var err error
+				done, err = waitScaled(60*time.Second, 2*time.Millisecond, 0.05, func() (bool, error) {
+					v, err := s.stat("cluster_manager.cluster_modified")
+					return v > before, err
+				})
+				return err
+			}); err != nil {
+				return fmt.Errorf("one cluster changed: %w", err)
+			}
+			r.one = append(r.one, done.Sub(t0))
+		}
+		return nil
+	})
+	return r, err
 }
 
 // mib is n bytes in MiB.
