@@ -24,10 +24,10 @@ func (b bench) eds() error {
 	defer cp.stop()
 	defer s.stop()
 	all := manyAddresses(b.n+1, 0, 8080)
+	var fullCPU, oneCPU cpuTotal
 	// apply sets the assignment to the first count addresses and returns
 	// how long until membership_total showed it, and until the server had
-	// sent it.
-	var fullCPU, oneCPU cpuTotal
+	// sent it; the sidecar's CPU time meanwhile goes to cpu.
 	apply := func(count int, cpu *cpuTotal) (visible, sent time.Duration, err error) {
 		cfg.endpoints = []*endpointv3.ClusterLoadAssignment{loadAssignment("big", all[:count]...)}
 		cfg.bump(resourcev3.EndpointType)

@@ -43,6 +43,9 @@ func (b bench) rds() error {
 	defer cp.stop()
 	defer s.stop()
 	var fullCPU, oneCPU cpuTotal
+	// apply makes rc the route configuration and returns how long until
+	// update_success counted it, and until the server had sent it; the
+	// sidecar's CPU time meanwhile goes to cpu.
 	apply := func(rc *routev3.RouteConfiguration, cpu *cpuTotal) (visible, sent time.Duration, err error) {
 		before, err := s.stat(rdsSuccess)
 		if err != nil {

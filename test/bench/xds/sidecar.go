@@ -107,7 +107,8 @@ func (s *sidecar) stop() {
 	os.RemoveAll(s.dir)
 }
 
-// get answers an admin GET (or POST) of path with its status and body.
+// do sends an admin request of method to path and returns the answer's
+// status and body.
 func (s *sidecar) do(method, path string) (int, string, error) {
 	req, err := http.NewRequest(method, s.admin+path, nil)
 	if err != nil {
@@ -123,7 +124,7 @@ func (s *sidecar) do(method, path string) (int, string, error) {
 }
 
 // stats reads the used stats whose names match the regular expression
-// (usedonly keeps the walk short however many clusters there are).
+// (usedonly walks only the stats in use, not every cluster's).
 func (s *sidecar) stats(filter string) (map[string]string, error) {
 	req, err := http.NewRequest(http.MethodGet, s.admin+"/stats?usedonly&filter="+url.QueryEscape(filter), nil)
 	if err != nil {
