@@ -12,7 +12,7 @@ BUILDFLAGS := -buildvcs=auto
 CONFIG ?= examples/quickstart.yaml
 
 .PHONY: plugin plugin-dist
-.PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers bench-floods bench-tcpproxy bench-dns bench-hc bench-resilience bench-hotrestart bench-instructions lint fmt clean \
+.PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers bench-floods bench-tcpproxy bench-dns bench-hc bench-resilience bench-hotrestart bench-instructions bench-xds lint fmt clean \
 	manifests generate check-manifests test-cluster helm test-chart chart-crds test-browser image push test-image
 
 all: build
@@ -134,7 +134,7 @@ test-image:
 # Go benchmarks, then the traffic benchmark beside haproxy and nginx
 # (../shared/bench/peers.sh; it installs nginx, haproxy, wrk and h2load from
 # Debian packages when missing and waits for a quiet machine).
-bench: bench-go bench-peers bench-floods bench-hc bench-resilience bench-hotrestart
+bench: bench-go bench-peers bench-floods bench-hc bench-resilience bench-hotrestart bench-xds
 
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
@@ -179,6 +179,13 @@ bench-hotrestart: build
 bench-instructions: build
 	command -v valgrind >/dev/null || { apt-get update && apt-get install -y valgrind; }
 	$(GO) run ./test/bench/h1count -reps $${REPS:-3} $(BIN)/sidecar $(BASE)
+
+# Dynamic configuration from go-control-plane's ADS server on loopback
+# (test/bench/xds): 10,000 CDS clusters, a 10,000-endpoint EDS update, a
+# 10,000-host RDS table, and 100 updates under load with no failed request
+# (or the target fails).
+bench-xds: build
+	$(GO) run ./test/bench/xds -sidecar $(BIN)/sidecar -reps $${REPS:-3}
 
 # The sidecar under each HTTP/2 flood it defends against: memory growth and
 # another client's latency, beside a control (test/bench/floods).

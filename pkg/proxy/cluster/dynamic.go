@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -50,6 +51,9 @@ type dynamicState struct {
 	// warming are the discovered clusters not yet initialised, by name:
 	// requests do not see them until they are (Envoy's cluster warming).
 	warming map[string]*Cluster
+	// ripe are warmed clusters waiting to be promoted together (see
+	// promoteWhenWarm).
+	ripe []*Cluster
 	// draining are the removed or replaced clusters whose connections are
 	// still in use.
 	draining map[*Cluster]struct{}
@@ -109,7 +113,7 @@ func (m *Manager) ApplyDiscoveredEach(cfgs []*clusterv3.Cluster, versionOf func(
 		return errors.New("the cluster manager is shutting down")
 	}
 	cur := m.snap.Load()
-	next := &clusterSnapshot{byName: make(map[string]*Cluster, len(cur.byName))}
+	next := newSnapshotBuilder(len(cur.clusters))
 	var retired []*Cluster
 	for _, c := range cur.clusters {
 		if c.dynamic != nil {
@@ -120,13 +124,12 @@ func (m *Manager) ApplyDiscoveredEach(cfgs []*clusterv3.Cluster, versionOf func(
 				continue
 			}
 		}
-		next.clusters = append(next.clusters, c)
-		next.byName[c.Name()] = c
+		next.put(c)
 	}
 	for name, w := range m.dyn.warming {
 		if _, wanted := seen[name]; !wanted {
 			m.log.Info("cds: remove warming cluster", "cluster", name)
-			if next.byName[name] == nil {
+			if next.snap.byName[name] == nil {
 				m.dyn.scope.Counter("cluster_removed").Inc()
 			}
 			delete(m.dyn.warming, name)
@@ -134,7 +137,7 @@ func (m *Manager) ApplyDiscoveredEach(cfgs []*clusterv3.Cluster, versionOf func(
 		}
 	}
 	for i, s := range all {
-		old := next.byName[s.name]
+		old := next.snap.byName[s.name]
 		if old != nil && old.dynamic == nil {
 			logging.Warning(m.log, "cds: a static cluster cannot be updated by discovery; skipped", "cluster", s.name)
 			continue
@@ -180,9 +183,9 @@ func (m *Manager) ApplyDiscoveredEach(cfgs []*clusterv3.Cluster, versionOf func(
 			go m.promoteWhenWarm(c, warm)
 			continue
 		}
-		next = next.with(c)
+		next.put(c)
 	}
-	m.snap.Store(next)
+	m.snap.Store(next.snap)
 	m.publishCounts()
 	for _, c := range retired {
 		m.retireLocked(c)
@@ -251,39 +254,91 @@ func (c *Cluster) hostsWarmed() <-chan struct{} {
 }
 
 // promoteWhenWarm makes a warming cluster active once it is initialised,
-// unless an update replaced or removed it meanwhile.
+// unless an update replaced or removed it meanwhile. Clusters that warm
+// together (an EDS response initialising thousands of clusters at once)
+// are promoted together: each joins the batch of ripe clusters, and the
+// one that started the batch swaps them all in with one new snapshot, so
+// that n clusters warming cost one copy of the snapshot, not n.
 func (m *Manager) promoteWhenWarm(c *Cluster, warm <-chan struct{}) {
 	<-warm
 	m.dyn.mu.Lock()
-	defer m.dyn.mu.Unlock()
 	if m.dyn.closed || m.dyn.warming[c.Name()] != c {
+		m.dyn.mu.Unlock()
 		return
 	}
-	delete(m.dyn.warming, c.Name())
+	m.dyn.ripe = append(m.dyn.ripe, c)
+	first := len(m.dyn.ripe) == 1
+	m.dyn.mu.Unlock()
+	if !first {
+		return
+	}
+	// Let the clusters warmed by the same update join the batch.
+	runtime.Gosched()
+	m.dyn.mu.Lock()
+	defer m.dyn.mu.Unlock()
+	m.promoteRipeLocked()
+}
+
+// promoteRipeLocked swaps the batch of ripe clusters into the snapshot,
+// those still warming (an update may have replaced or removed one since
+// it joined), and retires the clusters they replace. m.dyn.mu is held.
+func (m *Manager) promoteRipeLocked() {
+	ripe := m.dyn.ripe
+	m.dyn.ripe = nil
+	if m.dyn.closed {
+		return
+	}
 	cur := m.snap.Load()
-	old := cur.byName[c.Name()]
-	m.snap.Store(cur.with(c))
-	m.log.Info("cds: warming cluster is active", "cluster", c.Name())
+	next := newSnapshotBuilder(len(cur.clusters) + len(ripe))
+	for _, c := range cur.clusters {
+		next.put(c)
+	}
+	var retired []*Cluster
+	for _, c := range ripe {
+		if m.dyn.warming[c.Name()] != c {
+			continue
+		}
+		delete(m.dyn.warming, c.Name())
+		if old := next.snap.byName[c.Name()]; old != nil {
+			retired = append(retired, old)
+		}
+		next.put(c)
+		m.log.Info("cds: warming cluster is active", "cluster", c.Name())
+	}
+	m.snap.Store(next.snap)
 	m.publishCounts()
-	if old != nil {
+	for _, old := range retired {
 		m.retireLocked(old)
 	}
 }
 
-// with returns a copy of the snapshot in which c is the cluster of its
-// name: replacing the one there in place, or added last.
-func (s *clusterSnapshot) with(c *Cluster) *clusterSnapshot {
-	next := &clusterSnapshot{clusters: slices.Clone(s.clusters), byName: make(map[string]*Cluster, len(s.byName)+1)}
-	for k, v := range s.byName {
-		next.byName[k] = v
+// snapshotBuilder builds a new cluster snapshot, which nothing reads until
+// it is stored; it knows each cluster's position so that replacing one
+// costs no search.
+type snapshotBuilder struct {
+	snap *clusterSnapshot
+	pos  map[string]int
+}
+
+// newSnapshotBuilder starts an empty snapshot with room for size clusters.
+func newSnapshotBuilder(size int) *snapshotBuilder {
+	return &snapshotBuilder{
+		snap: &clusterSnapshot{clusters: make([]*Cluster, 0, size), byName: make(map[string]*Cluster, size)},
+		pos:  make(map[string]int, size),
 	}
-	if i := slices.IndexFunc(next.clusters, func(o *Cluster) bool { return o.Name() == c.Name() }); i >= 0 {
-		next.clusters[i] = c
+}
+
+// put makes c the cluster of its name: replacing the one there in place,
+// or added last.
+func (b *snapshotBuilder) put(c *Cluster) {
+	name := c.Name()
+	if i, ok := b.pos[name]; ok {
+		b.snap.clusters[i] = c
 	} else {
-		next.clusters = append(next.clusters, c)
+		b.pos[name] = len(b.snap.clusters)
+		b.snap.clusters = append(b.snap.clusters, c)
 	}
-	next.byName[c.Name()] = c
-	return next
+	b.snap.byName[name] = c
 }
 
 // publishCounts sets the active_clusters and warming_clusters gauges.

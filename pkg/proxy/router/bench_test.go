@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 )
 
 // benchYAML is a realistic table: a few services with exact, wildcard and
@@ -57,5 +59,67 @@ func BenchmarkMatch(b *testing.B) {
 		if table.MatchRequest(&reqs[i%len(reqs)]) == nil {
 			b.Fatal("no route")
 		}
+	}
+}
+
+// manyHostsTable is a route configuration of n virtual hosts, each with an
+// exact domain and a port variant and two routes, then a wildcard host
+// and the catch-all: the shape of a large mesh's table, which arrives over
+// RDS or sits in a static route_config (both compile with CompileWith).
+func manyHostsTable(n int) *routev3.RouteConfiguration {
+	rc := &routev3.RouteConfiguration{Name: "many"}
+	for i := range n {
+		name := fmt.Sprintf("svc%d", i)
+		rc.VirtualHosts = append(rc.VirtualHosts, &routev3.VirtualHost{
+			Name:    name,
+			Domains: []string{name + ".ns.svc.cluster.local", name + ".ns.svc.cluster.local:8080"},
+			Routes: []*routev3.Route{
+				{Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/api/"}}, Action: routeTo(name + "-api")},
+				{Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}}, Action: routeTo(name)},
+			},
+		})
+	}
+	rc.VirtualHosts = append(rc.VirtualHosts,
+		&routev3.VirtualHost{Name: "wild", Domains: []string{"*.example.com"}, Routes: []*routev3.Route{
+			{Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}}, Action: routeTo("wild")},
+		}},
+		&routev3.VirtualHost{Name: "default", Domains: []string{"*"}, Routes: []*routev3.Route{
+			{Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}}, Action: routeTo("default")},
+		}})
+	return rc
+}
+
+// routeTo is a route action to cluster.
+func routeTo(cluster string) *routev3.Route_Route {
+	return &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: cluster}}}
+}
+
+// BenchmarkMatchVirtualHosts matches the same requests (the first, a
+// middle and the last host, a port variant, the wildcard and the
+// catch-all) against tables of 10 and of 10,000 virtual hosts: the
+// virtual host is found by domain in a map, so the cost should not grow
+// with the table (issue #16: "route match cost unchanged").
+func BenchmarkMatchVirtualHosts(b *testing.B) {
+	for _, n := range []int{10, 10000} {
+		b.Run(fmt.Sprintf("hosts=%d", n), func(b *testing.B) {
+			table, err := Compile(manyHostsTable(n))
+			if err != nil {
+				b.Fatal(err)
+			}
+			none := staticHeaders{}
+			reqs := []Request{
+				{Host: "svc0.ns.svc.cluster.local", Path: "/api/x", Method: "GET", Headers: none},
+				{Host: fmt.Sprintf("svc%d.ns.svc.cluster.local", n/2), Path: "/index.html", Method: "GET", Headers: none},
+				{Host: fmt.Sprintf("svc%d.ns.svc.cluster.local:8080", n-1), Path: "/api/y", Method: "GET", Headers: none},
+				{Host: "blog.example.com", Path: "/", Method: "GET", Headers: none},
+				{Host: "unknown.test", Path: "/", Method: "GET", Headers: none},
+			}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if table.MatchRequest(&reqs[i%len(reqs)]) == nil {
+					b.Fatal("no route")
+				}
+			}
+		})
 	}
 }
