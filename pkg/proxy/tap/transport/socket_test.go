@@ -216,7 +216,7 @@ func TestCompileRefusals(t *testing.T) {
 		"nested header match": {tapWith(&matcherv3.MatchPredicate{Rule: &matcherv3.MatchPredicate_OrMatch{
 			OrMatch: &matcherv3.MatchPredicate_MatchSet{Rules: []*matcherv3.MatchPredicate{anyMatch, headers}}}}),
 			"common_config.static_config.match.or_match.rules[1].http_request_headers_match: not supported"},
-		"no inner socket": {func() *tapsockv3.Tap { t := tapWith(anyMatch); t.TransportSocket = nil; return t }(), "transport_socket: required"},
+		"no inner socket":  {func() *tapsockv3.Tap { t := tapWith(anyMatch); t.TransportSocket = nil; return t }(), "transport_socket: required"},
 		"no common config": {&tapsockv3.Tap{TransportSocket: &corev3.TransportSocket{Name: "raw"}}, "common_config: admin_config or static_config is required"},
 		"empty config id": {&tapsockv3.Tap{TransportSocket: &corev3.TransportSocket{Name: "raw"},
 			CommonConfig: &commontapv3.CommonExtensionConfig{ConfigType: &commontapv3.CommonExtensionConfig_AdminConfig{AdminConfig: &commontapv3.AdminConfig{}}}},
