@@ -244,6 +244,45 @@ var _ = Describe("The tap transport socket", func() {
 		Expect(statValue(sc, "cluster.up.transport.tap.streamed_submit")).To(Equal(fmt.Sprint(len(segs))))
 	})
 
+	It("sees every byte of a tcp_proxy chain (no splice past the tap), streamed in JSON_BODY_AS_BYTES", func() {
+		prefix := filepath.Join(dir, "tcp")
+		echoPort := startTCPServer(echo)
+		chain := withTransportSocket(`{filters: [{name: envoy.filters.network.tcp_proxy, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: tapped_tcp, cluster: echo}}]}`,
+			tapSocket(staticTap(prefix, "JSON_BODY_AS_BYTES", ", streaming: true"), rawBufferSocket, ""))
+		Start(dir, tlsBootstrap(port, "", []string{chain}, tlsCluster("echo", echoPort, rawBufferSocket, "")))
+
+		c := dialTCP(port)
+		payload := strings.Repeat("0123456789", 20)
+		_, err := c.Write([]byte(payload))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.CloseWrite()).To(Succeed())
+		back, err := io.ReadAll(c)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(back)).To(Equal(payload))
+		Expect(c.Close()).To(Succeed())
+
+		// Each segment is a pretty JSON object of its own in the file.
+		socketFile(prefix+"_*.json", func(b []byte) bool {
+			var events []*datatapv3.SocketEvent
+			closed := false
+			for dec := json.NewDecoder(bytes.NewReader(b)); dec.More(); {
+				var raw json.RawMessage
+				if dec.Decode(&raw) != nil {
+					return false
+				}
+				var w datatapv3.TraceWrapper
+				if protojson.Unmarshal(raw, &w) != nil {
+					return false
+				}
+				if ev := w.GetSocketStreamedTraceSegment().GetEvent(); ev != nil {
+					events = append(events, ev)
+					closed = closed || ev.GetClosed() != nil
+				}
+			}
+			return closed && joined(events, "read") == payload && joined(events, "write") == payload
+		})
+	})
+
 	It("streams socket traces to /tap for its config id, and refuses HTTP matchers in a static tap by path", func() {
 		chain := withTransportSocket(routeToCluster("admin_tapped", "up"), tapSocket(`{admin_config: {config_id: sock}}`, rawBufferSocket,
 			`, socket_tap_config: {set_connection_per_event: true}`))
