@@ -74,7 +74,7 @@ func Compile(t *tapsockv3.Tap, reg *tap.Registry, scope stats.Scope) (*Socket, e
 		s.reg, s.id = reg, id
 		reg.Register(id)
 	case cc.GetStaticConfig() != nil:
-		if err := checkMatch(cc.GetStaticConfig(), "common_config.static_config"); err != nil {
+		if err := checkStatic(cc.GetStaticConfig(), "common_config.static_config"); err != nil {
 			return nil, err
 		}
 		c, err := tap.CompileStatic(cc.GetStaticConfig(), "common_config.static_config")

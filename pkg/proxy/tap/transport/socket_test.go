@@ -15,6 +15,7 @@ import (
 	commontapv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/tap/v3"
 	tapsockv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tap/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tap"
@@ -216,6 +217,11 @@ func TestCompileRefusals(t *testing.T) {
 		"nested header match": {tapWith(&matcherv3.MatchPredicate{Rule: &matcherv3.MatchPredicate_OrMatch{
 			OrMatch: &matcherv3.MatchPredicate_MatchSet{Rules: []*matcherv3.MatchPredicate{anyMatch, headers}}}}),
 			"common_config.static_config.match.or_match.rules[1].http_request_headers_match: not supported"},
+		"min_streamed_sent_bytes": {func() *tapsockv3.Tap {
+			t := tapWith(anyMatch)
+			t.GetCommonConfig().GetStaticConfig().GetOutputConfig().MinStreamedSentBytes = wrapperspb.UInt32(1)
+			return t
+		}(), "common_config.static_config.output_config.min_streamed_sent_bytes: not supported"},
 		"no inner socket":  {func() *tapsockv3.Tap { t := tapWith(anyMatch); t.TransportSocket = nil; return t }(), "transport_socket: required"},
 		"no common config": {&tapsockv3.Tap{TransportSocket: &corev3.TransportSocket{Name: "raw"}}, "common_config: admin_config or static_config is required"},
 		"empty config id": {&tapsockv3.Tap{TransportSocket: &corev3.TransportSocket{Name: "raw"},
