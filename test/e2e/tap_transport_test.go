@@ -342,3 +342,30 @@ var _ = Describe("The tap transport socket", func() {
 		Expect(res.Stderr).To(ContainSubstring("filter_chains[0].transport_socket.typed_config.common_config.static_config.match.http_request_headers_match"))
 	})
 })
+
+var _ = Describe("The /tap endpoint with a tap transport socket", func() {
+	It("comes with a listener whose chain has an admin tap socket, delivered by LDS, and goes with it", func() {
+		dir := ldsSetup(ldsResponse("v1"))
+		sc := Start(newDir(), ldsBootstrap(dir, ldsPath), "--drain-time-s", "0")
+		Expect(sc.Do(http.MethodPost, "/tap", strings.NewReader(`{config_id: lds_sock}`), nil).Status).To(Equal(404))
+
+		port := freePort()
+		chain := withTransportSocket(directChain("socket tapped", ""), tapSocket(`{admin_config: {config_id: lds_sock}}`, rawBufferSocket, ""))
+		replaceLDS(dir, ldsResponse("v2", listenerDef{Name: "sock", Port: port, Chains: []string{chain}}))
+		Eventually(func() string { return sc.Get("/help").Body }, 10*time.Second).Should(ContainSubstring("/tap"))
+
+		ts := attachSocketTap(sc, `{config_id: lds_sock, tap_config: {match: {any_match: true}, output_config: {sinks: [{streaming_admin: {}}]}}}`)
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rawGet(c, "/")).To(HaveSuffix("socket tapped"))
+		var w *datatapv3.TraceWrapper
+		Eventually(ts.traces, 10*time.Second).Should(Receive(&w))
+		Expect(joined(w.GetSocketBufferedTrace().GetEvents(), "write")).To(HaveSuffix("socket tapped"))
+		ts.cancel()
+
+		replaceLDS(dir, ldsResponse("v3"))
+		Eventually(func() int {
+			return sc.Do(http.MethodPost, "/tap", strings.NewReader(`{config_id: lds_sock}`), nil).Status
+		}, 10*time.Second, 100*time.Millisecond).Should(Equal(404))
+	})
+})
