@@ -138,7 +138,7 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 		errs = append(errs, prefixed("cluster_manager", err))
 	}
 	caches := newDNSCaches(o)
-	td := transportDeps{ext: o.Extensions, secrets: o.Secrets, taps: o.Taps, stats: o.Stats}
+	td := transportDeps{ext: o.Extensions, secrets: o.Secrets, taps: o.Taps, stats: o.Stats, runtime: o.Runtime}
 	seen := map[string]int{}
 	for i, cfg := range cfgs {
 		path := index(staticClustersPath, i)

@@ -13,6 +13,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tap"
 	taptransport "github.com/outrigger-dev/outrigger/pkg/proxy/tap/transport"
@@ -29,12 +30,34 @@ var (
 
 // transportDeps are what a cluster's transport socket is built with:
 // the extensions, the secrets TLS names, the registry of admin taps and
-// the stat store (the tap's transport.tap.* counters).
+// the stat store (the tap's transport.tap.* counters) and the runtime
+// (the tap's tap_enabled keys).
 type transportDeps struct {
 	ext     *extension.Registry
 	secrets tlsconfig.SecretResolver
 	taps    *tap.Registry
 	stats   *stats.Store
+	runtime liveRuntime
+}
+
+// liveRuntime reads the runtime's current snapshot (none: every key has
+// its default).
+type liveRuntime func() *runtime.Snapshot
+
+// Uint64 implements runtime.Reader.
+func (l liveRuntime) Uint64(key string, def uint64) uint64 {
+	if l == nil {
+		return def
+	}
+	return l().Uint64(key, def)
+}
+
+// Fraction implements runtime.FractionReader.
+func (l liveRuntime) Fraction(key string) (num, den uint64, ok bool) {
+	if l == nil {
+		return 0, 0, false
+	}
+	return l().Fraction(key)
 }
 
 // buildTransport compiles a cluster's transport_socket: TLS with an
@@ -62,7 +85,7 @@ func buildTransportAt(ts *corev3.TransportSocket, d transportDeps, scope, field 
 		if d.stats == nil {
 			return nil, nil, []error{configErrorf(field+"typed_config", "no stat store for the tap transport socket")}
 		}
-		tp, err := taptransport.Compile(m, d.taps, d.stats.Scope(scope))
+		tp, err := taptransport.Compile(m, d.taps, d.stats.Scope(scope), d.runtime)
 		if err != nil {
 			return nil, nil, fieldErrors(field+"typed_config.", err)
 		}

@@ -61,7 +61,7 @@ func (s *Server) buildTransportSocket(ts *corev3.TransportSocket, d downstreamTr
 
 // buildTapTransport compiles a tap transport socket and the one it wraps.
 func (s *Server) buildTapTransport(m *taptransportv3.Tap, d downstreamTransport) (listener.Transport, error) {
-	tp, err := taptransport.Compile(m, &s.taps, s.stats.Scope(d.scope))
+	tp, err := taptransport.Compile(m, &s.taps, s.stats.Scope(d.scope), runtimeValues{s.runtime})
 	if err != nil {
 		return listener.Transport{}, errors.Join(listener.PrefixErrors("typed_config.", err)...)
 	}

@@ -18,6 +18,7 @@ import (
 
 	tapsockv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tap/v3"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tap"
 )
@@ -33,6 +34,8 @@ type Socket struct {
 	reg    *tap.Registry
 	id     string
 	static *tap.Config
+	// rt reads the runtime keys of tap_enabled.
+	rt runtime.Reader
 	// perEvent is socket_tap_config.set_connection_per_event: streamed
 	// events carry the connection's addresses.
 	perEvent bool
@@ -44,10 +47,10 @@ type Socket struct {
 
 // Compile compiles t's tap (not its transport_socket, which the caller
 // builds); scope is the owner's stat scope (the listener's or the
-// cluster's), where the counters are transport.tap.[<stats_prefix>.]*.
-// An admin_config registers its config id with reg until Close. Errors
-// name the field below t.
-func Compile(t *tapsockv3.Tap, reg *tap.Registry, scope stats.Scope) (*Socket, error) {
+// cluster's), where the counters are transport.tap.[<stats_prefix>.]*;
+// rt reads the runtime keys of tap_enabled. An admin_config registers its
+// config id with reg until Close. Errors name the field below t.
+func Compile(t *tapsockv3.Tap, reg *tap.Registry, scope stats.Scope, rt runtime.Reader) (*Socket, error) {
 	if t.GetTransportSocket() == nil {
 		return nil, errors.New("transport_socket: required (the transport socket the tap wraps)")
 	}
@@ -57,6 +60,7 @@ func Compile(t *tapsockv3.Tap, reg *tap.Registry, scope stats.Scope) (*Socket, e
 	}
 	sc := scope.Scope(prefix)
 	s := &Socket{
+		rt:       rt,
 		perEvent: t.GetSocketTapConfig().GetSetConnectionPerEvent(),
 		streamed: sc.Counter("streamed_submit"),
 		buffered: sc.Counter("buffered_submit"),
@@ -98,8 +102,8 @@ func (s *Socket) Close() error {
 }
 
 // Wrap returns c tapped when a configuration is active as the connection
-// starts (the attached /tap session, or the static one) and its match
-// holds, else c itself: as in Envoy, a connection keeps the configuration
+// starts (the attached /tap session, or the static one), its tap_enabled
+// share samples the connection and its match holds, else c itself: as in Envoy, a connection keeps the configuration
 // it started with. local and remote are the connection's addresses as the
 // proxy sees them (restored by listener filters downstream). The wrapper
 // hides the socket under it, so that every byte is read and written
@@ -113,7 +117,7 @@ func (s *Socket) Wrap(c net.Conn, local, remote net.Addr) net.Conn {
 	}
 	// A socket tap sees no HTTP: its match is decided once, on a new
 	// connection, as Envoy's matchers are.
-	if cfg == nil || !cfg.Match.Matches(&tap.Exchange{}) {
+	if cfg == nil || !cfg.Sampled(s.rt) || !cfg.Match.Matches(&tap.Exchange{}) {
 		return c
 	}
 	return &conn{Conn: c, t: newTracer(s, cfg, local, remote)}

@@ -14,9 +14,11 @@ import (
 	datatapv3 "github.com/envoyproxy/go-control-plane/envoy/data/tap/v3"
 	commontapv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/tap/v3"
 	tapsockv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tap/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tap"
 )
@@ -229,13 +231,13 @@ func TestCompileRefusals(t *testing.T) {
 			"common_config.admin_config.config_id: required"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := Compile(tc.tap, &tap.Registry{}, stats.NewStore().Scope("x."))
+			_, err := Compile(tc.tap, &tap.Registry{}, stats.NewStore().Scope("x."), nil)
 			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 				t.Errorf("error %v, want one starting %q", err, tc.want)
 			}
 		})
 	}
-	if _, err := Compile(tapWith(anyMatch), nil, stats.NewStore().Scope("x.")); err != nil {
+	if _, err := Compile(tapWith(anyMatch), nil, stats.NewStore().Scope("x."), nil); err != nil {
 		t.Errorf("any_match: %v", err)
 	}
 }
@@ -246,7 +248,7 @@ func TestAdminRegistration(t *testing.T) {
 		TransportSocket: &corev3.TransportSocket{Name: "raw"},
 		CommonConfig: &commontapv3.CommonExtensionConfig{ConfigType: &commontapv3.CommonExtensionConfig_AdminConfig{
 			AdminConfig: &commontapv3.AdminConfig{ConfigId: "sock"}}},
-	}, reg, stats.NewStore().Scope("x."))
+	}, reg, stats.NewStore().Scope("x."), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,5 +268,59 @@ func TestAdminRegistration(t *testing.T) {
 	_ = s.Close()
 	if reg.HasFilters() {
 		t.Errorf("the config id is still registered after Close")
+	}
+}
+
+// fixedRuntime answers every key with v.
+type fixedRuntime uint64
+
+func (f fixedRuntime) Uint64(string, uint64) uint64 { return uint64(f) }
+
+// tap_enabled samples connections: its default share, which its runtime
+// key overrides.
+func TestTapEnabled(t *testing.T) {
+	compile := func(percent uint32, rt runtime.Reader) *Socket {
+		t.Helper()
+		tp := tapWith(&matcherv3.MatchPredicate{Rule: &matcherv3.MatchPredicate_AnyMatch{AnyMatch: true}})
+		tp.GetCommonConfig().GetStaticConfig().TapEnabled = &corev3.RuntimeFractionalPercent{
+			RuntimeKey: "tap.share", DefaultValue: &typev3.FractionalPercent{Numerator: percent}}
+		s, err := Compile(tp, nil, stats.NewStore().Scope("x."), rt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	wrapped := func(s *Socket) bool {
+		_, ok := s.Wrap(&fakeConn{}, local, remote).(*conn)
+		return ok
+	}
+	for name, tc := range map[string]struct {
+		s    *Socket
+		want bool
+	}{
+		"0% by default":          {compile(0, nil), false},
+		"100% by default":        {compile(100, nil), true},
+		"0% by the runtime key":  {compile(100, fixedRuntime(0)), false},
+		"all by the runtime key": {compile(0, fixedRuntime(100)), true},
+	} {
+		for range 20 {
+			if got := wrapped(tc.s); got != tc.want {
+				t.Fatalf("%s: wrapped %v, want %v", name, got, tc.want)
+			}
+		}
+	}
+}
+
+// A trace carries tap_enabled's rate on its first message only.
+func TestConfiguredSampleRate(t *testing.T) {
+	for _, streaming := range []bool{false, true} {
+		s, rec, _ := staticSocket(t, streaming, false, 1024, 1024)
+		s.static.SampleRate = &typev3.FractionalPercent{Numerator: 25}
+		drive(t, s, "in", 2, "out")
+		for i, w := range rec.got {
+			if got := w.GetConfiguredSampleRate().GetNumerator(); (i == 0) != (got == 25) {
+				t.Errorf("streaming=%v: message %d configured_sample_rate %v", streaming, i, w.GetConfiguredSampleRate())
+			}
+		}
 	}
 }

@@ -46,8 +46,11 @@ type tracer struct {
 func newTracer(s *Socket, cfg *tap.Config, local, remote net.Addr) *tracer {
 	t := &tracer{s: s, cfg: cfg, id: rand.Uint64(), conn: connection(local, remote), now: time.Now, seq: 1}
 	if cfg.Streaming {
-		t.submitSegment(&datatapv3.SocketStreamedTraceSegment{
-			MessagePiece: &datatapv3.SocketStreamedTraceSegment_Connection{Connection: t.conn}})
+		// The first segment carries tap_enabled's rate, as the HTTP
+		// tap's first segment does.
+		t.submit(&datatapv3.TraceWrapper{ConfiguredSampleRate: cfg.SampleRate, Trace: &datatapv3.TraceWrapper_SocketStreamedTraceSegment{
+			SocketStreamedTraceSegment: &datatapv3.SocketStreamedTraceSegment{TraceId: t.id,
+				MessagePiece: &datatapv3.SocketStreamedTraceSegment_Connection{Connection: t.conn}}}})
 	} else {
 		t.buffered = &datatapv3.SocketBufferedTrace{TraceId: t.id}
 	}
@@ -141,7 +144,8 @@ func (t *tracer) close() {
 		return
 	}
 	t.buffered.Connection = t.conn
-	t.cfg.Sink.Submit(&datatapv3.TraceWrapper{Trace: &datatapv3.TraceWrapper_SocketBufferedTrace{SocketBufferedTrace: t.buffered}}, t.id)
+	t.cfg.Sink.Submit(&datatapv3.TraceWrapper{ConfiguredSampleRate: t.cfg.SampleRate,
+		Trace: &datatapv3.TraceWrapper_SocketBufferedTrace{SocketBufferedTrace: t.buffered}}, t.id)
 	t.s.buffered.Inc()
 	t.buffered = nil
 }
@@ -158,7 +162,12 @@ func (t *tracer) stream(ev *datatapv3.SocketEvent) {
 
 func (t *tracer) submitSegment(seg *datatapv3.SocketStreamedTraceSegment) {
 	seg.TraceId = t.id
-	t.cfg.Sink.Submit(&datatapv3.TraceWrapper{Trace: &datatapv3.TraceWrapper_SocketStreamedTraceSegment{SocketStreamedTraceSegment: seg}}, t.id)
+	t.submit(&datatapv3.TraceWrapper{Trace: &datatapv3.TraceWrapper_SocketStreamedTraceSegment{SocketStreamedTraceSegment: seg}})
+}
+
+// submit sends a streamed segment to the sink.
+func (t *tracer) submit(w *datatapv3.TraceWrapper) {
+	t.cfg.Sink.Submit(w, t.id)
 	t.s.streamed.Inc()
 }
 
