@@ -101,7 +101,11 @@ func TestRegistry(t *testing.T) {
 		"envoy.tracers.opentelemetry.samplers proxy.tracers.opentelemetry.samplers.always_on envoy.extensions.tracers.opentelemetry.samplers.v3.AlwaysOnSamplerConfig",
 		"envoy.tracers.opentelemetry.samplers proxy.tracers.opentelemetry.samplers.parent_based envoy.extensions.tracers.opentelemetry.samplers.v3.ParentBasedSamplerConfig",
 		"envoy.tracers.opentelemetry.samplers proxy.tracers.opentelemetry.samplers.trace_id_ratio_based envoy.extensions.tracers.opentelemetry.samplers.v3.TraceIdRatioBasedSamplerConfig",
+		"envoy.transport_sockets.downstream proxy.transport_sockets.raw_buffer envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer",
+		"envoy.transport_sockets.downstream proxy.transport_sockets.tap envoy.extensions.transport_sockets.tap.v3.Tap",
 		"envoy.transport_sockets.downstream proxy.transport_sockets.tls envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext",
+		"envoy.transport_sockets.upstream proxy.transport_sockets.raw_buffer envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer",
+		"envoy.transport_sockets.upstream proxy.transport_sockets.tap envoy.extensions.transport_sockets.tap.v3.Tap",
 		"envoy.transport_sockets.upstream proxy.transport_sockets.tls envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
 		"envoy.upstreams.http.http_protocol_options proxy.upstreams.http.http_protocol_options envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
 	}
@@ -202,7 +206,11 @@ func renderDoc(r *extension.Registry, list []EnvoyExtension) string {
 	types := map[string][]string{}
 	for _, x := range r.List() {
 		name := envoyName(x.Name)
-		types[name] = append(types[name], "`"+extension.TypeName(x.TypeURLs[0])+"`")
+		// A transport socket's downstream and upstream factories may
+		// share their config type: list it once.
+		if t := "`" + extension.TypeName(x.TypeURLs[0]) + "`"; !slices.Contains(types[name], t) {
+			types[name] = append(types[name], t)
+		}
 	}
 	byCategory := map[string][]EnvoyExtension{}
 	for _, x := range list {

@@ -51,7 +51,8 @@ func (c *Cluster) autoHTTP2() bool {
 			return false
 		}
 		learned := protoHTTP11
-		if t, ok := tc.Conn.(*tls.Conn); ok && t.ConnectionState().NegotiatedProtocol == tlsconfig.ALPNHTTP2 {
+		// A TLS connection, or a tap over one.
+		if t, ok := tc.Conn.(interface{ ConnectionState() tls.ConnectionState }); ok && t.ConnectionState().NegotiatedProtocol == tlsconfig.ALPNHTTP2 {
 			learned = protoHTTP2
 		}
 		_ = tc.Close()

@@ -600,6 +600,9 @@ func (c *Cluster) Close() {
 		return
 	}
 	c.closed.Store(true)
+	if c.settings.tap != nil {
+		_ = c.settings.tap.Close()
+	}
 	if c.origDst != nil {
 		c.origDst.stopCleanup()
 	}

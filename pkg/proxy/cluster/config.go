@@ -15,6 +15,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/healthcheck"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/outlier"
+	taptransport "github.com/outrigger-dev/outrigger/pkg/proxy/tap/transport"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -48,7 +49,10 @@ type settings struct {
 	bind *bindSettings
 	// tls is the transport_socket's upstream TLS, nil for plaintext
 	// (built by the manager, which has the secrets).
-	tls        *tlsconfig.Client
+	tls *tlsconfig.Client
+	// tap is the tap transport socket over the TLS or plaintext one, nil
+	// for none.
+	tap        *taptransport.Socket
 	thresholds [numPriorities]Thresholds
 	// outlier is outlier_detection, nil for none (outlier.go).
 	outlier *outlier.Config

@@ -114,6 +114,7 @@ func (c *Cluster) connect(ctx context.Context, h *upstream.Host, alpn []string) 
 		// it rather than rely on the default.
 		_ = tcp.SetNoDelay(true)
 	}
+	conn = c.tapped(conn)
 	now := c.now()
 	tc := &trackedConn{Conn: conn, c: c, host: h, opened: now, tlsInfo: info}
 	if c.settings.tls != nil {

@@ -14,10 +14,8 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/cluster/dnscluster"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dnscache"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 )
 
 // dynamicOrigin is where a discovered cluster came from: its resource as
@@ -38,8 +36,8 @@ type dynamicState struct {
 	deps     clusterDeps
 	env      dns.Env
 	resolver dns.Spec
-	ext      *extension.Registry
-	secrets  tlsconfig.SecretResolver
+	// transport is what clusters' transport sockets are built with.
+	transport transportDeps
 	// bind is cluster_manager.upstream_bind_config, nil for none.
 	bind  *bindSettings
 	scope stats.Scope
@@ -90,7 +88,7 @@ func (m *Manager) ApplyDiscoveredEach(cfgs []*clusterv3.Cluster, versionOf func(
 	seen := map[string]int{}
 	for i, cfg := range cfgs {
 		path := "resources[" + strconv.Itoa(i) + "]"
-		s, cerrs := clusterSettings(cfg, m.dyn.ext, m.dyn.secrets, m.dyn.bind, m.dyn.caches)
+		s, cerrs := clusterSettings(cfg, m.dyn.transport, m.dyn.bind, m.dyn.caches)
 		for _, err := range cerrs {
 			errs = append(errs, prefixed(path, err))
 		}

@@ -245,12 +245,12 @@ func (c *Cluster) dialCheck(ctx context.Context, address string, alpn []string) 
 		return nil, err
 	}
 	if c.settings.tls == nil {
-		return conn, nil
+		return c.tapped(conn), nil
 	}
 	tc, err := c.settings.tls.Handshake(ctx, conn, alpn, c.ssl)
 	if err != nil {
 		_ = conn.Close()
 		return nil, err
 	}
-	return tc, nil
+	return c.tapped(tc), nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/outlier"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tap"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -72,6 +73,19 @@ type Options struct {
 	// DefaultBind is cluster_manager.upstream_bind_config: the bind
 	// configuration of every cluster without its own; nil for none.
 	DefaultBind *corev3.BindConfig
+	// Taps is where tap transport sockets with admin_config register
+	// (the server's /tap registry); nil refuses them.
+	Taps *tap.Registry
+}
+
+// closeTaps releases the admin config ids of the tap transport sockets of
+// clusters that will not run.
+func closeTaps(all []*settings) {
+	for _, s := range all {
+		if s != nil && s.tap != nil {
+			_ = s.tap.Close()
+		}
+	}
 }
 
 // localClusterPath is where the local cluster is named in the bootstrap.
@@ -124,10 +138,11 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 		errs = append(errs, prefixed("cluster_manager", err))
 	}
 	caches := newDNSCaches(o)
+	td := transportDeps{ext: o.Extensions, secrets: o.Secrets, taps: o.Taps, stats: o.Stats, runtime: o.Runtime}
 	seen := map[string]int{}
 	for i, cfg := range cfgs {
 		path := index(staticClustersPath, i)
-		s, cerrs := clusterSettings(cfg, o.Extensions, o.Secrets, defaultBind, caches)
+		s, cerrs := clusterSettings(cfg, td, defaultBind, caches)
 		for _, err := range cerrs {
 			errs = append(errs, prefixed(path, err))
 		}
@@ -146,6 +161,7 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
+		closeTaps(all)
 		return nil, err
 	}
 
@@ -162,7 +178,7 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 	if env.Log.GetSink() == nil {
 		env.Log = logr.Discard()
 	}
-	m.dyn = dynamicState{caches: caches, deps: d, env: env, resolver: o.Resolver, ext: o.Extensions, secrets: o.Secrets, bind: defaultBind, scope: o.Stats.Scope("cluster_manager.")}
+	m.dyn = dynamicState{caches: caches, deps: d, env: env, resolver: o.Resolver, transport: td, bind: defaultBind, scope: o.Stats.Scope("cluster_manager.")}
 	for _, s := range all {
 		for _, note := range s.notes {
 			logging.Warning(o.Log, "cluster setting ignored", "cluster", s.name, "reason", note)
@@ -199,13 +215,13 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 //
 // caches are the DNS caches a dynamic_forward_proxy cluster finds its
 // cache among.
-func clusterSettings(cfg *clusterv3.Cluster, ext *extension.Registry, secrets tlsconfig.SecretResolver, defaultBind *bindSettings, caches *dnscache.Manager) (*settings, []error) {
-	s, errs := buildSettings(cfg, ext)
+func clusterSettings(cfg *clusterv3.Cluster, td transportDeps, defaultBind *bindSettings, caches *dnscache.Manager) (*settings, []error) {
+	s, errs := buildSettings(cfg, td.ext)
 	if s.bind == nil && cfg.GetUpstreamBindConfig() == nil {
 		s.bind = defaultBind
 	}
 	var terrs []error
-	s.tls, terrs = buildTransport(cfg.GetTransportSocket(), ext, secrets)
+	s.tls, s.tap, terrs = buildTransport(cfg.GetTransportSocket(), td, "cluster."+s.observabilityName+".")
 	errs = append(errs, terrs...)
 	if s.dfp != nil {
 		errs = append(errs, s.attachDNSCache(caches)...)

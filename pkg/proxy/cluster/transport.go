@@ -6,11 +6,17 @@ import (
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	rawbufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
+	taptransportv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tap/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tap"
+	taptransport "github.com/outrigger-dev/outrigger/pkg/proxy/tap/transport"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -22,28 +28,85 @@ var (
 	alpnHTTP2 = []string{tlsconfig.ALPNHTTP2}
 )
 
-// buildTransport compiles a cluster's transport_socket: the TLS transport
-// socket with an UpstreamTlsContext is the only one (nil: plaintext),
-// its secrets found by secrets. Errors are relative to the cluster.
-func buildTransport(ts *corev3.TransportSocket, reg *extension.Registry, secrets tlsconfig.SecretResolver) (*tlsconfig.Client, []error) {
-	if ts == nil {
-		return nil, nil
+// transportDeps are what a cluster's transport socket is built with:
+// the extensions, the secrets TLS names, the registry of admin taps and
+// the stat store (the tap's transport.tap.* counters) and the runtime
+// (the tap's tap_enabled keys).
+type transportDeps struct {
+	ext     *extension.Registry
+	secrets tlsconfig.SecretResolver
+	taps    *tap.Registry
+	stats   *stats.Store
+	runtime liveRuntime
+}
+
+// liveRuntime reads the runtime's current snapshot (none: every key has
+// its default).
+type liveRuntime func() *runtime.Snapshot
+
+// Uint64 implements runtime.Reader.
+func (l liveRuntime) Uint64(key string, def uint64) uint64 {
+	if l == nil {
+		return def
 	}
-	_, msg, err := reg.Resolve(extension.Ref{
+	return l().Uint64(key, def)
+}
+
+// Fraction implements runtime.FractionReader.
+func (l liveRuntime) Fraction(key string) (num, den uint64, ok bool) {
+	if l == nil {
+		return 0, 0, false
+	}
+	return l().Fraction(key)
+}
+
+// buildTransport compiles a cluster's transport_socket: TLS with an
+// UpstreamTlsContext (nil: plaintext), raw_buffer (plaintext) or the tap
+// transport socket over one of them, whose counters go under scope.
+// Errors are relative to the cluster.
+func buildTransport(ts *corev3.TransportSocket, d transportDeps, scope string) (*tlsconfig.Client, *taptransport.Socket, []error) {
+	return buildTransportAt(ts, d, scope, "transport_socket.")
+}
+
+func buildTransportAt(ts *corev3.TransportSocket, d transportDeps, scope, field string) (*tlsconfig.Client, *taptransport.Socket, []error) {
+	if ts == nil {
+		return nil, nil, nil
+	}
+	_, msg, err := d.ext.Resolve(extension.Ref{
 		Kind: "transport socket", Category: tlsconfig.UpstreamCategory, Name: ts.GetName(), Config: ts.GetTypedConfig(),
 	}, true)
 	if err != nil {
-		return nil, fieldErrors("transport_socket.", err)
+		return nil, nil, fieldErrors(field, err)
 	}
-	uc, ok := msg.(*tlsv3.UpstreamTlsContext)
-	if !ok {
-		return nil, []error{configErrorf("transport_socket.typed_config", "transport socket type %T is not supported by Outrigger", msg)}
+	switch m := msg.(type) {
+	case *rawbufferv3.RawBuffer:
+		return nil, nil, nil
+	case *taptransportv3.Tap:
+		if d.stats == nil {
+			return nil, nil, []error{configErrorf(field+"typed_config", "no stat store for the tap transport socket")}
+		}
+		tp, err := taptransport.Compile(m, d.taps, d.stats.Scope(scope), d.runtime)
+		if err != nil {
+			return nil, nil, fieldErrors(field+"typed_config.", err)
+		}
+		cl, inner, errs := buildTransportAt(m.GetTransportSocket(), d, scope, field+"typed_config.transport_socket.")
+		if inner != nil {
+			_ = inner.Close()
+			errs = append(errs, configErrorf(field+"typed_config.transport_socket", "a tap transport socket cannot wrap another tap"))
+		}
+		if len(errs) > 0 {
+			_ = tp.Close()
+			return nil, nil, errs
+		}
+		return cl, tp, nil
+	case *tlsv3.UpstreamTlsContext:
+		cl, err := tlsconfig.CompileClientWithSecrets(m, d.secrets)
+		if err != nil {
+			return nil, nil, fieldErrors(field+"typed_config.", err)
+		}
+		return cl, nil, nil
 	}
-	cl, err := tlsconfig.CompileClientWithSecrets(uc, secrets)
-	if err != nil {
-		return nil, fieldErrors("transport_socket.typed_config.", err)
-	}
-	return cl, nil
+	return nil, nil, []error{configErrorf(field+"typed_config", "transport socket type %T is not supported by Outrigger", msg)}
 }
 
 // fieldErrors turns "field.path: reason" problems into field errors
@@ -76,6 +139,15 @@ func (c *Cluster) handshake(ctx context.Context, conn net.Conn, alpn []string, h
 		return nil, nil, err
 	}
 	return tc, tlsconfig.ConnInfo(tc.ConnectionState(), local), nil
+}
+
+// tapped is conn through the cluster's tap transport socket, when it has
+// one: the tap sees the plaintext (what TLS decrypted).
+func (c *Cluster) tapped(conn net.Conn) net.Conn {
+	if c.settings.tap == nil {
+		return conn
+	}
+	return c.settings.tap.Wrap(conn, conn.LocalAddr(), conn.RemoteAddr())
 }
 
 // netConnOf is the socket under a TLS connection, or conn itself.

@@ -60,7 +60,9 @@ const (
 const typeURLPrefix = "type.googleapis.com/"
 
 // New returns a registry of the given extensions, none disabled. Two
-// extensions may not share a name or a type URL.
+// extensions may not share a name or a type URL within a category (one
+// config type may select extensions of two categories, as the transport
+// sockets' downstream and upstream factories share theirs).
 func New(items ...Extension) (*Registry, error) {
 	r := &Registry{}
 	names, urls := map[string]bool{}, map[string]bool{}
@@ -71,10 +73,11 @@ func New(items ...Extension) (*Registry, error) {
 		}
 		names[key] = true
 		for _, u := range x.TypeURLs {
-			if urls[TypeName(u)] {
+			k := canonicalName(x.Category) + "/" + TypeName(u)
+			if urls[k] {
 				return nil, fmt.Errorf("type %s selects two extensions", TypeName(u))
 			}
-			urls[TypeName(u)] = true
+			urls[k] = true
 		}
 		x.Disabled = false
 		r.items = append(r.items, cloneExtension(x))
@@ -193,6 +196,23 @@ func (e *Registry) Lookup(typeURL string) (Extension, bool) {
 		}
 	}
 	return Extension{}, false
+}
+
+// LookupIn finds the extension of category selected by a typed_config
+// type URL, else whichever Lookup finds (whose category then differs).
+func (e *Registry) LookupIn(category, typeURL string) (Extension, bool) {
+	want := TypeName(typeURL)
+	for _, x := range e.items {
+		if !sameName(x.Category, category) {
+			continue
+		}
+		for _, u := range x.TypeURLs {
+			if TypeName(u) == want {
+				return cloneExtension(x), true
+			}
+		}
+	}
+	return e.Lookup(typeURL)
 }
 
 // ByName finds an extension of category by its name, in either spelling:

@@ -10,6 +10,7 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"google.golang.org/protobuf/types/known/anypb"
 )
 
 const (
@@ -200,5 +201,34 @@ func TestLookup(t *testing.T) {
 				t.Errorf("Lookup(%q) = %q, %v; want %q", tc.typeURL, x.Name, ok, tc.want)
 			}
 		})
+	}
+}
+
+// One config type may select an extension of each of two categories (the
+// transport sockets' downstream and upstream factories): Resolve takes the
+// one of the category asked for.
+func TestOneTypeTwoCategories(t *testing.T) {
+	r, err := New(
+		Of("proxy.x.file", "envoy.down", &filev3.FileAccessLog{}, "down"),
+		Of("proxy.x.file", "envoy.up", &filev3.FileAccessLog{}, "up"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &anypb.Any{TypeUrl: fileURL}
+	for _, category := range []string{"envoy.down", "envoy.up", "proxy.up"} {
+		x, _, err := r.Resolve(Ref{Kind: "x", Category: category, Name: "n", Config: cfg}, true)
+		if err != nil {
+			t.Fatalf("%s: %v", category, err)
+		}
+		if !sameName(x.Category, category) || x.Factory != strings.TrimPrefix(strings.TrimPrefix(category, "envoy."), "proxy.") {
+			t.Errorf("%s: resolved %s (%v)", category, x.Category, x.Factory)
+		}
+	}
+	if _, _, err := r.Resolve(Ref{Kind: "x", Category: "envoy.other", Name: "n", Config: cfg}, true); err == nil {
+		t.Error("resolved in a category neither extension has")
+	}
+	if _, err := New(Of("a", "envoy.down", &filev3.FileAccessLog{}, nil), Of("b", "envoy.down", &filev3.FileAccessLog{}, nil)); err == nil {
+		t.Error("one type selecting two extensions of one category was accepted")
 	}
 }

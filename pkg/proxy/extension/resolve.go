@@ -46,7 +46,7 @@ func (e *Registry) Resolve(ref Ref, byName bool) (Extension, proto.Message, erro
 		msg = proto.Clone(ext.Config)
 	} else {
 		if e != nil {
-			ext, ok = e.Lookup(tc.GetTypeUrl())
+			ext, ok = e.LookupIn(ref.Category, tc.GetTypeUrl())
 		}
 		if !ok || !sameName(ext.Category, ref.Category) {
 			return Extension{}, nil, fmt.Errorf("typed_config: %s type %s is not supported by Outrigger%s", ref.Kind, TypeName(tc.GetTypeUrl()), e.Refusal(tc.GetTypeUrl(), ref.Name))

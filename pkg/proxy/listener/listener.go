@@ -66,9 +66,9 @@ type Deps struct {
 	// name the field path below the filter. Nil refuses listener filters.
 	BuildListenerFilter func(f *listenerv3.ListenerFilter) (listenerfilter.Filter, error)
 	// BuildTransportSocket compiles a filter chain's transport_socket
-	// (a DownstreamTlsContext); its errors name the field path below the
-	// transport socket. Nil refuses transport sockets.
-	BuildTransportSocket func(ts *corev3.TransportSocket) (*tlsconfig.Server, error)
+	// (TLS, raw_buffer, a tap over either); its errors name the field path
+	// below the transport socket. Nil refuses transport sockets.
+	BuildTransportSocket func(ts *corev3.TransportSocket) (Transport, error)
 	// Now is the clock of connection lengths; nil means time.Now.
 	Now func() time.Time
 	// Overload is the server's overload manager: the global connection
@@ -308,7 +308,7 @@ func (l *Listener) buildListenerFilters(lc *listenerv3.Listener, build func(*lis
 
 // buildChains compiles the filter chains and the default chain and builds
 // their network filters.
-func (l *Listener) buildChains(lc *listenerv3.Listener, build func(*listenerv3.FilterChain, *Drain) (ConnHandler, error), buildTransport func(*corev3.TransportSocket) (*tlsconfig.Server, error)) error {
+func (l *Listener) buildChains(lc *listenerv3.Listener, build func(*listenerv3.FilterChain, *Drain) (ConnHandler, error), buildTransport func(*corev3.TransportSocket) (Transport, error)) error {
 	fcs := lc.GetFilterChains()
 	if len(fcs) == 0 && lc.GetDefaultFilterChain() == nil {
 		return errors.New("filter_chains: no filter chains specified (give filter_chains or a default_filter_chain)")

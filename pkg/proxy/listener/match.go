@@ -62,6 +62,9 @@ type chain struct {
 	// connectTimeout its transport_socket_connect_timeout (0: none).
 	tls            *tlsconfig.Server
 	connectTimeout time.Duration
+	// tap wraps the chain's connections once their handshake is done
+	// (the tap transport socket), nil when none.
+	tap ConnWrapper
 }
 
 // compileMatch compiles a filter_chain_match (nil matches everything).

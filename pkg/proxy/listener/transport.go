@@ -12,11 +12,27 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 )
 
-// compileTransport compiles a filter chain's transport_socket (TLS, the
-// only one Outrigger implements downstream) and its
+// Transport is a compiled transport socket: TLS (nil: plaintext, as
+// raw_buffer is) and what taps the plaintext side (nil: nothing).
+type Transport struct {
+	TLS *tlsconfig.Server
+	Tap ConnWrapper
+}
+
+// ConnWrapper wraps each connection of a filter chain once its handshake
+// is done: the tap transport socket, which records what the connection
+// reads and writes.
+type ConnWrapper interface {
+	// Wrap returns the connection to use instead of c (or c); local and
+	// remote are the connection's addresses as the listener filters left
+	// them.
+	Wrap(c net.Conn, local, remote net.Addr) net.Conn
+}
+
+// compileTransport compiles a filter chain's transport_socket and its
 // transport_socket_connect_timeout. Errors name the field below the
 // filter chain.
-func (c *chain) compileTransport(fc *listenerv3.FilterChain, build func(*corev3.TransportSocket) (*tlsconfig.Server, error)) error {
+func (c *chain) compileTransport(fc *listenerv3.FilterChain, build func(*corev3.TransportSocket) (Transport, error)) error {
 	var errs []error
 	if d := fc.GetTransportSocketConnectTimeout(); d != nil {
 		if err := d.CheckValid(); err != nil || d.AsDuration() < 0 {
@@ -31,11 +47,11 @@ func (c *chain) compileTransport(fc *listenerv3.FilterChain, build func(*corev3.
 	if build == nil {
 		return errors.Join(append(errs, errors.New("transport_socket: not supported here"))...)
 	}
-	s, err := build(ts)
+	t, err := build(ts)
 	if err != nil {
 		errs = append(errs, PrefixErrors("transport_socket.", err)...)
 	}
-	c.tls = s
+	c.tls, c.tap = t.TLS, t.Tap
 	return errors.Join(errs...)
 }
 
@@ -52,8 +68,9 @@ type Admitter interface {
 
 // serve runs a connection's TLS handshake when its filter chain has a TLS
 // transport socket, then hands the connection to the chain (an Admitter
-// admits it first). A failed handshake (counted in ssl.*, the peer having
-// had its alert) closes the connection.
+// admits it first), through the chain's tap when it has one. A failed
+// handshake (counted in ssl.*, the peer having had its alert) closes the
+// connection.
 func (l *Listener) serve(conn *Conn, ch *chain) {
 	a, admits := ch.handler.(Admitter)
 	if admits && !a.Admit(conn) {
@@ -61,6 +78,9 @@ func (l *Listener) serve(conn *Conn, ch *chain) {
 	}
 	if ch.tls != nil && !l.handshake(conn, ch) {
 		return
+	}
+	if ch.tap != nil {
+		conn.Conn = ch.tap.Wrap(conn.Conn, conn.LocalAddr(), conn.RemoteAddr())
 	}
 	if admits {
 		a.Serve(conn)

@@ -25,7 +25,6 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/options"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 )
 
 // builtListener is a configured listener with the network filters it
@@ -145,8 +144,10 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 			return ch, nil
 		},
 		BuildListenerFilter: s.buildListenerFilter,
-		BuildTransportSocket: func(ts *corev3.TransportSocket) (*tlsconfig.Server, error) {
-			return s.buildTransportSocket(ts, bl.warm)
+		BuildTransportSocket: func(ts *corev3.TransportSocket) (listener.Transport, error) {
+			return s.buildTransportSocket(ts, downstreamTransport{warm: bl.warm, scope: scope, closer: func(c io.Closer) {
+				bl.closers = append(bl.closers, c)
+			}})
 		},
 		OriginalDst: s.originalDstFilter,
 		Handoff:     s.handoffListener,

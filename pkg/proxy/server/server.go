@@ -172,6 +172,7 @@ func New(cfg Config) (*Server, error) {
 		Locality:         nodeLocality(cfg.Bootstrap.GetNode()),
 		LocalClusterName: cfg.Bootstrap.GetClusterManager().GetLocalClusterName(),
 		DefaultBind:      cfg.Bootstrap.GetClusterManager().GetUpstreamBindConfig(),
+		Taps:             &s.taps,
 	})
 	errs = append(errs, err)
 	s.clusters = clusters

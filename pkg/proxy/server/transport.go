@@ -3,39 +3,76 @@ package server
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	rawbufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
+	taptransportv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tap/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
+	taptransport "github.com/outrigger-dev/outrigger/pkg/proxy/tap/transport"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 )
 
-// buildTransportSocket compiles a filter chain's transport_socket: the
-// TLS transport socket with a DownstreamTlsContext is the only one. The
-// secrets it takes from discovery are added to what the listener warms
-// for (warm). Errors name the field below the transport socket.
-func (s *Server) buildTransportSocket(ts *corev3.TransportSocket, warm *listenerWarming) (*tlsconfig.Server, error) {
+// downstreamTransport is what a filter chain's transport socket is built
+// with: its listener's warming (the secrets it takes from discovery are
+// added to what the listener waits for), its stat scope (the tap's
+// transport.tap.* counters) and where the resources it holds go to be
+// closed with the listener (a tap's admin config id).
+type downstreamTransport struct {
+	warm   *listenerWarming
+	scope  string
+	closer func(io.Closer)
+}
+
+// buildTransportSocket compiles a filter chain's transport_socket: TLS
+// with a DownstreamTlsContext, raw_buffer (plaintext) or the tap
+// transport socket over one of them. Errors name the field below the
+// transport socket.
+func (s *Server) buildTransportSocket(ts *corev3.TransportSocket, d downstreamTransport) (listener.Transport, error) {
 	_, msg, err := s.ext.Resolve(extension.Ref{
 		Kind: "transport socket", Category: tlsconfig.DownstreamCategory, Name: ts.GetName(), Config: ts.GetTypedConfig(),
 	}, extension.LookupByName(runtimeValues{s.runtime}))
 	if err != nil {
-		return nil, err
+		return listener.Transport{}, err
 	}
-	dc, ok := msg.(*tlsv3.DownstreamTlsContext)
-	if !ok {
-		return nil, fmt.Errorf("typed_config: transport socket type %T is not supported by Outrigger", msg)
-	}
-	srv, err := tlsconfig.CompileServerWithSecrets(dc, func(sc *tlsv3.SdsSecretConfig) (*tlsconfig.Provider, error) {
-		p, err := s.secrets.resolve(sc)
-		if p != nil {
-			warm.addSecret(p)
+	switch m := msg.(type) {
+	case *rawbufferv3.RawBuffer:
+		return listener.Transport{}, nil
+	case *taptransportv3.Tap:
+		return s.buildTapTransport(m, d)
+	case *tlsv3.DownstreamTlsContext:
+		srv, err := tlsconfig.CompileServerWithSecrets(m, func(sc *tlsv3.SdsSecretConfig) (*tlsconfig.Provider, error) {
+			p, err := s.secrets.resolve(sc)
+			if p != nil {
+				d.warm.addSecret(p)
+			}
+			return p, err
+		})
+		if err != nil {
+			return listener.Transport{}, errors.Join(listener.PrefixErrors("typed_config.", err)...)
 		}
-		return p, err
-	})
-	if err != nil {
-		return nil, errors.Join(listener.PrefixErrors("typed_config.", err)...)
+		return listener.Transport{TLS: srv}, nil
 	}
-	return srv, nil
+	return listener.Transport{}, fmt.Errorf("typed_config: transport socket type %T is not supported by Outrigger", msg)
+}
+
+// buildTapTransport compiles a tap transport socket and the one it wraps.
+func (s *Server) buildTapTransport(m *taptransportv3.Tap, d downstreamTransport) (listener.Transport, error) {
+	tp, err := taptransport.Compile(m, &s.taps, s.stats.Scope(d.scope), runtimeValues{s.runtime})
+	if err != nil {
+		return listener.Transport{}, errors.Join(listener.PrefixErrors("typed_config.", err)...)
+	}
+	d.closer(tp)
+	inner, err := s.buildTransportSocket(m.GetTransportSocket(), d)
+	if err != nil {
+		return listener.Transport{}, errors.Join(listener.PrefixErrors("typed_config.transport_socket.", err)...)
+	}
+	if inner.Tap != nil {
+		return listener.Transport{}, errors.New("typed_config.transport_socket: a tap transport socket cannot wrap another tap")
+	}
+	inner.Tap = tp
+	return inner, nil
 }
