@@ -169,7 +169,7 @@ func compilePredicate(p *xdsmatcherv3.Matcher_MatcherList_Predicate, path string
 		if sp.GetValueMatch() == nil {
 			return nil, errors.New(path + ".single_predicate.custom_match: not supported by Outrigger")
 		}
-		sm, err := compileStringMatcher(sp.GetValueMatch())
+		sm, err := CompileStringMatcher(sp.GetValueMatch())
 		if err != nil {
 			return nil, fmt.Errorf("%s.single_predicate.value_match.%w", path, err)
 		}
@@ -208,9 +208,10 @@ func compilePredicate(p *xdsmatcherv3.Matcher_MatcherList_Predicate, path string
 	return nil, errors.New(path + ": a predicate is required")
 }
 
-// compileStringMatcher compiles an xDS StringMatcher with the router's
-// StringMatcher: the two messages have the same fields and numbers.
-func compileStringMatcher(m *xdsmatcherv3.StringMatcher) (*router.StringMatcher, error) {
+// CompileStringMatcher compiles an xDS StringMatcher with the router's
+// StringMatcher: the two messages have the same fields and numbers. Errors
+// name the field below the matcher.
+func CompileStringMatcher(m *xdsmatcherv3.StringMatcher) (*router.StringMatcher, error) {
 	if m.GetCustom() != nil {
 		return nil, errors.New("custom: not supported by Outrigger")
 	}

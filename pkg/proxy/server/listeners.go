@@ -145,6 +145,7 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 			return ch, nil
 		},
 		BuildListenerFilter: s.buildListenerFilter,
+		BuildUDPFilter:      s.buildUDPFilter,
 		BuildTransportSocket: func(ts *corev3.TransportSocket) (*tlsconfig.Server, error) {
 			return s.buildTransportSocket(ts, bl.warm)
 		},
@@ -358,6 +359,9 @@ func (bl *builtListener) closeFilters() {
 	bl.warm.close()
 	for _, m := range bl.managers {
 		_ = m.Close()
+	}
+	if bl.Listener != nil {
+		bl.CloseUDPFilters()
 	}
 }
 
