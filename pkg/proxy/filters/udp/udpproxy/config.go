@@ -183,4 +183,3 @@ func compile(cfg *udpproxyv3.UdpProxyConfig) (*config, error) {
 	}
 	return c, nil
 }
-
