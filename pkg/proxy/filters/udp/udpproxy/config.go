@@ -123,11 +123,12 @@ func compile(cfg *udpproxyv3.UdpProxyConfig) (*config, error) {
 	}
 	switch spec := cfg.GetRouteSpecifier().(type) {
 	case *udpproxyv3.UdpProxyConfig_Cluster:
-		if spec.Cluster == "" {
+		//lint:ignore SA1019 Envoy still accepts the deprecated field.
+		c.cluster = spec.Cluster
+		if c.cluster == "" {
 			fail("cluster: must not be empty")
 		}
-		c.cluster = spec.Cluster
-		c.clusters[spec.Cluster] = true
+		c.clusters[c.cluster] = true
 	case *udpproxyv3.UdpProxyConfig_Matcher:
 		m, err := compileMatcher(spec.Matcher, c.clusters)
 		if err != nil {
