@@ -36,7 +36,7 @@ static_resources:
         - name: envoy.access_loggers.stdout
           typed_config:
             "@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog
-            log_format: {text_format_source: {inline_string: "UDPLOG %%UPSTREAM_CLUSTER%% %%UPSTREAM_HOST%% %%BYTES_RECEIVED%% %%BYTES_SENT%% %%DOWNSTREAM_REMOTE_ADDRESS%% %%DYNAMIC_METADATA(udp.proxy.session:datagrams_received)%% %%DYNAMIC_METADATA(udp.proxy.session:datagrams_sent)%%\n"}}
+            log_format: {text_format_source: {inline_string: "UDPLOG %%UPSTREAM_CLUSTER%% %%UPSTREAM_HOST%% %%BYTES_RECEIVED%% %%BYTES_SENT%% %%DOWNSTREAM_REMOTE_ADDRESS%% %%DYNAMIC_METADATA(udp.proxy.session:datagrams_received)%% %%DYNAMIC_METADATA(udp.proxy.session:datagrams_sent)%% %%ACCESS_LOG_TYPE%%\n"}}
 %s
 `, strings.Join(clusters, ", "), listenerFields, strings.ReplaceAll(blockFields(proxyFields), "          ", "        "))
 }
@@ -141,7 +141,7 @@ var _ = Describe("UDP proxy", func() {
 		Expect(statValue(s, "udp.front.idle_timeout")).To(Equal("4"))
 		for _, c := range clients {
 			peer := strings.ReplaceAll(c.LocalAddr().String(), ".", `\.`)
-			Eventually(s.Stdout).Should(MatchRegexp(`UDPLOG echo 127\.0\.0\.1:(%d|%d) 10 14 %s 2 2\n`, a, b, peer))
+			Eventually(s.Stdout).Should(MatchRegexp(`UDPLOG echo 127\.0\.0\.1:(%d|%d) 10 14 %s 2 2 UdpSessionEnd\n`, a, b, peer))
 		}
 		// A new datagram from an old client makes a new session.
 		Expect(exchange(clients[0], port, "back")).To(MatchRegexp(`^[AB]:back$`))
@@ -194,10 +194,11 @@ var _ = Describe("UDP proxy", func() {
 		Expect(answer.Answer[0].(*dns.A).A.String()).To(Equal("10.1.2.3"))
 	})
 
-	It("drops datagrams over max_rx_datagram_size, has no route for an unknown cluster, and holds sessions to max_connections", func() {
+	It("drops datagrams over max_rx_datagram_size, holds sessions to max_connections and logs live sessions periodically", func() {
 		a := startUDPEcho("A")
 		cluster := strings.Replace(tcpCluster("echo", a), "connect_timeout: 1s", "connect_timeout: 1s, circuit_breakers: {thresholds: [{max_connections: 1}]}", 1)
-		s := Start(newDir(), udpBootstrap(udpRoute("echo"), "udp_listener_config: {downstream_socket_config: {max_rx_datagram_size: 100}}", cluster))
+		s := Start(newDir(), udpBootstrap(udpRoute("echo")+", access_log_options: {access_log_flush_interval: 0.2s}", "udp_listener_config: {downstream_socket_config: {max_rx_datagram_size: 100}}", cluster),
+			"--file-flush-interval-msec", "50")
 		port := listenerPort(s, "udp")
 		c := udpClient("127.0.0.1")
 		Expect(unanswered(c, port, strings.Repeat("x", 101))).To(BeTrue())
@@ -207,6 +208,9 @@ var _ = Describe("UDP proxy", func() {
 		Expect(unanswered(udpClient("127.0.0.1"), port, "y")).To(BeTrue())
 		Expect(statValue(s, "cluster.echo.upstream_cx_overflow")).To(Equal("1"))
 		Expect(statValue(s, "udp.front.downstream_sess_total")).To(Equal("1"))
+
+		// access_log_flush_interval logs the live session periodically.
+		Eventually(s.Stdout).Should(MatchRegexp(`UDPLOG echo 127\.0\.0\.1:%d 100 102 %s 1 1 UdpPeriodic\n`, a, strings.ReplaceAll(c.LocalAddr().String(), ".", `\.`)))
 
 		// The listener is in /listeners.
 		Expect(listenerAddr(s, "udp")).To(Equal("127.0.0.1:" + strconv.Itoa(port)))

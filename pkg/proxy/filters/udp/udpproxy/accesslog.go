@@ -16,17 +16,17 @@ const (
 	proxyNamespace   = "udp.proxy.proxy"
 )
 
-// logEnd logs the session's access log entry (UdpSessionEnd) as Envoy's
-// session stream info has it: the client's and listener's addresses, the
-// host, the bytes each way and the session's counts in the
-// udp.proxy.session dynamic metadata.
-func (s *session) logEnd() {
+// logEntry logs the session's access log entry of type t (UdpSessionEnd,
+// UdpPeriodic) as Envoy's session stream info has it: the client's and
+// listener's addresses, the host, the bytes each way so far and the
+// session's counts in the udp.proxy.session dynamic metadata.
+func (s *session) logEntry(t datav3.AccessLogType) {
 	if s.p.logs == nil {
 		return
 	}
 	e := &accesslog.Entry{
 		StartTime:               s.start,
-		Type:                    datav3.AccessLogType_UdpSessionEnd,
+		Type:                    t,
 		BytesReceived:           s.rxBytes.Load(),
 		BytesSent:               s.txBytes.Load(),
 		Duration:                s.p.now().Sub(s.start),
@@ -46,6 +46,18 @@ func (s *session) logEnd() {
 		}),
 	}
 	writeLog(s.p, s.p.logs, e)
+}
+
+// logPeriodic logs the session every access_log_flush_interval
+// (UdpPeriodic) until it ends.
+func (s *session) logPeriodic() {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	if s.ended {
+		return
+	}
+	s.logEntry(datav3.AccessLogType_UdpPeriodic)
+	s.flush.Reset(s.p.cfg.flushInterval)
 }
 
 // logProxy logs the proxy access log entry when the filter ends, with the

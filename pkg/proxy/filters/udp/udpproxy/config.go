@@ -51,6 +51,9 @@ type config struct {
 	hash *hashPolicy
 	// maxDatagram is the upstream sockets' largest datagram.
 	maxDatagram int
+	// flushInterval is access_log_options.access_log_flush_interval:
+	// sessions are also logged periodically (0: only when they end).
+	flushInterval time.Duration
 }
 
 // hashPolicy is Envoy's UDP hash policy: the downstream's IP, or a fixed
@@ -178,7 +181,15 @@ func compile(cfg *udpproxyv3.UdpProxyConfig) (*config, error) {
 	refuse(cfg.GetUseOriginalSrcIp(), "use_original_src_ip", "no transparent upstream sockets")
 	refuse(len(cfg.GetSessionFilters()) > 0, "session_filters", "no UDP session filters")
 	refuse(cfg.GetTunnelingConfig() != nil, "tunneling_config", "no UDP tunneling over HTTP")
-	refuse(cfg.GetAccessLogOptions() != nil, "access_log_options", "session access logs are written when sessions end")
+	if o := cfg.GetAccessLogOptions(); o != nil {
+		if d := o.GetAccessLogFlushInterval(); d != nil {
+			c.flushInterval = d.AsDuration()
+			if c.flushInterval < time.Millisecond {
+				fail("access_log_options.access_log_flush_interval: must be at least 1ms")
+			}
+		}
+		refuse(o.GetFlushAccessLogOnTunnelConnected(), "access_log_options.flush_access_log_on_tunnel_connected", "no UDP tunneling over HTTP")
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

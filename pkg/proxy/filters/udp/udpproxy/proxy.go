@@ -170,6 +170,11 @@ func (p *Proxy) pickContext(peer netip.AddrPort) *upstream.PickContext {
 func (p *Proxy) lookup(key sessionKey, cl udpfilter.Cluster) *session {
 	p.mu.Lock()
 	s := p.sessions[key]
+	if s != nil {
+		// Under the lock the idle check takes too: a session found here
+		// is not ended as idle before this datagram is through.
+		s.touch()
+	}
 	p.mu.Unlock()
 	if s != nil && s.cluster != cl {
 		p.remove(s)

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	datav3 "github.com/envoyproxy/go-control-plane/envoy/data/accesslog/v3"
+
 	"github.com/outrigger-dev/outrigger/pkg/proxy/udpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -36,6 +38,13 @@ type session struct {
 	rxBytes, txBytes         atomic.Uint64
 	rxDatagrams, txDatagrams atomic.Uint64
 	txErrors                 atomic.Uint64
+
+	// flush is the periodic access log timer, nil without
+	// access_log_flush_interval; ended (under flushMu) stops it for good,
+	// so that no periodic entry follows the session's last one.
+	flush   *time.Timer
+	flushMu sync.Mutex
+	ended   bool
 
 	endOnce sync.Once
 }
@@ -69,10 +78,14 @@ func (p *Proxy) newSession(cl udpfilter.Cluster, key sessionKey, h *upstream.Hos
 		}
 	}
 	s.idle = time.AfterFunc(p.cfg.idleTimeout, s.checkIdle)
+	if p.cfg.flushInterval > 0 && p.logs != nil {
+		s.flush = time.AfterFunc(p.cfg.flushInterval, s.logPeriodic)
+	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
 		s.idle.Stop()
+		s.stopFlush()
 		if s.up != nil {
 			_ = s.up.Close()
 		}
@@ -99,14 +112,21 @@ func (s *session) touch() { s.lastActive.Store(int64(time.Since(s.mono))) }
 // checkIdle ends the session once idle_timeout has passed without a
 // datagram, or waits for the rest of it.
 func (s *session) checkIdle() {
+	p := s.p
+	p.mu.Lock()
 	idle := time.Since(s.mono) - time.Duration(s.lastActive.Load())
-	if left := s.p.cfg.idleTimeout - idle; left > 0 {
+	if left := p.cfg.idleTimeout - idle; left > 0 {
+		p.mu.Unlock()
 		s.idle.Reset(left)
 		return
 	}
-	s.p.log.V(1).Info("udp proxy: session idle timeout", "downstream", s.key.peer.String(), "local", s.key.local.String())
-	s.p.stats.idleTimeout.Inc()
-	s.p.remove(s)
+	if p.sessions[s.key] == s {
+		delete(p.sessions, s.key)
+	}
+	p.mu.Unlock()
+	p.log.V(1).Info("udp proxy: session idle timeout", "downstream", s.key.peer.String(), "local", s.key.local.String())
+	p.stats.idleTimeout.Inc()
+	s.end()
 }
 
 // fromDownstream sends one datagram of the client to the host.
@@ -180,11 +200,23 @@ func (s *session) toDownstream(b []byte) {
 func (s *session) end() {
 	s.endOnce.Do(func() {
 		s.idle.Stop()
+		s.stopFlush()
 		if s.up != nil {
 			_ = s.up.Close()
 		}
 		s.p.stats.sessActive.Dec()
 		s.cluster.ReleaseSession()
-		s.logEnd()
+		s.logEntry(datav3.AccessLogType_UdpSessionEnd)
 	})
+}
+
+// stopFlush stops the periodic access log for good.
+func (s *session) stopFlush() {
+	if s.flush == nil {
+		return
+	}
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	s.ended = true
+	s.flush.Stop()
 }
