@@ -99,6 +99,10 @@ type Cluster interface {
 	// limit. ReleaseSession gives it back.
 	AcquireSession() bool
 	ReleaseSession()
+	// HostsVersion changes (by ==) whenever the cluster's hosts do;
+	// HasHost reports whether a host of the address is among them.
+	HostsVersion() any
+	HasHost(address string) bool
 }
 
 // DefaultMaxDatagramSize is the largest datagram a UDP socket reads when

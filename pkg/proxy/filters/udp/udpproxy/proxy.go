@@ -136,6 +136,12 @@ func (p *Proxy) OnDatagram(d udpfilter.Datagram) {
 		}
 	} else {
 		s = p.lookup(key, cl)
+		if s != nil && s.hostGone() {
+			// As Envoy: the sessions of a host removed from its cluster
+			// end; the datagram starts a new one.
+			p.remove(s)
+			s = nil
+		}
 		if s != nil && !usable(s.host) {
 			// As Envoy: a session whose host became unhealthy moves to a
 			// healthy host when the balancer has another one.
@@ -150,6 +156,18 @@ func (p *Proxy) OnDatagram(d udpfilter.Datagram) {
 	if s != nil {
 		s.fromDownstream(d.Data)
 	}
+}
+
+// hostGone reports whether the session's host has left its cluster. It
+// looks at the cluster's hosts only when they changed since it last did;
+// it runs on the goroutine of the session's datagrams.
+func (s *session) hostGone() bool {
+	v := s.cluster.HostsVersion()
+	if v == s.hostsVersion {
+		return false
+	}
+	s.hostsVersion = v
+	return !s.cluster.HasHost(s.host.Address)
 }
 
 // usable reports whether a host is not unhealthy (Envoy's coarse health:

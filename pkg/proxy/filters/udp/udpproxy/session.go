@@ -22,8 +22,11 @@ type session struct {
 	cs      *clusterStats
 	host    *upstream.Host
 	down    udpfilter.Socket
-	id      uint64
-	start   time.Time
+	// hostsVersion is the cluster's HostsVersion when the session last
+	// checked that its host is still in the cluster.
+	hostsVersion any
+	id           uint64
+	start        time.Time
 	// mono is start on the real clock; lastActive is when a datagram last
 	// went either way, as nanoseconds since mono.
 	mono       time.Time
@@ -55,6 +58,7 @@ type session struct {
 // (upstream_cx_overflow), no host can take it (upstream_cx_none_healthy)
 // or the proxy is closed.
 func (p *Proxy) newSession(cl udpfilter.Cluster, key sessionKey, h *upstream.Host, down udpfilter.Socket) *session {
+	version := cl.HostsVersion() // before the pick: a change after it is seen later
 	if !cl.AcquireSession() {
 		return nil
 	}
@@ -66,7 +70,7 @@ func (p *Proxy) newSession(cl udpfilter.Cluster, key sessionKey, h *upstream.Hos
 	}
 	s := &session{
 		p: p, key: key, cluster: cl, cs: p.clusterStats(cl), host: h, down: down,
-		id: p.ids.Add(1), start: p.now(), mono: time.Now(),
+		hostsVersion: version, id: p.ids.Add(1), start: p.now(), mono: time.Now(),
 	}
 	if ap, err := netip.ParseAddrPort(h.Address); err == nil {
 		// Connected, as Envoy connects its upstream sockets: the kernel
