@@ -100,7 +100,7 @@ func (p *Proxy) route(a addresses) string {
 	if p.cfg.matcher == nil {
 		return p.cfg.cluster
 	}
-	c, _ := p.cfg.matcher.route(a)
+	c, _ := p.cfg.matcher.Match(a)
 	return c
 }
 
