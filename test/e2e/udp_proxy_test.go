@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"path/filepath"
@@ -302,5 +303,38 @@ dynamic_resources:
 		Eventually(func() string { return statValue(s, "udp.front.downstream_sess_active") }, 10*time.Second).Should(Equal("0"))
 		Expect(unanswered(udpClient("127.0.0.1"), port, "three")).To(BeTrue())
 		Expect(s.Get("/listeners").Body).To(Equal(""))
+	})
+})
+
+var _ = Describe("UDP proxy: listeners beside TCP ones", func() {
+	It("shares a port with a TCP listener, and /drain_listeners stops it and ends its sessions", func() {
+		a := startUDPEcho("A")
+		port := freeUDPPort()
+		s := Start(newDir(), fmt.Sprintf(`
+admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
+static_resources:
+  clusters: [%s]
+  listeners:
+  - name: tcp
+    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
+    filter_chains: [{filters: [{name: envoy.filters.network.direct_response, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.direct_response.v3.Config, response: {inline_string: "tcp here"}}}]}]
+  - name: udp
+    address: {socket_address: {address: 127.0.0.1, port_value: %d, protocol: UDP}}
+    listener_filters:
+    - name: envoy.filters.udp_listener.udp_proxy
+      typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig, stat_prefix: front, %s}
+`, tcpCluster("echo", a), port, port, udpRoute("echo")))
+		c := udpClient("127.0.0.1")
+		Expect(exchange(c, port, "hi")).To(Equal("A:hi"))
+		tc := dialTCP(port)
+		got, err := io.ReadAll(tc)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(got)).To(Equal("tcp here"))
+		Expect(s.Get("/listeners").Body).To(Equal(fmt.Sprintf("tcp::127.0.0.1:%d\nudp::127.0.0.1:%d\n", port, port)))
+		Expect(statValue(s, "udp.front.downstream_sess_active")).To(Equal("1"))
+
+		Expect(s.Post("/drain_listeners").Status).To(Equal(200))
+		Eventually(func() string { return statValue(s, "udp.front.downstream_sess_active") }, 10*time.Second).Should(Equal("0"))
+		Expect(unanswered(c, port, "again")).To(BeTrue())
 	})
 })

@@ -112,10 +112,12 @@ func (s *semanticChecker) listeners(ls []*listenerv3.Listener, base string) {
 			// Port 0 picks a fresh port per listener, so only fixed
 			// ports can clash.
 			addr := net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10))
-			if prev, dup := addrs[addr]; dup {
+			// A TCP and a UDP listener may share a port, as in Envoy.
+			key := addr + "/" + sa.GetProtocol().String()
+			if prev, dup := addrs[key]; dup {
 				s.fail(childPath(p, "address"), "address %s is already used by %s", addr, indexPath(base, prev))
 			} else {
-				addrs[addr] = i
+				addrs[key] = i
 			}
 		}
 		s.listener(l, p)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/sockopt"
@@ -31,6 +32,18 @@ type udpListener struct {
 	// conns are the bound sockets, one per address; set under l.mu.
 	conns     []*net.UDPConn
 	closeOnce sync.Once
+}
+
+// IsUDP reports whether the listener is a UDP listener.
+func (l *Listener) IsUDP() bool { return l.udp != nil }
+
+// AddressKey names a listening address for clash checks: host:port, with
+// "/udp" for a UDP one, since a TCP and a UDP listener may share a port.
+func AddressKey(sa *corev3.SocketAddress, udp bool) string {
+	if udp {
+		return AddressString(sa) + "/udp"
+	}
+	return AddressString(sa)
 }
 
 // isUDP reports whether a is a UDP address.

@@ -80,9 +80,9 @@ func (s *Server) buildListeners(cfgs []*listenerv3.Listener, manager *listener.M
 			if k > 0 {
 				field = fmt.Sprintf("%s.additional_addresses[%d].address", path, k-1)
 			}
-			key := listener.AddressString(sa)
+			key := listener.AddressKey(sa, bl.IsUDP())
 			if first, dup := addrs[key]; dup {
-				errs = append(errs, fmt.Errorf("%s: address %s is already used by %s", field, key, first))
+				errs = append(errs, fmt.Errorf("%s: address %s is already used by %s", field, listener.AddressString(sa), first))
 				continue
 			}
 			addrs[key] = field
