@@ -238,11 +238,11 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedRBAC, supportedFiltersTail, supportedExtProc,
 	supportedLocality, supportedDFP,
 	supportedOnDemand,
+	supportedUDPProxy,
 	supportedJWTAuthn,
 	supportedLua,
 	supportedRateLimit,
 	supportedAggregate,
-	supportedUDPProxy,
 }
 
 // lookupSupport finds a field's support rule in the per-area tables.
