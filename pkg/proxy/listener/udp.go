@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -74,6 +75,21 @@ func (l *Listener) buildUDP(lc *listenerv3.Listener, deps Deps) []error {
 	if !l.bindToPort {
 		errs = append(errs, errors.New("bind_to_port: a UDP listener must bind its port"))
 	}
+	// What only means something for TCP connections.
+	for _, f := range []struct {
+		set   bool
+		field string
+	}{
+		{lc.GetPerConnectionBufferLimitBytes() != nil, "per_connection_buffer_limit_bytes"},
+		{lc.GetListenerFiltersTimeout() != nil, "listener_filters_timeout"},
+		{lc.GetContinueOnListenerFiltersTimeout(), "continue_on_listener_filters_timeout"},
+		{lc.GetConnectionBalanceConfig() != nil, "connection_balance_config"},
+		{lc.GetIgnoreGlobalConnLimit(), "ignore_global_conn_limit"},
+	} {
+		if f.set {
+			errs = append(errs, fmt.Errorf("%s: not supported on a UDP listener (it has no connections)", f.field))
+		}
+	}
 	if uc := lc.GetUdpListenerConfig(); uc != nil {
 		if sc := uc.GetDownstreamSocketConfig(); sc != nil {
 			n, err := udpfilter.CompileSocketConfig(sc)
@@ -140,17 +156,24 @@ func (l *Listener) ShutdownUDP(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// bindUDP opens one socket per address (with SO_REUSEPORT when reuse_port
-// is on, so that an updated listener binds its port beside the one it
-// replaces). l.mu is held.
+// bindUDP opens one socket per address, with the listener's socket_options
+// and freebind, and SO_REUSEPORT when reuse_port is on (so that an updated
+// listener binds its port beside the one it replaces). l.mu is held.
 func (l *Listener) bindUDP() error {
 	var conns []*net.UDPConn
 	for _, a := range l.addrs {
-		c, err := listenUDP(a, l.reusePort, l.sockOpts)
-		if err != nil {
-			for _, c := range conns {
-				_ = c.Close()
+		opts := l.sockOpts
+		if l.freebind {
+			fb, err := sockopt.Freebind(a.addr.Addr().Is6() && !a.addr.Addr().Is4In6())
+			if err != nil {
+				closeUDPConns(conns)
+				return fmt.Errorf("listener %q: freebind: %w", l.name, err)
 			}
+			opts = append(slices.Clip(opts), fb)
+		}
+		c, err := listenUDP(a, l.reusePort, opts)
+		if err != nil {
+			closeUDPConns(conns)
 			return fmt.Errorf("listener %q: cannot bind %s/udp: %w", l.name, a, err)
 		}
 		conns = append(conns, c)
@@ -163,6 +186,13 @@ func (l *Listener) bindUDP() error {
 		l.bound = append(l.bound, c.LocalAddr())
 	}
 	return nil
+}
+
+// closeUDPConns closes sockets bound so far.
+func closeUDPConns(conns []*net.UDPConn) {
+	for _, c := range conns {
+		_ = c.Close()
+	}
 }
 
 // listenUDP binds one UDP socket on a.
