@@ -18,7 +18,10 @@ import (
 // fakeCluster picks its first usable host; its version changes when its
 // hosts are replaced.
 type fakeCluster struct {
-	mu       sync.Mutex
+	mu sync.Mutex
+	// rr picks the hosts in turn instead.
+	rr       bool
+	next     int
 	hosts    []*upstream.Host
 	version  *int
 	sessions int
@@ -30,6 +33,10 @@ func (f *fakeCluster) ObservabilityName() string { return "c" }
 func (f *fakeCluster) PickHost(*upstream.PickContext) *upstream.Host {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.rr {
+		f.next++
+		return f.hosts[f.next%len(f.hosts)]
+	}
 	for _, h := range f.hosts {
 		if h.Healthy() {
 			return h
@@ -106,10 +113,11 @@ func echoHost(t *testing.T, tag string) *upstream.Host {
 	return &upstream.Host{Address: c.LocalAddr().String(), Weight: 1}
 }
 
-// newTestProxy is a proxy of cluster c with the given config fields.
-func newTestProxy(t *testing.T, c *fakeCluster) (*Proxy, *stats.Store) {
+// newTestProxy is a proxy of cluster c with the given config fields
+// (JSON object members), if any.
+func newTestProxy(t *testing.T, c *fakeCluster, fields ...string) (*Proxy, *stats.Store) {
 	t.Helper()
-	cfg, err := compile(parse(t, `{"stat_prefix": "p", "cluster": "c"}`))
+	cfg, err := compile(parse(t, `{"stat_prefix": "p", "cluster": "c"`+strings.Join(append([]string{""}, fields...), ", ")+`}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,5 +203,51 @@ func TestBreakerAndNoRoute(t *testing.T) {
 	p.OnDatagram(udpfilter.Datagram{Socket: r, Local: netip.MustParseAddrPort("127.0.0.1:5000"), Peer: netip.MustParseAddrPort("127.0.0.1:40003"), Data: []byte("w")})
 	if p.ActiveSessions() != 0 || c.sessions != 0 {
 		t.Error("a closed proxy started a session")
+	}
+}
+
+func TestPerPacketBalancing(t *testing.T) {
+	a, b := echoHost(t, "A"), echoHost(t, "B")
+	c := &fakeCluster{limit: 10, rr: true}
+	c.setHosts(a, b)
+	p, st := newTestProxy(t, c, `"use_per_packet_load_balancing": true`)
+	r := make(replies, 4)
+	const peer = "127.0.0.1:40000"
+	var tags []string
+	for _, msg := range []string{"1", "2", "3"} {
+		got := send(t, p, r, peer, msg)
+		tag, ok := strings.CutPrefix(got, peer+" ")
+		if !ok || !strings.HasSuffix(tag, ":"+msg) {
+			t.Fatalf("reply %q to %s", got, msg)
+		}
+		tags = append(tags, tag[:1])
+	}
+	if tags[0] == tags[1] || tags[0] != tags[2] {
+		t.Errorf("hosts %v: want the two hosts in turn", tags)
+	}
+	// One session per host for the one client.
+	if n := st.Scope("udp.p.").Counter("downstream_sess_total").Value(); n != 2 {
+		t.Errorf("downstream_sess_total = %d, want 2", n)
+	}
+}
+
+func TestUpstreamDatagramOverTheLimitIsDropped(t *testing.T) {
+	a := echoHost(t, "A")
+	c := &fakeCluster{limit: 10}
+	c.setHosts(a)
+	p, st := newTestProxy(t, c, `"upstream_socket_config": {"max_rx_datagram_size": 6}`)
+	r := make(replies, 4)
+	if got := send(t, p, r, "127.0.0.1:40000", "1234"); got != "127.0.0.1:40000 A:1234" { // 6 bytes back
+		t.Fatalf("reply %q", got)
+	}
+	// 7 bytes back: dropped, no reply.
+	p.OnDatagram(udpfilter.Datagram{Socket: r, Local: netip.MustParseAddrPort("127.0.0.1:5000"), Peer: netip.MustParseAddrPort("127.0.0.1:40000"), Data: []byte("12345")})
+	dropped := st.Scope("cluster.c.").Counter("udp.sess_rx_datagrams_dropped")
+	deadline := time.Now().Add(5 * time.Second)
+	for dropped.Value() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if dropped.Value() != 1 || len(r) != 0 {
+		t.Errorf("sess_rx_datagrams_dropped = %d, %d replies; want 1 and none", dropped.Value(), len(r))
 	}
 }
