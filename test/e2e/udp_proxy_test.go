@@ -136,6 +136,10 @@ var _ = Describe("UDP proxy", func() {
 		Expect(statValue(s, "cluster.echo.upstream_cx_rx_bytes_total")).To(Equal("56"))
 		Expect(statValue(s, "udp.front.downstream_sess_no_route")).To(Equal("0"))
 		Expect(statValue(s, "listener.127.0.0.1_0.udp.downstream_rx_datagram_dropped")).To(Equal("0"))
+		prom := s.Get("/stats/prometheus").Body
+		Expect(prom).To(ContainSubstring("# HELP proxy_udp_downstream_sess_total Sessions the UDP proxy created.\n"))
+		Expect(prom).To(ContainSubstring(`proxy_udp_downstream_sess_total{proxy_udp_prefix="front"} 4`))
+		Expect(prom).To(ContainSubstring(`proxy_cluster_udp_sess_tx_datagrams{proxy_cluster_name="echo"} 8`))
 
 		// Idle for two seconds: every session ends, counted and logged.
 		Eventually(func() string { return statValue(s, "udp.front.downstream_sess_active") }, 10*time.Second).Should(Equal("0"))
