@@ -145,15 +145,16 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 			return ch, nil
 		},
 		BuildListenerFilter: s.buildListenerFilter,
-		BuildUDPFilter:      s.buildUDPFilter,
 		BuildTransportSocket: func(ts *corev3.TransportSocket) (*tlsconfig.Server, error) {
 			return s.buildTransportSocket(ts, bl.warm)
 		},
 		OriginalDst: s.originalDstFilter,
 		Handoff:     s.handoffListener,
-		Now:         s.now,
-		Overload:    s.listenerOverload(),
-		Runtime:     s.runtime,
+		// A UDP listener's listener_filters are UDP listener filters.
+		BuildUDPFilter: s.buildUDPFilter,
+		Now:            s.now,
+		Overload:       s.listenerOverload(),
+		Runtime:        s.runtime,
 	})
 	if err != nil {
 		bl.closeFilters()
