@@ -42,10 +42,17 @@ func buildUDPListener(t *testing.T, text string, f udpfilter.Filter) (*Listener,
 }
 
 func TestUDPListenerServesAndStops(t *testing.T) {
+	for _, tc := range []struct{ ip, scope string }{{"127.0.0.1", "listener.127.0.0.1_0."}, {"::1", "listener.[__1]_0."}} {
+		t.Run(tc.ip, func(t *testing.T) { testUDPListener(t, tc.ip, tc.scope) })
+	}
+}
+
+// testUDPListener serves datagrams on a UDP listener on ip, then stops it.
+func testUDPListener(t *testing.T, ip, scope string) {
 	f := &echoUDP{}
 	l, st, err := buildUDPListener(t, `
 name: u
-address: {socket_address: {address: 127.0.0.1, port_value: 0, protocol: UDP}}
+address: {socket_address: {address: "`+ip+`", port_value: 0, protocol: UDP}}
 udp_listener_config: {downstream_socket_config: {max_rx_datagram_size: 8}}
 listener_filters: [{name: envoy.filters.udp_listener.udp_proxy}]
 `, f)
@@ -74,7 +81,7 @@ listener_filters: [{name: envoy.filters.udp_listener.udp_proxy}]
 	if err != nil || string(buf[:n]) != "echo:12345678" {
 		t.Fatalf("reply %q, %v", buf[:n], err)
 	}
-	if v := st.Scope("listener.127.0.0.1_0.").Counter("udp.downstream_rx_datagram_dropped").Value(); v != 1 {
+	if v := st.Scope(scope).Counter("udp.downstream_rx_datagram_dropped").Value(); v != 1 {
 		t.Errorf("udp.downstream_rx_datagram_dropped = %d, want 1", v)
 	}
 	if got := l.Addresses()[0].GetSocketAddress().GetPortValue(); got != uint32(addr.Port) {
