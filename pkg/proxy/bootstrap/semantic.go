@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
@@ -111,10 +112,12 @@ func (s *semanticChecker) listeners(ls []*listenerv3.Listener, base string) {
 			// Port 0 picks a fresh port per listener, so only fixed
 			// ports can clash.
 			addr := net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10))
-			if prev, dup := addrs[addr]; dup {
+			// A TCP and a UDP listener may share a port, as in Envoy.
+			key := addr + "/" + sa.GetProtocol().String()
+			if prev, dup := addrs[key]; dup {
 				s.fail(childPath(p, "address"), "address %s is already used by %s", addr, indexPath(base, prev))
 			} else {
-				addrs[addr] = i
+				addrs[key] = i
 			}
 		}
 		s.listener(l, p)
@@ -128,7 +131,16 @@ func (s *semanticChecker) listener(l *listenerv3.Listener, p string) {
 	if l.GetAddress() == nil {
 		s.fail(childPath(p, "address"), "required: a listener must have an address")
 	}
-	if len(l.GetFilterChains()) == 0 && l.GetDefaultFilterChain() == nil {
+	udp := l.GetAddress().GetSocketAddress().GetProtocol() == corev3.SocketAddress_UDP
+	switch {
+	case udp && (len(l.GetFilterChains()) > 0 || l.GetDefaultFilterChain() != nil):
+		// A raw UDP listener's datagrams go to its UDP listener filters.
+		s.fail(childPath(p, "filter_chains"), "a UDP listener takes no filter chains; its listener_filters (envoy.filters.udp_listener.udp_proxy) handle datagrams")
+	case udp:
+		if len(l.GetListenerFilters()) == 0 {
+			s.fail(childPath(p, "listener_filters"), "a UDP listener needs a UDP listener filter (envoy.filters.udp_listener.udp_proxy)")
+		}
+	case len(l.GetFilterChains()) == 0 && l.GetDefaultFilterChain() == nil:
 		s.fail(childPath(p, "filter_chains"), "a listener must have at least one filter chain")
 	}
 	for j, fc := range l.GetFilterChains() {

@@ -2,6 +2,7 @@ package bootstrap
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -98,6 +99,10 @@ func (c *supportChecker) firstOfCategory(list protoreflect.List, path, category 
 	}
 }
 
+// listenerAddressPath matches the path of a listener's own address field
+// (static, or relative to a discovered listener), main or additional.
+var listenerAddressPath = regexp.MustCompile(`^(static_resources\.listeners\[\d+\]\.)?(address|additional_addresses\[\d+\]\.address)\.socket_address\.protocol$`)
+
 // value checks one value of a supported field.
 func (c *supportChecker) value(fd protoreflect.FieldDescriptor, rule fieldSupport, v protoreflect.Value, path string) {
 	switch fd.Kind() {
@@ -107,6 +112,9 @@ func (c *supportChecker) value(fd protoreflect.FieldDescriptor, rule fieldSuppor
 		}
 		name := enumName(fd, v.Enum())
 		if slices.Contains(rule.sinkValues, name) && strings.HasPrefix(path, "stats_sinks[") {
+			return
+		}
+		if slices.Contains(rule.listenerValues, name) && listenerAddressPath.MatchString(path) {
 			return
 		}
 		if !slices.Contains(rule.values, name) {
@@ -230,6 +238,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedRBAC, supportedFiltersTail, supportedExtProc,
 	supportedLocality, supportedDFP,
 	supportedOnDemand,
+	supportedUDPProxy,
 	supportedJWTAuthn,
 	supportedLua,
 	supportedRateLimit,

@@ -95,6 +95,11 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 		"envoy.type.matcher.v3.HttpRequestHeaderMatchInput", "envoy.type.matcher.v3.HttpResponseHeaderMatchInput",
 		"envoy.type.matcher.v3.HttpResponseStatusCodeMatchInput", "envoy.type.matcher.v3.HttpResponseStatusCodeClassMatchInput",
 		"envoy.extensions.http.custom_response.local_response_policy.v3.LocalResponsePolicy",
+		// The udp_proxy's matcher: its inputs and its Route action
+		// (support_udpproxy.go).
+		"envoy.extensions.matching.common_inputs.network.v3.SourceIPInput", "envoy.extensions.matching.common_inputs.network.v3.SourcePortInput",
+		"envoy.extensions.matching.common_inputs.network.v3.DestinationIPInput", "envoy.extensions.matching.common_inputs.network.v3.DestinationPortInput",
+		"envoy.extensions.filters.udp.udp_proxy.v3.Route",
 	}},
 	"envoy.type.matcher.v3.HttpRequestHeaderMatchInput.header_name":                                              {},
 	"envoy.type.matcher.v3.HttpResponseHeaderMatchInput.header_name":                                             {},

@@ -48,7 +48,7 @@ var supportedListener = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.listener.v3.Listener.listener_filters_timeout":             {},
 	"envoy.config.listener.v3.Listener.continue_on_listener_filters_timeout": {},
 	"envoy.config.listener.v3.ListenerFilter.name":                           {},
-	"envoy.config.listener.v3.ListenerFilter.typed_config":                   {category: "envoy.filters.listener", byName: true},
+	"envoy.config.listener.v3.ListenerFilter.typed_config":                   {category: "envoy.filters.listener", categories: []string{"envoy.filters.udp_listener"}, byName: true},
 	// envoy.filters.listener.proxy_protocol: rules, pass_through_tlvs and
 	// tlv_location (the TLVs' destinations) are not implemented.
 	"envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol.allow_requests_without_proxy_protocol": {},

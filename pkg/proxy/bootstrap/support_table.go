@@ -32,6 +32,10 @@ type fieldSupport struct {
 	// values inside stats_sinks: a statsd address says UDP, which no
 	// listener, admin or cluster address may.
 	sinkValues []string
+	// listenerValues, for an enum field, lists values allowed in addition
+	// to values on a listener's own addresses: a UDP listener's address
+	// says UDP (see listenerAddressPath).
+	listenerValues []string
 }
 
 // supportedCore lists, one line per field, the bootstrap-level configuration
@@ -70,7 +74,7 @@ var supportedCore = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.Address.socket_address":    {},
 	"envoy.config.core.v3.SocketAddress.address":     {},
 	"envoy.config.core.v3.SocketAddress.port_value":  {},
-	"envoy.config.core.v3.SocketAddress.protocol":    {values: []string{"TCP"}, sinkValues: []string{"UDP"}},
+	"envoy.config.core.v3.SocketAddress.protocol":    {values: []string{"TCP"}, sinkValues: []string{"UDP"}, listenerValues: []string{"UDP"}},
 	"envoy.config.core.v3.SocketAddress.ipv4_compat": {},
 
 	// Runtime.

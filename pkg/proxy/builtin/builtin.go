@@ -61,6 +61,7 @@ import (
 	sniclusterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/sni_cluster/v3"
 	snidfpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/sni_dynamic_forward_proxy/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	udpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/udp/udp_proxy/v3"
 	metadatafmtv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/metadata/v3"
 	rwqv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/req_without_query/v3"
 	leastrequestv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/least_request/v3"
@@ -134,6 +135,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/snicluster"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/snidynamicforwardproxy"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/tcpproxy"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/udp/udpproxy"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/requestid"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/requestid/uuid"
@@ -146,6 +148,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry/samplers/parentbased"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry/samplers/traceidratio"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/zipkin"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/udpfilter"
 )
 
 // Envoy's extension categories.
@@ -234,6 +237,8 @@ func Registry() *extension.Registry {
 		extension.Of(snicluster.Name, NetworkFilters, &sniclusterv3.SniCluster{}, snicluster.Factory{}),
 		extension.Of(snidynamicforwardproxy.Name, NetworkFilters, &snidfpv3.FilterConfig{}, snidynamicforwardproxy.Factory{}),
 		extension.Of(tcpproxy.Name, NetworkFilters, &tcpproxyv3.TcpProxy{}, tcpproxy.Factory{}),
+
+		extension.Of(udpproxy.Name, udpfilter.Category, &udpproxyv3.UdpProxyConfig{}, udpproxy.Factory{}),
 
 		extension.Of(lb.LeastRequestName, lb.Category, &leastrequestv3.LeastRequest{}, lb.LeastRequestFactory{}),
 		extension.Of(lb.MaglevName, lb.Category, &maglevv3.Maglev{}, lb.MaglevFactory{}),

@@ -6,7 +6,9 @@
 // nested matcher, and a nested matcher that does not match lets the
 // evaluation go on, as in Envoy. The inputs are Envoy's HTTP inputs of
 // request and response headers and the response status; the actions are
-// the caller's, compiled by a function it gives.
+// the caller's, compiled by a function it gives. The tree itself is
+// generic (Tree): a caller matching other data (the UDP proxy's
+// addresses) gives its own inputs.
 package httpmatch
 
 import (
@@ -36,64 +38,77 @@ type Data interface {
 // ActionCompiler compiles an on_match action; path names it in errors.
 type ActionCompiler[A any] func(action *xdscorev3.TypedExtensionConfig, path string) (A, error)
 
-// Matcher is a compiled match tree whose actions are of type A.
-type Matcher[A any] struct {
-	list      []fieldMatcher[A]
-	tree      *tree[A]
-	onNoMatch *onMatch[A]
+// Matcher is a compiled match tree over HTTP data whose actions are of
+// type A.
+type Matcher[A any] = Tree[Data, A]
+
+// Input reads one value of the data D a tree matches, false when the data
+// has none.
+type Input[D any] func(D) (string, bool)
+
+// InputCompiler compiles a matcher input (its TypedExtensionConfig); path
+// names it in errors.
+type InputCompiler[D any] func(tc *xdscorev3.TypedExtensionConfig, path string) (Input[D], error)
+
+// Tree is a compiled match tree over data of type D whose actions are of
+// type A.
+type Tree[D, A any] struct {
+	list      []fieldMatcher[D, A]
+	tree      *tree[D, A]
+	onNoMatch *onMatch[D, A]
 }
 
 // onMatch is an action or a nested matcher.
-type onMatch[A any] struct {
+type onMatch[D, A any] struct {
 	action A
-	nested *Matcher[A]
+	nested *Tree[D, A]
 }
 
-type fieldMatcher[A any] struct {
-	pred predicate
-	on   onMatch[A]
+type fieldMatcher[D, A any] struct {
+	pred func(D) bool
+	on   onMatch[D, A]
 }
 
 // tree is a matcher_tree: an input looked up in a map.
-type tree[A any] struct {
-	input  input
+type tree[D, A any] struct {
+	input  Input[D]
 	prefix bool
 	keys   []string // prefix maps: longest first
-	m      map[string]*onMatch[A]
+	m      map[string]*onMatch[D, A]
 }
 
-// predicate is a compiled Predicate.
-type predicate func(Data) bool
-
-// input reads one value of the data.
-type input func(Data) (string, bool)
-
-// Compile compiles m; errors name the field below it.
+// Compile compiles m over HTTP data; errors name the field below it.
 func Compile[A any](m *xdsmatcherv3.Matcher, action ActionCompiler[A]) (*Matcher[A], error) {
-	out := &Matcher[A]{}
+	return CompileTree(m, action, compileInput)
+}
+
+// CompileTree compiles m over data whose inputs input compiles; errors
+// name the field below it.
+func CompileTree[D, A any](m *xdsmatcherv3.Matcher, action ActionCompiler[A], input InputCompiler[D]) (*Tree[D, A], error) {
+	out := &Tree[D, A]{}
 	switch {
 	case m.GetMatcherList() != nil:
 		for i, fm := range m.GetMatcherList().GetMatchers() {
 			path := fmt.Sprintf("matcher_list.matchers[%d]", i)
-			p, err := compilePredicate(fm.GetPredicate(), path+".predicate")
+			p, err := compilePredicate(fm.GetPredicate(), path+".predicate", input)
 			if err != nil {
 				return nil, err
 			}
-			on, err := compileOnMatch(fm.GetOnMatch(), path+".on_match", action)
+			on, err := compileOnMatch(fm.GetOnMatch(), path+".on_match", action, input)
 			if err != nil {
 				return nil, err
 			}
-			out.list = append(out.list, fieldMatcher[A]{pred: p, on: *on})
+			out.list = append(out.list, fieldMatcher[D, A]{pred: p, on: *on})
 		}
 	case m.GetMatcherTree() != nil:
-		t, err := compileTree(m.GetMatcherTree(), action)
+		t, err := compileTree(m.GetMatcherTree(), action, input)
 		if err != nil {
 			return nil, err
 		}
 		out.tree = t
 	}
 	if m.GetOnNoMatch() != nil {
-		on, err := compileOnMatch(m.GetOnNoMatch(), "on_no_match", action)
+		on, err := compileOnMatch(m.GetOnNoMatch(), "on_no_match", action, input)
 		if err != nil {
 			return nil, err
 		}
@@ -102,33 +117,33 @@ func Compile[A any](m *xdsmatcherv3.Matcher, action ActionCompiler[A]) (*Matcher
 	return out, nil
 }
 
-func compileOnMatch[A any](m *xdsmatcherv3.Matcher_OnMatch, path string, action ActionCompiler[A]) (*onMatch[A], error) {
+func compileOnMatch[D, A any](m *xdsmatcherv3.Matcher_OnMatch, path string, action ActionCompiler[A], input InputCompiler[D]) (*onMatch[D, A], error) {
 	if m.GetKeepMatching() {
 		return nil, errors.New(path + ".keep_matching: not supported by Outrigger")
 	}
 	switch {
 	case m.GetMatcher() != nil:
-		n, err := Compile(m.GetMatcher(), action)
+		n, err := CompileTree(m.GetMatcher(), action, input)
 		if err != nil {
 			return nil, fmt.Errorf("%s.matcher.%w", path, err)
 		}
-		return &onMatch[A]{nested: n}, nil
+		return &onMatch[D, A]{nested: n}, nil
 	case m.GetAction() != nil:
 		a, err := action(m.GetAction(), path+".action")
 		if err != nil {
 			return nil, err
 		}
-		return &onMatch[A]{action: a}, nil
+		return &onMatch[D, A]{action: a}, nil
 	}
 	return nil, errors.New(path + ": an action or a matcher is required")
 }
 
-func compileTree[A any](t *xdsmatcherv3.Matcher_MatcherTree, action ActionCompiler[A]) (*tree[A], error) {
-	in, err := compileInput(t.GetInput(), "matcher_tree.input")
+func compileTree[D, A any](t *xdsmatcherv3.Matcher_MatcherTree, action ActionCompiler[A], input InputCompiler[D]) (*tree[D, A], error) {
+	in, err := input(t.GetInput(), "matcher_tree.input")
 	if err != nil {
 		return nil, err
 	}
-	out := &tree[A]{input: in, m: map[string]*onMatch[A]{}}
+	out := &tree[D, A]{input: in, m: map[string]*onMatch[D, A]{}}
 	var mm *xdsmatcherv3.Matcher_MatcherTree_MatchMap
 	field := "exact_match_map"
 	switch {
@@ -140,7 +155,7 @@ func compileTree[A any](t *xdsmatcherv3.Matcher_MatcherTree, action ActionCompil
 		return nil, errors.New("matcher_tree.custom_match: not supported by Outrigger")
 	}
 	for k, v := range mm.GetMap() {
-		on, err := compileOnMatch(v, fmt.Sprintf("matcher_tree.%s.map[%q]", field, k), action)
+		on, err := compileOnMatch(v, fmt.Sprintf("matcher_tree.%s.map[%q]", field, k), action, input)
 		if err != nil {
 			return nil, err
 		}
@@ -158,22 +173,22 @@ func compileTree[A any](t *xdsmatcherv3.Matcher_MatcherTree, action ActionCompil
 	return out, nil
 }
 
-func compilePredicate(p *xdsmatcherv3.Matcher_MatcherList_Predicate, path string) (predicate, error) {
+func compilePredicate[D any](p *xdsmatcherv3.Matcher_MatcherList_Predicate, path string, input InputCompiler[D]) (func(D) bool, error) {
 	switch {
 	case p.GetSinglePredicate() != nil:
 		sp := p.GetSinglePredicate()
-		in, err := compileInput(sp.GetInput(), path+".single_predicate.input")
+		in, err := input(sp.GetInput(), path+".single_predicate.input")
 		if err != nil {
 			return nil, err
 		}
 		if sp.GetValueMatch() == nil {
 			return nil, errors.New(path + ".single_predicate.custom_match: not supported by Outrigger")
 		}
-		sm, err := compileStringMatcher(sp.GetValueMatch())
+		sm, err := CompileStringMatcher(sp.GetValueMatch())
 		if err != nil {
 			return nil, fmt.Errorf("%s.single_predicate.value_match.%w", path, err)
 		}
-		return func(d Data) bool {
+		return func(d D) bool {
 			v, ok := in(d)
 			return ok && sm.Match(v)
 		}, nil
@@ -182,15 +197,15 @@ func compilePredicate(p *xdsmatcherv3.Matcher_MatcherList_Predicate, path string
 		if p.GetOrMatcher() != nil {
 			list, field, or = p.GetOrMatcher(), "or_matcher", true
 		}
-		var preds []predicate
+		var preds []func(D) bool
 		for i, q := range list.GetPredicate() {
-			c, err := compilePredicate(q, fmt.Sprintf("%s.%s.predicate[%d]", path, field, i))
+			c, err := compilePredicate(q, fmt.Sprintf("%s.%s.predicate[%d]", path, field, i), input)
 			if err != nil {
 				return nil, err
 			}
 			preds = append(preds, c)
 		}
-		return func(d Data) bool {
+		return func(d D) bool {
 			for _, q := range preds {
 				if q(d) == or {
 					return or
@@ -199,18 +214,19 @@ func compilePredicate(p *xdsmatcherv3.Matcher_MatcherList_Predicate, path string
 			return !or
 		}, nil
 	case p.GetNotMatcher() != nil:
-		q, err := compilePredicate(p.GetNotMatcher(), path+".not_matcher")
+		q, err := compilePredicate(p.GetNotMatcher(), path+".not_matcher", input)
 		if err != nil {
 			return nil, err
 		}
-		return func(d Data) bool { return !q(d) }, nil
+		return func(d D) bool { return !q(d) }, nil
 	}
 	return nil, errors.New(path + ": a predicate is required")
 }
 
-// compileStringMatcher compiles an xDS StringMatcher with the router's
-// StringMatcher: the two messages have the same fields and numbers.
-func compileStringMatcher(m *xdsmatcherv3.StringMatcher) (*router.StringMatcher, error) {
+// CompileStringMatcher compiles an xDS StringMatcher with the router's
+// StringMatcher: the two messages have the same fields and numbers. Errors
+// name the field below the matcher.
+func CompileStringMatcher(m *xdsmatcherv3.StringMatcher) (*router.StringMatcher, error) {
 	if m.GetCustom() != nil {
 		return nil, errors.New("custom: not supported by Outrigger")
 	}
@@ -238,7 +254,8 @@ const (
 // the configuration's support table.
 var InputTypes = []string{requestHeaderInput, responseHeaderInput, statusCodeInput, statusClassInput}
 
-func compileInput(tc *xdscorev3.TypedExtensionConfig, path string) (input, error) {
+// compileInput compiles one of Envoy's HTTP inputs.
+func compileInput(tc *xdscorev3.TypedExtensionConfig, path string) (Input[Data], error) {
 	a := tc.GetTypedConfig()
 	if a == nil {
 		return nil, errors.New(path + ".typed_config: an input is required")
@@ -273,7 +290,7 @@ func compileInput(tc *xdscorev3.TypedExtensionConfig, path string) (input, error
 
 // Match evaluates the tree against d: the action of the first match, and
 // false when nothing matches.
-func (m *Matcher[A]) Match(d Data) (A, bool) {
+func (m *Tree[D, A]) Match(d D) (A, bool) {
 	for i := range m.list {
 		if m.list[i].pred(d) {
 			if a, ok := m.list[i].on.resolve(d); ok {
@@ -298,7 +315,7 @@ func (m *Matcher[A]) Match(d Data) (A, bool) {
 }
 
 // lookup finds v's entry: exact, or the longest prefix of v.
-func (t *tree[A]) lookup(v string) *onMatch[A] {
+func (t *tree[D, A]) lookup(v string) *onMatch[D, A] {
 	if !t.prefix {
 		return t.m[v]
 	}
@@ -311,7 +328,7 @@ func (t *tree[A]) lookup(v string) *onMatch[A] {
 }
 
 // resolve is the action of an on_match, through its nested matcher.
-func (o *onMatch[A]) resolve(d Data) (A, bool) {
+func (o *onMatch[D, A]) resolve(d D) (A, bool) {
 	if o.nested != nil {
 		return o.nested.Match(d)
 	}

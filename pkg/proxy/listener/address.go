@@ -52,6 +52,9 @@ func parseAddress(a *corev3.Address) (socketAddress, error) {
 	case ip.Is6():
 		network = "tcp6"
 	}
+	if sa.GetProtocol() == corev3.SocketAddress_UDP {
+		network = udpNetwork(network)
+	}
 	return socketAddress{network: network, addr: netip.AddrPortFrom(ip, uint16(sa.GetPortValue()))}, nil
 }
 
@@ -70,15 +73,19 @@ func ProtoAddress(a net.Addr) *corev3.Address {
 	}}}
 }
 
-// addrPort converts a TCP address to netip form, IPv4-mapped addresses
+// addrPort converts a TCP or UDP address to netip form, IPv4-mapped addresses
 // unmapped so that they match IPv4 prefixes; anything else is the zero
 // value.
 func addrPort(a net.Addr) netip.AddrPort {
-	tcp, ok := a.(*net.TCPAddr)
-	if !ok {
+	var ap netip.AddrPort
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		ap = a.AddrPort()
+	case *net.UDPAddr:
+		ap = a.AddrPort()
+	default:
 		return netip.AddrPort{}
 	}
-	ap := tcp.AddrPort()
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
 

@@ -32,6 +32,11 @@ func (l *Listener) BindFrom(old *Listener) error {
 		return nil
 	case l.sockets != nil:
 		return fmt.Errorf("listener %q: already bound", l.name)
+	case l.udp != nil:
+		// UDP sockets are not handed over: with reuse_port the new
+		// socket binds beside the old one, which closes when the old
+		// listener retires.
+		return l.bindUDP()
 	}
 	var shared map[socketAddress][]net.Listener
 	if old != nil {

@@ -37,6 +37,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/sockopt"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/udpfilter"
 )
 
 // ConnHandler is a network filter chain: it takes ownership of an accepted
@@ -82,6 +83,10 @@ type Deps struct {
 	// use_original_dst listener; nil keeps every connection on the
 	// listener that accepted it.
 	Handoff Handoff
+	// BuildUDPFilter builds one of a UDP listener's listener_filters (a
+	// UDP listener filter); its errors name the field path below the
+	// filter. Nil refuses UDP listeners.
+	BuildUDPFilter func(f *listenerv3.ListenerFilter) (udpfilter.Filter, error)
 	// Runtime holds the per-listener connection limit
 	// (envoy.resource_limits.listener.<name>.connection_limit), read at
 	// each accept; nil means no limit.
@@ -163,6 +168,10 @@ type Listener struct {
 	// loops; it is closed when they may resume. Changed under mu.
 	paused atomic.Pointer[chan struct{}]
 
+	// udp is set for a UDP listener (address protocol UDP), which has
+	// UDP listener filters instead of filter chains.
+	udp *udpListener
+
 	// inherit, when set, offers sockets from a hot-restart parent (see
 	// SetSocketSource).
 	inherit SocketSource
@@ -233,6 +242,14 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 		errs = append(errs, fieldpath.Prefix("socket_options", err))
 	}
 	l.sockOpts, l.freebind = opts, lc.GetFreebind().GetValue()
+	if primary.isUDP() {
+		return l.finishUDP(lc, deps, append(errs, l.buildUDP(lc, deps)...))
+	}
+	for i, a := range l.addrs[1:] {
+		if a.isUDP() {
+			errs = append(errs, fmt.Errorf("additional_addresses[%d].address.socket_address.protocol: a TCP listener's addresses must all be TCP", i))
+		}
+	}
 	if err := l.connectionBalance(lc.GetConnectionBalanceConfig()); err != nil {
 		errs = append(errs, err)
 	}
@@ -272,6 +289,25 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 	// listener_added and total_listeners_active are the caller's to count:
 	// only it knows whether this listener is new, replaces another, or
 	// will be thrown away unbound.
+	return l, nil
+}
+
+// finishUDP ends Build for a UDP listener: its stats, under the
+// listener's scope like a TCP listener's, plus udp.downstream_rx_datagram_dropped.
+func (l *Listener) finishUDP(lc *listenerv3.Listener, deps Deps, errs []error) (*Listener, error) {
+	if err := errors.Join(errs...); err != nil {
+		if l.udp != nil {
+			l.udp.closeUDPFilters()
+		}
+		return nil, err
+	}
+	l.drain = newDrain(deps.Drain, lc.GetDrainType() == listenerv3.Listener_MODIFY_ONLY)
+	scope := deps.Stats.Scope(statScopeName(lc.GetStatPrefix(), l.addrs[0]))
+	l.stats = newListenerStats(scope)
+	l.udp.dropped = scope.Counter("udp.downstream_rx_datagram_dropped")
+	for w := range l.workers {
+		l.workerStats = append(l.workerStats, newWorkerStats(scope, w))
+	}
 	return l, nil
 }
 
@@ -498,6 +534,10 @@ func (l *Listener) Serve() error {
 		l.mu.Unlock()
 		return fmt.Errorf("listener %q: Serve before Bind", l.name)
 	}
+	if l.udp != nil {
+		l.serveUDP()
+		return nil
+	}
 	l.serving = true
 	var wg sync.WaitGroup
 	if l.overload != nil {
@@ -559,6 +599,9 @@ func (l *Listener) stop() bool {
 	close(l.stopCh)
 	for _, socks := range l.sockets {
 		closeAll(socks)
+	}
+	if l.udp != nil {
+		l.stopUDP()
 	}
 	return true
 }

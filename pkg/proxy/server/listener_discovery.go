@@ -9,6 +9,7 @@ import (
 
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -280,16 +281,17 @@ func (s *Server) checkAddressesLocked(lc *listenerv3.Listener) error {
 			continue
 		}
 		for _, a := range bl.Addresses() {
-			taken[listener.AddressString(a.GetSocketAddress())] = bl.Name()
+			taken[listener.AddressKey(a.GetSocketAddress(), bl.IsUDP())] = bl.Name()
 		}
 	}
-	addrs := []string{listener.AddressString(lc.GetAddress().GetSocketAddress())}
+	udp := lc.GetAddress().GetSocketAddress().GetProtocol() == corev3.SocketAddress_UDP
+	addrs := []*corev3.SocketAddress{lc.GetAddress().GetSocketAddress()}
 	for _, aa := range lc.GetAdditionalAddresses() {
-		addrs = append(addrs, listener.AddressString(aa.GetAddress().GetSocketAddress()))
+		addrs = append(addrs, aa.GetAddress().GetSocketAddress())
 	}
 	for _, a := range addrs {
-		if other, ok := taken[a]; ok {
-			return fmt.Errorf("error adding listener: '%s' has duplicate address '%s' as existing listener '%s'", lc.GetName(), a, other)
+		if other, ok := taken[listener.AddressKey(a, udp)]; ok {
+			return fmt.Errorf("error adding listener: '%s' has duplicate address '%s' as existing listener '%s'", lc.GetName(), listener.AddressString(a), other)
 		}
 	}
 	return nil

@@ -107,6 +107,7 @@ func (s *Server) finishRetirement(bl *builtListener) {
 			s.log.Info("connections of a removed listener cut after the drain time and grace period", "listener", bl.Name())
 		}
 	}
+	_ = bl.ShutdownUDP(ctx)
 	bl.closeResources()
 	s.lset.mu.Lock()
 	defer s.lset.mu.Unlock()
@@ -161,6 +162,7 @@ func (s *Server) closeListeners() {
 				s.log.Info("connections cut at the end of the shutdown grace period", "listener", bl.Name())
 			}
 		}
+		_ = bl.ShutdownUDP(ctx)
 		bl.closeResources()
 	}
 }

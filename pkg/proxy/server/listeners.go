@@ -79,9 +79,9 @@ func (s *Server) buildListeners(cfgs []*listenerv3.Listener, manager *listener.M
 			if k > 0 {
 				field = fmt.Sprintf("%s.additional_addresses[%d].address", path, k-1)
 			}
-			key := listener.AddressString(sa)
+			key := listener.AddressKey(sa, bl.IsUDP())
 			if first, dup := addrs[key]; dup {
-				errs = append(errs, fmt.Errorf("%s: address %s is already used by %s", field, key, first))
+				errs = append(errs, fmt.Errorf("%s: address %s is already used by %s", field, listener.AddressString(sa), first))
 				continue
 			}
 			addrs[key] = field
@@ -151,9 +151,11 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 		},
 		OriginalDst: s.originalDstFilter,
 		Handoff:     s.handoffListener,
-		Now:         s.now,
-		Overload:    s.listenerOverload(),
-		Runtime:     s.runtime,
+		// A UDP listener's listener_filters are UDP listener filters.
+		BuildUDPFilter: s.buildUDPFilter,
+		Now:            s.now,
+		Overload:       s.listenerOverload(),
+		Runtime:        s.runtime,
 	})
 	if err != nil {
 		bl.closeFilters()
@@ -359,6 +361,9 @@ func (bl *builtListener) closeFilters() {
 	bl.warm.close()
 	for _, m := range bl.managers {
 		_ = m.Close()
+	}
+	if bl.Listener != nil {
+		bl.CloseUDPFilters()
 	}
 }
 

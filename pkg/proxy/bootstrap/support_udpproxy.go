@@ -1,0 +1,33 @@
+package bootstrap
+
+import "google.golang.org/protobuf/reflect/protoreflect"
+
+// supportedUDPProxy lists the fields of UDP listeners and of
+// envoy.filters.udp_listener.udp_proxy that Outrigger implements (see
+// pkg/proxy/listener/udp.go and pkg/proxy/filters/udp/udpproxy). A
+// listener address's protocol may say UDP (support_table.go). Not
+// implemented, so refused with their path: udp_listener_config's
+// quic_options and udp_packet_packet_writer_config; in the udp_proxy,
+// use_original_src_ip, session_filters, tunneling_config and
+// access_log_options.flush_access_log_on_tunnel_connected. prefer_gro is accepted only as false (the filter and
+// the listener refuse true).
+var supportedUDPProxy = map[protoreflect.FullName]fieldSupport{
+	"envoy.config.listener.v3.Listener.udp_listener_config":                                                  {},
+	"envoy.config.listener.v3.UdpListenerConfig.downstream_socket_config":                                    {},
+	"envoy.config.core.v3.UdpSocketConfig.max_rx_datagram_size":                                              {},
+	"envoy.config.core.v3.UdpSocketConfig.prefer_gro":                                                        {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.stat_prefix":                                   {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.cluster":                                       {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.matcher":                                       {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.idle_timeout":                                  {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.hash_policies":                                 {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.HashPolicy.source_ip":                          {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.HashPolicy.key":                                {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.upstream_socket_config":                        {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.use_per_packet_load_balancing":                 {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.access_log":                                    {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.proxy_access_log":                              {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.Route.cluster":                                                {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.access_log_options":                            {},
+	"envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig.UdpAccessLogOptions.access_log_flush_interval": {},
+}
