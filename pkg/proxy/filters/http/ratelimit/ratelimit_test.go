@@ -93,7 +93,14 @@ func testContext(rt runtimeValues) httpfilter.Context {
 // address.
 func compileJSON(t *testing.T, js, target string, rt runtimeValues) (*config, error) {
 	t.Helper()
-	js = strings.ReplaceAll(js, "SERVICE", `"rate_limit_service": {"transport_api_version": "V3", "grpc_service": {"google_grpc": {"target_uri": "`+target+`", "stat_prefix": "rls"}}}`)
+	svc := `"rate_limit_service": {"transport_api_version": "V3", "grpc_service": {"google_grpc": {"target_uri": "` + target + `", "stat_prefix": "rls"}}}`
+	if !strings.Contains(js, `"timeout"`) {
+		// Envoy's default of 20 ms is shorter than a first call's
+		// connect on a loaded machine; a case that is about the
+		// timeout sets its own.
+		svc += `, "timeout": "10s"`
+	}
+	js = strings.ReplaceAll(js, "SERVICE", svc)
 	p := &rlv3.RateLimit{}
 	if err := protojson.Unmarshal([]byte(js), p); err != nil {
 		t.Fatal(err)
