@@ -124,6 +124,14 @@ func (h *headerList) Del(name string) { h.delFrom(name, 0) }
 // delFrom removes the fields named name at index from and after, keeping
 // the order of the others.
 func (h *headerList) delFrom(name string, from int) {
+	// Nothing is written until the first match: the usual case, a field
+	// that is not there, only reads.
+	for from < len(h.fields) && h.fields[from].name != name {
+		from++
+	}
+	if from == len(h.fields) {
+		return
+	}
 	out := from
 	for i := from; i < len(h.fields); i++ {
 		if h.fields[i].name != name {

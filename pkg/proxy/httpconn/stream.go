@@ -441,8 +441,9 @@ func (s *stream) end() {
 		defer s.finishSpan(now)
 	}
 	if m.logs.Empty() {
-		if s.span != nil {
-			// An operation format names the span from the finished entry.
+		if s.span != nil && s.span.Sampled {
+			// An operation format names the span from the finished
+			// entry (an unsampled span is not named: nobody sees it).
 			s.completeEntry(now)
 		}
 		return

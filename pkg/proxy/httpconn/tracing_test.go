@@ -79,3 +79,30 @@ func TestParseHex8(t *testing.T) {
 		}
 	}
 }
+
+// TestSpanHeadersMatchGet checks the one-pass search of the span's request
+// headers against headerList.Get, name by name: absent, present once,
+// given twice (joined), and beside names of the same lengths.
+func TestSpanHeadersMatchGet(t *testing.T) {
+	lists := [][]field{
+		nil,
+		{{"host", "a"}, {"user-agent", "curl"}, {"x-request-id", "id"}},
+		{{"content-type", "application/grpc"}, {"x-forwarded-proto", "https"}, {"x-client-trace-id", "c"},
+			{"x-envoy-downstream-service-cluster", "dc"}, {"user-agent", "u1"}, {"user-agent", "u2"}},
+		// Same lengths as the names looked for, other names.
+		{{"content-typo", "x"}, {"x-request-ix", "y"}, {"x-forwarded-prot0", "z"}, {"user-agenT", "w"},
+			{"x-envoy-downstream-service-clustex", "v"}, {"x-client-trace-i_", "q"}},
+		{{"x-request-id", "a"}, {"x-request-id", "b"}, {"x-request-id", "c"}},
+	}
+	for _, fields := range lists {
+		h := headerList{fields: fields}
+		var hv spanHeaders
+		hv.find(&h)
+		for k, name := range spanHeaderNames {
+			want, wantOK := h.Get(name)
+			if got, ok := hv.get(k); got != want || ok != wantOK {
+				t.Errorf("%v: %s = %q, %v; Get gives %q, %v", fields, name, got, ok, want, wantOK)
+			}
+		}
+	}
+}

@@ -185,8 +185,8 @@ func TestBatcherExportDeadline(t *testing.T) {
 }
 
 // TestReleaseResetsEveryField checks that a released span keeps nothing
-// of its request but its buffers, emptied: every field, including any
-// added later, is checked.
+// of its request but its buffers, emptied, and its id generator: every
+// field, including any added later, is checked.
 func TestReleaseResetsEveryField(t *testing.T) {
 	var pool SpanPool
 	s := pool.Get(&Batcher{}, nil)
@@ -200,6 +200,10 @@ func TestReleaseResetsEveryField(t *testing.T) {
 	v := reflect.ValueOf(s).Elem()
 	for i := range v.NumField() {
 		f, name := v.Field(i), v.Type().Field(i).Name
+		if name == "rng" {
+			// The generator's state goes on from span to span.
+			continue
+		}
 		if f.Kind() == reflect.Slice {
 			if f.Len() != 0 {
 				t.Errorf("%s has %d elements after Release", name, f.Len())
@@ -209,5 +213,29 @@ func TestReleaseResetsEveryField(t *testing.T) {
 		if !f.IsZero() {
 			t.Errorf("%s = %v after Release, want zero", name, f)
 		}
+	}
+}
+
+// TestSpanIDsAreDistinct draws ids from pooled spans, reused and new, and
+// from spans outside a pool: none is zero and none repeats (two equal
+// 64-bit random draws among these would happen once in about 2^44 runs).
+func TestSpanIDsAreDistinct(t *testing.T) {
+	var pool SpanPool
+	seen := map[SpanID]bool{}
+	traces := map[TraceID]bool{}
+	for i := range 2000 {
+		s := pool.Get(nil, nil)
+		if i%2 == 1 {
+			s = NewSpan(nil, nil)
+		}
+		id, trace, short := s.NewSpanID(), s.NewTraceID(false), s.NewTraceID(true)
+		if id.IsZero() || trace.IsZero() || short.IsZero() || !short.IsZero() && [8]byte(short[:8]) != [8]byte{} {
+			t.Fatalf("ids %v %v %v: a zero id or a short trace id with a high half", id, trace, short)
+		}
+		if seen[id] || traces[trace] {
+			t.Fatalf("id %x or trace %x drawn twice", id, trace)
+		}
+		seen[id], traces[trace] = true, true
+		s.Release()
 	}
 }

@@ -74,6 +74,29 @@ func NewTraceID(short bool) TraceID {
 	return t
 }
 
+// NewSpanID returns a random, non-zero span id from the span's own
+// generator.
+func (s *Span) NewSpanID() SpanID {
+	var id SpanID
+	for id.IsZero() {
+		binary.BigEndian.PutUint64(id[:], s.rng.Uint64())
+	}
+	return id
+}
+
+// NewTraceID returns a random, non-zero trace id from the span's own
+// generator: 128 bits, or 64 (the high half zero) when short.
+func (s *Span) NewTraceID(short bool) TraceID {
+	var t TraceID
+	for t.IsZero() {
+		if !short {
+			binary.BigEndian.PutUint64(t[:8], s.rng.Uint64())
+		}
+		binary.BigEndian.PutUint64(t[8:], s.rng.Uint64())
+	}
+	return t
+}
+
 // Reporter takes finished, sampled spans (a Batcher).
 type Reporter interface {
 	Report(s *Span)
@@ -118,6 +141,18 @@ type Span struct {
 	// Scratch is the propagator's: header values it builds stay valid
 	// until the span is finished.
 	Scratch []byte
+	// rng draws the ids of the spans started with this one: seeded from
+	// the runtime's generator once per pooled span, it costs a fraction
+	// of a runtime draw, for the three random words of every request's
+	// span, traced or not. Release keeps it.
+	rng rand.PCG
+}
+
+// newSpan returns a span with its generator seeded.
+func newSpan() *Span {
+	s := &Span{}
+	s.rng.Seed(rand.Uint64(), rand.Uint64())
+	return s
 }
 
 // SpanPool recycles a driver's spans: their tag lists and buffers are
@@ -131,7 +166,7 @@ type SpanPool struct {
 func (sp *SpanPool) Get(r Reporter, p Propagator) *Span {
 	s, _ := sp.p.Get().(*Span)
 	if s == nil {
-		s = &Span{}
+		s = newSpan()
 	}
 	s.reporter, s.propagator, s.pool = r, p, sp
 	return s
@@ -140,7 +175,9 @@ func (sp *SpanPool) Get(r Reporter, p Propagator) *Span {
 // NewSpan returns a span that reports to r (when sampled) and propagates
 // with p, with no pool.
 func NewSpan(r Reporter, p Propagator) *Span {
-	return &Span{reporter: r, propagator: p}
+	s := newSpan()
+	s.reporter, s.propagator = r, p
+	return s
 }
 
 // Release gives a finished span back to its pool; the reporter calls it
@@ -195,6 +232,21 @@ func (s *Span) SetTag(key, value string) {
 	s.Tags = append(s.Tags, Tag{Key: key, Value: value})
 }
 
+// AddTag sets an attribute that the span does not have yet (the caller
+// knows, as for the fixed tags of a finished request), with no search for
+// an earlier value: a request's span has about twenty tags, and the
+// search cost it more than the tags themselves. The key must be
+// immutable; the value is copied.
+func (s *Span) AddTag(key, value string) {
+	s.Tags = append(s.Tags, Tag{Key: key, Value: s.own(value)})
+}
+
+// AddConstTag is AddTag for a value that outlives the span (a constant, a
+// configured name), which is not copied.
+func (s *Span) AddConstTag(key, value string) {
+	s.Tags = append(s.Tags, Tag{Key: key, Value: value})
+}
+
 // Log records an event at t. The event must be immutable (a constant).
 func (s *Span) Log(t time.Time, event string) {
 	s.Logs = append(s.Logs, Log{Time: t, Event: event})
@@ -227,7 +279,7 @@ func (s *Span) Child(name string, start time.Time) *Span {
 	} else {
 		c = NewSpan(s.reporter, s.propagator)
 	}
-	c.Trace, c.ID, c.Parent = s.Trace, NewSpanID(), s.ID
+	c.Trace, c.ID, c.Parent = s.Trace, c.NewSpanID(), s.ID
 	c.Name = c.own(name)
 	c.Kind, c.Start, c.Sampled = Client, start, s.Sampled
 	c.TraceState = s.TraceState

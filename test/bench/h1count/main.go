@@ -22,6 +22,13 @@
 //
 //	h1count [-n 20000] [-reps 3] bin/sidecar [/tmp/sidecar-old ...]
 //
+// With -tracing (a list such as off,1,100), each binary is also measured
+// with the HTTP connection manager's tracing at each random_sampling
+// percentage ("off": no tracing block), the spans exported by the
+// OpenTelemetry tracer over OTLP/HTTP, with Envoy's default batching, to a
+// collector in this process that reads each export and answers 200; only
+// the sidecar's instructions are counted, as always.
+//
 // Several binaries are measured interleaved, reps times each, and the
 // median is reported per binary. Every run is bounded in requests and
 // time; only the processes it starts are stopped; every socket is on
@@ -44,6 +51,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -59,23 +67,43 @@ func main() {
 		reps    = flag.Int("reps", 1, "runs per binary (the median is reported)")
 		keep    = flag.String("out", "", "keep callgrind's dump of each run as OUT.<binary index>.<run> (for callgrind_annotate)")
 		timeout = flag.Duration("timeout", 20*time.Minute, "bound on the whole run")
+		tracing = flag.String("tracing", "", "comma-separated tracing cases: off, or a random_sampling percentage")
 	)
 	flag.Parse()
 	bins := flag.Args()
 	if len(bins) == 0 {
 		bins = []string{"bin/sidecar"}
 	}
+	// cases are the configurations measured: each binary, under each
+	// tracing case.
+	type testCase struct{ label, bin, tracing string }
+	var cases []testCase
+	for _, bin := range bins {
+		if *tracing == "" {
+			cases = append(cases, testCase{bin, bin, ""})
+			continue
+		}
+		for t := range strings.SplitSeq(*tracing, ",") {
+			if t != "off" {
+				if _, err := strconv.ParseFloat(t, 64); err != nil {
+					fmt.Fprintf(os.Stderr, "h1count: -tracing: %q is neither off nor a percentage\n", t)
+					os.Exit(2)
+				}
+			}
+			cases = append(cases, testCase{bin + " tracing " + t, bin, t})
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	perReq := make([][]uint64, len(bins))
-	allReq := make([][]uint64, len(bins))
+	perReq := make([][]uint64, len(cases))
+	allReq := make([][]uint64, len(cases))
 	for rep := range *reps {
-		for i, bin := range bins {
+		for i, tc := range cases {
 			out := ""
 			if *keep != "" {
 				out = fmt.Sprintf("%s.%d.%d", *keep, i, rep)
 			}
-			c, err := run(ctx, bin, out, *conns, *warm, *n)
+			c, err := run(ctx, tc.bin, tc.tracing, out, *conns, *warm, *n)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "h1count:", err)
 				os.Exit(1)
@@ -83,13 +111,17 @@ func main() {
 			all, own := c.all/uint64(*n), c.own/uint64(*n)
 			perReq[i] = append(perReq[i], own)
 			allReq[i] = append(allReq[i], all)
-			fmt.Printf("%s: %d requests: %d instructions per request, %d outside the runtime and poller\n", bin, *n, all, own)
+			fmt.Printf("%s: %d requests: %d instructions per request, %d outside the runtime and poller", tc.label, *n, all, own)
+			if tc.tracing != "" && tc.tracing != "off" {
+				fmt.Printf(" (%d exports)", c.exports)
+			}
+			fmt.Println()
 		}
 	}
 	if *reps > 1 {
-		for i, bin := range bins {
+		for i, tc := range cases {
 			fmt.Printf("%s: median %d instructions per request (%s), %d outside the runtime and poller (%s)\n",
-				bin, median(allReq[i]), spread(allReq[i]), median(perReq[i]), spread(perReq[i]))
+				tc.label, median(allReq[i]), spread(allReq[i]), median(perReq[i]), spread(perReq[i]))
 		}
 	}
 }
@@ -106,12 +138,13 @@ func spread(v []uint64) string {
 
 // counts are a run's instructions: all, and the proxy's own (outside the
 // Go runtime and the network poller).
-type counts struct{ all, own uint64 }
+// A traced run also counts the exports the collector received meanwhile.
+type counts struct{ all, own, exports uint64 }
 
 const body = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" +
 	"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
-func run(ctx context.Context, sidecar, keep string, conns, warm, n int) (counts, error) {
+func run(ctx context.Context, sidecar, tracing, keep string, conns, warm, n int) (counts, error) {
 	dir, err := os.MkdirTemp("", "h1count")
 	if err != nil {
 		return counts{}, err
@@ -122,13 +155,26 @@ func run(ctx context.Context, sidecar, keep string, conns, warm, n int) (counts,
 		return counts{}, err
 	}
 	defer up.Close()
-	go serveUpstream(up)
+	go serve(up, upstreamResponse, nil)
 	port, err := benchkit.FreePort()
 	if err != nil {
 		return counts{}, err
 	}
+	// exports counts the collector's requests, reported with a traced
+	// run's figures to show the spans went out.
+	var exports atomic.Int64
+	bootstrap := benchkit.Bootstrap(port, "127.0.0.1", up.Addr().(*net.TCPAddr).Port)
+	if tracing != "" && tracing != "off" {
+		collector, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return counts{}, err
+		}
+		defer collector.Close()
+		go serve(collector, collectorResponse, &exports)
+		bootstrap = withTracing(bootstrap, tracing, collector.Addr().(*net.TCPAddr).Port)
+	}
 	cfg := filepath.Join(dir, "sidecar.yaml")
-	if err := os.WriteFile(cfg, []byte(benchkit.Bootstrap(port, "127.0.0.1", up.Addr().(*net.TCPAddr).Port)), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(bootstrap), 0o600); err != nil {
 		return counts{}, err
 	}
 	out := filepath.Join(dir, "callgrind.out")
@@ -170,6 +216,7 @@ func run(ctx context.Context, sidecar, keep string, conns, warm, n int) (counts,
 		stop()
 		return counts{}, fmt.Errorf("callgrind_control -z: %w", err)
 	}
+	exported := exports.Load()
 	if err := load(addr, conns, n); err != nil {
 		stop()
 		return counts{}, err
@@ -178,6 +225,7 @@ func run(ctx context.Context, sidecar, keep string, conns, warm, n int) (counts,
 		stop()
 		return counts{}, fmt.Errorf("callgrind_control -d: %w", err)
 	}
+	exported = exports.Load() - exported
 	stop()
 	dumps, _ := filepath.Glob(out + ".*")
 	if len(dumps) == 0 {
@@ -185,6 +233,7 @@ func run(ctx context.Context, sidecar, keep string, conns, warm, n int) (counts,
 	}
 	dump := dumps[0]
 	c, err := summary(dump)
+	c.exports = uint64(exported)
 	if err == nil && keep != "" {
 		err = os.Rename(dump, keep)
 	}
@@ -279,9 +328,41 @@ func waitPort(ctx context.Context, addr string, exited <-chan struct{}) error {
 	return fmt.Errorf("%s did not open", addr)
 }
 
-// serveUpstream answers every request with a 128-byte body.
-func serveUpstream(l net.Listener) {
-	response := []byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 128\r\n\r\n" + body)
+// The answers of the upstream (a 128-byte body) and of the collector (an
+// empty 200, as an OTLP/HTTP collector's success may be).
+var (
+	upstreamResponse  = []byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 128\r\n\r\n" + body)
+	collectorResponse = []byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+)
+
+// withTracing adds the HTTP connection manager's tracing at percent random
+// sampling to the peers bootstrap, with the OpenTelemetry tracer exporting
+// over OTLP/HTTP to a cluster of the collector at port.
+func withTracing(bootstrap, percent string, port int) string {
+	const anchor = "          codec_type: AUTO\n"
+	tracing := anchor + fmt.Sprintf(`          tracing:
+            random_sampling: {value: %s}
+            provider:
+              name: envoy.tracers.opentelemetry
+              typed_config:
+                "@type": type.googleapis.com/envoy.config.trace.v3.OpenTelemetryConfig
+                http_service: {http_uri: {uri: "http://collector/v1/traces", cluster: otlp, timeout: 5s}}
+`, percent)
+	cluster := fmt.Sprintf(`  - name: otlp
+    type: STATIC
+    connect_timeout: 1s
+    load_assignment:
+      cluster_name: otlp
+      endpoints:
+      - lb_endpoints:
+        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}
+`, port)
+	return strings.Replace(bootstrap, anchor, tracing, 1) + cluster
+}
+
+// serve answers every request on l's connections with response, counting
+// them in count when it is not nil.
+func serve(l net.Listener, response []byte, count *atomic.Int64) {
 	for {
 		c, err := l.Accept()
 		if err != nil {
@@ -307,6 +388,9 @@ func serveUpstream(l net.Listener) {
 					if !drainBody(&b) {
 						return
 					}
+				}
+				if count != nil {
+					count.Add(1)
 				}
 				if _, err := c.Write(response); err != nil {
 					return

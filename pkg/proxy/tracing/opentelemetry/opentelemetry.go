@@ -113,11 +113,11 @@ func (d *driver) StartSpan(h tracing.Headers, o tracing.StartOptions) *tracing.S
 	if o.Egress {
 		s.Kind = tracing.Client
 	}
-	s.ID = tracing.NewSpanID()
+	s.ID = s.NewSpanID()
 	p, err := extract(h)
 	switch {
 	case err == errNoContext: // a sentinel, never wrapped
-		s.Trace = tracing.NewTraceID(false)
+		s.Trace = s.NewTraceID(false)
 		s.Sampled = o.Traced
 	case err != nil:
 		return nil

@@ -1,6 +1,7 @@
 package opentelemetry
 
 import (
+	"encoding/binary"
 	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -105,6 +106,11 @@ func spanSize(s *tracing.Span) int {
 		n += lenField(len(s.Name))
 	}
 	for _, t := range s.Tags {
+		if kv := len(t.Key) + len(t.Value); kv < maxShortKV && t.Key != "" {
+			// A short KeyValue (kvSize) and its one-byte tag and length.
+			n += 8 + kv
+			continue
+		}
 		n += lenField(kvSize(t.Key, t.Value))
 	}
 	return n
@@ -119,31 +125,32 @@ func kindOf(s *tracing.Span) uint64 {
 }
 
 // appendSpan appends a Span of size bytes (its spanSize) as field num.
+// The fixed fields are written as bytes rather than through protowire's
+// calls, one per tag, length and value: every sampled request has a span.
 func appendSpan(b []byte, s *tracing.Span, size int) []byte {
-	b = protowire.AppendTag(b, fieldSpans, protowire.BytesType)
+	b = append(b, fieldSpans<<3|byte(protowire.BytesType))
 	b = protowire.AppendVarint(b, uint64(size))
-	b = protowire.AppendTag(b, fieldTraceID, protowire.BytesType)
-	b = protowire.AppendBytes(b, s.Trace[:])
-	b = protowire.AppendTag(b, fieldSpanID, protowire.BytesType)
-	b = protowire.AppendBytes(b, s.ID[:])
+	b = append(b, fieldTraceID<<3|byte(protowire.BytesType), byte(len(s.Trace)))
+	b = append(b, s.Trace[:]...)
+	b = append(b, fieldSpanID<<3|byte(protowire.BytesType), byte(len(s.ID)))
+	b = append(b, s.ID[:]...)
 	if s.TraceState != "" {
 		b = protowire.AppendTag(b, fieldTraceState, protowire.BytesType)
 		b = protowire.AppendString(b, s.TraceState)
 	}
 	if !s.Parent.IsZero() {
-		b = protowire.AppendTag(b, fieldParentSpanID, protowire.BytesType)
-		b = protowire.AppendBytes(b, s.Parent[:])
+		b = append(b, fieldParentSpanID<<3|byte(protowire.BytesType), byte(len(s.Parent)))
+		b = append(b, s.Parent[:]...)
 	}
 	if s.Name != "" {
-		b = protowire.AppendTag(b, fieldName, protowire.BytesType)
+		b = append(b, fieldName<<3|byte(protowire.BytesType))
 		b = protowire.AppendString(b, s.Name)
 	}
-	b = protowire.AppendTag(b, fieldKind, protowire.VarintType)
-	b = protowire.AppendVarint(b, kindOf(s))
-	b = protowire.AppendTag(b, fieldStart, protowire.Fixed64Type)
-	b = protowire.AppendFixed64(b, uint64(s.Start.UnixNano()))
-	b = protowire.AppendTag(b, fieldEnd, protowire.Fixed64Type)
-	b = protowire.AppendFixed64(b, uint64(s.End.UnixNano()))
+	// The kind is 2 or 3: a one-byte varint.
+	b = append(b, fieldKind<<3|byte(protowire.VarintType), byte(kindOf(s)), fieldStart<<3|byte(protowire.Fixed64Type))
+	b = binary.LittleEndian.AppendUint64(b, uint64(s.Start.UnixNano()))
+	b = append(b, fieldEnd<<3|byte(protowire.Fixed64Type))
+	b = binary.LittleEndian.AppendUint64(b, uint64(s.End.UnixNano()))
 	for _, t := range s.Tags {
 		b = appendKV(b, fieldSpanAttrs, t.Key, t.Value)
 	}

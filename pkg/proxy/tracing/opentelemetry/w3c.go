@@ -80,9 +80,9 @@ type w3c struct{}
 func (w3c) Inject(s *tracing.Span, h tracing.HeaderSetter) {
 	const digits = "0123456789abcdef"
 	b := append(s.Scratch[:0], "00-"...)
-	b = hex.AppendEncode(b, s.Trace[:])
+	b = s.Trace.AppendHex(b)
 	b = append(b, '-')
-	b = hex.AppendEncode(b, s.ID[:])
+	b = s.ID.AppendHex(b)
 	b = append(b, "-0"...)
 	if s.Sampled {
 		b = append(b, digits[1])

@@ -190,15 +190,15 @@ func (b3) Inject(s *tracing.Span, h tracing.HeaderSetter) {
 	if cap(b) < 64 {
 		b = make([]byte, 0, 64)
 	}
-	trace := s.Trace[:]
 	if binary.BigEndian.Uint64(s.Trace[:8]) == 0 {
-		trace = s.Trace[8:]
+		b = tracing.AppendHex64(b, binary.BigEndian.Uint64(s.Trace[8:]))
+	} else {
+		b = s.Trace.AppendHex(b)
 	}
-	b = hex.AppendEncode(b, trace)
 	traceHex := b[:len(b):len(b)]
-	b = hex.AppendEncode(b, s.ID[:])
+	b = s.ID.AppendHex(b)
 	spanHex := b[len(traceHex):]
-	b = hex.AppendEncode(b, s.Parent[:])
+	b = s.Parent.AppendHex(b)
 	parentHex := b[len(traceHex)+len(spanHex):]
 	s.Scratch = b
 	h.Set(b3TraceID, unsafeString(traceHex))

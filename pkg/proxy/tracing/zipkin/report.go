@@ -2,7 +2,7 @@ package zipkin
 
 import (
 	"context"
-	"encoding/hex"
+	"encoding/binary"
 	"strconv"
 	"unicode/utf8"
 
@@ -40,10 +40,10 @@ func appendSpans(b []byte, service string, spans []*tracing.Span) []byte {
 		b = appendTraceID(b, s.Trace)
 		if !s.Parent.IsZero() {
 			b = append(b, `","parentId":"`...)
-			b = hex.AppendEncode(b, s.Parent[:])
+			b = s.Parent.AppendHex(b)
 		}
 		b = append(b, `","id":"`...)
-		b = hex.AppendEncode(b, s.ID[:])
+		b = s.ID.AppendHex(b)
 		if s.Kind == tracing.Client {
 			b = append(b, `","kind":"CLIENT","name":`...)
 		} else {
@@ -96,9 +96,9 @@ func appendSpans(b []byte, service string, spans []*tracing.Span) []byte {
 // 128-bit, else 16 (traceIDHex).
 func appendTraceID(b []byte, t tracing.TraceID) []byte {
 	if [8]byte(t[:8]) == [8]byte{} {
-		return hex.AppendEncode(b, t[8:])
+		return tracing.AppendHex64(b, binary.BigEndian.Uint64(t[8:]))
 	}
-	return hex.AppendEncode(b, t[:])
+	return t.AppendHex(b)
 }
 
 // appendString appends s as a JSON string, escaped as encoding/json does:

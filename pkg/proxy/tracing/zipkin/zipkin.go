@@ -104,16 +104,16 @@ func (d *driver) StartSpan(h tracing.Headers, o tracing.StartOptions) *tracing.S
 	}
 	switch {
 	case errors.Is(err, errNoContext):
-		s.ID = tracing.NewSpanID()
+		s.ID = s.NewSpanID()
 		// A new trace's low half is the root span's id, as in Envoy.
-		s.Trace = tracing.NewTraceID(true)
+		s.Trace = s.NewTraceID(true)
 		copy(s.Trace[8:], s.ID[:])
 		if d.long {
-			high := tracing.NewSpanID()
+			high := s.NewSpanID()
 			copy(s.Trace[:8], high[:])
 		}
 	case o.Egress || !d.shared:
-		s.Trace, s.ID, s.Parent = c.trace, tracing.NewSpanID(), c.span
+		s.Trace, s.ID, s.Parent = c.trace, s.NewSpanID(), c.span
 	default:
 		s.Trace, s.ID, s.Parent, s.Shared = c.trace, c.span, c.parent, true
 	}
