@@ -35,6 +35,7 @@ run: build
 test: lint check-manifests test-assets test-unit test-e2e test-cluster test-chart test-browser test-image
 
 test-unit:
+	hack/tls-tools.sh
 	$(GO) test -count=1 ./pkg/... ./cmd/...
 
 test-e2e: build test-capture
