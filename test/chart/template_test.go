@@ -63,6 +63,7 @@ func TestTemplateRejectsBadValues(t *testing.T) {
 		"lease duration a string": {set: []string{"controller.leaderElection.leaseDurationSeconds=15s"},
 			want: "/controller/leaderElection/leaseDurationSeconds"},
 		"prometheus naming":           {set: []string{"sidecar.prometheusNaming=prometheus"}, want: "/sidecar/prometheusNaming"},
+		"tls secret not a name":       {set: []string{"sidecar.tlsSecret=Mesh_TLS"}, want: "/sidecar/tlsSecret"},
 		"dashboard unknown key":       {set: []string{"monitoring.grafanaDashboard.lable=x"}, want: "lable"},
 		"dashboard label number":      {set: []string{"monitoring.grafanaDashboard.labels.grafana_dashboard=1"}, want: "/monitoring/grafanaDashboard/labels/grafana_dashboard"},
 		"rule namespace not DNS":      {set: []string{"monitoring.prometheusRule.namespace=Mon"}, want: "/monitoring/prometheusRule/namespace"},
