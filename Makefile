@@ -12,7 +12,7 @@ BUILDFLAGS := -buildvcs=auto
 CONFIG ?= examples/quickstart.yaml
 
 .PHONY: plugin plugin-dist
-.PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers bench-floods bench-tcpproxy bench-dns bench-hc bench-resilience bench-hotrestart bench-instructions bench-xds lint fmt clean \
+.PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers bench-floods bench-tcpproxy bench-tls bench-dns bench-hc bench-resilience bench-hotrestart bench-instructions bench-xds lint fmt clean \
 	manifests generate check-manifests test-cluster helm test-chart chart-crds test-browser image push test-image
 
 all: build
@@ -35,6 +35,7 @@ run: build
 test: lint check-manifests test-assets test-unit test-e2e test-cluster test-chart test-browser test-image
 
 test-unit:
+	hack/tls-tools.sh
 	$(GO) test -count=1 ./pkg/... ./cmd/...
 
 test-e2e: build test-capture
@@ -146,6 +147,12 @@ bench-peers: build
 # tcp_proxy beside haproxy in TCP mode (small messages, bulk upload and
 # download), each proxy alone on CPU 0 with one worker, the clients and
 # upstreams on CPU 1 (test/bench/tcpproxy; haproxy from Debian's package).
+# TLS termination beside haproxy: keep-alive HTTPS, new and resumed
+# handshakes, h2 over TLS beside h2c, memory per idle TLS connection
+# (BENCHMARKS.md, issue #14).
+bench-tls: build
+	test/bench/tls/run.sh $(BIN)/sidecar
+
 bench-tcpproxy: build
 	$(GO) build $(BUILDFLAGS) -o $(BIN)/tcpbench ./test/bench/tcpproxy
 	taskset -c 1 $(BIN)/tcpbench -sidecar $(BIN)/sidecar -reps $${REPS:-3} -dur $${DUR:-5s}

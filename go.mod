@@ -28,6 +28,7 @@ require (
 	github.com/prometheus/common v0.67.1
 	github.com/spf13/pflag v1.0.10
 	go.opentelemetry.io/proto/otlp v1.11.0
+	golang.org/x/crypto v0.58.0
 	golang.org/x/net v0.62.0
 	golang.org/x/sys v0.49.0
 	golang.org/x/time v0.9.0

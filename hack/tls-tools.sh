@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes sure the TLS clients the e2e TLS specs drive are installed: curl
+# Makes sure the TLS clients the TLS tests drive are installed: curl
 # and openssl. Missing ones are installed from Debian's packages (apt-get
 # update first, once). Without root nothing can be installed: the script
 # says so and exits 0, and the specs that need a missing tool skip.

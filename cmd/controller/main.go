@@ -240,7 +240,7 @@ func restConfig(path string) (*rest.Config, error) {
 // --sidecar-* flags, with the bootstrap file read once, at start.
 func injectConfig(o options) (inject.Config, error) {
 	cfg := inject.Config{Image: o.sidecarImage, AdminPort: int32(o.sidecarAdminPort), ProbePort: int32(o.sidecarProbePort),
-		PrometheusNaming: o.sidecarNaming, CaptureIPv6: o.sidecarIPv6}
+		PrometheusNaming: o.sidecarNaming, CaptureIPv6: o.sidecarIPv6, TLSSecret: o.sidecarTLSSecret}
 	if o.controlPlane != "" {
 		cp, err := controlPlane(o)
 		if err != nil {

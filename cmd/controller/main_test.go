@@ -48,6 +48,7 @@ current-context: c
 		"empty sidecar image":       {args: []string{"--sidecar-image="}, want: "error: --sidecar-image: empty\n"},
 		"sidecar admin port zero":   {args: []string{"--sidecar-admin-port=0"}, want: "error: --sidecar-admin-port: 0 is not a port number (1-65535)\n"},
 		"probe port is admin port":  {args: []string{"--sidecar-probe-port=9901"}, want: "error: --sidecar-probe-port: 9901 is the admin port too\n"},
+		"bad tls secret":            {args: []string{"--sidecar-tls-secret=Mesh_TLS"}, want: "error: --sidecar-tls-secret: \"Mesh_TLS\" is not a Secret name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')\n"},
 		"unknown naming":            {args: []string{"--sidecar-prometheus-naming=statsd"}, want: "error: --sidecar-prometheus-naming: \"statsd\" is neither proxy nor envoy\n"},
 		"missing webhook certificate": {
 			args: []string{"--kubeconfig", kubeconfig, "--webhook-cert-dir=/nonexistent/certs"},

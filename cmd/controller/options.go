@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/leaderelection"
 
 	"github.com/outrigger-dev/outrigger/pkg/apis/proxy/v1alpha1"
@@ -66,6 +67,7 @@ type options struct {
 	controlPlaneAPIType string
 	controlPlaneCAFile  string
 	controlPlaneSNI     string
+	sidecarTLSSecret    string
 }
 
 // Defaults of the API client's rate limits. client-go's own (5 requests a
@@ -133,6 +135,8 @@ func flags(o *options) *pflag.FlagSet {
 	fs.IntVar(&o.sidecarProbePort, "sidecar-probe-port", inject.DefaultProbePort, "probe listener port of injected proxies: the kubelet's probes and Prometheus's scrapes")
 	fs.BoolVar(&o.sidecarIPv6, "sidecar-capture-ipv6", false,
 		"the built-in capture bootstrap's listeners also listen on [::] (dual-stack clusters: the capture rules redirect IPv6 connections too)")
+	fs.StringVar(&o.sidecarTLSSecret, "sidecar-tls-secret", "",
+		"Secret (of each pod's namespace) mounted read-only at "+inject.TLSDir+" into injected proxies whose pod has no "+inject.AnnotationTLSSecret+" annotation (empty: none)")
 	fs.StringVar(&o.sidecarNaming, "sidecar-prometheus-naming", "proxy",
 		"Prometheus naming of injected proxies (their --prometheus-naming): proxy (proxy_ prefix) or envoy (Envoy's envoy_ names, for Envoy's dashboards and alerts)")
 	fs.StringVar(&o.controlPlane, "sidecar-control-plane", "",
@@ -217,6 +221,11 @@ func (o *options) validate() error {
 	}{{"--sidecar-admin-port", o.sidecarAdminPort}, {"--sidecar-probe-port", o.sidecarProbePort}} {
 		if f.port < 1 || f.port > 65535 {
 			errs = append(errs, fmt.Errorf("%s: %d is not a port number (1-65535)", f.name, f.port))
+		}
+	}
+	if o.sidecarTLSSecret != "" {
+		if msgs := validation.IsDNS1123Subdomain(o.sidecarTLSSecret); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--sidecar-tls-secret: %q is not a Secret name: %s", o.sidecarTLSSecret, strings.Join(msgs, "; ")))
 		}
 	}
 	if o.sidecarNaming != "proxy" && o.sidecarNaming != "envoy" {

@@ -70,6 +70,7 @@ func TestTemplateRejectsBadValues(t *testing.T) {
 		"control plane and bootstrap": {set: []string{"sidecar.controlPlane.address=xds", "sidecar.bootstrap=x"}, want: "sidecar.controlPlane.address and sidecar.bootstrap cannot both be set"},
 		"control plane sni alone":     {set: []string{"sidecar.controlPlane.address=xds", "sidecar.controlPlane.tls.sni=x"}, want: "sidecar.controlPlane.tls.sni is only used with TLS"},
 		"control plane tls alone":     {set: []string{"sidecar.controlPlane.tls.caBundle=x"}, want: "sidecar.controlPlane.tls needs sidecar.controlPlane.address"},
+		"tls secret not a name":       {set: []string{"sidecar.tlsSecret=Mesh_TLS"}, want: "/sidecar/tlsSecret"},
 		"dashboard unknown key":       {set: []string{"monitoring.grafanaDashboard.lable=x"}, want: "lable"},
 		"dashboard label number":      {set: []string{"monitoring.grafanaDashboard.labels.grafana_dashboard=1"}, want: "/monitoring/grafanaDashboard/labels/grafana_dashboard"},
 		"rule namespace not DNS":      {set: []string{"monitoring.prometheusRule.namespace=Mon"}, want: "/monitoring/prometheusRule/namespace"},

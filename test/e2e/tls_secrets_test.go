@@ -50,7 +50,67 @@ func servedSerial(port int, f *tlsFiles) string {
 	return c.ConnectionState().PeerCertificates[0].SerialNumber.Text(16)
 }
 
+// secretVolume lays out files as the kubelet does in a Secret volume:
+// each key a symlink to ..data/<key>, ..data a symlink to a timestamped
+// folder. Called again, it swaps ..data atomically to a new folder, as the
+// kubelet does when the Secret changes.
+func secretVolume(dir, version string, files map[string][]byte) {
+	GinkgoHelper()
+	ts := filepath.Join(dir, "..2026_"+version)
+	Expect(os.MkdirAll(ts, 0o700)).To(Succeed())
+	for k, b := range files {
+		Expect(os.WriteFile(filepath.Join(ts, k), b, 0o600)).To(Succeed())
+		link := filepath.Join(dir, k)
+		if _, err := os.Lstat(link); err != nil {
+			Expect(os.Symlink(filepath.Join("..data", k), link)).To(Succeed())
+		}
+	}
+	tmp := filepath.Join(dir, "..data_tmp")
+	Expect(os.Symlink(filepath.Base(ts), tmp)).To(Succeed())
+	Expect(os.Rename(tmp, filepath.Join(dir, "..data"))).To(Succeed())
+}
+
 var _ = Describe("TLS secrets", func() {
+	It("follows a mounted Secret's files named by an unchanged SDS file, through watched_directory", func() {
+		dir := newDir()
+		f := newTLSFiles(dir)
+		ca, err := tlstest.NewCA("renewal CA")
+		Expect(err).NotTo(HaveOccurred())
+		f.caPool.AddCert(ca.Cert)
+		renewed, err := ca.Issue(tlstest.Options{CommonName: "localhost", DNS: []string{"localhost"}})
+		Expect(err).NotTo(HaveOccurred())
+		mount := filepath.Join(dir, "tls")
+		Expect(os.MkdirAll(mount, 0o700)).To(Succeed())
+		secretVolume(mount, "1", map[string][]byte{"tls.crt": []byte(readFile(f.cert)), "tls.key": []byte(readFile(f.key))})
+		sdsDir := filepath.Join(dir, "sds")
+		Expect(os.MkdirAll(sdsDir, 0o700)).To(Succeed())
+		sdsFile := filepath.Join(sdsDir, "sds.yaml")
+		writeFile(sdsFile, sdsResponse("1", "server_cert", `{certificate_chain: {filename: `+mount+`/tls.crt}, private_key: {filename: `+mount+`/tls.key}}`))
+		port := freePort()
+		chain := `{filters: [` + directHCM("renewed", "") + `],
+  transport_socket: {name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext,
+    common_tls_context: {tls_certificate_sds_secret_configs: [{name: server_cert, sds_config: {path_config_source: {path: ` + sdsFile + `, watched_directory: {path: ` + mount + `}}}}]}}}}`
+		s := Start(dir, tlsBootstrap(port, "", []string{chain}))
+		first := servedSerial(port, f)
+		Expect(statValue(s, "sds.server_cert.update_success")).To(Equal("1"))
+
+		// The kubelet swaps ..data: the SDS file is the same, the files
+		// it names are not.
+		secretVolume(mount, "2", map[string][]byte{"tls.crt": renewed.CertPEM, "tls.key": renewed.KeyPEM})
+		want := renewed.Cert.SerialNumber.Text(16)
+		Expect(want).NotTo(Equal(first))
+		Eventually(func() string { return servedSerial(port, f) }, 5*time.Second, 50*time.Millisecond).Should(Equal(want))
+		Expect(s.Get("/certs").Body).To(ContainSubstring(want))
+
+		// A swap to files that do not parse is rejected and counted; the
+		// renewed certificate stays.
+		secretVolume(mount, "3", map[string][]byte{"tls.crt": []byte("not a certificate"), "tls.key": renewed.KeyPEM})
+		// (Each later move in the folder tries the files again: at least one
+		// rejection.)
+		Eventually(func() string { return statValue(s, "sds.server_cert.update_rejected") }, 5*time.Second).Should(MatchRegexp(`^[1-9]`))
+		Expect(servedSerial(port, f)).To(Equal(want))
+	})
+
 	It("takes certificates and validation contexts from static secrets by name, on listeners and clusters, redacted in /config_dump", func() {
 		dir := newDir()
 		f := newTLSFiles(dir)

@@ -47,6 +47,11 @@ const (
 	// AnnotationExcludeOutboundCIDRs lists outbound destinations never
 	// captured.
 	AnnotationExcludeOutboundCIDRs = "proxy.outrigger.dev/exclude-outbound-cidrs"
+	// AnnotationTLSSecret names a Secret of the pod's namespace (a
+	// kubernetes.io/tls Secret, such as cert-manager issues: tls.crt,
+	// tls.key and ca.crt) mounted read-only into the proxy at TLSDir, for
+	// the bootstrap's tls_certificates and trusted_ca to read.
+	AnnotationTLSSecret = "proxy.outrigger.dev/tls-secret"
 	// AnnotationInjected marks a pod the webhook injected, so that the API
 	// server's reinvocation leaves it alone while a pod that brings its own
 	// container named like the proxy is refused.
@@ -93,6 +98,7 @@ func refuse(annotation, format string, args ...any) *Refusal {
 type podOptions struct {
 	adminPort            int32
 	bootstrapConfigMap   string
+	tlsSecret            string
 	requests, limits     map[string]resource.Quantity // by resource name
 	logLevel             string
 	drainTime            int64
@@ -120,6 +126,13 @@ func parseOptions(annotations map[string]string, gracePeriod *int64, cfg Config)
 			return o, refuse(AnnotationBootstrapConfigMap, "%q is not a ConfigMap name: %s", v, strings.Join(errs, "; "))
 		}
 		o.bootstrapConfigMap = v
+	}
+	o.tlsSecret = cfg.TLSSecret
+	if v, ok := annotations[AnnotationTLSSecret]; ok {
+		if errs := validation.IsDNS1123Subdomain(v); len(errs) > 0 {
+			return o, refuse(AnnotationTLSSecret, "%q is not a Secret name: %s", v, strings.Join(errs, "; "))
+		}
+		o.tlsSecret = v
 	}
 	if r := o.parseResources(annotations); r != nil {
 		return o, r

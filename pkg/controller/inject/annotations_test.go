@@ -168,6 +168,41 @@ func TestControls(t *testing.T) {
 				}
 			},
 		},
+		"tls secret": {
+			annotations: map[string]string{AnnotationTLSSecret: "shop-tls"},
+			check: func(t *testing.T, pod *corev1.Pod, c corev1.Container) {
+				want := []corev1.VolumeMount{{Name: TLSVolume, MountPath: "/etc/outrigger-tls", ReadOnly: true}}
+				if diff := cmp.Diff(want, c.VolumeMounts); diff != "" {
+					t.Errorf("mounts (-want +got):\n%s", diff)
+				}
+				wantVolumes := []corev1.Volume{{Name: "proxy-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "shop-tls"}}}}
+				if diff := cmp.Diff(wantVolumes, pod.Spec.Volumes); diff != "" {
+					t.Errorf("volumes (-want +got):\n%s", diff)
+				}
+			},
+		},
+		"tls secret beside a bootstrap configmap": {
+			annotations: map[string]string{AnnotationTLSSecret: "shop-tls", AnnotationBootstrapConfigMap: "shop-proxy"},
+			check: func(t *testing.T, pod *corev1.Pod, c corev1.Container) {
+				want := []corev1.VolumeMount{
+					{Name: BootstrapVolume, MountPath: "/etc/outrigger", ReadOnly: true},
+					{Name: TLSVolume, MountPath: "/etc/outrigger-tls", ReadOnly: true},
+				}
+				if diff := cmp.Diff(want, c.VolumeMounts); diff != "" {
+					t.Errorf("mounts (-want +got):\n%s", diff)
+				}
+				if len(pod.Spec.Volumes) != 2 || pod.Spec.Volumes[0].ConfigMap == nil || pod.Spec.Volumes[1].Secret == nil {
+					t.Errorf("volumes %+v: want the ConfigMap's and the Secret's", pod.Spec.Volumes)
+				}
+			},
+		},
+		"no tls secret, no volume": {
+			check: func(t *testing.T, pod *corev1.Pod, c corev1.Container) {
+				if len(c.VolumeMounts) != 0 || len(pod.Spec.Volumes) != 0 {
+					t.Errorf("mounts %+v, volumes %+v: want none", c.VolumeMounts, pod.Spec.Volumes)
+				}
+			},
+		},
 		"admin port annotation moves the bootstrap's admin": {
 			annotations: map[string]string{"proxy.outrigger.dev/admin-port": "19000"},
 			check: func(t *testing.T, _ *corev1.Pod, c corev1.Container) {
@@ -193,6 +228,33 @@ func TestControls(t *testing.T) {
 			}
 			tc.check(t, pod, proxyOf(t, pod))
 		})
+	}
+}
+
+// TestConfigTLSSecret checks the chart-wide certificate Secret
+// (--sidecar-tls-secret): mounted into pods that name none, and replaced
+// by the one a pod names.
+func TestConfigTLSSecret(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.TLSSecret = "mesh-tls"
+	for _, tc := range []struct {
+		annotations map[string]string
+		want        string
+	}{
+		{nil, "mesh-tls"},
+		{map[string]string{AnnotationTLSSecret: "shop-tls"}, "shop-tls"},
+	} {
+		pod := appPod()
+		pod.Annotations = tc.annotations
+		if _, err := Inject(pod, cfg); err != nil {
+			t.Fatal(err)
+		}
+		if len(pod.Spec.Volumes) != 1 || pod.Spec.Volumes[0].Secret == nil || pod.Spec.Volumes[0].Secret.SecretName != tc.want {
+			t.Errorf("annotations %v: volumes %+v, want the Secret %s", tc.annotations, pod.Spec.Volumes, tc.want)
+		}
+		if m := proxyOf(t, pod).VolumeMounts; len(m) != 1 || m[0].MountPath != TLSDir || !m[0].ReadOnly {
+			t.Errorf("annotations %v: mounts %+v, want %s read-only", tc.annotations, m, TLSDir)
+		}
 	}
 }
 
@@ -244,10 +306,13 @@ func TestRefusals(t *testing.T) {
 			annotations: map[string]string{AnnotationDrainTime: "5"}, edit: grace(2), annotation: AnnotationDrainTime,
 			reason: "(2)",
 		},
-		"configmap name":         {annotations: map[string]string{AnnotationBootstrapConfigMap: "Shop_Proxy"}, annotation: AnnotationBootstrapConfigMap, reason: `"Shop_Proxy" is not a ConfigMap name`},
-		"configmap empty":        {annotations: map[string]string{AnnotationBootstrapConfigMap: ""}, annotation: AnnotationBootstrapConfigMap, reason: "is not a ConfigMap name"},
-		"configmap volume clash": {annotations: map[string]string{AnnotationBootstrapConfigMap: "b"}, edit: func(p *corev1.Pod) { p.Spec.Volumes = []corev1.Volume{{Name: BootstrapVolume}} }, annotation: AnnotationBootstrapConfigMap, reason: `already has a volume named "proxy-bootstrap"`},
-		"admin port":             {annotations: map[string]string{"proxy.outrigger.dev/admin-port": "70000"}, annotation: "proxy.outrigger.dev/admin-port", reason: `"70000" is not a port`},
+		"configmap name":          {annotations: map[string]string{AnnotationBootstrapConfigMap: "Shop_Proxy"}, annotation: AnnotationBootstrapConfigMap, reason: `"Shop_Proxy" is not a ConfigMap name`},
+		"configmap empty":         {annotations: map[string]string{AnnotationBootstrapConfigMap: ""}, annotation: AnnotationBootstrapConfigMap, reason: "is not a ConfigMap name"},
+		"tls secret name":         {annotations: map[string]string{AnnotationTLSSecret: "Shop_TLS"}, annotation: AnnotationTLSSecret, reason: `"Shop_TLS" is not a Secret name`},
+		"tls secret empty":        {annotations: map[string]string{AnnotationTLSSecret: ""}, annotation: AnnotationTLSSecret, reason: `"" is not a Secret name`},
+		"tls secret volume clash": {annotations: map[string]string{AnnotationTLSSecret: "t"}, edit: func(p *corev1.Pod) { p.Spec.Volumes = []corev1.Volume{{Name: TLSVolume}} }, annotation: AnnotationTLSSecret, reason: `already has a volume named "proxy-tls"`},
+		"configmap volume clash":  {annotations: map[string]string{AnnotationBootstrapConfigMap: "b"}, edit: func(p *corev1.Pod) { p.Spec.Volumes = []corev1.Volume{{Name: BootstrapVolume}} }, annotation: AnnotationBootstrapConfigMap, reason: `already has a volume named "proxy-bootstrap"`},
+		"admin port":              {annotations: map[string]string{"proxy.outrigger.dev/admin-port": "70000"}, annotation: "proxy.outrigger.dev/admin-port", reason: `"70000" is not a port`},
 		"own proxy container": {
 			edit: func(p *corev1.Pod) {
 				p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "proxy", Image: "envoy"})

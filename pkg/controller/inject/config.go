@@ -37,6 +37,13 @@ const (
 	BootstrapDir = "/etc/outrigger"
 	// BootstrapKey is the key of a bootstrap ConfigMap.
 	BootstrapKey = "bootstrap.yaml"
+	// TLSVolume is the volume of the certificate Secret, mounted into the
+	// proxy at TLSDir.
+	TLSVolume = "proxy-tls"
+	// TLSDir is where the proxy reads the certificate Secret's keys: a
+	// directory of its own, beside BootstrapDir rather than in it, so that
+	// the two read-only volumes never nest.
+	TLSDir = "/etc/outrigger-tls"
 )
 
 // Prometheus's conventional scrape annotations, set where absent.
@@ -64,6 +71,10 @@ type Config struct {
 	// empty, the sidecar's default, passed as nothing) or "envoy", so that
 	// Envoy's dashboards and alerts work on the pods' scrapes.
 	PrometheusNaming string
+	// TLSSecret names the certificate Secret mounted at TLSDir into every
+	// injected proxy whose pod does not name one with AnnotationTLSSecret;
+	// empty: none.
+	TLSSecret string
 	// CaptureIPv6 makes the built-in capture bootstrap's listeners take
 	// IPv6 connections too, for dual-stack clusters.
 	CaptureIPv6 bool

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -133,6 +134,9 @@ func TestWebhook(t *testing.T) {
 	}
 	for _, ns := range []*corev1.Namespace{
 		{ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
+		// The refusals' events are told apart by their pod's namespace:
+		// the recorder folds those of one pod name into a series.
+		{ObjectMeta: metav1.ObjectMeta{Name: "certs"}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "mesh", Labels: map[string]string{InjectLabel: InjectLabelValue}}},
 	} {
 		if err := c.Create(t.Context(), ns); err != nil {
@@ -165,6 +169,7 @@ func TestWebhook(t *testing.T) {
 		pod      *corev1.Pod
 		opts     []client.CreateOption
 		injected bool
+		check    func(t *testing.T, p *corev1.Pod) // more checks of an injected pod
 	}{
 		"labelled pod":                    {pod: newPod("shop", "labelled", labelled(), nil), injected: true},
 		"unlabelled pod":                  {pod: newPod("shop", "unlabelled", nil, nil)},
@@ -175,6 +180,18 @@ func TestWebhook(t *testing.T) {
 		"labelled namespace and pod":      {pod: newPod("mesh", "labelled", labelled(), nil), injected: true},
 		"labelled namespace, label false": {pod: newPod("mesh", "label-false", optOut, nil)},
 		"labelled namespace, opt-out":     {pod: newPod("mesh", "opt-out", nil, optOut)},
+		"labelled pod with a tls secret": {
+			pod: newPod("shop", "tls-secret", labelled(), map[string]string{AnnotationTLSSecret: "shop-tls"}), injected: true,
+			check: func(t *testing.T, p *corev1.Pod) {
+				if len(p.Spec.Volumes) != 1 || p.Spec.Volumes[0].Name != TLSVolume || p.Spec.Volumes[0].Secret == nil || p.Spec.Volumes[0].Secret.SecretName != "shop-tls" {
+					t.Errorf("volumes %+v: want the Secret shop-tls as %s", p.Spec.Volumes, TLSVolume)
+				}
+				want := []corev1.VolumeMount{{Name: TLSVolume, MountPath: TLSDir, ReadOnly: true}}
+				if got := p.Spec.InitContainers[0].VolumeMounts; !reflect.DeepEqual(got, want) {
+					t.Errorf("proxy mounts %+v, want %+v", got, want)
+				}
+			},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -214,6 +231,9 @@ func TestWebhook(t *testing.T) {
 			}
 			if len(p.Spec.Containers) != 1 || p.Spec.Containers[0].Name != "shop" {
 				t.Errorf("containers changed: %v", names(p.Spec.Containers))
+			}
+			if tc.check != nil {
+				tc.check(t, p)
 			}
 		})
 	}
@@ -267,6 +287,10 @@ func testRefusals(t *testing.T, c client.Client) {
 		"bad quantity, labelled pod": {
 			namespace: "shop", labels: labelled(), annotations: map[string]string{AnnotationProxyMemory: "lots"},
 			webhook: "inject.proxy.outrigger.dev", message: `proxy injection refused: proxy.outrigger.dev/proxy-memory: "lots" is not a quantity`,
+		},
+		"bad tls secret name, labelled pod": {
+			namespace: "certs", labels: labelled(), annotations: map[string]string{AnnotationTLSSecret: "Shop.TLS"},
+			webhook: "inject.proxy.outrigger.dev", message: `proxy injection refused: proxy.outrigger.dev/tls-secret: "Shop.TLS" is not a Secret name`,
 		},
 		"bad port, labelled namespace": {
 			namespace:   "mesh",

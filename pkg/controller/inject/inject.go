@@ -66,6 +66,9 @@ func Inject(pod *corev1.Pod, cfg Config) (bool, error) {
 	if opts.bootstrapConfigMap != "" {
 		pod.Spec.Volumes = append(pod.Spec.Volumes, bootstrapVolume(opts.bootstrapConfigMap))
 	}
+	if opts.tlsSecret != "" {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, tlsVolume(opts.tlsSecret))
+	}
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
@@ -107,6 +110,13 @@ func checkPod(pod *corev1.Pod, opts podOptions) *Refusal {
 			}
 		}
 	}
+	if opts.tlsSecret != "" {
+		for _, v := range pod.Spec.Volumes {
+			if v.Name == TLSVolume {
+				return refuse(AnnotationTLSSecret, "the pod already has a volume named %q", TLSVolume)
+			}
+		}
+	}
 	if !opts.capture {
 		return nil
 	}
@@ -145,6 +155,9 @@ func container(cfg Config, opts podOptions) corev1.Container {
 		// pod) instead of starting it with another bootstrap.
 		args = []string{"-c", path.Join(BootstrapDir, BootstrapKey)}
 		mounts = []corev1.VolumeMount{{Name: BootstrapVolume, MountPath: BootstrapDir, ReadOnly: true}}
+	}
+	if opts.tlsSecret != "" {
+		mounts = append(mounts, corev1.VolumeMount{Name: TLSVolume, MountPath: TLSDir, ReadOnly: true})
 	}
 	args = append(args,
 		// The kubelet expands $(VAR) from the container's env.
@@ -213,4 +226,13 @@ func bootstrapVolume(name string) corev1.Volume {
 		LocalObjectReference: corev1.LocalObjectReference{Name: name},
 		Items:                []corev1.KeyToPath{{Key: BootstrapKey, Path: BootstrapKey}},
 	}}}
+}
+
+// tlsVolume is the volume of the certificate Secret name. It is not
+// optional: a missing Secret stops the pod at its volume mount, with an
+// event, rather than starting a proxy without its certificate. The
+// kubelet refreshes the files when the Secret changes (cert-manager's
+// renewals).
+func tlsVolume(name string) corev1.Volume {
+	return corev1.Volume{Name: TLSVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: name}}}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"maps"
@@ -48,6 +49,9 @@ type fileSecret struct {
 	path, dir string
 	p         *tlsconfig.Provider
 	sub       *xds.FileSubscription
+	// files is the digest of the files the current secret names: a read
+	// of an unchanged SDS file whose named files changed recompiles.
+	files [sha256.Size]byte
 }
 
 // newSecretStore indexes the static secrets. Errors name their path.
@@ -134,14 +138,17 @@ func (fs *fileSecret) apply(u xds.Update) error {
 		if !ok || sec.GetName() != fs.p.Name() {
 			continue
 		}
-		if fs.p.Secret() == nil {
-			// The first read: the contexts compile with it next.
-			return fs.p.Update(sec)
-		}
-		if proto.Equal(sec, fs.p.Secret()) {
+		files := filesDigest(sec)
+		if fs.p.Secret() != nil && proto.Equal(sec, fs.p.Secret()) && files == fs.files {
 			return nil
 		}
-		return fs.p.Update(sec)
+		// The first read goes in as it is: the contexts compile with it
+		// next.
+		if err := fs.p.Update(sec); err != nil {
+			return err
+		}
+		fs.files = files
+		return nil
 	}
 	return fmt.Errorf("secret %q is not in the file", fs.p.Name())
 }

@@ -111,9 +111,17 @@ func ParsePrivateKey(data []byte) (crypto.Signer, error) {
 // (nil: none), which decrypts a key in the legacy PEM encryption
 // ("Proc-Type: 4,ENCRYPTED", as openssl writes with -aes256 and the
 // traditional format). As with BoringSSL, a password is no error for a
-// key that is not encrypted. Encrypted PKCS#8 ("ENCRYPTED PRIVATE KEY")
-// is refused: Go's standard library does not decrypt it.
+// key that is not encrypted. Encrypted PKCS#8 ("ENCRYPTED PRIVATE KEY",
+// as openssl pkcs8 -topk8 and openssl genpkey with a cipher write) is
+// decrypted too: see decryptPKCS8.
 func parsePrivateKey(data, password []byte) (crypto.Signer, error) {
+	return parsePrivateKeyLimited(data, password, defaultPKCS8Limits())
+}
+
+// parsePrivateKeyLimited is parsePrivateKey with the bounds on the work
+// an encrypted PKCS#8 key's derivation may ask for (the fuzz test uses
+// small ones).
+func parsePrivateKeyLimited(data, password []byte, limits pkcs8Limits) (crypto.Signer, error) {
 	rest := data
 	for {
 		var b *pem.Block
@@ -121,10 +129,23 @@ func parsePrivateKey(data, password []byte) (crypto.Signer, error) {
 		if b == nil {
 			return nil, errors.New("no PEM private key found")
 		}
-		if b.Type == "ENCRYPTED PRIVATE KEY" {
-			return nil, errors.New("encrypted PKCS#8 keys (ENCRYPTED PRIVATE KEY) are not supported by Outrigger: give an unencrypted key, or one in the legacy PEM encryption (Proc-Type: 4,ENCRYPTED) with password")
-		}
 		der := b.Bytes
+		if b.Type == "ENCRYPTED PRIVATE KEY" {
+			if password == nil {
+				return nil, errors.New("the private key is encrypted (ENCRYPTED PRIVATE KEY) and no password is configured")
+			}
+			plain, err := decryptPKCS8(der, password, limits)
+			if err != nil {
+				return nil, fmt.Errorf("ENCRYPTED PRIVATE KEY: %w", err)
+			}
+			k, err := x509.ParsePKCS8PrivateKey(plain)
+			if err != nil {
+				// A wrong password passes the padding check about once in
+				// 256 tries; what it decrypts to is then no key.
+				return nil, errors.New("ENCRYPTED PRIVATE KEY: " + errWrongPassword)
+			}
+			return asSigner(b.Type, k)
+		}
 		//lint:ignore SA1019 the legacy PEM encryption is what Envoy configurations with a password use; nothing newer in the standard library reads it
 		if x509.IsEncryptedPEMBlock(b) {
 			if password == nil {
@@ -155,12 +176,18 @@ func parsePrivateKey(data, password []byte) (crypto.Signer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", b.Type, err)
 		}
-		s, ok := k.(crypto.Signer)
-		if !ok {
-			return nil, fmt.Errorf("%s: unsupported key type %T", b.Type, k)
-		}
-		return s, nil
+		return asSigner(b.Type, k)
 	}
+}
+
+// asSigner returns the key k read from a PEM block of type typ as a
+// crypto.Signer, or an error naming its type.
+func asSigner(typ string, k any) (crypto.Signer, error) {
+	s, ok := k.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("%s: unsupported key type %T", typ, k)
+	}
+	return s, nil
 }
 
 // publicKeyMatches reports whether key is the private half of pub.

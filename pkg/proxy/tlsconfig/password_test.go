@@ -35,7 +35,7 @@ func TestPrivateKeyPassword(t *testing.T) {
 		{"a password for a plain key is no error", p.keyFile, inline("secret"), ""},
 		{"wrong password", encrypted, inline("nope"), "private_key: " + encrypted + ": cannot decrypt the private key with the password"},
 		{"no password", encrypted, nil, "no password is configured"},
-		{"encrypted PKCS#8", pkcs8, inline("secret"), "encrypted PKCS#8 keys (ENCRYPTED PRIVATE KEY) are not supported by Outrigger"},
+		{"encrypted PKCS#8 that does not parse", pkcs8, inline("secret"), "private_key: " + pkcs8 + ": ENCRYPTED PRIVATE KEY: EncryptedPrivateKeyInfo: "},
 		{"unreadable password", encrypted, file(p.dir + "/missing"), "password.filename: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

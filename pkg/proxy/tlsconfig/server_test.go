@@ -49,11 +49,11 @@ func TestCompileServerErrors(t *testing.T) {
 			edit: func(c *tlsv3.DownstreamTlsContext) { c.CommonTlsContext.TlsCertificates[0].PrivateKey = file(otherKey) },
 			want: []string{"common_tls_context.tls_certificates[0].private_key: the key in " + otherKey + " does not match the certificate in " + p.certFile},
 		},
-		"encrypted PKCS#8 key": {
+		"encrypted PKCS#8 key without a password": {
 			edit: func(c *tlsv3.DownstreamTlsContext) {
 				c.CommonTlsContext.TlsCertificates[0].PrivateKey = file(encrypted)
 			},
-			want: []string{"common_tls_context.tls_certificates[0].private_key: " + encrypted + ": encrypted PKCS#8 keys (ENCRYPTED PRIVATE KEY) are not supported by Outrigger: give an unencrypted key, or one in the legacy PEM encryption (Proc-Type: 4,ENCRYPTED) with password"},
+			want: []string{"common_tls_context.tls_certificates[0].private_key: " + encrypted + ": the private key is encrypted (ENCRYPTED PRIVATE KEY) and no password is configured"},
 		},
 		"no certificates": {
 			edit: func(c *tlsv3.DownstreamTlsContext) { c.CommonTlsContext.TlsCertificates = nil },

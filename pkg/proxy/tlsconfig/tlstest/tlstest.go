@@ -43,6 +43,10 @@ type Options struct {
 	// Client makes a client certificate (ExtKeyUsageClientAuth) rather
 	// than a server one.
 	Client bool
+	// ExtKeyUsages, when set, replaces the one usage Client chooses: a
+	// mesh workload's certificate serves and connects (server and client
+	// auth), as cert-manager issues it with both usages.
+	ExtKeyUsages []x509.ExtKeyUsage
 	// RSA uses a 2048-bit RSA key instead of ECDSA P-256.
 	RSA bool
 	// NotBefore and NotAfter default to an hour ago and a day ahead.
@@ -97,9 +101,12 @@ func (ca *CA) Issue(o Options) (*Leaf, error) {
 	if o.CommonName == "" && len(o.DNS) == 0 && len(o.IPs) == 0 && len(o.URIs) == 0 && len(o.Emails) == 0 {
 		o.CommonName, o.DNS = "localhost", []string{"localhost"}
 	}
-	usage := x509.ExtKeyUsageServerAuth
+	usages := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 	if o.Client {
-		usage = x509.ExtKeyUsageClientAuth
+		usages = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	}
+	if len(o.ExtKeyUsages) > 0 {
+		usages = o.ExtKeyUsages
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:   serial(),
@@ -107,7 +114,7 @@ func (ca *CA) Issue(o Options) (*Leaf, error) {
 		NotBefore:      o.NotBefore,
 		NotAfter:       o.NotAfter,
 		KeyUsage:       x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:    []x509.ExtKeyUsage{usage},
+		ExtKeyUsage:    usages,
 		DNSNames:       o.DNS,
 		IPAddresses:    o.IPs,
 		EmailAddresses: o.Emails,
