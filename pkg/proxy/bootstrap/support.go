@@ -235,6 +235,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedRateLimit,
 	supportedAggregate,
 	supportedGrpcJSONTranscoder,
+	supportedCache,
 }
 
 // lookupSupport finds a field's support rule in the per-area tables.
