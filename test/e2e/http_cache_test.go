@@ -122,7 +122,17 @@ var _ = Describe("The cache filter with the simple cache", func() {
 		Expect(r.Header.Get("Age")).NotTo(BeEmpty())
 		Expect(origin.count(uri)).To(Equal(1))
 
-		By("storing nothing for no-store, private or a POST")
+		By("answering a single byte range from the stored response")
+		r = get("GET", uri, http.Header{"Range": {"bytes=0-7"}})
+		Expect(r.Status).To(Equal(206))
+		Expect(r.Body).To(Equal("response"))
+		Expect(r.Header.Get("Content-Range")).To(Equal("bytes 0-7/16"))
+		r = get("GET", uri, http.Header{"Range": {"bytes=100-"}})
+		Expect(r.Status).To(Equal(416))
+		Expect(r.Header.Get("Content-Range")).To(Equal("bytes */16"))
+		Expect(origin.count(uri)).To(Equal(1))
+
+		By("storing nothing for no-store, private, or without freshness information")
 		for _, u := range []string{"/nostore?cc=no-store", "/private?cc=private%2C+max-age%3D600", "/plain"} {
 			get("GET", u, nil)
 			r = get("GET", u, nil)

@@ -19,9 +19,14 @@ type filter struct {
 	head bool
 	// allowInsert is false for a request with Cache-Control: no-store.
 	allowInsert bool
-	// serving is the fresh entry answering the request, with its age.
+	// serving is the fresh entry answering the request, with its age
+	// and the part of it the request's Range asks for.
 	serving *Entry
 	age     time.Duration
+	part    byteRange
+	// ranged is a request with a Range header: its response, partial,
+	// is not stored.
+	ranged bool
 	// validating is the stale entry the upstream is asked about, and
 	// entryKey where it is stored.
 	validating *Entry
@@ -48,7 +53,8 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		pragma, _ := h.Get("pragma")
 		req = parseRequestCacheControl(cc, has, pragma)
 	}
-	f.allowInsert = !req.noStore
+	_, f.ranged = s.RequestHeaders().Get("range")
+	f.allowInsert = !req.noStore && !f.ranged
 	f.key = c.key(s)
 	e, key := f.lookup(s)
 	if e == nil {
@@ -67,7 +73,11 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		injectValidators(s, e)
 		return httpfilter.Continue
 	}
-	f.serving, f.age = e, age
+	f.serving, f.age, f.part = e, age, byteRange{whole: true}
+	if f.ranged {
+		rh, _ := s.RequestHeaders().Get("range")
+		f.part = rangeOf(rh, len(e.Body))
+	}
 	// The head and body are put in place in EncodeHeaders, which the
 	// reply runs through.
 	s.SendLocalReply(e.Status, "", accesslog.ResponseFromCacheFilter, detailsFromCache)
@@ -77,8 +87,7 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 // servable reports whether the request may be answered from the cache, as
 // Envoy's canServeRequestFromCache: a GET or HEAD without a body, without
 // Authorization and without the conditional headers Envoy leaves to the
-// upstream (If-None-Match, If-Modified-Since, If-Range). A range request
-// goes to the upstream too (see docs/compat.md).
+// upstream (If-None-Match, If-Modified-Since, If-Range).
 func servable(s httpfilter.Stream) bool {
 	r := s.Request()
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -91,7 +100,7 @@ func servable(s httpfilter.Stream) bool {
 		return false
 	}
 	h := s.RequestHeaders()
-	for _, name := range [...]string{"authorization", "if-none-match", "if-modified-since", "if-range", "range"} {
+	for _, name := range [...]string{"authorization", "if-none-match", "if-modified-since", "if-range"} {
 		if _, has := h.Get(name); has {
 			return false
 		}
@@ -146,8 +155,7 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	case f.serving != nil:
 		e := f.serving
 		f.serving = nil
-		replaceWith(s, e.Status, e.Header, e.Body)
-		s.ResponseHeaders().Set("age", strconv.FormatInt(int64(f.age/time.Second), 10))
+		f.serve(s, e)
 		return httpfilter.Continue
 	case f.key == "":
 		return httpfilter.Continue
@@ -159,6 +167,23 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		f.record(s)
 	}
 	return httpfilter.Continue
+}
+
+// serve answers with a fresh entry, or the part of it the request's
+// Range asks for (206, or 416 with no body).
+func (f *filter) serve(s httpfilter.Stream, e *Entry) {
+	p := f.part
+	switch {
+	case p.whole:
+		replaceWith(s, e.Status, e.Header, e.Body)
+	case p.unsatisfiable:
+		replaceWith(s, http.StatusRequestedRangeNotSatisfiable, e.Header, nil)
+		s.ResponseHeaders().Add("content-range", "bytes */"+strconv.Itoa(len(e.Body)))
+	default:
+		replaceWith(s, http.StatusPartialContent, e.Header, e.Body[p.begin:p.end])
+		s.ResponseHeaders().Add("content-range", "bytes "+strconv.Itoa(p.begin)+"-"+strconv.Itoa(p.end-1)+"/"+strconv.Itoa(len(e.Body)))
+	}
+	s.ResponseHeaders().Set("age", strconv.FormatInt(int64(f.age/time.Second), 10))
 }
 
 // validated serves the stored response that a 304 confirmed: the 304's
