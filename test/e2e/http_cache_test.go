@@ -105,6 +105,7 @@ var _ = Describe("The cache filter with the simple cache", func() {
 		Expect(r.Status).To(Equal(200))
 		Expect(r.Body).To(Equal("response 1 lang="))
 		Expect(r.Header.Get("Age")).To(BeEmpty())
+		Expect(r.Header.Get("Content-Length")).To(Equal("16"), "the stored response kept its length on the way")
 		r = get("GET", uri, nil)
 		Expect(r.Status).To(Equal(200))
 		Expect(r.Body).To(Equal("response 1 lang="))
@@ -114,6 +115,20 @@ var _ = Describe("The cache filter with the simple cache", func() {
 		Expect(r.Header.Get("Content-Length")).To(Equal(strconv.Itoa(len("response 1 lang="))))
 		Expect(origin.count(uri)).To(Equal(1), "the second GET reached the origin")
 		Eventually(sc.Stdout).Should(ContainSubstring("CACHELOG " + uri + " 200 RFCF cache.response_from_cache_filter\n"))
+
+		By("serving it over HTTP/2 too")
+		h2c := new(http.Protocols)
+		h2c.SetUnencryptedHTTP2(true)
+		h2 := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Protocols: h2c}}
+		r = httpDo(h2, "GET", listenerURL(port, uri), nil, nil)
+		Expect(r.Status).To(Equal(200))
+		Expect(r.Body).To(Equal("response 1 lang="))
+		Expect(r.Header.Get("Age")).NotTo(BeEmpty())
+		const h2URI = "/h2?cc=max-age%3D600"
+		Expect(httpDo(h2, "GET", listenerURL(port, h2URI), nil, nil).Header.Get("Content-Length")).To(Equal("16"))
+		Expect(httpDo(h2, "GET", listenerURL(port, h2URI), nil, nil).Body).To(Equal("response 1 lang="))
+		Expect(origin.count(h2URI)).To(Equal(1))
+		Expect(origin.count(uri)).To(Equal(1))
 
 		By("answering a HEAD from the stored GET response")
 		r = get("HEAD", uri, nil)

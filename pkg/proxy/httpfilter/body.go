@@ -46,6 +46,16 @@ type DataEncoder interface {
 	EncodeEnd(trailers http.Header) ([]byte, http.Header, error)
 }
 
+// LengthKeeper is a DataEncoder that only reads the body: it returns
+// every piece as it was given and adds nothing at the end, so the response
+// keeps the length it announced (the cache filter, which copies the body
+// it stores).
+type LengthKeeper interface {
+	DataEncoder
+	// KeepsLength reports true.
+	KeepsLength() bool
+}
+
 // HeadHolder is a DataEncoder that holds the response head back until
 // it has seen the body, as an Envoy encoder filter that stops iteration in
 // encodeHeaders to buffer the body: the head leaves with the first bytes

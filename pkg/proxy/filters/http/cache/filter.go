@@ -314,7 +314,11 @@ type recorder struct {
 	over    bool
 }
 
-var _ httpfilter.DataEncoder = (*recorder)(nil)
+var _ httpfilter.LengthKeeper = (*recorder)(nil)
+
+// KeepsLength implements httpfilter.LengthKeeper: the recorder only
+// copies the body, which keeps its Content-Length.
+func (r *recorder) KeepsLength() bool { return true }
 
 // EncodeData implements httpfilter.DataEncoder: the piece goes on as it
 // came.
