@@ -184,7 +184,7 @@ var _ = Describe("The cache filter with the simple cache", func() {
 		Expect(r.Header.Get("Content-Type")).To(Equal("text/plain; charset=origin"))
 		Expect(origin.count(uri)).To(Equal(2))
 		Expect(origin.lastConditional()).To(HavePrefix(`inm="v1" ims=`))
-		Eventually(sc.Stdout).Should(ContainSubstring("CACHELOG " + uri + " 200 RFCF"))
+		Eventually(sc.Stdout).Should(ContainSubstring("CACHELOG " + uri + " 200 RFCF cache.response_from_cache_filter\n"))
 
 		By("validating a response whose max-age ran out, with If-Modified-Since from Last-Modified")
 		const lm = "Tue, 15 Nov 1994 12:45:26 GMT"

@@ -78,6 +78,15 @@ type ResponseStatusSetter interface {
 	SetResponseStatus(status int)
 }
 
+// DetailsSetter is implemented by a Stream whose %RESPONSE_CODE_DETAILS%
+// a filter may set while the response head has not left, as Envoy's
+// setResponseCodeDetails: the cache filter marks the upstream's 304 it
+// answered with a stored response.
+type DetailsSetter interface {
+	// SetResponseCodeDetails replaces the response's details.
+	SetResponseCodeDetails(details string)
+}
+
 // BodyError is a DataDecoder's error that answers the request with
 // Status and Body, when nothing was sent downstream yet, with Details as
 // %RESPONSE_CODE_DETAILS% (Envoy's filters answer bad bodies this way).

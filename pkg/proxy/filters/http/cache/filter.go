@@ -210,6 +210,9 @@ func (f *filter) validated(s httpfilter.Stream) {
 	update := !hasNew || (hasOld && oldETag == newETag)
 	replaceWith(s, e.Status, merged, e.Body)
 	s.AddResponseFlags(accesslog.ResponseFromCacheFilter)
+	if d, ok := s.(httpfilter.DetailsSetter); ok {
+		d.SetResponseCodeDetails(detailsFromCache)
+	}
 	if update {
 		f.c.store.Put(f.entryKey, &Entry{Status: e.Status, Header: merged, Body: e.Body, ResponseTime: f.c.now()})
 	}
