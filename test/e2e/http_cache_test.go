@@ -94,7 +94,8 @@ var _ = Describe("The cache filter with the simple cache", func() {
 			HCM:  `{access_log: [` + stdoutLog("CACHELOG %REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_FLAGS% %RESPONSE_CODE_DETAILS%\n") + `]}`,
 			Filters: "[" + httpFilter("envoy.filters.http.cache", cacheConfigType,
 				`{typed_config: {"@type": `+simpleCacheType+`}, max_body_bytes: 1000,
-				  allowed_vary_headers: [{exact: accept-language}]}`) + "]",
+				  allowed_vary_headers: [{exact: accept-language}],
+				  key_creator_params: {query_parameters_excluded: [{name: utm}]}}`) + "]",
 			Clusters: []proxyCluster{{Name: "up", Port: portNum(up)}},
 		}.YAML(), "--file-flush-interval-msec", "50")
 	})
@@ -213,7 +214,7 @@ var _ = Describe("The cache filter with the simple cache", func() {
 		Expect(r.Body).To(Equal("response 1 lang="))
 	})
 
-	It("keys responses by the allowed Vary headers, stores none that vary on others, and none past max_body_bytes", func() {
+	It("keys responses by the allowed Vary headers and key_creator_params, stores none that vary on others, and none past max_body_bytes", func() {
 		const uri = "/vary?cc=max-age%3D600&vary=Accept-Language"
 		en := http.Header{"Accept-Language": {"en"}}
 		fr := http.Header{"Accept-Language": {"fr"}}
@@ -228,6 +229,15 @@ var _ = Describe("The cache filter with the simple cache", func() {
 		get("GET", other, nil)
 		Expect(origin.count(other)).To(Equal(2))
 
+		By("leaving the query parameters key_creator_params excludes out of the key")
+		const tagged = "/key?cc=max-age%3D600&utm=a"
+		Expect(get("GET", tagged, nil).Body).To(Equal("response 1 lang="))
+		Expect(get("GET", "/key?cc=max-age%3D600&utm=b", nil).Body).To(Equal("response 1 lang="))
+		Expect(origin.count("/key?cc=max-age%3D600&utm=b")).To(Equal(0))
+		Expect(get("GET", "/key?cc=max-age%3D600&x=1", nil).Body).To(Equal("response 1 lang="), "another parameter is another key")
+		Expect(origin.count("/key?cc=max-age%3D600&x=1")).To(Equal(1))
+
+		By("storing no body longer than max_body_bytes")
 		const big, small = "/big?cc=max-age%3D600&size=1001", "/small?cc=max-age%3D600&size=1000"
 		for range 2 {
 			Expect(get("GET", big, nil).Body).To(HaveLen(1001))
