@@ -245,6 +245,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedAggregate,
 	supportedGrpcJSONTranscoder,
 	supportedOAuth2,
+	supportedCache,
 }
 
 // lookupSupport finds a field's support rule in the per-area tables.

@@ -1,6 +1,10 @@
 package httpconn
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+)
 
 // ReplaceResponse implements httpfilter.Stream. The response's body and
 // trailers still flow from their source (the upstream, a local reply) but
@@ -18,6 +22,11 @@ func (s *stream) ReplaceResponse(status int, body string) {
 	s.respLength, s.respHasBody = int64(len(body)), !s.isHead
 	s.replaced = true
 }
+
+// SetResponseCodeDetails implements httpfilter.DetailsSetter.
+func (s *stream) SetResponseCodeDetails(details string) { s.details = details }
+
+var _ httpfilter.DetailsSetter = (*stream)(nil)
 
 // replacement is the body transformer of a replaced response.
 type replacement struct {

@@ -98,7 +98,13 @@ func (s *stream) transformResponse(n int64, hasBody bool) int64 {
 		// Only the replaced body goes out: its length is known.
 		return n
 	}
-	return -1
+	for _, e := range s.respXform {
+		if k, ok := e.(httpfilter.LengthKeeper); !ok || !k.KeepsLength() {
+			return -1
+		}
+	}
+	// Encoders that only read the body leave its length as it was.
+	return n
 }
 
 // SetResponseStatus implements httpfilter.ResponseStatusSetter.

@@ -46,6 +46,16 @@ type DataEncoder interface {
 	EncodeEnd(trailers http.Header) ([]byte, http.Header, error)
 }
 
+// LengthKeeper is a DataEncoder that only reads the body: it returns
+// every piece as it was given and adds nothing at the end, so the response
+// keeps the length it announced (the cache filter, which copies the body
+// it stores).
+type LengthKeeper interface {
+	DataEncoder
+	// KeepsLength reports true.
+	KeepsLength() bool
+}
+
 // HeadHolder is a DataEncoder that holds the response head back until
 // it has seen the body, as an Envoy encoder filter that stops iteration in
 // encodeHeaders to buffer the body: the head leaves with the first bytes
@@ -66,6 +76,15 @@ type HeadHolder interface {
 type ResponseStatusSetter interface {
 	// SetResponseStatus replaces the response's status.
 	SetResponseStatus(status int)
+}
+
+// DetailsSetter is implemented by a Stream whose %RESPONSE_CODE_DETAILS%
+// a filter may set while the response head has not left, as Envoy's
+// setResponseCodeDetails: the cache filter marks the upstream's 304 it
+// answered with a stored response.
+type DetailsSetter interface {
+	// SetResponseCodeDetails replaces the response's details.
+	SetResponseCodeDetails(details string)
 }
 
 // BodyError is a DataDecoder's error that answers the request with

@@ -76,6 +76,16 @@ func (h *Headers) Del(name string) {
 	h.fields = out
 }
 
+// Range calls fn with each field in order until fn returns false, as the
+// connection manager's header list does.
+func (h *Headers) Range(fn func(name, value string) bool) {
+	for _, f := range h.fields {
+		if !fn(f[0], f[1]) {
+			return
+		}
+	}
+}
+
 // Len is the number of header fields.
 func (h *Headers) Len() int { return len(h.fields) }
 
