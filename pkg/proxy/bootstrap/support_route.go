@@ -141,9 +141,9 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.CorsPolicy.allow_private_network_access":    {},
 	"envoy.config.route.v3.CorsPolicy.forward_not_matching_preflights": {},
 
-	// Rate limit actions, read by the local rate limit filter. The
-	// metadata, query parameter, masked address, source cluster and
-	// extension actions, limit overrides and hits_addend are not
+	// Rate limit actions, read by the local and global rate limit
+	// filters. The remote_address_match and extension actions,
+	// hits_addend, apply_on_stream_done and x_ratelimit_option are not
 	// implemented.
 	"envoy.config.route.v3.RateLimit.stage":                                         {},
 	"envoy.config.route.v3.RateLimit.disable_key":                                   {},
@@ -176,6 +176,18 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.RateLimit.Action.DynamicMetaData.descriptor_key":         {},
 	"envoy.config.route.v3.RateLimit.Action.DynamicMetaData.metadata_key":           {},
 	"envoy.config.route.v3.RateLimit.Action.DynamicMetaData.default_value":          {},
+
+	// The query parameter actions read the percent-decoded query.
+	"envoy.config.route.v3.RateLimit.Action.query_parameters":                          {},
+	"envoy.config.route.v3.RateLimit.Action.QueryParameters.query_parameter_name":      {},
+	"envoy.config.route.v3.RateLimit.Action.QueryParameters.descriptor_key":            {},
+	"envoy.config.route.v3.RateLimit.Action.QueryParameters.skip_if_absent":            {},
+	"envoy.config.route.v3.RateLimit.Action.query_parameter_value_match":               {},
+	"envoy.config.route.v3.RateLimit.Action.QueryParameterValueMatch.descriptor_value": {},
+	"envoy.config.route.v3.RateLimit.Action.QueryParameterValueMatch.descriptor_key":   {},
+	"envoy.config.route.v3.RateLimit.Action.QueryParameterValueMatch.expect_match":     {},
+	"envoy.config.route.v3.RateLimit.Action.QueryParameterValueMatch.query_parameters": {},
+
 	// limit is sent to the rate limit service; the local rate limit
 	// filter has no use for it, as in Envoy.
 	"envoy.config.route.v3.RateLimit.limit":                                        {},
