@@ -185,6 +185,12 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 					 limit: {rate_limit: {requests_per_unit: 9, unit: HOUR}}},
 					{stage: 1, actions: [{generic_key: {descriptor_value: other-stage}}]}]}},
 				{match: {prefix: /vh}, route: {cluster: up}},
+				{match: {prefix: /addr}, route: {cluster: up, rate_limits: [
+					{actions: [{remote_address_match: {descriptor_value: loopback, address_matcher: {ranges: [{address_prefix: 127.9.9.9, prefix_len: 8}]}}}]},
+					{actions: [{remote_address_match: {descriptor_key: outside, descriptor_value: "yes",
+						address_matcher: {invert_match: true, ranges: [{address_prefix: 127.0.0.0, prefix_len: 8}]}}}]},
+					{actions: [{remote_address_match: {descriptor_key: other, descriptor_value: ten, default_value: unused,
+						address_matcher: {invert_match: true, ranges: [{address_prefix: 10.0.0.0, prefix_len: 8}]}}}]}]}},
 				{match: {prefix: /query}, route: {cluster: up, rate_limits: [
 					{actions: [{query_parameters: {query_parameter_name: user, descriptor_key: user}},
 						{query_parameter_value_match: {descriptor_value: dbg, query_parameters: [{name: debug, string_match: {exact: "on"}}]}}]},
@@ -262,6 +268,14 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 		Expect(rls.count("web")).To(Equal(calls), "no descriptor, no call")
 	})
 
+	It("makes remote_address_match entries of the downstream address", func() {
+		Expect(get(port, "/addr", nil).Status).To(Equal(200))
+		Expect(rls.lastDescriptors("web")).To(Equal([][]string{
+			{"remote_address_match=loopback"},
+			{"other=ten"},
+		}), "127.0.0.1 is in 127.0.0.0/8, so the inverted match leaves the second descriptor out")
+	})
+
 	It("answers 429 with x-envoy-ratelimited, the service's body and headers, once the service says OVER_LIMIT", func() {
 		for i := range 2 {
 			Expect(get(port, "/quota", http.Header{"X-User": {"bob"}}).Status).To(Equal(200), "hit %d", i+1)
@@ -323,12 +337,12 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 		cfg = proxySpec{
 			Port:     freePort(),
 			Filters:  "[" + rlsFilter("rls", "domain: web") + "]",
-			Routes:   `[{match: {prefix: /}, route: {cluster: up, rate_limits: [{actions: [{remote_address_match: {descriptor_value: x}}]}]}}]`,
+			Routes:   `[{match: {prefix: /}, route: {cluster: up, rate_limits: [{actions: [{extension: {name: x, typed_config: {"@type": type.googleapis.com/google.protobuf.Struct}}}]}]}}]`,
 			Clusters: []proxyCluster{{Name: "up", Port: 1}, {Name: "rls", Port: 1, Extra: h2cOptions()}},
 		}.YAML()
 		res, _ = validate("bad2.yaml", cfg)
 		Expect(res.ExitCode).NotTo(Equal(0))
-		Expect(res.Stderr + res.Stdout).To(ContainSubstring("rate_limits[0].actions[0].remote_address_match"))
+		Expect(res.Stderr + res.Stdout).To(ContainSubstring("rate_limits[0].actions[0].extension"))
 	})
 })
 

@@ -142,9 +142,8 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.CorsPolicy.forward_not_matching_preflights": {},
 
 	// Rate limit actions, read by the local and global rate limit
-	// filters. The remote_address_match and extension actions,
-	// hits_addend, apply_on_stream_done and x_ratelimit_option are not
-	// implemented.
+	// filters. The extension action, hits_addend, apply_on_stream_done
+	// and x_ratelimit_option are not implemented.
 	"envoy.config.route.v3.RateLimit.stage":                                         {},
 	"envoy.config.route.v3.RateLimit.disable_key":                                   {},
 	"envoy.config.route.v3.RateLimit.actions":                                       {},
@@ -187,6 +186,17 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.RateLimit.Action.QueryParameterValueMatch.descriptor_key":   {},
 	"envoy.config.route.v3.RateLimit.Action.QueryParameterValueMatch.expect_match":     {},
 	"envoy.config.route.v3.RateLimit.Action.QueryParameterValueMatch.query_parameters": {},
+	// remote_address_match takes a descriptor_value without command
+	// operators.
+	"envoy.config.route.v3.RateLimit.Action.remote_address_match":                {},
+	"envoy.config.route.v3.RateLimit.Action.RemoteAddressMatch.descriptor_value": {},
+	"envoy.config.route.v3.RateLimit.Action.RemoteAddressMatch.descriptor_key":   {},
+	"envoy.config.route.v3.RateLimit.Action.RemoteAddressMatch.default_value":    {},
+	"envoy.config.route.v3.RateLimit.Action.RemoteAddressMatch.address_matcher":  {},
+	"envoy.type.matcher.v3.AddressMatcher.ranges":                                {},
+	"envoy.type.matcher.v3.AddressMatcher.invert_match":                          {},
+	"xds.core.v3.CidrRange.address_prefix":                                       {},
+	"xds.core.v3.CidrRange.prefix_len":                                           {},
 
 	// limit is sent to the rate limit service; the local rate limit
 	// filter has no use for it, as in Envoy.

@@ -71,6 +71,7 @@ const (
 	actionMetadata
 	actionQueryParameters
 	actionQueryValueMatch
+	actionRemoteAddressMatch
 )
 
 // rateLimitAction is one compiled RateLimit.Action.
@@ -91,6 +92,9 @@ type rateLimitAction struct {
 	expectMatch bool
 	// v4Mask and v6Mask are masked_remote_address's prefix lengths.
 	v4Mask, v6Mask int
+	// ranges are remote_address_match's CIDR ranges; expectMatch is
+	// false with its invert_match.
+	ranges []netip.Prefix
 	// meta is the metadata action's key; metaRoute reads the route's
 	// metadata rather than the request's dynamic metadata; def is its
 	// default_value.
@@ -192,6 +196,8 @@ func compileRateLimitAction(a *routev3.RateLimit_Action) (rateLimitAction, error
 		return compileQueryValueMatch(s.QueryParameterValueMatch)
 	case *routev3.RateLimit_Action_RemoteAddress_:
 		return rateLimitAction{kind: actionRemoteAddress, key: "remote_address"}, nil
+	case *routev3.RateLimit_Action_RemoteAddressMatch_:
+		return compileRemoteAddressMatch(s.RemoteAddressMatch)
 	case *routev3.RateLimit_Action_DestinationCluster_:
 		return rateLimitAction{kind: actionDestinationCluster, key: "destination_cluster"}, nil
 	case *routev3.RateLimit_Action_SourceCluster_:
@@ -284,6 +290,42 @@ func compileQueryValueMatch(qv *routev3.RateLimit_Action_QueryParameterValueMatc
 			return rateLimitAction{}, fmt.Errorf("query_parameter_value_match.query_parameters[%d].%w", i, err)
 		}
 		act.query = append(act.query, m)
+	}
+	return act, nil
+}
+
+// compileRemoteAddressMatch compiles a remote_address_match action. Its
+// descriptor_value is a format string in Envoy; Outrigger takes values
+// without '%' (which Envoy uses as they are) and refuses the others.
+func compileRemoteAddressMatch(ra *routev3.RateLimit_Action_RemoteAddressMatch) (rateLimitAction, error) {
+	act := rateLimitAction{kind: actionRemoteAddressMatch, key: ra.GetDescriptorKey(), value: ra.GetDescriptorValue(), expectMatch: true}
+	if act.key == "" {
+		act.key = "remote_address_match"
+	}
+	if strings.Contains(act.value, "%") {
+		return rateLimitAction{}, errors.New("remote_address_match.descriptor_value: command operators (%) are not supported by Outrigger")
+	}
+	// default_value replaces an empty formatted value; a value without
+	// operators is never empty (the validation requires one), so it is
+	// never used.
+	if act.value == "" {
+		return rateLimitAction{}, errors.New("remote_address_match.descriptor_value: must be set")
+	}
+	am := ra.GetAddressMatcher()
+	if am == nil {
+		return rateLimitAction{}, errors.New("remote_address_match.address_matcher: must be set")
+	}
+	act.expectMatch = !am.GetInvertMatch()
+	for i, r := range am.GetRanges() {
+		ip, err := netip.ParseAddr(r.GetAddressPrefix())
+		if err != nil || ip.Zone() != "" {
+			return rateLimitAction{}, fmt.Errorf("remote_address_match.address_matcher.ranges[%d].address_prefix: %q is not an IP address", i, r.GetAddressPrefix())
+		}
+		p, err := ip.Prefix(int(r.GetPrefixLen().GetValue()))
+		if err != nil {
+			return rateLimitAction{}, fmt.Errorf("remote_address_match.address_matcher.ranges[%d].prefix_len: %d is longer than the address", i, r.GetPrefixLen().GetValue())
+		}
+		act.ranges = append(act.ranges, p)
 	}
 	return act, nil
 }
@@ -411,6 +453,12 @@ func (rl *RateLimit) AppendDescriptor(dst []DescriptorEntry, in *DescriptorInput
 				return dst[:n], false
 			}
 			dst = append(dst, DescriptorEntry{a.key, in.RemoteIP})
+		case actionRemoteAddressMatch:
+			ip, err := netip.ParseAddr(in.RemoteIP)
+			if err != nil || a.inRanges(ip.Unmap()) != a.expectMatch {
+				return dst[:n], false
+			}
+			dst = append(dst, DescriptorEntry{a.key, a.value})
 		case actionMaskedRemoteAddress:
 			v, ok := a.masked(in.RemoteIP)
 			if !ok {
@@ -494,4 +542,14 @@ func decodedQueryValue(q, name string) (string, bool) {
 		return string(percentDecode(nil, value)), true
 	}
 	return "", false
+}
+
+// inRanges reports whether ip is in one of remote_address_match's ranges.
+func (a *rateLimitAction) inRanges(ip netip.Addr) bool {
+	for _, p := range a.ranges {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }
