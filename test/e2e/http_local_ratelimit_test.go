@@ -85,3 +85,47 @@ var _ = Describe("The local rate limit filter", func() {
 		Expect(statValue(s, "edge_rl.http_local_rate_limit.enabled")).To(Equal("4"))
 	})
 })
+
+var _ = Describe("The local rate limit filter's descriptors", func() {
+	It("are made of the route's query parameter actions: query_parameters and query_parameter_value_match", func() {
+		const rl = "type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit"
+		up := portNum(httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprint(w, "up")
+		}), false))
+		port := freePort()
+		// The filter's own bucket is large; the descriptors' buckets hold
+		// one token each, refilled hourly (never during the spec).
+		oneToken := "token_bucket: {max_tokens: 1, tokens_per_fill: 1, fill_interval: 3600s}"
+		Start(newDir(), proxySpec{
+			Port: port,
+			HCM:  "{stat_prefix: edge}",
+			Routes: `[{match: {prefix: /}, route: {cluster: up, rate_limits: [
+				{actions: [{query_parameters: {query_parameter_name: user, descriptor_key: user}}]},
+				{actions: [{query_parameter_value_match: {descriptor_key: tier, descriptor_value: free,
+					query_parameters: [{name: plan, string_match: {exact: free}}]}}]}]}}]`,
+			Filters: `[` + httpFilter("envoy.filters.http.local_ratelimit", rl, `{
+				stat_prefix: q,
+				token_bucket: {max_tokens: 100, tokens_per_fill: 100, fill_interval: 3600s},
+				filter_enabled: {default_value: {numerator: 100}},
+				filter_enforced: {default_value: {numerator: 100}},
+				descriptors: [
+					{entries: [{key: user, value: "ann lee"}], `+oneToken+`},
+					{entries: [{key: tier, value: free}], `+oneToken+`}]}`) + `]`,
+			Clusters: []proxyCluster{{Name: "up", Port: up}},
+		}.YAML())
+		client := &http.Client{Timeout: 5 * time.Second}
+		get := func(path string) int {
+			GinkgoHelper()
+			return httpDo(client, "GET", listenerURL(port, path), nil, nil).Status
+		}
+
+		Expect(get("/?user=ann%20lee")).To(Equal(200))
+		Expect(get("/?user=ann%20lee")).To(Equal(429), "the decoded value is the descriptor's: its one token is spent")
+		Expect(get("/?user=bob")).To(Equal(200), "another user has no descriptor bucket")
+		Expect(get("/?user=bob")).To(Equal(200))
+
+		Expect(get("/?plan=free")).To(Equal(200))
+		Expect(get("/?plan=free")).To(Equal(429), "query_parameter_value_match made the tier entry")
+		Expect(get("/?plan=pro")).To(Equal(200), "no match, no descriptor")
+	})
+})

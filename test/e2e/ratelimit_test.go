@@ -185,6 +185,17 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 					 limit: {rate_limit: {requests_per_unit: 9, unit: HOUR}}},
 					{stage: 1, actions: [{generic_key: {descriptor_value: other-stage}}]}]}},
 				{match: {prefix: /vh}, route: {cluster: up}},
+				{match: {prefix: /addr}, route: {cluster: up, rate_limits: [
+					{actions: [{remote_address_match: {descriptor_value: loopback, address_matcher: {ranges: [{address_prefix: 127.9.9.9, prefix_len: 8}]}}}]},
+					{actions: [{remote_address_match: {descriptor_key: outside, descriptor_value: "yes",
+						address_matcher: {invert_match: true, ranges: [{address_prefix: 127.0.0.0, prefix_len: 8}]}}}]},
+					{actions: [{remote_address_match: {descriptor_key: other, descriptor_value: ten, default_value: unused,
+						address_matcher: {invert_match: true, ranges: [{address_prefix: 10.0.0.0, prefix_len: 8}]}}}]}]}},
+				{match: {prefix: /query}, route: {cluster: up, rate_limits: [
+					{actions: [{query_parameters: {query_parameter_name: user, descriptor_key: user}},
+						{query_parameter_value_match: {descriptor_value: dbg, query_parameters: [{name: debug, string_match: {exact: "on"}}]}}]},
+					{actions: [{query_parameters: {query_parameter_name: tenant, descriptor_key: tenant, skip_if_absent: true}},
+						{query_parameter_value_match: {descriptor_key: quota, descriptor_value: "1", expect_match: false, query_parameters: [{name: vip}]}}]}]}},
 				{match: {prefix: /both}, route: {cluster: up, include_vh_rate_limits: true,
 					rate_limits: [{actions: [{header_value_match: {descriptor_value: get, headers: [{name: ":method", string_match: {exact: GET}}]}}]}]}},
 				{match: {prefix: /ignored}, route: {cluster: up},
@@ -233,6 +244,36 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 		Expect(get(port, "/quota", nil).Status).To(Equal(200))
 		Expect(rls.lastDescriptors("web")).To(HaveLen(1))
 		Expect(rls.lastDescriptors("web")[0][0]).To(Equal("remote_address=127.0.0.1"))
+	})
+
+	It("makes descriptor entries of query parameters: query_parameters and query_parameter_value_match", func() {
+		Expect(get(port, "/query?user=a%20b&debug=on&tenant=t1&user=second", nil).Status).To(Equal(200))
+		Expect(rls.lastDescriptors("web")).To(Equal([][]string{
+			{"user=a b", "query_match=dbg"},
+			{"tenant=t1", "quota=1"},
+		}), "the first value of a parameter, percent-decoded")
+
+		// Without user (or debug) the first descriptor is dropped; without
+		// tenant the second only loses that entry (skip_if_absent).
+		Expect(get(port, "/query?debug=on", nil).Status).To(Equal(200))
+		Expect(rls.lastDescriptors("web")).To(Equal([][]string{{"quota=1"}}))
+		r := get(port, "/query?debug=off", nil)
+		Expect(r.Status).To(Equal(429), "the second hit of quota=1 is over the limit")
+		Expect(rls.lastDescriptors("web")).To(Equal([][]string{{"quota=1"}}))
+
+		// vip matches, so expect_match: false drops the second descriptor
+		// too: nothing to ask.
+		calls := rls.count("web")
+		Expect(get(port, "/query?vip&debug=on", nil).Status).To(Equal(200))
+		Expect(rls.count("web")).To(Equal(calls), "no descriptor, no call")
+	})
+
+	It("makes remote_address_match entries of the downstream address", func() {
+		Expect(get(port, "/addr", nil).Status).To(Equal(200))
+		Expect(rls.lastDescriptors("web")).To(Equal([][]string{
+			{"remote_address_match=loopback"},
+			{"other=ten"},
+		}), "127.0.0.1 is in 127.0.0.0/8, so the inverted match leaves the second descriptor out")
 	})
 
 	It("answers 429 with x-envoy-ratelimited, the service's body and headers, once the service says OVER_LIMIT", func() {
@@ -296,12 +337,12 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 		cfg = proxySpec{
 			Port:     freePort(),
 			Filters:  "[" + rlsFilter("rls", "domain: web") + "]",
-			Routes:   `[{match: {prefix: /}, route: {cluster: up, rate_limits: [{actions: [{query_parameters: {query_parameter_name: q, descriptor_key: q}}]}]}}]`,
+			Routes:   `[{match: {prefix: /}, route: {cluster: up, rate_limits: [{actions: [{extension: {name: x, typed_config: {"@type": type.googleapis.com/google.protobuf.Struct}}}]}]}}]`,
 			Clusters: []proxyCluster{{Name: "up", Port: 1}, {Name: "rls", Port: 1, Extra: h2cOptions()}},
 		}.YAML()
 		res, _ = validate("bad2.yaml", cfg)
 		Expect(res.ExitCode).NotTo(Equal(0))
-		Expect(res.Stderr + res.Stdout).To(ContainSubstring("rate_limits[0].actions[0].query_parameters"))
+		Expect(res.Stderr + res.Stdout).To(ContainSubstring("rate_limits[0].actions[0].extension"))
 	})
 })
 

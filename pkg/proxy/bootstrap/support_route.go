@@ -141,10 +141,9 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.CorsPolicy.allow_private_network_access":    {},
 	"envoy.config.route.v3.CorsPolicy.forward_not_matching_preflights": {},
 
-	// Rate limit actions, read by the local rate limit filter. The
-	// metadata, query parameter, masked address, source cluster and
-	// extension actions, limit overrides and hits_addend are not
-	// implemented.
+	// Rate limit actions, read by the local and global rate limit
+	// filters. The extension action, hits_addend, apply_on_stream_done
+	// and x_ratelimit_option are not implemented.
 	"envoy.config.route.v3.RateLimit.stage":                                         {},
 	"envoy.config.route.v3.RateLimit.disable_key":                                   {},
 	"envoy.config.route.v3.RateLimit.actions":                                       {},
@@ -176,6 +175,29 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.RateLimit.Action.DynamicMetaData.descriptor_key":         {},
 	"envoy.config.route.v3.RateLimit.Action.DynamicMetaData.metadata_key":           {},
 	"envoy.config.route.v3.RateLimit.Action.DynamicMetaData.default_value":          {},
+
+	// The query parameter actions read the percent-decoded query.
+	"envoy.config.route.v3.RateLimit.Action.query_parameters":                          {},
+	"envoy.config.route.v3.RateLimit.Action.QueryParameters.query_parameter_name":      {},
+	"envoy.config.route.v3.RateLimit.Action.QueryParameters.descriptor_key":            {},
+	"envoy.config.route.v3.RateLimit.Action.QueryParameters.skip_if_absent":            {},
+	"envoy.config.route.v3.RateLimit.Action.query_parameter_value_match":               {},
+	"envoy.config.route.v3.RateLimit.Action.QueryParameterValueMatch.descriptor_value": {},
+	"envoy.config.route.v3.RateLimit.Action.QueryParameterValueMatch.descriptor_key":   {},
+	"envoy.config.route.v3.RateLimit.Action.QueryParameterValueMatch.expect_match":     {},
+	"envoy.config.route.v3.RateLimit.Action.QueryParameterValueMatch.query_parameters": {},
+	// remote_address_match takes a descriptor_value without command
+	// operators.
+	"envoy.config.route.v3.RateLimit.Action.remote_address_match":                {},
+	"envoy.config.route.v3.RateLimit.Action.RemoteAddressMatch.descriptor_value": {},
+	"envoy.config.route.v3.RateLimit.Action.RemoteAddressMatch.descriptor_key":   {},
+	"envoy.config.route.v3.RateLimit.Action.RemoteAddressMatch.default_value":    {},
+	"envoy.config.route.v3.RateLimit.Action.RemoteAddressMatch.address_matcher":  {},
+	"envoy.type.matcher.v3.AddressMatcher.ranges":                                {},
+	"envoy.type.matcher.v3.AddressMatcher.invert_match":                          {},
+	"xds.core.v3.CidrRange.address_prefix":                                       {},
+	"xds.core.v3.CidrRange.prefix_len":                                           {},
+
 	// limit is sent to the rate limit service; the local rate limit
 	// filter has no use for it, as in Envoy.
 	"envoy.config.route.v3.RateLimit.limit":                                        {},

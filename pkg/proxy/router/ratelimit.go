@@ -69,6 +69,9 @@ const (
 	actionSourceCluster
 	actionMaskedRemoteAddress
 	actionMetadata
+	actionQueryParameters
+	actionQueryValueMatch
+	actionRemoteAddressMatch
 )
 
 // rateLimitAction is one compiled RateLimit.Action.
@@ -77,15 +80,21 @@ type rateLimitAction struct {
 	// key and value are the entry's descriptor key and, for generic_key
 	// and header_value_match, its value.
 	key, value string
-	// header is the request header read by request_headers.
+	// header is the request header read by request_headers, or the
+	// query parameter read by query_parameters.
 	header       string
 	skipIfAbsent bool
 	// match and expectMatch are header_value_match's headers and whether
-	// they must match (true) or not.
+	// they must match (true) or not; query holds query_parameter_value_match's
+	// matchers, which expectMatch applies to in the same way.
 	match       HeaderMatch
+	query       []queryMatcher
 	expectMatch bool
 	// v4Mask and v6Mask are masked_remote_address's prefix lengths.
 	v4Mask, v6Mask int
+	// ranges are remote_address_match's CIDR ranges; expectMatch is
+	// false with its invert_match.
+	ranges []netip.Prefix
 	// meta is the metadata action's key; metaRoute reads the route's
 	// metadata rather than the request's dynamic metadata; def is its
 	// default_value.
@@ -173,8 +182,22 @@ func compileRateLimitAction(a *routev3.RateLimit_Action) (rateLimitAction, error
 		}
 		return rateLimitAction{kind: actionRequestHeaders, key: rh.GetDescriptorKey(),
 			header: strings.ToLower(rh.GetHeaderName()), skipIfAbsent: rh.GetSkipIfAbsent()}, nil
+	case *routev3.RateLimit_Action_QueryParameters_:
+		qp := s.QueryParameters
+		if qp.GetQueryParameterName() == "" {
+			return rateLimitAction{}, errors.New("query_parameters.query_parameter_name: must be set")
+		}
+		if qp.GetDescriptorKey() == "" {
+			return rateLimitAction{}, errors.New("query_parameters.descriptor_key: must be set")
+		}
+		return rateLimitAction{kind: actionQueryParameters, key: qp.GetDescriptorKey(),
+			header: qp.GetQueryParameterName(), skipIfAbsent: qp.GetSkipIfAbsent()}, nil
+	case *routev3.RateLimit_Action_QueryParameterValueMatch_:
+		return compileQueryValueMatch(s.QueryParameterValueMatch)
 	case *routev3.RateLimit_Action_RemoteAddress_:
 		return rateLimitAction{kind: actionRemoteAddress, key: "remote_address"}, nil
+	case *routev3.RateLimit_Action_RemoteAddressMatch_:
+		return compileRemoteAddressMatch(s.RemoteAddressMatch)
 	case *routev3.RateLimit_Action_DestinationCluster_:
 		return rateLimitAction{kind: actionDestinationCluster, key: "destination_cluster"}, nil
 	case *routev3.RateLimit_Action_SourceCluster_:
@@ -242,6 +265,69 @@ func compileRateLimitAction(a *routev3.RateLimit_Action) (rateLimitAction, error
 	default:
 		return rateLimitAction{}, fmt.Errorf("%s: not supported by Outrigger", oneofName(a.ProtoReflect(), "action_specifier"))
 	}
+}
+
+// compileQueryValueMatch compiles a query_parameter_value_match action.
+func compileQueryValueMatch(qv *routev3.RateLimit_Action_QueryParameterValueMatch) (rateLimitAction, error) {
+	if qv.GetDefaultValue() != "" {
+		// Envoy reads it only with a runtime feature that is off by
+		// default, with formatter support Outrigger lacks.
+		return rateLimitAction{}, errors.New("query_parameter_value_match.default_value: not supported by Outrigger")
+	}
+	if len(qv.GetQueryParameters()) == 0 {
+		return rateLimitAction{}, errors.New("query_parameter_value_match.query_parameters: at least one matcher is required")
+	}
+	act := rateLimitAction{kind: actionQueryValueMatch, key: qv.GetDescriptorKey(), value: qv.GetDescriptorValue(), expectMatch: true}
+	if act.key == "" {
+		act.key = "query_match"
+	}
+	if v := qv.GetExpectMatch(); v != nil {
+		act.expectMatch = v.GetValue()
+	}
+	for i, qm := range qv.GetQueryParameters() {
+		m, err := compileQueryMatcher(qm)
+		if err != nil {
+			return rateLimitAction{}, fmt.Errorf("query_parameter_value_match.query_parameters[%d].%w", i, err)
+		}
+		act.query = append(act.query, m)
+	}
+	return act, nil
+}
+
+// compileRemoteAddressMatch compiles a remote_address_match action. Its
+// descriptor_value is a format string in Envoy; Outrigger takes values
+// without '%' (which Envoy uses as they are) and refuses the others.
+func compileRemoteAddressMatch(ra *routev3.RateLimit_Action_RemoteAddressMatch) (rateLimitAction, error) {
+	act := rateLimitAction{kind: actionRemoteAddressMatch, key: ra.GetDescriptorKey(), value: ra.GetDescriptorValue(), expectMatch: true}
+	if act.key == "" {
+		act.key = "remote_address_match"
+	}
+	if strings.Contains(act.value, "%") {
+		return rateLimitAction{}, errors.New("remote_address_match.descriptor_value: command operators (%) are not supported by Outrigger")
+	}
+	// default_value replaces an empty formatted value; a value without
+	// operators is never empty (the validation requires one), so it is
+	// never used.
+	if act.value == "" {
+		return rateLimitAction{}, errors.New("remote_address_match.descriptor_value: must be set")
+	}
+	am := ra.GetAddressMatcher()
+	if am == nil {
+		return rateLimitAction{}, errors.New("remote_address_match.address_matcher: must be set")
+	}
+	act.expectMatch = !am.GetInvertMatch()
+	for i, r := range am.GetRanges() {
+		ip, err := netip.ParseAddr(r.GetAddressPrefix())
+		if err != nil || ip.Zone() != "" {
+			return rateLimitAction{}, fmt.Errorf("remote_address_match.address_matcher.ranges[%d].address_prefix: %q is not an IP address", i, r.GetAddressPrefix())
+		}
+		p, err := ip.Prefix(int(r.GetPrefixLen().GetValue()))
+		if err != nil {
+			return rateLimitAction{}, fmt.Errorf("remote_address_match.address_matcher.ranges[%d].prefix_len: %d is longer than the address", i, r.GetPrefixLen().GetValue())
+		}
+		act.ranges = append(act.ranges, p)
+	}
+	return act, nil
 }
 
 // compileMetadataPath compiles a MetadataKey; errors name the field.
@@ -348,11 +434,31 @@ func (rl *RateLimit) AppendDescriptor(dst []DescriptorEntry, in *DescriptorInput
 				return dst[:n], false
 			}
 			dst = append(dst, DescriptorEntry{a.key, v})
+		case actionQueryParameters:
+			v, present := decodedQueryValue(query(in.Request.Path), a.header)
+			if !present {
+				if a.skipIfAbsent {
+					continue
+				}
+				return dst[:n], false
+			}
+			dst = append(dst, DescriptorEntry{a.key, v})
+		case actionQueryValueMatch:
+			if a.queryMatches(query(in.Request.Path)) != a.expectMatch {
+				return dst[:n], false
+			}
+			dst = append(dst, DescriptorEntry{a.key, a.value})
 		case actionRemoteAddress:
 			if in.RemoteIP == "" {
 				return dst[:n], false
 			}
 			dst = append(dst, DescriptorEntry{a.key, in.RemoteIP})
+		case actionRemoteAddressMatch:
+			ip, err := netip.ParseAddr(in.RemoteIP)
+			if err != nil || a.inRanges(ip.Unmap()) != a.expectMatch {
+				return dst[:n], false
+			}
+			dst = append(dst, DescriptorEntry{a.key, a.value})
 		case actionMaskedRemoteAddress:
 			v, ok := a.masked(in.RemoteIP)
 			if !ok {
@@ -405,4 +511,45 @@ func (a *rateLimitAction) masked(remote string) (string, bool) {
 		return "", false
 	}
 	return p.String(), true
+}
+
+// queryMatches reports whether every query_parameter_value_match matcher
+// accepts the raw query string.
+func (a *rateLimitAction) queryMatches(q string) bool {
+	for i := range a.query {
+		if !a.query[i].matches(q) {
+			return false
+		}
+	}
+	return true
+}
+
+// decodedQueryValue is the first value of the parameter name in the raw
+// query string, keys and values percent-decoded (not '+'), as Envoy's
+// parseAndDecodeQueryString reads it (unlike the hash policies' undecoded
+// queryValue); a parameter without '=' has the empty value.
+func decodedQueryValue(q, name string) (string, bool) {
+	for q != "" {
+		var pair string
+		pair, q, _ = strings.Cut(q, "&")
+		key, value, _ := strings.Cut(pair, "=")
+		if !decodedEquals(key, name) {
+			continue
+		}
+		if strings.IndexByte(value, '%') < 0 {
+			return value, true
+		}
+		return string(percentDecode(nil, value)), true
+	}
+	return "", false
+}
+
+// inRanges reports whether ip is in one of remote_address_match's ranges.
+func (a *rateLimitAction) inRanges(ip netip.Addr) bool {
+	for _, p := range a.ranges {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }

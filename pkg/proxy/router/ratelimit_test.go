@@ -101,8 +101,43 @@ virtual_hosts:
 - domains: ["*"]
   routes:
   - match: {prefix: /}
-    route: {cluster: c, rate_limits: [{actions: [{query_parameters: {query_parameter_name: q, descriptor_key: q}}]}]}
-`, "virtual_hosts[0].routes[0].route.rate_limits[0].actions[0].query_parameters: not supported by Outrigger"},
+    route: {cluster: c, rate_limits: [{actions: [{extension: {name: x}}]}]}
+`, "virtual_hosts[0].routes[0].route.rate_limits[0].actions[0].extension: not supported by Outrigger"},
+		"query_parameters without a descriptor key": {`
+virtual_hosts:
+- domains: ["*"]
+  rate_limits: [{actions: [{query_parameters: {query_parameter_name: q}}]}]
+`, "virtual_hosts[0].rate_limits[0].actions[0].query_parameters.descriptor_key: must be set"},
+		"query_parameter_value_match without matchers": {`
+virtual_hosts:
+- domains: ["*"]
+  rate_limits: [{actions: [{query_parameter_value_match: {descriptor_value: x}}]}]
+`, "virtual_hosts[0].rate_limits[0].actions[0].query_parameter_value_match.query_parameters: at least one matcher is required"},
+		"query_parameter_value_match with a bad matcher": {`
+virtual_hosts:
+- domains: ["*"]
+  rate_limits: [{actions: [{query_parameter_value_match: {descriptor_value: x, query_parameters: [{name: a, string_match: {safe_regex: {regex: "("}}}]}}]}]
+`, "virtual_hosts[0].rate_limits[0].actions[0].query_parameter_value_match.query_parameters[0].string_match"},
+		"remote_address_match with a command operator": {`
+virtual_hosts:
+- domains: ["*"]
+  rate_limits: [{actions: [{remote_address_match: {descriptor_value: "%REQ(x)%", address_matcher: {ranges: [{address_prefix: 10.0.0.0, prefix_len: 8}]}}}]}]
+`, "actions[0].remote_address_match.descriptor_value: command operators (%) are not supported by Outrigger"},
+		"remote_address_match with a bad range": {`
+virtual_hosts:
+- domains: ["*"]
+  rate_limits: [{actions: [{remote_address_match: {descriptor_value: x, address_matcher: {ranges: [{address_prefix: 10.0.0.0, prefix_len: 33}]}}}]}]
+`, "actions[0].remote_address_match.address_matcher.ranges[0].prefix_len"},
+		"remote_address_match without a matcher": {`
+virtual_hosts:
+- domains: ["*"]
+  rate_limits: [{actions: [{remote_address_match: {descriptor_value: x}}]}]
+`, "actions[0].remote_address_match.address_matcher: must be set"},
+		"query_parameter_value_match default_value": {`
+virtual_hosts:
+- domains: ["*"]
+  rate_limits: [{actions: [{query_parameter_value_match: {descriptor_value: x, default_value: "y", query_parameters: [{name: a}]}}]}]
+`, "query_parameter_value_match.default_value: not supported by Outrigger"},
 		"a bad header matcher": {`
 virtual_hosts:
 - domains: ["*"]
@@ -198,6 +233,122 @@ virtual_hosts:
 				}
 			}
 		})
+	}
+}
+
+// TestRateLimitQueryActions checks query_parameters and
+// query_parameter_value_match: the first occurrence of a parameter, percent
+// decoded, and the matchers all accepting the query.
+func TestRateLimitQueryActions(t *testing.T) {
+	table := mustCompile(t, `
+virtual_hosts:
+- name: vh
+  domains: ["*"]
+  routes:
+  - match: {prefix: /}
+    route:
+      cluster: backend
+      rate_limits:
+      - actions:
+        - query_parameters: {query_parameter_name: "api key", descriptor_key: key}
+        - query_parameters: {query_parameter_name: tenant, descriptor_key: tenant, skip_if_absent: true}
+      - actions:
+        - query_parameter_value_match:
+            descriptor_value: debug
+            query_parameters:
+            - {name: debug, string_match: {exact: "on"}}
+            - {name: user, present_match: true}
+      - actions:
+        - query_parameter_value_match:
+            descriptor_key: nodebug
+            descriptor_value: "yes"
+            expect_match: false
+            query_parameters: [{name: debug}]
+`)
+	r := table.Match("h", "/")
+	if r == nil || len(r.RateLimits) != 3 {
+		t.Fatalf("route %+v", r)
+	}
+	type desc = []DescriptorEntry
+	tests := map[string]struct {
+		path string
+		want []desc // per rate limit; nil: no descriptor
+	}{
+		"the first value, decoded": {path: "/a?api%20key=k%2F1&tenant=t&api+key=other&api%20key=second&debug=on&user",
+			want: []desc{{{"key", "k/1"}, {"tenant", "t"}}, {{"query_match", "debug"}}, nil}},
+		"a parameter without '=' has the empty value; skip_if_absent skips": {path: "/a?api%20key&debug=off&user=u",
+			want: []desc{{{"key", ""}}, nil, nil}},
+		"a missing parameter drops the descriptor": {path: "/a?tenant=t&debug=on",
+			want: []desc{nil, nil, nil}},
+		"no query": {path: "/a",
+			want: []desc{nil, nil, {{"nodebug", "yes"}}}},
+		"the fragment is not the query": {path: "/a?x=1#api%20key=k",
+			want: []desc{nil, nil, {{"nodebug", "yes"}}}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			checkDescriptors(t, r.RateLimits, &DescriptorInput{Request: &Request{Host: "h", Path: tc.path, Method: "GET"}}, tc.want)
+		})
+	}
+}
+
+// TestRateLimitRemoteAddressMatch checks remote_address_match: an entry
+// when the remote address is in one of the ranges (or, inverted, in none).
+func TestRateLimitRemoteAddressMatch(t *testing.T) {
+	table := mustCompile(t, `
+virtual_hosts:
+- name: vh
+  domains: ["*"]
+  routes:
+  - match: {prefix: /}
+    route:
+      cluster: backend
+      rate_limits:
+      - actions:
+        - remote_address_match:
+            descriptor_value: internal
+            address_matcher: {ranges: [{address_prefix: 10.1.2.3, prefix_len: 16}, {address_prefix: "fd00::", prefix_len: 8}]}
+      - actions:
+        - remote_address_match:
+            descriptor_key: outside
+            descriptor_value: "yes"
+            default_value: unused
+            address_matcher: {invert_match: true, ranges: [{address_prefix: 10.0.0.0, prefix_len: 8}]}
+`)
+	r := table.Match("h", "/")
+	if r == nil || len(r.RateLimits) != 2 {
+		t.Fatalf("route %+v", r)
+	}
+	type desc = []DescriptorEntry
+	tests := map[string]struct {
+		remote string
+		want   []desc // per rate limit; nil: no descriptor
+	}{
+		"in a range (host bits of the range cleared)": {remote: "10.1.200.9", want: []desc{{{"remote_address_match", "internal"}}, nil}},
+		"IPv6 in a range":                {remote: "fd12::1", want: []desc{{{"remote_address_match", "internal"}}, {{"outside", "yes"}}}},
+		"an IPv4-mapped address is IPv4": {remote: "::ffff:10.1.0.1", want: []desc{{{"remote_address_match", "internal"}}, nil}},
+		"in no range":                    {remote: "192.168.0.1", want: []desc{nil, {{"outside", "yes"}}}},
+		"no IP address":                  {want: []desc{nil, nil}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			checkDescriptors(t, r.RateLimits, &DescriptorInput{Request: &Request{Host: "h", Path: "/", Method: "GET"}, RemoteIP: tc.remote}, tc.want)
+		})
+	}
+}
+
+// checkDescriptors compares the descriptor each rate limit makes of in
+// with want (nil: none).
+func checkDescriptors(t *testing.T, rls []*RateLimit, in *DescriptorInput, want [][]DescriptorEntry) {
+	t.Helper()
+	for i, rl := range rls {
+		got, ok := rl.AppendDescriptor(nil, in)
+		if ok != (want[i] != nil) {
+			t.Errorf("rate limit %d: ok = %v", i, ok)
+		}
+		if diff := cmp.Diff(want[i], got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("rate limit %d (-want +got):\n%s", i, diff)
+		}
 	}
 }
 
