@@ -94,3 +94,14 @@ type RequestReplacer interface {
 	// body.
 	ReplaceRequestBody(body []byte)
 }
+
+// RequestTrailerSource is implemented by a Stream that gives the request's
+// trailers to a filter that buffered the whole request body
+// (BufferRequestBody, complete): they arrived with the body's end. A
+// filter that changes them passes its own on with a TrailerDecoder.
+type RequestTrailerSource interface {
+	// BufferedRequestTrailers returns the client's trailers once the
+	// body was buffered to its end, nil when there are none or the body
+	// was not.
+	BufferedRequestTrailers() http.Header
+}
