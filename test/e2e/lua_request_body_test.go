@@ -47,6 +47,9 @@ function envoy_on_request(h)
     if t then t:add("x-lua-saw", t:get("x-req-t")) end
   elseif string.find(path, "/fail") then
     for c in h:bodyChunks() do error("boom in a chunk") end
+  elseif string.find(path, "/late") then
+    h:trailers()
+    error("boom after the trailers")
   end
 end
 `
@@ -218,13 +221,17 @@ var _ = Describe("The Lua filter on request bodies and trailers", Ordered, func(
 		Expect(got.Trailers).To(HaveKeyWithValue("x-req-t", "v1"))
 	})
 
-	It("answers 500 to a script that fails while streaming the body, and counts it", func() {
+	It("answers 500 to a script that fails while streaming the body or after its end, and counts it", func() {
 		before, err := strconv.Atoi(statValue(sc, "http.web.lua.my.errors"))
 		Expect(err).NotTo(HaveOccurred())
 		status, _ := h1raw(port, "/fail", "boom")
 		Expect(status).To(Equal(500))
 		Eventually(sc.Stderr).Should(ContainSubstring("boom in a chunk"))
-		Expect(statValue(sc, "http.web.lua.my.errors")).To(Equal(strconv.Itoa(before + 1)))
+		// At the body's end too: the request does not go on.
+		status, _ = h1raw(port, "/late", "boom")
+		Expect(status).To(Equal(500))
+		Eventually(sc.Stderr).Should(ContainSubstring("boom after the trailers"))
+		Expect(statValue(sc, "http.web.lua.my.errors")).To(Equal(strconv.Itoa(before + 2)))
 	})
 })
 

@@ -47,7 +47,7 @@ var (
 	_ httpfilter.DataEncoder    = (*bodyWait)(nil)
 	_ httpfilter.HeadHolder     = (*bodyWait)(nil)
 	_ httpfilter.DataDecoder    = (*bodyWait)(nil)
-	_ httpfilter.TrailerDecoder = (*bodyWait)(nil)
+	_ httpfilter.CheckedTrailerDecoder = (*bodyWait)(nil)
 )
 
 // newBodyWait returns the wait of one response script run.
@@ -159,15 +159,25 @@ func (w *bodyWait) DecodeData(p []byte) ([]byte, error) {
 // with the trailers (DecodeTrailers), which come after it.
 func (*bodyWait) DecodeEnd() ([]byte, error) { return nil, nil }
 
-// DecodeTrailers implements httpfilter.TrailerDecoder: the body has
-// ended; the script's iteration ends, it gets the trailers (nil for
-// none) and runs to its end, and the trailers it leaves go upstream.
+// DecodeTrailers implements httpfilter.TrailerDecoder (the connection
+// manager calls DecodeTrailersChecked).
 func (w *bodyWait) DecodeTrailers(t http.Header) http.Header {
-	if w.ended {
-		return t
+	t, _ = w.DecodeTrailersChecked(t)
+	return t
+}
+
+// DecodeTrailersChecked implements httpfilter.CheckedTrailerDecoder: the
+// body has ended; the script's iteration ends, it gets the trailers (nil
+// for none) and runs to its end, and the trailers it leaves go upstream.
+// A script that failed fails the request.
+func (w *bodyWait) DecodeTrailersChecked(t http.Header) (http.Header, error) {
+	if !w.ended {
+		w.ended, w.trailers = true, t
+		close(w.chunks)
+		<-w.done
 	}
-	w.ended, w.trailers = true, t
-	close(w.chunks)
-	<-w.done
-	return w.trailers
+	if w.failed {
+		return nil, &httpfilter.BodyError{Status: 500, Details: detailsError}
+	}
+	return w.trailers, nil
 }
