@@ -44,9 +44,9 @@ type bodyWait struct {
 }
 
 var (
-	_ httpfilter.DataEncoder    = (*bodyWait)(nil)
-	_ httpfilter.HeadHolder     = (*bodyWait)(nil)
-	_ httpfilter.DataDecoder    = (*bodyWait)(nil)
+	_ httpfilter.DataEncoder           = (*bodyWait)(nil)
+	_ httpfilter.HeadHolder            = (*bodyWait)(nil)
+	_ httpfilter.DataDecoder           = (*bodyWait)(nil)
 	_ httpfilter.CheckedTrailerDecoder = (*bodyWait)(nil)
 )
 
