@@ -32,8 +32,9 @@ import (
 //     head can still carry;
 //   - /immediate: answers 403 itself, with a header and a body;
 //   - /system: sets :path (the system header mutation_rules guard);
-//   - a path with /deny-body or /deny-resp: answers the request body,
-//     or the response body, with an immediate response;
+//   - a path with /deny-body, /deny-trailers or /deny-resp: answers the
+//     request body, the request trailers or the response body with an
+//     immediate response;
 //   - /meta: records the forwarded metadata's team.info owner, and
 //     answers with dynamic metadata in proc.out and not.kept;
 //   - /cache: adds x-route: b and clears the route cache;
@@ -41,7 +42,8 @@ import (
 //   - /override: answers the request headers with a mode_override that
 //     skips the response headers;
 //   - anything else: continues unchanged; response trailers get
-//     x-proc-trailer.
+//     x-proc-trailer, request trailers too, and their x-req-t becomes
+//     seen-<value>.
 //
 // It records, per path, the kinds of messages it got.
 type extProcessor struct {
@@ -131,6 +133,18 @@ func (p *extProcessor) Process(srv extprocsvc.ExternalProcessor_ProcessServer) e
 				cr.HeaderMutation = &extprocsvc.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{setHeader("x-body-len", fmt.Sprint(len(body)))}}
 			}
 			resp = &extprocsvc.ProcessingResponse{Response: &extprocsvc.ProcessingResponse_ResponseBody{ResponseBody: &extprocsvc.BodyResponse{Response: cr}}}
+		case *extprocsvc.ProcessingRequest_RequestTrailers:
+			got := headerOf(v.RequestTrailers.GetTrailers(), "x-req-t")
+			p.record(path, "request_trailers(x-req-t="+got+")")
+			if strings.Contains(path, "/deny-trailers") {
+				resp = denial(403, "trailers refused")
+				break
+			}
+			resp = &extprocsvc.ProcessingResponse{Response: &extprocsvc.ProcessingResponse_RequestTrailers{RequestTrailers: &extprocsvc.TrailersResponse{
+				HeaderMutation: &extprocsvc.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{
+					setHeader("x-proc-trailer", p.name), setHeader("x-req-t", "seen-"+got),
+				}},
+			}}}
 		case *extprocsvc.ProcessingRequest_ResponseTrailers:
 			p.record(path, "response_trailers(x-up-trailer="+headerOf(v.ResponseTrailers.GetTrailers(), "x-up-trailer")+")")
 			resp = &extprocsvc.ProcessingResponse{Response: &extprocsvc.ProcessingResponse_ResponseTrailers{ResponseTrailers: &extprocsvc.TrailersResponse{

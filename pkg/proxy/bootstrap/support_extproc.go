@@ -14,8 +14,8 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // route async_mode, the attributes, metadata_options,
 // grpc_initial_metadata, failure_mode_allow, processing_request_modifier
 // and emit_client_span. The filter's Compile refuses what the values
-// leave: request_trailer_mode SEND, the FULL_DUPLEX_STREAMED and GRPC
-// body modes, and mutation_rules.allow_all_routing true.
+// leave: the FULL_DUPLEX_STREAMED and GRPC body modes, and
+// mutation_rules.allow_all_routing true.
 var supportedExtProc = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.grpc_service":               {},
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.failure_mode_allow":         {},
@@ -39,7 +39,7 @@ var supportedExtProc = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.response_body_mode": {
 		values: []string{"NONE", "STREAMED", "BUFFERED", "BUFFERED_PARTIAL"},
 	},
-	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.request_trailer_mode":  {values: []string{"DEFAULT", "SKIP"}},
+	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.request_trailer_mode":  {},
 	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.response_trailer_mode": {},
 
 	"envoy.extensions.filters.http.ext_proc.v3.HeaderForwardingRules.allowed_headers":    {},

@@ -3,8 +3,10 @@ package httpconn
 import (
 	"errors"
 	"io"
+	"net/http"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 )
 
 // bodyTooLarge is the body of Envoy's 413 for a request body over a
@@ -126,4 +128,14 @@ func (s *stream) RangeRequestHeaders(fn func(name, value string) bool) {
 			return
 		}
 	}
+}
+
+var _ httpfilter.RequestTrailerSource = (*stream)(nil)
+
+// BufferedRequestTrailers implements httpfilter.RequestTrailerSource.
+func (s *stream) BufferedRequestTrailers() http.Header {
+	if rb, ok := s.body.(*replayBody); ok && rb.done {
+		return s.down.requestTrailers()
+	}
+	return nil
 }

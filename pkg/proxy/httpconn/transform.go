@@ -208,7 +208,14 @@ func (b *decodingBody) Next() ([]byte, error) {
 		}
 		if end {
 			b.done = true
-			b.trailer = b.decodeTrailers()
+			var terr error
+			if b.trailer, terr = b.decodeTrailers(); terr != nil {
+				var be *httpfilter.BodyError
+				if errors.As(terr, &be) {
+					b.s.bodyErr.Store(be)
+				}
+				return nil, terr
+			}
 			return out, io.EOF
 		}
 		if len(out) > 0 {
@@ -218,24 +225,34 @@ func (b *decodingBody) Next() ([]byte, error) {
 }
 
 // decodeTrailers returns the client's request trailers as the decoders
-// that add to them leave them.
-func (b *decodingBody) decodeTrailers() http.Header {
+// that add to them leave them, or the error of one that fails the
+// request (httpfilter.CheckedTrailerDecoder).
+func (b *decodingBody) decodeTrailers() (http.Header, error) {
 	t := b.s.down.requestTrailers()
 	copied := false
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return t
+		return t, nil
 	}
 	for _, d := range b.decs {
-		if td, ok := d.(httpfilter.TrailerDecoder); ok {
-			if !copied {
-				t, copied = t.Clone(), true
-			}
-			t = td.DecodeTrailers(t)
+		td, ok := d.(httpfilter.TrailerDecoder)
+		if !ok {
+			continue
 		}
+		if !copied {
+			t, copied = t.Clone(), true
+		}
+		if cd, ok := td.(httpfilter.CheckedTrailerDecoder); ok {
+			var err error
+			if t, err = cd.DecodeTrailersChecked(t); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		t = td.DecodeTrailers(t)
 	}
-	return t
+	return t, nil
 }
 
 // requestTrailers are the trailers the request goes upstream with, once

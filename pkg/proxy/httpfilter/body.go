@@ -33,6 +33,17 @@ type TrailerDecoder interface {
 	DecodeTrailers(trailers http.Header) http.Header
 }
 
+// CheckedTrailerDecoder is a TrailerDecoder that may fail the request at
+// its trailers, as a DataDecoder's step may (an external processor's
+// immediate response, a script that failed): an error (a *BodyError
+// answers the request when nothing was sent downstream yet) stops the
+// request from reaching its end upstream. The connection manager calls
+// it in place of DecodeTrailers.
+type CheckedTrailerDecoder interface {
+	TrailerDecoder
+	DecodeTrailersChecked(trailers http.Header) (http.Header, error)
+}
+
 // DataEncoder transforms a response body (Envoy's encodeData and
 // encodeTrailers). Its results are valid until its next call.
 type DataEncoder interface {
@@ -112,4 +123,16 @@ type RequestReplacer interface {
 	// first (BufferRequestBody, complete); a request without one gets
 	// body.
 	ReplaceRequestBody(body []byte)
+}
+
+// RequestTrailerSource is implemented by a Stream that gives the request's
+// trailers to a filter that buffered the whole request body
+// (BufferRequestBody, complete): they arrived with the body's end. A
+// filter that changes them passes its own on with a TrailerDecoder (one
+// that returns them in place of the trailers it is given).
+type RequestTrailerSource interface {
+	// BufferedRequestTrailers returns the client's trailers once the
+	// body was buffered to its end, nil when there are none or the body
+	// was not.
+	BufferedRequestTrailers() http.Header
 }

@@ -1,7 +1,6 @@
 package extproc
 
 import (
-	"errors"
 	"net/http"
 	"strings"
 
@@ -73,6 +72,21 @@ func (d *streamDecoder) DecodeData(p []byte) ([]byte, error) {
 // chunk with end_of_stream.
 func (d *streamDecoder) DecodeEnd() ([]byte, error) {
 	return d.f.streamChunk(nil, true, phaseRequestBody)
+}
+
+var _ httpfilter.CheckedTrailerDecoder = (*streamDecoder)(nil)
+
+// DecodeTrailers implements httpfilter.TrailerDecoder (the connection
+// manager calls DecodeTrailersChecked).
+func (d *streamDecoder) DecodeTrailers(t http.Header) http.Header {
+	t, _ = d.DecodeTrailersChecked(t)
+	return t
+}
+
+// DecodeTrailersChecked implements httpfilter.CheckedTrailerDecoder: the
+// trailers follow the body's pieces.
+func (d *streamDecoder) DecodeTrailersChecked(t http.Header) (http.Header, error) {
+	return d.f.requestTrailers(t)
 }
 
 // bufferEncoder holds the response head and body until the body has
@@ -199,10 +213,24 @@ func (e *trailerEncoder) EncodeEnd(trailers http.Header) ([]byte, http.Header, e
 func (f *filter) responseTrailers(trailers http.Header) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.done || !f.mode.responseTrailers || len(trailers) == 0 {
+	if !f.mode.responseTrailers {
 		return nil
 	}
-	te := trailerEditor(trailers)
+	if rep := f.exchangeTrailers(trailers, phaseResponseTrailers); rep != nil {
+		return errReset
+	}
+	return nil
+}
+
+// exchangeTrailers sends a message's trailers (phase ph: request or
+// response trailers) when there are some, and applies the answer's
+// header mutation to them in place. It returns the reply that answers
+// the request (an immediate response, a failed exchange or mutation),
+// nil when the message goes on. f.mu is held.
+func (f *filter) exchangeTrailers(trailers http.Header, ph phase) *reply {
+	if f.done || len(trailers) == 0 {
+		return nil
+	}
 	hm := &corev3.HeaderMap{}
 	for name, vs := range trailers {
 		name = strings.ToLower(name)
@@ -213,25 +241,82 @@ func (f *filter) responseTrailers(trailers http.Header) error {
 			hm.Headers = append(hm.Headers, &corev3.HeaderValue{Key: name, RawValue: []byte(v)})
 		}
 	}
-	r, rep := f.call(&extprocsvc.ProcessingRequest{Request: &extprocsvc.ProcessingRequest_ResponseTrailers{
+	m := &extprocsvc.ProcessingRequest{Request: &extprocsvc.ProcessingRequest_ResponseTrailers{
 		ResponseTrailers: &extprocsvc.HttpTrailers{Trailers: hm},
-	}})
-	if rep == nil {
-		var ok bool
-		if ok, rep = f.answer(r, phaseResponseTrailers); ok {
-			if m := r.GetResponseTrailers().GetHeaderMutation(); m != nil {
-				if err := applyHeaderMutation(m, head{h: te}, f.c.rules, f.c.stats.rejectedMutations); err != nil {
-					f.finish(true)
-					return errors.Join(errReset, err)
-				}
-			}
-			return nil
+	}}
+	if ph == phaseRequestTrailers {
+		m = &extprocsvc.ProcessingRequest{Request: &extprocsvc.ProcessingRequest_RequestTrailers{
+			RequestTrailers: &extprocsvc.HttpTrailers{Trailers: hm},
+		}}
+	}
+	r, rep := f.call(m)
+	if rep != nil {
+		return rep
+	}
+	ok, rep := f.answer(r, ph)
+	if !ok {
+		return rep
+	}
+	mut := r.GetResponseTrailers().GetHeaderMutation()
+	if ph == phaseRequestTrailers {
+		mut = r.GetRequestTrailers().GetHeaderMutation()
+	}
+	if mut != nil {
+		if err := applyHeaderMutation(mut, head{h: trailerEditor(trailers)}, f.c.rules, f.c.stats.rejectedMutations); err != nil {
+			return f.mutationFailed(err)
 		}
 	}
-	if rep != nil {
-		return errReset
-	}
 	return nil
+}
+
+// requestTrailers sends the request trailers, when the mode says so and
+// there are some, and returns them as the answer changed them; a reply
+// answers the request (an httpfilter.BodyError) when nothing was sent
+// back yet.
+func (f *filter) requestTrailers(trailers http.Header) (http.Header, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.mode.requestTrailers {
+		return trailers, nil
+	}
+	if rep := f.exchangeTrailers(trailers, phaseRequestTrailers); rep != nil {
+		f.replyHeaders, f.replied = rep.headers, true
+		return nil, &httpfilter.BodyError{Status: rep.status, Body: rep.body, Details: rep.details}
+	}
+	return trailers, nil
+}
+
+// trailerDecoder passes the request body and sends its trailers
+// (request_trailer_mode SEND without the STREAMED body mode); with
+// fixed set, it puts fixed in place of the trailers instead (the
+// trailers of a buffered body, already processed).
+type trailerDecoder struct {
+	f        *filter
+	fixed    http.Header
+	fixedSet bool
+}
+
+var _ httpfilter.CheckedTrailerDecoder = (*trailerDecoder)(nil)
+
+// DecodeData implements httpfilter.DataDecoder.
+func (d *trailerDecoder) DecodeData(p []byte) ([]byte, error) { return p, nil }
+
+// DecodeEnd implements httpfilter.DataDecoder.
+func (d *trailerDecoder) DecodeEnd() ([]byte, error) { return nil, nil }
+
+// DecodeTrailers implements httpfilter.TrailerDecoder (the connection
+// manager calls DecodeTrailersChecked).
+func (d *trailerDecoder) DecodeTrailers(t http.Header) http.Header {
+	t, _ = d.DecodeTrailersChecked(t)
+	return t
+}
+
+// DecodeTrailersChecked implements httpfilter.CheckedTrailerDecoder.
+func (d *trailerDecoder) DecodeTrailersChecked(t http.Header) (http.Header, error) {
+	if d.fixedSet {
+		return d.fixed, nil
+	}
+	return d.f.requestTrailers(t)
 }
 
 // trailerEditor edits trailers as a router.HeaderEditor, names matched

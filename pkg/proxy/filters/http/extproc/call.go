@@ -25,6 +25,7 @@ type phase uint8
 const (
 	phaseRequestHeaders phase = iota
 	phaseRequestBody
+	phaseRequestTrailers
 	phaseResponseHeaders
 	phaseResponseBody
 	phaseResponseTrailers
@@ -196,6 +197,8 @@ func expected(r *extprocsvc.ProcessingResponse, p phase) bool {
 		return p == phaseRequestHeaders
 	case *extprocsvc.ProcessingResponse_RequestBody:
 		return p == phaseRequestBody
+	case *extprocsvc.ProcessingResponse_RequestTrailers:
+		return p == phaseRequestTrailers
 	case *extprocsvc.ProcessingResponse_ResponseHeaders:
 		return p == phaseResponseHeaders
 	case *extprocsvc.ProcessingResponse_ResponseBody:

@@ -62,9 +62,6 @@ func TestCompileRefusesWithPath(t *testing.T) {
 		{"http service", func(p *extprocv3.ExternalProcessor) { p.HttpService = &extprocv3.ExtProcHttpService{} }, "http_service: not supported"},
 		{"attributes", func(p *extprocv3.ExternalProcessor) { p.RequestAttributes = []string{"request.path"} }, "request_attributes: not supported"},
 		{"observability", func(p *extprocv3.ExternalProcessor) { p.ObservabilityMode = true }, "observability_mode: not supported"},
-		{"request trailers", func(p *extprocv3.ExternalProcessor) {
-			p.ProcessingMode = &extprocv3.ProcessingMode{RequestTrailerMode: extprocv3.ProcessingMode_SEND}
-		}, "processing_mode.request_trailer_mode: SEND is not supported"},
 		{"full duplex", func(p *extprocv3.ExternalProcessor) {
 			p.ProcessingMode = &extprocv3.ProcessingMode{ResponseBodyMode: extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED}
 		}, "processing_mode.response_body_mode: FULL_DUPLEX_STREAMED is not supported"},

@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"net/http"
 	"strconv"
 	"sync"
 
@@ -96,6 +97,7 @@ func (f *filter) requestHeadersAnswer(s httpfilter.Stream, r *extprocsvc.Process
 			}
 		}
 		f.mode.requestBody = extprocv3.ProcessingMode_NONE
+		f.mode.requestTrailers = false
 	}
 	return nil
 }
@@ -116,8 +118,14 @@ func (f *filter) requestBody(s httpfilter.Stream) httpfilter.Status {
 		if !ok {
 			return httpfilter.Stop
 		}
+		var trailers http.Header
+		if src, ok := s.(httpfilter.RequestTrailerSource); ok && complete {
+			trailers = src.BufferedRequestTrailers()
+		}
+		// As in Envoy, a body followed by trailers does not end the
+		// stream: the trailers do.
 		req := &extprocsvc.ProcessingRequest{Request: &extprocsvc.ProcessingRequest_RequestBody{
-			RequestBody: &extprocsvc.HttpBody{Body: body, EndOfStream: complete},
+			RequestBody: &extprocsvc.HttpBody{Body: body, EndOfStream: complete && len(trailers) == 0},
 		}}
 		f.mu.Lock()
 		r, rep := f.call(req)
@@ -128,9 +136,37 @@ func (f *filter) requestBody(s httpfilter.Stream) httpfilter.Status {
 		if rep != nil {
 			return f.sendReply(s, rep)
 		}
+		if complete {
+			return f.bufferedTrailers(s, trailers)
+		}
 	case extprocv3.ProcessingMode_STREAMED:
 		s.TransformRequestBody(&streamDecoder{f: f})
+		return httpfilter.Continue
 	}
+	if n, _ := s.RequestBody(); f.mode.requestTrailers && n < 0 {
+		// Only a body of unknown length (chunked, or HTTP/2 without
+		// content-length) goes through a decoder for its trailers:
+		// one would drop a known length.
+		s.TransformRequestBody(&trailerDecoder{f: f})
+	}
+	return httpfilter.Continue
+}
+
+// bufferedTrailers sends the trailers of a request body buffered to its
+// end, before the request goes on, as Envoy sends them once the buffered
+// body's answer came; the trailers the answer leaves go upstream.
+func (f *filter) bufferedTrailers(s httpfilter.Stream, trailers http.Header) httpfilter.Status {
+	if !f.mode.requestTrailers || len(trailers) == 0 {
+		return httpfilter.Continue
+	}
+	trailers = trailers.Clone()
+	f.mu.Lock()
+	rep := f.exchangeTrailers(trailers, phaseRequestTrailers)
+	f.mu.Unlock()
+	if rep != nil {
+		return f.sendReply(s, rep)
+	}
+	s.TransformRequestBody(&trailerDecoder{fixed: trailers, fixedSet: true})
 	return httpfilter.Continue
 }
 

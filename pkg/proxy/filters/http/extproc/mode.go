@@ -1,7 +1,6 @@
 package extproc
 
 import (
-	"errors"
 	"fmt"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
@@ -16,8 +15,8 @@ type mode struct {
 	// requestBody and responseBody are the body modes Outrigger
 	// implements: NONE, STREAMED, BUFFERED and BUFFERED_PARTIAL.
 	requestBody, responseBody extprocv3.ProcessingMode_BodySendMode
-	// responseTrailers sends the response trailers (SEND).
-	responseTrailers bool
+	// requestTrailers and responseTrailers send the trailers (SEND).
+	requestTrailers, responseTrailers bool
 }
 
 // defaultMode is the mode of a filter without processing_mode: both heads
@@ -37,10 +36,8 @@ func compileMode(pm *extprocv3.ProcessingMode) (mode, error) {
 		responseHeaders:  pm.GetResponseHeaderMode() != extprocv3.ProcessingMode_SKIP,
 		requestBody:      pm.GetRequestBodyMode(),
 		responseBody:     pm.GetResponseBodyMode(),
+		requestTrailers:  pm.GetRequestTrailerMode() == extprocv3.ProcessingMode_SEND,
 		responseTrailers: pm.GetResponseTrailerMode() == extprocv3.ProcessingMode_SEND,
-	}
-	if pm.GetRequestTrailerMode() == extprocv3.ProcessingMode_SEND {
-		return m, errors.New("request_trailer_mode: SEND is not supported by Outrigger (HTTP filters do not see request trailers)")
 	}
 	if err := checkBodyMode(pm.GetRequestBodyMode()); err != nil {
 		return m, fmt.Errorf("request_body_mode: %w", err)

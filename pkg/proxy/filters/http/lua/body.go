@@ -1,6 +1,8 @@
 package lua
 
 import (
+	"net/http"
+
 	glua "github.com/yuin/gopher-lua"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
@@ -140,16 +142,35 @@ func (h *handle) current() []byte {
 	return h.body
 }
 
-// replacedBody is the request body a script replaced: the received bytes
-// are dropped, the script's are sent at the end.
+// replacedBody is the request body a script replaced (body not nil: the
+// received bytes are dropped, the script's are sent at the end), or
+// whose trailers it changed after buffering the body (trailers not nil:
+// they replace the client's).
 type replacedBody struct {
-	body []byte
+	body     []byte
+	trailers http.Header
 }
 
-var _ httpfilter.DataDecoder = (*replacedBody)(nil)
+var (
+	_ httpfilter.DataDecoder    = (*replacedBody)(nil)
+	_ httpfilter.TrailerDecoder = (*replacedBody)(nil)
+)
 
 // DecodeData implements httpfilter.DataDecoder.
-func (*replacedBody) DecodeData([]byte) ([]byte, error) { return nil, nil }
+func (r *replacedBody) DecodeData(p []byte) ([]byte, error) {
+	if r.body != nil {
+		return nil, nil
+	}
+	return p, nil
+}
 
 // DecodeEnd implements httpfilter.DataDecoder.
 func (r *replacedBody) DecodeEnd() ([]byte, error) { return r.body, nil }
+
+// DecodeTrailers implements httpfilter.TrailerDecoder.
+func (r *replacedBody) DecodeTrailers(t http.Header) http.Header {
+	if r.trailers != nil {
+		return r.trailers
+	}
+	return t
+}

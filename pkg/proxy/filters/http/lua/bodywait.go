@@ -38,11 +38,16 @@ type bodyWait struct {
 	last      []byte
 	lastSet   bool
 	canceled  bool
+	// failed: a request script failed once the request's head had gone
+	// on; the decoder fails the request.
+	failed bool
 }
 
 var (
-	_ httpfilter.DataEncoder = (*bodyWait)(nil)
-	_ httpfilter.HeadHolder  = (*bodyWait)(nil)
+	_ httpfilter.DataEncoder           = (*bodyWait)(nil)
+	_ httpfilter.HeadHolder            = (*bodyWait)(nil)
+	_ httpfilter.DataDecoder           = (*bodyWait)(nil)
+	_ httpfilter.CheckedTrailerDecoder = (*bodyWait)(nil)
 )
 
 // newBodyWait returns the wait of one response script run.
@@ -131,4 +136,48 @@ func (w *bodyWait) chunk(p []byte) []byte {
 		}
 		return p
 	}
+}
+
+// The request side: a request script that streams the body (bodyChunks()
+// or trailers()) let the request's head go on; the bodyWait is then the
+// filter's decoder, and hands the script each piece of the body on its
+// way upstream, then the trailers.
+
+// DecodeData implements httpfilter.DataDecoder: the script gets the
+// piece and the piece it gives back goes on. A script that failed fails
+// the request (answered 500 when the response has not started), as a
+// failed request script does before the head goes on.
+func (w *bodyWait) DecodeData(p []byte) ([]byte, error) {
+	out := w.chunk(p)
+	if w.failed {
+		return nil, &httpfilter.BodyError{Status: 500, Details: detailsError}
+	}
+	return out, nil
+}
+
+// DecodeEnd implements httpfilter.DataDecoder: the body's end is told
+// with the trailers (DecodeTrailers), which come after it.
+func (*bodyWait) DecodeEnd() ([]byte, error) { return nil, nil }
+
+// DecodeTrailers implements httpfilter.TrailerDecoder (the connection
+// manager calls DecodeTrailersChecked).
+func (w *bodyWait) DecodeTrailers(t http.Header) http.Header {
+	t, _ = w.DecodeTrailersChecked(t)
+	return t
+}
+
+// DecodeTrailersChecked implements httpfilter.CheckedTrailerDecoder: the
+// body has ended; the script's iteration ends, it gets the trailers (nil
+// for none) and runs to its end, and the trailers it leaves go upstream.
+// A script that failed fails the request.
+func (w *bodyWait) DecodeTrailersChecked(t http.Header) (http.Header, error) {
+	if !w.ended {
+		w.ended, w.trailers = true, t
+		close(w.chunks)
+		<-w.done
+	}
+	if w.failed {
+		return nil, &httpfilter.BodyError{Status: 500, Details: detailsError}
+	}
+	return w.trailers, nil
 }

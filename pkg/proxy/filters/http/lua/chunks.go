@@ -4,23 +4,20 @@ import (
 	glua "github.com/yuin/gopher-lua"
 )
 
-// bodyChunks is the handle's bodyChunks(): an iterator over the response
-// body's pieces as they arrive, each a buffer object whose setBytes
-// replaces the piece; nothing is buffered. The response head is held
-// until the first bytes leave, so the script may change the headers
-// until the first piece it lets through.
+// bodyChunks is the handle's bodyChunks(): an iterator over the body's
+// pieces as they arrive, each a buffer object whose setBytes replaces the
+// piece; nothing is buffered. On the response, the head is held until
+// the first bytes leave, so the script may change the headers until the
+// first piece it lets through. On the request, the head goes on when the
+// script asks for the first piece (as Envoy continues the headers of a
+// script waiting for a chunk): the headers can no longer change and
+// respond() is refused from then on.
 func (h *handle) bodyChunks(L *glua.LState) int {
 	h.check(L)
-	if !h.response {
-		L.RaiseError("bodyChunks() of a request is not supported by Outrigger")
-	}
 	if h.bodyRead {
 		L.RaiseError("cannot call bodyChunks after body processing has begun")
 	}
-	if h.wait == nil {
-		if _, has := h.s.ResponseBody(); has {
-			L.RaiseError("bodyChunks() of a response: call it by its name (the script must contain \"bodyChunks\")")
-		}
+	if !h.canStream(L, "bodyChunks") {
 		// No body: an iterator that ends at once.
 		L.Push(L.NewFunction(func(*glua.LState) int { return 0 }))
 		return 1
@@ -30,13 +27,43 @@ func (h *handle) bodyChunks(L *glua.LState) int {
 	return 1
 }
 
+// canStream reports whether the call's message has a body the script
+// can stream; a body it cannot reach (a script that came to method
+// without naming it, so that it runs on the stream's goroutine) raises
+// an error.
+func (h *handle) canStream(L *glua.LState, method string) bool {
+	if h.wait != nil {
+		return true
+	}
+	has := false
+	if h.response {
+		_, has = h.s.ResponseBody()
+	} else {
+		_, has = h.s.RequestBody()
+	}
+	if has {
+		L.RaiseError("%s() of a message with a body: call it by its name (the script must contain %q)", method, method)
+	}
+	return false
+}
+
 // nextChunk is the iterator of bodyChunks(): it gives back the piece the
 // script had, then waits for the next; nil at the end of the body.
 func (h *handle) nextChunk(L *glua.LState) int {
 	h.check(L)
+	if !h.awaitChunk(L) {
+		return 0
+	}
+	L.Push(h.chunkUD)
+	return 1
+}
+
+// awaitChunk gives back the piece the script had, then waits for the
+// next: false at the end of the body, with the trailers.
+func (h *handle) awaitChunk(L *glua.LState) bool {
 	w := h.wait
 	if h.chunksEnded {
-		return 0
+		return false
 	}
 	if h.chunkOut {
 		h.chunkOut = false
@@ -55,10 +82,9 @@ func (h *handle) nextChunk(L *glua.LState) int {
 		}
 		h.resume()
 		h.chunksEnded, h.trailers = true, w.trailers
-		return 0
+		return false
 	}
 	h.resume()
 	h.chunk, h.chunkOut = c, true
-	L.Push(h.chunkUD)
-	return 1
+	return true
 }

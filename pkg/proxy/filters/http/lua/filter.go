@@ -24,6 +24,9 @@ type streamFilter struct {
 	c     *filterConfig
 	reply *reply
 	wait  *bodyWait
+	// reqWait is the request body's wait of a request script that
+	// streams the body (bodyChunks(), trailers()).
+	reqWait *bodyWait
 }
 
 var (
@@ -49,6 +52,9 @@ func (f *streamFilter) OnDestroy() {
 	if w := f.wait; w != nil {
 		w.cancel()
 	}
+	if w := f.reqWait; w != nil {
+		w.cancel()
+	}
 	c := f.c
 	*f = streamFilter{}
 	c.filters.Put(f)
@@ -60,7 +66,30 @@ func (f *streamFilter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	if sc == nil || !sc.onRequest {
 		return httpfilter.Continue
 	}
-	return f.c.run(s, sc, f, false, nil)
+	if _, has := s.RequestBody(); !has || !sc.streams {
+		return f.c.run(s, sc, f, false, nil)
+	}
+	// A script that may stream the body runs in a goroutine of its own:
+	// when it asks for the body's pieces or its trailers, the request's
+	// head goes on (as Envoy continues the headers of a script waiting
+	// for a chunk or for trailers) and the filter's decoder hands the
+	// script each piece on its way upstream. Until then the stream waits
+	// for the script, as for any request script.
+	w := newBodyWait()
+	status := httpfilter.Continue
+	go func() {
+		defer close(w.done)
+		defer f.c.recoverScript("request")
+		status = f.c.run(s, sc, f, false, w)
+	}()
+	select {
+	case <-w.done:
+		return status
+	case <-w.want:
+		f.reqWait = w
+		s.TransformRequestBody(w)
+		return httpfilter.Continue
+	}
 }
 
 // EncodeHeaders implements httpfilter.Encoder: the headers of a
@@ -82,15 +111,7 @@ func (f *streamFilter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	w := newBodyWait()
 	go func() {
 		defer close(w.done)
-		defer func() {
-			// Lua errors are caught by the call itself; this is for a
-			// bug of the filter, which must not take the process down
-			// from a goroutine the connection manager does not watch.
-			if r := recover(); r != nil {
-				f.c.errors.Inc()
-				f.c.log.Error(fmt.Errorf("panic: %v", r), "lua: response script")
-			}
-		}()
+		defer f.c.recoverScript("response")
 		f.c.run(s, sc, f, true, w)
 	}()
 	select {
@@ -100,6 +121,18 @@ func (f *streamFilter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		s.TransformResponseBody(w)
 	}
 	return httpfilter.Continue
+}
+
+// recoverScript ends the goroutine of a script's run that panicked. Lua
+// errors are caught by the call itself; this is for a bug of the filter,
+// which must not take the process down from a goroutine the connection
+// manager does not watch. A request script's decoder then fails the
+// request.
+func (c *filterConfig) recoverScript(direction string) {
+	if r := recover(); r != nil {
+		c.errors.Inc()
+		c.log.Error(fmt.Errorf("panic: %v", r), "lua: "+direction+" script")
+	}
 }
 
 // run calls the script's envoy_on_request (envoy_on_response when
@@ -127,6 +160,8 @@ func (c *filterConfig) run(s httpfilter.Stream, sc *script, f *streamFilter, res
 		v.broken = true
 	}
 	r, aborted, newBody := h.reply, h.aborted, h.newBody
+	continued := h.continued()
+	edit := h.trailerEdit()
 	if w != nil && h.chunkOut {
 		// The piece the script held when it ended goes on as it left
 		// it.
@@ -134,6 +169,18 @@ func (c *filterConfig) run(s httpfilter.Stream, sc *script, f *streamFilter, res
 	}
 	sc.release(v)
 
+	if continued && (expired || err != nil) {
+		// The request's head went on: the decoder fails the request
+		// at the next piece of its body (see bodyWait.DecodeData).
+		w.failed = true
+		msg := errorText(err)
+		if expired {
+			msg = fmt.Sprintf("script stopped: it ran past its time budget of %v", sc.budget)
+		}
+		c.errors.Inc()
+		c.log.Error(nil, "script log: "+msg)
+		return httpfilter.Continue
+	}
 	switch {
 	case aborted:
 		// The stream answered while the script waited (a timeout, the
@@ -150,12 +197,11 @@ func (c *filterConfig) run(s httpfilter.Stream, sc *script, f *streamFilter, res
 	case err != nil:
 		return c.failed(s, response, errorText(err))
 	}
-	if newBody != nil {
-		if w != nil {
-			w.result = newBody
-		} else {
-			s.TransformRequestBody(&replacedBody{body: newBody})
-		}
+	switch {
+	case response && newBody != nil:
+		w.result = newBody
+	case !response && (newBody != nil || edit != nil):
+		s.TransformRequestBody(&replacedBody{body: newBody, trailers: edit})
 	}
 	return httpfilter.Continue
 }

@@ -32,8 +32,12 @@ type handle struct {
 	// put in its place (nil when it did not).
 	body, newBody []byte
 	bodyRead      bool
-	// trailers are the response's, once its body has arrived.
+	// trailers are the message's, once its body has arrived.
 	trailers http.Header
+	// bufferedTrailers: trailers are the request's, read after body()
+	// buffered the request body; they replace the client's when the
+	// script ends.
+	bufferedTrailers bool
 	// Streaming: streamed once bodyChunks() was called; chunk is the
 	// piece the script has (chunkOut until it is given back);
 	// chunksEnded at the end of the body.
@@ -100,6 +104,22 @@ func (h *handle) clear() {
 	}
 }
 
+// continued reports that a request script let the request's head go on
+// to stream its body (bodyChunks(), trailers()): the head can no longer
+// change, and the stream no longer waits for the script.
+func (h *handle) continued() bool {
+	return !h.response && h.wait != nil && h.wait.streaming
+}
+
+// trailerEdit is the trailers a request script read after buffering the
+// body, which go upstream in place of the client's; nil otherwise.
+func (h *handle) trailerEdit() http.Header {
+	if h.bufferedTrailers {
+		return h.trailers
+	}
+	return nil
+}
+
 // check refuses a handle (or one of its objects) that a script kept and
 // used after its call, as Envoy refuses objects used out of their scope.
 func (h *handle) check(L *glua.LState) {
@@ -135,7 +155,7 @@ func (h *handle) log(write func(c *filterConfig, m string)) glua.LGFunction {
 // clearRoute is clearRouteCache(): routing runs again for the request.
 func (h *handle) clearRoute(L *glua.LState) int {
 	h.check(L)
-	if !h.response {
+	if !h.response && !h.continued() {
 		h.s.ClearRouteCache()
 	}
 	return 0

@@ -154,9 +154,18 @@ func (h *handle) modified() {
 	}
 }
 
+// checkModifiable refuses a change of the request's head once it went on
+// (a script streaming the body), as Envoy does.
+func (h *handle) checkModifiable(L *glua.LState) {
+	h.check(L)
+	if h.continued() {
+		L.RaiseError("header map can no longer be modified")
+	}
+}
+
 // headerAdd is add(name, value).
 func (h *handle) headerAdd(L *glua.LState) int {
-	h.check(L)
+	h.checkModifiable(L)
 	name := headerName(L, L.Get(2))
 	value := headerValue(L, L.Get(3))
 	if _, ok := h.pseudo(name); ok || name[0] == ':' {
@@ -171,7 +180,7 @@ func (h *handle) headerAdd(L *glua.LState) int {
 // value (it is added when absent). Of the pseudo-headers, only the
 // request's :path may be replaced.
 func (h *handle) headerReplace(L *glua.LState) int {
-	h.check(L)
+	h.checkModifiable(L)
 	name := headerName(L, L.Get(2))
 	value := headerValue(L, L.Get(3))
 	if name[0] == ':' {
@@ -192,7 +201,7 @@ func (h *handle) headerReplace(L *glua.LState) int {
 
 // headerRemove is remove(name).
 func (h *handle) headerRemove(L *glua.LState) int {
-	h.check(L)
+	h.checkModifiable(L)
 	name := headerName(L, L.Get(2))
 	if name[0] == ':' {
 		L.RaiseError("remove(%q): removing a pseudo-header is not supported by Outrigger", name)

@@ -81,7 +81,8 @@ func (h *handle) httpCall(L *glua.LState) int {
 		cancel context.CancelFunc
 	)
 	timeout := opts.timeout
-	if timeout == 0 && h.response {
+	detached := h.response || h.continued()
+	if timeout == 0 && detached {
 		// A response script waits for its call without the stream's
 		// timeouts (see below): a call without a timeout of its own
 		// gets the asynchronous calls' bound.
@@ -101,10 +102,10 @@ func (h *handle) httpCall(L *glua.LState) int {
 	}()
 	h.pause()
 	switch {
-	case h.response:
+	case detached:
 		// Stream.Wait answers the request when a stream timeout fires,
-		// which a response on its way cannot take: the call's timeout
-		// bounds the wait instead.
+		// which a response on its way (or a request whose head went
+		// on) cannot take: the call's timeout bounds the wait instead.
 		<-done
 	case !h.s.Wait(done):
 		cancel()

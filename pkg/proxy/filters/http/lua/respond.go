@@ -58,6 +58,9 @@ func (h *handle) respond(L *glua.LState) int {
 	if h.response {
 		L.RaiseError("respond not currently supported in the response path")
 	}
+	if h.continued() {
+		L.RaiseError("respond() cannot be called if headers have been continued")
+	}
 	t := L.CheckTable(2)
 	body := ""
 	if L.GetTop() >= 3 && L.Get(3) != glua.LNil {

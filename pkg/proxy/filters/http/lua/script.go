@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,7 +27,11 @@ type script struct {
 	// constants hold the string): only then may a response script wait
 	// for the body.
 	readsBody bool
-	budget    time.Duration
+	// streams reports that the script names bodyChunks or trailers:
+	// only then may a request script run beside its stream, letting the
+	// request go on while it reads the body.
+	streams bool
+	budget  time.Duration
 	// free are the idle states. A stream that finds none makes one; a
 	// state given back to a full pool is dropped.
 	free chan *vm
@@ -48,7 +53,7 @@ func compileScript(code, chunk string, budget time.Duration) (*script, error) {
 	if err != nil {
 		return nil, fmt.Errorf("script does not compile: %s", oneLine(err.Error()))
 	}
-	sc := &script{proto: proto, budget: budget, free: make(chan *vm, poolSize()), readsBody: namesBody(proto)}
+	sc := &script{proto: proto, budget: budget, free: make(chan *vm, poolSize()), readsBody: names(proto, "body", "bodyChunks", "trailers"), streams: names(proto, "bodyChunks", "trailers")}
 	v, err := sc.newVM()
 	if err != nil {
 		return nil, err
@@ -59,17 +64,17 @@ func compileScript(code, chunk string, budget time.Duration) (*script, error) {
 	return sc, nil
 }
 
-// namesBody reports whether a function or the functions it defines hold
-// the string constant "body", "bodyChunks" or "trailers": a script calls
-// those methods of its handle by their names.
-func namesBody(p *glua.FunctionProto) bool {
+// names reports whether the script (or a function in it) holds one of
+// words among its string constants: a method the script calls by its
+// name.
+func names(p *glua.FunctionProto, words ...string) bool {
 	for _, c := range p.Constants {
-		if s, ok := c.(glua.LString); ok && (s == "body" || s == "bodyChunks" || s == "trailers") {
+		if s, ok := c.(glua.LString); ok && slices.Contains(words, string(s)) {
 			return true
 		}
 	}
 	for _, f := range p.FunctionPrototypes {
-		if namesBody(f) {
+		if names(f, words...) {
 			return true
 		}
 	}

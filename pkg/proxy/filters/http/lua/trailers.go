@@ -5,11 +5,12 @@ import (
 	"strings"
 
 	glua "github.com/yuin/gopher-lua"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 )
 
-// The trailers object (handle:trailers()): the response's trailers, once
-// its body has all arrived. Request trailers are not forwarded upstream
-// by the connection manager, so a request script has none to see.
+// The trailers object (handle:trailers()): the message's trailers, once
+// its body has all arrived; the script's changes go on with them.
 
 // newTrailers makes the trailers object of h.
 func newTrailers(L *glua.LState, h *handle) *glua.LUserData {
@@ -77,19 +78,45 @@ func newTrailers(L *glua.LState, h *handle) *glua.LUserData {
 	})
 }
 
-// trailersMethod is the handle's trailers(): on the response, after the
-// whole body (it waits for it, as body() does), the trailers object, or
-// nil when the response has none.
+// trailersMethod is the handle's trailers(): the trailers object once
+// the whole body has arrived, or nil when the message has none. On the
+// response it waits for the body as body() does. On the request it lets
+// the body go on unbuffered while it waits (the request's head goes on
+// then, as in Envoy), unless body() or bodyChunks() already read it.
 func (h *handle) trailersMethod(L *glua.LState) int {
 	h.check(L)
-	if !h.response {
-		L.RaiseError("trailers() of a request is not supported by Outrigger (request trailers are not forwarded upstream)")
+	if h.response {
+		h.readBody(L)
+	} else {
+		h.readRequestTrailers(L)
 	}
-	h.readBody(L)
 	if len(h.trailers) == 0 {
 		L.Push(glua.LNil)
 		return 1
 	}
 	L.Push(h.trailersUD)
 	return 1
+}
+
+// readRequestTrailers gets the request's trailers into h.trailers.
+func (h *handle) readRequestTrailers(L *glua.LState) {
+	switch {
+	case h.chunksEnded || h.bufferedTrailers:
+		// Already read.
+	case h.bodyRead && !h.streamed:
+		// body() buffered the whole body: the trailers arrived with
+		// its end.
+		if src, ok := h.s.(httpfilter.RequestTrailerSource); ok {
+			h.trailers = src.BufferedRequestTrailers().Clone()
+			h.bufferedTrailers = h.trailers != nil
+		}
+	case !h.canStream(L, "trailers"):
+		// No body, no trailers.
+	default:
+		// Let the pieces go on as they are (the one the script holds
+		// from bodyChunks() too) until the end.
+		h.bodyRead, h.streamed = true, true
+		for h.awaitChunk(L) {
+		}
+	}
 }
