@@ -22,6 +22,9 @@ type TapSource interface {
 type TapSession interface {
 	// Traces delivers each trace, rendered, until the session ends.
 	Traces() <-chan []byte
+	// Done is closed when the session ends on the server's side (its
+	// last extension is gone): the response then completes.
+	Done() <-chan struct{}
 	// Detach ends the session: the filters stop tapping.
 	Detach()
 }
@@ -42,7 +45,8 @@ func (a *Admin) tapRoutes() []Route {
 }
 
 // serveTap keeps the response open and writes every trace of the session
-// until the client goes away, which detaches it.
+// until the client goes away, which detaches it, or the session ends,
+// which completes the response after the traces already queued.
 func (a *Admin) serveTap(w *Response, r *Request) {
 	if len(strings.TrimSpace(string(r.Body))) == 0 {
 		w.Text(http.StatusBadRequest, "/tap requires a JSON/YAML body")
@@ -65,6 +69,17 @@ func (a *Admin) serveTap(w *Response, r *Request) {
 		select {
 		case <-r.Context().Done():
 			return
+		case <-sess.Done():
+			for {
+				select {
+				case t := <-traces:
+					if _, err := out.Write(t); err != nil || !out.Flush() {
+						return
+					}
+				default:
+					return
+				}
+			}
 		case t, ok := <-traces:
 			if !ok {
 				return

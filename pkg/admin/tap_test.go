@@ -16,6 +16,9 @@ import (
 type fakeTap struct {
 	traces   chan []byte
 	detached chan struct{}
+	// done ends the session from the server's side when closed (nil:
+	// never).
+	done chan struct{}
 	// absent makes HasFilters false: no tap filter is configured.
 	absent atomic.Bool
 }
@@ -31,6 +34,7 @@ func (f *fakeTap) AttachTap(body []byte) (TapSession, error) {
 
 func (f *fakeTap) Traces() <-chan []byte { return f.traces }
 func (f *fakeTap) Detach()               { close(f.detached) }
+func (f *fakeTap) Done() <-chan struct{} { return f.done }
 
 func TestTap(t *testing.T) {
 	src := &fakeTap{traces: make(chan []byte, 2), detached: make(chan struct{})}
@@ -80,6 +84,29 @@ func TestTap(t *testing.T) {
 	}
 	cancel()
 	waitFor(t, src.detached, "the detach after the client left")
+}
+
+// TestTapSessionEnds: a session the server ends completes its response,
+// after the traces already queued.
+func TestTapSessionEnds(t *testing.T) {
+	src := &fakeTap{traces: make(chan []byte, 2), detached: make(chan struct{}), done: make(chan struct{})}
+	srv := newLoopbackServer(t, newAdmin(Options{Log: (&logSink{}).logger(), Tap: src}, nil).Handler())
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/tap", strings.NewReader("config_id: x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	src.traces <- []byte("{\n \"a\": 1\n}\n")
+	close(src.done)
+	got, err := io.ReadAll(resp.Body)
+	if err != nil || string(got) != "{\n \"a\": 1\n}\n" {
+		t.Errorf("stream %q, %v: want the queued trace, then its end", got, err)
+	}
+	waitFor(t, src.detached, "the detach after the session ended")
 }
 
 // TestTapComesAndGoes: /tap is in /help, on the home page and served only

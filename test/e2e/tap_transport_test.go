@@ -369,3 +369,66 @@ var _ = Describe("The /tap endpoint with a tap transport socket", func() {
 		}, 10*time.Second, 100*time.Millisecond).Should(Equal(404))
 	})
 })
+
+var _ = Describe("min_streamed_sent_bytes on the tap transport socket", func() {
+	It("gathers streamed events in segments of events, and a /tap stream ends when LDS removes the last tap extension", func() {
+		dir := ldsSetup(ldsResponse("v1"))
+		sc := Start(newDir(), ldsBootstrap(dir, ldsPath), "--drain-time-s", "0")
+		port := freePort()
+		chain := withTransportSocket(directChain("batched tap", ""), tapSocket(`{admin_config: {config_id: batched}}`, rawBufferSocket, ""))
+		replaceLDS(dir, ldsResponse("v2", listenerDef{Name: "batched", Port: port, Chains: []string{chain}}))
+		Eventually(func() string { return sc.Get("/help").Body }, 10*time.Second).Should(ContainSubstring("/tap"))
+
+		ts := attachSocketTap(sc, `{config_id: batched, tap_config: {match: {any_match: true},
+		  output_config: {sinks: [{streaming_admin: {}, format: JSON_BODY_AS_STRING}], streaming: true, min_streamed_sent_bytes: 16, max_buffered_rx_bytes: 4}}}`)
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rawGet(c, "/batched")).To(HaveSuffix("batched tap"))
+
+		var w *datatapv3.TraceWrapper
+		Eventually(ts.traces, 10*time.Second).Should(Receive(&w))
+		first := w.GetSocketStreamedTraceSegment()
+		Expect(first.GetConnection()).NotTo(BeNil(), w.String())
+		var events []*datatapv3.SocketEvent
+		next := uint64(1)
+		for closed := false; !closed; {
+			Eventually(ts.traces, 10*time.Second).Should(Receive(&w))
+			seg := w.GetSocketStreamedTraceSegment()
+			Expect(seg.GetTraceId()).To(Equal(first.GetTraceId()))
+			Expect(seg.GetEvent()).To(BeNil(), "a single event segment under min_streamed_sent_bytes")
+			batch := seg.GetEvents().GetEvents()
+			Expect(batch).NotTo(BeEmpty(), w.String())
+			size := 0
+			for _, ev := range batch {
+				kind, d := eventData(ev)
+				if kind == "closed" {
+					next++
+					closed = true
+				}
+				Expect(ev.GetSeqNum()).To(Equal(next))
+				next += uint64(len(d))
+				size += len(d)
+			}
+			// Only the close sends a batch of fewer bytes.
+			if !closed {
+				Expect(size).To(BeNumerically(">=", 16))
+			}
+			events = append(events, batch...)
+		}
+		// Whole events: max_buffered_rx_bytes (4) cuts nothing.
+		Expect(joined(events, "read")).To(HavePrefix("GET /batched HTTP/1.1\r\n"))
+		Expect(joined(events, "write")).To(HaveSuffix("batched tap"))
+
+		// The stream stays open until the listener, the last extension
+		// with a config id, is gone; then its response completes.
+		Consistently(ts.traces, 300*time.Millisecond).ShouldNot(BeClosed())
+		replaceLDS(dir, ldsResponse("v3"))
+		Eventually(ts.traces, 10*time.Second).Should(BeClosed())
+
+		res, _ := validate("tap.yaml", tlsBootstrap(freePort(), "", []string{withTransportSocket(routeToCluster("bad", "up"), tapSocket(
+			staticTap("/tmp/x", "JSON_BODY_AS_BYTES", ", min_streamed_sent_bytes: 8"), rawBufferSocket, ""))},
+			tlsCluster("up", freePort(), rawBufferSocket, "")))
+		Expect(res.ExitCode).To(Equal(1))
+		Expect(res.Stderr).To(ContainSubstring("transport_socket.typed_config.common_config.static_config.output_config.min_streamed_sent_bytes: only with output_config.streaming"))
+	})
+})

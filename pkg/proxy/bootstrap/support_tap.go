@@ -6,8 +6,9 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // (envoy.filters.http.tap) that Outrigger implements: admin_config (the
 // /tap endpoint) and static_config with a file_per_tap sink, buffered or
 // streamed traces, tap_enabled sampling, header, trailer and generic body
-// matchers. min_streamed_sent_bytes (which Envoy applies to the transport
-// tap socket only) and the other sinks are refused by path.
+// matchers. min_streamed_sent_bytes is listed for the transport tap
+// socket, which shares these fields; the HTTP filter, where Envoy ignores
+// it, refuses it by path itself. The other sinks are refused by path.
 var supportedTap = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.tap.v3.Tap.common_config": {},
 
@@ -22,10 +23,11 @@ var supportedTap = map[protoreflect.FullName]fieldSupport{
 	// with the HTTP filters'.
 	"envoy.config.tap.v3.TapConfig.tap_enabled": {},
 
-	"envoy.config.tap.v3.OutputConfig.sinks":                 {},
-	"envoy.config.tap.v3.OutputConfig.max_buffered_rx_bytes": {},
-	"envoy.config.tap.v3.OutputConfig.max_buffered_tx_bytes": {},
-	"envoy.config.tap.v3.OutputConfig.streaming":             {},
+	"envoy.config.tap.v3.OutputConfig.sinks":                   {},
+	"envoy.config.tap.v3.OutputConfig.max_buffered_rx_bytes":   {},
+	"envoy.config.tap.v3.OutputConfig.max_buffered_tx_bytes":   {},
+	"envoy.config.tap.v3.OutputConfig.streaming":               {},
+	"envoy.config.tap.v3.OutputConfig.min_streamed_sent_bytes": {},
 	"envoy.config.tap.v3.OutputSink.format": {values: []string{"JSON_BODY_AS_BYTES", "JSON_BODY_AS_STRING",
 		"PROTO_BINARY", "PROTO_BINARY_LENGTH_DELIMITED", "PROTO_TEXT"}},
 	"envoy.config.tap.v3.OutputSink.file_per_tap":    {},

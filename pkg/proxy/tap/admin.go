@@ -27,33 +27,67 @@ type message string
 
 func (m message) Error() string { return string(m) }
 
-// Registry holds the config ids of the filters configured with
+// Extension is the kind of extension that registers a config id: what a
+// /tap session for the id may configure depends on it.
+type Extension uint8
+
+const (
+	// HTTPFilter is the tap HTTP filter (envoy.filters.http.tap).
+	HTTPFilter Extension = iota
+	// TransportSocket is the tap transport socket
+	// (envoy.transport_sockets.tap).
+	TransportSocket
+)
+
+// Registry holds the config ids of the extensions configured with
 // admin_config and the one attached /tap session. It implements
 // admin.TapSource. The zero value is ready.
 type Registry struct {
-	mu      sync.Mutex
-	ids     map[string]int
-	session atomic.Pointer[Session]
+	mu sync.Mutex
+	// ids counts the extensions of each config id, filters the HTTP
+	// filters among them.
+	ids, filters map[string]int
+	session      atomic.Pointer[Session]
 }
 
 var _ admin.TapSource = (*Registry)(nil)
 
-// Register records a filter's config id.
-func (r *Registry) Register(id string) {
+// Register records the config id of an extension of kind ext. An
+// attached session for id applies to it at once, as Envoy hands the
+// attached configuration to an extension registering its id.
+func (r *Registry) Register(id string, ext Extension) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ids == nil {
-		r.ids = make(map[string]int)
+		r.ids, r.filters = make(map[string]int), make(map[string]int)
 	}
 	r.ids[id]++
+	if ext == HTTPFilter {
+		r.filters[id]++
+	}
 }
 
-// Unregister forgets one filter's config id (its filter chain is gone).
-func (r *Registry) Unregister(id string) {
+// Unregister forgets the config id of one extension of kind ext (its
+// filter chain, listener or cluster is gone). When it was the last
+// extension of all, /tap is gone, as Envoy's handler goes with its last
+// extension: the attached session then ends, its response completing.
+// While other extensions remain, the session stays attached (to a
+// listener or cluster added back with its id, too), as in Envoy.
+func (r *Registry) Unregister(id string, ext Extension) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ids[id]--; r.ids[id] <= 0 {
 		delete(r.ids, id)
+	}
+	if ext == HTTPFilter {
+		if r.filters[id]--; r.filters[id] <= 0 {
+			delete(r.filters, id)
+		}
+	}
+	if len(r.ids) == 0 {
+		if s := r.session.Swap(nil); s != nil {
+			s.end()
+		}
 	}
 }
 
@@ -99,7 +133,10 @@ func (r *Registry) AttachTap(body []byte) (admin.TapSession, error) {
 	if r.ids[req.GetConfigId()] == 0 {
 		return nil, message(fmt.Sprintf("Unknown config id '%s'. No extension has registered with this id.", req.GetConfigId()))
 	}
-	s := &Session{reg: r, id: req.GetConfigId(), traces: make(chan []byte, sessionBuffer)}
+	if req.GetTapConfig().GetOutputConfig().GetMinStreamedSentBytes() != nil && r.filters[req.GetConfigId()] > 0 {
+		return nil, fmt.Errorf("tap_config.output_config.min_streamed_sent_bytes: not supported by the tap HTTP filter, which config id '%s' has (only the tap transport socket uses it)", req.GetConfigId())
+	}
+	s := &Session{reg: r, id: req.GetConfigId(), traces: make(chan []byte, sessionBuffer), done: make(chan struct{})}
 	cfg.Sink = s
 	s.Config = cfg
 	r.session.Store(s)
@@ -113,10 +150,19 @@ type Session struct {
 	reg    *Registry
 	id     string
 	traces chan []byte
+	// done is closed when the last extension is gone (ending).
+	done   chan struct{}
+	ending sync.Once
 }
 
 // Traces implements admin.TapSession.
 func (s *Session) Traces() <-chan []byte { return s.traces }
+
+// Done implements admin.TapSession.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// end closes done, once.
+func (s *Session) end() { s.ending.Do(func() { close(s.done) }) }
 
 // Detach implements admin.TapSession: filters stop tapping at once.
 func (s *Session) Detach() {

@@ -12,7 +12,7 @@ func TestRegistrySessions(t *testing.T) {
 	if r.HasFilters() {
 		t.Fatal("an empty registry has filters")
 	}
-	r.Register("debug")
+	r.Register("debug", HTTPFilter)
 	if _, err := r.AttachTap([]byte(strings.Replace(request, "debug", "other", 1))); err == nil ||
 		err.Error() != "Unknown config id 'other'. No extension has registered with this id." {
 		t.Errorf("unknown id: %v", err)
@@ -41,7 +41,7 @@ func TestRegistrySessions(t *testing.T) {
 		t.Fatalf("attach after detach: %v", err)
 	}
 	s.Detach()
-	r.Unregister("debug")
+	r.Unregister("debug", HTTPFilter)
 	if r.HasFilters() {
 		t.Error("filters left after the last one unregistered")
 	}
@@ -52,7 +52,7 @@ func TestRegistrySessions(t *testing.T) {
 
 func TestAttachJSONAndLegacyMatch(t *testing.T) {
 	var r Registry
-	r.Register("debug")
+	r.Register("debug", HTTPFilter)
 	s, err := r.AttachTap([]byte(`{"config_id": "debug", "tap_config": {"match_config": {"any_match": true},
 		"output_config": {"sinks": [{"streaming_admin": {}}], "max_buffered_rx_bytes": 7}}}`))
 	if err != nil {
@@ -66,7 +66,7 @@ func TestAttachJSONAndLegacyMatch(t *testing.T) {
 
 func TestAttachRefusals(t *testing.T) {
 	var r Registry
-	r.Register("debug")
+	r.Register("debug", HTTPFilter)
 	cases := map[string]struct{ body, want string }{
 		"not yaml":     {`{`, "Unable to parse tap request"},
 		"unknown":      {`{config_id: debug, bogus: 1}`, "bogus"},
@@ -85,4 +85,63 @@ func TestAttachRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// min_streamed_sent_bytes is for config ids of tap transport sockets only
+// (Envoy's HTTP filter never reads it), and with streaming only.
+func TestAttachMinStreamedSent(t *testing.T) {
+	var r Registry
+	r.Register("http", HTTPFilter)
+	r.Register("sock", TransportSocket)
+	body := func(id string) []byte {
+		return []byte(`{config_id: ` + id + `, tap_config: {match: {any_match: true}, output_config: {sinks: [{streaming_admin: {}}], streaming: true, min_streamed_sent_bytes: 16}}}`)
+	}
+	if _, err := r.AttachTap(body("http")); err == nil || !strings.HasPrefix(err.Error(), "tap_config.output_config.min_streamed_sent_bytes: not supported by the tap HTTP filter") {
+		t.Errorf("HTTP filter id: %v", err)
+	}
+	s, err := r.AttachTap(body("sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Detach()
+	if c := r.Active("sock"); c == nil || c.MinStreamedSent != 16 {
+		t.Errorf("session config %+v", c)
+	}
+}
+
+// A session ends when the last extension is gone (/tap with it), not
+// while others remain: an extension registering its id again is tapped.
+func TestSessionEndsWithTheLastExtension(t *testing.T) {
+	var r Registry
+	r.Register("debug", TransportSocket)
+	r.Register("other", HTTPFilter)
+	sess, err := r.AttachTap([]byte(request))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := func() bool {
+		select {
+		case <-sess.Done():
+			return true
+		default:
+			return false
+		}
+	}
+	r.Unregister("debug", TransportSocket)
+	if ended() {
+		t.Fatal("ended while an extension remains")
+	}
+	r.Register("debug", HTTPFilter)
+	if r.Active("debug") == nil {
+		t.Error("an extension registering the id again is not tapped")
+	}
+	r.Unregister("debug", HTTPFilter)
+	r.Unregister("other", HTTPFilter)
+	if !ended() {
+		t.Fatal("not ended with the last extension gone")
+	}
+	if r.Active("debug") != nil {
+		t.Error("still active after it ended")
+	}
+	sess.Detach()
 }

@@ -27,7 +27,12 @@ type Config struct {
 	// Streaming sends http_streamed_trace_segment messages as the
 	// exchange passes rather than one http_buffered_trace at its end.
 	Streaming bool
-	Sink      Sink
+	// MinStreamedSent is output_config.min_streamed_sent_bytes (0: unset).
+	// Only the tap transport socket uses it (streamed events gathered in
+	// one socket_streamed_trace_segment until that many bytes): the HTTP
+	// filter refuses it, as Envoy's filter would ignore it.
+	MinStreamedSent int
+	Sink            Sink
 	// Enabled is tap_enabled: the share of requests the tap looks at
 	// (nil: all of them), and SampleRate its default value, which traces
 	// carry as configured_sample_rate.
@@ -66,9 +71,6 @@ func compileConfig(tc *tapv3.TapConfig, field string, kind sinkKind) (*Config, *
 	if oc == nil {
 		return nil, nil, errors.New(of + ": required")
 	}
-	if oc.GetMinStreamedSentBytes() != nil {
-		return nil, nil, errors.New(of + ".min_streamed_sent_bytes: not supported")
-	}
 	if len(oc.GetSinks()) != 1 {
 		return nil, nil, errors.New(of + ".sinks: exactly one sink is required")
 	}
@@ -79,6 +81,14 @@ func compileConfig(tc *tapv3.TapConfig, field string, kind sinkKind) (*Config, *
 	}
 	if v := oc.GetMaxBufferedTxBytes(); v != nil {
 		c.MaxTx = int(v.GetValue())
+	}
+	if v := oc.GetMinStreamedSentBytes(); v != nil {
+		if !c.Streaming {
+			// Envoy reads it for streamed socket traces only: on a
+			// buffered one it would change nothing.
+			return nil, nil, errors.New(of + ".min_streamed_sent_bytes: only with output_config.streaming (it batches streamed events)")
+		}
+		c.MinStreamedSent = int(v.GetValue())
 	}
 	s := oc.GetSinks()[0]
 	sf := of + ".sinks[0]"

@@ -9,16 +9,12 @@ import (
 
 // checkStatic refuses, by path, what of a static configuration the
 // socket tap does not implement, whatever the tap core accepts for the
-// HTTP filter: min_streamed_sent_bytes (Envoy's batched events
-// segments), and the rules of its match (or legacy match_config)
+// HTTP filter: the rules of its match (or legacy match_config)
 // that a socket tap can never evaluate: Envoy's socket tapper only starts
 // its matchers on a new connection and never shows them headers,
 // trailers or bodies, so only any_match and the and/or/not combinations
 // of it mean anything there.
 func checkStatic(tc *tapv3.TapConfig, field string) error {
-	if tc.GetOutputConfig().GetMinStreamedSentBytes() != nil {
-		return fmt.Errorf("%s.output_config.min_streamed_sent_bytes: not supported by the tap transport socket", field)
-	}
 	if m := tc.GetMatch(); m != nil {
 		return checkRule(m.ProtoReflect(), field+".match")
 	}

@@ -76,7 +76,7 @@ func Compile(t *tapsockv3.Tap, reg *tap.Registry, scope stats.Scope, rt runtime.
 			return nil, errors.New("common_config.admin_config: no admin tap registry in this server")
 		}
 		s.reg, s.id = reg, id
-		reg.Register(id)
+		reg.Register(id, tap.TransportSocket)
 	case cc.GetStaticConfig() != nil:
 		if err := checkStatic(cc.GetStaticConfig(), "common_config.static_config"); err != nil {
 			return nil, err
@@ -96,7 +96,7 @@ func Compile(t *tapsockv3.Tap, reg *tap.Registry, scope stats.Scope, rt runtime.
 // admin tap's config id is no longer one /tap may attach to.
 func (s *Socket) Close() error {
 	if s.reg != nil && s.closed.CompareAndSwap(false, true) {
-		s.reg.Unregister(s.id)
+		s.reg.Unregister(s.id, tap.TransportSocket)
 	}
 	return nil
 }

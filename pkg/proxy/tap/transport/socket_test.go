@@ -219,11 +219,11 @@ func TestCompileRefusals(t *testing.T) {
 		"nested header match": {tapWith(&matcherv3.MatchPredicate{Rule: &matcherv3.MatchPredicate_OrMatch{
 			OrMatch: &matcherv3.MatchPredicate_MatchSet{Rules: []*matcherv3.MatchPredicate{anyMatch, headers}}}}),
 			"common_config.static_config.match.or_match.rules[1].http_request_headers_match: not supported"},
-		"min_streamed_sent_bytes": {func() *tapsockv3.Tap {
+		"min_streamed_sent_bytes unstreamed": {func() *tapsockv3.Tap {
 			t := tapWith(anyMatch)
 			t.GetCommonConfig().GetStaticConfig().GetOutputConfig().MinStreamedSentBytes = wrapperspb.UInt32(1)
 			return t
-		}(), "common_config.static_config.output_config.min_streamed_sent_bytes: not supported"},
+		}(), "common_config.static_config.output_config.min_streamed_sent_bytes: only with output_config.streaming"},
 		"no inner socket":  {func() *tapsockv3.Tap { t := tapWith(anyMatch); t.TransportSocket = nil; return t }(), "transport_socket: required"},
 		"no common config": {&tapsockv3.Tap{TransportSocket: &corev3.TransportSocket{Name: "raw"}}, "common_config: admin_config or static_config is required"},
 		"empty config id": {&tapsockv3.Tap{TransportSocket: &corev3.TransportSocket{Name: "raw"},
@@ -239,6 +239,12 @@ func TestCompileRefusals(t *testing.T) {
 	}
 	if _, err := Compile(tapWith(anyMatch), nil, stats.NewStore().Scope("x."), nil); err != nil {
 		t.Errorf("any_match: %v", err)
+	}
+	streamed := tapWith(anyMatch)
+	streamed.GetCommonConfig().GetStaticConfig().GetOutputConfig().Streaming = true
+	streamed.GetCommonConfig().GetStaticConfig().GetOutputConfig().MinStreamedSentBytes = wrapperspb.UInt32(64)
+	if s, err := Compile(streamed, nil, stats.NewStore().Scope("x."), nil); err != nil || s.static.MinStreamedSent != 64 {
+		t.Errorf("streamed min_streamed_sent_bytes: %v", err)
 	}
 }
 
@@ -320,6 +326,76 @@ func TestConfiguredSampleRate(t *testing.T) {
 		for i, w := range rec.got {
 			if got := w.GetConfiguredSampleRate().GetNumerator(); (i == 0) != (got == 25) {
 				t.Errorf("streaming=%v: message %d configured_sample_rate %v", streaming, i, w.GetConfiguredSampleRate())
+			}
+		}
+	}
+}
+
+// segmentsText renders the batched segments after the first (the
+// connection's), one per submission, their events separated by commas.
+func segmentsText(t *testing.T, rec *recordSink) []string {
+	t.Helper()
+	var got []string
+	for i, w := range rec.got[1:] {
+		seg := w.GetSocketStreamedTraceSegment()
+		if seg.GetEvents() == nil || seg.GetEvent() != nil {
+			t.Fatalf("submission %d is not a segment of events: %v", i+1, w)
+		}
+		var evs []string
+		for _, ev := range seg.GetEvents().GetEvents() {
+			evs = append(evs, eventText(ev)+"@"+strconv.FormatUint(ev.GetSeqNum(), 10))
+		}
+		got = append(got, strings.Join(evs, ","))
+	}
+	return got
+}
+
+// min_streamed_sent_bytes gathers the streamed events, whole, in segments
+// of events sent once they hold that many bytes, and at the close.
+func TestBatchedStreamedTrace(t *testing.T) {
+	s, rec, st := staticSocket(t, true, false, 3, 3)
+	s.static.MinStreamedSent = 4
+	drive(t, s, "hello", 2, "world!!")
+	if rec.got[0].GetSocketStreamedTraceSegment().GetConnection() == nil {
+		t.Errorf("first submission %v: want the connection", rec.got[0])
+	}
+	// Not cut at max_buffered_*_bytes (3); numbered as streamed events.
+	want := "read:he@1,read:ll@3 | read:o@5,write:world!!@6 | closed@14"
+	if got := strings.Join(segmentsText(t, rec), " | "); got != want {
+		t.Errorf("segments %q, want %q", got, want)
+	}
+	if v := st.Counter("listener.test.transport.tap.streamed_submit").Value(); v != 4 {
+		t.Errorf("streamed_submit %d, want 4", v)
+	}
+}
+
+// A batch whose events span 15 seconds goes out however small.
+func TestBatchedStreamedTraceAge(t *testing.T) {
+	s, rec, _ := staticSocket(t, true, true, 1024, 1024)
+	s.static.MinStreamedSent = 1000
+	c := s.Wrap(&fakeConn{in: bytes.NewReader([]byte("hello"))}, local, remote)
+	tc := c.(*conn)
+	clock := time.Unix(0, 0)
+	tc.t.now = func() time.Time { clock = clock.Add(10 * time.Second); return clock }
+	buf := make([]byte, 2)
+	for {
+		if _, err := c.Read(buf); err != nil {
+			break
+		}
+	}
+	if _, err := c.Write([]byte("world")); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
+	// Events at 10, 20, 30 s: the third is 20 s after the first.
+	want := "read:he@1,read:ll@3,read:o@5 | write:world@6,closed@12"
+	if got := strings.Join(segmentsText(t, rec), " | "); got != want {
+		t.Errorf("segments %q, want %q", got, want)
+	}
+	for _, w := range rec.got[1:] {
+		for _, ev := range w.GetSocketStreamedTraceSegment().GetEvents().GetEvents() {
+			if ev.GetConnection() == nil {
+				t.Errorf("event %v: set_connection_per_event wants the connection", ev)
 			}
 		}
 	}

@@ -24,7 +24,10 @@ import (
 // connection's addresses goes out at once, then one segment per read,
 // write and the close, each read or write cut at its limit, numbered by
 // seq_num (1, then advanced by each event's byte count, and by one more
-// for the close).
+// for the close). With output_config.min_streamed_sent_bytes, the
+// streamed events gather, whole (not cut at max_buffered_*_bytes), in one
+// segment's events until they hold that many bytes of data, or span
+// batchAge, or the connection closes; then the segment goes out.
 type tracer struct {
 	s   *Socket
 	cfg *tap.Config
@@ -41,7 +44,16 @@ type tracer struct {
 	seq      uint64
 	buffered *datatapv3.SocketBufferedTrace
 	rx, tx   int
+	// batch gathers streamed events under min_streamed_sent_bytes, and
+	// batchBytes counts their data.
+	batch      *datatapv3.SocketEvents
+	batchBytes int
 }
+
+// batchAge is Envoy's DefaultBufferedAgedDuration, in seconds: a batch
+// whose first and last events are this far apart goes out however small,
+// so that a quiet connection's events are not held indefinitely.
+const batchAge = 15
 
 func newTracer(s *Socket, cfg *tap.Config, local, remote net.Addr) *tracer {
 	t := &tracer{s: s, cfg: cfg, id: rand.Uint64(), conn: connection(local, remote), now: time.Now, seq: 1}
@@ -96,7 +108,14 @@ func (t *tracer) record(p []byte, isRead bool) {
 		limit = t.cfg.MaxRx
 	}
 	ev := &datatapv3.SocketEvent{Timestamp: timestamppb.New(t.now())}
-	if t.cfg.Streaming {
+	switch {
+	case t.cfg.Streaming && t.cfg.MinStreamedSent > 0:
+		// Batched events carry all their data, as Envoy's do.
+		setData(ev, t.body(p, len(p)), isRead)
+		t.gather(ev, len(p))
+		t.seq += uint64(len(p))
+		return
+	case t.cfg.Streaming:
 		// Each streamed event is cut at the limit on its own.
 		setData(ev, t.body(p, limit), isRead)
 		t.stream(ev)
@@ -137,10 +156,18 @@ func (t *tracer) close() {
 	t.closed = true
 	if t.cfg.Streaming {
 		t.seq++
-		t.stream(&datatapv3.SocketEvent{
+		ev := &datatapv3.SocketEvent{
 			Timestamp:     timestamppb.New(t.now()),
 			EventSelector: &datatapv3.SocketEvent_Closed_{Closed: &datatapv3.SocketEvent_Closed{}},
-		})
+		}
+		if t.cfg.MinStreamedSent > 0 {
+			// The close sends what is gathered, however little.
+			t.stamp(ev)
+			t.addToBatch(ev)
+			t.flushBatch()
+			return
+		}
+		t.stream(ev)
 		return
 	}
 	t.buffered.Connection = t.conn
@@ -153,11 +180,42 @@ func (t *tracer) close() {
 // stream submits ev as a segment of its own, with its sequence number
 // and, with set_connection_per_event, the connection.
 func (t *tracer) stream(ev *datatapv3.SocketEvent) {
+	t.stamp(ev)
+	t.submitSegment(&datatapv3.SocketStreamedTraceSegment{MessagePiece: &datatapv3.SocketStreamedTraceSegment_Event{Event: ev}})
+}
+
+// stamp gives a streamed event its sequence number and, with
+// set_connection_per_event, the connection.
+func (t *tracer) stamp(ev *datatapv3.SocketEvent) {
 	ev.SeqNum = t.seq
 	if t.s.perEvent {
 		ev.Connection = t.conn
 	}
-	t.submitSegment(&datatapv3.SocketStreamedTraceSegment{MessagePiece: &datatapv3.SocketStreamedTraceSegment_Event{Event: ev}})
+}
+
+// gather adds ev, with n bytes of data, to the batch, and sends the batch
+// once it holds min_streamed_sent_bytes or spans batchAge.
+func (t *tracer) gather(ev *datatapv3.SocketEvent, n int) {
+	t.stamp(ev)
+	t.addToBatch(ev)
+	t.batchBytes += n
+	evs := t.batch.GetEvents()
+	if t.batchBytes >= t.cfg.MinStreamedSent || evs[len(evs)-1].GetTimestamp().GetSeconds()-evs[0].GetTimestamp().GetSeconds() >= batchAge {
+		t.flushBatch()
+	}
+}
+
+func (t *tracer) addToBatch(ev *datatapv3.SocketEvent) {
+	if t.batch == nil {
+		t.batch = &datatapv3.SocketEvents{}
+	}
+	t.batch.Events = append(t.batch.Events, ev)
+}
+
+// flushBatch sends the gathered events as one segment.
+func (t *tracer) flushBatch() {
+	t.submitSegment(&datatapv3.SocketStreamedTraceSegment{MessagePiece: &datatapv3.SocketStreamedTraceSegment_Events{Events: t.batch}})
+	t.batch, t.batchBytes = nil, 0
 }
 
 func (t *tracer) submitSegment(seg *datatapv3.SocketStreamedTraceSegment) {

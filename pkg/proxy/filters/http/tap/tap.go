@@ -64,10 +64,14 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 			return nil, errors.New("common_config.admin_config: no admin tap registry in this server")
 		}
 		reg := tr.TapRegistry()
-		reg.Register(ac.GetConfigId())
+		reg.Register(ac.GetConfigId(), tap.HTTPFilter)
 		return newFilterConfig(&filterConfig{reg: reg, id: ac.GetConfigId(), tapped: tapped, runtime: ctx.Runtime}), nil
 	}
 	if sc := cc.GetStaticConfig(); sc != nil {
+		if sc.GetOutputConfig().GetMinStreamedSentBytes() != nil {
+			// Envoy's HTTP filter never reads it.
+			return nil, errors.New("common_config.static_config.output_config.min_streamed_sent_bytes: not supported by the tap HTTP filter (only the tap transport socket uses it)")
+		}
 		c, err := tap.CompileStatic(sc, "common_config.static_config")
 		if err != nil {
 			return nil, err
@@ -106,7 +110,7 @@ func (c *filterConfig) NewFilter() httpfilter.Filter {
 // id is no longer one /tap may attach to (as Envoy's filter unregisters).
 func (c *filterConfig) Close() error {
 	if c.reg != nil {
-		c.reg.Unregister(c.id)
+		c.reg.Unregister(c.id, tap.HTTPFilter)
 	}
 	return nil
 }
