@@ -49,18 +49,19 @@ const upstreamCodec = `{name: envoy.filters.http.upstream_codec, typed_config: {
 var _ = Describe("Upstream HTTP filters", func() {
 	plain := &http.Client{Timeout: 10 * time.Second}
 
-	It("run the router's upstream_http_filters on every attempt, on the request as it goes upstream", func() {
-		rec := &attemptRecorder{failFirst: 1}
+	It("run the router's upstream_http_filters on every attempt and on the shadow, on the request as it goes upstream", func() {
+		rec, shadow := &attemptRecorder{failFirst: 1}, &attemptRecorder{}
 		port := freePort()
 		Start(newDir(), proxySpec{
 			Port:        port,
 			HCM:         "{stat_prefix: web}",
 			VirtualHost: `{include_request_attempt_count: true, request_headers_to_add: [{header: {key: x-route, value: r}}]}`,
-			Routes:      `[{match: {prefix: /}, route: {cluster: up, retry_policy: {retry_on: 5xx, num_retries: 2, retry_back_off: {base_interval: 0.001s}}}}]`,
+			Routes: `[{match: {prefix: /}, route: {cluster: up, request_mirror_policies: [{cluster: shadow}],
+				retry_policy: {retry_on: 5xx, num_retries: 2, retry_back_off: {base_interval: 0.001s}}}}]`,
 			Router: `{upstream_http_filters: ` + upstreamChain(`{
 				request_mutations: [{append: {header: {key: x-up, value: "yes"}, append_action: OVERWRITE_IF_EXISTS_OR_ADD}}, {remove: x-route}],
 				response_mutations: [{append: {header: {key: x-up-resp, value: "seen"}}}, {remove: x-upstream}]}`) + `}`,
-			Clusters: []proxyCluster{{Name: "up", Port: portNum(httpTestUpstream(rec, false))}},
+			Clusters: []proxyCluster{{Name: "up", Port: portNum(httpTestUpstream(rec, false))}, {Name: "shadow", Port: portNum(httpTestUpstream(shadow, false))}},
 		}.YAML())
 		r := httpDo(plain, "GET", listenerURL(port, "/a"), nil, nil)
 		Expect(r.Status).To(Equal(200))
@@ -78,6 +79,10 @@ var _ = Describe("Upstream HTTP filters", func() {
 		}
 		Expect(seen[0].Get("X-Envoy-Attempt-Count")).To(Equal("1"))
 		Expect(seen[1].Get("X-Envoy-Attempt-Count")).To(Equal("2"))
+
+		Eventually(shadow.attempts, 5*time.Second, 20*time.Millisecond).Should(HaveLen(1))
+		Expect(shadow.attempts()[0].Values("X-Up")).To(Equal([]string{"yes"}))
+		Expect(shadow.attempts()[0]).NotTo(HaveKey("X-Route"))
 	})
 
 	It("prefer a cluster's http_filters to the router's", func() {

@@ -135,7 +135,7 @@ func resolveFilter(f *hcmv3.HttpFilter, reg *extension.Registry, byName bool) (h
 		Kind: "filter", Category: httpFiltersCategory, Name: f.GetName(), Config: f.GetTypedConfig(),
 	}, byName)
 	if err != nil {
-		if up, ok := reg.LookupIn(httpfilter.UpstreamCategory, f.GetTypedConfig().GetTypeUrl()); ok && f.GetTypedConfig() != nil {
+		if up, ok := reg.LookupIn(httpfilter.UpstreamCategory, f.GetTypedConfig().GetTypeUrl()); ok && up.Category == httpfilter.UpstreamCategory && f.GetTypedConfig() != nil {
 			// Envoy has no downstream factory for it either.
 			return nil, nil, fmt.Errorf("typed_config: %s only ends an upstream filter chain (the router's upstream_http_filters, a cluster's http_protocol_options.http_filters)", up.Name)
 		}

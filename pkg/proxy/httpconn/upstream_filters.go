@@ -14,7 +14,8 @@ import (
 // one attempt's filters changed is what the next attempt's start from.
 // The response head the attempt brings back runs through the chain in
 // reverse order before the router's response edits and the downstream
-// filters. A request the route terminates as a CONNECT tunnel does not run
+// filters. A shadow (request_mirror_policies) runs the chain of its
+// cluster (else the router's) on its copy of the request. A request the route terminates as a CONNECT tunnel does not run
 // it, as in Envoy. The upstream-capable filters (httpfilter.UpstreamCapable)
 // keep no state per attempt, so the response is encoded by the chain's
 // shared filters: what a hedged request's winner ran is what every attempt
@@ -54,6 +55,27 @@ func (s *stream) decodeUpstream(route *router.Route) {
 	for i := range c.Filters {
 		if d, ok := c.Filters[i].Config.NewFilter().(httpfilter.Decoder); ok {
 			d.DecodeHeaders(s)
+		}
+	}
+}
+
+// shadowFilterStream is the stream as a shadow's upstream filters see it:
+// the shadow's own copy of the request headers.
+type shadowFilterStream struct {
+	*stream
+	h *headerList
+}
+
+// RequestHeaders implements httpfilter.Stream: the shadow's headers.
+func (f shadowFilterStream) RequestHeaders() router.HeaderEditor { return f.h }
+
+// decodeShadow runs an upstream chain on a shadow's request headers, h;
+// the shadow's response is not relayed, so the chain never encodes.
+func (s *stream) decodeShadow(c *httpfilter.UpstreamChain, h *headerList) {
+	fs := shadowFilterStream{stream: s, h: h}
+	for i := range c.Filters {
+		if d, ok := c.Filters[i].Config.NewFilter().(httpfilter.Decoder); ok {
+			d.DecodeHeaders(fs)
 		}
 	}
 }
