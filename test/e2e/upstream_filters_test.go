@@ -19,7 +19,10 @@ type attemptRecorder struct {
 
 func (a *attemptRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
-	a.seen = append(a.seen, r.Header.Clone())
+	h := r.Header.Clone()
+	// The protocol it came with, beside the headers.
+	h.Set("X-Recorded-Proto", r.Proto)
+	a.seen = append(a.seen, h)
 	n := len(a.seen)
 	a.mu.Unlock()
 	w.Header().Set("x-upstream", "yes")
@@ -85,7 +88,7 @@ var _ = Describe("Upstream HTTP filters", func() {
 		Expect(shadow.attempts()[0]).NotTo(HaveKey("X-Route"))
 	})
 
-	It("prefer a cluster's http_filters to the router's", func() {
+	It("prefer a cluster's http_filters to the router's, on HTTP/2 too", func() {
 		own, other := &attemptRecorder{}, &attemptRecorder{}
 		port := freePort()
 		Start(newDir(), proxySpec{
@@ -94,7 +97,8 @@ var _ = Describe("Upstream HTTP filters", func() {
 			Routes: `[{match: {prefix: /own}, route: {cluster: own}}, {match: {prefix: /}, route: {cluster: other}}]`,
 			Router: `{upstream_http_filters: ` + upstreamChain(`{request_mutations: [{append: {header: {key: x-router, value: "1"}}}]}`) + `}`,
 			Clusters: []proxyCluster{
-				{Name: "own", Port: portNum(httpTestUpstream(own, false)), Extra: httpProtocolOptions(`{explicit_http_config: {http_protocol_options: {}},
+				// An HTTP/2 cluster: the chain runs whatever the codec.
+				{Name: "own", Port: portNum(httpTestUpstream(own, true)), Extra: httpProtocolOptions(`{explicit_http_config: {http2_protocol_options: {}},
 					http_filters: ` + upstreamChain(`{request_mutations: [{append: {header: {key: x-cluster, value: "1"}}}]}`) + `}`)},
 				{Name: "other", Port: portNum(httpTestUpstream(other, false))},
 			},
@@ -103,6 +107,7 @@ var _ = Describe("Upstream HTTP filters", func() {
 		Expect(httpDo(plain, "GET", listenerURL(port, "/else"), nil, nil).Status).To(Equal(200))
 		Expect(own.attempts()).To(HaveLen(1))
 		Expect(own.attempts()[0].Get("X-Cluster")).To(Equal("1"))
+		Expect(own.attempts()[0].Get("X-Recorded-Proto")).To(Equal("HTTP/2.0"))
 		Expect(own.attempts()[0]).NotTo(HaveKey("X-Router"))
 		Expect(other.attempts()).To(HaveLen(1))
 		Expect(other.attempts()[0].Get("X-Router")).To(Equal("1"))
