@@ -217,6 +217,9 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.ExplicitHttpConfig.http_protocol_options":  {},
 	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.ExplicitHttpConfig.http2_protocol_options": {},
 	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.common_http_protocol_options":              {},
+	// http_filters: the cluster's upstream chain, which overrides the
+	// router's upstream_http_filters.
+	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.http_filters": {},
 	// The upstream protocol follows the client's (pkg/proxy/cluster, protocol.go).
 	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.use_downstream_protocol_config":                 {},
 	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.UseDownstreamHttpConfig.http_protocol_options":  {},

@@ -63,8 +63,10 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.network.http_connection_manager.v3.ResponseMapper.body_format_override":                       {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.ResponseMapper.headers_to_add":                             {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.name":                                           {},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.typed_config":                                   {category: "envoy.filters.http", byName: true},
-	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.disabled":                                       {},
+	// HttpFilter also makes the upstream chains, where upstream_codec
+	// (envoy.filters.http.upstream) ends the list.
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.typed_config": {category: "envoy.filters.http", categories: []string{"envoy.filters.http.upstream"}, byName: true},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.disabled":     {},
 
 	// access_log_options, and the deprecated top-level fields it replaced.
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.access_log_options":                                               {},

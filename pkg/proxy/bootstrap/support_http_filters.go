@@ -80,4 +80,7 @@ var supportedHTTPFilters = map[protoreflect.FullName]fieldSupport{
 	// listed with tracing.
 	"envoy.extensions.filters.http.router.v3.Router.suppress_envoy_headers": {},
 	"envoy.extensions.filters.http.router.v3.Router.dynamic_stats":          {},
+	// upstream_http_filters: the upstream chain (httpfilter.CompileUpstream
+	// checks its filters).
+	"envoy.extensions.filters.http.router.v3.Router.upstream_http_filters": {},
 }

@@ -277,7 +277,7 @@ func TestValidateSupport(t *testing.T) {
 		},
 		"http filter of the wrong category": {
 			overlay: hcmYAML(`stat_prefix: x, ` + okRouteCfg + `, http_filters: [{name: log, typed_config: {"@type": ` + fileURL + `, path: /x}}, ` + routerFilter + `]`),
-			want:    []string{extraHCM + `.http_filters[0].typed_config: extension "proxy.access_loggers.file" (category envoy.access_loggers) cannot be used here: expected category envoy.filters.http`},
+			want:    []string{extraHCM + `.http_filters[0].typed_config: extension "proxy.access_loggers.file" (category envoy.access_loggers) cannot be used here: expected category envoy.filters.http or envoy.filters.http.upstream`},
 		},
 		"router field": {
 			overlay: hcmYAML(`stat_prefix: x, ` + okRouteCfg + `, http_filters: [{name: router, typed_config: {"@type": ` + routerURL + `, respect_expected_rq_timeout: true}}]`),
@@ -412,7 +412,7 @@ func TestValidateSemantics(t *testing.T) {
 		"last http filter not the router": {
 			overlay: hcmYAML(`stat_prefix: x, ` + okRouteCfg + `, http_filters: [` + routerFilter + `, {name: log, typed_config: {"@type": ` + fileURL + `, path: /x}}]`),
 			want: []string{
-				extraHCM + `.http_filters[1].typed_config: extension "proxy.access_loggers.file" (category envoy.access_loggers) cannot be used here: expected category envoy.filters.http`,
+				extraHCM + `.http_filters[1].typed_config: extension "proxy.access_loggers.file" (category envoy.access_loggers) cannot be used here: expected category envoy.filters.http or envoy.filters.http.upstream`,
 				extraHCM + ".http_filters[0]: the router filter must be the last HTTP filter",
 				extraHCM + ".http_filters[1]: the last HTTP filter must be the router filter (proxy.filters.http.router)",
 			},

@@ -48,6 +48,7 @@ import (
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	setmetadatav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/set_metadata/v3"
 	taphttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/tap/v3"
+	upstreamcodecv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/upstream_codec/v3"
 	httpinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/http_inspector/v3"
 	originaldstv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/original_dst/v3"
 	proxyprotocolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/proxy_protocol/v3"
@@ -126,6 +127,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/setmetadata"
 	httptap "github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/tap"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/upstreamcodec"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/httpinspector"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/originaldst"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/proxyprotocol"
@@ -168,6 +170,10 @@ const (
 	HTTPProtocolOption = "envoy.upstreams.http.http_protocol_options"
 	Tracers            = "envoy.tracers"
 )
+
+// HTTPUpstreamFilters is the category of the filters of upstream chains
+// only (httpfilter.UpstreamCategory).
+const HTTPUpstreamFilters = "envoy.filters.http.upstream"
 
 // Registry returns a new registry of every extension Outrigger implements,
 // none disabled, sorted by category, then name. Referencing the config
@@ -228,6 +234,8 @@ func Registry() *extension.Registry {
 		extension.Of(httptap.Name, HTTPFilters, &taphttpv3.Tap{}, httptap.Factory{}),
 
 		extension.Of(simple.Name, cache.StorageCategory, &simplecachev3.SimpleHttpCacheConfig{}, simple.NewFactory()),
+
+		extension.Of(upstreamcodec.Name, HTTPUpstreamFilters, &upstreamcodecv3.UpstreamCodec{}, upstreamcodec.Factory{}),
 
 		extension.Of(httpinspector.Name, ListenerFilters, &httpinspectorv3.HttpInspector{}, httpinspector.Factory{}),
 		extension.Of(originaldst.Name, ListenerFilters, &originaldstv3.OriginalDst{}, originaldst.Factory{}),

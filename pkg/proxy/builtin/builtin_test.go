@@ -66,6 +66,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.filters.http proxy.filters.http.router envoy.extensions.filters.http.router.v3.Router",
 		"envoy.filters.http proxy.filters.http.set_metadata envoy.extensions.filters.http.set_metadata.v3.Config",
 		"envoy.filters.http proxy.filters.http.tap envoy.extensions.filters.http.tap.v3.Tap",
+		"envoy.filters.http.upstream proxy.filters.http.upstream_codec envoy.extensions.filters.http.upstream_codec.v3.UpstreamCodec",
 		"envoy.filters.listener proxy.filters.listener.http_inspector envoy.extensions.filters.listener.http_inspector.v3.HttpInspector",
 		"envoy.filters.listener proxy.filters.listener.original_dst envoy.extensions.filters.listener.original_dst.v3.OriginalDst",
 		"envoy.filters.listener proxy.filters.listener.proxy_protocol envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol",

@@ -12,6 +12,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"github.com/go-logr/logr"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/outlier"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
@@ -486,6 +487,13 @@ func (c *Cluster) HTTP2For(clientHTTP2 bool) bool {
 // ProperCaseHeaders reports whether HTTP/1.1 requests carry their field
 // names in proper case (header_key_format.proper_case_words).
 func (c *Cluster) ProperCaseHeaders() bool { return c.settings.protocol.properCase }
+
+// UpstreamFilters is the cluster's upstream HTTP filter chain
+// (http_protocol_options.http_filters), nil without one: each attempt on
+// the cluster runs it instead of the router's upstream_http_filters.
+func (c *Cluster) UpstreamFilters() *httpfilter.UpstreamChain {
+	return c.settings.protocol.upstreamFilters
+}
 
 // HTTP1Trailers reports whether trailers are carried to and from this
 // cluster's HTTP/1.1 upstreams (http_protocol_options.enable_trailers).

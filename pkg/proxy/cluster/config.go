@@ -184,7 +184,7 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	errs = append(errs, s.buildSubsets(c)...)
 
 	var errList []error
-	s.protocol, errList = buildProtocol(c)
+	s.protocol, errList = buildProtocol(c, reg)
 	errs = append(errs, errList...)
 	//lint:ignore SA1019 Envoy still honours the cluster-level max_requests_per_connection
 	if v := c.GetMaxRequestsPerConnection(); v != nil {

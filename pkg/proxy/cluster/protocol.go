@@ -10,6 +10,8 @@ import (
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -33,7 +35,10 @@ const defaultIdleTimeout = time.Hour
 
 // protocolSettings are a cluster's HTTP protocol choices.
 type protocolSettings struct {
-	http2 bool
+	// upstreamFilters is the cluster's upstream HTTP filter chain
+	// (HttpProtocolOptions.http_filters), nil without one.
+	upstreamFilters *httpfilter.UpstreamChain
+	http2           bool
 	// downstream: the protocol follows the client's
 	// (use_downstream_protocol_config, or protocol_selection
 	// USE_DOWNSTREAM_PROTOCOL): HTTP/2 for an HTTP/2 client, HTTP/1.1 for
@@ -80,7 +85,7 @@ const defaultMaxResponseHeadersKB = 80
 // HTTP/2, common_http_protocol_options for idle_timeout,
 // max_requests_per_connection and max_stream_duration). Errors are
 // relative to the cluster.
-func buildProtocol(c *clusterv3.Cluster) (protocolSettings, []error) {
+func buildProtocol(c *clusterv3.Cluster, reg *extension.Registry) (protocolSettings, []error) {
 	ps := protocolSettings{idleTimeout: defaultIdleTimeout}
 	var errs []error
 	//lint:ignore SA1019 the v3 API still carries the cluster-level HTTP/2 options, and configurations use them
@@ -138,6 +143,15 @@ func buildProtocol(c *clusterv3.Cluster) (protocolSettings, []error) {
 			errs = append(errs, configErrorf(path+".explicit_http_config", "http_protocol_options or http2_protocol_options is required (HTTP/3 is not supported by Outrigger)"))
 		}
 		errs = append(errs, downstreamOnlyFields(&opts, path)...)
+		if f := opts.GetHttpFilters(); len(f) > 0 {
+			// The cluster's upstream filter chain; its filters need no
+			// more of the server than the registry.
+			chain, err := httpfilter.CompileUpstream("http_filters", f, httpfilter.Context{Extensions: reg, LookupByName: true, Now: time.Now})
+			if err != nil {
+				errs = append(errs, fieldErrors(path+".", err)...)
+			}
+			ps.upstreamFilters = chain
+		}
 		errs = append(errs, ps.readUpstreamHTTP(opts.GetUpstreamHttpProtocolOptions(), path+".upstream_http_protocol_options")...)
 		common := opts.GetCommonHttpProtocolOptions()
 		if t := common.GetIdleTimeout(); t != nil {

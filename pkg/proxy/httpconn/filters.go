@@ -31,6 +31,8 @@ type filterChain struct {
 	// suppressEnvoyHeaders its suppress_envoy_headers; noDynamicStats its
 	// dynamic_stats set to false.
 	startChildSpan, suppressEnvoyHeaders, noDynamicStats bool
+	// upstream is the router's upstream_http_filters, nil without them.
+	upstream *httpfilter.UpstreamChain
 }
 
 // routerConfig is the router's configuration as the connection manager
@@ -101,6 +103,9 @@ func buildFilters(field string, filters []*hcmv3.HttpFilter, reg *extension.Regi
 				fc.suppressEnvoyHeaders = c.SuppressEnvoyHeaders()
 				fc.noDynamicStats = !c.DynamicStats()
 			}
+			if c, ok := cfg.(upstreamRouter); ok {
+				fc.upstream = c.UpstreamFilters()
+			}
 		}
 	}
 	return fc, errors.Join(errs...)
@@ -130,6 +135,10 @@ func resolveFilter(f *hcmv3.HttpFilter, reg *extension.Registry, byName bool) (h
 		Kind: "filter", Category: httpFiltersCategory, Name: f.GetName(), Config: f.GetTypedConfig(),
 	}, byName)
 	if err != nil {
+		if up, ok := reg.LookupIn(httpfilter.UpstreamCategory, f.GetTypedConfig().GetTypeUrl()); ok && up.Category == httpfilter.UpstreamCategory && f.GetTypedConfig() != nil {
+			// Envoy has no downstream factory for it either.
+			return nil, nil, fmt.Errorf("typed_config: %s only ends an upstream filter chain (the router's upstream_http_filters, a cluster's http_protocol_options.http_filters)", up.Name)
+		}
 		return nil, nil, err
 	}
 	factory, ok := ext.Factory.(httpfilter.Factory)

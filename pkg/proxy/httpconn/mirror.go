@@ -101,6 +101,10 @@ func (s *stream) startRouteMirrors(cl UpstreamCluster) {
 			}
 			sh.span.Inject(&sh.headers)
 		}
+		if c := s.upstreamChain(scl); c != nil {
+			// As Envoy's router: the shadow runs the upstream chain too.
+			s.decodeShadow(c, &sh.headers)
+		}
 		shadows = append(shadows, sh)
 	}
 	if len(shadows) == 0 {

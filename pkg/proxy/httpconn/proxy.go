@@ -166,6 +166,7 @@ func (s *stream) beginAttempt(cl UpstreamCluster, route *router.Route, host *ups
 	// From here on the request goes to an upstream: its responses,
 	// and the proxy's answers to its failures, carry the attempt count.
 	s.attemptCountInResponse = route.VirtualHost.IncludeAttemptCountInResponse
+	s.decodeUpstream(route)
 	ps := cl.Stats()
 	if p, ok := cl.(poolStatser); ok {
 		// An aggregate's attempt: the pool of the host's cluster counts
@@ -207,9 +208,10 @@ func (s *stream) PickHash() (uint64, bool) {
 }
 
 // mutateUpstreamResponse edits the head of an upstream's response: the
-// cookies the hash policy generated, then the route's response header
-// mutations.
+// attempt's upstream filters, the cookies the hash policy generated, then
+// the route's response header mutations.
 func (s *stream) mutateUpstreamResponse() {
+	s.encodeUpstream()
 	if len(s.setCookies) > 0 {
 		s.addSetCookies()
 	}

@@ -186,6 +186,9 @@ type stream struct {
 	// active are the request's filters, made by decodeFilters; kept for
 	// the response's encoding.
 	active []httpfilter.Filter
+	// upChain is the upstream filter chain of the attempt in progress
+	// (see upstream_filters.go), nil without one.
+	upChain *httpfilter.UpstreamChain
 	// The filters' body transformers (see transform.go), the wrappers
 	// that run them, the response body's framing as the filters see it,
 	// and the state the request's filters share.
@@ -309,6 +312,7 @@ func (s *stream) begin(real time.Time, proto string) {
 	clear(s.active)
 	s.active = s.active[:0]
 	s.route, s.cluster, s.host = nil, nil, nil
+	s.upChain = nil
 	clear(s.setCookies)
 	s.setCookies = s.setCookies[:0]
 	s.attemptCountInResponse = false

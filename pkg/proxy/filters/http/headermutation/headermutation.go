@@ -28,9 +28,15 @@ const Name = "proxy.filters.http.header_mutation"
 type Factory struct{}
 
 var (
-	_ httpfilter.Factory      = Factory{}
-	_ httpfilter.RouteFactory = Factory{}
+	_ httpfilter.Factory         = Factory{}
+	_ httpfilter.RouteFactory    = Factory{}
+	_ httpfilter.UpstreamCapable = Factory{}
 )
+
+// UpstreamCapable implements httpfilter.UpstreamCapable: as in Envoy, the
+// filter may run in an upstream chain, where it edits the request as it
+// goes to the attempt's host and the response that host sends.
+func (Factory) UpstreamCapable() {}
 
 // Compile implements httpfilter.Factory.
 func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter.Config, error) {

@@ -2,8 +2,8 @@
 // (envoy.filters.http.router), the terminal filter: the connection manager
 // routes and forwards each request itself once the filters before the
 // router continued (see package httpconn). Of its configuration, Outrigger
-// implements start_child_span, suppress_envoy_headers and dynamic_stats;
-// the support check refuses the other fields.
+// implements start_child_span, suppress_envoy_headers, dynamic_stats and
+// upstream_http_filters; the support check refuses the other fields.
 package router
 
 import (
@@ -22,10 +22,14 @@ const Name = "proxy.filters.http.router"
 type Factory struct{}
 
 // Compile implements httpfilter.Factory.
-func (Factory) Compile(config proto.Message, _ httpfilter.Context) (httpfilter.Config, error) {
+func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter.Config, error) {
 	cfg, ok := config.(*routerv3.Router)
 	if !ok {
 		return nil, errors.New("not a Router configuration")
+	}
+	upstream, err := httpfilter.CompileUpstream("upstream_http_filters", cfg.GetUpstreamHttpFilters(), ctx)
+	if err != nil {
+		return nil, err
 	}
 	//lint:ignore SA1019 start_child_span is deprecated for the connection manager's spawn_upstream_span, and still accepted (with Envoy's deprecation warning).
 	childSpan := cfg.GetStartChildSpan()
@@ -34,13 +38,20 @@ func (Factory) Compile(config proto.Message, _ httpfilter.Context) (httpfilter.C
 		suppressHeaders: cfg.GetSuppressEnvoyHeaders(),
 		// Envoy's default is true.
 		dynamicStats: cfg.GetDynamicStats() == nil || cfg.GetDynamicStats().GetValue(),
+		upstream:     upstream,
 	}, nil
 }
 
 // terminal marks the end of the filter chain.
 type terminal struct {
 	childSpan, suppressHeaders, dynamicStats bool
+	upstream                                 *httpfilter.UpstreamChain
 }
+
+// UpstreamFilters is the compiled upstream_http_filters, nil without
+// them: the chain each upstream attempt runs, unless the cluster has its
+// own.
+func (t terminal) UpstreamFilters() *httpfilter.UpstreamChain { return t.upstream }
 
 // SuppressEnvoyHeaders reports suppress_envoy_headers: the router adds
 // none of its x-envoy- headers (expected timeout, original path and
