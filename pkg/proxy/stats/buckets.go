@@ -40,9 +40,13 @@ func newBucketRules(cfg []*metricsv3.HistogramBucketSettings) ([]bucketRule, err
 	return rules, nil
 }
 
-// bucketsFor returns the bounds of the first rule matching name, else the
-// defaults. The slices are shared and never modified.
-func (s *Store) bucketsFor(name string) []float64 {
+// bucketsFor returns the bounds of the first rule matching prefix+name,
+// else the defaults. The slices are shared and never modified.
+func (s *Store) bucketsFor(prefix, name string) []float64 {
+	if len(s.buckets) == 0 {
+		return defaultBuckets[:]
+	}
+	name = prefix + name
 	for _, r := range s.buckets {
 		if r.match.match(name) {
 			return r.bounds
