@@ -42,14 +42,20 @@ type Histogram struct {
 	parent uint32
 	meta   atomic.Uint32 // last name segment id | usedBit
 	unit   Unit
-	bounds []float64 // bucket upper bounds, shared with the store's settings
+	// empty is the summary of no value, with the bucket bounds; it is the
+	// store's, shared by every histogram with these bounds, so that a
+	// histogram that never records (most of a cluster's) keeps no summary
+	// of its own.
+	empty  *HistogramStatistics
 	shards []histShard
 
 	mu         sync.Mutex // guards everything below
 	interval   *circonusllhist.Histogram
 	cumulative *circonusllhist.Histogram
-	intStats   HistogramStatistics
-	cumStats   HistogramStatistics
+	// intStats and cumStats are empty until values arrive; a summary is
+	// replaced, never modified, so readers may keep its slices.
+	intStats *HistogramStatistics
+	cumStats *HistogramStatistics
 }
 
 // histShard is padded to its own cache line pair so that two cores
@@ -61,12 +67,12 @@ type histShard struct {
 	_     [128 - 8 - 8 - 8]byte
 }
 
-func (h *Histogram) init(shards int, bounds []float64, unit Unit) {
+func (h *Histogram) init(shards int, empty *HistogramStatistics, unit Unit) {
 	h.shards = make([]histShard, shards)
-	h.bounds = bounds
+	h.empty = empty
 	h.unit = unit
-	h.intStats = emptyStatistics(bounds)
-	h.cumStats = h.intStats
+	h.intStats = empty
+	h.cumStats = empty
 }
 
 // Record adds one value. It never allocates once the chosen shard has
@@ -117,14 +123,28 @@ func (h *Histogram) Used() bool { return h.meta.Load()&usedBit != 0 }
 func (h *Histogram) Unit() Unit { return h.unit }
 
 // Bounds returns the bucket upper bounds; the caller must not modify them.
-func (h *Histogram) Bounds() []float64 { return h.bounds }
+func (h *Histogram) Bounds() []float64 {
+	if h.empty == nil { // a zero Histogram, not made by a Store
+		return nil
+	}
+	return h.empty.Bounds
+}
+
+// statistics returns the summary s points to, or an empty one for a zero
+// Histogram.
+func statistics(s *HistogramStatistics) HistogramStatistics {
+	if s == nil {
+		return HistogramStatistics{}
+	}
+	return *s
+}
 
 // IntervalStatistics returns the summary of the values recorded between the
 // last two flushes. Its slices are never modified afterwards.
 func (h *Histogram) IntervalStatistics() HistogramStatistics {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.intStats
+	return statistics(h.intStats)
 }
 
 // CumulativeStatistics returns the summary of every value recorded up to
@@ -132,7 +152,7 @@ func (h *Histogram) IntervalStatistics() HistogramStatistics {
 func (h *Histogram) CumulativeStatistics() HistogramStatistics {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.cumStats
+	return statistics(h.cumStats)
 }
 
 // merge rolls the interval: the shards' values since the previous merge
@@ -170,11 +190,10 @@ func (h *Histogram) merge() {
 		// An idle interval leaves the cumulative summary as it was: only
 		// the interval one empties, so a flush does not summarise every
 		// idle histogram's whole history again.
-		if h.intStats.SampleCount != 0 {
-			h.intStats = emptyStatistics(h.bounds)
-		}
+		h.intStats = h.empty
 		return
 	}
-	h.intStats = computeStatistics(h.interval, h.bounds)
-	h.cumStats = computeStatistics(h.cumulative, h.bounds)
+	in := computeStatistics(h.interval, h.empty.Bounds)
+	cum := computeStatistics(h.cumulative, h.empty.Bounds)
+	h.intStats, h.cumStats = &in, &cum
 }

@@ -31,6 +31,9 @@ type Store struct {
 	tags    *TagProducer
 	matcher statsMatcher
 	buckets []bucketRule
+	// defaultEmpty is the empty summary of a histogram with the default
+	// bounds, shared by every one that has not recorded.
+	defaultEmpty *HistogramStatistics
 
 	// flushMu serialises flushes, which own Counter.latched.
 	flushMu sync.Mutex
@@ -63,12 +66,14 @@ func NewStoreWithConfig(cfg *metricsv3.StatsConfig) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	defaultEmpty := emptyStatistics(defaultBuckets[:])
 	s := &Store{
-		segIDs:  map[string]uint32{},
-		shards:  histogramShards(runtime.GOMAXPROCS(0)),
-		tags:    tags,
-		matcher: matcher,
-		buckets: buckets,
+		defaultEmpty: &defaultEmpty,
+		segIDs:       map[string]uint32{},
+		shards:       histogramShards(runtime.GOMAXPROCS(0)),
+		tags:         tags,
+		matcher:      matcher,
+		buckets:      buckets,
 	}
 	for range numRoots {
 		s.nodes.alloc()
@@ -213,11 +218,11 @@ func (s *Store) histogram(prefix, name string, unit Unit) *Histogram {
 		i, h := s.hists.alloc()
 		h.store, h.parent = s, parent
 		h.meta.Store(seg)
-		h.init(s.shards, s.bucketsFor(prefix, name), unit)
+		h.init(s.shards, s.emptyFor(prefix, name), unit)
 		return i
 	})
 	if !ok {
-		return s.rejected.histogram(prefix+name, s.shards, s.bucketsFor(prefix, name), unit)
+		return s.rejected.histogram(prefix+name, s.shards, s.emptyFor(prefix, name), unit)
 	}
 	return s.hists.at(idx)
 }
