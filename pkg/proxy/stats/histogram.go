@@ -33,8 +33,9 @@ const maxHistogramShards = 64
 // Histogram records a distribution with the circllhist algorithm. Recording
 // goes to one of a fixed set of shards, each with its own lock and its own
 // circllhist, picked at random and skipped when busy, so goroutines on
-// different cores almost never wait for each other; a shard's circllhist is
-// only allocated when it first records. Each flush merges the shards into
+// different cores almost never wait for each other; the shards are only
+// allocated when the histogram first records, and a shard's circllhist
+// when it first records. Each flush merges the shards into
 // the interval summary (since the previous flush) and adds that to the
 // cumulative one.
 type Histogram struct {
@@ -42,12 +43,15 @@ type Histogram struct {
 	parent uint32
 	meta   atomic.Uint32 // last name segment id | usedBit
 	unit   Unit
+	// nshards is the number of shards, allocated on the first Record:
+	// most of a cluster's histograms never record.
+	nshards uint8
 	// empty is the summary of no value, with the bucket bounds; it is the
 	// store's, shared by every histogram with these bounds, so that a
 	// histogram that never records (most of a cluster's) keeps no summary
 	// of its own.
 	empty  *HistogramStatistics
-	shards []histShard
+	shards atomic.Pointer[[]histShard]
 
 	mu         sync.Mutex // guards everything below
 	interval   *circonusllhist.Histogram
@@ -68,7 +72,7 @@ type histShard struct {
 }
 
 func (h *Histogram) init(shards int, empty *HistogramStatistics, unit Unit) {
-	h.shards = make([]histShard, shards)
+	h.nshards = uint8(shards)
 	h.empty = empty
 	h.unit = unit
 	h.intStats = empty
@@ -82,13 +86,17 @@ func (h *Histogram) Record(v uint64) {
 	if h.meta.Load()&usedBit == 0 {
 		markUsed(h.store, KindHistogram, h.parent, &h.meta)
 	}
-	n := uint32(len(h.shards))
-	if n == 0 { // a zero Histogram, not made by a Store
-		return
+	shards := h.shards.Load()
+	if shards == nil {
+		if h.nshards == 0 { // a zero Histogram, not made by a Store
+			return
+		}
+		shards = h.allocShards()
 	}
+	n := uint32(len(*shards))
 	i := rand.Uint32() & (n - 1)
 	for range n {
-		sh := &h.shards[i]
+		sh := &(*shards)[i]
 		if sh.mu.TryLock() {
 			sh.record(v)
 			sh.mu.Unlock()
@@ -96,10 +104,22 @@ func (h *Histogram) Record(v uint64) {
 		}
 		i = (i + 1) & (n - 1)
 	}
-	sh := &h.shards[i]
+	sh := &(*shards)[i]
 	sh.mu.Lock()
 	sh.record(v)
 	sh.mu.Unlock()
+}
+
+// allocShards allocates the shards at the first Record; of goroutines
+// recording first at once, one allocation wins.
+//
+//go:noinline
+func (h *Histogram) allocShards() *[]histShard {
+	s := make([]histShard, h.nshards)
+	if h.shards.CompareAndSwap(nil, &s) {
+		return &s
+	}
+	return h.shards.Load()
 }
 
 func (sh *histShard) record(v uint64) {
@@ -166,8 +186,12 @@ func (h *Histogram) merge() {
 	}
 	h.interval.Reset()
 	added := false
-	for i := range h.shards {
-		sh := &h.shards[i]
+	var shards []histShard
+	if p := h.shards.Load(); p != nil {
+		shards = *p
+	}
+	for i := range shards {
+		sh := &shards[i]
 		sh.mu.Lock()
 		var bins []string
 		if sh.dirty {
