@@ -86,17 +86,18 @@ func (h *Histogram) Record(v uint64) {
 	if h.meta.Load()&usedBit == 0 {
 		markUsed(h.store, KindHistogram, h.parent, &h.meta)
 	}
-	shards := h.shards.Load()
-	if shards == nil {
+	p := h.shards.Load()
+	if p == nil {
 		if h.nshards == 0 { // a zero Histogram, not made by a Store
 			return
 		}
-		shards = h.allocShards()
+		p = h.allocShards()
 	}
-	n := uint32(len(*shards))
+	shards := *p // read the header once: the locks below are calls
+	n := uint32(len(shards))
 	i := rand.Uint32() & (n - 1)
 	for range n {
-		sh := &(*shards)[i]
+		sh := &shards[i]
 		if sh.mu.TryLock() {
 			sh.record(v)
 			sh.mu.Unlock()
@@ -104,7 +105,7 @@ func (h *Histogram) Record(v uint64) {
 		}
 		i = (i + 1) & (n - 1)
 	}
-	sh := &(*shards)[i]
+	sh := &shards[i]
 	sh.mu.Lock()
 	sh.record(v)
 	sh.mu.Unlock()
