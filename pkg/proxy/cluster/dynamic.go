@@ -44,6 +44,11 @@ type dynamicState struct {
 	// shared is the server's DNS resolver once a DNS cluster built it.
 	shared dns.Resolver
 
+	// apply serializes whole updates, so that the clusters an update
+	// finds unchanged at its start (see unchangedDiscovered) are still
+	// the warming or active ones when it installs the rest.
+	apply sync.Mutex
+
 	mu     sync.Mutex
 	closed bool
 	// warming are the discovered clusters not yet initialised, by name:
@@ -83,14 +88,46 @@ func (m *Manager) ApplyDiscovered(cfgs []*clusterv3.Cluster, version string, now
 // ApplyDiscoveredEach is ApplyDiscovered with a version per cluster
 // (cfgs[i]'s is versionOf(i)), as delta xDS gives them.
 func (m *Manager) ApplyDiscoveredEach(cfgs []*clusterv3.Cluster, versionOf func(i int) string, now time.Time) error {
+	return m.ApplyDiscoveredChecked(cfgs, versionOf, now, nil)
+}
+
+// ApplyDiscoveredChecked is ApplyDiscoveredEach with check, the caller's
+// own check of a cluster (the support tables'), which with the settings
+// build runs only for the clusters that differ from the discovered cluster
+// of their name (warming, else active): state of the world resends every
+// cluster at each change, and an unchanged one was checked and built when
+// it arrived. check's errors reject the update before any settings are
+// built. A nil check checks nothing more.
+func (m *Manager) ApplyDiscoveredChecked(cfgs []*clusterv3.Cluster, versionOf func(i int) string, now time.Time, check func(i int, cfg *clusterv3.Cluster) error) error {
+	m.dyn.apply.Lock()
+	defer m.dyn.apply.Unlock()
+	same := m.unchangedDiscovered(cfgs)
 	var errs []error
+	if check != nil {
+		for i, cfg := range cfgs {
+			if same[i] == nil {
+				if err := check(i, cfg); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+	}
 	all := make([]*settings, len(cfgs))
 	seen := map[string]int{}
 	for i, cfg := range cfgs {
 		path := "resources[" + strconv.Itoa(i) + "]"
-		s, cerrs := clusterSettings(cfg, m.dyn.transport, m.dyn.bind, m.dyn.caches)
-		for _, err := range cerrs {
-			errs = append(errs, prefixed(path, err))
+		var s *settings
+		if same[i] != nil {
+			s = same[i].settings
+		} else {
+			var cerrs []error
+			s, cerrs = clusterSettings(cfg, m.dyn.transport, m.dyn.bind, m.dyn.caches)
+			for _, err := range cerrs {
+				errs = append(errs, prefixed(path, err))
+			}
 		}
 		if prev, dup := seen[s.name]; dup {
 			errs = append(errs, configErrorf(join(path, "name"), "duplicate cluster name %q (also resources[%d])", s.name, prev))
@@ -142,6 +179,10 @@ func (m *Manager) ApplyDiscoveredEach(cfgs []*clusterv3.Cluster, versionOf func(
 		}
 		pending := m.dyn.warming[s.name]
 		switch {
+		case same[i] != nil:
+			// Still the warming or the active cluster: apply keeps
+			// other updates out, and promotion moves the same cluster.
+			continue
 		case pending != nil && proto.Equal(pending.dynamic.config, cfgs[i]):
 			continue
 		case pending == nil && old != nil && proto.Equal(old.dynamic.config, cfgs[i]):
@@ -189,6 +230,26 @@ func (m *Manager) ApplyDiscoveredEach(cfgs []*clusterv3.Cluster, versionOf func(
 		m.retireLocked(c)
 	}
 	return nil
+}
+
+// unchangedDiscovered returns, for each of cfgs, the discovered cluster of
+// its name (warming, else active) whose configuration equals it, nil when
+// there is none. The caller holds m.dyn.apply.
+func (m *Manager) unchangedDiscovered(cfgs []*clusterv3.Cluster) []*Cluster {
+	same := make([]*Cluster, len(cfgs))
+	m.dyn.mu.Lock()
+	defer m.dyn.mu.Unlock()
+	cur := m.snap.Load()
+	for i, cfg := range cfgs {
+		c := m.dyn.warming[cfg.GetName()]
+		if c == nil {
+			c = cur.byName[cfg.GetName()]
+		}
+		if c != nil && c.dynamic != nil && proto.Equal(c.dynamic.config, cfg) {
+			same[i] = c
+		}
+	}
+	return same
 }
 
 // warmed returns what a discovered cluster waits for before it serves (a

@@ -1,11 +1,15 @@
 package cluster
 
 import (
+	"errors"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 )
 
 // names lists the active clusters' names in order.
@@ -113,5 +117,58 @@ func TestRemovedClusterClosesOnceIdle(t *testing.T) {
 			t.Fatal("the removed cluster never closed")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestApplyDiscoveredChecksOnlyChangedClusters checks that a resent
+// unchanged cluster is neither checked nor rebuilt, that a changed or new
+// one is checked, and that a check's error rejects the update whole.
+func TestApplyDiscoveredChecksOnlyChangedClusters(t *testing.T) {
+	m, _, clock := newTestManager(t, `[]`)
+	v1 := parseClusters(t, `
+- {name: a, connect_timeout: 1s, load_assignment: {cluster_name: a, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 2}}}}]}]}}
+- {name: b, connect_timeout: 1s, load_assignment: {cluster_name: b, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 3}}}}]}]}}
+`)
+	var checked []string
+	check := func(_ int, cfg *clusterv3.Cluster) error {
+		checked = append(checked, cfg.GetName())
+		return nil
+	}
+	version := func(int) string { return "v" }
+	if err := m.ApplyDiscoveredChecked(v1, version, clock.now(), check); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(checked, []string{"a", "b"}) {
+		t.Fatalf("first update checked %v", checked)
+	}
+	a := m.Cluster("a")
+	v2 := parseClusters(t, `
+- {name: a, connect_timeout: 1s, load_assignment: {cluster_name: a, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 2}}}}]}]}}
+- {name: b, connect_timeout: 5s, load_assignment: {cluster_name: b, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 3}}}}]}]}}
+- {name: c, connect_timeout: 1s, load_assignment: {cluster_name: c, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 4}}}}]}]}}
+`)
+	checked = nil
+	if err := m.ApplyDiscoveredChecked(v2, version, clock.now(), check); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(checked, []string{"b", "c"}) {
+		t.Fatalf("second update checked %v, want the changed b and the new c", checked)
+	}
+	if m.Cluster("a") != a || m.Cluster("b").settings.connectTimeout != 5*time.Second || m.Cluster("c") == nil {
+		t.Fatal("a must stay, b be replaced and c be added")
+	}
+
+	b := m.Cluster("b")
+	refuse := func(i int, cfg *clusterv3.Cluster) error {
+		return errors.New("resources[" + strconv.Itoa(i) + "]: refused " + cfg.GetName())
+	}
+	v3 := slices.Clone(v2[:2])
+	v3 = append(v3, parseClusters(t, `[{name: d, connect_timeout: 1s}]`)...)
+	err := m.ApplyDiscoveredChecked(v3, version, clock.now(), refuse)
+	if err == nil || err.Error() != "resources[2]: refused d" {
+		t.Fatalf("error %v, want only the new cluster's", err)
+	}
+	if m.Cluster("b") != b || m.Cluster("c") == nil || m.Cluster("d") != nil {
+		t.Fatal("a rejected update changed the clusters")
 	}
 }

@@ -49,15 +49,21 @@ func (s *Server) subscribeClustersADS() error {
 // of discovered clusters. Each cluster is checked as a static one would be
 // (constraints, support table), then built; any problem rejects the
 // response whole, with the paths of every bad cluster, and the clusters in
-// service stay as they were. It runs on the stream goroutine.
+// service stay as they were. A cluster equal to the discovered one of its
+// name was checked when it arrived and is not checked again (see
+// cluster.Manager.ApplyDiscoveredChecked). It runs on the stream
+// goroutine.
 func (s *Server) applyClusterUpdate(u xds.Update) error {
 	cfgs := make([]*clusterv3.Cluster, 0, len(u.Resources))
-	var errs []error
 	for i, r := range u.Resources {
 		c, ok := r.(*clusterv3.Cluster)
 		if !ok {
 			return fmt.Errorf("resources[%d]: %s is not a cluster", i, r.ProtoReflect().Descriptor().FullName())
 		}
+		cfgs = append(cfgs, c)
+	}
+	check := func(i int, c *clusterv3.Cluster) error {
+		var errs []error
 		if err := bootstrap.ValidateCluster(c, s.ext); err != nil {
 			errs = append(errs, fieldpath.Prefix("resources["+strconv.Itoa(i)+"].", err))
 		}
@@ -66,12 +72,9 @@ func (s *Server) applyClusterUpdate(u xds.Update) error {
 			// would never be asked for.
 			errs = append(errs, fmt.Errorf("resources[%d].eds_cluster_config.eds_config.ads: requires dynamic_resources.ads_config (the ADS stream it names)", i))
 		}
-		cfgs = append(cfgs, c)
+		return errors.Join(errs...)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	if err := s.clusters.ApplyDiscoveredEach(cfgs, u.VersionOf, s.now()); err != nil {
+	if err := s.clusters.ApplyDiscoveredChecked(cfgs, u.VersionOf, s.now(), check); err != nil {
 		return err
 	}
 	// The discovered EDS clusters' services are asked for on the same

@@ -11,8 +11,10 @@ import (
 // bucketRule is one stats_config.histogram_bucket_settings entry: the
 // histograms whose names match get these bucket bounds.
 type bucketRule struct {
-	match  stringMatcher
-	bounds []float64
+	match stringMatcher
+	// empty is the summary of a histogram with these bounds and no value,
+	// shared by every such histogram until it records.
+	empty *HistogramStatistics
 }
 
 func newBucketRules(cfg []*metricsv3.HistogramBucketSettings) ([]bucketRule, error) {
@@ -35,18 +37,24 @@ func newBucketRules(cfg []*metricsv3.HistogramBucketSettings) ([]bucketRule, err
 		if len(slices.Compact(slices.Clone(b))) != len(b) {
 			return nil, fmt.Errorf("stats_config.histogram_bucket_settings[%d].buckets: values must be unique", i)
 		}
-		rules = append(rules, bucketRule{match: m, bounds: b})
+		empty := emptyStatistics(b)
+		rules = append(rules, bucketRule{match: m, empty: &empty})
 	}
 	return rules, nil
 }
 
-// bucketsFor returns the bounds of the first rule matching name, else the
-// defaults. The slices are shared and never modified.
-func (s *Store) bucketsFor(name string) []float64 {
+// emptyFor returns the empty summary of the histogram named prefix+name,
+// which carries its bucket bounds: the first matching rule's, else the
+// defaults. The summary and its slices are shared and never modified.
+func (s *Store) emptyFor(prefix, name string) *HistogramStatistics {
+	if len(s.buckets) == 0 {
+		return s.defaultEmpty
+	}
+	name = prefix + name
 	for _, r := range s.buckets {
 		if r.match.match(name) {
-			return r.bounds
+			return r.empty
 		}
 	}
-	return defaultBuckets[:]
+	return s.defaultEmpty
 }

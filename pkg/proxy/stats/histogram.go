@@ -33,8 +33,9 @@ const maxHistogramShards = 64
 // Histogram records a distribution with the circllhist algorithm. Recording
 // goes to one of a fixed set of shards, each with its own lock and its own
 // circllhist, picked at random and skipped when busy, so goroutines on
-// different cores almost never wait for each other; a shard's circllhist is
-// only allocated when it first records. Each flush merges the shards into
+// different cores almost never wait for each other; the shards are only
+// allocated when the histogram first records, and a shard's circllhist
+// when it first records. Each flush merges the shards into
 // the interval summary (since the previous flush) and adds that to the
 // cumulative one.
 type Histogram struct {
@@ -42,14 +43,23 @@ type Histogram struct {
 	parent uint32
 	meta   atomic.Uint32 // last name segment id | usedBit
 	unit   Unit
-	bounds []float64 // bucket upper bounds, shared with the store's settings
-	shards []histShard
+	// nshards is the number of shards, allocated on the first Record:
+	// most of a cluster's histograms never record.
+	nshards uint8
+	// empty is the summary of no value, with the bucket bounds; it is the
+	// store's, shared by every histogram with these bounds, so that a
+	// histogram that never records (most of a cluster's) keeps no summary
+	// of its own.
+	empty  *HistogramStatistics
+	shards atomic.Pointer[[]histShard]
 
 	mu         sync.Mutex // guards everything below
 	interval   *circonusllhist.Histogram
 	cumulative *circonusllhist.Histogram
-	intStats   HistogramStatistics
-	cumStats   HistogramStatistics
+	// intStats and cumStats are empty until values arrive; a summary is
+	// replaced, never modified, so readers may keep its slices.
+	intStats *HistogramStatistics
+	cumStats *HistogramStatistics
 }
 
 // histShard is padded to its own cache line pair so that two cores
@@ -61,12 +71,12 @@ type histShard struct {
 	_     [128 - 8 - 8 - 8]byte
 }
 
-func (h *Histogram) init(shards int, bounds []float64, unit Unit) {
-	h.shards = make([]histShard, shards)
-	h.bounds = bounds
+func (h *Histogram) init(shards int, empty *HistogramStatistics, unit Unit) {
+	h.nshards = uint8(shards)
+	h.empty = empty
 	h.unit = unit
-	h.intStats = emptyStatistics(bounds)
-	h.cumStats = h.intStats
+	h.intStats = empty
+	h.cumStats = empty
 }
 
 // Record adds one value. It never allocates once the chosen shard has
@@ -76,13 +86,18 @@ func (h *Histogram) Record(v uint64) {
 	if h.meta.Load()&usedBit == 0 {
 		markUsed(h.store, KindHistogram, h.parent, &h.meta)
 	}
-	n := uint32(len(h.shards))
-	if n == 0 { // a zero Histogram, not made by a Store
-		return
+	p := h.shards.Load()
+	if p == nil {
+		if h.nshards == 0 { // a zero Histogram, not made by a Store
+			return
+		}
+		p = h.allocShards()
 	}
+	shards := *p // read the header once: the locks below are calls
+	n := uint32(len(shards))
 	i := rand.Uint32() & (n - 1)
 	for range n {
-		sh := &h.shards[i]
+		sh := &shards[i]
 		if sh.mu.TryLock() {
 			sh.record(v)
 			sh.mu.Unlock()
@@ -90,10 +105,22 @@ func (h *Histogram) Record(v uint64) {
 		}
 		i = (i + 1) & (n - 1)
 	}
-	sh := &h.shards[i]
+	sh := &shards[i]
 	sh.mu.Lock()
 	sh.record(v)
 	sh.mu.Unlock()
+}
+
+// allocShards allocates the shards at the first Record; of goroutines
+// recording first at once, one allocation wins.
+//
+//go:noinline
+func (h *Histogram) allocShards() *[]histShard {
+	s := make([]histShard, h.nshards)
+	if h.shards.CompareAndSwap(nil, &s) {
+		return &s
+	}
+	return h.shards.Load()
 }
 
 func (sh *histShard) record(v uint64) {
@@ -117,14 +144,28 @@ func (h *Histogram) Used() bool { return h.meta.Load()&usedBit != 0 }
 func (h *Histogram) Unit() Unit { return h.unit }
 
 // Bounds returns the bucket upper bounds; the caller must not modify them.
-func (h *Histogram) Bounds() []float64 { return h.bounds }
+func (h *Histogram) Bounds() []float64 {
+	if h.empty == nil { // a zero Histogram, not made by a Store
+		return nil
+	}
+	return h.empty.Bounds
+}
+
+// statistics returns the summary s points to, or an empty one for a zero
+// Histogram.
+func statistics(s *HistogramStatistics) HistogramStatistics {
+	if s == nil {
+		return HistogramStatistics{}
+	}
+	return *s
+}
 
 // IntervalStatistics returns the summary of the values recorded between the
 // last two flushes. Its slices are never modified afterwards.
 func (h *Histogram) IntervalStatistics() HistogramStatistics {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.intStats
+	return statistics(h.intStats)
 }
 
 // CumulativeStatistics returns the summary of every value recorded up to
@@ -132,7 +173,7 @@ func (h *Histogram) IntervalStatistics() HistogramStatistics {
 func (h *Histogram) CumulativeStatistics() HistogramStatistics {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.cumStats
+	return statistics(h.cumStats)
 }
 
 // merge rolls the interval: the shards' values since the previous merge
@@ -146,8 +187,12 @@ func (h *Histogram) merge() {
 	}
 	h.interval.Reset()
 	added := false
-	for i := range h.shards {
-		sh := &h.shards[i]
+	var shards []histShard
+	if p := h.shards.Load(); p != nil {
+		shards = *p
+	}
+	for i := range shards {
+		sh := &shards[i]
 		sh.mu.Lock()
 		var bins []string
 		if sh.dirty {
@@ -170,11 +215,10 @@ func (h *Histogram) merge() {
 		// An idle interval leaves the cumulative summary as it was: only
 		// the interval one empties, so a flush does not summarise every
 		// idle histogram's whole history again.
-		if h.intStats.SampleCount != 0 {
-			h.intStats = emptyStatistics(h.bounds)
-		}
+		h.intStats = h.empty
 		return
 	}
-	h.intStats = computeStatistics(h.interval, h.bounds)
-	h.cumStats = computeStatistics(h.cumulative, h.bounds)
+	in := computeStatistics(h.interval, h.empty.Bounds)
+	cum := computeStatistics(h.cumulative, h.empty.Bounds)
+	h.intStats, h.cumStats = &in, &cum
 }

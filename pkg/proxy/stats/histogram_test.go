@@ -147,3 +147,31 @@ func TestParseDecString(t *testing.T) {
 		})
 	}
 }
+
+// TestHistogramFirstRecordsAtOnce records the first values of a histogram
+// from many goroutines at once: its shards are allocated then, and no
+// value may be lost to a losing allocation.
+func TestHistogramFirstRecordsAtOnce(t *testing.T) {
+	s := NewStore()
+	h := s.Histogram("first")
+	if h.shards.Load() != nil {
+		t.Fatal("a histogram that never recorded must have no shards")
+	}
+	const goroutines = 16
+	var start, done sync.WaitGroup
+	start.Add(1)
+	for range goroutines {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			start.Wait()
+			h.Record(7)
+		}()
+	}
+	start.Done()
+	done.Wait()
+	s.MergeHistograms()
+	if got := h.CumulativeStatistics().SampleCount; got != goroutines {
+		t.Fatalf("sample count %d, want %d", got, goroutines)
+	}
+}

@@ -97,6 +97,12 @@ func newStatsMatcher(cfg *metricsv3.StatsMatcher) (statsMatcher, error) {
 	return m, nil
 }
 
+// acceptsAll reports whether every name is accepted, so that the caller
+// need not build a name to ask.
+func (m statsMatcher) acceptsAll() bool {
+	return !m.rejectAll && !m.inclusion && len(m.patterns) == 0
+}
+
 func (m statsMatcher) accepts(name string) bool {
 	if m.rejectAll {
 		return false

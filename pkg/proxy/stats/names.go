@@ -52,36 +52,61 @@ func (s *Store) intern(seg string) uint32 {
 }
 
 // resolve finds, and with create also builds, the prefix node holding the
-// last segment of name in the tree under root. It returns that node and
-// the last segment's id; ok is false when create is false and the name is
-// unknown. The caller holds s.mu.
-func (s *Store) resolve(root uint32, name string, create bool) (parent, seg uint32, ok bool) {
+// last segment of prefix+name in the tree under root. prefix is empty or
+// ends with a dot. It returns that node and the last segment's id; ok is
+// false when create is false and the name is unknown. The caller holds
+// s.mu.
+func (s *Store) resolve(root uint32, prefix, name string, create bool) (parent, seg uint32, ok bool) {
 	parent = root
-	for {
-		head, rest, more := strings.Cut(name, ".")
-		var id uint32
-		if create {
-			id = s.intern(head)
-		} else if id, ok = s.segIDs[head]; !ok {
+	for prefix != "" {
+		head, rest, _ := strings.Cut(prefix, ".")
+		if parent, ok = s.resolveNode(parent, head, create); !ok {
 			return 0, 0, false
 		}
-		if !more {
-			return parent, id, true
-		}
-		key := makeKey(parent, id, kindPrefix)
-		e, found := s.index.find(s, key)
-		if !found {
-			if !create {
-				return 0, 0, false
-			}
-			child, n := s.nodes.alloc()
-			n.parent, n.seg = parent, id
-			e = makeEntry(kindPrefix, child)
-			s.index.insert(s, key, e)
-			s.addChild(parent, e)
-		}
-		parent, name = entryIndex(e), rest
+		prefix = rest
 	}
+	for {
+		head, rest, more := strings.Cut(name, ".")
+		if !more {
+			id, ok := s.segmentID(head, create)
+			return parent, id, ok
+		}
+		if parent, ok = s.resolveNode(parent, head, create); !ok {
+			return 0, 0, false
+		}
+		name = rest
+	}
+}
+
+// segmentID returns the id of a name segment, interning it with create.
+func (s *Store) segmentID(seg string, create bool) (uint32, bool) {
+	if create {
+		return s.intern(seg), true
+	}
+	id, ok := s.segIDs[seg]
+	return id, ok
+}
+
+// resolveNode finds, and with create also builds, the prefix node of
+// segment seg under parent. The caller holds s.mu.
+func (s *Store) resolveNode(parent uint32, seg string, create bool) (uint32, bool) {
+	id, ok := s.segmentID(seg, create)
+	if !ok {
+		return 0, false
+	}
+	key := makeKey(parent, id, kindPrefix)
+	e, found := s.index.find(s, key)
+	if !found {
+		if !create {
+			return 0, false
+		}
+		child, n := s.nodes.alloc()
+		n.parent, n.seg = parent, id
+		e = makeEntry(kindPrefix, child)
+		s.index.insert(s, key, e)
+		s.addChild(parent, e)
+	}
+	return entryIndex(e), true
 }
 
 // addChild records a new child of node for the next sort. The caller holds

@@ -32,13 +32,16 @@ type lookupEntry struct {
 	lastUsed uint64
 }
 
-func (r *recentLookups) record(name string) {
+// record counts a lookup of prefix+name; the name is only built while
+// names are tracked.
+func (r *recentLookups) record(prefix, name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.total++
 	if r.capacity == 0 {
 		return
 	}
+	name = prefix + name
 	r.tick++
 	if e, ok := r.names[name]; ok {
 		e.count++

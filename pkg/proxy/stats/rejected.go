@@ -44,8 +44,8 @@ func (r *rejectedStats) textReadout(name string) *TextReadout {
 	return rejectedGet(&r.mu, &r.texts, name, nil)
 }
 
-func (r *rejectedStats) histogram(name string, shards int, bounds []float64, unit Unit) *Histogram {
-	return rejectedGet(&r.mu, &r.histograms, name, func(h *Histogram) { h.init(shards, bounds, unit) })
+func (r *rejectedStats) histogram(name string, shards int, empty *HistogramStatistics, unit Unit) *Histogram {
+	return rejectedGet(&r.mu, &r.histograms, name, func(h *Histogram) { h.init(shards, empty, unit) })
 }
 
 func (r *rejectedStats) resetCounters() {

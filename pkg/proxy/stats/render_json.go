@@ -94,7 +94,7 @@ func jsonHistogram(cw *chunkWriter, st *Stat, mode HistogramBuckets, disjoint *[
 	case BucketsCumulative, BucketsDisjoint:
 		ib, cb := bucketCounts(&in, &cum, mode, disjoint)
 		cw.str(`,"buckets":[`)
-		for i, b := range h.bounds {
+		for i, b := range h.Bounds() {
 			if i > 0 {
 				cw.byte(',')
 			}

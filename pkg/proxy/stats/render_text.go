@@ -41,7 +41,7 @@ func textHistogram(cw *chunkWriter, h *Histogram, mode HistogramBuckets, disjoin
 	switch mode {
 	case BucketsCumulative, BucketsDisjoint:
 		ib, cb := bucketCounts(&in, &cum, mode, disjoint)
-		for i, b := range h.bounds {
+		for i, b := range h.Bounds() {
 			if i > 0 {
 				cw.byte(' ')
 			}

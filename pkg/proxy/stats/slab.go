@@ -35,9 +35,12 @@ func (s *slab[T]) alloc() (uint32, *T) {
 	}
 	if int(i>>slabChunkBits) == len(d) {
 		// Writing past the old length never touches what a reader holding
-		// the old directory can see, so appending in place is safe.
-		d = append(d, new([slabChunkSize]T))
-		s.dir.Store(&d)
+		// the old directory can see, so appending in place is safe. The
+		// published header is a variable of this branch alone: were it d,
+		// whose address would then escape, every call would allocate one.
+		grown := append(d, new([slabChunkSize]T))
+		s.dir.Store(&grown)
+		d = grown
 	}
 	s.n++
 	return i, &d[i>>slabChunkBits][i&(slabChunkSize-1)]

@@ -3,6 +3,7 @@ package stats
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 
 	metricsv3 "github.com/envoyproxy/go-control-plane/envoy/config/metrics/v3"
@@ -30,6 +31,9 @@ type Store struct {
 	tags    *TagProducer
 	matcher statsMatcher
 	buckets []bucketRule
+	// defaultEmpty is the empty summary of a histogram with the default
+	// bounds, shared by every one that has not recorded.
+	defaultEmpty *HistogramStatistics
 
 	// flushMu serialises flushes, which own Counter.latched.
 	flushMu sync.Mutex
@@ -62,12 +66,14 @@ func NewStoreWithConfig(cfg *metricsv3.StatsConfig) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	defaultEmpty := emptyStatistics(defaultBuckets[:])
 	s := &Store{
-		segIDs:  map[string]uint32{},
-		shards:  histogramShards(runtime.GOMAXPROCS(0)),
-		tags:    tags,
-		matcher: matcher,
-		buckets: buckets,
+		defaultEmpty: &defaultEmpty,
+		segIDs:       map[string]uint32{},
+		shards:       histogramShards(runtime.GOMAXPROCS(0)),
+		tags:         tags,
+		matcher:      matcher,
+		buckets:      buckets,
 	}
 	for range numRoots {
 		s.nodes.alloc()
@@ -88,21 +94,30 @@ func histogramShards(procs int) int {
 // TagProducer returns the store's tag extractor, for renderers and sinks.
 func (s *Store) TagProducer() *TagProducer { return s.tags }
 
-// lookup finds or creates the stat of kind k named name under root. It
-// returns the stat's index in its slab, or ok=false when the stats matcher
-// rejects the name. The caller holds s.mu; create is called for a new stat
-// to allocate it in its slab, name it and return its index.
-func (s *Store) lookup(root uint32, k Kind, name string, create func(parent, seg uint32) uint32) (idx uint32, ok bool) {
-	s.lookups.record(name)
-	if parent, seg, found := s.resolve(root, name, false); found {
+// lookup finds or creates the stat of kind k named prefix+name under root.
+// The name comes in two parts so that a scope's stats are found and made
+// without building their full names: prefix is empty or ends with a dot
+// (see splitName), and the full name is only built for what needs it, a
+// stats matcher, recent-lookup tracking or bucket rules. It returns the
+// stat's index in its slab, or ok=false when the stats matcher rejects the
+// name. The caller holds s.mu; create is called for a new stat to allocate
+// it in its slab, name it and return its index.
+func (s *Store) lookup(root uint32, k Kind, prefix, name string, create func(parent, seg uint32) uint32) (idx uint32, ok bool) {
+	s.lookups.record(prefix, name)
+	parent, seg, found := s.resolve(root, prefix, name, false)
+	if found {
 		if e, found := s.index.find(s, makeKey(parent, seg, k)); found {
 			return entryIndex(e), true
 		}
 	}
-	if !s.matcher.accepts(name) {
+	if !s.matcher.acceptsAll() && !s.matcher.accepts(prefix+name) {
 		return 0, false
 	}
-	parent, seg, _ := s.resolve(root, name, true)
+	if !found {
+		// Only a name with a new segment or prefix walks the tree twice:
+		// a new stat of an existing scope reuses the first walk.
+		parent, seg, _ = s.resolve(root, prefix, name, true)
+	}
 	if seg > maxSegments {
 		// Half a billion distinct segments: treat like a rejected stat
 		// rather than corrupt the tree.
@@ -116,53 +131,68 @@ func (s *Store) lookup(root uint32, k Kind, name string, create func(parent, seg
 	return n, true
 }
 
+// splitName returns the two parts of the name prefix+name as lookup takes
+// them: a prefix that does not end with a dot is joined to the name.
+func splitName(prefix, name string) (string, string) {
+	if prefix == "" || strings.HasSuffix(prefix, ".") {
+		return prefix, name
+	}
+	return "", prefix + name
+}
+
 // Counter returns the counter with the full name, creating it on first use.
 // A name the stats matcher rejects still gets a working counter, which is
 // never listed.
-func (s *Store) Counter(name string) *Counter {
+func (s *Store) Counter(name string) *Counter { return s.counter("", name) }
+
+func (s *Store) counter(prefix, name string) *Counter {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	idx, ok := s.lookup(rootCounters, KindCounter, name, func(parent, seg uint32) uint32 {
+	idx, ok := s.lookup(rootCounters, KindCounter, prefix, name, func(parent, seg uint32) uint32 {
 		i, c := s.counters.alloc()
 		c.store, c.parent = s, parent
 		c.meta.Store(seg)
 		return i
 	})
 	if !ok {
-		return s.rejected.counter(name)
+		return s.rejected.counter(prefix + name)
 	}
 	return s.counters.at(idx)
 }
 
 // Gauge returns the gauge with the full name, creating it on first use.
-func (s *Store) Gauge(name string) *Gauge {
+func (s *Store) Gauge(name string) *Gauge { return s.gauge("", name) }
+
+func (s *Store) gauge(prefix, name string) *Gauge {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	idx, ok := s.lookup(rootCounters, KindGauge, name, func(parent, seg uint32) uint32 {
+	idx, ok := s.lookup(rootCounters, KindGauge, prefix, name, func(parent, seg uint32) uint32 {
 		i, g := s.gauges.alloc()
 		g.store, g.parent = s, parent
 		g.meta.Store(seg)
 		return i
 	})
 	if !ok {
-		return s.rejected.gauge(name)
+		return s.rejected.gauge(prefix + name)
 	}
 	return s.gauges.at(idx)
 }
 
 // TextReadout returns the text readout with the full name, creating it on
 // first use.
-func (s *Store) TextReadout(name string) *TextReadout {
+func (s *Store) TextReadout(name string) *TextReadout { return s.textReadout("", name) }
+
+func (s *Store) textReadout(prefix, name string) *TextReadout {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	idx, ok := s.lookup(rootTextReadouts, KindTextReadout, name, func(parent, seg uint32) uint32 {
+	idx, ok := s.lookup(rootTextReadouts, KindTextReadout, prefix, name, func(parent, seg uint32) uint32 {
 		i, t := s.texts.alloc()
 		t.store, t.parent = s, parent
 		t.meta.Store(seg)
 		return i
 	})
 	if !ok {
-		return s.rejected.textReadout(name)
+		return s.rejected.textReadout(prefix + name)
 	}
 	return s.texts.at(idx)
 }
@@ -178,17 +208,21 @@ func (s *Store) Histogram(name string) *Histogram {
 // Its bucket bounds come from the first matching histogram_bucket_settings
 // rule, else the defaults.
 func (s *Store) HistogramWithUnit(name string, unit Unit) *Histogram {
+	return s.histogram("", name, unit)
+}
+
+func (s *Store) histogram(prefix, name string, unit Unit) *Histogram {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	idx, ok := s.lookup(rootHistograms, KindHistogram, name, func(parent, seg uint32) uint32 {
+	idx, ok := s.lookup(rootHistograms, KindHistogram, prefix, name, func(parent, seg uint32) uint32 {
 		i, h := s.hists.alloc()
 		h.store, h.parent = s, parent
 		h.meta.Store(seg)
-		h.init(s.shards, s.bucketsFor(name), unit)
+		h.init(s.shards, s.emptyFor(prefix, name), unit)
 		return i
 	})
 	if !ok {
-		return s.rejected.histogram(name, s.shards, s.bucketsFor(name), unit)
+		return s.rejected.histogram(prefix+name, s.shards, s.emptyFor(prefix, name), unit)
 	}
 	return s.hists.at(idx)
 }
@@ -239,17 +273,18 @@ func (sc Scope) Scope(prefix string) Scope { return Scope{store: sc.store, prefi
 func (sc Scope) Prefix() string { return sc.prefix }
 
 // Counter returns the scope's counter with the given short name.
-func (sc Scope) Counter(name string) *Counter { return sc.store.Counter(sc.prefix + name) }
+func (sc Scope) Counter(name string) *Counter { return sc.store.counter(splitName(sc.prefix, name)) }
 
 // Gauge returns the scope's gauge with the given short name.
-func (sc Scope) Gauge(name string) *Gauge { return sc.store.Gauge(sc.prefix + name) }
+func (sc Scope) Gauge(name string) *Gauge { return sc.store.gauge(splitName(sc.prefix, name)) }
 
 // TextReadout returns the scope's text readout with the given short name.
 func (sc Scope) TextReadout(name string) *TextReadout {
-	return sc.store.TextReadout(sc.prefix + name)
+	return sc.store.textReadout(splitName(sc.prefix, name))
 }
 
 // Histogram returns the scope's histogram with the given short name.
 func (sc Scope) Histogram(name string, unit Unit) *Histogram {
-	return sc.store.HistogramWithUnit(sc.prefix+name, unit)
+	prefix, name := splitName(sc.prefix, name)
+	return sc.store.histogram(prefix, name, unit)
 }

@@ -311,3 +311,65 @@ func TestConcurrentCreateAndRender(t *testing.T) {
 		t.Errorf("%d counters, want 2000", n)
 	}
 }
+
+// TestScopeNamesAreFullNames checks that a scope's stat is the stat of its
+// full name in every place a name matters, though a scope finds its stats
+// without building their names: the stats matcher, histogram bucket
+// rules, recent lookups, and a prefix that does not end with a dot.
+func TestScopeNamesAreFullNames(t *testing.T) {
+	prefix := func(p string) *matcherv3.StringMatcher {
+		return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: p}}
+	}
+	s, err := NewStoreWithConfig(&metricsv3.StatsConfig{
+		StatsMatcher: &metricsv3.StatsMatcher{StatsMatcher: &metricsv3.StatsMatcher_ExclusionList{
+			ExclusionList: &matcherv3.ListStringMatcher{Patterns: []*matcherv3.StringMatcher{prefix("cluster.hidden.")}}}},
+		HistogramBucketSettings: []*metricsv3.HistogramBucketSettings{{
+			Match: prefix("cluster.custom.rq_"), Buckets: []float64{1, 2},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetRecentLookupsCapacity(RecentLookupsCapacity)
+	shown := s.Scope("cluster.").Scope("shown.")
+	hidden := s.Scope("cluster.").Scope("hidden.")
+	custom := s.Scope("cluster.custom.")
+	undotted := s.Scope("cluster.sh").Scope("own")
+
+	shown.Counter("x").Inc()
+	hidden.Counter("x").Inc()
+	hidden.Gauge("g").Set(1)
+	if undotted.Counter(".x") != s.Counter("cluster.shown.x") || s.Counter("cluster.shown.x").Value() != 1 {
+		t.Errorf("a prefix without a trailing dot must join the name")
+	}
+	if hidden.Counter("x") != s.Counter("cluster.hidden.x") || hidden.Counter("x").Value() != 1 {
+		t.Errorf("a rejected scope counter must be the full name's and keep working")
+	}
+	if got := custom.Histogram("rq_time", UnitMilliseconds).Bounds(); !slices.Equal(got, []float64{1, 2}) {
+		t.Errorf("bucket rule through a scope: bounds %v", got)
+	}
+	if got := custom.Histogram("cx_time", UnitMilliseconds).Bounds(); !slices.Equal(got, DefaultBuckets()) {
+		t.Errorf("no bucket rule through a scope: bounds %v", got)
+	}
+	var listed []string
+	_ = s.Visit(VisitOptions{}, func(st *Stat) error {
+		listed = append(listed, string(st.Name))
+		return nil
+	})
+	wantListed := []string{"cluster.shown.x", "cluster.custom.cx_time", "cluster.custom.rq_time"}
+	if diff := cmp.Diff(wantListed, listed); diff != "" {
+		t.Errorf("listed (-want +got):\n%s", diff)
+	}
+	names, _, _ := s.RecentLookups()
+	counts := map[string]uint64{}
+	for _, l := range names {
+		counts[l.Name] = l.Count
+	}
+	want := map[string]uint64{
+		"cluster.shown.x": 4, "cluster.hidden.x": 4, "cluster.hidden.g": 1,
+		"cluster.custom.rq_time": 1, "cluster.custom.cx_time": 1,
+	}
+	if diff := cmp.Diff(want, counts); diff != "" {
+		t.Errorf("recent lookups (-want +got):\n%s", diff)
+	}
+}
