@@ -79,21 +79,34 @@ func (t *Trace) RequestHeadersDone() {
 }
 
 // RequestData records a piece of the request body.
-func (t *Trace) RequestData(p []byte) {
+func (t *Trace) RequestData(p []byte) { t.data(true, p) }
+
+// data records a piece of the request's body (request) or the
+// response's: held in the trace until the match holds, which this piece
+// may decide, then streamed as a body chunk segment.
+func (t *Trace) data(request bool, p []byte) {
 	if len(p) == 0 {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.feed(t.cfg.bodies, true, p)
+	t.feed(t.cfg.bodies, request, p)
+	held, limit := t.ResponseBody, t.cfg.MaxTx
+	if request {
+		held, limit = t.RequestBody, t.cfg.MaxRx
+	}
 	if !t.started {
-		// Held until the match holds, which this piece may have decided.
-		t.RequestBody.Append(p)
+		held.Append(p)
 		t.advance(nil)
 		return
 	}
-	t.send(&datatapv3.HttpStreamedTraceSegment{MessagePiece: &datatapv3.HttpStreamedTraceSegment_RequestBodyChunk{
-		RequestBodyChunk: t.chunk(p, t.cfg.MaxRx)}})
+	seg := &datatapv3.HttpStreamedTraceSegment{}
+	if chunk := t.chunk(p, limit); request {
+		seg.MessagePiece = &datatapv3.HttpStreamedTraceSegment_RequestBodyChunk{RequestBodyChunk: chunk}
+	} else {
+		seg.MessagePiece = &datatapv3.HttpStreamedTraceSegment_ResponseBodyChunk{ResponseBodyChunk: chunk}
+	}
+	t.send(seg)
 }
 
 // RequestTrailersDone records the request's trailers (only when it has
@@ -117,22 +130,7 @@ func (t *Trace) ResponseHeadersDone(h Headers) {
 }
 
 // ResponseData records a piece of the response body.
-func (t *Trace) ResponseData(p []byte) {
-	if len(p) == 0 {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.feed(t.cfg.bodies, false, p)
-	if !t.started {
-		// Held until the match holds, which this piece may have decided.
-		t.ResponseBody.Append(p)
-		t.advance(nil)
-		return
-	}
-	t.send(&datatapv3.HttpStreamedTraceSegment{MessagePiece: &datatapv3.HttpStreamedTraceSegment_ResponseBodyChunk{
-		ResponseBodyChunk: t.chunk(p, t.cfg.MaxTx)}})
-}
+func (t *Trace) ResponseData(p []byte) { t.data(false, p) }
 
 // ResponseTrailersDone records the response's trailers (only when it has
 // some), under the trace's lock as ResponseHeadersDone.
