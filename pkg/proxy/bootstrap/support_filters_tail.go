@@ -100,6 +100,8 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 		"envoy.extensions.matching.common_inputs.network.v3.SourceIPInput", "envoy.extensions.matching.common_inputs.network.v3.SourcePortInput",
 		"envoy.extensions.matching.common_inputs.network.v3.DestinationIPInput", "envoy.extensions.matching.common_inputs.network.v3.DestinationPortInput",
 		"envoy.extensions.filters.udp.udp_proxy.v3.Route",
+		// The match delegate's actions (support_composite.go).
+		"envoy.extensions.filters.common.matcher.action.v3.SkipFilter", "envoy.extensions.filters.http.composite.v3.ExecuteFilterAction",
 	}},
 	"envoy.type.matcher.v3.HttpRequestHeaderMatchInput.header_name":                                              {},
 	"envoy.type.matcher.v3.HttpResponseHeaderMatchInput.header_name":                                             {},

@@ -12,6 +12,7 @@ import (
 	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
 	aggregatev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/aggregate/v3"
 	dfpclusterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/dynamic_forward_proxy/v3"
+	matchingv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/matching/v3"
 	brotlicv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/brotli/compressor/v3"
 	brotlidv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/brotli/decompressor/v3"
 	gzipcv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/gzip/compressor/v3"
@@ -22,6 +23,7 @@ import (
 	admissioncontrolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/admission_control/v3"
 	bufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/buffer/v3"
 	cachev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cache/v3"
+	compositev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/composite/v3"
 	compressorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/compressor/v3"
 	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
 	csrfv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/csrf/v3"
@@ -101,6 +103,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/buffer"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/cache"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/cache/simple"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/composite"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/compressor"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/cors"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/csrf"
@@ -120,6 +123,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/jwtauthn"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/localratelimit"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/lua"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/matchdelegate"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/oauth2"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/ondemand"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/ratelimit"
@@ -206,6 +210,7 @@ func Registry() *extension.Registry {
 		extension.Of(admissioncontrol.Name, HTTPFilters, &admissioncontrolv3.AdmissionControl{}, admissioncontrol.Factory{}),
 		extension.Of(buffer.Name, HTTPFilters, &bufferv3.Buffer{}, buffer.Factory{}).WithRouteConfig(&bufferv3.BufferPerRoute{}),
 		extension.Of(cache.Name, HTTPFilters, &cachev3.CacheConfig{}, cache.Factory{}),
+		extension.Of(composite.Name, HTTPFilters, &compositev3.Composite{}, composite.Factory{}),
 		extension.Of(compressor.Name, HTTPFilters, &compressorv3.Compressor{}, compressor.Factory{}).WithRouteConfig(&compressorv3.CompressorPerRoute{}),
 		extension.Of(cors.Name, HTTPFilters, &corsv3.Cors{}, cors.Factory{}).WithRouteConfig(&corsv3.CorsPolicy{}),
 		extension.Of(csrf.Name, HTTPFilters, &csrfv3.CsrfPolicy{}, csrf.Factory{}).WithRouteConfig(&csrfv3.CsrfPolicy{}),
@@ -225,6 +230,7 @@ func Registry() *extension.Registry {
 		extension.Of(jwtauthn.Name, HTTPFilters, &jwtauthnv3.JwtAuthentication{}, jwtauthn.Factory{}).WithRouteConfig(&jwtauthnv3.PerRouteConfig{}),
 		extension.Of(localratelimit.Name, HTTPFilters, &lrlv3.LocalRateLimit{}, localratelimit.Factory{}).WithRouteConfig(&lrlv3.LocalRateLimit{}),
 		extension.Of(lua.Name, HTTPFilters, &luav3.Lua{}, lua.Factory{}).WithRouteConfig(&luav3.LuaPerRoute{}),
+		extension.Of(matchdelegate.Name, HTTPFilters, &matchingv3.ExtensionWithMatcher{}, matchdelegate.Factory{}).WithRouteConfig(&matchingv3.ExtensionWithMatcherPerRoute{}),
 		extension.Of(oauth2.Name, HTTPFilters, &oauth2v3.OAuth2{}, oauth2.Factory{}).WithRouteConfig(&oauth2v3.OAuth2PerRoute{}),
 		extension.Of(ondemand.Name, HTTPFilters, &ondemandv3.OnDemand{}, ondemand.Factory{}).WithRouteConfig(&ondemandv3.PerRouteConfig{}),
 		extension.Of(ratelimit.Name, HTTPFilters, &ratelimitv3.RateLimit{}, ratelimit.Factory{}).WithRouteConfig(&ratelimitv3.RateLimitPerRoute{}),

@@ -1,0 +1,181 @@
+package composite_test
+
+import (
+	"strings"
+	"testing"
+
+	matchingv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/matching/v3"
+	compositev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/composite/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"sigs.k8s.io/yaml"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/builtin"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/composite"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/matchdelegate"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter/httpfiltertest"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+)
+
+func fromYAML(t *testing.T, y string, m proto.Message) {
+	t.Helper()
+	j, err := yaml.YAMLToJSON([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := protojson.Unmarshal(j, m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runtimeValues is a fixed runtime.
+type runtimeValues map[string]uint64
+
+func (r runtimeValues) Uint64(key string, def uint64) uint64 {
+	if v, ok := r[key]; ok {
+		return v
+	}
+	return def
+}
+
+// compile compiles a composite filter wrapped in an ExtensionWithMatcher
+// whose matcher delegates, when x-mutate reads "yes", to the action's
+// extra fields and a header_mutation adding x-mutated.
+func compile(t *testing.T, store *stats.Store, rt runtimeValues, action string) (httpfilter.Config, error) {
+	t.Helper()
+	var c matchingv3.ExtensionWithMatcher
+	fromYAML(t, `
+extension_config:
+  name: composite
+  typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.composite.v3.Composite}
+xds_matcher:
+  matcher_tree:
+    input:
+      name: in
+      typed_config: {"@type": type.googleapis.com/envoy.type.matcher.v3.HttpRequestHeaderMatchInput, header_name: x-mutate}
+    exact_match_map:
+      map:
+        "yes":
+          action:
+            name: delegate
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.composite.v3.ExecuteFilterAction
+`+action, &c)
+	ctx := httpfilter.Context{Name: "composite", Stats: store, StatPrefix: "http.test.", Extensions: builtin.Registry(), LookupByName: true, Runtime: rt}
+	return matchdelegate.Factory{}.Compile(&c, ctx)
+}
+
+const mutate = `
+              typed_config:
+                name: hm
+                typed_config:
+                  "@type": type.googleapis.com/envoy.extensions.filters.http.header_mutation.v3.HeaderMutation
+                  mutations:
+                    request_mutations: [{append: {header: {key: x-mutated, value: "1"}}}]
+`
+
+// decode runs the request headers through a new filter of cfg.
+func decode(cfg httpfilter.Config, headers ...string) *httpfiltertest.Stream {
+	s := httpfiltertest.NewStream("GET", "/", headers...)
+	cfg.NewFilter().(httpfilter.Decoder).DecodeHeaders(s)
+	return s
+}
+
+func counter(store *stats.Store, name string) uint64 {
+	return store.Scope("http.test.composite.").Counter(name).Value()
+}
+
+func TestDelegatesOnMatch(t *testing.T) {
+	store := stats.NewStore()
+	cfg, err := compile(t, store, nil, mutate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := decode(cfg, "x-mutate", "yes"); !has(s, "x-mutated") {
+		t.Error("matching request not delegated")
+	}
+	if s := decode(cfg, "x-mutate", "no"); has(s, "x-mutated") {
+		t.Error("request that does not match delegated")
+	}
+	if s := decode(cfg); has(s, "x-mutated") {
+		t.Error("request without the header delegated")
+	}
+	if got := counter(store, "filter_delegation_success"); got != 1 {
+		t.Errorf("filter_delegation_success = %d, want 1", got)
+	}
+	if got := counter(store, "filter_delegation_error"); got != 0 {
+		t.Errorf("filter_delegation_error = %d, want 0", got)
+	}
+}
+
+func TestSamplePercent(t *testing.T) {
+	const sample = `              sample_percent: {default_value: {numerator: 0}, runtime_key: composite.sample}
+`
+	store := stats.NewStore()
+	cfg, err := compile(t, store, nil, mutate+sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		if s := decode(cfg, "x-mutate", "yes"); has(s, "x-mutated") {
+			t.Fatal("delegated at sample_percent 0")
+		}
+	}
+	if got := counter(store, "filter_delegation_success"); got != 0 {
+		t.Errorf("filter_delegation_success = %d, want 0", got)
+	}
+	// The runtime key overrides the default: 100%.
+	cfg, err = compile(t, store, runtimeValues{"composite.sample": 100}, mutate+sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := decode(cfg, "x-mutate", "yes"); !has(s, "x-mutated") {
+		t.Error("not delegated at runtime sample 100")
+	}
+}
+
+func has(s *httpfiltertest.Stream, name string) bool {
+	_, ok := s.ReqHeaders.Get(name)
+	return ok
+}
+
+func TestConfigErrors(t *testing.T) {
+	const path = "xds_matcher.matcher_tree.exact_match_map.map[\"yes\"].action.typed_config."
+	for _, tc := range []struct{ name, action, want string }{
+		{"bad delegated config", `
+              typed_config:
+                name: f
+                typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault, abort: {http_status: 99}}
+`, path + "typed_config.typed_config.abort"},
+		{"router", `
+              typed_config: {name: r, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}
+`, path + "typed_config.typed_config: the composite filter cannot delegate to the terminal filter proxy.filters.http.router"},
+		{"unknown filter", `
+              typed_config: {name: x, typed_config: {"@type": type.googleapis.com/google.protobuf.Empty}}
+`, path + "typed_config.typed_config: filter type google.protobuf.Empty is not supported"},
+		{"no filter", ``, path + "typed_config: required"},
+		{"ecds", `
+              dynamic_config: {name: d}
+`, path + "dynamic_config: extension config discovery (ECDS) is not supported by Outrigger"},
+		{"filter_chain_name", `
+              filter_chain_name: c
+`, path + "filter_chain_name: not supported by Outrigger"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := compile(t, stats.NewStore(), nil, tc.action)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCompositeRefusesItsOwnMatcher(t *testing.T) {
+	var c compositev3.Composite
+	fromYAML(t, `matcher: {on_no_match: {action: {name: a}}}`, &c)
+	_, err := composite.Factory{}.Compile(&c, httpfilter.Context{Stats: stats.NewStore()})
+	if err == nil || !strings.HasPrefix(err.Error(), "matcher: not supported by Outrigger") {
+		t.Fatalf("error %v, want matcher refused", err)
+	}
+}
