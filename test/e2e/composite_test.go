@@ -52,13 +52,17 @@ const (
 )
 
 // compositeSpec is a listener (stat prefix comp) whose composite filter
-// picks, by the request's x-fault-category, a fault abort ("abort") or a
-// header_mutation tagging the response ("tag"); a second composite tags
+// picks, by the request's x-fault-category, a fault abort ("abort"), a
+// header_mutation tagging the response ("tag") or a chain of two
+// ("chain"); a second composite tags
 // 404 responses, decided on the response status. /gone is a direct 404.
 func compositeSpec(port, upPort int) string {
 	byCategory := `{matcher_tree: {input: ` + headerInput("HttpRequestHeaderMatchInput", "x-fault-category") + `, exact_match_map: {map: {` +
 		`abort: ` + delegateTo(faultType, `{abort: {http_status: 503, percentage: {numerator: 100}}}`) + `, ` +
-		`tag: ` + delegateTo(headerMutationType, `{mutations: {response_mutations: [{append: {header: {key: x-tagged, value: "yes"}}}]}}`) + `}}}}`
+		`tag: ` + delegateTo(headerMutationType, `{mutations: {response_mutations: [{append: {header: {key: x-tagged, value: "yes"}}}]}}`) + `, ` +
+		`chain: {action: {name: chain, typed_config: ` + withType(executeFilterType, `{filter_chain: {typed_config: [`+
+		`{name: one, typed_config: `+withType(headerMutationType, `{mutations: {response_mutations: [{append: {header: {key: x-chain, value: one}}}]}}`)+`}, `+
+		`{name: two, typed_config: `+withType(headerMutationType, `{mutations: {response_mutations: [{append: {header: {key: x-chain, value: two}}}]}}`)+`}]}}`) + `}}}}}}`
 	byStatus := `{matcher_tree: {input: {name: status, typed_config: {"@type": type.googleapis.com/envoy.type.matcher.v3.HttpResponseStatusCodeMatchInput}}, exact_match_map: {map: {` +
 		`"404": ` + delegateTo(headerMutationType, `{mutations: {response_mutations: [{append: {header: {key: x-was-404, value: "yes"}}}]}}`) + `}}}}`
 	composite := `{name: composite, typed_config: {"@type": ` + compositeType + `}}`
@@ -114,6 +118,11 @@ var _ = Describe("The composite filter and ExtensionWithMatcher", func() {
 		Expect(r.Body).To(HavePrefix("up "))
 		Expect(r.Header.Get("X-Tagged")).To(Equal("yes"))
 
+		// A chain: encoded in reverse order, the second filter first.
+		r = get(port, "/", http.Header{"X-Fault-Category": {"chain"}})
+		Expect(r.Status).To(Equal(200))
+		Expect(r.Header.Values("X-Chain")).To(Equal([]string{"two", "one"}))
+
 		r = get(port, "/", http.Header{"X-Fault-Category": {"other"}})
 		Expect(r.Status).To(Equal(200))
 		Expect(r.Header.Get("X-Tagged")).To(BeEmpty())
@@ -126,7 +135,7 @@ var _ = Describe("The composite filter and ExtensionWithMatcher", func() {
 
 		// Both composites count under the connection manager's prefix;
 		// the delegated fault filter keeps its own stats there too.
-		Expect(statValue(s, "http.comp.composite.filter_delegation_success")).To(Equal("3"))
+		Expect(statValue(s, "http.comp.composite.filter_delegation_success")).To(Equal("4"))
 		Expect(statValue(s, "http.comp.composite.filter_delegation_error")).To(Equal("0"))
 		Expect(statValue(s, "http.comp.fault.aborts_injected")).To(Equal("1"))
 	})

@@ -1,19 +1,25 @@
 // Package composite is the composite HTTP filter
 // (envoy.filters.http.composite): wrapped in an ExtensionWithMatcher
-// (package matchdelegate), it delegates each request to the filter that
-// the matcher's ExecuteFilterAction names, and does nothing when no
-// action matches. Every filter an action may delegate to is compiled
-// with the configuration, so a bad one is a configuration error naming
-// its path; a request that matches makes that filter for itself and hands
-// it the rest of the stream. sample_percent runs the action on a share of
-// the requests. Stats are Envoy's, under http.<stat_prefix>.composite.
+// (package matchdelegate), it delegates each request to the filter, or
+// the chain of filters (filter_chain, or a named_filter_chains entry named
+// by filter_chain_name), that the matcher's ExecuteFilterAction gives,
+// and does nothing when no action matches. Every filter an action may
+// delegate to is compiled with the configuration, so a bad one is a
+// configuration error naming its path; a request that matches makes those
+// filters for itself and hands them the rest of the stream.
+// sample_percent runs the action on a share of the requests. Stats are
+// Envoy's, under http.<stat_prefix>.composite.
 package composite
 
 import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
+	"slices"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	compositev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/composite/v3"
 	"google.golang.org/protobuf/proto"
@@ -44,8 +50,9 @@ type config struct {
 	// fail at request time; here every filter is built with the
 	// configuration, so it stays 0.
 	success *stats.Counter
-	// delegates are the configurations its actions compiled, closed with
-	// it.
+	// named are the named_filter_chains.
+	named map[string][]httpfilter.Config
+	// delegates are every configuration it compiled, closed with it.
 	delegates []httpfilter.Config
 }
 
@@ -57,22 +64,28 @@ func (Factory) Compile(msg proto.Message, ctx httpfilter.Context) (httpfilter.Co
 	if !ok {
 		return nil, errors.New("not a Composite")
 	}
-	var errs []error
 	if c.GetMatcher() != nil {
-		errs = append(errs, errors.New("matcher: not supported by Outrigger (wrap the filter in an envoy.extensions.common.matching.v3.ExtensionWithMatcher)"))
-	}
-	if len(c.GetNamedFilterChains()) > 0 {
-		errs = append(errs, errors.New("named_filter_chains: not supported by Outrigger"))
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, errors.New("matcher: not supported by Outrigger (wrap the filter in an envoy.extensions.common.matching.v3.ExtensionWithMatcher)")
 	}
 	if ctx.Stats == nil {
 		return nil, errors.New("no stat store")
 	}
 	sc := ctx.Stats.Scope(ctx.StatPrefix + "composite.")
 	sc.Counter("filter_delegation_error")
-	return &config{runtime: ctx.Runtime, success: sc.Counter("filter_delegation_success")}, nil
+	out := &config{runtime: ctx.Runtime, success: sc.Counter("filter_delegation_success")}
+	names := slices.Sorted(maps.Keys(c.GetNamedFilterChains()))
+	for _, name := range names {
+		chain, err := out.compileChain(c.GetNamedFilterChains()[name], ctx)
+		if err != nil {
+			out.Close()
+			return nil, httpfilter.PrefixErrors(fmt.Sprintf("named_filter_chains[%q].", name), err)
+		}
+		if out.named == nil {
+			out.named = map[string][]httpfilter.Config{}
+		}
+		out.named[name] = chain
+	}
+	return out, nil
 }
 
 // executeFilterType is the full name of the action it takes.
@@ -83,35 +96,34 @@ func (c *config) ActionTypes() []string { return []string{executeFilterType} }
 
 // delegate is a compiled ExecuteFilterAction.
 type delegate struct {
-	config httpfilter.Config
+	// chain are the filters it delegates to, in order; none for a
+	// filter_chain_name that names no chain (Envoy then applies none).
+	chain []httpfilter.Config
 	// sample is sample_percent, nil when every match delegates.
 	sample *runtime.Fraction
 }
 
 // CompileAction implements matchdelegate.ActionConfig: an
-// ExecuteFilterAction's filter is compiled now, with the composite
-// filter's name (the key of its per-route configuration, as in Envoy).
+// ExecuteFilterAction's filters are compiled now, with the composite
+// filter's name (the key of their per-route configuration, as in Envoy).
 func (c *config) CompileAction(msg proto.Message, ctx httpfilter.Context) (any, bool, error) {
 	a, ok := msg.(*compositev3.ExecuteFilterAction)
 	if !ok {
 		return nil, false, nil
 	}
-	var errs []error
-	if a.GetDynamicConfig() != nil {
-		errs = append(errs, errors.New("dynamic_config: extension config discovery (ECDS) is not supported by Outrigger"))
+	set := 0
+	for _, has := range []bool{a.GetTypedConfig() != nil, a.GetDynamicConfig() != nil, a.GetFilterChain() != nil, a.GetFilterChainName() != ""} {
+		if has {
+			set++
+		}
 	}
-	if a.GetFilterChain() != nil {
-		errs = append(errs, errors.New("filter_chain: not supported by Outrigger"))
-	}
-	if a.GetFilterChainName() != "" {
-		errs = append(errs, errors.New("filter_chain_name: not supported by Outrigger"))
-	}
-	if len(errs) > 0 {
-		return nil, true, errors.Join(errs...)
-	}
-	tc := a.GetTypedConfig()
-	if tc == nil {
-		return nil, true, errors.New("typed_config: required")
+	switch {
+	case set > 1:
+		return nil, true, errors.New("only one of typed_config, dynamic_config, filter_chain and filter_chain_name may be set")
+	case a.GetDynamicConfig() != nil:
+		return nil, true, errors.New("dynamic_config: extension config discovery (ECDS) is not supported by Outrigger")
+	case set == 0:
+		return nil, true, errors.New("typed_config: one of typed_config, filter_chain and filter_chain_name is required")
 	}
 	d := &delegate{}
 	if p := a.GetSamplePercent(); p != nil {
@@ -121,30 +133,72 @@ func (c *config) CompileAction(msg proto.Message, ctx httpfilter.Context) (any, 
 		}
 		d.sample = &f
 	}
+	switch {
+	case a.GetTypedConfig() != nil:
+		cfg, err := c.compileFilter(a.GetTypedConfig(), ctx)
+		if err != nil {
+			return nil, true, httpfilter.PrefixErrors("typed_config.", err)
+		}
+		d.chain = []httpfilter.Config{cfg}
+	case a.GetFilterChain() != nil:
+		chain, err := c.compileChain(a.GetFilterChain(), ctx)
+		if err != nil {
+			return nil, true, httpfilter.PrefixErrors("filter_chain.", err)
+		}
+		d.chain = chain
+	default:
+		var ok bool
+		if d.chain, ok = c.named[a.GetFilterChainName()]; !ok {
+			ctx.Log.Info("composite filter: filter_chain_name names no chain of named_filter_chains; its matches delegate to no filter", "name", a.GetFilterChainName())
+		}
+	}
+	return d, true, nil
+}
+
+// compileChain compiles a FilterChainConfiguration; errors name the field
+// below it.
+func (c *config) compileChain(fc *compositev3.FilterChainConfiguration, ctx httpfilter.Context) ([]httpfilter.Config, error) {
+	if len(fc.GetTypedConfig()) == 0 {
+		return nil, errors.New("typed_config: at least one filter is required")
+	}
+	var out []httpfilter.Config
+	for i, tc := range fc.GetTypedConfig() {
+		cfg, err := c.compileFilter(tc, ctx)
+		if err != nil {
+			return nil, httpfilter.PrefixErrors(fmt.Sprintf("typed_config[%d].", i), err)
+		}
+		out = append(out, cfg)
+	}
+	return out, nil
+}
+
+// compileFilter compiles one delegated filter (a TypedExtensionConfig);
+// errors name the field below it. The router cannot be delegated to: it
+// ends the connection manager's chain.
+func (c *config) compileFilter(tc *corev3.TypedExtensionConfig, ctx httpfilter.Context) (httpfilter.Config, error) {
 	if ctx.Extensions == nil {
-		return nil, true, errors.New("typed_config: no HTTP filter is registered")
+		return nil, errors.New("typed_config: no HTTP filter is registered")
 	}
 	ext, inner, err := ctx.Extensions.Resolve(extension.Ref{
 		Kind: "filter", Category: category, Name: tc.GetName(), Config: tc.GetTypedConfig(),
 	}, ctx.LookupByName)
 	if err != nil {
-		return nil, true, fmt.Errorf("typed_config.%w", err)
+		return nil, err
 	}
 	factory, ok := ext.Factory.(httpfilter.Factory)
 	if !ok {
-		return nil, true, fmt.Errorf("typed_config.typed_config: extension %q is not an HTTP filter", ext.Name)
+		return nil, fmt.Errorf("typed_config: extension %q is not an HTTP filter", ext.Name)
 	}
 	cfg, err := factory.Compile(inner, ctx)
 	if err != nil {
-		return nil, true, httpfilter.PrefixErrors("typed_config.typed_config.", err)
+		return nil, httpfilter.PrefixErrors("typed_config.", err)
 	}
 	if t, ok := cfg.(httpfilter.Terminal); ok && t.IsTerminal() {
 		closeConfig(cfg)
-		return nil, true, fmt.Errorf("typed_config.typed_config: the composite filter cannot delegate to the terminal filter %s", ext.Name)
+		return nil, fmt.Errorf("typed_config: the composite filter cannot delegate to the terminal filter %s", ext.Name)
 	}
-	d.config = cfg
 	c.delegates = append(c.delegates, cfg)
-	return d, true, nil
+	return cfg, nil
 }
 
 // NewFilter implements httpfilter.Config.

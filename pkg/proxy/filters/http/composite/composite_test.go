@@ -154,13 +154,19 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown filter", `
               typed_config: {name: x, typed_config: {"@type": type.googleapis.com/google.protobuf.Empty}}
 `, path + "typed_config.typed_config: filter type google.protobuf.Empty is not supported"},
-		{"no filter", ``, path + "typed_config: required"},
+		{"no filter", ``, path + "typed_config: one of typed_config, filter_chain and filter_chain_name is required"},
+		{"two", mutate + `
+              filter_chain_name: c
+`, path + "only one of typed_config, dynamic_config, filter_chain and filter_chain_name may be set"},
+		{"bad chain filter", `
+              filter_chain:
+                typed_config:
+                - {name: ok, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.buffer.v3.Buffer, max_request_bytes: 10}}
+                - {name: f, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault, abort: {http_status: 99}}}
+`, path + "filter_chain.typed_config[1].typed_config.abort"},
 		{"ecds", `
               dynamic_config: {name: d}
 `, path + "dynamic_config: extension config discovery (ECDS) is not supported by Outrigger"},
-		{"filter_chain_name", `
-              filter_chain_name: c
-`, path + "filter_chain_name: not supported by Outrigger"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := compile(t, stats.NewStore(), nil, tc.action)
@@ -168,6 +174,61 @@ func TestConfigErrors(t *testing.T) {
 				t.Fatalf("error %v, want it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// chainMutation is a header_mutation adding x-<name>: 1 to requests.
+func chainMutation(name string) string {
+	return `{name: ` + name + `, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.header_mutation.v3.HeaderMutation, mutations: {request_mutations: [{append: {header: {key: x-` + name + `, value: "1"}}}]}}}`
+}
+
+func TestFilterChains(t *testing.T) {
+	store := stats.NewStore()
+	cfg, err := compile(t, store, nil, `
+              filter_chain: {typed_config: [`+chainMutation("first")+`, `+chainMutation("second")+`]}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := decode(cfg, "x-mutate", "yes"); !has(s, "x-first") || !has(s, "x-second") {
+		t.Errorf("filter_chain did not run both filters: %v", s.ReqHeaders)
+	}
+	if got := counter(store, "filter_delegation_success"); got != 1 {
+		t.Errorf("filter_delegation_success = %d, want 1 for one chain", got)
+	}
+}
+
+func TestNamedFilterChains(t *testing.T) {
+	var c matchingv3.ExtensionWithMatcher
+	fromYAML(t, `
+extension_config:
+  name: composite
+  typed_config:
+    "@type": type.googleapis.com/envoy.extensions.filters.http.composite.v3.Composite
+    named_filter_chains:
+      tagging: {typed_config: [`+chainMutation("named")+`]}
+xds_matcher:
+  matcher_list:
+    matchers:
+    - predicate: {single_predicate: {input: {name: in, typed_config: {"@type": type.googleapis.com/envoy.type.matcher.v3.HttpRequestHeaderMatchInput, header_name: x-chain}}, value_match: {exact: tagging}}}
+      on_match: {action: {name: a, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.composite.v3.ExecuteFilterAction, filter_chain_name: tagging}}}
+    - predicate: {single_predicate: {input: {name: in, typed_config: {"@type": type.googleapis.com/envoy.type.matcher.v3.HttpRequestHeaderMatchInput, header_name: x-chain}}, value_match: {exact: missing}}}
+      on_match: {action: {name: a, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.composite.v3.ExecuteFilterAction, filter_chain_name: missing}}}
+`, &c)
+	store := stats.NewStore()
+	cfg, err := matchdelegate.Factory{}.Compile(&c, httpfilter.Context{Name: "composite", Stats: store, StatPrefix: "http.test.", Extensions: builtin.Registry(), LookupByName: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := decode(cfg, "x-chain", "tagging"); !has(s, "x-named") {
+		t.Error("named chain not delegated to")
+	}
+	// A name no chain has applies no filter, as in Envoy.
+	if s := decode(cfg, "x-chain", "missing"); has(s, "x-named") {
+		t.Error("an unknown chain name ran a filter")
+	}
+	if got := counter(store, "filter_delegation_success"); got != 1 {
+		t.Errorf("filter_delegation_success = %d, want 1", got)
 	}
 }
 

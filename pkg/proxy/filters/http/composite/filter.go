@@ -6,10 +6,13 @@ import (
 )
 
 // filter is one request's composite filter: it passes every step to the
-// filter an action delegated to, and does nothing until then.
+// filters an action delegated to (decoding in order, encoding in reverse
+// order, as a chain of their own), and does nothing until then.
 type filter struct {
 	cfg       *config
-	delegated httpfilter.Filter
+	delegated []httpfilter.Filter
+	// matched is set once an action ran: the match happens once.
+	matched bool
 }
 
 var (
@@ -23,32 +26,41 @@ var (
 // filter is made for this request, unless sample_percent leaves it out.
 func (f *filter) OnMatch(_ httpfilter.Stream, action any) {
 	d, ok := action.(*delegate)
-	if !ok || f.delegated != nil || !f.cfg.sampled(d) {
+	if !ok || f.matched || len(d.chain) == 0 || !f.cfg.sampled(d) {
 		return
 	}
-	f.delegated = d.config.NewFilter()
+	f.matched = true
+	for _, c := range d.chain {
+		f.delegated = append(f.delegated, c.NewFilter())
+	}
 	f.cfg.success.Inc()
 }
 
 // DecodeHeaders implements httpfilter.Decoder.
 func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
-	if d, ok := f.delegated.(httpfilter.Decoder); ok {
-		return d.DecodeHeaders(s)
+	for _, df := range f.delegated {
+		if d, ok := df.(httpfilter.Decoder); ok && d.DecodeHeaders(s) == httpfilter.Stop {
+			return httpfilter.Stop
+		}
 	}
 	return httpfilter.Continue
 }
 
 // EncodeHeaders implements httpfilter.Encoder.
 func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
-	if e, ok := f.delegated.(httpfilter.Encoder); ok {
-		return e.EncodeHeaders(s)
+	for i := len(f.delegated) - 1; i >= 0; i-- {
+		if e, ok := f.delegated[i].(httpfilter.Encoder); ok {
+			e.EncodeHeaders(s)
+		}
 	}
 	return httpfilter.Continue
 }
 
 // OnDestroy implements httpfilter.Destroyer.
 func (f *filter) OnDestroy() {
-	if d, ok := f.delegated.(httpfilter.Destroyer); ok {
-		d.OnDestroy()
+	for _, df := range f.delegated {
+		if d, ok := df.(httpfilter.Destroyer); ok {
+			d.OnDestroy()
+		}
 	}
 }
