@@ -54,8 +54,9 @@ const (
 // compositeSpec is a listener (stat prefix comp) whose composite filter
 // picks, by the request's x-fault-category, a fault abort ("abort"), a
 // header_mutation tagging the response ("tag") or a chain of two
-// ("chain"); a second composite tags
-// 404 responses, decided on the response status. /gone is a direct 404.
+// ("chain"); a second composite, straight in http_filters with a
+// matcher of its own, tags 404 responses, decided on the response status.
+// /gone is a direct 404.
 func compositeSpec(port, upPort int) string {
 	byCategory := `{matcher_tree: {input: ` + headerInput("HttpRequestHeaderMatchInput", "x-fault-category") + `, exact_match_map: {map: {` +
 		`abort: ` + delegateTo(faultType, `{abort: {http_status: 503, percentage: {numerator: 100}}}`) + `, ` +
@@ -71,7 +72,7 @@ func compositeSpec(port, upPort int) string {
 		HCM:    "{stat_prefix: comp}",
 		Routes: `[{match: {prefix: /gone}, direct_response: {status: 404}}, {match: {prefix: /}, route: {cluster: up}}]`,
 		Filters: `[{name: by-category, typed_config: ` + withMatcher(composite, byCategory) + `}, ` +
-			`{name: by-status, typed_config: ` + withMatcher(composite, byStatus) + `}]`,
+			`{name: by-status, typed_config: ` + withType(compositeType, `{matcher: `+byStatus+`}`) + `}]`,
 		Clusters: []proxyCluster{{Name: "up", Port: upPort}},
 	}.YAML()
 }
@@ -127,7 +128,8 @@ var _ = Describe("The composite filter and ExtensionWithMatcher", func() {
 		Expect(r.Status).To(Equal(200))
 		Expect(r.Header.Get("X-Tagged")).To(BeEmpty())
 
-		// The second composite decides on the response status.
+		// The second composite, with its own matcher, decides on the
+		// response status.
 		r = get(port, "/gone", nil)
 		Expect(r.Status).To(Equal(404))
 		Expect(r.Header.Get("X-Was-404")).To(Equal("yes"))

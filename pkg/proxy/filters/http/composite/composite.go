@@ -1,6 +1,7 @@
 // Package composite is the composite HTTP filter
 // (envoy.filters.http.composite): wrapped in an ExtensionWithMatcher
-// (package matchdelegate), it delegates each request to the filter, or
+// (package matchdelegate), or straight in http_filters with a matcher of
+// its own, it delegates each request to the filter, or
 // the chain of filters (filter_chain, or a named_filter_chains entry named
 // by filter_chain_name), that the matcher's ExecuteFilterAction gives,
 // and does nothing when no action matches. Every filter an action may
@@ -19,7 +20,9 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	xdscorev3 "github.com/cncf/xds/go/xds/core/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	skipv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/common/matcher/action/v3"
 
 	compositev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/composite/v3"
 	"google.golang.org/protobuf/proto"
@@ -27,6 +30,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/matchdelegate"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpmatch"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
@@ -54,6 +58,9 @@ type config struct {
 	named map[string][]httpfilter.Config
 	// delegates are every configuration it compiled, closed with it.
 	delegates []httpfilter.Config
+	// tree is the composite's own matcher (the composite straight in
+	// http_filters), nil without one.
+	tree *httpmatch.Matcher[*delegate]
 }
 
 var _ matchdelegate.ActionConfig = (*config)(nil)
@@ -63,9 +70,6 @@ func (Factory) Compile(msg proto.Message, ctx httpfilter.Context) (httpfilter.Co
 	c, ok := msg.(*compositev3.Composite)
 	if !ok {
 		return nil, errors.New("not a Composite")
-	}
-	if c.GetMatcher() != nil {
-		return nil, errors.New("matcher: not supported by Outrigger (wrap the filter in an envoy.extensions.common.matching.v3.ExtensionWithMatcher)")
 	}
 	if ctx.Stats == nil {
 		return nil, errors.New("no stat store")
@@ -85,8 +89,46 @@ func (Factory) Compile(msg proto.Message, ctx httpfilter.Context) (httpfilter.Co
 		}
 		out.named[name] = chain
 	}
+	if m := c.GetMatcher(); m != nil {
+		tree, err := httpmatch.Compile(m, out.compileOwnAction(ctx))
+		if err != nil {
+			out.Close()
+			return nil, httpfilter.PrefixErrors("matcher.", err)
+		}
+		out.tree = tree
+	}
 	return out, nil
 }
+
+// compileOwnAction compiles an action of the composite's own matcher:
+// ExecuteFilterAction, or SkipFilter, which delegates to nothing.
+func (c *config) compileOwnAction(ctx httpfilter.Context) httpmatch.ActionCompiler[*delegate] {
+	return func(tc *xdscorev3.TypedExtensionConfig, path string) (*delegate, error) {
+		a := tc.GetTypedConfig()
+		if a == nil {
+			return nil, errors.New(path + ".typed_config: an action is required")
+		}
+		msg, err := a.UnmarshalNew()
+		if err != nil {
+			return nil, fmt.Errorf("%s.typed_config: %w", path, err)
+		}
+		if _, ok := msg.(*skipv3.SkipFilter); ok {
+			return &delegate{}, nil
+		}
+		d, ok, err := c.CompileAction(msg, ctx)
+		if err != nil {
+			return nil, httpfilter.PrefixErrors(path+".typed_config.", err)
+		}
+		if !ok {
+			return nil, fmt.Errorf("%s.typed_config: action %s is not supported by Outrigger for the composite filter (supported: %s, %s)", path, proto.MessageName(msg), executeFilterType, proto.MessageName(&skipv3.SkipFilter{}))
+		}
+		return d.(*delegate), nil
+	}
+}
+
+// HasMatcher implements matchdelegate.ActionConfig: the composite's own
+// matcher, which Envoy leaves undefined inside an ExtensionWithMatcher.
+func (c *config) HasMatcher() bool { return c.tree != nil }
 
 // executeFilterType is the full name of the action it takes.
 var executeFilterType = string(proto.MessageName(&compositev3.ExecuteFilterAction{}))

@@ -4,10 +4,12 @@ import (
 	"strings"
 	"testing"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	matchingv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/matching/v3"
 	compositev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/composite/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 	"sigs.k8s.io/yaml"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/builtin"
@@ -232,11 +234,50 @@ xds_matcher:
 	}
 }
 
-func TestCompositeRefusesItsOwnMatcher(t *testing.T) {
+func TestOwnMatcher(t *testing.T) {
 	var c compositev3.Composite
-	fromYAML(t, `matcher: {on_no_match: {action: {name: a}}}`, &c)
-	_, err := composite.Factory{}.Compile(&c, httpfilter.Context{Stats: stats.NewStore()})
-	if err == nil || !strings.HasPrefix(err.Error(), "matcher: not supported by Outrigger") {
-		t.Fatalf("error %v, want matcher refused", err)
+	fromYAML(t, `
+matcher:
+  matcher_tree:
+    input: {name: s, typed_config: {"@type": type.googleapis.com/envoy.type.matcher.v3.HttpResponseStatusCodeMatchInput}}
+    exact_match_map:
+      map:
+        "404":
+          action:
+            name: tag
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.composite.v3.ExecuteFilterAction
+              typed_config: {name: hm, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.header_mutation.v3.HeaderMutation, mutations: {response_mutations: [{append: {header: {key: x-tag, value: "1"}}}]}}}
+`, &c)
+	store := stats.NewStore()
+	ctx := httpfilter.Context{Name: "composite", Stats: store, StatPrefix: "http.test.", Extensions: builtin.Registry(), LookupByName: true}
+	cfg, err := composite.Factory{}.Compile(&c, ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, status := range []int{404, 200} {
+		s := httpfiltertest.NewStream("GET", "/")
+		f := cfg.NewFilter()
+		f.(httpfilter.Decoder).DecodeHeaders(s)
+		s.Status = status
+		f.(httpfilter.Encoder).EncodeHeaders(s)
+		if _, ok := s.ResponseHeaders().Get("x-tag"); ok != (status == 404) {
+			t.Errorf("status %d: tagged %v", status, ok)
+		}
+	}
+	if got := counter(store, "filter_delegation_success"); got != 1 {
+		t.Errorf("filter_delegation_success = %d, want 1", got)
+	}
+
+	// Inside an ExtensionWithMatcher, the composite's own matcher is
+	// refused.
+	var w matchingv3.ExtensionWithMatcher
+	w.ExtensionConfig = &corev3.TypedExtensionConfig{Name: "composite"}
+	if w.ExtensionConfig.TypedConfig, err = anypb.New(&c); err != nil {
+		t.Fatal(err)
+	}
+	_, err = matchdelegate.Factory{}.Compile(&w, ctx)
+	if err == nil || !strings.HasPrefix(err.Error(), "extension_config.typed_config.matcher: not supported by Outrigger in an ExtensionWithMatcher") {
+		t.Fatalf("error %v, want the wrapped matcher refused", err)
 	}
 }

@@ -13,6 +13,8 @@ type filter struct {
 	delegated []httpfilter.Filter
 	// matched is set once an action ran: the match happens once.
 	matched bool
+	// decided is set once the composite's own matcher has a result.
+	decided bool
 }
 
 var (
@@ -36,8 +38,25 @@ func (f *filter) OnMatch(_ httpfilter.Stream, action any) {
 	f.cfg.success.Inc()
 }
 
+// match runs the composite's own matcher until it has a result, then
+// delegates to its action's filters.
+func (f *filter) match(s httpfilter.Stream, response bool) {
+	if f.cfg.tree == nil || f.decided {
+		return
+	}
+	d, matched, complete := matchdelegate.Evaluate(f.cfg.tree, s, response)
+	if !complete {
+		return
+	}
+	f.decided = true
+	if matched && d != nil {
+		f.OnMatch(s, d)
+	}
+}
+
 // DecodeHeaders implements httpfilter.Decoder.
 func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
+	f.match(s, false)
 	for _, df := range f.delegated {
 		if d, ok := df.(httpfilter.Decoder); ok && d.DecodeHeaders(s) == httpfilter.Stop {
 			return httpfilter.Stop
@@ -48,6 +67,7 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 
 // EncodeHeaders implements httpfilter.Encoder.
 func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
+	f.match(s, true)
 	for i := len(f.delegated) - 1; i >= 0; i-- {
 		if e, ok := f.delegated[i].(httpfilter.Encoder); ok {
 			e.EncodeHeaders(s)

@@ -44,6 +44,9 @@ type ActionConfig interface {
 	// ActionTypes are the full names of the action messages it takes,
 	// for refusals.
 	ActionTypes() []string
+	// HasMatcher reports a matcher of the filter's own, which cannot be
+	// wrapped (Envoy leaves the pair undefined).
+	HasMatcher() bool
 }
 
 // ActionFilter is implemented by the request's filter of an ActionConfig:
@@ -111,6 +114,10 @@ func (Factory) Compile(msg proto.Message, ctx httpfilter.Context) (httpfilter.Co
 	if t, ok := ic.(httpfilter.Terminal); ok && t.IsTerminal() {
 		closeConfig(ic)
 		return nil, fmt.Errorf("extension_config.typed_config: the terminal filter %s cannot be wrapped by a matcher", ext.Name)
+	}
+	if ac, ok := ic.(ActionConfig); ok && ac.HasMatcher() {
+		closeConfig(ic)
+		return nil, errors.New("extension_config.typed_config.matcher: not supported by Outrigger in an ExtensionWithMatcher (Envoy leaves a wrapped filter's own matcher undefined): use one of the two matchers")
 	}
 	out := &config{name: ctx.Name, inner: ic}
 	if m := c.GetXdsMatcher(); m != nil {
