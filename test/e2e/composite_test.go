@@ -168,7 +168,7 @@ var _ = Describe("The composite filter and ExtensionWithMatcher", func() {
 		for filter, want := range map[string]string{
 			withMatcher(composite, `{on_no_match: `+delegateTo(faultType, `{abort: {http_status: 99, percentage: {numerator: 100}}}`)+`}`):             "http_filters[0].typed_config.xds_matcher.on_no_match.action.typed_config.typed_config.typed_config.abort.http_status",
 			withMatcher(composite, `{on_no_match: {action: {name: d, typed_config: `+withType(executeFilterType, `{dynamic_config: {name: x}}`)+`}}}`): "http_filters[0].typed_config.xds_matcher.on_no_match.action.typed_config.dynamic_config",
-			withMatcher(composite, `{on_no_match: `+delegateTo("type.googleapis.com/envoy.extensions.filters.http.router.v3.Router", `{}`)+`}`):        "cannot delegate to the terminal filter",
+			withMatcher(composite, `{on_no_match: `+delegateTo("type.googleapis.com/envoy.extensions.filters.http.router.v3.Router", `{}`)+`}`):        "is the terminal filter, which only ends the connection manager's chain",
 			withMatcher(hm, `{on_no_match: `+delegateTo(faultType, `{}`)+`}`):                                                                          "http_filters[0].typed_config.xds_matcher.on_no_match.action.typed_config: action envoy.extensions.filters.http.composite.v3.ExecuteFilterAction is not supported by Outrigger for this filter",
 			withType(extensionWithMatcherType, `{extension_config: `+hm+`, matcher: {matcher_tree: {input: {name: x}}}}`):                              "http_filters[0].typed_config.matcher",
 			withMatcher(`{name: c, typed_config: `+withType(compositeType, `{matcher: {}}`)+`}`, ""):                                                   "http_filters[0].typed_config.extension_config.typed_config.matcher",

@@ -27,7 +27,6 @@ import (
 	compositev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/composite/v3"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/matchdelegate"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpmatch"
@@ -37,9 +36,6 @@ import (
 
 // Name is the filter's name in the proxy. spelling.
 const Name = "proxy.filters.http.composite"
-
-// category is the extension category of the filters it delegates to.
-const category = "envoy.filters.http"
 
 // Factory builds the filter.
 type Factory struct{}
@@ -104,15 +100,11 @@ func (Factory) Compile(msg proto.Message, ctx httpfilter.Context) (httpfilter.Co
 // ExecuteFilterAction, or SkipFilter, which delegates to nothing.
 func (c *config) compileOwnAction(ctx httpfilter.Context) httpmatch.ActionCompiler[*delegate] {
 	return func(tc *xdscorev3.TypedExtensionConfig, path string) (*delegate, error) {
-		a := tc.GetTypedConfig()
-		if a == nil {
-			return nil, errors.New(path + ".typed_config: an action is required")
-		}
-		msg, err := a.UnmarshalNew()
+		msg, skip, err := matchdelegate.DecodeAction(tc, path)
 		if err != nil {
-			return nil, fmt.Errorf("%s.typed_config: %w", path, err)
+			return nil, err
 		}
-		if _, ok := msg.(*skipv3.SkipFilter); ok {
+		if skip {
 			return &delegate{}, nil
 		}
 		d, ok, err := c.CompileAction(msg, ctx)
@@ -214,30 +206,12 @@ func (c *config) compileChain(fc *compositev3.FilterChainConfiguration, ctx http
 	return out, nil
 }
 
-// compileFilter compiles one delegated filter (a TypedExtensionConfig);
-// errors name the field below it. The router cannot be delegated to: it
-// ends the connection manager's chain.
+// compileFilter compiles one delegated filter (a TypedExtensionConfig),
+// kept to be closed with the composite; errors name the field below it.
 func (c *config) compileFilter(tc *corev3.TypedExtensionConfig, ctx httpfilter.Context) (httpfilter.Config, error) {
-	if ctx.Extensions == nil {
-		return nil, errors.New("typed_config: no HTTP filter is registered")
-	}
-	ext, inner, err := ctx.Extensions.Resolve(extension.Ref{
-		Kind: "filter", Category: category, Name: tc.GetName(), Config: tc.GetTypedConfig(),
-	}, ctx.LookupByName)
+	cfg, err := matchdelegate.CompileFilter(tc, ctx)
 	if err != nil {
 		return nil, err
-	}
-	factory, ok := ext.Factory.(httpfilter.Factory)
-	if !ok {
-		return nil, fmt.Errorf("typed_config: extension %q is not an HTTP filter", ext.Name)
-	}
-	cfg, err := factory.Compile(inner, ctx)
-	if err != nil {
-		return nil, httpfilter.PrefixErrors("typed_config.", err)
-	}
-	if t, ok := cfg.(httpfilter.Terminal); ok && t.IsTerminal() {
-		closeConfig(cfg)
-		return nil, fmt.Errorf("typed_config: the composite filter cannot delegate to the terminal filter %s", ext.Name)
 	}
 	c.delegates = append(c.delegates, cfg)
 	return cfg, nil

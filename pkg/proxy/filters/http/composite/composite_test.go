@@ -152,7 +152,7 @@ func TestConfigErrors(t *testing.T) {
 `, path + "typed_config.typed_config.abort"},
 		{"router", `
               typed_config: {name: r, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}
-`, path + "typed_config.typed_config: the composite filter cannot delegate to the terminal filter proxy.filters.http.router"},
+`, path + "typed_config.typed_config: proxy.filters.http.router is the terminal filter"},
 		{"unknown filter", `
               typed_config: {name: x, typed_config: {"@type": type.googleapis.com/google.protobuf.Empty}}
 `, path + "typed_config.typed_config: filter type google.protobuf.Empty is not supported"},

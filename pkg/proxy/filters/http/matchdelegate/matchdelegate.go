@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	xdscorev3 "github.com/cncf/xds/go/xds/core/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	matchingv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/matching/v3"
 	skipv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/common/matcher/action/v3"
 	"google.golang.org/protobuf/proto"
@@ -94,26 +95,9 @@ func (Factory) Compile(msg proto.Message, ctx httpfilter.Context) (httpfilter.Co
 	if ec == nil {
 		return nil, errors.New("extension_config: required")
 	}
-	if ctx.Extensions == nil {
-		return nil, errors.New("extension_config: no HTTP filter is registered")
-	}
-	ext, inner, err := ctx.Extensions.Resolve(extension.Ref{
-		Kind: "filter", Category: category, Name: ec.GetName(), Config: ec.GetTypedConfig(),
-	}, ctx.LookupByName)
+	ic, err := CompileFilter(ec, ctx)
 	if err != nil {
-		return nil, fmt.Errorf("extension_config.%w", err)
-	}
-	factory, ok := ext.Factory.(httpfilter.Factory)
-	if !ok {
-		return nil, fmt.Errorf("extension_config.typed_config: extension %q is not an HTTP filter", ext.Name)
-	}
-	ic, err := factory.Compile(inner, ctx)
-	if err != nil {
-		return nil, httpfilter.PrefixErrors("extension_config.typed_config.", err)
-	}
-	if t, ok := ic.(httpfilter.Terminal); ok && t.IsTerminal() {
-		closeConfig(ic)
-		return nil, fmt.Errorf("extension_config.typed_config: the terminal filter %s cannot be wrapped by a matcher", ext.Name)
+		return nil, httpfilter.PrefixErrors("extension_config.", err)
 	}
 	if ac, ok := ic.(ActionConfig); ok && ac.HasMatcher() {
 		closeConfig(ic)
@@ -130,19 +114,59 @@ func (Factory) Compile(msg proto.Message, ctx httpfilter.Context) (httpfilter.Co
 	return out, nil
 }
 
+// CompileFilter compiles the HTTP filter of a TypedExtensionConfig (the
+// one a matcher wraps, or one the composite filter delegates to), found
+// by its typed_config's type as the connection manager finds its filters;
+// errors name the field below the TypedExtensionConfig. The router cannot
+// be: it only ends the connection manager's chain.
+func CompileFilter(tc *corev3.TypedExtensionConfig, ctx httpfilter.Context) (httpfilter.Config, error) {
+	if ctx.Extensions == nil {
+		return nil, errors.New("typed_config: no HTTP filter is registered")
+	}
+	ext, msg, err := ctx.Extensions.Resolve(extension.Ref{
+		Kind: "filter", Category: category, Name: tc.GetName(), Config: tc.GetTypedConfig(),
+	}, ctx.LookupByName)
+	if err != nil {
+		return nil, err
+	}
+	factory, ok := ext.Factory.(httpfilter.Factory)
+	if !ok {
+		return nil, fmt.Errorf("typed_config: extension %q is not an HTTP filter", ext.Name)
+	}
+	cfg, err := factory.Compile(msg, ctx)
+	if err != nil {
+		return nil, httpfilter.PrefixErrors("typed_config.", err)
+	}
+	if t, ok := cfg.(httpfilter.Terminal); ok && t.IsTerminal() {
+		closeConfig(cfg)
+		return nil, fmt.Errorf("typed_config: %s is the terminal filter, which only ends the connection manager's chain: it cannot be wrapped or delegated to", ext.Name)
+	}
+	return cfg, nil
+}
+
+// DecodeAction decodes a matcher action's typed_config; skip reports a
+// SkipFilter. Errors name the field from path on.
+func DecodeAction(tc *xdscorev3.TypedExtensionConfig, path string) (msg proto.Message, skip bool, err error) {
+	a := tc.GetTypedConfig()
+	if a == nil {
+		return nil, false, errors.New(path + ".typed_config: an action is required")
+	}
+	if msg, err = a.UnmarshalNew(); err != nil {
+		return nil, false, fmt.Errorf("%s.typed_config: %w", path, err)
+	}
+	_, skip = msg.(*skipv3.SkipFilter)
+	return msg, skip, nil
+}
+
 // actionCompiler compiles the actions of a matcher wrapping inner:
 // SkipFilter, and the actions inner takes (nil: none).
 func actionCompiler(inner httpfilter.Config, ctx httpfilter.Context) httpmatch.ActionCompiler[*action] {
 	return func(tc *xdscorev3.TypedExtensionConfig, path string) (*action, error) {
-		a := tc.GetTypedConfig()
-		if a == nil {
-			return nil, errors.New(path + ".typed_config: an action is required")
-		}
-		msg, err := a.UnmarshalNew()
+		msg, skip, err := DecodeAction(tc, path)
 		if err != nil {
-			return nil, fmt.Errorf("%s.typed_config: %w", path, err)
+			return nil, err
 		}
-		if _, ok := msg.(*skipv3.SkipFilter); ok {
+		if skip {
 			return &action{skip: true}, nil
 		}
 		if ac, ok := inner.(ActionConfig); ok {

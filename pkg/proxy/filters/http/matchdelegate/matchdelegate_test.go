@@ -180,7 +180,7 @@ func TestConfigErrors(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"router", `
 extension_config: {name: r, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}`,
-			"extension_config.typed_config: the terminal filter proxy.filters.http.router cannot be wrapped"},
+			"extension_config.typed_config: proxy.filters.http.router is the terminal filter"},
 		{"unknown filter", `
 extension_config: {name: x, typed_config: {"@type": type.googleapis.com/google.protobuf.Empty}}`,
 			"extension_config.typed_config: filter type google.protobuf.Empty is not supported"},

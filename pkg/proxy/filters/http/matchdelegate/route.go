@@ -39,15 +39,11 @@ func (Factory) CompileRoute(msg proto.Message, _ httpfilter.Context) (httpfilter
 
 // compileRouteAction compiles an action of a per-route matcher.
 func compileRouteAction(tc *xdscorev3.TypedExtensionConfig, path string) (*action, error) {
-	a := tc.GetTypedConfig()
-	if a == nil {
-		return nil, errors.New(path + ".typed_config: an action is required")
-	}
-	msg, err := a.UnmarshalNew()
+	msg, skip, err := DecodeAction(tc, path)
 	if err != nil {
-		return nil, fmt.Errorf("%s.typed_config: %w", path, err)
+		return nil, err
 	}
-	if _, ok := msg.(*skipv3.SkipFilter); !ok {
+	if !skip {
 		return nil, fmt.Errorf("%s.typed_config: action %s is not supported by Outrigger in a per-route matcher (supported: %s)", path, proto.MessageName(msg), proto.MessageName(&skipv3.SkipFilter{}))
 	}
 	return &action{skip: true}, nil
