@@ -15,6 +15,7 @@ const (
 	executeFilterType        = "type.googleapis.com/envoy.extensions.filters.http.composite.v3.ExecuteFilterAction"
 	skipFilterType           = "type.googleapis.com/envoy.extensions.filters.common.matcher.action.v3.SkipFilter"
 	compositeType            = "type.googleapis.com/envoy.extensions.filters.http.composite.v3.Composite"
+	compositePerRouteType    = "type.googleapis.com/envoy.extensions.filters.http.composite.v3.CompositePerRoute"
 )
 
 // withMatcher is the typed_config of an ExtensionWithMatcher wrapping the
@@ -55,8 +56,9 @@ const (
 // picks, by the request's x-fault-category, a fault abort ("abort"), a
 // header_mutation tagging the response ("tag") or a chain of two
 // ("chain"); a second composite, straight in http_filters with a
-// matcher of its own, tags 404 responses, decided on the response status.
-// /gone is a direct 404.
+// matcher of its own, tags 404 responses, decided on the response status,
+// but on /override its CompositePerRoute's matcher tags requests with
+// x-override: yes instead. /gone is a direct 404.
 func compositeSpec(port, upPort int) string {
 	byCategory := `{matcher_tree: {input: ` + headerInput("HttpRequestHeaderMatchInput", "x-fault-category") + `, exact_match_map: {map: {` +
 		`abort: ` + delegateTo(faultType, `{abort: {http_status: 503, percentage: {numerator: 100}}}`) + `, ` +
@@ -66,11 +68,15 @@ func compositeSpec(port, upPort int) string {
 		`{name: two, typed_config: `+withType(headerMutationType, `{mutations: {response_mutations: [{append: {header: {key: x-chain, value: two}}}]}}`)+`}]}}`) + `}}}}}}`
 	byStatus := `{matcher_tree: {input: {name: status, typed_config: {"@type": type.googleapis.com/envoy.type.matcher.v3.HttpResponseStatusCodeMatchInput}}, exact_match_map: {map: {` +
 		`"404": ` + delegateTo(headerMutationType, `{mutations: {response_mutations: [{append: {header: {key: x-was-404, value: "yes"}}}]}}`) + `}}}}`
+	byOverride := `{matcher_list: {matchers: [{predicate: {single_predicate: {input: ` + headerInput("HttpRequestHeaderMatchInput", "x-override") +
+		`, value_match: {exact: "yes"}}}, on_match: ` + delegateTo(headerMutationType, `{mutations: {response_mutations: [{append: {header: {key: x-overridden, value: "yes"}}}]}}`) + `}]}}`
 	composite := `{name: composite, typed_config: {"@type": ` + compositeType + `}}`
 	return proxySpec{
-		Port:   port,
-		HCM:    "{stat_prefix: comp}",
-		Routes: `[{match: {prefix: /gone}, direct_response: {status: 404}}, {match: {prefix: /}, route: {cluster: up}}]`,
+		Port: port,
+		HCM:  "{stat_prefix: comp}",
+		Routes: `[{match: {prefix: /gone}, direct_response: {status: 404}}, ` +
+			`{match: {prefix: /override}, route: {cluster: up}, typed_per_filter_config: {by-status: ` + withType(compositePerRouteType, `{matcher: `+byOverride+`}`) + `}}, ` +
+			`{match: {prefix: /}, route: {cluster: up}}]`,
 		Filters: `[{name: by-category, typed_config: ` + withMatcher(composite, byCategory) + `}, ` +
 			`{name: by-status, typed_config: ` + withType(compositeType, `{matcher: `+byStatus+`}`) + `}]`,
 		Clusters: []proxyCluster{{Name: "up", Port: upPort}},
@@ -135,9 +141,16 @@ var _ = Describe("The composite filter and ExtensionWithMatcher", func() {
 		Expect(r.Header.Get("X-Was-404")).To(Equal("yes"))
 		Expect(get(port, "/", nil).Header.Get("X-Was-404")).To(BeEmpty())
 
+		// On /override the route's matcher replaces the second
+		// composite's.
+		r = get(port, "/override", http.Header{"X-Override": {"yes"}})
+		Expect(r.Status).To(Equal(200))
+		Expect(r.Header.Get("X-Overridden")).To(Equal("yes"))
+		Expect(get(port, "/override", nil).Header.Get("X-Overridden")).To(BeEmpty())
+
 		// Both composites count under the connection manager's prefix;
 		// the delegated fault filter keeps its own stats there too.
-		Expect(statValue(s, "http.comp.composite.filter_delegation_success")).To(Equal("4"))
+		Expect(statValue(s, "http.comp.composite.filter_delegation_success")).To(Equal("5"))
 		Expect(statValue(s, "http.comp.composite.filter_delegation_error")).To(Equal("0"))
 		Expect(statValue(s, "http.comp.fault.aborts_injected")).To(Equal("1"))
 	})

@@ -210,7 +210,7 @@ func Registry() *extension.Registry {
 		extension.Of(admissioncontrol.Name, HTTPFilters, &admissioncontrolv3.AdmissionControl{}, admissioncontrol.Factory{}),
 		extension.Of(buffer.Name, HTTPFilters, &bufferv3.Buffer{}, buffer.Factory{}).WithRouteConfig(&bufferv3.BufferPerRoute{}),
 		extension.Of(cache.Name, HTTPFilters, &cachev3.CacheConfig{}, cache.Factory{}),
-		extension.Of(composite.Name, HTTPFilters, &compositev3.Composite{}, composite.Factory{}),
+		extension.Of(composite.Name, HTTPFilters, &compositev3.Composite{}, composite.Factory{}).WithRouteConfig(&compositev3.CompositePerRoute{}),
 		extension.Of(compressor.Name, HTTPFilters, &compressorv3.Compressor{}, compressor.Factory{}).WithRouteConfig(&compressorv3.CompressorPerRoute{}),
 		extension.Of(cors.Name, HTTPFilters, &corsv3.Cors{}, cors.Factory{}).WithRouteConfig(&corsv3.CorsPolicy{}),
 		extension.Of(csrf.Name, HTTPFilters, &csrfv3.CsrfPolicy{}, csrf.Factory{}).WithRouteConfig(&csrfv3.CsrfPolicy{}),

@@ -18,7 +18,10 @@ import (
 // warning; so is the configuration of a filter without per-route
 // configuration. Errors are the router's suffix of the entry's path: ": "
 // and a message, or "." and the field path below the entry.
-func routeFilterConfigs(reg *extension.Registry, ctx httpfilter.Context) func(string, *anypb.Any, bool) (any, error) {
+func routeFilterConfigs(reg *extension.Registry, ctx httpfilter.Context, rt RuntimeValues) func(string, *anypb.Any, bool) (any, error) {
+	// A per-route configuration may name filters of its own (the
+	// composite filter's CompositePerRoute), found as http_filters are.
+	ctx.Extensions, ctx.LookupByName = reg, lookupByName(rt)
 	return func(name string, a *anypb.Any, optional bool) (any, error) {
 		typ := extension.TypeName(a.GetTypeUrl())
 		var (

@@ -116,7 +116,7 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 	s, err := readSettings(cfg)
 	errs := []error{err}
 	var table *router.Table
-	routeOpts := router.Options{FilterConfig: routeFilterConfigs(deps.Extensions, filterContext(s.statPrefix, deps))}
+	routeOpts := router.Options{FilterConfig: routeFilterConfigs(deps.Extensions, filterContext(s.statPrefix, deps), deps.Runtime)}
 	switch rc := cfg.GetRouteConfig(); {
 	case rc != nil:
 		if table, err = router.CompileWith(rc, routeOpts); err != nil {

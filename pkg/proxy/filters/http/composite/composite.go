@@ -57,9 +57,17 @@ type config struct {
 	// tree is the composite's own matcher (the composite straight in
 	// http_filters), nil without one.
 	tree *httpmatch.Matcher[*delegate]
+	// name is the filter's configured name, the key of its
+	// CompositePerRoute.
+	name string
+	// perRoute is set while a CompositePerRoute compiles.
+	perRoute bool
 }
 
-var _ matchdelegate.ActionConfig = (*config)(nil)
+var (
+	_ matchdelegate.ActionConfig = (*config)(nil)
+	_ httpfilter.RouteFactory    = Factory{}
+)
 
 // Compile implements httpfilter.Factory.
 func (Factory) Compile(msg proto.Message, ctx httpfilter.Context) (httpfilter.Config, error) {
@@ -72,7 +80,7 @@ func (Factory) Compile(msg proto.Message, ctx httpfilter.Context) (httpfilter.Co
 	}
 	sc := ctx.Stats.Scope(ctx.StatPrefix + "composite.")
 	sc.Counter("filter_delegation_error")
-	out := &config{runtime: ctx.Runtime, success: sc.Counter("filter_delegation_success")}
+	out := &config{runtime: ctx.Runtime, success: sc.Counter("filter_delegation_success"), name: ctx.Name}
 	names := slices.Sorted(maps.Keys(c.GetNamedFilterChains()))
 	for _, name := range names {
 		chain, err := out.compileChain(c.GetNamedFilterChains()[name], ctx)
@@ -122,6 +130,30 @@ func (c *config) compileOwnAction(ctx httpfilter.Context) httpmatch.ActionCompil
 // matcher, which Envoy leaves undefined inside an ExtensionWithMatcher.
 func (c *config) HasMatcher() bool { return c.tree != nil }
 
+// routeMatcher is a compiled CompositePerRoute: its matcher replaces the
+// composite's own on the routes that carry it.
+type routeMatcher struct {
+	tree *httpmatch.Matcher[*delegate]
+}
+
+// CompileRoute implements httpfilter.RouteFactory: a CompositePerRoute's
+// matcher, with the actions of the composite's own. Its filters are
+// compiled with the route configuration; a filter_chain_name reads the
+// composite's named chains when a request matches.
+func (Factory) CompileRoute(msg proto.Message, ctx httpfilter.Context) (httpfilter.RouteConfig, error) {
+	c, ok := msg.(*compositev3.CompositePerRoute)
+	if !ok {
+		return nil, errors.New("not a CompositePerRoute")
+	}
+	rc := &config{perRoute: true}
+	tree, err := httpmatch.Compile(c.GetMatcher(), rc.compileOwnAction(ctx))
+	if err != nil {
+		rc.Close()
+		return nil, httpfilter.PrefixErrors("matcher.", err)
+	}
+	return &routeMatcher{tree: tree}, nil
+}
+
 // executeFilterType is the full name of the action it takes.
 var executeFilterType = string(proto.MessageName(&compositev3.ExecuteFilterAction{}))
 
@@ -130,9 +162,12 @@ func (c *config) ActionTypes() []string { return []string{executeFilterType} }
 
 // delegate is a compiled ExecuteFilterAction.
 type delegate struct {
-	// chain are the filters it delegates to, in order; none for a
-	// filter_chain_name that names no chain (Envoy then applies none).
+	// chain are the filters it delegates to, in order.
 	chain []httpfilter.Config
+	// named is its filter_chain_name: the chain is the composite's
+	// named chain of that name, read when a request matches (none: Envoy
+	// then applies no filter).
+	named string
 	// sample is sample_percent, nil when every match delegates.
 	sample *runtime.Fraction
 }
@@ -181,10 +216,7 @@ func (c *config) CompileAction(msg proto.Message, ctx httpfilter.Context) (any, 
 		}
 		d.chain = chain
 	default:
-		var ok bool
-		if d.chain, ok = c.named[a.GetFilterChainName()]; !ok {
-			ctx.Log.Info("composite filter: filter_chain_name names no chain of named_filter_chains; its matches delegate to no filter", "name", a.GetFilterChainName())
-		}
+		d.named = a.GetFilterChainName()
 	}
 	return d, true, nil
 }
@@ -212,6 +244,12 @@ func (c *config) compileFilter(tc *corev3.TypedExtensionConfig, ctx httpfilter.C
 	cfg, err := matchdelegate.CompileFilter(tc, ctx)
 	if err != nil {
 		return nil, err
+	}
+	if _, ok := cfg.(io.Closer); ok && c.perRoute {
+		// Nothing closes a route configuration's filters when it is
+		// replaced.
+		closeConfig(cfg)
+		return nil, errors.New("typed_config: a filter that holds resources (connections to a service, script VMs, timers) is not supported by Outrigger in a CompositePerRoute: nothing would release them when the route configuration is replaced")
 	}
 	c.delegates = append(c.delegates, cfg)
 	return cfg, nil

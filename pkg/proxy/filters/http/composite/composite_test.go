@@ -281,3 +281,60 @@ matcher:
 		t.Fatalf("error %v, want the wrapped matcher refused", err)
 	}
 }
+
+func TestRouteMatcher(t *testing.T) {
+	store := stats.NewStore()
+	ctx := httpfilter.Context{Name: "composite", Stats: store, StatPrefix: "http.test.", Extensions: builtin.Registry(), LookupByName: true}
+	var own compositev3.Composite
+	fromYAML(t, `named_filter_chains: {tagging: {typed_config: [`+chainMutation("named")+`]}}`, &own)
+	cfg, err := composite.Factory{}.Compile(&own, ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pr compositev3.CompositePerRoute
+	fromYAML(t, `
+matcher:
+  matcher_tree:
+    input: {name: in, typed_config: {"@type": type.googleapis.com/envoy.type.matcher.v3.HttpRequestHeaderMatchInput, header_name: x-route}}
+    exact_match_map:
+      map:
+        "named": {action: {name: a, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.composite.v3.ExecuteFilterAction, filter_chain_name: tagging}}}
+        "own": {action: {name: a, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.composite.v3.ExecuteFilterAction, typed_config: `+chainMutation("own")+`}}}
+`, &pr)
+	rc, err := composite.Factory{}.CompileRoute(&pr, ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(value string) *httpfiltertest.Stream {
+		s := httpfiltertest.NewStream("GET", "/", "x-route", value)
+		s.PerRoute = map[string][]httpfilter.RouteConfig{"composite": {rc}}
+		cfg.NewFilter().(httpfilter.Decoder).DecodeHeaders(s)
+		return s
+	}
+	if s := run("named"); !has(s, "x-named") {
+		t.Error("the route's matcher did not delegate to the composite's named chain")
+	}
+	if s := run("own"); !has(s, "x-own") {
+		t.Error("the route's matcher did not delegate to its own filter")
+	}
+	if s := run("other"); has(s, "x-named") || has(s, "x-own") {
+		t.Error("delegated without a match")
+	}
+
+	// A filter holding resources is refused per route: nothing would
+	// release them.
+	fromYAML(t, `
+matcher:
+  on_no_match:
+    action:
+      name: a
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.filters.http.composite.v3.ExecuteFilterAction
+        typed_config: {name: lua, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.lua.v3.Lua, default_source_code: {inline_string: "function envoy_on_request(h) end"}}}
+`, &pr)
+	_, err = composite.Factory{}.CompileRoute(&pr, ctx)
+	want := "matcher.on_no_match.action.typed_config.typed_config.typed_config: a filter that holds resources"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("error %v, want %q", err, want)
+	}
+}

@@ -28,23 +28,38 @@ var (
 // filter is made for this request, unless sample_percent leaves it out.
 func (f *filter) OnMatch(_ httpfilter.Stream, action any) {
 	d, ok := action.(*delegate)
-	if !ok || f.matched || len(d.chain) == 0 || !f.cfg.sampled(d) {
+	if !ok || f.matched {
+		return
+	}
+	chain := d.chain
+	if d.named != "" {
+		chain = f.cfg.named[d.named]
+	}
+	if len(chain) == 0 || !f.cfg.sampled(d) {
 		return
 	}
 	f.matched = true
-	for _, c := range d.chain {
+	for _, c := range chain {
 		f.delegated = append(f.delegated, c.NewFilter())
 	}
 	f.cfg.success.Inc()
 }
 
-// match runs the composite's own matcher until it has a result, then
-// delegates to its action's filters.
+// match runs the composite's own matcher (the route's, where it has a
+// CompositePerRoute) until it has a result, then delegates to its
+// action's filters.
 func (f *filter) match(s httpfilter.Stream, response bool) {
-	if f.cfg.tree == nil || f.decided {
+	if f.decided {
 		return
 	}
-	d, matched, complete := matchdelegate.Evaluate(f.cfg.tree, s, response)
+	tree := f.cfg.tree
+	if rc, ok := s.RouteConfig(f.cfg.name).(*routeMatcher); ok {
+		tree = rc.tree
+	}
+	if tree == nil {
+		return
+	}
+	d, matched, complete := matchdelegate.Evaluate(tree, s, response)
 	if !complete {
 		return
 	}
