@@ -1,10 +1,11 @@
 // Package composite is the composite HTTP filter
 // (envoy.filters.http.composite): wrapped in an ExtensionWithMatcher
 // (package matchdelegate), or straight in http_filters with a matcher of
-// its own, it delegates each request to the filter, or
-// the chain of filters (filter_chain, or a named_filter_chains entry named
-// by filter_chain_name), that the matcher's ExecuteFilterAction gives,
-// and does nothing when no action matches. Every filter an action may
+// its own (CompositePerRoute replacing it on a route), it delegates each
+// request to the filter, or the chain of filters (filter_chain, or a
+// named_filter_chains entry named by filter_chain_name), that the
+// matcher's ExecuteFilterAction gives, and does nothing when no action
+// matches. Every filter an action may
 // delegate to is compiled with the configuration, so a bad one is a
 // configuration error naming its path; a request that matches makes those
 // filters for itself and hands them the rest of the stream.
@@ -23,7 +24,6 @@ import (
 	xdscorev3 "github.com/cncf/xds/go/xds/core/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	skipv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/common/matcher/action/v3"
-
 	compositev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/composite/v3"
 	"google.golang.org/protobuf/proto"
 
@@ -79,6 +79,7 @@ func (Factory) Compile(msg proto.Message, ctx httpfilter.Context) (httpfilter.Co
 		return nil, errors.New("no stat store")
 	}
 	sc := ctx.Stats.Scope(ctx.StatPrefix + "composite.")
+	// Registered so that it shows, at 0 (see success).
 	sc.Counter("filter_delegation_error")
 	out := &config{runtime: ctx.Runtime, success: sc.Counter("filter_delegation_success"), name: ctx.Name}
 	names := slices.Sorted(maps.Keys(c.GetNamedFilterChains()))

@@ -3,6 +3,7 @@ package composite
 import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/matchdelegate"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpmatch"
 )
 
 // filter is one request's composite filter: it passes every step to the
@@ -13,8 +14,11 @@ type filter struct {
 	delegated []httpfilter.Filter
 	// matched is set once an action ran: the match happens once.
 	matched bool
-	// decided is set once the composite's own matcher has a result.
-	decided bool
+	// decided is set once the composite's own matcher has a result;
+	// resolved once tree holds the matcher of the request (the route's,
+	// else the composite's), read once as Envoy resolves it.
+	decided, resolved bool
+	tree              *httpmatch.Matcher[*delegate]
 }
 
 var (
@@ -52,14 +56,16 @@ func (f *filter) match(s httpfilter.Stream, response bool) {
 	if f.decided {
 		return
 	}
-	tree := f.cfg.tree
-	if rc, ok := s.RouteConfig(f.cfg.name).(*routeMatcher); ok {
-		tree = rc.tree
+	if !f.resolved {
+		f.resolved, f.tree = true, f.cfg.tree
+		if rc, ok := s.RouteConfig(f.cfg.name).(*routeMatcher); ok {
+			f.tree = rc.tree
+		}
 	}
-	if tree == nil {
+	if f.tree == nil {
 		return
 	}
-	d, matched, complete := matchdelegate.Evaluate(tree, s, response)
+	d, matched, complete := matchdelegate.Evaluate(f.tree, s, response)
 	if !complete {
 		return
 	}
