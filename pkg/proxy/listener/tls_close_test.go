@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"testing"
 	"time"
 )
@@ -108,5 +109,58 @@ func TestTLSCloseAfterPeerReset(t *testing.T) {
 	const alert = 21
 	if types := recordTypes(raw.got[handshakeBytes:]); len(types) == 0 || types[len(types)-1] != alert {
 		t.Errorf("records after the handshake %v, want a close_notify alert (%d) last", types, alert)
+	}
+}
+
+// lineEcho answers each read with what it read, until the read fails.
+type lineEcho struct{}
+
+func (lineEcho) HandleConn(c net.Conn) {
+	defer c.Close()
+	buf := make([]byte, 512)
+	for {
+		n, err := c.Read(buf)
+		if err != nil {
+			return
+		}
+		if _, err := c.Write(buf[:n]); err != nil {
+			return
+		}
+	}
+}
+
+func TestTLSConnectTimeoutEndsWithTheHandshake(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	addr := serveTLS(t, "transport_socket_connect_timeout: 0.2s, ", lineEcho{})
+	c, err := net.DialTimeout("tcp", addr, ioTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(ioTimeout))
+	tc := tls.Client(c, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // the test is about the timeout
+	if err := tc.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	// The timeout bounds the handshake only: an idle connection outlives
+	// it.
+	time.Sleep(2 * timeout)
+	if _, err := tc.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(tc, buf); err != nil || string(buf) != "ping" {
+		t.Fatalf("echo %q, %v after the connect timeout passed", buf, err)
+	}
+
+	// A client that never says hello is ended at the timeout.
+	idle, err := net.DialTimeout("tcp", addr, ioTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	_ = idle.SetDeadline(time.Now().Add(ioTimeout))
+	if n, err := idle.Read(buf); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read %d bytes, %v: the silent connection was not ended", n, err)
 	}
 }
