@@ -8,19 +8,18 @@ import (
 	"encoding/pem"
 	"net"
 	"strings"
+	"sync"
 )
 
 // TLSInfo is what the access log shows of a TLS connection, downstream
 // (Entry.TLS) or upstream (Entry.UpstreamTLS), made once per connection
-// (tlsconfig.AccessLogInfo). The strings most formats use are rendered
-// then; the rest are rendered from the certificates when a format asks.
+// (tlsconfig.AccessLogInfo) from its state and certificates. The strings
+// most formats use are rendered from the certificates the first time one
+// is asked for, and kept: a connection whose TLS details nothing reads
+// (most of them, when no access log, header or filter shows them) costs
+// no formatting.
 type TLSInfo struct {
-	Version, Cipher                string
-	PeerURISAN, PeerSubject        string
-	PeerFingerprint256, PeerSerial string
-	// LocalURISAN and LocalSubject describe the certificate this proxy
-	// presented (%DOWNSTREAM_LOCAL_URI_SAN%, %DOWNSTREAM_LOCAL_SUBJECT%).
-	LocalURISAN, LocalSubject string
+	Version, Cipher string
 	// PeerCertificate is the peer's certificate itself, nil when it sent
 	// none: what RBAC's authenticated principals match.
 	PeerCertificate *x509.Certificate
@@ -29,6 +28,73 @@ type TLSInfo struct {
 	// nil when none. x-forwarded-client-cert is made of them.
 	PeerChain        []*x509.Certificate
 	LocalCertificate *x509.Certificate
+
+	// peerOnce and localOnce render peer and local, once: requests on
+	// the connection's HTTP/2 streams may ask at the same time.
+	peerOnce, localOnce sync.Once
+	peer                peerStrings
+	local               localStrings
+}
+
+// peerStrings are Envoy's renderings of the peer certificate: URI SANs
+// joined with ",", the subject in RFC 2253 form, the SHA-256 of the DER
+// and the serial, both in lower-case hex.
+type peerStrings struct{ uriSAN, subject, fingerprint256, serial string }
+
+// localStrings are the renderings of the certificate this proxy presented.
+type localStrings struct{ uriSAN, subject string }
+
+func (t *TLSInfo) peerStrings() *peerStrings {
+	t.peerOnce.Do(func() {
+		c := t.PeerCertificate
+		if c == nil {
+			return
+		}
+		sum := sha256.Sum256(c.Raw)
+		t.peer = peerStrings{uriSAN: uriSANs(c), subject: c.Subject.String(),
+			fingerprint256: hex.EncodeToString(sum[:]), serial: c.SerialNumber.Text(16)}
+	})
+	return &t.peer
+}
+
+func (t *TLSInfo) localStrings() *localStrings {
+	t.localOnce.Do(func() {
+		if c := t.LocalCertificate; c != nil {
+			t.local = localStrings{uriSAN: uriSANs(c), subject: c.Subject.String()}
+		}
+	})
+	return &t.local
+}
+
+// PeerURISAN is the peer certificate's URI SANs joined with ",", "" without
+// one (%DOWNSTREAM_PEER_URI_SAN%).
+func (t *TLSInfo) PeerURISAN() string { return t.peerStrings().uriSAN }
+
+// PeerSubject is the peer certificate's subject in RFC 2253 form.
+func (t *TLSInfo) PeerSubject() string { return t.peerStrings().subject }
+
+// PeerFingerprint256 is the SHA-256 of the peer certificate's DER, in
+// lower-case hex.
+func (t *TLSInfo) PeerFingerprint256() string { return t.peerStrings().fingerprint256 }
+
+// PeerSerial is the peer certificate's serial number in lower-case hex.
+func (t *TLSInfo) PeerSerial() string { return t.peerStrings().serial }
+
+// LocalURISAN is the URI SANs of the certificate this proxy presented
+// (%DOWNSTREAM_LOCAL_URI_SAN%).
+func (t *TLSInfo) LocalURISAN() string { return t.localStrings().uriSAN }
+
+// LocalSubject is the subject of the certificate this proxy presented
+// (%DOWNSTREAM_LOCAL_SUBJECT%).
+func (t *TLSInfo) LocalSubject() string { return t.localStrings().subject }
+
+// uriSANs joins a certificate's URI SANs with ",", as Envoy shows them.
+func uriSANs(c *x509.Certificate) string {
+	uris := make([]string, len(c.URIs))
+	for i, u := range c.URIs {
+		uris[i] = u.String()
+	}
+	return strings.Join(uris, ",")
 }
 
 // RequestedServerName is the server name a downstream connection asked
@@ -153,17 +219,17 @@ func (t *TLSInfo) field(f tlsField) string {
 	case tlsCipher:
 		return t.Cipher
 	case tlsPeerURISAN:
-		return t.PeerURISAN
+		return t.PeerURISAN()
 	case tlsPeerSubject:
-		return t.PeerSubject
+		return t.PeerSubject()
 	case tlsPeerFingerprint256:
-		return t.PeerFingerprint256
+		return t.PeerFingerprint256()
 	case tlsPeerSerial:
-		return t.PeerSerial
+		return t.PeerSerial()
 	case tlsLocalURISAN:
-		return t.LocalURISAN
+		return t.LocalURISAN()
 	case tlsLocalSubject:
-		return t.LocalSubject
+		return t.LocalSubject()
 	case tlsLocalDNSSAN, tlsLocalIPSAN, tlsLocalEmailSAN:
 		return sans(t.LocalCertificate, f)
 	}

@@ -15,6 +15,9 @@ var envoyUnimplemented = map[protoreflect.FullName]struct{}{
 // unsupportedReason is the refusal of a populated field missing from the
 // support tables.
 func unsupportedReason(name protoreflect.FullName) string {
+	if why, ok := refusedTLS[name]; ok {
+		return why
+	}
 	if _, ok := envoyUnimplemented[name]; ok {
 		return "not implemented by Envoy either (not yet implemented there), so not supported by Outrigger"
 	}

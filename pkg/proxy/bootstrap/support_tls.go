@@ -111,3 +111,11 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.transport_sockets.tls.v3.SubjectAltNameMatcher.san_type":                             {values: []string{"EMAIL", "DNS", "URI", "IP_ADDRESS"}},
 	"envoy.extensions.transport_sockets.tls.v3.SubjectAltNameMatcher.matcher":                              {},
 }
+
+// refusedTLS says why some TLS fields are refused, where "not supported"
+// alone would leave the reader guessing.
+var refusedTLS = map[protoreflect.FullName]string{
+	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.private_key_provider": "not supported by Outrigger: " +
+		"private key providers (CryptoMB, QAT) hand BoringSSL's private key operations to Intel's vectorised or " +
+		"hardware implementations, which Outrigger (signing with Go's crypto) does not have; give the key in private_key",
+}

@@ -136,11 +136,11 @@ func (l *Listener) accept(c net.Conn, ws *workerStats) {
 		return
 	}
 	if len(l.lfilters) > 0 {
-		go l.runListenerFilters(c, ws, nil)
+		l.conns.run(func() { l.runListenerFilters(c, ws, nil) })
 		return
 	}
 	if conn, ch := l.admit(c, ws, nil); conn != nil {
-		go l.serve(conn, ch)
+		l.conns.run(func() { l.serve(conn, ch) })
 	}
 }
 

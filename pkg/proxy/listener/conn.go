@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
@@ -43,6 +44,9 @@ type Conn struct {
 	tls *tls.Conn
 	// localCert is the certificate the TLS handshake served.
 	localCert *x509.Certificate
+	// peerReset is set once a read found the connection reset by the
+	// peer (see Close).
+	peerReset atomic.Bool
 	// ConnState is the connection's filter state (netfilter.FilterStater),
 	// what its read filters leave for tcp_proxy and the clusters.
 	netfilter.ConnState
@@ -100,7 +104,16 @@ func (c *Conn) LocalAddrRestored() bool { return c.localRestored }
 // downstream_cx_active goes down, downstream_cx_destroy up, and its
 // lifetime goes to downstream_cx_length_ms.
 func (c *Conn) Close() error {
-	err := c.Conn.Close()
+	var err error
+	if c.peerReset.Load() && c.tls != nil && c.Conn == net.Conn(c.tls) {
+		// The close_notify alert crypto/tls would send first cannot reach
+		// a peer that reset the connection: its write fails (and costs
+		// a deadline timer, a system call and a formatted error). Close
+		// the socket alone.
+		err = c.tls.NetConn().Close()
+	} else {
+		err = c.Conn.Close()
+	}
 	if c.closed.CompareAndSwap(false, true) {
 		c.owner.connClosed(c)
 		c.hookMu.Lock()
@@ -112,6 +125,15 @@ func (c *Conn) Close() error {
 		}
 	}
 	return err
+}
+
+// Read reads from the connection, noting a reset by the peer for Close.
+func (c *Conn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil && c.tls != nil && errors.Is(err, syscall.ECONNRESET) {
+		c.peerReset.Store(true)
+	}
+	return n, err
 }
 
 // OnClose arranges for f to run once the connection is closed, on the

@@ -79,7 +79,7 @@ func buildListener(t testing.TB, store *stats.Store, workers int, text string) *
 
 // serve binds l unless it is bound already, serves it until the test ends
 // and returns its address.
-func serve(t *testing.T, l *Listener) string {
+func serve(t testing.TB, l *Listener) string {
 	t.Helper()
 	if l.Addr() == nil {
 		if err := l.Bind(); err != nil {

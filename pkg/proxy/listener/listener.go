@@ -183,6 +183,8 @@ type Listener struct {
 	stopped bool
 	stopCh  chan struct{} // closed by stop
 	done    chan struct{} // closed when Serve returns
+	// conns runs the accepted connections' goroutines.
+	conns *runner
 }
 
 // Build builds a listener from its configuration without binding anything.
@@ -207,6 +209,7 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 		runtime:       deps.Runtime,
 		limitKeys:     connectionLimitKeys(lc.GetName()),
 	}
+	l.conns = &runner{stop: l.stopCh}
 	if l.manager == nil {
 		l.manager = NewManagerStats(deps.Stats)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -91,17 +92,21 @@ func (l *Listener) serve(conn *Conn, ch *chain) {
 
 // handshake runs the server handshake of conn, within the chain's
 // transport_socket_connect_timeout (downstream_cx_transport_socket_connect_timeout
-// when it passes), and reports whether the connection goes on.
+// when it passes), and reports whether the connection goes on. The
+// timeout is a deadline on the socket, cleared after the handshake: a
+// context with a deadline would cost a timer and, in crypto/tls, a
+// goroutine per handshake to watch it.
 func (l *Listener) handshake(conn *Conn, ch *chain) bool {
-	ctx := context.Background()
 	if ch.connectTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, ch.connectTimeout)
-		defer cancel()
+		_ = conn.Conn.SetDeadline(time.Now().Add(ch.connectTimeout))
 	}
-	tc, local, err := ch.tls.Handshake(ctx, conn.Conn, l.tlsStats)
+	tc, local, err := ch.tls.Handshake(context.Background(), conn.Conn, l.tlsStats)
+	if err == nil && ch.connectTimeout > 0 {
+		// A socket that fails this has failed for its handler too.
+		_ = conn.Conn.SetDeadline(time.Time{})
+	}
 	if err != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
 			l.stats.cxTransportTimeout.Inc()
 		}
 		l.log.V(1).Info("TLS handshake failed", "listener", l.name, "remote", conn.RemoteAddr().String(), "error", err.Error())

@@ -52,6 +52,10 @@ type fileSecret struct {
 	// files is the digest of the files the current secret names: a read
 	// of an unchanged SDS file whose named files changed recompiles.
 	files [sha256.Size]byte
+	// validate checks a secret read from the file as the bootstrap's are
+	// checked: a field Outrigger does not implement (private_key_provider)
+	// rejects the read.
+	validate func(*tlsv3.Secret) error
 }
 
 // newSecretStore indexes the static secrets. Errors name their path.
@@ -107,7 +111,8 @@ func (st *secretStore) resolve(sc *tlsv3.SdsSecretConfig) (*tlsconfig.Provider, 
 			return fs.p, nil
 		}
 	}
-	fs := &fileSecret{path: path, dir: dir, p: tlsconfig.NewProvider(name, nil)}
+	fs := &fileSecret{path: path, dir: dir, p: tlsconfig.NewProvider(name, nil),
+		validate: func(sec *tlsv3.Secret) error { return bootstrap.ValidateSecret(sec, st.s.ext) }}
 	sub, err := xds.NewFileSubscription(xds.FileOptions{
 		Path:             path,
 		WatchedDirectory: dir,
@@ -137,6 +142,9 @@ func (fs *fileSecret) apply(u xds.Update) error {
 		sec, ok := r.(*tlsv3.Secret)
 		if !ok || sec.GetName() != fs.p.Name() {
 			continue
+		}
+		if err := fs.validate(sec); err != nil {
+			return err
 		}
 		files := filesDigest(sec)
 		if fs.p.Secret() != nil && proto.Equal(sec, fs.p.Secret()) && files == fs.files {

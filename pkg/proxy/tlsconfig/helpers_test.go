@@ -27,7 +27,7 @@ type testPKI struct {
 	keyFile          string
 }
 
-func newPKI(t *testing.T) *testPKI {
+func newPKI(t testing.TB) *testPKI {
 	t.Helper()
 	ca, err := tlstest.NewCA("test CA")
 	if err != nil {
@@ -48,7 +48,7 @@ func newPKI(t *testing.T) *testPKI {
 	return p
 }
 
-func (p *testPKI) write(t *testing.T, name string, data []byte) string {
+func (p *testPKI) write(t testing.TB, name string, data []byte) string {
 	t.Helper()
 	path := filepath.Join(p.dir, name)
 	if err := os.WriteFile(path, data, 0o600); err != nil {

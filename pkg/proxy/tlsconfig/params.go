@@ -70,38 +70,27 @@ var curveByName = map[string]tls.CurveID{
 	"X25519MLKEM768": tls.X25519MLKEM768,
 }
 
-// curveName names a group for the ssl.curves.<name> stats, as BoringSSL
-// does.
-func curveName(id tls.CurveID) string {
-	switch id {
-	case tls.X25519:
-		return "X25519"
-	case tls.CurveP256:
-		return "P-256"
-	case tls.CurveP384:
-		return "P-384"
-	case tls.CurveP521:
-		return "P-521"
-	case tls.X25519MLKEM768:
-		return "X25519MLKEM768"
-	}
-	return ""
+// curveNames names the groups for the ssl.curves.<name> stats, as
+// BoringSSL does.
+var curveNames = map[uint16]string{
+	uint16(tls.X25519):         "X25519",
+	uint16(tls.CurveP256):      "P-256",
+	uint16(tls.CurveP384):      "P-384",
+	uint16(tls.CurveP521):      "P-521",
+	uint16(tls.X25519MLKEM768): "X25519MLKEM768",
+}
+
+// versionNames name the protocol versions as Envoy's ssl.versions stats
+// do.
+var versionNames = map[uint16]string{
+	tls.VersionTLS10: "TLSv1",
+	tls.VersionTLS11: "TLSv1.1",
+	tls.VersionTLS12: "TLSv1.2",
+	tls.VersionTLS13: "TLSv1.3",
 }
 
 // versionName names a protocol version as Envoy's ssl.versions stats do.
-func versionName(v uint16) string {
-	switch v {
-	case tls.VersionTLS10:
-		return "TLSv1"
-	case tls.VersionTLS11:
-		return "TLSv1.1"
-	case tls.VersionTLS12:
-		return "TLSv1.2"
-	case tls.VersionTLS13:
-		return "TLSv1.3"
-	}
-	return ""
-}
+func versionName(v uint16) string { return versionNames[v] }
 
 // protocolVersion maps a TlsProtocol value; auto is the default.
 func protocolVersion(p tlsv3.TlsParameters_TlsProtocol, auto uint16) uint16 {

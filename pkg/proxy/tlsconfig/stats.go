@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
@@ -15,19 +16,58 @@ import (
 // "listener.<address>.ssl."): handshakes, their failures by cause, and
 // per negotiated cipher, version and curve.
 type Stats struct {
-	scope                                        stats.Scope
 	handshake, connectionError, sessionReused    *stats.Counter
 	noCertificate                                *stats.Counter
 	failNoCert, failError, failSAN, failCertHash *stats.Counter
 	// OCSP stapling: handshakes whose client asked for a staple, and
 	// whether it got one, went without, or failed for want of one.
 	ocspRequests, ocspResponses, ocspOmitted, ocspFailed *stats.Counter
+	// ciphers, versions and curves count the negotiated parameters.
+	ciphers, versions, curves *negotiated
+}
+
+// negotiated are the counters of one negotiated parameter of handshakes
+// (ssl.ciphers.<name>, ssl.versions.<v>, ssl.curves.<c>). Each is created
+// on first use, as Envoy creates them, and kept: a handshake then neither
+// builds a stat name nor takes the store's lock to look one up.
+type negotiated struct {
+	scope  stats.Scope
+	prefix string
+	// names and slots are per parameter ID; they are filled when the
+	// stats are made and only read after, so handshakes read them
+	// without a lock; a slot holds its counter once created.
+	names map[uint16]string
+	slots map[uint16]*atomic.Pointer[stats.Counter]
+}
+
+func newNegotiated(scope stats.Scope, prefix string, names map[uint16]string) *negotiated {
+	n := &negotiated{scope: scope, prefix: prefix, names: names, slots: make(map[uint16]*atomic.Pointer[stats.Counter], len(names))}
+	for id := range names {
+		n.slots[id] = new(atomic.Pointer[stats.Counter])
+	}
+	return n
+}
+
+// inc counts one handshake that negotiated id; an ID without a name
+// counts nothing.
+func (n *negotiated) inc(id uint16) {
+	slot := n.slots[id]
+	if slot == nil {
+		return
+	}
+	c := slot.Load()
+	if c == nil {
+		// Two first handshakes at once both look the name up, and get
+		// the same counter.
+		c = n.scope.Counter(n.prefix + n.names[id])
+		slot.Store(c)
+	}
+	c.Inc()
 }
 
 // NewStats creates the stats under scope (which ends with "ssl.").
 func NewStats(scope stats.Scope) *Stats {
 	return &Stats{
-		scope:           scope,
 		handshake:       scope.Counter("handshake"),
 		connectionError: scope.Counter("connection_error"),
 		sessionReused:   scope.Counter("session_reused"),
@@ -40,6 +80,9 @@ func NewStats(scope stats.Scope) *Stats {
 		ocspResponses:   scope.Counter("ocsp_staple_responses"),
 		ocspOmitted:     scope.Counter("ocsp_staple_omitted"),
 		ocspFailed:      scope.Counter("ocsp_staple_failed"),
+		ciphers:         newNegotiated(scope, "ciphers.", cipherName),
+		versions:        newNegotiated(scope, "versions.", versionNames),
+		curves:          newNegotiated(scope, "curves.", curveNames),
 	}
 }
 
@@ -76,15 +119,9 @@ func (s *Stats) succeeded(cs tls.ConnectionState) {
 	if len(cs.PeerCertificates) == 0 {
 		s.noCertificate.Inc()
 	}
-	if n := CipherName(cs.CipherSuite); n != "" {
-		s.scope.Counter("ciphers." + n).Inc()
-	}
-	if n := VersionName(cs.Version); n != "" {
-		s.scope.Counter("versions." + n).Inc()
-	}
-	if n := curveName(cs.CurveID); n != "" {
-		s.scope.Counter("curves." + n).Inc()
-	}
+	s.ciphers.inc(cs.CipherSuite)
+	s.versions.inc(cs.Version)
+	s.curves.inc(uint16(cs.CurveID))
 }
 
 // failed counts a failed handshake: connection_error, and the

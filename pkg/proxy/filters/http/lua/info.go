@@ -145,10 +145,10 @@ func newSSL(L *glua.LState, h *handle) *glua.LUserData {
 		},
 		"tlsVersion":                  str(func(h *handle) string { return h.s.Info().TLS.Version }),
 		"ciphersuiteString":           str(func(h *handle) string { return h.s.Info().TLS.Cipher }),
-		"subjectPeerCertificate":      str(func(h *handle) string { return h.s.Info().TLS.PeerSubject }),
-		"sha256PeerCertificateDigest": str(func(h *handle) string { return h.s.Info().TLS.PeerFingerprint256 }),
-		"serialNumberPeerCertificate": str(func(h *handle) string { return h.s.Info().TLS.PeerSerial }),
-		"subjectLocalCertificate":     str(func(h *handle) string { return h.s.Info().TLS.LocalSubject }),
+		"subjectPeerCertificate":      str(func(h *handle) string { return h.s.Info().TLS.PeerSubject() }),
+		"sha256PeerCertificateDigest": str(func(h *handle) string { return h.s.Info().TLS.PeerFingerprint256() }),
+		"serialNumberPeerCertificate": str(func(h *handle) string { return h.s.Info().TLS.PeerSerial() }),
+		"subjectLocalCertificate":     str(func(h *handle) string { return h.s.Info().TLS.LocalSubject() }),
 		"uriSanPeerCertificate": h.peerSANs(func(c *x509.Certificate) []string {
 			out := make([]string, len(c.URIs))
 			for i, u := range c.URIs {
