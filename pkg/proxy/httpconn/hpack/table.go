@@ -7,9 +7,9 @@ const entryOverhead = 32
 // table is the dynamic table (RFC 7541 §2.3.2, §4). The entries' bytes sit
 // back to back, oldest first, in one buffer the table owns: adding appends
 // at the end, evicting moves the start. When the end reaches the buffer's
-// capacity the live bytes move to its front (into a buffer twice their
-// size when they fill more than half of it), so the buffer never exceeds
-// twice the table's maximum size and each byte moves about once. Entries
+// capacity the live bytes move to its front (see compact), so the buffer
+// never exceeds twice the table's maximum size and each byte moves about
+// once. Entries
 // are never split, so an entry's name and value are views of the buffer.
 // ents is a ring of the entries' positions, oldest at head.
 type table struct {
@@ -91,14 +91,21 @@ func (t *table) add(name, value []byte) (n, v []byte, added bool) {
 }
 
 // compact makes room for l more bytes at the end of buf: the live bytes
-// move to the front, into a larger buffer when they would fill more than
-// half of the present one.
+// move to the front, into a buffer of twice the capacity when they would
+// fill more than half of the present one. The capacity only doubles, so
+// it settles (at most at twice the maximum size, as the live bytes never
+// exceed it) after a few moves and is never given up while the
+// connection lasts.
 func (t *table) compact(l int) {
 	live := t.buf[t.start:]
 	need := len(live) + l
 	buf := t.buf
 	if need > cap(buf)/2 {
-		buf = make([]byte, 0, max(2*need, 256))
+		c := max(cap(buf), 256)
+		for need > c/2 {
+			c *= 2
+		}
+		buf = make([]byte, 0, c)
 	}
 	buf = append(buf[:0], live...) // copy handles the overlap
 	shift := t.start
