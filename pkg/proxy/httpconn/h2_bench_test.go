@@ -3,7 +3,10 @@ package httpconn
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -167,4 +170,32 @@ func appendBenchHex(dst []byte, v uint64, n int) []byte {
 		dst = append(dst, "0123456789abcdef"[v>>(4*uint(i))&15])
 	}
 	return dst
+}
+
+// BenchmarkProxyH2cToHTTP2Upstream is BenchmarkProxyH2c with an h2c
+// upstream (Go's HTTP/2 server, in the process) reached through the
+// cluster's HTTP/2 transport, and no access log: the path whose
+// per-request connection trace is built only when something reads it.
+func BenchmarkProxyH2cToHTTP2Upstream(b *testing.B) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = io.WriteString(w, benchBody)
+	}))
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Start()
+	b.Cleanup(srv.Close)
+	st := stats.NewStore()
+	up := newFakeCluster(st, "up", true, hostOf(srv))
+	b.Cleanup(up.closeIdle)
+	cfg := hcm(routeConfig(clusterRoute("/up", "up")))
+	cfg.CodecType = hcmv3.HttpConnectionManager_HTTP2
+	p := startProxy(b, cfg, Deps{Stats: st, Upstreams: fakeUpstreams{"up": up}})
+	c := newH2BenchClient(b, p.addr)
+	const inFlight = 8
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += inFlight {
+		c.round(b, min(inFlight, b.N-i))
+	}
 }
