@@ -64,6 +64,7 @@ type Manager struct {
 	// readsUpConn: an access logger, local reply format or span name
 	// format may show the upstream connection (see readsUpstreamConn).
 	readsUpConn bool
+
 	stats   *hcmStats
 	deps    Deps
 	log     logr.Logger
