@@ -61,10 +61,9 @@ type Manager struct {
 	replies *localReplies
 	// tracing is the connection manager's tracing; nil without.
 	tracing *tracingConfig
-	// readsUpConn: an access logger, local reply format or span name
-	// format may show the upstream connection (see readsUpstreamConn).
-	readsUpConn bool
-
+	// upConn: an access logger, local reply format or span name format
+	// may show the upstream connection (see readsUpstreamConn).
+	upConn  bool
 	stats   *hcmStats
 	deps    Deps
 	log     logr.Logger
@@ -173,7 +172,7 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 		closed:      make(chan struct{}),
 	}
 	m.upgradeFilters = upgradeFilters
-	m.readsUpConn = logs.ReadsUpstreamConnection() || replies.readsUpstreamConnection() || tr.readsUpstreamConnection()
+	m.upConn = logs.ReadsUpstreamConnection() || replies.readsUpstreamConnection() || tr.readsUpstreamConnection()
 	m.routeOpts = routeOpts
 	m.rt.Store(&routeState{table: table, stats: newRouteLevelStats(deps.Stats, table)})
 	m.ctx, m.cancel = context.WithCancel(context.Background())

@@ -17,12 +17,12 @@ type gotConn struct {
 
 // readsUpstreamConn reports whether anything shows the upstream
 // connection of s's request: an access logger, a local reply or span name
-// format of the connection manager (Manager.readsUpConn), or a response
+// format of the connection manager (Manager.upConn), or a response
 // header or span name format of its route. Only then does an HTTP/2
 // request carry the trace below, which costs a copy of the request, a
 // context and a closure each time.
 func (s *stream) readsUpstreamConn() bool {
-	return s.m.readsUpConn || (s.route != nil && s.route.ReadsUpstreamConnection())
+	return s.m.upConn || (s.route != nil && s.route.ReadsUpstreamConnection())
 }
 
 // traceUpstreamConn has req report the connection it goes on into got:

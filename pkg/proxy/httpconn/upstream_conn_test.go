@@ -55,8 +55,8 @@ func TestUpstreamConnTracedOnlyWhenRead(t *testing.T) {
 			}
 			open := func(accesslog.Destination, string) (io.Writer, error) { return logs, nil }
 			p := startProxy(t, cfg, Deps{Stats: st, Upstreams: fakeUpstreams{"h2": fc}, AccessLogs: accesslog.SinkContext{Open: open}})
-			if p.m.readsUpConn != tc.wantManagerReads {
-				t.Fatalf("manager reads the upstream connection: %v, want %v", p.m.readsUpConn, tc.wantManagerReads)
+			if p.m.upConn != tc.wantManagerReads {
+				t.Fatalf("manager reads the upstream connection: %v, want %v", p.m.upConn, tc.wantManagerReads)
 			}
 			code, hdr, _ := do(t, client(), "GET", p.url("/x"), nil, nil)
 			if code != 200 {
