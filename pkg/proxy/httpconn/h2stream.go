@@ -31,11 +31,9 @@ type h2Stream struct {
 	// The request, as the read loop decodes it.
 	method, path, authority, scheme, host string
 	// protocol is the :protocol of an extended CONNECT (RFC 8441).
-	protocol string
-	fields   []field
-	// hbuf holds the request's decoded names and values: the fields
-	// above are views of it (see keep).
-	hbuf                            []byte
+	protocol                        string
+	fields                          []field
+	hbuf                            []byte // the decoded names and values the fields show (see keep)
 	cookies                         int
 	declared                        int64 // content-length, -1 without one
 	headerBytes                     int

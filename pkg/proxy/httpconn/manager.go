@@ -61,9 +61,7 @@ type Manager struct {
 	replies *localReplies
 	// tracing is the connection manager's tracing; nil without.
 	tracing *tracingConfig
-	// upConn: an access logger, local reply format or span name format
-	// may show the upstream connection (see readsUpstreamConn).
-	upConn  bool
+	upConn  bool // a log, reply or span format shows the upstream connection (readsUpstreamConn)
 	stats   *hcmStats
 	deps    Deps
 	log     logr.Logger
