@@ -10,6 +10,10 @@ var ErrInvalidHuffman = errors.New("hpack: invalid Huffman-encoded data")
 // huffMaxBits is the longest code's length (EOS's).
 const huffMaxBits = 30
 
+// huffFastBits is how many bits huffFast looks up at once: codes that
+// short cover every character of a usual header value.
+const huffFastBits = 9
+
 // huffEOS is the EOS symbol's index in huffSyms' values.
 const huffEOS = 256
 
@@ -17,53 +21,78 @@ const huffEOS = 256
 // max > 0, a string decoding to more than max bytes fails with
 // ErrStringLength.
 //
-// The code is canonical (see huffman_gen_test.go): the codes of one length
-// are consecutive numbers, and every code of n bits, left-aligned, is
-// below every longer one. Bits are gathered in acc; the next symbol's
-// length is the least n whose bound exceeds the next huffMaxBits bits
-// (missing bits taken as ones, which a symbol that is all there does not
-// look at), and its value picks it from huffSyms. Symbols of five to eight
-// bits, most of a header's characters, take one to four comparisons.
+// Bits gather in acc, 31 to 64 at a time. The next symbol is looked up by
+// the next huffFastBits bits in huffFast; a longer code is found with the
+// code being canonical (see huffman_gen_test.go): the codes of one length
+// are consecutive numbers and every code of n bits, left-aligned, is below
+// every longer one, so the symbol's length is the least n whose bound
+// exceeds the next huffMaxBits bits, and its value picks it from
+// huffSyms. Bits past the input's end are taken as ones: a symbol that is
+// all there does not look at them, and one that is not comes out longer
+// than the bits left.
 func appendHuffman(dst, src []byte, max int) ([]byte, error) {
 	var acc uint64
 	nbits := uint(0)
 	start := len(dst)
-	for _, b := range src {
-		acc = acc<<8 | uint64(b)
-		nbits += 8
-		for nbits >= 5 {
-			var code uint32
-			if nbits >= huffMaxBits {
-				code = uint32(acc>>(nbits-huffMaxBits)) & (1<<huffMaxBits - 1)
-			} else {
-				pad := huffMaxBits - nbits
-				code = uint32(acc<<pad)&(1<<huffMaxBits-1) | (1<<pad - 1)
+	i := 0
+	for {
+		if nbits < huffMaxBits {
+			for nbits <= 56 && i < len(src) {
+				acc = acc<<8 | uint64(src[i])
+				i++
+				nbits += 8
 			}
-			n := uint(5)
+			if nbits == 0 {
+				break
+			}
+		}
+		// The usual case: a short code, with its bits all there. (The
+		// shifts' "&63", a no-op, spares the compiler's check for
+		// shifts of 64 bits or more.)
+		if nbits >= huffFastBits {
+			if e := huffFast[uint32(acc>>((nbits-huffFastBits)&63))&(1<<huffFastBits-1)]; e != 0 {
+				dst = append(dst, byte(e))
+				nbits -= uint(e >> 8)
+				continue
+			}
+		}
+		var code uint32 // the next huffMaxBits bits
+		if nbits >= huffMaxBits {
+			code = uint32(acc>>((nbits-huffMaxBits)&63)) & (1<<huffMaxBits - 1)
+		} else {
+			pad := huffMaxBits - nbits
+			code = uint32(acc<<pad)&(1<<huffMaxBits-1) | (1<<pad - 1)
+		}
+		var n uint
+		var sym uint16
+		if e := huffFast[code>>(huffMaxBits-huffFastBits)]; e != 0 {
+			n, sym = uint(e>>8), e&0xff
+		} else {
+			n = huffFastBits + 1
 			for code >= huffLimit[n] {
 				n++
 			}
-			if n > nbits {
-				break
-			}
-			sym := huffSyms[huffBase[n]+int32(code>>(huffMaxBits-n))]
-			if sym == huffEOS {
+			sym = huffSyms[huffBase[n]+int32(code>>(huffMaxBits-n))]
+		}
+		if n > nbits {
+			// Only padding is left (the input is all read: acc
+			// holds more than 56 bits otherwise): fewer than eight
+			// bits, all ones (EOS's first bits).
+			if nbits > 7 || acc&(1<<nbits-1) != 1<<nbits-1 {
 				return dst, ErrInvalidHuffman
 			}
-			if max > 0 && len(dst)-start >= max {
-				return dst, ErrStringLength
-			}
-			dst = append(dst, byte(sym))
-			nbits -= n
+			break
 		}
-		// At most 29 unused bits are left, so acc keeps what matters in
-		// its low 37.
-		acc &= 1<<nbits - 1
+		if sym == huffEOS {
+			return dst, ErrInvalidHuffman
+		}
+		dst = append(dst, byte(sym))
+		nbits -= n
 	}
-	// What is left is padding: fewer than eight bits, all ones (EOS's
-	// first bits).
-	if nbits > 7 || acc != 1<<nbits-1 {
-		return dst, ErrInvalidHuffman
+	// Checked once at the end: src, whose length the caller bounds, can
+	// only decode to 8/5 of it.
+	if max > 0 && len(dst)-start > max {
+		return dst, ErrStringLength
 	}
 	return dst, nil
 }
