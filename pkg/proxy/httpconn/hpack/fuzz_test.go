@@ -214,7 +214,7 @@ func TestRoundTripXNetEncoder(t *testing.T) {
 }
 
 // TestHuffmanRoundTrip decodes x/net's Huffman coding of random strings
-// of every byte value.
+// of every byte value, and random bytes as x/net's decoder does.
 func TestHuffmanRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := range 2000 {
@@ -229,6 +229,19 @@ func TestHuffmanRoundTrip(t *testing.T) {
 		got, err := appendHuffman(nil, enc, 0)
 		if err != nil || !bytes.Equal(got, b) {
 			t.Fatalf("%x: decoded %x, %v", b, got, err)
+		}
+	}
+	// Arbitrary bytes, mostly ones (long codes, EOS, padding): x/net's
+	// decoder and this one agree on the string or on an error.
+	for range 20000 {
+		b := make([]byte, rng.IntN(8))
+		for j := range b {
+			b[j] = byte(rng.IntN(256)) | byte(rng.IntN(256))
+		}
+		got, err := appendHuffman(nil, b, 0)
+		want, xerr := xhpack.HuffmanDecodeToString(b)
+		if (err != nil) != (xerr != nil) || err == nil && string(got) != want {
+			t.Fatalf("%x: %q %v, x/net %q %v", b, got, err, want, xerr)
 		}
 	}
 	if _, err := appendHuffman(nil, xhpack.AppendHuffmanString(nil, "abcdef"), 5); !errors.Is(err, ErrStringLength) {
