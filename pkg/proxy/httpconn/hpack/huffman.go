@@ -46,16 +46,33 @@ func appendHuffman(dst, src []byte, max int) ([]byte, error) {
 				break
 			}
 		}
-		// The usual case: a short code, with its bits all there. (The
-		// shifts' "&63", a no-op, spares the compiler's check for
-		// shifts of 64 bits or more.)
-		if nbits >= huffFastBits {
-			if e := huffFast[uint32(acc>>((nbits-huffFastBits)&63))&(1<<huffFastBits-1)]; e != 0 {
-				dst = append(dst, byte(e))
-				nbits -= uint(e >> 8)
-				continue
+		// The usual case: a short code, looked up by the next
+		// huffFastBits bits, or by the last ones padded with ones: a
+		// symbol of no more bits than are left is one of those short
+		// codes. (The shifts' "&63", a no-op, spares the compiler's
+		// check for shifts of 64 bits or more.)
+		if nbits < huffFastBits {
+			pad := huffFastBits - nbits
+			e := huffFast[uint32(acc<<pad|(1<<pad-1))&(1<<huffFastBits-1)]
+			if e == 0 || uint(e>>8) > nbits {
+				// Only padding is left (the input is all read):
+				// fewer than eight bits, all ones (EOS's first
+				// bits).
+				if nbits > 7 || acc&(1<<nbits-1) != 1<<nbits-1 {
+					return dst, ErrInvalidHuffman
+				}
+				break
 			}
+			dst = append(dst, byte(e))
+			nbits -= uint(e >> 8)
+			continue
 		}
+		if e := huffFast[uint32(acc>>((nbits-huffFastBits)&63))&(1<<huffFastBits-1)]; e != 0 {
+			dst = append(dst, byte(e))
+			nbits -= uint(e >> 8)
+			continue
+		}
+		// A code longer than huffFastBits.
 		var code uint32 // the next huffMaxBits bits
 		if nbits >= huffMaxBits {
 			code = uint32(acc>>((nbits-huffMaxBits)&63)) & (1<<huffMaxBits - 1)
@@ -63,25 +80,15 @@ func appendHuffman(dst, src []byte, max int) ([]byte, error) {
 			pad := huffMaxBits - nbits
 			code = uint32(acc<<pad)&(1<<huffMaxBits-1) | (1<<pad - 1)
 		}
-		var n uint
-		var sym uint16
-		if e := huffFast[code>>(huffMaxBits-huffFastBits)]; e != 0 {
-			n, sym = uint(e>>8), e&0xff
-		} else {
-			n = huffFastBits + 1
-			for code >= huffLimit[n] {
-				n++
-			}
-			sym = huffSyms[huffBase[n]+int32(code>>(huffMaxBits-n))]
+		n := uint(huffFastBits + 1)
+		for code >= huffLimit[n] {
+			n++
 		}
+		sym := huffSyms[huffBase[n]+int32(code>>(huffMaxBits-n))]
 		if n > nbits {
-			// Only padding is left (the input is all read: acc
-			// holds more than 56 bits otherwise): fewer than eight
-			// bits, all ones (EOS's first bits).
-			if nbits > 7 || acc&(1<<nbits-1) != 1<<nbits-1 {
-				return dst, ErrInvalidHuffman
-			}
-			break
+			// The input ends inside the code (padding longer than
+			// seven bits, at least).
+			return dst, ErrInvalidHuffman
 		}
 		if sym == huffEOS {
 			return dst, ErrInvalidHuffman

@@ -11,7 +11,8 @@ const entryOverhead = 32
 // never exceeds twice the table's maximum size and each byte moves about
 // once. Entries
 // are never split, so an entry's name and value are views of the buffer.
-// ents is a ring of the entries' positions, oldest at head.
+// ents is a ring of the entries' positions, oldest at head; its length is
+// a power of two.
 type table struct {
 	buf        []byte
 	start      int // offset in buf of the oldest entry's bytes
@@ -34,7 +35,7 @@ func (t *table) at(i uint64) (name, value []byte, ok bool) {
 	if i == 0 || i > uint64(t.n) {
 		return nil, nil, false
 	}
-	e := t.ents[(t.head+t.n-int(i))%len(t.ents)]
+	e := t.ents[(t.head+t.n-int(i))&(len(t.ents)-1)]
 	b := t.buf[e.off : e.off+int(e.len)]
 	return b[:e.nameLen], b[e.nameLen:], true
 }
@@ -50,7 +51,7 @@ func (t *table) evict(room uint32) {
 	for t.n > 0 && t.size+room > t.maxSize {
 		e := &t.ents[t.head]
 		t.size -= e.len + entryOverhead
-		t.head = (t.head + 1) % len(t.ents)
+		t.head = (t.head + 1) & (len(t.ents) - 1)
 		t.n--
 		if t.n == 0 {
 			t.start, t.head = 0, 0
@@ -83,7 +84,7 @@ func (t *table) add(name, value []byte) (n, v []byte, added bool) {
 	if t.n == len(t.ents) {
 		t.growRing()
 	}
-	t.ents[(t.head+t.n)%len(t.ents)] = entry{off: off, nameLen: uint32(len(name)), len: uint32(l)}
+	t.ents[(t.head+t.n)&(len(t.ents)-1)] = entry{off: off, nameLen: uint32(len(name)), len: uint32(l)}
 	t.n++
 	t.size += size
 	b := t.buf[off:]
@@ -110,16 +111,16 @@ func (t *table) compact(l int) {
 	buf = append(buf[:0], live...) // copy handles the overlap
 	shift := t.start
 	for i := range t.n {
-		t.ents[(t.head+i)%len(t.ents)].off -= shift
+		t.ents[(t.head+i)&(len(t.ents)-1)].off -= shift
 	}
 	t.buf, t.start = buf, 0
 }
 
-// growRing doubles the entries' ring, oldest first at 0.
+// growRing doubles the entries' ring (16 at first), oldest first at 0.
 func (t *table) growRing() {
 	ents := make([]entry, max(2*len(t.ents), 16))
 	for i := range t.n {
-		ents[i] = t.ents[(t.head+i)%len(t.ents)]
+		ents[i] = t.ents[(t.head+i)&(len(t.ents)-1)]
 	}
 	t.ents, t.head = ents, 0
 }
