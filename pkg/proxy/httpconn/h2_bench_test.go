@@ -3,7 +3,10 @@ package httpconn
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -22,6 +25,9 @@ type h2BenchClient struct {
 	nextID uint32
 	batch  bytes.Buffer
 	wfr    *http2.Framer
+	// next, when set, encodes each request's block anew (into block).
+	next func(dst []byte, n uint64) []byte
+	sent uint64
 }
 
 func newH2BenchClient(tb testing.TB, addr string) *h2BenchClient {
@@ -54,6 +60,10 @@ func newH2BenchClient(tb testing.TB, addr string) *h2BenchClient {
 func (c *h2BenchClient) round(tb testing.TB, n int) {
 	c.batch.Reset()
 	for range n {
+		if c.next != nil {
+			c.block = c.next(c.block[:0], c.sent)
+			c.sent++
+		}
 		_ = c.wfr.WriteHeaders(http2.HeadersFrameParam{StreamID: c.nextID, BlockFragment: c.block, EndStream: true, EndHeaders: true})
 		c.nextID += 2
 	}
@@ -92,6 +102,91 @@ func (c *h2BenchClient) round(tb testing.TB, n int) {
 func BenchmarkProxyH2c(b *testing.B) {
 	st := stats.NewStore()
 	up := newFakeCluster(st, "up", false, fixedUpstream(b))
+	b.Cleanup(up.closeIdle)
+	cfg := hcm(routeConfig(clusterRoute("/up", "up")))
+	cfg.CodecType = hcmv3.HttpConnectionManager_HTTP2
+	p := startProxy(b, cfg, Deps{Stats: st, Upstreams: fakeUpstreams{"up": up}})
+	c := newH2BenchClient(b, p.addr)
+	const inFlight = 8
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += inFlight {
+		c.round(b, min(inFlight, b.N-i))
+	}
+}
+
+// BenchmarkProxyH2cChangingHeaders is BenchmarkProxyH2c with the header
+// values a traced client sends: an x-request-id and a traceparent that
+// change with every request, each a literal the client adds to the
+// dynamic table (so entries are evicted as requests go by), the
+// traceparent Huffman-coded.
+func BenchmarkProxyH2cChangingHeaders(b *testing.B) {
+	st := stats.NewStore()
+	up := newFakeCluster(st, "up", false, fixedUpstream(b))
+	b.Cleanup(up.closeIdle)
+	cfg := hcm(routeConfig(clusterRoute("/up", "up")))
+	cfg.CodecType = hcmv3.HttpConnectionManager_HTTP2
+	p := startProxy(b, cfg, Deps{Stats: st, Upstreams: fakeUpstreams{"up": up}})
+	c := newH2BenchClient(b, p.addr)
+	var val []byte
+	c.next = func(dst []byte, n uint64) []byte {
+		// :method GET, :scheme http (static entries 2 and 6), then
+		// :authority and :path as literals without indexing.
+		dst = append(dst, 0x82, 0x86, 0x01, 5)
+		dst = append(dst, "bench"...)
+		dst = append(dst, 0x04, 3)
+		dst = append(dst, "/up"...)
+		// x-request-id: a UUID-shaped value, raw.
+		val = appendBenchHex(val[:0], n, 8)
+		val = append(val, "-4a1b-8c2d-"...)
+		val = appendBenchHex(val, n*7919, 12)
+		dst = append(dst, 0x40, 12)
+		dst = append(dst, "x-request-id"...)
+		dst = append(dst, byte(len(val)))
+		dst = append(dst, val...)
+		// traceparent, Huffman-coded.
+		val = append(val[:0], "00-"...)
+		val = appendBenchHex(val, n, 16)
+		val = appendBenchHex(val, n*104729, 16)
+		val = append(val, '-')
+		val = appendBenchHex(val, n*31, 16)
+		val = append(val, "-01"...)
+		dst = append(dst, 0x40, 11)
+		dst = append(dst, "traceparent"...)
+		dst = append(dst, 0x80|byte(hpack.HuffmanEncodeLength(view(val))))
+		return hpack.AppendHuffmanString(dst, view(val))
+	}
+	const inFlight = 8
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += inFlight {
+		c.round(b, min(inFlight, b.N-i))
+	}
+}
+
+// appendBenchHex appends v's low 4n bits as n hex digits.
+func appendBenchHex(dst []byte, v uint64, n int) []byte {
+	for i := n - 1; i >= 0; i-- {
+		dst = append(dst, "0123456789abcdef"[v>>(4*uint(i))&15])
+	}
+	return dst
+}
+
+// BenchmarkProxyH2cToHTTP2Upstream is BenchmarkProxyH2c with an h2c
+// upstream (Go's HTTP/2 server, in the process) reached through the
+// cluster's HTTP/2 transport, and no access log: the path whose
+// per-request connection trace is built only when something reads it.
+func BenchmarkProxyH2cToHTTP2Upstream(b *testing.B) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = io.WriteString(w, benchBody)
+	}))
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Start()
+	b.Cleanup(srv.Close)
+	st := stats.NewStore()
+	up := newFakeCluster(st, "up", true, hostOf(srv))
 	b.Cleanup(up.closeIdle)
 	cfg := hcm(routeConfig(clusterRoute("/up", "up")))
 	cfg.CodecType = hcmv3.HttpConnectionManager_HTTP2

@@ -1074,6 +1074,27 @@ func TestH2ConnectionErrors(t *testing.T) {
 			},
 			want: http2.ErrCodeFlowControl,
 		},
+		// Malformed HPACK blocks (RFC 7541), each on stream 1.
+		"HPACK index past the tables": {
+			send: func(c *h2Client) { c.rawHeaders(0x82, 0xbe) },
+			want: http2.ErrCodeCompression,
+		},
+		"HPACK table size update after a field": {
+			send: func(c *h2Client) { c.rawHeaders(0x82, 0x20) },
+			want: http2.ErrCodeCompression,
+		},
+		"HPACK table size update over SETTINGS_HEADER_TABLE_SIZE": {
+			send: func(c *h2Client) { c.rawHeaders(0x3f, 0xe2, 0x1f) }, // 4097
+			want: http2.ErrCodeCompression,
+		},
+		"HPACK Huffman string holding EOS": {
+			send: func(c *h2Client) { c.rawHeaders(0x00, 0x84, 0xff, 0xff, 0xff, 0xff, 0x00) },
+			want: http2.ErrCodeCompression,
+		},
+		"HPACK integer over 32 bits": {
+			send: func(c *h2Client) { c.rawHeaders(0xff, 0xff, 0xff, 0xff, 0xff, 0x7f) },
+			want: http2.ErrCodeCompression,
+		},
 		"CONTINUATION without HEADERS": {
 			send: func(c *h2Client) {
 				c.send("CONTINUATION", func() error { return c.fr.WriteContinuation(1, true, []byte{0x82}) })
@@ -1105,6 +1126,14 @@ func TestH2ConnectionErrors(t *testing.T) {
 			c.waitClosed()
 		})
 	}
+}
+
+// rawHeaders sends block as one HEADERS frame on stream 1, ending the
+// stream.
+func (c *h2Client) rawHeaders(block ...byte) {
+	c.send("HEADERS", func() error {
+		return c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block, EndStream: true, EndHeaders: true})
+	})
 }
 
 // TestH2BadPreface sends what is not a valid start of an HTTP/2

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/net/http2/hpack"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/hpack"
 )
 
 // h2Conn is a downstream HTTP/2 connection. The connection's goroutine
@@ -811,10 +811,12 @@ func (h *h2Conn) endTrailers(id uint32, endStream bool) error {
 	return nil
 }
 
-// emit receives one decoded header field.
-func (h *h2Conn) emit(f hpack.HeaderField) {
+// emit receives one decoded header field. Its strings are views of the
+// decoder's buffers: a request's fields are copied into its stream's
+// buffer (see keep), trailers into strings of their own.
+func (h *h2Conn) emit(f hpack.Field) {
 	if st := h.decoding; st != nil && h.decodeErr == errCodeNo {
-		if !st.addField(f.Name, f.Value) {
+		if !st.addField(st.keepName(f.Name), st.keep(f.Value)) {
 			h.decodeErr = errCodeProtocol
 		}
 	} else if h.trailing {
@@ -829,7 +831,7 @@ var errBadTrailers = errors.New("malformed http/2 request trailers")
 // an upper-case name or a connection-specific field makes the message
 // malformed, as Envoy's codec finds it; trailers decoding to more than
 // max_request_headers_kb are refused the same way rather than kept.
-func (h *h2Conn) addTrailer(f hpack.HeaderField) {
+func (h *h2Conn) addTrailer(f hpack.Field) {
 	if h.trailerBad {
 		return
 	}
@@ -847,7 +849,7 @@ func (h *h2Conn) addTrailer(f hpack.HeaderField) {
 	if h.trailer == nil {
 		h.trailer = make(http.Header, 2)
 	}
-	h.trailer.Add(f.Name, f.Value)
+	h.trailer.Add(strings.Clone(f.Name), strings.Clone(f.Value))
 }
 
 // start registers a complete request; it runs, in its own goroutine, once

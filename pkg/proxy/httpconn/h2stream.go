@@ -33,6 +33,7 @@ type h2Stream struct {
 	// protocol is the :protocol of an extended CONNECT (RFC 8441).
 	protocol                        string
 	fields                          []field
+	hbuf                            []byte // the decoded names and values the fields show (see keep)
 	cookies                         int
 	declared                        int64 // content-length, -1 without one
 	headerBytes                     int
@@ -97,6 +98,12 @@ func (st *h2Stream) open(h *h2Conn, id uint32, endStream, refused bool) {
 	st.protocol = ""
 	clear(st.fields)
 	st.fields = st.fields[:0]
+	if cap(st.hbuf) > maxKeptHeaderBuf {
+		// One unusually large request head does not stay with the
+		// recycled stream.
+		st.hbuf = nil
+	}
+	st.hbuf = st.hbuf[:0]
 	st.cookies, st.declared, st.headerBytes = 0, -1, 0
 	st.sawRegular, st.tooLarge, st.teTrailers, st.expect100 = false, false, false, false
 	st.awaitCancelled = false
@@ -110,6 +117,31 @@ func (st *h2Stream) open(h *h2Conn, id uint32, endStream, refused bool) {
 	st.in, st.out = st.in[:0], st.out[:0]
 	st.lastActivity = st.t0
 	st.lastData, st.trailer, st.reqTrailer = -1, nil, nil
+}
+
+// maxKeptHeaderBuf is the largest hbuf a recycled stream keeps.
+const maxKeptHeaderBuf = 16 << 10
+
+// keep copies a decoded string into the stream's buffer and returns a view
+// of the copy, valid until the stream is recycled. The buffer grows by
+// appending: views taken before it moved still show its old array, which
+// nothing writes again.
+func (st *h2Stream) keep(s string) string {
+	if s == "" {
+		return ""
+	}
+	n := len(st.hbuf)
+	st.hbuf = append(st.hbuf, s...)
+	return view(st.hbuf[n:])
+}
+
+// keepName is keep for a field name: the pseudo-header names the request
+// knows are constants already (addField keeps only their values).
+func (st *h2Stream) keepName(name string) string {
+	if name != "" && name[0] == ':' {
+		return name
+	}
+	return st.keep(name)
 }
 
 // addField checks and records one decoded request field; false means the

@@ -211,8 +211,11 @@ func (s *stream) launchHTTP1(h *hedger, t *hedgeTry) {
 func (s *stream) launchHTTP2(h *hedger, t *hedgeTry, req *http.Request) {
 	t.sent = time.Now()
 	t.done = make(chan struct{})
+	if s.readsUpstreamConn() {
+		req = traceUpstreamConn(req, &t.got)
+	}
 	go func() {
-		t.resp, t.err = t.cl.RoundTripHTTP2(traceUpstreamConn(req, &t.got), t.host)
+		t.resp, t.err = t.cl.RoundTripHTTP2(req, t.host)
 		close(t.done)
 		h.notify()
 	}()

@@ -21,6 +21,24 @@ type localReplies struct {
 	body *bodyFormat
 }
 
+// readsUpstreamConnection reports whether a body or header format may read
+// the access-log entry's upstream connection; nil reads nothing.
+func (lr *localReplies) readsUpstreamConnection() bool {
+	if lr == nil {
+		return false
+	}
+	if lr.body != nil && lr.body.f.ReadsUpstreamConnection() {
+		return true
+	}
+	for i := range lr.mappers {
+		m := &lr.mappers[i]
+		if m.headers.ReadsUpstreamConnection() || (m.format != nil && m.format.f.ReadsUpstreamConnection()) {
+			return true
+		}
+	}
+	return false
+}
+
 // replyMapper is one ResponseMapper: the first whose filter matches a
 // reply rewrites it.
 type replyMapper struct {

@@ -61,6 +61,7 @@ type Manager struct {
 	replies *localReplies
 	// tracing is the connection manager's tracing; nil without.
 	tracing *tracingConfig
+	upConn  bool // a log, reply or span format shows the upstream connection (readsUpstreamConn)
 	stats   *hcmStats
 	deps    Deps
 	log     logr.Logger
@@ -169,6 +170,7 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 		closed:      make(chan struct{}),
 	}
 	m.upgradeFilters = upgradeFilters
+	m.upConn = logs.ReadsUpstreamConnection() || replies.readsUpstreamConnection() || tr.readsUpstreamConnection()
 	m.routeOpts = routeOpts
 	m.rt.Store(&routeState{table: table, stats: newRouteLevelStats(deps.Stats, table)})
 	m.ctx, m.cancel = context.WithCancel(context.Background())

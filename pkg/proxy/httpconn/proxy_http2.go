@@ -62,9 +62,13 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) (retry bo
 	// (body.takeBack) before it answers on its own or ends.
 	req, body := s.upstreamRequest(ctx)
 	sent := time.Now()
-	var got atomic.Pointer[gotConn]
-	resp, err := cl.RoundTripHTTP2(traceUpstreamConn(req, &got), host)
-	s.noteUpstreamConn(&got)
+	var got *atomic.Pointer[gotConn]
+	if s.readsUpstreamConn() {
+		got = new(atomic.Pointer[gotConn])
+		req = traceUpstreamConn(req, got)
+	}
+	resp, err := cl.RoundTripHTTP2(req, host)
+	s.noteUpstreamConn(got)
 	if err != nil {
 		// The transport may return while its goroutine still waits for
 		// the body: a local reply must not read the body beside it.

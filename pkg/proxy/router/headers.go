@@ -119,6 +119,28 @@ func modifiable(name string) error {
 	return nil
 }
 
+// opsReadUpstreamConnection reports whether a format of the levels may read
+// the entry's upstream connection.
+func opsReadUpstreamConnection(levels []*headerOps) bool {
+	for _, ops := range levels {
+		if ops == nil {
+			continue
+		}
+		for i := range ops.add {
+			if ops.add[i].format.ReadsUpstreamConnection() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ReadsUpstreamConnection reports whether a value format of the mutation
+// may read the entry's upstream connection.
+func (m HeaderMutation) ReadsUpstreamConnection() bool {
+	return m.ops != nil && opsReadUpstreamConnection([]*headerOps{m.ops})
+}
+
 // apply runs one level's mutations as Envoy's HeaderParser does: removals
 // first; then every entry is evaluated against the headers as they are
 // now, overwrites are applied, and appends last.

@@ -165,6 +165,9 @@ type Route struct {
 	// (later levels win).
 	requestOps  []*headerOps
 	responseOps []*headerOps
+	// readsUpConn: a response header format or span name format of the
+	// route may show the upstream connection (see ReadsUpstreamConnection).
+	readsUpConn bool
 	// perFilter are the typed_per_filter_config levels, most specific
 	// first (see FilterConfig); anyFilterConfig is set when they, or a
 	// weighted cluster's, have an entry.
@@ -250,6 +253,7 @@ func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 			}
 			r.requestOps = levels(r.requestOps, reqVH, reqGlobal, mostSpecificWins)
 			r.responseOps = levels(r.responseOps, respVH, respGlobal, mostSpecificWins)
+			r.readsUpConn = opsReadUpstreamConnection(r.responseOps) || r.Tracing.readsUpstreamConnection()
 			r.perFilter = levelsOf(filtersRoute, filtersVH, filtersGlobal)
 			r.anyFilterConfig = len(r.perFilter) > 0 || r.WeightedClusters.hasFilterConfigs()
 			vh.Routes = append(vh.Routes, r)
@@ -508,6 +512,12 @@ func (r *Route) MutateResponseHeaders(h HeaderEditor, e *accesslog.Entry) {
 		ops.apply(h, e)
 	}
 }
+
+// ReadsUpstreamConnection reports whether the route's response header
+// formats or span name formats may read the access-log entry's upstream
+// connection (%UPSTREAM_LOCAL_ADDRESS%, %UPSTREAM_TLS_*%...), which the
+// connection manager then fills in for an HTTP/2 upstream.
+func (r *Route) ReadsUpstreamConnection() bool { return r.readsUpConn }
 
 // oneofName is the name of the field set in the named oneof of m, for
 // "not supported" errors.

@@ -35,6 +35,12 @@ type RouteTracing struct {
 	Operation, UpstreamOperation *accesslog.Formatter
 }
 
+// readsUpstreamConnection reports whether a span name format may read the
+// entry's upstream connection; a nil RouteTracing reads nothing.
+func (t *RouteTracing) readsUpstreamConnection() bool {
+	return t != nil && (t.Operation.ReadsUpstreamConnection() || t.UpstreamOperation.ReadsUpstreamConnection())
+}
+
 // OperationFormat compiles a span name format (tracing's operation and
 // upstream_operation), nil when it is empty. As in Envoy's other non-log
 // formats, missing values print as nothing.

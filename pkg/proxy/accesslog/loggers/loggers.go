@@ -107,6 +107,18 @@ func (l *List) Add(s accesslog.Sink) {
 // filling an entry.
 func (l *List) Empty() bool { return len(l.loggers) == 0 }
 
+// ReadsUpstreamConnection reports whether a logger of the list may read
+// an entry's UpstreamLocalAddress or UpstreamTLS (see
+// accesslog.UpstreamConnectionReader).
+func (l *List) ReadsUpstreamConnection() bool {
+	for _, lg := range l.loggers {
+		if r, ok := lg.sink.(accesslog.UpstreamConnectionReader); !ok || r.ReadsUpstreamConnection() {
+			return true
+		}
+	}
+	return false
+}
+
 // Log records e with every logger whose filter accepts it. buf is scratch
 // space, returned for reuse. The error is the first sink's failure; the
 // other loggers still log.

@@ -134,3 +134,44 @@ func TestDisabledLogger(t *testing.T) {
 		t.Fatalf("error = %v", err)
 	}
 }
+
+// opaqueSink is a sink that cannot tell what it reads.
+type opaqueSink struct{}
+
+func (opaqueSink) Log(buf []byte, _ *accesslog.Entry) ([]byte, error) { return buf, nil }
+
+// TestReadsUpstreamConnection: a list reads the upstream connection when
+// one of its loggers' formats may, or when a sink cannot tell.
+func TestReadsUpstreamConnection(t *testing.T) {
+	ctx := Context{Registry: builtin.Registry(), ByName: true, Sink: accesslog.SinkContext{Open: destinations{}.open}}
+	quiet, err := Compile("access_log", accessLogs(t, `[
+		{"name": "envoy.access_loggers.stdout"},
+		{"name": "envoy.access_loggers.stderr", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StderrAccessLog",
+		   "log_format": {"text_format_source": {"inline_string": "%UPSTREAM_HOST%\n"}}}}
+	]`), ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if quiet.ReadsUpstreamConnection() {
+		t.Error("default and UPSTREAM_HOST formats read the upstream connection")
+	}
+	loud, err := Compile("access_log", accessLogs(t, `[
+		{"name": "envoy.access_loggers.stdout"},
+		{"name": "file", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog",
+		   "path": "/var/log/a.log", "log_format": {"json_format": {"up": "%UPSTREAM_LOCAL_ADDRESS%"}}}}
+	]`), ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !loud.ReadsUpstreamConnection() {
+		t.Error("an UPSTREAM_LOCAL_ADDRESS format does not read the upstream connection")
+	}
+	quiet.Add(opaqueSink{})
+	if !quiet.ReadsUpstreamConnection() {
+		t.Error("a sink that cannot tell is taken not to read the upstream connection")
+	}
+	var empty List
+	if empty.ReadsUpstreamConnection() {
+		t.Error("an empty list reads the upstream connection")
+	}
+}
