@@ -1,0 +1,49 @@
+package xds
+
+import (
+	"strconv"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
+)
+
+// decodeResponse decodes a gRPC response's resources straight from their
+// Any values, each once, with the checks decodeBytes makes of the wire
+// form (unknown fields under the policy, typed_config values). ok is
+// false when the response needs decodeBytes: it has a problem (which
+// decodeBytes reports in its own words), resources of another type or
+// wrapped in a Resource, or fields beyond the version, the type, the
+// nonce and the resources. Either way the update is the same.
+func (d *decoder) decodeResponse(resp *discoveryv3.DiscoveryResponse, allowUnknown bool) (u Update, unknown []string, ok bool) {
+	switch {
+	case len(resp.ProtoReflect().GetUnknown()) > 0, resp.GetControlPlane() != nil, len(resp.GetResourceErrors()) > 0:
+		return Update{}, nil, false
+	case resp.GetTypeUrl() != "" && resp.GetTypeUrl() != d.typeURL:
+		return Update{}, nil, false
+	case len(resp.GetResources()) == 0 && resp.GetVersionInfo() == "" && resp.GetNonce() == "" && resp.GetTypeUrl() == "" && !resp.GetCanary():
+		// Nothing at all: decodeBytes refuses an empty response.
+		return Update{}, nil, false
+	}
+	dec := bootstrap.Decoder{AllowUnknown: allowUnknown, Types: d.types.resolver}
+	u = Update{VersionInfo: resp.GetVersionInfo()}
+	if n := len(resp.GetResources()); n > 0 {
+		u.Resources = make([]proto.Message, 0, n)
+	}
+	for i, a := range resp.GetResources() {
+		if a.GetTypeUrl() != d.typeURL || len(a.ProtoReflect().GetUnknown()) > 0 {
+			return Update{}, nil, false
+		}
+		m := d.resourceType.New().Interface()
+		// The depth is the resource's in the response, as decodeBytes
+		// meets it: the response, the Any, the resource.
+		un, err := dec.DecodeWire("resources["+strconv.Itoa(i)+"]", 2, a.GetValue(), m)
+		if err != nil {
+			return Update{}, nil, false
+		}
+		unknown = append(unknown, un...)
+		u.Resources = append(u.Resources, m)
+	}
+	return u, unknown, true
+}
