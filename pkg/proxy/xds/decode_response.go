@@ -32,18 +32,49 @@ func (d *decoder) decodeResponse(resp *discoveryv3.DiscoveryResponse, allowUnkno
 		u.Resources = make([]proto.Message, 0, n)
 	}
 	for i, a := range resp.GetResources() {
+		path, depth, wrapper := "resources["+strconv.Itoa(i)+"]", 2, (*discoveryv3.Resource)(nil)
+		if a.GetTypeUrl() == wrapperTypeURL {
+			// The delta protocol's resources come wrapped.
+			if wrapper = plainWrapper(a.GetValue()); wrapper == nil {
+				return Update{}, nil, false
+			}
+			a, path, depth = wrapper.GetResource(), childPath(path, "resource"), 4
+		}
 		if a.GetTypeUrl() != d.typeURL || len(a.ProtoReflect().GetUnknown()) > 0 {
 			return Update{}, nil, false
 		}
 		m := d.resourceType.New().Interface()
 		// The depth is the resource's in the response, as decodeBytes
-		// meets it: the response, the Any, the resource.
-		un, err := dec.DecodeWire("resources["+strconv.Itoa(i)+"]", 2, a.GetValue(), m)
+		// meets it: the response, the Any, (the wrapper, its Any,) the
+		// resource.
+		un, err := dec.DecodeWire(path, depth, a.GetValue(), m)
 		if err != nil {
 			return Update{}, nil, false
+		}
+		if name := wrapper.GetName(); name != "" {
+			if own, ok := resourceNameOf(m); ok && own != name {
+				return Update{}, nil, false
+			}
 		}
 		unknown = append(unknown, un...)
 		u.Resources = append(u.Resources, m)
 	}
 	return u, unknown, true
+}
+
+// wrapperTypeURL is the type of the Resource wrapper.
+const wrapperTypeURL = "type.googleapis.com/" + string(resourceName)
+
+// plainWrapper decodes a Resource wrapper that has nothing to check but
+// its name, version, aliases and resource; nil for any other.
+func plainWrapper(value []byte) *discoveryv3.Resource {
+	w := new(discoveryv3.Resource)
+	if err := proto.Unmarshal(value, w); err != nil {
+		return nil
+	}
+	if len(w.ProtoReflect().GetUnknown()) > 0 || w.GetResource() == nil || w.GetResourceName() != nil ||
+		w.GetTtl() != nil || w.GetCacheControl() != nil || w.GetMetadata() != nil {
+		return nil
+	}
+	return w
 }

@@ -24,6 +24,13 @@ func TestDecodeResponseMatchesFileDecoder(t *testing.T) {
 		}
 		return &anypb.Any{TypeUrl: ListenerTypeURL, Value: append(raw, unknown...)}
 	}
+	wrapped := func(name string, inner *anypb.Any) *anypb.Any {
+		a, err := anypb.New(&discoveryv3.Resource{Name: name, Version: "v", Resource: inner})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
 	field1000 := []byte{0xc0, 0x3e, 0x01}
 	const clusterURL = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 	tests := map[string]struct {
@@ -43,6 +50,12 @@ func TestDecodeResponseMatchesFileDecoder(t *testing.T) {
 			Resources: []*anypb.Any{{TypeUrl: clusterURL}}}},
 		"another response type": {resp: &discoveryv3.DiscoveryResponse{VersionInfo: "1", TypeUrl: clusterURL}},
 		"empty":                 {resp: &discoveryv3.DiscoveryResponse{}},
+		"wrapped": {resp: &discoveryv3.DiscoveryResponse{VersionInfo: "1",
+			Resources: []*anypb.Any{wrapped("a", listener("a", nil)), wrapped("", listener("b", nil))}}, direct: true},
+		"wrapped, unknown field allowed": {resp: &discoveryv3.DiscoveryResponse{VersionInfo: "1",
+			Resources: []*anypb.Any{wrapped("a", listener("a", field1000))}}, allow: true, direct: true},
+		"wrapped under another name": {resp: &discoveryv3.DiscoveryResponse{VersionInfo: "1",
+			Resources: []*anypb.Any{wrapped("b", listener("a", nil))}}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
