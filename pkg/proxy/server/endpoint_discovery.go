@@ -351,10 +351,11 @@ func (d *endpointDiscovery) apply(s *Server) func(xds.Update) error {
 			}
 			return err
 		}
+		// The assignments are the update's own, decoded for it, and
+		// nothing changes them: they are kept as they are, not copied.
 		for _, ch := range changes {
-			cla := proto.CloneOf(ch.cla)
-			d.last[cla.GetClusterName()] = acceptedAssignment{cla: cla, version: ch.version}
-			d.install(ch.ec, cla, ch.priorities, ch.version)
+			d.last[ch.cla.GetClusterName()] = acceptedAssignment{cla: ch.cla, version: ch.version}
+			d.install(ch.ec, ch.cla, ch.priorities, ch.version)
 		}
 		return nil
 	}
