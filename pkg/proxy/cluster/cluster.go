@@ -341,25 +341,43 @@ func (c *Cluster) lbConfig(hs, old *hostSet) lb.Config {
 	if c.firstSet.IsZero() && len(hs.hosts) > 0 {
 		c.firstSet = now
 	}
+	// An EDS update builds the hosts it changed again: one whose address
+	// the previous set had is the same host to Envoy, and keeps its
+	// creation time (and so its place in slow start). A few new hosts
+	// look theirs up one by one; many, in a map of the previous set.
+	fresh := 0
+	for _, h := range hs.hosts {
+		if h.Created.IsZero() {
+			fresh++
+		}
+	}
 	var kept map[string]time.Time
+	if fresh > 16 && old != nil {
+		kept = make(map[string]time.Time, len(old.hosts))
+		for _, o := range old.hosts {
+			kept[o.Address] = o.Created
+		}
+	}
 	for _, h := range hs.hosts {
 		if !h.Created.IsZero() {
 			continue
 		}
-		// An EDS update builds every host again: one whose address the
-		// previous set had is the same host to Envoy, and keeps its
-		// creation time (and so its place in slow start).
-		if kept == nil && old != nil {
-			kept = make(map[string]time.Time, len(old.hosts))
-			for _, o := range old.hosts {
-				kept[o.Address] = o.Created
+		var t time.Time
+		if kept != nil {
+			t = kept[h.Address]
+		} else if old != nil {
+			// The last of an address, as the map keeps it.
+			for i := len(old.hosts) - 1; i >= 0; i-- {
+				if old.hosts[i].Address == h.Address {
+					t = old.hosts[i].Created
+					break
+				}
 			}
 		}
-		if t, ok := kept[h.Address]; ok && !t.IsZero() {
-			h.Created = t
-		} else {
-			h.Created = now
+		if t.IsZero() {
+			t = now
 		}
+		h.Created = t
 	}
 	p := c.settings.policy
 	if p == nil {
