@@ -296,6 +296,9 @@ func (s *sidecar) cpuTime() (time.Duration, error) {
 type cpuTotal struct {
 	used    time.Duration
 	updates int
+	// polls counts the admin polls made meanwhile, when the caller
+	// counts them, for lessPolls.
+	polls int
 }
 
 // measure runs fn and adds the sidecar's CPU time meanwhile as one update.
@@ -322,6 +325,15 @@ func (c cpuTotal) String() string {
 		return "-"
 	}
 	return fmt.Sprintf("%s per update (mean of %d)", round(c.used/time.Duration(c.updates)), c.updates)
+}
+
+// lessPolls is the mean per update less the polls' estimated cost (per
+// poll).
+func (c cpuTotal) lessPolls(per time.Duration) string {
+	if c.updates == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s per update (%d polls)", round((c.used-time.Duration(c.polls)*per)/time.Duration(c.updates)), c.polls)
 }
 
 // pollCost is the sidecar's CPU time per /stats read, over n reads of the
