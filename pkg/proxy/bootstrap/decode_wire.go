@@ -99,3 +99,19 @@ func wireTypeFits(fd protoreflect.FieldDescriptor, typ protowire.Type) bool {
 		return typ == protowire.VarintType
 	}
 }
+
+// DecodePlain decodes data, a message's wire form, into m when the form is
+// plain: nothing DecodeWire's check would find (see plainWire), so that
+// the result is DecodeWire's. False otherwise (or when data does not
+// decode), m then being unspecified; the caller takes DecodeWire's way.
+// depth is m's nesting, as DecodeWire's.
+func (d Decoder) DecodePlain(depth int, data []byte, m proto.Message) bool {
+	if !plainWire(data, m.ProtoReflect().Descriptor(), depth) {
+		return false
+	}
+	resolver := d.Types
+	if resolver == nil {
+		return proto.Unmarshal(data, m) == nil
+	}
+	return proto.UnmarshalOptions{Resolver: resolver}.Unmarshal(data, m) == nil
+}

@@ -27,6 +27,10 @@ func (d *decoder) decodeResponse(resp *discoveryv3.DiscoveryResponse, allowUnkno
 		return Update{}, nil, false
 	}
 	dec := bootstrap.Decoder{AllowUnknown: allowUnknown, Types: d.types.resolver}
+	if d.endpoints != nil {
+		d.endpoints.begin()
+		defer d.endpoints.end()
+	}
 	u = Update{VersionInfo: resp.GetVersionInfo()}
 	if n := len(resp.GetResources()); n > 0 {
 		u.Resources = make([]proto.Message, 0, n)
@@ -43,11 +47,10 @@ func (d *decoder) decodeResponse(resp *discoveryv3.DiscoveryResponse, allowUnkno
 		if a.GetTypeUrl() != d.typeURL || len(a.ProtoReflect().GetUnknown()) > 0 {
 			return Update{}, nil, false
 		}
-		m := d.resourceType.New().Interface()
 		// The depth is the resource's in the response, as decodeBytes
 		// meets it: the response, the Any, (the wrapper, its Any,) the
 		// resource.
-		un, err := dec.DecodeWire(path, depth, a.GetValue(), m)
+		m, un, err := d.decodeResource(dec, path, depth, a.GetValue())
 		if err != nil {
 			return Update{}, nil, false
 		}
@@ -77,4 +80,17 @@ func plainWrapper(value []byte) *discoveryv3.Resource {
 		return nil
 	}
 	return w
+}
+
+// decodeResource decodes one resource's wire form at path and depth: a
+// large load assignment by parts when it is plain, anything else whole.
+func (d *decoder) decodeResource(dec bootstrap.Decoder, path string, depth int, value []byte) (proto.Message, []string, error) {
+	if d.endpoints != nil {
+		if cla, ok := d.endpoints.decode(dec, depth, value); ok {
+			return cla, nil, nil
+		}
+	}
+	m := d.resourceType.New().Interface()
+	unknown, err := dec.DecodeWire(path, depth, value, m)
+	return m, unknown, err
 }
