@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"net/netip"
+	"strconv"
 
 	"google.golang.org/protobuf/proto"
 
@@ -111,8 +112,23 @@ func sameHost(h *upstream.Host, ep *endpoint, cluster string) bool {
 		h.ConfigHealth != ep.lbe.GetHealthStatus() {
 		return false
 	}
-	if ap, err := netip.ParseAddrPort(h.Address); err != nil || ap != netip.AddrPortFrom(ep.ip, ep.port) {
+	if !hostAt(h.Address, ep) {
 		return false
 	}
 	return h.Metadata == ep.lbe.GetMetadata() || proto.Equal(h.Metadata, ep.lbe.GetMetadata())
+}
+
+// hostAt reports whether address (a host's, "ip:port" in netip's form) is
+// ep's. The text is compared first: an IPv4 literal that parses is in
+// netip's form already, so the address is the literal, a colon and the
+// port; anything else (IPv6 in brackets) is parsed.
+func hostAt(address string, ep *endpoint) bool {
+	if n := len(ep.name); len(address) > n+1 && address[:n] == ep.name && address[n] == ':' {
+		var buf [8]byte
+		if address[n+1:] == string(strconv.AppendUint(buf[:0], uint64(ep.port), 10)) {
+			return true
+		}
+	}
+	ap, err := netip.ParseAddrPort(address)
+	return err == nil && ap == netip.AddrPortFrom(ep.ip, ep.port)
 }

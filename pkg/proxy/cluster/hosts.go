@@ -165,7 +165,7 @@ func buildEndpoint(lbe *endpointv3.LbEndpoint, names bool) (endpoint, []error) {
 		return endpoint{}, []error{configErrorf("endpoint", "required")}
 	}
 	var errs []error
-	name, port, err := socketAddress(ep.GetAddress(), names)
+	name, ip, port, err := socketAddress(ep.GetAddress(), names)
 	if err != nil {
 		errs = append(errs, prefixed(join("endpoint", "address"), err))
 	}
@@ -180,7 +180,7 @@ func buildEndpoint(lbe *endpointv3.LbEndpoint, names bool) (endpoint, []error) {
 		return endpoint{}, errs
 	}
 	out := endpoint{name: name, port: port, lbe: lbe, canary: canary}
-	if ip, err := netip.ParseAddr(name); err == nil && !names {
+	if !names {
 		out.ip = ip
 	}
 	return out, nil
@@ -207,26 +207,29 @@ func (ep *endpoint) newHost(cluster string) *upstream.Host {
 
 // socketAddress checks an endpoint's address: an IP literal (STATIC
 // clusters have nothing to resolve names with) or, with names, a host
-// name too; and a port.
-func socketAddress(a *corev3.Address, names bool) (string, uint16, error) {
+// name too; and a port. ip is the address's when it is an IP literal
+// without a zone.
+func socketAddress(a *corev3.Address, names bool) (string, netip.Addr, uint16, error) {
 	sa := a.GetSocketAddress()
 	if sa == nil {
-		return "", 0, configErrorf("socket_address", "required")
+		return "", netip.Addr{}, 0, configErrorf("socket_address", "required")
 	}
 	addr := sa.GetAddress()
-	if ip, err := netip.ParseAddr(addr); err != nil || ip.Zone() != "" {
+	ip, err := netip.ParseAddr(addr)
+	if err != nil || ip.Zone() != "" {
+		ip = netip.Addr{}
 		switch {
 		case !names:
-			return "", 0, configErrorf(join("socket_address", "address"), "%q is not an IP address (a STATIC cluster's endpoints are IPv4 or IPv6 literals)", addr)
+			return "", ip, 0, configErrorf(join("socket_address", "address"), "%q is not an IP address (a STATIC cluster's endpoints are IPv4 or IPv6 literals)", addr)
 		case !validHostName(addr):
-			return "", 0, configErrorf(join("socket_address", "address"), "%q is neither a host name nor an IP address", addr)
+			return "", ip, 0, configErrorf(join("socket_address", "address"), "%q is neither a host name nor an IP address", addr)
 		}
 	}
 	port := sa.GetPortValue()
 	if port == 0 || port > 65535 {
-		return "", 0, configErrorf(join("socket_address", "port_value"), "%d is not a port (1 to 65535)", port)
+		return "", netip.Addr{}, 0, configErrorf(join("socket_address", "port_value"), "%d is not a port (1 to 65535)", port)
 	}
-	return addr, uint16(port), nil
+	return addr, ip, uint16(port), nil
 }
 
 // validHostName reports whether name can be asked of the DNS: labels of 1
