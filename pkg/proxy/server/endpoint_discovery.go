@@ -72,6 +72,10 @@ type edsCluster struct {
 	// stream; stream is then the cluster's own stream, once opened.
 	api    *corev3.ApiConfigSource
 	stream *adsClient
+	// fetchTimer is the initial fetch timeout's, stopped by the first
+	// load assignment (it could only find the warming over); d.mu
+	// guards it.
+	fetchTimer *time.Timer
 
 	mu         sync.Mutex
 	assignment *endpointv3.ClusterLoadAssignment // the last accepted, nil before
@@ -284,12 +288,11 @@ func (d *endpointDiscovery) arm(ec *edsCluster) {
 	if ec.timeout <= 0 {
 		return
 	}
-	log := d.s.logs.Logger("upstream")
-	time.AfterFunc(ec.timeout, func() {
+	ec.fetchTimer = time.AfterFunc(ec.timeout, func() {
 		if ec.c.EndWarming() {
 			ec.stats.initFetchTimeout.Inc()
 			ec.stats.attempt.Inc()
-			logging.Warning(log, "eds: initial fetch timed out; the cluster starts without endpoints", "cluster", ec.c.Name())
+			logging.Warning(d.s.logs.Logger("upstream"), "eds: initial fetch timed out; the cluster starts without endpoints", "cluster", ec.c.Name())
 		}
 	})
 }
@@ -297,6 +300,12 @@ func (d *endpointDiscovery) arm(ec *edsCluster) {
 // install gives a cluster its hosts from an accepted load assignment.
 func (d *endpointDiscovery) install(ec *edsCluster, cla *endpointv3.ClusterLoadAssignment, priorities [][]*upstream.Host, version string) {
 	ec.c.SetEDSHosts(priorities)
+	if ec.fetchTimer != nil {
+		// Warm now: the timer (and what it holds) can go at once
+		// rather than when it fires.
+		ec.fetchTimer.Stop()
+		ec.fetchTimer = nil
+	}
 	ec.mu.Lock()
 	ec.assignment, ec.version, ec.updated = cla, version, d.s.now()
 	ec.mu.Unlock()
