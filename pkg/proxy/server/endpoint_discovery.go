@@ -57,7 +57,7 @@ type endpointDiscovery struct {
 // acceptedAssignment is a load assignment with the version_info of the
 // response that brought it.
 type acceptedAssignment struct {
-	cla     *endpointv3.ClusterLoadAssignment
+	cla     keptAssignment
 	version string
 }
 
@@ -78,7 +78,7 @@ type edsCluster struct {
 	fetchTimer *time.Timer
 
 	mu         sync.Mutex
-	assignment *endpointv3.ClusterLoadAssignment // the last accepted, nil before
+	assignment keptAssignment // the last accepted, none before
 	// version and updated are the version_info of the response that
 	// brought the assignment, and when it was applied.
 	version string
@@ -260,8 +260,9 @@ func (d *endpointDiscovery) sync(discovered []*cluster.Cluster) error {
 	for _, ec := range added {
 		d.arm(ec)
 		if last, ok := d.last[ec.service]; ok {
-			if priorities, err := ec.c.EDSHosts(last.cla); err == nil {
-				d.install(ec, last.cla, priorities, last.version)
+			cla := last.cla.get()
+			if priorities, err := ec.c.EDSHosts(cla); err == nil {
+				d.install(ec, cla, last.cla, priorities, last.version)
 			}
 		}
 	}
@@ -298,7 +299,7 @@ func (d *endpointDiscovery) arm(ec *edsCluster) {
 }
 
 // install gives a cluster its hosts from an accepted load assignment.
-func (d *endpointDiscovery) install(ec *edsCluster, cla *endpointv3.ClusterLoadAssignment, priorities [][]*upstream.Host, version string) {
+func (d *endpointDiscovery) install(ec *edsCluster, cla *endpointv3.ClusterLoadAssignment, kept keptAssignment, priorities [][]*upstream.Host, version string) {
 	ec.c.SetEDSHosts(priorities)
 	if ec.fetchTimer != nil {
 		// Warm now: the timer (and what it holds) can go at once
@@ -307,7 +308,7 @@ func (d *endpointDiscovery) install(ec *edsCluster, cla *endpointv3.ClusterLoadA
 		ec.fetchTimer = nil
 	}
 	ec.mu.Lock()
-	ec.assignment, ec.version, ec.updated = cla, version, d.s.now()
+	ec.assignment, ec.version, ec.updated = kept, version, d.s.now()
 	ec.mu.Unlock()
 	st := ec.stats
 	st.success.Inc()
@@ -363,8 +364,9 @@ func (d *endpointDiscovery) apply(s *Server) func(xds.Update) error {
 		// The assignments are the update's own, decoded for it, and
 		// nothing changes them: they are kept as they are, not copied.
 		for _, ch := range changes {
-			d.last[ch.cla.GetClusterName()] = acceptedAssignment{cla: ch.cla, version: ch.version}
-			d.install(ch.ec, ch.cla, ch.priorities, ch.version)
+			kept := keepAssignment(ch.cla)
+			d.last[ch.cla.GetClusterName()] = acceptedAssignment{cla: kept, version: ch.version}
+			d.install(ch.ec, ch.cla, kept, ch.priorities, ch.version)
 		}
 		return nil
 	}
@@ -382,7 +384,7 @@ func (d *endpointDiscovery) assignment(cluster string) *endpointv3.ClusterLoadAs
 		if ec.c.Name() == cluster {
 			ec.mu.Lock()
 			defer ec.mu.Unlock()
-			return ec.assignment
+			return ec.assignment.get()
 		}
 	}
 	return nil
@@ -405,8 +407,9 @@ func (d *endpointDiscovery) dynamicDump() []*adminv3.EndpointsConfigDump_Dynamic
 			continue
 		}
 		ec.mu.Lock()
-		cla, version, updated := ec.assignment, ec.version, ec.updated
+		kept, version, updated := ec.assignment, ec.version, ec.updated
 		ec.mu.Unlock()
+		cla := kept.get()
 		if cla == nil {
 			continue
 		}
