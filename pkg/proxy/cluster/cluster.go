@@ -157,7 +157,6 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 		rand:     d.rand,
 		scope:    scope,
 		runtime:  d.runtime,
-		conns:    map[*trackedConn]struct{}{},
 		lbStats:  newLBStats(scope, s.subsets != nil),
 		local:    d.local,
 	}
@@ -602,6 +601,11 @@ func (c *Cluster) track(tc *trackedConn) bool {
 	defer c.connsMu.Unlock()
 	if c.closed.Load() {
 		return false
+	}
+	if c.conns == nil {
+		// Made by the first connection: most discovered clusters of a
+		// large set never open one.
+		c.conns = map[*trackedConn]struct{}{}
 	}
 	c.conns[tc] = struct{}{}
 	return true
