@@ -116,7 +116,7 @@ type hostSet struct {
 	canaries   map[string]bool  // addresses of canary hosts; nil when none
 	// h1 holds the HTTP/1.1 pool of each host (nil for an HTTP/2
 	// cluster); byAddr finds hosts for the HTTP/2 transport's dials.
-	h1     map[*upstream.Host]*http1Pool
+	h1     http1Pools
 	byAddr map[string]*upstream.Host
 }
 
@@ -269,12 +269,12 @@ func (c *Cluster) installLocked(priorities [][]*upstream.Host, counted bool) {
 		}
 	}
 	if !c.settings.protocol.http2 {
-		hs.h1 = make(map[*upstream.Host]*http1Pool, len(hs.hosts))
+		hs.h1 = newHTTP1Pools(len(hs.hosts))
 		for _, h := range hs.hosts {
 			if p := old.pool(h); p != nil {
-				hs.h1[h] = p
+				hs.h1.put(h, p)
 			} else {
-				hs.h1[h] = &http1Pool{}
+				hs.h1.put(h, &http1Pool{})
 			}
 		}
 	}
@@ -298,8 +298,8 @@ func (c *Cluster) installLocked(priorities [][]*upstream.Host, counted bool) {
 		return
 	}
 	removed := false
-	for h, p := range old.h1 {
-		if hs.h1[h] == nil {
+	for h, p := range old.h1.all() {
+		if hs.h1.get(h) == nil {
 			p.retire()
 			removed = true
 		}
@@ -406,7 +406,7 @@ func (hs *hostSet) pool(h *upstream.Host) *http1Pool {
 	if hs == nil {
 		return nil
 	}
-	return hs.h1[h]
+	return hs.h1.get(h)
 }
 
 // publishMembership sets the membership gauges from the hosts' health.
@@ -651,7 +651,7 @@ func (c *Cluster) Close() {
 	}
 	c.connsMu.Unlock()
 
-	for _, p := range c.set.Load().h1 {
+	for _, p := range c.set.Load().h1.all() {
 		p.closeIdle()
 		p.wakeAll()
 	}
