@@ -116,7 +116,7 @@ type hostSet struct {
 	canaries   map[string]bool  // addresses of canary hosts; nil when none
 	// h1 holds the HTTP/1.1 pool of each host (nil for an HTTP/2
 	// cluster); byAddr finds hosts for the HTTP/2 transport's dials.
-	h1     map[*upstream.Host]*http1Pool
+	h1     http1Pools
 	byAddr map[string]*upstream.Host
 }
 
@@ -157,7 +157,6 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 		rand:     d.rand,
 		scope:    scope,
 		runtime:  d.runtime,
-		conns:    map[*trackedConn]struct{}{},
 		lbStats:  newLBStats(scope, s.subsets != nil),
 		local:    d.local,
 	}
@@ -270,12 +269,12 @@ func (c *Cluster) installLocked(priorities [][]*upstream.Host, counted bool) {
 		}
 	}
 	if !c.settings.protocol.http2 {
-		hs.h1 = make(map[*upstream.Host]*http1Pool, len(hs.hosts))
+		hs.h1 = newHTTP1Pools(len(hs.hosts))
 		for _, h := range hs.hosts {
 			if p := old.pool(h); p != nil {
-				hs.h1[h] = p
+				hs.h1.put(h, p)
 			} else {
-				hs.h1[h] = &http1Pool{}
+				hs.h1.put(h, &http1Pool{})
 			}
 		}
 	}
@@ -299,8 +298,8 @@ func (c *Cluster) installLocked(priorities [][]*upstream.Host, counted bool) {
 		return
 	}
 	removed := false
-	for h, p := range old.h1 {
-		if hs.h1[h] == nil {
+	for h, p := range old.h1.all() {
+		if hs.h1.get(h) == nil {
 			p.retire()
 			removed = true
 		}
@@ -341,25 +340,43 @@ func (c *Cluster) lbConfig(hs, old *hostSet) lb.Config {
 	if c.firstSet.IsZero() && len(hs.hosts) > 0 {
 		c.firstSet = now
 	}
+	// An EDS update builds the hosts it changed again: one whose address
+	// the previous set had is the same host to Envoy, and keeps its
+	// creation time (and so its place in slow start). A few new hosts
+	// look theirs up one by one; many, in a map of the previous set.
+	fresh := 0
+	for _, h := range hs.hosts {
+		if h.Created.IsZero() {
+			fresh++
+		}
+	}
 	var kept map[string]time.Time
+	if fresh > 16 && old != nil {
+		kept = make(map[string]time.Time, len(old.hosts))
+		for _, o := range old.hosts {
+			kept[o.Address] = o.Created
+		}
+	}
 	for _, h := range hs.hosts {
 		if !h.Created.IsZero() {
 			continue
 		}
-		// An EDS update builds every host again: one whose address the
-		// previous set had is the same host to Envoy, and keeps its
-		// creation time (and so its place in slow start).
-		if kept == nil && old != nil {
-			kept = make(map[string]time.Time, len(old.hosts))
-			for _, o := range old.hosts {
-				kept[o.Address] = o.Created
+		var t time.Time
+		if kept != nil {
+			t = kept[h.Address]
+		} else if old != nil {
+			// The last of an address, as the map keeps it.
+			for i := len(old.hosts) - 1; i >= 0; i-- {
+				if old.hosts[i].Address == h.Address {
+					t = old.hosts[i].Created
+					break
+				}
 			}
 		}
-		if t, ok := kept[h.Address]; ok && !t.IsZero() {
-			h.Created = t
-		} else {
-			h.Created = now
+		if t.IsZero() {
+			t = now
 		}
+		h.Created = t
 	}
 	p := c.settings.policy
 	if p == nil {
@@ -389,7 +406,7 @@ func (hs *hostSet) pool(h *upstream.Host) *http1Pool {
 	if hs == nil {
 		return nil
 	}
-	return hs.h1[h]
+	return hs.h1.get(h)
 }
 
 // publishMembership sets the membership gauges from the hosts' health.
@@ -585,6 +602,11 @@ func (c *Cluster) track(tc *trackedConn) bool {
 	if c.closed.Load() {
 		return false
 	}
+	if c.conns == nil {
+		// Made by the first connection: most discovered clusters of a
+		// large set never open one.
+		c.conns = map[*trackedConn]struct{}{}
+	}
 	c.conns[tc] = struct{}{}
 	return true
 }
@@ -629,7 +651,7 @@ func (c *Cluster) Close() {
 	}
 	c.connsMu.Unlock()
 
-	for _, p := range c.set.Load().h1 {
+	for _, p := range c.set.Load().h1.all() {
 		p.closeIdle()
 		p.wakeAll()
 	}

@@ -255,7 +255,7 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 		return s, errs
 	}
 	s.notes = append(s.notes, ignoredOrigDstFields(c)...)
-	s.priorities, errList = buildHosts(s.name, la)
+	s.priorities, errList = buildHosts(s.name, la, nil)
 	for _, err := range errList {
 		errs = append(errs, prefixed("load_assignment", err))
 	}

@@ -23,6 +23,11 @@ type DialFunc func(ctx context.Context, address string) (net.Conn, error)
 // TCP, with TCP keep-alive only when the cluster configures it (Go's
 // dialer would otherwise enable it; Envoy does not).
 func tcpDialer(keepalive *net.KeepAliveConfig, bind *bindSettings) DialFunc {
+	if keepalive == nil && bind == nil {
+		// Most clusters: a function without a dialer of its own, which
+		// would be some 150 bytes of every cluster's memory.
+		return plainDial
+	}
 	d := net.Dialer{KeepAlive: -1}
 	if keepalive != nil {
 		d.KeepAliveConfig = *keepalive
@@ -38,6 +43,13 @@ func tcpDialer(keepalive *net.KeepAliveConfig, bind *bindSettings) DialFunc {
 	return func(ctx context.Context, address string) (net.Conn, error) {
 		return d.DialContext(ctx, "tcp", address)
 	}
+}
+
+// plainDial dials plain TCP without keep-alive: tcpDialer's for a cluster
+// with neither keep-alive nor bind settings.
+func plainDial(ctx context.Context, address string) (net.Conn, error) {
+	d := net.Dialer{KeepAlive: -1}
+	return d.DialContext(ctx, "tcp", address)
 }
 
 // keepaliveConfig converts a TcpKeepalive: each unset value keeps the

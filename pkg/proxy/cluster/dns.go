@@ -34,7 +34,7 @@ func buildDNS(c *clusterv3.Cluster, name string, reg *extension.Registry) (*dnsS
 			errs = append(errs, configErrorf("load_assignment", "LOGICAL_DNS clusters must have a single locality_lb_endpoint and a single lb_endpoint"))
 		}
 	}
-	eps, eerrs := buildEndpoints(name, la, true)
+	eps, eerrs := buildEndpoints(name, la, true, nil)
 	for _, err := range eerrs {
 		errs = append(errs, prefixed("load_assignment", err))
 	}

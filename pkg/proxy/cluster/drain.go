@@ -23,7 +23,7 @@ const drainQuiet = time.Second
 func (c *Cluster) drain() {
 	// A cluster out of service checks no host.
 	c.stopHealthChecks()
-	for _, p := range c.set.Load().h1 {
+	for _, p := range c.set.Load().h1.all() {
 		p.retire()
 	}
 	t := time.NewTicker(drainPoll)

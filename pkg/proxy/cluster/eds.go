@@ -53,7 +53,9 @@ func (c *Cluster) EDSServiceName() (string, bool) {
 
 // EDSHosts checks a load assignment for an EDS cluster and returns its
 // hosts by priority, for SetEDSHosts; nothing changes yet, so that every
-// assignment of a discovery response is checked before any applies.
+// assignment of a discovery response is checked before any applies. An
+// endpoint identical to one of the cluster's hosts keeps that host (see
+// hostReuse).
 // Errors are relative to the load assignment.
 func (c *Cluster) EDSHosts(cla *endpointv3.ClusterLoadAssignment) ([][]*upstream.Host, error) {
 	if c.settings.eds == nil {
@@ -65,7 +67,7 @@ func (c *Cluster) EDSHosts(cla *endpointv3.ClusterLoadAssignment) ([][]*upstream
 		// the cluster's; not carried over yet.
 		errs = append(errs, configErrorf("policy", "not supported by Outrigger in a discovered load assignment"))
 	}
-	priorities, herrs := buildHosts(c.settings.name, cla)
+	priorities, herrs := buildHosts(c.settings.name, cla, newHostReuse(c.set.Load()))
 	errs = append(errs, herrs...)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

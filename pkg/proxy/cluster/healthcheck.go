@@ -188,6 +188,9 @@ func (c *Cluster) keepHealthyRemoved(priorities [][]*upstream.Host) [][]*upstrea
 	for _, level := range priorities {
 		for _, h := range level {
 			wanted[h.Address] = true
+			// A host kept by the update (the same object) that a health
+			// change removed meanwhile is wanted again all the same.
+			h.ClearHealthFlag(upstream.PendingDynamicRemoval)
 		}
 	}
 	for _, h := range old.hosts {

@@ -14,6 +14,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
@@ -148,13 +149,20 @@ func TestEDSUpdateKeepsHealth(t *testing.T) {
 	if !first.Healthy() {
 		t.Fatal("host failed its first check")
 	}
-	// The next assignment builds new hosts; the one at the same address
-	// keeps its health (the next check is 10 s away).
+	// The same assignment keeps the host; one that changes the
+	// endpoint's weight builds a new host at the same address, which
+	// keeps the health (the next check is 10 s away).
+	priorities, _ = c.EDSHosts(cla)
+	c.SetEDSHosts(priorities)
+	if c.Hosts()[0] != first {
+		t.Fatal("the unchanged endpoint did not keep its host")
+	}
+	cla.Endpoints[0].LbEndpoints[0].LoadBalancingWeight = wrapperspb.UInt32(2)
 	priorities, _ = c.EDSHosts(cla)
 	c.SetEDSHosts(priorities)
 	again := c.Hosts()[0]
 	if again == first {
-		t.Fatal("the test needs a new host object")
+		t.Fatal("the changed endpoint kept its host object")
 	}
 	if !again.Healthy() || again.HasHealthFlag(upstream.FailedActiveHC) {
 		t.Fatalf("kept host lost its health: flags %b", again.HealthFlags())

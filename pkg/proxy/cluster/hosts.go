@@ -34,17 +34,25 @@ const (
 type endpoint struct {
 	host *upstream.Host
 	// name is socket_address.address: an IP literal, or for DNS clusters
-	// a host name.
+	// a host name; ip is the literal's address, invalid for a name.
 	name string
+	ip   netip.Addr
 	port uint16
+	// The entry's own settings and place, for the host.
+	lbe            *endpointv3.LbEndpoint
+	canary         bool
+	priority       uint32
+	locality       upstream.Locality
+	localityWeight uint32
 }
 
 // buildHosts turns a STATIC cluster's load assignment into hosts grouped
 // by priority (index 0 first; levels without endpoints are empty), each
 // level in configuration order. Errors are relative to the load
-// assignment.
-func buildHosts(cluster string, la *endpointv3.ClusterLoadAssignment) ([][]*upstream.Host, []error) {
-	eps, errs := buildEndpoints(cluster, la, false)
+// assignment. With reuse, an endpoint identical to a host of it is that
+// host (see hostReuse).
+func buildHosts(cluster string, la *endpointv3.ClusterLoadAssignment, reuse *hostReuse) ([][]*upstream.Host, []error) {
+	eps, errs := buildEndpoints(cluster, la, false, reuse)
 	var levels [][]*upstream.Host
 	for _, ep := range eps {
 		p := ep.host.Priority
@@ -63,15 +71,27 @@ func buildHosts(cluster string, la *endpointv3.ClusterLoadAssignment) ([][]*upst
 // buildEndpoints checks every endpoint of a load assignment, in
 // configuration order. With names, an address may be a host name (DNS
 // clusters); otherwise it must be an IP literal, and the host's Address is
-// set. Errors are relative to the load assignment.
-func buildEndpoints(cluster string, la *endpointv3.ClusterLoadAssignment, names bool) ([]endpoint, []error) {
+// set. Errors are relative to the load assignment. With reuse (IP
+// literals only), an endpoint identical to one of its hosts takes that
+// host instead of a new one.
+func buildEndpoints(cluster string, la *endpointv3.ClusterLoadAssignment, names bool, reuse *hostReuse) ([]endpoint, []error) {
 	var (
 		eps  []endpoint
 		errs []error
-		// weights are the locality weights per priority and locality:
-		// Envoy keeps one per locality of a level, the last one given.
-		weights map[localityKey]uint32
 	)
+	if reuse != nil {
+		// A large assignment is built once; the count is cheap.
+		n := 0
+		for _, lle := range la.GetEndpoints() {
+			n += len(lle.GetLbEndpoints())
+		}
+		eps = make([]endpoint, 0, n)
+	}
+	// weights are the locality weights per priority and locality: Envoy
+	// keeps one per locality of a level, the last one given. They are
+	// known before any host is built, so that a host is complete when
+	// built (a reused one is never written).
+	weights := localityWeights(la)
 	for i, lle := range la.GetEndpoints() {
 		path := index("endpoints", i)
 		p := lle.GetPriority()
@@ -84,35 +104,51 @@ func buildEndpoints(cluster string, la *endpointv3.ClusterLoadAssignment, names 
 		if err := checkWeight(lle.GetLoadBalancingWeight()); err != nil {
 			errs = append(errs, prefixed(join(path, "load_balancing_weight"), err))
 		}
-		loc := upstream.Locality{
-			Region:  lle.GetLocality().GetRegion(),
-			Zone:    lle.GetLocality().GetZone(),
-			SubZone: lle.GetLocality().GetSubZone(),
+		loc := localityOf(lle)
+		for j, lbe := range lle.GetLbEndpoints() {
+			ep, herrs := buildEndpoint(lbe, names)
+			if len(herrs) > 0 {
+				for _, err := range herrs {
+					errs = append(errs, prefixed(index(join(path, "lb_endpoints"), j), err))
+				}
+				continue
+			}
+			ep.priority, ep.locality, ep.localityWeight = p, loc, weights[localityKey{p, loc}]
+			ep.host = reuse.take(&ep, cluster)
+			eps = append(eps, ep)
 		}
+	}
+	reuse.takeMoved(eps, cluster)
+	for i := range eps {
+		if eps[i].host == nil {
+			eps[i].host = eps[i].newHost(cluster)
+		}
+	}
+	return eps, errs
+}
+
+// localityWeights are the load_balancing_weight of each locality of each
+// priority level, the last one given.
+func localityWeights(la *endpointv3.ClusterLoadAssignment) map[localityKey]uint32 {
+	var weights map[localityKey]uint32
+	for _, lle := range la.GetEndpoints() {
 		if w := lle.GetLoadBalancingWeight(); w != nil {
 			if weights == nil {
 				weights = map[localityKey]uint32{}
 			}
-			weights[localityKey{p, loc}] = w.GetValue()
-		}
-		for j, lbe := range lle.GetLbEndpoints() {
-			ep, herrs := buildEndpoint(lbe, names)
-			for _, err := range herrs {
-				errs = append(errs, prefixed(index(join(path, "lb_endpoints"), j), err))
-			}
-			if ep.host == nil {
-				continue
-			}
-			ep.host.Cluster = cluster
-			ep.host.Locality = loc
-			ep.host.Priority = p
-			eps = append(eps, ep)
+			weights[localityKey{lle.GetPriority(), localityOf(lle)}] = w.GetValue()
 		}
 	}
-	for _, ep := range eps {
-		ep.host.LocalityWeight = weights[localityKey{ep.host.Priority, ep.host.Locality}]
+	return weights
+}
+
+// localityOf is a locality_lb_endpoints entry's locality.
+func localityOf(lle *endpointv3.LocalityLbEndpoints) upstream.Locality {
+	return upstream.Locality{
+		Region:  lle.GetLocality().GetRegion(),
+		Zone:    lle.GetLocality().GetZone(),
+		SubZone: lle.GetLocality().GetSubZone(),
 	}
-	return eps, errs
 }
 
 // localityKey is one locality of one priority level.
@@ -122,14 +158,14 @@ type localityKey struct {
 }
 
 // buildEndpoint checks one lb_endpoints entry, or reports every problem of
-// the entry.
+// the entry; the host is built by the caller.
 func buildEndpoint(lbe *endpointv3.LbEndpoint, names bool) (endpoint, []error) {
 	ep := lbe.GetEndpoint()
 	if ep == nil {
 		return endpoint{}, []error{configErrorf("endpoint", "required")}
 	}
 	var errs []error
-	name, port, err := socketAddress(ep.GetAddress(), names)
+	name, ip, port, err := socketAddress(ep.GetAddress(), names)
 	if err != nil {
 		errs = append(errs, prefixed(join("endpoint", "address"), err))
 	}
@@ -143,41 +179,57 @@ func buildEndpoint(lbe *endpointv3.LbEndpoint, names bool) (endpoint, []error) {
 	if len(errs) > 0 {
 		return endpoint{}, errs
 	}
+	out := endpoint{name: name, port: port, lbe: lbe, canary: canary}
+	if !names {
+		out.ip = ip
+	}
+	return out, nil
+}
+
+// newHost builds the host of a checked entry.
+func (ep *endpoint) newHost(cluster string) *upstream.Host {
 	h := &upstream.Host{
-		Hostname:     ep.GetHostname(),
-		Weight:       orDefault(lbe.GetLoadBalancingWeight(), MinWeight),
-		Canary:       canary,
-		Metadata:     lbe.GetMetadata(),
-		ConfigHealth: lbe.GetHealthStatus(),
+		Hostname:       ep.lbe.GetEndpoint().GetHostname(),
+		Cluster:        cluster,
+		Locality:       ep.locality,
+		Priority:       ep.priority,
+		Weight:         orDefault(ep.lbe.GetLoadBalancingWeight(), MinWeight),
+		LocalityWeight: ep.localityWeight,
+		Canary:         ep.canary,
+		Metadata:       ep.lbe.GetMetadata(),
+		ConfigHealth:   ep.lbe.GetHealthStatus(),
 	}
-	if ip, err := netip.ParseAddr(name); err == nil && !names {
-		h.Address = netip.AddrPortFrom(ip, port).String()
+	if ep.ip.IsValid() {
+		h.Address = netip.AddrPortFrom(ep.ip, ep.port).String()
 	}
-	return endpoint{host: h, name: name, port: port}, nil
+	return h
 }
 
 // socketAddress checks an endpoint's address: an IP literal (STATIC
 // clusters have nothing to resolve names with) or, with names, a host
-// name too; and a port.
-func socketAddress(a *corev3.Address, names bool) (string, uint16, error) {
+// name too; and a port. ip is the address's when it is an IP literal
+// without a zone.
+func socketAddress(a *corev3.Address, names bool) (string, netip.Addr, uint16, error) {
 	sa := a.GetSocketAddress()
 	if sa == nil {
-		return "", 0, configErrorf("socket_address", "required")
+		return "", netip.Addr{}, 0, configErrorf("socket_address", "required")
 	}
 	addr := sa.GetAddress()
-	if ip, err := netip.ParseAddr(addr); err != nil || ip.Zone() != "" {
+	ip, err := netip.ParseAddr(addr)
+	if err != nil || ip.Zone() != "" {
+		ip = netip.Addr{}
 		switch {
 		case !names:
-			return "", 0, configErrorf(join("socket_address", "address"), "%q is not an IP address (a STATIC cluster's endpoints are IPv4 or IPv6 literals)", addr)
+			return "", ip, 0, configErrorf(join("socket_address", "address"), "%q is not an IP address (a STATIC cluster's endpoints are IPv4 or IPv6 literals)", addr)
 		case !validHostName(addr):
-			return "", 0, configErrorf(join("socket_address", "address"), "%q is neither a host name nor an IP address", addr)
+			return "", ip, 0, configErrorf(join("socket_address", "address"), "%q is neither a host name nor an IP address", addr)
 		}
 	}
 	port := sa.GetPortValue()
 	if port == 0 || port > 65535 {
-		return "", 0, configErrorf(join("socket_address", "port_value"), "%d is not a port (1 to 65535)", port)
+		return "", netip.Addr{}, 0, configErrorf(join("socket_address", "port_value"), "%d is not a port (1 to 65535)", port)
 	}
-	return addr, uint16(port), nil
+	return addr, ip, uint16(port), nil
 }
 
 // validHostName reports whether name can be asked of the DNS: labels of 1

@@ -6,6 +6,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -25,7 +26,8 @@ func claOf(ports ...uint32) *endpointv3.ClusterLoadAssignment {
 
 // TestOutlierAcrossEDSUpdates: every host has its monitor once
 // published; an ejected host stays ejected, out of the load balancer,
-// when a new load assignment keeps its address (new host objects), and
+// when a new load assignment keeps its endpoint (the same host) or only
+// its address (a new host object), and
 // the ejection count follows hosts that leave.
 func TestOutlierAcrossEDSUpdates(t *testing.T) {
 	m, store, _ := newTestManager(t, `
@@ -55,12 +57,27 @@ func TestOutlierAcrossEDSUpdates(t *testing.T) {
 		}
 	}
 	apply(8080, 8081, 8082)
-	kept := c.Hosts()[0]
-	if kept == first || kept.Address != first.Address {
+	if kept := c.Hosts()[0]; kept != first {
+		t.Fatalf("the unchanged endpoint at %s did not keep its host", first.Address)
+	}
+	if !first.HasHealthFlag(upstream.FailedOutlierCheck) || first.Outlier() == nil {
+		t.Fatal("the host kept across the update lost its ejection or its monitor")
+	}
+	// An endpoint changed in a setting (its weight) is a new host at the
+	// same address, which takes the ejection and the monitor over.
+	changed := claOf(8080, 8081, 8082)
+	changed.Endpoints[0].LbEndpoints[0].LoadBalancingWeight = wrapperspb.UInt32(2)
+	p, err := c.EDSHosts(changed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetEDSHosts(p)
+	renewed := c.Hosts()[0]
+	if renewed == first || renewed.Address != first.Address {
 		t.Fatalf("expected a new host object at %s", first.Address)
 	}
-	if !kept.HasHealthFlag(upstream.FailedOutlierCheck) || kept.Outlier() != first.Outlier() {
-		t.Fatal("the host kept across the update lost its ejection or its monitor")
+	if !renewed.HasHealthFlag(upstream.FailedOutlierCheck) || renewed.Outlier() != first.Outlier() {
+		t.Fatal("the host renewed by the update lost its ejection or its monitor")
 	}
 	for range 6 {
 		if h := c.PickHost(nil); h.Address == first.Address {

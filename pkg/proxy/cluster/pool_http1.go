@@ -96,7 +96,7 @@ func (c *Cluster) AcquireHTTP1Until(ctx context.Context, h *upstream.Host, deadl
 // acquireHTTP1 is AcquireHTTP1 once the request holds its max_requests
 // unit.
 func (c *Cluster) acquireHTTP1(ctx context.Context, h *upstream.Host, res *resources, deadline time.Time, gone func() bool) (*upstream.Conn, error) {
-	p := c.set.Load().h1[h]
+	p := c.set.Load().h1.get(h)
 	if p == nil {
 		switch {
 		case c.settings.protocol.http2:
@@ -344,7 +344,7 @@ func (p *http1Pool) wakeAll() {
 // wakeWaiter tells one waiting request of the cluster that a connection
 // slot is free.
 func (c *Cluster) wakeWaiter() {
-	for _, p := range c.set.Load().h1 {
+	for _, p := range c.set.Load().h1.all() {
 		p.mu.Lock()
 		woke := p.signal(nil)
 		p.mu.Unlock()
@@ -429,7 +429,7 @@ func (c *Cluster) ReleaseHTTP1(conn *upstream.Conn, reusable bool) {
 			tc.discard()
 			return
 		}
-		p := c.set.Load().h1[tc.host]
+		p := c.set.Load().h1.get(tc.host)
 		if p == nil {
 			// The host left the cluster while the request ran.
 			tc.discard()

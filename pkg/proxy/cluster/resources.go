@@ -18,7 +18,7 @@ type resource struct {
 	// circuit_breakers.<cluster>.<priority>.<limit> overrides it, as in
 	// Envoy (see limit).
 	max   int64
-	key   string
+	key   breakerKey
 	rt    func() *runtime.Snapshot
 	cache atomic.Pointer[runtimeLimit]
 	count atomic.Int64
@@ -30,6 +30,28 @@ type resource struct {
 	remaining *stats.Gauge
 }
 
+// breakerKey names a breaker's runtime key,
+// circuit_breakers.<cluster>.<priority>.<limit>. The key is built when a
+// new runtime snapshot is read, not kept: eight keys of some fifty bytes
+// each were a twentieth of an idle cluster's memory. cluster is shared by
+// the cluster's breakers.
+type breakerKey struct {
+	cluster  *string
+	priority corev3.RoutingPriority
+	limit    uint8
+}
+
+// breakerLimits are the limits' names in runtime keys, by breakerKey.limit.
+var breakerLimits = [...]string{"max_connections", "max_pending_requests", "max_requests", "max_retries"}
+
+// String is the runtime key.
+func (k breakerKey) String() string {
+	if k.cluster == nil {
+		return ""
+	}
+	return "circuit_breakers." + *k.cluster + "." + priorityName(k.priority) + "." + breakerLimits[k.limit]
+}
+
 // runtimeLimit is a limit as one runtime snapshot sets it.
 type runtimeLimit struct {
 	snap *runtime.Snapshot
@@ -38,7 +60,7 @@ type runtimeLimit struct {
 
 // newResource creates a breaker with the configured limit, which the
 // runtime key (when rt is not nil) overrides.
-func newResource(limit uint32, key string, rt func() *runtime.Snapshot, open, remaining *stats.Gauge) *resource {
+func newResource(limit uint32, key breakerKey, rt func() *runtime.Snapshot, open, remaining *stats.Gauge) *resource {
 	r := &resource{max: int64(limit), key: key, rt: rt, open: open, remaining: remaining}
 	if remaining != nil {
 		remaining.Set(r.limit())
@@ -60,7 +82,7 @@ func (r *resource) limit() int64 {
 	if c := r.cache.Load(); c != nil && c.snap == snap {
 		return c.max
 	}
-	n := min(snap.Uint64(r.key, uint64(r.max)), math.MaxInt64)
+	n := min(snap.Uint64(r.key.String(), uint64(r.max)), math.MaxInt64)
 	r.cache.Store(&runtimeLimit{snap: snap, max: int64(n)})
 	return int64(n)
 }
@@ -143,9 +165,12 @@ func priorityName(p corev3.RoutingPriority) string {
 // stays 0, as Envoy's does without that limit.
 func newResources(scope stats.Scope, cluster string, t [numPriorities]Thresholds, rt func() *runtime.Snapshot) [numPriorities]resources {
 	var out [numPriorities]resources
+	name := &cluster
 	for p := range out {
 		prefix := "circuit_breakers." + priorityName(corev3.RoutingPriority(p)) + "."
-		key := "circuit_breakers." + cluster + "." + priorityName(corev3.RoutingPriority(p)) + "."
+		key := func(limit uint8) breakerKey {
+			return breakerKey{cluster: name, priority: corev3.RoutingPriority(p), limit: limit}
+		}
 		remaining := func(name string) *stats.Gauge {
 			if !t[p].TrackRemaining {
 				return nil
@@ -154,10 +179,10 @@ func newResources(scope stats.Scope, cluster string, t [numPriorities]Thresholds
 		}
 		scope.Gauge(prefix + "cx_pool_open")
 		out[p] = resources{
-			cx:      newResource(t[p].MaxConnections, key+"max_connections", rt, scope.Gauge(prefix+"cx_open"), remaining("remaining_cx")),
-			pending: newResource(t[p].MaxPendingRequests, key+"max_pending_requests", rt, scope.Gauge(prefix+"rq_pending_open"), remaining("remaining_pending")),
-			rq:      newResource(t[p].MaxRequests, key+"max_requests", rt, scope.Gauge(prefix+"rq_open"), remaining("remaining_rq")),
-			retries: newResource(t[p].MaxRetries, key+"max_retries", rt, scope.Gauge(prefix+"rq_retry_open"), remaining("remaining_retries")),
+			cx:      newResource(t[p].MaxConnections, key(0), rt, scope.Gauge(prefix+"cx_open"), remaining("remaining_cx")),
+			pending: newResource(t[p].MaxPendingRequests, key(1), rt, scope.Gauge(prefix+"rq_pending_open"), remaining("remaining_pending")),
+			rq:      newResource(t[p].MaxRequests, key(2), rt, scope.Gauge(prefix+"rq_open"), remaining("remaining_rq")),
+			retries: newResource(t[p].MaxRetries, key(3), rt, scope.Gauge(prefix+"rq_retry_open"), remaining("remaining_retries")),
 		}
 	}
 	return out

@@ -57,7 +57,7 @@ type endpointDiscovery struct {
 // acceptedAssignment is a load assignment with the version_info of the
 // response that brought it.
 type acceptedAssignment struct {
-	cla     *endpointv3.ClusterLoadAssignment
+	cla     keptAssignment
 	version string
 }
 
@@ -72,9 +72,13 @@ type edsCluster struct {
 	// stream; stream is then the cluster's own stream, once opened.
 	api    *corev3.ApiConfigSource
 	stream *adsClient
+	// fetchTimer is the initial fetch timeout's, stopped by the first
+	// load assignment (it could only find the warming over); d.mu
+	// guards it.
+	fetchTimer *time.Timer
 
 	mu         sync.Mutex
-	assignment *endpointv3.ClusterLoadAssignment // the last accepted, nil before
+	assignment keptAssignment // the last accepted, none before
 	// version and updated are the version_info of the response that
 	// brought the assignment, and when it was applied.
 	version string
@@ -256,8 +260,9 @@ func (d *endpointDiscovery) sync(discovered []*cluster.Cluster) error {
 	for _, ec := range added {
 		d.arm(ec)
 		if last, ok := d.last[ec.service]; ok {
-			if priorities, err := ec.c.EDSHosts(last.cla); err == nil {
-				d.install(ec, last.cla, priorities, last.version)
+			cla := last.cla.get()
+			if priorities, err := ec.c.EDSHosts(cla); err == nil {
+				d.install(ec, cla, last.cla, priorities, last.version)
 			}
 		}
 	}
@@ -284,21 +289,26 @@ func (d *endpointDiscovery) arm(ec *edsCluster) {
 	if ec.timeout <= 0 {
 		return
 	}
-	log := d.s.logs.Logger("upstream")
-	time.AfterFunc(ec.timeout, func() {
+	ec.fetchTimer = time.AfterFunc(ec.timeout, func() {
 		if ec.c.EndWarming() {
 			ec.stats.initFetchTimeout.Inc()
 			ec.stats.attempt.Inc()
-			logging.Warning(log, "eds: initial fetch timed out; the cluster starts without endpoints", "cluster", ec.c.Name())
+			logging.Warning(d.s.logs.Logger("upstream"), "eds: initial fetch timed out; the cluster starts without endpoints", "cluster", ec.c.Name())
 		}
 	})
 }
 
 // install gives a cluster its hosts from an accepted load assignment.
-func (d *endpointDiscovery) install(ec *edsCluster, cla *endpointv3.ClusterLoadAssignment, priorities [][]*upstream.Host, version string) {
+func (d *endpointDiscovery) install(ec *edsCluster, cla *endpointv3.ClusterLoadAssignment, kept keptAssignment, priorities [][]*upstream.Host, version string) {
 	ec.c.SetEDSHosts(priorities)
+	if ec.fetchTimer != nil {
+		// Warm now: the timer (and what it holds) can go at once
+		// rather than when it fires.
+		ec.fetchTimer.Stop()
+		ec.fetchTimer = nil
+	}
 	ec.mu.Lock()
-	ec.assignment, ec.version, ec.updated = cla, version, d.s.now()
+	ec.assignment, ec.version, ec.updated = kept, version, d.s.now()
 	ec.mu.Unlock()
 	st := ec.stats
 	st.success.Inc()
@@ -351,10 +361,12 @@ func (d *endpointDiscovery) apply(s *Server) func(xds.Update) error {
 			}
 			return err
 		}
+		// The assignments are the update's own, decoded for it, and
+		// nothing changes them: they are kept as they are, not copied.
 		for _, ch := range changes {
-			cla := proto.CloneOf(ch.cla)
-			d.last[cla.GetClusterName()] = acceptedAssignment{cla: cla, version: ch.version}
-			d.install(ch.ec, cla, ch.priorities, ch.version)
+			kept := keepAssignment(ch.cla)
+			d.last[ch.cla.GetClusterName()] = acceptedAssignment{cla: kept, version: ch.version}
+			d.install(ch.ec, ch.cla, kept, ch.priorities, ch.version)
 		}
 		return nil
 	}
@@ -372,7 +384,7 @@ func (d *endpointDiscovery) assignment(cluster string) *endpointv3.ClusterLoadAs
 		if ec.c.Name() == cluster {
 			ec.mu.Lock()
 			defer ec.mu.Unlock()
-			return ec.assignment
+			return ec.assignment.get()
 		}
 	}
 	return nil
@@ -395,8 +407,9 @@ func (d *endpointDiscovery) dynamicDump() []*adminv3.EndpointsConfigDump_Dynamic
 			continue
 		}
 		ec.mu.Lock()
-		cla, version, updated := ec.assignment, ec.version, ec.updated
+		kept, version, updated := ec.assignment, ec.version, ec.updated
 		ec.mu.Unlock()
+		cla := kept.get()
 		if cla == nil {
 			continue
 		}

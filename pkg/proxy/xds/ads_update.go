@@ -68,9 +68,14 @@ func (a *ADS) process(sub *ADSSubscription, version string, apply func() (empty 
 }
 
 // decode checks a response as a resource file is checked (the same
-// decoder, on its wire form: resource types, unknown fields under the
-// policy).
+// checks, on its wire form: resource types, unknown fields under the
+// policy): its resources straight from their Any values when it is
+// plain, else by the file decoder, on the response re-encoded.
 func (a *ADS) decode(sub *ADSSubscription, resp *discoveryv3.DiscoveryResponse) (Update, error) {
+	if u, unknown, ok := sub.dec.decodeResponse(resp, a.opts.Unknown != UnknownReject); ok {
+		a.warnUnknown(sub, unknown)
+		return u, nil
+	}
 	data, err := marshalResponse(resp)
 	if err != nil {
 		return Update{}, err
@@ -86,19 +91,26 @@ func (a *ADS) decodeData(sub *ADSSubscription, name string, data []byte) (Update
 	if err != nil {
 		return Update{}, err
 	}
-	if a.opts.Unknown == UnknownWarn {
-		for _, p := range unknown {
-			if sub.warned[p] {
-				continue
-			}
-			sub.warned[p] = true
-			logging.Warning(a.opts.Log, "unknown field in dynamic configuration was ignored", "type_url", sub.typeURL, "field", p)
-			if a.opts.UnknownCounter != nil {
-				a.opts.UnknownCounter.Inc()
-			}
+	a.warnUnknown(sub, unknown)
+	return u, nil
+}
+
+// warnUnknown warns once about each unknown field path dropped from a
+// response, under the policy that warns.
+func (a *ADS) warnUnknown(sub *ADSSubscription, unknown []string) {
+	if a.opts.Unknown != UnknownWarn {
+		return
+	}
+	for _, p := range unknown {
+		if sub.warned[p] {
+			continue
+		}
+		sub.warned[p] = true
+		logging.Warning(a.opts.Log, "unknown field in dynamic configuration was ignored", "type_url", sub.typeURL, "field", p)
+		if a.opts.UnknownCounter != nil {
+			a.opts.UnknownCounter.Inc()
 		}
 	}
-	return u, nil
 }
 
 // maxNackMessage bounds error_detail.message, as Envoy truncates it to

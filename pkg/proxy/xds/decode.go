@@ -21,6 +21,9 @@ type decoder struct {
 	// typeURL is the resources' type; resourceType builds them.
 	typeURL      string
 	resourceType protoreflect.MessageType
+	// endpoints decodes large load assignments by parts; nil for other
+	// types.
+	endpoints *endpointReuse
 }
 
 // newDecoder is the decoder of resources of typeURL, which must be linked
@@ -34,7 +37,11 @@ func newDecoder(typeURL string) (decoder, error) {
 	if err != nil {
 		return decoder{}, err
 	}
-	return decoder{types: types, typeURL: typeURL, resourceType: resourceType}, nil
+	d := decoder{types: types, typeURL: typeURL, resourceType: resourceType}
+	if typeURL == endpointTypeURL {
+		d.endpoints = new(endpointReuse)
+	}
+	return d, nil
 }
 
 // rejection marks an error that rejects an update (Envoy's configRejected:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"regexp"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -60,6 +61,7 @@ func (b bench) rds() error {
 				return err
 			}
 			done, err = waitFor(30*time.Second, time.Millisecond, func() (bool, error) {
+				cpu.polls++
 				v, err := s.stat(rdsSuccess)
 				return v > before, err
 			})
@@ -101,5 +103,10 @@ func (b bench) rds() error {
 	fmt.Printf("rds:   the server had sent it after %s; the sidecar's CPU time %s\n", fullSent, fullCPU)
 	fmt.Printf("rds: one virtual host of the %d re-pointed: %s\n", b.n+1, one)
 	fmt.Printf("rds:   the server had sent it after %s; the sidecar's CPU time %s\n", oneSent, oneCPU)
+	poll, err := s.pollCost("^"+regexp.QuoteMeta(rdsSuccess)+"$", 200)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("rds: the sidecar's CPU time less the polls (%s each): full %s; one host %s\n", round(poll), fullCPU.lessPolls(poll), oneCPU.lessPolls(poll))
 	return nil
 }

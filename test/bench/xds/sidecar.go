@@ -265,31 +265,40 @@ func (s *sidecar) liveHeap() (allocated, heapSize uint64, err error) {
 	return allocated, heapSize, errors.Join(err1, err2)
 }
 
-// cpuTime is the CPU time the sidecar has used (user and system), from
-// /proc, in clock ticks of 10 ms.
+// cpuTime is the CPU time the sidecar has used: the time on a CPU of each
+// of its threads, in nanoseconds, from /proc/PID/task/*/schedstat (the
+// threads that ended are left out: the Go runtime keeps its threads).
 func (s *sidecar) cpuTime() (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
-	if err != nil {
-		return 0, err
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", s.cmd.Process.Pid))
+	if err != nil || len(tasks) == 0 {
+		return 0, fmt.Errorf("no threads in /proc: %v", err)
 	}
-	// The fields after the command name, which ends with the last ')'.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	if len(f) < 13 {
-		return 0, errors.New("short /proc stat")
+	var total time.Duration
+	for _, p := range tasks {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // the thread ended meanwhile
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 1 {
+			return 0, errors.New("short schedstat")
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		total += time.Duration(ns)
 	}
-	utime, err1 := strconv.Atoi(f[11])
-	stime, err2 := strconv.Atoi(f[12])
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, err
-	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+	return total, nil
 }
 
-// cpuTotal adds up the sidecar's CPU time over several updates: one
-// update's is below /proc's 10 ms tick, their mean is not.
+// cpuTotal adds up the sidecar's CPU time over several updates.
 type cpuTotal struct {
 	used    time.Duration
 	updates int
+	// polls counts the admin polls made meanwhile, when the caller
+	// counts them, for lessPolls.
+	polls int
 }
 
 // measure runs fn and adds the sidecar's CPU time meanwhile as one update.
@@ -316,6 +325,15 @@ func (c cpuTotal) String() string {
 		return "-"
 	}
 	return fmt.Sprintf("%s per update (mean of %d)", round(c.used/time.Duration(c.updates)), c.updates)
+}
+
+// lessPolls is the mean per update less the polls' estimated cost (per
+// poll).
+func (c cpuTotal) lessPolls(per time.Duration) string {
+	if c.updates == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s per update (%d polls)", round((c.used-time.Duration(c.polls)*per)/time.Duration(c.updates)), c.polls)
 }
 
 // pollCost is the sidecar's CPU time per /stats read, over n reads of the

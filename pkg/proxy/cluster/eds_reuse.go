@@ -1,0 +1,134 @@
+package cluster
+
+import (
+	"net/netip"
+	"strconv"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+)
+
+// hostReuse finds, for a load assignment's endpoints, the EDS cluster's
+// current hosts that are identical to them in everything a host holds,
+// so that such an endpoint keeps its host, as Envoy keeps a host whose
+// address is unchanged: its stats (/clusters), health, outlier monitor,
+// connection pool and slow-start place stay, and an update that changes
+// one endpoint of many builds one host. A host changed in any setting is
+// built anew, as before. Each host is taken once, so an address listed
+// twice still makes two hosts.
+//
+// Endpoints usually come back in the same order, so each is first
+// compared with the current host at the same place of its priority level
+// (or the next one, after a removal); only those left over are looked up
+// by address among the hosts left over (takeMoved). The work is one
+// comparison per endpoint plus a lookup per endpoint that moved or
+// changed. A nil *hostReuse reuses nothing.
+type hostReuse struct {
+	levels [][]*upstream.Host // the current hosts by priority
+	cursor []int              // per level, the next host in order
+	used   [][]bool           // per level, the hosts taken
+}
+
+// newHostReuse prepares the reuse of a host set's hosts; nil without one.
+func newHostReuse(hs *hostSet) *hostReuse {
+	if hs == nil || len(hs.hosts) == 0 {
+		return nil
+	}
+	r := &hostReuse{levels: hs.priorities, cursor: make([]int, len(hs.priorities)), used: make([][]bool, len(hs.priorities))}
+	for i, level := range hs.priorities {
+		r.used[i] = make([]bool, len(level))
+	}
+	return r
+}
+
+// take returns the current host identical to ep's if it is where ep is in
+// its level's order (or one further), and marks it taken; nil otherwise.
+func (r *hostReuse) take(ep *endpoint, cluster string) *upstream.Host {
+	if r == nil || !ep.ip.IsValid() || int(ep.priority) >= len(r.levels) {
+		return nil
+	}
+	p := ep.priority
+	level, used := r.levels[p], r.used[p]
+	for c := r.cursor[p]; c < len(level) && c <= r.cursor[p]+1; c++ {
+		if !used[c] && sameHost(level[c], ep, cluster) {
+			used[c] = true
+			r.cursor[p] = c + 1
+			return level[c]
+		}
+	}
+	return nil
+}
+
+// takeMoved gives the endpoints take found no host for the host left over
+// at their address, if one is identical.
+func (r *hostReuse) takeMoved(eps []endpoint, cluster string) {
+	if r == nil {
+		return
+	}
+	var rest map[netip.AddrPort][]*upstream.Host
+	for i := range eps {
+		ep := &eps[i]
+		if ep.host != nil || !ep.ip.IsValid() {
+			continue
+		}
+		if rest == nil {
+			rest = r.leftOver()
+		}
+		ap := netip.AddrPortFrom(ep.ip, ep.port)
+		hosts := rest[ap]
+		for j, h := range hosts {
+			if sameHost(h, ep, cluster) {
+				ep.host = h
+				rest[ap] = append(hosts[:j:j], hosts[j+1:]...)
+				break
+			}
+		}
+	}
+}
+
+// leftOver indexes the hosts not taken by address.
+func (r *hostReuse) leftOver() map[netip.AddrPort][]*upstream.Host {
+	rest := map[netip.AddrPort][]*upstream.Host{}
+	for p, level := range r.levels {
+		for c, h := range level {
+			if r.used[p][c] {
+				continue
+			}
+			if ap, err := netip.ParseAddrPort(h.Address); err == nil {
+				rest[ap] = append(rest[ap], h)
+			}
+		}
+	}
+	return rest
+}
+
+// sameHost reports whether h is the host ep would build in cluster.
+func sameHost(h *upstream.Host, ep *endpoint, cluster string) bool {
+	if h.Priority != ep.priority || h.LocalityWeight != ep.localityWeight || h.Canary != ep.canary ||
+		h.Locality != ep.locality || h.Cluster != cluster ||
+		h.Hostname != ep.lbe.GetEndpoint().GetHostname() ||
+		h.Weight != orDefault(ep.lbe.GetLoadBalancingWeight(), MinWeight) ||
+		h.ConfigHealth != ep.lbe.GetHealthStatus() {
+		return false
+	}
+	if !hostAt(h.Address, ep) {
+		return false
+	}
+	return h.Metadata == ep.lbe.GetMetadata() || proto.Equal(h.Metadata, ep.lbe.GetMetadata())
+}
+
+// hostAt reports whether address (a host's, "ip:port" in netip's form) is
+// ep's. The text is compared first: an IPv4 literal that parses is in
+// netip's form already, so the address is the literal, a colon and the
+// port; anything else (IPv6 in brackets) is parsed.
+func hostAt(address string, ep *endpoint) bool {
+	if n := len(ep.name); len(address) > n+1 && address[:n] == ep.name && address[n] == ':' {
+		var buf [8]byte
+		if address[n+1:] == string(strconv.AppendUint(buf[:0], uint64(ep.port), 10)) {
+			return true
+		}
+	}
+	ap, err := netip.ParseAddrPort(address)
+	return err == nil && ap == netip.AddrPortFrom(ep.ip, ep.port)
+}

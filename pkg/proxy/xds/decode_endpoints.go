@@ -1,0 +1,138 @@
+package xds
+
+import (
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
+)
+
+// minReusedEndpoints is the size from which a load assignment's endpoints
+// are decoded one by one and kept for the next response: below it a whole
+// decode is cheap, and the kept wire forms would cost more memory (one
+// entry per small cluster) than they save.
+const minReusedEndpoints = 64
+
+// endpointTypeURL is the type of the load assignments decoded by parts.
+const endpointTypeURL = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+
+// Field numbers of the load assignment's repeated endpoint lists.
+const (
+	claEndpointsField   protowire.Number = 2 // ClusterLoadAssignment.endpoints
+	lleLbEndpointsField protowire.Number = 2 // LocalityLbEndpoints.lb_endpoints
+)
+
+// endpointReuse decodes large load assignments by parts, so that an
+// endpoint the last response had too, byte for byte, is not decoded
+// again: the state of the world sends a cluster's whole assignment for a
+// one-endpoint change, and Envoy too keeps what did not change. The
+// message of an unchanged lb_endpoints entry is the last response's
+// (messages are never changed once decoded). Only plain wire forms are
+// decoded so (bootstrap.Decoder.DecodePlain); anything else takes the
+// whole decode with its checks.
+type endpointReuse struct {
+	// known are the lb_endpoints entries of the last response's large
+	// assignments, by wire form; gen tells the ones this response used.
+	known map[string]*reusedEndpoint
+	gen   uint64
+}
+
+// reusedEndpoint is a decoded lb_endpoints entry and the last response
+// that had it.
+type reusedEndpoint struct {
+	msg *endpointv3.LbEndpoint
+	gen uint64
+}
+
+// begin starts a response.
+func (r *endpointReuse) begin() { r.gen++ }
+
+// end ends a response: the entries it did not have are forgotten.
+func (r *endpointReuse) end() {
+	for k, e := range r.known {
+		if e.gen != r.gen {
+			delete(r.known, k)
+		}
+	}
+}
+
+// decode decodes a load assignment's wire form (at depth, as
+// DecodeWire's) by parts; false when it is small or not plain, for the
+// whole decode.
+func (r *endpointReuse) decode(dec bootstrap.Decoder, depth int, value []byte) (*endpointv3.ClusterLoadAssignment, bool) {
+	rest, groups, ok := splitField(value, claEndpointsField)
+	if !ok {
+		return nil, false
+	}
+	type group struct {
+		rest    []byte
+		entries [][]byte
+	}
+	gs := make([]group, len(groups))
+	total := 0
+	for i, g := range groups {
+		if gs[i].rest, gs[i].entries, ok = splitField(g, lleLbEndpointsField); !ok {
+			return nil, false
+		}
+		total += len(gs[i].entries)
+	}
+	if total < minReusedEndpoints {
+		return nil, false
+	}
+	// The fields apart from the lists decode as they would with them:
+	// repeated message fields only append, in wire order.
+	cla := new(endpointv3.ClusterLoadAssignment)
+	if !dec.DecodePlain(depth, rest, cla) {
+		return nil, false
+	}
+	if r.known == nil {
+		r.known = make(map[string]*reusedEndpoint, total)
+	}
+	cla.Endpoints = make([]*endpointv3.LocalityLbEndpoints, 0, len(gs))
+	for _, g := range gs {
+		lle := new(endpointv3.LocalityLbEndpoints)
+		if !dec.DecodePlain(depth+1, g.rest, lle) {
+			return nil, false
+		}
+		lle.LbEndpoints = make([]*endpointv3.LbEndpoint, 0, len(g.entries))
+		for _, b := range g.entries {
+			e := r.known[string(b)]
+			if e == nil {
+				lbe := new(endpointv3.LbEndpoint)
+				if !dec.DecodePlain(depth+2, b, lbe) {
+					return nil, false
+				}
+				e = &reusedEndpoint{msg: lbe}
+				r.known[string(b)] = e
+			}
+			e.gen = r.gen
+			lle.LbEndpoints = append(lle.LbEndpoints, e.msg)
+		}
+		cla.Endpoints = append(cla.Endpoints, lle)
+	}
+	return cla, true
+}
+
+// splitField separates the length-delimited occurrences of field num from
+// the rest of a message's wire form (the rest in order, as it was); false
+// when b does not parse.
+func splitField(b []byte, num protowire.Number) (rest []byte, values [][]byte, ok bool) {
+	for len(b) > 0 {
+		n, typ, tagLen := protowire.ConsumeTag(b)
+		if tagLen < 0 {
+			return nil, nil, false
+		}
+		valLen := protowire.ConsumeFieldValue(n, typ, b[tagLen:])
+		if valLen < 0 {
+			return nil, nil, false
+		}
+		if n == num && typ == protowire.BytesType {
+			v, _ := protowire.ConsumeBytes(b[tagLen : tagLen+valLen])
+			values = append(values, v)
+		} else {
+			rest = append(rest, b[:tagLen+valLen]...)
+		}
+		b = b[tagLen+valLen:]
+	}
+	return rest, values, true
+}
