@@ -263,6 +263,9 @@ type stream struct {
 	traceReason        traceReason
 	decorated          string
 	decoratedPropagate bool
+	// traceHeaders are the tracing's request headers, found once when
+	// the span starts.
+	traceHeaders startHeaders
 
 	entry accesslog.Entry
 	// plog logs the stream periodically (access_log_flush_interval),

@@ -68,9 +68,8 @@ func featureEnabled(rt RuntimeValues, key string, def fraction, random uint64) b
 // there is kept), x-client-trace-id with client_sampling,
 // x-envoy-force-trace, and random_sampling, then overall_sampling; the
 // decision is written back into the request id, so that the proxies
-// further on keep it.
-func (s *stream) sampleRequest(t *tracingConfig) traceReason {
-	h := &s.reqHeaders
+// further on keep it. hv holds the request's tracing headers.
+func (s *stream) sampleRequest(t *tracingConfig, hv *spanHeaders) traceReason {
 	rid := s.m.cfg.requestID
 	if !rid.SampleByID {
 		// use_request_id_for_trace_sampling: false leaves the decision to
@@ -81,7 +80,7 @@ func (s *stream) sampleRequest(t *tracingConfig) traceReason {
 	if r := s.Route(); r != nil && r.Tracing != nil {
 		client, random, overall = r.Tracing.Client, r.Tracing.Random, r.Tracing.Overall
 	}
-	id, ok := h.Get("x-request-id")
+	id, ok := hv.get(shRequestID)
 	if !ok || len(id) < 8 {
 		return notTraceable
 	}
@@ -90,25 +89,25 @@ func (s *stream) sampleRequest(t *tracingConfig) traceReason {
 		return notTraceable
 	}
 	result := n % 10000
-	rt := s.m.deps.Runtime
+	sh := t.shares(s.m.deps.Runtime)
 	reason := notTraceable
 	if rid.PackTraceReason {
 		reason = uuidReason(id)
 	}
 	if reason == notTraceable {
 		switch {
-		case h.Has("x-client-trace-id") && featureEnabled(rt, "tracing.client_enabled", client, rand.Uint64()):
+		case hv.found[shClientTraceID] && sh.client.enabled(client, rand.Uint64()):
 			reason = traceClientForced
-		case h.Has("x-envoy-force-trace"):
+		case hv.found[shForceTrace]:
 			reason = traceServiceForced
-		case featureEnabled(rt, "tracing.random_sampling", random, result):
+		case sh.random.enabled(random, result):
 			reason = traceSampling
 		}
 		if reason != notTraceable {
 			s.setRequestIDReason(id, reason)
 		}
 	}
-	if reason != notTraceable && !featureEnabled(rt, "tracing.global_enabled", overall, result) {
+	if reason != notTraceable && !sh.global.enabled(overall, result) {
 		reason = notTraceable
 		s.setRequestIDReason(id, reason)
 	}
@@ -168,7 +167,12 @@ func (s *stream) setRequestIDReason(id string, r traceReason) {
 // traceRequest.
 func (s *stream) startTracing() {
 	t := s.m.tracing
-	reason := s.sampleRequest(t)
+	// The tracing headers, found in one pass over the request's fields
+	// rather than a search for each; the tracer reads traceparent and
+	// tracestate from them.
+	th := &s.traceHeaders
+	th.find(&s.reqHeaders)
+	reason := s.sampleRequest(t, &th.spanHeaders)
 	s.traceReason = reason
 	st := s.m.stats
 	switch reason {
@@ -188,7 +192,7 @@ func (s *stream) startTracing() {
 	if t.egress {
 		op = egressOperation + s.authority
 	}
-	span := t.driver.StartSpan(&s.reqHeaders, tracing.StartOptions{
+	span := t.driver.StartSpan(th, tracing.StartOptions{
 		Operation: op,
 		Host:      s.authority,
 		Egress:    t.egress,
@@ -215,7 +219,7 @@ func (s *stream) startTracing() {
 		}
 		return
 	}
-	if v, ok := h.Get(headerDecoratorOp); ok {
+	if v, ok := th.get(shDecoratorOp); ok {
 		// An ingress request may name its own span; the name is not
 		// passed to the service, nor echoed in the response.
 		if v != "" {
@@ -491,8 +495,9 @@ func (s *stream) appendTagURL(b []byte, hv *spanHeaders) []byte {
 	return append(b, path...)
 }
 
-// The request headers a finished request's span is tagged with, by their
-// index in spanHeaders.
+// The request headers the tracing reads, by their index in spanHeaders:
+// those a finished request's span is tagged with, and those the sampling
+// decision and the span's start read.
 const (
 	shRequestID = iota
 	shDownstreamCluster
@@ -500,6 +505,10 @@ const (
 	shClientTraceID
 	shContentType
 	shForwardedProto
+	shForceTrace
+	shTraceparent
+	shTracestate
+	shDecoratorOp
 	shCount
 )
 
@@ -511,23 +520,28 @@ var spanHeaderNames = [shCount]string{
 	shClientTraceID:     "x-client-trace-id",
 	shContentType:       "content-type",
 	shForwardedProto:    "x-forwarded-proto",
+	shForceTrace:        "x-envoy-force-trace",
+	shTraceparent:       "traceparent",
+	shTracestate:        "tracestate",
+	shDecoratorOp:       headerDecoratorOp,
 }
 
-// spanHeaders are the values of the request headers a span is tagged
-// with, found in one pass over the fields: six searches of the whole list
-// cost a traced request more than any other part of its tags.
+// spanHeaders are the values of the request headers the tracing reads,
+// found in one pass over the fields: a search of the whole list for each
+// cost a request more than the rest of its tracing.
 type spanHeaders struct {
 	values [shCount]string
 	found  [shCount]bool
 }
 
-// find fills hv from h's fields. A name given by several fields takes
-// their joined value, as headerList.Get gives it.
+// find fills hv from h's fields, forgetting what it held. A name given by
+// several fields takes their joined value, as headerList.Get gives it.
 func (hv *spanHeaders) find(h *headerList) {
+	*hv = spanHeaders{}
 	for i := range h.fields {
 		name := h.fields[i].name
 		var k int
-		// The names' lengths tell them apart but for two pairs.
+		// The names' lengths tell them apart but for three pairs.
 		switch len(name) {
 		case 12:
 			k = shRequestID
@@ -538,11 +552,20 @@ func (hv *spanHeaders) find(h *headerList) {
 			k = shDownstreamCluster
 		case 10:
 			k = shUserAgent
+			if name[0] == 't' {
+				k = shTracestate
+			}
 		case 17:
 			k = shClientTraceID
 			if name[2] == 'f' {
 				k = shForwardedProto
 			}
+		case 19:
+			k = shForceTrace
+		case 11:
+			k = shTraceparent
+		case 27:
+			k = shDecoratorOp
 		default:
 			continue
 		}
@@ -566,4 +589,29 @@ func (hv *spanHeaders) or(k int, def string) string {
 		return hv.values[k]
 	}
 	return def
+}
+
+// startHeaders are the request's headers as the tracer reads them when
+// the span starts (tracing.Headers): the W3C context from the one pass,
+// other names (Zipkin's B3 headers) by a search.
+type startHeaders struct {
+	spanHeaders
+	h *headerList
+}
+
+// find fills th from h and keeps h for the other names.
+func (th *startHeaders) find(h *headerList) {
+	th.spanHeaders.find(h)
+	th.h = h
+}
+
+// Get implements tracing.Headers.
+func (th *startHeaders) Get(name string) (string, bool) {
+	switch name {
+	case "traceparent":
+		return th.get(shTraceparent)
+	case "tracestate":
+		return th.get(shTracestate)
+	}
+	return th.h.Get(name)
 }
