@@ -1,6 +1,7 @@
 package httpconn
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 
@@ -200,4 +201,28 @@ func TestSharesFollowSnapshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("above 100, zero, block fraction")
+}
+
+// TestSetDelMatchesSetThenDel: the one-pass SetDel that W3C propagation
+// uses leaves the fields as Set then Del does, whatever the fields hold.
+func TestSetDelMatchesSetThenDel(t *testing.T) {
+	lists := [][]field{
+		nil,
+		{{"host", "a"}, {"user-agent", "curl"}},
+		{{"traceparent", "old"}, {"host", "a"}},
+		{{"tracestate", "s"}, {"host", "a"}, {"traceparent", "old"}},
+		{{"traceparent", "1"}, {"x", "y"}, {"traceparent", "2"}},
+		{{"tracestate", "1"}, {"tracestate", "2"}, {"traceparenT", "z"}},
+	}
+	for _, fields := range lists {
+		var want, got headerList
+		want.fields = append([]field(nil), fields...)
+		got.fields = append([]field(nil), fields...)
+		want.Set("traceparent", "new")
+		want.Del("tracestate")
+		got.SetDel("traceparent", "new", "tracestate")
+		if !slices.Equal(got.fields, want.fields) {
+			t.Errorf("%v: SetDel gives %v, Set and Del %v", fields, got.fields, want.fields)
+		}
+	}
 }

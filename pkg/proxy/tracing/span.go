@@ -77,23 +77,28 @@ func NewTraceID(short bool) TraceID {
 // NewSpanID returns a random, non-zero span id from the span's own
 // generator.
 func (s *Span) NewSpanID() SpanID {
-	var id SpanID
-	for id.IsZero() {
-		binary.BigEndian.PutUint64(id[:], s.rng.Uint64())
+	var x uint64
+	for x == 0 {
+		x = s.rng.Uint64()
 	}
+	var id SpanID
+	binary.BigEndian.PutUint64(id[:], x)
 	return id
 }
 
 // NewTraceID returns a random, non-zero trace id from the span's own
 // generator: 128 bits, or 64 (the high half zero) when short.
 func (s *Span) NewTraceID(short bool) TraceID {
-	var t TraceID
-	for t.IsZero() {
+	var hi, lo uint64
+	for hi|lo == 0 {
 		if !short {
-			binary.BigEndian.PutUint64(t[:8], s.rng.Uint64())
+			hi = s.rng.Uint64()
 		}
-		binary.BigEndian.PutUint64(t[8:], s.rng.Uint64())
+		lo = s.rng.Uint64()
 	}
+	var t TraceID
+	binary.BigEndian.PutUint64(t[:8], hi)
+	binary.BigEndian.PutUint64(t[8:], lo)
 	return t
 }
 

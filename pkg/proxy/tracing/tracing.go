@@ -36,6 +36,16 @@ type HeaderSetter interface {
 	Del(name string)
 }
 
+// HeaderSetDeleter is a HeaderSetter that sets one field and deletes
+// another in one pass over its fields (the connection manager's request
+// headers), as W3C propagation does for every request: a traceparent set,
+// the tracestate removed.
+type HeaderSetDeleter interface {
+	HeaderSetter
+	// SetDel is Set(set, value) then Del(del).
+	SetDel(set, value, del string)
+}
+
 // Driver is one configured tracing provider.
 type Driver interface {
 	// StartSpan starts the span of a request: a child of the context the

@@ -1,6 +1,7 @@
 package opentelemetry
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"strings"
@@ -78,22 +79,32 @@ type w3c struct{}
 // Inject implements tracing.Propagator: traceparent names s as the
 // parent, with its sampling flag; tracestate passes on what was received.
 func (w3c) Inject(s *tracing.Span, h tracing.HeaderSetter) {
-	const digits = "0123456789abcdef"
-	b := append(s.Scratch[:0], "00-"...)
-	b = s.Trace.AppendHex(b)
-	b = append(b, '-')
-	b = s.ID.AppendHex(b)
-	b = append(b, "-0"...)
+	// Written in place, its layout fixed: version, trace id, parent id,
+	// flags.
+	b := s.Scratch[:0]
+	if cap(b) < traceparentLen {
+		b = make([]byte, 0, traceparentLen)
+	}
+	b = b[:traceparentLen]
+	b[0], b[1], b[2], b[35], b[52], b[53] = '0', '0', '-', '-', '-', '0'
+	tracing.PutHex64(b[3:19], binary.BigEndian.Uint64(s.Trace[:8]))
+	tracing.PutHex64(b[19:35], binary.BigEndian.Uint64(s.Trace[8:]))
+	tracing.PutHex64(b[36:52], binary.BigEndian.Uint64(s.ID[:]))
+	b[54] = '0'
 	if s.Sampled {
-		b = append(b, digits[1])
-	} else {
-		b = append(b, digits[0])
+		b[54] = '1'
 	}
 	s.Scratch = b
-	h.Set(traceparent, unsafeString(b))
 	if s.TraceState != "" {
+		h.Set(traceparent, unsafeString(b))
 		h.Set(tracestate, s.TraceState)
-	} else {
-		h.Del(tracestate)
+		return
 	}
+	if sd, ok := h.(tracing.HeaderSetDeleter); ok {
+		// One pass over the fields rather than two.
+		sd.SetDel(traceparent, unsafeString(b), tracestate)
+		return
+	}
+	h.Set(traceparent, unsafeString(b))
+	h.Del(tracestate)
 }
