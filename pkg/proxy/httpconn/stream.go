@@ -266,6 +266,9 @@ type stream struct {
 	// traceHeaders are the tracing's request headers, found once when
 	// the span starts.
 	traceHeaders startHeaders
+	// localSpan is where a tracer may start the request's span when it
+	// is not sampled, rather than in a pooled one.
+	localSpan tracing.Span
 
 	entry accesslog.Entry
 	// plog logs the stream periodically (access_log_flush_interval),

@@ -198,6 +198,7 @@ func (s *stream) startTracing() {
 		Egress:    t.egress,
 		Start:     s.start,
 		Traced:    reason != notTraceable,
+		Local:     &s.localSpan,
 	})
 	if span == nil {
 		return

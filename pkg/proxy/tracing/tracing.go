@@ -73,6 +73,10 @@ type StartOptions struct {
 	Start time.Time
 	// Traced is the connection manager's sampling decision.
 	Traced bool
+	// Local, when set, is a span the caller keeps from one request to
+	// the next, which a driver may start the span in when it is not
+	// sampled (SpanPool.Local); a sampled span is always a pooled one.
+	Local *Span
 }
 
 // Factory builds a driver from its configuration (the typed_config of a
