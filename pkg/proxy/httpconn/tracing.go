@@ -115,25 +115,35 @@ func (s *stream) sampleRequest(t *tracingConfig, hv *spanHeaders) traceReason {
 }
 
 // parseHex8 reads the first 8 characters of id as a hexadecimal number, as
-// Envoy reads a request id for sampling; without strconv's generic
-// parsing and its error value, for every request.
+// Envoy reads a request id for sampling; for every request, so the eight
+// characters are checked and converted together in a word rather than
+// one by one (id must have at least 8 bytes).
 func parseHex8(id string) (uint64, bool) {
-	var n uint64
-	for i := 0; i < 8; i++ {
-		c := id[i]
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c -= 'a' - 10
-		case c >= 'A' && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		n = n<<4 | uint64(c)
+	_ = id[7]
+	x := uint64(id[0])<<56 | uint64(id[1])<<48 | uint64(id[2])<<40 | uint64(id[3])<<32 |
+		uint64(id[4])<<24 | uint64(id[5])<<16 | uint64(id[6])<<8 | uint64(id[7])
+	const (
+		ones = 0x0101010101010101
+		high = 0x8080808080808080
+	)
+	if x&high != 0 {
+		return 0, false
 	}
-	return n, true
+	// atLeast(v, c) has a byte's high bit set where v's byte is at least
+	// c (bytes below 0x80, as here).
+	atLeast := func(v uint64, c byte) uint64 { return (v + (0x80-uint64(c))*ones) & high }
+	digit := atLeast(x, '0') &^ atLeast(x, '9'+1)
+	// A letter's byte with 0x20 set is a to f only for A to F and a to f.
+	folded := x | 0x20*ones
+	letter := atLeast(folded, 'a') &^ atLeast(folded, 'f'+1)
+	if digit|letter != high {
+		return 0, false
+	}
+	// Each byte's value: its low nibble, plus 9 for a letter.
+	v := x&(0x0f*ones) + (letter>>7)*9
+	v = (v | v>>4) & 0x00ff00ff00ff00ff
+	v = (v | v>>8) & 0x0000ffff0000ffff
+	return (v | v>>16) & 0xffffffff, true
 }
 
 // setRequestIDReason records a trace reason in the request id, when it is
@@ -542,35 +552,58 @@ func (hv *spanHeaders) find(h *headerList) {
 	for i := range h.fields {
 		name := h.fields[i].name
 		var k int
-		// The names' lengths tell them apart but for three pairs.
+		// The names' lengths tell most apart; each is then compared with
+		// a constant, which the compiler does in a few word loads rather
+		// than a call.
 		switch len(name) {
 		case 12:
-			k = shRequestID
-			if name[0] == 'c' {
+			switch name {
+			case "x-request-id":
+				k = shRequestID
+			case "content-type":
 				k = shContentType
+			default:
+				continue
 			}
 		case 34:
+			if name != "x-envoy-downstream-service-cluster" {
+				continue
+			}
 			k = shDownstreamCluster
 		case 10:
-			k = shUserAgent
-			if name[0] == 't' {
+			switch name {
+			case "user-agent":
+				k = shUserAgent
+			case "tracestate":
 				k = shTracestate
+			default:
+				continue
 			}
 		case 17:
-			k = shClientTraceID
-			if name[2] == 'f' {
+			switch name {
+			case "x-client-trace-id":
+				k = shClientTraceID
+			case "x-forwarded-proto":
 				k = shForwardedProto
+			default:
+				continue
 			}
 		case 19:
+			if name != "x-envoy-force-trace" {
+				continue
+			}
 			k = shForceTrace
 		case 11:
+			if name != "traceparent" {
+				continue
+			}
 			k = shTraceparent
 		case 27:
+			if name != headerDecoratorOp {
+				continue
+			}
 			k = shDecoratorOp
 		default:
-			continue
-		}
-		if name != spanHeaderNames[k] {
 			continue
 		}
 		if hv.found[k] {

@@ -82,6 +82,19 @@ func TestParseHex8(t *testing.T) {
 			t.Errorf("parseHex8(%q) = %d, %v; strconv: %d, %v", id, got, ok, want, err)
 		}
 	}
+	// Every byte value at every position, among valid digits.
+	for pos := range 8 {
+		for c := range 256 {
+			b := []byte("9aF0b1E7")
+			b[pos] = byte(c)
+			id := string(b)
+			want, err := strconv.ParseUint(id, 16, 64)
+			got, ok := parseHex8(id)
+			if ok != (err == nil) || got != want {
+				t.Fatalf("parseHex8(%q) = %d, %v; strconv: %d, %v", id, got, ok, want, err)
+			}
+		}
+	}
 }
 
 // TestSpanHeadersMatchGet checks the one-pass search of the span's request
