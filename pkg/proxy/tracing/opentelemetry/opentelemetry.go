@@ -108,15 +108,15 @@ func (d *driver) StartSpan(h tracing.Headers, o tracing.StartOptions) *tracing.S
 	if d.batcher != nil {
 		rep = d.batcher
 	}
-	p, err := extract(h)
-	if err != nil && err != errNoContext { // a sentinel, never wrapped
+	p, found, err := extract(h)
+	if err != nil {
 		return nil
 	}
 	// A span that will be sampled is a pooled one from the start (the
 	// batcher keeps it); the others, most, start in the caller's. A
 	// sampler decides later: its sampled spans move into the pool then.
 	sampled := o.Traced
-	if err == nil {
+	if found {
 		sampled = p.sampled
 	}
 	var s *tracing.Span
@@ -130,7 +130,7 @@ func (d *driver) StartSpan(h tracing.Headers, o tracing.StartOptions) *tracing.S
 		s.Kind = tracing.Client
 	}
 	s.ID = s.NewSpanID()
-	if err == errNoContext {
+	if !found {
 		s.Trace = s.NewTraceID(false)
 		s.Sampled = o.Traced
 	} else {

@@ -25,33 +25,31 @@ type parent struct {
 	state   string
 }
 
-// errNoContext: the request carries no traceparent.
-var errNoContext = errors.New("no traceparent")
-
 // extract reads the W3C trace context of a request, as Envoy's
 // OpenTelemetry SpanContextExtractor does: a traceparent of the version
 // 00 layout (version, trace id, parent id, flags, all lower-case hex),
-// with neither id all zeros and a version other than ff.
-func extract(h tracing.Headers) (parent, error) {
+// with neither id all zeros and a version other than ff. found is false,
+// with no error, when the request carries no traceparent (most requests:
+// a flag, which costs less to test than an error sentinel).
+func extract(h tracing.Headers) (p parent, found bool, err error) {
 	v, ok := h.Get(traceparent)
 	if !ok {
-		return parent{}, errNoContext
+		return parent{}, false, nil
 	}
-	var p parent
 	if len(v) != traceparentLen || v[2] != '-' || v[35] != '-' || v[52] != '-' {
-		return p, errors.New("invalid traceparent")
+		return p, true, errors.New("invalid traceparent")
 	}
 	version, traceHex, spanHex, flags := v[:2], v[3:35], v[36:52], v[53:]
 	if !isLowerHex(version) || !isLowerHex(traceHex) || !isLowerHex(spanHex) || !isLowerHex(flags) {
-		return p, errors.New("invalid traceparent: not lower-case hexadecimal")
+		return p, true, errors.New("invalid traceparent: not lower-case hexadecimal")
 	}
 	if version == "ff" {
-		return p, errors.New("invalid traceparent version")
+		return p, true, errors.New("invalid traceparent version")
 	}
 	_, _ = hex.Decode(p.trace[:], []byte(traceHex))
 	_, _ = hex.Decode(p.span[:], []byte(spanHex))
 	if p.trace.IsZero() || p.span.IsZero() {
-		return p, errors.New("invalid traceparent: zero id")
+		return p, true, errors.New("invalid traceparent: zero id")
 	}
 	var f [1]byte
 	_, _ = hex.Decode(f[:], []byte(flags))
@@ -59,7 +57,7 @@ func extract(h tracing.Headers) (parent, error) {
 	if s, ok := h.Get(tracestate); ok {
 		p.state = strings.Clone(s)
 	}
-	return p, nil
+	return p, true, nil
 }
 
 // isLowerHex reports whether s is lower-case hexadecimal digits only.
