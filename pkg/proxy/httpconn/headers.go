@@ -113,6 +113,33 @@ func (h *headerList) Set(name, value string) {
 	h.fields = append(h.fields, field{name, value})
 }
 
+// SetDel is Set(set, value) then Del(del) (tracing.HeaderSetDeleter), in
+// one pass over the fields when neither has a duplicate to remove (W3C
+// propagation: the traceparent set, no tracestate).
+func (h *headerList) SetDel(set, value, del string) {
+	first, dirty := -1, false
+	for i := range h.fields {
+		switch h.fields[i].name {
+		case set:
+			if first >= 0 {
+				dirty = true
+			}
+			first = i
+		case del:
+			dirty = true
+		}
+	}
+	switch {
+	case dirty:
+		h.Set(set, value)
+		h.Del(del)
+	case first >= 0:
+		h.fields[first].value = value
+	default:
+		h.fields = append(h.fields, field{set, value})
+	}
+}
+
 // Add appends a field.
 func (h *headerList) Add(name, value string) {
 	h.fields = append(h.fields, field{name, value})

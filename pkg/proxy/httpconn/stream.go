@@ -263,6 +263,12 @@ type stream struct {
 	traceReason        traceReason
 	decorated          string
 	decoratedPropagate bool
+	// traceHeaders are the tracing's request headers, found once when
+	// the span starts.
+	traceHeaders startHeaders
+	// localSpan is where a tracer may start the request's span when it
+	// is not sampled, rather than in a pooled one.
+	localSpan tracing.Span
 
 	entry accesslog.Entry
 	// plog logs the stream periodically (access_log_flush_interval),

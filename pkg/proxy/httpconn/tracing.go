@@ -68,9 +68,8 @@ func featureEnabled(rt RuntimeValues, key string, def fraction, random uint64) b
 // there is kept), x-client-trace-id with client_sampling,
 // x-envoy-force-trace, and random_sampling, then overall_sampling; the
 // decision is written back into the request id, so that the proxies
-// further on keep it.
-func (s *stream) sampleRequest(t *tracingConfig) traceReason {
-	h := &s.reqHeaders
+// further on keep it. hv holds the request's tracing headers.
+func (s *stream) sampleRequest(t *tracingConfig, hv *spanHeaders) traceReason {
 	rid := s.m.cfg.requestID
 	if !rid.SampleByID {
 		// use_request_id_for_trace_sampling: false leaves the decision to
@@ -81,7 +80,7 @@ func (s *stream) sampleRequest(t *tracingConfig) traceReason {
 	if r := s.Route(); r != nil && r.Tracing != nil {
 		client, random, overall = r.Tracing.Client, r.Tracing.Random, r.Tracing.Overall
 	}
-	id, ok := h.Get("x-request-id")
+	id, ok := hv.get(shRequestID)
 	if !ok || len(id) < 8 {
 		return notTraceable
 	}
@@ -90,25 +89,25 @@ func (s *stream) sampleRequest(t *tracingConfig) traceReason {
 		return notTraceable
 	}
 	result := n % 10000
-	rt := s.m.deps.Runtime
+	sh := t.shares(s.m.deps.Runtime)
 	reason := notTraceable
 	if rid.PackTraceReason {
 		reason = uuidReason(id)
 	}
 	if reason == notTraceable {
 		switch {
-		case h.Has("x-client-trace-id") && featureEnabled(rt, "tracing.client_enabled", client, rand.Uint64()):
+		case hv.found[shClientTraceID] && sh.client.enabled(client, rand.Uint64()):
 			reason = traceClientForced
-		case h.Has("x-envoy-force-trace"):
+		case hv.found[shForceTrace]:
 			reason = traceServiceForced
-		case featureEnabled(rt, "tracing.random_sampling", random, result):
+		case sh.random.enabled(random, result):
 			reason = traceSampling
 		}
 		if reason != notTraceable {
 			s.setRequestIDReason(id, reason)
 		}
 	}
-	if reason != notTraceable && !featureEnabled(rt, "tracing.global_enabled", overall, result) {
+	if reason != notTraceable && !sh.global.enabled(overall, result) {
 		reason = notTraceable
 		s.setRequestIDReason(id, reason)
 	}
@@ -116,25 +115,35 @@ func (s *stream) sampleRequest(t *tracingConfig) traceReason {
 }
 
 // parseHex8 reads the first 8 characters of id as a hexadecimal number, as
-// Envoy reads a request id for sampling; without strconv's generic
-// parsing and its error value, for every request.
+// Envoy reads a request id for sampling; for every request, so the eight
+// characters are checked and converted together in a word rather than
+// one by one (id must have at least 8 bytes).
 func parseHex8(id string) (uint64, bool) {
-	var n uint64
-	for i := 0; i < 8; i++ {
-		c := id[i]
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c -= 'a' - 10
-		case c >= 'A' && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		n = n<<4 | uint64(c)
+	_ = id[7]
+	x := uint64(id[0])<<56 | uint64(id[1])<<48 | uint64(id[2])<<40 | uint64(id[3])<<32 |
+		uint64(id[4])<<24 | uint64(id[5])<<16 | uint64(id[6])<<8 | uint64(id[7])
+	const (
+		ones = 0x0101010101010101
+		high = 0x8080808080808080
+	)
+	if x&high != 0 {
+		return 0, false
 	}
-	return n, true
+	// atLeast(v, c) has a byte's high bit set where v's byte is at least
+	// c (bytes below 0x80, as here).
+	atLeast := func(v uint64, c byte) uint64 { return (v + (0x80-uint64(c))*ones) & high }
+	digit := atLeast(x, '0') &^ atLeast(x, '9'+1)
+	// A letter's byte with 0x20 set is a to f only for A to F and a to f.
+	folded := x | 0x20*ones
+	letter := atLeast(folded, 'a') &^ atLeast(folded, 'f'+1)
+	if digit|letter != high {
+		return 0, false
+	}
+	// Each byte's value: its low nibble, plus 9 for a letter.
+	v := x&(0x0f*ones) + (letter>>7)*9
+	v = (v | v>>4) & 0x00ff00ff00ff00ff
+	v = (v | v>>8) & 0x0000ffff0000ffff
+	return (v | v>>16) & 0xffffffff, true
 }
 
 // setRequestIDReason records a trace reason in the request id, when it is
@@ -168,7 +177,12 @@ func (s *stream) setRequestIDReason(id string, r traceReason) {
 // traceRequest.
 func (s *stream) startTracing() {
 	t := s.m.tracing
-	reason := s.sampleRequest(t)
+	// The tracing headers, found in one pass over the request's fields
+	// rather than a search for each; the tracer reads traceparent and
+	// tracestate from them.
+	th := &s.traceHeaders
+	th.find(&s.reqHeaders)
+	reason := s.sampleRequest(t, &th.spanHeaders)
 	s.traceReason = reason
 	st := s.m.stats
 	switch reason {
@@ -188,12 +202,13 @@ func (s *stream) startTracing() {
 	if t.egress {
 		op = egressOperation + s.authority
 	}
-	span := t.driver.StartSpan(&s.reqHeaders, tracing.StartOptions{
+	span := t.driver.StartSpan(th, tracing.StartOptions{
 		Operation: op,
 		Host:      s.authority,
 		Egress:    t.egress,
 		Start:     s.start,
 		Traced:    reason != notTraceable,
+		Local:     &s.localSpan,
 	})
 	if span == nil {
 		return
@@ -215,7 +230,7 @@ func (s *stream) startTracing() {
 		}
 		return
 	}
-	if v, ok := h.Get(headerDecoratorOp); ok {
+	if v, ok := th.get(shDecoratorOp); ok {
 		// An ingress request may name its own span; the name is not
 		// passed to the service, nor echoed in the response.
 		if v != "" {
@@ -491,8 +506,9 @@ func (s *stream) appendTagURL(b []byte, hv *spanHeaders) []byte {
 	return append(b, path...)
 }
 
-// The request headers a finished request's span is tagged with, by their
-// index in spanHeaders.
+// The request headers the tracing reads, by their index in spanHeaders:
+// those a finished request's span is tagged with, and those the sampling
+// decision and the span's start read.
 const (
 	shRequestID = iota
 	shDownstreamCluster
@@ -500,6 +516,10 @@ const (
 	shClientTraceID
 	shContentType
 	shForwardedProto
+	shForceTrace
+	shTraceparent
+	shTracestate
+	shDecoratorOp
 	shCount
 )
 
@@ -511,42 +531,79 @@ var spanHeaderNames = [shCount]string{
 	shClientTraceID:     "x-client-trace-id",
 	shContentType:       "content-type",
 	shForwardedProto:    "x-forwarded-proto",
+	shForceTrace:        "x-envoy-force-trace",
+	shTraceparent:       "traceparent",
+	shTracestate:        "tracestate",
+	shDecoratorOp:       headerDecoratorOp,
 }
 
-// spanHeaders are the values of the request headers a span is tagged
-// with, found in one pass over the fields: six searches of the whole list
-// cost a traced request more than any other part of its tags.
+// spanHeaders are the values of the request headers the tracing reads,
+// found in one pass over the fields: a search of the whole list for each
+// cost a request more than the rest of its tracing.
 type spanHeaders struct {
 	values [shCount]string
 	found  [shCount]bool
 }
 
-// find fills hv from h's fields. A name given by several fields takes
-// their joined value, as headerList.Get gives it.
+// find fills hv from h's fields, forgetting what it held. A name given by
+// several fields takes their joined value, as headerList.Get gives it.
 func (hv *spanHeaders) find(h *headerList) {
+	*hv = spanHeaders{}
 	for i := range h.fields {
 		name := h.fields[i].name
 		var k int
-		// The names' lengths tell them apart but for two pairs.
+		// The names' lengths tell most apart; each is then compared with
+		// a constant, which the compiler does in a few word loads rather
+		// than a call.
 		switch len(name) {
 		case 12:
-			k = shRequestID
-			if name[0] == 'c' {
+			switch name {
+			case "x-request-id":
+				k = shRequestID
+			case "content-type":
 				k = shContentType
+			default:
+				continue
 			}
 		case 34:
+			if name != "x-envoy-downstream-service-cluster" {
+				continue
+			}
 			k = shDownstreamCluster
 		case 10:
-			k = shUserAgent
-		case 17:
-			k = shClientTraceID
-			if name[2] == 'f' {
-				k = shForwardedProto
+			switch name {
+			case "user-agent":
+				k = shUserAgent
+			case "tracestate":
+				k = shTracestate
+			default:
+				continue
 			}
+		case 17:
+			switch name {
+			case "x-client-trace-id":
+				k = shClientTraceID
+			case "x-forwarded-proto":
+				k = shForwardedProto
+			default:
+				continue
+			}
+		case 19:
+			if name != "x-envoy-force-trace" {
+				continue
+			}
+			k = shForceTrace
+		case 11:
+			if name != "traceparent" {
+				continue
+			}
+			k = shTraceparent
+		case 27:
+			if name != headerDecoratorOp {
+				continue
+			}
+			k = shDecoratorOp
 		default:
-			continue
-		}
-		if name != spanHeaderNames[k] {
 			continue
 		}
 		if hv.found[k] {
@@ -566,4 +623,29 @@ func (hv *spanHeaders) or(k int, def string) string {
 		return hv.values[k]
 	}
 	return def
+}
+
+// startHeaders are the request's headers as the tracer reads them when
+// the span starts (tracing.Headers): the W3C context from the one pass,
+// other names (Zipkin's B3 headers) by a search.
+type startHeaders struct {
+	spanHeaders
+	h *headerList
+}
+
+// find fills th from h and keeps h for the other names.
+func (th *startHeaders) find(h *headerList) {
+	th.spanHeaders.find(h)
+	th.h = h
+}
+
+// Get implements tracing.Headers.
+func (th *startHeaders) Get(name string) (string, bool) {
+	switch name {
+	case "traceparent":
+		return th.get(shTraceparent)
+	case "tracestate":
+		return th.get(shTracestate)
+	}
+	return th.h.Get(name)
 }

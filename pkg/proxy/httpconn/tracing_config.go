@@ -3,6 +3,7 @@ package httpconn
 import (
 	"fmt"
 	"math"
+	"sync/atomic"
 
 	tracev3 "github.com/envoyproxy/go-control-plane/envoy/config/trace/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -11,6 +12,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
 )
 
@@ -41,6 +43,90 @@ type tracingConfig struct {
 	// upstream child span (with spawn_upstream_span); nil keeps the
 	// names of the decorators. Missing values format as empty.
 	operation, upstreamOperation *accesslog.Formatter
+	// snapshots tells the runtime's current snapshot, nil when the
+	// runtime cannot (the sampling keys are then read per request);
+	// resolved holds the sampling keys as last resolved, in the
+	// snapshot it names.
+	snapshots runtimeSnapshots
+	resolved  atomic.Pointer[samplingShares]
+}
+
+// runtimeSnapshots is a runtime (the server's) that tells its current
+// snapshot, an immutable value: the sampling keys, which Envoy reads for
+// every request, are resolved once per snapshot, the same values for a
+// fraction of the cost (two map reads behind interface conversions per
+// key and request).
+type runtimeSnapshots interface {
+	Snapshot() *runtime.Snapshot
+}
+
+// The runtime keys of Envoy's sampling decision.
+const (
+	keyClientEnabled  = "tracing.client_enabled"
+	keyRandomSampling = "tracing.random_sampling"
+	keyGlobalEnabled  = "tracing.global_enabled"
+)
+
+// share is what a runtime key sets of a sampling fraction (runtime.Override),
+// set false when it leaves the configured one.
+type share struct {
+	num, den uint64
+	set      bool
+}
+
+// resolveShare reads key's share in r; a nil r sets none.
+func resolveShare(r runtime.Reader, key string) share {
+	if r == nil {
+		return share{}
+	}
+	n, d, ok := runtime.Override(r, key)
+	return share{num: n, den: d, set: ok}
+}
+
+// enabled draws as runtime.Fraction.Enabled does, with def the
+// configured fraction.
+func (sh share) enabled(def fraction, random uint64) bool {
+	num, den := def.Num, def.Den
+	if sh.set {
+		num, den = sh.num, sh.den
+	}
+	return den != 0 && random%den < num
+}
+
+// samplingShares are the sampling keys resolved in one snapshot.
+type samplingShares struct {
+	snap                   *runtime.Snapshot
+	client, random, global share
+}
+
+// resolveShares reads the sampling keys in r.
+func resolveShares(r runtime.Reader) samplingShares {
+	return samplingShares{
+		client: resolveShare(r, keyClientEnabled),
+		random: resolveShare(r, keyRandomSampling),
+		global: resolveShare(r, keyGlobalEnabled),
+	}
+}
+
+// shares returns the sampling keys' values in the runtime's current
+// snapshot: those resolved for an earlier request while the snapshot is
+// the same one. Workers race to store a new resolution harmlessly: each
+// is complete and names its snapshot.
+func (t *tracingConfig) shares(rt RuntimeValues) samplingShares {
+	if t.snapshots == nil {
+		if rt == nil {
+			return samplingShares{}
+		}
+		return resolveShares(rt)
+	}
+	snap := t.snapshots.Snapshot()
+	if c := t.resolved.Load(); c != nil && c.snap == snap {
+		return *c
+	}
+	c := resolveShares(snap)
+	c.snap = snap
+	t.resolved.Store(&c)
+	return c
 }
 
 // customTag is one custom_tags entry.
@@ -73,6 +159,7 @@ func readTracing(cfg *hcmv3.HttpConnectionManager, deps Deps) (*tracingConfig, e
 		nodeID:           deps.Tracing.Node.GetId(),
 		zone:             deps.Tracing.Node.GetLocality().GetZone(),
 	}
+	t.snapshots, _ = deps.Runtime.(runtimeSnapshots)
 	var err error
 	if t.operation, err = router.OperationFormat(tc.GetOperation()); err != nil {
 		return nil, fmt.Errorf("tracing.operation: %w", err)

@@ -1,10 +1,14 @@
 package httpconn
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 )
 
 func TestPercentRounding(t *testing.T) {
@@ -78,6 +82,19 @@ func TestParseHex8(t *testing.T) {
 			t.Errorf("parseHex8(%q) = %d, %v; strconv: %d, %v", id, got, ok, want, err)
 		}
 	}
+	// Every byte value at every position, among valid digits.
+	for pos := range 8 {
+		for c := range 256 {
+			b := []byte("9aF0b1E7")
+			b[pos] = byte(c)
+			id := string(b)
+			want, err := strconv.ParseUint(id, 16, 64)
+			got, ok := parseHex8(id)
+			if ok != (err == nil) || got != want {
+				t.Fatalf("parseHex8(%q) = %d, %v; strconv: %d, %v", id, got, ok, want, err)
+			}
+		}
+	}
 }
 
 // TestSpanHeadersMatchGet checks the one-pass search of the span's request
@@ -93,16 +110,132 @@ func TestSpanHeadersMatchGet(t *testing.T) {
 		{{"content-typo", "x"}, {"x-request-ix", "y"}, {"x-forwarded-prot0", "z"}, {"user-agenT", "w"},
 			{"x-envoy-downstream-service-clustex", "v"}, {"x-client-trace-i_", "q"}},
 		{{"x-request-id", "a"}, {"x-request-id", "b"}, {"x-request-id", "c"}},
+		{{"traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}, {"tracestate", "a=1"},
+			{"x-envoy-force-trace", "true"}, {"x-envoy-decorator-operation", "op"}, {"tracestate", "b=2"},
+			{"x-b3-traceid", "b3"}, {"user-agent", "u"}},
+		{{"traceparenT", "x"}, {"tracestatE", "y"}, {"x-envoy-force-tracE", "z"},
+			{"x-envoy-decorator-operatioN", "w"}},
 	}
+	var th startHeaders
 	for _, fields := range lists {
 		h := headerList{fields: fields}
-		var hv spanHeaders
-		hv.find(&h)
+		th.find(&h)
 		for k, name := range spanHeaderNames {
 			want, wantOK := h.Get(name)
-			if got, ok := hv.get(k); got != want || ok != wantOK {
+			if got, ok := th.get(k); got != want || ok != wantOK {
 				t.Errorf("%v: %s = %q, %v; Get gives %q, %v", fields, name, got, ok, want, wantOK)
 			}
+			if got, ok := th.Get(name); got != want || ok != wantOK {
+				t.Errorf("%v: startHeaders.Get(%s) = %q, %v; Get gives %q, %v", fields, name, got, ok, want, wantOK)
+			}
+		}
+		// Names outside the one pass (Zipkin's) are searched.
+		for _, name := range []string{"x-b3-traceid", "b3", "host"} {
+			want, wantOK := h.Get(name)
+			if got, ok := th.Get(name); got != want || ok != wantOK {
+				t.Errorf("%v: startHeaders.Get(%s) = %q, %v; Get gives %q, %v", fields, name, got, ok, want, wantOK)
+			}
+		}
+	}
+}
+
+// TestSharesMatchFeatureEnabled: the sampling keys resolved once per
+// snapshot draw as featureEnabled reads them per request, for every kind
+// of runtime value.
+func TestSharesMatchFeatureEnabled(t *testing.T) {
+	defs := []fraction{{Num: 5000, Den: 10000}, {Num: 0, Den: 100}, {Num: 100, Den: 100}}
+	runtimes := []RuntimeValues{nil, fixedRuntime{}, fixedRuntime{keyRandomSampling: 10},
+		fixedRuntime{keyRandomSampling: 0}, fixedRuntime{keyRandomSampling: 101}, fixedRuntime{keyRandomSampling: 100}}
+	for _, rt := range runtimes {
+		var tc tracingConfig
+		sh := tc.shares(rt)
+		for _, def := range defs {
+			for random := uint64(0); random < 20000; random += 7 {
+				want := featureEnabled(rt, keyRandomSampling, def, random)
+				if got := sh.random.enabled(def, random); got != want {
+					t.Fatalf("runtime %v, default %v, random %d: %v, featureEnabled %v", rt, def, random, got, want)
+				}
+			}
+		}
+	}
+}
+
+// snapshotRuntime is the server's view of a runtime: the latest
+// snapshot's values, and the snapshot itself.
+type snapshotRuntime struct{ rt *runtime.Runtime }
+
+func (v snapshotRuntime) Uint64(key string, def uint64) uint64 {
+	return v.rt.Snapshot().Uint64(key, def)
+}
+func (v snapshotRuntime) Bool(key string, def bool) bool { return v.rt.Snapshot().Bool(key, def) }
+func (v snapshotRuntime) Fraction(key string) (num, den uint64, ok bool) {
+	return v.rt.Snapshot().Fraction(key)
+}
+func (v snapshotRuntime) Snapshot() *runtime.Snapshot { return v.rt.Snapshot() }
+
+// TestSharesFollowSnapshots: the sampling keys resolved for a snapshot are
+// reused while it is current, and a new snapshot (/runtime_modify) is
+// resolved again: integer percentages and FractionalPercent values alike.
+func TestSharesFollowSnapshots(t *testing.T) {
+	rt, err := runtime.New(&bootstrapv3.LayeredRuntime{}, runtime.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv := snapshotRuntime{rt}
+	tc := tracingConfig{snapshots: rv}
+	def := fraction{Num: 10000, Den: 10000}
+	check := func(step string) {
+		t.Helper()
+		sh := tc.shares(rv)
+		if sh.snap != rt.Snapshot() {
+			t.Fatalf("%s: shares of an old snapshot", step)
+		}
+		for _, c := range []struct {
+			key string
+			got share
+		}{{keyRandomSampling, sh.random}, {keyClientEnabled, sh.client}, {keyGlobalEnabled, sh.global}} {
+			for random := uint64(0); random < 2_000_000; random += 997 {
+				want := featureEnabled(rv, c.key, def, random)
+				if got := c.got.enabled(def, random); got != want {
+					t.Fatalf("%s: %s at %d: %v, featureEnabled %v", step, c.key, random, got, want)
+				}
+			}
+		}
+	}
+	check("no values")
+	if first, again := tc.shares(rv), tc.shares(rv); first != again || tc.resolved.Load().snap != rt.Snapshot() {
+		t.Fatal("the resolution of an unchanged snapshot is not kept")
+	}
+	if err := rt.Modify(map[string]string{keyRandomSampling: "25", keyGlobalEnabled: "{numerator: 5, denominator: MILLION}"}); err != nil {
+		t.Fatal(err)
+	}
+	check("integer and fraction")
+	if err := rt.Modify(map[string]string{keyRandomSampling: "101", keyClientEnabled: "0", keyGlobalEnabled: "numerator: 1\ndenominator: HUNDRED"}); err != nil {
+		t.Fatal(err)
+	}
+	check("above 100, zero, block fraction")
+}
+
+// TestSetDelMatchesSetThenDel: the one-pass SetDel that W3C propagation
+// uses leaves the fields as Set then Del does, whatever the fields hold.
+func TestSetDelMatchesSetThenDel(t *testing.T) {
+	lists := [][]field{
+		nil,
+		{{"host", "a"}, {"user-agent", "curl"}},
+		{{"traceparent", "old"}, {"host", "a"}},
+		{{"tracestate", "s"}, {"host", "a"}, {"traceparent", "old"}},
+		{{"traceparent", "1"}, {"x", "y"}, {"traceparent", "2"}},
+		{{"tracestate", "1"}, {"tracestate", "2"}, {"traceparenT", "z"}},
+	}
+	for _, fields := range lists {
+		var want, got headerList
+		want.fields = append([]field(nil), fields...)
+		got.fields = append([]field(nil), fields...)
+		want.Set("traceparent", "new")
+		want.Del("tracestate")
+		got.SetDel("traceparent", "new", "tracestate")
+		if !slices.Equal(got.fields, want.fields) {
+			t.Errorf("%v: SetDel gives %v, Set and Del %v", fields, got.fields, want.fields)
 		}
 	}
 }

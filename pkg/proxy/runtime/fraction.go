@@ -71,20 +71,30 @@ func denominator(d typev3.FractionalPercent_DenominatorType) (uint64, error) {
 func (f Fraction) Enabled(r Reader, random uint64) bool {
 	num, den := f.Numerator, f.Denominator
 	if f.Key != "" && r != nil {
-		if fr, ok := r.(FractionReader); ok {
-			if n, d, ok := fr.Fraction(f.Key); ok {
-				return d != 0 && random%d < n
-			}
-		}
-		if v := r.Uint64(f.Key, unset); v != unset {
-			if v > 100 {
-				return true
-			}
-			num, den = v, 100
+		if n, d, ok := Override(r, f.Key); ok {
+			num, den = n, d
 		}
 	}
-	if den == 0 {
-		return false
+	return den != 0 && random%den < num
+}
+
+// Override is the share a runtime key sets in r, as Enabled reads it: a
+// FractionalPercent value, else an integer percentage (above 100: 1 out
+// of 1, always); ok is false when the key does not override the default.
+// A caller that evaluates a key for every request may resolve it once
+// per snapshot with this, and draw with den != 0 && random%den < num.
+func Override(r Reader, key string) (num, den uint64, ok bool) {
+	if fr, isFR := r.(FractionReader); isFR {
+		if n, d, ok := fr.Fraction(key); ok {
+			return n, d, true
+		}
 	}
-	return random%den < num
+	v := r.Uint64(key, unset)
+	switch {
+	case v == unset:
+		return 0, 0, false
+	case v > 100:
+		return 1, 1, true
+	}
+	return v, 100, true
 }

@@ -26,3 +26,7 @@ func (v runtimeValues) Fraction(key string) (num, den uint64, ok bool) {
 func (v runtimeValues) Get(key string) (string, bool) {
 	return v.rt.Snapshot().Get(key)
 }
+
+// Snapshot returns the runtime's current snapshot, which the connection
+// managers' tracing resolves its sampling keys in once per snapshot.
+func (v runtimeValues) Snapshot() *runtime.Snapshot { return v.rt.Snapshot() }

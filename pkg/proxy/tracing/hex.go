@@ -19,9 +19,17 @@ func (s *SpanID) AppendHex(b []byte) []byte {
 // (a sixth of what an untraced request cost the tracer).
 func AppendHex64(b []byte, x uint64) []byte {
 	var d [16]byte
-	binary.BigEndian.PutUint64(d[:8], hexDigits8(uint32(x>>32)))
-	binary.BigEndian.PutUint64(d[8:], hexDigits8(uint32(x)))
+	PutHex64(d[:], x)
 	return append(b, d[:]...)
+}
+
+// PutHex64 writes x in lower-case hexadecimal into the first 16 bytes of
+// d, for a caller that writes a fixed layout (W3C's traceparent) in
+// place rather than appending piece by piece.
+func PutHex64(d []byte, x uint64) {
+	_ = d[15]
+	binary.BigEndian.PutUint64(d[:8], hexDigits8(uint32(x>>32)))
+	binary.BigEndian.PutUint64(d[8:16], hexDigits8(uint32(x)))
 }
 
 // hexDigits8 returns x's eight hexadecimal digits, the most significant

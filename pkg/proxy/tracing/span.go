@@ -3,6 +3,7 @@ package tracing
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"math/bits"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -77,24 +78,42 @@ func NewTraceID(short bool) TraceID {
 // NewSpanID returns a random, non-zero span id from the span's own
 // generator.
 func (s *Span) NewSpanID() SpanID {
-	var id SpanID
-	for id.IsZero() {
-		binary.BigEndian.PutUint64(id[:], s.rng.Uint64())
+	var x uint64
+	for x == 0 {
+		x = s.rng.next()
 	}
+	var id SpanID
+	binary.BigEndian.PutUint64(id[:], x)
 	return id
 }
 
 // NewTraceID returns a random, non-zero trace id from the span's own
 // generator: 128 bits, or 64 (the high half zero) when short.
 func (s *Span) NewTraceID(short bool) TraceID {
-	var t TraceID
-	for t.IsZero() {
+	var hi, lo uint64
+	for hi|lo == 0 {
 		if !short {
-			binary.BigEndian.PutUint64(t[:8], s.rng.Uint64())
+			hi = s.rng.next()
 		}
-		binary.BigEndian.PutUint64(t[8:], s.rng.Uint64())
+		lo = s.rng.next()
 	}
+	var t TraceID
+	binary.BigEndian.PutUint64(t[:8], hi)
+	binary.BigEndian.PutUint64(t[8:], lo)
 	return t
+}
+
+// wyrand is the state of a wyrand generator (Wang Yi's): one 64-bit
+// multiplication per draw, a third of what a PCG draw costs, and
+// statistically sound for ids; its period is 2^64. A request's span
+// draws three words, traced or not.
+type wyrand uint64
+
+// next returns the next random word.
+func (w *wyrand) next() uint64 {
+	*w += 0xa0761d6478bd642f
+	hi, lo := bits.Mul64(uint64(*w), uint64(*w)^0xe7037ed1a0b428db)
+	return hi ^ lo
 }
 
 // Reporter takes finished, sampled spans (a Batcher).
@@ -145,13 +164,16 @@ type Span struct {
 	// the runtime's generator once per pooled span, it costs a fraction
 	// of a runtime draw, for the three random words of every request's
 	// span, traced or not. Release keeps it.
-	rng rand.PCG
+	rng wyrand
+	// local: the span belongs to its caller (SpanPool.Local), who keeps
+	// it from one request to the next; it never goes into the pool.
+	local bool
 }
 
 // newSpan returns a span with its generator seeded.
 func newSpan() *Span {
 	s := &Span{}
-	s.rng.Seed(rand.Uint64(), rand.Uint64())
+	s.rng = wyrand(rand.Uint64())
 	return s
 }
 
@@ -180,16 +202,70 @@ func NewSpan(r Reporter, p Propagator) *Span {
 	return s
 }
 
+// Local readies s, a span its caller keeps from one request to the next
+// (a connection manager's stream), to start a request's span in: most
+// requests' spans are not sampled, and such a span then costs no trip
+// through the pool. It reports to r and propagates with p; its children
+// come from the pool. A span that turns out sampled is moved into a
+// pooled one (Pooled) before it is reported, as the reporter keeps it
+// past its request.
+func (sp *SpanPool) Local(s *Span, r Reporter, p Propagator) *Span {
+	if !s.local {
+		s.rng = wyrand(rand.Uint64())
+		s.local = true
+	}
+	if s.pool != nil {
+		// Not finished last time (Finish and Release reset it).
+		s.reset()
+	}
+	s.reporter, s.propagator, s.pool = r, p, sp
+	return s
+}
+
+// Pooled returns s when it is not a local span; a local span's context,
+// name, times and tags move into a span of its pool, which is returned,
+// and s is released.
+func (s *Span) Pooled() *Span {
+	if !s.local || s.pool == nil {
+		return s
+	}
+	p := s.pool.Get(s.reporter, s.propagator)
+	p.Trace, p.ID, p.Parent, p.Kind = s.Trace, s.ID, s.Parent, s.Kind
+	p.Start, p.End, p.Sampled, p.Shared = s.Start, s.End, s.Sampled, s.Shared
+	p.Name, p.TraceState = p.own(s.Name), s.TraceState
+	for _, t := range s.Tags {
+		p.Tags = append(p.Tags, Tag{Key: t.Key, Value: p.own(t.Value)})
+	}
+	p.Logs = append(p.Logs, s.Logs...)
+	s.Release()
+	return p
+}
+
 // Release gives a finished span back to its pool; the reporter calls it
 // once the span is exported (or dropped). Nothing may use the span, or
-// the strings it holds, afterwards.
+// the strings it holds, afterwards. A local span stays with its caller.
 func (s *Span) Release() {
 	if s.pool == nil {
 		return
 	}
 	pool := s.pool
-	clear(s.Tags)
-	clear(s.Logs)
+	s.reset()
+	if s.local {
+		return
+	}
+	pool.p.Put(s)
+}
+
+// reset empties the span but for its generator and whether it is local.
+func (s *Span) reset() {
+	if len(s.Tags) > 0 {
+		clear(s.Tags)
+		s.Tags = s.Tags[:0]
+	}
+	if len(s.Logs) > 0 {
+		clear(s.Logs)
+		s.Logs = s.Logs[:0]
+	}
 	// Field by field: assigning a whole Span literal built it aside and
 	// copied it, pointers and all, which cost an untraced request more
 	// than its random ids.
@@ -197,9 +273,8 @@ func (s *Span) Release() {
 	s.Name, s.TraceState = "", ""
 	s.Kind, s.Sampled, s.Shared = Server, false, false
 	s.Start, s.End = time.Time{}, time.Time{}
-	s.Tags, s.Logs, s.arena, s.Scratch = s.Tags[:0], s.Logs[:0], s.arena[:0], s.Scratch[:0]
+	s.arena, s.Scratch = s.arena[:0], s.Scratch[:0]
 	s.reporter, s.propagator, s.pool = nil, nil, nil
-	pool.p.Put(s)
 }
 
 // own copies v into the span's arena.
@@ -291,7 +366,11 @@ func (s *Span) Child(name string, start time.Time) *Span {
 func (s *Span) Finish(end time.Time) {
 	s.End = end
 	if s.Sampled && s.reporter != nil {
-		s.reporter.Report(s)
+		// The reporter keeps the span: a local one is moved into the
+		// pool first (a driver does it when the span starts, before it
+		// has tags to copy).
+		p := s.Pooled()
+		p.reporter.Report(p)
 		return
 	}
 	s.Release()

@@ -36,6 +36,16 @@ type HeaderSetter interface {
 	Del(name string)
 }
 
+// HeaderSetDeleter is a HeaderSetter that sets one field and deletes
+// another in one pass over its fields (the connection manager's request
+// headers), as W3C propagation does for every request: a traceparent set,
+// the tracestate removed.
+type HeaderSetDeleter interface {
+	HeaderSetter
+	// SetDel is Set(set, value) then Del(del).
+	SetDel(set, value, del string)
+}
+
 // Driver is one configured tracing provider.
 type Driver interface {
 	// StartSpan starts the span of a request: a child of the context the
@@ -63,6 +73,10 @@ type StartOptions struct {
 	Start time.Time
 	// Traced is the connection manager's sampling decision.
 	Traced bool
+	// Local, when set, is a span the caller keeps from one request to
+	// the next, which a driver may start the span in when it is not
+	// sampled (SpanPool.Local); a sampled span is always a pooled one.
+	Local *Span
 }
 
 // Factory builds a driver from its configuration (the typed_config of a

@@ -108,20 +108,32 @@ func (d *driver) StartSpan(h tracing.Headers, o tracing.StartOptions) *tracing.S
 	if d.batcher != nil {
 		rep = d.batcher
 	}
-	s := d.pool.Get(rep, w3c{})
+	p, found, err := extract(h)
+	if err != nil {
+		return nil
+	}
+	// A span that will be sampled is a pooled one from the start (the
+	// batcher keeps it); the others, most, start in the caller's. A
+	// sampler decides later: its sampled spans move into the pool then.
+	sampled := o.Traced
+	if found {
+		sampled = p.sampled
+	}
+	var s *tracing.Span
+	if o.Local != nil && (!sampled || d.sampler != nil) {
+		s = d.pool.Local(o.Local, rep, w3c{})
+	} else {
+		s = d.pool.Get(rep, w3c{})
+	}
 	s.Name, s.Start = o.Operation, o.Start
 	if o.Egress {
 		s.Kind = tracing.Client
 	}
 	s.ID = s.NewSpanID()
-	p, err := extract(h)
-	switch {
-	case err == errNoContext: // a sentinel, never wrapped
+	if !found {
 		s.Trace = s.NewTraceID(false)
 		s.Sampled = o.Traced
-	case err != nil:
-		return nil
-	default:
+	} else {
 		s.Trace, s.Parent, s.Sampled, s.TraceState = p.trace, p.span, p.sampled, p.state
 	}
 	if d.sampler != nil {
@@ -130,6 +142,10 @@ func (d *driver) StartSpan(h tracing.Headers, o tracing.StartOptions) *tracing.S
 			Trace: s.Trace, Name: s.Name, Kind: s.Kind,
 		})
 		s.Sampled, s.TraceState = r.Sampled, r.TraceState
+	}
+	if s.Sampled {
+		// The batcher keeps a sampled span past its request.
+		s = s.Pooled()
 	}
 	return s
 }

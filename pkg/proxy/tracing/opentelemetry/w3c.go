@@ -1,6 +1,7 @@
 package opentelemetry
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"strings"
@@ -24,33 +25,31 @@ type parent struct {
 	state   string
 }
 
-// errNoContext: the request carries no traceparent.
-var errNoContext = errors.New("no traceparent")
-
 // extract reads the W3C trace context of a request, as Envoy's
 // OpenTelemetry SpanContextExtractor does: a traceparent of the version
 // 00 layout (version, trace id, parent id, flags, all lower-case hex),
-// with neither id all zeros and a version other than ff.
-func extract(h tracing.Headers) (parent, error) {
+// with neither id all zeros and a version other than ff. found is false,
+// with no error, when the request carries no traceparent (most requests:
+// a flag, which costs less to test than an error sentinel).
+func extract(h tracing.Headers) (p parent, found bool, err error) {
 	v, ok := h.Get(traceparent)
 	if !ok {
-		return parent{}, errNoContext
+		return parent{}, false, nil
 	}
-	var p parent
 	if len(v) != traceparentLen || v[2] != '-' || v[35] != '-' || v[52] != '-' {
-		return p, errors.New("invalid traceparent")
+		return p, true, errors.New("invalid traceparent")
 	}
 	version, traceHex, spanHex, flags := v[:2], v[3:35], v[36:52], v[53:]
 	if !isLowerHex(version) || !isLowerHex(traceHex) || !isLowerHex(spanHex) || !isLowerHex(flags) {
-		return p, errors.New("invalid traceparent: not lower-case hexadecimal")
+		return p, true, errors.New("invalid traceparent: not lower-case hexadecimal")
 	}
 	if version == "ff" {
-		return p, errors.New("invalid traceparent version")
+		return p, true, errors.New("invalid traceparent version")
 	}
 	_, _ = hex.Decode(p.trace[:], []byte(traceHex))
 	_, _ = hex.Decode(p.span[:], []byte(spanHex))
 	if p.trace.IsZero() || p.span.IsZero() {
-		return p, errors.New("invalid traceparent: zero id")
+		return p, true, errors.New("invalid traceparent: zero id")
 	}
 	var f [1]byte
 	_, _ = hex.Decode(f[:], []byte(flags))
@@ -58,7 +57,7 @@ func extract(h tracing.Headers) (parent, error) {
 	if s, ok := h.Get(tracestate); ok {
 		p.state = strings.Clone(s)
 	}
-	return p, nil
+	return p, true, nil
 }
 
 // isLowerHex reports whether s is lower-case hexadecimal digits only.
@@ -78,22 +77,32 @@ type w3c struct{}
 // Inject implements tracing.Propagator: traceparent names s as the
 // parent, with its sampling flag; tracestate passes on what was received.
 func (w3c) Inject(s *tracing.Span, h tracing.HeaderSetter) {
-	const digits = "0123456789abcdef"
-	b := append(s.Scratch[:0], "00-"...)
-	b = s.Trace.AppendHex(b)
-	b = append(b, '-')
-	b = s.ID.AppendHex(b)
-	b = append(b, "-0"...)
+	// Written in place, its layout fixed: version, trace id, parent id,
+	// flags.
+	b := s.Scratch[:0]
+	if cap(b) < traceparentLen {
+		b = make([]byte, 0, traceparentLen)
+	}
+	b = b[:traceparentLen]
+	b[0], b[1], b[2], b[35], b[52], b[53] = '0', '0', '-', '-', '-', '0'
+	tracing.PutHex64(b[3:19], binary.BigEndian.Uint64(s.Trace[:8]))
+	tracing.PutHex64(b[19:35], binary.BigEndian.Uint64(s.Trace[8:]))
+	tracing.PutHex64(b[36:52], binary.BigEndian.Uint64(s.ID[:]))
+	b[54] = '0'
 	if s.Sampled {
-		b = append(b, digits[1])
-	} else {
-		b = append(b, digits[0])
+		b[54] = '1'
 	}
 	s.Scratch = b
-	h.Set(traceparent, unsafeString(b))
 	if s.TraceState != "" {
+		h.Set(traceparent, unsafeString(b))
 		h.Set(tracestate, s.TraceState)
-	} else {
-		h.Del(tracestate)
+		return
 	}
+	if sd, ok := h.(tracing.HeaderSetDeleter); ok {
+		// One pass over the fields rather than two.
+		sd.SetDel(traceparent, unsafeString(b), tracestate)
+		return
+	}
+	h.Set(traceparent, unsafeString(b))
+	h.Del(tracestate)
 }

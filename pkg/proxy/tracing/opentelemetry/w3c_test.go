@@ -40,7 +40,10 @@ func TestExtract(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p, err := extract(headers{"Traceparent": {c.value}, "Tracestate": {"a=b"}})
+			p, found, err := extract(headers{"Traceparent": {c.value}, "Tracestate": {"a=b"}})
+			if !found {
+				t.Fatalf("extract(%q) found no traceparent", c.value)
+			}
 			if (err == nil) != c.ok {
 				t.Fatalf("extract(%q) error = %v, want ok %v", c.value, err, c.ok)
 			}
@@ -49,8 +52,8 @@ func TestExtract(t *testing.T) {
 			}
 		})
 	}
-	if _, err := extract(headers{}); err != errNoContext {
-		t.Errorf("no traceparent: error = %v, want errNoContext", err)
+	if _, found, err := extract(headers{}); found || err != nil {
+		t.Errorf("no traceparent: found %v, error %v; want neither", found, err)
 	}
 }
 
