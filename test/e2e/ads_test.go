@@ -129,8 +129,10 @@ var _ = Describe("ADS: listeners from a management server over gRPC", func() {
 		s := Start(newDir(), adsBootstrap(m.port, "", proxyCluster{Name: "backend", Port: up.port}.object()))
 		waitLive(s)
 		Expect(getBody(listenerAddr(s, "ingress"))).To(Equal("ok"))
-		Expect(statValue(s, "cluster.backend.upstream_rq_200")).To(Equal("1"))
-		Expect(statValue(s, "http.ads_ingress.downstream_rq_2xx")).To(Equal("1"))
+		// The stream's counters are charged when it completes, which can be
+		// just after the client has read the body.
+		Eventually(func() string { return statValue(s, "cluster.backend.upstream_rq_200") }).Should(Equal("1"))
+		Eventually(func() string { return statValue(s, "http.ads_ingress.downstream_rq_2xx") }).Should(Equal("1"))
 	})
 
 	It("keeps serving while the management server restarts, then reconnects and catches up", func() {
