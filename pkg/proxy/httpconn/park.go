@@ -8,7 +8,9 @@ import (
 	"syscall"
 )
 
-// An HTTP/1 connection waiting for its next request parks: it gives its
+// An HTTP/1 connection waiting for its next request parks, and so does an
+// HTTP/2 connection waiting for its next frame with nothing left to
+// handle: it gives its
 // read buffer, its exchange state (h1Exchange: the stream, the output
 // buffer, the upstream scratch space) back to the manager's pools and
 // waits for its socket to become readable without a buffer. Only once
@@ -36,8 +38,8 @@ type parkState struct {
 	err    error
 }
 
-// startParking lets a connection serving HTTP/1 requests over a plain
-// socket park while it waits.
+// startParking lets a connection serving requests over a plain socket
+// park while it waits.
 func (c *serverConn) startParking() {
 	raw := parkableSocket(c.nc)
 	if raw == nil {
@@ -152,4 +154,13 @@ func (s *parkedSource) Read(p []byte) (int, error) {
 		s.land, s.pending = nil, nil
 	}
 	return n, nil
+}
+
+// input is what the connection reads: its read buffer, or the socket
+// while it is parked (nothing is buffered then).
+func (c *serverConn) input() io.Reader {
+	if c.br == nil {
+		return c.cc
+	}
+	return c.br
 }
