@@ -15,8 +15,10 @@ const maxIdleStreamWorkers = 8
 // workerLinger is how long a connection's waiting stream goroutines wait
 // without a stream before they are sent away: an idle connection then
 // holds none of their stacks. A connection busy within the period keeps
-// them, so its streams pay no stack copy.
-const workerLinger = time.Second
+// them, so its streams pay no stack copy; one idle for longer pays a
+// goroutine's start and stack growth (a few microseconds) for its next
+// stream. A busy connection's timer fires four times a second.
+const workerLinger = 250 * time.Millisecond
 
 // h2Workers reuses an HTTP/2 connection's stream goroutines. A stream's
 // request path (filters, routing, the upstream exchange) needs more stack
