@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -32,9 +33,8 @@ type serverConn struct {
 	// cc counts the bytes read and written (downstream_cx_rx/tx_bytes).
 	cc *countedConn
 	br *bufio.Reader
-	// src is what br reads: the bytes a parked connection read when it
-	// woke, then the socket (see park.go).
-	src parkedSource
+	// src is what br reads (see park.go).
+	src connSource
 
 	id       uint64
 	remote   string // "ip:port"
@@ -66,6 +66,8 @@ type serverConn struct {
 	// first request, dropped while the connection is parked (see
 	// park.go) and made again when it wakes. nil for HTTP/2.
 	x *h1Exchange
+	// xShared is x for other goroutines (cut).
+	xShared atomic.Pointer[h1Exchange]
 	// park is the state of the idle-connection parking (see park.go).
 	park parkState
 	// rd and wd are the socket's read and write deadlines; lastNow is
@@ -138,10 +140,8 @@ func (c *serverConn) exchange() *h1Exchange {
 	}
 	x := c.m.exchanges.Get().(*h1Exchange)
 	x.st.init(c.m, c, x)
-	// Under mu: cut reads it from another goroutine.
-	c.mu.Lock()
 	c.x = x
-	c.mu.Unlock()
+	c.xShared.Store(x)
 	return x
 }
 
@@ -423,12 +423,14 @@ func (c *serverConn) abandonBody() {
 // any, at the upstream too.
 func (c *serverConn) cut() {
 	_ = c.nc.Close()
-	c.mu.Lock()
-	h, x := c.h2, c.x
-	c.mu.Unlock()
-	if x != nil {
+	if x := c.xShared.Load(); x != nil {
+		// The exchange may be another connection's by now, at a
+		// shutdown that cuts every connection anyway.
 		x.st.interrupt()
 	}
+	c.mu.Lock()
+	h := c.h2
+	c.mu.Unlock()
 	if h != nil {
 		h.cut()
 	}

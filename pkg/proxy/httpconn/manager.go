@@ -72,11 +72,10 @@ type Manager struct {
 	clock func() time.Time
 	date  dateCache
 
-	// readers recycles HTTP/1 read buffers, exchanges the state of
-	// HTTP/1 requests, and landings the buffers parked connections read
-	// into when they wake (see park.go), between connections and while
-	// connections wait for their next request.
-	readers, exchanges, landings sync.Pool
+	// readers recycles read buffers and exchanges the state of HTTP/1
+	// requests, between connections and while connections wait for
+	// their next request (see park.go).
+	readers, exchanges sync.Pool
 	// connIDs numbers downstream connections (%CONNECTION_ID%).
 	connIDs atomic.Uint64
 
@@ -177,7 +176,6 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.readers.New = func() any { return bufio.NewReaderSize(nil, readBufferSize) }
 	m.exchanges.New = func() any { return newH1Exchange() }
-	m.landings.New = func() any { return new([readBufferSize]byte) }
 	m.h2streams.New = func() any { return newH2Stream(m) }
 	m.h2CodecStats = sync.OnceValue(func() *h2Stats { return newH2Stats(deps.Stats) })
 	return m, nil

@@ -2,25 +2,27 @@ package httpconn
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"os"
-	"sync"
 	"syscall"
 )
 
 // An HTTP/1 connection waiting for its next request parks, and so does an
 // HTTP/2 connection waiting for its next frame with nothing left to
-// handle: it gives its
-// read buffer, its exchange state (h1Exchange: the stream, the output
-// buffer, the upstream scratch space) back to the manager's pools and
-// waits for its socket to become readable without a buffer. Only once
-// bytes are there does it take a landing buffer, read them into it, and
-// take a read buffer and an exchange again. An idle connection thus holds
-// only its serverConn, and the buffers serve the connections that are
-// busy. The socket is read directly, so a busy connection makes the same
-// read system calls as before (one that finds nothing, the wait, one that
-// reads); parking adds the pools' get and put and a copy of the bytes
-// read out of the landing buffer.
+// handle: it gives its read buffer, and an HTTP/1 connection its exchange
+// state (h1Exchange: the stream, the output buffer, the upstream scratch
+// space), back to the manager's pools while it waits, and takes them
+// again when bytes arrive. An idle connection thus holds only its
+// serverConn, and the buffers serve the connections that are busy.
+//
+// The wait goes through the socket's RawConn: its first read attempt
+// reads straight into the read buffer (a read that does not wait), so
+// bytes already there cost nothing more; when there are none, the buffers
+// go back to the pools and the netpoller waits; once the socket is
+// readable a read buffer is taken again and read into. A busy connection
+// thus makes the same system calls as before (a read that finds nothing,
+// the wait, a read), plus the pools' puts and gets.
 //
 // Only plaintext sockets park: a TLS connection may hold decrypted bytes
 // that the socket no longer shows, and another wrapper may hold bytes of
@@ -29,14 +31,17 @@ type parkState struct {
 	// raw is the socket to wait on; nil when the connection does not
 	// park.
 	raw syscall.RawConn
-	// readFn is the read attempt raw.Read makes at each wake-up, bound
-	// once; it leaves the landing buffer it read into (nil when nothing
-	// was read), the bytes read and the error in land, n and err.
+	// readFn is the read attempt raw.Read makes, bound once; it records
+	// in waited that the connection parked (the netpoller then woke it),
+	// and in err what its read met.
 	readFn func(fd uintptr) bool
-	land   *[readBufferSize]byte
-	n      int
+	waited bool
 	err    error
 }
+
+// errWouldBlock is what a read that does not wait returns when the socket
+// has nothing to read.
+var errWouldBlock = errors.New("nothing to read yet")
 
 // startParking lets a connection serving requests over a plain socket
 // park while it waits.
@@ -46,61 +51,69 @@ func (c *serverConn) startParking() {
 		return
 	}
 	c.park.raw = raw
-	c.park.readFn = c.readParked
+	c.park.readFn = c.readOrPark
 }
 
 // stopParking keeps the connection's buffers from now on: it serves no
 // more requests, or an upstream transport may still read from them.
 func (c *serverConn) stopParking() { c.park.raw = nil }
 
-// readParked is one read attempt of a parked connection: it reads into a
-// landing buffer, and gives the buffer back when nothing is there yet
-// (raw.Read then waits for the socket to become readable).
-func (c *serverConn) readParked(fd uintptr) bool {
+// readOrPark is raw.Read's attempt: before the wait, a read into the read
+// buffer that does not wait, the connection parking when it finds nothing
+// (raw.Read then waits for the socket); after it, nothing (the socket is
+// readable).
+func (c *serverConn) readOrPark(fd uintptr) bool {
 	p := &c.park
-	if p.land == nil {
-		p.land = c.m.landings.Get().(*[readBufferSize]byte)
+	if p.waited {
+		return true
 	}
-	n, wouldBlock, err := readSocket(fd, p.land[:])
-	if wouldBlock {
-		c.m.landings.Put(p.land)
-		p.land = nil
+	if c.br == nil {
+		c.takeReader()
+	}
+	c.src.fd, c.src.direct = fd, true
+	_, err := c.br.Peek(1)
+	c.src.direct = false
+	if errors.Is(err, errWouldBlock) {
+		c.letGo()
+		p.waited = true
 		return false
 	}
-	p.n, p.err = n, err
+	p.err = err
 	return true
 }
 
 // awaitByte waits until the next request's first byte is in the read
-// buffer. A connection that parks gives its buffers back first and takes
-// them again once bytes came (see parkState).
+// buffer; a connection that parks lets its buffers go meanwhile (see
+// parkState).
 func (c *serverConn) awaitByte() error {
-	if c.park.raw != nil && !c.letGo() {
+	if c.park.raw != nil && c.x != nil && c.x.st.leaked {
+		// An upstream transport may still read the last request's
+		// body from the buffers.
 		c.stopParking()
 	}
 	if c.park.raw == nil {
 		_, err := c.br.Peek(1)
 		return err
 	}
-	if err := c.park.raw.Read(c.park.readFn); err != nil {
-		return err
-	}
-	land, n, err := c.park.land, c.park.n, c.park.err
-	c.park.land, c.park.err = nil, nil
+	err := c.park.raw.Read(c.park.readFn)
+	waited, readErr := c.park.waited, c.park.err
+	c.park.waited, c.park.err = false, nil
 	switch {
 	case err != nil:
-		c.m.landings.Put(land)
-		return os.NewSyscallError("read", err)
-	case n == 0:
-		c.m.landings.Put(land)
-		return io.EOF
+		// The deadline, or the connection closed; parked or not.
+		return err
+	case !waited:
+		return readErr
 	}
-	c.m.stats.cxRxBytes.Add(uint64(n))
-	c.src.fill(land, n, &c.m.landings)
-	c.br = c.m.readers.Get().(*bufio.Reader)
-	c.br.Reset(&c.src)
+	c.takeReader()
 	_, err = c.br.Peek(1)
 	return err
+}
+
+// takeReader takes a read buffer from the manager's pool.
+func (c *serverConn) takeReader() {
+	c.br = c.m.readers.Get().(*bufio.Reader)
+	c.br.Reset(&c.src)
 }
 
 // letGo gives the read buffer and the exchange state back to the
@@ -117,42 +130,37 @@ func (c *serverConn) letGo() bool {
 		c.br = nil
 	}
 	if x != nil {
-		// Under mu: cut reads it from another goroutine.
-		c.mu.Lock()
 		c.x = nil
-		c.mu.Unlock()
+		c.xShared.Store(nil)
 		c.m.exchanges.Put(x)
 	}
 	return true
 }
 
-// parkedSource is what a connection's read buffer reads: the bytes a
-// parked connection read into a landing buffer as it woke, then the
-// socket.
-type parkedSource struct {
-	cc      *countedConn
-	land    *[readBufferSize]byte
-	pending []byte
-	pool    *sync.Pool
-}
-
-// fill hands the n bytes read into land to the next reads; land goes
-// back to pool once they are read.
-func (s *parkedSource) fill(land *[readBufferSize]byte, n int, pool *sync.Pool) {
-	s.land, s.pending, s.pool = land, land[:n], pool
+// connSource is what a connection's read buffer reads: the connection,
+// or, during a parked connection's read attempt, its socket directly
+// without waiting (errWouldBlock when it has nothing).
+type connSource struct {
+	cc     *countedConn
+	fd     uintptr
+	direct bool
 }
 
 // Read implements io.Reader.
-func (s *parkedSource) Read(p []byte) (int, error) {
-	if len(s.pending) == 0 {
+func (s *connSource) Read(p []byte) (int, error) {
+	if !s.direct {
 		return s.cc.Read(p)
 	}
-	n := copy(p, s.pending)
-	s.pending = s.pending[n:]
-	if len(s.pending) == 0 {
-		s.pool.Put(s.land)
-		s.land, s.pending = nil, nil
+	n, wouldBlock, err := readSocket(s.fd, p)
+	switch {
+	case wouldBlock:
+		return 0, errWouldBlock
+	case err != nil:
+		return 0, os.NewSyscallError("read", err)
+	case n == 0:
+		return 0, io.EOF
 	}
+	s.cc.stats.cxRxBytes.Add(uint64(n))
 	return n, nil
 }
 

@@ -42,9 +42,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // parked reports whether an HTTP/1 connection gave its exchange state
 // (and, before it, its read buffer) back.
 func parked(c *serverConn) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.x == nil
+	return c.xShared.Load() == nil
 }
 
 // TestIdleHTTP1ConnectionParks: between requests a keep-alive connection
@@ -89,8 +87,8 @@ func TestIdleHTTP1ConnectionParks(t *testing.T) {
 	c := onlyConn(t, p.m)
 	waitFor(t, "parked after the first request", func() bool { return parked(c) })
 
-	// A request whose first byte arrives alone: the landing buffer
-	// holds one byte, the rest is read through the read buffer.
+	// A request whose first byte arrives alone: the connection wakes
+	// for one byte, and reads the rest as it serves the request.
 	send(req[:1])
 	time.Sleep(20 * time.Millisecond)
 	send(req[1:])
