@@ -12,7 +12,7 @@ BUILDFLAGS := -buildvcs=auto
 CONFIG ?= examples/quickstart.yaml
 
 .PHONY: plugin plugin-dist
-.PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers bench-floods bench-tcpproxy bench-tls bench-dns bench-hc bench-resilience bench-hotrestart bench-instructions bench-xds lint fmt clean \
+.PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers bench-floods bench-tcpproxy bench-tls bench-idle bench-dns bench-hc bench-resilience bench-hotrestart bench-instructions bench-xds lint fmt clean \
 	manifests generate check-manifests test-cluster helm test-chart chart-crds test-browser image push test-image
 
 all: build
@@ -152,6 +152,15 @@ bench-peers: build
 # (BENCHMARKS.md, issue #14).
 bench-tls: build
 	test/bench/tls/run.sh $(BIN)/sidecar
+
+# What connections cost beside haproxy and nginx (issue #19): memory per
+# idle keep-alive connection, HTTP/1.1 and h2c, and new connections/s with
+# the proxy's CPU per connection (test/bench/idleconn; BASE=other/sidecar
+# measures that binary too, in the same run).
+bench-idle: build
+	command -v haproxy >/dev/null && command -v nginx >/dev/null || { apt-get update && apt-get install -y haproxy nginx; }
+	$(GO) build $(BUILDFLAGS) -o $(BIN)/idlebench ./test/bench/idleconn
+	taskset -c 1 $(BIN)/idlebench -sidecar $(BIN)/sidecar $${BASE:+-baseline $$BASE} -conns $${CONNS:-5000} -reps $${REPS:-3} -dur $${DUR:-5s}
 
 bench-tcpproxy: build
 	$(GO) build $(BUILDFLAGS) -o $(BIN)/tcpbench ./test/bench/tcpproxy

@@ -47,7 +47,7 @@ func (c *serverConn) delayedClose(halfClose bool) {
 	}
 	c.rd.forget()
 	_ = c.nc.SetReadDeadline(time.Now().Add(t))
-	n, err := io.CopyN(io.Discard, c.br, maxLingerBytes)
+	n, err := io.CopyN(io.Discard, c.input(), maxLingerBytes)
 	switch {
 	case n >= maxLingerBytes:
 		// Still sending: not a client waiting for the response.

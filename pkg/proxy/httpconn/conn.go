@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -32,8 +33,8 @@ type serverConn struct {
 	// cc counts the bytes read and written (downstream_cx_rx/tx_bytes).
 	cc *countedConn
 	br *bufio.Reader
-	// out gathers the response for one write.
-	out outBuf
+	// src is what br reads (see park.go).
+	src connSource
 
 	id       uint64
 	remote   string // "ip:port"
@@ -61,11 +62,14 @@ type serverConn struct {
 	// h2 is the HTTP/2 side of the connection, once it speaks HTTP/2.
 	h2 *h2Conn
 
-	// The request being served and its buffers.
-	head []byte
-	req  http1.Request
-	body http1.BodyReader
-	st   stream
+	// x is the state of HTTP/1 requests and their buffers: made for the
+	// first request, dropped while the connection is parked (see
+	// park.go) and made again when it wakes. nil for HTTP/2.
+	x *h1Exchange
+	// xShared is x for other goroutines (cut).
+	xShared atomic.Pointer[h1Exchange]
+	// park is the state of the idle-connection parking (see park.go).
+	park parkState
 	// rd and wd are the socket's read and write deadlines; lastNow is
 	// the real time the last request ended (at first, the time the
 	// connection was accepted), which arms the wait for the next one.
@@ -87,19 +91,58 @@ type serverConn struct {
 	// How the response in flight is framed (chunked, or ended by the
 	// connection's end), and whether it was cut.
 	chunked, closeDelimited, aborted bool
-	// trailer are the response's trailers, sent after a chunked body
-	// with enable_trailers (see trailers.go).
-	trailer http.Header
 
-	// up is the scratch space of the upstream exchange.
-	up upstreamScratch
 	// filterState is what HTTP filters keep for the connection.
 	filterState connState
 
-	// flushDown and flushUp are bound once so that handing them to body
-	// readers allocates nothing per request.
-	flushDown func() error
-	flushUp   func() error
+	// goneFn is gone, bound once so that binding a stream to the
+	// connection allocates nothing.
+	goneFn func() bool
+}
+
+// h1Exchange is what an HTTP/1 connection's requests reuse: the request
+// head's buffer, the parsed request, the stream state, the response's
+// output buffer and the upstream scratch space. It is most of a
+// connection's memory, so a connection waiting for its next request gives
+// it back to the manager's pool (see park.go), and takes one again when
+// the request arrives.
+type h1Exchange struct {
+	// out gathers the response for one write.
+	out  outBuf
+	head []byte
+	req  http1.Request
+	body http1.BodyReader
+	st   stream
+	// trailer are the response's trailers, sent after a chunked body
+	// with enable_trailers (see trailers.go).
+	trailer http.Header
+	// up is the scratch space of the upstream exchange.
+	up upstreamScratch
+	// flushDown and flushUp are bound once so that handing them to
+	// body readers allocates nothing per request.
+	flushDown, flushUp func() error
+}
+
+// newH1Exchange makes the state of a manager's HTTP/1 requests.
+func newH1Exchange() *h1Exchange {
+	x := &h1Exchange{}
+	x.flushDown = x.out.flush
+	x.flushUp = x.up.out.flush
+	return x
+}
+
+// exchange returns the connection's HTTP/1 state, taken from the
+// manager's pool when it has none (its first request, or the first after
+// it parked).
+func (c *serverConn) exchange() *h1Exchange {
+	if c.x != nil {
+		return c.x
+	}
+	x := c.m.exchanges.Get().(*h1Exchange)
+	x.st.init(c.m, c, x)
+	c.x = x
+	c.xShared.Store(x)
+	return x
 }
 
 // newServerConn prepares a connection's state; serve runs it.
@@ -123,9 +166,8 @@ func newServerConn(m *Manager, nc net.Conn) *serverConn {
 	c.tls, c.sni = tlsconfig.AccessLogInfo(nc), accesslog.RequestedServerName(nc)
 	c.origDst, _ = upstream.OriginalDst(nc)
 	c.cc = &countedConn{Conn: nc, stats: m.stats}
-	c.flushDown = c.out.flush
-	c.flushUp = c.up.out.flush
-	c.st.init(m, c)
+	c.src.cc = c.cc
+	c.goneFn = c.gone
 	return c
 }
 
@@ -150,14 +192,13 @@ func (c *serverConn) serve() {
 	c.lastNow = time.Now()
 	c.maxDurAt = after(c.lastNow, c.m.cfg.maxConnectionDuration)
 	c.br = c.m.readers.Get().(*bufio.Reader)
-	c.br.Reset(c.cc)
+	c.br.Reset(&c.src)
 	defer func() {
-		if c.st.leaked {
-			// An upstream transport may still read from it.
+		if c.x != nil && c.x.st.leaked {
+			// An upstream transport may still read from them.
 			return
 		}
-		c.br.Reset(nil)
-		c.m.readers.Put(c.br)
+		c.letGo()
 	}()
 	switch c.m.cfg.codec {
 	case hcmv3.HttpConnectionManager_HTTP2:
@@ -251,9 +292,14 @@ func (c *serverConn) sniffHTTP2() bool {
 // protocol error, max_requests_per_connection, a drain...), it records
 // that the close must wait for the client (see delayedClose).
 func (c *serverConn) serveHTTP1() {
-	for c.waitForRequest() {
+	c.startParking()
+	defer c.stopParking()
+	for {
+		if !c.waitForRequest() {
+			return
+		}
 		if !c.serveRequest() {
-			c.linger = c.st.started && !c.aborted && !c.remoteClosed
+			c.linger = c.x.st.started && !c.aborted && !c.remoteClosed
 			c.halfClose = c.closeDelimited
 			return
 		}
@@ -271,7 +317,8 @@ func (c *serverConn) serveHTTP1() {
 // waitForRequest waits for the first byte of the next request, under the
 // idle timeout and max_connection_duration. It returns false when the
 // connection should end instead: closed by the client, idle for too long,
-// at its maximum duration, or the manager closing.
+// at its maximum duration, or the manager closing. A connection that can
+// park waits without its buffers (see park.go).
 //
 // While waiting, the socket's deadline is the earliest of the idle
 // timeout, the stream idle timeout and the maximum duration, so that on a
@@ -285,7 +332,7 @@ func (c *serverConn) waitForRequest() bool {
 		return false
 	}
 	waitStart := c.lastNow
-	for c.br.Buffered() == 0 {
+	for c.br == nil || c.br.Buffered() == 0 {
 		// Both are read again after each wake-up: the overload
 		// manager's reduce_timeouts scales them as it acts.
 		idle, streamIdle := c.m.idleTimeout(), c.streamIdle()
@@ -293,7 +340,7 @@ func (c *serverConn) waitForRequest() bool {
 		if c.rd.needWithin(d, slackOf(streamIdle)) {
 			_ = c.nc.SetReadDeadline(d)
 		}
-		_, err := c.br.Peek(1)
+		err := c.awaitByte()
 		if err == nil {
 			break
 		}
@@ -376,7 +423,11 @@ func (c *serverConn) abandonBody() {
 // any, at the upstream too.
 func (c *serverConn) cut() {
 	_ = c.nc.Close()
-	c.st.interrupt()
+	if x := c.xShared.Load(); x != nil {
+		// The exchange may be another connection's by now, at a
+		// shutdown that cuts every connection anyway.
+		x.st.interrupt()
+	}
 	c.mu.Lock()
 	h := c.h2
 	c.mu.Unlock()

@@ -154,6 +154,7 @@ func (c *serverConn) serveHTTP2() {
 	h.dec = hpack.NewDecoder(4096, h.emit)
 	h.dec.SetMaxStringLength(c.m.cfg.maxRequestHeadersBytes)
 	c.setH2(h)
+	c.startParking()
 	go h.writeLoop()
 	h.startKeepalive()
 	err := h.readLoop()
@@ -226,7 +227,18 @@ func (h *h2Conn) readLoop() error {
 			}
 		}
 		h.framesSinceYield++
-		hdr, err := br.Peek(h2FrameHeaderLen)
+		var err error
+		if (br == nil || br.Buffered() == 0) && len(h.pending) == 0 && h.c.park.raw != nil {
+			// Nothing left to handle: the connection waits for the
+			// next frame parked, without its read buffer (see
+			// park.go).
+			err = h.c.awaitByte()
+			br = h.c.br
+		}
+		var hdr []byte
+		if err == nil {
+			hdr, err = br.Peek(h2FrameHeaderLen)
+		}
 		if err != nil {
 			if !isTimeout(err) {
 				return err
@@ -287,6 +299,10 @@ func payloadLen(fh h2FrameHeader, p []byte) int {
 // the read loop can handle without waiting for the client.
 func (h *h2Conn) frameBuffered() bool {
 	br := h.c.br
+	if br == nil {
+		// Parked: nothing is buffered.
+		return false
+	}
 	n := br.Buffered()
 	if n < h2FrameHeaderLen {
 		return false
@@ -1280,7 +1296,7 @@ func lingeringClose(c *serverConn, limit int64) {
 		return
 	}
 	_ = c.nc.SetReadDeadline(time.Now().Add(lingerTime))
-	_, _ = io.CopyN(io.Discard, c.br, limit)
+	_, _ = io.CopyN(io.Discard, c.input(), limit)
 	_ = c.nc.Close()
 }
 

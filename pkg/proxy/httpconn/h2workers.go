@@ -1,6 +1,10 @@
 package httpconn
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
 
 // maxIdleStreamWorkers bounds the stream goroutines an HTTP/2 connection
 // keeps waiting for its next stream: enough for a client's usual batch of
@@ -8,16 +12,25 @@ import "sync"
 // (a waiting goroutine's stack, which the garbage collector shrinks).
 const maxIdleStreamWorkers = 8
 
+// workerLinger is how long a connection's waiting stream goroutines wait
+// without a stream before they are sent away: an idle connection then
+// holds none of their stacks. A connection busy within the period keeps
+// them, so its streams pay no stack copy; one idle for longer pays a
+// goroutine's start and stack growth (a few microseconds) for its next
+// stream. A busy connection's timer fires four times a second.
+const workerLinger = 250 * time.Millisecond
+
 // h2Workers reuses an HTTP/2 connection's stream goroutines. A stream's
 // request path (filters, routing, the upstream exchange) needs more stack
 // than a new goroutine starts with, so a goroutine per stream pays for a
 // stack copy on every request (over a microsecond of CPU on the h2c
 // benchmark); a goroutine that finished its stream instead waits for the
 // connection's next one, keeping its grown stack. At most
-// maxIdleStreamWorkers wait, and none outlives the connection (see stop).
+// maxIdleStreamWorkers wait, none once the connection has had no stream
+// for workerLinger, and none outlives the connection (see stop).
 type h2Workers struct {
 	// work hands a stream to a waiting goroutine; unbuffered, so that a
-	// send succeeds only if one waits.
+	// send succeeds only if one waits. A nil stream sends it away.
 	work chan *h2Stream
 	// idle holds a token per waiting goroutine, which bounds them.
 	idle chan struct{}
@@ -25,6 +38,17 @@ type h2Workers struct {
 	quit chan struct{}
 	// running counts the goroutines, waiting or not.
 	running sync.WaitGroup
+	// started counts the streams handed over, which the linger timer
+	// compares from one period to the next.
+	started atomic.Uint64
+
+	// mu guards the linger timer: armed while goroutines may wait,
+	// seen the count of streams at its last firing.
+	mu      sync.Mutex
+	linger  *time.Timer
+	armed   bool
+	stopped bool
+	seen    uint64
 }
 
 // init readies w for a new connection.
@@ -37,11 +61,13 @@ func (w *h2Workers) init() {
 // start runs st in a waiting goroutine, or in a new one when none waits.
 // Only the connection's read loop calls it.
 func (w *h2Workers) start(st *h2Stream) {
+	w.started.Add(1)
 	select {
 	case w.work <- st:
 	default:
 		w.running.Add(1)
 		go w.serve(st)
+		w.arm()
 	}
 }
 
@@ -59,6 +85,10 @@ func (w *h2Workers) serve(st *h2Stream) {
 		select {
 		case st = <-w.work:
 			<-w.idle
+			if st == nil {
+				// Sent away: the connection idles.
+				return
+			}
 		case <-w.quit:
 			<-w.idle
 			return
@@ -66,10 +96,62 @@ func (w *h2Workers) serve(st *h2Stream) {
 	}
 }
 
+// arm starts the linger timer unless it runs.
+func (w *h2Workers) arm() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.armed || w.stopped {
+		return
+	}
+	w.armed = true
+	w.seen = w.started.Load()
+	if w.linger == nil {
+		w.linger = time.AfterFunc(workerLinger, w.expire)
+		return
+	}
+	w.linger.Reset(workerLinger)
+}
+
+// expire is the linger timer's firing: when no stream came during the
+// period, the waiting goroutines are sent away; the timer runs on while
+// goroutines may still wait.
+func (w *h2Workers) expire() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return
+	}
+	if n := w.started.Load(); n != w.seen {
+		w.seen = n
+		w.linger.Reset(workerLinger)
+		return
+	}
+	for sent := true; sent; {
+		select {
+		case w.work <- nil:
+		default:
+			sent = false
+		}
+	}
+	if len(w.idle) > 0 {
+		// A goroutine is on its way to wait: the next period sends it
+		// away.
+		w.linger.Reset(workerLinger)
+		return
+	}
+	w.armed = false
+}
+
 // stop ends the waiting goroutines and waits for every one to return;
 // called once the connection's streams are all done, after the last
 // start.
 func (w *h2Workers) stop() {
+	w.mu.Lock()
+	w.stopped = true
+	if w.linger != nil {
+		w.linger.Stop()
+	}
+	w.mu.Unlock()
 	close(w.quit)
 	w.running.Wait()
 }

@@ -73,8 +73,10 @@ type Manager struct {
 	clock func() time.Time
 	date  dateCache
 
-	// readers recycles HTTP/1 read buffers between connections.
-	readers sync.Pool
+	// readers recycles read buffers and exchanges the state of HTTP/1
+	// requests, between connections and while connections wait for
+	// their next request (see park.go).
+	readers, exchanges sync.Pool
 	// connIDs numbers downstream connections (%CONNECTION_ID%).
 	connIDs atomic.Uint64
 
@@ -175,6 +177,7 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 	m.rt.Store(&routeState{table: table, stats: newRouteLevelStats(deps.Stats, table)})
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.readers.New = func() any { return bufio.NewReaderSize(nil, readBufferSize) }
+	m.exchanges.New = func() any { return newH1Exchange() }
 	m.h2streams.New = func() any { return newH2Stream(m) }
 	m.h2CodecStats = sync.OnceValue(func() *h2Stats { return newH2Stats(deps.Stats) })
 	return m, nil

@@ -9,19 +9,20 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
 )
 
-// init binds a connection's stream to the connection, once.
-func (s *stream) init(m *Manager, c *serverConn) {
+// init binds a connection's stream to the connection and to the exchange
+// state it belongs to, once per exchange.
+func (s *stream) init(m *Manager, c *serverConn, x *h1Exchange) {
 	s.m = m
 	s.connID, s.remote, s.remoteIP, s.local, s.origDst = c.id, c.remote, c.remoteIP, c.local, c.origDst
 	s.tls, s.sni, s.direct = c.tls, c.sni, c.direct
-	s.up = &c.up
+	s.up = &x.up
 	s.down = c
-	s.flushDown = c.flushDown
+	s.flushDown = x.flushDown
 	s.conn = c
 	s.connState = &c.filterState
 	// Bound once per connection: the upstream pool asks it while the
 	// request waits for a connection.
-	s.clientGone = c.gone
+	s.clientGone = c.goneFn
 }
 
 // serveRequest serves one request whose first byte has arrived. It
@@ -29,13 +30,14 @@ func (s *stream) init(m *Manager, c *serverConn) {
 func (c *serverConn) serveRequest() bool {
 	m := c.m
 	cfg := &m.cfg
-	s := &c.st
+	x := c.exchange()
+	s := &x.st
 	now := time.Now()
 	s.begin(now, protoHTTP11)
 	defer func() { c.lastNow = s.tLast }()
-	c.out.reset(c.cc)
+	c.x.out.reset(c.cc)
 	c.chunked, c.closeDelimited, c.aborted = false, false, false
-	c.trailer = nil
+	x.trailer = nil
 	// The request head is read under the stream idle timeout, counted
 	// from its first byte and kept lazily (it may fire slackOf early),
 	// and under the request and request headers timeouts and the
@@ -48,14 +50,14 @@ func (c *serverConn) serveRequest() bool {
 		_ = c.nc.SetReadDeadline(headDeadline)
 	}
 
-	head, err := http1.ReadRequestHead(c.br, c.head, cfg.maxRequestHeadersBytes)
-	c.head = head
+	head, err := http1.ReadRequestHead(c.br, x.head, cfg.maxRequestHeadersBytes)
+	x.head = head
 	if err != nil {
 		c.headFailed(err)
 		s.end()
 		return false
 	}
-	req := &c.req
+	req := &x.req
 	if err := http1.ParseRequest(head, req, http1.RequestOptions{MaxHeaders: m.cfg.maxHeadersCount, AllowChunkedLength: m.cfg.allowChunkedLength}); err != nil {
 		c.protocolError(err)
 		s.end()
@@ -100,14 +102,14 @@ func (c *serverConn) serveRequest() bool {
 	s.reqLength, s.reqChunked, s.expect100 = req.ContentLength, req.Chunked, req.Expect100
 	switch {
 	case req.Chunked:
-		c.body.Reset(c.br, http1.BodyChunked, 0, maxTrailerBytes, c.flushUp)
+		x.body.Reset(c.br, http1.BodyChunked, 0, maxTrailerBytes, x.flushUp)
 		if cfg.enableTrailers {
-			c.body.KeepTrailers(cfg.maxHeadersCount)
+			x.body.KeepTrailers(cfg.maxHeadersCount)
 		}
-		s.body = &c.body
+		s.body = &x.body
 	case req.ContentLength > 0:
-		c.body.Reset(c.br, http1.BodyLength, req.ContentLength, 0, c.flushUp)
-		s.body = &c.body
+		x.body.Reset(c.br, http1.BodyLength, req.ContentLength, 0, x.flushUp)
+		s.body = &x.body
 	default:
 		s.requestEnded()
 	}
@@ -144,7 +146,7 @@ func (c *serverConn) streamIdle() time.Duration {
 // headFailed handles a request head that could not be read: a timeout, a
 // protocol error, or the client going away.
 func (c *serverConn) headFailed(err error) {
-	s := &c.st
+	s := &c.x.st
 	s.keepAlive = false
 	m := c.m
 	switch {
@@ -184,7 +186,7 @@ func isProtocolError(err error) bool {
 // status the error calls for, its reason phrase as the body, and the
 // connection closed.
 func (c *serverConn) protocolError(err error) {
-	s := &c.st
+	s := &c.x.st
 	status := http1.StatusOf(err)
 	c.m.stats.cxProtocolError.Inc()
 	s.keepAlive = false
@@ -202,8 +204,8 @@ func (c *serverConn) writeHead(s *stream, n int64, hasBody bool) error {
 		// connection's last, and says so.
 		s.closeConn = true
 	}
-	start := len(c.out.b)
-	b := http1.AppendStatusLine(c.out.b, http1.HTTP11, s.status)
+	start := len(c.x.out.b)
+	b := http1.AppendStatusLine(c.x.out.b, http1.HTTP11, s.status)
 	for i := range s.respHeaders.fields {
 		f := &s.respHeaders.fields[i]
 		b = http1.AppendHeaderString(b, f.name, f.value)
@@ -231,9 +233,9 @@ func (c *serverConn) writeHead(s *stream, n int64, hasBody bool) error {
 	case s.proto == protoHTTP10:
 		b = append(b, "connection: keep-alive\r\n"...)
 	}
-	c.out.b = append(b, http1.CRLF...)
+	c.x.out.b = append(b, http1.CRLF...)
 	if c.m.cfg.properCase {
-		http1.ProperCaseNames(c.out.b[start:])
+		http1.ProperCaseNames(c.x.out.b[start:])
 	}
 	return nil
 }
@@ -244,11 +246,11 @@ func (c *serverConn) writeBody(p []byte) error {
 		return errAborted
 	}
 	if c.chunked {
-		c.out.b = http1.AppendChunkHeader(c.out.b, len(p))
-		_ = c.out.write(p)
-		return c.out.writeString(http1.CRLF)
+		c.x.out.b = http1.AppendChunkHeader(c.x.out.b, len(p))
+		_ = c.x.out.write(p)
+		return c.x.out.writeString(http1.CRLF)
 	}
-	return c.out.write(p)
+	return c.x.out.write(p)
 }
 
 // writeBodyString implements downstream. Local replies, its only users,
@@ -257,7 +259,7 @@ func (c *serverConn) writeBodyString(p string) error {
 	if c.aborted {
 		return errAborted
 	}
-	return c.out.writeString(p)
+	return c.x.out.writeString(p)
 }
 
 // finish implements downstream.
@@ -266,12 +268,12 @@ func (c *serverConn) finish() error {
 		return errAborted
 	}
 	switch {
-	case c.chunked && len(c.trailer) > 0:
-		c.out.b = appendTrailerSection(c.out.b, c.trailer, c.m.cfg.properCase)
+	case c.chunked && len(c.x.trailer) > 0:
+		c.x.out.b = appendTrailerSection(c.x.out.b, c.x.trailer, c.m.cfg.properCase)
 	case c.chunked:
-		_ = c.out.writeString(http1.LastChunk)
+		_ = c.x.out.writeString(http1.LastChunk)
 	}
-	return c.out.flush()
+	return c.x.out.flush()
 }
 
 // abort implements downstream: what was not sent yet is dropped, and the
@@ -279,22 +281,22 @@ func (c *serverConn) finish() error {
 // break off.
 func (c *serverConn) abort() {
 	c.aborted = true
-	c.out.b = c.out.b[:0]
+	c.x.out.b = c.x.out.b[:0]
 }
 
 // flush implements downstream.
-func (c *serverConn) flush() error { return c.out.flush() }
+func (c *serverConn) flush() error { return c.x.out.flush() }
 
 // gone implements downstream: a peek at the socket.
 func (c *serverConn) gone() bool { return peerGone(c.nc) }
 
 // continue100 implements downstream.
 func (c *serverConn) continue100() error {
-	if !c.req.Expect100 {
+	if !c.x.req.Expect100 {
 		return nil
 	}
-	_ = c.out.writeString(http1.Continue)
-	if err := c.out.flush(); err != nil {
+	_ = c.x.out.writeString(http1.Continue)
+	if err := c.x.out.flush(); err != nil {
 		return err
 	}
 	c.m.stats.recordInterim()
@@ -336,7 +338,7 @@ func (c *serverConn) touch(now time.Time) {
 func (c *serverConn) armRead(now time.Time) {
 	streamIdle := c.streamIdle()
 	idle := after(now, streamIdle)
-	if d := earliest(idle, earliest(c.reqHard, c.st.durationLimit())); c.rd.needWithin(d, idleSlack(d, idle, streamIdle)) {
+	if d := earliest(idle, earliest(c.reqHard, c.x.st.durationLimit())); c.rd.needWithin(d, idleSlack(d, idle, streamIdle)) {
 		_ = c.nc.SetReadDeadline(d)
 	}
 }
@@ -345,7 +347,7 @@ func (c *serverConn) armRead(now time.Time) {
 // idle timeout, lazily, or the stream's maximum duration, exactly.
 func (c *serverConn) armWrite(now time.Time) {
 	idle := after(now, c.writeIdle)
-	if d := earliest(idle, c.st.writeLimit()); c.wd.needWithin(d, idleSlack(d, idle, c.writeIdle)) {
+	if d := earliest(idle, c.x.st.writeLimit()); c.wd.needWithin(d, idleSlack(d, idle, c.writeIdle)) {
 		_ = c.nc.SetWriteDeadline(d)
 	}
 }

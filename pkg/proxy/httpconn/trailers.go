@@ -56,17 +56,17 @@ func trailerHeader(fields http1.Headers) http.Header {
 // requestTrailers implements downstream: a chunked request's trailers,
 // kept only with enable_trailers (see serveRequest).
 func (c *serverConn) requestTrailers() http.Header {
-	if !c.m.cfg.enableTrailers || !c.req.Chunked {
+	if !c.m.cfg.enableTrailers || !c.x.req.Chunked {
 		return nil
 	}
-	return trailerHeader(c.body.Trailers())
+	return trailerHeader(c.x.body.Trailers())
 }
 
 // trailers implements downstream: kept for finish, which sends them after
 // a chunked body with enable_trailers; dropped otherwise, as in Envoy.
 func (c *serverConn) trailers(t http.Header) {
 	if c.m.cfg.enableTrailers {
-		c.trailer = t
+		c.x.trailer = t
 	}
 }
 
@@ -74,7 +74,7 @@ func (c *serverConn) trailers(t http.Header) {
 // trailers: always over HTTP/2, over HTTP/1 when the body is chunked and
 // enable_trailers keeps its trailers, or when a filter may add some.
 func (s *stream) mayEndWithTrailers() bool {
-	return s.conn == nil || s.xbody != nil || (s.m.cfg.enableTrailers && s.conn.req.Chunked)
+	return s.conn == nil || s.xbody != nil || (s.m.cfg.enableTrailers && s.reqChunked)
 }
 
 // requestTrailers implements downstream: the trailers that ended the

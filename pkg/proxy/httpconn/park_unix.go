@@ -1,0 +1,46 @@
+//go:build unix
+
+package httpconn
+
+import (
+	"errors"
+	"net"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// parkableSocket is the socket a parked connection waits on: nc's own
+// TCP or Unix socket, nil when nc is anything else (TLS, or a wrapper
+// that may hold bytes the socket no longer shows).
+func parkableSocket(nc net.Conn) syscall.RawConn {
+	var sc syscall.Conn
+	switch s := socketOf(nc).(type) {
+	case *net.TCPConn:
+		sc = s
+	case *net.UnixConn:
+		sc = s
+	default:
+		return nil
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return raw
+}
+
+// readSocket reads from a non-blocking socket into p; wouldBlock reports
+// that nothing was there to read.
+func readSocket(fd uintptr, p []byte) (n int, wouldBlock bool, err error) {
+	for {
+		n, err = unix.Read(int(fd), p)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if errors.Is(err, unix.EAGAIN) {
+		return 0, true, nil
+	}
+	return max(n, 0), false, err
+}
