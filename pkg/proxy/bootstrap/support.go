@@ -246,6 +246,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedGrpcJSONTranscoder,
 	supportedOAuth2,
 	supportedCache,
+	supportedOriginalSrc,
 }
 
 // lookupSupport finds a field's support rule in the per-area tables.

@@ -36,6 +36,10 @@ func tcpDialer(keepalive *net.KeepAliveConfig, bind *bindSettings) DialFunc {
 		}
 	}
 	return func(ctx context.Context, address string) (net.Conn, error) {
+		if src := upstream.SourceFrom(ctx); src.Addr.IsValid() {
+			// original_src: the downstream's address.
+			return dialFrom(ctx, d, address, src)
+		}
 		return d.DialContext(ctx, "tcp", address)
 	}
 }
@@ -102,6 +106,9 @@ func (c *Cluster) connect(ctx context.Context, h *upstream.Host, alpn []string) 
 		h.Stats.CxTotal.Add(1)
 		c.stats.UpstreamCxConnectFail.Inc()
 		h.Stats.CxConnectFail.Add(1)
+		if le := (*upstream.LocalConnectError)(nil); errors.As(err, &le) && le.Bind {
+			c.extra.bindErrors.Inc()
+		}
 		reportConnectFailure(h, timedOut)
 		if timedOut {
 			c.stats.UpstreamCxConnectTimeout.Inc()
@@ -118,8 +125,9 @@ func (c *Cluster) connect(ctx context.Context, h *upstream.Host, alpn []string) 
 	now := c.now()
 	tc := &trackedConn{Conn: conn, c: c, host: h, opened: now, tlsInfo: info}
 	if c.settings.tls != nil {
-		tc.tlsOverride = tlsconfig.OverrideFrom(ctx)
+		tc.key.tls = tlsconfig.OverrideFrom(ctx)
 	}
+	tc.key.src = upstream.SourceFrom(ctx)
 	c.stats.UpstreamCxTotal.Inc()
 	c.stats.UpstreamCxActive.Inc()
 	c.stats.UpstreamCxConnectMs.Record(uint64(now.Sub(start).Milliseconds()))

@@ -14,6 +14,7 @@ func (s *stream) init(m *Manager, c *serverConn) {
 	s.m = m
 	s.connID, s.remote, s.remoteIP, s.local, s.origDst = c.id, c.remote, c.remoteIP, c.local, c.origDst
 	s.tls, s.sni, s.direct = c.tls, c.sni, c.direct
+	s.connSource = c.source
 	s.up = &c.up
 	s.down = c
 	s.flushDown = c.flushDown
