@@ -40,7 +40,12 @@ func tcpDialer(keepalive *net.KeepAliveConfig, bind *bindSettings) DialFunc {
 			// original_src: the downstream's address.
 			return dialFrom(ctx, d, address, src)
 		}
-		return d.DialContext(ctx, "tcp", address)
+		conn, err := d.DialContext(ctx, "tcp", address)
+		if err != nil && bind != nil && bind.local != nil {
+			// upstream_bind_config.source_address: a bind error too.
+			err = bindError(err, bind.local)
+		}
+		return conn, err
 	}
 }
 

@@ -53,15 +53,23 @@ func dialFrom(ctx context.Context, d net.Dialer, address string, src upstream.So
 	if errors.As(err, &oe) {
 		return nil, &upstream.LocalConnectError{Err: oe.err}
 	}
+	return nil, bindError(err, d.LocalAddr.(*net.TCPAddr))
+}
+
+// bindError turns a dial's failure to bind local into an
+// *upstream.LocalConnectError with Envoy's reason; other errors are
+// returned as they are.
+func bindError(err error, local *net.TCPAddr) error {
 	var se *os.SyscallError
-	if errors.As(err, &se) && se.Syscall == "bind" {
-		return nil, &upstream.LocalConnectError{
-			Bind:   true,
-			Reason: fmt.Sprintf("failed to bind to %s: %s", netip.AddrPortFrom(src.Addr, 0), errorDetails(se.Err)),
-			Err:    se.Err,
-		}
+	if !errors.As(err, &se) || se.Syscall != "bind" {
+		return err
 	}
-	return nil, err
+	ap := local.AddrPort()
+	return &upstream.LocalConnectError{
+		Bind:   true,
+		Reason: fmt.Sprintf("failed to bind to %s: %s", netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), errorDetails(se.Err)),
+		Err:    se.Err,
+	}
 }
 
 // sourceOptions are the socket options of an original source connection:

@@ -128,3 +128,19 @@ func TestSourceBindError(t *testing.T) {
 		t.Errorf("bind_errors = %d, want 1", got)
 	}
 }
+
+// TestBindConfigBindError: upstream_bind_config.source_address that the
+// kernel refuses (an address the host does not have, without freebind)
+// is a bind error too, as in Envoy.
+func TestBindConfigBindError(t *testing.T) {
+	m, store, _ := newTestManager(t, clusterFor("  upstream_bind_config: {source_address: {address: 192.0.2.1, port_value: 0}}\n", 9))
+	c := m.Cluster("up")
+	_, err := c.ConnectHost(t.Context(), c.PickHost(nil))
+	var le *upstream.LocalConnectError
+	if want := "failed to bind to 192.0.2.1:0: Cannot assign requested address"; !errors.As(err, &le) || !le.Bind || le.Reason != want {
+		t.Fatalf("error %v, want a bind error %q", err, want)
+	}
+	if got := store.Counter("cluster.up.bind_errors").Value(); got != 1 {
+		t.Errorf("bind_errors = %d, want 1", got)
+	}
+}

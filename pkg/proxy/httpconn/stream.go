@@ -317,6 +317,12 @@ func (s *stream) begin(real time.Time, proto string) {
 	s.active = s.active[:0]
 	s.route, s.cluster, s.host = nil, nil, nil
 	s.upChain = nil
+	if s.conn != nil {
+		// An HTTP/1 connection's next request: x-forwarded-for made the
+		// previous request's client the downstream's (see forward.go);
+		// this one starts again from the connection's.
+		s.remoteIP = s.conn.remoteIP
+	}
 	s.upSource = s.connSource
 	clear(s.setCookies)
 	s.setCookies = s.setCookies[:0]

@@ -272,6 +272,35 @@ func TestOriginalSrc(t *testing.T) {
 		"cluster.up_http.upstream_rq_total": 3,
 		"http.src.downstream_rq_2xx":        3,
 	})
+
+	// The HTTP filter takes the request's client as the connection
+	// manager determined it: with use_remote_address false, the last
+	// x-forwarded-for entry. The next request on the same connection
+	// starts again from the connection's address.
+	keepAlive := clientFrom(s.cli, s.clientA)
+	keepAlive.Transport.(*http.Transport).DisableKeepAlives = false
+	defer keepAlive.CloseIdleConnections()
+	for _, c := range []struct{ xff, want string }{{s.clientB, s.clientB}, {"", s.clientA}} {
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.xff != "" {
+			req.Header.Set("X-Forwarded-For", c.xff)
+		}
+		resp, err := keepAlive.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if got := up.lastRemoteIP(); got != c.want {
+			t.Errorf("x-forwarded-for %q: the upstream saw %s, want %s", c.xff, got, c.want)
+		}
+	}
+	expectStats(t, admin, "after the keep-alive calls", map[string]int{
+		fmt.Sprintf("listener.0.0.0.0_%d.downstream_cx_total", srcHTTPPort): 4,
+	})
 }
 
 // TestOriginalSrcWithoutCapability: a proxy without CAP_NET_ADMIN cannot
