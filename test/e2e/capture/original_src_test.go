@@ -19,6 +19,7 @@ import (
 const (
 	srcTCPPort  = 7001 // tcp_proxy behind the listener filter (IPv4 and IPv6)
 	srcHTTPPort = 7002 // the HTTP connection manager with the HTTP filter
+	srcHCMPort  = 7003 // the HTTP connection manager behind the listener filter
 	srcUpPort   = 9090
 	srcMark     = 123
 	// srcTable routes the proxy's marked packets to the upstream;
@@ -163,7 +164,27 @@ static_resources:
             typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.original_src.v3.OriginalSrc, mark: %[5]d}
           - name: envoy.filters.http.router
             typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
+  - name: hcm
+    address: {socket_address: {address: 0.0.0.0, port_value: %[9]d}}
+    listener_filters:
+    - name: envoy.filters.listener.original_src
+      typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.listener.original_src.v3.OriginalSrc, mark: %[5]d}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: hcm
+          route_config:
+            virtual_hosts:
+            - {name: all, domains: ["*"], routes: [{match: {prefix: /}, route: {cluster: up_hcm}}]}
+          http_filters:
+          - name: envoy.filters.http.router
+            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
   clusters:
+  - name: up_hcm
+    connect_timeout: 5s
+    load_assignment: {cluster_name: up_hcm, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: %[4]s, port_value: %[6]d}}}}]}]}
   - name: up
     connect_timeout: 5s
     load_assignment: {cluster_name: up, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: %[4]s, port_value: %[6]d}}}}]}]}
@@ -173,7 +194,7 @@ static_resources:
   - name: up_http
     connect_timeout: 5s
     load_assignment: {cluster_name: up_http, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: %[4]s, port_value: %[6]d}}}}]}]}
-`, adminPort, srcTCPPort, srcHTTPPort, s.upIP, srcMark, srcUpPort, s.upIP6, s.proxyIP6)
+`, adminPort, srcTCPPort, srcHTTPPort, s.upIP, srcMark, srcUpPort, s.upIP6, s.proxyIP6, srcHCMPort)
 }
 
 // clientFrom is an HTTP client in namespace ns whose connections leave
@@ -212,7 +233,8 @@ func startSrcUpstream(t *testing.T, s *srcNet) *server {
 }
 
 // TestOriginalSrc: with the original_src listener filter, tcp_proxy's
-// upstream connections leave from the client's address (IPv4 and IPv6);
+// upstream connections leave from the client's address (IPv4 and IPv6),
+// and so do those of a connection manager's requests;
 // with the HTTP filter, each request's do, and requests from different
 // clients never share an upstream connection while a client's requests
 // do.
@@ -234,7 +256,18 @@ func TestOriginalSrc(t *testing.T) {
 			t.Errorf("through tcp_proxy, the upstream saw %s, want the client's %s", got, c.from)
 		}
 	}
+	// The listener filter in front of a connection manager: its
+	// requests' upstream connections leave from the client's address.
+	for _, from := range []string{s.clientB, s.clientA} {
+		if got := get(t, clientFrom(s.cli, from), fmt.Sprintf("http://%s:%d/hcm", s.proxyIP, srcHCMPort)); got != "upstream" {
+			t.Fatalf("connection manager from %s: answer %q, want upstream", from, got)
+		}
+		if got := up.lastRemoteIP(); got != from {
+			t.Errorf("through the listener filter and the connection manager, the upstream saw %s, want the client's %s", got, from)
+		}
+	}
 	expectStats(t, admin, "after the tcp_proxy calls", map[string]int{
+		"cluster.up_hcm.upstream_cx_total": 2,
 		"cluster.up.upstream_cx_total":  2,
 		"cluster.up6.upstream_cx_total": 1,
 		"cluster.up.bind_errors":        0,
