@@ -268,9 +268,9 @@ func TestOriginalSrc(t *testing.T) {
 	}
 	expectStats(t, admin, "after the tcp_proxy calls", map[string]int{
 		"cluster.up_hcm.upstream_cx_total": 2,
-		"cluster.up.upstream_cx_total":  2,
-		"cluster.up6.upstream_cx_total": 1,
-		"cluster.up.bind_errors":        0,
+		"cluster.up.upstream_cx_total":     2,
+		"cluster.up6.upstream_cx_total":    1,
+		"cluster.up.bind_errors":           0,
 	})
 
 	// The HTTP filter: A, B, then A again.
