@@ -21,6 +21,7 @@ const (
 	srcHTTPPort = 7002 // the HTTP connection manager with the HTTP filter
 	srcHCMPort  = 7003 // the HTTP connection manager behind the listener filter
 	srcUpPort   = 9090
+	srcH2Port   = 9091 // the upstream's h2c server
 	srcMark     = 123
 	// srcTable routes the proxy's marked packets to the upstream;
 	// localTable delivers the upstream's replies to the clients locally.
@@ -158,7 +159,11 @@ static_resources:
           stat_prefix: src
           route_config:
             virtual_hosts:
-            - {name: all, domains: ["*"], routes: [{match: {prefix: /}, route: {cluster: up_http}}]}
+            - name: all
+              domains: ["*"]
+              routes:
+              - {match: {prefix: /h2}, route: {cluster: up_h2}}
+              - {match: {prefix: /}, route: {cluster: up_http}}
           http_filters:
           - name: envoy.filters.http.original_src
             typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.original_src.v3.OriginalSrc, mark: %[5]d}
@@ -182,6 +187,13 @@ static_resources:
           - name: envoy.filters.http.router
             typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
   clusters:
+  - name: up_h2
+    connect_timeout: 5s
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        explicit_http_config: {http2_protocol_options: {}}
+    load_assignment: {cluster_name: up_h2, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: %[4]s, port_value: %[10]d}}}}]}]}
   - name: up_hcm
     connect_timeout: 5s
     load_assignment: {cluster_name: up_hcm, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: %[4]s, port_value: %[6]d}}}}]}]}
@@ -194,7 +206,7 @@ static_resources:
   - name: up_http
     connect_timeout: 5s
     load_assignment: {cluster_name: up_http, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: %[4]s, port_value: %[6]d}}}}]}]}
-`, adminPort, srcTCPPort, srcHTTPPort, s.upIP, srcMark, srcUpPort, s.upIP6, s.proxyIP6, srcHCMPort)
+`, adminPort, srcTCPPort, srcHTTPPort, s.upIP, srcMark, srcUpPort, s.upIP6, s.proxyIP6, srcHCMPort, srcH2Port)
 }
 
 // clientFrom is an HTTP client in namespace ns whose connections leave
@@ -224,12 +236,20 @@ func (s *server) lastRemote() string {
 	return s.remotes[len(s.remotes)-1]
 }
 
-// startSrcUpstream serves the upstream on both families.
-func startSrcUpstream(t *testing.T, s *srcNet) *server {
-	up := &server{name: "upstream"}
+// startSrcUpstream serves the upstream on both families, and over h2c
+// (IPv4) on srcH2Port, where it records the remote addresses in h2.
+func startSrcUpstream(t *testing.T, s *srcNet) (up, h2 *server) {
+	up = &server{name: "upstream"}
 	serveHTTP(t, listen(t, s.up, "tcp4", fmt.Sprintf("0.0.0.0:%d", srcUpPort)), up)
 	serveHTTP(t, listen(t, s.up, "tcp6", fmt.Sprintf("[::]:%d", srcUpPort)), up)
-	return up
+	h2 = &server{name: "upstream"}
+	protocols := new(http.Protocols)
+	protocols.SetUnencryptedHTTP2(true)
+	srv := &http.Server{Handler: h2, ReadHeaderTimeout: ioTimeout, Protocols: protocols}
+	ln := listen(t, s.up, "tcp4", fmt.Sprintf("0.0.0.0:%d", srcH2Port))
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return up, h2
 }
 
 // TestOriginalSrc: with the original_src listener filter, tcp_proxy's
@@ -242,7 +262,7 @@ func TestOriginalSrc(t *testing.T) {
 	requireRoot(t)
 	bin := sidecarBinary(t)
 	s := newSrcNet(t)
-	up := startSrcUpstream(t, s)
+	up, h2 := startSrcUpstream(t, s)
 	admin := runSidecar(t, bin, s.px, false, srcBootstrap(s), "--disable-hot-restart")
 
 	// The listener filter, tcp_proxy.
@@ -273,38 +293,49 @@ func TestOriginalSrc(t *testing.T) {
 		"cluster.up.bind_errors":           0,
 	})
 
-	// The HTTP filter: A, B, then A again.
-	url := fmt.Sprintf("http://%s:%d/http", s.proxyIP, srcHTTPPort)
-	var remotes []string
-	for i, from := range []string{s.clientA, s.clientB, s.clientA} {
-		if i == 2 {
-			// The connections are back in the pool once no request
-			// is active (the client may have its answer first).
-			expectStats(t, admin, "before client A's second request", map[string]int{
-				"cluster.up_http.upstream_rq_active": 0,
-				"cluster.up_http.upstream_cx_total":  2,
-			})
+	// The HTTP filter: A, B, then A again, to an HTTP/1.1 and an
+	// HTTP/2 cluster.
+	for _, c := range []struct {
+		cluster, path string
+		up            *server
+	}{{"up_http", "/http", up}, {"up_h2", "/h2", h2}} {
+		url := fmt.Sprintf("http://%s:%d%s", s.proxyIP, srcHTTPPort, c.path)
+		var remotes []string
+		for i, from := range []string{s.clientA, s.clientB, s.clientA} {
+			if i == 2 {
+				// The connections are back in the pool once no
+				// request is active (the client may have its
+				// answer first).
+				expectStats(t, admin, "before client A's second request", map[string]int{
+					"cluster." + c.cluster + ".upstream_rq_active": 0,
+					"cluster." + c.cluster + ".upstream_cx_total":  2,
+				})
+			}
+			if got := get(t, clientFrom(s.cli, from), url); got != "upstream" {
+				t.Fatalf("%s from %s: answer %q, want upstream", c.cluster, from, got)
+			}
+			r := c.up.lastRemote()
+			if host, _, _ := net.SplitHostPort(r); host != from {
+				t.Errorf("%s: the upstream saw %s, want the client's %s", c.cluster, r, from)
+			}
+			remotes = append(remotes, r)
 		}
-		if got := get(t, clientFrom(s.cli, from), url); got != "upstream" {
-			t.Fatalf("HTTP from %s: answer %q, want upstream", from, got)
+		if remotes[0] == remotes[1] {
+			t.Errorf("%s: clients A and B shared the upstream connection %s", c.cluster, remotes[0])
 		}
-		r := up.lastRemote()
-		if host, _, _ := net.SplitHostPort(r); host != from {
-			t.Errorf("through the connection manager, the upstream saw %s, want the client's %s", r, from)
+		if remotes[2] != remotes[0] {
+			t.Errorf("%s: client A's second request came on %s, want its pooled connection %s", c.cluster, remotes[2], remotes[0])
 		}
-		remotes = append(remotes, r)
-	}
-	if remotes[0] == remotes[1] {
-		t.Errorf("clients A and B shared the upstream connection %s", remotes[0])
-	}
-	if remotes[2] != remotes[0] {
-		t.Errorf("client A's second request came on %s, want its pooled connection %s", remotes[2], remotes[0])
+		expectStats(t, admin, "after the HTTP calls to "+c.cluster, map[string]int{
+			"cluster." + c.cluster + ".upstream_cx_total": 2,
+			"cluster." + c.cluster + ".upstream_rq_total": 3,
+		})
 	}
 	expectStats(t, admin, "after the HTTP calls", map[string]int{
-		"cluster.up_http.upstream_cx_total": 2,
-		"cluster.up_http.upstream_rq_total": 3,
-		"http.src.downstream_rq_2xx":        3,
+		"cluster.up_h2.upstream_cx_http2_total": 2,
+		"http.src.downstream_rq_2xx":            6,
 	})
+	url := fmt.Sprintf("http://%s:%d/http", s.proxyIP, srcHTTPPort)
 
 	// The HTTP filter takes the request's client as the connection
 	// manager determined it: with use_remote_address false, the last
@@ -332,7 +363,7 @@ func TestOriginalSrc(t *testing.T) {
 		}
 	}
 	expectStats(t, admin, "after the keep-alive calls", map[string]int{
-		fmt.Sprintf("listener.0.0.0.0_%d.downstream_cx_total", srcHTTPPort): 4,
+		fmt.Sprintf("listener.0.0.0.0_%d.downstream_cx_total", srcHTTPPort): 7,
 	})
 }
 
@@ -344,7 +375,7 @@ func TestOriginalSrcWithoutCapability(t *testing.T) {
 	requireRoot(t)
 	bin := sidecarBinary(t)
 	s := newSrcNet(t)
-	up := startSrcUpstream(t, s)
+	up, _ := startSrcUpstream(t, s)
 	admin := runSidecar(t, bin, s.px, true, srcBootstrap(s), "--disable-hot-restart")
 
 	resp, err := clientFrom(s.cli, s.clientA).Get(fmt.Sprintf("http://%s:%d/http", s.proxyIP, srcHTTPPort))
