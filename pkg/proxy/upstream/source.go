@@ -63,17 +63,11 @@ type SourceConn interface {
 // looking through wrappers (TLS) that expose the connection they wrap with
 // NetConn; false when no listener filter set one.
 func SourceOf(c net.Conn) (Source, bool) {
-	for range 4 { // a TLS connection over a listener's: two levels at most
-		if s, ok := c.(SourceConn); ok {
-			return s.UpstreamSource()
-		}
-		w, ok := c.(interface{ NetConn() net.Conn })
-		if !ok {
-			return Source{}, false
-		}
-		c = w.NetConn()
+	s, ok := wrapped[SourceConn](c)
+	if !ok {
+		return Source{}, false
 	}
-	return Source{}, false
+	return s.UpstreamSource()
 }
 
 // LocalConnectError is a connection attempt that failed on the proxy's
