@@ -44,8 +44,9 @@ test-e2e: build test-capture
 
 # Transparent capture for real, as root: network namespaces and a veth pair,
 # `sidecar capture` rules, the sidecar as the proxy's user (test/e2e/capture;
-# hack/netns-tools.sh installs ip and nsenter when missing). Without root the
-# tests skip and say so. test-e2e runs it first.
+# hack/netns-tools.sh installs ip and nsenter when missing); original_src
+# with its policy routing across three namespaces. Without root the tests
+# skip and say so. test-e2e runs it first.
 .PHONY: test-capture
 test-capture: build
 	hack/netns-tools.sh

@@ -247,6 +247,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedOAuth2,
 	supportedCache,
 	supportedComposite,
+	supportedOriginalSrc,
 }
 
 // lookupSupport finds a field's support rule in the per-area tables.

@@ -45,6 +45,7 @@ import (
 	luav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/lua/v3"
 	oauth2v3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/oauth2/v3"
 	ondemandv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/on_demand/v3"
+	httporiginalsrcv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/original_src/v3"
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ratelimit/v3"
 	httprbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
@@ -53,6 +54,7 @@ import (
 	upstreamcodecv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/upstream_codec/v3"
 	httpinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/http_inspector/v3"
 	originaldstv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/original_dst/v3"
+	originalsrcv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/original_src/v3"
 	proxyprotocolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/proxy_protocol/v3"
 	tlsinspectorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
 	connlimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/connection_limit/v3"
@@ -126,6 +128,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/matchdelegate"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/oauth2"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/ondemand"
+	httporiginalsrc "github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/originalsrc"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/ratelimit"
 	httprbac "github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/rbac"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/router"
@@ -134,6 +137,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/upstreamcodec"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/httpinspector"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/originaldst"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/originalsrc"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/proxyprotocol"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/listener/tlsinspector"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/connectionlimit"
@@ -233,6 +237,7 @@ func Registry() *extension.Registry {
 		extension.Of(matchdelegate.Name, HTTPFilters, &matchingv3.ExtensionWithMatcher{}, matchdelegate.Factory{}).WithRouteConfig(&matchingv3.ExtensionWithMatcherPerRoute{}),
 		extension.Of(oauth2.Name, HTTPFilters, &oauth2v3.OAuth2{}, oauth2.Factory{}).WithRouteConfig(&oauth2v3.OAuth2PerRoute{}),
 		extension.Of(ondemand.Name, HTTPFilters, &ondemandv3.OnDemand{}, ondemand.Factory{}).WithRouteConfig(&ondemandv3.PerRouteConfig{}),
+		extension.Of(httporiginalsrc.Name, HTTPFilters, &httporiginalsrcv3.OriginalSrc{}, httporiginalsrc.Factory{}),
 		extension.Of(ratelimit.Name, HTTPFilters, &ratelimitv3.RateLimit{}, ratelimit.Factory{}).WithRouteConfig(&ratelimitv3.RateLimitPerRoute{}),
 		extension.Of(httprbac.Name, HTTPFilters, &httprbacv3.RBAC{}, httprbac.Factory{}).WithRouteConfig(&httprbacv3.RBACPerRoute{}),
 		extension.Of(router.Name, HTTPFilters, &routerv3.Router{}, router.Factory{}),
@@ -245,6 +250,7 @@ func Registry() *extension.Registry {
 
 		extension.Of(httpinspector.Name, ListenerFilters, &httpinspectorv3.HttpInspector{}, httpinspector.Factory{}),
 		extension.Of(originaldst.Name, ListenerFilters, &originaldstv3.OriginalDst{}, originaldst.Factory{}),
+		extension.Of(originalsrc.Name, ListenerFilters, &originalsrcv3.OriginalSrc{}, originalsrc.Factory{}),
 		extension.Of(proxyprotocol.Name, ListenerFilters, &proxyprotocolv3.ProxyProtocol{}, proxyprotocol.Factory{}),
 		extension.Of(tlsinspector.Name, ListenerFilters, &tlsinspectorv3.TlsInspector{}, tlsinspector.Factory{}),
 

@@ -70,7 +70,7 @@ type Cluster struct {
 	// h2x sends the HTTP/2 extended CONNECT streams (upgrades).
 	h2x xconnectPool
 	// h2SNI are the HTTP/2 pools of requests with their own server name
-	// (auto_sni, auto_san_validation); nil without those.
+	// (auto_sni, auto_san_validation) or source (original_src).
 	h2SNI *sniPools
 	// h2Stats creates the cluster's HTTP/2 codec stats with its first
 	// HTTP/2 connection.
@@ -182,9 +182,7 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 	if s.protocol.http2 || s.protocol.downstream || s.protocol.auto {
 		c.h2 = c.newHTTP2Transport()
 		c.h2x = c.newXConnectTransport()
-		if s.protocol.autoSNI != nil && s.tls != nil {
-			c.h2SNI = &sniPools{c: c, byKey: map[tlsconfig.Override]*http.Transport{}}
-		}
+		c.h2SNI = &sniPools{c: c, byKey: map[poolKey]*http.Transport{}}
 		c.h2Stats = sync.OnceValue(func() *h2UpstreamStats { return newH2UpstreamStats(scope) })
 	}
 	if s.origDst != nil {

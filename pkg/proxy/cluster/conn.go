@@ -28,10 +28,10 @@ type trackedConn struct {
 	// pool is the HTTP/1.1 pool the connection was dialled for, nil for
 	// other connections.
 	pool *http1Pool
-	// tlsOverride is the server name and SAN the connection's handshake
-	// used (auto_sni, auto_san_validation): the HTTP/1.1 pool lends it
-	// only to requests asking for the same.
-	tlsOverride tlsconfig.Override
+	// key is what the connection was made with on behalf of its first
+	// request: the HTTP/1.1 pool lends it only to requests asking for the
+	// same.
+	key poolKey
 	// tlsInfo is what the access log shows of the connection's TLS, nil
 	// for a plaintext one.
 	tlsInfo *accesslog.TLSInfo
@@ -52,6 +52,15 @@ type trackedConn struct {
 	// probeWindow of it.
 	lentAt time.Time
 	probe  prober
+}
+
+// poolKey is what a request may ask of the connection it gets, beyond
+// the host: the server name and SAN of the handshake (auto_sni,
+// auto_san_validation) and the source address and mark (original_src).
+// Requests asking for nothing (the zero key) share connections.
+type poolKey struct {
+	tls tlsconfig.Override
+	src upstream.Source
 }
 
 // TLSInfo is what the access log shows of the connection's TLS

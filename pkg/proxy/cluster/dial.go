@@ -41,7 +41,16 @@ func tcpDialer(keepalive *net.KeepAliveConfig, bind *bindSettings) DialFunc {
 		}
 	}
 	return func(ctx context.Context, address string) (net.Conn, error) {
-		return d.DialContext(ctx, "tcp", address)
+		if src := upstream.SourceFrom(ctx); src.Addr.IsValid() {
+			// original_src: the downstream's address.
+			return dialFrom(ctx, d, address, src)
+		}
+		conn, err := d.DialContext(ctx, "tcp", address)
+		if err != nil && bind != nil && bind.local != nil {
+			// upstream_bind_config.source_address: a bind error too.
+			err = bindError(err, bind.local)
+		}
+		return conn, err
 	}
 }
 
@@ -114,6 +123,9 @@ func (c *Cluster) connect(ctx context.Context, h *upstream.Host, alpn []string) 
 		h.Stats.CxTotal.Add(1)
 		c.stats.UpstreamCxConnectFail.Inc()
 		h.Stats.CxConnectFail.Add(1)
+		if le := (*upstream.LocalConnectError)(nil); errors.As(err, &le) && le.Bind {
+			c.extra.bindErrors.Inc()
+		}
 		reportConnectFailure(h, timedOut)
 		if timedOut {
 			c.stats.UpstreamCxConnectTimeout.Inc()
@@ -130,8 +142,9 @@ func (c *Cluster) connect(ctx context.Context, h *upstream.Host, alpn []string) 
 	now := c.now()
 	tc := &trackedConn{Conn: conn, c: c, host: h, opened: now, tlsInfo: info}
 	if c.settings.tls != nil {
-		tc.tlsOverride = tlsconfig.OverrideFrom(ctx)
+		tc.key.tls = tlsconfig.OverrideFrom(ctx)
 	}
+	tc.key.src = upstream.SourceFrom(ctx)
 	c.stats.UpstreamCxTotal.Inc()
 	c.stats.UpstreamCxActive.Inc()
 	c.stats.UpstreamCxConnectMs.Record(uint64(now.Sub(start).Milliseconds()))

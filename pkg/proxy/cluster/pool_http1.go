@@ -38,11 +38,10 @@ type http1Pool struct {
 }
 
 // waiter is a request waiting for a connection of a pool: the channel it
-// is handed one on, and the handshake it needs (see
-// trackedConn.tlsOverride).
+// is handed one on, and the connection it needs (see trackedConn.key).
 type waiter struct {
 	ch  chan *trackedConn
-	key tlsconfig.Override
+	key poolKey
 }
 
 // AcquireHTTP1 lends a connection to h for one request: the most recently
@@ -116,26 +115,28 @@ func (c *Cluster) acquireHTTP1(ctx context.Context, h *upstream.Host, res *resou
 	}
 	// One clock read serves the idle timeout, the probe window and the
 	// loan's time.
-	key := c.requestOverride(ctx)
+	key := c.requestKey(ctx)
 	if conn := c.takeIdle(p, key, c.now()); conn != nil {
 		return conn, nil
 	}
 	return c.awaitHTTP1(ctx, h, p, res, deadline, gone)
 }
 
-// requestOverride is the handshake a request needs: the server name and
-// SAN that auto_sni and auto_san_validation derived from it, zero on a
-// cluster without them (whose requests all share connections).
-func (c *Cluster) requestOverride(ctx context.Context) tlsconfig.Override {
-	if c.settings.protocol.autoSNI == nil || c.settings.tls == nil {
-		return tlsconfig.Override{}
+// requestKey is the connection a request needs: the server name and SAN
+// that auto_sni and auto_san_validation derived from it (none on a
+// cluster without them), and the source original_src chose (none
+// without it). Requests without either all share connections.
+func (c *Cluster) requestKey(ctx context.Context) poolKey {
+	k := poolKey{src: upstream.SourceFrom(ctx)}
+	if c.settings.protocol.autoSNI != nil && c.settings.tls != nil {
+		k.tls = tlsconfig.OverrideFrom(ctx)
 	}
-	return tlsconfig.OverrideFrom(ctx)
+	return k
 }
 
 // takeIdle lends the pool's most recently released idle connection made
 // with the handshake key that is still usable, or returns nil.
-func (c *Cluster) takeIdle(p *http1Pool, key tlsconfig.Override, now time.Time) *upstream.Conn {
+func (c *Cluster) takeIdle(p *http1Pool, key poolKey, now time.Time) *upstream.Conn {
 	for {
 		tc := p.take(c, key, now)
 		if tc == nil {
@@ -187,7 +188,7 @@ func (c *Cluster) awaitHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool
 // pendingHTTP1 is awaitHTTP1's wait, once the request counts as pending.
 func (c *Cluster) pendingHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool, res *resources, deadline time.Time, gone func() bool) (*upstream.Conn, error) {
 	overflowed := false
-	key := c.requestOverride(ctx)
+	key := c.requestKey(ctx)
 	for {
 		if c.isClosed() {
 			return nil, ErrClosed
@@ -230,7 +231,7 @@ func (c *Cluster) pendingHTTP1(ctx context.Context, h *upstream.Host, p *http1Po
 // gonePollInterval) reports the client gone, for a connection made with
 // the handshake key released to p (which it returns) or for a connection
 // of the cluster to close (nil: the caller tries again).
-func (c *Cluster) waitHTTP1(ctx context.Context, p *http1Pool, key tlsconfig.Override, res *resources, gone func() bool) (*trackedConn, error) {
+func (c *Cluster) waitHTTP1(ctx context.Context, p *http1Pool, key poolKey, res *resources, gone func() bool) (*trackedConn, error) {
 	w := make(chan *trackedConn, 1)
 	if !p.enqueue(w, key) {
 		// A connection came back to the idle list meanwhile.
@@ -274,10 +275,10 @@ func (c *Cluster) waitHTTP1(ctx context.Context, p *http1Pool, key tlsconfig.Ove
 }
 
 // enqueue adds a waiter unless the pool has an idle connection. Idle
-// connections all made with another handshake (auto_sni: other server
+// connections all made for other requests (auto_sni: other server
 // names) would never serve the waiter: the oldest is closed instead, which
 // frees its max_connections unit for the caller's next try.
-func (p *http1Pool) enqueue(w chan *trackedConn, key tlsconfig.Override) bool {
+func (p *http1Pool) enqueue(w chan *trackedConn, key poolKey) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.idle) > 0 {
@@ -294,9 +295,9 @@ func (p *http1Pool) enqueue(w chan *trackedConn, key tlsconfig.Override) bool {
 
 // lastIdle is the index of the most recently released idle connection
 // made with the handshake key, -1 when none. The caller holds p.mu.
-func (p *http1Pool) lastIdle(key tlsconfig.Override) int {
+func (p *http1Pool) lastIdle(key poolKey) int {
 	for i := len(p.idle) - 1; i >= 0; i-- {
-		if p.idle[i].tlsOverride == key {
+		if p.idle[i].key == key {
 			return i
 		}
 	}
@@ -322,7 +323,7 @@ func (p *http1Pool) dequeue(w chan *trackedConn) bool {
 // whether there was one. The caller holds p.mu.
 func (p *http1Pool) signal(tc *trackedConn) bool {
 	for i, w := range p.waiters {
-		if tc != nil && w.key != tc.tlsOverride {
+		if tc != nil && w.key != tc.key {
 			continue
 		}
 		p.waiters = slices.Delete(p.waiters, i, i+1)
@@ -442,7 +443,7 @@ func (c *Cluster) ReleaseHTTP1(conn *upstream.Conn, reusable bool) {
 // take pops the most recently released idle connection. When that one has
 // been idle longer than idle_timeout, so have all the others: they are all
 // closed and nil is returned.
-func (p *http1Pool) take(c *Cluster, key tlsconfig.Override, now time.Time) *trackedConn {
+func (p *http1Pool) take(c *Cluster, key poolKey, now time.Time) *trackedConn {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := len(p.idle)
@@ -459,8 +460,9 @@ func (p *http1Pool) take(c *Cluster, key tlsconfig.Override, now time.Time) *tra
 		return nil
 	}
 	i := n - 1
-	if p.idle[i].tlsOverride != key {
-		// auto_sni: only a connection to the same server name will do.
+	if p.idle[i].key != key {
+		// auto_sni, original_src: only a connection to the same server
+		// name, from the same source, will do.
 		if i = p.lastIdle(key); i < 0 {
 			return nil
 		}
@@ -486,7 +488,7 @@ func (p *http1Pool) put(c *Cluster, tc *trackedConn, now time.Time) {
 	}
 	if len(p.waiters) > 0 {
 		// Requests wait for connections to other server names
-		// (auto_sni): closing this one frees its max_connections unit
+		// (auto_sni) or from other sources (original_src): closing this one frees its max_connections unit
 		// for them.
 		tc.discard()
 		return

@@ -146,19 +146,20 @@ func (c *Cluster) roundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Res
 		}
 		req.Header["User-Agent"] = []string{""}
 	}
-	var key tlsconfig.Override
-	if c.h2SNI != nil {
-		key = tlsconfig.OverrideFrom(req.Context())
-	}
+	key := c.requestKey(req.Context())
 	if isExtendedConnect(req) {
-		if key != (tlsconfig.Override{}) {
+		switch {
+		case key.tls != (tlsconfig.Override{}):
 			// Its pool keeps one connection per address: it cannot
-			// honour the request's server name.
+			// honour the request's server name
 			return nil, errExtendedConnectAutoSNI
+		case key.src.Addr.IsValid():
+			// nor its source address.
+			return nil, errExtendedConnectSource
 		}
 		return c.h2x.RoundTrip(req)
 	}
-	if key != (tlsconfig.Override{}) {
+	if key != (poolKey{}) {
 		return c.h2SNI.transport(key).RoundTrip(req)
 	}
 	return c.h2.RoundTrip(req)
@@ -167,3 +168,8 @@ func (c *Cluster) roundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Res
 // errExtendedConnectAutoSNI fails an HTTP/2 upgrade (extended CONNECT) to
 // an auto_sni cluster rather than send it with another server name.
 var errExtendedConnectAutoSNI = errors.New("HTTP/2 upgrades (extended CONNECT) to a cluster with auto_sni or auto_san_validation are not supported by Outrigger")
+
+// errExtendedConnectSource fails an HTTP/2 upgrade (extended CONNECT) of a
+// request with an original source rather than send it from another
+// address.
+var errExtendedConnectSource = errors.New("HTTP/2 upgrades (extended CONNECT) with original_src are not supported by Outrigger")

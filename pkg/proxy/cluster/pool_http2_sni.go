@@ -8,28 +8,30 @@ import (
 	"sync"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
-// maxSNIPools bounds the HTTP/2 pools an auto_sni cluster keeps, one per
-// server name and SAN its requests asked for: past it, the least recently
-// made one is dropped (its idle connections closed; streams in progress
-// finish), so that clients naming ever new hosts cannot grow the proxy's
-// memory without bound.
+// maxSNIPools bounds the HTTP/2 pools a cluster keeps for requests with a
+// pool key, one per server name and SAN (auto_sni) and source address
+// (original_src) its requests asked for: past it, the least recently made
+// one is dropped (its idle connections closed; streams in progress
+// finish), so that clients naming ever new hosts, or coming from ever new
+// addresses, cannot grow the proxy's memory without bound.
 const maxSNIPools = 64
 
-// sniPools are an HTTP/2 auto_sni cluster's pools by handshake (see
-// tlsconfig.Override): Go's HTTP/2 transport pools connections by address
-// alone, so each server name gets a transport of its own, as Envoy keeps
-// a pool per transport socket options.
+// sniPools are an HTTP/2 cluster's pools by pool key (see poolKey): Go's
+// HTTP/2 transport pools connections by address alone, so each server
+// name (auto_sni) and each source (original_src) gets a transport of its
+// own, as Envoy keeps a pool per transport socket and socket options.
 type sniPools struct {
 	c     *Cluster
 	mu    sync.Mutex
-	byKey map[tlsconfig.Override]*http.Transport
-	order []tlsconfig.Override // oldest first
+	byKey map[poolKey]*http.Transport
+	order []poolKey // oldest first
 }
 
 // transport is the pool of requests asking for key, made on first use.
-func (p *sniPools) transport(key tlsconfig.Override) *http.Transport {
+func (p *sniPools) transport(key poolKey) *http.Transport {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if t := p.byKey[key]; t != nil {
@@ -43,7 +45,7 @@ func (p *sniPools) transport(key tlsconfig.Override) *http.Transport {
 	}
 	t := p.c.newHTTP2Transport()
 	t.DialContext = func(ctx context.Context, _, addr string) (net.Conn, error) {
-		return p.c.dialHTTP2(tlsconfig.WithOverride(ctx, key), addr)
+		return p.c.dialHTTP2(upstream.WithSource(tlsconfig.WithOverride(ctx, key.tls), key.src), addr)
 	}
 	p.byKey[key] = t
 	p.order = append(p.order, key)

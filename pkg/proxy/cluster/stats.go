@@ -27,6 +27,10 @@ type extraStats struct {
 	// failed to open.
 	rqCancelled           *stats.Counter
 	rqPendingFailureEject *stats.Counter
+	// bindErrors counts connections that could not bind their source
+	// address (original_src without CAP_NET_ADMIN, an address the kernel
+	// refuses).
+	bindErrors *stats.Counter
 	// maxHostWeight is the largest host weight of the cluster.
 	maxHostWeight *stats.Gauge
 	// update are the config update counters every cluster has in Envoy;
@@ -46,6 +50,7 @@ func newExtraStats(scope stats.Scope) extraStats {
 		rqPendingOverflow:     scope.Counter("upstream_rq_pending_overflow"),
 		rqCancelled:           scope.Counter("upstream_rq_cancelled"),
 		rqPendingFailureEject: scope.Counter("upstream_rq_pending_failure_eject"),
+		bindErrors:            scope.Counter("bind_errors"),
 		update: dnscluster.Stats{
 			UpdateAttempt:   scope.Counter("update_attempt"),
 			UpdateSuccess:   scope.Counter("update_success"),

@@ -48,7 +48,10 @@ type serverConn struct {
 	tls *accesslog.TLSInfo
 	sni string
 	// origDst is the original destination a listener restored, if any.
-	origDst  netip.AddrPort
+	origDst netip.AddrPort
+	// source is the upstream source a listener filter (original_src)
+	// chose for the connection's requests; its Addr is invalid for none.
+	source   upstream.Source
 	opened   time.Time
 	requests uint32
 	// remoteClosed: the client ended the connection (for the
@@ -165,6 +168,7 @@ func newServerConn(m *Manager, nc net.Conn) *serverConn {
 	}
 	c.tls, c.sni = tlsconfig.AccessLogInfo(nc), accesslog.RequestedServerName(nc)
 	c.origDst, _ = upstream.OriginalDst(nc)
+	c.source, _ = upstream.SourceOf(nc)
 	c.cc = &countedConn{Conn: nc, stats: m.stats}
 	c.src.cc = c.cc
 	c.goneFn = c.gone

@@ -235,7 +235,7 @@ func (s *stream) tunnelHardLimit(now time.Time) {
 // has one.
 func (s *stream) connectContext() (context.Context, context.CancelFunc) {
 	if s.durationEnd.IsZero() {
-		return s.m.ctx, func() {}
+		return s.upstreamBase(), func() {}
 	}
-	return context.WithDeadline(s.m.ctx, s.durationEnd)
+	return context.WithDeadline(s.upstreamBase(), s.durationEnd)
 }

@@ -168,7 +168,7 @@ func (s *stream) hedgesHTTP1(cw *continueWait, sendErr error, tm *upstreamTimer)
 // hedgeHTTP1 runs the race from an HTTP/1.1 attempt whose request went out
 // whole on uc at sent; tm is its timer. The race owns uc from here on.
 func (s *stream) hedgeHTTP1(cl UpstreamCluster, uc *upstream.Conn, tm upstreamTimer, sent time.Time, mayResend bool) {
-	h := s.newHedger(s.m.ctx)
+	h := s.newHedger(s.upstreamBase())
 	t := &hedgeTry{host: s.host, cl: cl, uc: uc, u: s.up, tm: tm, sent: sent, mayResend: mayResend,
 		perTryEnd: earliest(s.retry.perTryEnd, after(sent, s.retry.perTryIdle))}
 	s.retry.perTryEnd = time.Time{}

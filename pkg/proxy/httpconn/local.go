@@ -18,6 +18,7 @@ import (
 const (
 	bodyNoHealthyUpstream    = "no healthy upstream"
 	bodyConnectFailure       = "upstream connect error or disconnect/reset before headers. reset reason: connection failure"
+	bodyLocalConnectFailure  = "upstream connect error or disconnect/reset before headers. reset reason: local connection failure"
 	bodyRemoteConnectFailure = "upstream connect error or disconnect/reset before headers. reset reason: remote connection failure"
 	bodyConnectTimeout       = "upstream connect error or disconnect/reset before headers. reset reason: connection timeout"
 	bodyTermination          = "upstream connect error or disconnect/reset before headers. reset reason: connection termination"

@@ -419,7 +419,21 @@ func (s *stream) connectFailed(cl UpstreamCluster, err error) {
 		body, details = bodyConnectTimeout, "upstream_reset_before_response_started{connection_timeout}"
 	}
 	s.entry.UpstreamTransportFailureReason = err.Error()
-	var he *tlsconfig.HandshakeError
+	var (
+		he *tlsconfig.HandshakeError
+		le *upstream.LocalConnectError
+	)
+	if errors.As(err, &le) {
+		// original_src: the socket could not bind the client's address
+		// or take its options; Envoy closes it locally, with the bind's
+		// reason.
+		s.entry.UpstreamTransportFailureReason = le.Reason
+		body, details = bodyLocalConnectFailure, "upstream_reset_before_response_started{local_connection_failure}"
+		if le.Reason != "" {
+			body += ", transport failure reason: " + le.Reason
+			details = "upstream_reset_before_response_started{local_connection_failure|" + strings.ReplaceAll(le.Reason, " ", "_") + "}"
+		}
+	}
 	if errors.As(err, &he) {
 		// Envoy: the TLS socket closes the connection as a remote close,
 		// and the reason is BoringSSL's error (spaces become '_' in

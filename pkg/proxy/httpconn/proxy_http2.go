@@ -20,7 +20,7 @@ import (
 // the response. It returns true when the attempt's outcome is to be
 // retried (see retry.go), having answered nothing.
 func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) (retry bool) {
-	ctx := s.withAutoSNI(s.m.ctx, cl)
+	ctx := s.withAutoSNI(s.upstreamBase(), cl)
 	// The exchange ends at the route timeout (fixed by the first
 	// attempt), the attempt's per-try timeout or at the stream's maximum
 	// durations, the cluster's counted from here: the pool hands the
@@ -395,7 +395,7 @@ func (s *stream) h2UpstreamFailed(cl UpstreamCluster, ctx context.Context, err e
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
 		s.outlierTimeout()
 		s.routeTimedOut(cl)
-	case errors.As(err, &op) && op.Op == "dial", errors.As(err, new(*tlsconfig.HandshakeError)):
+	case errors.As(err, &op) && op.Op == "dial", errors.As(err, new(*tlsconfig.HandshakeError)), errors.As(err, new(*upstream.LocalConnectError)):
 		s.connectFailed(cl, err)
 	case isPeerReset(err):
 		s.entry.UpstreamTransportFailureReason = err.Error()

@@ -28,7 +28,7 @@ func (s *stream) upgradeHTTP2(cl UpstreamCluster, host *upstream.Host) {
 	// bound the whole exchange, tunnel included; an HTTP/2 client's reset
 	// ends it too.
 	s.startUpstreamDuration(cl)
-	ctx, cancel := s.withAutoSNI(s.m.ctx, cl), context.CancelFunc(nil)
+	ctx, cancel := s.withAutoSNI(s.upstreamBase(), cl), context.CancelFunc(nil)
 	if d := s.durationLimit(); !d.IsZero() {
 		ctx, cancel = context.WithDeadline(ctx, d)
 	} else if s.conn == nil {

@@ -107,7 +107,11 @@ type stream struct {
 	// balancer's view of the request, kept here so that a pick
 	// allocates nothing.
 	origDst netip.AddrPort
-	pick    upstream.PickContext
+	// connSource is the upstream source of the connection's requests
+	// (the original_src listener filter's), upSource the request's (the
+	// original_src HTTP filter may set its own); an invalid Addr is none.
+	connSource, upSource upstream.Source
+	pick                 upstream.PickContext
 	// setCookies are the cookies the route's hash policy generated for
 	// the pick (a cookie entry with a ttl the request lacked): the
 	// upstream's response carries them as Set-Cookie, as Envoy's router
@@ -319,6 +323,13 @@ func (s *stream) begin(real time.Time, proto string) {
 	s.active = s.active[:0]
 	s.route, s.cluster, s.host = nil, nil, nil
 	s.upChain = nil
+	if s.conn != nil {
+		// An HTTP/1 connection's next request: x-forwarded-for made the
+		// previous request's client the downstream's (see forward.go);
+		// this one starts again from the connection's.
+		s.remoteIP = s.conn.remoteIP
+	}
+	s.upSource = s.connSource
 	clear(s.setCookies)
 	s.setCookies = s.setCookies[:0]
 	s.attemptCountInResponse = false

@@ -32,6 +32,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // Status is what a filter step returns.
@@ -265,6 +266,11 @@ type Stream interface {
 
 	// RemoteIP is the address of the downstream client, without port.
 	RemoteIP() string
+	// SetUpstreamSource makes the request's upstream connections leave
+	// from src (Envoy's addUpstreamSocketOptions, as original_src uses
+	// it): they bind its address with IP_TRANSPARENT and carry its mark,
+	// and are shared only with requests asking for the same.
+	SetUpstreamSource(src upstream.Source)
 	// ConnectionState returns the value kept under key for the
 	// downstream connection the request came on, made by create on first
 	// use; it lives as long as the connection and is shared by the

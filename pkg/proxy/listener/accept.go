@@ -182,6 +182,9 @@ func (l *Listener) admit(c net.Conn, ws *workerStats, sock *listenerfilter.Socke
 	if sock != nil && sock.Restored() {
 		conn.remote, conn.local, conn.localRestored = remote, local, sock.LocalRestored()
 	}
+	if sock != nil {
+		conn.source, conn.hasSource = sock.UpstreamSource()
+	}
 	if dl := l.log.V(1); dl.Enabled() {
 		// Envoy's conn_handler debug record of every accepted connection.
 		dl.Info("new connection from "+remote.String(), "listener", l.name, "local", local.String(), "filter_chain", ch.name)

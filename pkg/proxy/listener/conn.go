@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // DefaultBufferLimit is a connection's buffer limit when the listener sets
@@ -36,6 +37,10 @@ type Conn struct {
 	// localRestored is set when local is an original destination a
 	// listener filter restored.
 	localRestored bool
+	// source is the upstream source a listener filter (original_src)
+	// set, hasSource whether one did.
+	source    upstream.Source
+	hasSource bool
 	// serverName is the requested server name the listener filters
 	// found (tls_inspector), else the one of the TLS handshake.
 	serverName string
@@ -94,6 +99,11 @@ func (c *Conn) LocalAddr() net.Addr {
 	}
 	return c.Conn.LocalAddr()
 }
+
+// UpstreamSource is the source the connection's upstream connections
+// leave from, which a listener filter (original_src) set; false when none
+// did (upstream.SourceConn).
+func (c *Conn) UpstreamSource() (upstream.Source, bool) { return c.source, c.hasSource }
 
 // LocalAddrRestored reports whether LocalAddr is an original destination
 // a listener filter restored (Envoy's localAddressRestored), which an

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // Category is Envoy's extension category of listener filters.
@@ -77,6 +78,10 @@ type Socket struct {
 	// requested server name and the protocols offered with ALPN.
 	transport, serverName string
 	appProtos             []string
+	// source is the upstream source a filter (original_src) chose,
+	// hasSource whether one did.
+	source    upstream.Source
+	hasSource bool
 }
 
 // NewSocket wraps a connection just accepted for its listener filters.
@@ -122,6 +127,15 @@ func (s *Socket) SetApplicationProtocols(p []string) { s.appProtos = p }
 // ApplicationProtocols are the protocols a filter found the client
 // offering.
 func (s *Socket) ApplicationProtocols() []string { return s.appProtos }
+
+// SetUpstreamSource makes the connection's upstream connections leave from
+// src (original_src): tcp_proxy's, and those of the requests the
+// connection carries.
+func (s *Socket) SetUpstreamSource(src upstream.Source) { s.source, s.hasSource = src, true }
+
+// UpstreamSource is the upstream source a filter set, false when none
+// did.
+func (s *Socket) UpstreamSource() (upstream.Source, bool) { return s.source, s.hasSource }
 
 // Restored reports whether a filter replaced an address.
 func (s *Socket) Restored() bool { return s.restored }

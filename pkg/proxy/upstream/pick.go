@@ -147,29 +147,39 @@ type HeaderGetter interface {
 // restored its local address (*listener.Conn).
 type localRestorer interface {
 	LocalAddrRestored() bool
+	LocalAddr() net.Addr
 }
 
 // OriginalDst returns the restored local address of a downstream
 // connection, looking through wrappers (TLS) that expose the connection
 // they wrap with NetConn; false when no listener restored it.
 func OriginalDst(c net.Conn) (netip.AddrPort, bool) {
+	r, ok := wrapped[localRestorer](c)
+	if !ok || !r.LocalAddrRestored() {
+		return netip.AddrPort{}, false
+	}
+	ta, ok := r.LocalAddr().(*net.TCPAddr)
+	if !ok {
+		return netip.AddrPort{}, false
+	}
+	ap := ta.AddrPort()
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), true
+}
+
+// wrapped finds the connection of type T that c is or wraps, looking
+// through wrappers (TLS) that expose the connection they wrap with
+// NetConn; false when there is none.
+func wrapped[T any](c net.Conn) (T, bool) {
 	for range 4 { // a TLS connection over a listener's: two levels at most
-		if r, ok := c.(localRestorer); ok {
-			if !r.LocalAddrRestored() {
-				return netip.AddrPort{}, false
-			}
-			ta, ok := c.LocalAddr().(*net.TCPAddr)
-			if !ok {
-				return netip.AddrPort{}, false
-			}
-			ap := ta.AddrPort()
-			return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), true
+		if t, ok := c.(T); ok {
+			return t, true
 		}
 		w, ok := c.(interface{ NetConn() net.Conn })
 		if !ok {
-			return netip.AddrPort{}, false
+			break
 		}
 		c = w.NetConn()
 	}
-	return netip.AddrPort{}, false
+	var zero T
+	return zero, false
 }

@@ -245,6 +245,14 @@ func ruleCount(t *testing.T, ns string) int {
 // its admin says LIVE.
 func startSidecar(t *testing.T, bin string, p *pod, cfg, overlay string) *http.Client {
 	t.Helper()
+	return runSidecar(t, bin, p.app, true, cfg, "--config-yaml", overlay)
+}
+
+// runSidecar runs the sidecar in namespace ns with the bootstrap cfg and
+// args, as the proxy's user (asProxy, without capabilities) or as root,
+// and waits until its admin (on adminPort) says LIVE.
+func runSidecar(t *testing.T, bin, ns string, asProxy bool, cfg string, args ...string) *http.Client {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "ocap-")
 	if err != nil {
 		t.Fatal(err)
@@ -271,9 +279,12 @@ func startSidecar(t *testing.T, bin string, p *pod, cfg, overlay string) *http.C
 		t.Fatal(err)
 	}
 	defer logFile.Close()
-	cmd := exec.Command("nsenter", "--net=/run/netns/"+p.app,
-		"-S", strconv.Itoa(proxyUID), "-G", strconv.Itoa(proxyGID), "--",
-		proxyBin, "-c", cfgPath, "--config-yaml", overlay, "--concurrency", "1", "--log-level", "info")
+	argv := []string{"--net=/run/netns/" + ns}
+	if asProxy {
+		argv = append(argv, "-S", strconv.Itoa(proxyUID), "-G", strconv.Itoa(proxyGID))
+	}
+	argv = append(argv, "--", proxyBin, "-c", cfgPath, "--concurrency", "1", "--log-level", "info")
+	cmd := exec.Command("nsenter", append(argv, args...)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -286,7 +297,7 @@ func startSidecar(t *testing.T, bin string, p *pod, cfg, overlay string) *http.C
 			t.Logf("sidecar log:\n%s", out)
 		}
 	})
-	admin := client(p.app)
+	admin := client(ns)
 	deadline := time.Now().Add(ioTimeout)
 	for {
 		resp, err := admin.Get(fmt.Sprintf("http://127.0.0.1:%d/ready", adminPort))

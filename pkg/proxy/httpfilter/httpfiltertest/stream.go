@@ -13,6 +13,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // Headers is a header map in insertion order, with lower-case names. It
@@ -116,6 +117,8 @@ type Stream struct {
 	// specific first.
 	PerRoute map[string][]httpfilter.RouteConfig
 	Remote   string
+	// UpstreamSource is what SetUpstreamSource recorded.
+	UpstreamSource upstream.Source
 	// Flags are the response flags added; Reply the local reply sent.
 	Flags accesslog.ResponseFlags
 	Reply *LocalReply
@@ -336,6 +339,10 @@ func (s *Stream) RouteConfigs(name string, dst []httpfilter.RouteConfig) []httpf
 
 // RemoteIP implements httpfilter.Stream.
 func (s *Stream) RemoteIP() string { return s.Remote }
+
+// SetUpstreamSource implements httpfilter.Stream: it records src in
+// UpstreamSource.
+func (s *Stream) SetUpstreamSource(src upstream.Source) { s.UpstreamSource = src }
 
 // ConnectionState implements httpfilter.Stream: one connection per fake
 // stream.

@@ -1,6 +1,7 @@
 package tcpproxy
 
 import (
+	"context"
 	"errors"
 	"io"
 	"math/rand/v2"
@@ -33,6 +34,16 @@ func (s *session) pickContext() *upstream.PickContext {
 		pc.DynamicPort, _ = v.(uint32)
 	}
 	return pc
+}
+
+// upstreamContext is the context of the session's upstream connection
+// attempts: the proxy's, carrying the source a listener filter
+// (original_src) chose for the connection's upstream side.
+func (s *session) upstreamContext() context.Context {
+	if src, ok := upstream.SourceOf(s.down); ok {
+		return upstream.WithSource(s.p.ctx, src)
+	}
+	return s.p.ctx
 }
 
 // session is one proxied downstream connection.
@@ -187,6 +198,11 @@ func (s *session) connect(cl netfilter.Cluster) bool {
 			if he := (*tlsconfig.HandshakeError)(nil); errors.As(err, &he) {
 				s.failureReason = he.FailureReason()
 			}
+			if le := (*upstream.LocalConnectError)(nil); errors.As(err, &le) {
+				// original_src's bind: Envoy's reason, without the
+				// host the connection never reached.
+				s.failureReason = le.Reason
+			}
 			continue
 		}
 		reportConnected(h)
@@ -217,7 +233,7 @@ type upstreamIO struct {
 
 // connectTCP opens a plain TCP connection to h.
 func (s *session) connectTCP(cl netfilter.Cluster, h *upstream.Host) (upstreamIO, error) {
-	conn, err := cl.ConnectHost(s.p.ctx, h)
+	conn, err := cl.ConnectHost(s.upstreamContext(), h)
 	if err != nil {
 		return upstreamIO{}, err
 	}

@@ -157,7 +157,7 @@ func (s *session) openTunnel(cl netfilter.Cluster, h *upstream.Host) (upstreamIO
 	if t.usePost {
 		return upstreamIO{}, errors.New("tunneling_config.use_post needs an HTTP/2 cluster")
 	}
-	conn, err := cl.ConnectHost(s.p.ctx, h)
+	conn, err := cl.ConnectHost(s.upstreamContext(), h)
 	if err != nil {
 		return upstreamIO{}, err
 	}
@@ -214,7 +214,7 @@ func (s *session) openHTTP2Tunnel(cl netfilter.Cluster, h *upstream.Host, host s
 		req.Method = http.MethodPost
 		req.URL = &url.URL{Path: t.postPath}
 	}
-	st, err := upstream.OpenH2Stream(s.p.ctx, cl, h, req, s.p.cfg.idleTimeout)
+	st, err := upstream.OpenH2Stream(s.upstreamContext(), cl, h, req, s.p.cfg.idleTimeout)
 	if err != nil {
 		return upstreamIO{}, err
 	}

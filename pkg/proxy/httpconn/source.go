@@ -1,0 +1,22 @@
+package httpconn
+
+import (
+	"context"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+)
+
+// upstreamBase is the context the request's upstream connections are
+// made in: the connection manager's, carrying the source original_src
+// chose (the HTTP filter's for this request, else the listener filter's
+// for the connection), which the cluster binds and keys its pools by. A
+// request without one pays nothing.
+func (s *stream) upstreamBase() context.Context {
+	if !s.upSource.Addr.IsValid() {
+		return s.m.ctx
+	}
+	return upstream.WithSource(s.m.ctx, s.upSource)
+}
+
+// SetUpstreamSource implements httpfilter.Stream.
+func (s *stream) SetUpstreamSource(src upstream.Source) { s.upSource = src }
