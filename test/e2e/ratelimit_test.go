@@ -24,16 +24,36 @@ import (
 // small counting policy: it counts the hits of each descriptor (its
 // entries joined), and a descriptor with an entry "quota: N" allows N
 // hits; over that, the call is OVER_LIMIT. Descriptors without a quota
-// are unlimited. It adds headers to both sides of allowed requests, and a
-// body and content-type to over-limit answers. It keeps every request.
+// are unlimited. A call counts as many hits as the descriptor's
+// hits_addend says, else the request's, else one, as the reference
+// service counts. It adds headers to both sides of allowed requests, and a
+// body and content-type to over-limit answers. It keeps every request. A
+// call with an entry of value "hold" is answered only once hold is
+// closed (or the call is cancelled).
 type rlsServer struct {
 	rlsv3.UnimplementedRateLimitServiceServer
 	mu       sync.Mutex
 	requests []*rlsv3.RateLimitRequest
 	hits     map[string]int
+	hold     chan struct{}
+	// holding counts the calls being held.
+	holding int
 }
 
-func (s *rlsServer) ShouldRateLimit(_ context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+func (s *rlsServer) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	for _, d := range req.GetDescriptors() {
+		for _, e := range d.GetEntries() {
+			if e.GetValue() == "hold" {
+				s.mu.Lock()
+				s.holding++
+				s.mu.Unlock()
+				select {
+				case <-s.hold:
+				case <-ctx.Done():
+				}
+			}
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests = append(s.requests, req)
@@ -48,7 +68,14 @@ func (s *rlsServer) ShouldRateLimit(_ context.Context, req *rlsv3.RateLimitReque
 			}
 		}
 		key := req.GetDomain() + "|" + strings.Join(parts, ",")
-		s.hits[key]++
+		n := 1
+		switch {
+		case d.GetHitsAddend() != nil:
+			n = int(d.GetHitsAddend().GetValue())
+		case req.GetHitsAddend() > 0:
+			n = int(req.GetHitsAddend())
+		}
+		s.hits[key] += n
 		st := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
 		if quota >= 0 {
 			st.CurrentLimit = &rlsv3.RateLimitResponse_RateLimit{
@@ -71,6 +98,13 @@ func (s *rlsServer) ShouldRateLimit(_ context.Context, req *rlsv3.RateLimitReque
 		resp.RequestHeadersToAdd = []*corev3.HeaderValue{{Key: "x-rls-req", Value: "ok"}}
 	}
 	return resp, nil
+}
+
+// held is how many calls the service has held so far.
+func (s *rlsServer) held() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.holding
 }
 
 // count is how many calls the service got for domain.
@@ -105,6 +139,9 @@ func (s *rlsServer) lastDescriptors(domain string) [][]string {
 			if l := d.GetLimit(); l != nil {
 				entries = append(entries, fmt.Sprintf("limit=%d/%s", l.GetRequestsPerUnit(), l.GetUnit()))
 			}
+			if h := d.GetHitsAddend(); h != nil {
+				entries = append(entries, fmt.Sprintf("hits=%d", h.GetValue()))
+			}
 			out = append(out, entries)
 		}
 		return out
@@ -118,7 +155,7 @@ func startRLS() (*rlsServer, int) {
 	GinkgoHelper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	Expect(err).NotTo(HaveOccurred())
-	s := &rlsServer{hits: map[string]int{}}
+	s := &rlsServer{hits: map[string]int{}, hold: make(chan struct{})}
 	srv := grpc.NewServer()
 	rlsv3.RegisterRateLimitServiceServer(srv, s)
 	go func() { _ = srv.Serve(ln) }()
@@ -153,9 +190,10 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 		sc     *Sidecar
 		port   int
 		// denyPort and allowPort reach a service that is down, with
-		// failure_mode_deny true and false.
-		denyPort, allowPort int
-		logPath             string
+		// failure_mode_deny true and false; heldPort's filter has no
+		// timeout.
+		denyPort, allowPort, heldPort int
+		logPath, heldLog              string
 	)
 	get := func(port int, path string, header http.Header) Response {
 		GinkgoHelper()
@@ -167,8 +205,9 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 		rls, rlsPort = startRLS()
 		up := echoHeadersUpstream()
 		down := closedPort()
-		port, denyPort, allowPort = freePort(), freePort(), freePort()
+		port, denyPort, allowPort, heldPort = freePort(), freePort(), freePort(), freePort()
 		logPath = filepath.Join(newDir(), "access.log")
+		heldLog = filepath.Join(newDir(), "held.log")
 		spec := proxySpec{
 			Port:     port,
 			Top:      "{node: {id: n1, cluster: web-svc}}",
@@ -202,7 +241,14 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 					typed_per_filter_config: {envoy.filters.http.ratelimit: ` + withType(rlsPerRoute, "{vh_rate_limits: IGNORE}") + `}},
 				{match: {prefix: /own}, route: {cluster: up},
 					typed_per_filter_config: {envoy.filters.http.ratelimit: ` + withType(rlsPerRoute,
-				`{domain: own, rate_limits: [{actions: [{generic_key: {descriptor_key: quota, descriptor_value: "0"}}]}]}`) + `}}]`,
+				`{domain: own, rate_limits: [{actions: [{generic_key: {descriptor_key: quota, descriptor_value: "0"}}]}]}`) + `}},
+				{match: {prefix: /hits}, route: {cluster: up},
+					typed_per_filter_config: {envoy.filters.http.ratelimit: ` + withType(rlsPerRoute,
+				`{domain: hits, rate_limits: [{hits_addend: {number: 3}, actions: [{generic_key: {descriptor_key: quota, descriptor_value: "5"}}]}]}`) + `}},
+				{match: {prefix: /done}, route: {cluster: up},
+					typed_per_filter_config: {envoy.filters.http.ratelimit: ` + withType(rlsPerRoute,
+				`{domain: done, rate_limits: [{actions: [{generic_key: {descriptor_value: request}}]},
+					{apply_on_stream_done: true, hits_addend: {format: "%BYTES_RECEIVED%"}, actions: [{generic_key: {descriptor_value: done}}]}]}`) + `}}]`,
 			Clusters: []proxyCluster{
 				{Name: "up", Port: portNum(up)},
 				{Name: "rls", Port: rlsPort, Extra: h2cOptions()},
@@ -219,6 +265,11 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 					Filters:     "[" + rlsFilter("rls_down", "domain: web, stat_prefix: fo") + "]",
 					VirtualHost: "{rate_limits: [{actions: [{generic_key: {descriptor_value: a}}]}]}",
 					Routes:      "[{match: {prefix: /}, route: {cluster: up_allow}}]"},
+				{Port: heldPort, Listener: "{name: held}", HCM: "{stat_prefix: held, access_log: [" + fileLog(heldLog, "%REQ(:PATH)% %RESPONSE_CODE%\n") + "]}",
+					Filters: "[" + httpFilter("envoy.filters.http.ratelimit", "type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit",
+						"{rate_limit_service: {grpc_service: {envoy_grpc: {cluster_name: rls}}, transport_api_version: V3}, timeout: 0s, domain: held}") + "]",
+					Routes: "[{match: {prefix: /}, route: {cluster: up}, typed_per_filter_config: {envoy.filters.http.ratelimit: " + withType(rlsPerRoute,
+						"{rate_limits: [{apply_on_stream_done: true, actions: [{generic_key: {descriptor_value: hold}}]}]}") + "}}]"},
 			},
 		}
 		sc = Start(newDir(), spec.YAML(), "--file-flush-interval-msec", "100")
@@ -312,6 +363,32 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 		Expect(rls.lastDescriptors("own")).To(Equal([][]string{{"quota=0"}}))
 	})
 
+	It("sends a per-route entry's hits_addend, which the service counts", func() {
+		Expect(get(port, "/hits", nil).Status).To(Equal(200))
+		Expect(rls.lastDescriptors("hits")).To(Equal([][]string{{"quota=5", "hits=3"}}))
+		Expect(get(port, "/hits", nil).Status).To(Equal(429), "3 + 3 hits are over the quota of 5")
+	})
+
+	It("sends the apply_on_stream_done entries once the stream has ended, with the hits known then", func() {
+		r := httpDo(client, "POST", listenerURL(port, "/done"), strings.NewReader("eleven byte"), nil)
+		Expect(r.Status).To(Equal(200))
+		Expect(rls.count("done")).To(BeNumerically(">=", 1))
+		Eventually(func() int { return rls.count("done") }).Should(Equal(2), "the stream-done call")
+		Expect(rls.lastDescriptors("done")).To(Equal([][]string{{"generic_key=done", "hits=11"}}), "%BYTES_RECEIVED% at the stream's end")
+		Expect(statValue(sc, "cluster.up.ratelimit.ok")).To(Equal("1"), "the stream-done answer counts in no stat, as in Envoy")
+	})
+
+	It("does not hold the request for the stream-done call", func() {
+		// The service holds the stream-done call until the spec ends, and
+		// the filter has no timeout: a stream that waited for it would
+		// not end, and its access log line would not be written.
+		DeferCleanup(func() { close(rls.hold) })
+		Expect(get(heldPort, "/a", nil).Status).To(Equal(200))
+		Eventually(rls.held).Should(Equal(1), "the stream-done call was made")
+		Eventually(func() string { b, _ := os.ReadFile(heldLog); return string(b) }).Should(Equal("/a 200\n"), "the stream ended")
+		Expect(rls.count("held")).To(Equal(0), "while the call is still held")
+	})
+
 	It("denies with status_on_error when the service is down and failure_mode_deny is set, and lets requests through otherwise", func() {
 		r := get(denyPort, "/x", nil)
 		Expect(r.Status).To(Equal(503))
@@ -343,6 +420,16 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 		res, _ = validate("bad2.yaml", cfg)
 		Expect(res.ExitCode).NotTo(Equal(0))
 		Expect(res.Stderr + res.Stdout).To(ContainSubstring("rate_limits[0].actions[0].extension"))
+
+		cfg = proxySpec{
+			Port:     freePort(),
+			Filters:  "[" + rlsFilter("rls", "domain: web") + "]",
+			Routes:   `[{match: {prefix: /}, route: {cluster: up, rate_limits: [{hits_addend: {number: 2}, actions: [{remote_address: {}}]}]}}]`,
+			Clusters: []proxyCluster{{Name: "up", Port: 1}, {Name: "rls", Port: 1, Extra: h2cOptions()}},
+		}.YAML()
+		res, _ = validate("bad3.yaml", cfg)
+		Expect(res.ExitCode).NotTo(Equal(0))
+		Expect(res.Stderr + res.Stdout).To(ContainSubstring("rate_limits[0].hits_addend: supported only in the rate limit filter's rate_limits"))
 	})
 })
 

@@ -147,3 +147,13 @@ func (p *part) append(dst []byte, e *Entry) ([]byte, bool) {
 func appendMillis(dst []byte, ns int64) []byte {
 	return strconv.AppendInt(dst, ns/1e6, 10)
 }
+
+// Parts is the number of literal texts and operators of a text format
+// (0 for a JSON one); the rate limit filter's hits_addend format must
+// have exactly one, as Envoy requires.
+func (f *Formatter) Parts() int {
+	if f.text == nil {
+		return 0
+	}
+	return len(f.text.parts)
+}

@@ -142,8 +142,15 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.CorsPolicy.forward_not_matching_preflights": {},
 
 	// Rate limit actions, read by the local and global rate limit
-	// filters. The extension action, hits_addend, apply_on_stream_done
-	// and x_ratelimit_option are not implemented.
+	// filters. The extension action, x_ratelimit_option and
+	// hits_addend.is_negative_hits are not implemented; hits_addend and
+	// apply_on_stream_done are taken only in the global filter's own
+	// rate_limits and its RateLimitPerRoute (the compilers refuse them
+	// elsewhere).
+	"envoy.config.route.v3.RateLimit.hits_addend":                                   {},
+	"envoy.config.route.v3.RateLimit.apply_on_stream_done":                          {},
+	"envoy.config.route.v3.RateLimit.HitsAddend.number":                             {},
+	"envoy.config.route.v3.RateLimit.HitsAddend.format":                             {},
 	"envoy.config.route.v3.RateLimit.stage":                                         {},
 	"envoy.config.route.v3.RateLimit.disable_key":                                   {},
 	"envoy.config.route.v3.RateLimit.actions":                                       {},

@@ -19,6 +19,7 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
@@ -44,6 +45,10 @@ const (
 type Descriptor struct {
 	Entries []router.DescriptorEntry
 	Limit   *router.LimitOverride
+	// HitsAddend, with HasHitsAddend, is the descriptor's hits_addend:
+	// the hits it counts, in place of the request's.
+	HitsAddend    uint64
+	HasHitsAddend bool
 }
 
 // Response is the service's answer, as the filters use it.
@@ -138,7 +143,8 @@ func (c *Client) Limit(ctx context.Context, req *rlsv3.RateLimitRequest) *Respon
 }
 
 // Request is the RateLimitRequest of a call, as Envoy's createRequest
-// makes it (hits_addend 0: the service counts one hit).
+// makes it: the request's hits_addend is 0 (the service counts one hit,
+// or a descriptor's own hits_addend).
 func Request(domain string, descriptors []Descriptor) *rlsv3.RateLimitRequest {
 	req := &rlsv3.RateLimitRequest{Domain: domain, Descriptors: make([]*commonv3.RateLimitDescriptor, 0, len(descriptors))}
 	for _, d := range descriptors {
@@ -148,6 +154,9 @@ func Request(domain string, descriptors []Descriptor) *rlsv3.RateLimitRequest {
 		}
 		if d.Limit != nil {
 			pd.Limit = &commonv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: d.Limit.RequestsPerUnit, Unit: d.Limit.Unit}
+		}
+		if d.HasHitsAddend {
+			pd.HitsAddend = wrapperspb.UInt64(d.HitsAddend)
 		}
 		req.Descriptors = append(req.Descriptors, pd)
 	}

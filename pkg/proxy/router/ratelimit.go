@@ -28,6 +28,13 @@ type RateLimit struct {
 	actions    []rateLimitAction
 	// limit is the entry's limit override, nil without one.
 	limit *limitOverride
+	// HitsAddend, when set, is the number of hits the descriptor counts
+	// (hits_addend); ApplyOnStreamDone makes the global filter send the
+	// descriptor when the stream ends rather than before routing. Only
+	// the global rate limit filter's own entries take them (see
+	// compileRateLimits).
+	HitsAddend        *HitsAddend
+	ApplyOnStreamDone bool
 }
 
 // DescriptorEntry is one key and value of a rate limit descriptor.
@@ -124,6 +131,15 @@ type metadataPath struct {
 func compileRateLimits(rls []*routev3.RateLimit) ([]*RateLimit, error) {
 	var out []*RateLimit
 	for i, rl := range rls {
+		// Envoy's route entries long ignored these two: the global
+		// filter reads them from its typed_per_filter_config's
+		// rate_limits, and so does Outrigger.
+		switch {
+		case rl.GetHitsAddend() != nil:
+			return nil, fmt.Errorf("[%d].hits_addend: supported only in the rate limit filter's rate_limits and RateLimitPerRoute.rate_limits", i)
+		case rl.GetApplyOnStreamDone():
+			return nil, fmt.Errorf("[%d].apply_on_stream_done: supported only in the rate limit filter's RateLimitPerRoute.rate_limits", i)
+		}
 		c, err := CompileRateLimit(rl)
 		if err != nil {
 			return nil, fmt.Errorf("[%d].%w", i, err)
@@ -136,7 +152,13 @@ func compileRateLimits(rls []*routev3.RateLimit) ([]*RateLimit, error) {
 // CompileRateLimit compiles one RateLimit (route, virtual host, or a rate
 // limit filter's own rate_limits); errors name the field below it.
 func CompileRateLimit(rl *routev3.RateLimit) (*RateLimit, error) {
-	c := &RateLimit{Stage: rl.GetStage().GetValue(), DisableKey: rl.GetDisableKey()}
+	c := &RateLimit{Stage: rl.GetStage().GetValue(), DisableKey: rl.GetDisableKey(), ApplyOnStreamDone: rl.GetApplyOnStreamDone()}
+	if h := rl.GetHitsAddend(); h != nil {
+		var err error
+		if c.HitsAddend, err = compileHitsAddend(h); err != nil {
+			return nil, err
+		}
+	}
 	if len(rl.GetActions()) == 0 {
 		return nil, errors.New("actions: at least one action is required")
 	}

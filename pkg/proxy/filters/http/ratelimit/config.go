@@ -159,7 +159,7 @@ func compile(p *rlv3.RateLimit, ctx httpfilter.Context) (*config, error) {
 		}
 		c.failureDenyShare = &f
 	}
-	if c.rateLimits, err = compileOwnRateLimits(p.GetRateLimits()); err != nil {
+	if c.rateLimits, err = compileOwnRateLimits(p.GetRateLimits(), false); err != nil {
 		return nil, err
 	}
 	var open ratelimitservice.Opener
@@ -173,13 +173,18 @@ func compile(p *rlv3.RateLimit, ctx httpfilter.Context) (*config, error) {
 	return c, nil
 }
 
-// compileOwnRateLimits compiles the rate_limits of the filter or of a
-// RateLimitPerRoute. As in Envoy, they have no stage, disable_key, limit
-// or dynamic_metadata action: those are refused by path.
-func compileOwnRateLimits(rls []*routev3.RateLimit) ([]*router.RateLimit, error) {
+// compileOwnRateLimits compiles the rate_limits of the filter or (with
+// perRoute) of a RateLimitPerRoute. As in Envoy, they have no stage,
+// disable_key, limit or dynamic_metadata action: those are refused by
+// path. apply_on_stream_done is taken only per route: Envoy's filter
+// reads its own entries the same way at the request and at the stream's
+// end.
+func compileOwnRateLimits(rls []*routev3.RateLimit, perRoute bool) ([]*router.RateLimit, error) {
 	var out []*router.RateLimit
 	for i, rl := range rls {
 		switch {
+		case rl.GetApplyOnStreamDone() && !perRoute:
+			return nil, fmt.Errorf("rate_limits[%d].apply_on_stream_done: supported only in RateLimitPerRoute.rate_limits", i)
 		case rl.GetStage() != nil:
 			return nil, fmt.Errorf("rate_limits[%d].stage: not supported in a filter's own rate_limits, as in Envoy", i)
 		case rl.GetDisableKey() != "":

@@ -32,12 +32,28 @@ type filter struct {
 	// the filter answered 429 itself.
 	responseHeaders [][2]string
 	limited         bool
+	// stream, route, rc and cluster are kept from DecodeHeaders for the
+	// apply_on_stream_done entries, which OnDestroy sends with the same
+	// route and per-route configuration, as Envoy does; stream is nil
+	// when the request never got that far (or its call was cut short).
+	stream  httpfilter.Stream
+	route   *router.Route
+	rc      *routeConfig
+	cluster string
 	// Scratch space for the request's descriptors: entries holds them
-	// all, bounds the end of each in entries.
+	// all, bounds the end of each in entries, extras their limit
+	// override and hits_addend.
 	entries []router.DescriptorEntry
 	bounds  []int
-	limits  []*router.LimitOverride
+	extras  []descriptorExtra
 	descs   []ratelimitservice.Descriptor
+}
+
+// descriptorExtra is what a descriptor carries besides its entries.
+type descriptorExtra struct {
+	limit         *router.LimitOverride
+	hitsAddend    uint64
+	hasHitsAddend bool
 }
 
 var (
@@ -69,17 +85,14 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		return httpfilter.Continue
 	}
 	rc, _ := s.RouteConfig(c.name).(*routeConfig)
-	f.populate(s, r, rc, cluster)
+	f.stream, f.route, f.rc, f.cluster = s, r, rc, cluster
+	f.populate(false)
 	if len(f.descs) == 0 {
 		return httpfilter.Continue
 	}
-	domain := c.domain
-	if rc != nil && rc.domain != "" {
-		domain = rc.domain
-	}
 	// The request message is made here, so that the call's goroutine
 	// reads nothing of the filter, which a cut-short wait recycles.
-	req := ratelimitservice.Request(domain, f.descs)
+	req := ratelimitservice.Request(f.domain(), f.descs)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
@@ -90,7 +103,9 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	}()
 	if !s.Wait(done) {
 		// The client went away or the stream timed out: the call is
-		// cancelled and its goroutine ends with it.
+		// cancelled and its goroutine ends with it, and, as in Envoy,
+		// no call is made when the stream ends.
+		f.stream = nil
 		return httpfilter.Stop
 	}
 	return f.complete(s, resp, cluster)
@@ -149,22 +164,37 @@ func (c *config) denyOnFailure() bool {
 	return c.failureModeDeny
 }
 
+// domain is the call's domain: the RateLimitPerRoute's, else the
+// filter's.
+func (f *filter) domain() string {
+	if f.rc != nil && f.rc.domain != "" {
+		return f.rc.domain
+	}
+	return f.c.domain
+}
+
 // populate makes the request's descriptors, as Envoy's
 // populateRateLimitDescriptors: the RateLimitPerRoute's rate_limits when
 // it has some, else the filter's own, else the route's of the filter's
 // stage and, as include_vh_rate_limits or the per-route vh_rate_limits
 // say, the virtual host's (by default only when the route has none).
-func (f *filter) populate(s httpfilter.Stream, r *router.Route, rc *routeConfig, cluster string) {
-	c := f.c
-	in := router.DescriptorInput{Request: s.Request(), RemoteIP: s.RemoteIP(), Cluster: cluster,
+// onDone selects the apply_on_stream_done entries (the stream has ended)
+// or the others (the request is being decided).
+func (f *filter) populate(onDone bool) {
+	c, s, r, rc := f.c, f.stream, f.route, f.rc
+	in := router.DescriptorInput{Request: s.Request(), RemoteIP: s.RemoteIP(), Cluster: f.cluster,
 		LocalCluster: c.localCluster, DynamicMetadata: s.DynamicMetadata(), RouteMetadata: r.Metadata}
 	switch {
 	case rc != nil && len(rc.rateLimits) > 0:
-		f.describe(rc.rateLimits, &in, false)
+		f.describe(rc.rateLimits, &in, false, onDone)
 	case len(c.rateLimits) > 0:
-		f.describe(c.rateLimits, &in, false)
+		// The filter's own entries have no apply_on_stream_done
+		// (compile refuses it).
+		if !onDone {
+			f.describe(c.rateLimits, &in, false, false)
+		}
 	default:
-		f.describe(r.RateLimits, &in, true)
+		f.describe(r.RateLimits, &in, true, onDone)
 		vh := r.VirtualHost
 		if vh == nil {
 			break
@@ -175,24 +205,32 @@ func (f *filter) populate(s httpfilter.Stream, r *router.Route, rc *routeConfig,
 		}
 		switch {
 		case r.IncludeVHRateLimits || opt == rlv3.RateLimitPerRoute_INCLUDE:
-			f.describe(vh.RateLimits, &in, true)
+			f.describe(vh.RateLimits, &in, true, onDone)
 		case opt == rlv3.RateLimitPerRoute_OVERRIDE && len(r.RateLimits) == 0:
-			f.describe(vh.RateLimits, &in, true)
+			f.describe(vh.RateLimits, &in, true, onDone)
 		}
 	}
 	start := 0
 	for i, end := range f.bounds {
-		f.descs = append(f.descs, ratelimitservice.Descriptor{Entries: f.entries[start:end:end], Limit: f.limits[i]})
+		x := f.extras[i]
+		f.descs = append(f.descs, ratelimitservice.Descriptor{Entries: f.entries[start:end:end], Limit: x.limit,
+			HitsAddend: x.hitsAddend, HasHitsAddend: x.hasHitsAddend})
 		start = end
 	}
 }
 
-// describe appends the descriptors of rls; policy selects the entries of
-// the filter's stage whose disable_key (if any) is enabled, and applies
-// their limit overrides.
-func (f *filter) describe(rls []*router.RateLimit, in *router.DescriptorInput, policy bool) {
+// describe appends the descriptors of rls whose apply_on_stream_done is
+// onDone; policy selects the entries of the filter's stage whose
+// disable_key (if any) is enabled, and applies their limit overrides. An
+// entry whose hits_addend format gives no valid number adds no
+// descriptor, as in Envoy.
+func (f *filter) describe(rls []*router.RateLimit, in *router.DescriptorInput, policy, onDone bool) {
 	c := f.c
+	var entry *accesslog.Entry
 	for _, rl := range rls {
+		if rl.ApplyOnStreamDone != onDone {
+			continue
+		}
 		if policy {
 			if rl.Stage != c.stage {
 				continue
@@ -204,18 +242,47 @@ func (f *filter) describe(rls []*router.RateLimit, in *router.DescriptorInput, p
 				}
 			}
 		}
+		start := len(f.entries)
 		var ok bool
 		if f.entries, ok = rl.AppendDescriptor(f.entries, in); !ok {
 			continue
 		}
-		var limit *router.LimitOverride
-		if policy {
-			if l, ok := rl.Limit(in.DynamicMetadata); ok {
-				limit = &l
+		var x descriptorExtra
+		if rl.HitsAddend != nil {
+			if entry == nil {
+				entry = entryOf(f.stream)
 			}
+			if x.hitsAddend, ok = rl.HitsAddend.Value(entry); !ok {
+				clear(f.entries[start:])
+				f.entries = f.entries[:start]
+				continue
+			}
+			x.hasHitsAddend = true
+		}
+		if l, ok := rl.Limit(in.DynamicMetadata); ok {
+			x.limit = &l
 		}
 		f.bounds = append(f.bounds, len(f.entries))
-		f.limits = append(f.limits, limit)
+		f.extras = append(f.extras, x)
+	}
+}
+
+// entryOf is what a hits_addend format reads of the stream: the request,
+// its connection, the body bytes received so far and the dynamic
+// metadata. Response operators have no value.
+func entryOf(s httpfilter.Stream) *accesslog.Entry {
+	req, info := s.Request(), s.Info()
+	return &accesslog.Entry{
+		Method: req.Method, Path: req.Path, Authority: req.Host, Scheme: req.Scheme,
+		Protocol:                info.Protocol,
+		RequestHeaders:          s.RequestHeaders(),
+		DownstreamRemoteAddress: info.RemoteAddress,
+		DownstreamLocalAddress:  info.LocalAddress,
+		RequestedServerName:     info.RequestedServerName,
+		TLS:                     info.TLS,
+		StartTime:               info.Start,
+		BytesReceived:           info.BytesReceived,
+		DynamicMetadata:         s.DynamicMetadata(),
 	}
 }
 
@@ -245,17 +312,43 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	return httpfilter.Continue
 }
 
-// OnDestroy implements httpfilter.Destroyer: the filter goes back to its
-// pool, without references to the request.
+// OnDestroy implements httpfilter.Destroyer: the apply_on_stream_done
+// entries are sent, and the filter goes back to its pool, without
+// references to the request.
 func (f *filter) OnDestroy() {
 	c := f.c
+	if f.stream != nil {
+		f.streamDone()
+	}
 	f.c, f.responseHeaders, f.limited = nil, nil, false
+	f.stream, f.route, f.rc, f.cluster = nil, nil, nil, ""
+	f.reset()
+	c.pool.Put(f)
+}
+
+// reset empties the descriptor scratch space.
+func (f *filter) reset() {
 	clear(f.entries)
 	f.entries = f.entries[:0]
 	f.bounds = f.bounds[:0]
-	clear(f.limits)
-	f.limits = f.limits[:0]
+	clear(f.extras)
+	f.extras = f.extras[:0]
 	clear(f.descs)
 	f.descs = f.descs[:0]
-	c.pool.Put(f)
+}
+
+// streamDone makes the call of the apply_on_stream_done entries, as
+// Envoy's onDestroy: with what the stream holds now (its dynamic
+// metadata, the body bytes received), fire and forget. The stream has
+// ended, so nothing waits for the answer, which only counts the hits;
+// the call is bounded by the filter's timeout.
+func (f *filter) streamDone() {
+	f.reset()
+	f.populate(true)
+	if len(f.descs) == 0 {
+		return
+	}
+	req := ratelimitservice.Request(f.domain(), f.descs)
+	client := f.c.client
+	go client.Limit(context.Background(), req)
 }

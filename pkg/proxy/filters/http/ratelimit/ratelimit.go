@@ -7,7 +7,9 @@
 // rate_limited_status) and x-envoy-ratelimited; a service that fails or
 // does not answer within the timeout lets the request through, or, with
 // failure_mode_deny, is answered with status_on_error (500). Only the
-// request waits: its own goroutine holds it, bounded by the timeout.
+// request waits: its own goroutine holds it, bounded by the timeout. The
+// apply_on_stream_done entries of a RateLimitPerRoute are sent once the
+// stream has ended, and nothing waits for their answer.
 //
 // Its stats are Envoy's, per route cluster:
 // cluster.<route cluster>.ratelimit[.<stat_prefix>].{ok,over_limit,error,

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -127,6 +128,20 @@ func TestCompileRefuses(t *testing.T) {
 		"bad action": {`{"domain": "d", SERVICE, "rate_limits": [{"actions": [{"request_headers": {"descriptor_key": "k"}}]}]}`,
 			"rate_limits[0].actions[0].request_headers.header_name: must be set"},
 		"bad timeout": {`{"domain": "d", SERVICE, "timeout": "-1s"}`, "timeout: must be a valid, non-negative duration"},
+		"own rate_limits applied on stream done": {`{"domain": "d", SERVICE, "rate_limits": [{"apply_on_stream_done": true, "actions": [{"remote_address": {}}]}]}`,
+			"rate_limits[0].apply_on_stream_done: supported only in RateLimitPerRoute.rate_limits"},
+		"hits_addend with a number and a format": {`{"domain": "d", SERVICE, "rate_limits": [{"hits_addend": {"number": 2, "format": "%BYTES_RECEIVED%"}, "actions": [{"remote_address": {}}]}]}`,
+			"rate_limits[0].hits_addend: must contain either a format or a number"},
+		"hits_addend empty": {`{"domain": "d", SERVICE, "rate_limits": [{"hits_addend": {}, "actions": [{"remote_address": {}}]}]}`,
+			"rate_limits[0].hits_addend: must contain either a format or a number"},
+		"hits_addend format of two parts": {`{"domain": "d", SERVICE, "rate_limits": [{"hits_addend": {"format": "x%BYTES_RECEIVED%"}, "actions": [{"remote_address": {}}]}]}`,
+			"rate_limits[0].hits_addend.format: must contain exactly one substitution"},
+		"hits_addend bad format": {`{"domain": "d", SERVICE, "rate_limits": [{"hits_addend": {"format": "%NOPE%"}, "actions": [{"remote_address": {}}]}]}`,
+			"rate_limits[0].hits_addend.format: "},
+		"hits_addend above the bound": {`{"domain": "d", SERVICE, "rate_limits": [{"hits_addend": {"number": 1000000001}, "actions": [{"remote_address": {}}]}]}`,
+			"rate_limits[0].hits_addend.number: must be at most 1000000000"},
+		"negative hits": {`{"domain": "d", SERVICE, "rate_limits": [{"hits_addend": {"number": 1, "is_negative_hits": true}, "actions": [{"remote_address": {}}]}]}`,
+			"rate_limits[0].hits_addend.is_negative_hits: not supported"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -310,4 +325,85 @@ func compileOwnRateLimitsJSON(js string) (*router.RateLimit, error) {
 		return nil, err
 	}
 	return router.CompileRateLimit(p)
+}
+
+// perRouteJSON compiles a RateLimitPerRoute given as JSON.
+func perRouteJSON(t *testing.T, js string) *routeConfig {
+	t.Helper()
+	p := &rlv3.RateLimitPerRoute{}
+	if err := protojson.Unmarshal([]byte(js), p); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := compileRoute(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rc
+}
+
+// described is a call's descriptors as "key=value,...#hits" strings
+// ("#-" without a hits_addend).
+func described(req *rlsv3.RateLimitRequest) []string {
+	var out []string
+	for _, d := range req.GetDescriptors() {
+		var es []string
+		for _, e := range d.GetEntries() {
+			es = append(es, e.GetKey()+"="+e.GetValue())
+		}
+		h := "-"
+		if d.GetHitsAddend() != nil {
+			h = strconv.FormatUint(d.GetHitsAddend().GetValue(), 10)
+		}
+		out = append(out, strings.Join(es, ",")+"#"+h)
+	}
+	return out
+}
+
+// TestHitsAddendAndStreamDone checks the RateLimitPerRoute entries'
+// hits_addend (fixed, formatted, and a formatted value that is no number,
+// which drops its descriptor) and apply_on_stream_done: those entries
+// are sent only once the filter is destroyed, under the per-route
+// domain.
+func TestHitsAddendAndStreamDone(t *testing.T) {
+	rls, addr := startRLS(t, &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK})
+	c, err := compileJSON(t, `{"domain": "d", SERVICE}`, addr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := perRouteJSON(t, `{"domain": "per-route", "rate_limits": [
+		{"hits_addend": {"number": 5}, "actions": [{"generic_key": {"descriptor_value": "fixed"}}]},
+		{"hits_addend": {"format": "%REQ(x-hits)%"}, "actions": [{"generic_key": {"descriptor_value": "header"}}]},
+		{"hits_addend": {"format": "%REQ(x-none)%"}, "actions": [{"generic_key": {"descriptor_value": "dropped"}}]},
+		{"apply_on_stream_done": true, "hits_addend": {"format": "%BYTES_RECEIVED%"}, "actions": [{"generic_key": {"descriptor_value": "done"}}]}]}`)
+	s := httpfiltertest.NewStream("POST", "/", "x-hits", "7", "x-none", "many")
+	s.Matched = routeWith(t, `{"actions": [{"generic_key": {"descriptor_value": "route"}}]}`)
+	s.PerRoute = map[string][]httpfilter.RouteConfig{c.name: {rc}}
+	s.Cluster, s.Remote = "up", "10.0.0.1"
+	f := c.NewFilter().(*filter)
+	if st := f.DecodeHeaders(s); st != httpfilter.Continue {
+		t.Fatalf("status %v", st)
+	}
+	calls := rls.calls()
+	if len(calls) != 1 {
+		t.Fatalf("%d calls before the stream ended", len(calls))
+	}
+	if diff := cmp.Diff([]string{"generic_key=fixed#5", "generic_key=header#7"}, described(calls[0])); diff != "" {
+		t.Errorf("request descriptors (-want +got):\n%s", diff)
+	}
+	if calls[0].GetDomain() != "per-route" || calls[0].GetHitsAddend() != 0 {
+		t.Errorf("request call %v", calls[0])
+	}
+	s.StreamInfo.BytesReceived = 1234
+	f.OnDestroy()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(rls.calls()) < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	calls = rls.calls()
+	if len(calls) != 2 {
+		t.Fatalf("%d calls, want the stream-done one too", len(calls))
+	}
+	if diff := cmp.Diff([]string{"generic_key=done#1234"}, described(calls[1])); diff != "" || calls[1].GetDomain() != "per-route" {
+		t.Errorf("stream-done call in %q (-want +got):\n%s", calls[1].GetDomain(), diff)
+	}
 }

@@ -25,7 +25,7 @@ func compileRoute(p *rlv3.RateLimitPerRoute) (*routeConfig, error) {
 	}
 	rc := &routeConfig{vhRateLimits: p.GetVhRateLimits(), domain: p.GetDomain()}
 	var err error
-	if rc.rateLimits, err = compileOwnRateLimits(p.GetRateLimits()); err != nil {
+	if rc.rateLimits, err = compileOwnRateLimits(p.GetRateLimits(), true); err != nil {
 		return nil, err
 	}
 	return rc, nil
