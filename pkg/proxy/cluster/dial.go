@@ -14,8 +14,8 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
-// DialFunc opens a TCP connection to address ("ip:port" or
-// "[ipv6]:port"). ctx carries the connect timeout. It is the seam for
+// DialFunc opens a connection to address ("ip:port" or "[ipv6]:port"
+// over TCP, a pipe's path over a unix domain socket). ctx carries the connect timeout. It is the seam for
 // upstream TLS, source-address binding and tests.
 type DialFunc func(ctx context.Context, address string) (net.Conn, error)
 
@@ -35,7 +35,12 @@ func tcpDialer(keepalive *net.KeepAliveConfig, bind *bindSettings) DialFunc {
 			d.Control = bind.opts.Control
 		}
 	}
+	var unix net.Dialer
 	return func(ctx context.Context, address string) (net.Conn, error) {
+		if upstream.IsPipe(address) {
+			// A pipe endpoint: keep-alive and source binding are TCP's.
+			return unix.DialContext(ctx, "unix", address)
+		}
 		return d.DialContext(ctx, "tcp", address)
 	}
 }

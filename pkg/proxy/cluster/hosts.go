@@ -129,7 +129,16 @@ func buildEndpoint(lbe *endpointv3.LbEndpoint, names bool) (endpoint, []error) {
 		return endpoint{}, []error{configErrorf("endpoint", "required")}
 	}
 	var errs []error
-	name, port, err := socketAddress(ep.GetAddress(), names)
+	var (
+		name string
+		port uint16
+		err  error
+	)
+	if pipe := ep.GetAddress().GetPipe(); pipe != nil && !names {
+		name, err = pipePath(pipe)
+	} else {
+		name, port, err = socketAddress(ep.GetAddress(), names)
+	}
 	if err != nil {
 		errs = append(errs, prefixed(join("endpoint", "address"), err))
 	}
@@ -152,6 +161,8 @@ func buildEndpoint(lbe *endpointv3.LbEndpoint, names bool) (endpoint, []error) {
 	}
 	if ip, err := netip.ParseAddr(name); err == nil && !names {
 		h.Address = netip.AddrPortFrom(ip, port).String()
+	} else if upstream.IsPipe(name) && !names {
+		h.Address = name
 	}
 	return endpoint{host: h, name: name, port: port}, nil
 }
@@ -178,6 +189,19 @@ func socketAddress(a *corev3.Address, names bool) (string, uint16, error) {
 		return "", 0, configErrorf(join("socket_address", "port_value"), "%d is not a port (1 to 65535)", port)
 	}
 	return addr, uint16(port), nil
+}
+
+// pipePath checks a static endpoint's pipe (a unix domain socket): its
+// path is the host's address, as Envoy shows it. The path must be absolute,
+// or start with "@" for Linux's abstract namespace, which is how the
+// dialer tells a pipe from "ip:port"; the mode matters only to a server
+// binding the socket.
+func pipePath(p *corev3.Pipe) (string, error) {
+	path := p.GetPath()
+	if !upstream.IsPipe(path) {
+		return "", configErrorf(join("pipe", "path"), "%q is neither an absolute path nor an abstract socket name (@name)", path)
+	}
+	return path, nil
 }
 
 // validHostName reports whether name can be asked of the DNS: labels of 1
