@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the pinned Contour binary (Project Contour, an Envoy control plane)
-# that the cluster tier's control-plane spec runs, into bin/tools/contour.
+# that the cluster tier's control-plane spec runs, into bin/tools/contour,
+# with the release's CRDs beside it (bin/tools/contour-crds.yaml).
 #
 # The test machines reach no download site but the Go module proxy, so
 # contour (usually run from its container image) is compiled from its Go
@@ -25,6 +26,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 readonly root
 readonly out="${CONTOUR_TOOLS_DIR:-${root}/bin/tools}"
 readonly binary="${out}/contour"
+readonly crds="${out}/contour-crds.yaml"
 
 # go install pkg@version must not see a workspace above the tree.
 export GOWORK=off
@@ -35,7 +37,8 @@ Usage: hack/contour.sh [-h|--help]
 
 Builds contour ${CONTOUR_VERSION} from its Go module into ${binary}
 (override the folder with CONTOUR_TOOLS_DIR), skipping the build when the
-binary there was built from ${CONTOUR_VERSION}, then prints the binary's path.
+binary there was built from ${CONTOUR_VERSION}, writes the release's CRDs
+beside it (contour-crds.yaml), then prints the binary's path.
 
 Environment:
   GO                 go command to use (default: go)
@@ -54,6 +57,19 @@ die() {
 built_version() {
 	"${GO}" version -m "$1" 2>/dev/null |
 		awk -v mod="${CONTOUR_MODULE}" '$1 == "mod" && $2 == mod { print $3 }'
+}
+
+# copy_crds puts the CRDs of the same release (HTTPProxy and the others
+# contour watches) beside the binary, as contour-crds.yaml, from the
+# module's examples/contour/01-crds.yaml: the tests install them.
+copy_crds() {
+	local info dir
+	info="$("${GO}" mod download -json "${CONTOUR_MODULE}@${CONTOUR_VERSION}")" ||
+		die "go mod download ${CONTOUR_MODULE}@${CONTOUR_VERSION} failed"
+	dir="$(sed -nE 's#^[[:space:]]*"Dir": "(.*)",?$#\1#p' <<<"${info}")"
+	[[ -f "${dir}/examples/contour/01-crds.yaml" ]] ||
+		die "no examples/contour/01-crds.yaml in ${dir}"
+	install -m 0644 "${dir}/examples/contour/01-crds.yaml" "${crds}"
 }
 
 # shellcheck source=hack/lib.sh
@@ -79,6 +95,7 @@ main() {
 		log "built contour in $((SECONDS - started)) s"
 	fi
 	"${binary}" --help >/dev/null 2>&1 || die "${binary} does not start"
+	copy_crds
 	printf '%s\n' "${binary}"
 }
 
