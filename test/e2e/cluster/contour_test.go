@@ -305,7 +305,9 @@ func (c *contourProcess) sidecar(ns string) *proxy {
 	p := &proxy{
 		ip: c.envoyIP, config: boot, log: filepath.Join(c.dir, "sidecar.log"), accessLog: os.DevNull,
 		adminSocket: sock,
-		args:        []string{"--service-cluster", ns, "--service-node", "envoy-1"},
+		// As Contour's DaemonSet writes them: option and value in one
+		// argument each.
+		args: []string{"--service-cluster " + ns, "--service-node envoy-1"},
 	}
 	p.start()
 	DeferCleanup(p.stop)
