@@ -78,4 +78,16 @@ var _ = Describe("RTDS: a runtime layer from a management server", func() {
 		Expect(s.Post("/runtime_modify?k=admin").Status).To(Equal(200))
 		Expect(value(s, "k")()).To(Equal("admin"))
 	})
+
+	It("empties the layer when the resource is removed over the delta protocol", func() {
+		m := startManagementServer()
+		m.set(rtdsSnapshot("v1", map[string]map[string]any{"dynamic": {"k": "rtds"}}))
+		s := Start(newDir(), toDelta(bootstrap(m.port)))
+		waitLive(s)
+		Expect(value(s, "k")()).To(Equal("rtds"))
+
+		m.set(rtdsSnapshot("v2", nil))
+		Eventually(value(s, "k"), 10*time.Second).Should(Equal("static"))
+		Expect(statValue(s, "runtime.update_rejected")).To(Equal("0"))
+	})
 })

@@ -51,6 +51,10 @@ func (s *Server) subscribeRuntime() error {
 			Stats:               s.stats.Scope("runtime."),
 			InitialFetchTimeout: timeout,
 			ResourceNames:       []string{rtds.GetName()},
+			// Over delta, each update holds the resource while it is
+			// held (not only when a response changes it), so an update
+			// without it means it was removed.
+			WholeSet: true,
 		}, layer.apply)
 		if err != nil {
 			errs = append(errs, &bootstrap.FieldError{Path: path[:len(path)-1], Reason: err.Error()})
@@ -89,7 +93,8 @@ type runtimeLayer struct {
 // replaces the values of the runtime layer at once; anything else is
 // rejected (NACK) and the values in force stay. Over the incremental
 // protocol, a response that only removes the resource empties the
-// layer, as Envoy's onConfigRemoved does.
+// layer, as Envoy's onConfigRemoved does (the subscription's updates are
+// whole sets: a heartbeat still holds it).
 func (l runtimeLayer) apply(u xds.Update) error {
 	if u.ResourceVersions != nil && len(u.Resources) == 0 {
 		return l.set(nil)
