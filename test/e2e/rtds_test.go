@@ -79,6 +79,13 @@ var _ = Describe("RTDS: a runtime layer from a management server", func() {
 		Expect(value(s, "k")()).To(Equal("admin"))
 	})
 
+	It("refuses an RTDS layer from a file with its path", func() {
+		r, _ := validate("b.yaml", `{admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}},
+			layered_runtime: {layers: [{name: d, rtds_layer: {name: d, rtds_config: {path_config_source: {path: /nonexistent/rtds.yaml}}}}]}}`)
+		Expect(r.ExitCode).To(Equal(1))
+		Expect(r.Stderr).To(ContainSubstring("layered_runtime.layers[0].rtds_layer.rtds_config: not supported by Outrigger other than ads or api_config_source"))
+	})
+
 	It("empties the layer when the resource is removed over the delta protocol", func() {
 		m := startManagementServer()
 		m.set(rtdsSnapshot("v1", map[string]map[string]any{"dynamic": {"k": "rtds"}}))

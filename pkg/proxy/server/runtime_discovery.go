@@ -36,6 +36,11 @@ func (s *Server) subscribeRuntime() error {
 			continue
 		}
 		path := fmt.Sprintf("layered_runtime.layers[%d].rtds_layer.rtds_config.", i)
+		if cs := rtds.GetRtdsConfig(); cs.GetAds() == nil && cs.GetApiConfigSource() == nil {
+			// Envoy also reads a layer from a file (path_config_source).
+			errs = append(errs, &bootstrap.FieldError{Path: path[:len(path)-1], Reason: "not supported by Outrigger other than ads or api_config_source (an RTDS layer from a file is not implemented)"})
+			continue
+		}
 		stream, err := s.streamFor(rtds.GetRtdsConfig(), runtimeTypeURL)
 		if err != nil {
 			errs = append(errs, fieldpath.Prefix(path, err))
