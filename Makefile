@@ -85,10 +85,12 @@ check-manifests:
 	GO="$(GO)" hack/check-manifests.sh
 
 # The cluster tier: a real kube-apiserver and etcd, the controller binary,
-# sidecar processes standing in for pods' proxies.
+# sidecar processes standing in for pods' proxies, and Contour (built from
+# its Go module by hack/contour.sh) as a real control plane.
 test-cluster: build plugin test-assets
 	$(GO) build $(BUILDFLAGS) -o $(BIN)/controller ./cmd/controller
-	KUBEBUILDER_ASSETS=$(BIN)/test-assets SIDECAR_BIN=$(BIN)/sidecar CONTROLLER_BIN=$(BIN)/controller PLUGIN_BIN=$(BIN)/kubectl-outrigger \
+	GO="$(GO)" hack/contour.sh >/dev/null
+	KUBEBUILDER_ASSETS=$(BIN)/test-assets SIDECAR_BIN=$(BIN)/sidecar CONTROLLER_BIN=$(BIN)/controller PLUGIN_BIN=$(BIN)/kubectl-outrigger CONTOUR_BIN=$(TOOLS)/contour \
 		$(GO) test -count=1 -timeout 15m ./test/e2e/cluster/... -ginkgo.v=false
 
 # The admin pages in headless Chromium (Debian's package, installed by

@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -108,13 +110,43 @@ var _ = Describe("The grpc_stats filter", func() {
 		))
 	})
 
-	It("refuses emit_filter_state, which nothing would read, with its path", func() {
-		r, _ := validate("b.yaml", proxySpec{
-			Port:     freePort(),
+	It("leaves each call's message counts in the filter state with emit_filter_state, for %FILTER_STATE%", func() {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		Expect(err).NotTo(HaveOccurred())
+		srv := grpc.NewServer()
+		hs := health.NewServer()
+		hs.SetServingStatus("shop", healthpb.HealthCheckResponse_SERVING)
+		healthpb.RegisterHealthServer(srv, hs)
+		reflection.Register(srv)
+		go func() { _ = srv.Serve(lis) }()
+		DeferCleanup(srv.Stop)
+
+		port := freePort()
+		s := Start(newDir(), proxySpec{
+			Port: port,
+			HCM: `{access_log: [{name: envoy.access_loggers.stdout, typed_config: {"@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog,
+				log_format: {json_format: {path: "%REQ(:PATH)%", plain: "%FILTER_STATE(envoy.filters.http.grpc_stats:PLAIN)%", typed: "%FILTER_STATE(envoy.filters.http.grpc_stats)%"}}}}]}`,
 			Filters:  "[" + httpFilter("envoy.filters.http.grpc_stats", grpcStatsType, `{emit_filter_state: true}`) + "]",
-			Clusters: []proxyCluster{{Name: "grpc", Port: freePort()}},
-		}.YAML())
-		Expect(r.ExitCode).To(Equal(1))
-		Expect(r.Stderr).To(ContainSubstring("http_filters[0].typed_config.emit_filter_state: not supported by Outrigger"))
+			Clusters: []proxyCluster{{Name: "grpc", Port: portNum(lis.Addr().String()), Extra: unwrapFlow(h2cOptions())}},
+		}.YAML(), "--file-flush-interval-msec", "50")
+
+		grpcCalls(port)
+		const refl = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo"
+		Eventually(func() map[string]any { return jsonLine(s.Stdout(), refl) }, 10*time.Second).ShouldNot(BeNil())
+		Expect(jsonLine(s.Stdout(), refl)).To(SatisfyAll(
+			HaveKeyWithValue("plain", "3,3"),
+			HaveKeyWithValue("typed", map[string]any{"requestMessageCount": "3", "responseMessageCount": "3"}),
+		))
+		// The health checks: one request message each, one response
+		// message for the call that succeeded, none for the trailers-only
+		// NOT_FOUND.
+		var plains []any
+		for _, line := range strings.Split(s.Stdout(), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(line), &m) == nil && m["path"] == "/grpc.health.v1.Health/Check" {
+				plains = append(plains, m["plain"])
+			}
+		}
+		Expect(plains).To(ConsistOf("1,1", "1,0"))
 	})
 })

@@ -118,6 +118,9 @@ type Entry struct {
 	// (metadata_filter, %DYNAMIC_METADATA%); nil when none did. Only the
 	// RBAC filter sets some so far.
 	DynamicMetadata *corev3.Metadata
+	// FilterState holds the objects filters left for the access logs
+	// (%FILTER_STATE%), by key; nil when none did.
+	FilterState map[string]FilterStateObject
 	// ClusterMetadata is the upstream cluster's metadata
 	// (%CLUSTER_METADATA%); nil before a cluster is chosen.
 	ClusterMetadata *corev3.Metadata

@@ -41,6 +41,8 @@ type part struct {
 	numeric bool
 	// metadata is a metadata operator's namespace and keys.
 	metadata *metadataRef
+	// filterState is FILTER_STATE's key and form.
+	filterState *filterStateRef
 	// ext is a formatter extension's operator.
 	ext Provider
 	// tls is a TLS operator's field, of the upstream connection when

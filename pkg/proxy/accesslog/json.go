@@ -171,6 +171,15 @@ func (j *jsonFormat) formatted(dst []byte, v *jsonValue, e *Entry) ([]byte, bool
 		}
 		return dst, true
 	}
+	if j.typed && single && v.parts[0].op == opFilterState {
+		// A TYPED object is a JSON object, as Envoy's typed values are.
+		start := len(dst)
+		dst, ok := v.parts[0].filterState.appendTyped(dst, e)
+		if !ok {
+			return append(dst[:start], "null"...), false
+		}
+		return dst, true
+	}
 	if j.typed && single {
 		start := len(dst)
 		dst, ok := v.parts[0].append(dst, e)

@@ -39,6 +39,7 @@ const (
 	opExtension
 	opAccessLogType
 	opUpstreamRequestAttemptCount
+	opFilterState
 	// opTLS is every %DOWNSTREAM_*% and %UPSTREAM_*% TLS operator (see
 	// tlsinfo.go).
 	opTLS
@@ -48,10 +49,11 @@ const (
 type argKind uint8
 
 const (
-	argNone     argKind = iota // %NAME%
-	argHeader                  // %NAME(X?Y)%, required
-	argOptional                // %NAME% or %NAME(arg)%
-	argMetadata                // %NAME(NS:KEY...)%, %METADATA(TYPE:NS:KEY...)%
+	argNone        argKind = iota // %NAME%
+	argHeader                     // %NAME(X?Y)%, required
+	argOptional                   // %NAME% or %NAME(arg)%
+	argMetadata                   // %NAME(NS:KEY...)%, %METADATA(TYPE:NS:KEY...)%
+	argFilterState                // %FILTER_STATE(KEY:F)%
 )
 
 // operator describes one supported command operator.
@@ -95,6 +97,7 @@ var operators = map[string]operator{
 	"DYNAMIC_METADATA":                       {op: opMetadata, args: argMetadata},
 	"CLUSTER_METADATA":                       {op: opMetadata, args: argMetadata},
 	"UPSTREAM_METADATA":                      {op: opMetadata, args: argMetadata},
+	"FILTER_STATE":                           {op: opFilterState, args: argFilterState},
 }
 
 // value appends the operator's value for e and reports whether there was
@@ -163,6 +166,8 @@ func (op opCode) value(p *part, dst []byte, e *Entry) ([]byte, bool) {
 		return append(dst, e.Type.String()...), true
 	case opMetadata:
 		return p.metadata.appendText(dst, e)
+	case opFilterState:
+		return p.filterState.appendText(dst, e)
 	case opExtension:
 		v, ok := p.ext.Value(e)
 		return append(dst, v...), ok

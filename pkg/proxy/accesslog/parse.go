@@ -137,6 +137,12 @@ func parseOperator(s string, parsers []CommandParser) (part, int, error) {
 			return part{}, 0, err
 		}
 		p.metadata = md
+	case argFilterState:
+		fs, err := parseFilterStateOperator(args, hasArgs)
+		if err != nil {
+			return part{}, 0, err
+		}
+		p.filterState = fs
 	}
 	return p, i, nil
 }

@@ -70,8 +70,9 @@ func (s *semanticChecker) admin(b *bootstrapv3.Bootstrap) {
 	}
 }
 
-// runtime checks the layer list: unique names (they key /runtime's output)
-// and at most one admin layer (where /runtime_modify writes).
+// runtime checks the layer list: unique names (they key /runtime's output),
+// a config source for each RTDS layer and at most one admin layer (where
+// /runtime_modify writes).
 func (s *semanticChecker) runtime(rt *bootstrapv3.LayeredRuntime) {
 	const base = "layered_runtime.layers"
 	names := map[string]int{}
@@ -82,6 +83,9 @@ func (s *semanticChecker) runtime(rt *bootstrapv3.LayeredRuntime) {
 			s.fail(childPath(p, "name"), "duplicate layer name %q (also %s)", l.GetName(), indexPath(base, prev))
 		} else {
 			names[l.GetName()] = i
+		}
+		if rtds := l.GetRtdsLayer(); rtds != nil && rtds.GetRtdsConfig() == nil {
+			s.fail(childPath(p, "rtds_layer.rtds_config"), "required: an RTDS layer needs the config source of its Runtime resource")
 		}
 		if l.GetAdminLayer() == nil {
 			continue

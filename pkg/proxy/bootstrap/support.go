@@ -62,6 +62,10 @@ func (c *supportChecker) field(fd protoreflect.FieldDescriptor, v protoreflect.V
 		c.unsupported = append(c.unsupported, &FieldError{Path: path, Reason: unsupportedReason(fd.FullName())})
 		return
 	}
+	if rule.only != nil && !rule.only.MatchString(path) {
+		c.unsupported = append(c.unsupported, fieldErrorf(path, "not supported by Outrigger here (only in %s)", rule.onlyWhere))
+		return
+	}
 	switch {
 	case fd.IsList() && rule.firstOfCategory != "":
 		c.firstOfCategory(v.List(), path, rule.firstOfCategory)

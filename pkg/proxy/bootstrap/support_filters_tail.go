@@ -48,8 +48,9 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.csrf.v3.CsrfPolicy.shadow_enabled":     {},
 	"envoy.extensions.filters.http.csrf.v3.CsrfPolicy.additional_origins": {},
 
-	// envoy.filters.http.grpc_stats (emit_filter_state is refused:
-	// nothing reads filter state).
+	// envoy.filters.http.grpc_stats (emit_filter_state: for
+	// %FILTER_STATE(envoy.filters.http.grpc_stats)%).
+	"envoy.extensions.filters.http.grpc_stats.v3.FilterConfig.emit_filter_state":                 {},
 	"envoy.extensions.filters.http.grpc_stats.v3.FilterConfig.individual_method_stats_allowlist": {},
 	"envoy.extensions.filters.http.grpc_stats.v3.FilterConfig.stats_for_all_methods":             {},
 	"envoy.extensions.filters.http.grpc_stats.v3.FilterConfig.enable_upstream_stats":             {},

@@ -1,6 +1,10 @@
 package bootstrap
 
-import "google.golang.org/protobuf/reflect/protoreflect"
+import (
+	"regexp"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
 
 // fieldSupport qualifies one supported field.
 type fieldSupport struct {
@@ -36,6 +40,10 @@ type fieldSupport struct {
 	// to values on a listener's own addresses: a UDP listener's address
 	// says UDP (see listenerAddressPath).
 	listenerValues []string
+	// only, when set, limits the field to the paths it matches; elsewhere
+	// it is refused, with onlyWhere saying where it is implemented.
+	only      *regexp.Regexp
+	onlyWhere string
 }
 
 // supportedCore lists, one line per field, the bootstrap-level configuration
@@ -53,6 +61,8 @@ var supportedCore = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.bootstrap.v3.Bootstrap.layered_runtime":      {},
 	"envoy.config.bootstrap.v3.Bootstrap.stats_flush_interval": {},
 	"envoy.config.bootstrap.v3.Bootstrap.stats_flush_on_admin": {},
+	// Go's regexp, an RE2 engine, is the one engine (see builtin).
+	"envoy.config.bootstrap.v3.Bootstrap.default_regex_engine": {},
 
 	// Node.
 	"envoy.config.core.v3.Node.id":              {},
@@ -76,6 +86,12 @@ var supportedCore = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.SocketAddress.port_value":  {},
 	"envoy.config.core.v3.SocketAddress.protocol":    {values: []string{"TCP"}, sinkValues: []string{"UDP"}, listenerValues: []string{"UDP"}},
 	"envoy.config.core.v3.SocketAddress.ipv4_compat": {},
+	// Pipes (unix domain sockets): the admin interface's address and the
+	// endpoints of STATIC clusters (static or discovered), as Contour's
+	// bootstrap uses them; not listeners, EDS or other addresses yet.
+	"envoy.config.core.v3.Address.pipe": {only: pipePaths, onlyWhere: "admin.address and STATIC clusters' load_assignment endpoints"},
+	"envoy.config.core.v3.Pipe.path":    {},
+	"envoy.config.core.v3.Pipe.mode":    {},
 
 	// Runtime.
 	"envoy.config.bootstrap.v3.LayeredRuntime.layers":                         {},
@@ -86,4 +102,13 @@ var supportedCore = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.bootstrap.v3.RuntimeLayer.DiskLayer.symlink_root":           {},
 	"envoy.config.bootstrap.v3.RuntimeLayer.DiskLayer.subdirectory":           {},
 	"envoy.config.bootstrap.v3.RuntimeLayer.DiskLayer.append_service_cluster": {},
+	// RTDS: a layer from a management server (server/runtime_discovery.go).
+	"envoy.config.bootstrap.v3.RuntimeLayer.rtds_layer":            {},
+	"envoy.config.bootstrap.v3.RuntimeLayer.RtdsLayer.name":        {},
+	"envoy.config.bootstrap.v3.RuntimeLayer.RtdsLayer.rtds_config": {},
 }
+
+// pipePaths are where an Address may be a pipe: the admin address, and a
+// cluster's load_assignment endpoints (a static cluster, or one
+// discovered, whose paths start at the cluster).
+var pipePaths = regexp.MustCompile(`^(admin\.address|(static_resources\.clusters\[\d+\]\.)?load_assignment\.endpoints\[\d+\]\.lb_endpoints\[\d+\]\.endpoint\.address)\.pipe$`)

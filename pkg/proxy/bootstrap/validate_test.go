@@ -109,10 +109,10 @@ func TestValidateValid(t *testing.T) {
 func TestValidateSupport(t *testing.T) {
 	runValidateCases(t, map[string]validateCase{
 		"bootstrap field": {
-			// default_regex_engine also breaks constraints inside; only
-			// the unsupported field itself is reported.
-			overlay: "default_regex_engine: {}",
-			want:    []string{"default_regex_engine: not supported by Outrigger"},
+			// hds_config also breaks constraints inside; only the
+			// unsupported field itself is reported.
+			overlay: "hds_config: {api_type: GRPC}",
+			want:    []string{"hds_config: not supported by Outrigger"},
 		},
 		"cluster field": {
 			overlay: "static_resources: {clusters: [{name: backend, outlier_detection: {detect_degraded_hosts: true}}]}",
@@ -171,10 +171,6 @@ func TestValidateSupport(t *testing.T) {
 			overlay: "admin: {address: {socket_address: {resolver_name: custom}}}",
 			want:    []string{"admin.address.socket_address.resolver_name: not supported by Outrigger"},
 		},
-		"pipe address": {
-			overlay: "admin: {address: {pipe: {path: /tmp/admin.sock}}}",
-			want:    []string{"admin.address.pipe: not supported by Outrigger"},
-		},
 		"access log format": {
 			overlay: accessLogYAML(`{"@type": ` + fileURL + `, path: /tmp/x, log_format: {text_format_source: {environment_variable: X}}}`),
 			want: []string{
@@ -199,8 +195,17 @@ func TestValidateSupport(t *testing.T) {
 			want:    []string{`admin.access_log[1].typed_config: extension "envoy.extensions.access_loggers.open_telemetry.v3.OpenTelemetryAccessLogConfig" is not supported by Outrigger (envoy.access_loggers.open_telemetry: not yet); see docs/extensions.md`},
 		},
 		"rtds layer": {
-			overlay: "layered_runtime: {layers: [{name: rtds, rtds_layer: {name: r}}]}",
-			want:    []string{"layered_runtime.layers[3].rtds_layer: not supported by Outrigger"},
+			overlay: "layered_runtime: {layers: [{name: rtds, rtds_layer: {name: r, rtds_config: {ads: {}}}}]}",
+		},
+		"pipe admin address": {
+			overlay: "admin: {address: {pipe: {path: /tmp/admin.sock, mode: 0600}}}",
+		},
+		"pipe listener address": {
+			overlay: `static_resources: {listeners: [{name: extra, address: {pipe: {path: /tmp/l.sock}}, filter_chains: [{filters: [{name: hcm, typed_config: {"@type": ` + hcmURL + `, stat_prefix: x, ` + okRouteCfg + `, http_filters: [` + routerFilter + `]}}]}]}]}`,
+			want:    []string{"static_resources.listeners[1].address.pipe: not supported by Outrigger here (only in admin.address and STATIC clusters' load_assignment endpoints)"},
+		},
+		"google_re2 regex engine": {
+			overlay: `default_regex_engine: {name: envoy.regex_engines.google_re2, typed_config: {"@type": type.googleapis.com/envoy.extensions.regex_engines.v3.GoogleRE2}}`,
 		},
 		"listener field": {
 			overlay: listenerYAML("transparent: true,", `{name: hcm, typed_config: {"@type": `+hcmURL+`, stat_prefix: x, `+okRouteCfg+`, http_filters: [`+routerFilter+`]}}`),

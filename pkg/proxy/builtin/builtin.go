@@ -78,6 +78,7 @@ import (
 	roundrobinv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/round_robin/v3"
 	caresv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/network/dns_resolver/cares/v3"
 	getaddrinfov3 "github.com/envoyproxy/go-control-plane/envoy/extensions/network/dns_resolver/getaddrinfo/v3"
+	googlere2v3 "github.com/envoyproxy/go-control-plane/envoy/extensions/regex_engines/v3"
 	uuidv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/request_id/uuid/v3"
 	connectionsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
 	fixedheapv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/fixed_heap/v3"
@@ -176,6 +177,7 @@ const (
 	ResourceMonitors   = "envoy.resource_monitors"
 	StatsSinks         = "envoy.stats_sinks"
 	HTTPProtocolOption = "envoy.upstreams.http.http_protocol_options"
+	RegexEngines       = "envoy.regex_engines"
 	Tracers            = "envoy.tracers"
 )
 
@@ -275,6 +277,10 @@ func Registry() *extension.Registry {
 
 		extension.Of(dns.CaresName, dns.Category, &caresv3.CaresDnsResolverConfig{}, dns.CaresFactory{}),
 		extension.Of(dns.GetAddrInfoName, dns.Category, &getaddrinfov3.GetAddrInfoDnsResolverConfig{}, dns.GetAddrInfoFactory{}),
+
+		// Go's regexp is an RE2 engine: the bootstrap's default_regex_engine
+		// may name it, as Envoy's only engine.
+		extension.Of("proxy.regex_engines.google_re2", RegexEngines, &googlere2v3.GoogleRE2{}, nil),
 
 		extension.Of(uuid.Name, requestid.Category, &uuidv3.UuidRequestIdConfig{}, uuid.Factory{}),
 

@@ -14,8 +14,8 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
-// DialFunc opens a TCP connection to address ("ip:port" or
-// "[ipv6]:port"). ctx carries the connect timeout. It is the seam for
+// DialFunc opens a connection to address ("ip:port" or "[ipv6]:port"
+// over TCP, a pipe's path over a unix domain socket). ctx carries the connect timeout. It is the seam for
 // upstream TLS, source-address binding and tests.
 type DialFunc func(ctx context.Context, address string) (net.Conn, error)
 
@@ -41,16 +41,7 @@ func tcpDialer(keepalive *net.KeepAliveConfig, bind *bindSettings) DialFunc {
 		}
 	}
 	return func(ctx context.Context, address string) (net.Conn, error) {
-		if src := upstream.SourceFrom(ctx); src.Addr.IsValid() {
-			// original_src: the downstream's address.
-			return dialFrom(ctx, d, address, src)
-		}
-		conn, err := d.DialContext(ctx, "tcp", address)
-		if err != nil && bind != nil && bind.local != nil {
-			// upstream_bind_config.source_address: a bind error too.
-			err = bindError(err, bind.local)
-		}
-		return conn, err
+		return dial(ctx, &d, bind, address)
 	}
 }
 
@@ -58,7 +49,27 @@ func tcpDialer(keepalive *net.KeepAliveConfig, bind *bindSettings) DialFunc {
 // with neither keep-alive nor bind settings.
 func plainDial(ctx context.Context, address string) (net.Conn, error) {
 	d := net.Dialer{KeepAlive: -1}
-	return d.DialContext(ctx, "tcp", address)
+	return dial(ctx, &d, nil, address)
+}
+
+// dial connects to a pipe endpoint over a unix domain socket, or over TCP
+// with d, bound to the downstream's address when original_src asks.
+func dial(ctx context.Context, d *net.Dialer, bind *bindSettings, address string) (net.Conn, error) {
+	if upstream.IsPipe(address) {
+		// A pipe endpoint: keep-alive and source binding are TCP's.
+		var unix net.Dialer
+		return unix.DialContext(ctx, "unix", address)
+	}
+	if src := upstream.SourceFrom(ctx); src.Addr.IsValid() {
+		// original_src: the downstream's address.
+		return dialFrom(ctx, *d, address, src)
+	}
+	conn, err := d.DialContext(ctx, "tcp", address)
+	if err != nil && bind != nil && bind.local != nil {
+		// upstream_bind_config.source_address: a bind error too.
+		err = bindError(err, bind.local)
+	}
+	return conn, err
 }
 
 // keepaliveConfig converts a TcpKeepalive: each unset value keeps the

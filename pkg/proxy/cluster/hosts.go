@@ -38,6 +38,8 @@ type endpoint struct {
 	name string
 	ip   netip.Addr
 	port uint16
+	// pipe: name is a unix socket's path (a STATIC cluster's pipe endpoint).
+	pipe bool
 	// The entry's own settings and place, for the host.
 	lbe            *endpointv3.LbEndpoint
 	canary         bool
@@ -165,7 +167,19 @@ func buildEndpoint(lbe *endpointv3.LbEndpoint, names bool) (endpoint, []error) {
 		return endpoint{}, []error{configErrorf("endpoint", "required")}
 	}
 	var errs []error
-	name, ip, port, err := socketAddress(ep.GetAddress(), names)
+	var (
+		name string
+		ip   netip.Addr
+		port uint16
+		err  error
+		pipe bool
+	)
+	if p := ep.GetAddress().GetPipe(); p != nil && !names {
+		name, err = pipePath(p)
+		pipe = err == nil
+	} else {
+		name, ip, port, err = socketAddress(ep.GetAddress(), names)
+	}
 	if err != nil {
 		errs = append(errs, prefixed(join("endpoint", "address"), err))
 	}
@@ -179,7 +193,7 @@ func buildEndpoint(lbe *endpointv3.LbEndpoint, names bool) (endpoint, []error) {
 	if len(errs) > 0 {
 		return endpoint{}, errs
 	}
-	out := endpoint{name: name, port: port, lbe: lbe, canary: canary}
+	out := endpoint{name: name, port: port, lbe: lbe, canary: canary, pipe: pipe}
 	if !names {
 		out.ip = ip
 	}
@@ -201,6 +215,8 @@ func (ep *endpoint) newHost(cluster string) *upstream.Host {
 	}
 	if ep.ip.IsValid() {
 		h.Address = netip.AddrPortFrom(ep.ip, ep.port).String()
+	} else if ep.pipe {
+		h.Address = ep.name
 	}
 	return h
 }
@@ -230,6 +246,19 @@ func socketAddress(a *corev3.Address, names bool) (string, netip.Addr, uint16, e
 		return "", netip.Addr{}, 0, configErrorf(join("socket_address", "port_value"), "%d is not a port (1 to 65535)", port)
 	}
 	return addr, ip, uint16(port), nil
+}
+
+// pipePath checks a static endpoint's pipe (a unix domain socket): its
+// path is the host's address, as Envoy shows it. The path must be absolute,
+// or start with "@" for Linux's abstract namespace, which is how the
+// dialer tells a pipe from "ip:port"; the mode matters only to a server
+// binding the socket.
+func pipePath(p *corev3.Pipe) (string, error) {
+	path := p.GetPath()
+	if !upstream.IsPipe(path) {
+		return "", configErrorf(join("pipe", "path"), "%q is neither an absolute path nor an abstract socket name (@name)", path)
+	}
+	return path, nil
 }
 
 // validHostName reports whether name can be asked of the DNS: labels of 1

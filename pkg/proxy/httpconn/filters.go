@@ -314,6 +314,11 @@ func (s *stream) SetDynamicMetadata(namespace string, fields *structpb.Struct) {
 	s.entry.DynamicMetadata = accesslog.MergeMetadata(s.entry.DynamicMetadata, namespace, fields)
 }
 
+// SetFilterState implements httpfilter.Stream: the access log entry's.
+func (s *stream) SetFilterState(key string, obj accesslog.FilterStateObject) {
+	s.entry.SetFilterState(key, obj)
+}
+
 // Info implements httpfilter.Stream.
 func (s *stream) Info() httpfilter.StreamInfo {
 	return httpfilter.StreamInfo{

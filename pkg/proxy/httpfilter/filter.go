@@ -310,6 +310,10 @@ type Stream interface {
 	// field replaces the one of its name. The stream keeps fields, which
 	// the caller no longer modifies (it may share it between requests).
 	SetDynamicMetadata(namespace string, fields *structpb.Struct)
+	// SetFilterState keeps obj under key in the request's filter state
+	// (Envoy's StreamInfo filter state), which access logs show with
+	// %FILTER_STATE(key)%; the filter may go on updating obj.
+	SetFilterState(key string, obj accesslog.FilterStateObject)
 
 	// Sleep waits d before the filter goes on, as Envoy's timers delay a
 	// stream. It returns false when the wait was cut short: the stream

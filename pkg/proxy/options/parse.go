@@ -23,7 +23,7 @@ func Parse(args []string, env Environment) (*Options, error) {
 	}
 
 	given := make(map[string]bool)
-	err := fs.ParseAll(args, func(f *pflag.Flag, value string) error {
+	err := fs.ParseAll(splitSpaced(fs, args), func(f *pflag.Flag, value string) error {
 		// pflag lets the last occurrence win silently; Envoy refuses a
 		// repeated option, and so do we, because which one the user meant
 		// is a guess.
@@ -66,6 +66,48 @@ func Parse(args []string, env Environment) (*Options, error) {
 		o.Warnings = append(o.Warnings, fmt.Sprintf("ignoring %d argument(s) after --", ignored))
 	}
 	return o, nil
+}
+
+// splitSpaced reads an option and its value given as one argument with
+// a space between them ("--service-cluster projectcontour", as manifests
+// without a shell pass "--service-cluster $(NS)"), as Envoy's parser
+// (TCLAP) splits an argument at its first space: it becomes
+// "--service-cluster=projectcontour". Only options that take a value are
+// split, and never the value of the option before (which may hold
+// spaces); args itself is left alone.
+func splitSpaced(fs *pflag.FlagSet, args []string) []string {
+	out := make([]string, 0, len(args))
+	takesValue := func(f *pflag.Flag) bool { return f != nil && f.NoOptDefVal == "" }
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		if arg == "--" {
+			return append(out, args[i:]...)
+		}
+		var f *pflag.Flag
+		switch {
+		case strings.HasPrefix(arg, "--"):
+			name, _, _ := strings.Cut(arg[2:], "=")
+			name, _, _ = strings.Cut(name, " ")
+			f = fs.Lookup(name)
+		case len(arg) > 1 && arg[0] == '-':
+			f = fs.ShorthandLookup(arg[1:2])
+		default:
+			out = append(out, arg)
+			continue
+		}
+		if flag, value, ok := strings.Cut(arg, " "); ok && takesValue(f) && !strings.Contains(flag, "=") &&
+			(flag == "--"+f.Name || flag == "-"+f.Shorthand) {
+			out = append(out, flag+"="+value)
+			continue
+		}
+		out = append(out, arg)
+		if takesValue(f) && !strings.Contains(arg, "=") && (arg == "--"+f.Name || arg == "-"+f.Shorthand) && i+1 < len(args) {
+			// The next argument is this option's value, whatever it holds.
+			i++
+			out = append(out, args[i])
+		}
+	}
+	return out
 }
 
 // rejectGoTestShorthands refuses arguments like -test.v. pflag skips a

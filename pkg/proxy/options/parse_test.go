@@ -114,6 +114,14 @@ var parseCases = []parseCase{
 	{name: "no hardware threads known", args: cfg(), env: &Environment{},
 		want: func(o *Options) { o.Concurrency = 1 }},
 	{name: "log level short", args: cfg("-l", "debug"), want: func(o *Options) { o.LogLevel = logging.LevelDebug }},
+	// One argument "--option value", as Contour's Envoy DaemonSet passes
+	// them: Envoy's parser splits it at the first space.
+	{name: "option and value in one argument", args: []string{"-c /config/envoy.json", "--service-cluster projectcontour", "--service-node envoy-1", "--log-level info"},
+		want: func(o *Options) {
+			o.ConfigPath, o.ServiceCluster, o.ServiceNode = "/config/envoy.json", "projectcontour", "envoy-1"
+		}},
+	{name: "a value with spaces is not split", args: cfg("--service-node", "--service-cluster x"),
+		want: func(o *Options) { o.ServiceNode = "--service-cluster x" }},
 	{name: "log level short glued", args: cfg("-ltrace"), want: func(o *Options) { o.LogLevel = logging.LevelTrace }},
 	{name: "log level short with equals", args: cfg("-l=error"), want: func(o *Options) { o.LogLevel = logging.LevelError }},
 	{name: "log level warn alias", args: cfg("--log-level", "warn"),

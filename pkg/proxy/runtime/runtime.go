@@ -1,6 +1,6 @@
 // Package runtime is the proxy's layered runtime: key/value settings that can
 // change without a restart. Layers come from the bootstrap's layered_runtime
-// (static, disk and admin layers); later layers override earlier ones. Readers
+// (static, disk, RTDS and admin layers); later layers override earlier ones. Readers
 // take an immutable Snapshot, so a lookup on the request path is one atomic
 // load and one map read, with no lock.
 package runtime
@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // ErrNoAdminLayer is returned by Modify when no admin layer is configured.
@@ -30,10 +31,14 @@ const (
 	StaticLayer LayerKind = iota
 	DiskLayer
 	AdminLayer
+	// RTDSLayer is empty until its Runtime resource arrives from a
+	// management server (SetRTDSLayer).
+	RTDSLayer
 )
 
 // layer is one named source of values. Static and disk layers are fixed after
-// load; the admin layer is replaced as a whole on every Modify.
+// load; the admin layer is replaced as a whole on every Modify, an RTDS
+// layer on every update of its resource.
 type layer struct {
 	name   string
 	kind   LayerKind
@@ -106,8 +111,13 @@ func buildLayer(l *bootstrapv3.RuntimeLayer, opts Options) (layer, error) {
 		return layer{name: l.GetName(), kind: DiskLayer, values: values}, nil
 	case *bootstrapv3.RuntimeLayer_AdminLayer_:
 		return layer{name: l.GetName(), kind: AdminLayer, values: map[string]string{}}, nil
+	case *bootstrapv3.RuntimeLayer_RtdsLayer_:
+		if spec.RtdsLayer.GetRtdsConfig() == nil {
+			return layer{}, errors.New("rtds_layer.rtds_config: required")
+		}
+		return layer{name: l.GetName(), kind: RTDSLayer, values: map[string]string{}}, nil
 	case nil:
-		return layer{}, errors.New("a layer needs one of static_layer, disk_layer or admin_layer")
+		return layer{}, errors.New("a layer needs one of static_layer, disk_layer, rtds_layer or admin_layer")
 	default:
 		return layer{}, fmt.Errorf("layer kind %T is not supported by Outrigger", spec)
 	}
@@ -154,6 +164,26 @@ func (r *Runtime) Modify(pairs map[string]string) error {
 		admin[k] = v
 	}
 	r.layers[r.adminIdx].values = admin
+	r.publish()
+	return nil
+}
+
+// SetRTDSLayer replaces the values of the RTDS layer at index (its place
+// in layered_runtime.layers) with a Runtime resource's layer, and
+// publishes them at once; a nil layer empties it (the resource was
+// removed). A layer that is not a valid runtime tree is refused and the
+// values in force stay.
+func (r *Runtime) SetRTDSLayer(index int, values *structpb.Struct) error {
+	flat, err := flattenStruct(values)
+	if err != nil {
+		return fmt.Errorf("layer: %w", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if index < 0 || index >= len(r.layers) || r.layers[index].kind != RTDSLayer {
+		return fmt.Errorf("layered_runtime.layers[%d] is not an RTDS layer", index)
+	}
+	r.layers[index].values = flat
 	r.publish()
 	return nil
 }

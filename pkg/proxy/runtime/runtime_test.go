@@ -4,10 +4,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -125,7 +127,7 @@ func TestNewErrors(t *testing.T) {
 		},
 		"empty layer": {
 			layers:  []*bootstrapv3.RuntimeLayer{{Name: "x"}},
-			wantErr: "needs one of static_layer, disk_layer or admin_layer",
+			wantErr: "needs one of static_layer, disk_layer, rtds_layer or admin_layer",
 		},
 		"disk without root": {
 			layers:  []*bootstrapv3.RuntimeLayer{diskLayer("d", "", "x", false)},
@@ -283,5 +285,74 @@ func TestModifyRejectsBadInputAtomically(t *testing.T) {
 				t.Fatal("a refused Modify changed the runtime")
 			}
 		})
+	}
+}
+
+// TestRTDSLayer: an RTDS layer is empty until its resource comes, then
+// holds the resource's layer in its place among the others, replaced
+// whole by each update; a bad layer keeps the values in force.
+func TestRTDSLayer(t *testing.T) {
+	rtds := &bootstrapv3.RuntimeLayer{Name: "dynamic", LayerSpecifier: &bootstrapv3.RuntimeLayer_RtdsLayer_{RtdsLayer: &bootstrapv3.RuntimeLayer_RtdsLayer{
+		Name: "dynamic", RtdsConfig: &corev3.ConfigSource{ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}}},
+	}}}
+	r, err := New(&bootstrapv3.LayeredRuntime{Layers: []*bootstrapv3.RuntimeLayer{
+		staticLayer(t, "base", map[string]any{"k": "static", "s": "kept"}),
+		rtds,
+		adminLayer("admin"),
+	}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.LayerNames(); !slices.Equal(got, []string{"base", "dynamic", "admin"}) {
+		t.Errorf("layers %v", got)
+	}
+	get := func(k string) string {
+		v, _ := r.Snapshot().Get(k)
+		return v
+	}
+	if get("k") != "static" {
+		t.Errorf("before any update: k = %q, want the static value", get("k"))
+	}
+	layer, err := structpb.NewStruct(map[string]any{"k": "rtds", "re2.max_program_size.error_level": 1048576, "n": map[string]any{"a": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetRTDSLayer(1, layer); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{"k": "rtds", "s": "kept", "re2.max_program_size.error_level": "1048576", "n.a": "true"} {
+		if got := get(k); got != want {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
+	}
+	// The admin layer, after it, still wins.
+	if err := r.Modify(map[string]string{"k": "admin"}); err != nil {
+		t.Fatal(err)
+	}
+	if get("k") != "admin" {
+		t.Errorf("k = %q, want the admin layer's", get("k"))
+	}
+	if err := r.Modify(map[string]string{"k": ""}); err != nil {
+		t.Fatal(err)
+	}
+	bad, err := structpb.NewStruct(map[string]any{"k": []any{"x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetRTDSLayer(1, bad); err == nil || !strings.Contains(err.Error(), "layer: k: a runtime value must be") {
+		t.Errorf("a list value: error %v", err)
+	}
+	if get("k") != "rtds" {
+		t.Errorf("after a refused update: k = %q, want the values in force", get("k"))
+	}
+	if err := r.SetRTDSLayer(0, layer); err == nil || !strings.Contains(err.Error(), "layered_runtime.layers[0] is not an RTDS layer") {
+		t.Errorf("a static layer's index: error %v", err)
+	}
+	// A removed resource empties the layer.
+	if err := r.SetRTDSLayer(1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if get("k") != "static" || get("n.a") != "" {
+		t.Errorf("after removal: k = %q, n.a = %q; want the static value and nothing", get("k"), get("n.a"))
 	}
 }

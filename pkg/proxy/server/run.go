@@ -173,19 +173,18 @@ func (s *Server) prepareProcess() error {
 // startAdmin binds the admin listener (when the bootstrap has one), writes
 // --admin-address-path and serves the admin handler on HTTP/1.1 and h2c.
 func (s *Server) startAdmin(h http.Handler) (*http.Server, error) {
-	sa := s.boot.GetAdmin().GetAddress().GetSocketAddress()
-	if sa == nil {
+	a := s.boot.GetAdmin().GetAddress()
+	if a.GetSocketAddress() == nil && a.GetPipe() == nil {
 		if s.opts.AdminAddressPath != "" {
 			logging.Warning(s.log, "no admin address is configured; --admin-address-path is not written")
 		}
 		return nil, nil
 	}
-	ln, err := net.Listen("tcp", listener.AddressString(sa))
+	ln, addr, err := listenAdmin(a)
 	if err != nil {
-		return nil, fmt.Errorf("cannot bind the admin address %s: %w", listener.AddressString(sa), err)
+		return nil, err
 	}
 	s.hot.setAdminListener(ln)
-	addr := ln.Addr().String()
 	s.log.Info("admin address: " + addr)
 	if p := s.opts.AdminAddressPath; p != "" {
 		// Envoy keeps running when the file cannot be written; so do we.
@@ -242,6 +241,11 @@ func (s *Server) bindListeners() error {
 // wait: false.
 func (s *Server) waitClusters(ctx context.Context, sigs <-chan os.Signal) bool {
 	if !s.waitInit(ctx, sigs, s.clusters.Warmed(), "waiting for the clusters to warm (DNS resolutions, EDS load assignments) before serving") {
+		return false
+	}
+	// Then the runtime layers from a management server, as Envoy starts
+	// RTDS once its static clusters are initialised and CDS once RTDS is.
+	if s.rtdsReady != nil && !s.waitInit(ctx, sigs, s.rtdsReady, "waiting for the runtime layers (RTDS)") {
 		return false
 	}
 	if s.cds == nil {

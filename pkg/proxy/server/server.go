@@ -94,6 +94,9 @@ type Server struct {
 	// ldsReady is closed once the first ADS listener response (or its
 	// initial fetch timeout) is in; nil when there is nothing to wait for.
 	ldsReady <-chan struct{}
+	// rtdsReady is closed once every RTDS layer has had its first
+	// response (or its initial fetch timeout); see subscribeRuntime.
+	rtdsReady <-chan struct{}
 
 	// odcds discovers clusters on demand over a delta ADS stream; made
 	// on first use (odcds.go).
@@ -197,6 +200,7 @@ func New(cfg Config) (*Server, error) {
 	errs = append(errs, err)
 	s.eds, err = s.newEndpointDiscovery(cfg.Bootstrap)
 	errs = append(errs, err)
+	errs = append(errs, s.subscribeRuntime())
 	errs = append(errs, s.subscribeClustersADS())
 	if lds, err := s.newListenerDiscovery(cfg.Bootstrap.GetDynamicResources()); err != nil {
 		errs = append(errs, err)

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -18,7 +19,8 @@ type Locality struct {
 // cluster is built and never change afterwards; only Stats and the
 // run-time health flags move.
 type Host struct {
-	// Address is what is dialled: "ip:port", or "[ipv6]:port".
+	// Address is what is dialled: "ip:port", "[ipv6]:port", or the path
+	// of a pipe (a unix domain socket, see IsPipe).
 	Address string
 	// Hostname is the endpoint's hostname field, "" when not configured.
 	Hostname string
@@ -72,4 +74,11 @@ type HostStats struct {
 	RqSuccess     atomic.Uint64
 	RqError       atomic.Uint64
 	RqActive      atomic.Int64
+}
+
+// IsPipe reports whether a host address is a pipe (a unix domain socket):
+// an absolute path, or "@name" in Linux's abstract namespace. An
+// "ip:port" never starts with either.
+func IsPipe(address string) bool {
+	return strings.HasPrefix(address, "/") || strings.HasPrefix(address, "@")
 }

@@ -44,6 +44,11 @@ var serviceMethods = map[string]struct{ sotw, delta, rest string }{
 		"/envoy.service.secret.v3.SecretDiscoveryService/DeltaSecrets",
 		"/v3/discovery:secrets",
 	},
+	"type.googleapis.com/envoy.service.runtime.v3.Runtime": {
+		"/envoy.service.runtime.v3.RuntimeDiscoveryService/StreamRuntime",
+		"/envoy.service.runtime.v3.RuntimeDiscoveryService/DeltaRuntime",
+		"/v3/discovery:runtime",
+	},
 }
 
 // openStream opens a bidirectional stream of method on conn, as the

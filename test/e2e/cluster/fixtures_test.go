@@ -265,6 +265,11 @@ type proxy struct {
 	config     string
 	log        string
 	accessLog  string
+	// adminSocket, when set, is the admin interface's pipe (a unix
+	// domain socket), as Contour's bootstrap puts it, in place of
+	// ip:adminPort; args are more command-line options.
+	adminSocket string
+	args        []string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -379,6 +384,7 @@ func (p *proxy) start() {
 	cmd := exec.Command(binary("SIDECAR_BIN", "sidecar"), "-c", p.config, "--log-level", "warning", "--file-flush-interval-msec", "50",
 		// Several pods run on this host: no hot-restart socket to share.
 		"--disable-hot-restart")
+	cmd.Args = append(cmd.Args, p.args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	Expect(cmd.Start()).To(Succeed())
 	done := make(chan struct{})
@@ -448,11 +454,19 @@ func (p *proxy) crash() {
 
 // admin makes one admin call and returns the body and status code.
 func (p *proxy) admin(method, path string) (string, int, error) {
-	req, err := http.NewRequest(method, fmt.Sprintf("http://%s%s", net.JoinHostPort(p.ip, strconv.Itoa(p.adminPort)), path), nil)
+	host := net.JoinHostPort(p.ip, strconv.Itoa(p.adminPort))
+	c := http.Client{Timeout: 5 * time.Second}
+	if p.adminSocket != "" {
+		host = "admin"
+		c.Transport = &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", p.adminSocket)
+		}}
+	}
+	req, err := http.NewRequest(method, fmt.Sprintf("http://%s%s", host, path), nil)
 	if err != nil {
 		return "", 0, err
 	}
-	c := http.Client{Timeout: 5 * time.Second}
 	resp, err := c.Do(req)
 	if err != nil {
 		return "", 0, err

@@ -143,6 +143,8 @@ type Stream struct {
 	// Metadata is the dynamic metadata (DynamicMetadata,
 	// SetDynamicMetadata).
 	Metadata *corev3.Metadata
+	// FilterState is what SetFilterState kept, by key.
+	FilterState map[string]accesslog.FilterStateObject
 
 	// ReqBodyLen and ReqHasBody describe the request body (RequestBody);
 	// RespBodyLen and RespHasBody the response's (ResponseBody).
@@ -406,6 +408,14 @@ func (s *Stream) DynamicMetadata() *corev3.Metadata { return s.Metadata }
 // SetDynamicMetadata implements httpfilter.Stream.
 func (s *Stream) SetDynamicMetadata(namespace string, fields *structpb.Struct) {
 	s.Metadata = accesslog.MergeMetadata(s.Metadata, namespace, fields)
+}
+
+// SetFilterState implements httpfilter.Stream.
+func (s *Stream) SetFilterState(key string, obj accesslog.FilterStateObject) {
+	if s.FilterState == nil {
+		s.FilterState = map[string]accesslog.FilterStateObject{}
+	}
+	s.FilterState[key] = obj
 }
 
 // Info implements httpfilter.Stream.

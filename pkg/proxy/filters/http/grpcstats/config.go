@@ -6,7 +6,9 @@
 // time (upstream_rq_time), as Envoy's filter does. Which calls get
 // per-method names is the configuration's choice: every method
 // (stats_for_all_methods), the methods of an allowlist, or none (the
-// default: the counts go under cluster.<cluster>.grpc. alone).
+// default: the counts go under cluster.<cluster>.grpc. alone). With
+// emit_filter_state, the message counts of each gRPC request and response
+// are also left in the request's filter state, for the access logs.
 package grpcstats
 
 import (
@@ -29,8 +31,7 @@ type Factory struct{}
 
 var _ httpfilter.Factory = Factory{}
 
-// Compile implements httpfilter.Factory. emit_filter_state is refused by
-// the support check: Outrigger has no filter state to read it from.
+// Compile implements httpfilter.Factory.
 func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter.Config, error) {
 	cfg, ok := config.(*grpcstatsv3.FilterConfig)
 	if !ok {
@@ -45,6 +46,7 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 		allMethods:   cfg.GetStatsForAllMethods().GetValue(),
 		replaceDots:  cfg.GetReplaceDotsInGrpcServiceName(),
 		upstreamTime: cfg.GetEnableUpstreamStats(),
+		emitState:    cfg.GetEmitFilterState(),
 	}
 	if l := cfg.GetIndividualMethodStatsAllowlist(); l != nil {
 		c.allowed = map[string]bool{}
@@ -70,7 +72,10 @@ type filterConfig struct {
 	// (with allMethods only, as in Envoy).
 	replaceDots  bool
 	upstreamTime bool
-	pool         sync.Pool
+	// emitState leaves the message counts of gRPC requests and responses
+	// in the filter state (emit_filter_state, see state.go).
+	emitState bool
+	pool      sync.Pool
 }
 
 // NewFilter implements httpfilter.Config.

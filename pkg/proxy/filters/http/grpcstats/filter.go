@@ -3,6 +3,8 @@ package grpcstats
 import (
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
@@ -26,6 +28,12 @@ type filter struct {
 	sent time.Time
 	req  requestCounter
 	resp responseCounter
+	// stream and state are, with emit_filter_state, the request's stream
+	// and the filter state object left in it once a message passed
+	// (setState: the two sides may count at once).
+	stream   httpfilter.Stream
+	state    *stateObject
+	setState sync.Once
 }
 
 var (
@@ -39,15 +47,24 @@ var (
 func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	r := s.Request()
 	ct, _ := r.Headers.Get("content-type")
-	cluster := s.ClusterName()
-	if r.Path == "" || !isGrpc(ct) || cluster == "" {
+	if f.cfg.emitState {
+		// Set before either side's body passes; a gRPC response to any
+		// request counts too, as in Envoy.
+		f.stream, f.state = s, &stateObject{}
+	}
+	if !isGrpc(ct) {
 		return httpfilter.Continue
 	}
-	name, ok := f.cfg.statName(r.Path)
-	if !ok {
+	if cluster := s.ClusterName(); r.Path != "" && cluster != "" {
+		if name, ok := f.cfg.statName(r.Path); ok {
+			f.prefix = "cluster." + f.cfg.clusterStatName(cluster) + "." + name
+		}
+	}
+	// The messages are counted for the stats, and for the filter state
+	// of any gRPC request, as Envoy's filter does.
+	if f.prefix == "" && !f.cfg.emitState {
 		return httpfilter.Continue
 	}
-	f.prefix = "cluster." + f.cfg.clusterStatName(cluster) + "." + name
 	if _, has := s.RequestBody(); has {
 		f.req = requestCounter{f: f}
 		s.TransformRequestBody(&f.req)
@@ -59,7 +76,7 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 // (a trailers-only response) is counted now; a gRPC response's messages
 // and its trailers' grpc-status as they pass.
 func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
-	if f.prefix == "" {
+	if f.prefix == "" && !f.cfg.emitState {
 		return httpfilter.Continue
 	}
 	f.sent = s.Info().UpstreamRequestSent
@@ -74,6 +91,9 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		return httpfilter.Continue
 	}
 	ct, _ := h.Get("content-type")
+	if f.prefix == "" && !isGrpc(ct) {
+		return httpfilter.Continue // only the filter state counts: nothing to count
+	}
 	f.resp = responseCounter{f: f, grpc: s.ResponseStatus() == http.StatusOK && isGrpc(ct)}
 	s.TransformResponseBody(&f.resp)
 	return httpfilter.Continue
@@ -94,10 +114,24 @@ func isGrpc(ct string) bool {
 // counter is one of the call's counters.
 func (f *filter) counter(name string) *stats.Counter { return f.cfg.stats.Counter(f.prefix + name) }
 
+// recordState leaves a side's count so far (in count) in the filter
+// state, with emit_filter_state: the object is put in the stream when the
+// first message passes either way, as Envoy's maybeWriteFilterState.
+func (f *filter) recordState(count *atomic.Uint64, total uint64) {
+	if f.state == nil {
+		return
+	}
+	count.Store(total)
+	f.setState.Do(func() { f.stream.SetFilterState(StateKey, f.state) })
+}
+
 // chargeStatus counts a call's outcome from its grpc-status, as Envoy's
 // gRPC context does: the status itself, success (status 0) or failure,
 // and total.
 func (f *filter) chargeStatus(status string) {
+	if f.prefix == "" {
+		return
+	}
 	f.counter(status).Inc()
 	if status == "0" {
 		f.counter("success").Inc()
@@ -111,7 +145,7 @@ func (f *filter) chargeStatus(status string) {
 // response, with enable_upstream_stats, when the response came from
 // upstream.
 func (f *filter) chargeUpstreamTime() {
-	if !f.cfg.upstreamTime || f.sent.IsZero() {
+	if f.prefix == "" || !f.cfg.upstreamTime || f.sent.IsZero() {
 		return
 	}
 	f.cfg.stats.HistogramWithUnit(f.prefix+"upstream_rq_time", stats.UnitMilliseconds).Record(uint64(time.Since(f.sent).Milliseconds()))
@@ -121,12 +155,20 @@ func (f *filter) chargeUpstreamTime() {
 type requestCounter struct {
 	f      *filter
 	frames frameCounter
+	// total is the messages counted so far.
+	total uint64
 }
 
 // DecodeData implements httpfilter.DataDecoder.
 func (c *requestCounter) DecodeData(p []byte) ([]byte, error) {
 	if n := c.frames.inspect(p); n > 0 {
-		c.f.counter("request_message_count").Add(n)
+		c.total += n
+		if c.f.prefix != "" {
+			c.f.counter("request_message_count").Add(n)
+		}
+		if st := c.f.state; st != nil {
+			c.f.recordState(&st.request, c.total)
+		}
 	}
 	return p, nil
 }
@@ -140,6 +182,8 @@ type responseCounter struct {
 	f      *filter
 	grpc   bool
 	frames frameCounter
+	// total is the messages counted so far.
+	total uint64
 }
 
 // EncodeData implements httpfilter.DataEncoder.
@@ -148,7 +192,13 @@ func (c *responseCounter) EncodeData(p []byte) ([]byte, error) {
 		return p, nil
 	}
 	if n := c.frames.inspect(p); n > 0 {
-		c.f.counter("response_message_count").Add(n)
+		c.total += n
+		if c.f.prefix != "" {
+			c.f.counter("response_message_count").Add(n)
+		}
+		if st := c.f.state; st != nil {
+			c.f.recordState(&st.response, c.total)
+		}
 	}
 	return p, nil
 }

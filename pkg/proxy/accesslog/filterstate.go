@@ -1,0 +1,115 @@
+package accesslog
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
+
+// FilterStateObject is a value a filter left in a request's filter state
+// (Envoy's StreamInfo::FilterState::Object), which %FILTER_STATE% shows.
+// Its methods may be called while the filter still updates it.
+type FilterStateObject interface {
+	// FilterStateString is the PLAIN serialization, false when the
+	// object has none.
+	FilterStateString() (string, bool)
+	// FilterStateProto is the TYPED serialization, nil when the object
+	// has none.
+	FilterStateProto() proto.Message
+}
+
+// filterStateRef is a compiled %FILTER_STATE(KEY:F)%: the key, and
+// whether F is PLAIN (else TYPED, the default).
+type filterStateRef struct {
+	key   string
+	plain bool
+}
+
+// parseFilterStateOperator reads FILTER_STATE's arguments: KEY, then
+// optionally PLAIN or TYPED. (Envoy's FIELD form, which picks one field of
+// a typed object, is refused.)
+func parseFilterStateOperator(args string, hasArgs bool) (*filterStateRef, error) {
+	if !hasArgs || args == "" {
+		return nil, fmt.Errorf("%%FILTER_STATE(...)%% needs a key")
+	}
+	parts := strings.SplitN(args, ":", 3)
+	ref := &filterStateRef{key: parts[0]}
+	format := ""
+	if len(parts) > 1 {
+		format = parts[1]
+	}
+	switch {
+	case format == "FIELD":
+		return nil, fmt.Errorf("%%FILTER_STATE(%s)%%: the FIELD form is not supported by Outrigger", args)
+	case len(parts) > 2:
+		return nil, fmt.Errorf("%%FILTER_STATE(%s)%%: too many arguments (KEY, then PLAIN or TYPED)", args)
+	case format == "" || format == "TYPED":
+	case format == "PLAIN":
+		ref.plain = true
+	default:
+		return nil, fmt.Errorf("%%FILTER_STATE(%s)%%: invalid format %q (PLAIN or TYPED)", args, format)
+	}
+	return ref, nil
+}
+
+// appendText appends the object's PLAIN form, or its TYPED form as
+// compact JSON text; false when the request has no object under the key,
+// or the object has no such form.
+func (r *filterStateRef) appendText(dst []byte, e *Entry) ([]byte, bool) {
+	obj := e.FilterState[r.key]
+	if obj == nil {
+		return dst, false
+	}
+	if r.plain {
+		s, ok := obj.FilterStateString()
+		if !ok {
+			return dst, false
+		}
+		return append(dst, s...), true
+	}
+	return appendProtoJSON(dst, obj.FilterStateProto())
+}
+
+// appendTyped appends the value in a typed JSON format: the TYPED form
+// as a JSON object, the PLAIN form as a JSON string.
+func (r *filterStateRef) appendTyped(dst []byte, e *Entry) ([]byte, bool) {
+	if r.plain {
+		start := len(dst)
+		dst, ok := r.appendText(dst, e)
+		if !ok {
+			return dst, false
+		}
+		return quoteInPlace(dst, start), true
+	}
+	return r.appendText(dst, e)
+}
+
+// appendProtoJSON appends m's proto3 JSON form, compact (protojson's
+// spacing varies on purpose).
+func appendProtoJSON(dst []byte, m proto.Message) ([]byte, bool) {
+	if m == nil {
+		return dst, false
+	}
+	raw, err := protojson.Marshal(m)
+	if err != nil {
+		return dst, false
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return dst, false
+	}
+	return append(dst, buf.Bytes()...), true
+}
+
+// SetFilterState keeps obj under key in the entry's filter state,
+// replacing any object there.
+func (e *Entry) SetFilterState(key string, obj FilterStateObject) {
+	if e.FilterState == nil {
+		e.FilterState = map[string]FilterStateObject{}
+	}
+	e.FilterState[key] = obj
+}
