@@ -485,3 +485,53 @@ static_resources:
 		Expect(statValue(s, "ratelimit.allow.cx_closed")).To(Equal("0"))
 	})
 })
+
+// holdingRLS is a rate limit service that holds every call until its
+// caller cancels it, and reports the cancellation.
+type holdingRLS struct {
+	rlsv3.UnimplementedRateLimitServiceServer
+	started, cancelled chan struct{}
+}
+
+func (h *holdingRLS) ShouldRateLimit(ctx context.Context, _ *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	h.started <- struct{}{}
+	<-ctx.Done()
+	h.cancelled <- struct{}{}
+	return nil, ctx.Err()
+}
+
+var _ = Describe("The global rate limit network filter, when the client leaves during the call", func() {
+	It("cancels the call and counts nothing but total", func() {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		Expect(err).NotTo(HaveOccurred())
+		rls := &holdingRLS{started: make(chan struct{}, 4), cancelled: make(chan struct{}, 4)}
+		srv := grpc.NewServer()
+		rlsv3.RegisterRateLimitServiceServer(srv, rls)
+		go func() { _ = srv.Serve(ln) }()
+		DeferCleanup(srv.Stop)
+		up := startTCPServer(echo)
+		port := freePort()
+		cfg := fmt.Sprintf(`
+admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
+static_resources:
+  clusters: [%s, %s]
+  listeners: [{name: held, address: {socket_address: {address: 127.0.0.1, port_value: %d}}, filter_chains: [{filters: [%s, %s]}]}]
+`, tcpCluster("echo", up),
+			strings.TrimSuffix(tcpCluster("rls", ln.Addr().(*net.TCPAddr).Port), "}")+", typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: "+
+				withType("type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions", "{explicit_http_config: {http2_protocol_options: {}}}")+"}}",
+			port, netRLS("rls", `stat_prefix: held, domain: conns, descriptors: [{entries: [{key: a, value: b}]}]`), tcpProxyTo("echo"))
+		s := Start(newDir(), cfg)
+
+		c := dialTCP(port)
+		Eventually(rls.started).WithTimeout(10 * time.Second).Should(Receive())
+		_, err = c.Write([]byte("hello"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.Close()).To(Succeed())
+		Eventually(rls.cancelled).WithTimeout(10*time.Second).Should(Receive(), "the call was not cancelled")
+		waitStat(s, "ratelimit.held.active", "0")
+		for stat, want := range map[string]string{"total": "1", "ok": "0", "over_limit": "0", "error": "0", "failure_mode_allowed": "0", "cx_closed": "0"} {
+			Expect(statValue(s, "ratelimit.held."+stat)).To(Equal(want), stat)
+		}
+		Expect(statValue(s, "cluster.echo.upstream_cx_total")).To(Equal("0"), "the connection never reached the upstream")
+	})
+})

@@ -161,8 +161,30 @@ func (ch *Chain) Closers() []io.Closer {
 	return out
 }
 
-// Close closes the terminal filter (see Terminal).
+// Close closes the terminal filter (see Terminal): it stops taking
+// connections while the open ones drain. It leaves the read and data
+// filters alone on purpose: connections still in them use what they hold
+// (a call to the rate limit service in flight), so their owner closes
+// them through Closers once the connections are gone, and closing them
+// here too would close them twice.
 func (ch *Chain) Close() error { return ch.terminal.Close() }
+
+// CloseFilters closes the filters of a chain that will not run (one whose
+// build failed): each filter that holds resources (an io.Closer, the
+// terminal filter included) is closed once, whatever lists it appears in.
+func CloseFilters(filters []Filter) error {
+	var (
+		errs   []error
+		closed []io.Closer
+	)
+	for _, f := range filters {
+		if c, ok := f.(io.Closer); ok && !slices.Contains(closed, c) {
+			closed = append(closed, c)
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // Shutdown shuts the terminal filter down (see Terminal).
 func (ch *Chain) Shutdown(ctx context.Context) error { return ch.terminal.Shutdown(ctx) }

@@ -154,3 +154,59 @@ func TestChainClosers(t *testing.T) {
 		t.Errorf("Closers = %v, want the one filter that holds a resource", got)
 	}
 }
+
+// closeCounter is a filter that holds a resource and counts its closes.
+type closeCounter struct{ closes int }
+
+func (c *closeCounter) Close() error { c.closes++; return nil }
+
+// countingRead is a read filter that holds a resource.
+type countingRead struct{ closeCounter }
+
+func (*countingRead) OnNewConnection(Conn) *Refusal { return nil }
+
+// countingBoth is a read filter that is also a data filter (both lists).
+type countingBoth struct{ countingRead }
+
+func (*countingBoth) OnData(net.Conn) *Refusal { return nil }
+
+// countingTerminal is a terminal filter that counts its closes.
+type countingTerminal struct {
+	terminal
+	closeCounter
+}
+
+func (t *countingTerminal) Close() error { return t.closeCounter.Close() }
+
+// TestCloseFiltersClosesEachOnce checks that the filters of a chain that
+// will not run are all closed, each once, and that a built chain's Close
+// and Closers split them without overlap.
+func TestCloseFiltersClosesEachOnce(t *testing.T) {
+	read, both, term := &countingRead{}, &countingBoth{}, &countingTerminal{}
+	plain := &gate{open: true}
+	if err := CloseFilters([]Filter{read, plain, both, term}); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]int{"read": read.closes, "read and data": both.closes, "terminal": term.closes} {
+		if c != 1 {
+			t.Errorf("%s filter closed %d times, want 1", name, c)
+		}
+	}
+
+	read, both, term = &countingRead{}, &countingBoth{}, &countingTerminal{}
+	ch, err := NewChain([]Filter{read, plain, both, term})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range ch.Closers() {
+		_ = c.Close()
+	}
+	for name, c := range map[string]int{"read": read.closes, "read and data": both.closes, "terminal": term.closes} {
+		if c != 1 {
+			t.Errorf("%s filter closed %d times by Close and Closers, want 1", name, c)
+		}
+	}
+}

@@ -251,7 +251,7 @@ func (s *Server) addOrUpdateLocked(lc *listenerv3.Listener, version string, now 
 		err = bl.Bind()
 	}
 	if err != nil {
-		bl.closeFilters()
+		bl.discard()
 		return err
 	}
 	s.serve(bl)

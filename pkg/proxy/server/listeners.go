@@ -90,7 +90,7 @@ func (s *Server) buildListeners(cfgs []*listenerv3.Listener, manager *listener.M
 	}
 	if err := errors.Join(errs...); err != nil {
 		for _, bl := range out {
-			bl.closeFilters()
+			bl.discard()
 		}
 		return nil, err
 	}
@@ -158,8 +158,7 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 		Runtime:        s.runtime,
 	})
 	if err != nil {
-		bl.closeFilters()
-		bl.closeResources()
+		bl.discard()
 		return nil, err
 	}
 	bl.Listener = l
@@ -203,13 +202,9 @@ func (s *Server) buildNetworkFilters(fc *listenerv3.FilterChain, drain *listener
 		}
 		built = append(built, nf)
 	}
-	closeBuilt := func() {
-		for _, nf := range built {
-			if t, ok := nf.(netfilter.Terminal); ok {
-				_ = t.Close()
-			}
-		}
-	}
+	// A chain that will not run releases what every filter built holds
+	// (a read filter's gRPC channel), not only its terminal filter.
+	closeBuilt := func() { _ = netfilter.CloseFilters(built) }
 	if err := errors.Join(errs...); err != nil {
 		closeBuilt()
 		return nil, err
@@ -365,6 +360,13 @@ func (bl *builtListener) closeFilters() {
 	if bl.Listener != nil {
 		bl.CloseUDPFilters()
 	}
+}
+
+// discard closes everything a listener that never served built: its
+// terminal filters and what its other filters hold.
+func (bl *builtListener) discard() {
+	bl.closeFilters()
+	bl.closeResources()
 }
 
 // closeResources closes what the listener's read filters hold (their

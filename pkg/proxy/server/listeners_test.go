@@ -17,6 +17,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/builtin"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/options"
@@ -28,6 +29,12 @@ const netTimeout = 5 * time.Second
 // buildListenerServer builds a server from a YAML bootstrap and command line
 // arguments, as cmd/sidecar does, and returns it with the build error.
 func buildListenerServer(t *testing.T, yaml string, args ...string) (*Server, error) {
+	t.Helper()
+	return buildListenerServerWith(t, builtin.Registry(), yaml, args...)
+}
+
+// buildListenerServerWith is buildListenerServer with the extensions ext.
+func buildListenerServerWith(t *testing.T, ext *extension.Registry, yaml string, args ...string) (*Server, error) {
 	t.Helper()
 	opts, err := options.Parse(append([]string{"--config-yaml", yaml}, args...), options.Environment{HardwareThreads: 2})
 	if err != nil {
@@ -41,7 +48,6 @@ func buildListenerServer(t *testing.T, yaml string, args ...string) (*Server, er
 	if err != nil {
 		t.Fatalf("load: %v", err)
 	}
-	ext := builtin.Registry()
 	if err := bootstrap.Validate(loaded.Bootstrap, ext); err != nil {
 		t.Fatalf("validate: %v", err)
 	}
@@ -52,7 +58,13 @@ func buildListenerServer(t *testing.T, yaml string, args ...string) (*Server, er
 // until the test ends.
 func startListenerServer(t *testing.T, yaml string, args ...string) *Server {
 	t.Helper()
-	s, err := buildListenerServer(t, yaml, args...)
+	return startListenerServerWith(t, builtin.Registry(), yaml, args...)
+}
+
+// startListenerServerWith is startListenerServer with the extensions ext.
+func startListenerServerWith(t *testing.T, ext *extension.Registry, yaml string, args ...string) *Server {
+	t.Helper()
+	s, err := buildListenerServerWith(t, ext, yaml, args...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -72,7 +72,7 @@ func (h *handle) bodyMethod(L *glua.LState) int {
 		L.Push(glua.LNil)
 		return 1
 	}
-	L.Push(h.bodyUD)
+	L.Push(h.fresh(L, &h.bodyUD))
 	return 1
 }
 

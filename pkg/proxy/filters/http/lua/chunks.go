@@ -54,7 +54,7 @@ func (h *handle) nextChunk(L *glua.LState) int {
 	if !h.awaitChunk(L) {
 		return 0
 	}
-	L.Push(h.chunkUD)
+	L.Push(h.fresh(L, &h.chunkUD))
 	return 1
 }
 

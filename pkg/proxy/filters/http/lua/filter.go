@@ -154,7 +154,7 @@ func (c *filterConfig) run(s httpfilter.Stream, sc *script, f *streamFilter, res
 	h := v.h
 	h.begin(c, s, response, w)
 	v.budget.start(sc.budget)
-	err = v.L.CallByParam(glua.P{Fn: fn, NRet: 0, Protect: true}, v.handleUD)
+	err = v.L.CallByParam(glua.P{Fn: fn, NRet: 0, Protect: true}, h.fresh(v.L, &h.ud))
 	expired := v.budget.stop()
 	if expired {
 		v.broken = true

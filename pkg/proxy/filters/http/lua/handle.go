@@ -52,7 +52,15 @@ type handle struct {
 	// aborted reports that the stream answered while the script waited
 	// (stream timeout, client gone): the script is stopped.
 	aborted bool
+	// call numbers the calls of the handle: the objects it hands out are
+	// stamped with their call's number (see fresh), so that one a script
+	// kept in a global is refused on a later call, as Envoy refuses it.
+	call callStamp
 }
+
+// callStamp is the value of the userdata the handle hands out: the number
+// of the call they belong to.
+type callStamp uint64
 
 // newHandle makes the handle of v and the objects it hands out, with
 // their methods.
@@ -94,6 +102,20 @@ func newHandle(v *vm) *handle {
 // begin points the handle at a call's stream.
 func (h *handle) begin(c *filterConfig, s httpfilter.Stream, response bool, w *bodyWait) {
 	h.c, h.s, h.response, h.live, h.wait = c, s, response, true, w
+	h.call++
+}
+
+// fresh returns the object *ud for the current call: *ud itself when it
+// was handed out during this call, else a new userdata with the same
+// methods, stamped with the call (the old one stays stale).
+func (h *handle) fresh(L *glua.LState, ud **glua.LUserData) *glua.LUserData {
+	if st, ok := (*ud).Value.(callStamp); ok && st == h.call {
+		return *ud
+	}
+	n := L.NewUserData()
+	n.Value, n.Metatable = h.call, (*ud).Metatable
+	*ud = n
+	return n
 }
 
 // clear forgets the stream once the call is over.
@@ -101,6 +123,7 @@ func (h *handle) clear() {
 	*h = handle{
 		ud: h.ud, headersUD: h.headersUD, bodyUD: h.bodyUD, infoUD: h.infoUD, dynUD: h.dynUD,
 		connUD: h.connUD, sslUD: h.sslUD, metaUD: h.metaUD, trailersUD: h.trailersUD, chunkUD: h.chunkUD, budget: h.budget,
+		call: h.call,
 	}
 }
 
@@ -123,7 +146,14 @@ func (h *handle) trailerEdit() http.Header {
 // check refuses a handle (or one of its objects) that a script kept and
 // used after its call, as Envoy refuses objects used out of their scope.
 func (h *handle) check(L *glua.LState) {
-	if !h.live {
+	stale := false
+	if ud, ok := L.Get(1).(*glua.LUserData); ok {
+		// A method called on an object of an earlier call (kept in a
+		// global) while another call runs.
+		st, stamped := ud.Value.(callStamp)
+		stale = stamped && st != h.call
+	}
+	if !h.live || stale {
 		L.RaiseError("object used outside of proper scope")
 	}
 	if h.aborted {
@@ -137,7 +167,7 @@ func (h *handle) check(L *glua.LState) {
 func (h *handle) object(ud **glua.LUserData) glua.LGFunction {
 	return func(L *glua.LState) int {
 		h.check(L)
-		L.Push(*ud)
+		L.Push(h.fresh(L, ud))
 		return 1
 	}
 }
@@ -184,7 +214,7 @@ func newObject(L *glua.LState, h *handle, kind string, methods map[string]glua.L
 	mt.RawSetString("__index", index)
 	mt.RawSetString("__metatable", glua.LString(kind))
 	ud := L.NewUserData()
-	ud.Value = h
+	ud.Value = h.call
 	L.SetMetatable(ud, mt)
 	return ud
 }

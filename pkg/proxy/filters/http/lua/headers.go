@@ -29,7 +29,7 @@ func newHeaders(L *glua.LState, h *handle) *glua.LUserData {
 // headers is the handle's headers().
 func (h *handle) headers(L *glua.LState) int {
 	h.check(L)
-	L.Push(h.headersUD)
+	L.Push(h.fresh(L, &h.headersUD))
 	return 1
 }
 

@@ -130,7 +130,7 @@ func (h *handle) sslOrNil(L *glua.LState) int {
 		L.Push(glua.LNil)
 		return 1
 	}
-	L.Push(h.sslUD)
+	L.Push(h.fresh(L, &h.sslUD))
 	return 1
 }
 

@@ -825,3 +825,43 @@ end`)}, loopbackServices{"tags": srv.Listener.Addr().String()})
 		t.Errorf("x-tag = %q, logs %v", got, *f.logs)
 	}
 }
+
+// TestStaleHandle checks that a handle (or an object it handed out) a
+// script keeps in a global is refused on a later request, as Envoy
+// refuses objects used outside of their call: the request fails with 500
+// and the error is logged, and the kept handle changes nothing.
+func TestStaleHandle(t *testing.T) {
+	f := inline(t, `
+function envoy_on_request(h)
+  if kept == nil then
+    kept, kept_headers = h, h:headers()
+    return
+  end
+  if h:headers():get("x-use") == "headers" then
+    kept_headers:add("x-stale", "1")
+  else
+    kept:headers():add("x-stale", "1")
+  end
+end`)
+	if st := f.DecodeHeaders(request("/")); st != httpfilter.Continue {
+		t.Fatalf("first DecodeHeaders = %v", st)
+	}
+	for i, use := range []string{"handle", "headers"} {
+		s := request("/", "x-use", use)
+		if st := f.DecodeHeaders(s); st != httpfilter.Stop {
+			t.Fatalf("%s: DecodeHeaders = %v", use, st)
+		}
+		if s.Reply == nil || s.Reply.Status != 500 {
+			t.Fatalf("%s: reply = %+v", use, s.Reply)
+		}
+		if v, ok := s.ReqHeaders.Get("x-stale"); ok {
+			t.Errorf("%s: the kept object changed the request (x-stale %q)", use, v)
+		}
+		if f.errorsCount() != uint64(i+1) {
+			t.Errorf("%s: lua.errors = %d", use, f.errorsCount())
+		}
+	}
+	if logs := strings.Join(*f.logs, "\n"); strings.Count(logs, "object used outside of proper scope") != 2 {
+		t.Errorf("logs = %s", logs)
+	}
+}

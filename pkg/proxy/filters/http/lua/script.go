@@ -107,13 +107,12 @@ func (sc *script) release(v *vm) {
 }
 
 // vm is one Lua state with the script loaded and the objects a call
-// hands to the script, made once per state so that a call allocates
-// nothing for them.
+// hands to the script, whose methods are made once per state: a call
+// allocates only the userdata of the objects it uses (see handle.fresh).
 type vm struct {
 	L                     *glua.LState
 	onRequest, onResponse *glua.LFunction
 	h                     *handle
-	handleUD              *glua.LUserData
 	budget                *budget
 	broken                bool
 }
@@ -131,7 +130,6 @@ func (sc *script) newVM() (*vm, error) {
 	v := &vm{L: L, budget: newBudget()}
 	L.SetContext(v.budget.ctx)
 	v.h = newHandle(v)
-	v.handleUD = v.h.ud
 
 	fn := L.NewFunctionFromProto(sc.proto)
 	v.budget.start(sc.budget)

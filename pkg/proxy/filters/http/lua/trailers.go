@@ -94,7 +94,7 @@ func (h *handle) trailersMethod(L *glua.LState) int {
 		L.Push(glua.LNil)
 		return 1
 	}
-	L.Push(h.trailersUD)
+	L.Push(h.fresh(L, &h.trailersUD))
 	return 1
 }
 

@@ -23,6 +23,7 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/listenerfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/ratelimitservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
@@ -37,6 +38,9 @@ const Name = "proxy.filters.network.ratelimit"
 var (
 	refusalOverLimit = netfilter.Refusal{Reason: "ratelimit_close_over_limit"}
 	refusalError     = netfilter.Refusal{Reason: "ratelimit_error_failure_mode_connection_close"}
+	// refusalGone is a connection that ended during the call: Envoy
+	// closes nothing itself then.
+	refusalGone = netfilter.Refusal{}
 )
 
 // Factory compiles network RateLimit configurations.
@@ -132,8 +136,10 @@ func (Factory) Compile(msg proto.Message, ctx netfilter.Context) (netfilter.Filt
 
 // OnNewConnection asks the service about the connection, on the
 // connection's goroutine: nothing of it is read until the answer comes,
-// as Envoy stops reading during the call. A connection closed meanwhile
-// (the server shutting down) cancels the call.
+// as Envoy stops reading during the call. A connection that ends meanwhile
+// (the client leaving, or the server shutting down) cancels the call and,
+// as in Envoy, counts nothing more than active going down: the connection
+// is closed without a local close reason.
 func (f *Filter) OnNewConnection(c netfilter.Conn) *netfilter.Refusal {
 	if !f.enabled.Enabled(f.runtime, rand.Uint64()) {
 		return nil
@@ -143,8 +149,13 @@ func (f *Filter) OnNewConnection(c netfilter.Conn) *netfilter.Refusal {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c.OnClose(cancel)
+	stop := listenerfilter.WatchPeerClose(c, cancel)
 	resp := f.client.Limit(ctx, f.req)
+	stop()
 	f.active.Dec()
+	if resp.Status == ratelimitservice.Error && ctx.Err() != nil {
+		return &refusalGone
+	}
 	switch resp.Status {
 	case ratelimitservice.OK:
 		f.ok.Inc()
