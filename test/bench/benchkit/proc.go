@@ -70,3 +70,21 @@ func CPUTime(pid int) time.Duration {
 	}
 	return time.Duration(ticks) * 10 * time.Millisecond // USER_HZ is 100 on Linux
 }
+
+// Stop ends a process the benchmark started: SIGINT (nginx's and haproxy's
+// fast shutdown, the sidecar's drain), then SIGKILL after 5 seconds. It
+// waits for the process, so cmd must not be waited for elsewhere.
+func Stop(cmd *exec.Cmd) {
+	if cmd.Process == nil {
+		return
+	}
+	_ = cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}

@@ -214,22 +214,8 @@ func start(p *proxy) error {
 	return fmt.Errorf("%s did not come up", p.name)
 }
 
-// stop ends a process this program started: SIGINT (nginx's and
-// haproxy's fast shutdown, the sidecar's drain), then SIGKILL after 5 s.
-func stop(p *proxy) {
-	if p.cmd.Process == nil {
-		return
-	}
-	_ = p.cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-done
-	}
-}
+// stop ends a process this program started.
+func stop(p *proxy) { benchkit.Stop(p.cmd) }
 
 // goMemory is what the sidecar's admin /memory reports now (rather than
 // at the last stats flush): the Go heap in use (allocated, the figure

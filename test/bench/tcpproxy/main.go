@@ -28,6 +28,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/outrigger-dev/outrigger/test/bench/benchkit"
 )
 
 func main() {
@@ -208,22 +210,8 @@ func start(p *proxy) error {
 	return fmt.Errorf("%s did not come up", p.name)
 }
 
-// stop ends a process this program started: SIGINT, then SIGKILL after
-// 5 seconds.
-func stop(p *proxy) {
-	if p.cmd.Process == nil {
-		return
-	}
-	_ = p.cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-done
-	}
-}
+// stop ends a process this program started.
+func stop(p *proxy) { benchkit.Stop(p.cmd) }
 
 // cpuTime is the CPU time a process has used (user + system).
 func cpuTime(pid int) (time.Duration, error) {
