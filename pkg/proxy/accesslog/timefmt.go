@@ -166,36 +166,41 @@ func parseExtended(layout string, i int) (int, error) {
 	return 0, fmt.Errorf("time format %q: only %%Ez, %%E*S and %%E<digit>S are supported after %%E", layout)
 }
 
-// append renders t with the layout.
+// append renders t with the layout. The date and the clock are computed
+// once each, not once per directive: each of time.Time's Year, Month,
+// Day, Hour... converts the instant again, and a line's timestamp would
+// pay that six times.
 func (l *timeLayout) append(dst []byte, t time.Time) []byte {
+	year, month, day := t.Date()
+	hour, minute, second := t.Clock()
 	for _, it := range l.items {
 		switch it.kind {
 		case tLiteral:
 			dst = append(dst, it.literal...)
 		case tYear:
-			dst = appendPadded(dst, t.Year(), 4, '0')
+			dst = appendPadded(dst, year, 4, '0')
 		case tYear2:
-			dst = appendPadded(dst, t.Year()%100, 2, '0')
+			dst = appendPadded(dst, year%100, 2, '0')
 		case tMonth:
-			dst = appendPadded(dst, int(t.Month()), 2, '0')
+			dst = appendPadded(dst, int(month), 2, '0')
 		case tDay:
-			dst = appendPadded(dst, t.Day(), 2, '0')
+			dst = appendPadded(dst, day, 2, '0')
 		case tDaySpace:
-			dst = appendPadded(dst, t.Day(), 2, ' ')
+			dst = appendPadded(dst, day, 2, ' ')
 		case tHour:
-			dst = appendPadded(dst, t.Hour(), 2, '0')
+			dst = appendPadded(dst, hour, 2, '0')
 		case tHour12:
-			h := t.Hour() % 12
+			h := hour % 12
 			if h == 0 {
 				h = 12
 			}
 			dst = appendPadded(dst, h, 2, '0')
 		case tMinute:
-			dst = appendPadded(dst, t.Minute(), 2, '0')
+			dst = appendPadded(dst, minute, 2, '0')
 		case tSecond:
-			dst = appendPadded(dst, t.Second(), 2, '0')
+			dst = appendPadded(dst, second, 2, '0')
 		case tSecondsFrac:
-			dst = appendPadded(dst, t.Second(), 2, '0')
+			dst = appendPadded(dst, second, 2, '0')
 			dst = appendFraction(dst, t.Nanosecond(), it.digits, true)
 		case tFrac:
 			dst = appendFraction(dst, t.Nanosecond(), it.digits, false)
@@ -230,6 +235,10 @@ func (l *timeLayout) append(dst []byte, t time.Time) []byte {
 
 // appendPadded appends n with at least width digits, padded with pad.
 func appendPadded(dst []byte, n, width int, pad byte) []byte {
+	// Two zero-padded digits are most directives of a timestamp.
+	if width == 2 && pad == '0' && n >= 0 && n < 100 {
+		return append(dst, byte('0'+n/10), byte('0'+n%10))
+	}
 	if n < 0 {
 		dst = append(dst, '-')
 		n = -n
