@@ -117,8 +117,15 @@ func (f *Formatter) Literal() (string, bool) {
 
 func (t *textFormat) append(dst []byte, e *Entry) []byte {
 	for i := range t.parts {
+		p := &t.parts[i]
+		// Literals are half of a format's parts: appended here, without
+		// the call and the bookkeeping of an operator.
+		if p.op == opLiteral {
+			dst = append(dst, p.literal...)
+			continue
+		}
 		var ok bool
-		dst, ok = t.parts[i].append(dst, e)
+		dst, ok = p.append(dst, e)
 		if !ok && !t.omitEmpty {
 			dst = append(dst, '-')
 		}
