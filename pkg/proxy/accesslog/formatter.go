@@ -12,7 +12,8 @@ const DefaultFormat = `[%START_TIME%] "%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH
 	`"%REQ(X-REQUEST-ID)%" "%REQ(:AUTHORITY)%" "%UPSTREAM_HOST%"` + "\n"
 
 // Formatter renders entries as one access-log line each. It is immutable
-// and safe for concurrent use.
+// (but for START_TIME's cache of the current second's text) and safe for
+// concurrent use.
 type Formatter struct {
 	// Exactly one of text and json is set.
 	text *textFormat

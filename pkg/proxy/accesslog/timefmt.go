@@ -3,6 +3,7 @@ package accesslog
 import (
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -11,6 +12,21 @@ import (
 // into the line without allocating.
 type timeLayout struct {
 	items []timeItem
+	// whole is how many leading items depend on the whole second only
+	// (everything but the fractions): their text is the same for every
+	// line of a second, and is rendered once a second into cache.
+	whole int
+	// cache is the latest second's text of items[:whole] (and of the
+	// seconds of a %E<n>S at items[whole]). Lines of many goroutines
+	// share it; a new second replaces it.
+	cache atomic.Pointer[secondText]
+}
+
+// secondText is the rendering of a layout's whole-second items for the
+// second unix (UTC).
+type secondText struct {
+	unix int64
+	text []byte
 }
 
 // timeItem is a literal or one directive; digits is the number of
@@ -114,6 +130,13 @@ func compileTimeLayout(layout string, given bool) (*timeLayout, error) {
 	if len(lit) > 0 {
 		l.items = append(l.items, timeItem{kind: tLiteral, literal: string(lit)})
 	}
+	l.whole = len(l.items)
+	for i, it := range l.items {
+		if it.kind == tFrac || it.kind == tSecondsFrac {
+			l.whole = i
+			break
+		}
+	}
 	return l, nil
 }
 
@@ -166,14 +189,49 @@ func parseExtended(layout string, i int) (int, error) {
 	return 0, fmt.Errorf("time format %q: only %%Ez, %%E*S and %%E<digit>S are supported after %%E", layout)
 }
 
-// append renders t with the layout. The date and the clock are computed
-// once each, not once per directive: each of time.Time's Year, Month,
-// Day, Hour... converts the instant again, and a line's timestamp would
-// pay that six times.
+// append renders t (in UTC, as callers give it) with the layout: the
+// whole-second part from the cache, rendered again when the second
+// changes, then the fraction and what follows it.
 func (l *timeLayout) append(dst []byte, t time.Time) []byte {
+	if l.whole == 0 || t.Location() != time.UTC {
+		return render(dst, t, l.items)
+	}
+	sec := t.Unix()
+	c := l.cache.Load()
+	if c == nil || c.unix != sec {
+		text := render(nil, t, l.items[:l.whole])
+		if l.whole < len(l.items) && l.items[l.whole].kind == tSecondsFrac {
+			text = appendPadded(text, t.Second(), 2, '0')
+		}
+		c = &secondText{unix: sec, text: text}
+		l.cache.Store(c)
+	}
+	dst = append(dst, c.text...)
+	tail := l.items[l.whole:]
+	if len(tail) > 0 && tail[0].kind == tSecondsFrac {
+		dst = appendFraction(dst, t.Nanosecond(), tail[0].digits, true)
+		tail = tail[1:]
+	}
+	for i, it := range tail {
+		switch it.kind {
+		case tLiteral:
+			dst = append(dst, it.literal...)
+		case tFrac:
+			dst = appendFraction(dst, t.Nanosecond(), it.digits, false)
+		default:
+			return render(dst, t, tail[i:])
+		}
+	}
+	return dst
+}
+
+// render renders t with items. The date and the clock are computed once
+// each, not once per directive: each of time.Time's Year, Month, Day,
+// Hour... converts the instant again.
+func render(dst []byte, t time.Time, items []timeItem) []byte {
 	year, month, day := t.Date()
 	hour, minute, second := t.Clock()
-	for _, it := range l.items {
+	for _, it := range items {
 		switch it.kind {
 		case tLiteral:
 			dst = append(dst, it.literal...)
