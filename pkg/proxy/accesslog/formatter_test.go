@@ -117,6 +117,19 @@ func TestStartTimeSecondCache(t *testing.T) {
 	}
 }
 
+// TestStartTimeFractionDigits checks the fixed-width fractions against
+// the nanoseconds printed in full and cut.
+func TestStartTimeFractionDigits(t *testing.T) {
+	for _, ns := range []int{0, 6_000_000, 123_456_789, 999_999_999, 5} {
+		full := fmt.Sprintf("%09d", ns)
+		for digits := 1; digits <= 9; digits++ {
+			if got, want := string(appendFraction(nil, ns, digits, true)), "."+full[:digits]; got != want {
+				t.Errorf("%d ns, %d digits: got %q, want %q", ns, digits, got, want)
+			}
+		}
+	}
+}
+
 func TestResponseFlags(t *testing.T) {
 	tests := map[string]struct {
 		flags ResponseFlags

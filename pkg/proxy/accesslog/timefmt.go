@@ -314,6 +314,18 @@ func appendPadded(dst []byte, n, width int, pad byte) []byte {
 // appendFraction appends the first digits of the nanoseconds (all nine,
 // trailing zeros trimmed, when digits is -1), with a leading '.' when dot.
 func appendFraction(dst []byte, ns, digits int, dot bool) []byte {
+	// A fixed number of digits (the default layout's three) needs only
+	// those digits: no trimming, no division per discarded digit.
+	if digits > 0 && digits < 9 {
+		if dot {
+			dst = append(dst, '.')
+		}
+		v := ns / pow10[9-digits]
+		for i := digits - 1; i >= 0; i-- {
+			dst = append(dst, byte('0'+v/pow10[i]%10))
+		}
+		return dst
+	}
 	var buf [9]byte
 	for i := 8; i >= 0; i-- {
 		buf[i] = byte('0' + ns%10)
@@ -335,3 +347,6 @@ func appendFraction(dst []byte, ns, digits int, dot bool) []byte {
 	}
 	return append(dst, frac...)
 }
+
+// pow10 are the powers of ten below a second in nanoseconds.
+var pow10 = [...]int{1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000}
