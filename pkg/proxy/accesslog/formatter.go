@@ -12,7 +12,8 @@ const DefaultFormat = `[%START_TIME%] "%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH
 	`"%REQ(X-REQUEST-ID)%" "%REQ(:AUTHORITY)%" "%UPSTREAM_HOST%"` + "\n"
 
 // Formatter renders entries as one access-log line each. It is immutable
-// and safe for concurrent use.
+// (but for START_TIME's cache of the current second's text) and safe for
+// concurrent use.
 type Formatter struct {
 	// Exactly one of text and json is set.
 	text *textFormat
@@ -119,8 +120,15 @@ func (f *Formatter) Literal() (string, bool) {
 
 func (t *textFormat) append(dst []byte, e *Entry) []byte {
 	for i := range t.parts {
+		p := &t.parts[i]
+		// Literals are half of a format's parts: appended here, without
+		// the call and the bookkeeping of an operator.
+		if p.op == opLiteral {
+			dst = append(dst, p.literal...)
+			continue
+		}
 		var ok bool
-		dst, ok = t.parts[i].append(dst, e)
+		dst, ok = p.append(dst, e)
 		if !ok && !t.omitEmpty {
 			dst = append(dst, '-')
 		}

@@ -94,6 +94,42 @@ func TestStartTimeInUTC(t *testing.T) {
 	}
 }
 
+// TestStartTimeSecondCache checks that START_TIME's per-second cache
+// renders what an uncached rendering does, within a second, across a
+// change of second (and of day), and back to an earlier second.
+func TestStartTimeSecondCache(t *testing.T) {
+	layouts := []string{"", "%Y-%m-%dT%H:%M:%E3SZ", "%s.%3f", "%E*S!", "%T %f %F", "%f %H", "%d/%b/%Y:%H:%M:%S %z", "plain"}
+	base := time.Date(2024, 12, 31, 23, 59, 58, 120_000_000, time.UTC)
+	var times []time.Time
+	for _, d := range []time.Duration{0, 300 * time.Millisecond, 700 * time.Millisecond, time.Second + 880*time.Millisecond, 3 * time.Second, 0, -time.Hour} {
+		times = append(times, base.Add(d))
+	}
+	for _, layout := range layouts {
+		l, err := compileTimeLayout(layout, layout != "")
+		if err != nil {
+			t.Fatalf("%q: %v", layout, err)
+		}
+		for _, at := range times {
+			if got, want := string(l.append(nil, at)), string(render(nil, at, l.items)); got != want {
+				t.Errorf("%q at %v: got %q, want %q", layout, at, got, want)
+			}
+		}
+	}
+}
+
+// TestStartTimeFractionDigits checks the fixed-width fractions against
+// the nanoseconds printed in full and cut.
+func TestStartTimeFractionDigits(t *testing.T) {
+	for _, ns := range []int{0, 6_000_000, 123_456_789, 999_999_999, 5} {
+		full := fmt.Sprintf("%09d", ns)
+		for digits := 1; digits <= 9; digits++ {
+			if got, want := string(appendFraction(nil, ns, digits, true)), "."+full[:digits]; got != want {
+				t.Errorf("%d ns, %d digits: got %q, want %q", ns, digits, got, want)
+			}
+		}
+	}
+}
+
 func TestResponseFlags(t *testing.T) {
 	tests := map[string]struct {
 		flags ResponseFlags

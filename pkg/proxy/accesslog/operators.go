@@ -118,6 +118,9 @@ func (op opCode) value(p *part, dst []byte, e *Entry) ([]byte, bool) {
 	case opProtocol:
 		return appendString(dst, e.Protocol)
 	case opResponseCode:
+		if e.ResponseCode >= 100 && e.ResponseCode < 600 {
+			return append(dst, statusCodes[e.ResponseCode-100]...), true
+		}
 		return strconv.AppendInt(dst, int64(e.ResponseCode), 10), true
 	case opResponseCodeDetails:
 		return appendString(dst, e.ResponseCodeDetails)

@@ -3,6 +3,7 @@ package accesslog
 import (
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -11,6 +12,21 @@ import (
 // into the line without allocating.
 type timeLayout struct {
 	items []timeItem
+	// whole is how many leading items depend on the whole second only
+	// (everything but the fractions): their text is the same for every
+	// line of a second, and is rendered once a second into cache.
+	whole int
+	// cache is the latest second's text of items[:whole] (and of the
+	// seconds of a %E<n>S at items[whole]). Lines of many goroutines
+	// share it; a new second replaces it.
+	cache atomic.Pointer[secondText]
+}
+
+// secondText is the rendering of a layout's whole-second items for the
+// second unix (UTC).
+type secondText struct {
+	unix int64
+	text []byte
 }
 
 // timeItem is a literal or one directive; digits is the number of
@@ -114,6 +130,13 @@ func compileTimeLayout(layout string, given bool) (*timeLayout, error) {
 	if len(lit) > 0 {
 		l.items = append(l.items, timeItem{kind: tLiteral, literal: string(lit)})
 	}
+	l.whole = len(l.items)
+	for i, it := range l.items {
+		if it.kind == tFrac || it.kind == tSecondsFrac {
+			l.whole = i
+			break
+		}
+	}
 	return l, nil
 }
 
@@ -166,36 +189,76 @@ func parseExtended(layout string, i int) (int, error) {
 	return 0, fmt.Errorf("time format %q: only %%Ez, %%E*S and %%E<digit>S are supported after %%E", layout)
 }
 
-// append renders t with the layout.
+// append renders t (in UTC, as callers give it) with the layout: the
+// whole-second part from the cache, rendered again when the second
+// changes, then the fraction and what follows it.
 func (l *timeLayout) append(dst []byte, t time.Time) []byte {
-	for _, it := range l.items {
+	if l.whole == 0 || t.Location() != time.UTC {
+		return render(dst, t, l.items)
+	}
+	sec := t.Unix()
+	c := l.cache.Load()
+	if c == nil || c.unix != sec {
+		text := render(nil, t, l.items[:l.whole])
+		if l.whole < len(l.items) && l.items[l.whole].kind == tSecondsFrac {
+			text = appendPadded(text, t.Second(), 2, '0')
+		}
+		c = &secondText{unix: sec, text: text}
+		l.cache.Store(c)
+	}
+	dst = append(dst, c.text...)
+	tail := l.items[l.whole:]
+	if len(tail) > 0 && tail[0].kind == tSecondsFrac {
+		dst = appendFraction(dst, t.Nanosecond(), tail[0].digits, true)
+		tail = tail[1:]
+	}
+	for i, it := range tail {
+		switch it.kind {
+		case tLiteral:
+			dst = append(dst, it.literal...)
+		case tFrac:
+			dst = appendFraction(dst, t.Nanosecond(), it.digits, false)
+		default:
+			return render(dst, t, tail[i:])
+		}
+	}
+	return dst
+}
+
+// render renders t with items. The date and the clock are computed once
+// each, not once per directive: each of time.Time's Year, Month, Day,
+// Hour... converts the instant again.
+func render(dst []byte, t time.Time, items []timeItem) []byte {
+	year, month, day := t.Date()
+	hour, minute, second := t.Clock()
+	for _, it := range items {
 		switch it.kind {
 		case tLiteral:
 			dst = append(dst, it.literal...)
 		case tYear:
-			dst = appendPadded(dst, t.Year(), 4, '0')
+			dst = appendPadded(dst, year, 4, '0')
 		case tYear2:
-			dst = appendPadded(dst, t.Year()%100, 2, '0')
+			dst = appendPadded(dst, year%100, 2, '0')
 		case tMonth:
-			dst = appendPadded(dst, int(t.Month()), 2, '0')
+			dst = appendPadded(dst, int(month), 2, '0')
 		case tDay:
-			dst = appendPadded(dst, t.Day(), 2, '0')
+			dst = appendPadded(dst, day, 2, '0')
 		case tDaySpace:
-			dst = appendPadded(dst, t.Day(), 2, ' ')
+			dst = appendPadded(dst, day, 2, ' ')
 		case tHour:
-			dst = appendPadded(dst, t.Hour(), 2, '0')
+			dst = appendPadded(dst, hour, 2, '0')
 		case tHour12:
-			h := t.Hour() % 12
+			h := hour % 12
 			if h == 0 {
 				h = 12
 			}
 			dst = appendPadded(dst, h, 2, '0')
 		case tMinute:
-			dst = appendPadded(dst, t.Minute(), 2, '0')
+			dst = appendPadded(dst, minute, 2, '0')
 		case tSecond:
-			dst = appendPadded(dst, t.Second(), 2, '0')
+			dst = appendPadded(dst, second, 2, '0')
 		case tSecondsFrac:
-			dst = appendPadded(dst, t.Second(), 2, '0')
+			dst = appendPadded(dst, second, 2, '0')
 			dst = appendFraction(dst, t.Nanosecond(), it.digits, true)
 		case tFrac:
 			dst = appendFraction(dst, t.Nanosecond(), it.digits, false)
@@ -230,6 +293,10 @@ func (l *timeLayout) append(dst []byte, t time.Time) []byte {
 
 // appendPadded appends n with at least width digits, padded with pad.
 func appendPadded(dst []byte, n, width int, pad byte) []byte {
+	// Two zero-padded digits are most directives of a timestamp.
+	if width == 2 && pad == '0' && n >= 0 && n < 100 {
+		return append(dst, byte('0'+n/10), byte('0'+n%10))
+	}
 	if n < 0 {
 		dst = append(dst, '-')
 		n = -n
@@ -247,6 +314,18 @@ func appendPadded(dst []byte, n, width int, pad byte) []byte {
 // appendFraction appends the first digits of the nanoseconds (all nine,
 // trailing zeros trimmed, when digits is -1), with a leading '.' when dot.
 func appendFraction(dst []byte, ns, digits int, dot bool) []byte {
+	// A fixed number of digits (the default layout's three) needs only
+	// those digits: no trimming, no division per discarded digit.
+	if digits > 0 && digits < 9 {
+		if dot {
+			dst = append(dst, '.')
+		}
+		v := ns / pow10[9-digits]
+		for i := digits - 1; i >= 0; i-- {
+			dst = append(dst, byte('0'+v/pow10[i]%10))
+		}
+		return dst
+	}
 	var buf [9]byte
 	for i := 8; i >= 0; i-- {
 		buf[i] = byte('0' + ns%10)
@@ -268,3 +347,6 @@ func appendFraction(dst []byte, ns, digits int, dot bool) []byte {
 	}
 	return append(dst, frac...)
 }
+
+// pow10 are the powers of ten below a second in nanoseconds.
+var pow10 = [...]int{1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000}

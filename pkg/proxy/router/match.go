@@ -92,6 +92,12 @@ func compileMatch(m *routev3.RouteMatch) (routeMatch, error) {
 // matches reports whether req matches: runtime_fraction first, then the
 // path, headers and query parameters, as Envoy evaluates them.
 func (m *routeMatch) matches(req *Request) bool {
+	return m.matchesPath(req, pathOnly(req.Path))
+}
+
+// matchesPath is matches with the request's path without its query
+// string, which a route table computes once for all its routes.
+func (m *routeMatch) matchesPath(req *Request, path string) bool {
 	if m.fraction != nil && !m.fraction.Enabled(req.Runtime, req.Random) {
 		return false
 	}
@@ -105,7 +111,7 @@ func (m *routeMatch) matches(req *Request) bool {
 	case req.Method == "CONNECT" && req.Path == "":
 		// A CONNECT without a path matches no path matcher.
 		return false
-	case !m.matchPath(pathOnly(req.Path)):
+	case !m.matchPath(path):
 		return false
 	}
 	if m.grpc {

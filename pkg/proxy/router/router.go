@@ -414,8 +414,9 @@ func (t *Table) MatchRequest(req *Request) *Route {
 	if vh == nil {
 		return nil
 	}
+	path := pathOnly(req.Path)
 	for _, r := range vh.Routes {
-		if r.match.matches(req) {
+		if r.match.matchesPath(req, path) {
 			return r
 		}
 	}

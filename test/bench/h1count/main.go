@@ -29,6 +29,15 @@
 // collector in this process that reads each export and answers 200; only
 // the sidecar's instructions are counted, as always.
 //
+// With -config (a list such as minimal,typical), each binary is also
+// measured under each bootstrap: "minimal" is the peers configuration
+// above; "typical" is what a sidecar usually carries on top of it: a file
+// access log with Envoy's default format, a route table of 20 routes
+// (prefix, path, regex and header matchers; the request matches the last
+// one, a catch-all prefix "/", so that all 19 others are tried first), the
+// health_check filter (pass_through_mode false, on /healthz) before the
+// router, and stats with the default tag extractors plus a fixed tag.
+//
 // Several binaries are measured interleaved, reps times each, and the
 // median is reported per binary. Every run is bounded in requests and
 // time; only the processes it starts are stopped; every socket is on
@@ -68,6 +77,7 @@ func main() {
 		keep    = flag.String("out", "", "keep callgrind's dump of each run as OUT.<binary index>.<run> (for callgrind_annotate)")
 		timeout = flag.Duration("timeout", 20*time.Minute, "bound on the whole run")
 		tracing = flag.String("tracing", "", "comma-separated tracing cases: off, or a random_sampling percentage")
+		configs = flag.String("config", "minimal", "comma-separated bootstraps: minimal (the peers configuration), typical (access log, 20 routes, health_check, stats tags)")
 	)
 	flag.Parse()
 	bins := flag.Args()
@@ -75,22 +85,32 @@ func main() {
 		bins = []string{"bin/sidecar"}
 	}
 	// cases are the configurations measured: each binary, under each
-	// tracing case.
-	type testCase struct{ label, bin, tracing string }
+	// bootstrap and each tracing case.
+	type testCase struct{ label, bin, config, tracing string }
 	var cases []testCase
 	for _, bin := range bins {
-		if *tracing == "" {
-			cases = append(cases, testCase{bin, bin, ""})
-			continue
-		}
-		for t := range strings.SplitSeq(*tracing, ",") {
-			if t != "off" {
-				if _, err := strconv.ParseFloat(t, 64); err != nil {
-					fmt.Fprintf(os.Stderr, "h1count: -tracing: %q is neither off nor a percentage\n", t)
-					os.Exit(2)
-				}
+		for cfg := range strings.SplitSeq(*configs, ",") {
+			if cfg != "minimal" && cfg != "typical" {
+				fmt.Fprintf(os.Stderr, "h1count: -config: %q is neither minimal nor typical\n", cfg)
+				os.Exit(2)
 			}
-			cases = append(cases, testCase{bin + " tracing " + t, bin, t})
+			label := bin
+			if *configs != "minimal" {
+				label += " " + cfg
+			}
+			if *tracing == "" {
+				cases = append(cases, testCase{label, bin, cfg, ""})
+				continue
+			}
+			for t := range strings.SplitSeq(*tracing, ",") {
+				if t != "off" {
+					if _, err := strconv.ParseFloat(t, 64); err != nil {
+						fmt.Fprintf(os.Stderr, "h1count: -tracing: %q is neither off nor a percentage\n", t)
+						os.Exit(2)
+					}
+				}
+				cases = append(cases, testCase{label + " tracing " + t, bin, cfg, t})
+			}
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
@@ -103,7 +123,7 @@ func main() {
 			if *keep != "" {
 				out = fmt.Sprintf("%s.%d.%d", *keep, i, rep)
 			}
-			c, err := run(ctx, tc.bin, tc.tracing, out, *conns, *warm, *n)
+			c, err := run(ctx, tc.bin, tc.config, tc.tracing, out, *conns, *warm, *n)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "h1count:", err)
 				os.Exit(1)
@@ -144,7 +164,7 @@ type counts struct{ all, own, exports uint64 }
 const body = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" +
 	"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
-func run(ctx context.Context, sidecar, tracing, keep string, conns, warm, n int) (counts, error) {
+func run(ctx context.Context, sidecar, config, tracing, keep string, conns, warm, n int) (counts, error) {
 	dir, err := os.MkdirTemp("", "h1count")
 	if err != nil {
 		return counts{}, err
@@ -164,6 +184,9 @@ func run(ctx context.Context, sidecar, tracing, keep string, conns, warm, n int)
 	// run's figures to show the spans went out.
 	var exports atomic.Int64
 	bootstrap := benchkit.Bootstrap(port, "127.0.0.1", up.Addr().(*net.TCPAddr).Port)
+	if config == "typical" {
+		bootstrap = typical(bootstrap, filepath.Join(dir, "access.log"))
+	}
 	if tracing != "" && tracing != "off" {
 		collector, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -226,6 +249,16 @@ func run(ctx context.Context, sidecar, tracing, keep string, conns, warm, n int)
 		return counts{}, fmt.Errorf("callgrind_control -d: %w", err)
 	}
 	exported = exports.Load() - exported
+	if config == "typical" {
+		// The access log shows that the typical configuration did its
+		// work: a line per request, once the sidecar's flush timer has
+		// written them (read before the stop, as callgrind sometimes
+		// dies on the stop's signal before the last flush).
+		if err := waitLines(ctx, filepath.Join(dir, "access.log"), warm+n); err != nil {
+			stop()
+			return counts{}, err
+		}
+	}
 	stop()
 	dumps, _ := filepath.Glob(out + ".*")
 	if len(dumps) == 0 {
@@ -308,6 +341,25 @@ func runtimeFunc(name string) bool {
 		}
 	}
 	return name == "" || strings.HasPrefix(name, "0x")
+}
+
+// waitLines waits, up to 30 s, for the file at path to hold want lines.
+func waitLines(ctx context.Context, path string, want int) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, err := os.ReadFile(path)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		lines := bytes.Count(b, []byte("\n"))
+		if lines == want {
+			return nil
+		}
+		if lines > want || ctx.Err() != nil || time.Now().After(deadline) {
+			return fmt.Errorf("the access log has %d lines for %d requests", lines, want)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // waitPort waits for addr to accept connections, unless the process
