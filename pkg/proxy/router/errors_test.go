@@ -68,7 +68,7 @@ func TestCompileErrors(t *testing.T) {
 		"remove pseudo-header":            vhost("{match: {prefix: /}, route: {cluster: c}, response_headers_to_remove: [a, ':status']}"),
 		"raw header value":                vhost("{match: {prefix: /}, route: {cluster: c}, request_headers_to_add: [{header: {key: x, raw_value: eQ==}}]}"),
 		"bad route tracing operation":     vhost("{match: {prefix: /}, route: {cluster: c}, tracing: {operation: 'x %NOPE%'}}"),
-		"unknown header operator":         vhost("{match: {prefix: /}, route: {cluster: c}, response_headers_to_add: [{header: {key: x, value: ok}}, {header: {key: x-y, value: '%FILTER_STATE(a)%'}}]}"),
+		"unknown header operator":         vhost("{match: {prefix: /}, route: {cluster: c}, response_headers_to_add: [{header: {key: x, value: ok}}, {header: {key: x-y, value: '%NO_SUCH_OPERATOR%'}}]}"),
 		"append and append_action":        vhost("{match: {prefix: /}, route: {cluster: c}, request_headers_to_add: [{header: {key: x, value: v}, append: true, append_action: ADD_IF_ABSENT}]}"),
 		"virtual host header error":       "virtual_hosts: [{name: v, domains: ['*'], request_headers_to_remove: [':path']}]",
 		"global header error":             "response_headers_to_add: [{header: {key: '', value: v}}]",
