@@ -106,8 +106,19 @@ var _ = Describe("EDS: a static cluster's endpoints from a management server ove
 		}
 		Expect(nack.GetVersionInfo()).To(Equal("v5"))
 		Expect(nack.GetResourceNames()).To(Equal([]string{"backend-svc"}))
-		Expect(nack.GetErrorDetail().GetMessage()).To(ContainSubstring("resources[0].endpoints[0].priority: 200 is above the lowest priority 128"))
+		Expect(nack.GetErrorDetail().GetMessage()).To(ContainSubstring("resources[0].endpoints[0].priority: value must be less than or equal to 128"))
 		Expect(strconv.Atoi(statValue(s, "cluster.backend.update_rejected"))).To(BeNumerically(">=", 1))
+		Expect(statValue(s, "cluster.backend.version_text")).To(Equal(`"v5"`))
+		Expect(bodies(addr, 2)).To(Equal(map[string]int{"A": 2}))
+
+		// A field Outrigger does not implement is refused with its path,
+		// as in a static cluster's load_assignment, not applied without it.
+		unsupported := loadAssignment("backend-svc", edsEndpoint{port: b})
+		unsupported.Endpoints[0].LbEndpoints[0].GetEndpoint().HealthCheckConfig = &endpointv3.Endpoint_HealthCheckConfig{PortValue: 9}
+		m.set(adsSnapshot("v7", ingress, unsupported))
+		Eventually(func() []*discoveryv3.DiscoveryRequest { return requestsOf(m, resourcev3.EndpointType) }).Should(ContainElement(Satisfy(func(r *discoveryv3.DiscoveryRequest) bool {
+			return strings.Contains(r.GetErrorDetail().GetMessage(), "resources[0].endpoints[0].lb_endpoints[0].endpoint.health_check_config")
+		})))
 		Expect(statValue(s, "cluster.backend.version_text")).To(Equal(`"v5"`))
 		Expect(bodies(addr, 2)).To(Equal(map[string]int{"A": 2}))
 

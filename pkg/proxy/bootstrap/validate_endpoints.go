@@ -1,0 +1,83 @@
+package bootstrap
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
+)
+
+// ValidateLoadAssignment checks one load assignment from discovery (EDS)
+// with the rules of a static cluster's load_assignment: its constraints
+// and the support table, errors relative to the assignment. A field
+// Outrigger does not implement is refused here, so that the update is
+// rejected with its path rather than applied without it.
+//
+// The check of a large assignment is most of an update's cost, and the
+// state of the world sends all of it for a one-endpoint change: an
+// lb_endpoints entry for which checked reports true (the same message an
+// earlier update had and passed; decoded messages never change) is not
+// checked again, and passed hears of each entry checked without error.
+// Either may be nil.
+func ValidateLoadAssignment(cla *endpointv3.ClusterLoadAssignment, ext *extension.Registry, checked func(*endpointv3.LbEndpoint) bool, passed func(*endpointv3.LbEndpoint)) error {
+	if cla == nil {
+		return &FieldError{Reason: "no load assignment"}
+	}
+	// The assignment without its lb_endpoints entries: the same paths for
+	// everything else, localities keeping their places.
+	top := shallowWithout(cla.ProtoReflect(), "endpoints")
+	list := top.Mutable(top.Descriptor().Fields().ByName("endpoints")).List()
+	for _, l := range cla.GetEndpoints() {
+		list.Append(protoreflect.ValueOfMessage(shallowWithout(l.ProtoReflect(), "lb_endpoints")))
+	}
+	errs := constraintAndSupportErrors(top.Interface().(*endpointv3.ClusterLoadAssignment), ext)
+	for i, l := range cla.GetEndpoints() {
+		for j, lbe := range l.GetLbEndpoints() {
+			if checked != nil && checked(lbe) {
+				continue
+			}
+			lbeErrs := constraintAndSupportErrors(lbe, ext)
+			if len(lbeErrs) == 0 {
+				if passed != nil {
+					passed(lbe)
+				}
+				continue
+			}
+			prefix := "endpoints[" + strconv.Itoa(i) + "].lb_endpoints[" + strconv.Itoa(j) + "]"
+			for _, err := range lbeErrs {
+				errs = append(errs, underPath(prefix, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// shallowWithout is a new message of m's type sharing m's field values
+// except the named one, which it leaves empty.
+func shallowWithout(m protoreflect.Message, field protoreflect.Name) protoreflect.Message {
+	out := m.New()
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd.Name() != field {
+			out.Set(fd, v)
+		}
+		return true
+	})
+	return out
+}
+
+// underPath puts prefix in front of a FieldError's path.
+func underPath(prefix string, err error) error {
+	var fe *FieldError
+	if !errors.As(err, &fe) {
+		return fmt.Errorf("%s: %w", prefix, err)
+	}
+	path := prefix
+	if fe.Path != "" {
+		path += "." + fe.Path
+	}
+	return &FieldError{Path: path, Reason: fe.Reason}
+}
