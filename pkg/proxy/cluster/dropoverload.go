@@ -5,6 +5,10 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 )
 
+// dropLimitKey is the runtime key that caps every cluster's drop ratio,
+// in percent (0 to 100; Envoy's default 100 is no cap).
+const dropLimitKey = "load_balancing_policy.drop_overload_limit"
+
 // dropScale is the unit of a drop ratio: parts per million, the finest
 // denominator a FractionalPercent has.
 const dropScale = 1_000_000
@@ -44,11 +48,21 @@ func buildDropOverload(p *endpointv3.ClusterLoadAssignment_Policy) (uint32, erro
 
 // DropOverload reports whether a request to the cluster is to be dropped
 // under its load assignment's drop_overloads: a draw per request, as
-// Envoy's router makes before it chooses a host.
+// Envoy's router makes before it chooses a host. The runtime's
+// load_balancing_policy.drop_overload_limit caps the ratio; Envoy reads it
+// when it reads the assignment (and refuses one above 100), Outrigger at
+// each request (ignoring one above 100), so that it acts at once.
 func (c *Cluster) DropOverload() bool {
-	ppm := c.drop.Load()
+	ppm := uint64(c.drop.Load())
 	if ppm == 0 {
 		return false
 	}
-	return c.rand()%dropScale < uint64(ppm)
+	if c.runtime != nil {
+		if snap := c.runtime(); snap != nil {
+			if limit := snap.Uint64(dropLimitKey, 100); limit <= 100 {
+				ppm = min(ppm, limit*(dropScale/100))
+			}
+		}
+	}
+	return c.rand()%dropScale < ppm
 }

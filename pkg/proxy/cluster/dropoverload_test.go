@@ -4,8 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 )
 
 // TestDropOverload checks that drop_overloads is read in each
@@ -84,5 +87,41 @@ func TestEDSDropOverload(t *testing.T) {
 	c.SetEDSHosts(hs)
 	if c.DropOverload() {
 		t.Error("an assignment without drop_overloads still drops")
+	}
+}
+
+// TestDropOverloadRuntimeLimit checks that the runtime's
+// load_balancing_policy.drop_overload_limit (percent) caps the drop
+// ratio as soon as it changes, and that a value above 100 caps nothing.
+func TestDropOverloadRuntimeLimit(t *testing.T) {
+	rt, err := runtime.New(&bootstrapv3.LayeredRuntime{Layers: []*bootstrapv3.RuntimeLayer{
+		{Name: "admin", LayerSpecifier: &bootstrapv3.RuntimeLayer_AdminLayer_{AdminLayer: &bootstrapv3.RuntimeLayer_AdminLayer{}}},
+	}}, runtime.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var draw uint64
+	m, _, _ := newTestManager(t, `
+- name: all
+  load_assignment: {cluster_name: all, policy: {drop_overloads: [{category: c, drop_percentage: {numerator: 100}}]}}`,
+		func(o *Options) { o.Runtime = rt.Snapshot; o.Rand = func() uint64 { return draw } })
+	c := m.Cluster("all")
+	for _, tc := range []struct {
+		limit string
+		draw  uint64
+		want  bool
+	}{
+		{limit: "30", draw: 299_999, want: true},
+		{limit: "30", draw: 300_000, want: false},
+		{limit: "0", draw: 0, want: false},
+		{limit: "150", draw: 999_999, want: true},
+	} {
+		if err := rt.Modify(map[string]string{"load_balancing_policy.drop_overload_limit": tc.limit}); err != nil {
+			t.Fatal(err)
+		}
+		draw = tc.draw
+		if got := c.DropOverload(); got != tc.want {
+			t.Errorf("limit %s, draw %d: DropOverload() = %v, want %v", tc.limit, tc.draw, got, tc.want)
+		}
 	}
 }
