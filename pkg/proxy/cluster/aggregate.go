@@ -400,6 +400,10 @@ func (a *AggregateAttempt) ImmediateHealthCheckFail(h *upstream.Host) {
 	a.under.ImmediateHealthCheckFail(h)
 }
 
+// DropOverload is the aggregate cluster's: the router draws once per
+// request, before any attempt.
+func (a *AggregateAttempt) DropOverload() bool { return a.agg.DropOverload() }
+
 // aggregateCycles reports the aggregate clusters that reach themselves
 // through the clusters they list (by name: lists maps each aggregate
 // cluster to the clusters it lists), each cycle once, in a stable order.

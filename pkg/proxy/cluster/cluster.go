@@ -36,7 +36,10 @@ type Cluster struct {
 	// connection look for one to wake.
 	waiting atomic.Int32
 
-	set      atomic.Pointer[hostSet]
+	set atomic.Pointer[hostSet]
+	// drop is the load assignment's drop_overloads ratio, in parts per
+	// million (see DropOverload); an EDS update replaces it.
+	drop     atomic.Uint32
 	balancer atomic.Pointer[lb.Balancer]
 	// subsets is the balancer of a cluster with lb_subset_config, which
 	// then has no balancer.
@@ -160,6 +163,7 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 		lbStats:  newLBStats(scope, s.subsets != nil),
 		local:    d.local,
 	}
+	c.drop.Store(s.drop)
 	if d.zones != nil {
 		c.isLocal = d.localCluster
 		if c.isLocal || s.zoneAware() {

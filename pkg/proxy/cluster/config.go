@@ -45,6 +45,9 @@ type settings struct {
 	// keepalive is upstream_connection_options.tcp_keepalive, nil for
 	// none (Envoy enables no TCP keep-alive upstream by default).
 	keepalive *net.KeepAliveConfig
+	// drop is load_assignment.policy.drop_overloads, in parts per
+	// million of requests (see buildDropOverload).
+	drop uint32
 	// bind is upstream_bind_config, nil for none.
 	bind *bindSettings
 	// tls is the transport_socket's upstream TLS, nil for plaintext
@@ -220,6 +223,11 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 			s.lb.OverprovisioningFactor = f.GetValue()
 		}
 	}
+	drop, err := buildDropOverload(la.GetPolicy())
+	if err != nil {
+		errs = append(errs, prefixed("load_assignment.policy", err))
+	}
+	s.drop = drop
 	s.notes = append(s.notes, lbNotes...)
 	if isDNS {
 		s.dns, errList = buildDNS(c, s.name, reg)

@@ -175,6 +175,18 @@ func TestNewManagerErrors(t *testing.T) {
   load_assignment: {cluster_name: a, policy: {overprovisioning_factor: 0}}`,
 			want: []string{"static_resources.clusters[0].load_assignment.policy.overprovisioning_factor: must be above 0"},
 		},
+		"two drop_overloads categories": {
+			yaml: `
+- name: a
+  load_assignment: {cluster_name: a, policy: {drop_overloads: [{category: x, drop_percentage: {numerator: 1}}, {category: "y", drop_percentage: {numerator: 2}}]}}`,
+			want: []string{"static_resources.clusters[0].load_assignment.policy.drop_overloads: Cluster drop_overloads config has 2 categories. Envoy only support one."},
+		},
+		"drop_overloads above 100%": {
+			yaml: `
+- name: a
+  load_assignment: {cluster_name: a, policy: {drop_overloads: [{category: x, drop_percentage: {numerator: 101}}]}}`,
+			want: []string{"static_resources.clusters[0].load_assignment.policy.drop_overloads[0].drop_percentage: Cluster drop_overloads config is invalid. drop_ratio=1.01(Numerator 101 / Denominator 100). The valid range is 0~1."},
+		},
 		"unknown protocol options": {
 			yaml: `
 - name: a

@@ -51,34 +51,49 @@ func (c *Cluster) EDSServiceName() (string, bool) {
 	return c.settings.eds.serviceName, true
 }
 
+// EDSHostSet is what SetEDSHosts installs from a checked load assignment:
+// its hosts by priority and its drop_overloads ratio.
+type EDSHostSet struct {
+	// Priorities are the assignment's hosts by priority.
+	Priorities [][]*upstream.Host
+	// drop is policy.drop_overloads in parts per million.
+	drop uint32
+}
+
 // EDSHosts checks a load assignment for an EDS cluster and returns its
-// hosts by priority, for SetEDSHosts; nothing changes yet, so that every
-// assignment of a discovery response is checked before any applies. An
-// endpoint identical to one of the cluster's hosts keeps that host (see
-// hostReuse).
+// hosts by priority and its policy's drop_overloads, for SetEDSHosts;
+// nothing changes yet, so that every assignment of a discovery response is
+// checked before any applies. An endpoint identical to one of the
+// cluster's hosts keeps that host (see hostReuse).
 // Errors are relative to the load assignment.
-func (c *Cluster) EDSHosts(cla *endpointv3.ClusterLoadAssignment) ([][]*upstream.Host, error) {
+func (c *Cluster) EDSHosts(cla *endpointv3.ClusterLoadAssignment) (EDSHostSet, error) {
 	if c.settings.eds == nil {
-		return nil, errors.New("not an EDS cluster")
+		return EDSHostSet{}, errors.New("not an EDS cluster")
 	}
 	var errs []error
-	if cla.GetPolicy() != nil {
-		// The policy would change the load balancer's settings, which are
-		// the cluster's; not carried over yet.
-		errs = append(errs, configErrorf("policy", "not supported by Outrigger in a discovered load assignment"))
+	p := cla.GetPolicy()
+	if p.GetOverprovisioningFactor() != nil || p.GetEndpointStaleAfter() != nil || p.GetWeightedPriorityHealth() {
+		// These would change the load balancer's settings, which are
+		// the cluster's; not carried over yet. drop_overloads is read.
+		errs = append(errs, configErrorf("policy", "only drop_overloads is supported by Outrigger in a discovered load assignment's policy"))
+	}
+	drop, err := buildDropOverload(p)
+	if err != nil {
+		errs = append(errs, prefixed("policy", err))
 	}
 	priorities, herrs := buildHosts(c.settings.name, cla, newHostReuse(c.set.Load()))
 	errs = append(errs, herrs...)
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return EDSHostSet{}, err
 	}
-	return priorities, nil
+	return EDSHostSet{Priorities: priorities, drop: drop}, nil
 }
 
-// SetEDSHosts installs an EDS cluster's hosts (from EDSHosts) and ends its
-// warming.
-func (c *Cluster) SetEDSHosts(priorities [][]*upstream.Host) {
-	c.SetHosts(priorities)
+// SetEDSHosts installs an EDS cluster's hosts and drop ratio (from
+// EDSHosts) and ends its warming.
+func (c *Cluster) SetEDSHosts(hs EDSHostSet) {
+	c.drop.Store(hs.drop)
+	c.SetHosts(hs.Priorities)
 	c.EndWarming()
 }
 

@@ -74,7 +74,7 @@ func TestEDSCluster(t *testing.T) {
 	cla.Policy = &endpointv3.ClusterLoadAssignment_Policy{OverprovisioningFactor: wrapperspb.UInt32(200)}
 	cla.Endpoints[0].Priority = 500
 	_, err = eds[0].EDSHosts(cla)
-	if err == nil || !strings.Contains(err.Error(), "policy: not supported") || !strings.Contains(err.Error(), "endpoints[0].priority: 500 is above the lowest priority 128") {
+	if err == nil || !strings.Contains(err.Error(), "policy: only drop_overloads is supported") || !strings.Contains(err.Error(), "endpoints[0].priority: 500 is above the lowest priority 128") {
 		t.Errorf("EDSHosts error = %v", err)
 	}
 	if _, err := m.Cluster("static").EDSHosts(cla); err == nil {

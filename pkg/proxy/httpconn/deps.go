@@ -103,6 +103,10 @@ type UpstreamCluster interface {
 	// read the request's downstream side (an ORIGINAL_DST cluster); nil
 	// when no host is healthy (503 with the UH response flag).
 	PickHost(pc *upstream.PickContext) *upstream.Host
+	// DropOverload draws whether a request is dropped under the
+	// cluster's load assignment's drop_overloads (503 with the DO
+	// response flag), before a host is chosen.
+	DropOverload() bool
 	// HTTP2For reports whether a request from a client that spoke HTTP/2
 	// (or not) goes to this cluster over HTTP/2: the cluster's HTTP
 	// protocol options choose one protocol, or follow the client's.

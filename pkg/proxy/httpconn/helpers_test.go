@@ -127,6 +127,8 @@ func (fc *fakeCluster) RoundTripHTTP2(req *http.Request, h *upstream.Host) (*htt
 func (fc *fakeCluster) TryRetry() bool { return true }
 func (fc *fakeCluster) ReleaseRetry()  {}
 
+func (fc *fakeCluster) DropOverload() bool { return false }
+
 func (fc *fakeCluster) HealthChecked() bool                     { return false }
 func (fc *fakeCluster) ImmediateHealthCheckFail(*upstream.Host) {}
 

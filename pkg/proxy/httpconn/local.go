@@ -30,7 +30,8 @@ const (
 	bodyRequestTimeout       = "request timeout"
 	bodyHeaderTimeout        = "request header timeout"
 	// bodyOverloaded keeps Envoy's own word: clients match on it.
-	bodyOverloaded = "envoy overloaded"
+	bodyOverloaded   = "envoy overloaded"
+	bodyDropOverload = "drop overload"
 )
 
 // localReply answers the request from the proxy itself, with Envoy's
@@ -45,13 +46,15 @@ func (s *stream) localReply(status int, body string, flags accesslog.ResponseFla
 // localReplyGrpc is localReply with the grpc-status a gRPC request gets;
 // a negative grpcStatus derives it from status.
 func (s *stream) localReplyGrpc(status int, grpcStatus int64, body string, flags accesslog.ResponseFlags, details string) {
-	s.localReplyAs(status, grpcStatus, body, flags, details, false)
+	s.localReplyAs(status, grpcStatus, body, flags, details, "")
 }
 
-// localReplyAs is localReplyGrpc; dropped marks a request a circuit
-// breaker refused, whose reply carries x-envoy-overloaded: true unless
-// the router suppresses Envoy's headers, as Envoy's router adds it.
-func (s *stream) localReplyAs(status int, grpcStatus int64, body string, flags accesslog.ResponseFlags, details string, dropped bool) {
+// localReplyAs is localReplyGrpc; dropHeader names the header, set to
+// "true", that marks a request the router dropped (x-envoy-overloaded for
+// a circuit breaker's refusal, x-envoy-drop-overload for drop_overloads),
+// "" for none; it is left out when the router suppresses Envoy's headers,
+// as Envoy's router adds it.
+func (s *stream) localReplyAs(status int, grpcStatus int64, body string, flags accesslog.ResponseFlags, details string, dropHeader string) {
 	s.flags |= flags
 	s.details = details
 	if status == 400 && s.proto != protoHTTP2 && !s.m.cfg.h1StreamErrorOnInvalid {
@@ -66,8 +69,8 @@ func (s *stream) localReplyAs(status int, grpcStatus int64, body string, flags a
 		return
 	}
 	s.respHeaders.reset()
-	if dropped && !s.m.filters.suppressEnvoyHeaders {
-		s.respHeaders.Add("x-envoy-overloaded", "true")
+	if dropHeader != "" && !s.m.filters.suppressEnvoyHeaders {
+		s.respHeaders.Add(dropHeader, "true")
 	}
 	contentType := "text/plain"
 	if lr := s.m.replies; lr != nil {

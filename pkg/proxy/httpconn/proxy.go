@@ -74,6 +74,13 @@ func (s *stream) forward() {
 	s.selectRouteStats()
 	s.entry.ClusterMetadata = cl.Metadata()
 	s.rewrite()
+	if cl.DropOverload() {
+		// Envoy's router drops before it picks a host, retries or
+		// mirrors, and counts the 503 as the upstream's.
+		s.chargeCode(cl.Stats(), 503)
+		s.localReplyAs(503, -1, bodyDropOverload, accesslog.DropOverload, "drop_overload", "x-envoy-drop-overload")
+		return
+	}
 	s.pick = upstream.PickContext{OriginalDst: s.origDst, Headers: &s.reqHeaders, Authority: s.authority, MetadataMatch: route.MetadataMatchFor(s.wc)}
 	if route.HashPolicy != nil {
 		// Computed only if the cluster's balancer reads it (PickHash).
@@ -462,7 +469,7 @@ func (s *stream) routeTimedOut(cl UpstreamCluster) {
 // flagged UO with x-envoy-overloaded, counted as the upstream's 503.
 func (s *stream) overflowed(cl UpstreamCluster) {
 	s.chargeCode(cl.Stats(), 503)
-	s.localReplyAs(503, -1, bodyOverflow, accesslog.UpstreamOverflow, "upstream_reset_before_response_started{overflow}", true)
+	s.localReplyAs(503, -1, bodyOverflow, accesslog.UpstreamOverflow, "upstream_reset_before_response_started{overflow}", "x-envoy-overloaded")
 }
 
 // exchangeHTTP1 sends the request on uc and relays the response. Unless

@@ -22,7 +22,6 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/xds"
 )
 
@@ -342,7 +341,7 @@ func (d *endpointDiscovery) arm(ec *edsCluster) {
 }
 
 // install gives a cluster its hosts from an accepted load assignment.
-func (d *endpointDiscovery) install(ec *edsCluster, cla *endpointv3.ClusterLoadAssignment, kept keptAssignment, priorities [][]*upstream.Host, version string) {
+func (d *endpointDiscovery) install(ec *edsCluster, cla *endpointv3.ClusterLoadAssignment, kept keptAssignment, priorities cluster.EDSHostSet, version string) {
 	ec.c.SetEDSHosts(priorities)
 	if ec.fetchTimer != nil {
 		// Warm now: the timer (and what it holds) can go at once
@@ -373,7 +372,7 @@ func (d *endpointDiscovery) apply(s *Server) func(xds.Update) error {
 			ec         *edsCluster
 			cla        *endpointv3.ClusterLoadAssignment
 			version    string // its own over delta xDS
-			priorities [][]*upstream.Host
+			priorities cluster.EDSHostSet
 		}
 		var (
 			changes []change
