@@ -52,12 +52,6 @@ die() {
 	exit 1
 }
 
-# built_version prints the version of contour's module that binary was
-# built from, as recorded in its build info (`go version -m`).
-built_version() {
-	"${GO}" version -m "$1" 2>/dev/null |
-		awk -v mod="${CONTOUR_MODULE}" '$1 == "mod" && $2 == mod { print $3 }'
-}
 
 # copy_crds puts the CRDs of the same release (HTTPProxy and the others
 # contour watches) beside the binary, as contour-crds.yaml, from the
@@ -83,14 +77,14 @@ main() {
 
 	lock_builds "${out}/.contour.lock"
 
-	if [[ -x "${binary}" && "$(built_version "${binary}")" == "${CONTOUR_VERSION}" ]]; then
+	if [[ -x "${binary}" && "$(module_version "${binary}" "${CONTOUR_MODULE}")" == "${CONTOUR_VERSION}" ]]; then
 		log "up to date (${CONTOUR_VERSION}), skipping build"
 	else
 		local -i started=${SECONDS}
 		log "building contour ${CONTOUR_VERSION} (about 3 minutes on 2 busy cores from cold)"
 		GOBIN="${out}" "${GO}" install -trimpath "${CONTOUR_MODULE}/cmd/contour@${CONTOUR_VERSION}" ||
 			die "go install ${CONTOUR_MODULE}/cmd/contour@${CONTOUR_VERSION} failed"
-		[[ "$(built_version "${binary}")" == "${CONTOUR_VERSION}" ]] ||
+		[[ "$(module_version "${binary}" "${CONTOUR_MODULE}")" == "${CONTOUR_VERSION}" ]] ||
 			die "${binary} was not built from ${CONTOUR_MODULE} ${CONTOUR_VERSION}"
 		log "built contour in $((SECONDS - started)) s"
 	fi

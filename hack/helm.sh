@@ -47,13 +47,6 @@ die() {
 	exit 1
 }
 
-# built_version prints the version of helm's module that binary was built
-# from, as recorded in its build info. It is read with `go version -m`
-# rather than `helm version` so that a binary stamped by hand cannot pass.
-built_version() {
-	"${GO}" version -m "$1" 2>/dev/null |
-		awk -v mod="${HELM_MODULE}" '$1 == "mod" && $2 == mod { print $3 }'
-}
 
 # built_ldflags prints the -ldflags binary was built with, from the stamp
 # file written beside it after the build: with -trimpath, Go leaves the
@@ -98,7 +91,7 @@ main() {
 
 	local flags
 	flags="$(ldflags)"
-	if [[ -x "${binary}" && "$(built_version "${binary}")" == "${HELM_VERSION}" &&
+	if [[ -x "${binary}" && "$(module_version "${binary}" "${HELM_MODULE}")" == "${HELM_VERSION}" &&
 		"$(built_ldflags "${binary}")" == "${flags}" ]]; then
 		log "up to date (${HELM_VERSION}), skipping build"
 	else
@@ -107,7 +100,7 @@ main() {
 		GOBIN="${out}" "${GO}" install -trimpath -ldflags "${flags}" \
 			"${HELM_MODULE}/cmd/helm@${HELM_VERSION}" ||
 			die "go install ${HELM_MODULE}/cmd/helm@${HELM_VERSION} failed"
-		[[ "$(built_version "${binary}")" == "${HELM_VERSION}" ]] ||
+		[[ "$(module_version "${binary}" "${HELM_MODULE}")" == "${HELM_VERSION}" ]] ||
 			die "${binary} was not built from ${HELM_MODULE} ${HELM_VERSION}"
 		printf '%s\n' "${flags}" >"${binary}.ldflags"
 		log "built helm in $((SECONDS - started)) s"

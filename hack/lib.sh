@@ -30,3 +30,11 @@ lock_builds() {
 		flock 9
 	fi
 }
+
+# module_version prints the version of Go module $2 that binary $1 was
+# built from, as recorded in its build information (`go version -m`, with
+# the go command in GO): a binary stamped by hand cannot pass.
+module_version() {
+	"${GO}" version -m "$1" 2>/dev/null |
+		awk -v mod="$2" '$1 == "mod" && $2 == mod { print $3 }'
+}
