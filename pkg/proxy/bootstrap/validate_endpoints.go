@@ -23,7 +23,16 @@ import (
 // earlier update had and passed; decoded messages never change) is not
 // checked again, and passed hears of each entry checked without error.
 // Either may be nil.
+//
+// An entry of the plain shape (isPlainEndpoint) that meets its
+// constraints is known to pass without the reflective walk.
 func ValidateLoadAssignment(cla *endpointv3.ClusterLoadAssignment, ext *extension.Registry, checked func(*endpointv3.LbEndpoint) bool, passed func(*endpointv3.LbEndpoint)) error {
+	return validateLoadAssignment(cla, ext, checked, passed, plainEndpoints)
+}
+
+// validateLoadAssignment is ValidateLoadAssignment, with the plain-shape
+// shortcut only when plain is true.
+func validateLoadAssignment(cla *endpointv3.ClusterLoadAssignment, ext *extension.Registry, checked func(*endpointv3.LbEndpoint) bool, passed func(*endpointv3.LbEndpoint), plain bool) error {
 	if cla == nil {
 		return &FieldError{Reason: "no load assignment"}
 	}
@@ -40,7 +49,10 @@ func ValidateLoadAssignment(cla *endpointv3.ClusterLoadAssignment, ext *extensio
 			if checked != nil && checked(lbe) {
 				continue
 			}
-			lbeErrs := constraintAndSupportErrors(lbe, ext)
+			var lbeErrs []error
+			if !isPlainEndpoint(lbe, plain) {
+				lbeErrs = constraintAndSupportErrors(lbe, ext)
+			}
 			if len(lbeErrs) == 0 {
 				if passed != nil {
 					passed(lbe)
