@@ -25,7 +25,7 @@ func BenchmarkValidateLoadAssignment(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for range b.N {
-				if err := validateLoadAssignment(cla, nil, nil, nil, bc.plain && plainEndpoints); err != nil {
+				if err := validateLoadAssignment(cla, nil, bc.plain && plainEndpoints); err != nil {
 					b.Fatal(err)
 				}
 			}
