@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strconv"
 
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
@@ -24,10 +25,70 @@ import (
 // by address among the hosts left over (takeMoved). The work is one
 // comparison per endpoint plus a lookup per endpoint that moved or
 // changed. A nil *hostReuse reuses nothing.
+//
+// Before all that, an entry that is the very message a host was built
+// from (edsSources) is that host, found by place alone (takeSource).
 type hostReuse struct {
 	levels [][]*upstream.Host // the current hosts by priority
 	cursor []int              // per level, the next host in order
 	used   [][]bool           // per level, the hosts taken
+	// sources are the entries the current hosts were built from, per
+	// level; nil when unknown.
+	sources [][]*endpointv3.LbEndpoint
+}
+
+// withSources lets entries that built the current hosts take them by
+// place (takeSource). src must be the sources of the installed set: a
+// level whose hosts are not src's at the same places is left to the
+// comparisons.
+func (r *hostReuse) withSources(src *edsSources) {
+	if r == nil || src == nil {
+		return
+	}
+	r.sources = make([][]*endpointv3.LbEndpoint, len(r.levels))
+	for p, level := range r.levels {
+		// The installed level may have more hosts (removed ones kept
+		// for their health) after src's; the places must agree.
+		if p < len(src.hosts) && len(src.hosts[p]) <= len(level) && len(src.entries[p]) == len(src.hosts[p]) &&
+			(len(level) == 0 || len(src.hosts[p]) == 0 || &level[0] == &src.hosts[p][0] || samePlaces(level, src.hosts[p])) {
+			r.sources[p] = src.entries[p]
+		}
+	}
+}
+
+// samePlaces reports whether level starts with hosts, host for host.
+func samePlaces(level, hosts []*upstream.Host) bool {
+	for i, h := range hosts {
+		if level[i] != h {
+			return false
+		}
+	}
+	return true
+}
+
+// takeSource returns the current host that lbe built if lbe is at its
+// place in the level's order (or one further, after a removal) and the
+// host is still at priority p in locality loc of locality weight weight,
+// and marks it taken; nil otherwise. The message passed every check when
+// it built the host, and messages do not change.
+func (r *hostReuse) takeSource(lbe *endpointv3.LbEndpoint, p uint32, loc upstream.Locality, weight uint32) *upstream.Host {
+	if r == nil || r.sources == nil || int(p) >= len(r.sources) {
+		return nil
+	}
+	src, level, used := r.sources[p], r.levels[p], r.used[p]
+	for c := r.cursor[p]; c < len(src) && c <= r.cursor[p]+1; c++ {
+		if src[c] != lbe || used[c] {
+			continue
+		}
+		h := level[c]
+		if h.Priority != p || h.LocalityWeight != weight || h.Locality != loc {
+			return nil
+		}
+		used[c] = true
+		r.cursor[p] = c + 1
+		return h
+	}
+	return nil
 }
 
 // newHostReuse prepares the reuse of a host set's hosts; nil without one.
@@ -106,7 +167,7 @@ func (r *hostReuse) leftOver() map[netip.AddrPort][]*upstream.Host {
 // sameHost reports whether h is the host ep would build in cluster.
 func sameHost(h *upstream.Host, ep *endpoint, cluster string) bool {
 	if h.Priority != ep.priority || h.LocalityWeight != ep.localityWeight || h.Canary != ep.canary ||
-		h.Locality != ep.locality || h.Cluster != cluster ||
+		h.Locality != *ep.locality || h.Cluster != cluster ||
 		h.Hostname != ep.lbe.GetEndpoint().GetHostname() ||
 		h.Weight != orDefault(ep.lbe.GetLoadBalancingWeight(), MinWeight) ||
 		h.ConfigHealth != ep.lbe.GetHealthStatus() {
