@@ -83,6 +83,8 @@ type EDSHostSet struct {
 	// sources are the entries the hosts were built from, nil for a
 	// small assignment.
 	sources *edsSources
+	// change is what the update knows of the set it replaces.
+	change *setChange
 }
 
 // EDSHosts checks a load assignment for an EDS cluster and returns its
@@ -113,7 +115,7 @@ func (c *Cluster) EDSHosts(cla *endpointv3.ClusterLoadAssignment) (EDSHostSet, e
 	if err := errors.Join(errs...); err != nil {
 		return EDSHostSet{}, err
 	}
-	hs := EDSHostSet{Priorities: levelsOf(eps), drop: drop}
+	hs := EDSHostSet{Priorities: levelsOf(eps), drop: drop, change: reuse.change()}
 	if len(eps) >= minSourcedEndpoints {
 		hs.sources = &edsSources{hosts: hs.Priorities, entries: make([][]*endpointv3.LbEndpoint, len(hs.Priorities))}
 		for p, level := range hs.Priorities {
@@ -134,7 +136,11 @@ func (c *Cluster) SetEDSHosts(hs EDSHostSet) {
 	if c.eds != nil {
 		c.eds.sources.Store(hs.sources)
 	}
-	c.SetHosts(hs.Priorities)
+	priorities := hs.Priorities
+	if len(priorities) == 0 {
+		priorities = [][]*upstream.Host{nil}
+	}
+	c.installChange(priorities, true, hs.change)
 	c.EndWarming()
 }
 

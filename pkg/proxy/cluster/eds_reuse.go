@@ -29,12 +29,46 @@ import (
 // Before all that, an entry that is the very message a host was built
 // from (edsSources) is that host, found by place alone (takeSource).
 type hostReuse struct {
+	base   *hostSet           // the current set
 	levels [][]*upstream.Host // the current hosts by priority
 	cursor []int              // per level, the next host in order
 	used   [][]bool           // per level, the hosts taken
 	// sources are the entries the current hosts were built from, per
 	// level; nil when unknown.
 	sources [][]*endpointv3.LbEndpoint
+}
+
+// setChange is what an EDS update knows of the host set it replaces: the
+// hosts of base it did not take (gone); every other host of base is in
+// the new set. Installing it in place of base can then update base's
+// HTTP/1.1 pools rather than rebuild them (http1Pools.changed).
+type setChange struct {
+	base *hostSet
+	gone []*upstream.Host
+}
+
+// change is the reuse's setChange, once every endpoint took its host;
+// nil without a current set.
+func (r *hostReuse) change() *setChange {
+	if r == nil {
+		return nil
+	}
+	ch := &setChange{base: r.base}
+	for p, level := range r.levels {
+		for c, h := range level {
+			if !r.used[p][c] {
+				ch.gone = append(ch.gone, h)
+			}
+		}
+	}
+	return ch
+}
+
+// appliesTo reports whether ch describes the replacement of old: the set
+// may have changed since the update was built (a health change removed a
+// host), and then ch says nothing.
+func (ch *setChange) appliesTo(old *hostSet) bool {
+	return ch != nil && old != nil && ch.base == old
 }
 
 // withSources lets entries that built the current hosts take them by
@@ -96,7 +130,7 @@ func newHostReuse(hs *hostSet) *hostReuse {
 	if hs == nil || len(hs.hosts) == 0 {
 		return nil
 	}
-	r := &hostReuse{levels: hs.priorities, cursor: make([]int, len(hs.priorities)), used: make([][]bool, len(hs.priorities))}
+	r := &hostReuse{base: hs, levels: hs.priorities, cursor: make([]int, len(hs.priorities)), used: make([][]bool, len(hs.priorities))}
 	for i, level := range hs.priorities {
 		r.used[i] = make([]bool, len(level))
 	}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"iter"
+	"maps"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -79,4 +80,39 @@ func (ps *http1Pools) all() iter.Seq2[*upstream.Host, *http1Pool] {
 			}
 		}
 	}
+}
+
+// changed returns the pools of hosts, a set that replaces ps's when only
+// the hosts of gone may have left it (all others of ps's hosts are in
+// hosts), and the pools of those that did leave: ps's map copied whole,
+// the new hosts given pools and the departed ones removed, where building
+// the map again would look up and insert every host. ps keeps a map.
+func (ps *http1Pools) changed(hosts, gone []*upstream.Host) (http1Pools, []*http1Pool) {
+	many := maps.Clone(ps.many)
+	// stayed tells which of gone are in hosts all the same (a removed
+	// host kept while it is healthy).
+	var stayed map[*upstream.Host]bool
+	if len(gone) > 0 {
+		stayed = make(map[*upstream.Host]bool, len(gone))
+		for _, h := range gone {
+			stayed[h] = false
+		}
+	}
+	for _, h := range hosts {
+		if _, ok := many[h]; !ok {
+			many[h] = &http1Pool{}
+		} else if stayed != nil {
+			if _, ok := stayed[h]; ok {
+				stayed[h] = true
+			}
+		}
+	}
+	var retired []*http1Pool
+	for _, h := range gone {
+		if p := many[h]; p != nil && !stayed[h] {
+			retired = append(retired, p)
+			delete(many, h)
+		}
+	}
+	return http1Pools{many: many}, retired
 }
