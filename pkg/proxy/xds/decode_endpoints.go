@@ -117,6 +117,15 @@ func (r *endpointReuse) decode(dec bootstrap.Decoder, depth int, value []byte) (
 // the rest of a message's wire form (the rest in order, as it was); false
 // when b does not parse.
 func splitField(b []byte, num protowire.Number) (rest []byte, values [][]byte, ok bool) {
+	// The values are counted first (reading tags and lengths only), so
+	// that a list of 10,000 is allocated once rather than grown.
+	n, ok := countField(b, num)
+	if !ok {
+		return nil, nil, false
+	}
+	if n > 0 {
+		values = make([][]byte, 0, n)
+	}
 	for len(b) > 0 {
 		n, typ, tagLen := protowire.ConsumeTag(b)
 		if tagLen < 0 {
@@ -135,4 +144,25 @@ func splitField(b []byte, num protowire.Number) (rest []byte, values [][]byte, o
 		b = b[tagLen+valLen:]
 	}
 	return rest, values, true
+}
+
+// countField counts the length-delimited occurrences of field num in a
+// message's wire form; false when b does not parse.
+func countField(b []byte, num protowire.Number) (int, bool) {
+	n := 0
+	for len(b) > 0 {
+		f, typ, tagLen := protowire.ConsumeTag(b)
+		if tagLen < 0 {
+			return 0, false
+		}
+		valLen := protowire.ConsumeFieldValue(f, typ, b[tagLen:])
+		if valLen < 0 {
+			return 0, false
+		}
+		if f == num && typ == protowire.BytesType {
+			n++
+		}
+		b = b[tagLen+valLen:]
+	}
+	return n, true
 }
