@@ -35,6 +35,9 @@ type endpointReuse struct {
 	// assignments, by wire form; gen tells the ones this response used.
 	known map[string]*reusedEndpoint
 	gen   uint64
+	// seen counts the entries of known this response used: when it used
+	// them all, end has nothing to forget and skips its pass.
+	seen int
 }
 
 // reusedEndpoint is a decoded lb_endpoints entry and the last response
@@ -45,10 +48,13 @@ type reusedEndpoint struct {
 }
 
 // begin starts a response.
-func (r *endpointReuse) begin() { r.gen++ }
+func (r *endpointReuse) begin() { r.gen++; r.seen = 0 }
 
 // end ends a response: the entries it did not have are forgotten.
 func (r *endpointReuse) end() {
+	if r.seen == len(r.known) {
+		return
+	}
 	for k, e := range r.known {
 		if e.gen != r.gen {
 			delete(r.known, k)
@@ -105,7 +111,10 @@ func (r *endpointReuse) decode(dec bootstrap.Decoder, depth int, value []byte) (
 				e = &reusedEndpoint{msg: lbe}
 				r.known[string(b)] = e
 			}
-			e.gen = r.gen
+			if e.gen != r.gen {
+				r.seen++
+				e.gen = r.gen
+			}
 			lle.LbEndpoints = append(lle.LbEndpoints, e.msg)
 		}
 		cla.Endpoints = append(cla.Endpoints, lle)
