@@ -29,10 +29,21 @@ const (
 	canaryKey     = "canary"
 )
 
-// endpoint is one checked lb_endpoints entry: its host with everything
-// but, for a name to resolve, the address; and its socket address.
+// endpoint is one lb_endpoints entry of a load assignment: its host, and
+// unless it kept its host by source (hostReuse.takeSource) what checking
+// it found. A large assignment has one of these per entry on every
+// update, so the kept ones are small: the rest is a checkedEntry of its
+// own, for the entries checked.
 type endpoint struct {
-	host *upstream.Host
+	host     *upstream.Host
+	lbe      *endpointv3.LbEndpoint
+	priority uint32
+	*checkedEntry
+}
+
+// checkedEntry is what checking an entry found: its socket address and
+// the settings and place its host takes.
+type checkedEntry struct {
 	// name is socket_address.address: an IP literal, or for DNS clusters
 	// a host name; ip is the literal's address, invalid for a name.
 	name string
@@ -41,10 +52,8 @@ type endpoint struct {
 	// pipe: name is a unix socket's path (a STATIC cluster's pipe endpoint).
 	pipe bool
 	// The entry's own settings and place, for the host; locality is its
-	// group's (shared: a large assignment has one of these per entry).
-	lbe            *endpointv3.LbEndpoint
+	// group's (shared).
 	canary         bool
-	priority       uint32
 	locality       *upstream.Locality
 	localityWeight uint32
 }
@@ -129,7 +138,7 @@ func buildEndpoints(cluster string, la *endpointv3.ClusterLoadAssignment, names 
 		for j, lbe := range lle.GetLbEndpoints() {
 			if h := reuse.takeSource(lbe, p, loc, weight); h != nil {
 				// The message that built h, checked then.
-				eps = append(eps, endpoint{host: h, lbe: lbe, priority: p, locality: &loc, localityWeight: weight})
+				eps = append(eps, endpoint{host: h, lbe: lbe, priority: p})
 				continue
 			}
 			ep, herrs := buildEndpoint(lbe, names)
@@ -217,7 +226,7 @@ func buildEndpoint(lbe *endpointv3.LbEndpoint, names bool) (endpoint, []error) {
 	if len(errs) > 0 {
 		return endpoint{}, errs
 	}
-	out := endpoint{name: name, port: port, lbe: lbe, canary: canary, pipe: pipe}
+	out := endpoint{lbe: lbe, checkedEntry: &checkedEntry{name: name, port: port, canary: canary, pipe: pipe}}
 	if !names {
 		out.ip = ip
 	}
