@@ -251,6 +251,10 @@ func (c *Cluster) installChange(priorities [][]*upstream.Host, counted bool, ch 
 
 // installLocked is installChange with c.updateMu held.
 func (c *Cluster) installLocked(priorities [][]*upstream.Host, counted bool, ch *setChange) {
+	given := 0
+	for _, level := range priorities {
+		given += len(level)
+	}
 	priorities = c.keepHealthyRemoved(priorities)
 	old := c.set.Load()
 	hs := &hostSet{priorities: priorities}
@@ -282,7 +286,8 @@ func (c *Cluster) installLocked(priorities [][]*upstream.Host, counted bool, ch 
 	known := false
 	if !c.settings.protocol.http2 {
 		if ch.appliesTo(old) && old.h1.many != nil && len(hs.hosts) > maxListedPools {
-			hs.h1, retired = old.h1.changed(hs.hosts, ch.gone)
+			// extra: hosts kept for their health joined the update's.
+			hs.h1, retired = old.h1.changed(hs.hosts, ch, len(hs.hosts) != given)
 			known = true
 		} else {
 			hs.h1 = newHTTP1Pools(len(hs.hosts))

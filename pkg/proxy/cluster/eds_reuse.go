@@ -36,15 +36,20 @@ type hostReuse struct {
 	// sources are the entries the current hosts were built from, per
 	// level; nil when unknown.
 	sources [][]*endpointv3.LbEndpoint
+	// fresh are the hosts built anew for the update (not taken).
+	fresh []*upstream.Host
 }
 
 // setChange is what an EDS update knows of the host set it replaces: the
-// hosts of base it did not take (gone); every other host of base is in
-// the new set. Installing it in place of base can then update base's
-// HTTP/1.1 pools rather than rebuild them (http1Pools.changed).
+// hosts of base it did not take (gone) and the ones it built anew
+// (added); every other host of base is in the new set, and every other
+// host of the new set was base's. Installing it in place of base can then
+// update base's HTTP/1.1 pools rather than rebuild them
+// (http1Pools.changed).
 type setChange struct {
-	base *hostSet
-	gone []*upstream.Host
+	base  *hostSet
+	gone  []*upstream.Host
+	added []*upstream.Host
 }
 
 // change is the reuse's setChange, once every endpoint took its host;
@@ -53,7 +58,7 @@ func (r *hostReuse) change() *setChange {
 	if r == nil {
 		return nil
 	}
-	ch := &setChange{base: r.base}
+	ch := &setChange{base: r.base, added: r.fresh}
 	for p, level := range r.levels {
 		for c, h := range level {
 			if !r.used[p][c] {
@@ -161,7 +166,7 @@ func (r *hostReuse) takeMoved(eps []endpoint, cluster string) {
 	if r == nil {
 		return
 	}
-	var rest map[netip.AddrPort][]*upstream.Host
+	var rest map[netip.AddrPort][]place
 	for i := range eps {
 		ep := &eps[i]
 		if ep.host != nil || !ep.ip.IsValid() {
@@ -171,27 +176,42 @@ func (r *hostReuse) takeMoved(eps []endpoint, cluster string) {
 			rest = r.leftOver()
 		}
 		ap := netip.AddrPortFrom(ep.ip, ep.port)
-		hosts := rest[ap]
-		for j, h := range hosts {
-			if sameHost(h, ep, cluster) {
+		places := rest[ap]
+		for j, pl := range places {
+			if h := r.levels[pl.priority][pl.index]; sameHost(h, ep, cluster) {
 				ep.host = h
-				rest[ap] = append(hosts[:j:j], hosts[j+1:]...)
+				r.used[pl.priority][pl.index] = true
+				rest[ap] = append(places[:j:j], places[j+1:]...)
 				break
 			}
 		}
 	}
 }
 
-// leftOver indexes the hosts not taken by address.
-func (r *hostReuse) leftOver() map[netip.AddrPort][]*upstream.Host {
-	rest := map[netip.AddrPort][]*upstream.Host{}
+// built records a host built anew for the update.
+func (r *hostReuse) built(h *upstream.Host) {
+	if r != nil {
+		r.fresh = append(r.fresh, h)
+	}
+}
+
+// place is a host's place in the current set: its level and its index
+// there.
+type place struct {
+	priority uint32
+	index    int
+}
+
+// leftOver indexes the places of the hosts not taken by address.
+func (r *hostReuse) leftOver() map[netip.AddrPort][]place {
+	rest := map[netip.AddrPort][]place{}
 	for p, level := range r.levels {
 		for c, h := range level {
 			if r.used[p][c] {
 				continue
 			}
 			if ap, err := netip.ParseAddrPort(h.Address); err == nil {
-				rest[ap] = append(rest[ap], h)
+				rest[ap] = append(rest[ap], place{uint32(p), c})
 			}
 		}
 	}

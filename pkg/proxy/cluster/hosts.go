@@ -157,6 +157,7 @@ func buildEndpoints(cluster string, la *endpointv3.ClusterLoadAssignment, names 
 	for i := range eps {
 		if eps[i].host == nil {
 			eps[i].host = eps[i].newHost(cluster)
+			reuse.built(eps[i].host)
 		}
 	}
 	return eps, errs

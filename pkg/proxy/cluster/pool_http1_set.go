@@ -82,33 +82,32 @@ func (ps *http1Pools) all() iter.Seq2[*upstream.Host, *http1Pool] {
 	}
 }
 
-// changed returns the pools of hosts, a set that replaces ps's when only
-// the hosts of gone may have left it (all others of ps's hosts are in
-// hosts), and the pools of those that did leave: ps's map copied whole,
-// the new hosts given pools and the departed ones removed, where building
-// the map again would look up and insert every host. ps keeps a map.
-func (ps *http1Pools) changed(hosts, gone []*upstream.Host) (http1Pools, []*http1Pool) {
+// changed returns the pools of a set that replaces ps's by the change
+// ch: ps's map copied whole, the added hosts given pools and the departed
+// ones removed, where building the map again would look up and insert
+// every host; and the pools of the departed hosts. hosts are the new
+// set's: a host of ch.gone that it has all the same (a removed host kept
+// while it is healthy) keeps its pool, which costs a look at every host,
+// so only when extra says there are such hosts. ps keeps a map.
+func (ps *http1Pools) changed(hosts []*upstream.Host, ch *setChange, extra bool) (http1Pools, []*http1Pool) {
 	many := maps.Clone(ps.many)
-	// stayed tells which of gone are in hosts all the same (a removed
-	// host kept while it is healthy).
+	for _, h := range ch.added {
+		many[h] = &http1Pool{}
+	}
 	var stayed map[*upstream.Host]bool
-	if len(gone) > 0 {
-		stayed = make(map[*upstream.Host]bool, len(gone))
-		for _, h := range gone {
+	if extra && len(ch.gone) > 0 {
+		stayed = make(map[*upstream.Host]bool, len(ch.gone))
+		for _, h := range ch.gone {
 			stayed[h] = false
 		}
-	}
-	for _, h := range hosts {
-		if _, ok := many[h]; !ok {
-			many[h] = &http1Pool{}
-		} else if stayed != nil {
+		for _, h := range hosts {
 			if _, ok := stayed[h]; ok {
 				stayed[h] = true
 			}
 		}
 	}
 	var retired []*http1Pool
-	for _, h := range gone {
+	for _, h := range ch.gone {
 		if p := many[h]; p != nil && !stayed[h] {
 			retired = append(retired, p)
 			delete(many, h)
