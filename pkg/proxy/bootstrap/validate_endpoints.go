@@ -17,13 +17,18 @@ import (
 // Outrigger does not implement is refused here, so that the update is
 // rejected with its path rather than applied without it.
 //
-// The check of a large assignment is most of an update's cost, and the
-// state of the world sends all of it for a one-endpoint change: an
-// lb_endpoints entry for which checked reports true (the same message an
-// earlier update had and passed; decoded messages never change) is not
-// checked again, and passed hears of each entry checked without error.
-// Either may be nil.
-func ValidateLoadAssignment(cla *endpointv3.ClusterLoadAssignment, ext *extension.Registry, checked func(*endpointv3.LbEndpoint) bool, passed func(*endpointv3.LbEndpoint)) error {
+// The check of a large assignment would be most of an update's cost (the
+// reflective walk takes some microseconds per entry, and the state of the
+// world sends every entry for a one-endpoint change): an entry of the
+// plain shape that meets its constraints (isPlainEndpoint, a few field
+// reads) is known to pass without the walk.
+func ValidateLoadAssignment(cla *endpointv3.ClusterLoadAssignment, ext *extension.Registry) error {
+	return validateLoadAssignment(cla, ext, plainEndpoints)
+}
+
+// validateLoadAssignment is ValidateLoadAssignment, with the plain-shape
+// shortcut only when plain is true.
+func validateLoadAssignment(cla *endpointv3.ClusterLoadAssignment, ext *extension.Registry, plain bool) error {
 	if cla == nil {
 		return &FieldError{Reason: "no load assignment"}
 	}
@@ -37,16 +42,10 @@ func ValidateLoadAssignment(cla *endpointv3.ClusterLoadAssignment, ext *extensio
 	errs := constraintAndSupportErrors(top.Interface().(*endpointv3.ClusterLoadAssignment), ext)
 	for i, l := range cla.GetEndpoints() {
 		for j, lbe := range l.GetLbEndpoints() {
-			if checked != nil && checked(lbe) {
+			if isPlainEndpoint(lbe, plain) {
 				continue
 			}
 			lbeErrs := constraintAndSupportErrors(lbe, ext)
-			if len(lbeErrs) == 0 {
-				if passed != nil {
-					passed(lbe)
-				}
-				continue
-			}
 			prefix := "endpoints[" + strconv.Itoa(i) + "].lb_endpoints[" + strconv.Itoa(j) + "]"
 			for _, err := range lbeErrs {
 				errs = append(errs, underPath(prefix, err))

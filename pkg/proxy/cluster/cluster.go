@@ -238,13 +238,23 @@ func (c *Cluster) SetHosts(priorities [][]*upstream.Host) {
 // hosts it no longer has. counted says whether the change counts in
 // membership_change (a DNS cluster's initial empty set does not).
 func (c *Cluster) install(priorities [][]*upstream.Host, counted bool) {
-	c.updateMu.Lock()
-	defer c.updateMu.Unlock()
-	c.installLocked(priorities, counted)
+	c.installChange(priorities, counted, nil)
 }
 
-// installLocked is install with c.updateMu held.
-func (c *Cluster) installLocked(priorities [][]*upstream.Host, counted bool) {
+// installChange is install with what an EDS update knows of the set it
+// replaces (nil for nothing).
+func (c *Cluster) installChange(priorities [][]*upstream.Host, counted bool, ch *setChange) {
+	c.updateMu.Lock()
+	defer c.updateMu.Unlock()
+	c.installLocked(priorities, counted, ch)
+}
+
+// installLocked is installChange with c.updateMu held.
+func (c *Cluster) installLocked(priorities [][]*upstream.Host, counted bool, ch *setChange) {
+	given := 0
+	for _, level := range priorities {
+		given += len(level)
+	}
 	priorities = c.keepHealthyRemoved(priorities)
 	old := c.set.Load()
 	hs := &hostSet{priorities: priorities}
@@ -270,13 +280,23 @@ func (c *Cluster) installLocked(priorities [][]*upstream.Host, counted bool) {
 			}
 		}
 	}
+	// retired are the HTTP/1.1 pools of the hosts that left, when the
+	// change tells them (known); otherwise they are found below.
+	var retired []*http1Pool
+	known := false
 	if !c.settings.protocol.http2 {
-		hs.h1 = newHTTP1Pools(len(hs.hosts))
-		for _, h := range hs.hosts {
-			if p := old.pool(h); p != nil {
-				hs.h1.put(h, p)
-			} else {
-				hs.h1.put(h, &http1Pool{})
+		if ch.appliesTo(old) && old.h1.many != nil && len(hs.hosts) > maxListedPools {
+			// extra: hosts kept for their health joined the update's.
+			hs.h1, retired = old.h1.changed(hs.hosts, ch, len(hs.hosts) != given)
+			known = true
+		} else {
+			hs.h1 = newHTTP1Pools(len(hs.hosts))
+			for _, h := range hs.hosts {
+				if p := old.pool(h); p != nil {
+					hs.h1.put(h, p)
+				} else {
+					hs.h1.put(h, &http1Pool{})
+				}
 			}
 		}
 	}
@@ -300,10 +320,17 @@ func (c *Cluster) installLocked(priorities [][]*upstream.Host, counted bool) {
 		return
 	}
 	removed := false
-	for h, p := range old.h1.all() {
-		if hs.h1.get(h) == nil {
+	if known {
+		for _, p := range retired {
 			p.retire()
-			removed = true
+		}
+		removed = len(retired) > 0
+	} else {
+		for h, p := range old.h1.all() {
+			if hs.h1.get(h) == nil {
+				p.retire()
+				removed = true
+			}
 		}
 	}
 	if c.h2 != nil {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -33,10 +34,31 @@ func buildEDS(c *clusterv3.Cluster) (*edsSettings, []error) {
 }
 
 // edsState is an EDS cluster's warming: warm is closed by its first load
-// assignment, or when the server stops waiting for one.
+// assignment, or when the server stops waiting for one. sources are the
+// entries the installed hosts were built from (see edsSources).
 type edsState struct {
-	warm chan struct{}
-	once sync.Once
+	warm    chan struct{}
+	once    sync.Once
+	sources atomic.Pointer[edsSources]
+}
+
+// minSourcedEndpoints is the size from which an assignment's entries are
+// kept beside its hosts (edsSources): the xds decoder reuses the decoded
+// entries of assignments this large (and only these), so only they come
+// back as the same messages; a small assignment would keep its decoded
+// messages alive for nothing.
+const minSourcedEndpoints = 64
+
+// edsSources are the lb_endpoints entries an installed EDS host set was
+// built from, by priority level in the set's order: entry i of a level
+// built host i of that level. A later assignment's entry that is the
+// same message (decoded messages never change; the xds decoder hands
+// back the last response's message for an entry unchanged byte for byte)
+// at the same place, priority, locality and locality weight is that host
+// without being checked or compared again (hostReuse.takeSource).
+type edsSources struct {
+	hosts   [][]*upstream.Host
+	entries [][]*endpointv3.LbEndpoint
 }
 
 func newEDSState() *edsState { return &edsState{warm: make(chan struct{})} }
@@ -58,6 +80,11 @@ type EDSHostSet struct {
 	Priorities [][]*upstream.Host
 	// drop is policy.drop_overloads in parts per million.
 	drop uint32
+	// sources are the entries the hosts were built from, nil for a
+	// small assignment.
+	sources *edsSources
+	// change is what the update knows of the set it replaces.
+	change *setChange
 }
 
 // EDSHosts checks a load assignment for an EDS cluster and returns its
@@ -81,19 +108,39 @@ func (c *Cluster) EDSHosts(cla *endpointv3.ClusterLoadAssignment) (EDSHostSet, e
 	if err != nil {
 		errs = append(errs, prefixed("policy", err))
 	}
-	priorities, herrs := buildHosts(c.settings.name, cla, newHostReuse(c.set.Load()))
+	reuse := newHostReuse(c.set.Load())
+	reuse.withSources(c.eds.sources.Load())
+	eps, herrs := buildEndpoints(c.settings.name, cla, false, reuse)
 	errs = append(errs, herrs...)
 	if err := errors.Join(errs...); err != nil {
 		return EDSHostSet{}, err
 	}
-	return EDSHostSet{Priorities: priorities, drop: drop}, nil
+	hs := EDSHostSet{Priorities: levelsOf(eps), drop: drop, change: reuse.change()}
+	if len(eps) >= minSourcedEndpoints {
+		hs.sources = &edsSources{hosts: hs.Priorities, entries: make([][]*endpointv3.LbEndpoint, len(hs.Priorities))}
+		for p, level := range hs.Priorities {
+			hs.sources.entries[p] = make([]*endpointv3.LbEndpoint, 0, len(level))
+		}
+		for i := range eps {
+			p := eps[i].priority
+			hs.sources.entries[p] = append(hs.sources.entries[p], eps[i].lbe)
+		}
+	}
+	return hs, nil
 }
 
 // SetEDSHosts installs an EDS cluster's hosts and drop ratio (from
 // EDSHosts) and ends its warming.
 func (c *Cluster) SetEDSHosts(hs EDSHostSet) {
 	c.drop.Store(hs.drop)
-	c.SetHosts(hs.Priorities)
+	if c.eds != nil {
+		c.eds.sources.Store(hs.sources)
+	}
+	priorities := hs.Priorities
+	if len(priorities) == 0 {
+		priorities = [][]*upstream.Host{nil}
+	}
+	c.installChange(priorities, true, hs.change)
 	c.EndWarming()
 }
 

@@ -16,17 +16,6 @@ func BenchmarkEDSOneEndpointChange(b *testing.B) {
 - name: backend
   type: EDS`)
 	c := m.Cluster("backend")
-	assignment := func(n int) *endpointv3.ClusterLoadAssignment {
-		eps := make([]*endpointv3.LbEndpoint, n)
-		for i := range eps {
-			eps[i] = &endpointv3.LbEndpoint{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
-				Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
-					Address: "10.0." + itoa(i/250) + "." + itoa(i%250+1), PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: 8080},
-				}}},
-			}}}
-		}
-		return &endpointv3.ClusterLoadAssignment{ClusterName: "backend", Endpoints: []*endpointv3.LocalityLbEndpoints{{LbEndpoints: eps}}}
-	}
 	// Each update is a new decode, as over the wire: new messages.
 	claims := []*endpointv3.ClusterLoadAssignment{assignment(10001), assignment(10000)}
 	apply := func(cla *endpointv3.ClusterLoadAssignment) {
@@ -42,6 +31,52 @@ func BenchmarkEDSOneEndpointChange(b *testing.B) {
 	for i := range b.N {
 		apply(claims[i%2])
 	}
+}
+
+// BenchmarkEDSOneEndpointChangeSameMessages is BenchmarkEDSOneEndpointChange
+// as the xds decoder delivers it: the 10,000 unchanged entries are the
+// previous response's messages, only the added one is new.
+func BenchmarkEDSOneEndpointChangeSameMessages(b *testing.B) {
+	m, _, _ := newTestManager(b, `
+- name: backend
+  type: EDS`)
+	c := m.Cluster("backend")
+	base := assignment(10000).Endpoints[0].LbEndpoints
+	apply := func(eps []*endpointv3.LbEndpoint) {
+		p, err := c.EDSHosts(&endpointv3.ClusterLoadAssignment{ClusterName: "backend", Endpoints: []*endpointv3.LocalityLbEndpoints{{LbEndpoints: eps}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.SetEDSHosts(p)
+	}
+	apply(base)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if i%2 == 1 {
+			apply(base)
+			continue
+		}
+		apply(append(base[:10000:10000], benchEndpoint(10000)))
+	}
+}
+
+// assignment is a load assignment of n endpoints, new messages.
+func assignment(n int) *endpointv3.ClusterLoadAssignment {
+	eps := make([]*endpointv3.LbEndpoint, n)
+	for i := range eps {
+		eps[i] = benchEndpoint(i)
+	}
+	return &endpointv3.ClusterLoadAssignment{ClusterName: "backend", Endpoints: []*endpointv3.LocalityLbEndpoints{{LbEndpoints: eps}}}
+}
+
+// benchEndpoint is the i-th endpoint of the benchmarks' assignments.
+func benchEndpoint(i int) *endpointv3.LbEndpoint {
+	return &endpointv3.LbEndpoint{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
+		Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+			Address: "10.0." + itoa(i/250) + "." + itoa(i%250+1), PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: 8080},
+		}}},
+	}}}
 }
 
 // itoa is strconv.Itoa for the benchmark's small numbers.

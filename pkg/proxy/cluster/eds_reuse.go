@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strconv"
 
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
@@ -24,10 +25,109 @@ import (
 // by address among the hosts left over (takeMoved). The work is one
 // comparison per endpoint plus a lookup per endpoint that moved or
 // changed. A nil *hostReuse reuses nothing.
+//
+// Before all that, an entry that is the very message a host was built
+// from (edsSources) is that host, found by place alone (takeSource).
 type hostReuse struct {
+	base   *hostSet           // the current set
 	levels [][]*upstream.Host // the current hosts by priority
 	cursor []int              // per level, the next host in order
 	used   [][]bool           // per level, the hosts taken
+	// sources are the entries the current hosts were built from, per
+	// level; nil when unknown.
+	sources [][]*endpointv3.LbEndpoint
+	// fresh are the hosts built anew for the update (not taken).
+	fresh []*upstream.Host
+}
+
+// setChange is what an EDS update knows of the host set it replaces: the
+// hosts of base it did not take (gone) and the ones it built anew
+// (added); every other host of base is in the new set, and every other
+// host of the new set was base's. Installing it in place of base can then
+// update base's HTTP/1.1 pools rather than rebuild them
+// (http1Pools.changed).
+type setChange struct {
+	base  *hostSet
+	gone  []*upstream.Host
+	added []*upstream.Host
+}
+
+// change is the reuse's setChange, once every endpoint took its host;
+// nil without a current set.
+func (r *hostReuse) change() *setChange {
+	if r == nil {
+		return nil
+	}
+	ch := &setChange{base: r.base, added: r.fresh}
+	for p, level := range r.levels {
+		for c, h := range level {
+			if !r.used[p][c] {
+				ch.gone = append(ch.gone, h)
+			}
+		}
+	}
+	return ch
+}
+
+// appliesTo reports whether ch describes the replacement of old: the set
+// may have changed since the update was built (a health change removed a
+// host), and then ch says nothing.
+func (ch *setChange) appliesTo(old *hostSet) bool {
+	return ch != nil && old != nil && ch.base == old
+}
+
+// withSources lets entries that built the current hosts take them by
+// place (takeSource). src must be the sources of the installed set: a
+// level whose hosts are not src's at the same places is left to the
+// comparisons.
+func (r *hostReuse) withSources(src *edsSources) {
+	if r == nil || src == nil {
+		return
+	}
+	r.sources = make([][]*endpointv3.LbEndpoint, len(r.levels))
+	for p, level := range r.levels {
+		// The installed level may have more hosts (removed ones kept
+		// for their health) after src's; the places must agree.
+		if p < len(src.hosts) && len(src.hosts[p]) <= len(level) && len(src.entries[p]) == len(src.hosts[p]) &&
+			(len(level) == 0 || len(src.hosts[p]) == 0 || &level[0] == &src.hosts[p][0] || samePlaces(level, src.hosts[p])) {
+			r.sources[p] = src.entries[p]
+		}
+	}
+}
+
+// samePlaces reports whether level starts with hosts, host for host.
+func samePlaces(level, hosts []*upstream.Host) bool {
+	for i, h := range hosts {
+		if level[i] != h {
+			return false
+		}
+	}
+	return true
+}
+
+// takeSource returns the current host that lbe built if lbe is at its
+// place in the level's order (or one further, after a removal) and the
+// host is still at priority p in locality loc of locality weight weight,
+// and marks it taken; nil otherwise. The message passed every check when
+// it built the host, and messages do not change.
+func (r *hostReuse) takeSource(lbe *endpointv3.LbEndpoint, p uint32, loc upstream.Locality, weight uint32) *upstream.Host {
+	if r == nil || r.sources == nil || int(p) >= len(r.sources) {
+		return nil
+	}
+	src, level, used := r.sources[p], r.levels[p], r.used[p]
+	for c := r.cursor[p]; c < len(src) && c <= r.cursor[p]+1; c++ {
+		if src[c] != lbe || used[c] {
+			continue
+		}
+		h := level[c]
+		if h.Priority != p || h.LocalityWeight != weight || h.Locality != loc {
+			return nil
+		}
+		used[c] = true
+		r.cursor[p] = c + 1
+		return h
+	}
+	return nil
 }
 
 // newHostReuse prepares the reuse of a host set's hosts; nil without one.
@@ -35,7 +135,7 @@ func newHostReuse(hs *hostSet) *hostReuse {
 	if hs == nil || len(hs.hosts) == 0 {
 		return nil
 	}
-	r := &hostReuse{levels: hs.priorities, cursor: make([]int, len(hs.priorities)), used: make([][]bool, len(hs.priorities))}
+	r := &hostReuse{base: hs, levels: hs.priorities, cursor: make([]int, len(hs.priorities)), used: make([][]bool, len(hs.priorities))}
 	for i, level := range hs.priorities {
 		r.used[i] = make([]bool, len(level))
 	}
@@ -66,7 +166,7 @@ func (r *hostReuse) takeMoved(eps []endpoint, cluster string) {
 	if r == nil {
 		return
 	}
-	var rest map[netip.AddrPort][]*upstream.Host
+	var rest map[netip.AddrPort][]place
 	for i := range eps {
 		ep := &eps[i]
 		if ep.host != nil || !ep.ip.IsValid() {
@@ -76,27 +176,42 @@ func (r *hostReuse) takeMoved(eps []endpoint, cluster string) {
 			rest = r.leftOver()
 		}
 		ap := netip.AddrPortFrom(ep.ip, ep.port)
-		hosts := rest[ap]
-		for j, h := range hosts {
-			if sameHost(h, ep, cluster) {
+		places := rest[ap]
+		for j, pl := range places {
+			if h := r.levels[pl.priority][pl.index]; sameHost(h, ep, cluster) {
 				ep.host = h
-				rest[ap] = append(hosts[:j:j], hosts[j+1:]...)
+				r.used[pl.priority][pl.index] = true
+				rest[ap] = append(places[:j:j], places[j+1:]...)
 				break
 			}
 		}
 	}
 }
 
-// leftOver indexes the hosts not taken by address.
-func (r *hostReuse) leftOver() map[netip.AddrPort][]*upstream.Host {
-	rest := map[netip.AddrPort][]*upstream.Host{}
+// built records a host built anew for the update.
+func (r *hostReuse) built(h *upstream.Host) {
+	if r != nil {
+		r.fresh = append(r.fresh, h)
+	}
+}
+
+// place is a host's place in the current set: its level and its index
+// there.
+type place struct {
+	priority uint32
+	index    int
+}
+
+// leftOver indexes the places of the hosts not taken by address.
+func (r *hostReuse) leftOver() map[netip.AddrPort][]place {
+	rest := map[netip.AddrPort][]place{}
 	for p, level := range r.levels {
 		for c, h := range level {
 			if r.used[p][c] {
 				continue
 			}
 			if ap, err := netip.ParseAddrPort(h.Address); err == nil {
-				rest[ap] = append(rest[ap], h)
+				rest[ap] = append(rest[ap], place{uint32(p), c})
 			}
 		}
 	}
@@ -106,7 +221,7 @@ func (r *hostReuse) leftOver() map[netip.AddrPort][]*upstream.Host {
 // sameHost reports whether h is the host ep would build in cluster.
 func sameHost(h *upstream.Host, ep *endpoint, cluster string) bool {
 	if h.Priority != ep.priority || h.LocalityWeight != ep.localityWeight || h.Canary != ep.canary ||
-		h.Locality != ep.locality || h.Cluster != cluster ||
+		h.Locality != *ep.locality || h.Cluster != cluster ||
 		h.Hostname != ep.lbe.GetEndpoint().GetHostname() ||
 		h.Weight != orDefault(ep.lbe.GetLoadBalancingWeight(), MinWeight) ||
 		h.ConfigHealth != ep.lbe.GetHealthStatus() {

@@ -233,7 +233,7 @@ func (c *Cluster) healthChanged() {
 			}
 		}
 	}
-	c.installLocked(levels, true)
+	c.installLocked(levels, true, nil)
 }
 
 // dialCheck opens a health check's connection: the cluster's dialer

@@ -29,10 +29,21 @@ const (
 	canaryKey     = "canary"
 )
 
-// endpoint is one checked lb_endpoints entry: its host with everything
-// but, for a name to resolve, the address; and its socket address.
+// endpoint is one lb_endpoints entry of a load assignment: its host, and
+// unless it kept its host by source (hostReuse.takeSource) what checking
+// it found. A large assignment has one of these per entry on every
+// update, so the kept ones are small: the rest is a checkedEntry of its
+// own, for the entries checked.
 type endpoint struct {
-	host *upstream.Host
+	host     *upstream.Host
+	lbe      *endpointv3.LbEndpoint
+	priority uint32
+	*checkedEntry
+}
+
+// checkedEntry is what checking an entry found: its socket address and
+// the settings and place its host takes.
+type checkedEntry struct {
 	// name is socket_address.address: an IP literal, or for DNS clusters
 	// a host name; ip is the literal's address, invalid for a name.
 	name string
@@ -40,11 +51,10 @@ type endpoint struct {
 	port uint16
 	// pipe: name is a unix socket's path (a STATIC cluster's pipe endpoint).
 	pipe bool
-	// The entry's own settings and place, for the host.
-	lbe            *endpointv3.LbEndpoint
+	// The entry's own settings and place, for the host; locality is its
+	// group's (shared).
 	canary         bool
-	priority       uint32
-	locality       upstream.Locality
+	locality       *upstream.Locality
 	localityWeight uint32
 }
 
@@ -55,19 +65,36 @@ type endpoint struct {
 // host (see hostReuse).
 func buildHosts(cluster string, la *endpointv3.ClusterLoadAssignment, reuse *hostReuse) ([][]*upstream.Host, []error) {
 	eps, errs := buildEndpoints(cluster, la, false, reuse)
-	var levels [][]*upstream.Host
-	for _, ep := range eps {
-		p := ep.host.Priority
-		for uint32(len(levels)) <= p {
-			levels = append(levels, nil)
+	return levelsOf(eps), errs
+}
+
+// levelsOf groups built endpoints' hosts by priority (index 0 first;
+// levels without endpoints are empty), each level in the endpoints'
+// order, each level allocated once.
+func levelsOf(eps []endpoint) [][]*upstream.Host {
+	var counts []int
+	for i := range eps {
+		p := eps[i].priority
+		for uint32(len(counts)) <= p {
+			counts = append(counts, 0)
 		}
-		levels[p] = append(levels[p], ep.host)
+		counts[p]++
 	}
-	if len(levels) == 0 {
+	if len(counts) == 0 {
 		// A cluster always has priority 0, even without endpoints.
-		levels = [][]*upstream.Host{nil}
+		return [][]*upstream.Host{nil}
 	}
-	return levels, errs
+	levels := make([][]*upstream.Host, len(counts))
+	for p, n := range counts {
+		if n > 0 {
+			levels[p] = make([]*upstream.Host, 0, n)
+		}
+	}
+	for i := range eps {
+		p := eps[i].priority
+		levels[p] = append(levels[p], eps[i].host)
+	}
+	return levels
 }
 
 // buildEndpoints checks every endpoint of a load assignment, in
@@ -107,7 +134,13 @@ func buildEndpoints(cluster string, la *endpointv3.ClusterLoadAssignment, names 
 			errs = append(errs, prefixed(join(path, "load_balancing_weight"), err))
 		}
 		loc := localityOf(lle)
+		weight := weights[localityKey{p, loc}]
 		for j, lbe := range lle.GetLbEndpoints() {
+			if h := reuse.takeSource(lbe, p, loc, weight); h != nil {
+				// The message that built h, checked then.
+				eps = append(eps, endpoint{host: h, lbe: lbe, priority: p})
+				continue
+			}
 			ep, herrs := buildEndpoint(lbe, names)
 			if len(herrs) > 0 {
 				for _, err := range herrs {
@@ -115,7 +148,7 @@ func buildEndpoints(cluster string, la *endpointv3.ClusterLoadAssignment, names 
 				}
 				continue
 			}
-			ep.priority, ep.locality, ep.localityWeight = p, loc, weights[localityKey{p, loc}]
+			ep.priority, ep.locality, ep.localityWeight = p, &loc, weight
 			ep.host = reuse.take(&ep, cluster)
 			eps = append(eps, ep)
 		}
@@ -124,6 +157,7 @@ func buildEndpoints(cluster string, la *endpointv3.ClusterLoadAssignment, names 
 	for i := range eps {
 		if eps[i].host == nil {
 			eps[i].host = eps[i].newHost(cluster)
+			reuse.built(eps[i].host)
 		}
 	}
 	return eps, errs
@@ -193,7 +227,7 @@ func buildEndpoint(lbe *endpointv3.LbEndpoint, names bool) (endpoint, []error) {
 	if len(errs) > 0 {
 		return endpoint{}, errs
 	}
-	out := endpoint{name: name, port: port, lbe: lbe, canary: canary, pipe: pipe}
+	out := endpoint{lbe: lbe, checkedEntry: &checkedEntry{name: name, port: port, canary: canary, pipe: pipe}}
 	if !names {
 		out.ip = ip
 	}
@@ -205,7 +239,7 @@ func (ep *endpoint) newHost(cluster string) *upstream.Host {
 	h := &upstream.Host{
 		Hostname:       ep.lbe.GetEndpoint().GetHostname(),
 		Cluster:        cluster,
-		Locality:       ep.locality,
+		Locality:       *ep.locality,
 		Priority:       ep.priority,
 		Weight:         orDefault(ep.lbe.GetLoadBalancingWeight(), MinWeight),
 		LocalityWeight: ep.localityWeight,

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"iter"
+	"maps"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -79,4 +80,38 @@ func (ps *http1Pools) all() iter.Seq2[*upstream.Host, *http1Pool] {
 			}
 		}
 	}
+}
+
+// changed returns the pools of a set that replaces ps's by the change
+// ch: ps's map copied whole, the added hosts given pools and the departed
+// ones removed, where building the map again would look up and insert
+// every host; and the pools of the departed hosts. hosts are the new
+// set's: a host of ch.gone that it has all the same (a removed host kept
+// while it is healthy) keeps its pool, which costs a look at every host,
+// so only when extra says there are such hosts. ps keeps a map.
+func (ps *http1Pools) changed(hosts []*upstream.Host, ch *setChange, extra bool) (http1Pools, []*http1Pool) {
+	many := maps.Clone(ps.many)
+	for _, h := range ch.added {
+		many[h] = &http1Pool{}
+	}
+	var stayed map[*upstream.Host]bool
+	if extra && len(ch.gone) > 0 {
+		stayed = make(map[*upstream.Host]bool, len(ch.gone))
+		for _, h := range ch.gone {
+			stayed[h] = false
+		}
+		for _, h := range hosts {
+			if _, ok := stayed[h]; ok {
+				stayed[h] = true
+			}
+		}
+	}
+	var retired []*http1Pool
+	for _, h := range ch.gone {
+		if p := many[h]; p != nil && !stayed[h] {
+			retired = append(retired, p)
+			delete(many, h)
+		}
+	}
+	return http1Pools{many: many}, retired
 }

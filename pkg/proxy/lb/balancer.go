@@ -122,16 +122,7 @@ func New(priorities [][]*upstream.Host, cfg Config) *Balancer {
 	}
 	counts := make([]levelCounts, len(priorities))
 	for i, hosts := range priorities {
-		var healthy, degraded []*upstream.Host
-		for _, h := range hosts {
-			switch {
-			case !h.Healthy():
-			case h.Degraded():
-				degraded = append(degraded, h)
-			default:
-				healthy = append(healthy, h)
-			}
-		}
+		healthy, degraded := splitHealth(hosts)
 		counts[i] = levelCounts{total: len(hosts), healthy: len(healthy), degraded: len(degraded)}
 		b.levels[i] = level{
 			all:      newPicker(cfg.NewPicker, hosts, seed),
@@ -144,6 +135,40 @@ func New(priorities [][]*upstream.Host, cfg Config) *Balancer {
 	b.only, b.onlyDegr, b.onlyOne = soleSource(b.loads)
 	b.buildLocalities(priorities, counts, &cfg, seed)
 	return b
+}
+
+// splitHealth returns the healthy hosts and the degraded ones of a
+// level, in its order. When every host is healthy (the usual case) the
+// healthy ones are hosts itself, not a copy: a large level's update then
+// builds no second list. Pickers never change the hosts they are given.
+func splitHealth(hosts []*upstream.Host) (healthy, degraded []*upstream.Host) {
+	copied := false
+	for j, h := range hosts {
+		ok, degr := h.Healthy(), false
+		if ok {
+			degr = h.Degraded()
+		}
+		if !copied && (!ok || degr) {
+			// The first host that is not plainly healthy: the healthy
+			// list is a copy from here on.
+			copied = true
+			healthy = append(make([]*upstream.Host, 0, len(hosts)-1), hosts[:j]...)
+		}
+		switch {
+		case !ok:
+		case degr:
+			degraded = append(degraded, h)
+		case copied:
+			healthy = append(healthy, h)
+		}
+	}
+	if !copied {
+		return hosts, nil
+	}
+	if len(healthy) == 0 {
+		healthy = nil
+	}
+	return healthy, degraded
 }
 
 // buildLocalities groups the levels' hosts by locality where picks go by

@@ -51,49 +51,6 @@ type endpointDiscovery struct {
 	byService map[string][]*edsCluster
 	// last is the last accepted load assignment of each service.
 	last map[string]acceptedAssignment
-	// checked are the lb_endpoints entries of large assignments that
-	// passed the support check, with the update that last had them: the
-	// unchanged entries of a large assignment are the last response's
-	// messages (pkg/proxy/xds reuses them), not checked again.
-	checked    map[*endpointv3.LbEndpoint]uint64
-	checkedGen uint64
-}
-
-// minCheckedOnce is the size from which a load assignment's checked
-// entries are remembered: a small assignment is checked whole each time.
-const minCheckedOnce = 64
-
-// validate checks a load assignment from an update (bootstrap's rules),
-// a large one's entries that passed an earlier update excepted.
-func (d *endpointDiscovery) validate(cla *endpointv3.ClusterLoadAssignment) error {
-	n := 0
-	for _, l := range cla.GetEndpoints() {
-		n += len(l.GetLbEndpoints())
-	}
-	if n < minCheckedOnce {
-		return bootstrap.ValidateLoadAssignment(cla, d.s.ext, nil, nil)
-	}
-	if d.checked == nil {
-		d.checked = make(map[*endpointv3.LbEndpoint]uint64)
-	}
-	return bootstrap.ValidateLoadAssignment(cla, d.s.ext,
-		func(l *endpointv3.LbEndpoint) bool {
-			if _, ok := d.checked[l]; ok {
-				d.checked[l] = d.checkedGen
-				return true
-			}
-			return false
-		},
-		func(l *endpointv3.LbEndpoint) { d.checked[l] = d.checkedGen })
-}
-
-// forgetUnchecked drops the remembered entries the last update did not have.
-func (d *endpointDiscovery) forgetUnchecked() {
-	for l, gen := range d.checked {
-		if gen != d.checkedGen {
-			delete(d.checked, l)
-		}
-	}
 }
 
 // acceptedAssignment is a load assignment with the version_info of the
@@ -380,14 +337,12 @@ func (d *endpointDiscovery) apply(s *Server) func(xds.Update) error {
 		)
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		d.checkedGen++
-		defer d.forgetUnchecked()
 		for i, r := range u.Resources {
 			cla, ok := r.(*endpointv3.ClusterLoadAssignment)
 			if !ok {
 				return fmt.Errorf("resources[%d]: not a ClusterLoadAssignment", i)
 			}
-			if err := d.validate(cla); err != nil {
+			if err := bootstrap.ValidateLoadAssignment(cla, d.s.ext); err != nil {
 				errs = append(errs, fieldpath.Prefix("resources["+strconv.Itoa(i)+"].", err))
 				continue
 			}

@@ -35,6 +35,9 @@ type endpointReuse struct {
 	// assignments, by wire form; gen tells the ones this response used.
 	known map[string]*reusedEndpoint
 	gen   uint64
+	// seen counts the entries of known this response used: when it used
+	// them all, end has nothing to forget and skips its pass.
+	seen int
 }
 
 // reusedEndpoint is a decoded lb_endpoints entry and the last response
@@ -45,10 +48,13 @@ type reusedEndpoint struct {
 }
 
 // begin starts a response.
-func (r *endpointReuse) begin() { r.gen++ }
+func (r *endpointReuse) begin() { r.gen++; r.seen = 0 }
 
 // end ends a response: the entries it did not have are forgotten.
 func (r *endpointReuse) end() {
+	if r.seen == len(r.known) {
+		return
+	}
 	for k, e := range r.known {
 		if e.gen != r.gen {
 			delete(r.known, k)
@@ -105,7 +111,10 @@ func (r *endpointReuse) decode(dec bootstrap.Decoder, depth int, value []byte) (
 				e = &reusedEndpoint{msg: lbe}
 				r.known[string(b)] = e
 			}
-			e.gen = r.gen
+			if e.gen != r.gen {
+				r.seen++
+				e.gen = r.gen
+			}
 			lle.LbEndpoints = append(lle.LbEndpoints, e.msg)
 		}
 		cla.Endpoints = append(cla.Endpoints, lle)
@@ -117,6 +126,15 @@ func (r *endpointReuse) decode(dec bootstrap.Decoder, depth int, value []byte) (
 // the rest of a message's wire form (the rest in order, as it was); false
 // when b does not parse.
 func splitField(b []byte, num protowire.Number) (rest []byte, values [][]byte, ok bool) {
+	// The values are counted first (reading tags and lengths only), so
+	// that a list of 10,000 is allocated once rather than grown.
+	n, ok := countField(b, num)
+	if !ok {
+		return nil, nil, false
+	}
+	if n > 0 {
+		values = make([][]byte, 0, n)
+	}
 	for len(b) > 0 {
 		n, typ, tagLen := protowire.ConsumeTag(b)
 		if tagLen < 0 {
@@ -135,4 +153,25 @@ func splitField(b []byte, num protowire.Number) (rest []byte, values [][]byte, o
 		b = b[tagLen+valLen:]
 	}
 	return rest, values, true
+}
+
+// countField counts the length-delimited occurrences of field num in a
+// message's wire form; false when b does not parse.
+func countField(b []byte, num protowire.Number) (int, bool) {
+	n := 0
+	for len(b) > 0 {
+		f, typ, tagLen := protowire.ConsumeTag(b)
+		if tagLen < 0 {
+			return 0, false
+		}
+		valLen := protowire.ConsumeFieldValue(f, typ, b[tagLen:])
+		if valLen < 0 {
+			return 0, false
+		}
+		if f == num && typ == protowire.BytesType {
+			n++
+		}
+		b = b[tagLen+valLen:]
+	}
+	return n, true
 }

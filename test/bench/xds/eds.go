@@ -50,13 +50,20 @@ func (b bench) eds() error {
 		return done.Sub(t0), cp.sentAt(resourcev3.EndpointType).Sub(t0), nil
 	}
 	var full, fullSent, one, oneSent sample
-	err = s.cpuProfiled(b.profile, "eds", func() error {
-		for rep := range b.reps {
+	// With -profile, each run's full update and its one-endpoint changes
+	// have profiles of their own (eds-full-N, eds-one-N; go tool pprof
+	// merges several), the profiler started and stopped outside the
+	// measured updates.
+	for rep := range b.reps {
+		err := s.cpuProfiled(b.profile, fmt.Sprint("eds-full-", rep+1), func() error {
 			v, snt, err := apply(b.n, &fullCPU)
-			if err != nil {
-				return err
-			}
 			full, fullSent = append(full, v), append(fullSent, snt)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		err = s.cpuProfiled(b.profile, fmt.Sprint("eds-one-", rep+1), func() error {
 			for _, count := range []int{b.n + 1, b.n} {
 				v, snt, err := apply(count, &oneCPU)
 				if err != nil {
@@ -64,16 +71,16 @@ func (b bench) eds() error {
 				}
 				one, oneSent = append(one, v), append(oneSent, snt)
 			}
-			if _, _, err := apply(1, &cpuTotal{}); err != nil {
-				return err
-			}
-			fmt.Printf("  eds run %d: 1 -> %d endpoints %s, +1 %s, -1 %s (load %s)\n",
-				rep+1, b.n, round(full[len(full)-1]), round(one[len(one)-2]), round(one[len(one)-1]), loadAverage())
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		return nil
-	})
-	if err != nil {
-		return err
+		if _, _, err := apply(1, &cpuTotal{}); err != nil {
+			return err
+		}
+		fmt.Printf("  eds run %d: 1 -> %d endpoints %s, +1 %s, -1 %s (load %s)\n",
+			rep+1, b.n, round(full[len(full)-1]), round(one[len(one)-2]), round(one[len(one)-1]), loadAverage())
 	}
 	poll, err := s.pollCost(`^cluster\.big\.membership_total$`, 200)
 	if err != nil {
