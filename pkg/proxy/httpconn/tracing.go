@@ -198,28 +198,29 @@ func (s *stream) startTracing() {
 	if t.driver == nil {
 		return
 	}
-	op := ingressOperation
-	if t.egress {
-		op = egressOperation + s.authority
-	}
-	span := t.driver.StartSpan(th, tracing.StartOptions{
-		Operation: op,
-		Host:      s.authority,
-		Egress:    t.egress,
-		Start:     s.start,
-		Traced:    reason != notTraceable,
-		Local:     &s.localSpan,
-	})
-	if span == nil {
-		return
-	}
-	s.span = span
-	if span.Sampled {
-		span.AddConstTag("node_id", t.nodeID)
-		span.AddConstTag("zone", t.zone)
+	var span *tracing.Span
+	if t.ctxDriver != nil && !s.m.filters.startChildSpan && !t.spawnUpstream &&
+		t.ctxDriver.StartContext(th, reason != notTraceable, &s.spanCtx) {
+		// Not sampled, and nothing asks for child spans: the request
+		// keeps only the context it propagates (injectTrace).
+		if !s.spanCtx.Valid {
+			return
+		}
+	} else {
+		span = t.driver.StartSpan(th, s.spanOptions(reason != notTraceable))
+		if span == nil {
+			return
+		}
+		s.span = span
+		if span.Sampled {
+			span.AddConstTag("node_id", t.nodeID)
+			span.AddConstTag("zone", t.zone)
+		}
 	}
 	if r := s.Route(); r != nil && r.Decorator != nil {
-		span.SetOperation(r.Decorator.Operation)
+		if span != nil {
+			span.SetOperation(r.Decorator.Operation)
+		}
 		s.decorated, s.decoratedPropagate = r.Decorator.Operation, r.Decorator.Propagate
 	}
 	h := &s.reqHeaders
@@ -234,11 +235,43 @@ func (s *stream) startTracing() {
 		// An ingress request may name its own span; the name is not
 		// passed to the service, nor echoed in the response.
 		if v != "" {
-			span.SetOperation(v)
+			if span != nil {
+				span.SetOperation(v)
+			}
 			s.decorated = ""
 		}
 		h.Del(headerDecoratorOp)
 	}
+}
+
+// spanOptions are the options of the request's span: Envoy's span name,
+// "ingress" or "egress <host>".
+func (s *stream) spanOptions(traced bool) tracing.StartOptions {
+	t := s.m.tracing
+	op := ingressOperation
+	if t.egress {
+		op = egressOperation + s.authority
+	}
+	return tracing.StartOptions{
+		Operation: op,
+		Host:      s.authority,
+		Egress:    t.egress,
+		Start:     s.start,
+		Traced:    traced,
+		Local:     &s.localSpan,
+	}
+}
+
+// requestSpan returns the request's span, made from its context when it
+// was started as one (tracing.ContextDriver) and is needed after all (a
+// mirrored request's child span); nil when the request has no span.
+func (s *stream) requestSpan() *tracing.Span {
+	if s.span == nil && s.spanCtx.Valid {
+		s.spanCtx.Valid = false
+		// Not sampled, it is never reported: its name does not matter.
+		s.span = s.m.tracing.ctxDriver.ContextSpan(&s.spanCtx, s.spanOptions(false))
+	}
+	return s.span
 }
 
 // traceResponseHeaders applies the decorator to the response: an ingress
@@ -269,6 +302,9 @@ func (s *stream) traceResponseHeaders() {
 // the router's start_child_span or spawn_upstream_span asks for one.
 func (s *stream) injectTrace(cl UpstreamCluster) {
 	if s.span == nil {
+		if s.spanCtx.Valid {
+			s.m.tracing.ctxDriver.InjectContext(&s.spanCtx, &s.reqHeaders)
+		}
 		return
 	}
 	if s.m.filters.startChildSpan || s.m.tracing.spawnUpstream {

@@ -28,6 +28,9 @@ type tracingConfig struct {
 	// the bootstrap names one (Envoy's null tracer: decisions and stats,
 	// no spans).
 	driver tracing.Driver
+	// ctxDriver is driver when it can start an unsampled span as a bare
+	// context (tracing.ContextDriver), else nil.
+	ctxDriver tracing.ContextDriver
 	// egress: the listener is OUTBOUND, spans are the client's.
 	egress                  bool
 	client, random, overall fraction
@@ -187,6 +190,7 @@ func readTracing(cfg *hcmv3.HttpConnectionManager, deps Deps) (*tracingConfig, e
 			return nil, fmt.Errorf("%s.%w", path, err)
 		}
 		t.driver = d
+		t.ctxDriver, _ = d.(tracing.ContextDriver)
 	}
 	return t, nil
 }
