@@ -117,17 +117,12 @@ func (h *headerList) Set(name, value string) {
 // one pass over the fields when neither has a duplicate to remove (W3C
 // propagation: the traceparent set, no tracestate).
 func (h *headerList) SetDel(set, value, del string) {
-	first, dirty := -1, false
-	for i := range h.fields {
-		switch h.fields[i].name {
-		case set:
-			if first >= 0 {
-				dirty = true
-			}
-			first = i
-		case del:
-			dirty = true
-		}
+	var first int
+	var dirty bool
+	if len(set) == 11 && len(del) == 10 && set == "traceparent" && del == "tracestate" {
+		first, dirty = h.findW3C()
+	} else {
+		first, dirty = h.find2(set, del)
 	}
 	switch {
 	case dirty:
@@ -138,6 +133,43 @@ func (h *headerList) SetDel(set, value, del string) {
 	default:
 		h.fields = append(h.fields, field{set, value})
 	}
+}
+
+// find2 returns the index of the last field named set (-1 for none), and
+// whether any field is named del or set more than once.
+func (h *headerList) find2(set, del string) (last int, dirty bool) {
+	last = -1
+	for i := range h.fields {
+		switch h.fields[i].name {
+		case set:
+			if last >= 0 {
+				dirty = true
+			}
+			last = i
+		case del:
+			dirty = true
+		}
+	}
+	return last, dirty
+}
+
+// findW3C is find2("traceparent", "tracestate"), for every propagated
+// request: with the names constants, each field is told apart by its
+// length and a word or two, without a call.
+func (h *headerList) findW3C() (last int, dirty bool) {
+	last = -1
+	for i := range h.fields {
+		switch h.fields[i].name {
+		case "traceparent":
+			if last >= 0 {
+				dirty = true
+			}
+			last = i
+		case "tracestate":
+			dirty = true
+		}
+	}
+	return last, dirty
 }
 
 // Add appends a field.

@@ -462,9 +462,12 @@ func (s *stream) end() {
 		// traceable_filter: traced because the service forced it, and
 		// not a health check (Envoy's shouldTraceRequest).
 		s.entry.ServiceForcedTrace = s.traceReason == traceServiceForced && !s.entry.HealthCheck
-		// The span goes last: the request headers the access log reads
-		// view the span's buffers, which it gives back when finished.
-		defer s.finishSpan(now)
+		if s.span != nil {
+			// The span goes last: the request headers the access log
+			// reads view the span's buffers, which it gives back when
+			// finished.
+			defer s.finishSpan(now)
+		}
 	}
 	if m.logs.Empty() {
 		if s.span != nil && s.span.Sampled {

@@ -1,10 +1,12 @@
 package httpconn
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
@@ -70,15 +72,15 @@ func featureEnabled(rt RuntimeValues, key string, def fraction, random uint64) b
 // decision is written back into the request id, so that the proxies
 // further on keep it. hv holds the request's tracing headers.
 func (s *stream) sampleRequest(t *tracingConfig, hv *spanHeaders) traceReason {
-	rid := s.m.cfg.requestID
+	rid := &s.m.cfg.requestID
 	if !rid.SampleByID {
 		// use_request_id_for_trace_sampling: false leaves the decision to
 		// the tracer (Envoy returns Sampling before reading the id).
 		return traceSampling
 	}
-	client, random, overall := t.client, t.random, t.overall
+	client, random, overall := &t.client, &t.random, &t.overall
 	if r := s.Route(); r != nil && r.Tracing != nil {
-		client, random, overall = r.Tracing.Client, r.Tracing.Random, r.Tracing.Overall
+		client, random, overall = &r.Tracing.Client, &r.Tracing.Random, &r.Tracing.Overall
 	}
 	id, ok := hv.get(shRequestID)
 	if !ok || len(id) < 8 {
@@ -96,18 +98,18 @@ func (s *stream) sampleRequest(t *tracingConfig, hv *spanHeaders) traceReason {
 	}
 	if reason == notTraceable {
 		switch {
-		case hv.found[shClientTraceID] && sh.client.enabled(client, rand.Uint64()):
+		case hv.has(shClientTraceID) && sh.client.enabled(*client, rand.Uint64()):
 			reason = traceClientForced
-		case hv.found[shForceTrace]:
+		case hv.has(shForceTrace):
 			reason = traceServiceForced
-		case sh.random.enabled(random, result):
+		case sh.random.enabled(*random, result):
 			reason = traceSampling
 		}
 		if reason != notTraceable {
 			s.setRequestIDReason(id, reason)
 		}
 	}
-	if reason != notTraceable && !sh.global.enabled(overall, result) {
+	if reason != notTraceable && !sh.global.enabled(*overall, result) {
 		reason = notTraceable
 		s.setRequestIDReason(id, reason)
 	}
@@ -407,7 +409,7 @@ func (s *stream) finishSpan(now time.Time) {
 	// they are added without a search for an earlier value; only error
 	// and custom tags may replace one.
 	var hv spanHeaders
-	hv.find(&s.reqHeaders)
+	hv.find(&s.reqHeaders, allHeaderTable)
 	if v, ok := hv.get(shRequestID); ok {
 		sp.AddTag("guid:x-request-id", v)
 	}
@@ -573,89 +575,132 @@ var spanHeaderNames = [shCount]string{
 	shDecoratorOp:       headerDecoratorOp,
 }
 
+// spanHeaderTable lists spanHeaders by the length of their names: the
+// one or two of each length (shCount past the last).
+type spanHeaderTable [35][2]uint8
+
+// newSpanHeaderTable is the table of the spanHeaders of set (a mask of
+// indices).
+func newSpanHeaderTable(set uint16) *spanHeaderTable {
+	var t spanHeaderTable
+	for n := range t {
+		t[n] = [2]uint8{shCount, shCount}
+	}
+	for k, name := range spanHeaderNames {
+		if set&(1<<k) == 0 {
+			continue
+		}
+		c := &t[len(name)]
+		if c[0] == shCount {
+			c[0] = uint8(k)
+		} else {
+			c[1] = uint8(k)
+		}
+	}
+	return &t
+}
+
+// The tables of the spanHeaders that the sampling decision and the span's
+// start read (startHeaders: no two of a length), and of those of a
+// finished span (all).
+var (
+	startHeaderTable = newSpanHeaderTable(1<<shRequestID | 1<<shClientTraceID | 1<<shForceTrace |
+		1<<shTraceparent | 1<<shTracestate | 1<<shDecoratorOp)
+	allHeaderTable = newSpanHeaderTable(1<<shCount - 1)
+)
+
+// spanHeaderWords are words of the spanHeaderNames, by index: their first
+// eight bytes, their last eight, and the eight after the first (for
+// names longer than 16 bytes). A name of at most 24 bytes equals one of
+// these when those words do: two or three word compares, where a string
+// compare of a name longer than 16 bytes was a call.
+var spanHeaderWords = func() (w [shCount][3]uint64) {
+	for k, name := range spanHeaderNames {
+		w[k][0], w[k][1] = word8(name, 0), word8(name, len(name)-8)
+		if len(name) > 16 {
+			w[k][2] = word8(name, 8)
+		}
+	}
+	return w
+}()
+
+// word8 is the eight bytes of s at i as a word (s has them).
+func word8(s string, i int) uint64 {
+	return binary.LittleEndian.Uint64(unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.StringData(s)), i)), 8))
+}
+
+// isLongSpanHeader reports whether name, longer than 16 bytes, of the
+// length of spanHeaders k and with k's first and last words, is k's name.
+func isLongSpanHeader(name string, k uint8) bool {
+	if len(name) <= 24 {
+		return word8(name, 8) == spanHeaderWords[k][2]
+	}
+	return name == spanHeaderNames[k]
+}
+
 // spanHeaders are the values of the request headers the tracing reads,
 // found in one pass over the fields: a search of the whole list for each
 // cost a request more than the rest of its tracing.
 type spanHeaders struct {
+	// values holds header k's value when found has bit k; the others are
+	// stale.
 	values [shCount]string
-	found  [shCount]bool
+	found  uint16
 }
 
-// find fills hv from h's fields, forgetting what it held. A name given by
-// several fields takes their joined value, as headerList.Get gives it.
-func (hv *spanHeaders) find(h *headerList) {
-	*hv = spanHeaders{}
+// find fills hv from h's fields, forgetting what it held: the headers
+// of the table. A name given by several fields takes their joined value,
+// as headerList.Get gives it.
+func (hv *spanHeaders) find(h *headerList, t *spanHeaderTable) {
+	hv.found = 0
 	for i := range h.fields {
 		name := h.fields[i].name
-		var k int
-		// The names' lengths tell most apart; each is then compared with
-		// a constant, which the compiler does in a few word loads rather
-		// than a call.
-		switch len(name) {
-		case 12:
-			switch name {
-			case "x-request-id":
-				k = shRequestID
-			case "content-type":
-				k = shContentType
-			default:
-				continue
-			}
-		case 34:
-			if name != "x-envoy-downstream-service-cluster" {
-				continue
-			}
-			k = shDownstreamCluster
-		case 10:
-			switch name {
-			case "user-agent":
-				k = shUserAgent
-			case "tracestate":
-				k = shTracestate
-			default:
-				continue
-			}
-		case 17:
-			switch name {
-			case "x-client-trace-id":
-				k = shClientTraceID
-			case "x-forwarded-proto":
-				k = shForwardedProto
-			default:
-				continue
-			}
-		case 19:
-			if name != "x-envoy-force-trace" {
-				continue
-			}
-			k = shForceTrace
-		case 11:
-			if name != "traceparent" {
-				continue
-			}
-			k = shTraceparent
-		case 27:
-			if name != headerDecoratorOp {
-				continue
-			}
-			k = shDecoratorOp
-		default:
+		// Each field costs a look-up by its name's length and, for the
+		// few of a length looked for, words of its name compared: most
+		// names are rejected without a byte compared.
+		if len(name) >= len(t) {
 			continue
 		}
-		if hv.found[k] {
+		c := &t[len(name)]
+		k := c[0]
+		if k == shCount {
+			continue
+		}
+		first, last := word8(name, 0), word8(name, len(name)-8)
+		if w := &spanHeaderWords[k]; first != w[0] || last != w[1] {
+			if k = c[1]; k == shCount {
+				continue
+			}
+			if w := &spanHeaderWords[k]; first != w[0] || last != w[1] {
+				continue
+			}
+		}
+		if len(name) > 16 && !isLongSpanHeader(name, k) {
+			continue
+		}
+		if hv.found&(1<<k) != 0 {
 			hv.values[k], _ = h.Get(name)
 			continue
 		}
-		hv.values[k], hv.found[k] = h.fields[i].value, true
+		hv.values[k] = h.fields[i].value
+		hv.found |= 1 << k
 	}
 }
 
+// has reports whether header k was found.
+func (hv *spanHeaders) has(k int) bool { return hv.found&(1<<k) != 0 }
+
 // get returns header k's value.
-func (hv *spanHeaders) get(k int) (string, bool) { return hv.values[k], hv.found[k] }
+func (hv *spanHeaders) get(k int) (string, bool) {
+	if !hv.has(k) {
+		return "", false
+	}
+	return hv.values[k], true
+}
 
 // or returns header k's value, def when absent.
 func (hv *spanHeaders) or(k int, def string) string {
-	if hv.found[k] {
+	if hv.has(k) {
 		return hv.values[k]
 	}
 	return def
@@ -671,7 +716,7 @@ type startHeaders struct {
 
 // find fills th from h and keeps h for the other names.
 func (th *startHeaders) find(h *headerList) {
-	th.spanHeaders.find(h)
+	th.spanHeaders.find(h, startHeaderTable)
 	th.h = h
 }
 

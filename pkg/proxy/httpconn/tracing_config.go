@@ -115,21 +115,22 @@ func resolveShares(r runtime.Reader) samplingShares {
 // snapshot: those resolved for an earlier request while the snapshot is
 // the same one. Workers race to store a new resolution harmlessly: each
 // is complete and names its snapshot.
-func (t *tracingConfig) shares(rt RuntimeValues) samplingShares {
+func (t *tracingConfig) shares(rt RuntimeValues) *samplingShares {
 	if t.snapshots == nil {
-		if rt == nil {
-			return samplingShares{}
+		c := samplingShares{}
+		if rt != nil {
+			c = resolveShares(rt)
 		}
-		return resolveShares(rt)
+		return &c
 	}
 	snap := t.snapshots.Snapshot()
 	if c := t.resolved.Load(); c != nil && c.snap == snap {
-		return *c
+		return c
 	}
 	c := resolveShares(snap)
 	c.snap = snap
 	t.resolved.Store(&c)
-	return c
+	return &c
 }
 
 // customTag is one custom_tags entry.

@@ -115,15 +115,27 @@ func TestSpanHeadersMatchGet(t *testing.T) {
 			{"x-b3-traceid", "b3"}, {"user-agent", "u"}},
 		{{"traceparenT", "x"}, {"tracestatE", "y"}, {"x-envoy-force-tracE", "z"},
 			{"x-envoy-decorator-operatioN", "w"}},
+		// Same first and last eight bytes, another byte between.
+		{{"x-clientXtrace-id", "a"}, {"x-forwardedXproto", "b"}, {"x-envoy-Xorce-trace", "c"},
+			{"x-envoy-decoraXor-operation", "d"}, {"x-envoy-downstream-Xervice-cluster", "e"},
+			{"x-forwarded-proto", "f"}},
 	}
 	var th startHeaders
+	var hv spanHeaders
 	for _, fields := range lists {
 		h := headerList{fields: fields}
 		th.find(&h)
+		hv.find(&h, allHeaderTable)
 		for k, name := range spanHeaderNames {
 			want, wantOK := h.Get(name)
-			if got, ok := th.get(k); got != want || ok != wantOK {
+			if got, ok := hv.get(k); got != want || ok != wantOK {
 				t.Errorf("%v: %s = %q, %v; Get gives %q, %v", fields, name, got, ok, want, wantOK)
+			}
+			if startHeaderTable[len(name)][0] != uint8(k) {
+				continue
+			}
+			if got, ok := th.get(k); got != want || ok != wantOK {
+				t.Errorf("%v: start %s = %q, %v; Get gives %q, %v", fields, name, got, ok, want, wantOK)
 			}
 			if got, ok := th.Get(name); got != want || ok != wantOK {
 				t.Errorf("%v: startHeaders.Get(%s) = %q, %v; Get gives %q, %v", fields, name, got, ok, want, wantOK)
@@ -227,15 +239,18 @@ func TestSetDelMatchesSetThenDel(t *testing.T) {
 		{{"traceparent", "1"}, {"x", "y"}, {"traceparent", "2"}},
 		{{"tracestate", "1"}, {"tracestate", "2"}, {"traceparenT", "z"}},
 	}
-	for _, fields := range lists {
-		var want, got headerList
-		want.fields = append([]field(nil), fields...)
-		got.fields = append([]field(nil), fields...)
-		want.Set("traceparent", "new")
-		want.Del("tracestate")
-		got.SetDel("traceparent", "new", "tracestate")
-		if !slices.Equal(got.fields, want.fields) {
-			t.Errorf("%v: SetDel gives %v, Set and Del %v", fields, got.fields, want.fields)
+	// W3C's pair has a path of its own; any other pair, the general one.
+	for _, names := range [][2]string{{"traceparent", "tracestate"}, {"x", "host"}, {"tracestate", "traceparent"}} {
+		for _, fields := range lists {
+			var want, got headerList
+			want.fields = append([]field(nil), fields...)
+			got.fields = append([]field(nil), fields...)
+			want.Set(names[0], "new")
+			want.Del(names[1])
+			got.SetDel(names[0], "new", names[1])
+			if !slices.Equal(got.fields, want.fields) {
+				t.Errorf("%v: SetDel(%s, %s) gives %v, Set and Del %v", fields, names[0], names[1], got.fields, want.fields)
+			}
 		}
 	}
 }

@@ -34,7 +34,7 @@ type SpanContext struct {
 // new span id.
 func (c *SpanContext) StartRoot() {
 	c.seed()
-	var hi, lo uint64
+	hi, lo := c.rng.next(), c.rng.next()
 	for hi|lo == 0 {
 		hi, lo = c.rng.next(), c.rng.next()
 	}
@@ -57,7 +57,7 @@ func (c *SpanContext) Invalidate() { c.Valid = false }
 
 // newID draws the span's id.
 func (c *SpanContext) newID() {
-	var x uint64
+	x := c.rng.next()
 	for x == 0 {
 		x = c.rng.next()
 	}
@@ -86,7 +86,7 @@ type ContextDriver interface {
 	StartContext(h Headers, traced bool, c *SpanContext) bool
 	// InjectContext writes c into the upstream request's headers, marked
 	// not sampled, as the span's Inject would.
-	InjectContext(c *SpanContext, h HeaderSetter)
+	InjectContext(c *SpanContext, h HeaderSetDeleter)
 	// ContextSpan returns the span c is the context of, started with o's
 	// name, kind and time (in o.Local when set), for a caller that needs
 	// the span after all: a mirrored request's child span.

@@ -196,9 +196,15 @@ func (d *driver) StartContext(h tracing.Headers, traced bool, c *tracing.SpanCon
 }
 
 // InjectContext implements tracing.ContextDriver, as w3c's Inject.
-func (d *driver) InjectContext(c *tracing.SpanContext, h tracing.HeaderSetter) {
+func (d *driver) InjectContext(c *tracing.SpanContext, h tracing.HeaderSetDeleter) {
 	c.Scratch = putTraceparent(c.Scratch, &c.Trace, &c.ID, false)
-	setW3C(h, unsafeString(c.Scratch), c.TraceState)
+	tp := unsafeString(c.Scratch)
+	if c.TraceState != "" {
+		h.Set(traceparent, tp)
+		h.Set(tracestate, c.TraceState)
+		return
+	}
+	h.SetDel(traceparent, tp, tracestate)
 }
 
 // ContextSpan implements tracing.ContextDriver.

@@ -99,13 +99,18 @@ func putTraceparent(b []byte, trace *tracing.TraceID, id *tracing.SpanID, sample
 		b = make([]byte, 0, traceparentLen)
 	}
 	b = b[:traceparentLen]
-	b[0], b[1], b[2], b[35], b[52], b[53] = '0', '0', '-', '-', '-', '0'
-	tracing.PutHex64(b[3:19], binary.BigEndian.Uint64(trace[:8]))
-	tracing.PutHex64(b[19:35], binary.BigEndian.Uint64(trace[8:]))
-	tracing.PutHex64(b[36:52], binary.BigEndian.Uint64(id[:]))
-	b[54] = '0'
+	p := (*[traceparentLen]byte)(b)
+	p[0], p[1], p[2], p[35], p[52], p[53] = '0', '0', '-', '-', '-', '0'
+	be := binary.BigEndian
+	be.PutUint64(p[3:11], tracing.HexDigits8(be.Uint32(trace[0:4])))
+	be.PutUint64(p[11:19], tracing.HexDigits8(be.Uint32(trace[4:8])))
+	be.PutUint64(p[19:27], tracing.HexDigits8(be.Uint32(trace[8:12])))
+	be.PutUint64(p[27:35], tracing.HexDigits8(be.Uint32(trace[12:16])))
+	be.PutUint64(p[36:44], tracing.HexDigits8(be.Uint32(id[0:4])))
+	be.PutUint64(p[44:52], tracing.HexDigits8(be.Uint32(id[4:8])))
+	p[54] = '0'
 	if sampled {
-		b[54] = '1'
+		p[54] = '1'
 	}
 	return b
 }
