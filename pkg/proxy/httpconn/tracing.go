@@ -626,7 +626,9 @@ var spanHeaderWords = func() (w [shCount][3]uint64) {
 
 // word8 is the eight bytes of s at i as a word (s has them).
 func word8(s string, i int) uint64 {
-	return binary.LittleEndian.Uint64(unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.StringData(s)), i)), 8))
+	// An array pointer, not unsafe.Slice: the load is checked by the
+	// caller's length tests, not again here.
+	return binary.LittleEndian.Uint64((*[8]byte)(unsafe.Add(unsafe.Pointer(unsafe.StringData(s)), i))[:])
 }
 
 // isLongSpanHeader reports whether name, longer than 16 bytes, of the
@@ -653,8 +655,9 @@ type spanHeaders struct {
 // as headerList.Get gives it.
 func (hv *spanHeaders) find(h *headerList, t *spanHeaderTable) {
 	hv.found = 0
-	for i := range h.fields {
-		name := h.fields[i].name
+	fields := h.fields
+	for i := range fields {
+		name := fields[i].name
 		// Each field costs a look-up by its name's length and, for the
 		// few of a length looked for, words of its name compared: most
 		// names are rejected without a byte compared.
@@ -682,7 +685,7 @@ func (hv *spanHeaders) find(h *headerList, t *spanHeaderTable) {
 			hv.values[k], _ = h.Get(name)
 			continue
 		}
-		hv.values[k] = h.fields[i].value
+		hv.values[k] = fields[i].value
 		hv.found |= 1 << k
 	}
 }

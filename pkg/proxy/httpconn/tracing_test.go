@@ -240,7 +240,8 @@ func TestSetDelMatchesSetThenDel(t *testing.T) {
 		{{"tracestate", "1"}, {"tracestate", "2"}, {"traceparenT", "z"}},
 	}
 	// W3C's pair has a path of its own; any other pair, the general one.
-	for _, names := range [][2]string{{"traceparent", "tracestate"}, {"x", "host"}, {"tracestate", "traceparent"}} {
+	for _, names := range [][2]string{{"traceparent", "tracestate"}, {"x", "host"}, {"tracestate", "traceparent"},
+		{"traceparent", "traceparenT"}, {"host", "x"}} {
 		for _, fields := range lists {
 			var want, got headerList
 			want.fields = append([]field(nil), fields...)

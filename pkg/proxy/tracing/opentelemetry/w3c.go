@@ -101,18 +101,38 @@ func putTraceparent(b []byte, trace *tracing.TraceID, id *tracing.SpanID, sample
 	b = b[:traceparentLen]
 	p := (*[traceparentLen]byte)(b)
 	p[0], p[1], p[2], p[35], p[52], p[53] = '0', '0', '-', '-', '-', '0'
-	be := binary.BigEndian
-	be.PutUint64(p[3:11], tracing.HexDigits8(be.Uint32(trace[0:4])))
-	be.PutUint64(p[11:19], tracing.HexDigits8(be.Uint32(trace[4:8])))
-	be.PutUint64(p[19:27], tracing.HexDigits8(be.Uint32(trace[8:12])))
-	be.PutUint64(p[27:35], tracing.HexDigits8(be.Uint32(trace[12:16])))
-	be.PutUint64(p[36:44], tracing.HexDigits8(be.Uint32(id[0:4])))
-	be.PutUint64(p[44:52], tracing.HexDigits8(be.Uint32(id[4:8])))
+	putHex8((*[16]byte)(p[3:19]), (*[8]byte)(trace[:8]))
+	putHex8((*[16]byte)(p[19:35]), (*[8]byte)(trace[8:]))
+	putHex8((*[16]byte)(p[36:52]), (*[8]byte)(id))
 	p[54] = '0'
 	if sampled {
 		p[54] = '1'
 	}
 	return b
+}
+
+// hexPairs holds each byte's two lower-case hexadecimal digits, the first
+// in the low byte (little-endian order).
+var hexPairs = func() (t [256]uint16) {
+	const digits = "0123456789abcdef"
+	for i := range t {
+		t[i] = uint16(digits[i>>4]) | uint16(digits[i&15])<<8
+	}
+	return t
+}()
+
+// putHex8 writes src in hexadecimal into dst: a table look-up and one
+// store per byte.
+func putHex8(dst *[16]byte, src *[8]byte) {
+	le := binary.LittleEndian
+	le.PutUint16(dst[0:], hexPairs[src[0]])
+	le.PutUint16(dst[2:], hexPairs[src[1]])
+	le.PutUint16(dst[4:], hexPairs[src[2]])
+	le.PutUint16(dst[6:], hexPairs[src[3]])
+	le.PutUint16(dst[8:], hexPairs[src[4]])
+	le.PutUint16(dst[10:], hexPairs[src[5]])
+	le.PutUint16(dst[12:], hexPairs[src[6]])
+	le.PutUint16(dst[14:], hexPairs[src[7]])
 }
 
 // setW3C sets traceparent to tp and tracestate to state, or removes a
