@@ -107,10 +107,6 @@ type driver struct {
 // decision; with a valid one, a child of it that keeps its sampled flag;
 // with an invalid one, no span.
 func (d *driver) StartSpan(h tracing.Headers, o tracing.StartOptions) *tracing.Span {
-	var rep tracing.Reporter
-	if d.batcher != nil {
-		rep = d.batcher
-	}
 	p, found, err := extract(h)
 	if err != nil {
 		return nil
@@ -122,16 +118,7 @@ func (d *driver) StartSpan(h tracing.Headers, o tracing.StartOptions) *tracing.S
 	if found {
 		sampled = p.sampled
 	}
-	var s *tracing.Span
-	if o.Local != nil && (!sampled || d.sampler != nil) {
-		s = d.pool.Local(o.Local, rep, w3c{})
-	} else {
-		s = d.pool.Get(rep, w3c{})
-	}
-	s.Name, s.Start = o.Operation, o.Start
-	if o.Egress {
-		s.Kind = tracing.Client
-	}
+	s := d.newSpan(o, !sampled || d.sampler != nil)
 	s.ID = s.NewSpanID()
 	if !found {
 		s.Trace = s.NewTraceID(false)
@@ -149,6 +136,26 @@ func (d *driver) StartSpan(h tracing.Headers, o tracing.StartOptions) *tracing.S
 	if s.Sampled {
 		// The batcher keeps a sampled span past its request.
 		s = s.Pooled()
+	}
+	return s
+}
+
+// newSpan returns a span named, timed and of the kind o says: in o.Local
+// when local and o has one, else a pooled one.
+func (d *driver) newSpan(o tracing.StartOptions, local bool) *tracing.Span {
+	var rep tracing.Reporter
+	if d.batcher != nil {
+		rep = d.batcher
+	}
+	var s *tracing.Span
+	if local && o.Local != nil {
+		s = d.pool.Local(o.Local, rep, w3c{})
+	} else {
+		s = d.pool.Get(rep, w3c{})
+	}
+	s.Name, s.Start = o.Operation, o.Start
+	if o.Egress {
+		s.Kind = tracing.Client
 	}
 	return s
 }
@@ -198,31 +205,12 @@ func (d *driver) StartContext(h tracing.Headers, traced bool, c *tracing.SpanCon
 // InjectContext implements tracing.ContextDriver, as w3c's Inject.
 func (d *driver) InjectContext(c *tracing.SpanContext, h tracing.HeaderSetDeleter) {
 	c.Scratch = putTraceparent(c.Scratch, &c.Trace, &c.ID, false)
-	tp := unsafeString(c.Scratch)
-	if c.TraceState != "" {
-		h.Set(traceparent, tp)
-		h.Set(tracestate, c.TraceState)
-		return
-	}
-	h.SetDel(traceparent, tp, tracestate)
+	setW3CDel(h, unsafeString(c.Scratch), c.TraceState)
 }
 
 // ContextSpan implements tracing.ContextDriver.
 func (d *driver) ContextSpan(c *tracing.SpanContext, o tracing.StartOptions) *tracing.Span {
-	var rep tracing.Reporter
-	if d.batcher != nil {
-		rep = d.batcher
-	}
-	var s *tracing.Span
-	if o.Local != nil {
-		s = d.pool.Local(o.Local, rep, w3c{})
-	} else {
-		s = d.pool.Get(rep, w3c{})
-	}
-	s.Name, s.Start = o.Operation, o.Start
-	if o.Egress {
-		s.Kind = tracing.Client
-	}
+	s := d.newSpan(o, true)
 	// The span's children may be sampled (a mirror's trace_sampled) and
 	// outlive the request: the tracestate is copied out of its headers.
 	s.Trace, s.ID, s.Parent, s.TraceState = c.Trace, c.ID, c.Parent, strings.Clone(c.TraceState)

@@ -138,16 +138,25 @@ func putHex8(dst *[16]byte, src *[8]byte) {
 // setW3C sets traceparent to tp and tracestate to state, or removes a
 // tracestate when state is empty.
 func setW3C(h tracing.HeaderSetter, tp, state string) {
+	if sd, ok := h.(tracing.HeaderSetDeleter); ok {
+		setW3CDel(sd, tp, state)
+		return
+	}
+	h.Set(traceparent, tp)
+	if state != "" {
+		h.Set(tracestate, state)
+		return
+	}
+	h.Del(tracestate)
+}
+
+// setW3CDel is setW3C for headers that set one field and delete another
+// in one pass over their fields (the connection manager's).
+func setW3CDel(h tracing.HeaderSetDeleter, tp, state string) {
 	if state != "" {
 		h.Set(traceparent, tp)
 		h.Set(tracestate, state)
 		return
 	}
-	if sd, ok := h.(tracing.HeaderSetDeleter); ok {
-		// One pass over the fields rather than two.
-		sd.SetDel(traceparent, tp, tracestate)
-		return
-	}
-	h.Set(traceparent, tp)
-	h.Del(tracestate)
+	h.SetDel(traceparent, tp, tracestate)
 }
