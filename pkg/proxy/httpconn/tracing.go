@@ -201,10 +201,12 @@ func (s *stream) startTracing() {
 		return
 	}
 	var span *tracing.Span
-	if t.ctxDriver != nil && !s.m.filters.startChildSpan && !t.spawnUpstream &&
-		t.ctxDriver.StartContext(th, reason != notTraceable, &s.spanCtx) {
+	if reason == notTraceable && t.ctxDriver != nil && !s.m.filters.startChildSpan && !t.spawnUpstream &&
+		t.ctxDriver.StartContext(th, false, &s.spanCtx) {
 		// Not sampled, and nothing asks for child spans: the request
-		// keeps only the context it propagates (injectTrace).
+		// keeps only the context it propagates (injectTrace). A request
+		// the decision traces (an incoming context may still say no)
+		// goes straight to a span: the driver would decline most.
 		if !s.spanCtx.Valid {
 			return
 		}
@@ -409,7 +411,7 @@ func (s *stream) finishSpan(now time.Time) {
 	// they are added without a search for an earlier value; only error
 	// and custom tags may replace one.
 	var hv spanHeaders
-	hv.find(&s.reqHeaders, allHeaderTable)
+	hv.find(&s.reqHeaders, finishHeaderTable)
 	if v, ok := hv.get(shRequestID); ok {
 		sp.AddTag("guid:x-request-id", v)
 	}
@@ -601,12 +603,13 @@ func newSpanHeaderTable(set uint16) *spanHeaderTable {
 }
 
 // The tables of the spanHeaders that the sampling decision and the span's
-// start read (startHeaders: no two of a length), and of those of a
-// finished span (all).
+// start read (startHeaders: no two of a length), and of those a finished
+// span is tagged with.
 var (
 	startHeaderTable = newSpanHeaderTable(1<<shRequestID | 1<<shClientTraceID | 1<<shForceTrace |
 		1<<shTraceparent | 1<<shTracestate | 1<<shDecoratorOp)
-	allHeaderTable = newSpanHeaderTable(1<<shCount - 1)
+	finishHeaderTable = newSpanHeaderTable(1<<shRequestID | 1<<shDownstreamCluster | 1<<shUserAgent |
+		1<<shClientTraceID | 1<<shContentType | 1<<shForwardedProto)
 )
 
 // spanHeaderWords are words of the spanHeaderNames, by index: their first
