@@ -91,7 +91,8 @@ func (s *stream) sampleRequest(t *tracingConfig, hv *spanHeaders) traceReason {
 		return notTraceable
 	}
 	result := n % 10000
-	sh := t.shares(s.m.deps.Runtime)
+	var scratch samplingShares
+	sh := t.shares(s.m.deps.Runtime, &scratch)
 	reason := notTraceable
 	if rid.PackTraceReason {
 		reason = uuidReason(id)

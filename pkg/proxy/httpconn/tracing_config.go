@@ -114,14 +114,15 @@ func resolveShares(r runtime.Reader) samplingShares {
 // shares returns the sampling keys' values in the runtime's current
 // snapshot: those resolved for an earlier request while the snapshot is
 // the same one. Workers race to store a new resolution harmlessly: each
-// is complete and names its snapshot.
-func (t *tracingConfig) shares(rt RuntimeValues) *samplingShares {
+// is complete and names its snapshot. A runtime that does not tell its
+// snapshots is read into scratch, which is returned.
+func (t *tracingConfig) shares(rt RuntimeValues, scratch *samplingShares) *samplingShares {
 	if t.snapshots == nil {
-		c := samplingShares{}
+		*scratch = samplingShares{}
 		if rt != nil {
-			c = resolveShares(rt)
+			*scratch = resolveShares(rt)
 		}
-		return &c
+		return scratch
 	}
 	snap := t.snapshots.Snapshot()
 	if c := t.resolved.Load(); c != nil && c.snap == snap {

@@ -168,7 +168,7 @@ func TestSharesMatchFeatureEnabled(t *testing.T) {
 		fixedRuntime{keyRandomSampling: 0}, fixedRuntime{keyRandomSampling: 101}, fixedRuntime{keyRandomSampling: 100}}
 	for _, rt := range runtimes {
 		var tc tracingConfig
-		sh := tc.shares(rt)
+		sh := tc.shares(rt, new(samplingShares))
 		for _, def := range defs {
 			for random := uint64(0); random < 20000; random += 7 {
 				want := featureEnabled(rt, keyRandomSampling, def, random)
@@ -206,7 +206,7 @@ func TestSharesFollowSnapshots(t *testing.T) {
 	def := fraction{Num: 10000, Den: 10000}
 	check := func(step string) {
 		t.Helper()
-		sh := tc.shares(rv)
+		sh := tc.shares(rv, new(samplingShares))
 		if sh.snap != rt.Snapshot() {
 			t.Fatalf("%s: shares of an old snapshot", step)
 		}
@@ -223,7 +223,7 @@ func TestSharesFollowSnapshots(t *testing.T) {
 		}
 	}
 	check("no values")
-	if first, again := tc.shares(rv), tc.shares(rv); first != again || tc.resolved.Load().snap != rt.Snapshot() {
+	if first, again := tc.shares(rv, nil), tc.shares(rv, nil); first != again || tc.resolved.Load().snap != rt.Snapshot() {
 		t.Fatal("the resolution of an unchanged snapshot is not kept")
 	}
 	if err := rt.Modify(map[string]string{keyRandomSampling: "25", keyGlobalEnabled: "{numerator: 5, denominator: MILLION}"}); err != nil {

@@ -248,3 +248,20 @@ func BenchmarkUnsampledContext(b *testing.B) {
 		d.InjectContext(&c, h)
 	}
 }
+
+// TestUnsampledContextAllocatesNothing: an unsampled request's context,
+// started and injected, allocates nothing once its buffer exists.
+func TestUnsampledContextAllocatesNothing(t *testing.T) {
+	d := &driver{}
+	h := &benchHeaders{kv: [][2]string{{"x-request-id", "8f0e4a36-2c4d-4b5e-9a1f-3d2c1b0a9f8e"}}}
+	var c tracing.SpanContext
+	run := func() {
+		h.kv = h.kv[:1]
+		d.StartContext(h, false, &c)
+		d.InjectContext(&c, h)
+	}
+	run()
+	if n := testing.AllocsPerRun(100, run); n != 0 {
+		t.Errorf("%v allocations per unsampled request", n)
+	}
+}
