@@ -35,13 +35,7 @@ func PutHex64(d []byte, x uint64) {
 // hexDigits8 returns x's eight hexadecimal digits, the most significant
 // in the word's high byte: each nibble is spread into a byte of its own,
 // then bytes of 10 and above are moved on to 'a'.
-func hexDigits8(x uint32) uint64 { return HexDigits8(x) }
-
-// HexDigits8 returns x's eight lower-case hexadecimal digits as a word,
-// the most significant digit in its high byte, for a caller writing them
-// big-endian at fixed places (binary.BigEndian.PutUint64): it inlines,
-// where PutHex64's call and bounds checks cost a third again.
-func HexDigits8(x uint32) uint64 {
+func hexDigits8(x uint32) uint64 {
 	v := uint64(x)
 	v = (v | v<<16) & 0x0000ffff0000ffff
 	v = (v | v<<8) & 0x00ff00ff00ff00ff
