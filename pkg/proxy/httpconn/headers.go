@@ -1,7 +1,9 @@
 package httpconn
 
 import (
+	"encoding/binary"
 	"strings"
+	"unsafe"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
@@ -117,18 +119,7 @@ func (h *headerList) Set(name, value string) {
 // one pass over the fields when neither has a duplicate to remove (W3C
 // propagation: the traceparent set, no tracestate).
 func (h *headerList) SetDel(set, value, del string) {
-	first, dirty := -1, false
-	for i := range h.fields {
-		switch h.fields[i].name {
-		case set:
-			if first >= 0 {
-				dirty = true
-			}
-			first = i
-		case del:
-			dirty = true
-		}
-	}
+	first, dirty := scanSetDel(h.fields, set, del)
 	switch {
 	case dirty:
 		h.Set(set, value)
@@ -138,6 +129,40 @@ func (h *headerList) SetDel(set, value, del string) {
 	default:
 		h.fields = append(h.fields, field{set, value})
 	}
+}
+
+// scanSetDel returns the index of the last of fields named set (-1 for
+// none), and whether any is named del or set more than once. A name of
+// the length of set or del is compared by its first word before its
+// bytes: a field of the same length (user-agent beside tracestate) is
+// told apart without a call. A function of its own, which calls nothing
+// in the usual case, keeps the loop's state in registers.
+func scanSetDel(fields []field, set, del string) (first int, dirty bool) {
+	first = -1
+	sw, dw := firstWord(set), firstWord(del)
+	for i := range fields {
+		name := fields[i].name
+		if len(name) != len(set) && len(name) != len(del) {
+			continue
+		}
+		if len(name) == len(set) && firstWord(name) == sw && name == set {
+			if first >= 0 {
+				dirty = true
+			}
+			first = i
+		} else if len(name) == len(del) && firstWord(name) == dw && name == del {
+			dirty = true
+		}
+	}
+	return first, dirty
+}
+
+// firstWord is s's first eight bytes as a word, 0 when it is shorter.
+func firstWord(s string) uint64 {
+	if len(s) < 8 {
+		return 0
+	}
+	return binary.LittleEndian.Uint64((*[8]byte)(unsafe.Pointer(unsafe.StringData(s)))[:])
 }
 
 // Add appends a field.

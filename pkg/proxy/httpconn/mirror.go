@@ -91,7 +91,7 @@ func (s *stream) startRouteMirrors(cl UpstreamCluster) {
 		}
 		sh := s.newShadow(scl, p.ShadowAuthority(s.upAuthority))
 		p.MutateHeaders(&sh.headers, &s.entry)
-		if s.span != nil {
+		if s.requestSpan() != nil {
 			// As Envoy's asynchronous client: a child span named
 			// "mirror", sampled as trace_sampled says, else as the
 			// request.

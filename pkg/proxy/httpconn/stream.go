@@ -273,6 +273,10 @@ type stream struct {
 	// localSpan is where a tracer may start the request's span when it
 	// is not sampled, rather than in a pooled one.
 	localSpan tracing.Span
+	// spanCtx is the request's span when it was started as a bare
+	// context (tracing.ContextDriver): valid while it is to be
+	// propagated, span then nil.
+	spanCtx tracing.SpanContext
 
 	entry accesslog.Entry
 	// plog logs the stream periodically (access_log_flush_interval),
@@ -348,6 +352,7 @@ func (s *stream) begin(real time.Time, proto string) {
 	s.flags, s.details = 0, ""
 	s.bytesSent, s.bytesRecv = 0, 0
 	s.span, s.child, s.traceReason, s.decorated, s.decoratedPropagate = nil, nil, notTraceable, "", false
+	s.spanCtx.Valid = false
 	s.entry = accesslog.Entry{
 		StartTime:               now,
 		Protocol:                proto,
@@ -457,9 +462,12 @@ func (s *stream) end() {
 		// traceable_filter: traced because the service forced it, and
 		// not a health check (Envoy's shouldTraceRequest).
 		s.entry.ServiceForcedTrace = s.traceReason == traceServiceForced && !s.entry.HealthCheck
-		// The span goes last: the request headers the access log reads
-		// view the span's buffers, which it gives back when finished.
-		defer s.finishSpan(now)
+		if s.span != nil {
+			// The span goes last: the request headers the access log
+			// reads view the span's buffers, which it gives back when
+			// finished.
+			defer s.finishSpan(now)
+		}
 	}
 	if m.logs.Empty() {
 		if s.span != nil && s.span.Sampled {

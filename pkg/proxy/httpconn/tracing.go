@@ -1,10 +1,12 @@
 package httpconn
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
@@ -70,15 +72,15 @@ func featureEnabled(rt RuntimeValues, key string, def fraction, random uint64) b
 // decision is written back into the request id, so that the proxies
 // further on keep it. hv holds the request's tracing headers.
 func (s *stream) sampleRequest(t *tracingConfig, hv *spanHeaders) traceReason {
-	rid := s.m.cfg.requestID
+	rid := &s.m.cfg.requestID
 	if !rid.SampleByID {
 		// use_request_id_for_trace_sampling: false leaves the decision to
 		// the tracer (Envoy returns Sampling before reading the id).
 		return traceSampling
 	}
-	client, random, overall := t.client, t.random, t.overall
+	client, random, overall := &t.client, &t.random, &t.overall
 	if r := s.Route(); r != nil && r.Tracing != nil {
-		client, random, overall = r.Tracing.Client, r.Tracing.Random, r.Tracing.Overall
+		client, random, overall = &r.Tracing.Client, &r.Tracing.Random, &r.Tracing.Overall
 	}
 	id, ok := hv.get(shRequestID)
 	if !ok || len(id) < 8 {
@@ -89,25 +91,26 @@ func (s *stream) sampleRequest(t *tracingConfig, hv *spanHeaders) traceReason {
 		return notTraceable
 	}
 	result := n % 10000
-	sh := t.shares(s.m.deps.Runtime)
+	var scratch samplingShares
+	sh := t.shares(s.m.deps.Runtime, &scratch)
 	reason := notTraceable
 	if rid.PackTraceReason {
 		reason = uuidReason(id)
 	}
 	if reason == notTraceable {
 		switch {
-		case hv.found[shClientTraceID] && sh.client.enabled(client, rand.Uint64()):
+		case hv.has(shClientTraceID) && sh.client.enabled(*client, rand.Uint64()):
 			reason = traceClientForced
-		case hv.found[shForceTrace]:
+		case hv.has(shForceTrace):
 			reason = traceServiceForced
-		case sh.random.enabled(random, result):
+		case sh.random.enabled(*random, result):
 			reason = traceSampling
 		}
 		if reason != notTraceable {
 			s.setRequestIDReason(id, reason)
 		}
 	}
-	if reason != notTraceable && !sh.global.enabled(overall, result) {
+	if reason != notTraceable && !sh.global.enabled(*overall, result) {
 		reason = notTraceable
 		s.setRequestIDReason(id, reason)
 	}
@@ -198,28 +201,31 @@ func (s *stream) startTracing() {
 	if t.driver == nil {
 		return
 	}
-	op := ingressOperation
-	if t.egress {
-		op = egressOperation + s.authority
-	}
-	span := t.driver.StartSpan(th, tracing.StartOptions{
-		Operation: op,
-		Host:      s.authority,
-		Egress:    t.egress,
-		Start:     s.start,
-		Traced:    reason != notTraceable,
-		Local:     &s.localSpan,
-	})
-	if span == nil {
-		return
-	}
-	s.span = span
-	if span.Sampled {
-		span.AddConstTag("node_id", t.nodeID)
-		span.AddConstTag("zone", t.zone)
+	var span *tracing.Span
+	if reason == notTraceable && t.ctxDriver != nil && !s.m.filters.startChildSpan && !t.spawnUpstream &&
+		t.ctxDriver.StartContext(th, false, &s.spanCtx) {
+		// Not sampled, and nothing asks for child spans: the request
+		// keeps only the context it propagates (injectTrace). A request
+		// the decision traces (an incoming context may still say no)
+		// goes straight to a span: the driver would decline most.
+		if !s.spanCtx.Valid {
+			return
+		}
+	} else {
+		span = t.driver.StartSpan(th, s.spanOptions(reason != notTraceable))
+		if span == nil {
+			return
+		}
+		s.span = span
+		if span.Sampled {
+			span.AddConstTag("node_id", t.nodeID)
+			span.AddConstTag("zone", t.zone)
+		}
 	}
 	if r := s.Route(); r != nil && r.Decorator != nil {
-		span.SetOperation(r.Decorator.Operation)
+		if span != nil {
+			span.SetOperation(r.Decorator.Operation)
+		}
 		s.decorated, s.decoratedPropagate = r.Decorator.Operation, r.Decorator.Propagate
 	}
 	h := &s.reqHeaders
@@ -234,11 +240,43 @@ func (s *stream) startTracing() {
 		// An ingress request may name its own span; the name is not
 		// passed to the service, nor echoed in the response.
 		if v != "" {
-			span.SetOperation(v)
+			if span != nil {
+				span.SetOperation(v)
+			}
 			s.decorated = ""
 		}
 		h.Del(headerDecoratorOp)
 	}
+}
+
+// spanOptions are the options of the request's span: Envoy's span name,
+// "ingress" or "egress <host>".
+func (s *stream) spanOptions(traced bool) tracing.StartOptions {
+	t := s.m.tracing
+	op := ingressOperation
+	if t.egress {
+		op = egressOperation + s.authority
+	}
+	return tracing.StartOptions{
+		Operation: op,
+		Host:      s.authority,
+		Egress:    t.egress,
+		Start:     s.start,
+		Traced:    traced,
+		Local:     &s.localSpan,
+	}
+}
+
+// requestSpan returns the request's span, made from its context when it
+// was started as one (tracing.ContextDriver) and is needed after all (a
+// mirrored request's child span); nil when the request has no span.
+func (s *stream) requestSpan() *tracing.Span {
+	if s.span == nil && s.spanCtx.Valid {
+		s.spanCtx.Valid = false
+		// Not sampled, it is never reported: its name does not matter.
+		s.span = s.m.tracing.ctxDriver.ContextSpan(&s.spanCtx, s.spanOptions(false))
+	}
+	return s.span
 }
 
 // traceResponseHeaders applies the decorator to the response: an ingress
@@ -269,6 +307,9 @@ func (s *stream) traceResponseHeaders() {
 // the router's start_child_span or spawn_upstream_span asks for one.
 func (s *stream) injectTrace(cl UpstreamCluster) {
 	if s.span == nil {
+		if s.spanCtx.Valid {
+			s.m.tracing.ctxDriver.InjectContext(&s.spanCtx, &s.reqHeaders)
+		}
 		return
 	}
 	if s.m.filters.startChildSpan || s.m.tracing.spawnUpstream {
@@ -371,7 +412,7 @@ func (s *stream) finishSpan(now time.Time) {
 	// they are added without a search for an earlier value; only error
 	// and custom tags may replace one.
 	var hv spanHeaders
-	hv.find(&s.reqHeaders)
+	hv.find(&s.reqHeaders, finishHeaderTable)
 	if v, ok := hv.get(shRequestID); ok {
 		sp.AddTag("guid:x-request-id", v)
 	}
@@ -537,89 +578,136 @@ var spanHeaderNames = [shCount]string{
 	shDecoratorOp:       headerDecoratorOp,
 }
 
+// spanHeaderTable lists spanHeaders by the length of their names: the
+// one or two of each length (shCount past the last).
+type spanHeaderTable [35][2]uint8
+
+// newSpanHeaderTable is the table of the spanHeaders of set (a mask of
+// indices).
+func newSpanHeaderTable(set uint16) *spanHeaderTable {
+	var t spanHeaderTable
+	for n := range t {
+		t[n] = [2]uint8{shCount, shCount}
+	}
+	for k, name := range spanHeaderNames {
+		if set&(1<<k) == 0 {
+			continue
+		}
+		c := &t[len(name)]
+		if c[0] == shCount {
+			c[0] = uint8(k)
+		} else {
+			c[1] = uint8(k)
+		}
+	}
+	return &t
+}
+
+// The tables of the spanHeaders that the sampling decision and the span's
+// start read (startHeaders: no two of a length), and of those a finished
+// span is tagged with.
+var (
+	startHeaderTable = newSpanHeaderTable(1<<shRequestID | 1<<shClientTraceID | 1<<shForceTrace |
+		1<<shTraceparent | 1<<shTracestate | 1<<shDecoratorOp)
+	finishHeaderTable = newSpanHeaderTable(1<<shRequestID | 1<<shDownstreamCluster | 1<<shUserAgent |
+		1<<shClientTraceID | 1<<shContentType | 1<<shForwardedProto)
+)
+
+// spanHeaderWords are words of the spanHeaderNames, by index: their first
+// eight bytes, their last eight, and the eight after the first (for
+// names longer than 16 bytes). A name of at most 24 bytes equals one of
+// these when those words do: two or three word compares, where a string
+// compare of a name longer than 16 bytes was a call.
+var spanHeaderWords = func() (w [shCount][3]uint64) {
+	for k, name := range spanHeaderNames {
+		w[k][0], w[k][1] = word8(name, 0), word8(name, len(name)-8)
+		if len(name) > 16 {
+			w[k][2] = word8(name, 8)
+		}
+	}
+	return w
+}()
+
+// word8 is the eight bytes of s at i as a word (s has them).
+func word8(s string, i int) uint64 {
+	// An array pointer, not unsafe.Slice: the load is checked by the
+	// caller's length tests, not again here.
+	return binary.LittleEndian.Uint64((*[8]byte)(unsafe.Add(unsafe.Pointer(unsafe.StringData(s)), i))[:])
+}
+
+// isLongSpanHeader reports whether name, longer than 16 bytes, of the
+// length of spanHeaders k and with k's first and last words, is k's name.
+func isLongSpanHeader(name string, k uint8) bool {
+	if len(name) <= 24 {
+		return word8(name, 8) == spanHeaderWords[k][2]
+	}
+	return name == spanHeaderNames[k]
+}
+
 // spanHeaders are the values of the request headers the tracing reads,
 // found in one pass over the fields: a search of the whole list for each
 // cost a request more than the rest of its tracing.
 type spanHeaders struct {
+	// values holds header k's value when found has bit k; the others are
+	// stale.
 	values [shCount]string
-	found  [shCount]bool
+	found  uint16
 }
 
-// find fills hv from h's fields, forgetting what it held. A name given by
-// several fields takes their joined value, as headerList.Get gives it.
-func (hv *spanHeaders) find(h *headerList) {
-	*hv = spanHeaders{}
-	for i := range h.fields {
-		name := h.fields[i].name
-		var k int
-		// The names' lengths tell most apart; each is then compared with
-		// a constant, which the compiler does in a few word loads rather
-		// than a call.
-		switch len(name) {
-		case 12:
-			switch name {
-			case "x-request-id":
-				k = shRequestID
-			case "content-type":
-				k = shContentType
-			default:
-				continue
-			}
-		case 34:
-			if name != "x-envoy-downstream-service-cluster" {
-				continue
-			}
-			k = shDownstreamCluster
-		case 10:
-			switch name {
-			case "user-agent":
-				k = shUserAgent
-			case "tracestate":
-				k = shTracestate
-			default:
-				continue
-			}
-		case 17:
-			switch name {
-			case "x-client-trace-id":
-				k = shClientTraceID
-			case "x-forwarded-proto":
-				k = shForwardedProto
-			default:
-				continue
-			}
-		case 19:
-			if name != "x-envoy-force-trace" {
-				continue
-			}
-			k = shForceTrace
-		case 11:
-			if name != "traceparent" {
-				continue
-			}
-			k = shTraceparent
-		case 27:
-			if name != headerDecoratorOp {
-				continue
-			}
-			k = shDecoratorOp
-		default:
+// find fills hv from h's fields, forgetting what it held: the headers
+// of the table. A name given by several fields takes their joined value,
+// as headerList.Get gives it.
+func (hv *spanHeaders) find(h *headerList, t *spanHeaderTable) {
+	hv.found = 0
+	fields := h.fields
+	for i := range fields {
+		name := fields[i].name
+		// Each field costs a look-up by its name's length and, for the
+		// few of a length looked for, words of its name compared: most
+		// names are rejected without a byte compared.
+		if len(name) >= len(t) {
 			continue
 		}
-		if hv.found[k] {
+		c := &t[len(name)]
+		k := c[0]
+		if k == shCount {
+			continue
+		}
+		first, last := word8(name, 0), word8(name, len(name)-8)
+		if w := &spanHeaderWords[k]; first != w[0] || last != w[1] {
+			if k = c[1]; k == shCount {
+				continue
+			}
+			if w := &spanHeaderWords[k]; first != w[0] || last != w[1] {
+				continue
+			}
+		}
+		if len(name) > 16 && !isLongSpanHeader(name, k) {
+			continue
+		}
+		if hv.found&(1<<k) != 0 {
 			hv.values[k], _ = h.Get(name)
 			continue
 		}
-		hv.values[k], hv.found[k] = h.fields[i].value, true
+		hv.values[k] = fields[i].value
+		hv.found |= 1 << k
 	}
 }
 
+// has reports whether header k was found.
+func (hv *spanHeaders) has(k int) bool { return hv.found&(1<<k) != 0 }
+
 // get returns header k's value.
-func (hv *spanHeaders) get(k int) (string, bool) { return hv.values[k], hv.found[k] }
+func (hv *spanHeaders) get(k int) (string, bool) {
+	if !hv.has(k) {
+		return "", false
+	}
+	return hv.values[k], true
+}
 
 // or returns header k's value, def when absent.
 func (hv *spanHeaders) or(k int, def string) string {
-	if hv.found[k] {
+	if hv.has(k) {
 		return hv.values[k]
 	}
 	return def
@@ -635,7 +723,7 @@ type startHeaders struct {
 
 // find fills th from h and keeps h for the other names.
 func (th *startHeaders) find(h *headerList) {
-	th.spanHeaders.find(h)
+	th.spanHeaders.find(h, startHeaderTable)
 	th.h = h
 }
 

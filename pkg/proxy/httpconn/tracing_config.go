@@ -28,6 +28,9 @@ type tracingConfig struct {
 	// the bootstrap names one (Envoy's null tracer: decisions and stats,
 	// no spans).
 	driver tracing.Driver
+	// ctxDriver is driver when it can start an unsampled span as a bare
+	// context (tracing.ContextDriver), else nil.
+	ctxDriver tracing.ContextDriver
 	// egress: the listener is OUTBOUND, spans are the client's.
 	egress                  bool
 	client, random, overall fraction
@@ -111,22 +114,24 @@ func resolveShares(r runtime.Reader) samplingShares {
 // shares returns the sampling keys' values in the runtime's current
 // snapshot: those resolved for an earlier request while the snapshot is
 // the same one. Workers race to store a new resolution harmlessly: each
-// is complete and names its snapshot.
-func (t *tracingConfig) shares(rt RuntimeValues) samplingShares {
+// is complete and names its snapshot. A runtime that does not tell its
+// snapshots is read into scratch, which is returned.
+func (t *tracingConfig) shares(rt RuntimeValues, scratch *samplingShares) *samplingShares {
 	if t.snapshots == nil {
-		if rt == nil {
-			return samplingShares{}
+		*scratch = samplingShares{}
+		if rt != nil {
+			*scratch = resolveShares(rt)
 		}
-		return resolveShares(rt)
+		return scratch
 	}
 	snap := t.snapshots.Snapshot()
 	if c := t.resolved.Load(); c != nil && c.snap == snap {
-		return *c
+		return c
 	}
 	c := resolveShares(snap)
 	c.snap = snap
 	t.resolved.Store(&c)
-	return c
+	return &c
 }
 
 // customTag is one custom_tags entry.
@@ -187,6 +192,7 @@ func readTracing(cfg *hcmv3.HttpConnectionManager, deps Deps) (*tracingConfig, e
 			return nil, fmt.Errorf("%s.%w", path, err)
 		}
 		t.driver = d
+		t.ctxDriver, _ = d.(tracing.ContextDriver)
 	}
 	return t, nil
 }

@@ -115,15 +115,35 @@ func TestSpanHeadersMatchGet(t *testing.T) {
 			{"x-b3-traceid", "b3"}, {"user-agent", "u"}},
 		{{"traceparenT", "x"}, {"tracestatE", "y"}, {"x-envoy-force-tracE", "z"},
 			{"x-envoy-decorator-operatioN", "w"}},
+		// Same first and last eight bytes, another byte between.
+		{{"x-clientXtrace-id", "a"}, {"x-forwardedXproto", "b"}, {"x-envoy-Xorce-trace", "c"},
+			{"x-envoy-decoraXor-operation", "d"}, {"x-envoy-downstream-Xervice-cluster", "e"},
+			{"x-forwarded-proto", "f"}},
 	}
 	var th startHeaders
+	var hv spanHeaders
+	in := func(t *spanHeaderTable, k int) bool {
+		name := spanHeaderNames[k]
+		return t[len(name)][0] == uint8(k) || t[len(name)][1] == uint8(k)
+	}
 	for _, fields := range lists {
 		h := headerList{fields: fields}
 		th.find(&h)
+		hv.find(&h, finishHeaderTable)
 		for k, name := range spanHeaderNames {
 			want, wantOK := h.Get(name)
+			if !in(finishHeaderTable, k) {
+				want, wantOK = "", false
+			}
+			if got, ok := hv.get(k); got != want || ok != wantOK {
+				t.Errorf("%v: finish %s = %q, %v; want %q, %v", fields, name, got, ok, want, wantOK)
+			}
+			want, wantOK = h.Get(name)
+			if !in(startHeaderTable, k) {
+				continue
+			}
 			if got, ok := th.get(k); got != want || ok != wantOK {
-				t.Errorf("%v: %s = %q, %v; Get gives %q, %v", fields, name, got, ok, want, wantOK)
+				t.Errorf("%v: start %s = %q, %v; Get gives %q, %v", fields, name, got, ok, want, wantOK)
 			}
 			if got, ok := th.Get(name); got != want || ok != wantOK {
 				t.Errorf("%v: startHeaders.Get(%s) = %q, %v; Get gives %q, %v", fields, name, got, ok, want, wantOK)
@@ -148,7 +168,7 @@ func TestSharesMatchFeatureEnabled(t *testing.T) {
 		fixedRuntime{keyRandomSampling: 0}, fixedRuntime{keyRandomSampling: 101}, fixedRuntime{keyRandomSampling: 100}}
 	for _, rt := range runtimes {
 		var tc tracingConfig
-		sh := tc.shares(rt)
+		sh := tc.shares(rt, new(samplingShares))
 		for _, def := range defs {
 			for random := uint64(0); random < 20000; random += 7 {
 				want := featureEnabled(rt, keyRandomSampling, def, random)
@@ -186,7 +206,7 @@ func TestSharesFollowSnapshots(t *testing.T) {
 	def := fraction{Num: 10000, Den: 10000}
 	check := func(step string) {
 		t.Helper()
-		sh := tc.shares(rv)
+		sh := tc.shares(rv, new(samplingShares))
 		if sh.snap != rt.Snapshot() {
 			t.Fatalf("%s: shares of an old snapshot", step)
 		}
@@ -203,7 +223,7 @@ func TestSharesFollowSnapshots(t *testing.T) {
 		}
 	}
 	check("no values")
-	if first, again := tc.shares(rv), tc.shares(rv); first != again || tc.resolved.Load().snap != rt.Snapshot() {
+	if first, again := tc.shares(rv, nil), tc.shares(rv, nil); first != again || tc.resolved.Load().snap != rt.Snapshot() {
 		t.Fatal("the resolution of an unchanged snapshot is not kept")
 	}
 	if err := rt.Modify(map[string]string{keyRandomSampling: "25", keyGlobalEnabled: "{numerator: 5, denominator: MILLION}"}); err != nil {
@@ -227,15 +247,19 @@ func TestSetDelMatchesSetThenDel(t *testing.T) {
 		{{"traceparent", "1"}, {"x", "y"}, {"traceparent", "2"}},
 		{{"tracestate", "1"}, {"tracestate", "2"}, {"traceparenT", "z"}},
 	}
-	for _, fields := range lists {
-		var want, got headerList
-		want.fields = append([]field(nil), fields...)
-		got.fields = append([]field(nil), fields...)
-		want.Set("traceparent", "new")
-		want.Del("tracestate")
-		got.SetDel("traceparent", "new", "tracestate")
-		if !slices.Equal(got.fields, want.fields) {
-			t.Errorf("%v: SetDel gives %v, Set and Del %v", fields, got.fields, want.fields)
+	// W3C's pair has a path of its own; any other pair, the general one.
+	for _, names := range [][2]string{{"traceparent", "tracestate"}, {"x", "host"}, {"tracestate", "traceparent"},
+		{"traceparent", "traceparenT"}, {"host", "x"}} {
+		for _, fields := range lists {
+			var want, got headerList
+			want.fields = append([]field(nil), fields...)
+			got.fields = append([]field(nil), fields...)
+			want.Set(names[0], "new")
+			want.Del(names[1])
+			got.SetDel(names[0], "new", names[1])
+			if !slices.Equal(got.fields, want.fields) {
+				t.Errorf("%v: SetDel(%s, %s) gives %v, Set and Del %v", fields, names[0], names[1], got.fields, want.fields)
+			}
 		}
 	}
 }

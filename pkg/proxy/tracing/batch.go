@@ -3,10 +3,12 @@ package tracing
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -78,6 +80,25 @@ type Batcher struct {
 	loggedError bool
 	// exportCtx is the context of the export under way, reused.
 	exportCtx exportContext
+
+	// snapshots tells the runtime's current snapshot when the runtime
+	// can (nil otherwise: min_flush_spans is then read per span); minFlush
+	// holds min_flush_spans as read in the snapshot it names, which
+	// Report, for every span, reuses while the snapshot is the same.
+	snapshots runtimeSnapshots
+	minFlush  atomic.Pointer[flushSetting]
+}
+
+// runtimeSnapshots is a runtime (the server's) that tells its current
+// snapshot, an immutable value.
+type runtimeSnapshots interface {
+	Snapshot() *runtime.Snapshot
+}
+
+// flushSetting is min_flush_spans as read in one runtime snapshot.
+type flushSetting struct {
+	snap *runtime.Snapshot
+	n    uint64
 }
 
 // exportContext is an export's context: the batcher's, which ends when its
@@ -126,6 +147,7 @@ func NewBatcher(exp Exporter, opts BatchOptions, ctx Context) *Batcher {
 	if b.log.GetSink() == nil {
 		b.log = logr.Discard()
 	}
+	b.snapshots, _ = ctx.Runtime.(runtimeSnapshots)
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	go b.run()
 	return b
@@ -152,12 +174,30 @@ func (b *Batcher) Report(s *Span) {
 	b.buf = append(b.buf, s)
 	n := len(b.buf)
 	b.mu.Unlock()
-	if uint64(n) >= b.runtime(b.keyMinFlush, 5) {
+	if uint64(n) >= b.minFlushSpans() {
 		select {
 		case b.kick <- struct{}{}:
 		default:
 		}
 	}
+}
+
+// minFlushSpans is the runtime's min_flush_spans (Envoy's default 5),
+// read once per runtime snapshot when the runtime tells its snapshots:
+// Report reads it for every span, and a look-up by key was two map reads
+// behind interface calls. Workers race to store a new reading
+// harmlessly: each is complete and names its snapshot.
+func (b *Batcher) minFlushSpans() uint64 {
+	if b.snapshots == nil {
+		return b.runtime(b.keyMinFlush, 5)
+	}
+	snap := b.snapshots.Snapshot()
+	if f := b.minFlush.Load(); f != nil && f.snap == snap {
+		return f.n
+	}
+	f := &flushSetting{snap: snap, n: snap.Uint64(b.keyMinFlush, 5)}
+	b.minFlush.Store(f)
+	return f.n
 }
 
 // run exports on the timer and when kicked, until Close.

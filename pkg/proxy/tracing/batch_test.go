@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -46,10 +49,10 @@ func (e *fakeExporter) count() int {
 	return n
 }
 
-// runtime is a fixed runtime.
-type runtime map[string]uint64
+// fixedRuntime is a fixed runtime.
+type fixedRuntime map[string]uint64
 
-func (r runtime) Uint64(k string, def uint64) uint64 {
+func (r fixedRuntime) Uint64(k string, def uint64) uint64 {
 	if v, ok := r[k]; ok {
 		return v
 	}
@@ -74,7 +77,7 @@ func counter(st *stats.Store, name string) uint64 {
 func TestBatcherExportsAtMinFlushSpans(t *testing.T) {
 	exp := &fakeExporter{}
 	st := stats.NewStore()
-	b := NewBatcher(exp, BatchOptions{StatPrefix: "t.", RuntimePrefix: "t."}, Context{Stats: st, Runtime: runtime{"t.min_flush_spans": 2, "t.flush_interval_ms": 3600000}})
+	b := NewBatcher(exp, BatchOptions{StatPrefix: "t.", RuntimePrefix: "t."}, Context{Stats: st, Runtime: fixedRuntime{"t.min_flush_spans": 2, "t.flush_interval_ms": 3600000}})
 	s := NewSpan(b, nil)
 	s.Sampled = true
 	s.Finish(time.Now())
@@ -99,7 +102,7 @@ func TestBatcherExportsAtMinFlushSpans(t *testing.T) {
 func TestBatcherDropsWhenFullAndNeverBlocks(t *testing.T) {
 	exp := &fakeExporter{block: make(chan struct{}), inside: make(chan struct{}), fail: errors.New("refused")}
 	st := stats.NewStore()
-	b := NewBatcher(exp, BatchOptions{StatPrefix: "t.", RuntimePrefix: "t.", MaxBuffered: 3}, Context{Stats: st, Runtime: runtime{"t.min_flush_spans": 1}})
+	b := NewBatcher(exp, BatchOptions{StatPrefix: "t.", RuntimePrefix: "t.", MaxBuffered: 3}, Context{Stats: st, Runtime: fixedRuntime{"t.min_flush_spans": 1}})
 	// The first span is taken by an export that blocks; the buffer then
 	// holds three more; the rest are dropped, without waiting.
 	report := func() {
@@ -168,7 +171,7 @@ func (e *deadlineExporter) Export(ctx context.Context, _ []*Span) error {
 // request_timeout as its deadline.
 func TestBatcherExportDeadline(t *testing.T) {
 	exp := &deadlineExporter{got: make(chan time.Time, 4)}
-	b := NewBatcher(exp, BatchOptions{StatPrefix: "t.", RuntimePrefix: "t."}, Context{Runtime: runtime{"t.min_flush_spans": 1, "t.request_timeout": 60000}})
+	b := NewBatcher(exp, BatchOptions{StatPrefix: "t.", RuntimePrefix: "t."}, Context{Runtime: fixedRuntime{"t.min_flush_spans": 1, "t.request_timeout": 60000}})
 	defer b.Close()
 	before := time.Now()
 	s := NewSpan(b, nil)
@@ -237,5 +240,44 @@ func TestSpanIDsAreDistinct(t *testing.T) {
 		}
 		seen[id], traces[trace] = true, true
 		s.Release()
+	}
+}
+
+// snapshotRuntime is the server's view of a runtime: the latest
+// snapshot's values, and the snapshot itself.
+type snapshotRuntime struct{ rt *runtime.Runtime }
+
+func (v snapshotRuntime) Uint64(key string, def uint64) uint64 {
+	return v.rt.Snapshot().Uint64(key, def)
+}
+func (v snapshotRuntime) Snapshot() *runtime.Snapshot { return v.rt.Snapshot() }
+
+// TestMinFlushFollowsSnapshots: min_flush_spans, read once per runtime
+// snapshot, is Envoy's default without a value, and a new snapshot
+// (/runtime_modify) is read again.
+func TestMinFlushFollowsSnapshots(t *testing.T) {
+	rt, err := runtime.New(&bootstrapv3.LayeredRuntime{}, runtime.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewBatcher(&fakeExporter{}, BatchOptions{StatPrefix: "t.", RuntimePrefix: "t."}, Context{Runtime: snapshotRuntime{rt}})
+	defer b.Close()
+	if got := b.minFlushSpans(); got != 5 {
+		t.Fatalf("min_flush_spans without a value = %d, want Envoy's 5", got)
+	}
+	if err := rt.Modify(map[string]string{"t.min_flush_spans": "100"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.minFlushSpans(); got != 100 {
+		t.Fatalf("min_flush_spans after a modify = %d, want 100", got)
+	}
+	if f := b.minFlush.Load(); f == nil || f.snap != rt.Snapshot() {
+		t.Fatal("the reading of the current snapshot is not kept")
+	}
+	if err := rt.Modify(map[string]string{"t.min_flush_spans": "7"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.minFlushSpans(); got != 7 {
+		t.Fatalf("min_flush_spans after a second modify = %d, want 7", got)
 	}
 }

@@ -3,6 +3,7 @@ package tracing
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"math"
 	"math/bits"
 	"math/rand/v2"
 	"sync"
@@ -148,7 +149,10 @@ type Span struct {
 	// Shared is Zipkin's shared span context: the span has the id of the
 	// client's span.
 	Shared bool
-	Tags   []Tag
+	// Tags are the span's attributes. Providers read them; they change
+	// only through the span's methods, which account for their sizes
+	// (TagBytes).
+	Tags []Tag
 	// Logs are the span's events, in the order they were logged.
 	Logs []Log
 
@@ -168,6 +172,10 @@ type Span struct {
 	// local: the span belongs to its caller (SpanPool.Local), who keeps
 	// it from one request to the next; it never goes into the pool.
 	local bool
+	// tagBytes is the sum of the tags' key and value lengths, tagMax the
+	// longest key and value together (or more: it does not shrink when a
+	// value is replaced), math.MaxInt after a tag with an empty key.
+	tagBytes, tagMax int
 }
 
 // newSpan returns a span with its generator seeded.
@@ -234,7 +242,7 @@ func (s *Span) Pooled() *Span {
 	p.Start, p.End, p.Sampled, p.Shared = s.Start, s.End, s.Sampled, s.Shared
 	p.Name, p.TraceState = p.own(s.Name), s.TraceState
 	for _, t := range s.Tags {
-		p.Tags = append(p.Tags, Tag{Key: t.Key, Value: p.own(t.Value)})
+		p.AddTag(t.Key, t.Value)
 	}
 	p.Logs = append(p.Logs, s.Logs...)
 	s.Release()
@@ -274,6 +282,7 @@ func (s *Span) reset() {
 	s.Kind, s.Sampled, s.Shared = Server, false, false
 	s.Start, s.End = time.Time{}, time.Time{}
 	s.arena, s.Scratch = s.arena[:0], s.Scratch[:0]
+	s.tagBytes, s.tagMax = 0, 0
 	s.reporter, s.propagator, s.pool = nil, nil, nil
 }
 
@@ -300,11 +309,13 @@ func (s *Span) SetTag(key, value string) {
 	value = s.own(value)
 	for i := range s.Tags {
 		if s.Tags[i].Key == key {
+			s.tagBytes += len(value) - len(s.Tags[i].Value)
+			s.tagMax = max(s.tagMax, len(key)+len(value))
 			s.Tags[i].Value = value
 			return
 		}
 	}
-	s.Tags = append(s.Tags, Tag{Key: key, Value: value})
+	s.AddConstTag(key, value)
 }
 
 // AddTag sets an attribute that the span does not have yet (the caller
@@ -313,14 +324,25 @@ func (s *Span) SetTag(key, value string) {
 // search cost it more than the tags themselves. The key must be
 // immutable; the value is copied.
 func (s *Span) AddTag(key, value string) {
-	s.Tags = append(s.Tags, Tag{Key: key, Value: s.own(value)})
+	s.AddConstTag(key, s.own(value))
 }
 
 // AddConstTag is AddTag for a value that outlives the span (a constant, a
 // configured name), which is not copied.
 func (s *Span) AddConstTag(key, value string) {
 	s.Tags = append(s.Tags, Tag{Key: key, Value: value})
+	n := len(key) + len(value)
+	s.tagBytes += n
+	if key == "" {
+		n = math.MaxInt
+	}
+	s.tagMax = max(s.tagMax, n)
 }
+
+// TagBytes returns the sum of the tags' key and value lengths, and a
+// bound on the longest tag's (math.MaxInt when a key is empty): an
+// encoder sizes a span's tags from them in one step when none is long.
+func (s *Span) TagBytes() (sum, longest int) { return s.tagBytes, s.tagMax }
 
 // Log records an event at t. The event must be immutable (a constant).
 func (s *Span) Log(t time.Time, event string) {

@@ -7,6 +7,7 @@ package opentelemetry
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	tracev3 "github.com/envoyproxy/go-control-plane/envoy/config/trace/v3"
 	"google.golang.org/protobuf/proto"
@@ -88,6 +89,8 @@ func (Factory) Compile(config proto.Message, ctx tracing.Context) (tracing.Drive
 	return d, nil
 }
 
+var _ tracing.ContextDriver = (*driver)(nil)
+
 // driver is the configured tracer.
 type driver struct {
 	// batcher is nil without a collector: spans then only propagate.
@@ -104,10 +107,6 @@ type driver struct {
 // decision; with a valid one, a child of it that keeps its sampled flag;
 // with an invalid one, no span.
 func (d *driver) StartSpan(h tracing.Headers, o tracing.StartOptions) *tracing.Span {
-	var rep tracing.Reporter
-	if d.batcher != nil {
-		rep = d.batcher
-	}
 	p, found, err := extract(h)
 	if err != nil {
 		return nil
@@ -119,16 +118,7 @@ func (d *driver) StartSpan(h tracing.Headers, o tracing.StartOptions) *tracing.S
 	if found {
 		sampled = p.sampled
 	}
-	var s *tracing.Span
-	if o.Local != nil && (!sampled || d.sampler != nil) {
-		s = d.pool.Local(o.Local, rep, w3c{})
-	} else {
-		s = d.pool.Get(rep, w3c{})
-	}
-	s.Name, s.Start = o.Operation, o.Start
-	if o.Egress {
-		s.Kind = tracing.Client
-	}
+	s := d.newSpan(o, !sampled || d.sampler != nil)
 	s.ID = s.NewSpanID()
 	if !found {
 		s.Trace = s.NewTraceID(false)
@@ -150,6 +140,26 @@ func (d *driver) StartSpan(h tracing.Headers, o tracing.StartOptions) *tracing.S
 	return s
 }
 
+// newSpan returns a span named, timed and of the kind o says: in o.Local
+// when local and o has one, else a pooled one.
+func (d *driver) newSpan(o tracing.StartOptions, local bool) *tracing.Span {
+	var rep tracing.Reporter
+	if d.batcher != nil {
+		rep = d.batcher
+	}
+	var s *tracing.Span
+	if local && o.Local != nil {
+		s = d.pool.Local(o.Local, rep, w3c{})
+	} else {
+		s = d.pool.Get(rep, w3c{})
+	}
+	s.Name, s.Start = o.Operation, o.Start
+	if o.Egress {
+		s.Kind = tracing.Client
+	}
+	return s
+}
+
 // Close implements tracing.Driver.
 func (d *driver) Close() error {
 	if d.batcher == nil {
@@ -160,4 +170,49 @@ func (d *driver) Close() error {
 		err = errors.Join(err, c.Close())
 	}
 	return err
+}
+
+// StartContext implements tracing.ContextDriver: the span StartSpan
+// starts when it is not sampled (no sampler configured), as a bare
+// context. An incoming context's tracestate is kept as a view of the
+// request's headers, not copied: nothing keeps it past the request.
+func (d *driver) StartContext(h tracing.Headers, traced bool, c *tracing.SpanContext) bool {
+	if d.sampler != nil {
+		// The sampler decides from the span's name and kind.
+		return false
+	}
+	v, found := h.Get(traceparent)
+	if !found {
+		if traced {
+			return false
+		}
+		c.StartRoot()
+		return true
+	}
+	p, err := parseTraceparent(v)
+	switch {
+	case err != nil:
+		c.Invalidate()
+		return true
+	case p.sampled:
+		return false
+	}
+	state, _ := h.Get(tracestate)
+	c.StartChild(p.trace, p.span, state)
+	return true
+}
+
+// InjectContext implements tracing.ContextDriver, as w3c's Inject.
+func (d *driver) InjectContext(c *tracing.SpanContext, h tracing.HeaderSetDeleter) {
+	c.Scratch = putTraceparent(c.Scratch, &c.Trace, &c.ID, false)
+	setW3CDel(h, unsafeString(c.Scratch), c.TraceState)
+}
+
+// ContextSpan implements tracing.ContextDriver.
+func (d *driver) ContextSpan(c *tracing.SpanContext, o tracing.StartOptions) *tracing.Span {
+	s := d.newSpan(o, true)
+	// The span's children may be sampled (a mirror's trace_sampled) and
+	// outlive the request: the tracestate is copied out of its headers.
+	s.Trace, s.ID, s.Parent, s.TraceState = c.Trace, c.ID, c.Parent, strings.Clone(c.TraceState)
+	return s
 }

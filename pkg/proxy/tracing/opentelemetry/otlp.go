@@ -105,6 +105,11 @@ func spanSize(s *tracing.Span) int {
 	if s.Name != "" {
 		n += lenField(len(s.Name))
 	}
+	if sum, longest := s.TagBytes(); longest < maxShortKV {
+		// Every tag short (the usual case): a short KeyValue (kvSize) and
+		// its one-byte tag and length each, from the span's running sum.
+		return n + 8*len(s.Tags) + sum
+	}
 	for _, t := range s.Tags {
 		if kv := len(t.Key) + len(t.Value); kv < maxShortKV && t.Key != "" {
 			// A short KeyValue (kvSize) and its one-byte tag and length.

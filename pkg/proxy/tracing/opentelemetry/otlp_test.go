@@ -7,6 +7,7 @@ import (
 
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
@@ -115,4 +116,34 @@ func BenchmarkAppendRequest(b *testing.B) {
 	for b.Loop() {
 		buf = e.appendRequest(buf[:0], res, spans)
 	}
+}
+
+// TestSpanSizeFollowsTags: the size a span's encoding announces is the
+// size written, as tags are added, replaced by longer and shorter values,
+// and when one is long or has an empty key (the running sums' fallback).
+func TestSpanSizeFollowsTags(t *testing.T) {
+	check := func(what string, s *tracing.Span) {
+		t.Helper()
+		size := spanSize(s)
+		b := appendSpan(nil, s, size)
+		if want := 1 + protowire.SizeVarint(uint64(size)) + size; len(b) != want {
+			t.Errorf("%s: %d bytes written, the size announces %d", what, len(b), want)
+		}
+	}
+	s := tracing.NewSpan(nil, w3c{})
+	s.Trace, s.ID, s.Name = tracing.NewTraceID(false), tracing.NewSpanID(), "ingress"
+	check("no tags", s)
+	s.AddTag("http.method", "GET")
+	s.AddConstTag("component", "proxy")
+	check("added", s)
+	s.SetTag("http.method", "OPTIONS")
+	check("replaced by a longer value", s)
+	s.SetTag("component", "")
+	check("replaced by an empty value", s)
+	s.SetTag("http.url", strings.Repeat("u", 200))
+	check("a long value", s)
+	s.SetTag("http.url", "short")
+	check("the long value replaced", s)
+	s.AddConstTag("", "v")
+	check("an empty key", s)
 }

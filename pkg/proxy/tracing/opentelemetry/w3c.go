@@ -36,28 +36,37 @@ func extract(h tracing.Headers) (p parent, found bool, err error) {
 	if !ok {
 		return parent{}, false, nil
 	}
-	if len(v) != traceparentLen || v[2] != '-' || v[35] != '-' || v[52] != '-' {
-		return p, true, errors.New("invalid traceparent")
+	if p, err = parseTraceparent(v); err != nil {
+		return p, true, err
 	}
-	version, traceHex, spanHex, flags := v[:2], v[3:35], v[36:52], v[53:]
-	if !isLowerHex(version) || !isLowerHex(traceHex) || !isLowerHex(spanHex) || !isLowerHex(flags) {
-		return p, true, errors.New("invalid traceparent: not lower-case hexadecimal")
-	}
-	if version == "ff" {
-		return p, true, errors.New("invalid traceparent version")
-	}
-	_, _ = hex.Decode(p.trace[:], []byte(traceHex))
-	_, _ = hex.Decode(p.span[:], []byte(spanHex))
-	if p.trace.IsZero() || p.span.IsZero() {
-		return p, true, errors.New("invalid traceparent: zero id")
-	}
-	var f [1]byte
-	_, _ = hex.Decode(f[:], []byte(flags))
-	p.sampled = f[0]&1 == 1
 	if s, ok := h.Get(tracestate); ok {
 		p.state = strings.Clone(s)
 	}
 	return p, true, nil
+}
+
+// parseTraceparent reads a traceparent value (extract's rules); the
+// parent's state is left empty.
+func parseTraceparent(v string) (p parent, err error) {
+	if len(v) != traceparentLen || v[2] != '-' || v[35] != '-' || v[52] != '-' {
+		return p, errors.New("invalid traceparent")
+	}
+	version, traceHex, spanHex, flags := v[:2], v[3:35], v[36:52], v[53:]
+	if !isLowerHex(version) || !isLowerHex(traceHex) || !isLowerHex(spanHex) || !isLowerHex(flags) {
+		return p, errors.New("invalid traceparent: not lower-case hexadecimal")
+	}
+	if version == "ff" {
+		return p, errors.New("invalid traceparent version")
+	}
+	_, _ = hex.Decode(p.trace[:], []byte(traceHex))
+	_, _ = hex.Decode(p.span[:], []byte(spanHex))
+	if p.trace.IsZero() || p.span.IsZero() {
+		return p, errors.New("invalid traceparent: zero id")
+	}
+	var f [1]byte
+	_, _ = hex.Decode(f[:], []byte(flags))
+	p.sampled = f[0]&1 == 1
+	return p, nil
 }
 
 // isLowerHex reports whether s is lower-case hexadecimal digits only.
@@ -77,32 +86,77 @@ type w3c struct{}
 // Inject implements tracing.Propagator: traceparent names s as the
 // parent, with its sampling flag; tracestate passes on what was received.
 func (w3c) Inject(s *tracing.Span, h tracing.HeaderSetter) {
-	// Written in place, its layout fixed: version, trace id, parent id,
-	// flags.
-	b := s.Scratch[:0]
+	s.Scratch = putTraceparent(s.Scratch, &s.Trace, &s.ID, s.Sampled)
+	setW3C(h, unsafeString(s.Scratch), s.TraceState)
+}
+
+// putTraceparent writes a version 00 traceparent into b's storage (grown
+// to its 55 bytes if need be) and returns it: written in place, its layout
+// fixed (version, trace id, parent id, flags), rather than appended piece
+// by piece.
+func putTraceparent(b []byte, trace *tracing.TraceID, id *tracing.SpanID, sampled bool) []byte {
 	if cap(b) < traceparentLen {
 		b = make([]byte, 0, traceparentLen)
 	}
 	b = b[:traceparentLen]
-	b[0], b[1], b[2], b[35], b[52], b[53] = '0', '0', '-', '-', '-', '0'
-	tracing.PutHex64(b[3:19], binary.BigEndian.Uint64(s.Trace[:8]))
-	tracing.PutHex64(b[19:35], binary.BigEndian.Uint64(s.Trace[8:]))
-	tracing.PutHex64(b[36:52], binary.BigEndian.Uint64(s.ID[:]))
-	b[54] = '0'
-	if s.Sampled {
-		b[54] = '1'
+	p := (*[traceparentLen]byte)(b)
+	p[0], p[1], p[2], p[35], p[52], p[53] = '0', '0', '-', '-', '-', '0'
+	putHex8((*[16]byte)(p[3:19]), (*[8]byte)(trace[:8]))
+	putHex8((*[16]byte)(p[19:35]), (*[8]byte)(trace[8:]))
+	putHex8((*[16]byte)(p[36:52]), (*[8]byte)(id))
+	p[54] = '0'
+	if sampled {
+		p[54] = '1'
 	}
-	s.Scratch = b
-	if s.TraceState != "" {
-		h.Set(traceparent, unsafeString(b))
-		h.Set(tracestate, s.TraceState)
-		return
+	return b
+}
+
+// hexPairs holds each byte's two lower-case hexadecimal digits, the first
+// in the low byte (little-endian order).
+var hexPairs = func() (t [256]uint16) {
+	const digits = "0123456789abcdef"
+	for i := range t {
+		t[i] = uint16(digits[i>>4]) | uint16(digits[i&15])<<8
 	}
+	return t
+}()
+
+// putHex8 writes src in hexadecimal into dst: a table look-up and one
+// store per byte.
+func putHex8(dst *[16]byte, src *[8]byte) {
+	le := binary.LittleEndian
+	le.PutUint16(dst[0:], hexPairs[src[0]])
+	le.PutUint16(dst[2:], hexPairs[src[1]])
+	le.PutUint16(dst[4:], hexPairs[src[2]])
+	le.PutUint16(dst[6:], hexPairs[src[3]])
+	le.PutUint16(dst[8:], hexPairs[src[4]])
+	le.PutUint16(dst[10:], hexPairs[src[5]])
+	le.PutUint16(dst[12:], hexPairs[src[6]])
+	le.PutUint16(dst[14:], hexPairs[src[7]])
+}
+
+// setW3C sets traceparent to tp and tracestate to state, or removes a
+// tracestate when state is empty.
+func setW3C(h tracing.HeaderSetter, tp, state string) {
 	if sd, ok := h.(tracing.HeaderSetDeleter); ok {
-		// One pass over the fields rather than two.
-		sd.SetDel(traceparent, unsafeString(b), tracestate)
+		setW3CDel(sd, tp, state)
 		return
 	}
-	h.Set(traceparent, unsafeString(b))
+	h.Set(traceparent, tp)
+	if state != "" {
+		h.Set(tracestate, state)
+		return
+	}
 	h.Del(tracestate)
+}
+
+// setW3CDel is setW3C for headers that set one field and delete another
+// in one pass over their fields (the connection manager's).
+func setW3CDel(h tracing.HeaderSetDeleter, tp, state string) {
+	if state != "" {
+		h.Set(traceparent, tp)
+		h.Set(tracestate, state)
+		return
+	}
+	h.SetDel(traceparent, tp, tracestate)
 }

@@ -2,6 +2,7 @@ package opentelemetry
 
 import (
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
@@ -144,5 +145,123 @@ func BenchmarkUnsampledRequest(b *testing.B) {
 		s := d.StartSpan(h, tracing.StartOptions{Operation: "ingress", Start: now})
 		s.Inject(h)
 		s.Finish(now)
+	}
+}
+
+func (h *benchHeaders) SetDel(set, v, del string) {
+	h.Set(set, v)
+	h.Del(del)
+}
+
+// TestStartContextMatchesStartSpan: for every kind of incoming context and
+// decision, StartContext declines exactly when StartSpan's span would be
+// sampled, and otherwise propagates what that span would: the same trace,
+// a fresh span id, the parent's tracestate, the sampled flag off; an
+// unreadable context propagates nothing, as StartSpan's nil span.
+func TestStartContextMatchesStartSpan(t *testing.T) {
+	const (
+		unsampled = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"
+		sampled   = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	)
+	d := &driver{}
+	cases := []struct {
+		name string
+		in   headers
+	}{
+		{"no context", headers{}},
+		{"unsampled parent", headers{"Traceparent": {unsampled}}},
+		{"unsampled parent with tracestate", headers{"Traceparent": {unsampled}, "Tracestate": {"v=1"}}},
+		{"sampled parent", headers{"Traceparent": {sampled}, "Tracestate": {"v=1"}}},
+		{"unreadable context", headers{"Traceparent": {"garbage"}}},
+	}
+	for _, c := range cases {
+		for _, traced := range []bool{false, true} {
+			var sc tracing.SpanContext
+			ok := d.StartContext(c.in, traced, &sc)
+			span := d.StartSpan(c.in, tracing.StartOptions{Operation: "ingress", Traced: traced})
+			if want := span == nil || !span.Sampled; ok != want {
+				t.Fatalf("%s, traced %v: StartContext %v, want %v (span %+v)", c.name, traced, ok, want, span)
+			}
+			if !ok {
+				continue
+			}
+			if sc.Valid != (span != nil) {
+				t.Fatalf("%s, traced %v: context valid %v, span %+v", c.name, traced, sc.Valid, span)
+			}
+			if span == nil {
+				continue
+			}
+			got := headers{"Tracestate": {"stale=1"}}
+			d.InjectContext(&sc, (*setDelHeaders)(&got))
+			want := headers{"Tracestate": {"stale=1"}}
+			span.ID = sc.ID
+			if c.in["Traceparent"] == nil {
+				span.Trace = sc.Trace
+			}
+			span.Inject(want)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s, traced %v: the context injects %v, the span %v", c.name, traced, got, want)
+			}
+			if sc.ID.IsZero() || sc.Trace.IsZero() || sc.Parent != span.Parent {
+				t.Errorf("%s, traced %v: context %+v, span %+v", c.name, traced, sc, span)
+			}
+		}
+	}
+	// A sampler decides with the span: StartContext declines.
+	ds := &driver{sampler: alwaysOff{}}
+	var sc tracing.SpanContext
+	if ds.StartContext(headers{}, false, &sc) {
+		t.Error("StartContext took a request a sampler decides")
+	}
+}
+
+// setDelHeaders adds SetDel to headers.
+type setDelHeaders headers
+
+func (h *setDelHeaders) Set(n, v string) { headers(*h).Set(n, v) }
+func (h *setDelHeaders) Del(n string)    { headers(*h).Del(n) }
+func (h *setDelHeaders) SetDel(set, v, del string) {
+	h.Set(set, v)
+	h.Del(del)
+}
+
+// alwaysOff samples nothing.
+type alwaysOff struct{}
+
+func (alwaysOff) Sample(SamplingParams) SamplingResult { return SamplingResult{} }
+
+// BenchmarkUnsampledContext is what the tracer costs a request that is
+// not sampled when the connection manager keeps its span as a bare
+// context (tracing.ContextDriver): BenchmarkUnsampledRequest's work
+// without the span.
+func BenchmarkUnsampledContext(b *testing.B) {
+	d := &driver{}
+	h := &benchHeaders{kv: [][2]string{{":authority", "h"}, {"user-agent", "wrk"}, {"x-request-id", "8f0e4a36-2c4d-4b5e-9a1f-3d2c1b0a9f8e"}}}
+	base := len(h.kv)
+	var c tracing.SpanContext
+	b.ReportAllocs()
+	for b.Loop() {
+		h.kv = h.kv[:base]
+		if !d.StartContext(h, false, &c) {
+			b.Fatal("an unsampled request's context not started")
+		}
+		d.InjectContext(&c, h)
+	}
+}
+
+// TestUnsampledContextAllocatesNothing: an unsampled request's context,
+// started and injected, allocates nothing once its buffer exists.
+func TestUnsampledContextAllocatesNothing(t *testing.T) {
+	d := &driver{}
+	h := &benchHeaders{kv: [][2]string{{"x-request-id", "8f0e4a36-2c4d-4b5e-9a1f-3d2c1b0a9f8e"}}}
+	var c tracing.SpanContext
+	run := func() {
+		h.kv = h.kv[:1]
+		d.StartContext(h, false, &c)
+		d.InjectContext(&c, h)
+	}
+	run()
+	if n := testing.AllocsPerRun(100, run); n != 0 {
+		t.Errorf("%v allocations per unsampled request", n)
 	}
 }
