@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,45 +26,31 @@ const maxLoadRequests = 2_000_000
 // load (64 keep-alive connections asking for the 128-byte body, then the
 // 16 KiB one, c.dur each, closed before the reading), split into
 // anonymous memory (heap, stacks) and pages of files (the binary, its
-// libraries), with the peak (VmHWM) and, for a sidecar, its /memory.
+// libraries), with the peak (VmHWM). A sidecar's /memory comes from a
+// second fresh process put through the same sequence: answering it runs
+// admin code (and faults its pages in) that the resident figures of the
+// first must not include.
 func residentMemory(c config, kinds []kind, dir string, up int) error {
 	fmt.Printf("| resident memory (%d connections, 128 B then 16 KiB bodies, %s each) | at rest: RSS | anon | file | after the load: RSS | anon | file | peak (VmHWM) | requests |\n|---|---|---|---|---|---|---|---|---|\n", loadConns, c.dur)
 	var goRows []string
 	for _, k := range kinds {
-		p, err := k.start(k, c.cpu, dir, up)
-		if err != nil {
-			return fmt.Errorf("%s: %w", k.name, err)
-		}
-		rest, restGo, err := readMemory(p, c.settle)
-		if err != nil {
-			stop(p)
-			return err
-		}
-		addr := "127.0.0.1:" + strconv.Itoa(p.h1)
-		var done, failed atomic.Int64
-		for _, path := range []string{"/small", "/big"} {
-			ctx, cancel := context.WithTimeout(context.Background(), c.dur)
-			keepAliveLoad(ctx, addr, path, &done, &failed)
-			cancel()
-		}
-		loaded, loadedGo, err := readMemory(p, c.settle)
-		peak := benchkit.Status(p.pid(), "VmHWM")
-		stop(p)
+		r, err := loadMemory(c, k, dir, up, false)
 		if err != nil {
 			return err
-		}
-		if failed.Load() > 0 {
-			return fmt.Errorf("%s: %d requests failed under load", k.name, failed.Load())
 		}
 		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", k.name,
-			mib(rest.rss), mib(rest.anon), mib(rest.file), mib(loaded.rss), mib(loaded.anon), mib(loaded.file), mib(peak), done.Load())
-		if p.admin != "" {
-			goRows = append(goRows, goRow(k.name+", at rest", restGo), goRow(k.name+", after the load", loadedGo))
+			mib(r.rest.rss), mib(r.rest.anon), mib(r.rest.file), mib(r.loaded.rss), mib(r.loaded.anon), mib(r.loaded.file), mib(r.peak), r.requests)
+		if strings.HasPrefix(k.name, "outrigger") {
+			g, err := loadMemory(c, k, dir, up, true)
+			if err != nil {
+				return err
+			}
+			goRows = append(goRows, goRow(k.name+", at rest", g.restGo), goRow(k.name+", after the load", g.loadedGo))
 		}
 	}
 	fmt.Println()
 	if len(goRows) > 0 {
-		fmt.Printf("| sidecar /memory | Go heap in use (allocated) | heap held (heap_size) | returned to the system (pageheap_unmapped) | free, not returned (pageheap_free) | runtime total (total_physical_bytes) |\n|---|---|---|---|---|---|\n")
+		fmt.Printf("| sidecar /memory (another fresh process, same sequence) | Go heap in use (allocated) | heap held (heap_size) | returned to the system (pageheap_unmapped) | free, not returned (pageheap_free) | runtime total (total_physical_bytes) |\n|---|---|---|---|---|---|\n")
 		for _, r := range goRows {
 			fmt.Println(r)
 		}
@@ -72,16 +59,53 @@ func residentMemory(c config, kinds []kind, dir string, up int) error {
 	return nil
 }
 
+// loaded is what one run of the rss test read from a proxy.
+type loaded struct {
+	rest, loaded     resident
+	peak, requests   int64
+	restGo, loadedGo goMemory
+}
+
+// loadMemory starts a fresh k, reads its memory at rest, puts it under
+// the load and reads its memory again; with goMem it reads the sidecar's
+// /memory too (and then the resident figures include the admin's work).
+func loadMemory(c config, k kind, dir string, up int, goMem bool) (loaded, error) {
+	var r loaded
+	p, err := k.start(k, c.cpu, dir, up)
+	if err != nil {
+		return r, fmt.Errorf("%s: %w", k.name, err)
+	}
+	defer stop(p)
+	if r.rest, r.restGo, err = readMemory(p, c.settle, goMem); err != nil {
+		return r, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(p.h1)
+	var done, failed atomic.Int64
+	for _, path := range []string{"/small", "/big"} {
+		ctx, cancel := context.WithTimeout(context.Background(), c.dur)
+		keepAliveLoad(ctx, addr, path, &done, &failed)
+		cancel()
+	}
+	if r.loaded, r.loadedGo, err = readMemory(p, c.settle, goMem); err != nil {
+		return r, err
+	}
+	r.peak, r.requests = benchkit.Status(p.pid(), "VmHWM"), done.Load()
+	if failed.Load() > 0 {
+		return r, fmt.Errorf("%s: %d requests failed under load", k.name, failed.Load())
+	}
+	return r, nil
+}
+
 // resident is one reading of a process's resident memory, in bytes.
 type resident struct{ rss, anon, file int64 }
 
-// readMemory waits settle, then reads p's resident memory and, for a
-// sidecar, its /memory.
-func readMemory(p *proxy, settle time.Duration) (resident, goMemory, error) {
+// readMemory waits settle, then reads p's resident memory and, with
+// goMem, its /memory.
+func readMemory(p *proxy, settle time.Duration, goMem bool) (resident, goMemory, error) {
 	time.Sleep(settle)
 	pid := p.pid()
 	r := resident{benchkit.Status(pid, "VmRSS"), benchkit.Status(pid, "RssAnon"), benchkit.Status(pid, "RssFile")}
-	if p.admin == "" {
+	if !goMem {
 		return r, goMemory{}, nil
 	}
 	m, err := p.memory()
