@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -13,12 +14,15 @@ import (
 )
 
 // executableResident sums, over the read-only private mappings of pid's
-// executable in /proc/PID/smaps (its code and read-only data), the mapped
-// and the resident bytes.
+// executable in /proc/PID/smaps (its code and read-only data, found by
+// path or by inode), the mapped and the resident bytes.
 func executableResident(pid int) (mapped, resident int64) {
 	GinkgoHelper()
 	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 	Expect(err).NotTo(HaveOccurred())
+	var st syscall.Stat_t
+	Expect(syscall.Stat(fmt.Sprintf("/proc/%d/exe", pid), &st)).To(Succeed())
+	ino := strconv.FormatUint(st.Ino, 10)
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
 	Expect(err).NotTo(HaveOccurred())
 	in := false
@@ -26,7 +30,7 @@ func executableResident(pid int) (mapped, resident int64) {
 		f := strings.Fields(line)
 		if len(f) >= 6 && strings.Contains(f[0], "-") {
 			// A mapping's header: addresses, permissions, offset, device, inode, path.
-			in = f[5] == exe && (f[1] == "r-xp" || f[1] == "r--p")
+			in = (strings.Join(f[5:], " ") == exe || f[4] == ino) && (f[1] == "r-xp" || f[1] == "r--p")
 			if in {
 				lo, hi, _ := strings.Cut(f[0], "-")
 				a, err1 := strconv.ParseUint(lo, 16, 64)

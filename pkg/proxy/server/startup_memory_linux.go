@@ -22,8 +22,8 @@ import (
 // breakpoints, relocations written before it was made read-only) is left
 // alone, since dropping those would bring the file's original bytes back.
 func dropExecutablePages() (int64, error) {
-	var exe syscall.Stat_t
-	if err := syscall.Stat("/proc/self/exe", &exe); err != nil {
+	exe, err := selfExecutable()
+	if err != nil {
 		return 0, err
 	}
 	maps, err := executableMappings(exe)
@@ -51,16 +51,38 @@ type mapping struct {
 	rss, anonymous int64
 }
 
-// executableMappings lists the read-only private mappings of the file exe
-// (by device and inode) in /proc/self/smaps.
-func executableMappings(exe syscall.Stat_t) ([]mapping, error) {
+// executable names this process's executable file the ways
+// /proc/self/smaps may: by device and inode ("fe:00", "10453219"), and by
+// path. On overlayfs (a container's image) the mappings show the inode of
+// the layer's file, which stat on /proc/self/exe does not give, but their
+// path is the one /proc/self/exe links to.
+type executable struct{ dev, ino, path string }
+
+// selfExecutable describes this process's executable.
+func selfExecutable() (executable, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat("/proc/self/exe", &st); err != nil {
+		return executable{}, err
+	}
+	path, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		return executable{}, err
+	}
+	return executable{
+		dev:  fmt.Sprintf("%02x:%02x", unix.Major(st.Dev), unix.Minor(st.Dev)),
+		ino:  strconv.FormatUint(st.Ino, 10),
+		path: path,
+	}, nil
+}
+
+// executableMappings lists the read-only private mappings of exe in
+// /proc/self/smaps.
+func executableMappings(exe executable) ([]mapping, error) {
 	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	dev := fmt.Sprintf("%02x:%02x", unix.Major(exe.Dev), unix.Minor(exe.Dev))
-	ino := strconv.FormatUint(exe.Ino, 10)
 	var out []mapping
 	var cur *mapping
 	sc := bufio.NewScanner(f)
@@ -82,7 +104,10 @@ func executableMappings(exe syscall.Stat_t) ([]mapping, error) {
 		// A mapping's header: "start-end perms offset dev inode path".
 		cur = nil
 		fields := strings.Fields(string(line))
-		if len(fields) < 5 || fields[3] != dev || fields[4] != ino || (fields[1] != "r-xp" && fields[1] != "r--p") {
+		if len(fields) < 6 || (fields[1] != "r-xp" && fields[1] != "r--p") {
+			continue
+		}
+		if (fields[3] != exe.dev || fields[4] != exe.ino) && strings.Join(fields[5:], " ") != exe.path {
 			continue
 		}
 		lo, hi, ok := strings.Cut(fields[0], "-")

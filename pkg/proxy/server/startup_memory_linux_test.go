@@ -3,15 +3,14 @@ package server
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"syscall"
 	"testing"
 )
 
 // The test binary drops its own executable's pages and keeps running:
 // what it touches next faults back in, unchanged.
 func TestDropExecutablePages(t *testing.T) {
-	var exe syscall.Stat_t
-	if err := syscall.Stat("/proc/self/exe", &exe); err != nil {
+	exe, err := selfExecutable()
+	if err != nil {
 		t.Fatal(err)
 	}
 	resident := func() (n int64) {
@@ -45,5 +44,33 @@ func TestDropExecutablePages(t *testing.T) {
 	}
 	if after := resident(); after >= before {
 		t.Fatalf("resident %d bytes after the drop, %d before", after, before)
+	}
+}
+
+// The executable's mappings are found by path when the inode differs (as
+// on overlayfs, where they show the layer's inode), by inode when the path
+// does, and not at all when neither matches.
+func TestExecutableMappingsMatch(t *testing.T) {
+	exe, err := selfExecutable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		exe  executable
+		want bool
+	}{
+		{"both", exe, true},
+		{"path only", executable{dev: exe.dev, ino: "0", path: exe.path}, true},
+		{"inode only", executable{dev: exe.dev, ino: exe.ino, path: "/nonexistent"}, true},
+		{"neither", executable{dev: exe.dev, ino: "0", path: "/nonexistent"}, false},
+	} {
+		maps, err := executableMappings(c.exe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(maps) > 0; got != c.want {
+			t.Errorf("%s: %d mappings found", c.name, len(maps))
+		}
 	}
 }
