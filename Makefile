@@ -12,7 +12,7 @@ BUILDFLAGS := -buildvcs=auto
 CONFIG ?= examples/quickstart.yaml
 
 .PHONY: plugin plugin-dist
-.PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers bench-floods bench-tcpproxy bench-tls bench-idle bench-dns bench-hc bench-resilience bench-hotrestart bench-instructions bench-xds lint fmt clean \
+.PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers bench-floods bench-tcpproxy bench-tls bench-idle bench-rss bench-dns bench-hc bench-resilience bench-hotrestart bench-instructions bench-xds lint fmt clean \
 	manifests generate check-manifests test-cluster helm test-chart chart-crds test-browser image push test-image
 
 all: build
@@ -164,6 +164,15 @@ bench-idle: build
 	command -v haproxy >/dev/null && command -v nginx >/dev/null || { apt-get update && apt-get install -y haproxy nginx; }
 	$(GO) build $(BUILDFLAGS) -o $(BIN)/idlebench ./test/bench/idleconn
 	taskset -c 1 $(BIN)/idlebench -sidecar $(BIN)/sidecar $${BASE:+-baseline $$BASE} -conns $${CONNS:-5000} -reps $${REPS:-3} -dur $${DUR:-5s}
+
+# Resident memory of the benchmark configuration beside haproxy and nginx
+# (issue #19): at rest after start-up and after a bounded keep-alive load
+# (64 connections, 128 B then 16 KiB bodies, DUR each), anonymous and file
+# pages apart, and the sidecar's /memory (test/bench/idleconn -tests rss).
+bench-rss: build
+	command -v haproxy >/dev/null && command -v nginx >/dev/null || { apt-get update && apt-get install -y haproxy nginx; }
+	$(GO) build $(BUILDFLAGS) -o $(BIN)/idlebench ./test/bench/idleconn
+	taskset -c 1 $(BIN)/idlebench -tests rss -conns 1000 -sidecar $(BIN)/sidecar $${BASE:+-baseline $$BASE} -dur $${DUR:-5s}
 
 bench-tcpproxy: build
 	$(GO) build $(BUILDFLAGS) -o $(BIN)/tcpbench ./test/bench/tcpproxy

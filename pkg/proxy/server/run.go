@@ -92,6 +92,7 @@ func (s *Server) Run(ctx context.Context, adminHandler http.Handler) error {
 		s.shutdown(adminSrv)
 		return nil
 	}
+	s.releaseStartupMemory()
 	s.serveUntilExit(ctx, sigs)
 	s.shutdown(adminSrv)
 	return nil

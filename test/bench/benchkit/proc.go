@@ -36,7 +36,12 @@ func Tree(pid int) []int {
 }
 
 // RSS is the resident memory of pid and its children (see Tree), in bytes.
-func RSS(pid int) int64 {
+func RSS(pid int) int64 { return Status(pid, "VmRSS") }
+
+// Status is the sum of one memory field of /proc/PID/status ("VmRSS",
+// "RssAnon", "RssFile", "VmHWM"...) over pid and its children (see Tree),
+// in bytes.
+func Status(pid int, field string) int64 {
 	var sum int64
 	for _, p := range Tree(pid) {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p))
@@ -44,7 +49,7 @@ func RSS(pid int) int64 {
 			continue
 		}
 		for line := range strings.SplitSeq(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			if v, ok := strings.CutPrefix(line, field+":"); ok {
 				n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 				sum += n << 10
 			}

@@ -17,7 +17,8 @@ import (
 	"golang.org/x/net/http2/hpack"
 )
 
-// h1Request is the request every HTTP/1.1 client sends.
+// h1Request is the request every HTTP/1.1 client sends (but the memory
+// test's, which also asks for /big).
 const h1Request = "GET /small HTTP/1.1\r\nHost: bench\r\n\r\n"
 
 // ioTimeout bounds every exchange of the clients.
@@ -53,9 +54,12 @@ func readH1Response(br *bufio.Reader) error {
 }
 
 // h1Exchange sends one request on c and reads its response.
-func h1Exchange(c net.Conn, br *bufio.Reader) error {
+func h1Exchange(c net.Conn, br *bufio.Reader) error { return h1Send(c, br, h1Request) }
+
+// h1Send sends req on c and reads its response.
+func h1Send(c net.Conn, br *bufio.Reader, req string) error {
 	_ = c.SetDeadline(time.Now().Add(ioTimeout))
-	if _, err := io.WriteString(c, h1Request); err != nil {
+	if _, err := io.WriteString(c, req); err != nil {
 		return err
 	}
 	return readH1Response(br)

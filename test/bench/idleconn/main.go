@@ -2,11 +2,14 @@
 // and nginx, on loopback (issue #19): the memory each idle keep-alive
 // connection holds, HTTP/1.1 and h2c, after one request each, and the rate
 // of new connections (connect, one request, close) with the proxy's CPU
-// time per connection. Each proxy runs with one worker (haproxy nbthread
-// 1, nginx one worker, the sidecar --concurrency 1 and GOMAXPROCS=1)
-// pinned to its own CPU, in front of the same upstream (nginx, one
-// worker, a 128-byte file); this program and the upstream should run on
-// the other CPU (the Makefile's bench-idle target pins them).
+// time per connection; and (-tests rss) the resident memory of the
+// benchmark configuration at rest and after a bounded keep-alive load,
+// split into anonymous and file pages. Each proxy runs with one worker
+// (haproxy nbthread 1, nginx one worker, the sidecar --concurrency 1 and
+// GOMAXPROCS=1) pinned to its own CPU, in front of the same upstream
+// (nginx, one worker, a 128-byte file and a 16 KiB one); this program and
+// the upstream should run on the other CPU (the Makefile's bench-idle and
+// bench-rss targets pin them).
 //
 // Memory per connection is the growth of the proxy's resident memory
 // (VmRSS, the master's and its workers' for nginx) over its idle baseline
@@ -47,14 +50,14 @@ func main() {
 	flag.StringVar(&c.haproxy, "haproxy", "haproxy", "the haproxy binary (\"\": skip it)")
 	flag.StringVar(&c.nginx, "nginx", "nginx", "the nginx binary (the upstream, and a proxy)")
 	flag.StringVar(&c.cpu, "proxy-cpu", "0", "CPU the proxies are pinned to (\"\" for none)")
-	flag.StringVar(&c.tests, "tests", "h1,h2c,newconn", "the tests to run, comma-separated")
+	flag.StringVar(&c.tests, "tests", "h1,h2c,newconn", "the tests to run, comma-separated (and rss: resident memory at rest and after a load)")
 	flag.StringVar(&c.heapDir, "heapprofile", "", "a directory: write each sidecar's heap profile of its idle connections there (an extra run with every allocation sampled)")
 	flag.IntVar(&c.conns, "conns", 5000, "idle connections held")
 	flag.IntVar(&c.parallel, "parallel", 8, "connections opened at a time")
 	flag.IntVar(&c.newParallel, "new-parallel", 16, "clients of the new-connection loop")
 	flag.IntVar(&c.reps, "reps", 3, "repetitions of the new-connection runs (the median is reported)")
 	flag.Int64Var(&c.maxNew, "max-new", 200000, "at most this many connections per new-connection run")
-	flag.DurationVar(&c.dur, "dur", 5*time.Second, "measured time per new-connection run")
+	flag.DurationVar(&c.dur, "dur", 5*time.Second, "measured time per new-connection run, and per load phase of the rss test")
 	flag.DurationVar(&c.settle, "settle", 2*time.Second, "wait before each memory reading")
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -124,6 +127,11 @@ func run(c config) error {
 				fmt.Printf("heap profile of %s's %s idle connections: %s\n", k.name, protoName(proto), out)
 			}
 			fmt.Println()
+		}
+	}
+	if slices.Contains(tests, "rss") {
+		if err := residentMemory(c, kinds, dir, up.h1); err != nil {
+			return err
 		}
 	}
 	if slices.Contains(tests, "newconn") {

@@ -44,8 +44,8 @@ type kind struct {
 }
 
 // startUpstream starts the nginx both proxies forward to (one worker,
-// HTTP/1.1 with keep-alive, a 128-byte file at /small), on this
-// process's CPU.
+// HTTP/1.1 with keep-alive, a 128-byte file at /small and a 16 KiB one at
+// /big), on this process's CPU.
 func startUpstream(bin, dir string) (*proxy, error) {
 	port, err := benchkit.FreePort()
 	if err != nil {
@@ -56,6 +56,9 @@ func startUpstream(bin, dir string) (*proxy, error) {
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(www, "small"), []byte(strings.Repeat("a", 128)), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(www, "big"), []byte(strings.Repeat("b", 16<<10)), 0o644); err != nil {
 		return nil, err
 	}
 	conf := fmt.Sprintf(`worker_processes 1;
@@ -221,7 +224,7 @@ func stop(p *proxy) { benchkit.Stop(p.cmd) }
 // at the last stats flush): the Go heap in use (allocated, the figure
 // behind server.memory_allocated) and all the memory the runtime holds
 // from the system (heap, goroutine stacks and the runtime's own).
-type goMemory struct{ heap, physical int64 }
+type goMemory struct{ heap, heapSize, unmapped, free, physical int64 }
 
 // memory reads the sidecar's /memory.
 func (p *proxy) memory() (goMemory, error) {
@@ -232,14 +235,21 @@ func (p *proxy) memory() (goMemory, error) {
 	defer resp.Body.Close()
 	var m struct {
 		Allocated string `json:"allocated"`
+		HeapSize  string `json:"heap_size"`
+		Unmapped  string `json:"pageheap_unmapped"`
+		Free      string `json:"pageheap_free"`
 		Physical  string `json:"total_physical_bytes"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
 		return goMemory{}, err
 	}
 	var g goMemory
-	g.heap, _ = strconv.ParseInt(m.Allocated, 10, 64)
-	g.physical, _ = strconv.ParseInt(m.Physical, 10, 64)
+	for _, f := range []struct {
+		s string
+		v *int64
+	}{{m.Allocated, &g.heap}, {m.HeapSize, &g.heapSize}, {m.Unmapped, &g.unmapped}, {m.Free, &g.free}, {m.Physical, &g.physical}} {
+		*f.v, _ = strconv.ParseInt(f.s, 10, 64)
+	}
 	return g, nil
 }
 
