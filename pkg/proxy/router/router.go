@@ -63,6 +63,9 @@ type VirtualHost struct {
 	// when there are none.
 	VirtualClusters []*VirtualCluster
 	otherCluster    *VirtualCluster
+	// routeIndex narrows Routes to those a path's first segment allows
+	// (see routeIndex); nil when it would not, and Routes are scanned.
+	routeIndex *routeIndex
 	// mirrors are the virtual host's request_mirror_policies, or the
 	// route configuration's when it has none: those of its routes that
 	// set none.
@@ -258,6 +261,7 @@ func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 			r.anyFilterConfig = len(r.perFilter) > 0 || r.WeightedClusters.hasFilterConfigs()
 			vh.Routes = append(vh.Routes, r)
 		}
+		vh.routeIndex = buildRouteIndex(vh.Routes)
 		for j, d := range vhc.GetDomains() {
 			if err := b.add(d, vh); err != nil {
 				errs = append(errs, fmt.Errorf("%sdomains[%d]: %w", vhPath, j, err))
@@ -415,6 +419,15 @@ func (t *Table) MatchRequest(req *Request) *Route {
 		return nil
 	}
 	path := pathOnly(req.Path)
+	if vh.routeIndex != nil {
+		return vh.routeIndex.match(req, path)
+	}
+	return vh.scanRoutes(req, path)
+}
+
+// scanRoutes is the first of the virtual host's routes that accepts req,
+// trying every route in order (what the route index must agree with).
+func (vh *VirtualHost) scanRoutes(req *Request, path string) *Route {
 	for _, r := range vh.Routes {
 		if r.match.matchesPath(req, path) {
 			return r
