@@ -3,6 +3,7 @@ package httpconn
 import (
 	"strings"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
@@ -22,7 +23,8 @@ type headerList struct {
 
 var (
 	_ router.HeaderEditor = (*headerList)(nil)
-	_ router.HeaderFields = (*headerList)(nil)
+	_ router.HeaderFields       = (*headerList)(nil)
+	_ accesslog.HeaderSetGetter = (*headerList)(nil)
 )
 
 // reset empties the list, keeping its capacity.
@@ -49,6 +51,36 @@ func (h *headerList) Get(name string) (string, bool) {
 		return "", false
 	}
 	return h.fields[first].value, true
+}
+
+// GetSet looks every name of names up in one pass over the fields
+// (accesslog.HeaderSetGetter): the access log's default format reads four
+// request headers. A name found twice is joined as Get joins it.
+func (h *headerList) GetSet(names *accesslog.HeaderNames) (v accesslog.HeaderValues) {
+	var repeated uint8
+	for i := range h.fields {
+		name := h.fields[i].name
+		for j := range names {
+			if names[j] == "" {
+				break
+			}
+			if name != names[j] {
+				continue
+			}
+			if v.Found&(1<<j) != 0 {
+				repeated |= 1 << j
+			} else {
+				v.Values[j], v.Found = h.fields[i].value, v.Found|1<<j
+			}
+			break
+		}
+	}
+	for j := range names {
+		if repeated&(1<<j) != 0 {
+			v.Values[j], _ = h.Get(names[j])
+		}
+	}
+	return v
 }
 
 // join concatenates every value of name, from the field at first on.
