@@ -4,7 +4,7 @@ import "strconv"
 
 // defaultRequestHeaders are the regular request headers DefaultFormat
 // prints, found in one pass over the request's fields. Immutable.
-var defaultRequestHeaders = HeaderNames{"x-envoy-original-path", "x-forwarded-for", "user-agent", "x-request-id"}
+var defaultRequestHeaders = NewHeaderNames("x-envoy-original-path", "x-forwarded-for", "user-agent", "x-request-id")
 
 // Indexes into defaultRequestHeaders.
 const (

@@ -96,8 +96,8 @@ func (l fieldList) Get(name string) (string, bool) {
 }
 
 func (l fieldList) GetSet(names *HeaderNames) (v HeaderValues) {
-	for i, name := range names {
-		if val, ok := l.Get(name); ok && name != "" {
+	for i := range names.Len() {
+		if val, ok := l.Get(names.Name(i)); ok {
 			v.Values[i] = val
 			v.Found |= 1 << i
 		}

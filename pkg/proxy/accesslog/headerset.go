@@ -1,11 +1,55 @@
 package accesslog
 
 // maxHeaderSet is how many headers one HeaderSetGetter call finds.
-const maxHeaderSet = 8
+const maxHeaderSet = 4
 
-// HeaderNames are the distinct lower-case header names a HeaderSetGetter
-// looks up, "" after the last.
-type HeaderNames [maxHeaderSet]string
+// HeaderNames are up to four distinct lower-case header names that a
+// HeaderSetGetter finds in one pass; NewHeaderNames builds them. The
+// lengths of the names are kept as a mask, so that a pass over a message's
+// fields passes most of them over with one test.
+type HeaderNames struct {
+	names [maxHeaderSet]string
+	n     int
+	// lengths has bit len(name)%64 set for each name.
+	lengths uint64
+}
+
+// NewHeaderNames builds HeaderNames; names past the fourth, and repeated
+// ones, are a programming error.
+func NewHeaderNames(names ...string) HeaderNames {
+	if len(names) > maxHeaderSet {
+		panic("accesslog: more than four header names in one set")
+	}
+	var h HeaderNames
+	for _, name := range names {
+		if h.Index(name) >= 0 {
+			panic("accesslog: header name " + name + " twice in one set")
+		}
+		h.names[h.n] = name
+		h.n++
+		h.lengths |= 1 << (len(name) & 63)
+	}
+	return h
+}
+
+// Len is the number of names.
+func (h *HeaderNames) Len() int { return h.n }
+
+// Name is the i-th name.
+func (h *HeaderNames) Name(i int) string { return h.names[i] }
+
+// Index is the position of name in the set, -1 when it is not in it.
+func (h *HeaderNames) Index(name string) int {
+	if h.lengths&(1<<(len(name)&63)) == 0 {
+		return -1
+	}
+	for i := range h.n {
+		if h.names[i] == name {
+			return i
+		}
+	}
+	return -1
+}
 
 // HeaderValues are what a HeaderSetGetter found for HeaderNames: when bit
 // i of Found is set, Values[i] is the value of name i, as Get returns it
@@ -23,9 +67,9 @@ func (v *HeaderValues) Has(i int) (string, bool) {
 // HeaderSetGetter is a HeaderGetter that finds several headers in one pass
 // over its fields, where a format reading several headers would otherwise
 // search them once per header. The connection manager's header list
-// implements it. The arrays travel by pointer and by value, never as
-// slices, so that the caller's stack does not escape through the
-// interface call.
+// implements it. The names travel by pointer and the values by value,
+// never as slices of the caller's arrays, so that the caller's stack does
+// not escape through the interface call.
 type HeaderSetGetter interface {
 	HeaderGetter
 	// GetSet returns, for each name of names, what Get would.
@@ -41,11 +85,8 @@ func getHeaders(h HeaderGetter, names *HeaderNames) (v HeaderValues) {
 	if s, ok := h.(HeaderSetGetter); ok {
 		return s.GetSet(names)
 	}
-	for i, name := range names {
-		if name == "" {
-			break
-		}
-		if val, ok := h.Get(name); ok {
+	for i := range names.n {
+		if val, ok := h.Get(names.names[i]); ok {
 			v.Values[i] = val
 			v.Found |= 1 << i
 		}

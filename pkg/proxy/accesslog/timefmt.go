@@ -314,8 +314,16 @@ func appendPadded(dst []byte, n, width int, pad byte) []byte {
 // appendFraction appends the first digits of the nanoseconds (all nine,
 // trailing zeros trimmed, when digits is -1), with a leading '.' when dot.
 func appendFraction(dst []byte, ns, digits int, dot bool) []byte {
-	// A fixed number of digits (the default layout's three) needs only
-	// those digits: no trimming, no division per discarded digit.
+	// The default layout's milliseconds: divisions by constants.
+	if digits == 3 {
+		if dot {
+			dst = append(dst, '.')
+		}
+		ms := ns / 1e6
+		return append(dst, byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
+	}
+	// Another fixed number of digits needs only those digits: no
+	// trimming, no division per discarded digit.
 	if digits > 0 && digits < 9 {
 		if dot {
 			dst = append(dst, '.')

@@ -59,25 +59,19 @@ func (h *headerList) Get(name string) (string, bool) {
 func (h *headerList) GetSet(names *accesslog.HeaderNames) (v accesslog.HeaderValues) {
 	var repeated uint8
 	for i := range h.fields {
-		name := h.fields[i].name
-		for j := range names {
-			if names[j] == "" {
-				break
-			}
-			if name != names[j] {
-				continue
-			}
-			if v.Found&(1<<j) != 0 {
-				repeated |= 1 << j
-			} else {
-				v.Values[j], v.Found = h.fields[i].value, v.Found|1<<j
-			}
-			break
+		j := names.Index(h.fields[i].name)
+		switch {
+		case j < 0:
+		case v.Found&(1<<j) != 0:
+			repeated |= 1 << j
+		default:
+			v.Values[j], v.Found = h.fields[i].value, v.Found|1<<j
 		}
 	}
-	for j := range names {
+	for j := 0; repeated != 0; j++ {
 		if repeated&(1<<j) != 0 {
-			v.Values[j], _ = h.Get(names[j])
+			v.Values[j], _ = h.Get(names.Name(j))
+			repeated &^= 1 << j
 		}
 	}
 	return v
