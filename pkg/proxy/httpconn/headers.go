@@ -22,7 +22,7 @@ type headerList struct {
 }
 
 var (
-	_ router.HeaderEditor = (*headerList)(nil)
+	_ router.HeaderEditor       = (*headerList)(nil)
 	_ router.HeaderFields       = (*headerList)(nil)
 	_ accesslog.HeaderSetGetter = (*headerList)(nil)
 )

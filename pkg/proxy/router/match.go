@@ -225,6 +225,9 @@ type headerMatcher struct {
 	present             bool
 	invert              bool
 	treatMissingAsEmpty bool
+
+	// pseudo: name is one the request's fields answer (isPseudoHeader).
+	pseudo bool
 }
 
 // compileHeaderMatcher compiles a HeaderMatcher; errors name the field
@@ -238,6 +241,7 @@ func compileHeaderMatcher(h *routev3.HeaderMatcher) (headerMatcher, error) {
 	if hm.name == "" {
 		return hm, errors.New("name: a header name is required")
 	}
+	hm.pseudo = isPseudoHeader(hm.name)
 	if sm, ok, err := legacyHeaderMatch(h); ok {
 		if err != nil {
 			return hm, err
@@ -268,7 +272,13 @@ func compileHeaderMatcher(h *routev3.HeaderMatcher) (headerMatcher, error) {
 // except present_match (whatever invert_match says), unless
 // treat_missing_header_as_empty makes it an empty value.
 func (h *headerMatcher) matches(req *Request) bool {
-	v, ok := req.header(h.name)
+	var v string
+	var ok bool
+	if h.pseudo {
+		v, ok = req.header(h.name)
+	} else {
+		v, ok = req.regularHeader(h.name)
+	}
 	if h.kind == headerPresent {
 		return (ok == h.present) != h.invert
 	}

@@ -44,6 +44,18 @@ type Request struct {
 	// every runtime_fraction of the table is decided with it, as
 	// Envoy decides them with the stream's id.
 	Random uint64
+
+	// memo is the last regular header read while MatchRequest runs
+	// (routes often test the same header one after another, as canary
+	// routes do); off otherwise, since filters edit headers between
+	// matches.
+	memo headerMemo
+}
+
+// headerMemo is a header look-up kept for the next one.
+type headerMemo struct {
+	on, ok      bool
+	name, value string
 }
 
 // header reads a request header, answering the pseudo-headers from the
@@ -59,10 +71,33 @@ func (r *Request) header(name string) (string, bool) {
 	case ":scheme":
 		return r.Scheme, r.Scheme != ""
 	}
+	return r.regularHeader(name)
+}
+
+// isPseudoHeader reports whether Request.header answers name from the
+// request's fields rather than its Headers.
+func isPseudoHeader(name string) bool {
+	switch name {
+	case ":authority", "host", ":path", ":method", ":scheme":
+		return true
+	}
+	return false
+}
+
+// regularHeader reads a header that is not a pseudo-header, from the memo
+// when MatchRequest just read it.
+func (r *Request) regularHeader(name string) (string, bool) {
 	if r.Headers == nil {
 		return "", false
 	}
-	return r.Headers.Get(name)
+	if !r.memo.on {
+		return r.Headers.Get(name)
+	}
+	if r.memo.name != name {
+		r.memo.value, r.memo.ok = r.Headers.Get(name)
+		r.memo.name = name
+	}
+	return r.memo.value, r.memo.ok
 }
 
 // pathOnly is the path without its query string and fragment.

@@ -21,6 +21,9 @@ type routeIndex struct {
 	keyed map[string][]indexedRoute
 	// others are the routes tried for every path, in route order.
 	others []indexedRoute
+	// keyLengths has bit len(key)%64 set for each key of keyed: a path
+	// whose first segment has none of these lengths skips the map.
+	keyLengths uint64
 }
 
 // indexedRoute is a route and its position in the virtual host's list,
@@ -38,6 +41,7 @@ func buildRouteIndex(routes []*Route) *routeIndex {
 		ir := indexedRoute{pos: i, route: r}
 		if key, ok := r.match.segmentKey(); ok {
 			ix.keyed[key] = append(ix.keyed[key], ir)
+			ix.keyLengths |= 1 << (len(key) & 63)
 			continue
 		}
 		ix.others = append(ix.others, ir)
@@ -51,7 +55,19 @@ func buildRouteIndex(routes []*Route) *routeIndex {
 // match is the first route, in route order, that accepts req; path is
 // req.Path without its query string.
 func (ix *routeIndex) match(req *Request, path string) *Route {
-	keyed, others := ix.keyed[firstSegment(path)], ix.others
+	others := ix.others
+	var keyed []indexedRoute
+	if seg := firstSegment(path); ix.keyLengths&(1<<(len(seg)&63)) != 0 {
+		keyed = ix.keyed[seg]
+	}
+	if len(keyed) == 0 {
+		for i := range others {
+			if others[i].route.match.matchesPath(req, path) {
+				return others[i].route
+			}
+		}
+		return nil
+	}
 	for len(keyed) > 0 || len(others) > 0 {
 		var r *Route
 		if len(others) == 0 || (len(keyed) > 0 && keyed[0].pos < others[0].pos) {

@@ -107,6 +107,49 @@ virtual_hosts:
 	}
 }
 
+// TestMatchRequestHeaderMemo: the header look-ups MatchRequest keeps for
+// its next route last only as long as the match, since filters edit
+// headers between matches.
+func TestMatchRequestHeaderMemo(t *testing.T) {
+	table := mustCompile(t, `
+name: memo
+virtual_hosts:
+- name: vh
+  domains: ["*"]
+  routes:
+  - {match: {prefix: /, headers: [{name: x-canary, string_match: {exact: a}}]}, route: {cluster: a}}
+  - {match: {prefix: /, headers: [{name: x-canary, string_match: {exact: b}}]}, route: {cluster: b}}
+  - {match: {prefix: /api/, headers: [{name: x-other, present_match: true}]}, route: {cluster: other}}
+  - {match: {prefix: /}, route: {cluster: rest}}
+`)
+	h := staticHeaders{"x-canary": "b"}
+	req := Request{Host: "x", Path: "/api/x", Method: "GET", Headers: h}
+	for _, step := range []struct{ canary, other, want string }{
+		{"b", "", "b"}, {"a", "", "a"}, {"c", "", "rest"}, {"c", "1", "other"}, {"b", "1", "b"},
+	} {
+		h["x-canary"] = step.canary
+		delete(h, "x-other")
+		if step.other != "" {
+			h["x-other"] = step.other
+		}
+		if r := table.MatchRequest(&req); routeLabel(r) != step.want {
+			t.Errorf("x-canary %s, x-other %q: route %s, want %s", step.canary, step.other, routeLabel(r), step.want)
+		}
+		if req.memo.on {
+			t.Fatal("the header memo outlives MatchRequest")
+		}
+		hm, err := CompileHeaderMatch([]*routev3.HeaderMatcher{{Name: "x-canary", HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{
+			StringMatch: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "a"}},
+		}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := hm.Matches(&req); got != (step.canary == "a") {
+			t.Errorf("x-canary %s: a header match after the route match says %v", step.canary, got)
+		}
+	}
+}
+
 // randomSegments are the words random paths are made of: prefixes of one
 // another and case variants, so that near misses are common.
 var randomSegments = []string{"", "a", "ab", "abc", "A", "b", "api", "x"}
@@ -161,10 +204,12 @@ func randomRouteMatch(rng *rand.Rand) *routev3.RouteMatch {
 	if rng.IntN(5) == 0 {
 		m.CaseSensitive = wrapperspb.Bool(false)
 	}
-	if rng.IntN(5) == 0 {
-		m.Headers = []*routev3.HeaderMatcher{{Name: "x-h", HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{
+	for range rng.IntN(3) {
+		// Two names, in any order, so that the look-up memo of
+		// MatchRequest changes hands.
+		m.Headers = append(m.Headers, &routev3.HeaderMatcher{Name: []string{"x-h", "x-g"}[rng.IntN(2)], HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{
 			StringMatch: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "1"}},
-		}}}
+		}})
 	}
 	if rng.IntN(10) == 0 {
 		m.RuntimeFraction = &corev3.RuntimeFractionalPercent{DefaultValue: &typev3.FractionalPercent{Numerator: 50}}
@@ -186,11 +231,13 @@ func randomRequest(rng *rand.Rand) Request {
 			req.Path = ""
 		}
 	}
-	if rng.IntN(3) == 0 {
-		req.Headers = staticHeaders{"x-h": "1"}
-	} else {
-		req.Headers = staticHeaders{}
+	h := staticHeaders{}
+	for _, name := range []string{"x-h", "x-g"} {
+		if rng.IntN(2) == 0 {
+			h[name] = []string{"1", "2"}[rng.IntN(2)]
+		}
 	}
+	req.Headers = h
 	return req
 }
 

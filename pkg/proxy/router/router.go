@@ -419,10 +419,15 @@ func (t *Table) MatchRequest(req *Request) *Route {
 		return nil
 	}
 	path := pathOnly(req.Path)
+	req.memo = headerMemo{on: true}
+	var r *Route
 	if vh.routeIndex != nil {
-		return vh.routeIndex.match(req, path)
+		r = vh.routeIndex.match(req, path)
+	} else {
+		r = vh.scanRoutes(req, path)
 	}
-	return vh.scanRoutes(req, path)
+	req.memo = headerMemo{}
+	return r
 }
 
 // scanRoutes is the first of the virtual host's routes that accepts req,
