@@ -157,6 +157,10 @@ func (m *routeMatch) hasPrefix(path string) bool {
 		return false
 	}
 	if m.caseSensitive {
+		if len(m.value) == 1 {
+			// The catch-all "/" without the comparison's call.
+			return path[0] == m.value[0]
+		}
 		return path[:len(m.value)] == m.value
 	}
 	return asciiEqualFold(path[:len(m.value)], m.value)
@@ -228,6 +232,9 @@ type headerMatcher struct {
 
 	// pseudo: name is one the request's fields answer (isPseudoHeader).
 	pseudo bool
+	// id numbers name within a route table (numberHeaderNames), 0
+	// outside one.
+	id int
 }
 
 // compileHeaderMatcher compiles a HeaderMatcher; errors name the field
@@ -277,7 +284,7 @@ func (h *headerMatcher) matches(req *Request) bool {
 	if h.pseudo {
 		v, ok = req.header(h.name)
 	} else {
-		v, ok = req.regularHeader(h.name)
+		v, ok = req.regularHeader(h.name, h.id)
 	}
 	if h.kind == headerPresent {
 		return (ok == h.present) != h.invert

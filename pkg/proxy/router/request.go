@@ -52,10 +52,32 @@ type Request struct {
 	memo headerMemo
 }
 
-// headerMemo is a header look-up kept for the next one.
+// headerMemo is a header look-up kept for the next one: that of the
+// header numbered id (see numberHeaderNames).
 type headerMemo struct {
-	on, ok      bool
-	name, value string
+	on, ok bool
+	id     int
+	value  string
+}
+
+// numberHeaderNames numbers the regular header names that routes' header
+// matchers read, the same number for the same name across the table
+// (ids, from 1), so that the memo of MatchRequest compares numbers.
+func numberHeaderNames(routes []*Route, ids map[string]int) {
+	for _, r := range routes {
+		for i := range r.match.headers.matchers {
+			hm := &r.match.headers.matchers[i]
+			if hm.pseudo {
+				continue
+			}
+			id, ok := ids[hm.name]
+			if !ok {
+				id = len(ids) + 1
+				ids[hm.name] = id
+			}
+			hm.id = id
+		}
+	}
 }
 
 // header reads a request header, answering the pseudo-headers from the
@@ -71,7 +93,7 @@ func (r *Request) header(name string) (string, bool) {
 	case ":scheme":
 		return r.Scheme, r.Scheme != ""
 	}
-	return r.regularHeader(name)
+	return r.regularHeader(name, 0)
 }
 
 // isPseudoHeader reports whether Request.header answers name from the
@@ -84,18 +106,19 @@ func isPseudoHeader(name string) bool {
 	return false
 }
 
-// regularHeader reads a header that is not a pseudo-header, from the memo
-// when MatchRequest just read it.
-func (r *Request) regularHeader(name string) (string, bool) {
+// regularHeader reads a header that is not a pseudo-header; id is its
+// number in the table (0 for none). MatchRequest's memo answers a header
+// it just read.
+func (r *Request) regularHeader(name string, id int) (string, bool) {
 	if r.Headers == nil {
 		return "", false
 	}
-	if !r.memo.on {
+	if !r.memo.on || id == 0 {
 		return r.Headers.Get(name)
 	}
-	if r.memo.name != name {
+	if r.memo.id != id {
 		r.memo.value, r.memo.ok = r.Headers.Get(name)
-		r.memo.name = name
+		r.memo.id = id
 	}
 	return r.memo.value, r.memo.ok
 }

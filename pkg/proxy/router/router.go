@@ -214,6 +214,7 @@ func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 	errs = append(errs, fieldpath.Prefix("request_mirror_policies", err))
 
 	b := newVhostBuilder()
+	headerIDs := map[string]int{}
 	for i, vhc := range rc.GetVirtualHosts() {
 		vhPath := fmt.Sprintf("virtual_hosts[%d].", i)
 		vh, filtersVH, err := compileVirtualHost(vhc, &opts)
@@ -262,6 +263,7 @@ func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 			vh.Routes = append(vh.Routes, r)
 		}
 		vh.routeIndex = buildRouteIndex(vh.Routes)
+		numberHeaderNames(vh.Routes, headerIDs)
 		for j, d := range vhc.GetDomains() {
 			if err := b.add(d, vh); err != nil {
 				errs = append(errs, fmt.Errorf("%sdomains[%d]: %w", vhPath, j, err))
