@@ -38,6 +38,11 @@ type routeMatch struct {
 	// fraction is runtime_fraction: the share of requests the route
 	// matches at all, nil for all of them.
 	fraction *runtime.Fraction
+	// required, when not 0, numbers a header (requiredName) without
+	// which a header matcher fails: in a route table, a request without
+	// it is turned away first (see numberHeaderNames).
+	required     int
+	requiredName string
 }
 
 // compileMatch compiles a RouteMatch; errors name the field below it.
@@ -98,6 +103,12 @@ func (m *routeMatch) matches(req *Request) bool {
 // matchesPath is matches with the request's path without its query
 // string, which a route table computes once for all its routes.
 func (m *routeMatch) matchesPath(req *Request, path string) bool {
+	if m.required != 0 {
+		// Every check is pure, so which fails first does not matter.
+		if _, ok := req.regularHeader(m.requiredName, m.required); !ok {
+			return false
+		}
+	}
 	if m.fraction != nil && !m.fraction.Enabled(req.Runtime, req.Random) {
 		return false
 	}
@@ -301,6 +312,15 @@ func (h *headerMatcher) matches(req *Request) bool {
 		m = h.str.match(v)
 	}
 	return m != h.invert
+}
+
+// failsWhenAbsent reports whether the matcher rejects every request
+// without its header.
+func (h *headerMatcher) failsWhenAbsent() bool {
+	if h.kind == headerPresent {
+		return (!h.present) == h.invert
+	}
+	return !h.treatMissingAsEmpty
 }
 
 // queryMatcher is a compiled QueryParameterMatcher.

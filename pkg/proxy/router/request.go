@@ -62,7 +62,8 @@ type headerMemo struct {
 
 // numberHeaderNames numbers the regular header names that routes' header
 // matchers read, the same number for the same name across the table
-// (ids, from 1), so that the memo of MatchRequest compares numbers.
+// (ids, from 1), so that the memo of MatchRequest compares numbers; and
+// gives each route the first header it cannot match without.
 func numberHeaderNames(routes []*Route, ids map[string]int) {
 	for _, r := range routes {
 		for i := range r.match.headers.matchers {
@@ -76,6 +77,9 @@ func numberHeaderNames(routes []*Route, ids map[string]int) {
 				ids[hm.name] = id
 			}
 			hm.id = id
+			if r.match.required == 0 && hm.failsWhenAbsent() {
+				r.match.required, r.match.requiredName = id, hm.name
+			}
 		}
 	}
 }
