@@ -36,7 +36,14 @@ func isDefaultFormat(format string, omitEmpty bool, parts []part) bool {
 // pass. start is its START_TIME's layout. The short literals are appended
 // byte by byte, which needs no copy call.
 func appendDefault(dst []byte, e *Entry, start *timeLayout) []byte {
-	h := getHeaders(e.RequestHeaders, &defaultRequestHeaders)
+	var h HeaderValues
+	if s, ok := e.RequestHeaders.(HeaderSetGetter); ok {
+		// Called here rather than in getHeaders, which would copy the
+		// values once more.
+		h = s.GetSet(&defaultRequestHeaders)
+	} else {
+		h = getHeaders(e.RequestHeaders, &defaultRequestHeaders)
+	}
 	dst = append(dst, '[')
 	if e.StartTime.IsZero() {
 		dst = append(dst, '-')

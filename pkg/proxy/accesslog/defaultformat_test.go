@@ -116,3 +116,17 @@ func randomFields(rng *rand.Rand) fieldList {
 	}
 	return l
 }
+
+// TestHeaderNamesIndex finds names of distinct and of equal lengths, and
+// misses names of their lengths.
+func TestHeaderNamesIndex(t *testing.T) {
+	names := NewHeaderNames("user-agent", "x-request-id", "x-a", "x-b")
+	for name, want := range map[string]int{
+		"user-agent": 0, "x-request-id": 1, "x-a": 2, "x-b": 3, "x-c": -1, "user-agenT": -1, "host": -1, "": -1,
+		strings.Repeat("x", 64+10): -1,
+	} {
+		if got := names.Index(name); got != want {
+			t.Errorf("Index(%q) = %d, want %d", name, got, want)
+		}
+	}
+}

@@ -4,14 +4,16 @@ package accesslog
 const maxHeaderSet = 4
 
 // HeaderNames are up to four distinct lower-case header names that a
-// HeaderSetGetter finds in one pass; NewHeaderNames builds them. The
-// lengths of the names are kept as a mask, so that a pass over a message's
-// fields passes most of them over with one test.
+// HeaderSetGetter finds in one pass; NewHeaderNames builds them. The names
+// are also kept by length, so that a pass over a message's fields passes
+// most of them over with one test and finds the others with one
+// comparison.
 type HeaderNames struct {
 	names [maxHeaderSet]string
 	n     int
-	// lengths has bit len(name)%64 set for each name.
-	lengths uint64
+	// byLen[len(name)%64] is 1 + the position of the only name of that
+	// length, 0 when there is none, -1 when there are several.
+	byLen [64]int8
 }
 
 // NewHeaderNames builds HeaderNames; names past the fourth, and repeated
@@ -27,7 +29,11 @@ func NewHeaderNames(names ...string) HeaderNames {
 		}
 		h.names[h.n] = name
 		h.n++
-		h.lengths |= 1 << (len(name) & 63)
+		if k := &h.byLen[len(name)&63]; *k == 0 {
+			*k = int8(h.n)
+		} else {
+			*k = -1
+		}
 	}
 	return h
 }
@@ -40,7 +46,13 @@ func (h *HeaderNames) Name(i int) string { return h.names[i] }
 
 // Index is the position of name in the set, -1 when it is not in it.
 func (h *HeaderNames) Index(name string) int {
-	if h.lengths&(1<<(len(name)&63)) == 0 {
+	switch k := h.byLen[len(name)&63]; {
+	case k == 0:
+		return -1
+	case k > 0:
+		if h.names[k-1] == name {
+			return int(k - 1)
+		}
 		return -1
 	}
 	for i := range h.n {

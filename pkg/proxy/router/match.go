@@ -105,7 +105,13 @@ func (m *routeMatch) matches(req *Request) bool {
 func (m *routeMatch) matchesPath(req *Request, path string) bool {
 	if m.required != 0 {
 		// Every check is pure, so which fails first does not matter.
-		if _, ok := req.regularHeader(m.requiredName, m.required); !ok {
+		// The memo is read here without a call: routes in a row
+		// often require the same header.
+		if req.memo.on && req.memo.id == m.required {
+			if !req.memo.ok {
+				return false
+			}
+		} else if _, ok := req.regularHeader(m.requiredName, m.required); !ok {
 			return false
 		}
 	}
