@@ -26,7 +26,7 @@ func TestDefaultFormatAppender(t *testing.T) {
 			Path:          pick("", "/", "/a/b?c=d"),
 			Protocol:      pick("", "HTTP/1.1", "HTTP/2"),
 			ResponseCode:  []int{0, -3, 99, 100, 200, 503, 599, 600, 1000}[rng.IntN(9)],
-			ResponseFlags: ResponseFlags(rng.Uint32()) & ResponseFlags(rng.Uint32()),
+			ResponseFlags: ResponseFlags(rng.Uint32() & rng.Uint32()), // a quarter of the bits
 			BytesReceived: rng.Uint64() >> rng.IntN(64),
 			BytesSent:     rng.Uint64N(100000),
 			Duration:      time.Duration(rng.Int64N(1e12) - 1e9),
