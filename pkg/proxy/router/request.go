@@ -63,8 +63,10 @@ type headerMemo struct {
 // numberHeaderNames numbers the regular header names that routes' header
 // matchers read, the same number for the same name across the table
 // (ids, from 1), so that the memo of MatchRequest compares numbers; and
-// gives each route the first header it cannot match without.
-func numberHeaderNames(routes []*Route, ids map[string]int) {
+// gives each route the first header it cannot match without. It reports
+// whether any route reads a regular header.
+func numberHeaderNames(routes []*Route, ids map[string]int) bool {
+	reads := false
 	for _, r := range routes {
 		for i := range r.match.headers.matchers {
 			hm := &r.match.headers.matchers[i]
@@ -76,12 +78,13 @@ func numberHeaderNames(routes []*Route, ids map[string]int) {
 				id = len(ids) + 1
 				ids[hm.name] = id
 			}
-			hm.id = id
+			hm.id, reads = id, true
 			if r.match.required == 0 && hm.failsWhenAbsent() {
 				r.match.required, r.match.requiredName = id, hm.name
 			}
 		}
 	}
+	return reads
 }
 
 // header reads a request header, answering the pseudo-headers from the

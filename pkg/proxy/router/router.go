@@ -66,6 +66,9 @@ type VirtualHost struct {
 	// routeIndex narrows Routes to those a path's first segment allows
 	// (see routeIndex); nil when it would not, and Routes are scanned.
 	routeIndex *routeIndex
+	// readsHeaders: a route's header matcher reads a regular header,
+	// which MatchRequest then keeps in a memo for the next route.
+	readsHeaders bool
 	// mirrors are the virtual host's request_mirror_policies, or the
 	// route configuration's when it has none: those of its routes that
 	// set none.
@@ -263,7 +266,7 @@ func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 			vh.Routes = append(vh.Routes, r)
 		}
 		vh.routeIndex = buildRouteIndex(vh.Routes)
-		numberHeaderNames(vh.Routes, headerIDs)
+		vh.readsHeaders = numberHeaderNames(vh.Routes, headerIDs)
 		for j, d := range vhc.GetDomains() {
 			if err := b.add(d, vh); err != nil {
 				errs = append(errs, fmt.Errorf("%sdomains[%d]: %w", vhPath, j, err))
@@ -421,6 +424,12 @@ func (t *Table) MatchRequest(req *Request) *Route {
 		return nil
 	}
 	path := pathOnly(req.Path)
+	if !vh.readsHeaders {
+		if vh.routeIndex != nil {
+			return vh.routeIndex.match(req, path)
+		}
+		return vh.scanRoutes(req, path)
+	}
 	req.memo = headerMemo{on: true}
 	var r *Route
 	if vh.routeIndex != nil {
