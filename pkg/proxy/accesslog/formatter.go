@@ -26,6 +26,9 @@ type textFormat struct {
 	parts []part
 	// omitEmpty prints missing values as nothing instead of "-".
 	omitEmpty bool
+	// defaultStart is set when the format is DefaultFormat (see
+	// isDefaultFormat): its START_TIME layout, for appendDefault.
+	defaultStart *timeLayout
 }
 
 // part is a literal (op == opLiteral) or one command operator.
@@ -64,7 +67,15 @@ func text(format string, omitEmpty bool, parsers []CommandParser) (*Formatter, e
 	if err != nil {
 		return nil, err
 	}
-	return &Formatter{text: &textFormat{parts: parts, omitEmpty: omitEmpty}}, nil
+	t := &textFormat{parts: parts, omitEmpty: omitEmpty}
+	if isDefaultFormat(format, omitEmpty, parts) {
+		for i := range parts {
+			if parts[i].op == opStartTime {
+				t.defaultStart = parts[i].layout
+			}
+		}
+	}
+	return &Formatter{text: t}, nil
 }
 
 // Default returns a formatter for DefaultFormat.
@@ -119,6 +130,14 @@ func (f *Formatter) Literal() (string, bool) {
 }
 
 func (t *textFormat) append(dst []byte, e *Entry) []byte {
+	if t.defaultStart != nil {
+		return appendDefault(dst, e, t.defaultStart)
+	}
+	return t.appendParts(dst, e)
+}
+
+// appendParts renders the format part by part.
+func (t *textFormat) appendParts(dst []byte, e *Entry) []byte {
 	for i := range t.parts {
 		p := &t.parts[i]
 		// Literals are half of a format's parts: appended here, without

@@ -109,6 +109,9 @@ func TestStartTimeSecondCache(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", layout, err)
 		}
+		if want := layout == "" || layout == defaultTimeLayout; l.millisZ != want {
+			t.Errorf("%q: the milliseconds-and-Z ending is %v, want %v", layout, l.millisZ, want)
+		}
 		for _, at := range times {
 			if got, want := string(l.append(nil, at)), string(render(nil, at, l.items)); got != want {
 				t.Errorf("%q at %v: got %q, want %q", layout, at, got, want)

@@ -20,6 +20,9 @@ type timeLayout struct {
 	// seconds of a %E<n>S at items[whole]). Lines of many goroutines
 	// share it; a new second replaces it.
 	cache atomic.Pointer[secondText]
+	// millisZ: the items after the whole-second ones are %E3S and a
+	// literal "Z", the default layout's end, appended in one go.
+	millisZ bool
 }
 
 // secondText is the rendering of a layout's whole-second items for the
@@ -137,6 +140,9 @@ func compileTimeLayout(layout string, given bool) (*timeLayout, error) {
 			break
 		}
 	}
+	tail := l.items[l.whole:]
+	l.millisZ = len(tail) == 2 && tail[0].kind == tSecondsFrac && tail[0].digits == 3 &&
+		tail[1].kind == tLiteral && tail[1].literal == "Z"
 	return l, nil
 }
 
@@ -207,6 +213,10 @@ func (l *timeLayout) append(dst []byte, t time.Time) []byte {
 		l.cache.Store(c)
 	}
 	dst = append(dst, c.text...)
+	if l.millisZ {
+		ms := t.Nanosecond() / 1e6
+		return append(dst, '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
+	}
 	tail := l.items[l.whole:]
 	if len(tail) > 0 && tail[0].kind == tSecondsFrac {
 		dst = appendFraction(dst, t.Nanosecond(), tail[0].digits, true)
@@ -314,8 +324,16 @@ func appendPadded(dst []byte, n, width int, pad byte) []byte {
 // appendFraction appends the first digits of the nanoseconds (all nine,
 // trailing zeros trimmed, when digits is -1), with a leading '.' when dot.
 func appendFraction(dst []byte, ns, digits int, dot bool) []byte {
-	// A fixed number of digits (the default layout's three) needs only
-	// those digits: no trimming, no division per discarded digit.
+	// The default layout's milliseconds: divisions by constants.
+	if digits == 3 {
+		if dot {
+			dst = append(dst, '.')
+		}
+		ms := ns / 1e6
+		return append(dst, byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
+	}
+	// Another fixed number of digits needs only those digits: no
+	// trimming, no division per discarded digit.
 	if digits > 0 && digits < 9 {
 		if dot {
 			dst = append(dst, '.')

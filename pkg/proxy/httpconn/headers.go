@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
@@ -23,8 +24,9 @@ type headerList struct {
 }
 
 var (
-	_ router.HeaderEditor = (*headerList)(nil)
-	_ router.HeaderFields = (*headerList)(nil)
+	_ router.HeaderEditor       = (*headerList)(nil)
+	_ router.HeaderFields       = (*headerList)(nil)
+	_ accesslog.HeaderSetGetter = (*headerList)(nil)
 )
 
 // reset empties the list, keeping its capacity.
@@ -51,6 +53,30 @@ func (h *headerList) Get(name string) (string, bool) {
 		return "", false
 	}
 	return h.fields[first].value, true
+}
+
+// GetSet looks every name of names up in one pass over the fields
+// (accesslog.HeaderSetGetter): the access log's default format reads four
+// request headers. A name found twice is joined as Get joins it.
+func (h *headerList) GetSet(names *accesslog.HeaderNames) (v accesslog.HeaderValues) {
+	var repeated uint8
+	for i := range h.fields {
+		j := names.Index(h.fields[i].name)
+		switch {
+		case j < 0:
+		case v.Found&(1<<j) != 0:
+			repeated |= 1 << j
+		default:
+			v.Values[j], v.Found = h.fields[i].value, v.Found|1<<j
+		}
+	}
+	for j := 0; repeated != 0; j++ {
+		if repeated&(1<<j) != 0 {
+			v.Values[j], _ = h.Get(names.Name(j))
+			repeated &^= 1 << j
+		}
+	}
+	return v
 }
 
 // join concatenates every value of name, from the field at first on.

@@ -97,14 +97,18 @@ func (w *FileWriter) Path() string { return w.path }
 // failed (the buffer is then dropped, so a full disk cannot grow memory).
 func (w *FileWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.closed {
+		w.mu.Unlock()
 		return 0, fmt.Errorf("write log file %s: %w", w.path, os.ErrClosed)
 	}
 	w.buf = append(w.buf, p...)
 	if w.interval > 0 && len(w.buf) <= w.minFlush {
+		// The common case, once per access-log line: unlocked without
+		// a deferred call.
+		w.mu.Unlock()
 		return len(p), nil
 	}
+	defer w.mu.Unlock()
 	if err := w.flushLocked(); err != nil {
 		return 0, err
 	}

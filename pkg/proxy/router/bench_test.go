@@ -123,3 +123,42 @@ func BenchmarkMatchVirtualHosts(b *testing.B) {
 		})
 	}
 }
+
+// typicalRoutesYAML is the 20 routes of the typical sidecar configuration
+// of test/bench/h1count (BENCHMARKS.md, issue #19): five prefixes, five
+// exact paths, five regexes, four catch-alls with an x-canary header
+// matcher and the catch-all the benchmark's requests match.
+var typicalRoutesYAML = func() string {
+	var b strings.Builder
+	b.WriteString("name: typical\nvirtual_hosts:\n- name: vh\n  domains: [\"*\"]\n  routes:\n")
+	for i := range 5 {
+		fmt.Fprintf(&b, "  - {match: {prefix: /api/v%d/}, route: {cluster: up}}\n", i+1)
+		fmt.Fprintf(&b, "  - {match: {path: /static/asset-%d.js}, route: {cluster: up}}\n", i)
+		fmt.Fprintf(&b, "  - {match: {safe_regex: {regex: \"/users/[0-9]+/orders/%d\"}}, route: {cluster: up}}\n", i)
+		if i < 4 {
+			fmt.Fprintf(&b, "  - {match: {prefix: /, headers: [{name: x-canary, string_match: {exact: \"v%d\"}}]}, route: {cluster: up}}\n", i)
+		}
+	}
+	b.WriteString("  - {match: {prefix: /}, route: {cluster: last}}\n")
+	return b.String()
+}()
+
+// BenchmarkMatchTypical matches the typical configuration's request (GET
+// /, answered by the last of 20 routes) and one for an exact path: the
+// route index tries the five routes that may match "/" instead of 20, and
+// skips the regexes for "/static/...".
+func BenchmarkMatchTypical(b *testing.B) {
+	table := mustCompile(b, typicalRoutesYAML)
+	h := staticHeaders{"user-agent": "bench", "x-request-id": "abc"}
+	for _, path := range []string{"/", "/static/asset-4.js"} {
+		b.Run(path, func(b *testing.B) {
+			req := Request{Host: "sidecar", Path: path, Method: "GET", Headers: h}
+			b.ReportAllocs()
+			for b.Loop() {
+				if table.MatchRequest(&req) == nil {
+					b.Fatal("no route")
+				}
+			}
+		})
+	}
+}

@@ -38,6 +38,11 @@ type routeMatch struct {
 	// fraction is runtime_fraction: the share of requests the route
 	// matches at all, nil for all of them.
 	fraction *runtime.Fraction
+	// required, when not 0, numbers a header (requiredName) without
+	// which a header matcher fails: in a route table, a request without
+	// it is turned away first (see numberHeaderNames).
+	required     int
+	requiredName string
 }
 
 // compileMatch compiles a RouteMatch; errors name the field below it.
@@ -98,6 +103,18 @@ func (m *routeMatch) matches(req *Request) bool {
 // matchesPath is matches with the request's path without its query
 // string, which a route table computes once for all its routes.
 func (m *routeMatch) matchesPath(req *Request, path string) bool {
+	if m.required != 0 {
+		// Every check is pure, so which fails first does not matter.
+		// The memo is read here without a call: routes in a row
+		// often require the same header.
+		if req.memo.on && req.memo.id == m.required {
+			if !req.memo.ok {
+				return false
+			}
+		} else if _, ok := req.regularHeader(m.requiredName, m.required); !ok {
+			return false
+		}
+	}
 	if m.fraction != nil && !m.fraction.Enabled(req.Runtime, req.Random) {
 		return false
 	}
@@ -157,6 +174,10 @@ func (m *routeMatch) hasPrefix(path string) bool {
 		return false
 	}
 	if m.caseSensitive {
+		if len(m.value) == 1 {
+			// The catch-all "/" without the comparison's call.
+			return path[0] == m.value[0]
+		}
 		return path[:len(m.value)] == m.value
 	}
 	return asciiEqualFold(path[:len(m.value)], m.value)
@@ -225,6 +246,12 @@ type headerMatcher struct {
 	present             bool
 	invert              bool
 	treatMissingAsEmpty bool
+
+	// pseudo: name is one the request's fields answer (isPseudoHeader).
+	pseudo bool
+	// id numbers name within a route table (numberHeaderNames), 0
+	// outside one.
+	id int
 }
 
 // compileHeaderMatcher compiles a HeaderMatcher; errors name the field
@@ -238,6 +265,7 @@ func compileHeaderMatcher(h *routev3.HeaderMatcher) (headerMatcher, error) {
 	if hm.name == "" {
 		return hm, errors.New("name: a header name is required")
 	}
+	hm.pseudo = isPseudoHeader(hm.name)
 	if sm, ok, err := legacyHeaderMatch(h); ok {
 		if err != nil {
 			return hm, err
@@ -268,7 +296,13 @@ func compileHeaderMatcher(h *routev3.HeaderMatcher) (headerMatcher, error) {
 // except present_match (whatever invert_match says), unless
 // treat_missing_header_as_empty makes it an empty value.
 func (h *headerMatcher) matches(req *Request) bool {
-	v, ok := req.header(h.name)
+	var v string
+	var ok bool
+	if h.pseudo {
+		v, ok = req.header(h.name)
+	} else {
+		v, ok = req.regularHeader(h.name, h.id)
+	}
 	if h.kind == headerPresent {
 		return (ok == h.present) != h.invert
 	}
@@ -284,6 +318,15 @@ func (h *headerMatcher) matches(req *Request) bool {
 		m = h.str.match(v)
 	}
 	return m != h.invert
+}
+
+// failsWhenAbsent reports whether the matcher rejects every request
+// without its header.
+func (h *headerMatcher) failsWhenAbsent() bool {
+	if h.kind == headerPresent {
+		return (!h.present) == h.invert
+	}
+	return !h.treatMissingAsEmpty
 }
 
 // queryMatcher is a compiled QueryParameterMatcher.

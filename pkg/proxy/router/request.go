@@ -44,6 +44,47 @@ type Request struct {
 	// every runtime_fraction of the table is decided with it, as
 	// Envoy decides them with the stream's id.
 	Random uint64
+
+	// memo is the last regular header read while MatchRequest runs
+	// (routes often test the same header one after another, as canary
+	// routes do); off otherwise, since filters edit headers between
+	// matches.
+	memo headerMemo
+}
+
+// headerMemo is a header look-up kept for the next one: that of the
+// header numbered id (see numberHeaderNames).
+type headerMemo struct {
+	on, ok bool
+	id     int
+	value  string
+}
+
+// numberHeaderNames numbers the regular header names that routes' header
+// matchers read, the same number for the same name across the table
+// (ids, from 1), so that the memo of MatchRequest compares numbers; and
+// gives each route the first header it cannot match without. It reports
+// whether any route reads a regular header.
+func numberHeaderNames(routes []*Route, ids map[string]int) bool {
+	reads := false
+	for _, r := range routes {
+		for i := range r.match.headers.matchers {
+			hm := &r.match.headers.matchers[i]
+			if hm.pseudo {
+				continue
+			}
+			id, ok := ids[hm.name]
+			if !ok {
+				id = len(ids) + 1
+				ids[hm.name] = id
+			}
+			hm.id, reads = id, true
+			if r.match.required == 0 && hm.failsWhenAbsent() {
+				r.match.required, r.match.requiredName = id, hm.name
+			}
+		}
+	}
+	return reads
 }
 
 // header reads a request header, answering the pseudo-headers from the
@@ -59,10 +100,34 @@ func (r *Request) header(name string) (string, bool) {
 	case ":scheme":
 		return r.Scheme, r.Scheme != ""
 	}
+	return r.regularHeader(name, 0)
+}
+
+// isPseudoHeader reports whether Request.header answers name from the
+// request's fields rather than its Headers.
+func isPseudoHeader(name string) bool {
+	switch name {
+	case ":authority", "host", ":path", ":method", ":scheme":
+		return true
+	}
+	return false
+}
+
+// regularHeader reads a header that is not a pseudo-header; id is its
+// number in the table (0 for none). MatchRequest's memo answers a header
+// it just read.
+func (r *Request) regularHeader(name string, id int) (string, bool) {
 	if r.Headers == nil {
 		return "", false
 	}
-	return r.Headers.Get(name)
+	if !r.memo.on || id == 0 {
+		return r.Headers.Get(name)
+	}
+	if r.memo.id != id {
+		r.memo.value, r.memo.ok = r.Headers.Get(name)
+		r.memo.id = id
+	}
+	return r.memo.value, r.memo.ok
 }
 
 // pathOnly is the path without its query string and fragment.

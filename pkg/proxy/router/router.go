@@ -63,6 +63,12 @@ type VirtualHost struct {
 	// when there are none.
 	VirtualClusters []*VirtualCluster
 	otherCluster    *VirtualCluster
+	// routeIndex narrows Routes to those a path's first segment allows
+	// (see routeIndex); nil when it would not, and Routes are scanned.
+	routeIndex *routeIndex
+	// readsHeaders: a route's header matcher reads a regular header,
+	// which MatchRequest then keeps in a memo for the next route.
+	readsHeaders bool
 	// mirrors are the virtual host's request_mirror_policies, or the
 	// route configuration's when it has none: those of its routes that
 	// set none.
@@ -211,6 +217,7 @@ func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 	errs = append(errs, fieldpath.Prefix("request_mirror_policies", err))
 
 	b := newVhostBuilder()
+	headerIDs := map[string]int{}
 	for i, vhc := range rc.GetVirtualHosts() {
 		vhPath := fmt.Sprintf("virtual_hosts[%d].", i)
 		vh, filtersVH, err := compileVirtualHost(vhc, &opts)
@@ -258,6 +265,8 @@ func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 			r.anyFilterConfig = len(r.perFilter) > 0 || r.WeightedClusters.hasFilterConfigs()
 			vh.Routes = append(vh.Routes, r)
 		}
+		vh.routeIndex = buildRouteIndex(vh.Routes)
+		vh.readsHeaders = numberHeaderNames(vh.Routes, headerIDs)
 		for j, d := range vhc.GetDomains() {
 			if err := b.add(d, vh); err != nil {
 				errs = append(errs, fmt.Errorf("%sdomains[%d]: %w", vhPath, j, err))
@@ -415,6 +424,26 @@ func (t *Table) MatchRequest(req *Request) *Route {
 		return nil
 	}
 	path := pathOnly(req.Path)
+	if !vh.readsHeaders {
+		if vh.routeIndex != nil {
+			return vh.routeIndex.match(req, path)
+		}
+		return vh.scanRoutes(req, path)
+	}
+	req.memo = headerMemo{on: true}
+	var r *Route
+	if vh.routeIndex != nil {
+		r = vh.routeIndex.match(req, path)
+	} else {
+		r = vh.scanRoutes(req, path)
+	}
+	req.memo = headerMemo{}
+	return r
+}
+
+// scanRoutes is the first of the virtual host's routes that accepts req,
+// trying every route in order (what the route index must agree with).
+func (vh *VirtualHost) scanRoutes(req *Request, path string) *Route {
 	for _, r := range vh.Routes {
 		if r.match.matchesPath(req, path) {
 			return r
