@@ -13,7 +13,7 @@ import (
 // resource is one circuit breaker: a count held against a limit, with
 // the gauges Envoy publishes for it. It takes no lock: the count is one
 // atomic, and acquiring below the limit is a compare-and-swap. A cluster's
-// eight breakers are one allocation of 48-byte values (see newResources):
+// eight breakers are one allocation of 48-byte values (newResources):
 // what they have in common is behind src.
 type resource struct {
 	// src is shared by the cluster's breakers; nil for no runtime.
@@ -145,7 +145,7 @@ func (r *resource) publish(limit int64) {
 
 // resources are the circuit breakers of one routing priority.
 type resources struct {
-	cx, pending, rq, retries *resource
+	cx, pending, rq, retries resource
 }
 
 // priorityName is a routing priority as Envoy's breaker stats name it.
@@ -162,29 +162,25 @@ func priorityName(p corev3.RoutingPriority) string {
 // <limit> (rt nil: no runtime). Envoy also has cx_pool_open for
 // max_connection_pools, which Outrigger refuses: the gauge exists and
 // stays 0, as Envoy's does without that limit.
-func newResources(scope stats.Scope, cluster string, t [numPriorities]Thresholds, rt func() *runtime.Snapshot) [numPriorities]resources {
-	var out [numPriorities]resources
+func newResources(scope stats.Scope, cluster string, t [numPriorities]Thresholds, rt func() *runtime.Snapshot) *[numPriorities]resources {
+	out := new([numPriorities]resources)
 	src := &breakerSource{cluster: cluster, rt: rt}
-	all := new([numPriorities][len(breakerLimits)]resource)
 	for p := range out {
 		prefix := "circuit_breakers." + priorityName(corev3.RoutingPriority(p)) + "."
-		b := &all[p]
-		breaker := func(limit uint8, max uint32, open, remaining string) *resource {
+		breaker := func(r *resource, limit uint8, max uint32, open, remaining string) {
 			og := scope.Gauge(prefix + open)
 			var rem *stats.Gauge
 			if t[p].TrackRemaining {
 				rem = scope.Gauge(prefix + remaining)
 			}
-			b[limit].init(max, src, uint8(p), limit, og, rem)
-			return &b[limit]
+			r.init(max, src, uint8(p), limit, og, rem)
 		}
 		scope.Gauge(prefix + "cx_pool_open")
-		out[p] = resources{
-			cx:      breaker(0, t[p].MaxConnections, "cx_open", "remaining_cx"),
-			pending: breaker(1, t[p].MaxPendingRequests, "rq_pending_open", "remaining_pending"),
-			rq:      breaker(2, t[p].MaxRequests, "rq_open", "remaining_rq"),
-			retries: breaker(3, t[p].MaxRetries, "rq_retry_open", "remaining_retries"),
-		}
+		res := &out[p]
+		breaker(&res.cx, 0, t[p].MaxConnections, "cx_open", "remaining_cx")
+		breaker(&res.pending, 1, t[p].MaxPendingRequests, "rq_pending_open", "remaining_pending")
+		breaker(&res.rq, 2, t[p].MaxRequests, "rq_open", "remaining_rq")
+		breaker(&res.retries, 3, t[p].MaxRetries, "rq_retry_open", "remaining_retries")
 	}
 	return out
 }
