@@ -8,7 +8,8 @@ package stats
 // are numbered in creation order, so "created since the map was last
 // emptied" is a comparison, and every child of such a node was added while
 // the map recorded it: for those parents the map alone answers, present or
-// absent. The global index still holds every entry, for later lookups.
+// absent. The global index receives the map's entries when it starts
+// over, for later lookups.
 type youngChildren struct {
 	from     uint32             // first node id the map covers
 	children map[nameKey]uint32 // child key -> entry, for parents >= from
@@ -32,19 +33,25 @@ func (s *Store) findChild(key nameKey) (uint32, bool) {
 }
 
 // insertChild indexes a new tree child e under key, which must be absent.
-// The caller holds s.mu.
+// A child of a covered node goes into the map alone; the map's entries move
+// to the store-wide index together when it starts over, in one tight loop
+// whose cache misses overlap. The caller holds s.mu.
 func (s *Store) insertChild(key nameKey, e uint32) {
-	s.index.insert(s, key, e)
 	y := &s.young
 	if !y.covers(key[0]) {
+		s.index.insert(s, key, e)
 		return
 	}
 	if len(y.children) >= youngMax {
 		// Start over: from here on only nodes created after now are
 		// covered, and they have no children yet.
+		for k, v := range y.children {
+			s.index.insert(s, k, v)
+		}
 		clear(y.children)
 		y.from = s.nodes.len()
 		if !y.covers(key[0]) {
+			s.index.insert(s, key, e)
 			return
 		}
 	}
