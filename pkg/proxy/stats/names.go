@@ -57,13 +57,8 @@ func (s *Store) intern(seg string) uint32 {
 // false when create is false and the name is unknown. The caller holds
 // s.mu.
 func (s *Store) resolve(root uint32, prefix, name string, create bool) (parent, seg uint32, ok bool) {
-	parent = root
-	for prefix != "" {
-		head, rest, _ := strings.Cut(prefix, ".")
-		if parent, ok = s.resolveNode(parent, head, create); !ok {
-			return 0, 0, false
-		}
-		prefix = rest
+	if parent, ok = s.resolvePrefix(root, prefix, create); !ok {
+		return 0, 0, false
 	}
 	for {
 		head, rest, more := strings.Cut(name, ".")
@@ -76,6 +71,37 @@ func (s *Store) resolve(root uint32, prefix, name string, create bool) (parent, 
 		}
 		name = rest
 	}
+}
+
+// resolvePrefix finds, and with create also builds, the prefix node of
+// prefix (empty or ending with a dot) under root. The last prefix resolved
+// is remembered: a scope makes its stats one after another, and prefix
+// nodes are never removed, so the answer stays true. The caller holds s.mu.
+func (s *Store) resolvePrefix(root uint32, prefix string, create bool) (uint32, bool) {
+	if prefix == "" {
+		return root, true
+	}
+	if c := &s.lastPrefix; c.root == root && c.prefix == prefix {
+		return c.node, true
+	}
+	parent, rest := root, prefix
+	for rest != "" {
+		head, tail, _ := strings.Cut(rest, ".")
+		var ok bool
+		if parent, ok = s.resolveNode(parent, head, create); !ok {
+			return 0, false
+		}
+		rest = tail
+	}
+	s.lastPrefix = prefixCache{root: root, prefix: prefix, node: parent}
+	return parent, true
+}
+
+// prefixCache is the last prefix resolvePrefix resolved.
+type prefixCache struct {
+	root   uint32
+	prefix string
+	node   uint32
 }
 
 // segmentID returns the id of a name segment, interning it with create.

@@ -12,21 +12,23 @@ import (
 // Store owns every stat of one server. Looking a stat up by name takes a
 // lock and a few hash probes; components do it once and keep the pointer.
 type Store struct {
-	mu       sync.Mutex
-	segIDs   map[string]uint32 // segment text -> id
-	segs     slab[string]
-	index    childIndex    // (parent node, segment|kind) -> node or stat entry
-	young    youngChildren // the children of the newest nodes, again
-	nodes    slab[prefixNode]
-	pending  []childAdd // children added since the last sort
-	counters slab[Counter]
-	gauges   slab[Gauge]
-	texts    slab[TextReadout]
-	hists    slab[Histogram]
-	rejected rejectedStats
-	lookups  recentLookups
-	used     usedSet
-	families familyIndex
+	mu     sync.Mutex
+	segIDs map[string]uint32 // segment text -> id
+	segs   slab[string]
+	index  childIndex    // (parent node, segment|kind) -> node or stat entry
+	young  youngChildren // the children of the newest nodes, again
+	// lastPrefix is the last scope prefix resolved (see resolvePrefix).
+	lastPrefix prefixCache
+	nodes      slab[prefixNode]
+	pending    []childAdd // children added since the last sort
+	counters   slab[Counter]
+	gauges     slab[Gauge]
+	texts      slab[TextReadout]
+	hists      slab[Histogram]
+	rejected   rejectedStats
+	lookups    recentLookups
+	used       usedSet
+	families   familyIndex
 
 	shards  int // per-histogram recording shards
 	tags    *TagProducer

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 )
@@ -55,5 +56,34 @@ func TestYoungChildrenRestart(t *testing.T) {
 		if names[i-1] >= names[i] {
 			t.Fatalf("counters out of order or repeated: %q then %q", names[i-1], names[i])
 		}
+	}
+}
+
+// TestScopePrefixRemembered checks the remembered scope prefix across
+// roots and scopes: stats of one scope made between another scope's, and
+// a histogram (another tree) between counters of the same prefix, all get
+// their own full names.
+func TestScopePrefixRemembered(t *testing.T) {
+	s := NewStore()
+	a, b := s.Scope("cluster.a."), s.Scope("cluster.a.b.")
+	a.Counter("x")
+	h := a.Histogram("h", UnitMilliseconds)
+	a.Counter("y")
+	b.Counter("x")
+	a.Gauge("g")
+	s.Scope("cluster.").Counter("z")
+	a.Counter("w")
+	want := []string{"cluster.a.b.x", "cluster.a.w", "cluster.a.x", "cluster.a.y", "cluster.z"}
+	if got := s.CounterNames(); !slices.Equal(got, want) {
+		t.Errorf("counters %q, want %q", got, want)
+	}
+	if got := s.GaugeNames(); !slices.Equal(got, []string{"cluster.a.g"}) {
+		t.Errorf("gauges %q", got)
+	}
+	if s.Histogram("cluster.a.h") != h {
+		t.Error("the histogram is not found by its full name")
+	}
+	if s.Counter("cluster.a.x") != a.Counter("x") {
+		t.Error("a counter is not found by its full name")
 	}
 }
