@@ -53,7 +53,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestResourceGauges(t *testing.T) {
 	store := stats.NewStore()
 	open, remaining := store.Gauge("open"), store.Gauge("remaining")
-	r := newResource(2, breakerKey{}, nil, open, remaining)
+	r := new(resource)
+	r.init(2, nil, 0, 0, open, remaining)
 	if remaining.Value() != 2 || open.Value() != 0 {
 		t.Fatalf("new: remaining %d open %d, want 2 and 0", remaining.Value(), open.Value())
 	}
@@ -76,7 +77,8 @@ func TestResourceGauges(t *testing.T) {
 		t.Fatalf("back to one: open %d remaining %d, want 0 and 1", open.Value(), remaining.Value())
 	}
 	// A zero limit refuses everything and reads open once touched.
-	z := newResource(0, breakerKey{}, nil, store.Gauge("zopen"), nil)
+	z := new(resource)
+	z.init(0, nil, 0, 0, store.Gauge("zopen"), nil)
 	if z.tryAcquire() {
 		t.Fatal("a zero limit granted a unit")
 	}
@@ -126,7 +128,8 @@ func TestThresholdsRuntimeOverride(t *testing.T) {
 // limit, and the gauges match the count once they are done.
 func TestResourceConcurrent(t *testing.T) {
 	store := stats.NewStore()
-	r := newResource(3, breakerKey{}, nil, store.Gauge("open"), store.Gauge("remaining"))
+	r := new(resource)
+	r.init(3, nil, 0, 0, store.Gauge("open"), store.Gauge("remaining"))
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex

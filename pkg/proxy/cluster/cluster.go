@@ -30,7 +30,7 @@ type Cluster struct {
 	stats    *upstream.ClusterStats
 	extra    extraStats
 	// res are the circuit breakers of each routing priority.
-	res [numPriorities]resources
+	res *[numPriorities]resources
 	// waiting counts HTTP/1.1 requests waiting for a connection that the
 	// max_connections breaker kept from opening: only then does a closing
 	// connection look for one to wake.

@@ -59,7 +59,7 @@ func (c *Cluster) ConnectHost(ctx context.Context, h *upstream.Host) (net.Conn, 
 
 // connectHost is ConnectHost offering alpn on a TLS cluster.
 func (c *Cluster) connectHost(ctx context.Context, h *upstream.Host, alpn []string) (net.Conn, error) {
-	cx := c.breakers().cx
+	cx := &c.breakers().cx
 	if !cx.tryAcquire() {
 		c.extra.cxOverflow.Inc()
 		return nil, upstream.ErrOverflow

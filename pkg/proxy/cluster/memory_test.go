@@ -60,10 +60,10 @@ func heapOf(b *testing.B, cfgs []*clusterv3.Cluster) float64 {
 }
 
 // BenchmarkClusterMemory reports the heap each static cluster costs (its
-// stats, load balancer, pools, one host), from 10 to 1,000 clusters. The
+// stats, load balancer, pools, one host), from 10 to 10,000 clusters. The
 // goal is 10 KB or less.
 func BenchmarkClusterMemory(b *testing.B) {
-	for _, n := range []int{10, 100, 1000} {
+	for _, n := range []int{10, 100, 1000, 10000} {
 		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
 			cfgs := staticClusters(n, 1)
 			b.ReportMetric(heapOf(b, cfgs)/float64(n), "B/cluster")

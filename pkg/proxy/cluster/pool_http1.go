@@ -111,7 +111,7 @@ func (c *Cluster) acquireHTTP1(ctx context.Context, h *upstream.Host, res *resou
 			c.extra.cxOverflow.Inc()
 			res.cx.force()
 		}
-		return c.dialHTTP1(ctx, h, nil, res.cx, c.now())
+		return c.dialHTTP1(ctx, h, nil, &res.cx, c.now())
 	}
 	// One clock read serves the idle timeout, the probe window and the
 	// loan's time.
@@ -194,7 +194,7 @@ func (c *Cluster) pendingHTTP1(ctx context.Context, h *upstream.Host, p *http1Po
 			return nil, ErrClosed
 		}
 		if res.cx.tryAcquire() {
-			return c.dialHTTP1(ctx, h, p, res.cx, c.now())
+			return c.dialHTTP1(ctx, h, p, &res.cx, c.now())
 		}
 		if !overflowed {
 			// Counted once per request that max_connections held back.
@@ -206,7 +206,7 @@ func (c *Cluster) pendingHTTP1(ctx context.Context, h *upstream.Host, p *http1Po
 			// one anyway, or its requests could wait on connections that
 			// never come back to it (Envoy does the same).
 			res.cx.force()
-			return c.dialHTTP1(ctx, h, p, res.cx, c.now())
+			return c.dialHTTP1(ctx, h, p, &res.cx, c.now())
 		}
 		if !deadline.IsZero() {
 			var cancel context.CancelFunc

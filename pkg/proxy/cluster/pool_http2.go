@@ -47,7 +47,7 @@ func (c *Cluster) dialHTTP2(ctx context.Context, addr string) (net.Conn, error) 
 	if h == nil {
 		return nil, fmt.Errorf("address %s is not a host of cluster %s", addr, c.settings.name)
 	}
-	cx := c.breakers().cx
+	cx := &c.breakers().cx
 	if !cx.tryAcquire() {
 		c.extra.cxOverflow.Inc()
 		if h.Stats.CxActive.Load() > 0 {
@@ -99,7 +99,7 @@ func (c *Cluster) RoundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Res
 	if c.h2 == nil {
 		return nil, fmt.Errorf("cluster %s uses HTTP/1.1", c.settings.name)
 	}
-	rq := c.breakers().rq
+	rq := &c.breakers().rq
 	if !rq.tryAcquire() {
 		c.extra.rqPendingOverflow.Inc()
 		return nil, upstream.ErrOverflow

@@ -12,16 +12,23 @@ import (
 
 // resource is one circuit breaker: a count held against a limit, with
 // the gauges Envoy publishes for it. It takes no lock: the count is one
-// atomic, and acquiring below the limit is a compare-and-swap.
+// atomic, and acquiring below the limit is a compare-and-swap. A cluster's
+// eight breakers are one allocation of 48-byte values (newResources):
+// what they have in common is behind src.
 type resource struct {
+	// src is shared by the cluster's breakers; nil for no runtime.
+	src *breakerSource
 	// max is the configured limit; the runtime key
 	// circuit_breakers.<cluster>.<priority>.<limit> overrides it, as in
 	// Envoy (see limit).
-	max   int64
-	key   breakerKey
-	rt    func() *runtime.Snapshot
-	cache atomic.Pointer[runtimeLimit]
-	count atomic.Int64
+	max uint32
+	// priority (a corev3.RoutingPriority) and which (an index of
+	// breakerLimits) name the runtime key, with src's cluster. The key is
+	// built when a new runtime snapshot is read, not kept: eight keys of
+	// some fifty bytes each were a twentieth of an idle cluster's memory.
+	priority, which uint8
+	cache           atomic.Pointer[runtimeLimit]
+	count           atomic.Int64
 	// open is circuit_breakers.<priority>.<x>_open: 1 while the count is
 	// at the limit (the next acquisition would be refused).
 	open *stats.Gauge
@@ -30,26 +37,19 @@ type resource struct {
 	remaining *stats.Gauge
 }
 
-// breakerKey names a breaker's runtime key,
-// circuit_breakers.<cluster>.<priority>.<limit>. The key is built when a
-// new runtime snapshot is read, not kept: eight keys of some fifty bytes
-// each were a twentieth of an idle cluster's memory. cluster is shared by
-// the cluster's breakers.
-type breakerKey struct {
-	cluster  *string
-	priority corev3.RoutingPriority
-	limit    uint8
+// breakerSource is what a cluster's breakers share: the cluster's name
+// for their runtime keys, and the runtime (rt nil: none).
+type breakerSource struct {
+	cluster string
+	rt      func() *runtime.Snapshot
 }
 
-// breakerLimits are the limits' names in runtime keys, by breakerKey.limit.
+// breakerLimits are the limits' names in runtime keys, by resource.which.
 var breakerLimits = [...]string{"max_connections", "max_pending_requests", "max_requests", "max_retries"}
 
-// String is the runtime key.
-func (k breakerKey) String() string {
-	if k.cluster == nil {
-		return ""
-	}
-	return "circuit_breakers." + *k.cluster + "." + priorityName(k.priority) + "." + breakerLimits[k.limit]
+// runtimeKey is the breaker's runtime key.
+func (r *resource) runtimeKey() string {
+	return "circuit_breakers." + r.src.cluster + "." + priorityName(corev3.RoutingPriority(r.priority)) + "." + breakerLimits[r.which]
 }
 
 // runtimeLimit is a limit as one runtime snapshot sets it.
@@ -58,31 +58,30 @@ type runtimeLimit struct {
 	max  int64
 }
 
-// newResource creates a breaker with the configured limit, which the
-// runtime key (when rt is not nil) overrides.
-func newResource(limit uint32, key breakerKey, rt func() *runtime.Snapshot, open, remaining *stats.Gauge) *resource {
-	r := &resource{max: int64(limit), key: key, rt: rt, open: open, remaining: remaining}
+// init sets up a zero breaker with the configured limit, which the
+// runtime key (when src has a runtime) overrides.
+func (r *resource) init(limit uint32, src *breakerSource, priority, which uint8, open, remaining *stats.Gauge) {
+	r.max, r.src, r.priority, r.which, r.open, r.remaining = limit, src, priority, which, open, remaining
 	if remaining != nil {
 		remaining.Set(r.limit())
 	}
-	return r
 }
 
 // limit is the limit in force: the runtime key's value when the current
 // snapshot has one, else the configured limit. The lookup is made once
 // per snapshot; otherwise it costs two atomic loads.
 func (r *resource) limit() int64 {
-	if r.rt == nil {
-		return r.max
+	if r.src == nil || r.src.rt == nil {
+		return int64(r.max)
 	}
-	snap := r.rt()
+	snap := r.src.rt()
 	if snap == nil {
-		return r.max
+		return int64(r.max)
 	}
 	if c := r.cache.Load(); c != nil && c.snap == snap {
 		return c.max
 	}
-	n := min(snap.Uint64(r.key.String(), uint64(r.max)), math.MaxInt64)
+	n := min(snap.Uint64(r.runtimeKey(), uint64(r.max)), math.MaxInt64)
 	r.cache.Store(&runtimeLimit{snap: snap, max: int64(n)})
 	return int64(n)
 }
@@ -146,7 +145,7 @@ func (r *resource) publish(limit int64) {
 
 // resources are the circuit breakers of one routing priority.
 type resources struct {
-	cx, pending, rq, retries *resource
+	cx, pending, rq, retries resource
 }
 
 // priorityName is a routing priority as Envoy's breaker stats name it.
@@ -163,27 +162,25 @@ func priorityName(p corev3.RoutingPriority) string {
 // <limit> (rt nil: no runtime). Envoy also has cx_pool_open for
 // max_connection_pools, which Outrigger refuses: the gauge exists and
 // stays 0, as Envoy's does without that limit.
-func newResources(scope stats.Scope, cluster string, t [numPriorities]Thresholds, rt func() *runtime.Snapshot) [numPriorities]resources {
-	var out [numPriorities]resources
-	name := &cluster
+func newResources(scope stats.Scope, cluster string, t [numPriorities]Thresholds, rt func() *runtime.Snapshot) *[numPriorities]resources {
+	out := new([numPriorities]resources)
+	src := &breakerSource{cluster: cluster, rt: rt}
 	for p := range out {
 		prefix := "circuit_breakers." + priorityName(corev3.RoutingPriority(p)) + "."
-		key := func(limit uint8) breakerKey {
-			return breakerKey{cluster: name, priority: corev3.RoutingPriority(p), limit: limit}
-		}
-		remaining := func(name string) *stats.Gauge {
-			if !t[p].TrackRemaining {
-				return nil
+		breaker := func(r *resource, limit uint8, max uint32, open, remaining string) {
+			og := scope.Gauge(prefix + open)
+			var rem *stats.Gauge
+			if t[p].TrackRemaining {
+				rem = scope.Gauge(prefix + remaining)
 			}
-			return scope.Gauge(prefix + name)
+			r.init(max, src, uint8(p), limit, og, rem)
 		}
 		scope.Gauge(prefix + "cx_pool_open")
-		out[p] = resources{
-			cx:      newResource(t[p].MaxConnections, key(0), rt, scope.Gauge(prefix+"cx_open"), remaining("remaining_cx")),
-			pending: newResource(t[p].MaxPendingRequests, key(1), rt, scope.Gauge(prefix+"rq_pending_open"), remaining("remaining_pending")),
-			rq:      newResource(t[p].MaxRequests, key(2), rt, scope.Gauge(prefix+"rq_open"), remaining("remaining_rq")),
-			retries: newResource(t[p].MaxRetries, key(3), rt, scope.Gauge(prefix+"rq_retry_open"), remaining("remaining_retries")),
-		}
+		res := &out[p]
+		breaker(&res.cx, 0, t[p].MaxConnections, "cx_open", "remaining_cx")
+		breaker(&res.pending, 1, t[p].MaxPendingRequests, "rq_pending_open", "remaining_pending")
+		breaker(&res.rq, 2, t[p].MaxRequests, "rq_open", "remaining_rq")
+		breaker(&res.retries, 3, t[p].MaxRetries, "rq_retry_open", "remaining_retries")
 	}
 	return out
 }

@@ -14,7 +14,7 @@ func (c *Cluster) AcquireSession() bool {
 }
 
 // ReleaseSession gives back a unit AcquireSession took.
-func (c *Cluster) ReleaseSession() { c.releaseConnSlot(c.breakers().cx) }
+func (c *Cluster) ReleaseSession() { c.releaseConnSlot(&c.breakers().cx) }
 
 // HostsVersion changes whenever the cluster's set of hosts does (an EDS,
 // DNS or CDS update): comparable with ==. An aggregate cluster's hosts

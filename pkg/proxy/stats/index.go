@@ -37,7 +37,13 @@ func (x *childIndex) insert(s *Store, key nameKey, e uint32) {
 	if 2*(x.n+1) > len(x.slots) {
 		x.grow(s)
 	}
-	i, _ := x.probe(s, key)
+	// The key is absent, so the first free slot of its chain is the
+	// one: no entry on the way needs its key read back.
+	mask := len(x.slots) - 1
+	i := int(hashKey(key)) & mask
+	for x.slots[i] != 0 {
+		i = (i + 1) & mask
+	}
 	x.slots[i] = e
 	x.n++
 }

@@ -57,13 +57,8 @@ func (s *Store) intern(seg string) uint32 {
 // false when create is false and the name is unknown. The caller holds
 // s.mu.
 func (s *Store) resolve(root uint32, prefix, name string, create bool) (parent, seg uint32, ok bool) {
-	parent = root
-	for prefix != "" {
-		head, rest, _ := strings.Cut(prefix, ".")
-		if parent, ok = s.resolveNode(parent, head, create); !ok {
-			return 0, 0, false
-		}
-		prefix = rest
+	if parent, ok = s.resolvePrefix(root, prefix, create); !ok {
+		return 0, 0, false
 	}
 	for {
 		head, rest, more := strings.Cut(name, ".")
@@ -76,6 +71,37 @@ func (s *Store) resolve(root uint32, prefix, name string, create bool) (parent, 
 		}
 		name = rest
 	}
+}
+
+// resolvePrefix finds, and with create also builds, the prefix node of
+// prefix (empty or ending with a dot) under root. The last prefix resolved
+// is remembered: a scope makes its stats one after another, and prefix
+// nodes are never removed, so the answer stays true. The caller holds s.mu.
+func (s *Store) resolvePrefix(root uint32, prefix string, create bool) (uint32, bool) {
+	if prefix == "" {
+		return root, true
+	}
+	if c := &s.lastPrefix; c.root == root && c.prefix == prefix {
+		return c.node, true
+	}
+	parent, rest := root, prefix
+	for rest != "" {
+		head, tail, _ := strings.Cut(rest, ".")
+		var ok bool
+		if parent, ok = s.resolveNode(parent, head, create); !ok {
+			return 0, false
+		}
+		rest = tail
+	}
+	s.lastPrefix = prefixCache{root: root, prefix: prefix, node: parent}
+	return parent, true
+}
+
+// prefixCache is the last prefix resolvePrefix resolved.
+type prefixCache struct {
+	root   uint32
+	prefix string
+	node   uint32
 }
 
 // segmentID returns the id of a name segment, interning it with create.
@@ -95,7 +121,7 @@ func (s *Store) resolveNode(parent uint32, seg string, create bool) (uint32, boo
 		return 0, false
 	}
 	key := makeKey(parent, id, kindPrefix)
-	e, found := s.index.find(s, key)
+	e, found := s.findChild(key)
 	if !found {
 		if !create {
 			return 0, false
@@ -103,7 +129,7 @@ func (s *Store) resolveNode(parent uint32, seg string, create bool) (uint32, boo
 		child, n := s.nodes.alloc()
 		n.parent, n.seg = parent, id
 		e = makeEntry(kindPrefix, child)
-		s.index.insert(s, key, e)
+		s.insertChild(key, e)
 		s.addChild(parent, e)
 	}
 	return entryIndex(e), true
@@ -119,13 +145,16 @@ func (s *Store) addChild(node, entry uint32) {
 func (s *Store) segment(id uint32) string { return *s.segs.at(id) }
 
 // entrySegment returns the last name segment of a child entry.
-func (s *Store) entrySegment(e uint32) string {
+func (s *Store) entrySegment(e uint32) string { return s.segment(s.entrySegmentID(e)) }
+
+// entrySegmentID returns the id of the last name segment of a child entry.
+func (s *Store) entrySegmentID(e uint32) uint32 {
 	k, idx := entryKind(e), entryIndex(e)
 	if k == kindPrefix {
-		return s.segment(s.nodes.at(idx).seg)
+		return s.nodes.at(idx).seg
 	}
 	_, meta := s.statName(k, idx)
-	return s.segment(meta & metaMask)
+	return meta & metaMask
 }
 
 // compareEntries orders siblings so that a depth-first walk yields full
@@ -133,7 +162,12 @@ func (s *Store) entrySegment(e uint32) string {
 // '.', a leaf as its bare segment. Plain segment order would be wrong:
 // "my-svc.x" sorts before "my.x" because '-' < '.'.
 func (s *Store) compareEntries(a, b uint32) int {
-	sa, sb := s.entrySegment(a), s.entrySegment(b)
+	return compareSiblings(s.entrySegment(a), a, s.entrySegment(b), b)
+}
+
+// compareSiblings is compareEntries given the entries' last segments sa
+// and sb.
+func compareSiblings(sa string, a uint32, sb string, b uint32) int {
 	da, db := entryKind(a) == kindPrefix, entryKind(b) == kindPrefix
 	n := min(len(sa), len(sb))
 	if c := strings.Compare(sa[:n], sb[:n]); c != 0 {
@@ -199,12 +233,7 @@ func (s *Store) sortPending() {
 // slice so that walkers holding the old one are undisturbed. adds is
 // reordered. The caller holds s.mu.
 func (s *Store) mergeChildren(adds []childAdd, list func(*prefixNode) *atomic.Pointer[[]uint32]) {
-	slices.SortFunc(adds, func(a, b childAdd) int {
-		if a.node != b.node {
-			return cmp.Compare(a.node, b.node)
-		}
-		return s.compareEntries(a.entry, b.entry)
-	})
+	s.sortAdds(adds)
 	for len(adds) > 0 {
 		node := adds[0].node
 		j := 1
@@ -234,6 +263,33 @@ func (s *Store) mergeChildren(adds []childAdd, list func(*prefixNode) *atomic.Po
 			merged = append(merged, a.entry)
 		}
 		p.Store(&merged)
+	}
+}
+
+// sortAdds sorts adds by node and, within a node, in walk order. Each
+// add's segment id is read once, before the sort: the comparisons then
+// read only the few hot segment strings, not the stats' memory, which a
+// burst of creations has spread over megabytes.
+func (s *Store) sortAdds(adds []childAdd) {
+	if len(adds) < 2 {
+		return
+	}
+	type keyed struct{ node, entry, seg uint32 }
+	ks := make([]keyed, len(adds))
+	for i, a := range adds {
+		ks[i] = keyed{a.node, a.entry, s.entrySegmentID(a.entry)}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int {
+		if a.node != b.node {
+			return cmp.Compare(a.node, b.node)
+		}
+		if a.seg == b.seg && entryKind(a.entry) == entryKind(b.entry) {
+			return cmp.Compare(a.entry, b.entry)
+		}
+		return compareSiblings(s.segment(a.seg), a.entry, s.segment(b.seg), b.entry)
+	})
+	for i, k := range ks {
+		adds[i] = childAdd{k.node, k.entry}
 	}
 }
 

@@ -12,20 +12,23 @@ import (
 // Store owns every stat of one server. Looking a stat up by name takes a
 // lock and a few hash probes; components do it once and keep the pointer.
 type Store struct {
-	mu       sync.Mutex
-	segIDs   map[string]uint32 // segment text -> id
-	segs     slab[string]
-	index    childIndex // (parent node, segment|kind) -> node or stat entry
-	nodes    slab[prefixNode]
-	pending  []childAdd // children added since the last sort
-	counters slab[Counter]
-	gauges   slab[Gauge]
-	texts    slab[TextReadout]
-	hists    slab[Histogram]
-	rejected rejectedStats
-	lookups  recentLookups
-	used     usedSet
-	families familyIndex
+	mu     sync.Mutex
+	segIDs map[string]uint32 // segment text -> id
+	segs   slab[string]
+	index  childIndex    // (parent node, segment|kind) -> node or stat entry
+	young  youngChildren // the children of the newest nodes, again
+	// lastPrefix is the last scope prefix resolved (see resolvePrefix).
+	lastPrefix prefixCache
+	nodes      slab[prefixNode]
+	pending    []childAdd // children added since the last sort
+	counters   slab[Counter]
+	gauges     slab[Gauge]
+	texts      slab[TextReadout]
+	hists      slab[Histogram]
+	rejected   rejectedStats
+	lookups    recentLookups
+	used       usedSet
+	families   familyIndex
 
 	shards  int // per-histogram recording shards
 	tags    *TagProducer
@@ -70,6 +73,7 @@ func NewStoreWithConfig(cfg *metricsv3.StatsConfig) (*Store, error) {
 	s := &Store{
 		defaultEmpty: &defaultEmpty,
 		segIDs:       map[string]uint32{},
+		young:        youngChildren{children: map[nameKey]uint32{}},
 		shards:       histogramShards(runtime.GOMAXPROCS(0)),
 		tags:         tags,
 		matcher:      matcher,
@@ -106,7 +110,7 @@ func (s *Store) lookup(root uint32, k Kind, prefix, name string, create func(par
 	s.lookups.record(prefix, name)
 	parent, seg, found := s.resolve(root, prefix, name, false)
 	if found {
-		if e, found := s.index.find(s, makeKey(parent, seg, k)); found {
+		if e, found := s.findChild(makeKey(parent, seg, k)); found {
 			return entryIndex(e), true
 		}
 	}
@@ -126,7 +130,7 @@ func (s *Store) lookup(root uint32, k Kind, prefix, name string, create func(par
 	n := create(parent, seg)
 	// The index reads the key back from the stat, so it goes in after
 	// create has named it.
-	s.index.insert(s, makeKey(parent, seg, k), makeEntry(k, n))
+	s.insertChild(makeKey(parent, seg, k), makeEntry(k, n))
 	s.addChild(parent, makeEntry(k, n))
 	return n, true
 }

@@ -66,7 +66,7 @@ func (s *Store) mergeUsed() {
 	for _, k := range keys {
 		// Every queued key is in the index: its stat or node was created,
 		// under s.mu, before a pointer to it could be written through.
-		if e, ok := s.index.find(s, k); ok {
+		if e, ok := s.findChild(k); ok {
 			adds = append(adds, childAdd{node: k[0], entry: e})
 		}
 	}
