@@ -1,11 +1,22 @@
 package httpconn
 
-import "time"
+import (
+	"runtime/debug"
+	"time"
+)
 
 // idleSweepEvery is the period of the sweep that moves HTTP/1 connections
 // idle for a whole period to the idle set: a connection moves after
 // between one and two periods without a request.
 const idleSweepEvery = 250 * time.Millisecond
+
+// A burst of at least releaseAfterMoves connections moved to the idle set
+// returns the memory it leaves behind, at most once per releaseEvery (see
+// releaseAfterBurst).
+const (
+	releaseAfterMoves = 512
+	releaseEvery      = 30 * time.Second
+)
 
 // An HTTP/1 connection waiting for its next request parks its buffers at
 // once (park.go), but its goroutine stays, waiting on the socket, with
@@ -66,35 +77,74 @@ func (m *Manager) scheduleSweep() {
 // itself (sweeping is cleared first).
 func (m *Manager) sweepIdle() {
 	m.sweeping.Store(false)
-	again := false
+	waiting, moved := 0, 0
 	m.mu.Lock()
 	for c := range m.conns {
-		if c.sweep() {
-			again = true
+		switch c.sweep() {
+		case sweptWaiting:
+			waiting++
+		case sweptMoving:
+			moved++
 		}
 	}
+	release := m.releaseAfterBurst(moved, waiting)
 	m.mu.Unlock()
-	if again {
+	if waiting > 0 {
 		m.scheduleSweep()
+	}
+	if release {
+		go debug.FreeOSMemory()
 	}
 }
 
+// releaseAfterBurst reports whether the memory a burst of connections
+// left behind goes back to the system now: the stacks their goroutines
+// grew serving a request (about 8 KiB each), given up as they moved to
+// the idle set, stay with the runtime until a collection frees them and
+// its scavenger returns them, which an idle proxy may never get to. Once
+// a sweep finds no more connections to move (or moves none) after at
+// least releaseAfterMoves moved, and at most once per releaseEvery, a
+// forced collection returns them (what the overload manager's shrink_heap
+// does under memory pressure); its cost, that of one collection of the
+// heap, is paid rarely and only after an idle burst. m.mu is held.
+func (m *Manager) releaseAfterBurst(moved, waiting int) bool {
+	m.movedSinceRelease += moved
+	if m.movedSinceRelease < releaseAfterMoves || moved > 0 && waiting > 0 {
+		return false
+	}
+	now := time.Now()
+	if !m.lastRelease.IsZero() && now.Sub(m.lastRelease) < releaseEvery {
+		return false
+	}
+	m.movedSinceRelease, m.lastRelease = 0, now
+	return true
+}
+
+// What sweep found.
+const (
+	sweptNone = iota
+	// sweptWaiting: the connection waits, and moves at the next sweep
+	// if it still does.
+	sweptWaiting
+	// sweptMoving: the connection is woken to move to the idle set.
+	sweptMoving
+)
+
 // sweep wakes the connection's wait to move it to the idle set if it has
-// been waiting since the previous sweep; it reports whether it waits but
-// is not being moved yet.
-func (c *serverConn) sweep() bool {
+// been waiting since the previous sweep.
+func (c *serverConn) sweep() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.waiting || c.evicting || c.closing {
-		return false
+		return sweptNone
 	}
 	if c.waits != c.swept {
 		c.swept = c.waits
-		return true
+		return sweptWaiting
 	}
 	c.evicting = true
 	_ = c.nc.SetReadDeadline(time.Unix(1, 0))
-	return false
+	return sweptMoving
 }
 
 // evicted reports whether the sweep woke the connection's wait, and

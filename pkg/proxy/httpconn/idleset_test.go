@@ -220,3 +220,37 @@ func TestIdleSetLeavesHTTP2Alone(t *testing.T) {
 		t.Fatal("an HTTP/2 connection moved to the idle set")
 	}
 }
+
+// TestReleaseAfterBurst: the memory a burst of moves leaves behind is
+// returned once the burst is over (a sweep that finds nothing more to
+// move, or moves nothing), only after enough moves, and at most once per
+// releaseEvery.
+func TestReleaseAfterBurst(t *testing.T) {
+	var m Manager
+	steps := []struct {
+		moved, waiting int
+		want           bool
+	}{
+		{moved: releaseAfterMoves / 2, waiting: 10},
+		{moved: releaseAfterMoves / 2, waiting: 10}, // enough, but the burst goes on
+		{moved: 5, waiting: 0, want: true},          // over
+		{moved: releaseAfterMoves, waiting: 0},      // too soon after
+		{moved: 0, waiting: 3},
+	}
+	for i, s := range steps {
+		if got := m.releaseAfterBurst(s.moved, s.waiting); got != s.want {
+			t.Fatalf("step %d (moved %d, waiting %d): release %v, want %v", i, s.moved, s.waiting, got, s.want)
+		}
+	}
+	m.lastRelease = time.Now().Add(-releaseEvery)
+	if !m.releaseAfterBurst(0, 3) {
+		t.Error("no release once releaseEvery passed after enough moves")
+	}
+	if m.releaseAfterBurst(1, 0) {
+		t.Error("a release right after one")
+	}
+	var few Manager
+	if few.releaseAfterBurst(releaseAfterMoves-1, 0) {
+		t.Error("a release after fewer than releaseAfterMoves moves")
+	}
+}

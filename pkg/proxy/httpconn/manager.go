@@ -83,6 +83,10 @@ type Manager struct {
 	idlers   idleSet
 	sweeping atomic.Bool
 	sweep    *time.Timer
+	// movedSinceRelease and lastRelease pace the release of the memory
+	// connections leave as they move (releaseAfterBurst); mu guards them.
+	movedSinceRelease int
+	lastRelease       time.Time
 	// connIDs numbers downstream connections (%CONNECTION_ID%).
 	connIDs atomic.Uint64
 
