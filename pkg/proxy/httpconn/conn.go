@@ -435,7 +435,9 @@ func (c *serverConn) waitForRequest() int {
 		// sweep moving the connection to the idle set. Wait for what
 		// is left, exactly.
 		c.rd.forget()
-		if c.evicted() && c.moveToIdleSet(earliest(after(waitStart, idle), c.maxDurAt)) {
+		// In the set it wakes when this wait would: a reduce_timeouts
+		// that acts meanwhile is seen at the next wake-up, as here.
+		if c.evicted() && c.moveToIdleSet(earliest(earliest(after(waitStart, idle), after(c.lastNow, streamIdle)), c.maxDurAt)) {
 			return waitMoved
 		}
 	}
