@@ -125,8 +125,8 @@ func TestIdleSetTimeouts(t *testing.T) {
 		setting time.Duration
 		counter string
 	}{
-		"idle timeout":            {opts: &corev3.HttpProtocolOptions{IdleTimeout: ms(1200)}, setting: 1200 * time.Millisecond, counter: "http.test.downstream_cx_idle_timeout"},
-		"max connection duration": {opts: &corev3.HttpProtocolOptions{MaxConnectionDuration: ms(1500)}, setting: 1500 * time.Millisecond, counter: "http.test.downstream_cx_max_duration_reached"},
+		"idle timeout":            {opts: &corev3.HttpProtocolOptions{IdleTimeout: ms(2000)}, setting: 2000 * time.Millisecond, counter: "http.test.downstream_cx_idle_timeout"},
+		"max connection duration": {opts: &corev3.HttpProtocolOptions{MaxConnectionDuration: ms(2500)}, setting: 2500 * time.Millisecond, counter: "http.test.downstream_cx_max_duration_reached"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
