@@ -58,10 +58,31 @@ type serverConn struct {
 	// downstream_cx_destroy_remote/local split).
 	remoteClosed bool
 
-	// mu guards idle, closing and h2 against Manager.Close.
+	// mu guards idle, closing and h2 against Manager.Close, and waiting,
+	// evicting and swept against the idle sweep.
 	mu      sync.Mutex
 	idle    bool
 	closing bool
+	// waiting: the connection waits for its next HTTP/1 request and may
+	// move to the idle set; waits counts those waits, swept is the count
+	// the last sweep saw (the same twice: idle for a whole sweep period);
+	// evicting: the sweep woke the wait to move it (see idleset.go).
+	waiting, evicting bool
+	waits, swept      uint32
+	// idleSlot and idleGen are the connection's place in the idle set
+	// while it is there (inIdleSet), and idleTimer the timer of its idle
+	// timeout meanwhile; the set's lock guards them.
+	inIdleSet bool
+	idleSlot  int32
+	idleGen   uint32
+	idleTimer *time.Timer
+	// resumed: the goroutine the idle set started goes on with the wait
+	// that began at waitStart.
+	resumed   bool
+	waitStart time.Time
+	// http1 records that the connection is counted in
+	// downstream_cx_http1_active; ended that end ran.
+	http1, ended bool
 	// h2 is the HTTP/2 side of the connection, once it speaks HTTP/2.
 	h2 *h2Conn
 
@@ -176,37 +197,22 @@ func newServerConn(m *Manager, nc net.Conn) *serverConn {
 }
 
 // serve runs the connection: HTTP/2 if the codec says so or the client
-// opens with the HTTP/2 preface, HTTP/1 otherwise.
+// opens with the HTTP/2 preface, HTTP/1 otherwise. It returns when the
+// connection has ended, or when it moved to the idle set (see idleset.go).
 func (c *serverConn) serve() {
 	st := c.m.stats
 	st.cxTotal.Inc()
 	st.cxActive.Inc()
-	defer func() {
-		st.cxActive.Dec()
-		st.cxDestroy.Inc()
-		if c.remoteClosed {
-			st.cxDestroyRemote.Inc()
-		} else {
-			st.cxDestroyLocal.Inc()
-		}
-		st.cxLengthMs.Record(uint64(c.m.stamp(time.Now()).Sub(c.opened).Milliseconds()))
-	}()
 	// The idle timeout and max_connection_duration count from the
 	// accept, as Envoy's timers do.
 	c.lastNow = time.Now()
 	c.maxDurAt = after(c.lastNow, c.m.cfg.maxConnectionDuration)
 	c.br = c.m.readers.Get().(*bufio.Reader)
 	c.br.Reset(&c.src)
-	defer func() {
-		if c.x != nil && c.x.st.leaked {
-			// An upstream transport may still read from them.
-			return
-		}
-		c.letGo()
-	}()
 	switch c.m.cfg.codec {
 	case hcmv3.HttpConnectionManager_HTTP2:
 		c.serveHTTP2Limited()
+		c.end()
 		return
 	case hcmv3.HttpConnectionManager_AUTO:
 		// Over TLS the protocol ALPN negotiated decides, as in Envoy;
@@ -214,18 +220,57 @@ func (c *serverConn) serve() {
 		switch p, _ := negotiatedProtocol(c.nc); {
 		case p == "h2", p == "" && c.sniffHTTP2():
 			c.serveHTTP2Limited()
+			c.end()
 			return
 		}
 	}
 	st.cxHTTP1Total.Inc()
 	st.cxHTTP1Active.Inc()
-	defer st.cxHTTP1Active.Dec()
-	c.serveHTTP1()
-	if c.linger && !c.remoteClosed {
-		c.delayedClose(c.halfClose)
+	c.http1 = true
+	c.startParking()
+	c.continueHTTP1()
+}
+
+// continueHTTP1 serves HTTP/1 requests until the connection ends, and
+// ends it, unless it moves to the idle set first: from then on it belongs
+// to the goroutine the set starts for it, which calls continueHTTP1 again.
+func (c *serverConn) continueHTTP1() {
+	if c.serveHTTP1() {
 		return
 	}
-	_ = c.nc.Close()
+	c.stopParking()
+	if c.linger && !c.remoteClosed {
+		c.delayedClose(c.halfClose)
+	} else {
+		_ = c.nc.Close()
+	}
+	c.end()
+}
+
+// end accounts for the end of the connection, gives its buffers back
+// and forgets it; whichever goroutine ends the connection calls it, once.
+func (c *serverConn) end() {
+	if c.ended {
+		return
+	}
+	c.ended = true
+	st := c.m.stats
+	if c.http1 {
+		st.cxHTTP1Active.Dec()
+	}
+	if c.x == nil || !c.x.st.leaked {
+		// Otherwise an upstream transport may still read from them.
+		c.letGo()
+	}
+	st.cxActive.Dec()
+	st.cxDestroy.Inc()
+	if c.remoteClosed {
+		st.cxDestroyRemote.Inc()
+	} else {
+		st.cxDestroyLocal.Inc()
+	}
+	st.cxLengthMs.Record(uint64(c.m.stamp(time.Now()).Sub(c.opened).Milliseconds()))
+	c.m.unregister(c)
 }
 
 // negotiatedProtocol is the protocol ALPN negotiated on a TLS connection
@@ -291,21 +336,24 @@ func (c *serverConn) sniffHTTP2() bool {
 	}
 }
 
-// serveHTTP1 serves requests until one of them ends the connection. When
-// the proxy ends it after a response it wrote whole (Connection: close, a
+// serveHTTP1 serves requests until one of them ends the connection, and
+// reports whether the connection moved to the idle set instead (it then
+// belongs to another goroutine: nothing of it may be touched). When the
+// proxy ends it after a response it wrote whole (Connection: close, a
 // protocol error, max_requests_per_connection, a drain...), it records
 // that the close must wait for the client (see delayedClose).
-func (c *serverConn) serveHTTP1() {
-	c.startParking()
-	defer c.stopParking()
+func (c *serverConn) serveHTTP1() (moved bool) {
 	for {
-		if !c.waitForRequest() {
-			return
+		switch c.waitForRequest() {
+		case waitEnded:
+			return false
+		case waitMoved:
+			return true
 		}
 		if !c.serveRequest() {
 			c.linger = c.x.st.started && !c.aborted && !c.remoteClosed
 			c.halfClose = c.closeDelimited
-			return
+			return false
 		}
 		c.requests++
 		if c.maxDurationPassed(c.lastNow) {
@@ -313,16 +361,27 @@ func (c *serverConn) serveHTTP1() {
 			// went out without Connection: close: the connection ends
 			// with it, as Envoy's drain ends it.
 			c.linger = true
-			return
+			return false
 		}
 	}
 }
 
+// What waitForRequest came to.
+const (
+	// waitArrived: the next request's first byte is in the read buffer.
+	waitArrived = iota
+	// waitEnded: the connection ends.
+	waitEnded
+	// waitMoved: the connection moved to the idle set.
+	waitMoved
+)
+
 // waitForRequest waits for the first byte of the next request, under the
-// idle timeout and max_connection_duration. It returns false when the
+// idle timeout and max_connection_duration. It returns waitEnded when the
 // connection should end instead: closed by the client, idle for too long,
 // at its maximum duration, or the manager closing. A connection that can
-// park waits without its buffers (see park.go).
+// park waits without its buffers (see park.go), and, once idle for a
+// while, without its goroutine (waitMoved, see idleset.go).
 //
 // While waiting, the socket's deadline is the earliest of the idle
 // timeout, the stream idle timeout and the maximum duration, so that on a
@@ -331,11 +390,20 @@ func (c *serverConn) serveHTTP1() {
 // timeout or the maximum duration is due (a lazily kept deadline, or the
 // stream idle one), the wait goes on under the exact deadline left: both
 // end the connection at their setting, never early.
-func (c *serverConn) waitForRequest() bool {
-	if !c.setIdle(true) {
-		return false
+func (c *serverConn) waitForRequest() int {
+	if c.park.raw != nil && c.x != nil && c.x.st.leaked {
+		// An upstream transport may still read the last request's
+		// body from the buffers.
+		c.stopParking()
 	}
-	waitStart := c.lastNow
+	if !c.startWait() {
+		return waitEnded
+	}
+	if !c.resumed {
+		c.waitStart = c.lastNow
+	}
+	c.resumed = false
+	waitStart := c.waitStart
 	for c.br == nil || c.br.Buffered() == 0 {
 		// Both are read again after each wake-up: the overload
 		// manager's reduce_timeouts scales them as it acts.
@@ -350,24 +418,33 @@ func (c *serverConn) waitForRequest() bool {
 		}
 		if !isTimeout(err) {
 			c.remoteClosed = true
-			return false
+			return waitEnded
 		}
 		if c.closingNow() {
-			return false
+			return waitEnded
 		}
 		c.lastNow = time.Now()
 		if idle > 0 && c.lastNow.Sub(waitStart) >= idle {
 			c.m.stats.cxIdleTimeout.Inc()
-			return false
+			return waitEnded
 		}
 		if c.maxDurationPassed(c.lastNow) {
-			return false
+			return waitEnded
 		}
-		// Early: the stream idle deadline, or one kept lazily. Wait for
-		// what is left, exactly.
+		// Early: the stream idle deadline, one kept lazily, or the
+		// sweep moving the connection to the idle set. Wait for what
+		// is left, exactly.
 		c.rd.forget()
+		// In the set it wakes when this wait would: a reduce_timeouts
+		// that acts meanwhile is seen at the next wake-up, as here.
+		if c.evicted() && c.moveToIdleSet(earliest(earliest(after(waitStart, idle), after(c.lastNow, streamIdle)), c.maxDurAt)) {
+			return waitMoved
+		}
 	}
-	return c.setIdle(false)
+	if !c.setIdle(false) {
+		return waitEnded
+	}
+	return waitArrived
 }
 
 // maxDurationPassed reports whether max_connection_duration has passed at
@@ -391,6 +468,15 @@ func (c *serverConn) setIdle(idle bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.idle = idle
+	if !idle {
+		c.waiting = false
+		if c.evicting {
+			// The request arrived as the sweep moved the read
+			// deadline: the next read sets it again.
+			c.evicting = false
+			c.rd.forget()
+		}
+	}
 	if c.closing {
 		// closeIfIdle may have moved the read deadline.
 		c.rd.forget()
@@ -410,8 +496,12 @@ func (c *serverConn) closeIfIdle() {
 		return
 	}
 	if c.idle {
-		// Wake the read waiting for the next request.
+		// Wake the read waiting for the next request, or the
+		// connection in the idle set.
 		_ = c.nc.SetReadDeadline(time.Unix(1, 0))
+		if c.m.idlers.take(c) {
+			go c.resume()
+		}
 	}
 }
 

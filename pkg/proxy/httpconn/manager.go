@@ -77,6 +77,16 @@ type Manager struct {
 	// requests, between connections and while connections wait for
 	// their next request (see park.go).
 	readers, exchanges sync.Pool
+	// idlers holds the HTTP/1 connections idle for a while, with no
+	// goroutine (see idleset.go); sweeping is set while the sweep that
+	// moves them there is scheduled.
+	idlers   idleSet
+	sweeping atomic.Bool
+	sweep    *time.Timer
+	// movedSinceRelease and lastRelease pace the release of the memory
+	// connections leave as they move (releaseAfterBurst); mu guards them.
+	movedSinceRelease int
+	lastRelease       time.Time
 	// connIDs numbers downstream connections (%CONNECTION_ID%).
 	connIDs atomic.Uint64
 
@@ -179,28 +189,39 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 	m.readers.New = func() any { return bufio.NewReaderSize(nil, readBufferSize) }
 	m.exchanges.New = func() any { return newH1Exchange() }
 	m.h2streams.New = func() any { return newH2Stream(m) }
+	m.sweep = time.AfterFunc(time.Hour, m.sweepIdle)
+	m.sweep.Stop()
 	m.h2CodecStats = sync.OnceValue(func() *h2Stats { return newH2Stats(deps.Stats) })
 	return m, nil
 }
 
-// HandleConn serves one accepted connection until it closes; it implements
-// listener.ConnHandler and always closes c.
+// HandleConn serves one accepted connection; it implements
+// listener.ConnHandler and always closes c. It returns when the connection
+// ends, or earlier, when an idle HTTP/1 connection moves to the manager's
+// idle set (see idleset.go): the goroutine the set starts when the
+// connection's next bytes arrive serves it from then on, and ends it.
 func (m *Manager) HandleConn(c net.Conn) {
 	sc := m.register(c)
 	if sc == nil {
 		_ = c.Close()
 		return
 	}
-	defer m.unregister(sc)
+	sc.guard(sc.serve)
+}
+
+// guard runs f, which serves the connection until it ends (and calls
+// end) or moves to the idle set. A bug must cost one connection, not
+// the proxy (net/http's server draws the same line): a panic closes the
+// connection and ends it.
+func (c *serverConn) guard(f func()) {
 	defer func() {
-		// A bug must cost one connection, not the proxy: net/http's
-		// server draws the same line.
 		if r := recover(); r != nil {
-			m.log.Error(fmt.Errorf("panic: %v", r), "connection handler panicked", "stack", string(debug.Stack()))
-			_ = c.Close()
+			c.m.log.Error(fmt.Errorf("panic: %v", r), "connection handler panicked", "stack", string(debug.Stack()))
+			_ = c.nc.Close()
+			c.end()
 		}
 	}()
-	sc.serve()
+	f()
 }
 
 var _ netfilter.RefusalRecorder = (*Manager)(nil)

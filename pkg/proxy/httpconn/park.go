@@ -86,11 +86,6 @@ func (c *serverConn) readOrPark(fd uintptr) bool {
 // buffer; a connection that parks lets its buffers go meanwhile (see
 // parkState).
 func (c *serverConn) awaitByte() error {
-	if c.park.raw != nil && c.x != nil && c.x.st.leaked {
-		// An upstream transport may still read the last request's
-		// body from the buffers.
-		c.stopParking()
-	}
 	if c.park.raw == nil {
 		_, err := c.br.Peek(1)
 		return err

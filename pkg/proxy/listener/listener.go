@@ -42,7 +42,11 @@ import (
 
 // ConnHandler is a network filter chain: it takes ownership of an accepted
 // connection and must close it. HandleConn is called on a goroutine of its
-// own, so it may serve the connection to its end before returning.
+// own, so it may serve the connection to its end before returning; it may
+// also return earlier and have the connection served and closed from
+// elsewhere (the HTTP connection manager's idle connections wait without
+// a goroutine): the listener accounts for the connection's end when it is
+// closed, not when HandleConn returns.
 type ConnHandler interface {
 	HandleConn(c net.Conn)
 }
