@@ -86,7 +86,10 @@ type RefusalRecorder interface {
 }
 
 // Terminal is the last filter of a chain: it serves a connection to its
-// end (HandleConn runs on the connection's own goroutine and closes it).
+// end and closes it. HandleConn starts on the connection's own goroutine
+// and may return before the connection ends when the filter goes on
+// serving it elsewhere (the HTTP connection manager parks idle HTTP/1
+// connections without a goroutine).
 type Terminal interface {
 	HandleConn(c net.Conn)
 	// Close stops taking connections and lets the open ones end the way
