@@ -652,6 +652,15 @@ func (s *stream) relayHTTP1(cl UpstreamCluster, uc *upstream.Conn, kind http1.Bo
 			}
 			s.bytesSent += uint64(len(p))
 			s.logSent()
+			if done, err := s.readRest(uc); done && err != nil {
+				// Out goes what did come, as the copy would have
+				// sent it before waiting (which may have taken the
+				// client's write deadline too).
+				s.down.touch(time.Now())
+				_ = s.down.flush()
+				s.responseBodyFailed(cl, err, tm)
+				return false
+			}
 			// A body in one piece (the common case) reads no clock.
 			if pieces > 0 {
 				now := time.Now()

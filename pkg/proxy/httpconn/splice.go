@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"syscall"
 	"time"
 
@@ -24,6 +25,12 @@ const spliceMin = 16 << 10
 // both sides are pushed back, as the copy does for each piece it writes,
 // and before the listener's buffer limit, whichever is smaller.
 const splicePiece = 256 << 10
+
+// gatherMax bounds the client's output buffer when the short rest of a
+// response body is read straight into it (see readRest): a 16 KiB body
+// whose last bytes did not fit in the upstream read buffer with the head
+// still leaves in one write.
+const gatherMax = 32 << 10
 
 // spliceEnds returns the sockets a response body may be spliced between
 // and how much to move at once, or nil when it may not: off Linux, for
@@ -134,4 +141,36 @@ func (s *stream) spliceClientFailed(err error, tm *upstreamTimer, down *net.TCPC
 // its error may be the client's.
 func (s *stream) flushFailed() bool {
 	return s.conn != nil && s.conn.x != nil && s.conn.x.out.err != nil
+}
+
+// readRest reads the rest of a Content-Length response body, none of it
+// buffered, from the upstream connection straight into the HTTP/1
+// client's output buffer, behind the head and the body's first bytes,
+// when it fits there within gatherMax: one read instead of a flush, a
+// read into the upstream buffer and a copy out of it, and the response
+// leaves in one write. It reports whether it took the rest (done), and
+// the upstream's error, if any, after counting what did arrive.
+func (s *stream) readRest(uc *upstream.Conn) (done bool, err error) {
+	u, c := s.up, s.conn
+	rest := u.body.Unbuffered()
+	if rest == 0 || c == nil || s.down != downstream(c) || c.chunked || c.aborted {
+		return false, nil
+	}
+	o := &c.x.out
+	n := len(o.b)
+	if o.err != nil || int64(n)+rest > gatherMax {
+		return false, nil
+	}
+	// The upstream buffer is empty: reading its connection directly
+	// skips nothing.
+	o.b = slices.Grow(o.b, int(rest))[:n+int(rest)]
+	got, err := io.ReadFull(uc.Conn, o.b[n:])
+	o.b = o.b[:n+got]
+	u.body.Consume(int64(got))
+	s.bytesSent += uint64(got)
+	s.logSent()
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		err = http1.ErrTruncatedBody
+	}
+	return true, err
 }

@@ -3,6 +3,7 @@ package httpconn
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"net"
@@ -155,13 +156,15 @@ func TestSplicedResponseBodies(t *testing.T) {
 
 // TestSplicedResponseBodyFailures cuts a large body of known length once
 // it moves between the sockets: the upstream closing, the upstream
-// stalling past the stream idle timeout, and the client leaving. Each is
+// stalling past the stream idle timeout (also with a rest short enough to
+// be read into the client's output buffer), and the client leaving. Each is
 // told apart (Envoy's flags and details) as the copy of a chunked body
 // tells it.
 func TestSplicedResponseBodyFailures(t *testing.T) {
-	const size = 8 << 20
 	cases := []struct {
 		name string
+		// size is the body's (default: 8 MiB).
+		size int
 		// upstream writes (part of) the body.
 		upstream func(c net.Conn, body []byte)
 		// client reads the response, or leaves.
@@ -182,6 +185,15 @@ func TestSplicedResponseBodyFailures(t *testing.T) {
 		},
 		client:  readTruncated,
 		logLine: `^GET 200 flags=SI details=stream_idle_timeout tx=307200$`,
+	}, {
+		name: "upstream stalls near the end",
+		size: 20 << 10,
+		upstream: func(c net.Conn, body []byte) {
+			_, _ = c.Write(body[:17<<10])
+			_, _ = c.Read(make([]byte, 1))
+		},
+		client:  readTruncated,
+		logLine: `^GET 200 flags=SI details=stream_idle_timeout tx=17408$`,
 	}, {
 		name: "client leaves",
 		upstream: func(c net.Conn, body []byte) {
@@ -213,6 +225,7 @@ func TestSplicedResponseBodyFailures(t *testing.T) {
 				cfg.AccessLog = textLog("log", spliceLogFormat)
 				p := startProxy(t, cfg, Deps{Stats: st, Upstreams: fakeUpstreams{"up": cl}, AccessLogs: logTo(log)})
 				c := dialRaw(t, p.addr)
+				size := cmp.Or(tc.size, 8<<20)
 				c.send(fmt.Sprintf("GET /%d HTTP/1.1\r\nHost: h\r\n\r\n", size))
 				tc.client(t, c)
 				re := regexp.MustCompile(tc.logLine)
