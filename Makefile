@@ -12,7 +12,7 @@ BUILDFLAGS := -buildvcs=auto
 CONFIG ?= examples/quickstart.yaml
 
 .PHONY: plugin plugin-dist
-.PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers bench-floods bench-tcpproxy bench-tls bench-idle bench-rss bench-dns bench-hc bench-resilience bench-hotrestart bench-instructions bench-xds lint fmt clean \
+.PHONY: all build run test test-unit test-e2e test-assets bench bench-go bench-peers bench-bodies bench-floods bench-tcpproxy bench-tls bench-idle bench-rss bench-dns bench-hc bench-resilience bench-hotrestart bench-instructions bench-xds lint fmt clean \
 	manifests generate check-manifests test-cluster helm test-chart chart-crds test-browser image push test-image
 
 all: build
@@ -146,6 +146,14 @@ bench-go:
 PEERS ?= $(CURDIR)/../shared/bench/peers.sh
 bench-peers: build
 	OUTRIGGER=$(BIN)/sidecar TARGETS="direct haproxy nginx outrigger" REPS=$${REPS:-3} bash $(PEERS)
+
+# Body sizes beside haproxy and nginx (issue #19): 128 B, 16 KiB, 64 KiB and
+# 1 MiB responses, requests/s and the proxy's CPU per request, peers.sh's
+# pinning (test/bench/bodies/run.sh; BASE=other/sidecar measures that binary
+# too, interleaved in the same run).
+bench-bodies: build
+	command -v haproxy >/dev/null && command -v nginx >/dev/null && command -v wrk >/dev/null || { apt-get update && apt-get install -y haproxy nginx wrk; }
+	REPS=$${REPS:-3} DUR=$${DUR:-5s} bash test/bench/bodies/run.sh $(BIN)/sidecar $(BASE)
 
 # tcp_proxy beside haproxy in TCP mode (small messages, bulk upload and
 # download), each proxy alone on CPU 0 with one worker, the clients and

@@ -34,6 +34,8 @@ type upstreamScratch struct {
 	maxHead int
 	resp    http1.Response
 	body    http1.BodyReader
+	// lr is the upstream side of a spliced body (see splice.go).
+	lr io.LimitedReader
 }
 
 // forward sends the request to the route's cluster and relays the
@@ -628,7 +630,20 @@ func (s *stream) relayHTTP1(cl UpstreamCluster, uc *upstream.Conn, kind http1.Bo
 	if cl.HTTP1Trailers() {
 		u.body.KeepTrailers(s.m.cfg.maxHeadersCount)
 	}
+	var down, up *net.TCPConn
+	var piece int64
+	if resp.ContentLength-int64(uc.R.Buffered()) >= spliceMin && kind == http1.BodyLength {
+		down, up, piece = s.spliceEnds(uc)
+	}
 	for pieces := 0; ; pieces++ {
+		if down != nil && u.body.Unbuffered() >= spliceMin {
+			// What came with the head goes out with it; the rest
+			// moves between the sockets.
+			if !s.spliceResponse(cl, uc, tm, down, up, piece) {
+				return false
+			}
+			down = nil
+		}
 		p, err := u.body.Next()
 		if len(p) > 0 {
 			if err := s.down.writeBody(p); err != nil {
@@ -637,6 +652,15 @@ func (s *stream) relayHTTP1(cl UpstreamCluster, uc *upstream.Conn, kind http1.Bo
 			}
 			s.bytesSent += uint64(len(p))
 			s.logSent()
+			if done, err := s.readRest(uc); done && err != nil {
+				// Out goes what did come, as the copy would have
+				// sent it before waiting (which may have taken the
+				// client's write deadline too).
+				s.down.touch(time.Now())
+				_ = s.down.flush()
+				s.responseBodyFailed(cl, err, tm)
+				return false
+			}
 			// A body in one piece (the common case) reads no clock.
 			if pieces > 0 {
 				now := time.Now()
@@ -648,6 +672,12 @@ func (s *stream) relayHTTP1(cl UpstreamCluster, uc *upstream.Conn, kind http1.Bo
 		}
 		if errors.Is(err, io.EOF) {
 			break
+		}
+		if err != nil && s.flushFailed() {
+			// The reader flushes the client's output before it waits:
+			// the client failed, not the upstream.
+			s.downstreamFailed()
+			return false
 		}
 		if err != nil {
 			s.responseBodyFailed(cl, err, tm)

@@ -113,6 +113,26 @@ func (b *BodyReader) SkipBuffered() bool {
 // Kind returns the body's framing.
 func (b *BodyReader) Kind() BodyKind { return b.kind }
 
+// Unbuffered is what is left of a Content-Length body when none of it is
+// buffered: bytes still in the connection, which a caller may move
+// without the reader (zero-copy) and then report with Consume. It is 0
+// for other framings, for a finished body, and while bytes are buffered.
+func (b *BodyReader) Unbuffered() int64 {
+	if b.done || b.kind != BodyLength || b.r.Buffered() > 0 {
+		return 0
+	}
+	return b.remaining
+}
+
+// Consume records that n bytes of the body (at most Unbuffered) were read
+// from the connection around the reader.
+func (b *BodyReader) Consume(n int64) {
+	b.remaining -= min(n, b.remaining)
+	if b.remaining == 0 {
+		b.done = true
+	}
+}
+
 // Next returns the next piece of body data: a slice of the connection's
 // buffer, valid until the next call on b or on its bufio.Reader. At the end
 // of the body it returns nil and io.EOF. A body cut short by the peer

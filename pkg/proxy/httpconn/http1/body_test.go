@@ -181,3 +181,43 @@ func TestBodyReaderTrailers(t *testing.T) {
 		}
 	}
 }
+
+// TestBodyReaderUnbuffered checks the zero-copy hand-off: a Content-Length
+// body shows its rest as Unbuffered only once nothing of it is buffered,
+// and Consume ends it; other framings never show one.
+func TestBodyReaderUnbuffered(t *testing.T) {
+	r := bufio.NewReaderSize(strings.NewReader("0123456789rest-of-body"), 16)
+	var b BodyReader
+	b.Reset(r, BodyLength, 100, 0, nil)
+	if n := b.Unbuffered(); n != 100 {
+		t.Fatalf("before any read: Unbuffered = %d, want 100", n)
+	}
+	if _, err := r.Peek(1); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.Unbuffered(); n != 0 {
+		t.Fatalf("with bytes buffered: Unbuffered = %d, want 0", n)
+	}
+	p, err := b.Next()
+	if err != nil || len(p) != 16 {
+		t.Fatalf("Next = %q, %v", p, err)
+	}
+	if n := b.Unbuffered(); n != 84 {
+		t.Fatalf("after the buffered piece: Unbuffered = %d, want 84", n)
+	}
+	b.Consume(80)
+	if b.Done() || b.Unbuffered() != 4 {
+		t.Fatalf("after Consume(80): done %v, Unbuffered %d", b.Done(), b.Unbuffered())
+	}
+	b.Consume(4)
+	if !b.Done() || b.Unbuffered() != 0 {
+		t.Fatalf("after the whole body: done %v, Unbuffered %d", b.Done(), b.Unbuffered())
+	}
+	if _, err := b.Next(); err != io.EOF {
+		t.Fatalf("Next after the end: %v, want io.EOF", err)
+	}
+	b.Reset(bufio.NewReader(strings.NewReader("")), BodyChunked, 0, 0, nil)
+	if n := b.Unbuffered(); n != 0 {
+		t.Fatalf("chunked: Unbuffered = %d, want 0", n)
+	}
+}

@@ -1,0 +1,4 @@
+package httpconn
+
+// spliceSupported: net.TCPConn.ReadFrom splices between TCP sockets.
+const spliceSupported = true
