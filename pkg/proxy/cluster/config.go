@@ -223,6 +223,7 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 			s.lb.OverprovisioningFactor = f.GetValue()
 		}
 	}
+	s.lb.WeightedPriorityHealth = la.GetPolicy().GetWeightedPriorityHealth()
 	drop, err := buildDropOverload(la.GetPolicy())
 	if err != nil {
 		errs = append(errs, prefixed("load_assignment.policy", err))
