@@ -3,13 +3,15 @@ package e2e
 import (
 	"net"
 	"strconv"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	"google.golang.org/protobuf/types/known/wrapperspb"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 // The load assignment's policy: each discovered assignment sets the
@@ -91,5 +93,38 @@ var _ = Describe("EDS: a load assignment's policy", func() {
 		waitStat(s, "cluster.backend.version_text", `"v5"`)
 		Expect(served(addr, 6)).To(Equal(map[string]int{"B": 6}))
 		Expect(statValue(s, "cluster.backend.update_rejected")).To(Equal("0"))
+	})
+
+	It("drops the endpoints when no assignment follows within endpoint_stale_after, re-armed by every assignment", func() {
+		a := startNamed("A")
+		m := startManagementServer()
+		ls := []*listenerv3.Listener{listenerProto(listenerDef{Name: "ingress", Chains: []string{routeToCluster("eds_ingress", "backend")}})}
+		staleAfter := func(d time.Duration) *endpointv3.ClusterLoadAssignment {
+			return withPolicy(loadAssignment("backend-svc", edsEndpoint{port: a}), &endpointv3.ClusterLoadAssignment_Policy{EndpointStaleAfter: durationpb.New(d)})
+		}
+		m.set(adsSnapshot("v1", ls, staleAfter(time.Second)))
+		s := Start(newDir(), adsBootstrap(m.port, "", edsCluster("backend", "backend-svc", "")))
+		waitLive(s)
+		addr := listenerAddr(s, "ingress")
+		Expect(statValue(s, "cluster.backend.assignment_timeout_received")).To(Equal("1"))
+
+		// Nothing follows: the hosts go, and requests find none.
+		Eventually(func() string { return statValue(s, "cluster.backend.assignment_stale") }, 15*time.Second).Should(Equal("1"))
+		Expect(statValue(s, "cluster.backend.membership_total")).To(Equal("0"))
+		Expect(served(addr, 2)).To(Equal(map[string]int{"503": 2}))
+		Expect(s.Get("/clusters").Body).NotTo(ContainSubstring("backend::127.0.0.1:" + strconv.Itoa(a)))
+
+		// A new assignment brings them back and arms a new deadline; the
+		// one after it, without the field, disarms it (its deadline of 4
+		// s passes while the hosts stay).
+		m.set(adsSnapshot("v2", ls, staleAfter(4*time.Second)))
+		waitStat(s, "cluster.backend.version_text", `"v2"`)
+		Expect(served(addr, 2)).To(Equal(map[string]int{"A": 2}))
+		Expect(statValue(s, "cluster.backend.assignment_timeout_received")).To(Equal("2"))
+		m.set(adsSnapshot("v3", ls, loadAssignment("backend-svc", edsEndpoint{port: a})))
+		waitStat(s, "cluster.backend.version_text", `"v3"`)
+		Consistently(func() string { return statValue(s, "cluster.backend.assignment_stale") }, 5*time.Second, 250*time.Millisecond).Should(Equal("1"))
+		Expect(statValue(s, "cluster.backend.assignment_timeout_received")).To(Equal("2"))
+		Expect(served(addr, 2)).To(Equal(map[string]int{"A": 2}))
 	})
 })

@@ -103,9 +103,6 @@ func (c *Cluster) EDSHosts(cla *endpointv3.ClusterLoadAssignment) (EDSHostSet, e
 	}
 	var errs []error
 	p := cla.GetPolicy()
-	if p.GetEndpointStaleAfter() != nil {
-		errs = append(errs, configErrorf("policy.endpoint_stale_after", "not supported by Outrigger yet"))
-	}
 	// Each assignment sets the policy anew: one without a factor goes
 	// back to Envoy's default, as Envoy's EDS update does.
 	policy := assignmentPolicy{factor: lb.DefaultOverprovisioningFactor, weighted: p.GetWeightedPriorityHealth()}
@@ -157,6 +154,21 @@ func (c *Cluster) SetEDSHosts(hs EDSHostSet) {
 	c.installLocked(priorities, true, hs.change)
 	c.updateMu.Unlock()
 	c.EndWarming()
+}
+
+// DropEDSHosts empties an EDS cluster whose load assignment went stale
+// (its policy.endpoint_stale_after passed without a new one), as Envoy's
+// update with an empty assignment: no host and the default policy; the
+// drop_overloads ratio stays, as Envoy's does.
+func (c *Cluster) DropEDSHosts() {
+	if c.eds == nil || c.closed.Load() {
+		return
+	}
+	c.eds.sources.Store(nil)
+	c.updateMu.Lock()
+	defer c.updateMu.Unlock()
+	c.assigned = assignmentPolicy{factor: lb.DefaultOverprovisioningFactor}
+	c.installLocked([][]*upstream.Host{nil}, true, nil)
 }
 
 // EndWarming ends an EDS cluster's warming without hosts: the initial

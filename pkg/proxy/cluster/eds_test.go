@@ -143,6 +143,21 @@ func TestEDSPolicy(t *testing.T) {
 	if set := c.set.Load(); set.policy.factor != lb.DefaultOverprovisioningFactor || set.policy.weighted {
 		t.Errorf("host set policy %+v after an assignment without one", set.policy)
 	}
+
+	// A stale assignment (endpoint_stale_after): no host, the default
+	// policy, the drop ratio kept.
+	assign(&endpointv3.ClusterLoadAssignment_Policy{OverprovisioningFactor: wrapperspb.UInt32(200), WeightedPriorityHealth: true})
+	c.drop.Store(1000)
+	c.DropEDSHosts()
+	if hs := c.Hosts(); len(hs) != 0 {
+		t.Errorf("hosts after DropEDSHosts: %v", hs)
+	}
+	if set := c.set.Load(); set.policy.factor != lb.DefaultOverprovisioningFactor || set.policy.weighted {
+		t.Errorf("host set policy %+v after DropEDSHosts", set.policy)
+	}
+	if c.drop.Load() != 1000 {
+		t.Errorf("drop ratio %d after DropEDSHosts, want it kept", c.drop.Load())
+	}
 }
 
 // TestStaticWeightedPriorityHealth checks a static cluster's
