@@ -200,6 +200,13 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.endpoint.v3.ClusterLoadAssignment.endpoints":                      {},
 	"envoy.config.endpoint.v3.ClusterLoadAssignment.policy":                         {},
 	"envoy.config.endpoint.v3.ClusterLoadAssignment.Policy.overprovisioning_factor": {},
+	// weighted_priority_health: a level's health by its hosts' weights
+	// (pkg/proxy/lb, priority.go); EDS updates replace both with each
+	// assignment (pkg/proxy/cluster, eds.go).
+	"envoy.config.endpoint.v3.ClusterLoadAssignment.Policy.weighted_priority_health": {},
+	// endpoint_stale_after: a discovered assignment's hosts go when no
+	// other arrives in time (pkg/proxy/server, endpoint_discovery.go).
+	"envoy.config.endpoint.v3.ClusterLoadAssignment.Policy.endpoint_stale_after": {},
 	// drop_overloads: the router's drop before it picks a host
 	// (pkg/proxy/cluster, dropoverload.go).
 	"envoy.config.endpoint.v3.ClusterLoadAssignment.Policy.drop_overloads":               {},

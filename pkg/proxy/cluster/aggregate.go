@@ -195,19 +195,25 @@ func (a *aggregateState) linearize() *linearized {
 		if src.c == nil || src.set == nil {
 			continue
 		}
-		factor := src.c.settings.lb.OverprovisioningFactor
+		// The member's own policy, as Envoy's linearized host sets keep
+		// each one's overprovisioning factor and weighted health.
+		pol := src.set.policy
 		for p, hosts := range src.set.priorities {
 			if len(hosts) == 0 {
 				continue
 			}
-			lh := lb.LevelHosts{Total: len(hosts), OverprovisioningFactor: factor}
+			lh := lb.LevelHosts{Total: len(hosts), OverprovisioningFactor: pol.factor, Weighted: pol.weighted}
 			for _, h := range hosts {
+				w := uint64(h.Weight)
+				lh.TotalWeight += w
 				switch {
 				case !h.Healthy():
 				case h.Degraded():
 					lh.Degraded++
+					lh.DegradedWeight += w
 				default:
 					lh.Healthy++
+					lh.HealthyWeight += w
 				}
 				lin.place[h] = hostPlace{c: src.c, level: len(counts)}
 			}

@@ -46,6 +46,9 @@ type Cluster struct {
 	subsets atomic.Pointer[lb.SubsetBalancer]
 	// updateMu serializes host set changes.
 	updateMu sync.Mutex
+	// assigned is the policy of the next host set installed; set under
+	// updateMu.
+	assigned assignmentPolicy
 	rand     func() uint64
 	// firstSet is when the first host set with hosts was installed (see
 	// upstream.Host.Created); set under updateMu.
@@ -121,6 +124,19 @@ type hostSet struct {
 	// cluster); byAddr finds hosts for the HTTP/2 transport's dials.
 	h1     http1Pools
 	byAddr map[string]*upstream.Host
+	// policy is the load assignment's policy the set's balancer follows.
+	policy assignmentPolicy
+}
+
+// assignmentPolicy is what of a load assignment's policy the balancer
+// reads: a static cluster's from its load_assignment, an EDS cluster's
+// from its last assignment (each update replaces it, as in Envoy, where
+// the host set carries them).
+type assignmentPolicy struct {
+	// factor is policy.overprovisioning_factor (percent).
+	factor uint32
+	// weighted is policy.weighted_priority_health.
+	weighted bool
 }
 
 // clusterDeps are what the manager hands every cluster.
@@ -162,6 +178,7 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 		runtime:  d.runtime,
 		lbStats:  newLBStats(scope, s.subsets != nil),
 		local:    d.local,
+		assigned: assignmentPolicy{factor: s.lb.OverprovisioningFactor, weighted: s.lb.WeightedPriorityHealth},
 	}
 	c.drop.Store(s.drop)
 	if d.zones != nil {
@@ -257,7 +274,7 @@ func (c *Cluster) installLocked(priorities [][]*upstream.Host, counted bool, ch 
 	}
 	priorities = c.keepHealthyRemoved(priorities)
 	old := c.set.Load()
-	hs := &hostSet{priorities: priorities}
+	hs := &hostSet{priorities: priorities, policy: c.assigned}
 	for _, level := range priorities {
 		hs.hosts = append(hs.hosts, level...)
 	}
@@ -354,6 +371,7 @@ func (c *Cluster) installLocked(priorities [][]*upstream.Host, counted bool, ch 
 // hosts get their creation time, and the cluster's policy its pickers.
 func (c *Cluster) lbConfig(hs, old *hostSet) lb.Config {
 	cfg := c.settings.lb
+	cfg.OverprovisioningFactor, cfg.WeightedPriorityHealth = hs.policy.factor, hs.policy.weighted
 	cfg.Rand = c.rand
 	cfg.Stats = c.lbStats
 	cfg.Local = c.local

@@ -223,6 +223,12 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 			s.lb.OverprovisioningFactor = f.GetValue()
 		}
 	}
+	s.lb.WeightedPriorityHealth = la.GetPolicy().GetWeightedPriorityHealth()
+	if la.GetPolicy().GetEndpointStaleAfter() != nil {
+		// Only an EDS update arms it; an EDS cluster has no
+		// load_assignment (buildEDS).
+		s.notes = append(s.notes, "load_assignment.policy.endpoint_stale_after has no effect on a cluster whose endpoints are not discovered (Envoy ignores it too)")
+	}
 	drop, err := buildDropOverload(la.GetPolicy())
 	if err != nil {
 		errs = append(errs, prefixed("load_assignment.policy", err))

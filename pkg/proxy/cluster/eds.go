@@ -8,6 +8,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -80,6 +81,9 @@ type EDSHostSet struct {
 	Priorities [][]*upstream.Host
 	// drop is policy.drop_overloads in parts per million.
 	drop uint32
+	// policy is the rest of the assignment's policy that the balancer
+	// follows.
+	policy assignmentPolicy
 	// sources are the entries the hosts were built from, nil for a
 	// small assignment.
 	sources *edsSources
@@ -99,10 +103,14 @@ func (c *Cluster) EDSHosts(cla *endpointv3.ClusterLoadAssignment) (EDSHostSet, e
 	}
 	var errs []error
 	p := cla.GetPolicy()
-	if p.GetOverprovisioningFactor() != nil || p.GetEndpointStaleAfter() != nil || p.GetWeightedPriorityHealth() {
-		// These would change the load balancer's settings, which are
-		// the cluster's; not carried over yet. drop_overloads is read.
-		errs = append(errs, configErrorf("policy", "only drop_overloads is supported by Outrigger in a discovered load assignment's policy"))
+	// Each assignment sets the policy anew: one without a factor goes
+	// back to Envoy's default, as Envoy's EDS update does.
+	policy := assignmentPolicy{factor: lb.DefaultOverprovisioningFactor, weighted: p.GetWeightedPriorityHealth()}
+	if f := p.GetOverprovisioningFactor(); f != nil {
+		if f.GetValue() == 0 {
+			errs = append(errs, configErrorf("policy.overprovisioning_factor", "must be above 0"))
+		}
+		policy.factor = f.GetValue()
 	}
 	drop, err := buildDropOverload(p)
 	if err != nil {
@@ -115,7 +123,7 @@ func (c *Cluster) EDSHosts(cla *endpointv3.ClusterLoadAssignment) (EDSHostSet, e
 	if err := errors.Join(errs...); err != nil {
 		return EDSHostSet{}, err
 	}
-	hs := EDSHostSet{Priorities: levelsOf(eps), drop: drop, change: reuse.change()}
+	hs := EDSHostSet{Priorities: levelsOf(eps), drop: drop, policy: policy, change: reuse.change()}
 	if len(eps) >= minSourcedEndpoints {
 		hs.sources = &edsSources{hosts: hs.Priorities, entries: make([][]*endpointv3.LbEndpoint, len(hs.Priorities))}
 		for p, level := range hs.Priorities {
@@ -129,7 +137,8 @@ func (c *Cluster) EDSHosts(cla *endpointv3.ClusterLoadAssignment) (EDSHostSet, e
 	return hs, nil
 }
 
-// SetEDSHosts installs an EDS cluster's hosts and drop ratio (from
+// SetEDSHosts installs an EDS cluster's hosts, drop ratio and balancing
+// policy (overprovisioning factor, weighted priority health; from
 // EDSHosts) and ends its warming.
 func (c *Cluster) SetEDSHosts(hs EDSHostSet) {
 	c.drop.Store(hs.drop)
@@ -140,8 +149,26 @@ func (c *Cluster) SetEDSHosts(hs EDSHostSet) {
 	if len(priorities) == 0 {
 		priorities = [][]*upstream.Host{nil}
 	}
-	c.installChange(priorities, true, hs.change)
+	c.updateMu.Lock()
+	c.assigned = hs.policy
+	c.installLocked(priorities, true, hs.change)
+	c.updateMu.Unlock()
 	c.EndWarming()
+}
+
+// DropEDSHosts empties an EDS cluster whose load assignment went stale
+// (its policy.endpoint_stale_after passed without a new one), as Envoy's
+// update with an empty assignment: no host and the default policy; the
+// drop_overloads ratio stays, as Envoy's does.
+func (c *Cluster) DropEDSHosts() {
+	if c.eds == nil || c.closed.Load() {
+		return
+	}
+	c.eds.sources.Store(nil)
+	c.updateMu.Lock()
+	defer c.updateMu.Unlock()
+	c.assigned = assignmentPolicy{factor: lb.DefaultOverprovisioningFactor}
+	c.installLocked([][]*upstream.Host{nil}, true, nil)
 }
 
 // EndWarming ends an EDS cluster's warming without hosts: the initial

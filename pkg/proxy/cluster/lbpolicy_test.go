@@ -137,6 +137,10 @@ func TestIgnoredLBSettings(t *testing.T) {
 			yaml: `[{name: c, lb_policy: LEAST_REQUEST, common_lb_config: {consistent_hashing_lb_config: {use_hostname_for_hashing: true}}}]`,
 			want: []string{"common_lb_config.consistent_hashing_lb_config has no effect with LEAST_REQUEST (Envoy ignores it too)"},
 		},
+		"endpoint_stale_after outside EDS": {
+			yaml: `[{name: c, load_assignment: {cluster_name: c, policy: {endpoint_stale_after: 5s}}}]`,
+			want: []string{"load_assignment.policy.endpoint_stale_after has no effect on a cluster whose endpoints are not discovered (Envoy ignores it too)"},
+		},
 		"the policy's own settings": {
 			yaml: `[{name: c, lb_policy: RING_HASH, ring_hash_lb_config: {}, common_lb_config: {consistent_hashing_lb_config: {use_hostname_for_hashing: true}}}]`,
 		},

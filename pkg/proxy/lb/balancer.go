@@ -23,6 +23,11 @@ type Config struct {
 	// OverprovisioningFactor in percent; 0 means
 	// DefaultOverprovisioningFactor.
 	OverprovisioningFactor uint32
+	// WeightedPriorityHealth (the load assignment's
+	// policy.weighted_priority_health) makes a level's health the share
+	// of its hosts' weights that are healthy rather than the share of its
+	// hosts.
+	WeightedPriorityHealth bool
 	// PanicThreshold in percent (0 to 100; more counts as 100). 0 turns
 	// panic mode off; callers wanting Envoy's default pass
 	// DefaultPanicThreshold.
@@ -124,6 +129,9 @@ func New(priorities [][]*upstream.Host, cfg Config) *Balancer {
 	for i, hosts := range priorities {
 		healthy, degraded := splitHealth(hosts)
 		counts[i] = levelCounts{total: len(hosts), healthy: len(healthy), degraded: len(degraded)}
+		if cfg.WeightedPriorityHealth {
+			counts[i].weigh(hosts, healthy, degraded)
+		}
 		b.levels[i] = level{
 			all:      newPicker(cfg.NewPicker, hosts, seed),
 			healthy:  newPicker(cfg.NewPicker, healthy, seed),

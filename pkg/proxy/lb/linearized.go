@@ -9,6 +9,10 @@ type LevelHosts struct {
 	// OverprovisioningFactor in percent; 0 means
 	// DefaultOverprovisioningFactor.
 	OverprovisioningFactor uint32
+	// Weighted (the cluster's weighted_priority_health): the level's
+	// availability is the share of its hosts' weights, the sums below.
+	Weighted                                   bool
+	TotalWeight, HealthyWeight, DegradedWeight uint64
 }
 
 // PriorityLoad is Envoy's per-priority load over a linearized priority
@@ -30,7 +34,8 @@ func NewPriorityLoad(levels []LevelHosts, panicThreshold uint32) *PriorityLoad {
 	health := make([]uint32, len(levels))
 	degraded := make([]uint32, len(levels))
 	for i, l := range levels {
-		counts[i] = levelCounts{total: l.Total, healthy: l.Healthy, degraded: l.Degraded}
+		counts[i] = levelCounts{total: l.Total, healthy: l.Healthy, degraded: l.Degraded,
+			weighted: l.Weighted, totalWeight: l.TotalWeight, healthyWeight: l.HealthyWeight, degradedWeight: l.DegradedWeight}
 		factor := l.OverprovisioningFactor
 		if factor == 0 {
 			factor = DefaultOverprovisioningFactor

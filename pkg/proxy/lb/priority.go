@@ -1,11 +1,18 @@
 package lb
 
+import "github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+
 // levelCounts are the host counts of one priority level that decide its
 // share of the load.
 type levelCounts struct {
 	total    int // every host of the level (no host is excluded yet)
 	healthy  int
 	degraded int
+	// weighted (weighted_priority_health) makes the level's availability
+	// the share of its hosts' weights, the sums below, rather than of
+	// its host counts; panic still counts hosts, as Envoy's does.
+	weighted                                   bool
+	totalWeight, healthyWeight, degradedWeight uint64
 }
 
 // loads is how the traffic is spread over priority levels: the percentage
@@ -75,19 +82,43 @@ func loadsFrom(levels []levelCounts, health, degraded []uint32, panicThreshold u
 	return l
 }
 
-// availability is each level's share of healthy and of degraded hosts,
-// scaled by the overprovisioning factor and capped at 100 (Envoy's
-// per-priority health and degraded figures).
+// availability is each level's share of healthy and of degraded hosts
+// (of their weights for a weighted level), scaled by the
+// overprovisioning factor and capped at 100 (Envoy's per-priority health
+// and degraded figures).
 func availability(levels []levelCounts, overprovisioning uint32) (health, degraded []uint32) {
 	health = make([]uint32, len(levels))
 	degraded = make([]uint32, len(levels))
 	for i, c := range levels {
-		if c.total > 0 {
-			health[i] = min(100, uint32(uint64(overprovisioning)*uint64(c.healthy)/uint64(c.total)))
-			degraded[i] = min(100, uint32(uint64(overprovisioning)*uint64(c.degraded)/uint64(c.total)))
+		if c.total == 0 {
+			continue
+		}
+		ok, degr, all := uint64(c.healthy), uint64(c.degraded), uint64(c.total)
+		if c.weighted {
+			ok, degr, all = c.healthyWeight, c.degradedWeight, c.totalWeight
+		}
+		if all > 0 {
+			health[i] = uint32(min(100, uint64(overprovisioning)*ok/all))
+			degraded[i] = uint32(min(100, uint64(overprovisioning)*degr/all))
 		}
 	}
 	return health, degraded
+}
+
+// weigh sets a level's weight sums from its hosts and its healthy and
+// degraded ones, for weighted_priority_health.
+func (c *levelCounts) weigh(all, healthy, degraded []*upstream.Host) {
+	c.weighted = true
+	c.totalWeight, c.healthyWeight, c.degradedWeight = sumWeights(all), sumWeights(healthy), sumWeights(degraded)
+}
+
+// sumWeights adds up the hosts' load_balancing_weight.
+func sumWeights(hosts []*upstream.Host) uint64 {
+	var w uint64
+	for _, h := range hosts {
+		w += uint64(h.Weight)
+	}
+	return w
 }
 
 // distribute gives each level its availability's share of total, highest

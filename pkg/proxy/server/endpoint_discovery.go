@@ -75,6 +75,11 @@ type edsCluster struct {
 	// load assignment (it could only find the warming over); d.mu
 	// guards it.
 	fetchTimer *time.Timer
+	// staleTimer is the last assignment's endpoint_stale_after, nil
+	// when it has none; staleGen tells a timer that fired from one
+	// replaced meanwhile. d.mu guards them.
+	staleTimer *time.Timer
+	staleGen   uint64
 
 	mu         sync.Mutex
 	assignment keptAssignment // the last accepted, none before
@@ -89,8 +94,11 @@ type edsCluster struct {
 // update_empty and version are also cluster stats, and are the same).
 type edsStats struct {
 	attempt, success, failure, rejected, empty, initFetchTimeout *stats.Counter
-	version, updateTime                                          *stats.Gauge
-	versionText                                                  *stats.TextReadout
+	// assignmentTimeoutReceived counts assignments with an
+	// endpoint_stale_after, assignmentStale those that went stale.
+	assignmentTimeoutReceived, assignmentStale *stats.Counter
+	version, updateTime                        *stats.Gauge
+	versionText                                *stats.TextReadout
 }
 
 // newEndpointDiscovery prepares the EDS clusters' subscription on the ADS
@@ -131,15 +139,17 @@ func (s *Server) newEDSCluster(c *cluster.Cluster, src *corev3.ConfigSource) *ed
 		timeout = t.AsDuration()
 	}
 	return &edsCluster{c: c, service: service, timeout: timeout, api: src.GetApiConfigSource(), stats: edsStats{
-		attempt:          sc.Counter("update_attempt"),
-		success:          sc.Counter("update_success"),
-		failure:          sc.Counter("update_failure"),
-		rejected:         sc.Counter("update_rejected"),
-		empty:            sc.Counter("update_empty"),
-		initFetchTimeout: sc.Counter("init_fetch_timeout"),
-		version:          sc.Gauge("version"),
-		updateTime:       sc.Gauge("update_time"),
-		versionText:      sc.TextReadout("version_text"),
+		attempt:                   sc.Counter("update_attempt"),
+		success:                   sc.Counter("update_success"),
+		failure:                   sc.Counter("update_failure"),
+		rejected:                  sc.Counter("update_rejected"),
+		empty:                     sc.Counter("update_empty"),
+		initFetchTimeout:          sc.Counter("init_fetch_timeout"),
+		assignmentTimeoutReceived: sc.Counter("assignment_timeout_received"),
+		assignmentStale:           sc.Counter("assignment_stale"),
+		version:                   sc.Gauge("version"),
+		updateTime:                sc.Gauge("update_time"),
+		versionText:               sc.TextReadout("version_text"),
 	}}
 }
 
@@ -150,6 +160,10 @@ func (s *Server) newEDSCluster(c *cluster.Cluster, src *corev3.ConfigSource) *ed
 // assignments are ignored. d.mu is held.
 func (d *endpointDiscovery) setClustersLocked(cs []*edsCluster) error {
 	for _, ec := range d.clusters {
+		if ec.staleTimer != nil && !slices.Contains(cs, ec) {
+			ec.staleTimer.Stop()
+			ec.staleTimer = nil
+		}
 		if ec.stream != nil && !slices.Contains(cs, ec) {
 			// Closed once d.mu is released: the stream may be applying
 			// a response, which takes d.mu.
@@ -309,6 +323,7 @@ func (d *endpointDiscovery) install(ec *edsCluster, cla *endpointv3.ClusterLoadA
 	ec.mu.Lock()
 	ec.assignment, ec.version, ec.updated = kept, version, d.s.now()
 	ec.mu.Unlock()
+	d.armStale(ec, cla)
 	st := ec.stats
 	st.success.Inc()
 	if len(cla.GetEndpoints()) == 0 {
@@ -318,6 +333,47 @@ func (d *endpointDiscovery) install(ec *edsCluster, cla *endpointv3.ClusterLoadA
 	st.version.Set(int64(xxhash.Sum64String(version)))
 	st.versionText.Set(version)
 	d.s.logs.Logger("upstream").V(1).Info("eds: hosts updated", "cluster", ec.c.Name(), "version", version)
+}
+
+// armStale re-arms a cluster's endpoint_stale_after with each accepted
+// assignment, as Envoy's EdsClusterImpl: the previous deadline goes, and
+// an assignment with the field sets a new one (counted in
+// assignment_timeout_received). d.mu is held.
+func (d *endpointDiscovery) armStale(ec *edsCluster, cla *endpointv3.ClusterLoadAssignment) {
+	if ec.staleTimer != nil {
+		ec.staleTimer.Stop()
+		ec.staleTimer = nil
+	}
+	after := cla.GetPolicy().GetEndpointStaleAfter().AsDuration()
+	if after <= 0 {
+		return
+	}
+	ec.stats.assignmentTimeoutReceived.Inc()
+	ec.staleGen++
+	gen := ec.staleGen
+	ec.staleTimer = time.AfterFunc(after, func() { d.stale(ec, gen) })
+}
+
+// stale ends a cluster's assignment whose endpoint_stale_after passed
+// without a new one (gen is the deadline's; a later assignment has
+// replaced it otherwise): the cluster loses its hosts, as Envoy's, until
+// the next assignment, and counts assignment_stale. The service's kept
+// assignment goes too, as Envoy's EDS resources cache drops it, so that
+// a cluster added later warms for a fresh one.
+func (d *endpointDiscovery) stale(ec *edsCluster, gen uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if ec.staleTimer == nil || ec.staleGen != gen {
+		return
+	}
+	ec.staleTimer = nil
+	ec.c.DropEDSHosts()
+	delete(d.last, ec.service)
+	ec.mu.Lock()
+	ec.assignment, ec.updated = keepAssignment(&endpointv3.ClusterLoadAssignment{ClusterName: ec.service}), d.s.now()
+	ec.mu.Unlock()
+	ec.stats.assignmentStale.Inc()
+	logging.Warning(d.s.logs.Logger("upstream"), "eds: no load assignment within endpoint_stale_after; the cluster's endpoints are dropped", "cluster", ec.c.Name())
 }
 
 // apply returns the subscription's apply function. Every load assignment
