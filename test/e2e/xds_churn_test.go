@@ -3,6 +3,7 @@ package e2e
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -18,7 +19,13 @@ var _ = Describe("xDS updates under load", func() {
 	It("fails no request while clusters, endpoints and routes change, some re-pointing the loaded route to an equivalent cluster", func() {
 		a, b := startNamed("A"), startNamed("B")
 		m := startManagementServer()
-		ls := []*listenerv3.Listener{listenerProto(listenerDef{Name: "ingress", Chains: []string{rdsChain("churn", "routes")}})}
+		// Failed requests are logged with their flags and details, so
+		// that a failure says which path refused the request.
+		chain := strings.Replace(rdsChain("churn", "routes"), "http_filters:", `access_log: [{name: failed, `+
+			`filter: {status_code_filter: {comparison: {op: GE, value: {default_value: 500, runtime_key: churn.min_status}}}}, `+
+			`typed_config: {"@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StderrAccessLog, `+
+			`log_format: {text_format_source: {inline_string: "FAILED %RESPONSE_CODE% %RESPONSE_FLAGS% %RESPONSE_CODE_DETAILS% %UPSTREAM_CLUSTER% %UPSTREAM_HOST% %UPSTREAM_TRANSPORT_FAILURE_REASON%\n"}}}}], http_filters:`, 1)
+		ls := []*listenerv3.Listener{listenerProto(listenerDef{Name: "ingress", Chains: []string{chain}})}
 
 		// The route sends every request to loaded; spare is an equivalent
 		// cluster. Updates change spare's endpoints (between A and B),
@@ -76,7 +83,7 @@ var _ = Describe("xDS updates under load", func() {
 			time.Sleep(50 * time.Millisecond)
 		}
 		total, failures := finish()
-		Expect(failures).To(BeEmpty())
+		Expect(failures).To(BeEmpty(), func() string { return failedLines(s.Stderr()) })
 		Expect(total).To(BeNumerically(">", 20))
 
 		// The updates took effect: the route goes to the cluster last made
@@ -89,3 +96,15 @@ var _ = Describe("xDS updates under load", func() {
 		Expect(statValue(s, "cluster_manager.cluster_modified")).To(Equal("5"), "the idle cluster changed 5 times")
 	})
 })
+
+// failedLines picks the access log's FAILED lines out of a sidecar's
+// stderr.
+func failedLines(stderr string) string {
+	var out []string
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.Contains(line, "FAILED ") {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
+}

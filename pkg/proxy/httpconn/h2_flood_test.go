@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -223,12 +224,26 @@ func TestH2OutboundControlFlood(t *testing.T) {
 	}
 }
 
+// floodFrameLimit is TestH2OutboundFlood's max_outbound_frames: below the
+// 64 full DATA frames (16 KiB each, the client's default
+// SETTINGS_MAX_FRAME_SIZE) that fill the proxy's 1 MiB output bound.
+const floodFrameLimit = 32
+
 // TestH2OutboundFlood opens streams whose responses the client never
 // reads, with windows wide open: past max_outbound_frames waiting to be
 // written, the connection ends and http2.outbound_flood counts it.
+//
+// The limit must be one the proxy is sure to reach. Its output is bounded:
+// streams stop adding DATA once 1 MiB is queued (TestH2OutputBounded), so
+// what a client that never reads makes it hold is the write under way
+// (any size, down to one frame when the writer keeps up) plus at least
+// 1 MiB in frames of at most 16 KiB: 64 frames or more, once the 80 MiB
+// of bodies have filled the sockets. A limit of 100 was crossed only when
+// the write under way happened to hold 37 frames or more, which depends
+// on scheduling (it failed now and then); 32 is crossed every time.
 func TestH2OutboundFlood(t *testing.T) {
 	p := startFloodProxy(t, nil, func(o *corev3.Http2ProtocolOptions) {
-		o.MaxOutboundFrames = wrapperspb.UInt32(100)
+		o.MaxOutboundFrames = wrapperspb.UInt32(floodFrameLimit)
 	})
 	c := dialFlood(t, p)
 	chunk := frames(t, func(fr *http2.Framer) {
@@ -569,4 +584,59 @@ func FuzzH2Floods(f *testing.F) {
 			t.Fatalf("the connection manager still serves a connection whose client left; input %x", data)
 		}
 	})
+}
+
+// TestH2FloodEndsParkedConnection ends a connection for an outbound flood
+// while its read loop waits, parked, for the client's next frame, and has
+// its last stream end before the read loop looks: the stream's end used
+// to arm the idle timeout over the wake-up the flood had set, so the read
+// loop slept on (for the idle timeout, an hour) and the connection never
+// sent its GOAWAY nor closed. TestH2OutboundFlood met it now and then; it
+// is played here in one step, under the connection's lock, with one P so
+// that the read loop cannot run in between.
+func TestH2FloodEndsParkedConnection(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	p := startFloodProxy(t, nil, nil)
+	c := dialFlood(t, p)
+	// The response stalls on the default 64 KiB window, which the
+	// client never opens: the stream stays, the read loop parks.
+	req := frames(t, func(fr *http2.Framer) {
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: c.requestBlock("/big"), EndStream: true, EndHeaders: true})
+	})
+	if _, err := c.nc.Write(req); err != nil {
+		t.Fatal(err)
+	}
+	var h *h2Conn
+	eventually(t, "the stream to wait for the client's window", func() bool {
+		h = p.onlyH2Conn()
+		if h == nil {
+			return false
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		st := h.streams[1]
+		return st != nil && st.waitingWindow
+	})
+	h.mu.Lock()
+	h.failLocked(errOutboundFlood)
+	h.dropStreamLocked(h.streams[1])
+	h.mu.Unlock()
+	if code := c.goAwayCode(); code != http2.ErrCodeEnhanceYourCalm {
+		t.Errorf("GOAWAY %v, want ENHANCE_YOUR_CALM", code)
+	}
+	c.closed()
+}
+
+// onlyH2Conn returns the HTTP/2 state of the manager's one connection,
+// nil until there is exactly one speaking HTTP/2.
+func (p *proxy) onlyH2Conn() *h2Conn {
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	if len(p.m.conns) != 1 {
+		return nil
+	}
+	for sc := range p.m.conns {
+		return sc.h2
+	}
+	return nil
 }

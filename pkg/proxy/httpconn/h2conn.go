@@ -948,11 +948,17 @@ func (h *h2Conn) forgetLocked(st *h2Stream) {
 	if len(h.streams) == 0 {
 		h.idleSince = time.Now()
 		switch {
-		case h.goingAway:
+		case h.goingAway, h.fail != nil:
 			// Wake the read loop: the connection ends.
 			h.wakeReaderLocked()
 		case h.draining:
 			// The final GOAWAY will end it.
+		case h.wakePendingLocked():
+			// The read loop was woken and has not looked yet: a later
+			// deadline now would cancel the wake-up (the poller re-arms
+			// a wait whose deadline moved to the future), leaving the
+			// connection stuck. The read loop arms the idle timeout
+			// itself (awaitFrame).
 		default:
 			// Arm the idle timeout under the read loop's blocked
 			// read, rather than waking it to do so.
@@ -1057,8 +1063,17 @@ func (h *h2Conn) startDrainLocked() {
 // wakeReaderLocked makes the read loop's read return at once (a deadline
 // in the past), so that it looks at the connection's state.
 func (h *h2Conn) wakeReaderLocked() {
-	_ = h.c.nc.SetReadDeadline(time.Unix(1, 0))
-	h.rdStale, h.rdArmed = true, time.Unix(1, 0)
+	_ = h.c.nc.SetReadDeadline(wakeDeadline())
+	h.rdStale, h.rdArmed = true, wakeDeadline()
+}
+
+// wakeDeadline is the read deadline in the past that wakes the read loop.
+func wakeDeadline() time.Time { return time.Unix(1, 0) }
+
+// wakePendingLocked reports whether the read loop was woken
+// (wakeReaderLocked) and has not yet looked at the connection's state.
+func (h *h2Conn) wakePendingLocked() bool {
+	return h.rdStale && h.rdArmed.Equal(wakeDeadline())
 }
 
 // kickLocked wakes the writer, unless it is gone.

@@ -60,10 +60,12 @@ func (a *ADS) process(sub *ADSSubscription, version string, apply func() (empty 
 	if empty {
 		sub.empty.Inc()
 	}
-	sub.stats.success(version, start, now)
+	// As for a file: the version first, so that update_success and
+	// version_text never run ahead of Version() and /config_dump.
 	sub.mu.Lock()
 	sub.version, sub.lastUpdated = version, now
 	sub.mu.Unlock()
+	sub.stats.success(version, start, now)
 	return nil
 }
 

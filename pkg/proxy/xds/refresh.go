@@ -33,10 +33,13 @@ func (s *FileSubscription) refresh() {
 		return
 	}
 	now := s.now()
-	s.stats.success(u.VersionInfo, start, now)
+	// The version is recorded before update_success counts the update:
+	// whoever sees the count (a test, an operator polling the stats) then
+	// finds the version in Version() and /config_dump, never the old one.
 	s.mu.Lock()
 	s.version, s.lastUpdated = u.VersionInfo, now
 	s.mu.Unlock()
+	s.stats.success(u.VersionInfo, start, now)
 }
 
 // reject counts and logs a refused update.
