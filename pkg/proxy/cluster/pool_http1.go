@@ -100,13 +100,14 @@ func (c *Cluster) acquireHTTP1(ctx context.Context, h *upstream.Host, res *resou
 		switch {
 		case c.settings.protocol.http2:
 			return nil, fmt.Errorf("cluster %s uses HTTP/2", c.settings.name)
-		case c.settings.dns == nil || h.Cluster != c.settings.name:
+		case h.Cluster != c.settings.name:
 			return nil, fmt.Errorf("host %s is not a member of cluster %s", h.Address, c.settings.name)
 		}
-		// A DNS cluster's host, removed by an answer between the pick and
-		// now: the request still goes to it, on a connection of its own
-		// that is closed when released. It is the host's only one, so
-		// it opens even at max_connections, as a pool's first does.
+		// A host of this cluster removed between the pick and now (by a
+		// DNS answer or an EDS update): as in Envoy, a request that chose
+		// a host keeps it, here on a connection of its own that is closed
+		// when released. It is the host's only one, so it opens even at
+		// max_connections, as a pool's first does.
 		if !res.cx.tryAcquire() {
 			c.extra.cxOverflow.Inc()
 			res.cx.force()
