@@ -331,7 +331,7 @@ matcher:
 type closingFactory struct{ closes *atomic.Int64 }
 
 func (f closingFactory) Compile(proto.Message, httpfilter.Context) (httpfilter.Config, error) {
-	return closingConfig{closes: f.closes}, nil
+	return closingConfig(f), nil
 }
 
 type closingConfig struct{ closes *atomic.Int64 }
