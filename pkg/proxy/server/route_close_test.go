@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,12 +17,9 @@ import (
 )
 
 // routeCloseCounts is an HTTP filter factory (config StringValue) whose
-// per-route configurations (google.protobuf.Empty) hold a resource: it
-// counts those it compiled and their closes.
-type routeCloseCounts struct {
-	mu                         sync.Mutex
-	compiled, closes, repeated int
-}
+// per-route configurations (google.protobuf.Empty) hold a resource: they
+// are closeCounts's counted filters.
+type routeCloseCounts struct{ closeCounts }
 
 func (*routeCloseCounts) Compile(proto.Message, httpfilter.Context) (httpfilter.Config, error) {
 	return nil, errors.New("only per-route configurations in this test")
@@ -33,32 +29,7 @@ func (f *routeCloseCounts) CompileRoute(proto.Message, httpfilter.Context) (http
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.compiled++
-	return &countedRouteConfig{owner: f}, nil
-}
-
-// counts returns how many per-route configurations were compiled, closed,
-// and closed more than once.
-func (f *routeCloseCounts) counts() (compiled, closes, twice int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.compiled, f.closes, f.repeated
-}
-
-// countedRouteConfig is a per-route configuration of routeCloseCounts.
-type countedRouteConfig struct {
-	owner  *routeCloseCounts
-	closed bool
-}
-
-func (c *countedRouteConfig) Close() error {
-	c.owner.mu.Lock()
-	defer c.owner.mu.Unlock()
-	if c.closed {
-		c.owner.repeated++
-	}
-	c.closed = true
-	c.owner.closes++
-	return nil
+	return &countedFilter{owner: &f.closeCounts}, nil
 }
 
 // perRouteListener is hcmListener whose virtual host carries a per-route
