@@ -73,8 +73,10 @@ type tagFilter struct {
 
 func (f *tagFilter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	f.val = f.c.tag
-	if rc := s.RouteConfig(f.c.name); rc != nil {
-		f.val = strconv.FormatInt(rc.(int64), 10)
+	// A per-route configuration may be another filter's (see
+	// httpfilter.Stream.RouteConfig): only an int64 is the tag's.
+	if rc, ok := s.RouteConfig(f.c.name).(int64); ok {
+		f.val = strconv.FormatInt(rc, 10)
 	}
 	h := s.RequestHeaders()
 	if ms, ok := h.Get("x-sleep-ms"); ok {

@@ -35,7 +35,6 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
 // readBufferSize is the downstream read buffer of each HTTP/1 connection:
@@ -48,12 +47,14 @@ type Manager struct {
 	cfg settings
 	// rt is the route table with its route-level stats: fixed for an
 	// inline route_config, swapped whole by route discovery (SetRoutes).
-	// A request reads it once (stream.routes) and keeps what it read.
+	// A request reads it once (stream.routes) and keeps what it read,
+	// with a reference (see routeState).
 	rt atomic.Pointer[routeState]
-	// routeOpts compile this manager's route configurations.
-	routeOpts router.Options
-	filters   filterChain
-	logs      loggers.List
+	// routeFilter compiles this manager's per-route filter
+	// configurations.
+	routeFilter routeFilterFunc
+	filters     filterChain
+	logs        loggers.List
 	// upgradeFilters are the upgrade types' own filter chains
 	// (upgrade_configs[].filters).
 	upgradeFilters upgradeChains
@@ -106,6 +107,9 @@ type Manager struct {
 	mu      sync.Mutex
 	conns   map[*serverConn]struct{}
 	closing bool
+	// routesReleased: the manager no longer holds a route table
+	// (releaseRoutes); routes set afterwards are released at once.
+	routesReleased bool
 	// idle is closed when closing is set and no connection is left.
 	idle      chan struct{}
 	idleOnce  sync.Once
@@ -128,17 +132,17 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 	// reports all of the connection manager's problems.
 	s, err := readSettings(cfg)
 	errs := []error{err}
-	var table *router.Table
-	routeOpts := router.Options{FilterConfig: routeFilterConfigs(deps.Extensions, filterContext(s.statPrefix, deps), deps.Runtime)}
+	var routes *routeState
+	routeFilter := routeFilterConfigs(deps.Extensions, filterContext(s.statPrefix, deps), deps.Runtime)
 	switch rc := cfg.GetRouteConfig(); {
 	case rc != nil:
-		if table, err = router.CompileWith(rc, routeOpts); err != nil {
+		if routes, err = compileRoutes(rc, routeFilter, deps.Stats); err != nil {
 			errs = append(errs, fieldpath.Prefix("route_config.", err))
 		}
 	case cfg.GetRds() != nil:
 		// Route discovery: no route until the first configuration
 		// arrives (the listener warms meanwhile), then SetRoutes.
-		table, err = router.CompileWith(&routev3.RouteConfiguration{}, routeOpts)
+		routes, err = compileRoutes(&routev3.RouteConfiguration{}, routeFilter, deps.Stats)
 		errs = append(errs, err)
 	case cfg.GetScopedRoutes() != nil:
 		errs = append(errs, errors.New("route_specifier: scoped_routes is not supported by Outrigger"))
@@ -161,6 +165,9 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 	if err := errors.Join(errs...); err != nil {
 		filters.close()
 		upgradeFilters.close()
+		if routes != nil {
+			routes.release()
+		}
 		// The access loggers may hold gRPC channels already.
 		_ = logs.Close()
 		return nil, err
@@ -183,8 +190,8 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 	}
 	m.upgradeFilters = upgradeFilters
 	m.upConn = logs.ReadsUpstreamConnection() || replies.readsUpstreamConnection() || tr.readsUpstreamConnection()
-	m.routeOpts = routeOpts
-	m.rt.Store(&routeState{table: table, stats: newRouteLevelStats(deps.Stats, table)})
+	m.routeFilter = routeFilter
+	m.rt.Store(routes)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.readers.New = func() any { return bufio.NewReaderSize(nil, readBufferSize) }
 	m.exchanges.New = func() any { return newH1Exchange() }
@@ -324,6 +331,9 @@ func (m *Manager) closeLogs() {
 		// request too.
 		m.filters.close()
 		m.upgradeFilters.close()
+		// The route table's per-route configurations close with the
+		// last request that uses them.
+		m.releaseRoutes()
 		if m.tracing != nil && m.tracing.driver != nil {
 			if err := m.tracing.driver.Close(); err != nil {
 				m.log.V(1).Info("closing the tracer", "error", err.Error())

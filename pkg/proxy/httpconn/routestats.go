@@ -133,19 +133,3 @@ func (s *stream) chargeRequest(cs *upstream.ClusterStats) {
 		}
 	}
 }
-
-// routeState is a route table with the stats of its virtual clusters and
-// stat_prefix routes (by their indexes in the table): swapped together.
-type routeState struct {
-	table *router.Table
-	stats routeLevelStats
-}
-
-// routes returns the route table of the request, read from the manager
-// on first use and kept until the request ends.
-func (s *stream) routes() *routeState {
-	if s.rt == nil {
-		s.rt = s.m.rt.Load()
-	}
-	return s.rt
-}

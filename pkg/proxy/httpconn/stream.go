@@ -340,7 +340,9 @@ func (s *stream) begin(real time.Time, proto string) {
 	s.retry.reset()
 	s.vcStats, s.rtStats = nil, nil
 	s.routed, s.cached, s.clusterName, s.wc = false, nil, "", -1
-	s.rt = nil
+	// A stream always ends (end) before it begins again; a panic that
+	// skipped end must not keep its table for ever.
+	s.releaseRoutes()
 	s.abandoned = false
 	s.upg = upgradeState{}
 	s.upPath, s.upAuthority, s.rqTimeout = "", "", 0
@@ -443,6 +445,8 @@ func (s *stream) setRequest(method, path, authority string) {
 // runs while the request head's buffer still holds what the entry views.
 func (s *stream) end() {
 	m := s.m
+	// Last: the filters are destroyed and the access log is written.
+	defer s.releaseRoutes()
 	s.stopPeriodicLog()
 	s.untransform()
 	s.destroyFilters()

@@ -66,7 +66,10 @@ type RouteFactory interface {
 }
 
 // RouteConfig is a compiled per-route filter configuration; the filter
-// that compiled it reads it back with Stream.RouteConfig.
+// that compiled it reads it back with Stream.RouteConfig. One that holds
+// resources also implements io.Closer: the connection manager closes it
+// once its route configuration is replaced (or the manager closes) and
+// the last request that started with it has ended.
 type RouteConfig = any
 
 // Context is what a filter's configuration may use of the server.
@@ -258,10 +261,15 @@ type Stream interface {
 	// RouteConfig is the most specific per-route configuration of the
 	// filter configured as name (weighted cluster, route, virtual host,
 	// route configuration), as its RouteFactory compiled it; nil when no
-	// level has one or there is no route.
+	// level has one or there is no route. An entry's type picks the
+	// filter that compiles it, whatever its key (as in Envoy, where a
+	// wrapper and the filter it wraps share a name), so it may be another
+	// filter's: a filter type-asserts it with ", ok" and ignores one of
+	// another type, as Envoy's filters dynamic_cast theirs.
 	RouteConfig(name string) RouteConfig
 	// RouteConfigs appends to dst the per-route configurations of the
-	// filter configured as name at every level, least specific first.
+	// filter configured as name at every level, least specific first;
+	// like RouteConfig's, they may be of another filter's type.
 	RouteConfigs(name string, dst []RouteConfig) []RouteConfig
 
 	// RemoteIP is the address of the downstream client, without port.

@@ -282,6 +282,10 @@ func (d *routeDiscovery) apply(u xds.Update) error {
 	if err := errors.Join(errs...); err != nil {
 		for _, ch := range changes {
 			ch.r.stats.rejected.Inc()
+			// What compiled holds per-route filter resources too.
+			for _, compiled := range ch.compiled {
+				compiled.Discard()
+			}
 		}
 		return err
 	}

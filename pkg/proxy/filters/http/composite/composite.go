@@ -60,8 +60,6 @@ type config struct {
 	// name is the filter's configured name, the key of its
 	// CompositePerRoute.
 	name string
-	// perRoute is set while a CompositePerRoute compiles.
-	perRoute bool
 }
 
 var (
@@ -135,24 +133,35 @@ func (c *config) HasMatcher() bool { return c.tree != nil }
 // composite's own on the routes that carry it.
 type routeMatcher struct {
 	tree *httpmatch.Matcher[*delegate]
+	// owner holds the filters its actions delegate to, closed with the
+	// route configuration (see Close).
+	owner *config
 }
+
+var _ io.Closer = (*routeMatcher)(nil)
+
+// Close closes the filters its actions delegate to: the connection
+// manager calls it once the route configuration that holds it is
+// replaced and no request uses it any more.
+func (r *routeMatcher) Close() error { return r.owner.Close() }
 
 // CompileRoute implements httpfilter.RouteFactory: a CompositePerRoute's
 // matcher, with the actions of the composite's own. Its filters are
-// compiled with the route configuration; a filter_chain_name reads the
-// composite's named chains when a request matches.
+// compiled with the route configuration, and those that hold resources
+// are closed with it; a filter_chain_name reads the composite's named
+// chains when a request matches.
 func (Factory) CompileRoute(msg proto.Message, ctx httpfilter.Context) (httpfilter.RouteConfig, error) {
 	c, ok := msg.(*compositev3.CompositePerRoute)
 	if !ok {
 		return nil, errors.New("not a CompositePerRoute")
 	}
-	rc := &config{perRoute: true}
+	rc := &config{}
 	tree, err := httpmatch.Compile(c.GetMatcher(), rc.compileOwnAction(ctx))
 	if err != nil {
 		rc.Close()
 		return nil, httpfilter.PrefixErrors("matcher.", err)
 	}
-	return &routeMatcher{tree: tree}, nil
+	return &routeMatcher{tree: tree, owner: rc}, nil
 }
 
 // executeFilterType is the full name of the action it takes.
@@ -245,12 +254,6 @@ func (c *config) compileFilter(tc *corev3.TypedExtensionConfig, ctx httpfilter.C
 	cfg, err := matchdelegate.CompileFilter(tc, ctx)
 	if err != nil {
 		return nil, err
-	}
-	if _, ok := cfg.(io.Closer); ok && c.perRoute {
-		// Nothing closes a route configuration's filters when it is
-		// replaced.
-		closeConfig(cfg)
-		return nil, errors.New("typed_config: a filter that holds resources (connections to a service, script VMs, timers) is not supported by Outrigger in a CompositePerRoute: nothing would release them when the route configuration is replaced")
 	}
 	c.delegates = append(c.delegates, cfg)
 	return cfg, nil
