@@ -193,3 +193,31 @@ func BenchmarkProxyHTTP1AccessLog(b *testing.B) {
 		bc.roundTrip(b)
 	}
 }
+
+// BenchmarkProxyHTTP1NewConn is a new connection per request (connect,
+// one request, close), proxied to one keep-alive upstream: what a new
+// connection costs the proxy beyond the request, from its accept to its
+// end (issue #19's new-connection row). The client closes after the
+// response, as the idle benchmark's new-connection clients do.
+func BenchmarkProxyHTTP1NewConn(b *testing.B) {
+	st := stats.NewStore()
+	cl := newFakeCluster(st, "bench", false, fixedUpstream(b))
+	p := startProxy(b, hcm(routeConfig(clusterRoute("/", "bench"))), Deps{Stats: st, Upstreams: fakeUpstreams{"bench": cl}})
+	const request = "GET / HTTP/1.1\r\nHost: 127.0.0.1:10000\r\nUser-Agent: bench\r\n\r\n"
+	bc := &benchClient{r: bufio.NewReaderSize(nil, 8192), req: []byte(request)}
+	once := func() {
+		c, err := net.Dial("tcp", p.addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bc.c = c
+		bc.r.Reset(c)
+		bc.roundTrip(b)
+		_ = c.Close()
+	}
+	once() // warm the buffers and the upstream pool
+	b.ReportAllocs()
+	for b.Loop() {
+		once()
+	}
+}

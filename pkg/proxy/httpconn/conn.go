@@ -175,13 +175,12 @@ func newServerConn(m *Manager, nc net.Conn) *serverConn {
 		m:      m,
 		nc:     nc,
 		id:     m.connIDs.Add(1),
-		remote: addrString(nc.RemoteAddr()),
-		local:  addrString(nc.LocalAddr()),
 		opened: m.stamp(time.Now()),
 		// Until its first request arrives, a connection is idle: Close
 		// may end it at once.
 		idle: true,
 	}
+	c.remote, c.local = addrStrings(nc.RemoteAddr(), nc.LocalAddr())
 	c.remoteIP = hostOnly(c.remote)
 	c.direct = c.remote
 	if d, ok := nc.(interface{ DirectRemoteAddr() net.Addr }); ok {
@@ -580,6 +579,17 @@ func addrString(a net.Addr) string {
 		return ""
 	}
 	return a.String()
+}
+
+// addrStrings renders two addresses as addrString does, in one
+// allocation: a new connection pays one string for both of its addresses
+// (net.TCPAddr's String allocates three times for each).
+func addrStrings(a, b net.Addr) (string, string) {
+	var buf [64]byte
+	ab := appendAddr(buf[:0], a)
+	n := len(ab)
+	s := string(appendAddr(ab, b))
+	return s[:n], s[n:]
 }
 
 // appendAddr appends a TCP address as "ip:port" without allocating (the

@@ -21,6 +21,10 @@ import (
 // test's, which also asks for /big).
 const h1Request = "GET /small HTTP/1.1\r\nHost: bench\r\n\r\n"
 
+// h1CloseRequest is h1Request asking the proxy to close the connection
+// after its response.
+const h1CloseRequest = "GET /small HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n"
+
 // ioTimeout bounds every exchange of the clients.
 const ioTimeout = 10 * time.Second
 
@@ -167,8 +171,13 @@ func openH2C(c net.Conn) error {
 // newConns runs a closed loop of parallel clients against addr, each
 // connecting, sending one request, reading its response and closing,
 // until ctx ends or max connections were made; it counts the completed
-// ones in done and the failed ones in failed.
-func newConns(ctx context.Context, addr string, parallel int, max int64, done, failed *atomic.Int64) {
+// ones in done and the failed ones in failed. With closeReq the requests
+// carry Connection: close.
+func newConns(ctx context.Context, addr string, parallel int, max int64, closeReq bool, done, failed *atomic.Int64) {
+	req := h1Request
+	if closeReq {
+		req = h1CloseRequest
+	}
 	var wg sync.WaitGroup
 	var started atomic.Int64
 	for range parallel {
@@ -183,7 +192,7 @@ func newConns(ctx context.Context, addr string, parallel int, max int64, done, f
 					continue
 				}
 				br.Reset(c)
-				err = h1Exchange(c, br)
+				err = h1Send(c, br, req)
 				_ = c.Close()
 				if err != nil {
 					failed.Add(1)

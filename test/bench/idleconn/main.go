@@ -40,6 +40,7 @@ type config struct {
 	sidecar, baseline, haproxy, nginx, cpu, tests, heapDir string
 	conns, parallel, newParallel, reps                     int
 	maxNew                                                 int64
+	newClose                                               bool
 	dur, settle                                            time.Duration
 }
 
@@ -57,6 +58,7 @@ func main() {
 	flag.IntVar(&c.newParallel, "new-parallel", 16, "clients of the new-connection loop")
 	flag.IntVar(&c.reps, "reps", 3, "repetitions of the new-connection runs (the median is reported)")
 	flag.Int64Var(&c.maxNew, "max-new", 200000, "at most this many connections per new-connection run")
+	flag.BoolVar(&c.newClose, "new-close", false, "the new-connection clients' requests carry Connection: close")
 	flag.DurationVar(&c.dur, "dur", 5*time.Second, "measured time per new-connection run, and per load phase of the rss test")
 	flag.DurationVar(&c.settle, "settle", 2*time.Second, "wait before each memory reading")
 	flag.Parse()
@@ -240,12 +242,12 @@ func newConnRates(c config, kinds []kind, dir string, up int) error {
 			// A second of warm-up, then the measured run.
 			var done, failed atomic.Int64
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			newConns(ctx, addr, c.newParallel, c.maxNew, &done, &failed)
+			newConns(ctx, addr, c.newParallel, c.maxNew, c.newClose, &done, &failed)
 			cancel()
 			done.Store(0)
 			c0, t0 := benchkitCPU(p), time.Now()
 			ctx, cancel = context.WithTimeout(context.Background(), c.dur)
-			newConns(ctx, addr, c.newParallel, c.maxNew, &done, &failed)
+			newConns(ctx, addr, c.newParallel, c.maxNew, c.newClose, &done, &failed)
 			cancel()
 			c1, t1 := benchkitCPU(p), time.Now()
 			n := float64(done.Load())
@@ -267,7 +269,11 @@ func newConnRates(c config, kinds []kind, dir string, up int) error {
 			best = max(best, median(rates))
 		}
 	}
-	fmt.Printf("| new connections (connect, one request, close; %d clients) | connections/s (median of %d) | spread | proxy CPU µs per connection | rate ÷ best peer | failed |\n|---|---|---|---|---|---|\n", c.newParallel, c.reps)
+	what := "connect, one request, close"
+	if c.newClose {
+		what = "connect, one request with Connection: close, close"
+	}
+	fmt.Printf("| new connections (%s; %d clients) | connections/s (median of %d) | spread | proxy CPU µs per connection | rate ÷ best peer | failed |\n|---|---|---|---|---|---|\n", what, c.newParallel, c.reps)
 	for _, p := range ps {
 		var rates, cpus []float64
 		for _, r := range runs[p.name] {
