@@ -50,15 +50,27 @@ func (fc *filterConfig) NewFilter() httpfilter.Filter {
 }
 
 // Close implements io.Closer: the idle connections to the token
-// endpoint close (a route's configuration lets its own time out).
+// endpoint close.
 func (fc *filterConfig) Close() error {
 	if fc.c != nil {
-		fc.c.transport.CloseIdleConnections()
+		return fc.c.Close()
 	}
 	return nil
 }
 
-var _ io.Closer = (*filterConfig)(nil)
+// Close implements io.Closer for a compiled configuration, the filter's
+// own or a route's OAuth2PerRoute (closed with its route table once the
+// last request using it ends): its idle connections to the token
+// endpoint close.
+func (c *config) Close() error {
+	c.transport.CloseIdleConnections()
+	return nil
+}
+
+var (
+	_ io.Closer = (*filterConfig)(nil)
+	_ io.Closer = (*config)(nil)
+)
 
 // Compile implements httpfilter.Factory. Errors name the field path below
 // typed_config.
