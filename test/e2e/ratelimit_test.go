@@ -224,6 +224,9 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 					 limit: {rate_limit: {requests_per_unit: 9, unit: HOUR}}},
 					{stage: 1, actions: [{generic_key: {descriptor_value: other-stage}}]}]}},
 				{match: {prefix: /vh}, route: {cluster: up}},
+				{match: {prefix: /routehits}, route: {cluster: up, rate_limits: [
+					{hits_addend: {number: 3}, actions: [{generic_key: {descriptor_key: quota, descriptor_value: "5"}}]},
+					{apply_on_stream_done: true, hits_addend: {format: "%BYTES_RECEIVED%"}, actions: [{generic_key: {descriptor_key: rdone, descriptor_value: "1"}}]}]}},
 				{match: {prefix: /addr}, route: {cluster: up, rate_limits: [
 					{actions: [{remote_address_match: {descriptor_value: loopback, address_matcher: {ranges: [{address_prefix: 127.9.9.9, prefix_len: 8}]}}}]},
 					{actions: [{remote_address_match: {descriptor_key: outside, descriptor_value: "yes",
@@ -369,6 +372,16 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 		Expect(get(port, "/hits", nil).Status).To(Equal(429), "3 + 3 hits are over the quota of 5")
 	})
 
+	It("reads hits_addend and apply_on_stream_done in a route's own rate_limits", func() {
+		r := httpDo(client, "POST", listenerURL(port, "/routehits"), strings.NewReader("four"), nil)
+		Expect(r.Status).To(Equal(200))
+		Expect(rls.count("web")).To(BeNumerically(">=", 1))
+		Eventually(func() int { return rls.count("web") }).Should(Equal(2), "the stream-done call")
+		Expect(rls.lastDescriptors("web")).To(Equal([][]string{{"rdone=1", "hits=4"}}), "%BYTES_RECEIVED% at the stream's end")
+		Expect(get(port, "/routehits", nil).Status).To(Equal(429), "3 + 3 hits are over the quota of 5")
+		Expect(statValue(sc, "cluster.up.ratelimit.over_limit")).To(Equal("1"))
+	})
+
 	It("sends the apply_on_stream_done entries once the stream has ended, with the hits known then", func() {
 		r := httpDo(client, "POST", listenerURL(port, "/done"), strings.NewReader("eleven byte"), nil)
 		Expect(r.Status).To(Equal(200))
@@ -424,12 +437,12 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 		cfg = proxySpec{
 			Port:     freePort(),
 			Filters:  "[" + rlsFilter("rls", "domain: web") + "]",
-			Routes:   `[{match: {prefix: /}, route: {cluster: up, rate_limits: [{hits_addend: {number: 2}, actions: [{remote_address: {}}]}]}}]`,
+			Routes:   `[{match: {prefix: /}, route: {cluster: up, rate_limits: [{hits_addend: {number: 2, is_negative_hits: true}, actions: [{remote_address: {}}]}]}}]`,
 			Clusters: []proxyCluster{{Name: "up", Port: 1}, {Name: "rls", Port: 1, Extra: h2cOptions()}},
 		}.YAML()
 		res, _ = validate("bad3.yaml", cfg)
 		Expect(res.ExitCode).NotTo(Equal(0))
-		Expect(res.Stderr + res.Stdout).To(ContainSubstring("rate_limits[0].hits_addend: supported only in the rate limit filter's rate_limits"))
+		Expect(res.Stderr + res.Stdout).To(ContainSubstring("rate_limits[0].hits_addend.is_negative_hits"))
 	})
 })
 

@@ -143,10 +143,10 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 
 	// Rate limit actions, read by the local and global rate limit
 	// filters. The extension action, x_ratelimit_option and
-	// hits_addend.is_negative_hits are not implemented; hits_addend and
-	// apply_on_stream_done are taken only in the global filter's own
-	// rate_limits and its RateLimitPerRoute (the compilers refuse them
-	// elsewhere).
+	// hits_addend.is_negative_hits are not implemented; the global filter
+	// reads hits_addend and apply_on_stream_done everywhere but in its own
+	// rate_limits (apply_on_stream_done; its compiler refuses it), the
+	// local filter refuses both in its own rate_limits.
 	"envoy.config.route.v3.RateLimit.hits_addend":                                   {},
 	"envoy.config.route.v3.RateLimit.apply_on_stream_done":                          {},
 	"envoy.config.route.v3.RateLimit.HitsAddend.number":                             {},

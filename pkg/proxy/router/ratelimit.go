@@ -30,9 +30,10 @@ type RateLimit struct {
 	limit *limitOverride
 	// HitsAddend, when set, is the number of hits the descriptor counts
 	// (hits_addend); ApplyOnStreamDone makes the global filter send the
-	// descriptor when the stream ends rather than before routing. Only
-	// the global rate limit filter's own entries take them (see
-	// compileRateLimits).
+	// descriptor when the stream ends rather than before routing. The
+	// global rate limit filter reads both (in a route's, a virtual host's
+	// or its per-route entries); the local one, as Envoy's, counts one
+	// token per descriptor and reads every entry at the request.
 	HitsAddend        *HitsAddend
 	ApplyOnStreamDone bool
 }
@@ -131,15 +132,6 @@ type metadataPath struct {
 func compileRateLimits(rls []*routev3.RateLimit) ([]*RateLimit, error) {
 	var out []*RateLimit
 	for i, rl := range rls {
-		// Envoy's route entries long ignored these two: the global
-		// filter reads them from its typed_per_filter_config's
-		// rate_limits, and so does Outrigger.
-		switch {
-		case rl.GetHitsAddend() != nil:
-			return nil, fmt.Errorf("[%d].hits_addend: supported only in the rate limit filter's rate_limits and RateLimitPerRoute.rate_limits", i)
-		case rl.GetApplyOnStreamDone():
-			return nil, fmt.Errorf("[%d].apply_on_stream_done: supported only in the rate limit filter's RateLimitPerRoute.rate_limits", i)
-		}
 		c, err := CompileRateLimit(rl)
 		if err != nil {
 			return nil, fmt.Errorf("[%d].%w", i, err)

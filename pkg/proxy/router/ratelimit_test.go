@@ -103,18 +103,18 @@ virtual_hosts:
   - match: {prefix: /}
     route: {cluster: c, rate_limits: [{actions: [{extension: {name: x}}]}]}
 `, "virtual_hosts[0].routes[0].route.rate_limits[0].actions[0].extension: not supported by Outrigger"},
-		"a route's hits_addend": {`
+		"a route's hits_addend with a number and a format": {`
 virtual_hosts:
 - domains: ["*"]
   routes:
   - match: {prefix: /}
-    route: {cluster: c, rate_limits: [{hits_addend: {number: 2}, actions: [{remote_address: {}}]}]}
-`, "virtual_hosts[0].routes[0].route.rate_limits[0].hits_addend: supported only in the rate limit filter's rate_limits"},
-		"a virtual host's apply_on_stream_done": {`
+    route: {cluster: c, rate_limits: [{hits_addend: {number: 2, format: "%BYTES_RECEIVED%"}, actions: [{remote_address: {}}]}]}
+`, "virtual_hosts[0].routes[0].route.rate_limits[0].hits_addend: must contain either a format or a number"},
+		"a virtual host's negative hits_addend": {`
 virtual_hosts:
 - domains: ["*"]
-  rate_limits: [{apply_on_stream_done: true, actions: [{remote_address: {}}]}]
-`, "virtual_hosts[0].rate_limits[0].apply_on_stream_done: supported only in the rate limit filter's RateLimitPerRoute.rate_limits"},
+  rate_limits: [{apply_on_stream_done: true, hits_addend: {number: 1, is_negative_hits: true}, actions: [{remote_address: {}}]}]
+`, "virtual_hosts[0].rate_limits[0].hits_addend.is_negative_hits: not supported by Outrigger"},
 		"query_parameters without a descriptor key": {`
 virtual_hosts:
 - domains: ["*"]
