@@ -191,8 +191,8 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 		port   int
 		// denyPort and allowPort reach a service that is down, with
 		// failure_mode_deny true and false; heldPort's filter has no
-		// timeout.
-		denyPort, allowPort, heldPort int
+		// timeout; xPort's has no x-ratelimit headers.
+		denyPort, allowPort, heldPort, xPort int
 		logPath, heldLog              string
 	)
 	get := func(port int, path string, header http.Header) Response {
@@ -205,7 +205,7 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 		rls, rlsPort = startRLS()
 		up := echoHeadersUpstream()
 		down := closedPort()
-		port, denyPort, allowPort, heldPort = freePort(), freePort(), freePort(), freePort()
+		port, denyPort, allowPort, heldPort, xPort = freePort(), freePort(), freePort(), freePort(), freePort()
 		logPath = filepath.Join(newDir(), "access.log")
 		heldLog = filepath.Join(newDir(), "held.log")
 		spec := proxySpec{
@@ -224,6 +224,12 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 					 limit: {rate_limit: {requests_per_unit: 9, unit: HOUR}}},
 					{stage: 1, actions: [{generic_key: {descriptor_value: other-stage}}]}]}},
 				{match: {prefix: /vh}, route: {cluster: up}},
+				{match: {prefix: /xoff}, route: {cluster: up, rate_limits: [
+					{x_ratelimit_option: "OFF", actions: [{generic_key: {descriptor_key: quota, descriptor_value: "1"}}]},
+					{actions: [{generic_key: {descriptor_key: quota, descriptor_value: "9"}}]}]}},
+				{match: {prefix: /xpart}, route: {cluster: up, rate_limits: [
+					{actions: [{generic_key: {descriptor_key: quota, descriptor_value: "3"}}]},
+					{x_ratelimit_option: "OFF", actions: [{generic_key: {descriptor_key: quota, descriptor_value: "8"}}]}]}},
 				{match: {prefix: /routehits}, route: {cluster: up, rate_limits: [
 					{hits_addend: {number: 3}, actions: [{generic_key: {descriptor_key: quota, descriptor_value: "5"}}]},
 					{apply_on_stream_done: true, hits_addend: {format: "%BYTES_RECEIVED%"}, actions: [{generic_key: {descriptor_key: rdone, descriptor_value: "1"}}]}]}},
@@ -268,6 +274,11 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 					Filters:     "[" + rlsFilter("rls_down", "domain: web, stat_prefix: fo") + "]",
 					VirtualHost: "{rate_limits: [{actions: [{generic_key: {descriptor_value: a}}]}]}",
 					Routes:      "[{match: {prefix: /}, route: {cluster: up_allow}}]"},
+				{Port: xPort, Listener: "{name: xrl}", HCM: "{stat_prefix: xrl}",
+					Filters: "[" + rlsFilter("rls", "domain: x") + "]",
+					Routes: `[{match: {prefix: /on}, route: {cluster: up, rate_limits: [
+						{x_ratelimit_option: DRAFT_VERSION_03, actions: [{generic_key: {descriptor_key: quota, descriptor_value: "4"}}]}]}},
+						{match: {prefix: /}, route: {cluster: up, rate_limits: [{actions: [{generic_key: {descriptor_key: quota, descriptor_value: "5"}}]}]}}]`},
 				{Port: heldPort, Listener: "{name: held}", HCM: "{stat_prefix: held, access_log: [" + fileLog(heldLog, "%REQ(:PATH)% %RESPONSE_CODE%\n") + "]}",
 					Filters: "[" + httpFilter("envoy.filters.http.ratelimit", "type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit",
 						"{rate_limit_service: {grpc_service: {envoy_grpc: {cluster_name: rls}}, transport_api_version: V3}, timeout: 0s, domain: held}") + "]",
@@ -370,6 +381,28 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 		Expect(get(port, "/hits", nil).Status).To(Equal(200))
 		Expect(rls.lastDescriptors("hits")).To(Equal([][]string{{"quota=5", "hits=3"}}))
 		Expect(get(port, "/hits", nil).Status).To(Equal(429), "3 + 3 hits are over the quota of 5")
+	})
+
+	It("follows a rate limit entry's x_ratelimit_option over the filter's enable_x_ratelimit_headers", func() {
+		r := get(port, "/xoff", nil)
+		Expect(r.Status).To(Equal(200))
+		Expect(r.Header.Get("x-ratelimit-limit")).To(BeEmpty(), "the status closest to its limit has its headers OFF")
+		Expect(r.Header.Get("x-ratelimit-remaining")).To(BeEmpty())
+
+		r = get(port, "/xpart", nil)
+		Expect(r.Status).To(Equal(200))
+		Expect(r.Header.Get("x-ratelimit-limit")).To(Equal(`3, 3;w=60;name="quota-3"`), "the OFF descriptor has no quota policy")
+		Expect(r.Header.Get("x-ratelimit-remaining")).To(Equal("2"))
+
+		r = get(xPort, "/on", nil)
+		Expect(r.Status).To(Equal(200))
+		Expect(r.Header.Get("x-ratelimit-limit")).To(Equal(`4, 4;w=60;name="quota-4"`), "DRAFT_VERSION_03 where the filter has none")
+		Expect(r.Header.Get("x-ratelimit-remaining")).To(Equal("3"))
+		Expect(r.Header.Get("x-ratelimit-reset")).To(Equal("42"))
+		r = get(xPort, "/other", nil)
+		Expect(r.Status).To(Equal(200))
+		Expect(r.Header.Get("x-ratelimit-limit")).To(BeEmpty(), "the filter's setting (off) for the others")
+		Expect(rls.lastDescriptors("x")).To(Equal([][]string{{"quota=5"}}))
 	})
 
 	It("reads hits_addend and apply_on_stream_done in a route's own rate_limits", func() {

@@ -36,6 +36,10 @@ type RateLimit struct {
 	// token per descriptor and reads every entry at the request.
 	HitsAddend        *HitsAddend
 	ApplyOnStreamDone bool
+	// XRateLimit is the entry's x_ratelimit_option: whether its
+	// descriptor's status may make the x-ratelimit headers, in place of
+	// the filter's enable_x_ratelimit_headers (UNSPECIFIED: the filter's).
+	XRateLimit routev3.RateLimit_XRateLimitOption
 }
 
 // DescriptorEntry is one key and value of a rate limit descriptor.
@@ -144,7 +148,11 @@ func compileRateLimits(rls []*routev3.RateLimit) ([]*RateLimit, error) {
 // CompileRateLimit compiles one RateLimit (route, virtual host, or a rate
 // limit filter's own rate_limits); errors name the field below it.
 func CompileRateLimit(rl *routev3.RateLimit) (*RateLimit, error) {
-	c := &RateLimit{Stage: rl.GetStage().GetValue(), DisableKey: rl.GetDisableKey(), ApplyOnStreamDone: rl.GetApplyOnStreamDone()}
+	c := &RateLimit{Stage: rl.GetStage().GetValue(), DisableKey: rl.GetDisableKey(), ApplyOnStreamDone: rl.GetApplyOnStreamDone(),
+		XRateLimit: rl.GetXRatelimitOption()}
+	if _, ok := routev3.RateLimit_XRateLimitOption_name[int32(c.XRateLimit)]; !ok {
+		return nil, fmt.Errorf("x_ratelimit_option: unknown option %d", c.XRateLimit)
+	}
 	if h := rl.GetHitsAddend(); h != nil {
 		var err error
 		if c.HitsAddend, err = compileHitsAddend(h); err != nil {
