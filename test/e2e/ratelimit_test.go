@@ -193,7 +193,7 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 		// failure_mode_deny true and false; heldPort's filter has no
 		// timeout; xPort's has no x-ratelimit headers.
 		denyPort, allowPort, heldPort, xPort int
-		logPath, heldLog              string
+		logPath, heldLog                     string
 	)
 	get := func(port int, path string, header http.Header) Response {
 		GinkgoHelper()
