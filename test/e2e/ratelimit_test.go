@@ -210,7 +210,7 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 		heldLog = filepath.Join(newDir(), "held.log")
 		spec := proxySpec{
 			Port:     port,
-			Top:      "{node: {id: n1, cluster: web-svc}}",
+			Top:      "{node: {id: n1, cluster: web-svc}, layered_runtime: {layers: [{name: admin, admin_layer: {}}]}}",
 			Listener: "{name: front}",
 			HCM: "{stat_prefix: front, access_log: [" +
 				fileLog(logPath, "%REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_FLAGS% %RESPONSE_CODE_DETAILS%\n") + "]}",
@@ -230,6 +230,12 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 				{match: {prefix: /xpart}, route: {cluster: up, rate_limits: [
 					{actions: [{generic_key: {descriptor_key: quota, descriptor_value: "3"}}]},
 					{x_ratelimit_option: "OFF", actions: [{generic_key: {descriptor_key: quota, descriptor_value: "8"}}]}]}},
+				{match: {prefix: /fmt}, route: {cluster: up, rate_limits: [
+					{actions: [{generic_key: {descriptor_key: g, descriptor_value: "%REQ(x-user)%", default_value: nobody}}]},
+					{actions: [{remote_address_match: {descriptor_key: who, descriptor_value: "%REQ(x-user)%@%REQ(:method)%", default_value: anon,
+						address_matcher: {ranges: [{address_prefix: 127.0.0.0, prefix_len: 8}]}}}]},
+					{actions: [{remote_address_match: {descriptor_key: strict, descriptor_value: "%REQ(x-user)%",
+						address_matcher: {ranges: [{address_prefix: 127.0.0.0, prefix_len: 8}]}}}]}]}},
 				{match: {prefix: /routehits}, route: {cluster: up, rate_limits: [
 					{hits_addend: {number: 3}, actions: [{generic_key: {descriptor_key: quota, descriptor_value: "5"}}]},
 					{apply_on_stream_done: true, hits_addend: {format: "%BYTES_RECEIVED%"}, actions: [{generic_key: {descriptor_key: rdone, descriptor_value: "1"}}]}]}},
@@ -403,6 +409,21 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 		Expect(r.Status).To(Equal(200))
 		Expect(r.Header.Get("x-ratelimit-limit")).To(BeEmpty(), "the filter's setting (off) for the others")
 		Expect(rls.lastDescriptors("x")).To(Equal([][]string{{"quota=5"}}))
+	})
+
+	It("formats remote_address_match values, and generic_key values once the runtime feature says so, with default_value for an empty result", func() {
+		Expect(get(port, "/fmt", http.Header{"X-User": {"ann"}}).Status).To(Equal(200))
+		Expect(rls.lastDescriptors("web")).To(Equal([][]string{{"g=%REQ(x-user)%"}, {"who=ann@GET"}, {"strict=ann"}}),
+			"generic_key's value is literal without the feature")
+		Expect(get(port, "/fmt", nil).Status).To(Equal(200))
+		Expect(rls.lastDescriptors("web")).To(Equal([][]string{{"g=%REQ(x-user)%"}, {"who=@GET"}}),
+			"an empty result without default_value drops the descriptor")
+
+		Expect(sc.Post("/runtime_modify?envoy.reloadable_features.enable_formatter_for_ratelimit_action_descriptor_value=true").Status).To(Equal(200))
+		Expect(get(port, "/fmt", http.Header{"X-User": {"bob"}}).Status).To(Equal(200))
+		Expect(rls.lastDescriptors("web")).To(Equal([][]string{{"g=bob"}, {"who=bob@GET"}, {"strict=bob"}}))
+		Expect(get(port, "/fmt", nil).Status).To(Equal(200))
+		Expect(rls.lastDescriptors("web")).To(Equal([][]string{{"g=nobody"}, {"who=@GET"}}))
 	})
 
 	It("reads hits_addend and apply_on_stream_done in a route's own rate_limits", func() {

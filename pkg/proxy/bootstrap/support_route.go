@@ -162,11 +162,13 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.RateLimit.Action.header_value_match":                     {},
 	"envoy.config.route.v3.RateLimit.Action.GenericKey.descriptor_value":            {},
 	"envoy.config.route.v3.RateLimit.Action.GenericKey.descriptor_key":              {},
+	"envoy.config.route.v3.RateLimit.Action.GenericKey.default_value":               {},
 	"envoy.config.route.v3.RateLimit.Action.RequestHeaders.header_name":             {},
 	"envoy.config.route.v3.RateLimit.Action.RequestHeaders.descriptor_key":          {},
 	"envoy.config.route.v3.RateLimit.Action.RequestHeaders.skip_if_absent":          {},
 	"envoy.config.route.v3.RateLimit.Action.HeaderValueMatch.descriptor_value":      {},
 	"envoy.config.route.v3.RateLimit.Action.HeaderValueMatch.descriptor_key":        {},
+	"envoy.config.route.v3.RateLimit.Action.HeaderValueMatch.default_value":         {},
 	"envoy.config.route.v3.RateLimit.Action.HeaderValueMatch.expect_match":          {},
 	"envoy.config.route.v3.RateLimit.Action.HeaderValueMatch.headers":               {},
 	"envoy.config.route.v3.RateLimit.Action.source_cluster":                         {},
@@ -192,10 +194,12 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.RateLimit.Action.query_parameter_value_match":               {},
 	"envoy.config.route.v3.RateLimit.Action.QueryParameterValueMatch.descriptor_value": {},
 	"envoy.config.route.v3.RateLimit.Action.QueryParameterValueMatch.descriptor_key":   {},
+	"envoy.config.route.v3.RateLimit.Action.QueryParameterValueMatch.default_value":    {},
 	"envoy.config.route.v3.RateLimit.Action.QueryParameterValueMatch.expect_match":     {},
 	"envoy.config.route.v3.RateLimit.Action.QueryParameterValueMatch.query_parameters": {},
-	// remote_address_match takes a descriptor_value without command
-	// operators.
+	// remote_address_match's descriptor_value is a format (and so are
+	// generic_key's, header_value_match's and query_parameter_value_match's
+	// with Envoy's runtime feature).
 	"envoy.config.route.v3.RateLimit.Action.remote_address_match":                {},
 	"envoy.config.route.v3.RateLimit.Action.RemoteAddressMatch.descriptor_value": {},
 	"envoy.config.route.v3.RateLimit.Action.RemoteAddressMatch.descriptor_key":   {},

@@ -199,6 +199,13 @@ func (f *filter) describe(s httpfilter.Stream, rls []*router.RateLimit, c *confi
 		if rl.Stage != c.stage || rl.DisableKey != "" {
 			continue
 		}
+		if in.Entry == nil && rl.Formats() {
+			if entry == nil {
+				entry = httpfilter.RequestEntry(s)
+			}
+			// Only formatted values read the runtime feature.
+			in.Entry, in.FormatValues = entry, router.FormatDescriptorValues(c.runtime)
+		}
 		start := len(f.entries)
 		var ok bool
 		f.entries, ok = rl.AppendDescriptor(f.entries, &in)

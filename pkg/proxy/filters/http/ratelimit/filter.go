@@ -264,6 +264,13 @@ func (f *filter) describe(rls []*router.RateLimit, in *router.DescriptorInput, p
 				}
 			}
 		}
+		if in.Entry == nil && rl.Formats() {
+			if entry == nil {
+				entry = httpfilter.RequestEntry(f.stream)
+			}
+			// Only formatted values read the runtime feature.
+			in.Entry, in.FormatValues = entry, router.FormatDescriptorValues(c.runtime)
+		}
 		start := len(f.entries)
 		var ok bool
 		if f.entries, ok = rl.AppendDescriptor(f.entries, in); !ok {
