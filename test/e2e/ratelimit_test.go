@@ -526,14 +526,16 @@ static_resources:
 				withType("type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions", "{explicit_http_config: {http2_protocol_options: {}}}")+"}}",
 			strings.TrimSuffix(tcpCluster("rls_down", closedPort()), "}")+", typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: "+
 				withType("type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions", "{explicit_http_config: {http2_protocol_options: {}}}")+"}}",
-			chain("limited", port, netRLS("rls", `stat_prefix: tcp, domain: conns, descriptors: [{entries: [{key: quota, value: "1"}, {key: kind, value: tcp}]}, {entries: [{key: plain, value: x}]}]`)),
+			chain("limited", port, netRLS("rls", `stat_prefix: tcp, domain: conns, descriptors: [{entries: [{key: quota, value: "1"}, {key: kind, value: tcp}]}, {entries: [{key: plain, value: x}]},
+				{entries: [{key: from, value: "ip-%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%"}, {key: sni, value: "%REQUESTED_SERVER_NAME%"}]}]`)),
 			chain("deny", denyPort, netRLS("rls_down", `stat_prefix: deny, domain: conns, failure_mode_deny: true, descriptors: [{entries: [{key: a, value: b}]}]`)),
 			chain("allow", allowPort, netRLS("rls_down", `stat_prefix: allow, domain: conns, descriptors: [{entries: [{key: a, value: b}]}]`)))
 		s := Start(newDir(), cfg)
 
 		a := dialTCP(port)
 		expectEcho(a)
-		Expect(rls.lastDescriptors("conns")).To(Equal([][]string{{"quota=1", "kind=tcp"}, {"plain=x"}}))
+		Expect(rls.lastDescriptors("conns")).To(Equal([][]string{{"quota=1", "kind=tcp"}, {"plain=x"}, {"from=ip-127.0.0.1", "sni=-"}}),
+			"values with command operators are rendered for the connection, a missing one as -")
 		expectClosedSilently(dialTCP(port))
 		Expect(rls.count("conns")).To(Equal(2))
 		expectEcho(a) // the first connection is not affected
