@@ -129,3 +129,60 @@ var _ = Describe("The local rate limit filter's descriptors", func() {
 		Expect(get("/?plan=pro")).To(Equal(200), "no match, no descriptor")
 	})
 })
+
+var _ = Describe("The local rate limit filter with the route's hits_addend and x_ratelimit_option", func() {
+	It("takes hits_addend tokens of a descriptor's bucket and follows the entry's x_ratelimit_option for the headers", func() {
+		const rl = "type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit"
+		up := portNum(httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprint(w, "up")
+		}), false))
+		port := freePort()
+		// Buckets refill hourly: never during the spec.
+		tokens := func(n int) string {
+			return fmt.Sprintf("token_bucket: {max_tokens: %d, tokens_per_fill: %d, fill_interval: 3600s}", n, n)
+		}
+		Start(newDir(), proxySpec{
+			Port: port,
+			HCM:  "{stat_prefix: edge}",
+			Routes: `[{match: {prefix: /hits}, route: {cluster: up, rate_limits: [
+					{hits_addend: {number: 3}, actions: [{generic_key: {descriptor_value: hits}}]}]}},
+				{match: {prefix: /fmt}, route: {cluster: up, rate_limits: [
+					{hits_addend: {format: "%REQ(x-cost)%"}, actions: [{generic_key: {descriptor_value: fmt}}]}]}},
+				{match: {prefix: /on}, route: {cluster: up, rate_limits: [
+					{x_ratelimit_option: DRAFT_VERSION_03, actions: [{generic_key: {descriptor_value: "on"}}]}]}},
+				{match: {prefix: /}, route: {cluster: up}}]`,
+			Filters: `[` + httpFilter("envoy.filters.http.local_ratelimit", rl, `{
+				stat_prefix: h,
+				token_bucket: {max_tokens: 100, tokens_per_fill: 100, fill_interval: 3600s},
+				filter_enabled: {default_value: {numerator: 100}},
+				filter_enforced: {default_value: {numerator: 100}},
+				descriptors: [
+					{entries: [{key: generic_key, value: hits}], `+tokens(7)+`},
+					{entries: [{key: generic_key, value: fmt}], `+tokens(5)+`},
+					{entries: [{key: generic_key, value: "on"}], `+tokens(4)+`}]}`) + `]`,
+			Clusters: []proxyCluster{{Name: "up", Port: up}},
+		}.YAML())
+		client := &http.Client{Timeout: 5 * time.Second}
+		get := func(path string, h http.Header) Response {
+			GinkgoHelper()
+			return httpDo(client, "GET", listenerURL(port, path), nil, h)
+		}
+
+		Expect(get("/hits", nil).Status).To(Equal(200), "3 of 7 tokens")
+		Expect(get("/hits", nil).Status).To(Equal(200), "6 of 7 tokens")
+		Expect(get("/hits", nil).Status).To(Equal(429), "3 more than the one left")
+
+		Expect(get("/fmt", http.Header{"X-Cost": {"5"}}).Status).To(Equal(200), "the formatted hits take the whole bucket")
+		Expect(get("/fmt", http.Header{"X-Cost": {"0"}}).Status).To(Equal(200), "no token taken")
+		Expect(get("/fmt", http.Header{"X-Cost": {"nope"}}).Status).To(Equal(200), "no number: no descriptor, the filter's own bucket decides")
+		Expect(get("/fmt", http.Header{"X-Cost": {"1"}}).Status).To(Equal(429))
+
+		r := get("/on", nil)
+		Expect(r.Status).To(Equal(200))
+		Expect(r.Header.Get("X-Ratelimit-Limit")).To(Equal("4"), "DRAFT_VERSION_03 where the filter has no headers")
+		Expect(r.Header.Get("X-Ratelimit-Remaining")).To(Equal("3"))
+		r = get("/other", nil)
+		Expect(r.Status).To(Equal(200))
+		Expect(r.Header.Get("X-Ratelimit-Limit")).To(BeEmpty(), "the filter's setting for the default bucket")
+	})
+})

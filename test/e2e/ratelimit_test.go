@@ -191,9 +191,9 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 		port   int
 		// denyPort and allowPort reach a service that is down, with
 		// failure_mode_deny true and false; heldPort's filter has no
-		// timeout.
-		denyPort, allowPort, heldPort int
-		logPath, heldLog              string
+		// timeout; xPort's has no x-ratelimit headers.
+		denyPort, allowPort, heldPort, xPort int
+		logPath, heldLog                     string
 	)
 	get := func(port int, path string, header http.Header) Response {
 		GinkgoHelper()
@@ -205,12 +205,12 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 		rls, rlsPort = startRLS()
 		up := echoHeadersUpstream()
 		down := closedPort()
-		port, denyPort, allowPort, heldPort = freePort(), freePort(), freePort(), freePort()
+		port, denyPort, allowPort, heldPort, xPort = freePort(), freePort(), freePort(), freePort(), freePort()
 		logPath = filepath.Join(newDir(), "access.log")
 		heldLog = filepath.Join(newDir(), "held.log")
 		spec := proxySpec{
 			Port:     port,
-			Top:      "{node: {id: n1, cluster: web-svc}}",
+			Top:      "{node: {id: n1, cluster: web-svc}, layered_runtime: {layers: [{name: admin, admin_layer: {}}]}}",
 			Listener: "{name: front}",
 			HCM: "{stat_prefix: front, access_log: [" +
 				fileLog(logPath, "%REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_FLAGS% %RESPONSE_CODE_DETAILS%\n") + "]}",
@@ -224,6 +224,21 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 					 limit: {rate_limit: {requests_per_unit: 9, unit: HOUR}}},
 					{stage: 1, actions: [{generic_key: {descriptor_value: other-stage}}]}]}},
 				{match: {prefix: /vh}, route: {cluster: up}},
+				{match: {prefix: /xoff}, route: {cluster: up, rate_limits: [
+					{x_ratelimit_option: "OFF", actions: [{generic_key: {descriptor_key: quota, descriptor_value: "1"}}]},
+					{actions: [{generic_key: {descriptor_key: quota, descriptor_value: "9"}}]}]}},
+				{match: {prefix: /xpart}, route: {cluster: up, rate_limits: [
+					{actions: [{generic_key: {descriptor_key: quota, descriptor_value: "3"}}]},
+					{x_ratelimit_option: "OFF", actions: [{generic_key: {descriptor_key: quota, descriptor_value: "8"}}]}]}},
+				{match: {prefix: /fmt}, route: {cluster: up, rate_limits: [
+					{actions: [{generic_key: {descriptor_key: g, descriptor_value: "%REQ(x-user)%", default_value: nobody}}]},
+					{actions: [{remote_address_match: {descriptor_key: who, descriptor_value: "%REQ(x-user)%@%REQ(:method)%", default_value: anon,
+						address_matcher: {ranges: [{address_prefix: 127.0.0.0, prefix_len: 8}]}}}]},
+					{actions: [{remote_address_match: {descriptor_key: strict, descriptor_value: "%REQ(x-user)%",
+						address_matcher: {ranges: [{address_prefix: 127.0.0.0, prefix_len: 8}]}}}]}]}},
+				{match: {prefix: /routehits}, route: {cluster: up, rate_limits: [
+					{hits_addend: {number: 3}, actions: [{generic_key: {descriptor_key: quota, descriptor_value: "5"}}]},
+					{apply_on_stream_done: true, hits_addend: {format: "%BYTES_RECEIVED%"}, actions: [{generic_key: {descriptor_key: rdone, descriptor_value: "1"}}]}]}},
 				{match: {prefix: /addr}, route: {cluster: up, rate_limits: [
 					{actions: [{remote_address_match: {descriptor_value: loopback, address_matcher: {ranges: [{address_prefix: 127.9.9.9, prefix_len: 8}]}}}]},
 					{actions: [{remote_address_match: {descriptor_key: outside, descriptor_value: "yes",
@@ -265,6 +280,11 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 					Filters:     "[" + rlsFilter("rls_down", "domain: web, stat_prefix: fo") + "]",
 					VirtualHost: "{rate_limits: [{actions: [{generic_key: {descriptor_value: a}}]}]}",
 					Routes:      "[{match: {prefix: /}, route: {cluster: up_allow}}]"},
+				{Port: xPort, Listener: "{name: xrl}", HCM: "{stat_prefix: xrl}",
+					Filters: "[" + rlsFilter("rls", "domain: x") + "]",
+					Routes: `[{match: {prefix: /on}, route: {cluster: up, rate_limits: [
+						{x_ratelimit_option: DRAFT_VERSION_03, actions: [{generic_key: {descriptor_key: quota, descriptor_value: "4"}}]}]}},
+						{match: {prefix: /}, route: {cluster: up, rate_limits: [{actions: [{generic_key: {descriptor_key: quota, descriptor_value: "5"}}]}]}}]`},
 				{Port: heldPort, Listener: "{name: held}", HCM: "{stat_prefix: held, access_log: [" + fileLog(heldLog, "%REQ(:PATH)% %RESPONSE_CODE%\n") + "]}",
 					Filters: "[" + httpFilter("envoy.filters.http.ratelimit", "type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit",
 						"{rate_limit_service: {grpc_service: {envoy_grpc: {cluster_name: rls}}, transport_api_version: V3}, timeout: 0s, domain: held}") + "]",
@@ -369,6 +389,53 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 		Expect(get(port, "/hits", nil).Status).To(Equal(429), "3 + 3 hits are over the quota of 5")
 	})
 
+	It("follows a rate limit entry's x_ratelimit_option over the filter's enable_x_ratelimit_headers", func() {
+		r := get(port, "/xoff", nil)
+		Expect(r.Status).To(Equal(200))
+		Expect(r.Header.Get("x-ratelimit-limit")).To(BeEmpty(), "the status closest to its limit has its headers OFF")
+		Expect(r.Header.Get("x-ratelimit-remaining")).To(BeEmpty())
+
+		r = get(port, "/xpart", nil)
+		Expect(r.Status).To(Equal(200))
+		Expect(r.Header.Get("x-ratelimit-limit")).To(Equal(`3, 3;w=60;name="quota-3"`), "the OFF descriptor has no quota policy")
+		Expect(r.Header.Get("x-ratelimit-remaining")).To(Equal("2"))
+
+		r = get(xPort, "/on", nil)
+		Expect(r.Status).To(Equal(200))
+		Expect(r.Header.Get("x-ratelimit-limit")).To(Equal(`4, 4;w=60;name="quota-4"`), "DRAFT_VERSION_03 where the filter has none")
+		Expect(r.Header.Get("x-ratelimit-remaining")).To(Equal("3"))
+		Expect(r.Header.Get("x-ratelimit-reset")).To(Equal("42"))
+		r = get(xPort, "/other", nil)
+		Expect(r.Status).To(Equal(200))
+		Expect(r.Header.Get("x-ratelimit-limit")).To(BeEmpty(), "the filter's setting (off) for the others")
+		Expect(rls.lastDescriptors("x")).To(Equal([][]string{{"quota=5"}}))
+	})
+
+	It("formats remote_address_match values, and generic_key values once the runtime feature says so, with default_value for an empty result", func() {
+		Expect(get(port, "/fmt", http.Header{"X-User": {"ann"}}).Status).To(Equal(200))
+		Expect(rls.lastDescriptors("web")).To(Equal([][]string{{"g=%REQ(x-user)%"}, {"who=ann@GET"}, {"strict=ann"}}),
+			"generic_key's value is literal without the feature")
+		Expect(get(port, "/fmt", nil).Status).To(Equal(200))
+		Expect(rls.lastDescriptors("web")).To(Equal([][]string{{"g=%REQ(x-user)%"}, {"who=@GET"}}),
+			"an empty result without default_value drops the descriptor")
+
+		Expect(sc.Post("/runtime_modify?envoy.reloadable_features.enable_formatter_for_ratelimit_action_descriptor_value=true").Status).To(Equal(200))
+		Expect(get(port, "/fmt", http.Header{"X-User": {"bob"}}).Status).To(Equal(200))
+		Expect(rls.lastDescriptors("web")).To(Equal([][]string{{"g=bob"}, {"who=bob@GET"}, {"strict=bob"}}))
+		Expect(get(port, "/fmt", nil).Status).To(Equal(200))
+		Expect(rls.lastDescriptors("web")).To(Equal([][]string{{"g=nobody"}, {"who=@GET"}}))
+	})
+
+	It("reads hits_addend and apply_on_stream_done in a route's own rate_limits", func() {
+		r := httpDo(client, "POST", listenerURL(port, "/routehits"), strings.NewReader("four"), nil)
+		Expect(r.Status).To(Equal(200))
+		Expect(rls.count("web")).To(BeNumerically(">=", 1))
+		Eventually(func() int { return rls.count("web") }).Should(Equal(2), "the stream-done call")
+		Expect(rls.lastDescriptors("web")).To(Equal([][]string{{"rdone=1", "hits=4"}}), "%BYTES_RECEIVED% at the stream's end")
+		Expect(get(port, "/routehits", nil).Status).To(Equal(429), "3 + 3 hits are over the quota of 5")
+		Expect(statValue(sc, "cluster.up.ratelimit.over_limit")).To(Equal("1"))
+	})
+
 	It("sends the apply_on_stream_done entries once the stream has ended, with the hits known then", func() {
 		r := httpDo(client, "POST", listenerURL(port, "/done"), strings.NewReader("eleven byte"), nil)
 		Expect(r.Status).To(Equal(200))
@@ -424,12 +491,12 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 		cfg = proxySpec{
 			Port:     freePort(),
 			Filters:  "[" + rlsFilter("rls", "domain: web") + "]",
-			Routes:   `[{match: {prefix: /}, route: {cluster: up, rate_limits: [{hits_addend: {number: 2}, actions: [{remote_address: {}}]}]}}]`,
+			Routes:   `[{match: {prefix: /}, route: {cluster: up, rate_limits: [{hits_addend: {number: 2, is_negative_hits: true}, actions: [{remote_address: {}}]}]}}]`,
 			Clusters: []proxyCluster{{Name: "up", Port: 1}, {Name: "rls", Port: 1, Extra: h2cOptions()}},
 		}.YAML()
 		res, _ = validate("bad3.yaml", cfg)
 		Expect(res.ExitCode).NotTo(Equal(0))
-		Expect(res.Stderr + res.Stdout).To(ContainSubstring("rate_limits[0].hits_addend: supported only in the rate limit filter's rate_limits"))
+		Expect(res.Stderr + res.Stdout).To(ContainSubstring("rate_limits[0].hits_addend.is_negative_hits"))
 	})
 })
 
@@ -459,14 +526,16 @@ static_resources:
 				withType("type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions", "{explicit_http_config: {http2_protocol_options: {}}}")+"}}",
 			strings.TrimSuffix(tcpCluster("rls_down", closedPort()), "}")+", typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: "+
 				withType("type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions", "{explicit_http_config: {http2_protocol_options: {}}}")+"}}",
-			chain("limited", port, netRLS("rls", `stat_prefix: tcp, domain: conns, descriptors: [{entries: [{key: quota, value: "1"}, {key: kind, value: tcp}]}, {entries: [{key: plain, value: x}]}]`)),
+			chain("limited", port, netRLS("rls", `stat_prefix: tcp, domain: conns, descriptors: [{entries: [{key: quota, value: "1"}, {key: kind, value: tcp}]}, {entries: [{key: plain, value: x}]},
+				{entries: [{key: from, value: "ip-%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%"}, {key: sni, value: "%REQUESTED_SERVER_NAME%"}]}]`)),
 			chain("deny", denyPort, netRLS("rls_down", `stat_prefix: deny, domain: conns, failure_mode_deny: true, descriptors: [{entries: [{key: a, value: b}]}]`)),
 			chain("allow", allowPort, netRLS("rls_down", `stat_prefix: allow, domain: conns, descriptors: [{entries: [{key: a, value: b}]}]`)))
 		s := Start(newDir(), cfg)
 
 		a := dialTCP(port)
 		expectEcho(a)
-		Expect(rls.lastDescriptors("conns")).To(Equal([][]string{{"quota=1", "kind=tcp"}, {"plain=x"}}))
+		Expect(rls.lastDescriptors("conns")).To(Equal([][]string{{"quota=1", "kind=tcp"}, {"plain=x"}, {"from=ip-127.0.0.1", "sni=-"}}),
+			"values with command operators are rendered for the connection, a missing one as -")
 		expectClosedSilently(dialTCP(port))
 		Expect(rls.count("conns")).To(Equal(2))
 		expectEcho(a) // the first connection is not affected

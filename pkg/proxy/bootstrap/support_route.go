@@ -142,13 +142,12 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.CorsPolicy.forward_not_matching_preflights": {},
 
 	// Rate limit actions, read by the local and global rate limit
-	// filters. The extension action, x_ratelimit_option and
-	// hits_addend.is_negative_hits are not implemented; hits_addend and
-	// apply_on_stream_done are taken only in the global filter's own
-	// rate_limits and its RateLimitPerRoute (the compilers refuse them
-	// elsewhere).
+	// filters. The extension action and hits_addend.is_negative_hits are
+	// not implemented; apply_on_stream_done is refused (by the filters'
+	// compilers) in the global and local filters' own rate_limits.
 	"envoy.config.route.v3.RateLimit.hits_addend":                                   {},
 	"envoy.config.route.v3.RateLimit.apply_on_stream_done":                          {},
+	"envoy.config.route.v3.RateLimit.x_ratelimit_option":                            {},
 	"envoy.config.route.v3.RateLimit.HitsAddend.number":                             {},
 	"envoy.config.route.v3.RateLimit.HitsAddend.format":                             {},
 	"envoy.config.route.v3.RateLimit.stage":                                         {},
@@ -161,11 +160,13 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.RateLimit.Action.header_value_match":                     {},
 	"envoy.config.route.v3.RateLimit.Action.GenericKey.descriptor_value":            {},
 	"envoy.config.route.v3.RateLimit.Action.GenericKey.descriptor_key":              {},
+	"envoy.config.route.v3.RateLimit.Action.GenericKey.default_value":               {},
 	"envoy.config.route.v3.RateLimit.Action.RequestHeaders.header_name":             {},
 	"envoy.config.route.v3.RateLimit.Action.RequestHeaders.descriptor_key":          {},
 	"envoy.config.route.v3.RateLimit.Action.RequestHeaders.skip_if_absent":          {},
 	"envoy.config.route.v3.RateLimit.Action.HeaderValueMatch.descriptor_value":      {},
 	"envoy.config.route.v3.RateLimit.Action.HeaderValueMatch.descriptor_key":        {},
+	"envoy.config.route.v3.RateLimit.Action.HeaderValueMatch.default_value":         {},
 	"envoy.config.route.v3.RateLimit.Action.HeaderValueMatch.expect_match":          {},
 	"envoy.config.route.v3.RateLimit.Action.HeaderValueMatch.headers":               {},
 	"envoy.config.route.v3.RateLimit.Action.source_cluster":                         {},
@@ -191,10 +192,12 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.RateLimit.Action.query_parameter_value_match":               {},
 	"envoy.config.route.v3.RateLimit.Action.QueryParameterValueMatch.descriptor_value": {},
 	"envoy.config.route.v3.RateLimit.Action.QueryParameterValueMatch.descriptor_key":   {},
+	"envoy.config.route.v3.RateLimit.Action.QueryParameterValueMatch.default_value":    {},
 	"envoy.config.route.v3.RateLimit.Action.QueryParameterValueMatch.expect_match":     {},
 	"envoy.config.route.v3.RateLimit.Action.QueryParameterValueMatch.query_parameters": {},
-	// remote_address_match takes a descriptor_value without command
-	// operators.
+	// remote_address_match's descriptor_value is a format (and so are
+	// generic_key's, header_value_match's and query_parameter_value_match's
+	// with Envoy's runtime feature).
 	"envoy.config.route.v3.RateLimit.Action.remote_address_match":                {},
 	"envoy.config.route.v3.RateLimit.Action.RemoteAddressMatch.descriptor_value": {},
 	"envoy.config.route.v3.RateLimit.Action.RemoteAddressMatch.descriptor_key":   {},

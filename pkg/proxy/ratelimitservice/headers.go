@@ -19,17 +19,29 @@ const (
 // limit, remaining and reset of the status closest to its limit (fewest
 // remaining) among those with a current limit, the limit followed by the
 // quota policy of every such status ("10, 10;w=1;name=\"per-ip\"");
-// none when no status has a current limit.
-func XRateLimitHeaders(statuses []*rlsv3.RateLimitResponse_DescriptorStatus) [][2]string {
-	var min *rlsv3.RateLimitResponse_DescriptorStatus
-	var policy strings.Builder
-	for _, st := range statuses {
-		cl := st.GetCurrentLimit()
-		if cl == nil {
+// none when no status has a current limit. enabled says whether the
+// headers are on for the descriptor of status i (its x_ratelimit_option,
+// else the filter's setting): none are added when they are off for the
+// status closest to its limit, and the statuses for which they are off
+// have no quota policy.
+func XRateLimitHeaders(statuses []*rlsv3.RateLimitResponse_DescriptorStatus, enabled func(i int) bool) [][2]string {
+	minIdx := -1
+	for i, st := range statuses {
+		if st.GetCurrentLimit() == nil {
 			continue
 		}
-		if min == nil || st.GetLimitRemaining() < min.GetLimitRemaining() {
-			min = st
+		if minIdx < 0 || st.GetLimitRemaining() < statuses[minIdx].GetLimitRemaining() {
+			minIdx = i
+		}
+	}
+	if minIdx < 0 || !enabled(minIdx) {
+		return nil
+	}
+	var policy strings.Builder
+	for i, st := range statuses {
+		cl := st.GetCurrentLimit()
+		if cl == nil || !enabled(i) {
+			continue
 		}
 		w := windowSeconds(cl.GetUnit())
 		if w == 0 {
@@ -45,9 +57,7 @@ func XRateLimitHeaders(statuses []*rlsv3.RateLimitResponse_DescriptorStatus) [][
 			policy.WriteByte('"')
 		}
 	}
-	if min == nil {
-		return nil
-	}
+	min := statuses[minIdx]
 	return [][2]string{
 		{HeaderLimit, strconv.FormatUint(uint64(min.GetCurrentLimit().GetRequestsPerUnit()), 10) + policy.String()},
 		{HeaderRemaining, strconv.FormatUint(uint64(min.GetLimitRemaining()), 10)},
@@ -67,6 +77,12 @@ func windowSeconds(u rlsv3.RateLimitResponse_RateLimit_Unit) uint32 {
 		return 60 * 60
 	case rlsv3.RateLimitResponse_RateLimit_DAY:
 		return 24 * 60 * 60
+	case rlsv3.RateLimitResponse_RateLimit_WEEK:
+		return 7 * 24 * 60 * 60
+	case rlsv3.RateLimitResponse_RateLimit_MONTH:
+		return 30 * 24 * 60 * 60
+	case rlsv3.RateLimitResponse_RateLimit_YEAR:
+		return 365 * 24 * 60 * 60
 	}
 	return 0
 }

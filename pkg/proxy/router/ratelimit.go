@@ -11,6 +11,8 @@ import (
 	metadatav3 "github.com/envoyproxy/go-control-plane/envoy/type/metadata/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 )
 
 // RateLimit is one compiled rate_limits entry of a route or a virtual
@@ -30,11 +32,18 @@ type RateLimit struct {
 	limit *limitOverride
 	// HitsAddend, when set, is the number of hits the descriptor counts
 	// (hits_addend); ApplyOnStreamDone makes the global filter send the
-	// descriptor when the stream ends rather than before routing. Only
-	// the global rate limit filter's own entries take them (see
-	// compileRateLimits).
+	// descriptor when the stream ends rather than before routing. The
+	// global rate limit filter reads both (in a route's, a virtual host's
+	// or its per-route entries); the local one, as Envoy's, counts one
+	// token per descriptor and reads every entry at the request.
 	HitsAddend        *HitsAddend
 	ApplyOnStreamDone bool
+	// formats records that a descriptor value is a format (Formats).
+	formats bool
+	// XRateLimit is the entry's x_ratelimit_option: whether its
+	// descriptor's status may make the x-ratelimit headers, in place of
+	// the filter's enable_x_ratelimit_headers (UNSPECIFIED: the filter's).
+	XRateLimit routev3.RateLimit_XRateLimitOption
 }
 
 // DescriptorEntry is one key and value of a rate limit descriptor.
@@ -55,6 +64,11 @@ type DescriptorInput struct {
 	// DynamicMetadata is the request's dynamic metadata and
 	// RouteMetadata its route's, for the metadata actions; nil for none.
 	DynamicMetadata, RouteMetadata *corev3.Metadata
+	// Entry is what formatted descriptor values read of the request
+	// (set when RateLimit.Formats says an entry needs it); FormatValues
+	// is the runtime feature FormatDescriptorValuesKey.
+	Entry        *accesslog.Entry
+	FormatValues bool
 }
 
 // LimitOverride is a descriptor's limit override, sent to the rate limit
@@ -84,9 +98,11 @@ const (
 // rateLimitAction is one compiled RateLimit.Action.
 type rateLimitAction struct {
 	kind actionKind
-	// key and value are the entry's descriptor key and, for generic_key
-	// and header_value_match, its value.
-	key, value string
+	// key is the entry's descriptor key; value the descriptor value of
+	// generic_key, header_value_match, query_parameter_value_match and
+	// remote_address_match.
+	key   string
+	value descriptorValue
 	// header is the request header read by request_headers, or the
 	// query parameter read by query_parameters.
 	header       string
@@ -131,15 +147,6 @@ type metadataPath struct {
 func compileRateLimits(rls []*routev3.RateLimit) ([]*RateLimit, error) {
 	var out []*RateLimit
 	for i, rl := range rls {
-		// Envoy's route entries long ignored these two: the global
-		// filter reads them from its typed_per_filter_config's
-		// rate_limits, and so does Outrigger.
-		switch {
-		case rl.GetHitsAddend() != nil:
-			return nil, fmt.Errorf("[%d].hits_addend: supported only in the rate limit filter's rate_limits and RateLimitPerRoute.rate_limits", i)
-		case rl.GetApplyOnStreamDone():
-			return nil, fmt.Errorf("[%d].apply_on_stream_done: supported only in the rate limit filter's RateLimitPerRoute.rate_limits", i)
-		}
 		c, err := CompileRateLimit(rl)
 		if err != nil {
 			return nil, fmt.Errorf("[%d].%w", i, err)
@@ -152,7 +159,11 @@ func compileRateLimits(rls []*routev3.RateLimit) ([]*RateLimit, error) {
 // CompileRateLimit compiles one RateLimit (route, virtual host, or a rate
 // limit filter's own rate_limits); errors name the field below it.
 func CompileRateLimit(rl *routev3.RateLimit) (*RateLimit, error) {
-	c := &RateLimit{Stage: rl.GetStage().GetValue(), DisableKey: rl.GetDisableKey(), ApplyOnStreamDone: rl.GetApplyOnStreamDone()}
+	c := &RateLimit{Stage: rl.GetStage().GetValue(), DisableKey: rl.GetDisableKey(), ApplyOnStreamDone: rl.GetApplyOnStreamDone(),
+		XRateLimit: rl.GetXRatelimitOption()}
+	if _, ok := routev3.RateLimit_XRateLimitOption_name[int32(c.XRateLimit)]; !ok {
+		return nil, fmt.Errorf("x_ratelimit_option: unknown option %d", c.XRateLimit)
+	}
 	if h := rl.GetHitsAddend(); h != nil {
 		var err error
 		if c.HitsAddend, err = compileHitsAddend(h); err != nil {
@@ -168,6 +179,7 @@ func CompileRateLimit(rl *routev3.RateLimit) (*RateLimit, error) {
 			return nil, fmt.Errorf("actions[%d].%w", i, err)
 		}
 		c.actions = append(c.actions, act)
+		c.formats = c.formats || act.value.formats()
 	}
 	if l := rl.GetLimit(); l != nil {
 		lo, err := compileLimitOverride(l)
@@ -179,6 +191,10 @@ func CompileRateLimit(rl *routev3.RateLimit) (*RateLimit, error) {
 	return c, nil
 }
 
+// Formats reports whether a descriptor value of the entry is a format,
+// which reads DescriptorInput.Entry.
+func (rl *RateLimit) Formats() bool { return rl.formats }
+
 // HasLimit reports whether the entry has a limit override.
 func (rl *RateLimit) HasLimit() bool { return rl.limit != nil }
 
@@ -187,16 +203,15 @@ func (rl *RateLimit) HasLimit() bool { return rl.limit != nil }
 func compileRateLimitAction(a *routev3.RateLimit_Action) (rateLimitAction, error) {
 	switch s := a.GetActionSpecifier().(type) {
 	case *routev3.RateLimit_Action_GenericKey_:
-		if s.GenericKey.GetDefaultValue() != "" {
-			// Envoy reads it only with a runtime feature that is off
-			// by default, with formatter support Outrigger lacks.
-			return rateLimitAction{}, errors.New("generic_key.default_value: not supported by Outrigger")
-		}
 		key := s.GenericKey.GetDescriptorKey()
 		if key == "" {
 			key = "generic_key"
 		}
-		return rateLimitAction{kind: actionGenericKey, key: key, value: s.GenericKey.GetDescriptorValue()}, nil
+		v, err := compileDescriptorValue(s.GenericKey.GetDescriptorValue(), s.GenericKey.GetDefaultValue(), true)
+		if err != nil {
+			return rateLimitAction{}, fmt.Errorf("generic_key.%w", err)
+		}
+		return rateLimitAction{kind: actionGenericKey, key: key, value: v}, nil
 	case *routev3.RateLimit_Action_RequestHeaders_:
 		rh := s.RequestHeaders
 		if rh.GetHeaderName() == "" {
@@ -266,8 +281,9 @@ func compileRateLimitAction(a *routev3.RateLimit_Action) (rateLimitAction, error
 		return rateLimitAction{kind: actionMetadata, key: m.GetDescriptorKey(), def: m.GetDefaultValue(), meta: p}, nil
 	case *routev3.RateLimit_Action_HeaderValueMatch_:
 		hv := s.HeaderValueMatch
-		if hv.GetDefaultValue() != "" {
-			return rateLimitAction{}, errors.New("header_value_match.default_value: not supported by Outrigger")
+		v, err := compileDescriptorValue(hv.GetDescriptorValue(), hv.GetDefaultValue(), true)
+		if err != nil {
+			return rateLimitAction{}, fmt.Errorf("header_value_match.%w", err)
 		}
 		m, err := CompileHeaderMatch(hv.GetHeaders())
 		if err != nil {
@@ -281,7 +297,7 @@ func compileRateLimitAction(a *routev3.RateLimit_Action) (rateLimitAction, error
 		if v := hv.GetExpectMatch(); v != nil {
 			expect = v.GetValue()
 		}
-		return rateLimitAction{kind: actionHeaderValueMatch, key: key, value: hv.GetDescriptorValue(), match: m, expectMatch: expect}, nil
+		return rateLimitAction{kind: actionHeaderValueMatch, key: key, value: v, match: m, expectMatch: expect}, nil
 	case nil:
 		return rateLimitAction{}, errors.New("action_specifier: one action is required")
 	default:
@@ -291,15 +307,14 @@ func compileRateLimitAction(a *routev3.RateLimit_Action) (rateLimitAction, error
 
 // compileQueryValueMatch compiles a query_parameter_value_match action.
 func compileQueryValueMatch(qv *routev3.RateLimit_Action_QueryParameterValueMatch) (rateLimitAction, error) {
-	if qv.GetDefaultValue() != "" {
-		// Envoy reads it only with a runtime feature that is off by
-		// default, with formatter support Outrigger lacks.
-		return rateLimitAction{}, errors.New("query_parameter_value_match.default_value: not supported by Outrigger")
-	}
 	if len(qv.GetQueryParameters()) == 0 {
 		return rateLimitAction{}, errors.New("query_parameter_value_match.query_parameters: at least one matcher is required")
 	}
-	act := rateLimitAction{kind: actionQueryValueMatch, key: qv.GetDescriptorKey(), value: qv.GetDescriptorValue(), expectMatch: true}
+	v, err := compileDescriptorValue(qv.GetDescriptorValue(), qv.GetDefaultValue(), true)
+	if err != nil {
+		return rateLimitAction{}, fmt.Errorf("query_parameter_value_match.%w", err)
+	}
+	act := rateLimitAction{kind: actionQueryValueMatch, key: qv.GetDescriptorKey(), value: v, expectMatch: true}
 	if act.key == "" {
 		act.key = "query_match"
 	}
@@ -317,21 +332,19 @@ func compileQueryValueMatch(qv *routev3.RateLimit_Action_QueryParameterValueMatc
 }
 
 // compileRemoteAddressMatch compiles a remote_address_match action. Its
-// descriptor_value is a format string in Envoy; Outrigger takes values
-// without '%' (which Envoy uses as they are) and refuses the others.
+// descriptor_value is a format, as in Envoy (always, unlike the other
+// actions'), with default_value for an empty result.
 func compileRemoteAddressMatch(ra *routev3.RateLimit_Action_RemoteAddressMatch) (rateLimitAction, error) {
-	act := rateLimitAction{kind: actionRemoteAddressMatch, key: ra.GetDescriptorKey(), value: ra.GetDescriptorValue(), expectMatch: true}
+	if ra.GetDescriptorValue() == "" {
+		return rateLimitAction{}, errors.New("remote_address_match.descriptor_value: must be set")
+	}
+	v, err := compileDescriptorValue(ra.GetDescriptorValue(), ra.GetDefaultValue(), false)
+	if err != nil {
+		return rateLimitAction{}, fmt.Errorf("remote_address_match.%w", err)
+	}
+	act := rateLimitAction{kind: actionRemoteAddressMatch, key: ra.GetDescriptorKey(), value: v, expectMatch: true}
 	if act.key == "" {
 		act.key = "remote_address_match"
-	}
-	if strings.Contains(act.value, "%") {
-		return rateLimitAction{}, errors.New("remote_address_match.descriptor_value: command operators (%) are not supported by Outrigger")
-	}
-	// default_value replaces an empty formatted value; a value without
-	// operators is never empty (the validation requires one), so it is
-	// never used.
-	if act.value == "" {
-		return rateLimitAction{}, errors.New("remote_address_match.descriptor_value: must be set")
 	}
 	am := ra.GetAddressMatcher()
 	if am == nil {
@@ -446,7 +459,11 @@ func (rl *RateLimit) AppendDescriptor(dst []DescriptorEntry, in *DescriptorInput
 		a := &rl.actions[i]
 		switch a.kind {
 		case actionGenericKey:
-			dst = append(dst, DescriptorEntry{a.key, a.value})
+			v, ok := a.value.value(in)
+			if !ok {
+				return dst[:n], false
+			}
+			dst = append(dst, DescriptorEntry{a.key, v})
 		case actionRequestHeaders:
 			v, present := in.Request.header(a.header)
 			if !present {
@@ -469,7 +486,11 @@ func (rl *RateLimit) AppendDescriptor(dst []DescriptorEntry, in *DescriptorInput
 			if a.queryMatches(query(in.Request.Path)) != a.expectMatch {
 				return dst[:n], false
 			}
-			dst = append(dst, DescriptorEntry{a.key, a.value})
+			v, ok := a.value.value(in)
+			if !ok {
+				return dst[:n], false
+			}
+			dst = append(dst, DescriptorEntry{a.key, v})
 		case actionRemoteAddress:
 			if in.RemoteIP == "" {
 				return dst[:n], false
@@ -480,7 +501,11 @@ func (rl *RateLimit) AppendDescriptor(dst []DescriptorEntry, in *DescriptorInput
 			if err != nil || a.inRanges(ip.Unmap()) != a.expectMatch {
 				return dst[:n], false
 			}
-			dst = append(dst, DescriptorEntry{a.key, a.value})
+			v, ok := a.value.value(in)
+			if !ok {
+				return dst[:n], false
+			}
+			dst = append(dst, DescriptorEntry{a.key, v})
 		case actionMaskedRemoteAddress:
 			v, ok := a.masked(in.RemoteIP)
 			if !ok {
@@ -495,7 +520,11 @@ func (rl *RateLimit) AppendDescriptor(dst []DescriptorEntry, in *DescriptorInput
 			if a.match.Matches(in.Request) != a.expectMatch {
 				return dst[:n], false
 			}
-			dst = append(dst, DescriptorEntry{a.key, a.value})
+			v, ok := a.value.value(in)
+			if !ok {
+				return dst[:n], false
+			}
+			dst = append(dst, DescriptorEntry{a.key, v})
 		case actionMetadata:
 			md := in.DynamicMetadata
 			if a.metaRoute {

@@ -103,18 +103,18 @@ virtual_hosts:
   - match: {prefix: /}
     route: {cluster: c, rate_limits: [{actions: [{extension: {name: x}}]}]}
 `, "virtual_hosts[0].routes[0].route.rate_limits[0].actions[0].extension: not supported by Outrigger"},
-		"a route's hits_addend": {`
+		"a route's hits_addend with a number and a format": {`
 virtual_hosts:
 - domains: ["*"]
   routes:
   - match: {prefix: /}
-    route: {cluster: c, rate_limits: [{hits_addend: {number: 2}, actions: [{remote_address: {}}]}]}
-`, "virtual_hosts[0].routes[0].route.rate_limits[0].hits_addend: supported only in the rate limit filter's rate_limits"},
-		"a virtual host's apply_on_stream_done": {`
+    route: {cluster: c, rate_limits: [{hits_addend: {number: 2, format: "%BYTES_RECEIVED%"}, actions: [{remote_address: {}}]}]}
+`, "virtual_hosts[0].routes[0].route.rate_limits[0].hits_addend: must contain either a format or a number"},
+		"a virtual host's negative hits_addend": {`
 virtual_hosts:
 - domains: ["*"]
-  rate_limits: [{apply_on_stream_done: true, actions: [{remote_address: {}}]}]
-`, "virtual_hosts[0].rate_limits[0].apply_on_stream_done: supported only in the rate limit filter's RateLimitPerRoute.rate_limits"},
+  rate_limits: [{apply_on_stream_done: true, hits_addend: {number: 1, is_negative_hits: true}, actions: [{remote_address: {}}]}]
+`, "virtual_hosts[0].rate_limits[0].hits_addend.is_negative_hits: not supported by Outrigger"},
 		"query_parameters without a descriptor key": {`
 virtual_hosts:
 - domains: ["*"]
@@ -133,8 +133,8 @@ virtual_hosts:
 		"remote_address_match with a command operator": {`
 virtual_hosts:
 - domains: ["*"]
-  rate_limits: [{actions: [{remote_address_match: {descriptor_value: "%REQ(x)%", address_matcher: {ranges: [{address_prefix: 10.0.0.0, prefix_len: 8}]}}}]}]
-`, "actions[0].remote_address_match.descriptor_value: command operators (%) are not supported by Outrigger"},
+  rate_limits: [{actions: [{remote_address_match: {descriptor_value: "%NOPE%", address_matcher: {ranges: [{address_prefix: 10.0.0.0, prefix_len: 8}]}}}]}]
+`, "actions[0].remote_address_match.descriptor_value: "},
 		"remote_address_match with a bad range": {`
 virtual_hosts:
 - domains: ["*"]
@@ -145,11 +145,6 @@ virtual_hosts:
 - domains: ["*"]
   rate_limits: [{actions: [{remote_address_match: {descriptor_value: x}}]}]
 `, "actions[0].remote_address_match.address_matcher: must be set"},
-		"query_parameter_value_match default_value": {`
-virtual_hosts:
-- domains: ["*"]
-  rate_limits: [{actions: [{query_parameter_value_match: {descriptor_value: x, default_value: "y", query_parameters: [{name: a}]}}]}]
-`, "query_parameter_value_match.default_value: not supported by Outrigger"},
 		"a bad header matcher": {`
 virtual_hosts:
 - domains: ["*"]

@@ -100,14 +100,19 @@ func (b *Bucket) tokens(now, emptyAt float64) float64 {
 }
 
 // Consume takes one token at now; false when there is none.
-func (b *Bucket) Consume(now float64) bool {
+func (b *Bucket) Consume(now float64) bool { return b.ConsumeN(now, 1) }
+
+// ConsumeN takes n tokens at now (a rate limit descriptor's
+// hits_addend); false, taking none, when the bucket holds fewer.
+func (b *Bucket) ConsumeN(now float64, n uint64) bool {
+	want := float64(n)
 	for {
 		old := b.emptyAt.Load()
 		total := b.tokens(now, math.Float64frombits(old))
-		if total < 1 {
+		if total < want {
 			return false
 		}
-		next := now - (total-1)/b.rate
+		next := now - (total-want)/b.rate
 		if b.emptyAt.CompareAndSwap(old, math.Float64bits(next)) {
 			return true
 		}

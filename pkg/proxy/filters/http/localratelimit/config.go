@@ -152,12 +152,9 @@ func compile(m proto.Message, ctx httpfilter.Context, perRoute bool) (*config, e
 		return nil, fmt.Errorf("descriptors%w", err)
 	}
 	for i, rl := range p.GetRateLimits() {
-		// Only the global rate limit filter sends hits_addend and
-		// stream-done descriptors.
-		switch {
-		case rl.GetHitsAddend() != nil:
-			return nil, fmt.Errorf("rate_limits[%d].hits_addend: not supported by the local rate limit filter", i)
-		case rl.GetApplyOnStreamDone():
+		// Only the global rate limit filter sends stream-done
+		// descriptors.
+		if rl.GetApplyOnStreamDone() {
 			return nil, fmt.Errorf("rate_limits[%d].apply_on_stream_done: not supported by the local rate limit filter, as in Envoy", i)
 		}
 		r, err := router.CompileRateLimit(rl)

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
@@ -47,7 +48,10 @@ type filter struct {
 	// Scratch space for the request's descriptors.
 	entries     []router.DescriptorEntry
 	descriptors [][]router.DescriptorEntry
-	matched     []*descriptorLimit
+	// extras are each descriptor's hits (hits_addend, else 1) and
+	// x_ratelimit_option.
+	extras  []requestExtra
+	matched []match
 	// nums renders the x-ratelimit values.
 	nums []byte
 }
@@ -76,7 +80,7 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	if c.perConnection {
 		l = s.ConnectionState(c, c.newConnLimiter).(*limiter)
 	}
-	f.res, f.matched = l.allowed(f.descriptors, f.matched)
+	f.res, f.matched = l.allowed(f.descriptors, f.extras, f.matched)
 	if f.res.allowed {
 		c.stats.ok.Inc()
 		return httpfilter.Continue
@@ -109,7 +113,7 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	if f.limited {
 		c.responseHeaders.Apply(h, nil)
 	}
-	if b := f.res.bucket; b != nil && c.xRateLimit {
+	if b := f.res.bucket; b != nil && f.xRateLimitOn(c) {
 		f.nums = strconv.AppendUint(f.nums[:0], b.Max(), 10)
 		n := len(f.nums)
 		f.nums = strconv.AppendUint(f.nums, b.Remaining(f.res.at), 10)
@@ -125,6 +129,21 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	return httpfilter.Continue
 }
 
+// xRateLimitOn reports whether the x-ratelimit headers are on: the
+// x_ratelimit_option of the descriptor whose bucket decided, else the
+// filter's enable_x_ratelimit_headers, as Envoy's enableXRateLimitHeaders.
+func (f *filter) xRateLimitOn(c *config) bool {
+	if i := f.res.descriptor; i >= 0 && i < len(f.extras) {
+		switch f.extras[i].xRateLimit {
+		case routev3.RateLimit_DRAFT_VERSION_03:
+			return true
+		case routev3.RateLimit_OFF:
+			return false
+		}
+	}
+	return c.xRateLimit
+}
+
 // OnDestroy implements httpfilter.Destroyer: the filter goes back to the
 // pool, without references to the request.
 func (f *filter) OnDestroy() {
@@ -133,6 +152,7 @@ func (f *filter) OnDestroy() {
 	f.entries = f.entries[:0]
 	clear(f.descriptors)
 	f.descriptors = f.descriptors[:0]
+	f.extras = f.extras[:0]
 	clear(f.matched)
 	f.matched = f.matched[:0]
 	f.fc.pool.Put(f)
@@ -174,14 +194,35 @@ func (f *filter) describe(s httpfilter.Stream, rls []*router.RateLimit, c *confi
 	if r := s.Route(); r != nil {
 		in.RouteMetadata = r.Metadata
 	}
+	var entry *accesslog.Entry
 	for _, rl := range rls {
 		if rl.Stage != c.stage || rl.DisableKey != "" {
 			continue
 		}
+		if in.Entry == nil && rl.Formats() {
+			if entry == nil {
+				entry = httpfilter.RequestEntry(s)
+			}
+			// Only formatted values read the runtime feature.
+			in.Entry, in.FormatValues = entry, router.FormatDescriptorValues(c.runtime)
+		}
 		start := len(f.entries)
 		var ok bool
 		f.entries, ok = rl.AppendDescriptor(f.entries, &in)
+		x := requestExtra{hits: 1, xRateLimit: rl.XRateLimit}
+		if ok && rl.HitsAddend != nil {
+			// As in Envoy, a hits_addend format without a valid
+			// number drops the descriptor.
+			if entry == nil {
+				entry = httpfilter.RequestEntry(s)
+			}
+			if x.hits, ok = rl.HitsAddend.Value(entry); !ok {
+				clear(f.entries[start:])
+				f.entries = f.entries[:start]
+			}
+		}
 		if ok {
+			f.extras = append(f.extras, x)
 			// The window's end is fixed now; its start is rebased below.
 			f.descriptors = append(f.descriptors, f.entries[start:len(f.entries):len(f.entries)])
 		}

@@ -2,6 +2,7 @@ package localratelimit
 
 import (
 	"fmt"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"slices"
 	"time"
 
@@ -99,31 +100,49 @@ func (sp *limiterSpec) newLimiter(now func() time.Time) *limiter {
 }
 
 // result is a limiter's answer: whether the request may go, and the
-// bucket that decided (for the x-ratelimit headers; nil for none).
+// bucket that decided (for the x-ratelimit headers; nil for none) and
+// the index of the request's descriptor it belongs to (-1: the default
+// bucket, or none).
 type result struct {
-	allowed bool
-	bucket  *tokenbucket.Bucket
-	at      float64
+	allowed    bool
+	bucket     *tokenbucket.Bucket
+	at         float64
+	descriptor int
+}
+
+// requestExtra is what a request's descriptor carries besides its
+// entries: the tokens it takes (its hits_addend, else 1) and its rate
+// limit entry's x_ratelimit_option.
+type requestExtra struct {
+	hits       uint64
+	xRateLimit routev3.RateLimit_XRateLimitOption
+}
+
+// match is a configured descriptor a request's descriptor (index req)
+// matched.
+type match struct {
+	d   *descriptorLimit
+	req int
 }
 
 // allowed takes the request's tokens, as Envoy's requestAllowed: every
 // matched descriptor's bucket, the slowest to refill first, stopping at
 // the first that is empty; then the default bucket, when no descriptor
 // matched or always_consume_default_token_bucket.
-func (l *limiter) allowed(request [][]router.DescriptorEntry, matched []*descriptorLimit) (result, []*descriptorLimit) {
+func (l *limiter) allowed(request [][]router.DescriptorEntry, extras []requestExtra, matched []match) (result, []match) {
 	now := l.clock.Seconds()
 	matched = matched[:0]
-	for _, rd := range request {
+	for j, rd := range request {
 		for i := range l.descriptors {
 			if d := &l.descriptors[i]; slices.Equal(d.entries, rd) {
-				matched = append(matched, d)
+				matched = append(matched, match{d, j})
 				break
 			}
 		}
 	}
 	if len(matched) > 1 {
-		slices.SortStableFunc(matched, func(a, b *descriptorLimit) int {
-			ra, rb := rateOf(a.bucket), rateOf(b.bucket)
+		slices.SortStableFunc(matched, func(a, b match) int {
+			ra, rb := rateOf(a.d.bucket), rateOf(b.d.bucket)
 			switch {
 			case ra < rb:
 				return -1
@@ -133,28 +152,35 @@ func (l *limiter) allowed(request [][]router.DescriptorEntry, matched []*descrip
 			return 0
 		})
 	}
-	for _, d := range matched {
-		if d.bucket == nil || !d.bucket.Consume(now) {
-			return result{allowed: false, bucket: d.bucket, at: now}, matched
+	for _, m := range matched {
+		hits := uint64(1)
+		if m.req < len(extras) {
+			hits = extras[m.req].hits
+		}
+		if m.d.bucket == nil || !m.d.bucket.ConsumeN(now, hits) {
+			return result{allowed: false, bucket: m.d.bucket, at: now, descriptor: m.req}, matched
 		}
 	}
-	var first *tokenbucket.Bucket
+	first := result{descriptor: -1, at: now}
 	if len(matched) > 0 {
-		first = matched[0].bucket
+		first.bucket, first.descriptor = matched[0].d.bucket, matched[0].req
 	}
 	if len(matched) > 0 && !l.alwaysConsumeDefault {
-		return result{allowed: true, bucket: first, at: now}, matched
+		first.allowed = true
+		return first, matched
 	}
 	if l.def == nil {
-		return result{allowed: !l.alwaysDeny, bucket: first, at: now}, matched
+		first.allowed = !l.alwaysDeny
+		return first, matched
 	}
 	if !l.def.Consume(now) {
-		return result{allowed: false, bucket: l.def, at: now}, matched
+		return result{allowed: false, bucket: l.def, at: now, descriptor: -1}, matched
 	}
-	if first == nil {
-		first = l.def
+	if first.bucket == nil {
+		first.bucket = l.def
 	}
-	return result{allowed: true, bucket: first, at: now}, matched
+	first.allowed = true
+	return first, matched
 }
 
 // rateOf is a bucket's refill rate; a nil bucket (no tokens) sorts first.

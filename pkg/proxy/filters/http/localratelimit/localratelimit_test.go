@@ -392,7 +392,6 @@ func TestCompileErrors(t *testing.T) {
 		"a duplicate":          {`{stat_prefix: a, descriptors: [{entries: [{key: k, value: v}], token_bucket: {max_tokens: 1, fill_interval: 1s}}, {entries: [{key: k, value: v}], token_bucket: {max_tokens: 2, fill_interval: 1s}}]}`, "descriptors[1]: duplicate descriptor"},
 		"a bad header":         {`{stat_prefix: a, response_headers_to_add: [{header: {key: ":path", value: x}}]}`, "response_headers_to_add[0].header.key"},
 		"a bad own rate limit": {`{stat_prefix: a, rate_limits: [{actions: []}]}`, "rate_limits[0].actions: at least one action is required"},
-		"hits_addend":          {`{stat_prefix: a, rate_limits: [{hits_addend: {number: 2}, actions: [{remote_address: {}}]}]}`, "rate_limits[0].hits_addend: not supported by the local rate limit filter"},
 		"apply_on_stream_done": {`{stat_prefix: a, rate_limits: [{apply_on_stream_done: true, actions: [{remote_address: {}}]}]}`, "rate_limits[0].apply_on_stream_done: not supported by the local rate limit filter"},
 	}
 	for name, tc := range tests {

@@ -43,6 +43,9 @@ type handle struct {
 	// chunksEnded at the end of the body.
 	streamed, chunkOut, chunksEnded bool
 	chunk                           []byte
+	// headGone: a response script's trailers() let pieces of the body
+	// through, and the response's head with the first of them.
+	headGone bool
 	// routeCleared reports that a header change already cleared the
 	// route cache during this call.
 	routeCleared bool
@@ -128,10 +131,15 @@ func (h *handle) clear() {
 }
 
 // continued reports that a request script let the request's head go on
-// to stream its body (bodyChunks(), trailers()): the head can no longer
-// change, and the stream no longer waits for the script.
+// to stream its body (bodyChunks(), trailers()), or that a response
+// script's trailers() let the response's body (and so its head) through:
+// the head can no longer change, and (on the request) the stream no
+// longer waits for the script.
 func (h *handle) continued() bool {
-	return !h.response && h.wait != nil && h.wait.streaming
+	if h.response {
+		return h.headGone
+	}
+	return h.wait != nil && h.wait.streaming
 }
 
 // trailerEdit is the trailers a request script read after buffering the

@@ -390,44 +390,59 @@ func TestResponseTrailers(t *testing.T) {
 	f := inline(t, `
 function envoy_on_response(h)
   local t = h:trailers()
-  h:headers():add("x-status-trailer", t:get("grpc-status"))
-  h:headers():add("x-trailer-count", t:getNumValues("x-multi"))
+  t:add("x-status-trailer", t:get("grpc-status"))
+  t:add("x-trailer-count", t:getNumValues("x-multi"))
   t:replace("grpc-message", "rewritten")
   t:remove("x-drop")
   local n = 0
   for k, v in t:pairs() do n = n + 1 end
-  h:headers():add("x-pairs", n)
+  t:add("x-pairs", n)
+  h:headers():add("x-late", "1")
 end`)
 	s := response(request("/"), 200)
 	s.RespHasBody, s.RespBodyLen = true, -1
 	f.EncodeHeaders(s)
-	_, tr, err := s.EncodeBody(http.Header{"Grpc-Status": {"0"}, "X-Multi": {"a", "b"}, "X-Drop": {"1"}}, []byte("x"))
-	if err != nil {
-		t.Fatal(err)
+	out, tr, err := s.EncodeBody(http.Header{"Grpc-Status": {"0"}, "X-Multi": {"a", "b"}, "X-Drop": {"1"}}, []byte("ab"), []byte("cd"))
+	if err != nil || string(out) != "abcd" {
+		t.Fatalf("body %q, %v", out, err)
 	}
-	want := http.Header{"Grpc-Status": {"0"}, "X-Multi": {"a", "b"}, "Grpc-Message": {"rewritten"}}
+	want := http.Header{"Grpc-Status": {"0"}, "X-Multi": {"a", "b"}, "Grpc-Message": {"rewritten"},
+		"X-Status-Trailer": {"0"}, "X-Trailer-Count": {"2"}, "X-Pairs": {"6"}}
 	if diff := cmp.Diff(want, tr); diff != "" {
 		t.Errorf("trailers (-want +got):\n%s", diff)
 	}
-	for name, v := range map[string]string{"x-status-trailer": "0", "x-trailer-count": "2", "x-pairs": "4"} {
-		if got, _ := s.RespHeaders.Get(name); got != v {
-			t.Errorf("%s = %q, want %q", name, got, v)
-		}
+	// The body went on while the script waited, and the head with it.
+	if got, _ := s.RespHeaders.Get("x-late"); got != "" || !strings.Contains(strings.Join(*f.logs, "\n"), "header map can no longer be modified") {
+		t.Errorf("x-late = %q, logs %v", got, *f.logs)
 	}
 	f.of(s).OnDestroy()
 
 	// No trailers: nil.
-	f2 := inline(t, `function envoy_on_response(h) h:headers():add("x-nil", tostring(h:trailers() == nil)) end`)
+	f2 := inline(t, `function envoy_on_response(h) if h:trailers() == nil then h:logInfo("no trailers") end end`)
 	s = response(request("/"), 200)
 	s.RespHasBody = true
 	f2.EncodeHeaders(s)
 	if _, _, err := s.EncodeBody(nil, []byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := s.RespHeaders.Get("x-nil"); got != "true" {
-		t.Errorf("x-nil = %q", got)
+	if !strings.Contains(strings.Join(*f2.logs, "\n"), "no trailers") {
+		t.Errorf("logs %v", *f2.logs)
 	}
 	f2.of(s).OnDestroy()
+
+	// After body(), trailers() returns at once and the headers can still
+	// change.
+	f3 := inline(t, `function envoy_on_response(h) h:body() h:headers():add("x-t", h:trailers():get("a")) end`)
+	s = response(request("/"), 200)
+	s.RespHasBody, s.RespBodyLen = true, -1
+	f3.EncodeHeaders(s)
+	if _, _, err := s.EncodeBody(http.Header{"A": {"1"}}, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.RespHeaders.Get("x-t"); got != "1" {
+		t.Errorf("x-t = %q, logs %v", got, *f3.logs)
+	}
+	f3.of(s).OnDestroy()
 }
 
 func TestBodyChunks(t *testing.T) {

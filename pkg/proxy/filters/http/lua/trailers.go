@@ -79,14 +79,13 @@ func newTrailers(L *glua.LState, h *handle) *glua.LUserData {
 }
 
 // trailersMethod is the handle's trailers(): the trailers object once
-// the whole body has arrived, or nil when the message has none. On the
-// response it waits for the body as body() does. On the request it lets
-// the body go on unbuffered while it waits (the request's head goes on
+// the whole body has arrived, or nil when the message has none. It lets
+// the body go on unbuffered while it waits (the message's head goes on
 // then, as in Envoy), unless body() or bodyChunks() already read it.
 func (h *handle) trailersMethod(L *glua.LState) int {
 	h.check(L)
 	if h.response {
-		h.readBody(L)
+		h.readResponseTrailers(L)
 	} else {
 		h.readRequestTrailers(L)
 	}
@@ -96,6 +95,26 @@ func (h *handle) trailersMethod(L *glua.LState) int {
 	}
 	L.Push(h.fresh(L, &h.trailersUD))
 	return 1
+}
+
+// readResponseTrailers gets the response's trailers into h.trailers: the
+// pieces of the body pass as they arrive (the one the script holds from
+// bodyChunks() too) until the end, and the head leaves with the first,
+// so the headers can no longer change once one passed, as in Envoy.
+func (h *handle) readResponseTrailers(L *glua.LState) {
+	switch {
+	case h.chunksEnded, h.bodyRead && !h.streamed:
+		// Already read: body() read the trailers with the body.
+	case !h.canStream(L, "trailers"):
+		// No body, no trailers.
+	default:
+		h.bodyRead, h.streamed = true, true
+		passed := h.chunkOut
+		for h.awaitChunk(L) {
+			passed = true
+		}
+		h.headGone = passed
+	}
 }
 
 // readRequestTrailers gets the request's trailers into h.trailers.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ratelimit/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
@@ -32,6 +33,9 @@ type filter struct {
 	// the filter answered 429 itself.
 	responseHeaders [][2]string
 	limited         bool
+	// xRateLimitAsked records that a descriptor's x_ratelimit_option
+	// turns the x-ratelimit headers on.
+	xRateLimitAsked bool
 	// stream, route, rc and cluster are kept from DecodeHeaders for the
 	// apply_on_stream_done entries, which OnDestroy sends with the same
 	// route and per-route configuration, as Envoy does; stream is nil
@@ -54,6 +58,7 @@ type descriptorExtra struct {
 	limit         *router.LimitOverride
 	hitsAddend    uint64
 	hasHitsAddend bool
+	xRateLimit    routev3.RateLimit_XRateLimitOption
 }
 
 var (
@@ -130,8 +135,8 @@ func (f *filter) complete(s httpfilter.Stream, resp *ratelimitservice.Response, 
 			f.responseHeaders = append(f.responseHeaders, [2]string{"x-envoy-ratelimited", "true"})
 		}
 	}
-	if c.xRateLimit {
-		f.responseHeaders = append(f.responseHeaders, ratelimitservice.XRateLimitHeaders(resp.Statuses)...)
+	if c.xRateLimit || f.xRateLimitAsked {
+		f.responseHeaders = append(f.responseHeaders, ratelimitservice.XRateLimitHeaders(resp.Statuses, f.xRateLimitOn)...)
 	}
 	switch {
 	case resp.Status == ratelimitservice.OverLimit && c.enforced.Enabled(c.runtime, rand.Uint64()):
@@ -153,6 +158,23 @@ func (f *filter) complete(s httpfilter.Stream, resp *ratelimitservice.Response, 
 		h.Add(kv[0], kv[1])
 	}
 	return httpfilter.Continue
+}
+
+// xRateLimitOn reports whether the x-ratelimit headers are on for the
+// descriptor of status i: its entry's x_ratelimit_option, else the
+// filter's enable_x_ratelimit_headers (also for a status the request has
+// no descriptor for), as Envoy's enableXRateLimitHeaders.
+func (f *filter) xRateLimitOn(i int) bool {
+	if i >= len(f.extras) {
+		return f.c.xRateLimit
+	}
+	switch f.extras[i].xRateLimit {
+	case routev3.RateLimit_DRAFT_VERSION_03:
+		return true
+	case routev3.RateLimit_OFF:
+		return false
+	}
+	return f.c.xRateLimit
 }
 
 // denyOnFailure reports whether a failed call denies the request:
@@ -242,15 +264,25 @@ func (f *filter) describe(rls []*router.RateLimit, in *router.DescriptorInput, p
 				}
 			}
 		}
+		if in.Entry == nil && rl.Formats() {
+			if entry == nil {
+				entry = httpfilter.RequestEntry(f.stream)
+			}
+			// Only formatted values read the runtime feature.
+			in.Entry, in.FormatValues = entry, router.FormatDescriptorValues(c.runtime)
+		}
 		start := len(f.entries)
 		var ok bool
 		if f.entries, ok = rl.AppendDescriptor(f.entries, in); !ok {
 			continue
 		}
-		var x descriptorExtra
+		x := descriptorExtra{xRateLimit: rl.XRateLimit}
+		if rl.XRateLimit == routev3.RateLimit_DRAFT_VERSION_03 {
+			f.xRateLimitAsked = true
+		}
 		if rl.HitsAddend != nil {
 			if entry == nil {
-				entry = entryOf(f.stream)
+				entry = httpfilter.RequestEntry(f.stream)
 			}
 			if x.hitsAddend, ok = rl.HitsAddend.Value(entry); !ok {
 				clear(f.entries[start:])
@@ -264,25 +296,6 @@ func (f *filter) describe(rls []*router.RateLimit, in *router.DescriptorInput, p
 		}
 		f.bounds = append(f.bounds, len(f.entries))
 		f.extras = append(f.extras, x)
-	}
-}
-
-// entryOf is what a hits_addend format reads of the stream: the request,
-// its connection, the body bytes received so far and the dynamic
-// metadata. Response operators have no value.
-func entryOf(s httpfilter.Stream) *accesslog.Entry {
-	req, info := s.Request(), s.Info()
-	return &accesslog.Entry{
-		Method: req.Method, Path: req.Path, Authority: req.Host, Scheme: req.Scheme,
-		Protocol:                info.Protocol,
-		RequestHeaders:          s.RequestHeaders(),
-		DownstreamRemoteAddress: info.RemoteAddress,
-		DownstreamLocalAddress:  info.LocalAddress,
-		RequestedServerName:     info.RequestedServerName,
-		TLS:                     info.TLS,
-		StartTime:               info.Start,
-		BytesReceived:           info.BytesReceived,
-		DynamicMetadata:         s.DynamicMetadata(),
 	}
 }
 
@@ -320,7 +333,7 @@ func (f *filter) OnDestroy() {
 	if f.stream != nil {
 		f.streamDone()
 	}
-	f.c, f.responseHeaders, f.limited = nil, nil, false
+	f.c, f.responseHeaders, f.limited, f.xRateLimitAsked = nil, nil, false, false
 	f.stream, f.route, f.rc, f.cluster = nil, nil, nil, ""
 	f.reset()
 	c.pool.Put(f)

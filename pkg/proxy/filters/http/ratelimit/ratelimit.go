@@ -8,8 +8,9 @@
 // does not answer within the timeout lets the request through, or, with
 // failure_mode_deny, is answered with status_on_error (500). Only the
 // request waits: its own goroutine holds it, bounded by the timeout. The
-// apply_on_stream_done entries of a RateLimitPerRoute are sent once the
-// stream has ended, and nothing waits for their answer.
+// apply_on_stream_done entries (of a route, a virtual host or a
+// RateLimitPerRoute) are sent once the stream has ended, and nothing
+// waits for their answer.
 //
 // Its stats are Envoy's, per route cluster:
 // cluster.<route cluster>.ratelimit[.<stat_prefix>].{ok,over_limit,error,

@@ -23,6 +23,7 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listenerfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/ratelimitservice"
@@ -50,8 +51,13 @@ var _ netfilter.Factory = Factory{}
 
 // Filter is a compiled network RateLimit.
 type Filter struct {
-	// req is the request of every call: the descriptors are fixed.
+	// req is the request of every call when the descriptors are fixed;
+	// with formats (values with command operators), each connection's
+	// request is made of domain and descs, those values rendered.
 	req             *rlsv3.RateLimitRequest
+	domain          string
+	descs           []ratelimitservice.Descriptor
+	formats         []valueFormat
 	client          *ratelimitservice.Client
 	failureModeDeny bool
 	// enabled and enforced are Envoy's runtime keys, at 100% unless
@@ -91,6 +97,7 @@ func (Factory) Compile(msg proto.Message, ctx netfilter.Context) (netfilter.Filt
 		return nil, errors.New("descriptors: at least one descriptor is required")
 	}
 	var descs []ratelimitservice.Descriptor
+	var formats []valueFormat
 	for i, d := range p.GetDescriptors() {
 		if len(d.GetEntries()) == 0 {
 			return nil, fmt.Errorf("descriptors[%d].entries: at least one entry is required", i)
@@ -101,9 +108,15 @@ func (Factory) Compile(msg proto.Message, ctx netfilter.Context) (netfilter.Filt
 				return nil, fmt.Errorf("descriptors[%d].entries[%d].key: must be set", i, j)
 			}
 			if strings.Contains(e.GetValue(), "%") {
-				// Envoy formats values with the substitution
-				// formatter; Outrigger sends them as they are.
-				return nil, fmt.Errorf("descriptors[%d].entries[%d].value: substitution formatters (%%...%%) are not supported by Outrigger", i, j)
+				// Envoy renders every value with the substitution
+				// formatter, missing values as "-".
+				vf, err := accesslog.Text(e.GetValue(), false)
+				if err != nil {
+					return nil, fmt.Errorf("descriptors[%d].entries[%d].value: %w", i, j, err)
+				}
+				if _, literal := vf.Literal(); !literal {
+					formats = append(formats, valueFormat{desc: i, entry: j, format: vf})
+				}
 			}
 			if e.GetValue() == "" {
 				return nil, fmt.Errorf("descriptors[%d].entries[%d].value: must be set", i, j)
@@ -114,6 +127,9 @@ func (Factory) Compile(msg proto.Message, ctx netfilter.Context) (netfilter.Filt
 	}
 	f := &Filter{
 		req:             ratelimitservice.Request(p.GetDomain(), descs),
+		domain:          p.GetDomain(),
+		descs:           descs,
+		formats:         formats,
 		failureModeDeny: p.GetFailureModeDeny(),
 		enabled:         runtime.Fraction{Key: "ratelimit.tcp_filter_enabled", Numerator: 100, Denominator: 100},
 		enforced:        runtime.Fraction{Key: "ratelimit.tcp_filter_enforcing", Numerator: 100, Denominator: 100},
@@ -150,7 +166,7 @@ func (f *Filter) OnNewConnection(c netfilter.Conn) *netfilter.Refusal {
 	defer cancel()
 	c.OnClose(cancel)
 	stop := listenerfilter.WatchPeerClose(c, cancel)
-	resp := f.client.Limit(ctx, f.req)
+	resp := f.client.Limit(ctx, f.request(c))
 	stop()
 	f.active.Dec()
 	if resp.Status == ratelimitservice.Error && ctx.Err() != nil {

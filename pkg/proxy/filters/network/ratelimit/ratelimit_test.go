@@ -67,7 +67,7 @@ func TestCompileRefuses(t *testing.T) {
 	tests := map[string]struct{ config, want string }{
 		"no stat_prefix":  {`{"domain": "d", SERVICE, "descriptors": [{"entries": [{"key": "k", "value": "v"}]}]}`, "stat_prefix: must be set"},
 		"no descriptors":  {`{"stat_prefix": "s", "domain": "d", SERVICE}`, "descriptors: at least one descriptor is required"},
-		"a formatter":     {`{"stat_prefix": "s", "domain": "d", SERVICE, "descriptors": [{"entries": [{"key": "k", "value": "%DOWNSTREAM_REMOTE_ADDRESS%"}]}]}`, "descriptors[0].entries[0].value: substitution formatters"},
+		"a bad formatter": {`{"stat_prefix": "s", "domain": "d", SERVICE, "descriptors": [{"entries": [{"key": "k", "value": "%NOPE%"}]}]}`, "descriptors[0].entries[0].value: "},
 		"V2 transport":    {`{"stat_prefix": "s", "domain": "d", "rate_limit_service": {"transport_api_version": "V2", "grpc_service": {"google_grpc": {"target_uri": "x", "stat_prefix": "r"}}}, "descriptors": [{"entries": [{"key": "k", "value": "v"}]}]}`, "rate_limit_service.transport_api_version: V2 is not supported"},
 		"no grpc_service": {`{"stat_prefix": "s", "domain": "d", "rate_limit_service": {"transport_api_version": "V3"}, "descriptors": [{"entries": [{"key": "k", "value": "v"}]}]}`, "rate_limit_service.grpc_service: must be set"},
 	}
