@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -98,13 +99,53 @@ func (tc *trackedConn) discard() {
 	}
 }
 
+// Read reads from the connection and counts the bytes in
+// upstream_cx_rx_bytes_total.
+func (tc *trackedConn) Read(p []byte) (int, error) {
+	n, err := tc.Conn.Read(p)
+	if n > 0 {
+		tc.c.stats.UpstreamCxRxBytesTotal.Add(uint64(n))
+	}
+	return n, err
+}
+
+// Write writes to the connection and counts the bytes in
+// upstream_cx_tx_bytes_total.
+func (tc *trackedConn) Write(p []byte) (int, error) {
+	n, err := tc.Conn.Write(p)
+	if n > 0 {
+		tc.c.stats.UpstreamCxTxBytesTotal.Add(uint64(n))
+	}
+	return n, err
+}
+
 // ReadFrom keeps the underlying connection's fast path (splice on Linux
 // TCP) for request bodies copied into the upstream.
-func (tc *trackedConn) ReadFrom(r io.Reader) (int64, error) {
+func (tc *trackedConn) ReadFrom(r io.Reader) (n int64, err error) {
 	if rf, ok := tc.Conn.(io.ReaderFrom); ok {
-		return rf.ReadFrom(r)
+		n, err = rf.ReadFrom(r)
+	} else {
+		n, err = io.Copy(tc.Conn, r)
 	}
-	return io.Copy(tc.Conn, r)
+	if n > 0 {
+		tc.c.stats.UpstreamCxTxBytesTotal.Add(uint64(n))
+	}
+	return n, err
+}
+
+// ByteCounters are the cluster's upstream_cx_rx_bytes_total and
+// upstream_cx_tx_bytes_total, for whoever moves the connection's bytes
+// through NetConn's socket (the TCP proxy, a spliced response body) and
+// so must count them itself.
+func (tc *trackedConn) ByteCounters() (rx, tx *stats.Counter) {
+	return tc.c.stats.UpstreamCxRxBytesTotal, tc.c.stats.UpstreamCxTxBytesTotal
+}
+
+// TxBufferedGauge is the cluster's upstream_cx_tx_bytes_buffered, for
+// whoever holds bytes for the connection before writing them to its
+// socket (the TCP proxy).
+func (tc *trackedConn) TxBufferedGauge() *stats.Gauge {
+	return tc.c.stats.UpstreamCxTxBytesBuffered
 }
 
 // CloseWrite shuts down the sending side of the connection (a TCP

@@ -21,6 +21,16 @@ type ClusterStats struct {
 	UpstreamCxHTTP2Total     *stats.Counter
 	UpstreamCxConnectMs      *stats.Histogram
 	UpstreamCxLengthMs       *stats.Histogram
+	// UpstreamCxRxBytesTotal and UpstreamCxTxBytesTotal count the bytes
+	// read from and written to the cluster's connections (after TLS, as
+	// Envoy counts them); health checks' connections count in neither.
+	UpstreamCxRxBytesTotal *stats.Counter
+	UpstreamCxTxBytesTotal *stats.Counter
+	// UpstreamCxRxBytesBuffered and UpstreamCxTxBytesBuffered are the
+	// bytes read from the cluster's connections that wait in the proxy,
+	// and the bytes for them that wait to be written.
+	UpstreamCxRxBytesBuffered *stats.Gauge
+	UpstreamCxTxBytesBuffered *stats.Gauge
 
 	UpstreamRqTotal     *stats.Counter
 	UpstreamRqActive    *stats.Gauge
@@ -107,6 +117,8 @@ func NewClusterStats(scope stats.Scope) *ClusterStats {
 		UpstreamCxHTTP2Total:     scope.Counter("upstream_cx_http2_total"),
 		UpstreamCxConnectMs:      scope.Histogram("upstream_cx_connect_ms", stats.UnitMilliseconds),
 		UpstreamCxLengthMs:       scope.Histogram("upstream_cx_length_ms", stats.UnitMilliseconds),
+		UpstreamCxRxBytesTotal:   scope.Counter("upstream_cx_rx_bytes_total"),
+		UpstreamCxTxBytesTotal:   scope.Counter("upstream_cx_tx_bytes_total"),
 		UpstreamRqTotal:          scope.Counter("upstream_rq_total"),
 		UpstreamRqActive:         scope.Gauge("upstream_rq_active"),
 		UpstreamRqCompleted:      scope.Counter("upstream_rq_completed"),
@@ -122,6 +134,8 @@ func NewClusterStats(scope stats.Scope) *ClusterStats {
 	}
 	cs.UpstreamRqMaxDurationReached = scope.Counter("upstream_rq_max_duration_reached")
 	cs.RetryOrShadowAbandoned = scope.Counter("retry_or_shadow_abandoned")
+	cs.UpstreamCxRxBytesBuffered = scope.Gauge("upstream_cx_rx_bytes_buffered")
+	cs.UpstreamCxTxBytesBuffered = scope.Gauge("upstream_cx_tx_bytes_buffered")
 	cs.Retries.init(scope)
 	cs.codes.Init(scope)
 	return cs
