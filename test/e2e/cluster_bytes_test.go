@@ -62,7 +62,7 @@ func startByteCountingHTTP1(bigBody int) (port int, rx, tx *atomic.Int64) {
 	return port, rx, tx
 }
 
-var _ = Describe("Cluster connection bytes", func() {
+var _ = Describe("Cluster connection bytes and closes", func() {
 	It("counts the bytes of an HTTP cluster's connections, spliced bodies included", func() {
 		up, rx, tx := startByteCountingHTTP1(1 << 20)
 		port := freePort()
@@ -121,5 +121,9 @@ var _ = Describe("Cluster connection bytes", func() {
 		Expect(statValue(s, "cluster.echo.upstream_cx_rx_bytes_total")).To(Equal(n))
 		Expect(statValue(s, "cluster.echo.upstream_cx_tx_bytes_buffered")).To(Equal("0"))
 		Expect(statValue(s, "cluster.echo.upstream_cx_rx_bytes_buffered")).To(Equal("0"))
+		// The echo server ended both connections (after the clients'
+		// FIN): closed by the host.
+		Expect(statValue(s, "cluster.echo.upstream_cx_destroy_remote")).To(Equal("2"))
+		Expect(statValue(s, "cluster.echo.upstream_cx_destroy_local")).To(Equal("0"))
 	})
 })

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
@@ -23,6 +24,10 @@ type trackedConn struct {
 	host   *upstream.Host
 	opened time.Time
 	closed atomic.Bool
+	// peerEnded is set once the host ended the connection (a read saw
+	// the end of its stream or a reset): its close then counts in
+	// upstream_cx_destroy_remote, else in upstream_cx_destroy_local.
+	peerEnded atomic.Bool
 	// cx is the max_connections breaker the connection counts against
 	// until it closes; nil for none.
 	cx *resource
@@ -78,6 +83,11 @@ func (tc *trackedConn) Close() error {
 	c.untrack(tc)
 	c.stats.UpstreamCxActive.Dec()
 	c.stats.UpstreamCxDestroy.Inc()
+	if tc.peerEnded.Load() {
+		c.stats.UpstreamCxDestroyRemote.Inc()
+	} else {
+		c.stats.UpstreamCxDestroyLocal.Inc()
+	}
 	c.stats.UpstreamCxLengthMs.Record(uint64(c.now().Sub(tc.opened).Milliseconds()))
 	tc.host.Stats.CxActive.Add(-1)
 	if tc.pool != nil {
@@ -105,9 +115,22 @@ func (tc *trackedConn) Read(p []byte) (int, error) {
 	n, err := tc.Conn.Read(p)
 	if n > 0 {
 		tc.c.stats.UpstreamCxRxBytesTotal.Add(uint64(n))
+	} else if err != nil && endedByPeer(err) {
+		tc.peerEnded.Store(true)
 	}
 	return n, err
 }
+
+// endedByPeer reports whether a read's error says the peer ended the
+// connection: the end of its stream, or a reset.
+func endedByPeer(err error) bool {
+	return err == io.EOF || errors.Is(err, syscall.ECONNRESET)
+}
+
+// PeerEnded records that the host ended the connection, for whoever
+// reads it through NetConn's socket (the TCP proxy) and saw the end of
+// its stream or a reset there.
+func (tc *trackedConn) PeerEnded() { tc.peerEnded.Store(true) }
 
 // Write writes to the connection and counts the bytes in
 // upstream_cx_tx_bytes_total.

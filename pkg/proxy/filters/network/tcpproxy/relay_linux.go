@@ -334,6 +334,9 @@ func (r *relay) pump(i int) {
 	case err == nil:
 		// End of stream: forwarded as a half-close.
 		src.reading = false
+		if i == upSide {
+			s.up.bytes.readEnded(nil)
+		}
 		var cerr error
 		if i == downSide {
 			cerr = s.up.closeWrite()
@@ -346,6 +349,9 @@ func (r *relay) pump(i int) {
 		}
 		r.endIfDone()
 	default:
+		if i == upSide {
+			s.up.bytes.readEnded(err)
+		}
 		r.fail(i)
 	}
 }

@@ -404,6 +404,9 @@ func (s *session) pumpDown(src io.Reader, dst net.Conn, buf, held []byte) {
 				return
 			}
 		}
+		if err != nil {
+			s.up.bytes.readEnded(err)
+		}
 		if err == io.EOF {
 			if closeWrite(s.down) != nil {
 				s.fail(errDownstream)

@@ -1,7 +1,10 @@
 package tcpproxy
 
 import (
+	"errors"
+	"io"
 	"net"
+	"syscall"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
@@ -14,6 +17,9 @@ import (
 type upstreamBytes struct {
 	rx, tx     *stats.Counter
 	txBuffered *stats.Gauge
+	// conn hears that the upstream ended the connection, which its close
+	// counts in upstream_cx_destroy_remote.
+	conn byteCounted
 }
 
 // byteCounted is a cluster's upstream connection, which gives its
@@ -21,6 +27,7 @@ type upstreamBytes struct {
 type byteCounted interface {
 	ByteCounters() (rx, tx *stats.Counter)
 	TxBufferedGauge() *stats.Gauge
+	PeerEnded()
 }
 
 // upstreamBytesOf is the byte stats of conn's cluster, or none for a
@@ -31,7 +38,7 @@ func upstreamBytesOf(conn net.Conn) upstreamBytes {
 		return upstreamBytes{}
 	}
 	rx, tx := bc.ByteCounters()
-	return upstreamBytes{rx: rx, tx: tx, txBuffered: bc.TxBufferedGauge()}
+	return upstreamBytes{rx: rx, tx: tx, txBuffered: bc.TxBufferedGauge(), conn: bc}
 }
 
 // read counts n bytes read from the upstream.
@@ -52,5 +59,13 @@ func (b upstreamBytes) written(n int) {
 func (b upstreamBytes) buffer(n int) {
 	if b.txBuffered != nil && n != 0 {
 		b.txBuffered.Add(int64(n))
+	}
+}
+
+// readEnded tells the connection how a read of the upstream ended: err
+// is nil or io.EOF for the end of its stream.
+func (b upstreamBytes) readEnded(err error) {
+	if b.conn != nil && (err == nil || err == io.EOF || errors.Is(err, syscall.ECONNRESET)) {
+		b.conn.PeerEnded()
 	}
 }
