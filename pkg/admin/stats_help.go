@@ -153,6 +153,8 @@ var clusterHelp = [][2]string{
 	{"cluster.upstream_cx_overflow", "Connections refused by the cluster's connection circuit breaker."},
 	{"cluster.upstream_cx_rx_bytes_total", "Bytes received from the cluster's hosts."},
 	{"cluster.upstream_cx_tx_bytes_total", "Bytes sent to the cluster's hosts."},
+	{"cluster.upstream_cx_rx_bytes_buffered", "Bytes received from the cluster's hosts that wait in the proxy's buffers."},
+	{"cluster.upstream_cx_tx_bytes_buffered", "Bytes for the cluster's hosts that wait in the proxy's buffers to be sent."},
 	{"cluster.upstream_cx_protocol_error", "Connections to the cluster's hosts closed on a protocol error."},
 	{"cluster.upstream_rq_total", "Requests sent to the cluster."},
 	{"cluster.upstream_rq_active", "Requests to the cluster currently in flight."},

@@ -5,9 +5,11 @@ import (
 	"io"
 	"net"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -22,6 +24,10 @@ type trackedConn struct {
 	host   *upstream.Host
 	opened time.Time
 	closed atomic.Bool
+	// peerEnded is set once the host ended the connection (a read saw
+	// the end of its stream or a reset): its close then counts in
+	// upstream_cx_destroy_remote, else in upstream_cx_destroy_local.
+	peerEnded atomic.Bool
 	// cx is the max_connections breaker the connection counts against
 	// until it closes; nil for none.
 	cx *resource
@@ -77,6 +83,11 @@ func (tc *trackedConn) Close() error {
 	c.untrack(tc)
 	c.stats.UpstreamCxActive.Dec()
 	c.stats.UpstreamCxDestroy.Inc()
+	if tc.peerEnded.Load() {
+		c.stats.UpstreamCxDestroyRemote.Inc()
+	} else {
+		c.stats.UpstreamCxDestroyLocal.Inc()
+	}
 	c.stats.UpstreamCxLengthMs.Record(uint64(c.now().Sub(tc.opened).Milliseconds()))
 	tc.host.Stats.CxActive.Add(-1)
 	if tc.pool != nil {
@@ -98,13 +109,66 @@ func (tc *trackedConn) discard() {
 	}
 }
 
+// Read reads from the connection and counts the bytes in
+// upstream_cx_rx_bytes_total.
+func (tc *trackedConn) Read(p []byte) (int, error) {
+	n, err := tc.Conn.Read(p)
+	if n > 0 {
+		tc.c.stats.UpstreamCxRxBytesTotal.Add(uint64(n))
+	} else if err != nil && endedByPeer(err) {
+		tc.peerEnded.Store(true)
+	}
+	return n, err
+}
+
+// endedByPeer reports whether a read's error says the peer ended the
+// connection: the end of its stream, or a reset.
+func endedByPeer(err error) bool {
+	return err == io.EOF || errors.Is(err, syscall.ECONNRESET)
+}
+
+// PeerEnded records that the host ended the connection, for whoever
+// reads it through NetConn's socket (the TCP proxy) and saw the end of
+// its stream or a reset there.
+func (tc *trackedConn) PeerEnded() { tc.peerEnded.Store(true) }
+
+// Write writes to the connection and counts the bytes in
+// upstream_cx_tx_bytes_total.
+func (tc *trackedConn) Write(p []byte) (int, error) {
+	n, err := tc.Conn.Write(p)
+	if n > 0 {
+		tc.c.stats.UpstreamCxTxBytesTotal.Add(uint64(n))
+	}
+	return n, err
+}
+
 // ReadFrom keeps the underlying connection's fast path (splice on Linux
 // TCP) for request bodies copied into the upstream.
-func (tc *trackedConn) ReadFrom(r io.Reader) (int64, error) {
+func (tc *trackedConn) ReadFrom(r io.Reader) (n int64, err error) {
 	if rf, ok := tc.Conn.(io.ReaderFrom); ok {
-		return rf.ReadFrom(r)
+		n, err = rf.ReadFrom(r)
+	} else {
+		n, err = io.Copy(tc.Conn, r)
 	}
-	return io.Copy(tc.Conn, r)
+	if n > 0 {
+		tc.c.stats.UpstreamCxTxBytesTotal.Add(uint64(n))
+	}
+	return n, err
+}
+
+// ByteCounters are the cluster's upstream_cx_rx_bytes_total and
+// upstream_cx_tx_bytes_total, for whoever moves the connection's bytes
+// through NetConn's socket (the TCP proxy, a spliced response body) and
+// so must count them itself.
+func (tc *trackedConn) ByteCounters() (rx, tx *stats.Counter) {
+	return tc.c.stats.UpstreamCxRxBytesTotal, tc.c.stats.UpstreamCxTxBytesTotal
+}
+
+// TxBufferedGauge is the cluster's upstream_cx_tx_bytes_buffered, for
+// whoever holds bytes for the connection before writing them to its
+// socket (the TCP proxy).
+func (tc *trackedConn) TxBufferedGauge() *stats.Gauge {
+	return tc.c.stats.UpstreamCxTxBytesBuffered
 }
 
 // CloseWrite shuts down the sending side of the connection (a TCP

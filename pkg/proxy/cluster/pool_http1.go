@@ -144,6 +144,9 @@ func (c *Cluster) takeIdle(p *http1Pool, key poolKey, now time.Time) *upstream.C
 			return nil
 		}
 		if probeDue(tc.lentAt, now) && !tc.probe.usable() {
+			if tc.probe.peerEnded() {
+				tc.peerEnded.Store(true)
+			}
 			tc.discard()
 			continue
 		}

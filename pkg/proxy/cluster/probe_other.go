@@ -11,3 +11,5 @@ type prober struct{}
 func (p *prober) init(net.Conn) {}
 
 func (p *prober) usable() bool { return true }
+
+func (p *prober) peerEnded() bool { return false }

@@ -20,6 +20,7 @@ type prober struct {
 	// peek is built once per connection so that probing does not allocate.
 	peek func(fd uintptr) bool
 	err  error
+	n    int
 	buf  [1]byte
 }
 
@@ -36,7 +37,7 @@ func (p *prober) init(conn net.Conn) {
 	}
 	p.raw = raw
 	p.peek = func(fd uintptr) bool {
-		_, p.err = peekByte(fd, &p.buf)
+		p.n, p.err = peekByte(fd, &p.buf)
 		return true // never wait: the answer is wanted now
 	}
 }
@@ -52,4 +53,10 @@ func (p *prober) usable() bool {
 		return false
 	}
 	return errors.Is(p.err, unix.EAGAIN)
+}
+
+// peerEnded reports whether the last probe found the connection ended by
+// the upstream: the end of its stream, or a reset.
+func (p *prober) peerEnded() bool {
+	return (p.err == nil && p.n == 0) || errors.Is(p.err, unix.ECONNRESET)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -87,6 +88,13 @@ func (s *stream) spliceResponse(cl UpstreamCluster, uc *upstream.Conn, tm *upstr
 		s.downstreamFailed()
 		return false
 	}
+	// The spliced bytes bypass the cluster's connection, which counts
+	// what is read through it: they count here in its
+	// upstream_cx_rx_bytes_total.
+	var upRx *stats.Counter
+	if bc, ok := uc.Conn.(byteCounted); ok {
+		upRx, _ = bc.ByteCounters()
+	}
 	for rest := u.body.Unbuffered(); rest > 0; rest = u.body.Unbuffered() {
 		now := time.Now()
 		if tm.stale(now) {
@@ -103,6 +111,9 @@ func (s *stream) spliceResponse(cl UpstreamCluster, uc *upstream.Conn, tm *upstr
 			s.bytesSent += uint64(n)
 			s.logSent()
 			s.m.stats.cxTxBytes.Add(uint64(n))
+			if upRx != nil {
+				upRx.Add(uint64(n))
+			}
 		}
 		if err == nil && n == 0 {
 			// The upstream closed before the body's end.
@@ -118,6 +129,13 @@ func (s *stream) spliceResponse(cl UpstreamCluster, uc *upstream.Conn, tm *upstr
 		}
 	}
 	return true
+}
+
+// byteCounted is an upstream connection that counts the bytes read and
+// written through it (the cluster's), and gives its counters to those
+// who move its bytes through the socket beneath.
+type byteCounted interface {
+	ByteCounters() (rx, tx *stats.Counter)
 }
 
 // spliceClientFailed tells which side broke a splice, whose error does

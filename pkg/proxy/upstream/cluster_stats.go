@@ -17,10 +17,25 @@ type ClusterStats struct {
 	UpstreamCxConnectFail    *stats.Counter
 	UpstreamCxConnectTimeout *stats.Counter
 	UpstreamCxDestroy        *stats.Counter
-	UpstreamCxHTTP1Total     *stats.Counter
-	UpstreamCxHTTP2Total     *stats.Counter
-	UpstreamCxConnectMs      *stats.Histogram
-	UpstreamCxLengthMs       *stats.Histogram
+	// UpstreamCxDestroyLocal and UpstreamCxDestroyRemote split
+	// UpstreamCxDestroy: closed by the proxy, or after the host ended the
+	// connection (end of stream or reset).
+	UpstreamCxDestroyLocal  *stats.Counter
+	UpstreamCxDestroyRemote *stats.Counter
+	UpstreamCxHTTP1Total    *stats.Counter
+	UpstreamCxHTTP2Total    *stats.Counter
+	UpstreamCxConnectMs     *stats.Histogram
+	UpstreamCxLengthMs      *stats.Histogram
+	// UpstreamCxRxBytesTotal and UpstreamCxTxBytesTotal count the bytes
+	// read from and written to the cluster's connections (after TLS, as
+	// Envoy counts them); health checks' connections count in neither.
+	UpstreamCxRxBytesTotal *stats.Counter
+	UpstreamCxTxBytesTotal *stats.Counter
+	// UpstreamCxRxBytesBuffered and UpstreamCxTxBytesBuffered are the
+	// bytes read from the cluster's connections that wait in the proxy,
+	// and the bytes for them that wait to be written.
+	UpstreamCxRxBytesBuffered *stats.Gauge
+	UpstreamCxTxBytesBuffered *stats.Gauge
 
 	UpstreamRqTotal     *stats.Counter
 	UpstreamRqActive    *stats.Gauge
@@ -107,6 +122,8 @@ func NewClusterStats(scope stats.Scope) *ClusterStats {
 		UpstreamCxHTTP2Total:     scope.Counter("upstream_cx_http2_total"),
 		UpstreamCxConnectMs:      scope.Histogram("upstream_cx_connect_ms", stats.UnitMilliseconds),
 		UpstreamCxLengthMs:       scope.Histogram("upstream_cx_length_ms", stats.UnitMilliseconds),
+		UpstreamCxRxBytesTotal:   scope.Counter("upstream_cx_rx_bytes_total"),
+		UpstreamCxTxBytesTotal:   scope.Counter("upstream_cx_tx_bytes_total"),
 		UpstreamRqTotal:          scope.Counter("upstream_rq_total"),
 		UpstreamRqActive:         scope.Gauge("upstream_rq_active"),
 		UpstreamRqCompleted:      scope.Counter("upstream_rq_completed"),
@@ -122,6 +139,10 @@ func NewClusterStats(scope stats.Scope) *ClusterStats {
 	}
 	cs.UpstreamRqMaxDurationReached = scope.Counter("upstream_rq_max_duration_reached")
 	cs.RetryOrShadowAbandoned = scope.Counter("retry_or_shadow_abandoned")
+	cs.UpstreamCxDestroyLocal = scope.Counter("upstream_cx_destroy_local")
+	cs.UpstreamCxDestroyRemote = scope.Counter("upstream_cx_destroy_remote")
+	cs.UpstreamCxRxBytesBuffered = scope.Gauge("upstream_cx_rx_bytes_buffered")
+	cs.UpstreamCxTxBytesBuffered = scope.Gauge("upstream_cx_tx_bytes_buffered")
 	cs.Retries.init(scope)
 	cs.codes.Init(scope)
 	return cs

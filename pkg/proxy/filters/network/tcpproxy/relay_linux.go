@@ -304,11 +304,15 @@ func (r *relay) pump(i int) {
 		if i == downSide {
 			st.rxBytesTotal.Add(uint64(n))
 			s.rx.Add(uint64(n))
+		} else {
+			s.up.bytes.read(n)
 		}
 		m, werr := dst.write(buf[:n])
 		if i == upSide {
 			st.txBytesTotal.Add(uint64(m))
 			s.tx.Add(uint64(m))
+		} else {
+			s.up.bytes.written(m)
 		}
 		r.touch()
 		if werr != nil && werr != syscall.EAGAIN {
@@ -330,6 +334,9 @@ func (r *relay) pump(i int) {
 	case err == nil:
 		// End of stream: forwarded as a half-close.
 		src.reading = false
+		if i == upSide {
+			s.up.bytes.readEnded(nil)
+		}
 		var cerr error
 		if i == downSide {
 			cerr = s.up.closeWrite()
@@ -342,6 +349,9 @@ func (r *relay) pump(i int) {
 		}
 		r.endIfDone()
 	default:
+		if i == upSide {
+			s.up.bytes.readEnded(err)
+		}
 		r.fail(i)
 	}
 }
@@ -359,6 +369,7 @@ func (r *relay) hold(i int, rest []byte) {
 	dst.pendOff = 0
 	if i == downSide {
 		st.rxBuffered.Add(int64(len(rest)))
+		s.up.bytes.buffer(len(rest))
 		st.pausedReading.Inc()
 		s.upWriting.Store(true)
 	} else {
@@ -375,6 +386,8 @@ func (r *relay) flush(j int) {
 	if j == downSide {
 		st.txBytesTotal.Add(uint64(m))
 		s.tx.Add(uint64(m))
+	} else {
+		s.up.bytes.written(m)
 	}
 	if m > 0 {
 		r.touch()
@@ -417,6 +430,7 @@ func (r *relay) release(j int) {
 	sd.pend = nil
 	if j == upSide {
 		r.s.p.stats.rxBuffered.Add(-held)
+		r.s.up.bytes.buffer(-int(held))
 		r.s.upWriting.Store(false)
 	} else {
 		r.s.p.stats.txBuffered.Add(-held)
@@ -514,6 +528,7 @@ func (r *relay) handOff() {
 		}
 		if j == upSide {
 			st.rxBuffered.Add(-int64(len(sd.pend)))
+			r.s.up.bytes.buffer(-len(sd.pend))
 			r.s.upWriting.Store(false)
 		} else {
 			st.txBuffered.Add(-int64(len(sd.pend)))

@@ -229,6 +229,10 @@ type upstreamIO struct {
 	local      string // %UPSTREAM_LOCAL_ADDRESS%
 	// tls is the connection's TLS (%UPSTREAM_TLS_*%...), nil for none.
 	tls *accesslog.TLSInfo
+	// bytes are the cluster's byte stats of the connection under r and w,
+	// which the pumps count since they bypass the cluster's connection;
+	// zero for an HTTP/2 tunnel, whose connection counts its own bytes.
+	bytes upstreamBytes
 }
 
 // connectTCP opens a plain TCP connection to h.
@@ -244,6 +248,7 @@ func (s *session) connectTCP(cl netfilter.Cluster, h *upstream.Host) (upstreamIO
 		closeWrite: func() error { return closeWrite(conn) },
 		local:      addrString(conn.LocalAddr()),
 		tls:        accesslog.UpstreamTLS(conn),
+		bytes:      upstreamBytesOf(conn),
 	}, nil
 }
 
@@ -359,10 +364,13 @@ func (s *session) pumpUp(src net.Conn, dst io.Writer, buf, held []byte) {
 func (s *session) sendUp(w *writer, p []byte) bool {
 	st := s.p.stats
 	st.rxBuffered.Add(int64(len(p)))
+	s.up.bytes.buffer(len(p))
 	s.upWriting.Store(true)
-	_, waited, werr := w.write(p)
+	n, waited, werr := w.write(p)
 	s.upWriting.Store(false)
 	st.rxBuffered.Add(-int64(len(p)))
+	s.up.bytes.buffer(-len(p))
+	s.up.bytes.written(n)
 	if waited {
 		st.resumedReading.Inc()
 	}
@@ -391,9 +399,13 @@ func (s *session) pumpDown(src io.Reader, dst net.Conn, buf, held []byte) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			s.touch()
+			s.up.bytes.read(n)
 			if !s.sendDown(w, buf[:n]) {
 				return
 			}
+		}
+		if err != nil {
+			s.up.bytes.readEnded(err)
 		}
 		if err == io.EOF {
 			if closeWrite(s.down) != nil {

@@ -174,8 +174,14 @@ func (s *session) openTunnel(cl netfilter.Cluster, h *upstream.Host) (upstreamIO
 		_ = conn.Close()
 		return upstreamIO{}, err
 	}
-	br := bufio.NewReaderSize(io.LimitReader(rawConn(conn), maxTunnelResponseHead), 4<<10)
+	head := &io.LimitedReader{R: rawConn(conn), N: maxTunnelResponseHead}
+	br := bufio.NewReaderSize(head, 4<<10)
 	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	ub := upstreamBytesOf(conn)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		// What was read of a refusal counts too.
+		ub.read(int(maxTunnelResponseHead - head.N))
+	}
 	if err != nil {
 		_ = conn.Close()
 		return upstreamIO{}, fmt.Errorf("reading the tunnel's response: %w", err)
@@ -191,12 +197,16 @@ func (s *session) openTunnel(cl netfilter.Cluster, h *upstream.Host) (upstreamIO
 	if len(early) > 0 {
 		r = io.MultiReader(bytes.NewReader(bytes.Clone(early)), r)
 	}
+	// The answer's head was read from the socket: it counts here, the
+	// early bytes when the pump reads them.
+	ub.read(int(maxTunnelResponseHead-head.N) - len(early))
 	return upstreamIO{
 		closer:     conn,
 		r:          r,
 		w:          rawConn(conn),
 		closeWrite: func() error { return closeWrite(conn) },
 		local:      addrString(conn.LocalAddr()),
+		bytes:      ub,
 	}, nil
 }
 
