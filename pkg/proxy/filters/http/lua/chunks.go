@@ -8,7 +8,8 @@ import (
 // pieces as they arrive, each a buffer object whose setBytes replaces the
 // piece; nothing is buffered. On the response, the head is held until
 // the first bytes leave, so the script may change the headers until the
-// first piece it lets through. On the request, the head goes on when the
+// first piece it lets through; from then on a change raises an error, as
+// in Envoy, rather than being lost. On the request, the head goes on when the
 // script asks for the first piece (as Envoy continues the headers of a
 // script waiting for a chunk): the headers can no longer change and
 // respond() is refused from then on.
@@ -59,7 +60,9 @@ func (h *handle) nextChunk(L *glua.LState) int {
 }
 
 // awaitChunk gives back the piece the script had, then waits for the
-// next: false at the end of the body, with the trailers.
+// next: false at the end of the body, with the trailers. The response's
+// head leaves with the first bytes given back (httpfilter.HeadHolder), so
+// its headers can no longer change from then on.
 func (h *handle) awaitChunk(L *glua.LState) bool {
 	w := h.wait
 	if h.chunksEnded {
@@ -67,6 +70,9 @@ func (h *handle) awaitChunk(L *glua.LState) bool {
 	}
 	if h.chunkOut {
 		h.chunkOut = false
+		if h.response && len(h.chunk) > 0 {
+			h.headGone = true
+		}
 		w.back <- h.chunk
 	}
 	if !w.streaming {

@@ -170,8 +170,9 @@ func (c *filterConfig) run(s httpfilter.Stream, sc *script, f *streamFilter, res
 	sc.release(v)
 
 	if continued && (expired || err != nil) {
-		// The request's head went on: the decoder fails the request
-		// at the next piece of its body (see bodyWait.DecodeData).
+		// The message's head went on: on the request, the decoder
+		// fails the request at the next piece of its body (see
+		// bodyWait.DecodeData); the response goes on as it is.
 		w.failed = true
 		msg := errorText(err)
 		if expired {

@@ -43,8 +43,8 @@ type handle struct {
 	// chunksEnded at the end of the body.
 	streamed, chunkOut, chunksEnded bool
 	chunk                           []byte
-	// headGone: a response script's trailers() let pieces of the body
-	// through, and the response's head with the first of them.
+	// headGone: a response script's bodyChunks() or trailers() let
+	// bytes of the body through, and the response's head with the first.
 	headGone bool
 	// routeCleared reports that a header change already cleared the
 	// route cache during this call.
@@ -132,9 +132,9 @@ func (h *handle) clear() {
 
 // continued reports that a request script let the request's head go on
 // to stream its body (bodyChunks(), trailers()), or that a response
-// script's trailers() let the response's body (and so its head) through:
-// the head can no longer change, and (on the request) the stream no
-// longer waits for the script.
+// script's bodyChunks() or trailers() let bytes of the response's body
+// (and so its head) through: the head can no longer change, and (on the
+// request) the stream no longer waits for the script.
 func (h *handle) continued() bool {
 	if h.response {
 		return h.headGone

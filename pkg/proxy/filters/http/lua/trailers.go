@@ -99,8 +99,9 @@ func (h *handle) trailersMethod(L *glua.LState) int {
 
 // readResponseTrailers gets the response's trailers into h.trailers: the
 // pieces of the body pass as they arrive (the one the script holds from
-// bodyChunks() too) until the end, and the head leaves with the first,
-// so the headers can no longer change once one passed, as in Envoy.
+// bodyChunks() too) until the end, and the head leaves with the first
+// bytes, so the headers can no longer change once they passed, as in
+// Envoy (awaitChunk).
 func (h *handle) readResponseTrailers(L *glua.LState) {
 	switch {
 	case h.chunksEnded, h.bodyRead && !h.streamed:
@@ -109,11 +110,8 @@ func (h *handle) readResponseTrailers(L *glua.LState) {
 		// No body, no trailers.
 	default:
 		h.bodyRead, h.streamed = true, true
-		passed := h.chunkOut
 		for h.awaitChunk(L) {
-			passed = true
 		}
-		h.headGone = passed
 	}
 }
 
