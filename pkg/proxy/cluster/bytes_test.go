@@ -15,35 +15,19 @@ import (
 // answer, on a loopback port it returns.
 func fixedUpstream(t *testing.T, answer string) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
+	return loopbackServer(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					_, _ = io.Copy(io.Discard, req.Body)
-					if _, err := io.WriteString(c, answer); err != nil {
-						return
-					}
-				}
-			}()
+			_, _ = io.Copy(io.Discard, req.Body)
+			if _, err := io.WriteString(c, answer); err != nil {
+				return
+			}
 		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
+	})
 }
 
 // TestHTTP1PoolCountsBytes: the bytes of requests written and responses
@@ -78,21 +62,8 @@ func TestHTTP1PoolCountsBytes(t *testing.T) {
 // proxy's) counts what is written to it, by Write and by ReadFrom, and
 // what is read from it.
 func TestConnectHostCountsBytes(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-		_, _ = io.Copy(c, c) // echo until the client's FIN
-	}()
-	m, store, _ := newTestManager(t, clusterFor("", ln.Addr().(*net.TCPAddr).Port))
+	port := loopbackServer(t, echoConn)
+	m, store, _ := newTestManager(t, clusterFor("", port))
 	c := m.Cluster("up")
 	conn, err := c.ConnectHost(t.Context(), c.PickHost(nil))
 	if err != nil {

@@ -11,25 +11,8 @@ import (
 // upstream_cx_destroy_local; one closed after the host ended it (the
 // proxy read the end of its stream) in upstream_cx_destroy_remote.
 func TestDestroyLocalRemote(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-				_, _ = io.Copy(c, c)
-			}()
-		}
-	}()
-	m, store, _ := newTestManager(t, clusterFor("", ln.Addr().(*net.TCPAddr).Port))
+	port := loopbackServer(t, echoConn)
+	m, store, _ := newTestManager(t, clusterFor("", port))
 	c := m.Cluster("up")
 	h := c.PickHost(nil)
 
@@ -64,32 +47,18 @@ func TestDestroyLocalRemote(t *testing.T) {
 // upstream_cx_destroy_remote.
 func TestDestroyRemoteIdle(t *testing.T) {
 	const answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
 	closed := make(chan struct{}, 4)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				// One answer, then a close, as an upstream's idle
-				// timeout would.
-				buf := make([]byte, 1024)
-				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-				if _, err := c.Read(buf); err == nil {
-					_, _ = io.WriteString(c, answer)
-				}
-				_ = c.Close()
-				closed <- struct{}{}
-			}()
+	port := loopbackServer(t, func(c net.Conn) {
+		// One answer, then a close, as an upstream's idle timeout
+		// would.
+		buf := make([]byte, 1024)
+		if _, err := c.Read(buf); err == nil {
+			_, _ = io.WriteString(c, answer)
 		}
-	}()
-	m, store, clk := newTestManager(t, clusterFor("", ln.Addr().(*net.TCPAddr).Port))
+		_ = c.Close()
+		closed <- struct{}{}
+	})
+	m, store, clk := newTestManager(t, clusterFor("", port))
 	c := m.Cluster("up")
 	h := c.PickHost(nil)
 	conn, err := c.AcquireHTTP1(t.Context(), h)

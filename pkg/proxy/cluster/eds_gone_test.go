@@ -10,18 +10,10 @@ import (
 // host (one of its own, closed when released), rather than failing for a
 // host the cluster no longer lists.
 func TestEDSRemovedHostStillServesItsRequest(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		if c, err := ln.Accept(); err == nil {
-			accepted <- c
-		}
-	}()
-	port := uint32(ln.Addr().(*net.TCPAddr).Port)
+	accepted := make(chan string, 1)
+	port := uint32(loopbackServer(t, func(c net.Conn) {
+		accepted <- c.RemoteAddr().String()
+	}))
 
 	m, _, _ := newTestManager(t, `
 - name: backend
@@ -50,9 +42,7 @@ func TestEDSRemovedHostStillServesItsRequest(t *testing.T) {
 	if err != nil {
 		t.Fatalf("acquiring a connection to the host picked before its removal: %v", err)
 	}
-	srv := <-accepted
-	defer srv.Close()
-	if got, want := srv.RemoteAddr().String(), conn.LocalAddr().String(); got != want {
+	if got, want := <-accepted, conn.LocalAddr().String(); got != want {
 		t.Errorf("the upstream accepted %s, the acquired connection is %s", got, want)
 	}
 	c.ReleaseHTTP1(conn, true)

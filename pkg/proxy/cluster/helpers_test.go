@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"errors"
+	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -96,3 +98,32 @@ func configErrors(t *testing.T, err error) {
 		}
 	}
 }
+
+// loopbackServer serves every connection accepted on a loopback port with
+// handle, each on a goroutine of its own with a 10 s deadline, closing it
+// when handle returns; it stops when the test ends and returns the port.
+func loopbackServer(t testing.TB, handle func(net.Conn)) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+				handle(c)
+			}()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// echoConn writes back what it reads until the peer's end of stream.
+func echoConn(c net.Conn) { _, _ = io.Copy(c, c) }
