@@ -102,17 +102,7 @@ func (c *h2BenchClient) round(tb testing.TB, n int) {
 func BenchmarkProxyH2c(b *testing.B) {
 	st := stats.NewStore()
 	up := newFakeCluster(st, "up", false, fixedUpstream(b))
-	b.Cleanup(up.closeIdle)
-	cfg := hcm(routeConfig(clusterRoute("/up", "up")))
-	cfg.CodecType = hcmv3.HttpConnectionManager_HTTP2
-	p := startProxy(b, cfg, Deps{Stats: st, Upstreams: fakeUpstreams{"up": up}})
-	c := newH2BenchClient(b, p.addr)
-	const inFlight = 8
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i += inFlight {
-		c.round(b, min(inFlight, b.N-i))
-	}
+	benchH2cProxy(b, st, up)
 }
 
 // BenchmarkProxyH2cChangingHeaders is BenchmarkProxyH2c with the header
@@ -187,6 +177,12 @@ func BenchmarkProxyH2cToHTTP2Upstream(b *testing.B) {
 	b.Cleanup(srv.Close)
 	st := stats.NewStore()
 	up := newFakeCluster(st, "up", true, hostOf(srv))
+	benchH2cProxy(b, st, up)
+}
+
+// benchH2cProxy runs an h2c client with 8 streams in flight against a
+// proxy whose /up route goes to up; one op is one request.
+func benchH2cProxy(b *testing.B, st *stats.Store, up *fakeCluster) {
 	b.Cleanup(up.closeIdle)
 	cfg := hcm(routeConfig(clusterRoute("/up", "up")))
 	cfg.CodecType = hcmv3.HttpConnectionManager_HTTP2
