@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
 // holding is a rate limit service that holds each call until release is
@@ -85,10 +86,12 @@ func within(t *testing.T, ch <-chan struct{}, what string) {
 
 const holdCfg = `{"stat_prefix": "s", "domain": "d", "timeout": "60s", SERVICE, "descriptors": [{"entries": [{"key": "k", "value": "v"}]}]}`
 
-// TestClientLeavesDuringCall checks that a client that sends some bytes
-// and closes while the service holds the call cancels the call, and that,
-// as in Envoy, only total and active count it.
-func TestClientLeavesDuringCall(t *testing.T) {
+// heldCallWithEarlyBytes starts the filter on a new connection whose call
+// the service holds, and has the client send "early bytes" meanwhile. It
+// returns the service, the store, both ends of the connection and where
+// OnNewConnection's refusal arrives.
+func heldCallWithEarlyBytes(t *testing.T) (*holding, *stats.Store, net.Conn, net.Conn, chan *netfilter.Refusal) {
+	t.Helper()
 	h, target := startHolding(t)
 	f, store, err := build(t, holdCfg, target, nil)
 	if err != nil {
@@ -101,6 +104,14 @@ func TestClientLeavesDuringCall(t *testing.T) {
 	if _, err := client.Write([]byte("early bytes")); err != nil {
 		t.Fatal(err)
 	}
+	return h, store, client, accepted, refusal
+}
+
+// TestClientLeavesDuringCall checks that a client that sends some bytes
+// and closes while the service holds the call cancels the call, and that,
+// as in Envoy, only total and active count it.
+func TestClientLeavesDuringCall(t *testing.T) {
+	h, store, client, _, refusal := heldCallWithEarlyBytes(t)
 	_ = client.Close()
 	within(t, h.cancelled, "the call's cancellation")
 	var r *netfilter.Refusal
@@ -126,18 +137,7 @@ func TestClientLeavesDuringCall(t *testing.T) {
 // still there leaves what the client sent meanwhile to be read, with no
 // read deadline left on the connection.
 func TestWatchLeavesBytes(t *testing.T) {
-	h, target := startHolding(t)
-	f, store, err := build(t, holdCfg, target, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, accepted := connPair(t)
-	refusal := make(chan *netfilter.Refusal, 1)
-	go func() { refusal <- f.OnNewConnection(sockConn{accepted}) }()
-	within(t, h.started, "the call")
-	if _, err := client.Write([]byte("early bytes")); err != nil {
-		t.Fatal(err)
-	}
+	h, store, _, accepted, refusal := heldCallWithEarlyBytes(t)
 	close(h.release)
 	if r := <-refusal; r != nil {
 		t.Fatalf("refusal %+v", r)
