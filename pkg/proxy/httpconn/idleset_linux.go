@@ -3,14 +3,12 @@
 package httpconn
 
 import (
-	"fmt"
-	"os"
 	"sync"
-	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/epoll"
 )
 
 // idleSetSupported: connections move to the idle set on this platform.
@@ -44,46 +42,17 @@ type idleSet struct {
 
 // idlePoller is an idle set's epoll set and what its goroutine uses.
 type idlePoller struct {
-	epfd int
-	file *os.File // epfd, for the netpoller
-	rc   syscall.RawConn
-	wait func(fd uintptr) bool
-	evs  []unix.EpollEvent
-	n    int
+	set *epoll.Set
 	// ready are the connections of the events handled, to resume.
 	ready []*serverConn
 }
 
 func newIdlePoller() (*idlePoller, error) {
-	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	set, err := epoll.New("idle connections epoll", 64, nil)
 	if err != nil {
-		return nil, fmt.Errorf("epoll_create1: %w", err)
-	}
-	if err := unix.SetNonblock(epfd, true); err != nil {
-		_ = unix.Close(epfd)
 		return nil, err
 	}
-	p := &idlePoller{epfd: epfd, evs: make([]unix.EpollEvent, 64)}
-	p.file = os.NewFile(uintptr(epfd), "idle connections epoll")
-	if p.rc, err = p.file.SyscallConn(); err != nil {
-		_ = p.file.Close()
-		return nil, err
-	}
-	p.wait = p.poll
-	return p, nil
-}
-
-// poll takes the ready list without waiting; false has the netpoller
-// wait until the set is readable.
-func (p *idlePoller) poll(fd uintptr) bool {
-	n, _, e := syscall.RawSyscall6(unix.SYS_EPOLL_PWAIT, fd, uintptr(unsafe.Pointer(&p.evs[0])), uintptr(len(p.evs)), 0, 0, 0)
-	if e != 0 {
-		// EINTR: try again (the loop calls again at once).
-		p.n = 0
-		return true
-	}
-	p.n = int(n)
-	return n > 0
+	return &idlePoller{set: set}, nil
 }
 
 // add puts c, which waits for its next request with its buffers given
@@ -115,7 +84,7 @@ func (s *idleSet) add(c *serverConn, d time.Time) bool {
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: slot, Pad: int32(s.gen)}
 	var err error
 	if cerr := c.park.raw.Control(func(fd uintptr) {
-		err = unix.EpollCtl(s.p.epfd, unix.EPOLL_CTL_ADD, int(fd), &ev)
+		err = s.p.set.Ctl(unix.EPOLL_CTL_ADD, int(fd), &ev)
 	}); cerr != nil {
 		err = cerr
 	}
@@ -162,7 +131,7 @@ func (s *idleSet) take(c *serverConn) bool {
 func (s *idleSet) removeLocked(c *serverConn) {
 	// A socket closed meanwhile has left the kernel's set already.
 	_ = c.park.raw.Control(func(fd uintptr) {
-		_ = unix.EpollCtl(s.p.epfd, unix.EPOLL_CTL_DEL, int(fd), nil)
+		_ = s.p.set.Ctl(unix.EPOLL_CTL_DEL, int(fd), nil)
 	})
 	if c.idleTimer != nil {
 		c.idleTimer.Stop()
@@ -179,7 +148,7 @@ func (s *idleSet) closeIfEmpty() {
 	if s.count > 0 || s.p == nil {
 		return
 	}
-	_ = s.p.file.Close()
+	_ = s.p.set.Close()
 	s.p = nil
 }
 
@@ -188,8 +157,7 @@ func (s *idleSet) closeIfEmpty() {
 // closed.
 func (s *idleSet) run(p *idlePoller) {
 	for {
-		p.n = 0
-		err := p.rc.Read(p.wait)
+		evs, err := p.set.Wait()
 		s.mu.Lock()
 		if s.p != p {
 			// Closed: the set emptied.
@@ -213,7 +181,7 @@ func (s *idleSet) run(p *idlePoller) {
 			p.resumeReady()
 			return
 		}
-		for _, ev := range p.evs[:p.n] {
+		for _, ev := range evs {
 			if int(ev.Fd) >= len(s.slots) {
 				continue
 			}

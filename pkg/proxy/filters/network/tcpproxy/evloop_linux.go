@@ -5,15 +5,14 @@ package tcpproxy
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"sync"
-	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/epoll"
 )
 
 // sweepEvery is how often a loop checks that nobody else closed the
@@ -90,13 +89,9 @@ func (ls *evloops) stop() {
 // make it use a reused descriptor.
 type evloop struct {
 	p    *Proxy
-	epfd int
-	file *os.File // epfd, for the netpoller
-	rc   syscall.RawConn
-	wake int // eventfd: commands are waiting
-	wait func(fd uintptr) bool
-	n    int // events of the batch
-	evs  []unix.EpollEvent
+	set  *epoll.Set
+	wake int               // eventfd: commands are waiting
+	evs  []unix.EpollEvent // the batch's events
 	// buf takes the reads of directions without a buffer of their own
 	// (relaySide.own).
 	buf   []byte
@@ -124,54 +119,28 @@ type evloop struct {
 }
 
 func newEvloop(p *Proxy) (*evloop, error) {
-	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	l := &evloop{p: p, buf: make([]byte, maxChunk)}
+	// The loop also runs when relays wait to be read again, without an
+	// event.
+	set, err := epoll.New("tcp_proxy epoll", 128, func() bool { return len(l.again) > 0 })
 	if err != nil {
-		return nil, fmt.Errorf("epoll_create1: %w", err)
-	}
-	if err := unix.SetNonblock(epfd, true); err != nil {
-		_ = unix.Close(epfd)
 		return nil, err
 	}
 	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
-		_ = unix.Close(epfd)
+		_ = set.Close()
 		return nil, fmt.Errorf("eventfd: %w", err)
 	}
 	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: wakeSlot}
-	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wake, &ev); err != nil {
-		_ = unix.Close(epfd)
+	if err := set.Ctl(unix.EPOLL_CTL_ADD, wake, &ev); err != nil {
+		_ = set.Close()
 		_ = unix.Close(wake)
 		return nil, fmt.Errorf("epoll_ctl: %w", err)
 	}
-	l := &evloop{p: p, epfd: epfd, wake: wake, evs: make([]unix.EpollEvent, 128), buf: make([]byte, maxChunk)}
-	l.file = os.NewFile(uintptr(epfd), "tcp_proxy epoll")
-	if l.rc, err = l.file.SyscallConn(); err != nil {
-		_ = l.file.Close()
-		_ = unix.Close(wake)
-		return nil, err
-	}
-	l.wait = l.poll
+	l.set, l.wake = set, wake
 	l.sweep = time.AfterFunc(time.Hour, func() { _ = l.post(l.sweepAll) })
 	l.sweep.Stop()
 	return l, nil
-}
-
-// poll takes the ready list without waiting; false parks the loop until
-// the netpoller sees the set readable. epoll_pwait with a zero timeout
-// never blocks, so it is a raw system call, like the loop's reads and
-// writes (see rawIO): a loop that makes no scheduler-visible system call
-// lets the runtime's monitor thread sleep while the loop waits, instead
-// of being woken each time the loop resumes.
-func (l *evloop) poll(fd uintptr) bool {
-	n, _, e := syscall.RawSyscall6(unix.SYS_EPOLL_PWAIT, fd, uintptr(unsafe.Pointer(&l.evs[0])), uintptr(len(l.evs)), 0, 0, 0)
-	if e != 0 {
-		// EINTR: try again; nothing else can come of a valid set and
-		// buffer.
-		l.n = 0
-		return true
-	}
-	l.n = int(n)
-	return n > 0 || len(l.again) > 0
 }
 
 // post runs f on the loop, and reports false when the loop has ended.
@@ -195,8 +164,8 @@ func (l *evloop) post(f func()) bool {
 func (l *evloop) run() {
 	defer l.close()
 	for {
-		l.n = 0
-		if err := l.rc.Read(l.wait); err != nil {
+		evs, err := l.set.Wait()
+		if err != nil {
 			// Cannot happen while the set is open; the connections
 			// must not wait for a loop that is gone.
 			l.p.log.Error(err, "tcp proxy event loop stopped")
@@ -216,6 +185,7 @@ func (l *evloop) run() {
 			}
 			return
 		}
+		l.evs = evs
 		l.batch()
 		if l.stopping && l.count == 0 {
 			return
@@ -229,7 +199,7 @@ func (l *evloop) close() {
 	l.exited = true
 	l.mu.Unlock()
 	l.sweep.Stop()
-	_ = l.file.Close()
+	_ = l.set.Close()
 	_ = unix.Close(l.wake)
 }
 
@@ -237,7 +207,7 @@ func (l *evloop) close() {
 func (l *evloop) batch() {
 	l.now = time.Now()
 	woken := false
-	for _, ev := range l.evs[:l.n] {
+	for _, ev := range l.evs {
 		if ev.Fd == wakeSlot {
 			woken = true
 			continue
@@ -346,7 +316,7 @@ func (l *evloop) ctl(r *relay, side int, fd int, op int) error {
 		Fd:     r.slot,
 		Pad:    int32(r.gen<<1 | uint32(side)),
 	}
-	err := unix.EpollCtl(l.epfd, op, fd, &ev)
+	err := l.set.Ctl(op, fd, &ev)
 	if op == unix.EPOLL_CTL_DEL && errors.Is(err, unix.ENOENT) {
 		err = nil
 	}
