@@ -91,10 +91,18 @@ func newDir() string {
 // Linux): a port the kernel picks for a port-0 bind, such as a sidecar's
 // admin listener, then never lands on one a spec set aside for a listener it
 // has not bound yet, and no two calls in a run return the same port.
+//
+// Each port is also leased across processes (leasePort): two e2e runs on one
+// machine could otherwise both find a port free before either sidecar binds
+// it, and since listeners bind with SO_REUSEPORT, as Envoy's do, both
+// sidecars would then share it and answer each other's requests.
 func freePort() int {
 	GinkgoHelper()
 	for range freePortSpan {
 		port := freePortLow + int(nextFreePort.Add(1))%freePortSpan
+		if !leasePort(port) {
+			continue // another e2e process holds it
+		}
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
 			continue // taken by something else: the next one
