@@ -35,7 +35,10 @@ DIR=$(mktemp -d)
 chmod 755 "$DIR" # nginx's workers may run as another user
 PIDS=()
 cleanup() {
-	for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null || true; done
+	# TERM, not INT: a non-interactive shell starts background jobs with
+	# SIGINT ignored, and haproxy keeps that disposition, so INT left it
+	# running and the wait below waited for ever.
+	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	if [[ -n ${OUT:-} ]]; then mkdir -p "$OUT" && cp "$DIR"/results.tsv "$OUT"/ 2>/dev/null || true; fi
 	rm -rf "$DIR"
