@@ -25,6 +25,7 @@ func echoHeadersUpstream() string {
 		for k, v := range r.Header {
 			seen[http.CanonicalHeaderKey(k)] = v[0]
 		}
+		seen[":path"] = r.RequestURI
 		w.Header().Set("x-upstream-secret", "s")
 		_ = json.NewEncoder(w).Encode(seen)
 	}), false)
@@ -94,11 +95,38 @@ var _ = Describe("The header mutation filter", func() {
 		Expect(tailSeen(r)).To(HaveKeyWithValue("X-Level", "route"))
 	})
 
+	It("renders % operators in values, removes headers by name match and edits the query string", func() {
+		port := freePort()
+		Start(newDir(), headerMutationSpec(port, "", `{mutations: {
+			request_mutations: [
+				{append: {header: {key: x-client, value: "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%"}}},
+				{append: {header: {key: x-copy, value: "was-%REQ(x-orig)%"}}},
+				{remove_on_match: {key_matcher: {prefix: x-debug-}}}],
+			query_parameter_mutations: [
+				{remove: token},
+				{append: {record: {key: from, value: "%REQ(x-orig)%"}, action: OVERWRITE_IF_EXISTS_OR_ADD}}],
+			response_mutations: [
+				{append: {header: {key: x-status-seen, value: "%RESPONSE_CODE% %REQ(:PATH)%"}}},
+				{remove_on_match: {key_matcher: {exact: x-upstream-secret}}}]}}`))
+		h := http.Header{"X-Orig": {"a b"}, "X-Debug-One": {"1"}, "X-Debug-Two": {"2"}}
+		r := httpDo(plain, "GET", listenerURL(port, "/other?z=9&token=s3cret&from=old"), nil, h)
+		Expect(r.Status).To(Equal(200))
+		seen := tailSeen(r)
+		Expect(seen).To(HaveKeyWithValue("X-Client", "127.0.0.1"))
+		Expect(seen).To(HaveKeyWithValue("X-Copy", "was-a b"))
+		Expect(seen).NotTo(HaveKey("X-Debug-One"))
+		Expect(seen).NotTo(HaveKey("X-Debug-Two"))
+		// Sorted by name, the added value encoded, the rest as sent.
+		Expect(seen).To(HaveKeyWithValue(":path", "/other?from=a%20b&z=9"))
+		Expect(r.Header).NotTo(HaveKey("X-Upstream-Secret"))
+		Expect(r.Header.Get("X-Status-Seen")).To(Equal("200 /other?from=a%20b&z=9"))
+	})
+
 	It("refuses what it does not implement, with the field path", func() {
 		for own, path := range map[string]string{
-			`{mutations: {query_parameter_mutations: [{remove: a}]}}`:                             "mutations.query_parameter_mutations: not supported",
-			`{mutations: {request_mutations: [{append: {header: {key: x, value: "%REQ(y)%"}}}]}}`: "mutations.request_mutations[0].append.header.value",
-			`{mutations: {response_trailers_mutations: [{remove: a}]}}`:                           "mutations.response_trailers_mutations: not supported",
+			`{mutations: {query_parameter_mutations: [{append: {record: {key: a, value: 1}}}]}}`: "mutations.query_parameter_mutations[0].append.record.value: only string value",
+			`{mutations: {request_mutations: [{append: {header: {key: x, value: "%NOPE%"}}}]}}`:  "mutations.request_mutations[0].append.header.value",
+			`{mutations: {response_trailers_mutations: [{remove: a}]}}`:                          "mutations.response_trailers_mutations: not supported",
 		} {
 			r, _ := validate("b.yaml", headerMutationSpec(freePort(), "", own))
 			Expect(r.ExitCode).To(Equal(1), own)

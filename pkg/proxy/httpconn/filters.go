@@ -314,6 +314,14 @@ func (s *stream) SetDynamicMetadata(namespace string, fields *structpb.Struct) {
 	s.entry.DynamicMetadata = accesslog.MergeMetadata(s.entry.DynamicMetadata, namespace, fields)
 }
 
+// LogEntry implements httpfilter.EntryReader: the access log's entry with
+// what the stream knows now (fillEntry), as the route's own header edits
+// read it.
+func (s *stream) LogEntry() *accesslog.Entry {
+	s.fillEntry(&s.entry, time.Now())
+	return &s.entry
+}
+
 // SetFilterState implements httpfilter.Stream: the access log entry's.
 func (s *stream) SetFilterState(key string, obj accesslog.FilterStateObject) {
 	s.entry.SetFilterState(key, obj)

@@ -21,3 +21,25 @@ func RequestEntry(s Stream) *accesslog.Entry {
 		DynamicMetadata:         s.DynamicMetadata(),
 	}
 }
+
+// EntryReader is implemented by a Stream that can show a filter its
+// access-log entry as it stands, for % operators rendered while the stream
+// runs (header_mutation's values): the request, its connection, the
+// dynamic metadata and filter state recorded so far, and the response's
+// status, flags and sizes once known. Response headers appear there only
+// once the response has left; a filter that renders during EncodeHeaders
+// points a copy at the headers it is given.
+type EntryReader interface {
+	// LogEntry returns the stream's entry brought up to date. The caller
+	// reads it during its call only and does not change it.
+	LogEntry() *accesslog.Entry
+}
+
+// CurrentEntry is s's access-log entry when the stream offers it
+// (EntryReader), else the request-only entry of RequestEntry.
+func CurrentEntry(s Stream) *accesslog.Entry {
+	if r, ok := s.(EntryReader); ok {
+		return r.LogEntry()
+	}
+	return RequestEntry(s)
+}

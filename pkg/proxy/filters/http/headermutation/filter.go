@@ -1,6 +1,7 @@
 package headermutation
 
 import (
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
@@ -39,31 +40,99 @@ func (c *filterConfig) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 // table's have the last word) unless most_specific_header_mutations_wins,
 // which runs them least specific first.
 func (c *filterConfig) apply(s httpfilter.Stream, h router.HeaderEditor, response bool) {
-	run(c.own, h, response)
 	var scratch [4]httpfilter.RouteConfig
 	cfgs := s.RouteConfigs(c.name, scratch[:0])
+	r := runner{s: s, h: h, response: response}
+	r.run(c.own)
 	if c.mostSpecificWins {
 		for _, rc := range cfgs {
-			run(rc, h, response)
+			r.run(rc)
 		}
 		return
 	}
 	for i := len(cfgs) - 1; i >= 0; i-- {
-		run(cfgs[i], h, response)
+		r.run(cfgs[i])
 	}
 }
 
+// runner applies the mutations of one direction of one stream, and finds
+// the stream's access-log entry the first time a value needs it.
+type runner struct {
+	s        httpfilter.Stream
+	h        router.HeaderEditor
+	response bool
+	entry    *accesslog.Entry
+}
+
 // run applies one Mutations' request or response edits, in order.
-func run(rc httpfilter.RouteConfig, h router.HeaderEditor, response bool) {
+func (r *runner) run(rc httpfilter.RouteConfig) {
 	m, ok := rc.(*mutations)
 	if !ok {
 		return
 	}
 	list := m.request
-	if response {
+	if r.response {
 		list = m.response
 	}
-	for _, e := range list {
-		e.Apply(h, nil)
+	var e *accesslog.Entry
+	if m.formats {
+		e = r.logEntry()
+	}
+	for _, ed := range list {
+		if ed.match != nil {
+			removeMatching(r.h, ed.match)
+			continue
+		}
+		ed.ops.Apply(r.h, e)
+	}
+	if !r.response && len(m.query) > 0 {
+		// As in Envoy, only a request with a :path (not CONNECT's).
+		if p := r.s.Request().Path; p != "" {
+			r.s.SetPath(mutateQuery(p, m.query, e))
+		}
+	}
+}
+
+// logEntry is what % operators read: the stream's entry, and for the
+// response a copy that also shows the response headers being edited
+// (%RESP(...)%), which the stream's own entry shows only once they have
+// left.
+func (r *runner) logEntry() *accesslog.Entry {
+	if r.entry != nil {
+		return r.entry
+	}
+	e := httpfilter.CurrentEntry(r.s)
+	if r.response {
+		c := *e
+		c.ResponseHeaders = r.h
+		e = &c
+	}
+	r.entry = e
+	return e
+}
+
+// removeMatching removes the headers whose name m matches.
+func removeMatching(h router.HeaderEditor, m *router.StringMatcher) {
+	if d, ok := h.(router.HeaderMatchRemover); ok {
+		d.DelMatching(m.Match)
+		return
+	}
+	// A header map without DelMatching: collect the names, then remove
+	// them.
+	rg, ok := h.(interface {
+		Range(fn func(name, value string) bool)
+	})
+	if !ok {
+		return
+	}
+	var names []string
+	rg.Range(func(name, _ string) bool {
+		if m.Match(name) {
+			names = append(names, name)
+		}
+		return true
+	})
+	for _, n := range names {
+		h.Del(n)
 	}
 }

@@ -69,77 +69,101 @@ func (Factory) CompileRoute(config proto.Message, _ httpfilter.Context) (httpfil
 }
 
 // mutations is a compiled Mutations message: the request's and the
-// response's edits, each applied in order.
+// response's header edits, each applied in order, and the request's query
+// parameter edits. formats records that a value
+// uses % operators, so that the stream's entry is looked at only then.
 type mutations struct {
-	request, response []router.HeaderMutation
+	request, response []edit
+	// query are the query_parameter_mutations, applied to the request's
+	// :path after its header edits.
+	query   []queryMutation
+	formats bool
+}
+
+// edit is one HeaderMutation: header edits (a removal or an append,
+// router.HeaderMutation) or, with match set, the removal of every header
+// whose name it matches (remove_on_match).
+type edit struct {
+	ops   router.HeaderMutation
+	match *router.StringMatcher
 }
 
 // compileMutations compiles m; errors name the field below mutations.
 func compileMutations(m *hmv3.Mutations) (*mutations, error) {
 	switch {
-	case len(m.GetQueryParameterMutations()) > 0:
-		return nil, errors.New("query_parameter_mutations: not supported by Outrigger")
 	case len(m.GetRequestTrailersMutations()) > 0:
 		return nil, errors.New("request_trailers_mutations: not supported by Outrigger")
 	case len(m.GetResponseTrailersMutations()) > 0:
 		return nil, errors.New("response_trailers_mutations: not supported by Outrigger")
 	}
-	req, err := compileList(m.GetRequestMutations(), "request_mutations")
+	out := &mutations{}
+	var err error
+	if out.request, err = out.compileList(m.GetRequestMutations(), "request_mutations"); err != nil {
+		return nil, err
+	}
+	if out.response, err = out.compileList(m.GetResponseMutations(), "response_mutations"); err != nil {
+		return nil, err
+	}
+	q, formats, err := compileQueryMutations(m.GetQueryParameterMutations())
 	if err != nil {
 		return nil, err
 	}
-	resp, err := compileList(m.GetResponseMutations(), "response_mutations")
-	if err != nil {
-		return nil, err
+	if len(q) > 0 {
+		out.query = q
 	}
-	return &mutations{request: req, response: resp}, nil
+	out.formats = out.formats || formats
+	return out, nil
 }
 
 // compileList compiles a list of HeaderMutations, one edit each, so that
-// removals and appends keep their order as in Envoy's HeaderMutations.
-func compileList(list []*mutationv3.HeaderMutation, field string) ([]router.HeaderMutation, error) {
-	out := make([]router.HeaderMutation, 0, len(list))
+// removals, appends and removals by match keep their order as in Envoy's
+// HeaderMutations.
+func (ms *mutations) compileList(list []*mutationv3.HeaderMutation, field string) ([]edit, error) {
+	out := make([]edit, 0, len(list))
 	for i, hm := range list {
 		path := fmt.Sprintf("%s[%d]", field, i)
-		var (
-			m   router.HeaderMutation
-			err error
-		)
+		var e edit
 		switch a := hm.GetAction().(type) {
 		case *mutationv3.HeaderMutation_Remove:
-			m, err = router.CompileHeaderMutation(nil, []string{a.Remove}, "", "")
+			m, err := router.CompileHeaderMutation(nil, []string{a.Remove}, "", "")
 			if err != nil {
 				return nil, fmt.Errorf("%s.remove: %s", path, strings.TrimPrefix(err.Error(), "[0]: "))
 			}
+			e.ops = m
 		case *mutationv3.HeaderMutation_Append:
-			if err := literal(a.Append); err != nil {
+			formatted, err := usesOperators(a.Append)
+			if err != nil {
 				return nil, fmt.Errorf("%s.append.%w", path, err)
 			}
-			m, err = router.CompileHeaderMutation([]*corev3.HeaderValueOption{a.Append}, nil, "", "")
+			ms.formats = ms.formats || formatted
+			m, err := router.CompileHeaderMutation([]*corev3.HeaderValueOption{a.Append}, nil, "", "")
 			if err != nil {
 				return nil, fmt.Errorf("%s.append.%s", path, strings.TrimPrefix(err.Error(), "[0]."))
 			}
+			e.ops = m
 		case *mutationv3.HeaderMutation_RemoveOnMatch_:
-			return nil, fmt.Errorf("%s.remove_on_match: not supported by Outrigger", path)
+			sm, err := router.CompileStringMatcher(a.RemoveOnMatch.GetKeyMatcher())
+			if err != nil {
+				return nil, fmt.Errorf("%s.remove_on_match.key_matcher.%w", path, err)
+			}
+			e.match = &sm
 		default:
 			return nil, fmt.Errorf("%s: no action set", path)
 		}
-		out = append(out, m)
+		out = append(out, e)
 	}
 	return out, nil
 }
 
-// literal refuses values with command operators (%REQ(...)% and the
-// like): the filter has no access-log entry of the stream to render them
-// from, and a value rendered from nothing would silently differ from
-// Envoy's.
-func literal(o *corev3.HeaderValueOption) error {
+// usesOperators reports whether the value of o has % operators
+// (%REQ(...)%, %DOWNSTREAM_REMOTE_ADDRESS% and the like), which the
+// filter renders from the stream's access-log entry, as Envoy renders
+// them from the stream's info.
+func usesOperators(o *corev3.HeaderValueOption) (bool, error) {
 	f, err := accesslog.Text(accesslog.TranslateLegacyHeaderFormat(o.GetHeader().GetValue()), true)
 	if err != nil {
-		return fmt.Errorf("header.value: %w", err)
+		return false, fmt.Errorf("header.value: %w", err)
 	}
-	if _, ok := f.Literal(); !ok {
-		return errors.New("header.value: command operators are not supported by Outrigger in this filter")
-	}
-	return nil
+	_, literal := f.Literal()
+	return !literal, nil
 }

@@ -113,11 +113,11 @@ func TestPerRouteOrder(t *testing.T) {
 
 func TestRefused(t *testing.T) {
 	for _, tc := range []struct{ config, want string }{
-		{`mutations: {query_parameter_mutations: [{remove: a}]}`, "mutations.query_parameter_mutations: not supported"},
+
 		{`mutations: {response_trailers_mutations: [{remove: a}]}`, "mutations.response_trailers_mutations: not supported"},
 		{`mutations: {request_trailers_mutations: [{remove: a}]}`, "mutations.request_trailers_mutations: not supported"},
-		{`mutations: {request_mutations: [{remove: a}, {remove_on_match: {key_matcher: {exact: a}}}]}`, "mutations.request_mutations[1].remove_on_match: not supported"},
-		{`mutations: {request_mutations: [{append: {header: {key: x, value: "%REQ(y)%"}}}]}`, "mutations.request_mutations[0].append.header.value: command operators"},
+		{`mutations: {request_mutations: [{remove: a}, {remove_on_match: {key_matcher: {safe_regex: {regex: "("}}}}]}`, "mutations.request_mutations[1].remove_on_match.key_matcher.safe_regex"},
+		{`mutations: {request_mutations: [{append: {header: {key: x, value: "%NOT_AN_OPERATOR%"}}}]}`, "mutations.request_mutations[0].append.header.value: "},
 		{`mutations: {response_mutations: [{remove: ":status"}]}`, "mutations.response_mutations[0].remove: "},
 		{`mutations: {response_mutations: [{append: {header: {key: ":path", value: a}}}]}`, "mutations.response_mutations[0].append.header.key: "},
 	} {
@@ -127,6 +127,107 @@ func TestRefused(t *testing.T) {
 		if tc.want == "" {
 			continue
 		}
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want prefix %q", tc.config, err, tc.want)
+		}
+	}
+}
+
+func TestRemoveOnMatch(t *testing.T) {
+	c := compile(t, `
+mutations:
+  request_mutations:
+  - append: {header: {key: x-debug-added, value: "1"}}
+  - remove_on_match: {key_matcher: {prefix: x-debug-}}
+  - append: {header: {key: x-debug-after, value: "2"}}
+  response_mutations:
+  - remove_on_match: {key_matcher: {safe_regex: {regex: "^x-(internal|trace)-.*"}}}
+`)
+	s := httpfiltertest.NewStream("GET", "/", "x-debug-a", "a", "x-keep", "k", "x-debug-b", "b")
+	s.RespHeaders = httpfiltertest.NewHeaders("x-internal-id", "7", "x-trace-span", "9", "x-internalish", "stays", "server", "up")
+	c.DecodeHeaders(s)
+	c.EncodeHeaders(s)
+	var req []string
+	s.ReqHeaders.Range(func(n, v string) bool { req = append(req, n+"="+v); return true })
+	if got := strings.Join(req, ","); got != "x-keep=k,x-debug-after=2" {
+		t.Errorf("request headers %s; want the x-debug- ones removed in order, the one appended after kept", got)
+	}
+	var resp []string
+	s.RespHeaders.Range(func(n, v string) bool { resp = append(resp, n+"="+v); return true })
+	if got := strings.Join(resp, ","); got != "x-internalish=stays,server=up" {
+		t.Errorf("response headers %s", got)
+	}
+}
+
+func TestOperatorValues(t *testing.T) {
+	c := compile(t, `
+mutations:
+  request_mutations:
+  - append: {header: {key: x-copied, value: "from-%REQ(x-source)%"}}
+  - append: {header: {key: x-client, value: "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%"}}
+  - append: {header: {key: x-method, value: "%REQ(:METHOD)% %REQ(:PATH)%"}}
+  response_mutations:
+  - append: {header: {key: x-echo, value: "%REQ(x-source)%/%RESP(x-up)%"}}
+`)
+	s := httpfiltertest.NewStream("POST", "/p?q=1", "x-source", "abc")
+	s.StreamInfo.RemoteAddress = "192.0.2.7:5555"
+	s.RespHeaders = httpfiltertest.NewHeaders("x-up", "upv")
+	c.DecodeHeaders(s)
+	c.EncodeHeaders(s)
+	for name, want := range map[string]string{"x-copied": "from-abc", "x-client": "192.0.2.7", "x-method": "POST /p?q=1"} {
+		if v, _ := s.RequestHeaders().Get(name); v != want {
+			t.Errorf("request %s = %q, want %q", name, v, want)
+		}
+	}
+	if v, _ := s.ResponseHeaders().Get("x-echo"); v != "abc/upv" {
+		t.Errorf("response x-echo = %q, want abc/upv", v)
+	}
+}
+
+func TestQueryParameterMutations(t *testing.T) {
+	c := compile(t, `
+mutations:
+  query_parameter_mutations:
+  - remove: drop
+  - append: {record: {key: tag, value: "%REQ(x-tag)%"}, action: APPEND_IF_EXISTS_OR_ADD}
+  - append: {record: {key: only, value: "new"}, action: ADD_IF_ABSENT}
+  - append: {record: {key: kept, value: "new"}, action: ADD_IF_ABSENT}
+  - append: {record: {key: over, value: "a b&c"}, action: OVERWRITE_IF_EXISTS_OR_ADD}
+  - append: {record: {key: absent, value: "x"}, action: OVERWRITE_IF_EXISTS}
+`)
+	for _, tc := range []struct{ path, want string }{
+		// Sorted by name, each name's values in order; untouched
+		// parameters keep their bytes; added values are encoded.
+		{"/p?zed=1&drop=x&tag=first&kept=%41&over=1&over=2&drop=y", "/p?kept=%41&only=new&over=a%20b%26c&tag=first&tag=t%2F1&zed=1"},
+		{"/p", "/p?kept=new&only=new&over=a%20b%26c&tag=t%2F1"},
+		{"/p?drop=1", "/p?kept=new&only=new&over=a%20b%26c&tag=t%2F1"},
+	} {
+		s := httpfiltertest.NewStream("GET", tc.path, "x-tag", "t/1")
+		c.DecodeHeaders(s)
+		if got := s.Request().Path; got != tc.want {
+			t.Errorf("%s became %s, want %s", tc.path, got, tc.want)
+		}
+	}
+	// Everything removed: the path loses its "?".
+	c = compile(t, `mutations: {query_parameter_mutations: [{remove: a}, {remove: "b c"}]}`)
+	s := httpfiltertest.NewStream("GET", "/x?a=1&b%20c=2")
+	c.DecodeHeaders(s)
+	if got := s.Request().Path; got != "/x" {
+		t.Errorf("path %s, want /x", got)
+	}
+}
+
+func TestQueryParameterMutationsRefused(t *testing.T) {
+	for _, tc := range []struct{ config, want string }{
+		{`mutations: {query_parameter_mutations: [{}]}`, "mutations.query_parameter_mutations[0]: one of 'append'/'remove' must be specified"},
+		{`mutations: {query_parameter_mutations: [{append: {action: ADD_IF_ABSENT}}]}`, "mutations.query_parameter_mutations[0].append: no record"},
+		{`mutations: {query_parameter_mutations: [{append: {record: {key: k, value: 3}}}]}`, "mutations.query_parameter_mutations[0].append.record.value: only string value"},
+		{`mutations: {query_parameter_mutations: [{remove: x, append: {record: {key: k, value: v}}}]}`, "mutations.query_parameter_mutations[0]: only one of"},
+		{`mutations: {query_parameter_mutations: [{append: {record: {key: k, value: "%BOGUS%"}}}]}`, "mutations.query_parameter_mutations[0].append.record.value: "},
+	} {
+		var c hmv3.HeaderMutation
+		fromYAML(t, tc.config, &c)
+		_, err := Factory{}.Compile(&c, httpfilter.Context{Name: "hm"})
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want prefix %q", tc.config, err, tc.want)
 		}
