@@ -35,8 +35,6 @@ func compileQueryMutations(list []*corev3.KeyValueMutation) ([]queryMutation, bo
 		case a != nil:
 			rec := a.GetRecord()
 			switch {
-			case a.GetEntry() != nil:
-				return nil, false, fmt.Errorf("%s.append.entry: not supported by Outrigger (Envoy reads record)", path)
 			case rec == nil:
 				return nil, false, fmt.Errorf("%s.append: no record specified for append mutation", path)
 			case rec.GetKey() == "":
