@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -122,11 +123,56 @@ var _ = Describe("The header mutation filter", func() {
 		Expect(r.Header.Get("X-Status-Seen")).To(Equal("200 /other?from=a%20b&z=9"))
 	})
 
+	It("edits the trailers of messages that have some, keeping the request's length", func() {
+		up := httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			w.Header().Set("Trailer", "X-Resp-T, X-Internal-Z")
+			w.Header().Set("X-Seen-Length", strconv.FormatInt(r.ContentLength, 10))
+			w.WriteHeader(http.StatusOK)
+			fmt.Fprintf(w, "%s req-t=%s added-t=%s", body, r.Trailer.Get("X-Req-T"), r.Trailer.Get("X-Added-T"))
+			w.Header().Set("X-Resp-T", "r1")
+			w.Header().Set("X-Internal-Z", "z")
+		}), true)
+		port := freePort()
+		Start(newDir(), proxySpec{
+			Port: port, HCM: "{stat_prefix: web}",
+			Filters: "[" + httpFilter("envoy.filters.http.header_mutation", headerMutationType, `{mutations: {
+				request_trailers_mutations: [{append: {header: {key: x-added-t, value: "from-%REQ(x-who)%"}}}],
+				response_trailers_mutations: [{remove_on_match: {key_matcher: {prefix: x-internal-}}},
+					{append: {header: {key: x-resp-t, value: r2}, append_action: OVERWRITE_IF_EXISTS_OR_ADD}}]}}`) + "]",
+			Clusters: []proxyCluster{{Name: "up", Port: portNum(up), Extra: h2cOptions()}},
+		}.YAML())
+		client := httpClients()["HTTP/2"]
+		req, err := http.NewRequest("POST", listenerURL(port, "/"), strings.NewReader("hello"))
+		Expect(err).NotTo(HaveOccurred())
+		req.ContentLength = 5
+		req.Header.Set("X-Who", "me")
+		// X-Added-T is declared without a value: Go's server hands its
+		// handler only the trailers the head declared.
+		req.Trailer = http.Header{"X-Req-T": {"v2"}, "X-Added-T": nil}
+		resp, err := client.Do(req)
+		Expect(err).NotTo(HaveOccurred())
+		body, err := io.ReadAll(resp.Body)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(resp.Body.Close()).To(Succeed())
+		Expect(resp.StatusCode).To(Equal(200), string(body))
+		Expect(string(body)).To(Equal("hello req-t=v2 added-t=from-me"))
+		// The body went through untouched, so it kept its length.
+		Expect(resp.Header.Get("X-Seen-Length")).To(Equal("5"))
+		Expect(resp.Trailer.Get("X-Resp-T")).To(Equal("r2"))
+		Expect(resp.Trailer).NotTo(HaveKey("X-Internal-Z"))
+
+		// A request without trailers gets none.
+		r := httpDo(client, "POST", listenerURL(port, "/"), strings.NewReader("x"), nil)
+		Expect(r.Body).To(Equal("x req-t= added-t="))
+	})
+
 	It("refuses what it does not implement, with the field path", func() {
 		for own, path := range map[string]string{
-			`{mutations: {query_parameter_mutations: [{append: {record: {key: a, value: 1}}}]}}`: "mutations.query_parameter_mutations[0].append.record.value: only string value",
-			`{mutations: {request_mutations: [{append: {header: {key: x, value: "%NOPE%"}}}]}}`:  "mutations.request_mutations[0].append.header.value",
-			`{mutations: {response_trailers_mutations: [{remove: a}]}}`:                          "mutations.response_trailers_mutations: not supported",
+			`{mutations: {query_parameter_mutations: [{append: {record: {key: a, value: 1}}}]}}`:                         "mutations.query_parameter_mutations[0].append.record.value: only string value",
+			`{mutations: {request_mutations: [{append: {header: {key: x, value: "%NOPE%"}}}]}}`:                          "mutations.request_mutations[0].append.header.value",
+			`{mutations: {response_trailers_mutations: [{remove: ":status"}]}}`:                                          "mutations.response_trailers_mutations[0].remove",
+			`{mutations: {formatters: [{name: x, typed_config: {"@type": type.googleapis.com/google.protobuf.Empty}}]}}`: "mutations.formatters",
 		} {
 			r, _ := validate("b.yaml", headerMutationSpec(freePort(), "", own))
 			Expect(r.ExitCode).To(Equal(1), own)

@@ -7,11 +7,13 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // header_to_metadata, buffer, csrf, direct_response, echo), one filter
 // after the other.
 var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
-	// envoy.filters.http.header_mutation (trailer mutations, custom
-	// formatters and a KeyValueAppend's entry are refused; header values
-	// may use % operators, remove_on_match is in the route table's list).
+	// envoy.filters.http.header_mutation (custom formatters and a
+	// KeyValueAppend's entry are refused; header values may use %
+	// operators, remove_on_match is in the route table's list).
 	"envoy.extensions.filters.http.header_mutation.v3.HeaderMutation.mutations":                           {},
 	"envoy.extensions.filters.http.header_mutation.v3.Mutations.query_parameter_mutations":                {},
+	"envoy.extensions.filters.http.header_mutation.v3.Mutations.request_trailers_mutations":               {},
+	"envoy.extensions.filters.http.header_mutation.v3.Mutations.response_trailers_mutations":              {},
 	"envoy.config.core.v3.KeyValueMutation.append":                                                        {},
 	"envoy.config.core.v3.KeyValueMutation.remove":                                                        {},
 	"envoy.config.core.v3.KeyValueAppend.record":                                                          {},

@@ -62,7 +62,8 @@ type stateEntry struct {
 }
 
 // transformRequest wraps the request body in the decoders the filters
-// asked for: its length is unknown from now on.
+// asked for: its length is unknown from now on, unless every decoder
+// keeps it (httpfilter.RequestLengthKeeper).
 func (s *stream) transformRequest() {
 	if len(s.reqXform) == 0 || s.body == nil {
 		return
@@ -71,7 +72,14 @@ func (s *stream) transformRequest() {
 	// still read it after the stream ended (see untransform).
 	s.xbody = &decodingBody{s: s, src: s.body, decs: s.reqXform}
 	s.body = s.xbody
-	s.reqLength, s.reqChunked = -1, true
+	for _, d := range s.reqXform {
+		if k, ok := d.(httpfilter.RequestLengthKeeper); !ok || !k.KeepsRequestLength() {
+			s.reqLength, s.reqChunked = -1, true
+			return
+		}
+	}
+	// Decoders that only read the body leave its length and framing as
+	// the client sent them.
 }
 
 // transformResponse wraps the downstream in the encoders the filters

@@ -67,6 +67,17 @@ type LengthKeeper interface {
 	KeepsLength() bool
 }
 
+// RequestLengthKeeper is a DataDecoder that only reads the request body:
+// it returns every piece as it was given and adds nothing at the end, so
+// the request keeps the length the client announced (a TrailerDecoder
+// that edits the client's trailers, as header_mutation's
+// request_trailers_mutations do).
+type RequestLengthKeeper interface {
+	DataDecoder
+	// KeepsRequestLength reports true.
+	KeepsRequestLength() bool
+}
+
 // HeadHolder is a DataEncoder that holds the response head back until
 // it has seen the body, as an Envoy encoder filter that stops iteration in
 // encodeHeaders to buffer the body: the head leaves with the first bytes

@@ -48,10 +48,18 @@ func (c *filterConfig) apply(s httpfilter.Stream, h router.HeaderEditor, respons
 		for _, rc := range cfgs {
 			r.run(rc)
 		}
+	} else {
+		for i := len(cfgs) - 1; i >= 0; i-- {
+			r.run(cfgs[i])
+		}
+	}
+	if r.trailers == nil {
 		return
 	}
-	for i := len(cfgs) - 1; i >= 0; i-- {
-		r.run(cfgs[i])
+	if response {
+		s.TransformResponseBody(r.trailers)
+	} else {
+		s.TransformRequestBody(r.trailers)
 	}
 }
 
@@ -62,6 +70,9 @@ type runner struct {
 	h        router.HeaderEditor
 	response bool
 	entry    *accesslog.Entry
+	// trailers collects the trailer edits of the Mutations that have
+	// some, in the order they run.
+	trailers *trailerEdits
 }
 
 // run applies one Mutations' request or response edits, in order.
@@ -70,13 +81,25 @@ func (r *runner) run(rc httpfilter.RouteConfig) {
 	if !ok {
 		return
 	}
-	list := m.request
+	list, tlist := m.request, m.requestTrailers
 	if r.response {
-		list = m.response
+		list, tlist = m.response, m.responseTrailers
 	}
 	var e *accesslog.Entry
 	if m.formats {
 		e = r.logEntry()
+	}
+	if len(tlist) > 0 {
+		if r.trailers == nil {
+			r.trailers = &trailerEdits{}
+			if e != nil {
+				// A copy: the trailers arrive on the body's own
+				// goroutine, after the stream's entry has moved on.
+				c := *e
+				r.trailers.entry = &c
+			}
+		}
+		r.trailers.lists = append(r.trailers.lists, tlist)
 	}
 	for _, ed := range list {
 		if ed.match != nil {

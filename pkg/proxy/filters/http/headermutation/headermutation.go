@@ -76,8 +76,11 @@ type mutations struct {
 	request, response []edit
 	// query are the query_parameter_mutations, applied to the request's
 	// :path after its header edits.
-	query   []queryMutation
-	formats bool
+	query []queryMutation
+	// requestTrailers and responseTrailers edit the trailers of a
+	// message that has some.
+	requestTrailers, responseTrailers []edit
+	formats                           bool
 }
 
 // edit is one HeaderMutation: header edits (a removal or an append,
@@ -90,18 +93,18 @@ type edit struct {
 
 // compileMutations compiles m; errors name the field below mutations.
 func compileMutations(m *hmv3.Mutations) (*mutations, error) {
-	switch {
-	case len(m.GetRequestTrailersMutations()) > 0:
-		return nil, errors.New("request_trailers_mutations: not supported by Outrigger")
-	case len(m.GetResponseTrailersMutations()) > 0:
-		return nil, errors.New("response_trailers_mutations: not supported by Outrigger")
-	}
 	out := &mutations{}
 	var err error
 	if out.request, err = out.compileList(m.GetRequestMutations(), "request_mutations"); err != nil {
 		return nil, err
 	}
 	if out.response, err = out.compileList(m.GetResponseMutations(), "response_mutations"); err != nil {
+		return nil, err
+	}
+	if out.requestTrailers, err = out.compileList(m.GetRequestTrailersMutations(), "request_trailers_mutations"); err != nil {
+		return nil, err
+	}
+	if out.responseTrailers, err = out.compileList(m.GetResponseTrailersMutations(), "response_trailers_mutations"); err != nil {
 		return nil, err
 	}
 	q, formats, err := compileQueryMutations(m.GetQueryParameterMutations())

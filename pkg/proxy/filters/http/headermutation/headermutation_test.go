@@ -1,6 +1,7 @@
 package headermutation
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 
@@ -114,8 +115,8 @@ func TestPerRouteOrder(t *testing.T) {
 func TestRefused(t *testing.T) {
 	for _, tc := range []struct{ config, want string }{
 
-		{`mutations: {response_trailers_mutations: [{remove: a}]}`, "mutations.response_trailers_mutations: not supported"},
-		{`mutations: {request_trailers_mutations: [{remove: a}]}`, "mutations.request_trailers_mutations: not supported"},
+		{`mutations: {response_trailers_mutations: [{remove: ":status"}]}`, "mutations.response_trailers_mutations[0].remove: "},
+		{`mutations: {request_trailers_mutations: [{append: {header: {key: x, value: "%NOPE%"}}}]}`, "mutations.request_trailers_mutations[0].append.header.value: "},
 		{`mutations: {request_mutations: [{remove: a}, {remove_on_match: {key_matcher: {safe_regex: {regex: "("}}}}]}`, "mutations.request_mutations[1].remove_on_match.key_matcher.safe_regex"},
 		{`mutations: {request_mutations: [{append: {header: {key: x, value: "%NOT_AN_OPERATOR%"}}}]}`, "mutations.request_mutations[0].append.header.value: "},
 		{`mutations: {response_mutations: [{remove: ":status"}]}`, "mutations.response_mutations[0].remove: "},
@@ -231,5 +232,53 @@ func TestQueryParameterMutationsRefused(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want prefix %q", tc.config, err, tc.want)
 		}
+	}
+}
+
+func TestTrailerMutations(t *testing.T) {
+	c := compile(t, `
+mutations:
+  request_trailers_mutations:
+  - remove: x-drop
+  - append: {header: {key: x-req-trailer, value: "from-%REQ(x-src)%"}}
+  response_trailers_mutations:
+  - append: {header: {key: grpc-message, value: replaced}, append_action: OVERWRITE_IF_EXISTS_OR_ADD}
+  - remove_on_match: {key_matcher: {prefix: x-internal-}}
+`)
+	s := httpfiltertest.NewStream("POST", "/", "x-src", "s1")
+	c.DecodeHeaders(s)
+	c.EncodeHeaders(s)
+	if len(s.Decoders) != 1 || len(s.Encoders) != 1 {
+		t.Fatalf("%d decoders, %d encoders; want one of each", len(s.Decoders), len(s.Encoders))
+	}
+	dec, enc := s.Decoders[0], s.Encoders[0]
+	if k, ok := dec.(httpfilter.RequestLengthKeeper); !ok || !k.KeepsRequestLength() {
+		t.Error("the request decoder changes the body's length")
+	}
+	if k, ok := enc.(httpfilter.LengthKeeper); !ok || !k.KeepsLength() {
+		t.Error("the response encoder changes the body's length")
+	}
+	if out, _ := dec.DecodeData([]byte("body")); string(out) != "body" {
+		t.Errorf("body became %q", out)
+	}
+	got := dec.(httpfilter.TrailerDecoder).DecodeTrailers(http.Header{"X-Drop": {"1"}, "X-Keep": {"2"}})
+	if got.Get("X-Drop") != "" || got.Get("X-Keep") != "2" || got.Get("X-Req-Trailer") != "from-s1" {
+		t.Errorf("request trailers %v", got)
+	}
+	// A message without trailers gets none, as in Envoy.
+	if got := dec.(httpfilter.TrailerDecoder).DecodeTrailers(nil); got != nil {
+		t.Errorf("trailers %v added to a request that had none", got)
+	}
+	_, rt, err := enc.EncodeEnd(http.Header{"Grpc-Status": {"0"}, "Grpc-Message": {"orig"}, "X-Internal-Id": {"9"}})
+	if err != nil || rt.Get("Grpc-Message") != "replaced" || rt.Get("X-Internal-Id") != "" || rt.Get("Grpc-Status") != "0" {
+		t.Errorf("response trailers %v (%v)", rt, err)
+	}
+	// Without trailer mutations, no transformer at all.
+	plain := compile(t, `mutations: {request_mutations: [{remove: a}]}`)
+	s = httpfiltertest.NewStream("POST", "/")
+	plain.DecodeHeaders(s)
+	plain.EncodeHeaders(s)
+	if len(s.Decoders)+len(s.Encoders) != 0 {
+		t.Error("a filter without trailer mutations transforms the body")
 	}
 }
