@@ -45,6 +45,9 @@ const (
 type Descriptor struct {
 	Entries []router.DescriptorEntry
 	Limit   *router.LimitOverride
+	// UnitMultiplier is the limit override's unit_multiplier, 0 when
+	// unset; only the network filter's descriptors have one.
+	UnitMultiplier uint32
 	// HitsAddend, with HasHitsAddend, is the descriptor's hits_addend:
 	// the hits it counts, in place of the request's. IsNegativeHits
 	// asks the service to give those hits back to the budget instead.
@@ -156,8 +159,8 @@ func Request(domain string, descriptors []Descriptor) *rlsv3.RateLimitRequest {
 		}
 		if d.Limit != nil {
 			pd.Limit = &commonv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: d.Limit.RequestsPerUnit, Unit: d.Limit.Unit}
-			if d.Limit.UnitMultiplier > 0 {
-				pd.Limit.UnitMultiplier = wrapperspb.UInt32(d.Limit.UnitMultiplier)
+			if d.UnitMultiplier > 0 {
+				pd.Limit.UnitMultiplier = wrapperspb.UInt32(d.UnitMultiplier)
 			}
 		}
 		if d.HasHitsAddend {

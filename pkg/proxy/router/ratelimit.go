@@ -76,10 +76,6 @@ type DescriptorInput struct {
 type LimitOverride struct {
 	RequestsPerUnit uint32
 	Unit            typev3.RateLimitUnit
-	// UnitMultiplier is the number of units in the period, 0 when
-	// unset (the service's default, 1); only the network filter's
-	// descriptors can set it.
-	UnitMultiplier uint32
 }
 
 // actionKind is what a rate limit action reads.
