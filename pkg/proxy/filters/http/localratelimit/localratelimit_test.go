@@ -384,8 +384,10 @@ descriptors:
 	if got := req("x-take", "2"); got != 200 {
 		t.Errorf("taking the 2 given back: %d", got)
 	}
-	if req("x-back", "3") != 200 || req("x-back", "3") != 200 {
-		t.Error("a refill was denied")
+	for i := range 2 {
+		if got := req("x-back", "3"); got != 200 {
+			t.Errorf("refill %d: %d", i, got)
+		}
 	}
 	if req("x-take", "3") != 200 || req("x-take", "2") != 429 {
 		t.Error("the bucket held more than its size after the refills")
