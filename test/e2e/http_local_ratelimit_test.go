@@ -131,7 +131,7 @@ var _ = Describe("The local rate limit filter's descriptors", func() {
 })
 
 var _ = Describe("The local rate limit filter with the route's hits_addend and x_ratelimit_option", func() {
-	It("takes hits_addend tokens of a descriptor's bucket and follows the entry's x_ratelimit_option for the headers", func() {
+	It("takes hits_addend tokens of a descriptor's bucket, gives them back with is_negative_hits, and follows the entry's x_ratelimit_option for the headers", func() {
 		const rl = "type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit"
 		up := portNum(httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			fmt.Fprint(w, "up")
@@ -146,6 +146,8 @@ var _ = Describe("The local rate limit filter with the route's hits_addend and x
 			HCM:  "{stat_prefix: edge}",
 			Routes: `[{match: {prefix: /hits}, route: {cluster: up, rate_limits: [
 					{hits_addend: {number: 3}, actions: [{generic_key: {descriptor_value: hits}}]}]}},
+				{match: {prefix: /refund}, route: {cluster: up, rate_limits: [
+					{hits_addend: {number: 5, is_negative_hits: true}, actions: [{generic_key: {descriptor_value: hits}}]}]}},
 				{match: {prefix: /fmt}, route: {cluster: up, rate_limits: [
 					{hits_addend: {format: "%REQ(x-cost)%"}, actions: [{generic_key: {descriptor_value: fmt}}]}]}},
 				{match: {prefix: /on}, route: {cluster: up, rate_limits: [
@@ -171,6 +173,11 @@ var _ = Describe("The local rate limit filter with the route's hits_addend and x
 		Expect(get("/hits", nil).Status).To(Equal(200), "3 of 7 tokens")
 		Expect(get("/hits", nil).Status).To(Equal(200), "6 of 7 tokens")
 		Expect(get("/hits", nil).Status).To(Equal(429), "3 more than the one left")
+		Expect(get("/refund", nil).Status).To(Equal(200), "5 tokens given back: 6 of 7")
+		Expect(get("/refund", nil).Status).To(Equal(200), "a refill is never denied; the bucket holds 7 at most")
+		Expect(get("/hits", nil).Status).To(Equal(200), "3 of 7 tokens")
+		Expect(get("/hits", nil).Status).To(Equal(200), "6 of 7 tokens")
+		Expect(get("/hits", nil).Status).To(Equal(429), "3 more than the one left: the refills stopped at 7")
 
 		Expect(get("/fmt", http.Header{"X-Cost": {"5"}}).Status).To(Equal(200), "the formatted hits take the whole bucket")
 		Expect(get("/fmt", http.Header{"X-Cost": {"0"}}).Status).To(Equal(200), "no token taken")

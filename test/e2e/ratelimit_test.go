@@ -26,7 +26,8 @@ import (
 // hits; over that, the call is OVER_LIMIT. Descriptors without a quota
 // are unlimited. A call counts as many hits as the descriptor's
 // hits_addend says, else the request's, else one, as the reference
-// service counts. It adds headers to both sides of allowed requests, and a
+// service counts; with is_negative_hits it gives them back (down to
+// none), and is never over the limit. It adds headers to both sides of allowed requests, and a
 // body and content-type to over-limit answers. It keeps every request. A
 // call with an entry of value "hold" is answered only once hold is
 // closed (or the call is cancelled).
@@ -75,8 +76,13 @@ func (s *rlsServer) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReq
 		case req.GetHitsAddend() > 0:
 			n = int(req.GetHitsAddend())
 		}
-		s.hits[key] += n
 		st := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
+		if d.GetIsNegativeHits() {
+			s.hits[key] = max(s.hits[key]-n, 0)
+			resp.Statuses = append(resp.Statuses, st)
+			continue
+		}
+		s.hits[key] += n
 		if quota >= 0 {
 			st.CurrentLimit = &rlsv3.RateLimitResponse_RateLimit{
 				Name: fmt.Sprintf("quota-%d", quota), RequestsPerUnit: uint32(quota), Unit: rlsv3.RateLimitResponse_RateLimit_MINUTE,
@@ -121,7 +127,8 @@ func (s *rlsServer) count(domain string) int {
 }
 
 // lastDescriptors are the descriptors of the last call for domain, each
-// as its "key=value" entries.
+// as its "key=value" entries, then its limit override, hits_addend and
+// "negative" for is_negative_hits.
 func (s *rlsServer) lastDescriptors(domain string) [][]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -138,9 +145,15 @@ func (s *rlsServer) lastDescriptors(domain string) [][]string {
 			}
 			if l := d.GetLimit(); l != nil {
 				entries = append(entries, fmt.Sprintf("limit=%d/%s", l.GetRequestsPerUnit(), l.GetUnit()))
+				if m := l.GetUnitMultiplier(); m != nil {
+					entries = append(entries, fmt.Sprintf("unit_multiplier=%d", m.GetValue()))
+				}
 			}
 			if h := d.GetHitsAddend(); h != nil {
 				entries = append(entries, fmt.Sprintf("hits=%d", h.GetValue()))
+			}
+			if d.GetIsNegativeHits() {
+				entries = append(entries, "negative")
 			}
 			out = append(out, entries)
 		}
@@ -257,6 +270,10 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 				{match: {prefix: /own}, route: {cluster: up},
 					typed_per_filter_config: {envoy.filters.http.ratelimit: ` + withType(rlsPerRoute,
 				`{domain: own, rate_limits: [{actions: [{generic_key: {descriptor_key: quota, descriptor_value: "0"}}]}]}`) + `}},
+				{match: {prefix: /take}, route: {cluster: up, rate_limits: [
+					{hits_addend: {number: 2}, actions: [{generic_key: {descriptor_key: quota, descriptor_value: "2"}}, {generic_key: {descriptor_value: pool}}]}]}},
+				{match: {prefix: /giveback}, route: {cluster: up, rate_limits: [
+					{hits_addend: {format: "%REQ(x-back)%", is_negative_hits: true}, actions: [{generic_key: {descriptor_key: quota, descriptor_value: "2"}}, {generic_key: {descriptor_value: pool}}]}]}},
 				{match: {prefix: /hits}, route: {cluster: up},
 					typed_per_filter_config: {envoy.filters.http.ratelimit: ` + withType(rlsPerRoute,
 				`{domain: hits, rate_limits: [{hits_addend: {number: 3}, actions: [{generic_key: {descriptor_key: quota, descriptor_value: "5"}}]}]}`) + `}},
@@ -389,6 +406,15 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 		Expect(get(port, "/hits", nil).Status).To(Equal(429), "3 + 3 hits are over the quota of 5")
 	})
 
+	It("sends an entry's is_negative_hits with its hits_addend, which the service gives back", func() {
+		Expect(get(port, "/take", nil).Status).To(Equal(200))
+		Expect(get(port, "/take", nil).Status).To(Equal(429), "2 + 2 hits are over the quota of 2")
+		Expect(get(port, "/giveback", http.Header{"X-Back": {"4"}}).Status).To(Equal(200))
+		Expect(rls.lastDescriptors("web")).To(Equal([][]string{{"quota=2", "generic_key=pool", "hits=4", "negative"}}))
+		Expect(get(port, "/take", nil).Status).To(Equal(200), "the 4 hits were given back")
+		Expect(get(port, "/take", nil).Status).To(Equal(429))
+	})
+
 	It("follows a rate limit entry's x_ratelimit_option over the filter's enable_x_ratelimit_headers", func() {
 		r := get(port, "/xoff", nil)
 		Expect(r.Status).To(Equal(200))
@@ -488,15 +514,6 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 		Expect(res.ExitCode).NotTo(Equal(0))
 		Expect(res.Stderr + res.Stdout).To(ContainSubstring("rate_limits[0].actions[0].extension"))
 
-		cfg = proxySpec{
-			Port:     freePort(),
-			Filters:  "[" + rlsFilter("rls", "domain: web") + "]",
-			Routes:   `[{match: {prefix: /}, route: {cluster: up, rate_limits: [{hits_addend: {number: 2, is_negative_hits: true}, actions: [{remote_address: {}}]}]}}]`,
-			Clusters: []proxyCluster{{Name: "up", Port: 1}, {Name: "rls", Port: 1, Extra: h2cOptions()}},
-		}.YAML()
-		res, _ = validate("bad3.yaml", cfg)
-		Expect(res.ExitCode).NotTo(Equal(0))
-		Expect(res.Stderr + res.Stdout).To(ContainSubstring("rate_limits[0].hits_addend.is_negative_hits"))
 	})
 })
 
@@ -511,7 +528,7 @@ var _ = Describe("The global rate limit network filter", func() {
 	It("asks the service about each connection, closes the one over the limit, and follows failure_mode_deny when the service is down", func() {
 		rls, rlsPort := startRLS()
 		up := startTCPServer(echo)
-		port, denyPort, allowPort := freePort(), freePort(), freePort()
+		port, denyPort, allowPort, extrasPort := freePort(), freePort(), freePort(), freePort()
 		chain := func(name string, port int, filter string) string {
 			return fmt.Sprintf(`{name: %s, address: {socket_address: {address: 127.0.0.1, port_value: %d}}, filter_chains: [{filters: [%s, %s]}]}`,
 				name, port, filter, tcpProxyTo("echo"))
@@ -520,7 +537,7 @@ var _ = Describe("The global rate limit network filter", func() {
 admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
 static_resources:
   clusters: [%s, %s, %s]
-  listeners: [%s, %s, %s]
+  listeners: [%s, %s, %s, %s]
 `, tcpCluster("echo", up),
 			strings.TrimSuffix(tcpCluster("rls", rlsPort), "}")+", typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: "+
 				withType("type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions", "{explicit_http_config: {http2_protocol_options: {}}}")+"}}",
@@ -529,7 +546,10 @@ static_resources:
 			chain("limited", port, netRLS("rls", `stat_prefix: tcp, domain: conns, descriptors: [{entries: [{key: quota, value: "1"}, {key: kind, value: tcp}]}, {entries: [{key: plain, value: x}]},
 				{entries: [{key: from, value: "ip-%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%"}, {key: sni, value: "%REQUESTED_SERVER_NAME%"}]}]`)),
 			chain("deny", denyPort, netRLS("rls_down", `stat_prefix: deny, domain: conns, failure_mode_deny: true, descriptors: [{entries: [{key: a, value: b}]}]`)),
-			chain("allow", allowPort, netRLS("rls_down", `stat_prefix: allow, domain: conns, descriptors: [{entries: [{key: a, value: b}]}]`)))
+			chain("allow", allowPort, netRLS("rls_down", `stat_prefix: allow, domain: conns, descriptors: [{entries: [{key: a, value: b}]}]`)),
+			chain("extras", extrasPort, netRLS("rls", `stat_prefix: extras, domain: extras, descriptors: [
+				{entries: [{key: quota, value: "1"}, {key: db, value: "%DOWNSTREAM_LOCAL_ADDRESS%"}], limit: {requests_per_unit: 7, unit: HOUR, unit_multiplier: 2}, hits_addend: 3},
+				{entries: [{key: pool, value: p}], hits_addend: 2, is_negative_hits: true}]`)))
 		s := Start(newDir(), cfg)
 
 		a := dialTCP(port)
@@ -552,6 +572,14 @@ static_resources:
 		Expect(statValue(s, "ratelimit.allow.error")).To(Equal("1"))
 		Expect(statValue(s, "ratelimit.allow.failure_mode_allowed")).To(Equal("1"))
 		Expect(statValue(s, "ratelimit.allow.cx_closed")).To(Equal("0"))
+
+		// A descriptor's limit override, hits_addend and is_negative_hits
+		// go to the service as configured: 3 hits are over the quota of 1.
+		expectClosedSilently(dialTCP(extrasPort))
+		Expect(rls.lastDescriptors("extras")).To(Equal([][]string{
+			{"quota=1", "db=127.0.0.1:" + strconv.Itoa(extrasPort), "limit=7/HOUR", "unit_multiplier=2", "hits=3"},
+			{"pool=p", "hits=2", "negative"}}))
+		Expect(statValue(s, "ratelimit.extras.over_limit")).To(Equal("1"))
 	})
 })
 

@@ -7,8 +7,9 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // envoy.filters.network.ratelimit, that Outrigger implements (see
 // supportedCore); the route's rate_limits actions are in supportedRoute.
 // Not listed, so refused with their path: the HTTP filter's
-// enable_retry_after_header (Compile refuses true), and the descriptors'
-// limit and hits_addend of the network filter. override_option is
+// enable_retry_after_header (Compile refuses true). The network filter's
+// descriptors are sent as they are, limit override and hits included
+// (Envoy's filter sends only their entries). override_option is
 // DEFAULT only, as Envoy reads vh_rate_limits; transport_api_version is
 // V3 only, as Envoy requires.
 var supportedRateLimit = map[protoreflect.FullName]fieldSupport{
@@ -35,13 +36,19 @@ var supportedRateLimit = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute.rate_limits":                {},
 	"envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute.domain":                     {},
 
-	"envoy.extensions.filters.network.ratelimit.v3.RateLimit.stat_prefix":        {},
-	"envoy.extensions.filters.network.ratelimit.v3.RateLimit.domain":             {},
-	"envoy.extensions.filters.network.ratelimit.v3.RateLimit.descriptors":        {},
-	"envoy.extensions.filters.network.ratelimit.v3.RateLimit.timeout":            {},
-	"envoy.extensions.filters.network.ratelimit.v3.RateLimit.failure_mode_deny":  {},
-	"envoy.extensions.filters.network.ratelimit.v3.RateLimit.rate_limit_service": {},
-	"envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.entries":           {},
+	"envoy.extensions.filters.network.ratelimit.v3.RateLimit.stat_prefix":                          {},
+	"envoy.extensions.filters.network.ratelimit.v3.RateLimit.domain":                               {},
+	"envoy.extensions.filters.network.ratelimit.v3.RateLimit.descriptors":                          {},
+	"envoy.extensions.filters.network.ratelimit.v3.RateLimit.timeout":                              {},
+	"envoy.extensions.filters.network.ratelimit.v3.RateLimit.failure_mode_deny":                    {},
+	"envoy.extensions.filters.network.ratelimit.v3.RateLimit.rate_limit_service":                   {},
+	"envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.entries":                             {},
+	"envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.limit":                               {},
+	"envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.hits_addend":                         {},
+	"envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.is_negative_hits":                    {},
+	"envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.RateLimitOverride.requests_per_unit": {},
+	"envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.RateLimitOverride.unit":              {},
+	"envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.RateLimitOverride.unit_multiplier":   {},
 
 	"envoy.config.ratelimit.v3.RateLimitServiceConfig.grpc_service":          {},
 	"envoy.config.ratelimit.v3.RateLimitServiceConfig.transport_api_version": {values: []string{"V3"}},

@@ -142,14 +142,15 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.CorsPolicy.forward_not_matching_preflights": {},
 
 	// Rate limit actions, read by the local and global rate limit
-	// filters. The extension action and hits_addend.is_negative_hits are
-	// not implemented; apply_on_stream_done is refused (by the filters'
-	// compilers) in the global and local filters' own rate_limits.
+	// filters. The extension action is not implemented;
+	// apply_on_stream_done is refused (by the filters' compilers) in the
+	// global and local filters' own rate_limits.
 	"envoy.config.route.v3.RateLimit.hits_addend":                                   {},
 	"envoy.config.route.v3.RateLimit.apply_on_stream_done":                          {},
 	"envoy.config.route.v3.RateLimit.x_ratelimit_option":                            {},
 	"envoy.config.route.v3.RateLimit.HitsAddend.number":                             {},
 	"envoy.config.route.v3.RateLimit.HitsAddend.format":                             {},
+	"envoy.config.route.v3.RateLimit.HitsAddend.is_negative_hits":                   {},
 	"envoy.config.route.v3.RateLimit.stage":                                         {},
 	"envoy.config.route.v3.RateLimit.disable_key":                                   {},
 	"envoy.config.route.v3.RateLimit.actions":                                       {},

@@ -45,10 +45,15 @@ const (
 type Descriptor struct {
 	Entries []router.DescriptorEntry
 	Limit   *router.LimitOverride
+	// UnitMultiplier is the limit override's unit_multiplier, 0 when
+	// unset; only the network filter's descriptors have one.
+	UnitMultiplier uint32
 	// HitsAddend, with HasHitsAddend, is the descriptor's hits_addend:
-	// the hits it counts, in place of the request's.
-	HitsAddend    uint64
-	HasHitsAddend bool
+	// the hits it counts, in place of the request's. IsNegativeHits
+	// asks the service to give those hits back to the budget instead.
+	HitsAddend     uint64
+	HasHitsAddend  bool
+	IsNegativeHits bool
 }
 
 // Response is the service's answer, as the filters use it.
@@ -144,7 +149,7 @@ func (c *Client) Limit(ctx context.Context, req *rlsv3.RateLimitRequest) *Respon
 
 // Request is the RateLimitRequest of a call, as Envoy's createRequest
 // makes it: the request's hits_addend is 0 (the service counts one hit,
-// or a descriptor's own hits_addend).
+// or a descriptor's own hits_addend, given back with is_negative_hits).
 func Request(domain string, descriptors []Descriptor) *rlsv3.RateLimitRequest {
 	req := &rlsv3.RateLimitRequest{Domain: domain, Descriptors: make([]*commonv3.RateLimitDescriptor, 0, len(descriptors))}
 	for _, d := range descriptors {
@@ -154,10 +159,14 @@ func Request(domain string, descriptors []Descriptor) *rlsv3.RateLimitRequest {
 		}
 		if d.Limit != nil {
 			pd.Limit = &commonv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: d.Limit.RequestsPerUnit, Unit: d.Limit.Unit}
+			if d.UnitMultiplier > 0 {
+				pd.Limit.UnitMultiplier = wrapperspb.UInt32(d.UnitMultiplier)
+			}
 		}
 		if d.HasHitsAddend {
 			pd.HitsAddend = wrapperspb.UInt64(d.HitsAddend)
 		}
+		pd.IsNegativeHits = d.IsNegativeHits
 		req.Descriptors = append(req.Descriptors, pd)
 	}
 	return req

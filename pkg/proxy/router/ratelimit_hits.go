@@ -18,15 +18,16 @@ const maxHitsAddend = 1_000_000_000
 type HitsAddend struct {
 	number uint64
 	format *accesslog.Formatter
+	// Negative is is_negative_hits: the hits are given back to the
+	// budget instead of taken from it (sent to the rate limit service
+	// with the descriptor's is_negative_hits; a local bucket is refilled).
+	Negative bool
 }
 
 // compileHitsAddend compiles a HitsAddend as Envoy does: a number or a
 // format with exactly one substitution, not both. Errors name the field
 // below hits_addend.
 func compileHitsAddend(h *routev3.RateLimit_HitsAddend) (*HitsAddend, error) {
-	if h.GetIsNegativeHits() {
-		return nil, errors.New("hits_addend.is_negative_hits: not supported by Outrigger")
-	}
 	switch {
 	case h.GetFormat() != "" && h.GetNumber() != nil, h.GetFormat() == "" && h.GetNumber() == nil:
 		return nil, errors.New("hits_addend: must contain either a format or a number")
@@ -34,7 +35,7 @@ func compileHitsAddend(h *routev3.RateLimit_HitsAddend) (*HitsAddend, error) {
 		if n := h.GetNumber().GetValue(); n > maxHitsAddend {
 			return nil, errors.New("hits_addend.number: must be at most 1000000000")
 		}
-		return &HitsAddend{number: h.GetNumber().GetValue()}, nil
+		return &HitsAddend{number: h.GetNumber().GetValue(), Negative: h.GetIsNegativeHits()}, nil
 	}
 	f, err := accesslog.Text(h.GetFormat(), true)
 	if err != nil {
@@ -43,7 +44,7 @@ func compileHitsAddend(h *routev3.RateLimit_HitsAddend) (*HitsAddend, error) {
 	if f.Parts() != 1 {
 		return nil, errors.New("hits_addend.format: must contain exactly one substitution")
 	}
-	return &HitsAddend{format: f}, nil
+	return &HitsAddend{format: f, Negative: h.GetIsNegativeHits()}, nil
 }
 
 // Value is the descriptor's hits addend for the request e describes. As

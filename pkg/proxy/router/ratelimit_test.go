@@ -110,11 +110,11 @@ virtual_hosts:
   - match: {prefix: /}
     route: {cluster: c, rate_limits: [{hits_addend: {number: 2, format: "%BYTES_RECEIVED%"}, actions: [{remote_address: {}}]}]}
 `, "virtual_hosts[0].routes[0].route.rate_limits[0].hits_addend: must contain either a format or a number"},
-		"a virtual host's negative hits_addend": {`
+		"a virtual host's negative hits_addend without a number": {`
 virtual_hosts:
 - domains: ["*"]
-  rate_limits: [{apply_on_stream_done: true, hits_addend: {number: 1, is_negative_hits: true}, actions: [{remote_address: {}}]}]
-`, "virtual_hosts[0].rate_limits[0].hits_addend.is_negative_hits: not supported by Outrigger"},
+  rate_limits: [{apply_on_stream_done: true, hits_addend: {is_negative_hits: true}, actions: [{remote_address: {}}]}]
+`, "virtual_hosts[0].rate_limits[0].hits_addend: must contain either a format or a number"},
 		"query_parameters without a descriptor key": {`
 virtual_hosts:
 - domains: ["*"]

@@ -119,6 +119,19 @@ func (b *Bucket) ConsumeN(now float64, n uint64) bool {
 	}
 }
 
+// Refill gives n tokens back to the bucket at now (a rate limit
+// descriptor's hits_addend with is_negative_hits), up to its size.
+func (b *Bucket) Refill(now float64, n uint64) {
+	for {
+		old := b.emptyAt.Load()
+		total := min(b.max, b.tokens(now, math.Float64frombits(old))+float64(n))
+		next := now - total/b.rate
+		if b.emptyAt.CompareAndSwap(old, math.Float64bits(next)) {
+			return
+		}
+	}
+}
+
 // Remaining is the whole tokens left at now.
 func (b *Bucket) Remaining(now float64) uint64 {
 	return uint64(max(0, b.tokens(now, math.Float64frombits(b.emptyAt.Load()))))

@@ -96,6 +96,26 @@ func TestBucketRefill(t *testing.T) {
 	}
 }
 
+// TestBucketGiveBack gives tokens back to a bucket: they can be taken
+// again at once, and never fill it beyond its size.
+func TestBucketGiveBack(t *testing.T) {
+	b := New(Spec{MaxTokens: 5, PerFill: 1, Fill: time.Minute}, 0)
+	if !b.ConsumeN(0, 4) || b.Remaining(0) != 1 {
+		t.Fatalf("after taking 4 of 5: %d left", b.Remaining(0))
+	}
+	b.Refill(0, 2)
+	if got := b.Remaining(0); got != 3 {
+		t.Errorf("after giving 2 back: %d left, want 3", got)
+	}
+	if !b.ConsumeN(0, 3) || b.Consume(0) {
+		t.Error("the 3 tokens were not there to take, or a fourth was")
+	}
+	b.Refill(0, 1000)
+	if got := b.Remaining(0); got != 5 {
+		t.Errorf("after giving 1000 back: %d left, want the size, 5", got)
+	}
+}
+
 // TestBucketConcurrent takes tokens from many goroutines at once: exactly
 // max_tokens of them get one.
 func TestBucketConcurrent(t *testing.T) {

@@ -48,8 +48,8 @@ type filter struct {
 	// Scratch space for the request's descriptors.
 	entries     []router.DescriptorEntry
 	descriptors [][]router.DescriptorEntry
-	// extras are each descriptor's hits (hits_addend, else 1) and
-	// x_ratelimit_option.
+	// extras are each descriptor's hits (hits_addend, else 1, and
+	// is_negative_hits) and x_ratelimit_option.
 	extras  []requestExtra
 	matched []match
 	// nums renders the x-ratelimit values.
@@ -216,6 +216,7 @@ func (f *filter) describe(s httpfilter.Stream, rls []*router.RateLimit, c *confi
 			if entry == nil {
 				entry = httpfilter.RequestEntry(s)
 			}
+			x.negative = rl.HitsAddend.Negative
 			if x.hits, ok = rl.HitsAddend.Value(entry); !ok {
 				clear(f.entries[start:])
 				f.entries = f.entries[:start]

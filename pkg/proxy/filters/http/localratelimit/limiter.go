@@ -114,7 +114,10 @@ type result struct {
 // entries: the tokens it takes (its hits_addend, else 1) and its rate
 // limit entry's x_ratelimit_option.
 type requestExtra struct {
-	hits       uint64
+	hits uint64
+	// negative is the entry's is_negative_hits: the hits are given back
+	// to the bucket the descriptor matched rather than taken from it.
+	negative   bool
 	xRateLimit routev3.RateLimit_XRateLimitOption
 }
 
@@ -127,7 +130,8 @@ type match struct {
 
 // allowed takes the request's tokens, as Envoy's requestAllowed: every
 // matched descriptor's bucket, the slowest to refill first, stopping at
-// the first that is empty; then the default bucket, when no descriptor
+// the first that is empty (a descriptor with is_negative_hits refills
+// its bucket instead); then the default bucket, when no descriptor
 // matched or always_consume_default_token_bucket.
 func (l *limiter) allowed(request [][]router.DescriptorEntry, extras []requestExtra, matched []match) (result, []match) {
 	now := l.clock.Seconds()
@@ -156,6 +160,13 @@ func (l *limiter) allowed(request [][]router.DescriptorEntry, extras []requestEx
 		hits := uint64(1)
 		if m.req < len(extras) {
 			hits = extras[m.req].hits
+			if extras[m.req].negative {
+				// As Envoy's: a refill, which never denies.
+				if m.d.bucket != nil {
+					m.d.bucket.Refill(now, hits)
+				}
+				continue
+			}
 		}
 		if m.d.bucket == nil || !m.d.bucket.ConsumeN(now, hits) {
 			return result{allowed: false, bucket: m.d.bucket, at: now, descriptor: m.req}, matched

@@ -357,6 +357,43 @@ descriptors:
 	}
 }
 
+// TestNegativeHits gives tokens back with an entry's is_negative_hits,
+// as Envoy's requestAllowed: the matched bucket is refilled (up to its
+// size) and the request is never denied by it.
+func TestNegativeHits(t *testing.T) {
+	h := newHarness(t, enforced+`
+token_bucket: {max_tokens: 100, fill_interval: 60s}
+rate_limits:
+# A missing header is no number: that entry makes no descriptor.
+- hits_addend: {format: "%REQ(x-take)%"}
+  actions: [{generic_key: {descriptor_value: shared}}]
+- hits_addend: {format: "%REQ(x-back)%", is_negative_hits: true}
+  actions: [{generic_key: {descriptor_value: shared}}]
+descriptors:
+- entries: [{key: generic_key, value: shared}]
+  token_bucket: {max_tokens: 3, fill_interval: 60s}
+`)
+	h.table = compileRoutes(t)
+	req := func(hs ...string) int { return status(h.request(httpfiltertest.NewStream("GET", "/", hs...))) }
+	if req("x-take", "3") != 200 || req("x-take", "2") != 429 {
+		t.Fatal("taking 3, then 2 of 3 tokens")
+	}
+	if got := req("x-back", "2"); got != 200 {
+		t.Fatalf("giving 2 back: %d", got)
+	}
+	if got := req("x-take", "2"); got != 200 {
+		t.Errorf("taking the 2 given back: %d", got)
+	}
+	for i := range 2 {
+		if got := req("x-back", "3"); got != 200 {
+			t.Errorf("refill %d: %d", i, got)
+		}
+	}
+	if req("x-take", "3") != 200 || req("x-take", "2") != 429 {
+		t.Error("the bucket held more than its size after the refills")
+	}
+}
+
 func TestPerRoute(t *testing.T) {
 	h := newHarness(t, enforced+`token_bucket: {max_tokens: 100, fill_interval: 60s}`)
 	rc, err := Factory{}.CompileRoute(parse(t, enforced+`

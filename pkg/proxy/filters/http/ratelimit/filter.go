@@ -58,6 +58,7 @@ type descriptorExtra struct {
 	limit         *router.LimitOverride
 	hitsAddend    uint64
 	hasHitsAddend bool
+	negative      bool
 	xRateLimit    routev3.RateLimit_XRateLimitOption
 }
 
@@ -236,7 +237,7 @@ func (f *filter) populate(onDone bool) {
 	for i, end := range f.bounds {
 		x := f.extras[i]
 		f.descs = append(f.descs, ratelimitservice.Descriptor{Entries: f.entries[start:end:end], Limit: x.limit,
-			HitsAddend: x.hitsAddend, HasHitsAddend: x.hasHitsAddend})
+			HitsAddend: x.hitsAddend, HasHitsAddend: x.hasHitsAddend, IsNegativeHits: x.negative})
 		start = end
 	}
 }
@@ -289,7 +290,7 @@ func (f *filter) describe(rls []*router.RateLimit, in *router.DescriptorInput, p
 				f.entries = f.entries[:start]
 				continue
 			}
-			x.hasHitsAddend = true
+			x.hasHitsAddend, x.negative = true, rl.HitsAddend.Negative
 		}
 		if l, ok := rl.Limit(in.DynamicMetadata); ok {
 			x.limit = &l

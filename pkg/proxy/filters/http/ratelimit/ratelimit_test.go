@@ -140,8 +140,8 @@ func TestCompileRefuses(t *testing.T) {
 			"rate_limits[0].hits_addend.format: "},
 		"hits_addend above the bound": {`{"domain": "d", SERVICE, "rate_limits": [{"hits_addend": {"number": 1000000001}, "actions": [{"remote_address": {}}]}]}`,
 			"rate_limits[0].hits_addend.number: must be at most 1000000000"},
-		"negative hits": {`{"domain": "d", SERVICE, "rate_limits": [{"hits_addend": {"number": 1, "is_negative_hits": true}, "actions": [{"remote_address": {}}]}]}`,
-			"rate_limits[0].hits_addend.is_negative_hits: not supported"},
+		"negative hits without a number": {`{"domain": "d", SERVICE, "rate_limits": [{"hits_addend": {"is_negative_hits": true}, "actions": [{"remote_address": {}}]}]}`,
+			"rate_limits[0].hits_addend: must contain either a format or a number"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -342,7 +342,7 @@ func perRouteJSON(t *testing.T, js string) *routeConfig {
 }
 
 // described is a call's descriptors as "key=value,...#hits" strings
-// ("#-" without a hits_addend).
+// ("#-" without a hits_addend, "#hits back" with is_negative_hits).
 func described(req *rlsv3.RateLimitRequest) []string {
 	var out []string
 	for _, d := range req.GetDescriptors() {
@@ -354,6 +354,9 @@ func described(req *rlsv3.RateLimitRequest) []string {
 		if d.GetHitsAddend() != nil {
 			h = strconv.FormatUint(d.GetHitsAddend().GetValue(), 10)
 		}
+		if d.GetIsNegativeHits() {
+			h += " back"
+		}
 		out = append(out, strings.Join(es, ",")+"#"+h)
 	}
 	return out
@@ -361,9 +364,9 @@ func described(req *rlsv3.RateLimitRequest) []string {
 
 // TestHitsAddendAndStreamDone checks the RateLimitPerRoute entries'
 // hits_addend (fixed, formatted, and a formatted value that is no number,
-// which drops its descriptor) and apply_on_stream_done: those entries
-// are sent only once the filter is destroyed, under the per-route
-// domain.
+// which drops its descriptor), is_negative_hits, and
+// apply_on_stream_done: those entries are sent only once the filter is
+// destroyed, under the per-route domain.
 func TestHitsAddendAndStreamDone(t *testing.T) {
 	rls, addr := startRLS(t, &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK})
 	c, err := compileJSON(t, `{"domain": "d", SERVICE}`, addr, nil)
@@ -374,7 +377,9 @@ func TestHitsAddendAndStreamDone(t *testing.T) {
 		{"hits_addend": {"number": 5}, "actions": [{"generic_key": {"descriptor_value": "fixed"}}]},
 		{"hits_addend": {"format": "%REQ(x-hits)%"}, "actions": [{"generic_key": {"descriptor_value": "header"}}]},
 		{"hits_addend": {"format": "%REQ(x-none)%"}, "actions": [{"generic_key": {"descriptor_value": "dropped"}}]},
-		{"apply_on_stream_done": true, "hits_addend": {"format": "%BYTES_RECEIVED%"}, "actions": [{"generic_key": {"descriptor_value": "done"}}]}]}`)
+		{"hits_addend": {"number": 2, "is_negative_hits": true}, "actions": [{"generic_key": {"descriptor_value": "refund"}}]},
+		{"apply_on_stream_done": true, "hits_addend": {"format": "%BYTES_RECEIVED%"}, "actions": [{"generic_key": {"descriptor_value": "done"}}]},
+		{"apply_on_stream_done": true, "hits_addend": {"format": "%REQ(x-hits)%", "is_negative_hits": true}, "actions": [{"generic_key": {"descriptor_value": "done-back"}}]}]}`)
 	s := httpfiltertest.NewStream("POST", "/", "x-hits", "7", "x-none", "many")
 	s.Matched = routeWith(t, `{"actions": [{"generic_key": {"descriptor_value": "route"}}]}`)
 	s.PerRoute = map[string][]httpfilter.RouteConfig{c.name: {rc}}
@@ -387,7 +392,7 @@ func TestHitsAddendAndStreamDone(t *testing.T) {
 	if len(calls) != 1 {
 		t.Fatalf("%d calls before the stream ended", len(calls))
 	}
-	if diff := cmp.Diff([]string{"generic_key=fixed#5", "generic_key=header#7"}, described(calls[0])); diff != "" {
+	if diff := cmp.Diff([]string{"generic_key=fixed#5", "generic_key=header#7", "generic_key=refund#2 back"}, described(calls[0])); diff != "" {
 		t.Errorf("request descriptors (-want +got):\n%s", diff)
 	}
 	if calls[0].GetDomain() != "per-route" || calls[0].GetHitsAddend() != 0 {
@@ -403,7 +408,7 @@ func TestHitsAddendAndStreamDone(t *testing.T) {
 	if len(calls) != 2 {
 		t.Fatalf("%d calls, want the stream-done one too", len(calls))
 	}
-	if diff := cmp.Diff([]string{"generic_key=done#1234"}, described(calls[1])); diff != "" || calls[1].GetDomain() != "per-route" {
+	if diff := cmp.Diff([]string{"generic_key=done#1234", "generic_key=done-back#7 back"}, described(calls[1])); diff != "" || calls[1].GetDomain() != "per-route" {
 		t.Errorf("stream-done call in %q (-want +got):\n%s", calls[1].GetDomain(), diff)
 	}
 }

@@ -36,7 +36,8 @@ func (f *Filter) request(c net.Conn) *rlsv3.RateLimitRequest {
 	}
 	descs := make([]ratelimitservice.Descriptor, len(f.descs))
 	for i, d := range f.descs {
-		descs[i] = ratelimitservice.Descriptor{Entries: append([]router.DescriptorEntry(nil), d.Entries...)}
+		descs[i] = d // its limit override and hits stay
+		descs[i].Entries = append([]router.DescriptorEntry(nil), d.Entries...)
 	}
 	for _, vf := range f.formats {
 		descs[vf.desc].Entries[vf.entry].Value = string(vf.format.Append(nil, e))

@@ -19,6 +19,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
+	commonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	netrlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/protobuf/proto"
@@ -123,7 +124,7 @@ func (Factory) Compile(msg proto.Message, ctx netfilter.Context) (netfilter.Filt
 			}
 			entries = append(entries, router.DescriptorEntry{Key: e.GetKey(), Value: e.GetValue()})
 		}
-		descs = append(descs, ratelimitservice.Descriptor{Entries: entries})
+		descs = append(descs, descriptorOf(d, entries))
 	}
 	f := &Filter{
 		req:             ratelimitservice.Request(p.GetDomain(), descs),
@@ -190,4 +191,19 @@ func (f *Filter) OnNewConnection(c netfilter.Conn) *netfilter.Refusal {
 		f.failureModeAllowed.Inc()
 	}
 	return nil
+}
+
+// descriptorOf is the call's descriptor of a configured one: its entries,
+// and its limit override, hits_addend and is_negative_hits sent as they
+// are configured (the descriptor is the wire's message).
+func descriptorOf(d *commonv3.RateLimitDescriptor, entries []router.DescriptorEntry) ratelimitservice.Descriptor {
+	out := ratelimitservice.Descriptor{Entries: entries, IsNegativeHits: d.GetIsNegativeHits()}
+	if l := d.GetLimit(); l != nil {
+		out.Limit = &router.LimitOverride{RequestsPerUnit: l.GetRequestsPerUnit(), Unit: l.GetUnit()}
+		out.UnitMultiplier = l.GetUnitMultiplier().GetValue()
+	}
+	if h := d.GetHitsAddend(); h != nil {
+		out.HitsAddend, out.HasHitsAddend = h.GetValue(), true
+	}
+	return out
 }
