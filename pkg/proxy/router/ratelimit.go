@@ -34,8 +34,9 @@ type RateLimit struct {
 	// (hits_addend); ApplyOnStreamDone makes the global filter send the
 	// descriptor when the stream ends rather than before routing. The
 	// global rate limit filter reads both (in a route's, a virtual host's
-	// or its per-route entries); the local one, as Envoy's, counts one
-	// token per descriptor and reads every entry at the request.
+	// or its per-route entries); the local one takes (or, with
+	// is_negative_hits, gives back) HitsAddend tokens and reads every
+	// entry at the request.
 	HitsAddend        *HitsAddend
 	ApplyOnStreamDone bool
 	// formats records that a descriptor value is a format (Formats).
