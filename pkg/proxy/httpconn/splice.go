@@ -42,11 +42,7 @@ func (s *stream) spliceEnds(uc *upstream.Conn) (down, up *net.TCPConn, piece int
 	if down == nil || up == nil {
 		return nil, nil, 0
 	}
-	piece = splicePiece
-	if bl, ok := c.nc.(interface{ BufferLimit() uint32 }); ok && bl.BufferLimit() > 0 {
-		piece = min(piece, max(int64(bl.BufferLimit()), spliceMin))
-	}
-	return down, up, piece
+	return down, up, s.splicePiece()
 }
 
 // plainTCP is nc's TCP socket when what is written to nc goes to the
