@@ -148,8 +148,8 @@ bench-peers: build
 	OUTRIGGER=$(BIN)/sidecar TARGETS="direct haproxy nginx outrigger" REPS=$${REPS:-3} bash $(PEERS)
 
 # Body sizes beside haproxy and nginx (issue #19): 128 B, 16 KiB, 64 KiB and
-# 1 MiB responses, requests/s and the proxy's CPU per request, peers.sh's
-# pinning (test/bench/bodies/run.sh; BASE=other/sidecar measures that binary
+# 1 MiB responses and 64 KiB and 1 MiB POSTs (SIZES, POSTS), requests/s and
+# the proxy's CPU per request, peers.sh's pinning (test/bench/bodies/run.sh; BASE=other/sidecar measures that binary
 # too, interleaved in the same run).
 bench-bodies: build
 	command -v haproxy >/dev/null && command -v nginx >/dev/null && command -v wrk >/dev/null || { apt-get update && apt-get install -y haproxy nginx wrk; }
