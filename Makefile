@@ -149,8 +149,8 @@ bench-peers: build
 
 # Body sizes beside haproxy and nginx (issue #19): 128 B, 16 KiB, 64 KiB and
 # 1 MiB responses and 64 KiB and 1 MiB POSTs (SIZES, POSTS), requests/s and
-# the proxy's CPU per request, peers.sh's pinning (test/bench/bodies/run.sh; BASE=other/sidecar measures that binary
-# too, interleaved in the same run).
+# the proxy's CPU per request, peers.sh's pinning (test/bench/bodies/run.sh;
+# BASE=other/sidecar measures that binary too, interleaved in the same run).
 bench-bodies: build
 	command -v haproxy >/dev/null && command -v nginx >/dev/null && command -v wrk >/dev/null || { apt-get update && apt-get install -y haproxy nginx wrk; }
 	REPS=$${REPS:-3} DUR=$${DUR:-5s} bash test/bench/bodies/run.sh $(BIN)/sidecar $(BASE)
