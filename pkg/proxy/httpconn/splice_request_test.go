@@ -113,10 +113,12 @@ func TestSplicedRequestBodies(t *testing.T) {
 	}
 }
 
-// sendBody writes a request head and up to size bytes of its body (of
-// known length, or chunked) from its own goroutine, which stops at the
-// first failed write; the test's cleanup waits for it.
-func sendBody(t *testing.T, c net.Conn, chunked bool, size, upTo int) {
+// sendBody writes a request head and up to upTo bytes of its size-byte
+// body (of known length, or chunked) from its own goroutine, which stops
+// at the first failed write and then closes the channel returned; the
+// test's cleanup waits for it.
+func sendBody(t *testing.T, c net.Conn, chunked bool, size, upTo int) <-chan struct{} {
+	done := make(chan struct{})
 	framing := fmt.Sprintf("Content-Length: %d", size)
 	if chunked {
 		framing = "Transfer-Encoding: chunked"
@@ -126,6 +128,7 @@ func sendBody(t *testing.T, c net.Conn, chunked bool, size, upTo int) {
 	t.Cleanup(wg.Wait)
 	go func() {
 		defer wg.Done()
+		defer close(done)
 		if _, err := fmt.Fprintf(c, "POST /up HTTP/1.1\r\nHost: h\r\n%s\r\n\r\n", framing); err != nil {
 			return
 		}
@@ -143,6 +146,7 @@ func sendBody(t *testing.T, c net.Conn, chunked bool, size, upTo int) {
 			}
 		}
 	}()
+	return done
 }
 
 // TestSplicedRequestBodyFailures breaks a large request body of known
@@ -218,17 +222,15 @@ func TestSplicedRequestBodyFailures(t *testing.T) {
 				if tc.upTo > 0 {
 					upTo = tc.upTo
 				}
-				sendBody(t, c, chunked, size, upTo)
+				sent := sendBody(t, c, chunked, size, upTo)
+				if tc.leave {
+					// Once its bytes are out, the client leaves.
+					<-sent
+					_ = c.(*net.TCPConn).CloseWrite()
+				}
 				re := regexp.MustCompile(tc.logLine)
 				deadline := time.Now().Add(testTimeout)
-				left := false
 				for !re.MatchString(strings.TrimSuffix(log.String(), "\n")) {
-					if tc.leave && !left {
-						// Once the client's bytes are in, it leaves.
-						time.Sleep(100 * time.Millisecond)
-						_ = c.(*net.TCPConn).CloseWrite()
-						left = true
-					}
 					if time.Now().After(deadline) {
 						t.Fatalf("access log %q, want a line matching %s", log.String(), re)
 					}
