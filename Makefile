@@ -148,9 +148,9 @@ bench-peers: build
 	OUTRIGGER=$(BIN)/sidecar TARGETS="direct haproxy nginx outrigger" REPS=$${REPS:-3} bash $(PEERS)
 
 # Body sizes beside haproxy and nginx (issue #19): 128 B, 16 KiB, 64 KiB and
-# 1 MiB responses, requests/s and the proxy's CPU per request, peers.sh's
-# pinning (test/bench/bodies/run.sh; BASE=other/sidecar measures that binary
-# too, interleaved in the same run).
+# 1 MiB responses and 64 KiB and 1 MiB POSTs (SIZES, POSTS), requests/s and
+# the proxy's CPU per request, peers.sh's pinning (test/bench/bodies/run.sh;
+# BASE=other/sidecar measures that binary too, interleaved in the same run).
 bench-bodies: build
 	command -v haproxy >/dev/null && command -v nginx >/dev/null && command -v wrk >/dev/null || { apt-get update && apt-get install -y haproxy nginx wrk; }
 	REPS=$${REPS:-3} DUR=$${DUR:-5s} bash test/bench/bodies/run.sh $(BIN)/sidecar $(BASE)

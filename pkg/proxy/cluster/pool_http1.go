@@ -154,8 +154,12 @@ func (c *Cluster) takeIdle(p *http1Pool, key poolKey, now time.Time) *upstream.C
 	}
 }
 
-// lend marks a pooled connection lent at now.
+// lend marks a pooled connection lent at now, with a read buffer from
+// the cluster's pool: an idle connection holds none (see put).
 func lend(tc *trackedConn, now time.Time) *upstream.Conn {
+	if tc.up.R == nil {
+		tc.up.R = tc.c.getReader(tc)
+	}
 	tc.lentAt = now
 	tc.inUse.Store(true)
 	tc.up.Requests++
@@ -509,6 +513,14 @@ func (p *http1Pool) put(c *Cluster, tc *trackedConn, now time.Time) {
 		p.idle = p.idle[:n]
 	}
 	tc.idleSince = now
+	// An idle connection's read buffer is empty (one holding unread
+	// bytes is not reused): it goes back to the cluster's pool until the
+	// next loan, so the buffers in use follow the responses in flight
+	// rather than the connections kept open.
+	if r := tc.up.R; r != nil {
+		tc.up.R = nil
+		c.putReader(r)
+	}
 	p.idle = append(p.idle, tc)
 }
 

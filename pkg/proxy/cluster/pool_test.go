@@ -269,6 +269,43 @@ func TestHTTP1PoolConcurrentLoans(t *testing.T) {
 	c.ReleaseHTTP1(conn, true)
 }
 
+// TestHTTP1PoolIdleHoldsNoReadBuffer: a connection waiting in the pool
+// has given its read buffer back, and the next loan comes with one that
+// reads its responses.
+func TestHTTP1PoolIdleHoldsNoReadBuffer(t *testing.T) {
+	srv := newUpstreamServer(t, nil)
+	m, _, _ := newTestManager(t, clusterFor("", srv.port()))
+	c := m.Cluster("up")
+	h := c.PickHost(nil)
+	first, err := c.AcquireHTTP1(t.Context(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.R == nil {
+		t.Fatal("a new connection was lent without a read buffer")
+	}
+	roundTrip(t, first)
+	c.ReleaseHTTP1(first, true)
+	idle := c.set.Load().h1.get(h).idle
+	if len(idle) != 1 || idle[0].up.R != nil {
+		t.Fatalf("idle connections %d, the first holding a read buffer: %v", len(idle), len(idle) == 1 && idle[0].up.R != nil)
+	}
+	for range 2 {
+		conn, err := c.AcquireHTTP1(t.Context(), h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if conn != first || conn.R == nil {
+			t.Fatalf("reused %v, with a read buffer %v; want the idle connection with one", conn == first, conn.R != nil)
+		}
+		roundTrip(t, conn)
+		c.ReleaseHTTP1(conn, true)
+	}
+	if got := srv.accepted.Load(); got != 1 {
+		t.Errorf("upstream accepted %d connections, want 1", got)
+	}
+}
+
 // TestHTTP1PoolClearsDeadlines: a deadline the borrower set does not
 // follow the connection into the idle list (it would fail the probe).
 func TestHTTP1PoolClearsDeadlines(t *testing.T) {

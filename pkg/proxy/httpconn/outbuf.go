@@ -7,6 +7,12 @@ import "io"
 // goes out in pieces of this size or larger.
 const outBufSize = 16 << 10
 
+// gatherMax bounds an output buffer when a large piece joins what is
+// gathered (see write), or when the short rest of a response body is read
+// straight into the client's (see readRest): a 16 KiB body leaves with its
+// head in one write.
+const gatherMax = 32 << 10
+
 // outBuf gathers what goes to one peer so that a head and the start of its
 // body leave in a single write. Large pieces bypass it once what is
 // gathered has been flushed. The first write error sticks: every later
@@ -26,9 +32,17 @@ func (o *outBuf) reset(w io.Writer) {
 }
 
 // write queues p, flushing first when p does not fit; a piece as large as
-// the buffer goes straight out.
+// the buffer goes straight out. A piece that fits within gatherMax behind
+// what is gathered joins it instead: copying it costs less than a second
+// write, and a response head with a 16 KiB body (which the proxy's own
+// header fields make longer than the upstream's) leaves in one write.
 func (o *outBuf) write(p []byte) error {
-	if len(p) >= outBufSize && len(o.b)+len(p) > outBufSize {
+	n := len(o.b) + len(p)
+	if o.err == nil && len(o.b) > 0 && n > outBufSize && n <= gatherMax {
+		o.b = append(o.b, p...)
+		return nil
+	}
+	if len(p) >= outBufSize && n > outBufSize {
 		if o.flush() == nil {
 			_, o.err = o.w.Write(p)
 		}

@@ -754,7 +754,16 @@ func (s *stream) sendRequestBody(o *outBuf, tm *upstreamTimer, uc *upstream.Conn
 			return err, true
 		}
 	}
+	down, up, piece := s.requestSpliceEnds(uc)
 	for pieces := 0; ; pieces++ {
+		if down != nil && s.conn.x.body.Unbuffered() >= spliceMin {
+			// What came with the head goes out with it; the rest
+			// moves between the sockets.
+			if err, downstreamSide := s.spliceRequest(o, tm, uc, down, up, piece); err != nil {
+				return err, downstreamSide
+			}
+			down = nil
+		}
 		p, err := s.body.Next()
 		if len(p) > 0 {
 			s.bytesRecv += uint64(len(p))

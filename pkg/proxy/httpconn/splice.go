@@ -27,12 +27,6 @@ const spliceMin = 16 << 10
 // and before the listener's buffer limit, whichever is smaller.
 const splicePiece = 256 << 10
 
-// gatherMax bounds the client's output buffer when the short rest of a
-// response body is read straight into it (see readRest): a 16 KiB body
-// whose last bytes did not fit in the upstream read buffer with the head
-// still leaves in one write.
-const gatherMax = 32 << 10
-
 // spliceEnds returns the sockets a response body may be spliced between
 // and how much to move at once, or nil when it may not: off Linux, for
 // a TLS or wrapped socket on either side (whose bytes are not the
@@ -48,11 +42,7 @@ func (s *stream) spliceEnds(uc *upstream.Conn) (down, up *net.TCPConn, piece int
 	if down == nil || up == nil {
 		return nil, nil, 0
 	}
-	piece = splicePiece
-	if bl, ok := c.nc.(interface{ BufferLimit() uint32 }); ok && bl.BufferLimit() > 0 {
-		piece = min(piece, max(int64(bl.BufferLimit()), spliceMin))
-	}
-	return down, up, piece
+	return down, up, s.splicePiece()
 }
 
 // plainTCP is nc's TCP socket when what is written to nc goes to the

@@ -2,8 +2,10 @@
 # Body sizes beside haproxy and nginx (issue #19): HTTP/1.1 keep-alive
 # through each proxy to one nginx upstream, for 128 B, 16 KiB, 64 KiB and
 # 1 MiB response bodies (../shared/bench/peers.sh serves only the first
-# two). The conditions are peers.sh's: each proxy with one worker pinned
-# to CPU 0 (haproxy nbthread 1 with http-reuse always, nginx one worker
+# two), and POSTs of 64 KiB and 1 MiB request bodies (a 2-byte answer;
+# nginx with proxy_request_buffering off, so that it streams them as the
+# others do). The conditions are peers.sh's: each proxy with one worker
+# pinned to CPU 0 (haproxy nbthread 1 with http-reuse always, nginx one worker
 # with upstream keep-alive, the sidecar --concurrency 1 and GOMAXPROCS=1),
 # wrk (one thread) and the upstream nginx (one worker, sendfile) on CPU 1.
 # Every proxy runs for the whole benchmark and the runs are interleaved
@@ -17,6 +19,7 @@
 #
 #   test/bench/bodies/run.sh path/to/sidecar [path/to/base/sidecar]
 #   env: REPS (3) DUR (5s) WARM (1s) CONNS (64) SIZES ("128 16384 65536 1048576")
+#        POSTS ("65536 1048576"; "" for none)
 #        OUT (a directory to keep the raw results in)
 #
 # Needs nginx, haproxy, wrk, taskset and python3 (the Makefile's
@@ -31,6 +34,7 @@ DUR=${DUR:-5s}
 WARM=${WARM:-1s}
 CONNS=${CONNS:-64}
 SIZES=${SIZES:-"128 16384 65536 1048576"}
+POSTS=${POSTS-"65536 1048576"}
 DIR=$(mktemp -d)
 chmod 755 "$DIR" # nginx's workers may run as another user
 PIDS=()
@@ -61,6 +65,8 @@ HZ=$(getconf CLK_TCK)
 # connections.
 mkdir -p "$DIR/www" "$DIR/tmp"
 for n in $SIZES; do head -c "$n" /dev/zero | tr '\0' 'b' >"$DIR/www/$n"; done
+# POST bodies: a wrk script per size; the upstream reads and drops them.
+for n in $POSTS; do printf 'wrk.method = "POST"\nwrk.body = string.rep("p", %d)\n' "$n" >"$DIR/post-$n.lua"; done
 UP=$(freeport)
 cat >"$DIR/upstream.conf" <<EOF
 worker_processes 1;
@@ -78,7 +84,17 @@ http {
   open_file_cache max=16 inactive=300s;
   sendfile on; tcp_nopush on;
   default_type application/octet-stream;
-  server { listen 127.0.0.1:$UP backlog=4096; root $DIR/www; }
+  # /post reads the whole body (in memory) before it answers, through a
+  # proxy_pass to itself: a bare return would answer first and close the
+  # connection on the proxy still sending.
+  client_max_body_size 0;
+  client_body_buffer_size 2m;
+  server {
+    listen 127.0.0.1:$UP backlog=4096;
+    root $DIR/www;
+    location = /post { proxy_pass http://127.0.0.1:$UP/ok; proxy_set_header Content-Length ""; proxy_pass_request_body off; }
+    location = /ok { return 200 ok; }
+  }
 }
 EOF
 taskset -c 1 nginx -c "$DIR/upstream.conf" -e "$DIR/upstream.err" &
@@ -126,7 +142,9 @@ http {
   upstream up { server 127.0.0.1:$UP; keepalive 256; keepalive_requests 100000000; keepalive_timeout 300s; }
   server {
     listen 127.0.0.1:${PORT[nginx]} backlog=4096;
+    client_max_body_size 0;
     location / {
+      proxy_request_buffering off;
       proxy_pass http://up;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
@@ -194,12 +212,17 @@ fi
 wait_port "$UP"
 for t in "${TARGETS[@]}"; do wait_port "${PORT[$t]}"; done
 
-# run rep target size: one warm-up and one measured wrk run.
+# run rep target size: one warm-up and one measured wrk run; a size
+# post-N POSTs N bytes.
 run() {
-	local url="http://127.0.0.1:${PORT[$2]}/$3" before after out reqs secs
-	taskset -c 1 timeout 60 wrk -t1 -c"$CONNS" -d"$WARM" "$url" >/dev/null
+	local url="http://127.0.0.1:${PORT[$2]}/$3" before after out reqs secs script=()
+	if [[ $3 == post-* ]]; then
+		url="http://127.0.0.1:${PORT[$2]}/post"
+		script=(-s "$DIR/$3.lua")
+	fi
+	taskset -c 1 timeout 60 wrk -t1 -c"$CONNS" -d"$WARM" "${script[@]}" "$url" >/dev/null
 	before=$(cpu_ticks "${PID[$2]}")
-	out=$(taskset -c 1 timeout 120 wrk -t1 -c"$CONNS" -d"$DUR" "$url")
+	out=$(taskset -c 1 timeout 120 wrk -t1 -c"$CONNS" -d"$DUR" "${script[@]}" "$url")
 	after=$(cpu_ticks "${PID[$2]}")
 	if grep -qE "Non-2xx|Socket errors" <<<"$out"; then
 		echo "$2 /$3: wrk saw errors:" >&2
@@ -216,7 +239,7 @@ echo "# $(date -u +%FT%TZ) reps=$REPS dur=$DUR conns=$CONNS; $(nproc) CPUs: $(ls
 echo "# nginx $(nginx -v 2>&1 | sed 's/.*\///'), haproxy $(haproxy -v | awk 'NR==1{print $3}'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 printf 'rep\ttarget\tbytes\trps\tcpu_us_per_req\n' | tee "$DIR/results.tsv"
 for rep in $(seq "$REPS"); do
-	for size in $SIZES; do
+	for size in $SIZES $(for n in $POSTS; do echo "post-$n"; done); do
 		# Rotate the order each repetition.
 		n=${#TARGETS[@]}
 		for i in $(seq 0 $((n - 1))); do
@@ -243,5 +266,6 @@ for z in sizes:
     best_cpu = min(med[z, p][1] for p in ("haproxy", "nginx"))
     for t in targets:
         r, c, s = med[z, t]
-        print(f"| {z} B | {t} | {r:,.0f} | {s:.0%} | {c:.2f} | {r / best_rps:.2f} | {c / best_cpu:.2f} |")
+        label = f"POST {z[5:]} B" if z.startswith("post-") else f"{z} B"
+        print(f"| {label} | {t} | {r:,.0f} | {s:.0%} | {c:.2f} | {r / best_rps:.2f} | {c / best_cpu:.2f} |")
 EOF
