@@ -3,6 +3,8 @@ package httpconn
 import (
 	"net"
 	"testing"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 )
 
 // TestAddrStringsMatchString checks that addrStrings renders addresses as
@@ -24,7 +26,7 @@ func TestAddrStringsMatchString(t *testing.T) {
 	for _, a := range addrs {
 		for _, b := range addrs {
 			gotA, gotB := addrStrings(a, b)
-			if wantA, wantB := addrString(a), addrString(b); gotA != wantA || gotB != wantB {
+			if wantA, wantB := accesslog.AddressString(a), accesslog.AddressString(b); gotA != wantA || gotB != wantB {
 				t.Errorf("addrStrings(%v, %v) = %q, %q; want %q, %q", a, b, gotA, gotB, wantA, wantB)
 			}
 		}

@@ -184,7 +184,7 @@ func newServerConn(m *Manager, nc net.Conn) *serverConn {
 	c.remoteIP = hostOnly(c.remote)
 	c.direct = c.remote
 	if d, ok := nc.(interface{ DirectRemoteAddr() net.Addr }); ok {
-		c.direct = addrString(d.DirectRemoteAddr())
+		c.direct = accesslog.AddressString(d.DirectRemoteAddr())
 	}
 	c.tls, c.sni = tlsconfig.AccessLogInfo(nc), accesslog.RequestedServerName(nc)
 	c.origDst, _ = upstream.OriginalDst(nc)
@@ -571,14 +571,6 @@ func (c *countedConn) Write(p []byte) (int, error) {
 		c.stats.cxTxBytes.Add(uint64(n))
 	}
 	return n, err
-}
-
-// addrString renders an address as "ip:port", "" for none.
-func addrString(a net.Addr) string {
-	if a == nil {
-		return ""
-	}
-	return a.String()
 }
 
 // addrStrings renders two addresses as addrString does, in one

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"net"
 	"runtime/debug"
 	"sync"
@@ -238,7 +239,7 @@ var _ netfilter.RefusalRecorder = (*Manager)(nil)
 // connection of its chain, counts it: opened, then destroyed locally. It
 // implements netfilter.RefusalRecorder.
 func (m *Manager) Refused(c net.Conn, r *netfilter.Refusal) {
-	m.log.V(1).Info("connection closed before the connection manager", "reason", r.Reason, "remote", addrString(c.RemoteAddr()))
+	m.log.V(1).Info("connection closed before the connection manager", "reason", r.Reason, "remote", accesslog.AddressString(c.RemoteAddr()))
 	st := m.stats
 	st.cxTotal.Inc()
 	st.cxDestroy.Inc()

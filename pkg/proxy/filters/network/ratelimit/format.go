@@ -29,8 +29,8 @@ func (f *Filter) request(c net.Conn) *rlsv3.RateLimitRequest {
 	}
 	e := &accesslog.Entry{
 		StartTime:               time.Now(),
-		DownstreamRemoteAddress: addrString(c.RemoteAddr()),
-		DownstreamLocalAddress:  addrString(c.LocalAddr()),
+		DownstreamRemoteAddress: accesslog.AddressString(c.RemoteAddr()),
+		DownstreamLocalAddress:  accesslog.AddressString(c.LocalAddr()),
 		RequestedServerName:     accesslog.RequestedServerName(c),
 		TLS:                     tlsconfig.AccessLogInfo(c),
 	}
@@ -45,10 +45,3 @@ func (f *Filter) request(c net.Conn) *rlsv3.RateLimitRequest {
 	return ratelimitservice.Request(f.domain, descs)
 }
 
-// addrString renders an address, "" for none.
-func addrString(a net.Addr) string {
-	if a == nil {
-		return ""
-	}
-	return a.String()
-}

@@ -1,8 +1,6 @@
 package tcpproxy
 
 import (
-	"net"
-
 	datav3 "github.com/envoyproxy/go-control-plane/envoy/data/accesslog/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
@@ -31,8 +29,8 @@ func (s *session) entry(t datav3.AccessLogType) *accesslog.Entry {
 		Duration:                s.p.now().Sub(s.start),
 		UpstreamCluster:         s.clusterName,
 		ConnectionID:            s.id,
-		DownstreamRemoteAddress: addrString(s.down.RemoteAddr()),
-		DownstreamLocalAddress:  addrString(s.down.LocalAddr()),
+		DownstreamRemoteAddress: accesslog.AddressString(s.down.RemoteAddr()),
+		DownstreamLocalAddress:  accesslog.AddressString(s.down.LocalAddr()),
 		RequestedServerName:     accesslog.RequestedServerName(s.down),
 		TLS:                     tlsconfig.AccessLogInfo(s.down),
 	}
@@ -48,12 +46,4 @@ func (s *session) entry(t datav3.AccessLogType) *accesslog.Entry {
 	e.UpstreamTransportFailureReason = s.failureReason
 	e.UpstreamRequestAttemptCount = s.attempts
 	return e
-}
-
-// addrString renders an address, "" for none.
-func addrString(a net.Addr) string {
-	if a == nil {
-		return ""
-	}
-	return a.String()
 }

@@ -3,6 +3,7 @@ package tcpproxy
 import (
 	"context"
 	"fmt"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"math/rand/v2"
 	"net"
 	"runtime/debug"
@@ -112,7 +113,7 @@ var _ netfilter.RefusalRecorder = (*Proxy)(nil)
 // chain, counts and logs it. It implements netfilter.RefusalRecorder.
 func (p *Proxy) Refused(c net.Conn, r *netfilter.Refusal) {
 	p.stats.cxTotal.Inc()
-	p.log.V(1).Info("connection closed before tcp_proxy", "reason", r.Reason, "remote", addrString(c.RemoteAddr()))
+	p.log.V(1).Info("connection closed before tcp_proxy", "reason", r.Reason, "remote", accesslog.AddressString(c.RemoteAddr()))
 	if p.logs.Empty() {
 		return
 	}

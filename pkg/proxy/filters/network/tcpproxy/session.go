@@ -246,7 +246,7 @@ func (s *session) connectTCP(cl netfilter.Cluster, h *upstream.Host) (upstreamIO
 		r:          rawConn(conn),
 		w:          rawConn(conn),
 		closeWrite: func() error { return closeWrite(conn) },
-		local:      addrString(conn.LocalAddr()),
+		local:      accesslog.AddressString(conn.LocalAddr()),
 		tls:        accesslog.UpstreamTLS(conn),
 		bytes:      upstreamBytesOf(conn),
 	}, nil

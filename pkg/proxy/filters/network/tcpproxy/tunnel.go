@@ -205,7 +205,7 @@ func (s *session) openTunnel(cl netfilter.Cluster, h *upstream.Host) (upstreamIO
 		r:          r,
 		w:          rawConn(conn),
 		closeWrite: func() error { return closeWrite(conn) },
-		local:      addrString(conn.LocalAddr()),
+		local:      accesslog.AddressString(conn.LocalAddr()),
 		bytes:      ub,
 	}, nil
 }
