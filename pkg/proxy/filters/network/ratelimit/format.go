@@ -44,4 +44,3 @@ func (f *Filter) request(c net.Conn) *rlsv3.RateLimitRequest {
 	}
 	return ratelimitservice.Request(f.domain, descs)
 }
-
