@@ -93,6 +93,12 @@ type Cluster struct {
 	connsMu sync.Mutex
 	conns   map[*trackedConn]struct{}
 	closed  atomic.Bool
+	// retired is set once the cluster is out of service (removed or
+	// replaced by discovery): requests that still hold it are served, on
+	// connections that close when released (see drain).
+	retired atomic.Bool
+	// stopped ends the cluster's own work once (see stopBackground).
+	stopped sync.Once
 
 	// origDst are an ORIGINAL_DST cluster's hosts, nil for other types.
 	origDst *origDstHosts
@@ -670,33 +676,18 @@ func (c *Cluster) isClosed() bool { return c.closed.Load() }
 // Close closes every connection of the cluster, idle or lent, and makes
 // later acquisitions fail with ErrClosed. Requests in flight fail.
 func (c *Cluster) Close() {
-	c.stopHealthChecks()
 	c.connsMu.Lock()
 	if c.closed.Load() {
 		c.connsMu.Unlock()
 		return
 	}
 	c.closed.Store(true)
-	if c.settings.tap != nil {
-		_ = c.settings.tap.Close()
-	}
-	if c.origDst != nil {
-		c.origDst.stopCleanup()
-	}
-	if c.dfp != nil {
-		c.dfp.cache.Unsubscribe(c.dfp)
-	}
-	if c.outlier != nil {
-		c.outlier.Stop()
-	}
-	if c.zones != nil {
-		c.zones.unwatch(c)
-	}
 	open := make([]*trackedConn, 0, len(c.conns))
 	for tc := range c.conns {
 		open = append(open, tc)
 	}
 	c.connsMu.Unlock()
+	c.stopBackground()
 
 	for _, p := range c.set.Load().h1.all() {
 		p.closeIdle()
@@ -708,4 +699,30 @@ func (c *Cluster) Close() {
 	for _, tc := range open {
 		_ = tc.Close()
 	}
+}
+
+// stopBackground ends, once, what the cluster does on its own: health
+// checks, outlier detection, the original destination hosts' cleanup,
+// the dynamic forward proxy's and the local cluster's subscriptions, and
+// its tap's registration. Requests can still use the cluster afterwards
+// (a drained one, see drain).
+func (c *Cluster) stopBackground() {
+	c.stopHealthChecks()
+	c.stopped.Do(func() {
+		if c.settings.tap != nil {
+			_ = c.settings.tap.Close()
+		}
+		if c.origDst != nil {
+			c.origDst.stopCleanup()
+		}
+		if c.dfp != nil {
+			c.dfp.cache.Unsubscribe(c.dfp)
+		}
+		if c.outlier != nil {
+			c.outlier.Stop()
+		}
+		if c.zones != nil {
+			c.zones.unwatch(c)
+		}
+	})
 }

@@ -135,3 +135,46 @@ func TestEDSRemovedHostStillServesItsHTTP2Request(t *testing.T) {
 		t.Errorf("a host of another cluster saw %d connections, want 0", got)
 	}
 }
+
+// TestAggregateRemovedHostStillServesItsRequest: the same through an
+// aggregate cluster, whose request is carried by the host's own cluster
+// even once that cluster no longer has the host.
+func TestAggregateRemovedHostStillServesItsRequest(t *testing.T) {
+	accepted := make(chan string, 1)
+	port := uint32(loopbackServer(t, func(c net.Conn) {
+		accepted <- c.RemoteAddr().String()
+	}))
+	m, _, _ := newTestManager(t, `
+- name: member
+  type: EDS
+- name: agg
+  lb_policy: CLUSTER_PROVIDED
+  cluster_type:
+    name: envoy.clusters.aggregate
+    typed_config:
+      "@type": type.googleapis.com/envoy.extensions.clusters.aggregate.v3.ClusterConfig
+      clusters: [member]`)
+	member, agg := m.Cluster("member"), m.Cluster("agg")
+	apply := func(port uint32) {
+		t.Helper()
+		p, err := member.EDSHosts(claOf(port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		member.SetEDSHosts(p)
+	}
+	apply(port)
+	h := agg.PickHost(nil)
+	if h == nil {
+		t.Fatal("no host picked")
+	}
+	apply(port + 1)
+	conn, err := agg.AcquireHTTP1(t.Context(), h)
+	if err != nil {
+		t.Fatalf("acquiring a connection to the host picked before its removal: %v", err)
+	}
+	if got, want := <-accepted, conn.LocalAddr().String(); got != want {
+		t.Errorf("the upstream accepted %s, the acquired connection is %s", got, want)
+	}
+	agg.ReleaseHTTP1(conn, true)
+}

@@ -118,7 +118,7 @@ func (c *Cluster) RoundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Res
 	resp, err := c.roundTripHTTP2(req, h)
 	if err != nil {
 		rq.release()
-		c.closeStray(moved)
+		c.afterHTTP2(moved)
 		return nil, err
 	}
 	resp.Body = &requestBody{ReadCloser: resp.Body, rq: rq, c: c, moved: moved}
@@ -142,7 +142,7 @@ func (b *requestBody) Close() error {
 	err := b.ReadCloser.Close()
 	if b.released.CompareAndSwap(false, true) {
 		b.rq.release()
-		b.c.closeStray(b.moved)
+		b.c.afterHTTP2(b.moved)
 	}
 	return err
 }

@@ -36,15 +36,19 @@ func (c *Cluster) hostsMove() bool {
 	return s.dns != nil || s.eds != nil || s.origDst != nil || s.dfp != nil
 }
 
-// closeStray ends what an HTTP/2 request to h, a host that may have left
-// the set while the request ran (nil: one that cannot), left open: when h
-// is no longer a member, the connection dialled or kept for it would
-// stay idle in the transport, where no request picks it any more; so the
-// idle connections go, as they went when the host was removed (the
-// transport cannot close one host's alone). Envoy closes a removed
-// host's connections as their last stream ends in the same way.
-func (c *Cluster) closeStray(h *upstream.Host) {
-	if h == nil || c.set.Load().byAddr[h.Address] != nil {
+// afterHTTP2 ends what an HTTP/2 request to h left open once the request
+// is over, when nothing would pick it again: the connection dialled or
+// kept for it would stay idle in the transport, so the idle connections
+// go, as they went when the host or the cluster was removed (the
+// transport cannot close one host's alone). That is when the cluster is
+// out of service (a request that held it across its removal), or h, a
+// host that could leave the set while the request ran (nil: one that
+// cannot), is no longer a member. Envoy closes a removed host's or
+// cluster's connections as their last stream ends in the same way.
+func (c *Cluster) afterHTTP2(h *upstream.Host) {
+	switch {
+	case c.retired.Load():
+	case h == nil || c.set.Load().byAddr[h.Address] != nil:
 		return
 	}
 	c.closeIdleHTTP2()
