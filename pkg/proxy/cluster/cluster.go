@@ -303,6 +303,11 @@ func (c *Cluster) installLocked(priorities [][]*upstream.Host, counted bool, ch 
 			}
 		}
 	}
+	// The change is the whole difference between the sets unless hosts
+	// kept for their health joined the update's.
+	if ch != nil {
+		ch.exact = len(hs.hosts) == given
+	}
 	// retired are the HTTP/1.1 pools of the hosts that left, when the
 	// change tells them (known); otherwise they are found below.
 	var retired []*http1Pool
@@ -336,7 +341,7 @@ func (c *Cluster) installLocked(priorities [][]*upstream.Host, counted bool, ch 
 	}
 	c.syncHealthChecks(hs)
 	c.set.Store(hs)
-	c.storeBalancer(hs, old)
+	c.storeBalancer(hs, old, ch)
 	c.publishMembership(hs, counted)
 
 	if old == nil {
@@ -375,7 +380,7 @@ func (c *Cluster) installLocked(priorities [][]*upstream.Host, counted bool, ch 
 // source, lb_* stats, the proxy's locality and, for a zone-aware cluster
 // when there is a local cluster, the local cluster's hosts; the set's
 // hosts get their creation time, and the cluster's policy its pickers.
-func (c *Cluster) lbConfig(hs, old *hostSet) lb.Config {
+func (c *Cluster) lbConfig(hs, old *hostSet, ch *setChange) lb.Config {
 	cfg := c.settings.lb
 	cfg.OverprovisioningFactor, cfg.WeightedPriorityHealth = hs.policy.factor, hs.policy.weighted
 	cfg.Rand = c.rand
@@ -397,8 +402,14 @@ func (c *Cluster) lbConfig(hs, old *hostSet) lb.Config {
 	// the previous set had is the same host to Envoy, and keeps its
 	// creation time (and so its place in slow start). A few new hosts
 	// look theirs up one by one; many, in a map of the previous set.
+	// An EDS update's change lists them, the hosts it built: the others
+	// were in a set before.
+	candidates := hs.hosts
+	if ch.appliesTo(old) {
+		candidates = ch.added
+	}
 	fresh := 0
-	for _, h := range hs.hosts {
+	for _, h := range candidates {
 		if h.Created.IsZero() {
 			fresh++
 		}
@@ -410,7 +421,7 @@ func (c *Cluster) lbConfig(hs, old *hostSet) lb.Config {
 			kept[o.Address] = o.Created
 		}
 	}
-	for _, h := range hs.hosts {
+	for _, h := range candidates {
 		if !h.Created.IsZero() {
 			continue
 		}
