@@ -98,10 +98,9 @@ type Balancer struct {
 // source is empty.
 type level struct {
 	all, healthy, degraded Picker
-	// hosts are the level's hosts and counts their health, which an
-	// update of the set starts from (see Update).
-	hosts  []*upstream.Host
-	counts levelCounts
+	// state is the level's health, which an update of the set starts
+	// from (see Update).
+	state levelState
 	// locs are the level's localities, with pickers when they are picked
 	// from (locality weighting, or zone routing at priority 0).
 	locs localities
@@ -131,8 +130,7 @@ func New(priorities [][]*upstream.Host, cfg Config) *Balancer {
 			all:      newPicker(cfg.NewPicker, hosts, seed),
 			healthy:  newPicker(cfg.NewPicker, healthy, seed),
 			degraded: newPicker(cfg.NewPicker, degraded, seed),
-			hosts:    hosts,
-			counts:   counts[i],
+			state:    stateOf(counts[i]),
 		}
 	}
 	b.settle(counts, &cfg)

@@ -1,8 +1,6 @@
 package lb
 
 import (
-	"slices"
-
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -63,7 +61,7 @@ func (b *Balancer) Update(priorities [][]*upstream.Host, ch *Change, cfg Config)
 			gone = removed[i]
 		}
 		nb.levels[i] = old.updated(hosts, added[i], gone, seed, &cfg)
-		counts[i] = nb.levels[i].counts
+		counts[i] = nb.levels[i].state.counts()
 	}
 	nb.settle(counts, &cfg)
 	return nb.carryFrom(b)
@@ -81,11 +79,40 @@ func byLevel(hosts []*upstream.Host, n int) [][]*upstream.Host {
 	return out
 }
 
+// levelState is what an update keeps of a level's health counts
+// (levelCounts), small: every cluster's balancer has one per level.
+type levelState struct {
+	total, healthy, degraded uint32
+	// weights are the weight sums, with weighted priority health only.
+	weights *[3]uint64
+}
+
+// stateOf is c's levelState.
+func stateOf(c levelCounts) levelState {
+	s := levelState{total: uint32(c.total), healthy: uint32(c.healthy), degraded: uint32(c.degraded)}
+	if c.weighted {
+		s.weights = &[3]uint64{c.totalWeight, c.healthyWeight, c.degradedWeight}
+	}
+	return s
+}
+
+// counts is the levelCounts s keeps.
+func (s levelState) counts() levelCounts {
+	c := levelCounts{total: int(s.total), healthy: int(s.healthy), degraded: int(s.degraded)}
+	if w := s.weights; w != nil {
+		c.weighted = true
+		c.totalWeight, c.healthyWeight, c.degradedWeight = w[0], w[1], w[2]
+	}
+	return c
+}
+
 // updated is the level of hosts that replaced old (nil for a new level)
 // by adding added and removing gone.
 func (old *level) updated(hosts, added, gone []*upstream.Host, seed uint64, cfg *Config) level {
-	if old != nil && len(added) == 0 && len(gone) == 0 && slices.Equal(old.hosts, hosts) {
-		// Untouched: the same pickers go on.
+	if old != nil && len(added) == 0 && len(gone) == 0 {
+		// Untouched: the same pickers go on. The same hosts in another
+		// order keep the old order, as Envoy leaves a priority whose
+		// hosts did not change as it was.
 		return *old
 	}
 	if old == nil || !old.allHealthy() || !allHealthy(added) {
@@ -94,35 +121,32 @@ func (old *level) updated(hosts, added, gone []*upstream.Host, seed uint64, cfg 
 		if cfg.WeightedPriorityHealth {
 			c.weigh(hosts, healthy, degraded)
 		}
-		lv := level{
+		return level{
 			all:      newPicker(cfg.NewPicker, hosts, seed),
 			healthy:  newPicker(cfg.NewPicker, healthy, seed),
 			degraded: newPicker(cfg.NewPicker, degraded, seed),
-			hosts:    hosts,
-			counts:   c,
+			state:    stateOf(c),
 		}
-		return lv
 	}
 	// Every host healthy before and every added one too: so are all the
 	// level's, whose health split is the list itself.
 	c := levelCounts{total: len(hosts), healthy: len(hosts)}
 	if cfg.WeightedPriorityHealth {
 		c.weighted = true
-		c.totalWeight = old.counts.totalWeight + sumWeights(added) - sumWeights(gone)
+		c.totalWeight = old.state.weights[0] + sumWeights(added) - sumWeights(gone)
 		c.healthyWeight = c.totalWeight
 	}
 	return level{
 		all:     updatedPicker(old.all, hosts, added, seed, cfg.NewPicker),
 		healthy: updatedPicker(old.healthy, hosts, added, seed, cfg.NewPicker),
-		hosts:   hosts,
-		counts:  c,
+		state:   stateOf(c),
 	}
 }
 
 // allHealthy reports whether every host of the level was healthy, not
 // degraded, when it was built.
 func (lv *level) allHealthy() bool {
-	return lv.counts.healthy == lv.counts.total
+	return lv.state.healthy == lv.state.total
 }
 
 // allHealthy reports whether every host is healthy and not degraded.
