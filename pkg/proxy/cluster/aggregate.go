@@ -267,8 +267,8 @@ func (c *Cluster) pickAggregateOnce(pc *upstream.PickContext) *upstream.Host {
 	return h
 }
 
-// owner is the listed cluster a host belongs to, nil when none of them
-// has it any more.
+// owner is the listed cluster a host belongs to, or belonged to when it
+// was picked; nil when none of them is there any more.
 func (a *aggregateState) owner(h *upstream.Host) *Cluster {
 	if h == nil {
 		return nil
@@ -282,6 +282,11 @@ func (a *aggregateState) owner(h *upstream.Host) *Cluster {
 		if c := a.source(name).c; c != nil && c.agg == nil && slices.Contains(c.set.Load().hosts, h) {
 			return c
 		}
+	}
+	// A host its cluster removed after the pick: that cluster still
+	// carries the request to it, as it does its own (see acquireHTTP1).
+	if slices.Contains(a.names, h.Cluster) {
+		return a.source(h.Cluster).c
 	}
 	return nil
 }

@@ -93,6 +93,12 @@ type Cluster struct {
 	connsMu sync.Mutex
 	conns   map[*trackedConn]struct{}
 	closed  atomic.Bool
+	// retired is set once the cluster is out of service (removed or
+	// replaced by discovery): requests that still hold it are served, on
+	// connections that close when released (see drain).
+	retired atomic.Bool
+	// stopped ends the cluster's own work once (see stopBackground).
+	stopped sync.Once
 
 	// origDst are an ORIGINAL_DST cluster's hosts, nil for other types.
 	origDst *origDstHosts
@@ -297,6 +303,11 @@ func (c *Cluster) installLocked(priorities [][]*upstream.Host, counted bool, ch 
 			}
 		}
 	}
+	// The change is the whole difference between the sets unless hosts
+	// kept for their health joined the update's.
+	if ch != nil {
+		ch.exact = len(hs.hosts) == given
+	}
 	// retired are the HTTP/1.1 pools of the hosts that left, when the
 	// change tells them (known); otherwise they are found below.
 	var retired []*http1Pool
@@ -330,7 +341,7 @@ func (c *Cluster) installLocked(priorities [][]*upstream.Host, counted bool, ch 
 	}
 	c.syncHealthChecks(hs)
 	c.set.Store(hs)
-	c.storeBalancer(hs, old)
+	c.storeBalancer(hs, old, ch)
 	c.publishMembership(hs, counted)
 
 	if old == nil {
@@ -369,7 +380,7 @@ func (c *Cluster) installLocked(priorities [][]*upstream.Host, counted bool, ch 
 // source, lb_* stats, the proxy's locality and, for a zone-aware cluster
 // when there is a local cluster, the local cluster's hosts; the set's
 // hosts get their creation time, and the cluster's policy its pickers.
-func (c *Cluster) lbConfig(hs, old *hostSet) lb.Config {
+func (c *Cluster) lbConfig(hs, old *hostSet, ch *setChange) lb.Config {
 	cfg := c.settings.lb
 	cfg.OverprovisioningFactor, cfg.WeightedPriorityHealth = hs.policy.factor, hs.policy.weighted
 	cfg.Rand = c.rand
@@ -391,8 +402,14 @@ func (c *Cluster) lbConfig(hs, old *hostSet) lb.Config {
 	// the previous set had is the same host to Envoy, and keeps its
 	// creation time (and so its place in slow start). A few new hosts
 	// look theirs up one by one; many, in a map of the previous set.
+	// An EDS update's change lists them, the hosts it built: the others
+	// were in a set before.
+	candidates := hs.hosts
+	if ch.appliesTo(old) {
+		candidates = ch.added
+	}
 	fresh := 0
-	for _, h := range hs.hosts {
+	for _, h := range candidates {
 		if h.Created.IsZero() {
 			fresh++
 		}
@@ -404,7 +421,7 @@ func (c *Cluster) lbConfig(hs, old *hostSet) lb.Config {
 			kept[o.Address] = o.Created
 		}
 	}
-	for _, h := range hs.hosts {
+	for _, h := range candidates {
 		if !h.Created.IsZero() {
 			continue
 		}
@@ -670,33 +687,18 @@ func (c *Cluster) isClosed() bool { return c.closed.Load() }
 // Close closes every connection of the cluster, idle or lent, and makes
 // later acquisitions fail with ErrClosed. Requests in flight fail.
 func (c *Cluster) Close() {
-	c.stopHealthChecks()
 	c.connsMu.Lock()
 	if c.closed.Load() {
 		c.connsMu.Unlock()
 		return
 	}
 	c.closed.Store(true)
-	if c.settings.tap != nil {
-		_ = c.settings.tap.Close()
-	}
-	if c.origDst != nil {
-		c.origDst.stopCleanup()
-	}
-	if c.dfp != nil {
-		c.dfp.cache.Unsubscribe(c.dfp)
-	}
-	if c.outlier != nil {
-		c.outlier.Stop()
-	}
-	if c.zones != nil {
-		c.zones.unwatch(c)
-	}
 	open := make([]*trackedConn, 0, len(c.conns))
 	for tc := range c.conns {
 		open = append(open, tc)
 	}
 	c.connsMu.Unlock()
+	c.stopBackground()
 
 	for _, p := range c.set.Load().h1.all() {
 		p.closeIdle()
@@ -708,4 +710,30 @@ func (c *Cluster) Close() {
 	for _, tc := range open {
 		_ = tc.Close()
 	}
+}
+
+// stopBackground ends, once, what the cluster does on its own: health
+// checks, outlier detection, the original destination hosts' cleanup,
+// the dynamic forward proxy's and the local cluster's subscriptions, and
+// its tap's registration. Requests can still use the cluster afterwards
+// (a drained one, see drain).
+func (c *Cluster) stopBackground() {
+	c.stopHealthChecks()
+	c.stopped.Do(func() {
+		if c.settings.tap != nil {
+			_ = c.settings.tap.Close()
+		}
+		if c.origDst != nil {
+			c.origDst.stopCleanup()
+		}
+		if c.dfp != nil {
+			c.dfp.cache.Unsubscribe(c.dfp)
+		}
+		if c.outlier != nil {
+			c.outlier.Stop()
+		}
+		if c.zones != nil {
+			c.zones.unwatch(c)
+		}
+	})
 }

@@ -98,28 +98,6 @@ func TestApplyDiscoveredRejectsWhole(t *testing.T) {
 	}
 }
 
-func TestRemovedClusterClosesOnceIdle(t *testing.T) {
-	m, _, clock := newTestManager(t, `[]`)
-	one := parseClusters(t, `[{name: a, connect_timeout: 1s}]`)
-	if err := m.ApplyDiscovered(one, "v1", clock.now()); err != nil {
-		t.Fatal(err)
-	}
-	a := m.Cluster("a")
-	if err := m.ApplyDiscovered(nil, "v2", clock.now()); err != nil {
-		t.Fatal(err)
-	}
-	if m.Cluster("a") != nil {
-		t.Fatal("a is still active")
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !a.isClosed() {
-		if time.Now().After(deadline) {
-			t.Fatal("the removed cluster never closed")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestApplyDiscoveredChecksOnlyChangedClusters checks that a resent
 // unchanged cluster is neither checked nor rebuilt, that a changed or new
 // one is checked, and that a check's error rejects the update whole.

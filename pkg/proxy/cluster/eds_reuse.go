@@ -50,6 +50,9 @@ type setChange struct {
 	base  *hostSet
 	gone  []*upstream.Host
 	added []*upstream.Host
+	// exact is set by the install once it knows that the new set is the
+	// update's hosts alone: no removed host stayed for its health.
+	exact bool
 }
 
 // change is the reuse's setChange, once every endpoint took its host;

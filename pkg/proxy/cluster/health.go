@@ -12,6 +12,6 @@ func (c *Cluster) HealthChanged() {
 	if hs == nil {
 		return
 	}
-	c.storeBalancer(hs, nil)
+	c.storeBalancer(hs, nil, nil)
 	c.publishMembership(hs, false)
 }

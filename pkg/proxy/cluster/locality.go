@@ -184,19 +184,25 @@ func (c *Cluster) rebuildBalancer() {
 	if c.closed.Load() {
 		return
 	}
-	c.storeBalancer(c.set.Load(), nil)
+	c.storeBalancer(c.set.Load(), nil, nil)
 }
 
 // storeBalancer builds and publishes the balancer of a host set: the
 // subset balancer of a cluster with lb_subset_config (which counts the
 // subsets that come and go against the one it replaces), else the plain
-// one. updateMu is held; old is the set hs replaces (nil when it rebuilds
-// the same set), whose hosts keep their place in slow start.
-func (c *Cluster) storeBalancer(hs, old *hostSet) {
-	cfg := c.lbConfig(hs, old)
+// one, carried on from the one it replaces (lb.Balancer.Update). updateMu
+// is held; old is the set hs replaces (nil when it rebuilds the same
+// set), whose hosts keep their place in slow start, and ch what an EDS
+// update knows of the change (nil for nothing).
+func (c *Cluster) storeBalancer(hs, old *hostSet, ch *setChange) {
+	cfg := c.lbConfig(hs, old, ch)
 	if sc := c.settings.subsets; sc != nil {
 		c.subsets.Store(lb.NewSubsetBalancer(hs.priorities, sc, cfg, c.subsets.Load()))
 		return
 	}
-	c.balancer.Store(lb.New(hs.priorities, cfg))
+	var change *lb.Change
+	if ch.appliesTo(old) && ch.exact {
+		change = &lb.Change{Added: ch.added, Removed: ch.gone}
+	}
+	c.balancer.Store(c.balancer.Load().Update(hs.priorities, change, cfg))
 }

@@ -485,7 +485,10 @@ func (p *http1Pool) take(c *Cluster, key poolKey, now time.Time) *trackedConn {
 func (p *http1Pool) put(c *Cluster, tc *trackedConn, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if c.isClosed() || p.retired {
+	if c.isClosed() || p.retired || c.retired.Load() {
+		// A retired cluster's pools may be new since it was retired (a
+		// DNS answer just before its resolution stopped): none keeps a
+		// connection.
 		tc.discard()
 		return
 	}

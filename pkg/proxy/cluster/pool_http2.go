@@ -39,11 +39,15 @@ func (c *Cluster) newHTTP2Transport() *http.Transport {
 }
 
 // dialHTTP2 opens a connection for the HTTP/2 transport to the host at
-// addr (the transport knows hosts only by the URL's authority). A DNS
-// cluster's host removed by an answer just before is not dialled: the
-// request fails as if the host had refused.
+// addr (the transport knows hosts only by the URL's authority). A host
+// that a DNS answer or an EDS update removed after the request picked it
+// is still dialled, as Envoy's request keeps the host it chose: the
+// request carries its host in ctx (see pickedHost).
 func (c *Cluster) dialHTTP2(ctx context.Context, addr string) (net.Conn, error) {
 	h := c.set.Load().byAddr[addr]
+	if h == nil {
+		h = pickedHost(ctx, c.settings.name, addr)
+	}
 	if h == nil {
 		return nil, fmt.Errorf("address %s is not a host of cluster %s", addr, c.settings.name)
 	}
@@ -104,21 +108,33 @@ func (c *Cluster) RoundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Res
 		c.extra.rqPendingOverflow.Inc()
 		return nil, upstream.ErrOverflow
 	}
+	// moved is the request's host when it may leave the set before the
+	// transport dials it or while the request runs.
+	var moved *upstream.Host
+	if c.hostsMove() {
+		moved = h
+		req = req.WithContext(withPickedHost(req.Context(), h))
+	}
 	resp, err := c.roundTripHTTP2(req, h)
 	if err != nil {
 		rq.release()
+		c.afterHTTP2(moved)
 		return nil, err
 	}
-	resp.Body = &requestBody{ReadCloser: resp.Body, rq: rq}
+	resp.Body = &requestBody{ReadCloser: resp.Body, rq: rq, c: c, moved: moved}
 	return resp, nil
 }
 
 // requestBody is an HTTP/2 response body that gives its request's
 // max_requests unit back when closed.
+// On a cluster whose hosts change, it also knows the request's host
+// (moved, see closeStray).
 type requestBody struct {
 	io.ReadCloser
 	rq       *resource
 	released atomic.Bool
+	c        *Cluster
+	moved    *upstream.Host
 }
 
 // Close closes the body and releases the request, once.
@@ -126,6 +142,7 @@ func (b *requestBody) Close() error {
 	err := b.ReadCloser.Close()
 	if b.released.CompareAndSwap(false, true) {
 		b.rq.release()
+		b.c.afterHTTP2(b.moved)
 	}
 	return err
 }

@@ -89,12 +89,18 @@ type Balancer struct {
 	// route by zone.
 	zone  *zoneRouting
 	stats *Stats
+	// built is what of its configuration an update must find unchanged
+	// to start from this balancer (see Update).
+	built builtWith
 }
 
 // level is one priority level: a picker per host source, nil when the
 // source is empty.
 type level struct {
 	all, healthy, degraded Picker
+	// state is the level's health, which an update of the set starts
+	// from (see Update).
+	state levelState
 	// locs are the level's localities, with pickers when they are picked
 	// from (locality weighting, or zone routing at priority 0).
 	locs localities
@@ -108,23 +114,11 @@ type level struct {
 // configured health fails are kept out of rotation, degraded ones only
 // take load the healthy hosts cannot, unless panic mode applies.
 func New(priorities [][]*upstream.Host, cfg Config) *Balancer {
-	if cfg.OverprovisioningFactor == 0 {
-		cfg.OverprovisioningFactor = DefaultOverprovisioningFactor
-	}
-	cfg.PanicThreshold = min(cfg.PanicThreshold, 100)
-	if cfg.NewPicker == nil {
-		cfg.NewPicker = NewRoundRobinPicker
-	}
-	if cfg.Rand == nil {
-		cfg.Rand = rand.Uint64
-	}
+	cfg.defaults()
 	// Envoy draws one seed per load balancer and shares it among its
 	// host sources.
 	seed := cfg.Rand()
-	b := &Balancer{levels: make([]level, len(priorities)), rand: cfg.Rand, hashed: cfg.HashBased, failOnPanic: cfg.FailTrafficOnPanic, stats: cfg.Stats}
-	if b.stats == nil {
-		b.stats = &Stats{}
-	}
+	b := newBalancer(len(priorities), &cfg)
 	counts := make([]levelCounts, len(priorities))
 	for i, hosts := range priorities {
 		healthy, degraded := splitHealth(hosts)
@@ -136,13 +130,43 @@ func New(priorities [][]*upstream.Host, cfg Config) *Balancer {
 			all:      newPicker(cfg.NewPicker, hosts, seed),
 			healthy:  newPicker(cfg.NewPicker, healthy, seed),
 			degraded: newPicker(cfg.NewPicker, degraded, seed),
+			state:    stateOf(counts[i]),
 		}
 	}
+	b.settle(counts, &cfg)
+	b.buildLocalities(priorities, counts, &cfg, seed)
+	return b
+}
+
+// defaults applies the defaults of cfg's unset fields.
+func (cfg *Config) defaults() {
+	if cfg.OverprovisioningFactor == 0 {
+		cfg.OverprovisioningFactor = DefaultOverprovisioningFactor
+	}
+	cfg.PanicThreshold = min(cfg.PanicThreshold, 100)
+	if cfg.NewPicker == nil {
+		cfg.NewPicker = NewRoundRobinPicker
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Uint64
+	}
+}
+
+// newBalancer is a balancer of n levels, without its levels' pickers and
+// loads, for cfg with its defaults applied.
+func newBalancer(n int, cfg *Config) *Balancer {
+	b := &Balancer{levels: make([]level, n), rand: cfg.Rand, hashed: cfg.HashBased, failOnPanic: cfg.FailTrafficOnPanic, stats: cfg.Stats, built: builtWithOf(cfg)}
+	if b.stats == nil {
+		b.stats = &Stats{}
+	}
+	return b
+}
+
+// settle computes the loads of levels with counts.
+func (b *Balancer) settle(counts []levelCounts, cfg *Config) {
 	b.loads = computeLoads(counts, cfg.OverprovisioningFactor, cfg.PanicThreshold)
 	b.health, b.degraded = availability(counts, cfg.OverprovisioningFactor)
 	b.only, b.onlyDegr, b.onlyOne = soleSource(b.loads)
-	b.buildLocalities(priorities, counts, &cfg, seed)
-	return b
 }
 
 // splitHealth returns the healthy hosts and the degraded ones of a

@@ -2,6 +2,8 @@ package lb
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
@@ -128,5 +130,43 @@ func BenchmarkHashTableBuild(b *testing.B) {
 				newMaglev(hosts, DefaultMaglevTableSize, false)
 			}
 		})
+	}
+}
+
+// BenchmarkBalancerUpdate times the balancer of 10,000 equal hosts after
+// one was added, then removed (alternately): built again from the whole
+// host list ("rebuild"), or updated from the change ("update").
+func BenchmarkBalancerUpdate(b *testing.B) {
+	base := make([]*upstream.Host, 10000)
+	for i := range base {
+		base[i] = &upstream.Host{Address: "10.0." + strconv.Itoa(i/250) + "." + strconv.Itoa(i%250+1) + ":80", Weight: 1}
+	}
+	extra := &upstream.Host{Address: "10.1.0.1:80", Weight: 1}
+	grown := append(base[:len(base):len(base)], extra)
+	for _, p := range []struct {
+		name string
+		p    Policy
+	}{{"round-robin", roundRobinPolicy{}}, {"least-request", leastRequestPolicy{choices: defaultChoiceCount, bias: runtimeDouble{def: 1}}}} {
+		cfg := func() Config {
+			return Config{NewPicker: p.p.Pickers(Env{}), PanicThreshold: DefaultPanicThreshold}
+		}
+		for _, mode := range []string{"rebuild", "update"} {
+			b.Run(p.name+"/"+mode, func(b *testing.B) {
+				bal := New([][]*upstream.Host{base}, cfg())
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					hosts, ch := grown, &Change{Added: []*upstream.Host{extra}}
+					if i%2 == 1 {
+						hosts, ch = base, &Change{Removed: []*upstream.Host{extra}}
+					}
+					i++
+					if mode == "rebuild" {
+						ch = nil
+					}
+					bal = bal.Update([][]*upstream.Host{slices.Clone(hosts)}, ch, cfg())
+				}
+			})
+		}
 	}
 }

@@ -32,7 +32,7 @@ func (p leastRequestPolicy) Pickers(env Env) PickerFactory {
 	return func(hosts []*upstream.Host, seed uint64) Picker {
 		ramp := p.slowStart.at(&env, hosts)
 		if ramp == nil && equalWeights(hosts) {
-			return &leastRequest{hosts: hosts, choices: p.choices, fullScan: p.fullScan, rand: rnd}
+			return &leastRequest{hosts: hosts, choices: p.choices, fullScan: p.fullScan, rand: rnd, slow: p.slowStart != nil}
 		}
 		return newWeightedLeastRequest(hosts, seed, bias, ramp)
 	}
@@ -47,6 +47,9 @@ type leastRequest struct {
 	choices  uint32
 	fullScan bool
 	rand     func() uint64
+	// slow: the policy has slow start, which a host an update adds may
+	// be in (then the weighted picker takes over, see withHosts).
+	slow bool
 }
 
 // Pick chooses the least busy of the sampled hosts; a later sample

@@ -15,13 +15,18 @@ type RoundRobin struct {
 	hosts []*upstream.Host
 	next  atomic.Uint64
 	edf   *edf // nil when every weight is equal
+	// plain: built without slow start, so that an update of its hosts
+	// can carry on from it (see withHosts).
+	plain bool
 }
 
 // NewRoundRobin builds the round robin of hosts (non-empty). The seed
 // chooses where the cycle starts, like Envoy's random start: seed 0 starts
 // with the first host, or at the start of the weighted schedule.
 func NewRoundRobin(hosts []*upstream.Host, seed uint64) *RoundRobin {
-	return newRoundRobin(hosts, seed, nil)
+	rr := newRoundRobin(hosts, seed, nil)
+	rr.plain = true
+	return rr
 }
 
 // newRoundRobin is NewRoundRobin with the hosts' slow start (nil for
