@@ -429,9 +429,9 @@ func (s *stream) finishSpan(now time.Time) {
 	if ct, ok := hv.get(shContentType); ok && strings.HasPrefix(ct, "application/grpc") {
 		s.grpcTags(sp, ct)
 	}
-	s.tagBuf = strconv.AppendUint(s.tagBuf[:0], s.bytesRecv, 10)
+	s.tagBuf = tracing.AppendUint(s.tagBuf[:0], s.bytesRecv)
 	sp.AddTag("request_size", view(s.tagBuf))
-	s.tagBuf = strconv.AppendUint(s.tagBuf[:0], s.bytesSent, 10)
+	s.tagBuf = tracing.AppendUint(s.tagBuf[:0], s.bytesSent)
 	sp.AddTag("response_size", view(s.tagBuf))
 	s.commonTags(sp, s.cluster)
 	t := s.m.tracing
@@ -486,7 +486,11 @@ func (s *stream) commonTags(sp *tracing.Span, cl UpstreamCluster) {
 		sp.AddConstTag("upstream_cluster", cl.Name())
 		sp.AddConstTag("upstream_cluster.name", cl.Name())
 	}
-	s.tagBuf = strconv.AppendInt(s.tagBuf[:0], int64(s.status), 10)
+	if s.status >= 0 {
+		s.tagBuf = tracing.AppendUint(s.tagBuf[:0], uint64(s.status))
+	} else {
+		s.tagBuf = strconv.AppendInt(s.tagBuf[:0], int64(s.status), 10)
+	}
 	sp.AddTag("http.status_code", view(s.tagBuf))
 	s.tagBuf = s.flags.AppendShort(s.tagBuf[:0])
 	sp.AddTag("response_flags", view(s.tagBuf))
