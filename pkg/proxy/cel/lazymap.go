@@ -176,11 +176,11 @@ func convertToNative(m lazyMap, t reflect.Type) (any, error) {
 type errIterator struct{}
 
 func (errIterator) ConvertToNative(reflect.Type) (any, error) { return nil, errors.New("not listable") }
-func (errIterator) ConvertToType(ref.Type) ref.Val           { return errNotListable }
-func (errIterator) Equal(ref.Val) ref.Val                    { return errNotListable }
-func (errIterator) Type() ref.Type                           { return types.IteratorType }
-func (errIterator) Value() any                               { return nil }
-func (errIterator) HasNext() ref.Val                         { return errNotListable }
-func (errIterator) Next() ref.Val                            { return errNotListable }
+func (errIterator) ConvertToType(ref.Type) ref.Val            { return errNotListable }
+func (errIterator) Equal(ref.Val) ref.Val                     { return errNotListable }
+func (errIterator) Type() ref.Type                            { return types.IteratorType }
+func (errIterator) Value() any                                { return nil }
+func (errIterator) HasNext() ref.Val                          { return errNotListable }
+func (errIterator) Next() ref.Val                             { return errNotListable }
 
 var errNotListable = types.NewErr("this header map cannot be listed")
