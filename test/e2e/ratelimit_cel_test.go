@@ -63,6 +63,6 @@ var _ = Describe("The rate limit extension action with CEL descriptors", func() 
 		}
 		res, _ := validate("bad.yaml", spec.YAML())
 		Expect(res.ExitCode).NotTo(Equal(0))
-		Expect(res.Stderr+res.Stdout).To(ContainSubstring("rate_limits[0].actions[0].extension.typed_config.text: ERROR"))
+		Expect(res.Stderr + res.Stdout).To(ContainSubstring("rate_limits[0].actions[0].extension.typed_config.text: ERROR"))
 	})
 })

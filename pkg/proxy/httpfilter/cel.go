@@ -15,6 +15,11 @@ import (
 func FillCEL(s Stream, a *cel.Activation) {
 	info := s.Info()
 	a.Source, _ = netip.ParseAddrPort(info.RemoteAddress)
+	// The client as the connection manager trusts it (x-forwarded-for):
+	// Envoy's remote address then has port 0.
+	if ip, err := netip.ParseAddr(s.RemoteIP()); err == nil && ip != a.Source.Addr() {
+		a.Source = netip.AddrPortFrom(ip, 0)
+	}
 	a.Destination, _ = netip.ParseAddrPort(info.LocalAddress)
 	if a.Request != nil {
 		a.Request.Protocol = info.Protocol
