@@ -45,10 +45,10 @@ type Activation struct {
 
 	// groups are the map values the top-level names resolve to, kept
 	// here so that resolving one allocates nothing.
-	groups [numGroups]group
+	groups [numGroups]lazyMap
 	// requestHeaders, responseHeaders and responseTrailers are the
 	// header maps' values, for the same reason.
-	requestHeaders, responseHeaders, responseTrailers headerMap
+	requestHeaders, responseHeaders, responseTrailers lazyMap
 	// adapter turns the protobuf attributes into CEL values; Eval sets
 	// it from the program's environment.
 	adapter types.Adapter
@@ -370,7 +370,7 @@ func (a *Activation) xdsAttribute(name string) (ref.Val, bool) {
 }
 
 // headerMap is h as a CEL map kept in slot; absent when h is nil.
-func (a *Activation) headerMap(slot *headerMap, h HeaderGetter) (ref.Val, bool) {
+func (a *Activation) headerMap(slot *lazyMap, h HeaderGetter) (ref.Val, bool) {
 	if h == nil {
 		return nil, false
 	}
