@@ -101,6 +101,7 @@ func (p *extProcessor) Process(srv extprocsvc.ExternalProcessor_ProcessServer) e
 				owner := req.GetMetadataContext().GetFilterMetadata()["team.info"].GetFields()["owner"].GetStringValue()
 				p.record(path, "metadata(owner="+owner+")")
 			}
+			recordAttributes(p, path, "request", req)
 			p.record(path, fmt.Sprintf("request_headers(%s,eos=%t)", headerOf(v.RequestHeaders.GetHeaders(), "x-proc-from"), v.RequestHeaders.GetEndOfStream()))
 			resp = p.requestHeaders(path)
 		case *extprocsvc.ProcessingRequest_RequestBody:
@@ -113,6 +114,7 @@ func (p *extProcessor) Process(srv extprocsvc.ExternalProcessor_ProcessServer) e
 				Response: &extprocsvc.CommonResponse{BodyMutation: &extprocsvc.BodyMutation{Mutation: &extprocsvc.BodyMutation_Body{Body: bytes.ToUpper(v.RequestBody.GetBody())}}},
 			}}}
 		case *extprocsvc.ProcessingRequest_ResponseHeaders:
+			recordAttributes(p, path, "response", req)
 			p.record(path, "response_headers(:status="+headerOf(v.ResponseHeaders.GetHeaders(), ":status")+")")
 			cr := &extprocsvc.CommonResponse{}
 			if strings.HasPrefix(path, "/hdr") {
@@ -511,10 +513,10 @@ var _ = Describe("The external processing filter", func() {
 	})
 
 	It("is refused at load with the path of a field it does not implement", func() {
-		spec := extProcListener("bad", freePort(), "grpc_service: {envoy_grpc: {cluster_name: proc}}, request_attributes: [request.path]", "", secondPort)
+		spec := extProcListener("bad", freePort(), "grpc_service: {envoy_grpc: {cluster_name: proc}}, observability_mode: true", "", secondPort)
 		spec.Clusters = []proxyCluster{{Name: "up", Port: 1}, {Name: "uph2", Port: 1}, {Name: "proc", Port: procPort, Extra: h2cOptions()}}
 		res, _ := validate("bad.yaml", spec.YAML())
 		Expect(res.ExitCode).NotTo(Equal(0))
-		Expect(res.Stderr + res.Stdout).To(ContainSubstring("http_filters[0].typed_config.request_attributes: not supported by Outrigger"))
+		Expect(res.Stderr + res.Stdout).To(ContainSubstring("http_filters[0].typed_config.observability_mode: not supported by Outrigger"))
 	})
 })

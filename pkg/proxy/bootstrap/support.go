@@ -139,6 +139,9 @@ func (c *supportChecker) value(fd protoreflect.FieldDescriptor, rule fieldSuppor
 			c.typedConfig(v.Message(), path, append([]string{rule.category}, rule.categories...))
 		case isWellKnown(name):
 			// A plain value (Struct, Duration...): nothing to support inside.
+		case strings.HasPrefix(string(name), "google.api.expr."):
+			// A CEL expression's AST (Expr, CheckedExpr): package cel
+			// compiles it whole, and refuses what it cannot.
 		default:
 			c.message(v.Message(), path)
 		}

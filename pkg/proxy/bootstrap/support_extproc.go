@@ -5,7 +5,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedExtProc lists the fields of envoy.filters.http.ext_proc that
 // Outrigger implements (see supportedCore), and of its per-route
 // ExtProcPerRoute. Not listed, so refused with their path: http_service,
-// request_attributes and response_attributes (no CEL), filter_metadata,
+// filter_metadata,
 // observability_mode, deferred_close_timeout,
 // send_body_without_waiting_for_header_response, allowed_override_modes,
 // processing_request_modifier, on_processing_response, status_on_error,
@@ -17,8 +17,11 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // leave: the FULL_DUPLEX_STREAMED and GRPC body modes, and
 // mutation_rules.allow_all_routing true.
 var supportedExtProc = map[protoreflect.FullName]fieldSupport{
-	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.grpc_service":               {},
-	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.failure_mode_allow":         {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.grpc_service":       {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.failure_mode_allow": {},
+	// CEL attributes (package cel), sent with the headers messages.
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.request_attributes":         {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.response_attributes":        {},
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.processing_mode":            {},
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.message_timeout":            {},
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.stat_prefix":                {},

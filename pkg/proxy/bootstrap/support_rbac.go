@@ -7,9 +7,8 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // envoy.config.rbac.v3 policies that Outrigger implements (see
 // supportedCore). Not listed, so refused with their path: the matcher
 // forms (matcher, shadow_matcher), track_per_rule_stats,
-// audit_logging_options, CEL conditions (condition, checked_condition,
-// cel_config), and the permissions and principals matcher, uri_template,
-// filter_state and custom.
+// audit_logging_options, cel_config, and the permissions and principals
+// matcher, uri_template, filter_state and custom.
 var supportedRBAC = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.rbac.v3.RBAC.rules":                    {},
 	"envoy.extensions.filters.http.rbac.v3.RBAC.rules_stat_prefix":        {},
@@ -31,6 +30,9 @@ var supportedRBAC = map[protoreflect.FullName]fieldSupport{
 
 	"envoy.config.rbac.v3.Policy.permissions": {},
 	"envoy.config.rbac.v3.Policy.principals":  {},
+	// CEL conditions (package cel); cel_config is refused.
+	"envoy.config.rbac.v3.Policy.condition":         {},
+	"envoy.config.rbac.v3.Policy.checked_condition": {},
 
 	"envoy.config.rbac.v3.Permission.and_rules":              {},
 	"envoy.config.rbac.v3.Permission.or_rules":               {},

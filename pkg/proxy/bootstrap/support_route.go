@@ -142,9 +142,8 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.CorsPolicy.forward_not_matching_preflights": {},
 
 	// Rate limit actions, read by the local and global rate limit
-	// filters. The extension action is not implemented;
-	// apply_on_stream_done is refused (by the filters' compilers) in the
-	// global and local filters' own rate_limits.
+	// filters. apply_on_stream_done is refused (by the filters'
+	// compilers) in the global and local filters' own rate_limits.
 	"envoy.config.route.v3.RateLimit.hits_addend":                                   {},
 	"envoy.config.route.v3.RateLimit.apply_on_stream_done":                          {},
 	"envoy.config.route.v3.RateLimit.x_ratelimit_option":                            {},
@@ -199,6 +198,12 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	// remote_address_match's descriptor_value is a format (and so are
 	// generic_key's, header_value_match's and query_parameter_value_match's
 	// with Envoy's runtime feature).
+	// The extension action takes the CEL descriptor (package cel).
+	"envoy.config.route.v3.RateLimit.Action.extension":                           {},
+	"envoy.extensions.rate_limit_descriptors.expr.v3.Descriptor.descriptor_key":  {},
+	"envoy.extensions.rate_limit_descriptors.expr.v3.Descriptor.skip_if_error":   {},
+	"envoy.extensions.rate_limit_descriptors.expr.v3.Descriptor.text":            {},
+	"envoy.extensions.rate_limit_descriptors.expr.v3.Descriptor.parsed":          {},
 	"envoy.config.route.v3.RateLimit.Action.remote_address_match":                {},
 	"envoy.config.route.v3.RateLimit.Action.RemoteAddressMatch.descriptor_value": {},
 	"envoy.config.route.v3.RateLimit.Action.RemoteAddressMatch.descriptor_key":   {},

@@ -78,6 +78,7 @@ import (
 	roundrobinv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/round_robin/v3"
 	caresv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/network/dns_resolver/cares/v3"
 	getaddrinfov3 "github.com/envoyproxy/go-control-plane/envoy/extensions/network/dns_resolver/getaddrinfo/v3"
+	rldexprv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/rate_limit_descriptors/expr/v3"
 	googlere2v3 "github.com/envoyproxy/go-control-plane/envoy/extensions/regex_engines/v3"
 	uuidv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/request_id/uuid/v3"
 	connectionsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
@@ -178,7 +179,9 @@ const (
 	StatsSinks         = "envoy.stats_sinks"
 	HTTPProtocolOption = "envoy.upstreams.http.http_protocol_options"
 	RegexEngines       = "envoy.regex_engines"
-	Tracers            = "envoy.tracers"
+	// RateLimitDescriptors are the route rate limit extension actions.
+	RateLimitDescriptors = "envoy.rate_limit_descriptors"
+	Tracers              = "envoy.tracers"
 )
 
 // HTTPUpstreamFilters is the category of the filters of upstream chains
@@ -277,6 +280,10 @@ func Registry() *extension.Registry {
 
 		extension.Of(dns.CaresName, dns.Category, &caresv3.CaresDnsResolverConfig{}, dns.CaresFactory{}),
 		extension.Of(dns.GetAddrInfoName, dns.Category, &getaddrinfov3.GetAddrInfoDnsResolverConfig{}, dns.GetAddrInfoFactory{}),
+
+		// The CEL descriptor of route rate_limits' extension action; package
+		// router compiles it (router.RateLimitDescriptorExprName).
+		extension.Of("proxy.rate_limit_descriptors.expr", RateLimitDescriptors, &rldexprv3.Descriptor{}, nil),
 
 		// Go's regexp is an RE2 engine: the bootstrap's default_regex_engine
 		// may name it, as Envoy's only engine.

@@ -96,6 +96,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.load_balancing_policies proxy.load_balancing_policies.round_robin envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin",
 		"envoy.network.dns_resolver proxy.network.dns_resolver.cares envoy.extensions.network.dns_resolver.cares.v3.CaresDnsResolverConfig",
 		"envoy.network.dns_resolver proxy.network.dns_resolver.getaddrinfo envoy.extensions.network.dns_resolver.getaddrinfo.v3.GetAddrInfoDnsResolverConfig",
+		"envoy.rate_limit_descriptors proxy.rate_limit_descriptors.expr envoy.extensions.rate_limit_descriptors.expr.v3.Descriptor",
 		"envoy.regex_engines proxy.regex_engines.google_re2 envoy.extensions.regex_engines.v3.GoogleRE2",
 		"envoy.request_id proxy.request_id.uuid envoy.extensions.request_id.uuid.v3.UuidRequestIdConfig",
 		"envoy.resource_monitors proxy.resource_monitors.fixed_heap envoy.extensions.resource_monitors.fixed_heap.v3.FixedHeapConfig",

@@ -70,6 +70,9 @@ type DescriptorInput struct {
 	// is the runtime feature FormatDescriptorValuesKey.
 	Entry        *accesslog.Entry
 	FormatValues bool
+	// Attributes fills the stream's attributes for the extension
+	// action's CEL expressions; nil leaves them absent.
+	Attributes CELAttributes
 }
 
 // LimitOverride is a descriptor's limit override, sent to the rate limit
@@ -94,6 +97,7 @@ const (
 	actionQueryParameters
 	actionQueryValueMatch
 	actionRemoteAddressMatch
+	actionExpr
 )
 
 // rateLimitAction is one compiled RateLimit.Action.
@@ -125,6 +129,8 @@ type rateLimitAction struct {
 	meta      metadataPath
 	metaRoute bool
 	def       string
+	// expr is the extension action's CEL descriptor.
+	expr *exprDescriptor
 }
 
 // limitOverride is a compiled RateLimit.Override: a fixed limit, or one
@@ -299,6 +305,8 @@ func compileRateLimitAction(a *routev3.RateLimit_Action) (rateLimitAction, error
 			expect = v.GetValue()
 		}
 		return rateLimitAction{kind: actionHeaderValueMatch, key: key, value: v, match: m, expectMatch: expect}, nil
+	case *routev3.RateLimit_Action_Extension:
+		return compileExtensionAction(s.Extension)
 	case nil:
 		return rateLimitAction{}, errors.New("action_specifier: one action is required")
 	default:
@@ -526,6 +534,14 @@ func (rl *RateLimit) AppendDescriptor(dst []DescriptorEntry, in *DescriptorInput
 				return dst[:n], false
 			}
 			dst = append(dst, DescriptorEntry{a.key, v})
+		case actionExpr:
+			v, skip, ok := a.expr.entry(in)
+			switch {
+			case ok:
+				dst = append(dst, DescriptorEntry{a.key, v})
+			case !skip:
+				return dst[:n], false
+			}
 		case actionMetadata:
 			md := in.DynamicMetadata
 			if a.metaRoute {

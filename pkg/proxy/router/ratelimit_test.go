@@ -87,6 +87,67 @@ virtual_hosts:
 	}
 }
 
+// TestRateLimitExpr checks the extension action's CEL descriptors: the
+// printed value, skip_if_error, and no descriptor on an error without
+// it (a missing header, or response.code, which a request does not have).
+func TestRateLimitExpr(t *testing.T) {
+	table := mustCompile(t, `
+virtual_hosts:
+- name: vh
+  domains: ["*"]
+  routes:
+  - match: {prefix: /}
+    route:
+      cluster: backend
+      rate_limits:
+      - actions:
+        - extension:
+            name: envoy.rate_limit_descriptors.expr
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.rate_limit_descriptors.expr.v3.Descriptor
+              descriptor_key: user
+              text: request.headers['x-user'] + ':' + request.method
+        - extension:
+            name: envoy.rate_limit_descriptors.expr
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.rate_limit_descriptors.expr.v3.Descriptor
+              descriptor_key: big
+              text: size(request.path) > 3
+      - actions:
+        - generic_key: {descriptor_value: g}
+        - extension:
+            name: envoy.rate_limit_descriptors.expr
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.rate_limit_descriptors.expr.v3.Descriptor
+              descriptor_key: code
+              skip_if_error: true
+              text: response.code
+`)
+	r := table.Match("h", "/")
+	type desc = []DescriptorEntry
+	for name, tc := range map[string]struct {
+		headers []string
+		path    string
+		want    []desc
+	}{
+		"values":                        {headers: []string{"x-user", "ann"}, path: "/long", want: []desc{{{"user", "ann:GET"}, {"big", "true"}}, {{"generic_key", "g"}}}},
+		"an error drops the descriptor": {path: "/", want: []desc{nil, {{"generic_key", "g"}}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			req := &Request{Host: "h", Path: tc.path, Method: "GET", Headers: newHeaders(tc.headers...)}
+			for i, rl := range r.RateLimits {
+				got, ok := rl.AppendDescriptor(nil, &DescriptorInput{Request: req, Cluster: "backend"})
+				if ok != (tc.want[i] != nil) {
+					t.Errorf("rate limit %d: ok = %v", i, ok)
+				}
+				if diff := cmp.Diff(tc.want[i], got, cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("rate limit %d (-want +got):\n%s", i, diff)
+				}
+			}
+		})
+	}
+}
+
 func TestRateLimitErrors(t *testing.T) {
 	tests := map[string]struct {
 		yaml, want string
@@ -96,13 +157,41 @@ virtual_hosts:
 - domains: ["*"]
   rate_limits: [{stage: 1}]
 `, "virtual_hosts[0].rate_limits[0].actions: at least one action is required"},
-		"an unsupported action": {`
+		"an extension action without typed_config": {`
 virtual_hosts:
 - domains: ["*"]
   routes:
   - match: {prefix: /}
     route: {cluster: c, rate_limits: [{actions: [{extension: {name: x}}]}]}
-`, "virtual_hosts[0].routes[0].route.rate_limits[0].actions[0].extension: not supported by Outrigger"},
+`, "virtual_hosts[0].routes[0].route.rate_limits[0].actions[0].extension.typed_config: must be set"},
+		"an expression that does not parse": {`
+virtual_hosts:
+- domains: ["*"]
+  routes:
+  - match: {prefix: /}
+    route: {cluster: c, rate_limits: [{actions: [{extension: {name: x, typed_config: {"@type": type.googleapis.com/envoy.extensions.rate_limit_descriptors.expr.v3.Descriptor, descriptor_key: k, text: "request.headers["}}}]}]}
+`, "virtual_hosts[0].routes[0].route.rate_limits[0].actions[0].extension.typed_config.text: ERROR"},
+		"an expression descriptor without a key": {`
+virtual_hosts:
+- domains: ["*"]
+  routes:
+  - match: {prefix: /}
+    route: {cluster: c, rate_limits: [{actions: [{extension: {name: x, typed_config: {"@type": type.googleapis.com/envoy.extensions.rate_limit_descriptors.expr.v3.Descriptor, text: "1"}}}]}]}
+`, "virtual_hosts[0].routes[0].route.rate_limits[0].actions[0].extension.typed_config.descriptor_key: must be set"},
+		"an expression descriptor without an expression": {`
+virtual_hosts:
+- domains: ["*"]
+  routes:
+  - match: {prefix: /}
+    route: {cluster: c, rate_limits: [{actions: [{extension: {name: x, typed_config: {"@type": type.googleapis.com/envoy.extensions.rate_limit_descriptors.expr.v3.Descriptor, descriptor_key: k}}}]}]}
+`, "virtual_hosts[0].routes[0].route.rate_limits[0].actions[0].extension.typed_config.expr_specifier: one of text or parsed is required"},
+		"another extension": {`
+virtual_hosts:
+- domains: ["*"]
+  routes:
+  - match: {prefix: /}
+    route: {cluster: c, rate_limits: [{actions: [{extension: {name: x, typed_config: {"@type": type.googleapis.com/google.protobuf.Empty}}}]}]}
+`, "virtual_hosts[0].routes[0].route.rate_limits[0].actions[0].extension.typed_config: google.protobuf.Empty is not a rate limit descriptor"},
 		"a route's hits_addend with a number and a format": {`
 virtual_hosts:
 - domains: ["*"]

@@ -17,6 +17,8 @@ import (
 	"strings"
 
 	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/cel"
 )
 
 // Action is what a matching policy means.
@@ -64,6 +66,10 @@ type policy struct {
 	// pathPrefix is what every path the permissions match starts with
 	// ("" when they do not tell): a cheap test before the walk.
 	pathPrefix string
+	// condition is the policy's CEL condition (condition or
+	// checked_condition), nil without one: the policy then also needs it
+	// to be true.
+	condition *cel.Program
 }
 
 // Compile compiles an RBAC message. Errors name the field path below it
@@ -89,13 +95,18 @@ func Compile(r *rbacv3.RBAC) (*Engine, error) {
 	}
 	slices.Sort(names)
 	var errs []error
+	var env *cel.Env
 	for _, name := range names {
-		p, err := compilePolicy(name, r.GetPolicies()[name])
+		p, err := compilePolicy(name, r.GetPolicies()[name], &env)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("policies[%q].%w", name, err))
 			continue
 		}
 		e.needs |= p.permissions.needs() | p.principals.needs()
+		if p.condition != nil {
+			// An expression may read any attribute.
+			e.needs |= NeedAddresses | NeedTLS | NeedRoute
+		}
 		e.policies = append(e.policies, p)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -105,15 +116,17 @@ func Compile(r *rbacv3.RBAC) (*Engine, error) {
 }
 
 // compilePolicy compiles one policy; errors name the field below it.
-func compilePolicy(name string, p *rbacv3.Policy) (policy, error) {
+// env is the CEL environment, made by the first policy with a condition.
+func compilePolicy(name string, p *rbacv3.Policy, env **cel.Env) (policy, error) {
 	out := policy{name: name, details: responseDetails(name)}
-	switch {
-	case p.GetCondition() != nil:
-		return out, errors.New("condition: CEL conditions are not supported by Outrigger")
-	case p.GetCheckedCondition() != nil:
-		return out, errors.New("checked_condition: CEL conditions are not supported by Outrigger")
-	case p.GetCelConfig() != nil:
-		return out, errors.New("cel_config: CEL conditions are not supported by Outrigger")
+	if p.GetCelConfig() != nil {
+		return out, errors.New("cel_config: not supported by Outrigger")
+	}
+	if p.GetCondition() != nil || p.GetCheckedCondition() != nil {
+		var err error
+		if out.condition, err = compileCondition(p, env); err != nil {
+			return out, err
+		}
 	}
 	if len(p.GetPermissions()) == 0 {
 		return out, errors.New("permissions: at least one permission is required")
@@ -152,7 +165,7 @@ type Decision struct {
 }
 
 // Evaluate runs the policies on in, in name order, until one matches. It
-// allocates nothing.
+// allocates nothing unless a policy has a condition to evaluate.
 func (e *Engine) Evaluate(in *Input) Decision {
 	var d Decision
 	in.prepare()
@@ -161,7 +174,7 @@ func (e *Engine) Evaluate(in *Input) Decision {
 		if p.pathPrefix != "" && (!in.hasPath || !strings.HasPrefix(in.urlPath, p.pathPrefix)) {
 			continue
 		}
-		if p.permissions.match(in) && p.principals.match(in) {
+		if p.permissions.match(in) && p.principals.match(in) && (p.condition == nil || p.condition.Matches(in.celActivation())) {
 			d.Matched, d.Policy, d.details = true, p.name, p.details
 			break
 		}

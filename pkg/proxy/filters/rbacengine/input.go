@@ -23,8 +23,10 @@ type Input struct {
 	// (PROXY protocol) restored (direct_remote_ip).
 	DirectRemote netip.Addr
 	// Source is the connection's remote address, the one a PROXY
-	// protocol header restored (source_ip).
-	Source netip.Addr
+	// protocol header restored (source_ip); SourcePort is its port,
+	// which conditions read (source.port).
+	Source     netip.Addr
+	SourcePort uint16
 	// Remote is the client's address once x-forwarded-for is trusted as
 	// the connection manager trusts it (remote_ip); Source for a
 	// connection.
@@ -48,10 +50,13 @@ type Input struct {
 	// finds them once for all the policies.
 	urlPath string
 	hasPath bool
+	// cel is what conditions read, made once per evaluation.
+	cel celState
 }
 
 // prepare finds what several matchers read, once per evaluation.
 func (in *Input) prepare() {
+	in.cel.ready = false
 	in.hasPath = in.Request != nil && in.Request.Path != ""
 	if in.hasPath {
 		in.urlPath = pathOnly(in.Request.Path)

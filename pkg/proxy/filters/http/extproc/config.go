@@ -51,6 +51,10 @@ type config struct {
 	// untyped namespaces; typedForward the typed ones.
 	forwardNamespaces, typedForward, receiveNamespaces []string
 
+	// requestAttributes and responseAttributes are sent with the request
+	// and response headers messages (ProcessingRequest.attributes).
+	requestAttributes, responseAttributes []attribute
+
 	stats filterStats
 	log   logr.Logger
 	pool  sync.Pool
@@ -85,6 +89,14 @@ func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, e
 	if ctx.Stats == nil {
 		return nil, errors.New("no stat store")
 	}
+	reqAttrs, err := compileAttributes(p.GetRequestAttributes(), "request_attributes")
+	if err != nil {
+		return nil, err
+	}
+	respAttrs, err := compileAttributes(p.GetResponseAttributes(), "response_attributes")
+	if err != nil {
+		return nil, err
+	}
 	if p.GetGrpcService() == nil {
 		return nil, errors.New("grpc_service: must be set")
 	}
@@ -100,6 +112,9 @@ func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, e
 		routeCache:        p.GetRouteCacheAction(),
 		log:               ctx.Log,
 		services:          map[string]*service{},
+
+		requestAttributes:  reqAttrs,
+		responseAttributes: respAttrs,
 	}
 	svcs := ctx.Services
 	c.open = func(gs *corev3.GrpcService) (*service, error) {
@@ -109,7 +124,6 @@ func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, e
 		}
 		return newService(ch), nil
 	}
-	var err error
 	if c.svc, err = c.open(p.GetGrpcService()); err != nil {
 		return nil, fmt.Errorf("grpc_service.%w", err)
 	}
@@ -176,10 +190,6 @@ func refuseUnsupported(p *extprocv3.ExternalProcessor) error {
 	switch {
 	case p.GetHttpService() != nil:
 		return errors.New("http_service: not supported by Outrigger (grpc_service only)")
-	case len(p.GetRequestAttributes()) > 0:
-		return errors.New("request_attributes: not supported by Outrigger (no CEL attributes)")
-	case len(p.GetResponseAttributes()) > 0:
-		return errors.New("response_attributes: not supported by Outrigger (no CEL attributes)")
 	case p.GetFilterMetadata() != nil:
 		return errors.New("filter_metadata: not supported by Outrigger")
 	case p.GetObservabilityMode():

@@ -33,6 +33,9 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		req := &extprocsvc.ProcessingRequest{Request: &extprocsvc.ProcessingRequest_ResponseHeaders{
 			ResponseHeaders: &extprocsvc.HttpHeaders{Headers: f.responseHeaderMap(s), EndOfStream: !hasBody},
 		}}
+		if len(f.c.responseAttributes) > 0 {
+			req.Attributes = evaluateAttributes(f.c.responseAttributes, s, true)
+		}
 		r, rep := f.call(req)
 		if rep == nil {
 			rep = f.responseHeadersAnswer(s, r, hasBody)

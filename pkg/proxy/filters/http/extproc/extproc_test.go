@@ -60,7 +60,9 @@ func TestCompileRefusesWithPath(t *testing.T) {
 	}{
 		{"no service", func(p *extprocv3.ExternalProcessor) { p.GrpcService = nil }, "grpc_service: must be set"},
 		{"http service", func(p *extprocv3.ExternalProcessor) { p.HttpService = &extprocv3.ExtProcHttpService{} }, "http_service: not supported"},
-		{"attributes", func(p *extprocv3.ExternalProcessor) { p.RequestAttributes = []string{"request.path"} }, "request_attributes: not supported"},
+		{"attributes", func(p *extprocv3.ExternalProcessor) {
+			p.RequestAttributes = []string{"request.path", "request.headers["}
+		}, "request_attributes[1]: ERROR"},
 		{"observability", func(p *extprocv3.ExternalProcessor) { p.ObservabilityMode = true }, "observability_mode: not supported"},
 		{"full duplex", func(p *extprocv3.ExternalProcessor) {
 			p.ProcessingMode = &extprocv3.ProcessingMode{ResponseBodyMode: extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED}

@@ -60,6 +60,9 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		req := &extprocsvc.ProcessingRequest{Request: &extprocsvc.ProcessingRequest_RequestHeaders{
 			RequestHeaders: &extprocsvc.HttpHeaders{Headers: f.requestHeaderMap(s), EndOfStream: !hasBody},
 		}}
+		if len(f.c.requestAttributes) > 0 {
+			req.Attributes = evaluateAttributes(f.c.requestAttributes, s, false)
+		}
 		f.mu.Lock()
 		r, rep := f.call(req)
 		f.mu.Unlock()

@@ -34,9 +34,9 @@ func compileRoute(p *extprocv3.ExtProcPerRoute, ctx httpfilter.Context) (*routeC
 	case async:
 		return nil, errors.New("overrides.async_mode: not supported by Outrigger")
 	case len(o.GetRequestAttributes()) > 0:
-		return nil, errors.New("overrides.request_attributes: not supported by Outrigger (no CEL attributes)")
+		return nil, errors.New("overrides.request_attributes: not supported by Outrigger (the filter's request_attributes are)")
 	case len(o.GetResponseAttributes()) > 0:
-		return nil, errors.New("overrides.response_attributes: not supported by Outrigger (no CEL attributes)")
+		return nil, errors.New("overrides.response_attributes: not supported by Outrigger (the filter's response_attributes are)")
 	case o.GetMetadataOptions() != nil:
 		return nil, errors.New("overrides.metadata_options: not supported by Outrigger")
 	case len(o.GetGrpcInitialMetadata()) > 0:

@@ -9,6 +9,7 @@ import (
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/cel"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
@@ -185,12 +186,19 @@ func (f *filter) populate(s httpfilter.Stream, c *config) {
 	}
 }
 
+// celStream gives the extension actions' expressions the stream's
+// attributes.
+type celStream struct{ s httpfilter.Stream }
+
+// FillCEL implements router.CELAttributes.
+func (c celStream) FillCEL(a *cel.Activation) { httpfilter.FillCEL(c.s, a) }
+
 // describe appends the descriptors of rls that apply to the filter's
 // stage. Each descriptor is a window of f.entries, which grows first and
 // is cut into windows after, since appending may move it.
 func (f *filter) describe(s httpfilter.Stream, rls []*router.RateLimit, c *config) {
 	in := router.DescriptorInput{Request: s.Request(), RemoteIP: s.RemoteIP(), Cluster: s.ClusterName(),
-		LocalCluster: c.localCluster, DynamicMetadata: s.DynamicMetadata()}
+		LocalCluster: c.localCluster, DynamicMetadata: s.DynamicMetadata(), Attributes: celStream{s}}
 	if r := s.Route(); r != nil {
 		in.RouteMetadata = r.Metadata
 	}

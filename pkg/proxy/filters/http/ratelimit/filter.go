@@ -8,6 +8,7 @@ import (
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ratelimit/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/cel"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/ratelimitservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
@@ -196,6 +197,10 @@ func (f *filter) domain() string {
 	return f.c.domain
 }
 
+// FillCEL implements router.CELAttributes: the stream's attributes for
+// the extension actions' expressions.
+func (f *filter) FillCEL(a *cel.Activation) { httpfilter.FillCEL(f.stream, a) }
+
 // populate makes the request's descriptors, as Envoy's
 // populateRateLimitDescriptors: the RateLimitPerRoute's rate_limits when
 // it has some, else the filter's own, else the route's of the filter's
@@ -206,7 +211,7 @@ func (f *filter) domain() string {
 func (f *filter) populate(onDone bool) {
 	c, s, r, rc := f.c, f.stream, f.route, f.rc
 	in := router.DescriptorInput{Request: s.Request(), RemoteIP: s.RemoteIP(), Cluster: f.cluster,
-		LocalCluster: c.localCluster, DynamicMetadata: s.DynamicMetadata(), RouteMetadata: r.Metadata}
+		LocalCluster: c.localCluster, DynamicMetadata: s.DynamicMetadata(), RouteMetadata: r.Metadata, Attributes: f}
 	switch {
 	case rc != nil && len(rc.rateLimits) > 0:
 		f.describe(rc.rateLimits, &in, false, onDone)

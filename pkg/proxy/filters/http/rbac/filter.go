@@ -118,7 +118,7 @@ func fillInput(in *rbacengine.Input, s httpfilter.Stream, needs rbacengine.Needs
 		in.Local, _ = netip.ParseAddrPort(info.LocalAddress)
 		direct, _ := netip.ParseAddrPort(info.DirectRemoteAddress)
 		source, _ := netip.ParseAddrPort(info.RemoteAddress)
-		in.DirectRemote, in.Source = direct.Addr(), source.Addr()
+		in.DirectRemote, in.Source, in.SourcePort = direct.Addr(), source.Addr(), source.Port()
 		// The connection manager's view of the client: x-forwarded-for
 		// as use_remote_address and xff_num_trusted_hops trust it.
 		in.Remote, _ = netip.ParseAddr(s.RemoteIP())

@@ -126,7 +126,8 @@ func (f *filter) OnData(c net.Conn) *netfilter.Refusal {
 // fillInput reads the connection's addresses, SNI and TLS peer.
 func fillInput(in *rbacengine.Input, c net.Conn) {
 	in.Local = addrPort(c.LocalAddr())
-	in.Source = addrPort(c.RemoteAddr()).Addr()
+	src := addrPort(c.RemoteAddr())
+	in.Source, in.SourcePort = src.Addr(), src.Port()
 	in.Remote = in.Source
 	in.DirectRemote = in.Source
 	if d, ok := c.(interface{ DirectRemoteAddr() net.Addr }); ok {

@@ -1,0 +1,60 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	extprocsvc "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// recordAttributes notes the attributes a processing request carries
+// (ProcessingRequest.attributes), as "<phase>_attributes(k=v,...)" with
+// the keys sorted, when it carries some.
+func recordAttributes(p *extProcessor, path, phase string, req *extprocsvc.ProcessingRequest) {
+	attrs := req.GetAttributes()
+	if len(attrs) == 0 {
+		return
+	}
+	var entries []string
+	for ns, st := range attrs {
+		for k, v := range st.GetFields() {
+			entries = append(entries, fmt.Sprintf("%s:%s=%v", ns, k, v.AsInterface()))
+		}
+	}
+	slices.Sort(entries)
+	p.record(path, phase+"_attributes("+strings.Join(entries, ",")+")")
+}
+
+var _ = Describe("The external processing filter's attributes", func() {
+	It("sends request_attributes with the request headers and response_attributes with the response headers, leaving out what the stream does not have", func() {
+		proc, procPort := startExtProcessor("attrs")
+		port := freePort()
+		spec := extProcListener("attrs", port, `grpc_service: {envoy_grpc: {cluster_name: proc}},
+			request_attributes: [request.path, request.method, "request.headers['x-team']", source.port, response.code],
+			response_attributes: [response.code, request.url_path]`, "", procPort)
+		spec.Clusters = []proxyCluster{{Name: "up", Port: portNum(extProcUpstream())}, {Name: "uph2", Port: 1}, {Name: "proc", Port: procPort, Extra: h2cOptions()}}
+		Start(newDir(), spec.YAML())
+
+		client := &http.Client{Timeout: 10 * time.Second}
+		Expect(httpDo(client, "GET", listenerURL(port, "/attrs/1?q=1"), nil, http.Header{"X-Team": {"blue"}}).Status).To(Equal(200))
+		kinds := proc.kinds("/attrs/1?q=1")
+		Expect(kinds).To(HaveLen(4))
+		Expect(kinds[0]).To(MatchRegexp(`^request_attributes\(envoy\.filters\.http\.ext_proc:request\.headers\['x-team'\]=blue,`+
+			`envoy\.filters\.http\.ext_proc:request\.method=GET,envoy\.filters\.http\.ext_proc:request\.path=/attrs/1\?q=1,`+
+			`envoy\.filters\.http\.ext_proc:source\.port=[1-9][0-9]*\)$`), "response.code is absent at the request: left out")
+		Expect(kinds[2]).To(Equal("response_attributes(envoy.filters.http.ext_proc:request.url_path=/attrs/1,envoy.filters.http.ext_proc:response.code=200)"))
+	})
+
+	It("is refused at load when an attribute does not parse, naming it", func() {
+		spec := extProcListener("bad", freePort(), `grpc_service: {envoy_grpc: {cluster_name: proc}}, request_attributes: [request.path, "request.headers["]`, "", 1)
+		spec.Clusters = []proxyCluster{{Name: "up", Port: 1}, {Name: "uph2", Port: 1}, {Name: "proc", Port: 1, Extra: h2cOptions()}}
+		res, _ := validate("bad.yaml", spec.YAML())
+		Expect(res.ExitCode).NotTo(Equal(0))
+		Expect(res.Stderr + res.Stdout).To(ContainSubstring("http_filters[0].typed_config.request_attributes[1]: ERROR"))
+	})
+})
