@@ -29,6 +29,10 @@ type prefixNode struct {
 	sorted  atomic.Pointer[[]uint32]
 	used    atomic.Pointer[[]uint32]
 	hasUsed bool // listed in the parent's used list; guarded by usedSet.mu
+	// listed marks a node some of whose stats are found through its sorted
+	// list rather than the store's index (see restartYoung); guarded by
+	// Store.mu.
+	listed bool
 }
 
 func (n *prefixNode) sortedList() *atomic.Pointer[[]uint32] { return &n.sorted }

@@ -87,3 +87,71 @@ func TestScopePrefixRemembered(t *testing.T) {
 		t.Error("a counter is not found by its full name")
 	}
 }
+
+// TestListedStatsFoundAfterRestart checks the stats the young map hands to
+// their nodes' sorted lists instead of the store-wide index: they stay out
+// of the index, are found again as the same stats (a counter and a gauge
+// sharing a name, and a prefix sharing it too), a stat added later to such
+// a node is made once, and the listing is in order.
+func TestListedStatsFoundAfterRestart(t *testing.T) {
+	s := NewStore()
+	const scopes, each = 100, 30 // 3,000 children and more: several restarts
+	type pair struct {
+		c *Counter
+		g *Gauge
+	}
+	got := map[string]pair{}
+	for i := range scopes {
+		sc := s.Scope("cluster.c" + strconv.Itoa(i) + ".")
+		for j := range each {
+			name := "stat_" + strconv.Itoa(j)
+			got[sc.Prefix()+name] = pair{sc.Counter(name), sc.Gauge(name)}
+		}
+		// A prefix of the same name as a stat.
+		sc.Counter("stat_0.sub")
+	}
+	s.mu.Lock()
+	listed, indexed := 0, s.index.n
+	for i := range s.nodes.len() {
+		if s.nodes.at(i).listed {
+			listed++
+		}
+	}
+	s.mu.Unlock()
+	if listed == 0 {
+		t.Fatal("no node's stats were listed")
+	}
+	// Only prefix nodes (three per scope, besides the roots' children) and
+	// the stats of nodes made before a restart reached the index.
+	if indexed > scopes*3+2*youngMax {
+		t.Fatalf("%d entries in the index, want the prefix nodes and few stats", indexed)
+	}
+	for name, p := range got {
+		if c := s.Counter(name); c != p.c {
+			t.Fatalf("%s: a second lookup gave another counter", name)
+		}
+		if g := s.Gauge(name); g != p.g {
+			t.Fatalf("%s: a second lookup gave another gauge", name)
+		}
+	}
+	for i := range scopes {
+		name := "cluster.c" + strconv.Itoa(i) + ".stat_0.sub"
+		if s.Counter(name) != s.Counter(name) {
+			t.Fatalf("%s: two lookups gave different counters", name)
+		}
+	}
+	a := s.Counter("cluster.c0.late")
+	if b := s.Counter("cluster.c0.late"); a != b {
+		t.Fatal("cluster.c0.late: created twice")
+	}
+	names := s.CounterNames()
+	if want := scopes*each + scopes + 1; len(names) != want {
+		t.Fatalf("%d counters listed, want %d", len(names), want)
+	}
+	if !slices.IsSorted(names) || len(slices.Compact(slices.Clone(names))) != len(names) {
+		t.Fatal("counters out of order or repeated")
+	}
+	if n := len(s.GaugeNames()); n != scopes*each {
+		t.Fatalf("%d gauges listed, want %d", n, scopes*each)
+	}
+}
