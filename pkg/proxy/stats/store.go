@@ -21,6 +21,7 @@ type Store struct {
 	lastPrefix prefixCache
 	nodes      slab[prefixNode]
 	pending    []childAdd // children added since the last sort
+	memo       sortMemo   // walk-order permutations of runs of children
 	counters   slab[Counter]
 	gauges     slab[Gauge]
 	texts      slab[TextReadout]
