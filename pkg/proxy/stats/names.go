@@ -142,6 +142,10 @@ func (s *Store) resolveNode(parent uint32, seg string, create bool) (uint32, boo
 // addChild records a new child of node for the next sort. The caller holds
 // s.mu.
 func (s *Store) addChild(node, entry uint32) {
+	if entryKind(entry) == kindPrefix {
+		s.pendingPrefixes = append(s.pendingPrefixes, childAdd{node, entry})
+		return
+	}
 	s.pending = append(s.pending, childAdd{node, entry})
 }
 
@@ -223,13 +227,20 @@ const pendingKeep = 4096
 // used lists. It allocates only when stats were added or used since the
 // last call. The caller holds s.mu.
 func (s *Store) sortPending() {
-	s.mergeChildren(s.pending, (*prefixNode).sortedList)
-	clear(s.pending)
-	s.pending = s.pending[:0]
-	if cap(s.pending) > pendingKeep {
-		s.pending = nil
-	}
+	s.mergePending(&s.pendingPrefixes)
+	s.mergePending(&s.pending)
 	s.mergeUsed()
+}
+
+// mergePending merges the children in *adds into their nodes' sorted lists
+// and empties it. The caller holds s.mu.
+func (s *Store) mergePending(adds *[]childAdd) {
+	s.mergeChildren(*adds, (*prefixNode).sortedList)
+	clear(*adds)
+	*adds = (*adds)[:0]
+	if cap(*adds) > pendingKeep {
+		*adds = nil
+	}
 }
 
 // mergeChildren sorts adds by node and, within a node, in walk order, and

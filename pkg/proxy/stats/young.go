@@ -68,27 +68,10 @@ func (s *Store) restartYoung() {
 		n.young, n.listed = false, true
 	}
 	clear(s.young.children)
-	s.mergePendingStats()
-}
-
-// mergePendingStats merges the pending stat children into their nodes'
-// sorted lists and keeps the pending prefix nodes for the next render: a
-// prefix's parent (cluster., listener.) can have thousands of children,
-// whose list is better copied once per render than once per restart. The
-// caller holds s.mu.
-func (s *Store) mergePendingStats() {
-	stats := make([]childAdd, 0, len(s.pending))
-	prefixes := s.pending[:0]
-	for _, a := range s.pending {
-		if entryKind(a.entry) == kindPrefix {
-			prefixes = append(prefixes, a)
-		} else {
-			stats = append(stats, a)
-		}
-	}
-	clear(s.pending[len(prefixes):])
-	s.pending = prefixes
-	s.mergeChildren(stats, (*prefixNode).sortedList)
+	// The prefix nodes wait for the next render: a prefix's parent
+	// (cluster., listener.) can have thousands of children, whose list is
+	// better copied once per render than once per restart.
+	s.mergePending(&s.pending)
 }
 
 // findListed looks for a stat child of a listed node in the node's sorted
