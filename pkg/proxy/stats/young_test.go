@@ -104,6 +104,7 @@ func TestListedStatsFoundAfterRestart(t *testing.T) {
 		g *Gauge
 	}
 	got := map[string]pair{}
+	var subs []*Counter
 	for i := range scopes {
 		sc := s.Scope("cluster.c" + strconv.Itoa(i) + ".")
 		for j := range each {
@@ -111,7 +112,7 @@ func TestListedStatsFoundAfterRestart(t *testing.T) {
 			got[sc.Prefix()+name] = pair{sc.Counter(name), sc.Gauge(name)}
 		}
 		// A prefix of the same name as a stat.
-		sc.Counter("stat_0.sub")
+		subs = append(subs, sc.Counter("stat_0.sub"))
 	}
 	s.mu.Lock()
 	listed, indexed := 0, s.index.n
@@ -139,8 +140,8 @@ func TestListedStatsFoundAfterRestart(t *testing.T) {
 	}
 	for i := range scopes {
 		name := "cluster.c" + strconv.Itoa(i) + ".stat_0.sub"
-		if s.Counter(name) != s.Counter(name) {
-			t.Fatalf("%s: two lookups gave different counters", name)
+		if s.Counter(name) != subs[i] {
+			t.Fatalf("%s: a second lookup gave another counter", name)
 		}
 	}
 	a := s.Counter("cluster.c0.late")
