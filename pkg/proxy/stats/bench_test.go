@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -321,4 +322,37 @@ func benchClusterStatsCreate(b *testing.B, clusters int) {
 	perStat := float64(b.N) * float64(clusters) * (clusterCounters + clusterGauges + clusterHistograms)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/perStat, "ns/stat")
 	b.ReportMetric(float64(cpu.Nanoseconds())/perStat, "cpu-ns/stat")
+}
+
+// BenchmarkClusterStatsAgain looks up existing stats of 10,000 clusters
+// again (a modified cluster's rebuild), and creates a few more under each
+// scope after all of them exist (the EDS subscription's stats, made after
+// CDS built every cluster): both find a scope's stats through the young
+// map or the scope node's sorted list, not a store-wide index.
+func BenchmarkClusterStatsAgain(b *testing.B) {
+	counters, gauges, hists := clusterStatNames()
+	s := NewStore()
+	const clusters = 10000
+	for i := range clusters {
+		createClusterStats(s, i, counters, gauges, hists)
+	}
+	late := []string{"update_attempt", "update_success", "update_rejected", "version"}
+	b.Run("lookup", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			createClusterStats(s, i%clusters, counters, gauges, hists)
+			i++
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(clusterCounters+clusterGauges+clusterHistograms), "ns/stat")
+	})
+	b.Run("late", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			sc := s.Scope(fmt.Sprintf("cluster.service-%05d.", i%clusters))
+			for _, n := range late {
+				sc.Counter(n + strconv.Itoa(i/clusters))
+			}
+			i++
+		}
+	})
 }

@@ -11,7 +11,9 @@
 // rendering walks stats in name order without sorting or copying them.
 //
 // Three structures keep rendering cheap at a million stats. A compact hash
-// index (index.go) finds a node's child without a Go map's per-entry cost.
+// index (index.go) finds a node's child prefix without a Go map's per-entry
+// cost; a node's stats are found in a small map of the newest ones or by
+// binary search of the node's sorted list (young.go), so they cost no slot.
 // Each node also lists its used children (usedset.go), filled by a stat's
 // first write, so /stats?usedonly walks the used stats only. And the store
 // keeps every stat's Prometheus family (families.go), so a scrape does not

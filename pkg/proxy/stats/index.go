@@ -6,7 +6,8 @@ package stats
 // parent and meta word), so a slot is four bytes. A Go map of key and value
 // cost 27.5 bytes per stat; this costs 8 to 16, which is what lets every
 // stat carry the pointer that reports its first use (see usedset.go)
-// within the memory budget.
+// within the memory budget. It now holds prefix nodes only: stats are found
+// through the young map or their node's sorted list (young.go).
 //
 // Lookups and inserts happen under Store.mu, which also guards the fields
 // the keys are read from.

@@ -51,17 +51,17 @@ func TestChildIndexFindsEveryStat(t *testing.T) {
 // they must stop at a free slot, not loop or report a neighbour.
 func TestChildIndexMisses(t *testing.T) {
 	s := NewStore()
-	s.young = youngChildren{} // every child in the store-wide index at once
+	// The index holds prefix nodes: a.b0. to a.b39., each with a stat.
 	for i := range 40 {
-		s.Counter(fmt.Sprintf("a.b%d", i))
+		s.Counter(fmt.Sprintf("a.b%d.c", i))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cases := map[string]nameKey{
-		"unknown parent":          makeKey(1<<20, 1, KindCounter),
-		"unknown segment":         makeKey(rootCounters, 1<<20, kindPrefix),
-		"right name, wrong kind":  makeKey(numRoots, s.segIDs["b3"], KindGauge),
-		"prefix of a stat's name": makeKey(numRoots, s.segIDs["b3"], kindPrefix),
+		"unknown parent":            makeKey(1<<20, 1, KindCounter),
+		"unknown segment":           makeKey(rootCounters, 1<<20, kindPrefix),
+		"right name, wrong kind":    makeKey(numRoots, s.segIDs["b3"], KindGauge),
+		"a stat of a prefix's name": makeKey(numRoots, s.segIDs["b3"], KindCounter),
 	}
 	for name, key := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -70,7 +70,7 @@ func TestChildIndexMisses(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := s.index.find(s, makeKey(numRoots, s.segIDs["b3"], KindCounter)); !ok {
+	if _, ok := s.index.find(s, makeKey(numRoots, s.segIDs["b3"], kindPrefix)); !ok {
 		t.Error("present key not found")
 	}
 }

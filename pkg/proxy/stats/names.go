@@ -29,6 +29,10 @@ type prefixNode struct {
 	sorted  atomic.Pointer[[]uint32]
 	used    atomic.Pointer[[]uint32]
 	hasUsed bool // listed in the parent's used list; guarded by usedSet.mu
+	// young and listed say where the node's stats are found: the young
+	// map, its sorted list, or both (see youngChildren); guarded by
+	// Store.mu.
+	young, listed bool
 }
 
 func (n *prefixNode) sortedList() *atomic.Pointer[[]uint32] { return &n.sorted }
@@ -138,6 +142,10 @@ func (s *Store) resolveNode(parent uint32, seg string, create bool) (uint32, boo
 // addChild records a new child of node for the next sort. The caller holds
 // s.mu.
 func (s *Store) addChild(node, entry uint32) {
+	if entryKind(entry) == kindPrefix {
+		s.pendingPrefixes = append(s.pendingPrefixes, childAdd{node, entry})
+		return
+	}
 	s.pending = append(s.pending, childAdd{node, entry})
 }
 
@@ -219,13 +227,20 @@ const pendingKeep = 4096
 // used lists. It allocates only when stats were added or used since the
 // last call. The caller holds s.mu.
 func (s *Store) sortPending() {
-	s.mergeChildren(s.pending, (*prefixNode).sortedList)
-	clear(s.pending)
-	s.pending = s.pending[:0]
-	if cap(s.pending) > pendingKeep {
-		s.pending = nil
-	}
+	s.mergePending(&s.pendingPrefixes)
+	s.mergePending(&s.pending)
 	s.mergeUsed()
+}
+
+// mergePending merges the children in *adds into their nodes' sorted lists
+// and empties it. The caller holds s.mu.
+func (s *Store) mergePending(adds *[]childAdd) {
+	s.mergeChildren(*adds, (*prefixNode).sortedList)
+	clear(*adds)
+	*adds = (*adds)[:0]
+	if cap(*adds) > pendingKeep {
+		*adds = nil
+	}
 }
 
 // mergeChildren sorts adds by node and, within a node, in walk order, and
@@ -248,20 +263,24 @@ func (s *Store) mergeChildren(adds []childAdd, list func(*prefixNode) *atomic.Po
 			old = *cur
 		}
 		merged := make([]uint32, 0, len(old)+len(run))
-		i, k := 0, 0
-		for i < len(old) && k < len(run) {
-			if s.compareEntries(old[i], run[k].entry) <= 0 {
-				merged = append(merged, old[i])
-				i++
-			} else {
-				merged = append(merged, run[k].entry)
-				k++
+		// Each new child's place in the old list is found by binary
+		// search and the old children before it are copied in one go: a
+		// few new stats of a listed node with a long list (a cluster's
+		// late EDS stats) cost a few comparisons, not one per old child.
+		for _, a := range run {
+			i := 0
+			if len(old) > 0 {
+				i, _ = slices.BinarySearchFunc(old, a.entry, func(o, e uint32) int {
+					if s.compareEntries(o, e) <= 0 {
+						return -1
+					}
+					return 1
+				})
 			}
+			merged = append(append(merged, old[:i]...), a.entry)
+			old = old[i:]
 		}
-		merged = append(merged, old[i:]...)
-		for _, a := range run[k:] {
-			merged = append(merged, a.entry)
-		}
+		merged = append(merged, old...)
 		p.Store(&merged)
 	}
 }
@@ -269,28 +288,107 @@ func (s *Store) mergeChildren(adds []childAdd, list func(*prefixNode) *atomic.Po
 // sortAdds sorts adds by node and, within a node, in walk order. Each
 // add's segment id is read once, before the sort: the comparisons then
 // read only the few hot segment strings, not the stats' memory, which a
-// burst of creations has spread over megabytes.
+// burst of creations has spread over megabytes. The adds are first grouped
+// by node, keeping their creation order, and each node's run is then put
+// in walk order; a run whose names and kinds come in the same order as an
+// earlier run's (the next cluster's stats, made by the same code) takes
+// that run's permutation instead of being sorted again (see sortMemo).
 func (s *Store) sortAdds(adds []childAdd) {
 	if len(adds) < 2 {
 		return
 	}
-	type keyed struct{ node, entry, seg uint32 }
-	ks := make([]keyed, len(adds))
+	ks := make([]sortKey, len(adds))
 	for i, a := range adds {
-		ks[i] = keyed{a.node, a.entry, s.entrySegmentID(a.entry)}
+		ks[i] = sortKey{uint64(a.node)<<32 | uint64(i), a.entry, makeKey(0, s.entrySegmentID(a.entry), entryKind(a.entry))[1]}
 	}
-	slices.SortFunc(ks, func(a, b keyed) int {
-		if a.node != b.node {
-			return cmp.Compare(a.node, b.node)
+	slices.SortFunc(ks, func(a, b sortKey) int { return cmp.Compare(a.order, b.order) })
+	for rest := ks; len(rest) > 0; {
+		node := rest[0].order >> 32
+		j := 1
+		for j < len(rest) && rest[j].order>>32 == node {
+			j++
 		}
-		if a.seg == b.seg && entryKind(a.entry) == entryKind(b.entry) {
+		s.sortRun(rest[:j])
+		rest = rest[j:]
+	}
+	for i, k := range ks {
+		adds[i] = childAdd{uint32(k.order >> 32), k.entry}
+	}
+}
+
+// sortKey is an add being sorted: its node and creation position, its
+// entry, and its last segment with its kind (as in a nameKey).
+type sortKey struct {
+	order uint64
+	entry uint32
+	seg   uint32
+}
+
+// sortMemo remembers the permutations that put runs of children in walk
+// order, by the sequence of their segments and kinds. Walk order depends on
+// nothing else (two children of one node never share both), so a run with
+// the same sequence takes the same permutation. It is bounded, and cleared
+// when full. Guarded by Store.mu.
+type sortMemo struct {
+	runs    map[uint64]*memoRun
+	scratch []sortKey // a run's copy while it is permuted
+}
+
+type memoRun struct {
+	segs []uint32 // the run's segments and kinds in creation order
+	perm []int32  // perm[i] is the creation position of the i-th in walk order
+}
+
+// Runs shorter than memoMinRun or longer than memoMaxRun (a parent of
+// thousands of scopes, which does not repeat) are sorted directly; memoMax
+// bounds the runs remembered, so the memo stays under a megabyte.
+const (
+	memoMinRun = 8
+	memoMaxRun = 1024
+	memoMax    = 64
+)
+
+// sortRun puts one node's run of adds, in creation order, in walk order.
+func (s *Store) sortRun(run []sortKey) {
+	if len(run) < 2 {
+		return
+	}
+	cmpKeys := func(a, b sortKey) int {
+		if a.seg == b.seg {
 			return cmp.Compare(a.entry, b.entry)
 		}
-		return compareSiblings(s.segment(a.seg), a.entry, s.segment(b.seg), b.entry)
-	})
-	for i, k := range ks {
-		adds[i] = childAdd{k.node, k.entry}
+		return compareSiblings(s.segment(a.seg&metaMask), a.entry, s.segment(b.seg&metaMask), b.entry)
 	}
+	if len(run) < memoMinRun || len(run) > memoMaxRun {
+		slices.SortFunc(run, cmpKeys)
+		return
+	}
+	h := uint64(14695981039346656037)
+	for _, k := range run {
+		h = (h ^ uint64(k.seg)) * 1099511628211
+	}
+	m := &s.memo
+	if r, ok := m.runs[h]; ok && len(r.segs) == len(run) && slices.EqualFunc(r.segs, run, func(seg uint32, k sortKey) bool { return seg == k.seg }) {
+		m.scratch = append(m.scratch[:0], run...)
+		orig := m.scratch
+		for i, p := range r.perm {
+			run[i] = orig[p]
+		}
+		return
+	}
+	r := &memoRun{segs: make([]uint32, len(run)), perm: make([]int32, len(run))}
+	for i, k := range run {
+		r.segs[i] = k.seg
+		run[i].order = run[i].order&^(1<<32-1) | uint64(i)
+	}
+	slices.SortFunc(run, cmpKeys)
+	for i, k := range run {
+		r.perm[i] = int32(uint32(k.order))
+	}
+	if m.runs == nil || len(m.runs) >= memoMax {
+		m.runs = map[uint64]*memoRun{}
+	}
+	m.runs[h] = r
 }
 
 // entryParent returns the parent node of a child entry.

@@ -20,15 +20,20 @@ type Store struct {
 	// lastPrefix is the last scope prefix resolved (see resolvePrefix).
 	lastPrefix prefixCache
 	nodes      slab[prefixNode]
-	pending    []childAdd // children added since the last sort
-	counters   slab[Counter]
-	gauges     slab[Gauge]
-	texts      slab[TextReadout]
-	hists      slab[Histogram]
-	rejected   rejectedStats
-	lookups    recentLookups
-	used       usedSet
-	families   familyIndex
+	pending    []childAdd // stats added since the last sort
+	// pendingPrefixes are the prefix nodes added since the last render:
+	// apart, so that restartYoung merges the stats alone without
+	// passing over them.
+	pendingPrefixes []childAdd
+	memo            sortMemo // walk-order permutations of runs of children
+	counters        slab[Counter]
+	gauges          slab[Gauge]
+	texts           slab[TextReadout]
+	hists           slab[Histogram]
+	rejected        rejectedStats
+	lookups         recentLookups
+	used            usedSet
+	families        familyIndex
 
 	shards  int // per-histogram recording shards
 	tags    *TagProducer

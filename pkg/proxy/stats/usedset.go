@@ -64,8 +64,9 @@ func (s *Store) mergeUsed() {
 	}
 	adds := make([]childAdd, 0, len(keys))
 	for _, k := range keys {
-		// Every queued key is in the index: its stat or node was created,
-		// under s.mu, before a pointer to it could be written through.
+		// Every queued key can be found (the index, the young map or its
+		// node's sorted list): its stat or node was created, under s.mu,
+		// before a pointer to it could be written through.
 		if e, ok := s.findChild(k); ok {
 			adds = append(adds, childAdd{node: k[0], entry: e})
 		}

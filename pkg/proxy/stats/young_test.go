@@ -3,6 +3,7 @@ package stats
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -26,12 +27,15 @@ func TestYoungChildrenRestart(t *testing.T) {
 			}
 		}
 	}
-	if s.young.from == 0 {
+	s.mu.Lock()
+	first, newest := s.nodes.at(numRoots+1), s.nodes.at(s.nodes.len()-3) // cluster.c59., then its two circuit_breakers nodes
+	if !first.listed || first.young {
 		t.Fatalf("the map never restarted (%d children)", len(s.young.children))
 	}
-	if !s.young.covers(s.nodes.len() - 1) {
-		t.Fatalf("the newest node %d is not covered (from %d)", s.nodes.len()-1, s.young.from)
+	if !newest.young {
+		t.Fatal("the newest scope's node is not young")
 	}
+	s.mu.Unlock()
 	for name, c := range got {
 		if again := s.Counter(name); again != c {
 			t.Fatalf("%s: a second lookup gave another counter", name)
@@ -85,5 +89,120 @@ func TestScopePrefixRemembered(t *testing.T) {
 	}
 	if s.Counter("cluster.a.x") != a.Counter("x") {
 		t.Error("a counter is not found by its full name")
+	}
+}
+
+// TestListedStatsFoundAfterRestart checks the stats the young map hands to
+// their nodes' sorted lists: they stay out of the store-wide index, are found again as the same stats (a counter and a gauge
+// sharing a name, and a prefix sharing it too), a stat added later to such
+// a node is made once, and the listing is in order.
+func TestListedStatsFoundAfterRestart(t *testing.T) {
+	s := NewStore()
+	const scopes, each = 100, 30 // 3,000 children and more: several restarts
+	type pair struct {
+		c *Counter
+		g *Gauge
+	}
+	got := map[string]pair{}
+	var subs []*Counter
+	for i := range scopes {
+		sc := s.Scope("cluster.c" + strconv.Itoa(i) + ".")
+		for j := range each {
+			name := "stat_" + strconv.Itoa(j)
+			got[sc.Prefix()+name] = pair{sc.Counter(name), sc.Gauge(name)}
+		}
+		// A prefix of the same name as a stat.
+		subs = append(subs, sc.Counter("stat_0.sub"))
+	}
+	s.mu.Lock()
+	listed, indexed := 0, s.index.n
+	for i := range s.nodes.len() {
+		if s.nodes.at(i).listed {
+			listed++
+		}
+	}
+	s.mu.Unlock()
+	if listed == 0 {
+		t.Fatal("no node's stats were listed")
+	}
+	// Only prefix nodes reached the index: cluster., each scope's node
+	// and its stat_0.
+	if want := 1 + 2*scopes; indexed != want {
+		t.Fatalf("%d entries in the index, want the %d prefix nodes", indexed, want)
+	}
+	for name, p := range got {
+		if c := s.Counter(name); c != p.c {
+			t.Fatalf("%s: a second lookup gave another counter", name)
+		}
+		if g := s.Gauge(name); g != p.g {
+			t.Fatalf("%s: a second lookup gave another gauge", name)
+		}
+	}
+	for i := range scopes {
+		name := "cluster.c" + strconv.Itoa(i) + ".stat_0.sub"
+		if s.Counter(name) != subs[i] {
+			t.Fatalf("%s: a second lookup gave another counter", name)
+		}
+	}
+	a := s.Counter("cluster.c0.late")
+	if b := s.Counter("cluster.c0.late"); a != b {
+		t.Fatal("cluster.c0.late: created twice")
+	}
+	names := s.CounterNames()
+	if want := scopes*each + scopes + 1; len(names) != want {
+		t.Fatalf("%d counters listed, want %d", len(names), want)
+	}
+	if !slices.IsSorted(names) || len(slices.Compact(slices.Clone(names))) != len(names) {
+		t.Fatal("counters out of order or repeated")
+	}
+	if n := len(s.GaugeNames()); n != scopes*each {
+		t.Fatalf("%d gauges listed, want %d", n, scopes*each)
+	}
+}
+
+// TestSortMemoKeepsWalkOrder makes many scopes whose children are made in
+// the same order, so that their runs take a remembered permutation, with
+// names whose walk order is not their segments' byte order ("a-b" before
+// "a.b", a prefix after a stat of its name, a counter and a gauge of one
+// name), and checks the listing against the sorted full names.
+func TestSortMemoKeepsWalkOrder(t *testing.T) {
+	s := NewStore()
+	names := []string{"z", "a.b", "x", "a-b", "a", "a_b", "m.n.o", "b", "ab", "a.a", "y", "c"}
+	var want []string
+	for i := range 300 {
+		sc := s.Scope("cluster.c" + strconv.Itoa(i) + ".")
+		for _, n := range names {
+			sc.Counter(n)
+			want = append(want, "counter "+sc.Prefix()+n)
+		}
+		sc.Gauge("x")
+		want = append(want, "gauge "+sc.Prefix()+"x")
+	}
+	s.mu.Lock()
+	remembered := len(s.memo.runs)
+	s.mu.Unlock()
+	if remembered == 0 {
+		t.Fatal("no run was remembered")
+	}
+	slices.SortFunc(want, func(a, b string) int {
+		_, na, _ := strings.Cut(a, " ")
+		_, nb, _ := strings.Cut(b, " ")
+		if c := strings.Compare(na, nb); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b) // counter before gauge
+	})
+	var got []string
+	_ = s.Visit(VisitOptions{}, func(st *Stat) error {
+		got = append(got, st.Kind.String()+" "+string(st.Name))
+		return nil
+	})
+	if !slices.Equal(got, want) {
+		for i := range min(len(got), len(want)) {
+			if got[i] != want[i] {
+				t.Fatalf("stat %d is %q, want %q (%d and %d stats)", i, got[i], want[i], len(got), len(want))
+			}
+		}
+		t.Fatalf("%d stats, want %d", len(got), len(want))
 	}
 }
