@@ -68,25 +68,12 @@ var _ = Describe("RBAC policies with CEL conditions", func() {
 	It("match in the network filter on the connection's addresses", func() {
 		up := startTCPServer(echo)
 		allowPort, denyPort := freePort(), freePort()
-		chain := func(cond string) string {
-			return `{filters: [{name: envoy.filters.network.rbac, typed_config: ` + withType(netRBACType,
-				`{stat_prefix: cel, rules: {action: ALLOW, policies: {p: {permissions: [{any: true}], principals: [{any: true}], condition: `+celExprJSON(cond)+`}}}}`) + `},
-				{name: envoy.filters.network.tcp_proxy, typed_config: ` + withType("type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy", `{stat_prefix: front, cluster: echo}`) + `}]}`
+		policy := func(cond string) string {
+			return `{stat_prefix: cel, rules: {action: ALLOW, policies: {p: {permissions: [{any: true}], principals: [{any: true}], condition: ` + celExprJSON(cond) + `}}}}`
 		}
-		config := fmt.Sprintf(`
-admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
-static_resources:
-  clusters: [%s]
-  listeners:
-  - name: allow
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains: [%s]
-  - name: deny
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains: [%s]
-`, tcpCluster("echo", up),
-			allowPort, chain(fmt.Sprintf(`destination.port == %d && source.address.startsWith('127.') && source.port > 0 && !connection.mtls`, allowPort)),
-			denyPort, chain(`source.port == 0`))
+		config := rbacTCPBootstrap(up,
+			allowPort, policy(fmt.Sprintf(`destination.port == %d && source.address.startsWith('127.') && source.port > 0 && !connection.mtls`, allowPort)),
+			denyPort, policy(`source.port == 0`))
 		s := Start(newDir(), config)
 
 		c := dialTCP(allowPort)

@@ -112,27 +112,11 @@ var _ = Describe("The RBAC network filter", func() {
 	It("lets allowed connections through to tcp_proxy, closes denied ones (after delay_deny), and counts enforced and shadow decisions", func() {
 		up := startTCPServer(echo)
 		allowPort, denyPort := freePort(), freePort()
-		chain := func(rbac string) string {
-			return `{filters: [{name: envoy.filters.network.rbac, typed_config: ` + withType(netRBACType, rbac) + `},
-				{name: envoy.filters.network.tcp_proxy, typed_config: ` + withType("type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy", `{stat_prefix: front, cluster: echo}`) + `}]}`
-		}
-		config := fmt.Sprintf(`
-admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
-static_resources:
-  clusters: [%s]
-  listeners:
-  - name: allow
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains: [%s]
-  - name: deny
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains: [%s]
-`, tcpCluster("echo", up),
-			allowPort, chain(fmt.Sprintf(`{stat_prefix: tcp_allow, enforcement_type: CONTINUOUS,
+		config := rbacTCPBootstrap(up, allowPort, fmt.Sprintf(`{stat_prefix: tcp_allow, enforcement_type: CONTINUOUS,
 				rules: {action: ALLOW, policies: {loopback: {permissions: [{destination_port: %d}], principals: [{source_ip: {address_prefix: 127.0.0.0, prefix_len: 8}}]}}},
-				shadow_rules: {action: ALLOW, policies: {tls-only: {permissions: [{any: true}], principals: [{authenticated: {}}]}}}}`, allowPort)),
-			denyPort, chain(`{stat_prefix: tcp_deny, delay_deny: 0.3s,
-				rules: {action: DENY, policies: {everyone: {permissions: [{destination_port_range: {start: 1, end: 65536}}], principals: [{any: true}]}}}}`))
+				shadow_rules: {action: ALLOW, policies: {tls-only: {permissions: [{any: true}], principals: [{authenticated: {}}]}}}}`, allowPort),
+			denyPort, `{stat_prefix: tcp_deny, delay_deny: 0.3s,
+				rules: {action: DENY, policies: {everyone: {permissions: [{destination_port_range: {start: 1, end: 65536}}], principals: [{any: true}]}}}}`)
 		s := Start(newDir(), config)
 
 		c := dialTCP(allowPort)
@@ -240,3 +224,25 @@ var _ = Describe("RBAC configuration errors", func() {
 		Expect(r.Stderr).To(MatchRegexp(filter + `rules\.policies\["bad-cidr"\]\.principals\[0\]\.or_ids\.ids\[0\]\.remote_ip\.address_prefix: "10\.0\.0\.300" is not an IP address`))
 	})
 })
+
+// rbacTCPBootstrap is two listeners in front of the TCP server up, each a
+// network RBAC filter (its typed config, YAML) then tcp_proxy: "allow" on
+// allowPort and "deny" on denyPort.
+func rbacTCPBootstrap(up, allowPort int, allowRBAC string, denyPort int, denyRBAC string) string {
+	chain := func(rbac string) string {
+		return `{filters: [{name: envoy.filters.network.rbac, typed_config: ` + withType(netRBACType, rbac) + `},
+			{name: envoy.filters.network.tcp_proxy, typed_config: ` + withType("type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy", `{stat_prefix: front, cluster: echo}`) + `}]}`
+	}
+	return fmt.Sprintf(`
+admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
+static_resources:
+  clusters: [%s]
+  listeners:
+  - name: allow
+    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
+    filter_chains: [%s]
+  - name: deny
+    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
+    filter_chains: [%s]
+`, tcpCluster("echo", up), allowPort, chain(allowRBAC), denyPort, chain(denyRBAC))
+}
