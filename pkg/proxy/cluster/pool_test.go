@@ -242,10 +242,7 @@ func TestHTTP1PoolConcurrentLoans(t *testing.T) {
 	h := c.PickHost(nil)
 	var conns []*upstream.Conn
 	for range 3 {
-		conn, err := c.AcquireHTTP1(t.Context(), h)
-		if err != nil {
-			t.Fatal(err)
-		}
+		conn := mustAcquire(t, c, h)
 		conns = append(conns, conn)
 	}
 	if conns[0] == conns[1] || conns[1] == conns[2] || conns[0] == conns[2] {
@@ -259,10 +256,7 @@ func TestHTTP1PoolConcurrentLoans(t *testing.T) {
 		t.Errorf("idle connections = %d, want 3", n)
 	}
 	// LIFO: the last released comes back first.
-	conn, err := c.AcquireHTTP1(t.Context(), h)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := mustAcquire(t, c, h)
 	if conn != conns[2] {
 		t.Error("the most recently released connection was not reused first")
 	}
@@ -277,10 +271,7 @@ func TestHTTP1PoolIdleHoldsNoReadBuffer(t *testing.T) {
 	m, _, _ := newTestManager(t, clusterFor("", srv.port()))
 	c := m.Cluster("up")
 	h := c.PickHost(nil)
-	first, err := c.AcquireHTTP1(t.Context(), h)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := mustAcquire(t, c, h)
 	if first.R == nil {
 		t.Fatal("a new connection was lent without a read buffer")
 	}
@@ -291,10 +282,7 @@ func TestHTTP1PoolIdleHoldsNoReadBuffer(t *testing.T) {
 		t.Fatalf("idle connections %d, the first holding a read buffer: %v", len(idle), len(idle) == 1 && idle[0].up.R != nil)
 	}
 	for range 2 {
-		conn, err := c.AcquireHTTP1(t.Context(), h)
-		if err != nil {
-			t.Fatal(err)
-		}
+		conn := mustAcquire(t, c, h)
 		if conn != first || conn.R == nil {
 			t.Fatalf("reused %v, with a read buffer %v; want the idle connection with one", conn == first, conn.R != nil)
 		}
@@ -313,19 +301,13 @@ func TestHTTP1PoolClearsDeadlines(t *testing.T) {
 	m, _, _ := newTestManager(t, clusterFor("", srv.port()))
 	c := m.Cluster("up")
 	h := c.PickHost(nil)
-	first, err := c.AcquireHTTP1(t.Context(), h)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := mustAcquire(t, c, h)
 	roundTrip(t, first)
 	if err := first.SetDeadline(time.Now().Add(-time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	c.ReleaseHTTP1(first, true)
-	second, err := c.AcquireHTTP1(t.Context(), h)
-	if err != nil {
-		t.Fatal(err)
-	}
+	second := mustAcquire(t, c, h)
 	if second != first {
 		t.Error("the idle connection was dropped because of an old deadline")
 	}
@@ -338,10 +320,7 @@ func TestHTTP1PoolReleaseTwice(t *testing.T) {
 	m, _, _ := newTestManager(t, clusterFor("", srv.port()))
 	c := m.Cluster("up")
 	h := c.PickHost(nil)
-	conn, err := c.AcquireHTTP1(t.Context(), h)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := mustAcquire(t, c, h)
 	c.ReleaseHTTP1(conn, true)
 	c.ReleaseHTTP1(conn, true)
 	c.ReleaseHTTP1(nil, true)
@@ -380,20 +359,14 @@ func TestHTTP1PoolStaleConnections(t *testing.T) {
 			m, store, clock := newTestManager(t, clusterFor("", srv.port()))
 			c := m.Cluster("up")
 			h := c.PickHost(nil)
-			first, err := c.AcquireHTTP1(t.Context(), h)
-			if err != nil {
-				t.Fatal(err)
-			}
+			first := mustAcquire(t, c, h)
 			roundTrip(t, first)
 			c.ReleaseHTTP1(first, true)
 			if len(c.set.Load().h1.get(h).idle) == 1 {
 				waitUnusable(t, c.set.Load().h1.get(h).idle[0])
 			}
 			clock.t = clock.t.Add(probeWindow)
-			second, err := c.AcquireHTTP1(t.Context(), h)
-			if err != nil {
-				t.Fatal(err)
-			}
+			second := mustAcquire(t, c, h)
 			if second == first {
 				t.Fatal("a stale connection was reused")
 			}
@@ -447,17 +420,11 @@ func TestHTTP1PoolLimits(t *testing.T) {
 			m, store, clock := newTestManager(t, clusterFor(tc.extra, srv.port()))
 			c := m.Cluster("up")
 			h := c.PickHost(nil)
-			first, err := c.AcquireHTTP1(t.Context(), h)
-			if err != nil {
-				t.Fatal(err)
-			}
+			first := mustAcquire(t, c, h)
 			roundTrip(t, first)
 			c.ReleaseHTTP1(first, true)
 			clock.t = clock.t.Add(tc.advance)
-			second, err := c.AcquireHTTP1(t.Context(), h)
-			if err != nil {
-				t.Fatal(err)
-			}
+			second := mustAcquire(t, c, h)
 			roundTrip(t, second)
 			if (second == first) != tc.reused {
 				t.Errorf("reused = %v, want %v", second == first, tc.reused)
@@ -556,14 +523,8 @@ func TestClusterClose(t *testing.T) {
 	m, store, _ := newTestManager(t, clusterFor("", srv.port()))
 	c := m.Cluster("up")
 	h := c.PickHost(nil)
-	lent, err := c.AcquireHTTP1(t.Context(), h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idle, err := c.AcquireHTTP1(t.Context(), h)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lent := mustAcquire(t, c, h)
+	idle := mustAcquire(t, c, h)
 	c.ReleaseHTTP1(idle, true)
 	m.Close()
 	if got := store.Gauge("cluster.up.upstream_cx_active").Value(); got != 0 {
@@ -670,10 +631,7 @@ func TestHTTP1PoolIPv6(t *testing.T) {
 	if want := fmt.Sprintf("[::1]:%d", port); h.Address != want {
 		t.Errorf("address %q, want %q", h.Address, want)
 	}
-	conn, err := c.AcquireHTTP1(t.Context(), h)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := mustAcquire(t, c, h)
 	roundTrip(t, conn)
 	c.ReleaseHTTP1(conn, true)
 }
@@ -723,4 +681,15 @@ func TestHTTP1PoolConcurrent(t *testing.T) {
 	if active, idle := store.Gauge("cluster.up.upstream_cx_active").Value(), len(c.set.Load().h1.get(h).idle); active != int64(idle) {
 		t.Errorf("upstream_cx_active = %d, idle connections = %d; want them equal", active, idle)
 	}
+}
+
+// mustAcquire borrows an HTTP/1 connection to h from c, or fails the
+// test.
+func mustAcquire(t *testing.T, c *Cluster, h *upstream.Host) *upstream.Conn {
+	t.Helper()
+	conn, err := c.AcquireHTTP1(t.Context(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn
 }
