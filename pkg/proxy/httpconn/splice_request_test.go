@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -67,10 +66,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 func TestSplicedRequestBodies(t *testing.T) {
 	st := stats.NewStore()
 	cl := newFakeCluster(st, "up", false, bodyUpstream(t, nil))
-	log := &syncBuffer{}
-	cfg := hcm(routeConfig(clusterRoute("/", "up")))
-	cfg.AccessLog = textLog("log", spliceRecvLogFormat)
-	p := startProxy(t, cfg, Deps{Stats: st, Upstreams: fakeUpstreams{"up": cl}, AccessLogs: logTo(log)})
+	p, log := spliceProxy(t, st, cl, spliceRecvLogFormat, 0)
 
 	c, err := net.DialTimeout("tcp", p.addr, testTimeout)
 	if err != nil {
@@ -207,11 +203,7 @@ func TestSplicedRequestBodyFailures(t *testing.T) {
 					defer t.Cleanup(func() { close(stop) })
 				}
 				cl := newFakeCluster(st, "up", false, bodyUpstream(t, handle))
-				log := &syncBuffer{}
-				cfg := hcm(routeConfig(clusterRoute("/", "up")))
-				cfg.StreamIdleTimeout = ms(300)
-				cfg.AccessLog = textLog("log", spliceRecvLogFormat)
-				p := startProxy(t, cfg, Deps{Stats: st, Upstreams: fakeUpstreams{"up": cl}, AccessLogs: logTo(log)})
+				p, log := spliceProxy(t, st, cl, spliceRecvLogFormat, 300)
 				c, err := net.DialTimeout("tcp", p.addr, testTimeout)
 				if err != nil {
 					t.Fatal(err)
@@ -228,14 +220,7 @@ func TestSplicedRequestBodyFailures(t *testing.T) {
 					<-sent
 					_ = c.(*net.TCPConn).CloseWrite()
 				}
-				re := regexp.MustCompile(tc.logLine)
-				deadline := time.Now().Add(testTimeout)
-				for !re.MatchString(strings.TrimSuffix(log.String(), "\n")) {
-					if time.Now().After(deadline) {
-						t.Fatalf("access log %q, want a line matching %s", log.String(), re)
-					}
-					time.Sleep(2 * time.Millisecond)
-				}
+				waitLogLine(t, log, tc.logLine)
 			})
 		}
 	}

@@ -105,10 +105,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 func TestSplicedResponseBodies(t *testing.T) {
 	st := stats.NewStore()
 	cl := newFakeCluster(st, "up", false, sizedUpstream(t, false, nil))
-	log := &syncBuffer{}
-	cfg := hcm(routeConfig(clusterRoute("/", "up")))
-	cfg.AccessLog = textLog("log", spliceLogFormat)
-	p := startProxy(t, cfg, Deps{Stats: st, Upstreams: fakeUpstreams{"up": cl}, AccessLogs: logTo(log)})
+	p, log := spliceProxy(t, st, cl, spliceLogFormat, 0)
 
 	c, err := net.DialTimeout("tcp", p.addr, testTimeout)
 	if err != nil {
@@ -219,23 +216,12 @@ func TestSplicedResponseBodyFailures(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				st := stats.NewStore()
 				cl := newFakeCluster(st, "up", false, sizedUpstream(t, chunked, tc.upstream))
-				log := &syncBuffer{}
-				cfg := hcm(routeConfig(clusterRoute("/", "up")))
-				cfg.StreamIdleTimeout = ms(300)
-				cfg.AccessLog = textLog("log", spliceLogFormat)
-				p := startProxy(t, cfg, Deps{Stats: st, Upstreams: fakeUpstreams{"up": cl}, AccessLogs: logTo(log)})
+				p, log := spliceProxy(t, st, cl, spliceLogFormat, 300)
 				c := dialRaw(t, p.addr)
 				size := cmp.Or(tc.size, 8<<20)
 				c.send(fmt.Sprintf("GET /%d HTTP/1.1\r\nHost: h\r\n\r\n", size))
 				tc.client(t, c)
-				re := regexp.MustCompile(tc.logLine)
-				deadline := time.Now().Add(testTimeout)
-				for !re.MatchString(strings.TrimSuffix(log.String(), "\n")) {
-					if time.Now().After(deadline) {
-						t.Fatalf("access log %q, want a line matching %s", log.String(), re)
-					}
-					time.Sleep(2 * time.Millisecond)
-				}
+				waitLogLine(t, log, tc.logLine)
 			})
 		}
 	}
@@ -253,5 +239,33 @@ func readTruncated(t *testing.T, c *rawConn) {
 	// length short of it: both are errors.
 	if n, err := io.Copy(io.Discard, resp.Body); err == nil {
 		t.Fatalf("read %d bytes (content-length %d): the body did not break off", n, resp.ContentLength)
+	}
+}
+
+// spliceProxy starts a proxy that routes everything to cl, named "up",
+// logging each request to the returned buffer in format; streamIdle, when
+// not 0, is the stream idle timeout in milliseconds.
+func spliceProxy(t *testing.T, st *stats.Store, cl *fakeCluster, format string, streamIdle int) (*proxy, *syncBuffer) {
+	t.Helper()
+	log := &syncBuffer{}
+	cfg := hcm(routeConfig(clusterRoute("/", "up")))
+	if streamIdle > 0 {
+		cfg.StreamIdleTimeout = ms(streamIdle)
+	}
+	cfg.AccessLog = textLog("log", format)
+	return startProxy(t, cfg, Deps{Stats: st, Upstreams: fakeUpstreams{"up": cl}, AccessLogs: logTo(log)}), log
+}
+
+// waitLogLine waits until the access log's last line matches pattern, or
+// fails the test.
+func waitLogLine(t *testing.T, log *syncBuffer, pattern string) {
+	t.Helper()
+	re := regexp.MustCompile(pattern)
+	deadline := time.Now().Add(testTimeout)
+	for !re.MatchString(strings.TrimSuffix(log.String(), "\n")) {
+		if time.Now().After(deadline) {
+			t.Fatalf("access log %q, want a line matching %s", log.String(), re)
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }
