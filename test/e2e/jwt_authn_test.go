@@ -227,10 +227,10 @@ var _ = Describe("JWT authentication configuration errors", func() {
 			}.YAML()
 		}
 		filter := `static_resources\.listeners\[0\]\.filter_chains\[0\]\.filters\[0\]\.typed_config\.http_filters\[0\]\.typed_config\.`
-		r, _ := validate("bootstrap.yaml", config(`{idp: {issuer: https://idp.example, subjects: {prefix: "spiffe://"},
+		r, _ := validate("bootstrap.yaml", config(`{idp: {issuer: https://idp.example, failed_status_in_metadata: why,
 			remote_jwks: {http_uri: {uri: "http://idp.example/jwks", cluster: up, timeout: 1s}, retry_policy: {num_retries: 2}}}}`))
 		Expect(r.ExitCode).To(Equal(1), "stdout: %s", r.Stdout)
-		Expect(r.Stderr).To(MatchRegexp(filter + `providers\["idp"\]\.subjects: .*not supported`))
+		Expect(r.Stderr).To(MatchRegexp(filter + `providers\["idp"\]\.failed_status_in_metadata: .*not supported`))
 		Expect(r.Stderr).To(MatchRegexp(filter + `providers\["idp"\]\.remote_jwks\.retry_policy: .*not supported`))
 
 		r, _ = validate("bootstrap.yaml", config(`{idp: {issuer: https://idp.example, remote_jwks: {http_uri: {uri: "http://idp.example/jwks", cluster: up, timeout: 1s}, async_fetch: {}}}}`))
@@ -240,5 +240,39 @@ var _ = Describe("JWT authentication configuration errors", func() {
 		r, _ = validate("bootstrap.yaml", config(`{idp: {issuer: https://idp.example, remote_jwks: {http_uri: {uri: "http://idp.example/jwks", cluster: up, timeout: 1s}}}}`))
 		Expect(r.ExitCode).To(Equal(1), "stdout: %s", r.Stdout)
 		Expect(r.Stderr).To(MatchRegexp(filter + `rules\[0\]\.requires\.requires_any\.requirements\[1\]\.provider_name: required provider \['ghost'\] is not configured`))
+	})
+})
+
+var _ = Describe("JWT authentication subjects and lifetimes", func() {
+	It("refuses subjects the provider may not assert and tokens without exp or living longer than max_lifetime", func() {
+		ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		Expect(err).NotTo(HaveOccurred())
+		key := jwtKey{alg: jose.ES256, kid: "ec-1", key: ecKey}
+		up := portNum(httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "up") }), false))
+		port := freePort()
+		Start(newDir(), proxySpec{
+			Port: port,
+			Filters: `[` + httpFilter("jwt", jwtAuthnType, `{providers: {svid: {issuer: https://svid.example,
+				local_jwks: {inline_string: `+quoteJSON(jwksOf(key))+`},
+				subjects: {prefix: "spiffe://example.org/"}, require_expiration: true, max_lifetime: 3600s}},
+				rules: [{match: {prefix: /}, requires: {provider_name: svid}}]}`) + `]`,
+			Clusters: []proxyCluster{{Name: "up", Port: up}},
+		}.YAML())
+		client := &http.Client{Timeout: 10 * time.Second}
+		now := time.Now().Unix()
+		for _, tc := range []struct {
+			claims map[string]any
+			status int
+			body   string
+		}{
+			{map[string]any{"iss": "https://svid.example", "sub": "spiffe://example.org/web", "exp": now + 600}, 200, "up"},
+			{map[string]any{"iss": "https://svid.example", "sub": "spiffe://other.org/web", "exp": now + 600}, 401, "Jwt verification fails"},
+			{map[string]any{"iss": "https://svid.example", "sub": "spiffe://example.org/web"}, 401, "Jwt is expired"},
+			{map[string]any{"iss": "https://svid.example", "sub": "spiffe://example.org/web", "exp": now + 86400}, 401, "Jwt is expired"},
+		} {
+			r := httpDo(client, "GET", listenerURL(port, "/"), nil, http.Header{"Authorization": {"Bearer " + key.signJWT(tc.claims)}})
+			Expect(r.Status).To(Equal(tc.status), "%v", tc.claims)
+			Expect(r.Body).To(Equal(tc.body), "%v", tc.claims)
+		}
 	})
 })

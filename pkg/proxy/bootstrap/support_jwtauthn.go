@@ -5,8 +5,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedJWTAuthn lists the fields of envoy.filters.http.jwt_authn that
 // Outrigger implements (see supportedCore), and of its per-route
 // PerRouteConfig. Not listed, so refused with their path:
-// filter_state_rules, a provider's subjects, require_expiration,
-// max_lifetime, failed_status_in_metadata,
+// filter_state_rules, a provider's failed_status_in_metadata,
 // remote_jwks' retry_policy (and async_fetch with fast_listener false, by the filter), claim_to_headers' claim_path,
 // and the extract_only_without_validation requirement.
 var supportedJWTAuthn = map[protoreflect.FullName]fieldSupport{
@@ -35,6 +34,9 @@ var supportedJWTAuthn = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.jwt_authn.v3.JwtProvider.jwt_cache_config":                        {},
 	"envoy.extensions.filters.http.jwt_authn.v3.JwtProvider.claim_to_headers":                        {},
 	"envoy.extensions.filters.http.jwt_authn.v3.JwtProvider.clear_route_cache":                       {},
+	"envoy.extensions.filters.http.jwt_authn.v3.JwtProvider.subjects":                                {},
+	"envoy.extensions.filters.http.jwt_authn.v3.JwtProvider.require_expiration":                      {},
+	"envoy.extensions.filters.http.jwt_authn.v3.JwtProvider.max_lifetime":                            {},
 
 	"envoy.extensions.filters.http.jwt_authn.v3.JwtCacheConfig.jwt_cache_size":     {},
 	"envoy.extensions.filters.http.jwt_authn.v3.JwtCacheConfig.jwt_max_token_size": {},

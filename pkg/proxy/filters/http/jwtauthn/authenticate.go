@@ -86,6 +86,15 @@ func (r *request) one(p *provider, aud map[string]bool, f found) status {
 	if st := t.checkTime(now, p.clockSkew); st != statusOK {
 		return st
 	}
+	// subjects, require_expiration and max_lifetime. Envoy gives no
+	// status of its own for these: a subject refused fails as a
+	// verification failure, a lifetime refused as an expired token.
+	if !p.subjectAllowed(t.sub) {
+		return statusVerificationFail
+	}
+	if !p.lifetimeAllowed(now, t.exp) {
+		return statusExpired
+	}
 	if !audiencesAllowed(aud, t.aud) {
 		return statusAudienceNotAllowed
 	}

@@ -383,3 +383,52 @@ func TestConfigErrors(t *testing.T) {
 		t.Errorf("invalid JWKS: passed %v, reply %+v", ok, st.Reply)
 	}
 }
+
+// TestSubjectsAndLifetime checks subjects (a matcher on sub),
+// require_expiration (an exp is needed) and max_lifetime (exp - now under
+// it, and an exp needed; it takes precedence over require_expiration).
+func TestSubjectsAndLifetime(t *testing.T) {
+	s := newSigner(t, jose.ES256, "k")
+	now := testNow
+	n := testNow.Unix()
+	subjects := oneProvider(t, `,"subjects":{"prefix":"spiffe://example.com/"}`, &now, s)
+	require := oneProvider(t, `,"require_expiration":true`, &now, s)
+	maxLife := oneProvider(t, `,"require_expiration":true,"max_lifetime":"3600s"`, &now, s)
+	noExp := func(extra map[string]any) map[string]any {
+		c := claims(extra)
+		delete(c, "exp")
+		return c
+	}
+	for _, tc := range []struct {
+		name    string
+		c       *compiled
+		claims  map[string]any
+		failure string
+	}{
+		{"subject allowed", subjects, claims(map[string]any{"sub": "spiffe://example.com/web"}), ""},
+		{"subject refused", subjects, claims(nil), "Jwt verification fails"},
+		{"no subject", subjects, noExp(map[string]any{"sub": nil}), "Jwt verification fails"},
+		{"required exp present", require, claims(map[string]any{"exp": n + 1e8}), ""},
+		{"required exp missing", require, noExp(nil), "Jwt is expired"},
+		{"no exp needed", subjects, noExp(map[string]any{"sub": "spiffe://example.com/x"}), ""},
+		{"within max lifetime", maxLife, claims(map[string]any{"exp": n + 3599}), ""},
+		{"at max lifetime", maxLife, claims(map[string]any{"exp": n + 3600}), "Jwt is expired"},
+		{"over max lifetime", maxLife, claims(map[string]any{"exp": n + 86400}), "Jwt is expired"},
+		{"max lifetime without exp", maxLife, noExp(nil), "Jwt is expired"},
+	} {
+		if v, ok := tc.claims["sub"]; ok && v == nil {
+			delete(tc.claims, "sub")
+		}
+		st := get("/", "authorization", "Bearer "+s.sign(t, tc.claims))
+		ok, _ := tc.c.run(st)
+		if tc.failure == "" && !ok {
+			t.Errorf("%s: refused with %+v", tc.name, st.Reply)
+		}
+		if tc.failure != "" && (ok || st.Reply.Status != 401 || st.Reply.Body != tc.failure) {
+			t.Errorf("%s: passed %v reply %+v, want 401 %q", tc.name, ok, st.Reply, tc.failure)
+		}
+	}
+	if _, err := compileErr(`{"providers":{"p":`+providerJSON("iss", jwks(t, s), `,"subjects":{"safe_regex":{"regex":"("}}`)+`}}`, &now); err == nil || !strings.Contains(err.Error(), "subjects.safe_regex") {
+		t.Errorf("bad subjects regex: %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/datasource"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
 // Envoy's defaults.
@@ -41,6 +43,13 @@ type provider struct {
 	claimToHeaders  []claimHeader
 	clockSkew       int64
 	clearRouteCache bool
+	// subjects is the subjects matcher, nil when any subject is allowed.
+	subjects *router.StringMatcher
+	// maxLifetime bounds exp - now: require_expiration makes it
+	// unbounded (but exp required), max_lifetime sets it; hasMaxLifetime
+	// is false when neither is set.
+	maxLifetime    time.Duration
+	hasMaxLifetime bool
 	// local is local_jwks' keys (nil when they are invalid: requests
 	// then fail with "Jwks doesn't have any valid public key"); remote
 	// is remote_jwks.
@@ -80,6 +89,23 @@ func compileProvider(name string, p *jwtv3.JwtProvider, ctx httpfilter.Context) 
 		for _, a := range p.GetAudiences() {
 			pr.audiences[normalizeAudience(a)] = true
 		}
+	}
+	if m := p.GetSubjects(); m != nil {
+		sm, err := router.CompileStringMatcher(m)
+		if err != nil {
+			return nil, fmt.Errorf("subjects.%w", err)
+		}
+		pr.subjects = &sm
+	}
+	if p.GetRequireExpiration() {
+		pr.maxLifetime, pr.hasMaxLifetime = unboundedLifetime, true
+	}
+	if ml := p.GetMaxLifetime(); ml != nil {
+		// max_lifetime takes precedence over require_expiration.
+		if err := ml.CheckValid(); err != nil || ml.AsDuration() < 0 {
+			return nil, errors.New("max_lifetime: must be a valid, non-negative duration")
+		}
+		pr.maxLifetime, pr.hasMaxLifetime = ml.AsDuration(), true
 	}
 	addLocations(&pr.extractor, p)
 	for i, ch := range p.GetClaimToHeaders() {
@@ -175,3 +201,31 @@ func addLocations(e *extractor, p *jwtv3.JwtProvider) {
 		e.add(locCookie, c, "", iss)
 	}
 }
+
+// subjectAllowed reports whether the token's sub is one the provider may
+// assert (subjects; any without it), as Envoy's isSubjectAllowed.
+func (p *provider) subjectAllowed(sub string) bool {
+	return p.subjects == nil || p.subjects.Match(sub)
+}
+
+// lifetimeAllowed applies require_expiration and max_lifetime as Envoy's
+// isLifetimeAllowed does: with either set, a token needs an exp, and its
+// remaining lifetime (exp - now) must be under max_lifetime.
+func (p *provider) lifetimeAllowed(now, exp int64) bool {
+	switch {
+	case !p.hasMaxLifetime:
+		return true
+	case exp == 0:
+		return false
+	case p.maxLifetime == unboundedLifetime:
+		return true
+	}
+	left := exp - now
+	if left >= int64(unboundedLifetime/time.Second) {
+		return false // past any duration max_lifetime can hold
+	}
+	return time.Duration(left)*time.Second < p.maxLifetime
+}
+
+// unboundedLifetime is require_expiration's bound: any exp will do.
+const unboundedLifetime = time.Duration(math.MaxInt64)
