@@ -77,12 +77,24 @@ func TestFailureReply(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct{ token, body string }{
-		{"abc", "Jwt is not in the form of Header.Payload.Signature"},
-		{"a.e30.c2ln", "Jwt header is an invalid Base64url input or an invalid JSON"},
-		{b64(`{"alg":"none"}`) + ".e30.c2ln", "Jwt header [alg] field value is invalid"},
-		{b64(`{"alg":3}`) + ".e30.c2ln", "Jwt header [alg] field is not a string"},
+		{"abc", "Jwt is not in the form of Header.Payload.Signature with two dots and 3 sections"},
+		{"a..c", "Jwt is not in the form of Header.Payload.Signature with two dots and 3 sections"},
+		{"a.e30.c2ln", "Jwt header is an invalid Base64url encoded"},
+		{b64("x") + ".e30.c2ln", "Jwt header is an invalid JSON"},
+		{b64(`{"alg":"none"}`) + ".e30.c2ln", "Jwt header [alg] is not supported"},
+		{b64(`{"alg":3}`) + ".e30.c2ln", "Jwt header [alg] field is required and must be a string"},
+		{b64(`{}`) + ".e30.c2ln", "Jwt header [alg] field is required and must be a string"},
 		{b64(`{"alg":"ES256","kid":1}`) + ".e30.c2ln", "Jwt header [kid] field is not a string"},
-		{b64(`{"alg":"ES256"}`) + "." + b64(`[1]`) + ".c2ln", "Jwt payload is an invalid Base64 or an invalid JSON"},
+		{b64(`{"alg":"ES256"}`) + ".e.c2ln", "Jwt payload is an invalid Base64url encoded"},
+		{b64(`{"alg":"ES256"}`) + "." + b64(`[1]`) + ".c2ln", "Jwt payload is an invalid JSON"},
+		{b64(`{"alg":"ES256"}`) + "." + b64(`{"iss":1}`) + ".c2ln", "Jwt payload [iss] field is not a string"},
+		{b64(`{"alg":"ES256"}`) + "." + b64(`{"sub":true}`) + ".c2ln", "Jwt payload [sub] field is not a string"},
+		{b64(`{"alg":"ES256"}`) + "." + b64(`{"iat":"x"}`) + ".c2ln", "Jwt payload [iat] field is not an integer"},
+		{b64(`{"alg":"ES256"}`) + "." + b64(`{"nbf":-1}`) + ".c2ln", "Jwt payload [nbf] field is not a positive 64 bit integer"},
+		{b64(`{"alg":"ES256"}`) + "." + b64(`{"exp":1e30}`) + ".c2ln", "Jwt payload [exp] field is not a positive 64 bit integer"},
+		{b64(`{"alg":"ES256"}`) + "." + b64(`{"jti":2}`) + ".c2ln", "Jwt payload [jti] field is not a string"},
+		{b64(`{"alg":"ES256"}`) + "." + b64(`{"aud":[1]}`) + ".c2ln", "Jwt payload [aud] field is not a string or string list"},
+		{b64(`{"alg":"ES256"}`) + ".e30.c", "Jwt signature is an invalid Base64url encoded"},
 		{b64(`{"alg":"ES256"}`) + "." + b64(`{"iss":"other"}`) + ".c2ln", "Jwt issuer is not configured"},
 	} {
 		st := get("/", "authorization", "Bearer "+tc.token)

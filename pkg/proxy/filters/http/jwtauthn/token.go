@@ -38,85 +38,108 @@ type token struct {
 	exp, nbf, iat int64
 }
 
-// parseToken decodes a compact JWS as jwt_verify_lib's Jwt does, with its
-// statuses for each malformation.
+// parseToken decodes a compact JWS as Envoy's Jwt::parseFromString does,
+// with its status for each malformation, in its order.
 func parseToken(raw string) (*token, status) {
-	h, rest, ok := strings.Cut(raw, ".")
-	if !ok {
+	// Three non-empty sections (empty ones are skipped, then counted).
+	parts := make([]string, 0, 3)
+	for _, s := range strings.Split(raw, ".") {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	if len(parts) != 3 {
 		return nil, statusBadFormat
 	}
-	p, sig, ok := strings.Cut(rest, ".")
-	if !ok || strings.Contains(sig, ".") {
-		return nil, statusBadFormat
-	}
+	h, p, sig := parts[0], parts[1], parts[2]
 	t := &token{raw: raw, payloadB64: p}
-	var err error
-	if t.header, err = decodeObject(h); err != nil {
-		return nil, statusHeaderParse
+	var st status
+	if t.header, st = decodeObject(h, statusHeaderBadBase64, statusHeaderBadJSON); st != statusOK {
+		return nil, st
 	}
 	alg, ok := t.header["alg"].(string)
 	if !ok {
 		return nil, statusHeaderBadAlg
 	}
 	if t.alg, ok = algorithms[alg]; !ok {
-		return nil, statusHeaderAlgInvalid
+		return nil, statusHeaderAlgNotImplemented
 	}
 	if kid, present := t.header["kid"]; present {
 		if t.kid, ok = kid.(string); !ok {
 			return nil, statusHeaderBadKid
 		}
 	}
-	if t.payload, err = decodeObject(p); err != nil {
-		return nil, statusPayloadParse
+	if t.payload, st = decodeObject(p, statusPayloadBadBase64, statusPayloadBadJSON); st != statusOK {
+		return nil, st
 	}
-	if !t.readClaims() {
-		return nil, statusPayloadParse
+	if st := t.readClaims(); st != statusOK {
+		return nil, st
 	}
-	if _, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(sig, "=")); err != nil || sig == "" {
-		return nil, statusSignatureParse
+	if _, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(sig, "=")); err != nil {
+		return nil, statusSignatureBadBase64
 	}
 	return t, statusOK
 }
 
-// decodeObject decodes a base64url JSON object.
-func decodeObject(s string) (map[string]any, error) {
+// decodeObject decodes a base64url JSON object; badB64 or badJSON tell
+// which part failed.
+func decodeObject(s string, badB64, badJSON status) (map[string]any, status) {
 	b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(s, "="))
 	if err != nil {
-		return nil, err
+		return nil, badB64
 	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
 	var m map[string]any
-	if err := d.Decode(&m); err != nil {
-		return nil, err
+	if err := d.Decode(&m); err != nil || m == nil || d.More() {
+		return nil, badJSON
 	}
-	if m == nil {
-		return nil, errNotObject
-	}
-	if d.More() {
-		return nil, errNotObject
-	}
-	return m, nil
+	return m, statusOK
 }
 
-type parseError string
-
-func (e parseError) Error() string { return string(e) }
-
-const errNotObject = parseError("not a JSON object")
-
-// readClaims reads the registered claims; false when one has the wrong
-// type.
-func (t *token) readClaims() bool {
+// readClaims reads the registered claims in Envoy's order, with the
+// status of the first that has the wrong type.
+func (t *token) readClaims() status {
 	var ok bool
 	if v, present := t.payload["iss"]; present {
 		if t.iss, ok = v.(string); !ok {
-			return false
+			return statusPayloadIssNotString
 		}
 	}
 	if v, present := t.payload["sub"]; present {
 		if t.sub, ok = v.(string); !ok {
-			return false
+			return statusPayloadSubNotString
+		}
+	}
+	for _, c := range []struct {
+		name                 string
+		dst                  *int64
+		notInteger, outRange status
+	}{
+		{"iat", &t.iat, statusPayloadIatNotInteger, statusPayloadIatOutOfRange},
+		{"nbf", &t.nbf, statusPayloadNbfNotInteger, statusPayloadNbfOutOfRange},
+		{"exp", &t.exp, statusPayloadExpNotInteger, statusPayloadExpOutOfRange},
+	} {
+		v, present := t.payload[c.name]
+		if !present {
+			continue
+		}
+		n, ok := v.(json.Number)
+		if !ok {
+			return c.notInteger
+		}
+		f, err := n.Float64()
+		if err != nil || f < 0 || f >= math.MaxUint64 {
+			return c.outRange
+		}
+		*c.dst = math.MaxInt64 // times past int64 are as good as never
+		if f < math.MaxInt64 {
+			*c.dst = int64(f)
+		}
+	}
+	if v, present := t.payload["jti"]; present {
+		if _, ok := v.(string); !ok {
+			return statusPayloadJtiNotString
 		}
 	}
 	switch v := t.payload["aud"].(type) {
@@ -127,32 +150,14 @@ func (t *token) readClaims() bool {
 		for _, a := range v {
 			s, ok := a.(string)
 			if !ok {
-				return false
+				return statusPayloadAudNotString
 			}
 			t.aud = append(t.aud, s)
 		}
 	default:
-		return false
+		return statusPayloadAudNotString
 	}
-	for _, c := range []struct {
-		name string
-		dst  *int64
-	}{{"exp", &t.exp}, {"nbf", &t.nbf}, {"iat", &t.iat}} {
-		v, present := t.payload[c.name]
-		if !present {
-			continue
-		}
-		n, ok := v.(json.Number)
-		if !ok {
-			return false
-		}
-		f, err := n.Float64()
-		if err != nil || f < 0 || f > math.MaxInt64 {
-			return false
-		}
-		*c.dst = int64(f)
-	}
-	return true
+	return statusOK
 }
 
 // checkTime applies exp and nbf with the clock skew, as
