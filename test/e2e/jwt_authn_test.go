@@ -227,10 +227,9 @@ var _ = Describe("JWT authentication configuration errors", func() {
 			}.YAML()
 		}
 		filter := `static_resources\.listeners\[0\]\.filter_chains\[0\]\.filters\[0\]\.typed_config\.http_filters\[0\]\.typed_config\.`
-		r, _ := validate("bootstrap.yaml", config(`{idp: {issuer: https://idp.example, failed_status_in_metadata: why,
+		r, _ := validate("bootstrap.yaml", config(`{idp: {issuer: https://idp.example,
 			remote_jwks: {http_uri: {uri: "http://idp.example/jwks", cluster: up, timeout: 1s}, retry_policy: {num_retries: 2}}}}`))
 		Expect(r.ExitCode).To(Equal(1), "stdout: %s", r.Stdout)
-		Expect(r.Stderr).To(MatchRegexp(filter + `providers\["idp"\]\.failed_status_in_metadata: .*not supported`))
 		Expect(r.Stderr).To(MatchRegexp(filter + `providers\["idp"\]\.remote_jwks\.retry_policy: .*not supported`))
 
 		r, _ = validate("bootstrap.yaml", config(`{idp: {issuer: https://idp.example, remote_jwks: {http_uri: {uri: "http://idp.example/jwks", cluster: up, timeout: 1s}, async_fetch: {}}}}`))
@@ -273,6 +272,47 @@ var _ = Describe("JWT authentication subjects and lifetimes", func() {
 			r := httpDo(client, "GET", listenerURL(port, "/"), nil, http.Header{"Authorization": {"Bearer " + key.signJWT(tc.claims)}})
 			Expect(r.Status).To(Equal(tc.status), "%v", tc.claims)
 			Expect(r.Body).To(Equal(tc.body), "%v", tc.claims)
+		}
+	})
+})
+
+var _ = Describe("JWT authentication failed_status_in_metadata", func() {
+	It("records each failure's Envoy status code and message in the dynamic metadata, read by the access log", func() {
+		ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		Expect(err).NotTo(HaveOccurred())
+		key := jwtKey{alg: jose.ES256, kid: "ec-1", key: ecKey}
+		up := portNum(httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "up") }), false))
+		port := freePort()
+		s := Start(newDir(), proxySpec{
+			Port: port,
+			HCM: `access_log: [{name: log, typed_config: {"@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog,
+				log_format: {text_format_source: {inline_string: "FS %REQ(:PATH)% %RESPONSE_CODE% %DYNAMIC_METADATA(envoy.filters.http.jwt_authn:why:code)% %DYNAMIC_METADATA(envoy.filters.http.jwt_authn:why:message)%\n"}}}}]`,
+			Filters: `[` + httpFilter("jwt", jwtAuthnType, `{providers: {idp: {issuer: https://idp.example,
+				local_jwks: {inline_string: `+quoteJSON(jwksOf(key))+`}, failed_status_in_metadata: why}},
+				rules: [{match: {prefix: /open}, requires: {allow_missing_or_failed: {}}}, {match: {prefix: /}, requires: {provider_name: idp}}]}`) + `]`,
+			Clusters: []proxyCluster{{Name: "up", Port: up}},
+		}.YAML(), "--file-flush-interval-msec", "50")
+		client := &http.Client{Timeout: 10 * time.Second}
+		now := time.Now().Unix()
+		good := key.signJWT(map[string]any{"iss": "https://idp.example", "exp": now + 600})
+		expired := key.signJWT(map[string]any{"iss": "https://idp.example", "exp": now - 3600})
+		for _, tc := range []struct {
+			path, token string
+			status      int
+			log         string
+		}{
+			{"/good", good, 200, "FS /good 200 - -"},
+			{"/expired", expired, 401, "FS /expired 401 3 Jwt is expired"},
+			{"/missing", "", 401, "FS /missing 401 1 Jwt is missing"},
+			{"/open", expired, 200, "FS /open 200 3 Jwt is expired"},
+		} {
+			h := http.Header{}
+			if tc.token != "" {
+				h.Set("Authorization", "Bearer "+tc.token)
+			}
+			r := httpDo(client, "GET", listenerURL(port, tc.path), nil, h)
+			Expect(r.Status).To(Equal(tc.status), tc.path)
+			Eventually(s.Stdout).Should(ContainSubstring(tc.log+"\n"), tc.path)
 		}
 	})
 })

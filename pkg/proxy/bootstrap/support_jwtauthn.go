@@ -5,7 +5,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedJWTAuthn lists the fields of envoy.filters.http.jwt_authn that
 // Outrigger implements (see supportedCore), and of its per-route
 // PerRouteConfig. Not listed, so refused with their path:
-// filter_state_rules, a provider's failed_status_in_metadata,
+// filter_state_rules,
 // remote_jwks' retry_policy (and async_fetch with fast_listener false, by the filter), claim_to_headers' claim_path,
 // and the extract_only_without_validation requirement.
 var supportedJWTAuthn = map[protoreflect.FullName]fieldSupport{
@@ -28,6 +28,7 @@ var supportedJWTAuthn = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.jwt_authn.v3.JwtProvider.pad_forward_payload_header":              {},
 	"envoy.extensions.filters.http.jwt_authn.v3.JwtProvider.payload_in_metadata":                     {},
 	"envoy.extensions.filters.http.jwt_authn.v3.JwtProvider.header_in_metadata":                      {},
+	"envoy.extensions.filters.http.jwt_authn.v3.JwtProvider.failed_status_in_metadata":               {},
 	"envoy.extensions.filters.http.jwt_authn.v3.JwtProvider.normalize_payload_in_metadata":           {},
 	"envoy.extensions.filters.http.jwt_authn.v3.JwtProvider.NormalizePayload.space_delimited_claims": {},
 	"envoy.extensions.filters.http.jwt_authn.v3.JwtProvider.clock_skew_seconds":                      {},

@@ -31,16 +31,23 @@ type request struct {
 // allowFailed.
 func (r *request) authenticate(p *provider, aud map[string]bool, allowFailed, allowMissing bool, tokens []found) status {
 	if len(tokens) == 0 {
+		r.failedStatus(nil, statusMissing)
 		if allowFailed || allowMissing {
 			return statusOK
 		}
 		return statusMissing
 	}
 	st := statusOK
+	// cur is the provider of the token being verified, as far as it is
+	// known: it stays from one token to the next until another is found.
+	var cur *provider
 	for i := len(tokens) - 1; i >= 0; i-- {
-		st = r.one(p, aud, tokens[i])
+		st = r.one(p, aud, tokens[i], &cur)
 		if r.aborted {
 			return st
+		}
+		if st != statusOK {
+			r.failedStatus(cur, st)
 		}
 		if st != statusOK && !allowFailed && !allowMissing {
 			return st
@@ -52,12 +59,13 @@ func (r *request) authenticate(p *provider, aud map[string]bool, allowFailed, al
 	return st
 }
 
-// one verifies one token.
-func (r *request) one(p *provider, aud map[string]bool, f found) status {
+// one verifies one token; *cur is set to its provider once known.
+func (r *request) one(p *provider, aud map[string]bool, f found, cur **provider) status {
 	c := r.c
 	now := c.now().Unix()
 	var t *token
 	if p != nil {
+		*cur = p
 		if p.cache != nil {
 			t = p.cache.lookup(f.raw, now, p.clockSkew)
 		}
@@ -78,7 +86,9 @@ func (r *request) one(p *provider, aud map[string]bool, f found) status {
 		return statusUnknownIssuer
 	}
 	if p == nil {
-		if p = c.byIssuer(t.iss); p == nil {
+		p = c.byIssuer(t.iss)
+		*cur = p
+		if p == nil {
 			return statusUnknownIssuer
 		}
 		aud = p.audiences
@@ -121,6 +131,20 @@ func (r *request) one(p *provider, aud map[string]bool, f found) status {
 		p.cache.insert(t)
 	}
 	return statusOK
+}
+
+// failedStatus records a failure under the failed_status_in_metadata key
+// of p (the token's provider), or, when it is not known, of the only
+// provider if the filter has one, as Envoy does: the status's number and
+// text, whether the request then goes on or not.
+func (r *request) failedStatus(p *provider, st status) {
+	if p == nil && len(r.c.order) == 1 {
+		p = r.c.order[0]
+	}
+	if p == nil || p.failedStatusInMetadata == "" {
+		return
+	}
+	r.setMetadata(p.failedStatusInMetadata, map[string]any{"code": float64(st), "message": st.String()})
 }
 
 // good applies a verified token: the payload and claims forwarded in

@@ -444,3 +444,63 @@ func TestSubjectsAndLifetime(t *testing.T) {
 		t.Errorf("bad subjects regex: %v", err)
 	}
 }
+
+// TestFailedStatusInMetadata checks failed_status_in_metadata: a failure's
+// code (Envoy's Status number) and message under the key of the token's
+// provider, or of the only provider when the token's is not known; kept
+// when allow_missing_or_failed lets the request go on.
+func TestFailedStatusInMetadata(t *testing.T) {
+	s := newSigner(t, jose.ES256, "k")
+	other := newSigner(t, jose.ES256, "k")
+	one := oneProvider(t, `,"failed_status_in_metadata":"fs"`, nil, s)
+	two := compile(t, `{"providers":{
+		"a":`+providerJSON("iss", jwks(t, s), `,"failed_status_in_metadata":"fa"`)+`,
+		"b":`+providerJSON("iss-b", jwks(t, s), `,"failed_status_in_metadata":"fb","from_headers":[{"name":"x-b"}]`)+`},
+		"rules":[{"match":{"prefix":"/failed"},"requires":{"allow_missing_or_failed":{}}},
+		{"match":{"prefix":"/"},"requires":{"provider_name":"b"}}]}`, nil)
+	good := s.sign(t, claims(nil))
+	expired := s.sign(t, claims(map[string]any{"exp": testNow.Unix() - 3600}))
+	forged := other.sign(t, claims(nil))
+	forgedB := other.sign(t, claims(map[string]any{"iss": "iss-b"}))
+	unknown := s.sign(t, claims(map[string]any{"iss": "nobody"}))
+	bearer := func(tok string) []string { return []string{"authorization", "Bearer " + tok} }
+	for _, tc := range []struct {
+		name   string
+		c      *compiled
+		path   string
+		hdrs   []string
+		passed bool
+		key    string // "" when no failure is recorded
+		code   float64
+		msg    string
+	}{
+		{"good", one, "/", bearer(good), true, "", 0, ""},
+		{"expired", one, "/", bearer(expired), false, "fs", 3, "Jwt is expired"},
+		{"missing", one, "/", nil, false, "fs", 1, "Jwt is missing"},
+		{"bad format", one, "/", bearer("abc"), false, "fs", 4, "Jwt is not in the form of Header.Payload.Signature with two dots and 3 sections"},
+		{"forged", one, "/", bearer(forged), false, "fs", 26, "Jwt verification fails"},
+		{"provider's", two, "/", []string{"x-b", forgedB}, false, "fb", 26, "Jwt verification fails"},
+		{"missing, two providers", two, "/", nil, false, "", 0, ""},
+		{"allowed failure", two, "/failed", bearer(expired), true, "fa", 3, "Jwt is expired"},
+		{"unknown issuer, two providers", two, "/failed", bearer(unknown), true, "", 0, ""},
+		{"bad format, two providers", two, "/failed", bearer("abc"), true, "", 0, ""},
+	} {
+		st := get(tc.path, tc.hdrs...)
+		if passed, _ := tc.c.run(st); passed != tc.passed {
+			t.Errorf("%s: passed %v, reply %+v", tc.name, passed, st.Reply)
+		}
+		md := st.Metadata.GetFilterMetadata()[metadataNamespace].GetFields()
+		if tc.key == "" {
+			for _, k := range []string{"fs", "fa", "fb"} {
+				if _, has := md[k]; has {
+					t.Errorf("%s: metadata %v", tc.name, md)
+				}
+			}
+			continue
+		}
+		f := md[tc.key].GetStructValue().GetFields()
+		if len(f) != 2 || f["code"].GetNumberValue() != tc.code || f["message"].GetStringValue() != tc.msg {
+			t.Errorf("%s: metadata %v, want %s code %v message %q", tc.name, md, tc.key, tc.code, tc.msg)
+		}
+	}
+}

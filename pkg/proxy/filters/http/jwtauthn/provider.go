@@ -36,6 +36,8 @@ type provider struct {
 	padPayload           bool
 	payloadInMetadata    string
 	headerInMetadata     string
+	// failedStatusInMetadata is the metadata key of a failure's status.
+	failedStatusInMetadata string
 	// spaceDelimited are normalize_payload_in_metadata's claims: string
 	// values become lists of their space-separated words in the
 	// metadata.
@@ -70,16 +72,17 @@ type claimHeader struct {
 // compileProvider compiles one provider; errors name fields below it.
 func compileProvider(name string, p *jwtv3.JwtProvider, ctx httpfilter.Context) (*provider, error) {
 	pr := &provider{
-		name:                 name,
-		issuer:               p.GetIssuer(),
-		forward:              p.GetForward(),
-		forwardPayloadHeader: strings.ToLower(p.GetForwardPayloadHeader()),
-		padPayload:           p.GetPadForwardPayloadHeader(),
-		payloadInMetadata:    p.GetPayloadInMetadata(),
-		headerInMetadata:     p.GetHeaderInMetadata(),
-		spaceDelimited:       p.GetNormalizePayloadInMetadata().GetSpaceDelimitedClaims(),
-		clockSkew:            int64(p.GetClockSkewSeconds()),
-		clearRouteCache:      p.GetClearRouteCache(),
+		name:                   name,
+		issuer:                 p.GetIssuer(),
+		forward:                p.GetForward(),
+		forwardPayloadHeader:   strings.ToLower(p.GetForwardPayloadHeader()),
+		padPayload:             p.GetPadForwardPayloadHeader(),
+		payloadInMetadata:      p.GetPayloadInMetadata(),
+		headerInMetadata:       p.GetHeaderInMetadata(),
+		failedStatusInMetadata: p.GetFailedStatusInMetadata(),
+		spaceDelimited:         p.GetNormalizePayloadInMetadata().GetSpaceDelimitedClaims(),
+		clockSkew:              int64(p.GetClockSkewSeconds()),
+		clearRouteCache:        p.GetClearRouteCache(),
 	}
 	if pr.clockSkew == 0 {
 		pr.clockSkew = defaultClockSkew
