@@ -5,7 +5,9 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/x509"
 	"encoding/json"
+	pemlib "encoding/pem"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -231,6 +233,14 @@ var _ = Describe("JWT authentication configuration errors", func() {
 			remote_jwks: {http_uri: {uri: "http://idp.example/jwks", cluster: up, timeout: 1s}, retry_policy: {num_retries: 2}}}}`))
 		Expect(r.ExitCode).To(Equal(1), "stdout: %s", r.Stdout)
 		Expect(r.Stderr).To(MatchRegexp(filter + `providers\["idp"\]\.remote_jwks\.retry_policy: .*not supported`))
+
+		// local_jwks is a JWKS, as in Envoy: a PEM key is not one.
+		pem, err := x509.MarshalPKIXPublicKey(&mustRSA().PublicKey)
+		Expect(err).NotTo(HaveOccurred())
+		pemText := string(pemlib.EncodeToMemory(&pemlib.Block{Type: "PUBLIC KEY", Bytes: pem}))
+		r, _ = validate("bootstrap.yaml", config(`{idp: {issuer: https://idp.example, local_jwks: {inline_string: `+quoteJSON(pemText)+`}}}`))
+		Expect(r.ExitCode).To(Equal(1), "stdout: %s", r.Stdout)
+		Expect(r.Stderr).To(MatchRegexp(filter + `providers\["idp"\]\.local_jwks: Provider 'idp' in jwt_authn config has invalid local jwks: Jwks is an invalid JSON`))
 
 		r, _ = validate("bootstrap.yaml", config(`{idp: {issuer: https://idp.example, remote_jwks: {http_uri: {uri: "http://idp.example/jwks", cluster: up, timeout: 1s}, async_fetch: {}}}}`))
 		Expect(r.ExitCode).To(Equal(1), "stdout: %s", r.Stdout)

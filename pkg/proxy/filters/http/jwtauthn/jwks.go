@@ -30,18 +30,24 @@ type keySet struct {
 	keys []jose.JSONWebKey
 }
 
-// parseJWKS reads a JWKS document. Keys that do not parse are skipped;
-// a document without any usable key is an error (Envoy's "Jwks doesn't
-// have any valid public key").
-func parseJWKS(data []byte) (*keySet, error) {
-	var doc struct {
-		Keys []json.RawMessage `json:"keys"`
+// parseJWKS reads a JWKS document, with jwt_verify's status when it is
+// not one: not a JSON object, no "keys", "keys" not a list, or no usable
+// key among them (keys that do not parse are skipped).
+func parseJWKS(data []byte) (*keySet, status) {
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(data, &doc); err != nil || doc == nil {
+		return nil, statusJwksParseError
 	}
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("not a JWKS: %w", err)
+	rawKeys, ok := doc["keys"]
+	if !ok {
+		return nil, statusJwksNoKeys
+	}
+	var keys []json.RawMessage
+	if err := json.Unmarshal(rawKeys, &keys); err != nil || keys == nil {
+		return nil, statusJwksBadKeys
 	}
 	ks := &keySet{}
-	for _, raw := range doc.Keys {
+	for _, raw := range keys {
 		var k jose.JSONWebKey
 		if err := k.UnmarshalJSON(raw); err != nil {
 			continue
@@ -57,9 +63,9 @@ func parseJWKS(data []byte) (*keySet, error) {
 		ks.keys = append(ks.keys, k)
 	}
 	if len(ks.keys) == 0 {
-		return nil, errors.New(statusJwksNoValidKeys.String())
+		return nil, statusJwksNoValidKeys
 	}
-	return ks, nil
+	return ks, statusOK
 }
 
 // keyFits reports whether a key of this type can verify alg.
@@ -224,7 +230,11 @@ func (r *remoteJWKS) fetchOnce() (*keySet, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("status %d", resp.StatusCode)
 	}
-	return parseJWKS(body)
+	ks, st := parseJWKS(body)
+	if st != statusOK {
+		return nil, errors.New(st.String())
+	}
+	return ks, nil
 }
 
 // Close ends async_fetch's loop and closes idle connections to the JWKS

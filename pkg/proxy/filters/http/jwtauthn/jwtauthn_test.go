@@ -380,19 +380,23 @@ func TestConfigErrors(t *testing.T) {
 		{`{"providers":{"p":{"issuer":"i","remote_jwks":{"http_uri":{"uri":"http://jwks/keys","cluster":"c","timeout":"1s"}}}}}`, `providers["p"].remote_jwks.http_uri.cluster: no cluster can be reached`},
 		{`{"filter_state_rules":{"name":"x"}}`, `filter_state_rules`},
 		{`{"providers":{"p":{"issuer":"i","remote_jwks":{"http_uri":{"uri":"http://jwks/keys","cluster":"c","timeout":"1s"},"async_fetch":{}}}}}`, `providers["p"].remote_jwks.async_fetch.fast_listener: false`},
-		{`{"providers":{"p":{"issuer":"i","local_jwks":{"inline_string":"-----BEGIN PUBLIC KEY-----\\nMFkw\\n-----END PUBLIC KEY-----"}}}}`, `providers["p"].local_jwks: PEM keys are not supported`},
+		// Envoy's local_jwks is a JWKS: PEM keys are not JSON.
+		{`{"providers":{"p":{"issuer":"i","local_jwks":{"inline_string":"-----BEGIN PUBLIC KEY-----\\nMFkw\\n-----END PUBLIC KEY-----"}}}}`, `providers["p"].local_jwks: Provider 'p' in jwt_authn config has invalid local jwks: Jwks is an invalid JSON`},
+		{`{"providers":{"p":{"issuer":"i","local_jwks":{"inline_string":"{}"}}}}`, `providers["p"].local_jwks: Provider 'p' in jwt_authn config has invalid local jwks: Jwks does not have [keys] field`},
+		{`{"providers":{"p":{"issuer":"i","local_jwks":{"inline_string":"{\"keys\":{}}"}}}}`, `providers["p"].local_jwks: Provider 'p' in jwt_authn config has invalid local jwks: [keys] in Jwks is not an array`},
+		{`{"providers":{"p":{"issuer":"i","local_jwks":{"inline_string":"{\"keys\":[{\"kty\":\"nope\"}]}"}}}}`, `providers["p"].local_jwks: Provider 'p' in jwt_authn config has invalid local jwks: Jwks doesn't have any valid public key`},
 	} {
 		_, err := compileErr(tc.js, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.js, err, tc.want)
 		}
 	}
-	// An invalid local JWKS is accepted, as by Envoy: its requests fail.
-	c := compile(t, `{"providers":{"p":{"issuer":"iss","local_jwks":{"inline_string":"{\"keys\":[{\"kty\":\"nope\"}]}"}}},
+	// An empty local JWKS is accepted, as by Envoy: its requests fail.
+	c := compile(t, `{"providers":{"p":{"issuer":"iss","local_jwks":{"inline_string":""}}},
 		"rules":[{"match":{"prefix":"/"},"requires":{"provider_name":"p"}}]}`, nil)
 	st := get("/", "authorization", "Bearer "+s.sign(t, claims(nil)))
 	if ok, _ := c.run(st); ok || st.Reply.Body != "Jwks doesn't have any valid public key" {
-		t.Errorf("invalid JWKS: passed %v, reply %+v", ok, st.Reply)
+		t.Errorf("empty JWKS: passed %v, reply %+v", ok, st.Reply)
 	}
 }
 

@@ -1,7 +1,6 @@
 package jwtauthn
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/datasource"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
@@ -136,16 +134,16 @@ func compileProvider(name string, p *jwtv3.JwtProvider, ctx httpfilter.Context) 
 		if err != nil {
 			return nil, fmt.Errorf("local_jwks.%w", err)
 		}
-		if bytes.Contains(data, []byte("-----BEGIN")) {
-			return nil, errors.New("local_jwks: PEM keys are not supported by Outrigger (give a JWKS)")
+		// An empty source gives no keys (the provider's requests fail);
+		// anything else must be a JWKS, PEM keys included, as Envoy's
+		// filter factory requires.
+		if len(data) > 0 {
+			ks, st := parseJWKS(data)
+			if st != statusOK {
+				return nil, fmt.Errorf("local_jwks: Provider '%s' in jwt_authn config has invalid local jwks: %s", name, st)
+			}
+			pr.local = ks
 		}
-		ks, err := parseJWKS(data)
-		if err != nil {
-			// Envoy accepts the configuration and fails the
-			// provider's requests.
-			logging.Warning(ctx.Log, "invalid local_jwks: the provider's requests will fail", "provider", name, "error", err.Error())
-		}
-		pr.local = ks
 	case *jwtv3.JwtProvider_RemoteJwks:
 		rj := src.RemoteJwks
 		uri := rj.GetHttpUri()
