@@ -286,35 +286,36 @@ var _ = Describe("JWT authentication subjects and lifetimes", func() {
 	})
 })
 
-var _ = Describe("JWT authentication failed_status_in_metadata", func() {
-	It("records each failure's Envoy status code and message in the dynamic metadata, read by the access log", func() {
+var _ = Describe("JWT authentication failed_status_in_metadata and claim_path", func() {
+	It("records each failure's Envoy status code and message in the dynamic metadata, read by the access log, and forwards a dotted claim", func() {
 		ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		Expect(err).NotTo(HaveOccurred())
 		key := jwtKey{alg: jose.ES256, kid: "ec-1", key: ecKey}
-		up := portNum(httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "up") }), false))
+		up := portNum(httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "up "+r.Header.Get("x-parent")) }), false))
 		port := freePort()
 		s := Start(newDir(), proxySpec{
 			Port: port,
 			HCM: `access_log: [{name: log, typed_config: {"@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog,
 				log_format: {text_format_source: {inline_string: "FS %REQ(:PATH)% %RESPONSE_CODE% %DYNAMIC_METADATA(envoy.filters.http.jwt_authn:why:code)% %DYNAMIC_METADATA(envoy.filters.http.jwt_authn:why:message)%\n"}}}}]`,
 			Filters: `[` + httpFilter("jwt", jwtAuthnType, `{providers: {idp: {issuer: https://idp.example,
-				local_jwks: {inline_string: `+quoteJSON(jwksOf(key))+`}, failed_status_in_metadata: why}},
+				local_jwks: {inline_string: `+quoteJSON(jwksOf(key))+`}, failed_status_in_metadata: why,
+				claim_to_headers: [{header_name: x-parent, claim_path: [{key: "http://example.org/parent_token"}]}]}},
 				rules: [{match: {prefix: /open}, requires: {allow_missing_or_failed: {}}}, {match: {prefix: /}, requires: {provider_name: idp}}]}`) + `]`,
 			Clusters: []proxyCluster{{Name: "up", Port: up}},
 		}.YAML(), "--file-flush-interval-msec", "50")
 		client := &http.Client{Timeout: 10 * time.Second}
 		now := time.Now().Unix()
-		good := key.signJWT(map[string]any{"iss": "https://idp.example", "exp": now + 600})
+		good := key.signJWT(map[string]any{"iss": "https://idp.example", "exp": now + 600, "http://example.org/parent_token": "parent"})
 		expired := key.signJWT(map[string]any{"iss": "https://idp.example", "exp": now - 3600})
 		for _, tc := range []struct {
 			path, token string
 			status      int
-			log         string
+			body, log   string
 		}{
-			{"/good", good, 200, "FS /good 200 - -"},
-			{"/expired", expired, 401, "FS /expired 401 3 Jwt is expired"},
-			{"/missing", "", 401, "FS /missing 401 1 Jwt is missing"},
-			{"/open", expired, 200, "FS /open 200 3 Jwt is expired"},
+			{"/good", good, 200, "up parent", "FS /good 200 - -"},
+			{"/expired", expired, 401, "Jwt is expired", "FS /expired 401 3 Jwt is expired"},
+			{"/missing", "", 401, "Jwt is missing", "FS /missing 401 1 Jwt is missing"},
+			{"/open", expired, 200, "up ", "FS /open 200 3 Jwt is expired"},
 		} {
 			h := http.Header{}
 			if tc.token != "" {
@@ -322,6 +323,7 @@ var _ = Describe("JWT authentication failed_status_in_metadata", func() {
 			}
 			r := httpDo(client, "GET", listenerURL(port, tc.path), nil, h)
 			Expect(r.Status).To(Equal(tc.status), tc.path)
+			Expect(r.Body).To(Equal(tc.body), tc.path)
 			Eventually(s.Stdout).Should(ContainSubstring(tc.log+"\n"), tc.path)
 		}
 	})

@@ -6,7 +6,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // Outrigger implements (see supportedCore), and of its per-route
 // PerRouteConfig. Not listed, so refused with their path:
 // filter_state_rules,
-// remote_jwks' retry_policy (and async_fetch with fast_listener false, by the filter), claim_to_headers' claim_path,
+// remote_jwks' retry_policy (and async_fetch with fast_listener false, by the filter),
 // and the extract_only_without_validation requirement.
 var supportedJWTAuthn = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication.providers":              {},
@@ -52,6 +52,8 @@ var supportedJWTAuthn = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.jwt_authn.v3.JwtHeader.value_prefix":                 {},
 	"envoy.extensions.filters.http.jwt_authn.v3.JwtClaimToHeader.header_name":           {},
 	"envoy.extensions.filters.http.jwt_authn.v3.JwtClaimToHeader.claim_name":            {},
+	"envoy.extensions.filters.http.jwt_authn.v3.JwtClaimToHeader.claim_path":            {},
+	"envoy.extensions.filters.http.jwt_authn.v3.JwtClaimToHeader.PathSegment.key":       {},
 
 	"envoy.extensions.filters.http.jwt_authn.v3.ProviderWithAudiences.provider_name":    {},
 	"envoy.extensions.filters.http.jwt_authn.v3.ProviderWithAudiences.audiences":        {},

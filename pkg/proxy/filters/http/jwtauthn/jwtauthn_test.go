@@ -508,3 +508,38 @@ func TestFailedStatusInMetadata(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimPath checks claim_to_headers' claim_path: keys matched whole,
+// so that claims with dots in their names reach headers, while claim_name
+// splits at dots; exactly one of the two must be set.
+func TestClaimPath(t *testing.T) {
+	s := newSigner(t, jose.ES256, "k")
+	c := oneProvider(t, `,"claim_to_headers":[
+		{"header_name":"x-dotted","claim_path":[{"key":"a.b"},{"key":"c.d"}]},
+		{"header_name":"x-url","claim_path":[{"key":"http://example.org/parent_token"}]},
+		{"header_name":"x-split","claim_name":"a.b"},
+		{"header_name":"x-plain","claim_path":[{"key":"sub"}]}]`, nil, s)
+	tok := s.sign(t, claims(map[string]any{"a.b": map[string]any{"c.d": "x.y.z"}, "http://example.org/parent_token": "parent"}))
+	st := get("/", "authorization", "Bearer "+tok)
+	if ok, _ := c.run(st); !ok {
+		t.Fatalf("refused: %+v", st.Reply)
+	}
+	for h, want := range map[string]string{"x-dotted": "x.y.z", "x-url": "parent", "x-plain": "alice"} {
+		if got, _ := st.ReqHeaders.Get(h); got != want {
+			t.Errorf("%s = %q, want %q", h, got, want)
+		}
+	}
+	if v, has := st.ReqHeaders.Get("x-split"); has {
+		t.Errorf("claim_name a.b (a nested path) found %q in a claim named a.b", v)
+	}
+	for _, tc := range []struct{ extra, want string }{
+		{`,"claim_to_headers":[{"header_name":"x","claim_name":"sub","claim_path":[{"key":"sub"}]}]`, `providers["p"].claim_to_headers[0].claim_path: exactly one of claim_name and claim_path must be set`},
+		{`,"claim_to_headers":[{"header_name":"x"}]`, `providers["p"].claim_to_headers[0].claim_name: exactly one of claim_name and claim_path must be set`},
+		{`,"claim_to_headers":[{"header_name":"x","claim_path":[{"key":""}]}]`, `providers["p"].claim_to_headers[0].claim_path[0].key: must be set`},
+	} {
+		_, err := compileErr(`{"providers":{"p":`+providerJSON("iss", jwks(t, s), tc.extra)+`}}`, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.extra, err, tc.want)
+		}
+	}
+}

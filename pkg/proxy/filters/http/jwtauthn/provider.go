@@ -110,12 +110,13 @@ func compileProvider(name string, p *jwtv3.JwtProvider, ctx httpfilter.Context) 
 	}
 	addLocations(&pr.extractor, p)
 	for i, ch := range p.GetClaimToHeaders() {
-		if ch.GetClaimName() == "" {
-			return nil, fmt.Errorf("claim_to_headers[%d].claim_name: must be set", i)
+		path, err := claimPath(ch)
+		if err != nil {
+			return nil, fmt.Errorf("claim_to_headers[%d].%w", i, err)
 		}
 		pr.claimToHeaders = append(pr.claimToHeaders, claimHeader{
 			header: strings.ToLower(ch.GetHeaderName()),
-			path:   strings.Split(ch.GetClaimName(), "."),
+			path:   path,
 		})
 	}
 	if cc := p.GetJwtCacheConfig(); cc != nil {
@@ -181,6 +182,30 @@ func compileProvider(name string, p *jwtv3.JwtProvider, ctx httpfilter.Context) 
 		return nil, fmt.Errorf("jwks_source_specifier: one of remote_jwks or local_jwks is required")
 	}
 	return pr, nil
+}
+
+// claimPath is a claim_to_headers entry's path to its claim: claim_name
+// split at its dots, or claim_path's keys taken whole (so that names with
+// dots, such as URL-namespaced claims, can be reached). Exactly one of the
+// two must be set.
+func claimPath(ch *jwtv3.JwtClaimToHeader) ([]string, error) {
+	switch name, segs := ch.GetClaimName(), ch.GetClaimPath(); {
+	case name != "" && len(segs) > 0:
+		return nil, errors.New("claim_path: exactly one of claim_name and claim_path must be set, not both")
+	case name != "":
+		return strings.Split(name, "."), nil
+	case len(segs) == 0:
+		return nil, errors.New("claim_name: exactly one of claim_name and claim_path must be set")
+	default:
+		path := make([]string, len(segs))
+		for i, sg := range segs {
+			if sg.GetKey() == "" {
+				return nil, fmt.Errorf("claim_path[%d].key: must be set", i)
+			}
+			path[i] = sg.GetKey()
+		}
+		return path, nil
+	}
 }
 
 // addLocations adds a provider's token locations to e; without any, the
