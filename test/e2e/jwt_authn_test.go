@@ -287,7 +287,7 @@ var _ = Describe("JWT authentication subjects and lifetimes", func() {
 })
 
 var _ = Describe("JWT authentication failed_status_in_metadata and claim_path", func() {
-	It("records each failure's Envoy status code and message in the dynamic metadata, read by the access log, and forwards a dotted claim", func() {
+	It("records each failure's Envoy status code and message in the dynamic metadata, read by the access log, and forwards a dotted claim in place of the client's header", func() {
 		ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		Expect(err).NotTo(HaveOccurred())
 		key := jwtKey{alg: jose.ES256, kid: "ec-1", key: ecKey}
@@ -317,7 +317,8 @@ var _ = Describe("JWT authentication failed_status_in_metadata and claim_path", 
 			{"/missing", "", 401, "Jwt is missing", "FS /missing 401 1 Jwt is missing"},
 			{"/open", expired, 200, "up ", "FS /open 200 3 Jwt is expired"},
 		} {
-			h := http.Header{}
+			// A client's own x-parent never reaches the upstream.
+			h := http.Header{"X-Parent": {"forged"}}
 			if tc.token != "" {
 				h.Set("Authorization", "Bearer "+tc.token)
 			}

@@ -28,8 +28,13 @@ type filterConfig struct {
 	requirements map[string]verifier
 	rules        []rule
 	// all is the locations of every provider.
-	all   *extractor
-	stats filterStats
+	all *extractor
+	// claimHeaders are every provider's claim_to_headers header names,
+	// removed from every request; payloadHeaders every provider's
+	// forward_payload_header, removed by the requirements that verify
+	// with the provider. A client cannot pass them off as the filter's.
+	claimHeaders, payloadHeaders []string
+	stats                        filterStats
 }
 
 // NewFilter implements httpfilter.Config.
@@ -77,6 +82,14 @@ var (
 // PerRouteConfig, else the first matching rule, chooses the requirement.
 func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	c := f.c
+	// Claim headers go from every request, those of paths that need no
+	// token included, as Envoy sanitizes them.
+	if len(c.claimHeaders) > 0 {
+		h := s.RequestHeaders()
+		for _, name := range c.claimHeaders {
+			h.Del(name)
+		}
+	}
 	if c.bypassCORS && isPreflight(s) {
 		c.stats.corsPreflightBypassed.Inc()
 		c.stats.allowed.Inc()

@@ -84,6 +84,12 @@ func (Factory) Compile(m proto.Message, ctx httpfilter.Context) (httpfilter.Conf
 		}
 		c.providers[name] = pr
 		c.order = append(c.order, pr)
+		for _, ch := range pr.claimToHeaders {
+			c.claimHeaders = append(c.claimHeaders, ch.header)
+		}
+		if pr.forwardPayloadHeader != "" {
+			c.payloadHeaders = append(c.payloadHeaders, pr.forwardPayloadHeader)
+		}
 		addLocations(c.all, p.GetProviders()[name])
 	}
 	comp := &compiler{providers: c.providers, all: c.all}

@@ -543,3 +543,43 @@ func TestClaimPath(t *testing.T) {
 		}
 	}
 }
+
+// TestSanitizedHeaders checks that a client cannot send the headers the
+// filter fills: claim_to_headers names go from every request, open paths
+// included; forward_payload_header from those a requirement verifies.
+func TestSanitizedHeaders(t *testing.T) {
+	s := newSigner(t, jose.ES256, "k")
+	c := compile(t, `{"providers":{"p":`+providerJSON("iss", jwks(t, s), `,"forward_payload_header":"x-payload",
+		"claim_to_headers":[{"header_name":"x-sub","claim_name":"sub"}]`)+`},
+		"rules":[{"match":{"prefix":"/open"}},
+		{"match":{"prefix":"/optional"},"requires":{"allow_missing_or_failed":{}}},
+		{"match":{"prefix":"/"},"requires":{"provider_name":"p"}}]}`, nil)
+	tok := s.sign(t, claims(nil))
+	forged := []string{"x-sub", "root", "x-payload", "forged"}
+	for _, tc := range []struct {
+		name, path   string
+		token        string
+		sub, payload string // "" when absent
+		passed       bool
+	}{
+		{"open path", "/open", "", "", "forged", true},
+		{"optional, no token", "/optional", "", "", "", true},
+		{"optional, token", "/optional", tok, "alice", strings.Split(tok, ".")[1], true},
+		{"required, token", "/", tok, "alice", strings.Split(tok, ".")[1], true},
+	} {
+		hdrs := append([]string{}, forged...)
+		if tc.token != "" {
+			hdrs = append(hdrs, "authorization", "Bearer "+tc.token)
+		}
+		st := get(tc.path, hdrs...)
+		if passed, _ := c.run(st); passed != tc.passed {
+			t.Fatalf("%s: passed %v, reply %+v", tc.name, passed, st.Reply)
+		}
+		for name, want := range map[string]string{"x-sub": tc.sub, "x-payload": tc.payload} {
+			got := st.ReqHeaders.Values(name)
+			if (want == "" && len(got) != 0) || (want != "" && (len(got) != 1 || got[0] != want)) {
+				t.Errorf("%s: %s = %q, want %q", tc.name, name, got, want)
+			}
+		}
+	}
+}

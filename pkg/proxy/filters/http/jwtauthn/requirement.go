@@ -25,6 +25,9 @@ func (v *providerVerifier) verify(r *request) status {
 	if v.audiences != nil {
 		aud = v.audiences
 	}
+	if v.p.forwardPayloadHeader != "" {
+		r.s.RequestHeaders().Del(v.p.forwardPayloadHeader)
+	}
 	return r.authenticate(v.p, aud, false, false, v.p.extractor.extract(r.s))
 }
 
@@ -71,6 +74,9 @@ type allowVerifier struct {
 }
 
 func (v *allowVerifier) verify(r *request) status {
+	for _, name := range r.c.payloadHeaders {
+		r.s.RequestHeaders().Del(name)
+	}
 	return r.authenticate(nil, nil, v.failed, !v.failed, v.all.extract(r.s))
 }
 
