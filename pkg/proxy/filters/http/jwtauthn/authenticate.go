@@ -1,6 +1,8 @@
 package jwtauthn
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -242,8 +244,9 @@ func plainJSON(v any) any {
 }
 
 // claimString is a claim's value as a header carries it: strings as they
-// are, integers without a fraction, booleans as true/false; other kinds
-// are not forwarded.
+// are, integers without a fraction, booleans as true/false, objects and
+// lists as the base64 (standard, padded) of their compact JSON, as Envoy's
+// addJWTClaimToHeader; null is not forwarded.
 func claimString(payload map[string]any, path []string) (string, bool) {
 	var v any = payload
 	for _, k := range path {
@@ -273,6 +276,14 @@ func claimString(payload map[string]any, path []string) (string, bool) {
 		}
 		// std::to_string's six decimals.
 		return strconv.FormatFloat(f, 'f', 6, 64), true
+	case map[string]any, []any:
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(plainJSON(x)); err != nil {
+			return "", false
+		}
+		return base64.StdEncoding.EncodeToString(bytes.TrimSuffix(b.Bytes(), []byte("\n"))), true
 	}
 	return "", false
 }

@@ -227,7 +227,7 @@ func TestExtraction(t *testing.T) {
 func TestForwardedClaims(t *testing.T) {
 	s := newSigner(t, jose.ES256, "k")
 	c := oneProvider(t, `,"forward_payload_header":"x-payload","pad_forward_payload_header":true,
-		"claim_to_headers":[{"header_name":"x-sub","claim_name":"sub"},{"header_name":"x-n","claim_name":"n"},{"header_name":"x-deep","claim_name":"a.b"},{"header_name":"x-admin","claim_name":"admin"},{"header_name":"x-list","claim_name":"list"}],
+		"claim_to_headers":[{"header_name":"x-sub","claim_name":"sub"},{"header_name":"x-n","claim_name":"n"},{"header_name":"x-deep","claim_name":"a.b"},{"header_name":"x-admin","claim_name":"admin"},{"header_name":"x-list","claim_name":"list"},{"header_name":"x-obj","claim_name":"a"}],
 		"payload_in_metadata":"pl","header_in_metadata":"hd","clear_route_cache":true,
 		"normalize_payload_in_metadata":{"space_delimited_claims":["scope","n"]}`, nil, s)
 	tok := s.sign(t, claims(map[string]any{"n": 42, "a": map[string]any{"b": "deep"}, "admin": true, "list": []any{"x"}, "pad": "x", "scope": " read  write"}))
@@ -242,8 +242,12 @@ func TestForwardedClaims(t *testing.T) {
 			t.Errorf("%s = %q, want %q", h, got, v)
 		}
 	}
-	if _, has := st.ReqHeaders.Get("x-list"); has {
-		t.Error("a list claim was forwarded")
+	// Lists and objects go as the base64 of their JSON, as in Envoy.
+	if v, _ := st.ReqHeaders.Get("x-list"); v != base64.StdEncoding.EncodeToString([]byte(`["x"]`)) {
+		t.Errorf("x-list = %q", v)
+	}
+	if v, _ := st.ReqHeaders.Get("x-obj"); v != base64.StdEncoding.EncodeToString([]byte(`{"b":"deep"}`)) {
+		t.Errorf("x-obj = %q", v)
 	}
 	if len(payload)%4 != 0 && !strings.HasSuffix(want["x-payload"], "=") {
 		t.Error("the payload was not padded")
