@@ -114,4 +114,9 @@ var defaultExtractors = [...]defaultExtractor{
 	{name: "proxy.dns_filter_prefix", pattern: `^dns_filter\.((` + tv + `)\.)`, prefix: "dns_filter."},
 	// connection_limit.(<stat_prefix>.)*
 	{name: "proxy.connection_limit_prefix", pattern: `^connection_limit\.((` + tv + `)\.)`, prefix: "connection_limit."},
+	// proxy_proto.[<stat_prefix>.](versions.v<version>.)<base_stat>
+	{name: "proxy.proxy_protocol_version", pattern: `^proxy_proto\.(?:` + tv + `\.)?(versions\.v(\d)\.)\w+$`, prefix: "proxy_proto.", substr: ".versions.v"},
+	// proxy_proto.(<stat_prefix>.)*, where the prefix is not the versions
+	// of the unprefixed stats
+	{name: "proxy.proxy_protocol_prefix", pattern: `^proxy_proto\.((` + tv + `)\.)`, prefix: "proxy_proto.", exclude: "versions"},
 }

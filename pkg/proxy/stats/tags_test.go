@@ -42,6 +42,10 @@ func TestDefaultTagExtraction(t *testing.T) {
 		"local rate limit":   {"pfx.http_local_rate_limit.enabled", "http_local_rate_limit.enabled", []string{"proxy.local_http_ratelimit_prefix=pfx"}},
 		"network rate limit": {"local_rate_limit.pfx.rate_limited", "local_rate_limit.rate_limited", []string{"proxy.local_network_ratelimit_prefix=pfx"}},
 		"connection limit":   {"connection_limit.pfx.limited_connections", "connection_limit.limited_connections", []string{"proxy.connection_limit_prefix=pfx"}},
+		"proxy protocol":     {"proxy_proto.versions.v1.found", "proxy_proto.found", []string{"proxy.proxy_protocol_version=1"}},
+		"proxy protocol pfx": {"proxy_proto.pfx.versions.v2.error", "proxy_proto.error", []string{"proxy.proxy_protocol_version=2", "proxy.proxy_protocol_prefix=pfx"}},
+		"proxy protocol nf":  {"proxy_proto.not_found_allowed", "proxy_proto.not_found_allowed", []string{}},
+		"proxy protocol pnf": {"proxy_proto.pfx.not_found_disallowed", "proxy_proto.not_found_disallowed", []string{"proxy.proxy_protocol_prefix=pfx"}},
 	}
 	p, err := NewTagProducer(nil)
 	if err != nil {
