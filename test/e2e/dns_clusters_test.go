@@ -328,3 +328,52 @@ var _ = Describe("DNS clusters", func() {
 		Expect(res.Stderr).To(ContainSubstring("static_resources.clusters[0].typed_dns_resolver_config.typed_config.qcache_max_ttl: the c-ares query cache is not supported by Outrigger"))
 	})
 })
+
+var _ = Describe("The DNS cluster extension (cluster_type envoy.clusters.dns)", func() {
+	It("resolves as STRICT_DNS, or as LOGICAL_DNS with all_addresses_in_single_endpoint, from its own settings alone", func() {
+		dns := startDNSServer()
+		a, b, backendPort := startBackendPair()
+		dns.set("backend.test", "127.0.0.1", "127.0.0.2")
+		dnsType := func(extra string) string {
+			return fmt.Sprintf(`cluster_type: {name: envoy.cluster.dns, typed_config: {"@type": type.googleapis.com/envoy.extensions.clusters.dns.v3.DnsCluster, dns_refresh_rate: 0.1s, dns_lookup_family: V4_ONLY, typed_dns_resolver_config: %s%s}}`,
+				caresResolver(dns.port, ""), extra)
+		}
+		client := &http.Client{Timeout: 5 * time.Second}
+
+		// Every address is a host; the cluster's own resolver points nowhere
+		// and has no effect, with a warning.
+		port := freePort()
+		s := Start(newDir(), dnsBootstrap(port, "", fmt.Sprintf(
+			"%s, dns_resolvers: [{socket_address: {address: 127.0.0.1, port_value: 9}}], %s", dnsType(""), dnsEndpoint("backend.test", backendPort))))
+		Expect(spread(client, port, 10)).To(Equal(map[string]int{"A": 5, "B": 5}))
+		Expect(hostLine(s.Get("/clusters").Body, "svc", b.addr, "hostname")).To(Equal("backend.test"))
+		dns.set("backend.test", "127.0.0.2")
+		Eventually(func() string { return hostLine(s.Get("/clusters").Body, "svc", a.addr, "hostname") }, 10*time.Second).
+			Should(Equal("<missing>"))
+		Expect(spread(client, port, 4)).To(Equal(map[string]int{"B": 4}))
+		Expect(s.Stderr()).To(ContainSubstring("dns_resolvers has no effect on a cluster of type envoy.cluster.dns"))
+
+		// One host, the answer's first address.
+		dns.set("backend.test", "127.0.0.1", "127.0.0.2")
+		port = freePort()
+		logical := Start(newDir(), dnsBootstrap(port, "", fmt.Sprintf(
+			"%s, %s", dnsType(", all_addresses_in_single_endpoint: true"), dnsEndpoint("backend.test", backendPort))))
+		Expect(spread(client, port, 4)).To(Equal(map[string]int{"A": 4}))
+		Expect(hostLine(logical.Get("/clusters").Body, "svc", b.addr, "hostname")).To(Equal("<missing>"))
+		Expect(statValue(logical, "cluster.svc.membership_total")).To(Equal("1"))
+	})
+
+	It("reports the errors of its settings under cluster_type.typed_config", func() {
+		dir := newDir()
+		bad := dnsBootstrap(freePort(), "", `cluster_type: {name: envoy.cluster.dns, typed_config: {"@type": type.googleapis.com/envoy.extensions.clusters.dns.v3.DnsCluster, `+
+			`dns_failure_refresh_rate: {base_interval: 5s, max_interval: 1s}, dns_min_refresh_rate: 0.5s, all_addresses_in_single_endpoint: true, typed_dns_resolver_config: `+caresResolver(53, "qcache_max_ttl: 60")+`}}, `+
+			`load_assignment: {cluster_name: svc, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: a.test, port_value: 80}}}}, {endpoint: {address: {socket_address: {address: b.test, port_value: 80}}}}]}]}`)
+		writeFile(dir+"/bad.yaml", bad)
+		res := Run("-c", dir+"/bad.yaml", "--mode", "validate")
+		Expect(res.ExitCode).To(Equal(1))
+		Expect(res.Stderr).To(ContainSubstring("static_resources.clusters[0].cluster_type.typed_config.dns_failure_refresh_rate.max_interval: must be greater than or equal to the base_interval"))
+		Expect(res.Stderr).To(ContainSubstring("static_resources.clusters[0].cluster_type.typed_config.dns_min_refresh_rate: value must be greater than or equal to 1s"))
+		Expect(res.Stderr).To(ContainSubstring("static_resources.clusters[0].cluster_type.typed_config.typed_dns_resolver_config.typed_config.qcache_max_ttl: the c-ares query cache is not supported by Outrigger"))
+		Expect(res.Stderr).To(ContainSubstring("static_resources.clusters[0].load_assignment: LOGICAL_DNS clusters must have a single locality_lb_endpoint and a single lb_endpoint"))
+	})
+})

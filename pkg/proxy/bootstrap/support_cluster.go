@@ -102,6 +102,19 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.cluster.v3.Cluster.typed_dns_resolver_config": {},
 	"envoy.config.cluster.v3.Cluster.wait_for_warm_on_init":     {},
 
+	// The DNS cluster extension (cluster_type envoy.clusters.dns), the
+	// same clusters in their newer form (pkg/proxy/cluster, dnstype.go).
+	"envoy.extensions.clusters.dns.v3.DnsCluster.dns_refresh_rate":                 {},
+	"envoy.extensions.clusters.dns.v3.DnsCluster.dns_failure_refresh_rate":         {},
+	"envoy.extensions.clusters.dns.v3.DnsCluster.RefreshRate.base_interval":        {},
+	"envoy.extensions.clusters.dns.v3.DnsCluster.RefreshRate.max_interval":         {},
+	"envoy.extensions.clusters.dns.v3.DnsCluster.respect_dns_ttl":                  {},
+	"envoy.extensions.clusters.dns.v3.DnsCluster.dns_jitter":                       {},
+	"envoy.extensions.clusters.dns.v3.DnsCluster.typed_dns_resolver_config":        {},
+	"envoy.extensions.clusters.dns.v3.DnsCluster.dns_lookup_family":                {},
+	"envoy.extensions.clusters.dns.v3.DnsCluster.all_addresses_in_single_endpoint": {},
+	"envoy.extensions.clusters.dns.v3.DnsCluster.dns_min_refresh_rate":             {},
+
 	// ORIGINAL_DST clusters (pkg/proxy/cluster, origdst.go); other types
 	// accept and ignore them, as Envoy. metadata_key is refused.
 	"envoy.config.cluster.v3.Cluster.cleanup_interval":                           {},

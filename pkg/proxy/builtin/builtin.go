@@ -11,6 +11,7 @@ import (
 	grpcalsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/grpc/v3"
 	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
 	aggregatev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/aggregate/v3"
+	dnsclusterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/dns/v3"
 	dfpclusterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/dynamic_forward_proxy/v3"
 	matchingv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/matching/v3"
 	brotlicv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/brotli/compressor/v3"
@@ -206,6 +207,7 @@ func Registry() *extension.Registry {
 		extension.Of(gzip.CompressorName, compression.CompressorCategory, &gzipcv3.Gzip{}, gzip.Compressor{}),
 		extension.Of(zstd.CompressorName, compression.CompressorCategory, &zstdcv3.Zstd{}, zstd.Compressor{}),
 
+		extension.Of("proxy.clusters.dns", dnscache.ClusterTypeCategory, &dnsclusterv3.DnsCluster{}, nil),
 		extension.Of(dnscache.ClusterTypeName, dnscache.ClusterTypeCategory, &dfpclusterv3.ClusterConfig{}, nil),
 
 		extension.Of(brotli.DecompressorName, compression.DecompressorCategory, &brotlidv3.Brotli{}, brotli.Decompressor{}),

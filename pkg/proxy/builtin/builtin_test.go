@@ -29,6 +29,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.access_loggers proxy.access_loggers.stdout envoy.extensions.access_loggers.stream.v3.StdoutAccessLog",
 		"envoy.access_loggers proxy.access_loggers.tcp_grpc envoy.extensions.access_loggers.grpc.v3.TcpGrpcAccessLogConfig",
 		"envoy.clusters proxy.clusters.aggregate envoy.extensions.clusters.aggregate.v3.ClusterConfig",
+		"envoy.clusters proxy.clusters.dns envoy.extensions.clusters.dns.v3.DnsCluster",
 		"envoy.clusters proxy.clusters.dynamic_forward_proxy envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig",
 		"envoy.compression.compressor proxy.compression.brotli.compressor envoy.extensions.compression.brotli.compressor.v3.Brotli",
 		"envoy.compression.compressor proxy.compression.gzip.compressor envoy.extensions.compression.gzip.compressor.v3.Gzip",

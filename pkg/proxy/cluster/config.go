@@ -131,6 +131,13 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	if alt := c.GetAltStatName(); alt != "" {
 		s.observabilityName = alt
 	}
+	// The DNS cluster extension is a DNS cluster in another form.
+	dnsType, fromType := fromDNSClusterType(c, reg)
+	if fromType {
+		c = dnsType.cluster
+		s.notes = append(s.notes, dnsType.notes...)
+		errs = append(errs, dnsType.errs...)
+	}
 	isDNS, isOrigDst, isEDS, isCustom, isAggregate := false, false, false, false, false
 	switch t := c.GetType(); {
 	case c.GetClusterType() != nil && isAggregateType(c.GetClusterType().GetName()):
@@ -241,6 +248,10 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	s.notes = append(s.notes, lbNotes...)
 	if isDNS {
 		s.dns, errList = buildDNS(c, s.name, reg)
+		if fromType {
+			errList = dnsTypeErrors(errList)
+			s.dns.cfg.MinRefreshRate = dnsType.minRefresh
+		}
 		errs = append(errs, errList...)
 		s.notes = append(s.notes, ignoredOrigDstFields(c)...)
 		return s, errs
