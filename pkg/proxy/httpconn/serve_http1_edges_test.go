@@ -521,7 +521,7 @@ func TestMaxConnectionDurationHTTP2(t *testing.T) {
 // never idle for long, reaches the upstream: the route timeout runs from
 // the request's end, and the upstream's idle deadline moves with the body.
 func TestSlowUploadOutlivesUpstreamTimers(t *testing.T) {
-	const size = 12
+	const size = 16
 	up := rawUpstream(t, func(c net.Conn, r *bufio.Reader) {
 		readRequestHead(r)
 		if _, err := io.ReadFull(r, make([]byte, size)); err != nil {
@@ -529,14 +529,16 @@ func TestSlowUploadOutlivesUpstreamTimers(t *testing.T) {
 		}
 		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\ngot!")
 	})
-	cfg := hcm(routeConfig(clusterRoute("/", "up", withTimeout(300*time.Millisecond))))
-	cfg.StreamIdleTimeout = ms(300)
+	// The timers are 500 ms, the body takes 960 ms: a byte may come up to
+	// 440 ms late on a loaded machine before the test would fail.
+	cfg := hcm(routeConfig(clusterRoute("/", "up", withTimeout(500*time.Millisecond))))
+	cfg.StreamIdleTimeout = ms(500)
 	p := startProxy(t, cfg, Deps{Upstreams: fakeUpstreams{"up": newFakeCluster(stats.NewStore(), "up", false, up)}})
 	c := dialRaw(t, p.addr)
 	c.send(fmt.Sprintf("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: %d\r\n\r\n", size))
 	for range size {
-		// 12 x 80 ms: 960 ms in all, 80 ms at most without a byte.
-		time.Sleep(80 * time.Millisecond)
+		// 16 x 60 ms: 960 ms in all, 60 ms without a byte.
+		time.Sleep(60 * time.Millisecond)
 		c.send("a")
 	}
 	resp, body := c.response("POST")
