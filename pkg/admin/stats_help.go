@@ -161,6 +161,8 @@ var clusterHelp = [][2]string{
 	{"cluster.upstream_rq_completed", "Requests to the cluster that completed with a response."},
 	{"cluster.upstream_rq", "Responses from the cluster by status code (response_code label)."},
 	{"cluster.upstream_rq_xx", "Responses from the cluster by status class (response_code_class label)."},
+	{"cluster.internal.upstream_rq", "Internal responses charged to the cluster by status code (ext_authz denials with charge_cluster_response_stats)."},
+	{"cluster.internal.upstream_rq_xx", "Internal responses charged to the cluster by status class (ext_authz denials with charge_cluster_response_stats)."},
 	{"cluster.upstream_rq_time", "Time from the request's start until the end of the cluster's response, in milliseconds."},
 	{"cluster.upstream_rq_timeout", "Requests to the cluster that timed out waiting for a response."},
 	{"cluster.upstream_rq_per_try_timeout", "Request attempts to the cluster that reached their per-try timeout."},

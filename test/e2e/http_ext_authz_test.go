@@ -444,6 +444,11 @@ var _ = Describe("The external authorization filter", func() {
 			Expect(r.Body).To(Equal("denied by http"))
 			Expect(r.Header.Get("x-deny")).To(Equal("http"))
 			Expect(statValue(sc, "http.web.ext_authz.denied")).To(Equal("1"))
+			// charge_cluster_response_stats (default true): the route's
+			// cluster counts the denial as an internal 403 response.
+			Expect(statValue(sc, "cluster.up.upstream_rq_403")).To(Equal("1"))
+			Expect(statValue(sc, "cluster.up.upstream_rq_4xx")).To(Equal("1"))
+			Expect(statValue(sc, "cluster.up.internal.upstream_rq_403")).To(Equal("1"))
 
 			Expect(do("GET", port, "/fail/x", "", nil).Status).To(Equal(403))
 			Expect(do("GET", port, "/hang/x", "", nil).Status).To(Equal(403))

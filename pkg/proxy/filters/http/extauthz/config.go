@@ -53,6 +53,9 @@ type config struct {
 	// metadataNamespaces are the namespaces of the request's dynamic
 	// metadata sent in the CheckRequest's metadata context.
 	metadataNamespaces []string
+	// chargeCluster is charge_cluster_response_stats (default true): a
+	// denial counts in the route cluster's response code stats.
+	chargeCluster bool
 
 	stats filterStats
 	// store and prefix name the per-cluster counters
@@ -106,6 +109,7 @@ func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
 		encodeRawHeaders:   p.GetEncodeRawHeaders(),
 		maxDeniedBody:      int(p.GetMaxDeniedResponseBodyBytes()),
 		metadataNamespaces: p.GetMetadataContextNamespaces(),
+		chargeCluster:      p.GetChargeClusterResponseStats() == nil || p.GetChargeClusterResponseStats().GetValue(),
 		store:              ctx.Stats,
 	}
 	if code := p.GetStatusOnError().GetCode(); code != 0 {
@@ -195,8 +199,6 @@ func refuseUnsupported(p *extauthzv3.ExtAuthz) error {
 		return errors.New("filter_enabled_metadata: not supported by Outrigger (no dynamic metadata)")
 	case p.GetBootstrapMetadataLabelsKey() != "":
 		return errors.New("bootstrap_metadata_labels_key: not supported by Outrigger")
-	case p.GetChargeClusterResponseStats() != nil && p.GetChargeClusterResponseStats().GetValue():
-		return errors.New("charge_cluster_response_stats: only false is supported by Outrigger (denials are not charged to the cluster's response stats)")
 	case p.GetDecoderHeaderMutationRules() != nil:
 		return errors.New("decoder_header_mutation_rules: not supported by Outrigger")
 	case p.GetFilterMetadata() != nil:

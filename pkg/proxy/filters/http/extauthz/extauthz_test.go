@@ -122,7 +122,6 @@ func TestCompileRefuses(t *testing.T) {
 		"shadow_mode":              {`{` + grpcService + `, "shadow_mode": true}`, "shadow_mode: not supported by Outrigger"},
 		"include_peer_certificate": {`{` + grpcService + `, "include_peer_certificate": true}`, "include_peer_certificate: only false"},
 		"include_tls_session":      {`{` + grpcService + `, "include_tls_session": true}`, "include_tls_session: only false"},
-		"charge cluster stats":     {`{` + grpcService + `, "charge_cluster_response_stats": true}`, "charge_cluster_response_stats: only false"},
 		"filter_enabled_metadata":  {`{` + grpcService + `, "filter_enabled_metadata": {"filter": "x"}}`, "filter_enabled_metadata: not supported"},
 		"bad allowed header regex": {`{` + grpcService + `, "allowed_headers": {"patterns": [{"safe_regex": {"regex": "("}}]}}`, "allowed_headers.patterns[0].safe_regex"},
 		"http without cluster":     {`{"http_service": {"server_uri": {"uri": "http://a", "timeout": "1s"}}}`, "http_service.server_uri.cluster: must be set"},
@@ -260,6 +259,28 @@ func TestDenied(t *testing.T) {
 	}
 	if counter(ctx, "http.in.ext_authz.front.denied") != 1 || counter(ctx, "cluster.up.ext_authz.front.denied") != 1 {
 		t.Error("denied not counted under the stat prefix")
+	}
+	// charge_cluster_response_stats (default true): the denial is the
+	// route cluster's response, an internal one.
+	for _, name := range []string{"upstream_rq_completed", "upstream_rq_4xx", "upstream_rq_401", "internal.upstream_rq_4xx", "internal.upstream_rq_401"} {
+		if got := counter(ctx, "cluster.up."+name); got != 1 {
+			t.Errorf("cluster.up.%s = %d, want 1", name, got)
+		}
+	}
+}
+
+func TestDeniedNotCharged(t *testing.T) {
+	c, _, ctx := newTest(t, `{`+grpcService+`, "charge_cluster_response_stats": false}`, &response{status: statusDenied, httpStatus: 401})
+	if got := run(c, routed("GET", "/")); got != httpfilter.Stop {
+		t.Fatalf("status %v", got)
+	}
+	if counter(ctx, "cluster.up.ext_authz.denied") != 1 {
+		t.Error("denial not counted")
+	}
+	for _, name := range []string{"upstream_rq_completed", "upstream_rq_4xx", "upstream_rq_401", "internal.upstream_rq_401"} {
+		if got := counter(ctx, "cluster.up."+name); got != 0 {
+			t.Errorf("cluster.up.%s = %d, want 0 with charge_cluster_response_stats false", name, got)
+		}
 	}
 }
 

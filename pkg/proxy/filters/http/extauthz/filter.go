@@ -118,15 +118,19 @@ func (f *filter) complete(s httpfilter.Stream, resp *response) httpfilter.Status
 		return httpfilter.Continue
 	case statusDenied:
 		c.stats.denied.Inc()
+		status := replyStatus(resp.httpStatus, 403)
 		if cs != nil {
 			cs.denied.Inc()
+			if c.chargeCluster {
+				cs.chargeDenial(status)
+			}
 		}
 		body := resp.body
 		if c.maxDeniedBody > 0 && len(body) > c.maxDeniedBody {
 			body = body[:c.maxDeniedBody]
 		}
 		f.localHeaders = resp.localHeaders
-		s.SendLocalReply(replyStatus(resp.httpStatus, 403), body, accesslog.UnauthorizedExternalService, detailsDenied)
+		s.SendLocalReply(status, body, accesslog.UnauthorizedExternalService, detailsDenied)
 		return httpfilter.Stop
 	}
 	c.stats.error.Inc()

@@ -1,6 +1,9 @@
 package extauthz
 
-import "github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+import (
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+)
 
 // filterStats are the filter's counters, http.<stat_prefix>.ext_authz.*.
 type filterStats struct {
@@ -10,6 +13,13 @@ type filterStats struct {
 // clusterStats are the counters Envoy keeps per route cluster.
 type clusterStats struct {
 	ok, denied, error, failureModeAllowed *stats.Counter
+	// completed and codes are the cluster's own upstream_rq_completed and
+	// upstream_rq_<code> stats, charged with denials
+	// (charge_cluster_response_stats); internal are its
+	// internal.upstream_rq_<code> ones, as Envoy charges a denial as an
+	// internal request.
+	completed       *stats.Counter
+	codes, internal upstream.CodeCounters
 }
 
 // newFilterStats makes the counters under prefix.
@@ -35,6 +45,21 @@ func (c *config) clusterStats(name string) *clusterStats {
 		error:              c.store.Counter(p + "error"),
 		failureModeAllowed: c.store.Counter(p + "failure_mode_allowed"),
 	}
+	if c.chargeCluster {
+		scope := c.store.Scope("cluster." + name + ".")
+		cs.completed = scope.Counter("upstream_rq_completed")
+		cs.codes.Init(scope)
+		cs.internal.Init(c.store.Scope("cluster." + name + ".internal."))
+	}
 	v, _ := c.clusters.LoadOrStore(name, cs)
 	return v.(*clusterStats)
+}
+
+// chargeDenial counts a denial's status in the cluster's response stats,
+// as Envoy's filter does with charge_cluster_response_stats: completed,
+// the code and its class, and the same under internal.
+func (cs *clusterStats) chargeDenial(code int) {
+	cs.completed.Inc()
+	cs.codes.Record(code)
+	cs.internal.Record(code)
 }
