@@ -193,7 +193,7 @@ func extAuthzListener(name string, port int, filterCfg, logPath string) proxySpe
 			withType(perRoute, `{check_settings: {context_extensions: {level: vhost, vh: "yes"}}}`) + "}}",
 		Routes: `[{match: {prefix: /public}, route: {cluster: up}, typed_per_filter_config: {envoy.filters.http.ext_authz: ` +
 			withType(perRoute, "{disabled: true}") + `}},
-			{match: {prefix: /allow/ctx}, route: {cluster: up}, typed_per_filter_config: {envoy.filters.http.ext_authz: ` +
+			{match: {prefix: /allow/ctx}, route: {cluster: up}, metadata: {filter_metadata: {team: {owner: payments}, other: {x: y}}}, typed_per_filter_config: {envoy.filters.http.ext_authz: ` +
 			withType(perRoute, "{check_settings: {context_extensions: {level: route, tenant: acme}}}") + `}},
 			{match: {prefix: /}, route: {cluster: up}}]`,
 		Filters: "[" + httpFilter("envoy.filters.http.ext_authz", "type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz", "{"+filterCfg+"}") + "]",
@@ -252,7 +252,7 @@ var _ = Describe("The external authorization filter", func() {
 			logPath = filepath.Join(dir, "access.log")
 			port, fmaPort, strictPort = freePort(), freePort(), freePort()
 			cfg := extAuthzBootstrap(up, grpcPort, "127.0.0.1:1",
-				extAuthzListener("front", port, grpcAuthzFilter("status_on_error: {code: 503}, stat_prefix: edge, with_request_body: {max_request_bytes: 8, allow_partial_message: true}"), logPath),
+				extAuthzListener("front", port, grpcAuthzFilter("status_on_error: {code: 503}, stat_prefix: edge, with_request_body: {max_request_bytes: 8, allow_partial_message: true}, route_metadata_context_namespaces: [team, absent]"), logPath),
 				extAuthzListener("fma", fmaPort, grpcAuthzFilter("failure_mode_allow: true, failure_mode_allow_header_add: true"), ""),
 				extAuthzListener("strict", strictPort, grpcAuthzFilter("with_request_body: {max_request_bytes: 16}"), ""),
 			)
@@ -347,7 +347,7 @@ var _ = Describe("The external authorization filter", func() {
 			Expect(r.Body).To(Equal(`{"error":"go away"}`))
 		})
 
-		It("skips routes that disable it, and sends the merged context extensions", func() {
+		It("skips routes that disable it, and sends the merged context extensions and the route's metadata", func() {
 			r := do("GET", port, "/public/page", "", nil)
 			Expect(r.Status).To(Equal(200))
 			Expect(authz.count("/public")).To(Equal(0))
@@ -356,6 +356,11 @@ var _ = Describe("The external authorization filter", func() {
 			Expect(authz.last("/allow/ctx").GetAttributes().GetContextExtensions()).To(Equal(map[string]string{
 				"level": "route", "vh": "yes", "tenant": "acme",
 			}))
+			// route_metadata_context_namespaces: the route's listed
+			// namespaces, those it has.
+			rmc := authz.last("/allow/ctx").GetAttributes().GetRouteMetadataContext().GetFilterMetadata()
+			Expect(rmc).To(HaveLen(1))
+			Expect(rmc["team"].AsMap()).To(Equal(map[string]any{"owner": "payments"}))
 		})
 
 		It("sends the request body with with_request_body and still forwards all of it", func() {

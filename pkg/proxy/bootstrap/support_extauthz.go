@@ -5,15 +5,13 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedExtAuthz lists the fields of envoy.filters.http.ext_authz that
 // Outrigger implements (see supportedCore), and of its per-route
 // ExtAuthzPerRoute. Not listed, so refused with their path:
-// clear_route_cache_headers, validate_mutations, the route_ metadata
-// context namespaces, filter_enabled_metadata,
+// clear_route_cache_headers, validate_mutations, filter_enabled_metadata,
 // bootstrap_metadata_labels_key, decoder_header_mutation_rules,
 // filter_metadata, emit_filter_state_stats,
 // enforce_response_header_limits, shadow_mode, emit_client_span, the
 // HTTP service's path_override and retry_policy, and per route
 // check_settings' service overrides and emit_client_span. The filter's
-// Compile refuses charge_cluster_response_stats: true and
-// transport_api_version V2.
+// Compile refuses transport_api_version V2.
 var supportedExtAuthz = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.grpc_service":                  {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.http_service":                  {},
@@ -29,8 +27,13 @@ var supportedExtAuthz = map[protoreflect.FullName]fieldSupport{
 	// without such a filter.
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.metadata_context_namespaces":       {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.typed_metadata_context_namespaces": {},
-	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.filter_enabled":                    {},
-	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.deny_at_disable":                   {},
+	// The route's metadata namespaces go in route_metadata_context; routes
+	// carry no typed metadata (typed_filter_metadata is refused), so the
+	// typed namespaces find nothing, as in Envoy for such a route.
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.route_metadata_context_namespaces":       {},
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.route_typed_metadata_context_namespaces": {},
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.filter_enabled":                          {},
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.deny_at_disable":                         {},
 	// Only false: the check request carries no TLS details yet (Compile
 	// refuses true).
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.include_peer_certificate": {},

@@ -111,15 +111,30 @@ func (c *config) checkRequest(s httpfilter.Stream, in checkInput) *authv3.CheckR
 			Time: timestamppb.New(info.Start),
 			Http: hr,
 		},
-		ContextExtensions: in.contextExtensions,
-		MetadataContext:   c.metadataContext(s.DynamicMetadata()),
+		ContextExtensions:    in.contextExtensions,
+		MetadataContext:      c.metadataContext(s.DynamicMetadata()),
+		RouteMetadataContext: pickNamespaces(routeMetadata(s), c.routeNamespaces),
 	}}
+}
+
+// routeMetadata is the matched route's metadata, nil without one.
+func routeMetadata(s httpfilter.Stream) *corev3.Metadata {
+	if r := s.Route(); r != nil {
+		return r.Metadata
+	}
+	return nil
 }
 
 // metadataContext is the CheckRequest's metadata context.
 func (c *config) metadataContext(md *corev3.Metadata) *corev3.Metadata {
+	return pickNamespaces(md, c.metadataNamespaces)
+}
+
+// pickNamespaces copies the listed namespaces of md's filter metadata,
+// those it has; the result is never nil, as Envoy always sends the message.
+func pickNamespaces(md *corev3.Metadata, namespaces []string) *corev3.Metadata {
 	mc := &corev3.Metadata{}
-	for _, ns := range c.metadataNamespaces {
+	for _, ns := range namespaces {
 		if st := md.GetFilterMetadata()[ns]; st != nil {
 			if mc.FilterMetadata == nil {
 				mc.FilterMetadata = map[string]*structpb.Struct{}

@@ -53,6 +53,9 @@ type config struct {
 	// metadataNamespaces are the namespaces of the request's dynamic
 	// metadata sent in the CheckRequest's metadata context.
 	metadataNamespaces []string
+	// routeNamespaces are route_metadata_context_namespaces: the
+	// namespaces of the route's metadata sent in route_metadata_context.
+	routeNamespaces []string
 	// chargeCluster is charge_cluster_response_stats (default true): a
 	// denial counts in the route cluster's response code stats.
 	chargeCluster bool
@@ -109,6 +112,7 @@ func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
 		encodeRawHeaders:   p.GetEncodeRawHeaders(),
 		maxDeniedBody:      int(p.GetMaxDeniedResponseBodyBytes()),
 		metadataNamespaces: p.GetMetadataContextNamespaces(),
+		routeNamespaces:    p.GetRouteMetadataContextNamespaces(),
 		chargeCluster:      p.GetChargeClusterResponseStats() == nil || p.GetChargeClusterResponseStats().GetValue(),
 		store:              ctx.Stats,
 	}
@@ -191,10 +195,6 @@ func refuseUnsupported(p *extauthzv3.ExtAuthz) error {
 		return errors.New("include_peer_certificate: only false is supported by Outrigger (the check request carries no TLS details yet)")
 	case p.GetIncludeTlsSession():
 		return errors.New("include_tls_session: only false is supported by Outrigger (the check request carries no TLS details yet)")
-	case len(p.GetRouteMetadataContextNamespaces()) > 0:
-		return errors.New("route_metadata_context_namespaces: not supported by Outrigger (routes carry no metadata to send)")
-	case len(p.GetRouteTypedMetadataContextNamespaces()) > 0:
-		return errors.New("route_typed_metadata_context_namespaces: not supported by Outrigger (routes carry no metadata to send)")
 	case p.GetFilterEnabledMetadata() != nil:
 		return errors.New("filter_enabled_metadata: not supported by Outrigger (no dynamic metadata)")
 	case p.GetBootstrapMetadataLabelsKey() != "":

@@ -382,7 +382,7 @@ func checkSettings(cs *extauthzv3.CheckSettings) *extauthzv3.ExtAuthzPerRoute {
 
 func TestCheckRequest(t *testing.T) {
 	c, fc, ctx := newTest(t, `{`+grpcService+`, "disallowed_headers": {"patterns": [{"exact": "cookie"}]}, "with_request_body": {"max_request_bytes": 4, "allow_partial_message": true, "pack_as_bytes": true},
-		"metadata_context_namespaces": ["envoy.filters.http.rbac", "absent"]}`, &response{status: statusOK})
+		"metadata_context_namespaces": ["envoy.filters.http.rbac", "absent"], "route_metadata_context_namespaces": ["team", "absent"]}`, &response{status: statusOK})
 	s := routed("POST", "/a?b", "host", "example", "x-dup", "1", "x-dup", "2", "cookie", "secret",
 		"x-envoy-auth-partial-body", "spoofed", "x-envoy-downstream-service-cluster", "frontend")
 	s.Body = []byte("0123456789")
@@ -390,6 +390,8 @@ func TestCheckRequest(t *testing.T) {
 	otherMD, _ := structpb.NewStruct(map[string]any{"x": "y"})
 	s.SetDynamicMetadata("envoy.filters.http.rbac", rbacMD)
 	s.SetDynamicMetadata("other", otherMD)
+	teamMD, _ := structpb.NewStruct(map[string]any{"owner": "payments"})
+	s.Matched = &router.Route{Metadata: &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{"team": teamMD, "other": otherMD}}}
 	s.StreamInfo.BytesReceived = 10
 	s.StreamInfo.ContentLength = 10
 	s.PerRoute = map[string][]httpfilter.RouteConfig{ctx.Name: {
@@ -422,6 +424,8 @@ func TestCheckRequest(t *testing.T) {
 		},
 		ContextExtensions: map[string]string{"a": "vh", "b": "route"},
 		MetadataContext:   &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{"envoy.filters.http.rbac": rbacMD}},
+		// route_metadata_context_namespaces: the route's listed namespaces.
+		RouteMetadataContext: &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{"team": teamMD}},
 	}
 	if diff := cmp.Diff(protojson.Format(want), protojson.Format(got)); diff != "" {
 		t.Errorf("CheckRequest (-want +got):\n%s", diff)
