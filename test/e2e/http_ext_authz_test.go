@@ -347,6 +347,23 @@ var _ = Describe("The external authorization filter", func() {
 			Expect(r.Body).To(Equal(`{"error":"go away"}`))
 		})
 
+		It("checks only the requests whose dynamic metadata matches filter_enabled_metadata", func() {
+			gated := freePort()
+			spec := extAuthzListener("gated", gated, "", "")
+			spec.Filters = "[" + httpFilter("envoy.filters.http.header_to_metadata", headerToMetadataType,
+				`{request_rules: [{header: x-tier, on_header_present: {metadata_namespace: tiers, key: tier}}]}`) + ", " +
+				httpFilter("envoy.filters.http.ext_authz", "type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz",
+					"{"+grpcAuthzFilter(`filter_enabled_metadata: {filter: tiers, path: [{key: tier}], value: {string_match: {exact: gold}}}`)+"}") + "]"
+			gs := Start(newDir(), extAuthzBootstrap(echoUpstream(), grpcPortForRefusal, "127.0.0.1:1", spec))
+			Expect(do("GET", gated, "/allow/gold", "", http.Header{"X-Tier": {"gold"}}).Status).To(Equal(200))
+			Expect(authz.count("/allow/gold")).To(Equal(1))
+			Expect(do("GET", gated, "/allow/silver", "", http.Header{"X-Tier": {"silver"}}).Status).To(Equal(200))
+			Expect(do("GET", gated, "/allow/none", "", nil).Status).To(Equal(200))
+			Expect(authz.count("/allow/silver")).To(Equal(0))
+			Expect(authz.count("/allow/none")).To(Equal(0))
+			Expect(statValue(gs, "http.gated.ext_authz.disabled")).To(Equal("2"))
+		})
+
 		It("skips routes that disable it, and sends the merged context extensions and the route's metadata", func() {
 			r := do("GET", port, "/public/page", "", nil)
 			Expect(r.Status).To(Equal(200))

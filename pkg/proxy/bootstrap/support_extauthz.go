@@ -5,7 +5,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedExtAuthz lists the fields of envoy.filters.http.ext_authz that
 // Outrigger implements (see supportedCore), and of its per-route
 // ExtAuthzPerRoute. Not listed, so refused with their path:
-// clear_route_cache_headers, validate_mutations, filter_enabled_metadata,
+// clear_route_cache_headers, validate_mutations,
 // bootstrap_metadata_labels_key, decoder_header_mutation_rules,
 // filter_metadata, emit_filter_state_stats,
 // enforce_response_header_limits, shadow_mode, emit_client_span, the
@@ -33,7 +33,9 @@ var supportedExtAuthz = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.route_metadata_context_namespaces":       {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.route_typed_metadata_context_namespaces": {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.filter_enabled":                          {},
-	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.deny_at_disable":                         {},
+	// filter_enabled_metadata matches the request's dynamic metadata.
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.filter_enabled_metadata": {},
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.deny_at_disable":         {},
 	// Only false: the check request carries no TLS details yet (Compile
 	// refuses true).
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.include_peer_certificate": {},

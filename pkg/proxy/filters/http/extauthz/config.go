@@ -11,6 +11,7 @@ import (
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 
+	alfilter "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/filter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
@@ -40,10 +41,14 @@ type config struct {
 	// enabled is filter_enabled, nil when unset (always enabled);
 	// denyAtDisable is deny_at_disable, nil when unset (false), read
 	// through flags.
-	enabled       *runtime.Fraction
-	denyAtDisable *runtime.FeatureFlag
-	runtime       httpfilter.Runtime
-	flags         runtime.BoolReader
+	enabled *runtime.Fraction
+	// enabledMetadata is filter_enabled_metadata, nil when unset: a
+	// request whose dynamic metadata does not match is not checked, as
+	// one filter_enabled leaves out.
+	enabledMetadata *alfilter.MetadataMatcher
+	denyAtDisable   *runtime.FeatureFlag
+	runtime         httpfilter.Runtime
+	flags           runtime.BoolReader
 	// allowed and disallowed filter the headers of the CheckRequest
 	// (nil: no filtering); an HTTP service always has allowed.
 	allowed, disallowed matchers
@@ -129,6 +134,13 @@ func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
 		}
 		c.enabled = &f
 	}
+	if m := p.GetFilterEnabledMetadata(); m != nil {
+		mm, err := alfilter.CompileMetadataMatcher(m)
+		if err != nil {
+			return nil, fmt.Errorf("filter_enabled_metadata.%w", err)
+		}
+		c.enabledMetadata = mm
+	}
 	if d := p.GetDenyAtDisable(); d != nil {
 		c.denyAtDisable = &runtime.FeatureFlag{Key: d.GetRuntimeKey(), Default: d.GetDefaultValue().GetValue()}
 		c.flags, _ = ctx.Runtime.(runtime.BoolReader)
@@ -195,8 +207,6 @@ func refuseUnsupported(p *extauthzv3.ExtAuthz) error {
 		return errors.New("include_peer_certificate: only false is supported by Outrigger (the check request carries no TLS details yet)")
 	case p.GetIncludeTlsSession():
 		return errors.New("include_tls_session: only false is supported by Outrigger (the check request carries no TLS details yet)")
-	case p.GetFilterEnabledMetadata() != nil:
-		return errors.New("filter_enabled_metadata: not supported by Outrigger (no dynamic metadata)")
 	case p.GetBootstrapMetadataLabelsKey() != "":
 		return errors.New("bootstrap_metadata_labels_key: not supported by Outrigger")
 	case p.GetDecoderHeaderMutationRules() != nil:

@@ -122,7 +122,7 @@ func TestCompileRefuses(t *testing.T) {
 		"shadow_mode":              {`{` + grpcService + `, "shadow_mode": true}`, "shadow_mode: not supported by Outrigger"},
 		"include_peer_certificate": {`{` + grpcService + `, "include_peer_certificate": true}`, "include_peer_certificate: only false"},
 		"include_tls_session":      {`{` + grpcService + `, "include_tls_session": true}`, "include_tls_session: only false"},
-		"filter_enabled_metadata":  {`{` + grpcService + `, "filter_enabled_metadata": {"filter": "x"}}`, "filter_enabled_metadata: not supported"},
+		"filter_enabled_metadata":  {`{` + grpcService + `, "filter_enabled_metadata": {"filter": "x"}}`, "filter_enabled_metadata."},
 		"bad allowed header regex": {`{` + grpcService + `, "allowed_headers": {"patterns": [{"safe_regex": {"regex": "("}}]}}`, "allowed_headers.patterns[0].safe_regex"},
 		"http without cluster":     {`{"http_service": {"server_uri": {"uri": "http://a", "timeout": "1s"}}}`, "http_service.server_uri.cluster: must be set"},
 		"http path_prefix":         {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "path_prefix": "auth"}}`, `http_service.path_prefix: should start with "/"`},
@@ -364,6 +364,19 @@ func TestSkipped(t *testing.T) {
 	s = routed("GET", "/")
 	if run(c, s) != httpfilter.Stop || s.Reply.Status != 500 || s.Reply.Details != "ext_authz_error" {
 		t.Errorf("deny_at_disable: %+v", s.Reply)
+	}
+
+	// filter_enabled_metadata: only requests whose dynamic metadata
+	// matches are checked; the others count as disabled.
+	c, fc, ctx = newTest(t, `{`+grpcService+`, "filter_enabled_metadata": {"filter": "envoy.filters.http.jwt_authn", "path": [{"key": "tier"}], "value": {"string_match": {"exact": "gold"}}}}`, &response{status: statusOK})
+	gold, _ := structpb.NewStruct(map[string]any{"tier": "gold"})
+	s = routed("GET", "/")
+	s.SetDynamicMetadata("envoy.filters.http.jwt_authn", gold)
+	if run(c, s) != httpfilter.Continue || len(fc.reqs) != 1 {
+		t.Errorf("a request with matching metadata was not checked (%d checks)", len(fc.reqs))
+	}
+	if run(c, routed("GET", "/")) != httpfilter.Continue || len(fc.reqs) != 1 || counter(ctx, "http.in.ext_authz.disabled") != 1 {
+		t.Errorf("a request without the metadata was checked or not counted as disabled (%d checks)", len(fc.reqs))
 	}
 }
 

@@ -49,7 +49,8 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	if skip {
 		return httpfilter.Continue
 	}
-	if c.enabled != nil && !c.enabled.Enabled(c.runtime, rand.Uint64()) {
+	if (c.enabled != nil && !c.enabled.Enabled(c.runtime, rand.Uint64())) ||
+		(c.enabledMetadata != nil && !c.enabledMetadata.Match(s.DynamicMetadata())) {
 		c.stats.disabled.Inc()
 		if c.denyAtDisable != nil && c.denyAtDisable.Enabled(c.flags) {
 			s.SendLocalReply(c.statusOnError, "", accesslog.UnauthorizedExternalService, detailsError)
