@@ -436,6 +436,29 @@ var _ = Describe("The external authorization filter", func() {
 				with_request_body: {max_request_bytes: 64}`, "")))
 		})
 
+		It("records the headers named by dynamic_metadata_from_headers as the filter's dynamic metadata", func() {
+			dir := newDir()
+			logPath := filepath.Join(dir, "md.log")
+			httpService := `http_service: {server_uri: {uri: "http://authz", cluster: authz_http, timeout: 0.5s}, path_prefix: /auth,
+				authorization_response: {dynamic_metadata_from_headers: {patterns: [{exact: x-authz-user}, {exact: x-deny}]}}}`
+			mdPort, offPort := freePort(), freePort()
+			md := extAuthzListener("md", mdPort, httpService, "")
+			md.HCM = "{stat_prefix: md, access_log: [" + fileLog(logPath,
+				"%REQ(:PATH)% user=%DYNAMIC_METADATA(envoy.filters.http.ext_authz:x-authz-user)% deny=%DYNAMIC_METADATA(envoy.filters.http.ext_authz:x-deny)% took=%DYNAMIC_METADATA(envoy.filters.http.ext_authz:ext_authz_duration)%\n") + "]}"
+			off := extAuthzListener("ignored", offPort, httpService+", enable_dynamic_metadata_ingestion: false", "")
+			authzAddr := httpTestUpstream(authz, false)
+			ms := Start(dir, extAuthzBootstrap(echoUpstream(), 1, authzAddr, md, off), "--file-flush-interval-msec", "100")
+
+			Expect(do("GET", mdPort, "/allow/md", "", nil).Status).To(Equal(200))
+			Expect(do("GET", mdPort, "/deny/md", "", nil).Status).To(Equal(403))
+			Eventually(func() string { b, _ := os.ReadFile(logPath); return string(b) }).
+				Should(MatchRegexp(`(?m)^/allow/md user=bob deny=- took=\d+\n/deny/md user=- deny=http took=-$`))
+
+			Expect(do("GET", offPort, "/allow/off", "", nil).Status).To(Equal(200))
+			Expect(statValue(ms, "http.ignored.ext_authz.ignored_dynamic_metadata")).To(Equal("1"))
+			Expect(statValue(ms, "http.md.ext_authz.ignored_dynamic_metadata")).To(Equal("0"))
+		})
+
 		It("allows on 200 with the allowed headers, sending the original method, prefixed path and allowed headers", func() {
 			r := do("POST", port, "/allow/x?q=1", "payload", http.Header{
 				"Authorization": {"Bearer t"}, "X-Custom": {"c"}, "X-Other": {"o"}, "X-Remove-Me": {"r"},

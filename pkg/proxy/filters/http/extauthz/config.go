@@ -61,6 +61,9 @@ type config struct {
 	// routeNamespaces are route_metadata_context_namespaces: the
 	// namespaces of the route's metadata sent in route_metadata_context.
 	routeNamespaces []string
+	// ingestMetadata is enable_dynamic_metadata_ingestion (default true):
+	// the service's dynamic metadata becomes the filter's.
+	ingestMetadata bool
 	// chargeCluster is charge_cluster_response_stats (default true): a
 	// denial counts in the route cluster's response code stats.
 	chargeCluster bool
@@ -119,6 +122,7 @@ func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
 		metadataNamespaces: p.GetMetadataContextNamespaces(),
 		routeNamespaces:    p.GetRouteMetadataContextNamespaces(),
 		chargeCluster:      p.GetChargeClusterResponseStats() == nil || p.GetChargeClusterResponseStats().GetValue(),
+		ingestMetadata:     p.GetEnableDynamicMetadataIngestion() == nil || p.GetEnableDynamicMetadataIngestion().GetValue(),
 		store:              ctx.Stats,
 	}
 	if code := p.GetStatusOnError().GetCode(); code != 0 {

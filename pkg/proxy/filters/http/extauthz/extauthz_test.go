@@ -22,6 +22,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -561,6 +562,11 @@ func TestGRPCClient(t *testing.T) {
 			Status: &typev3.HttpStatus{Code: typev3.StatusCode_BadGateway}, Body: "down",
 		}}}}, &response{status: statusError, httpStatus: 502, body: "down", localHeaders: []headerEdit{}, reason: "error_response"}},
 		"call fails": {&authzGRPC{err: errors.New("boom")}, nil},
+		"dynamic metadata": {&authzGRPC{resp: &authv3.CheckResponse{Status: statusOf(7), DynamicMetadata: mdStruct(t, map[string]any{"user": "eve"})}},
+			&response{status: statusDenied, httpStatus: 403, dynamicMetadata: mdStruct(t, map[string]any{"user": "eve"})}},
+		"deprecated ok metadata wins": {&authzGRPC{resp: &authv3.CheckResponse{Status: statusOf(0), DynamicMetadata: mdStruct(t, map[string]any{"user": "outer"}),
+			HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{DynamicMetadata: mdStruct(t, map[string]any{"user": "inner"})}}}},
+			&response{status: statusOK, requestHeaders: []headerEdit{}, responseHeaders: []headerEdit{}, dynamicMetadata: mdStruct(t, map[string]any{"user": "inner"})}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			addr := serveGRPC(t, tc.srv)
@@ -581,10 +587,55 @@ func TestGRPCClient(t *testing.T) {
 				}
 				return
 			}
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(response{}, headerEdit{})); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(response{}, headerEdit{}), protocmp.Transform()); diff != "" {
 				t.Errorf("response (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func mdStruct(t *testing.T, m map[string]any) *structpb.Struct {
+	t.Helper()
+	st, err := structpb.NewStruct(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestDynamicMetadataIngestion checks that an answer's dynamic metadata
+// becomes the filter's, with ext_authz_duration on an allowed request, and
+// is counted and dropped without enable_dynamic_metadata_ingestion.
+func TestDynamicMetadataIngestion(t *testing.T) {
+	c, _, _ := newTest(t, `{`+grpcService+`}`, &response{status: statusOK, dynamicMetadata: mdStruct(t, map[string]any{"user": "bob"})})
+	s := routed("GET", "/")
+	if run(c, s) != httpfilter.Continue {
+		t.Fatal("not allowed")
+	}
+	got := s.DynamicMetadata().GetFilterMetadata()["envoy.filters.http.ext_authz"].AsMap()
+	if got["user"] != "bob" {
+		t.Errorf("metadata %v", got)
+	}
+	if d, ok := got["ext_authz_duration"].(float64); !ok || d < 0 {
+		t.Errorf("ext_authz_duration %v", got["ext_authz_duration"])
+	}
+
+	c, _, _ = newTest(t, `{`+grpcService+`}`, &response{status: statusDenied, dynamicMetadata: mdStruct(t, map[string]any{"user": "eve"})})
+	s = routed("GET", "/")
+	run(c, s)
+	got = s.DynamicMetadata().GetFilterMetadata()["envoy.filters.http.ext_authz"].AsMap()
+	if diff := cmp.Diff(map[string]any{"user": "eve"}, got); diff != "" {
+		t.Errorf("denied request's metadata (-want +got):\n%s", diff)
+	}
+
+	c, _, ctx := newTest(t, `{`+grpcService+`, "enable_dynamic_metadata_ingestion": false}`, &response{status: statusOK, dynamicMetadata: mdStruct(t, map[string]any{"user": "bob"})})
+	s = routed("GET", "/")
+	run(c, s)
+	if md := s.DynamicMetadata().GetFilterMetadata()["envoy.filters.http.ext_authz"]; md != nil {
+		t.Errorf("metadata kept without ingestion: %v", md)
+	}
+	if counter(ctx, "http.in.ext_authz.ignored_dynamic_metadata") != 1 {
+		t.Error("ignored_dynamic_metadata not counted")
 	}
 }
 

@@ -4,6 +4,10 @@ import (
 	"context"
 	"math/rand/v2"
 	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
@@ -76,6 +80,7 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	defer cancel()
 	done := make(chan struct{})
 	var resp *response
+	start := time.Now()
 	go func() {
 		defer close(done)
 		resp = c.client.check(ctx, req)
@@ -85,7 +90,31 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		// cancelled and its goroutine ends with it.
 		return httpfilter.Stop
 	}
+	f.recordMetadata(s, resp, time.Since(start))
 	return f.complete(s, resp)
+}
+
+// metadataNamespace is where the service's dynamic metadata goes, the
+// namespace Envoy's filter always uses.
+const metadataNamespace = "envoy.filters.http.ext_authz"
+
+// recordMetadata keeps the dynamic metadata of an answer as the filter's,
+// with enable_dynamic_metadata_ingestion, adding ext_authz_duration (the
+// call's milliseconds) to an allowed request's, as Envoy does.
+func (f *filter) recordMetadata(s httpfilter.Stream, resp *response, took time.Duration) {
+	md := resp.dynamicMetadata
+	if len(md.GetFields()) == 0 {
+		return
+	}
+	if !f.c.ingestMetadata {
+		f.c.stats.ignoredDynamicMetadata.Inc()
+		return
+	}
+	if resp.status == statusOK {
+		md = proto.Clone(md).(*structpb.Struct)
+		md.Fields["ext_authz_duration"] = structpb.NewNumberValue(float64(took.Milliseconds()))
+	}
+	s.SetDynamicMetadata(metadataNamespace, md)
 }
 
 // complete applies a check's answer.

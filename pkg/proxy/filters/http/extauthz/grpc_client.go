@@ -34,6 +34,18 @@ func (g *grpcClient) check(ctx context.Context, req *authv3.CheckRequest) *respo
 	if err != nil {
 		return errorResponse(err.Error())
 	}
+	r := grpcAnswer(resp)
+	// The deprecated OkHttpResponse.dynamic_metadata, when set, takes the
+	// place of the response's own, as in Envoy.
+	r.dynamicMetadata = resp.GetDynamicMetadata()
+	if md := resp.GetOkResponse().GetDynamicMetadata(); md != nil && r.status == statusOK {
+		r.dynamicMetadata = md
+	}
+	return r
+}
+
+// grpcAnswer reads a CheckResponse's status and edits.
+func grpcAnswer(resp *authv3.CheckResponse) *response {
 	if codes.Code(resp.GetStatus().GetCode()) == codes.OK {
 		r := &response{status: statusOK}
 		if ok := resp.GetOkResponse(); ok != nil {

@@ -12,6 +12,7 @@ import (
 
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 )
@@ -39,6 +40,9 @@ type httpClient struct {
 	// denial (clientAll: all of them but Host).
 	upstream, upstreamAppend, clientOnSuccess, client matchers
 	clientAll                                         bool
+	// toMetadata selects the response headers recorded as dynamic
+	// metadata (dynamic_metadata_from_headers).
+	toMetadata matchers
 }
 
 // newHTTPClient compiles an HttpService; the timeout is server_uri's.
@@ -90,7 +94,7 @@ func newHTTPClient(hs *extauthzv3.HttpService, svc httpfilter.Services) (*httpCl
 	if c.clientOnSuccess, err = compileMatchers(resp.GetAllowedClientHeadersOnSuccess(), "authorization_response.allowed_client_headers_on_success"); err != nil {
 		return nil, 0, err
 	}
-	if _, err = compileMatchers(resp.GetDynamicMetadataFromHeaders(), "authorization_response.dynamic_metadata_from_headers"); err != nil {
+	if c.toMetadata, err = compileMatchers(resp.GetDynamicMetadataFromHeaders(), "authorization_response.dynamic_metadata_from_headers"); err != nil {
 		return nil, 0, err
 	}
 	if c.client, err = compileMatchers(resp.GetAllowedClientHeaders(), "authorization_response.allowed_client_headers"); err != nil {
@@ -177,6 +181,14 @@ func (c *httpClient) check(ctx context.Context, cr *authv3.CheckRequest) *respon
 		}
 		for _, v := range vs {
 			c.sortHeader(r, name, v)
+			if c.toMetadata.match(name) {
+				// Each matching header a string field named after it,
+				// the last value winning, as Envoy's HTTP client.
+				if r.dynamicMetadata == nil {
+					r.dynamicMetadata = &structpb.Struct{Fields: map[string]*structpb.Value{}}
+				}
+				r.dynamicMetadata.Fields[name] = structpb.NewStringValue(v)
+			}
 		}
 	}
 	return r

@@ -8,6 +8,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
@@ -75,6 +76,11 @@ type response struct {
 	queryToRemove []string
 	// reason says why a check failed, for the debug log.
 	reason string
+	// dynamicMetadata is what the service asks to record as the filter's
+	// dynamic metadata (a CheckResponse's dynamic_metadata, or the HTTP
+	// service's headers named by dynamic_metadata_from_headers); nil when
+	// none.
+	dynamicMetadata *structpb.Struct
 }
 
 // errorResponse is a failed check.

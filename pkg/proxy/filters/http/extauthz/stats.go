@@ -8,6 +8,9 @@ import (
 // filterStats are the filter's counters, http.<stat_prefix>.ext_authz.*.
 type filterStats struct {
 	ok, denied, error, disabled, failureModeAllowed *stats.Counter
+	// ignoredDynamicMetadata counts answers whose dynamic metadata was
+	// dropped (enable_dynamic_metadata_ingestion false).
+	ignoredDynamicMetadata *stats.Counter
 }
 
 // clusterStats are the counters Envoy keeps per route cluster.
@@ -30,6 +33,8 @@ func newFilterStats(store *stats.Store, prefix string) filterStats {
 		error:              store.Counter(prefix + "error"),
 		disabled:           store.Counter(prefix + "disabled"),
 		failureModeAllowed: store.Counter(prefix + "failure_mode_allowed"),
+
+		ignoredDynamicMetadata: store.Counter(prefix + "ignored_dynamic_metadata"),
 	}
 }
 
