@@ -539,6 +539,8 @@ func (a *authzGRPC) Check(context.Context, *authv3.CheckRequest) (*authv3.CheckR
 }
 
 func TestGRPCClient(t *testing.T) {
+	//lint:ignore SA1019 the deprecated field is what a case checks
+	deprecatedOK := &authv3.OkHttpResponse{DynamicMetadata: mdStruct(t, map[string]any{"user": "inner"})}
 	deny := &authv3.CheckResponse{
 		Status: statusOf(7),
 		HttpResponse: &authv3.CheckResponse_DeniedResponse{DeniedResponse: &authv3.DeniedHttpResponse{
@@ -565,7 +567,7 @@ func TestGRPCClient(t *testing.T) {
 		"dynamic metadata": {&authzGRPC{resp: &authv3.CheckResponse{Status: statusOf(7), DynamicMetadata: mdStruct(t, map[string]any{"user": "eve"})}},
 			&response{status: statusDenied, httpStatus: 403, dynamicMetadata: mdStruct(t, map[string]any{"user": "eve"})}},
 		"deprecated ok metadata wins": {&authzGRPC{resp: &authv3.CheckResponse{Status: statusOf(0), DynamicMetadata: mdStruct(t, map[string]any{"user": "outer"}),
-			HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{DynamicMetadata: mdStruct(t, map[string]any{"user": "inner"})}}}},
+			HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: deprecatedOK}}},
 			&response{status: statusOK, requestHeaders: []headerEdit{}, responseHeaders: []headerEdit{}, dynamicMetadata: mdStruct(t, map[string]any{"user": "inner"})}},
 	} {
 		t.Run(name, func(t *testing.T) {

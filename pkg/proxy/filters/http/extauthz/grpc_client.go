@@ -38,6 +38,7 @@ func (g *grpcClient) check(ctx context.Context, req *authv3.CheckRequest) *respo
 	// The deprecated OkHttpResponse.dynamic_metadata, when set, takes the
 	// place of the response's own, as in Envoy.
 	r.dynamicMetadata = resp.GetDynamicMetadata()
+	//lint:ignore SA1019 Envoy still reads the deprecated field
 	if md := resp.GetOkResponse().GetDynamicMetadata(); md != nil && r.status == statusOK {
 		r.dynamicMetadata = md
 	}
