@@ -185,6 +185,59 @@ var _ = Describe("Load balancing policies", func() {
 		Expect(prom).To(ContainSubstring(`proxy_cluster_ring_hash_lb_size{proxy_cluster_name="up"} 64`))
 	})
 
+	It("bounds a hot key's host with hash_balance_factor, spilling its requests to the others", func() {
+		// Three hosts hold every request until the end; six requests with
+		// one key arrive one after the other. With a factor of 150 the
+		// key's host may have (active + 1) x 1.5 / 3 of them, rounded up:
+		// it takes the 1st, 2nd, 3rd and 5th, the 4th and 6th spill.
+		arrived := make(chan string, 16)
+		release := make(chan struct{})
+		var once sync.Once
+		releaseOnce := func() { once.Do(func() { close(release) }) }
+		var wg sync.WaitGroup
+		DeferCleanup(wg.Wait)
+		var ports []int
+		for _, name := range []string{"a", "b", "c"} {
+			ports = append(ports, portNum(httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				arrived <- name
+				select {
+				case <-release:
+				case <-r.Context().Done():
+				}
+			}), false)))
+		}
+		for _, policy := range []string{
+			"lb_policy: MAGLEV, common_lb_config: {consistent_hashing_lb_config: {hash_balance_factor: 150}}",
+			`load_balancing_policy: {policies: [{typed_extension_config: {name: envoy.load_balancing_policies.ring_hash, typed_config: {"@type": type.googleapis.com/envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash, consistent_hashing_lb_config: {hash_balance_factor: 150}}}}]}`,
+		} {
+			s, port := lbProxy(lbCluster(policy, ports...), ", hash_policy: [{header: {header_name: x-key}}]")
+			// Released before the sidecar stops (cleanups run last-in
+			// first-out).
+			DeferCleanup(releaseOnce)
+			c := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+			got := map[string]int{}
+			for range 6 {
+				wg.Go(func() {
+					req, _ := http.NewRequest("GET", listenerURL(port, "/"), nil)
+					req.Header.Set("x-key", "hot")
+					if resp, err := c.Do(req); err == nil {
+						resp.Body.Close()
+					}
+				})
+				select {
+				case name := <-arrived:
+					got[name]++
+				case <-time.After(5 * time.Second):
+					Fail("a request never reached an upstream")
+				}
+			}
+			counts := []int{got["a"], got["b"], got["c"]}
+			Expect(counts).To(ContainElement(4), "%s: %v", policy, got)
+			Expect(counts).NotTo(ContainElement(BeNumerically(">", 4)), "%s: %v", policy, got)
+			Expect(statValue(s, "cluster.up.upstream_rq_active")).To(Equal("6"))
+		}
+	})
+
 	It("makes a cookie for maglev (load_balancing_policy), sets it, and keeps its key on one host", func() {
 		var ports []int
 		for _, n := range []string{"a", "b", "c"} {
@@ -273,7 +326,7 @@ var _ = Describe("Load balancing policies", func() {
 			`lb_policy: MAGLEV, maglev_lb_config: {table_size: 65536}`:                                      "static_resources.clusters[0].maglev_lb_config.table_size: The table size of maglev must be prime number (65536 is not)",
 			`lb_policy: RING_HASH, ring_hash_lb_config: {minimum_ring_size: 4096, maximum_ring_size: 1024}`: "static_resources.clusters[0].ring_hash_lb_config.minimum_ring_size: minimum_ring_size (4096) > maximum_ring_size (1024)",
 			`lb_policy: LEAST_REQUEST, least_request_lb_config: {choice_count: 1}`:                          "static_resources.clusters[0].least_request_lb_config.choice_count: value must be greater than or equal to 2",
-			`load_balancing_policy: {policies: [{typed_extension_config: {name: envoy.load_balancing_policies.ring_hash, typed_config: {"@type": type.googleapis.com/envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash, consistent_hashing_lb_config: {hash_balance_factor: 150}}}}]}`: "static_resources.clusters[0].load_balancing_policy.policies[0].typed_extension_config.typed_config.consistent_hashing_lb_config.hash_balance_factor: not supported by Outrigger",
+			`load_balancing_policy: {policies: [{typed_extension_config: {name: envoy.load_balancing_policies.ring_hash, typed_config: {"@type": type.googleapis.com/envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash, consistent_hashing_lb_config: {hash_balance_factor: 99}}}}]}`: "static_resources.clusters[0].load_balancing_policy.policies[0].typed_extension_config.typed_config.consistent_hashing_lb_config.hash_balance_factor: value must be greater than or equal to 100",
 		} {
 			r, _ := validate("lb.yaml", base(cluster))
 			Expect(r.ExitCode).NotTo(Equal(0), cluster)

@@ -42,9 +42,8 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 
 	// Load balancers (pkg/proxy/lb): lb_policy with its configuration,
 	// or the typed load_balancing_policy. Not implemented, so refused
-	// with their path: hash_balance_factor (bounded loads), a
-	// consistent_hashing_lb_config's hash_policy, the typed configs'
-	// locality_lb_config and locality_weighted_lb_config.
+	// with their path: a consistent_hashing_lb_config's hash_policy, the
+	// typed configs' locality_lb_config and locality_weighted_lb_config.
 	"envoy.config.cluster.v3.Cluster.lb_policy":                                                         {values: []string{"ROUND_ROBIN", "LEAST_REQUEST", "RING_HASH", "RANDOM", "MAGLEV", "CLUSTER_PROVIDED", "LOAD_BALANCING_POLICY_CONFIG"}},
 	"envoy.config.cluster.v3.Cluster.round_robin_lb_config":                                             {},
 	"envoy.config.cluster.v3.Cluster.RoundRobinLbConfig.slow_start_config":                              {},
@@ -65,6 +64,7 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.cluster.v3.Cluster.MaglevLbConfig.table_size":                                         {},
 	"envoy.config.cluster.v3.Cluster.CommonLbConfig.consistent_hashing_lb_config":                       {},
 	"envoy.config.cluster.v3.Cluster.CommonLbConfig.ConsistentHashingLbConfig.use_hostname_for_hashing": {},
+	"envoy.config.cluster.v3.Cluster.CommonLbConfig.ConsistentHashingLbConfig.hash_balance_factor":      {},
 	"envoy.config.cluster.v3.Cluster.load_balancing_policy":                                             {},
 	"envoy.config.cluster.v3.LoadBalancingPolicy.policies":                                              {firstOfCategory: "envoy.load_balancing_policies"},
 	"envoy.config.cluster.v3.LoadBalancingPolicy.Policy.typed_extension_config":                         {},
@@ -86,6 +86,8 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.load_balancing_policies.common.v3.SlowStartConfig.aggression":                         {},
 	"envoy.extensions.load_balancing_policies.common.v3.SlowStartConfig.min_weight_percent":                 {},
 	"envoy.extensions.load_balancing_policies.common.v3.ConsistentHashingLbConfig.use_hostname_for_hashing": {},
+	"envoy.extensions.load_balancing_policies.common.v3.ConsistentHashingLbConfig.hash_balance_factor":      {},
+	"envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash.hash_balance_factor":                    {},
 
 	// DNS clusters (STRICT_DNS, LOGICAL_DNS; the resolvers are in
 	// support_dns.go). A STATIC cluster accepts and ignores them, as Envoy.

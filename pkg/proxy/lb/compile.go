@@ -105,10 +105,8 @@ func (RingHashFactory) Compile(cfg proto.Message) (Policy, []error) {
 	//lint:ignore SA1019 Envoy still reads the deprecated field when consistent_hashing_lb_config is unset
 	p.useHostname = c.GetUseHostnameForHashing()
 	//lint:ignore SA1019 Envoy still reads the deprecated field when consistent_hashing_lb_config is unset
-	if c.GetHashBalanceFactor() != nil {
-		errs = append(errs, notSupported("hash_balance_factor", "no bounded-load consistent hashing"))
-	}
-	return p, append(errs, hashingSettings(c, &p.useHostname)...)
+	p.balanceFactor = c.GetHashBalanceFactor().GetValue()
+	return p, append(errs, hashingSettings(c, &p.useHostname, &p.balanceFactor)...)
 }
 
 // Compile checks a Maglev.
@@ -118,7 +116,7 @@ func (MaglevFactory) Compile(cfg proto.Message) (Policy, []error) {
 		return nil, wrongType(&maglevv3.Maglev{}, cfg)
 	}
 	p, errs := compileMaglev(c.GetTableSize().GetValue(), c.GetTableSize() != nil)
-	return p, append(errs, hashingSettings(c, &p.useHostname)...)
+	return p, append(errs, hashingSettings(c, &p.useHostname, &p.balanceFactor)...)
 }
 
 // typedHashing is what the typed RingHash and Maglev share.
@@ -128,12 +126,14 @@ type typedHashing interface {
 }
 
 // hashingSettings reads a typed hash policy's consistent_hashing_lb_config
-// (use_hostname_for_hashing, when set, into useHostname) and refuses what
-// Outrigger does not implement.
-func hashingSettings(c typedHashing, useHostname *bool) []error {
+// (use_hostname_for_hashing and hash_balance_factor, when it is set, into
+// useHostname and balanceFactor) and refuses what Outrigger does not
+// implement.
+func hashingSettings(c typedHashing, useHostname *bool, balanceFactor *uint32) []error {
 	var errs []error
 	if ch := c.GetConsistentHashingLbConfig(); ch != nil {
 		*useHostname = ch.GetUseHostnameForHashing()
+		*balanceFactor = ch.GetHashBalanceFactor().GetValue()
 		errs = prefixAll("consistent_hashing_lb_config", consistentHashingRefusals(ch))
 	}
 	if c.GetLocalityWeightedLbConfig() != nil {
@@ -146,9 +146,6 @@ func hashingSettings(c typedHashing, useHostname *bool) []error {
 // Outrigger does not implement.
 func consistentHashingRefusals(ch *commonv3.ConsistentHashingLbConfig) []error {
 	var errs []error
-	if ch.GetHashBalanceFactor() != nil {
-		errs = append(errs, notSupported("hash_balance_factor", "no bounded-load consistent hashing"))
-	}
 	if len(ch.GetHashPolicy()) > 0 {
 		errs = append(errs, notSupported("hash_policy", "hash policies are configured on routes and tcp_proxy"))
 	}
@@ -278,13 +275,13 @@ func ForCluster(c *clusterv3.Cluster, reg *extension.Registry) (Policy, []error)
 		rh, rerrs := compileRingHash(rc.GetMinimumRingSize().GetValue(), rc.GetMinimumRingSize() != nil,
 			rc.GetMaximumRingSize().GetValue(), rc.GetMaximumRingSize() != nil)
 		rh.murmur = rc.GetHashFunction() == clusterv3.Cluster_RingHashLbConfig_MURMUR_HASH_2
-		rh.useHostname, errs = legacyConsistentHashing(c)
-		p, errs = rh, append(prefixAll("ring_hash_lb_config", rerrs), errs...)
+		rh.useHostname, rh.balanceFactor = legacyConsistentHashing(c)
+		p, errs = rh, prefixAll("ring_hash_lb_config", rerrs)
 	case clusterv3.Cluster_MAGLEV:
 		mc := c.GetMaglevLbConfig()
 		m, merrs := compileMaglev(mc.GetTableSize().GetValue(), mc.GetTableSize() != nil)
-		m.useHostname, errs = legacyConsistentHashing(c)
-		p, errs = m, append(prefixAll("maglev_lb_config", merrs), errs...)
+		m.useHostname, m.balanceFactor = legacyConsistentHashing(c)
+		p, errs = m, prefixAll("maglev_lb_config", merrs)
 	default:
 		return nil, []error{fieldErrorf("lb_policy", "%s is not supported by Outrigger (supported: ROUND_ROBIN, LEAST_REQUEST, RANDOM, RING_HASH, MAGLEV, LOAD_BALANCING_POLICY_CONFIG)", c.GetLbPolicy())}
 	}
@@ -293,12 +290,9 @@ func ForCluster(c *clusterv3.Cluster, reg *extension.Registry) (Policy, []error)
 
 // legacyConsistentHashing reads common_lb_config.consistent_hashing_lb_config
 // for a RING_HASH or MAGLEV cluster.
-func legacyConsistentHashing(c *clusterv3.Cluster) (useHostname bool, errs []error) {
+func legacyConsistentHashing(c *clusterv3.Cluster) (useHostname bool, balanceFactor uint32) {
 	ch := c.GetCommonLbConfig().GetConsistentHashingLbConfig()
-	if ch.GetHashBalanceFactor() != nil {
-		errs = append(errs, notSupported("common_lb_config.consistent_hashing_lb_config.hash_balance_factor", "no bounded-load consistent hashing"))
-	}
-	return ch.GetUseHostnameForHashing(), errs
+	return ch.GetUseHostnameForHashing(), ch.GetHashBalanceFactor().GetValue()
 }
 
 // LegacyConfigIgnored names the *_lb_config of c that its policy does not

@@ -66,7 +66,6 @@ func TestForCluster(t *testing.T) {
 			yaml: `{name: c, lb_policy: MAGLEV, maglev_lb_config: {table_size: 9}, common_lb_config: {consistent_hashing_lb_config: {hash_balance_factor: 120}}}`,
 			errs: []string{
 				"maglev_lb_config.table_size: The table size of maglev must be prime number (9 is not)",
-				"common_lb_config.consistent_hashing_lb_config.hash_balance_factor: not supported by Outrigger (no bounded-load consistent hashing)",
 			},
 		},
 		"typed: the first policy Outrigger has": {

@@ -18,6 +18,8 @@ const DefaultMaglevTableSize = 65537
 type maglevPolicy struct {
 	tableSize   uint64
 	useHostname bool
+	// balanceFactor is hash_balance_factor, 0 when unset: bounded loads.
+	balanceFactor uint32
 }
 
 func (maglevPolicy) Name() string    { return "MAGLEV" }
@@ -36,6 +38,9 @@ func (p maglevPolicy) Pickers(env Env) PickerFactory {
 		if minEntries != nil && reportsStats(hosts) {
 			minEntries.Set(int64(m.minEntries))
 			maxEntries.Set(int64(m.maxEntries))
+		}
+		if p.balanceFactor > 0 {
+			return newBoundedLoad(m, hosts, p.balanceFactor, env.activeRequests(), rnd)
 		}
 		return m
 	}

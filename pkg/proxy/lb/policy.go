@@ -66,6 +66,14 @@ type Runtime interface {
 	Get(key string) (string, bool)
 }
 
+// activeRequests is the cluster's upstream_rq_active, nil without stats.
+func (env *Env) activeRequests() *stats.Gauge {
+	if env.Stats == nil {
+		return nil
+	}
+	return env.Stats.Gauge("upstream_rq_active")
+}
+
 // rand is env's random source.
 func (env *Env) rand() func() uint64 {
 	if env.Rand == nil {

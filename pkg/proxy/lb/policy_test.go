@@ -144,11 +144,6 @@ func TestMaglevEnvoyVectors(t *testing.T) {
 	}
 }
 
-// hashTable is a ring or a maglev table, for the tests they share.
-type hashTable interface {
-	at(h uint64) *upstream.Host
-}
-
 // TestConsistentHashingMovesFewKeys removes and adds one host of 100: only
 // about 1/100 of the keys may move, and the keys of the hosts that stay
 // stay (all of them with a ring, nearly all with maglev).

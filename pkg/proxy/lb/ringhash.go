@@ -24,6 +24,8 @@ type ringHashPolicy struct {
 	minSize, maxSize uint64
 	murmur           bool // hash_function MURMUR_HASH_2, else XX_HASH
 	useHostname      bool
+	// balanceFactor is hash_balance_factor, 0 when unset: bounded loads.
+	balanceFactor uint32
 }
 
 func (ringHashPolicy) Name() string    { return "RING_HASH" }
@@ -43,6 +45,9 @@ func (p ringHashPolicy) Pickers(env Env) PickerFactory {
 			st.size.Set(int64(len(r.hashes)))
 			st.min.Set(int64(r.minHashes))
 			st.max.Set(int64(r.maxHashes))
+		}
+		if p.balanceFactor > 0 {
+			return newBoundedLoad(r, hosts, p.balanceFactor, env.activeRequests(), rnd)
 		}
 		return r
 	}
