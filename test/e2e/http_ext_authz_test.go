@@ -428,7 +428,7 @@ var _ = Describe("The external authorization filter", func() {
 				extAuthzListener("web", port, `http_service: {
 					server_uri: {uri: "http://authz", cluster: authz_http, timeout: 0.5s},
 					path_prefix: /auth,
-					authorization_request: {allowed_headers: {patterns: [{exact: x-custom}]}, headers_to_add: [{key: x-from-proxy, value: outrigger}]},
+					authorization_request: {allowed_headers: {patterns: [{exact: x-custom}]}, headers_to_add: [{key: x-from-proxy, value: outrigger}, {key: x-client, value: "%REQ(x-custom)%@%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%"}]},
 					authorization_response: {
 						allowed_upstream_headers: {patterns: [{exact: x-authz-user}]},
 						allowed_client_headers: {patterns: [{exact: x-deny}]},
@@ -478,6 +478,8 @@ var _ = Describe("The external authorization filter", func() {
 			Expect(req.Header.Get("Authorization")).To(Equal("Bearer t"))
 			Expect(req.Header.Get("X-Custom")).To(Equal("c"))
 			Expect(req.Header.Get("X-From-Proxy")).To(Equal("outrigger"))
+			// headers_to_add values render their command operators.
+			Expect(req.Header.Get("X-Client")).To(Equal("c@127.0.0.1"))
 			Expect(req.Header.Get("X-Other")).To(BeEmpty())
 			Expect(body).To(Equal("payload"))
 			Expect(statValue(sc, "http.web.ext_authz.ok")).To(Equal("1"))

@@ -73,7 +73,7 @@ type fakeChecker struct {
 	hang bool
 }
 
-func (f *fakeChecker) check(ctx context.Context, req *authv3.CheckRequest) *response {
+func (f *fakeChecker) check(ctx context.Context, req *authv3.CheckRequest, _ []string) *response {
 	f.mu.Lock()
 	f.reqs = append(f.reqs, req)
 	f.mu.Unlock()
@@ -129,7 +129,7 @@ func TestCompileRefuses(t *testing.T) {
 		"http path_prefix":         {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "path_prefix": "auth"}}`, `http_service.path_prefix: should start with "/"`},
 		"http retry_policy":        {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "retry_policy": {}}}`, "http_service.retry_policy: not supported"},
 		"allowed_headers twice":    {`{"allowed_headers": {"patterns": [{"exact": "a"}]}, "http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "authorization_request": {"allowed_headers": {"patterns": [{"exact": "b"}]}}}}`, "allowed_headers: invalid duplicate configuration"},
-		"http headers_to_add %":    {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "authorization_request": {"headers_to_add": [{"key": "a", "value": "%REQ(x)%"}]}}}`, "headers_to_add[0].value"},
+		"http headers_to_add %":    {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "authorization_request": {"headers_to_add": [{"key": "a", "value": "%NOPE%"}]}}}`, "headers_to_add[0].value"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -582,7 +582,7 @@ func TestGRPCClient(t *testing.T) {
 			defer c.Close()
 			cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			got := c.client.check(cctx, &authv3.CheckRequest{})
+			got := c.client.check(cctx, &authv3.CheckRequest{}, nil)
 			if tc.want == nil {
 				if got.status != statusError || !strings.Contains(got.reason, "boom") {
 					t.Errorf("got %+v, want an error", got)
@@ -694,7 +694,7 @@ func TestHTTPClient(t *testing.T) {
 		hr := &authv3.AttributeContext_HttpRequest{Method: method, Path: path, Host: "example", Headers: headers, Body: reqBody}
 		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		return c.client.check(cctx, &authv3.CheckRequest{Attributes: &authv3.AttributeContext{Request: &authv3.AttributeContext_Request{Http: hr}}})
+		return c.client.check(cctx, &authv3.CheckRequest{Attributes: &authv3.AttributeContext{Request: &authv3.AttributeContext_Request{Http: hr}}}, nil)
 	}
 
 	got := check("PUT", "/ok/x?q=1", "data", map[string]string{

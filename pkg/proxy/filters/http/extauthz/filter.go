@@ -78,12 +78,16 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		ctx, cancel = context.WithTimeout(context.Background(), c.timeout)
 	}
 	defer cancel()
+	var rendered []string
+	if hc, ok := c.client.(*httpClient); ok {
+		rendered = hc.renderHeaders(httpfilter.CurrentEntry(s))
+	}
 	done := make(chan struct{})
 	var resp *response
 	start := time.Now()
 	go func() {
 		defer close(done)
-		resp = c.client.check(ctx, req)
+		resp = c.client.check(ctx, req, rendered)
 	}()
 	if !s.Wait(done) {
 		// The client went away or the stream timed out: the call is

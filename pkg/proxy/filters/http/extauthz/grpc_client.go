@@ -25,7 +25,7 @@ func newGRPCClient(ch *grpcservice.Channel) *grpcClient {
 // failure with its status, headers and body; any other status denies,
 // with denied_response's status (403 by default), headers and body. A
 // call that fails is a failure.
-func (g *grpcClient) check(ctx context.Context, req *authv3.CheckRequest) *response {
+func (g *grpcClient) check(ctx context.Context, req *authv3.CheckRequest, _ []string) *response {
 	// The channel's initial metadata; the filter's context has the
 	// timeout.
 	ctx, cancel := g.ch.CallContext(ctx, true)

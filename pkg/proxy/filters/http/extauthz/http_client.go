@@ -14,6 +14,7 @@ import (
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 )
 
@@ -33,8 +34,10 @@ const headersToRemoveHeader = "x-envoy-auth-headers-to-remove"
 type httpClient struct {
 	transport  *http.Transport
 	pathPrefix string
-	// headersToAdd are set on every check request.
-	headersToAdd [][2]string
+	// headersToAdd are set on every check request: literal values, or
+	// values with % command operators the filter renders per request
+	// (checkCall.headers).
+	headersToAdd []formattedHeader
 	// The response headers that go to the upstream request (set, or
 	// added), to the client on success, and to the client's reply on a
 	// denial (clientAll: all of them but Host).
@@ -78,10 +81,17 @@ func newHTTPClient(hs *extauthzv3.HttpService, svc httpfilter.Services) (*httpCl
 		if k == "" {
 			return nil, 0, fmt.Errorf("authorization_request.headers_to_add[%d].key: must be set", i)
 		}
-		if strings.Contains(h.GetValue(), "%") {
-			return nil, 0, fmt.Errorf("authorization_request.headers_to_add[%d].value: command operators are not supported by Outrigger here", i)
+		f, err := accesslog.Text(accesslog.TranslateLegacyHeaderFormat(h.GetValue()), true)
+		if err != nil {
+			return nil, 0, fmt.Errorf("authorization_request.headers_to_add[%d].value: %w", i, err)
 		}
-		c.headersToAdd = append(c.headersToAdd, [2]string{k, h.GetValue()})
+		fh := formattedHeader{name: k}
+		if lit, ok := f.Literal(); ok {
+			fh.value = lit
+		} else {
+			fh.format = f
+		}
+		c.headersToAdd = append(c.headersToAdd, fh)
 	}
 	resp := hs.GetAuthorizationResponse()
 	var err error
@@ -111,7 +121,7 @@ func newHTTPClient(hs *extauthzv3.HttpService, svc httpfilter.Services) (*httpCl
 }
 
 // check implements checker.
-func (c *httpClient) check(ctx context.Context, cr *authv3.CheckRequest) *response {
+func (c *httpClient) check(ctx context.Context, cr *authv3.CheckRequest, rendered []string) *response {
 	hr := cr.GetAttributes().GetRequest().GetHttp()
 	body := hr.GetBody()
 	if raw := hr.GetRawBody(); len(raw) > 0 {
@@ -146,8 +156,12 @@ func (c *httpClient) check(ctx context.Context, cr *authv3.CheckRequest) *respon
 		// Go's client would add its own; Envoy adds none.
 		req.Header["User-Agent"] = []string{""}
 	}
-	for _, h := range c.headersToAdd {
-		req.Header.Set(h[0], h[1])
+	for i, h := range c.headersToAdd {
+		v := h.value
+		if h.format != nil {
+			v = rendered[i]
+		}
+		req.Header.Set(h.name, v)
 	}
 	resp, err := c.transport.RoundTrip(req)
 	if err != nil {
@@ -244,4 +258,31 @@ func httpAllowedHeaders(p *extauthzv3.ExtAuthz) (matchers, error) {
 		return nil, err
 	}
 	return append(ms, more...), nil
+}
+
+// formattedHeader is one authorization_request.headers_to_add entry.
+type formattedHeader struct {
+	name, value string
+	// format renders the value per request when it has command
+	// operators (Envoy's header formatter, as in a route's
+	// request_headers_to_add).
+	format *accesslog.Formatter
+}
+
+// renderHeaders renders the headers_to_add values with operators from
+// the stream's entry: index i holds entry i's value ("" for literals).
+// Rendering happens on the stream's goroutine, before the check runs on
+// its own.
+func (c *httpClient) renderHeaders(e *accesslog.Entry) []string {
+	var out []string
+	for i, h := range c.headersToAdd {
+		if h.format == nil {
+			continue
+		}
+		if out == nil {
+			out = make([]string, len(c.headersToAdd))
+		}
+		out[i] = string(h.format.AppendValue(nil, e))
+	}
+	return out
 }

@@ -15,9 +15,11 @@ import (
 
 // checker is an authorization service as the filter calls it.
 type checker interface {
-	// check asks the service about req; ctx carries the timeout. It
+	// check asks the service about req; ctx carries the timeout.
+	// rendered are the values of an HTTP service's headers_to_add with
+	// command operators, rendered for this request (nil for none). It
 	// always returns a response: a failure is an error response.
-	check(ctx context.Context, req *authv3.CheckRequest) *response
+	check(ctx context.Context, req *authv3.CheckRequest, rendered []string) *response
 	io.Closer
 }
 
