@@ -167,8 +167,19 @@ var _ = Describe("The header mutation filter", func() {
 		Expect(r.Body).To(Equal("x req-t= added-t="))
 	})
 
+	It("renders the operators of the formatters a Mutations lists", func() {
+		port := freePort()
+		Start(newDir(), headerMutationSpec(port, "", `{mutations: {
+			formatters: [{name: envoy.formatter.req_without_query, typed_config: {"@type": type.googleapis.com/envoy.extensions.formatter.req_without_query.v3.ReqWithoutQuery}}],
+			request_mutations: [{append: {header: {key: x-path, value: "%REQ_WITHOUT_QUERY(:PATH)%"}}}]}}`))
+		r := httpDo(plain, "GET", listenerURL(port, "/other?token=s3cret"), nil, nil)
+		Expect(r.Status).To(Equal(200))
+		Expect(tailSeen(r)).To(HaveKeyWithValue("X-Path", "/other"))
+	})
+
 	It("refuses what it does not implement, with the field path", func() {
 		for own, path := range map[string]string{
+			`{mutations: {request_mutations: [{append: {header: {key: x, value: "%REQ_WITHOUT_QUERY(:PATH)%"}}}]}}`:      "envoy.formatter.req_without_query",
 			`{mutations: {query_parameter_mutations: [{append: {record: {key: a, value: 1}}}]}}`:                         "mutations.query_parameter_mutations[0].append.record.value: only string value",
 			`{mutations: {request_mutations: [{append: {header: {key: x, value: "%NOPE%"}}}]}}`:                          "mutations.request_mutations[0].append.header.value",
 			`{mutations: {response_trailers_mutations: [{remove: ":status"}]}}`:                                          "mutations.response_trailers_mutations[0].remove",

@@ -50,6 +50,18 @@ var extensionOperators = map[string]string{
 	"REQ_WITHOUT_QUERY": "envoy.formatter.req_without_query",
 }
 
+// Formatters are the command parsers of a message's formatter extensions
+// (its formatters field), which add operators to its formats; nil adds
+// none.
+type Formatters []CommandParser
+
+// CompileFormatters resolves a formatters field (a SubstitutionFormatString's,
+// header_mutation's) with the registry's formatter extensions. Errors name
+// the field path from formatters.
+func CompileFormatters(cfgs []*corev3.TypedExtensionConfig, reg *extension.Registry) (Formatters, error) {
+	return compileFormatters(cfgs, reg)
+}
+
 // compileFormatters resolves a SubstitutionFormatString's formatters with
 // the registry's formatter extensions. Errors name the field path from
 // formatters.

@@ -61,6 +61,11 @@ func Text(format string, omitEmpty bool) (*Formatter, error) {
 	return text(format, omitEmpty, nil)
 }
 
+// TextWith is Text with the operators of the formatter extensions f.
+func TextWith(format string, omitEmpty bool, f Formatters) (*Formatter, error) {
+	return text(format, omitEmpty, f)
+}
+
 // text is Text with the operators of formatter extensions.
 func text(format string, omitEmpty bool, parsers []CommandParser) (*Formatter, error) {
 	parts, err := parse(format, parsers)

@@ -7,9 +7,10 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // header_to_metadata, buffer, csrf, direct_response, echo), one filter
 // after the other.
 var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
-	// envoy.filters.http.header_mutation (custom formatters and a
-	// KeyValueAppend's entry are refused; header values may use %
-	// operators, remove_on_match is in the route table's list).
+	// envoy.filters.http.header_mutation (a KeyValueAppend's entry is
+	// refused; header values may use % operators, those of the message's
+	// formatter extensions included; remove_on_match is in the route
+	// table's list).
 	"envoy.extensions.filters.http.header_mutation.v3.HeaderMutation.mutations":                           {},
 	"envoy.extensions.filters.http.header_mutation.v3.Mutations.query_parameter_mutations":                {},
 	"envoy.extensions.filters.http.header_mutation.v3.Mutations.request_trailers_mutations":               {},
@@ -24,6 +25,7 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.header_mutation.v3.HeaderMutationPerRoute.mutations":                   {},
 	"envoy.extensions.filters.http.header_mutation.v3.Mutations.request_mutations":                        {},
 	"envoy.extensions.filters.http.header_mutation.v3.Mutations.response_mutations":                       {},
+	"envoy.extensions.filters.http.header_mutation.v3.Mutations.formatters":                               {},
 
 	// envoy.filters.http.set_metadata (typed_value is refused).
 	"envoy.extensions.filters.http.set_metadata.v3.Config.metadata_namespace":   {},

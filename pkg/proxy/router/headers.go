@@ -42,6 +42,12 @@ type headerAdd struct {
 // *_headers_to_remove; addField and removeField are the fields' names for
 // errors. It returns nil when the level has nothing to do.
 func compileHeaderOps(adds []*corev3.HeaderValueOption, removes []string, addField, removeField string) (*headerOps, error) {
+	return compileHeaderOpsWith(adds, removes, addField, removeField, nil)
+}
+
+// compileHeaderOpsWith is compileHeaderOps with the operators of formatter
+// extensions in the values.
+func compileHeaderOpsWith(adds []*corev3.HeaderValueOption, removes []string, addField, removeField string, fm accesslog.Formatters) (*headerOps, error) {
 	if len(adds) == 0 && len(removes) == 0 {
 		return nil, nil
 	}
@@ -54,7 +60,7 @@ func compileHeaderOps(adds []*corev3.HeaderValueOption, removes []string, addFie
 		ops.remove = append(ops.remove, name)
 	}
 	for i, o := range adds {
-		a, err := compileHeaderAdd(o)
+		a, err := compileHeaderAdd(o, fm)
 		if err != nil {
 			return nil, fmt.Errorf("%s[%d].%w", addField, i, err)
 		}
@@ -63,7 +69,7 @@ func compileHeaderOps(adds []*corev3.HeaderValueOption, removes []string, addFie
 	return ops, nil
 }
 
-func compileHeaderAdd(o *corev3.HeaderValueOption) (headerAdd, error) {
+func compileHeaderAdd(o *corev3.HeaderValueOption, fm accesslog.Formatters) (headerAdd, error) {
 	h := o.GetHeader()
 	a := headerAdd{name: strings.ToLower(h.GetKey()), keepEmpty: o.GetKeepEmptyValue()}
 	if err := modifiable(a.name); err != nil {
@@ -72,7 +78,7 @@ func compileHeaderAdd(o *corev3.HeaderValueOption) (headerAdd, error) {
 	if len(h.GetRawValue()) > 0 {
 		return a, errors.New("header.raw_value: not supported by Outrigger (use value)")
 	}
-	f, err := accesslog.Text(accesslog.TranslateLegacyHeaderFormat(h.GetValue()), true)
+	f, err := accesslog.TextWith(accesslog.TranslateLegacyHeaderFormat(h.GetValue()), true, fm)
 	if err != nil {
 		return a, fmt.Errorf("header.value: %w", err)
 	}
@@ -218,7 +224,14 @@ type HeaderMutation struct {
 // removeField name them in errors ("response_headers_to_add[0].header.key:
 // ...").
 func CompileHeaderMutation(adds []*corev3.HeaderValueOption, removes []string, addField, removeField string) (HeaderMutation, error) {
-	ops, err := compileHeaderOps(adds, removes, addField, removeField)
+	return CompileHeaderMutationWith(adds, removes, addField, removeField, nil)
+}
+
+// CompileHeaderMutationWith is CompileHeaderMutation whose values may also
+// use the operators of the formatter extensions fm (a message's
+// formatters field).
+func CompileHeaderMutationWith(adds []*corev3.HeaderValueOption, removes []string, addField, removeField string, fm accesslog.Formatters) (HeaderMutation, error) {
+	ops, err := compileHeaderOpsWith(adds, removes, addField, removeField, fm)
 	return HeaderMutation{ops: ops}, err
 }
 

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
@@ -44,7 +45,7 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 	if !ok {
 		return nil, errors.New("not a HeaderMutation configuration")
 	}
-	m, err := compileMutations(c.GetMutations())
+	m, err := compileMutations(c.GetMutations(), ctx.Extensions)
 	if err != nil {
 		return nil, fmt.Errorf("mutations.%w", err)
 	}
@@ -56,12 +57,12 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 }
 
 // CompileRoute implements httpfilter.RouteFactory: HeaderMutationPerRoute.
-func (Factory) CompileRoute(config proto.Message, _ httpfilter.Context) (httpfilter.RouteConfig, error) {
+func (Factory) CompileRoute(config proto.Message, ctx httpfilter.Context) (httpfilter.RouteConfig, error) {
 	c, ok := config.(*hmv3.HeaderMutationPerRoute)
 	if !ok {
 		return nil, errors.New("not a HeaderMutationPerRoute configuration")
 	}
-	m, err := compileMutations(c.GetMutations())
+	m, err := compileMutations(c.GetMutations(), ctx.Extensions)
 	if err != nil {
 		return nil, fmt.Errorf("mutations.%w", err)
 	}
@@ -81,6 +82,9 @@ type mutations struct {
 	// message that has some.
 	requestTrailers, responseTrailers []edit
 	formats                           bool
+	// formatters are the message's formatter extensions, whose operators
+	// its values may use.
+	formatters accesslog.Formatters
 }
 
 // edit is one HeaderMutation: header edits (a removal or an append,
@@ -91,10 +95,15 @@ type edit struct {
 	match *router.StringMatcher
 }
 
-// compileMutations compiles m; errors name the field below mutations.
-func compileMutations(m *hmv3.Mutations) (*mutations, error) {
+// compileMutations compiles m, whose values may use the operators of its
+// formatters (found in reg), as Envoy's: they apply to this message only.
+// Errors name the field below mutations.
+func compileMutations(m *hmv3.Mutations, reg *extension.Registry) (*mutations, error) {
 	out := &mutations{}
 	var err error
+	if out.formatters, err = accesslog.CompileFormatters(m.GetFormatters(), reg); err != nil {
+		return nil, err
+	}
 	if out.request, err = out.compileList(m.GetRequestMutations(), "request_mutations"); err != nil {
 		return nil, err
 	}
@@ -107,7 +116,7 @@ func compileMutations(m *hmv3.Mutations) (*mutations, error) {
 	if out.responseTrailers, err = out.compileList(m.GetResponseTrailersMutations(), "response_trailers_mutations"); err != nil {
 		return nil, err
 	}
-	q, formats, err := compileQueryMutations(m.GetQueryParameterMutations())
+	q, formats, err := compileQueryMutations(m.GetQueryParameterMutations(), out.formatters)
 	if err != nil {
 		return nil, err
 	}
@@ -134,12 +143,12 @@ func (ms *mutations) compileList(list []*mutationv3.HeaderMutation, field string
 			}
 			e.ops = m
 		case *mutationv3.HeaderMutation_Append:
-			formatted, err := usesOperators(a.Append)
+			formatted, err := usesOperators(a.Append, ms.formatters)
 			if err != nil {
 				return nil, fmt.Errorf("%s.append.%w", path, err)
 			}
 			ms.formats = ms.formats || formatted
-			m, err := router.CompileHeaderMutation([]*corev3.HeaderValueOption{a.Append}, nil, "", "")
+			m, err := router.CompileHeaderMutationWith([]*corev3.HeaderValueOption{a.Append}, nil, "", "", ms.formatters)
 			if err != nil {
 				return nil, fmt.Errorf("%s.append.%s", path, strings.TrimPrefix(err.Error(), "[0]."))
 			}
@@ -162,8 +171,8 @@ func (ms *mutations) compileList(list []*mutationv3.HeaderMutation, field string
 // (%REQ(...)%, %DOWNSTREAM_REMOTE_ADDRESS% and the like), which the
 // filter renders from the stream's access-log entry, as Envoy renders
 // them from the stream's info.
-func usesOperators(o *corev3.HeaderValueOption) (bool, error) {
-	f, err := accesslog.Text(accesslog.TranslateLegacyHeaderFormat(o.GetHeader().GetValue()), true)
+func usesOperators(o *corev3.HeaderValueOption, fm accesslog.Formatters) (bool, error) {
+	f, err := accesslog.TextWith(accesslog.TranslateLegacyHeaderFormat(o.GetHeader().GetValue()), true, fm)
 	if err != nil {
 		return false, fmt.Errorf("header.value: %w", err)
 	}

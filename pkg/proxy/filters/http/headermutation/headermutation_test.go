@@ -6,10 +6,14 @@ import (
 	"testing"
 
 	hmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/header_mutation/v3"
+	rwqv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/req_without_query/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"sigs.k8s.io/yaml"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/formatter/reqwithoutquery"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter/httpfiltertest"
 )
@@ -182,6 +186,57 @@ mutations:
 	}
 	if v, _ := s.ResponseHeaders().Get("x-echo"); v != "abc/upv" {
 		t.Errorf("response x-echo = %q, want abc/upv", v)
+	}
+}
+
+// TestFormatters checks a Mutations' formatters: their operators work in
+// that message's values (headers and query parameters), and are refused,
+// with the extension to list, where it does not list them.
+func TestFormatters(t *testing.T) {
+	reg, err := extension.New(extension.Of(reqwithoutquery.Name, accesslog.FormatterCategory, &rwqv3.ReqWithoutQuery{}, reqwithoutquery.Factory{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const mutations = `
+mutations:
+  formatters:
+  - name: envoy.formatter.req_without_query
+    typed_config: {"@type": type.googleapis.com/envoy.extensions.formatter.req_without_query.v3.ReqWithoutQuery}
+  request_mutations:
+  - append: {header: {key: x-path, value: "%REQ_WITHOUT_QUERY(:PATH)%"}}
+  query_parameter_mutations:
+  - append: {record: {key: from, value: "%REQ_WITHOUT_QUERY(x-origin)%"}}
+`
+	var c hmv3.HeaderMutation
+	fromYAML(t, mutations, &c)
+	cfg, err := Factory{}.Compile(&c, httpfilter.Context{Name: "hm", Extensions: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := httpfiltertest.NewStream("GET", "/items/7?secret=1", "x-origin", "/a?b")
+	cfg.(*filterConfig).DecodeHeaders(s)
+	if v, _ := s.RequestHeaders().Get("x-path"); v != "/items/7" {
+		t.Errorf("x-path = %q, want /items/7", v)
+	}
+	if p := s.Request().Path; !strings.Contains(p, "from=%2Fa") {
+		t.Errorf("path %q, want the query parameter from=/a (encoded)", p)
+	}
+
+	// Per route too, and only where listed.
+	var pr hmv3.HeaderMutationPerRoute
+	fromYAML(t, mutations, &pr)
+	if _, err := (Factory{}).CompileRoute(&pr, httpfilter.Context{Name: "hm", Extensions: reg}); err != nil {
+		t.Fatalf("per route: %v", err)
+	}
+	var bare hmv3.HeaderMutation
+	fromYAML(t, `
+mutations:
+  request_mutations:
+  - append: {header: {key: x-path, value: "%REQ_WITHOUT_QUERY(:PATH)%"}}
+`, &bare)
+	_, err = Factory{}.Compile(&bare, httpfilter.Context{Name: "hm", Extensions: reg})
+	if err == nil || !strings.Contains(err.Error(), "envoy.formatter.req_without_query") {
+		t.Fatalf("an operator of an unlisted formatter: %v", err)
 	}
 }
 

@@ -23,7 +23,7 @@ type queryMutation struct {
 // compileQueryMutations compiles query_parameter_mutations; errors name
 // the entry and its field, with Envoy's wording. It reports whether a
 // value uses % operators.
-func compileQueryMutations(list []*corev3.KeyValueMutation) ([]queryMutation, bool, error) {
+func compileQueryMutations(list []*corev3.KeyValueMutation, fm accesslog.Formatters) ([]queryMutation, bool, error) {
 	out := make([]queryMutation, 0, len(list))
 	formats := false
 	for i, m := range list {
@@ -44,7 +44,7 @@ func compileQueryMutations(list []*corev3.KeyValueMutation) ([]queryMutation, bo
 			if !ok {
 				return nil, false, fmt.Errorf("%s.append.record.value: only string value is allowed for record value", path)
 			}
-			f, err := accesslog.Text(sv.StringValue, true)
+			f, err := accesslog.TextWith(sv.StringValue, true, fm)
 			if err != nil {
 				return nil, false, fmt.Errorf("%s.append.record.value: %w", path, err)
 			}
