@@ -65,6 +65,35 @@ var _ = Describe("RBAC policies with CEL conditions", func() {
 		Eventually(s.Stdout).Should(ContainSubstring("CELRBAC /far 403 rbac_access_denied_matched_policy[none]"))
 	})
 
+	It("have Envoy's CEL defaults, and the features cel_config turns on", func() {
+		port := freePort()
+		config := proxySpec{
+			Port: port,
+			HCM:  `{stat_prefix: cfg}`,
+			Filters: `[` + httpFilter("envoy.filters.http.rbac", httpRBACType, `{rules: {action: ALLOW, policies: {
+				concat-off: {permissions: [{url_path: {path: {prefix: /off}}}], principals: [{any: true}],
+					condition: `+celExprJSON(`request.method + '!' == 'GET!'`)+`},
+				concat-on: {permissions: [{url_path: {path: {prefix: /concat}}}], principals: [{any: true}], cel_config: {enable_string_concat: true},
+					condition: `+celExprJSON(`request.method + '!' == 'GET!'`)+`},
+				conversion: {permissions: [{url_path: {path: {prefix: /string}}}], principals: [{any: true}], cel_config: {enable_string_conversion: true},
+					condition: `+celExprJSON(`string(destination.port) == '`+fmt.Sprint(port)+`'`)+`},
+				functions: {permissions: [{url_path: {path: {prefix: /functions}}}], principals: [{any: true}], cel_config: {enable_string_functions: true},
+					condition: `+celExprJSON(`request.headers['x-role'].lowerAscii() == 'admin'`)+`}}}}`) + `]`,
+			Clusters: []proxyCluster{{Name: "up", Port: portNum(echoHeadersUpstream())}},
+		}.YAML()
+		Start(newDir(), config)
+		client := &http.Client{Timeout: 10 * time.Second}
+		do := func(path string, h http.Header) int {
+			GinkgoHelper()
+			return httpDo(client, "GET", listenerURL(port, path), nil, h).Status
+		}
+		Expect(do("/off", nil)).To(Equal(403), "+ on strings is an evaluation error by default")
+		Expect(do("/concat", nil)).To(Equal(200))
+		Expect(do("/string", nil)).To(Equal(200))
+		Expect(do("/functions", http.Header{"X-Role": {"ADMIN"}})).To(Equal(200))
+		Expect(do("/functions", http.Header{"X-Role": {"guest"}})).To(Equal(403))
+	})
+
 	It("match in the network filter on the connection's addresses", func() {
 		up := startTCPServer(echo)
 		allowPort, denyPort := freePort(), freePort()

@@ -211,14 +211,16 @@ var _ = Describe("RBAC configuration errors", func() {
 				rules: {policies: {
 					bad-regex: {permissions: [{url_path: {path: {safe_regex: {regex: "(unclosed"}}}}], principals: [{any: true}]},
 					bad-cidr: {permissions: [{any: true}], principals: [{or_ids: {ids: [{remote_ip: {address_prefix: 10.0.0.300, prefix_len: 8}}]}}]},
-					empty-cel: {permissions: [{any: true}], principals: [{any: true}], condition: {id: 1}}}},
-				shadow_rules: {policies: {cel: {permissions: [{any: true}], principals: [{any: true}], cel_config: {}}}}}`) + `]`,
+					empty-cel: {permissions: [{any: true}], principals: [{any: true}], condition: {id: 1}},
+					comprehension: {permissions: [{any: true}], principals: [{any: true}], cel_config: {enable_string_concat: true},
+						condition: {comprehension_expr: {iter_var: x, iter_range: {list_expr: {elements: [{const_expr: {int64_value: 1}}]}}, accu_var: a,
+							accu_init: {const_expr: {bool_value: false}}, loop_condition: {const_expr: {bool_value: true}}, loop_step: {ident_expr: {name: a}}, result: {ident_expr: {name: a}}}}}}}}`) + `]`,
 			Clusters: []proxyCluster{{Name: "up", Port: freePort()}},
 		}.YAML()
 		r, _ := validate("bootstrap.yaml", config)
 		Expect(r.ExitCode).To(Equal(1), "stdout: %s", r.Stdout)
 		filter := `static_resources\.listeners\[0\]\.filter_chains\[0\]\.filters\[0\]\.typed_config\.http_filters\[0\]\.typed_config\.`
-		Expect(r.Stderr).To(MatchRegexp(filter + `shadow_rules\.policies\["cel"\]\.cel_config: not supported by Outrigger`))
+		Expect(r.Stderr).To(MatchRegexp(filter + `rules\.policies\["comprehension"\]\.condition: comprehension expressions .* are disabled, as in Envoy`))
 		Expect(r.Stderr).To(MatchRegexp(filter + `rules\.policies\["bad-regex"\]\.permissions\[0\]\.url_path\.path\.safe_regex\.regex: error parsing regexp`))
 		Expect(r.Stderr).To(MatchRegexp(filter + `rules\.policies\["empty-cel"\]\.condition: empty expression`))
 		Expect(r.Stderr).To(MatchRegexp(filter + `rules\.policies\["bad-cidr"\]\.principals\[0\]\.or_ids\.ids\[0\]\.remote_ip\.address_prefix: "10\.0\.0\.300" is not an IP address`))

@@ -7,7 +7,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // envoy.config.rbac.v3 policies that Outrigger implements (see
 // supportedCore). Not listed, so refused with their path: the matcher
 // forms (matcher, shadow_matcher), track_per_rule_stats,
-// audit_logging_options, cel_config, and the permissions and principals
+// audit_logging_options, and the permissions and principals
 // matcher, uri_template, filter_state and custom.
 var supportedRBAC = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.rbac.v3.RBAC.rules":                    {},
@@ -30,9 +30,14 @@ var supportedRBAC = map[protoreflect.FullName]fieldSupport{
 
 	"envoy.config.rbac.v3.Policy.permissions": {},
 	"envoy.config.rbac.v3.Policy.principals":  {},
-	// CEL conditions (package cel); cel_config is refused.
-	"envoy.config.rbac.v3.Policy.condition":         {},
-	"envoy.config.rbac.v3.Policy.checked_condition": {},
+	// CEL conditions (package cel), with cel_config's features beyond
+	// Envoy's defaults.
+	"envoy.config.rbac.v3.Policy.condition":                             {},
+	"envoy.config.rbac.v3.Policy.checked_condition":                     {},
+	"envoy.config.rbac.v3.Policy.cel_config":                            {},
+	"envoy.config.core.v3.CelExpressionConfig.enable_string_conversion": {},
+	"envoy.config.core.v3.CelExpressionConfig.enable_string_concat":     {},
+	"envoy.config.core.v3.CelExpressionConfig.enable_string_functions":  {},
 
 	"envoy.config.rbac.v3.Permission.and_rules":              {},
 	"envoy.config.rbac.v3.Permission.or_rules":               {},

@@ -237,7 +237,6 @@ func TestValidateSupport(t *testing.T) {
 			want: []string{
 				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.rules.policies["p"].permissions[0].uri_template: not supported by Outrigger`,
 				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.rules.policies["p"].principals[0].filter_state: not supported by Outrigger`,
-				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.rules.policies["p"].cel_config: not supported by Outrigger`,
 				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.rules.audit_logging_options: not supported by Outrigger`,
 			},
 		},

@@ -17,6 +17,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"github.com/google/cel-go/cel"
+	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	exprpb "google.golang.org/genproto/googleapis/api/expr/v1alpha1"
@@ -28,15 +29,20 @@ type Env struct {
 	env *cel.Env
 }
 
-// NewEnv makes the environment: CEL's standard library, Envoy's
-// top-level attribute names, and the protobuf types that attributes
-// carry (metadata, the node).
-func NewEnv() (*Env, error) {
-	opts := []cel.EnvOption{cel.Types(&corev3.Metadata{}, &corev3.Node{})}
+// NewEnv makes the environment of Envoy's default expressions (see
+// NewEnvWith).
+func NewEnv() (*Env, error) { return NewEnvWith(Options{}) }
+
+// NewEnvWith makes an environment: CEL's standard library less what
+// Envoy's security-oriented defaults and o leave out (see Options),
+// Envoy's top-level attribute names, and the protobuf types that
+// attributes carry (metadata, the node).
+func NewEnvWith(o Options) (*Env, error) {
+	opts := append(o.envOptions(), cel.Types(&corev3.Metadata{}, &corev3.Node{}))
 	for _, name := range topLevel {
 		opts = append(opts, cel.Variable(name, cel.DynType))
 	}
-	env, err := cel.NewEnv(opts...)
+	env, err := cel.NewCustomEnv(opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -107,6 +113,10 @@ func (e *Env) program(ast *cel.Ast) (p *Program, err error) {
 			p, err = nil, fmt.Errorf("malformed expression: %v", r)
 		}
 	}()
+	if hasComprehension(ast) {
+		// Envoy builds its expressions with comprehensions disabled.
+		return nil, errors.New("comprehension expressions (all, exists, exists_one, map, filter) are disabled, as in Envoy")
+	}
 	prg, err := e.env.Program(ast)
 	if err != nil {
 		return nil, err
@@ -167,4 +177,14 @@ func (p *Program) EvalString(a *Activation) (string, error) {
 		return strconv.FormatFloat(v.Duration.Seconds(), 'f', -1, 64) + "s", nil
 	}
 	return "", fmt.Errorf("a %s value cannot be printed", v.Type().TypeName())
+}
+
+// hasComprehension reports whether the expression has a comprehension
+// (what the all, exists, map and filter macros expand to).
+func hasComprehension(a *cel.Ast) bool {
+	found := false
+	celast.PostOrderVisit(a.NativeRep().Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		found = found || e.Kind() == celast.ComprehensionKind
+	}))
+	return found
 }

@@ -12,26 +12,29 @@ import (
 
 // compileCondition compiles a policy's condition (a parsed CEL
 // expression) or checked_condition (a checked one); Envoy takes one of
-// them.
-func compileCondition(p *rbacv3.Policy, env **cel.Env) (*cel.Program, error) {
+// them. The policy's cel_config chooses the CEL features beyond Envoy's
+// defaults; envs keeps an environment per choice.
+func compileCondition(p *rbacv3.Policy, envs map[cel.Options]*cel.Env) (*cel.Program, error) {
 	if p.GetCondition() != nil && p.GetCheckedCondition() != nil {
 		return nil, errors.New("checked_condition: only one of condition and checked_condition may be set")
 	}
-	if *env == nil {
-		e, err := cel.NewEnv()
+	opts := cel.OptionsOf(p.GetCelConfig())
+	env := envs[opts]
+	if env == nil {
+		e, err := cel.NewEnvWith(opts)
 		if err != nil {
 			return nil, fmt.Errorf("condition: %w", err)
 		}
-		*env = e
+		env, envs[opts] = e, e
 	}
 	if c := p.GetCondition(); c != nil {
-		prg, err := (*env).CompileParsed(c)
+		prg, err := env.CompileParsed(c)
 		if err != nil {
 			return nil, fmt.Errorf("condition: %w", err)
 		}
 		return prg, nil
 	}
-	prg, err := (*env).CompileChecked(p.GetCheckedCondition())
+	prg, err := env.CompileChecked(p.GetCheckedCondition())
 	if err != nil {
 		return nil, fmt.Errorf("checked_condition: %w", err)
 	}

@@ -95,9 +95,9 @@ func Compile(r *rbacv3.RBAC) (*Engine, error) {
 	}
 	slices.Sort(names)
 	var errs []error
-	var env *cel.Env
+	envs := map[cel.Options]*cel.Env{}
 	for _, name := range names {
-		p, err := compilePolicy(name, r.GetPolicies()[name], &env)
+		p, err := compilePolicy(name, r.GetPolicies()[name], envs)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("policies[%q].%w", name, err))
 			continue
@@ -116,15 +116,13 @@ func Compile(r *rbacv3.RBAC) (*Engine, error) {
 }
 
 // compilePolicy compiles one policy; errors name the field below it.
-// env is the CEL environment, made by the first policy with a condition.
-func compilePolicy(name string, p *rbacv3.Policy, env **cel.Env) (policy, error) {
+// envs are the CEL environments of the policies' cel_config, each made by
+// the first policy with a condition that needs it.
+func compilePolicy(name string, p *rbacv3.Policy, envs map[cel.Options]*cel.Env) (policy, error) {
 	out := policy{name: name, details: responseDetails(name)}
-	if p.GetCelConfig() != nil {
-		return out, errors.New("cel_config: not supported by Outrigger")
-	}
 	if p.GetCondition() != nil || p.GetCheckedCondition() != nil {
 		var err error
-		if out.condition, err = compileCondition(p, env); err != nil {
+		if out.condition, err = compileCondition(p, envs); err != nil {
 			return out, err
 		}
 	}

@@ -237,7 +237,6 @@ func TestCompileErrors(t *testing.T) {
 	}
 	for field, js := range map[string]string{
 		`policies["p"].condition: empty expression`:         `{"policies":{"p":{"permissions":[{"any":true}],"principals":[{"any":true}],"condition":{"id":"1"}}}}`,
-		`policies["p"].cel_config: not supported`:           `{"policies":{"p":{"permissions":[{"any":true}],"principals":[{"any":true}],"cel_config":{}}}}`,
 		`audit_logging_options: not supported by Outrigger`: `{"audit_logging_options":{}}`,
 	} {
 		r := &rbacv3.RBAC{}
