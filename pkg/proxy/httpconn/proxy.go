@@ -36,6 +36,9 @@ type upstreamScratch struct {
 	body    http1.BodyReader
 	// lr is the upstream side of a spliced body (see splice.go).
 	lr io.LimitedReader
+	// wait writes a request and waits for its response without a read
+	// that finds nothing (see responseWait).
+	wait responseWait
 }
 
 // forward sends the request to the route's cluster and relays the
@@ -542,7 +545,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	if sendErr == nil && !bodyUnsent {
 		sendErr, downstreamSide = s.sendRequestBody(&u.out, &tm, uc, cl)
 		if sendErr == nil {
-			sendErr = u.out.flush()
+			sendErr = s.flushAwaitingResponse(u, uc)
 		}
 	}
 	if sendErr != nil && downstreamSide {

@@ -3,6 +3,7 @@ package upstream
 import (
 	"bufio"
 	"net"
+	"syscall"
 )
 
 // Conn is one HTTP/1.1 upstream connection lent by a cluster's pool to the
@@ -21,4 +22,9 @@ type Conn struct {
 	// manager formats it on the connection's first request and keeps it
 	// for the next ones.
 	LocalAddress string
+	// Raw is the connection's socket as the connection manager waits on
+	// it for a response (see httpconn's responseWait), made on the
+	// connection's first such wait and kept for the next ones; nil until
+	// then, and for a connection that is not plain TCP.
+	Raw syscall.RawConn
 }
