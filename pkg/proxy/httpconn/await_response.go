@@ -65,7 +65,16 @@ func (s *stream) flushAwaitingResponse(u *upstreamScratch, uc *upstream.Conn) er
 		w.fn = w.writeThenWait
 	}
 	w.out, w.written = &u.out, false
+	if uc.Buffers != nil {
+		// The connection waits without a read buffer and takes one
+		// (a larger one) once the response is there.
+		uc.Buffers.PutReader(uc.R)
+		uc.R = nil
+	}
 	err := raw.Read(w.fn)
+	if uc.Buffers != nil {
+		uc.R = uc.Buffers.ResponseReader()
+	}
 	written := w.written
 	w.out, w.written = nil, false
 	if !written {
