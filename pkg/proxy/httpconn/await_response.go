@@ -6,8 +6,10 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
-// A request without a body is written upstream and then waited on without
-// the read that Go's net package tries before it parks: that read is made
+// A request that leaves in one write (its head, with its body when all of
+// it was gathered behind the head) is written upstream and then waited on
+// without the read that Go's net package tries before it parks: that read
+// is made
 // right after the request left, when the response cannot be there yet, so
 // it finds nothing (EAGAIN) on nearly every request of a busy proxy, a
 // system call of about four per request. Instead the request is written
@@ -36,13 +38,16 @@ import (
 //     read then sees the end of the stream, as without the wait), and
 //     stray bytes come before the response either way, which wakes it.
 //
-// So the wait is used only where nothing else reads or writes the
-// connection meanwhile: a plain TCP upstream (TLS may hold decrypted bytes
-// the socket no longer shows), a request without a body (a body changes
-// the deadlines after it is sent), no Expect: 100-continue and no hedging
-// (both read the response under their own timers). Everything else, and
-// a wait that fails (a deadline, an interrupt, a closed connection), takes
-// the ordinary read, which meets the same error or reads what came.
+// So the wait is used only where the whole request is written inside the
+// function and nothing else reads or writes the connection meanwhile: a
+// plain TCP upstream (TLS may hold decrypted bytes the socket no longer
+// shows), nothing of the request written before (a large or spliced body
+// was, and the upstream may have answered early), no Expect: 100-continue
+// and no hedging (both read the response under their own timers). The
+// timeouts that start once a body is sent start just before that write.
+// Everything else, and a wait that fails (a deadline, an interrupt, a
+// closed connection), takes the ordinary read, which meets the same error
+// or reads what came.
 type responseWait struct {
 	// fn is raw.Read's function, bound once per scratch space so that a
 	// request allocates nothing.
@@ -55,9 +60,8 @@ type responseWait struct {
 // flushAwaitingResponse writes what u.out gathered (the request) to uc
 // and, when it may (see responseWait), returns once uc is readable, the
 // response's first bytes there; it returns the write's error.
-func (s *stream) flushAwaitingResponse(u *upstreamScratch, uc *upstream.Conn) error {
-	raw := s.responseRawConn(uc)
-	if raw == nil || len(u.out.b) == 0 || u.out.err != nil {
+func (s *stream) flushAwaitingResponse(u *upstreamScratch, uc *upstream.Conn, raw syscall.RawConn) error {
+	if raw == nil {
 		return u.out.flush()
 	}
 	w := &u.wait
@@ -99,9 +103,11 @@ func (w *responseWait) writeThenWait(uintptr) bool {
 }
 
 // responseRawConn is uc's socket to wait on before the response, nil when
-// this request reads it the ordinary way (see responseWait).
-func (s *stream) responseRawConn(uc *upstream.Conn) syscall.RawConn {
-	if s.body != nil || s.proxiesContinue() || s.retry.hedge || uc.R == nil || uc.R.Buffered() > 0 {
+// this request reads it the ordinary way (see responseWait): the whole
+// request must be what u.out gathered, none of it sent yet.
+func (s *stream) responseRawConn(u *upstreamScratch, uc *upstream.Conn) syscall.RawConn {
+	o := &u.out
+	if o.wrote || len(o.b) == 0 || o.err != nil || s.proxiesContinue() || s.retry.hedge || uc.R == nil || uc.R.Buffered() > 0 {
 		return nil
 	}
 	if uc.Raw == nil {

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -104,8 +106,9 @@ func TestAwaitedResponseBuffers(t *testing.T) {
 // it still sees everything that ends or delays it: an upstream that closed
 // its pooled connection after the previous response (the request is sent
 // again on a new connection, as when the read finds the end of the stream
-// at once), a response that comes in pieces, and the route timeout firing
-// during the wait.
+// at once), a response that comes in pieces, request bodies that leave
+// with their heads or in pieces, and the route timeout firing during the
+// wait, with and without a body.
 func TestAwaitedResponses(t *testing.T) {
 	t.Run("upstream closes after each response", func(t *testing.T) {
 		st := stats.NewStore()
@@ -159,11 +162,56 @@ func TestAwaitedResponses(t *testing.T) {
 			t.Errorf("%d upstream connections, want 1", d)
 		}
 	})
+	t.Run("request bodies", func(t *testing.T) {
+		// The upstream answers with the length and CRC-32 of the body
+		// it read: a body that came whole with its head leaves with it
+		// in one write and its response is awaited; a larger one is
+		// sent in pieces and read for as before.
+		st := stats.NewStore()
+		addr := rawUpstream(t, func(c net.Conn, r *bufio.Reader) {
+			for {
+				head := readRequestHead(r)
+				if head == "" {
+					return
+				}
+				var n int
+				for _, line := range strings.Split(head, "\r\n") {
+					if v, ok := strings.CutPrefix(strings.ToLower(line), "content-length: "); ok {
+						n, _ = strconv.Atoi(v)
+					}
+				}
+				body := make([]byte, n)
+				if _, err := io.ReadFull(r, body); err != nil {
+					return
+				}
+				answer := fmt.Sprintf("%d %08x", n, crc32.ChecksumIEEE(body))
+				_, _ = fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(answer), answer)
+			}
+		})
+		cl := newFakeCluster(st, "up", false, addr)
+		p, _ := spliceProxy(t, st, cl, spliceLogFormat, 0)
+		c, r := dialTest(t, p.addr)
+		for _, n := range []int{1, 100, 4000, 40 << 10, 0, 7000} {
+			body := patterned(n)
+			fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: %d\r\n\r\n", n)
+			_, _ = c.Write(body)
+			resp, err := http.ReadResponse(r, &http.Request{Method: "POST"})
+			if err != nil {
+				t.Fatalf("POST of %d bytes: %v", n, err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			if want := fmt.Sprintf("%d %08x", n, crc32.ChecksumIEEE(body)); resp.StatusCode != 200 || string(got) != want {
+				t.Fatalf("POST of %d bytes: status %d, upstream read %q, want %q", n, resp.StatusCode, got, want)
+			}
+		}
+		if d := cl.dials.Load(); d != 1 {
+			t.Errorf("%d upstream connections, want 1", d)
+		}
+	})
 	t.Run("route timeout during the wait", func(t *testing.T) {
 		st := stats.NewStore()
 		addr := rawUpstream(t, func(c net.Conn, r *bufio.Reader) {
-			readRequestHead(r)
-			_, _ = r.ReadByte() // no answer, until the proxy closes
+			_, _ = io.Copy(io.Discard, r) // no answer, until the proxy closes
 		})
 		cl := newFakeCluster(st, "up", false, addr)
 		log := &syncBuffer{}
@@ -176,5 +224,14 @@ func TestAwaitedResponses(t *testing.T) {
 			t.Fatalf("status %d, want 504", resp.StatusCode)
 		}
 		waitLogLine(t, log, `^GET 504 flags=UT details=upstream_response_timeout tx=\d+$`)
+		// A body that leaves with its head: the route timeout starts
+		// before that write, and fires during the wait as well.
+		c, r = dialTest(t, p.addr)
+		fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello")
+		resp, err := http.ReadResponse(r, &http.Request{Method: "POST"})
+		if err != nil || resp.StatusCode != 504 {
+			t.Fatalf("POST: %v, status %v, want 504", err, resp)
+		}
+		waitLogLine(t, log, `(?m)^POST 504 flags=UT details=upstream_response_timeout tx=\d+$`)
 	})
 }
