@@ -9,13 +9,12 @@ import (
 // A request that leaves in one write (its head, with its body when all of
 // it was gathered behind the head) is written upstream and then waited on
 // without the read that Go's net package tries before it parks: that read
-// is made
-// right after the request left, when the response cannot be there yet, so
-// it finds nothing (EAGAIN) on nearly every request of a busy proxy, a
-// system call of about four per request. Instead the request is written
-// from inside the socket's RawConn.Read, whose function then returns
-// false without reading, so that the netpoller waits for the socket to be
-// readable, and the response is read once, when it is there.
+// is made right after the request left, when the response cannot be there
+// yet, so it finds nothing (EAGAIN) on nearly every request of a busy
+// proxy, one system call of about four per request. Instead the request is
+// written from inside the socket's RawConn.Read, whose function then
+// returns false without reading, so that the netpoller waits for the
+// socket to be readable, and the response is read once, when it is there.
 //
 // Why this loses no wake-up. Go's netpoller is edge-triggered: epoll
 // reports a socket when something arrives on it (bytes, the peer's FIN or
