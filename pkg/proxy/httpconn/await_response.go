@@ -36,6 +36,9 @@ import (
 //     upstream answers the request with a reset, which wakes the wait (the
 //     read then sees the end of the stream, as without the wait), and
 //     stray bytes come before the response either way, which wakes it.
+//     Only an upstream that sends stray bytes while idle and then never
+//     answers is answered differently: after the timeout (504) rather
+//     than at once (502, the bytes not being a response).
 //
 // So the wait is used only where the whole request is written inside the
 // function and nothing else reads or writes the connection meanwhile: a
