@@ -84,7 +84,12 @@ type Cluster struct {
 	// h2Opening are the HTTP/2 connections whose stream cap
 	// (max_concurrent_streams) is not yet in force.
 	h2Opening openingConns
-	readers   sync.Pool
+	// readers are the HTTP/1.1 connections' read buffers, readBuffer
+	// bytes each; responseReaders those taken once a response is
+	// readable (upstream.ReadBuffers), responseBuffer bytes each, the
+	// same pool when both sizes are equal.
+	readers, responseReaders   sync.Pool
+	readBuffer, responseBuffer int
 
 	// conns are the open connections, so that Close can end them all.
 	// closed is set under connsMu, so that no connection is tracked after
@@ -204,8 +209,10 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 		// Envoy.
 		s.protocol.auto = false
 	}
-	size := s.readBufferSize()
+	size, respSize := s.readBufferSize(), s.responseBufferSize()
+	c.readBuffer, c.responseBuffer = size, respSize
 	c.readers.New = func() any { return bufio.NewReaderSize(nil, size) }
+	c.responseReaders.New = func() any { return bufio.NewReaderSize(nil, respSize) }
 	if s.protocol.http2 || s.protocol.downstream || s.protocol.auto {
 		c.h2 = c.newHTTP2Transport()
 		c.h2x = c.newXConnectTransport()

@@ -25,11 +25,20 @@ const defaultConnectTimeout = 5 * time.Second
 
 // defaultReadBuffer is the size of an HTTP/1.1 connection's read buffer;
 // per_connection_buffer_limit_bytes can only make it smaller. The buffer
-// is held only while the connection is lent (see http1Pool.put). 32 KiB
-// would take a 16 KiB body with its head in one read, but the buffers in
-// use follow the requests in flight, and under load that cost more
-// resident memory than pooled connections holding 16 KiB each.
+// is held only while the connection is lent (see http1Pool.put). A
+// connection the connection manager waits on for its response gives it
+// back meanwhile and reads the response with a responseReadBuffer: 32 KiB
+// for every lent connection would cost more resident memory under load
+// than pooled connections holding 16 KiB each, as the buffers in use
+// follow the requests in flight.
 const defaultReadBuffer = 16 << 10
+
+// responseReadBuffer is the read buffer of an HTTP/1.1 connection that
+// takes it only once its response is readable (upstream.ReadBuffers):
+// a 16 KiB body with its head in one read. Such a buffer is held only
+// while a response is read, not while a lent connection waits for one,
+// so the buffers in use follow the responses being read, a handful.
+const responseReadBuffer = 32 << 10
 
 // minReadBuffer keeps a tiny per_connection_buffer_limit_bytes from making
 // status lines and headers unreadable.
@@ -105,6 +114,16 @@ func (s *settings) readBufferSize() int {
 		return defaultReadBuffer
 	}
 	return max(int(s.bufferLimit), minReadBuffer)
+}
+
+// responseBufferSize is the read buffer a connection takes once its
+// response is readable: responseReadBuffer, or the buffer limit when
+// that is smaller, and never smaller than readBufferSize.
+func (s *settings) responseBufferSize() int {
+	if s.bufferLimit == 0 || s.bufferLimit >= responseReadBuffer {
+		return responseReadBuffer
+	}
+	return max(int(s.bufferLimit), s.readBufferSize())
 }
 
 // buildSettings checks a cluster's configuration and converts it. Every

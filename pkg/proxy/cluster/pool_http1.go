@@ -391,7 +391,7 @@ func (c *Cluster) dialHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool,
 	tc.cx, tc.pool = cx, p
 	c.stats.UpstreamCxHTTP1Total.Inc()
 	tc.probe.init(tc.Conn)
-	tc.up = upstream.Conn{Conn: tc, Host: h, R: c.getReader(tc), Requests: 1}
+	tc.up = upstream.Conn{Conn: tc, Host: h, R: c.getReader(tc), Buffers: tc, Requests: 1}
 	// The time before the dial: earlier than the loan, which only makes
 	// the window shorter.
 	tc.lentAt = now
@@ -563,8 +563,28 @@ func (c *Cluster) getReader(conn *trackedConn) *bufio.Reader {
 	return r
 }
 
-// putReader gives a read buffer back to the pool.
+// putReader gives a read buffer back to its pool.
 func (c *Cluster) putReader(r *bufio.Reader) {
 	r.Reset(nil)
+	if r.Size() == c.responseBuffer && c.responseBuffer != c.readBuffer {
+		c.responseReaders.Put(r)
+		return
+	}
 	c.readers.Put(r)
 }
+
+// ResponseReader returns a read buffer for the connection's response,
+// whose first bytes are in its socket (upstream.ReadBuffers).
+func (tc *trackedConn) ResponseReader() *bufio.Reader {
+	c := tc.c
+	if c.responseBuffer == c.readBuffer {
+		return c.getReader(tc)
+	}
+	r := c.responseReaders.Get().(*bufio.Reader)
+	r.Reset(tc)
+	return r
+}
+
+// PutReader takes back the connection's empty read buffer
+// (upstream.ReadBuffers).
+func (tc *trackedConn) PutReader(r *bufio.Reader) { tc.c.putReader(r) }

@@ -50,6 +50,9 @@ type fakeCluster struct {
 	mu          sync.Mutex
 	idle        []*upstream.Conn
 	h2          *http.Transport
+	// buffers, if set, lends each dialled connection's read buffer
+	// while a response is read (upstream.Conn.Buffers).
+	buffers func(net.Conn) upstream.ReadBuffers
 }
 
 func newFakeCluster(st *stats.Store, name string, http2 bool, addrs ...string) *fakeCluster {
@@ -104,7 +107,11 @@ func (fc *fakeCluster) AcquireHTTP1Until(ctx context.Context, h *upstream.Host, 
 	if err != nil {
 		return nil, err
 	}
-	return &upstream.Conn{Conn: nc, Host: h, R: bufio.NewReader(nc), Requests: 1}, nil
+	uc := &upstream.Conn{Conn: nc, Host: h, R: bufio.NewReader(nc), Requests: 1}
+	if fc.buffers != nil {
+		uc.Buffers = fc.buffers(nc)
+	}
+	return uc, nil
 }
 
 func (fc *fakeCluster) ReleaseHTTP1(c *upstream.Conn, reusable bool) {

@@ -22,6 +22,9 @@ type outBuf struct {
 	w   io.Writer
 	b   []byte
 	err error
+	// wrote tells that something went to w since reset: what is
+	// gathered is then not all that was sent (see responseWait).
+	wrote bool
 }
 
 // reset points the buffer at w and empties it.
@@ -29,6 +32,7 @@ func (o *outBuf) reset(w io.Writer) {
 	o.w = w
 	o.b = o.b[:0]
 	o.err = nil
+	o.wrote = false
 }
 
 // write queues p, flushing first when p does not fit; a piece as large as
@@ -44,6 +48,7 @@ func (o *outBuf) write(p []byte) error {
 	}
 	if len(p) >= outBufSize && n > outBufSize {
 		if o.flush() == nil {
+			o.wrote = true
 			_, o.err = o.w.Write(p)
 		}
 		return o.err
@@ -73,6 +78,7 @@ func (o *outBuf) flush() error {
 	if o.err != nil || len(o.b) == 0 {
 		return o.err
 	}
+	o.wrote = true
 	_, o.err = o.w.Write(o.b)
 	o.b = o.b[:0]
 	return o.err

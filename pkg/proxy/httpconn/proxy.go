@@ -36,6 +36,9 @@ type upstreamScratch struct {
 	body    http1.BodyReader
 	// lr is the upstream side of a spliced body (see splice.go).
 	lr io.LimitedReader
+	// wait writes a request and waits for its response without a read
+	// that finds nothing (see responseWait).
+	wait responseWait
 }
 
 // forward sends the request to the route's cluster and relays the
@@ -525,7 +528,10 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 		// bodyUnsent: the upstream answered an Expect: 100-continue
 		// with its final response, and got no body.
 		bodyUnsent bool
-		cw         *continueWait
+		// bodyTimed: the timeouts that start once the body is sent
+		// were armed (see bodySent).
+		bodyTimed bool
+		cw        *continueWait
 	)
 	if s.proxiesContinue() {
 		if sendErr = u.out.flush(); sendErr == nil {
@@ -542,22 +548,21 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	if sendErr == nil && !bodyUnsent {
 		sendErr, downstreamSide = s.sendRequestBody(&u.out, &tm, uc, cl)
 		if sendErr == nil {
-			sendErr = u.out.flush()
+			raw := s.responseRawConn(u, uc)
+			if raw != nil && s.body != nil {
+				// The whole request, body included, is in u.out,
+				// about to leave in one write: it is sent.
+				sent, bodyTimed = s.bodySent(&tm, uc), true
+			}
+			sendErr = s.flushAwaitingResponse(u, uc, raw)
 		}
 	}
 	if sendErr != nil && downstreamSide {
 		s.requestBodyFailed(sendErr)
 		return exchangeDone
 	}
-	if s.body != nil {
-		sent = time.Now()
-		s.tLast = sent
-		tm.hard = s.routeDeadline(sent)
-		if tm.perTry.IsZero() {
-			tm.perTry = s.armPerTry(sent)
-			s.armPerTryIdle(&tm)
-		}
-		_ = uc.SetDeadline(tm.deadline(sent))
+	if s.body != nil && !bodyTimed {
+		sent = s.bodySent(&tm, uc)
 	}
 	if s.retry.hedge && s.hedgesHTTP1(cw, sendErr, &tm) {
 		s.hedgeHTTP1(cl, uc, tm, sent, mayRetry)
@@ -606,6 +611,21 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	}
 	reusable = s.relayHTTP1(cl, uc, kind, sent, now, &tm) && sendErr == nil && !bodyUnsent
 	return exchangeDone
+}
+
+// bodySent arms the timeouts that start once the request body is sent
+// (the route timeout, and a per-try timeout not armed yet) on uc, and
+// returns when that was.
+func (s *stream) bodySent(tm *upstreamTimer, uc *upstream.Conn) time.Time {
+	sent := time.Now()
+	s.tLast = sent
+	tm.hard = s.routeDeadline(sent)
+	if tm.perTry.IsZero() {
+		tm.perTry = s.armPerTry(sent)
+		s.armPerTryIdle(tm)
+	}
+	_ = uc.SetDeadline(tm.deadline(sent))
+	return sent
 }
 
 // relayHTTP1 relays the response whose head came at now on uc (in s.up,

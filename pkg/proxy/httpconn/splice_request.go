@@ -52,6 +52,8 @@ func (s *stream) spliceRequest(o *outBuf, tm *upstreamTimer, uc *upstream.Conn, 
 	if err := o.flush(); err != nil {
 		return err, false
 	}
+	// The body goes to the same peer around the buffer.
+	o.wrote = true
 	body := &s.conn.x.body
 	// The spliced bytes bypass both counting connections.
 	var upTx *stats.Counter

@@ -3,6 +3,7 @@ package upstream
 import (
 	"bufio"
 	"net"
+	"syscall"
 )
 
 // Conn is one HTTP/1.1 upstream connection lent by a cluster's pool to the
@@ -21,4 +22,25 @@ type Conn struct {
 	// manager formats it on the connection's first request and keeps it
 	// for the next ones.
 	LocalAddress string
+	// Buffers lends R while a response is read, nil where R stays for
+	// the whole loan (see ReadBuffers).
+	Buffers ReadBuffers
+	// Raw is the connection's socket as the connection manager waits on
+	// it for a response (see httpconn's responseWait), made on the
+	// connection's first such wait and kept for the next ones; nil until
+	// then, and for a connection that is not plain TCP.
+	Raw syscall.RawConn
+}
+
+// ReadBuffers lends a connection its read buffer (Conn.R) for the time a
+// response is read: the connection manager gives back the empty buffer of
+// a connection it waits on for a response, and takes one when the response
+// is readable, so that the connections waiting hold none. The buffer it
+// takes may be larger than the one lent with the connection: a response
+// head and a 16 KiB body come in one read.
+type ReadBuffers interface {
+	// ResponseReader returns a read buffer reading the connection.
+	ResponseReader() *bufio.Reader
+	// PutReader takes back a read buffer with nothing buffered.
+	PutReader(r *bufio.Reader)
 }
