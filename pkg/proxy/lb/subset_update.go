@@ -30,6 +30,11 @@ func (s *SubsetBalancer) Update(priorities [][]*upstream.Host, ch *Change, sc *S
 	}
 	childCfg := sc.childConfig(priorities, cfg)
 	if childCfg.subsetOf != nil {
+		if cfg.Zone != nil && !touchesLevel(ch, 0) {
+			// Envoy regenerates zone routing on a change of priority 0
+			// (or of the local cluster) only.
+			cfg.zoneUnchanged = true
+		}
 		return NewSubsetBalancer(priorities, sc, cfg, s)
 	}
 	if cfg.Stats == nil {
