@@ -76,10 +76,19 @@ func endpoints(localities ...string) string {
 // body ("503" for a 503).
 func servedBy(port, n int, path string) map[string]int {
 	GinkgoHelper()
+	return servedByWith(port, n, path, nil)
+}
+
+// servedByWith is servedBy for requests with headers.
+func servedByWith(port, n int, path string, header http.Header) map[string]int {
+	GinkgoHelper()
 	client := &http.Client{Timeout: 5 * time.Second}
 	counts := map[string]int{}
 	for range n {
-		resp, err := client.Get(listenerURL(port, path))
+		req, err := http.NewRequest(http.MethodGet, listenerURL(port, path), nil)
+		Expect(err).NotTo(HaveOccurred())
+		req.Header = header.Clone()
+		resp, err := client.Do(req)
 		Expect(err).NotTo(HaveOccurred())
 		b, err := io.ReadAll(resp.Body)
 		Expect(err).NotTo(HaveOccurred())
@@ -381,6 +390,36 @@ var _ = Describe("Load-balancer subsets", func() {
 		Expect(servedBy(port, 4, "/list")).To(Equal(map[string]int{"host3": 4}))
 	})
 
+	It("merges the stream's envoy.lb dynamic metadata over the route's metadata_match", func() {
+		h := subsetHosts()
+		port := freePort()
+		eps := subsetEndpoints(h)
+		s := Start(newDir(), proxySpec{
+			Port: port,
+			// x-stage becomes the stream's envoy.lb stage, which the
+			// router merges over the route's criteria.
+			Filters: "[" + httpFilter("envoy.filters.http.header_to_metadata", headerToMetadataType,
+				`{request_rules: [{header: x-stage, on_header_present: {metadata_namespace: envoy.lb, key: stage}}]}`) + "]",
+			Routes: "[" + strings.Join([]string{
+				route("/merge", "default", `{v: "1.1", stage: prod}`),
+				route("/", "default", ""),
+			}, ", ") + "]",
+			Clusters: []proxyCluster{
+				{Name: "default", Extra: `{lb_subset_config: {fallback_policy: DEFAULT_SUBSET, default_subset: {stage: prod},
+					subset_selectors: [{keys: [stage]}, {keys: [v, stage]}]}, ` + eps + "}"},
+			},
+		}.YAML())
+		canary := http.Header{"X-Stage": {"canary"}}
+		// {v: 1.1, stage: prod} has no subset: the default one.
+		Expect(servedBy(port, 4, "/merge")).To(Equal(map[string]int{"host1": 2, "host2": 2}))
+		// The metadata's stage replaces the route's: {v: 1.1, stage: canary}.
+		Expect(servedByWith(port, 4, "/merge", canary)).To(Equal(map[string]int{"host3": 4}))
+		// Without route criteria, the metadata's alone: {stage: dev}.
+		Expect(servedByWith(port, 4, "/", http.Header{"X-Stage": {"dev"}})).To(Equal(map[string]int{"host4": 4}))
+		Expect(servedBy(port, 4, "/")).To(Equal(map[string]int{"host1": 2, "host2": 2}))
+		Expect(statValue(s, "cluster.default.lb_subsets_selected")).To(Equal("8"))
+	})
+
 	It("refuses subset configurations Envoy refuses, with their paths", func() {
 		res, _ := validate("bootstrap.yaml", proxySpec{
 			Port: freePort(),
@@ -397,7 +436,7 @@ var _ = Describe("Load-balancer subsets", func() {
 		}
 	})
 
-	It("rebuilds the subsets when discovery changes the hosts, counting subsets created and removed", func() {
+	It("updates the subsets when discovery changes the hosts: a subset left alone keeps its round robin's place; subsets created and removed are counted", func() {
 		h := subsetHosts()
 		stages := map[string]string{"host1": "prod", "host2": "prod", "host3": "canary", "host4": "dev"}
 		assignment := func(hosts ...string) *endpointv3.ClusterLoadAssignment {
@@ -412,7 +451,7 @@ var _ = Describe("Load-balancer subsets", func() {
 			return cla
 		}
 		m := startManagementServer()
-		m.set(adsSnapshot("v1", nil, assignment("host1", "host3")))
+		m.set(adsSnapshot("v1", nil, assignment("host1", "host2", "host3")))
 		port := freePort()
 		// Endpoints over ADS, a static listener.
 		var boot map[string]any
@@ -420,7 +459,7 @@ var _ = Describe("Load-balancer subsets", func() {
 			"{lb_subset_config: {subset_selectors: [{keys: [stage]}]}}"))), &boot)).To(Succeed())
 		delete(boot["dynamic_resources"].(map[string]any), "lds_config")
 		boot["static_resources"].(map[string]any)["listeners"] = []any{proxySpec{
-			Port: port, Routes: "[" + route("/canary", "web", "{stage: canary}") + ", " + route("/dev", "web", "{stage: dev}") + "]",
+			Port: port, Routes: "[" + route("/canary", "web", "{stage: canary}") + ", " + route("/dev", "web", "{stage: dev}") + ", " + route("/prod", "web", "{stage: prod}") + "]",
 		}.listener()}
 		cfg, err := json.Marshal(boot)
 		Expect(err).NotTo(HaveOccurred())
@@ -429,10 +468,20 @@ var _ = Describe("Load-balancer subsets", func() {
 		Expect(servedBy(port, 2, "/dev")).To(Equal(map[string]int{"503": 2}))
 		Expect(statValue(s, "cluster.web.lb_subsets_active")).To(Equal("2"))
 		Expect(statValue(s, "cluster.web.lb_subsets_created")).To(Equal("2"))
+		// One request to the prod subset: the next goes to the other host.
+		first := servedBy(port, 1, "/prod")
+		Expect(first).To(HaveLen(1))
+		next := "host1"
+		if first["host1"] == 1 {
+			next = "host2"
+		}
 
-		// The canary leaves, a dev host comes.
-		m.set(adsSnapshot("v2", nil, assignment("host1", "host4")))
+		// The canary leaves, a dev host comes; prod is left alone, and its
+		// round robin goes on where it was (a subset built again would
+		// start at a random host).
+		m.set(adsSnapshot("v2", nil, assignment("host1", "host2", "host4")))
 		waitStat(s, "cluster.web.lb_subsets_removed", "1")
+		Expect(servedBy(port, 1, "/prod")).To(Equal(map[string]int{next: 1}))
 		Expect(statValue(s, "cluster.web.lb_subsets_created")).To(Equal("3"))
 		Expect(statValue(s, "cluster.web.lb_subsets_active")).To(Equal("2"))
 		Expect(servedBy(port, 2, "/dev")).To(Equal(map[string]int{"host4": 2}))
