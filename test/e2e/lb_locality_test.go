@@ -420,6 +420,46 @@ var _ = Describe("Load-balancer subsets", func() {
 		Expect(statValue(s, "cluster.default.lb_subsets_selected")).To(Equal("8"))
 	})
 
+	It("chooses a tcp_proxy's subset by its metadata_match, a weighted cluster's merged over it", func() {
+		h := subsetHosts()
+		direct, weighted := freePort(), freePort()
+		tcpProxy := func(fields string) string {
+			return `{name: envoy.filters.network.tcp_proxy, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy,
+				stat_prefix: front, ` + fields + `}}`
+		}
+		listener := func(name string, port int, filter string) string {
+			return fmt.Sprintf("{name: %s, address: {socket_address: {address: 127.0.0.1, port_value: %d}}, filter_chains: [{filters: [%s]}]}", name, port, filter)
+		}
+		Start(newDir(), fmt.Sprintf(`
+admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
+static_resources:
+  clusters:
+  - {name: web, type: STATIC, connect_timeout: 1s, %s,
+     lb_subset_config: {fallback_policy: ANY_ENDPOINT, subset_selectors: [{keys: [stage]}, {keys: [v, stage]}]}}
+  listeners: [%s, %s]
+`, strings.Replace(subsetEndpoints(h), "load_assignment: {", "load_assignment: {cluster_name: web, ", 1),
+			listener("direct", direct, tcpProxy(`cluster: web, metadata_match: {filter_metadata: {envoy.lb: {stage: canary}}}`)),
+			listener("weighted", weighted, tcpProxy(`metadata_match: {filter_metadata: {envoy.lb: {stage: canary, v: "1.0"}}},
+				weighted_clusters: {clusters: [{name: web, weight: 1, metadata_match: {filter_metadata: {envoy.lb: {stage: prod}}}}]}`))))
+		// Each GET on a connection of its own: a pick per connection.
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		served := func(port, n int) map[string]int {
+			counts := map[string]int{}
+			for range n {
+				resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/", port))
+				Expect(err).NotTo(HaveOccurred())
+				b, err := io.ReadAll(resp.Body)
+				Expect(err).NotTo(HaveOccurred())
+				resp.Body.Close()
+				counts[string(b)]++
+			}
+			return counts
+		}
+		Expect(served(direct, 4)).To(Equal(map[string]int{"host3": 4}))
+		// {v: "1.0", stage: prod}: host1 and host2, in turn.
+		Expect(served(weighted, 4)).To(Equal(map[string]int{"host1": 2, "host2": 2}))
+	})
+
 	It("refuses subset configurations Envoy refuses, with their paths", func() {
 		res, _ := validate("bootstrap.yaml", proxySpec{
 			Port: freePort(),
