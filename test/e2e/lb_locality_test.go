@@ -76,10 +76,19 @@ func endpoints(localities ...string) string {
 // body ("503" for a 503).
 func servedBy(port, n int, path string) map[string]int {
 	GinkgoHelper()
+	return servedByWith(port, n, path, nil)
+}
+
+// servedByWith is servedBy for requests with headers.
+func servedByWith(port, n int, path string, header http.Header) map[string]int {
+	GinkgoHelper()
 	client := &http.Client{Timeout: 5 * time.Second}
 	counts := map[string]int{}
 	for range n {
-		resp, err := client.Get(listenerURL(port, path))
+		req, err := http.NewRequest(http.MethodGet, listenerURL(port, path), nil)
+		Expect(err).NotTo(HaveOccurred())
+		req.Header = header.Clone()
+		resp, err := client.Do(req)
 		Expect(err).NotTo(HaveOccurred())
 		b, err := io.ReadAll(resp.Body)
 		Expect(err).NotTo(HaveOccurred())
@@ -381,6 +390,76 @@ var _ = Describe("Load-balancer subsets", func() {
 		Expect(servedBy(port, 4, "/list")).To(Equal(map[string]int{"host3": 4}))
 	})
 
+	It("merges the stream's envoy.lb dynamic metadata over the route's metadata_match", func() {
+		h := subsetHosts()
+		port := freePort()
+		eps := subsetEndpoints(h)
+		s := Start(newDir(), proxySpec{
+			Port: port,
+			// x-stage becomes the stream's envoy.lb stage, which the
+			// router merges over the route's criteria.
+			Filters: "[" + httpFilter("envoy.filters.http.header_to_metadata", headerToMetadataType,
+				`{request_rules: [{header: x-stage, on_header_present: {metadata_namespace: envoy.lb, key: stage}}]}`) + "]",
+			Routes: "[" + strings.Join([]string{
+				route("/merge", "default", `{v: "1.1", stage: prod}`),
+				route("/", "default", ""),
+			}, ", ") + "]",
+			Clusters: []proxyCluster{
+				{Name: "default", Extra: `{lb_subset_config: {fallback_policy: DEFAULT_SUBSET, default_subset: {stage: prod},
+					subset_selectors: [{keys: [stage]}, {keys: [v, stage]}]}, ` + eps + "}"},
+			},
+		}.YAML())
+		canary := http.Header{"X-Stage": {"canary"}}
+		// {v: 1.1, stage: prod} has no subset: the default one.
+		Expect(servedBy(port, 4, "/merge")).To(Equal(map[string]int{"host1": 2, "host2": 2}))
+		// The metadata's stage replaces the route's: {v: 1.1, stage: canary}.
+		Expect(servedByWith(port, 4, "/merge", canary)).To(Equal(map[string]int{"host3": 4}))
+		// Without route criteria, the metadata's alone: {stage: dev}.
+		Expect(servedByWith(port, 4, "/", http.Header{"X-Stage": {"dev"}})).To(Equal(map[string]int{"host4": 4}))
+		Expect(servedBy(port, 4, "/")).To(Equal(map[string]int{"host1": 2, "host2": 2}))
+		Expect(statValue(s, "cluster.default.lb_subsets_selected")).To(Equal("8"))
+	})
+
+	It("chooses a tcp_proxy's subset by its metadata_match, a weighted cluster's merged over it", func() {
+		h := subsetHosts()
+		direct, weighted := freePort(), freePort()
+		tcpProxy := func(fields string) string {
+			return `{name: envoy.filters.network.tcp_proxy, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy,
+				stat_prefix: front, ` + fields + `}}`
+		}
+		listener := func(name string, port int, filter string) string {
+			return fmt.Sprintf("{name: %s, address: {socket_address: {address: 127.0.0.1, port_value: %d}}, filter_chains: [{filters: [%s]}]}", name, port, filter)
+		}
+		Start(newDir(), fmt.Sprintf(`
+admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
+static_resources:
+  clusters:
+  - {name: web, type: STATIC, connect_timeout: 1s, %s,
+     lb_subset_config: {fallback_policy: ANY_ENDPOINT, subset_selectors: [{keys: [stage]}, {keys: [v, stage]}]}}
+  listeners: [%s, %s]
+`, strings.Replace(subsetEndpoints(h), "load_assignment: {", "load_assignment: {cluster_name: web, ", 1),
+			listener("direct", direct, tcpProxy(`cluster: web, metadata_match: {filter_metadata: {envoy.lb: {stage: canary}}}`)),
+			listener("weighted", weighted, tcpProxy(`metadata_match: {filter_metadata: {envoy.lb: {stage: canary, v: "1.0"}}},
+				weighted_clusters: {clusters: [{name: web, weight: 1, metadata_match: {filter_metadata: {envoy.lb: {stage: prod}}}}]}`))))
+		// Each GET on a connection of its own: a pick per connection.
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		served := func(port, n int) map[string]int {
+			counts := map[string]int{}
+			for range n {
+				resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/", port))
+				Expect(err).NotTo(HaveOccurred())
+				b, err := io.ReadAll(resp.Body)
+				Expect(err).NotTo(HaveOccurred())
+				resp.Body.Close()
+				counts[string(b)]++
+			}
+			return counts
+		}
+		Expect(served(direct, 4)).To(Equal(map[string]int{"host3": 4}))
+		// {v: "1.0", stage: prod}: host1 and host2, in turn.
+		Expect(served(weighted, 4)).To(Equal(map[string]int{"host1": 2, "host2": 2}))
+	})
+
 	It("refuses subset configurations Envoy refuses, with their paths", func() {
 		res, _ := validate("bootstrap.yaml", proxySpec{
 			Port: freePort(),
@@ -397,7 +476,7 @@ var _ = Describe("Load-balancer subsets", func() {
 		}
 	})
 
-	It("rebuilds the subsets when discovery changes the hosts, counting subsets created and removed", func() {
+	It("updates the subsets when discovery changes the hosts: a subset left alone keeps its round robin's place; subsets created and removed are counted", func() {
 		h := subsetHosts()
 		stages := map[string]string{"host1": "prod", "host2": "prod", "host3": "canary", "host4": "dev"}
 		assignment := func(hosts ...string) *endpointv3.ClusterLoadAssignment {
@@ -412,7 +491,7 @@ var _ = Describe("Load-balancer subsets", func() {
 			return cla
 		}
 		m := startManagementServer()
-		m.set(adsSnapshot("v1", nil, assignment("host1", "host3")))
+		m.set(adsSnapshot("v1", nil, assignment("host1", "host2", "host3")))
 		port := freePort()
 		// Endpoints over ADS, a static listener.
 		var boot map[string]any
@@ -420,7 +499,7 @@ var _ = Describe("Load-balancer subsets", func() {
 			"{lb_subset_config: {subset_selectors: [{keys: [stage]}]}}"))), &boot)).To(Succeed())
 		delete(boot["dynamic_resources"].(map[string]any), "lds_config")
 		boot["static_resources"].(map[string]any)["listeners"] = []any{proxySpec{
-			Port: port, Routes: "[" + route("/canary", "web", "{stage: canary}") + ", " + route("/dev", "web", "{stage: dev}") + "]",
+			Port: port, Routes: "[" + route("/canary", "web", "{stage: canary}") + ", " + route("/dev", "web", "{stage: dev}") + ", " + route("/prod", "web", "{stage: prod}") + "]",
 		}.listener()}
 		cfg, err := json.Marshal(boot)
 		Expect(err).NotTo(HaveOccurred())
@@ -429,10 +508,20 @@ var _ = Describe("Load-balancer subsets", func() {
 		Expect(servedBy(port, 2, "/dev")).To(Equal(map[string]int{"503": 2}))
 		Expect(statValue(s, "cluster.web.lb_subsets_active")).To(Equal("2"))
 		Expect(statValue(s, "cluster.web.lb_subsets_created")).To(Equal("2"))
+		// One request to the prod subset: the next goes to the other host.
+		first := servedBy(port, 1, "/prod")
+		Expect(first).To(HaveLen(1))
+		next := "host1"
+		if first["host1"] == 1 {
+			next = "host2"
+		}
 
-		// The canary leaves, a dev host comes.
-		m.set(adsSnapshot("v2", nil, assignment("host1", "host4")))
+		// The canary leaves, a dev host comes; prod is left alone, and its
+		// round robin goes on where it was (a subset built again would
+		// start at a random host).
+		m.set(adsSnapshot("v2", nil, assignment("host1", "host2", "host4")))
 		waitStat(s, "cluster.web.lb_subsets_removed", "1")
+		Expect(servedBy(port, 1, "/prod")).To(Equal(map[string]int{next: 1}))
 		Expect(statValue(s, "cluster.web.lb_subsets_created")).To(Equal("3"))
 		Expect(statValue(s, "cluster.web.lb_subsets_active")).To(Equal("2"))
 		Expect(servedBy(port, 2, "/dev")).To(Equal(map[string]int{"host4": 2}))

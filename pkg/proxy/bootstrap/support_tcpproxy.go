@@ -5,8 +5,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedTCPProxy lists the fields of envoy.filters.network.tcp_proxy
 // that Outrigger implements (see supportedCore and
 // pkg/proxy/filters/network/tcpproxy). Not implemented, so refused with
-// their path: on_demand.resources_locator, metadata_match (and a weighted cluster's),
-// downstream_idle_timeout and
+// their path: on_demand.resources_locator, downstream_idle_timeout and
 // upstream_idle_timeout (not implemented by Envoy either),
 // proxy_protocol_tlvs and its merge policy, upstream_connect_mode other
 // than IMMEDIATE, max_early_data_bytes, check_drain_close; in
@@ -19,6 +18,8 @@ var supportedTCPProxy = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.WeightedCluster.clusters":                             {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.WeightedCluster.ClusterWeight.name":                   {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.WeightedCluster.ClusterWeight.weight":                 {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.WeightedCluster.ClusterWeight.metadata_match":         {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.metadata_match":                                       {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.idle_timeout":                                         {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.access_log":                                           {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.max_connect_attempts":                                 {},

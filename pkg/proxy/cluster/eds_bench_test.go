@@ -5,6 +5,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // BenchmarkEDSOneEndpointChange is an EDS cluster of 10,000 endpoints
@@ -85,4 +86,54 @@ func itoa(i int) string {
 		return string(rune('0' + i))
 	}
 	return itoa(i/10) + string(rune('0'+i%10))
+}
+
+// BenchmarkEDSSubsetOneEndpointChange is
+// BenchmarkEDSOneEndpointChangeSameMessages for a cluster with
+// lb_subset_config: 10,000 endpoints in ten versions (subsets of 1,000 by
+// version, and of 500 by version and stage), one endpoint added and
+// removed again, alternately, the unchanged entries being the previous
+// response's messages.
+func BenchmarkEDSSubsetOneEndpointChange(b *testing.B) {
+	m, _, _ := newTestManager(b, `
+- name: backend
+  type: EDS
+  lb_subset_config:
+    fallback_policy: ANY_ENDPOINT
+    subset_selectors:
+    - keys: [version]
+    - keys: [version, stage]`)
+	c := m.Cluster("backend")
+	all := subsetAssignment(10001).Endpoints[0].LbEndpoints
+	base := all[:10000:10000]
+	apply := func(eps []*endpointv3.LbEndpoint) {
+		p, err := c.EDSHosts(&endpointv3.ClusterLoadAssignment{ClusterName: "backend", Endpoints: []*endpointv3.LocalityLbEndpoints{{LbEndpoints: eps}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.SetEDSHosts(p)
+	}
+	apply(base)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if i%2 == 1 {
+			apply(base)
+			continue
+		}
+		apply(all)
+	}
+}
+
+// subsetAssignment is assignment(n) with each endpoint's "envoy.lb"
+// metadata: version v0 to v9 and stage a or b by its index.
+func subsetAssignment(n int) *endpointv3.ClusterLoadAssignment {
+	cla := assignment(n)
+	for i, lbe := range cla.Endpoints[0].LbEndpoints {
+		lbe.Metadata = &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{"envoy.lb": {Fields: map[string]*structpb.Value{
+			"version": structpb.NewStringValue("v" + itoa(i%10)),
+			"stage":   structpb.NewStringValue([]string{"a", "b"}[i/10%2]),
+		}}}}
+	}
+	return cla
 }

@@ -188,21 +188,21 @@ func (c *Cluster) rebuildBalancer() {
 }
 
 // storeBalancer builds and publishes the balancer of a host set: the
-// subset balancer of a cluster with lb_subset_config (which counts the
-// subsets that come and go against the one it replaces), else the plain
-// one, carried on from the one it replaces (lb.Balancer.Update). updateMu
+// subset balancer of a cluster with lb_subset_config
+// (lb.SubsetBalancer.Update), else the plain one, each carried on from
+// the one it replaces (lb.Balancer.Update). updateMu
 // is held; old is the set hs replaces (nil when it rebuilds the same
 // set), whose hosts keep their place in slow start, and ch what an EDS
 // update knows of the change (nil for nothing).
 func (c *Cluster) storeBalancer(hs, old *hostSet, ch *setChange) {
 	cfg := c.lbConfig(hs, old, ch)
-	if sc := c.settings.subsets; sc != nil {
-		c.subsets.Store(lb.NewSubsetBalancer(hs.priorities, sc, cfg, c.subsets.Load()))
-		return
-	}
 	var change *lb.Change
 	if ch.appliesTo(old) && ch.exact {
 		change = &lb.Change{Added: ch.added, Removed: ch.gone}
+	}
+	if sc := c.settings.subsets; sc != nil {
+		c.subsets.Store(c.subsets.Load().Update(hs.priorities, change, sc, cfg))
+		return
 	}
 	c.balancer.Store(c.balancer.Load().Update(hs.priorities, change, cfg))
 }

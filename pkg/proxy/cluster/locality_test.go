@@ -6,7 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
@@ -220,5 +223,45 @@ func TestZoneAwareWithoutLocalCluster(t *testing.T) {
 	}
 	if got := store.Counter("cluster.web.lb_recalculate_zone_structures").Value(); got != 0 {
 		t.Errorf("lb_recalculate_zone_structures = %d, want 0", got)
+	}
+}
+
+// TestLocalityWeightedEDSUpdate checks that an EDS update of one endpoint,
+// which updates the balancer from the change, keeps locality-weighted
+// balancing.
+func TestLocalityWeightedEDSUpdate(t *testing.T) {
+	m, _, _ := newTestManager(t, `
+- name: web
+  type: EDS
+  common_lb_config: {locality_weighted_lb_config: {}}`)
+	c := m.Cluster("web")
+	endpoint := func(addr string) *endpointv3.LbEndpoint {
+		return &endpointv3.LbEndpoint{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
+			Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+				Address: addr, PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: 80},
+			}}},
+		}}}
+	}
+	a := &endpointv3.LocalityLbEndpoints{Locality: &corev3.Locality{Region: "r", Zone: "a"}, LoadBalancingWeight: wrapperspb.UInt32(1),
+		LbEndpoints: []*endpointv3.LbEndpoint{endpoint("127.0.1.1"), endpoint("127.0.1.2")}}
+	b := &endpointv3.LocalityLbEndpoints{Locality: &corev3.Locality{Region: "r", Zone: "b"}, LoadBalancingWeight: wrapperspb.UInt32(3),
+		LbEndpoints: []*endpointv3.LbEndpoint{endpoint("127.0.2.1")}}
+	apply := func() {
+		t.Helper()
+		p, err := c.EDSHosts(&endpointv3.ClusterLoadAssignment{ClusterName: "web", Endpoints: []*endpointv3.LocalityLbEndpoints{a, b}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetEDSHosts(p)
+	}
+	apply()
+	if diff := cmp.Diff(map[string]int{"a": 100, "b": 300}, zoneOf(c, 400)); diff != "" {
+		t.Errorf("picks per zone (-want +got):\n%s", diff)
+	}
+	// One endpoint more in a: the same messages for the others.
+	a.LbEndpoints = append(a.LbEndpoints, endpoint("127.0.1.3"))
+	apply()
+	if diff := cmp.Diff(map[string]int{"a": 100, "b": 300}, zoneOf(c, 400)); diff != "" {
+		t.Errorf("after a one-endpoint update, picks per zone (-want +got):\n%s", diff)
 	}
 }

@@ -86,7 +86,7 @@ func (s *stream) forward() {
 		s.localReplyAs(503, -1, bodyDropOverload, accesslog.DropOverload, "drop_overload", "x-envoy-drop-overload")
 		return
 	}
-	s.pick = upstream.PickContext{OriginalDst: s.origDst, Headers: &s.reqHeaders, Authority: s.authority, MetadataMatch: route.MetadataMatchFor(s.wc)}
+	s.pick = upstream.PickContext{OriginalDst: s.origDst, Headers: &s.reqHeaders, Authority: s.authority, MetadataMatch: s.metadataMatch(route)}
 	if route.HashPolicy != nil {
 		// Computed only if the cluster's balancer reads it (PickHash).
 		s.pick.Hasher = s

@@ -66,6 +66,10 @@ type Config struct {
 	// (scale_locality_weight).
 	subsetOf       []localities
 	localityWeight func(level, index int, g *localityGroup) uint32
+	// zoneUnchanged: the update that builds the balancer left priority
+	// 0 alone, so its zone routing is not counted as recalculated
+	// (lb_recalculate_zone_structures and the counts of its checks).
+	zoneUnchanged bool
 }
 
 // Balancer chooses hosts across priority levels. It is immutable once
@@ -230,7 +234,11 @@ func (b *Balancer) buildLocalities(priorities [][]*upstream.Host, counts []level
 			}
 		}
 		if i == 0 && cfg.Zone != nil {
-			b.zone = newZoneRouting(cfg.Zone, &lv.locs, counts[0].healthy, cfg.Local, cfg.PanicThreshold, cfg.Stats)
+			st := cfg.Stats
+			if cfg.zoneUnchanged {
+				st = nil
+			}
+			b.zone = newZoneRouting(cfg.Zone, &lv.locs, counts[0].healthy, cfg.Local, cfg.PanicThreshold, st)
 		}
 		if cfg.LocalityWeighted {
 			lv.healthyLocs = newLocalitySchedule(&lv.locs, false, cfg.OverprovisioningFactor, seed)

@@ -76,8 +76,8 @@ type SubsetSelector struct {
 // combination of values of each selector's keys, each with a Balancer of
 // its own over its hosts (all priority levels kept); a request's
 // metadata_match criteria choose the subset, and when none matches a
-// fallback policy applies. It is built whole from a host set and then
-// only read; a change of hosts builds a new one.
+// fallback policy applies. It is only read once built; a change of hosts
+// makes the next one (Update), which keeps what the change left alone.
 type SubsetBalancer struct {
 	cfg   *SubsetConfig
 	stats *Stats
@@ -93,6 +93,15 @@ type SubsetBalancer struct {
 	// cluster's fallback subset (nil for NO_FALLBACK) and panic the
 	// subset of panic_mode_any.
 	any, def, fallback, panic *Balancer
+	// levels are the cluster's hosts per level, and defLevels def's.
+	levels, defLevels [][]*upstream.Host
+	// settled is what the subsets' loads were computed with: a subset
+	// the next update leaves alone keeps its balancer when it is the
+	// same.
+	settled settledWith
+	// duplicates are, per level, the hosts that single-host subsets
+	// passed over (lb_subsets_single_host_per_subset_duplicate).
+	duplicates []int
 }
 
 // subsetEntry is one subset: a balancer, or one host for a
@@ -100,6 +109,12 @@ type SubsetBalancer struct {
 type subsetEntry struct {
 	balancer *Balancer
 	single   *upstream.Host
+	// levels are the subset's hosts per priority level, in the level's
+	// order (one list per level of the cluster, some empty).
+	levels [][]*upstream.Host
+	// hits are, for a single-host subset, how many times per level a
+	// host fell in it (once per selector and value giving its key).
+	hits []int
 }
 
 func (e *subsetEntry) pick(ctx *upstream.PickContext) (*upstream.Host, bool) {
@@ -107,6 +122,46 @@ func (e *subsetEntry) pick(ctx *upstream.PickContext) (*upstream.Host, bool) {
 		return e.single, false
 	}
 	return e.balancer.Pick(ctx)
+}
+
+// duplicates is how many of its hits at level p a single-host subset
+// passed over.
+func (e *subsetEntry) duplicates(p int) int {
+	if e.balancer != nil || p >= len(e.hits) || e.hits[p] == 0 {
+		return 0
+	}
+	return e.hits[p] - 1
+}
+
+// settle makes the entry's host or balancer from its levels; prev is the
+// entry it replaces (nil for a new subset) and ch the change of its hosts
+// (nil: unknown, all levels built again).
+func (e *subsetEntry) settle(prev *subsetEntry, ch *Change, cfg Config) {
+	if e.hits != nil {
+		for _, level := range e.levels {
+			if len(level) > 0 {
+				// The highest priority's first host, whatever its health.
+				e.single = level[0]
+				return
+			}
+		}
+		return
+	}
+	if prev == nil || prev.balancer == nil {
+		e.balancer = New(e.levels, cfg)
+		return
+	}
+	e.balancer = prev.balancer.Update(e.levels, ch, cfg)
+}
+
+// empty reports whether the subset has no host left.
+func (e *subsetEntry) empty() bool {
+	for _, level := range e.levels {
+		if len(level) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // selectorNode is one key of the selectors' tree: the children by next
@@ -117,18 +172,51 @@ type selectorNode struct {
 	fallbackKeys []string
 }
 
-// NewSubsetBalancer divides hosts (per priority) into subsets and builds
-// their balancers with cfg. prev is the balancer this one replaces (nil
-// for the first): subsets that appear or disappear are counted in
-// lb_subsets_created and lb_subsets_removed, and lb_subsets_active is set.
-func NewSubsetBalancer(priorities [][]*upstream.Host, sc *SubsetConfig, cfg Config, prev *SubsetBalancer) *SubsetBalancer {
-	if cfg.Stats == nil {
-		cfg.Stats = &Stats{}
-	}
-	s := &SubsetBalancer{cfg: sc, stats: cfg.Stats, subsets: map[string]*subsetEntry{}, selectors: newSelectorTree(sc.Selectors)}
+// settledWith is what of the configuration a subset's balancer reads
+// beyond its hosts.
+type settledWith struct {
+	levels                 int
+	factor, panicThreshold uint32
+	weighted, failOnPanic  bool
+}
 
-	// A subset keeps the localities of the whole host set: zone routing
-	// and locality weights see the same localities, some of them empty.
+// settledWithOf is cfg's settledWith for n levels.
+func settledWithOf(n int, cfg Config) settledWith {
+	return settledWith{levels: n, factor: cfg.OverprovisioningFactor, panicThreshold: cfg.PanicThreshold, weighted: cfg.WeightedPriorityHealth, failOnPanic: cfg.FailTrafficOnPanic}
+}
+
+// subsetHit is a subset a host falls in: its key, how many times (once
+// per selector and list value giving it) and whether the subset is a
+// single host.
+type subsetHit struct {
+	key    string
+	count  int
+	single bool
+}
+
+// hostSubsets returns the subsets a host falls in, each once. As in
+// Envoy, the first selector to give a subset decides whether it is a
+// single host: selectors giving the same key have the same keys, so the
+// first of them in configuration order decides, whichever host comes
+// first.
+func (sc *SubsetConfig) hostSubsets(h *upstream.Host) []subsetHit {
+	var out []subsetHit
+	for _, sel := range sc.Selectors {
+		for _, key := range subsetKeys(sel.Keys, h, sc.ListAsAny) {
+			if i := slices.IndexFunc(out, func(x subsetHit) bool { return x.key == key }); i >= 0 {
+				out[i].count++
+				continue
+			}
+			out = append(out, subsetHit{key: key, count: 1, single: sel.SingleHostPerSubset})
+		}
+	}
+	return out
+}
+
+// childConfig is the configuration of the subsets' balancers: a subset
+// keeps the localities of the whole host set, so that zone routing and
+// locality weights see the same localities, some of them empty.
+func (sc *SubsetConfig) childConfig(priorities [][]*upstream.Host, cfg Config) Config {
 	childCfg := cfg
 	childCfg.LocalityWeighted = cfg.LocalityWeighted && sc.LocalityWeightAware
 	if childCfg.LocalityWeighted || cfg.Zone != nil {
@@ -140,110 +228,134 @@ func NewSubsetBalancer(priorities [][]*upstream.Host, sc *SubsetConfig, cfg Conf
 			childCfg.localityWeight = scaledLocalityWeight(childCfg.subsetOf)
 		}
 	}
-	build := func(match func(*upstream.Host) bool) *Balancer {
-		levels := make([][]*upstream.Host, len(priorities))
+	return childCfg
+}
+
+// needs reports which of the fallback subsets the policies may use.
+func (sc *SubsetConfig) needs() (anyEndpoint, defaultSubset bool) {
+	anyEndpoint = sc.Fallback == FallbackAnyEndpoint || sc.PanicModeAny
+	defaultSubset = sc.Fallback == FallbackDefaultSubset
+	for _, sel := range sc.Selectors {
+		anyEndpoint = anyEndpoint || sel.Fallback == FallbackAnyEndpoint
+		defaultSubset = defaultSubset || sel.Fallback == FallbackDefaultSubset
+	}
+	return anyEndpoint, defaultSubset
+}
+
+// NewSubsetBalancer divides hosts (per priority) into subsets and builds
+// their balancers with cfg. prev is the balancer this one replaces (nil
+// for the first): its subsets' balancers carry on into the new ones of
+// the same subsets (round robin keeps its place, Balancer.Update with
+// the change unknown); subsets that appear or disappear are counted in
+// lb_subsets_created and lb_subsets_removed, and lb_subsets_active is
+// set.
+func NewSubsetBalancer(priorities [][]*upstream.Host, sc *SubsetConfig, cfg Config, prev *SubsetBalancer) *SubsetBalancer {
+	if cfg.Stats == nil {
+		cfg.Stats = &Stats{}
+	}
+	s := &SubsetBalancer{cfg: sc, stats: cfg.Stats, subsets: map[string]*subsetEntry{}, selectors: newSelectorTree(sc.Selectors), settled: settledWithOf(len(priorities), cfg), levels: priorities}
+	childCfg := sc.childConfig(priorities, cfg)
+	var was SubsetBalancer
+	if prev != nil {
+		was = *prev
+	}
+
+	needAny, needDefault := sc.needs()
+	if needAny {
+		s.any = was.any.Update(priorities, nil, childCfg)
+	}
+	if needDefault {
+		s.defLevels = make([][]*upstream.Host, len(priorities))
 		for i, hosts := range priorities {
 			for _, h := range hosts {
-				if match(h) {
-					levels[i] = append(levels[i], h)
+				if labelsMatch(sc.DefaultSubset, h, sc.ListAsAny) {
+					s.defLevels[i] = append(s.defLevels[i], h)
 				}
 			}
 		}
-		return New(levels, childCfg)
+		s.def = was.def.Update(s.defLevels, nil, childCfg)
+	}
+	s.pickFallbacks()
+
+	// The subsets: every combination of values a host has for all of a
+	// selector's keys.
+	for i, hosts := range priorities {
+		for _, h := range hosts {
+			for _, hit := range sc.hostSubsets(h) {
+				e := s.subsets[hit.key]
+				if e == nil {
+					e = &subsetEntry{levels: make([][]*upstream.Host, len(priorities))}
+					if hit.single {
+						e.hits = make([]int, len(priorities))
+					}
+					s.subsets[hit.key] = e
+				}
+				e.levels[i] = append(e.levels[i], h)
+				if e.hits != nil {
+					e.hits[i] += hit.count
+				}
+			}
+		}
+	}
+	s.duplicates = make([]int, len(priorities))
+	for key, e := range s.subsets {
+		e.settle(was.subsets[key], nil, childCfg)
+		for i := range s.duplicates {
+			s.duplicates[i] += e.duplicates(i)
+		}
 	}
 
-	needAny := sc.Fallback == FallbackAnyEndpoint || sc.PanicModeAny
-	needDefault := sc.Fallback == FallbackDefaultSubset
-	for _, sel := range sc.Selectors {
-		needAny = needAny || sel.Fallback == FallbackAnyEndpoint
-		needDefault = needDefault || sel.Fallback == FallbackDefaultSubset
+	created, removed := 0, 0
+	for key := range s.subsets {
+		if _, ok := was.subsets[key]; !ok {
+			created++
+		}
 	}
-	if needAny {
-		s.any = build(func(*upstream.Host) bool { return true })
+	for key := range was.subsets {
+		if _, ok := s.subsets[key]; !ok {
+			removed++
+		}
 	}
-	if needDefault {
-		s.def = build(func(h *upstream.Host) bool { return labelsMatch(sc.DefaultSubset, h, sc.ListAsAny) })
-	}
-	switch sc.Fallback {
+	s.count(created, removed, lastChanged(prev, priorities))
+	return s
+}
+
+// pickFallbacks sets the fallback and panic balancers from any and def.
+func (s *SubsetBalancer) pickFallbacks() {
+	switch s.cfg.Fallback {
 	case FallbackAnyEndpoint:
 		s.fallback = s.any
 	case FallbackDefaultSubset:
 		s.fallback = s.def
 	}
-	if sc.PanicModeAny {
+	if s.cfg.PanicModeAny {
 		s.panic = s.any
 	}
+}
 
-	// The subsets: every combination of values a host has for all of a
-	// selector's keys. The first selector to create a subset decides
-	// whether it is a single host.
-	type pending struct {
-		single  bool
-		members map[*upstream.Host]bool
-		host    *upstream.Host
-	}
-	found := map[string]*pending{}
-	var order []string
-	var duplicates int
-	for _, hosts := range priorities {
-		seenSingle := map[string]bool{} // single-host subsets given a host at this level
-		for _, h := range hosts {
-			for _, sel := range sc.Selectors {
-				for _, key := range subsetKeys(sel.Keys, h, sc.ListAsAny) {
-					p := found[key]
-					if p == nil {
-						p = &pending{single: sel.SingleHostPerSubset, members: map[*upstream.Host]bool{}}
-						found[key] = p
-						order = append(order, key)
-					}
-					if p.single {
-						if seenSingle[key] {
-							duplicates++
-							continue
-						}
-						seenSingle[key] = true
-						if p.host == nil {
-							// The highest priority's host stays.
-							p.host = h
-						}
-						continue
-					}
-					p.members[h] = true
-				}
-			}
-		}
-	}
-	for _, key := range order {
-		p := found[key]
-		if p.single {
-			s.subsets[key] = &subsetEntry{single: p.host}
-			continue
-		}
-		s.subsets[key] = &subsetEntry{balancer: build(func(h *upstream.Host) bool { return p.members[h] })}
-	}
-
+// count adds the subsets created and removed to the stats, sets
+// lb_subsets_active, and sets lb_subsets_single_host_per_subset_duplicate
+// to the duplicates of the last level updated (last, -1 for none): Envoy
+// updates the subsets one level at a time, and the gauge is the count of
+// the last one.
+func (s *SubsetBalancer) count(created, removed, last int) {
 	st := s.stats
-	if st.SubsetsSingleHostDuplicate != nil {
-		st.SubsetsSingleHostDuplicate.Set(int64(duplicates))
+	if st.SubsetsCreated != nil && created > 0 {
+		st.SubsetsCreated.Add(uint64(created))
 	}
-	var old map[string]*subsetEntry
-	if prev != nil {
-		old = prev.subsets
-	}
-	for key := range s.subsets {
-		if _, ok := old[key]; !ok && st.SubsetsCreated != nil {
-			st.SubsetsCreated.Inc()
-		}
-	}
-	for key := range old {
-		if _, ok := s.subsets[key]; !ok && st.SubsetsRemoved != nil {
-			st.SubsetsRemoved.Inc()
-		}
+	if st.SubsetsRemoved != nil && removed > 0 {
+		st.SubsetsRemoved.Add(uint64(removed))
 	}
 	if st.SubsetsActive != nil {
 		st.SubsetsActive.Set(int64(len(s.subsets)))
 	}
-	return s
+	if st.SubsetsSingleHostDuplicate != nil && last >= 0 {
+		d := 0
+		if last < len(s.duplicates) {
+			d = s.duplicates[last]
+		}
+		st.SubsetsSingleHostDuplicate.Set(int64(d))
+	}
 }
 
 // newSelectorTree builds the tree of selector keys. As in Envoy, a node's

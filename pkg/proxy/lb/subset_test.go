@@ -332,7 +332,28 @@ func TestSubsetSingleHostPerSubset(t *testing.T) {
 			t.Errorf("id %s balances over %s, want %s (the first host, whatever its health)", id, got, want)
 		}
 	}
-	if got := store.Gauge("lb_subsets_single_host_per_subset_duplicate").Value(); got != 1 {
+	// Envoy builds the subsets one level after the other and the gauge is
+	// the last level's count: P1 has no duplicate.
+	gauge := store.Gauge("lb_subsets_single_host_per_subset_duplicate")
+	if got := gauge.Value(); got != 0 {
+		t.Errorf("lb_subsets_single_host_per_subset_duplicate = %d after the first set, want 0 (P1's)", got)
+	}
+	// A change of P0 only: the gauge is P0's count, a for id 1 passing
+	// over b, and e for id 2 over c.
+	e := withMetadata(t, &upstream.Host{Address: "e", Weight: 1}, map[string]any{"id": "2"})
+	s = s.Update([][]*upstream.Host{append(slices.Clone(hosts), e), p1}, &Change{Added: []*upstream.Host{e}}, s.cfg, Config{Stats: st})
+	if got := gauge.Value(); got != 2 {
+		t.Errorf("lb_subsets_single_host_per_subset_duplicate = %d after a change of P0, want 2", got)
+	}
+	if got := balancedOver(s, match(t, map[string]any{"id": "2"}), 3); got != "c" {
+		t.Errorf("id 2 balances over %s, want c (the first host)", got)
+	}
+	// c leaves: e is id 2's host.
+	s = s.Update([][]*upstream.Host{{hosts[0], hosts[1], e}, p1}, &Change{Removed: []*upstream.Host{hosts[2]}}, s.cfg, Config{Stats: st})
+	if got := balancedOver(s, match(t, map[string]any{"id": "2"}), 3); got != "e" {
+		t.Errorf("id 2 balances over %s once c left, want e", got)
+	}
+	if got := gauge.Value(); got != 1 {
 		t.Errorf("lb_subsets_single_host_per_subset_duplicate = %d, want 1", got)
 	}
 }

@@ -43,7 +43,12 @@ func builtWithOf(cfg *Config) builtWith {
 // takes the new list as it is. Locality weighting and zone routing build
 // the whole balancer again.
 func (b *Balancer) Update(priorities [][]*upstream.Host, ch *Change, cfg Config) *Balancer {
-	if ch == nil || b == nil || b.built != builtWithOf(&cfg) {
+	if ch == nil || b == nil || b.built != builtWithOf(&cfg) || b.built.localities {
+		if ch != nil && b != nil && cfg.Zone != nil && !touchesLevel(ch, 0) {
+			// Envoy regenerates zone routing on a change of priority 0
+			// (or of the local cluster) only.
+			cfg.zoneUnchanged = true
+		}
 		return New(priorities, cfg).carryFrom(b)
 	}
 	cfg.defaults()
@@ -65,6 +70,21 @@ func (b *Balancer) Update(priorities [][]*upstream.Host, ch *Change, cfg Config)
 	}
 	nb.settle(counts, &cfg)
 	return nb.carryFrom(b)
+}
+
+// touchesLevel reports whether ch adds or removes a host of level p.
+func touchesLevel(ch *Change, p uint32) bool {
+	for _, h := range ch.Added {
+		if h.Priority == p {
+			return true
+		}
+	}
+	for _, h := range ch.Removed {
+		if h.Priority == p {
+			return true
+		}
+	}
+	return false
 }
 
 // byLevel groups hosts by their priority, below n levels (a removed

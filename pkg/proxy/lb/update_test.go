@@ -35,6 +35,8 @@ type hostChurn struct {
 	r        *rand.Rand
 	weighted bool
 	next     int
+	// decorate, when set, finishes each new host (its metadata).
+	decorate func(*upstream.Host)
 }
 
 // host is a new host at level p.
@@ -49,6 +51,9 @@ func (hc *hostChurn) host(p int) *upstream.Host {
 		h.ConfigHealth = corev3.HealthStatus_UNHEALTHY
 	case 1:
 		h.ConfigHealth = corev3.HealthStatus_DEGRADED
+	}
+	if hc.decorate != nil {
+		hc.decorate(h)
 	}
 	return h
 }

@@ -1,6 +1,7 @@
 package lb
 
 import (
+	"slices"
 	"testing"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
@@ -267,5 +268,56 @@ func TestZonePickDoesNotAllocate(t *testing.T) {
 	}
 	if allocs := testing.AllocsPerRun(100, func() { b.Pick(nil) }); allocs != 0 {
 		t.Errorf("Pick allocates %v times per call", allocs)
+	}
+}
+
+// TestZoneRoutingAcrossUpdates checks that an update from a change keeps
+// zone routing and locality weighting (both are built again), and that,
+// as in Envoy, lb_recalculate_zone_structures counts a change of priority
+// 0, or one not known, but not a change of another level only.
+func TestZoneRoutingAcrossUpdates(t *testing.T) {
+	st, store := newZoneStats()
+	recalculated := func() uint64 { return store.Counter("lb_recalculate_zone_structures").Value() }
+	cfg := func() Config {
+		return Config{
+			Local: localZone, Stats: st, Rand: seeded(),
+			Zone: &ZoneConfig{LocalHosts: spread("a", 1, "b", 1, "c", 1), RoutingEnabled: 100, MinClusterSize: 1},
+		}
+	}
+	p0, p1 := spread("a", 4, "b", 2, "c", 2), zoneHosts("d", 1, 2, 0)
+	for _, h := range p1 {
+		h.Priority = 1
+	}
+	b := New([][]*upstream.Host{p0, p1}, cfg())
+	if got := recalculated(); got != 1 {
+		t.Fatalf("lb_recalculate_zone_structures = %d after the first build, want 1", got)
+	}
+	extra := zoneHosts("e", 1, 1, 0)[0]
+	extra.Priority = 1
+	b = b.Update([][]*upstream.Host{p0, append(slices.Clone(p1), extra)}, &Change{Added: []*upstream.Host{extra}}, cfg())
+	if got := recalculated(); got != 1 {
+		t.Errorf("lb_recalculate_zone_structures = %d after a change of priority 1 only, want 1", got)
+	}
+	if diff := cmp.Diff(map[string]float64{"a": 100}, zoneShares(b, 1000), approx(1)); diff != "" {
+		t.Errorf("after the update, shares (-want +got):\n%s", diff)
+	}
+	gone := p0[len(p0)-1]
+	b = b.Update([][]*upstream.Host{p0[:len(p0)-1], append(slices.Clone(p1), extra)}, &Change{Removed: []*upstream.Host{gone}}, cfg())
+	if got := recalculated(); got != 2 {
+		t.Errorf("lb_recalculate_zone_structures = %d after a change of priority 0, want 2", got)
+	}
+	b.Update([][]*upstream.Host{p0[:len(p0)-1], append(slices.Clone(p1), extra)}, nil, cfg())
+	if got := recalculated(); got != 3 {
+		t.Errorf("lb_recalculate_zone_structures = %d after a change not known (health, the local cluster), want 3", got)
+	}
+
+	// Locality weighting: a update from a change keeps the schedule.
+	lw := Config{LocalityWeighted: true, Rand: seeded(), PanicThreshold: DefaultPanicThreshold}
+	hosts := slices.Concat(inZone("a", 1, "a1"), inZone("b", 3, "b1"))
+	wb := New([][]*upstream.Host{hosts}, lw)
+	added := inZone("b", 3, "b2")[0]
+	wb = wb.Update([][]*upstream.Host{append(slices.Clone(hosts), added)}, &Change{Added: []*upstream.Host{added}}, lw)
+	if diff := cmp.Diff(map[string]float64{"a": 25, "b": 75}, zoneShares(wb, 4000), approx(3)); diff != "" {
+		t.Errorf("locality weights after an update, shares (-want +got):\n%s", diff)
 	}
 }

@@ -30,6 +30,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // Name is the filter's name in the proxy. spelling.
@@ -47,6 +48,9 @@ var _ netfilter.Factory = Factory{}
 type weighted struct {
 	name   string
 	weight uint64
+	// metadataMatch is its metadata_match merged over the filter's, the
+	// filter's when it has none.
+	metadataMatch *upstream.MetadataMatch
 }
 
 // config is a compiled TcpProxy.
@@ -54,6 +58,9 @@ type config struct {
 	statPrefix string
 	// cluster is the one cluster, when weighted is empty.
 	cluster string
+	// metadataMatch is metadata_match's "envoy.lb" criteria, which choose
+	// a load-balancer subset of the cluster; nil for none.
+	metadataMatch *upstream.MetadataMatch
 	// weighted lists weighted_clusters (no zero weights), totalWeight
 	// their sum.
 	weighted    []weighted
@@ -117,6 +124,11 @@ func compile(cfg *tcpproxyv3.TcpProxy) (*config, error) {
 	if c.statPrefix == "" {
 		fail("stat_prefix: required")
 	}
+	// As Envoy's: only the "envoy.lb" entry counts, and a weighted
+	// cluster's criteria merge over the filter's.
+	if s, ok := cfg.GetMetadataMatch().GetFilterMetadata()[upstream.LBMetadataKey]; ok {
+		c.metadataMatch = upstream.NewMetadataMatch(s.GetFields())
+	}
 	switch spec := cfg.GetClusterSpecifier().(type) {
 	case *tcpproxyv3.TcpProxy_Cluster:
 		if spec.Cluster == "" {
@@ -133,13 +145,14 @@ func compile(cfg *tcpproxyv3.TcpProxy) (*config, error) {
 			if cw.GetName() == "" {
 				fail("%s.name: must not be empty", p)
 			}
-			if cw.GetMetadataMatch() != nil {
-				fail("%s.metadata_match: not supported by Outrigger (subsets are chosen by HTTP routes only)", p)
-			}
 			if cw.GetWeight() == 0 {
 				continue // never picked, as in Envoy
 			}
-			c.weighted = append(c.weighted, weighted{name: cw.GetName(), weight: uint64(cw.GetWeight())})
+			w := weighted{name: cw.GetName(), weight: uint64(cw.GetWeight()), metadataMatch: c.metadataMatch}
+			if s, ok := cw.GetMetadataMatch().GetFilterMetadata()[upstream.LBMetadataKey]; ok {
+				w.metadataMatch = c.metadataMatch.Merge(s.GetFields())
+			}
+			c.weighted = append(c.weighted, w)
 			c.totalWeight += uint64(cw.GetWeight())
 		}
 		if len(cls) > 0 && c.totalWeight == 0 {
@@ -210,7 +223,6 @@ func compile(cfg *tcpproxyv3.TcpProxy) (*config, error) {
 			fail("%s: not supported by Outrigger (%s)", field, why)
 		}
 	}
-	refuse(cfg.GetMetadataMatch() != nil, "metadata_match", "subsets are chosen by HTTP routes only")
 	refuse(cfg.GetDownstreamIdleTimeout() != nil, "downstream_idle_timeout", "not implemented by Envoy either; use idle_timeout")
 	refuse(cfg.GetUpstreamIdleTimeout() != nil, "upstream_idle_timeout", "not implemented by Envoy either; use idle_timeout")
 	if hp := cfg.GetHashPolicy(); len(hp) > 0 {

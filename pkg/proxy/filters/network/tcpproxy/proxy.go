@@ -16,6 +16,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // maxChunk is the largest read of one direction of a connection: as much
@@ -217,25 +218,28 @@ func (p *Proxy) ActiveConnections() int {
 
 // pickCluster returns the cluster of a new connection: the one its filter
 // state names (envoy.tcp_proxy.cluster, which sni_cluster sets), else the
-// cluster, or one of the weighted clusters drawn by weight.
-func (p *Proxy) pickCluster(down net.Conn) string {
+// cluster, or one of the weighted clusters drawn by weight; and the
+// metadata_match criteria that choose its subset (a weighted cluster's,
+// else the filter's, as Envoy's).
+func (p *Proxy) pickCluster(down net.Conn) (string, *upstream.MetadataMatch) {
+	c := p.cfg
 	if v, ok := netfilter.FilterStateOf(down, netfilter.ClusterStateKey); ok {
 		if name, _ := v.(string); name != "" {
-			return name
+			return name, c.metadataMatch
 		}
 	}
-	c := p.cfg
 	if len(c.weighted) == 0 {
-		return c.cluster
+		return c.cluster, c.metadataMatch
 	}
 	r := rand.Uint64N(c.totalWeight)
 	for _, w := range c.weighted {
 		if r < w.weight {
-			return w.name
+			return w.name, w.metadataMatch
 		}
 		r -= w.weight
 	}
-	return c.weighted[len(c.weighted)-1].name
+	last := &c.weighted[len(c.weighted)-1]
+	return last.name, last.metadataMatch
 }
 
 // attemptsExceeded returns the upstream_cx_connect_attempts_exceeded

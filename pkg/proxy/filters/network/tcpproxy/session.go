@@ -21,9 +21,10 @@ import (
 
 // pickContext is the downstream side a cluster's load balancer may read:
 // the connection's original destination, when a listener restored it, the
-// hash_policy's hash key, and its server name and dynamic port.
+// hash_policy's hash key, its server name and dynamic port, and the
+// metadata_match criteria that choose a subset.
 func (s *session) pickContext() *upstream.PickContext {
-	pc := &upstream.PickContext{}
+	pc := &upstream.PickContext{MetadataMatch: s.metadataMatch}
 	if dst, ok := upstream.OriginalDst(s.down); ok {
 		pc.OriginalDst = dst
 	}
@@ -57,7 +58,9 @@ type session struct {
 
 	// Set before the pumps start, read-only afterwards.
 	clusterName string
-	host        *upstream.Host
+	// metadataMatch are the criteria that choose the cluster's subset.
+	metadataMatch *upstream.MetadataMatch
+	host          *upstream.Host
 	// clusterMetadata is the chosen cluster's, for the formats'
 	// %CLUSTER_METADATA%; set with host's discipline.
 	clusterMetadata *corev3.Metadata
@@ -106,7 +109,7 @@ var (
 func (s *session) run() {
 	cfg := s.p.cfg
 	defer s.finish()
-	s.clusterName = s.p.pickCluster(s.down)
+	s.clusterName, s.metadataMatch = s.p.pickCluster(s.down)
 	if cfg.logOnStart {
 		s.logEntry(datav3.AccessLogType_TcpConnectionStart)
 	}

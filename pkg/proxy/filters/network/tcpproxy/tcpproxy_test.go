@@ -18,6 +18,7 @@ import (
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
@@ -47,7 +48,6 @@ func TestCompileErrors(t *testing.T) {
 				Clusters: []*tcpproxyv3.TcpProxy_WeightedCluster_ClusterWeight{{Name: "a"}, {Name: "b", MetadataMatch: &corev3.Metadata{}}},
 			}}},
 			want: []string{
-				"weighted_clusters.clusters[1].metadata_match: not supported by Outrigger (subsets are chosen by HTTP routes only)",
 				"weighted_clusters.clusters: the weights must not all be 0",
 			},
 		},
@@ -592,4 +592,48 @@ type zeros struct{}
 func (zeros) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
+}
+
+// TestCompileMetadataMatch checks the criteria that choose a subset: the
+// filter's "envoy.lb" entry, and a weighted cluster's merged over it (a
+// weighted cluster without its own takes the filter's), as Envoy's.
+func TestCompileMetadataMatch(t *testing.T) {
+	lb := func(fields map[string]any) *corev3.Metadata {
+		s, err := structpb.NewStruct(fields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{"envoy.lb": s, "other": s}}
+	}
+	key := func(fields map[string]any) string {
+		s, _ := structpb.NewStruct(fields)
+		return upstream.NewMetadataMatch(s.GetFields()).Key()
+	}
+	c, err := compile(&tcpproxyv3.TcpProxy{
+		StatPrefix:    "p",
+		MetadataMatch: lb(map[string]any{"stage": "canary", "v": "1.0"}),
+		ClusterSpecifier: &tcpproxyv3.TcpProxy_WeightedClusters{WeightedClusters: &tcpproxyv3.TcpProxy_WeightedCluster{
+			Clusters: []*tcpproxyv3.TcpProxy_WeightedCluster_ClusterWeight{
+				{Name: "a", Weight: 1, MetadataMatch: lb(map[string]any{"stage": "prod"})},
+				{Name: "b", Weight: 1},
+			},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.metadataMatch.Key(), key(map[string]any{"stage": "canary", "v": "1.0"}); got != want {
+		t.Errorf("filter criteria %q, want %q", got, want)
+	}
+	if got, want := c.weighted[0].metadataMatch.Key(), key(map[string]any{"stage": "prod", "v": "1.0"}); got != want {
+		t.Errorf("weighted cluster a's criteria %q, want %q", got, want)
+	}
+	if c.weighted[1].metadataMatch != c.metadataMatch {
+		t.Error("weighted cluster b, without criteria, does not take the filter's")
+	}
+	plain, err := compile(&tcpproxyv3.TcpProxy{StatPrefix: "p", ClusterSpecifier: &tcpproxyv3.TcpProxy_Cluster{Cluster: "c"},
+		MetadataMatch: &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{"other": {}}}})
+	if err != nil || plain.metadataMatch != nil {
+		t.Errorf("metadata_match without envoy.lb: criteria %v, err %v; want none", plain.metadataMatch, err)
+	}
 }
