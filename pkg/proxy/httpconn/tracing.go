@@ -308,7 +308,9 @@ func (s *stream) traceResponseHeaders() {
 func (s *stream) injectTrace(cl UpstreamCluster) {
 	if s.span == nil {
 		if s.spanCtx.Valid {
-			s.m.tracing.ctxDriver.InjectContext(&s.spanCtx, &s.reqHeaders)
+			// Through the start's pass, which tells whether the
+			// request's traceparent must be searched for.
+			s.m.tracing.ctxDriver.InjectContext(&s.spanCtx, &s.traceHeaders)
 		}
 		return
 	}
@@ -719,16 +721,44 @@ func (hv *spanHeaders) or(k int, def string) string {
 
 // startHeaders are the request's headers as the tracer reads them when
 // the span starts (tracing.Headers): the W3C context from the one pass,
-// other names (Zipkin's B3 headers) by a search.
+// other names (Zipkin's B3 headers) by a search. They are also where an
+// unsampled request's context is injected (tracing.HeaderSetDeleter),
+// which the pass makes cheaper.
 type startHeaders struct {
 	spanHeaders
 	h *headerList
+	// adds is h.adds when the pass ran.
+	adds uint32
 }
 
 // find fills th from h and keeps h for the other names.
 func (th *startHeaders) find(h *headerList) {
 	th.spanHeaders.find(h, startHeaderTable)
 	th.h = h
+	th.adds = h.adds
+}
+
+// Set implements tracing.HeaderSetter.
+func (th *startHeaders) Set(name, value string) { th.h.Set(name, value) }
+
+// Del implements tracing.HeaderSetter.
+func (th *startHeaders) Del(name string) { th.h.Del(name) }
+
+// SetDel implements tracing.HeaderSetDeleter. The W3C propagation of a
+// request that came without traceparent and tracestate, to which nothing
+// has added a field since the pass (h.adds unchanged: a name joins a list
+// only by an append), appends its traceparent: there is none to replace
+// and no tracestate to remove, so the search of every field for them is
+// skipped. The append moves h.adds, so a second injection (a retry)
+// searches.
+func (th *startHeaders) SetDel(set, value, del string) {
+	h := th.h
+	if h.adds == th.adds && th.found&(1<<shTraceparent|1<<shTracestate) == 0 &&
+		set == "traceparent" && del == "tracestate" {
+		h.Add(set, value)
+		return
+	}
+	h.SetDel(set, value, del)
 }
 
 // Get implements tracing.Headers.
