@@ -745,20 +745,38 @@ func (th *startHeaders) Set(name, value string) { th.h.Set(name, value) }
 func (th *startHeaders) Del(name string) { th.h.Del(name) }
 
 // SetDel implements tracing.HeaderSetDeleter. The W3C propagation of a
-// request that came without traceparent and tracestate, to which nothing
-// has added a field since the pass (h.adds unchanged: a name joins a list
-// only by an append), appends its traceparent: there is none to replace
-// and no tracestate to remove, so the search of every field for them is
-// skipped. The append moves h.adds, so a second injection (a retry)
-// searches.
+// request that came without traceparent and tracestate searches only the
+// fields appended since the pass (the router's, such as
+// x-envoy-expected-rq-timeout-ms): a name joins a list only by an
+// append at its end, and deletions keep the order, so those are among
+// the last h.adds-th.adds fields; the pass saw every other name. With no
+// name of their lengths among them, the traceparent is appended: there is
+// none to replace and no tracestate to remove.
 func (th *startHeaders) SetDel(set, value, del string) {
 	h := th.h
-	if h.adds == th.adds && th.found&(1<<shTraceparent|1<<shTracestate) == 0 &&
-		set == "traceparent" && del == "tracestate" {
-		h.Add(set, value)
-		return
+	if th.found&(1<<shTraceparent|1<<shTracestate) == 0 && set == "traceparent" && del == "tracestate" {
+		fields := h.fields
+		if n := int(h.adds - th.adds); n < len(fields) {
+			fields = fields[len(fields)-n:]
+		}
+		if !hasNameOfLength(fields, len(set), len(del)) {
+			h.Add(set, value)
+			return
+		}
 	}
 	h.SetDel(set, value, del)
+}
+
+// hasNameOfLength reports whether a field's name is a or b bytes long:
+// the few fields appended since the start's pass are told apart from
+// traceparent and tracestate by their lengths alone, without a call.
+func hasNameOfLength(fields []field, a, b int) bool {
+	for i := range fields {
+		if n := len(fields[i].name); n == a || n == b {
+			return true
+		}
+	}
+	return false
 }
 
 // Get implements tracing.Headers.

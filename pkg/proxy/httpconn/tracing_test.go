@@ -276,13 +276,23 @@ func TestStartHeadersSetDelMatchesSetThenDel(t *testing.T) {
 		{{"traceparent", "1"}, {"x", "y"}, {"traceparent", "2"}},
 	}
 	edits := map[string]func(h *headerList){
-		"none":               func(*headerList) {},
-		"add traceparent":    func(h *headerList) { h.Add("traceparent", "added") },
-		"set traceparent":    func(h *headerList) { h.Set("traceparent", "set") },
-		"add tracestate":     func(h *headerList) { h.Add("tracestate", "added") },
-		"del then add":       func(h *headerList) { h.Del("host"); h.Add("tracestate", "x") },
-		"del traceparent":    func(h *headerList) { h.Del("traceparent") },
-		"add other":          func(h *headerList) { h.Add("x-other", "1") },
+		"none":            func(*headerList) {},
+		"add traceparent": func(h *headerList) { h.Add("traceparent", "added") },
+		"set traceparent": func(h *headerList) { h.Set("traceparent", "set") },
+		"add tracestate":  func(h *headerList) { h.Add("tracestate", "added") },
+		"del then add":    func(h *headerList) { h.Del("host"); h.Add("tracestate", "x") },
+		"del traceparent": func(h *headerList) { h.Del("traceparent") },
+		"add other":       func(h *headerList) { h.Add("x-other", "1") },
+		"add, add, del first": func(h *headerList) {
+			h.Add("x-other", "1")
+			h.Add("traceparent", "added")
+			h.Del("x-other")
+		},
+		"del, add other, add": func(h *headerList) {
+			h.Del("host")
+			h.Add("x-other", "1")
+			h.Add("tracestate", "added")
+		},
 		"setdel traceparent": func(h *headerList) { h.SetDel("traceparent", "sd", "x") },
 	}
 	for _, names := range [][2]string{{"traceparent", "tracestate"}, {"x", "host"}, {"tracestate", "traceparent"}} {
