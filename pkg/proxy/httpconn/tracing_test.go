@@ -319,3 +319,23 @@ func TestStartHeadersSetDelMatchesSetThenDel(t *testing.T) {
 		}
 	}
 }
+
+// TestUnsampledInjectAllocatesNothing guards the propagation through the
+// start's pass: with room for the field, nothing is allocated.
+func TestUnsampledInjectAllocatesNothing(t *testing.T) {
+	var h headerList
+	h.fields = make([]field, 0, 8)
+	var th startHeaders
+	allocs := testing.AllocsPerRun(100, func() {
+		h.fields = append(h.fields[:0], field{"user-agent", "curl"}, field{"x-request-id", "id"})
+		th.find(&h)
+		h.Set("x-envoy-expected-rq-timeout-ms", "15000")
+		th.SetDel("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00", "tracestate")
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per injection", allocs)
+	}
+	if v, _ := h.Get("traceparent"); v == "" {
+		t.Error("no traceparent")
+	}
+}
