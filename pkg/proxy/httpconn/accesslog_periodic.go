@@ -154,5 +154,6 @@ func (h *headerList) copyOf(src *headerList) {
 	h.reset()
 	for _, f := range src.fields {
 		h.fields = append(h.fields, field{name: strings.Clone(f.name), value: strings.Clone(f.value)})
+		h.adds++
 	}
 }

@@ -21,6 +21,11 @@ type field struct {
 // accesslog.HeaderGetter without allocating for single-valued headers.
 type headerList struct {
 	fields []field
+	// adds counts the fields appended, ever: a name can join the list
+	// only by an append, so a list whose count has not moved since a
+	// pass over it holds no name that pass did not see (the tracing's
+	// propagation relies on it to add its traceparent without a search).
+	adds uint32
 }
 
 var (
@@ -139,6 +144,7 @@ func (h *headerList) Set(name, value string) {
 		}
 	}
 	h.fields = append(h.fields, field{name, value})
+	h.adds++
 }
 
 // SetDel is Set(set, value) then Del(del) (tracing.HeaderSetDeleter), in
@@ -154,6 +160,7 @@ func (h *headerList) SetDel(set, value, del string) {
 		h.fields[first].value = value
 	default:
 		h.fields = append(h.fields, field{set, value})
+		h.adds++
 	}
 }
 
@@ -194,6 +201,7 @@ func firstWord(s string) uint64 {
 // Add appends a field.
 func (h *headerList) Add(name, value string) {
 	h.fields = append(h.fields, field{name, value})
+	h.adds++
 }
 
 // Del removes every field named name.

@@ -149,6 +149,7 @@ func (s *stream) newShadow(cl UpstreamCluster, authority string) *shadow {
 	sh.headers.fields = make([]field, 0, len(s.reqHeaders.fields)+2)
 	for _, f := range s.reqHeaders.fields {
 		sh.headers.fields = append(sh.headers.fields, field{strings.Clone(f.name), strings.Clone(f.value)})
+		sh.headers.adds++
 	}
 	sh.headers.Set("x-envoy-internal", "true")
 	local := s.m.localIP.get()

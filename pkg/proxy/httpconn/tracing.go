@@ -308,7 +308,9 @@ func (s *stream) traceResponseHeaders() {
 func (s *stream) injectTrace(cl UpstreamCluster) {
 	if s.span == nil {
 		if s.spanCtx.Valid {
-			s.m.tracing.ctxDriver.InjectContext(&s.spanCtx, &s.reqHeaders)
+			// Through the start's pass, which tells whether the
+			// request's traceparent must be searched for.
+			s.m.tracing.ctxDriver.InjectContext(&s.spanCtx, &s.traceHeaders)
 		}
 		return
 	}
@@ -719,16 +721,62 @@ func (hv *spanHeaders) or(k int, def string) string {
 
 // startHeaders are the request's headers as the tracer reads them when
 // the span starts (tracing.Headers): the W3C context from the one pass,
-// other names (Zipkin's B3 headers) by a search.
+// other names (Zipkin's B3 headers) by a search. They are also where an
+// unsampled request's context is injected (tracing.HeaderSetDeleter),
+// which the pass makes cheaper.
 type startHeaders struct {
 	spanHeaders
 	h *headerList
+	// adds is h.adds when the pass ran.
+	adds uint32
 }
 
 // find fills th from h and keeps h for the other names.
 func (th *startHeaders) find(h *headerList) {
 	th.spanHeaders.find(h, startHeaderTable)
 	th.h = h
+	th.adds = h.adds
+}
+
+// Set implements tracing.HeaderSetter.
+func (th *startHeaders) Set(name, value string) { th.h.Set(name, value) }
+
+// Del implements tracing.HeaderSetter.
+func (th *startHeaders) Del(name string) { th.h.Del(name) }
+
+// SetDel implements tracing.HeaderSetDeleter. The W3C propagation of a
+// request that came without traceparent and tracestate searches only the
+// fields appended since the pass (the router's, such as
+// x-envoy-expected-rq-timeout-ms): a name joins a list only by an
+// append at its end, and deletions keep the order, so those are among
+// the last h.adds-th.adds fields; the pass saw every other name. With no
+// name of their lengths among them, the traceparent is appended: there is
+// none to replace and no tracestate to remove.
+func (th *startHeaders) SetDel(set, value, del string) {
+	h := th.h
+	if th.found&(1<<shTraceparent|1<<shTracestate) == 0 && set == "traceparent" && del == "tracestate" {
+		fields := h.fields
+		if n := int(h.adds - th.adds); n < len(fields) {
+			fields = fields[len(fields)-n:]
+		}
+		if !hasNameOfLength(fields, len(set), len(del)) {
+			h.Add(set, value)
+			return
+		}
+	}
+	h.SetDel(set, value, del)
+}
+
+// hasNameOfLength reports whether a field's name is a or b bytes long:
+// the few fields appended since the start's pass are told apart from
+// traceparent and tracestate by their lengths alone, without a call.
+func hasNameOfLength(fields []field, a, b int) bool {
+	for i := range fields {
+		if n := len(fields[i].name); n == a || n == b {
+			return true
+		}
+	}
+	return false
 }
 
 // Get implements tracing.Headers.

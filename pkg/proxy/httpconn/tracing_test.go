@@ -263,3 +263,79 @@ func TestSetDelMatchesSetThenDel(t *testing.T) {
 		}
 	}
 }
+
+// TestStartHeadersSetDelMatchesSetThenDel: the injection through the
+// start's pass gives what Set then Del gives, whether the pass saw the
+// W3C names or not, and whatever was added, set or deleted after it.
+func TestStartHeadersSetDelMatchesSetThenDel(t *testing.T) {
+	lists := [][]field{
+		nil,
+		{{"host", "a"}, {"user-agent", "curl"}},
+		{{"traceparent", "old"}, {"host", "a"}},
+		{{"tracestate", "s"}, {"user-agent", "curl"}},
+		{{"traceparent", "1"}, {"x", "y"}, {"traceparent", "2"}},
+	}
+	edits := map[string]func(h *headerList){
+		"none":            func(*headerList) {},
+		"add traceparent": func(h *headerList) { h.Add("traceparent", "added") },
+		"set traceparent": func(h *headerList) { h.Set("traceparent", "set") },
+		"add tracestate":  func(h *headerList) { h.Add("tracestate", "added") },
+		"del then add":    func(h *headerList) { h.Del("host"); h.Add("tracestate", "x") },
+		"del traceparent": func(h *headerList) { h.Del("traceparent") },
+		"add other":       func(h *headerList) { h.Add("x-other", "1") },
+		"add, add, del first": func(h *headerList) {
+			h.Add("x-other", "1")
+			h.Add("traceparent", "added")
+			h.Del("x-other")
+		},
+		"del, add other, add": func(h *headerList) {
+			h.Del("host")
+			h.Add("x-other", "1")
+			h.Add("tracestate", "added")
+		},
+		"setdel traceparent": func(h *headerList) { h.SetDel("traceparent", "sd", "x") },
+	}
+	for _, names := range [][2]string{{"traceparent", "tracestate"}, {"x", "host"}, {"tracestate", "traceparent"}} {
+		for _, fields := range lists {
+			for edit, fn := range edits {
+				var want, got headerList
+				want.fields = append([]field(nil), fields...)
+				got.fields = append([]field(nil), fields...)
+				var th startHeaders
+				th.find(&got)
+				fn(&want)
+				fn(&got)
+				want.Set(names[0], "new")
+				want.Del(names[1])
+				th.SetDel(names[0], "new", names[1])
+				// A second injection (a retry) replaces the first.
+				want.Set(names[0], "again")
+				want.Del(names[1])
+				th.SetDel(names[0], "again", names[1])
+				if !slices.Equal(got.fields, want.fields) {
+					t.Errorf("%v, %s: SetDel(%s, %s) gives %v, Set and Del %v", fields, edit, names[0], names[1], got.fields, want.fields)
+				}
+			}
+		}
+	}
+}
+
+// TestUnsampledInjectAllocatesNothing guards the propagation through the
+// start's pass: with room for the field, nothing is allocated.
+func TestUnsampledInjectAllocatesNothing(t *testing.T) {
+	var h headerList
+	h.fields = make([]field, 0, 8)
+	var th startHeaders
+	allocs := testing.AllocsPerRun(100, func() {
+		h.fields = append(h.fields[:0], field{"user-agent", "curl"}, field{"x-request-id", "id"})
+		th.find(&h)
+		h.Set("x-envoy-expected-rq-timeout-ms", "15000")
+		th.SetDel("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00", "tracestate")
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per injection", allocs)
+	}
+	if v, _ := h.Get("traceparent"); v == "" {
+		t.Error("no traceparent")
+	}
+}
