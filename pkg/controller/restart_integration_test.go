@@ -140,20 +140,22 @@ func TestRuntimeOverrideFalseRestartSignal(t *testing.T) {
 	}
 
 	h.kubeletRestart(a.pod)
+	// The metric counts the false restart before the status that records
+	// the new count is written: wait for both.
 	eventually(t, 10*time.Second, func() error {
 		if got := metric(t, reg, "outrigger_controller_false_restarts_total", "kind=ProxyRuntimeOverride"); got != 1 {
 			return fmt.Errorf("false restarts %v, want 1", got)
 		}
+		if err := h.get(o); err != nil {
+			return err
+		}
+		if n := o.Status.Targets[0].ProxyRestartCount; n != 1 {
+			return fmt.Errorf("proxy restart count on record %d, want 1", n)
+		}
 		return nil
 	})
-	if err := h.get(o); err != nil {
-		t.Fatal(err)
-	}
 	if err := checkRecords(o.Status.Targets[0]); err != nil {
 		t.Errorf("after a false restart signal: %v", err)
-	}
-	if o.Status.Targets[0].ProxyRestartCount != 1 {
-		t.Errorf("proxy restart count on record %d, want 1", o.Status.Targets[0].ProxyRestartCount)
 	}
 	if got := metric(t, reg, "outrigger_controller_proxy_restarts_total"); got != 0 {
 		t.Errorf("proxy restarts %v, want 0", got)
