@@ -61,6 +61,32 @@ func newExtraStats(scope stats.Scope) extraStats {
 	for _, name := range []string{"update_empty", "assignment_stale", "assignment_timeout_received", "assignment_use_cached"} {
 		scope.Counter(name)
 	}
+	// Envoy creates every stat of its cluster traffic stats in every
+	// cluster. These stay at zero here: their features are refused or
+	// absent (HTTP/3 and 0-RTT, max_connection_pools, the cluster's
+	// max_connection_duration, internal redirects, maintenance mode,
+	// upstream read pauses, which Go's blocking reads do not have), or
+	// another part counts them by the same name (the TCP proxy's
+	// attempts, the ORIGINAL_DST cluster's invalid headers).
+	for _, name := range []string{
+		"original_dst_host_invalid",
+		"upstream_cx_connect_attempts_exceeded",
+		"upstream_cx_connect_with_0_rtt",
+		"upstream_cx_http3_total",
+		"upstream_cx_max_duration_reached",
+		"upstream_cx_pool_overflow",
+		"upstream_flow_control_backed_up_total",
+		"upstream_flow_control_drained_total",
+		"upstream_flow_control_paused_reading_total",
+		"upstream_flow_control_resumed_reading_total",
+		"upstream_internal_redirect_failed_total",
+		"upstream_internal_redirect_succeeded_total",
+		"upstream_rq_0rtt",
+		"upstream_rq_maintenance_mode",
+		"upstream_http3_broken",
+	} {
+		scope.Counter(name)
+	}
 	scope.Gauge("version")
 	scope.Gauge("warming_state")
 	return e

@@ -22,10 +22,26 @@ type ClusterStats struct {
 	// connection (end of stream or reset).
 	UpstreamCxDestroyLocal  *stats.Counter
 	UpstreamCxDestroyRemote *stats.Counter
-	UpstreamCxHTTP1Total    *stats.Counter
-	UpstreamCxHTTP2Total    *stats.Counter
-	UpstreamCxConnectMs     *stats.Histogram
-	UpstreamCxLengthMs      *stats.Histogram
+	// UpstreamCxDestroyWithActiveRq counts the connections that closed
+	// while a request on them had not got its whole response, split
+	// like UpstreamCxDestroy by who ended the connection.
+	UpstreamCxDestroyWithActiveRq       *stats.Counter
+	UpstreamCxDestroyLocalWithActiveRq  *stats.Counter
+	UpstreamCxDestroyRemoteWithActiveRq *stats.Counter
+	// UpstreamCxCloseNotify counts the connections the host said it
+	// would close: an HTTP/2 GOAWAY, an HTTP/1.1 response with
+	// "connection: close" (or an HTTP/1.0 one without keep-alive).
+	UpstreamCxCloseNotify *stats.Counter
+	// UpstreamCxProtocolError counts the connections closed because the
+	// host broke the protocol (a response that does not parse).
+	UpstreamCxProtocolError *stats.Counter
+	// UpstreamRqPerCx records how many requests each connection carried,
+	// when it closes.
+	UpstreamRqPerCx      *stats.Histogram
+	UpstreamCxHTTP1Total *stats.Counter
+	UpstreamCxHTTP2Total *stats.Counter
+	UpstreamCxConnectMs  *stats.Histogram
+	UpstreamCxLengthMs   *stats.Histogram
 	// UpstreamCxRxBytesTotal and UpstreamCxTxBytesTotal count the bytes
 	// read from and written to the cluster's connections (after TLS, as
 	// Envoy counts them); health checks' connections count in neither.
@@ -45,6 +61,11 @@ type ClusterStats struct {
 	// UpstreamRqMaxDurationReached counts requests the cluster's
 	// max_stream_duration ended.
 	UpstreamRqMaxDurationReached *stats.Counter
+	// UpstreamRqRxReset and UpstreamRqTxReset count the HTTP/2 streams
+	// reset before their response was complete, by the host and by the
+	// proxy.
+	UpstreamRqRxReset *stats.Counter
+	UpstreamRqTxReset *stats.Counter
 	// UpstreamRqPendingTotal and UpstreamRqPendingActive count the
 	// HTTP/1.1 requests that waited for a connection.
 	UpstreamRqPendingTotal  *stats.Counter
@@ -142,6 +163,14 @@ func NewClusterStats(scope stats.Scope) *ClusterStats {
 	cs.UpstreamCxDestroyLocal = scope.Counter("upstream_cx_destroy_local")
 	cs.UpstreamCxDestroyRemote = scope.Counter("upstream_cx_destroy_remote")
 	cs.UpstreamCxRxBytesBuffered = scope.Gauge("upstream_cx_rx_bytes_buffered")
+	cs.UpstreamCxDestroyWithActiveRq = scope.Counter("upstream_cx_destroy_with_active_rq")
+	cs.UpstreamCxDestroyLocalWithActiveRq = scope.Counter("upstream_cx_destroy_local_with_active_rq")
+	cs.UpstreamCxDestroyRemoteWithActiveRq = scope.Counter("upstream_cx_destroy_remote_with_active_rq")
+	cs.UpstreamCxCloseNotify = scope.Counter("upstream_cx_close_notify")
+	cs.UpstreamCxProtocolError = scope.Counter("upstream_cx_protocol_error")
+	cs.UpstreamRqPerCx = scope.Histogram("upstream_rq_per_cx", stats.UnitUnspecified)
+	cs.UpstreamRqRxReset = scope.Counter("upstream_rq_rx_reset")
+	cs.UpstreamRqTxReset = scope.Counter("upstream_rq_tx_reset")
 	cs.UpstreamCxTxBytesBuffered = scope.Gauge("upstream_cx_tx_bytes_buffered")
 	cs.Retries.init(scope)
 	cs.codes.Init(scope)
