@@ -163,6 +163,8 @@ func lend(tc *trackedConn, now time.Time) *upstream.Conn {
 	tc.lentAt = now
 	tc.inUse.Store(true)
 	tc.up.Requests++
+	tc.up.Answered = false
+	tc.rqs.Add(1)
 	return &tc.up
 }
 
@@ -388,7 +390,8 @@ func (c *Cluster) dialHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool,
 		c.releaseConnSlot(cx)
 		return nil, err
 	}
-	tc.cx, tc.pool = cx, p
+	tc.cx, tc.pool, tc.http = cx, p, true
+	tc.rqs.Store(1)
 	c.stats.UpstreamCxHTTP1Total.Inc()
 	tc.probe.init(tc.Conn)
 	tc.up = upstream.Conn{Conn: tc, Host: h, R: c.getReader(tc), Requests: 1}
@@ -427,6 +430,9 @@ func (c *Cluster) ReleaseHTTP1(conn *upstream.Conn, reusable bool) {
 	limit := c.settings.protocol.maxRequestsPerConn
 	switch {
 	case !reusable || tc.closed.Load() || tc.up.R.Buffered() > 0:
+		if !reusable && !conn.Answered {
+			tc.withRq.Store(true)
+		}
 		tc.discard()
 	case limit > 0 && tc.up.Requests >= limit:
 		c.extra.maxRequests.Inc()

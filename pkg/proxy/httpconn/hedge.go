@@ -202,6 +202,7 @@ func (s *stream) launchHTTP1(h *hedger, t *hedgeTry) {
 	t.done = make(chan struct{})
 	go func() {
 		t.kind, t.err = s.readResponseHeadInto(t.u, t.uc, false)
+		noteHTTP1Head(t.cl.Stats(), &t.u.resp, t.err)
 		close(t.done)
 		h.notify()
 	}()

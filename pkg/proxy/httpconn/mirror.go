@@ -369,6 +369,7 @@ func (sh *shadow) exchangeHTTP1(ctx context.Context, host *upstream.Host, body [
 	}
 	var resp http1.Response
 	kind, err := readShadowHead(uc.R, &resp, sh.cl.MaxResponseHeadBytes(), maxHeaders, sh.method == "HEAD")
+	noteHTTP1Head(sh.cl.Stats(), &resp, err)
 	if err != nil {
 		return 0, err
 	}
@@ -377,9 +378,11 @@ func (sh *shadow) exchangeHTTP1(ctx context.Context, host *upstream.Host, body [
 	for {
 		_, err := br.Next()
 		if errors.Is(err, io.EOF) {
+			uc.Answered = true
 			break
 		}
 		if err != nil {
+			noteHTTP1Error(sh.cl.Stats(), err)
 			return 0, err
 		}
 	}

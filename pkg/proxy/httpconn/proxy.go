@@ -567,6 +567,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	if stop {
 		return exchangeDone
 	}
+	noteHTTP1Head(cl.Stats(), &u.resp, err)
 	if err != nil {
 		if mayRetry && sentNothingBack(err) {
 			cl.ReleaseHTTP1(uc, false)
@@ -671,6 +672,7 @@ func (s *stream) relayHTTP1(cl UpstreamCluster, uc *upstream.Conn, kind http1.Bo
 			}
 		}
 		if errors.Is(err, io.EOF) {
+			uc.Answered = true
 			break
 		}
 		if err != nil && s.flushFailed() {
@@ -912,6 +914,7 @@ func (s *stream) responseBodyFailed(cl UpstreamCluster, err error, tm *upstreamT
 		return
 	}
 	cs := cl.Stats()
+	noteHTTP1Error(cs, err)
 	if isTimeoutErr(err) && s.maxDurationReached(time.Now()) {
 		s.chargeCode(cs, s.status)
 		return
