@@ -68,14 +68,16 @@ func (c *Cluster) dialHTTP2(ctx context.Context, addr string) (net.Conn, error) 
 		c.releaseConnSlot(cx)
 		return nil, err
 	}
-	tc.cx = cx
+	tc.cx, tc.http = cx, true
 	c.stats.UpstreamCxHTTP2Total.Inc()
 	var nc net.Conn = tc
 	if max := c.settings.protocol.h2.maxStreams; max > 0 {
 		c.h2Opening.add()
 		nc = newStreamCapConn(nc, max, c.h2Opening.done)
 	}
-	return newH2GuardConn(nc, &c.settings.protocol.h2, c.h2Stats()), nil
+	g := newH2GuardConn(nc, &c.settings.protocol.h2, c.h2Stats())
+	g.streamStats.track(tc, c.stats)
+	return g, nil
 }
 
 // RoundTripHTTP2 sends req to h over the cluster's HTTP/2 connections and
