@@ -3,12 +3,11 @@ package stats
 import "sync/atomic"
 
 // A declared counter is listed like any counter (at zero, never used)
-// but costs 12 bytes, not a Counter's 32, until something first asks for
+// but costs 8 bytes, not a Counter's 32, until something first asks for
 // it by name: Envoy creates every stat of a struct such as a cluster's
 // traffic stats, and most of them stay at zero for the cluster's life
 // (HTTP/3, 0-RTT, internal redirects, connections closed with requests on
-// them), so 10,000 clusters would otherwise spend hundreds of kilobytes on
-// zeros.
+// them), so 10,000 clusters would otherwise spend megabytes on zeros.
 //
 // Its tree entry is of kind kindLazyCounter and indexes the store's
 // lazies slab, which keeps its name; the entry never changes. When the
@@ -26,15 +25,16 @@ const kindLazyCounter Kind = KindHistogram + 1
 // a declared counter's stub rather than as a tree child of its own.
 const detachedBit = 1 << 30
 
-// lazyStat is a declared counter's stub: its name, and the index (plus
-// one) of its Counter once allocated.
-type lazyStat struct {
-	parent uint32
-	seg    uint32
-	// counter is 0 until the Counter exists, then its index plus one;
-	// written under Store.mu, read by renderers without it.
-	counter atomic.Uint32
-}
+// lazyStat is a declared counter's stub, one word read and written
+// whole: its name (parent node << 32 | last segment id) until its
+// Counter exists, then the Counter's index << 32 | lazyAllocated, the
+// Counter now holding the name. It is written under Store.mu and read by
+// renderers without it.
+type lazyStat struct{ w atomic.Uint64 }
+
+// lazyAllocated marks a stub whose Counter exists; segment ids never
+// reach it (see maxSegments).
+const lazyAllocated = 1 << 31
 
 // statKind returns the kind callers see for an entry's kind: a declared
 // counter is a counter.
@@ -56,7 +56,7 @@ func (sc Scope) DeclareCounter(name string) {
 	defer s.mu.Unlock()
 	s.lookup(rootCounters, KindCounter, kindLazyCounter, prefix, name, func(parent, seg uint32) uint32 {
 		i, l := s.lazies.alloc()
-		l.parent, l.seg = parent, seg
+		l.w.Store(uint64(parent)<<32 | uint64(seg))
 		return i
 	})
 }
@@ -72,13 +72,14 @@ func (sc Scope) DeclareCounters(names ...string) {
 // allocating it on the first call. The caller holds s.mu.
 func (s *Store) materialize(idx uint32) uint32 {
 	l := s.lazies.at(idx)
-	if n := l.counter.Load(); n != 0 {
-		return n - 1
+	w := l.w.Load()
+	if w&lazyAllocated != 0 {
+		return uint32(w >> 32)
 	}
 	i, c := s.counters.alloc()
-	c.store, c.parent = s, l.parent
-	c.meta.Store(l.seg | detachedBit)
-	l.counter.Store(i + 1)
+	c.store, c.parent = s, uint32(w>>32)
+	c.meta.Store(uint32(w) | detachedBit)
+	l.w.Store(uint64(i)<<32 | lazyAllocated)
 	return i
 }
 
@@ -87,12 +88,12 @@ func (s *Store) materialize(idx uint32) uint32 {
 // the name words to render it by: those of its Counter once it has one
 // (whose meta carries the used bit), else the stub's.
 func (s *Store) lazyStatOf(idx uint32) (c *Counter, parent, meta uint32) {
-	l := s.lazies.at(idx)
-	if n := l.counter.Load(); n != 0 {
-		c := s.counters.at(n - 1)
+	w := s.lazies.at(idx).w.Load()
+	if w&lazyAllocated != 0 {
+		c := s.counters.at(uint32(w >> 32))
 		return c, c.parent, c.meta.Load()
 	}
-	return &s.zero, l.parent, l.seg
+	return &s.zero, uint32(w >> 32), uint32(w)
 }
 
 // lazyName returns the name words of the declared counter at idx (see
