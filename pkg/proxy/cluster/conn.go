@@ -100,11 +100,11 @@ func (tc *trackedConn) Close() error {
 	// the connection manager, the cluster's shutdown) had a request on
 	// it too.
 	if tc.withRq.Load() || tc.inUse.Load() {
-		c.stats.UpstreamCxDestroyWithActiveRq.Inc()
+		c.stats.UpstreamCxDestroyWithActiveRq().Inc()
 		if remote {
-			c.stats.UpstreamCxDestroyRemoteWithActiveRq.Inc()
+			c.stats.UpstreamCxDestroyRemoteWithActiveRq().Inc()
 		} else {
-			c.stats.UpstreamCxDestroyLocalWithActiveRq.Inc()
+			c.stats.UpstreamCxDestroyLocalWithActiveRq().Inc()
 		}
 	}
 	if tc.http {

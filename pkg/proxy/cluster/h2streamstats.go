@@ -58,7 +58,7 @@ func (s *h2StreamStats) outbound(h frameHead) {
 		s.mu.Unlock()
 	case frameTypeRSTStream:
 		if s.end(h.stream) && !s.isOver() {
-			s.cs.UpstreamRqTxReset.Inc()
+			s.cs.UpstreamRqTxReset().Inc()
 		}
 	}
 }
@@ -82,7 +82,7 @@ func (s *h2StreamStats) inbound(h frameHead) {
 		}
 	case frameTypeRSTStream:
 		if s.end(h.stream) && h.code != h2ErrRefusedStream {
-			s.cs.UpstreamRqRxReset.Inc()
+			s.cs.UpstreamRqRxReset().Inc()
 		}
 	case frameTypeGoAway:
 		s.mu.Lock()
@@ -90,7 +90,7 @@ func (s *h2StreamStats) inbound(h frameHead) {
 		s.goneAway = true
 		s.mu.Unlock()
 		if first {
-			s.cs.UpstreamCxCloseNotify.Inc()
+			s.cs.UpstreamCxCloseNotify().Inc()
 		}
 	}
 }

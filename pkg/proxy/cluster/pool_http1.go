@@ -81,7 +81,7 @@ func (c *Cluster) AcquireHTTP1Until(ctx context.Context, h *upstream.Host, deadl
 	}
 	res := c.breakers()
 	if !res.rq.tryAcquire() {
-		c.extra.rqPendingOverflow.Inc()
+		c.extraCounter(extraRqPendingOverflow).Inc()
 		return nil, upstream.ErrOverflow
 	}
 	conn, err := c.acquireHTTP1(ctx, h, res, deadline, gone)
@@ -109,7 +109,7 @@ func (c *Cluster) acquireHTTP1(ctx context.Context, h *upstream.Host, res *resou
 		// when released. It is the host's only one, so it opens even at
 		// max_connections, as a pool's first does.
 		if !res.cx.tryAcquire() {
-			c.extra.cxOverflow.Inc()
+			c.extraCounter(extraCxOverflow).Inc()
 			res.cx.force()
 		}
 		return c.dialHTTP1(ctx, h, nil, &res.cx, c.now())
@@ -173,7 +173,7 @@ func lend(tc *trackedConn, now time.Time) *upstream.Conn {
 // max_connections allows, else handed over at a release.
 func (c *Cluster) awaitHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool, res *resources, deadline time.Time, gone func() bool) (*upstream.Conn, error) {
 	if !res.pending.tryAcquire() {
-		c.extra.rqPendingOverflow.Inc()
+		c.extraCounter(extraRqPendingOverflow).Inc()
 		return nil, upstream.ErrOverflow
 	}
 	c.stats.UpstreamRqPendingTotal.Inc()
@@ -187,10 +187,10 @@ func (c *Cluster) awaitHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool
 	case err == nil, errors.Is(err, ErrClosed):
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		// Its client went away, or its route timeout passed.
-		c.extra.rqCancelled.Inc()
+		c.extraCounter(extraRqCancelled).Inc()
 	default:
 		// The connection it waited for failed.
-		c.extra.rqPendingFailureEject.Inc()
+		c.extraCounter(extraRqPendingFailureEject).Inc()
 	}
 	return conn, err
 }
@@ -208,7 +208,7 @@ func (c *Cluster) pendingHTTP1(ctx context.Context, h *upstream.Host, p *http1Po
 		}
 		if !overflowed {
 			// Counted once per request that max_connections held back.
-			c.extra.cxOverflow.Inc()
+			c.extraCounter(extraCxOverflow).Inc()
 			overflowed = true
 		}
 		if p.open.Load() == 0 {
@@ -435,7 +435,7 @@ func (c *Cluster) ReleaseHTTP1(conn *upstream.Conn, reusable bool) {
 		}
 		tc.discard()
 	case limit > 0 && tc.up.Requests >= limit:
-		c.extra.maxRequests.Inc()
+		c.extraCounter(extraMaxRequests).Inc()
 		tc.discard()
 	default:
 		// The connection manager sets deadlines per request; an idle
@@ -466,7 +466,7 @@ func (p *http1Pool) take(c *Cluster, key poolKey, now time.Time) *trackedConn {
 	}
 	if expired(c, p.idle[n-1], now) {
 		for _, tc := range p.idle {
-			c.extra.idleTimeout.Inc()
+			c.extraCounter(extraIdleTimeout).Inc()
 			tc.discard()
 		}
 		clear(p.idle)
@@ -512,7 +512,7 @@ func (p *http1Pool) put(c *Cluster, tc *trackedConn, now time.Time) {
 	}
 	stale := 0
 	for stale < len(p.idle) && expired(c, p.idle[stale], now) {
-		c.extra.idleTimeout.Inc()
+		c.extraCounter(extraIdleTimeout).Inc()
 		p.idle[stale].discard()
 		stale++
 	}

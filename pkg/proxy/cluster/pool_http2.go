@@ -53,7 +53,7 @@ func (c *Cluster) dialHTTP2(ctx context.Context, addr string) (net.Conn, error) 
 	}
 	cx := &c.breakers().cx
 	if !cx.tryAcquire() {
-		c.extra.cxOverflow.Inc()
+		c.extraCounter(extraCxOverflow).Inc()
 		if h.Stats.CxActive.Load() > 0 {
 			// The transport has a connection to the host, full: the
 			// request fails rather than waiting (see RoundTripHTTP2).
@@ -107,7 +107,7 @@ func (c *Cluster) RoundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Res
 	}
 	rq := &c.breakers().rq
 	if !rq.tryAcquire() {
-		c.extra.rqPendingOverflow.Inc()
+		c.extraCounter(extraRqPendingOverflow).Inc()
 		return nil, upstream.ErrOverflow
 	}
 	// moved is the request's host when it may leave the set before the

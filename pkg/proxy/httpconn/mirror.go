@@ -204,7 +204,7 @@ func (b *mirrorBody) Next() ([]byte, error) {
 		return p, err
 	}
 	if len(b.buf)+len(p) > b.limit {
-		b.main.RetryOrShadowAbandoned.Inc()
+		b.main.RetryOrShadowAbandoned().Inc()
 		b.shadows, b.buf = nil, nil
 		return p, err
 	}
@@ -277,7 +277,7 @@ func (m *Manager) sendShadow(sh *shadow, body []byte, timeout time.Duration) {
 		}
 	case !deadline.IsZero() && !time.Now().Before(deadline) && (isTimeoutErr(err) || errors.Is(err, context.DeadlineExceeded)):
 		status = 504
-		cs.UpstreamRqTimeout.Inc()
+		cs.UpstreamRqTimeout().Inc()
 		host.Stats.RqTimeout.Add(1)
 		m.chargeShadow(cs, status)
 	case errors.As(err, new(*http1.Error)):

@@ -927,7 +927,7 @@ func (s *stream) responseBodyFailed(cl UpstreamCluster, err error, tm *upstreamT
 		s.flags |= accesslog.UpstreamRequestTimeout
 		s.details = "upstream_response_timeout"
 	case isTimeoutErr(err) && tm.idleTry:
-		cs.Retries.PerTryIdleTimeout.Inc()
+		cs.Retries().PerTryIdleTimeout().Inc()
 		s.flags |= accesslog.UpstreamRequestTimeout
 		s.details = "upstream_per_try_idle_timeout"
 	case isTimeoutErr(err):

@@ -18,7 +18,7 @@ func noteHTTP1Head(cs *upstream.ClusterStats, resp *http1.Response, err error) {
 	case err != nil:
 		noteHTTP1Error(cs, err)
 	case !resp.KeepAlive:
-		cs.UpstreamCxCloseNotify.Inc()
+		cs.UpstreamCxCloseNotify().Inc()
 	}
 }
 
@@ -31,6 +31,6 @@ func noteHTTP1Error(cs *upstream.ClusterStats, err error) {
 	}
 	var pe *http1.Error
 	if errors.As(err, &pe) {
-		cs.UpstreamCxProtocolError.Inc()
+		cs.UpstreamCxProtocolError().Inc()
 	}
 }

@@ -106,20 +106,20 @@ func (s *Store) lazyName(idx uint32) (parent, meta uint32) {
 // LazyCounter keeps a counter declared with Scope.DeclareCounter for a
 // component that increments it: 8 bytes, nil until the first Get, which
 // looks the counter up by name (allocating it) under the store's lock.
-// Later Gets are one atomic load. Goroutines racing through a first Get
-// all get the same Counter, so no increment is lost.
+// Goroutines racing through a first Get all get the same Counter, so no
+// increment is lost.
 type LazyCounter struct{ c atomic.Pointer[Counter] }
 
+// Load returns the counter once a Get has returned it, else nil: the
+// fast path of a caller that builds the name only when it must.
+func (l *LazyCounter) Load() *Counter { return l.c.Load() }
+
 // Get returns the counter named name in sc, which must be the scope and
-// name the counter was declared with.
+// name the counter was declared with, allocating it on the first call.
 func (l *LazyCounter) Get(sc Scope, name string) *Counter {
 	if c := l.c.Load(); c != nil {
 		return c
 	}
-	return l.get(sc, name)
-}
-
-func (l *LazyCounter) get(sc Scope, name string) *Counter {
 	c := sc.Counter(name)
 	l.c.Store(c)
 	return c

@@ -10,31 +10,18 @@ import (
 // ClusterStats are a cluster's stats under "cluster.<name>.", with Envoy's
 // names. The connection manager updates the request stats, the pools the
 // connection stats and the cluster manager the membership gauges. Each is a
-// pointer into the store, so updates never look a name up.
+// pointer into the store, so updates never look a name up; the counters
+// most clusters never increment are methods instead, allocated on first
+// use (see cluster_stats_rare.go).
 type ClusterStats struct {
-	UpstreamCxTotal          *stats.Counter
-	UpstreamCxActive         *stats.Gauge
-	UpstreamCxConnectFail    *stats.Counter
-	UpstreamCxConnectTimeout *stats.Counter
-	UpstreamCxDestroy        *stats.Counter
+	UpstreamCxTotal   *stats.Counter
+	UpstreamCxActive  *stats.Gauge
+	UpstreamCxDestroy *stats.Counter
 	// UpstreamCxDestroyLocal and UpstreamCxDestroyRemote split
 	// UpstreamCxDestroy: closed by the proxy, or after the host ended the
 	// connection (end of stream or reset).
 	UpstreamCxDestroyLocal  *stats.Counter
 	UpstreamCxDestroyRemote *stats.Counter
-	// UpstreamCxDestroyWithActiveRq counts the connections that closed
-	// while a request on them had not got its whole response, split
-	// like UpstreamCxDestroy by who ended the connection.
-	UpstreamCxDestroyWithActiveRq       *stats.Counter
-	UpstreamCxDestroyLocalWithActiveRq  *stats.Counter
-	UpstreamCxDestroyRemoteWithActiveRq *stats.Counter
-	// UpstreamCxCloseNotify counts the connections the host said it
-	// would close: an HTTP/2 GOAWAY, an HTTP/1.1 response with
-	// "connection: close" (or an HTTP/1.0 one without keep-alive).
-	UpstreamCxCloseNotify *stats.Counter
-	// UpstreamCxProtocolError counts the connections closed because the
-	// host broke the protocol (a response that does not parse).
-	UpstreamCxProtocolError *stats.Counter
 	// UpstreamRqPerCx records how many requests each connection carried,
 	// when it closes.
 	UpstreamRqPerCx      *stats.Histogram
@@ -56,25 +43,11 @@ type ClusterStats struct {
 	UpstreamRqTotal     *stats.Counter
 	UpstreamRqActive    *stats.Gauge
 	UpstreamRqCompleted *stats.Counter
-	UpstreamRqTimeout   *stats.Counter
 	UpstreamRqTime      *stats.Histogram
-	// UpstreamRqMaxDurationReached counts requests the cluster's
-	// max_stream_duration ended.
-	UpstreamRqMaxDurationReached *stats.Counter
-	// UpstreamRqRxReset and UpstreamRqTxReset count the HTTP/2 streams
-	// reset before their response was complete, by the host and by the
-	// proxy.
-	UpstreamRqRxReset *stats.Counter
-	UpstreamRqTxReset *stats.Counter
 	// UpstreamRqPendingTotal and UpstreamRqPendingActive count the
 	// HTTP/1.1 requests that waited for a connection.
 	UpstreamRqPendingTotal  *stats.Counter
 	UpstreamRqPendingActive *stats.Gauge
-	// RetryOrShadowAbandoned counts requests whose body outgrew the
-	// buffer that retries and shadows keep of it.
-	RetryOrShadowAbandoned *stats.Counter
-	// Retries is the router's retry accounting (see RetryStats).
-	Retries RetryStats
 
 	MembershipHealthy  *stats.Gauge
 	MembershipDegraded *stats.Gauge
@@ -82,35 +55,12 @@ type ClusterStats struct {
 	MembershipTotal    *stats.Gauge
 	MembershipChange   *stats.Counter
 
-	// codes count responses by class and code.
+	// codes count responses by class and code; its scope is the
+	// cluster's.
 	codes CodeCounters
-}
-
-// RetryStats are a cluster's counters of retries and per-try timeouts,
-// with Envoy's names.
-type RetryStats struct {
-	Retry              *stats.Counter // upstream_rq_retry
-	Success            *stats.Counter // upstream_rq_retry_success
-	Overflow           *stats.Counter // upstream_rq_retry_overflow
-	LimitExceeded      *stats.Counter // upstream_rq_retry_limit_exceeded
-	BackoffExponential *stats.Counter // upstream_rq_retry_backoff_exponential
-	BackoffRatelimited *stats.Counter // upstream_rq_retry_backoff_ratelimited
-	PerTryTimeout      *stats.Counter // upstream_rq_per_try_timeout
-	PerTryIdleTimeout  *stats.Counter // upstream_rq_per_try_idle_timeout
-}
-
-// init creates the retry counters under scope.
-func (r *RetryStats) init(scope stats.Scope) {
-	*r = RetryStats{
-		Retry:              scope.Counter("upstream_rq_retry"),
-		Success:            scope.Counter("upstream_rq_retry_success"),
-		Overflow:           scope.Counter("upstream_rq_retry_overflow"),
-		LimitExceeded:      scope.Counter("upstream_rq_retry_limit_exceeded"),
-		BackoffExponential: scope.Counter("upstream_rq_retry_backoff_exponential"),
-		BackoffRatelimited: scope.Counter("upstream_rq_retry_backoff_ratelimited"),
-		PerTryTimeout:      scope.Counter("upstream_rq_per_try_timeout"),
-		PerTryIdleTimeout:  scope.Counter("upstream_rq_per_try_idle_timeout"),
-	}
+	// rareCounters are the counters of cluster_stats_rare.go, nil until
+	// first used.
+	rareCounters [numRareCounters]stats.LazyCounter
 }
 
 // CodeCounters count responses by status code under a scope:
@@ -134,45 +84,33 @@ type codeTable [500]atomic.Pointer[stats.Counter]
 // "cluster.<name>.".
 func NewClusterStats(scope stats.Scope) *ClusterStats {
 	cs := &ClusterStats{
-		UpstreamCxTotal:          scope.Counter("upstream_cx_total"),
-		UpstreamCxActive:         scope.Gauge("upstream_cx_active"),
-		UpstreamCxConnectFail:    scope.Counter("upstream_cx_connect_fail"),
-		UpstreamCxConnectTimeout: scope.Counter("upstream_cx_connect_timeout"),
-		UpstreamCxDestroy:        scope.Counter("upstream_cx_destroy"),
-		UpstreamCxHTTP1Total:     scope.Counter("upstream_cx_http1_total"),
-		UpstreamCxHTTP2Total:     scope.Counter("upstream_cx_http2_total"),
-		UpstreamCxConnectMs:      scope.Histogram("upstream_cx_connect_ms", stats.UnitMilliseconds),
-		UpstreamCxLengthMs:       scope.Histogram("upstream_cx_length_ms", stats.UnitMilliseconds),
-		UpstreamCxRxBytesTotal:   scope.Counter("upstream_cx_rx_bytes_total"),
-		UpstreamCxTxBytesTotal:   scope.Counter("upstream_cx_tx_bytes_total"),
-		UpstreamRqTotal:          scope.Counter("upstream_rq_total"),
-		UpstreamRqActive:         scope.Gauge("upstream_rq_active"),
-		UpstreamRqCompleted:      scope.Counter("upstream_rq_completed"),
-		UpstreamRqTimeout:        scope.Counter("upstream_rq_timeout"),
-		UpstreamRqTime:           scope.Histogram("upstream_rq_time", stats.UnitMilliseconds),
-		UpstreamRqPendingTotal:   scope.Counter("upstream_rq_pending_total"),
-		UpstreamRqPendingActive:  scope.Gauge("upstream_rq_pending_active"),
-		MembershipHealthy:        scope.Gauge("membership_healthy"),
-		MembershipDegraded:       scope.Gauge("membership_degraded"),
-		MembershipExcluded:       scope.Gauge("membership_excluded"),
-		MembershipTotal:          scope.Gauge("membership_total"),
-		MembershipChange:         scope.Counter("membership_change"),
+		UpstreamCxTotal:         scope.Counter("upstream_cx_total"),
+		UpstreamCxActive:        scope.Gauge("upstream_cx_active"),
+		UpstreamCxDestroy:       scope.Counter("upstream_cx_destroy"),
+		UpstreamCxHTTP1Total:    scope.Counter("upstream_cx_http1_total"),
+		UpstreamCxHTTP2Total:    scope.Counter("upstream_cx_http2_total"),
+		UpstreamCxConnectMs:     scope.Histogram("upstream_cx_connect_ms", stats.UnitMilliseconds),
+		UpstreamCxLengthMs:      scope.Histogram("upstream_cx_length_ms", stats.UnitMilliseconds),
+		UpstreamCxRxBytesTotal:  scope.Counter("upstream_cx_rx_bytes_total"),
+		UpstreamCxTxBytesTotal:  scope.Counter("upstream_cx_tx_bytes_total"),
+		UpstreamRqTotal:         scope.Counter("upstream_rq_total"),
+		UpstreamRqActive:        scope.Gauge("upstream_rq_active"),
+		UpstreamRqCompleted:     scope.Counter("upstream_rq_completed"),
+		UpstreamRqTime:          scope.Histogram("upstream_rq_time", stats.UnitMilliseconds),
+		UpstreamRqPendingTotal:  scope.Counter("upstream_rq_pending_total"),
+		UpstreamRqPendingActive: scope.Gauge("upstream_rq_pending_active"),
+		MembershipHealthy:       scope.Gauge("membership_healthy"),
+		MembershipDegraded:      scope.Gauge("membership_degraded"),
+		MembershipExcluded:      scope.Gauge("membership_excluded"),
+		MembershipTotal:         scope.Gauge("membership_total"),
+		MembershipChange:        scope.Counter("membership_change"),
 	}
-	cs.UpstreamRqMaxDurationReached = scope.Counter("upstream_rq_max_duration_reached")
-	cs.RetryOrShadowAbandoned = scope.Counter("retry_or_shadow_abandoned")
 	cs.UpstreamCxDestroyLocal = scope.Counter("upstream_cx_destroy_local")
 	cs.UpstreamCxDestroyRemote = scope.Counter("upstream_cx_destroy_remote")
 	cs.UpstreamCxRxBytesBuffered = scope.Gauge("upstream_cx_rx_bytes_buffered")
-	cs.UpstreamCxDestroyWithActiveRq = scope.Counter("upstream_cx_destroy_with_active_rq")
-	cs.UpstreamCxDestroyLocalWithActiveRq = scope.Counter("upstream_cx_destroy_local_with_active_rq")
-	cs.UpstreamCxDestroyRemoteWithActiveRq = scope.Counter("upstream_cx_destroy_remote_with_active_rq")
-	cs.UpstreamCxCloseNotify = scope.Counter("upstream_cx_close_notify")
-	cs.UpstreamCxProtocolError = scope.Counter("upstream_cx_protocol_error")
 	cs.UpstreamRqPerCx = scope.Histogram("upstream_rq_per_cx", stats.UnitUnspecified)
-	cs.UpstreamRqRxReset = scope.Counter("upstream_rq_rx_reset")
-	cs.UpstreamRqTxReset = scope.Counter("upstream_rq_tx_reset")
 	cs.UpstreamCxTxBytesBuffered = scope.Gauge("upstream_cx_tx_bytes_buffered")
-	cs.Retries.init(scope)
+	declareRare(scope)
 	cs.codes.Init(scope)
 	return cs
 }
