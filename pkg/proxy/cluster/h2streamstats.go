@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
@@ -24,8 +25,12 @@ type h2StreamStats struct {
 	tc *trackedConn
 	cs *upstream.ClusterStats
 
-	mu   sync.Mutex
-	open map[uint32]struct{}
+	mu sync.Mutex
+	// open are the open streams, in ascending order: the transport
+	// starts streams with increasing ids, so a start appends, and an
+	// end is a binary search and a short copy (a few streams are in
+	// flight) rather than a map's hashing.
+	open []uint32
 	// last is the highest stream the proxy started: HEADERS on a stream
 	// up to it are trailers, not a new stream.
 	last     uint32
@@ -39,7 +44,6 @@ type h2StreamStats struct {
 // track starts following the streams for tc's cluster stats cs.
 func (s *h2StreamStats) track(tc *trackedConn, cs *upstream.ClusterStats) {
 	s.tc, s.cs = tc, cs
-	s.open = make(map[uint32]struct{})
 }
 
 // outbound accounts for a frame the proxy sends.
@@ -52,22 +56,18 @@ func (s *h2StreamStats) outbound(h frameHead) {
 		s.mu.Lock()
 		if h.stream > s.last {
 			s.last = h.stream
-			s.open[h.stream] = struct{}{}
+			s.open = append(s.open, h.stream)
 			s.tc.rqs.Add(1)
 		}
 		s.mu.Unlock()
 	case frameTypeRSTStream:
-		if s.end(h.stream) && !s.isOver() {
+		s.mu.Lock()
+		counted := s.endLocked(h.stream) && !s.over
+		s.mu.Unlock()
+		if counted {
 			s.cs.UpstreamRqTxReset().Inc()
 		}
 	}
-}
-
-// isOver reports whether the connection ended.
-func (s *h2StreamStats) isOver() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.over
 }
 
 // inbound accounts for a frame the host sent.
@@ -99,11 +99,16 @@ func (s *h2StreamStats) inbound(h frameHead) {
 func (s *h2StreamStats) end(stream uint32) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.open[stream]; !ok {
-		return false
+	return s.endLocked(stream)
+}
+
+// endLocked is end with s.mu held.
+func (s *h2StreamStats) endLocked(stream uint32) bool {
+	i, ok := slices.BinarySearch(s.open, stream)
+	if ok {
+		s.open = slices.Delete(s.open, i, i+1)
 	}
-	delete(s.open, stream)
-	return true
+	return ok
 }
 
 // ended records the connection's end (a failed read, or its close):
