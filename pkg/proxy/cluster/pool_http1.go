@@ -392,7 +392,7 @@ func (c *Cluster) dialHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool,
 	}
 	tc.cx, tc.pool, tc.http = cx, p, true
 	tc.rqs.Store(1)
-	c.stats.UpstreamCxHTTP1Total.Inc()
+	c.stats.UpstreamCxHTTP1Total().Inc()
 	tc.probe.init(tc.Conn)
 	tc.up = upstream.Conn{Conn: tc, Host: h, R: c.getReader(tc), Requests: 1}
 	// The time before the dial: earlier than the loan, which only makes

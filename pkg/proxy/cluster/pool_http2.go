@@ -69,7 +69,7 @@ func (c *Cluster) dialHTTP2(ctx context.Context, addr string) (net.Conn, error) 
 		return nil, err
 	}
 	tc.cx, tc.http = cx, true
-	c.stats.UpstreamCxHTTP2Total.Inc()
+	c.stats.UpstreamCxHTTP2Total().Inc()
 	var nc net.Conn = tc
 	if max := c.settings.protocol.h2.maxStreams; max > 0 {
 		c.h2Opening.add()

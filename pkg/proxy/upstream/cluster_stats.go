@@ -24,11 +24,9 @@ type ClusterStats struct {
 	UpstreamCxDestroyRemote *stats.Counter
 	// UpstreamRqPerCx records how many requests each connection carried,
 	// when it closes.
-	UpstreamRqPerCx      *stats.Histogram
-	UpstreamCxHTTP1Total *stats.Counter
-	UpstreamCxHTTP2Total *stats.Counter
-	UpstreamCxConnectMs  *stats.Histogram
-	UpstreamCxLengthMs   *stats.Histogram
+	UpstreamRqPerCx     *stats.Histogram
+	UpstreamCxConnectMs *stats.Histogram
+	UpstreamCxLengthMs  *stats.Histogram
 	// UpstreamCxRxBytesTotal and UpstreamCxTxBytesTotal count the bytes
 	// read from and written to the cluster's connections (after TLS, as
 	// Envoy counts them); health checks' connections count in neither.
@@ -68,8 +66,10 @@ type ClusterStats struct {
 // keep one, and so do the router's virtual clusters and route stats.
 type CodeCounters struct {
 	scope stats.Scope
-	// class holds upstream_rq_1xx .. upstream_rq_5xx.
-	class [5]*stats.Counter
+	// class holds upstream_rq_1xx .. upstream_rq_5xx, declared: a
+	// cluster or route may never see some classes (1xx, 3xx), and each
+	// costs the store 8 bytes rather than 32 until its first response.
+	class [5]stats.LazyCounter
 	// codes holds upstream_rq_<code> for 100..599, each created on first
 	// use so that only codes seen exist, as in Envoy. The table itself is
 	// allocated on the first response: most of a cluster's memory would
@@ -87,8 +87,6 @@ func NewClusterStats(scope stats.Scope) *ClusterStats {
 		UpstreamCxTotal:         scope.Counter("upstream_cx_total"),
 		UpstreamCxActive:        scope.Gauge("upstream_cx_active"),
 		UpstreamCxDestroy:       scope.Counter("upstream_cx_destroy"),
-		UpstreamCxHTTP1Total:    scope.Counter("upstream_cx_http1_total"),
-		UpstreamCxHTTP2Total:    scope.Counter("upstream_cx_http2_total"),
 		UpstreamCxConnectMs:     scope.Histogram("upstream_cx_connect_ms", stats.UnitMilliseconds),
 		UpstreamCxLengthMs:      scope.Histogram("upstream_cx_length_ms", stats.UnitMilliseconds),
 		UpstreamCxRxBytesTotal:  scope.Counter("upstream_cx_rx_bytes_total"),
@@ -123,7 +121,7 @@ func (cs *ClusterStats) RecordResponse(code int) { cs.codes.Record(code) }
 func (cc *CodeCounters) Init(scope stats.Scope) {
 	cc.scope = scope
 	for i := range cc.class {
-		cc.class[i] = scope.Counter("upstream_rq_" + strconv.Itoa(i+1) + "xx")
+		scope.DeclareCounter(className(i))
 	}
 }
 
@@ -134,7 +132,7 @@ func (cc *CodeCounters) Record(code int) {
 	if code < 100 || code > 599 {
 		return
 	}
-	cc.class[code/100-1].Inc()
+	cc.classCounter(code/100 - 1).Inc()
 	t := cc.codes.Load()
 	if t == nil {
 		t = new(codeTable)
@@ -151,4 +149,15 @@ func (cc *CodeCounters) Record(code int) {
 		p.Store(c)
 	}
 	c.Inc()
+}
+
+// className returns the name of class counter i, upstream_rq_<i+1>xx.
+func className(i int) string { return "upstream_rq_" + strconv.Itoa(i+1) + "xx" }
+
+// classCounter returns class counter i, allocating it on first use.
+func (cc *CodeCounters) classCounter(i int) *stats.Counter {
+	if c := cc.class[i].Load(); c != nil {
+		return c
+	}
+	return cc.class[i].Get(cc.scope, className(i))
 }

@@ -4,7 +4,8 @@ import "github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 
 // rareCounter is one of a cluster's counters that most clusters never
 // increment: timeouts, retries, connections closed with requests on them,
-// resets, protocol errors. ClusterStats declares them (see
+// resets, protocol errors, and the connections of the protocol the
+// cluster does not speak. ClusterStats declares them (see
 // stats.Scope.DeclareCounter): they are listed at zero like the others,
 // but each costs the store 8 bytes rather than 32 until its first
 // increment allocates it, which is what keeps 10,000 clusters within
@@ -13,6 +14,8 @@ type rareCounter uint8
 
 const (
 	rareCxConnectFail rareCounter = iota
+	rareCxHTTP1Total
+	rareCxHTTP2Total
 	rareCxConnectTimeout
 	rareCxDestroyWithActiveRq
 	rareCxDestroyLocalWithActiveRq
@@ -40,6 +43,10 @@ func (r rareCounter) name() string {
 	switch r {
 	case rareCxConnectFail:
 		return "upstream_cx_connect_fail"
+	case rareCxHTTP1Total:
+		return "upstream_cx_http1_total"
+	case rareCxHTTP2Total:
+		return "upstream_cx_http2_total"
 	case rareCxConnectTimeout:
 		return "upstream_cx_connect_timeout"
 	case rareCxDestroyWithActiveRq:
@@ -100,6 +107,14 @@ func (cs *ClusterStats) rare(r rareCounter) *stats.Counter {
 
 // UpstreamCxConnectFail counts the connections that failed to open.
 func (cs *ClusterStats) UpstreamCxConnectFail() *stats.Counter { return cs.rare(rareCxConnectFail) }
+
+// UpstreamCxHTTP1Total and UpstreamCxHTTP2Total count the connections
+// opened for HTTP/1.1 and for HTTP/2: a cluster speaks one of them, so
+// the other stays at zero.
+func (cs *ClusterStats) UpstreamCxHTTP1Total() *stats.Counter { return cs.rare(rareCxHTTP1Total) }
+
+// UpstreamCxHTTP2Total: see UpstreamCxHTTP1Total.
+func (cs *ClusterStats) UpstreamCxHTTP2Total() *stats.Counter { return cs.rare(rareCxHTTP2Total) }
 
 // UpstreamCxConnectTimeout counts the connections whose connect_timeout
 // passed.
