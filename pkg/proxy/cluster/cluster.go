@@ -180,7 +180,6 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 	c := &Cluster{
 		settings: s,
 		stats:    upstream.NewClusterStats(scope),
-		extra:    newExtraStats(scope),
 		res:      newResources(scope, s.name, s.thresholds, d.runtime),
 		dial:     d.dial,
 		now:      d.now,
@@ -191,6 +190,7 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 		local:    d.local,
 		assigned: assignmentPolicy{factor: s.lb.OverprovisioningFactor, weighted: s.lb.WeightedPriorityHealth},
 	}
+	c.extra.init(scope)
 	c.drop.Store(s.drop)
 	if d.zones != nil {
 		c.isLocal = d.localCluster
@@ -625,7 +625,7 @@ func (c *Cluster) PickHost(pc *upstream.PickContext) *upstream.Host {
 		h = c.pickHost(pc)
 	}
 	if h == nil {
-		c.extra.noneHealthy.Inc()
+		c.extraCounter(extraNoneHealthy).Inc()
 	}
 	return h
 }
@@ -652,7 +652,7 @@ func (c *Cluster) pickHost(pc *upstream.PickContext) *upstream.Host {
 		}
 	}
 	if panicked {
-		c.extra.lbHealthyPanic.Inc()
+		c.extraCounter(extraLBHealthyPanic).Inc()
 	}
 	return h
 }

@@ -28,6 +28,13 @@ type trackedConn struct {
 	// the end of its stream or a reset): its close then counts in
 	// upstream_cx_destroy_remote, else in upstream_cx_destroy_local.
 	peerEnded atomic.Bool
+	// withRq is set when the connection closes while a request on it has
+	// not got its whole response (upstream_cx_destroy_with_active_rq).
+	withRq atomic.Bool
+	// rqs counts the requests the connection carried, recorded in
+	// upstream_rq_per_cx when an HTTP connection (http set) closes.
+	rqs  atomic.Uint32
+	http bool
 	// cx is the max_connections breaker the connection counts against
 	// until it closes; nil for none.
 	cx *resource
@@ -83,10 +90,25 @@ func (tc *trackedConn) Close() error {
 	c.untrack(tc)
 	c.stats.UpstreamCxActive.Dec()
 	c.stats.UpstreamCxDestroy.Inc()
-	if tc.peerEnded.Load() {
+	remote := tc.peerEnded.Load()
+	if remote {
 		c.stats.UpstreamCxDestroyRemote.Inc()
 	} else {
 		c.stats.UpstreamCxDestroyLocal.Inc()
+	}
+	// An HTTP/1.1 connection closed while lent (its request cut short by
+	// the connection manager, the cluster's shutdown) had a request on
+	// it too.
+	if tc.withRq.Load() || tc.inUse.Load() {
+		c.stats.UpstreamCxDestroyWithActiveRq().Inc()
+		if remote {
+			c.stats.UpstreamCxDestroyRemoteWithActiveRq().Inc()
+		} else {
+			c.stats.UpstreamCxDestroyLocalWithActiveRq().Inc()
+		}
+	}
+	if tc.http {
+		c.stats.UpstreamRqPerCx.Record(uint64(tc.rqs.Load()))
 	}
 	c.stats.UpstreamCxLengthMs.Record(uint64(c.now().Sub(tc.opened).Milliseconds()))
 	tc.host.Stats.CxActive.Add(-1)

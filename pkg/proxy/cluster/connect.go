@@ -61,7 +61,7 @@ func (c *Cluster) ConnectHost(ctx context.Context, h *upstream.Host) (net.Conn, 
 func (c *Cluster) connectHost(ctx context.Context, h *upstream.Host, alpn []string) (net.Conn, error) {
 	cx := &c.breakers().cx
 	if !cx.tryAcquire() {
-		c.extra.cxOverflow.Inc()
+		c.extraCounter(extraCxOverflow).Inc()
 		return nil, upstream.ErrOverflow
 	}
 	tc, err := c.connect(ctx, h, alpn)

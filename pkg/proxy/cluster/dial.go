@@ -132,14 +132,14 @@ func (c *Cluster) connect(ctx context.Context, h *upstream.Host, alpn []string) 
 		}
 		c.stats.UpstreamCxTotal.Inc()
 		h.Stats.CxTotal.Add(1)
-		c.stats.UpstreamCxConnectFail.Inc()
+		c.stats.UpstreamCxConnectFail().Inc()
 		h.Stats.CxConnectFail.Add(1)
 		if le := (*upstream.LocalConnectError)(nil); errors.As(err, &le) && le.Bind {
-			c.extra.bindErrors.Inc()
+			c.extraCounter(extraBindErrors).Inc()
 		}
 		reportConnectFailure(h, timedOut)
 		if timedOut {
-			c.stats.UpstreamCxConnectTimeout.Inc()
+			c.stats.UpstreamCxConnectTimeout().Inc()
 			return nil, fmt.Errorf("connecting to %s: %w after %s", h.Address, ErrConnectTimeout, c.settings.connectTimeout)
 		}
 		return nil, fmt.Errorf("connecting to %s: %w", h.Address, err)

@@ -118,6 +118,9 @@ type h2GuardConn struct {
 	// went out (Unix nanoseconds, 0 for none): a close after pingTimeout
 	// is the keepalive's.
 	pingSent atomic.Int64
+	// streamStats follows the connection's streams for the cluster's stats
+	// (see h2streamstats.go); unused until track is called.
+	streamStats h2StreamStats
 }
 
 // newH2GuardConn wraps an upstream connection; the transport writes the
@@ -138,6 +141,9 @@ func (g *h2GuardConn) Read(p []byte) (int, error) {
 		if ferr := g.in.scan(p[:n], g.inbound); ferr != nil {
 			return 0, ferr
 		}
+	}
+	if err != nil {
+		g.streamStats.ended()
 	}
 	return n, err
 }
@@ -160,6 +166,7 @@ func (g *h2GuardConn) Write(p []byte) (int, error) {
 		case h.typ == frameTypePing && h.flags&flagAck == 0:
 			g.pingSent.CompareAndSwap(0, time.Now().UnixNano())
 		}
+		g.streamStats.outbound(h)
 		return nil
 	})
 	return g.Conn.Write(p)
@@ -171,6 +178,7 @@ func (g *h2GuardConn) inbound(h frameHead) error {
 	if g.failed.Load() {
 		return errUpstreamFlood
 	}
+	g.streamStats.inbound(h)
 	switch h.typ {
 	case frameTypePing:
 		if h.flags&flagAck != 0 {
@@ -235,6 +243,7 @@ func (g *h2GuardConn) Close() error {
 		time.Since(time.Unix(0, t)) >= g.lim.pingTimeout*9/10 {
 		g.stats.keepaliveTimeout.Inc()
 	}
+	g.streamStats.ended()
 	return g.Conn.Close()
 }
 
@@ -257,7 +266,9 @@ const (
 	frameTypeData         = 0x0
 	frameTypeHeaders      = 0x1
 	frameTypePriority     = 0x2
+	frameTypeRSTStream    = 0x3
 	frameTypePing         = 0x6
+	frameTypeGoAway       = 0x7
 	frameTypeWindowUpdate = 0x8
 	frameTypeContinuation = 0x9
 
@@ -267,11 +278,14 @@ const (
 	flagPadded     = 0x8
 )
 
-// frameHead is a frame's header, with its payload length less padding.
+// frameHead is a frame's header, with its payload length less padding,
+// and the error code of an RST_STREAM or GOAWAY.
 type frameHead struct {
 	typ, flags uint8
 	length     uint32
 	payload    int
+	stream     uint32
+	code       uint32
 }
 
 // frameScanner finds the frame headers in a byte stream fed to it in
@@ -283,6 +297,11 @@ type frameScanner struct {
 	left    uint32 // payload bytes of the current frame still to come
 	cur     frameHead
 	needPad bool // the current frame is padded and its pad length is next
+	// want is how many payload bytes of an RST_STREAM or GOAWAY to
+	// gather (into ext, got so far) before the frame is reported with
+	// its error code, the last 4 of them.
+	want, got int
+	ext       [8]byte
 }
 
 // atBoundary reports whether the stream is between frames.
@@ -299,6 +318,20 @@ func (s *frameScanner) scan(p []byte, on func(frameHead) error) error {
 			n := min(s.skip, len(p))
 			s.skip -= n
 			p = p[n:]
+		case s.want > 0:
+			n := min(s.want-s.got, len(p))
+			copy(s.ext[s.got:], p[:n])
+			s.got += n
+			s.left -= uint32(n)
+			p = p[n:]
+			if s.got < s.want {
+				return nil
+			}
+			s.cur.code = binary.BigEndian.Uint32(s.ext[s.want-4 : s.want])
+			s.want, s.got = 0, 0
+			if err := on(s.cur); err != nil {
+				return err
+			}
 		case s.left > 0 && !s.needPad:
 			n := min(int(s.left), len(p))
 			s.left -= uint32(n)
@@ -319,8 +352,17 @@ func (s *frameScanner) scan(p []byte, on func(frameHead) error) error {
 			}
 			s.have = 0
 			length := uint32(s.hdr[0])<<16 | uint32(binary.BigEndian.Uint16(s.hdr[1:3]))
-			s.cur = frameHead{typ: s.hdr[3], flags: s.hdr[4], length: length, payload: int(length)}
+			s.cur = frameHead{typ: s.hdr[3], flags: s.hdr[4], length: length, payload: int(length),
+				stream: binary.BigEndian.Uint32(s.hdr[5:9]) &^ (1 << 31)}
 			s.left = length
+			switch {
+			case s.cur.typ == frameTypeRSTStream && length == 4:
+				s.want = 4
+				continue
+			case s.cur.typ == frameTypeGoAway && length >= 8:
+				s.want = 8
+				continue
+			}
 			if s.cur.flags&flagPadded != 0 && (s.cur.typ == frameTypeData || s.cur.typ == frameTypeHeaders) && length > 0 {
 				s.needPad = true
 				continue

@@ -29,14 +29,18 @@ func TestFrameScanner(t *testing.T) {
 	_ = fr.WriteData(1, true, make([]byte, 20000))
 	_ = fr.WritePriority(3, http2.PriorityParam{Weight: 1})
 	_ = fr.WriteWindowUpdate(0, 10)
+	_ = fr.WriteRSTStream(5, http2.ErrCodeCancel)
+	_ = fr.WriteGoAway(7, http2.ErrCodeEnhanceYourCalm, []byte("debug"))
 	want := []frameHead{
 		{typ: 0x4, length: 6, payload: 6},
-		{typ: frameTypeHeaders, flags: flagEndHeaders, length: 3, payload: 3},
-		{typ: frameTypeData, flags: flagPadded, length: 13, payload: 5},
-		{typ: frameTypeData, flags: flagPadded, length: 4, payload: 0},
-		{typ: frameTypeData, flags: flagEndStream, length: 20000, payload: 20000},
-		{typ: frameTypePriority, length: 5, payload: 5},
+		{typ: frameTypeHeaders, flags: flagEndHeaders, length: 3, payload: 3, stream: 1},
+		{typ: frameTypeData, flags: flagPadded, length: 13, payload: 5, stream: 1},
+		{typ: frameTypeData, flags: flagPadded, length: 4, payload: 0, stream: 1},
+		{typ: frameTypeData, flags: flagEndStream, length: 20000, payload: 20000, stream: 1},
+		{typ: frameTypePriority, length: 5, payload: 5, stream: 3},
 		{typ: frameTypeWindowUpdate, length: 4, payload: 4},
+		{typ: frameTypeRSTStream, length: 4, payload: 4, stream: 5, code: uint32(http2.ErrCodeCancel)},
+		{typ: frameTypeGoAway, length: 13, payload: 13, code: uint32(http2.ErrCodeEnhanceYourCalm)},
 	}
 	stream := b.Bytes()
 	for _, piece := range []int{1, 2, 5, 9, 10, 100, 16384, len(stream)} {

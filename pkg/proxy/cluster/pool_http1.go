@@ -81,7 +81,7 @@ func (c *Cluster) AcquireHTTP1Until(ctx context.Context, h *upstream.Host, deadl
 	}
 	res := c.breakers()
 	if !res.rq.tryAcquire() {
-		c.extra.rqPendingOverflow.Inc()
+		c.extraCounter(extraRqPendingOverflow).Inc()
 		return nil, upstream.ErrOverflow
 	}
 	conn, err := c.acquireHTTP1(ctx, h, res, deadline, gone)
@@ -109,7 +109,7 @@ func (c *Cluster) acquireHTTP1(ctx context.Context, h *upstream.Host, res *resou
 		// when released. It is the host's only one, so it opens even at
 		// max_connections, as a pool's first does.
 		if !res.cx.tryAcquire() {
-			c.extra.cxOverflow.Inc()
+			c.extraCounter(extraCxOverflow).Inc()
 			res.cx.force()
 		}
 		return c.dialHTTP1(ctx, h, nil, &res.cx, c.now())
@@ -163,6 +163,8 @@ func lend(tc *trackedConn, now time.Time) *upstream.Conn {
 	tc.lentAt = now
 	tc.inUse.Store(true)
 	tc.up.Requests++
+	tc.up.Answered = false
+	tc.rqs.Add(1)
 	return &tc.up
 }
 
@@ -171,7 +173,7 @@ func lend(tc *trackedConn, now time.Time) *upstream.Conn {
 // max_connections allows, else handed over at a release.
 func (c *Cluster) awaitHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool, res *resources, deadline time.Time, gone func() bool) (*upstream.Conn, error) {
 	if !res.pending.tryAcquire() {
-		c.extra.rqPendingOverflow.Inc()
+		c.extraCounter(extraRqPendingOverflow).Inc()
 		return nil, upstream.ErrOverflow
 	}
 	c.stats.UpstreamRqPendingTotal.Inc()
@@ -185,10 +187,10 @@ func (c *Cluster) awaitHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool
 	case err == nil, errors.Is(err, ErrClosed):
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		// Its client went away, or its route timeout passed.
-		c.extra.rqCancelled.Inc()
+		c.extraCounter(extraRqCancelled).Inc()
 	default:
 		// The connection it waited for failed.
-		c.extra.rqPendingFailureEject.Inc()
+		c.extraCounter(extraRqPendingFailureEject).Inc()
 	}
 	return conn, err
 }
@@ -206,7 +208,7 @@ func (c *Cluster) pendingHTTP1(ctx context.Context, h *upstream.Host, p *http1Po
 		}
 		if !overflowed {
 			// Counted once per request that max_connections held back.
-			c.extra.cxOverflow.Inc()
+			c.extraCounter(extraCxOverflow).Inc()
 			overflowed = true
 		}
 		if p.open.Load() == 0 {
@@ -388,8 +390,9 @@ func (c *Cluster) dialHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool,
 		c.releaseConnSlot(cx)
 		return nil, err
 	}
-	tc.cx, tc.pool = cx, p
-	c.stats.UpstreamCxHTTP1Total.Inc()
+	tc.cx, tc.pool, tc.http = cx, p, true
+	tc.rqs.Store(1)
+	c.stats.UpstreamCxHTTP1Total().Inc()
 	tc.probe.init(tc.Conn)
 	tc.up = upstream.Conn{Conn: tc, Host: h, R: c.getReader(tc), Buffers: tc, Requests: 1}
 	// The time before the dial: earlier than the loan, which only makes
@@ -427,9 +430,12 @@ func (c *Cluster) ReleaseHTTP1(conn *upstream.Conn, reusable bool) {
 	limit := c.settings.protocol.maxRequestsPerConn
 	switch {
 	case !reusable || tc.closed.Load() || tc.up.R.Buffered() > 0:
+		if !reusable && !conn.Answered {
+			tc.withRq.Store(true)
+		}
 		tc.discard()
 	case limit > 0 && tc.up.Requests >= limit:
-		c.extra.maxRequests.Inc()
+		c.extraCounter(extraMaxRequests).Inc()
 		tc.discard()
 	default:
 		// The connection manager sets deadlines per request; an idle
@@ -460,7 +466,7 @@ func (p *http1Pool) take(c *Cluster, key poolKey, now time.Time) *trackedConn {
 	}
 	if expired(c, p.idle[n-1], now) {
 		for _, tc := range p.idle {
-			c.extra.idleTimeout.Inc()
+			c.extraCounter(extraIdleTimeout).Inc()
 			tc.discard()
 		}
 		clear(p.idle)
@@ -506,7 +512,7 @@ func (p *http1Pool) put(c *Cluster, tc *trackedConn, now time.Time) {
 	}
 	stale := 0
 	for stale < len(p.idle) && expired(c, p.idle[stale], now) {
-		c.extra.idleTimeout.Inc()
+		c.extraCounter(extraIdleTimeout).Inc()
 		p.idle[stale].discard()
 		stale++
 	}

@@ -53,7 +53,7 @@ func (c *Cluster) dialHTTP2(ctx context.Context, addr string) (net.Conn, error) 
 	}
 	cx := &c.breakers().cx
 	if !cx.tryAcquire() {
-		c.extra.cxOverflow.Inc()
+		c.extraCounter(extraCxOverflow).Inc()
 		if h.Stats.CxActive.Load() > 0 {
 			// The transport has a connection to the host, full: the
 			// request fails rather than waiting (see RoundTripHTTP2).
@@ -68,14 +68,16 @@ func (c *Cluster) dialHTTP2(ctx context.Context, addr string) (net.Conn, error) 
 		c.releaseConnSlot(cx)
 		return nil, err
 	}
-	tc.cx = cx
-	c.stats.UpstreamCxHTTP2Total.Inc()
+	tc.cx, tc.http = cx, true
+	c.stats.UpstreamCxHTTP2Total().Inc()
 	var nc net.Conn = tc
 	if max := c.settings.protocol.h2.maxStreams; max > 0 {
 		c.h2Opening.add()
 		nc = newStreamCapConn(nc, max, c.h2Opening.done)
 	}
-	return newH2GuardConn(nc, &c.settings.protocol.h2, c.h2Stats()), nil
+	g := newH2GuardConn(nc, &c.settings.protocol.h2, c.h2Stats())
+	g.streamStats.track(tc, c.stats)
+	return g, nil
 }
 
 // RoundTripHTTP2 sends req to h over the cluster's HTTP/2 connections and
@@ -105,7 +107,7 @@ func (c *Cluster) RoundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Res
 	}
 	rq := &c.breakers().rq
 	if !rq.tryAcquire() {
-		c.extra.rqPendingOverflow.Inc()
+		c.extraCounter(extraRqPendingOverflow).Inc()
 		return nil, upstream.ErrOverflow
 	}
 	// moved is the request's host when it may leave the set before the

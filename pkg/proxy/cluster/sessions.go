@@ -7,7 +7,7 @@ package cluster
 // taken is given back with ReleaseSession.
 func (c *Cluster) AcquireSession() bool {
 	if !c.breakers().cx.tryAcquire() {
-		c.extra.cxOverflow.Inc()
+		c.extraCounter(extraCxOverflow).Inc()
 		return false
 	}
 	return true

@@ -8,29 +8,8 @@ import (
 // extraStats are the cluster stats of Envoy's that the shared ClusterStats do
 // not carry: the load balancer's and the pools' own.
 type extraStats struct {
-	// lbHealthyPanic counts picks made in panic mode.
-	lbHealthyPanic *stats.Counter
-	// noneHealthy counts requests that found no host to go to.
-	noneHealthy *stats.Counter
-	// idleTimeout counts connections closed after idle_timeout.
-	idleTimeout *stats.Counter
-	// maxRequests counts connections closed after
-	// max_requests_per_connection.
-	maxRequests *stats.Counter
-	// cxOverflow counts connections the max_connections breaker did not
-	// let open; rqPendingOverflow requests the max_pending_requests or
-	// max_requests breaker refused.
-	cxOverflow        *stats.Counter
-	rqPendingOverflow *stats.Counter
-	// rqCancelled counts pending requests whose client went away or whose
-	// route timeout passed; rqPendingFailureEject those whose connection
-	// failed to open.
-	rqCancelled           *stats.Counter
-	rqPendingFailureEject *stats.Counter
-	// bindErrors counts connections that could not bind their source
-	// address (original_src without CAP_NET_ADMIN, an address the kernel
-	// refuses).
-	bindErrors *stats.Counter
+	// counters are the extraCounter ones, nil until first used.
+	counters [numExtraCounters]stats.LazyCounter
 	// maxHostWeight is the largest host weight of the cluster.
 	maxHostWeight *stats.Gauge
 	// update are the config update counters every cluster has in Envoy;
@@ -39,29 +18,115 @@ type extraStats struct {
 	update dnscluster.Stats
 }
 
-func newExtraStats(scope stats.Scope) extraStats {
-	e := extraStats{
-		lbHealthyPanic:        scope.Counter("lb_healthy_panic"),
-		noneHealthy:           scope.Counter("upstream_cx_none_healthy"),
-		idleTimeout:           scope.Counter("upstream_cx_idle_timeout"),
-		maxRequests:           scope.Counter("upstream_cx_max_requests"),
-		maxHostWeight:         scope.Gauge("max_host_weight"),
-		cxOverflow:            scope.Counter("upstream_cx_overflow"),
-		rqPendingOverflow:     scope.Counter("upstream_rq_pending_overflow"),
-		rqCancelled:           scope.Counter("upstream_rq_cancelled"),
-		rqPendingFailureEject: scope.Counter("upstream_rq_pending_failure_eject"),
-		bindErrors:            scope.Counter("bind_errors"),
-		update: dnscluster.Stats{
-			UpdateAttempt:   scope.Counter("update_attempt"),
-			UpdateSuccess:   scope.Counter("update_success"),
-			UpdateFailure:   scope.Counter("update_failure"),
-			UpdateNoRebuild: scope.Counter("update_no_rebuild"),
-		},
+// extraCounter is one of the pools' and the load balancer's counters that
+// most clusters rarely or never increment. They are declared (see
+// stats.Scope.DeclareCounter): listed at zero, each costs the store 8
+// bytes rather than a counter's 32 until its first increment.
+type extraCounter uint8
+
+const (
+	// extraLBHealthyPanic counts picks made in panic mode.
+	extraLBHealthyPanic extraCounter = iota
+	// extraNoneHealthy counts requests that found no host to go to.
+	extraNoneHealthy
+	// extraIdleTimeout counts connections closed after idle_timeout.
+	extraIdleTimeout
+	// extraMaxRequests counts connections closed after
+	// max_requests_per_connection.
+	extraMaxRequests
+	// extraCxOverflow counts connections the max_connections breaker
+	// did not let open; extraRqPendingOverflow requests the
+	// max_pending_requests or max_requests breaker refused.
+	extraCxOverflow
+	extraRqPendingOverflow
+	// extraRqCancelled counts pending requests whose client went away or
+	// whose route timeout passed; extraRqPendingFailureEject those whose
+	// connection failed to open.
+	extraRqCancelled
+	extraRqPendingFailureEject
+	// extraBindErrors counts connections that could not bind their
+	// source address (original_src without CAP_NET_ADMIN, an address the
+	// kernel refuses).
+	extraBindErrors
+	numExtraCounters
+)
+
+// name returns the counter's name in the cluster's scope.
+func (e extraCounter) name() string {
+	switch e {
+	case extraLBHealthyPanic:
+		return "lb_healthy_panic"
+	case extraNoneHealthy:
+		return "upstream_cx_none_healthy"
+	case extraIdleTimeout:
+		return "upstream_cx_idle_timeout"
+	case extraMaxRequests:
+		return "upstream_cx_max_requests"
+	case extraCxOverflow:
+		return "upstream_cx_overflow"
+	case extraRqPendingOverflow:
+		return "upstream_rq_pending_overflow"
+	case extraRqCancelled:
+		return "upstream_rq_cancelled"
+	case extraRqPendingFailureEject:
+		return "upstream_rq_pending_failure_eject"
+	case extraBindErrors:
+		return "bind_errors"
 	}
-	for _, name := range []string{"update_empty", "assignment_stale", "assignment_timeout_received", "assignment_use_cached"} {
-		scope.Counter(name)
+	return ""
+}
+
+// extraCounter returns the cluster's counter e, allocating it on its first
+// use; after that it is one atomic load.
+func (c *Cluster) extraCounter(e extraCounter) *stats.Counter {
+	if ctr := c.extra.counters[e].Load(); ctr != nil {
+		return ctr
 	}
+	return c.extra.counters[e].Get(c.scope, e.name())
+}
+
+// init creates, or declares, the stats under the cluster's scope.
+func (e *extraStats) init(scope stats.Scope) {
+	e.maxHostWeight = scope.Gauge("max_host_weight")
+	e.update = dnscluster.Stats{
+		UpdateAttempt:   scope.Counter("update_attempt"),
+		UpdateSuccess:   scope.Counter("update_success"),
+		UpdateFailure:   scope.Counter("update_failure"),
+		UpdateNoRebuild: scope.Counter("update_no_rebuild"),
+	}
+	for i := range numExtraCounters {
+		scope.DeclareCounter(i.name())
+	}
+	// Envoy creates every stat of its cluster traffic stats in every
+	// cluster. These stay at zero here: EDS's own (which its subscription
+	// counts by name when the cluster has one), those of features refused
+	// or absent (HTTP/3 and 0-RTT, max_connection_pools, the cluster's
+	// max_connection_duration, internal redirects, maintenance mode,
+	// upstream read pauses, which Go's blocking reads do not have), or
+	// those another part counts by the same name (the TCP proxy's
+	// attempts, the ORIGINAL_DST cluster's invalid headers). Declared, they
+	// cost 8 bytes each until something asks for them.
+	scope.DeclareCounters(
+		"update_empty",
+		"assignment_stale",
+		"assignment_timeout_received",
+		"assignment_use_cached",
+		"original_dst_host_invalid",
+		"upstream_cx_connect_attempts_exceeded",
+		"upstream_cx_connect_with_0_rtt",
+		"upstream_cx_http3_total",
+		"upstream_cx_max_duration_reached",
+		"upstream_cx_pool_overflow",
+		"upstream_flow_control_backed_up_total",
+		"upstream_flow_control_drained_total",
+		"upstream_flow_control_paused_reading_total",
+		"upstream_flow_control_resumed_reading_total",
+		"upstream_internal_redirect_failed_total",
+		"upstream_internal_redirect_succeeded_total",
+		"upstream_rq_0rtt",
+		"upstream_rq_maintenance_mode",
+		"upstream_http3_broken",
+	)
 	scope.Gauge("version")
 	scope.Gauge("warming_state")
-	return e
 }

@@ -207,7 +207,7 @@ func (s *stream) countDuration(cause durationCause) {
 	case cause == streamDuration:
 		s.m.stats.rqMaxDuration.Inc()
 	case s.cluster != nil:
-		s.cluster.Stats().UpstreamRqMaxDurationReached.Inc()
+		s.cluster.Stats().UpstreamRqMaxDurationReached().Inc()
 	}
 }
 

@@ -202,6 +202,7 @@ func (s *stream) launchHTTP1(h *hedger, t *hedgeTry) {
 	t.done = make(chan struct{})
 	go func() {
 		t.kind, t.err = s.readResponseHeadInto(t.u, t.uc, false)
+		noteHTTP1Head(t.cl.Stats(), &t.u.resp, t.err)
 		close(t.done)
 		h.notify()
 	}()
@@ -349,7 +350,7 @@ func (r *retryState) softDeadline(from time.Time) time.Time {
 // hedgeSchedule makes a retry due after the back-off.
 func (s *stream) hedgeSchedule(h *hedger, cl UpstreamCluster) {
 	h.pending = true
-	h.pendingAt = time.Now().Add(s.nextBackOff(&cl.Stats().Retries))
+	h.pendingAt = time.Now().Add(s.nextBackOff(cl.Stats().Retries()))
 }
 
 // hedgeSettle looks at the outcomes that came in: it returns the winner,

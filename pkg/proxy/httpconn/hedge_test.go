@@ -141,9 +141,9 @@ func TestHedgeFastHostWins(t *testing.T) {
 			if got, want := log.String(), "slow:got,fast:got,fast:answered,slow:cancelled"; got != want {
 				t.Errorf("h2 upstream %v, header %v: events %q; want %q", upstreamH2, byHeader, got, want)
 			}
-			rs := &fc.stats.Retries
-			if rs.Retry.Value() != 1 || rs.PerTryTimeout.Value() != 0 {
-				t.Errorf("upstream_rq_retry %d, upstream_rq_per_try_timeout %d; want 1, 0 (Envoy counts no per-try timeout when hedging)", rs.Retry.Value(), rs.PerTryTimeout.Value())
+			rs := fc.stats.Retries()
+			if rs.Retry().Value() != 1 || rs.PerTryTimeout().Value() != 0 {
+				t.Errorf("upstream_rq_retry %d, upstream_rq_per_try_timeout %d; want 1, 0 (Envoy counts no per-try timeout when hedging)", rs.Retry().Value(), rs.PerTryTimeout().Value())
 			}
 		}
 	}
@@ -168,7 +168,7 @@ func TestHedgeOff(t *testing.T) {
 		// counts (when hedging it does not), before the next went out;
 		// when the slow host notices is its own business.
 		log.waitFor(t, "slow:cancelled")
-		if got := fc.stats.Retries.PerTryTimeout.Value(); got != 1 {
+		if got := fc.stats.Retries().PerTryTimeout().Value(); got != 1 {
 			t.Errorf("%v: upstream_rq_per_try_timeout = %d; want 1", hdr, got)
 		}
 	}
@@ -192,7 +192,7 @@ func TestHedgeBadAnswerWaits(t *testing.T) {
 		if got, want := log.String(), "slow:got,bad:got,bad:answered,slow:answered"; got != want {
 			t.Errorf("h2 upstream %v: events %q; want %q", upstreamH2, got, want)
 		}
-		if got := fc.stats.Retries.LimitExceeded.Value(); got != 1 {
+		if got := fc.stats.Retries().LimitExceeded().Value(); got != 1 {
 			t.Errorf("upstream_rq_retry_limit_exceeded = %d; want 1", got)
 		}
 	}
@@ -222,7 +222,7 @@ func TestHedgeRetryLimit(t *testing.T) {
 	if strings.Contains(log.String(), "d:") {
 		t.Errorf("events %q: a fourth attempt went out with num_retries 2", log.String())
 	}
-	if got := fc.stats.UpstreamRqTimeout.Value(); got != 3 {
+	if got := fc.stats.UpstreamRqTimeout().Value(); got != 3 {
 		t.Errorf("upstream_rq_timeout = %d; want 3 (one per attempt in flight)", got)
 	}
 }
@@ -245,7 +245,7 @@ func TestHedgeStaleConnection(t *testing.T) {
 		up.CloseClientConnections()
 		time.Sleep(50 * time.Millisecond)
 	}
-	if got := fc.stats.Retries.Retry.Value(); got != 0 {
+	if got := fc.stats.Retries().Retry().Value(); got != 0 {
 		t.Errorf("upstream_rq_retry = %d; want 0", got)
 	}
 	if got := fc.dials.Load(); got != 2 {
@@ -310,7 +310,7 @@ func TestHedgePerTryIdle(t *testing.T) {
 		if got, want := log.String(), "slow:got,fast:got,fast:answered,slow:cancelled"; got != want {
 			t.Errorf("h2 upstream %v: events %q; want %q", upstreamH2, got, want)
 		}
-		if got := fc.stats.Retries.PerTryIdleTimeout.Value(); got != 0 {
+		if got := fc.stats.Retries().PerTryIdleTimeout().Value(); got != 0 {
 			t.Errorf("upstream_rq_per_try_idle_timeout = %d; want 0", got)
 		}
 	}

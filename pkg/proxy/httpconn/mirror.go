@@ -205,7 +205,7 @@ func (b *mirrorBody) Next() ([]byte, error) {
 		return p, err
 	}
 	if len(b.buf)+len(p) > b.limit {
-		b.main.RetryOrShadowAbandoned.Inc()
+		b.main.RetryOrShadowAbandoned().Inc()
 		b.shadows, b.buf = nil, nil
 		return p, err
 	}
@@ -278,7 +278,7 @@ func (m *Manager) sendShadow(sh *shadow, body []byte, timeout time.Duration) {
 		}
 	case !deadline.IsZero() && !time.Now().Before(deadline) && (isTimeoutErr(err) || errors.Is(err, context.DeadlineExceeded)):
 		status = 504
-		cs.UpstreamRqTimeout.Inc()
+		cs.UpstreamRqTimeout().Inc()
 		host.Stats.RqTimeout.Add(1)
 		m.chargeShadow(cs, status)
 	case errors.As(err, new(*http1.Error)):
@@ -370,6 +370,7 @@ func (sh *shadow) exchangeHTTP1(ctx context.Context, host *upstream.Host, body [
 	}
 	var resp http1.Response
 	kind, err := readShadowHead(uc.R, &resp, sh.cl.MaxResponseHeadBytes(), maxHeaders, sh.method == "HEAD")
+	noteHTTP1Head(sh.cl.Stats(), &resp, err)
 	if err != nil {
 		return 0, err
 	}
@@ -378,9 +379,11 @@ func (sh *shadow) exchangeHTTP1(ctx context.Context, host *upstream.Host, body [
 	for {
 		_, err := br.Next()
 		if errors.Is(err, io.EOF) {
+			uc.Answered = true
 			break
 		}
 		if err != nil {
+			noteHTTP1Error(sh.cl.Stats(), err)
 			return 0, err
 		}
 	}

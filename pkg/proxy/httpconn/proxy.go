@@ -572,6 +572,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	if stop {
 		return exchangeDone
 	}
+	noteHTTP1Head(cl.Stats(), &u.resp, err)
 	if err != nil {
 		if mayRetry && sentNothingBack(err) {
 			cl.ReleaseHTTP1(uc, false)
@@ -691,6 +692,7 @@ func (s *stream) relayHTTP1(cl UpstreamCluster, uc *upstream.Conn, kind http1.Bo
 			}
 		}
 		if errors.Is(err, io.EOF) {
+			uc.Answered = true
 			break
 		}
 		if err != nil && s.flushFailed() {
@@ -932,6 +934,7 @@ func (s *stream) responseBodyFailed(cl UpstreamCluster, err error, tm *upstreamT
 		return
 	}
 	cs := cl.Stats()
+	noteHTTP1Error(cs, err)
 	if isTimeoutErr(err) && s.maxDurationReached(time.Now()) {
 		s.chargeCode(cs, s.status)
 		return
@@ -944,7 +947,7 @@ func (s *stream) responseBodyFailed(cl UpstreamCluster, err error, tm *upstreamT
 		s.flags |= accesslog.UpstreamRequestTimeout
 		s.details = "upstream_response_timeout"
 	case isTimeoutErr(err) && tm.idleTry:
-		cs.Retries.PerTryIdleTimeout.Inc()
+		cs.Retries().PerTryIdleTimeout().Inc()
 		s.flags |= accesslog.UpstreamRequestTimeout
 		s.details = "upstream_per_try_idle_timeout"
 	case isTimeoutErr(err):

@@ -422,7 +422,7 @@ func (s *stream) h2BodyFailed(cl UpstreamCluster, ctx context.Context, err error
 	cs := cl.Stats()
 	s.m.stats.rqResetAfterStart.Inc()
 	if s.retry.timers.idleFired() {
-		cs.Retries.PerTryIdleTimeout.Inc()
+		cs.Retries().PerTryIdleTimeout().Inc()
 		s.flags |= accesslog.UpstreamRequestTimeout
 		s.details = "upstream_per_try_idle_timeout"
 	} else if errors.Is(ctx.Err(), context.DeadlineExceeded) {

@@ -124,7 +124,7 @@ func (s *stream) keepBody(src bodySource) *retryBody {
 	if cap(buf) > maxKeptBody {
 		buf = nil
 	}
-	*b = retryBody{src: src, buf: buf, limit: s.bufferLimit(), abandoned: s.cluster.Stats().RetryOrShadowAbandoned}
+	*b = retryBody{src: src, buf: buf, limit: s.bufferLimit(), abandoned: s.cluster.Stats()}
 	return b
 }
 
@@ -429,13 +429,13 @@ func (s *stream) wouldRetryResponse(status int) bool {
 // flags of a retry not made (URX, UO).
 func (s *stream) shouldRetry(cl UpstreamCluster, would bool) bool {
 	r := &s.retry
-	rs := &cl.Stats().Retries
+	rs := cl.Stats().Retries()
 	if r.held {
 		// The previous retry's outcome is known.
 		r.held = false
 		cl.ReleaseRetry()
 		if !would {
-			rs.Success.Inc()
+			rs.Success().Inc()
 			s.eachLevel(func(l *routeStats) { l.retrySuccess.Inc() })
 		}
 	}
@@ -446,20 +446,20 @@ func (s *stream) shouldRetry(cl UpstreamCluster, would bool) bool {
 		return false
 	}
 	if r.remaining == 0 {
-		rs.LimitExceeded.Inc()
+		rs.LimitExceeded().Inc()
 		s.eachLevel(func(l *routeStats) { l.retryLimitExceeded.Inc() })
 		s.flags |= accesslog.UpstreamRetryLimitExceeded
 		return false
 	}
 	r.remaining--
 	if !cl.TryRetry() {
-		rs.Overflow.Inc()
+		rs.Overflow().Inc()
 		s.eachLevel(func(l *routeStats) { l.retryOverflow.Inc() })
 		s.flags |= accesslog.UpstreamOverflow
 		return false
 	}
 	r.held = true
-	rs.Retry.Inc()
+	rs.Retry().Inc()
 	s.eachLevel(func(l *routeStats) { l.retry.Inc() })
 	return true
 }
@@ -527,14 +527,14 @@ func (s *stream) resetInterval() time.Duration {
 // Envoy's jittered lower bound), else fully jittered exponential: uniform
 // below a ceiling that starts at the base interval and doubles per retry
 // up to the maximum.
-func (s *stream) nextBackOff(rs *upstream.RetryStats) time.Duration {
+func (s *stream) nextBackOff(rs upstream.RetryStats) time.Duration {
 	r := &s.retry
 	if d := r.rateLimited; d > 0 {
 		r.rateLimited = 0
-		rs.BackoffRatelimited.Inc()
+		rs.BackoffRatelimited().Inc()
 		return d + time.Duration(rand.Int64N(int64(d)/2+1))
 	}
-	rs.BackoffExponential.Inc()
+	rs.BackoffExponential().Inc()
 	ceiling := r.backoffCap
 	if ceiling == 0 {
 		// The first back-off: the base interval is read only now, as
@@ -554,7 +554,7 @@ func (s *stream) nextBackOff(rs *upstream.RetryStats) time.Duration {
 // request ended meanwhile: its route timeout passed (answered 504) or
 // its client went away.
 func (s *stream) backOff(cl UpstreamCluster) bool {
-	d := s.nextBackOff(&cl.Stats().Retries)
+	d := s.nextBackOff(cl.Stats().Retries())
 	end := time.Now().Add(d)
 	if r := &s.retry; r.routeEndSet && !r.routeEnd.IsZero() && r.routeEnd.Before(end) {
 		end = r.routeEnd
@@ -703,7 +703,7 @@ func (s *stream) perTryExpired(now time.Time) bool {
 // per_try_timeout: 504, UT, as Envoy's onPerTryTimeout.
 func (s *stream) perTryTimedOut(cl UpstreamCluster) {
 	cs := cl.Stats()
-	cs.Retries.PerTryTimeout.Inc()
+	cs.Retries().PerTryTimeout().Inc()
 	s.outlierTimeout()
 	s.host.Stats.RqTimeout.Add(1)
 	s.chargeCode(cs, 504)
@@ -714,7 +714,7 @@ func (s *stream) perTryTimedOut(cl UpstreamCluster) {
 // per_try_idle_timeout before its response head: 504, UT.
 func (s *stream) perTryIdleTimedOut(cl UpstreamCluster) {
 	cs := cl.Stats()
-	cs.Retries.PerTryIdleTimeout.Inc()
+	cs.Retries().PerTryIdleTimeout().Inc()
 	s.outlierTimeout()
 	s.host.Stats.RqTimeout.Add(1)
 	s.chargeCode(cs, 504)
@@ -757,13 +757,13 @@ func (s *stream) retryFailedHTTP1(cl UpstreamCluster, err error, tm *upstreamTim
 		return false
 	case isTimeoutErr(err) && s.perTryExpired(now):
 		if s.retryReset(cl, resetPerTryTimeout, true) {
-			cl.Stats().Retries.PerTryTimeout.Inc()
+			cl.Stats().Retries().PerTryTimeout().Inc()
 			return true
 		}
 		return false
 	case isTimeoutErr(err) && tm.idleTry:
 		if s.retryReset(cl, resetPerTryTimeout, true) {
-			cl.Stats().Retries.PerTryIdleTimeout.Inc()
+			cl.Stats().Retries().PerTryIdleTimeout().Inc()
 			return true
 		}
 		return false
@@ -785,13 +785,13 @@ func (s *stream) retryFailedHTTP2(cl UpstreamCluster, ctx context.Context, err e
 	switch {
 	case s.retry.timers.idleFired():
 		if s.retryReset(cl, resetPerTryTimeout, true) {
-			cl.Stats().Retries.PerTryIdleTimeout.Inc()
+			cl.Stats().Retries().PerTryIdleTimeout().Inc()
 			return true
 		}
 		return false
 	case ctx.Err() != nil && s.perTryExpired(now):
 		if s.retryReset(cl, resetPerTryTimeout, true) {
-			cl.Stats().Retries.PerTryTimeout.Inc()
+			cl.Stats().Retries().PerTryTimeout().Inc()
 			return true
 		}
 		return false

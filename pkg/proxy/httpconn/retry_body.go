@@ -5,7 +5,7 @@ import (
 	"io"
 	"sync/atomic"
 
-	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // retryBody is the request body of a request that may be retried: the
@@ -23,7 +23,7 @@ type retryBody struct {
 	done atomic.Bool
 	over bool
 	// abandoned is the cluster's retry_or_shadow_abandoned.
-	abandoned *stats.Counter
+	abandoned *upstream.ClusterStats
 }
 
 // Next returns the kept pieces first, then the client's.
@@ -41,7 +41,7 @@ func (b *retryBody) Next() ([]byte, error) {
 		if len(b.buf)+len(p) > b.limit {
 			// Too big to keep: this request is not retried.
 			b.over, b.buf = true, nil
-			b.abandoned.Inc()
+			b.abandoned.RetryOrShadowAbandoned().Inc()
 		} else {
 			b.buf = append(b.buf, p...)
 		}

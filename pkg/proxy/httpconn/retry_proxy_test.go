@@ -90,7 +90,7 @@ func TestRetryResendsBody(t *testing.T) {
 			if status != 503 {
 				t.Errorf("/early%s: %d; want 503", path, status)
 			}
-			if got := fc.stats.Retries.Retry.Value(); got < 1 {
+			if got := fc.stats.Retries().Retry().Value(); got < 1 {
 				t.Errorf("%s: upstream_rq_retry = %d", path, got)
 			}
 		}

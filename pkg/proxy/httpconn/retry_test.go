@@ -96,15 +96,15 @@ func retryTestStream(t *testing.T) (*stream, *fakeCluster) {
 func TestShouldRetryCountsAndFlags(t *testing.T) {
 	s, fc := retryTestStream(t)
 	s.retry = retryState{active: true, on: router.RetryOn5xx, remaining: 1}
-	rs := &fc.stats.Retries
+	rs := fc.stats.Retries()
 	if !s.shouldRetry(fc, true) {
 		t.Fatal("the first retriable outcome is not retried")
 	}
 	if s.shouldRetry(fc, true) {
 		t.Fatal("retried past num_retries")
 	}
-	if rs.Retry.Value() != 1 || rs.LimitExceeded.Value() != 1 || rs.Success.Value() != 0 {
-		t.Errorf("retry %d, limit exceeded %d, success %d; want 1, 1, 0", rs.Retry.Value(), rs.LimitExceeded.Value(), rs.Success.Value())
+	if rs.Retry().Value() != 1 || rs.LimitExceeded().Value() != 1 || rs.Success().Value() != 0 {
+		t.Errorf("retry %d, limit exceeded %d, success %d; want 1, 1, 0", rs.Retry().Value(), rs.LimitExceeded().Value(), rs.Success().Value())
 	}
 	if s.flags.String() != "URX" {
 		t.Errorf("flags = %s; want URX", s.flags)
@@ -115,8 +115,8 @@ func TestShouldRetryCountsAndFlags(t *testing.T) {
 	if !s.shouldRetry(fc, true) || s.shouldRetry(fc, false) {
 		t.Fatal("a retry then a success")
 	}
-	if fc.stats.Retries.Success.Value() != 1 {
-		t.Errorf("success = %d; want 1", fc.stats.Retries.Success.Value())
+	if fc.stats.Retries().Success().Value() != 1 {
+		t.Errorf("success = %d; want 1", fc.stats.Retries().Success().Value())
 	}
 
 	// A body too big to keep makes the request not retriable.
@@ -136,7 +136,7 @@ func TestNextBackOffBounds(t *testing.T) {
 	for i, ceiling := range ceilings {
 		for range 50 {
 			s.retry.backoffCap = ceiling
-			if d := s.nextBackOff(&fc.stats.Retries); d < 0 || d >= ceiling {
+			if d := s.nextBackOff(fc.stats.Retries()); d < 0 || d >= ceiling {
 				t.Fatalf("retry %d: back-off %v outside [0, %v)", i, d, ceiling)
 			}
 		}
@@ -144,7 +144,7 @@ func TestNextBackOffBounds(t *testing.T) {
 	// The ceiling doubles per retry up to the maximum.
 	s.retry.backoffCap = base
 	for _, want := range []time.Duration{20, 40, 40} {
-		s.nextBackOff(&fc.stats.Retries)
+		s.nextBackOff(fc.stats.Retries())
 		if s.retry.backoffCap != want*time.Millisecond {
 			t.Fatalf("ceiling = %v; want %v", s.retry.backoffCap, want*time.Millisecond)
 		}
@@ -167,11 +167,11 @@ func TestNextBackOffBounds(t *testing.T) {
 	}
 	// A rate-limited back-off is jittered upward from the interval.
 	s.retry.rateLimited = time.Second
-	if d := s.nextBackOff(&fc.stats.Retries); d < time.Second || d > 1500*time.Millisecond {
+	if d := s.nextBackOff(fc.stats.Retries()); d < time.Second || d > 1500*time.Millisecond {
 		t.Errorf("rate-limited back-off %v outside [1s, 1.5s]", d)
 	}
-	if fc.stats.Retries.BackoffRatelimited.Value() != 1 {
-		t.Errorf("backoff_ratelimited = %d; want 1", fc.stats.Retries.BackoffRatelimited.Value())
+	if fc.stats.Retries().BackoffRatelimited().Value() != 1 {
+		t.Errorf("backoff_ratelimited = %d; want 1", fc.stats.Retries().BackoffRatelimited().Value())
 	}
 }
 
@@ -283,8 +283,9 @@ func readBody(t *testing.T, b bodySource) string {
 
 func TestRetryBody(t *testing.T) {
 	st := stats.NewStore()
-	abandoned := st.Counter("abandoned")
-	b := &retryBody{src: &pieces{p: [][]byte{[]byte("ab"), []byte("cd")}}, limit: 10, abandoned: abandoned}
+	cs := upstream.NewClusterStats(st.Scope("cluster.c."))
+	abandoned := cs.RetryOrShadowAbandoned()
+	b := &retryBody{src: &pieces{p: [][]byte{[]byte("ab"), []byte("cd")}}, limit: 10, abandoned: cs}
 	if got := readBody(t, b); got != "abcd" {
 		t.Fatalf("first read %q", got)
 	}
@@ -297,7 +298,7 @@ func TestRetryBody(t *testing.T) {
 	}
 
 	// Interrupted mid-way, the replay resumes from the client.
-	b = &retryBody{src: &pieces{p: [][]byte{[]byte("ab"), []byte("cd")}}, limit: 10, abandoned: abandoned}
+	b = &retryBody{src: &pieces{p: [][]byte{[]byte("ab"), []byte("cd")}}, limit: 10, abandoned: cs}
 	if p, _ := b.Next(); string(p) != "ab" {
 		t.Fatalf("first piece %q", p)
 	}
@@ -306,7 +307,7 @@ func TestRetryBody(t *testing.T) {
 		t.Fatalf("resumed replay %q", got)
 	}
 
-	b = &retryBody{src: &pieces{p: [][]byte{[]byte("abcdef"), []byte("ghijkl")}}, limit: 10, abandoned: abandoned}
+	b = &retryBody{src: &pieces{p: [][]byte{[]byte("abcdef"), []byte("ghijkl")}}, limit: 10, abandoned: cs}
 	if got := readBody(t, b); got != "abcdefghijkl" {
 		t.Fatalf("big body %q", got)
 	}

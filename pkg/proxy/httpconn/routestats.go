@@ -116,7 +116,7 @@ func (s *stream) chargeTime(cs *upstream.ClusterStats, d time.Duration) {
 
 // chargeTimeout counts a route timeout.
 func (s *stream) chargeTimeout(cs *upstream.ClusterStats) {
-	cs.UpstreamRqTimeout.Inc()
+	cs.UpstreamRqTimeout().Inc()
 	for _, rs := range s.levelStats() {
 		if rs != nil {
 			rs.rqTimeout.Inc()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/hotrestart"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
 // hotRestartStatsInterval is how often a child merges its parent's stats
@@ -228,9 +229,12 @@ func (h hotRestartHost) ShutdownAdmin() {
 func (h hotRestartHost) Stats() (map[string]uint64, map[string]int64) {
 	st := h.s.stats
 	counters := map[string]uint64{}
-	for _, name := range st.CounterNames() {
-		counters[name] = st.Counter(name).Value()
-	}
+	// A walk rather than a lookup by name, which would allocate every
+	// declared counter (see stats.Scope.DeclareCounter).
+	_ = st.Visit(stats.VisitOptions{Type: stats.TypeCounters}, func(c *stats.Stat) error {
+		counters[string(c.Name)] = c.Counter.Value()
+		return nil
+	})
 	gauges := map[string]int64{}
 	for _, name := range st.GaugeNames() {
 		if hotrestart.GaugeImported(name) {

@@ -25,14 +25,17 @@ type familyIndex struct {
 
 // kindFamilies are the families of one kind.
 type kindFamilies struct {
-	placed  uint32                 // slab indexes below it are placed; under mu
-	ids     map[string]*promFamily // by name; under mu
-	changed []*promFamily          // families with new members; under mu
-	sorted  atomic.Pointer[[]*promFamily]
+	placed uint32 // slab indexes below it are placed; under mu
+	// placedLazy is placed for the declared counters (see lazy.go),
+	// which are counters' family members too; under mu.
+	placedLazy uint32
+	ids        map[string]*promFamily // by name; under mu
+	changed    []*promFamily          // families with new members; under mu
+	sorted     atomic.Pointer[[]*promFamily]
 }
 
-// promFamily is one metric family: its names and its stats' slab indexes
-// in full-name order.
+// promFamily is one metric family: its names and its stats' tree entries
+// (kind and slab index) in full-name order.
 type promFamily struct {
 	name    string // in the default naming, the index's key
 	names   [NamingEnvoy + 1]string
@@ -56,18 +59,22 @@ func (s *Store) promFamilies(k Kind) ([]*promFamily, error) {
 	kf := &fi.kinds[k]
 	s.mu.Lock()
 	n := s.slabLen(k)
+	var nl uint32
+	if k == KindCounter {
+		nl = s.lazies.len()
+	}
 	s.mu.Unlock()
-	if n != kf.placed {
+	if n != kf.placed || nl != kf.placedLazy {
 		if kf.ids == nil {
 			kf.ids = map[string]*promFamily{}
 		}
 		grown := len(kf.ids)
-		if n-kf.placed >= kf.placed/rebuildRatio {
-			if err := fi.rebuild(s, k, n); err != nil {
+		if n-kf.placed+nl-kf.placedLazy >= (kf.placed+kf.placedLazy)/rebuildRatio {
+			if err := fi.rebuild(s, k, n, nl); err != nil {
 				return nil, err
 			}
 		} else {
-			fi.place(s, k, n)
+			fi.place(s, k, n, nl)
 		}
 		if len(kf.ids) != grown || kf.sorted.Load() == nil {
 			all := make([]*promFamily, 0, len(kf.ids))
@@ -102,14 +109,19 @@ func (fi *familyIndex) family(s *Store, kf *kindFamilies, name []byte) *promFami
 	return f
 }
 
-// rebuild places every stat of kind k below n again, in walk order, which
-// is each family's member order. The caller holds fi.mu.
-func (fi *familyIndex) rebuild(s *Store, k Kind, n uint32) error {
+// rebuild places every stat of kind k below n (and every declared counter
+// below nl) again, in walk order, which is each family's member order. The
+// caller holds fi.mu.
+func (fi *familyIndex) rebuild(s *Store, k Kind, n, nl uint32) error {
 	kf := &fi.kinds[k]
 	err := s.Visit(VisitOptions{Type: typeOfKind(k)}, func(st *Stat) error {
-		if st.idx < n { // newer stats wait for the next render
+		limit := n
+		if entryKind(st.entry) == kindLazyCounter {
+			limit = nl
+		}
+		if entryIndex(st.entry) < limit { // newer stats wait for the next render
 			f := fi.family(s, kf, st.Name)
-			f.adds = append(f.adds, st.idx)
+			f.adds = append(f.adds, st.entry)
 		}
 		return nil
 	})
@@ -122,21 +134,32 @@ func (fi *familyIndex) rebuild(s *Store, k Kind, n uint32) error {
 		f.adds = nil
 	}
 	kf.changed = kf.changed[:0]
-	kf.placed = n
+	kf.placed, kf.placedLazy = n, nl
 	return nil
 }
 
-// place merges the stats of kind k from kf.placed to n into their
-// families. The caller holds fi.mu.
-func (fi *familyIndex) place(s *Store, k Kind, n uint32) {
+// place merges the stats of kind k from kf.placed to n, and the declared
+// counters from kf.placedLazy to nl, into their families. A counter that
+// a declared counter points at is listed through it, not placed. The
+// caller holds fi.mu.
+func (fi *familyIndex) place(s *Store, k Kind, n, nl uint32) {
 	kf := &fi.kinds[k]
-	for idx := kf.placed; idx < n; idx++ {
-		parent, meta := s.statName(k, idx)
+	add := func(e uint32) {
+		parent, meta := s.statName(entryKind(e), entryIndex(e))
 		fi.name = s.appendName(fi.name[:0], parent, meta)
 		f := fi.family(s, kf, fi.name)
-		f.adds = append(f.adds, idx)
+		f.adds = append(f.adds, e)
 	}
-	byName := func(a, b uint32) int { return s.compareStats(makeEntry(k, a), makeEntry(k, b)) }
+	for idx := kf.placed; idx < n; idx++ {
+		if k == KindCounter && s.counters.at(idx).meta.Load()&detachedBit != 0 {
+			continue
+		}
+		add(makeEntry(k, idx))
+	}
+	for idx := kf.placedLazy; idx < nl; idx++ {
+		add(makeEntry(kindLazyCounter, idx))
+	}
+	byName := s.compareStats
 	for _, f := range kf.changed {
 		slices.SortFunc(f.adds, byName)
 		var old []uint32
@@ -154,7 +177,7 @@ func (fi *familyIndex) place(s *Store, k Kind, n uint32) {
 		f.adds = nil
 	}
 	kf.changed = kf.changed[:0]
-	kf.placed = n
+	kf.placed, kf.placedLazy = n, nl
 }
 
 // slabLen returns the number of stats of kind k. The caller holds s.mu.

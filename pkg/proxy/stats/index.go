@@ -121,6 +121,8 @@ func (s *Store) statName(k Kind, idx uint32) (parent, meta uint32) {
 	case KindHistogram:
 		h := s.hists.at(idx)
 		return h.parent, h.meta.Load()
+	case kindLazyCounter:
+		return s.lazyName(idx)
 	}
 	return 0, 0
 }

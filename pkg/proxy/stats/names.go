@@ -198,7 +198,11 @@ func compareSiblings(sa string, a uint32, sb string, b uint32) int {
 		}
 		return -1
 	}
-	// Same name: a counter and a gauge may share one; keep creation order.
+	// Same name: a counter and a gauge may share one, the counter first
+	// (a declared counter too); else keep creation order.
+	if ka, kb := statKind(entryKind(a)), statKind(entryKind(b)); ka != kb {
+		return cmp.Compare(ka, kb)
+	}
 	if a < b {
 		return -1
 	}
@@ -299,7 +303,7 @@ func (s *Store) sortAdds(adds []childAdd) {
 	}
 	ks := make([]sortKey, len(adds))
 	for i, a := range adds {
-		ks[i] = sortKey{uint64(a.node)<<32 | uint64(i), a.entry, makeKey(0, s.entrySegmentID(a.entry), entryKind(a.entry))[1]}
+		ks[i] = sortKey{uint64(a.node)<<32 | uint64(i), a.entry, makeKey(0, s.entrySegmentID(a.entry), statKind(entryKind(a.entry)))[1]}
 	}
 	slices.SortFunc(ks, func(a, b sortKey) int { return cmp.Compare(a.order, b.order) })
 	for rest := ks; len(rest) > 0; {

@@ -67,11 +67,11 @@ func (r *promRenderer) family(k Kind, f *promFamily) error {
 	for len(members) > 0 {
 		batch := members[:min(promBatch, len(members))]
 		members = members[len(batch):]
-		for j, idx := range batch {
-			parents[j], metas[j] = r.s.statName(k, idx)
+		for j, e := range batch {
+			parents[j], metas[j] = r.s.statName(entryKind(e), entryIndex(e))
 		}
-		for j, idx := range batch {
-			if err := r.series(k, f, &typed, idx, parents[j], metas[j]); err != nil {
+		for j, e := range batch {
+			if err := r.series(k, f, &typed, e, parents[j], metas[j]); err != nil {
 				return err
 			}
 		}
@@ -80,8 +80,9 @@ func (r *promRenderer) family(k Kind, f *promFamily) error {
 }
 
 // series writes one member's series if the options select it, after the
-// family's TYPE line if it is the first; typed records that.
-func (r *promRenderer) series(k Kind, f *promFamily, typed *bool, idx, parent, meta uint32) error {
+// family's TYPE line if it is the first; typed records that. e is the
+// member's tree entry.
+func (r *promRenderer) series(k Kind, f *promFamily, typed *bool, e, parent, meta uint32) error {
 	if r.opts.UsedOnly && meta&usedBit == 0 {
 		return nil
 	}
@@ -97,10 +98,16 @@ func (r *promRenderer) series(k Kind, f *promFamily, typed *bool, idx, parent, m
 	}
 	r.s.TagProducer().Extract(r.name, &r.x)
 	cw := r.cw
-	switch k {
+	idx := entryIndex(e)
+	switch entryKind(e) {
 	case KindCounter:
 		r.sample(name, "", nil)
 		cw.uint(r.s.counters.at(idx).Value())
+		cw.byte('\n')
+	case kindLazyCounter:
+		c, _, _ := r.s.lazyStatOf(idx)
+		r.sample(name, "", nil)
+		cw.uint(c.Value())
 		cw.byte('\n')
 	case KindGauge:
 		r.sample(name, "", nil)

@@ -31,9 +31,12 @@ type Store struct {
 	texts           slab[TextReadout]
 	hists           slab[Histogram]
 	rejected        rejectedStats
-	lookups         recentLookups
-	used            usedSet
-	families        familyIndex
+	lazies          slab[lazyStat] // declared counters (see lazy.go)
+	// zero is what a declared counter without a Counter renders from.
+	zero     Counter
+	lookups  recentLookups
+	used     usedSet
+	families familyIndex
 
 	shards  int // per-histogram recording shards
 	tags    *TagProducer
@@ -108,15 +111,16 @@ func (s *Store) TagProducer() *TagProducer { return s.tags }
 // without building their full names: prefix is empty or ends with a dot
 // (see splitName), and the full name is only built for what needs it, a
 // stats matcher, recent-lookup tracking or bucket rules. It returns the
-// stat's index in its slab, or ok=false when the stats matcher rejects the
-// name. The caller holds s.mu; create is called for a new stat to allocate
-// it in its slab, name it and return its index.
-func (s *Store) lookup(root uint32, k Kind, prefix, name string, create func(parent, seg uint32) uint32) (idx uint32, ok bool) {
+// stat's tree entry, or ok=false when the stats matcher rejects the name.
+// The caller holds s.mu; create is called for a new stat to allocate it in
+// the slab of kind ek (k, or kindLazyCounter for a declared counter), name
+// it and return its index.
+func (s *Store) lookup(root uint32, k, ek Kind, prefix, name string, create func(parent, seg uint32) uint32) (e uint32, ok bool) {
 	s.lookups.record(prefix, name)
 	parent, seg, found := s.resolve(root, prefix, name, false)
 	if found {
 		if e, found := s.findChild(makeKey(parent, seg, k)); found {
-			return entryIndex(e), true
+			return e, true
 		}
 	}
 	if !s.matcher.acceptsAll() && !s.matcher.accepts(prefix+name) {
@@ -132,12 +136,12 @@ func (s *Store) lookup(root uint32, k Kind, prefix, name string, create func(par
 		// rather than corrupt the tree.
 		return 0, false
 	}
-	n := create(parent, seg)
+	e = makeEntry(ek, create(parent, seg))
 	// The index reads the key back from the stat, so it goes in after
 	// create has named it.
-	s.insertChild(makeKey(parent, seg, k), makeEntry(k, n))
-	s.addChild(parent, makeEntry(k, n))
-	return n, true
+	s.insertChild(makeKey(parent, seg, k), e)
+	s.addChild(parent, e)
+	return e, true
 }
 
 // splitName returns the two parts of the name prefix+name as lookup takes
@@ -157,7 +161,7 @@ func (s *Store) Counter(name string) *Counter { return s.counter("", name) }
 func (s *Store) counter(prefix, name string) *Counter {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	idx, ok := s.lookup(rootCounters, KindCounter, prefix, name, func(parent, seg uint32) uint32 {
+	e, ok := s.lookup(rootCounters, KindCounter, KindCounter, prefix, name, func(parent, seg uint32) uint32 {
 		i, c := s.counters.alloc()
 		c.store, c.parent = s, parent
 		c.meta.Store(seg)
@@ -165,6 +169,10 @@ func (s *Store) counter(prefix, name string) *Counter {
 	})
 	if !ok {
 		return s.rejected.counter(prefix + name)
+	}
+	idx := entryIndex(e)
+	if entryKind(e) == kindLazyCounter {
+		idx = s.materialize(idx)
 	}
 	return s.counters.at(idx)
 }
@@ -175,7 +183,7 @@ func (s *Store) Gauge(name string) *Gauge { return s.gauge("", name) }
 func (s *Store) gauge(prefix, name string) *Gauge {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	idx, ok := s.lookup(rootCounters, KindGauge, prefix, name, func(parent, seg uint32) uint32 {
+	e, ok := s.lookup(rootCounters, KindGauge, KindGauge, prefix, name, func(parent, seg uint32) uint32 {
 		i, g := s.gauges.alloc()
 		g.store, g.parent = s, parent
 		g.meta.Store(seg)
@@ -184,7 +192,7 @@ func (s *Store) gauge(prefix, name string) *Gauge {
 	if !ok {
 		return s.rejected.gauge(prefix + name)
 	}
-	return s.gauges.at(idx)
+	return s.gauges.at(entryIndex(e))
 }
 
 // TextReadout returns the text readout with the full name, creating it on
@@ -194,7 +202,7 @@ func (s *Store) TextReadout(name string) *TextReadout { return s.textReadout("",
 func (s *Store) textReadout(prefix, name string) *TextReadout {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	idx, ok := s.lookup(rootTextReadouts, KindTextReadout, prefix, name, func(parent, seg uint32) uint32 {
+	e, ok := s.lookup(rootTextReadouts, KindTextReadout, KindTextReadout, prefix, name, func(parent, seg uint32) uint32 {
 		i, t := s.texts.alloc()
 		t.store, t.parent = s, parent
 		t.meta.Store(seg)
@@ -203,7 +211,7 @@ func (s *Store) textReadout(prefix, name string) *TextReadout {
 	if !ok {
 		return s.rejected.textReadout(prefix + name)
 	}
-	return s.texts.at(idx)
+	return s.texts.at(entryIndex(e))
 }
 
 // Histogram returns the histogram with the full name, creating it on first
@@ -223,7 +231,7 @@ func (s *Store) HistogramWithUnit(name string, unit Unit) *Histogram {
 func (s *Store) histogram(prefix, name string, unit Unit) *Histogram {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	idx, ok := s.lookup(rootHistograms, KindHistogram, prefix, name, func(parent, seg uint32) uint32 {
+	e, ok := s.lookup(rootHistograms, KindHistogram, KindHistogram, prefix, name, func(parent, seg uint32) uint32 {
 		i, h := s.hists.alloc()
 		h.store, h.parent = s, parent
 		h.meta.Store(seg)
@@ -233,7 +241,7 @@ func (s *Store) histogram(prefix, name string, unit Unit) *Histogram {
 	if !ok {
 		return s.rejected.histogram(prefix+name, s.shards, s.emptyFor(prefix, name), unit)
 	}
-	return s.hists.at(idx)
+	return s.hists.at(entryIndex(e))
 }
 
 // CounterNames returns the names of every listed counter, sorted.

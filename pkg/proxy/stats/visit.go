@@ -74,7 +74,7 @@ type Stat struct {
 	Gauge       *Gauge
 	TextReadout *TextReadout
 	Histogram   *Histogram
-	idx         uint32 // index in the kind's slab
+	entry       uint32 // tree entry: kind and index in the kind's slab
 }
 
 // Visit calls fn for every stat selected by opts, in rendering order: text
@@ -166,16 +166,18 @@ func (w *walker) walk(root uint32) error {
 }
 
 func (w *walker) leaf(k Kind, idx uint32) error {
-	if !w.opts.Type.includes(k) {
+	if !w.opts.Type.includes(statKind(k)) {
 		return nil
 	}
 	st := &w.stat
-	*st = Stat{Kind: k, idx: idx}
+	*st = Stat{Kind: statKind(k), entry: makeEntry(k, idx)}
 	var meta uint32
 	switch k {
 	case KindCounter:
 		st.Counter = w.s.counters.at(idx)
 		meta = st.Counter.meta.Load()
+	case kindLazyCounter:
+		st.Counter, _, meta = w.s.lazyStatOf(idx)
 	case KindGauge:
 		st.Gauge = w.s.gauges.at(idx)
 		meta = st.Gauge.meta.Load()

@@ -94,7 +94,7 @@ func (s *Store) findListed(key nameKey) (uint32, bool) {
 		return compareSiblings(s.entrySegment(e), e, name, t)
 	})
 	for ; i < len(list) && s.entrySegmentID(list[i]) == seg; i++ {
-		if entryKind(list[i]) == k {
+		if statKind(entryKind(list[i])) == k {
 			return list[i], true
 		}
 	}

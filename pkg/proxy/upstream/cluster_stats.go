@@ -10,22 +10,23 @@ import (
 // ClusterStats are a cluster's stats under "cluster.<name>.", with Envoy's
 // names. The connection manager updates the request stats, the pools the
 // connection stats and the cluster manager the membership gauges. Each is a
-// pointer into the store, so updates never look a name up.
+// pointer into the store, so updates never look a name up; the counters
+// most clusters never increment are methods instead, allocated on first
+// use (see cluster_stats_rare.go).
 type ClusterStats struct {
-	UpstreamCxTotal          *stats.Counter
-	UpstreamCxActive         *stats.Gauge
-	UpstreamCxConnectFail    *stats.Counter
-	UpstreamCxConnectTimeout *stats.Counter
-	UpstreamCxDestroy        *stats.Counter
+	UpstreamCxTotal   *stats.Counter
+	UpstreamCxActive  *stats.Gauge
+	UpstreamCxDestroy *stats.Counter
 	// UpstreamCxDestroyLocal and UpstreamCxDestroyRemote split
 	// UpstreamCxDestroy: closed by the proxy, or after the host ended the
 	// connection (end of stream or reset).
 	UpstreamCxDestroyLocal  *stats.Counter
 	UpstreamCxDestroyRemote *stats.Counter
-	UpstreamCxHTTP1Total    *stats.Counter
-	UpstreamCxHTTP2Total    *stats.Counter
-	UpstreamCxConnectMs     *stats.Histogram
-	UpstreamCxLengthMs      *stats.Histogram
+	// UpstreamRqPerCx records how many requests each connection carried,
+	// when it closes.
+	UpstreamRqPerCx     *stats.Histogram
+	UpstreamCxConnectMs *stats.Histogram
+	UpstreamCxLengthMs  *stats.Histogram
 	// UpstreamCxRxBytesTotal and UpstreamCxTxBytesTotal count the bytes
 	// read from and written to the cluster's connections (after TLS, as
 	// Envoy counts them); health checks' connections count in neither.
@@ -40,20 +41,11 @@ type ClusterStats struct {
 	UpstreamRqTotal     *stats.Counter
 	UpstreamRqActive    *stats.Gauge
 	UpstreamRqCompleted *stats.Counter
-	UpstreamRqTimeout   *stats.Counter
 	UpstreamRqTime      *stats.Histogram
-	// UpstreamRqMaxDurationReached counts requests the cluster's
-	// max_stream_duration ended.
-	UpstreamRqMaxDurationReached *stats.Counter
 	// UpstreamRqPendingTotal and UpstreamRqPendingActive count the
 	// HTTP/1.1 requests that waited for a connection.
 	UpstreamRqPendingTotal  *stats.Counter
 	UpstreamRqPendingActive *stats.Gauge
-	// RetryOrShadowAbandoned counts requests whose body outgrew the
-	// buffer that retries and shadows keep of it.
-	RetryOrShadowAbandoned *stats.Counter
-	// Retries is the router's retry accounting (see RetryStats).
-	Retries RetryStats
 
 	MembershipHealthy  *stats.Gauge
 	MembershipDegraded *stats.Gauge
@@ -61,35 +53,12 @@ type ClusterStats struct {
 	MembershipTotal    *stats.Gauge
 	MembershipChange   *stats.Counter
 
-	// codes count responses by class and code.
+	// codes count responses by class and code; its scope is the
+	// cluster's.
 	codes CodeCounters
-}
-
-// RetryStats are a cluster's counters of retries and per-try timeouts,
-// with Envoy's names.
-type RetryStats struct {
-	Retry              *stats.Counter // upstream_rq_retry
-	Success            *stats.Counter // upstream_rq_retry_success
-	Overflow           *stats.Counter // upstream_rq_retry_overflow
-	LimitExceeded      *stats.Counter // upstream_rq_retry_limit_exceeded
-	BackoffExponential *stats.Counter // upstream_rq_retry_backoff_exponential
-	BackoffRatelimited *stats.Counter // upstream_rq_retry_backoff_ratelimited
-	PerTryTimeout      *stats.Counter // upstream_rq_per_try_timeout
-	PerTryIdleTimeout  *stats.Counter // upstream_rq_per_try_idle_timeout
-}
-
-// init creates the retry counters under scope.
-func (r *RetryStats) init(scope stats.Scope) {
-	*r = RetryStats{
-		Retry:              scope.Counter("upstream_rq_retry"),
-		Success:            scope.Counter("upstream_rq_retry_success"),
-		Overflow:           scope.Counter("upstream_rq_retry_overflow"),
-		LimitExceeded:      scope.Counter("upstream_rq_retry_limit_exceeded"),
-		BackoffExponential: scope.Counter("upstream_rq_retry_backoff_exponential"),
-		BackoffRatelimited: scope.Counter("upstream_rq_retry_backoff_ratelimited"),
-		PerTryTimeout:      scope.Counter("upstream_rq_per_try_timeout"),
-		PerTryIdleTimeout:  scope.Counter("upstream_rq_per_try_idle_timeout"),
-	}
+	// rareCounters are the counters of cluster_stats_rare.go, nil until
+	// first used.
+	rareCounters [numRareCounters]stats.LazyCounter
 }
 
 // CodeCounters count responses by status code under a scope:
@@ -97,8 +66,10 @@ func (r *RetryStats) init(scope stats.Scope) {
 // keep one, and so do the router's virtual clusters and route stats.
 type CodeCounters struct {
 	scope stats.Scope
-	// class holds upstream_rq_1xx .. upstream_rq_5xx.
-	class [5]*stats.Counter
+	// class holds upstream_rq_1xx .. upstream_rq_5xx, declared: a
+	// cluster or route may never see some classes (1xx, 3xx), and each
+	// costs the store 8 bytes rather than 32 until its first response.
+	class [5]stats.LazyCounter
 	// codes holds upstream_rq_<code> for 100..599, each created on first
 	// use so that only codes seen exist, as in Envoy. The table itself is
 	// allocated on the first response: most of a cluster's memory would
@@ -113,37 +84,31 @@ type codeTable [500]atomic.Pointer[stats.Counter]
 // "cluster.<name>.".
 func NewClusterStats(scope stats.Scope) *ClusterStats {
 	cs := &ClusterStats{
-		UpstreamCxTotal:          scope.Counter("upstream_cx_total"),
-		UpstreamCxActive:         scope.Gauge("upstream_cx_active"),
-		UpstreamCxConnectFail:    scope.Counter("upstream_cx_connect_fail"),
-		UpstreamCxConnectTimeout: scope.Counter("upstream_cx_connect_timeout"),
-		UpstreamCxDestroy:        scope.Counter("upstream_cx_destroy"),
-		UpstreamCxHTTP1Total:     scope.Counter("upstream_cx_http1_total"),
-		UpstreamCxHTTP2Total:     scope.Counter("upstream_cx_http2_total"),
-		UpstreamCxConnectMs:      scope.Histogram("upstream_cx_connect_ms", stats.UnitMilliseconds),
-		UpstreamCxLengthMs:       scope.Histogram("upstream_cx_length_ms", stats.UnitMilliseconds),
-		UpstreamCxRxBytesTotal:   scope.Counter("upstream_cx_rx_bytes_total"),
-		UpstreamCxTxBytesTotal:   scope.Counter("upstream_cx_tx_bytes_total"),
-		UpstreamRqTotal:          scope.Counter("upstream_rq_total"),
-		UpstreamRqActive:         scope.Gauge("upstream_rq_active"),
-		UpstreamRqCompleted:      scope.Counter("upstream_rq_completed"),
-		UpstreamRqTimeout:        scope.Counter("upstream_rq_timeout"),
-		UpstreamRqTime:           scope.Histogram("upstream_rq_time", stats.UnitMilliseconds),
-		UpstreamRqPendingTotal:   scope.Counter("upstream_rq_pending_total"),
-		UpstreamRqPendingActive:  scope.Gauge("upstream_rq_pending_active"),
-		MembershipHealthy:        scope.Gauge("membership_healthy"),
-		MembershipDegraded:       scope.Gauge("membership_degraded"),
-		MembershipExcluded:       scope.Gauge("membership_excluded"),
-		MembershipTotal:          scope.Gauge("membership_total"),
-		MembershipChange:         scope.Counter("membership_change"),
+		UpstreamCxTotal:         scope.Counter("upstream_cx_total"),
+		UpstreamCxActive:        scope.Gauge("upstream_cx_active"),
+		UpstreamCxDestroy:       scope.Counter("upstream_cx_destroy"),
+		UpstreamCxConnectMs:     scope.Histogram("upstream_cx_connect_ms", stats.UnitMilliseconds),
+		UpstreamCxLengthMs:      scope.Histogram("upstream_cx_length_ms", stats.UnitMilliseconds),
+		UpstreamCxRxBytesTotal:  scope.Counter("upstream_cx_rx_bytes_total"),
+		UpstreamCxTxBytesTotal:  scope.Counter("upstream_cx_tx_bytes_total"),
+		UpstreamRqTotal:         scope.Counter("upstream_rq_total"),
+		UpstreamRqActive:        scope.Gauge("upstream_rq_active"),
+		UpstreamRqCompleted:     scope.Counter("upstream_rq_completed"),
+		UpstreamRqTime:          scope.Histogram("upstream_rq_time", stats.UnitMilliseconds),
+		UpstreamRqPendingTotal:  scope.Counter("upstream_rq_pending_total"),
+		UpstreamRqPendingActive: scope.Gauge("upstream_rq_pending_active"),
+		MembershipHealthy:       scope.Gauge("membership_healthy"),
+		MembershipDegraded:      scope.Gauge("membership_degraded"),
+		MembershipExcluded:      scope.Gauge("membership_excluded"),
+		MembershipTotal:         scope.Gauge("membership_total"),
+		MembershipChange:        scope.Counter("membership_change"),
 	}
-	cs.UpstreamRqMaxDurationReached = scope.Counter("upstream_rq_max_duration_reached")
-	cs.RetryOrShadowAbandoned = scope.Counter("retry_or_shadow_abandoned")
 	cs.UpstreamCxDestroyLocal = scope.Counter("upstream_cx_destroy_local")
 	cs.UpstreamCxDestroyRemote = scope.Counter("upstream_cx_destroy_remote")
 	cs.UpstreamCxRxBytesBuffered = scope.Gauge("upstream_cx_rx_bytes_buffered")
+	cs.UpstreamRqPerCx = scope.Histogram("upstream_rq_per_cx", stats.UnitUnspecified)
 	cs.UpstreamCxTxBytesBuffered = scope.Gauge("upstream_cx_tx_bytes_buffered")
-	cs.Retries.init(scope)
+	declareRare(scope)
 	cs.codes.Init(scope)
 	return cs
 }
@@ -156,7 +121,7 @@ func (cs *ClusterStats) RecordResponse(code int) { cs.codes.Record(code) }
 func (cc *CodeCounters) Init(scope stats.Scope) {
 	cc.scope = scope
 	for i := range cc.class {
-		cc.class[i] = scope.Counter("upstream_rq_" + strconv.Itoa(i+1) + "xx")
+		scope.DeclareCounter(className(i))
 	}
 }
 
@@ -167,7 +132,7 @@ func (cc *CodeCounters) Record(code int) {
 	if code < 100 || code > 599 {
 		return
 	}
-	cc.class[code/100-1].Inc()
+	cc.classCounter(code/100 - 1).Inc()
 	t := cc.codes.Load()
 	if t == nil {
 		t = new(codeTable)
@@ -184,4 +149,15 @@ func (cc *CodeCounters) Record(code int) {
 		p.Store(c)
 	}
 	c.Inc()
+}
+
+// className returns the name of class counter i, upstream_rq_<i+1>xx.
+func className(i int) string { return "upstream_rq_" + strconv.Itoa(i+1) + "xx" }
+
+// classCounter returns class counter i, allocating it on first use.
+func (cc *CodeCounters) classCounter(i int) *stats.Counter {
+	if c := cc.class[i].Load(); c != nil {
+		return c
+	}
+	return cc.class[i].Get(cc.scope, className(i))
 }

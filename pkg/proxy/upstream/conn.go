@@ -17,6 +17,12 @@ type Conn struct {
 	R *bufio.Reader
 	// Requests counts the requests sent on the connection so far.
 	Requests uint32
+	// Answered is set by the connection manager once the response to the
+	// current request was read whole; the pool clears it at each loan.
+	// A connection released unusable before that counts in
+	// upstream_cx_destroy_with_active_rq, as Envoy counts a connection
+	// that closes with a request on it.
+	Answered bool
 	// LocalAddress is the connection's local address as the access log
 	// shows it (%UPSTREAM_LOCAL_ADDRESS%), "" until the connection
 	// manager formats it on the connection's first request and keeps it
