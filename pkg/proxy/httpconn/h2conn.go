@@ -79,7 +79,10 @@ type h2Conn struct {
 	highWater int
 
 	// mu guards everything below, and the output of every stream.
-	mu      sync.Mutex
+	mu sync.Mutex
+	// memo remembers the encoding of the response fields sent lately
+	// (made on the first response head).
+	memo    *hpackMemo
 	wbuf    []byte
 	spare   []byte
 	wgen    uint64 // counts the buffers handed to the writer

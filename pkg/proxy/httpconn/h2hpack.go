@@ -120,13 +120,17 @@ func appendHPACKString(dst []byte, s string) []byte {
 // appendHPACKField appends a field as a literal without indexing
 // (RFC 7541 §6.2.2). name must be lower case.
 func appendHPACKField(dst []byte, name, value string) []byte {
+	return appendHPACKString(appendHPACKName(dst, name), value)
+}
+
+// appendHPACKName appends the part of a literal field without indexing
+// before its value: the name's static-table index, or the name itself.
+func appendHPACKName(dst []byte, name string) []byte {
 	if i := staticNameIndex(name); i > 0 {
-		dst = appendHPACKInt(dst, 0, 4, uint64(i))
-	} else {
-		dst = append(dst, 0)
-		dst = appendHPACKString(dst, name)
+		return appendHPACKInt(dst, 0, 4, uint64(i))
 	}
-	return appendHPACKString(dst, value)
+	dst = append(dst, 0)
+	return appendHPACKString(dst, name)
 }
 
 // appendHPACKStatus appends the :status field.

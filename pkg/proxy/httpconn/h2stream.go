@@ -413,6 +413,17 @@ func (st *h2Stream) writableLocked() error {
 // writeHead implements downstream: the response head as a HEADERS frame
 // (and CONTINUATIONs when it is larger than a frame).
 func (st *h2Stream) writeHead(s *stream, n int64, hasBody bool) error {
+	h := st.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := st.writableLocked(); err != nil {
+		return err
+	}
+	// Encoded under h.mu, with the connection's memo of the fields sent
+	// lately (see hpackMemo).
+	if h.memo == nil {
+		h.memo = new(hpackMemo)
+	}
 	b := appendHPACKStatus(st.hblock[:0], s.status)
 	for i := range s.respHeaders.fields {
 		f := &s.respHeaders.fields[i]
@@ -420,19 +431,13 @@ func (st *h2Stream) writeHead(s *stream, n int64, hasBody bool) error {
 		if connectionSpecific(name) {
 			continue
 		}
-		b = appendHPACKField(b, name, f.value)
+		b = h.memo.appendField(b, name, f.value)
 	}
 	if n >= 0 {
 		var num [20]byte
-		b = appendHPACKField(b, "content-length", view(strconv.AppendInt(num[:0], n, 10)))
+		b = h.memo.appendField(b, "content-length", view(strconv.AppendInt(num[:0], n, 10)))
 	}
 	st.hblock = b
-	h := st.h
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if err := st.writableLocked(); err != nil {
-		return err
-	}
 	st.lastData = -1
 	st.responded = true
 	st.appendHeadersLocked(b, !hasBody)

@@ -93,8 +93,9 @@ func (c *lazyResetCtx) derived() context.Context {
 	return c.ctx
 }
 
-// Deadline is the derived context's (the parent's: a reset adds none).
-func (c *lazyResetCtx) Deadline() (time.Time, bool) { return c.derived().Deadline() }
+// Deadline is the parent's: the derived context adds none, so asking for
+// it derives nothing.
+func (c *lazyResetCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
 
 // Done is the derived context's.
 func (c *lazyResetCtx) Done() <-chan struct{} { return c.derived().Done() }
@@ -102,6 +103,20 @@ func (c *lazyResetCtx) Done() <-chan struct{} { return c.derived().Done() }
 // Err is the derived context's.
 func (c *lazyResetCtx) Err() error { return c.derived().Err() }
 
-// Value is the derived context's, so that context.Cause and the context
-// package's own lookups see the derived context rather than the parent.
-func (c *lazyResetCtx) Value(key any) any { return c.derived().Value(key) }
+// Value is the derived context's once there is one, so that context.Cause
+// and the context package's own lookups see it rather than the parent.
+// Before that it is the parent's, as long as the stream was neither reset
+// nor ended: the pool reads values (the source address, the TLS override)
+// of every request, and a derived context not yet cancelled answers
+// every lookup as its parent does, so deriving one for them would only
+// cost the allocations this type exists to avoid.
+func (c *lazyResetCtx) Value(key any) any {
+	c.mu.Lock()
+	ctx, parent := c.ctx, c.parent
+	undisturbed := !c.ended && !c.s.peerReset.Load()
+	c.mu.Unlock()
+	if ctx == nil && undisturbed {
+		return parent.Value(key)
+	}
+	return c.derived().Value(key)
+}

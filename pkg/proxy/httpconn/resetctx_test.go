@@ -93,3 +93,39 @@ func TestLazyResetCtxUnusedCostsNothingAndEnds(t *testing.T) {
 		t.Fatal("a look after end armed the reset")
 	}
 }
+
+func TestLazyResetCtxValueDerivesNothing(t *testing.T) {
+	s := &stream{}
+	type key struct{}
+	parent, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+	defer cancel()
+	// The pool reads values of every request: that must not make the
+	// derived context and its cancel func.
+	allocs := testing.AllocsPerRun(100, func() {
+		ctx := s.resetCtx.start(s, parent)
+		if ctx.Value(key{}) != "v" {
+			t.Fatal("Value does not reach the parent")
+		}
+		if _, ok := ctx.Deadline(); ok {
+			t.Fatal("a deadline the parent does not have")
+		}
+		s.resetCtx.end()
+	})
+	if allocs != 0 {
+		t.Fatalf("a value lookup allocated %v times", allocs)
+	}
+	// A reset after a value lookup still ends the context.
+	ctx := s.resetCtx.start(s, parent)
+	defer s.resetCtx.end()
+	_ = ctx.Value(key{})
+	done := ctx.Done()
+	s.peerReset.Store(true)
+	s.interrupt()
+	if !closedWithin(done) {
+		t.Fatal("a reset after a value lookup did not end the context")
+	}
+	// Once reset, lookups see the derived, cancelled context.
+	if !errors.Is(context.Cause(ctx), context.Canceled) {
+		t.Fatalf("Cause = %v, want context.Canceled", context.Cause(ctx))
+	}
+}

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"time"
+)
+
+// h2loadDone is h2load's summary of a run: "requests: N total, N started,
+// N done, N succeeded, N failed, N errored, N timeout".
+var h2loadDone = regexp.MustCompile(`requests: (\d+) total, \d+ started, \d+ done, (\d+) succeeded`)
+
+// loadH2c sends n GET requests with h2load over conns h2c (prior
+// knowledge) connections, streams at a time on each, as the peers script
+// does, and checks that every one succeeded. The run is bounded by ctx and
+// a timeout.
+func loadH2c(ctx context.Context, addr string, conns, streams, n int) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "h2load", "-t1", "-c"+strconv.Itoa(conns), "-m"+strconv.Itoa(streams),
+		"-n"+strconv.Itoa(n), "http://"+addr+"/").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("h2load: %w: %s", err, out)
+	}
+	m := h2loadDone.FindSubmatch(out)
+	if m == nil {
+		return fmt.Errorf("h2load printed no summary: %s", out)
+	}
+	if total, ok := string(m[1]), string(m[2]); total != strconv.Itoa(n) || ok != total {
+		return fmt.Errorf("h2load: %s of %s requests succeeded", ok, total)
+	}
+	return nil
+}
