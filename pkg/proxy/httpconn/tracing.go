@@ -218,8 +218,7 @@ func (s *stream) startTracing() {
 		}
 		s.span = span
 		if span.Sampled {
-			span.AddConstTag("node_id", t.nodeID)
-			span.AddConstTag("zone", t.zone)
+			span.AddPreparedTags(t.consts.node)
 		}
 	}
 	if r := s.Route(); r != nil && r.Decorator != nil {
@@ -483,11 +482,7 @@ func (s *stream) grpcTags(sp *tracing.Span, contentType string) {
 // commonTags are the tags of every span (Envoy's setCommonTags). The
 // span has none of their keys yet but error, which grpcTags may have set.
 func (s *stream) commonTags(sp *tracing.Span, cl UpstreamCluster) {
-	sp.AddConstTag("component", "proxy")
-	if cl != nil {
-		sp.AddConstTag("upstream_cluster", cl.Name())
-		sp.AddConstTag("upstream_cluster.name", cl.Name())
-	}
+	s.m.tracing.consts.addCommon(sp, cl)
 	if s.status >= 0 {
 		s.tagBuf = tracing.AppendUint(s.tagBuf[:0], uint64(s.status))
 	} else {

@@ -40,6 +40,9 @@ type tracingConfig struct {
 	// span per upstream request (as the router's start_child_span does).
 	spawnUpstream bool
 	nodeID, zone  string
+	// consts are the tags every sampled span has with the same value,
+	// encoded once for the driver; nil without a driver.
+	consts *constTags
 	// verbose logs the request's timing events to its spans.
 	verbose bool
 	// operation and upstreamOperation name the request's span and the
@@ -193,6 +196,7 @@ func readTracing(cfg *hcmv3.HttpConnectionManager, deps Deps) (*tracingConfig, e
 		}
 		t.driver = d
 		t.ctxDriver, _ = d.(tracing.ContextDriver)
+		t.consts = newConstTags(d, t.nodeID, t.zone)
 	}
 	return t, nil
 }

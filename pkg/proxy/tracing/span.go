@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -26,6 +27,60 @@ const (
 // Tag is one span attribute; values are strings, as Envoy's.
 type Tag struct {
 	Key, Value string
+}
+
+// TagEncoder is a Driver whose export writes a tag the same bytes each
+// time (OpenTelemetry's KeyValue): it encodes constant tags once
+// (PrepareTags).
+type TagEncoder interface {
+	// EncodeTag returns the tag of key and value as the export writes it.
+	EncodeTag(key, value string) string
+}
+
+// PreparedTags are tags whose keys and values are the same for many spans
+// (configuration, constants), added together (AddPreparedTags) with their
+// encoding made once: the export copies it in one piece rather than
+// encoding the tags again.
+type PreparedTags struct {
+	tags []Tag
+	// enc is the tags as the driver's export writes them, empty when it
+	// cannot tell.
+	enc string
+	// sum and longest are the tags' TagBytes.
+	sum, longest int
+}
+
+// PrepareTags prepares tags, whose keys and values must outlive the spans,
+// for d's spans: encoded when d is a TagEncoder.
+func PrepareTags(d Driver, tags ...Tag) *PreparedTags {
+	p := &PreparedTags{tags: tags}
+	e, ok := d.(TagEncoder)
+	var enc strings.Builder
+	for _, t := range tags {
+		n := len(t.Key) + len(t.Value)
+		if t.Key == "" {
+			n, ok = math.MaxInt, false
+		}
+		p.sum += len(t.Key) + len(t.Value)
+		p.longest = max(p.longest, n)
+		if ok {
+			enc.WriteString(e.EncodeTag(t.Key, t.Value))
+		}
+	}
+	if ok {
+		p.enc = enc.String()
+	}
+	return p
+}
+
+// Tags returns the prepared tags.
+func (p *PreparedTags) Tags() []Tag { return p.tags }
+
+// EncodedRun is a run of a span's tags (AddPreparedTags) already encoded
+// for its driver's export: Tags[At:At+N] as Enc.
+type EncodedRun struct {
+	At, N int
+	Enc   string
 }
 
 // Log is one timestamped event of a span (Envoy's span log), which the
@@ -155,6 +210,9 @@ type Span struct {
 	Tags []Tag
 	// Logs are the span's events, in the order they were logged.
 	Logs []Log
+	// Encoded are the runs of Tags added prepared and encoded, in order;
+	// a tag replaced by SetTag empties it (the export encodes every tag).
+	Encoded []EncodedRun
 
 	reporter   Reporter
 	propagator Propagator
@@ -274,6 +332,10 @@ func (s *Span) reset() {
 		clear(s.Logs)
 		s.Logs = s.Logs[:0]
 	}
+	if len(s.Encoded) > 0 {
+		clear(s.Encoded)
+		s.Encoded = s.Encoded[:0]
+	}
 	// Field by field: assigning a whole Span literal built it aside and
 	// copied it, pointers and all, which cost an untraced request more
 	// than its random ids.
@@ -312,6 +374,12 @@ func (s *Span) SetTag(key, value string) {
 			s.tagBytes += len(value) - len(s.Tags[i].Value)
 			s.tagMax = max(s.tagMax, len(key)+len(value))
 			s.Tags[i].Value = value
+			if len(s.Encoded) > 0 {
+				// The tag may be in an encoded run: rare (a custom
+				// tag of a fixed tag's name), every tag is encoded.
+				clear(s.Encoded)
+				s.Encoded = s.Encoded[:0]
+			}
 			return
 		}
 	}
@@ -337,6 +405,22 @@ func (s *Span) AddConstTag(key, value string) {
 		n = math.MaxInt
 	}
 	s.tagMax = max(s.tagMax, n)
+}
+
+// AddPreparedTags adds p's tags, which the span does not have yet, with
+// their encoding when p has one.
+func (s *Span) AddPreparedTags(p *PreparedTags) {
+	if p.enc != "" {
+		s.Encoded = append(s.Encoded, EncodedRun{At: len(s.Tags), N: len(p.tags), Enc: p.enc})
+	}
+	// Tag by tag: appending the slice copied it through the runtime's
+	// typed copy, which cost more than the two or three stores.
+	//lint:ignore S1011 the loop is the cheaper copy here (above).
+	for _, t := range p.tags {
+		s.Tags = append(s.Tags, t)
+	}
+	s.tagBytes += p.sum
+	s.tagMax = max(s.tagMax, p.longest)
 }
 
 // TagBytes returns the sum of the tags' key and value lengths, and a

@@ -160,6 +160,10 @@ func (d *driver) newSpan(o tracing.StartOptions, local bool) *tracing.Span {
 	return s
 }
 
+// EncodeTag implements tracing.TagEncoder: both exporters write a span's
+// attributes as appendSpan does.
+func (d *driver) EncodeTag(key, value string) string { return encodeTag(key, value) }
+
 // Close implements tracing.Driver.
 func (d *driver) Close() error {
 	if d.batcher == nil {

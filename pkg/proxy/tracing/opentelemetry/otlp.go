@@ -156,10 +156,30 @@ func appendSpan(b []byte, s *tracing.Span, size int) []byte {
 	b = binary.LittleEndian.AppendUint64(b, uint64(s.Start.UnixNano()))
 	b = append(b, fieldEnd<<3|byte(protowire.Fixed64Type))
 	b = binary.LittleEndian.AppendUint64(b, uint64(s.End.UnixNano()))
-	for _, t := range s.Tags {
+	// The tags, but for the runs encoded once (tracing.PreparedTags),
+	// which are copied. The loops stay the plain loop over the tags:
+	// keeping the runs' state in it cost more than the runs saved.
+	tags, done := s.Tags, 0
+	for _, r := range s.Encoded {
+		b = appendTags(b, tags[done:r.At])
+		b = append(b, r.Enc...)
+		done = r.At + r.N
+	}
+	return appendTags(b, tags[done:])
+}
+
+// appendTags appends tags as span attributes.
+func appendTags(b []byte, tags []tracing.Tag) []byte {
+	for _, t := range tags {
 		b = appendKV(b, fieldSpanAttrs, t.Key, t.Value)
 	}
 	return b
+}
+
+// encodeTag is a span attribute's KeyValue as appendSpan writes it
+// (tracing.TagEncoder).
+func encodeTag(key, value string) string {
+	return string(appendKV(nil, fieldSpanAttrs, key, value))
 }
 
 // encoder writes export requests. Each span's size is computed once, in

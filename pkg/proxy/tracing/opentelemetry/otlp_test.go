@@ -86,27 +86,68 @@ func TestRequestDecodesAroundOneByteLengths(t *testing.T) {
 	}
 }
 
-// BenchmarkAppendRequest encodes a batch of five spans with the tags of a
-// proxied request.
-func BenchmarkAppendRequest(b *testing.B) {
+// requestTags are the tags of a proxied request's span, in groups: those
+// of the groups marked constant are the ones a connection manager adds
+// prepared (tracing.PrepareTags).
+var requestTags = []struct {
+	tags     [][2]string
+	constant bool
+}{
+	{[][2]string{{"node_id", "node-1"}, {"zone", "zone-a"}}, true},
+	{[][2]string{{"guid:x-request-id", "8f0e4a36-2c4d-4b5e-9a1f-3d2c1b0a9f8e"}, {"http.url", "http://127.0.0.1:10000/"},
+		{"http.method", "GET"}, {"downstream_cluster", "-"}, {"user_agent", "wrk"}}, false},
+	{[][2]string{{"http.protocol", "HTTP/1.1"}}, false},
+	{[][2]string{{"peer.address", "127.0.0.1"}, {"request_size", "0"}, {"response_size", "128"}}, false},
+	{[][2]string{{"component", "proxy"}, {"upstream_cluster", "up"}, {"upstream_cluster.name", "up"}}, true},
+	{[][2]string{{"http.status_code", "200"}, {"response_flags", "-"}}, false},
+}
+
+// requestSpans returns five spans with requestTags, the constant ones
+// prepared when prepared.
+func requestSpans(prepared bool) []*tracing.Span {
 	var pool tracing.SpanPool
+	d := &driver{}
+	var groups []*tracing.PreparedTags
+	for _, g := range requestTags {
+		var tags []tracing.Tag
+		for _, kv := range g.tags {
+			tags = append(tags, tracing.Tag{Key: kv[0], Value: kv[1]})
+		}
+		groups = append(groups, tracing.PrepareTags(d, tags...))
+	}
 	spans := make([]*tracing.Span, 5)
 	for i := range spans {
 		s := pool.Get(nil, w3c{})
 		s.Trace, s.ID, s.Name = tracing.NewTraceID(false), tracing.NewSpanID(), "ingress"
 		s.Start, s.End = time.Unix(10, 5), time.Unix(11, 7)
-		for _, kv := range [][2]string{
-			{"node_id", "node-1"}, {"zone", "zone-a"}, {"guid:x-request-id", "8f0e4a36-2c4d-4b5e-9a1f-3d2c1b0a9f8e"},
-			{"http.url", "http://127.0.0.1:10000/"}, {"http.method", "GET"}, {"downstream_cluster", "-"},
-			{"user_agent", "wrk"}, {"http.protocol", "HTTP/1.1"}, {"peer.address", "127.0.0.1"},
-			{"request_size", "0"}, {"response_size", "128"}, {"component", "proxy"},
-			{"upstream_cluster", "up"}, {"upstream_cluster.name", "up"}, {"http.status_code", "200"},
-			{"response_flags", "-"},
-		} {
-			s.SetTag(kv[0], kv[1])
+		for j, g := range requestTags {
+			if prepared && g.constant {
+				s.AddPreparedTags(groups[j])
+				continue
+			}
+			for _, kv := range g.tags {
+				s.SetTag(kv[0], kv[1])
+			}
 		}
 		spans[i] = s
 	}
+	return spans
+}
+
+// BenchmarkAppendRequest encodes a batch of five spans with the tags of a
+// proxied request.
+func BenchmarkAppendRequest(b *testing.B) {
+	benchmarkAppendRequest(b, requestSpans(false))
+}
+
+// BenchmarkAppendRequestPrepared is BenchmarkAppendRequest with the six
+// constant tags prepared, as a connection manager adds them: each is
+// copied, not encoded.
+func BenchmarkAppendRequestPrepared(b *testing.B) {
+	benchmarkAppendRequest(b, requestSpans(true))
+}
+
+func benchmarkAppendRequest(b *testing.B, spans []*tracing.Span) {
 	res := []tracing.Tag{{Key: "service.name", Value: "edge"}}
 	var (
 		e   encoder
@@ -115,6 +156,42 @@ func BenchmarkAppendRequest(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		buf = e.appendRequest(buf[:0], res, spans)
+	}
+}
+
+// TestPreparedTagsEncodeAsTags: a span's prepared tags encode to the
+// bytes of the same tags added as values, in runs at the start, middle
+// and end of its tags, beside long and empty ones, and a prepared tag
+// replaced by SetTag encodes its new value.
+func TestPreparedTagsEncodeAsTags(t *testing.T) {
+	plain, prepared := requestSpans(false), requestSpans(true)
+	d := &driver{}
+	for i, extra := range []tracing.Tag{
+		{Key: "long", Value: strings.Repeat("v", 300)},
+		{Key: "empty", Value: ""},
+		{Key: "", Value: "no key"},
+	} {
+		plain[i].AddConstTag(extra.Key, extra.Value)
+		plain[i].AddConstTag("after", "v")
+		prepared[i].AddPreparedTags(tracing.PrepareTags(d, extra, tracing.Tag{Key: "after", Value: "v"}))
+	}
+	plain[3].SetTag("upstream_cluster", "replaced")
+	prepared[3].SetTag("upstream_cluster", "replaced")
+	var e encoder
+	for i := range plain {
+		prepared[i].Trace, prepared[i].ID = plain[i].Trace, plain[i].ID
+		want := e.appendRequest(nil, nil, plain[i:i+1])
+		got := e.appendRequest(nil, nil, prepared[i:i+1])
+		if string(got) != string(want) {
+			t.Errorf("span %d: prepared tags encode as\n%x, want\n%x", i, got, want)
+		}
+		var req collectorpb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(got, &req); err != nil {
+			t.Fatalf("span %d: %v", i, err)
+		}
+	}
+	if v, _ := prepared[3].Tag("upstream_cluster"); v != "replaced" {
+		t.Errorf("replaced tag = %q", v)
 	}
 }
 
