@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -41,6 +43,9 @@ type Conn struct {
 	// set, hasSource whether one did.
 	source    upstream.Source
 	hasSource bool
+	// metadata is the dynamic metadata the listener filters set
+	// (netfilter.MetadataHolder); it does not change afterwards.
+	metadata *corev3.Metadata
 	// serverName is the requested server name the listener filters
 	// found (tls_inspector), else the one of the TLS handshake.
 	serverName string
@@ -104,6 +109,10 @@ func (c *Conn) LocalAddr() net.Addr {
 // leave from, which a listener filter (original_src) set; false when none
 // did (upstream.SourceConn).
 func (c *Conn) UpstreamSource() (upstream.Source, bool) { return c.source, c.hasSource }
+
+// DynamicMetadata is the connection's dynamic metadata, which its listener
+// filters set (netfilter.MetadataHolder); nil when they set none.
+func (c *Conn) DynamicMetadata() *corev3.Metadata { return c.metadata }
 
 // LocalAddrRestored reports whether LocalAddr is an original destination
 // a listener filter restored (Envoy's localAddressRestored), which an

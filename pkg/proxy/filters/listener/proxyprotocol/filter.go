@@ -11,6 +11,9 @@ import (
 type filter struct {
 	parser parser
 	stats  filterStats
+	// rules says which TLVs go to the connection's dynamic metadata, by
+	// type; nil when none do.
+	rules map[byte]rule
 }
 
 // OnAccept peeks at the connection's first bytes until they hold a whole
@@ -48,6 +51,9 @@ func (f *filter) OnAccept(s *listenerfilter.Socket) error {
 		}
 		f.stats.count(r)
 		if !r.keep {
+			if f.rules != nil {
+				applyRules(s, f.rules, r.tlvs)
+			}
 			s.SetRemoteAddr(net.TCPAddrFromAddrPort(r.src))
 			s.SetLocalAddr(net.TCPAddrFromAddrPort(r.dst))
 		}
