@@ -220,8 +220,8 @@ func clusterSettings(cfg *clusterv3.Cluster, td transportDeps, defaultBind *bind
 	if s.bind == nil && cfg.GetUpstreamBindConfig() == nil {
 		s.bind = defaultBind
 	}
-	var terrs []error
-	s.tls, s.tap, terrs = buildTransport(cfg.GetTransportSocket(), td, "cluster."+s.observabilityName+".")
+	t, terrs := buildTransport(cfg.GetTransportSocket(), td, "cluster."+s.observabilityName+".")
+	s.tls, s.tap, s.pp = t.tls, t.tap, t.pp
 	errs = append(errs, terrs...)
 	if s.dfp != nil {
 		errs = append(errs, s.attachDNSCache(caches)...)
