@@ -46,6 +46,10 @@ type Conn struct {
 	// metadata is the dynamic metadata the listener filters set
 	// (netfilter.MetadataHolder); it does not change afterwards.
 	metadata *corev3.Metadata
+	// pp is what the connection's PROXY protocol header said, hasPP
+	// whether a listener filter parsed one.
+	pp    upstream.ProxyProtocolData
+	hasPP bool
 	// serverName is the requested server name the listener filters
 	// found (tls_inspector), else the one of the TLS handshake.
 	serverName string
@@ -113,6 +117,10 @@ func (c *Conn) UpstreamSource() (upstream.Source, bool) { return c.source, c.has
 // DynamicMetadata is the connection's dynamic metadata, which its listener
 // filters set (netfilter.MetadataHolder); nil when they set none.
 func (c *Conn) DynamicMetadata() *corev3.Metadata { return c.metadata }
+
+// ProxyProtocol is what the connection's PROXY protocol header said
+// (upstream.ProxyProtocolConn), false when no listener filter parsed one.
+func (c *Conn) ProxyProtocol() (upstream.ProxyProtocolData, bool) { return c.pp, c.hasPP }
 
 // LocalAddrRestored reports whether LocalAddr is an original destination
 // a listener filter restored (Envoy's localAddressRestored), which an

@@ -85,6 +85,10 @@ type Socket struct {
 	hasSource bool
 	// metadata is the connection's dynamic metadata (SetDynamicMetadata).
 	metadata *corev3.Metadata
+	// pp is what a PROXY protocol header said, hasPP whether one was
+	// parsed (SetProxyProtocol).
+	pp    upstream.ProxyProtocolData
+	hasPP bool
 }
 
 // NewSocket wraps a connection just accepted for its listener filters.

@@ -3,7 +3,8 @@
 // envoy.extensions.transport_sockets.proxy_protocol.v3.ProxyProtocolUpstreamTransport):
 // on a cluster, every new upstream connection starts with a PROXY protocol
 // header (v1 text or v2 binary) that tells the upstream the downstream's
-// addresses, ahead of the bytes of the transport socket it wraps
+// addresses (and TLVs of the downstream's own PROXY header), ahead of the
+// bytes of the transport socket it wraps
 // (raw_buffer or TLS, which its caller builds).
 package upstreamproxyprotocol
 
@@ -35,7 +36,10 @@ const (
 
 // Socket is a compiled upstream PROXY protocol transport socket.
 type Socket struct {
-	v2    bool
+	v2 bool
+	// pass is config.pass_through_tlvs: which of the downstream header's
+	// TLVs (those the listener filter kept) the header carries on.
+	pass  upstream.TLVSelection
 	added []byte
 	// tlvsTooLong is upstream.proxyprotocol.v2_tlvs_exceed_max_length.
 	tlvsTooLong *stats.Counter
@@ -55,10 +59,11 @@ func Compile(t *ppv3.ProxyProtocolUpstreamTransport, scope stats.Scope) (*Socket
 		errs = append(errs, errors.New("tlv_as_pool_key: not supported by Outrigger"))
 	}
 	cfg := t.GetConfig()
-	if cfg.GetPassThroughTlvs() != nil {
-		errs = append(errs, errors.New("config.pass_through_tlvs: not supported by Outrigger"))
+	pass, err := upstream.CompileTLVSelection(cfg.GetPassThroughTlvs(), "config.pass_through_tlvs")
+	if err != nil {
+		errs = append(errs, err)
 	}
-	s := &Socket{v2: cfg.GetVersion() == corev3.ProxyProtocolConfig_V2}
+	s := &Socket{v2: cfg.GetVersion() == corev3.ProxyProtocolConfig_V2, pass: pass}
 	for i, e := range cfg.GetAddedTlvs() {
 		if e.GetType() > 255 {
 			errs = append(errs, fmt.Errorf("config.added_tlvs[%d].type: %d is not a TLV type (0 to 255)", i, e.GetType()))
@@ -116,8 +121,8 @@ func v1Header(d upstream.ProxyProtocolData) []byte {
 }
 
 // v2Header is a v2 PROXY command header over TCP with d's addresses
-// (IPv4 when both are, else IPv6 with IPv4 addresses mapped) and the
-// configured TLVs. TLVs that would make the block longer than its 16-bit
+// (IPv4 when both are, else IPv6 with IPv4 addresses mapped), the TLVs of
+// d that pass_through_tlvs selects, then the added_tlvs. TLVs that would make the block longer than its 16-bit
 // length are left out and counted, as Envoy does.
 func (s *Socket) v2Header(d upstream.ProxyProtocolData) []byte {
 	src, dst := d.Src.Addr().Unmap(), d.Dst.Addr().Unmap()
@@ -133,10 +138,14 @@ func (s *Socket) v2Header(d upstream.ProxyProtocolData) []byte {
 	}
 	b = binary.BigEndian.AppendUint16(b, d.Src.Port())
 	b = binary.BigEndian.AppendUint16(b, d.Dst.Port())
-	if len(b)-16+len(s.added) > maxV2Block {
+	var passed []byte
+	if s.pass.Any() && d.TLVs != "" {
+		passed = s.pass.Filter([]byte(d.TLVs))
+	}
+	if len(b)-16+len(passed)+len(s.added) > maxV2Block {
 		s.tlvsTooLong.Inc()
 	} else {
-		b = append(b, s.added...)
+		b = append(append(b, passed...), s.added...)
 	}
 	binary.BigEndian.PutUint16(b[14:16], uint16(len(b)-16))
 	return b

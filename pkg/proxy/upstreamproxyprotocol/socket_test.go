@@ -80,6 +80,19 @@ func TestV2Header(t *testing.T) {
 		t.Errorf("exceed = %d", v)
 	}
 
+	// The downstream's TLVs that pass_through_tlvs selects come first.
+	pass, _ := compile(t, &corev3.ProxyProtocolConfig{Version: corev3.ProxyProtocolConfig_V2, AddedTlvs: []*corev3.TlvEntry{{Type: 0xE0, Value: []byte("ab")}},
+		PassThroughTlvs: &corev3.ProxyProtocolPassThroughTLVs{MatchType: corev3.ProxyProtocolPassThroughTLVs_INCLUDE, TlvType: []uint32{0x05}}})
+	withTLVs := down4
+	withTLVs.TLVs = "\x05\x00\x01u\x06\x00\x01v"
+	if got := pass.Header(own, withTLVs, true); !bytes.HasSuffix(got, []byte("\x01\xbb\x05\x00\x01u\xe0\x00\x02ab")) || got[15] != 12+4+5 {
+		t.Errorf("pass-through: %q", got)
+	}
+	// Without pass_through_tlvs, none of them.
+	if got := s.Header(own, withTLVs, true); string(got) != want4 {
+		t.Errorf("no pass-through: %q", got)
+	}
+
 	// TLVs that cannot fit the 16-bit length are left out and counted.
 	big, store := compile(t, &corev3.ProxyProtocolConfig{Version: corev3.ProxyProtocolConfig_V2, AddedTlvs: []*corev3.TlvEntry{
 		{Type: 1, Value: bytes.Repeat([]byte{'x'}, 40000)}, {Type: 2, Value: bytes.Repeat([]byte{'y'}, 40000)},
@@ -97,7 +110,7 @@ func TestCompileRefusals(t *testing.T) {
 		"transport_socket: required":                      {Config: &corev3.ProxyProtocolConfig{}},
 		"allow_unspecified_address: not supported":        {TransportSocket: raw, AllowUnspecifiedAddress: true},
 		"tlv_as_pool_key: not supported":                  {TransportSocket: raw, TlvAsPoolKey: true},
-		"config.pass_through_tlvs: not supported":         {TransportSocket: raw, Config: &corev3.ProxyProtocolConfig{PassThroughTlvs: &corev3.ProxyProtocolPassThroughTLVs{}}},
+		"config.pass_through_tlvs.tlv_type[0]: 300":       {TransportSocket: raw, Config: &corev3.ProxyProtocolConfig{PassThroughTlvs: &corev3.ProxyProtocolPassThroughTLVs{MatchType: corev3.ProxyProtocolPassThroughTLVs_INCLUDE, TlvType: []uint32{300}}}},
 		"config.added_tlvs[0].type: 256 is not":           {TransportSocket: raw, Config: &corev3.ProxyProtocolConfig{AddedTlvs: []*corev3.TlvEntry{{Type: 256}}}},
 		"config.added_tlvs[0].format_string: not support": {TransportSocket: raw, Config: &corev3.ProxyProtocolConfig{AddedTlvs: []*corev3.TlvEntry{{Type: 1, FormatString: &corev3.SubstitutionFormatString{}}}}},
 	} {

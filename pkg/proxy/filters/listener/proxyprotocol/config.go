@@ -16,6 +16,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listenerfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // Name is the filter's name in the proxy. spelling.
@@ -24,10 +25,9 @@ const Name = "proxy.filters.listener.proxy_protocol"
 // Factory compiles the filter's configuration.
 type Factory struct{}
 
-// Compile builds the filter. pass_through_tlvs and tlv_location
-// FILTER_STATE are refused by the support check; they are refused here
-// too, so that a configuration that reaches the factory some other way is
-// never half-applied.
+// Compile builds the filter. tlv_location FILTER_STATE is refused by the
+// support check; it is refused here too, so that a configuration that
+// reaches the factory some other way is never half-applied.
 func (Factory) Compile(config proto.Message, ctx listenerfilter.Context) (listenerfilter.Filter, error) {
 	cfg, ok := config.(*ppv3.ProxyProtocol)
 	if !ok {
@@ -42,8 +42,9 @@ func (Factory) Compile(config proto.Message, ctx listenerfilter.Context) (listen
 			errs = append(errs, fmt.Errorf("rules[%d].on_tlv_present.key: must not be empty", i))
 		}
 	}
-	if cfg.GetPassThroughTlvs() != nil {
-		errs = append(errs, errors.New("pass_through_tlvs: not supported by Outrigger"))
+	pass, err := upstream.CompileTLVSelection(cfg.GetPassThroughTlvs(), "pass_through_tlvs")
+	if err != nil {
+		errs = append(errs, err)
 	}
 	if cfg.GetTlvLocation() != ppv3.ProxyProtocol_DYNAMIC_METADATA {
 		errs = append(errs, errors.New("tlv_location: FILTER_STATE is not supported by Outrigger"))
@@ -67,7 +68,7 @@ func (Factory) Compile(config proto.Message, ctx listenerfilter.Context) (listen
 	if ctx.Stats == nil {
 		return nil, errors.New("proxy_protocol: no stat store")
 	}
-	return &filter{parser: p, stats: newFilterStats(ctx.Stats.Scope(""), cfg.GetStatPrefix()), rules: compileRules(cfg.GetRules())}, nil
+	return &filter{parser: p, stats: newFilterStats(ctx.Stats.Scope(""), cfg.GetStatPrefix()), rules: compileRules(cfg.GetRules()), pass: pass}, nil
 }
 
 // filterStats are Envoy's proxy_protocol stats: the legacy

@@ -39,12 +39,16 @@ func (s *session) pickContext() *upstream.PickContext {
 // upstreamContext is the context of the session's upstream connection
 // attempts: the proxy's, carrying the source a listener filter
 // (original_src) chose for the connection's upstream side, and the
-// downstream's addresses for a cluster's upstream PROXY protocol header
-// (as Envoy's tcp_proxy always provides them).
+// downstream's side for a cluster's upstream PROXY protocol header: what
+// the downstream's own PROXY header said, else its addresses (Envoy's
+// tcp_proxy always provides them).
 func (s *session) upstreamContext() context.Context {
 	ctx := s.p.ctx
 	if src, ok := upstream.SourceOf(s.down); ok {
 		ctx = upstream.WithSource(ctx, src)
+	}
+	if d, ok := upstream.ProxyProtocolOf(s.down); ok {
+		return upstream.WithProxyProtocol(ctx, d)
 	}
 	remote, rok := s.down.RemoteAddr().(*net.TCPAddr)
 	local, lok := s.down.LocalAddr().(*net.TCPAddr)
