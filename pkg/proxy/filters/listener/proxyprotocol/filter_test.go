@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	ppv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/proxy_protocol/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listenerfilter"
@@ -59,7 +60,7 @@ func TestRulesPutTLVsInDynamicMetadata(t *testing.T) {
 		{TlvType: 0xE0, OnTlvPresent: &ppv3.ProxyProtocol_KeyValuePair{Key: "tenant"}},
 		{TlvType: 0xE1, OnTlvPresent: &ppv3.ProxyProtocol_KeyValuePair{MetadataNamespace: "custom", Key: "raw", ValueStringEncoding: ppv3.ProxyProtocol_KeyValuePair_BASE64}},
 		{TlvType: 0xE2, OnTlvPresent: &ppv3.ProxyProtocol_KeyValuePair{Key: "bytes"}},
-	}}
+	}, PassThroughTlvs: &corev3.ProxyProtocolPassThroughTLVs{MatchType: corev3.ProxyProtocolPassThroughTLVs_INCLUDE, TlvType: []uint32{0x05, 0xE1}}}
 	store := stats.NewStore()
 	f := compileFilter(t, cfg, store)
 	var tlvs []byte
@@ -95,6 +96,21 @@ func TestRulesPutTLVsInDynamicMetadata(t *testing.T) {
 	}
 	if got := store.Counter("proxy_proto.versions.v2.found").Value(); got != 1 {
 		t.Errorf("found = %d", got)
+	}
+	// pass_through_tlvs keeps the TLVs of its types, in their order, with
+	// the header's addresses, for the upstream's header.
+	pp, ok := s.ProxyProtocol()
+	if want := string(tlv(0xE1, "\x00\xff")) + string(tlv(0x05, "unique-id")); !ok || pp.Src != src4 || pp.Dst != dst4 || pp.TLVs != want {
+		t.Errorf("proxy protocol state %+v %v", pp, ok)
+	}
+
+	// A LOCAL header keeps the connection's own addresses, and no TLVs.
+	local := sent(t, v2Header(0x20, 0x00, tlv(0x05, "x")))
+	if err := f.OnAccept(local); err != nil {
+		t.Fatal(err)
+	}
+	if pp, ok := local.ProxyProtocol(); !ok || pp.Src.String() != local.RemoteAddr().String() || pp.TLVs != "" {
+		t.Errorf("LOCAL: %+v %v", pp, ok)
 	}
 }
 
