@@ -157,6 +157,42 @@ var _ = Describe("Listener filters: proxy_protocol", func() {
 		Eventually(s.Stdout).Should(And(ContainSubstring("TCPPP inside 203.0.113.7:5000\n"), ContainSubstring("TCPPP outside 192.0.2.9:6000\n")))
 	})
 
+	It("puts the TLVs its rules name in the connection's dynamic metadata, which tcp_proxy's access log shows, and refuses a malformed TLV", func() {
+		up := startTCPServer(bannerEcho("up\n"))
+		port := freePort()
+		rules := `rules: [{tlv_type: 0xE0, on_tlv_present: {key: tenant}}, {tlv_type: 0xE1, on_tlv_present: {metadata_namespace: acme, key: raw, value_string_encoding: BASE64}}]`
+		cfg := listenersBootstrap(listenerDef{
+			Name: "pp", Port: port,
+			Fields: "listener_filters: [" + proxyProtocolFilter(rules) + "]",
+			Chains: []string{`{filters: [{name: envoy.filters.network.tcp_proxy, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, ` +
+				`stat_prefix: up, cluster: up, access_log: [{name: envoy.access_loggers.stdout, typed_config: {"@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog, ` +
+				`log_format: {text_format_source: {inline_string: "TLVLOG %DOWNSTREAM_REMOTE_ADDRESS% %DYNAMIC_METADATA(envoy.filters.listener.proxy_protocol:tenant)% %DYNAMIC_METADATA(acme:raw)%\n"}}}}]}}]}`},
+		}) + "  clusters: [" + tcpCluster("up", up) + "]\n"
+		s := Start(newDir(), cfg, "--file-flush-interval-msec", "50")
+
+		tlv := func(t byte, v string) []byte { return append([]byte{t, 0, byte(len(v))}, v...) }
+		tlvs := append(append(append(tlv(0xE0, "blue"), tlv(0x05, "skipped")...), tlv(0xE1, "\x00\xff")...), tlv(0xE0, "second")...)
+		c := dialTCP(port)
+		_, err := c.Write(append(proxyV2("203.0.113.7:5000", "127.0.0.1:80", tlvs...), "ping"...))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.CloseWrite()).To(Succeed())
+		got, err := io.ReadAll(c)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(got)).To(Equal("up\nping"))
+		Eventually(s.Stdout).Should(ContainSubstring("TLVLOG 203.0.113.7:5000 blue AP8=\n"))
+
+		// A TLV whose length runs past the header: the connection is closed
+		// and counted as a v2 error.
+		bad := dialTCP(port)
+		defer bad.Close()
+		_, err = bad.Write(proxyV2("203.0.113.7:5000", "127.0.0.1:80", 0xE0, 0x00, 0x09, 'x'))
+		Expect(err).NotTo(HaveOccurred())
+		expectClosed(bad)
+		Eventually(func() string { return statValue(s, "proxy_proto.versions.v2.error") }).Should(Equal("1"))
+		Expect(statValue(s, "downstream_cx_proxy_proto_error")).To(Equal("1"))
+		Expect(statValue(s, "proxy_proto.versions.v2.found")).To(Equal("1"))
+	})
+
 	It("closes connections without a valid header, or that send nothing before listener_filters_timeout, and counts them", func() {
 		port := freePort()
 		s := Start(newDir(), listenersBootstrap(listenerDef{
@@ -235,13 +271,12 @@ var _ = Describe("Listener filters: proxy_protocol", func() {
 		cfg := func(filters string) string {
 			return listenersBootstrap(listenerDef{Name: "pp", Port: freePort(), Fields: "listener_filters: [" + filters + "]", Chains: []string{directChain("x", "")}})
 		}
-		r, _ := validate("b.yaml", cfg(proxyProtocolFilter("rules: [{tlv_type: 1, on_tlv_present: {key: alpn}}], pass_through_tlvs: {match_type: INCLUDE_ALL}")+
+		r, _ := validate("b.yaml", cfg(proxyProtocolFilter("tlv_location: FILTER_STATE")+
 			`, {name: envoy.filters.listener.tls_inspector, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector, enable_ja3_fingerprinting: true}}`))
 		Expect(r.ExitCode).To(Equal(1))
 		const lf = "static_resources.listeners[0].listener_filters"
 		Expect(r.Stderr).To(And(
-			ContainSubstring(lf+"[0].typed_config.rules: not supported by Outrigger"),
-			ContainSubstring(lf+"[0].typed_config.pass_through_tlvs: not supported by Outrigger"),
+			ContainSubstring(lf+"[0].typed_config.tlv_location: FILTER_STATE is not supported by Outrigger (supported: DYNAMIC_METADATA)"),
 			ContainSubstring(lf+"[1].typed_config.enable_ja3_fingerprinting: not supported by Outrigger"),
 		))
 		r, _ = validate("b.yaml", cfg(proxyProtocolFilter("disallowed_versions: [V1, V2]")))

@@ -241,7 +241,7 @@ func enumName(fd protoreflect.FieldDescriptor, n protoreflect.EnumNumber) string
 var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedCore, supportedListener, supportedHCM, supportedRoute, supportedCluster, supportedStats, supportedDynamic,
 	supportedOverload, supportedDNS, supportedAccessLog, supportedHTTPFilters, supportedExtAuthz, supportedTCPProxy, supportedTLS,
-	supportedUpgrades, supportedCompression, supportedTracing, supportedNetLimits, supportedTap, supportedTransportTap,
+	supportedUpgrades, supportedCompression, supportedTracing, supportedNetLimits, supportedTap, supportedTransportTap, supportedUpstreamProxyProtocol,
 	supportedRBAC, supportedFiltersTail, supportedExtProc,
 	supportedLocality, supportedDFP,
 	supportedOnDemand,

@@ -49,11 +49,20 @@ var supportedListener = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.listener.v3.Listener.continue_on_listener_filters_timeout": {},
 	"envoy.config.listener.v3.ListenerFilter.name":                           {},
 	"envoy.config.listener.v3.ListenerFilter.typed_config":                   {category: "envoy.filters.listener", categories: []string{"envoy.filters.udp_listener"}, byName: true},
-	// envoy.filters.listener.proxy_protocol: rules, pass_through_tlvs and
-	// tlv_location (the TLVs' destinations) are not implemented.
+	// envoy.filters.listener.proxy_protocol: rules put TLVs in the
+	// connection's dynamic metadata, pass_through_tlvs keeps them for the
+	// upstream PROXY header; tlv_location FILTER_STATE is not implemented.
 	"envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol.allow_requests_without_proxy_protocol": {},
 	"envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol.disallowed_versions":                   {},
 	"envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol.stat_prefix":                           {},
+	"envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol.rules":                                 {},
+	"envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol.pass_through_tlvs":                     {},
+	"envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol.tlv_location":                          {values: []string{"DYNAMIC_METADATA"}},
+	"envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol.Rule.tlv_type":                         {},
+	"envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol.Rule.on_tlv_present":                   {},
+	"envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol.KeyValuePair.metadata_namespace":       {},
+	"envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol.KeyValuePair.key":                      {},
+	"envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol.KeyValuePair.value_string_encoding":    {},
 
 	// Filter chains.
 	"envoy.config.listener.v3.FilterChain.filter_chain_match": {},

@@ -86,6 +86,7 @@ import (
 	fixedheapv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/fixed_heap/v3"
 	otelresv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/tracers/opentelemetry/resource_detectors/v3"
 	otelsamplersv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/tracers/opentelemetry/samplers/v3"
+	upstreamppv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/proxy_protocol/v3"
 	rawbufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
 	taptransportv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tap/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
@@ -166,6 +167,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry/samplers/traceidratio"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/zipkin"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/udpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstreamproxyprotocol"
 )
 
 // Envoy's extension categories.
@@ -314,6 +316,7 @@ func Registry() *extension.Registry {
 		extension.Of(tlsconfig.Name, tlsconfig.DownstreamCategory, &tlsv3.DownstreamTlsContext{}, nil),
 		extension.Of("proxy.transport_sockets.raw_buffer", tlsconfig.UpstreamCategory, &rawbufferv3.RawBuffer{}, nil),
 		extension.Of(taptransport.Name, tlsconfig.UpstreamCategory, &taptransportv3.Tap{}, nil),
+		extension.Of(upstreamproxyprotocol.Name, tlsconfig.UpstreamCategory, &upstreamppv3.ProxyProtocolUpstreamTransport{}, nil),
 		extension.Of(tlsconfig.Name, tlsconfig.UpstreamCategory, &tlsv3.UpstreamTlsContext{}, nil),
 
 		extension.Of("proxy.upstreams.http.http_protocol_options", HTTPProtocolOption, &upstreamhttpv3.HttpProtocolOptions{}, nil),

@@ -18,6 +18,7 @@ import (
 	taptransport "github.com/outrigger-dev/outrigger/pkg/proxy/tap/transport"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstreamproxyprotocol"
 )
 
 // defaultConnectTimeout applies when connect_timeout is unset (Envoy's).
@@ -68,7 +69,10 @@ type settings struct {
 	tls *tlsconfig.Client
 	// tap is the tap transport socket over the TLS or plaintext one, nil
 	// for none.
-	tap        *taptransport.Socket
+	tap *taptransport.Socket
+	// pp is the upstream PROXY protocol transport socket, nil for none:
+	// each new connection starts with its header.
+	pp         *upstreamproxyprotocol.Socket
 	thresholds [numPriorities]Thresholds
 	// outlier is outlier_detection, nil for none (outlier.go).
 	outlier *outlier.Config

@@ -74,6 +74,9 @@ type trackedConn struct {
 type poolKey struct {
 	tls tlsconfig.Override
 	src upstream.Source
+	// pp is the downstream side the connection's PROXY protocol header
+	// described, on a cluster that sends one.
+	pp upstream.ProxyProtocolData
 }
 
 // TLSInfo is what the access log shows of the connection's TLS

@@ -120,6 +120,9 @@ func (c *Cluster) connect(ctx context.Context, h *upstream.Host, alpn []string) 
 	start := c.now()
 	dctx, cancel := context.WithTimeout(ctx, c.settings.connectTimeout)
 	conn, err := c.dial(dctx, h.Address)
+	if err == nil {
+		err = c.sendProxyHeader(dctx, conn)
+	}
 	var info *accesslog.TLSInfo
 	if err == nil && c.settings.tls != nil {
 		conn, info, err = c.handshake(dctx, conn, alpn, h)
@@ -156,6 +159,9 @@ func (c *Cluster) connect(ctx context.Context, h *upstream.Host, alpn []string) 
 		tc.key.tls = tlsconfig.OverrideFrom(ctx)
 	}
 	tc.key.src = upstream.SourceFrom(ctx)
+	if c.settings.pp != nil {
+		tc.key.pp, _ = upstream.ProxyProtocolFrom(ctx)
+	}
 	c.stats.UpstreamCxTotal.Inc()
 	c.stats.UpstreamCxActive.Inc()
 	c.stats.UpstreamCxConnectMs.Record(uint64(now.Sub(start).Milliseconds()))

@@ -244,6 +244,9 @@ func (c *Cluster) dialCheck(ctx context.Context, address string, alpn []string) 
 	ctx, cancel := context.WithTimeout(ctx, c.settings.connectTimeout)
 	defer cancel()
 	conn, err := c.dial(ctx, address)
+	if err == nil {
+		err = c.sendProxyHeader(ctx, conn)
+	}
 	if err != nil {
 		return nil, err
 	}

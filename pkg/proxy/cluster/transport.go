@@ -4,8 +4,10 @@ import (
 	"context"
 	"net"
 	"strings"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	upstreamppv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/proxy_protocol/v3"
 	rawbufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
 	taptransportv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tap/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
@@ -19,6 +21,7 @@ import (
 	taptransport "github.com/outrigger-dev/outrigger/pkg/proxy/tap/transport"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstreamproxyprotocol"
 )
 
 // The ALPN protocols each pool offers when alpn_protocols is empty, as
@@ -60,53 +63,83 @@ func (l liveRuntime) Fraction(key string) (num, den uint64, ok bool) {
 	return l().Fraction(key)
 }
 
+// transport is a compiled cluster transport_socket: its TLS (nil:
+// plaintext), the tap over it (nil: none) and the PROXY protocol header
+// its connections start with (nil: none).
+type transport struct {
+	tls *tlsconfig.Client
+	tap *taptransport.Socket
+	pp  *upstreamproxyprotocol.Socket
+}
+
 // buildTransport compiles a cluster's transport_socket: TLS with an
-// UpstreamTlsContext (nil: plaintext), raw_buffer (plaintext) or the tap
-// transport socket over one of them, whose counters go under scope.
-// Errors are relative to the cluster.
-func buildTransport(ts *corev3.TransportSocket, d transportDeps, scope string) (*tlsconfig.Client, *taptransport.Socket, []error) {
+// UpstreamTlsContext (nil: plaintext), raw_buffer (plaintext), and the tap
+// and upstream PROXY protocol transport sockets over one of them, whose
+// counters go under scope. Errors are relative to the cluster.
+func buildTransport(ts *corev3.TransportSocket, d transportDeps, scope string) (transport, []error) {
 	return buildTransportAt(ts, d, scope, "transport_socket.")
 }
 
-func buildTransportAt(ts *corev3.TransportSocket, d transportDeps, scope, field string) (*tlsconfig.Client, *taptransport.Socket, []error) {
+func buildTransportAt(ts *corev3.TransportSocket, d transportDeps, scope, field string) (transport, []error) {
 	if ts == nil {
-		return nil, nil, nil
+		return transport{}, nil
 	}
 	_, msg, err := d.ext.Resolve(extension.Ref{
 		Kind: "transport socket", Category: tlsconfig.UpstreamCategory, Name: ts.GetName(), Config: ts.GetTypedConfig(),
 	}, true)
 	if err != nil {
-		return nil, nil, fieldErrors(field, err)
+		return transport{}, fieldErrors(field, err)
 	}
 	switch m := msg.(type) {
 	case *rawbufferv3.RawBuffer:
-		return nil, nil, nil
+		return transport{}, nil
 	case *taptransportv3.Tap:
 		if d.stats == nil {
-			return nil, nil, []error{configErrorf(field+"typed_config", "no stat store for the tap transport socket")}
+			return transport{}, []error{configErrorf(field+"typed_config", "no stat store for the tap transport socket")}
 		}
 		tp, err := taptransport.Compile(m, d.taps, d.stats.Scope(scope), d.runtime)
 		if err != nil {
-			return nil, nil, fieldErrors(field+"typed_config.", err)
+			return transport{}, fieldErrors(field+"typed_config.", err)
 		}
-		cl, inner, errs := buildTransportAt(m.GetTransportSocket(), d, scope, field+"typed_config.transport_socket.")
-		if inner != nil {
-			_ = inner.Close()
+		inner, errs := buildTransportAt(m.GetTransportSocket(), d, scope, field+"typed_config.transport_socket.")
+		if inner.tap != nil {
+			_ = inner.tap.Close()
 			errs = append(errs, configErrorf(field+"typed_config.transport_socket", "a tap transport socket cannot wrap another tap"))
 		}
 		if len(errs) > 0 {
 			_ = tp.Close()
-			return nil, nil, errs
+			return transport{}, errs
 		}
-		return cl, tp, nil
+		inner.tap = tp
+		return inner, nil
+	case *upstreamppv3.ProxyProtocolUpstreamTransport:
+		if d.stats == nil {
+			return transport{}, []error{configErrorf(field+"typed_config", "no stat store for the upstream PROXY protocol transport socket")}
+		}
+		pp, err := upstreamproxyprotocol.Compile(m, d.stats.Scope(scope))
+		if err != nil {
+			return transport{}, fieldErrors(field+"typed_config.", err)
+		}
+		inner, errs := buildTransportAt(m.GetTransportSocket(), d, scope, field+"typed_config.transport_socket.")
+		if inner.pp != nil {
+			errs = append(errs, configErrorf(field+"typed_config.transport_socket", "an upstream PROXY protocol transport socket cannot wrap another"))
+		}
+		if len(errs) > 0 {
+			if inner.tap != nil {
+				_ = inner.tap.Close()
+			}
+			return transport{}, errs
+		}
+		inner.pp = pp
+		return inner, nil
 	case *tlsv3.UpstreamTlsContext:
 		cl, err := tlsconfig.CompileClientWithSecrets(m, d.secrets)
 		if err != nil {
-			return nil, nil, fieldErrors(field+"typed_config.", err)
+			return transport{}, fieldErrors(field+"typed_config.", err)
 		}
-		return cl, nil, nil
+		return transport{tls: cl}, nil
 	}
-	return nil, nil, []error{configErrorf(field+"typed_config", "transport socket type %T is not supported by Outrigger", msg)}
+	return transport{}, []error{configErrorf(field+"typed_config", "transport socket type %T is not supported by Outrigger", msg)}
 }
 
 // fieldErrors turns "field.path: reason" problems into field errors
@@ -139,6 +172,28 @@ func (c *Cluster) handshake(ctx context.Context, conn net.Conn, alpn []string, h
 		return nil, nil, err
 	}
 	return tc, tlsconfig.ConnInfo(tc.ConnectionState(), local), nil
+}
+
+// sendProxyHeader writes the PROXY protocol header a new connection
+// starts with, on a cluster with the upstream PROXY protocol transport
+// socket: ahead of everything, the TLS handshake included. The downstream
+// side comes from ctx (a TCP proxy's connection); without it the header
+// describes the connection itself (v1) or is a LOCAL one (v2), as in
+// Envoy. The connection is closed when the write fails.
+func (c *Cluster) sendProxyHeader(ctx context.Context, conn net.Conn) error {
+	if c.settings.pp == nil {
+		return nil
+	}
+	d, ok := upstream.ProxyProtocolFrom(ctx)
+	if dl, has := ctx.Deadline(); has {
+		_ = conn.SetWriteDeadline(dl)
+		defer func() { _ = conn.SetWriteDeadline(time.Time{}) }()
+	}
+	if _, err := conn.Write(c.settings.pp.Header(conn, d, ok)); err != nil {
+		_ = conn.Close()
+		return err
+	}
+	return nil
 }
 
 // tapped is conn through the cluster's tap transport socket, when it has

@@ -51,7 +51,10 @@ type serverConn struct {
 	origDst netip.AddrPort
 	// source is the upstream source a listener filter (original_src)
 	// chose for the connection's requests; its Addr is invalid for none.
-	source   upstream.Source
+	source upstream.Source
+	// pp is what the connection's PROXY protocol header said, for the
+	// upstream's (nil when no listener filter parsed one).
+	pp       *upstream.ProxyProtocolData
 	opened   time.Time
 	requests uint32
 	// remoteClosed: the client ended the connection (for the
@@ -189,6 +192,9 @@ func newServerConn(m *Manager, nc net.Conn) *serverConn {
 	c.tls, c.sni = tlsconfig.AccessLogInfo(nc), accesslog.RequestedServerName(nc)
 	c.origDst, _ = upstream.OriginalDst(nc)
 	c.source, _ = upstream.SourceOf(nc)
+	if d, ok := upstream.ProxyProtocolOf(nc); ok {
+		c.pp = &d
+	}
 	c.cc = &countedConn{Conn: nc, stats: m.stats}
 	c.src.cc = c.cc
 	c.goneFn = c.gone

@@ -12,10 +12,16 @@ import (
 // for the connection), which the cluster binds and keys its pools by. A
 // request without one pays nothing.
 func (s *stream) upstreamBase() context.Context {
-	if !s.upSource.Addr.IsValid() {
-		return s.m.ctx
+	ctx := s.m.ctx
+	if s.connPP != nil {
+		// What the connection's PROXY header said, for a cluster that
+		// sends one upstream (Envoy's ProxyProtocolFilterState).
+		ctx = upstream.WithProxyProtocol(ctx, *s.connPP)
 	}
-	return upstream.WithSource(s.m.ctx, s.upSource)
+	if !s.upSource.Addr.IsValid() {
+		return ctx
+	}
+	return upstream.WithSource(ctx, s.upSource)
 }
 
 // SetUpstreamSource implements httpfilter.Stream.

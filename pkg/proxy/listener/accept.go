@@ -184,6 +184,8 @@ func (l *Listener) admit(c net.Conn, ws *workerStats, sock *listenerfilter.Socke
 	}
 	if sock != nil {
 		conn.source, conn.hasSource = sock.UpstreamSource()
+		conn.metadata = sock.DynamicMetadata()
+		conn.pp, conn.hasPP = sock.ProxyProtocol()
 	}
 	if dl := l.log.V(1); dl.Enabled() {
 		// Envoy's conn_handler debug record of every accepted connection.

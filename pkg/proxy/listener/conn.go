@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -41,6 +43,13 @@ type Conn struct {
 	// set, hasSource whether one did.
 	source    upstream.Source
 	hasSource bool
+	// metadata is the dynamic metadata the listener filters set
+	// (netfilter.MetadataHolder); it does not change afterwards.
+	metadata *corev3.Metadata
+	// pp is what the connection's PROXY protocol header said, hasPP
+	// whether a listener filter parsed one.
+	pp    upstream.ProxyProtocolData
+	hasPP bool
 	// serverName is the requested server name the listener filters
 	// found (tls_inspector), else the one of the TLS handshake.
 	serverName string
@@ -104,6 +113,14 @@ func (c *Conn) LocalAddr() net.Addr {
 // leave from, which a listener filter (original_src) set; false when none
 // did (upstream.SourceConn).
 func (c *Conn) UpstreamSource() (upstream.Source, bool) { return c.source, c.hasSource }
+
+// DynamicMetadata is the connection's dynamic metadata, which its listener
+// filters set (netfilter.MetadataHolder); nil when they set none.
+func (c *Conn) DynamicMetadata() *corev3.Metadata { return c.metadata }
+
+// ProxyProtocol is what the connection's PROXY protocol header said
+// (upstream.ProxyProtocolConn), false when no listener filter parsed one.
+func (c *Conn) ProxyProtocol() (upstream.ProxyProtocolData, bool) { return c.pp, c.hasPP }
 
 // LocalAddrRestored reports whether LocalAddr is an original destination
 // a listener filter restored (Envoy's localAddressRestored), which an

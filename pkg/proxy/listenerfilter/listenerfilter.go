@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"github.com/go-logr/logr"
 	"google.golang.org/protobuf/proto"
 
@@ -82,6 +83,12 @@ type Socket struct {
 	// hasSource whether one did.
 	source    upstream.Source
 	hasSource bool
+	// metadata is the connection's dynamic metadata (SetDynamicMetadata).
+	metadata *corev3.Metadata
+	// pp is what a PROXY protocol header said, hasPP whether one was
+	// parsed (SetProxyProtocol).
+	pp    upstream.ProxyProtocolData
+	hasPP bool
 }
 
 // NewSocket wraps a connection just accepted for its listener filters.

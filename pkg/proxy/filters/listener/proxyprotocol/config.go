@@ -16,6 +16,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listenerfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // Name is the filter's name in the proxy. spelling.
@@ -24,8 +25,8 @@ const Name = "proxy.filters.listener.proxy_protocol"
 // Factory compiles the filter's configuration.
 type Factory struct{}
 
-// Compile builds the filter. rules and pass_through_tlvs are refused by the
-// support check; they are refused here too, so that a configuration that
+// Compile builds the filter. tlv_location FILTER_STATE is refused by the
+// support check; it is refused here too, so that a configuration that
 // reaches the factory some other way is never half-applied.
 func (Factory) Compile(config proto.Message, ctx listenerfilter.Context) (listenerfilter.Filter, error) {
 	cfg, ok := config.(*ppv3.ProxyProtocol)
@@ -33,14 +34,20 @@ func (Factory) Compile(config proto.Message, ctx listenerfilter.Context) (listen
 		return nil, fmt.Errorf("proxy_protocol: unexpected configuration %T", config)
 	}
 	var errs []error
-	if len(cfg.GetRules()) > 0 {
-		errs = append(errs, errors.New("rules: not supported by Outrigger"))
+	for i, r := range cfg.GetRules() {
+		if r.GetTlvType() > 255 {
+			errs = append(errs, fmt.Errorf("rules[%d].tlv_type: %d is not a TLV type (0 to 255)", i, r.GetTlvType()))
+		}
+		if r.GetOnTlvPresent() != nil && r.GetOnTlvPresent().GetKey() == "" {
+			errs = append(errs, fmt.Errorf("rules[%d].on_tlv_present.key: must not be empty", i))
+		}
 	}
-	if cfg.GetPassThroughTlvs() != nil {
-		errs = append(errs, errors.New("pass_through_tlvs: not supported by Outrigger"))
+	pass, err := upstream.CompileTLVSelection(cfg.GetPassThroughTlvs(), "pass_through_tlvs")
+	if err != nil {
+		errs = append(errs, err)
 	}
 	if cfg.GetTlvLocation() != ppv3.ProxyProtocol_DYNAMIC_METADATA {
-		errs = append(errs, errors.New("tlv_location: not supported by Outrigger"))
+		errs = append(errs, errors.New("tlv_location: FILTER_STATE is not supported by Outrigger"))
 	}
 	p := parser{allowMissing: cfg.GetAllowRequestsWithoutProxyProtocol(), allowV1: true, allowV2: true}
 	for _, v := range cfg.GetDisallowedVersions() {
@@ -61,7 +68,7 @@ func (Factory) Compile(config proto.Message, ctx listenerfilter.Context) (listen
 	if ctx.Stats == nil {
 		return nil, errors.New("proxy_protocol: no stat store")
 	}
-	return &filter{parser: p, stats: newFilterStats(ctx.Stats.Scope(""), cfg.GetStatPrefix())}, nil
+	return &filter{parser: p, stats: newFilterStats(ctx.Stats.Scope(""), cfg.GetStatPrefix()), rules: compileRules(cfg.GetRules()), pass: pass}, nil
 }
 
 // filterStats are Envoy's proxy_protocol stats: the legacy

@@ -4,6 +4,7 @@ import (
 	"net"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listenerfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // filter is a compiled proxy_protocol filter, shared by the listener's
@@ -11,6 +12,12 @@ import (
 type filter struct {
 	parser parser
 	stats  filterStats
+	// rules says which TLVs go to the connection's dynamic metadata, by
+	// type; nil when none do.
+	rules map[byte]rule
+	// pass is pass_through_tlvs: the TLVs kept for the upstream's PROXY
+	// header.
+	pass upstream.TLVSelection
 }
 
 // OnAccept peeks at the connection's first bytes until they hold a whole
@@ -47,7 +54,11 @@ func (f *filter) OnAccept(s *listenerfilter.Socket) error {
 			return err
 		}
 		f.stats.count(r)
+		s.SetProxyProtocol(proxyProtocolData(r, &f.pass, s.RemoteAddr(), s.LocalAddr()))
 		if !r.keep {
+			if f.rules != nil {
+				applyRules(s, f.rules, r.tlvs)
+			}
 			s.SetRemoteAddr(net.TCPAddrFromAddrPort(r.src))
 			s.SetLocalAddr(net.TCPAddrFromAddrPort(r.dst))
 		}

@@ -65,6 +65,8 @@ type result struct {
 	// client's and the original destination.
 	keep     bool
 	src, dst netip.AddrPort
+	// tlvs is a v2 PROXY header's TLV block, checked well-formed.
+	tlvs []byte
 }
 
 // parser holds the configuration that parsing depends on.
@@ -213,7 +215,8 @@ func (p parser) parseV2(b []byte) result {
 		r.src = netip.AddrPortFrom(netip.AddrFrom16([16]byte(a[0:16])), binary.BigEndian.Uint16(a[32:34]))
 		r.dst = netip.AddrPortFrom(netip.AddrFrom16([16]byte(a[16:32])), binary.BigEndian.Uint16(a[34:36]))
 	}
-	if !validTLVs(b[v2HeaderLen+addrLen : whole]) {
+	r.tlvs = b[v2HeaderLen+addrLen : whole]
+	if !validTLVs(r.tlvs) {
 		return bad
 	}
 	if !unicast(r.src.Addr()) || !unicast(r.dst.Addr()) {

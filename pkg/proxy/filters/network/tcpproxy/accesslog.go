@@ -4,6 +4,7 @@ import (
 	datav3 "github.com/envoyproxy/go-control-plane/envoy/data/accesslog/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 )
 
@@ -33,6 +34,9 @@ func (s *session) entry(t datav3.AccessLogType) *accesslog.Entry {
 		DownstreamLocalAddress:  accesslog.AddressString(s.down.LocalAddr()),
 		RequestedServerName:     accesslog.RequestedServerName(s.down),
 		TLS:                     tlsconfig.AccessLogInfo(s.down),
+		// The connection's dynamic metadata (its listener filters'):
+		// Envoy's tcp_proxy logs the connection's stream info.
+		DynamicMetadata: netfilter.DynamicMetadataOf(s.down),
 	}
 	// The connection's goroutine sets these before it starts the timers
 	// that log too, and logs itself otherwise.

@@ -39,12 +39,24 @@ func (s *session) pickContext() *upstream.PickContext {
 
 // upstreamContext is the context of the session's upstream connection
 // attempts: the proxy's, carrying the source a listener filter
-// (original_src) chose for the connection's upstream side.
+// (original_src) chose for the connection's upstream side, and the
+// downstream's side for a cluster's upstream PROXY protocol header: what
+// the downstream's own PROXY header said, else its addresses (Envoy's
+// tcp_proxy always provides them).
 func (s *session) upstreamContext() context.Context {
+	ctx := s.p.ctx
 	if src, ok := upstream.SourceOf(s.down); ok {
-		return upstream.WithSource(s.p.ctx, src)
+		ctx = upstream.WithSource(ctx, src)
 	}
-	return s.p.ctx
+	if d, ok := upstream.ProxyProtocolOf(s.down); ok {
+		return upstream.WithProxyProtocol(ctx, d)
+	}
+	remote, rok := s.down.RemoteAddr().(*net.TCPAddr)
+	local, lok := s.down.LocalAddr().(*net.TCPAddr)
+	if rok && lok {
+		ctx = upstream.WithProxyProtocol(ctx, upstream.ProxyProtocolData{Src: remote.AddrPort(), Dst: local.AddrPort()})
+	}
+	return ctx
 }
 
 // session is one proxied downstream connection.
