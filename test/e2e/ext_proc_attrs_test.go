@@ -50,6 +50,39 @@ var _ = Describe("The external processing filter's attributes", func() {
 		Expect(kinds[2]).To(Equal("response_attributes(envoy.filters.http.ext_proc:request.url_path=/attrs/1,envoy.filters.http.ext_proc:response.code=200)"))
 	})
 
+	It("sends each direction's attributes once, with its first message, whichever phase it is", func() {
+		proc, procPort := startExtProcessor("attrs-body")
+		port := freePort()
+		spec := extProcListener("attrs-body", port, `grpc_service: {envoy_grpc: {cluster_name: proc}},
+			processing_mode: {request_header_mode: SKIP, response_header_mode: SKIP, request_body_mode: BUFFERED, response_body_mode: STREAMED},
+			request_attributes: [request.method, request.path],
+			response_attributes: [response.code]`, "", procPort)
+		spec.Clusters = []proxyCluster{{Name: "up", Port: portNum(extProcUpstream())}, {Name: "uph2", Port: 1}, {Name: "proc", Port: procPort, Extra: h2cOptions()}}
+		Start(newDir(), spec.YAML())
+
+		client := &http.Client{Timeout: 10 * time.Second}
+		r := httpDo(client, "POST", listenerURL(port, "/body-only"), strings.NewReader("hello"), nil)
+		Expect(r.Status).To(Equal(200))
+		Expect(r.Body).To(ContainSubstring("BODY=HELLO"), "both bodies went through the processor")
+		// The heads are skipped: the processor never learns the path, so
+		// it files everything under "".
+		kinds := proc.kinds("")
+		Expect(len(kinds)).To(BeNumerically(">=", 4))
+		Expect(kinds[:3]).To(Equal([]string{
+			"request_attributes(envoy.filters.http.ext_proc:request.method=POST,envoy.filters.http.ext_proc:request.path=/body-only)",
+			`request_body("hello",eos=true)`,
+			"response_attributes(envoy.filters.http.ext_proc:response.code=200)",
+		}))
+		Expect(kinds[3]).To(HavePrefix("response_body("))
+		n := 0
+		for _, k := range kinds {
+			if strings.HasSuffix(k, ")") && strings.Contains(k, "_attributes(") {
+				n++
+			}
+		}
+		Expect(n).To(Equal(2), "once per direction: %v", kinds)
+	})
+
 	It("is refused at load when an attribute does not parse, naming it", func() {
 		spec := extProcListener("bad", freePort(), `grpc_service: {envoy_grpc: {cluster_name: proc}}, request_attributes: [request.path, "request.headers["]`, "", 1)
 		spec.Clusters = []proxyCluster{{Name: "up", Port: 1}, {Name: "uph2", Port: 1}, {Name: "proc", Port: 1, Extra: h2cOptions()}}

@@ -105,6 +105,7 @@ func (p *extProcessor) Process(srv extprocsvc.ExternalProcessor_ProcessServer) e
 			p.record(path, fmt.Sprintf("request_headers(%s,eos=%t)", headerOf(v.RequestHeaders.GetHeaders(), "x-proc-from"), v.RequestHeaders.GetEndOfStream()))
 			resp = p.requestHeaders(path)
 		case *extprocsvc.ProcessingRequest_RequestBody:
+			recordAttributes(p, path, "request", req)
 			p.record(path, fmt.Sprintf("request_body(%q,eos=%t)", v.RequestBody.GetBody(), v.RequestBody.GetEndOfStream()))
 			if strings.Contains(path, "/deny-body") {
 				resp = denial(413, "body refused")
@@ -124,6 +125,7 @@ func (p *extProcessor) Process(srv extprocsvc.ExternalProcessor_ProcessServer) e
 			}
 			resp = &extprocsvc.ProcessingResponse{Response: &extprocsvc.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocsvc.HeadersResponse{Response: cr}}}
 		case *extprocsvc.ProcessingRequest_ResponseBody:
+			recordAttributes(p, path, "response", req)
 			body := v.ResponseBody.GetBody()
 			p.record(path, fmt.Sprintf("response_body(%q,eos=%t)", body, v.ResponseBody.GetEndOfStream()))
 			if strings.Contains(path, "/deny-resp") {
@@ -136,6 +138,7 @@ func (p *extProcessor) Process(srv extprocsvc.ExternalProcessor_ProcessServer) e
 			}
 			resp = &extprocsvc.ProcessingResponse{Response: &extprocsvc.ProcessingResponse_ResponseBody{ResponseBody: &extprocsvc.BodyResponse{Response: cr}}}
 		case *extprocsvc.ProcessingRequest_RequestTrailers:
+			recordAttributes(p, path, "request", req)
 			got := headerOf(v.RequestTrailers.GetTrailers(), "x-req-t")
 			p.record(path, "request_trailers(x-req-t="+got+")")
 			if strings.Contains(path, "/deny-trailers") {
@@ -148,6 +151,7 @@ func (p *extProcessor) Process(srv extprocsvc.ExternalProcessor_ProcessServer) e
 				}},
 			}}}
 		case *extprocsvc.ProcessingRequest_ResponseTrailers:
+			recordAttributes(p, path, "response", req)
 			p.record(path, "response_trailers(x-up-trailer="+headerOf(v.ResponseTrailers.GetTrailers(), "x-up-trailer")+")")
 			resp = &extprocsvc.ProcessingResponse{Response: &extprocsvc.ProcessingResponse_ResponseTrailers{ResponseTrailers: &extprocsvc.TrailersResponse{
 				HeaderMutation: &extprocsvc.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{setHeader("x-proc-trailer", p.name)}},

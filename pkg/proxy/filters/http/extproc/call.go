@@ -73,6 +73,7 @@ func (f *filter) call(m *extprocsvc.ProcessingRequest) (*extprocsvc.ProcessingRe
 		c.stats.streamsStarted.Inc()
 	}
 	m.MetadataContext = f.mdContext
+	f.addAttributes(m)
 	// Sending may wait for the processor's flow control: the message
 	// timeout bounds it too.
 	sent, st := make(chan struct{}), f.st
@@ -279,4 +280,19 @@ func (f *filter) answer(r *extprocsvc.ProcessingResponse, p phase) (ok bool, rep
 func (f *filter) mutationFailed(err error) *reply {
 	f.finish(true)
 	return errorReply(500, detailsOf(err.Error()))
+}
+
+// addAttributes puts the direction's attributes on m when they have not
+// been sent yet: once per direction, with its first message.
+func (f *filter) addAttributes(m *extprocsvc.ProcessingRequest) {
+	switch m.GetRequest().(type) {
+	case *extprocsvc.ProcessingRequest_RequestHeaders, *extprocsvc.ProcessingRequest_RequestBody, *extprocsvc.ProcessingRequest_RequestTrailers:
+		if f.reqAttrs != nil {
+			m.Attributes, f.reqAttrs = f.reqAttrs, nil
+		}
+	default:
+		if f.respAttrs != nil {
+			m.Attributes, f.respAttrs = f.respAttrs, nil
+		}
+	}
 }

@@ -29,13 +29,15 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	}
 	f.s = s
 	_, hasBody := s.ResponseBody()
+	if !f.done && len(f.c.responseAttributes) > 0 {
+		// Evaluated here, with the response head, as the request's are
+		// in DecodeHeaders.
+		f.respAttrs = evaluateAttributes(f.c.responseAttributes, s, true)
+	}
 	if !f.done && f.mode.responseHeaders {
 		req := &extprocsvc.ProcessingRequest{Request: &extprocsvc.ProcessingRequest_ResponseHeaders{
 			ResponseHeaders: &extprocsvc.HttpHeaders{Headers: f.responseHeaderMap(s), EndOfStream: !hasBody},
 		}}
-		if len(f.c.responseAttributes) > 0 {
-			req.Attributes = evaluateAttributes(f.c.responseAttributes, s, true)
-		}
 		r, rep := f.call(req)
 		if rep == nil {
 			rep = f.responseHeadersAnswer(s, r, hasBody)

@@ -35,6 +35,10 @@ type filter struct {
 	mdContext *corev3.Metadata
 	// routeConfigs is scratch space for the per-route configurations.
 	routeConfigs []httpfilter.RouteConfig
+	// reqAttrs and respAttrs are the request_attributes and
+	// response_attributes not sent yet: they go with the first message
+	// of their direction, whichever phase it is, as in Envoy.
+	reqAttrs, respAttrs map[string]*structpb.Struct
 }
 
 var (
@@ -55,14 +59,16 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	}
 	f.mode, f.svc = m, svc
 	f.mdContext = f.metadataContext(s)
+	if len(f.c.requestAttributes) > 0 {
+		// Evaluated here, where the request head is the filter's: a
+		// streamed body's first message leaves from another goroutine.
+		f.reqAttrs = evaluateAttributes(f.c.requestAttributes, s, false)
+	}
 	if f.mode.requestHeaders {
 		_, hasBody := s.RequestBody()
 		req := &extprocsvc.ProcessingRequest{Request: &extprocsvc.ProcessingRequest_RequestHeaders{
 			RequestHeaders: &extprocsvc.HttpHeaders{Headers: f.requestHeaderMap(s), EndOfStream: !hasBody},
 		}}
-		if len(f.c.requestAttributes) > 0 {
-			req.Attributes = evaluateAttributes(f.c.requestAttributes, s, false)
-		}
 		f.mu.Lock()
 		r, rep := f.call(req)
 		f.mu.Unlock()
