@@ -62,6 +62,16 @@ func buildDNS(c *clusterv3.Cluster, name string, reg *extension.Registry) (*dnsS
 // resolve names: Envoy accepts and ignores them, and so does Outrigger,
 // with a warning each.
 func ignoredDNSFields(c *clusterv3.Cluster) []string {
+	var notes []string
+	for _, field := range dnsFieldsSet(c, true) {
+		notes = append(notes, fmt.Sprintf("%s has no effect on a %s cluster (Envoy ignores it too)", field, c.GetType()))
+	}
+	return notes
+}
+
+// dnsFieldsSet names the DNS settings of c that are set, sorted;
+// wait_for_warm_on_init among them with withWarm.
+func dnsFieldsSet(c *clusterv3.Cluster, withWarm bool) []string {
 	set := map[string]bool{
 		"dns_refresh_rate":          c.GetDnsRefreshRate() != nil,
 		"dns_failure_refresh_rate":  c.GetDnsFailureRefreshRate() != nil,
@@ -72,13 +82,13 @@ func ignoredDNSFields(c *clusterv3.Cluster) []string {
 		"use_tcp_for_dns_lookups":   c.GetUseTcpForDnsLookups(),
 		"dns_resolution_config":     c.GetDnsResolutionConfig() != nil,
 		"typed_dns_resolver_config": c.GetTypedDnsResolverConfig() != nil,
-		"wait_for_warm_on_init":     c.GetWaitForWarmOnInit() != nil,
+		"wait_for_warm_on_init":     withWarm && c.GetWaitForWarmOnInit() != nil,
 	}
-	var notes []string
+	var out []string
 	for _, field := range sortedKeys(set) {
 		if set[field] {
-			notes = append(notes, fmt.Sprintf("%s has no effect on a %s cluster (Envoy ignores it too)", field, c.GetType()))
+			out = append(out, field)
 		}
 	}
-	return notes
+	return out
 }

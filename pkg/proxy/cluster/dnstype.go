@@ -57,21 +57,9 @@ func fromDNSClusterType(c *clusterv3.Cluster, reg *extension.Registry) (dnsClust
 	}
 	out.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: kind}
 	var d dnsClusterType
-	set := map[string]bool{
-		"dns_refresh_rate":          c.GetDnsRefreshRate() != nil,
-		"dns_failure_refresh_rate":  c.GetDnsFailureRefreshRate() != nil,
-		"respect_dns_ttl":           c.GetRespectDnsTtl(),
-		"dns_lookup_family":         c.GetDnsLookupFamily() != clusterv3.Cluster_AUTO,
-		"dns_jitter":                c.GetDnsJitter() != nil,
-		"dns_resolvers":             len(c.GetDnsResolvers()) > 0,
-		"use_tcp_for_dns_lookups":   c.GetUseTcpForDnsLookups(),
-		"dns_resolution_config":     c.GetDnsResolutionConfig() != nil,
-		"typed_dns_resolver_config": c.GetTypedDnsResolverConfig() != nil,
-	}
-	for _, field := range sortedKeys(set) {
-		if set[field] {
-			d.notes = append(d.notes, fmt.Sprintf("%s has no effect on a cluster of type %s: the settings of %s apply (Envoy ignores it too)", field, ct.GetName(), dnsTypePath))
-		}
+	// wait_for_warm_on_init stays the cluster's.
+	for _, field := range dnsFieldsSet(c, false) {
+		d.notes = append(d.notes, fmt.Sprintf("%s has no effect on a cluster of type %s: the settings of %s apply (Envoy ignores it too)", field, ct.GetName(), dnsTypePath))
 	}
 	out.DnsRefreshRate = dc.GetDnsRefreshRate()
 	out.DnsFailureRefreshRate = nil

@@ -43,13 +43,7 @@ func BenchmarkEDSOneEndpointChangeSameMessages(b *testing.B) {
   type: EDS`)
 	c := m.Cluster("backend")
 	base := assignment(10000).Endpoints[0].LbEndpoints
-	apply := func(eps []*endpointv3.LbEndpoint) {
-		p, err := c.EDSHosts(&endpointv3.ClusterLoadAssignment{ClusterName: "backend", Endpoints: []*endpointv3.LocalityLbEndpoints{{LbEndpoints: eps}}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		c.SetEDSHosts(p)
-	}
+	apply := edsApplier(b, c)
 	apply(base)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -106,13 +100,7 @@ func BenchmarkEDSSubsetOneEndpointChange(b *testing.B) {
 	c := m.Cluster("backend")
 	all := subsetAssignment(10001).Endpoints[0].LbEndpoints
 	base := all[:10000:10000]
-	apply := func(eps []*endpointv3.LbEndpoint) {
-		p, err := c.EDSHosts(&endpointv3.ClusterLoadAssignment{ClusterName: "backend", Endpoints: []*endpointv3.LocalityLbEndpoints{{LbEndpoints: eps}}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		c.SetEDSHosts(p)
-	}
+	apply := edsApplier(b, c)
 	apply(base)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -136,4 +124,16 @@ func subsetAssignment(n int) *endpointv3.ClusterLoadAssignment {
 		}}}}
 	}
 	return cla
+}
+
+// edsApplier returns a function that gives cluster c (of "backend") the
+// endpoints eps, as one EDS update.
+func edsApplier(b *testing.B, c *Cluster) func(eps []*endpointv3.LbEndpoint) {
+	return func(eps []*endpointv3.LbEndpoint) {
+		p, err := c.EDSHosts(&endpointv3.ClusterLoadAssignment{ClusterName: "backend", Endpoints: []*endpointv3.LocalityLbEndpoints{{LbEndpoints: eps}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.SetEDSHosts(p)
+	}
 }

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -23,19 +22,7 @@ func BenchmarkHTTP2RoundTrip(b *testing.B) {
 	srv.Start()
 	b.Cleanup(srv.Close)
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
-	m, _, _ := newTestManager(b, fmt.Sprintf(`
-- name: up
-  connect_timeout: 2s
-  typed_extension_protocol_options:
-    envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-      "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-      explicit_http_config: {http2_protocol_options: {}}
-  load_assignment:
-    cluster_name: up
-    endpoints:
-    - lb_endpoints:
-      - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}
-`, port))
+	m, _, _ := newTestManager(b, h2ClusterYAML(port))
 	c := m.Cluster("up")
 	h := c.PickHost(nil)
 	b.SetParallelism(4) // 8 streams in flight on 2 cores
@@ -86,19 +73,7 @@ func appendFrame(b []byte, typ, flags uint8, stream uint32, n int) []byte {
 // upstream HTTP/2 connection whose stream stats are followed: the proxy's
 // HEADERS written, the host's HEADERS and DATA (ending the stream) read.
 func BenchmarkH2GuardFrames(b *testing.B) {
-	m, _, _ := newTestManager(b, `
-- name: up
-  connect_timeout: 2s
-  typed_extension_protocol_options:
-    envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-      "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-      explicit_http_config: {http2_protocol_options: {}}
-  load_assignment:
-    cluster_name: up
-    endpoints:
-    - lb_endpoints:
-      - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 1}}}
-`)
+	m, _, _ := newTestManager(b, h2ClusterYAML(1))
 	c := m.Cluster("up")
 	lim := readH2Limits(nil)
 	far := &guardBenchConn{}

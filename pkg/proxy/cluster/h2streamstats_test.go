@@ -110,19 +110,7 @@ func serveScriptedH2(c net.Conn, hung chan<- struct{}) {
 // in none.
 func TestHTTP2StreamStats(t *testing.T) {
 	port, hung := scriptedH2Server(t)
-	m, store, _ := newTestManager(t, fmt.Sprintf(`
-- name: up
-  connect_timeout: 2s
-  typed_extension_protocol_options:
-    envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-      "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-      explicit_http_config: {http2_protocol_options: {}}
-  load_assignment:
-    cluster_name: up
-    endpoints:
-    - lb_endpoints:
-      - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}
-`, port))
+	m, store, _ := newTestManager(t, h2ClusterYAML(port))
 	c := m.Cluster("up")
 	h := c.PickHost(nil)
 	counters := func() map[string]uint64 {
@@ -208,4 +196,21 @@ func TestHTTP2StreamStats(t *testing.T) {
 	if st.SampleCount != 1 || len(st.Bins) != 1 || st.Bins[0].LowerBound > 4 || st.Bins[0].LowerBound+st.Bins[0].Width <= 4 {
 		t.Fatalf("upstream_rq_per_cx: %d samples in bins %+v, want one sample of 4", st.SampleCount, st.Bins)
 	}
+}
+
+// h2ClusterYAML is cluster "up": one HTTP/2 host, 127.0.0.1:port.
+func h2ClusterYAML(port int) string {
+	return fmt.Sprintf(`
+- name: up
+  connect_timeout: 2s
+  typed_extension_protocol_options:
+    envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+      "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+      explicit_http_config: {http2_protocol_options: {}}
+  load_assignment:
+    cluster_name: up
+    endpoints:
+    - lb_endpoints:
+      - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}
+`, port)
 }
