@@ -59,7 +59,10 @@ var _ = Describe("ProxyRuntimeOverride", func() {
 		By("restarting a proxy, which loses its admin layer")
 		time.Sleep(2500 * time.Millisecond) // the new process must start measurably later
 		a.restart()
-		Expect(a.runtimeValue("added.key")).To(Equal(""))
+		// The new process starts without the admin layer; the controller
+		// may notice the restart and set the override again before this
+		// reads it, so only its coming back is checked: a fresh process
+		// can have the key only from the controller.
 		Eventually(func() (string, error) { return a.runtimeValue("added.key") }).
 			WithTimeout(20*time.Second).Should(Equal("on"), "the override was not set again on the restarted proxy")
 
