@@ -11,6 +11,7 @@ import (
 	hiv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/http_inspector/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listenerfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/listenerfilter/listenerfiltertest"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -19,24 +20,9 @@ import (
 // filters.
 func accepted(t *testing.T, write func(c net.Conn)) *listenerfilter.Socket {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	s, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	_ = s.SetReadDeadline(time.Now().Add(10 * time.Second))
+	c, s := listenerfiltertest.Pair(t, 10*time.Second)
 	go write(c)
-	return listenerfilter.NewSocket(s)
+	return s
 }
 
 func sending(b string) func(net.Conn) {

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
-	"net"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	ppv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/proxy_protocol/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listenerfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/listenerfilter/listenerfiltertest"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -24,26 +24,11 @@ func tlv(t byte, value string) []byte {
 // sent b, ready for the filter.
 func sent(t *testing.T, b []byte) *listenerfilter.Socket {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	c, s := listenerfiltertest.Pair(t, 5*time.Second)
 	if _, err := c.Write(b); err != nil {
 		t.Fatal(err)
 	}
-	s, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	_ = s.SetReadDeadline(time.Now().Add(5 * time.Second))
-	return listenerfilter.NewSocket(s)
+	return s
 }
 
 func compileFilter(t *testing.T, cfg *ppv3.ProxyProtocol, store *stats.Store) listenerfilter.Filter {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/tls"
 	"errors"
-	"net"
 	"slices"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listenerfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/listenerfilter/listenerfiltertest"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -20,26 +20,11 @@ import (
 // of the connection, wrapped for the listener filters.
 func accepted(t *testing.T, b []byte) *listenerfilter.Socket {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	s, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	_ = s.SetReadDeadline(time.Now().Add(5 * time.Second))
+	c, s := listenerfiltertest.Pair(t, 5*time.Second)
 	if _, err := c.Write(b); err != nil {
 		t.Fatal(err)
 	}
-	return listenerfilter.NewSocket(s)
+	return s
 }
 
 func TestOnAccept(t *testing.T) {
