@@ -69,8 +69,9 @@ func (e *Env) CompileText(text string) (*Program, error) {
 // dynamic type, when it can: a checked AST names its variables, so the
 // interpreter resolves request.headers as "request" then "headers"
 // rather than trying "request.headers" first. An expression that does
-// not check (an unknown name or function) stays unchecked and fails at
-// evaluation, as Envoy's do, which does not check them.
+// not check (an unknown name) stays unchecked and fails at evaluation,
+// as Envoy's do, which does not check them; an unknown function is still
+// refused by program, as Envoy's expression builder refuses it.
 func (e *Env) check(ast *cel.Ast) (out *cel.Ast) {
 	// A malformed hand-built AST may upset the checker: program then
 	// reports it.
@@ -116,6 +117,9 @@ func (e *Env) program(ast *cel.Ast) (p *Program, err error) {
 	if hasComprehension(ast) {
 		// Envoy builds its expressions with comprehensions disabled.
 		return nil, errors.New("comprehension expressions (all, exists, exists_one, map, filter) are disabled, as in Envoy")
+	}
+	if err := e.knownFunctions(ast); err != nil {
+		return nil, err
 	}
 	prg, err := e.env.Program(ast)
 	if err != nil {
@@ -177,6 +181,47 @@ func (p *Program) EvalString(a *Activation) (string, error) {
 		return strconv.FormatFloat(v.Duration.Seconds(), 'f', -1, 64) + "s", nil
 	}
 	return "", fmt.Errorf("a %s value cannot be printed", v.Type().TypeName())
+}
+
+// knownFunctions refuses a call that no overload of the environment can
+// serve: a function it does not declare, or one called with a number of
+// arguments (or as a method, or not) that none of its overloads takes.
+// Envoy's expression builder fails such an expression when the
+// configuration loads ("No overloads provided for FunctionStep
+// creation"); cel-go would plan it and fail every evaluation.
+func (e *Env) knownFunctions(a *cel.Ast) error {
+	var err error
+	celast.PostOrderVisit(a.NativeRep().Expr(), celast.NewExprVisitor(func(x celast.Expr) {
+		if err != nil || x.Kind() != celast.CallKind {
+			return
+		}
+		call := x.AsCall()
+		fn := call.FunctionName()
+		decl, ok := e.env.Functions()[fn]
+		if !ok {
+			err = fmt.Errorf("unknown function %q", fn)
+			return
+		}
+		args := len(call.Args())
+		for _, o := range decl.OverloadDecls() {
+			if o.IsMemberFunction() == call.IsMemberFunction() && len(o.ArgTypes()) == args+btoi(call.IsMemberFunction()) {
+				return
+			}
+		}
+		style := "function"
+		if call.IsMemberFunction() {
+			style = "method"
+		}
+		err = fmt.Errorf("no overload of %q takes %d arguments as a %s", fn, args, style)
+	}))
+	return err
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // hasComprehension reports whether the expression has a comprehension

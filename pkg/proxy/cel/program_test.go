@@ -108,7 +108,6 @@ func TestMissingAttributes(t *testing.T) {
 		`request.headers['absent']`, `response.code`, `upstream.address`, `filter_state['k']`,
 		`connection.tls_version`, `connection.subject_peer_certificate`, `request.duration`, `request.size`,
 		`request.nope`, `xds.route_name`, `metadata.filter_metadata['none']['x']`, `request.headers[1]`,
-		`unknown_function(1)`, // text is parsed, not checked: an unknown function fails at evaluation
 	} {
 		p, err := e.CompileText(expr)
 		if err != nil {
@@ -151,6 +150,22 @@ func TestCompileErrors(t *testing.T) {
 		if _, err := e.CompileText(expr); err == nil {
 			t.Errorf("%s compiled", expr)
 		}
+	}
+	// Envoy's builder refuses calls no overload serves when the
+	// configuration loads; so does Compile, with the function's name.
+	for expr, want := range map[string]string{
+		`unknown_function(1)`:             `unknown function "unknown_function"`,
+		`request.path.startsWith('/', 1)`: `no overload of "startsWith" takes 2 arguments as a method`,
+		`size()`:                          `no overload of "size" takes 0 arguments as a function`,
+		`request.headers.nope('x')`:       `unknown function "nope"`,
+	} {
+		if _, err := e.CompileText(expr); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", expr, err, want)
+		}
+	}
+	unknown := &exprpb.Expr{ExprKind: &exprpb.Expr_CallExpr{CallExpr: &exprpb.Expr_Call{Function: "frobnicate"}}}
+	if _, err := e.CompileParsed(unknown); err == nil || !strings.Contains(err.Error(), `unknown function "frobnicate"`) {
+		t.Errorf("a parsed call of an unknown function: err = %v", err)
 	}
 	if _, err := e.CompileParsed(&exprpb.Expr{}); err == nil {
 		t.Error("an empty parsed expression compiled")
