@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -230,11 +232,39 @@ var _ = Describe("The Lua filter", Ordered, func() {
 })
 
 var _ = Describe("The Lua filter's configuration", func() {
+	It("loads modules with require from package_paths, as Envoy's Lua sandbox does", func() {
+		dir := GinkgoT().TempDir()
+		Expect(os.MkdirAll(filepath.Join(dir, "lib"), 0o755)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(dir, "lib", "mylibrary.lua"),
+			[]byte("local M = {}\nfunction M.foobar() return 'bar' end\nreturn M\n"), 0o644)).To(Succeed())
+		var seenHits atomic.Int64
+		up := luaUpstream(&seenHits)
+		fields, err := json.Marshal(map[string]any{
+			"package_paths": []string{filepath.Join(dir, "?.lua")},
+			"default_source_code": map[string]any{"inline_string": `local mylibrary = require("lib.mylibrary")
+function envoy_on_request(request_handle)
+  request_handle:headers():add("foo", mylibrary.foobar())
+end`},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		p := freePort()
+		Start(newDir(), proxySpec{
+			Port:     p,
+			HCM:      "{stat_prefix: web}",
+			Filters:  "[" + httpFilter("envoy.filters.http.lua", luaType, string(fields)) + "]",
+			Clusters: []proxyCluster{{Name: "up", Port: portNum(up)}},
+		}.YAML())
+		r := httpDo(&http.Client{Timeout: 10 * time.Second}, "GET", listenerURL(p, "/"), nil, nil)
+		Expect(r.Status).To(Equal(200))
+		Expect(luaSeen(r)).To(HaveKeyWithValue("foo", "bar"))
+	})
+
 	It("refuses a script that does not compile, and fields it does not implement, with their paths", func() {
 		for fields, path := range map[string]string{
 			`{inline_code: "function envoy_on_request(h) h:headers( end"}`:        "inline_code: script does not compile",
 			`{source_codes: {a: {inline_string: "x = = 1"}}}`:                     `source_codes["a"].inline_string: script does not compile`,
-			`{inline_code: "x = 1", package_paths: ["/tmp/?.lua"]}`:               "package_paths",
+			`{inline_code: "x = 1", package_cpaths: ["/tmp/?.so"]}`:               "package_cpaths",
+			`{inline_code: "local m = require('not.there')"}`:                     "inline_code: script load error: inline_code:1: module not.there not found",
 			`{inline_code: "x = 1", shared_vm_id: vm}`:                            "shared_vm_id",
 			`{default_source_code: {environment_variable: LUA_SCRIPT_NOT_THERE}}`: "environment_variable",
 		} {

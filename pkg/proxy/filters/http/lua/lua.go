@@ -94,10 +94,8 @@ func (Factory) Compile(m proto.Message, ctx httpfilter.Context) (httpfilter.Conf
 		return nil, errors.New("no stat store")
 	}
 	switch {
-	case len(p.GetPackagePaths()) > 0:
-		return nil, errors.New("package_paths: not supported by Outrigger")
 	case len(p.GetPackageCpaths()) > 0:
-		return nil, errors.New("package_cpaths: not supported by Outrigger")
+		return nil, errors.New("package_cpaths: not supported by Outrigger (gopher-lua cannot load C modules)")
 	case p.GetSharedVmId() != "":
 		return nil, errors.New("shared_vm_id: not supported by Outrigger")
 	}
@@ -117,6 +115,7 @@ func (Factory) Compile(m proto.Message, ctx httpfilter.Context) (httpfilter.Conf
 	}
 	c.errors = ctx.Stats.Counter(prefix + "errors")
 
+	paths := packagePath(p.GetPackagePaths())
 	var err error
 	//lint:ignore SA1019 inline_code is deprecated for default_source_code, and still accepted (with the bootstrap's deprecation warning), as in Envoy.
 	inlineCode := p.GetInlineCode()
@@ -124,11 +123,11 @@ func (Factory) Compile(m proto.Message, ctx httpfilter.Context) (httpfilter.Conf
 	case inlineCode != "" && p.GetDefaultSourceCode() != nil:
 		return nil, errors.New("default_source_code: only one of inline_code or default_source_code may be set")
 	case inlineCode != "":
-		if c.def, err = compileScript(inlineCode, "inline_code", c.budget); err != nil {
+		if c.def, err = compileScript(inlineCode, "inline_code", c.budget, paths); err != nil {
 			return nil, fmt.Errorf("inline_code: %w", err)
 		}
 	case p.GetDefaultSourceCode() != nil:
-		if c.def, err = compileSource(p.GetDefaultSourceCode(), "default_source_code", c.budget); err != nil {
+		if c.def, err = compileSource(p.GetDefaultSourceCode(), "default_source_code", c.budget, paths); err != nil {
 			return nil, fmt.Errorf("default_source_code.%w", err)
 		}
 	}
@@ -138,7 +137,7 @@ func (Factory) Compile(m proto.Message, ctx httpfilter.Context) (httpfilter.Conf
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		sc, err := compileSource(p.GetSourceCodes()[name], name, c.budget)
+		sc, err := compileSource(p.GetSourceCodes()[name], name, c.budget, paths)
 		if err != nil {
 			return nil, fmt.Errorf("source_codes[%q].%w", name, err)
 		}
@@ -186,7 +185,10 @@ func compileOverride(p *luav3.LuaPerRoute) (*routeConfig, error) {
 		}
 		return &routeConfig{name: o.Name}, nil
 	case *luav3.LuaPerRoute_SourceCode:
-		sc, err := compileSource(o.SourceCode, "source_code", defaultBudget)
+		// The route's own patterns: its script gets a VM of its own,
+		// which does not see the filter's. With a name (or disabled)
+		// they have nothing to apply to, as in Envoy.
+		sc, err := compileSource(o.SourceCode, "source_code", defaultBudget, packagePath(p.GetPackagePaths()))
 		if err != nil {
 			return nil, fmt.Errorf("source_code.%w", err)
 		}
@@ -195,9 +197,15 @@ func compileOverride(p *luav3.LuaPerRoute) (*routeConfig, error) {
 	return nil, errors.New("override: one of disabled, name or source_code must be set")
 }
 
+// packagePath joins package_paths into the patterns placed ahead of the
+// interpreter's own package.path ("" for none).
+func packagePath(patterns []string) string {
+	return strings.Join(patterns, ";")
+}
+
 // compileSource reads a DataSource once, at configuration time, and
 // compiles its script; errors name the field below the DataSource.
-func compileSource(ds *corev3.DataSource, chunk string, budget time.Duration) (*script, error) {
+func compileSource(ds *corev3.DataSource, chunk string, budget time.Duration, paths string) (*script, error) {
 	var (
 		code  string
 		field string
@@ -216,7 +224,7 @@ func compileSource(ds *corev3.DataSource, chunk string, budget time.Duration) (*
 	default:
 		return nil, errors.New("specifier: not supported by Outrigger")
 	}
-	sc, err := compileScript(code, chunk, budget)
+	sc, err := compileScript(code, chunk, budget, paths)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", field, err)
 	}

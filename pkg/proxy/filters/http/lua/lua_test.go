@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -66,9 +68,13 @@ func TestCompileErrors(t *testing.T) {
 			config: &luav3.Lua{SharedVmId: "vm"},
 			want:   "shared_vm_id: not supported by Outrigger",
 		},
-		"package_paths": {
-			config: &luav3.Lua{PackagePaths: []string{"/x/?.lua"}},
-			want:   "package_paths: not supported by Outrigger",
+		"package_cpaths": {
+			config: &luav3.Lua{PackageCpaths: []string{"/x/?.so"}},
+			want:   "package_cpaths: not supported by Outrigger",
+		},
+		"module not found at load": {
+			config: &luav3.Lua{PackagePaths: []string{"/nonexistent/?.lua"}, DefaultSourceCode: source(`local m = require("absent.module")`)},
+			want:   "script load error: default_source_code:1: module absent.module not found",
 		},
 	}
 	for name, tc := range tests {
@@ -632,6 +638,61 @@ func TestPerRoute(t *testing.T) {
 	if _, err := (Factory{}).CompileRoute(&luav3.LuaPerRoute{Override: &luav3.LuaPerRoute_SourceCode{SourceCode: source("x = ")}}, httpfilter.Context{}); err == nil ||
 		!strings.HasPrefix(err.Error(), "source_code.inline_string: script does not compile") {
 		t.Errorf("CompileRoute error = %v", err)
+	}
+}
+
+// TestRequire checks that scripts load Lua modules with require, from
+// package_paths' patterns ahead of the default path (Envoy's Lua sandbox
+// does require("lib.mylibrary")), per filter and for a route's own script.
+func TestRequire(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "lib"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeModule := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeModule("lib/mylibrary.lua", `local M = {} function M.foobar() return "bar" end return M`)
+	writeModule("lib/other.lua", `return {name = function() return "route" end}`)
+
+	f := compile(t, &luav3.Lua{
+		PackagePaths: []string{filepath.Join(dir, "?.lua"), filepath.Join(dir, "?/init.lua")},
+		DefaultSourceCode: source(`
+local mylibrary = require("lib.mylibrary")
+function envoy_on_request(h)
+  h:headers():add("foo", mylibrary.foobar())
+  h:headers():add("x-path-head", string.sub(package.path, 1, #"` + dir + `"))
+end`),
+	}, nil)
+	s := request("/")
+	f.DecodeHeaders(s)
+	if got, _ := s.ReqHeaders.Get("foo"); got != "bar" {
+		t.Errorf("foo = %q, want bar (logs %v)", got, *f.logs)
+	}
+	if got, _ := s.ReqHeaders.Get("x-path-head"); got != dir {
+		t.Errorf("package.path starts with %q, want the configured pattern's directory %q", got, dir)
+	}
+
+	// A route's own script has its own patterns, not the filter's.
+	rc, err := Factory{}.CompileRoute(&luav3.LuaPerRoute{
+		PackagePaths: []string{filepath.Join(dir, "?.lua")},
+		Override: &luav3.LuaPerRoute_SourceCode{SourceCode: source(
+			`local o = require("lib.other") function envoy_on_request(h) h:headers():add("x-script", o.name()) end`)},
+	}, httpfilter.Context{Name: "lua"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = request("/")
+	s.PerRoute = map[string][]httpfilter.RouteConfig{"lua": {rc}}
+	f.DecodeHeaders(s)
+	if got, _ := s.ReqHeaders.Get("x-script"); got != "route" {
+		t.Errorf("x-script = %q, want route", got)
+	}
+	if _, err := (Factory{}).CompileRoute(&luav3.LuaPerRoute{Override: &luav3.LuaPerRoute_SourceCode{SourceCode: source(
+		`local o = require("lib.other")`)}}, httpfilter.Context{Name: "lua"}); err == nil || !strings.Contains(err.Error(), "module lib.other not found") {
+		t.Errorf("a route script without the patterns: err = %v, want module not found", err)
 	}
 }
 

@@ -32,6 +32,9 @@ type script struct {
 	// request go on while it reads the body.
 	streams bool
 	budget  time.Duration
+	// paths are package_paths' patterns, put ahead of package.path in
+	// each state ("" for none).
+	paths string
 	// free are the idle states. A stream that finds none makes one; a
 	// state given back to a full pool is dropped.
 	free chan *vm
@@ -44,7 +47,7 @@ func poolSize() int { return 2 * runtime.GOMAXPROCS(0) }
 // compileScript parses and compiles code, then loads it in a first state,
 // which runs its top level: a syntax error, an error at load or a loop at
 // load is a configuration error.
-func compileScript(code, chunk string, budget time.Duration) (*script, error) {
+func compileScript(code, chunk string, budget time.Duration, paths string) (*script, error) {
 	stmts, err := parse.Parse(strings.NewReader(code), chunk)
 	if err != nil {
 		return nil, fmt.Errorf("script does not compile: %s", oneLine(err.Error()))
@@ -53,7 +56,7 @@ func compileScript(code, chunk string, budget time.Duration) (*script, error) {
 	if err != nil {
 		return nil, fmt.Errorf("script does not compile: %s", oneLine(err.Error()))
 	}
-	sc := &script{proto: proto, budget: budget, free: make(chan *vm, poolSize()), readsBody: names(proto, "body", "bodyChunks", "trailers"), streams: names(proto, "bodyChunks", "trailers")}
+	sc := &script{proto: proto, budget: budget, paths: paths, free: make(chan *vm, poolSize()), readsBody: names(proto, "body", "bodyChunks", "trailers"), streams: names(proto, "bodyChunks", "trailers")}
 	v, err := sc.newVM()
 	if err != nil {
 		return nil, err
@@ -126,7 +129,7 @@ func (sc *script) newVM() (*vm, error) {
 		RegistrySize:    1024,
 		RegistryMaxSize: 256 * 1024,
 	})
-	openLibs(L)
+	openLibs(L, sc.paths)
 	v := &vm{L: L, budget: newBudget()}
 	L.SetContext(v.budget.ctx)
 	v.h = newHandle(v)
@@ -159,15 +162,18 @@ func (v *vm) close() {
 }
 
 // openLibs opens the libraries of Lua 5.1 that a filter script may use:
-// base, table, string, math, coroutine, and the os functions that read
-// the clock and the environment. package (loading modules from files),
-// io and debug are left out, and so are the os functions that end the
-// process or change files.
-func openLibs(L *glua.LState) {
+// base, table, string, math, coroutine, package (require of Lua modules
+// found on package.path, which Envoy's scripts use for shared code; the
+// path starts with paths, then the interpreter's default or LUA_PATH, as
+// Envoy's does), and the os functions that read the clock and the
+// environment. io and debug are left out, and so are the os functions
+// that end the process or change files.
+func openLibs(L *glua.LState, paths string) {
 	for _, lib := range []struct {
 		name string
 		open glua.LGFunction
 	}{
+		{glua.LoadLibName, glua.OpenPackage},
 		{glua.BaseLibName, glua.OpenBase},
 		{glua.TabLibName, glua.OpenTable},
 		{glua.StringLibName, glua.OpenString},
@@ -178,6 +184,9 @@ func openLibs(L *glua.LState) {
 		L.Push(L.NewFunction(lib.open))
 		L.Push(glua.LString(lib.name))
 		L.Call(1, 0)
+	}
+	if pkg, ok := L.GetGlobal(glua.LoadLibName).(*glua.LTable); ok && paths != "" {
+		pkg.RawSetString("path", glua.LString(paths+";"+glua.LVAsString(pkg.RawGetString("path"))))
 	}
 	if os, ok := L.GetGlobal(glua.OsLibName).(*glua.LTable); ok {
 		for _, name := range []string{"exit", "execute", "remove", "rename", "tmpname", "setlocale", "setenv"} {
