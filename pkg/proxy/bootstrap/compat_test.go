@@ -133,3 +133,43 @@ func toJSON(t *testing.T, y string) string {
 	}
 	return string(js)
 }
+
+// TestSingleElementForList checks that a single value where a list is
+// expected loads as a list of one, as protobuf's JSON parser reads it for
+// Envoy (its legacy syntax: Envoy's single-page-app sandbox gives oauth2's
+// pass_through_matcher that way), inside an Any as well as at the top, and
+// that a bad element is still reported at the field's path.
+func TestSingleElementForList(t *testing.T) {
+	yaml := strings.Replace(compatListener("AUTO", routerFilter), `domains: ["*"]`, `domains: "*"`, 1) + `
+  clusters:
+    name: c
+    type: STATIC
+`
+	for _, format := range []string{"yaml", "json"} {
+		t.Run(format, func(t *testing.T) {
+			src := yaml
+			if format == "json" {
+				src = toJSON(t, yaml)
+			}
+			l, err := Load(LoadOptions{ConfigYAML: src})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cs := l.Bootstrap.GetStaticResources().GetClusters(); len(cs) != 1 || cs[0].GetName() != "c" {
+				t.Errorf("clusters = %v, want the one cluster c", cs)
+			}
+			var hcm hcmv3.HttpConnectionManager
+			if err := l.Bootstrap.GetStaticResources().GetListeners()[0].GetFilterChains()[0].GetFilters()[0].GetTypedConfig().UnmarshalTo(&hcm); err != nil {
+				t.Fatal(err)
+			}
+			if d := hcm.GetRouteConfig().GetVirtualHosts()[0].GetDomains(); len(d) != 1 || d[0] != "*" {
+				t.Errorf("domains = %q, want [*]", d)
+			}
+		})
+	}
+	bad := strings.Replace(compatListener("AUTO", routerFilter), `domains: ["*"]`, `domains: 7`, 1)
+	if _, err := Load(LoadOptions{ConfigYAML: bad}); err == nil ||
+		!strings.Contains(err.Error(), `route_config.virtual_hosts[0].domains: invalid value 7 for a string field`) {
+		t.Errorf("a bad single element: %v", err)
+	}
+}

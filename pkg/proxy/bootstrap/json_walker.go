@@ -122,8 +122,12 @@ func (w *jsonWalker) field(fd protoreflect.FieldDescriptor, v any, path string, 
 	case fd.IsList():
 		list, ok := v.([]any)
 		if !ok {
-			w.r.fail(path, "expected a list, got %s", jsonKind(v))
-			return v
+			// A single element in place of a list is a list of one, as
+			// protobuf's JSON parser reads it with the legacy syntax
+			// that Envoy's loader gets (JsonStringToMessage always
+			// allows it): Envoy's own sandboxes write such lists.
+			w.rewrote = true
+			return []any{w.element(fd, v, path, depth)}
 		}
 		for i, elem := range list {
 			list[i] = w.element(fd, elem, indexPath(path, i), depth)

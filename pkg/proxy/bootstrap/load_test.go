@@ -172,12 +172,12 @@ func TestLoadErrors(t *testing.T) {
 			prefix: true,
 		},
 		"wrong value types": {
-			opts: LoadOptions{ConfigYAML: "node: {id: [1]}\nadmin: {address: 5}\nstatic_resources: {listeners: {a: 1}}\nstats_flush_interval: 1h2x\nlayered_runtime: {layers: [null]}"},
+			opts: LoadOptions{ConfigYAML: "node: {id: [1]}\nadmin: {address: 5}\nstatic_resources: {listeners: 5}\nstats_flush_interval: 1h2x\nlayered_runtime: {layers: [null]}"},
 			want: strings.Join([]string{
 				`--config-yaml: admin.address: expected an object, got a number`,
 				`--config-yaml: layered_runtime.layers[0]: null is not allowed here`,
 				`--config-yaml: node.id: invalid value [1] for a string field`,
-				`--config-yaml: static_resources.listeners: expected a list, got an object`,
+				`--config-yaml: static_resources.listeners: expected an object, got a number`,
 				`--config-yaml: stats_flush_interval: invalid value "1h2x" for a google.protobuf.Duration`,
 			}, "\n"),
 		},
