@@ -227,13 +227,19 @@ func sameHost(h *upstream.Host, ep *endpoint, cluster string) bool {
 		h.Locality != *ep.locality || h.Cluster != cluster ||
 		h.Hostname != ep.lbe.GetEndpoint().GetHostname() ||
 		h.Weight != orDefault(ep.lbe.GetLoadBalancingWeight(), MinWeight) ||
-		h.ConfigHealth != ep.lbe.GetHealthStatus() {
+		h.ConfigHealth != ep.lbe.GetHealthStatus() || !sameHealthCheck(h.HealthCheck, ep.hc) {
 		return false
 	}
 	if !hostAt(h.Address, ep) {
 		return false
 	}
 	return h.Metadata == ep.lbe.GetMetadata() || proto.Equal(h.Metadata, ep.lbe.GetMetadata())
+}
+
+// sameHealthCheck reports whether two health_check_configs are the same
+// (both absent, or equal).
+func sameHealthCheck(a, b *upstream.HostHealthCheck) bool {
+	return a == b || (a != nil && b != nil && *a == *b)
 }
 
 // hostAt reports whether address (a host's, "ip:port" in netip's form) is

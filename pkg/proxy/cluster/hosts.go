@@ -56,6 +56,8 @@ type checkedEntry struct {
 	canary         bool
 	locality       *upstream.Locality
 	localityWeight uint32
+	// hc is the endpoint's health_check_config, nil without one.
+	hc *upstream.HostHealthCheck
 }
 
 // buildHosts turns a STATIC cluster's load assignment into hosts grouped
@@ -224,10 +226,14 @@ func buildEndpoint(lbe *endpointv3.LbEndpoint, names bool) (endpoint, []error) {
 	if err != nil {
 		errs = append(errs, prefixed("metadata", err))
 	}
+	hc, err := hostHealthCheck(ep.GetHealthCheckConfig())
+	if err != nil {
+		errs = append(errs, prefixed(join("endpoint", "health_check_config"), err))
+	}
 	if len(errs) > 0 {
 		return endpoint{}, errs
 	}
-	out := endpoint{lbe: lbe, checkedEntry: &checkedEntry{name: name, port: port, canary: canary, pipe: pipe}}
+	out := endpoint{lbe: lbe, checkedEntry: &checkedEntry{name: name, port: port, canary: canary, pipe: pipe, hc: hc}}
 	if !names {
 		out.ip = ip
 	}
@@ -246,6 +252,7 @@ func (ep *endpoint) newHost(cluster string) *upstream.Host {
 		Canary:         ep.canary,
 		Metadata:       ep.lbe.GetMetadata(),
 		ConfigHealth:   ep.lbe.GetHealthStatus(),
+		HealthCheck:    ep.hc,
 	}
 	if ep.ip.IsValid() {
 		h.Address = netip.AddrPortFrom(ep.ip, ep.port).String()
@@ -253,6 +260,44 @@ func (ep *endpoint) newHost(cluster string) *upstream.Host {
 		h.Address = ep.name
 	}
 	return h
+}
+
+// hostHealthCheck reads an endpoint's health_check_config; nil without
+// one, or when it changes nothing. As in Envoy, its address is an IP
+// literal (it is not resolved), whose own port is replaced by port_value
+// when that is set.
+func hostHealthCheck(c *endpointv3.Endpoint_HealthCheckConfig) (*upstream.HostHealthCheck, error) {
+	if c == nil {
+		return nil, nil
+	}
+	hc := &upstream.HostHealthCheck{Hostname: c.GetHostname(), Disabled: c.GetDisableActiveHealthCheck()}
+	if p := c.GetPortValue(); p > 65535 {
+		return nil, configErrorf("port_value", "%d is not a port (1 to 65535)", p)
+	} else {
+		hc.Port = uint16(p)
+	}
+	if a := c.GetAddress(); a != nil {
+		sa := a.GetSocketAddress()
+		if sa == nil {
+			return nil, configErrorf("address", "a socket_address is required (pipes and internal addresses are not checked)")
+		}
+		ip, err := netip.ParseAddr(sa.GetAddress())
+		if err != nil || ip.Zone() != "" {
+			return nil, configErrorf("address.socket_address.address", "%q is not an IP address (the health check address is not resolved)", sa.GetAddress())
+		}
+		hc.IP = ip
+		if hc.Port == 0 {
+			if p := sa.GetPortValue(); p == 0 || p > 65535 {
+				return nil, configErrorf("address.socket_address.port_value", "%d is not a port (1 to 65535)", p)
+			} else {
+				hc.Port = uint16(p)
+			}
+		}
+	}
+	if *hc == (upstream.HostHealthCheck{}) {
+		return nil, nil
+	}
+	return hc, nil
 }
 
 // socketAddress checks an endpoint's address: an IP literal (STATIC

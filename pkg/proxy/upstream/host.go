@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -53,6 +54,11 @@ type Host struct {
 	// cluster's first host set.
 	Created time.Time
 
+	// HealthCheck is the endpoint's health_check_config, nil when it has
+	// none (the checks go to Address, with the cluster's settings).
+	// Read-only.
+	HealthCheck *HostHealthCheck
+
 	// Stats are the host's own counters, shown per host by /clusters.
 	Stats HostStats
 
@@ -61,6 +67,23 @@ type Host struct {
 	// outlier is the outlier-detection monitor, nil without
 	// outlier_detection (outlier.go).
 	outlier OutlierMonitor
+}
+
+// HostHealthCheck is an endpoint's health_check_config: where and how its
+// active health checks differ from the cluster's.
+type HostHealthCheck struct {
+	// IP, when valid, is the address checks connect to instead of the
+	// host's (health_check_config.address).
+	IP netip.Addr
+	// Port, when not 0, is the port checks connect to
+	// (health_check_config.port_value), before the cluster's alt_port.
+	Port uint16
+	// Hostname, when not "", is the Host or :authority of the host's
+	// HTTP and gRPC checks, before the cluster's host or authority.
+	Hostname string
+	// Disabled: the host is not checked at all
+	// (disable_active_health_check); it counts as healthy to the checks.
+	Disabled bool
 }
 
 // HostStats are the per-host counters and gauges that /clusters shows. They
