@@ -114,10 +114,10 @@ var _ = Describe("EDS: a static cluster's endpoints from a management server ove
 		// A field Outrigger does not implement is refused with its path,
 		// as in a static cluster's load_assignment, not applied without it.
 		unsupported := loadAssignment("backend-svc", edsEndpoint{port: b})
-		unsupported.Endpoints[0].LbEndpoints[0].GetEndpoint().HealthCheckConfig = &endpointv3.Endpoint_HealthCheckConfig{PortValue: 9}
+		unsupported.Endpoints[0].LbEndpoints[0].GetEndpoint().ObservabilityName = "not-implemented"
 		m.set(adsSnapshot("v7", ingress, unsupported))
 		Eventually(func() []*discoveryv3.DiscoveryRequest { return requestsOf(m, resourcev3.EndpointType) }).Should(ContainElement(Satisfy(func(r *discoveryv3.DiscoveryRequest) bool {
-			return strings.Contains(r.GetErrorDetail().GetMessage(), "resources[0].endpoints[0].lb_endpoints[0].endpoint.health_check_config")
+			return strings.Contains(r.GetErrorDetail().GetMessage(), "resources[0].endpoints[0].lb_endpoints[0].endpoint.observability_name")
 		})))
 		Expect(statValue(s, "cluster.backend.version_text")).To(Equal(`"v5"`))
 		Expect(bodies(addr, 2)).To(Equal(map[string]int{"A": 2}))

@@ -247,6 +247,36 @@ var _ = Describe("Active health checking", func() {
 		Expect(strconv.Atoi(statValue(s, "cluster.web.health_check.network_failure"))).To(BeNumerically(">=", 1))
 	})
 
+	It("follows an endpoint's health_check_config: another port and Host, or no checks at all", func() {
+		a, b, c := newHCUpstream("a"), newHCUpstream("b"), newHCUpstream("c")
+		for _, u := range []*hcUpstream{a, b, c} {
+			u.set("503") // their own /healthz fails
+		}
+		var hosts sync.Map
+		checks := httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hosts.Store(r.Host, true)
+		}), false)
+		ep := func(u *hcUpstream, hc string) string {
+			return `{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: ` + strconv.Itoa(portNum(u.addr)) + `}}` + hc + `}}`
+		}
+		port := freePort()
+		s := Start(newDir(), proxySpec{Port: port, Clusters: []proxyCluster{{Name: "web", Port: portNum(a.addr),
+			Extra: `{load_assignment: {cluster_name: web, endpoints: [{lb_endpoints: [` +
+				ep(a, `, health_check_config: {port_value: `+strconv.Itoa(portNum(checks))+`, hostname: per-host.example}`) + `, ` +
+				ep(b, ``) + `, ` +
+				ep(c, `, health_check_config: {disable_active_health_check: true}`) +
+				`]}]}, health_checks: [{` + fast + `, http_health_check: {path: /healthz, host: cluster-level.example}}]}`}}}.YAML())
+		s.WaitLive()
+		Eventually(func() string { return clusterHostFlags(s, "web", b.addr) }).Should(Equal("/failed_active_hc"))
+		Expect(clusterHostFlags(s, "web", a.addr)).To(Equal("healthy"))
+		Expect(clusterHostFlags(s, "web", c.addr)).To(Equal("healthy"))
+		Expect(servedBy(port, 20, "/work")).To(SatisfyAll(HaveKey("a"), HaveKey("c"), Not(HaveKey("b"))))
+		_, sawEndpointHost := hosts.Load("per-host.example")
+		Expect(sawEndpointHost).To(BeTrue(), "the checks of a carry its health_check_config hostname")
+		_, sawClusterHost := hosts.Load("cluster-level.example")
+		Expect(sawClusterHost).To(BeFalse(), "only a is checked at the check server")
+	})
+
 	It("checks TCP hosts with send and receive payloads", func() {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		Expect(err).NotTo(HaveOccurred())

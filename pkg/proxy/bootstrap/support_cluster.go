@@ -237,7 +237,15 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.endpoint.v3.LbEndpoint.load_balancing_weight":                          {},
 	"envoy.config.endpoint.v3.Endpoint.address":                                          {},
 	"envoy.config.endpoint.v3.Endpoint.hostname":                                         {},
-	"envoy.config.core.v3.Metadata.filter_metadata":                                      {},
+	// health_check_config: where and how the cluster's active checks
+	// reach the endpoint (pkg/proxy/cluster hostHealthCheck,
+	// pkg/proxy/healthcheck checkAddress and checkHostname).
+	"envoy.config.endpoint.v3.Endpoint.health_check_config":                           {},
+	"envoy.config.endpoint.v3.Endpoint.HealthCheckConfig.port_value":                  {},
+	"envoy.config.endpoint.v3.Endpoint.HealthCheckConfig.hostname":                    {},
+	"envoy.config.endpoint.v3.Endpoint.HealthCheckConfig.address":                     {},
+	"envoy.config.endpoint.v3.Endpoint.HealthCheckConfig.disable_active_health_check": {},
+	"envoy.config.core.v3.Metadata.filter_metadata":                                   {},
 
 	// Upstream HTTP protocol options (the HttpProtocolOptions extension).
 	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.explicit_http_config":                      {},

@@ -16,7 +16,7 @@ func lbEndpoint(port uint32) *endpointv3.LbEndpoint {
 
 func TestValidateLoadAssignment(t *testing.T) {
 	good, unsupported := lbEndpoint(80), lbEndpoint(81)
-	unsupported.GetEndpoint().HealthCheckConfig = &endpointv3.Endpoint_HealthCheckConfig{PortValue: 9}
+	unsupported.GetEndpoint().ObservabilityName = "not-implemented"
 	cla := &endpointv3.ClusterLoadAssignment{ClusterName: "svc", Endpoints: []*endpointv3.LocalityLbEndpoints{
 		{LbEndpoints: []*endpointv3.LbEndpoint{good}},
 		{Priority: 200, LbEndpoints: []*endpointv3.LbEndpoint{good, unsupported}},
@@ -27,7 +27,7 @@ func TestValidateLoadAssignment(t *testing.T) {
 	}
 	for _, want := range []string{
 		"endpoints[1].priority: value must be less than or equal to 128",
-		"endpoints[1].lb_endpoints[1].endpoint.health_check_config: ",
+		"endpoints[1].lb_endpoints[1].endpoint.observability_name: ",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)

@@ -111,10 +111,18 @@ func (c *Checker) Sync(hosts []*upstream.Host) {
 	defer c.mu.Unlock()
 	byAddr := make(map[string][]*upstream.Host, len(hosts))
 	for _, h := range hosts {
+		if h.HealthCheck != nil && h.HealthCheck.Disabled {
+			// disable_active_health_check: never checked, and never
+			// failed by the checks.
+			continue
+		}
 		byAddr[h.Address] = append(byAddr[h.Address], h)
 	}
 	for addr, s := range c.sessions {
-		if byAddr[addr] == nil {
+		if hs := byAddr[addr]; hs == nil || !sameCheck(s.hosts[0], hs[0]) {
+			// Gone, or checked elsewhere or otherwise now (its
+			// health_check_config changed): a new session, as for a new
+			// host.
 			delete(c.sessions, addr)
 			c.untrackLocked(s)
 			s.stop()
@@ -251,20 +259,40 @@ func (c *Checker) untrackLocked(s *session) {
 	}
 }
 
-// checkAddress is where a host's checks connect: its address, with
-// alt_port's port instead of its own when set.
-func (c *Checker) checkAddress(addr string) string {
-	if c.cfg.AltPort == 0 {
+// sameCheck reports whether hosts a and b, at one address, are checked
+// the same way (the same health_check_config).
+func sameCheck(a, b *upstream.Host) bool {
+	x, y := a.HealthCheck, b.HealthCheck
+	return x == y || (x != nil && y != nil && *x == *y)
+}
+
+// checkAddress is where a host's checks connect: its address, or its
+// health_check_config's; with the port of its health_check_config, else
+// alt_port's, instead of the address's own when set.
+func (c *Checker) checkAddress(h *upstream.Host) string {
+	addr := h.Address
+	port := c.cfg.AltPort
+	if hc := h.HealthCheck; hc != nil {
+		if hc.Port != 0 {
+			port = hc.Port
+		}
+		if hc.IP.IsValid() {
+			// The configuration made Port the address's port when
+			// port_value was not set.
+			return netip.AddrPortFrom(hc.IP, hc.Port).String()
+		}
+	}
+	if port == 0 {
 		return addr
 	}
 	if ap, err := netip.ParseAddrPort(addr); err == nil {
-		return netip.AddrPortFrom(ap.Addr(), c.cfg.AltPort).String()
+		return netip.AddrPortFrom(ap.Addr(), port).String()
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return addr
 	}
-	return net.JoinHostPort(host, strconv.Itoa(int(c.cfg.AltPort)))
+	return net.JoinHostPort(host, strconv.Itoa(int(port)))
 }
 
 // runtimeUint reads a runtime integer, def when unset or without runtime.

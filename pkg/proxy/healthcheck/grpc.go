@@ -19,7 +19,10 @@ import (
 type grpcProber struct {
 	c    *Checker
 	addr string
-	cc   *grpc.ClientConn
+	// authority is the host's: its health_check_config hostname, else
+	// the check's authority, else the cluster's name.
+	authority string
+	cc        *grpc.ClientConn
 }
 
 func (p *grpcProber) probe(ctx context.Context, deadline time.Time) result {
@@ -63,7 +66,7 @@ func (p *grpcProber) dialChannel() (*grpc.ClientConn, error) {
 	return grpc.NewClient("passthrough:///"+p.addr,
 		grpc.WithContextDialer(dial),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithAuthority(p.c.cfg.grpc.authority),
+		grpc.WithAuthority(p.authority),
 		grpc.WithUserAgent(userAgent),
 	)
 }

@@ -41,12 +41,22 @@ func (c *Checker) newProber(addr string, h *upstream.Host) prober {
 	case KindTCP:
 		return &tcpProber{c: c, addr: addr}
 	case KindGRPC:
-		return &grpcProber{c: c, addr: addr}
+		return &grpcProber{c: c, addr: addr, authority: checkHostname(h, c.cfg.grpc.authority)}
 	}
 	if !c.cfg.http.http2 {
 		return c.newHTTP1Prober(addr, h)
 	}
 	return c.newHTTP2Prober(addr, h)
+}
+
+// checkHostname is the Host or :authority of h's checks: its
+// health_check_config hostname, else configured (the check's host or
+// authority, which defaults to the cluster's name), as Envoy chooses.
+func checkHostname(h *upstream.Host, configured string) string {
+	if h.HealthCheck != nil && h.HealthCheck.Hostname != "" {
+		return h.HealthCheck.Hostname
+	}
+	return configured
 }
 
 // httpProber sends HTTP/2 checks to one host over its own connection
@@ -64,7 +74,7 @@ type httpProber struct {
 // on a TLS cluster.
 func (c *Checker) newHTTP2Prober(addr string, h *upstream.Host) *httpProber {
 	hc := c.cfg.http
-	p := &httpProber{c: c, host: hc.host, entry: c.headerEntry(h)}
+	p := &httpProber{c: c, host: checkHostname(h, hc.host), entry: c.headerEntry(h)}
 	scheme := "http"
 	if c.env.TLS {
 		scheme = "https"

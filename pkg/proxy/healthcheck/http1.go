@@ -39,7 +39,7 @@ type http1Prober struct {
 func (c *Checker) newHTTP1Prober(addr string, host *upstream.Host) *http1Prober {
 	hc := c.cfg.http
 	h := http.Header{}
-	h.Set("Host", hc.host)
+	h.Set("Host", checkHostname(host, hc.host))
 	h.Set("User-Agent", userAgent)
 	hc.headers.Apply(headerEditor(h), c.headerEntry(host))
 	authority := h.Get("Host")

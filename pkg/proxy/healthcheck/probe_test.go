@@ -368,7 +368,7 @@ func TestAltPortAndReuseConnection(t *testing.T) {
 		c := New(cfg, Env{Cluster: "svc", Scope: stats.NewStore().Scope("cluster.svc."), Dial: plainDial})
 		// The host's own port has nothing listening: alt_port is where
 		// checks go.
-		addr := c.checkAddress("127.0.0.1:1")
+		addr := c.checkAddress(&upstream.Host{Address: "127.0.0.1:1"})
 		if addr != "127.0.0.1:"+port {
 			t.Fatalf("check address %s, want port %s", addr, port)
 		}

@@ -78,7 +78,7 @@ type session struct {
 // newSession prepares a host's session; run starts it.
 func (c *Checker) newSession(addr string, hosts []*upstream.Host) *session {
 	s := &session{c: c, addr: addr, hosts: hosts, firstDone: make(chan struct{}), firstCheck: true}
-	s.prober = c.newProber(c.checkAddress(addr), hosts[0])
+	s.prober = c.newProber(c.checkAddress(hosts[0]), hosts[0])
 	return s
 }
 
