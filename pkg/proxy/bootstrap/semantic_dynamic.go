@@ -6,8 +6,8 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 )
 
-// dynamicResources checks dynamic_resources. Listeners come from a file
-// or from the ADS stream; the support check refuses the other config
+// dynamicResources checks dynamic_resources. Clusters and listeners come
+// from a file, a gRPC stream or REST; the support check refuses the other config
 // sources by their own paths, but an lds_config with no source at all (or
 // with only refused ones) would otherwise leave the listeners silently
 // undiscovered.
@@ -20,7 +20,7 @@ func (s *semanticChecker) dynamicResources(d *bootstrapv3.Bootstrap_DynamicResou
 		case cds.GetApiConfigSource() != nil:
 			s.apiConfigSource(cds.GetApiConfigSource(), "dynamic_resources.cds_config.api_config_source", true)
 		case cds.GetAds() == nil:
-			s.fail("dynamic_resources.cds_config", "ads: {} or api_config_source is required: Outrigger takes clusters from a gRPC stream or REST only")
+			s.fileConfigSource(cds, "dynamic_resources.cds_config", "clusters")
 		case d.GetAdsConfig() == nil:
 			s.fail("dynamic_resources.cds_config.ads", "requires dynamic_resources.ads_config (the ADS stream it names)")
 		}
@@ -34,7 +34,7 @@ func (s *semanticChecker) dynamicResources(d *bootstrapv3.Bootstrap_DynamicResou
 				s.fail("dynamic_resources.lds_config.ads", "requires dynamic_resources.ads_config (the ADS stream it names)")
 			}
 		default:
-			s.fileConfigSource(lds, "dynamic_resources.lds_config")
+			s.fileConfigSource(lds, "dynamic_resources.lds_config", "listeners")
 		}
 	}
 }
@@ -56,7 +56,7 @@ func (s *semanticChecker) apiConfigSource(api *corev3.ApiConfigSource, path stri
 // fileConfigSource requires a config source to name a file: a
 // path_config_source, or the deprecated path that means the same. The
 // oneof is read by reflection, which avoids the deprecated path's getters.
-func (s *semanticChecker) fileConfigSource(cs *corev3.ConfigSource, path string) {
+func (s *semanticChecker) fileConfigSource(cs *corev3.ConfigSource, path, what string) {
 	m := cs.ProtoReflect()
 	fd := m.WhichOneof(m.Descriptor().Oneofs().ByName("config_source_specifier"))
 	switch {
@@ -67,7 +67,7 @@ func (s *semanticChecker) fileConfigSource(cs *corev3.ConfigSource, path string)
 			s.fail(childPath(path, "path"), "must not be empty")
 		}
 	default:
-		s.fail(path, "a path_config_source (or path), ads or api_config_source is required: Outrigger reads listeners from a file, a gRPC stream or REST only")
+		s.fail(path, "a path_config_source (or path), ads or api_config_source is required: Outrigger reads %s from a file, a gRPC stream or REST only", what)
 	}
 }
 

@@ -130,12 +130,13 @@ func TestValidateDynamicResources(t *testing.T) {
 			want:    []string{"dynamic_resources.lds_config.path_config_source.poll_interval: not supported by Outrigger"},
 		},
 		"other discovery services": {
-			overlay: `dynamic_resources: {cds_config: {path: /cds.yaml}, ads_config: {api_type: GRPC}, lds_resources_locator: "xdstp://x/envoy.config.listener.v3.Listener/*"}`,
+			overlay: `dynamic_resources: {cds_config: {resource_api_version: V3}, ads_config: {api_type: GRPC}, lds_resources_locator: "xdstp://x/envoy.config.listener.v3.Listener/*"}`,
 			want: []string{
+				"dynamic_resources.cds_config.config_source_specifier: value is required",
 				"dynamic_resources.lds_resources_locator: not supported by Outrigger",
 				"dynamic_resources.ads_config.transport_api_version: must be V3 (Envoy refuses the AUTO and V2 transports)",
 				"dynamic_resources.ads_config.grpc_services: one gRPC service is required",
-				"dynamic_resources.cds_config: ads: {} or api_config_source is required: Outrigger takes clusters from a gRPC stream or REST only",
+				"dynamic_resources.cds_config: a path_config_source (or path), ads or api_config_source is required: Outrigger reads clusters from a file, a gRPC stream or REST only",
 			},
 		},
 	})

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
@@ -15,15 +16,29 @@ import (
 // clusterTypeURL is the type of the clusters CDS sends.
 const clusterTypeURL = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 
+// clusterSource is where discovered clusters come from: a stream or a
+// file.
+type clusterSource interface {
+	// Ready is closed once the first response (or file) is in, or its
+	// initial fetch timed out.
+	Ready() <-chan struct{}
+	// Version is the version_info of the last accepted update.
+	Version() string
+}
+
 // subscribeClustersADS subscribes the clusters to the stream cds_config
 // names (the ADS stream, or its own stream to an api_config_source's
-// service), before the stream opens: as Envoy's, the server waits for
-// the first response (or the initial fetch timeout) and for the warming
-// of its clusters before it asks for listeners.
+// service), before the stream opens, or to its file: as Envoy's, the
+// server waits for the first response (or the initial fetch timeout, or
+// the file's first read) and for the warming of its clusters before it
+// asks for listeners.
 func (s *Server) subscribeClustersADS() error {
 	cds := s.boot.GetDynamicResources().GetCdsConfig()
 	if cds == nil || s.clusters == nil {
 		return nil
+	}
+	if cds.GetAds() == nil && cds.GetApiConfigSource() == nil {
+		return s.subscribeClustersFile(cds)
 	}
 	stream, err := s.streamFor(cds, clusterTypeURL)
 	if err != nil {
@@ -42,6 +57,36 @@ func (s *Server) subscribeClustersADS() error {
 		return &bootstrap.FieldError{Path: "dynamic_resources.cds_config", Reason: err.Error()}
 	}
 	s.cds = sub
+	return nil
+}
+
+// subscribeClustersFile follows the file cds_config names
+// (path_config_source, or the deprecated path), as Envoy's filesystem
+// subscription does; Run starts it once the streams have started.
+func (s *Server) subscribeClustersFile(cds *corev3.ConfigSource) error {
+	path, field := cds.GetPathConfigSource().GetPath(), "dynamic_resources.cds_config.path_config_source.path"
+	if path == "" {
+		//lint:ignore SA1019 Envoy still accepts the deprecated ConfigSource.path
+		path, field = cds.GetPath(), "dynamic_resources.cds_config.path"
+	}
+	sub, err := xds.NewFileSubscription(xds.FileOptions{
+		Path:             path,
+		WatchedDirectory: cds.GetPathConfigSource().GetWatchedDirectory().GetPath(),
+		TypeURL:          clusterTypeURL,
+		Stats:            s.stats.Scope("cluster_manager.cds."),
+		Log:              s.logs.Logger("config"),
+		Unknown:          s.unknownDynamicPolicy(),
+		UnknownCounter:   s.stats.Counter("server.dynamic_unknown_fields"),
+		Now:              s.now,
+	}, s.applyClusterUpdate)
+	var dirErr *xds.WatchedDirectoryError
+	if errors.As(err, &dirErr) {
+		field = "dynamic_resources.cds_config.path_config_source.watched_directory.path"
+	}
+	if err != nil {
+		return &bootstrap.FieldError{Path: field, Reason: err.Error()}
+	}
+	s.cds, s.cdsFile = sub, sub
 	return nil
 }
 

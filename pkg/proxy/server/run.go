@@ -66,6 +66,13 @@ func (s *Server) Run(ctx context.Context, adminHandler http.Handler) error {
 		s.shutdown(adminSrv)
 		return fmt.Errorf("discovery: %w", err)
 	}
+	// And the clusters' file is read.
+	if s.cdsFile != nil {
+		if err := s.cdsFile.Start(); err != nil {
+			s.shutdown(adminSrv)
+			return fmt.Errorf("cluster discovery: %w", err)
+		}
+	}
 	if err := s.bindListeners(); err != nil {
 		s.shutdown(adminSrv)
 		return err
@@ -379,6 +386,9 @@ func (s *Server) shutdown(adminSrv *http.Server) {
 	s.closeHotRestart()
 	if s.lds != nil {
 		_ = s.lds.Close() // no update may add a listener while they close
+	}
+	if s.cdsFile != nil {
+		_ = s.cdsFile.Close()
 	}
 	if s.ads != nil {
 		_ = s.ads.Close()

@@ -79,15 +79,16 @@ type Server struct {
 	// outlierEvents is cluster_manager.outlier_detection's event log,
 	// nil for none.
 	outlierEvents *outlier.EventLog
-	lset          listenerSet          // the listeners, static and discovered (listener_set.go)
-	lds           discoverySource      // listeners from a file; nil without one
-	ads           *adsClient           // the ADS stream; nil without dynamic_resources.ads_config
-	streams       discoveryStreams     // the config sources' own gRPC streams (config_sources.go)
-	ldsStream     *adsClient           // lds_config's own stream, added to streams once subscribed; nil without
-	eds           *endpointDiscovery   // the EDS clusters' endpoints over ADS; nil without EDS clusters
-	cds           *xds.ADSSubscription // the clusters over ADS; nil without cds_config
-	rds           *routeDiscovery      // the connection managers' routes over ADS
-	secrets       *secretStore         // static secrets and secrets from files (secrets.go)
+	lset          listenerSet           // the listeners, static and discovered (listener_set.go)
+	lds           discoverySource       // listeners from a file; nil without one
+	ads           *adsClient            // the ADS stream; nil without dynamic_resources.ads_config
+	streams       discoveryStreams      // the config sources' own gRPC streams (config_sources.go)
+	ldsStream     *adsClient            // lds_config's own stream, added to streams once subscribed; nil without
+	eds           *endpointDiscovery    // the EDS clusters' endpoints over ADS; nil without EDS clusters
+	cds           clusterSource         // the clusters' subscription; nil without cds_config
+	cdsFile       *xds.FileSubscription // cds's file, when the clusters come from one
+	rds           *routeDiscovery       // the connection managers' routes over ADS
+	secrets       *secretStore          // static secrets and secrets from files (secrets.go)
 	// shared holds what network filters share across filter chains and
 	// listeners (local_ratelimit's share_key buckets).
 	shared *netfilter.Shared

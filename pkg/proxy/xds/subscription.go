@@ -42,6 +42,10 @@ type FileSubscription struct {
 	done      chan struct{}
 	closeOnce sync.Once
 
+	// ready is closed once the first read is over, accepted or not (the
+	// init target of Envoy's filesystem subscription).
+	ready chan struct{}
+
 	mu          sync.Mutex
 	started     bool
 	version     string
@@ -99,6 +103,7 @@ func NewFileSubscription(o FileOptions, apply func(Update) error) (*FileSubscrip
 		warned:         map[string]bool{},
 		stop:           make(chan struct{}),
 		done:           make(chan struct{}),
+		ready:          make(chan struct{}),
 	}
 	if o.WatchedDirectory != "" {
 		if err := checkExists(o.WatchedDirectory, true); err != nil {
@@ -164,9 +169,15 @@ func (s *FileSubscription) Start() error {
 	// The watch is set up before the first read, so a file moved into
 	// place while it is read is read again.
 	s.refresh()
+	close(s.ready)
 	go s.follow(w)
 	return nil
 }
+
+// Ready is closed once Start has read the file the first time, whether
+// the update was accepted or not: the server waits for it as Envoy's init
+// manager waits for a filesystem subscription's first refresh.
+func (s *FileSubscription) Ready() <-chan struct{} { return s.ready }
 
 // Close stops following the file and waits for the watch goroutine, so
 // apply is not running and will not run once Close returns. It is
