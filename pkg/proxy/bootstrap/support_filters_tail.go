@@ -60,6 +60,10 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.csrf.v3.CsrfPolicy.shadow_enabled":     {},
 	"envoy.extensions.filters.http.csrf.v3.CsrfPolicy.additional_origins": {},
 
+	// envoy.filters.http.grpc_http1_bridge.
+	"envoy.extensions.filters.http.grpc_http1_bridge.v3.Config.upgrade_protobuf_to_grpc": {},
+	"envoy.extensions.filters.http.grpc_http1_bridge.v3.Config.ignore_query_parameters":  {},
+
 	// envoy.filters.http.grpc_stats (emit_filter_state: for
 	// %FILTER_STATE(envoy.filters.http.grpc_stats)%).
 	"envoy.extensions.filters.http.grpc_stats.v3.FilterConfig.emit_filter_state":                 {},
