@@ -78,8 +78,8 @@ func (Factory) Compile(m proto.Message, ctx httpfilter.Context) (httpfilter.Conf
 		}
 		if pr.remote != nil {
 			pr.remote.success, pr.remote.failed = c.stats.jwksFetchSuccess, c.stats.jwksFetchFailed
-			if pr.remote.async {
-				go pr.remote.refresh()
+			if pr.remote.start != nil {
+				pr.remote.start()
 			}
 		}
 		c.providers[name] = pr

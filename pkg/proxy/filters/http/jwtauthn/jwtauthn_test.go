@@ -383,7 +383,7 @@ func TestConfigErrors(t *testing.T) {
 		{`{"providers":{"p":{"issuer":"i","local_jwks":{"filename":"/nonexistent/jwks"}}}}`, `providers["p"].local_jwks.filename`},
 		{`{"providers":{"p":{"issuer":"i","remote_jwks":{"http_uri":{"uri":"http://jwks/keys","cluster":"c","timeout":"1s"}}}}}`, `providers["p"].remote_jwks.http_uri.cluster: no cluster can be reached`},
 		{`{"filter_state_rules":{"name":"x"}}`, `filter_state_rules`},
-		{`{"providers":{"p":{"issuer":"i","remote_jwks":{"http_uri":{"uri":"http://jwks/keys","cluster":"c","timeout":"1s"},"async_fetch":{}}}}}`, `providers["p"].remote_jwks.async_fetch.fast_listener: false`},
+
 		// Envoy's local_jwks is a JWKS: PEM keys are not JSON.
 		{`{"providers":{"p":{"issuer":"i","local_jwks":{"inline_string":"-----BEGIN PUBLIC KEY-----\\nMFkw\\n-----END PUBLIC KEY-----"}}}}`, `providers["p"].local_jwks: Provider 'p' in jwt_authn config has invalid local jwks: Jwks is an invalid JSON`},
 		{`{"providers":{"p":{"issuer":"i","local_jwks":{"inline_string":"{}"}}}}`, `providers["p"].local_jwks: Provider 'p' in jwt_authn config has invalid local jwks: Jwks does not have [keys] field`},
