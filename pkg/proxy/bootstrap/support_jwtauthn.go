@@ -4,10 +4,10 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 
 // supportedJWTAuthn lists the fields of envoy.filters.http.jwt_authn that
 // Outrigger implements (see supportedCore), and of its per-route
-// PerRouteConfig. Not listed, so refused with their path:
-// filter_state_rules; in remote_jwks' retry_policy, retry_on,
-// retry_priority, retry_host_predicate and host_selection_retry_max_attempts
-// (Envoy's JWKS fetch retries on 5xx,gateway-error,connect-failure,reset).
+// PerRouteConfig. Not listed, so refused with their path: in remote_jwks'
+// retry_policy, retry_on, retry_priority, retry_host_predicate and
+// host_selection_retry_max_attempts (Outrigger retries the JWKS fetch on
+// Envoy's fixed 5xx,gateway-error,connect-failure,reset only).
 var supportedJWTAuthn = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication.providers":              {},
 	"envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication.rules":                  {},
@@ -15,6 +15,9 @@ var supportedJWTAuthn = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication.requirement_map":        {},
 	"envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication.strip_failure_response": {},
 	"envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication.stat_prefix":            {},
+	"envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication.filter_state_rules":     {},
+	"envoy.extensions.filters.http.jwt_authn.v3.FilterStateRule.name":                     {},
+	"envoy.extensions.filters.http.jwt_authn.v3.FilterStateRule.requires":                 {},
 
 	"envoy.extensions.filters.http.jwt_authn.v3.JwtProvider.issuer":                                  {},
 	"envoy.extensions.filters.http.jwt_authn.v3.JwtProvider.audiences":                               {},
