@@ -9,12 +9,9 @@ import (
 	"testing"
 	"time"
 
-	jwtv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/jwt_authn/v3"
 	jose "github.com/go-jose/go-jose/v4"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
 // initServices reaches the cluster "jwks" and records the init targets a
@@ -38,20 +35,12 @@ func (s *initServices) AddInitTarget(name string, start func(), ready <-chan str
 // (JSON) of the cluster "jwks", through svc, and requires it everywhere.
 func compileRemote(t *testing.T, remote string, svc httpfilter.Services) (*compiled, error) {
 	t.Helper()
-	p := &jwtv3.JwtAuthentication{}
-	js := `{"providers":{"p":{"issuer":"iss","remote_jwks":` + remote + `}},
-		"rules":[{"match":{"prefix":"/"},"requires":{"provider_name":"p"}}]}`
-	if err := protojson.Unmarshal([]byte(js), p); err != nil {
-		t.Fatal(err)
+	c, err := compileWith(`{"providers":{"p":{"issuer":"iss","remote_jwks":`+remote+`}},
+		"rules":[{"match":{"prefix":"/"},"requires":{"provider_name":"p"}}]}`, nil, svc)
+	if err == nil {
+		t.Cleanup(func() { _ = c.Close() })
 	}
-	store := stats.NewStore()
-	cfg, err := Factory{}.Compile(p, httpfilter.Context{Name: "jwt", Stats: store, StatPrefix: "http.in.", Now: func() time.Time { return testNow }, Services: svc})
-	if err != nil {
-		return nil, err
-	}
-	fc := cfg.(*filterConfig)
-	t.Cleanup(func() { _ = fc.Close() })
-	return &compiled{filterConfig: fc, store: store}, nil
+	return c, err
 }
 
 // flakyJWKS serves doc after failing the first fails requests with code

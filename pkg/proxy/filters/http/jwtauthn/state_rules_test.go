@@ -27,34 +27,33 @@ func TestFilterStateRules(t *testing.T) {
 		"filter_state_rules":{"name":"envoy.tcp_proxy.cluster","requires":{
 			"secure":{"provider_name":"p"},"optional":{"allow_missing":{}}}}}`, nil)
 	tok := s.sign(t, claims(nil))
-	for _, tc := range []struct {
-		name, path string
-		conn       any
-		token      bool
-		pass       bool
+	// Each case: the path, the connection's value (nil: none), whether
+	// the request carries a token, and whether it goes on.
+	for i, tc := range []struct {
+		path        string
+		conn        any
+		token, pass bool
 	}{
-		{"secure without token", "/x", "secure", false, false},
-		{"secure with token", "/x", "secure", true, true},
-		{"optional", "/x", "optional", false, true},
-		{"not a key", "/x", "other", false, true},
-		{"no state", "/x", nil, false, true},
-		{"not a string", "/x", 42, false, true},
-		{"a rule requiring nothing decides first", "/open", "secure", false, true},
-		{"a rule decides first", "/strict", "optional", false, false},
+		{"/x", "secure", false, false},
+		{"/x", "secure", true, true},
+		{"/x", "optional", false, true},
+		{"/x", "other", false, true},          // not a key
+		{"/x", nil, false, true},              // no state
+		{"/x", 42, false, true},               // not a string
+		{"/open", "secure", false, true},      // a rule requiring nothing decides first
+		{"/strict", "optional", false, false}, // a rule decides first
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var hdrs []string
-			if tc.token {
-				hdrs = []string{"authorization", "Bearer " + tok}
-			}
-			st := get(tc.path, hdrs...)
-			if tc.conn != nil {
-				st.ConnFilterState = map[string]any{"envoy.tcp_proxy.cluster": tc.conn}
-			}
-			if ok, _ := c.run(st); ok != tc.pass {
-				t.Fatalf("passed %v, want %v: %+v", ok, tc.pass, st.Reply)
-			}
-		})
+		var hdrs []string
+		if tc.token {
+			hdrs = []string{"authorization", "Bearer " + tok}
+		}
+		st := get(tc.path, hdrs...)
+		if tc.conn != nil {
+			st.ConnFilterState = map[string]any{"envoy.tcp_proxy.cluster": tc.conn}
+		}
+		if ok, _ := c.run(st); ok != tc.pass {
+			t.Errorf("case %d (%s, %v, token %v): passed %v: %+v", i, tc.path, tc.conn, tc.token, ok, st.Reply)
+		}
 	}
 	// The request's own filter state comes before its connection's: an
 	// object that is not a string hides the connection's value.
