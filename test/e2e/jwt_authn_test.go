@@ -341,8 +341,9 @@ var _ = Describe("JWT authentication remote JWKS before serving, and unverified 
 		ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		Expect(err).NotTo(HaveOccurred())
 		key := jwtKey{alg: jose.ES256, kid: "ec-1", key: ecKey}
-		// The first fetch waits until the spec releases it, then fails
-		// with a 503; the retry gets the keys.
+		// The first fetch waits until the spec releases it (within its
+		// per-try timeout, max_interval), then fails with a 503; the retry
+		// gets the keys.
 		var fetches atomic.Int64
 		release := make(chan struct{})
 		var releaseOnce sync.Once
@@ -363,7 +364,7 @@ var _ = Describe("JWT authentication remote JWKS before serving, and unverified 
 			Port: port,
 			Filters: `[` + httpFilter("jwt", jwtAuthnType, `{providers: {idp: {issuer: https://idp.example,
 				remote_jwks: {http_uri: {uri: "http://idp.example/jwks.json", cluster: jwks, timeout: 30s},
-					async_fetch: {fast_listener: false}, retry_policy: {num_retries: 2, retry_back_off: {base_interval: 0.01s}}},
+					async_fetch: {fast_listener: false}, retry_policy: {num_retries: 2, retry_back_off: {base_interval: 0.01s, max_interval: 20s}}},
 				claim_to_headers: [{header_name: x-sub, claim_name: sub}]}},
 				rules: [{match: {prefix: /extract}, requires: {extract_only_without_validation: {}}}, {match: {prefix: /}, requires: {provider_name: idp}}]}`) + `]`,
 			Clusters: []proxyCluster{{Name: "up", Port: up}, {Name: "jwks", Port: jwksPort}},

@@ -6,8 +6,9 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // Outrigger implements (see supportedCore), and of its per-route
 // PerRouteConfig. Not listed, so refused with their path: in remote_jwks'
 // retry_policy, retry_on, retry_priority, retry_host_predicate and
-// host_selection_retry_max_attempts (Outrigger retries the JWKS fetch on
-// Envoy's fixed 5xx,gateway-error,connect-failure,reset only).
+// host_selection_retry_max_attempts, which Envoy's conversion to a route
+// retry policy drops (it retries on 5xx,gateway-error,connect-failure,reset
+// always).
 var supportedJWTAuthn = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication.providers":              {},
 	"envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication.rules":                  {},

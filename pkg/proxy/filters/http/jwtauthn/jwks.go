@@ -103,9 +103,10 @@ type remoteJWKS struct {
 	now             func() time.Time
 	success, failed *stats.Counter
 	// retries is retry_policy's num_retries (0 without a retry_policy),
-	// backoff its retry_back_off: a fetch that failed to connect, was
-	// reset or got a 5xx is tried again after a jittered exponential
-	// back-off, all tries within the timeout.
+	// backoff its retry_back_off: a try that failed to connect, was
+	// reset, got a 5xx or outlived backoff.Max (the per-try timeout; 0
+	// without a retry_policy) is tried again after a jittered
+	// exponential back-off, all tries within the timeout.
 	retries int
 	backoff dns.Backoff
 
@@ -230,13 +231,23 @@ func (r *remoteJWKS) run(f *fetch) {
 
 // fetchRetried fetches the JWKS, tried again as retry_policy allows
 // (Envoy converts it to a route retry policy retrying on
-// 5xx,gateway-error,connect-failure,reset), every try within the timeout.
+// 5xx,gateway-error,connect-failure,reset, its per-try timeout the
+// back-off's max_interval), every try within the timeout.
 func (r *remoteJWKS) fetchRetried() (*keySet, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
 	var bo *dns.BackoffState
 	for try := 0; ; try++ {
-		ks, retriable, err := r.fetchOnce(ctx)
+		tryCtx, tryCancel := ctx, context.CancelFunc(func() {})
+		if r.backoff.Max > 0 {
+			tryCtx, tryCancel = context.WithTimeout(ctx, r.backoff.Max)
+		}
+		ks, retriable, err := r.fetchOnce(tryCtx)
+		// A try that timed out is a 504, which 5xx retries.
+		if err != nil && tryCtx.Err() != nil && ctx.Err() == nil {
+			retriable = true
+		}
+		tryCancel()
 		if err == nil || !retriable || try >= r.retries || ctx.Err() != nil {
 			return ks, err
 		}

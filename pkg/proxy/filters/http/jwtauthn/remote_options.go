@@ -10,7 +10,6 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
 // refetchBeforeExpiry is how long before cache_duration ends async_fetch
@@ -29,11 +28,20 @@ type InitTargets interface {
 	AddInitTarget(name string, start func(), ready <-chan struct{})
 }
 
-// setRetryPolicy applies remote_jwks' retry_policy as Envoy converts it to
-// a route retry policy: num_retries 1 by default; retry_back_off's
-// base_interval (the router's 25 ms without one) and max_interval (ten
-// times the base by default, not below it). Errors name the field below
-// retry_policy; its other fields are refused by the support check.
+// Envoy's back-off of a core retry policy without retry_back_off
+// (convertCoreToRouteRetryPolicy's defaults).
+const (
+	defaultRetryBase = time.Second
+	defaultRetryMax  = 10 * defaultRetryBase
+)
+
+// setRetryPolicy applies remote_jwks' retry_policy as Envoy's
+// convertCoreToRouteRetryPolicy turns it into a route retry policy:
+// num_retries 1 by default; retry_back_off's base_interval (1 s without
+// one) and max_interval (ten times the base by default, not below it),
+// which is also each try's timeout. Errors name the field below
+// retry_policy; its other fields, which that conversion drops, are
+// refused by the support check.
 func (r *remoteJWKS) setRetryPolicy(p *corev3.RetryPolicy) error {
 	if p == nil {
 		return nil
@@ -42,7 +50,7 @@ func (r *remoteJWKS) setRetryPolicy(p *corev3.RetryPolicy) error {
 	if n := p.GetNumRetries(); n != nil {
 		r.retries = int(n.GetValue())
 	}
-	r.backoff = dns.Backoff{Base: router.DefaultRetryBaseInterval, Max: 10 * router.DefaultRetryBaseInterval}
+	r.backoff = dns.Backoff{Base: defaultRetryBase, Max: defaultRetryMax}
 	b := p.GetRetryBackOff()
 	if b == nil {
 		return nil

@@ -44,11 +44,16 @@ func compileRemote(t *testing.T, remote string, svc httpfilter.Services) (*compi
 }
 
 // flakyJWKS serves doc after failing the first fails requests with code
-// (0: the connection is closed without an answer).
+// (0: the connection is closed without an answer; -1: no answer until the
+// client goes away).
 func flakyJWKS(t *testing.T, doc string, fails int64, code int) (*httptest.Server, *atomic.Int64) {
 	var n atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if n.Add(1) <= fails {
+			if code == -1 {
+				<-r.Context().Done()
+				return
+			}
 			if code == 0 {
 				conn, _, err := http.NewResponseController(w).Hijack()
 				if err == nil {
@@ -67,9 +72,10 @@ func flakyJWKS(t *testing.T, doc string, fails int64, code int) (*httptest.Serve
 
 const remoteURI = `"http_uri":{"uri":"http://idp.example/jwks.json","cluster":"jwks","timeout":"10s"}`
 
-// TestRetryPolicy checks remote_jwks' retry_policy: 5xx answers are tried
-// again up to num_retries (1 without it), after a back-off; other
-// failures are not retried; without retry_policy a fetch is tried once.
+// TestRetryPolicy checks remote_jwks' retry_policy: 5xx answers, resets
+// and tries that outlive max_interval are tried again up to num_retries
+// (1 without it), after a back-off; other failures are not retried;
+// without retry_policy a fetch is tried once.
 func TestRetryPolicy(t *testing.T) {
 	s := newSigner(t, jose.ES256, "k")
 	doc := jwks(t, s)
@@ -87,6 +93,9 @@ func TestRetryPolicy(t *testing.T) {
 		{"three retries", `,"retry_policy":{"num_retries":3,"retry_back_off":{"base_interval":"0.001s","max_interval":"0.004s"}}`, 3, 502, true, 4},
 		{"reset retried", `,"retry_policy":{}`, 1, 0, true, 2},
 		{"reset, no policy", "", 1, 0, false, 1},
+		// max_interval is the per-try timeout: a try that hangs is
+		// retried, well within http_uri.timeout.
+		{"per-try timeout retried", `,"retry_policy":{"retry_back_off":{"base_interval":"0.01s","max_interval":"0.2s"}}`, 1, -1, true, 2},
 		{"404 not retried", `,"retry_policy":{"num_retries":3}`, 1, 404, false, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
