@@ -16,8 +16,10 @@ import (
 
 // Envoy's defaults.
 const (
-	defaultClockSkew     = 60
-	defaultCacheDuration = 5 * time.Minute
+	defaultClockSkew = 60
+	// 600 s, as Envoy's PubkeyCacheExpirationSec (whose comment says 5
+	// minutes) and the API's documentation (10 minutes).
+	defaultCacheDuration = 10 * time.Minute
 	defaultJWTCacheSize  = 100
 	defaultFailedRefetch = time.Second
 )

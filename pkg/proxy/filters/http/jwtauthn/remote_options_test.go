@@ -130,6 +130,18 @@ func TestRetryPolicy(t *testing.T) {
 	}
 }
 
+// TestDefaultCacheDuration checks Envoy's default cache_duration, 600 s,
+// and async_fetch's refetch 5 s before it ends.
+func TestDefaultCacheDuration(t *testing.T) {
+	c, err := compileRemote(t, `{`+remoteURI+`,"async_fetch":{"fast_listener":true}}`, loopbackServices{"127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := c.providers["p"].remote; r.cacheDuration != 600*time.Second || r.refetch != 595*time.Second {
+		t.Fatalf("cache_duration %v, refetch %v", r.cacheDuration, r.refetch)
+	}
+}
+
 // TestFastListenerFalse checks async_fetch with fast_listener false: the
 // listener gets an init target named as Envoy's, nothing is fetched before
 // it starts it, and it is ready once the first fetch ended, with the keys
