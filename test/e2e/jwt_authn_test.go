@@ -5,6 +5,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	pemlib "encoding/pem"
@@ -12,12 +13,15 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig/tlstest"
 )
 
 const (
@@ -229,10 +233,16 @@ var _ = Describe("JWT authentication configuration errors", func() {
 			}.YAML()
 		}
 		filter := `static_resources\.listeners\[0\]\.filter_chains\[0\]\.filters\[0\]\.typed_config\.http_filters\[0\]\.typed_config\.`
+		// Envoy retries the JWKS fetch on fixed conditions: retry_on is
+		// refused.
 		r, _ := validate("bootstrap.yaml", config(`{idp: {issuer: https://idp.example,
-			remote_jwks: {http_uri: {uri: "http://idp.example/jwks", cluster: up, timeout: 1s}, retry_policy: {num_retries: 2}}}}`))
+			remote_jwks: {http_uri: {uri: "http://idp.example/jwks", cluster: up, timeout: 1s}, retry_policy: {num_retries: 2, retry_on: "5xx"}}}}`))
 		Expect(r.ExitCode).To(Equal(1), "stdout: %s", r.Stdout)
-		Expect(r.Stderr).To(MatchRegexp(filter + `providers\["idp"\]\.remote_jwks\.retry_policy: .*not supported`))
+		Expect(r.Stderr).To(MatchRegexp(filter + `providers\["idp"\]\.remote_jwks\.retry_policy\.retry_on: .*not supported`))
+		r, _ = validate("bootstrap.yaml", config(`{idp: {issuer: https://idp.example,
+			remote_jwks: {http_uri: {uri: "http://idp.example/jwks", cluster: up, timeout: 1s}, retry_policy: {retry_back_off: {base_interval: 2s, max_interval: 1s}}}}}`))
+		Expect(r.ExitCode).To(Equal(1), "stdout: %s", r.Stdout)
+		Expect(r.Stderr).To(MatchRegexp(filter + `providers\["idp"\]\.remote_jwks\.retry_policy\.retry_back_off\.max_interval: max_interval must be greater than or equal to the base_interval`))
 
 		// local_jwks is a JWKS, as in Envoy: a PEM key is not one.
 		pem, err := x509.MarshalPKIXPublicKey(&mustRSA().PublicKey)
@@ -241,10 +251,6 @@ var _ = Describe("JWT authentication configuration errors", func() {
 		r, _ = validate("bootstrap.yaml", config(`{idp: {issuer: https://idp.example, local_jwks: {inline_string: `+quoteJSON(pemText)+`}}}`))
 		Expect(r.ExitCode).To(Equal(1), "stdout: %s", r.Stdout)
 		Expect(r.Stderr).To(MatchRegexp(filter + `providers\["idp"\]\.local_jwks: Provider 'idp' in jwt_authn config has invalid local jwks: Jwks is an invalid JSON`))
-
-		r, _ = validate("bootstrap.yaml", config(`{idp: {issuer: https://idp.example, remote_jwks: {http_uri: {uri: "http://idp.example/jwks", cluster: up, timeout: 1s}, async_fetch: {}}}}`))
-		Expect(r.ExitCode).To(Equal(1), "stdout: %s", r.Stdout)
-		Expect(r.Stderr).To(MatchRegexp(filter + `providers\["idp"\]\.remote_jwks\.async_fetch\.fast_listener: false .* not supported`))
 
 		r, _ = validate("bootstrap.yaml", config(`{idp: {issuer: https://idp.example, remote_jwks: {http_uri: {uri: "http://idp.example/jwks", cluster: up, timeout: 1s}}}}`))
 		Expect(r.ExitCode).To(Equal(1), "stdout: %s", r.Stdout)
@@ -327,5 +333,139 @@ var _ = Describe("JWT authentication failed_status_in_metadata and claim_path", 
 			Expect(r.Body).To(Equal(tc.body), tc.path)
 			Eventually(s.Stdout).Should(ContainSubstring(tc.log+"\n"), tc.path)
 		}
+	})
+})
+
+var _ = Describe("JWT authentication remote JWKS before serving, and unverified claims", func() {
+	It("keeps the listener warming until the first JWKS fetch (fast_listener false), retries that fetch per retry_policy, and forwards the claims of unverified tokens with extract_only_without_validation", func() {
+		ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		Expect(err).NotTo(HaveOccurred())
+		key := jwtKey{alg: jose.ES256, kid: "ec-1", key: ecKey}
+		// The first fetch waits until the spec releases it (within its
+		// per-try timeout, max_interval), then fails with a 503; the retry
+		// gets the keys.
+		var fetches atomic.Int64
+		release := make(chan struct{})
+		var releaseOnce sync.Once
+		DeferCleanup(func() { releaseOnce.Do(func() { close(release) }) })
+		jwksPort := portNum(httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if fetches.Add(1) == 1 {
+				<-release
+				w.WriteHeader(503)
+				return
+			}
+			fmt.Fprint(w, jwksOf(key))
+		}), false))
+		up := portNum(httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "auth=%q sub=%q verified=%q", r.Header.Get("Authorization"), r.Header.Get("X-Sub"), r.Header.Get("X-Jwt-Signature-Verified"))
+		}), false))
+		port := freePort()
+		s := Launch(newDir(), "bootstrap.yaml", proxySpec{
+			Port: port,
+			Filters: `[` + httpFilter("jwt", jwtAuthnType, `{providers: {idp: {issuer: https://idp.example,
+				remote_jwks: {http_uri: {uri: "http://idp.example/jwks.json", cluster: jwks, timeout: 30s},
+					async_fetch: {fast_listener: false}, retry_policy: {num_retries: 2, retry_back_off: {base_interval: 0.01s, max_interval: 20s}}},
+				claim_to_headers: [{header_name: x-sub, claim_name: sub}]}},
+				rules: [{match: {prefix: /extract}, requires: {extract_only_without_validation: {}}}, {match: {prefix: /}, requires: {provider_name: idp}}]}`) + `]`,
+			Clusters: []proxyCluster{{Name: "up", Port: up}, {Name: "jwks", Port: jwksPort}},
+		}.YAML())
+		s.WaitForAdmin()
+
+		By("the listener waits for the first fetch: not ready, and /init_dump names the fetch")
+		Eventually(func() string { return s.Get("/init_dump").Body }).Should(ContainSubstring("Jwks async fetching url=http://idp.example/jwks.json"))
+		Consistently(func() int { return s.Get("/ready").Status }, "300ms").Should(Equal(503))
+		Expect(fetches.Load()).To(Equal(int64(1)))
+
+		By("the first try fails, the retry gets the keys: the server goes LIVE with them")
+		releaseOnce.Do(func() { close(release) })
+		s.WaitLive()
+		Expect(s.Get("/ready").Status).To(Equal(200))
+		Expect(fetches.Load()).To(Equal(int64(2)))
+		Expect(s.Get("/init_dump").Body).NotTo(ContainSubstring("Jwks async fetching"))
+		client := &http.Client{Timeout: 10 * time.Second}
+		do := func(path, token string) Response {
+			GinkgoHelper()
+			h := http.Header{}
+			if token != "" {
+				h.Set("Authorization", "Bearer "+token)
+			}
+			return httpDo(client, "GET", listenerURL(port, path), nil, h)
+		}
+		now := time.Now().Unix()
+		r := do("/app", key.signJWT(map[string]any{"iss": "https://idp.example", "sub": "alice", "exp": now + 600}))
+		Expect(r.Status).To(Equal(200), r.Body)
+		Expect(r.Body).To(Equal(`auth="" sub="alice" verified=""`))
+		// No request had to fetch: the keys came before the first one.
+		Expect(fetches.Load()).To(Equal(int64(2)))
+		Expect(statValue(s, "http.l.jwt_authn.jwks_fetch_success")).To(Equal("1"))
+
+		By("extract_only_without_validation: a token of an unknown key, expired, passes with its claims and x-jwt-signature-verified: false")
+		forged := jwtKey{alg: jose.ES256, kid: "ec-1", key: mustEC()}.signJWT(map[string]any{"iss": "https://idp.example", "sub": "mallory", "exp": now - 3600})
+		r = do("/extract", forged)
+		Expect(r.Status).To(Equal(200), r.Body)
+		Expect(r.Body).To(Equal(`auth="" sub="mallory" verified="false"`))
+		Expect(do("/extract", "").Body).To(Equal(`auth="" sub="" verified=""`))
+		r = do("/app", forged)
+		Expect(r.Status).To(Equal(401))
+		Expect(r.Body).To(Equal("Jwt is expired"))
+	})
+})
+
+// mustEC is a fresh P-256 key.
+func mustEC() *ecdsa.PrivateKey {
+	GinkgoHelper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	Expect(err).NotTo(HaveOccurred())
+	return k
+}
+
+var _ = Describe("JWT authentication filter_state_rules", func() {
+	It("requires a token on the connections whose server name sni_cluster keeps in the filter state, and none on the others", func() {
+		ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		Expect(err).NotTo(HaveOccurred())
+		key := jwtKey{alg: jose.ES256, kid: "ec-1", key: ecKey}
+		ca, err := tlstest.NewCA("jwt sni CA")
+		Expect(err).NotTo(HaveOccurred())
+		leaf, err := ca.Issue(tlstest.Options{CommonName: "proxy", DNS: []string{"secure.test", "open.test"}})
+		Expect(err).NotTo(HaveOccurred())
+		up := portNum(httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "up") }), false))
+		port := freePort()
+		jwt := httpFilter("jwt", jwtAuthnType, `{providers: {idp: {issuer: https://idp.example, local_jwks: {inline_string: `+quoteJSON(jwksOf(key))+`}}},
+			rules: [{match: {prefix: /health}}],
+			filter_state_rules: {name: envoy.tcp_proxy.cluster, requires: {secure.test: {provider_name: idp}}}}`)
+		listener := fmt.Sprintf(`{name: sni, address: {socket_address: {address: 127.0.0.1, port_value: %d}},
+			listener_filters: [{name: envoy.filters.listener.tls_inspector, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector}}],
+			filter_chains: [{
+				transport_socket: {name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext,
+					common_tls_context: {tls_certificates: [{certificate_chain: {inline_string: %s}, private_key: {inline_string: %s}}]}}},
+				filters: [{name: envoy.filters.network.sni_cluster, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.sni_cluster.v3.SniCluster}},
+					{name: envoy.filters.network.http_connection_manager, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager,
+						stat_prefix: sni, route_config: {virtual_hosts: [{name: all, domains: ["*"], routes: [{match: {prefix: /}, route: {cluster: up}}]}]},
+						http_filters: [%s, {name: envoy.filters.http.router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]}}]}]}`,
+			port, quoteJSON(string(leaf.CertPEM)), quoteJSON(string(leaf.KeyPEM)), jwt)
+		Start(newDir(), bootstrapOf([]string{listener}, []string{staticCluster("up", "127.0.0.1", up)}))
+
+		roots := x509.NewCertPool()
+		roots.AddCert(ca.Cert)
+		get := func(serverName, path, token string) Response {
+			GinkgoHelper()
+			client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+				TLSClientConfig: &tls.Config{ServerName: serverName, RootCAs: roots},
+			}}
+			h := http.Header{}
+			if token != "" {
+				h.Set("Authorization", "Bearer "+token)
+			}
+			return httpDo(client, "GET", fmt.Sprintf("https://127.0.0.1:%d%s", port, path), nil, h)
+		}
+		tok := key.signJWT(map[string]any{"iss": "https://idp.example", "exp": time.Now().Unix() + 600})
+		r := get("secure.test", "/app", "")
+		Expect(r.Status).To(Equal(401))
+		Expect(r.Body).To(Equal("Jwt is missing"))
+		Expect(get("secure.test", "/app", tok).Status).To(Equal(200))
+		// A rule that matches decides first, even one requiring nothing.
+		Expect(get("secure.test", "/health", "").Status).To(Equal(200))
+		// Another server name is no key of requires: nothing required.
+		Expect(get("open.test", "/app", "").Status).To(Equal(200))
 	})
 })

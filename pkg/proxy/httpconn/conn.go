@@ -17,6 +17,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -121,6 +122,9 @@ type serverConn struct {
 
 	// filterState is what HTTP filters keep for the connection.
 	filterState connState
+	// netState is the filter state the connection's network filters
+	// keep (sni_cluster's cluster name), nil when it keeps none.
+	netState netfilter.FilterStater
 
 	// goneFn is gone, bound once so that binding a stream to the
 	// connection allocates nothing.
@@ -191,6 +195,7 @@ func newServerConn(m *Manager, nc net.Conn) *serverConn {
 	}
 	c.tls, c.sni = tlsconfig.AccessLogInfo(nc), accesslog.RequestedServerName(nc)
 	c.origDst, _ = upstream.OriginalDst(nc)
+	c.netState, _ = nc.(netfilter.FilterStater)
 	c.source, _ = upstream.SourceOf(nc)
 	if d, ok := upstream.ProxyProtocolOf(nc); ok {
 		c.pp = &d

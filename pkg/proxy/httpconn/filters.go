@@ -327,6 +327,18 @@ func (s *stream) SetFilterState(key string, obj accesslog.FilterStateObject) {
 	s.entry.SetFilterState(key, obj)
 }
 
+// FilterStateValue implements httpfilter.Stream: the request's own, else
+// its connection's.
+func (s *stream) FilterStateValue(key string) (any, bool) {
+	if o, ok := s.entry.FilterState[key]; ok {
+		return o, true
+	}
+	if s.netState != nil {
+		return s.netState.FilterState(key)
+	}
+	return nil, false
+}
+
 // Info implements httpfilter.Stream.
 func (s *stream) Info() httpfilter.StreamInfo {
 	return httpfilter.StreamInfo{

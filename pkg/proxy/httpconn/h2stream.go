@@ -94,7 +94,7 @@ func (st *h2Stream) open(h *h2Conn, id uint32, endStream, refused bool) {
 	st.s.connID, st.s.remote, st.s.remoteIP, st.s.local, st.s.origDst = c.id, c.remote, c.remoteIP, c.local, c.origDst
 	st.s.tls, st.s.sni, st.s.direct = c.tls, c.sni, c.direct
 	st.s.connSource, st.s.connPP = c.source, c.pp
-	st.s.connState = &c.filterState
+	st.s.connState, st.s.netState = &c.filterState, c.netState
 	st.method, st.path, st.authority, st.scheme, st.host = "", "", "", "", ""
 	st.protocol = ""
 	clear(st.fields)

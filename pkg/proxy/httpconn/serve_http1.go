@@ -20,7 +20,7 @@ func (s *stream) init(m *Manager, c *serverConn, x *h1Exchange) {
 	s.down = c
 	s.flushDown = x.flushDown
 	s.conn = c
-	s.connState = &c.filterState
+	s.connState, s.netState = &c.filterState, c.netState
 	// Bound once per connection: the upstream pool asks it while the
 	// request waits for a connection.
 	s.clientGone = c.goneFn

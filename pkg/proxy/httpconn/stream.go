@@ -13,6 +13,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
@@ -183,8 +184,10 @@ type stream struct {
 	// sleep ended the stream without a response.
 	wake      atomic.Pointer[chan struct{}]
 	abandoned bool
-	// connState is the state filters keep per downstream connection.
+	// connState is the state filters keep per downstream connection;
+	// netState its network filters' filter state (nil: none).
 	connState *connState
+	netState  netfilter.FilterStater
 	// clientGone reports whether an HTTP/1.1 client closed its
 	// connection (a peek at its socket); nil for HTTP/2 streams, whose
 	// resets are seen as they come.

@@ -322,6 +322,13 @@ type Stream interface {
 	// (Envoy's StreamInfo filter state), which access logs show with
 	// %FILTER_STATE(key)%; the filter may go on updating obj.
 	SetFilterState(key string, obj accesslog.FilterStateObject)
+	// FilterStateValue returns the filter state value under key: the
+	// request's own (an accesslog.FilterStateObject a filter kept with
+	// SetFilterState), else its connection's (what a network filter kept,
+	// such as sni_cluster's cluster name, a string), as Envoy's stream
+	// filter state reads through to its connection's. False when neither
+	// has one.
+	FilterStateValue(key string) (any, bool)
 
 	// Sleep waits d before the filter goes on, as Envoy's timers delay a
 	// stream. It returns false when the wait was cut short: the stream

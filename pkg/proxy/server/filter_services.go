@@ -73,6 +73,19 @@ func (f filterServices) Secret(sc *tlsv3.SdsSecretConfig) (*tlsconfig.Provider, 
 	return p, err
 }
 
+// AddInitTarget makes the listener wait for a filter's target before it
+// serves, as Envoy's listener init manager waits for the targets its
+// filters add (jwt_authn's async_fetch with fast_listener false); start
+// is called when the listener warms. Without a listener, start is called
+// at once and nothing waits.
+func (f filterServices) AddInitTarget(name string, start func(), ready <-chan struct{}) {
+	if f.warm == nil {
+		start()
+		return
+	}
+	f.warm.add(initTarget{name: name, ready: ready, start: start})
+}
+
 // TapSource is the /tap admin endpoint's source; /tap is present while a
 // tap filter with admin_config is configured (Envoy has it only then).
 func (s *Server) TapSource() *tap.Registry { return &s.taps }

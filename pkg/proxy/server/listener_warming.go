@@ -13,6 +13,10 @@ import (
 type initTarget struct {
 	name  string
 	ready <-chan struct{}
+	// start, when set, is called when the listener starts warming (its
+	// clusters initialised), as Envoy's init manager initializes its
+	// targets then; it may be called more than once.
+	start func()
 }
 
 // listenerWarming is what a listener waits for before it serves (the
@@ -56,6 +60,11 @@ func (w *listenerWarming) ready() <-chan struct{} {
 		return done
 	}
 	targets := w.snapshot()
+	for _, t := range targets {
+		if t.start != nil {
+			t.start()
+		}
+	}
 	go func() {
 		defer close(done)
 		for _, t := range targets {

@@ -360,7 +360,7 @@ func (s *Server) serve(bl *builtListener) {
 	case <-ready:
 		s.startServing(bl)
 	default:
-		s.log.Info("listener warming: waiting for its init targets (route configurations, secrets)", "listener", bl.Name(), "targets", strings.Join(bl.warm.unready(), ","))
+		s.log.Info("listener warming: waiting for its init targets (route configurations, secrets, JWKS fetches)", "listener", bl.Name(), "targets", strings.Join(bl.warm.unready(), ","))
 		go func() {
 			<-ready
 			s.startServing(bl)

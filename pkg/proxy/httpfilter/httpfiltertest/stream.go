@@ -143,8 +143,10 @@ type Stream struct {
 	// Metadata is the dynamic metadata (DynamicMetadata,
 	// SetDynamicMetadata).
 	Metadata *corev3.Metadata
-	// FilterState is what SetFilterState kept, by key.
-	FilterState map[string]accesslog.FilterStateObject
+	// FilterState is what SetFilterState kept, by key; ConnFilterState
+	// the connection's filter state (what network filters kept).
+	FilterState     map[string]accesslog.FilterStateObject
+	ConnFilterState map[string]any
 
 	// ReqBodyLen and ReqHasBody describe the request body (RequestBody);
 	// RespBodyLen and RespHasBody the response's (ResponseBody).
@@ -416,6 +418,16 @@ func (s *Stream) SetFilterState(key string, obj accesslog.FilterStateObject) {
 		s.FilterState = map[string]accesslog.FilterStateObject{}
 	}
 	s.FilterState[key] = obj
+}
+
+// FilterStateValue implements httpfilter.Stream: FilterState's, else
+// ConnFilterState's.
+func (s *Stream) FilterStateValue(key string) (any, bool) {
+	if o, ok := s.FilterState[key]; ok {
+		return o, true
+	}
+	v, ok := s.ConnFilterState[key]
+	return v, ok
 }
 
 // Info implements httpfilter.Stream.

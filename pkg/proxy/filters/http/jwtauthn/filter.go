@@ -27,6 +27,8 @@ type filterConfig struct {
 	order        []*provider
 	requirements map[string]verifier
 	rules        []rule
+	// state is filter_state_rules, nil without.
+	state *stateRules
 	// all is the locations of every provider.
 	all *extractor
 	// claimHeaders are every provider's claim_to_headers header names,
@@ -96,6 +98,7 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		return httpfilter.Continue
 	}
 	var v verifier
+	matched := false
 	if rc, ok := s.RouteConfig(c.name).(*routeConfig); ok {
 		if !rc.disabled {
 			if v, ok = c.requirements[rc.name]; !ok {
@@ -113,9 +116,13 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		req := s.Request()
 		for i := range c.rules {
 			if c.rules[i].match.Matches(req) {
-				v = c.rules[i].v
+				v, matched = c.rules[i].v, true
 				break
 			}
+		}
+		// A rule that matched decides, even one requiring nothing.
+		if !matched {
+			v = c.stateVerifier(s)
 		}
 	}
 	if v == nil {

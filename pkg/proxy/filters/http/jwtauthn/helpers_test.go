@@ -127,6 +127,11 @@ func compile(t testing.TB, js string, now *time.Time) *compiled {
 }
 
 func compileErr(js string, now *time.Time) (*compiled, error) {
+	return compileWith(js, now, nil)
+}
+
+// compileWith is compileErr with the services that reach clusters.
+func compileWith(js string, now *time.Time, svc httpfilter.Services) (*compiled, error) {
 	p := &jwtv3.JwtAuthentication{}
 	if err := protojson.Unmarshal([]byte(js), p); err != nil {
 		return nil, err
@@ -136,7 +141,7 @@ func compileErr(js string, now *time.Time) (*compiled, error) {
 		now = &n
 	}
 	store := stats.NewStore()
-	cfg, err := Factory{}.Compile(p, httpfilter.Context{Name: "jwt", Stats: store, StatPrefix: "http.in.", Now: func() time.Time { return *now }})
+	cfg, err := Factory{}.Compile(p, httpfilter.Context{Name: "jwt", Stats: store, StatPrefix: "http.in.", Now: func() time.Time { return *now }, Services: svc})
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
@@ -100,6 +102,13 @@ type remoteJWKS struct {
 	transport       *http.Transport
 	now             func() time.Time
 	success, failed *stats.Counter
+	// retries is retry_policy's num_retries (0 without a retry_policy),
+	// backoff its retry_back_off: a try that failed to connect, was
+	// reset, got a 5xx or outlived backoff.Max (the per-try timeout; 0
+	// without a retry_policy) is tried again after a jittered
+	// exponential back-off, all tries within the timeout.
+	retries int
+	backoff dns.Backoff
 
 	mu      sync.Mutex
 	keys    *keySet
@@ -108,12 +117,20 @@ type remoteJWKS struct {
 	fetching *fetch
 
 	// async is async_fetch: a background loop keeps the keys fresh (they
-	// then never expire), fetching again after cacheDuration, or after
-	// failedRefetch when a fetch failed. stop ends it.
-	async         bool
-	failedRefetch time.Duration
-	stop          chan struct{}
-	stopOnce      sync.Once
+	// then never expire), fetching again after refetch, or after
+	// failedRefetch when a fetch failed.
+	async                  bool
+	refetch, failedRefetch time.Duration
+	// start starts the loop when the filter is built (fast_listener), nil
+	// when the listener starts it (or without async_fetch).
+	start func()
+	// firstDone, when the listener waits for the first fetch, is closed
+	// once it ended.
+	firstDone     chan struct{}
+	firstDoneOnce sync.Once
+	// stop, closed by Close, ends the loop and a fetch's back-off.
+	stop     chan struct{}
+	stopOnce sync.Once
 }
 
 // fetch is one fetch of the JWKS; done closes when it ends, after keys
@@ -136,7 +153,7 @@ func newRemoteJWKS(uri, cluster string, timeout, cacheDuration time.Duration, sv
 		return nil, errors.New("http_uri.cluster: no cluster can be reached")
 	}
 	path := u.RequestURI()
-	r := &remoteJWKS{url: uri, host: u.Host, path: path, timeout: timeout, cacheDuration: cacheDuration}
+	r := &remoteJWKS{url: uri, host: u.Host, path: path, timeout: timeout, cacheDuration: cacheDuration, stop: make(chan struct{})}
 	r.transport = httpfilter.ClusterTransport(svc, cluster, 2)
 	return r, nil
 }
@@ -162,8 +179,9 @@ func (r *remoteJWKS) startLocked() *fetch {
 	return r.fetching
 }
 
-// refresh is async_fetch's loop: a fetch at once, then again after
-// cache_duration (failed_refetch_duration after a failure), until Close.
+// refresh is async_fetch's loop: a fetch at once, then again
+// refetchBeforeExpiry before cache_duration ends (failed_refetch_duration
+// after a failure), until Close.
 func (r *remoteJWKS) refresh() {
 	for {
 		r.mu.Lock()
@@ -174,7 +192,10 @@ func (r *remoteJWKS) refresh() {
 		case <-r.stop:
 			return
 		}
-		wait := r.cacheDuration
+		if r.firstDone != nil {
+			r.firstDoneOnce.Do(func() { close(r.firstDone) })
+		}
+		wait := r.refetch
 		if f.keys == nil {
 			wait = r.failedRefetch
 		}
@@ -190,7 +211,7 @@ func (r *remoteJWKS) refresh() {
 
 // run fetches the JWKS, bounded by the timeout.
 func (r *remoteJWKS) run(f *fetch) {
-	ks, err := r.fetchOnce()
+	ks, err := r.fetchRetried()
 	r.mu.Lock()
 	if err == nil {
 		r.keys, r.expires = ks, r.now().Add(r.cacheDuration)
@@ -208,40 +229,78 @@ func (r *remoteJWKS) run(f *fetch) {
 	close(f.done)
 }
 
-// fetchOnce is one GET of the JWKS through the cluster.
-func (r *remoteJWKS) fetchOnce() (*keySet, error) {
+// fetchRetried fetches the JWKS, tried again as retry_policy allows
+// (Envoy converts it to a route retry policy retrying on
+// 5xx,gateway-error,connect-failure,reset, its per-try timeout the
+// back-off's max_interval), every try within the timeout.
+func (r *remoteJWKS) fetchRetried() (*keySet, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
+	var bo *dns.BackoffState
+	for try := 0; ; try++ {
+		tryCtx, tryCancel := ctx, context.CancelFunc(func() {})
+		if r.backoff.Max > 0 {
+			tryCtx, tryCancel = context.WithTimeout(ctx, r.backoff.Max)
+		}
+		ks, retriable, err := r.fetchOnce(tryCtx)
+		// A try that timed out is a 504, which 5xx retries.
+		if err != nil && tryCtx.Err() != nil && ctx.Err() == nil {
+			retriable = true
+		}
+		tryCancel()
+		if err == nil || !retriable || try >= r.retries || ctx.Err() != nil {
+			return ks, err
+		}
+		if bo == nil {
+			bo = dns.NewBackoffState(&r.backoff, 0, rand.Uint64)
+		}
+		t := time.NewTimer(bo.Next())
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-r.stop:
+			t.Stop()
+			return nil, err
+		}
+	}
+}
+
+// fetchOnce is one GET of the JWKS through the cluster; retriable reports
+// a failure a retry_policy retries: no connection, a reset, a 5xx.
+func (r *remoteJWKS) fetchOnce(ctx context.Context) (ks *keySet, retriable bool, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://jwks"+r.path, http.NoBody)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	req.Host = r.host
 	req.Header["User-Agent"] = []string{""}
 	resp, err := r.transport.RoundTrip(req)
 	if err != nil {
-		return nil, err
+		return nil, true, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSBody))
 	if err != nil {
-		return nil, err
+		return nil, true, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("status %d", resp.StatusCode)
+		return nil, resp.StatusCode >= 500, fmt.Errorf("status %d", resp.StatusCode)
 	}
 	ks, st := parseJWKS(body)
 	if st != statusOK {
-		return nil, errors.New(st.String())
+		return nil, false, errors.New(st.String())
 	}
-	return ks, nil
+	return ks, false, nil
 }
 
 // Close ends async_fetch's loop and closes idle connections to the JWKS
 // server.
 func (r *remoteJWKS) Close() {
-	if r.stop != nil {
-		r.stopOnce.Do(func() { close(r.stop) })
+	r.stopOnce.Do(func() { close(r.stop) })
+	if r.firstDone != nil {
+		r.firstDoneOnce.Do(func() { close(r.firstDone) })
 	}
 	r.transport.CloseIdleConnections()
 }

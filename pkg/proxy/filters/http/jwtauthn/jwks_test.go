@@ -172,7 +172,7 @@ func TestAsyncFetch(t *testing.T) {
 	defer srv.Close()
 	now := testNow
 	r := newTestRemote(t, srv.Listener.Addr().String(), &now, time.Second)
-	r.async, r.failedRefetch, r.stop = true, 50*time.Millisecond, make(chan struct{})
+	r.async, r.refetch, r.failedRefetch = true, time.Minute, 50*time.Millisecond
 	done := make(chan struct{})
 	go func() { r.refresh(); close(done) }()
 	deadline := time.Now().Add(10 * time.Second)

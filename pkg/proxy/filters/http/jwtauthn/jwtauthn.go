@@ -54,9 +54,6 @@ func (Factory) Compile(m proto.Message, ctx httpfilter.Context) (httpfilter.Conf
 	if ctx.Stats == nil {
 		return nil, errors.New("no stat store")
 	}
-	if len(p.GetFilterStateRules().GetRequires()) > 0 || p.GetFilterStateRules().GetName() != "" {
-		return nil, errors.New("filter_state_rules: not supported by Outrigger")
-	}
 	c := &filterConfig{
 		name:         ctx.Name,
 		now:          ctx.Now,
@@ -78,8 +75,8 @@ func (Factory) Compile(m proto.Message, ctx httpfilter.Context) (httpfilter.Conf
 		}
 		if pr.remote != nil {
 			pr.remote.success, pr.remote.failed = c.stats.jwksFetchSuccess, c.stats.jwksFetchFailed
-			if pr.remote.async {
-				go pr.remote.refresh()
+			if pr.remote.start != nil {
+				pr.remote.start()
 			}
 		}
 		c.providers[name] = pr
@@ -108,6 +105,10 @@ func (Factory) Compile(m proto.Message, ctx httpfilter.Context) (httpfilter.Conf
 			return nil, fmt.Errorf("rules[%d].%w", i, err)
 		}
 		c.rules = append(c.rules, cr)
+	}
+	if err := c.compileStateRules(p.GetFilterStateRules(), comp); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("filter_state_rules.%w", err)
 	}
 	return c, nil
 }

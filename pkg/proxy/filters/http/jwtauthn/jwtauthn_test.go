@@ -382,8 +382,8 @@ func TestConfigErrors(t *testing.T) {
 		{`{"providers":{"p":` + p + `},"requirement_map":{"r":{"requires_any":{"requirements":[{"provider_name":"p"},{"provider_name":"z"}]}}}}`, `requirement_map["r"].requires_any.requirements[1].provider_name`},
 		{`{"providers":{"p":{"issuer":"i","local_jwks":{"filename":"/nonexistent/jwks"}}}}`, `providers["p"].local_jwks.filename`},
 		{`{"providers":{"p":{"issuer":"i","remote_jwks":{"http_uri":{"uri":"http://jwks/keys","cluster":"c","timeout":"1s"}}}}}`, `providers["p"].remote_jwks.http_uri.cluster: no cluster can be reached`},
-		{`{"filter_state_rules":{"name":"x"}}`, `filter_state_rules`},
-		{`{"providers":{"p":{"issuer":"i","remote_jwks":{"http_uri":{"uri":"http://jwks/keys","cluster":"c","timeout":"1s"},"async_fetch":{}}}}}`, `providers["p"].remote_jwks.async_fetch.fast_listener: false`},
+		{`{"providers":{"p":` + p + `},"filter_state_rules":{"name":"x","requires":{"a":{"provider_name":"q"}}}}`, `filter_state_rules.requires["a"].provider_name: required provider ['q'] is not configured`},
+
 		// Envoy's local_jwks is a JWKS: PEM keys are not JSON.
 		{`{"providers":{"p":{"issuer":"i","local_jwks":{"inline_string":"-----BEGIN PUBLIC KEY-----\\nMFkw\\n-----END PUBLIC KEY-----"}}}}`, `providers["p"].local_jwks: Provider 'p' in jwt_authn config has invalid local jwks: Jwks is an invalid JSON`},
 		{`{"providers":{"p":{"issuer":"i","local_jwks":{"inline_string":"{}"}}}}`, `providers["p"].local_jwks: Provider 'p' in jwt_authn config has invalid local jwks: Jwks does not have [keys] field`},

@@ -16,8 +16,10 @@ import (
 
 // Envoy's defaults.
 const (
-	defaultClockSkew     = 60
-	defaultCacheDuration = 5 * time.Minute
+	defaultClockSkew = 60
+	// 600 s, as Envoy's PubkeyCacheExpirationSec (whose comment says 5
+	// minutes) and the API's documentation (10 minutes).
+	defaultCacheDuration = 10 * time.Minute
 	defaultJWTCacheSize  = 100
 	defaultFailedRefetch = time.Second
 )
@@ -158,24 +160,20 @@ func compileProvider(name string, p *jwtv3.JwtProvider, ctx httpfilter.Context) 
 				return nil, fmt.Errorf("remote_jwks.cache_duration: must be positive")
 			}
 		}
-		async, failedRefetch := rj.GetAsyncFetch() != nil, defaultFailedRefetch
-		if af := rj.GetAsyncFetch(); af != nil {
-			if !af.GetFastListener() {
-				return nil, errors.New("remote_jwks.async_fetch.fast_listener: false (listeners waiting for the first fetch) is not supported by Outrigger; set it to true")
-			}
-			if d := af.GetFailedRefetchDuration(); d != nil {
-				if failedRefetch = d.AsDuration(); failedRefetch <= 0 {
-					return nil, errors.New("remote_jwks.async_fetch.failed_refetch_duration: must be positive")
-				}
-			}
-		}
 		r, err := newRemoteJWKS(uri.GetUri(), uri.GetCluster(), timeout, dur, ctx.Services)
 		if err != nil {
 			return nil, fmt.Errorf("remote_jwks.%w", err)
 		}
 		r.now = ctx.Now
-		if async {
-			r.async, r.failedRefetch, r.stop = true, failedRefetch, make(chan struct{})
+		if err := r.setRetryPolicy(rj.GetRetryPolicy()); err != nil {
+			r.Close()
+			return nil, fmt.Errorf("remote_jwks.retry_policy.%w", err)
+		}
+		if af := rj.GetAsyncFetch(); af != nil {
+			if err := r.setAsyncFetch(af, ctx.Services); err != nil {
+				r.Close()
+				return nil, fmt.Errorf("remote_jwks.async_fetch.%w", err)
+			}
 		}
 		pr.remote = r
 	default:

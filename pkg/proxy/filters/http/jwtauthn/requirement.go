@@ -129,7 +129,11 @@ func (c *compiler) compile(req *jwtv3.JwtRequirement) (verifier, error) {
 	case *jwtv3.JwtRequirement_AllowMissing:
 		return &allowVerifier{all: c.all}, nil
 	case *jwtv3.JwtRequirement_ExtractOnlyWithoutValidation:
-		return nil, errors.New("extract_only_without_validation: not supported by Outrigger")
+		v, err := newExtractOnly(t.ExtractOnlyWithoutValidation, c.all)
+		if err != nil {
+			return nil, fmt.Errorf("extract_only_without_validation.%w", err)
+		}
+		return v, nil
 	}
 	return nil, errors.New("requires_type: not supported by Outrigger")
 }
