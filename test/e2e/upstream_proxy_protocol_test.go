@@ -53,8 +53,8 @@ func proxyHeaderHTTP(c *net.TCPConn) {
 }
 
 // readProxyHeader reads a PROXY protocol header and says what it holds on
-// one line: "PROXY TCP4 ..." for v1, "V2 PROXY <src> <dst> tlvs=<hex>" or
-// "V2 LOCAL" for v2.
+// one line: "PROXY TCP4 ..." for v1, "V2 PROXY <src> <dst> tlvs=<hex>",
+// "V2 PROXY UNSPEC tlvs=<hex>" or "V2 LOCAL" for v2.
 func readProxyHeader(r *bufio.Reader) (string, bool) {
 	sig, err := r.Peek(12)
 	if err != nil {
@@ -73,6 +73,8 @@ func readProxyHeader(r *bufio.Reader) (string, bool) {
 		switch {
 		case fixed[12] == 0x20:
 			line = "V2 LOCAL"
+		case fixed[12] == 0x21 && fixed[13] == 0x00:
+			line = "V2 PROXY UNSPEC tlvs=" + hex.EncodeToString(block)
 		case fixed[13] == 0x11 && len(block) >= 12:
 			src := netip.AddrPortFrom(netip.AddrFrom4([4]byte(block[0:4])), binary.BigEndian.Uint16(block[8:10]))
 			dst := netip.AddrPortFrom(netip.AddrFrom4([4]byte(block[4:8])), binary.BigEndian.Uint16(block[10:12]))
@@ -170,15 +172,15 @@ var _ = Describe("Upstream PROXY protocol transport socket", func() {
 		Expect(statValue(s, "cluster.up.upstream_cx_total")).To(Equal("3"))
 	})
 
-	It("refuses what it does not implement, with the field's path", func() {
+	It("refuses an added TLV with both a value and a format string, or neither, with the field's path", func() {
 		cluster := `{name: c, connect_timeout: 1s, transport_socket: {name: envoy.transport_sockets.upstream_proxy_protocol, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.proxy_protocol.v3.ProxyProtocolUpstreamTransport, ` +
-			`config: {version: V2}, allow_unspecified_address: true, tlv_as_pool_key: true, transport_socket: {name: envoy.transport_sockets.raw_buffer, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer}}}}}`
+			`config: {version: V2, added_tlvs: [{type: 1, value: eA==, format_string: {text_format_source: {inline_string: x}}}, {type: 2}]}, transport_socket: {name: envoy.transport_sockets.raw_buffer, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer}}}}}`
 		r, _ := validate("b.yaml", "static_resources: {clusters: ["+cluster+"]}\n")
 		Expect(r.ExitCode).To(Equal(1))
 		const ts = "static_resources.clusters[0].transport_socket.typed_config"
 		Expect(r.Stderr).To(And(
-			ContainSubstring(ts+".tlv_as_pool_key: not supported by Outrigger"),
-			ContainSubstring(ts+".allow_unspecified_address: not supported by Outrigger"),
+			ContainSubstring(ts+".config.added_tlvs[0]: only one of value and format_string may be set"),
+			ContainSubstring(ts+".config.added_tlvs[1]: one of value and format_string must be set"),
 		))
 	})
 })
