@@ -109,20 +109,30 @@ var _ = Describe("Upstream PROXY protocol transport socket pools", func() {
 			Expect(a.tlvs).To(Equal(tlvHex(0xE0, color) + tlvHex(0xE5, "added") + tlvHex(0xF0, a.peer)))
 		}
 
-		first := parsePPAnswer(ppGetOnce(keyed, blue))
+		// get sends one request on a new downstream connection, then waits
+		// until the proxy has released its upstream connection to the pool
+		// (before it counts the request done), so that the next request
+		// may have it.
+		get := func(port int, cluster string, head []byte) ppAnswer {
+			GinkgoHelper()
+			a := parsePPAnswer(ppGetOnce(port, head))
+			Eventually(func() string { return statValue(s, "cluster."+cluster+".upstream_rq_active") }).Should(Equal("0"))
+			return a
+		}
+		first := get(keyed, "keyed", blue)
 		want(first, "blue", "1")
-		other := parsePPAnswer(ppGetOnce(keyed, red))
+		other := get(keyed, "keyed", red)
 		want(other, "red", "1")
 		Expect(other.peer).NotTo(Equal(first.peer))
-		again := parsePPAnswer(ppGetOnce(keyed, blue))
+		again := get(keyed, "keyed", blue)
 		want(again, "blue", "2")
 		Expect(again.peer).To(Equal(first.peer))
 		Expect(statValue(s, "cluster.keyed.upstream_cx_total")).To(Equal("2"))
 
 		// Without tlv_as_pool_key the same addresses share a connection,
 		// whose header is the first user's, as in Envoy.
-		want(parsePPAnswer(ppGetOnce(shared, blue)), "blue", "1")
-		want(parsePPAnswer(ppGetOnce(shared, red)), "blue", "2")
+		want(get(shared, "shared", blue), "blue", "1")
+		want(get(shared, "shared", red), "blue", "2")
 		Expect(statValue(s, "cluster.shared.upstream_cx_total")).To(Equal("1"))
 	})
 
