@@ -114,16 +114,24 @@ func (s *Socket) Header(conn net.Conn, d upstream.ProxyProtocolData, ok bool) []
 		}
 		return s.v2Unspec(conn, d)
 	}
+	if !ok {
+		return OwnHeader(conn, s.v2)
+	}
 	if !s.v2 {
-		if !ok {
-			d = upstream.ProxyProtocolData{Src: addrPort(conn.LocalAddr()), Dst: addrPort(conn.RemoteAddr())}
-		}
 		return v1Header(d)
 	}
-	if !ok {
+	return s.v2Header(conn, d)
+}
+
+// OwnHeader is the PROXY header of a connection that has no downstream
+// side (the proxy's own, a health check's), as Envoy writes it: in v1,
+// conn's own addresses (UNKNOWN when they are not TCP); in v2, a LOCAL
+// header.
+func OwnHeader(conn net.Conn, v2 bool) []byte {
+	if v2 {
 		return append([]byte(v2Signature), 0x20, 0x00, 0x00, 0x00)
 	}
-	return s.v2Header(conn, d)
+	return v1Header(upstream.ProxyProtocolData{Src: addrPort(conn.LocalAddr()), Dst: addrPort(conn.RemoteAddr())})
 }
 
 // unspecified reports whether d has a missing or an unspecified address.
