@@ -158,10 +158,16 @@ func v1Header(d upstream.ProxyProtocolData) []byte {
 	return fmt.Appendf(nil, "PROXY %s %s %s %d %d\r\n", family, src, dst, d.Src.Port(), d.Dst.Port())
 }
 
-// v2Header is a v2 PROXY command header over TCP with d's addresses
-// (IPv4 when both are, else IPv6 with IPv4 addresses mapped), then the
-// TLVs.
+// v2Header is a v2 PROXY command header over TCP with d's addresses,
+// then the TLVs.
 func (s *Socket) v2Header(conn net.Conn, d upstream.ProxyProtocolData) []byte {
+	return s.appendTLVs(v2Addresses(d), conn, d)
+}
+
+// v2Addresses is the start of a v2 PROXY command header over TCP with
+// d's addresses (IPv4 when both are, else IPv6 with IPv4 addresses
+// mapped); its length field counts the addresses only.
+func v2Addresses(d upstream.ProxyProtocolData) []byte {
 	src, dst := d.Src.Addr().Unmap(), d.Dst.Addr().Unmap()
 	b := append([]byte(v2Signature), 0x21, 0x11, 0, 0)
 	if src.Is4() && dst.Is4() {
@@ -175,7 +181,20 @@ func (s *Socket) v2Header(conn net.Conn, d upstream.ProxyProtocolData) []byte {
 	}
 	b = binary.BigEndian.AppendUint16(b, d.Src.Port())
 	b = binary.BigEndian.AppendUint16(b, d.Dst.Port())
-	return s.appendTLVs(b, conn, d)
+	binary.BigEndian.PutUint16(b[14:16], uint16(len(b)-16))
+	return b
+}
+
+// AddressHeader is a PROXY header (v2 when v2 is set, else v1) that says
+// a connection comes from src to dst, without TLVs: what Envoy writes
+// ahead of a terminated CONNECT's payload (connect_config's
+// proxy_protocol_config).
+func AddressHeader(src, dst netip.AddrPort, v2 bool) []byte {
+	d := upstream.ProxyProtocolData{Src: src, Dst: dst}
+	if v2 {
+		return v2Addresses(d)
+	}
+	return v1Header(d)
 }
 
 // v2Unspec is a v2 PROXY command header whose family is AF_UNSPEC: no
