@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"io"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -27,30 +26,18 @@ var _ = Describe("TCP proxy proxy_protocol_tlvs", func() {
 			upstreamPPSocket(`config: {version: V2, pass_through_tlvs: {match_type: INCLUDE_ALL}}`) + "}]\n"
 		Start(newDir(), cfg)
 
-		talk := func(port int, head []byte) (string, string) {
-			GinkgoHelper()
-			c := dialTCP(port)
-			defer c.Close()
-			_, err := c.Write(append(head, "ping"...))
-			Expect(err).NotTo(HaveOccurred())
-			Expect(c.CloseWrite()).To(Succeed())
-			got, err := io.ReadAll(c)
-			Expect(err).NotTo(HaveOccurred())
-			return string(got), c.LocalAddr().String()
-		}
-
 		// No PROXY header downstream: the connection's addresses and the
 		// configured TLVs, the format string's rendered for the connection.
-		got, client := talk(fresh, nil)
-		Expect(got).To(Equal(fmt.Sprintf("V2 PROXY %s 127.0.0.1:%d tlvs=%s\nping", client, fresh, tlvHex(0xE0, "tcp")+tlvHex(0xE2, client))))
+		got, client := pingThrough(fresh, nil)
+		Expect(got).To(Equal(fmt.Sprintf("V2 PROXY %s 127.0.0.1:%d tlvs=%s\nping", client, fresh, tlvHex(0xE0, "tcp")+tlvHex(0xE2, client.String()))))
 
 		head := proxyV2("203.0.113.9:6000", "198.51.100.2:8443", []byte("\xe0\x00\x04down\x05\x00\x02id")...)
 		const addrs = "V2 PROXY 203.0.113.9:6000 198.51.100.2:8443 tlvs="
-		got, _ = talk(add, head)
+		got, _ = pingThrough(add, head)
 		Expect(got).To(Equal(addrs + tlvHex(0xE0, "down") + tlvHex(0x05, "id") + "\nping"))
-		got, _ = talk(overwrite, head)
+		got, _ = pingThrough(overwrite, head)
 		Expect(got).To(Equal(addrs + tlvHex(0xE0, "tcp") + tlvHex(0x05, "id") + "\nping"))
-		got, _ = talk(appendP, head)
+		got, _ = pingThrough(appendP, head)
 		Expect(got).To(Equal(addrs + tlvHex(0xE0, "down") + tlvHex(0x05, "id") + tlvHex(0xE0, "tcp") + "\nping"))
 	})
 })

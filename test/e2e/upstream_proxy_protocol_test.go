@@ -92,6 +92,21 @@ func readProxyHeader(r *bufio.Reader) (string, bool) {
 	return line, true
 }
 
+// pingThrough sends head (a PROXY header, or none) and "ping" on a new
+// connection to port, half-closes it and returns all it gets back, with
+// the connection's local address.
+func pingThrough(port int, head []byte) (string, net.Addr) {
+	GinkgoHelper()
+	c := dialTCP(port)
+	defer c.Close()
+	_, err := c.Write(append(head, "ping"...))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(c.CloseWrite()).To(Succeed())
+	got, err := io.ReadAll(c)
+	Expect(err).NotTo(HaveOccurred())
+	return string(got), c.LocalAddr()
+}
+
 var _ = Describe("Upstream PROXY protocol transport socket", func() {
 	It("starts each upstream connection with a v1 or v2 header carrying the downstream's addresses (restored by the proxy_protocol listener filter) and the added TLVs", func() {
 		up := startTCPServer(proxyHeaderEcho)
@@ -111,27 +126,16 @@ var _ = Describe("Upstream PROXY protocol transport socket", func() {
 			", " + ppCluster("pass", `{version: V2, pass_through_tlvs: {match_type: INCLUDE, tlv_type: [0xE0, 0x05]}, added_tlvs: [{type: 0xE5, value: YWRkZWQ=}]}`) + "]\n"
 		s := Start(newDir(), cfg)
 
-		talk := func(port int, head []byte) (string, net.Addr) {
-			GinkgoHelper()
-			c := dialTCP(port)
-			defer c.Close()
-			_, err := c.Write(append(head, "ping"...))
-			Expect(err).NotTo(HaveOccurred())
-			Expect(c.CloseWrite()).To(Succeed())
-			got, err := io.ReadAll(c)
-			Expect(err).NotTo(HaveOccurred())
-			return string(got), c.LocalAddr()
-		}
-		got, _ := talk(restored, proxyV2("203.0.113.7:5000", "198.51.100.1:443"))
+		got, _ := pingThrough(restored, proxyV2("203.0.113.7:5000", "198.51.100.1:443"))
 		Expect(got).To(Equal("PROXY TCP4 203.0.113.7 198.51.100.1 5000 443\nping"))
 
-		got, client := talk(direct, nil)
+		got, client := pingThrough(direct, nil)
 		Expect(got).To(Equal(fmt.Sprintf("V2 PROXY %s 127.0.0.1:%d tlvs=%s\nping", client, direct, hex.EncodeToString([]byte("\xe5\x00\x05added")))))
 
 		// The listener keeps 0xE0 and 0xE1, the cluster passes on 0xE0 and
 		// 0x05: only 0xE0 reaches the upstream, before the added TLV.
 		tlvs := []byte("\xe0\x00\x04blue\x05\x00\x02id\xe1\x00\x01x")
-		got, _ = talk(passed, proxyV2("203.0.113.9:6000", "198.51.100.2:8443", tlvs...))
+		got, _ = pingThrough(passed, proxyV2("203.0.113.9:6000", "198.51.100.2:8443", tlvs...))
 		Expect(got).To(Equal("V2 PROXY 203.0.113.9:6000 198.51.100.2:8443 tlvs=" + hex.EncodeToString([]byte("\xe0\x00\x04blue\xe5\x00\x05added")) + "\nping"))
 
 		Expect(statValue(s, "cluster.ppv2.upstream.proxyprotocol.v2_tlvs_exceed_max_length")).To(Equal("0"))
