@@ -277,18 +277,18 @@ static_resources:
             - name: all
               domains: ["*"]
               routes:
-              - {match: {connect_matcher: {}}, route: {cluster: c, upgrade_configs: [{upgrade_type: CONNECT, connect_config: {proxy_protocol_config: {version: V1}}}]}}
+              - {match: {connect_matcher: {}}, route: {cluster: c, upgrade_configs: [{upgrade_type: CONNECT, connect_config: {proxy_protocol_config: {version: V1, pass_through_tlvs: {}}}}]}}
           http_filters: [{name: envoy.filters.http.router}]
 `, freePort())
 		r, _ := validate("b.yaml", cfg)
 		Expect(r.ExitCode).To(Equal(1))
 		const hcm = "static_resources.listeners[0].filter_chains[0].filters[0].typed_config."
-		Expect(r.Stderr).To(ContainSubstring(hcm + "route_config.virtual_hosts[0].routes[0].route.upgrade_configs[0].connect_config.proxy_protocol_config: not supported by Outrigger"))
+		Expect(r.Stderr).To(ContainSubstring(hcm + "route_config.virtual_hosts[0].routes[0].route.upgrade_configs[0].connect_config.proxy_protocol_config.pass_through_tlvs: the PROXY header of a terminated CONNECT carries no TLVs"))
 		Expect(r.Stderr).NotTo(ContainSubstring("upgrade_configs[0].filters"))
 
 		// Duplicate upgrade types, in the connection manager and in a
 		// route (each found when its part is built).
-		base := strings.NewReplacer("http2_protocol_options: {allow_connect: true}, ", "", "connect_config: {proxy_protocol_config: {version: V1}}", "connect_config: {}").Replace(cfg)
+		base := strings.NewReplacer("http2_protocol_options: {allow_connect: true}, ", "", "connect_config: {proxy_protocol_config: {version: V1, pass_through_tlvs: {}}}", "connect_config: {}").Replace(cfg)
 		r, _ = validate("b.yaml", strings.Replace(base, "filters: [{name: envoy.filters.http.router}]}]", "}, {upgrade_type: WebSocket}]", 1))
 		Expect(r.ExitCode).To(Equal(1))
 		Expect(r.Stderr).To(ContainSubstring(hcm + "upgrade_configs[1].upgrade_type: multiple upgrade configs with the same name: 'WebSocket'"))

@@ -53,8 +53,8 @@ func proxyHeaderHTTP(c *net.TCPConn) {
 }
 
 // readProxyHeader reads a PROXY protocol header and says what it holds on
-// one line: "PROXY TCP4 ..." for v1, "V2 PROXY <src> <dst> tlvs=<hex>" or
-// "V2 LOCAL" for v2.
+// one line: "PROXY TCP4 ..." for v1, "V2 PROXY <src> <dst> tlvs=<hex>",
+// "V2 PROXY UNSPEC tlvs=<hex>" or "V2 LOCAL" for v2.
 func readProxyHeader(r *bufio.Reader) (string, bool) {
 	sig, err := r.Peek(12)
 	if err != nil {
@@ -73,6 +73,8 @@ func readProxyHeader(r *bufio.Reader) (string, bool) {
 		switch {
 		case fixed[12] == 0x20:
 			line = "V2 LOCAL"
+		case fixed[12] == 0x21 && fixed[13] == 0x00:
+			line = "V2 PROXY UNSPEC tlvs=" + hex.EncodeToString(block)
 		case fixed[13] == 0x11 && len(block) >= 12:
 			src := netip.AddrPortFrom(netip.AddrFrom4([4]byte(block[0:4])), binary.BigEndian.Uint16(block[8:10]))
 			dst := netip.AddrPortFrom(netip.AddrFrom4([4]byte(block[4:8])), binary.BigEndian.Uint16(block[10:12]))
@@ -88,6 +90,21 @@ func readProxyHeader(r *bufio.Reader) (string, bool) {
 		line = strings.TrimSuffix(l, "\r\n")
 	}
 	return line, true
+}
+
+// pingThrough sends head (a PROXY header, or none) and "ping" on a new
+// connection to port, half-closes it and returns all it gets back, with
+// the connection's local address.
+func pingThrough(port int, head []byte) (string, net.Addr) {
+	GinkgoHelper()
+	c := dialTCP(port)
+	defer c.Close()
+	_, err := c.Write(append(head, "ping"...))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(c.CloseWrite()).To(Succeed())
+	got, err := io.ReadAll(c)
+	Expect(err).NotTo(HaveOccurred())
+	return string(got), c.LocalAddr()
 }
 
 var _ = Describe("Upstream PROXY protocol transport socket", func() {
@@ -109,27 +126,16 @@ var _ = Describe("Upstream PROXY protocol transport socket", func() {
 			", " + ppCluster("pass", `{version: V2, pass_through_tlvs: {match_type: INCLUDE, tlv_type: [0xE0, 0x05]}, added_tlvs: [{type: 0xE5, value: YWRkZWQ=}]}`) + "]\n"
 		s := Start(newDir(), cfg)
 
-		talk := func(port int, head []byte) (string, net.Addr) {
-			GinkgoHelper()
-			c := dialTCP(port)
-			defer c.Close()
-			_, err := c.Write(append(head, "ping"...))
-			Expect(err).NotTo(HaveOccurred())
-			Expect(c.CloseWrite()).To(Succeed())
-			got, err := io.ReadAll(c)
-			Expect(err).NotTo(HaveOccurred())
-			return string(got), c.LocalAddr()
-		}
-		got, _ := talk(restored, proxyV2("203.0.113.7:5000", "198.51.100.1:443"))
+		got, _ := pingThrough(restored, proxyV2("203.0.113.7:5000", "198.51.100.1:443"))
 		Expect(got).To(Equal("PROXY TCP4 203.0.113.7 198.51.100.1 5000 443\nping"))
 
-		got, client := talk(direct, nil)
+		got, client := pingThrough(direct, nil)
 		Expect(got).To(Equal(fmt.Sprintf("V2 PROXY %s 127.0.0.1:%d tlvs=%s\nping", client, direct, hex.EncodeToString([]byte("\xe5\x00\x05added")))))
 
 		// The listener keeps 0xE0 and 0xE1, the cluster passes on 0xE0 and
 		// 0x05: only 0xE0 reaches the upstream, before the added TLV.
 		tlvs := []byte("\xe0\x00\x04blue\x05\x00\x02id\xe1\x00\x01x")
-		got, _ = talk(passed, proxyV2("203.0.113.9:6000", "198.51.100.2:8443", tlvs...))
+		got, _ = pingThrough(passed, proxyV2("203.0.113.9:6000", "198.51.100.2:8443", tlvs...))
 		Expect(got).To(Equal("V2 PROXY 203.0.113.9:6000 198.51.100.2:8443 tlvs=" + hex.EncodeToString([]byte("\xe0\x00\x04blue\xe5\x00\x05added")) + "\nping"))
 
 		Expect(statValue(s, "cluster.ppv2.upstream.proxyprotocol.v2_tlvs_exceed_max_length")).To(Equal("0"))
@@ -170,15 +176,15 @@ var _ = Describe("Upstream PROXY protocol transport socket", func() {
 		Expect(statValue(s, "cluster.up.upstream_cx_total")).To(Equal("3"))
 	})
 
-	It("refuses what it does not implement, with the field's path", func() {
+	It("refuses an added TLV with both a value and a format string, or neither, with the field's path", func() {
 		cluster := `{name: c, connect_timeout: 1s, transport_socket: {name: envoy.transport_sockets.upstream_proxy_protocol, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.proxy_protocol.v3.ProxyProtocolUpstreamTransport, ` +
-			`config: {version: V2}, allow_unspecified_address: true, tlv_as_pool_key: true, transport_socket: {name: envoy.transport_sockets.raw_buffer, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer}}}}}`
+			`config: {version: V2, added_tlvs: [{type: 1, value: eA==, format_string: {text_format_source: {inline_string: x}}}, {type: 2}]}, transport_socket: {name: envoy.transport_sockets.raw_buffer, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer}}}}}`
 		r, _ := validate("b.yaml", "static_resources: {clusters: ["+cluster+"]}\n")
 		Expect(r.ExitCode).To(Equal(1))
 		const ts = "static_resources.clusters[0].transport_socket.typed_config"
 		Expect(r.Stderr).To(And(
-			ContainSubstring(ts+".tlv_as_pool_key: not supported by Outrigger"),
-			ContainSubstring(ts+".allow_unspecified_address: not supported by Outrigger"),
+			ContainSubstring(ts+".config.added_tlvs[0]: only one of value and format_string may be set"),
+			ContainSubstring(ts+".config.added_tlvs[1]: one of value and format_string must be set"),
 		))
 	})
 })

@@ -164,10 +164,13 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.HealthCheck.HttpHealthCheck.method":                    {},
 	"envoy.config.core.v3.HealthCheck.TcpHealthCheck.send":                       {},
 	"envoy.config.core.v3.HealthCheck.TcpHealthCheck.receive":                    {},
-	"envoy.config.core.v3.HealthCheck.GrpcHealthCheck.service_name":              {},
-	"envoy.config.core.v3.HealthCheck.GrpcHealthCheck.authority":                 {},
-	"envoy.config.core.v3.HealthCheck.Payload.text":                              {},
-	"envoy.config.core.v3.HealthCheck.Payload.binary":                            {},
+	// The check's own PROXY header: the version alone (pkg/proxy/healthcheck
+	// refuses TLV settings, which a check's header cannot carry).
+	"envoy.config.core.v3.HealthCheck.TcpHealthCheck.proxy_protocol_config": {},
+	"envoy.config.core.v3.HealthCheck.GrpcHealthCheck.service_name":         {},
+	"envoy.config.core.v3.HealthCheck.GrpcHealthCheck.authority":            {},
+	"envoy.config.core.v3.HealthCheck.Payload.text":                         {},
+	"envoy.config.core.v3.HealthCheck.Payload.binary":                       {},
 
 	// Circuit breakers.
 	"envoy.config.cluster.v3.CircuitBreakers.thresholds":                      {},

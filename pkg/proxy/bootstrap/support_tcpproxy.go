@@ -6,8 +6,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // that Outrigger implements (see supportedCore and
 // pkg/proxy/filters/network/tcpproxy). Not implemented, so refused with
 // their path: on_demand.resources_locator, downstream_idle_timeout and
-// upstream_idle_timeout (not implemented by Envoy either),
-// proxy_protocol_tlvs and its merge policy, upstream_connect_mode other
+// upstream_idle_timeout (not implemented by Envoy either), upstream_connect_mode other
 // than IMMEDIATE, max_early_data_bytes, check_drain_close; in
 // tunneling_config, propagate_response_headers and _trailers, the request
 // id settings and formatters.
@@ -20,6 +19,8 @@ var supportedTCPProxy = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.WeightedCluster.ClusterWeight.weight":                 {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.WeightedCluster.ClusterWeight.metadata_match":         {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.metadata_match":                                       {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.proxy_protocol_tlvs":                                  {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.proxy_protocol_tlv_merge_policy":                      {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.idle_timeout":                                         {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.access_log":                                           {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.max_connect_attempts":                                 {},

@@ -159,9 +159,7 @@ func (c *Cluster) connect(ctx context.Context, h *upstream.Host, alpn []string) 
 		tc.key.tls = tlsconfig.OverrideFrom(ctx)
 	}
 	tc.key.src = upstream.SourceFrom(ctx)
-	if c.settings.pp != nil {
-		tc.key.pp, _ = upstream.ProxyProtocolFrom(ctx)
-	}
+	tc.key.pp = c.ppKey(ctx)
 	c.stats.UpstreamCxTotal.Inc()
 	c.stats.UpstreamCxActive.Inc()
 	c.stats.UpstreamCxConnectMs.Record(uint64(now.Sub(start).Milliseconds()))

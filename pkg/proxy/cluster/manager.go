@@ -220,14 +220,9 @@ func clusterSettings(cfg *clusterv3.Cluster, td transportDeps, defaultBind *bind
 	if s.bind == nil && cfg.GetUpstreamBindConfig() == nil {
 		s.bind = defaultBind
 	}
+	td.cluster = s.observabilityName
 	t, terrs := buildTransport(cfg.GetTransportSocket(), td, "cluster."+s.observabilityName+".")
 	s.tls, s.tap, s.pp = t.tls, t.tap, t.pp
-	if s.pp != nil && (s.protocol.http2 || s.protocol.auto || s.protocol.downstream) {
-		// HTTP/2 connections are shared by every request, whatever the
-		// downstream side their PROXY header described: Envoy keys its
-		// pools by it, Outrigger's HTTP/2 pools cannot yet.
-		terrs = append(terrs, configErrorf("transport_socket", "the upstream PROXY protocol transport socket on a cluster that may use HTTP/2 is not supported by Outrigger"))
-	}
 	errs = append(errs, terrs...)
 	if s.dfp != nil {
 		errs = append(errs, s.attachDNSCache(caches)...)

@@ -129,9 +129,7 @@ func (c *Cluster) acquireHTTP1(ctx context.Context, h *upstream.Host, res *resou
 // without it). Requests without either all share connections.
 func (c *Cluster) requestKey(ctx context.Context) poolKey {
 	k := poolKey{src: upstream.SourceFrom(ctx)}
-	if c.settings.pp != nil {
-		k.pp, _ = upstream.ProxyProtocolFrom(ctx)
-	}
+	k.pp = c.ppKey(ctx)
 	if c.settings.protocol.autoSNI != nil && c.settings.tls != nil {
 		k.tls = tlsconfig.OverrideFrom(ctx)
 	}

@@ -173,8 +173,11 @@ func (c *Cluster) roundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Res
 			// honour the request's server name
 			return nil, errExtendedConnectAutoSNI
 		case key.src.Addr.IsValid():
-			// nor its source address.
+			// nor its source address
 			return nil, errExtendedConnectSource
+		case key.pp != (upstream.ProxyProtocolData{}):
+			// nor the downstream side of its PROXY protocol header.
+			return nil, errExtendedConnectProxyProtocol
 		}
 		return c.h2x.RoundTrip(req)
 	}
@@ -187,6 +190,11 @@ func (c *Cluster) roundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Res
 // errExtendedConnectAutoSNI fails an HTTP/2 upgrade (extended CONNECT) to
 // an auto_sni cluster rather than send it with another server name.
 var errExtendedConnectAutoSNI = errors.New("HTTP/2 upgrades (extended CONNECT) to a cluster with auto_sni or auto_san_validation are not supported by Outrigger")
+
+// errExtendedConnectProxyProtocol fails an HTTP/2 upgrade (extended
+// CONNECT) to a cluster with the upstream PROXY protocol transport socket
+// rather than send it under another downstream's PROXY header.
+var errExtendedConnectProxyProtocol = errors.New("HTTP/2 upgrades (extended CONNECT) to a cluster with the upstream PROXY protocol transport socket are not supported by Outrigger")
 
 // errExtendedConnectSource fails an HTTP/2 upgrade (extended CONNECT) of a
 // request with an original source rather than send it from another

@@ -12,8 +12,9 @@ import (
 )
 
 // maxSNIPools bounds the HTTP/2 pools a cluster keeps for requests with a
-// pool key, one per server name and SAN (auto_sni) and source address
-// (original_src) its requests asked for: past it, the least recently made
+// pool key, one per server name and SAN (auto_sni), source address
+// (original_src) and downstream side of an upstream PROXY protocol header
+// its requests asked for: past it, the least recently made
 // one is dropped (its idle connections closed; streams in progress
 // finish), so that clients naming ever new hosts, or coming from ever new
 // addresses, cannot grow the proxy's memory without bound.
@@ -45,11 +46,25 @@ func (p *sniPools) transport(key poolKey) *http.Transport {
 	}
 	t := p.c.newHTTP2Transport()
 	t.DialContext = func(ctx context.Context, _, addr string) (net.Conn, error) {
-		return p.c.dialHTTP2(upstream.WithSource(tlsconfig.WithOverride(ctx, key.tls), key.src), addr)
+		return p.c.dialHTTP2(p.c.withPoolProxyProtocol(upstream.WithSource(tlsconfig.WithOverride(ctx, key.tls), key.src), key.pp), addr)
 	}
 	p.byKey[key] = t
 	p.order = append(p.order, key)
 	return t
+}
+
+// withPoolProxyProtocol is the context of a connection of the pool of
+// PROXY protocol key pp: the downstream side of the request that opens it
+// when it belongs to the pool (its TLVs are the header's, as the first
+// user's are in Envoy), else pp itself.
+func (c *Cluster) withPoolProxyProtocol(ctx context.Context, pp upstream.ProxyProtocolData) context.Context {
+	if c.settings.pp == nil || !pp.Src.IsValid() {
+		return ctx
+	}
+	if d, ok := upstream.ProxyProtocolFrom(ctx); ok && c.settings.pp.PoolKey(d) == pp {
+		return ctx
+	}
+	return upstream.WithProxyProtocol(ctx, pp)
 }
 
 // closeIdle closes the idle connections of every pool.

@@ -41,6 +41,9 @@ type transportDeps struct {
 	taps    *tap.Registry
 	stats   *stats.Store
 	runtime liveRuntime
+	// cluster is the observability name of the cluster being built, for
+	// the upstream PROXY protocol TLVs' %UPSTREAM_CLUSTER%.
+	cluster string
 }
 
 // liveRuntime reads the runtime's current snapshot (none: every key has
@@ -116,7 +119,7 @@ func buildTransportAt(ts *corev3.TransportSocket, d transportDeps, scope, field 
 		if d.stats == nil {
 			return transport{}, []error{configErrorf(field+"typed_config", "no stat store for the upstream PROXY protocol transport socket")}
 		}
-		pp, err := upstreamproxyprotocol.Compile(m, d.stats.Scope(scope))
+		pp, err := upstreamproxyprotocol.Compile(m, d.stats.Scope(scope), d.ext, d.cluster)
 		if err != nil {
 			return transport{}, fieldErrors(field+"typed_config.", err)
 		}
@@ -140,6 +143,17 @@ func buildTransportAt(ts *corev3.TransportSocket, d transportDeps, scope, field 
 		return transport{tls: cl}, nil
 	}
 	return transport{}, []error{configErrorf(field+"typed_config", "transport socket type %T is not supported by Outrigger", msg)}
+}
+
+// ppKey is the part of the downstream side in ctx that a connection of
+// the cluster's upstream PROXY protocol transport socket is shared by
+// (the zero value on a cluster without one, or without a downstream).
+func (c *Cluster) ppKey(ctx context.Context) upstream.ProxyProtocolData {
+	if c.settings.pp == nil {
+		return upstream.ProxyProtocolData{}
+	}
+	d, _ := upstream.ProxyProtocolFrom(ctx)
+	return c.settings.pp.PoolKey(d)
 }
 
 // fieldErrors turns "field.path: reason" problems into field errors

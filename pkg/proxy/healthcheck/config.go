@@ -98,6 +98,9 @@ type statusRange struct{ start, end int64 }
 type tcpConfig struct {
 	send    []byte
 	receive [][]byte
+	// pp is set by proxy_protocol_config: each check's bytes start with a
+	// PROXY header of version 2 when ppV2 is set, else 1.
+	pp, ppV2 bool
 }
 
 // grpcConfig is a grpc_health_check.
@@ -348,8 +351,17 @@ func compileTCP(t *corev3.HealthCheck_TcpHealthCheck) (*tcpConfig, []error) {
 		}
 		c.receive = append(c.receive, b)
 	}
-	if t.GetProxyProtocolConfig() != nil {
-		errs = append(errs, &bootstrap.FieldError{Path: "proxy_protocol_config", Reason: "not supported by Outrigger"})
+	if pp := t.GetProxyProtocolConfig(); pp != nil {
+		// Envoy's checker writes a header of the version alone: v1 with
+		// the connection's addresses, v2 a LOCAL one, which carries no
+		// TLVs; TLV settings would have no effect, so they are refused.
+		c.pp, c.ppV2 = true, pp.GetVersion() == corev3.ProxyProtocolConfig_V2
+		if len(pp.GetAddedTlvs()) > 0 {
+			errs = append(errs, &bootstrap.FieldError{Path: "proxy_protocol_config.added_tlvs", Reason: "a health check's PROXY header carries no TLVs (v1, or a v2 LOCAL header, as in Envoy)"})
+		}
+		if pp.GetPassThroughTlvs() != nil {
+			errs = append(errs, &bootstrap.FieldError{Path: "proxy_protocol_config.pass_through_tlvs", Reason: "a health check's PROXY header carries no TLVs (v1, or a v2 LOCAL header, as in Envoy)"})
+		}
 	}
 	return c, errs
 }

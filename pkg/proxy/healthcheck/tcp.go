@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"time"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstreamproxyprotocol"
 )
 
 // tcpReadLimit bounds what a TCP check reads while it looks for the
@@ -39,11 +41,17 @@ func (p *tcpProber) probe(ctx context.Context, deadline time.Time) result {
 	return r
 }
 
-// exchange writes send and reads until the receive payloads match.
+// exchange writes the PROXY header and send, and reads until the receive payloads match.
 func (p *tcpProber) exchange(conn net.Conn) result {
 	cfg := p.c.cfg.tcp
-	if len(cfg.send) > 0 {
-		if _, err := conn.Write(cfg.send); err != nil {
+	send := cfg.send
+	if cfg.pp {
+		// As Envoy's checker does, every check writes the header ahead of
+		// send, a reused connection's included.
+		send = append(upstreamproxyprotocol.OwnHeader(conn, cfg.ppV2), cfg.send...)
+	}
+	if len(send) > 0 {
+		if _, err := conn.Write(send); err != nil {
 			return result{outcome: outcomeNetwork}
 		}
 	}

@@ -137,7 +137,7 @@ func (s *stream) attempt(cl UpstreamCluster, route *router.Route) (retry bool) {
 	upstreamH2 := cl.HTTP2For(s.proto == protoHTTP2)
 	switch {
 	case route.TerminatesTunnel(s.method, s.upg.connect):
-		s.connectTCP(cl, host)
+		s.connectTCP(cl, host, route.Connect)
 	case s.upg.typ != "" && upstreamH2:
 		s.upgradeHTTP2(cl, host)
 	case upstreamH2:

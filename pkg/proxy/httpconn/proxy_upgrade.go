@@ -1,13 +1,17 @@
 package httpconn
 
 import (
+	"net"
+	"net/netip"
 	"time"
 
 	datav3 "github.com/envoyproxy/go-control-plane/envoy/data/accesslog/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstreamproxyprotocol"
 )
 
 // opensTunnel reports whether the upstream's response head, just read,
@@ -81,10 +85,13 @@ func (s *stream) tunnelHTTP1(cl UpstreamCluster, uc *upstream.Conn, sent time.Ti
 // relays the payload both ways. A POST's payload is its body, and the TCP
 // bytes go back as the response body: chunked to an HTTP/1.1 client, the
 // body's end (and the upstream's half-close) closing each way.
-func (s *stream) connectTCP(cl UpstreamCluster, host *upstream.Host) {
+func (s *stream) connectTCP(cl UpstreamCluster, host *upstream.Host, cc *router.ConnectConfig) {
 	ctx, cancel := s.connectContext()
 	conn, err := cl.ConnectHost(ctx, host)
 	cancel()
+	if err == nil && cc.ProxyProtocol {
+		err = s.writeConnectProxyHeader(conn, cc.ProxyProtocolV2)
+	}
 	if err != nil {
 		s.connectFailed(cl, err)
 		return
@@ -111,6 +118,21 @@ func (s *stream) connectTCP(cl UpstreamCluster, host *upstream.Host) {
 		return
 	}
 	s.runTunnel(tunnelEnd{r: conn, w: conn, conn: conn})
+}
+
+// writeConnectProxyHeader starts the payload of a terminated CONNECT with
+// the PROXY header connect_config's proxy_protocol_config asks for, as
+// Envoy's TCP upstream does: the downstream connection's addresses (those
+// a proxy_protocol listener filter restored), v2 when v2 is set. conn is
+// closed when the write fails.
+func (s *stream) writeConnectProxyHeader(conn net.Conn, v2 bool) error {
+	src, _ := netip.ParseAddrPort(s.remote)
+	dst, _ := netip.ParseAddrPort(s.local)
+	if _, err := conn.Write(upstreamproxyprotocol.AddressHeader(src, dst, v2)); err != nil {
+		_ = conn.Close()
+		return err
+	}
+	return nil
 }
 
 // postTunnel relays a POST terminated at the proxy (allow_post): a 200

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 )
 
@@ -18,6 +19,10 @@ type ConnectConfig struct {
 	// AllowPost: POST requests on the route are carried the same way,
 	// their body as the payload (allow_post).
 	AllowPost bool
+	// ProxyProtocol (proxy_protocol_config): the payload sent upstream
+	// starts with a PROXY header of the downstream connection's addresses,
+	// v2 when ProxyProtocolV2 is set, else v1.
+	ProxyProtocol, ProxyProtocolV2 bool
 }
 
 // upgradeMap is a route action's upgrade_configs: each upgrade type, lower
@@ -51,12 +56,21 @@ func compileUpgrades(r *Route, cfgs []*routev3.RouteAction_UpgradeConfig) error 
 		if !strings.EqualFold(t, UpgradeConnect) {
 			return fmt.Errorf("upgrade_configs[%d].connect_config: non-CONNECT upgrade type %s has ConnectConfig", i, u.GetUpgradeType())
 		}
-		// proxy_protocol_config is refused by the loader's support
-		// table; it never gets here set.
-		if cc.GetProxyProtocolConfig() != nil {
-			return fmt.Errorf("upgrade_configs[%d].connect_config.proxy_protocol_config: not supported by Outrigger", i)
-		}
 		r.Connect = &ConnectConfig{AllowPost: cc.GetAllowPost()}
+		if pp := cc.GetProxyProtocolConfig(); pp != nil {
+			// Envoy's TCP upstream writes a header of the version alone,
+			// with the downstream connection's addresses: TLV settings
+			// would have no effect, so they are refused.
+			if len(pp.GetAddedTlvs()) > 0 || pp.GetPassThroughTlvs() != nil {
+				field := "added_tlvs"
+				if len(pp.GetAddedTlvs()) == 0 {
+					field = "pass_through_tlvs"
+				}
+				return fmt.Errorf("upgrade_configs[%d].connect_config.proxy_protocol_config.%s: the PROXY header of a terminated CONNECT carries no TLVs (as in Envoy)", i, field)
+			}
+			r.Connect.ProxyProtocol = true
+			r.Connect.ProxyProtocolV2 = pp.GetVersion() == corev3.ProxyProtocolConfig_V2
+		}
 	}
 	return nil
 }

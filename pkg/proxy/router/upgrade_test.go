@@ -45,3 +45,21 @@ func TestUpgradeConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestConnectProxyProtocolConfig(t *testing.T) {
+	tab := mustCompile(t, `
+virtual_hosts:
+- name: all
+  domains: ["*"]
+  routes:
+  - {name: v1, match: {connect_matcher: {}}, route: {cluster: c, upgrade_configs: [{upgrade_type: CONNECT, connect_config: {proxy_protocol_config: {}}}]}}
+`)
+	v1 := tab.MatchRequest(&Request{Host: "x:443", Method: "CONNECT"})
+	if v1 == nil || v1.Connect == nil || !v1.Connect.ProxyProtocol || v1.Connect.ProxyProtocolV2 {
+		t.Fatalf("v1 route: %+v", v1)
+	}
+	rc := parseRC(t, `{virtual_hosts: [{name: v, domains: ["*"], routes: [{match: {connect_matcher: {}}, route: {cluster: c, upgrade_configs: [{upgrade_type: CONNECT, connect_config: {proxy_protocol_config: {version: V2, pass_through_tlvs: {match_type: INCLUDE_ALL}}}}]}}]}]}`)
+	if _, err := Compile(rc); err == nil || !strings.Contains(err.Error(), "upgrade_configs[0].connect_config.proxy_protocol_config.pass_through_tlvs: the PROXY header of a terminated CONNECT carries no TLVs") {
+		t.Errorf("TLVs: %v", err)
+	}
+}

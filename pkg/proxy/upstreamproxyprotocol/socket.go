@@ -14,10 +14,13 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	ppv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/proxy_protocol/v3"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -37,80 +40,115 @@ const (
 // Socket is a compiled upstream PROXY protocol transport socket.
 type Socket struct {
 	v2 bool
-	// pass is config.pass_through_tlvs: which of the downstream header's
-	// TLVs (those the listener filter kept) the header carries on.
+	// pass is config.pass_through_tlvs: which of the downstream side's
+	// TLVs (those the listener filter kept, those tcp_proxy added) the
+	// header carries on.
 	pass  upstream.TLVSelection
-	added []byte
+	added TLVs
+	// allowUnspecified is allow_unspecified_address: a downstream side
+	// without addresses, or with unspecified ones (0.0.0.0, ::), is
+	// described as AF_UNSPEC.
+	allowUnspecified bool
+	// tlvAsPoolKey is tlv_as_pool_key: connections are shared only
+	// between users whose downstream TLVs are the same too.
+	tlvAsPoolKey bool
+	// cluster is the cluster's name, for %UPSTREAM_CLUSTER% in added TLVs.
+	cluster string
 	// tlvsTooLong is upstream.proxyprotocol.v2_tlvs_exceed_max_length.
 	tlvsTooLong *stats.Counter
+	now         func() time.Time
 }
 
-// Compile compiles t (not its transport_socket, which the caller builds);
-// scope is the cluster's stat scope. Errors name the field below t.
-func Compile(t *ppv3.ProxyProtocolUpstreamTransport, scope stats.Scope) (*Socket, error) {
+// Compile compiles t (not its transport_socket, which the caller builds)
+// for the cluster named cluster; scope is the cluster's stat scope and reg
+// holds the formatter extensions the added TLVs' format strings may name.
+// Errors name the field below t.
+func Compile(t *ppv3.ProxyProtocolUpstreamTransport, scope stats.Scope, reg *extension.Registry, cluster string) (*Socket, error) {
 	var errs []error
 	if t.GetTransportSocket() == nil {
 		errs = append(errs, errors.New("transport_socket: required (the transport socket the PROXY header precedes)"))
-	}
-	if t.GetAllowUnspecifiedAddress() {
-		errs = append(errs, errors.New("allow_unspecified_address: not supported by Outrigger"))
-	}
-	if t.GetTlvAsPoolKey() {
-		errs = append(errs, errors.New("tlv_as_pool_key: not supported by Outrigger"))
 	}
 	cfg := t.GetConfig()
 	pass, err := upstream.CompileTLVSelection(cfg.GetPassThroughTlvs(), "config.pass_through_tlvs")
 	if err != nil {
 		errs = append(errs, err)
 	}
-	s := &Socket{v2: cfg.GetVersion() == corev3.ProxyProtocolConfig_V2, pass: pass}
-	for i, e := range cfg.GetAddedTlvs() {
-		if e.GetType() > 255 {
-			errs = append(errs, fmt.Errorf("config.added_tlvs[%d].type: %d is not a TLV type (0 to 255)", i, e.GetType()))
-			continue
-		}
-		if e.GetFormatString() != nil {
-			errs = append(errs, fmt.Errorf("config.added_tlvs[%d].format_string: not supported by Outrigger", i))
-			continue
-		}
-		if len(e.GetValue()) > maxV2Block {
-			errs = append(errs, fmt.Errorf("config.added_tlvs[%d].value: longer than a TLV can be (65535 bytes)", i))
-			continue
-		}
-		s.added = append(s.added, byte(e.GetType()))
-		s.added = binary.BigEndian.AppendUint16(s.added, uint16(len(e.GetValue())))
-		s.added = append(s.added, e.GetValue()...)
+	added, err := CompileTLVs(cfg.GetAddedTlvs(), "config.added_tlvs", reg)
+	if err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	s.tlvsTooLong = scope.Scope("upstream.proxyprotocol.").Counter("v2_tlvs_exceed_max_length")
-	return s, nil
+	return &Socket{
+		v2:               cfg.GetVersion() == corev3.ProxyProtocolConfig_V2,
+		pass:             pass,
+		added:            added,
+		allowUnspecified: t.GetAllowUnspecifiedAddress(),
+		tlvAsPoolKey:     t.GetTlvAsPoolKey(),
+		cluster:          cluster,
+		tlvsTooLong:      scope.Scope("upstream.proxyprotocol.").Counter("v2_tlvs_exceed_max_length"),
+		now:              time.Now,
+	}, nil
+}
+
+// PoolKey is the part of the downstream side d that decides which
+// connections a user may share, as Envoy hashes its transport socket
+// options: the addresses, and the TLVs too with tlv_as_pool_key.
+func (s *Socket) PoolKey(d upstream.ProxyProtocolData) upstream.ProxyProtocolData {
+	if !s.tlvAsPoolKey {
+		d.TLVs = ""
+	}
+	return d
 }
 
 // Header is the header a new connection conn starts with. d, when ok, is
-// the downstream's side (a TCP proxy's downstream); without it, as in
-// Envoy, a v1 header carries conn's own addresses and a v2 header is a
-// LOCAL one (the proxy's own connection, a health check's).
+// the downstream's side (a TCP proxy's downstream, an HTTP connection's
+// PROXY header); without it, as in Envoy, a v1 header carries conn's own
+// addresses and a v2 header is a LOCAL one (the proxy's own connection, a
+// health check's).
 func (s *Socket) Header(conn net.Conn, d upstream.ProxyProtocolData, ok bool) []byte {
-	if !s.v2 {
-		if !ok {
-			d = upstream.ProxyProtocolData{Src: addrPort(conn.LocalAddr()), Dst: addrPort(conn.RemoteAddr())}
+	if ok && s.allowUnspecified && unspecified(d) {
+		if !s.v2 {
+			return []byte(v1Unknown)
 		}
-		return v1Header(d)
+		return s.v2Unspec(conn, d)
 	}
 	if !ok {
+		return OwnHeader(conn, s.v2)
+	}
+	if !s.v2 {
+		return v1Header(d)
+	}
+	return s.v2Header(conn, d)
+}
+
+// OwnHeader is the PROXY header of a connection that has no downstream
+// side (the proxy's own, a health check's), as Envoy writes it: in v1,
+// conn's own addresses (UNKNOWN when they are not TCP); in v2, a LOCAL
+// header.
+func OwnHeader(conn net.Conn, v2 bool) []byte {
+	if v2 {
 		return append([]byte(v2Signature), 0x20, 0x00, 0x00, 0x00)
 	}
-	return s.v2Header(d)
+	return v1Header(upstream.ProxyProtocolData{Src: addrPort(conn.LocalAddr()), Dst: addrPort(conn.RemoteAddr())})
 }
+
+// unspecified reports whether d has a missing or an unspecified address.
+func unspecified(d upstream.ProxyProtocolData) bool {
+	return !d.Src.IsValid() || !d.Dst.IsValid() || d.Src.Addr().IsUnspecified() || d.Dst.Addr().IsUnspecified()
+}
+
+// v1Unknown is the v1 header of a connection whose addresses it does not
+// tell.
+const v1Unknown = "PROXY UNKNOWN\r\n"
 
 // v1Header is "PROXY TCP4|TCP6 src dst sport dport\r\n"; the source's
 // family names the line, as in Envoy.
 func v1Header(d upstream.ProxyProtocolData) []byte {
 	if !d.Src.IsValid() || !d.Dst.IsValid() {
 		// Not an IP connection (a unix socket's): nothing to describe.
-		return []byte("PROXY UNKNOWN\r\n")
+		return []byte(v1Unknown)
 	}
 	src, dst := d.Src.Addr().Unmap(), d.Dst.Addr().Unmap()
 	family := "TCP4"
@@ -120,11 +158,16 @@ func v1Header(d upstream.ProxyProtocolData) []byte {
 	return fmt.Appendf(nil, "PROXY %s %s %s %d %d\r\n", family, src, dst, d.Src.Port(), d.Dst.Port())
 }
 
-// v2Header is a v2 PROXY command header over TCP with d's addresses
-// (IPv4 when both are, else IPv6 with IPv4 addresses mapped), the TLVs of
-// d that pass_through_tlvs selects, then the added_tlvs. TLVs that would make the block longer than its 16-bit
-// length are left out and counted, as Envoy does.
-func (s *Socket) v2Header(d upstream.ProxyProtocolData) []byte {
+// v2Header is a v2 PROXY command header over TCP with d's addresses,
+// then the TLVs.
+func (s *Socket) v2Header(conn net.Conn, d upstream.ProxyProtocolData) []byte {
+	return s.appendTLVs(v2Addresses(d), conn, d)
+}
+
+// v2Addresses is the start of a v2 PROXY command header over TCP with
+// d's addresses (IPv4 when both are, else IPv6 with IPv4 addresses
+// mapped); its length field counts the addresses only.
+func v2Addresses(d upstream.ProxyProtocolData) []byte {
 	src, dst := d.Src.Addr().Unmap(), d.Dst.Addr().Unmap()
 	b := append([]byte(v2Signature), 0x21, 0x11, 0, 0)
 	if src.Is4() && dst.Is4() {
@@ -138,17 +181,67 @@ func (s *Socket) v2Header(d upstream.ProxyProtocolData) []byte {
 	}
 	b = binary.BigEndian.AppendUint16(b, d.Src.Port())
 	b = binary.BigEndian.AppendUint16(b, d.Dst.Port())
-	var passed []byte
-	if s.pass.Any() && d.TLVs != "" {
-		passed = s.pass.Filter([]byte(d.TLVs))
+	binary.BigEndian.PutUint16(b[14:16], uint16(len(b)-16))
+	return b
+}
+
+// AddressHeader is a PROXY header (v2 when v2 is set, else v1) that says
+// a connection comes from src to dst, without TLVs: what Envoy writes
+// ahead of a terminated CONNECT's payload (connect_config's
+// proxy_protocol_config).
+func AddressHeader(src, dst netip.AddrPort, v2 bool) []byte {
+	d := upstream.ProxyProtocolData{Src: src, Dst: dst}
+	if v2 {
+		return v2Addresses(d)
 	}
-	if len(b)-16+len(passed)+len(s.added) > maxV2Block {
+	return v1Header(d)
+}
+
+// v2Unspec is a v2 PROXY command header whose family is AF_UNSPEC: no
+// addresses, only the TLVs (allow_unspecified_address).
+func (s *Socket) v2Unspec(conn net.Conn, d upstream.ProxyProtocolData) []byte {
+	return s.appendTLVs(append([]byte(v2Signature), 0x21, 0x00, 0, 0), conn, d)
+}
+
+// appendTLVs completes the v2 header b: the TLVs of d that
+// pass_through_tlvs selects, then the added_tlvs (format strings rendered
+// for conn), and the block's length. TLVs that would make the block
+// longer than its 16-bit length are left out and counted, as Envoy does.
+func (s *Socket) appendTLVs(b []byte, conn net.Conn, d upstream.ProxyProtocolData) []byte {
+	var tlvs []byte
+	if s.pass.Any() && d.TLVs != "" {
+		tlvs = s.pass.Filter([]byte(d.TLVs))
+	}
+	if !s.added.Empty() {
+		var e *accesslog.Entry
+		if s.added.Dynamic() {
+			e = s.entry(conn)
+		}
+		tlvs = s.added.Append(tlvs[:len(tlvs):len(tlvs)], e)
+	}
+	if len(b)-16+len(tlvs) > maxV2Block {
 		s.tlvsTooLong.Inc()
 	} else {
-		b = append(append(b, passed...), s.added...)
+		b = append(b, tlvs...)
 	}
 	binary.BigEndian.PutUint16(b[14:16], uint16(len(b)-16))
 	return b
+}
+
+// entry is what the added TLVs' format strings see: as in Envoy, the
+// upstream connection's own stream info, whose connection addresses
+// are conn's (%DOWNSTREAM_LOCAL_ADDRESS% is the proxy's end), with the
+// host and cluster it goes to.
+func (s *Socket) entry(conn net.Conn) *accesslog.Entry {
+	local, remote := conn.LocalAddr().String(), conn.RemoteAddr().String()
+	return &accesslog.Entry{
+		StartTime:               s.now(),
+		DownstreamLocalAddress:  local,
+		DownstreamRemoteAddress: remote,
+		UpstreamLocalAddress:    local,
+		UpstreamHost:            remote,
+		UpstreamCluster:         s.cluster,
+	}
 }
 
 // as16 is a in its 16-byte form (an IPv4 address mapped).

@@ -33,8 +33,13 @@ var (
 
 func compile(t *testing.T, cfg *corev3.ProxyProtocolConfig) (*Socket, *stats.Store) {
 	t.Helper()
+	return compileTransport(t, &ppv3.ProxyProtocolUpstreamTransport{Config: cfg, TransportSocket: raw})
+}
+
+func compileTransport(t *testing.T, tr *ppv3.ProxyProtocolUpstreamTransport) (*Socket, *stats.Store) {
+	t.Helper()
 	store := stats.NewStore()
-	s, err := Compile(&ppv3.ProxyProtocolUpstreamTransport{Config: cfg, TransportSocket: raw}, store.Scope("cluster.c."))
+	s, err := Compile(tr, store.Scope("cluster.c."), nil, "c")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,15 +112,80 @@ func TestV2Header(t *testing.T) {
 
 func TestCompileRefusals(t *testing.T) {
 	for want, cfg := range map[string]*ppv3.ProxyProtocolUpstreamTransport{
-		"transport_socket: required":                      {Config: &corev3.ProxyProtocolConfig{}},
-		"allow_unspecified_address: not supported":        {TransportSocket: raw, AllowUnspecifiedAddress: true},
-		"tlv_as_pool_key: not supported":                  {TransportSocket: raw, TlvAsPoolKey: true},
-		"config.pass_through_tlvs.tlv_type[0]: 300":       {TransportSocket: raw, Config: &corev3.ProxyProtocolConfig{PassThroughTlvs: &corev3.ProxyProtocolPassThroughTLVs{MatchType: corev3.ProxyProtocolPassThroughTLVs_INCLUDE, TlvType: []uint32{300}}}},
-		"config.added_tlvs[0].type: 256 is not":           {TransportSocket: raw, Config: &corev3.ProxyProtocolConfig{AddedTlvs: []*corev3.TlvEntry{{Type: 256}}}},
-		"config.added_tlvs[0].format_string: not support": {TransportSocket: raw, Config: &corev3.ProxyProtocolConfig{AddedTlvs: []*corev3.TlvEntry{{Type: 1, FormatString: &corev3.SubstitutionFormatString{}}}}},
+		"transport_socket: required":                                       {Config: &corev3.ProxyProtocolConfig{}},
+		"config.pass_through_tlvs.tlv_type[0]: 300":                        {TransportSocket: raw, Config: &corev3.ProxyProtocolConfig{PassThroughTlvs: &corev3.ProxyProtocolPassThroughTLVs{MatchType: corev3.ProxyProtocolPassThroughTLVs_INCLUDE, TlvType: []uint32{300}}}},
+		"config.added_tlvs[0].type: 256 is not":                            {TransportSocket: raw, Config: &corev3.ProxyProtocolConfig{AddedTlvs: []*corev3.TlvEntry{{Type: 256, Value: []byte("x")}}}},
+		"config.added_tlvs[0]: one of value and format_string must be set": {TransportSocket: raw, Config: &corev3.ProxyProtocolConfig{AddedTlvs: []*corev3.TlvEntry{{Type: 1}}}},
+		"config.added_tlvs[1]: only one of value and format_string":        {TransportSocket: raw, Config: &corev3.ProxyProtocolConfig{AddedTlvs: []*corev3.TlvEntry{{Type: 1, Value: []byte("x")}, {Type: 2, Value: []byte("y"), FormatString: text("z")}}}},
+		"config.added_tlvs[0].format_string.text_format_source":            {TransportSocket: raw, Config: &corev3.ProxyProtocolConfig{AddedTlvs: []*corev3.TlvEntry{{Type: 1, FormatString: text("%NO_SUCH_OPERATOR%")}}}},
 	} {
-		if _, err := Compile(cfg, stats.NewStore().Scope("")); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := Compile(cfg, stats.NewStore().Scope(""), nil, "c"); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v", want, err)
 		}
+	}
+}
+
+// text is an inline text format string.
+func text(format string) *corev3.SubstitutionFormatString {
+	return &corev3.SubstitutionFormatString{Format: &corev3.SubstitutionFormatString_TextFormatSource{
+		TextFormatSource: &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: format}},
+	}}
+}
+
+// TestFormatStringTLVs checks that added TLVs with a format string are
+// rendered per connection from the upstream connection's own addresses,
+// after the static ones whatever their order in the list.
+func TestFormatStringTLVs(t *testing.T) {
+	s, _ := compile(t, &corev3.ProxyProtocolConfig{Version: corev3.ProxyProtocolConfig_V2, AddedTlvs: []*corev3.TlvEntry{
+		{Type: 0xF0, FormatString: text("%DOWNSTREAM_LOCAL_ADDRESS%|%UPSTREAM_HOST%|%UPSTREAM_CLUSTER%")},
+		{Type: 0xE0, Value: []byte("ab")},
+	}})
+	want := "\xe0\x00\x02ab" + "\xf0\x00\x20" + "127.0.0.1:40000|127.0.0.2:8080|c"
+	got := s.Header(own, down4, true)
+	if !bytes.HasSuffix(got, []byte(want)) || int(got[15]) != 12+len(want) {
+		t.Errorf("got %q\nwant suffix %q", got, want)
+	}
+	other := fakeConn{local: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40001}, remote: own.remote}
+	if got := s.Header(other, down4, true); !bytes.Contains(got, []byte("127.0.0.1:40001|")) {
+		t.Errorf("second connection: %q", got)
+	}
+}
+
+// TestAllowUnspecifiedAddress checks allow_unspecified_address: a
+// downstream side with unspecified addresses is described as AF_UNSPEC
+// (v2, TLVs kept) or UNKNOWN (v1); without it, the addresses are sent.
+func TestAllowUnspecifiedAddress(t *testing.T) {
+	null := upstream.ProxyProtocolData{Src: netip.MustParseAddrPort("0.0.0.0:0"), Dst: netip.MustParseAddrPort("0.0.0.0:0"), TLVs: "\x05\x00\x01u"}
+	pass := &corev3.ProxyProtocolPassThroughTLVs{MatchType: corev3.ProxyProtocolPassThroughTLVs_INCLUDE_ALL}
+	v2, _ := compileTransport(t, &ppv3.ProxyProtocolUpstreamTransport{TransportSocket: raw, AllowUnspecifiedAddress: true,
+		Config: &corev3.ProxyProtocolConfig{Version: corev3.ProxyProtocolConfig_V2, PassThroughTlvs: pass}})
+	if got, want := string(v2.Header(own, null, true)), v2Signature+"\x21\x00\x00\x04\x05\x00\x01u"; got != want {
+		t.Errorf("v2: %q, want %q", got, want)
+	}
+	if got := v2.Header(own, down4, true); got[13] != 0x11 {
+		t.Errorf("v2 with addresses: family %#x", got[13])
+	}
+	v1, _ := compileTransport(t, &ppv3.ProxyProtocolUpstreamTransport{TransportSocket: raw, AllowUnspecifiedAddress: true, Config: &corev3.ProxyProtocolConfig{}})
+	if got := string(v1.Header(own, null, true)); got != "PROXY UNKNOWN\r\n" {
+		t.Errorf("v1: %q", got)
+	}
+	off, _ := compile(t, &corev3.ProxyProtocolConfig{})
+	if got := string(off.Header(own, null, true)); got != "PROXY TCP4 0.0.0.0 0.0.0.0 0 0\r\n" {
+		t.Errorf("without: %q", got)
+	}
+}
+
+// TestPoolKey checks that the downstream TLVs take part in the pool key
+// only with tlv_as_pool_key.
+func TestPoolKey(t *testing.T) {
+	d := down4
+	d.TLVs = "\x05\x00\x01u"
+	off, _ := compile(t, &corev3.ProxyProtocolConfig{})
+	if k := off.PoolKey(d); k != down4 {
+		t.Errorf("without: %+v", k)
+	}
+	on, _ := compileTransport(t, &ppv3.ProxyProtocolUpstreamTransport{TransportSocket: raw, TlvAsPoolKey: true})
+	if k := on.PoolKey(d); k != d {
+		t.Errorf("with: %+v", k)
 	}
 }

@@ -80,6 +80,9 @@ type config struct {
 	flushInterval  time.Duration // periodic access logs; 0: none
 	logOnConnected bool
 	logOnStart     bool
+
+	// pp is proxy_protocol_tlvs and its merge policy.
+	pp ppTLVs
 }
 
 // Compile implements netfilter.Factory. Errors name the field path below
@@ -239,8 +242,11 @@ func compile(cfg *tcpproxyv3.TcpProxy) (*config, error) {
 		}
 		c.tunnel = t
 	}
-	refuse(len(cfg.GetProxyProtocolTlvs()) > 0, "proxy_protocol_tlvs", "no PROXY protocol upstream")
-	refuse(cfg.GetProxyProtocolTlvMergePolicy() != 0, "proxy_protocol_tlv_merge_policy", "no PROXY protocol upstream")
+	pp, err := compilePPTLVs(cfg)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	c.pp = pp
 	refuse(cfg.GetUpstreamConnectMode() != tcpproxyv3.UpstreamConnectMode_IMMEDIATE, "upstream_connect_mode", "only IMMEDIATE")
 	refuse(cfg.GetMaxEarlyDataBytes() != nil, "max_early_data_bytes", "the upstream is connected before reading")
 	refuse(cfg.GetCheckDrainClose() != nil, "check_drain_close", "not implemented")

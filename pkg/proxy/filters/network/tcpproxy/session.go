@@ -42,21 +42,22 @@ func (s *session) pickContext() *upstream.PickContext {
 // (original_src) chose for the connection's upstream side, and the
 // downstream's side for a cluster's upstream PROXY protocol header: what
 // the downstream's own PROXY header said, else its addresses (Envoy's
-// tcp_proxy always provides them).
+// tcp_proxy always provides them), with proxy_protocol_tlvs merged in.
 func (s *session) upstreamContext() context.Context {
 	ctx := s.p.ctx
 	if src, ok := upstream.SourceOf(s.down); ok {
 		ctx = upstream.WithSource(ctx, src)
 	}
-	if d, ok := upstream.ProxyProtocolOf(s.down); ok {
-		return upstream.WithProxyProtocol(ctx, d)
-	}
+	existing, has := upstream.ProxyProtocolOf(s.down)
 	remote, rok := s.down.RemoteAddr().(*net.TCPAddr)
 	local, lok := s.down.LocalAddr().(*net.TCPAddr)
-	if rok && lok {
-		ctx = upstream.WithProxyProtocol(ctx, upstream.ProxyProtocolData{Src: remote.AddrPort(), Dst: local.AddrPort()})
+	if !has && (!rok || !lok) {
+		return ctx
 	}
-	return ctx
+	if !has {
+		existing = upstream.ProxyProtocolData{Src: remote.AddrPort(), Dst: local.AddrPort()}
+	}
+	return upstream.WithProxyProtocol(ctx, s.proxyProtocolData(existing, has))
 }
 
 // session is one proxied downstream connection.
