@@ -57,6 +57,7 @@ var supportedExtAuthz = map[protoreflect.FullName]fieldSupport{
 
 	"envoy.extensions.filters.http.ext_authz.v3.HttpService.server_uri":             {},
 	"envoy.extensions.filters.http.ext_authz.v3.HttpService.path_prefix":            {},
+	"envoy.extensions.filters.http.ext_authz.v3.HttpService.path_override":          {},
 	"envoy.extensions.filters.http.ext_authz.v3.HttpService.authorization_request":  {},
 	"envoy.extensions.filters.http.ext_authz.v3.HttpService.authorization_response": {},
 	"envoy.config.core.v3.HttpUri.uri":                                              {},
@@ -76,6 +77,10 @@ var supportedExtAuthz = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ext_authz.v3.CheckSettings.context_extensions":             {},
 	"envoy.extensions.filters.http.ext_authz.v3.CheckSettings.disable_request_body_buffering": {},
 	"envoy.extensions.filters.http.ext_authz.v3.CheckSettings.with_request_body":              {},
+	// The most specific configuration's service override is asked
+	// instead of the filter's service.
+	"envoy.extensions.filters.http.ext_authz.v3.CheckSettings.grpc_service": {},
+	"envoy.extensions.filters.http.ext_authz.v3.CheckSettings.http_service": {},
 	// RuntimeFeatureFlag (filter_enabled's kin) is listed with the
 	// compressor's fields, which share it.
 }

@@ -171,30 +171,37 @@ func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
 
 	switch s := p.GetServices().(type) {
 	case *extauthzv3.ExtAuthz_GrpcService:
-		if ctx.Services == nil {
-			return nil, errors.New("grpc_service: no gRPC service can be reached")
-		}
-		gs := s.GrpcService
-		c.timeout = defaultTimeout
-		if gs.GetTimeout() != nil {
-			c.timeout = gs.GetTimeout().AsDuration()
-		}
-		ch, err := ctx.Services.OpenGRPC(gs)
+		c.client, c.timeout, err = openGRPC(s.GrpcService, ctx.Services, defaultTimeout)
 		if err != nil {
 			return nil, fmt.Errorf("grpc_service.%w", err)
 		}
-		c.client = newGRPCClient(ch)
 	case *extauthzv3.ExtAuthz_HttpService:
-		hc, timeout, err := newHTTPClient(s.HttpService, ctx.Services)
+		c.client, c.timeout, err = newHTTPClient(s.HttpService, ctx.Services, 0)
 		if err != nil {
 			return nil, fmt.Errorf("http_service.%w", err)
 		}
-		c.client, c.timeout = hc, timeout
 	default:
 		return nil, errors.New("services: one of grpc_service or http_service is required")
 	}
 	c.pool.New = func() any { return &filter{} }
 	return c, nil
+}
+
+// openGRPC opens a gRPC authorization service; its timeout is the
+// service's, else def. Errors name the field below the GrpcService.
+func openGRPC(gs *corev3.GrpcService, svc httpfilter.Services, def time.Duration) (*grpcClient, time.Duration, error) {
+	if svc == nil {
+		return nil, 0, errors.New("no gRPC service can be reached")
+	}
+	timeout := def
+	if gs.GetTimeout() != nil {
+		timeout = gs.GetTimeout().AsDuration()
+	}
+	ch, err := svc.OpenGRPC(gs)
+	if err != nil {
+		return nil, 0, err
+	}
+	return newGRPCClient(ch), timeout, nil
 }
 
 // refuseUnsupported refuses the fields Outrigger does not implement (or

@@ -74,12 +74,12 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	req := c.checkRequest(s, in)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	if c.timeout > 0 {
-		ctx, cancel = context.WithTimeout(context.Background(), c.timeout)
+	if in.timeout > 0 {
+		ctx, cancel = context.WithTimeout(context.Background(), in.timeout)
 	}
 	defer cancel()
 	var rendered []string
-	if hc, ok := c.client.(*httpClient); ok {
+	if hc, ok := in.client.(*httpClient); ok {
 		rendered = hc.renderHeaders(httpfilter.CurrentEntry(s))
 	}
 	done := make(chan struct{})
@@ -87,7 +87,7 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	start := time.Now()
 	go func() {
 		defer close(done)
-		resp = c.client.check(ctx, req, rendered)
+		resp = in.client.check(ctx, req, rendered)
 	}()
 	if !s.Wait(done) {
 		// The client went away or the stream timed out: the call is
@@ -197,9 +197,10 @@ func replyStatus(status, def int) int {
 
 // routeSettings reads the route's ExtAuthzPerRoute configurations: skip
 // when the most specific disables the filter; context extensions merged
-// from every level, the most specific winning; the body settings.
+// from every level, the most specific winning; the body settings and the
+// service override of the most specific.
 func (f *filter) routeSettings(s httpfilter.Stream) (in checkInput, skip bool) {
-	in.settings = f.c.body
+	in.settings, in.client, in.timeout = f.c.body, f.c.client, f.c.timeout
 	f.routeConfigs = s.RouteConfigs(f.c.name, f.routeConfigs[:0])
 	defer clear(f.routeConfigs)
 	if len(f.routeConfigs) == 0 {
@@ -223,6 +224,9 @@ func (f *filter) routeSettings(s httpfilter.Stream) (in checkInput, skip bool) {
 	}
 	if most.disabled {
 		return in, true
+	}
+	if most.client != nil {
+		in.client, in.timeout = most.client, most.timeout
 	}
 	switch {
 	case most.disableBody:
