@@ -20,6 +20,11 @@ var supportedExtAuthz = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.failure_mode_allow_header_add": {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.with_request_body":             {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.clear_route_cache":             {},
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.clear_route_cache_headers":     {},
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.validate_mutations":            {},
+	// The HeaderMutationRules fields are listed with ext_proc's, which
+	// shares them (allow_all_routing only false).
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.decoder_header_mutation_rules": {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.status_on_error":               {},
 	// The namespaces of the request's dynamic metadata (RBAC's, so far)
 	// go in the CheckRequest's metadata_context; no Outrigger filter sets

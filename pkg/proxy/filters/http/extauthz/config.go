@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	alfilter "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/filter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/mutationrules"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
@@ -38,6 +40,15 @@ type config struct {
 	// body is with_request_body; nil means the body is not sent.
 	body            *bodySettings
 	clearRouteCache bool
+	// routeCacheHeaders are clear_route_cache_headers (lower case), nil
+	// when unset: only edits of these headers clear the route cache.
+	routeCacheHeaders map[string]bool
+	// validateMutations is validate_mutations: an answer with an invalid
+	// header or query edit is rejected (500).
+	validateMutations bool
+	// mutationRules are decoder_header_mutation_rules, nil when unset:
+	// they decide the answer's request header edits.
+	mutationRules *mutationrules.Rules
 	// enabled is filter_enabled, nil when unset (always enabled);
 	// denyAtDisable is deny_at_disable, nil when unset (false), read
 	// through flags.
@@ -116,6 +127,7 @@ func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
 		failureModeHeader:  p.GetFailureModeAllowHeaderAdd(),
 		statusOnError:      403,
 		clearRouteCache:    p.GetClearRouteCache(),
+		validateMutations:  p.GetValidateMutations(),
 		runtime:            ctx.Runtime,
 		encodeRawHeaders:   p.GetEncodeRawHeaders(),
 		maxDeniedBody:      int(p.GetMaxDeniedResponseBodyBytes()),
@@ -124,6 +136,19 @@ func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
 		chargeCluster:      p.GetChargeClusterResponseStats() == nil || p.GetChargeClusterResponseStats().GetValue(),
 		ingestMetadata:     p.GetEnableDynamicMetadataIngestion() == nil || p.GetEnableDynamicMetadataIngestion().GetValue(),
 		store:              ctx.Stats,
+	}
+	for _, h := range p.GetClearRouteCacheHeaders() {
+		if c.routeCacheHeaders == nil {
+			c.routeCacheHeaders = map[string]bool{}
+		}
+		c.routeCacheHeaders[strings.ToLower(h)] = true
+	}
+	if r := p.GetDecoderHeaderMutationRules(); r != nil {
+		rules, err := mutationrules.Compile(r)
+		if err != nil {
+			return nil, fmt.Errorf("decoder_header_mutation_rules.%w", err)
+		}
+		c.mutationRules = rules
 	}
 	if code := p.GetStatusOnError().GetCode(); code != 0 {
 		c.statusOnError = int(code)
@@ -208,10 +233,6 @@ func openGRPC(gs *corev3.GrpcService, svc httpfilter.Services, def time.Duration
 // implements only at their default) with their paths.
 func refuseUnsupported(p *extauthzv3.ExtAuthz) error {
 	switch {
-	case len(p.GetClearRouteCacheHeaders()) > 0:
-		return errors.New("clear_route_cache_headers: not supported by Outrigger")
-	case p.GetValidateMutations():
-		return errors.New("validate_mutations: not supported by Outrigger")
 	case p.GetIncludePeerCertificate():
 		// Connections may be TLS now, but the check request does not
 		// carry their TLS state yet.
@@ -220,8 +241,6 @@ func refuseUnsupported(p *extauthzv3.ExtAuthz) error {
 		return errors.New("include_tls_session: only false is supported by Outrigger (the check request carries no TLS details yet)")
 	case p.GetBootstrapMetadataLabelsKey() != "":
 		return errors.New("bootstrap_metadata_labels_key: not supported by Outrigger")
-	case p.GetDecoderHeaderMutationRules() != nil:
-		return errors.New("decoder_header_mutation_rules: not supported by Outrigger")
 	case p.GetFilterMetadata() != nil:
 		return errors.New("filter_metadata: not supported by Outrigger (no dynamic metadata)")
 	case p.GetEmitFilterStateStats():

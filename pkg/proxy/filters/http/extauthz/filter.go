@@ -17,6 +17,8 @@ import (
 const (
 	detailsDenied = "ext_authz_denied"
 	detailsError  = "ext_authz_error"
+	// detailsInvalid: an answer rejected for its edits.
+	detailsInvalid = "ext_authz_invalid"
 )
 
 // failureModeHeader marks a request let through although its check
@@ -130,13 +132,19 @@ func (f *filter) complete(s httpfilter.Stream, resp *response) httpfilter.Status
 	}
 	switch resp.status {
 	case statusOK:
-		if c.clearRouteCache && (len(resp.requestHeaders) > 0 || len(resp.headersToRemove) > 0 ||
-			len(resp.queryToSet) > 0 || len(resp.queryToRemove) > 0) {
+		if c.clearsRouteCache(resp) {
 			s.ClearRouteCache()
 		}
+		edits, remove, ok := c.vetRequestEdits(resp)
+		if ok && c.validateMutations {
+			ok = validHeaders(resp.responseHeaders) && validQuery(resp.queryToSet)
+		}
+		if !ok {
+			return f.reject(s, cs)
+		}
 		h := s.RequestHeaders()
-		apply(h, resp.requestHeaders)
-		for _, name := range resp.headersToRemove {
+		apply(h, edits)
+		for _, name := range remove {
 			if name = strings.ToLower(name); removable(name) {
 				h.Del(name)
 			}
@@ -158,6 +166,9 @@ func (f *filter) complete(s httpfilter.Stream, resp *response) httpfilter.Status
 			if c.chargeCluster {
 				cs.chargeDenial(status)
 			}
+		}
+		if c.validateMutations && !validHeaders(resp.localHeaders) {
+			return f.reject(s, cs)
 		}
 		body := resp.body
 		if c.maxDeniedBody > 0 && len(body) > c.maxDeniedBody {
@@ -183,6 +194,17 @@ func (f *filter) complete(s httpfilter.Stream, resp *response) httpfilter.Status
 	}
 	f.localHeaders = resp.localHeaders
 	s.SendLocalReply(replyStatus(resp.httpStatus, c.statusOnError), resp.body, accesslog.UnauthorizedExternalService, detailsError)
+	return httpfilter.Stop
+}
+
+// reject answers 500 to a request whose check answer was rejected for
+// its edits (Envoy's rejectResponse), counted as invalid.
+func (f *filter) reject(s httpfilter.Stream, cs *clusterStats) httpfilter.Status {
+	f.c.stats.invalid.Inc()
+	if cs != nil {
+		cs.invalid.Inc()
+	}
+	s.SendLocalReply(500, "", accesslog.UnauthorizedExternalService, detailsInvalid)
 	return httpfilter.Stop
 }
 
