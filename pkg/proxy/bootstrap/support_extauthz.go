@@ -55,6 +55,12 @@ var supportedExtAuthz = map[protoreflect.FullName]fieldSupport{
 	// reads it (see docs/compat.md).
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.enable_dynamic_metadata_ingestion": {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.max_denied_response_body_bytes":    {},
+	// A checked request's filter state gets Envoy's logging info: the
+	// latency (%FILTER_STATE(<name>:FIELD:latency_us)%) and
+	// filter_metadata, which, as in Envoy, only code reading the object
+	// sees.
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.emit_filter_state_stats": {},
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.filter_metadata":         {},
 
 	"envoy.extensions.filters.http.ext_authz.v3.BufferSettings.max_request_bytes":     {},
 	"envoy.extensions.filters.http.ext_authz.v3.BufferSettings.allow_partial_message": {},

@@ -11,6 +11,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	alfilter "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/filter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
@@ -75,6 +76,11 @@ type config struct {
 	// ingestMetadata is enable_dynamic_metadata_ingestion (default true):
 	// the service's dynamic metadata becomes the filter's.
 	ingestMetadata bool
+	// filterMetadata is filter_metadata (nil when unset) and
+	// emitStateStats emit_filter_state_stats: either leaves a
+	// loggingInfo in the filter state of each request checked.
+	filterMetadata *structpb.Struct
+	emitStateStats bool
 	// chargeCluster is charge_cluster_response_stats (default true): a
 	// denial counts in the route cluster's response code stats.
 	chargeCluster bool
@@ -128,6 +134,8 @@ func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
 		statusOnError:      403,
 		clearRouteCache:    p.GetClearRouteCache(),
 		validateMutations:  p.GetValidateMutations(),
+		filterMetadata:     p.GetFilterMetadata(),
+		emitStateStats:     p.GetEmitFilterStateStats(),
 		runtime:            ctx.Runtime,
 		encodeRawHeaders:   p.GetEncodeRawHeaders(),
 		maxDeniedBody:      int(p.GetMaxDeniedResponseBodyBytes()),
@@ -241,10 +249,6 @@ func refuseUnsupported(p *extauthzv3.ExtAuthz) error {
 		return errors.New("include_tls_session: only false is supported by Outrigger (the check request carries no TLS details yet)")
 	case p.GetBootstrapMetadataLabelsKey() != "":
 		return errors.New("bootstrap_metadata_labels_key: not supported by Outrigger")
-	case p.GetFilterMetadata() != nil:
-		return errors.New("filter_metadata: not supported by Outrigger (no dynamic metadata)")
-	case p.GetEmitFilterStateStats():
-		return errors.New("emit_filter_state_stats: not supported by Outrigger")
 	case p.GetEnforceResponseHeaderLimits():
 		return errors.New("enforce_response_header_limits: not supported by Outrigger")
 	case p.GetShadowMode():

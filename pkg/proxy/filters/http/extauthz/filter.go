@@ -74,6 +74,12 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		in.settings = nil
 	}
 	req := c.checkRequest(s, in)
+	var info *loggingInfo
+	if c.emitStateStats || c.filterMetadata != nil {
+		// Only a request actually checked gets it, as in Envoy.
+		info = newLoggingInfo(c.filterMetadata)
+		s.SetFilterState(c.name, info)
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	if in.timeout > 0 {
@@ -96,7 +102,11 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		// cancelled and its goroutine ends with it.
 		return httpfilter.Stop
 	}
-	f.recordMetadata(s, resp, time.Since(start))
+	took := time.Since(start)
+	if info != nil && c.emitStateStats {
+		info.latencyUS.Store(took.Microseconds())
+	}
+	f.recordMetadata(s, resp, took)
 	return f.complete(s, resp)
 }
 
