@@ -5,13 +5,14 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedExtAuthz lists the fields of envoy.filters.http.ext_authz that
 // Outrigger implements (see supportedCore), and of its per-route
 // ExtAuthzPerRoute. Not listed, so refused with their path:
-// clear_route_cache_headers, validate_mutations,
-// bootstrap_metadata_labels_key, decoder_header_mutation_rules,
-// filter_metadata, emit_filter_state_stats,
-// enforce_response_header_limits, shadow_mode, emit_client_span, the
-// HTTP service's path_override and retry_policy, and per route
-// check_settings' service overrides and emit_client_span. The filter's
-// Compile refuses transport_api_version V2.
+// bootstrap_metadata_labels_key; shadow_mode (its ShadowDecision filter
+// state is newer than the Envoy source Outrigger follows); emit_client_span
+// and per route check_settings.emit_client_span (the check is not traced:
+// no client span to emit or suppress); the HTTP service's retry_policy
+// (the check's HTTP client has no retries, and Envoy's conversion of the
+// core RetryPolicy, retry_on defaults included, is not reproduced yet).
+// The filter's Compile refuses transport_api_version V2, and
+// include_peer_certificate and include_tls_session true.
 var supportedExtAuthz = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.grpc_service":                  {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.http_service":                  {},
@@ -61,6 +62,9 @@ var supportedExtAuthz = map[protoreflect.FullName]fieldSupport{
 	// sees.
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.emit_filter_state_stats": {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.filter_metadata":         {},
+	// The service's response headers stop at the connection manager's
+	// max_headers_count.
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.enforce_response_header_limits": {},
 
 	"envoy.extensions.filters.http.ext_authz.v3.BufferSettings.max_request_bytes":     {},
 	"envoy.extensions.filters.http.ext_authz.v3.BufferSettings.allow_partial_message": {},

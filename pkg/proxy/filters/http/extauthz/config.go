@@ -81,6 +81,9 @@ type config struct {
 	// loggingInfo in the filter state of each request checked.
 	filterMetadata *structpb.Struct
 	emitStateStats bool
+	// enforceHeaderLimits is enforce_response_header_limits: the
+	// service's response headers stop at max_headers_count.
+	enforceHeaderLimits bool
 	// chargeCluster is charge_cluster_response_stats (default true): a
 	// denial counts in the route cluster's response code stats.
 	chargeCluster bool
@@ -128,22 +131,23 @@ func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
 		return nil, fmt.Errorf("transport_api_version: %s is not supported (V3 only)", p.GetTransportApiVersion())
 	}
 	c := &config{
-		name:               ctx.Name,
-		failureModeAllow:   p.GetFailureModeAllow(),
-		failureModeHeader:  p.GetFailureModeAllowHeaderAdd(),
-		statusOnError:      403,
-		clearRouteCache:    p.GetClearRouteCache(),
-		validateMutations:  p.GetValidateMutations(),
-		filterMetadata:     p.GetFilterMetadata(),
-		emitStateStats:     p.GetEmitFilterStateStats(),
-		runtime:            ctx.Runtime,
-		encodeRawHeaders:   p.GetEncodeRawHeaders(),
-		maxDeniedBody:      int(p.GetMaxDeniedResponseBodyBytes()),
-		metadataNamespaces: p.GetMetadataContextNamespaces(),
-		routeNamespaces:    p.GetRouteMetadataContextNamespaces(),
-		chargeCluster:      p.GetChargeClusterResponseStats() == nil || p.GetChargeClusterResponseStats().GetValue(),
-		ingestMetadata:     p.GetEnableDynamicMetadataIngestion() == nil || p.GetEnableDynamicMetadataIngestion().GetValue(),
-		store:              ctx.Stats,
+		name:                ctx.Name,
+		failureModeAllow:    p.GetFailureModeAllow(),
+		failureModeHeader:   p.GetFailureModeAllowHeaderAdd(),
+		statusOnError:       403,
+		clearRouteCache:     p.GetClearRouteCache(),
+		validateMutations:   p.GetValidateMutations(),
+		filterMetadata:      p.GetFilterMetadata(),
+		emitStateStats:      p.GetEmitFilterStateStats(),
+		enforceHeaderLimits: p.GetEnforceResponseHeaderLimits(),
+		runtime:             ctx.Runtime,
+		encodeRawHeaders:    p.GetEncodeRawHeaders(),
+		maxDeniedBody:       int(p.GetMaxDeniedResponseBodyBytes()),
+		metadataNamespaces:  p.GetMetadataContextNamespaces(),
+		routeNamespaces:     p.GetRouteMetadataContextNamespaces(),
+		chargeCluster:       p.GetChargeClusterResponseStats() == nil || p.GetChargeClusterResponseStats().GetValue(),
+		ingestMetadata:      p.GetEnableDynamicMetadataIngestion() == nil || p.GetEnableDynamicMetadataIngestion().GetValue(),
+		store:               ctx.Stats,
 	}
 	for _, h := range p.GetClearRouteCacheHeaders() {
 		if c.routeCacheHeaders == nil {
@@ -249,12 +253,10 @@ func refuseUnsupported(p *extauthzv3.ExtAuthz) error {
 		return errors.New("include_tls_session: only false is supported by Outrigger (the check request carries no TLS details yet)")
 	case p.GetBootstrapMetadataLabelsKey() != "":
 		return errors.New("bootstrap_metadata_labels_key: not supported by Outrigger")
-	case p.GetEnforceResponseHeaderLimits():
-		return errors.New("enforce_response_header_limits: not supported by Outrigger")
 	case p.GetShadowMode():
-		return errors.New("shadow_mode: not supported by Outrigger")
+		return errors.New("shadow_mode: not supported by Outrigger (no ShadowDecision filter state)")
 	case p.GetEmitClientSpan() != nil:
-		return errors.New("emit_client_span: not supported by Outrigger (no tracing of the check)")
+		return errors.New("emit_client_span: not supported by Outrigger (the check is not traced)")
 	}
 	return nil
 }

@@ -153,7 +153,7 @@ func (f *filter) complete(s httpfilter.Stream, resp *response) httpfilter.Status
 			return f.reject(s, cs)
 		}
 		h := s.RequestHeaders()
-		apply(h, edits)
+		apply(h, edits, nil)
 		for _, name := range remove {
 			if name = strings.ToLower(name); removable(name) {
 				h.Del(name)
@@ -281,11 +281,24 @@ func isUpgrade(s httpfilter.Stream) bool {
 // EncodeHeaders implements httpfilter.Encoder: the service's headers go on
 // the response of an allowed request, or on the reply to a denied one.
 func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
+	h := s.ResponseHeaders()
+	var room *headerRoom
+	// room counts the head's fields (after a denial's headers are
+	// cleared) when enforce_response_header_limits asks.
+	roomOf := func() *headerRoom {
+		if f.c.enforceHeaderLimits {
+			room = newHeaderRoom(h, s.Info().MaxHeadersCount)
+		}
+		return room
+	}
 	switch {
 	case f.localHeaders != nil:
-		applyLocal(s.ResponseHeaders(), f.localHeaders)
+		applyLocal(h, f.localHeaders, roomOf)
 	case f.responseHeaders != nil:
-		apply(s.ResponseHeaders(), f.responseHeaders)
+		apply(h, f.responseHeaders, roomOf())
+	}
+	if room != nil && room.omitted {
+		f.c.stats.omittedResponseHeaders.Inc()
 	}
 	return httpfilter.Continue
 }

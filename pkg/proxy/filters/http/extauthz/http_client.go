@@ -55,7 +55,7 @@ type httpClient struct {
 // else def (0: none).
 func newHTTPClient(hs *extauthzv3.HttpService, svc httpfilter.Services, def time.Duration) (*httpClient, time.Duration, error) {
 	if hs.GetRetryPolicy() != nil {
-		return nil, 0, errors.New("retry_policy: not supported by Outrigger")
+		return nil, 0, errors.New("retry_policy: not supported by Outrigger (checks are not retried)")
 	}
 	uri := hs.GetServerUri()
 	if uri == nil {

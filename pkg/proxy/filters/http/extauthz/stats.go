@@ -11,6 +11,9 @@ type filterStats struct {
 	// invalid counts answers rejected for their edits (validate_mutations,
 	// decoder_header_mutation_rules).
 	invalid *stats.Counter
+	// omittedResponseHeaders counts responses some of whose service
+	// headers were left out (enforce_response_header_limits).
+	omittedResponseHeaders *stats.Counter
 	// ignoredDynamicMetadata counts answers whose dynamic metadata was
 	// dropped (enable_dynamic_metadata_ingestion false).
 	ignoredDynamicMetadata *stats.Counter
@@ -37,6 +40,8 @@ func newFilterStats(store *stats.Store, prefix string) filterStats {
 		disabled:           store.Counter(prefix + "disabled"),
 		failureModeAllowed: store.Counter(prefix + "failure_mode_allowed"),
 		invalid:            store.Counter(prefix + "invalid"),
+
+		omittedResponseHeaders: store.Counter(prefix + "omitted_response_headers"),
 
 		ignoredDynamicMetadata: store.Counter(prefix + "ignored_dynamic_metadata"),
 	}
