@@ -158,6 +158,7 @@ func TestCompileRouteRefuses(t *testing.T) {
 		"http override allowed_headers": {checkSettings(&extauthzv3.CheckSettings{
 			ServiceOverride: &extauthzv3.CheckSettings_HttpService{HttpService: &extauthzv3.HttpService{
 				ServerUri:            &corev3.HttpUri{Uri: "http://a", HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: "authz"}},
+				//lint:ignore SA1019 the deprecated field is what the case refuses.
 				AuthorizationRequest: &extauthzv3.AuthorizationRequest{AllowedHeaders: &matcherv3.ListStringMatcher{}},
 			}},
 		}), "check_settings.http_service.authorization_request.allowed_headers: not supported in a per-route override"},
