@@ -63,6 +63,21 @@ func (a *authzServer) Check(ctx context.Context, req *authv3.CheckRequest) (*aut
 				Body: `{"error":"go away"}`,
 			}},
 		}, nil
+	case strings.HasPrefix(path, "/mutate"):
+		// An Envoy-internal header, which default mutation rules refuse,
+		// and one with a line break, which validate_mutations refuses
+		// under /mutate/invalid.
+		headers := []*corev3.HeaderValueOption{
+			{Header: &corev3.HeaderValue{Key: "x-authz-user", Value: "carol"}},
+			{Header: &corev3.HeaderValue{Key: "x-envoy-sneaky", Value: "1"}},
+		}
+		if strings.HasPrefix(path, "/mutate/invalid") {
+			headers = append(headers, &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: "x-bad", Value: "a\nb"}})
+		}
+		return &authv3.CheckResponse{
+			Status:       &status.Status{Code: int32(codes.OK)},
+			HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{Headers: headers}},
+		}, nil
 	case strings.HasPrefix(path, "/fail"):
 		return nil, fmt.Errorf("authorization backend down")
 	case strings.HasPrefix(path, "/hang"):
@@ -165,7 +180,7 @@ func echoUpstream() string {
 		b, _ := io.ReadAll(r.Body)
 		var lines []string
 		lines = append(lines, "path="+r.URL.RequestURI())
-		for _, k := range []string{"x-authz-user", "x-remove-me", "x-envoy-auth-failure-mode-allowed"} {
+		for _, k := range []string{"x-authz-user", "x-remove-me", "x-envoy-auth-failure-mode-allowed", "x-envoy-sneaky"} {
 			lines = append(lines, k+"="+r.Header.Get(k))
 		}
 		lines = append(lines, "body="+string(b))
@@ -406,10 +421,58 @@ var _ = Describe("The external authorization filter", func() {
 
 		It("is refused at load with the path of a field it does not implement", func() {
 			cfg := extAuthzBootstrap(echoUpstream(), grpcPortForRefusal, "127.0.0.1:1",
-				extAuthzListener("bad", freePort(), grpcAuthzFilter("shadow_mode: true"), ""))
+				extAuthzListener("bad", freePort(), grpcAuthzFilter("emit_client_span: false"), ""))
 			res, _ := validate("bad.yaml", cfg)
 			Expect(res.ExitCode).NotTo(Equal(0))
-			Expect(res.Stderr + res.Stdout).To(ContainSubstring("http_filters[0].typed_config.shadow_mode: not supported by Outrigger"))
+			Expect(res.Stderr + res.Stdout).To(ContainSubstring("http_filters[0].typed_config.emit_client_span: not supported by Outrigger"))
+		})
+
+		It("asks a route's service override, vets the service's edits, and logs the check's latency", func() {
+			httpAuthzAddr := httpTestUpstream(&httpAuthz{}, false)
+			dir := newDir()
+			vetLog := filepath.Join(dir, "vet.log")
+			plain, vetted := freePort(), freePort()
+			const perRoute = "type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute"
+			override := func(spec proxySpec) proxySpec {
+				// /override asks the HTTP service at path_override
+				// /auth/deny/override instead of the gRPC one.
+				spec.Routes = `[{match: {prefix: /override}, route: {cluster: up}, typed_per_filter_config: {envoy.filters.http.ext_authz: ` +
+					withType(perRoute, `{check_settings: {http_service: {server_uri: {uri: "http://authz", cluster: authz_http, timeout: 2s}, path_override: /auth/deny/override}}}`) + `}},
+					{match: {prefix: /}, route: {cluster: up}}]`
+				return spec
+			}
+			vet := override(extAuthzListener("vetted", vetted,
+				grpcAuthzFilter("validate_mutations: true, decoder_header_mutation_rules: {}, emit_filter_state_stats: true"), ""))
+			vet.HCM = "{stat_prefix: vetted, access_log: [" + fileLog(vetLog,
+				"%REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_CODE_DETAILS% latency=%FILTER_STATE(envoy.filters.http.ext_authz:FIELD:latency_us)%\n") + "]}"
+			vs := Start(dir, extAuthzBootstrap(echoUpstream(), grpcPortForRefusal, httpAuthzAddr,
+				override(extAuthzListener("plain", plain, grpcAuthzFilter(""), "")), vet), "--file-flush-interval-msec", "100")
+
+			// The override answers for its route; the gRPC service is not
+			// asked.
+			for _, p := range []int{plain, vetted} {
+				r := do("GET", p, "/override/x", "", nil)
+				Expect(r.Status).To(Equal(403))
+				Expect(r.Body).To(Equal("denied by http"))
+			}
+			Expect(authz.count("/override")).To(Equal(0))
+
+			// Without rules the service may set an Envoy-internal header;
+			// the default rules leave it out.
+			Expect(do("GET", plain, "/mutate/x", "", nil).Body).To(ContainSubstring("x-envoy-sneaky=1\n"))
+			r := do("GET", vetted, "/mutate/x", "", nil)
+			Expect(r.Status).To(Equal(200))
+			Expect(r.Body).To(ContainSubstring("x-authz-user=carol\n"))
+			Expect(r.Body).To(ContainSubstring("x-envoy-sneaky=\n"))
+
+			// validate_mutations: a header value with a line break rejects
+			// the answer.
+			Expect(do("GET", vetted, "/mutate/invalid", "", nil).Status).To(Equal(500))
+			Expect(statValue(vs, "http.vetted.ext_authz.invalid")).To(Equal("1"))
+			Eventually(func() string { b, _ := os.ReadFile(vetLog); return string(b) }).Should(And(
+				MatchRegexp(`(?m)^/mutate/x 200 via_upstream latency=\d+$`),
+				MatchRegexp(`(?m)^/mutate/invalid 500 ext_authz_invalid latency=\d+$`),
+			))
 		})
 	})
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -22,16 +23,27 @@ type FilterStateObject interface {
 	FilterStateProto() proto.Message
 }
 
+// FilterStateFielder is a FilterStateObject with named fields (Envoy's
+// hasFieldSupport and getField), which %FILTER_STATE(KEY:FIELD:NAME)%
+// shows.
+type FilterStateFielder interface {
+	// FilterStateField is the named field's value, a string or an
+	// int64; false when the object has no such field (or no value for
+	// it yet).
+	FilterStateField(name string) (any, bool)
+}
+
 // filterStateRef is a compiled %FILTER_STATE(KEY:F)%: the key, and
-// whether F is PLAIN (else TYPED, the default).
+// whether F is PLAIN (else TYPED, the default), or the field of
+// KEY:FIELD:NAME.
 type filterStateRef struct {
 	key   string
 	plain bool
+	field string
 }
 
 // parseFilterStateOperator reads FILTER_STATE's arguments: KEY, then
-// optionally PLAIN or TYPED. (Envoy's FIELD form, which picks one field of
-// a typed object, is refused.)
+// optionally PLAIN or TYPED, or FIELD and a field name.
 func parseFilterStateOperator(args string, hasArgs bool) (*filterStateRef, error) {
 	if !hasArgs || args == "" {
 		return nil, fmt.Errorf("%%FILTER_STATE(...)%% needs a key")
@@ -44,7 +56,10 @@ func parseFilterStateOperator(args string, hasArgs bool) (*filterStateRef, error
 	}
 	switch {
 	case format == "FIELD":
-		return nil, fmt.Errorf("%%FILTER_STATE(%s)%%: the FIELD form is not supported by Outrigger", args)
+		if len(parts) < 3 || parts[2] == "" {
+			return nil, fmt.Errorf("%%FILTER_STATE(%s)%%: FIELD needs a field name (KEY:FIELD:NAME)", args)
+		}
+		ref.field = parts[2]
 	case len(parts) > 2:
 		return nil, fmt.Errorf("%%FILTER_STATE(%s)%%: too many arguments (KEY, then PLAIN or TYPED)", args)
 	case format == "" || format == "TYPED":
@@ -64,6 +79,16 @@ func (r *filterStateRef) appendText(dst []byte, e *Entry) ([]byte, bool) {
 	if obj == nil {
 		return dst, false
 	}
+	if r.field != "" {
+		v, ok := r.fieldValue(obj)
+		switch v := v.(type) {
+		case string:
+			return append(dst, v...), ok
+		case int64:
+			return strconv.AppendInt(dst, v, 10), ok
+		}
+		return dst, false
+	}
 	if r.plain {
 		s, ok := obj.FilterStateString()
 		if !ok {
@@ -77,6 +102,15 @@ func (r *filterStateRef) appendText(dst []byte, e *Entry) ([]byte, bool) {
 // appendTyped appends the value in a typed JSON format: the TYPED form
 // as a JSON object, the PLAIN form as a JSON string.
 func (r *filterStateRef) appendTyped(dst []byte, e *Entry) ([]byte, bool) {
+	if r.field != "" {
+		// A string field is a JSON string, a number a JSON number.
+		v, _ := r.fieldValue(e.FilterState[r.key])
+		if s, ok := v.(string); ok {
+			start := len(dst)
+			return quoteInPlace(append(dst, s...), start), true
+		}
+		return r.appendText(dst, e)
+	}
 	if r.plain {
 		start := len(dst)
 		dst, ok := r.appendText(dst, e)
@@ -86,6 +120,15 @@ func (r *filterStateRef) appendTyped(dst []byte, e *Entry) ([]byte, bool) {
 		return quoteInPlace(dst, start), true
 	}
 	return r.appendText(dst, e)
+}
+
+// fieldValue is the object's field, when it has fields.
+func (r *filterStateRef) fieldValue(obj FilterStateObject) (any, bool) {
+	f, ok := obj.(FilterStateFielder)
+	if !ok {
+		return nil, false
+	}
+	return f.FilterStateField(r.field)
 }
 
 // appendProtoJSON appends m's proto3 JSON form, compact (protojson's

@@ -17,10 +17,27 @@ type testObject struct {
 func (o testObject) FilterStateString() (string, bool) { return o.plain, o.plain != "" }
 func (o testObject) FilterStateProto() proto.Message   { return o.typed }
 
+// fieldObject has fields (and no serialization), as Envoy's ext_authz
+// logging info.
+type fieldObject struct{}
+
+func (fieldObject) FilterStateString() (string, bool) { return "", false }
+func (fieldObject) FilterStateProto() proto.Message   { return nil }
+func (fieldObject) FilterStateField(name string) (any, bool) {
+	switch name {
+	case "n":
+		return int64(42), true
+	case "s":
+		return `a"b`, true
+	}
+	return nil, false
+}
+
 func filterStateEntry() *Entry {
 	e := &Entry{}
 	e.SetFilterState("both", testObject{plain: "2,1", typed: wrapperspb.String("a\"b")})
 	e.SetFilterState("plain", testObject{plain: "p"})
+	e.SetFilterState("fields", fieldObject{})
 	return e
 }
 
@@ -32,6 +49,11 @@ func TestFilterStateOperator(t *testing.T) {
 		"truncated":        {"%FILTER_STATE(both:PLAIN):1%", "2"},
 		"no TYPED form":    {"%FILTER_STATE(plain:TYPED)%", "-"},
 		"no such key":      {"[%FILTER_STATE(none:PLAIN)%]", "[-]"},
+		"number field":     {"%FILTER_STATE(fields:FIELD:n)%", "42"},
+		"string field":     {"%FILTER_STATE(fields:FIELD:s)%", `a"b`},
+		"no such field":    {"%FILTER_STATE(fields:FIELD:x)%", "-"},
+		"no fields":        {"%FILTER_STATE(plain:FIELD:n)%", "-"},
+		"no serialization": {"%FILTER_STATE(fields)%", "-"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -47,8 +69,9 @@ func TestFilterStateOperator(t *testing.T) {
 }
 
 func TestFilterStateTypedJSON(t *testing.T) {
-	f := mustJSON(t, `{"t": "%FILTER_STATE(both)%", "p": "%FILTER_STATE(both:PLAIN)%", "n": "%FILTER_STATE(none)%"}`, true, false)
-	want := `{"n":null,"p":"2,1","t":"a\"b"}` + "\n"
+	f := mustJSON(t, `{"t": "%FILTER_STATE(both)%", "p": "%FILTER_STATE(both:PLAIN)%", "n": "%FILTER_STATE(none)%",
+		"fn": "%FILTER_STATE(fields:FIELD:n)%", "fs": "%FILTER_STATE(fields:FIELD:s)%", "fx": "%FILTER_STATE(fields:FIELD:x)%"}`, true, false)
+	want := `{"fn":42,"fs":"a\"b","fx":null,"n":null,"p":"2,1","t":"a\"b"}` + "\n"
 	if got := string(f.Append(nil, filterStateEntry())); got != want {
 		t.Errorf("typed JSON:\n got %s\nwant %s", got, want)
 	}
@@ -57,7 +80,7 @@ func TestFilterStateTypedJSON(t *testing.T) {
 func TestFilterStateOperatorErrors(t *testing.T) {
 	for format, want := range map[string]string{
 		"%FILTER_STATE%":              "needs a key",
-		"%FILTER_STATE(k:FIELD:f)%":   "FIELD form is not supported",
+		"%FILTER_STATE(k:FIELD)%":     "FIELD needs a field name",
 		"%FILTER_STATE(k:JSON)%":      `invalid format "JSON"`,
 		"%FILTER_STATE(k:PLAIN:x:y)%": "too many arguments",
 	} {

@@ -5,13 +5,14 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedExtAuthz lists the fields of envoy.filters.http.ext_authz that
 // Outrigger implements (see supportedCore), and of its per-route
 // ExtAuthzPerRoute. Not listed, so refused with their path:
-// clear_route_cache_headers, validate_mutations,
-// bootstrap_metadata_labels_key, decoder_header_mutation_rules,
-// filter_metadata, emit_filter_state_stats,
-// enforce_response_header_limits, shadow_mode, emit_client_span, the
-// HTTP service's path_override and retry_policy, and per route
-// check_settings' service overrides and emit_client_span. The filter's
-// Compile refuses transport_api_version V2.
+// bootstrap_metadata_labels_key; shadow_mode (its ShadowDecision filter
+// state is newer than the Envoy source Outrigger follows); emit_client_span
+// and per route check_settings.emit_client_span (the check is not traced:
+// no client span to emit or suppress); the HTTP service's retry_policy
+// (the check's HTTP client has no retries, and Envoy's conversion of the
+// core RetryPolicy, retry_on defaults included, is not reproduced yet).
+// The filter's Compile refuses transport_api_version V2, and
+// include_peer_certificate and include_tls_session true.
 var supportedExtAuthz = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.grpc_service":                  {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.http_service":                  {},
@@ -20,6 +21,11 @@ var supportedExtAuthz = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.failure_mode_allow_header_add": {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.with_request_body":             {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.clear_route_cache":             {},
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.clear_route_cache_headers":     {},
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.validate_mutations":            {},
+	// The HeaderMutationRules fields are listed with ext_proc's, which
+	// shares them (allow_all_routing only false).
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.decoder_header_mutation_rules": {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.status_on_error":               {},
 	// The namespaces of the request's dynamic metadata (RBAC's, so far)
 	// go in the CheckRequest's metadata_context; no Outrigger filter sets
@@ -50,6 +56,15 @@ var supportedExtAuthz = map[protoreflect.FullName]fieldSupport{
 	// reads it (see docs/compat.md).
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.enable_dynamic_metadata_ingestion": {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.max_denied_response_body_bytes":    {},
+	// A checked request's filter state gets Envoy's logging info: the
+	// latency (%FILTER_STATE(<name>:FIELD:latency_us)%) and
+	// filter_metadata, which, as in Envoy, only code reading the object
+	// sees.
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.emit_filter_state_stats": {},
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.filter_metadata":         {},
+	// The service's response headers stop at the connection manager's
+	// max_headers_count.
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.enforce_response_header_limits": {},
 
 	"envoy.extensions.filters.http.ext_authz.v3.BufferSettings.max_request_bytes":     {},
 	"envoy.extensions.filters.http.ext_authz.v3.BufferSettings.allow_partial_message": {},
@@ -57,6 +72,7 @@ var supportedExtAuthz = map[protoreflect.FullName]fieldSupport{
 
 	"envoy.extensions.filters.http.ext_authz.v3.HttpService.server_uri":             {},
 	"envoy.extensions.filters.http.ext_authz.v3.HttpService.path_prefix":            {},
+	"envoy.extensions.filters.http.ext_authz.v3.HttpService.path_override":          {},
 	"envoy.extensions.filters.http.ext_authz.v3.HttpService.authorization_request":  {},
 	"envoy.extensions.filters.http.ext_authz.v3.HttpService.authorization_response": {},
 	"envoy.config.core.v3.HttpUri.uri":                                              {},
@@ -76,6 +92,10 @@ var supportedExtAuthz = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ext_authz.v3.CheckSettings.context_extensions":             {},
 	"envoy.extensions.filters.http.ext_authz.v3.CheckSettings.disable_request_body_buffering": {},
 	"envoy.extensions.filters.http.ext_authz.v3.CheckSettings.with_request_body":              {},
+	// The most specific configuration's service override is asked
+	// instead of the filter's service.
+	"envoy.extensions.filters.http.ext_authz.v3.CheckSettings.grpc_service": {},
+	"envoy.extensions.filters.http.ext_authz.v3.CheckSettings.http_service": {},
 	// RuntimeFeatureFlag (filter_enabled's kin) is listed with the
 	// compressor's fields, which share it.
 }

@@ -351,6 +351,7 @@ func (s *stream) Info() httpfilter.StreamInfo {
 		Start:               s.start,
 		BytesReceived:       s.bytesRecv,
 		ContentLength:       s.reqLength,
+		MaxHeadersCount:     s.m.cfg.maxHeadersCount,
 		UpstreamRequestSent: s.upSent,
 	}
 }

@@ -363,6 +363,9 @@ type StreamInfo struct {
 	// none (the connection manager frames bodies itself: the header is
 	// not among the request headers).
 	ContentLength int64
+	// MaxHeadersCount is the connection manager's max_headers_count, the
+	// most header fields a request or response head may have.
+	MaxHeadersCount int
 	// UpstreamRequestSent is when the request whose response is being
 	// relayed went upstream: its last byte for an HTTP/1.1 upstream, the
 	// start of the exchange for HTTP/2 (the base of the router's

@@ -5,6 +5,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -26,6 +27,10 @@ type checkInput struct {
 	// settings how it is sent.
 	body     []byte
 	settings *bodySettings
+	// client is the service asked, the route's override or the
+	// filter's, within timeout (0: none).
+	client  checker
+	timeout time.Duration
 }
 
 // checkRequest builds the CheckRequest of a request as Envoy's

@@ -4,15 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	alfilter "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/filter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/mutationrules"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
@@ -38,6 +41,15 @@ type config struct {
 	// body is with_request_body; nil means the body is not sent.
 	body            *bodySettings
 	clearRouteCache bool
+	// routeCacheHeaders are clear_route_cache_headers (lower case), nil
+	// when unset: only edits of these headers clear the route cache.
+	routeCacheHeaders map[string]bool
+	// validateMutations is validate_mutations: an answer with an invalid
+	// header or query edit is rejected (500).
+	validateMutations bool
+	// mutationRules are decoder_header_mutation_rules, nil when unset:
+	// they decide the answer's request header edits.
+	mutationRules *mutationrules.Rules
 	// enabled is filter_enabled, nil when unset (always enabled);
 	// denyAtDisable is deny_at_disable, nil when unset (false), read
 	// through flags.
@@ -64,6 +76,14 @@ type config struct {
 	// ingestMetadata is enable_dynamic_metadata_ingestion (default true):
 	// the service's dynamic metadata becomes the filter's.
 	ingestMetadata bool
+	// filterMetadata is filter_metadata (nil when unset) and
+	// emitStateStats emit_filter_state_stats: either leaves a
+	// loggingInfo in the filter state of each request checked.
+	filterMetadata *structpb.Struct
+	emitStateStats bool
+	// enforceHeaderLimits is enforce_response_header_limits: the
+	// service's response headers stop at max_headers_count.
+	enforceHeaderLimits bool
 	// chargeCluster is charge_cluster_response_stats (default true): a
 	// denial counts in the route cluster's response code stats.
 	chargeCluster bool
@@ -111,19 +131,36 @@ func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
 		return nil, fmt.Errorf("transport_api_version: %s is not supported (V3 only)", p.GetTransportApiVersion())
 	}
 	c := &config{
-		name:               ctx.Name,
-		failureModeAllow:   p.GetFailureModeAllow(),
-		failureModeHeader:  p.GetFailureModeAllowHeaderAdd(),
-		statusOnError:      403,
-		clearRouteCache:    p.GetClearRouteCache(),
-		runtime:            ctx.Runtime,
-		encodeRawHeaders:   p.GetEncodeRawHeaders(),
-		maxDeniedBody:      int(p.GetMaxDeniedResponseBodyBytes()),
-		metadataNamespaces: p.GetMetadataContextNamespaces(),
-		routeNamespaces:    p.GetRouteMetadataContextNamespaces(),
-		chargeCluster:      p.GetChargeClusterResponseStats() == nil || p.GetChargeClusterResponseStats().GetValue(),
-		ingestMetadata:     p.GetEnableDynamicMetadataIngestion() == nil || p.GetEnableDynamicMetadataIngestion().GetValue(),
-		store:              ctx.Stats,
+		name:                ctx.Name,
+		failureModeAllow:    p.GetFailureModeAllow(),
+		failureModeHeader:   p.GetFailureModeAllowHeaderAdd(),
+		statusOnError:       403,
+		clearRouteCache:     p.GetClearRouteCache(),
+		validateMutations:   p.GetValidateMutations(),
+		filterMetadata:      p.GetFilterMetadata(),
+		emitStateStats:      p.GetEmitFilterStateStats(),
+		enforceHeaderLimits: p.GetEnforceResponseHeaderLimits(),
+		runtime:             ctx.Runtime,
+		encodeRawHeaders:    p.GetEncodeRawHeaders(),
+		maxDeniedBody:       int(p.GetMaxDeniedResponseBodyBytes()),
+		metadataNamespaces:  p.GetMetadataContextNamespaces(),
+		routeNamespaces:     p.GetRouteMetadataContextNamespaces(),
+		chargeCluster:       p.GetChargeClusterResponseStats() == nil || p.GetChargeClusterResponseStats().GetValue(),
+		ingestMetadata:      p.GetEnableDynamicMetadataIngestion() == nil || p.GetEnableDynamicMetadataIngestion().GetValue(),
+		store:               ctx.Stats,
+	}
+	for _, h := range p.GetClearRouteCacheHeaders() {
+		if c.routeCacheHeaders == nil {
+			c.routeCacheHeaders = map[string]bool{}
+		}
+		c.routeCacheHeaders[strings.ToLower(h)] = true
+	}
+	if r := p.GetDecoderHeaderMutationRules(); r != nil {
+		rules, err := mutationrules.Compile(r)
+		if err != nil {
+			return nil, fmt.Errorf("decoder_header_mutation_rules.%w", err)
+		}
+		c.mutationRules = rules
 	}
 	if code := p.GetStatusOnError().GetCode(); code != 0 {
 		c.statusOnError = int(code)
@@ -171,25 +208,15 @@ func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
 
 	switch s := p.GetServices().(type) {
 	case *extauthzv3.ExtAuthz_GrpcService:
-		if ctx.Services == nil {
-			return nil, errors.New("grpc_service: no gRPC service can be reached")
-		}
-		gs := s.GrpcService
-		c.timeout = defaultTimeout
-		if gs.GetTimeout() != nil {
-			c.timeout = gs.GetTimeout().AsDuration()
-		}
-		ch, err := ctx.Services.OpenGRPC(gs)
+		c.client, c.timeout, err = openGRPC(s.GrpcService, ctx.Services, defaultTimeout)
 		if err != nil {
 			return nil, fmt.Errorf("grpc_service.%w", err)
 		}
-		c.client = newGRPCClient(ch)
 	case *extauthzv3.ExtAuthz_HttpService:
-		hc, timeout, err := newHTTPClient(s.HttpService, ctx.Services)
+		c.client, c.timeout, err = newHTTPClient(s.HttpService, ctx.Services, 0)
 		if err != nil {
 			return nil, fmt.Errorf("http_service.%w", err)
 		}
-		c.client, c.timeout = hc, timeout
 	default:
 		return nil, errors.New("services: one of grpc_service or http_service is required")
 	}
@@ -197,14 +224,27 @@ func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
 	return c, nil
 }
 
+// openGRPC opens a gRPC authorization service; its timeout is the
+// service's, else def. Errors name the field below the GrpcService.
+func openGRPC(gs *corev3.GrpcService, svc httpfilter.Services, def time.Duration) (*grpcClient, time.Duration, error) {
+	if svc == nil {
+		return nil, 0, errors.New("no gRPC service can be reached")
+	}
+	timeout := def
+	if gs.GetTimeout() != nil {
+		timeout = gs.GetTimeout().AsDuration()
+	}
+	ch, err := svc.OpenGRPC(gs)
+	if err != nil {
+		return nil, 0, err
+	}
+	return newGRPCClient(ch), timeout, nil
+}
+
 // refuseUnsupported refuses the fields Outrigger does not implement (or
 // implements only at their default) with their paths.
 func refuseUnsupported(p *extauthzv3.ExtAuthz) error {
 	switch {
-	case len(p.GetClearRouteCacheHeaders()) > 0:
-		return errors.New("clear_route_cache_headers: not supported by Outrigger")
-	case p.GetValidateMutations():
-		return errors.New("validate_mutations: not supported by Outrigger")
 	case p.GetIncludePeerCertificate():
 		// Connections may be TLS now, but the check request does not
 		// carry their TLS state yet.
@@ -213,18 +253,10 @@ func refuseUnsupported(p *extauthzv3.ExtAuthz) error {
 		return errors.New("include_tls_session: only false is supported by Outrigger (the check request carries no TLS details yet)")
 	case p.GetBootstrapMetadataLabelsKey() != "":
 		return errors.New("bootstrap_metadata_labels_key: not supported by Outrigger")
-	case p.GetDecoderHeaderMutationRules() != nil:
-		return errors.New("decoder_header_mutation_rules: not supported by Outrigger")
-	case p.GetFilterMetadata() != nil:
-		return errors.New("filter_metadata: not supported by Outrigger (no dynamic metadata)")
-	case p.GetEmitFilterStateStats():
-		return errors.New("emit_filter_state_stats: not supported by Outrigger")
-	case p.GetEnforceResponseHeaderLimits():
-		return errors.New("enforce_response_header_limits: not supported by Outrigger")
 	case p.GetShadowMode():
-		return errors.New("shadow_mode: not supported by Outrigger")
+		return errors.New("shadow_mode: not supported by Outrigger (no ShadowDecision filter state)")
 	case p.GetEmitClientSpan() != nil:
-		return errors.New("emit_client_span: not supported by Outrigger (no tracing of the check)")
+		return errors.New("emit_client_span: not supported by Outrigger (the check is not traced)")
 	}
 	return nil
 }

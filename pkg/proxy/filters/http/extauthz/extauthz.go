@@ -45,10 +45,10 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 }
 
 // CompileRoute implements httpfilter.RouteFactory: an ExtAuthzPerRoute.
-func (Factory) CompileRoute(config proto.Message, _ httpfilter.Context) (httpfilter.RouteConfig, error) {
+func (Factory) CompileRoute(config proto.Message, ctx httpfilter.Context) (httpfilter.RouteConfig, error) {
 	p, ok := config.(*extauthzv3.ExtAuthzPerRoute)
 	if !ok {
 		return nil, errors.New("not an ExtAuthzPerRoute configuration")
 	}
-	return compileRoute(p)
+	return compileRoute(p, ctx)
 }

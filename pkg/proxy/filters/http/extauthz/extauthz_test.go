@@ -16,6 +16,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
@@ -117,19 +118,21 @@ const grpcService = `"grpc_service": {"envoy_grpc": {"cluster_name": "authz"}}`
 
 func TestCompileRefuses(t *testing.T) {
 	tests := map[string]struct{ config, want string }{
-		"no service":               {`{}`, "services: one of grpc_service or http_service is required"},
-		"unknown cluster":          {`{"grpc_service": {"envoy_grpc": {"cluster_name": "nope"}}}`, "grpc_service.envoy_grpc.cluster_name: unknown gRPC client cluster 'nope'"},
-		"V2":                       {`{` + grpcService + `, "transport_api_version": "V2"}`, "transport_api_version: V2 is not supported"},
-		"shadow_mode":              {`{` + grpcService + `, "shadow_mode": true}`, "shadow_mode: not supported by Outrigger"},
-		"include_peer_certificate": {`{` + grpcService + `, "include_peer_certificate": true}`, "include_peer_certificate: only false"},
-		"include_tls_session":      {`{` + grpcService + `, "include_tls_session": true}`, "include_tls_session: only false"},
-		"filter_enabled_metadata":  {`{` + grpcService + `, "filter_enabled_metadata": {"filter": "x"}}`, "filter_enabled_metadata."},
-		"bad allowed header regex": {`{` + grpcService + `, "allowed_headers": {"patterns": [{"safe_regex": {"regex": "("}}]}}`, "allowed_headers.patterns[0].safe_regex"},
-		"http without cluster":     {`{"http_service": {"server_uri": {"uri": "http://a", "timeout": "1s"}}}`, "http_service.server_uri.cluster: must be set"},
-		"http path_prefix":         {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "path_prefix": "auth"}}`, `http_service.path_prefix: should start with "/"`},
-		"http retry_policy":        {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "retry_policy": {}}}`, "http_service.retry_policy: not supported"},
-		"allowed_headers twice":    {`{"allowed_headers": {"patterns": [{"exact": "a"}]}, "http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "authorization_request": {"allowed_headers": {"patterns": [{"exact": "b"}]}}}}`, "allowed_headers: invalid duplicate configuration"},
-		"http headers_to_add %":    {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "authorization_request": {"headers_to_add": [{"key": "a", "value": "%NOPE%"}]}}}`, "headers_to_add[0].value"},
+		"no service":                    {`{}`, "services: one of grpc_service or http_service is required"},
+		"unknown cluster":               {`{"grpc_service": {"envoy_grpc": {"cluster_name": "nope"}}}`, "grpc_service.envoy_grpc.cluster_name: unknown gRPC client cluster 'nope'"},
+		"V2":                            {`{` + grpcService + `, "transport_api_version": "V2"}`, "transport_api_version: V2 is not supported"},
+		"shadow_mode":                   {`{` + grpcService + `, "shadow_mode": true}`, "shadow_mode: not supported by Outrigger"},
+		"include_peer_certificate":      {`{` + grpcService + `, "include_peer_certificate": true}`, "include_peer_certificate: only false"},
+		"include_tls_session":           {`{` + grpcService + `, "include_tls_session": true}`, "include_tls_session: only false"},
+		"filter_enabled_metadata":       {`{` + grpcService + `, "filter_enabled_metadata": {"filter": "x"}}`, "filter_enabled_metadata."},
+		"bad allowed header regex":      {`{` + grpcService + `, "allowed_headers": {"patterns": [{"safe_regex": {"regex": "("}}]}}`, "allowed_headers.patterns[0].safe_regex"},
+		"http without cluster":          {`{"http_service": {"server_uri": {"uri": "http://a", "timeout": "1s"}}}`, "http_service.server_uri.cluster: must be set"},
+		"http path_prefix":              {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "path_prefix": "auth"}}`, `http_service.path_prefix: should start with "/"`},
+		"path_override and path_prefix": {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "path_prefix": "/a", "path_override": "/b"}}`, "http_service.path_override: only one of path_prefix or path_override"},
+		"relative path_override":        {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "path_override": "b"}}`, `http_service.path_override: should start with "/"`},
+		"http retry_policy":             {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "retry_policy": {}}}`, "http_service.retry_policy: not supported"},
+		"allowed_headers twice":         {`{"allowed_headers": {"patterns": [{"exact": "a"}]}, "http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "authorization_request": {"allowed_headers": {"patterns": [{"exact": "b"}]}}}}`, "allowed_headers: invalid duplicate configuration"},
+		"http headers_to_add %":         {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "authorization_request": {"headers_to_add": [{"key": "a", "value": "%NOPE%"}]}}}`, "headers_to_add[0].value"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -146,9 +149,20 @@ func TestCompileRouteRefuses(t *testing.T) {
 		config *extauthzv3.ExtAuthzPerRoute
 		want   string
 	}{
-		"service override": {&extauthzv3.ExtAuthzPerRoute{Override: &extauthzv3.ExtAuthzPerRoute_CheckSettings{CheckSettings: &extauthzv3.CheckSettings{
-			ServiceOverride: &extauthzv3.CheckSettings_GrpcService{GrpcService: &corev3.GrpcService{}},
-		}}}, "check_settings.service_override"},
+		"grpc override, unknown cluster": {checkSettings(&extauthzv3.CheckSettings{
+			ServiceOverride: &extauthzv3.CheckSettings_GrpcService{GrpcService: &corev3.GrpcService{TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: "nope"}}}},
+		}), "check_settings.grpc_service.envoy_grpc.cluster_name: unknown gRPC client cluster 'nope'"},
+		"http override without cluster": {checkSettings(&extauthzv3.CheckSettings{
+			ServiceOverride: &extauthzv3.CheckSettings_HttpService{HttpService: &extauthzv3.HttpService{ServerUri: &corev3.HttpUri{Uri: "http://a"}}},
+		}), "check_settings.http_service.server_uri.cluster: must be set"},
+		"http override allowed_headers": {checkSettings(&extauthzv3.CheckSettings{
+			ServiceOverride: &extauthzv3.CheckSettings_HttpService{HttpService: &extauthzv3.HttpService{
+				ServerUri:            &corev3.HttpUri{Uri: "http://a", HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: "authz"}},
+				//lint:ignore SA1019 the deprecated field is what the case refuses.
+				AuthorizationRequest: &extauthzv3.AuthorizationRequest{AllowedHeaders: &matcherv3.ListStringMatcher{}},
+			}},
+		}), "check_settings.http_service.authorization_request.allowed_headers: not supported in a per-route override"},
+		"emit_client_span": {checkSettings(&extauthzv3.CheckSettings{EmitClientSpan: wrapperspb.Bool(false)}), "check_settings.emit_client_span"},
 		"both body settings": {&extauthzv3.ExtAuthzPerRoute{Override: &extauthzv3.ExtAuthzPerRoute_CheckSettings{CheckSettings: &extauthzv3.CheckSettings{
 			DisableRequestBodyBuffering: true, WithRequestBody: &extauthzv3.BufferSettings{MaxRequestBytes: 1},
 		}}}, "Only one of disable_request_body_buffering or with_request_body"},

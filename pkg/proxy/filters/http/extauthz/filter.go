@@ -17,6 +17,8 @@ import (
 const (
 	detailsDenied = "ext_authz_denied"
 	detailsError  = "ext_authz_error"
+	// detailsInvalid: an answer rejected for its edits.
+	detailsInvalid = "ext_authz_invalid"
 )
 
 // failureModeHeader marks a request let through although its check
@@ -72,14 +74,20 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		in.settings = nil
 	}
 	req := c.checkRequest(s, in)
+	var info *loggingInfo
+	if c.emitStateStats || c.filterMetadata != nil {
+		// Only a request actually checked gets it, as in Envoy.
+		info = newLoggingInfo(c.filterMetadata)
+		s.SetFilterState(c.name, info)
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	if c.timeout > 0 {
-		ctx, cancel = context.WithTimeout(context.Background(), c.timeout)
+	if in.timeout > 0 {
+		ctx, cancel = context.WithTimeout(context.Background(), in.timeout)
 	}
 	defer cancel()
 	var rendered []string
-	if hc, ok := c.client.(*httpClient); ok {
+	if hc, ok := in.client.(*httpClient); ok {
 		rendered = hc.renderHeaders(httpfilter.CurrentEntry(s))
 	}
 	done := make(chan struct{})
@@ -87,14 +95,18 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	start := time.Now()
 	go func() {
 		defer close(done)
-		resp = c.client.check(ctx, req, rendered)
+		resp = in.client.check(ctx, req, rendered)
 	}()
 	if !s.Wait(done) {
 		// The client went away or the stream timed out: the call is
 		// cancelled and its goroutine ends with it.
 		return httpfilter.Stop
 	}
-	f.recordMetadata(s, resp, time.Since(start))
+	took := time.Since(start)
+	if info != nil && c.emitStateStats {
+		info.latencyUS.Store(took.Microseconds())
+	}
+	f.recordMetadata(s, resp, took)
 	return f.complete(s, resp)
 }
 
@@ -130,13 +142,19 @@ func (f *filter) complete(s httpfilter.Stream, resp *response) httpfilter.Status
 	}
 	switch resp.status {
 	case statusOK:
-		if c.clearRouteCache && (len(resp.requestHeaders) > 0 || len(resp.headersToRemove) > 0 ||
-			len(resp.queryToSet) > 0 || len(resp.queryToRemove) > 0) {
+		if c.clearsRouteCache(resp) {
 			s.ClearRouteCache()
 		}
+		edits, remove, ok := c.vetRequestEdits(resp)
+		if ok && c.validateMutations {
+			ok = validHeaders(resp.responseHeaders) && validQuery(resp.queryToSet)
+		}
+		if !ok {
+			return f.reject(s, cs)
+		}
 		h := s.RequestHeaders()
-		apply(h, resp.requestHeaders)
-		for _, name := range resp.headersToRemove {
+		apply(h, edits, nil)
+		for _, name := range remove {
 			if name = strings.ToLower(name); removable(name) {
 				h.Del(name)
 			}
@@ -158,6 +176,9 @@ func (f *filter) complete(s httpfilter.Stream, resp *response) httpfilter.Status
 			if c.chargeCluster {
 				cs.chargeDenial(status)
 			}
+		}
+		if c.validateMutations && !validHeaders(resp.localHeaders) {
+			return f.reject(s, cs)
 		}
 		body := resp.body
 		if c.maxDeniedBody > 0 && len(body) > c.maxDeniedBody {
@@ -186,6 +207,17 @@ func (f *filter) complete(s httpfilter.Stream, resp *response) httpfilter.Status
 	return httpfilter.Stop
 }
 
+// reject answers 500 to a request whose check answer was rejected for
+// its edits (Envoy's rejectResponse), counted as invalid.
+func (f *filter) reject(s httpfilter.Stream, cs *clusterStats) httpfilter.Status {
+	f.c.stats.invalid.Inc()
+	if cs != nil {
+		cs.invalid.Inc()
+	}
+	s.SendLocalReply(500, "", accesslog.UnauthorizedExternalService, detailsInvalid)
+	return httpfilter.Stop
+}
+
 // replyStatus is the status of a local reply: the service's when it is a
 // valid final status, else def.
 func replyStatus(status, def int) int {
@@ -197,9 +229,10 @@ func replyStatus(status, def int) int {
 
 // routeSettings reads the route's ExtAuthzPerRoute configurations: skip
 // when the most specific disables the filter; context extensions merged
-// from every level, the most specific winning; the body settings.
+// from every level, the most specific winning; the body settings and the
+// service override of the most specific.
 func (f *filter) routeSettings(s httpfilter.Stream) (in checkInput, skip bool) {
-	in.settings = f.c.body
+	in.settings, in.client, in.timeout = f.c.body, f.c.client, f.c.timeout
 	f.routeConfigs = s.RouteConfigs(f.c.name, f.routeConfigs[:0])
 	defer clear(f.routeConfigs)
 	if len(f.routeConfigs) == 0 {
@@ -224,6 +257,9 @@ func (f *filter) routeSettings(s httpfilter.Stream) (in checkInput, skip bool) {
 	if most.disabled {
 		return in, true
 	}
+	if most.client != nil {
+		in.client, in.timeout = most.client, most.timeout
+	}
 	switch {
 	case most.disableBody:
 		in.settings = nil
@@ -245,11 +281,24 @@ func isUpgrade(s httpfilter.Stream) bool {
 // EncodeHeaders implements httpfilter.Encoder: the service's headers go on
 // the response of an allowed request, or on the reply to a denied one.
 func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
+	h := s.ResponseHeaders()
+	var room *headerRoom
+	// room counts the head's fields (after a denial's headers are
+	// cleared) when enforce_response_header_limits asks.
+	roomOf := func() *headerRoom {
+		if f.c.enforceHeaderLimits {
+			room = newHeaderRoom(h, s.Info().MaxHeadersCount)
+		}
+		return room
+	}
 	switch {
 	case f.localHeaders != nil:
-		applyLocal(s.ResponseHeaders(), f.localHeaders)
+		applyLocal(h, f.localHeaders, roomOf)
 	case f.responseHeaders != nil:
-		apply(s.ResponseHeaders(), f.responseHeaders)
+		apply(h, f.responseHeaders, roomOf())
+	}
+	if room != nil && room.omitted {
+		f.c.stats.omittedResponseHeaders.Inc()
 	}
 	return httpfilter.Continue
 }

@@ -34,6 +34,9 @@ const headersToRemoveHeader = "x-envoy-auth-headers-to-remove"
 type httpClient struct {
 	transport  *http.Transport
 	pathPrefix string
+	// pathOverride, when set, is the whole path of every check request
+	// (the client's path and query are not sent).
+	pathOverride string
 	// headersToAdd are set on every check request: literal values, or
 	// values with % command operators the filter renders per request
 	// (checkCall.headers).
@@ -48,13 +51,11 @@ type httpClient struct {
 	toMetadata matchers
 }
 
-// newHTTPClient compiles an HttpService; the timeout is server_uri's.
-func newHTTPClient(hs *extauthzv3.HttpService, svc httpfilter.Services) (*httpClient, time.Duration, error) {
+// newHTTPClient compiles an HttpService; the timeout is server_uri's,
+// else def (0: none).
+func newHTTPClient(hs *extauthzv3.HttpService, svc httpfilter.Services, def time.Duration) (*httpClient, time.Duration, error) {
 	if hs.GetRetryPolicy() != nil {
-		return nil, 0, errors.New("retry_policy: not supported by Outrigger")
-	}
-	if hs.GetPathOverride() != "" {
-		return nil, 0, errors.New("path_override: not supported by Outrigger")
+		return nil, 0, errors.New("retry_policy: not supported by Outrigger (checks are not retried)")
 	}
 	uri := hs.GetServerUri()
 	if uri == nil {
@@ -67,14 +68,25 @@ func newHTTPClient(hs *extauthzv3.HttpService, svc httpfilter.Services) (*httpCl
 	if svc == nil {
 		return nil, 0, errors.New("server_uri.cluster: no cluster can be reached")
 	}
-	timeout := uri.GetTimeout().AsDuration()
+	timeout := def
+	if uri.GetTimeout() != nil {
+		timeout = uri.GetTimeout().AsDuration()
+	}
 	if timeout < 0 {
 		return nil, 0, errors.New("server_uri.timeout: must not be negative")
 	}
 	if p := hs.GetPathPrefix(); p != "" && !strings.HasPrefix(p, "/") {
 		return nil, 0, errors.New("path_prefix: should start with \"/\"")
 	}
-	c := &httpClient{pathPrefix: hs.GetPathPrefix()}
+	if p := hs.GetPathOverride(); p != "" {
+		if hs.GetPathPrefix() != "" {
+			return nil, 0, errors.New("path_override: only one of path_prefix or path_override may be set")
+		}
+		if !strings.HasPrefix(p, "/") {
+			return nil, 0, errors.New("path_override: should start with \"/\"")
+		}
+	}
+	c := &httpClient{pathPrefix: hs.GetPathPrefix(), pathOverride: hs.GetPathOverride()}
 	req := hs.GetAuthorizationRequest()
 	for i, h := range req.GetHeadersToAdd() {
 		k := strings.ToLower(h.GetKey())
@@ -131,6 +143,9 @@ func (c *httpClient) check(ctx context.Context, cr *authv3.CheckRequest, rendere
 	// an HTTP/2 client keeps what it indexes in its HPACK table: it gets
 	// copies.
 	path := strings.Clone(c.pathPrefix + hr.GetPath())
+	if c.pathOverride != "" {
+		path = c.pathOverride
+	}
 	// The service is reached by cluster; the URL's host only names it.
 	req, err := http.NewRequestWithContext(ctx, strings.Clone(hr.GetMethod()), "http://ext-authz"+path, strings.NewReader(body))
 	if err != nil {

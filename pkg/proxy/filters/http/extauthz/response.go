@@ -130,29 +130,35 @@ func removable(name string) bool {
 	return name != "" && name[0] != ':' && name != "host"
 }
 
-// apply applies edits to h.
-func apply(h router.HeaderEditor, edits []headerEdit) {
+// apply applies edits to h; room, when not nil, bounds the fields the
+// edits may add.
+func apply(h router.HeaderEditor, edits []headerEdit, room *headerRoom) {
 	for _, e := range edits {
 		if !removable(e.name) {
 			continue
 		}
+		_, exists := h.Get(e.name)
 		switch e.action {
 		case actionAdd:
-			h.Add(e.name, e.value)
+			if room.add() {
+				h.Add(e.name, e.value)
+			}
 		case actionSet:
-			h.Set(e.name, e.value)
+			if exists || room.add() {
+				h.Set(e.name, e.value)
+			}
 		case actionAddIfAbsent:
-			if _, ok := h.Get(e.name); !ok {
+			if !exists && room.add() {
 				h.Add(e.name, e.value)
 			}
 		case actionOverwriteIfExists:
-			if _, ok := h.Get(e.name); ok {
+			if exists {
 				h.Set(e.name, e.value)
 			}
 		case actionAppend:
 			if v, ok := h.Get(e.name); ok {
 				h.Set(e.name, v+","+e.value)
-			} else {
+			} else if room.add() {
 				h.Add(e.name, e.value)
 			}
 		}
@@ -162,17 +168,22 @@ func apply(h router.HeaderEditor, edits []headerEdit) {
 // applyLocal applies a denied request's header edits to its local reply
 // as Envoy does: the named headers are first removed, so that the
 // service's values replace the reply's own, then every value is added
-// (Set-Cookie may come several times).
-func applyLocal(h router.HeaderEditor, edits []headerEdit) {
+// (Set-Cookie may come several times) while room allows (nil: no limit).
+func applyLocal(h router.HeaderEditor, edits []headerEdit, room func() *headerRoom) {
 	for _, e := range edits {
 		if removable(e.name) {
 			h.Del(e.name)
 		}
 	}
+	r := room()
 	for _, e := range edits {
-		if removable(e.name) {
-			h.Add(e.name, e.value)
+		if !removable(e.name) {
+			continue
 		}
+		if !r.add() {
+			return
+		}
+		h.Add(e.name, e.value)
 	}
 }
 

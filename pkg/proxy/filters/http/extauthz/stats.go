@@ -8,6 +8,12 @@ import (
 // filterStats are the filter's counters, http.<stat_prefix>.ext_authz.*.
 type filterStats struct {
 	ok, denied, error, disabled, failureModeAllowed *stats.Counter
+	// invalid counts answers rejected for their edits (validate_mutations,
+	// decoder_header_mutation_rules).
+	invalid *stats.Counter
+	// omittedResponseHeaders counts responses some of whose service
+	// headers were left out (enforce_response_header_limits).
+	omittedResponseHeaders *stats.Counter
 	// ignoredDynamicMetadata counts answers whose dynamic metadata was
 	// dropped (enable_dynamic_metadata_ingestion false).
 	ignoredDynamicMetadata *stats.Counter
@@ -15,7 +21,7 @@ type filterStats struct {
 
 // clusterStats are the counters Envoy keeps per route cluster.
 type clusterStats struct {
-	ok, denied, error, failureModeAllowed *stats.Counter
+	ok, denied, error, failureModeAllowed, invalid *stats.Counter
 	// completed and codes are the cluster's own upstream_rq_completed and
 	// upstream_rq_<code> stats, charged with denials
 	// (charge_cluster_response_stats); internal are its
@@ -33,6 +39,9 @@ func newFilterStats(store *stats.Store, prefix string) filterStats {
 		error:              store.Counter(prefix + "error"),
 		disabled:           store.Counter(prefix + "disabled"),
 		failureModeAllowed: store.Counter(prefix + "failure_mode_allowed"),
+		invalid:            store.Counter(prefix + "invalid"),
+
+		omittedResponseHeaders: store.Counter(prefix + "omitted_response_headers"),
 
 		ignoredDynamicMetadata: store.Counter(prefix + "ignored_dynamic_metadata"),
 	}
@@ -49,6 +58,7 @@ func (c *config) clusterStats(name string) *clusterStats {
 		denied:             c.store.Counter(p + "denied"),
 		error:              c.store.Counter(p + "error"),
 		failureModeAllowed: c.store.Counter(p + "failure_mode_allowed"),
+		invalid:            c.store.Counter(p + "invalid"),
 	}
 	if c.chargeCluster {
 		scope := c.store.Scope("cluster." + name + ".")

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/mutationrules"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
@@ -41,7 +42,7 @@ type config struct {
 	mode              mode
 	messageTimeout    time.Duration
 	maxMessageTimeout time.Duration
-	rules             *rules
+	rules             *mutationrules.Rules
 	// allowed and disallowed are forward_rules (nil: no filtering).
 	allowed, disallowed router.ListStringMatch
 	allowModeOverride   bool
@@ -153,7 +154,7 @@ func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, e
 			return fail(errors.New("max_message_timeout: must not be negative"))
 		}
 	}
-	if c.rules, err = compileRules(p.GetMutationRules()); err != nil {
+	if c.rules, err = mutationrules.Compile(p.GetMutationRules()); err != nil {
 		return fail(fmt.Errorf("mutation_rules.%w", err))
 	}
 	if fr := p.GetForwardRules(); fr != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter/httpfiltertest"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/mutationrules"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -113,46 +114,6 @@ func TestCompileRouteRefusesWithPath(t *testing.T) {
 	}
 }
 
-func TestRulesDecideAsEnvoy(t *testing.T) {
-	regex := func(r string) *matcherv3.RegexMatcher { return &matcherv3.RegexMatcher{Regex: r} }
-	cases := []struct {
-		name  string
-		rules *mutationrulesv3.HeaderMutationRules
-		op    checkOp
-		hdr   string
-		value string
-		want  checkResult
-	}{
-		{"plain header", nil, opSet, "x-a", "v", checkOK},
-		{"routing header", nil, opSet, ":authority", "h", checkIgnore},
-		{"host", nil, opSet, "host", "h", checkIgnore},
-		{"path set", nil, opSet, ":path", "/p", checkOK},
-		{"path append", nil, opAppend, ":path", "/p", checkIgnore},
-		{"path remove", nil, opRemove, ":path", "", checkIgnore},
-		{"system disallowed", &mutationrulesv3.HeaderMutationRules{DisallowSystem: wrapperspb.Bool(true)}, opSet, ":path", "/p", checkIgnore},
-		{"system error", &mutationrulesv3.HeaderMutationRules{DisallowSystem: wrapperspb.Bool(true), DisallowIsError: wrapperspb.Bool(true)}, opSet, ":path", "/p", checkFail},
-		{"envoy header", nil, opSet, "x-envoy-foo", "v", checkIgnore},
-		{"envoy allowed", &mutationrulesv3.HeaderMutationRules{AllowEnvoy: wrapperspb.Bool(true)}, opSet, "x-envoy-foo", "v", checkOK},
-		{"disallow all", &mutationrulesv3.HeaderMutationRules{DisallowAll: wrapperspb.Bool(true)}, opSet, "x-a", "v", checkIgnore},
-		{"allow expression beats disallow all", &mutationrulesv3.HeaderMutationRules{DisallowAll: wrapperspb.Bool(true), AllowExpression: regex("x-.*")}, opSet, "x-a", "v", checkOK},
-		{"disallow expression wins", &mutationrulesv3.HeaderMutationRules{AllowExpression: regex("x-.*"), DisallowExpression: regex("x-a")}, opSet, "x-a", "v", checkIgnore},
-		{"bad value", nil, opSet, "x-a", "a\nb", checkIgnore},
-		{"informational status", nil, opSet, ":status", "100", checkIgnore},
-		{"final status", nil, opSet, ":status", "201", checkOK},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			r, err := compileRules(tc.rules)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := r.check(tc.op, tc.hdr, tc.value); got != tc.want {
-				t.Errorf("check(%s) = %d, want %d", tc.hdr, got, tc.want)
-			}
-		})
-	}
-}
-
 func TestApplyHeaderMutationActions(t *testing.T) {
 	opt := func(k, v string, a corev3.HeaderValueOption_HeaderAppendAction) *corev3.HeaderValueOption {
 		return &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: k, RawValue: []byte(v)}, AppendAction: a}
@@ -172,7 +133,7 @@ func TestApplyHeaderMutationActions(t *testing.T) {
 		},
 		RemoveHeaders: []string{"x-gone", "host"},
 	}
-	r, _ := compileRules(nil)
+	r, _ := mutationrules.Compile(nil)
 	rejected := stats.NewStore().Counter("rejected")
 	if err := applyHeaderMutation(m, head{h: h}, r, rejected); err != nil {
 		t.Fatal(err)

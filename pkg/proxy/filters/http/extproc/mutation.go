@@ -8,6 +8,7 @@ import (
 	extprocsvc "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/mutationrules"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
@@ -76,15 +77,15 @@ func (hd head) set(name, value string, appendValue bool) bool {
 // Envoy's MutationUtils::applyHeaderMutations: a mutation the rules
 // refuse is skipped and counted, or, with disallow_is_error, fails the
 // message; malformed names and values fail it.
-func applyHeaderMutation(m *extprocsvc.HeaderMutation, hd head, r *rules, rejected *stats.Counter) error {
+func applyHeaderMutation(m *extprocsvc.HeaderMutation, hd head, r *mutationrules.Rules, rejected *stats.Counter) error {
 	for _, name := range m.GetRemoveHeaders() {
-		if !validHeaderName(name) {
+		if !mutationrules.ValidHeaderName(name) {
 			rejected.Inc()
 			return mutationError("Invalid character in remove_headers mutation.")
 		}
 		name = strings.ToLower(name)
-		switch r.check(opRemove, name, "") {
-		case checkOK:
+		switch r.Check(mutationrules.Remove, name, "") {
+		case mutationrules.OK:
 			switch {
 			case name == "content-length":
 				// Framing is the connection manager's (see set).
@@ -93,9 +94,9 @@ func applyHeaderMutation(m *extprocsvc.HeaderMutation, hd head, r *rules, reject
 			default:
 				hd.h.Del(name)
 			}
-		case checkIgnore:
+		case mutationrules.Ignore:
 			rejected.Inc()
-		case checkFail:
+		case mutationrules.Fail:
 			rejected.Inc()
 			return mutationError("Invalid attempt to remove " + name)
 		}
@@ -113,13 +114,13 @@ func applyHeaderMutation(m *extprocsvc.HeaderMutation, hd head, r *rules, reject
 		if len(hv.GetRawValue()) > 0 {
 			value = string(hv.GetRawValue())
 		}
-		if !validHeaderName(hv.GetKey()) || !validHeaderValue(value) {
+		if !mutationrules.ValidHeaderName(hv.GetKey()) || !mutationrules.ValidHeaderValue(value) {
 			rejected.Inc()
 			return mutationError("Invalid character in set_headers mutation.")
 		}
 		name := strings.ToLower(hv.GetKey())
 		exists := hd.has(name)
-		var op checkOp
+		var op mutationrules.Op
 		var appendValue bool
 		switch sh.GetAppendAction() {
 		case corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD:
@@ -127,7 +128,7 @@ func applyHeaderMutation(m *extprocsvc.HeaderMutation, hd head, r *rules, reject
 			//lint:ignore SA1019 Envoy still reads the deprecated append when append_action is unset
 			appendValue = sh.GetAppend().GetValue()
 			if appendValue && exists {
-				op = opAppend
+				op = mutationrules.Append
 			}
 		case corev3.HeaderValueOption_ADD_IF_ABSENT:
 			if exists {
@@ -142,14 +143,14 @@ func applyHeaderMutation(m *extprocsvc.HeaderMutation, hd head, r *rules, reject
 		default:
 			return mutationError("Invalid append_action value " + name)
 		}
-		switch r.check(op, name, value) {
-		case checkOK:
+		switch r.Check(op, name, value) {
+		case mutationrules.OK:
 			if !hd.set(name, value, appendValue) {
 				rejected.Inc()
 			}
-		case checkIgnore:
+		case mutationrules.Ignore:
 			rejected.Inc()
-		case checkFail:
+		case mutationrules.Fail:
 			rejected.Inc()
 			return mutationError("Invalid attempt to modify " + name)
 		}

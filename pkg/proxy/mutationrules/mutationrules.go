@@ -1,4 +1,8 @@
-package extproc
+// Package mutationrules decides header mutations under a
+// HeaderMutationRules (envoy.config.common.mutation_rules.v3), as Envoy's
+// filters/common/mutation_rules Checker does, for the filters whose
+// external services edit headers (ext_proc, ext_authz).
+package mutationrules
 
 import (
 	"errors"
@@ -11,36 +15,41 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
-// checkResult is what the rules say of one header mutation.
-type checkResult uint8
+// Result is what the rules say of one header mutation.
+type Result uint8
 
 const (
-	checkOK checkResult = iota
-	// checkIgnore skips the mutation (counted as rejected).
-	checkIgnore
-	// checkFail fails the whole message (disallow_is_error).
-	checkFail
+	// OK applies the mutation.
+	OK Result = iota
+	// Ignore skips the mutation.
+	Ignore
+	// Fail fails the whole message (disallow_is_error).
+	Fail
 )
 
-// checkOp is the kind of mutation checked.
-type checkOp uint8
+// Op is the kind of mutation checked.
+type Op uint8
 
 const (
-	opSet checkOp = iota
-	opAppend
-	opRemove
+	// Set sets or adds a header.
+	Set Op = iota
+	// Append appends a value to a header.
+	Append
+	// Remove removes a header.
+	Remove
 )
 
-// rules is a compiled HeaderMutationRules, deciding as Envoy's
+// Rules is a compiled HeaderMutationRules, deciding as Envoy's
 // mutation_rules Checker does.
-type rules struct {
+type Rules struct {
 	allowRouting, allowEnvoy, disallowSystem, disallowAll, disallowIsError bool
 	allow, disallow                                                        *router.StringMatch
 }
 
-// compileRules compiles mutation_rules; errors name the field below it.
-func compileRules(r *mutationrulesv3.HeaderMutationRules) (*rules, error) {
-	c := &rules{
+// Compile compiles a HeaderMutationRules (nil: the defaults); errors
+// name the field below it.
+func Compile(r *mutationrulesv3.HeaderMutationRules) (*Rules, error) {
+	c := &Rules{
 		allowRouting:    r.GetAllowAllRouting().GetValue(),
 		allowEnvoy:      r.GetAllowEnvoy().GetValue(),
 		disallowSystem:  r.GetDisallowSystem().GetValue(),
@@ -50,7 +59,7 @@ func compileRules(r *mutationrulesv3.HeaderMutationRules) (*rules, error) {
 	if c.allowRouting {
 		// The connection manager keeps the authority, method and scheme
 		// apart from the headers a filter edits.
-		return nil, errors.New("allow_all_routing: only false is supported by Outrigger (host, :authority, :method and :scheme cannot be changed by a processor)")
+		return nil, errors.New("allow_all_routing: only false is supported by Outrigger (host, :authority, :method and :scheme cannot be changed by an external service)")
 	}
 	var err error
 	if e := r.GetAllowExpression(); e != nil {
@@ -77,20 +86,20 @@ func compileRegex(e *matcherv3.RegexMatcher) (*router.StringMatch, error) {
 	return &m, nil
 }
 
-// check decides one mutation of header name (lower case) to value.
-func (r *rules) check(op checkOp, name, value string) checkResult {
-	if r.allowed(op, name) && (op == opRemove || validValue(name, value)) {
-		return checkOK
+// Check decides one mutation of header name (lower case) to value.
+func (r *Rules) Check(op Op, name, value string) Result {
+	if r.allowed(op, name) && (op == Remove || validValue(name, value)) {
+		return OK
 	}
 	if r.disallowIsError {
-		return checkFail
+		return Fail
 	}
-	return checkIgnore
+	return Ignore
 }
 
 // allowed is Envoy's isAllowed.
-func (r *rules) allowed(op checkOp, name string) bool {
-	if op == opRemove && (strings.HasPrefix(name, ":") || name == "host") {
+func (r *Rules) allowed(op Op, name string) bool {
+	if op == Remove && (strings.HasPrefix(name, ":") || name == "host") {
 		// Never removable.
 		return false
 	}
@@ -106,7 +115,7 @@ func (r *rules) allowed(op checkOp, name string) bool {
 	if !r.allowRouting && routingHeader(name) {
 		return false
 	}
-	if strings.HasPrefix(name, ":") && (op == opAppend || r.disallowSystem) {
+	if strings.HasPrefix(name, ":") && (op == Append || r.disallowSystem) {
 		return false
 	}
 	if !r.allowEnvoy && strings.HasPrefix(name, "x-envoy") {
@@ -127,7 +136,7 @@ func routingHeader(name string) bool {
 // validValue is Envoy's isValidValue: header values free of control
 // characters, and a :status that is a final status.
 func validValue(name, value string) bool {
-	if !strings.HasPrefix(name, ":") && !validHeaderValue(value) {
+	if !strings.HasPrefix(name, ":") && !ValidHeaderValue(value) {
 		return false
 	}
 	if name == ":status" {
@@ -137,14 +146,14 @@ func validValue(name, value string) bool {
 	return true
 }
 
-// validHeaderValue reports a value without NUL, CR or LF.
-func validHeaderValue(v string) bool {
+// ValidHeaderValue reports a value without NUL, CR or LF.
+func ValidHeaderValue(v string) bool {
 	return !strings.ContainsAny(v, "\x00\r\n")
 }
 
-// validHeaderName reports a non-empty token of header name characters
+// ValidHeaderName reports a non-empty token of header name characters
 // (a leading ':' allowed for pseudo-headers).
-func validHeaderName(n string) bool {
+func ValidHeaderName(n string) bool {
 	if n == "" {
 		return false
 	}
