@@ -274,7 +274,10 @@ func TestCompileErrors(t *testing.T) {
 	tests := map[string]struct {
 		config, want string
 	}{
-		"a response rate limit":   {`{response_rate_limit: {fixed_limit: {limit_kbps: 1}}}`, "response_rate_limit: not supported by Outrigger"},
+		"a rate limit of no kind": {`{response_rate_limit: {percentage: {numerator: 1}}}`, "response_rate_limit.limit_type: one of"},
+		"a rate limit of 0 KiB/s": {`{response_rate_limit: {fixed_limit: {}}}`, "response_rate_limit.fixed_limit.limit_kbps: must be at least 1"},
+		"a bad rate limit percentage": {`{response_rate_limit: {header_limit: {}, percentage: {numerator: 1, denominator: 9}}}`,
+			"response_rate_limit.percentage.denominator"},
 		"a bad header matcher":    {`{headers: [{name: a, safe_regex_match: {regex: "("}}]}`, "headers[0]"},
 		"a bad percentage":        {`{abort: {http_status: 500, percentage: {numerator: 1, denominator: 9}}}`, "abort.percentage.denominator"},
 		"an abort without status": {`{abort: {percentage: {numerator: 1}}}`, "abort.error_type: one of"},
