@@ -56,9 +56,7 @@ var supportedHTTPFilters = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.common.fault.v3.FaultRateLimit.percentage":                   {},
 	"envoy.extensions.filters.common.fault.v3.FaultRateLimit.FixedLimit.limit_kbps":        {},
 
-	// envoy.filters.http.local_ratelimit. local_cluster_rate_limit,
-	// max_dynamic_descriptors (wildcard descriptors) and
-	// enable_retry_after_header are not implemented.
+	// envoy.filters.http.local_ratelimit.
 	"envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit.stat_prefix":                                {},
 	"envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit.status":                                     {},
 	"envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit.token_bucket":                               {},
@@ -74,6 +72,9 @@ var supportedHTTPFilters = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit.always_consume_default_token_bucket":        {},
 	"envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit.rate_limited_as_resource_exhausted":         {},
 	"envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit.rate_limits":                                {},
+	"envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit.local_cluster_rate_limit":                   {},
+	"envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit.max_dynamic_descriptors":                    {},
+	"envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit.enable_retry_after_header":                  {},
 	"envoy.type.v3.HttpStatus.code":                                              {},
 	"envoy.type.v3.TokenBucket.max_tokens":                                       {},
 	"envoy.type.v3.TokenBucket.tokens_per_fill":                                  {},
