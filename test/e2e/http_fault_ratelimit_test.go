@@ -93,7 +93,7 @@ var _ = Describe("The fault filter's response rate limit", func() {
 		s := Start(newDir(), proxySpec{
 			Port:     port,
 			HCM:      "{stat_prefix: faulty}",
-			Filters:  `[{name: envoy.filters.http.fault, typed_config: ` + withType("type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault", "{max_active_faults: 1, response_rate_limit: {header_limit: {}, percentage: {numerator: 100}}}") + `}]`,
+			Filters:  `[{name: envoy.filters.http.fault, typed_config: ` + withType(faultType, "{max_active_faults: 1, response_rate_limit: {header_limit: {}, percentage: {numerator: 100}}}") + `}]`,
 			Clusters: []proxyCluster{{Name: "up", Port: up, Extra: h2cOptions()}},
 		}.YAML())
 		done := make(chan timedBody, 1)
