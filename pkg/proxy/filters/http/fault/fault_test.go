@@ -147,13 +147,7 @@ func TestFault(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			st := stats.NewStore()
-			cfg, err := Factory{}.Compile(parse(t, tc.config), httpfilter.Context{Name: "fault", Stats: st, StatPrefix: "http.test.", Runtime: tc.rt})
-			if err != nil {
-				t.Fatal(err)
-			}
-			active := st.Gauge("http.test.fault.active_faults")
-			active.Set(tc.active)
+			cfg, st, active := compileWith(t, tc.config, tc.rt, tc.active)
 			path := tc.path
 			if path == "" {
 				path = "/"
@@ -198,6 +192,20 @@ func TestFault(t *testing.T) {
 			}
 		})
 	}
+}
+
+// compileWith compiles config with the stat prefix http.test. and the
+// runtime rt, with active faults already active.
+func compileWith(t *testing.T, config string, rt runtimeValues, active int64) (httpfilter.Config, *stats.Store, *stats.Gauge) {
+	t.Helper()
+	st := stats.NewStore()
+	cfg, err := Factory{}.Compile(parse(t, config), httpfilter.Context{Name: "fault", Stats: st, StatPrefix: "http.test.", Runtime: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := st.Gauge("http.test.fault.active_faults")
+	g.Set(active)
+	return cfg, st, g
 }
 
 func slicesEqual(a, b []time.Duration) bool {

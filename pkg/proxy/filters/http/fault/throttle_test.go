@@ -74,13 +74,7 @@ func TestResponseRateLimit(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			st := stats.NewStore()
-			cfg, err := Factory{}.Compile(parse(t, tc.config), httpfilter.Context{Name: "fault", Stats: st, StatPrefix: "http.test.", Runtime: tc.rt})
-			if err != nil {
-				t.Fatal(err)
-			}
-			active := st.Gauge("http.test.fault.active_faults")
-			active.Set(tc.active)
+			cfg, st, active := compileWith(t, tc.config, tc.rt, tc.active)
 			s := httpfiltertest.NewStream("GET", "/", tc.headers...)
 			s.RespHasBody, s.RespBodyLen = true, 10
 			f := cfg.NewFilter()
