@@ -70,14 +70,9 @@ func (f *meterFilter) KeepsLength() bool { return true }
 // (the metered bytes then come from its end, or go into it).
 func TestThrottledResponse(t *testing.T) {
 	var takes atomic.Int64
-	reg, err := extension.New(
-		extension.Of(router.Name, httpFiltersCategory, &routerv3.Router{}, router.Factory{}),
+	reg := routerAnd(t,
 		extension.Of("proxy.filters.http.hold", httpFiltersCategory, &wrapperspb.BoolValue{}, holdFactory{}),
-		extension.Of("proxy.filters.http.meter", httpFiltersCategory, &wrapperspb.Int32Value{}, meterFactory{&takes}),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
+		extension.Of("proxy.filters.http.meter", httpFiltersCategory, &wrapperspb.Int32Value{}, meterFactory{&takes}))
 	st := stats.NewStore()
 	ups := fakeUpstreams{
 		"h1": newFakeCluster(st, "h1", false, hostOf(echoUpstream(t))),
@@ -129,13 +124,7 @@ func TestThrottledResponse(t *testing.T) {
 // would have ended.
 func TestThrottledClientGone(t *testing.T) {
 	var takes atomic.Int64
-	reg, err := extension.New(
-		extension.Of(router.Name, httpFiltersCategory, &routerv3.Router{}, router.Factory{}),
-		extension.Of("proxy.filters.http.meter", httpFiltersCategory, &wrapperspb.Int32Value{}, meterFactory{&takes}),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := routerAnd(t, extension.Of("proxy.filters.http.meter", httpFiltersCategory, &wrapperspb.Int32Value{}, meterFactory{&takes}))
 	st := stats.NewStore()
 	// The throttle lets 64 bytes out an hour: only the client going away
 	// ends the stream before then.
@@ -170,4 +159,15 @@ func TestThrottledClientGone(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// routerAnd is an extension registry of the router and the test's
+// filters.
+func routerAnd(t *testing.T, filters ...extension.Extension) *extension.Registry {
+	t.Helper()
+	reg, err := extension.New(append([]extension.Extension{extension.Of(router.Name, httpFiltersCategory, &routerv3.Router{}, router.Factory{})}, filters...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
 }
