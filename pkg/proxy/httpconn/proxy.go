@@ -682,8 +682,9 @@ func (s *stream) relayHTTP1(cl UpstreamCluster, uc *upstream.Conn, kind http1.Bo
 				s.responseBodyFailed(cl, err, tm)
 				return false
 			}
-			// A body in one piece (the common case) reads no clock.
-			if pieces > 0 {
+			// A body in one piece (the common case) reads no clock;
+			// a throttled one may have waited long on its first.
+			if pieces > 0 || s.xdown.throttled {
 				now := time.Now()
 				if tm.stale(now) {
 					_ = uc.SetDeadline(tm.deadline(now))

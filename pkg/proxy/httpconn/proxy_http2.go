@@ -160,6 +160,11 @@ func (s *stream) relayHTTP2(cl UpstreamCluster, ctx context.Context, resp *http.
 					s.downstreamFailed()
 					return
 				}
+				if t := s.retry.timers; t != nil && s.xdown.throttled {
+					// The throttle held the upstream while it
+					// metered this piece out.
+					t.touch()
+				}
 				s.bytesSent += uint64(n)
 				s.logSent()
 				if n < len(buf) {

@@ -100,6 +100,9 @@ func (s *stream) transformResponse(n int64, hasBody bool) int64 {
 		if h, ok := e.(httpfilter.HeadHolder); ok && h.HoldsHead() && !s.upg.tunnel && s.status != 101 {
 			s.xdown.hold = true
 		}
+		if _, ok := e.(httpfilter.Throttle); ok {
+			s.xdown.throttled = true
+		}
 	}
 	s.down = &s.xdown
 	if _, ok := s.respXform[0].(*replacement); ok && len(s.respXform) == 1 {
@@ -309,6 +312,9 @@ type encodingDown struct {
 	// held: writeHead was called and the head waits, with heldBody its
 	// hasBody.
 	hold, held, heldBody bool
+	// throttled: an encoder meters the body out (httpfilter.Throttle):
+	// the body takes the metered path (see flow).
+	throttled bool
 }
 
 var _ downstream = (*encodingDown)(nil)
@@ -334,6 +340,9 @@ func (d *encodingDown) release(n int64) error {
 // writeBody implements downstream. The stream counts the bytes given
 // as sent; it is told of the bytes that left instead.
 func (d *encodingDown) writeBody(p []byte) error {
+	if d.throttled {
+		return d.writeMetered(p)
+	}
 	out, err := d.run(p, false)
 	if err != nil {
 		return err
@@ -356,6 +365,12 @@ func (d *encodingDown) writeBodyString(p string) error {
 // finish implements downstream: the encoders' ends, then the trailers
 // they leave, then the inner finish.
 func (d *encodingDown) finish() error {
+	if !d.finished && d.throttled {
+		d.finished = true
+		if err := d.finishMetered(); err != nil {
+			return err
+		}
+	}
 	if !d.finished {
 		d.finished = true
 		out, err := d.run(nil, true)
@@ -384,8 +399,15 @@ func (d *encodingDown) finish() error {
 
 // run passes p through the encoders, and their ends after it when end.
 func (d *encodingDown) run(p []byte, end bool) ([]byte, error) {
+	return d.runRange(0, len(d.encs), p, end)
+}
+
+// runRange passes p through the encoders [from, to), and their ends
+// after it when end.
+func (d *encodingDown) runRange(from, to int, p []byte, end bool) ([]byte, error) {
 	var err error
-	for i, e := range d.encs {
+	for i := from; i < to; i++ {
+		e := d.encs[i]
 		if len(p) > 0 {
 			if p, err = e.EncodeData(p); err != nil {
 				return nil, err

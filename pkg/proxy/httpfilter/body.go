@@ -1,6 +1,9 @@
 package httpfilter
 
-import "net/http"
+import (
+	"net/http"
+	"time"
+)
 
 // Bodies. Most filters look at heads only, and a request's body flows
 // from the client to the upstream (and the response's back) without a
@@ -146,4 +149,21 @@ type RequestTrailerSource interface {
 	// body was buffered to its end, nil when there are none or the body
 	// was not.
 	BufferedRequestTrailers() http.Header
+}
+
+// Throttle is a LengthKeeper that meters a response body out at a pace
+// of its own (the fault filter's response rate limit, Envoy's
+// StreamRateLimiter). The connection manager does not call its
+// EncodeData: it asks Take how much of what reached it may leave, sends
+// that on (through the encoders after it, then to the client), and waits
+// as long as Take says before asking for the rest. It holds nothing but
+// the piece being metered and reads no more of the upstream meanwhile, so
+// a throttled body costs no more memory than one sent to a slow client;
+// the client going away, a reset or the stream's maximum duration cut the
+// wait short, as they cut a write to a slow client.
+type Throttle interface {
+	LengthKeeper
+	// Take reports how many of n bytes may leave at now (0 to n) and,
+	// when fewer than n, how long to wait before asking again.
+	Take(n int, now time.Time) (int, time.Duration)
 }

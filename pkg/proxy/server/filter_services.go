@@ -9,7 +9,9 @@ import (
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dnscache"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/localratelimit"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tap"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 )
@@ -37,6 +39,24 @@ func (f filterServices) Cluster(name string) grpcservice.Cluster {
 		return c
 	}
 	return nil
+}
+
+var _ localratelimit.LocalCluster = filterServices{}
+
+// LocalClusterMembers is the local cluster (cluster_manager.local_cluster_name)
+// and its host count, for local_cluster_rate_limit (see
+// localratelimit.LocalCluster). The local cluster is a static one: it
+// lasts as long as the server.
+func (f filterServices) LocalClusterMembers() (string, *stats.Gauge) {
+	name := f.s.boot.GetClusterManager().GetLocalClusterName()
+	if name == "" || f.s.clusters == nil {
+		return name, nil
+	}
+	c := f.s.clusters.Cluster(name)
+	if c == nil {
+		return name, nil
+	}
+	return name, c.Stats().MembershipTotal
 }
 
 // OnDemandClusters is on-demand cluster discovery, for the on_demand HTTP

@@ -104,8 +104,15 @@ func (b *Bucket) Consume(now float64) bool { return b.ConsumeN(now, 1) }
 
 // ConsumeN takes n tokens at now (a rate limit descriptor's
 // hits_addend); false, taking none, when the bucket holds fewer.
-func (b *Bucket) ConsumeN(now float64, n uint64) bool {
-	want := float64(n)
+func (b *Bucket) ConsumeN(now float64, n uint64) bool { return b.ConsumeShare(now, n, 1) }
+
+// ConsumeShare takes n tokens at now for a holder of share (in (0, 1]) of
+// the bucket: n/share of its tokens, as Envoy's local rate limits take
+// them when a local cluster's hosts share one rate
+// (local_cluster_rate_limit: share is 1 over the number of hosts). False,
+// taking none, when the bucket holds fewer.
+func (b *Bucket) ConsumeShare(now float64, n uint64, share float64) bool {
+	want := float64(n) / share
 	for {
 		old := b.emptyAt.Load()
 		total := b.tokens(now, math.Float64frombits(old))
@@ -146,4 +153,15 @@ func (b *Bucket) ResetSeconds(now float64) uint64 {
 	}
 	ms := uint64(math.Ceil((1 - total) / b.rate * 1000))
 	return ms / 1000
+}
+
+// RetryAfterSeconds is how long until the next token is available at now,
+// in whole seconds rounded up and at least 1: the Retry-After of a request
+// the bucket refused.
+func (b *Bucket) RetryAfterSeconds(now float64) uint64 {
+	total := b.tokens(now, math.Float64frombits(b.emptyAt.Load()))
+	if total >= 1 {
+		return 1
+	}
+	return max(1, uint64(math.Ceil((1-total)/b.rate)))
 }

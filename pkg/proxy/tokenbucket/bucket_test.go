@@ -116,6 +116,38 @@ func TestBucketGiveBack(t *testing.T) {
 	}
 }
 
+// TestBucketShare takes tokens as one of several holders of a bucket
+// (local_cluster_rate_limit): each token taken costs 1/share of them; and
+// reads the Retry-After of a refusal.
+func TestBucketShare(t *testing.T) {
+	b := New(Spec{MaxTokens: 10, PerFill: 2, Fill: time.Second}, 0)
+	// A quarter of the bucket: a request takes 4 tokens.
+	for i := range 2 {
+		if !b.ConsumeShare(0, 1, 0.25) {
+			t.Fatalf("request %d was refused", i)
+		}
+	}
+	if b.Remaining(0) != 2 || b.ConsumeShare(0, 1, 0.25) {
+		t.Fatalf("a third request took the last 2 tokens for 4 (%d left)", b.Remaining(0))
+	}
+	// 2 left, 1 needed: none is to wait for.
+	if got := b.RetryAfterSeconds(0); got != 1 {
+		t.Errorf("RetryAfterSeconds with tokens left = %d, want 1", got)
+	}
+	if !b.ConsumeN(0, 2) {
+		t.Fatal("the whole share took the last 2 tokens")
+	}
+	// Empty, 2 tokens a second: half a second, rounded up to 1.
+	if got := b.RetryAfterSeconds(0); got != 1 {
+		t.Errorf("RetryAfterSeconds = %d, want 1", got)
+	}
+	slow := New(Spec{MaxTokens: 1, PerFill: 1, Fill: 10 * time.Second}, 0)
+	slow.Consume(0)
+	if got := slow.RetryAfterSeconds(2.5); got != 8 {
+		t.Errorf("RetryAfterSeconds 2.5 s into a 10 s refill = %d, want 8", got)
+	}
+}
+
 // TestBucketConcurrent takes tokens from many goroutines at once: exactly
 // max_tokens of them get one.
 func TestBucketConcurrent(t *testing.T) {

@@ -8,9 +8,12 @@
 // Envoy's, under http.<stat_prefix>.fault.
 //
 // Delays hold the request's goroutine (httpfilter.Stream.Sleep), cut
-// short by the stream's timeouts and by the client going away.
-// response_rate_limit is not implemented: the filter interface has no
-// response body step yet, and the support check refuses the field.
+// short by the stream's timeouts and by the client going away. A response
+// rate limit meters the response body out through an httpfilter.Throttle
+// (Envoy's StreamRateLimiter: a token bucket of the limit's KiB, refilled
+// continuously, asked again every 50 ms). A delay or an abort puts
+// filter_metadata into the request's dynamic metadata, under the filter's
+// name.
 package fault
 
 import (
@@ -22,6 +25,7 @@ import (
 	faultcommonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/common/fault/v3"
 	faultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
@@ -40,6 +44,7 @@ const (
 	keyAbortHTTPStatus = "fault.http.abort.http_status"
 	keyAbortGrpcStatus = "fault.http.abort.grpc_status"
 	keyMaxActiveFaults = "fault.http.max_active_faults"
+	keyResponseRLPct   = "fault.http.rate_limit.response_percent"
 )
 
 // The request headers that control header faults.
@@ -49,6 +54,8 @@ const (
 	hAbortRequest           = "x-envoy-fault-abort-request"
 	hAbortGrpcRequest       = "x-envoy-fault-abort-grpc-request"
 	hAbortRequestPercentage = "x-envoy-fault-abort-request-percentage"
+	hThroughput             = "x-envoy-fault-throughput-response"
+	hThroughputPercentage   = "x-envoy-fault-throughput-response-percentage"
 	hDownstreamNode         = "x-envoy-downstream-service-node"
 	hDownstreamCluster      = "x-envoy-downstream-service-cluster"
 )
@@ -111,8 +118,12 @@ func (Factory) CompileRoute(config proto.Message, _ httpfilter.Context) (httpfil
 
 // settings are a compiled HTTPFault.
 type settings struct {
-	delay *delaySettings
-	abort *abortSettings
+	delay     *delaySettings
+	abort     *abortSettings
+	rateLimit *rateLimitSettings
+	// metadata is filter_metadata: the dynamic metadata of a request
+	// delayed or aborted, nil when unset.
+	metadata *structpb.Struct
 	// upstreamCluster, when set, limits faults to requests routed there.
 	upstreamCluster string
 	// downstreamNodes, when set, limits faults to requests whose
@@ -125,7 +136,7 @@ type settings struct {
 	// others).
 	delayPercentKey, abortPercentKey, delayDurationKey string
 	abortHTTPStatusKey, abortGrpcStatusKey             string
-	maxActiveKey                                       string
+	maxActiveKey, responseRLPercentKey                 string
 	noDownstreamStats                                  bool
 }
 
@@ -149,11 +160,16 @@ type abortSettings struct {
 	hasHTTPStatus bool
 }
 
+// rateLimitSettings are a compiled FaultRateLimit: a fixed rate in KiB/s,
+// or the request's x-envoy-fault-throughput-response (fromHeader).
+type rateLimitSettings struct {
+	kbps       uint64
+	fromHeader bool
+	percent    runtime.Fraction
+}
+
 // compileSettings compiles an HTTPFault; errors name the field below it.
 func compileSettings(hf *faultv3.HTTPFault) (*settings, error) {
-	if hf.GetResponseRateLimit() != nil {
-		return nil, errors.New("response_rate_limit: not supported by Outrigger")
-	}
 	s := &settings{
 		upstreamCluster:    hf.GetUpstreamCluster(),
 		maxActive:          math.MaxUint64,
@@ -164,7 +180,9 @@ func compileSettings(hf *faultv3.HTTPFault) (*settings, error) {
 		abortGrpcStatusKey: or(hf.GetAbortGrpcStatusRuntime(), keyAbortGrpcStatus),
 		maxActiveKey:       or(hf.GetMaxActiveFaultsRuntime(), keyMaxActiveFaults),
 		noDownstreamStats:  hf.GetDisableDownstreamClusterStats(),
+		metadata:           hf.GetFilterMetadata(),
 	}
+	s.responseRLPercentKey = or(hf.GetResponseRateLimitPercentRuntime(), keyResponseRLPct)
 	if v := hf.GetMaxActiveFaults(); v != nil {
 		s.maxActive = uint64(v.GetValue())
 	}
@@ -188,7 +206,32 @@ func compileSettings(hf *faultv3.HTTPFault) (*settings, error) {
 			return nil, fmt.Errorf("abort.%w", err)
 		}
 	}
+	if rl := hf.GetResponseRateLimit(); rl != nil {
+		if s.rateLimit, err = compileRateLimit(rl, s.responseRLPercentKey); err != nil {
+			return nil, fmt.Errorf("response_rate_limit.%w", err)
+		}
+	}
 	return s, nil
+}
+
+// compileRateLimit compiles a FaultRateLimit, its percentage under key.
+func compileRateLimit(rl *faultcommonv3.FaultRateLimit, key string) (*rateLimitSettings, error) {
+	pct, err := runtime.FractionOf(key, rl.GetPercentage())
+	if err != nil {
+		return nil, fmt.Errorf("percentage.%w", err)
+	}
+	rs := &rateLimitSettings{percent: pct}
+	switch spec := rl.GetLimitType().(type) {
+	case *faultcommonv3.FaultRateLimit_FixedLimit_:
+		if rs.kbps = spec.FixedLimit.GetLimitKbps(); rs.kbps == 0 {
+			return nil, errors.New("fixed_limit.limit_kbps: must be at least 1")
+		}
+	case *faultcommonv3.FaultRateLimit_HeaderLimit_:
+		rs.fromHeader = true
+	default:
+		return nil, errors.New("limit_type: one of fixed_limit or header_limit is required")
+	}
+	return rs, nil
 }
 
 // compileDelay compiles a FaultDelay, its percentage under key.
@@ -250,11 +293,9 @@ func or(v, def string) string {
 // http.<stat_prefix>.fault.
 type filterStats struct {
 	delaysInjected, abortsInjected *stats.Counter
-	// responseRLInjected stays 0: response rate limits are refused; it is
-	// there for the dashboards that read it.
-	responseRLInjected *stats.Counter
-	faultsOverflow     *stats.Counter
-	activeFaults       *stats.Gauge
+	responseRLInjected             *stats.Counter
+	faultsOverflow                 *stats.Counter
+	activeFaults                   *stats.Gauge
 }
 
 // downstreamCounter is the counter of one downstream cluster,

@@ -147,13 +147,7 @@ func TestFault(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			st := stats.NewStore()
-			cfg, err := Factory{}.Compile(parse(t, tc.config), httpfilter.Context{Name: "fault", Stats: st, StatPrefix: "http.test.", Runtime: tc.rt})
-			if err != nil {
-				t.Fatal(err)
-			}
-			active := st.Gauge("http.test.fault.active_faults")
-			active.Set(tc.active)
+			cfg, st, active := compileWith(t, tc.config, tc.rt, tc.active)
 			path := tc.path
 			if path == "" {
 				path = "/"
@@ -198,6 +192,20 @@ func TestFault(t *testing.T) {
 			}
 		})
 	}
+}
+
+// compileWith compiles config with the stat prefix http.test. and the
+// runtime rt, with active faults already active.
+func compileWith(t *testing.T, config string, rt runtimeValues, active int64) (httpfilter.Config, *stats.Store, *stats.Gauge) {
+	t.Helper()
+	st := stats.NewStore()
+	cfg, err := Factory{}.Compile(parse(t, config), httpfilter.Context{Name: "fault", Stats: st, StatPrefix: "http.test.", Runtime: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := st.Gauge("http.test.fault.active_faults")
+	g.Set(active)
+	return cfg, st, g
 }
 
 func slicesEqual(a, b []time.Duration) bool {
@@ -274,7 +282,10 @@ func TestCompileErrors(t *testing.T) {
 	tests := map[string]struct {
 		config, want string
 	}{
-		"a response rate limit":   {`{response_rate_limit: {fixed_limit: {limit_kbps: 1}}}`, "response_rate_limit: not supported by Outrigger"},
+		"a rate limit of no kind": {`{response_rate_limit: {percentage: {numerator: 1}}}`, "response_rate_limit.limit_type: one of"},
+		"a rate limit of 0 KiB/s": {`{response_rate_limit: {fixed_limit: {}}}`, "response_rate_limit.fixed_limit.limit_kbps: must be at least 1"},
+		"a bad rate limit percentage": {`{response_rate_limit: {header_limit: {}, percentage: {numerator: 1, denominator: 9}}}`,
+			"response_rate_limit.percentage.denominator"},
 		"a bad header matcher":    {`{headers: [{name: a, safe_regex_match: {regex: "("}}]}`, "headers[0]"},
 		"a bad percentage":        {`{abort: {http_status: 500, percentage: {numerator: 1, denominator: 9}}}`, "abort.percentage.denominator"},
 		"an abort without status": {`{abort: {percentage: {numerator: 1}}}`, "abort.error_type: one of"},

@@ -42,15 +42,21 @@ type filter struct {
 	// keys replace the global ones, as in Envoy.
 	downstream    string
 	hasDownstream bool
+	// throttling: the response rate limit was injected, and throttle
+	// meters the response body out.
+	throttling bool
+	throttle   responseThrottle
 }
 
 var (
 	_ httpfilter.Decoder   = (*filter)(nil)
+	_ httpfilter.Encoder   = (*filter)(nil)
 	_ httpfilter.Destroyer = (*filter)(nil)
 )
 
 // DecodeHeaders implements httpfilter.Decoder, as Envoy's decodeHeaders:
-// a delay first, then, after it or instead of it, an abort.
+// the response rate limit is set up first, then a delay, then, after it or
+// instead of it, an abort.
 func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	f.set = f.cfg.settings
 	if rc, ok := s.RouteConfig(f.cfg.name).(*settings); ok {
@@ -62,9 +68,11 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	}
 	req := s.RequestHeaders()
 	f.downstream, f.hasDownstream = req.Get(hDownstreamCluster)
+	f.rateLimit(s)
 	if d := f.delayDuration(s); d > 0 && f.tryActivate() {
 		f.count(f.cfg.stats.delaysInjected, "delays_injected")
 		s.AddResponseFlags(accesslog.DelayInjected)
+		f.setMetadata(s)
 		if !s.Sleep(d) {
 			return httpfilter.Stop
 		}
@@ -72,12 +80,24 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 			return httpfilter.Stop
 		}
 		// The delay is over and nothing else is injected: the fault
-		// is no longer active.
-		f.deactivate()
+		// is no longer active. As in Envoy, a configured response rate
+		// limit keeps it active to the end, injected or not.
+		if set.rateLimit == nil {
+			f.deactivate()
+		}
 		return httpfilter.Continue
 	}
 	if set.abort != nil && f.abort(s) {
 		return httpfilter.Stop
+	}
+	return httpfilter.Continue
+}
+
+// EncodeHeaders implements httpfilter.Encoder: an injected response rate
+// limit meters the body out.
+func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
+	if f.throttling {
+		s.TransformResponseBody(&f.throttle)
 	}
 	return httpfilter.Continue
 }
@@ -87,7 +107,48 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 func (f *filter) OnDestroy() {
 	f.deactivate()
 	f.set, f.downstream, f.hasDownstream = nil, "", false
+	f.throttling, f.throttle = false, responseThrottle{}
 	f.cfg.pool.Put(f)
+}
+
+// rateLimit injects the response rate limit when its percentage draws it
+// (under its runtime key: Envoy has no downstream cluster key for it) and
+// it has a rate: the configured one or the request's
+// x-envoy-fault-throughput-response (above 0).
+func (f *filter) rateLimit(s httpfilter.Stream) {
+	rl := f.set.rateLimit
+	if rl == nil {
+		return
+	}
+	pct := rl.percent
+	if rl.fromHeader {
+		pct = headerPercent(s, hThroughputPercentage, pct)
+	}
+	if !pct.Enabled(f.cfg.runtime, rand.Uint64()) {
+		return
+	}
+	kbps := rl.kbps
+	if rl.fromHeader {
+		v, ok := headerUint(s, hThroughput)
+		if !ok || v == 0 {
+			return
+		}
+		kbps = v
+	}
+	if !f.tryActivate() {
+		return
+	}
+	f.cfg.stats.responseRLInjected.Inc()
+	f.throttle.start(kbps, time.Now())
+	f.throttling = true
+}
+
+// setMetadata puts filter_metadata into the request's dynamic metadata,
+// under the filter's name, as Envoy does when it delays or aborts.
+func (f *filter) setMetadata(s httpfilter.Stream) {
+	if md := f.set.metadata; md != nil {
+		s.SetDynamicMetadata(f.cfg.name, md)
+	}
 }
 
 // matches reports whether the request is one the settings fault: its
@@ -168,6 +229,7 @@ func (f *filter) abort(s httpfilter.Stream) bool {
 			return false
 		}
 		f.count(f.cfg.stats.abortsInjected, "aborts_injected")
+		f.setMetadata(s)
 		s.SendLocalReply(int(httpStatus), a.body, accesslog.FaultInjected, "fault_filter_abort")
 		return true
 	}
@@ -176,6 +238,7 @@ func (f *filter) abort(s httpfilter.Stream) bool {
 		return false
 	}
 	f.count(f.cfg.stats.abortsInjected, "aborts_injected")
+	f.setMetadata(s)
 	s.SendGrpcLocalReply(200, uint32(grpcStatus), a.body, accesslog.FaultInjected, "fault_filter_abort")
 	return true
 }

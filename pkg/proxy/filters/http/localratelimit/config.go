@@ -5,7 +5,10 @@
 // filter's own rate_limits) make from each request. A request without a
 // token gets 429 (or the configured status) when the filter is enforced.
 // A route can have buckets of its own (typed_per_filter_config with the
-// same message). Its stats are Envoy's:
+// same message). Wildcard descriptors (an entry with an empty value) keep
+// a bucket per value tuple, the max_dynamic_descriptors most recently
+// used; local_cluster_rate_limit shares the buckets evenly between the
+// local cluster's hosts. Its stats are Envoy's:
 // <stat_prefix>.http_local_rate_limit.{enabled,enforced,rate_limited,ok}.
 package localratelimit
 
@@ -87,6 +90,44 @@ type config struct {
 	vhRateLimits ratelimitv3.VhRateLimitsOptions
 	// localCluster is source_cluster's value.
 	localCluster string
+	// hasDescriptors: descriptors are configured (exact or wildcard),
+	// so the request's are worth making.
+	hasDescriptors bool
+	// retryAfter: an enforced 429 gets a Retry-After header
+	// (enable_retry_after_header).
+	retryAfter bool
+}
+
+// LocalCluster is implemented by the httpfilter.Services of a server, for
+// local_cluster_rate_limit: the local cluster
+// (cluster_manager.local_cluster_name), between whose hosts the buckets
+// are shared.
+type LocalCluster interface {
+	// LocalClusterMembers returns the local cluster's name ("" when the
+	// bootstrap names none) and its membership_total gauge, the number
+	// of its hosts (nil when there is no such cluster).
+	LocalClusterMembers() (name string, members *stats.Gauge)
+}
+
+// localClusterMembers finds the local cluster's host count, with Envoy's
+// errors when there is no local cluster or the buckets are per
+// connection.
+func localClusterMembers(ctx httpfilter.Context, perConnection bool) (*stats.Gauge, error) {
+	if perConnection {
+		return nil, errors.New("local_cluster_rate_limit is set and local_rate_limit_per_downstream_connection is set to true")
+	}
+	lc, ok := ctx.Services.(LocalCluster)
+	if !ok {
+		return nil, errors.New("local_cluster_rate_limit is set but no local cluster name is present")
+	}
+	name, members := lc.LocalClusterMembers()
+	switch {
+	case name == "":
+		return nil, errors.New("local_cluster_rate_limit is set but no local cluster name is present (cluster_manager.local_cluster_name)")
+	case members == nil:
+		return nil, fmt.Errorf("local_cluster_rate_limit is set but no local cluster is present (no cluster %q)", name)
+	}
+	return members, nil
 }
 
 // limitStats are Envoy's stats, <stat_prefix>.http_local_rate_limit.*.
@@ -122,6 +163,7 @@ func compile(m proto.Message, ctx httpfilter.Context, perRoute bool) (*config, e
 		stage:         p.GetStage(),
 		vhRateLimits:  p.GetVhRateLimits(),
 		localCluster:  ctx.ServiceCluster,
+		retryAfter:    p.GetEnableRetryAfterHeader(),
 	}
 	if code := int(p.GetStatus().GetCode()); code >= 400 {
 		c.status = code
@@ -148,8 +190,21 @@ func compile(m proto.Message, ctx httpfilter.Context, perRoute bool) (*config, e
 			return nil, fmt.Errorf("token_bucket.%w", err)
 		}
 	}
-	if c.spec.descriptors, err = compileDescriptors(p.GetDescriptors()); err != nil {
+	if c.spec.descriptors, c.spec.wildcards, err = compileDescriptors(p.GetDescriptors()); err != nil {
 		return nil, fmt.Errorf("descriptors%w", err)
+	}
+	c.hasDescriptors = len(p.GetDescriptors()) > 0
+	c.spec.maxDynamic = defaultMaxDynamic
+	if v := p.GetMaxDynamicDescriptors(); v != nil {
+		if v.GetValue() < 1 {
+			return nil, errors.New("max_dynamic_descriptors: must be at least 1")
+		}
+		c.spec.maxDynamic = int(v.GetValue())
+	}
+	if p.GetLocalClusterRateLimit() != nil {
+		if c.spec.members, err = localClusterMembers(ctx, c.perConnection); err != nil {
+			return nil, fmt.Errorf("local_cluster_rate_limit: %w", err)
+		}
 	}
 	for i, rl := range p.GetRateLimits() {
 		// Only the global rate limit filter sends stream-done

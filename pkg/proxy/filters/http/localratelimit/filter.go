@@ -19,6 +19,8 @@ const (
 	hLimit     = "x-ratelimit-limit"
 	hRemaining = "x-ratelimit-remaining"
 	hReset     = "x-ratelimit-reset"
+	// hRetryAfter is enable_retry_after_header's header.
+	hRetryAfter = "retry-after"
 )
 
 // grpcResourceExhausted is the gRPC status of rate_limited_as_resource_exhausted.
@@ -74,7 +76,7 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		return httpfilter.Continue
 	}
 	c.stats.enabled.Inc()
-	if len(c.spec.descriptors) > 0 {
+	if c.hasDescriptors {
 		f.populate(s, c)
 	}
 	l := c.shared
@@ -113,6 +115,7 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	h := s.ResponseHeaders()
 	if f.limited {
 		c.responseHeaders.Apply(h, nil)
+		f.retryAfter(s, h)
 	}
 	if b := f.res.bucket; b != nil && f.xRateLimitOn(c) {
 		f.nums = strconv.AppendUint(f.nums[:0], b.Max(), 10)
@@ -128,6 +131,24 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		h.Add(hReset, v[m:])
 	}
 	return httpfilter.Continue
+}
+
+// retryAfter adds the Retry-After of an enforced 429
+// (enable_retry_after_header): the seconds until the bucket that refused
+// the request has a token, at least 1. A Retry-After of
+// response_headers_to_add stays; other statuses (a gRPC request's 200, a
+// configured status) and a bucket of no tokens (which never has one) get
+// none.
+func (f *filter) retryAfter(s httpfilter.Stream, h router.HeaderEditor) {
+	b := f.res.bucket
+	if !f.cfg.retryAfter || b == nil || s.ResponseStatus() != statusTooManyRequests {
+		return
+	}
+	if _, ok := h.Get(hRetryAfter); ok {
+		return
+	}
+	f.nums = strconv.AppendUint(f.nums[:0], b.RetryAfterSeconds(f.res.at), 10)
+	h.Set(hRetryAfter, string(f.nums))
 }
 
 // xRateLimitOn reports whether the x-ratelimit headers are on: the

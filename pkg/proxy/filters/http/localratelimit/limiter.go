@@ -2,13 +2,14 @@ package localratelimit
 
 import (
 	"fmt"
-	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"slices"
 	"time"
 
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tokenbucket"
 )
 
@@ -20,10 +21,18 @@ type limiterSpec struct {
 	// a Fill denies every request the default bucket would take.
 	bucket      tokenbucket.Spec
 	descriptors []descriptorSpec
+	// wildcards are the descriptors with an empty value, each keeping
+	// the buckets of maxDynamic value tuples (max_dynamic_descriptors).
+	wildcards  []descriptorSpec
+	maxDynamic int
 	// alwaysConsumeDefault: the default bucket is taken from even when a
 	// descriptor matched (always_consume_default_token_bucket, default
 	// true).
 	alwaysConsumeDefault bool
+	// members, with local_cluster_rate_limit, is the local cluster's
+	// host count (its membership_total): the buckets are shared
+	// evenly between its hosts. nil without.
+	members *stats.Gauge
 }
 
 // descriptorSpec is one configured descriptor and its bucket.
@@ -32,33 +41,38 @@ type descriptorSpec struct {
 	bucket  tokenbucket.Spec
 }
 
-// compileDescriptors reads the descriptors; errors name the field below
-// the list ("[0].entries[1].value: ...").
-func compileDescriptors(ds []*ratelimitv3.LocalRateLimitDescriptor) ([]descriptorSpec, error) {
-	var out []descriptorSpec
+// compileDescriptors reads the descriptors: the exact ones, and the
+// wildcards (with an entry of empty value), as Envoy sorts them. Errors
+// name the field below the list ("[0].token_bucket.fill_interval: ...").
+func compileDescriptors(ds []*ratelimitv3.LocalRateLimitDescriptor) (exact, wildcards []descriptorSpec, err error) {
+	// Each kept descriptor's index in ds, for the duplicate's message.
+	var exactAt, wildcardsAt []int
 	for i, d := range ds {
 		var spec descriptorSpec
-		for j, e := range d.GetEntries() {
-			if e.GetValue() == "" {
-				return nil, fmt.Errorf("[%d].entries[%d].value: an empty value (a wildcard descriptor) is not supported by Outrigger", i, j)
-			}
+		wildcard := false
+		for _, e := range d.GetEntries() {
+			wildcard = wildcard || e.GetValue() == ""
 			spec.entries = append(spec.entries, router.DescriptorEntry{Key: e.GetKey(), Value: e.GetValue()})
 		}
 		if len(spec.entries) == 0 {
-			return nil, fmt.Errorf("[%d].entries: at least one entry is required", i)
+			return nil, nil, fmt.Errorf("[%d].entries: at least one entry is required", i)
 		}
-		var err error
 		if spec.bucket, err = tokenbucket.Compile(d.GetTokenBucket()); err != nil {
-			return nil, fmt.Errorf("[%d].token_bucket.%w", i, err)
+			return nil, nil, fmt.Errorf("[%d].token_bucket.%w", i, err)
 		}
-		for k, prev := range out {
+		list, at := &exact, &exactAt
+		if wildcard {
+			list, at = &wildcards, &wildcardsAt
+		}
+		for k, prev := range *list {
 			if slices.Equal(prev.entries, spec.entries) {
-				return nil, fmt.Errorf("[%d]: duplicate descriptor in the local rate descriptor: also descriptors[%d]", i, k)
+				return nil, nil, fmt.Errorf("[%d]: duplicate descriptor in the local rate descriptor: also descriptors[%d]", i, (*at)[k])
 			}
 		}
-		out = append(out, spec)
+		*list = append(*list, spec)
+		*at = append(*at, i)
 	}
-	return out, nil
+	return exact, wildcards, nil
 }
 
 // limiter applies a limiterSpec: its buckets are shared by the requests
@@ -68,8 +82,12 @@ type limiter struct {
 	// alwaysDeny: a default bucket of no tokens.
 	alwaysDeny           bool
 	descriptors          []descriptorLimit
+	wildcards            []*dynamicLimit
 	alwaysConsumeDefault bool
 	clock                tokenbucket.Clock
+	// members is the local cluster's host count, with
+	// local_cluster_rate_limit (see limiterSpec).
+	members *stats.Gauge
 }
 
 // descriptorLimit is one descriptor and its bucket (nil: max_tokens 0,
@@ -81,7 +99,7 @@ type descriptorLimit struct {
 
 // newLimiter makes a limiter of full buckets, on clock now.
 func (sp *limiterSpec) newLimiter(now func() time.Time) *limiter {
-	l := &limiter{alwaysConsumeDefault: sp.alwaysConsumeDefault, clock: tokenbucket.NewClock(now)}
+	l := &limiter{alwaysConsumeDefault: sp.alwaysConsumeDefault, clock: tokenbucket.NewClock(now), members: sp.members}
 	if sp.bucket.Fill > 0 {
 		if sp.bucket.MaxTokens == 0 {
 			l.alwaysDeny = true
@@ -96,7 +114,23 @@ func (sp *limiterSpec) newLimiter(now func() time.Time) *limiter {
 		}
 		l.descriptors = append(l.descriptors, dl)
 	}
+	for _, d := range sp.wildcards {
+		l.wildcards = append(l.wildcards, newDynamicLimit(d, sp.maxDynamic))
+	}
 	return l
+}
+
+// share is the part of the buckets this proxy holds: 1, or 1 over the
+// local cluster's hosts with local_cluster_rate_limit (1 while it has
+// none), as Envoy's even share.
+func (l *limiter) share() float64 {
+	if l.members == nil {
+		return 1
+	}
+	if n := l.members.Value(); n > 1 {
+		return 1 / float64(n)
+	}
+	return 1
 }
 
 // result is a limiter's answer: whether the request may go, and the
@@ -121,32 +155,46 @@ type requestExtra struct {
 	xRateLimit routev3.RateLimit_XRateLimitOption
 }
 
-// match is a configured descriptor a request's descriptor (index req)
-// matched.
+// match is the bucket of the configured descriptor a request's
+// descriptor (index req) matched; nil for max_tokens 0, which denies.
 type match struct {
-	d   *descriptorLimit
-	req int
+	bucket *tokenbucket.Bucket
+	req    int
 }
 
 // allowed takes the request's tokens, as Envoy's requestAllowed: every
-// matched descriptor's bucket, the slowest to refill first, stopping at
-// the first that is empty (a descriptor with is_negative_hits refills
-// its bucket instead); then the default bucket, when no descriptor
-// matched or always_consume_default_token_bucket.
+// matched descriptor's bucket (an exact descriptor's, else the first
+// matching wildcard's bucket for the request's values), the slowest to
+// refill first, stopping at the first that is empty (a descriptor with
+// is_negative_hits refills its bucket instead); then the default bucket,
+// when no descriptor matched or always_consume_default_token_bucket. With
+// local_cluster_rate_limit, each token taken costs the number of the
+// local cluster's hosts.
 func (l *limiter) allowed(request [][]router.DescriptorEntry, extras []requestExtra, matched []match) (result, []match) {
 	now := l.clock.Seconds()
 	matched = matched[:0]
 	for j, rd := range request {
+		found := false
 		for i := range l.descriptors {
 			if d := &l.descriptors[i]; slices.Equal(d.entries, rd) {
-				matched = append(matched, match{d, j})
+				matched = append(matched, match{d.bucket, j})
+				found = true
+				break
+			}
+		}
+		if found {
+			continue
+		}
+		for _, w := range l.wildcards {
+			if w.matches(rd) {
+				matched = append(matched, match{w.bucket(rd, now), j})
 				break
 			}
 		}
 	}
 	if len(matched) > 1 {
 		slices.SortStableFunc(matched, func(a, b match) int {
-			ra, rb := rateOf(a.d.bucket), rateOf(b.d.bucket)
+			ra, rb := rateOf(a.bucket), rateOf(b.bucket)
 			switch {
 			case ra < rb:
 				return -1
@@ -156,25 +204,26 @@ func (l *limiter) allowed(request [][]router.DescriptorEntry, extras []requestEx
 			return 0
 		})
 	}
+	share := l.share()
 	for _, m := range matched {
 		hits := uint64(1)
 		if m.req < len(extras) {
 			hits = extras[m.req].hits
 			if extras[m.req].negative {
 				// As Envoy's: a refill, which never denies.
-				if m.d.bucket != nil {
-					m.d.bucket.Refill(now, hits)
+				if m.bucket != nil {
+					m.bucket.Refill(now, hits)
 				}
 				continue
 			}
 		}
-		if m.d.bucket == nil || !m.d.bucket.ConsumeN(now, hits) {
-			return result{allowed: false, bucket: m.d.bucket, at: now, descriptor: m.req}, matched
+		if m.bucket == nil || !m.bucket.ConsumeShare(now, hits, share) {
+			return result{allowed: false, bucket: m.bucket, at: now, descriptor: m.req}, matched
 		}
 	}
 	first := result{descriptor: -1, at: now}
 	if len(matched) > 0 {
-		first.bucket, first.descriptor = matched[0].d.bucket, matched[0].req
+		first.bucket, first.descriptor = matched[0].bucket, matched[0].req
 	}
 	if len(matched) > 0 && !l.alwaysConsumeDefault {
 		first.allowed = true
@@ -184,7 +233,7 @@ func (l *limiter) allowed(request [][]router.DescriptorEntry, extras []requestEx
 		first.allowed = !l.alwaysDeny
 		return first, matched
 	}
-	if !l.def.Consume(now) {
+	if !l.def.ConsumeShare(now, 1, share) {
 		return result{allowed: false, bucket: l.def, at: now, descriptor: -1}, matched
 	}
 	if first.bucket == nil {

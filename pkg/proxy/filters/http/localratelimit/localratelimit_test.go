@@ -423,9 +423,15 @@ func TestCompileErrors(t *testing.T) {
 	tests := map[string]struct {
 		config, want string
 	}{
-		"no stat_prefix":       {`{token_bucket: {max_tokens: 1, fill_interval: 1s}}`, "stat_prefix: must be set"},
-		"a short fill":         {`{stat_prefix: a, token_bucket: {max_tokens: 1, fill_interval: 0.01s}}`, "token_bucket.fill_interval: local rate limit token bucket fill timer must be >= 50ms"},
-		"a wildcard":           {`{stat_prefix: a, descriptors: [{entries: [{key: k, value: ""}], token_bucket: {max_tokens: 1, fill_interval: 1s}}]}`, "descriptors[0].entries[0].value: an empty value"},
+		"no stat_prefix": {`{token_bucket: {max_tokens: 1, fill_interval: 1s}}`, "stat_prefix: must be set"},
+		"a short fill":   {`{stat_prefix: a, token_bucket: {max_tokens: 1, fill_interval: 0.01s}}`, "token_bucket.fill_interval: local rate limit token bucket fill timer must be >= 50ms"},
+		"a duplicate wildcard": {`{stat_prefix: a, descriptors: [{entries: [{key: k}], token_bucket: {max_tokens: 1, fill_interval: 1s}}, {entries: [{key: j, value: v}], token_bucket: {max_tokens: 1, fill_interval: 1s}}, {entries: [{key: k}], token_bucket: {max_tokens: 2, fill_interval: 1s}}]}`,
+			"descriptors[2]: duplicate descriptor in the local rate descriptor: also descriptors[0]"},
+		"no dynamic descriptor": {`{stat_prefix: a, max_dynamic_descriptors: 0}`, "max_dynamic_descriptors: must be at least 1"},
+		"a local cluster rate limit without local cluster": {`{stat_prefix: a, local_cluster_rate_limit: {}}`,
+			"local_cluster_rate_limit: local_cluster_rate_limit is set but no local cluster name is present"},
+		"a local cluster rate limit per connection": {`{stat_prefix: a, local_cluster_rate_limit: {}, local_rate_limit_per_downstream_connection: true}`,
+			"local_cluster_rate_limit: local_cluster_rate_limit is set and local_rate_limit_per_downstream_connection is set to true"},
 		"a duplicate":          {`{stat_prefix: a, descriptors: [{entries: [{key: k, value: v}], token_bucket: {max_tokens: 1, fill_interval: 1s}}, {entries: [{key: k, value: v}], token_bucket: {max_tokens: 2, fill_interval: 1s}}]}`, "descriptors[1]: duplicate descriptor"},
 		"a bad header":         {`{stat_prefix: a, response_headers_to_add: [{header: {key: ":path", value: x}}]}`, "response_headers_to_add[0].header.key"},
 		"a bad own rate limit": {`{stat_prefix: a, rate_limits: [{actions: []}]}`, "rate_limits[0].actions: at least one action is required"},
