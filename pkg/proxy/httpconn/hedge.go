@@ -596,6 +596,14 @@ func (s *stream) hedgeStart(h *hedger) bool {
 		return false
 	}
 	cl, ps := s.beginAttempt(s.cluster, h.route, host)
+	if s.upAnswered {
+		// An upstream filter of this attempt answered the request: the
+		// race is over, as for Envoy, whose upstream filters' local
+		// replies go downstream at once.
+		s.endAttempt(cl, ps, host, s.status >= 500)
+		s.hedgeDropAll(h)
+		return false
+	}
 	t := &hedgeTry{host: host, cl: cl, ps: ps, h2: cl.HTTP2For(s.proto == protoHTTP2)}
 	h.tries = append(h.tries, t)
 	if t.h2 {

@@ -196,6 +196,13 @@ type stream struct {
 	// upChain is the upstream filter chain of the attempt in progress
 	// (see upstream_filters.go), nil without one.
 	upChain *httpfilter.UpstreamChain
+	// attemptSrc is the request body in front of which the attempt's
+	// upstream filters buffered it, nil when they did not (see
+	// upstream_body.go).
+	attemptSrc bodySource
+	// upAnswered: the attempt's upstream filters answered the request
+	// themselves, so the attempt sends nothing.
+	upAnswered bool
 	// The filters' body transformers (see transform.go), the wrappers
 	// that run them, the response body's framing as the filters see it,
 	// and the state the request's filters share.
@@ -329,7 +336,7 @@ func (s *stream) begin(real time.Time, proto string) {
 	clear(s.active)
 	s.active = s.active[:0]
 	s.route, s.cluster, s.host = nil, nil, nil
-	s.upChain = nil
+	s.upChain, s.attemptSrc = nil, nil
 	if s.conn != nil {
 		// An HTTP/1 connection's next request: x-forwarded-for made the
 		// previous request's client the downstream's (see forward.go);

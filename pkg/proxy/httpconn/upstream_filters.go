@@ -1,6 +1,7 @@
 package httpconn
 
 import (
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
@@ -15,11 +16,21 @@ import (
 // The response head the attempt brings back runs through the chain in
 // reverse order before the router's response edits and the downstream
 // filters. A shadow (request_mirror_policies) runs the chain of its
-// cluster (else the router's) on its copy of the request. A request the route terminates as a CONNECT tunnel does not run
-// it, as in Envoy. The upstream-capable filters (httpfilter.UpstreamCapable)
-// keep no state per attempt, so the response is encoded by the chain's
-// shared filters: what a hedged request's winner ran is what every attempt
-// ran.
+// cluster (else the router's) on its copy of the request. A request the
+// route terminates as a CONNECT tunnel does not run it, as in Envoy. The
+// upstream-capable filters (httpfilter.UpstreamCapable) keep no state per
+// attempt, so the response is encoded by the chain's shared filters: what
+// a hedged request's winner ran is what every attempt ran.
+//
+// An upstream filter may buffer the request body (BufferRequestBody), for
+// its attempt (see upstream_body.go): a body over its limit is answered
+// 413 without counting downstream_rq_too_large, as Envoy's upstream
+// filter manager does. It may answer the request (SendLocalReply, then
+// Stop), as Envoy's upstream filters' local replies go to the downstream
+// filter manager: the attempt sends nothing, is not retried, and a
+// hedged request's other attempts are reset; the reply goes through the
+// connection manager's filters as the router's own replies do, not
+// through the upstream chain.
 
 // upstreamRouter is the router configuration's upstream chain.
 type upstreamRouter interface {
@@ -43,41 +54,89 @@ func (s *stream) upstreamChain(cl UpstreamCluster) *httpfilter.UpstreamChain {
 }
 
 // decodeUpstream runs the attempt's upstream chain on the request head,
-// in order, and keeps the chain for the response. The upstream-capable
-// filters never answer a request: their Status is not looked at.
-func (s *stream) decodeUpstream(route *router.Route) {
+// in order, and keeps the chain for the response. It returns false when a
+// filter answered the request (it returned Stop).
+func (s *stream) decodeUpstream(route *router.Route) bool {
 	s.upChain = nil
 	c := s.upstreamChain(s.cluster)
 	if c == nil || route.TerminatesTunnel(s.method, s.upg.connect) {
-		return
+		return true
 	}
-	s.upChain = c
+	us := upstreamStream{s}
 	for i := range c.Filters {
-		if d, ok := c.Filters[i].Config.NewFilter().(httpfilter.Decoder); ok {
-			d.DecodeHeaders(s)
+		if d, ok := c.Filters[i].Config.NewFilter().(httpfilter.Decoder); ok && d.DecodeHeaders(us) == httpfilter.Stop {
+			if !s.started && !s.abandoned && s.status == 0 {
+				// A filter must answer what it stops (see
+				// decodeFilters).
+				s.localReply(500, "", 0, "filter_stopped_without_reply")
+			}
+			return false
 		}
 	}
+	s.upChain = c
+	return true
+}
+
+// upstreamStream is the stream as an attempt's upstream filters see it:
+// the body they buffer is the attempt's.
+type upstreamStream struct{ *stream }
+
+// BufferRequestBody implements httpfilter.Stream for an upstream filter.
+func (u upstreamStream) BufferRequestBody(limit int, partial bool) (body []byte, complete, ok bool) {
+	return u.bufferBody(limit, partial, true)
 }
 
 // shadowFilterStream is the stream as a shadow's upstream filters see it:
-// the shadow's own copy of the request headers.
+// the shadow's own copy of the request headers. Its body is the copy sent
+// once the request has arrived whole: a filter that buffers it sets the
+// shadow's limit, and one that answers drops the shadow, whose answers
+// nobody reads.
 type shadowFilterStream struct {
 	*stream
-	h *headerList
+	h  *headerList
+	sh *shadow
 }
 
 // RequestHeaders implements httpfilter.Stream: the shadow's headers.
 func (f shadowFilterStream) RequestHeaders() router.HeaderEditor { return f.h }
 
-// decodeShadow runs an upstream chain on a shadow's request headers, h;
-// the shadow's response is not relayed, so the chain never encodes.
-func (s *stream) decodeShadow(c *httpfilter.UpstreamChain, h *headerList) {
-	fs := shadowFilterStream{stream: s, h: h}
+// BufferRequestBody implements httpfilter.Stream for a shadow: the body
+// is not there yet. Without partial, a body longer than limit is the
+// filter's 413, which drops the shadow when it would go out; the filter
+// is given no bytes, and goes on.
+func (f shadowFilterStream) BufferRequestBody(limit int, partial bool) (body []byte, complete, ok bool) {
+	if !partial && (f.sh.bodyLimit < 0 || limit < f.sh.bodyLimit) {
+		f.sh.bodyLimit = limit
+	}
+	return nil, false, true
+}
+
+// SendLocalReply implements httpfilter.Stream for a shadow: it is not
+// sent.
+func (f shadowFilterStream) SendLocalReply(status int, _ string, _ accesslog.ResponseFlags, _ string) {
+	f.sh.answered = status
+}
+
+// SendGrpcLocalReply implements httpfilter.Stream for a shadow: it is not
+// sent.
+func (f shadowFilterStream) SendGrpcLocalReply(status int, _ uint32, _ string, _ accesslog.ResponseFlags, _ string) {
+	f.sh.answered = status
+}
+
+// decodeShadow runs an upstream chain on a shadow's request headers; the
+// shadow's response is not relayed, so the chain never encodes. It
+// returns false when a filter answered: the shadow is not sent.
+func (s *stream) decodeShadow(c *httpfilter.UpstreamChain, sh *shadow) bool {
+	fs := shadowFilterStream{stream: s, h: &sh.headers, sh: sh}
 	for i := range c.Filters {
-		if d, ok := c.Filters[i].Config.NewFilter().(httpfilter.Decoder); ok {
-			d.DecodeHeaders(fs)
+		if d, ok := c.Filters[i].Config.NewFilter().(httpfilter.Decoder); ok && d.DecodeHeaders(fs) == httpfilter.Stop {
+			if sh.answered == 0 {
+				sh.answered = 500
+			}
+			return false
 		}
 	}
+	return sh.answered == 0
 }
 
 // encodeUpstream runs the attempt's upstream chain on the response head
