@@ -595,6 +595,7 @@ func (s *stream) hedgeStart(h *hedger) bool {
 		s.localReply(503, bodyNoHealthyUpstream, accesslog.NoHealthyUpstream, "no_healthy_upstream")
 		return false
 	}
+	s.rewindAttemptBody()
 	cl, ps := s.beginAttempt(s.cluster, h.route, host)
 	if s.upAnswered {
 		// An upstream filter of this attempt answered the request: the

@@ -9,10 +9,9 @@ package httpconn
 // the buffered bytes and the rest. The next attempt starts again from
 // what was in front before, rewound for the retry, so that its filters
 // buffer the body again, as Envoy's router gives each upstream request
-// the whole body it kept for retries. A hedged attempt runs while
-// another attempt still reads the body: it keeps the replayBody, which
-// holds the whole body by then (the race starts once the body was read
-// whole), and its filters find it buffered already.
+// the whole body it kept for retries. A hedged attempt starts once the
+// attempts before it have sent the whole body (see hedgesHTTP1 and
+// armOnBody): its filters read the copy kept for retries again.
 
 // holdForAttempt records the body source in front of which an upstream
 // filter is about to buffer, to be put back once the attempt is over
@@ -30,5 +29,19 @@ func (s *stream) holdForAttempt() {
 func (s *stream) restoreAttemptBody() {
 	if s.attemptSrc != nil {
 		s.body, s.attemptSrc = s.attemptSrc, nil
+	}
+}
+
+// rewindAttemptBody readies a hedged attempt's body: when the upstream
+// filters of the attempt before buffered it, the copy kept for retries
+// is put back in front, from its start, for this attempt's filters to
+// buffer again. No attempt reads the body any more: it went out whole.
+func (s *stream) rewindAttemptBody() {
+	if s.attemptSrc == nil {
+		return
+	}
+	s.restoreAttemptBody()
+	if r := s.retry.body; r != nil {
+		r.rewind()
 	}
 }

@@ -255,3 +255,24 @@ func startRecorder(t testing.TB, rec *bodyRecorder, h2 bool) *httptest.Server {
 	t.Cleanup(srv.Close)
 	return srv
 }
+
+// TestUpstreamBufferHedged checks that a hedged attempt's upstream buffer
+// filter buffers the whole body again: the attempt started on the
+// per-try timeout sends it whole, over both upstream protocols.
+func TestUpstreamBufferHedged(t *testing.T) {
+	for _, upstreamH2 := range []bool{false, true} {
+		log := &eventLog{}
+		slow := hedgeUpstream(t, log, "slow", 200, -1)
+		fast := hedgeUpstream(t, log, "fast", 200, 0)
+		st := stats.NewStore()
+		fc := newFakeCluster(st, "up", upstreamH2, hostOf(slow), hostOf(fast))
+		t.Cleanup(fc.closeIdle)
+		cfg := withUpstreamFilters(internalHCM(routeConfig(hedgeRoute(1, true))), upstreamFilters(bufferFilter(16)))
+		p := startProxy(t, cfg, Deps{Stats: st, Upstreams: fakeUpstreams{"up": fc}, Extensions: upstreamFilterRegistry(t)})
+		status, _, body := do(t, client(), "POST", p.url("/x"), strings.NewReader("req"), nil)
+		if status != 200 || body != "fast:req" {
+			t.Errorf("h2 upstream %v: %d %q; want 200 from the fast host with the whole body", upstreamH2, status, body)
+		}
+		log.waitFor(t, "slow:cancelled")
+	}
+}
