@@ -671,7 +671,8 @@ func (s *stream) startHedgeHTTP2(h *hedger, t *hedgeTry) {
 	if body != nil {
 		// A copy: the transport may read on after the attempt was
 		// reset, and the stream reuses its buffer for its next request.
-		req.Body = io.NopCloser(bytes.NewReader(bytes.Clone(r.body.buf)))
+		// The attempt's upstream filters' decoders run on it first.
+		req.Body = io.NopCloser(bytes.NewReader(s.attemptBodyCopy(r.body.buf)))
 		for k, vs := range s.requestTrailers() {
 			if req.Trailer != nil {
 				req.Trailer[k] = vs

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
@@ -62,6 +63,8 @@ type shadow struct {
 	// filter answered the copy with (0: none), which is then not sent.
 	bodyLimit int
 	answered  int
+	// trailerDecs edit the copy's trailers, for its upstream filters.
+	trailerDecs []httpfilter.TrailerDecoder
 }
 
 // startMirrors prepares the shadows of the request the route mirrors, on
@@ -222,9 +225,13 @@ func (b *mirrorBody) Next() ([]byte, error) {
 	if errors.Is(err, io.EOF) {
 		shadows, body := b.shadows, b.buf
 		b.shadows, b.buf = nil, nil
-		if t := b.down.requestTrailers(); len(t) > 0 {
-			for _, sh := range shadows {
+		t := b.down.requestTrailers()
+		for _, sh := range shadows {
+			if len(t) > 0 {
 				sh.trailer = t.Clone()
+			}
+			for _, td := range sh.trailerDecs {
+				sh.trailer = td.DecodeTrailers(sh.trailer)
 			}
 		}
 		b.m.sendShadows(shadows, body, b.timeout)

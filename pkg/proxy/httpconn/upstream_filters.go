@@ -1,6 +1,8 @@
 package httpconn
 
 import (
+	"strings"
+
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
@@ -70,20 +72,56 @@ func (s *stream) decodeUpstream(route *router.Route) bool {
 				// decodeFilters).
 				s.localReply(500, "", 0, "filter_stopped_without_reply")
 			}
+			s.upXform = s.upXform[:0]
 			return false
 		}
 	}
 	s.upChain = c
+	s.transformAttempt()
 	return true
 }
 
 // upstreamStream is the stream as an attempt's upstream filters see it:
-// the body they buffer is the attempt's.
+// the request as it goes upstream (path and authority after the route's
+// rewrites, which their own edits change), and the attempt's body.
 type upstreamStream struct{ *stream }
+
+// Request implements httpfilter.Stream: the request as it goes upstream.
+func (u upstreamStream) Request() *router.Request {
+	u.upReq = u.rreq
+	u.upReq.Path, u.upReq.Host = u.upPath, u.upAuthority
+	return &u.upReq
+}
+
+// SetPath implements httpfilter.Stream: the :path sent upstream.
+func (u upstreamStream) SetPath(path string) {
+	u.upPath = path
+	u.entry.Path = path
+}
+
+// SetAuthority implements httpfilter.Stream: the :authority sent
+// upstream.
+func (u upstreamStream) SetAuthority(host string) {
+	u.upAuthority = host
+	u.entry.Authority = host
+}
+
+// ClearRouteCache implements httpfilter.Stream: nothing, as for Envoy's
+// upstream filters, which have no downstream callbacks to clear the
+// route with; the route was used already.
+func (upstreamStream) ClearRouteCache() {}
 
 // BufferRequestBody implements httpfilter.Stream for an upstream filter.
 func (u upstreamStream) BufferRequestBody(limit int, partial bool) (body []byte, complete, ok bool) {
 	return u.bufferBody(limit, partial, true)
+}
+
+// TransformRequestBody implements httpfilter.Stream for an upstream
+// filter: d decodes the attempt's body (see upstream_body.go).
+func (u upstreamStream) TransformRequestBody(d httpfilter.DataDecoder) {
+	if u.body != nil && d != nil {
+		u.upXform = append(u.upXform, d)
+	}
 }
 
 // shadowFilterStream is the stream as a shadow's upstream filters see it:
@@ -99,6 +137,33 @@ type shadowFilterStream struct {
 
 // RequestHeaders implements httpfilter.Stream: the shadow's headers.
 func (f shadowFilterStream) RequestHeaders() router.HeaderEditor { return f.h }
+
+// Request implements httpfilter.Stream: the shadow's request.
+func (f shadowFilterStream) Request() *router.Request {
+	f.upReq = f.rreq
+	f.upReq.Path, f.upReq.Host, f.upReq.Headers = f.sh.path, f.sh.authority, f.h
+	return &f.upReq
+}
+
+// SetPath implements httpfilter.Stream: the shadow's :path.
+func (f shadowFilterStream) SetPath(path string) { f.sh.path = strings.Clone(path) }
+
+// SetAuthority implements httpfilter.Stream: the shadow's :authority.
+func (f shadowFilterStream) SetAuthority(host string) { f.sh.authority = strings.Clone(host) }
+
+// ClearRouteCache implements httpfilter.Stream: nothing (see
+// upstreamStream).
+func (shadowFilterStream) ClearRouteCache() {}
+
+// TransformRequestBody implements httpfilter.Stream for a shadow: the
+// copy's body goes as it was kept; the decoder's trailers
+// (httpfilter.TrailerDecoder) are the copy's. The upstream-capable
+// filters' decoders only edit trailers (see httpfilter.UpstreamCapable).
+func (f shadowFilterStream) TransformRequestBody(d httpfilter.DataDecoder) {
+	if td, ok := d.(httpfilter.TrailerDecoder); ok && f.body != nil {
+		f.sh.trailerDecs = append(f.sh.trailerDecs, td)
+	}
+}
 
 // BufferRequestBody implements httpfilter.Stream for a shadow: the body
 // is not there yet. Without partial, a body longer than limit is the

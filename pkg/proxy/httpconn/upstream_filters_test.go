@@ -4,15 +4,18 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	bufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/buffer/v3"
+	hmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/header_mutation/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	upstreamcodecv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/upstream_codec/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -274,5 +277,85 @@ func TestUpstreamBufferHedged(t *testing.T) {
 			t.Errorf("h2 upstream %v: %d %q; want 200 from the fast host with the whole body", upstreamH2, status, body)
 		}
 		log.waitFor(t, "slow:cancelled")
+	}
+}
+
+// trailerRecorder is an HTTP/2 upstream that keeps "path trailers" of
+// every request it gets (its trailers sorted, name=value), and answers
+// the first failFirst 503.
+func trailerRecorder(t testing.TB, failFirst int) (*httptest.Server, func() []string) {
+	t.Helper()
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		var tr []string
+		for k, vs := range r.Trailer {
+			for _, v := range vs {
+				tr = append(tr, strings.ToLower(k)+"="+v)
+			}
+		}
+		slices.Sort(tr)
+		mu.Lock()
+		seen = append(seen, r.URL.RequestURI()+" "+strings.Join(tr, ","))
+		n := len(seen)
+		mu.Unlock()
+		if n <= failFirst {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), seen...)
+	}
+}
+
+// TestUpstreamHeaderMutationPerAttempt checks header_mutation's query
+// and trailer edits in the router's upstream chain: the query is edited
+// on the path as rewritten for the upstream, and each attempt's
+// trailers are the client's as the filter edits them.
+func TestUpstreamHeaderMutationPerAttempt(t *testing.T) {
+	up, seen := trailerRecorder(t, 1)
+	st := stats.NewStore()
+	ups := fakeUpstreams{"up": newFakeCluster(st, "up", true, hostOf(up))}
+	var hm hmv3.HeaderMutation
+	if err := protojson.Unmarshal([]byte(`{"mutations": {
+		"query_parameter_mutations": [{"append": {"record": {"key": "q", "value": "1"}, "action": "OVERWRITE_IF_EXISTS_OR_ADD"}}],
+		"request_trailers_mutations": [{"append": {"header": {"key": "x-up-trailer", "value": "t"}, "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}}]}}`), &hm); err != nil {
+		t.Fatal(err)
+	}
+	rewrite := func(a *routev3.RouteAction) {
+		retry5xx(a)
+		a.PrefixRewrite = "/new"
+	}
+	cfg := withUpstreamFilters(hcm(routeConfig(clusterRoute("/old", "up", rewrite))), upstreamFilters(filter("hm", &hm)))
+	p := startProxy(t, cfg, Deps{Stats: st, Upstreams: ups})
+
+	req, err := http.NewRequest("POST", p.url("/old/x?a=b"), io.MultiReader(strings.NewReader("body")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// x-up-trailer declared, never sent by the client: Go's server
+	// keeps only the trailers the request head declares.
+	req.Trailer = http.Header{"X-Client-Trailer": {"c"}, "X-Up-Trailer": nil}
+	resp, err := h2cClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("status %d, want 200 (the retry)", resp.StatusCode)
+	}
+	want := "/new/x?a=b&q=1 x-client-trailer=c,x-up-trailer=t"
+	if got := seen(); len(got) != 2 || got[0] != want || got[1] != want {
+		t.Errorf("the upstream saw %q, want %q on both attempts", got, want)
 	}
 }
