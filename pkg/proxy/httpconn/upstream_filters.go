@@ -211,9 +211,10 @@ func (s *stream) encodeUpstream() {
 	if c == nil {
 		return
 	}
+	us := upstreamStream{s}
 	for i := len(c.Filters) - 1; i >= 0; i-- {
 		if e, ok := c.Filters[i].Config.NewFilter().(httpfilter.Encoder); ok {
-			e.EncodeHeaders(s)
+			e.EncodeHeaders(us)
 		}
 	}
 }
