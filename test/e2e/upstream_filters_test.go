@@ -25,6 +25,7 @@ func (a *attemptRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := r.Header.Clone()
 	// The protocol it came with, beside the headers.
 	h.Set("X-Recorded-Proto", r.Proto)
+	h.Set("X-Recorded-Path", r.URL.RequestURI())
 	a.seen = append(a.seen, h)
 	n := len(a.seen)
 	a.mu.Unlock()
@@ -89,6 +90,26 @@ var _ = Describe("Upstream HTTP filters", func() {
 		Eventually(shadow.attempts, 5*time.Second, 20*time.Millisecond).Should(HaveLen(1))
 		Expect(shadow.attempts()[0].Values("X-Up")).To(Equal([]string{"yes"}))
 		Expect(shadow.attempts()[0]).NotTo(HaveKey("X-Route"))
+	})
+
+	It("edit the query of the path as rewritten for the upstream, on every attempt", func() {
+		rec := &attemptRecorder{failFirst: 1}
+		port := freePort()
+		Start(newDir(), proxySpec{
+			Port: port,
+			HCM:  "{stat_prefix: web}",
+			Routes: `[{match: {prefix: /old}, route: {cluster: up, prefix_rewrite: /new,
+				retry_policy: {retry_on: 5xx, num_retries: 1, retry_back_off: {base_interval: 0.001s}}}}]`,
+			Router: `{upstream_http_filters: ` + upstreamChain(`{
+				query_parameter_mutations: [{append: {record: {key: q, value: "1"}, action: OVERWRITE_IF_EXISTS_OR_ADD}}]}`) + `}`,
+			Clusters: []proxyCluster{{Name: "up", Port: portNum(httpTestUpstream(rec, false))}},
+		}.YAML())
+		Expect(httpDo(plain, "GET", listenerURL(port, "/old/x?a=b"), nil, nil).Status).To(Equal(200))
+		seen := rec.attempts()
+		Expect(seen).To(HaveLen(2))
+		for i, h := range seen {
+			Expect(h.Get("X-Recorded-Path")).To(Equal("/new/x?a=b&q=1"), "attempt %d", i+1)
+		}
 	})
 
 	It("prefer a cluster's http_filters to the router's, on HTTP/2 too", func() {
