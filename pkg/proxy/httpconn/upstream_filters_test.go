@@ -133,7 +133,9 @@ func TestUpstreamBufferFilter(t *testing.T) {
 	ups := fakeUpstreams{"h1": newFakeCluster(st, "h1", false, hostOf(up)), "h2": newFakeCluster(st, "h2", true, hostOf(h2up))}
 	cfg := withUpstreamFilters(hcm(routeConfig(clusterRoute("/h2", "h2", retry5xx), clusterRoute("/", "h1", retry5xx))),
 		upstreamFilters(bufferFilter(16)))
-	p := startProxy(t, cfg, Deps{Stats: st, Upstreams: ups, Extensions: upstreamFilterRegistry(t)})
+	cfg.AccessLog = textLog("log", "%RESPONSE_CODE% rx=%BYTES_RECEIVED%\n")
+	log := &syncBuffer{}
+	p := startProxy(t, cfg, Deps{Stats: st, Upstreams: ups, AccessLogs: logTo(log)})
 
 	for _, path := range []string{"/h1", "/h2"} {
 		for _, chunked := range []bool{false, true} {
@@ -160,6 +162,8 @@ func TestUpstreamBufferFilter(t *testing.T) {
 				if b := rec.got(); len(b) != 2 || b[0] != "0123456789abcdef" || b[1] != b[0] {
 					t.Errorf("the upstream got %q, want the whole body on both attempts", b)
 				}
+				// The body's bytes counted once, whatever the attempts.
+				waitLogLine(t, log, `(^|\n)200 rx=16$`)
 
 				status, _, got = do(t, client(), "POST", p.url(path), body("0123456789abcdefg"), nil)
 				if status != 413 || got != "Payload Too Large" {
@@ -168,6 +172,7 @@ func TestUpstreamBufferFilter(t *testing.T) {
 				if b := rec.got(); len(b) != 0 {
 					t.Errorf("the upstream got %q, want nothing", b)
 				}
+				waitLogLine(t, log, `\n413 rx=17$`)
 			})
 		}
 	}
