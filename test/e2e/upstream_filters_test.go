@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +25,7 @@ func (a *attemptRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := r.Header.Clone()
 	// The protocol it came with, beside the headers.
 	h.Set("X-Recorded-Proto", r.Proto)
+	h.Set("X-Recorded-Path", r.URL.RequestURI())
 	a.seen = append(a.seen, h)
 	n := len(a.seen)
 	a.mu.Unlock()
@@ -88,6 +92,26 @@ var _ = Describe("Upstream HTTP filters", func() {
 		Expect(shadow.attempts()[0]).NotTo(HaveKey("X-Route"))
 	})
 
+	It("edit the query of the path as rewritten for the upstream, on every attempt", func() {
+		rec := &attemptRecorder{failFirst: 1}
+		port := freePort()
+		Start(newDir(), proxySpec{
+			Port: port,
+			HCM:  "{stat_prefix: web}",
+			Routes: `[{match: {prefix: /old}, route: {cluster: up, prefix_rewrite: /new,
+				retry_policy: {retry_on: 5xx, num_retries: 1, retry_back_off: {base_interval: 0.001s}}}}]`,
+			Router: `{upstream_http_filters: ` + upstreamChain(`{
+				query_parameter_mutations: [{append: {record: {key: q, value: "1"}, action: OVERWRITE_IF_EXISTS_OR_ADD}}]}`) + `}`,
+			Clusters: []proxyCluster{{Name: "up", Port: portNum(httpTestUpstream(rec, false))}},
+		}.YAML())
+		Expect(httpDo(plain, "GET", listenerURL(port, "/old/x?a=b"), nil, nil).Status).To(Equal(200))
+		seen := rec.attempts()
+		Expect(seen).To(HaveLen(2))
+		for i, h := range seen {
+			Expect(h.Get("X-Recorded-Path")).To(Equal("/new/x?a=b&q=1"), "attempt %d", i+1)
+		}
+	})
+
 	It("prefer a cluster's http_filters to the router's, on HTTP/2 too", func() {
 		own, other := &attemptRecorder{}, &attemptRecorder{}
 		port := freePort()
@@ -114,14 +138,57 @@ var _ = Describe("Upstream HTTP filters", func() {
 		Expect(other.attempts()[0]).NotTo(HaveKey("X-Cluster"))
 	})
 
+	It("buffer each attempt's request body with an upstream buffer filter, and answer 413 over its limit without an attempt", func() {
+		rec := &bodyAttempts{failFirst: 1, shadow: &bodyAttempts{}}
+		port := freePort()
+		sc := Start(newDir(), proxySpec{
+			Port: port,
+			HCM:  "{stat_prefix: web}",
+			Routes: `[{match: {prefix: /h2}, route: {cluster: h2, retry_policy: {retry_on: 5xx, num_retries: 1, retry_back_off: {base_interval: 0.001s}}}},
+				{match: {prefix: /}, route: {cluster: up, request_mirror_policies: [{cluster: shadow}],
+				retry_policy: {retry_on: 5xx, num_retries: 1, retry_back_off: {base_interval: 0.001s}}}}]`,
+			Router: `{upstream_http_filters: [` + bufferFilterYAML(16) + `, ` + upstreamCodec + `]}`,
+			Clusters: []proxyCluster{
+				{Name: "up", Port: portNum(httpTestUpstream(rec, false))},
+				{Name: "h2", Port: portNum(httpTestUpstream(rec, true)), Extra: httpProtocolOptions(`{explicit_http_config: {http2_protocol_options: {}}}`)},
+				// The shadow's own chain: a smaller limit, whose 413
+				// drops the copy.
+				{Name: "shadow", Port: portNum(httpTestUpstream(rec.shadow, false)), Extra: httpProtocolOptions(`{explicit_http_config: {http_protocol_options: {}},
+					http_filters: [` + bufferFilterYAML(12) + `, ` + upstreamCodec + `]}`)},
+			},
+		}.YAML())
+		for _, path := range []string{"/h1", "/h2"} {
+			rec.reset(1)
+			r := httpDo(plain, "POST", listenerURL(port, path), strings.NewReader("0123456789abcdef"), nil)
+			Expect(r.Status).To(Equal(200), path)
+			Expect(r.Body).To(Equal("0123456789abcdef"), path)
+			// Both attempts got the whole body.
+			Expect(rec.got()).To(Equal([]string{"0123456789abcdef", "0123456789abcdef"}), path)
+
+			rec.reset(1)
+			r = httpDo(plain, "POST", listenerURL(port, path), strings.NewReader("0123456789abcdefg"), nil)
+			Expect(r.Status).To(Equal(413), path)
+			Expect(r.Body).To(Equal("Payload Too Large"), path)
+			Expect(rec.got()).To(BeEmpty(), path)
+		}
+		// Under the shadow's limit: the copy goes out (after the one
+		// over it, which did not).
+		rec.reset(0)
+		Expect(httpDo(plain, "POST", listenerURL(port, "/a"), strings.NewReader("0123"), nil).Status).To(Equal(200))
+		Eventually(rec.shadow.got, 5*time.Second, 20*time.Millisecond).Should(Equal([]string{"0123"}))
+		Expect(statValue(sc, "http.web.downstream_rq_too_large")).To(Equal("0"))
+		Expect(statValue(sc, "cluster.up.upstream_rq_retry")).To(Equal("1"))
+		Expect(statValue(sc, "cluster.h2.upstream_rq_retry")).To(Equal("1"))
+	})
+
 	It("refuse a chain that does not end with upstream_codec, or holds a filter that cannot run upstream, with the path", func() {
 		mutation := httpFilter("envoy.filters.http.header_mutation", headerMutationType, `{mutations: {request_mutations: [{remove: x}]}}`)
-		buffer := httpFilter("envoy.filters.http.buffer", "type.googleapis.com/envoy.extensions.filters.http.buffer.v3.Buffer", `{max_request_bytes: 10}`)
+		rbac := httpFilter("envoy.filters.http.rbac", "type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC", `{}`)
 		up := portNum(echoHeadersUpstream())
 		for chain, want := range map[string]string{
 			"[" + mutation + "]":                                "upstream_http_filters[0]: the last upstream HTTP filter must be envoy.filters.http.upstream_codec",
 			"[" + upstreamCodec + ", " + mutation + "]":         "upstream_http_filters[0]: upstream_codec is terminal and must be the last upstream filter",
-			"[" + buffer + ", " + upstreamCodec + "]":           "upstream_http_filters[0].typed_config: filter \"proxy.filters.http.buffer\" cannot run as an upstream HTTP filter",
+			"[" + rbac + ", " + upstreamCodec + "]":             "upstream_http_filters[0].typed_config: filter \"proxy.filters.http.rbac\" cannot run as an upstream HTTP filter",
 			"[" + routerFilterYAML + ", " + upstreamCodec + "]": "upstream_http_filters[0].typed_config: filter \"proxy.filters.http.router\" cannot run as an upstream HTTP filter",
 		} {
 			r, _ := validate("b.yaml", proxySpec{
@@ -150,3 +217,50 @@ var _ = Describe("Upstream HTTP filters", func() {
 
 // routerFilterYAML is the router, a YAML flow mapping for a filter list.
 const routerFilterYAML = `{name: envoy.filters.http.router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}`
+
+// bufferFilterYAML is a buffer filter of limit max bytes, a YAML flow
+// mapping for a filter list.
+func bufferFilterYAML(limit int) string {
+	return httpFilter("envoy.filters.http.buffer", "type.googleapis.com/envoy.extensions.filters.http.buffer.v3.Buffer", fmt.Sprintf("{max_request_bytes: %d}", limit))
+}
+
+// bodyAttempts is an upstream that keeps the body of every request it
+// gets, answers the first failFirst of them 503 and echoes the others;
+// shadow does the same for a shadow cluster.
+type bodyAttempts struct {
+	mu        sync.Mutex
+	bodies    []string
+	failFirst int
+	shadow    *bodyAttempts
+}
+
+func (b *bodyAttempts) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), 500)
+		return
+	}
+	b.mu.Lock()
+	b.bodies = append(b.bodies, string(body))
+	fail := len(b.bodies) <= b.failFirst
+	b.mu.Unlock()
+	if fail {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = w.Write(body)
+}
+
+// reset forgets the bodies received, and fails the next failFirst.
+func (b *bodyAttempts) reset(failFirst int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.bodies, b.failFirst = nil, failFirst
+}
+
+// got returns the bodies received since the last reset.
+func (b *bodyAttempts) got() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string{}, b.bodies...)
+}

@@ -17,6 +17,12 @@ const bodyTooLarge = "Payload Too Large"
 // body into memory and leaves, as s.body, a source that gives the buffered
 // bytes again before the rest, so that the router forwards the whole body.
 func (s *stream) BufferRequestBody(limit int, partial bool) (body []byte, complete, ok bool) {
+	return s.bufferBody(limit, partial, false)
+}
+
+// bufferBody is BufferRequestBody; upstream tells that an upstream filter
+// asks, for the attempt in progress (see upstream_body.go).
+func (s *stream) bufferBody(limit int, partial, upstream bool) (body []byte, complete, ok bool) {
 	if rb, isReplay := s.body.(*replayBody); isReplay {
 		// A second buffering filter: what the first held is read
 		// again, then the rest.
@@ -24,7 +30,7 @@ func (s *stream) BufferRequestBody(limit int, partial bool) (body []byte, comple
 			return rb.buf, rb.done, true
 		}
 		if !partial && len(rb.buf) > limit {
-			s.payloadTooLarge()
+			s.payloadTooLarge(upstream)
 			return nil, false, false
 		}
 	}
@@ -41,6 +47,9 @@ func (s *stream) BufferRequestBody(limit int, partial bool) (body []byte, comple
 	rb, isReplay := s.body.(*replayBody)
 	if !isReplay {
 		rb = &replayBody{s: s, src: s.body}
+		if upstream {
+			s.holdForAttempt()
+		}
 		s.body = rb
 	}
 	for !rb.done {
@@ -62,7 +71,7 @@ func (s *stream) BufferRequestBody(limit int, partial bool) (body []byte, comple
 			return nil, false, false
 		}
 		if !partial && len(rb.buf) > limit {
-			s.payloadTooLarge()
+			s.payloadTooLarge(upstream)
 			return nil, false, false
 		}
 	}
@@ -70,9 +79,13 @@ func (s *stream) BufferRequestBody(limit int, partial bool) (body []byte, comple
 }
 
 // payloadTooLarge answers a request whose body went over a buffering
-// filter's limit, as Envoy's filter manager does.
-func (s *stream) payloadTooLarge() {
-	s.m.stats.rqTooLarge.Inc()
+// filter's limit, as Envoy's filter manager does. Only the connection
+// manager's filters count downstream_rq_too_large: Envoy's upstream
+// filter manager leaves onRequestDataTooLarge empty.
+func (s *stream) payloadTooLarge(upstream bool) {
+	if !upstream {
+		s.m.stats.rqTooLarge.Inc()
+	}
 	s.localReply(413, bodyTooLarge, 0, "request_payload_too_large")
 }
 

@@ -595,7 +595,16 @@ func (s *stream) hedgeStart(h *hedger) bool {
 		s.localReply(503, bodyNoHealthyUpstream, accesslog.NoHealthyUpstream, "no_healthy_upstream")
 		return false
 	}
+	s.rewindAttemptBody()
 	cl, ps := s.beginAttempt(s.cluster, h.route, host)
+	if s.upAnswered {
+		// An upstream filter of this attempt answered the request: the
+		// race is over, as for Envoy, whose upstream filters' local
+		// replies go downstream at once.
+		s.endAttempt(cl, ps, host, s.status >= 500)
+		s.hedgeDropAll(h)
+		return false
+	}
 	t := &hedgeTry{host: host, cl: cl, ps: ps, h2: cl.HTTP2For(s.proto == protoHTTP2)}
 	h.tries = append(h.tries, t)
 	if t.h2 {
@@ -662,7 +671,8 @@ func (s *stream) startHedgeHTTP2(h *hedger, t *hedgeTry) {
 	if body != nil {
 		// A copy: the transport may read on after the attempt was
 		// reset, and the stream reuses its buffer for its next request.
-		req.Body = io.NopCloser(bytes.NewReader(bytes.Clone(r.body.buf)))
+		// The attempt's upstream filters' decoders run on it first.
+		req.Body = io.NopCloser(bytes.NewReader(s.attemptBodyCopy(r.body.buf)))
 		for k, vs := range s.requestTrailers() {
 			if req.Trailer != nil {
 				req.Trailer[k] = vs

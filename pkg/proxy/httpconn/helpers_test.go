@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/builtin"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -53,6 +54,9 @@ type fakeCluster struct {
 	// buffers, if set, lends each dialled connection's read buffer
 	// while a response is read (upstream.Conn.Buffers).
 	buffers func(net.Conn) upstream.ReadBuffers
+	// upFilters is the cluster's own upstream filter chain, nil for
+	// none (the router's then).
+	upFilters *httpfilter.UpstreamChain
 }
 
 func newFakeCluster(st *stats.Store, name string, http2 bool, addrs ...string) *fakeCluster {
@@ -66,13 +70,16 @@ func newFakeCluster(st *stats.Store, name string, http2 bool, addrs ...string) *
 	return fc
 }
 
-func (fc *fakeCluster) Name() string                  { return fc.name }
-func (fc *fakeCluster) Metadata() *corev3.Metadata    { return fc.metadata }
-func (fc *fakeCluster) Stats() *upstream.ClusterStats { return fc.stats }
-func (fc *fakeCluster) HTTP2For(bool) bool            { return fc.http2 }
-func (fc *fakeCluster) ProperCaseHeaders() bool       { return false }
-func (fc *fakeCluster) HTTP1Trailers() bool           { return false }
-func (fc *fakeCluster) MaxResponseHeadBytes() int     { return 80 << 10 }
+func (fc *fakeCluster) Name() string { return fc.name }
+
+// UpstreamFilters is the cluster's own upstream filter chain.
+func (fc *fakeCluster) UpstreamFilters() *httpfilter.UpstreamChain { return fc.upFilters }
+func (fc *fakeCluster) Metadata() *corev3.Metadata                 { return fc.metadata }
+func (fc *fakeCluster) Stats() *upstream.ClusterStats              { return fc.stats }
+func (fc *fakeCluster) HTTP2For(bool) bool                         { return fc.http2 }
+func (fc *fakeCluster) ProperCaseHeaders() bool                    { return false }
+func (fc *fakeCluster) HTTP1Trailers() bool                        { return false }
+func (fc *fakeCluster) MaxResponseHeadBytes() int                  { return 80 << 10 }
 
 func (fc *fakeCluster) MaxStreamDuration() time.Duration { return fc.maxDuration }
 func (fc *fakeCluster) AutoSNI() *upstream.AutoSNI       { return nil }

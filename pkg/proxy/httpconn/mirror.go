@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
@@ -56,6 +57,14 @@ type shadow struct {
 	// span is the copy's "mirror" span, a child of the request's; nil
 	// when the request is not traced.
 	span *tracing.Span
+	// bodyLimit is the smallest limit of the upstream filters that
+	// buffer the copy's body, -1 for none: a longer body is their 413,
+	// and the copy is not sent. answered is the status an upstream
+	// filter answered the copy with (0: none), which is then not sent.
+	bodyLimit int
+	answered  int
+	// trailerDecs edit the copy's trailers, for its upstream filters.
+	trailerDecs []httpfilter.TrailerDecoder
 }
 
 // startMirrors prepares the shadows of the request the route mirrors, on
@@ -101,9 +110,11 @@ func (s *stream) startRouteMirrors(cl UpstreamCluster) {
 			}
 			sh.span.Inject(&sh.headers)
 		}
-		if c := s.upstreamChain(scl); c != nil {
-			// As Envoy's router: the shadow runs the upstream chain too.
-			s.decodeShadow(c, &sh.headers)
+		if c := s.upstreamChain(scl); c != nil && !s.decodeShadow(c, sh) {
+			// As Envoy's router: the shadow runs the upstream chain
+			// too, whose filters may answer it (it is not sent).
+			s.m.finishShadowSpan(sh, nil, sh.answered)
+			continue
 		}
 		shadows = append(shadows, sh)
 	}
@@ -145,6 +156,7 @@ func (s *stream) newShadow(cl UpstreamCluster, authority string) *shadow {
 		clientH2:   s.proto == protoHTTP2,
 		teTrailers: s.teTrailers,
 		hasBody:    s.body != nil || s.reqLength == 0,
+		bodyLimit:  -1,
 	}
 	sh.headers.fields = make([]field, 0, len(s.reqHeaders.fields)+2)
 	for _, f := range s.reqHeaders.fields {
@@ -213,9 +225,13 @@ func (b *mirrorBody) Next() ([]byte, error) {
 	if errors.Is(err, io.EOF) {
 		shadows, body := b.shadows, b.buf
 		b.shadows, b.buf = nil, nil
-		if t := b.down.requestTrailers(); len(t) > 0 {
-			for _, sh := range shadows {
+		t := b.down.requestTrailers()
+		for _, sh := range shadows {
+			if len(t) > 0 {
 				sh.trailer = t.Clone()
+			}
+			for _, td := range sh.trailerDecs {
+				sh.trailer = td.DecodeTrailers(sh.trailer)
 			}
 		}
 		b.m.sendShadows(shadows, body, b.timeout)
@@ -227,6 +243,11 @@ func (b *mirrorBody) Next() ([]byte, error) {
 // bounded by timeout (0: the manager's life).
 func (m *Manager) sendShadows(shadows []*shadow, body []byte, timeout time.Duration) {
 	for _, sh := range shadows {
+		if sh.bodyLimit >= 0 && len(body) > sh.bodyLimit {
+			// Its upstream filters' 413: it goes nowhere.
+			m.finishShadowSpan(sh, nil, 413)
+			continue
+		}
 		go m.sendShadow(sh, body, timeout)
 	}
 }

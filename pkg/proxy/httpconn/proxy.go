@@ -103,6 +103,7 @@ func (s *stream) forward() {
 		}
 		s.nextAttempt()
 	}
+	s.restoreAttemptBody()
 	if r := &s.retry; r.body != nil {
 		s.body = r.body.src
 		if s.leaked {
@@ -117,6 +118,7 @@ func (s *stream) forward() {
 // the response, or answers the failure. It returns true when the outcome
 // is to be retried: nothing was answered then.
 func (s *stream) attempt(cl UpstreamCluster, route *router.Route) (retry bool) {
+	s.restoreAttemptBody()
 	host := cl.PickHost(&s.pick)
 	if dl, ok := s.m.routerDebug.Debug(); ok && dl.Enabled() {
 		if host == nil {
@@ -133,6 +135,12 @@ func (s *stream) attempt(cl UpstreamCluster, route *router.Route) (retry bool) {
 		return false
 	}
 	cl, ps := s.beginAttempt(cl, route, host)
+	if s.upAnswered {
+		// An upstream filter answered: the attempt ends, and is not
+		// retried (see upstream_filters.go).
+		s.endAttempt(cl, ps, host, s.status >= 500)
+		return false
+	}
 	s.injectTrace(cl)
 	upstreamH2 := cl.HTTP2For(s.proto == protoHTTP2)
 	switch {
@@ -178,7 +186,7 @@ func (s *stream) beginAttempt(cl UpstreamCluster, route *router.Route, host *ups
 	// From here on the request goes to an upstream: its responses,
 	// and the proxy's answers to its failures, carry the attempt count.
 	s.attemptCountInResponse = route.VirtualHost.IncludeAttemptCountInResponse
-	s.decodeUpstream(route)
+	s.upAnswered = !s.decodeUpstream(route)
 	ps := cl.Stats()
 	if p, ok := cl.(poolStatser); ok {
 		// An aggregate's attempt: the pool of the host's cluster counts

@@ -199,6 +199,22 @@ type stream struct {
 	// upChain is the upstream filter chain of the attempt in progress
 	// (see upstream_filters.go), nil without one.
 	upChain *httpfilter.UpstreamChain
+	// attemptSrc is the request body in front of which the attempt's
+	// upstream filters buffered it, nil when they did not (see
+	// upstream_body.go).
+	attemptSrc bodySource
+	// upAnswered: the attempt's upstream filters answered the request
+	// themselves, so the attempt sends nothing.
+	upAnswered bool
+	// upReq is the request as the upstream filters see it; upXform are
+	// the decoders they asked for, and upXbody the attempt's body that
+	// runs them (see upstream_body.go); heldLength and heldChunked are
+	// the request body's framing before the attempt changed it.
+	upReq       router.Request
+	upXform     []httpfilter.DataDecoder
+	upXbody     *decodingBody
+	heldLength  int64
+	heldChunked bool
 	// The filters' body transformers (see transform.go), the wrappers
 	// that run them, the response body's framing as the filters see it,
 	// and the state the request's filters share.
@@ -332,7 +348,8 @@ func (s *stream) begin(real time.Time, proto string) {
 	clear(s.active)
 	s.active = s.active[:0]
 	s.route, s.cluster, s.host = nil, nil, nil
-	s.upChain = nil
+	s.upChain, s.attemptSrc, s.upXbody = nil, nil, nil
+	s.upXform = s.upXform[:0]
 	if s.conn != nil {
 		// An HTTP/1 connection's next request: x-forwarded-for made the
 		// previous request's client the downstream's (see forward.go);

@@ -74,7 +74,7 @@ func (c *serverConn) trailers(t http.Header) {
 // trailers: always over HTTP/2, over HTTP/1 when the body is chunked and
 // enable_trailers keeps its trailers, or when a filter may add some.
 func (s *stream) mayEndWithTrailers() bool {
-	return s.conn == nil || s.xbody != nil || (s.m.cfg.enableTrailers && s.reqChunked)
+	return s.conn == nil || s.xbody != nil || s.upXbody != nil || (s.m.cfg.enableTrailers && s.reqChunked)
 }
 
 // requestTrailers implements downstream: the trailers that ended the

@@ -183,6 +183,10 @@ type decodingBody struct {
 	// trailer are the request's trailers as the decoders left them
 	// (see httpfilter.TrailerDecoder), set once the body has ended.
 	trailer http.Header
+	// upstream: the decoders are an attempt's upstream filters', whose
+	// trailers start from what the connection manager's filters made
+	// of the client's.
+	upstream bool
 }
 
 // Next implements bodySource. The stream counts the bytes Next returns
@@ -239,7 +243,12 @@ func (b *decodingBody) Next() ([]byte, error) {
 // that add to them leave them, or the error of one that fails the
 // request (httpfilter.CheckedTrailerDecoder).
 func (b *decodingBody) decodeTrailers() (http.Header, error) {
-	t := b.s.down.requestTrailers()
+	var t http.Header
+	if b.upstream {
+		t = b.s.decodedTrailers()
+	} else {
+		t = b.s.down.requestTrailers()
+	}
 	copied := false
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -269,6 +278,15 @@ func (b *decodingBody) decodeTrailers() (http.Header, error) {
 // requestTrailers are the trailers the request goes upstream with, once
 // its body has ended: the client's, or what decoders made of them.
 func (s *stream) requestTrailers() http.Header {
+	if b := s.upXbody; b != nil && b.done {
+		return b.trailer
+	}
+	return s.decodedTrailers()
+}
+
+// decodedTrailers are the request's trailers as the connection manager's
+// filters left them, once its body has ended.
+func (s *stream) decodedTrailers() http.Header {
 	if b := s.xbody; b != nil && b.done {
 		return b.trailer
 	}

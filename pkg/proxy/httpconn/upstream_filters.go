@@ -1,6 +1,9 @@
 package httpconn
 
 import (
+	"strings"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
@@ -15,11 +18,21 @@ import (
 // The response head the attempt brings back runs through the chain in
 // reverse order before the router's response edits and the downstream
 // filters. A shadow (request_mirror_policies) runs the chain of its
-// cluster (else the router's) on its copy of the request. A request the route terminates as a CONNECT tunnel does not run
-// it, as in Envoy. The upstream-capable filters (httpfilter.UpstreamCapable)
-// keep no state per attempt, so the response is encoded by the chain's
-// shared filters: what a hedged request's winner ran is what every attempt
-// ran.
+// cluster (else the router's) on its copy of the request. A request the
+// route terminates as a CONNECT tunnel does not run it, as in Envoy. The
+// upstream-capable filters (httpfilter.UpstreamCapable) keep no state per
+// attempt, so the response is encoded by the chain's shared filters: what
+// a hedged request's winner ran is what every attempt ran.
+//
+// An upstream filter may buffer the request body (BufferRequestBody), for
+// its attempt (see upstream_body.go): a body over its limit is answered
+// 413 without counting downstream_rq_too_large, as Envoy's upstream
+// filter manager does. It may answer the request (SendLocalReply, then
+// Stop), as Envoy's upstream filters' local replies go to the downstream
+// filter manager: the attempt sends nothing, is not retried, and a
+// hedged request's other attempts are reset; the reply goes through the
+// connection manager's filters as the router's own replies do, not
+// through the upstream chain.
 
 // upstreamRouter is the router configuration's upstream chain.
 type upstreamRouter interface {
@@ -43,41 +56,152 @@ func (s *stream) upstreamChain(cl UpstreamCluster) *httpfilter.UpstreamChain {
 }
 
 // decodeUpstream runs the attempt's upstream chain on the request head,
-// in order, and keeps the chain for the response. The upstream-capable
-// filters never answer a request: their Status is not looked at.
-func (s *stream) decodeUpstream(route *router.Route) {
+// in order, and keeps the chain for the response. It returns false when a
+// filter answered the request (it returned Stop).
+func (s *stream) decodeUpstream(route *router.Route) bool {
 	s.upChain = nil
 	c := s.upstreamChain(s.cluster)
 	if c == nil || route.TerminatesTunnel(s.method, s.upg.connect) {
-		return
+		return true
+	}
+	us := upstreamStream{s}
+	for i := range c.Filters {
+		if d, ok := c.Filters[i].Config.NewFilter().(httpfilter.Decoder); ok && d.DecodeHeaders(us) == httpfilter.Stop {
+			if !s.started && !s.abandoned && s.status == 0 {
+				// A filter must answer what it stops (see
+				// decodeFilters).
+				s.localReply(500, "", 0, "filter_stopped_without_reply")
+			}
+			s.upXform = s.upXform[:0]
+			return false
+		}
 	}
 	s.upChain = c
-	for i := range c.Filters {
-		if d, ok := c.Filters[i].Config.NewFilter().(httpfilter.Decoder); ok {
-			d.DecodeHeaders(s)
-		}
+	s.transformAttempt()
+	return true
+}
+
+// upstreamStream is the stream as an attempt's upstream filters see it:
+// the request as it goes upstream (path and authority after the route's
+// rewrites, which their own edits change), and the attempt's body.
+type upstreamStream struct{ *stream }
+
+// Request implements httpfilter.Stream: the request as it goes upstream.
+func (u upstreamStream) Request() *router.Request {
+	u.upReq = u.rreq
+	u.upReq.Path, u.upReq.Host = u.upPath, u.upAuthority
+	return &u.upReq
+}
+
+// SetPath implements httpfilter.Stream: the :path sent upstream.
+func (u upstreamStream) SetPath(path string) {
+	u.upPath = path
+	u.entry.Path = path
+}
+
+// SetAuthority implements httpfilter.Stream: the :authority sent
+// upstream.
+func (u upstreamStream) SetAuthority(host string) {
+	u.upAuthority = host
+	u.entry.Authority = host
+}
+
+// ClearRouteCache implements httpfilter.Stream: nothing, as for Envoy's
+// upstream filters, which have no downstream callbacks to clear the
+// route with; the route was used already.
+func (upstreamStream) ClearRouteCache() {}
+
+// BufferRequestBody implements httpfilter.Stream for an upstream filter.
+func (u upstreamStream) BufferRequestBody(limit int, partial bool) (body []byte, complete, ok bool) {
+	return u.bufferBody(limit, partial, true)
+}
+
+// TransformRequestBody implements httpfilter.Stream for an upstream
+// filter: d decodes the attempt's body (see upstream_body.go).
+func (u upstreamStream) TransformRequestBody(d httpfilter.DataDecoder) {
+	if u.body != nil && d != nil {
+		u.upXform = append(u.upXform, d)
 	}
 }
 
 // shadowFilterStream is the stream as a shadow's upstream filters see it:
-// the shadow's own copy of the request headers.
+// the shadow's own copy of the request headers. Its body is the copy sent
+// once the request has arrived whole: a filter that buffers it sets the
+// shadow's limit, and one that answers drops the shadow, whose answers
+// nobody reads.
 type shadowFilterStream struct {
 	*stream
-	h *headerList
+	h  *headerList
+	sh *shadow
 }
 
 // RequestHeaders implements httpfilter.Stream: the shadow's headers.
 func (f shadowFilterStream) RequestHeaders() router.HeaderEditor { return f.h }
 
-// decodeShadow runs an upstream chain on a shadow's request headers, h;
-// the shadow's response is not relayed, so the chain never encodes.
-func (s *stream) decodeShadow(c *httpfilter.UpstreamChain, h *headerList) {
-	fs := shadowFilterStream{stream: s, h: h}
+// Request implements httpfilter.Stream: the shadow's request.
+func (f shadowFilterStream) Request() *router.Request {
+	f.upReq = f.rreq
+	f.upReq.Path, f.upReq.Host, f.upReq.Headers = f.sh.path, f.sh.authority, f.h
+	return &f.upReq
+}
+
+// SetPath implements httpfilter.Stream: the shadow's :path.
+func (f shadowFilterStream) SetPath(path string) { f.sh.path = strings.Clone(path) }
+
+// SetAuthority implements httpfilter.Stream: the shadow's :authority.
+func (f shadowFilterStream) SetAuthority(host string) { f.sh.authority = strings.Clone(host) }
+
+// ClearRouteCache implements httpfilter.Stream: nothing (see
+// upstreamStream).
+func (shadowFilterStream) ClearRouteCache() {}
+
+// TransformRequestBody implements httpfilter.Stream for a shadow: the
+// copy's body goes as it was kept; the decoder's trailers
+// (httpfilter.TrailerDecoder) are the copy's. The upstream-capable
+// filters' decoders only edit trailers (see httpfilter.UpstreamCapable).
+func (f shadowFilterStream) TransformRequestBody(d httpfilter.DataDecoder) {
+	if td, ok := d.(httpfilter.TrailerDecoder); ok && f.body != nil {
+		f.sh.trailerDecs = append(f.sh.trailerDecs, td)
+	}
+}
+
+// BufferRequestBody implements httpfilter.Stream for a shadow: the body
+// is not there yet. Without partial, a body longer than limit is the
+// filter's 413, which drops the shadow when it would go out; the filter
+// is given no bytes, and goes on.
+func (f shadowFilterStream) BufferRequestBody(limit int, partial bool) (body []byte, complete, ok bool) {
+	if !partial && (f.sh.bodyLimit < 0 || limit < f.sh.bodyLimit) {
+		f.sh.bodyLimit = limit
+	}
+	return nil, false, true
+}
+
+// SendLocalReply implements httpfilter.Stream for a shadow: it is not
+// sent.
+func (f shadowFilterStream) SendLocalReply(status int, _ string, _ accesslog.ResponseFlags, _ string) {
+	f.sh.answered = status
+}
+
+// SendGrpcLocalReply implements httpfilter.Stream for a shadow: it is not
+// sent.
+func (f shadowFilterStream) SendGrpcLocalReply(status int, _ uint32, _ string, _ accesslog.ResponseFlags, _ string) {
+	f.sh.answered = status
+}
+
+// decodeShadow runs an upstream chain on a shadow's request headers; the
+// shadow's response is not relayed, so the chain never encodes. It
+// returns false when a filter answered: the shadow is not sent.
+func (s *stream) decodeShadow(c *httpfilter.UpstreamChain, sh *shadow) bool {
+	fs := shadowFilterStream{stream: s, h: &sh.headers, sh: sh}
 	for i := range c.Filters {
-		if d, ok := c.Filters[i].Config.NewFilter().(httpfilter.Decoder); ok {
-			d.DecodeHeaders(fs)
+		if d, ok := c.Filters[i].Config.NewFilter().(httpfilter.Decoder); ok && d.DecodeHeaders(fs) == httpfilter.Stop {
+			if sh.answered == 0 {
+				sh.answered = 500
+			}
+			return false
 		}
 	}
+	return sh.answered == 0
 }
 
 // encodeUpstream runs the attempt's upstream chain on the response head
@@ -87,9 +211,10 @@ func (s *stream) encodeUpstream() {
 	if c == nil {
 		return
 	}
+	us := upstreamStream{s}
 	for i := len(c.Filters) - 1; i >= 0; i-- {
 		if e, ok := c.Filters[i].Config.NewFilter().(httpfilter.Encoder); ok {
-			e.EncodeHeaders(s)
+			e.EncodeHeaders(us)
 		}
 	}
 }

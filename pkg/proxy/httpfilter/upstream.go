@@ -28,9 +28,16 @@ const UpstreamCategory = "envoy.filters.http.upstream"
 const downstreamCategory = "envoy.filters.http"
 
 // UpstreamCapable is implemented by the Factory of a filter that may run
-// in an upstream chain as well (Envoy's dual filters). Such a filter only
-// edits headers through its Stream: it never answers the request, routes
-// again or buffers a body, which an upstream attempt cannot do here.
+// in an upstream chain as well (Envoy's dual filters). In an upstream
+// chain a filter edits the request and response heads through its
+// Stream, may buffer the request body (BufferRequestBody: the attempt's
+// copy, read again for each attempt) and may answer the request
+// (SendLocalReply, then Stop: the attempt ends, its reply goes
+// downstream and is not retried, as Envoy's upstream local replies). It
+// never routes again (ClearRouteCache), transforms a body
+// (TransformRequestBody, TransformResponseBody), replaces the request or
+// the response, or waits (Wait, Sleep): an upstream attempt does not
+// carry those here.
 type UpstreamCapable interface {
 	Factory
 	// UpstreamCapable marks the factory.
@@ -130,7 +137,7 @@ func resolveUpstream(f *hcmv3.HttpFilter, reg *extension.Registry, byName bool) 
 	}
 	factory, ok := ext.Factory.(UpstreamCapable)
 	if !ok {
-		return nil, nil, fmt.Errorf("typed_config: filter %q cannot run as an upstream HTTP filter in Outrigger (upstream filters: envoy.filters.http.header_mutation, then envoy.filters.http.upstream_codec)", ext.Name)
+		return nil, nil, fmt.Errorf("typed_config: filter %q cannot run as an upstream HTTP filter in Outrigger (upstream filters: envoy.filters.http.buffer and envoy.filters.http.header_mutation, then envoy.filters.http.upstream_codec)", ext.Name)
 	}
 	return factory, msg, nil
 }

@@ -5,11 +5,13 @@ import (
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	bufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/buffer/v3"
 	headermutationv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/header_mutation/v3"
 	upstreamcodecv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/upstream_codec/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/builtin"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
@@ -43,6 +45,11 @@ func TestCompileUpstream(t *testing.T) {
 	if err != nil || len(c.Filters) != 1 || c.Filters[0].Name != "m" {
 		t.Fatalf("mutation then codec: %+v, %v", c, err)
 	}
+	buffer := typed(t, "b", &bufferv3.Buffer{MaxRequestBytes: wrapperspb.UInt32(10)})
+	c, err = httpfilter.CompileUpstream("f", []*hcmv3.HttpFilter{buffer, mutation, codec}, ctx)
+	if err != nil || len(c.Filters) != 2 || c.Filters[0].Name != "b" {
+		t.Fatalf("buffer, mutation then codec: %+v, %v", c, err)
+	}
 	for name, tc := range map[string]struct {
 		list []*hcmv3.HttpFilter
 		want string
@@ -51,6 +58,7 @@ func TestCompileUpstream(t *testing.T) {
 		"codec not last":   {[]*hcmv3.HttpFilter{codec, mutation}, "f[0]: upstream_codec is terminal"},
 		"disabled":         {[]*hcmv3.HttpFilter{disabled, codec}, "f[0].disabled: not supported"},
 		"config_discovery": {[]*hcmv3.HttpFilter{discovery, codec}, "f[0].config_discovery: not supported"},
+		"bad buffer":       {[]*hcmv3.HttpFilter{typed(t, "b", &bufferv3.Buffer{}), codec}, "f[0].typed_config.max_request_bytes: must be set"},
 		"router upstream":  {[]*hcmv3.HttpFilter{{Name: "envoy.filters.http.router"}, codec}, `f[0].typed_config: filter "proxy.filters.http.router" cannot run as an upstream HTTP filter`},
 	} {
 		if _, err := httpfilter.CompileUpstream("f", tc.list, ctx); err == nil || !strings.Contains(err.Error(), tc.want) {

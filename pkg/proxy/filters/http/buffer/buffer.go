@@ -3,7 +3,8 @@
 // upstream gets it in one piece, and answers 413 "Payload Too Large" when
 // the body is longer than max_request_bytes, as Envoy's filter does. A
 // route's BufferPerRoute turns the filter off (disabled) or replaces its
-// limit (buffer).
+// limit (buffer). It may run in an upstream filter chain too (the router's
+// upstream_http_filters, a cluster's http_filters), once per attempt.
 package buffer
 
 import (
@@ -22,9 +23,16 @@ const Name = "proxy.filters.http.buffer"
 type Factory struct{}
 
 var (
-	_ httpfilter.Factory      = Factory{}
-	_ httpfilter.RouteFactory = Factory{}
+	_ httpfilter.Factory         = Factory{}
+	_ httpfilter.RouteFactory    = Factory{}
+	_ httpfilter.UpstreamCapable = Factory{}
 )
+
+// UpstreamCapable implements httpfilter.UpstreamCapable: as in Envoy (a
+// dual filter), the filter may run in an upstream chain, where it buffers
+// the body of each attempt's request, and answers 413 for one over its
+// limit.
+func (Factory) UpstreamCapable() {}
 
 // Compile implements httpfilter.Factory.
 func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter.Config, error) {
