@@ -186,7 +186,7 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 		rand:     d.rand,
 		scope:    scope,
 		runtime:  d.runtime,
-		lbStats:  newLBStats(scope, s.subsets != nil),
+		lbStats:  lb.NewStats(scope, s.subsets != nil),
 		local:    d.local,
 		assigned: assignmentPolicy{factor: s.lb.OverprovisioningFactor, weighted: s.lb.WeightedPriorityHealth},
 	}
