@@ -227,7 +227,7 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 		priorities = [][]*upstream.Host{nil}
 	}
 	if s.eds != nil {
-		c.eds = newEDSState()
+		c.eds = newEDSState(newEDSStats(scope, c.extra.update))
 	}
 	if s.dfp != nil {
 		c.dfp = &dfpHosts{c: c, cache: s.dfp.cache, byKey: map[string]dfpHost{}}
