@@ -75,3 +75,11 @@ type stopOnDone struct {
 }
 
 func (s stopOnDone) Match(name []byte) bool { return s.ctx.Err() == nil && s.f.Match(name) }
+
+// LiteralPrefix is the filter's own (see stats.PrefixedFilter).
+func (s stopOnDone) LiteralPrefix() string {
+	if p, ok := s.f.(stats.PrefixedFilter); ok {
+		return p.LiteralPrefix()
+	}
+	return ""
+}

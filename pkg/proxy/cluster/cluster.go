@@ -186,7 +186,7 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 		rand:     d.rand,
 		scope:    scope,
 		runtime:  d.runtime,
-		lbStats:  newLBStats(scope, s.subsets != nil),
+		lbStats:  lb.NewStats(scope, s.subsets != nil),
 		local:    d.local,
 		assigned: assignmentPolicy{factor: s.lb.OverprovisioningFactor, weighted: s.lb.WeightedPriorityHealth},
 	}
@@ -227,7 +227,7 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 		priorities = [][]*upstream.Host{nil}
 	}
 	if s.eds != nil {
-		c.eds = newEDSState()
+		c.eds = newEDSState(newEDSStats(scope, c.extra.update))
 	}
 	if s.dfp != nil {
 		c.dfp = &dfpHosts{c: c, cache: s.dfp.cache, byKey: map[string]dfpHost{}}

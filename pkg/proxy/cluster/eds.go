@@ -41,6 +41,8 @@ type edsState struct {
 	warm    chan struct{}
 	once    sync.Once
 	sources atomic.Pointer[edsSources]
+	// stats are the subscription's stats (see EDSStats).
+	stats *EDSStats
 }
 
 // minSourcedEndpoints is the size from which an assignment's entries are
@@ -62,7 +64,9 @@ type edsSources struct {
 	entries [][]*endpointv3.LbEndpoint
 }
 
-func newEDSState() *edsState { return &edsState{warm: make(chan struct{})} }
+func newEDSState(st *EDSStats) *edsState {
+	return &edsState{warm: make(chan struct{}), stats: st}
+}
 
 // EDSServiceName returns the name of the load assignment an EDS cluster
 // wants (eds_cluster_config.service_name, else the cluster's name), and

@@ -10,7 +10,6 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -146,34 +145,6 @@ func (z *zoneSource) rebuildWatchers(local *Cluster) {
 	for _, c := range watchers {
 		c.rebuildBalancer()
 	}
-}
-
-// newLBStats creates the load balancer's stats: every cluster has them in
-// Envoy, used or not.
-func newLBStats(scope stats.Scope, subsets bool) *lb.Stats {
-	st := &lb.Stats{
-		RecalculateZoneStructures: scope.Counter("lb_recalculate_zone_structures"),
-		ZoneClusterTooSmall:       scope.Counter("lb_zone_cluster_too_small"),
-		LocalClusterNotOK:         scope.Counter("lb_local_cluster_not_ok"),
-		ZoneRoutingAllDirectly:    scope.Counter("lb_zone_routing_all_directly"),
-		ZoneRoutingSampled:        scope.Counter("lb_zone_routing_sampled"),
-		ZoneRoutingCrossZone:      scope.Counter("lb_zone_routing_cross_zone"),
-		ZoneNoCapacityLeft:        scope.Counter("lb_zone_no_capacity_left"),
-		SubsetsActive:             scope.Gauge("lb_subsets_active"),
-		SubsetsCreated:            scope.Counter("lb_subsets_created"),
-		SubsetsRemoved:            scope.Counter("lb_subsets_removed"),
-		SubsetsSelected:           scope.Counter("lb_subsets_selected"),
-		SubsetsFallback:           scope.Counter("lb_subsets_fallback"),
-		SubsetsFallbackPanic:      scope.Counter("lb_subsets_fallback_panic"),
-	}
-	// Envoy's older zone check, which nothing counts any more; the stat
-	// remains.
-	scope.Counter("lb_zone_number_differs")
-	if subsets {
-		// Envoy creates it with the subset balancer.
-		st.SubsetsSingleHostDuplicate = scope.Gauge("lb_subsets_single_host_per_subset_duplicate")
-	}
-	return st
 }
 
 // rebuildBalancer builds the balancer again over the same hosts: the

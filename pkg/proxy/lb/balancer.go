@@ -159,11 +159,7 @@ func (cfg *Config) defaults() {
 // newBalancer is a balancer of n levels, without its levels' pickers and
 // loads, for cfg with its defaults applied.
 func newBalancer(n int, cfg *Config) *Balancer {
-	b := &Balancer{levels: make([]level, n), rand: cfg.Rand, hashed: cfg.HashBased, failOnPanic: cfg.FailTrafficOnPanic, stats: cfg.Stats, built: builtWithOf(cfg)}
-	if b.stats == nil {
-		b.stats = &Stats{}
-	}
-	return b
+	return &Balancer{levels: make([]level, n), rand: cfg.Rand, hashed: cfg.HashBased, failOnPanic: cfg.FailTrafficOnPanic, stats: cfg.Stats, built: builtWithOf(cfg)}
 }
 
 // settle computes the loads of levels with counts.
@@ -346,7 +342,7 @@ func (b *Balancer) zonePicker(lv *level, degraded bool) (src Picker, ok bool) {
 		return whole, true
 	}
 	if z.localPanic {
-		inc(b.stats.LocalClusterNotOK)
+		b.stats.inc(LocalClusterNotOK)
 		if b.failOnPanic {
 			return nil, false
 		}

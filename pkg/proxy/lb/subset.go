@@ -250,9 +250,6 @@ func (sc *SubsetConfig) needs() (anyEndpoint, defaultSubset bool) {
 // lb_subsets_created and lb_subsets_removed, and lb_subsets_active is
 // set.
 func NewSubsetBalancer(priorities [][]*upstream.Host, sc *SubsetConfig, cfg Config, prev *SubsetBalancer) *SubsetBalancer {
-	if cfg.Stats == nil {
-		cfg.Stats = &Stats{}
-	}
 	s := &SubsetBalancer{cfg: sc, stats: cfg.Stats, subsets: map[string]*subsetEntry{}, selectors: newSelectorTree(sc.Selectors), settled: settledWithOf(len(priorities), cfg), levels: priorities}
 	childCfg := sc.childConfig(priorities, cfg)
 	var was SubsetBalancer
@@ -340,12 +337,11 @@ func (s *SubsetBalancer) pickFallbacks() {
 // the last one.
 func (s *SubsetBalancer) count(created, removed, last int) {
 	st := s.stats
-	if st.SubsetsCreated != nil && created > 0 {
-		st.SubsetsCreated.Add(uint64(created))
+	if st == nil {
+		return
 	}
-	if st.SubsetsRemoved != nil && removed > 0 {
-		st.SubsetsRemoved.Add(uint64(removed))
-	}
+	st.add(SubsetsCreated, created)
+	st.add(SubsetsRemoved, removed)
 	if st.SubsetsActive != nil {
 		st.SubsetsActive.Set(int64(len(s.subsets)))
 	}
@@ -498,7 +494,7 @@ func (s *SubsetBalancer) pickIteration(ctx *upstream.PickContext, mm *upstream.M
 	if ctx != nil && mm != nil {
 		if len(mm.Criteria) > 0 {
 			if e := s.subsets[mm.Key()]; e != nil {
-				inc(s.stats.SubsetsSelected)
+				s.stats.inc(SubsetsSelected)
 				// A subset that exists decides, even when it finds no host.
 				return e.pick(ctx)
 			}
@@ -512,13 +508,13 @@ func (s *SubsetBalancer) pickIteration(ctx *upstream.PickContext, mm *upstream.M
 	}
 	h, panicked := s.fallback.Pick(ctx)
 	if h != nil {
-		inc(s.stats.SubsetsFallback)
+		s.stats.inc(SubsetsFallback)
 		return h, panicked
 	}
 	if s.panic != nil {
 		h, p := s.panic.Pick(ctx)
 		if h != nil {
-			inc(s.stats.SubsetsFallbackPanic)
+			s.stats.inc(SubsetsFallbackPanic)
 			return h, panicked || p
 		}
 	}

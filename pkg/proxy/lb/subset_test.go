@@ -73,16 +73,7 @@ func balancedOver(s *SubsetBalancer, ctx *upstream.PickContext, n int) string {
 
 func newSubsetStats() (*Stats, *stats.Store) {
 	store := stats.NewStore()
-	sc := store.Scope("")
-	return &Stats{
-		SubsetsActive:              sc.Gauge("lb_subsets_active"),
-		SubsetsCreated:             sc.Counter("lb_subsets_created"),
-		SubsetsRemoved:             sc.Counter("lb_subsets_removed"),
-		SubsetsSelected:            sc.Counter("lb_subsets_selected"),
-		SubsetsFallback:            sc.Counter("lb_subsets_fallback"),
-		SubsetsFallbackPanic:       sc.Counter("lb_subsets_fallback_panic"),
-		SubsetsSingleHostDuplicate: sc.Gauge("lb_subsets_single_host_per_subset_duplicate"),
-	}, store
+	return NewStats(store.Scope(""), true), store
 }
 
 func prodDefault(t testing.TB) []upstream.MatchCriterion {

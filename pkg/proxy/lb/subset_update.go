@@ -37,10 +37,6 @@ func (s *SubsetBalancer) Update(priorities [][]*upstream.Host, ch *Change, sc *S
 		}
 		return NewSubsetBalancer(priorities, sc, cfg, s)
 	}
-	if cfg.Stats == nil {
-		cfg.Stats = &Stats{}
-		childCfg.Stats = cfg.Stats
-	}
 	n := len(priorities)
 	ns := &SubsetBalancer{
 		cfg: sc, stats: cfg.Stats, subsets: maps.Clone(s.subsets), selectors: s.selectors,

@@ -2,7 +2,6 @@ package lb
 
 import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -38,33 +37,6 @@ type ZoneConfig struct {
 	Runtime func() *runtime.Snapshot
 }
 
-// Stats are the load balancer's counters, under Envoy's names
-// (cluster.<name>.lb_*). A nil field counts nothing.
-type Stats struct {
-	RecalculateZoneStructures *stats.Counter // lb_recalculate_zone_structures
-	ZoneClusterTooSmall       *stats.Counter // lb_zone_cluster_too_small
-	LocalClusterNotOK         *stats.Counter // lb_local_cluster_not_ok
-	ZoneRoutingAllDirectly    *stats.Counter // lb_zone_routing_all_directly
-	ZoneRoutingSampled        *stats.Counter // lb_zone_routing_sampled
-	ZoneRoutingCrossZone      *stats.Counter // lb_zone_routing_cross_zone
-	ZoneNoCapacityLeft        *stats.Counter // lb_zone_no_capacity_left
-
-	SubsetsActive        *stats.Gauge   // lb_subsets_active
-	SubsetsCreated       *stats.Counter // lb_subsets_created
-	SubsetsRemoved       *stats.Counter // lb_subsets_removed
-	SubsetsSelected      *stats.Counter // lb_subsets_selected
-	SubsetsFallback      *stats.Counter // lb_subsets_fallback
-	SubsetsFallbackPanic *stats.Counter // lb_subsets_fallback_panic
-	// SubsetsSingleHostDuplicate is lb_subsets_single_host_per_subset_duplicate.
-	SubsetsSingleHostDuplicate *stats.Gauge
-}
-
-func inc(c *stats.Counter) {
-	if c != nil {
-		c.Inc()
-	}
-}
-
 // zoneRouting is the zone-aware routing state of priority 0 when it
 // routes by zone (Envoy's LocalityDirect and LocalityResidual): the
 // upstream localities are those of the level, the local one first.
@@ -95,11 +67,7 @@ type localityPercentages struct {
 // either side, the local cluster without hosts in the proxy's locality,
 // too few healthy hosts), counting why in stats.
 func newZoneRouting(cfg *ZoneConfig, up *localities, healthyP0 int, local *upstream.Locality, panicThreshold uint32, st *Stats) *zoneRouting {
-	if st != nil {
-		inc(st.RecalculateZoneStructures)
-	} else {
-		st = &Stats{}
-	}
+	st.inc(RecalculateZoneStructures)
 	if len(up.groups) < 2 {
 		return nil
 	}
@@ -108,7 +76,7 @@ func newZoneRouting(cfg *ZoneConfig, up *localities, healthyP0 int, local *upstr
 		return nil
 	}
 	if !lc.hasLocal || len(lc.groups[0].all) == 0 {
-		inc(st.LocalClusterNotOK)
+		st.inc(LocalClusterNotOK)
 		return nil
 	}
 	minSize := cfg.MinClusterSize
@@ -118,7 +86,7 @@ func newZoneRouting(cfg *ZoneConfig, up *localities, healthyP0 int, local *upstr
 		}
 	}
 	if uint64(healthyP0) < minSize {
-		inc(st.ZoneClusterTooSmall)
+		st.inc(ZoneClusterTooSmall)
 		return nil
 	}
 
@@ -195,18 +163,18 @@ func (z *zoneRouting) routingEnabled(random uint64) bool {
 // locality this pick goes to.
 func (z *zoneRouting) chooseLocality(rand func() uint64, n int, st *Stats) int {
 	if z.direct {
-		inc(st.ZoneRoutingAllDirectly)
+		st.inc(ZoneRoutingAllDirectly)
 		return 0
 	}
 	if rand()%10000 < z.localPercent {
-		inc(st.ZoneRoutingSampled)
+		st.inc(ZoneRoutingSampled)
 		return 0
 	}
-	inc(st.ZoneRoutingCrossZone)
+	st.inc(ZoneRoutingCrossZone)
 	last := z.residual[n-1]
 	if last == 0 {
 		// Rounding left no locality with spare capacity: any will do.
-		inc(st.ZoneNoCapacityLeft)
+		st.inc(ZoneNoCapacityLeft)
 		return int(rand() % uint64(n))
 	}
 	threshold := rand() % last

@@ -28,16 +28,7 @@ var localZone = &upstream.Locality{Region: "r", Zone: "a"}
 // newZoneStats creates the lb stats in a fresh store.
 func newZoneStats() (*Stats, *stats.Store) {
 	store := stats.NewStore()
-	sc := store.Scope("")
-	return &Stats{
-		RecalculateZoneStructures: sc.Counter("lb_recalculate_zone_structures"),
-		ZoneClusterTooSmall:       sc.Counter("lb_zone_cluster_too_small"),
-		LocalClusterNotOK:         sc.Counter("lb_local_cluster_not_ok"),
-		ZoneRoutingAllDirectly:    sc.Counter("lb_zone_routing_all_directly"),
-		ZoneRoutingSampled:        sc.Counter("lb_zone_routing_sampled"),
-		ZoneRoutingCrossZone:      sc.Counter("lb_zone_routing_cross_zone"),
-		ZoneNoCapacityLeft:        sc.Counter("lb_zone_no_capacity_left"),
-	}, store
+	return NewStats(store.Scope(""), false), store
 }
 
 // counters reads the non-zero lb counters of a store.

@@ -66,7 +66,7 @@ type edsCluster struct {
 	c       *cluster.Cluster
 	service string
 	timeout time.Duration
-	stats   edsStats
+	stats   *cluster.EDSStats
 	// api is the eds_config's api_config_source, nil for the ADS
 	// stream; stream is then the cluster's own stream, once opened.
 	api    *corev3.ApiConfigSource
@@ -87,18 +87,6 @@ type edsCluster struct {
 	// brought the assignment, and when it was applied.
 	version string
 	updated time.Time
-}
-
-// edsStats are the subscription stats of an EDS cluster, under
-// cluster.<name>., with Envoy's names (update_attempt, update_success,
-// update_empty and version are also cluster stats, and are the same).
-type edsStats struct {
-	attempt, success, failure, rejected, empty, initFetchTimeout *stats.Counter
-	// assignmentTimeoutReceived counts assignments with an
-	// endpoint_stale_after, assignmentStale those that went stale.
-	assignmentTimeoutReceived, assignmentStale *stats.Counter
-	version, updateTime                        *stats.Gauge
-	versionText                                *stats.TextReadout
 }
 
 // newEndpointDiscovery prepares the EDS clusters' subscription on the ADS
@@ -133,24 +121,11 @@ func (s *Server) newEndpointDiscovery(b *bootstrapv3.Bootstrap) (*endpointDiscov
 // newEDSCluster is an EDS cluster's state, with its stats.
 func (s *Server) newEDSCluster(c *cluster.Cluster, src *corev3.ConfigSource) *edsCluster {
 	service, _ := c.EDSServiceName()
-	sc := s.stats.Scope("cluster." + c.ObservabilityName() + ".")
 	timeout := xds.DefaultInitialFetchTimeout
 	if t := src.GetInitialFetchTimeout(); t != nil {
 		timeout = t.AsDuration()
 	}
-	return &edsCluster{c: c, service: service, timeout: timeout, api: src.GetApiConfigSource(), stats: edsStats{
-		attempt:                   sc.Counter("update_attempt"),
-		success:                   sc.Counter("update_success"),
-		failure:                   sc.Counter("update_failure"),
-		rejected:                  sc.Counter("update_rejected"),
-		empty:                     sc.Counter("update_empty"),
-		initFetchTimeout:          sc.Counter("init_fetch_timeout"),
-		assignmentTimeoutReceived: sc.Counter("assignment_timeout_received"),
-		assignmentStale:           sc.Counter("assignment_stale"),
-		version:                   sc.Gauge("version"),
-		updateTime:                sc.Gauge("update_time"),
-		versionText:               sc.TextReadout("version_text"),
-	}}
+	return &edsCluster{c: c, service: service, timeout: timeout, api: src.GetApiConfigSource(), stats: c.EDSStats()}
 }
 
 // setClustersLocked makes cs the EDS clusters and asks for their services:
@@ -204,8 +179,8 @@ func (d *endpointDiscovery) setClustersLocked(cs []*edsCluster) error {
 			d.mu.Lock()
 			defer d.mu.Unlock()
 			for _, ec := range d.clusters {
-				ec.stats.failure.Inc()
-				ec.stats.attempt.Inc()
+				ec.stats.Failure.Inc()
+				ec.stats.Attempt.Inc()
 			}
 		},
 	}, d.apply(d.s))
@@ -233,8 +208,8 @@ func (d *endpointDiscovery) ownStreamLocked(ec *edsCluster) error {
 		Stats:         stats.NewStore().Scope(""),
 		ResourceNames: []string{ec.service},
 		OnStreamFailure: func() {
-			ec.stats.failure.Inc()
-			ec.stats.attempt.Inc()
+			ec.stats.Failure.Inc()
+			ec.stats.Attempt.Inc()
 		},
 	}, d.apply(d.s)); err != nil {
 		_ = c.Close()
@@ -298,14 +273,14 @@ func (d *endpointDiscovery) start() {
 // timeout: when it passes without a load assignment, the cluster stops
 // warming, without hosts, as Envoy's.
 func (d *endpointDiscovery) arm(ec *edsCluster) {
-	ec.stats.attempt.Inc() // Envoy counts the subscription's start
+	ec.stats.Attempt.Inc() // Envoy counts the subscription's start
 	if ec.timeout <= 0 {
 		return
 	}
 	ec.fetchTimer = time.AfterFunc(ec.timeout, func() {
 		if ec.c.EndWarming() {
-			ec.stats.initFetchTimeout.Inc()
-			ec.stats.attempt.Inc()
+			ec.stats.InitFetchTimeout.Inc()
+			ec.stats.Attempt.Inc()
 			logging.Warning(d.s.logs.Logger("upstream"), "eds: initial fetch timed out; the cluster starts without endpoints", "cluster", ec.c.Name())
 		}
 	})
@@ -325,13 +300,13 @@ func (d *endpointDiscovery) install(ec *edsCluster, cla *endpointv3.ClusterLoadA
 	ec.mu.Unlock()
 	d.armStale(ec, cla)
 	st := ec.stats
-	st.success.Inc()
+	st.Success.Inc()
 	if len(cla.GetEndpoints()) == 0 {
-		st.empty.Inc()
+		st.Empty().Inc()
 	}
-	st.updateTime.Set(d.s.now().UnixMilli())
-	st.version.Set(int64(xxhash.Sum64String(version)))
-	st.versionText.Set(version)
+	st.UpdateTime.Set(d.s.now().UnixMilli())
+	st.Version.Set(int64(xxhash.Sum64String(version)))
+	st.VersionText.Set(version)
 	d.s.logs.Logger("upstream").V(1).Info("eds: hosts updated", "cluster", ec.c.Name(), "version", version)
 }
 
@@ -348,7 +323,7 @@ func (d *endpointDiscovery) armStale(ec *edsCluster, cla *endpointv3.ClusterLoad
 	if after <= 0 {
 		return
 	}
-	ec.stats.assignmentTimeoutReceived.Inc()
+	ec.stats.AssignmentTimeoutReceived().Inc()
 	ec.staleGen++
 	gen := ec.staleGen
 	ec.staleTimer = time.AfterFunc(after, func() { d.stale(ec, gen) })
@@ -372,7 +347,7 @@ func (d *endpointDiscovery) stale(ec *edsCluster, gen uint64) {
 	ec.mu.Lock()
 	ec.assignment, ec.updated = keepAssignment(&endpointv3.ClusterLoadAssignment{ClusterName: ec.service}), d.s.now()
 	ec.mu.Unlock()
-	ec.stats.assignmentStale.Inc()
+	ec.stats.AssignmentStale().Inc()
 	logging.Warning(d.s.logs.Logger("upstream"), "eds: no load assignment within endpoint_stale_after; the cluster's endpoints are dropped", "cluster", ec.c.Name())
 }
 
@@ -412,11 +387,11 @@ func (d *endpointDiscovery) apply(s *Server) func(xds.Update) error {
 			}
 		}
 		for _, ec := range d.clusters {
-			ec.stats.attempt.Inc()
+			ec.stats.Attempt.Inc()
 		}
 		if err := errors.Join(errs...); err != nil {
 			for _, ec := range d.clusters {
-				ec.stats.rejected.Inc()
+				ec.stats.Rejected.Inc()
 			}
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"sync/atomic"
 	"time"
 
@@ -33,18 +34,55 @@ const ecmaScriptMatchTimeout = 100 * time.Millisecond
 // every name take a million times the timeout over a big store.
 const ecmaScriptMaxTimeouts = 5
 
+// A PrefixedFilter is a Filter that matches only names starting with a
+// known literal: Visit skips every prefix node whose name cannot lead to
+// it, so a filter such as ^cluster_manager\.active_clusters$ (a readiness
+// poll) reads a few nodes of a store of a million stats, not all of them.
+type PrefixedFilter interface {
+	Filter
+	// LiteralPrefix returns what every name the filter matches starts
+	// with; "" when nothing is known.
+	LiteralPrefix() string
+}
+
 // NewRE2Filter compiles an RE2 pattern (Go's regexp), the default engine.
 func NewRE2Filter(pattern string) (Filter, error) {
 	re, err := regexp.Compile(pattern)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRegex, err)
 	}
-	return re2Filter{re}, nil
+	return re2Filter{re, anchoredLiteral(pattern)}, nil
 }
 
-type re2Filter struct{ re *regexp.Regexp }
+type re2Filter struct {
+	re     *regexp.Regexp
+	prefix string
+}
 
 func (f re2Filter) Match(name []byte) bool { return f.re.Match(name) }
+
+// LiteralPrefix implements PrefixedFilter.
+func (f re2Filter) LiteralPrefix() string { return f.prefix }
+
+// anchoredLiteral returns the literal a pattern that anchors itself at
+// the start of the text (^, \A) matches first, case-sensitively: every
+// name it matches starts with it. "" for any other pattern (unanchored,
+// an alternation at the top, case folding).
+func anchoredLiteral(pattern string) string {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return ""
+	}
+	re = re.Simplify()
+	if re.Op != syntax.OpConcat || len(re.Sub) < 2 || re.Sub[0].Op != syntax.OpBeginText {
+		return ""
+	}
+	lit := re.Sub[1]
+	if lit.Op != syntax.OpLiteral || lit.Flags&syntax.FoldCase != 0 {
+		return ""
+	}
+	return string(lit.Rune)
+}
 
 // NewECMAScriptFilter compiles an ECMAScript pattern (regexp2), the engine
 // used when the runtime key

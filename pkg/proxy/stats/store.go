@@ -26,6 +26,7 @@ type Store struct {
 	// passing over them.
 	pendingPrefixes []childAdd
 	memo            sortMemo // walk-order permutations of runs of children
+	groups          nodeGroups
 	counters        slab[Counter]
 	gauges          slab[Gauge]
 	texts           slab[TextReadout]

@@ -93,6 +93,9 @@ func (s *Store) Visit(opts VisitOptions, fn func(*Stat) error) error {
 	s.sortPending()
 	s.mu.Unlock()
 	w := walker{s: s, opts: opts, fn: fn, name: make([]byte, 0, 256)}
+	if f, ok := opts.Filter.(PrefixedFilter); ok {
+		w.prefix = f.LiteralPrefix()
+	}
 	for _, p := range [...]struct {
 		root  uint32
 		kinds []Kind
@@ -118,6 +121,9 @@ type walker struct {
 	name  []byte
 	stack []frame
 	stat  Stat
+	// prefix is what every name the filter matches starts with (see
+	// PrefixedFilter); "" for anything.
+	prefix string
 }
 
 type frame struct {
@@ -155,6 +161,10 @@ func (w *walker) walk(root uint32) error {
 			n := w.s.nodes.at(idx)
 			l := len(w.name)
 			w.name = append(append(w.name, w.s.segment(n.seg)...), '.')
+			if !w.mayLeadToPrefix() {
+				w.name = w.name[:l]
+				continue
+			}
 			w.stack = append(w.stack, frame{children: w.children(idx), nameLen: l})
 			continue
 		}
@@ -163,6 +173,13 @@ func (w *walker) walk(root uint32) error {
 		}
 	}
 	return nil
+}
+
+// mayLeadToPrefix reports whether names under the node w.name names can
+// start with w.prefix: one of the two starts with the other.
+func (w *walker) mayLeadToPrefix() bool {
+	n := min(len(w.name), len(w.prefix))
+	return string(w.name[:n]) == w.prefix[:n]
 }
 
 func (w *walker) leaf(k Kind, idx uint32) error {

@@ -17,6 +17,9 @@ import "slices"
 // a few per scope, are in the store-wide index.
 type youngChildren struct {
 	children map[nameKey]uint32 // stat key -> entry, for young parents
+	// nodes are the young nodes, each once: a restart passes over them,
+	// a few per scope, rather than over every stat in the map.
+	nodes []uint32
 }
 
 // youngMax bounds the map: about ten clusters' stats at a time, a few tens
@@ -54,7 +57,10 @@ func (s *Store) insertChild(key nameKey, e uint32) {
 	if len(y.children) >= youngMax {
 		s.restartYoung()
 	}
-	s.nodes.at(key[0]).young = true
+	if n := s.nodes.at(key[0]); !n.young {
+		n.young = true
+		y.nodes = append(y.nodes, key[0])
+	}
 	y.children[key] = e
 }
 
@@ -63,11 +69,13 @@ func (s *Store) insertChild(key nameKey, e uint32) {
 // left to sort), and their nodes are listed instead of young. The caller
 // holds s.mu.
 func (s *Store) restartYoung() {
-	for k := range s.young.children {
-		n := s.nodes.at(k[0])
+	y := &s.young
+	for _, node := range y.nodes {
+		n := s.nodes.at(node)
 		n.young, n.listed = false, true
 	}
-	clear(s.young.children)
+	y.nodes = y.nodes[:0]
+	clear(y.children)
 	// The prefix nodes wait for the next render: a prefix's parent
 	// (cluster., listener.) can have thousands of children, whose list is
 	// better copied once per render than once per restart.
