@@ -216,6 +216,9 @@ func (s *stream) startTracing() {
 		if span == nil {
 			return
 		}
+		// Its names and tags view the request's buffers and tagBuf,
+		// which outlive it (finishSpan).
+		span.Borrow()
 		s.span = span
 		if span.Sampled {
 			span.AddPreparedTags(t.consts.node)
@@ -315,6 +318,8 @@ func (s *stream) injectTrace(cl UpstreamCluster) {
 	}
 	if s.m.filters.startChildSpan || s.m.tracing.spawnUpstream {
 		s.child = s.span.Child("router "+cl.Name()+" egress", s.m.stamp(time.Now()))
+		// Tagged and finished at once (finishChildSpan).
+		s.child.Borrow()
 		s.child.Inject(&s.reqHeaders)
 		return
 	}
@@ -331,6 +336,7 @@ func (s *stream) finishChildSpan(cl UpstreamCluster, proto string) {
 	s.child = nil
 	now := s.m.stamp(time.Now())
 	if c.Sampled {
+		s.tagBuf = s.tagBuf[:0]
 		c.SetTag("http.protocol", proto)
 		if s.host != nil {
 			c.SetTag("upstream_address", s.host.Address)
@@ -393,9 +399,17 @@ func (s *stream) operationFormats() (op, upstream *accesslog.Formatter) {
 // nameSpan renames sp with an operation format (tracing.operation or
 // upstream_operation), which wins over decorators.
 func (s *stream) nameSpan(sp *tracing.Span, f *accesslog.Formatter) {
-	s.tagBuf = f.AppendValue(s.tagBuf[:0], &s.entry)
-	sp.SetOperation(view(s.tagBuf))
+	at := len(s.tagBuf)
+	s.tagBuf = f.AppendValue(s.tagBuf, &s.entry)
+	sp.SetOperation(s.tagSince(at))
 }
+
+// tagSince returns the bytes of tagBuf from at on, a tag's value. While a
+// span is tagged, from its first tag to its Finish, tagBuf is only
+// appended to: the span may borrow its values (tracing.Span.Borrow). A
+// value's bytes stay where they are when tagBuf grows, in the array it
+// leaves.
+func (s *stream) tagSince(at int) string { return view(s.tagBuf[at:]) }
 
 // finishSpan ends the request's span with Envoy's downstream tags
 // (finalizeDownstreamSpan).
@@ -418,7 +432,7 @@ func (s *stream) finishSpan(now time.Time) {
 		sp.AddTag("guid:x-request-id", v)
 	}
 	s.tagBuf = s.appendTagURL(s.tagBuf[:0], &hv)
-	sp.AddTag("http.url", view(s.tagBuf))
+	sp.AddTag("http.url", s.tagSince(0))
 	sp.AddTag("http.method", s.method)
 	sp.AddTag("downstream_cluster", hv.or(shDownstreamCluster, "-"))
 	sp.AddTag("user_agent", hv.or(shUserAgent, "-"))
@@ -430,10 +444,12 @@ func (s *stream) finishSpan(now time.Time) {
 	if ct, ok := hv.get(shContentType); ok && strings.HasPrefix(ct, "application/grpc") {
 		s.grpcTags(sp, ct)
 	}
-	s.tagBuf = tracing.AppendUint(s.tagBuf[:0], s.bytesRecv)
-	sp.AddTag("request_size", view(s.tagBuf))
-	s.tagBuf = tracing.AppendUint(s.tagBuf[:0], s.bytesSent)
-	sp.AddTag("response_size", view(s.tagBuf))
+	at := len(s.tagBuf)
+	s.tagBuf = tracing.AppendUint(s.tagBuf, s.bytesRecv)
+	sp.AddTag("request_size", s.tagSince(at))
+	at = len(s.tagBuf)
+	s.tagBuf = tracing.AppendUint(s.tagBuf, s.bytesSent)
+	sp.AddTag("response_size", s.tagSince(at))
 	s.commonTags(sp, s.cluster)
 	t := s.m.tracing
 	if t.verbose {
@@ -483,14 +499,16 @@ func (s *stream) grpcTags(sp *tracing.Span, contentType string) {
 // span has none of their keys yet but error, which grpcTags may have set.
 func (s *stream) commonTags(sp *tracing.Span, cl UpstreamCluster) {
 	s.m.tracing.consts.addCommon(sp, cl)
+	at := len(s.tagBuf)
 	if s.status >= 0 {
-		s.tagBuf = tracing.AppendUint(s.tagBuf[:0], uint64(s.status))
+		s.tagBuf = tracing.AppendUint(s.tagBuf, uint64(s.status))
 	} else {
-		s.tagBuf = strconv.AppendInt(s.tagBuf[:0], int64(s.status), 10)
+		s.tagBuf = strconv.AppendInt(s.tagBuf, int64(s.status), 10)
 	}
-	sp.AddTag("http.status_code", view(s.tagBuf))
-	s.tagBuf = s.flags.AppendShort(s.tagBuf[:0])
-	sp.AddTag("response_flags", view(s.tagBuf))
+	sp.AddTag("http.status_code", s.tagSince(at))
+	at = len(s.tagBuf)
+	s.tagBuf = s.flags.AppendShort(s.tagBuf)
+	sp.AddTag("response_flags", s.tagSince(at))
 	if s.status == 0 || s.status >= 500 {
 		sp.SetTag("error", "true")
 	}
@@ -512,8 +530,9 @@ func (s *stream) customTags(sp *tracing.Span, tags []customTag) {
 	for _, t := range tags {
 		if t.Metadata != nil {
 			var ok bool
-			if s.tagBuf, ok = t.Metadata.AppendValue(s.tagBuf[:0], &s.entry); ok {
-				sp.SetTag(t.Tag, view(s.tagBuf))
+			at := len(s.tagBuf)
+			if s.tagBuf, ok = t.Metadata.AppendValue(s.tagBuf, &s.entry); ok {
+				sp.SetTag(t.Tag, s.tagSince(at))
 			}
 			continue
 		}
