@@ -172,6 +172,9 @@ func (s *stream) setRequestIDReason(id string, r traceReason) {
 	s.idBuf = append(s.idBuf[:0], id...)
 	s.idBuf[uuidTraceByte] = c
 	s.reqHeaders.Set("x-request-id", view(s.idBuf))
+	// The start's pass holds the new value (one field of the name is
+	// left), for the finished span.
+	s.traceHeaders.values[shRequestID] = view(s.idBuf)
 }
 
 // startTracing decides whether the request is traced, counts the
@@ -185,6 +188,7 @@ func (s *stream) startTracing() {
 	// tracestate from them.
 	th := &s.traceHeaders
 	th.find(&s.reqHeaders)
+	th.reused = false
 	reason := s.sampleRequest(t, &th.spanHeaders)
 	s.traceReason = reason
 	st := s.m.stats
@@ -202,8 +206,7 @@ func (s *stream) startTracing() {
 		return
 	}
 	var span *tracing.Span
-	if reason == notTraceable && t.ctxDriver != nil && !s.m.filters.startChildSpan && !t.spawnUpstream &&
-		t.ctxDriver.StartContext(th, false, &s.spanCtx) {
+	if reason == notTraceable && t.ctxOnly != nil && t.ctxOnly.StartContext(th, false, &s.spanCtx) {
 		// Not sampled, and nothing asks for child spans: the request
 		// keeps only the context it propagates (injectTrace). A request
 		// the decision traces (an incoming context may still say no)
@@ -236,9 +239,7 @@ func (s *stream) startTracing() {
 		if s.decorated != "" && s.decoratedPropagate {
 			h.Set(headerDecoratorOp, s.decorated)
 		}
-		return
-	}
-	if v, ok := th.get(shDecoratorOp); ok {
+	} else if v, ok := th.get(shDecoratorOp); ok {
 		// An ingress request may name its own span; the name is not
 		// passed to the service, nor echoed in the response.
 		if v != "" {
@@ -248,6 +249,11 @@ func (s *stream) startTracing() {
 			s.decorated = ""
 		}
 		h.Del(headerDecoratorOp)
+	}
+	if span != nil && span.Sampled {
+		// The finished span's headers are those of this pass, unless
+		// the fields are edited in between.
+		th.keep()
 	}
 }
 
@@ -316,7 +322,7 @@ func (s *stream) injectTrace(cl UpstreamCluster) {
 		}
 		return
 	}
-	if s.m.filters.startChildSpan || s.m.tracing.spawnUpstream {
+	if s.m.tracing.childSpans {
 		s.child = s.span.Child("router "+cl.Name()+" egress", s.m.stamp(time.Now()))
 		// Tagged and finished at once (finishChildSpan).
 		s.child.Borrow()
@@ -426,12 +432,11 @@ func (s *stream) finishSpan(now time.Time) {
 	// The tags below are new to the span (it has node_id and zone), so
 	// they are added without a search for an earlier value; only error
 	// and custom tags may replace one.
-	var hv spanHeaders
-	hv.find(&s.reqHeaders, finishHeaderTable)
+	hv := s.traceHeaders.finish(&s.reqHeaders)
 	if v, ok := hv.get(shRequestID); ok {
 		sp.AddTag("guid:x-request-id", v)
 	}
-	s.tagBuf = s.appendTagURL(s.tagBuf[:0], &hv)
+	s.tagBuf = s.appendTagURL(s.tagBuf[:0], hv)
 	sp.AddTag("http.url", s.tagSince(0))
 	sp.AddTag("http.method", s.method)
 	sp.AddTag("downstream_cluster", hv.or(shDownstreamCluster, "-"))
@@ -623,14 +628,14 @@ func newSpanHeaderTable(set uint16) *spanHeaderTable {
 	return &t
 }
 
-// The tables of the spanHeaders that the sampling decision and the span's
-// start read (startHeaders: no two of a length), and of those a finished
-// span is tagged with.
+// The tables of the spanHeaders that a finished span is tagged with, and
+// of those the start's pass finds: the ones the sampling decision and the
+// span's start read, and the finished span's, so that a sampled span's
+// finish reuses the pass.
 var (
-	startHeaderTable = newSpanHeaderTable(1<<shRequestID | 1<<shClientTraceID | 1<<shForceTrace |
-		1<<shTraceparent | 1<<shTracestate | 1<<shDecoratorOp)
-	finishHeaderTable = newSpanHeaderTable(1<<shRequestID | 1<<shDownstreamCluster | 1<<shUserAgent |
-		1<<shClientTraceID | 1<<shContentType | 1<<shForwardedProto)
+	finishHeaders     = uint16(1<<shRequestID | 1<<shDownstreamCluster | 1<<shUserAgent | 1<<shClientTraceID | 1<<shContentType | 1<<shForwardedProto)
+	finishHeaderTable = newSpanHeaderTable(finishHeaders)
+	startHeaderTable  = newSpanHeaderTable(finishHeaders | 1<<shForceTrace | 1<<shTraceparent | 1<<shTracestate | 1<<shDecoratorOp)
 )
 
 // spanHeaderWords are words of the spanHeaderNames, by index: their first
@@ -679,7 +684,14 @@ type spanHeaders struct {
 // as headerList.Get gives it.
 func (hv *spanHeaders) find(h *headerList, t *spanHeaderTable) {
 	hv.found = 0
-	fields := h.fields
+	hv.scan(h, t, 0)
+}
+
+// scan adds to hv the headers of the table among h's fields from index
+// from on; a name hv has already takes the joined value of all its
+// fields.
+func (hv *spanHeaders) scan(h *headerList, t *spanHeaderTable, from int) {
+	fields := h.fields[from:]
 	for i := range fields {
 		name := fields[i].name
 		// Each field costs a look-up by its name's length and, for the
@@ -743,6 +755,31 @@ type startHeaders struct {
 	h *headerList
 	// adds is h.adds when the pass ran.
 	adds uint32
+	// reused: the pass is kept for the finished span (keep), which was
+	// then edits and keptAdds of h.
+	reused          bool
+	edits, keptAdds uint32
+}
+
+// keep marks the pass, as the start leaves the fields, for the finished
+// span: its values stay right while h is only appended to.
+func (th *startHeaders) keep() {
+	th.reused, th.edits, th.keptAdds = true, th.h.edits, th.h.adds
+}
+
+// finish returns the headers of h a finished span is tagged with: the
+// start's pass and the fields appended since, when the pass was over h
+// and the fields were not edited in between (keep), or a new pass.
+func (th *startHeaders) finish(h *headerList) *spanHeaders {
+	hv := &th.spanHeaders
+	if !th.reused || th.h != h || h.edits != th.edits {
+		hv.find(h, finishHeaderTable)
+		return hv
+	}
+	if n := int(h.adds - th.keptAdds); n > 0 {
+		hv.scan(h, finishHeaderTable, max(len(h.fields)-n, 0))
+	}
+	return hv
 }
 
 // find fills th from h and keeps h for the other names.

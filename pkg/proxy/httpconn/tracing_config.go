@@ -39,6 +39,12 @@ type tracingConfig struct {
 	// spawnUpstream is spawn_upstream_span: the router starts a child
 	// span per upstream request (as the router's start_child_span does).
 	spawnUpstream bool
+	// childSpans: spawn_upstream_span or the router's start_child_span
+	// asks for a child span per upstream request; ctxOnly is ctxDriver
+	// when neither does (an unsampled request then needs no span), else
+	// nil. Both are set with the filters (withRouter).
+	childSpans bool
+	ctxOnly    tracing.ContextDriver
 	nodeID, zone  string
 	// consts are the tags every sampled span has with the same value,
 	// encoded once for the driver; nil without a driver.
@@ -223,4 +229,16 @@ func buildTracer(h *tracev3.Tracing_Http, deps Deps) (tracing.Driver, error) {
 		return nil, fmt.Errorf("typed_config.%w", err)
 	}
 	return d, nil
+}
+
+// withRouter completes t with the router's start_child_span, resolving
+// once what every request's start asks (childSpans, ctxOnly).
+func (t *tracingConfig) withRouter(startChildSpan bool) {
+	if t == nil {
+		return
+	}
+	t.childSpans = startChildSpan || t.spawnUpstream
+	if !t.childSpans {
+		t.ctxOnly = t.ctxDriver
+	}
 }

@@ -339,3 +339,78 @@ func TestUnsampledInjectAllocatesNothing(t *testing.T) {
 		t.Error("no traceparent")
 	}
 }
+
+// TestFinishHeadersMatchFind: the finished span's headers taken from the
+// start's kept pass (startHeaders.finish) equal a new pass over the
+// fields, for lists with and without the names, after every kind of edit
+// between the start and the finish: appends (of a name the pass saw, or
+// not), values set in place, fields deleted, deletions then appends, the
+// list emptied, the request id rewritten as the sampling does, and a list
+// other than the pass's.
+func TestFinishHeadersMatchFind(t *testing.T) {
+	lists := [][]field{
+		nil,
+		{{"host", "a"}, {"user-agent", "curl"}, {"x-request-id", "id"}},
+		{{"content-type", "application/grpc"}, {"x-forwarded-proto", "https"}, {"x-client-trace-id", "c"},
+			{"x-envoy-downstream-service-cluster", "dc"}, {"user-agent", "u1"}, {"user-agent", "u2"}},
+		{{"x-request-id", "a"}, {"x-request-id", "b"}, {"tracestate", "s"}},
+		{{"user-agent", "u"}, {"x-envoy-decorator-operation", "op"}, {"traceparent", "p"}},
+	}
+	edits := map[string]func(h *headerList){
+		"none":                  func(*headerList) {},
+		"append another name":   func(h *headerList) { h.Add("x-envoy-expected-rq-timeout-ms", "15000") },
+		"append a seen name":    func(h *headerList) { h.Add("user-agent", "late") },
+		"append a new name":     func(h *headerList) { h.Add("x-forwarded-proto", "http") },
+		"set a seen name":       func(h *headerList) { h.Set("user-agent", "set") },
+		"set a new name":        func(h *headerList) { h.Set("content-type", "text/plain") },
+		"delete a seen name":    func(h *headerList) { h.Del("x-request-id") },
+		"delete another name":   func(h *headerList) { h.Del("host") },
+		"delete then append":    func(h *headerList) { h.Del("user-agent"); h.Add("x-client-trace-id", "x") },
+		"traceparent set":       func(h *headerList) { h.SetDel("traceparent", "v", "tracestate") },
+		"set another, in place": func(h *headerList) { h.Set("host", "b") },
+		"emptied":               func(h *headerList) { h.reset() },
+		"emptied and refilled":  func(h *headerList) { h.reset(); h.Add("user-agent", "new") },
+	}
+	for _, fields := range lists {
+		for what, edit := range edits {
+			for _, rewrite := range []bool{false, true} {
+				s := &stream{}
+				s.reqHeaders.fields = slices.Clone(fields)
+				th := &s.traceHeaders
+				th.find(&s.reqHeaders)
+				th.reused = false
+				if id, ok := th.get(shRequestID); ok && rewrite {
+					// What setRequestIDReason does, with a longer id.
+					s.idBuf = append(append(s.idBuf[:0], id...), "-b"...)
+					s.reqHeaders.Set("x-request-id", view(s.idBuf))
+					th.values[shRequestID] = view(s.idBuf)
+				}
+				th.keep()
+				edit(&s.reqHeaders)
+				got := th.finish(&s.reqHeaders)
+				var want spanHeaders
+				want.find(&s.reqHeaders, finishHeaderTable)
+				for k, name := range spanHeaderNames {
+					if finishHeaders&(1<<k) == 0 {
+						continue
+					}
+					g, gok := got.get(k)
+					w, wok := want.get(k)
+					if g != w || gok != wok {
+						t.Errorf("%v, %s (id rewritten %v): %s = %q, %v; a new pass gives %q, %v", fields, what, rewrite, name, g, gok, w, wok)
+					}
+				}
+			}
+		}
+	}
+	// A pass over another list is not reused.
+	var other, mine headerList
+	other.Add("user-agent", "other")
+	mine.Add("user-agent", "mine")
+	var th startHeaders
+	th.find(&other)
+	th.keep()
+	if v, _ := th.finish(&mine).get(shUserAgent); v != "mine" {
+		t.Errorf("the finish over another list reused the pass: %q", v)
+	}
+}
