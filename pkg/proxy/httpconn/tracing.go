@@ -187,7 +187,11 @@ func (s *stream) startTracing() {
 	// rather than a search for each; the tracer reads traceparent and
 	// tracestate from them.
 	th := &s.traceHeaders
-	th.find(&s.reqHeaders)
+	if t.sampledPass {
+		th.findAll(&s.reqHeaders)
+	} else {
+		th.find(&s.reqHeaders)
+	}
 	th.reused = false
 	reason := s.sampleRequest(t, &th.spanHeaders)
 	s.traceReason = reason
@@ -628,14 +632,18 @@ func newSpanHeaderTable(set uint16) *spanHeaderTable {
 	return &t
 }
 
-// The tables of the spanHeaders that a finished span is tagged with, and
-// of those the start's pass finds: the ones the sampling decision and the
-// span's start read, and the finished span's, so that a sampled span's
-// finish reuses the pass.
+// The tables of the spanHeaders that a finished span is tagged with, of
+// those the sampling decision and the span's start read (startHeaders:
+// no two of a length), and of both, which the start's pass looks for when
+// most requests are sampled, so that their finish reuses it
+// (tracingConfig.sampledPass): each name found costs an unsampled
+// request more than its share of a finish pass.
 var (
-	finishHeaders     = uint16(1<<shRequestID | 1<<shDownstreamCluster | 1<<shUserAgent | 1<<shClientTraceID | 1<<shContentType | 1<<shForwardedProto)
-	finishHeaderTable = newSpanHeaderTable(finishHeaders)
-	startHeaderTable  = newSpanHeaderTable(finishHeaders | 1<<shForceTrace | 1<<shTraceparent | 1<<shTracestate | 1<<shDecoratorOp)
+	finishHeaders      = uint16(1<<shRequestID | 1<<shDownstreamCluster | 1<<shUserAgent | 1<<shClientTraceID | 1<<shContentType | 1<<shForwardedProto)
+	decisionHeaders    = uint16(1<<shRequestID | 1<<shClientTraceID | 1<<shForceTrace | 1<<shTraceparent | 1<<shTracestate | 1<<shDecoratorOp)
+	finishHeaderTable  = newSpanHeaderTable(finishHeaders)
+	startHeaderTable   = newSpanHeaderTable(decisionHeaders)
+	sampledHeaderTable = newSpanHeaderTable(finishHeaders | decisionHeaders)
 )
 
 // spanHeaderWords are words of the spanHeaderNames, by index: their first
@@ -755,16 +763,18 @@ type startHeaders struct {
 	h *headerList
 	// adds is h.adds when the pass ran.
 	adds uint32
-	// reused: the pass is kept for the finished span (keep), which was
-	// then edits and keptAdds of h.
-	reused          bool
+	// all: the pass also found the finished span's headers (findAll).
+	// reused: it is kept for the finished span (keep), which was then
+	// edits and keptAdds of h.
+	all, reused     bool
 	edits, keptAdds uint32
 }
 
-// keep marks the pass, as the start leaves the fields, for the finished
-// span: its values stay right while h is only appended to.
+// keep marks a pass that found every header (findAll), as the start
+// leaves the fields, for the finished span: its values stay right while
+// h is only appended to.
 func (th *startHeaders) keep() {
-	th.reused, th.edits, th.keptAdds = true, th.h.edits, th.h.adds
+	th.reused, th.edits, th.keptAdds = th.all, th.h.edits, th.h.adds
 }
 
 // finish returns the headers of h a finished span is tagged with: the
@@ -784,7 +794,17 @@ func (th *startHeaders) finish(h *headerList) *spanHeaders {
 
 // find fills th from h and keeps h for the other names.
 func (th *startHeaders) find(h *headerList) {
+	th.all = false
 	th.spanHeaders.find(h, startHeaderTable)
+	th.h = h
+	th.adds = h.adds
+}
+
+// findAll is find, also finding the headers a finished span is tagged
+// with.
+func (th *startHeaders) findAll(h *headerList) {
+	th.all = true
+	th.spanHeaders.find(h, sampledHeaderTable)
 	th.h = h
 	th.adds = h.adds
 }

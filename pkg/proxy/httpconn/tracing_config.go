@@ -45,7 +45,11 @@ type tracingConfig struct {
 	// nil. Both are set with the filters (withRouter).
 	childSpans bool
 	ctxOnly    tracing.ContextDriver
-	nodeID, zone  string
+	// sampledPass: random_sampling is 50% or more, so most requests are
+	// expected sampled; the start's pass then also finds the headers
+	// their finished spans are tagged with (startHeaders.findAll).
+	sampledPass  bool
+	nodeID, zone string
 	// consts are the tags every sampled span has with the same value,
 	// encoded once for the driver; nil without a driver.
 	consts *constTags
@@ -173,6 +177,7 @@ func readTracing(cfg *hcmv3.HttpConnectionManager, deps Deps) (*tracingConfig, e
 		nodeID:           deps.Tracing.Node.GetId(),
 		zone:             deps.Tracing.Node.GetLocality().GetZone(),
 	}
+	t.sampledPass = 2*t.random.Num >= t.random.Den
 	t.snapshots, _ = deps.Runtime.(runtimeSnapshots)
 	var err error
 	if t.operation, err = router.OperationFormat(tc.GetOperation()); err != nil {

@@ -373,11 +373,17 @@ func TestFinishHeadersMatchFind(t *testing.T) {
 	}
 	for _, fields := range lists {
 		for what, edit := range edits {
-			for _, rewrite := range []bool{false, true} {
+			for _, c := range []struct{ rewrite, all bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+				rewrite := c.rewrite
 				s := &stream{}
 				s.reqHeaders.fields = slices.Clone(fields)
 				th := &s.traceHeaders
-				th.find(&s.reqHeaders)
+				if c.all {
+					th.findAll(&s.reqHeaders)
+				} else {
+					// The decision's pass alone: not reused.
+					th.find(&s.reqHeaders)
+				}
 				th.reused = false
 				if id, ok := th.get(shRequestID); ok && rewrite {
 					// What setRequestIDReason does, with a longer id.
@@ -397,7 +403,7 @@ func TestFinishHeadersMatchFind(t *testing.T) {
 					g, gok := got.get(k)
 					w, wok := want.get(k)
 					if g != w || gok != wok {
-						t.Errorf("%v, %s (id rewritten %v): %s = %q, %v; a new pass gives %q, %v", fields, what, rewrite, name, g, gok, w, wok)
+						t.Errorf("%v, %s (id rewritten %v, pass of all %v): %s = %q, %v; a new pass gives %q, %v", fields, what, rewrite, c.all, name, g, gok, w, wok)
 					}
 				}
 			}
@@ -408,7 +414,7 @@ func TestFinishHeadersMatchFind(t *testing.T) {
 	other.Add("user-agent", "other")
 	mine.Add("user-agent", "mine")
 	var th startHeaders
-	th.find(&other)
+	th.findAll(&other)
 	th.keep()
 	if v, _ := th.finish(&mine).get(shUserAgent); v != "mine" {
 		t.Errorf("the finish over another list reused the pass: %q", v)

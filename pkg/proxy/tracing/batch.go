@@ -189,17 +189,18 @@ func (b *Batcher) Report(s *Span) {
 	b.kickAt(n)
 }
 
-// ReportEncoded implements EncodedReporter: the span's bytes are copied
-// to wait for the next export, or dropped when the buffer is full. Only
-// a batcher whose exporter is an EncodedExporter may be given them.
-func (b *Batcher) ReportEncoded(enc []byte) {
+// ReportEncoded implements EncodedReporter: the span is encoded by e
+// where it waits for the next export (no copy of its bytes), or dropped
+// when the buffer is full. Only a batcher whose exporter is an
+// EncodedExporter may be given spans this way.
+func (b *Batcher) ReportEncoded(e SpanEncoder, s *Span) {
 	b.mu.Lock()
 	if b.closed || len(b.buf)+b.nEnc >= b.opts.MaxBuffered {
 		b.mu.Unlock()
 		b.dropped.Inc()
 		return
 	}
-	b.enc = append(b.enc, enc...)
+	b.enc = e.AppendSpan(b.enc, s)
 	b.nEnc++
 	n := len(b.buf) + b.nEnc
 	b.mu.Unlock()

@@ -304,22 +304,34 @@ func (e *encodedExporter) exports() ([]string, []int) {
 	return slices.Clone(e.encoded), slices.Clone(e.counts)
 }
 
-// TestBatcherExportsEncodedSpans: spans reported encoded are copied,
-// joined in the order they came, counted towards min_flush_spans and
-// max_cache_size like spans, and exported together.
+// nameEncoder is a SpanEncoder writing a span's name.
+type nameEncoder struct{}
+
+func (nameEncoder) AppendSpan(b []byte, s *Span) []byte { return append(b, s.Name...) }
+
+// reportNamed reports a span of that name encoded.
+func reportNamed(b *Batcher, name string) {
+	s := NewSpan(nil, nil)
+	s.Name = name
+	b.ReportEncoded(nameEncoder{}, s)
+	// Encoded at once: the span may change afterwards.
+	s.Name = "changed"
+}
+
+// TestBatcherExportsEncodedSpans: spans reported encoded are written at
+// once, joined in the order they came, counted towards min_flush_spans
+// and max_cache_size like spans, and exported together.
 func TestBatcherExportsEncodedSpans(t *testing.T) {
 	exp := &encodedExporter{}
 	st := stats.NewStore()
 	b := NewBatcher(exp, BatchOptions{StatPrefix: "t.", RuntimePrefix: "t.", MaxBuffered: 4},
 		Context{Stats: st, Runtime: fixedRuntime{"t.min_flush_spans": 3, "t.flush_interval_ms": 3600000}})
-	scratch := []byte("one")
-	b.ReportEncoded(scratch)
-	copy(scratch, "two")
-	b.ReportEncoded(scratch)
+	reportNamed(b, "one")
+	reportNamed(b, "two")
 	if enc, _ := exp.exports(); len(enc) != 0 {
 		t.Fatal("exported before min_flush_spans")
 	}
-	b.ReportEncoded([]byte("333"))
+	reportNamed(b, "333")
 	waitFor(t, "the batch", func() bool { enc, _ := exp.exports(); return len(enc) == 1 })
 	if enc, n := exp.exports(); enc[0] != "onetwo333" || n[0] != 3 {
 		t.Errorf("exported %q (%v spans), want onetwo333 (3)", enc, n)
@@ -330,7 +342,7 @@ func TestBatcherExportsEncodedSpans(t *testing.T) {
 	if counter(st, "spans_sent") != 3 || counter(st, "reports_sent") != 1 {
 		t.Errorf("spans_sent %d, reports_sent %d", counter(st, "spans_sent"), counter(st, "reports_sent"))
 	}
-	b.ReportEncoded([]byte("late"))
+	reportNamed(b, "late")
 	if counter(st, "spans_dropped") != 1 {
 		t.Error("a span reported encoded after Close was not dropped")
 	}
@@ -348,8 +360,8 @@ func TestBatcherBoundsEncodedSpans(t *testing.T) {
 		s.Sampled = true
 		s.Finish(time.Now())
 	}
-	b.ReportEncoded([]byte("a"))
-	b.ReportEncoded([]byte("b"))
+	reportNamed(b, "a")
+	reportNamed(b, "b")
 	s := NewSpan(b, nil)
 	s.Sampled = true
 	s.Finish(time.Now())

@@ -188,11 +188,11 @@ type SpanEncoder interface {
 	AppendSpan(b []byte, s *Span) []byte
 }
 
-// EncodedReporter takes finished, sampled spans as their SpanEncoder
-// wrote them (a Batcher whose exporter is an EncodedExporter). It copies
-// b before returning.
+// EncodedReporter takes finished, sampled spans encoded (a Batcher whose
+// exporter is an EncodedExporter): it has e write s where it keeps the
+// spans waiting for export, straight away, and keeps nothing of s.
 type EncodedReporter interface {
-	ReportEncoded(b []byte)
+	ReportEncoded(e SpanEncoder, s *Span)
 }
 
 // Propagator writes a span's context into request headers, in its
@@ -255,9 +255,6 @@ type Span struct {
 	// borrow: the span's name and tag values are kept as given, not
 	// copied (Borrow).
 	borrow bool
-	// enc holds the span's encoding when it finishes (SpanEncoder),
-	// reused from one span to the next.
-	enc []byte
 }
 
 // newSpan returns a span with its generator seeded.
@@ -385,7 +382,6 @@ func (s *Span) reset() {
 	s.Start, s.End = time.Time{}, time.Time{}
 	s.arena, s.Scratch = s.arena[:0], s.Scratch[:0]
 	s.tagBytes, s.tagMax, s.borrow = 0, 0, false
-	s.enc = s.enc[:0]
 	s.reporter, s.propagator, s.pool = nil, nil, nil
 }
 
@@ -525,8 +521,7 @@ func (s *Span) Finish(end time.Time) {
 		if pool := s.pool; pool != nil && pool.encoder != nil {
 			// Encoded now, while the strings it borrows are valid;
 			// only the bytes are kept.
-			s.enc = pool.encoder.AppendSpan(s.enc[:0], s)
-			pool.encoded.ReportEncoded(s.enc)
+			pool.encoded.ReportEncoded(pool.encoder, s)
 			s.Release()
 			return
 		}

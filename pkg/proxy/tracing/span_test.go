@@ -83,11 +83,13 @@ func TestLocalSpan(t *testing.T) {
 	}
 }
 
-// encodedRecorder is an EncodedReporter that keeps copies of what it is
-// given, and a SpanEncoder writing a span's name and tags.
+// encodedRecorder is an EncodedReporter that keeps the encodings of what
+// it is given, and a SpanEncoder writing a span's name and tags.
 type encodedRecorder struct{ spans []string }
 
-func (r *encodedRecorder) ReportEncoded(b []byte) { r.spans = append(r.spans, string(b)) }
+func (r *encodedRecorder) ReportEncoded(e SpanEncoder, s *Span) {
+	r.spans = append(r.spans, string(e.AppendSpan(nil, s)))
+}
 
 func (r *encodedRecorder) AppendSpan(b []byte, s *Span) []byte {
 	b = append(b, s.Name...)

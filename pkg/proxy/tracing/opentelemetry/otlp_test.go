@@ -228,7 +228,7 @@ func TestSpanSizeFollowsTags(t *testing.T) {
 // joinedSpans is a tracing.EncodedReporter that joins what it is given.
 type joinedSpans struct{ enc []byte }
 
-func (j *joinedSpans) ReportEncoded(b []byte) { j.enc = append(j.enc, b...) }
+func (j *joinedSpans) ReportEncoded(e tracing.SpanEncoder, s *tracing.Span) { j.enc = e.AppendSpan(j.enc, s) }
 
 // TestEncodedRequestMatchesRequest: spans encoded as they finish
 // (tracing.SpanEncoder), then joined into an export request, give the
