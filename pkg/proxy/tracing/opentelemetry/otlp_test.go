@@ -228,7 +228,9 @@ func TestSpanSizeFollowsTags(t *testing.T) {
 // joinedSpans is a tracing.EncodedReporter that joins what it is given.
 type joinedSpans struct{ enc []byte }
 
-func (j *joinedSpans) ReportEncoded(e tracing.SpanEncoder, s *tracing.Span) { j.enc = e.AppendSpan(j.enc, s) }
+func (j *joinedSpans) ReportEncoded(e tracing.SpanEncoder, s *tracing.Span) {
+	j.enc = e.AppendSpan(j.enc, s)
+}
 
 // TestEncodedRequestMatchesRequest: spans encoded as they finish
 // (tracing.SpanEncoder), then joined into an export request, give the
