@@ -187,11 +187,7 @@ func (s *stream) startTracing() {
 	// rather than a search for each; the tracer reads traceparent and
 	// tracestate from them.
 	th := &s.traceHeaders
-	if t.sampledPass {
-		th.findAll(&s.reqHeaders)
-	} else {
-		th.find(&s.reqHeaders)
-	}
+	th.find(&s.reqHeaders, t.startTable)
 	th.reused = false
 	reason := s.sampleRequest(t, &th.spanHeaders)
 	s.traceReason = reason
@@ -763,14 +759,14 @@ type startHeaders struct {
 	h *headerList
 	// adds is h.adds when the pass ran.
 	adds uint32
-	// all: the pass also found the finished span's headers (findAll).
-	// reused: it is kept for the finished span (keep), which was then
+	// all: the pass also found the finished span's headers
+	// (sampledHeaderTable). reused: it is kept for the finished span (keep), which was then
 	// edits and keptAdds of h.
 	all, reused     bool
 	edits, keptAdds uint32
 }
 
-// keep marks a pass that found every header (findAll), as the start
+// keep marks a pass that found every header (sampledHeaderTable), as the start
 // leaves the fields, for the finished span: its values stay right while
 // h is only appended to.
 func (th *startHeaders) keep() {
@@ -792,21 +788,12 @@ func (th *startHeaders) finish(h *headerList) *spanHeaders {
 	return hv
 }
 
-// find fills th from h and keeps h for the other names.
-func (th *startHeaders) find(h *headerList) {
-	th.all = false
-	th.spanHeaders.find(h, startHeaderTable)
-	th.h = h
-	th.adds = h.adds
-}
-
-// findAll is find, also finding the headers a finished span is tagged
-// with.
-func (th *startHeaders) findAll(h *headerList) {
-	th.all = true
-	th.spanHeaders.find(h, sampledHeaderTable)
-	th.h = h
-	th.adds = h.adds
+// find fills th from h with the headers of t (startHeaderTable, or
+// sampledHeaderTable) and keeps h for the other names.
+func (th *startHeaders) find(h *headerList, t *spanHeaderTable) {
+	th.found = 0
+	th.scan(h, t, 0)
+	th.h, th.adds, th.all = h, h.adds, t == sampledHeaderTable
 }
 
 // Set implements tracing.HeaderSetter.

@@ -45,10 +45,11 @@ type tracingConfig struct {
 	// nil. Both are set with the filters (withRouter).
 	childSpans bool
 	ctxOnly    tracing.ContextDriver
-	// sampledPass: random_sampling is 50% or more, so most requests are
-	// expected sampled; the start's pass then also finds the headers
-	// their finished spans are tagged with (startHeaders.findAll).
-	sampledPass  bool
+	// startTable is the headers the start's pass finds: those of the
+	// decision and the span's start (startHeaderTable) or, when
+	// random_sampling is 50% or more and most requests are expected
+	// sampled, those of their finished spans too (sampledHeaderTable).
+	startTable   *spanHeaderTable
 	nodeID, zone string
 	// consts are the tags every sampled span has with the same value,
 	// encoded once for the driver; nil without a driver.
@@ -177,7 +178,10 @@ func readTracing(cfg *hcmv3.HttpConnectionManager, deps Deps) (*tracingConfig, e
 		nodeID:           deps.Tracing.Node.GetId(),
 		zone:             deps.Tracing.Node.GetLocality().GetZone(),
 	}
-	t.sampledPass = 2*t.random.Num >= t.random.Den
+	t.startTable = startHeaderTable
+	if 2*t.random.Num >= t.random.Den {
+		t.startTable = sampledHeaderTable
+	}
 	t.snapshots, _ = deps.Runtime.(runtimeSnapshots)
 	var err error
 	if t.operation, err = router.OperationFormat(tc.GetOperation()); err != nil {

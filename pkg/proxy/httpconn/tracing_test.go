@@ -128,7 +128,7 @@ func TestSpanHeadersMatchGet(t *testing.T) {
 	}
 	for _, fields := range lists {
 		h := headerList{fields: fields}
-		th.find(&h)
+		th.find(&h, startHeaderTable)
 		hv.find(&h, finishHeaderTable)
 		for k, name := range spanHeaderNames {
 			want, wantOK := h.Get(name)
@@ -147,6 +147,15 @@ func TestSpanHeadersMatchGet(t *testing.T) {
 			}
 			if got, ok := th.Get(name); got != want || ok != wantOK {
 				t.Errorf("%v: startHeaders.Get(%s) = %q, %v; Get gives %q, %v", fields, name, got, ok, want, wantOK)
+			}
+		}
+		// The pass of both tables finds each of their names.
+		var all startHeaders
+		all.find(&h, sampledHeaderTable)
+		for k, name := range spanHeaderNames {
+			want, wantOK := h.Get(name)
+			if got, ok := all.get(k); got != want || ok != wantOK {
+				t.Errorf("%v: the pass of both tables gives %s = %q, %v; Get gives %q, %v", fields, name, got, ok, want, wantOK)
 			}
 		}
 		// Names outside the one pass (Zipkin's) are searched.
@@ -302,7 +311,7 @@ func TestStartHeadersSetDelMatchesSetThenDel(t *testing.T) {
 				want.fields = append([]field(nil), fields...)
 				got.fields = append([]field(nil), fields...)
 				var th startHeaders
-				th.find(&got)
+				th.find(&got, startHeaderTable)
 				fn(&want)
 				fn(&got)
 				want.Set(names[0], "new")
@@ -328,7 +337,7 @@ func TestUnsampledInjectAllocatesNothing(t *testing.T) {
 	var th startHeaders
 	allocs := testing.AllocsPerRun(100, func() {
 		h.fields = append(h.fields[:0], field{"user-agent", "curl"}, field{"x-request-id", "id"})
-		th.find(&h)
+		th.find(&h, startHeaderTable)
 		h.Set("x-envoy-expected-rq-timeout-ms", "15000")
 		th.SetDel("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00", "tracestate")
 	})
@@ -379,10 +388,10 @@ func TestFinishHeadersMatchFind(t *testing.T) {
 				s.reqHeaders.fields = slices.Clone(fields)
 				th := &s.traceHeaders
 				if c.all {
-					th.findAll(&s.reqHeaders)
+					th.find(&s.reqHeaders, sampledHeaderTable)
 				} else {
 					// The decision's pass alone: not reused.
-					th.find(&s.reqHeaders)
+					th.find(&s.reqHeaders, startHeaderTable)
 				}
 				th.reused = false
 				if id, ok := th.get(shRequestID); ok && rewrite {
@@ -414,7 +423,7 @@ func TestFinishHeadersMatchFind(t *testing.T) {
 	other.Add("user-agent", "other")
 	mine.Add("user-agent", "mine")
 	var th startHeaders
-	th.findAll(&other)
+	th.find(&other, sampledHeaderTable)
 	th.keep()
 	if v, _ := th.finish(&mine).get(shUserAgent); v != "mine" {
 		t.Errorf("the finish over another list reused the pass: %q", v)
