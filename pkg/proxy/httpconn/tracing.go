@@ -171,10 +171,8 @@ func (s *stream) setRequestIDReason(id string, r traceReason) {
 	// itself.
 	s.idBuf = append(s.idBuf[:0], id...)
 	s.idBuf[uuidTraceByte] = c
-	s.reqHeaders.Set("x-request-id", view(s.idBuf))
-	// The start's pass holds the new value (one field of the name is
-	// left), for the finished span.
-	s.traceHeaders.values[shRequestID] = view(s.idBuf)
+	// The start's pass holds the new value, for the finished span.
+	s.traceHeaders.setRequestID(&s.reqHeaders, id, view(s.idBuf))
 }
 
 // startTracing decides whether the request is traced, counts the
@@ -681,6 +679,9 @@ type spanHeaders struct {
 	// stale.
 	values [shCount]string
 	found  uint16
+	// at holds the index of the field header k's value is from when
+	// found (the first of a joined value).
+	at [shCount]int32
 }
 
 // find fills hv from h's fields, forgetting what it held: the headers
@@ -726,6 +727,7 @@ func (hv *spanHeaders) scan(h *headerList, t *spanHeaderTable, from int) {
 			continue
 		}
 		hv.values[k] = fields[i].value
+		hv.at[k] = int32(from + i)
 		hv.found |= 1 << k
 	}
 }
@@ -757,8 +759,8 @@ func (hv *spanHeaders) or(k int, def string) string {
 type startHeaders struct {
 	spanHeaders
 	h *headerList
-	// adds is h.adds when the pass ran.
-	adds uint32
+	// adds and passEdits are h.adds and h.edits when the pass ran.
+	adds, passEdits uint32
 	// all: the pass also found the finished span's headers
 	// (sampledHeaderTable). reused: it is kept for the finished span (keep), which was then
 	// edits and keptAdds of h.
@@ -793,7 +795,24 @@ func (th *startHeaders) finish(h *headerList) *spanHeaders {
 func (th *startHeaders) find(h *headerList, t *spanHeaderTable) {
 	th.found = 0
 	th.scan(h, t, 0)
-	th.h, th.adds, th.all = h, h.adds, t == sampledHeaderTable
+	th.h, th.adds, th.passEdits, th.all = h, h.adds, h.edits, t == sampledHeaderTable
+}
+
+// setRequestID replaces the request id the pass found, id, by v in h's
+// fields, as h.Set does: in place, without a search, when it came from
+// one field (not a joined value) and the fields have not changed since
+// the pass; then the pass holds v too.
+func (th *startHeaders) setRequestID(h *headerList, id, v string) {
+	if i := int(th.at[shRequestID]); th.h == h && h.edits == th.passEdits && h.adds == th.adds &&
+		i < len(h.fields) && unsafe.StringData(h.fields[i].value) == unsafe.StringData(id) && len(h.fields[i].value) == len(id) {
+		h.fields[i].value = v
+		h.edits++
+		th.passEdits = h.edits
+	} else {
+		h.Set("x-request-id", v)
+	}
+	// One field of the name is left, with v.
+	th.values[shRequestID] = v
 }
 
 // Set implements tracing.HeaderSetter.

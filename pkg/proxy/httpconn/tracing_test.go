@@ -397,8 +397,7 @@ func TestFinishHeadersMatchFind(t *testing.T) {
 				if id, ok := th.get(shRequestID); ok && rewrite {
 					// What setRequestIDReason does, with a longer id.
 					s.idBuf = append(append(s.idBuf[:0], id...), "-b"...)
-					s.reqHeaders.Set("x-request-id", view(s.idBuf))
-					th.values[shRequestID] = view(s.idBuf)
+					th.setRequestID(&s.reqHeaders, id, view(s.idBuf))
 				}
 				th.keep()
 				edit(&s.reqHeaders)
@@ -427,5 +426,44 @@ func TestFinishHeadersMatchFind(t *testing.T) {
 	th.keep()
 	if v, _ := th.finish(&mine).get(shUserAgent); v != "mine" {
 		t.Errorf("the finish over another list reused the pass: %q", v)
+	}
+}
+
+// TestSetRequestIDMatchesSet: the request id rewritten through the start's
+// pass leaves the fields Set leaves, and the pass holds the new value:
+// one field (in place), several (joined: Set), and after edits, appends or
+// a rewrite already made since the pass.
+func TestSetRequestIDMatchesSet(t *testing.T) {
+	lists := [][]field{
+		{{"host", "a"}, {"x-request-id", "id-1"}, {"user-agent", "u"}},
+		{{"x-request-id", "id-1"}},
+		{{"x-request-id", "id-1"}, {"host", "a"}, {"x-request-id", "id-2"}},
+	}
+	changes := map[string]func(h *headerList){
+		"none":              func(*headerList) {},
+		"a field deleted":   func(h *headerList) { h.Del("host") },
+		"a field appended":  func(h *headerList) { h.Add("x-request-id", "late") },
+		"the id set before": func(h *headerList) { h.Set("x-request-id", "other") },
+	}
+	for _, fields := range lists {
+		for what, change := range changes {
+			for _, table := range []*spanHeaderTable{startHeaderTable, sampledHeaderTable} {
+				h := headerList{fields: slices.Clone(fields)}
+				want := headerList{fields: slices.Clone(fields)}
+				var th startHeaders
+				th.find(&h, table)
+				id, _ := th.get(shRequestID)
+				change(&h)
+				change(&want)
+				th.setRequestID(&h, id, "new")
+				want.Set("x-request-id", "new")
+				if !slices.Equal(h.fields, want.fields) {
+					t.Errorf("%v, %s: fields %v, Set gives %v", fields, what, h.fields, want.fields)
+				}
+				if v, _ := th.get(shRequestID); v != "new" {
+					t.Errorf("%v, %s: the pass holds %q", fields, what, v)
+				}
+			}
+		}
 	}
 }
