@@ -675,13 +675,17 @@ func isLongSpanHeader(name string, k uint8) bool {
 // found in one pass over the fields: a search of the whole list for each
 // cost a request more than the rest of its tracing.
 type spanHeaders struct {
-	// values holds header k's value when found has bit k; the others are
-	// stale.
-	values [shCount]string
+	// values holds header k's value when found has bit k, with the index
+	// of the field it is from (the first of a joined value); the others
+	// are stale.
+	values [shCount]headerValue
 	found  uint16
-	// at holds the index of the field header k's value is from when
-	// found (the first of a joined value).
-	at [shCount]int32
+}
+
+// headerValue is a value of spanHeaders.
+type headerValue struct {
+	v  string
+	at int
 }
 
 // find fills hv from h's fields, forgetting what it held: the headers
@@ -689,14 +693,13 @@ type spanHeaders struct {
 // as headerList.Get gives it.
 func (hv *spanHeaders) find(h *headerList, t *spanHeaderTable) {
 	hv.found = 0
-	hv.scan(h, t, 0)
+	hv.scan(h, t, h.fields, 0)
 }
 
-// scan adds to hv the headers of the table among h's fields from index
-// from on; a name hv has already takes the joined value of all its
+// scan adds to hv the headers of the table among fields, h's fields from
+// index from on; a name hv has already takes the joined value of all its
 // fields.
-func (hv *spanHeaders) scan(h *headerList, t *spanHeaderTable, from int) {
-	fields := h.fields[from:]
+func (hv *spanHeaders) scan(h *headerList, t *spanHeaderTable, fields []field, from int) {
 	for i := range fields {
 		name := fields[i].name
 		// Each field costs a look-up by its name's length and, for the
@@ -723,11 +726,10 @@ func (hv *spanHeaders) scan(h *headerList, t *spanHeaderTable, from int) {
 			continue
 		}
 		if hv.found&(1<<k) != 0 {
-			hv.values[k], _ = h.Get(name)
+			hv.values[k].v, _ = h.Get(name)
 			continue
 		}
-		hv.values[k] = fields[i].value
-		hv.at[k] = int32(from + i)
+		hv.values[k] = headerValue{fields[i].value, from + i}
 		hv.found |= 1 << k
 	}
 }
@@ -740,13 +742,13 @@ func (hv *spanHeaders) get(k int) (string, bool) {
 	if !hv.has(k) {
 		return "", false
 	}
-	return hv.values[k], true
+	return hv.values[k].v, true
 }
 
 // or returns header k's value, def when absent.
 func (hv *spanHeaders) or(k int, def string) string {
 	if hv.has(k) {
-		return hv.values[k]
+		return hv.values[k].v
 	}
 	return def
 }
@@ -759,12 +761,12 @@ func (hv *spanHeaders) or(k int, def string) string {
 type startHeaders struct {
 	spanHeaders
 	h *headerList
-	// adds and passEdits are h.adds and h.edits when the pass ran.
-	adds, passEdits uint32
-	// all: the pass also found the finished span's headers
-	// (sampledHeaderTable). reused: it is kept for the finished span (keep), which was then
-	// edits and keptAdds of h.
-	all, reused     bool
+	// adds is h.adds when the pass ran.
+	adds uint32
+	// t is the pass's table. reused: the pass is kept for the finished
+	// span (keep), which was then edits and keptAdds of h.
+	t               *spanHeaderTable
+	reused          bool
 	edits, keptAdds uint32
 }
 
@@ -772,7 +774,7 @@ type startHeaders struct {
 // leaves the fields, for the finished span: its values stay right while
 // h is only appended to.
 func (th *startHeaders) keep() {
-	th.reused, th.edits, th.keptAdds = th.all, th.h.edits, th.h.adds
+	th.reused, th.edits, th.keptAdds = th.t == sampledHeaderTable, th.h.edits, th.h.adds
 }
 
 // finish returns the headers of h a finished span is tagged with: the
@@ -785,7 +787,8 @@ func (th *startHeaders) finish(h *headerList) *spanHeaders {
 		return hv
 	}
 	if n := int(h.adds - th.keptAdds); n > 0 {
-		hv.scan(h, finishHeaderTable, max(len(h.fields)-n, 0))
+		at := max(len(h.fields)-n, 0)
+		hv.scan(h, finishHeaderTable, h.fields[at:], at)
 	}
 	return hv
 }
@@ -794,25 +797,26 @@ func (th *startHeaders) finish(h *headerList) *spanHeaders {
 // sampledHeaderTable) and keeps h for the other names.
 func (th *startHeaders) find(h *headerList, t *spanHeaderTable) {
 	th.found = 0
-	th.scan(h, t, 0)
-	th.h, th.adds, th.passEdits, th.all = h, h.adds, h.edits, t == sampledHeaderTable
+	th.scan(h, t, h.fields, 0)
+	th.h, th.t, th.adds = h, t, h.adds
 }
 
 // setRequestID replaces the request id the pass found, id, by v in h's
-// fields, as h.Set does: in place, without a search, when it came from
-// one field (not a joined value) and the fields have not changed since
-// the pass; then the pass holds v too.
+// fields, as h.Set does, and the pass holds v too: in place, without a
+// search, when id came from one field (not a joined value) that is still
+// where the pass found it, and no field was appended since (none of the
+// name to remove).
 func (th *startHeaders) setRequestID(h *headerList, id, v string) {
-	if i := int(th.at[shRequestID]); th.h == h && h.edits == th.passEdits && h.adds == th.adds &&
-		i < len(h.fields) && unsafe.StringData(h.fields[i].value) == unsafe.StringData(id) && len(h.fields[i].value) == len(id) {
+	if i := th.values[shRequestID].at; th.h == h && h.adds == th.adds && i < len(h.fields) &&
+		unsafe.StringData(h.fields[i].value) == unsafe.StringData(id) && len(h.fields[i].value) == len(id) &&
+		h.fields[i].name == "x-request-id" {
 		h.fields[i].value = v
 		h.edits++
-		th.passEdits = h.edits
 	} else {
 		h.Set("x-request-id", v)
 	}
 	// One field of the name is left, with v.
-	th.values[shRequestID] = v
+	th.values[shRequestID].v = v
 }
 
 // Set implements tracing.HeaderSetter.
