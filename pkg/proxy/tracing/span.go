@@ -204,8 +204,9 @@ type Propagator interface {
 // Span is one span. A connection manager owns it until Finish, from one
 // goroutine; then it belongs to the reporter, which releases it once
 // exported. Its strings must not alias buffers that are reused: SetTag and
-// SetOperation copy theirs into the span's own arena, and tag keys must be
-// immutable strings (constants, configuration).
+// SetOperation copy theirs into the span's own arena (unless the span
+// borrows them until it finishes: Borrow), and tag keys must be immutable
+// strings (constants, configuration).
 type Span struct {
 	Trace  TraceID
 	ID     SpanID
