@@ -111,6 +111,5 @@ func (h *headerList) dropInternal(edge bool) {
 			out++
 		}
 	}
-	clear(h.fields[out:])
-	h.fields = h.fields[:out]
+	h.truncate(out)
 }

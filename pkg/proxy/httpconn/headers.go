@@ -26,6 +26,12 @@ type headerList struct {
 	// pass over it holds no name that pass did not see (the tracing's
 	// propagation relies on it to add its traceparent without a search).
 	adds uint32
+	// edits counts the changes to fields already there, ever: values
+	// replaced, fields removed. A list whose edits have not moved since a
+	// pass over it holds the fields that pass saw, as they were, followed
+	// by those appended since (the tracing's finished span reuses its
+	// start's pass that way).
+	edits uint32
 }
 
 var (
@@ -36,8 +42,18 @@ var (
 
 // reset empties the list, keeping its capacity.
 func (h *headerList) reset() {
-	clear(h.fields)
-	h.fields = h.fields[:0]
+	h.truncate(0)
+}
+
+// truncate removes the fields from index n on, an edit when there are
+// any.
+func (h *headerList) truncate(n int) {
+	if n == len(h.fields) {
+		return
+	}
+	clear(h.fields[n:])
+	h.fields = h.fields[:n]
+	h.edits++
 }
 
 // Get returns the value of name (lower case). Several fields of one name
@@ -139,6 +155,7 @@ func (h *headerList) Set(name, value string) {
 	for i := range h.fields {
 		if h.fields[i].name == name {
 			h.fields[i].value = value
+			h.edits++
 			h.delFrom(name, i+1)
 			return
 		}
@@ -158,6 +175,7 @@ func (h *headerList) SetDel(set, value, del string) {
 		h.Del(del)
 	case first >= 0:
 		h.fields[first].value = value
+		h.edits++
 	default:
 		h.fields = append(h.fields, field{set, value})
 		h.adds++
@@ -225,6 +243,5 @@ func (h *headerList) delFrom(name string, from int) {
 			out++
 		}
 	}
-	clear(h.fields[out:])
-	h.fields = h.fields[:out]
+	h.truncate(out)
 }

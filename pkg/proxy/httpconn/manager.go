@@ -161,6 +161,7 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 	errs = append(errs, fieldpath.Prefix("local_reply_config.", err))
 	tr, err := readTracing(cfg, deps)
 	errs = append(errs, err)
+	tr.withRouter(filters.startChildSpan)
 	s.requestID, err = readRequestID(cfg, deps)
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {

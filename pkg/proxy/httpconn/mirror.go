@@ -178,6 +178,7 @@ func (s *stream) newShadow(cl UpstreamCluster, authority string) *shadow {
 // order of the others (a mirror policy's remove_on_match).
 func (h *headerList) DelMatching(match func(name string) bool) {
 	h.fields = slices.DeleteFunc(h.fields, func(f field) bool { return match(f.name) })
+	h.edits++
 }
 
 // bufferLimit is how much of a request body the stream keeps for its

@@ -296,8 +296,7 @@ func (h *headerList) dropRetryHeaders() {
 			out++
 		}
 	}
-	clear(h.fields[out:])
-	h.fields = h.fields[:out]
+	h.truncate(out)
 }
 
 // retryHeader reports whether name is one of the request headers the

@@ -320,7 +320,8 @@ type stream struct {
 	// grpcTimeoutBuf holds the grpc-timeout a route rewrites.
 	grpcTimeoutBuf []byte
 	logBuf         []byte
-	// tagBuf holds a span tag's value while the span copies it.
+	// tagBuf holds span tags' values: appended to while a span is
+	// tagged (tagSince), as the span may borrow them until it finishes.
 	tagBuf []byte
 }
 

@@ -171,7 +171,8 @@ func (s *stream) setRequestIDReason(id string, r traceReason) {
 	// itself.
 	s.idBuf = append(s.idBuf[:0], id...)
 	s.idBuf[uuidTraceByte] = c
-	s.reqHeaders.Set("x-request-id", view(s.idBuf))
+	// The start's pass holds the new value, for the finished span.
+	s.traceHeaders.setRequestID(&s.reqHeaders, id, view(s.idBuf))
 }
 
 // startTracing decides whether the request is traced, counts the
@@ -184,7 +185,8 @@ func (s *stream) startTracing() {
 	// rather than a search for each; the tracer reads traceparent and
 	// tracestate from them.
 	th := &s.traceHeaders
-	th.find(&s.reqHeaders)
+	th.find(&s.reqHeaders, t.startTable)
+	th.reused = false
 	reason := s.sampleRequest(t, &th.spanHeaders)
 	s.traceReason = reason
 	st := s.m.stats
@@ -202,8 +204,7 @@ func (s *stream) startTracing() {
 		return
 	}
 	var span *tracing.Span
-	if reason == notTraceable && t.ctxDriver != nil && !s.m.filters.startChildSpan && !t.spawnUpstream &&
-		t.ctxDriver.StartContext(th, false, &s.spanCtx) {
+	if reason == notTraceable && t.ctxOnly != nil && t.ctxOnly.StartContext(th, false, &s.spanCtx) {
 		// Not sampled, and nothing asks for child spans: the request
 		// keeps only the context it propagates (injectTrace). A request
 		// the decision traces (an incoming context may still say no)
@@ -216,6 +217,9 @@ func (s *stream) startTracing() {
 		if span == nil {
 			return
 		}
+		// Its names and tags view the request's buffers and tagBuf,
+		// which outlive it (finishSpan).
+		span.Borrow()
 		s.span = span
 		if span.Sampled {
 			span.AddPreparedTags(t.consts.node)
@@ -233,9 +237,7 @@ func (s *stream) startTracing() {
 		if s.decorated != "" && s.decoratedPropagate {
 			h.Set(headerDecoratorOp, s.decorated)
 		}
-		return
-	}
-	if v, ok := th.get(shDecoratorOp); ok {
+	} else if v, ok := th.get(shDecoratorOp); ok {
 		// An ingress request may name its own span; the name is not
 		// passed to the service, nor echoed in the response.
 		if v != "" {
@@ -245,6 +247,11 @@ func (s *stream) startTracing() {
 			s.decorated = ""
 		}
 		h.Del(headerDecoratorOp)
+	}
+	if span != nil && span.Sampled {
+		// The finished span's headers are those of this pass, unless
+		// the fields are edited in between.
+		th.keep()
 	}
 }
 
@@ -313,8 +320,10 @@ func (s *stream) injectTrace(cl UpstreamCluster) {
 		}
 		return
 	}
-	if s.m.filters.startChildSpan || s.m.tracing.spawnUpstream {
+	if s.m.tracing.childSpans {
 		s.child = s.span.Child("router "+cl.Name()+" egress", s.m.stamp(time.Now()))
+		// Tagged and finished at once (finishChildSpan).
+		s.child.Borrow()
 		s.child.Inject(&s.reqHeaders)
 		return
 	}
@@ -331,6 +340,7 @@ func (s *stream) finishChildSpan(cl UpstreamCluster, proto string) {
 	s.child = nil
 	now := s.m.stamp(time.Now())
 	if c.Sampled {
+		s.tagBuf = s.tagBuf[:0]
 		c.SetTag("http.protocol", proto)
 		if s.host != nil {
 			c.SetTag("upstream_address", s.host.Address)
@@ -393,9 +403,17 @@ func (s *stream) operationFormats() (op, upstream *accesslog.Formatter) {
 // nameSpan renames sp with an operation format (tracing.operation or
 // upstream_operation), which wins over decorators.
 func (s *stream) nameSpan(sp *tracing.Span, f *accesslog.Formatter) {
-	s.tagBuf = f.AppendValue(s.tagBuf[:0], &s.entry)
-	sp.SetOperation(view(s.tagBuf))
+	at := len(s.tagBuf)
+	s.tagBuf = f.AppendValue(s.tagBuf, &s.entry)
+	sp.SetOperation(s.tagSince(at))
 }
+
+// tagSince returns the bytes of tagBuf from at on, a tag's value. While a
+// span is tagged, from its first tag to its Finish, tagBuf is only
+// appended to: the span may borrow its values (tracing.Span.Borrow). A
+// value's bytes stay where they are when tagBuf grows, in the array it
+// leaves.
+func (s *stream) tagSince(at int) string { return view(s.tagBuf[at:]) }
 
 // finishSpan ends the request's span with Envoy's downstream tags
 // (finalizeDownstreamSpan).
@@ -412,13 +430,12 @@ func (s *stream) finishSpan(now time.Time) {
 	// The tags below are new to the span (it has node_id and zone), so
 	// they are added without a search for an earlier value; only error
 	// and custom tags may replace one.
-	var hv spanHeaders
-	hv.find(&s.reqHeaders, finishHeaderTable)
+	hv := s.traceHeaders.finish(&s.reqHeaders)
 	if v, ok := hv.get(shRequestID); ok {
 		sp.AddTag("guid:x-request-id", v)
 	}
-	s.tagBuf = s.appendTagURL(s.tagBuf[:0], &hv)
-	sp.AddTag("http.url", view(s.tagBuf))
+	s.tagBuf = s.appendTagURL(s.tagBuf[:0], hv)
+	sp.AddTag("http.url", s.tagSince(0))
 	sp.AddTag("http.method", s.method)
 	sp.AddTag("downstream_cluster", hv.or(shDownstreamCluster, "-"))
 	sp.AddTag("user_agent", hv.or(shUserAgent, "-"))
@@ -430,10 +447,12 @@ func (s *stream) finishSpan(now time.Time) {
 	if ct, ok := hv.get(shContentType); ok && strings.HasPrefix(ct, "application/grpc") {
 		s.grpcTags(sp, ct)
 	}
-	s.tagBuf = tracing.AppendUint(s.tagBuf[:0], s.bytesRecv)
-	sp.AddTag("request_size", view(s.tagBuf))
-	s.tagBuf = tracing.AppendUint(s.tagBuf[:0], s.bytesSent)
-	sp.AddTag("response_size", view(s.tagBuf))
+	at := len(s.tagBuf)
+	s.tagBuf = tracing.AppendUint(s.tagBuf, s.bytesRecv)
+	sp.AddTag("request_size", s.tagSince(at))
+	at = len(s.tagBuf)
+	s.tagBuf = tracing.AppendUint(s.tagBuf, s.bytesSent)
+	sp.AddTag("response_size", s.tagSince(at))
 	s.commonTags(sp, s.cluster)
 	t := s.m.tracing
 	if t.verbose {
@@ -483,14 +502,16 @@ func (s *stream) grpcTags(sp *tracing.Span, contentType string) {
 // span has none of their keys yet but error, which grpcTags may have set.
 func (s *stream) commonTags(sp *tracing.Span, cl UpstreamCluster) {
 	s.m.tracing.consts.addCommon(sp, cl)
+	at := len(s.tagBuf)
 	if s.status >= 0 {
-		s.tagBuf = tracing.AppendUint(s.tagBuf[:0], uint64(s.status))
+		s.tagBuf = tracing.AppendUint(s.tagBuf, uint64(s.status))
 	} else {
-		s.tagBuf = strconv.AppendInt(s.tagBuf[:0], int64(s.status), 10)
+		s.tagBuf = strconv.AppendInt(s.tagBuf, int64(s.status), 10)
 	}
-	sp.AddTag("http.status_code", view(s.tagBuf))
-	s.tagBuf = s.flags.AppendShort(s.tagBuf[:0])
-	sp.AddTag("response_flags", view(s.tagBuf))
+	sp.AddTag("http.status_code", s.tagSince(at))
+	at = len(s.tagBuf)
+	s.tagBuf = s.flags.AppendShort(s.tagBuf)
+	sp.AddTag("response_flags", s.tagSince(at))
 	if s.status == 0 || s.status >= 500 {
 		sp.SetTag("error", "true")
 	}
@@ -512,8 +533,9 @@ func (s *stream) customTags(sp *tracing.Span, tags []customTag) {
 	for _, t := range tags {
 		if t.Metadata != nil {
 			var ok bool
-			if s.tagBuf, ok = t.Metadata.AppendValue(s.tagBuf[:0], &s.entry); ok {
-				sp.SetTag(t.Tag, view(s.tagBuf))
+			at := len(s.tagBuf)
+			if s.tagBuf, ok = t.Metadata.AppendValue(s.tagBuf, &s.entry); ok {
+				sp.SetTag(t.Tag, s.tagSince(at))
 			}
 			continue
 		}
@@ -604,14 +626,18 @@ func newSpanHeaderTable(set uint16) *spanHeaderTable {
 	return &t
 }
 
-// The tables of the spanHeaders that the sampling decision and the span's
-// start read (startHeaders: no two of a length), and of those a finished
-// span is tagged with.
+// The tables of the spanHeaders that a finished span is tagged with, of
+// those the sampling decision and the span's start read (startHeaders:
+// no two of a length), and of both, which the start's pass looks for when
+// most requests are sampled, so that their finish reuses it
+// (tracingConfig.sampledPass): each name found costs an unsampled
+// request more than its share of a finish pass.
 var (
-	startHeaderTable = newSpanHeaderTable(1<<shRequestID | 1<<shClientTraceID | 1<<shForceTrace |
-		1<<shTraceparent | 1<<shTracestate | 1<<shDecoratorOp)
-	finishHeaderTable = newSpanHeaderTable(1<<shRequestID | 1<<shDownstreamCluster | 1<<shUserAgent |
-		1<<shClientTraceID | 1<<shContentType | 1<<shForwardedProto)
+	finishHeaders      = uint16(1<<shRequestID | 1<<shDownstreamCluster | 1<<shUserAgent | 1<<shClientTraceID | 1<<shContentType | 1<<shForwardedProto)
+	decisionHeaders    = uint16(1<<shRequestID | 1<<shClientTraceID | 1<<shForceTrace | 1<<shTraceparent | 1<<shTracestate | 1<<shDecoratorOp)
+	finishHeaderTable  = newSpanHeaderTable(finishHeaders)
+	startHeaderTable   = newSpanHeaderTable(decisionHeaders)
+	sampledHeaderTable = newSpanHeaderTable(finishHeaders | decisionHeaders)
 )
 
 // spanHeaderWords are words of the spanHeaderNames, by index: their first
@@ -649,10 +675,17 @@ func isLongSpanHeader(name string, k uint8) bool {
 // found in one pass over the fields: a search of the whole list for each
 // cost a request more than the rest of its tracing.
 type spanHeaders struct {
-	// values holds header k's value when found has bit k; the others are
-	// stale.
-	values [shCount]string
+	// values holds header k's value when found has bit k, with the index
+	// of the field it is from (the first of a joined value); the others
+	// are stale.
+	values [shCount]headerValue
 	found  uint16
+}
+
+// headerValue is a value of spanHeaders.
+type headerValue struct {
+	v  string
+	at int
 }
 
 // find fills hv from h's fields, forgetting what it held: the headers
@@ -660,7 +693,13 @@ type spanHeaders struct {
 // as headerList.Get gives it.
 func (hv *spanHeaders) find(h *headerList, t *spanHeaderTable) {
 	hv.found = 0
-	fields := h.fields
+	hv.scan(h, t, h.fields, 0)
+}
+
+// scan adds to hv the headers of the table among fields, h's fields from
+// index from on; a name hv has already takes the joined value of all its
+// fields.
+func (hv *spanHeaders) scan(h *headerList, t *spanHeaderTable, fields []field, from int) {
 	for i := range fields {
 		name := fields[i].name
 		// Each field costs a look-up by its name's length and, for the
@@ -687,10 +726,10 @@ func (hv *spanHeaders) find(h *headerList, t *spanHeaderTable) {
 			continue
 		}
 		if hv.found&(1<<k) != 0 {
-			hv.values[k], _ = h.Get(name)
+			hv.values[k].v, _ = h.Get(name)
 			continue
 		}
-		hv.values[k] = fields[i].value
+		hv.values[k] = headerValue{fields[i].value, from + i}
 		hv.found |= 1 << k
 	}
 }
@@ -703,13 +742,13 @@ func (hv *spanHeaders) get(k int) (string, bool) {
 	if !hv.has(k) {
 		return "", false
 	}
-	return hv.values[k], true
+	return hv.values[k].v, true
 }
 
 // or returns header k's value, def when absent.
 func (hv *spanHeaders) or(k int, def string) string {
 	if hv.has(k) {
-		return hv.values[k]
+		return hv.values[k].v
 	}
 	return def
 }
@@ -724,13 +763,60 @@ type startHeaders struct {
 	h *headerList
 	// adds is h.adds when the pass ran.
 	adds uint32
+	// t is the pass's table. reused: the pass is kept for the finished
+	// span (keep), which was then edits and keptAdds of h.
+	t               *spanHeaderTable
+	reused          bool
+	edits, keptAdds uint32
 }
 
-// find fills th from h and keeps h for the other names.
-func (th *startHeaders) find(h *headerList) {
-	th.spanHeaders.find(h, startHeaderTable)
-	th.h = h
-	th.adds = h.adds
+// keep marks a pass that found every header (sampledHeaderTable), as the start
+// leaves the fields, for the finished span: its values stay right while
+// h is only appended to.
+func (th *startHeaders) keep() {
+	th.reused, th.edits, th.keptAdds = th.t == sampledHeaderTable, th.h.edits, th.h.adds
+}
+
+// finish returns the headers of h a finished span is tagged with: the
+// start's pass and the fields appended since, when the pass was over h
+// and the fields were not edited in between (keep), or a new pass.
+func (th *startHeaders) finish(h *headerList) *spanHeaders {
+	hv := &th.spanHeaders
+	if !th.reused || th.h != h || h.edits != th.edits {
+		hv.find(h, finishHeaderTable)
+		return hv
+	}
+	if n := int(h.adds - th.keptAdds); n > 0 {
+		at := max(len(h.fields)-n, 0)
+		hv.scan(h, finishHeaderTable, h.fields[at:], at)
+	}
+	return hv
+}
+
+// find fills th from h with the headers of t (startHeaderTable, or
+// sampledHeaderTable) and keeps h for the other names.
+func (th *startHeaders) find(h *headerList, t *spanHeaderTable) {
+	th.found = 0
+	th.scan(h, t, h.fields, 0)
+	th.h, th.t, th.adds = h, t, h.adds
+}
+
+// setRequestID replaces the request id the pass found, id, by v in h's
+// fields, as h.Set does, and the pass holds v too: in place, without a
+// search, when id came from one field (not a joined value) that is still
+// where the pass found it, and no field was appended since (none of the
+// name to remove).
+func (th *startHeaders) setRequestID(h *headerList, id, v string) {
+	if i := th.values[shRequestID].at; th.h == h && h.adds == th.adds && i < len(h.fields) &&
+		unsafe.StringData(h.fields[i].value) == unsafe.StringData(id) && len(h.fields[i].value) == len(id) &&
+		h.fields[i].name == "x-request-id" {
+		h.fields[i].value = v
+		h.edits++
+	} else {
+		h.Set("x-request-id", v)
+	}
+	// One field of the name is left, with v.
+	th.values[shRequestID].v = v
 }
 
 // Set implements tracing.HeaderSetter.

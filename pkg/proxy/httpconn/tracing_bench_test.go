@@ -129,7 +129,7 @@ func BenchmarkUnsampledInject(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			h.fields = append(h.fields[:0], base...)
-			th.find(&h)
+			th.find(&h, startHeaderTable)
 			h.Set("x-envoy-expected-rq-timeout-ms", "15000")
 			inject(&th, &h)
 		}

@@ -39,7 +39,18 @@ type tracingConfig struct {
 	// spawnUpstream is spawn_upstream_span: the router starts a child
 	// span per upstream request (as the router's start_child_span does).
 	spawnUpstream bool
-	nodeID, zone  string
+	// childSpans: spawn_upstream_span or the router's start_child_span
+	// asks for a child span per upstream request; ctxOnly is ctxDriver
+	// when neither does (an unsampled request then needs no span), else
+	// nil. Both are set with the filters (withRouter).
+	childSpans bool
+	ctxOnly    tracing.ContextDriver
+	// startTable is the headers the start's pass finds: those of the
+	// decision and the span's start (startHeaderTable) or, when
+	// random_sampling is 50% or more and most requests are expected
+	// sampled, those of their finished spans too (sampledHeaderTable).
+	startTable   *spanHeaderTable
+	nodeID, zone string
 	// consts are the tags every sampled span has with the same value,
 	// encoded once for the driver; nil without a driver.
 	consts *constTags
@@ -167,6 +178,10 @@ func readTracing(cfg *hcmv3.HttpConnectionManager, deps Deps) (*tracingConfig, e
 		nodeID:           deps.Tracing.Node.GetId(),
 		zone:             deps.Tracing.Node.GetLocality().GetZone(),
 	}
+	t.startTable = startHeaderTable
+	if 2*t.random.Num >= t.random.Den {
+		t.startTable = sampledHeaderTable
+	}
 	t.snapshots, _ = deps.Runtime.(runtimeSnapshots)
 	var err error
 	if t.operation, err = router.OperationFormat(tc.GetOperation()); err != nil {
@@ -223,4 +238,16 @@ func buildTracer(h *tracev3.Tracing_Http, deps Deps) (tracing.Driver, error) {
 		return nil, fmt.Errorf("typed_config.%w", err)
 	}
 	return d, nil
+}
+
+// withRouter completes t with the router's start_child_span, resolving
+// once what every request's start asks (childSpans, ctxOnly).
+func (t *tracingConfig) withRouter(startChildSpan bool) {
+	if t == nil {
+		return
+	}
+	t.childSpans = startChildSpan || t.spawnUpstream
+	if !t.childSpans {
+		t.ctxOnly = t.ctxDriver
+	}
 }

@@ -128,7 +128,7 @@ func TestSpanHeadersMatchGet(t *testing.T) {
 	}
 	for _, fields := range lists {
 		h := headerList{fields: fields}
-		th.find(&h)
+		th.find(&h, startHeaderTable)
 		hv.find(&h, finishHeaderTable)
 		for k, name := range spanHeaderNames {
 			want, wantOK := h.Get(name)
@@ -147,6 +147,15 @@ func TestSpanHeadersMatchGet(t *testing.T) {
 			}
 			if got, ok := th.Get(name); got != want || ok != wantOK {
 				t.Errorf("%v: startHeaders.Get(%s) = %q, %v; Get gives %q, %v", fields, name, got, ok, want, wantOK)
+			}
+		}
+		// The pass of both tables finds each of their names.
+		var all startHeaders
+		all.find(&h, sampledHeaderTable)
+		for k, name := range spanHeaderNames {
+			want, wantOK := h.Get(name)
+			if got, ok := all.get(k); got != want || ok != wantOK {
+				t.Errorf("%v: the pass of both tables gives %s = %q, %v; Get gives %q, %v", fields, name, got, ok, want, wantOK)
 			}
 		}
 		// Names outside the one pass (Zipkin's) are searched.
@@ -302,7 +311,7 @@ func TestStartHeadersSetDelMatchesSetThenDel(t *testing.T) {
 				want.fields = append([]field(nil), fields...)
 				got.fields = append([]field(nil), fields...)
 				var th startHeaders
-				th.find(&got)
+				th.find(&got, startHeaderTable)
 				fn(&want)
 				fn(&got)
 				want.Set(names[0], "new")
@@ -328,7 +337,7 @@ func TestUnsampledInjectAllocatesNothing(t *testing.T) {
 	var th startHeaders
 	allocs := testing.AllocsPerRun(100, func() {
 		h.fields = append(h.fields[:0], field{"user-agent", "curl"}, field{"x-request-id", "id"})
-		th.find(&h)
+		th.find(&h, startHeaderTable)
 		h.Set("x-envoy-expected-rq-timeout-ms", "15000")
 		th.SetDel("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00", "tracestate")
 	})
@@ -337,5 +346,124 @@ func TestUnsampledInjectAllocatesNothing(t *testing.T) {
 	}
 	if v, _ := h.Get("traceparent"); v == "" {
 		t.Error("no traceparent")
+	}
+}
+
+// TestFinishHeadersMatchFind: the finished span's headers taken from the
+// start's kept pass (startHeaders.finish) equal a new pass over the
+// fields, for lists with and without the names, after every kind of edit
+// between the start and the finish: appends (of a name the pass saw, or
+// not), values set in place, fields deleted, deletions then appends, the
+// list emptied, the request id rewritten as the sampling does, and a list
+// other than the pass's.
+func TestFinishHeadersMatchFind(t *testing.T) {
+	lists := [][]field{
+		nil,
+		{{"host", "a"}, {"user-agent", "curl"}, {"x-request-id", "id"}},
+		{{"content-type", "application/grpc"}, {"x-forwarded-proto", "https"}, {"x-client-trace-id", "c"},
+			{"x-envoy-downstream-service-cluster", "dc"}, {"user-agent", "u1"}, {"user-agent", "u2"}},
+		{{"x-request-id", "a"}, {"x-request-id", "b"}, {"tracestate", "s"}},
+		{{"user-agent", "u"}, {"x-envoy-decorator-operation", "op"}, {"traceparent", "p"}},
+	}
+	edits := map[string]func(h *headerList){
+		"none":                  func(*headerList) {},
+		"append another name":   func(h *headerList) { h.Add("x-envoy-expected-rq-timeout-ms", "15000") },
+		"append a seen name":    func(h *headerList) { h.Add("user-agent", "late") },
+		"append a new name":     func(h *headerList) { h.Add("x-forwarded-proto", "http") },
+		"set a seen name":       func(h *headerList) { h.Set("user-agent", "set") },
+		"set a new name":        func(h *headerList) { h.Set("content-type", "text/plain") },
+		"delete a seen name":    func(h *headerList) { h.Del("x-request-id") },
+		"delete another name":   func(h *headerList) { h.Del("host") },
+		"delete then append":    func(h *headerList) { h.Del("user-agent"); h.Add("x-client-trace-id", "x") },
+		"traceparent set":       func(h *headerList) { h.SetDel("traceparent", "v", "tracestate") },
+		"set another, in place": func(h *headerList) { h.Set("host", "b") },
+		"emptied":               func(h *headerList) { h.reset() },
+		"emptied and refilled":  func(h *headerList) { h.reset(); h.Add("user-agent", "new") },
+	}
+	for _, fields := range lists {
+		for what, edit := range edits {
+			for _, c := range []struct{ rewrite, all bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+				rewrite := c.rewrite
+				s := &stream{}
+				s.reqHeaders.fields = slices.Clone(fields)
+				th := &s.traceHeaders
+				if c.all {
+					th.find(&s.reqHeaders, sampledHeaderTable)
+				} else {
+					// The decision's pass alone: not reused.
+					th.find(&s.reqHeaders, startHeaderTable)
+				}
+				th.reused = false
+				if id, ok := th.get(shRequestID); ok && rewrite {
+					// What setRequestIDReason does, with a longer id.
+					s.idBuf = append(append(s.idBuf[:0], id...), "-b"...)
+					th.setRequestID(&s.reqHeaders, id, view(s.idBuf))
+				}
+				th.keep()
+				edit(&s.reqHeaders)
+				got := th.finish(&s.reqHeaders)
+				var want spanHeaders
+				want.find(&s.reqHeaders, finishHeaderTable)
+				for k, name := range spanHeaderNames {
+					if finishHeaders&(1<<k) == 0 {
+						continue
+					}
+					g, gok := got.get(k)
+					w, wok := want.get(k)
+					if g != w || gok != wok {
+						t.Errorf("%v, %s (id rewritten %v, pass of all %v): %s = %q, %v; a new pass gives %q, %v", fields, what, rewrite, c.all, name, g, gok, w, wok)
+					}
+				}
+			}
+		}
+	}
+	// A pass over another list is not reused.
+	var other, mine headerList
+	other.Add("user-agent", "other")
+	mine.Add("user-agent", "mine")
+	var th startHeaders
+	th.find(&other, sampledHeaderTable)
+	th.keep()
+	if v, _ := th.finish(&mine).get(shUserAgent); v != "mine" {
+		t.Errorf("the finish over another list reused the pass: %q", v)
+	}
+}
+
+// TestSetRequestIDMatchesSet: the request id rewritten through the start's
+// pass leaves the fields Set leaves, and the pass holds the new value:
+// one field (in place), several (joined: Set), and after edits, appends or
+// a rewrite already made since the pass.
+func TestSetRequestIDMatchesSet(t *testing.T) {
+	lists := [][]field{
+		{{"host", "a"}, {"x-request-id", "id-1"}, {"user-agent", "u"}},
+		{{"x-request-id", "id-1"}},
+		{{"x-request-id", "id-1"}, {"host", "a"}, {"x-request-id", "id-2"}},
+	}
+	changes := map[string]func(h *headerList){
+		"none":              func(*headerList) {},
+		"a field deleted":   func(h *headerList) { h.Del("host") },
+		"a field appended":  func(h *headerList) { h.Add("x-request-id", "late") },
+		"the id set before": func(h *headerList) { h.Set("x-request-id", "other") },
+	}
+	for _, fields := range lists {
+		for what, change := range changes {
+			for _, table := range []*spanHeaderTable{startHeaderTable, sampledHeaderTable} {
+				h := headerList{fields: slices.Clone(fields)}
+				want := headerList{fields: slices.Clone(fields)}
+				var th startHeaders
+				th.find(&h, table)
+				id, _ := th.get(shRequestID)
+				change(&h)
+				change(&want)
+				th.setRequestID(&h, id, "new")
+				want.Set("x-request-id", "new")
+				if !slices.Equal(h.fields, want.fields) {
+					t.Errorf("%v, %s: fields %v, Set gives %v", fields, what, h.fields, want.fields)
+				}
+				if v, _ := th.get(shRequestID); v != "new" {
+					t.Errorf("%v, %s: the pass holds %q", fields, what, v)
+				}
+			}
+		}
 	}
 }

@@ -46,8 +46,7 @@ func (s *stream) checkUnderscores() bool {
 			h.fields[out] = h.fields[i]
 			out++
 		}
-		clear(h.fields[out:])
-		h.fields = h.fields[:out]
+		h.truncate(out)
 		return true
 	}
 	st.Counter(codec + "requests_rejected_with_underscores_in_headers").Inc()

@@ -25,6 +25,14 @@ type Exporter interface {
 	Export(ctx context.Context, spans []*Span) error
 }
 
+// EncodedExporter is an Exporter that also sends spans its driver's
+// SpanEncoder wrote as they finished: n spans, their encodings joined in
+// enc, in the order they finished. It must not keep enc.
+type EncodedExporter interface {
+	Exporter
+	ExportEncoded(ctx context.Context, enc []byte, n int) error
+}
+
 // BatchOptions configure a Batcher.
 type BatchOptions struct {
 	// StatPrefix scopes the counters: "tracing.opentelemetry.",
@@ -69,6 +77,10 @@ type Batcher struct {
 	// spare is the slice of the last export, which the next take swaps
 	// with buf: the buffer is not grown again for every batch.
 	spare []*Span
+	// enc holds the spans reported encoded (ReportEncoded), nEnc of
+	// them, and spareEnc the buffer of the last export, swapped as spare.
+	enc, spareEnc []byte
+	nEnc          int
 
 	kick chan struct{}
 	stop chan struct{}
@@ -165,15 +177,39 @@ func (b *Batcher) runtime(key string, def uint64) uint64 {
 // dropped when the buffer is full.
 func (b *Batcher) Report(s *Span) {
 	b.mu.Lock()
-	if b.closed || len(b.buf) >= b.opts.MaxBuffered {
+	if b.closed || len(b.buf)+b.nEnc >= b.opts.MaxBuffered {
 		b.mu.Unlock()
 		b.dropped.Inc()
 		s.Release()
 		return
 	}
 	b.buf = append(b.buf, s)
-	n := len(b.buf)
+	n := len(b.buf) + b.nEnc
 	b.mu.Unlock()
+	b.kickAt(n)
+}
+
+// ReportEncoded implements EncodedReporter: the span is encoded by e
+// where it waits for the next export (no copy of its bytes), or dropped
+// when the buffer is full. Only a batcher whose exporter is an
+// EncodedExporter may be given spans this way.
+func (b *Batcher) ReportEncoded(e SpanEncoder, s *Span) {
+	b.mu.Lock()
+	if b.closed || len(b.buf)+b.nEnc >= b.opts.MaxBuffered {
+		b.mu.Unlock()
+		b.dropped.Inc()
+		return
+	}
+	b.enc = e.AppendSpan(b.enc, s)
+	b.nEnc++
+	n := len(b.buf) + b.nEnc
+	b.mu.Unlock()
+	b.kickAt(n)
+}
+
+// kickAt wakes the exporting goroutine when n spans wait, at
+// min_flush_spans.
+func (b *Batcher) kickAt(n int) {
 	if uint64(n) >= b.minFlushSpans() {
 		select {
 		case b.kick <- struct{}{}:
@@ -227,47 +263,58 @@ func (b *Batcher) run() {
 	}
 }
 
-// take empties the buffer: what it held is returned, and the buffer
-// becomes the slice of the last export, emptied.
-func (b *Batcher) take() []*Span {
+// take empties the buffers: what they held is returned (the spans, and
+// the encoded spans with their number), and each buffer becomes that of
+// the last export, emptied.
+func (b *Batcher) take() (spans []*Span, enc []byte, nEnc int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	spans := b.buf
+	spans, enc, nEnc = b.buf, b.enc, b.nEnc
 	b.buf, b.spare = b.spare[:0], nil
-	return spans
+	b.enc, b.spareEnc, b.nEnc = b.spareEnc[:0], nil, 0
+	return spans, enc, nEnc
 }
 
-// recycle keeps the slice of an export, its spans released, for a later
+// recycle keeps the buffers of an export, its spans released, for a later
 // take.
-func (b *Batcher) recycle(spans []*Span) {
+func (b *Batcher) recycle(spans []*Span, enc []byte) {
 	clear(spans)
 	b.mu.Lock()
-	b.spare = spans[:0]
+	b.spare, b.spareEnc = spans[:0], enc[:0]
 	b.mu.Unlock()
 }
 
-// flush exports what is buffered, in batches of at most MaxBuffered.
+// flush exports what is buffered: the spans reported as spans, and those
+// reported encoded, each kind in one export (a driver reports one kind).
 func (b *Batcher) flush() {
-	spans := b.take()
-	if len(spans) == 0 {
-		return
-	}
+	spans, enc, nEnc := b.take()
 	defer func() {
 		for _, s := range spans {
 			s.Release()
 		}
-		b.recycle(spans)
+		b.recycle(spans, enc)
 	}()
+	if len(spans) > 0 {
+		b.export(len(spans), func(ctx context.Context) error { return b.exp.Export(ctx, spans) })
+	}
+	if nEnc > 0 {
+		b.export(nEnc, func(ctx context.Context) error {
+			return b.exp.(EncodedExporter).ExportEncoded(ctx, enc, nEnc)
+		})
+	}
+}
+
+// export runs one export of n spans, counting it.
+func (b *Batcher) export(n int, send func(context.Context) error) {
 	timeout := time.Duration(b.runtime(b.keyTimeout, 5000)) * time.Millisecond
 	b.exportCtx = exportContext{Context: b.ctx, deadline: time.Now().Add(timeout)}
-	ctx := &b.exportCtx
-	b.spansSent.Add(uint64(len(spans)))
+	b.spansSent.Add(uint64(n))
 	b.reportsSent.Inc()
-	if err := b.exp.Export(ctx, spans); err != nil {
+	if err := send(&b.exportCtx); err != nil {
 		b.reportsFailed.Inc()
 		if !b.loggedError {
 			b.loggedError = true
-			b.log.Info("cannot export spans", "collector", b.opts.Target, "spans", len(spans), "error", err.Error())
+			b.log.Info("cannot export spans", "collector", b.opts.Target, "spans", n, "error", err.Error())
 		}
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -279,5 +280,98 @@ func TestMinFlushFollowsSnapshots(t *testing.T) {
 	}
 	if got := b.minFlushSpans(); got != 7 {
 		t.Fatalf("min_flush_spans after a second modify = %d, want 7", got)
+	}
+}
+
+// encodedExporter is a fakeExporter that also takes encoded spans.
+type encodedExporter struct {
+	fakeExporter
+	encoded []string
+	counts  []int
+}
+
+func (e *encodedExporter) ExportEncoded(_ context.Context, enc []byte, n int) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.encoded = append(e.encoded, string(enc))
+	e.counts = append(e.counts, n)
+	return nil
+}
+
+func (e *encodedExporter) exports() ([]string, []int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.encoded), slices.Clone(e.counts)
+}
+
+// nameEncoder is a SpanEncoder writing a span's name.
+type nameEncoder struct{}
+
+func (nameEncoder) AppendSpan(b []byte, s *Span) []byte { return append(b, s.Name...) }
+
+// reportNamed reports a span of that name encoded.
+func reportNamed(b *Batcher, name string) {
+	s := NewSpan(nil, nil)
+	s.Name = name
+	b.ReportEncoded(nameEncoder{}, s)
+	// Encoded at once: the span may change afterwards.
+	s.Name = "changed"
+}
+
+// TestBatcherExportsEncodedSpans: spans reported encoded are written at
+// once, joined in the order they came, counted towards min_flush_spans
+// and max_cache_size like spans, and exported together.
+func TestBatcherExportsEncodedSpans(t *testing.T) {
+	exp := &encodedExporter{}
+	st := stats.NewStore()
+	b := NewBatcher(exp, BatchOptions{StatPrefix: "t.", RuntimePrefix: "t.", MaxBuffered: 4},
+		Context{Stats: st, Runtime: fixedRuntime{"t.min_flush_spans": 3, "t.flush_interval_ms": 3600000}})
+	reportNamed(b, "one")
+	reportNamed(b, "two")
+	if enc, _ := exp.exports(); len(enc) != 0 {
+		t.Fatal("exported before min_flush_spans")
+	}
+	reportNamed(b, "333")
+	waitFor(t, "the batch", func() bool { enc, _ := exp.exports(); return len(enc) == 1 })
+	if enc, n := exp.exports(); enc[0] != "onetwo333" || n[0] != 3 {
+		t.Errorf("exported %q (%v spans), want onetwo333 (3)", enc, n)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if counter(st, "spans_sent") != 3 || counter(st, "reports_sent") != 1 {
+		t.Errorf("spans_sent %d, reports_sent %d", counter(st, "spans_sent"), counter(st, "reports_sent"))
+	}
+	reportNamed(b, "late")
+	if counter(st, "spans_dropped") != 1 {
+		t.Error("a span reported encoded after Close was not dropped")
+	}
+}
+
+// TestBatcherBoundsEncodedSpans: spans and encoded spans share
+// max_cache_size.
+func TestBatcherBoundsEncodedSpans(t *testing.T) {
+	exp := &encodedExporter{}
+	st := stats.NewStore()
+	b := NewBatcher(exp, BatchOptions{StatPrefix: "t.", RuntimePrefix: "t.", MaxBuffered: 3},
+		Context{Stats: st, Runtime: fixedRuntime{"t.min_flush_spans": 100, "t.flush_interval_ms": 3600000}})
+	for range 2 {
+		s := NewSpan(b, nil)
+		s.Sampled = true
+		s.Finish(time.Now())
+	}
+	reportNamed(b, "a")
+	reportNamed(b, "b")
+	s := NewSpan(b, nil)
+	s.Sampled = true
+	s.Finish(time.Now())
+	if d := counter(st, "spans_dropped"); d != 2 {
+		t.Errorf("spans_dropped = %d, want 2", d)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if enc, n := exp.exports(); exp.count() != 2 || len(enc) != 1 || enc[0] != "a" || n[0] != 1 {
+		t.Errorf("exported %d spans and %q (%v)", exp.count(), enc, n)
 	}
 }

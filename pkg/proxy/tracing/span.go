@@ -177,6 +177,24 @@ type Reporter interface {
 	Report(s *Span)
 }
 
+// SpanEncoder writes a finished span as its driver's export writes it
+// (OTLP: the Span field of a ScopeSpans). A driver whose pool has one
+// (SpanPool.EncodeAtFinish) has its spans encoded when they finish, on
+// their request's goroutine, and reported as bytes: the export joins the
+// bytes instead of encoding each span again, a span may borrow its
+// strings until then (Borrow) instead of copying them, and it goes back to
+// its pool, or its caller, at once.
+type SpanEncoder interface {
+	AppendSpan(b []byte, s *Span) []byte
+}
+
+// EncodedReporter takes finished, sampled spans encoded (a Batcher whose
+// exporter is an EncodedExporter): it has e write s where it keeps the
+// spans waiting for export, straight away, and keeps nothing of s.
+type EncodedReporter interface {
+	ReportEncoded(e SpanEncoder, s *Span)
+}
+
 // Propagator writes a span's context into request headers, in its
 // provider's format.
 type Propagator interface {
@@ -186,8 +204,9 @@ type Propagator interface {
 // Span is one span. A connection manager owns it until Finish, from one
 // goroutine; then it belongs to the reporter, which releases it once
 // exported. Its strings must not alias buffers that are reused: SetTag and
-// SetOperation copy theirs into the span's own arena, and tag keys must be
-// immutable strings (constants, configuration).
+// SetOperation copy theirs into the span's own arena (unless the span
+// borrows them until it finishes: Borrow), and tag keys must be immutable
+// strings (constants, configuration).
 type Span struct {
 	Trace  TraceID
 	ID     SpanID
@@ -234,6 +253,9 @@ type Span struct {
 	// longest key and value together (or more: it does not shrink when a
 	// value is replaced), math.MaxInt after a tag with an empty key.
 	tagBytes, tagMax int
+	// borrow: the span's name and tag values are kept as given, not
+	// copied (Borrow).
+	borrow bool
 }
 
 // newSpan returns a span with its generator seeded.
@@ -247,7 +269,23 @@ func newSpan() *Span {
 // reused, so that a request's span allocates nothing in the steady state.
 type SpanPool struct {
 	p sync.Pool
+	// encoder and encoded, when set, encode and report the pool's
+	// sampled spans as they finish (EncodeAtFinish).
+	encoder SpanEncoder
+	encoded EncodedReporter
 }
+
+// EncodeAtFinish has the pool's sampled spans encoded by e when they
+// finish and reported to r as bytes, whatever reporter they were given.
+// It is set once, before the pool's first span.
+func (sp *SpanPool) EncodeAtFinish(e SpanEncoder, r EncodedReporter) {
+	sp.encoder, sp.encoded = e, r
+}
+
+// EncodesAtFinish reports whether the pool's spans are encoded when they
+// finish: a sampled span then need not be moved into the pool before it
+// is reported (Pooled), as the reporter keeps only its bytes.
+func (sp *SpanPool) EncodesAtFinish() bool { return sp.encoder != nil }
 
 // Get returns a clean span that reports to r (when sampled) and
 // propagates with p.
@@ -344,14 +382,23 @@ func (s *Span) reset() {
 	s.Kind, s.Sampled, s.Shared = Server, false, false
 	s.Start, s.End = time.Time{}, time.Time{}
 	s.arena, s.Scratch = s.arena[:0], s.Scratch[:0]
-	s.tagBytes, s.tagMax = 0, 0
+	s.tagBytes, s.tagMax, s.borrow = 0, 0, false
 	s.reporter, s.propagator, s.pool = nil, nil, nil
 }
 
-// own copies v into the span's arena.
+// Borrow has the span keep the names and tag values it is given from now
+// on as they are, without copying them, when it is encoded as it finishes
+// (SpanPool.EncodeAtFinish): the caller keeps every such string valid and
+// unchanged until Finish. Otherwise it does nothing.
+func (s *Span) Borrow() {
+	s.borrow = s.pool != nil && s.pool.encoder != nil
+}
+
+// own copies v into the span's arena, unless the span borrows its
+// strings.
 func (s *Span) own(v string) string {
-	if v == "" {
-		return ""
+	if v == "" || s.borrow {
+		return v
 	}
 	start := len(s.arena)
 	s.arena = append(s.arena, v...)
@@ -472,6 +519,13 @@ func (s *Span) Child(name string, start time.Time) *Span {
 func (s *Span) Finish(end time.Time) {
 	s.End = end
 	if s.Sampled && s.reporter != nil {
+		if pool := s.pool; pool != nil && pool.encoder != nil {
+			// Encoded now, while the strings it borrows are valid;
+			// only the bytes are kept.
+			pool.encoded.ReportEncoded(pool.encoder, s)
+			s.Release()
+			return
+		}
 		// The reporter keeps the span: a local one is moved into the
 		// pool first (a driver does it when the span starts, before it
 		// has tags to copy).

@@ -3,6 +3,7 @@ package tracing
 import (
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // recorder is a Reporter that keeps what it is given.
@@ -81,3 +82,83 @@ func TestLocalSpan(t *testing.T) {
 		t.Errorf("local spans drew ids %v and %v", a, b)
 	}
 }
+
+// encodedRecorder is an EncodedReporter that keeps the encodings of what
+// it is given, and a SpanEncoder writing a span's name and tags.
+type encodedRecorder struct{ spans []string }
+
+func (r *encodedRecorder) ReportEncoded(e SpanEncoder, s *Span) {
+	r.spans = append(r.spans, string(e.AppendSpan(nil, s)))
+}
+
+func (r *encodedRecorder) AppendSpan(b []byte, s *Span) []byte {
+	b = append(b, s.Name...)
+	for _, t := range s.Tags {
+		b = append(b, ';')
+		b = append(b, t.Key...)
+		b = append(b, '=')
+		b = append(b, t.Value...)
+	}
+	return b
+}
+
+// TestEncodeAtFinish: a pool that encodes at finish reports a sampled
+// span's encoding, written while the strings it borrowed still held their
+// values, and gives the span back at once (a local one stays its
+// caller's, clean); an unsampled span is not encoded. Borrow makes the
+// span keep its strings only when it is encoded at finish.
+func TestEncodeAtFinish(t *testing.T) {
+	var (
+		pool  SpanPool
+		rec   encodedRecorder
+		local Span
+		other recorder
+	)
+	pool.EncodeAtFinish(&rec, &rec)
+	if !pool.EncodesAtFinish() {
+		t.Fatal("EncodesAtFinish is false after EncodeAtFinish")
+	}
+	buf := []byte("abc")
+	s := pool.Local(&local, &other, nil)
+	s.Borrow()
+	s.Sampled = true
+	s.SetOperation(string(buf[:1]))
+	s.AddTag("k", unsafeString(buf[1:]))
+	s.SetTag("k2", "v2")
+	if unsafe.StringData(s.Tags[0].Value) != &buf[1] {
+		t.Error("a borrowing span copied its tag value")
+	}
+	s.Finish(time.Now())
+	// The caller may now reuse its buffer.
+	buf[0], buf[1] = 'x', 'y'
+	if len(rec.spans) != 1 || rec.spans[0] != "a;k=bc;k2=v2" {
+		t.Fatalf("encoded %q, want [a;k=bc;k2=v2]", rec.spans)
+	}
+	if len(other.spans) != 0 {
+		t.Error("a span encoded at finish went to the reporter too")
+	}
+	if local.pool != nil || len(local.Tags) != 0 || local.borrow || !local.local {
+		t.Errorf("the encoded local span was not reset: %+v", local)
+	}
+
+	s = pool.Local(&local, &other, nil)
+	s.Borrow()
+	s.SetTag("k", "v")
+	s.Finish(time.Now())
+	if len(rec.spans) != 1 {
+		t.Error("an unsampled span was encoded")
+	}
+
+	// Without an encoder, Borrow changes nothing: the span copies.
+	var plain SpanPool
+	s = plain.Get(&other, nil)
+	s.Borrow()
+	s.AddTag("k", unsafeString(buf[1:]))
+	buf[1] = 'z'
+	if v, _ := s.Tag("k"); v != "yc" {
+		t.Errorf("a span without an encoder borrowed its tag: %q", v)
+	}
+}
+
+// unsafeString views b.
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

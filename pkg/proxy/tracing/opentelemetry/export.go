@@ -74,7 +74,16 @@ func newGRPCExporter(gs *corev3.GrpcService, res []tracing.Tag, ctx tracing.Cont
 func (e *grpcExporter) Export(ctx context.Context, spans []*tracing.Span) error {
 	// A new buffer each time, of the request's size: gRPC may still hold
 	// the last one after a failed call returns.
-	b := e.enc.appendRequest(nil, e.res, spans)
+	return e.send(ctx, e.enc.appendRequest(nil, e.res, spans))
+}
+
+// ExportEncoded implements tracing.EncodedExporter.
+func (e *grpcExporter) ExportEncoded(ctx context.Context, enc []byte, _ int) error {
+	return e.send(ctx, appendEncodedRequest(nil, e.res, enc))
+}
+
+// send calls Export with the request b.
+func (e *grpcExporter) send(ctx context.Context, b []byte) error {
 	if d, ok := ctx.Deadline(); ok {
 		// The batcher's context carries the export's deadline without
 		// a timer: gRPC ends a call when its context is done.
@@ -87,6 +96,11 @@ func (e *grpcExporter) Export(ctx context.Context, spans []*tracing.Span) error 
 	var resp struct{}
 	return e.ch.Conn().Invoke(cctx, exportMethod, &rawRequest{b: b}, &resp, grpc.ForceCodec(rawCodec{}))
 }
+
+var (
+	_ tracing.EncodedExporter = (*grpcExporter)(nil)
+	_ tracing.EncodedExporter = (*httpExporter)(nil)
+)
 
 // Close closes the channel.
 func (e *grpcExporter) Close() error { return e.ch.Close() }
@@ -156,6 +170,12 @@ func newHTTPExporter(hs *corev3.HttpService, res []tracing.Tag, ctx tracing.Cont
 // Export implements tracing.Exporter.
 func (e *httpExporter) Export(ctx context.Context, spans []*tracing.Span) error {
 	e.buf = e.enc.appendRequest(e.buf[:0], e.res, spans)
+	return e.p.Post(ctx, "application/x-protobuf", e.buf)
+}
+
+// ExportEncoded implements tracing.EncodedExporter.
+func (e *httpExporter) ExportEncoded(ctx context.Context, enc []byte, _ int) error {
+	e.buf = appendEncodedRequest(e.buf[:0], e.res, enc)
 	return e.p.Post(ctx, "application/x-protobuf", e.buf)
 }
 

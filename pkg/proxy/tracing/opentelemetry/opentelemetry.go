@@ -85,6 +85,11 @@ func (Factory) Compile(config proto.Message, ctx tracing.Context) (tracing.Drive
 			Target:        target,
 		}, ctx)
 		d.closer = exp
+		if _, ok := exp.(tracing.EncodedExporter); ok {
+			// Sampled spans are encoded as they finish, and the
+			// batcher keeps only their bytes.
+			d.pool.EncodeAtFinish(d, d.batcher)
+		}
 	}
 	return d, nil
 }
@@ -114,11 +119,13 @@ func (d *driver) StartSpan(h tracing.Headers, o tracing.StartOptions) *tracing.S
 	// A span that will be sampled is a pooled one from the start (the
 	// batcher keeps it); the others, most, start in the caller's. A
 	// sampler decides later: its sampled spans move into the pool then.
+	// Spans encoded as they finish all start in the caller's: the
+	// batcher keeps only their bytes.
 	sampled := o.Traced
 	if found {
 		sampled = p.sampled
 	}
-	s := d.newSpan(o, !sampled || d.sampler != nil)
+	s := d.newSpan(o, !sampled || d.sampler != nil || d.pool.EncodesAtFinish())
 	s.ID = s.NewSpanID()
 	if !found {
 		s.Trace = s.NewTraceID(false)
@@ -133,8 +140,9 @@ func (d *driver) StartSpan(h tracing.Headers, o tracing.StartOptions) *tracing.S
 		})
 		s.Sampled, s.TraceState = r.Sampled, r.TraceState
 	}
-	if s.Sampled {
-		// The batcher keeps a sampled span past its request.
+	if s.Sampled && !d.pool.EncodesAtFinish() {
+		// The batcher keeps a sampled span past its request, unless
+		// only its bytes (tracing.SpanEncoder).
 		s = s.Pooled()
 	}
 	return s
@@ -163,6 +171,10 @@ func (d *driver) newSpan(o tracing.StartOptions, local bool) *tracing.Span {
 // EncodeTag implements tracing.TagEncoder: both exporters write a span's
 // attributes as appendSpan does.
 func (d *driver) EncodeTag(key, value string) string { return encodeTag(key, value) }
+
+// AppendSpan implements tracing.SpanEncoder: both exporters join spans
+// encoded as appendRequest writes them.
+func (d *driver) AppendSpan(b []byte, s *tracing.Span) []byte { return encodeSpan(b, s) }
 
 // Close implements tracing.Driver.
 func (d *driver) Close() error {

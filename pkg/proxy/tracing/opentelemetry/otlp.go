@@ -182,26 +182,13 @@ func encodeTag(key, value string) string {
 	return string(appendKV(nil, fieldSpanAttrs, key, value))
 }
 
-// encoder writes export requests. Each span's size is computed once, in
-// sizes, reused from one request to the next, and the buffer grows once to
-// the request's size: a batch costs no allocation when b has room.
-type encoder struct {
-	sizes []int
-}
-
-// appendRequest appends the ExportTraceServiceRequest of a batch: one
-// ResourceSpans with the resource's attributes and one ScopeSpans.
-func (e *encoder) appendRequest(b []byte, resource []tracing.Tag, spans []*tracing.Span) []byte {
+// appendScopeSpans appends an ExportTraceServiceRequest's head, up to
+// and with its ScopeSpans' tag and length, for the resource's attributes
+// and spans of scopeSize bytes.
+func appendScopeSpans(b []byte, resource []tracing.Tag, scopeSize int) []byte {
 	resSize := 0
 	for _, t := range resource {
 		resSize += lenField(kvSize(t.Key, t.Value))
-	}
-	e.sizes = e.sizes[:0]
-	scopeSize := 0
-	for _, s := range spans {
-		n := spanSize(s)
-		e.sizes = append(e.sizes, n)
-		scopeSize += lenField(n)
 	}
 	rsSize := lenField(resSize) + lenField(scopeSize)
 	b = slices.Grow(b, lenField(rsSize))
@@ -213,7 +200,41 @@ func (e *encoder) appendRequest(b []byte, resource []tracing.Tag, spans []*traci
 		b = appendKV(b, fieldAttributes, t.Key, t.Value)
 	}
 	b = protowire.AppendTag(b, fieldScopeSpans, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(scopeSize))
+	return protowire.AppendVarint(b, uint64(scopeSize))
+}
+
+// appendEncodedRequest appends the ExportTraceServiceRequest of spans
+// already encoded as appendSpan writes them (encodeSpan), joined in enc:
+// the same bytes as appendRequest writes for the spans.
+func appendEncodedRequest(b []byte, resource []tracing.Tag, enc []byte) []byte {
+	b = appendScopeSpans(b, resource, len(enc))
+	return append(b, enc...)
+}
+
+// encodeSpan appends a span as appendRequest writes it
+// (tracing.SpanEncoder), when it finishes.
+func encodeSpan(b []byte, s *tracing.Span) []byte {
+	return appendSpan(b, s, spanSize(s))
+}
+
+// encoder writes export requests. Each span's size is computed once, in
+// sizes, reused from one request to the next, and the buffer grows once to
+// the request's size: a batch costs no allocation when b has room.
+type encoder struct {
+	sizes []int
+}
+
+// appendRequest appends the ExportTraceServiceRequest of a batch: one
+// ResourceSpans with the resource's attributes and one ScopeSpans.
+func (e *encoder) appendRequest(b []byte, resource []tracing.Tag, spans []*tracing.Span) []byte {
+	e.sizes = e.sizes[:0]
+	scopeSize := 0
+	for _, s := range spans {
+		n := spanSize(s)
+		e.sizes = append(e.sizes, n)
+		scopeSize += lenField(n)
+	}
+	b = appendScopeSpans(b, resource, scopeSize)
 	for i, s := range spans {
 		b = appendSpan(b, s, e.sizes[i])
 	}

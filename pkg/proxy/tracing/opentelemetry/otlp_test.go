@@ -224,3 +224,73 @@ func TestSpanSizeFollowsTags(t *testing.T) {
 	s.AddConstTag("", "v")
 	check("an empty key", s)
 }
+
+// joinedSpans is a tracing.EncodedReporter that joins what it is given.
+type joinedSpans struct{ enc []byte }
+
+func (j *joinedSpans) ReportEncoded(e tracing.SpanEncoder, s *tracing.Span) {
+	j.enc = e.AppendSpan(j.enc, s)
+}
+
+// TestEncodedRequestMatchesRequest: spans encoded as they finish
+// (tracing.SpanEncoder), then joined into an export request, give the
+// bytes of the same spans encoded at export (appendRequest): prepared
+// runs, long and empty tags, a tag without a key, a parent and a
+// tracestate, resources or none, one span or several.
+func TestEncodedRequestMatchesRequest(t *testing.T) {
+	d := &driver{}
+	var joined joinedSpans
+	d.pool.EncodeAtFinish(d, &joined)
+	spans := requestSpans(true)
+	for i, extra := range []tracing.Tag{
+		{Key: "long", Value: strings.Repeat("v", 300)},
+		{Key: "empty", Value: ""},
+		{Key: "", Value: "no key"},
+	} {
+		spans[i].SetTag(extra.Key, extra.Value)
+	}
+	spans[4].Parent, spans[4].TraceState, spans[4].Kind = tracing.NewSpanID(), "k=v", tracing.Client
+	// The same spans from the driver's pool, which encodes them at
+	// finish, sampled and reported.
+	var local tracing.Span
+	for i, s := range spans {
+		f := d.pool.Local(&local, &batcherStub{}, w3c{})
+		f.Borrow()
+		f.Trace, f.ID, f.Parent, f.TraceState, f.Kind = s.Trace, s.ID, s.Parent, s.TraceState, s.Kind
+		f.Name, f.Start, f.Sampled = s.Name, s.Start, true
+		for _, tag := range s.Tags {
+			f.SetTag(tag.Key, tag.Value)
+		}
+		if i == 0 {
+			// A run of prepared tags, as the connection manager adds.
+			f.AddPreparedTags(tracing.PrepareTags(d, tracing.Tag{Key: "node_id", Value: "n"}))
+			s.AddPreparedTags(tracing.PrepareTags(d, tracing.Tag{Key: "node_id", Value: "n"}))
+		}
+		f.Finish(s.End)
+	}
+	var e encoder
+	for _, res := range [][]tracing.Tag{nil, {{Key: "service.name", Value: "edge"}}} {
+		want := e.appendRequest(nil, res, spans)
+		got := appendEncodedRequest(nil, res, joined.enc)
+		if string(got) != string(want) {
+			t.Errorf("resource %v: spans encoded at finish give\n%x, want\n%x", res, got, want)
+		}
+		var req collectorpb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(got, &req); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(req.GetResourceSpans()[0].GetScopeSpans()[0].GetSpans()); n != len(spans) {
+			t.Errorf("%d spans decoded, want %d", n, len(spans))
+		}
+	}
+	one := encodeSpan(nil, spans[2])
+	if got, want := appendEncodedRequest(nil, nil, one), e.appendRequest(nil, nil, spans[2:3]); string(got) != string(want) {
+		t.Errorf("one span encoded at finish gives\n%x, want\n%x", got, want)
+	}
+}
+
+// batcherStub is a Reporter that must not be called: spans encoded at
+// finish go to the pool's EncodedReporter.
+type batcherStub struct{}
+
+func (batcherStub) Report(*tracing.Span) { panic("a span encoded at finish was reported as a span") }
