@@ -38,13 +38,11 @@ func parseFields(head []byte, dst Headers, maxCount int) (Headers, error) {
 			name[i] = lower[c]
 		}
 		value := trimOWS(line[colon+1:])
-		for _, c := range value {
-			if chars[c]&classValue == 0 {
-				if c == '\r' {
-					return dst, ErrBareCR
-				}
-				return dst, ErrHeaderValue
+		if !validValue(value) {
+			if bytes.IndexByte(value, '\r') >= 0 {
+				return dst, ErrBareCR
 			}
+			return dst, ErrHeaderValue
 		}
 		if len(dst) == maxCount {
 			return dst, ErrTooManyHeaders
