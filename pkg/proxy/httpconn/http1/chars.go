@@ -1,7 +1,5 @@
 package http1
 
-import "encoding/binary"
-
 // charClass marks what a byte may be in a message head. The table is
 // immutable: it is built by a function at package initialisation and only
 // read afterwards.
@@ -99,28 +97,4 @@ func trimOWS(b []byte) []byte {
 		b = b[:len(b)-1]
 	}
 	return b
-}
-
-// validValue reports whether every byte of b may be in a field value
-// (classValue). It looks at eight bytes at a time: a word without a
-// control byte (below 0x20) and without DEL passes whole, and one with
-// either is left to the byte table, from that word on (a tab is allowed).
-func validValue(b []byte) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	for len(b) >= 8 {
-		x := binary.LittleEndian.Uint64(b)
-		del := x ^ 0x7f*ones
-		// The classic tests for "a byte below n" and "a zero byte":
-		// exact about whether one exists.
-		if ((x-0x20*ones)&^x|(del-ones)&^del)&highs != 0 {
-			break
-		}
-		b = b[8:]
-	}
-	for _, c := range b {
-		if chars[c]&classValue == 0 {
-			return false
-		}
-	}
-	return true
 }

@@ -38,11 +38,13 @@ func parseFields(head []byte, dst Headers, maxCount int) (Headers, error) {
 			name[i] = lower[c]
 		}
 		value := trimOWS(line[colon+1:])
-		if !validValue(value) {
-			if bytes.IndexByte(value, '\r') >= 0 {
-				return dst, ErrBareCR
+		for _, c := range value {
+			if chars[c]&classValue == 0 {
+				if c == '\r' {
+					return dst, ErrBareCR
+				}
+				return dst, ErrHeaderValue
 			}
-			return dst, ErrHeaderValue
 		}
 		if len(dst) == maxCount {
 			return dst, ErrTooManyHeaders
