@@ -168,27 +168,7 @@ func TestAwaitedResponses(t *testing.T) {
 		// in one write and its response is awaited; a larger one is
 		// sent in pieces and read for as before.
 		st := stats.NewStore()
-		addr := rawUpstream(t, func(c net.Conn, r *bufio.Reader) {
-			for {
-				head := readRequestHead(r)
-				if head == "" {
-					return
-				}
-				var n int
-				for _, line := range strings.Split(head, "\r\n") {
-					if v, ok := strings.CutPrefix(strings.ToLower(line), "content-length: "); ok {
-						n, _ = strconv.Atoi(v)
-					}
-				}
-				body := make([]byte, n)
-				if _, err := io.ReadFull(r, body); err != nil {
-					return
-				}
-				answer := fmt.Sprintf("%d %08x", n, crc32.ChecksumIEEE(body))
-				_, _ = fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(answer), answer)
-			}
-		})
-		cl := newFakeCluster(st, "up", false, addr)
+		cl := newFakeCluster(st, "up", false, crcUpstream(t))
 		p, _ := spliceProxy(t, st, cl, spliceLogFormat, 0)
 		c, r := dialTest(t, p.addr)
 		for _, n := range []int{1, 100, 4000, 40 << 10, 0, 7000} {
@@ -233,5 +213,30 @@ func TestAwaitedResponses(t *testing.T) {
 			t.Fatalf("POST: %v, status %v, want 504", err, resp)
 		}
 		waitLogLine(t, log, `(?m)^POST 504 flags=UT details=upstream_response_timeout tx=\d+$`)
+	})
+}
+
+// crcUpstream answers each request with the length and CRC-32 of the
+// Content-Length body it read ("%d %08x").
+func crcUpstream(t *testing.T) string {
+	return rawUpstream(t, func(c net.Conn, r *bufio.Reader) {
+		for {
+			head := readRequestHead(r)
+			if head == "" {
+				return
+			}
+			var n int
+			for _, line := range strings.Split(head, "\r\n") {
+				if v, ok := strings.CutPrefix(strings.ToLower(line), "content-length: "); ok {
+					n, _ = strconv.Atoi(v)
+				}
+			}
+			body := make([]byte, n)
+			if _, err := io.ReadFull(r, body); err != nil {
+				return
+			}
+			answer := fmt.Sprintf("%d %08x", n, crc32.ChecksumIEEE(body))
+			_, _ = fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(answer), answer)
+		}
 	})
 }

@@ -73,6 +73,9 @@ type serverConn struct {
 	// evicting: the sweep woke the wait to move it (see idleset.go).
 	waiting, evicting bool
 	waits, swept      uint32
+	// inlining: the connection serves a request inside its socket's
+	// wait (see inline.go); cutting: cut ended the connection.
+	inlining, cutting bool
 	// idleSlot and idleGen are the connection's place in the idle set
 	// while it is there (inIdleSet), and idleTimer the timer of its idle
 	// timeout meanwhile; the set's lock guards them.
@@ -354,26 +357,43 @@ func (c *serverConn) sniffHTTP2() bool {
 // that the close must wait for the client (see delayedClose).
 func (c *serverConn) serveHTTP1() (moved bool) {
 	for {
+		var keep bool
 		switch c.waitForRequest() {
 		case waitEnded:
 			return false
 		case waitMoved:
 			return true
+		case waitServed:
+			continue
+		case waitHeadRead:
+			keep = c.forwardRequest()
+		default:
+			keep = c.serveRequest()
 		}
-		if !c.serveRequest() {
-			c.linger = c.x.st.started && !c.aborted && !c.remoteClosed
-			c.halfClose = c.closeDelimited
+		if !c.afterRequest(keep) {
 			return false
 		}
-		c.requests++
-		if c.maxDurationPassed(c.lastNow) {
-			// The duration ended during the response, after its head
-			// went out without Connection: close: the connection ends
-			// with it, as Envoy's drain ends it.
-			c.linger = true
-			return false
-		}
+		c.startInline()
 	}
+}
+
+// afterRequest accounts for a request served, keep telling whether the
+// connection may carry another; it returns whether it carries on.
+func (c *serverConn) afterRequest(keep bool) bool {
+	if !keep {
+		c.linger = c.x.st.started && !c.aborted && !c.remoteClosed
+		c.halfClose = c.closeDelimited
+		return false
+	}
+	c.requests++
+	if c.maxDurationPassed(c.lastNow) {
+		// The duration ended during the response, after its head went
+		// out without Connection: close: the connection ends with it,
+		// as Envoy's drain ends it.
+		c.linger = true
+		return false
+	}
+	return true
 }
 
 // What waitForRequest came to.
@@ -384,6 +404,12 @@ const (
 	waitEnded
 	// waitMoved: the connection moved to the idle set.
 	waitMoved
+	// waitServed: the wait served requests inline (see inline.go); the
+	// connection waits again.
+	waitServed
+	// waitHeadRead: the wait read the next request's head inline; its
+	// forwarding is left to forwardRequest.
+	waitHeadRead
 )
 
 // waitForRequest waits for the first byte of the next request, under the
@@ -401,31 +427,25 @@ const (
 // stream idle one), the wait goes on under the exact deadline left: both
 // end the connection at their setting, never early.
 func (c *serverConn) waitForRequest() int {
-	if c.park.raw != nil && c.x != nil && c.x.st.leaked {
-		// An upstream transport may still read the last request's
-		// body from the buffers.
-		c.stopParking()
-	}
-	if !c.startWait() {
+	if !c.beginWait() {
 		return waitEnded
 	}
-	if !c.resumed {
-		c.waitStart = c.lastNow
-	}
-	c.resumed = false
-	waitStart := c.waitStart
 	for c.br == nil || c.br.Buffered() == 0 {
-		// Both are read again after each wake-up: the overload
-		// manager's reduce_timeouts scales them as it acts.
-		idle, streamIdle := c.m.idleTimeout(), c.streamIdle()
-		d := earliest(earliest(after(waitStart, idle), after(c.lastNow, streamIdle)), c.maxDurAt)
-		if c.rd.needWithin(d, slackOf(streamIdle)) {
-			_ = c.nc.SetReadDeadline(d)
-		}
+		idle, streamIdle := c.armWait()
 		err := c.awaitByte()
 		if err == nil {
+			switch c.park.outcome {
+			case inlineServed:
+				return waitServed
+			case inlineHeadRead:
+				return waitHeadRead
+			case inlineEnded:
+				return waitEnded
+			}
 			break
 		}
+		// After requests served inline, the wait is theirs.
+		waitStart := c.waitStart
 		if !isTimeout(err) {
 			c.remoteClosed = true
 			return waitEnded
@@ -457,6 +477,37 @@ func (c *serverConn) waitForRequest() int {
 	return waitArrived
 }
 
+// beginWait starts the wait for the next request: it fails once the
+// manager is closing.
+func (c *serverConn) beginWait() bool {
+	if c.park.raw != nil && c.x != nil && c.x.st.leaked {
+		// An upstream transport may still read the last request's
+		// body from the buffers.
+		c.stopParking()
+	}
+	if !c.startWait() {
+		return false
+	}
+	if !c.resumed {
+		c.waitStart = c.lastNow
+	}
+	c.resumed = false
+	return true
+}
+
+// armWait sets the read deadline of the wait for the next request, and
+// returns the idle and stream idle timeouts it took.
+func (c *serverConn) armWait() (idle, streamIdle time.Duration) {
+	// Both are read again after each wake-up: the overload manager's
+	// reduce_timeouts scales them as it acts.
+	idle, streamIdle = c.m.idleTimeout(), c.streamIdle()
+	d := earliest(earliest(after(c.waitStart, idle), after(c.lastNow, streamIdle)), c.maxDurAt)
+	if c.rd.needWithin(d, slackOf(streamIdle)) {
+		_ = c.nc.SetReadDeadline(d)
+	}
+	return idle, streamIdle
+}
+
 // maxDurationPassed reports whether max_connection_duration has passed at
 // now, counting downstream_cx_max_duration_reached the first time. Without
 // a maximum it costs a comparison.
@@ -477,6 +528,11 @@ func (c *serverConn) maxDurationPassed(now time.Time) bool {
 func (c *serverConn) setIdle(idle bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.setIdleLocked(idle)
+}
+
+// setIdleLocked is setIdle with c.mu held.
+func (c *serverConn) setIdleLocked(idle bool) bool {
 	c.idle = idle
 	if !idle {
 		c.waiting = false
@@ -526,17 +582,32 @@ func (c *serverConn) abandonBody() {
 // cut ends the connection now, interrupting the request in flight, if
 // any, at the upstream too.
 func (c *serverConn) cut() {
+	c.mu.Lock()
+	c.cutting = true
+	inlining, h := c.inlining, c.h2
+	c.mu.Unlock()
+	if inlining {
+		// Close would wait for the exchange served inside the socket's
+		// wait (see inline.go): fail its reads and writes, and end it,
+		// first.
+		_ = c.nc.SetDeadline(time.Unix(1, 0))
+		c.interrupt()
+	}
 	_ = c.nc.Close()
+	if !inlining {
+		c.interrupt()
+	}
+	if h != nil {
+		h.cut()
+	}
+}
+
+// interrupt interrupts the request in flight at the upstream, if any.
+func (c *serverConn) interrupt() {
 	if x := c.xShared.Load(); x != nil {
 		// The exchange may be another connection's by now, at a
 		// shutdown that cuts every connection anyway.
 		x.st.interrupt()
-	}
-	c.mu.Lock()
-	h := c.h2
-	c.mu.Unlock()
-	if h != nil {
-		h.cut()
 	}
 }
 

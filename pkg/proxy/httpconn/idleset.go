@@ -45,6 +45,7 @@ const (
 func (c *serverConn) startWait() bool {
 	c.mu.Lock()
 	c.idle = true
+	c.inlining = false
 	if c.closing {
 		// closeIfIdle may have moved the read deadline.
 		c.rd.forget()

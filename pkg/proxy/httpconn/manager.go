@@ -357,11 +357,18 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	m.cancel()
+	// Cut outside the lock: a connection serving inside its socket's
+	// wait (see inline.go) ends its request, which may take the lock,
+	// before its Close returns.
 	m.mu.Lock()
+	left := make([]*serverConn, 0, len(m.conns))
 	for sc := range m.conns {
-		sc.cut()
+		left = append(left, sc)
 	}
 	m.mu.Unlock()
+	for _, sc := range left {
+		sc.cut()
+	}
 	// The loggers deliver before the server closes the clusters their
 	// services are reached through.
 	m.closeLogs()

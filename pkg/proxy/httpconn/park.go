@@ -32,11 +32,14 @@ type parkState struct {
 	// park.
 	raw syscall.RawConn
 	// readFn is the read attempt raw.Read makes, bound once; it records
-	// in waited that the connection parked (the netpoller then woke it),
-	// and in err what its read met.
-	readFn func(fd uintptr) bool
-	waited bool
-	err    error
+	// in err what its read met, and in outcome what the requests it
+	// served inline came to (see inline.go).
+	readFn  func(fd uintptr) bool
+	err     error
+	outcome int
+	// inline: the connection serves its requests inside the wait (see
+	// inline.go); inqTried records that it asked for TCP_INQ, once.
+	inline, inqTried bool
 }
 
 // errWouldBlock is what a read that does not wait returns when the socket
@@ -58,28 +61,38 @@ func (c *serverConn) startParking() {
 // more requests, or an upstream transport may still read from them.
 func (c *serverConn) stopParking() { c.park.raw = nil }
 
-// readOrPark is raw.Read's attempt: before the wait, a read into the read
-// buffer that does not wait, the connection parking when it finds nothing
-// (raw.Read then waits for the socket); after it, nothing (the socket is
-// readable).
+// readOrPark is raw.Read's attempt, made first and after each wake-up:
+// a read into the read buffer that does not wait, the connection parking
+// when it finds nothing (raw.Read then waits for the socket). A
+// connection that serves inline serves the request that arrived, and
+// those after it, from here (see inline.go).
 func (c *serverConn) readOrPark(fd uintptr) bool {
 	p := &c.park
-	if p.waited {
-		return true
+	for {
+		if c.br == nil {
+			c.takeReader()
+		}
+		c.src.fd, c.src.direct = fd, true
+		_, err := c.br.Peek(1)
+		c.src.direct = false
+		if errors.Is(err, errWouldBlock) {
+			c.letGo()
+			return false
+		}
+		if err != nil || !p.inline {
+			p.err = err
+			return true
+		}
+		if !c.serveInline() {
+			return true
+		}
+		if c.br.Buffered() == 0 && c.src.empty {
+			// Nothing can be in the socket that the wait would not
+			// report: wait without the read that would find nothing.
+			c.letGo()
+			return false
+		}
 	}
-	if c.br == nil {
-		c.takeReader()
-	}
-	c.src.fd, c.src.direct = fd, true
-	_, err := c.br.Peek(1)
-	c.src.direct = false
-	if errors.Is(err, errWouldBlock) {
-		c.letGo()
-		p.waited = true
-		return false
-	}
-	p.err = err
-	return true
 }
 
 // awaitByte waits until the next request's first byte is in the read
@@ -90,19 +103,16 @@ func (c *serverConn) awaitByte() error {
 		_, err := c.br.Peek(1)
 		return err
 	}
+	c.park.outcome = inlineArrived
+	c.src.empty = false
 	err := c.park.raw.Read(c.park.readFn)
-	waited, readErr := c.park.waited, c.park.err
-	c.park.waited, c.park.err = false, nil
-	switch {
-	case err != nil:
+	readErr := c.park.err
+	c.park.err = nil
+	if err != nil {
 		// The deadline, or the connection closed; parked or not.
 		return err
-	case !waited:
-		return readErr
 	}
-	c.takeReader()
-	_, err = c.br.Peek(1)
-	return err
+	return readErr
 }
 
 // takeReader takes a read buffer from the manager's pool.
@@ -139,6 +149,10 @@ type connSource struct {
 	cc     *countedConn
 	fd     uintptr
 	direct bool
+	// inq, once the connection serves inline, reads with TCP_INQ; empty
+	// records that its last read left the socket empty and not ended.
+	inq   *inqReader
+	empty bool
 }
 
 // Read implements io.Reader.
@@ -146,7 +160,18 @@ func (s *connSource) Read(p []byte) (int, error) {
 	if !s.direct {
 		return s.cc.Read(p)
 	}
-	n, wouldBlock, err := readSocket(s.fd, p)
+	var (
+		n          int
+		wouldBlock bool
+		err        error
+	)
+	if s.inq != nil {
+		var rest bool
+		n, wouldBlock, rest, err = s.inq.read(s.fd, p)
+		s.empty = !rest
+	} else {
+		n, wouldBlock, err = readSocket(s.fd, p)
+	}
 	switch {
 	case wouldBlock:
 		return 0, errWouldBlock

@@ -21,15 +21,29 @@ func appendUUID(dst []byte) []byte {
 	binary.LittleEndian.PutUint64(u[8:], rand.Uint64())
 	u[6] = u[6]&0x0f | 0x40 // version 4
 	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
+	// Written into an array of its own and appended once: byte by byte,
+	// each append checked the capacity.
+	var s [36]byte
+	hexInto(s[0:8], u[0:4])
+	s[8] = '-'
+	hexInto(s[9:13], u[4:6])
+	s[13] = '-'
+	hexInto(s[14:18], u[6:8])
+	s[18] = '-'
+	hexInto(s[19:23], u[8:10])
+	s[23] = '-'
+	hexInto(s[24:36], u[10:16])
+	return append(dst, s[:]...)
+}
+
+// hexInto writes b in lower-case hexadecimal into dst, which is twice as
+// long.
+func hexInto(dst, b []byte) {
 	const hex = "0123456789abcdef"
-	for i, b := range u {
-		switch i {
-		case 4, 6, 8, 10:
-			dst = append(dst, '-')
-		}
-		dst = append(dst, hex[b>>4], hex[b&0x0f])
+	_ = dst[2*len(b)-1]
+	for i, c := range b {
+		dst[2*i], dst[2*i+1] = hex[c>>4], hex[c&0x0f]
 	}
-	return dst
 }
 
 // readRequestID resolves request_id_extension to how the connection

@@ -29,13 +29,21 @@ func (s *stream) init(m *Manager, c *serverConn, x *h1Exchange) {
 // serveRequest serves one request whose first byte has arrived. It
 // returns whether the connection may carry another request.
 func (c *serverConn) serveRequest() bool {
+	if keep, done := c.readRequest(); done {
+		return keep
+	}
+	return c.forwardRequest()
+}
+
+// readRequest reads and parses a request's head, answers it when it is
+// refused (done), and otherwise prepares its body for forwardRequest.
+func (c *serverConn) readRequest() (keep, done bool) {
 	m := c.m
 	cfg := &m.cfg
 	x := c.exchange()
 	s := &x.st
 	now := time.Now()
 	s.begin(now, protoHTTP11)
-	defer func() { c.lastNow = s.tLast }()
 	c.x.out.reset(c.cc)
 	c.chunked, c.closeDelimited, c.aborted = false, false, false
 	x.trailer = nil
@@ -55,14 +63,12 @@ func (c *serverConn) serveRequest() bool {
 	x.head = head
 	if err != nil {
 		c.headFailed(err)
-		s.end()
-		return false
+		return false, c.refused()
 	}
 	req := &x.req
 	if err := http1.ParseRequest(head, req, http1.RequestOptions{MaxHeaders: m.cfg.maxHeadersCount, AllowChunkedLength: m.cfg.allowChunkedLength}); err != nil {
 		c.protocolError(err)
-		s.end()
-		return false
+		return false, c.refused()
 	}
 	if req.HasBody() {
 		// The body is read under the stream idle timeout counted from
@@ -84,12 +90,10 @@ func (c *serverConn) serveRequest() bool {
 	case req.Version == http1.HTTP10 && !m.cfg.acceptHTTP10:
 		// Envoy refuses HTTP/1.0 unless accept_http_10 is set.
 		c.protocolError(&http1.Error{Status: 426, Reason: "http/1.0 not accepted"})
-		s.end()
-		return false
+		return false, c.refused()
 	case authority == "":
 		c.protocolError(http1.ErrMissingHost)
-		s.end()
-		return false
+		return false, c.refused()
 	}
 	s.copyRequestHeaders(req)
 	s.detectUpgradeHTTP1(req)
@@ -97,8 +101,7 @@ func (c *serverConn) serveRequest() bool {
 		// A CONNECT's payload follows its head unframed; Envoy's codec
 		// refuses one that announces a body.
 		c.protocolError(&http1.Error{Status: 400, Reason: "connect with a body"})
-		s.end()
-		return false
+		return false, c.refused()
 	}
 	s.reqLength, s.reqChunked, s.expect100 = req.ContentLength, req.Chunked, req.Expect100
 	switch {
@@ -114,6 +117,24 @@ func (c *serverConn) serveRequest() bool {
 	default:
 		s.requestEnded()
 	}
+	return false, false
+}
+
+// refused ends a request readRequest answered: the connection carries
+// no other.
+func (c *serverConn) refused() bool {
+	s := &c.x.st
+	s.end()
+	c.lastNow = s.tLast
+	return true
+}
+
+// forwardRequest forwards a request readRequest read and answers it. It
+// returns whether the connection may carry another request.
+func (c *serverConn) forwardRequest() bool {
+	m := c.m
+	s := &c.x.st
+	defer func() { c.lastNow = s.tLast }()
 	if max := m.cfg.maxRequestsPerConnection; max > 0 && c.requests+1 >= max {
 		// The last request the connection may carry: say so in its
 		// response.

@@ -16,9 +16,15 @@
 # over the measured run): on a shared machine the second is the steadier
 # figure. It prints the medians, the run-to-run spread of requests/s
 # ((max-min)/median) and the ratios to the best of haproxy and nginx.
+# It also records the proxy's read and write system calls per request
+# (/proc/PID/io syscr/syscw: read and write, not recvmsg or sendmsg);
+# with STRACE=1, `strace -c -f` watches each sidecar's measured runs and
+# its counts per request are printed after each (strace slows the
+# sidecar: read those for which calls are made, not for the CPU).
 #
 #   test/bench/bodies/run.sh path/to/sidecar [path/to/base/sidecar]
 #   env: REPS (3) DUR (5s) WARM (1s) CONNS (64) SIZES ("128 16384 65536 1048576")
+#        STRACE (empty; 1 to count each sidecar's system calls with strace)
 #        POSTS ("65536 1048576"; "" for none)
 #        OUT (a directory to keep the raw results in)
 #
@@ -215,15 +221,27 @@ for t in "${TARGETS[@]}"; do wait_port "${PORT[$t]}"; done
 # run rep target size: one warm-up and one measured wrk run; a size
 # post-N POSTs N bytes.
 run() {
-	local url="http://127.0.0.1:${PORT[$2]}/$3" before after out reqs secs script=()
+	local url="http://127.0.0.1:${PORT[$2]}/$3" before after out reqs secs script=() io0 io1 tracer=
+	local pid=${PID[$2]}
 	if [[ $3 == post-* ]]; then
 		url="http://127.0.0.1:${PORT[$2]}/post"
 		script=(-s "$DIR/$3.lua")
 	fi
 	taskset -c 1 timeout 60 wrk -t1 -c"$CONNS" -d"$WARM" "${script[@]}" "$url" >/dev/null
-	before=$(cpu_ticks "${PID[$2]}")
+	if [[ -n ${STRACE:-} && $2 == outrigger* ]]; then
+		strace -c -f -p "$pid" -o "$DIR/strace" 2>/dev/null &
+		tracer=$!
+		sleep 0.5
+	fi
+	io0=$(awk '/^syscr|^syscw/ {printf "%s ", $2}' "/proc/$pid/io")
+	before=$(cpu_ticks "$pid")
 	out=$(taskset -c 1 timeout 120 wrk -t1 -c"$CONNS" -d"$DUR" "${script[@]}" "$url")
-	after=$(cpu_ticks "${PID[$2]}")
+	after=$(cpu_ticks "$pid")
+	io1=$(awk '/^syscr|^syscw/ {printf "%s ", $2}' "/proc/$pid/io")
+	if [[ -n $tracer ]]; then
+		kill -INT "$tracer"
+		wait "$tracer" 2>/dev/null || true
+	fi
 	if grep -qE "Non-2xx|Socket errors" <<<"$out"; then
 		echo "$2 /$3: wrk saw errors:" >&2
 		echo "$out" >&2
@@ -231,13 +249,21 @@ run() {
 	fi
 	reqs=$(awk '/requests in/ {print $1}' <<<"$out")
 	secs=$(awk '/requests in/ {sub(/s,/, "", $4); print $4}' <<<"$out")
-	awk -v r="$1" -v t="$2" -v z="$3" -v d=$((after - before)) -v n="$reqs" -v s="$secs" -v hz="$HZ" \
-		'BEGIN {printf "%s\t%s\t%s\t%.0f\t%.2f\n", r, t, z, n / s, d / hz * 1e6 / n}' | tee -a "$DIR/results.tsv"
+	awk -v r="$1" -v t="$2" -v z="$3" -v d=$((after - before)) -v n="$reqs" -v s="$secs" -v hz="$HZ" -v io0="$io0" -v io1="$io1" \
+		'BEGIN {split(io0, a); split(io1, b); printf "%s\t%s\t%s\t%.0f\t%.2f\t%.2f\t%.2f\n", r, t, z, n / s, d / hz * 1e6 / n, (b[1] - a[1]) / n, (b[2] - a[2]) / n}' | tee -a "$DIR/results.tsv"
+	if [[ -n $tracer ]]; then
+		# strace's table: calls in the fourth column, errors (when
+		# any) in the fifth, the name last.
+		awk -v n="$reqs" -v t="$2" 'NR > 2 && $NF != "total" && $4 ~ /^[0-9]+$/ {
+			e = NF == 6 ? $5 : 0
+			printf "#   %s %s: %.3f per request, %.3f failing\n", t, $NF, $4 / n, e / n
+		}' "$DIR/strace" | sort -k4 -rn | head -8
+	fi
 }
 
 echo "# $(date -u +%FT%TZ) reps=$REPS dur=$DUR conns=$CONNS; $(nproc) CPUs: $(lscpu | awk -F: '/Model name/{gsub(/^ +/,"",$2);print $2}')"
 echo "# nginx $(nginx -v 2>&1 | sed 's/.*\///'), haproxy $(haproxy -v | awk 'NR==1{print $3}'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-printf 'rep\ttarget\tbytes\trps\tcpu_us_per_req\n' | tee "$DIR/results.tsv"
+printf 'rep\ttarget\tbytes\trps\tcpu_us_per_req\treads_per_req\twrites_per_req\n' | tee "$DIR/results.tsv"
 for rep in $(seq "$REPS"); do
 	for size in $SIZES $(for n in $POSTS; do echo "post-$n"; done); do
 		# Rotate the order each repetition.
