@@ -157,7 +157,7 @@ func TestCompileRouteRefuses(t *testing.T) {
 		}), "check_settings.http_service.server_uri.cluster: must be set"},
 		"http override allowed_headers": {checkSettings(&extauthzv3.CheckSettings{
 			ServiceOverride: &extauthzv3.CheckSettings_HttpService{HttpService: &extauthzv3.HttpService{
-				ServerUri:            &corev3.HttpUri{Uri: "http://a", HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: "authz"}},
+				ServerUri: &corev3.HttpUri{Uri: "http://a", HttpUpstreamType: &corev3.HttpUri_Cluster{Cluster: "authz"}},
 				//lint:ignore SA1019 the deprecated field is what the case refuses.
 				AuthorizationRequest: &extauthzv3.AuthorizationRequest{AllowedHeaders: &matcherv3.ListStringMatcher{}},
 			}},
