@@ -43,29 +43,19 @@ func TestEnumNamesInAnyCase(t *testing.T) {
     lb_policy: round_robin
     dns_lookup_family: v4_only
 `
-	for _, format := range []string{"yaml", "json"} {
-		t.Run(format, func(t *testing.T) {
-			src := yaml
-			if format == "json" {
-				src = toJSON(t, yaml)
-			}
-			l, err := Load(LoadOptions{ConfigYAML: src})
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := l.Bootstrap.GetStaticResources().GetClusters()[0]
-			if c.GetType() != clusterv3.Cluster_STATIC || c.GetLbPolicy() != clusterv3.Cluster_ROUND_ROBIN || c.GetDnsLookupFamily() != clusterv3.Cluster_V4_ONLY {
-				t.Errorf("cluster %v %v %v", c.GetType(), c.GetLbPolicy(), c.GetDnsLookupFamily())
-			}
-			var hcm hcmv3.HttpConnectionManager
-			if err := l.Bootstrap.GetStaticResources().GetListeners()[0].GetFilterChains()[0].GetFilters()[0].GetTypedConfig().UnmarshalTo(&hcm); err != nil {
-				t.Fatal(err)
-			}
-			if hcm.GetCodecType() != hcmv3.HttpConnectionManager_AUTO {
-				t.Errorf("codec_type %v, want AUTO", hcm.GetCodecType())
-			}
-		})
-	}
+	loadInBothForms(t, yaml, func(t *testing.T, l *Loaded) {
+		c := l.Bootstrap.GetStaticResources().GetClusters()[0]
+		if c.GetType() != clusterv3.Cluster_STATIC || c.GetLbPolicy() != clusterv3.Cluster_ROUND_ROBIN || c.GetDnsLookupFamily() != clusterv3.Cluster_V4_ONLY {
+			t.Errorf("cluster %v %v %v", c.GetType(), c.GetLbPolicy(), c.GetDnsLookupFamily())
+		}
+		var hcm hcmv3.HttpConnectionManager
+		if err := l.Bootstrap.GetStaticResources().GetListeners()[0].GetFilterChains()[0].GetFilters()[0].GetTypedConfig().UnmarshalTo(&hcm); err != nil {
+			t.Fatal(err)
+		}
+		if hcm.GetCodecType() != hcmv3.HttpConnectionManager_AUTO {
+			t.Errorf("codec_type %v, want AUTO", hcm.GetCodecType())
+		}
+	})
 	if _, err := Load(LoadOptions{ConfigYAML: compatListener("sideways", routerFilter)}); err == nil || !strings.Contains(err.Error(), `unknown value "sideways"`) {
 		t.Errorf("an enum value of no case loaded: %v", err)
 	}
@@ -145,6 +135,29 @@ func TestSingleElementForList(t *testing.T) {
     name: c
     type: STATIC
 `
+	loadInBothForms(t, yaml, func(t *testing.T, l *Loaded) {
+		if cs := l.Bootstrap.GetStaticResources().GetClusters(); len(cs) != 1 || cs[0].GetName() != "c" {
+			t.Errorf("clusters = %v, want the one cluster c", cs)
+		}
+		var hcm hcmv3.HttpConnectionManager
+		if err := l.Bootstrap.GetStaticResources().GetListeners()[0].GetFilterChains()[0].GetFilters()[0].GetTypedConfig().UnmarshalTo(&hcm); err != nil {
+			t.Fatal(err)
+		}
+		if d := hcm.GetRouteConfig().GetVirtualHosts()[0].GetDomains(); len(d) != 1 || d[0] != "*" {
+			t.Errorf("domains = %q, want [*]", d)
+		}
+	})
+	bad := strings.Replace(compatListener("AUTO", routerFilter), `domains: ["*"]`, `domains: 7`, 1)
+	if _, err := Load(LoadOptions{ConfigYAML: bad}); err == nil ||
+		!strings.Contains(err.Error(), `route_config.virtual_hosts[0].domains: invalid value 7 for a string field`) {
+		t.Errorf("a bad single element: %v", err)
+	}
+}
+
+// loadInBothForms loads yaml, and the same configuration as JSON, and
+// hands each result to check in a subtest of its own.
+func loadInBothForms(t *testing.T, yaml string, check func(*testing.T, *Loaded)) {
+	t.Helper()
 	for _, format := range []string{"yaml", "json"} {
 		t.Run(format, func(t *testing.T) {
 			src := yaml
@@ -155,21 +168,7 @@ func TestSingleElementForList(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cs := l.Bootstrap.GetStaticResources().GetClusters(); len(cs) != 1 || cs[0].GetName() != "c" {
-				t.Errorf("clusters = %v, want the one cluster c", cs)
-			}
-			var hcm hcmv3.HttpConnectionManager
-			if err := l.Bootstrap.GetStaticResources().GetListeners()[0].GetFilterChains()[0].GetFilters()[0].GetTypedConfig().UnmarshalTo(&hcm); err != nil {
-				t.Fatal(err)
-			}
-			if d := hcm.GetRouteConfig().GetVirtualHosts()[0].GetDomains(); len(d) != 1 || d[0] != "*" {
-				t.Errorf("domains = %q, want [*]", d)
-			}
+			check(t, l)
 		})
-	}
-	bad := strings.Replace(compatListener("AUTO", routerFilter), `domains: ["*"]`, `domains: 7`, 1)
-	if _, err := Load(LoadOptions{ConfigYAML: bad}); err == nil ||
-		!strings.Contains(err.Error(), `route_config.virtual_hosts[0].domains: invalid value 7 for a string field`) {
-		t.Errorf("a bad single element: %v", err)
 	}
 }
