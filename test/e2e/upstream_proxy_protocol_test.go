@@ -163,6 +163,10 @@ var _ = Describe("Upstream PROXY protocol transport socket", func() {
 			defer resp.Body.Close()
 			b, err := io.ReadAll(resp.Body)
 			Expect(err).NotTo(HaveOccurred())
+			// The proxy gives its upstream connection back to the pool
+			// just after the client has the response: the next request
+			// must find it there.
+			Eventually(func() string { return statValue(s, "cluster.up.upstream_rq_active") }).Should(Equal("0"))
 			return string(b)
 		}
 		Expect(get(proxyV1("203.0.113.7:51000", "198.51.100.1:80"))).To(Equal("PROXY TCP4 203.0.113.7 198.51.100.1 51000 80 #1"))
