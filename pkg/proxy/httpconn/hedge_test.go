@@ -118,11 +118,8 @@ func TestHedgeFastHostWins(t *testing.T) {
 	for _, upstreamH2 := range []bool{false, true} {
 		for _, byHeader := range []bool{false, true} {
 			log := &eventLog{}
-			slow := hedgeUpstream(t, log, "slow", 200, -1)
-			fast := hedgeUpstream(t, log, "fast", 200, 0)
 			st := stats.NewStore()
-			fc := newFakeCluster(st, "up", upstreamH2, hostOf(slow), hostOf(fast))
-			t.Cleanup(fc.closeIdle)
+			fc := slowFastCluster(t, log, st, upstreamH2)
 			p := startProxy(t, internalHCM(routeConfig(hedgeRoute(1, !byHeader))), Deps{Stats: st, Upstreams: fakeUpstreams{"up": fc}})
 			var hdr map[string]string
 			if byHeader {
@@ -154,11 +151,8 @@ func TestHedgeFastHostWins(t *testing.T) {
 func TestHedgeOff(t *testing.T) {
 	for _, hdr := range []map[string]string{nil, {"x-envoy-hedge-on-per-try-timeout": "false"}} {
 		log := &eventLog{}
-		slow := hedgeUpstream(t, log, "slow", 200, -1)
-		fast := hedgeUpstream(t, log, "fast", 200, 0)
 		st := stats.NewStore()
-		fc := newFakeCluster(st, "up", false, hostOf(slow), hostOf(fast))
-		t.Cleanup(fc.closeIdle)
+		fc := slowFastCluster(t, log, st, false)
 		p := startProxy(t, internalHCM(routeConfig(hedgeRoute(1, hdr != nil))), Deps{Stats: st, Upstreams: fakeUpstreams{"up": fc}})
 		status, _, body := do(t, client(), "POST", p.url("/x"), strings.NewReader("req"), hdr)
 		if status != 200 || body != "fast:req" {
@@ -293,11 +287,8 @@ func TestHedgeClientGone(t *testing.T) {
 func TestHedgePerTryIdle(t *testing.T) {
 	for _, upstreamH2 := range []bool{false, true} {
 		log := &eventLog{}
-		slow := hedgeUpstream(t, log, "slow", 200, -1)
-		fast := hedgeUpstream(t, log, "fast", 200, 0)
 		st := stats.NewStore()
-		fc := newFakeCluster(st, "up", upstreamH2, hostOf(slow), hostOf(fast))
-		t.Cleanup(fc.closeIdle)
+		fc := slowFastCluster(t, log, st, upstreamH2)
 		route := hedgeRoute(1, true)
 		rp := route.GetRoute().RetryPolicy
 		rp.PerTryTimeout, rp.PerTryIdleTimeout = nil, durationpb.New(150*time.Millisecond)
@@ -333,4 +324,16 @@ func TestHedgeExpectedTimeout(t *testing.T) {
 			t.Errorf("hedge %v: %d, expected timeout %q; want %q", hedge, status, body, want)
 		}
 	}
+}
+
+// slowFastCluster is the cluster "up" of two hedge upstreams logging to
+// log: "slow", which never answers (it records its cancellation), and
+// "fast", which answers at once; its idle connections close with the test.
+func slowFastCluster(t *testing.T, log *eventLog, st *stats.Store, upstreamH2 bool) *fakeCluster {
+	t.Helper()
+	slow := hedgeUpstream(t, log, "slow", 200, -1)
+	fast := hedgeUpstream(t, log, "fast", 200, 0)
+	fc := newFakeCluster(st, "up", upstreamH2, hostOf(slow), hostOf(fast))
+	t.Cleanup(fc.closeIdle)
+	return fc
 }

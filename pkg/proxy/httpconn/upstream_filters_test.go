@@ -270,11 +270,8 @@ func startRecorder(t testing.TB, rec *bodyRecorder, h2 bool) *httptest.Server {
 func TestUpstreamBufferHedged(t *testing.T) {
 	for _, upstreamH2 := range []bool{false, true} {
 		log := &eventLog{}
-		slow := hedgeUpstream(t, log, "slow", 200, -1)
-		fast := hedgeUpstream(t, log, "fast", 200, 0)
 		st := stats.NewStore()
-		fc := newFakeCluster(st, "up", upstreamH2, hostOf(slow), hostOf(fast))
-		t.Cleanup(fc.closeIdle)
+		fc := slowFastCluster(t, log, st, upstreamH2)
 		cfg := withUpstreamFilters(internalHCM(routeConfig(hedgeRoute(1, true))), upstreamFilters(bufferFilter(16)))
 		p := startProxy(t, cfg, Deps{Stats: st, Upstreams: fakeUpstreams{"up": fc}, Extensions: upstreamFilterRegistry(t)})
 		status, _, body := do(t, client(), "POST", p.url("/x"), strings.NewReader("req"), nil)
