@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/outrigger-dev/outrigger/pkg/apis/proxy/v1alpha1"
 )
@@ -179,16 +180,21 @@ func TestDrainControllerRestart(t *testing.T) {
 	stop()
 
 	// As if the controller had died between recording b's request and
-	// getting its answer.
-	if err := h.get(d); err != nil {
-		t.Fatal(err)
-	}
-	for i := range d.Status.Targets {
-		if tg := &d.Status.Targets[i]; tg.PodName == "b" {
-			tg.Step, tg.DrainStartedAt = v1alpha1.DrainStepDrainListeners, nil
+	// getting its answer. A status write the stopped controller had
+	// cancelled may still land on the API server meanwhile, hence the
+	// retry.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := h.get(d); err != nil {
+			return err
 		}
-	}
-	if err := h.c.Status().Update(t.Context(), d); err != nil {
+		for i := range d.Status.Targets {
+			if tg := &d.Status.Targets[i]; tg.PodName == "b" {
+				tg.Step, tg.DrainStartedAt = v1alpha1.DrainStepDrainListeners, nil
+			}
+		}
+		return h.c.Status().Update(t.Context(), d)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 
