@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 
@@ -25,6 +26,17 @@ func (a *adsClient) Close() error {
 		return err
 	}
 	return errors.Join(err, a.ch.Close())
+}
+
+// noADS is the error of a config source naming the ADS stream when there
+// is none, at path (the source's ads field): either the bootstrap has no
+// dynamic_resources.ads_config, or it has one that did not load, whose own
+// error already says why.
+func (s *Server) noADS(path string) error {
+	if s.boot.GetDynamicResources().GetAdsConfig() != nil {
+		return fmt.Errorf("%s: the ADS stream of dynamic_resources.ads_config did not start (see that field's error)", path)
+	}
+	return fmt.Errorf("%s: requires dynamic_resources.ads_config (the ADS stream it names)", path)
 }
 
 // newADS prepares the ADS stream of dynamic_resources.ads_config, or

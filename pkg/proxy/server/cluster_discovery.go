@@ -115,7 +115,7 @@ func (s *Server) applyClusterUpdate(u xds.Update) error {
 		if c.GetType() == clusterv3.Cluster_EDS && c.GetEdsClusterConfig().GetEdsConfig().GetAds() != nil && s.ads == nil {
 			// Its endpoints come over ADS only: without the stream they
 			// would never be asked for.
-			errs = append(errs, fmt.Errorf("resources[%d].eds_cluster_config.eds_config.ads: requires dynamic_resources.ads_config (the ADS stream it names)", i))
+			errs = append(errs, s.noADS(fmt.Sprintf("resources[%d].eds_cluster_config.eds_config.ads", i)))
 		}
 		return errors.Join(errs...)
 	}

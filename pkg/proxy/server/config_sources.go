@@ -84,7 +84,7 @@ func (s *Server) streamFor(cs *corev3.ConfigSource, typeURL string) (*xds.ADS, e
 	switch {
 	case cs.GetAds() != nil:
 		if s.ads == nil {
-			return nil, errors.New("ads: requires dynamic_resources.ads_config (the ADS stream it names)")
+			return nil, s.noADS("ads")
 		}
 		return s.ads.ADS, nil
 	case cs.GetApiConfigSource() != nil:

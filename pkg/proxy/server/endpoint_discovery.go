@@ -166,7 +166,7 @@ func (d *endpointDiscovery) setClustersLocked(cs []*edsCluster) error {
 		d.sub.SetResourceNames(names)
 		return nil
 	case d.s.ads == nil:
-		return errors.New("eds_cluster_config.eds_config.ads: requires dynamic_resources.ads_config (the ADS stream it names)")
+		return d.s.noADS("eds_cluster_config.eds_config.ads")
 	}
 	// The clusters keep their own stats; the subscription's would only
 	// repeat them under a name Envoy does not have.

@@ -81,7 +81,7 @@ func (r *rdsRoute) markReady() { r.readyOnce.Do(func() { close(r.ready) }) }
 func (d *routeDiscovery) register(m *httpconn.Manager, rds *hcmv3.Rds, statPrefix string, w *listenerWarming) error {
 	api := rds.GetConfigSource().GetApiConfigSource()
 	if d == nil || (d.s.ads == nil && api == nil) {
-		return errors.New("rds.config_source.ads: requires dynamic_resources.ads_config (the ADS stream it names)")
+		return d.s.noADS("rds.config_source.ads")
 	}
 	name := rds.GetRouteConfigName()
 	d.mu.Lock()

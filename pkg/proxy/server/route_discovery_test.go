@@ -27,3 +27,31 @@ func TestRDSNeedsTheADSStream(t *testing.T) {
 		t.Fatalf("error = %v\nwant it to contain %s", err, want)
 	}
 }
+
+// TestADSSourceOfAFailedStream checks that a config source naming an ADS
+// stream whose ads_config did not load says so, instead of claiming that
+// the bootstrap has no ads_config.
+func TestADSSourceOfAFailedStream(t *testing.T) {
+	_, err := buildListenerServer(t, `
+dynamic_resources:
+  ads_config:
+    api_type: GRPC
+    transport_api_version: V3
+    grpc_services: [{envoy_grpc: {cluster_name: nope}}]
+  cds_config: {ads: {}, resource_api_version: V3}
+`)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		"dynamic_resources.ads_config.grpc_services[0]: envoy_grpc.cluster_name: unknown gRPC client cluster 'nope'",
+		"dynamic_resources.cds_config.ads: the ADS stream of dynamic_resources.ads_config did not start (see that field's error)",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error = %v\nwant it to contain %s", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "requires dynamic_resources.ads_config") {
+		t.Errorf("error = %v\nclaims there is no ads_config", err)
+	}
+}

@@ -66,7 +66,7 @@ func (st *secretStore) resolveStream(name string, cs *corev3.ConfigSource) (*tls
 	}
 	if cs.GetAds() != nil {
 		if st.s.boot.GetDynamicResources().GetAdsConfig() == nil {
-			return nil, errors.New("sds_config.ads: requires dynamic_resources.ads_config (the ADS stream it names)")
+			return nil, st.s.noADS("sds_config.ads")
 		}
 		if st.ads == nil {
 			st.ads = &streamSecrets{st: st, byName: map[string]*streamSecret{}}
@@ -186,7 +186,7 @@ func (g *streamSecrets) subscribeLocked() error {
 		return nil
 	}
 	if g.st.s.ads == nil {
-		return errors.New("sds_config.ads: requires dynamic_resources.ads_config (the ADS stream it names)")
+		return g.st.s.noADS("sds_config.ads")
 	}
 	// The secrets keep their own stats; the subscription's would only
 	// repeat them under a name Envoy does not have.
