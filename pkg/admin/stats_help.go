@@ -415,6 +415,8 @@ var httpHelp = [][2]string{
 	{"**.ext_authz.invalid", "Answers rejected with a 500 for their edits (validate_mutations, decoder_header_mutation_rules with disallow_is_error)."},
 	{"**.ext_authz.omitted_response_headers", "Responses some of whose authorization service headers were left out at max_headers_count (enforce_response_header_limits)."},
 	{"**.ext_authz.ignored_dynamic_metadata", "Answers whose dynamic metadata was dropped (enable_dynamic_metadata_ingestion false)."},
+	{"**.basic_auth.allowed", "Requests whose Basic credential matched a configured user."},
+	{"**.basic_auth.denied", "Requests refused with a 401 for a missing or wrong Basic credential."},
 	{"cluster.grpc-web.**.success", "gRPC-Web calls that ended with grpc-status 0."},
 	{"cluster.grpc-web.**.failure", "gRPC-Web calls that ended with a grpc-status other than 0."},
 	{"cluster.grpc-web.**.total", "gRPC-Web calls."},

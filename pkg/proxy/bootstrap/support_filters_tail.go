@@ -4,7 +4,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 
 // supportedFiltersTail lists the fields of the small HTTP and network
 // filters of the long tail (header_mutation, set_metadata,
-// header_to_metadata, buffer, csrf, direct_response, echo), one filter
+// header_to_metadata, buffer, csrf, basic_auth, direct_response, echo), one filter
 // after the other.
 var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 	// envoy.filters.http.header_mutation (a KeyValueAppend's entry is
@@ -63,6 +63,16 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 	// envoy.filters.http.grpc_http1_bridge.
 	"envoy.extensions.filters.http.grpc_http1_bridge.v3.Config.upgrade_protobuf_to_grpc": {},
 	"envoy.extensions.filters.http.grpc_http1_bridge.v3.Config.ignore_query_parameters":  {},
+
+	// envoy.filters.http.basic_auth.
+	"envoy.extensions.filters.http.basic_auth.v3.BasicAuth.users":                   {},
+	"envoy.extensions.filters.http.basic_auth.v3.BasicAuth.forward_username_header": {},
+	"envoy.extensions.filters.http.basic_auth.v3.BasicAuth.authentication_header":   {},
+	"envoy.extensions.filters.http.basic_auth.v3.BasicAuth.allow_missing":           {},
+	"envoy.extensions.filters.http.basic_auth.v3.BasicAuth.emit_dynamic_metadata":   {},
+	"envoy.extensions.filters.http.basic_auth.v3.BasicAuth.realm":                   {},
+	"envoy.extensions.filters.http.basic_auth.v3.BasicAuthPerRoute.users":           {},
+	"envoy.extensions.filters.http.basic_auth.v3.BasicAuthPerRoute.realm":           {},
 
 	// envoy.filters.http.grpc_stats (emit_filter_state: for
 	// %FILTER_STATE(envoy.filters.http.grpc_stats)%).

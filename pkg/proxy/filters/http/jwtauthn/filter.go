@@ -11,9 +11,6 @@ import (
 // payloads and headers.
 const metadataNamespace = "envoy.filters.http.jwt_authn"
 
-// maxURILength bounds the path in a WWW-Authenticate realm, as Envoy's.
-const maxURILength = 256
-
 // filterConfig is the compiled filter.
 type filterConfig struct {
 	// name is the key of the filter's per-route configurations.
@@ -147,7 +144,7 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		if c.stripFailure {
 			body = ""
 		} else {
-			f.wwwAuthenticate = `Bearer realm="` + originalURI(s) + `"`
+			f.wwwAuthenticate = `Bearer realm="` + httpfilter.OriginalURI(s) + `"`
 			if st != statusMissing {
 				f.wwwAuthenticate += `, error="invalid_token"`
 			}
@@ -181,21 +178,4 @@ func isPreflight(s httpfilter.Stream) bool {
 	o, _ := h.Get("origin")
 	m, _ := h.Get("access-control-request-method")
 	return o != "" && m != ""
-}
-
-// originalURI is Envoy's buildOriginalUri: x-forwarded-proto, host and the
-// original path, cut to 256 bytes, as the request came in (before the
-// filter removes anything).
-func originalURI(s httpfilter.Stream) string {
-	req := s.Request()
-	h := s.RequestHeaders()
-	path := req.Path
-	if p, ok := h.Get("x-envoy-original-path"); ok {
-		path = p
-	}
-	if len(path) > maxURILength {
-		path = path[:maxURILength]
-	}
-	proto, _ := h.Get("x-forwarded-proto")
-	return proto + "://" + req.Host + path
 }
