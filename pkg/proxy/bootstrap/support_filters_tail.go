@@ -4,7 +4,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 
 // supportedFiltersTail lists the fields of the small HTTP and network
 // filters of the long tail (header_mutation, set_metadata,
-// header_to_metadata, buffer, csrf, basic_auth, direct_response, echo), one filter
+// header_to_metadata, buffer, csrf, basic_auth, cdn_loop, direct_response, echo), one filter
 // after the other.
 var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 	// envoy.filters.http.header_mutation (a KeyValueAppend's entry is
@@ -73,6 +73,10 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.basic_auth.v3.BasicAuth.realm":                   {},
 	"envoy.extensions.filters.http.basic_auth.v3.BasicAuthPerRoute.users":           {},
 	"envoy.extensions.filters.http.basic_auth.v3.BasicAuthPerRoute.realm":           {},
+
+	// envoy.filters.http.cdn_loop.
+	"envoy.extensions.filters.http.cdn_loop.v3.CdnLoopConfig.cdn_id":                  {},
+	"envoy.extensions.filters.http.cdn_loop.v3.CdnLoopConfig.max_allowed_occurrences": {},
 
 	// envoy.filters.http.grpc_stats (emit_filter_state: for
 	// %FILTER_STATE(envoy.filters.http.grpc_stats)%).

@@ -25,6 +25,7 @@ import (
 	basicauthv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/basic_auth/v3"
 	bufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/buffer/v3"
 	cachev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cache/v3"
+	cdnloopv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cdn_loop/v3"
 	compositev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/composite/v3"
 	compressorv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/compressor/v3"
 	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
@@ -112,6 +113,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/buffer"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/cache"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/cache/simple"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/cdnloop"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/composite"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/compressor"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/cors"
@@ -231,6 +233,7 @@ func Registry() *extension.Registry {
 		extension.Of(compressor.Name, HTTPFilters, &compressorv3.Compressor{}, compressor.Factory{}).WithRouteConfig(&compressorv3.CompressorPerRoute{}),
 		extension.Of(cors.Name, HTTPFilters, &corsv3.Cors{}, cors.Factory{}).WithRouteConfig(&corsv3.CorsPolicy{}),
 		extension.Of(basicauth.Name, HTTPFilters, &basicauthv3.BasicAuth{}, basicauth.Factory{}).WithRouteConfig(&basicauthv3.BasicAuthPerRoute{}),
+		extension.Of(cdnloop.Name, HTTPFilters, &cdnloopv3.CdnLoopConfig{}, cdnloop.Factory{}),
 		extension.Of(csrf.Name, HTTPFilters, &csrfv3.CsrfPolicy{}, csrf.Factory{}).WithRouteConfig(&csrfv3.CsrfPolicy{}),
 		extension.Of(customresponse.Name, HTTPFilters, &customresponsev3.CustomResponse{}, customresponse.Factory{}).WithRouteConfig(&customresponsev3.CustomResponse{}),
 		extension.Of(decompressor.Name, HTTPFilters, &decompressorv3.Decompressor{}, decompressor.Factory{}),

@@ -42,6 +42,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.filters.http proxy.filters.http.basic_auth envoy.extensions.filters.http.basic_auth.v3.BasicAuth",
 		"envoy.filters.http proxy.filters.http.buffer envoy.extensions.filters.http.buffer.v3.Buffer",
 		"envoy.filters.http proxy.filters.http.cache envoy.extensions.filters.http.cache.v3.CacheConfig",
+		"envoy.filters.http proxy.filters.http.cdn_loop envoy.extensions.filters.http.cdn_loop.v3.CdnLoopConfig",
 		"envoy.filters.http proxy.filters.http.composite envoy.extensions.filters.http.composite.v3.Composite",
 		"envoy.filters.http proxy.filters.http.compressor envoy.extensions.filters.http.compressor.v3.Compressor",
 		"envoy.filters.http proxy.filters.http.cors envoy.extensions.filters.http.cors.v3.Cors",

@@ -62,3 +62,27 @@ var _ = Describe("The basic_auth filter", func() {
 		Expect(r.Stderr).To(ContainSubstring("http_filters[0].typed_config.users: line 1: unsupported htpasswd format: please use {SHA} for 'alice'"))
 	})
 })
+
+var _ = Describe("The cdn_loop filter", func() {
+	It("appends its CDN id, and answers 502 to a request that looped through it too often", func() {
+		port := freePort()
+		Start(newDir(), proxySpec{
+			Port: port,
+			HCM:  "{stat_prefix: web}",
+			Filters: "[" + httpFilter("envoy.filters.http.cdn_loop", "type.googleapis.com/envoy.extensions.filters.http.cdn_loop.v3.CdnLoopConfig",
+				`{cdn_id: edge.example, max_allowed_occurrences: 1}`) + "]",
+			Clusters: []proxyCluster{{Name: "up", Port: portNum(echoHeadersUpstream())}},
+		}.YAML())
+
+		Expect(curl(listenerURL(port, "/"))).To(ContainSubstring(`"Cdn-Loop":"edge.example"`))
+		Expect(curl("-H", "CDN-Loop: other; v=1, edge.example", listenerURL(port, "/"))).
+			To(ContainSubstring(`"Cdn-Loop":"other; v=1, edge.example,edge.example"`))
+
+		out := curl("-i", "-H", "CDN-Loop: edge.example, edge.example", listenerURL(port, "/"))
+		Expect(out).To(HavePrefix("HTTP/1.1 502 "))
+		Expect(out).To(HaveSuffix("The server has detected a loop between CDNs."))
+		out = curl("-i", "-H", "CDN-Loop: edge.example;", listenerURL(port, "/"))
+		Expect(out).To(HavePrefix("HTTP/1.1 400 "))
+		Expect(out).To(HaveSuffix("Invalid CDN-Loop header in request."))
+	})
+})
