@@ -9,7 +9,7 @@ import (
 )
 
 var _ = Describe("Compatibility tier: an older user's configuration served", func() {
-	It("serves legacy-user.yaml: lower-case enums, a name-only router, a TypedStruct health check, deprecated fields with their warnings", func() {
+	It("serves legacy-user.yaml: lower-case enums, a name-only router, a TypedStruct health check, deprecated fields (google_re2, cluster-level HTTP options) with their warnings", func() {
 		dns := startDNSServer()
 		port := freePort()
 		cfg := compatConfig("legacy-user.yaml", compatPeers{
@@ -30,6 +30,9 @@ var _ = Describe("Compatibility tier: an older user's configuration served", fun
 		// The deprecated exact_match still matches.
 		r = httpDo(client, "GET", listenerURL(port, "/orders"), nil, http.Header{"X-Canary": {"true"}})
 		Expect(r.Body).To(Equal("canary host=canary.internal path=/orders"))
+		// So does the regex with the deprecated google_re2 engine.
+		r = httpDo(client, "GET", listenerURL(port, "/v2/items"), nil, nil)
+		Expect(r.Body).To(Equal("canary host=canary.internal path=/v2/items"))
 		// The health check from inside its TypedStruct answers itself.
 		r = httpDo(client, "GET", listenerURL(port, "/healthz"), nil, nil)
 		Expect(r.Status).To(Equal(200))
@@ -38,6 +41,9 @@ var _ = Describe("Compatibility tier: an older user's configuration served", fun
 		for _, field := range []string{
 			"envoy.config.bootstrap.v3.Admin.access_log_path",
 			"envoy.config.route.v3.HeaderMatcher.exact_match",
+			"envoy.type.matcher.v3.RegexMatcher.google_re2",
+			"envoy.config.cluster.v3.Cluster.http_protocol_options",
+			"envoy.config.cluster.v3.Cluster.common_http_protocol_options",
 		} {
 			Expect(s.Stderr()).To(ContainSubstring("Using deprecated option '" + field + "'"))
 		}

@@ -31,7 +31,12 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.cluster.v3.Cluster.per_connection_buffer_limit_bytes": {},
 	"envoy.config.cluster.v3.Cluster.load_assignment":                   {},
 	"envoy.config.cluster.v3.Cluster.circuit_breakers":                  {},
-	"envoy.config.cluster.v3.Cluster.http2_protocol_options":            {},
+	// The deprecated cluster-level HTTP options, read as Envoy reads them
+	// when typed_extension_protocol_options has no HttpProtocolOptions.
+	"envoy.config.cluster.v3.Cluster.http2_protocol_options":         {},
+	"envoy.config.cluster.v3.Cluster.http_protocol_options":          {},
+	"envoy.config.cluster.v3.Cluster.common_http_protocol_options":   {},
+	"envoy.config.cluster.v3.Cluster.upstream_http_protocol_options": {},
 	// The values must be HttpProtocolOptions; the cluster builder checks
 	// the key and the type (a category here would only apply to Any
 	// fields, not to map values).

@@ -121,6 +121,7 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 	"xds.type.matcher.v3.StringMatcher.contains":                                              {},
 	"xds.type.matcher.v3.StringMatcher.ignore_case":                                           {},
 	"xds.type.matcher.v3.RegexMatcher.regex":                                                  {},
+	"xds.type.matcher.v3.RegexMatcher.google_re2":                                             {},
 	"xds.core.v3.TypedExtensionConfig.name":                                                   {},
 	"xds.core.v3.TypedExtensionConfig.typed_config": {types: []protoreflect.FullName{
 		"envoy.type.matcher.v3.HttpRequestHeaderMatchInput", "envoy.type.matcher.v3.HttpResponseHeaderMatchInput",

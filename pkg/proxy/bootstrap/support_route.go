@@ -78,8 +78,12 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.type.matcher.v3.StringMatcher.contains":                      {},
 	"envoy.type.matcher.v3.StringMatcher.ignore_case":                   {},
 	"envoy.type.matcher.v3.RegexMatcher.regex":                          {},
-	"envoy.type.matcher.v3.RegexMatchAndSubstitute.pattern":             {},
-	"envoy.type.matcher.v3.RegexMatchAndSubstitute.substitution":        {},
+	// The deprecated engine marker ({}), which every regex here uses:
+	// accepted with its deprecation warning; its max_program_size is
+	// refused (Go's RE2 does not measure programs as the C++ RE2 does).
+	"envoy.type.matcher.v3.RegexMatcher.google_re2":              {},
+	"envoy.type.matcher.v3.RegexMatchAndSubstitute.pattern":      {},
+	"envoy.type.matcher.v3.RegexMatchAndSubstitute.substitution": {},
 
 	// Route actions.
 	"envoy.config.route.v3.RouteAction.cluster":                                      {},

@@ -292,6 +292,28 @@ func TestNewManagerErrors(t *testing.T) {
       explicit_http_config: {http2_protocol_options: {}}`,
 			want: []string{`static_resources.clusters[0].http2_protocol_options: cannot be combined with typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]; set the protocol there`},
 		},
+		"deprecated HTTP/1.1 option for clients only": {
+			yaml: `[{name: a, http_protocol_options: {accept_http_10: true}}]`,
+			want: []string{"static_resources.clusters[0].http_protocol_options.accept_http_10: not supported by Outrigger on a cluster (it applies to client connections only)"},
+		},
+		"deprecated HTTP/1.1 and HTTP/2 options without protocol_selection": {
+			yaml: `[{name: a, http_protocol_options: {}, http2_protocol_options: {}}]`,
+			want: []string{"static_resources.clusters[0].http_protocol_options: cannot be combined with http2_protocol_options unless protocol_selection is USE_DOWNSTREAM_PROTOCOL (Envoy: both HTTP1 and HTTP2 options may only be configured with non-default 'protocol_selection' values)"},
+		},
+		"deprecated common options beside the extension": {
+			yaml: `
+- name: a
+  common_http_protocol_options: {idle_timeout: 5s}
+  typed_extension_protocol_options:
+    envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+      "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+      explicit_http_config: {http_protocol_options: {}}`,
+			want: []string{`static_resources.clusters[0].common_http_protocol_options: cannot be combined with typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]; set the protocol there`},
+		},
+		"deprecated HTTP/2 options with a request limit": {
+			yaml: `[{name: a, http2_protocol_options: {}, common_http_protocol_options: {max_requests_per_connection: 3}}]`,
+			want: []string{"static_resources.clusters[0].common_http_protocol_options.max_requests_per_connection: " + errH2MaxRequests},
+		},
 		"every problem of one endpoint": {
 			yaml: `
 - name: web
@@ -463,6 +485,19 @@ func TestProtocolSettings(t *testing.T) {
       explicit_http_config: {http2_protocol_options: {}}
       common_http_protocol_options: {idle_timeout: 30s, max_stream_duration: 2.5s}`,
 			want: protocolSettings{http2: true, idleTimeout: 30 * time.Second, maxStreamDuration: 2500 * time.Millisecond, h2: limits},
+		},
+		"deprecated cluster-level HTTP/1.1 and common options": {
+			yaml: `
+- name: a
+  http_protocol_options: {enable_trailers: true, header_key_format: {proper_case_words: {}}}
+  common_http_protocol_options: {idle_timeout: 10s, max_requests_per_connection: 5, max_stream_duration: 3s}`,
+			want: protocolSettings{idleTimeout: 10 * time.Second, maxRequestsPerConn: 5, maxStreamDuration: 3 * time.Second,
+				properCase: true, enableTrailers: true, h2: limits},
+		},
+		"deprecated protocol_selection following the client": {
+			yaml: `[{name: a, protocol_selection: USE_DOWNSTREAM_PROTOCOL, http2_protocol_options: {max_consecutive_inbound_frames_with_empty_payload: 4}}]`,
+			want: protocolSettings{downstream: true, idleTimeout: time.Hour,
+				h2: h2Limits{maxEmptyFrames: 4, maxPriorityPerStream: 100, maxWindowUpdatePerData: 10}},
 		},
 		"explicit HTTP/1.1 under the extension name, idle timeout off": {
 			yaml: `

@@ -79,26 +79,19 @@ type protocolSettings struct {
 // when max_response_headers_kb is unset (other codecs default to 60).
 const defaultMaxResponseHeadersKB = 80
 
-// buildProtocol reads the HTTP protocol options: the cluster-level
-// http2_protocol_options, or typed_extension_protocol_options with the
-// HttpProtocolOptions extension (explicit_http_config choosing HTTP/1.1 or
-// HTTP/2, common_http_protocol_options for idle_timeout,
-// max_requests_per_connection and max_stream_duration). Errors are
-// relative to the cluster.
+// buildProtocol reads the HTTP protocol options: typed_extension_protocol_options
+// with the HttpProtocolOptions extension (explicit_http_config choosing
+// HTTP/1.1 or HTTP/2, common_http_protocol_options for idle_timeout,
+// max_requests_per_connection and max_stream_duration), or else the
+// deprecated cluster-level fields that say the same (http_protocol_options,
+// http2_protocol_options, common_http_protocol_options,
+// upstream_http_protocol_options, protocol_selection), as Envoy reads them
+// when the extension is absent. Errors are relative to the cluster.
 func buildProtocol(c *clusterv3.Cluster, reg *extension.Registry) (protocolSettings, []error) {
-	ps := protocolSettings{idleTimeout: defaultIdleTimeout}
+	// HTTP/2's flood limits have defaults whatever the protocol.
+	ps := protocolSettings{idleTimeout: defaultIdleTimeout, h2: readH2Limits(nil)}
 	var errs []error
-	//lint:ignore SA1019 the v3 API still carries the cluster-level HTTP/2 options, and configurations use them
-	legacyHTTP2 := c.GetHttp2ProtocolOptions() != nil
-	ps.http2 = legacyHTTP2
-	//lint:ignore SA1019 as above
-	ps.h2 = readH2Limits(c.GetHttp2ProtocolOptions())
-	//lint:ignore SA1019 as above
-	errs = append(errs, downstreamOnlyHTTP2Fields(c.GetHttp2ProtocolOptions(), "http2_protocol_options")...)
-	//lint:ignore SA1019 the deprecated field still chooses the protocol, as in Envoy
-	if c.GetProtocolSelection() == clusterv3.Cluster_USE_DOWNSTREAM_PROTOCOL {
-		ps.downstream, ps.http2 = true, false
-	}
+	typed := 0
 	for _, key := range sortedKeys(c.GetTypedExtensionProtocolOptions()) {
 		path := `typed_extension_protocol_options["` + key + `"]`
 		if !httpOptionsKeys[key] {
@@ -115,71 +108,90 @@ func buildProtocol(c *clusterv3.Cluster, reg *extension.Registry) (protocolSetti
 			errs = append(errs, configErrorf(path, "decode: %v", err))
 			continue
 		}
-		if legacyHTTP2 {
-			errs = append(errs, configErrorf("http2_protocol_options", "cannot be combined with %s; set the protocol there", path))
+		typed++
+		// Envoy ignores the deprecated fields beside the extension;
+		// Outrigger refuses them rather than leave them unread.
+		for _, field := range legacyHTTPFields(c) {
+			errs = append(errs, configErrorf(field, "cannot be combined with %s; set the protocol there", path))
 		}
-		explicit := opts.GetExplicitHttpConfig()
-		switch ud, auto := opts.GetUseDownstreamProtocolConfig(), opts.GetAutoConfig(); {
-		case ud != nil:
-			ps.downstream, ps.http2 = true, false
-			ps.h2 = readH2Limits(ud.GetHttp2ProtocolOptions())
-			ps.properCase = ud.GetHttpProtocolOptions().GetHeaderKeyFormat().GetProperCaseWords() != nil
-			ps.enableTrailers = ud.GetHttpProtocolOptions().GetEnableTrailers()
-		case auto != nil:
-			ps.auto, ps.http2 = true, false
-			ps.h2 = readH2Limits(auto.GetHttp2ProtocolOptions())
-			ps.properCase = auto.GetHttpProtocolOptions().GetHeaderKeyFormat().GetProperCaseWords() != nil
-			ps.enableTrailers = auto.GetHttpProtocolOptions().GetEnableTrailers()
-		case explicit == nil:
-			errs = append(errs, configErrorf(path, "explicit_http_config, use_downstream_protocol_config or auto_config is required"))
-		case explicit.GetHttp2ProtocolOptions() != nil:
-			ps.http2 = true
-			ps.h2 = readH2Limits(explicit.GetHttp2ProtocolOptions())
-		case explicit.GetHttpProtocolOptions() != nil:
-			ps.http2 = false
-			ps.properCase = explicit.GetHttpProtocolOptions().GetHeaderKeyFormat().GetProperCaseWords() != nil
-			ps.enableTrailers = explicit.GetHttpProtocolOptions().GetEnableTrailers()
-		default:
-			errs = append(errs, configErrorf(path+".explicit_http_config", "http_protocol_options or http2_protocol_options is required (HTTP/3 is not supported by Outrigger)"))
+		errs = append(errs, ps.readHTTPOptions(&opts, path, reg)...)
+	}
+	if typed == 0 && len(legacyHTTPFields(c)) > 0 {
+		opts, err := legacyHTTPOptions(c)
+		if err != nil {
+			return ps, append(errs, err)
 		}
-		errs = append(errs, downstreamOnlyFields(&opts, path)...)
-		if f := opts.GetHttpFilters(); len(f) > 0 {
-			// The cluster's upstream filter chain; its filters need no
-			// more of the server than the registry.
-			chain, err := httpfilter.CompileUpstream("http_filters", f, httpfilter.Context{Extensions: reg, LookupByName: true, Now: time.Now})
-			if err != nil {
-				errs = append(errs, fieldErrors(path+".", err)...)
-			}
-			ps.upstreamFilters = chain
-		}
-		errs = append(errs, ps.readUpstreamHTTP(opts.GetUpstreamHttpProtocolOptions(), path+".upstream_http_protocol_options")...)
-		common := opts.GetCommonHttpProtocolOptions()
-		if t := common.GetIdleTimeout(); t != nil {
-			// Validation guarantees a valid duration; 0 disables the
-			// timeout, as in Envoy.
-			ps.idleTimeout = t.AsDuration()
-		}
-		if v := common.GetMaxResponseHeadersKb(); v != nil {
-			// Only HTTP/1.1 response heads are bounded by it so far.
-			if ps.http2 || ps.downstream || ps.auto {
-				errs = append(errs, configErrorf(path+".common_http_protocol_options.max_response_headers_kb", "not supported by Outrigger on HTTP/2 upstreams (only HTTP/1.1 response heads are bounded by it)"))
-			}
-			ps.maxResponseHeadBytes = int(v.GetValue()) << 10
-		}
-		ps.maxRequestsPerConn = orDefault(common.GetMaxRequestsPerConnection(), 0)
-		if ps.maxRequestsPerConn != 0 && (ps.http2 || ps.downstream || ps.auto) {
-			errs = append(errs, configErrorf(path+".common_http_protocol_options.max_requests_per_connection", "%s", errH2MaxRequests))
-		}
-		if t := common.GetMaxStreamDuration(); t != nil {
-			// 0 is no limit, as in Envoy.
-			if d := t.AsDuration(); t.CheckValid() != nil || d < 0 {
-				errs = append(errs, configErrorf(path+".common_http_protocol_options.max_stream_duration", "must be a valid, non-negative duration"))
-			} else {
-				ps.maxStreamDuration = d
-			}
+		for _, err := range ps.readHTTPOptions(opts, legacyPath, reg) {
+			errs = append(errs, legacyError(err))
 		}
 	}
 	return ps, errs
+}
+
+// readHTTPOptions reads one HttpProtocolOptions found at path.
+func (ps *protocolSettings) readHTTPOptions(opts *httpv3.HttpProtocolOptions, path string, reg *extension.Registry) []error {
+	var errs []error
+	explicit := opts.GetExplicitHttpConfig()
+	switch ud, auto := opts.GetUseDownstreamProtocolConfig(), opts.GetAutoConfig(); {
+	case ud != nil:
+		ps.downstream, ps.http2 = true, false
+		ps.h2 = readH2Limits(ud.GetHttp2ProtocolOptions())
+		ps.properCase = ud.GetHttpProtocolOptions().GetHeaderKeyFormat().GetProperCaseWords() != nil
+		ps.enableTrailers = ud.GetHttpProtocolOptions().GetEnableTrailers()
+	case auto != nil:
+		ps.auto, ps.http2 = true, false
+		ps.h2 = readH2Limits(auto.GetHttp2ProtocolOptions())
+		ps.properCase = auto.GetHttpProtocolOptions().GetHeaderKeyFormat().GetProperCaseWords() != nil
+		ps.enableTrailers = auto.GetHttpProtocolOptions().GetEnableTrailers()
+	case explicit == nil:
+		errs = append(errs, configErrorf(path, "explicit_http_config, use_downstream_protocol_config or auto_config is required"))
+	case explicit.GetHttp2ProtocolOptions() != nil:
+		ps.http2 = true
+		ps.h2 = readH2Limits(explicit.GetHttp2ProtocolOptions())
+	case explicit.GetHttpProtocolOptions() != nil:
+		ps.http2 = false
+		ps.properCase = explicit.GetHttpProtocolOptions().GetHeaderKeyFormat().GetProperCaseWords() != nil
+		ps.enableTrailers = explicit.GetHttpProtocolOptions().GetEnableTrailers()
+	default:
+		errs = append(errs, configErrorf(path+".explicit_http_config", "http_protocol_options or http2_protocol_options is required (HTTP/3 is not supported by Outrigger)"))
+	}
+	errs = append(errs, downstreamOnlyFields(opts, path)...)
+	if f := opts.GetHttpFilters(); len(f) > 0 {
+		// The cluster's upstream filter chain; its filters need no
+		// more of the server than the registry.
+		chain, err := httpfilter.CompileUpstream("http_filters", f, httpfilter.Context{Extensions: reg, LookupByName: true, Now: time.Now})
+		if err != nil {
+			errs = append(errs, fieldErrors(path+".", err)...)
+		}
+		ps.upstreamFilters = chain
+	}
+	errs = append(errs, ps.readUpstreamHTTP(opts.GetUpstreamHttpProtocolOptions(), path+".upstream_http_protocol_options")...)
+	common := opts.GetCommonHttpProtocolOptions()
+	if t := common.GetIdleTimeout(); t != nil {
+		// Validation guarantees a valid duration; 0 disables the
+		// timeout, as in Envoy.
+		ps.idleTimeout = t.AsDuration()
+	}
+	if v := common.GetMaxResponseHeadersKb(); v != nil {
+		// Only HTTP/1.1 response heads are bounded by it so far.
+		if ps.http2 || ps.downstream || ps.auto {
+			errs = append(errs, configErrorf(path+".common_http_protocol_options.max_response_headers_kb", "not supported by Outrigger on HTTP/2 upstreams (only HTTP/1.1 response heads are bounded by it)"))
+		}
+		ps.maxResponseHeadBytes = int(v.GetValue()) << 10
+	}
+	ps.maxRequestsPerConn = orDefault(common.GetMaxRequestsPerConnection(), 0)
+	if ps.maxRequestsPerConn != 0 && (ps.http2 || ps.downstream || ps.auto) {
+		errs = append(errs, configErrorf(path+".common_http_protocol_options.max_requests_per_connection", "%s", errH2MaxRequests))
+	}
+	if t := common.GetMaxStreamDuration(); t != nil {
+		// 0 is no limit, as in Envoy.
+		if d := t.AsDuration(); t.CheckValid() != nil || d < 0 {
+			errs = append(errs, configErrorf(path+".common_http_protocol_options.max_stream_duration", "must be a valid, non-negative duration"))
+		} else {
+			ps.maxStreamDuration = d
+		}
+	}
+	return errs
 }
 
 // downstreamOnlyFields refuses the protocol option fields that Outrigger
