@@ -22,6 +22,7 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.VirtualHost.name":                       {},
 	"envoy.config.route.v3.VirtualHost.domains":                    {},
 	"envoy.config.route.v3.VirtualHost.routes":                     {},
+	"envoy.config.route.v3.VirtualHost.require_tls":                {},
 	"envoy.config.route.v3.VirtualHost.request_headers_to_add":     {},
 	"envoy.config.route.v3.VirtualHost.request_headers_to_remove":  {},
 	"envoy.config.route.v3.VirtualHost.response_headers_to_add":    {},

@@ -26,6 +26,10 @@ type Redirect struct {
 	// StripQuery removes the query string (not one path_redirect gives).
 	StripQuery bool
 
+	// ssl is the redirect of a virtual host's require_tls: to https, the
+	// host and path kept as they are (Envoy's createSslRedirectPath).
+	ssl bool
+
 	port         string // ":<Port>", precomputed
 	pathHasQuery bool
 	rewrite      rewrite
@@ -91,6 +95,9 @@ func compileRedirect(a *routev3.RedirectAction) (*Redirect, error) {
 // the request, then the path (replaced, or rewritten like a route
 // rewrites it), then strip_query.
 func (rd *Redirect) location(req *Request, matched int) string {
+	if rd.ssl {
+		return "https://" + req.Host + req.Path
+	}
 	forwardedProto, _ := req.header("x-forwarded-proto")
 	scheme := rd.Scheme
 	if scheme == "" {

@@ -73,6 +73,10 @@ type VirtualHost struct {
 	// route configuration's when it has none: those of its routes that
 	// set none.
 	mirrors []*MirrorPolicy
+	// requireTLS is the virtual host's require_tls; sslRedirect the route
+	// of a request it sends to HTTPS (nil with NONE).
+	requireTLS  routev3.VirtualHost_TlsRequirementType
+	sslRedirect *Route
 }
 
 // Route is one compiled route. Exactly one of Cluster, WeightedClusters,
@@ -334,6 +338,7 @@ func compileVirtualHost(vhc *routev3.VirtualHost, opts *Options) (*VirtualHost, 
 	if hp := vhc.GetHedgePolicy(); hp != nil {
 		vh.HedgePolicySet, vh.HedgeOnPerTryTimeout = true, hp.GetHedgeOnPerTryTimeout()
 	}
+	vh.setRequireTLS(vhc.GetRequireTls())
 	fc, err := compileFilterConfigs(vhc.GetTypedPerFilterConfig(), opts)
 	if err != nil {
 		return nil, nil, err
@@ -422,6 +427,9 @@ func (t *Table) MatchRequest(req *Request) *Route {
 	vh := t.virtualHost(req.Host)
 	if vh == nil {
 		return nil
+	}
+	if vh.sslRedirect != nil && vh.needsRedirectToTLS(req) {
+		return vh.sslRedirect
 	}
 	path := pathOnly(req.Path)
 	if !vh.readsHeaders {
