@@ -192,6 +192,40 @@ var _ = Describe("Load reporting (cluster_manager.load_stats_config)", func() {
 		Eventually(func() map[string][2]uint64 { return lrs.reported("other") }).Should(Equal(map[string][2]uint64{"b": {5, 5}}))
 	})
 
+	It("reports the requests drop_overloads dropped, under its category", func() {
+		lrs, lrsPort, _ := startLRS(&lrsv3.LoadStatsResponse{Clusters: []string{"dropped"}, LoadReportingInterval: lrsInterval})
+		port := freePort()
+		Start(newDir(), proxySpec{
+			Port: port,
+			Top: `{cluster_manager: {load_stats_config: {api_type: GRPC, transport_api_version: V3,
+				grpc_services: [{envoy_grpc: {cluster_name: lrs}}]}}}`,
+			Clusters: []proxyCluster{
+				{Name: "dropped", Port: freePort(), Extra: `{load_assignment: {policy: {drop_overloads: [{category: throttle, drop_percentage: {numerator: 100}}]}}}`},
+				{Name: "lrs", Port: lrsPort, Extra: h2cOptions()},
+			},
+		}.YAML())
+		Eventually(lrs.reportedClusters).Should(ContainElement("dropped"))
+		for range 3 {
+			Expect(get(port, "/", nil)).To(Equal(503))
+		}
+		dropped := func() [2]uint64 {
+			var total, throttle uint64
+			for _, req := range lrs.requests() {
+				for _, cs := range req.GetClusterStats() {
+					total += cs.GetTotalDroppedRequests()
+					for _, d := range cs.GetDroppedRequests() {
+						if d.GetCategory() == "throttle" {
+							throttle += d.GetDroppedCount()
+						}
+					}
+					Expect(cs.GetUpstreamLocalityStats()).To(BeEmpty(), "a dropped request reaches no host")
+				}
+			}
+			return [2]uint64{total, throttle}
+		}
+		Eventually(dropped).Should(Equal([2]uint64{3, 3}))
+	})
+
 	It("opens the stream again when the server restarts, and goes on reporting", func() {
 		h := startLBHosts("a1", "a2", "b1")
 		lrs, lrsPort, stop := startLRS(&lrsv3.LoadStatsResponse{Clusters: []string{"web"}, LoadReportingInterval: lrsInterval})
