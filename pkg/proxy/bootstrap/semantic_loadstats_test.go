@@ -18,6 +18,10 @@ func TestValidateLoadStatsConfig(t *testing.T) {
 				base + ".transport_api_version: must be V3 (Envoy refuses the AUTO and V2 transports)",
 			},
 		},
+		"no transport version": {
+			overlay: `cluster_manager: {load_stats_config: {api_type: GRPC, grpc_services: [{envoy_grpc: {cluster_name: lrs}}]}}`,
+			want:    []string{base + ".transport_api_version: must be V3 (Envoy refuses the AUTO and V2 transports)"},
+		},
 		"no service": {
 			overlay: `cluster_manager: {load_stats_config: {api_type: GRPC, transport_api_version: V3}}`,
 			want:    []string{base + ".grpc_services: one gRPC service is required"},
@@ -36,7 +40,10 @@ func TestValidateLoadStatsConfig(t *testing.T) {
 		},
 		"google grpc": {
 			overlay: `cluster_manager: {load_stats_config: {api_type: GRPC, transport_api_version: V3, grpc_services: [{google_grpc: {target_uri: "127.0.0.1:1", stat_prefix: lrs}}]}}`,
-			want:    []string{base + ".grpc_services[0]: an envoy_grpc service naming a static cluster is required: google_grpc is not supported for xDS by Outrigger"},
+		},
+		"aggregated": {
+			overlay: `cluster_manager: {load_stats_config: {api_type: AGGREGATED_GRPC, transport_api_version: V3, grpc_services: [{envoy_grpc: {cluster_name: lrs}}]}}`,
+			want:    []string{base + ".api_type: AGGREGATED_GRPC is not supported by Outrigger (supported: GRPC, DELTA_GRPC, REST)"},
 		},
 	})
 }

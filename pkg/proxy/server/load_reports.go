@@ -7,6 +7,7 @@ import (
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/loadreport"
@@ -37,7 +38,11 @@ func (s *Server) newLoadReporter(cm *bootstrapv3.ClusterManager) (*loadReporter,
 		return nil, nil
 	}
 	const path = "cluster_manager.load_stats_config."
-	if err := checkAPIConfigSource(api, false); err != nil {
+	var problems []error
+	for _, p := range bootstrap.LoadStatsConfigProblems(api) {
+		problems = append(problems, p)
+	}
+	if err := errors.Join(problems...); err != nil {
 		return nil, fieldpath.Prefix(path, err)
 	}
 	ch, err := s.openGRPC(api.GetGrpcServices()[0])

@@ -40,3 +40,12 @@ func TestNoLoadReporterWithoutConfig(t *testing.T) {
 		t.Errorf("closing no reporter: %v", err)
 	}
 }
+
+func TestLoadReporterGoogleGRPC(t *testing.T) {
+	s, _ := mustBuildServer(t, `{cluster_manager: {load_stats_config: {api_type: GRPC, transport_api_version: V3,
+  grpc_services: [{google_grpc: {target_uri: "127.0.0.1:1", stat_prefix: lrs}}]}}}`)
+	if s.loadReports == nil {
+		t.Fatal("no load reporter for a google_grpc service")
+	}
+	_ = s.loadReports.Close()
+}
