@@ -34,13 +34,15 @@ func APIConfigSourceProblems(api *corev3.ApiConfigSource, rest bool) []*FieldErr
 			restSourceProblems(api, fail)
 		}
 	} else {
-		grpcSourceProblems(api, fail)
+		grpcSourceProblems(api, false, fail)
 	}
 	return errs
 }
 
-// grpcSourceProblems checks the fields of a gRPC api_config_source.
-func grpcSourceProblems(api *corev3.ApiConfigSource, fail func(path, format string, args ...any)) {
+// grpcSourceProblems checks the fields of a gRPC api_config_source;
+// google is whether a google_grpc service may stand for the envoy_grpc
+// one (load reports: Envoy's gRPC client factory takes either).
+func grpcSourceProblems(api *corev3.ApiConfigSource, google bool, fail func(path, format string, args ...any)) {
 	switch n := len(api.GetGrpcServices()); {
 	case n == 0:
 		fail("grpc_services", "one gRPC service is required")
@@ -48,7 +50,7 @@ func grpcSourceProblems(api *corev3.ApiConfigSource, fail func(path, format stri
 		fail("grpc_services", "only one gRPC service is supported (Envoy: only singleton gRPC service lists supported)")
 	}
 	for i, gs := range api.GetGrpcServices() {
-		if gs.GetEnvoyGrpc() == nil {
+		if gs.GetEnvoyGrpc() == nil && (!google || gs.GetGoogleGrpc() == nil) {
 			fail(indexPath("grpc_services", i), "an envoy_grpc service naming a static cluster is required: google_grpc is not supported for xDS by Outrigger")
 		}
 	}

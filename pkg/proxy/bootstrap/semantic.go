@@ -53,6 +53,7 @@ func semanticErrors(b *bootstrapv3.Bootstrap, ext *extension.Registry) []error {
 	s.listeners(b.GetStaticResources().GetListeners(), "static_resources.listeners")
 	s.dynamicResources(b.GetDynamicResources())
 	s.edsClusters(b)
+	s.loadStatsConfig(b.GetClusterManager().GetLoadStatsConfig())
 	return s.errs
 }
 

@@ -217,6 +217,9 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.bootstrap.v3.Bootstrap.cluster_manager":                                  {},
 	"envoy.config.bootstrap.v3.ClusterManager.outlier_detection":                           {},
 	"envoy.config.bootstrap.v3.ClusterManager.OutlierDetection.event_log_path":             {},
+	// Load reports to a Load Reporting Service over gRPC (pkg/proxy/loadreport);
+	// the semantic check requires a gRPC source.
+	"envoy.config.bootstrap.v3.ClusterManager.load_stats_config": {},
 
 	// Load assignment.
 	"envoy.config.endpoint.v3.ClusterLoadAssignment.cluster_name":                   {},

@@ -39,8 +39,12 @@ type Cluster struct {
 	set atomic.Pointer[hostSet]
 	// drop is the load assignment's drop_overloads ratio, in parts per
 	// million (see DropOverload); an EDS update replaces it.
-	drop     atomic.Uint32
-	balancer atomic.Pointer[lb.Balancer]
+	drop atomic.Uint32
+	// dropCategory is the drop_overloads entry's category, which load
+	// reports count drops under; loadDrops counts the drops for them.
+	dropCategory atomic.Pointer[string]
+	loadDrops    loadReportDrops
+	balancer     atomic.Pointer[lb.Balancer]
 	// subsets is the balancer of a cluster with lb_subset_config, which
 	// then has no balancer.
 	subsets atomic.Pointer[lb.SubsetBalancer]
@@ -191,7 +195,7 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 		assigned: assignmentPolicy{factor: s.lb.OverprovisioningFactor, weighted: s.lb.WeightedPriorityHealth},
 	}
 	c.extra.init(scope)
-	c.drop.Store(s.drop)
+	c.setDropOverload(s.drop)
 	if d.zones != nil {
 		c.isLocal = d.localCluster
 		if c.isLocal || s.zoneAware() {

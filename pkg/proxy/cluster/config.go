@@ -59,9 +59,9 @@ type settings struct {
 	// keepalive is upstream_connection_options.tcp_keepalive, nil for
 	// none (Envoy enables no TCP keep-alive upstream by default).
 	keepalive *net.KeepAliveConfig
-	// drop is load_assignment.policy.drop_overloads, in parts per
-	// million of requests (see buildDropOverload).
-	drop uint32
+	// drop is load_assignment.policy.drop_overloads (see
+	// buildDropOverload).
+	drop dropOverload
 	// bind is upstream_bind_config, nil for none.
 	bind *bindSettings
 	// tls is the transport_socket's upstream TLS, nil for plaintext

@@ -13,18 +13,25 @@ const dropLimitKey = "load_balancing_policy.drop_overload_limit"
 // denominator a FractionalPercent has.
 const dropScale = 1_000_000
 
-// buildDropOverload reads a load assignment's policy.drop_overloads: the
-// share of requests, in parts per million, that the router answers with a
-// 503 before choosing a host. Envoy takes at most one entry (one
-// category) and a ratio within 0..1, and refuses the rest with these
-// messages. Errors are relative to the policy.
-func buildDropOverload(p *endpointv3.ClusterLoadAssignment_Policy) (uint32, error) {
+// dropOverload is a load assignment's policy.drop_overloads: the share
+// of requests, in parts per million, that the router answers with a 503
+// before choosing a host, and the category load reports count them under.
+type dropOverload struct {
+	ppm      uint32
+	category string
+}
+
+// buildDropOverload reads a load assignment's policy.drop_overloads.
+// Envoy takes at most one entry (one category) and a ratio within 0..1,
+// and refuses the rest with these messages. Errors are relative to the
+// policy.
+func buildDropOverload(p *endpointv3.ClusterLoadAssignment_Policy) (dropOverload, error) {
 	drops := p.GetDropOverloads()
 	if len(drops) == 0 {
-		return 0, nil
+		return dropOverload{}, nil
 	}
 	if len(drops) > 1 {
-		return 0, configErrorf("drop_overloads", "Cluster drop_overloads config has %d categories. Envoy only support one.", len(drops))
+		return dropOverload{}, configErrorf("drop_overloads", "Cluster drop_overloads config has %d categories. Envoy only support one.", len(drops))
 	}
 	pct := drops[0].GetDropPercentage()
 	var per uint64 // parts per million for one unit of numerator
@@ -36,14 +43,20 @@ func buildDropOverload(p *endpointv3.ClusterLoadAssignment_Policy) (uint32, erro
 	case typev3.FractionalPercent_MILLION:
 		per = 1
 	default:
-		return 0, configErrorf("drop_overloads[0].drop_percentage.denominator", "Cluster drop_overloads config denominator setting is invalid : %d. Valid range 0~2.", int32(pct.GetDenominator()))
+		return dropOverload{}, configErrorf("drop_overloads[0].drop_percentage.denominator", "Cluster drop_overloads config denominator setting is invalid : %d. Valid range 0~2.", int32(pct.GetDenominator()))
 	}
 	ppm := uint64(pct.GetNumerator()) * per
 	if ppm > dropScale {
-		return 0, configErrorf("drop_overloads[0].drop_percentage", "Cluster drop_overloads config is invalid. drop_ratio=%g(Numerator %d / Denominator %d). The valid range is 0~1.",
+		return dropOverload{}, configErrorf("drop_overloads[0].drop_percentage", "Cluster drop_overloads config is invalid. drop_ratio=%g(Numerator %d / Denominator %d). The valid range is 0~1.",
 			float64(ppm)/dropScale, pct.GetNumerator(), dropScale/per)
 	}
-	return uint32(ppm), nil
+	return dropOverload{ppm: uint32(ppm), category: drops[0].GetCategory()}, nil
+}
+
+// setDropOverload installs a load assignment's drop_overloads.
+func (c *Cluster) setDropOverload(d dropOverload) {
+	c.drop.Store(d.ppm)
+	c.dropCategory.Store(&d.category)
 }
 
 // DropOverload reports whether a request to the cluster is to be dropped
@@ -51,7 +64,8 @@ func buildDropOverload(p *endpointv3.ClusterLoadAssignment_Policy) (uint32, erro
 // Envoy's router makes before it chooses a host. The runtime's
 // load_balancing_policy.drop_overload_limit caps the ratio; Envoy reads it
 // when it reads the assignment (and refuses one above 100), Outrigger at
-// each request (ignoring one above 100), so that it acts at once.
+// each request (ignoring one above 100), so that it acts at once. A drop
+// is counted for the load reports (see LatchDrops).
 func (c *Cluster) DropOverload() bool {
 	ppm := uint64(c.drop.Load())
 	if ppm == 0 {
@@ -64,5 +78,10 @@ func (c *Cluster) DropOverload() bool {
 			}
 		}
 	}
-	return c.rand()%dropScale < ppm
+	if c.rand()%dropScale >= ppm {
+		return false
+	}
+	c.loadDrops.dropped.Add(1)
+	c.loadDrops.overload.Add(1)
+	return true
 }

@@ -17,6 +17,9 @@ import (
 // the server's business.
 type edsSettings struct {
 	serviceName string
+	// configuredName is eds_cluster_config.service_name as written, ""
+	// when unset: what load reports name (Envoy's edsServiceName()).
+	configuredName string
 }
 
 // buildEDS checks an EDS cluster's own fields. Its endpoints come from
@@ -31,7 +34,7 @@ func buildEDS(c *clusterv3.Cluster) (*edsSettings, []error) {
 	if name == "" {
 		name = c.GetName()
 	}
-	return &edsSettings{serviceName: name}, errs
+	return &edsSettings{serviceName: name, configuredName: c.GetEdsClusterConfig().GetServiceName()}, errs
 }
 
 // edsState is an EDS cluster's warming: warm is closed by its first load
@@ -83,8 +86,8 @@ func (c *Cluster) EDSServiceName() (string, bool) {
 type EDSHostSet struct {
 	// Priorities are the assignment's hosts by priority.
 	Priorities [][]*upstream.Host
-	// drop is policy.drop_overloads in parts per million.
-	drop uint32
+	// drop is policy.drop_overloads.
+	drop dropOverload
 	// policy is the rest of the assignment's policy that the balancer
 	// follows.
 	policy assignmentPolicy
@@ -145,7 +148,7 @@ func (c *Cluster) EDSHosts(cla *endpointv3.ClusterLoadAssignment) (EDSHostSet, e
 // policy (overprovisioning factor, weighted priority health; from
 // EDSHosts) and ends its warming.
 func (c *Cluster) SetEDSHosts(hs EDSHostSet) {
-	c.drop.Store(hs.drop)
+	c.setDropOverload(hs.drop)
 	if c.eds != nil {
 		c.eds.sources.Store(hs.sources)
 	}

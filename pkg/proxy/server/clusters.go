@@ -158,7 +158,7 @@ func hostStatus(h *upstream.Host) *adminv3.HostStatus {
 		return &adminv3.SimpleMetric{Type: adminv3.SimpleMetric_GAUGE, Name: name, Value: uint64(max(v, 0))}
 	}
 	return &adminv3.HostStatus{
-		Address: hostAddress(h.Address),
+		Address: upstream.AddressProto(h.Address),
 		Stats: []*adminv3.SimpleMetric{
 			counter("cx_connect_fail", st.CxConnectFail.Load()),
 			counter("cx_total", st.CxTotal.Load()),
@@ -210,19 +210,6 @@ func edsHealth(h *upstream.Host) corev3.HealthStatus {
 	default:
 		return corev3.HealthStatus_HEALTHY
 	}
-}
-
-// hostAddress converts "ip:port" back to the address message.
-func hostAddress(addr string) *corev3.Address {
-	ap, err := netip.ParseAddrPort(addr)
-	if err != nil {
-		// Host addresses are built from parsed IPs and ports.
-		return &corev3.Address{}
-	}
-	return &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
-		Address:       ap.Addr().String(),
-		PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: uint32(ap.Port())},
-	}}}
 }
 
 // nodeLocality is the bootstrap's node.locality (after the --service-zone

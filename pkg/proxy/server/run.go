@@ -66,6 +66,13 @@ func (s *Server) Run(ctx context.Context, adminHandler http.Handler) error {
 		s.shutdown(adminSrv)
 		return fmt.Errorf("discovery: %w", err)
 	}
+	// The load reports start with the clusters they report on.
+	if s.loadReports != nil {
+		if err := s.loadReports.Start(); err != nil {
+			s.shutdown(adminSrv)
+			return fmt.Errorf("cluster_manager.load_stats_config: %w", err)
+		}
+	}
 	// And the clusters' file is read.
 	if s.cdsFile != nil {
 		if err := s.cdsFile.Start(); err != nil {
@@ -394,6 +401,7 @@ func (s *Server) shutdown(adminSrv *http.Server) {
 		_ = s.ads.Close()
 	}
 	s.streams.close()
+	_ = s.loadReports.Close()
 	if s.ldsStream != nil {
 		_ = s.ldsStream.Close() // when shutdown came before it was subscribed (closing twice is harmless)
 	}

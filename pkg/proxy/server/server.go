@@ -82,6 +82,7 @@ type Server struct {
 	lset          listenerSet           // the listeners, static and discovered (listener_set.go)
 	lds           discoverySource       // listeners from a file; nil without one
 	ads           *adsClient            // the ADS stream; nil without dynamic_resources.ads_config
+	loadReports   *loadReporter         // cluster_manager.load_stats_config's reporter; nil without
 	streams       discoveryStreams      // the config sources' own gRPC streams (config_sources.go)
 	ldsStream     *adsClient            // lds_config's own stream, added to streams once subscribed; nil without
 	eds           *endpointDiscovery    // the EDS clusters' endpoints over ADS; nil without EDS clusters
@@ -203,6 +204,8 @@ func New(cfg Config) (*Server, error) {
 	errs = append(errs, err)
 	errs = append(errs, s.subscribeRuntime())
 	errs = append(errs, s.subscribeClustersADS())
+	s.loadReports, err = s.newLoadReporter(cfg.Bootstrap.GetClusterManager())
+	errs = append(errs, err)
 	if lds, err := s.newListenerDiscovery(cfg.Bootstrap.GetDynamicResources()); err != nil {
 		errs = append(errs, err)
 	} else if lds != nil {
@@ -211,6 +214,7 @@ func New(cfg Config) (*Server, error) {
 	if err := errors.Join(errs...); err != nil {
 		secrets.close()
 		s.streams.close()
+		_ = s.loadReports.Close()
 		if s.ldsStream != nil {
 			_ = s.ldsStream.Close()
 		}

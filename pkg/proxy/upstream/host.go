@@ -97,6 +97,9 @@ type HostStats struct {
 	RqSuccess     atomic.Uint64
 	RqError       atomic.Uint64
 	RqActive      atomic.Int64
+
+	// latched is where the load reporter last read the counters (Latch).
+	latched hostLatch
 }
 
 // IsPipe reports whether a host address is a pipe (a unix domain socket):
