@@ -82,14 +82,7 @@ func TestAwaitedResponseBuffers(t *testing.T) {
 		return &lentBuffers{conn: nc, size: 32 << 10, gets: &gets, puts: &puts, lost: &lost}
 	}
 	p, log := spliceProxy(t, st, cl, spliceLogFormat, 0)
-	c, err := net.DialTimeout("tcp", p.addr, testTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(testTimeout))
-	counted := &countingReader{r: c}
-	r := bufio.NewReader(counted)
+	c, counted, r := dialCounting(t, p.addr)
 	// Around pairMin and up to a buffer's worth, the body is written
 	// beside the head, not copied behind it (outBuf.writeLast).
 	sizes := []int{16 << 10, 100, 16<<10 + 1, 32 << 10, 0, 200 << 10, 16 << 10, pairMin - 1, pairMin, 30 << 10}
