@@ -215,10 +215,11 @@ bench-hotrestart: build
 # TRACING=off,1,100 measures each binary with tracing off and at 1% and 100%
 # sampling (OTLP/HTTP to a collector outside the sidecar); CONFIG=minimal,typical
 # measures the peers bootstrap and a typical sidecar's (access log, 20 routes,
-# health_check, stats tags).
+# health_check, stats tags); BODY=16384 sets the upstream's response body size
+# (128 bytes by default).
 bench-instructions: build
 	command -v valgrind >/dev/null || { apt-get update && apt-get install -y valgrind; }
-	$(GO) run ./test/bench/h1count -reps $${REPS:-3} $${TRACING:+-tracing $$TRACING} $${CONFIG:+-config $$CONFIG} $(BIN)/sidecar $(BASE)
+	$(GO) run ./test/bench/h1count -reps $${REPS:-3} $${TRACING:+-tracing $$TRACING} $${CONFIG:+-config $$CONFIG} $${BODY:+-body $$BODY} $(BIN)/sidecar $(BASE)
 
 # Dynamic configuration from go-control-plane's ADS server on loopback
 # (test/bench/xds): 10,000 CDS clusters, a 10,000-endpoint EDS update, a

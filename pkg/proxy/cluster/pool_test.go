@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -294,11 +295,14 @@ func TestHTTP1PoolIdleHoldsNoReadBuffer(t *testing.T) {
 	}
 }
 
-// TestHTTP1PoolClearsDeadlines: a deadline the borrower set does not
-// follow the connection into the idle list (it would fail the probe).
-func TestHTTP1PoolClearsDeadlines(t *testing.T) {
+// TestHTTP1PoolKeepsDeadlines: a deadline the borrower set stays with the
+// connection in the idle list (clearing it cost a timer update per
+// request), and does not fail the probe at the next loan, even expired:
+// the connection is lent again, and carries a request once its borrower
+// sets its own deadline, as every borrower does.
+func TestHTTP1PoolKeepsDeadlines(t *testing.T) {
 	srv := newUpstreamServer(t, nil)
-	m, _, _ := newTestManager(t, clusterFor("", srv.port()))
+	m, _, clock := newTestManager(t, clusterFor("", srv.port()))
 	c := m.Cluster("up")
 	h := c.PickHost(nil)
 	first := mustAcquire(t, c, h)
@@ -307,9 +311,17 @@ func TestHTTP1PoolClearsDeadlines(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.ReleaseHTTP1(first, true)
+	// Due a probe: the peek must not see the expired deadline.
+	clock.t = clock.t.Add(probeWindow)
 	second := mustAcquire(t, c, h)
 	if second != first {
-		t.Error("the idle connection was dropped because of an old deadline")
+		t.Fatal("the idle connection was dropped because of an old deadline")
+	}
+	if _, err := second.Write([]byte("x")); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a write before the borrower's own deadline: %v, want the old deadline's expiry", err)
+	}
+	if err := second.SetDeadline(time.Time{}); err != nil {
+		t.Fatal(err)
 	}
 	roundTrip(t, second)
 	c.ReleaseHTTP1(second, true)

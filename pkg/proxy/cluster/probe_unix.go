@@ -18,7 +18,7 @@ import (
 type prober struct {
 	raw syscall.RawConn
 	// peek is built once per connection so that probing does not allocate.
-	peek func(fd uintptr) bool
+	peek func(fd uintptr)
 	err  error
 	n    int
 	buf  [1]byte
@@ -36,20 +36,21 @@ func (p *prober) init(conn net.Conn) {
 		return
 	}
 	p.raw = raw
-	p.peek = func(fd uintptr) bool {
+	p.peek = func(fd uintptr) {
 		p.n, p.err = peekByte(fd, &p.buf)
-		return true // never wait: the answer is wanted now
 	}
 }
 
 // usable reports whether nothing is waiting to be read: no end of stream,
 // no unsolicited bytes, no error. Only "would block" says so (EWOULDBLOCK
-// is EAGAIN on every Unix).
+// is EAGAIN on every Unix). The peek goes through Control, not Read: an
+// idle connection keeps the deadline of its last request (see
+// ReleaseHTTP1), which Read would find expired; the peek never waits.
 func (p *prober) usable() bool {
 	if p.raw == nil {
 		return true
 	}
-	if err := p.raw.Read(p.peek); err != nil {
+	if err := p.raw.Control(p.peek); err != nil {
 		return false
 	}
 	return errors.Is(p.err, unix.EAGAIN)

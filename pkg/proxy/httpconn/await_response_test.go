@@ -71,7 +71,9 @@ func dialTest(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
 // response is readable (here 32 KiB, as the cluster's): responses around
 // 16 KiB with their heads, smaller and larger ones arrive whole on one
 // reused upstream connection, each exchange gives back the buffer it was
-// lent with and takes one, and no buffer goes back holding bytes.
+// lent with and takes one, and no buffer goes back holding bytes; the
+// bodies read whole with their heads leave beside the head (writev) and
+// downstream_cx_tx_bytes_total counts every byte the client read.
 func TestAwaitedResponseBuffers(t *testing.T) {
 	st := stats.NewStore()
 	cl := newFakeCluster(st, "up", false, sizedUpstream(t, false, nil))
@@ -80,8 +82,10 @@ func TestAwaitedResponseBuffers(t *testing.T) {
 		return &lentBuffers{conn: nc, size: 32 << 10, gets: &gets, puts: &puts, lost: &lost}
 	}
 	p, log := spliceProxy(t, st, cl, spliceLogFormat, 0)
-	c, r := dialTest(t, p.addr)
-	sizes := []int{16 << 10, 100, 16<<10 + 1, 32 << 10, 0, 200 << 10, 16 << 10}
+	c, counted, r := dialCounting(t, p.addr)
+	// Around pairMin and up to a buffer's worth, the body is written
+	// beside the head, not copied behind it (outBuf.writeLast).
+	sizes := []int{16 << 10, 100, 16<<10 + 1, 32 << 10, 0, 200 << 10, 16 << 10, pairMin - 1, pairMin, 30 << 10}
 	var want strings.Builder
 	for _, n := range sizes {
 		resp, body := getOn(t, c, r, fmt.Sprintf("/%d", n))
@@ -91,6 +95,12 @@ func TestAwaitedResponseBuffers(t *testing.T) {
 		fmt.Fprintf(&want, "GET 200 flags=- details=via_upstream tx=%d\n", n)
 	}
 	eventually(t, "the access log", func() bool { return log.String() == want.String() })
+	if r.Buffered() != 0 {
+		t.Errorf("%d bytes beyond the responses", r.Buffered())
+	}
+	if got, sent := p.counter("http.test.downstream_cx_tx_bytes_total"), counted.n.Load(); got != uint64(sent) {
+		t.Errorf("downstream_cx_tx_bytes_total = %d, the client read %d", got, sent)
+	}
 	if d := cl.dials.Load(); d != 1 {
 		t.Errorf("%d upstream connections, want 1 reused for every response", d)
 	}

@@ -203,7 +203,7 @@ func newServerConn(m *Manager, nc net.Conn) *serverConn {
 	if d, ok := upstream.ProxyProtocolOf(nc); ok {
 		c.pp = &d
 	}
-	c.cc = &countedConn{Conn: nc, stats: m.stats}
+	c.cc = &countedConn{Conn: nc, stats: m.stats, tcp: plainTCP(nc)}
 	c.src.cc = c.cc
 	c.goneFn = c.gone
 	return c
@@ -635,6 +635,19 @@ func isTimeout(err error) bool {
 type countedConn struct {
 	net.Conn
 	stats *hcmStats
+	// tcp is the plain TCP socket under Conn (see plainTCP), nil when
+	// there is none: what writePair needs.
+	tcp *net.TCPConn
+}
+
+// writePair implements pairWriter: v's pieces in one writev. Only called
+// when tcp is set.
+func (c *countedConn) writePair(v *net.Buffers) (int64, error) {
+	n, err := v.WriteTo(c.tcp)
+	if n > 0 {
+		c.stats.cxTxBytes.Add(uint64(n))
+	}
+	return n, err
 }
 
 // Read reads from the connection and counts the bytes.

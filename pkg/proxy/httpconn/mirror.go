@@ -375,9 +375,10 @@ func (sh *shadow) exchangeHTTP1(ctx context.Context, host *upstream.Host, body [
 	}
 	reusable := false
 	defer func() { sh.cl.ReleaseHTTP1(uc, reusable) }()
-	if !deadline.IsZero() {
-		_ = uc.SetDeadline(deadline)
-	} else {
+	// A pooled connection keeps its last request's deadline: this
+	// exchange sets its own, none when it has none.
+	_ = uc.SetDeadline(deadline)
+	if deadline.IsZero() {
 		// Shutdown of the manager ends the exchange.
 		stop := context.AfterFunc(ctx, func() { _ = uc.SetDeadline(time.Now()) })
 		defer stop()

@@ -675,7 +675,7 @@ func (s *stream) relayHTTP1(cl UpstreamCluster, uc *upstream.Conn, kind http1.Bo
 		}
 		p, err := u.body.Next()
 		if len(p) > 0 {
-			if err := s.down.writeBody(p); err != nil {
+			if err := s.writeResponseBody(p); err != nil {
 				s.downstreamFailed()
 				return false
 			}
@@ -727,6 +727,17 @@ func (s *stream) relayHTTP1(cl UpstreamCluster, uc *upstream.Conn, kind http1.Bo
 	s.chargeCode(cs, s.status)
 	s.chargeTime(cs, time.Since(sent))
 	return resp.Reusable(kind)
+}
+
+// writeResponseBody sends p, a piece of the upstream's response body, to
+// the client. The last piece of a body going to the HTTP/1 client itself
+// (no encoder between) is written as such: a large one leaves with the
+// head without being copied behind it (see outBuf.writeLast).
+func (s *stream) writeResponseBody(p []byte) error {
+	if c := s.conn; c != nil && s.up.body.Done() && s.down == downstream(c) {
+		return c.writeLastBody(p)
+	}
+	return s.down.writeBody(p)
 }
 
 // appendRequestHead serialises the request as it goes upstream, its field

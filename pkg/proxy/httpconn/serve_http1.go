@@ -45,6 +45,9 @@ func (c *serverConn) readRequest() (keep, done bool) {
 	now := time.Now()
 	s.begin(now, protoHTTP11)
 	c.x.out.reset(c.cc)
+	if c.cc.tcp != nil {
+		c.x.out.pw = c.cc
+	}
 	c.chunked, c.closeDelimited, c.aborted = false, false, false
 	x.trailer = nil
 	// The request head is read under the stream idle timeout, counted
@@ -273,6 +276,18 @@ func (c *serverConn) writeBody(p []byte) error {
 		return c.x.out.writeString(http1.CRLF)
 	}
 	return c.x.out.write(p)
+}
+
+// writeLastBody is writeBody for the last piece of a body, after which
+// the response only flushes (see outBuf.writeLast).
+func (c *serverConn) writeLastBody(p []byte) error {
+	if c.aborted {
+		return errAborted
+	}
+	if c.chunked {
+		return c.writeBody(p)
+	}
+	return c.x.out.writeLast(p)
 }
 
 // writeBodyString implements downstream. Local replies, its only users,

@@ -68,14 +68,8 @@ func TestSplicedRequestBodies(t *testing.T) {
 	cl := newFakeCluster(st, "up", false, bodyUpstream(t, nil))
 	p, log := spliceProxy(t, st, cl, spliceRecvLogFormat, 0)
 
-	c, err := net.DialTimeout("tcp", p.addr, testTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(testTimeout))
+	c, r := dialTest(t, p.addr)
 	w := &countingWriter{w: c}
-	r := bufio.NewReader(c)
 	sizes := []int{1 << 20, 100, 64 << 10, 16<<10 + 1, 3<<20 + 17, 40 << 10, 24 << 10}
 	var want strings.Builder
 	for _, n := range sizes {

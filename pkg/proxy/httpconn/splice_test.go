@@ -96,6 +96,14 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// dialCounting is dialTest with what the client reads counted.
+func dialCounting(t *testing.T, addr string) (net.Conn, *countingReader, *bufio.Reader) {
+	t.Helper()
+	c, _ := dialTest(t, addr)
+	counted := &countingReader{r: c}
+	return c, counted, bufio.NewReader(counted)
+}
+
 // TestSplicedResponseBodies relays bodies of known length larger than the
 // read buffers, which move between the sockets without the proxy's
 // buffers, and smaller ones and a HEAD, which do not, on one keep-alive
@@ -107,14 +115,7 @@ func TestSplicedResponseBodies(t *testing.T) {
 	cl := newFakeCluster(st, "up", false, sizedUpstream(t, false, nil))
 	p, log := spliceProxy(t, st, cl, spliceLogFormat, 0)
 
-	c, err := net.DialTimeout("tcp", p.addr, testTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(testTimeout))
-	counted := &countingReader{r: c}
-	r := bufio.NewReader(counted)
+	c, counted, r := dialCounting(t, p.addr)
 	sizes := []int{1 << 20, 100, 64 << 10, 16<<10 + 1, 3<<20 + 17, 40 << 10}
 	var want strings.Builder
 	for _, n := range sizes {

@@ -3,8 +3,8 @@
 // with the machine's load, unlike requests/s, so that two commits can be
 // compared on a shared machine. It starts the sidecar under callgrind
 // with the peers script's configuration (one listener, one STATIC cluster,
-// the router), an upstream answering 128 bytes and keep-alive clients in
-// this process; it sends a warm-up, zeroes callgrind's counters, sends a
+// the router), an upstream answering 128 bytes (-body sets another size)
+// and keep-alive clients in this process; it sends a warm-up, zeroes callgrind's counters, sends a
 // fixed number of requests, dumps the counters and prints instructions
 // per request. Go's signal preemption is turned off and GOMAXPROCS is 1 so
 // that valgrind's thread serialisation adds no spinning; the sidecar's
@@ -20,7 +20,7 @@
 // connections arrive together or apart: under valgrind that follows the
 // machine's load by a few percent.
 //
-//	h1count [-n 20000] [-reps 3] bin/sidecar [/tmp/sidecar-old ...]
+//	h1count [-n 20000] [-reps 3] [-body 16384] bin/sidecar [/tmp/sidecar-old ...]
 //
 // With -h2c STREAMS, the clients speak h2c with prior knowledge through
 // h2load (-conns connections, STREAMS concurrent streams on each, as the
@@ -75,6 +75,7 @@ import (
 func main() {
 	var (
 		conns   = flag.Int("conns", 8, "keep-alive client connections")
+		size    = flag.Int("body", 128, "bytes of the upstream's response body")
 		warm    = flag.Int("warm", 2000, "warm-up requests, not counted")
 		n       = flag.Int("n", 20000, "counted requests")
 		reps    = flag.Int("reps", 1, "runs per binary (the median is reported)")
@@ -132,7 +133,7 @@ func main() {
 			if *h2c > 0 {
 				load = func(addr string, n int) error { return loadH2c(ctx, addr, *conns, *h2c, n) }
 			}
-			c, err := run(ctx, tc.bin, tc.config, tc.tracing, out, load, *warm, *n)
+			c, err := run(ctx, tc.bin, tc.config, tc.tracing, out, upstreamResponse(*size), load, *warm, *n)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "h1count:", err)
 				os.Exit(1)
@@ -173,7 +174,7 @@ type counts struct{ all, own, exports uint64 }
 const body = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" +
 	"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
-func run(ctx context.Context, sidecar, config, tracing, keep string, load func(addr string, n int) error, warm, n int) (counts, error) {
+func run(ctx context.Context, sidecar, config, tracing, keep string, response []byte, load func(addr string, n int) error, warm, n int) (counts, error) {
 	dir, err := os.MkdirTemp("", "h1count")
 	if err != nil {
 		return counts{}, err
@@ -184,7 +185,7 @@ func run(ctx context.Context, sidecar, config, tracing, keep string, load func(a
 		return counts{}, err
 	}
 	defer up.Close()
-	go serve(up, upstreamResponse, nil)
+	go serve(up, response, nil)
 	port, err := benchkit.FreePort()
 	if err != nil {
 		return counts{}, err
@@ -393,12 +394,21 @@ func waitPort(ctx context.Context, addr string, exited <-chan struct{}) error {
 	return fmt.Errorf("%s did not open", addr)
 }
 
-// The answers of the upstream (a 128-byte body) and of the collector (an
-// empty 200, as an OTLP/HTTP collector's success may be).
-var (
-	upstreamResponse  = []byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 128\r\n\r\n" + body)
-	collectorResponse = []byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
-)
+// collectorResponse is the collector's answer: an empty 200, as an
+// OTLP/HTTP collector's success may be.
+var collectorResponse = []byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+
+// upstreamResponse is the upstream's answer, with a body of size bytes
+// (128 by default; 16384 for the peers script's larger body), written in
+// one write.
+func upstreamResponse(size int) []byte {
+	b := fmt.Appendf(nil, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n", size)
+	for size > 0 {
+		n := min(size, len(body))
+		b, size = append(b, body[:n]...), size-n
+	}
+	return b
+}
 
 // withTracing adds the HTTP connection manager's tracing at percent random
 // sampling to the peers bootstrap, with the OpenTelemetry tracer exporting

@@ -23,6 +23,11 @@ var chars = buildChars()
 // lower maps every byte to its ASCII lower case.
 var lower = buildLower()
 
+// tokenLower maps a tchar to its ASCII lower case and every other byte to
+// 0 (not a tchar): a header name is checked and lower-cased with one load
+// a byte.
+var tokenLower = buildTokenLower()
+
 func buildChars() (t [256]charClass) {
 	for c := 0; c < 256; c++ {
 		b := byte(c)
@@ -49,6 +54,15 @@ func isTchar(b byte) bool {
 		return true
 	}
 	return false
+}
+
+func buildTokenLower() (t [256]byte) {
+	for c := 0; c < 256; c++ {
+		if isTchar(byte(c)) {
+			t[c] = lower[c]
+		}
+	}
+	return t
 }
 
 func buildLower() (t [256]byte) {

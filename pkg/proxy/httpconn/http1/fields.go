@@ -32,10 +32,11 @@ func parseFields(head []byte, dst Headers, maxCount int) (Headers, error) {
 		}
 		name := line[:colon]
 		for i, c := range name {
-			if chars[c]&classToken == 0 {
+			l := tokenLower[c]
+			if l == 0 {
 				return dst, ErrHeaderName
 			}
-			name[i] = lower[c]
+			name[i] = l
 		}
 		value := trimOWS(line[colon+1:])
 		for _, c := range value {

@@ -246,3 +246,28 @@ func TestParseRequestAllowChunkedLength(t *testing.T) {
 		t.Errorf("without the option: error = %v, want %v", err, ErrLengthAndEncoding)
 	}
 }
+
+// TestFieldNameBytes tries every byte value in a header name: a tchar
+// (RFC 9110 §5.6.2) is accepted and lower-cased, any other byte is
+// ErrHeaderName.
+func TestFieldNameBytes(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		b := byte(c)
+		if b == ':' || b == '\n' || b == '\r' {
+			continue // they end the name or the line: tested above
+		}
+		head := []byte("GET / HTTP/1.1\r\nHost: h\r\nX-" + string([]byte{b}) + "Y: 1\r\n\r\n")
+		var req Request
+		err := ParseRequest(head, &req, RequestOptions{MaxHeaders: 100})
+		if !isTchar(b) {
+			if !errors.Is(err, ErrHeaderName) {
+				t.Errorf("byte %#x in a name: %v, want ErrHeaderName", b, err)
+			}
+			continue
+		}
+		want := strings.ToLower("x-" + string([]byte{b}) + "y")
+		if err != nil || len(req.Headers) != 2 || string(req.Headers[1].Name) != want {
+			t.Errorf("byte %#x in a name: %v, fields %q, want the name %q", b, err, req.Headers, want)
+		}
+	}
+}
