@@ -10,6 +10,12 @@ import (
 	"github.com/yuin/gopher-lua/parse"
 )
 
+// DefaultBudget is how long one call of a script may run on the Lua VM
+// before it is stopped (time spent waiting, for an HTTP call or a body,
+// is not counted). Envoy has no such bound; a looping script there blocks
+// a worker for good.
+const DefaultBudget = 500 * time.Millisecond
+
 // Compile parses and compiles code, named chunk in error messages: a
 // syntax error is the caller's configuration error.
 func Compile(code, chunk string) (*glua.FunctionProto, error) {
@@ -139,6 +145,23 @@ func boundedRep(rep *glua.LFunction) glua.LGFunction {
 		L.Call(2, 1)
 		return 1
 	}
+}
+
+// Metatable makes the metatable of one kind of object handed to scripts:
+// its methods, and for any other name a Lua error saying that where (e.g.
+// "Outrigger's Lua filter") has no such method of kind.
+func Metatable(L *glua.LState, kind, where string, methods map[string]glua.LGFunction) *glua.LTable {
+	index := L.SetFuncs(L.NewTable(), methods)
+	missing := L.NewTable()
+	missing.RawSetString("__index", L.NewFunction(func(L *glua.LState) int {
+		L.RaiseError("%s: %s is not supported by %s", kind, L.Get(2).String(), where)
+		return 0
+	}))
+	L.SetMetatable(index, missing)
+	mt := L.NewTable()
+	mt.RawSetString("__index", index)
+	mt.RawSetString("__metatable", glua.LString(kind))
+	return mt
 }
 
 // ErrorText is the message of a script's error: the Lua error value and

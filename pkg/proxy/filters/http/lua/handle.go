@@ -212,16 +212,7 @@ func (h *handle) base64Escape(L *glua.LState) int {
 // names it, so that a script using a part of Envoy's API that Outrigger
 // lacks fails clearly rather than calling nil.
 func newObject(L *glua.LState, h *handle, kind string, methods map[string]glua.LGFunction) *glua.LUserData {
-	index := L.SetFuncs(L.NewTable(), methods)
-	missing := L.NewTable()
-	missing.RawSetString("__index", L.NewFunction(func(L *glua.LState) int {
-		L.RaiseError("%s: %s is not supported by Outrigger's Lua filter", kind, L.Get(2).String())
-		return 0
-	}))
-	L.SetMetatable(index, missing)
-	mt := L.NewTable()
-	mt.RawSetString("__index", index)
-	mt.RawSetString("__metatable", glua.LString(kind))
+	mt := luavm.Metatable(L, kind, "Outrigger's Lua filter", methods)
 	ud := L.NewUserData()
 	ud.Value = h.call
 	L.SetMetatable(ud, mt)
