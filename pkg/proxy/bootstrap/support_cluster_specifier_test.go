@@ -27,7 +27,7 @@ func TestValidateClusterSpecifierPlugins(t *testing.T) {
 			overlay: hcm(`cluster_specifier_plugins: [{extension: ` + lua + `}], ` + routes(`{cluster_specifier_plugin: envoy.router.cluster_specifier_plugin.lua}`)),
 		},
 		"optional unknown plugin": {
-			overlay: hcm(`cluster_specifier_plugins: [{extension: ` + other + `, is_optional: true}], ` + routes(`{inline_cluster_specifier_plugin: {extension: ` + other + `, is_optional: true}}`)),
+			overlay: hcm(`cluster_specifier_plugins: [{extension: ` + other + `, is_optional: true}], ` + routes(`{inline_cluster_specifier_plugin: {extension: `+other+`, is_optional: true}}`)),
 		},
 		"unknown plugin": {
 			overlay: hcm(`cluster_specifier_plugins: [{extension: ` + other + `}]`),

@@ -95,6 +95,7 @@ func (p *plugin) newVM() (*vm, error) {
 	if fn == nil {
 		st.Close()
 		// Envoy's words.
+		//lint:ignore ST1005 Envoy's message, full stop included, so that searches for it find it
 		return nil, errors.New("envoy_on_route() function not found. Lua will not hook cluster specifier.")
 	}
 	v := &vm{State: st, fn: fn}
