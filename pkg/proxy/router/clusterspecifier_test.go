@@ -119,6 +119,19 @@ func TestClusterSpecifierPlugins(t *testing.T) {
 	}
 }
 
+// inlinePluginRoute is a route configuration whose one route has an
+// inline plugin of fakePlugins configured with value.
+func inlinePluginRoute(value string) string {
+	return `
+virtual_hosts:
+- domains: ["*"]
+  routes:
+  - match: {prefix: /}
+    route:
+      inline_cluster_specifier_plugin:
+        extension: {name: f, typed_config: {"@type": type.googleapis.com/google.protobuf.StringValue, value: ` + value + `}}`
+}
+
 func TestClusterSpecifierPluginErrors(t *testing.T) {
 	tests := map[string]struct {
 		yaml string
@@ -151,26 +164,12 @@ cluster_specifier_plugins:
 			want: []string{"cluster_specifier_plugins[0].extension: Didn't find a registered implementation for 'm'"},
 		},
 		"inline plugin error": {
-			yaml: `
-virtual_hosts:
-- domains: ["*"]
-  routes:
-  - match: {prefix: /}
-    route:
-      inline_cluster_specifier_plugin:
-        extension: {name: f, typed_config: {"@type": type.googleapis.com/google.protobuf.StringValue, value: fail}}`,
+			yaml: inlinePluginRoute("fail"),
 			opts: Options{ClusterSpecifier: fakePlugins},
 			want: []string{"virtual_hosts[0].routes[0].route.inline_cluster_specifier_plugin.extension.typed_config.value: bad"},
 		},
 		"no plugin compiler": {
-			yaml: `
-virtual_hosts:
-- domains: ["*"]
-  routes:
-  - match: {prefix: /}
-    route:
-      inline_cluster_specifier_plugin:
-        extension: {name: f, typed_config: {"@type": type.googleapis.com/google.protobuf.StringValue, value: x}}`,
+			yaml: inlinePluginRoute("x"),
 			want: []string{"virtual_hosts[0].routes[0].route.inline_cluster_specifier_plugin.extension: cluster specifier plugins are not supported here"},
 		},
 	}
