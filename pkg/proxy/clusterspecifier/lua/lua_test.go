@@ -38,7 +38,7 @@ func (l *logs) String() string {
 }
 
 // compile compiles a plugin from its script and default cluster.
-func compile(t *testing.T, code, def string) (*plugin, *logs) {
+func compile(t testing.TB, code, def string) (*plugin, *logs) {
 	t.Helper()
 	l := &logs{}
 	ctx := clusterspecifier.Context{Log: funcr.New(func(_, args string) {
