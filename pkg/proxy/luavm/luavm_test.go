@@ -29,12 +29,10 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-func TestSandbox(t *testing.T) {
-	proto, err := Compile(`
-function f()
-  return tostring(io) .. " " .. tostring(os.exit) .. " " .. tostring(dofile) .. " " .. tostring(debug) .. " " .. type(os.time())
-end
-function big() return string.rep("x", 17 * 1024 * 1024) end`, "chunk")
+// load compiles and loads code, closing the state when the test ends.
+func load(t *testing.T, code string) *State {
+	t.Helper()
+	proto, err := Compile(code, "chunk")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +40,16 @@ function big() return string.rep("x", 17 * 1024 * 1024) end`, "chunk")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(s.Close)
+	return s
+}
+
+func TestSandbox(t *testing.T) {
+	s := load(t, `
+function f()
+  return tostring(io) .. " " .. tostring(os.exit) .. " " .. tostring(dofile) .. " " .. tostring(debug) .. " " .. type(os.time())
+end
+function big() return string.rep("x", 17 * 1024 * 1024) end`)
 	if _, err := s.Call(s.Function("f"), time.Second, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -59,15 +66,7 @@ function big() return string.rep("x", 17 * 1024 * 1024) end`, "chunk")
 }
 
 func TestCallBudget(t *testing.T) {
-	proto, err := Compile(`function spin() while true do end end`, "chunk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := Load(proto, "", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := load(t, `function spin() while true do end end`)
 	expired, err := s.Call(s.Function("spin"), 20*time.Millisecond, 0)
 	if !expired || err == nil {
 		t.Errorf("expired %v, err %v: the loop was not stopped", expired, err)
