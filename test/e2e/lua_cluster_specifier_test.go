@@ -21,8 +21,8 @@ const luaClusterSpecifierType = "type.googleapis.com/envoy.extensions.router.clu
 // a cluster that does not exist, an error, nothing, a number) with
 // default_cluster green_cluster; /named uses a named plugin of the route
 // configuration that reads x-color; /optional names an optional plugin
-// Outrigger does not have, so that route matches nothing and /optional
-// goes on to the inline plugin's route.
+// Outrigger does not have (Envoy's matcher plugin), so that route matches
+// nothing and /optional goes on to the inline plugin's route.
 func luaPickerConfig(port int, green, blue string) string {
 	return fmt.Sprintf(`
 static_resources:
@@ -50,7 +50,21 @@ static_resources:
                   default_cluster: green_cluster
             - extension:
                 name: not_in_outrigger
-                typed_config: {"@type": type.googleapis.com/google.protobuf.Struct, value: {}}
+                typed_config:
+                  "@type": type.googleapis.com/envoy.extensions.router.cluster_specifiers.matcher.v3.MatcherClusterSpecifier
+                  cluster_matcher:
+                    matcher_list:
+                      matchers:
+                      - predicate:
+                          single_predicate:
+                            input:
+                              name: color
+                              typed_config: {"@type": type.googleapis.com/envoy.type.matcher.v3.HttpRequestHeaderMatchInput, header_name: x-color}
+                            value_match: {exact: blue}
+                        on_match:
+                          action:
+                            name: blue
+                            typed_config: {"@type": type.googleapis.com/envoy.extensions.router.cluster_specifiers.matcher.v3.ClusterAction, cluster: blue_cluster}
               is_optional: true
             virtual_hosts:
             - name: picker_hosts

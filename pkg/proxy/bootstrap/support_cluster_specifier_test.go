@@ -12,6 +12,8 @@ func TestValidateClusterSpecifierPlugins(t *testing.T) {
 		lua    = `{name: envoy.router.cluster_specifier_plugin.lua, typed_config: {"@type": ` + luaURL + `, source_code: ` + script + `, default_cluster: c}}`
 		other  = `{name: other, typed_config: {"@type": type.googleapis.com/google.protobuf.Struct, value: {}}}`
 		plugin = extraHCM + ".route_config.cluster_specifier_plugins[0]"
+		// Envoy's other plugin, which Outrigger does not have.
+		matcher = `{name: m, typed_config: {"@type": type.googleapis.com/envoy.extensions.router.cluster_specifiers.matcher.v3.MatcherClusterSpecifier, cluster_matcher: {matcher_list: {matchers: [{predicate: {single_predicate: {input: {name: h, typed_config: {"@type": type.googleapis.com/envoy.type.matcher.v3.HttpRequestHeaderMatchInput, header_name: x}}, value_match: {exact: a}}}, on_match: {action: {name: c, typed_config: {"@type": type.googleapis.com/envoy.extensions.router.cluster_specifiers.matcher.v3.ClusterAction, cluster: a}}}}]}}}}`
 	)
 	hcm := func(rc string) string {
 		return hcmYAML(`stat_prefix: extra, route_config: {` + rc + `}, http_filters: [` + routerFilter + `]`)
@@ -28,6 +30,13 @@ func TestValidateClusterSpecifierPlugins(t *testing.T) {
 		},
 		"optional unknown plugin": {
 			overlay: hcm(`cluster_specifier_plugins: [{extension: ` + other + `, is_optional: true}], ` + routes(`{inline_cluster_specifier_plugin: {extension: `+other+`, is_optional: true}}`)),
+		},
+		"Envoy's matcher plugin": {
+			overlay: hcm(`cluster_specifier_plugins: [{extension: ` + matcher + `}]`),
+			want:    []string{plugin + `.extension.typed_config: extension "envoy.extensions.router.cluster_specifiers.matcher.v3.MatcherClusterSpecifier" is not supported by Outrigger; see docs/extensions.md`},
+		},
+		"Envoy's matcher plugin, optional": {
+			overlay: hcm(`cluster_specifier_plugins: [{extension: ` + matcher + `, is_optional: true}], ` + routes(`{cluster_specifier_plugin: m}`)),
 		},
 		"unknown plugin": {
 			overlay: hcm(`cluster_specifier_plugins: [{extension: ` + other + `}]`),

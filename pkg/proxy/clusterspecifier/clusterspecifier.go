@@ -11,6 +11,12 @@ import (
 	"fmt"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	// Envoy's matcher plugin, which Outrigger does not have, is linked
+	// so that a configuration naming it decodes: an optional one is then
+	// left out, as Envoy leaves it out, and another is refused with the
+	// reason docs/extensions.md gives, rather than as a type unknown to
+	// the build.
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/router/cluster_specifiers/matcher/v3"
 	"github.com/go-logr/logr"
 	"google.golang.org/protobuf/proto"
 
