@@ -43,8 +43,16 @@ type route struct {
 		Headers        []struct{} `json:"headers"`
 	} `json:"match"`
 	Route *struct {
-		Cluster          string `json:"cluster"`
-		ClusterHeader    string `json:"cluster_header"`
+		Cluster       string `json:"cluster"`
+		ClusterHeader string `json:"cluster_header"`
+		// ClusterSpecifierPlugin names one of the route configuration's
+		// plugins; InlineClusterSpecifierPlugin is the route's own.
+		ClusterSpecifierPlugin       string `json:"cluster_specifier_plugin"`
+		InlineClusterSpecifierPlugin *struct {
+			Extension struct {
+				Name string `json:"name"`
+			} `json:"extension"`
+		} `json:"inline_cluster_specifier_plugin"`
 		WeightedClusters *struct {
 			Clusters []struct {
 				Name   string `json:"name"`
@@ -94,6 +102,10 @@ func (r route) action() string {
 		return "cluster " + r.Route.Cluster
 	case r.Route != nil && r.Route.ClusterHeader != "":
 		return "cluster from header " + r.Route.ClusterHeader
+	case r.Route != nil && r.Route.ClusterSpecifierPlugin != "":
+		return "cluster from plugin " + r.Route.ClusterSpecifierPlugin
+	case r.Route != nil && r.Route.InlineClusterSpecifierPlugin != nil:
+		return "cluster from plugin " + r.Route.InlineClusterSpecifierPlugin.Extension.Name + " (inline)"
 	case r.Route != nil && r.Route.WeightedClusters != nil:
 		var parts []string
 		for _, c := range r.Route.WeightedClusters.Clusters {

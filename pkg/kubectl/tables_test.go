@@ -33,6 +33,8 @@ const (
   {"match":{"prefix":"/w","headers":[{},{}]},"route":{"weighted_clusters":{"clusters":[{"name":"x","weight":80},{"name":"y","weight":20}]}}},
   {"match":{"safe_regex":{"regex":"^/r$"}},"redirect":{}},
   {"match":{"path":"/h"},"route":{"cluster_header":"x-cluster"}},
+  {"match":{"path":"/p"},"route":{"cluster_specifier_plugin":"by-color"}},
+  {"match":{"path":"/i"},"route":{"inline_cluster_specifier_plugin":{"extension":{"name":"lua"}}}},
   {"match":{"connect_matcher":{}},"route":{"cluster":"tunnel"}}]}]},"last_updated":"2026-01-02T03:04:00Z"}]}`
 	secretsJSON = `{"@type":"type.googleapis.com/envoy.admin.v3.SecretsConfigDump",
  "static_secrets":[{"name":"cert","last_updated":"2026-01-02T03:04:00Z","secret":{"name":"cert","tls_certificate":{}}}],
@@ -63,11 +65,13 @@ lds    [::1]:80        -           0        -                                   
 bad    -               -           -        -                                   dynamic   error: bind failed   -         -
 `},
 		"routes": {routesTable, routesJSON, `
-ROUTE CONFIG   VIRTUAL HOST   DOMAINS   MATCH                    ACTION                          SOURCE    VERSION   LAST UPDATED
-rds            vh             a,b       prefix /w (+2 headers)   weighted x:80,y:20              dynamic   r1        90s
-rds            vh             a,b       regex ^/r$               redirect                        dynamic   r1        90s
-rds            vh             a,b       path /h                  cluster from header x-cluster   dynamic   r1        90s
-rds            vh             a,b       CONNECT                  cluster tunnel                  dynamic   r1        90s
+ROUTE CONFIG   VIRTUAL HOST   DOMAINS   MATCH                    ACTION                             SOURCE    VERSION   LAST UPDATED
+rds            vh             a,b       prefix /w (+2 headers)   weighted x:80,y:20                 dynamic   r1        90s
+rds            vh             a,b       regex ^/r$               redirect                           dynamic   r1        90s
+rds            vh             a,b       path /h                  cluster from header x-cluster      dynamic   r1        90s
+rds            vh             a,b       path /p                  cluster from plugin by-color       dynamic   r1        90s
+rds            vh             a,b       path /i                  cluster from plugin lua (inline)   dynamic   r1        90s
+rds            vh             a,b       CONNECT                  cluster tunnel                     dynamic   r1        90s
 `},
 		"secrets": {secretsTable, secretsJSON, `
 NAME   KIND                 SOURCE    VERSION   LAST UPDATED

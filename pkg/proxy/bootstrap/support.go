@@ -126,6 +126,8 @@ func (c *supportChecker) value(fd protoreflect.FieldDescriptor, rule fieldSuppor
 		}
 	case protoreflect.MessageKind, protoreflect.GroupKind:
 		switch name := fd.Message().FullName(); {
+		case rule.plugin:
+			c.clusterSpecifierPlugin(v.Message(), path)
 		case name == anyFullName && rule.perFilter:
 			c.perFilterConfig(v.Message(), path)
 		case name == anyFullName && len(rule.types) > 0:
@@ -255,6 +257,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedCache,
 	supportedComposite,
 	supportedOriginalSrc,
+	supportedClusterSpecifiers,
 }
 
 // lookupSupport finds a field's support rule in the per-area tables.

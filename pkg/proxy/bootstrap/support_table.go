@@ -27,6 +27,9 @@ type fieldSupport struct {
 	// configuration of an HTTP filter that has one, possibly wrapped in
 	// an envoy.config.route.v3.FilterConfig (see perFilterConfig).
 	perFilter bool
+	// plugin, for a ClusterSpecifierPlugin, leaves out an optional one
+	// Outrigger does not have (see clusterSpecifierPlugin).
+	plugin bool
 	// firstOfCategory, for load_balancing_policy.policies, checks only
 	// the first policy whose typed_config is an enabled extension of this
 	// category: Envoy uses that one and skips the others (the cluster

@@ -87,6 +87,7 @@ import (
 	uuidv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/request_id/uuid/v3"
 	connectionsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
 	fixedheapv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/fixed_heap/v3"
+	cslluav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/router/cluster_specifiers/lua/v3"
 	otelresv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/tracers/opentelemetry/resource_detectors/v3"
 	otelsamplersv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/tracers/opentelemetry/samplers/v3"
 	upstreamppv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/proxy_protocol/v3"
@@ -100,6 +101,8 @@ import (
 	metadatafmt "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/formatter/metadata"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/formatter/reqwithoutquery"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/stream"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/clusterspecifier"
+	csllua "github.com/outrigger-dev/outrigger/pkg/proxy/clusterspecifier/lua"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/compression"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/compression/brotli"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/compression/gzip"
@@ -306,6 +309,8 @@ func Registry() *extension.Registry {
 
 		extension.Of("proxy.resource_monitors.fixed_heap", ResourceMonitors, &fixedheapv3.FixedHeapConfig{}, nil),
 		extension.Of("proxy.resource_monitors.global_downstream_max_connections", ResourceMonitors, &connectionsv3.DownstreamConnectionsConfig{}, nil),
+
+		extension.Of(csllua.Name, clusterspecifier.Category, &cslluav3.LuaConfig{}, csllua.Factory{}),
 
 		extension.Of("proxy.stat_sinks.dog_statsd", StatsSinks, &metricsv3.DogStatsdSink{}, nil),
 		extension.Of("proxy.stat_sinks.hystrix", StatsSinks, &metricsv3.HystrixSink{}, nil),

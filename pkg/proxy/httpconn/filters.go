@@ -262,6 +262,10 @@ func (s *stream) Route() *router.Route {
 				// cluster_header: the request names its cluster; a
 				// missing header is a cluster that does not exist.
 				s.clusterName, _ = s.reqHeaders.Get(h)
+			} else if cs := s.cached.ClusterSpecifier; cs != nil {
+				// A cluster specifier plugin picks it, once per
+				// match, as Envoy's runs when the route is resolved.
+				s.clusterName = cs.Cluster(&s.rreq)
 			}
 		}
 		s.refreshDuration(s.cached)

@@ -33,6 +33,7 @@ import (
 
 	logfilter "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/filter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/loggers"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/clusterspecifier"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
@@ -54,8 +55,11 @@ type Manager struct {
 	// routeFilter compiles this manager's per-route filter
 	// configurations.
 	routeFilter routeFilterFunc
-	filters     filterChain
-	logs        loggers.List
+	// clusterSpecifiers compiles its route configurations' cluster
+	// specifier plugins.
+	clusterSpecifiers clusterSpecifierFunc
+	filters           filterChain
+	logs              loggers.List
 	// upgradeFilters are the upgrade types' own filter chains
 	// (upgrade_configs[].filters).
 	upgradeFilters upgradeChains
@@ -135,15 +139,16 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 	errs := []error{err}
 	var routes *routeState
 	routeFilter := routeFilterConfigs(deps.Extensions, filterContext(s.statPrefix, deps), deps.Runtime)
+	plugins := clusterspecifier.Compiler(deps.Extensions, clusterspecifier.Context{Log: deps.RouterLog})
 	switch rc := cfg.GetRouteConfig(); {
 	case rc != nil:
-		if routes, err = compileRoutes(rc, routeFilter, deps.Stats); err != nil {
+		if routes, err = compileRoutes(rc, routeFilter, plugins, deps.Stats); err != nil {
 			errs = append(errs, fieldpath.Prefix("route_config.", err))
 		}
 	case cfg.GetRds() != nil:
 		// Route discovery: no route until the first configuration
 		// arrives (the listener warms meanwhile), then SetRoutes.
-		routes, err = compileRoutes(&routev3.RouteConfiguration{}, routeFilter, deps.Stats)
+		routes, err = compileRoutes(&routev3.RouteConfiguration{}, routeFilter, plugins, deps.Stats)
 		errs = append(errs, err)
 	case cfg.GetScopedRoutes() != nil:
 		errs = append(errs, errors.New("route_specifier: scoped_routes is not supported by Outrigger"))
@@ -192,7 +197,7 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 	}
 	m.upgradeFilters = upgradeFilters
 	m.upConn = logs.ReadsUpstreamConnection() || replies.readsUpstreamConnection() || tr.readsUpstreamConnection()
-	m.routeFilter = routeFilter
+	m.routeFilter, m.clusterSpecifiers = routeFilter, plugins
 	m.rt.Store(routes)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.readers.New = func() any { return bufio.NewReaderSize(nil, readBufferSize) }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -15,6 +16,10 @@ import (
 // routeFilterFunc compiles a typed_per_filter_config entry
 // (router.Options.FilterConfig).
 type routeFilterFunc = func(name string, config *anypb.Any, optional bool) (any, error)
+
+// clusterSpecifierFunc compiles a cluster specifier plugin
+// (router.Options.ClusterSpecifier).
+type clusterSpecifierFunc = func(ext *corev3.TypedExtensionConfig, optional bool) (router.ClusterSpecifier, error)
 
 // routeState is a route table with the stats of its virtual clusters and
 // stat_prefix routes (by their indexes in the table): swapped together.
@@ -36,7 +41,7 @@ type routeState struct {
 // compileRoutes compiles a route configuration with the per-route filter
 // configurations filter compiles, keeping those that hold resources to
 // close with the table. On error, those compiled so far are closed.
-func compileRoutes(rc *routev3.RouteConfiguration, filter routeFilterFunc, st *stats.Store) (*routeState, error) {
+func compileRoutes(rc *routev3.RouteConfiguration, filter routeFilterFunc, plugins clusterSpecifierFunc, st *stats.Store) (*routeState, error) {
 	var closers []io.Closer
 	opts := router.Options{FilterConfig: func(name string, a *anypb.Any, optional bool) (any, error) {
 		cfg, err := filter(name, a, optional)
@@ -44,7 +49,7 @@ func compileRoutes(rc *routev3.RouteConfiguration, filter routeFilterFunc, st *s
 			closers = append(closers, c)
 		}
 		return cfg, err
-	}}
+	}, ClusterSpecifier: plugins}
 	table, err := router.CompileWith(rc, opts)
 	if err != nil {
 		closeAll(closers)

@@ -98,8 +98,12 @@ func compileRouteAction(r *Route, a *routev3.RouteAction, opts *Options) error {
 		r.WeightedClusters = w
 	case *routev3.RouteAction_ClusterHeader:
 		r.ClusterHeader = strings.ToLower(c.ClusterHeader)
+	case *routev3.RouteAction_ClusterSpecifierPlugin, *routev3.RouteAction_InlineClusterSpecifierPlugin:
+		if err := compileRouteClusterSpecifier(r, a, opts); err != nil {
+			return err
+		}
 	case nil:
-		return errors.New("cluster_specifier: one of cluster, weighted_clusters or cluster_header is required")
+		return errors.New("cluster_specifier: one of cluster, weighted_clusters, cluster_header, cluster_specifier_plugin or inline_cluster_specifier_plugin is required")
 	default:
 		return fmt.Errorf("cluster_specifier: %s is not supported by Outrigger", oneofName(a.ProtoReflect(), "cluster_specifier"))
 	}

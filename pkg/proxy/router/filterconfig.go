@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -24,6 +25,19 @@ type Options struct {
 	// router knows no filter: the connection manager resolves them. Nil
 	// refuses every typed_per_filter_config.
 	FilterConfig func(name string, config *anypb.Any, optional bool) (any, error)
+	// ClusterSpecifier compiles a cluster specifier plugin's extension
+	// (of cluster_specifier_plugins or a route's
+	// inline_cluster_specifier_plugin); optional is the plugin's
+	// is_optional. It returns nil without an error for an optional
+	// plugin Outrigger does not have: the routes that use it then never
+	// match, as in Envoy. Errors are appended to the extension's path
+	// (": " and a message, or "." and the field path below it). Nil
+	// refuses every plugin.
+	ClusterSpecifier func(ext *corev3.TypedExtensionConfig, optional bool) (ClusterSpecifier, error)
+
+	// plugins are the route configuration's compiled
+	// cluster_specifier_plugins, while CompileWith runs.
+	plugins clusterSpecifiers
 }
 
 // filterEntry is one compiled typed_per_filter_config entry.

@@ -80,7 +80,7 @@ type VirtualHost struct {
 }
 
 // Route is one compiled route. Exactly one of Cluster, WeightedClusters,
-// ClusterHeader, Direct and Redirect is set.
+// ClusterHeader, ClusterSpecifier, Direct and Redirect is set.
 type Route struct {
 	// Name is the route's name (%ROUTE_NAME%), "" when unnamed.
 	Name string
@@ -102,6 +102,10 @@ type Route struct {
 	// ClusterHeader, for a route action with cluster_header, is the
 	// request header (lower case) that names the cluster of each request.
 	ClusterHeader string
+	// ClusterSpecifier, for a route action with cluster_specifier_plugin
+	// or inline_cluster_specifier_plugin, picks the cluster of each
+	// request.
+	ClusterSpecifier ClusterSpecifier
 	// ClusterNotFoundStatus is the status answered when the cluster does
 	// not exist (cluster_not_found_response_code, default 503).
 	ClusterNotFoundStatus int
@@ -163,7 +167,11 @@ type Route struct {
 	// Redirect is set when the route answers with a redirect.
 	Redirect *Redirect
 
-	match          routeMatch
+	match routeMatch
+	// neverMatches: the route's cluster specifier plugin is an optional
+	// one Outrigger does not have. Envoy's null plugin makes such a
+	// route match no request; the table leaves it out.
+	neverMatches   bool
 	rewrite        rewrite
 	hostRewrite    hostRewrite
 	idleTimeout    time.Duration
@@ -219,6 +227,9 @@ func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 	errs = append(errs, err)
 	mirrorsGlobal, err := compileMirrorPolicies(rc.GetRequestMirrorPolicies())
 	errs = append(errs, fieldpath.Prefix("request_mirror_policies", err))
+	// The plugins first: routes name them.
+	opts.plugins, err = compileClusterSpecifiers(rc.GetClusterSpecifierPlugins(), &opts)
+	errs = append(errs, err)
 
 	b := newVhostBuilder()
 	headerIDs := map[string]int{}
@@ -248,11 +259,14 @@ func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 				errs = append(errs, fieldpath.Prefix(fmt.Sprintf("%sroutes[%d].", vhPath, j), err))
 				continue
 			}
+			if r.neverMatches {
+				continue
+			}
 			r.VirtualHost = vh
 			if r.Mirrors == nil && r.Direct == nil && r.Redirect == nil {
 				r.Mirrors = vh.mirrors
 			}
-			if r.RetryPolicy == nil && (r.Cluster != "" || r.WeightedClusters != nil || r.ClusterHeader != "") {
+			if r.RetryPolicy == nil && (r.Cluster != "" || r.WeightedClusters != nil || r.ClusterHeader != "" || r.ClusterSpecifier != nil) {
 				r.RetryPolicy = vh.RetryPolicy
 			}
 			if !r.hedgeSet && vh.HedgePolicySet {

@@ -3,9 +3,8 @@ package lua
 import (
 	"fmt"
 
-	glua "github.com/yuin/gopher-lua"
-
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/luavm"
 )
 
 // The %RESPONSE_CODE_DETAILS% of the filter's replies: Envoy's for
@@ -140,7 +139,7 @@ func (c *filterConfig) recoverScript(direction string) {
 // is the response body's wait of a response script run in a goroutine of
 // its own, nil otherwise.
 func (c *filterConfig) run(s httpfilter.Stream, sc *script, f *streamFilter, response bool, w *bodyWait) httpfilter.Status {
-	v, err := sc.acquire()
+	v, err := sc.free.Get()
 	if err != nil {
 		// The script loaded once; a state that cannot load it now (its
 		// top level depends on something that changed) is a failure of
@@ -153,9 +152,7 @@ func (c *filterConfig) run(s httpfilter.Stream, sc *script, f *streamFilter, res
 	}
 	h := v.h
 	h.begin(c, s, response, w)
-	v.budget.start(sc.budget)
-	err = v.L.CallByParam(glua.P{Fn: fn, NRet: 0, Protect: true}, h.fresh(v.L, &h.ud))
-	expired := v.budget.stop()
+	expired, err := v.Call(fn, sc.budget, 0, h.fresh(v.L, &h.ud))
 	if expired {
 		v.broken = true
 	}
@@ -174,7 +171,7 @@ func (c *filterConfig) run(s httpfilter.Stream, sc *script, f *streamFilter, res
 		// fails the request at the next piece of its body (see
 		// bodyWait.DecodeData); the response goes on as it is.
 		w.failed = true
-		msg := errorText(err)
+		msg := luavm.ErrorText(err)
 		if expired {
 			msg = fmt.Sprintf("script stopped: it ran past its time budget of %v", sc.budget)
 		}
@@ -196,7 +193,7 @@ func (c *filterConfig) run(s httpfilter.Stream, sc *script, f *streamFilter, res
 	case expired:
 		return c.failed(s, response, fmt.Sprintf("script stopped: it ran past its time budget of %v", sc.budget))
 	case err != nil:
-		return c.failed(s, response, errorText(err))
+		return c.failed(s, response, luavm.ErrorText(err))
 	}
 	switch {
 	case response && newBody != nil:

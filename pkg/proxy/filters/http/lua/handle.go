@@ -9,6 +9,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/luavm"
 )
 
 // handle is the stream handle a script's envoy_on_request or
@@ -20,7 +21,7 @@ type handle struct {
 	ud                                       *glua.LUserData
 	headersUD, bodyUD, infoUD, dynUD, connUD *glua.LUserData
 	sslUD, metaUD, trailersUD, chunkUD       *glua.LUserData
-	budget                                   *budget
+	budget                                   *luavm.Budget
 	c                                        *filterConfig
 	s                                        httpfilter.Stream
 	response                                 bool
@@ -69,7 +70,7 @@ type callStamp uint64
 // their methods.
 func newHandle(v *vm) *handle {
 	L := v.L
-	h := &handle{budget: v.budget}
+	h := &handle{budget: v.Budget}
 	h.ud = newObject(L, h, "stream handle", map[string]glua.LGFunction{
 		"headers":         h.headers,
 		"body":            h.bodyMethod,
@@ -211,16 +212,7 @@ func (h *handle) base64Escape(L *glua.LState) int {
 // names it, so that a script using a part of Envoy's API that Outrigger
 // lacks fails clearly rather than calling nil.
 func newObject(L *glua.LState, h *handle, kind string, methods map[string]glua.LGFunction) *glua.LUserData {
-	index := L.SetFuncs(L.NewTable(), methods)
-	missing := L.NewTable()
-	missing.RawSetString("__index", L.NewFunction(func(L *glua.LState) int {
-		L.RaiseError("%s: %s is not supported by Outrigger's Lua filter", kind, L.Get(2).String())
-		return 0
-	}))
-	L.SetMetatable(index, missing)
-	mt := L.NewTable()
-	mt.RawSetString("__index", index)
-	mt.RawSetString("__metatable", glua.LString(kind))
+	mt := luavm.Metatable(L, kind, "Outrigger's Lua filter", methods)
 	ud := L.NewUserData()
 	ud.Value = h.call
 	L.SetMetatable(ud, mt)
@@ -230,12 +222,12 @@ func newObject(L *glua.LState, h *handle, kind string, methods map[string]glua.L
 // pause stops the clock of the script's time budget while it waits for
 // the stream or a service; resume starts it again with the time left.
 func (h *handle) pause() {
-	h.left = h.budget.left()
-	h.budget.stop()
+	h.left = h.budget.Left()
+	h.budget.Stop()
 }
 
 // resume restarts the clock after pause.
-func (h *handle) resume() { h.budget.start(h.left) }
+func (h *handle) resume() { h.budget.Start(h.left) }
 
 // abort stops the script when the stream answered while it waited.
 func (h *handle) abort(L *glua.LState) {

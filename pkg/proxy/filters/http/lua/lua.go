@@ -29,6 +29,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/luavm"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -38,12 +39,6 @@ const Name = "proxy.filters.http.lua"
 // envoyName is the filter's canonical name: the key of its route metadata
 // (metadata()).
 const envoyName = "envoy.filters.http.lua"
-
-// defaultBudget is how long one call of a script may run on the Lua VM
-// before it is stopped (the time it waits for an HTTP call or a body is
-// not counted). Envoy has no such bound; a looping script there blocks a
-// worker for good.
-const defaultBudget = 500 * time.Millisecond
 
 // maxBody bounds the request body body() buffers and the response body of
 // an httpCall: Envoy's default per-connection buffer limit (1 MiB).
@@ -105,7 +100,7 @@ func (Factory) Compile(m proto.Message, ctx httpfilter.Context) (httpfilter.Conf
 		clearRouteCache: p.GetClearRouteCache() == nil || p.GetClearRouteCache().GetValue(),
 		log:             ctx.Log,
 		services:        ctx.Services,
-		budget:          defaultBudget,
+		budget:          luavm.DefaultBudget,
 		async:           make(chan struct{}, maxAsyncCalls),
 		filterContext:   p.GetFilterContext(),
 	}
@@ -188,7 +183,7 @@ func compileOverride(p *luav3.LuaPerRoute) (*routeConfig, error) {
 		// The route's own patterns: its script gets a VM of its own,
 		// which does not see the filter's. With a name (or disabled)
 		// they have nothing to apply to, as in Envoy.
-		sc, err := compileSource(o.SourceCode, "source_code", defaultBudget, packagePath(p.GetPackagePaths()))
+		sc, err := compileSource(o.SourceCode, "source_code", luavm.DefaultBudget, packagePath(p.GetPackagePaths()))
 		if err != nil {
 			return nil, fmt.Errorf("source_code.%w", err)
 		}

@@ -554,7 +554,7 @@ end`)
 	if f.errorsCount() != 0 {
 		t.Errorf("lua.errors = %d", f.errorsCount())
 	}
-	if n := len(f.def.free); n != 1 {
+	if n := f.def.free.Idle(); n != 1 {
 		t.Errorf("%d idle states, want 1", n)
 	}
 }

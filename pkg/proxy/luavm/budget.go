@@ -1,4 +1,4 @@
-package lua
+package luavm
 
 import (
 	"context"
@@ -6,14 +6,14 @@ import (
 	"time"
 )
 
-// budget bounds how long a state runs a script. gopher-lua checks its
+// Budget bounds how long a state runs a script. gopher-lua checks its
 // state's context before every instruction; the budget's context is
 // cancelled by a timer when a run goes past its time, which stops the
 // script (and the coroutines it made, whose contexts derive from it) with
 // a Lua error. A cancelled state is never used again, so one context
 // serves the state's whole life and a run costs a timer reset, not a new
 // context.
-type budget struct {
+type Budget struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	timer  *time.Timer
@@ -26,17 +26,17 @@ type budget struct {
 	expired  bool
 }
 
-// newBudget returns a budget with its timer stopped.
-func newBudget() *budget {
-	b := &budget{}
+// NewBudget returns a budget with its timer stopped.
+func NewBudget() *Budget {
+	b := &Budget{}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.timer = time.AfterFunc(time.Hour, b.fire)
 	b.timer.Stop()
 	return b
 }
 
-// start begins a run (or resumes one after a wait) of at most d.
-func (b *budget) start(d time.Duration) {
+// Start begins a run (or resumes one after a wait) of at most d.
+func (b *Budget) Start(d time.Duration) {
 	b.mu.Lock()
 	b.deadline = time.Now().Add(d)
 	b.running = true
@@ -44,9 +44,9 @@ func (b *budget) start(d time.Duration) {
 	b.timer.Reset(d)
 }
 
-// stop ends a run or pauses it for a wait: it reports whether the run
+// Stop ends a run or pauses it for a wait: it reports whether the run
 // went past its time (the script was stopped).
-func (b *budget) stop() (expired bool) {
+func (b *Budget) Stop() (expired bool) {
 	b.timer.Stop()
 	b.mu.Lock()
 	b.running = false
@@ -55,9 +55,9 @@ func (b *budget) stop() (expired bool) {
 	return expired
 }
 
-// left is the time the current run has left, for a run resumed after a
+// Left is the time the current run has left, for a run resumed after a
 // wait.
-func (b *budget) left() time.Duration {
+func (b *Budget) Left() time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return time.Until(b.deadline)
@@ -66,7 +66,7 @@ func (b *budget) left() time.Duration {
 // fire runs on the timer: it cancels the context if a run is on and its
 // time is up. A late timer of an earlier run finds the run over, or a
 // later deadline, and does nothing.
-func (b *budget) fire() {
+func (b *Budget) fire() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.running && !time.Now().Before(b.deadline) {
