@@ -106,6 +106,15 @@ func RequestedServerName(c net.Conn) string {
 	return ""
 }
 
+// FilterChainName is the name of the listener's filter chain serving a
+// downstream connection, "" when unknown.
+func FilterChainName(c net.Conn) string {
+	if f, ok := c.(interface{ FilterChain() string }); ok {
+		return f.FilterChain()
+	}
+	return ""
+}
+
 // UpstreamTLS is what the access log shows of an upstream connection's
 // TLS, which the cluster's connections (and their wrappers) tell; nil for
 // a plaintext one.

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listenerfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/sockopt"
 )
@@ -139,7 +140,7 @@ func (l *Listener) accept(c net.Conn, ws *workerStats) {
 		l.conns.run(func() { l.runListenerFilters(c, ws, nil) })
 		return
 	}
-	if conn, ch := l.admit(c, ws, nil); conn != nil {
+	if conn, ch := l.admit(c, ws, nil, time.Time{}); conn != nil {
 		l.conns.run(func() { l.serve(conn, ch) })
 	}
 }
@@ -147,8 +148,10 @@ func (l *Listener) accept(c net.Conn, ws *workerStats) {
 // admit chooses the filter chain of a connection the listener has
 // reserved and returns the connection as its chain takes it, or nil when
 // no chain matches (the connection is then closed). sock, when not nil,
-// carries the addresses the listener filters restored.
-func (l *Listener) admit(c net.Conn, ws *workerStats, sock *listenerfilter.Socket) (*Conn, *chain) {
+// carries the addresses the listener filters restored. accepted is when
+// the connection was accepted, for the listener's access logs; zero
+// means now.
+func (l *Listener) admit(c net.Conn, ws *workerStats, sock *listenerfilter.Socket, accepted time.Time) (*Conn, *chain) {
 	local, remote := c.LocalAddr(), c.RemoteAddr()
 	direct := addrPort(remote)
 	if sock != nil && sock.Restored() {
@@ -165,6 +168,12 @@ func (l *Listener) admit(c net.Conn, ws *workerStats, sock *listenerfilter.Socke
 	if ch == nil {
 		l.unreserve()
 		l.stats.noFilterChainMatch.Inc()
+		if l.logs != nil {
+			if accepted.IsZero() {
+				accepted = l.now()
+			}
+			l.logUnserved(c, sock, accepted, accesslog.NoRouteFound, filterChainNotFound)
+		}
 		l.refuse(c, "no matching filter chain found")
 		return nil, nil
 	}
@@ -181,6 +190,12 @@ func (l *Listener) admit(c net.Conn, ws *workerStats, sock *listenerfilter.Socke
 	conn := &Conn{Conn: c, owner: l, worker: ws, chain: ch.name, start: l.now(), bufferLimit: l.bufferLimit, serverName: det.sni}
 	if sock != nil && sock.Restored() {
 		conn.remote, conn.local, conn.localRestored = remote, local, sock.LocalRestored()
+	}
+	if l.logs != nil {
+		if accepted.IsZero() {
+			accepted = conn.start
+		}
+		conn.log = &connLog{accepted: accepted}
 	}
 	if sock != nil {
 		conn.source, conn.hasSource = sock.UpstreamSource()
@@ -228,5 +243,8 @@ func (l *Listener) connClosed(c *Conn) {
 		l.stats.cxLengthMs.Record(uint64(d.Milliseconds()))
 	} else {
 		l.stats.cxLengthMs.Record(0)
+	}
+	if c.log != nil {
+		l.connEnded(c)
 	}
 }

@@ -65,9 +65,12 @@ type Conn struct {
 	// what its read filters leave for tcp_proxy and the clusters.
 	netfilter.ConnState
 	// hooks run at the first Close (OnClose); hookMu guards them
-	// against it.
+	// against it, and guards log.
 	hookMu sync.Mutex
 	hooks  []func()
+	// log is the connection's record for the listener's access logs,
+	// nil when the listener has none.
+	log *connLog
 }
 
 // TLSLocalCertificate is the certificate the connection's TLS handshake

@@ -25,6 +25,7 @@ import (
 // restored.
 func (l *Listener) runListenerFilters(c net.Conn, ws *workerStats, sock *listenerfilter.Socket) {
 	l.stats.preCxActive.Inc()
+	accepted := l.acceptTime()
 	if sock == nil {
 		sock = listenerfilter.NewSocket(c)
 	}
@@ -40,6 +41,9 @@ func (l *Listener) runListenerFilters(c net.Conn, ws *workerStats, sock *listene
 	l.stats.preCxActive.Dec()
 	if err != nil && !l.listenerFilterFailed(err) {
 		l.unreserve()
+		if l.logs != nil {
+			l.logUnserved(c, sock, accepted, 0, "")
+		}
 		l.refuse(c, "listener filter: "+err.Error())
 		return
 	}
@@ -49,7 +53,7 @@ func (l *Listener) runListenerFilters(c net.Conn, ws *workerStats, sock *listene
 	if l.handOff(c, sock, ws) {
 		return
 	}
-	if conn, ch := l.admit(c, ws, sock); conn != nil {
+	if conn, ch := l.admit(c, ws, sock, accepted); conn != nil {
 		l.serve(conn, ch)
 	}
 }
