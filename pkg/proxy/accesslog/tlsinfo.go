@@ -106,11 +106,11 @@ func RequestedServerName(c net.Conn) string {
 	return ""
 }
 
-// FilterChainName is the name of the listener's filter chain serving a
-// downstream connection, "" when unknown.
+// FilterChainName is the configured name of the listener's filter chain
+// serving a downstream connection, "" when it has none or is unknown.
 func FilterChainName(c net.Conn) string {
-	if f, ok := c.(interface{ FilterChain() string }); ok {
-		return f.FilterChain()
+	if f, ok := c.(interface{ FilterChainName() string }); ok {
+		return f.FilterChainName()
 	}
 	return ""
 }

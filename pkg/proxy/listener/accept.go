@@ -140,7 +140,7 @@ func (l *Listener) accept(c net.Conn, ws *workerStats) {
 		l.conns.run(func() { l.runListenerFilters(c, ws, nil) })
 		return
 	}
-	if conn, ch := l.admit(c, ws, nil, time.Time{}); conn != nil {
+	if conn, ch := l.admit(c, ws, nil); conn != nil {
 		l.conns.run(func() { l.serve(conn, ch) })
 	}
 }
@@ -148,10 +148,9 @@ func (l *Listener) accept(c net.Conn, ws *workerStats) {
 // admit chooses the filter chain of a connection the listener has
 // reserved and returns the connection as its chain takes it, or nil when
 // no chain matches (the connection is then closed). sock, when not nil,
-// carries the addresses the listener filters restored. accepted is when
-// the connection was accepted, for the listener's access logs; zero
-// means now.
-func (l *Listener) admit(c net.Conn, ws *workerStats, sock *listenerfilter.Socket, accepted time.Time) (*Conn, *chain) {
+// carries the addresses the listener filters restored (and, for the
+// listener's access logs, when the connection was accepted).
+func (l *Listener) admit(c net.Conn, ws *workerStats, sock *listenerfilter.Socket) (*Conn, *chain) {
 	local, remote := c.LocalAddr(), c.RemoteAddr()
 	direct := addrPort(remote)
 	if sock != nil && sock.Restored() {
@@ -169,10 +168,7 @@ func (l *Listener) admit(c net.Conn, ws *workerStats, sock *listenerfilter.Socke
 		l.unreserve()
 		l.stats.noFilterChainMatch.Inc()
 		if l.logs != nil {
-			if accepted.IsZero() {
-				accepted = l.now()
-			}
-			l.logUnserved(c, sock, accepted, accesslog.NoRouteFound, filterChainNotFound)
+			l.logUnserved(c, sock, l.acceptedAt(sock, l.now()), accesslog.NoRouteFound, filterChainNotFound)
 		}
 		l.refuse(c, "no matching filter chain found")
 		return nil, nil
@@ -187,15 +183,12 @@ func (l *Listener) admit(c net.Conn, ws *workerStats, sock *listenerfilter.Socke
 	l.stats.cxTotal.Inc()
 	l.stats.cxActive.Inc()
 	ws.cxTotal.Inc()
-	conn := &Conn{Conn: c, owner: l, worker: ws, chain: ch.name, start: l.now(), bufferLimit: l.bufferLimit, serverName: det.sni}
+	conn := &Conn{Conn: c, owner: l, worker: ws, chain: ch.name, chainNamed: ch.named, start: l.now(), bufferLimit: l.bufferLimit, serverName: det.sni}
 	if sock != nil && sock.Restored() {
 		conn.remote, conn.local, conn.localRestored = remote, local, sock.LocalRestored()
 	}
 	if l.logs != nil {
-		if accepted.IsZero() {
-			accepted = conn.start
-		}
-		conn.log = &connLog{accepted: accepted}
+		conn.log = &connLog{accepted: l.acceptedAt(sock, conn.start)}
 	}
 	if sock != nil {
 		conn.source, conn.hasSource = sock.UpstreamSource()

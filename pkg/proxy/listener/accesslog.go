@@ -83,13 +83,14 @@ func (l *Listener) compileAccessLogs(lc *listenerv3.Listener, compile AccessLogC
 // none; its owner closes it once the listener's connections are gone.
 func (l *Listener) AccessLogs() netfilter.AccessLogger { return l.logs }
 
-// acceptTime is when a connection was accepted, for its access log
-// entry: the zero time when the listener logs nothing.
-func (l *Listener) acceptTime() time.Time {
-	if l.logs == nil {
-		return time.Time{}
+// acceptedAt is when a connection was accepted, for its access log entry:
+// the time its listener filters' socket recorded, else dflt (a
+// connection without listener filters is admitted as it is accepted).
+func (l *Listener) acceptedAt(sock *listenerfilter.Socket, dflt time.Time) time.Time {
+	if sock != nil && !sock.AcceptTime().IsZero() {
+		return sock.AcceptTime()
 	}
-	return l.now()
+	return dflt
 }
 
 // SetStreamInfo records what the connection's terminal network filter
@@ -151,7 +152,7 @@ func (l *Listener) logConn(c *Conn) {
 	e.DownstreamRemoteAddress = accesslog.AddressString(c.RemoteAddr())
 	e.DownstreamLocalAddress = accesslog.AddressString(c.LocalAddr())
 	e.RequestedServerName = c.serverName
-	e.FilterChainName = c.chain
+	e.FilterChainName = c.FilterChainName()
 	e.TLS = tlsconfig.AccessLogInfo(c)
 	e.DownstreamTransportFailureReason = failure
 	e.ListenerMetadata = l.metadata

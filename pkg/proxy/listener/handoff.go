@@ -3,7 +3,6 @@ package listener
 import (
 	"net"
 	"net/netip"
-	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listenerfilter"
 )
@@ -100,7 +99,7 @@ func (l *Listener) acceptHandedOff(c net.Conn, sock *listenerfilter.Socket, work
 		l.runListenerFilters(c, ws, sock)
 		return
 	}
-	if conn, ch := l.admit(c, ws, sock, time.Time{}); conn != nil {
+	if conn, ch := l.admit(c, ws, sock); conn != nil {
 		l.serve(conn, ch)
 	}
 }

@@ -25,9 +25,11 @@ import (
 // restored.
 func (l *Listener) runListenerFilters(c net.Conn, ws *workerStats, sock *listenerfilter.Socket) {
 	l.stats.preCxActive.Inc()
-	accepted := l.acceptTime()
 	if sock == nil {
 		sock = listenerfilter.NewSocket(c)
+		if l.logs != nil {
+			sock.SetAcceptTime(l.now())
+		}
 	}
 	if l.lfTimeout > 0 {
 		_ = c.SetReadDeadline(time.Now().Add(l.lfTimeout))
@@ -42,7 +44,7 @@ func (l *Listener) runListenerFilters(c net.Conn, ws *workerStats, sock *listene
 	if err != nil && !l.listenerFilterFailed(err) {
 		l.unreserve()
 		if l.logs != nil {
-			l.logUnserved(c, sock, accepted, 0, "")
+			l.logUnserved(c, sock, l.acceptedAt(sock, l.now()), 0, "")
 		}
 		l.refuse(c, "listener filter: "+err.Error())
 		return
@@ -53,7 +55,7 @@ func (l *Listener) runListenerFilters(c net.Conn, ws *workerStats, sock *listene
 	if l.handOff(c, sock, ws) {
 		return
 	}
-	if conn, ch := l.admit(c, ws, sock, accepted); conn != nil {
+	if conn, ch := l.admit(c, ws, sock); conn != nil {
 		l.serve(conn, ch)
 	}
 }

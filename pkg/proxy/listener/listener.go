@@ -374,7 +374,7 @@ func (l *Listener) buildChains(lc *listenerv3.Listener, build func(*listenerv3.F
 	var errs []error
 	names := map[string]string{}
 	newChain := func(fc *listenerv3.FilterChain, path string) *chain {
-		c := &chain{path: path, name: fc.GetName()}
+		c := &chain{path: path, name: fc.GetName(), named: fc.GetName() != ""}
 		if c.name == "" {
 			c.name = path
 		} else if first, dup := names[c.name]; dup {
