@@ -98,9 +98,17 @@ type Entry struct {
 
 	// RouteName is the matched route's name (%ROUTE_NAME%).
 	RouteName string
+	// FilterChainName is the name of the listener's filter chain serving
+	// the connection (%FILTER_CHAIN_NAME%); empty when none matched.
+	FilterChainName string
+	// DownstreamTransportFailureReason says why the downstream transport
+	// (TLS) handshake failed (%DOWNSTREAM_TRANSPORT_FAILURE_REASON%):
+	// only listener access logs see a connection that failed it.
+	DownstreamTransportFailureReason string
 
 	// Type is why the entry is logged: DownstreamEnd for a finished
-	// request (log_type_filter).
+	// request, NotSet for a listener's log of a connection
+	// (log_type_filter).
 	Type datav3.AccessLogType
 	// HealthCheck is set when the health_check filter recognised the
 	// request as a health check (not_health_check_filter).

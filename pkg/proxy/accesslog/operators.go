@@ -34,6 +34,8 @@ const (
 	opRequestedServerName
 	opConnectionID
 	opRouteName
+	opFilterChainName
+	opDownstreamTransportFailureReason
 	opLocalReplyBody
 	opMetadata
 	opExtension
@@ -91,6 +93,8 @@ var operators = map[string]operator{
 	"CONNECTION_ID":                          {op: opConnectionID, numeric: true},
 	"UPSTREAM_REQUEST_ATTEMPT_COUNT":         {op: opUpstreamRequestAttemptCount, numeric: true},
 	"ROUTE_NAME":                             {op: opRouteName},
+	"FILTER_CHAIN_NAME":                      {op: opFilterChainName},
+	"DOWNSTREAM_TRANSPORT_FAILURE_REASON":    {op: opDownstreamTransportFailureReason},
 	"ACCESS_LOG_TYPE":                        {op: opAccessLogType},
 	"LOCAL_REPLY_BODY":                       {op: opLocalReplyBody},
 	"METADATA":                               {op: opMetadata, args: argMetadata},
@@ -162,6 +166,10 @@ func (op opCode) value(p *part, dst []byte, e *Entry) ([]byte, bool) {
 		return strconv.AppendUint(dst, uint64(e.UpstreamRequestAttemptCount), 10), true
 	case opRouteName:
 		return appendString(dst, e.RouteName)
+	case opFilterChainName:
+		return appendString(dst, e.FilterChainName)
+	case opDownstreamTransportFailureReason:
+		return appendString(dst, e.DownstreamTransportFailureReason)
 	case opLocalReplyBody:
 		return appendString(dst, e.LocalReplyBody)
 	case opAccessLogType:

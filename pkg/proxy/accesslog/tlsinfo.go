@@ -106,6 +106,15 @@ func RequestedServerName(c net.Conn) string {
 	return ""
 }
 
+// FilterChainName is the configured name of the listener's filter chain
+// serving a downstream connection, "" when it has none or is unknown.
+func FilterChainName(c net.Conn) string {
+	if f, ok := c.(interface{ FilterChainName() string }); ok {
+		return f.FilterChainName()
+	}
+	return ""
+}
+
 // UpstreamTLS is what the access log shows of an upstream connection's
 // TLS, which the cluster's connections (and their wrappers) tell; nil for
 // a plaintext one.

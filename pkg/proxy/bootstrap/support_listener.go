@@ -22,6 +22,9 @@ var supportedListener = map[protoreflect.FullName]fieldSupport{
 	// those of upstream connections (upstream_bind_config).
 	"envoy.config.listener.v3.Listener.socket_options": {},
 	"envoy.config.listener.v3.Listener.freebind":       {},
+	// Listener access logs: one entry per downstream connection
+	// (pkg/proxy/listener/accesslog.go); refused on UDP listeners.
+	"envoy.config.listener.v3.Listener.access_log": {},
 	// Read by %METADATA(LISTENER:...)% in the connection manager's logs.
 	"envoy.config.listener.v3.Listener.metadata":            {},
 	"envoy.config.core.v3.SocketOption.description":         {},

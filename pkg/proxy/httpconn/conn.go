@@ -48,6 +48,9 @@ type serverConn struct {
 	// sni is the server name the client asked for.
 	tls *accesslog.TLSInfo
 	sni string
+	// chain is the name of the listener's filter chain serving the
+	// connection (%FILTER_CHAIN_NAME%).
+	chain string
 	// origDst is the original destination a listener restored, if any.
 	origDst netip.AddrPort
 	// source is the upstream source a listener filter (original_src)
@@ -196,7 +199,7 @@ func newServerConn(m *Manager, nc net.Conn) *serverConn {
 	if d, ok := nc.(interface{ DirectRemoteAddr() net.Addr }); ok {
 		c.direct = accesslog.AddressString(d.DirectRemoteAddr())
 	}
-	c.tls, c.sni = tlsconfig.AccessLogInfo(nc), accesslog.RequestedServerName(nc)
+	c.tls, c.sni, c.chain = tlsconfig.AccessLogInfo(nc), accesslog.RequestedServerName(nc), accesslog.FilterChainName(nc)
 	c.origDst, _ = upstream.OriginalDst(nc)
 	c.netState, _ = nc.(netfilter.FilterStater)
 	c.source, _ = upstream.SourceOf(nc)

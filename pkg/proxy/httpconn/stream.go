@@ -103,6 +103,7 @@ type stream struct {
 	direct   string
 	tls      *accesslog.TLSInfo
 	sni      string
+	chain    string // the listener's filter chain (%FILTER_CHAIN_NAME%)
 	// origDst is the connection's original destination when a listener
 	// restored it (an ORIGINAL_DST cluster's host); pick is the load
 	// balancer's view of the request, kept here so that a pick
@@ -386,6 +387,7 @@ func (s *stream) begin(real time.Time, proto string) {
 		DownstreamLocalAddress:  s.local,
 		ConnectionID:            s.connID,
 		RequestedServerName:     s.sni,
+		FilterChainName:         s.chain,
 		TLS:                     s.tls,
 		RequestHeaders:          &s.reqHeaders,
 		ListenerMetadata:        s.m.deps.ListenerMetadata,

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listenerfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/sockopt"
 )
@@ -147,7 +148,8 @@ func (l *Listener) accept(c net.Conn, ws *workerStats) {
 // admit chooses the filter chain of a connection the listener has
 // reserved and returns the connection as its chain takes it, or nil when
 // no chain matches (the connection is then closed). sock, when not nil,
-// carries the addresses the listener filters restored.
+// carries the addresses the listener filters restored (and, for the
+// listener's access logs, when the connection was accepted).
 func (l *Listener) admit(c net.Conn, ws *workerStats, sock *listenerfilter.Socket) (*Conn, *chain) {
 	local, remote := c.LocalAddr(), c.RemoteAddr()
 	direct := addrPort(remote)
@@ -165,6 +167,9 @@ func (l *Listener) admit(c net.Conn, ws *workerStats, sock *listenerfilter.Socke
 	if ch == nil {
 		l.unreserve()
 		l.stats.noFilterChainMatch.Inc()
+		if l.logs != nil {
+			l.logUnserved(c, sock, l.acceptedAt(sock, l.now()), accesslog.NoRouteFound, filterChainNotFound)
+		}
 		l.refuse(c, "no matching filter chain found")
 		return nil, nil
 	}
@@ -178,9 +183,12 @@ func (l *Listener) admit(c net.Conn, ws *workerStats, sock *listenerfilter.Socke
 	l.stats.cxTotal.Inc()
 	l.stats.cxActive.Inc()
 	ws.cxTotal.Inc()
-	conn := &Conn{Conn: c, owner: l, worker: ws, chain: ch.name, start: l.now(), bufferLimit: l.bufferLimit, serverName: det.sni}
+	conn := &Conn{Conn: c, owner: l, worker: ws, chain: ch.name, chainNamed: ch.named, start: l.now(), bufferLimit: l.bufferLimit, serverName: det.sni}
 	if sock != nil && sock.Restored() {
 		conn.remote, conn.local, conn.localRestored = remote, local, sock.LocalRestored()
+	}
+	if l.logs != nil {
+		conn.log = &connLog{accepted: l.acceptedAt(sock, conn.start)}
 	}
 	if sock != nil {
 		conn.source, conn.hasSource = sock.UpstreamSource()
@@ -228,5 +236,8 @@ func (l *Listener) connClosed(c *Conn) {
 		l.stats.cxLengthMs.Record(uint64(d.Milliseconds()))
 	} else {
 		l.stats.cxLengthMs.Record(0)
+	}
+	if c.log != nil {
+		l.connEnded(c)
 	}
 }

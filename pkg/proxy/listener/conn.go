@@ -30,6 +30,7 @@ type Conn struct {
 	owner       *Listener
 	worker      *workerStats
 	chain       string
+	chainNamed  bool // chain is the configured name, not a path
 	start       time.Time
 	bufferLimit uint32
 	closed      atomic.Bool
@@ -65,9 +66,12 @@ type Conn struct {
 	// what its read filters leave for tcp_proxy and the clusters.
 	netfilter.ConnState
 	// hooks run at the first Close (OnClose); hookMu guards them
-	// against it.
+	// against it, and guards log.
 	hookMu sync.Mutex
 	hooks  []func()
+	// log is the connection's record for the listener's access logs,
+	// nil when the listener has none.
+	log *connLog
 }
 
 // TLSLocalCertificate is the certificate the connection's TLS handshake
@@ -202,6 +206,16 @@ func (c *Conn) Listener() string { return c.owner.name }
 // FilterChain returns the name of the filter chain serving the connection
 // (the configured name, or its configuration path when it has none).
 func (c *Conn) FilterChain() string { return c.chain }
+
+// FilterChainName is the configured name of the filter chain serving the
+// connection, "" when it has none (%FILTER_CHAIN_NAME%, as Envoy prints
+// it).
+func (c *Conn) FilterChainName() string {
+	if c.chainNamed {
+		return c.chain
+	}
+	return ""
+}
 
 // BufferLimit is the listener's per_connection_buffer_limit_bytes
 // (DefaultBufferLimit when unset): how much a network filter should buffer

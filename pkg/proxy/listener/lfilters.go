@@ -27,6 +27,9 @@ func (l *Listener) runListenerFilters(c net.Conn, ws *workerStats, sock *listene
 	l.stats.preCxActive.Inc()
 	if sock == nil {
 		sock = listenerfilter.NewSocket(c)
+		if l.logs != nil {
+			sock.SetAcceptTime(l.now())
+		}
 	}
 	if l.lfTimeout > 0 {
 		_ = c.SetReadDeadline(time.Now().Add(l.lfTimeout))
@@ -40,6 +43,9 @@ func (l *Listener) runListenerFilters(c net.Conn, ws *workerStats, sock *listene
 	l.stats.preCxActive.Dec()
 	if err != nil && !l.listenerFilterFailed(err) {
 		l.unreserve()
+		if l.logs != nil {
+			l.logUnserved(c, sock, l.acceptedAt(sock, l.now()), 0, "")
+		}
 		l.refuse(c, "listener filter: "+err.Error())
 		return
 	}

@@ -33,6 +33,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listenerfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/sockopt"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
@@ -91,6 +92,8 @@ type Deps struct {
 	// UDP listener filter); its errors name the field path below the
 	// filter. Nil refuses UDP listeners.
 	BuildUDPFilter func(f *listenerv3.ListenerFilter) (udpfilter.Filter, error)
+	// AccessLogs compiles the listener's access_log; nil refuses it.
+	AccessLogs AccessLogCompiler
 	// Runtime holds the per-listener connection limit
 	// (envoy.resource_limits.listener.<name>.connection_limit), read at
 	// each accept; nil means no limit.
@@ -172,6 +175,12 @@ type Listener struct {
 	// loops; it is closed when they may resume. Changed under mu.
 	paused atomic.Pointer[chan struct{}]
 
+	// logs is the listener's access_log, nil without one (see
+	// accesslog.go); metadata is the listener's metadata, for its
+	// entries' %METADATA(LISTENER:...)%.
+	logs     netfilter.AccessLogger
+	metadata *corev3.Metadata
+
 	// udp is set for a UDP listener (address protocol UDP), which has
 	// UDP listener filters instead of filter chains.
 	udp *udpListener
@@ -249,6 +258,9 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 		errs = append(errs, fieldpath.Prefix("socket_options", err))
 	}
 	l.sockOpts, l.freebind = opts, lc.GetFreebind().GetValue()
+	if err := l.compileAccessLogs(lc, deps.AccessLogs); err != nil {
+		errs = append(errs, err)
+	}
 	if primary.isUDP() {
 		return l.finishUDP(lc, deps, append(errs, l.buildUDP(lc, deps)...))
 	}
@@ -362,7 +374,7 @@ func (l *Listener) buildChains(lc *listenerv3.Listener, build func(*listenerv3.F
 	var errs []error
 	names := map[string]string{}
 	newChain := func(fc *listenerv3.FilterChain, path string) *chain {
-		c := &chain{path: path, name: fc.GetName()}
+		c := &chain{path: path, name: fc.GetName(), named: fc.GetName() != ""}
 		if c.name == "" {
 			c.name = path
 		} else if first, dup := names[c.name]; dup {

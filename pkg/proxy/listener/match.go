@@ -55,7 +55,8 @@ const rawBuffer = "raw_buffer"
 // chain is one filter chain of a listener.
 type chain struct {
 	path    string // "filter_chains[i]" or "default_filter_chain", for logs
-	name    string
+	name    string // the configured name, else path
+	named   bool   // the chain has a configured name
 	match   chainMatch
 	handler ConnHandler
 	// tls is the chain's TLS transport socket (nil: plaintext), and

@@ -110,6 +110,11 @@ func (l *Listener) handshake(conn *Conn, ch *chain) bool {
 			l.stats.cxTransportTimeout.Inc()
 		}
 		l.log.V(1).Info("TLS handshake failed", "listener", l.name, "remote", conn.RemoteAddr().String(), "error", err.Error())
+		if conn.log != nil {
+			conn.hookMu.Lock()
+			conn.log.failure = tlsconfig.DownstreamFailureReason(err)
+			conn.hookMu.Unlock()
+		}
 		_ = conn.Close()
 		return false
 	}

@@ -14,6 +14,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"github.com/go-logr/logr"
@@ -89,7 +90,17 @@ type Socket struct {
 	// parsed (SetProxyProtocol).
 	pp    upstream.ProxyProtocolData
 	hasPP bool
+	// accepted is when the listener accepted the connection, kept for
+	// its access logs (zero when it has none).
+	accepted time.Time
 }
+
+// SetAcceptTime records when the listener accepted the connection.
+func (s *Socket) SetAcceptTime(t time.Time) { s.accepted = t }
+
+// AcceptTime is when the listener accepted the connection, zero when it
+// did not record it.
+func (s *Socket) AcceptTime() time.Time { return s.accepted }
 
 // NewSocket wraps a connection just accepted for its listener filters.
 func NewSocket(c net.Conn) *Socket {

@@ -156,6 +156,15 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 		Now:            s.now,
 		Overload:       s.listenerOverload(),
 		Runtime:        s.runtime,
+		// The listener's own access_log, closed with what its filters
+		// hold once its connections are gone.
+		AccessLogs: func(prefix string, cfgs []*accesslogv3.AccessLog) (netfilter.AccessLogger, error) {
+			logs, err := s.compileAccessLogs(prefix, cfgs)
+			if err == nil {
+				bl.closers = append(bl.closers, logs)
+			}
+			return logs, err
+		},
 	})
 	if err != nil {
 		bl.discard()

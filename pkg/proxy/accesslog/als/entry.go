@@ -56,16 +56,17 @@ func environmentTag(tag, name, dflt string) customTag {
 // common fills the properties every entry has.
 func (s *sink) common(e *accesslog.Entry) *datav3.AccessLogCommon {
 	c := &datav3.AccessLogCommon{
-		DownstreamRemoteAddress:        socketAddress(e.DownstreamRemoteAddress),
-		DownstreamLocalAddress:         socketAddress(e.DownstreamLocalAddress),
-		UpstreamRemoteAddress:          socketAddress(e.UpstreamHost),
-		UpstreamLocalAddress:           socketAddress(e.UpstreamLocalAddress),
-		UpstreamCluster:                own(e.UpstreamCluster),
-		UpstreamTransportFailureReason: own(e.UpstreamTransportFailureReason),
-		RouteName:                      own(e.RouteName),
-		ResponseFlags:                  responseFlags(e.ResponseFlags),
-		AccessLogType:                  e.Type,
-		Metadata:                       e.DynamicMetadata,
+		DownstreamRemoteAddress:          socketAddress(e.DownstreamRemoteAddress),
+		DownstreamLocalAddress:           socketAddress(e.DownstreamLocalAddress),
+		UpstreamRemoteAddress:            socketAddress(e.UpstreamHost),
+		UpstreamLocalAddress:             socketAddress(e.UpstreamLocalAddress),
+		UpstreamCluster:                  own(e.UpstreamCluster),
+		UpstreamTransportFailureReason:   own(e.UpstreamTransportFailureReason),
+		DownstreamTransportFailureReason: own(e.DownstreamTransportFailureReason),
+		RouteName:                        own(e.RouteName),
+		ResponseFlags:                    responseFlags(e.ResponseFlags),
+		AccessLogType:                    e.Type,
+		Metadata:                         e.DynamicMetadata,
 	}
 	if !e.StartTime.IsZero() {
 		c.StartTime = timestamppb.New(e.StartTime)

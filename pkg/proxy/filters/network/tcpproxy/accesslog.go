@@ -18,6 +18,12 @@ func (s *session) logEntry(t datav3.AccessLogType) {
 	}
 }
 
+// ConnectionLogEntry describes the connection for its listener's access
+// logs (netfilter.StreamInfo).
+func (s *session) ConnectionLogEntry() *accesslog.Entry {
+	return s.entry(datav3.AccessLogType_NotSet)
+}
+
 // entry describes the connection as it is now, for the reason t: for the
 // access logs and the tunnel's header formats.
 func (s *session) entry(t datav3.AccessLogType) *accesslog.Entry {
@@ -33,6 +39,7 @@ func (s *session) entry(t datav3.AccessLogType) *accesslog.Entry {
 		DownstreamRemoteAddress: accesslog.AddressString(s.down.RemoteAddr()),
 		DownstreamLocalAddress:  accesslog.AddressString(s.down.LocalAddr()),
 		RequestedServerName:     accesslog.RequestedServerName(s.down),
+		FilterChainName:         accesslog.FilterChainName(s.down),
 		TLS:                     tlsconfig.AccessLogInfo(s.down),
 		// The connection's dynamic metadata (its listener filters'):
 		// Envoy's tcp_proxy logs the connection's stream info.

@@ -95,6 +95,9 @@ func (p *Proxy) HandleConn(c net.Conn) {
 		return
 	}
 	defer p.unregister(s)
+	// Envoy's tcp_proxy works on the connection's stream info: the
+	// listener's access logs see what it records.
+	s.streamInfo = netfilter.SetStreamInfo(c, s)
 	defer func() {
 		// A bug must cost one connection, not the proxy.
 		if r := recover(); r != nil {

@@ -102,8 +102,11 @@ type session struct {
 	// told when closeBoth closes the connections under it.
 	relay    interface{ kick() }
 	downOnce sync.Once
-	upOnce   sync.Once
-	timers   []*time.Timer
+	// streamInfo is set when the listener logs the connection with what
+	// the session records (netfilter.SetStreamInfo).
+	streamInfo bool
+	upOnce     sync.Once
+	timers     []*time.Timer
 }
 
 func newSession(p *Proxy, c net.Conn) *session {
@@ -517,6 +520,9 @@ func (s *session) finish() {
 	s.closeDown()
 	s.closeUp()
 	s.logEntry(datav3.AccessLogType_TcpConnectionEnd)
+	if s.streamInfo {
+		netfilter.StreamInfoDone(s.down)
+	}
 }
 
 // addTimer runs f after d unless the session finishes first. f gets a
