@@ -86,9 +86,11 @@ func (s *stream) sampleRequest(t *tracingConfig, hv *spanHeaders) traceReason {
 	if !ok || len(id) < 8 {
 		return notTraceable
 	}
-	n, ok := parseHex8(id)
+	n, ok := s.generatedIDNumber(id)
 	if !ok {
-		return notTraceable
+		if n, ok = parseHex8(id); !ok {
+			return notTraceable
+		}
 	}
 	result := n % 10000
 	var scratch samplingShares
@@ -115,6 +117,27 @@ func (s *stream) sampleRequest(t *tracingConfig, hv *spanHeaders) traceReason {
 		s.setRequestIDReason(id, reason)
 	}
 	return reason
+}
+
+// generatedIDNumber returns parseHex8(id) without a parse when id is the
+// request id this proxy generated for the request (genID); false when it
+// is not.
+func (s *stream) generatedIDNumber(id string) (uint64, bool) {
+	// (An id of 36 bytes is never at address 0, which genID.at is when
+	// no id was generated.)
+	if uintptr(unsafe.Pointer(unsafe.StringData(id))) == s.genID.at && len(id) == uuidLength {
+		return uint64(s.genID.hex8), true
+	}
+	return 0, false
+}
+
+// generatedID is a request id this proxy generated: at is the address of
+// its first byte (in stream.idBuf; an address, compared and never
+// followed, so that the store needs no write barrier), hex8 the number
+// of its first 8 digits, as parseHex8 reads them.
+type generatedID struct {
+	at   uintptr
+	hex8 uint32
 }
 
 // parseHex8 reads the first 8 characters of id as a hexadecimal number, as
@@ -168,7 +191,8 @@ func (s *stream) setRequestIDReason(id string, r traceReason) {
 		return
 	}
 	// id may view idBuf itself: the copy then writes each byte onto
-	// itself.
+	// itself. idBuf no longer holds (only) the generated id.
+	s.genID = generatedID{}
 	s.idBuf = append(s.idBuf[:0], id...)
 	s.idBuf[uuidTraceByte] = c
 	// The start's pass holds the new value, for the finished span.
@@ -185,7 +209,8 @@ func (s *stream) startTracing() {
 	// rather than a search for each; the tracer reads traceparent and
 	// tracestate from them.
 	th := &s.traceHeaders
-	th.find(&s.reqHeaders, t.startTable)
+	fields, at := s.copied.fields(&s.reqHeaders, t.startTable.names)
+	th.findIn(&s.reqHeaders, t.startTable, fields, at)
 	th.reused = false
 	reason := s.sampleRequest(t, &th.spanHeaders)
 	s.traceReason = reason
@@ -602,21 +627,26 @@ var spanHeaderNames = [shCount]string{
 }
 
 // spanHeaderTable lists spanHeaders by the length of their names: the
-// one or two of each length (shCount past the last).
-type spanHeaderTable [35][2]uint8
+// one or two of each length (shCount past the last); names holds their
+// buckets.
+type spanHeaderTable struct {
+	byLen [35][2]uint8
+	names nameMask
+}
 
 // newSpanHeaderTable is the table of the spanHeaders of set (a mask of
 // indices).
 func newSpanHeaderTable(set uint16) *spanHeaderTable {
 	var t spanHeaderTable
-	for n := range t {
-		t[n] = [2]uint8{shCount, shCount}
+	for n := range t.byLen {
+		t.byLen[n] = [2]uint8{shCount, shCount}
 	}
 	for k, name := range spanHeaderNames {
 		if set&(1<<k) == 0 {
 			continue
 		}
-		c := &t[len(name)]
+		t.names |= nameBit(name)
+		c := &t.byLen[len(name)]
 		if c[0] == shCount {
 			c[0] = uint8(k)
 		} else {
@@ -705,10 +735,10 @@ func (hv *spanHeaders) scan(h *headerList, t *spanHeaderTable, fields []field, f
 		// Each field costs a look-up by its name's length and, for the
 		// few of a length looked for, words of its name compared: most
 		// names are rejected without a byte compared.
-		if len(name) >= len(t) {
+		if len(name) >= len(t.byLen) {
 			continue
 		}
-		c := &t[len(name)]
+		c := &t.byLen[len(name)]
 		k := c[0]
 		if k == shCount {
 			continue
@@ -796,8 +826,14 @@ func (th *startHeaders) finish(h *headerList) *spanHeaders {
 // find fills th from h with the headers of t (startHeaderTable, or
 // sampledHeaderTable) and keeps h for the other names.
 func (th *startHeaders) find(h *headerList, t *spanHeaderTable) {
+	th.findIn(h, t, h.fields, 0)
+}
+
+// findIn is find where only fields, h's fields from index at on, may hold
+// one of t's names (copiedFields.fields).
+func (th *startHeaders) findIn(h *headerList, t *spanHeaderTable, fields []field, at int) {
 	th.found = 0
-	th.scan(h, t, h.fields, 0)
+	th.scan(h, t, fields, at)
 	th.h, th.t, th.adds = h, t, h.adds
 }
 
