@@ -190,6 +190,13 @@ func (s *stream) setRequestIDReason(id string, r traceReason) {
 	if id[uuidTraceByte] == c {
 		return
 	}
+	if uintptr(unsafe.Pointer(unsafe.StringData(id))) == s.genID.at {
+		// The id this proxy generated: its field and the start's pass
+		// view idBuf, and see the byte changed in place; its first
+		// digits stay.
+		s.idBuf[uuidTraceByte] = c
+		return
+	}
 	// id may view idBuf itself: the copy then writes each byte onto
 	// itself. idBuf no longer holds (only) the generated id.
 	s.genID = generatedID{}
@@ -345,14 +352,17 @@ func (s *stream) injectTrace(cl UpstreamCluster) {
 		}
 		return
 	}
+	// Through the start's pass too: the W3C propagation then searches
+	// only the fields appended since for a traceparent or tracestate to
+	// replace.
 	if s.m.tracing.childSpans {
 		s.child = s.span.Child("router "+cl.Name()+" egress", s.m.stamp(time.Now()))
 		// Tagged and finished at once (finishChildSpan).
 		s.child.Borrow()
-		s.child.Inject(&s.reqHeaders)
+		s.child.Inject(&s.traceHeaders)
 		return
 	}
-	s.span.Inject(&s.reqHeaders)
+	s.span.Inject(&s.traceHeaders)
 }
 
 // finishChildSpan ends the upstream request's span with Envoy's upstream
@@ -814,6 +824,9 @@ func (th *startHeaders) finish(h *headerList) *spanHeaders {
 	hv := &th.spanHeaders
 	if !th.reused || th.h != h || h.edits != th.edits {
 		hv.find(h, finishHeaderTable)
+		// The pass no longer knows of traceparent and tracestate
+		// (SetDel).
+		th.t = nil
 		return hv
 	}
 	if n := int(h.adds - th.keptAdds); n > 0 {
@@ -868,10 +881,12 @@ func (th *startHeaders) Del(name string) { th.h.Del(name) }
 // append at its end, and deletions keep the order, so those are among
 // the last h.adds-th.adds fields; the pass saw every other name. With no
 // name of their lengths among them, the traceparent is appended: there is
-// none to replace and no tracestate to remove.
+// none to replace and no tracestate to remove. Sampled spans inject
+// through it too; after the finished span's own pass (finish), which
+// does not look for the W3C names, the fields are searched.
 func (th *startHeaders) SetDel(set, value, del string) {
 	h := th.h
-	if th.found&(1<<shTraceparent|1<<shTracestate) == 0 && set == "traceparent" && del == "tracestate" {
+	if th.found&(1<<shTraceparent|1<<shTracestate) == 0 && th.t != nil && set == "traceparent" && del == "tracestate" {
 		fields := h.fields
 		if n := int(h.adds - th.adds); n < len(fields) {
 			fields = fields[len(fields)-n:]

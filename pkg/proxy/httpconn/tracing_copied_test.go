@@ -2,6 +2,7 @@ package httpconn
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -148,5 +149,68 @@ func TestGeneratedIDNumber(t *testing.T) {
 	}
 	if n, ok := s.generatedIDNumber(id); ok {
 		t.Errorf("a client's id rewritten into the buffer taken as generated (%d)", n)
+	}
+}
+
+// TestSetRequestIDReasonInPlace: the trace reason written into a request
+// id this proxy generated changes the byte under its field and the
+// start's pass (no search, no copy), and leaves the fields Set would
+// leave; a client's id goes through Set as before. Either way the number
+// the sampling reads is unchanged.
+func TestSetRequestIDReasonInPlace(t *testing.T) {
+	for _, generated := range []bool{true, false} {
+		s := &stream{m: &Manager{}}
+		s.m.cfg.requestID = requestid.Default()
+		s.reqHeaders.Add("user-agent", "curl")
+		if generated {
+			// As prepareRequest does.
+			s.idBuf = appendUUIDHex8(s.idBuf[:0], &s.genID.hex8)
+			s.genID.at = uintptr(unsafe.Pointer(&s.idBuf[0]))
+			s.reqHeaders.Set("x-request-id", view(s.idBuf))
+		} else {
+			s.reqHeaders.Add("x-request-id", "0123abcd-0000-4000-8000-000000000000")
+		}
+		s.reqHeaders.Add("x-forwarded-proto", "http")
+		th := &s.traceHeaders
+		th.find(&s.reqHeaders, startHeaderTable)
+		id, _ := th.get(shRequestID)
+		before, _ := parseHex8(id)
+		want := headerList{fields: slices.Clone(s.reqHeaders.fields)}
+		wantID := id[:uuidTraceByte] + "b" + id[uuidTraceByte+1:]
+		want.Set("x-request-id", wantID)
+		s.setRequestIDReason(id, traceSampling)
+		if !slices.Equal(s.reqHeaders.fields, want.fields) {
+			t.Errorf("generated %v: fields %v, Set gives %v", generated, s.reqHeaders.fields, want.fields)
+		}
+		if v, _ := th.get(shRequestID); v != wantID {
+			t.Errorf("generated %v: the pass holds %q, want %q", generated, v, wantID)
+		}
+		v, _ := s.reqHeaders.Get("x-request-id")
+		n, ok := s.generatedIDNumber(v)
+		if !ok {
+			n, _ = parseHex8(v)
+		}
+		if ok != generated || n != before {
+			t.Errorf("generated %v: number %d (known %v), was %d", generated, n, ok, before)
+		}
+	}
+}
+
+// TestSetDelAfterFinishPass: once the finished span's headers were found
+// by a pass of their own (which does not look for traceparent), an
+// injection searches the fields, rather than trust the pass: no second
+// traceparent.
+func TestSetDelAfterFinishPass(t *testing.T) {
+	var h headerList
+	h.Add("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+	h.Add("user-agent", "curl")
+	var th startHeaders
+	th.find(&h, startHeaderTable)
+	th.keep()
+	h.Del("user-agent")
+	th.finish(&h)
+	th.SetDel("traceparent", "new", "tracestate")
+	if vs := h.fields; len(vs) != 1 || vs[0] != (field{"traceparent", "new"}) {
+		t.Errorf("fields %v, want the one traceparent replaced", vs)
 	}
 }
