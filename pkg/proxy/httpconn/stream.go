@@ -311,10 +311,10 @@ type stream struct {
 	plogArmed bool
 	// Scratch buffers behind header values the stream sets; each is
 	// rewritten only by the next request.
-	idBuf          []byte
+	idBuf []byte
 	// genID is the request id this proxy generated into idBuf, for the
 	// tracing's sampling.
-	genID generatedID
+	genID          generatedID
 	xffBuf         []byte
 	numBuf         []byte
 	svcTimeBuf     []byte
