@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"strings"
+	"unsafe"
 
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 
@@ -45,7 +46,11 @@ func nominated(name []byte, tokens [][]byte) bool {
 
 // copyRequestHeaders fills s.reqHeaders with the fields of an HTTP/1
 // request that go upstream.
+// Their names' buckets are noted (copiedFields): the tracing's start then
+// looks only at the fields appended since, when none of these has a name
+// it reads.
 func (s *stream) copyRequestHeaders(req *http1.Request) {
+	var names nameMask
 	for i := range req.Headers {
 		h := &req.Headers[i]
 		if hopByHopRequest(h.Name) || (len(req.ConnectionTokens) > 0 && nominated(h.Name, req.ConnectionTokens)) {
@@ -54,8 +59,10 @@ func (s *stream) copyRequestHeaders(req *http1.Request) {
 			}
 			continue
 		}
+		names |= nameBit(view(h.Name))
 		s.reqHeaders.Add(view(h.Name), view(h.Value))
 	}
+	s.copied = copiedFields{names: names, adds: s.reqHeaders.adds}
 }
 
 // copyResponseHeaders fills s.respHeaders with the fields of an HTTP/1
@@ -75,6 +82,8 @@ func (s *stream) copyResponseHeaders(resp *http1.Response) {
 // mutateRequestHeaders does. It returns false when it answered the request
 // itself (a path it refuses or redirects).
 func (s *stream) prepareRequest() bool {
+	// No request id generated yet (an address: a plain store).
+	s.genID.at = 0
 	if !s.checkUnderscores() || !s.normalizeRequest() {
 		return false
 	}
@@ -172,7 +181,8 @@ func (s *stream) prepareRequest() bool {
 		h.Set("x-envoy-external-address", final.String())
 	}
 	if m.cfg.generateRequestID && (!h.Has("x-request-id") || (edge && !m.cfg.preserveExternalRequestID)) {
-		s.idBuf = appendUUID(s.idBuf[:0])
+		s.idBuf = appendUUIDHex8(s.idBuf[:0], &s.genID.hex8)
+		s.genID.at = uintptr(unsafe.Pointer(&s.idBuf[0]))
 		h.Set("x-request-id", view(s.idBuf))
 	}
 	return true

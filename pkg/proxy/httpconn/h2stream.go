@@ -292,6 +292,8 @@ func (st *h2Stream) run() {
 		authority = st.host
 	}
 	s.keepAlive, s.teTrailers, s.expect100 = true, st.teTrailers, st.expect100
+	// The fields' names are not noted: the tracing's start looks at all.
+	s.copied = copiedFields{names: ^nameMask(0)}
 	st.copyFields()
 	tunnel := st.detectUpgrade()
 	if tunnel {

@@ -16,6 +16,14 @@ import (
 // runtime source: ChaCha8 per thread, seeded by the operating system,
 // unpredictable and lock-free.
 func appendUUID(dst []byte) []byte {
+	var hex8 uint32
+	return appendUUIDHex8(dst, &hex8)
+}
+
+// appendUUIDHex8 is appendUUID, and also stores in hex8 the number its
+// first 8 hexadecimal digits write, which the tracing's sampling reads
+// (parseHex8): known here, it need not be read back.
+func appendUUIDHex8(dst []byte, hex8 *uint32) []byte {
 	var u [16]byte
 	binary.LittleEndian.PutUint64(u[:8], rand.Uint64())
 	binary.LittleEndian.PutUint64(u[8:], rand.Uint64())
@@ -33,6 +41,7 @@ func appendUUID(dst []byte) []byte {
 	hexInto(s[19:23], u[8:10])
 	s[23] = '-'
 	hexInto(s[24:36], u[10:16])
+	*hex8 = binary.BigEndian.Uint32(u[0:4])
 	return append(dst, s[:]...)
 }
 

@@ -293,6 +293,9 @@ type stream struct {
 	// traceHeaders are the tracing's request headers, found once when
 	// the span starts.
 	traceHeaders startHeaders
+	// copied notes the names of the request's fields copied from the
+	// HTTP/1 parser, for the tracing's start.
+	copied copiedFields
 	// localSpan is where a tracer may start the request's span when it
 	// is not sampled, rather than in a pooled one.
 	localSpan tracing.Span
@@ -309,7 +312,10 @@ type stream struct {
 	plogArmed bool
 	// Scratch buffers behind header values the stream sets; each is
 	// rewritten only by the next request.
-	idBuf          []byte
+	idBuf []byte
+	// genID is the request id this proxy generated into idBuf, for the
+	// tracing's sampling.
+	genID          generatedID
 	xffBuf         []byte
 	numBuf         []byte
 	svcTimeBuf     []byte

@@ -86,9 +86,11 @@ func (s *stream) sampleRequest(t *tracingConfig, hv *spanHeaders) traceReason {
 	if !ok || len(id) < 8 {
 		return notTraceable
 	}
-	n, ok := parseHex8(id)
+	n, ok := s.generatedIDNumber(id)
 	if !ok {
-		return notTraceable
+		if n, ok = parseHex8(id); !ok {
+			return notTraceable
+		}
 	}
 	result := n % 10000
 	var scratch samplingShares
@@ -115,6 +117,27 @@ func (s *stream) sampleRequest(t *tracingConfig, hv *spanHeaders) traceReason {
 		s.setRequestIDReason(id, reason)
 	}
 	return reason
+}
+
+// generatedIDNumber returns parseHex8(id) without a parse when id is the
+// request id this proxy generated for the request (genID); false when it
+// is not.
+func (s *stream) generatedIDNumber(id string) (uint64, bool) {
+	// (An id of 36 bytes is never at address 0, which genID.at is when
+	// no id was generated.)
+	if uintptr(unsafe.Pointer(unsafe.StringData(id))) == s.genID.at && len(id) == uuidLength {
+		return uint64(s.genID.hex8), true
+	}
+	return 0, false
+}
+
+// generatedID is a request id this proxy generated: at is the address of
+// its first byte (in stream.idBuf; an address, compared and never
+// followed, so that the store needs no write barrier), hex8 the number
+// of its first 8 digits, as parseHex8 reads them.
+type generatedID struct {
+	at   uintptr
+	hex8 uint32
 }
 
 // parseHex8 reads the first 8 characters of id as a hexadecimal number, as
@@ -167,8 +190,16 @@ func (s *stream) setRequestIDReason(id string, r traceReason) {
 	if id[uuidTraceByte] == c {
 		return
 	}
+	if uintptr(unsafe.Pointer(unsafe.StringData(id))) == s.genID.at {
+		// The id this proxy generated: its field and the start's pass
+		// view idBuf, and see the byte changed in place; its first
+		// digits stay.
+		s.idBuf[uuidTraceByte] = c
+		return
+	}
 	// id may view idBuf itself: the copy then writes each byte onto
-	// itself.
+	// itself. idBuf no longer holds (only) the generated id.
+	s.genID = generatedID{}
 	s.idBuf = append(s.idBuf[:0], id...)
 	s.idBuf[uuidTraceByte] = c
 	// The start's pass holds the new value, for the finished span.
@@ -185,7 +216,8 @@ func (s *stream) startTracing() {
 	// rather than a search for each; the tracer reads traceparent and
 	// tracestate from them.
 	th := &s.traceHeaders
-	th.find(&s.reqHeaders, t.startTable)
+	fields, at := s.copied.fields(&s.reqHeaders, t.startTable.names)
+	th.findIn(&s.reqHeaders, t.startTable, fields, at)
 	th.reused = false
 	reason := s.sampleRequest(t, &th.spanHeaders)
 	s.traceReason = reason
@@ -320,14 +352,17 @@ func (s *stream) injectTrace(cl UpstreamCluster) {
 		}
 		return
 	}
+	// Through the start's pass too: the W3C propagation then searches
+	// only the fields appended since for a traceparent or tracestate to
+	// replace.
 	if s.m.tracing.childSpans {
 		s.child = s.span.Child("router "+cl.Name()+" egress", s.m.stamp(time.Now()))
 		// Tagged and finished at once (finishChildSpan).
 		s.child.Borrow()
-		s.child.Inject(&s.reqHeaders)
+		s.child.Inject(&s.traceHeaders)
 		return
 	}
-	s.span.Inject(&s.reqHeaders)
+	s.span.Inject(&s.traceHeaders)
 }
 
 // finishChildSpan ends the upstream request's span with Envoy's upstream
@@ -602,21 +637,26 @@ var spanHeaderNames = [shCount]string{
 }
 
 // spanHeaderTable lists spanHeaders by the length of their names: the
-// one or two of each length (shCount past the last).
-type spanHeaderTable [35][2]uint8
+// one or two of each length (shCount past the last); names holds their
+// buckets.
+type spanHeaderTable struct {
+	byLen [35][2]uint8
+	names nameMask
+}
 
 // newSpanHeaderTable is the table of the spanHeaders of set (a mask of
 // indices).
 func newSpanHeaderTable(set uint16) *spanHeaderTable {
 	var t spanHeaderTable
-	for n := range t {
-		t[n] = [2]uint8{shCount, shCount}
+	for n := range t.byLen {
+		t.byLen[n] = [2]uint8{shCount, shCount}
 	}
 	for k, name := range spanHeaderNames {
 		if set&(1<<k) == 0 {
 			continue
 		}
-		c := &t[len(name)]
+		t.names |= nameBit(name)
+		c := &t.byLen[len(name)]
 		if c[0] == shCount {
 			c[0] = uint8(k)
 		} else {
@@ -705,10 +745,10 @@ func (hv *spanHeaders) scan(h *headerList, t *spanHeaderTable, fields []field, f
 		// Each field costs a look-up by its name's length and, for the
 		// few of a length looked for, words of its name compared: most
 		// names are rejected without a byte compared.
-		if len(name) >= len(t) {
+		if len(name) >= len(t.byLen) {
 			continue
 		}
-		c := &t[len(name)]
+		c := &t.byLen[len(name)]
 		k := c[0]
 		if k == shCount {
 			continue
@@ -784,6 +824,9 @@ func (th *startHeaders) finish(h *headerList) *spanHeaders {
 	hv := &th.spanHeaders
 	if !th.reused || th.h != h || h.edits != th.edits {
 		hv.find(h, finishHeaderTable)
+		// The pass no longer knows of traceparent and tracestate
+		// (SetDel).
+		th.t = nil
 		return hv
 	}
 	if n := int(h.adds - th.keptAdds); n > 0 {
@@ -796,8 +839,14 @@ func (th *startHeaders) finish(h *headerList) *spanHeaders {
 // find fills th from h with the headers of t (startHeaderTable, or
 // sampledHeaderTable) and keeps h for the other names.
 func (th *startHeaders) find(h *headerList, t *spanHeaderTable) {
+	th.findIn(h, t, h.fields, 0)
+}
+
+// findIn is find where only fields, h's fields from index at on, may hold
+// one of t's names (copiedFields.fields).
+func (th *startHeaders) findIn(h *headerList, t *spanHeaderTable, fields []field, at int) {
 	th.found = 0
-	th.scan(h, t, h.fields, 0)
+	th.scan(h, t, fields, at)
 	th.h, th.t, th.adds = h, t, h.adds
 }
 
@@ -832,10 +881,12 @@ func (th *startHeaders) Del(name string) { th.h.Del(name) }
 // append at its end, and deletions keep the order, so those are among
 // the last h.adds-th.adds fields; the pass saw every other name. With no
 // name of their lengths among them, the traceparent is appended: there is
-// none to replace and no tracestate to remove.
+// none to replace and no tracestate to remove. Sampled spans inject
+// through it too; after the finished span's own pass (finish), which
+// does not look for the W3C names, the fields are searched.
 func (th *startHeaders) SetDel(set, value, del string) {
 	h := th.h
-	if th.found&(1<<shTraceparent|1<<shTracestate) == 0 && set == "traceparent" && del == "tracestate" {
+	if th.found&(1<<shTraceparent|1<<shTracestate) == 0 && th.t != nil && set == "traceparent" && del == "tracestate" {
 		fields := h.fields
 		if n := int(h.adds - th.adds); n < len(fields) {
 			fields = fields[len(fields)-n:]

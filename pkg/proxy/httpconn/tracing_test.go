@@ -124,7 +124,7 @@ func TestSpanHeadersMatchGet(t *testing.T) {
 	var hv spanHeaders
 	in := func(t *spanHeaderTable, k int) bool {
 		name := spanHeaderNames[k]
-		return t[len(name)][0] == uint8(k) || t[len(name)][1] == uint8(k)
+		return t.byLen[len(name)][0] == uint8(k) || t.byLen[len(name)][1] == uint8(k)
 	}
 	for _, fields := range lists {
 		h := headerList{fields: fields}
