@@ -135,6 +135,8 @@ func (s *stream) attempt(cl UpstreamCluster, route *router.Route) (retry bool) {
 		return false
 	}
 	cl, ps := s.beginAttempt(cl, route, host)
+	// However it ends, the attempt's upstream filters end with it.
+	defer s.destroyUpstreamFilters()
 	if s.upAnswered {
 		// An upstream filter answered: the attempt ends, and is not
 		// retried (see upstream_filters.go).

@@ -29,7 +29,11 @@ const downstreamCategory = "envoy.filters.http"
 
 // UpstreamCapable is implemented by the Factory of a filter that may run
 // in an upstream chain as well (Envoy's dual filters). In an upstream
-// chain a filter edits the request and response heads through its
+// chain each attempt gets filters of its own (NewFilter, once per
+// attempt), which encode that attempt's response and are destroyed
+// (Destroyer) when the attempt ends, however it ends: relayed, answered,
+// failed, retried, timed out, a hedged attempt that lost, or the client
+// gone. A filter edits the request and response heads through its
 // Stream, may buffer the request body (BufferRequestBody: the attempt's
 // copy, read again for each attempt) and may answer the request
 // (SendLocalReply, then Stop: the attempt ends, its reply goes
