@@ -415,6 +415,7 @@ var httpHelp = [][2]string{
 	{"**.ext_authz.invalid", "Answers rejected with a 500 for their edits (validate_mutations, decoder_header_mutation_rules with disallow_is_error)."},
 	{"**.ext_authz.omitted_response_headers", "Responses some of whose authorization service headers were left out at max_headers_count (enforce_response_header_limits)."},
 	{"**.ext_authz.ignored_dynamic_metadata", "Answers whose dynamic metadata was dropped (enable_dynamic_metadata_ingestion false)."},
+	{"**.clear_route_cache_upstream_ignored", "External processor answers asking to clear the route cache that an upstream ext_proc filter ignored."},
 	{"cluster.grpc-web.**.success", "gRPC-Web calls that ended with grpc-status 0."},
 	{"cluster.grpc-web.**.failure", "gRPC-Web calls that ended with a grpc-status other than 0."},
 	{"cluster.grpc-web.**.total", "gRPC-Web calls."},

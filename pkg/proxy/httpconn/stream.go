@@ -200,6 +200,9 @@ type stream struct {
 	// made by decodeUpstream, kept for its response and destroyed when
 	// it ends (see upstream_filters.go).
 	upFilters []httpfilter.Filter
+	// upAnswering is the upstream filter whose local reply is being
+	// sent: it edits the reply's head (see upstreamStream.SendLocalReply).
+	upAnswering httpfilter.Filter
 	// attemptSrc is the request body in front of which the attempt's
 	// upstream filters buffered it, nil when they did not (see
 	// upstream_body.go).

@@ -135,6 +135,40 @@ func (u upstreamStream) SetAuthority(host string) {
 	u.entry.Authority = host
 }
 
+// SendLocalReply implements httpfilter.Stream for an upstream filter
+// (the last one the attempt made, whose DecodeHeaders is running): the
+// reply goes through the connection manager's filters, and first through
+// the answering filter's encoder, as Envoy's upstream local replies carry
+// the answering filter's header edits (its modify_headers).
+func (u upstreamStream) SendLocalReply(status int, body string, flags accesslog.ResponseFlags, details string) {
+	u.answer(status, -1, body, flags, details)
+}
+
+// SendGrpcLocalReply implements httpfilter.Stream for an upstream filter
+// (see SendLocalReply).
+func (u upstreamStream) SendGrpcLocalReply(status int, grpcStatus uint32, body string, flags accesslog.ResponseFlags, details string) {
+	u.answer(status, int64(grpcStatus), body, flags, details)
+}
+
+// answer sends the local reply of the upstream filter being decoded; a
+// negative grpcStatus derives it from status.
+func (u upstreamStream) answer(status int, grpcStatus int64, body string, flags accesslog.ResponseFlags, details string) {
+	if n := len(u.upFilters); n > 0 {
+		u.upAnswering = u.upFilters[n-1]
+	}
+	u.localReplyGrpc(status, grpcStatus, body, flags, details)
+	u.upAnswering = nil
+}
+
+// encodeUpstreamReply runs the encoder of the upstream filter f on its
+// own local reply (see upstreamStream.SendLocalReply).
+func (s *stream) encodeUpstreamReply(f httpfilter.Filter) {
+	s.upAnswering = nil
+	if e, ok := f.(httpfilter.Encoder); ok {
+		e.EncodeHeaders(upstreamStream{s})
+	}
+}
+
 // ClearRouteCache implements httpfilter.Stream: nothing, as for Envoy's
 // upstream filters, which have no downstream callbacks to clear the
 // route with; the route was used already.

@@ -97,6 +97,7 @@ func CompileUpstream(field string, filters []*hcmv3.HttpFilter, ctx Context) (*U
 		}
 		fctx := ctx
 		fctx.Name = f.GetName()
+		fctx.Upstream = true
 		cfg, err := factory.Compile(msg, fctx)
 		if err != nil {
 			errs = append(errs, PrefixErrors(path+".typed_config.", err))
@@ -141,7 +142,7 @@ func resolveUpstream(f *hcmv3.HttpFilter, reg *extension.Registry, byName bool) 
 	}
 	factory, ok := ext.Factory.(UpstreamCapable)
 	if !ok {
-		return nil, nil, fmt.Errorf("typed_config: filter %q cannot run as an upstream HTTP filter in Outrigger (upstream filters: envoy.filters.http.buffer and envoy.filters.http.header_mutation, then envoy.filters.http.upstream_codec)", ext.Name)
+		return nil, nil, fmt.Errorf("typed_config: filter %q cannot run as an upstream HTTP filter in Outrigger (upstream filters: envoy.filters.http.buffer, envoy.filters.http.ext_proc and envoy.filters.http.header_mutation, then envoy.filters.http.upstream_codec)", ext.Name)
 	}
 	return factory, msg, nil
 }
