@@ -137,9 +137,10 @@ func (u upstreamStream) SetAuthority(host string) {
 
 // SendLocalReply implements httpfilter.Stream for an upstream filter
 // (the last one the attempt made, whose DecodeHeaders is running): the
-// reply goes through the connection manager's filters, and first through
-// the answering filter's encoder, as Envoy's upstream local replies carry
-// the answering filter's header edits (its modify_headers).
+// reply goes through the connection manager's filters, after the
+// answering filter's own edit of its head (httpfilter.ReplyEncoder), as
+// Envoy's upstream local replies carry the answering filter's
+// modify_headers.
 func (u upstreamStream) SendLocalReply(status int, body string, flags accesslog.ResponseFlags, details string) {
 	u.answer(status, -1, body, flags, details)
 }
@@ -160,12 +161,12 @@ func (u upstreamStream) answer(status int, grpcStatus int64, body string, flags 
 	u.upAnswering = nil
 }
 
-// encodeUpstreamReply runs the encoder of the upstream filter f on its
+// encodeUpstreamReply lets the upstream filter f edit the head of its
 // own local reply (see upstreamStream.SendLocalReply).
 func (s *stream) encodeUpstreamReply(f httpfilter.Filter) {
 	s.upAnswering = nil
-	if e, ok := f.(httpfilter.Encoder); ok {
-		e.EncodeHeaders(upstreamStream{s})
+	if e, ok := f.(httpfilter.ReplyEncoder); ok {
+		e.EncodeReplyHeaders(upstreamStream{s})
 	}
 }
 

@@ -90,7 +90,7 @@ func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, e
 		return nil, err
 	}
 	if ctx.Stats == nil {
-		return nil, errors.New("no stat store")
+		return nil, httpfilter.ErrNoStats
 	}
 	reqAttrs, err := compileAttributes(p.GetRequestAttributes(), "request_attributes")
 	if err != nil {
