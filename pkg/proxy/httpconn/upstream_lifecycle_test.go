@@ -156,29 +156,7 @@ func lifeRegistry(t testing.TB, tr *attemptTracker) *extension.Registry {
 // each request and answers the first failFirst 503.
 func instanceRecorder(t *testing.T, failFirst int) (*httptest.Server, func() []string) {
 	t.Helper()
-	var (
-		mu   sync.Mutex
-		seen []string
-	)
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		seen = append(seen, r.Header.Get("x-filter-instance"))
-		n := len(seen)
-		mu.Unlock()
-		if n <= failFirst {
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}
-	}))
-	srv.Config.Protocols = new(http.Protocols)
-	srv.Config.Protocols.SetHTTP1(true)
-	srv.Config.Protocols.SetUnencryptedHTTP2(true)
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv, func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), seen...)
-	}
+	return requestRecorder(t, failFirst, func(r *http.Request) string { return r.Header.Get("x-filter-instance") })
 }
 
 // TestUpstreamFilterPerAttempt checks that each attempt runs upstream
@@ -208,36 +186,31 @@ func TestUpstreamFilterPerAttempt(t *testing.T) {
 			}
 			tr.settled(t, 3)
 		})
-		t.Run(proto+"/per-try timeout", func(t *testing.T) {
-			tr := &attemptTracker{}
-			log := &eventLog{}
-			st := stats.NewStore()
-			fc := slowFastCluster(t, log, st, upstreamH2)
-			cfg := withUpstreamFilters(internalHCM(routeConfig(hedgeRoute(1, false))), upstreamFilters(life))
-			p := startProxy(t, cfg, Deps{Stats: st, Upstreams: fakeUpstreams{"up": fc}, Extensions: lifeRegistry(t, tr)})
-			status, hdr, body := do(t, client(), "GET", p.url("/x"), nil, nil)
-			if status != 200 || body != "fast:" || hdr.Get("x-encoded-by") != "2" {
-				t.Errorf("%d %q encoded by %q, want 200 from the fast host encoded by the second attempt's filter", status, body, hdr.Get("x-encoded-by"))
+		for _, hedge := range []bool{false, true} {
+			// A per-try timeout retries the attempt, or, hedged, races
+			// it against the next: the fast host's answer wins.
+			name := proto + "/per-try timeout"
+			if hedge {
+				name = proto + "/hedged"
 			}
-			tr.settled(t, 2)
-		})
-		t.Run(proto+"/hedged", func(t *testing.T) {
-			tr := &attemptTracker{}
-			log := &eventLog{}
-			st := stats.NewStore()
-			fc := slowFastCluster(t, log, st, upstreamH2)
-			cfg := withUpstreamFilters(internalHCM(routeConfig(hedgeRoute(1, true))), upstreamFilters(life))
-			p := startProxy(t, cfg, Deps{Stats: st, Upstreams: fakeUpstreams{"up": fc}, Extensions: lifeRegistry(t, tr)})
-			status, hdr, body := do(t, client(), "GET", p.url("/x"), nil, nil)
-			if status != 200 || body != "fast:" || hdr.Get("x-encoded-by") != "2" {
-				t.Errorf("%d %q encoded by %q, want 200 from the fast host encoded by the winner's filter", status, body, hdr.Get("x-encoded-by"))
-			}
-			log.waitFor(t, "slow:cancelled")
-			tr.settled(t, 2)
-			if n := len(tr.encodedBy); n != 1 {
-				t.Errorf("%d responses encoded (%q), want the winner's only", n, tr.encodedBy)
-			}
-		})
+			t.Run(name, func(t *testing.T) {
+				tr := &attemptTracker{}
+				log := &eventLog{}
+				st := stats.NewStore()
+				fc := slowFastCluster(t, log, st, upstreamH2)
+				cfg := withUpstreamFilters(internalHCM(routeConfig(hedgeRoute(1, hedge))), upstreamFilters(life))
+				p := startProxy(t, cfg, Deps{Stats: st, Upstreams: fakeUpstreams{"up": fc}, Extensions: lifeRegistry(t, tr)})
+				status, hdr, body := do(t, client(), "GET", p.url("/x"), nil, nil)
+				if status != 200 || body != "fast:" || hdr.Get("x-encoded-by") != "2" {
+					t.Errorf("%d %q encoded by %q, want 200 from the fast host encoded by the second attempt's filter", status, body, hdr.Get("x-encoded-by"))
+				}
+				log.waitFor(t, "slow:cancelled")
+				tr.settled(t, 2)
+				if n := len(tr.encodedBy); n != 1 {
+					t.Errorf("%d responses encoded (%q), want the fast host's only", n, tr.encodedBy)
+				}
+			})
+		}
 		t.Run(proto+"/client reset", func(t *testing.T) {
 			tr := &attemptTracker{}
 			log := &eventLog{}
