@@ -421,6 +421,7 @@ var httpHelp = [][2]string{
 	{"**.ext_authz.ignored_dynamic_metadata", "Answers whose dynamic metadata was dropped (enable_dynamic_metadata_ingestion false)."},
 	{"**.basic_auth.allowed", "Requests whose Basic credential matched a configured user."},
 	{"**.basic_auth.denied", "Requests refused with a 401 for a missing or wrong Basic credential."},
+	{"**.clear_route_cache_upstream_ignored", "External processor answers asking to clear the route cache that an upstream ext_proc filter ignored."},
 	{"cluster.grpc-web.**.success", "gRPC-Web calls that ended with grpc-status 0."},
 	{"cluster.grpc-web.**.failure", "gRPC-Web calls that ended with a grpc-status other than 0."},
 	{"cluster.grpc-web.**.total", "gRPC-Web calls."},

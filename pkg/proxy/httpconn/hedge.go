@@ -11,6 +11,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -77,6 +78,9 @@ type hedgeTry struct {
 	over bool
 	// released: hedgeDrop let its resources go.
 	released bool
+	// filters are its upstream filters, destroyed when the race is done
+	// with it; the winner's go back to the stream for its response.
+	filters []httpfilter.Filter
 }
 
 // hedger is the race of a hedged request's attempts.
@@ -93,6 +97,15 @@ type hedger struct {
 
 func (s *stream) newHedger(base context.Context) *hedger {
 	return &hedger{route: s.route, signal: make(chan struct{}, 1), base: base}
+}
+
+// destroyFilters ends the upstream filters of the attempts that still
+// hold theirs.
+func (h *hedger) destroyFilters() {
+	for _, t := range h.tries {
+		destroyAttemptFilters(t.filters)
+		t.filters = nil
+	}
 }
 
 // notify wakes the race up: an attempt's outcome is in.
@@ -170,7 +183,7 @@ func (s *stream) hedgesHTTP1(cw *continueWait, sendErr error, tm *upstreamTimer)
 func (s *stream) hedgeHTTP1(cl UpstreamCluster, uc *upstream.Conn, tm upstreamTimer, sent time.Time, mayResend bool) {
 	h := s.newHedger(s.upstreamBase())
 	t := &hedgeTry{host: s.host, cl: cl, uc: uc, u: s.up, tm: tm, sent: sent, mayResend: mayResend,
-		perTryEnd: earliest(s.retry.perTryEnd, after(sent, s.retry.perTryIdle))}
+		perTryEnd: earliest(s.retry.perTryEnd, after(sent, s.retry.perTryIdle)), filters: s.takeUpstreamFilters()}
 	s.retry.perTryEnd = time.Time{}
 	h.tries = append(h.tries, t)
 	s.launchHTTP1(h, t)
@@ -181,7 +194,7 @@ func (s *stream) hedgeHTTP1(cl UpstreamCluster, uc *upstream.Conn, tm upstreamTi
 // sent under ctx at now.
 func (s *stream) hedgeHTTP2(cl UpstreamCluster, host *upstream.Host, ctx context.Context, now time.Time) {
 	h := s.newHedger(ctx)
-	t := &hedgeTry{host: host, cl: cl, h2: true}
+	t := &hedgeTry{host: host, cl: cl, h2: true, filters: s.takeUpstreamFilters()}
 	t.ctx, t.cancel = context.WithCancel(ctx)
 	req, body := s.upstreamRequest(t.ctx)
 	t.body = body
@@ -234,6 +247,9 @@ func (h *hedger) failedEarly(t *hedgeTry, err error) {
 // hedgeRun runs the race until the request was answered (or its client
 // left).
 func (s *stream) hedgeRun(h *hedger) {
+	// The attempts the race did not drop (one whose failure answered
+	// the request) end with it.
+	defer h.destroyFilters()
 	w := s.wakeChan()
 	poll := time.NewTicker(gonePollInterval)
 	defer poll.Stop()
@@ -471,6 +487,10 @@ func (s *stream) hedgeHead(h *hedger, t *hedgeTry) bool {
 func (s *stream) hedgeWon(h *hedger, w *hedgeTry) {
 	w.released = true
 	h.pending = false
+	// The winner's upstream filters encode its response (see
+	// encodeUpstream); the attempt that ran the race destroys them.
+	s.destroyUpstreamFilters()
+	s.upFilters, w.filters = w.filters, nil
 	for _, t := range h.tries {
 		if t != w && !t.over {
 			s.hedgeDrop(t, true)
@@ -577,6 +597,8 @@ func (s *stream) hedgeDrop(t *hedgeTry, failed bool) {
 	} else if t.uc != nil {
 		t.cl.ReleaseHTTP1(t.uc, false)
 	}
+	destroyAttemptFilters(t.filters)
+	t.filters = nil
 	if t.ps != nil {
 		s.endAttempt(t.cl, t.ps, t.host, failed)
 	}
@@ -605,7 +627,7 @@ func (s *stream) hedgeStart(h *hedger) bool {
 		s.hedgeDropAll(h)
 		return false
 	}
-	t := &hedgeTry{host: host, cl: cl, ps: ps, h2: cl.HTTP2For(s.proto == protoHTTP2)}
+	t := &hedgeTry{host: host, cl: cl, ps: ps, h2: cl.HTTP2For(s.proto == protoHTTP2), filters: s.takeUpstreamFilters()}
 	h.tries = append(h.tries, t)
 	if t.h2 {
 		s.startHedgeHTTP2(h, t)

@@ -187,6 +187,9 @@ func (s *stream) sendHead(n int64, hasBody bool) error {
 		// Set by the router, before the encoder filters run.
 		s.attemptRespBuf = setNumber(&s.respHeaders, "x-envoy-attempt-count", s.attemptCount(), s.attemptRespBuf)
 	}
+	if f := s.upAnswering; f != nil {
+		s.encodeUpstreamReply(f)
+	}
 	s.encodeFilters()
 	if s.replaced {
 		n, hasBody = s.respLength, s.respHasBody

@@ -135,6 +135,8 @@ func (s *stream) attempt(cl UpstreamCluster, route *router.Route) (retry bool) {
 		return false
 	}
 	cl, ps := s.beginAttempt(cl, route, host)
+	// However it ends, the attempt's upstream filters end with it.
+	defer s.destroyUpstreamFilters()
 	if s.upAnswered {
 		// An upstream filter answered: the attempt ends, and is not
 		// retried (see upstream_filters.go).
@@ -227,11 +229,29 @@ func (s *stream) PickHash() (uint64, bool) {
 	return h, ok
 }
 
-// mutateUpstreamResponse edits the head of an upstream's response: the
-// attempt's upstream filters, the cookies the hash policy generated, then
-// the route's response header mutations.
-func (s *stream) mutateUpstreamResponse() {
+// mutateUpstreamResponse edits the head of an upstream's response, whose
+// body is n bytes long (-1: unknown) or none: the attempt's upstream
+// filters, the cookies the hash policy generated, then the route's
+// response header mutations. It returns the body to announce, which an
+// upstream filter that replaced the response changed.
+func (s *stream) mutateUpstreamResponse(n int64, hasBody bool) (int64, bool) {
+	// The upstream filters see the body as the response has it
+	// (ResponseBody), and may transform it.
+	s.respLength, s.respHasBody = n, hasBody
 	s.encodeUpstream()
+	s.mutateRouterResponse()
+	return s.respLength, s.respHasBody
+}
+
+// mutateUpgradeResponse edits the head of an upstream's answer to an
+// upgrade or a CONNECT, whose body is the tunnel: the upstream filters see
+// no body.
+func (s *stream) mutateUpgradeResponse() { s.mutateUpstreamResponse(0, false) }
+
+// mutateRouterResponse is the router's own edits of an upstream's
+// response head: the cookies the hash policy generated, then the route's
+// response header mutations.
+func (s *stream) mutateRouterResponse() {
 	if len(s.setCookies) > 0 {
 		s.addSetCookies()
 	}
@@ -646,12 +666,12 @@ func (s *stream) relayHTTP1(cl UpstreamCluster, uc *upstream.Conn, kind http1.Bo
 	s.entry.FirstUpstreamByte = s.m.stamp(now)
 	s.details = "via_upstream"
 	s.setServiceTime(now.Sub(sent))
-	s.mutateUpstreamResponse()
 	n := resp.ContentLength
 	if kind != http1.BodyLength && kind != http1.BodyNone {
 		n = -1
 	}
-	if err := s.sendHead(n, kind != http1.BodyNone); err != nil {
+	n, hasBody := s.mutateUpstreamResponse(n, kind != http1.BodyNone)
+	if err := s.sendHead(n, hasBody); err != nil {
 		s.downstreamFailed()
 		return false
 	}

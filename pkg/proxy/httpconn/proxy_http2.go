@@ -130,7 +130,6 @@ func (s *stream) relayHTTP2(cl UpstreamCluster, ctx context.Context, resp *http.
 	s.copyHTTP2ResponseHeaders(resp)
 	s.outlierResponse()
 	s.setServiceTime(now.Sub(sent))
-	s.mutateUpstreamResponse()
 	// A response whose HEADERS ended the upstream stream (a gRPC
 	// trailers-only answer: grpc-status in the head) has no body: the
 	// transport says so with a zero length and no content-length. The
@@ -138,13 +137,14 @@ func (s *stream) relayHTTP2(cl UpstreamCluster, ctx context.Context, resp *http.
 	// finds no status.
 	endedWithHead := resp.ContentLength == 0 && len(resp.Header.Values("Content-Length")) == 0
 	hasBody := !s.isHead && s.status != 204 && s.status != 304 && !endedWithHead
+	n, hasBody := s.mutateUpstreamResponse(resp.ContentLength, hasBody)
 	if !body.complete() {
 		// An answer before the whole request: as in Envoy, an HTTP/1
 		// connection ends after it (Connection: close), since the rest
 		// of the body is not read once the exchange ends.
 		s.connectionUnusable()
 	}
-	if err := s.sendHead(resp.ContentLength, hasBody); err != nil {
+	if err := s.sendHead(n, hasBody); err != nil {
 		s.downstreamFailed()
 		return
 	}

@@ -68,7 +68,7 @@ func (s *stream) tunnelHTTP1(cl UpstreamCluster, uc *upstream.Conn, sent time.Ti
 		s.status = 200
 	}
 	s.setServiceTime(now.Sub(sent))
-	s.mutateUpstreamResponse()
+	s.mutateUpgradeResponse()
 	cs := cl.Stats()
 	s.chargeCode(cs, resp.Status)
 	s.chargeTime(cs, now.Sub(sent))
@@ -108,7 +108,7 @@ func (s *stream) connectTCP(cl UpstreamCluster, host *upstream.Host, cc *router.
 	s.status = 200
 	s.details = "via_upstream"
 	s.outlierResponse()
-	s.mutateUpstreamResponse()
+	s.mutateUpgradeResponse()
 	s.chargeCode(cl.Stats(), 200)
 	if !s.upg.connect {
 		s.postTunnel(tunnelEnd{r: conn, w: conn, conn: conn})

@@ -80,7 +80,7 @@ func (s *stream) upgradeHTTP2(cl UpstreamCluster, host *upstream.Host) {
 		}
 	}
 	s.setServiceTime(now.Sub(sent))
-	s.mutateUpstreamResponse()
+	s.mutateUpgradeResponse()
 	cs := cl.Stats()
 	s.chargeCode(cs, upstreamStatus)
 	s.chargeTime(cs, now.Sub(sent))

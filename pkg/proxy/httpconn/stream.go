@@ -197,9 +197,13 @@ type stream struct {
 	// active are the request's filters, made by decodeFilters; kept for
 	// the response's encoding.
 	active []httpfilter.Filter
-	// upChain is the upstream filter chain of the attempt in progress
-	// (see upstream_filters.go), nil without one.
-	upChain *httpfilter.UpstreamChain
+	// upFilters are the upstream filters of the attempt in progress,
+	// made by decodeUpstream, kept for its response and destroyed when
+	// it ends (see upstream_filters.go).
+	upFilters []httpfilter.Filter
+	// upAnswering is the upstream filter whose local reply is being
+	// sent: it edits the reply's head (see upstreamStream.SendLocalReply).
+	upAnswering httpfilter.Filter
 	// attemptSrc is the request body in front of which the attempt's
 	// upstream filters buffered it, nil when they did not (see
 	// upstream_body.go).
@@ -356,7 +360,10 @@ func (s *stream) begin(real time.Time, proto string) {
 	clear(s.active)
 	s.active = s.active[:0]
 	s.route, s.cluster, s.host = nil, nil, nil
-	s.upChain, s.attemptSrc, s.upXbody = nil, nil, nil
+	s.attemptSrc, s.upXbody = nil, nil
+	// end destroyed them; a panic that skipped end leaves them be.
+	clear(s.upFilters)
+	s.upFilters = s.upFilters[:0]
 	s.upXform = s.upXform[:0]
 	if s.conn != nil {
 		// An HTTP/1 connection's next request: x-forwarded-for made the
@@ -481,6 +488,7 @@ func (s *stream) end() {
 	defer s.releaseRoutes()
 	s.stopPeriodicLog()
 	s.untransform()
+	s.destroyUpstreamFilters()
 	s.destroyFilters()
 	s.endUpgrade()
 	s.tLast = time.Now()

@@ -17,12 +17,10 @@ import (
 // one attempt's filters changed is what the next attempt's start from.
 // The response head the attempt brings back runs through the chain in
 // reverse order before the router's response edits and the downstream
-// filters. A shadow (request_mirror_policies) runs the chain of its
+// filters, by the filters of that attempt: each attempt has its own
+// (a hedged request's too), ended when the attempt ends. A shadow (request_mirror_policies) runs the chain of its
 // cluster (else the router's) on its copy of the request. A request the
-// route terminates as a CONNECT tunnel does not run it, as in Envoy. The
-// upstream-capable filters (httpfilter.UpstreamCapable) keep no state per
-// attempt, so the response is encoded by the chain's shared filters: what
-// a hedged request's winner ran is what every attempt ran.
+// route terminates as a CONNECT tunnel does not run it, as in Envoy.
 //
 // An upstream filter may buffer the request body (BufferRequestBody), for
 // its attempt (see upstream_body.go): a body over its limit is answered
@@ -56,17 +54,21 @@ func (s *stream) upstreamChain(cl UpstreamCluster) *httpfilter.UpstreamChain {
 }
 
 // decodeUpstream runs the attempt's upstream chain on the request head,
-// in order, and keeps the chain for the response. It returns false when a
-// filter answered the request (it returned Stop).
+// in order: each filter made for this attempt (Envoy makes an upstream
+// filter chain per upstream request), kept for the response and
+// destroyed when the attempt ends (see destroyUpstreamFilters). It
+// returns false when a filter answered the request (it returned Stop).
 func (s *stream) decodeUpstream(route *router.Route) bool {
-	s.upChain = nil
+	s.destroyUpstreamFilters()
 	c := s.upstreamChain(s.cluster)
 	if c == nil || route.TerminatesTunnel(s.method, s.upg.connect) {
 		return true
 	}
 	us := upstreamStream{s}
 	for i := range c.Filters {
-		if d, ok := c.Filters[i].Config.NewFilter().(httpfilter.Decoder); ok && d.DecodeHeaders(us) == httpfilter.Stop {
+		f := c.Filters[i].Config.NewFilter()
+		s.upFilters = append(s.upFilters, f)
+		if d, ok := f.(httpfilter.Decoder); ok && d.DecodeHeaders(us) == httpfilter.Stop {
 			if !s.started && !s.abandoned && s.status == 0 {
 				// A filter must answer what it stops (see
 				// decodeFilters).
@@ -76,9 +78,36 @@ func (s *stream) decodeUpstream(route *router.Route) bool {
 			return false
 		}
 	}
-	s.upChain = c
 	s.transformAttempt()
 	return true
+}
+
+// destroyUpstreamFilters ends the filters of the attempt the stream
+// holds (Envoy's onDestroy of an upstream request's filters), once the
+// attempt is over: answered, relayed, failed, retried or reset. A hedged
+// attempt's filters go with its hedgeTry instead (see hedge.go).
+func (s *stream) destroyUpstreamFilters() {
+	destroyAttemptFilters(s.upFilters)
+	s.upFilters = s.upFilters[:0]
+}
+
+// takeUpstreamFilters hands the filters of the attempt just begun to its
+// hedgeTry, which destroys them when the race is done with it.
+func (s *stream) takeUpstreamFilters() []httpfilter.Filter {
+	fs := s.upFilters
+	s.upFilters = nil
+	return fs
+}
+
+// destroyAttemptFilters tells an attempt's filters that it has ended,
+// last first as Envoy's filter manager destroys them, and forgets them.
+func destroyAttemptFilters(fs []httpfilter.Filter) {
+	for i := len(fs) - 1; i >= 0; i-- {
+		if d, ok := fs[i].(httpfilter.Destroyer); ok {
+			d.OnDestroy()
+		}
+		fs[i] = nil
+	}
 }
 
 // upstreamStream is the stream as an attempt's upstream filters see it:
@@ -104,6 +133,41 @@ func (u upstreamStream) SetPath(path string) {
 func (u upstreamStream) SetAuthority(host string) {
 	u.upAuthority = host
 	u.entry.Authority = host
+}
+
+// SendLocalReply implements httpfilter.Stream for an upstream filter
+// (the last one the attempt made, whose DecodeHeaders is running): the
+// reply goes through the connection manager's filters, after the
+// answering filter's own edit of its head (httpfilter.ReplyEncoder), as
+// Envoy's upstream local replies carry the answering filter's
+// modify_headers.
+func (u upstreamStream) SendLocalReply(status int, body string, flags accesslog.ResponseFlags, details string) {
+	u.answer(status, -1, body, flags, details)
+}
+
+// SendGrpcLocalReply implements httpfilter.Stream for an upstream filter
+// (see SendLocalReply).
+func (u upstreamStream) SendGrpcLocalReply(status int, grpcStatus uint32, body string, flags accesslog.ResponseFlags, details string) {
+	u.answer(status, int64(grpcStatus), body, flags, details)
+}
+
+// answer sends the local reply of the upstream filter being decoded; a
+// negative grpcStatus derives it from status.
+func (u upstreamStream) answer(status int, grpcStatus int64, body string, flags accesslog.ResponseFlags, details string) {
+	if n := len(u.upFilters); n > 0 {
+		u.upAnswering = u.upFilters[n-1]
+	}
+	u.localReplyGrpc(status, grpcStatus, body, flags, details)
+	u.upAnswering = nil
+}
+
+// encodeUpstreamReply lets the upstream filter f edit the head of its
+// own local reply (see upstreamStream.SendLocalReply).
+func (s *stream) encodeUpstreamReply(f httpfilter.Filter) {
+	s.upAnswering = nil
+	if e, ok := f.(httpfilter.ReplyEncoder); ok {
+		e.EncodeReplyHeaders(upstreamStream{s})
+	}
 }
 
 // ClearRouteCache implements httpfilter.Stream: nothing, as for Envoy's
@@ -194,7 +258,16 @@ func (f shadowFilterStream) SendGrpcLocalReply(status int, _ uint32, _ string, _
 func (s *stream) decodeShadow(c *httpfilter.UpstreamChain, sh *shadow) bool {
 	fs := shadowFilterStream{stream: s, h: &sh.headers, sh: sh}
 	for i := range c.Filters {
-		if d, ok := c.Filters[i].Config.NewFilter().(httpfilter.Decoder); ok && d.DecodeHeaders(fs) == httpfilter.Stop {
+		f := c.Filters[i].Config.NewFilter()
+		stop := false
+		if d, ok := f.(httpfilter.Decoder); ok {
+			stop = d.DecodeHeaders(fs) == httpfilter.Stop
+		}
+		if d, ok := f.(httpfilter.Destroyer); ok {
+			// The shadow's filters see only its request head.
+			d.OnDestroy()
+		}
+		if stop {
 			if sh.answered == 0 {
 				sh.answered = 500
 			}
@@ -204,16 +277,12 @@ func (s *stream) decodeShadow(c *httpfilter.UpstreamChain, sh *shadow) bool {
 	return sh.answered == 0
 }
 
-// encodeUpstream runs the attempt's upstream chain on the response head
-// it brought back, in reverse order.
+// encodeUpstream runs the attempt's upstream filters on the response
+// head it brought back, in reverse order.
 func (s *stream) encodeUpstream() {
-	c := s.upChain
-	if c == nil {
-		return
-	}
 	us := upstreamStream{s}
-	for i := len(c.Filters) - 1; i >= 0; i-- {
-		if e, ok := c.Filters[i].Config.NewFilter().(httpfilter.Encoder); ok {
+	for i := len(s.upFilters) - 1; i >= 0; i-- {
+		if e, ok := s.upFilters[i].(httpfilter.Encoder); ok {
 			e.EncodeHeaders(us)
 		}
 	}

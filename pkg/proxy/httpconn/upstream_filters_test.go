@@ -287,11 +287,7 @@ func TestUpstreamBufferHedged(t *testing.T) {
 // the first failFirst 503.
 func trailerRecorder(t testing.TB, failFirst int) (*httptest.Server, func() []string) {
 	t.Helper()
-	var (
-		mu   sync.Mutex
-		seen []string
-	)
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return requestRecorder(t, failFirst, func(r *http.Request) string {
 		_, _ = io.Copy(io.Discard, r.Body)
 		var tr []string
 		for k, vs := range r.Trailer {
@@ -300,8 +296,23 @@ func trailerRecorder(t testing.TB, failFirst int) (*httptest.Server, func() []st
 			}
 		}
 		slices.Sort(tr)
+		return r.URL.RequestURI() + " " + strings.Join(tr, ",")
+	})
+}
+
+// requestRecorder is an upstream, HTTP/1.1 and h2c, that keeps what
+// record makes of every request it gets, and answers the first failFirst
+// 503, the others 200.
+func requestRecorder(t testing.TB, failFirst int, record func(*http.Request) string) (*httptest.Server, func() []string) {
+	t.Helper()
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := record(r)
 		mu.Lock()
-		seen = append(seen, r.URL.RequestURI()+" "+strings.Join(tr, ","))
+		seen = append(seen, got)
 		n := len(seen)
 		mu.Unlock()
 		if n <= failFirst {
@@ -309,6 +320,7 @@ func trailerRecorder(t testing.TB, failFirst int) (*httptest.Server, func() []st
 		}
 	}))
 	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetHTTP1(true)
 	srv.Config.Protocols.SetUnencryptedHTTP2(true)
 	srv.Start()
 	t.Cleanup(srv.Close)

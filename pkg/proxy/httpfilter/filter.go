@@ -101,6 +101,9 @@ type Context struct {
 	// Services reaches the configuration's clusters, for the filters
 	// that call a service (ext_authz); nil when the server gives none.
 	Services Services
+	// Upstream reports that the filter is compiled for an upstream
+	// filter chain (see UpstreamCapable): its instances run per attempt.
+	Upstream bool
 	// ServiceCluster is the proxy's own service cluster (the bootstrap's
 	// node.cluster, or --service-cluster), which rate limit descriptors
 	// name as source_cluster.

@@ -29,7 +29,11 @@ const downstreamCategory = "envoy.filters.http"
 
 // UpstreamCapable is implemented by the Factory of a filter that may run
 // in an upstream chain as well (Envoy's dual filters). In an upstream
-// chain a filter edits the request and response heads through its
+// chain each attempt gets filters of its own (NewFilter, once per
+// attempt), which encode that attempt's response and are destroyed
+// (Destroyer) when the attempt ends, however it ends: relayed, answered,
+// failed, retried, timed out, a hedged attempt that lost, or the client
+// gone. A filter edits the request and response heads through its
 // Stream, may buffer the request body (BufferRequestBody: the attempt's
 // copy, read again for each attempt) and may answer the request
 // (SendLocalReply, then Stop: the attempt ends, its reply goes
@@ -42,6 +46,16 @@ type UpstreamCapable interface {
 	Factory
 	// UpstreamCapable marks the factory.
 	UpstreamCapable()
+}
+
+// ReplyEncoder is an upstream filter that edits the head of its own local
+// reply (Envoy's modify_headers of sendLocalReply, which an upstream
+// filter's reply carries downstream): the reply does not go through the
+// upstream chain's encoders, only through this edit and the connection
+// manager's filters.
+type ReplyEncoder interface {
+	// EncodeReplyHeaders edits s.ResponseHeaders of the filter's reply.
+	EncodeReplyHeaders(s Stream)
 }
 
 // UpstreamCodec is implemented by the configuration of upstream_codec,
@@ -93,7 +107,14 @@ func CompileUpstream(field string, filters []*hcmv3.HttpFilter, ctx Context) (*U
 		}
 		fctx := ctx
 		fctx.Name = f.GetName()
+		fctx.Upstream = true
 		cfg, err := factory.Compile(msg, fctx)
+		if errors.Is(err, ErrNoStats) && ctx.Stats == nil {
+			// A cluster's chain: the filters that keep stats or call
+			// services run only in the router's.
+			errs = append(errs, fmt.Errorf("%s.typed_config: filter %q is not supported by Outrigger in a cluster's http_filters (only in the router's upstream_http_filters)", path, f.GetName()))
+			continue
+		}
 		if err != nil {
 			errs = append(errs, PrefixErrors(path+".typed_config.", err))
 			continue
@@ -137,7 +158,7 @@ func resolveUpstream(f *hcmv3.HttpFilter, reg *extension.Registry, byName bool) 
 	}
 	factory, ok := ext.Factory.(UpstreamCapable)
 	if !ok {
-		return nil, nil, fmt.Errorf("typed_config: filter %q cannot run as an upstream HTTP filter in Outrigger (upstream filters: envoy.filters.http.buffer and envoy.filters.http.header_mutation, then envoy.filters.http.upstream_codec)", ext.Name)
+		return nil, nil, fmt.Errorf("typed_config: filter %q cannot run as an upstream HTTP filter in Outrigger (upstream filters: envoy.filters.http.buffer, envoy.filters.http.ext_proc, envoy.filters.http.header_mutation and envoy.filters.http.lua, then envoy.filters.http.upstream_codec)", ext.Name)
 	}
 	return factory, msg, nil
 }

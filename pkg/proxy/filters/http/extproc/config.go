@@ -31,6 +31,8 @@ type config struct {
 	// name is the name the filter is configured with, the key of its
 	// per-route configuration.
 	name string
+	// upstream: the filter runs in an upstream chain, per attempt.
+	upstream bool
 	// svc is the grpc_service's channel; services holds the channels of
 	// the per-route grpc_service overrides, opened on first use.
 	svc      *service
@@ -88,7 +90,7 @@ func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, e
 		return nil, err
 	}
 	if ctx.Stats == nil {
-		return nil, errors.New("no stat store")
+		return nil, httpfilter.ErrNoStats
 	}
 	reqAttrs, err := compileAttributes(p.GetRequestAttributes(), "request_attributes")
 	if err != nil {
@@ -106,6 +108,7 @@ func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, e
 	}
 	c := &config{
 		name:              ctx.Name,
+		upstream:          ctx.Upstream,
 		failureModeAllow:  p.GetFailureModeAllow(),
 		messageTimeout:    defaultMessageTimeout,
 		allowModeOverride: p.GetAllowModeOverride(),

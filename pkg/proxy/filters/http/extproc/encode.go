@@ -10,6 +10,24 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 )
 
+// EncodeReplyHeaders implements httpfilter.ReplyEncoder: upstream, the
+// filter's own reply gets the processor's headers.
+func (f *filter) EncodeReplyHeaders(s httpfilter.Stream) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.applyReplyHeaders(s)
+}
+
+// applyReplyHeaders puts the processor's headers (immediate_response's)
+// on the filter's own reply. As Envoy, a failed mutation is only logged.
+func (f *filter) applyReplyHeaders(s httpfilter.Stream) {
+	if f.replied && f.replyHeaders != nil {
+		if err := applyHeaderMutation(f.replyHeaders, head{h: s.ResponseHeaders(), s: s, response: true}, f.c.rules, f.c.stats.rejectedMutations); err != nil {
+			f.c.log.V(1).Info("ext_proc immediate response headers", "error", err.Error())
+		}
+	}
+}
+
 // EncodeHeaders implements httpfilter.Encoder: the filter's own reply
 // gets the processor's headers; otherwise the response headers go to the
 // processor and come back mutated, and the response body is set to go
@@ -18,13 +36,7 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.replied {
-		if f.replyHeaders != nil {
-			// As Envoy, a failed mutation of the reply's headers is
-			// only logged.
-			if err := applyHeaderMutation(f.replyHeaders, head{h: s.ResponseHeaders(), s: s, response: true}, f.c.rules, f.c.stats.rejectedMutations); err != nil {
-				f.c.log.V(1).Info("ext_proc immediate response headers", "error", err.Error())
-			}
-		}
+		f.applyReplyHeaders(s)
 		return httpfilter.Continue
 	}
 	f.s = s

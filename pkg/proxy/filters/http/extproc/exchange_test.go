@@ -197,3 +197,33 @@ func TestExchangeOutcomes(t *testing.T) {
 		})
 	}
 }
+
+// TestUpstreamClearRouteCacheIgnored checks that an upstream instance
+// clears no route (its request was routed already), and counts the
+// answers that asked, as Envoy's clear_route_cache_upstream_ignored.
+func TestUpstreamClearRouteCacheIgnored(t *testing.T) {
+	c, store := startScripted(t, func(srv extprocsvc.ExternalProcessor_ProcessServer) error {
+		if _, err := srv.Recv(); err != nil {
+			return err
+		}
+		return srv.Send(headersAnswer(&extprocsvc.CommonResponse{ClearRouteCache: true, HeaderMutation: &extprocsvc.HeaderMutation{
+			SetHeaders: []*corev3.HeaderValueOption{{Header: &corev3.HeaderValue{Key: "x-b", RawValue: []byte("w")}}},
+		}}))
+	}, nil)
+	c.upstream = true
+	s, st := decode(c)
+	if st != httpfilter.Continue || s.Reply != nil {
+		t.Fatalf("status %v reply %+v, want Continue", st, s.Reply)
+	}
+	if v, _ := s.ReqHeaders.Get("x-b"); v != "w" {
+		t.Errorf("x-b %q, want the processor's mutation applied", v)
+	}
+	if s.RouteCleared != 0 {
+		t.Errorf("the route was cleared %d times, want none upstream", s.RouteCleared)
+	}
+	for name, want := range map[string]uint64{"clear_route_cache_upstream_ignored": 1, "clear_route_cache_ignored": 0} {
+		if got := store.Counter("http.in.ext_proc." + name).Value(); got != want {
+			t.Errorf("%s = %d, want %d", name, got, want)
+		}
+	}
+}

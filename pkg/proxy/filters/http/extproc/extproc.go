@@ -13,12 +13,20 @@
 // on unprocessed. Header mutations go through mutation_rules as Envoy's
 // HeaderMutationRules checker decides.
 //
+// It may run as an upstream filter too (the router's
+// upstream_http_filters), as Envoy's dual factory allows: each attempt
+// then opens its own stream, closed when the attempt ends (retried,
+// hedged and lost, reset), and the processor sees the request as it goes
+// upstream and the response of the attempt.
+//
 // Its stats are Envoy's: http.<stat_prefix>.ext_proc.[<filter
 // stat_prefix>.]{streams_started,stream_msgs_sent,stream_msgs_received,
 // spurious_msgs_received,streams_closed,streams_failed,
 // failure_mode_allowed,message_timeouts,rejected_header_mutations,
 // override_message_timeout_received,override_message_timeout_ignored,
-// clear_route_cache_ignored,clear_route_cache_disabled}.
+// clear_route_cache_ignored,clear_route_cache_disabled}; upstream, the
+// router's filters' are ext_proc.[<filter stat_prefix>.]*, as Envoy
+// keeps them under its server scope.
 package extproc
 
 import (
@@ -37,8 +45,9 @@ const Name = "proxy.filters.http.ext_proc"
 type Factory struct{}
 
 var (
-	_ httpfilter.Factory      = Factory{}
-	_ httpfilter.RouteFactory = Factory{}
+	_ httpfilter.Factory         = Factory{}
+	_ httpfilter.RouteFactory    = Factory{}
+	_ httpfilter.UpstreamCapable = Factory{}
 )
 
 // Compile implements httpfilter.Factory. Errors name the field path below
@@ -50,6 +59,10 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 	}
 	return compile(p, ctx)
 }
+
+// UpstreamCapable implements httpfilter.UpstreamCapable: ext_proc is one
+// of Envoy's dual filters.
+func (Factory) UpstreamCapable() {}
 
 // CompileRoute implements httpfilter.RouteFactory: an ExtProcPerRoute.
 func (Factory) CompileRoute(config proto.Message, ctx httpfilter.Context) (httpfilter.RouteConfig, error) {

@@ -216,6 +216,14 @@ func (f *filter) sendReply(s httpfilter.Stream, rep *reply) httpfilter.Status {
 // the route.
 func (f *filter) clearRouteCache(s httpfilter.Stream, cr *extprocsvc.CommonResponse) {
 	c := f.c
+	if c.upstream {
+		// An upstream filter's request was routed already: as Envoy's,
+		// it clears nothing and counts the answers that asked.
+		if cr.GetClearRouteCache() {
+			c.stats.clearRouteCacheUpstreamIgnored.Inc()
+		}
+		return
+	}
 	if cr.GetHeaderMutation() == nil {
 		if cr.GetClearRouteCache() {
 			c.stats.clearRouteCacheIgnored.Inc()

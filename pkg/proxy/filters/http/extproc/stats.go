@@ -9,7 +9,7 @@ type filterStats struct {
 	streamsClosed, streamsFailed, failureModeAllowed, msgTimeouts *stats.Counter
 	rejectedMutations, overrideTimeoutReceived                    *stats.Counter
 	overrideTimeoutIgnored, clearRouteCacheIgnored                *stats.Counter
-	clearRouteCacheDisabled                                       *stats.Counter
+	clearRouteCacheDisabled, clearRouteCacheUpstreamIgnored       *stats.Counter
 }
 
 // newFilterStats makes the counters under prefix.
@@ -28,5 +28,7 @@ func newFilterStats(store *stats.Store, prefix string) filterStats {
 		overrideTimeoutIgnored:  store.Counter(prefix + "override_message_timeout_ignored"),
 		clearRouteCacheIgnored:  store.Counter(prefix + "clear_route_cache_ignored"),
 		clearRouteCacheDisabled: store.Counter(prefix + "clear_route_cache_disabled"),
+		// Upstream, no route is cleared (see clearRouteCache).
+		clearRouteCacheUpstreamIgnored: store.Counter(prefix + "clear_route_cache_upstream_ignored"),
 	}
 }

@@ -91,6 +91,14 @@ func (f *streamFilter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	}
 }
 
+// EncodeReplyHeaders implements httpfilter.ReplyEncoder: upstream, a
+// respond() reply gets its headers, and no response script runs on it.
+func (f *streamFilter) EncodeReplyHeaders(s httpfilter.Stream) {
+	if r := f.reply; r != nil && !r.applied {
+		r.apply(s.ResponseHeaders())
+	}
+}
+
 // EncodeHeaders implements httpfilter.Encoder: the headers of a
 // respond() reply, then envoy_on_response. A script that may ask for the
 // response body runs in a goroutine of its own when there is a body:

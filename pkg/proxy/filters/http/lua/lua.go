@@ -11,6 +11,15 @@
 // http.<stat_prefix>.lua.<filter stat_prefix>.errors; one that runs past
 // its time budget is stopped, answered the same way, and its state thrown
 // away.
+//
+// It may run as an upstream filter too (the router's
+// upstream_http_filters), as Envoy's dual factory allows: its scripts then
+// run on each attempt, on the request as it goes upstream and on the
+// response the attempt brings back, with a filter of the attempt's own,
+// whose waits for bodies end with the attempt; clearing the route cache
+// does nothing there, as the request was routed already. Its errors count
+// in lua.<filter stat_prefix>.errors, under the server's scope as Envoy
+// keeps the router's upstream filters' stats.
 package lua
 
 import (
@@ -48,9 +57,14 @@ const maxBody = 1 << 20
 type Factory struct{}
 
 var (
-	_ httpfilter.Factory      = Factory{}
-	_ httpfilter.RouteFactory = Factory{}
+	_ httpfilter.Factory         = Factory{}
+	_ httpfilter.RouteFactory    = Factory{}
+	_ httpfilter.UpstreamCapable = Factory{}
 )
+
+// UpstreamCapable implements httpfilter.UpstreamCapable: Lua is one of
+// Envoy's dual filters.
+func (Factory) UpstreamCapable() {}
 
 // filterConfig is a compiled Lua filter. It keeps no state per request
 // (a stream's scripts are found again from its route), so it is its own
@@ -86,7 +100,7 @@ func (Factory) Compile(m proto.Message, ctx httpfilter.Context) (httpfilter.Conf
 		return nil, errors.New("not a Lua configuration")
 	}
 	if ctx.Stats == nil {
-		return nil, errors.New("no stat store")
+		return nil, httpfilter.ErrNoStats
 	}
 	switch {
 	case len(p.GetPackageCpaths()) > 0:

@@ -27,7 +27,13 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 	if !ok {
 		return nil, errors.New("not a Router configuration")
 	}
-	upstream, err := httpfilter.CompileUpstream("upstream_http_filters", cfg.GetUpstreamHttpFilters(), ctx)
+	// The router's upstream filters keep their stats under the root
+	// scope, not the connection manager's: Envoy gives them the prefix
+	// of the router's factory context scope, which is the server's
+	// ("ext_proc.<stat_prefix>.streams_started").
+	uctx := ctx
+	uctx.StatPrefix = ""
+	upstream, err := httpfilter.CompileUpstream("upstream_http_filters", cfg.GetUpstreamHttpFilters(), uctx)
 	if err != nil {
 		return nil, err
 	}
