@@ -380,6 +380,6 @@ var _ = Describe("The gzip compressor with zlib's window and memory level", func
 		Expect(r.Header.Get("Content-Encoding")).To(Equal("gzip"))
 		Expect(decodeBody("gzip", []byte(r.Body))).To(Equal(body))
 		Expect(len(r.Body)).To(BeNumerically(">", len(body)/5), "%d bytes out of %d: matches reached past the window", len(r.Body), len(body))
-		Expect(httpStat(sc, "http.ingress_http.compressor.text_optimized.gzip.compressed")).To(Equal("2"))
+		Expect(httpStat(sc, "http.ingress_http.compressor.text_optimized.gzip.response.compressed")).To(Equal("2"))
 	})
 })
