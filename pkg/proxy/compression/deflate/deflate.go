@@ -320,23 +320,26 @@ func (e *Encoder) longestMatch(curMatch int) int {
 	}
 	// The match finder reads up to maxMatch bytes past scan, which
 	// fillWindow keeps inside the window.
-	cur := win[scan : scan+maxMatch]
-	s01 := binary.LittleEndian.Uint16(cur)
-	scanEnd := binary.LittleEndian.Uint16(win[scan+bestLen-1:])
+	cur := win[scan : scan+maxMatch+1]
+	s0, s1 := cur[0], cur[1]
+	scanEnd1, scanEnd := cur[bestLen-1], cur[bestLen]
+	prev, wmask := e.prev, e.wMask
 	for {
-		m := win[curMatch : curMatch+maxMatch]
-		if binary.LittleEndian.Uint16(win[curMatch+bestLen-1:]) == scanEnd && binary.LittleEndian.Uint16(m) == s01 {
-			n := matchLen(cur, m)
+		// A candidate must match the current best's last two bytes
+		// and the first two; only then compare the rest.
+		if i := curMatch + bestLen; i < len(win) && win[i] == scanEnd && win[i-1] == scanEnd1 &&
+			win[curMatch] == s0 && win[curMatch+1] == s1 {
+			n := matchLen(cur, win[curMatch:curMatch+maxMatch])
 			if n > bestLen {
 				e.matchStart = curMatch
 				bestLen = n
 				if n >= nice {
 					break
 				}
-				scanEnd = binary.LittleEndian.Uint16(win[scan+bestLen-1:])
+				scanEnd1, scanEnd = cur[bestLen-1], cur[bestLen]
 			}
 		}
-		curMatch = int(e.prev[curMatch&e.wMask])
+		curMatch = int(prev[curMatch&wmask])
 		chain--
 		if curMatch <= limit || chain == 0 {
 			break
