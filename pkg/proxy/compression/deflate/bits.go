@@ -30,22 +30,9 @@ func (b *bitWriter) windup() {
 
 // sendTree sends t's code lengths with the code-length code.
 func (h *huffman) sendTree(b *bitWriter, t *tree, maxCode int) {
-	prevLen := -1
-	nextLen := int(t.len[0])
-	count := 0
-	maxCount, minCount := 7, 4
-	if nextLen == 0 {
-		maxCount, minCount = 138, 3
-	}
 	bl := &h.bltree
 	code := func(c int) { b.send(bl.code[c], uint(bl.len[c])) }
-	for n := 0; n <= maxCode; n++ {
-		curLen := nextLen
-		nextLen = int(t.len[n+1])
-		count++
-		if count < maxCount && curLen == nextLen {
-			continue
-		}
+	forEachRun(t.len, maxCode, func(curLen, count, prevLen, minCount int) {
 		switch {
 		case count < minCount:
 			for ; count > 0; count-- {
@@ -65,17 +52,7 @@ func (h *huffman) sendTree(b *bitWriter, t *tree, maxCode int) {
 			code(repz11to138)
 			b.send(uint16(count-11), 7)
 		}
-		count = 0
-		prevLen = curLen
-		switch {
-		case nextLen == 0:
-			maxCount, minCount = 138, 3
-		case curLen == nextLen:
-			maxCount, minCount = 6, 3
-		default:
-			maxCount, minCount = 7, 4
-		}
-	}
+	})
 }
 
 // sendAllTrees sends a dynamic block's header after its type bits.

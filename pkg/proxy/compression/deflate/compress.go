@@ -40,22 +40,37 @@ func (e *Encoder) deflateStored(flush int) blockState {
 	return blockDone
 }
 
+// nextString keeps enough lookahead for a match and the insertion
+// after it, then inserts the string at strStart and returns its hash
+// chain's previous head. The state is needMore without a flush while
+// the lookahead is short, blockDone once the input is used up, and
+// goOn otherwise.
+func (e *Encoder) nextString(flush int) (int, blockState) {
+	if e.lookahead < minLookahead {
+		e.fillWindow()
+		if e.lookahead < minLookahead && flush == noFlush {
+			return 0, needMore
+		}
+		if e.lookahead == 0 {
+			return 0, blockDone
+		}
+	}
+	if e.lookahead < minMatch {
+		return 0, goOn
+	}
+	return e.insertString(e.strStart), goOn
+}
+
 // deflateFast takes the longest match at each position, with no lazy
 // evaluation, and inserts only short matches' strings (levels 1-3).
 func (e *Encoder) deflateFast(flush int) blockState {
 	for {
-		if e.lookahead < minLookahead {
-			e.fillWindow()
-			if e.lookahead < minLookahead && flush == noFlush {
-				return needMore
-			}
-			if e.lookahead == 0 {
-				break
-			}
+		hashHead, st := e.nextString(flush)
+		if st == needMore {
+			return needMore
 		}
-		hashHead := 0
-		if e.lookahead >= minMatch {
-			hashHead = e.insertString(e.strStart)
+		if st == blockDone {
+			break
 		}
 		if hashHead != 0 && e.strStart-hashHead <= e.maxDist() {
 			e.matchLength = e.longestMatch(hashHead)
@@ -93,18 +108,12 @@ func (e *Encoder) deflateFast(flush int) blockState {
 // one (lazy evaluation, levels 4-9).
 func (e *Encoder) deflateSlow(flush int) blockState {
 	for {
-		if e.lookahead < minLookahead {
-			e.fillWindow()
-			if e.lookahead < minLookahead && flush == noFlush {
-				return needMore
-			}
-			if e.lookahead == 0 {
-				break
-			}
+		hashHead, st := e.nextString(flush)
+		if st == needMore {
+			return needMore
 		}
-		hashHead := 0
-		if e.lookahead >= minMatch {
-			hashHead = e.insertString(e.strStart)
+		if st == blockDone {
+			break
 		}
 		e.prevLength, e.prevMatch = e.matchLength, e.matchStart
 		e.matchLength = minMatch - 1

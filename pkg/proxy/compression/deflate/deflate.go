@@ -41,6 +41,8 @@ const (
 	needMore blockState = iota
 	blockDone
 	finishDone
+	// goOn is nextString's "a string is ready": the loop continues.
+	goOn
 )
 
 // Encoder is a raw deflate encoder. Compressed bytes accumulate in its

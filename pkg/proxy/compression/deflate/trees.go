@@ -333,24 +333,45 @@ func (h *huffman) genBitLen(t *tree) {
 	}
 }
 
-// scanTree counts the code-length codes that will send t's lengths.
-func (h *huffman) scanTree(t *tree, maxCode int) {
+// forEachRun walks the code lengths lens[0..maxCode] in runs as the
+// code-length code sends them (runs of at most 138 zeros or 6 repeats
+// of a length, cut where zlib cuts them), calling fn with each run's
+// length, count, the previous run's length and the shortest count worth
+// a repeat code. lens[maxCode+1] is overwritten with a guard.
+func forEachRun(lens []uint16, maxCode int, fn func(curLen, count, prevLen, minCount int)) {
 	prevLen := -1
-	nextLen := int(t.len[0])
+	nextLen := int(lens[0])
 	count := 0
 	maxCount, minCount := 7, 4
 	if nextLen == 0 {
 		maxCount, minCount = 138, 3
 	}
-	t.len[maxCode+1] = 0xffff // guard
-	bl := h.bltree.freq
+	lens[maxCode+1] = 0xffff // guard
 	for n := 0; n <= maxCode; n++ {
 		curLen := nextLen
-		nextLen = int(t.len[n+1])
+		nextLen = int(lens[n+1])
 		count++
 		if count < maxCount && curLen == nextLen {
 			continue
 		}
+		fn(curLen, count, prevLen, minCount)
+		count = 0
+		prevLen = curLen
+		switch {
+		case nextLen == 0:
+			maxCount, minCount = 138, 3
+		case curLen == nextLen:
+			maxCount, minCount = 6, 3
+		default:
+			maxCount, minCount = 7, 4
+		}
+	}
+}
+
+// scanTree counts the code-length codes that will send t's lengths.
+func (h *huffman) scanTree(t *tree, maxCode int) {
+	bl := h.bltree.freq
+	forEachRun(t.len, maxCode, func(curLen, count, prevLen, minCount int) {
 		switch {
 		case count < minCount:
 			bl[curLen] += uint16(count)
@@ -364,17 +385,7 @@ func (h *huffman) scanTree(t *tree, maxCode int) {
 		default:
 			bl[repz11to138]++
 		}
-		count = 0
-		prevLen = curLen
-		switch {
-		case nextLen == 0:
-			maxCount, minCount = 138, 3
-		case curLen == nextLen:
-			maxCount, minCount = 6, 3
-		default:
-			maxCount, minCount = 7, 4
-		}
-	}
+	})
 }
 
 // buildBLTree builds the code-length tree and returns the index in
