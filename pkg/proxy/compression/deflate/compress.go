@@ -61,9 +61,10 @@ func (e *Encoder) nextString(flush int) (int, blockState) {
 	return e.insertString(e.strStart), goOn
 }
 
-// deflateFast takes the longest match at each position, with no lazy
-// evaluation, and inserts only short matches' strings (levels 1-3).
-func (e *Encoder) deflateFast(flush int) blockState {
+// deflateHashed runs the hash-chain match finders, deflate_fast (lazy
+// false, levels 1-3) and deflate_slow (lazy, levels 4-9), one string
+// at a time.
+func (e *Encoder) deflateHashed(flush int, lazy bool) blockState {
 	for {
 		hashHead, st := e.nextString(flush)
 		if st == needMore {
@@ -72,95 +73,94 @@ func (e *Encoder) deflateFast(flush int) blockState {
 		if st == blockDone {
 			break
 		}
-		if hashHead != 0 && e.strStart-hashHead <= e.maxDist() {
-			e.matchLength = e.longestMatch(hashHead)
-		}
-		var full bool
-		if e.matchLength >= minMatch {
-			full = e.tallyDist(e.strStart-e.matchStart, e.matchLength-minMatch)
-			e.lookahead -= e.matchLength
-			if e.matchLength <= e.maxLazy && e.lookahead >= minMatch {
-				// The string at strStart is in the table already.
-				for e.matchLength--; e.matchLength != 0; e.matchLength-- {
-					e.strStart++
-					e.insertString(e.strStart)
-				}
-				e.strStart++
-			} else {
-				e.strStart += e.matchLength
-				e.matchLength = 0
-				e.insH = int(e.window[e.strStart])
-				e.insH = e.updateHash(e.insH, e.window[e.strStart+1])
-			}
+		if lazy {
+			e.slowStep(hashHead)
 		} else {
-			full = e.tallyLit(e.window[e.strStart])
-			e.lookahead--
-			e.strStart++
-		}
-		if full {
-			e.flushBlock(false)
+			e.fastStep(hashHead)
 		}
 	}
-	return e.endInput(flush, min(e.strStart, minMatch-1))
-}
-
-// deflateSlow adopts a match only if the next position has no longer
-// one (lazy evaluation, levels 4-9).
-func (e *Encoder) deflateSlow(flush int) blockState {
-	for {
-		hashHead, st := e.nextString(flush)
-		if st == needMore {
-			return needMore
-		}
-		if st == blockDone {
-			break
-		}
-		e.prevLength, e.prevMatch = e.matchLength, e.matchStart
-		e.matchLength = minMatch - 1
-		if hashHead != 0 && e.prevLength < e.maxLazy && e.strStart-hashHead <= e.maxDist() {
-			e.matchLength = e.longestMatch(hashHead)
-			if e.matchLength <= 5 && (e.strategy == Filtered ||
-				(e.matchLength == minMatch && e.strStart-e.matchStart > tooFar)) {
-				e.matchLength = minMatch - 1
-			}
-		}
-		switch {
-		case e.prevLength >= minMatch && e.matchLength <= e.prevLength:
-			// The previous match is at least as good: take it.
-			maxInsert := e.strStart + e.lookahead - minMatch
-			full := e.tallyDist(e.strStart-1-e.prevMatch, e.prevLength-minMatch)
-			e.lookahead -= e.prevLength - 1
-			for e.prevLength -= 2; e.prevLength != 0; e.prevLength-- {
-				e.strStart++
-				if e.strStart <= maxInsert {
-					e.insertString(e.strStart)
-				}
-			}
-			e.matchAvailable = false
-			e.matchLength = minMatch - 1
-			e.strStart++
-			if full {
-				e.flushBlock(false)
-			}
-		case e.matchAvailable:
-			// The previous position gets a literal: this match is
-			// longer, or there was none.
-			if e.tallyLit(e.window[e.strStart-1]) {
-				e.flushBlock(false)
-			}
-			e.strStart++
-			e.lookahead--
-		default:
-			e.matchAvailable = true
-			e.strStart++
-			e.lookahead--
-		}
-	}
+	// The lazy finder's last position, still waiting for a decision.
 	if e.matchAvailable {
 		e.tallyLit(e.window[e.strStart-1])
 		e.matchAvailable = false
 	}
 	return e.endInput(flush, min(e.strStart, minMatch-1))
+}
+
+// fastStep takes the longest match at strStart, with no lazy
+// evaluation, and inserts only short matches' strings.
+func (e *Encoder) fastStep(hashHead int) {
+	if hashHead != 0 && e.strStart-hashHead <= e.maxDist() {
+		e.matchLength = e.longestMatch(hashHead)
+	}
+	var full bool
+	if e.matchLength >= minMatch {
+		full = e.tallyDist(e.strStart-e.matchStart, e.matchLength-minMatch)
+		e.lookahead -= e.matchLength
+		if e.matchLength <= e.maxLazy && e.lookahead >= minMatch {
+			// The string at strStart is in the table already.
+			for e.matchLength--; e.matchLength != 0; e.matchLength-- {
+				e.strStart++
+				e.insertString(e.strStart)
+			}
+			e.strStart++
+		} else {
+			e.strStart += e.matchLength
+			e.matchLength = 0
+			e.insH = int(e.window[e.strStart])
+			e.insH = e.updateHash(e.insH, e.window[e.strStart+1])
+		}
+	} else {
+		full = e.literal()
+	}
+	if full {
+		e.flushBlock(false)
+	}
+}
+
+// slowStep adopts the previous position's match only if strStart has
+// no longer one (lazy evaluation).
+func (e *Encoder) slowStep(hashHead int) {
+	e.prevLength, e.prevMatch = e.matchLength, e.matchStart
+	e.matchLength = minMatch - 1
+	if hashHead != 0 && e.prevLength < e.maxLazy && e.strStart-hashHead <= e.maxDist() {
+		e.matchLength = e.longestMatch(hashHead)
+		if e.matchLength <= 5 && (e.strategy == Filtered ||
+			(e.matchLength == minMatch && e.strStart-e.matchStart > tooFar)) {
+			e.matchLength = minMatch - 1
+		}
+	}
+	switch {
+	case e.prevLength >= minMatch && e.matchLength <= e.prevLength:
+		// The previous match is at least as good: take it.
+		maxInsert := e.strStart + e.lookahead - minMatch
+		full := e.tallyDist(e.strStart-1-e.prevMatch, e.prevLength-minMatch)
+		e.lookahead -= e.prevLength - 1
+		for e.prevLength -= 2; e.prevLength != 0; e.prevLength-- {
+			e.strStart++
+			if e.strStart <= maxInsert {
+				e.insertString(e.strStart)
+			}
+		}
+		e.matchAvailable = false
+		e.matchLength = minMatch - 1
+		e.strStart++
+		if full {
+			e.flushBlock(false)
+		}
+	case e.matchAvailable:
+		// The previous position gets a literal: this match is
+		// longer, or there was none.
+		if e.tallyLit(e.window[e.strStart-1]) {
+			e.flushBlock(false)
+		}
+		e.strStart++
+		e.lookahead--
+	default:
+		e.matchAvailable = true
+		e.strStart++
+		e.lookahead--
+	}
 }
 
 // deflateRLE finds runs of the previous byte: matches at distance 1.
@@ -194,9 +194,7 @@ func (e *Encoder) deflateRLE(flush int) blockState {
 			e.strStart += e.matchLength
 			e.matchLength = 0
 		} else {
-			full = e.tallyLit(e.window[e.strStart])
-			e.lookahead--
-			e.strStart++
+			full = e.literal()
 		}
 		if full {
 			e.flushBlock(false)
@@ -218,12 +216,19 @@ func (e *Encoder) deflateHuff(flush int) blockState {
 			}
 		}
 		e.matchLength = 0
-		full := e.tallyLit(e.window[e.strStart])
-		e.lookahead--
-		e.strStart++
+		full := e.literal()
 		if full {
 			e.flushBlock(false)
 		}
 	}
 	return e.endInput(flush, 0)
+}
+
+// literal emits the byte at strStart as a literal and moves past it; it
+// reports a full symbol buffer.
+func (e *Encoder) literal() bool {
+	full := e.tallyLit(e.window[e.strStart])
+	e.lookahead--
+	e.strStart++
+	return full
 }

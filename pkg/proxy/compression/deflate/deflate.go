@@ -185,10 +185,8 @@ func (e *Encoder) deflate(flush int) {
 		bs = e.deflateHuff(flush)
 	case e.strategy == RLE:
 		bs = e.deflateRLE(flush)
-	case e.cfg.fn == funcFast:
-		bs = e.deflateFast(flush)
 	default:
-		bs = e.deflateSlow(flush)
+		bs = e.deflateHashed(flush, e.cfg.fn == funcSlow)
 	}
 	switch {
 	case bs == finishDone:
