@@ -85,8 +85,8 @@ func (Compressor) CompileCompressor(config proto.Message) (compression.Compresso
 	if cs := g.GetChunkSize(); cs != nil {
 		c.chunk = int(cs.GetValue())
 	}
-	if _, err := deflate.NewEncoder(o); err != nil {
-		return nil, err
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("compression_level: %w", err)
 	}
 	c.pool.New = func() any {
 		wc := &compression.WriterCompressor{OnRelease: c.release}

@@ -192,3 +192,18 @@ func TestZlibParameters(t *testing.T) {
 		}
 	}
 }
+
+// TestCompressorRefused checks the values outside zlib's ranges, which
+// the proto's validation also refuses, at the library's own door.
+func TestCompressorRefused(t *testing.T) {
+	for field, g := range map[string]*gzipcv3.Gzip{
+		"compression_level":    {CompressionLevel: 10},
+		"window_bits":          {WindowBits: wrapperspb.UInt32(8)},
+		"memory_level":         {MemoryLevel: wrapperspb.UInt32(10)},
+		"compression_strategy": {CompressionStrategy: 5},
+	} {
+		if _, err := (Compressor{}).CompileCompressor(g); err == nil || !strings.HasPrefix(err.Error(), field+": ") {
+			t.Errorf("%s: %v", field, err)
+		}
+	}
+}
