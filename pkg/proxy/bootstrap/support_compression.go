@@ -54,11 +54,11 @@ var supportedCompression = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.compression.brotli.decompressor.v3.Brotli.chunk_size":                       {},
 	"envoy.extensions.compression.zstd.decompressor.v3.Zstd.chunk_size":                           {},
 
-	// envoy.compression.gzip.compressor: memory_level and window_bits
-	// other than 15 are refused by the library's Compile.
+	// envoy.compression.gzip.compressor: every field, with zlib's
+	// meaning (pkg/proxy/compression/deflate).
 	"envoy.extensions.compression.gzip.compressor.v3.Gzip.memory_level":         {},
 	"envoy.extensions.compression.gzip.compressor.v3.Gzip.compression_level":    {},
-	"envoy.extensions.compression.gzip.compressor.v3.Gzip.compression_strategy": {values: []string{"DEFAULT_STRATEGY", "HUFFMAN_ONLY"}},
+	"envoy.extensions.compression.gzip.compressor.v3.Gzip.compression_strategy": {},
 	"envoy.extensions.compression.gzip.compressor.v3.Gzip.window_bits":          {},
 	"envoy.extensions.compression.gzip.compressor.v3.Gzip.chunk_size":           {},
 	// envoy.compression.brotli.compressor: input_block_bits other than 24

@@ -1,7 +1,9 @@
 // Package gzip is the gzip compression library
 // (envoy.compression.gzip.compressor and
-// envoy.compression.gzip.decompressor), on klauspost/compress's deflate,
-// which produces the same format as zlib and is faster than Go's own.
+// envoy.compression.gzip.decompressor). The compressor is the deflate
+// package's encoder, which has zlib's parameters (window, memory level,
+// strategies) and produces zlib's output for them; the decompressor
+// is klauspost/compress's inflate.
 package gzip
 
 import (
@@ -16,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/compression"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/compression/deflate"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -29,8 +32,12 @@ const (
 const (
 	defaultChunkSize       = 4096
 	defaultMaxInflateRatio = 100
-	// goWindowBits is the window of Go's deflate: 32 KiB, zlib's largest.
+	// goWindowBits is the window of Go's inflate: 32 KiB, zlib's largest.
 	goWindowBits = 15
+	// Envoy's compressor defaults: a 4 KiB window and memory level 5
+	// (zlib's own are 15 and 8).
+	defaultWindowBits  = 12
+	defaultMemoryLevel = 5
 )
 
 // Compressor is the compressor library's factory.
@@ -38,46 +45,54 @@ type Compressor struct{}
 
 var _ compression.CompressorFactory = Compressor{}
 
-// CompileCompressor implements compression.CompressorFactory.
-// compression_strategy's FILTERED, RLE and FIXED, memory_level, and a
-// window_bits below 15 are zlib's tuning, which Go's deflate does not
-// have: they are refused rather than ignored (the support table refuses
-// the strategies).
+// CompileCompressor implements compression.CompressorFactory. Every
+// field has zlib's meaning; the proto's validation already bounds
+// memory_level (1-9) and window_bits (9-15).
 func (Compressor) CompileCompressor(config proto.Message) (compression.CompressorConfig, error) {
 	g, ok := config.(*gzipcv3.Gzip)
 	if !ok {
 		return nil, errors.New("not a Gzip compressor configuration")
 	}
-	var errs []error
-	level := int(g.GetCompressionLevel())
-	if level == int(gzipcv3.Gzip_DEFAULT_COMPRESSION) {
-		// zlib's Z_DEFAULT_COMPRESSION.
-		level = 6
+	o := deflate.Options{
+		Level:      int(g.GetCompressionLevel()),
+		WindowBits: defaultWindowBits,
+		MemLevel:   defaultMemoryLevel,
+		Strategy:   deflate.Strategy(g.GetCompressionStrategy()),
 	}
-	switch g.GetCompressionStrategy() {
-	case gzipcv3.Gzip_DEFAULT_STRATEGY:
-	case gzipcv3.Gzip_HUFFMAN_ONLY:
-		level = kgzip.HuffmanOnly
-	default:
-		errs = append(errs, fmt.Errorf("compression_strategy: %s has no equivalent in Outrigger's deflate (supported: DEFAULT_STRATEGY, HUFFMAN_ONLY)", g.GetCompressionStrategy()))
+	if o.Level == int(gzipcv3.Gzip_DEFAULT_COMPRESSION) {
+		o.Level = deflate.DefaultLevel
+	}
+	if wb := g.GetWindowBits(); wb != nil {
+		o.WindowBits = int(wb.GetValue())
 	}
 	if ml := g.GetMemoryLevel(); ml != nil {
-		errs = append(errs, errors.New("memory_level: zlib's memory level has no equivalent in Outrigger's deflate, which sizes its state itself"))
+		o.MemLevel = int(ml.GetValue())
 	}
-	if wb := g.GetWindowBits(); wb != nil && wb.GetValue() != goWindowBits {
-		errs = append(errs, fmt.Errorf("window_bits: %d is not supported by Outrigger, whose deflate always uses a 32 KiB window (window_bits 15)", wb.GetValue()))
+	var errs []error
+	if o.WindowBits < 9 || o.WindowBits > 15 {
+		errs = append(errs, fmt.Errorf("window_bits: %d is not 9 to 15", o.WindowBits))
+	}
+	if o.MemLevel < 1 || o.MemLevel > 9 {
+		errs = append(errs, fmt.Errorf("memory_level: %d is not 1 to 9", o.MemLevel))
+	}
+	if o.Strategy < deflate.DefaultStrategy || o.Strategy > deflate.Fixed {
+		errs = append(errs, fmt.Errorf("compression_strategy: %d is not a strategy", o.Strategy))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	c := &compressorConfig{level: level, chunk: defaultChunkSize}
+	c := &compressorConfig{opts: o, chunk: defaultChunkSize}
 	if cs := g.GetChunkSize(); cs != nil {
 		c.chunk = int(cs.GetValue())
+	}
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("compression_level: %w", err)
 	}
 	c.pool.New = func() any {
 		wc := &compression.WriterCompressor{OnRelease: c.release}
 		wc.Buf.Grow(c.chunk)
-		w, _ := kgzip.NewWriterLevel(&wc.Buf, c.level)
+		// The options were checked above.
+		w, _ := deflate.NewGzipWriter(&wc.Buf, c.opts)
 		wc.W = w
 		return wc
 	}
@@ -86,7 +101,7 @@ func (Compressor) CompileCompressor(config proto.Message) (compression.Compresso
 
 // compressorConfig is a compiled gzip compressor.
 type compressorConfig struct {
-	level int
+	opts deflate.Options
 	// chunk is chunk_size: the output buffer's size.
 	chunk int
 	pool  sync.Pool
@@ -102,7 +117,7 @@ func (*compressorConfig) StatsPrefix() string { return "gzip." }
 func (c *compressorConfig) NewCompressor() compression.Compressor {
 	wc := c.pool.Get().(*compression.WriterCompressor)
 	wc.Buf.Reset()
-	wc.W.(*kgzip.Writer).Reset(&wc.Buf)
+	wc.W.(*deflate.GzipWriter).Reset(&wc.Buf)
 	return wc
 }
 

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/compression"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/compression/deflate"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -131,17 +132,78 @@ func TestReleaseEndsTheGoroutine(t *testing.T) {
 	}
 }
 
-func TestRefused(t *testing.T) {
-	for _, g := range []*gzipcv3.Gzip{
-		{MemoryLevel: wrapperspb.UInt32(5)},
-		{WindowBits: wrapperspb.UInt32(12)},
-		{CompressionStrategy: gzipcv3.Gzip_RLE},
-	} {
-		if _, err := (Compressor{}).CompileCompressor(g); err == nil {
-			t.Errorf("%v accepted", g)
-		}
-	}
+func TestDecompressorWindowRefused(t *testing.T) {
 	if _, err := (Decompressor{}).CompileDecompressor(&gzipdv3.Gzip{WindowBits: wrapperspb.UInt32(9)}, nil, ""); err == nil {
 		t.Error("window_bits 9 accepted")
+	}
+}
+
+// TestZlibParameters checks that the fields reach the encoder: Envoy's
+// defaults (window 12, memory level 5) give the stream zlib gives for
+// them, and window_bits, memory_level and the strategy change it.
+func TestZlibParameters(t *testing.T) {
+	body := []byte(strings.Repeat("zlib's parameters, as Envoy passes them. ", 2000))
+	gz := func(g *gzipcv3.Gzip, o deflate.Options) (got, want []byte) {
+		t.Helper()
+		cc, err := Compressor{}.CompileCompressor(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := cc.NewCompressor()
+		defer c.Release()
+		p, err := c.Compress(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, p...)
+		p, err = c.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, p...)
+		var buf bytes.Buffer
+		w, err := deflate.NewGzipWriter(&buf, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = w.Write(body)
+		_ = w.Flush()
+		_ = w.Close()
+		return got, buf.Bytes()
+	}
+	for _, c := range []struct {
+		g *gzipcv3.Gzip
+		o deflate.Options
+	}{
+		{&gzipcv3.Gzip{}, deflate.Options{Level: 6, WindowBits: 12, MemLevel: 5}},
+		{&gzipcv3.Gzip{WindowBits: wrapperspb.UInt32(9), MemoryLevel: wrapperspb.UInt32(1), CompressionLevel: gzipcv3.Gzip_BEST_SPEED},
+			deflate.Options{Level: 1, WindowBits: 9, MemLevel: 1}},
+		{&gzipcv3.Gzip{WindowBits: wrapperspb.UInt32(15), MemoryLevel: wrapperspb.UInt32(9), CompressionStrategy: gzipcv3.Gzip_RLE},
+			deflate.Options{Level: 6, WindowBits: 15, MemLevel: 9, Strategy: deflate.RLE}},
+		{&gzipcv3.Gzip{CompressionStrategy: gzipcv3.Gzip_FIXED, CompressionLevel: gzipcv3.Gzip_BEST_COMPRESSION},
+			deflate.Options{Level: 9, WindowBits: 12, MemLevel: 5, Strategy: deflate.Fixed}},
+	} {
+		got, want := gz(c.g, c.o)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%v: %d bytes, want the %d of %+v", c.g, len(got), len(want), c.o)
+		}
+		if d := decompressor(t, stats.NewStore(), &gzipdv3.Gzip{MaxInflateRatio: wrapperspb.UInt32(10000)}).NewDecompressor(); !bytes.Equal(pieces(d, got, 100), body) {
+			t.Errorf("%v: does not round-trip", c.g)
+		}
+	}
+}
+
+// TestCompressorRefused checks the values outside zlib's ranges, which
+// the proto's validation also refuses, at the library's own door.
+func TestCompressorRefused(t *testing.T) {
+	for field, g := range map[string]*gzipcv3.Gzip{
+		"compression_level":    {CompressionLevel: 10},
+		"window_bits":          {WindowBits: wrapperspb.UInt32(8)},
+		"memory_level":         {MemoryLevel: wrapperspb.UInt32(10)},
+		"compression_strategy": {CompressionStrategy: 5},
+	} {
+		if _, err := (Compressor{}).CompileCompressor(g); err == nil || !strings.HasPrefix(err.Error(), field+": ") {
+			t.Errorf("%s: %v", field, err)
+		}
 	}
 }

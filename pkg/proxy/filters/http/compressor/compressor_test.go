@@ -289,20 +289,6 @@ func TestPerRoute(t *testing.T) {
 
 func TestRefused(t *testing.T) {
 	for name, y := range map[string]string{
-		"compressor_library.typed_config.memory_level": `
-compressor_library:
-  name: t
-  typed_config:
-    "@type": type.googleapis.com/envoy.extensions.compression.gzip.compressor.v3.Gzip
-    memory_level: 3
-`,
-		"compressor_library.typed_config.window_bits": `
-compressor_library:
-  name: t
-  typed_config:
-    "@type": type.googleapis.com/envoy.extensions.compression.gzip.compressor.v3.Gzip
-    window_bits: 10
-`,
 		"compressor_library.typed_config.dictionary": `
 compressor_library:
   name: t
