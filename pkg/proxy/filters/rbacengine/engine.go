@@ -35,14 +35,19 @@ const (
 	Log
 )
 
-// Engine is a compiled RBAC: its action and its policies, sorted by name.
-// It is immutable and safe for concurrent use.
+// Engine is a compiled RBAC: its action and its policies, sorted by name,
+// or the matcher form (CompileMatcher). It is immutable and safe for
+// concurrent use.
 type Engine struct {
 	action   Action
 	policies []policy
 	// needs is what the policies read of the input, so that the filters
 	// parse only that.
 	needs Needs
+	// tree is the matcher form (CompileMatcher), nil for policies;
+	// hasLog reports that one of its actions is LOG.
+	tree   *matchTree
+	hasLog bool
 }
 
 // Needs says which inputs an engine reads.
@@ -147,9 +152,6 @@ func compilePolicy(name string, p *rbacv3.Policy, envs map[cel.Options]*cel.Env)
 // Needs reports what the engine reads of its input.
 func (e *Engine) Needs() Needs { return e.needs }
 
-// Action is the engine's action.
-func (e *Engine) Action() Action { return e.action }
-
 // Decision is the result of an evaluation.
 type Decision struct {
 	// Allowed is the action's verdict: ALLOW and a match, DENY and no
@@ -160,11 +162,23 @@ type Decision struct {
 	Policy  string
 	// details is the policy's response code details.
 	details string
+	// hintSet reports that the decision marks the request for the
+	// access logs (Envoy's envoy.common access_log_hint), with hint.
+	hintSet, hint bool
 }
 
+// AccessLogHint is the decision's mark for the access logs: set when the
+// engine has a LOG action (its action for policies, one of its actions
+// for a matcher), and then whether the request should be logged.
+func (d Decision) AccessLogHint() (hint, set bool) { return d.hint, d.hintSet }
+
 // Evaluate runs the policies on in, in name order, until one matches. It
-// allocates nothing unless a policy has a condition to evaluate.
+// allocates nothing unless a policy has a condition to evaluate. An
+// engine of the matcher form evaluates its tree instead (evaluateTree).
 func (e *Engine) Evaluate(in *Input) Decision {
+	if e.tree != nil {
+		return e.evaluateTree(in)
+	}
 	var d Decision
 	in.prepare()
 	for i := range e.policies {
@@ -184,6 +198,7 @@ func (e *Engine) Evaluate(in *Input) Decision {
 		d.Allowed = !d.Matched
 	default:
 		d.Allowed = true
+		d.hintSet, d.hint = true, d.Matched
 	}
 	return d
 }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 
+	xdsmatcherv3 "github.com/cncf/xds/go/xds/type/matcher/v3"
 	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
 	httprbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	"google.golang.org/protobuf/proto"
@@ -105,20 +106,15 @@ func (Factory) CompileRoute(m proto.Message, _ httpfilter.Context) (httpfilter.R
 	return r, nil
 }
 
-// compileRules compiles the rules and shadow rules of an RBAC.
+// compileRules compiles the rules and shadow rules of an RBAC, or their
+// matcher forms.
 func compileRules(p *httprbacv3.RBAC) (*rules, error) {
-	switch {
-	case p.GetMatcher() != nil:
-		return nil, errors.New("matcher: the matcher form of RBAC is not supported by Outrigger (use rules)")
-	case p.GetShadowMatcher() != nil:
-		return nil, errors.New("shadow_matcher: the matcher form of RBAC is not supported by Outrigger (use shadow_rules)")
-	}
 	r := &rules{}
 	var err error
-	if r.enforced, err = compileEngine(p.GetRules(), "rules"); err != nil {
+	if r.enforced, err = compileEngine(p.GetRules(), p.GetMatcher(), "rules", "matcher"); err != nil {
 		return nil, err
 	}
-	if r.shadow, err = compileEngine(p.GetShadowRules(), "shadow_rules"); err != nil {
+	if r.shadow, err = compileEngine(p.GetShadowRules(), p.GetShadowMatcher(), "shadow_rules", "shadow_matcher"); err != nil {
 		return nil, err
 	}
 	if r.enforced != nil {
@@ -136,9 +132,20 @@ func (r *rules) setShadowKeys(prefix string) {
 	r.shadowResultKey = prefix + "shadow_engine_result"
 }
 
-// compileEngine compiles one RBAC, nil when there is none.
-func compileEngine(r *rbacv3.RBAC, field string) (*rbacengine.Engine, error) {
-	if r == nil {
+// compileEngine compiles one RBAC or its matcher form, nil when there is
+// neither.
+func compileEngine(r *rbacv3.RBAC, m *xdsmatcherv3.Matcher, field, matcherField string) (*rbacengine.Engine, error) {
+	switch {
+	case m != nil && r != nil:
+		// Envoy uses the matcher and ignores the rules, with a warning.
+		return nil, fmt.Errorf("%s: set with %s, which would be ignored (as Envoy ignores it): set one of them", field, matcherField)
+	case m != nil:
+		e, err := rbacengine.CompileMatcher(m, rbacengine.HTTPFilter)
+		if err != nil {
+			return nil, httpfilter.PrefixErrors(matcherField+".", err)
+		}
+		return e, nil
+	case r == nil:
 		return nil, nil
 	}
 	e, err := rbacengine.Compile(r)
