@@ -9,6 +9,7 @@ import (
 	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpmatch"
 )
 
@@ -61,6 +62,30 @@ func CompileMatcher(m *xdsmatcherv3.Matcher, f Filter) (*Engine, error) {
 		return nil, err
 	}
 	e.tree = tree
+	return e, nil
+}
+
+// CompileForm compiles a filter's rules (field) or their matcher form
+// (matcherField), nil when there is neither. Errors name the field path
+// from the field.
+func CompileForm(r *rbacv3.RBAC, m *xdsmatcherv3.Matcher, f Filter, field, matcherField string) (*Engine, error) {
+	switch {
+	case m != nil && r != nil:
+		// Envoy uses the matcher and ignores the rules, with a warning.
+		return nil, fmt.Errorf("%s: set with %s, which would be ignored (as Envoy ignores it): set one of them", field, matcherField)
+	case m != nil:
+		e, err := CompileMatcher(m, f)
+		if err != nil {
+			return nil, fieldpath.Prefix(matcherField+".", err)
+		}
+		return e, nil
+	case r == nil:
+		return nil, nil
+	}
+	e, err := Compile(r)
+	if err != nil {
+		return nil, fieldpath.Prefix(field+".", err)
+	}
 	return e, nil
 }
 

@@ -4,17 +4,17 @@
 // "RBAC: access denied" with the response code details
 // rbac_access_denied_matched_policy[<policy>]; its shadow rules are
 // evaluated and counted without effect, their result recorded in the
-// request's dynamic metadata (envoy.filters.http.rbac). Routes may replace
-// or disable the rules (RBACPerRoute). Stats are Envoy's, under
-// http.<stat_prefix>.rbac.
+// request's dynamic metadata (envoy.filters.http.rbac). Both may take the
+// matcher form (matcher, shadow_matcher: an xDS matcher whose actions are
+// envoy.config.rbac.v3.Action, see rbacengine.CompileMatcher). Routes
+// may replace or disable the rules (RBACPerRoute). Stats are Envoy's,
+// under http.<stat_prefix>.rbac.
 package rbac
 
 import (
 	"errors"
 	"fmt"
 
-	xdsmatcherv3 "github.com/cncf/xds/go/xds/type/matcher/v3"
-	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
 	httprbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	"google.golang.org/protobuf/proto"
 
@@ -111,10 +111,10 @@ func (Factory) CompileRoute(m proto.Message, _ httpfilter.Context) (httpfilter.R
 func compileRules(p *httprbacv3.RBAC) (*rules, error) {
 	r := &rules{}
 	var err error
-	if r.enforced, err = compileEngine(p.GetRules(), p.GetMatcher(), "rules", "matcher"); err != nil {
+	if r.enforced, err = rbacengine.CompileForm(p.GetRules(), p.GetMatcher(), rbacengine.HTTPFilter, "rules", "matcher"); err != nil {
 		return nil, err
 	}
-	if r.shadow, err = compileEngine(p.GetShadowRules(), p.GetShadowMatcher(), "shadow_rules", "shadow_matcher"); err != nil {
+	if r.shadow, err = rbacengine.CompileForm(p.GetShadowRules(), p.GetShadowMatcher(), rbacengine.HTTPFilter, "shadow_rules", "shadow_matcher"); err != nil {
 		return nil, err
 	}
 	if r.enforced != nil {
@@ -130,27 +130,4 @@ func compileRules(p *httprbacv3.RBAC) (*rules, error) {
 func (r *rules) setShadowKeys(prefix string) {
 	r.shadowPolicyKey = prefix + "shadow_effective_policy_id"
 	r.shadowResultKey = prefix + "shadow_engine_result"
-}
-
-// compileEngine compiles one RBAC or its matcher form, nil when there is
-// neither.
-func compileEngine(r *rbacv3.RBAC, m *xdsmatcherv3.Matcher, field, matcherField string) (*rbacengine.Engine, error) {
-	switch {
-	case m != nil && r != nil:
-		// Envoy uses the matcher and ignores the rules, with a warning.
-		return nil, fmt.Errorf("%s: set with %s, which would be ignored (as Envoy ignores it): set one of them", field, matcherField)
-	case m != nil:
-		e, err := rbacengine.CompileMatcher(m, rbacengine.HTTPFilter)
-		if err != nil {
-			return nil, httpfilter.PrefixErrors(matcherField+".", err)
-		}
-		return e, nil
-	case r == nil:
-		return nil, nil
-	}
-	e, err := rbacengine.Compile(r)
-	if err != nil {
-		return nil, httpfilter.PrefixErrors(field+".", err)
-	}
-	return e, nil
 }
