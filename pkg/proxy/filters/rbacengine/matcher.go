@@ -104,10 +104,11 @@ func compileAction(tc *xdscorev3.TypedExtensionConfig, path string) (*matchActio
 	if !ok {
 		return nil, fmt.Errorf("%s.typed_config: action %s is not an RBAC action (only %s)", path, proto.MessageName(msg), want)
 	}
-	out := &matchAction{name: ra.GetName(), details: noPolicy}
-	if ra.GetName() != "" {
-		out.details = responseDetails(ra.GetName())
+	if err := ra.ValidateAll(); err != nil {
+		// Envoy's validation: a name is required.
+		return nil, fmt.Errorf("%s.typed_config: %w", path, err)
 	}
+	out := &matchAction{name: ra.GetName(), details: responseDetails(ra.GetName())}
 	switch ra.GetAction() {
 	case rbacv3.RBAC_ALLOW:
 		out.action = Allow
@@ -132,7 +133,7 @@ func (e *Engine) evaluateTree(in *Input) Decision {
 	if !found {
 		return d
 	}
-	d.Policy, d.Matched, d.details = a.name, a.name != "", a.details
+	d.Policy, d.Matched, d.details = a.name, true, a.details
 	d.Allowed = a.action != Deny
 	if e.hasLog {
 		// Envoy marks every decision for the access logs once a tree

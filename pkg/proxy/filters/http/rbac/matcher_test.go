@@ -136,8 +136,8 @@ func TestMatcherInputs(t *testing.T) {
 func TestMatcherShadowAndLog(t *testing.T) {
 	header := input("envoy.type.matcher.v3.HttpRequestHeaderMatchInput", `,"header_name":"x-mode"`)
 	f, c := compileFilter(t, `{
-		"matcher":{"matcher_tree":{"input":`+header+`,"exact_match_map":{"map":{"audit":`+rbacAction("audited", "LOG")+`}}},"on_no_match":`+rbacAction("", "ALLOW")+`},
-		"shadow_matcher":{"matcher_tree":{"input":`+header+`,"exact_match_map":{"map":{"bad":`+rbacAction("would-deny", "DENY")+`}}},"on_no_match":`+rbacAction("", "ALLOW")+`},
+		"matcher":{"matcher_tree":{"input":`+header+`,"exact_match_map":{"map":{"audit":`+rbacAction("audited", "LOG")+`}}},"on_no_match":`+rbacAction("rest", "ALLOW")+`},
+		"shadow_matcher":{"matcher_tree":{"input":`+header+`,"exact_match_map":{"map":{"bad":`+rbacAction("would-deny", "DENY")+`}}},"on_no_match":`+rbacAction("fine", "ALLOW")+`},
 		"shadow_rules_stat_prefix":"dry_"}`)
 	run := func(mode string) *httpfiltertest.Stream {
 		s := httpfiltertest.NewStream("GET", "/", "x-mode", mode)
@@ -164,8 +164,8 @@ func TestMatcherShadowAndLog(t *testing.T) {
 		t.Errorf("access_log_hint %v, want false", got)
 	}
 	s = run("audit")
-	if got := field(s, "envoy.filters.http.rbac", "dry_shadow_effective_policy_id"); got != nil {
-		t.Errorf("shadow policy %v for an unnamed action, want none", got)
+	if got := field(s, "envoy.filters.http.rbac", "dry_shadow_effective_policy_id"); got != "fine" {
+		t.Errorf("shadow policy %v, want fine (on_no_match's action)", got)
 	}
 	if got := field(s, "envoy.common", "access_log_hint"); got != true {
 		t.Errorf("access_log_hint %v, want true", got)

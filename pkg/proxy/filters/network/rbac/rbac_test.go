@@ -142,7 +142,7 @@ func TestMatcher(t *testing.T) {
 					{"predicate":{"single_predicate":{"input":`+input("network.v3.DestinationPortInput")+`,"value_match":{"exact":"`+strconv.Itoa(port)+`"}}},
 					 "on_match":`+rbacAction("closed port", "DENY")+`}]},
 					"on_no_match":`+rbacAction("loopback", "ALLOW")+`}}}]}}}},
-		"shadow_matcher":{"matcher_tree":{"input":`+input("ssl.v3.UriSanInput")+`,"exact_match_map":{"map":{}}},"on_no_match":`+rbacAction("", "ALLOW")+`}}`, store)
+		"shadow_matcher":{"matcher_tree":{"input":`+input("ssl.v3.UriSanInput")+`,"exact_match_map":{"map":{}}},"on_no_match":`+rbacAction("certified", "ALLOW")+`}}`, store)
 	if err != nil {
 		t.Fatal(err)
 	}
