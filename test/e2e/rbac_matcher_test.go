@@ -31,7 +31,9 @@ func rbacSandbox(port, backend int) string {
 func clientFrom(source string) *http.Client {
 	d := &net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(source)}}
 	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) { return d.DialContext(ctx, network, addr) }}}
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return d.DialContext(ctx, network, addr)
+		}}}
 }
 
 // rbacAction is an on_match (YAML) of the matcher form: the RBAC action
