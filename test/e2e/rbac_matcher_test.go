@@ -47,6 +47,14 @@ func matchInput(typ, fields string) string {
 	return `{name: input, typed_config: {"@type": type.googleapis.com/` + typ + fields + `}}`
 }
 
+// expectStatValues checks the values of stats by their names.
+func expectStatValues(s *Sidecar, want map[string]string) {
+	GinkgoHelper()
+	for name, v := range want {
+		Expect(statValue(s, name)).To(Equal(v), name)
+	}
+}
+
 const networkInputs = "envoy.extensions.matching.common_inputs.network.v3."
 
 var _ = Describe("RBAC's matcher form", func() {
@@ -132,14 +140,12 @@ var _ = Describe("RBAC's matcher form", func() {
 		Eventually(out).Should(ContainSubstring("RBACM /a 200 via_upstream - denied prod-writes\n"))
 		Eventually(out).Should(ContainSubstring("RBACM /b 403 rbac_access_denied_matched_policy[blocked_client] - allowed other-env\n"))
 		Eventually(out).Should(ContainSubstring("RBACM /c 403 rbac_access_denied_matched_policy[other-loopback] - allowed other-env\n"))
-		for name, want := range map[string]string{
+		expectStatValues(s, map[string]string{
 			"http.edge.rbac.allowed":             "1",
 			"http.edge.rbac.denied":              "2",
 			"http.edge.rbac.dry_.shadow_allowed": "2",
 			"http.edge.rbac.dry_.shadow_denied":  "1",
-		} {
-			Expect(statValue(s, name)).To(Equal(want), name)
-		}
+		})
 	})
 
 	It("decides tcp_proxy connections in the network filter by source IP and destination port, and counts its shadow matcher", func() {
@@ -173,16 +179,14 @@ var _ = Describe("RBAC's matcher form", func() {
 		Expect(echoed(c)).To(BeEmpty(), "a connection from 127.0.0.2 went through")
 		Expect(echoed(dialTCP(denyPort))).To(BeEmpty(), "a connection to the closed port went through")
 
-		for name, want := range map[string]string{
+		expectStatValues(s, map[string]string{
 			"tcp_allow.rbac.allowed":             "1",
 			"tcp_allow.rbac.denied":              "1",
 			"tcp_allow.rbac.dry_.shadow_denied":  "2",
 			"tcp_allow.rbac.dry_.shadow_allowed": "0",
 			"tcp_deny.rbac.denied":               "1",
 			"tcp_deny.rbac.allowed":              "0",
-		} {
-			Expect(statValue(s, name)).To(Equal(want), name)
-		}
+		})
 	})
 
 	It("refuses inputs Envoy does not allow an RBAC filter, and what Outrigger does not implement, with their paths", func() {

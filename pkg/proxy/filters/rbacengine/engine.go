@@ -81,14 +81,8 @@ type policy struct {
 // ("policies[\"admin\"].permissions[0].header.name: ...").
 func Compile(r *rbacv3.RBAC) (*Engine, error) {
 	e := &Engine{}
-	switch r.GetAction() {
-	case rbacv3.RBAC_ALLOW:
-		e.action = Allow
-	case rbacv3.RBAC_DENY:
-		e.action = Deny
-	case rbacv3.RBAC_LOG:
-		e.action = Log
-	default:
+	var ok bool
+	if e.action, ok = actionOf(r.GetAction()); !ok {
 		return nil, fmt.Errorf("action: unknown action %d", r.GetAction())
 	}
 	if r.GetAuditLoggingOptions() != nil {
@@ -118,6 +112,19 @@ func Compile(r *rbacv3.RBAC) (*Engine, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// actionOf is the Action of an RBAC action; false for an unknown one.
+func actionOf(a rbacv3.RBAC_Action) (Action, bool) {
+	switch a {
+	case rbacv3.RBAC_ALLOW:
+		return Allow, true
+	case rbacv3.RBAC_DENY:
+		return Deny, true
+	case rbacv3.RBAC_LOG:
+		return Log, true
+	}
+	return Allow, false
 }
 
 // compilePolicy compiles one policy; errors name the field below it.

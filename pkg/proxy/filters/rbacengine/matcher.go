@@ -109,14 +109,7 @@ func compileAction(tc *xdscorev3.TypedExtensionConfig, path string) (*matchActio
 		return nil, fmt.Errorf("%s.typed_config: %w", path, err)
 	}
 	out := &matchAction{name: ra.GetName(), details: responseDetails(ra.GetName())}
-	switch ra.GetAction() {
-	case rbacv3.RBAC_ALLOW:
-		out.action = Allow
-	case rbacv3.RBAC_DENY:
-		out.action = Deny
-	case rbacv3.RBAC_LOG:
-		out.action = Log
-	default:
+	if out.action, ok = actionOf(ra.GetAction()); !ok {
 		return nil, fmt.Errorf("%s.typed_config.action: unknown action %d", path, ra.GetAction())
 	}
 	return out, nil
