@@ -179,3 +179,23 @@ func TestMatcherShadowAndLog(t *testing.T) {
 		}
 	}
 }
+
+// TestMatcherPerRoute replaces the filter's rules with a route's matcher.
+func TestMatcherPerRoute(t *testing.T) {
+	f, _ := compileFilter(t, `{"rules":{"action":"DENY","policies":{"all":{"permissions":[{"any":true}],"principals":[{"any":true}]}}}}`)
+	blueOnly := routeConfig(t, `{"rbac":{"matcher":{"matcher_tree":{
+		"input":`+input("envoy.type.matcher.v3.HttpRequestHeaderMatchInput", `,"header_name":"x-team"`)+`,
+		"exact_match_map":{"map":{"blue":`+rbacAction("blue team", "ALLOW")+`}}}}}}`)
+	run := func(team string) *httpfiltertest.Stream {
+		s := httpfiltertest.NewStream("GET", "/x", "x-team", team)
+		s.PerRoute = map[string][]httpfilter.RouteConfig{"rbac": {blueOnly}}
+		f.DecodeHeaders(s)
+		return s
+	}
+	if s := run("blue"); s.Reply != nil {
+		t.Errorf("the route's matcher did not allow the blue team: %+v", s.Reply)
+	}
+	if s := run("red"); s.Reply == nil || s.Reply.Details != "rbac_access_denied_matched_policy[none]" {
+		t.Errorf("the red team: reply %+v, want a denial by no policy", s.Reply)
+	}
+}
