@@ -35,9 +35,6 @@ type ipEntry[D, A any] struct {
 	on        *onMatch[D, A]
 }
 
-// ipMatcherType is the one custom matcher Outrigger implements.
-var ipMatcherType = proto.MessageName(&xdsmatcherv3.IPMatcher{})
-
 // compileIPTree compiles a matcher_tree's custom_match over the input in.
 func compileIPTree[D, A any](tc *xdscorev3.TypedExtensionConfig, in Probe[D], action ActionCompiler[A], input ProbeCompiler[D]) (*ipTree[D, A], error) {
 	const path = "matcher_tree.custom_match"
@@ -51,7 +48,7 @@ func compileIPTree[D, A any](tc *xdscorev3.TypedExtensionConfig, in Probe[D], ac
 	}
 	ipm, ok := msg.(*xdsmatcherv3.IPMatcher)
 	if !ok {
-		return nil, fmt.Errorf("%s.typed_config: custom matcher %s is not supported by Outrigger (only %s)", path, proto.MessageName(msg), ipMatcherType)
+		return nil, fmt.Errorf("%s.typed_config: custom matcher %s is not supported by Outrigger (only %s)", path, proto.MessageName(msg), proto.MessageName(&xdsmatcherv3.IPMatcher{}))
 	}
 	t := &ipTree[D, A]{input: in, ranges: map[netip.Prefix][]ipEntry[D, A]{}}
 	for i, rm := range ipm.GetRangeMatchers() {

@@ -1,7 +1,6 @@
 package rbacengine
 
 import (
-	"errors"
 	"fmt"
 
 	xdscorev3 "github.com/cncf/xds/go/xds/core/v3"
@@ -135,6 +134,3 @@ func (e *Engine) evaluateTree(in *Input) Decision {
 	}
 	return d
 }
-
-// errNoFilterState is the refusal of the filter state input.
-var errNoFilterState = errors.New("no Outrigger filter sets filter state objects, so the filter state input is not supported")

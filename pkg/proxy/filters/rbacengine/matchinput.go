@@ -15,21 +15,6 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpmatch"
 )
 
-// MatchInputTypes are the full names of the matcher inputs CompileMatcher
-// takes, for the configuration's support table.
-var MatchInputTypes = []string{
-	string(proto.MessageName(&matcherv3.HttpRequestHeaderMatchInput{})),
-	string(proto.MessageName(&networkinputsv3.SourceIPInput{})),
-	string(proto.MessageName(&networkinputsv3.SourcePortInput{})),
-	string(proto.MessageName(&networkinputsv3.DestinationIPInput{})),
-	string(proto.MessageName(&networkinputsv3.DestinationPortInput{})),
-	string(proto.MessageName(&networkinputsv3.DirectSourceIPInput{})),
-	string(proto.MessageName(&networkinputsv3.ServerNameInput{})),
-	string(proto.MessageName(&sslinputsv3.UriSanInput{})),
-	string(proto.MessageName(&sslinputsv3.DnsSanInput{})),
-	string(proto.MessageName(&sslinputsv3.SubjectInput{})),
-}
-
 // compileMatchInput compiles one of the inputs Envoy allows an RBAC
 // filter's matcher (its ActionValidationVisitor's list), reading them as
 // Envoy's inputs do: the request headers (HTTP only; several values
@@ -87,7 +72,7 @@ func compileMatchInput(tc *xdscorev3.TypedExtensionConfig, path string, f Filter
 		return peerProbe(func(p *Peer) string { return p.Subject }), NeedTLS, nil
 	case *networkinputsv3.FilterStateInput:
 		if f == NetworkFilter {
-			return nil, 0, fmt.Errorf("%s.typed_config: %w", path, errNoFilterState)
+			return nil, 0, fmt.Errorf("%s.typed_config: input %s is not supported by Outrigger", path, proto.MessageName(msg))
 		}
 	case *networkinputsv3.DynamicMetadataInput:
 		if f == HTTPFilter {
