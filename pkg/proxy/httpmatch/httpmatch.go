@@ -329,15 +329,25 @@ const (
 // the configuration's support table.
 var InputTypes = []string{requestHeaderInput, responseHeaderInput, statusCodeInput, statusClassInput}
 
-// compileInput compiles one of Envoy's HTTP inputs.
-func compileInput(tc *xdscorev3.TypedExtensionConfig, path string) (Input[Data], error) {
+// TypedConfig decodes the typed_config of an input, an action or a custom
+// matcher; what names it in the error when it is missing ("an input").
+func TypedConfig(tc *xdscorev3.TypedExtensionConfig, path, what string) (proto.Message, error) {
 	a := tc.GetTypedConfig()
 	if a == nil {
-		return nil, errors.New(path + ".typed_config: an input is required")
+		return nil, fmt.Errorf("%s.typed_config: %s is required", path, what)
 	}
 	msg, err := a.UnmarshalNew()
 	if err != nil {
 		return nil, fmt.Errorf("%s.typed_config: %w", path, err)
+	}
+	return msg, nil
+}
+
+// compileInput compiles one of Envoy's HTTP inputs.
+func compileInput(tc *xdscorev3.TypedExtensionConfig, path string) (Input[Data], error) {
+	msg, err := TypedConfig(tc, path, "an input")
+	if err != nil {
+		return nil, err
 	}
 	switch in := msg.(type) {
 	case *matcherv3.HttpRequestHeaderMatchInput:

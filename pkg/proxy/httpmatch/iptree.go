@@ -38,13 +38,9 @@ type ipEntry[D, A any] struct {
 // compileIPTree compiles a matcher_tree's custom_match over the input in.
 func compileIPTree[D, A any](tc *xdscorev3.TypedExtensionConfig, in Probe[D], action ActionCompiler[A], input ProbeCompiler[D]) (*ipTree[D, A], error) {
 	const path = "matcher_tree.custom_match"
-	a := tc.GetTypedConfig()
-	if a == nil {
-		return nil, errors.New(path + ".typed_config: a custom matcher is required")
-	}
-	msg, err := a.UnmarshalNew()
+	msg, err := TypedConfig(tc, path, "a custom matcher")
 	if err != nil {
-		return nil, fmt.Errorf("%s.typed_config: %w", path, err)
+		return nil, err
 	}
 	ipm, ok := msg.(*xdsmatcherv3.IPMatcher)
 	if !ok {

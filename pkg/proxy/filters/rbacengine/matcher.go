@@ -91,13 +91,9 @@ func CompileForm(r *rbacv3.RBAC, m *xdsmatcherv3.Matcher, f Filter, field, match
 // compileAction reads an on_match action: an envoy.config.rbac.v3.Action.
 func compileAction(tc *xdscorev3.TypedExtensionConfig, path string) (*matchAction, error) {
 	want := proto.MessageName(&rbacv3.Action{})
-	a := tc.GetTypedConfig()
-	if a == nil {
-		return nil, fmt.Errorf("%s.typed_config: a %s is required", path, want)
-	}
-	msg, err := a.UnmarshalNew()
+	msg, err := httpmatch.TypedConfig(tc, path, "an action")
 	if err != nil {
-		return nil, fmt.Errorf("%s.typed_config: %w", path, err)
+		return nil, err
 	}
 	ra, ok := msg.(*rbacv3.Action)
 	if !ok {

@@ -25,13 +25,9 @@ import (
 // (the match is then unable to complete and denies). needs says what the
 // input reads beyond the request head.
 func compileMatchInput(tc *xdscorev3.TypedExtensionConfig, path string, f Filter) (httpmatch.Probe[*Input], Needs, error) {
-	a := tc.GetTypedConfig()
-	if a == nil {
-		return nil, 0, fmt.Errorf("%s.typed_config: an input is required", path)
-	}
-	msg, err := a.UnmarshalNew()
+	msg, err := httpmatch.TypedConfig(tc, path, "an input")
 	if err != nil {
-		return nil, 0, fmt.Errorf("%s.typed_config: %w", path, err)
+		return nil, 0, err
 	}
 	switch in := msg.(type) {
 	case *matcherv3.HttpRequestHeaderMatchInput:
