@@ -114,15 +114,24 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 	"xds.type.matcher.v3.Matcher.MatcherTree.exact_match_map":                                 {},
 	"xds.type.matcher.v3.Matcher.MatcherTree.prefix_match_map":                                {},
 	"xds.type.matcher.v3.Matcher.MatcherTree.MatchMap.map":                                    {},
-	"xds.type.matcher.v3.StringMatcher.exact":                                                 {},
-	"xds.type.matcher.v3.StringMatcher.prefix":                                                {},
-	"xds.type.matcher.v3.StringMatcher.suffix":                                                {},
-	"xds.type.matcher.v3.StringMatcher.safe_regex":                                            {},
-	"xds.type.matcher.v3.StringMatcher.contains":                                              {},
-	"xds.type.matcher.v3.StringMatcher.ignore_case":                                           {},
-	"xds.type.matcher.v3.RegexMatcher.regex":                                                  {},
-	"xds.type.matcher.v3.RegexMatcher.google_re2":                                             {},
-	"xds.core.v3.TypedExtensionConfig.name":                                                   {},
+	// A matcher_tree's custom_match: Envoy's IP matcher (package
+	// httpmatch), whatever the tree's user.
+	"xds.type.matcher.v3.Matcher.MatcherTree.custom_match":   {},
+	"xds.type.matcher.v3.IPMatcher.range_matchers":           {},
+	"xds.type.matcher.v3.IPMatcher.IPRangeMatcher.ranges":    {},
+	"xds.type.matcher.v3.IPMatcher.IPRangeMatcher.on_match":  {},
+	"xds.type.matcher.v3.IPMatcher.IPRangeMatcher.exclusive": {},
+	"xds.type.matcher.v3.StringMatcher.exact":                {},
+	"xds.type.matcher.v3.StringMatcher.prefix":               {},
+	"xds.type.matcher.v3.StringMatcher.suffix":               {},
+	"xds.type.matcher.v3.StringMatcher.safe_regex":           {},
+	"xds.type.matcher.v3.StringMatcher.contains":             {},
+	"xds.type.matcher.v3.StringMatcher.ignore_case":          {},
+	// google_re2 (an empty message in xDS) names the RE2 engine, the one
+	// Go's regexp is.
+	"xds.type.matcher.v3.RegexMatcher.google_re2": {},
+	"xds.type.matcher.v3.RegexMatcher.regex":      {},
+	"xds.core.v3.TypedExtensionConfig.name":       {},
 	"xds.core.v3.TypedExtensionConfig.typed_config": {types: []protoreflect.FullName{
 		"envoy.type.matcher.v3.HttpRequestHeaderMatchInput", "envoy.type.matcher.v3.HttpResponseHeaderMatchInput",
 		"envoy.type.matcher.v3.HttpResponseStatusCodeMatchInput", "envoy.type.matcher.v3.HttpResponseStatusCodeClassMatchInput",
@@ -134,6 +143,13 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 		"envoy.extensions.filters.udp.udp_proxy.v3.Route",
 		// The match delegate's actions (support_composite.go).
 		"envoy.extensions.filters.common.matcher.action.v3.SkipFilter", "envoy.extensions.filters.http.composite.v3.ExecuteFilterAction",
+		// The RBAC matchers' action and the inputs they read beyond the
+		// ones above (package rbacengine), and the IP matcher.
+		"envoy.config.rbac.v3.Action",
+		"envoy.extensions.matching.common_inputs.network.v3.DirectSourceIPInput", "envoy.extensions.matching.common_inputs.network.v3.ServerNameInput",
+		"envoy.extensions.matching.common_inputs.ssl.v3.UriSanInput", "envoy.extensions.matching.common_inputs.ssl.v3.DnsSanInput",
+		"envoy.extensions.matching.common_inputs.ssl.v3.SubjectInput",
+		"xds.type.matcher.v3.IPMatcher",
 	}},
 	"envoy.type.matcher.v3.HttpRequestHeaderMatchInput.header_name":                                              {},
 	"envoy.type.matcher.v3.HttpResponseHeaderMatchInput.header_name":                                             {},

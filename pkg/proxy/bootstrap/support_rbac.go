@@ -5,8 +5,9 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedRBAC lists the fields of the RBAC HTTP and network filters
 // (envoy.filters.http.rbac, envoy.filters.network.rbac) and of the shared
 // envoy.config.rbac.v3 policies that Outrigger implements (see
-// supportedCore). Not listed, so refused with their path: the matcher
-// forms (matcher, shadow_matcher), track_per_rule_stats,
+// supportedCore). The matcher forms (matcher, shadow_matcher) are the xDS
+// matcher (support_filters_tail.go lists its fields, the RBAC action and
+// the inputs). Not listed, so refused with their path: track_per_rule_stats,
 // audit_logging_options, and the permissions and principals
 // matcher, uri_template, filter_state and custom.
 var supportedRBAC = map[protoreflect.FullName]fieldSupport{
@@ -15,11 +16,19 @@ var supportedRBAC = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.rbac.v3.RBAC.shadow_rules":             {},
 	"envoy.extensions.filters.http.rbac.v3.RBAC.shadow_rules_stat_prefix": {},
 	"envoy.extensions.filters.http.rbac.v3.RBACPerRoute.rbac":             {},
+	"envoy.extensions.filters.http.rbac.v3.RBAC.matcher":                  {},
+	"envoy.extensions.filters.http.rbac.v3.RBAC.shadow_matcher":           {},
 
 	"envoy.extensions.filters.network.rbac.v3.RBAC.rules":                    {},
 	"envoy.extensions.filters.network.rbac.v3.RBAC.shadow_rules":             {},
 	"envoy.extensions.filters.network.rbac.v3.RBAC.shadow_rules_stat_prefix": {},
 	"envoy.extensions.filters.network.rbac.v3.RBAC.stat_prefix":              {},
+	"envoy.extensions.filters.network.rbac.v3.RBAC.matcher":                  {},
+	"envoy.extensions.filters.network.rbac.v3.RBAC.shadow_matcher":           {},
+
+	// The matcher forms' action.
+	"envoy.config.rbac.v3.Action.name":   {},
+	"envoy.config.rbac.v3.Action.action": {},
 	// Both decide once per connection: the inputs do not change during
 	// one (see the filter's package doc and docs/compat.md).
 	"envoy.extensions.filters.network.rbac.v3.RBAC.enforcement_type": {},

@@ -2,13 +2,15 @@
 // (xds.type.matcher.v3.Matcher) over HTTP data, as Envoy's match trees
 // evaluate it: a matcher_list (the first field matcher whose predicate
 // holds wins) or a matcher_tree (an exact or longest-prefix map lookup of
-// one input), each with on_no_match; an on_match is an action or a
-// nested matcher, and a nested matcher that does not match lets the
-// evaluation go on, as in Envoy. The inputs are Envoy's HTTP inputs of
-// request and response headers and the response status; the actions are
-// the caller's, compiled by a function it gives. The tree itself is
-// generic (Tree): a caller matching other data (the UDP proxy's
-// addresses) gives its own inputs.
+// one input, or Envoy's IP matcher as its custom_match), each with
+// on_no_match; an on_match is an action or a nested matcher, and a nested
+// matcher that does not match lets the evaluation go on, as in Envoy. The
+// inputs are Envoy's HTTP inputs of request and response headers and the
+// response status; the actions are the caller's, compiled by a function it
+// gives. The tree itself is generic (Tree): a caller matching other data
+// (the UDP proxy's addresses, RBAC's connections) gives its own inputs,
+// which may find the data unavailable (Probe) as Envoy's TLS inputs do on
+// a plaintext connection.
 package httpmatch
 
 import (
@@ -50,11 +52,23 @@ type Input[D any] func(D) (string, bool)
 // names it in errors.
 type InputCompiler[D any] func(tc *xdscorev3.TypedExtensionConfig, path string) (Input[D], error)
 
+// Probe reads one value of the data D as Envoy's data inputs do: ok false
+// when the data has no value, available false when the input cannot read
+// this data at all (Envoy's NotAvailable, a TLS input on a plaintext
+// connection): the match is then unable to complete, and a tree that
+// reaches such an input has no result.
+type Probe[D any] func(D) (v string, ok, available bool)
+
+// ProbeCompiler compiles a matcher input into a Probe; path names it in
+// errors.
+type ProbeCompiler[D any] func(tc *xdscorev3.TypedExtensionConfig, path string) (Probe[D], error)
+
 // Tree is a compiled match tree over data of type D whose actions are of
 // type A.
 type Tree[D, A any] struct {
 	list      []fieldMatcher[D, A]
 	tree      *tree[D, A]
+	ip        *ipTree[D, A]
 	onNoMatch *onMatch[D, A]
 }
 
@@ -64,14 +78,18 @@ type onMatch[D, A any] struct {
 	nested *Tree[D, A]
 }
 
+// predicate is a compiled predicate: whether it holds, and complete false
+// when an input could not read the data (Envoy's UnableToMatch).
+type predicate[D any] func(D) (matched, complete bool)
+
 type fieldMatcher[D, A any] struct {
-	pred func(D) bool
+	pred predicate[D]
 	on   onMatch[D, A]
 }
 
 // tree is a matcher_tree: an input looked up in a map.
 type tree[D, A any] struct {
-	input  Input[D]
+	input  Probe[D]
 	prefix bool
 	keys   []string // prefix maps: longest first
 	m      map[string]*onMatch[D, A]
@@ -85,6 +103,22 @@ func Compile[A any](m *xdsmatcherv3.Matcher, action ActionCompiler[A]) (*Matcher
 // CompileTree compiles m over data whose inputs input compiles; errors
 // name the field below it.
 func CompileTree[D, A any](m *xdsmatcherv3.Matcher, action ActionCompiler[A], input InputCompiler[D]) (*Tree[D, A], error) {
+	return CompileProbed(m, action, func(tc *xdscorev3.TypedExtensionConfig, path string) (Probe[D], error) {
+		in, err := input(tc, path)
+		if err != nil {
+			return nil, err
+		}
+		return func(d D) (string, bool, bool) {
+			v, ok := in(d)
+			return v, ok, true
+		}, nil
+	})
+}
+
+// CompileProbed compiles m over data whose inputs input compiles into
+// probes, which may find the data unavailable; errors name the field
+// below it.
+func CompileProbed[D, A any](m *xdsmatcherv3.Matcher, action ActionCompiler[A], input ProbeCompiler[D]) (*Tree[D, A], error) {
 	out := &Tree[D, A]{}
 	switch {
 	case m.GetMatcherList() != nil:
@@ -101,11 +135,9 @@ func CompileTree[D, A any](m *xdsmatcherv3.Matcher, action ActionCompiler[A], in
 			out.list = append(out.list, fieldMatcher[D, A]{pred: p, on: *on})
 		}
 	case m.GetMatcherTree() != nil:
-		t, err := compileTree(m.GetMatcherTree(), action, input)
-		if err != nil {
+		if err := out.compileTree(m.GetMatcherTree(), action, input); err != nil {
 			return nil, err
 		}
-		out.tree = t
 	}
 	if m.GetOnNoMatch() != nil {
 		on, err := compileOnMatch(m.GetOnNoMatch(), "on_no_match", action, input)
@@ -117,13 +149,13 @@ func CompileTree[D, A any](m *xdsmatcherv3.Matcher, action ActionCompiler[A], in
 	return out, nil
 }
 
-func compileOnMatch[D, A any](m *xdsmatcherv3.Matcher_OnMatch, path string, action ActionCompiler[A], input InputCompiler[D]) (*onMatch[D, A], error) {
+func compileOnMatch[D, A any](m *xdsmatcherv3.Matcher_OnMatch, path string, action ActionCompiler[A], input ProbeCompiler[D]) (*onMatch[D, A], error) {
 	if m.GetKeepMatching() {
 		return nil, errors.New(path + ".keep_matching: not supported by Outrigger")
 	}
 	switch {
 	case m.GetMatcher() != nil:
-		n, err := CompileTree(m.GetMatcher(), action, input)
+		n, err := CompileProbed(m.GetMatcher(), action, input)
 		if err != nil {
 			return nil, fmt.Errorf("%s.matcher.%w", path, err)
 		}
@@ -138,42 +170,49 @@ func compileOnMatch[D, A any](m *xdsmatcherv3.Matcher_OnMatch, path string, acti
 	return nil, errors.New(path + ": an action or a matcher is required")
 }
 
-func compileTree[D, A any](t *xdsmatcherv3.Matcher_MatcherTree, action ActionCompiler[A], input InputCompiler[D]) (*tree[D, A], error) {
+// compileTree compiles a matcher_tree: an exact or prefix map, or the IP
+// matcher as its custom_match.
+func (out *Tree[D, A]) compileTree(t *xdsmatcherv3.Matcher_MatcherTree, action ActionCompiler[A], input ProbeCompiler[D]) error {
 	in, err := input(t.GetInput(), "matcher_tree.input")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := &tree[D, A]{input: in, m: map[string]*onMatch[D, A]{}}
+	if t.GetCustomMatch() != nil {
+		out.ip, err = compileIPTree(t.GetCustomMatch(), in, action, input)
+		return err
+	}
+	tr := &tree[D, A]{input: in, m: map[string]*onMatch[D, A]{}}
 	var mm *xdsmatcherv3.Matcher_MatcherTree_MatchMap
 	field := "exact_match_map"
 	switch {
 	case t.GetExactMatchMap() != nil:
 		mm = t.GetExactMatchMap()
 	case t.GetPrefixMatchMap() != nil:
-		mm, out.prefix, field = t.GetPrefixMatchMap(), true, "prefix_match_map"
+		mm, tr.prefix, field = t.GetPrefixMatchMap(), true, "prefix_match_map"
 	default:
-		return nil, errors.New("matcher_tree.custom_match: not supported by Outrigger")
+		return errors.New("matcher_tree: a map or a custom_match is required")
 	}
 	for k, v := range mm.GetMap() {
 		on, err := compileOnMatch(v, fmt.Sprintf("matcher_tree.%s.map[%q]", field, k), action, input)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out.m[k] = on
-		out.keys = append(out.keys, k)
+		tr.m[k] = on
+		tr.keys = append(tr.keys, k)
 	}
 	// The longest prefix first, then in order, so that evaluation is the
 	// same every time.
-	sort.Slice(out.keys, func(i, j int) bool {
-		if len(out.keys[i]) != len(out.keys[j]) {
-			return len(out.keys[i]) > len(out.keys[j])
+	sort.Slice(tr.keys, func(i, j int) bool {
+		if len(tr.keys[i]) != len(tr.keys[j]) {
+			return len(tr.keys[i]) > len(tr.keys[j])
 		}
-		return out.keys[i] < out.keys[j]
+		return tr.keys[i] < tr.keys[j]
 	})
-	return out, nil
+	out.tree = tr
+	return nil
 }
 
-func compilePredicate[D any](p *xdsmatcherv3.Matcher_MatcherList_Predicate, path string, input InputCompiler[D]) (func(D) bool, error) {
+func compilePredicate[D any](p *xdsmatcherv3.Matcher_MatcherList_Predicate, path string, input ProbeCompiler[D]) (predicate[D], error) {
 	switch {
 	case p.GetSinglePredicate() != nil:
 		sp := p.GetSinglePredicate()
@@ -188,16 +227,16 @@ func compilePredicate[D any](p *xdsmatcherv3.Matcher_MatcherList_Predicate, path
 		if err != nil {
 			return nil, fmt.Errorf("%s.single_predicate.value_match.%w", path, err)
 		}
-		return func(d D) bool {
-			v, ok := in(d)
-			return ok && sm.Match(v)
+		return func(d D) (bool, bool) {
+			v, ok, available := in(d)
+			return available && ok && sm.Match(v), available
 		}, nil
 	case p.GetOrMatcher() != nil, p.GetAndMatcher() != nil:
 		list, field, or := p.GetAndMatcher(), "and_matcher", false
 		if p.GetOrMatcher() != nil {
 			list, field, or = p.GetOrMatcher(), "or_matcher", true
 		}
-		var preds []func(D) bool
+		var preds []predicate[D]
 		for i, q := range list.GetPredicate() {
 			c, err := compilePredicate(q, fmt.Sprintf("%s.%s.predicate[%d]", path, field, i), input)
 			if err != nil {
@@ -205,22 +244,58 @@ func compilePredicate[D any](p *xdsmatcherv3.Matcher_MatcherList_Predicate, path
 			}
 			preds = append(preds, c)
 		}
-		return func(d D) bool {
-			for _, q := range preds {
-				if q(d) == or {
-					return or
-				}
-			}
-			return !or
-		}, nil
+		if or {
+			return anyOf(preds), nil
+		}
+		return allOf(preds), nil
 	case p.GetNotMatcher() != nil:
 		q, err := compilePredicate(p.GetNotMatcher(), path+".not_matcher", input)
 		if err != nil {
 			return nil, err
 		}
-		return func(d D) bool { return !q(d) }, nil
+		return func(d D) (bool, bool) {
+			m, complete := q(d)
+			return complete && !m, complete
+		}, nil
 	}
 	return nil, errors.New(path + ": a predicate is required")
+}
+
+// anyOf is an or_matcher, as Envoy's: the first predicate that holds
+// decides; one that could not complete makes the result incomplete only
+// when none holds.
+func anyOf[D any](preds []predicate[D]) predicate[D] {
+	return func(d D) (bool, bool) {
+		complete := true
+		for _, q := range preds {
+			m, c := q(d)
+			if !c {
+				complete = false
+				continue
+			}
+			if m {
+				return true, true
+			}
+		}
+		return false, complete
+	}
+}
+
+// allOf is an and_matcher, as Envoy's: it stops at the first predicate
+// that does not hold or cannot complete.
+func allOf[D any](preds []predicate[D]) predicate[D] {
+	return func(d D) (bool, bool) {
+		for _, q := range preds {
+			m, c := q(d)
+			if !c {
+				return false, false
+			}
+			if !m {
+				return false, true
+			}
+		}
+		return true, true
+	}
 }
 
 // CompileStringMatcher compiles an xDS StringMatcher with the router's
@@ -254,15 +329,25 @@ const (
 // the configuration's support table.
 var InputTypes = []string{requestHeaderInput, responseHeaderInput, statusCodeInput, statusClassInput}
 
-// compileInput compiles one of Envoy's HTTP inputs.
-func compileInput(tc *xdscorev3.TypedExtensionConfig, path string) (Input[Data], error) {
+// TypedConfig decodes the typed_config of an input, an action or a custom
+// matcher; what names it in the error when it is missing ("an input").
+func TypedConfig(tc *xdscorev3.TypedExtensionConfig, path, what string) (proto.Message, error) {
 	a := tc.GetTypedConfig()
 	if a == nil {
-		return nil, errors.New(path + ".typed_config: an input is required")
+		return nil, fmt.Errorf("%s.typed_config: %s is required", path, what)
 	}
 	msg, err := a.UnmarshalNew()
 	if err != nil {
 		return nil, fmt.Errorf("%s.typed_config: %w", path, err)
+	}
+	return msg, nil
+}
+
+// compileInput compiles one of Envoy's HTTP inputs.
+func compileInput(tc *xdscorev3.TypedExtensionConfig, path string) (Input[Data], error) {
+	msg, err := TypedConfig(tc, path, "an input")
+	if err != nil {
+		return nil, err
 	}
 	switch in := msg.(type) {
 	case *matcherv3.HttpRequestHeaderMatchInput:
@@ -289,29 +374,49 @@ func compileInput(tc *xdscorev3.TypedExtensionConfig, path string) (Input[Data],
 }
 
 // Match evaluates the tree against d: the action of the first match, and
-// false when nothing matches.
+// false when nothing matches or an input could not read d (see Probe).
 func (m *Tree[D, A]) Match(d D) (A, bool) {
+	a, found, _ := m.Evaluate(d)
+	return a, found
+}
+
+// Evaluate evaluates the tree against d as Envoy does: the action of the
+// first match (found), and complete false when an input could not read d
+// (Envoy's UnableToMatch), which stops the evaluation without a result.
+func (m *Tree[D, A]) Evaluate(d D) (a A, found, complete bool) {
 	for i := range m.list {
-		if m.list[i].pred(d) {
-			if a, ok := m.list[i].on.resolve(d); ok {
-				return a, true
+		matched, c := m.list[i].pred(d)
+		if !c {
+			return a, false, false
+		}
+		if matched {
+			if a, found, complete = m.list[i].on.resolve(d); found || !complete {
+				return a, found, complete
 			}
 		}
 	}
 	if t := m.tree; t != nil {
-		if v, ok := t.input(d); ok {
+		v, ok, available := t.input(d)
+		if !available {
+			return a, false, false
+		}
+		if ok {
 			if on := t.lookup(v); on != nil {
-				if a, ok := on.resolve(d); ok {
-					return a, true
+				if a, found, complete = on.resolve(d); found || !complete {
+					return a, found, complete
 				}
 			}
+		}
+	}
+	if t := m.ip; t != nil {
+		if a, found, complete = t.match(d); found || !complete {
+			return a, found, complete
 		}
 	}
 	if m.onNoMatch != nil {
 		return m.onNoMatch.resolve(d)
 	}
-	var zero A
-	return zero, false
+	return a, false, true
 }
 
 // lookup finds v's entry: exact, or the longest prefix of v.
@@ -328,9 +433,9 @@ func (t *tree[D, A]) lookup(v string) *onMatch[D, A] {
 }
 
 // resolve is the action of an on_match, through its nested matcher.
-func (o *onMatch[D, A]) resolve(d D) (A, bool) {
+func (o *onMatch[D, A]) resolve(d D) (A, bool, bool) {
 	if o.nested != nil {
-		return o.nested.Match(d)
+		return o.nested.Evaluate(d)
 	}
-	return o.action, true
+	return o.action, true, true
 }

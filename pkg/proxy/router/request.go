@@ -103,6 +103,11 @@ func (r *Request) header(name string) (string, bool) {
 	return r.regularHeader(name, 0)
 }
 
+// Header reads a request header as header matchers see it: the
+// pseudo-headers (:path, :method, :authority, :scheme) from the request's
+// fields, the others from its Headers, several values joined by ",".
+func (r *Request) Header(name string) (string, bool) { return r.header(name) }
+
 // isPseudoHeader reports whether Request.header answers name from the
 // request's fields rather than its Headers.
 func isPseudoHeader(name string) bool {

@@ -35,14 +35,19 @@ const (
 	Log
 )
 
-// Engine is a compiled RBAC: its action and its policies, sorted by name.
-// It is immutable and safe for concurrent use.
+// Engine is a compiled RBAC: its action and its policies, sorted by name,
+// or the matcher form (CompileMatcher). It is immutable and safe for
+// concurrent use.
 type Engine struct {
 	action   Action
 	policies []policy
 	// needs is what the policies read of the input, so that the filters
 	// parse only that.
 	needs Needs
+	// tree is the matcher form (CompileMatcher), nil for policies;
+	// hasLog reports that one of its actions is LOG.
+	tree   *matchTree
+	hasLog bool
 }
 
 // Needs says which inputs an engine reads.
@@ -76,14 +81,8 @@ type policy struct {
 // ("policies[\"admin\"].permissions[0].header.name: ...").
 func Compile(r *rbacv3.RBAC) (*Engine, error) {
 	e := &Engine{}
-	switch r.GetAction() {
-	case rbacv3.RBAC_ALLOW:
-		e.action = Allow
-	case rbacv3.RBAC_DENY:
-		e.action = Deny
-	case rbacv3.RBAC_LOG:
-		e.action = Log
-	default:
+	var ok bool
+	if e.action, ok = actionOf(r.GetAction()); !ok {
 		return nil, fmt.Errorf("action: unknown action %d", r.GetAction())
 	}
 	if r.GetAuditLoggingOptions() != nil {
@@ -113,6 +112,19 @@ func Compile(r *rbacv3.RBAC) (*Engine, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// actionOf is the Action of an RBAC action; false for an unknown one.
+func actionOf(a rbacv3.RBAC_Action) (Action, bool) {
+	switch a {
+	case rbacv3.RBAC_ALLOW:
+		return Allow, true
+	case rbacv3.RBAC_DENY:
+		return Deny, true
+	case rbacv3.RBAC_LOG:
+		return Log, true
+	}
+	return Allow, false
 }
 
 // compilePolicy compiles one policy; errors name the field below it.
@@ -147,9 +159,6 @@ func compilePolicy(name string, p *rbacv3.Policy, envs map[cel.Options]*cel.Env)
 // Needs reports what the engine reads of its input.
 func (e *Engine) Needs() Needs { return e.needs }
 
-// Action is the engine's action.
-func (e *Engine) Action() Action { return e.action }
-
 // Decision is the result of an evaluation.
 type Decision struct {
 	// Allowed is the action's verdict: ALLOW and a match, DENY and no
@@ -160,11 +169,23 @@ type Decision struct {
 	Policy  string
 	// details is the policy's response code details.
 	details string
+	// hintSet reports that the decision marks the request for the
+	// access logs (Envoy's envoy.common access_log_hint), with hint.
+	hintSet, hint bool
 }
 
+// AccessLogHint is the decision's mark for the access logs: set when the
+// engine has a LOG action (its action for policies, one of its actions
+// for a matcher), and then whether the request should be logged.
+func (d Decision) AccessLogHint() (hint, set bool) { return d.hint, d.hintSet }
+
 // Evaluate runs the policies on in, in name order, until one matches. It
-// allocates nothing unless a policy has a condition to evaluate.
+// allocates nothing unless a policy has a condition to evaluate. An
+// engine of the matcher form evaluates its tree instead (evaluateTree).
 func (e *Engine) Evaluate(in *Input) Decision {
+	if e.tree != nil {
+		return e.evaluateTree(in)
+	}
 	var d Decision
 	in.prepare()
 	for i := range e.policies {
@@ -184,6 +205,7 @@ func (e *Engine) Evaluate(in *Input) Decision {
 		d.Allowed = !d.Matched
 	default:
 		d.Allowed = true
+		d.hintSet, d.hint = true, d.Matched
 	}
 	return d
 }

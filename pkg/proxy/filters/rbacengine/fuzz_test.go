@@ -1,8 +1,10 @@
 package rbacengine
 
 import (
+	"net/netip"
 	"testing"
 
+	xdsmatcherv3 "github.com/cncf/xds/go/xds/type/matcher/v3"
 	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 )
@@ -36,6 +38,44 @@ func FuzzCompile(f *testing.F) {
 			}
 			if !d.Matched && d.Details() != "rbac_access_denied_matched_policy[none]" {
 				t.Fatalf("details %q without a match", d.Details())
+			}
+		}
+	})
+}
+
+// FuzzCompileMatcher feeds CompileMatcher matchers (JSON, validated as
+// the bootstrap validates them) and evaluates what compiles on a TLS
+// request, a plaintext one and an empty connection: nothing panics, and a
+// denial names its action or none.
+func FuzzCompileMatcher(f *testing.F) {
+	f.Add(`{"on_no_match":{"action":{"name":"a","typed_config":{"@type":"type.googleapis.com/envoy.config.rbac.v3.Action","name":"x","action":"DENY"}}}}`, "10.1.2.3")
+	f.Add(`{"matcher_tree":{"input":{"name":"i","typed_config":{"@type":"type.googleapis.com/envoy.extensions.matching.common_inputs.network.v3.SourceIPInput"}},
+		"custom_match":{"name":"ip","typed_config":{"@type":"type.googleapis.com/xds.type.matcher.v3.IPMatcher","range_matchers":[
+		{"ranges":[{"address_prefix":"10.0.0.0","prefix_len":8}],"exclusive":true,"on_match":{"action":{"name":"a","typed_config":{"@type":"type.googleapis.com/envoy.config.rbac.v3.Action","name":"ten","action":"ALLOW"}}}}]}}}}`, "10.9.9.9")
+	f.Add(`{"matcher_list":{"matchers":[{"predicate":{"or_matcher":{"predicate":[
+		{"single_predicate":{"input":{"name":"s","typed_config":{"@type":"type.googleapis.com/envoy.extensions.matching.common_inputs.ssl.v3.UriSanInput"}},"value_match":{"prefix":"spiffe://"}}},
+		{"single_predicate":{"input":{"name":"h","typed_config":{"@type":"type.googleapis.com/envoy.type.matcher.v3.HttpRequestHeaderMatchInput","header_name":"x-team"}},"value_match":{"exact":"blue"}}}]}},
+		"on_match":{"action":{"name":"a","typed_config":{"@type":"type.googleapis.com/envoy.config.rbac.v3.Action","name":"y","action":"LOG"}}}}]}}`, "::1")
+	f.Fuzz(func(t *testing.T, js, source string) {
+		m := &xdsmatcherv3.Matcher{}
+		if protojson.Unmarshal([]byte(js), m) != nil || m.ValidateAll() != nil {
+			t.Skip()
+		}
+		for _, filter := range []Filter{HTTPFilter, NetworkFilter} {
+			e, err := CompileMatcher(m, filter)
+			if err != nil {
+				continue
+			}
+			plain := request()
+			plain.Source, _ = netip.ParseAddr(source)
+			for _, in := range []*Input{withPeer(request(), "spiffe://x", "b.example", "b"), plain, {}} {
+				d := e.Evaluate(in)
+				if !d.Allowed && !d.Matched && d.Details() != "rbac_access_denied_matched_policy[none]" {
+					t.Fatalf("details %q without a match", d.Details())
+				}
+				if d.Matched && d.Policy == "" {
+					t.Fatal("a match without an action name")
+				}
 			}
 		}
 	})

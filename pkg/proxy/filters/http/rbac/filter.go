@@ -70,11 +70,11 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		// see it.
 		s.SetDynamicMetadata(metadataNamespace, keys.shadowMetadata(*shadow))
 	}
-	if r.enforced.Action() == rbacengine.Log {
+	if hint, set := d.AccessLogHint(); set {
 		// Whether the request should be logged, for the access logs'
 		// metadata filters, as Envoy shares it.
 		s.SetDynamicMetadata(commonNamespace, &structpb.Struct{Fields: map[string]*structpb.Value{
-			accessLogHint: structpb.NewBoolValue(d.Matched),
+			accessLogHint: structpb.NewBoolValue(hint),
 		}})
 	}
 	if d.Allowed {

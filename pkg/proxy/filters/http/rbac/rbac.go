@@ -4,16 +4,17 @@
 // "RBAC: access denied" with the response code details
 // rbac_access_denied_matched_policy[<policy>]; its shadow rules are
 // evaluated and counted without effect, their result recorded in the
-// request's dynamic metadata (envoy.filters.http.rbac). Routes may replace
-// or disable the rules (RBACPerRoute). Stats are Envoy's, under
-// http.<stat_prefix>.rbac.
+// request's dynamic metadata (envoy.filters.http.rbac). Both may take the
+// matcher form (matcher, shadow_matcher: an xDS matcher whose actions are
+// envoy.config.rbac.v3.Action, see rbacengine.CompileMatcher). Routes
+// may replace or disable the rules (RBACPerRoute). Stats are Envoy's,
+// under http.<stat_prefix>.rbac.
 package rbac
 
 import (
 	"errors"
 	"fmt"
 
-	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
 	httprbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	"google.golang.org/protobuf/proto"
 
@@ -105,20 +106,15 @@ func (Factory) CompileRoute(m proto.Message, _ httpfilter.Context) (httpfilter.R
 	return r, nil
 }
 
-// compileRules compiles the rules and shadow rules of an RBAC.
+// compileRules compiles the rules and shadow rules of an RBAC, or their
+// matcher forms.
 func compileRules(p *httprbacv3.RBAC) (*rules, error) {
-	switch {
-	case p.GetMatcher() != nil:
-		return nil, errors.New("matcher: the matcher form of RBAC is not supported by Outrigger (use rules)")
-	case p.GetShadowMatcher() != nil:
-		return nil, errors.New("shadow_matcher: the matcher form of RBAC is not supported by Outrigger (use shadow_rules)")
-	}
 	r := &rules{}
 	var err error
-	if r.enforced, err = compileEngine(p.GetRules(), "rules"); err != nil {
+	if r.enforced, err = rbacengine.CompileForm(p.GetRules(), p.GetMatcher(), rbacengine.HTTPFilter, "rules", "matcher"); err != nil {
 		return nil, err
 	}
-	if r.shadow, err = compileEngine(p.GetShadowRules(), "shadow_rules"); err != nil {
+	if r.shadow, err = rbacengine.CompileForm(p.GetShadowRules(), p.GetShadowMatcher(), rbacengine.HTTPFilter, "shadow_rules", "shadow_matcher"); err != nil {
 		return nil, err
 	}
 	if r.enforced != nil {
@@ -134,16 +130,4 @@ func compileRules(p *httprbacv3.RBAC) (*rules, error) {
 func (r *rules) setShadowKeys(prefix string) {
 	r.shadowPolicyKey = prefix + "shadow_effective_policy_id"
 	r.shadowResultKey = prefix + "shadow_engine_result"
-}
-
-// compileEngine compiles one RBAC, nil when there is none.
-func compileEngine(r *rbacv3.RBAC, field string) (*rbacengine.Engine, error) {
-	if r == nil {
-		return nil, nil
-	}
-	e, err := rbacengine.Compile(r)
-	if err != nil {
-		return nil, httpfilter.PrefixErrors(field+".", err)
-	}
-	return e, nil
 }

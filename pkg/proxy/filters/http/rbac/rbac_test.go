@@ -136,8 +136,10 @@ func TestAuthenticatedPeer(t *testing.T) {
 
 func TestCompileRefusals(t *testing.T) {
 	for js, want := range map[string]string{
-		`{"matcher":{}}`:                "matcher: the matcher form of RBAC is not supported",
-		`{"shadow_matcher":{}}`:         "shadow_matcher: the matcher form",
+		`{"matcher":{},"rules":{}}`:               "rules: set with matcher, which would be ignored",
+		`{"shadow_matcher":{},"shadow_rules":{}}`: "shadow_rules: set with shadow_matcher",
+		`{"matcher":{"on_no_match":{"action":{"name":"a","typed_config":{"@type":"type.googleapis.com/google.protobuf.StringValue","value":"x"}}}}}`:                                                                       "matcher.on_no_match.action.typed_config: action google.protobuf.StringValue is not an RBAC action",
+		`{"shadow_matcher":{"matcher_tree":{"input":{"name":"t","typed_config":{"@type":"type.googleapis.com/envoy.extensions.matching.common_inputs.network.v3.TransportProtocolInput"}},"exact_match_map":{"map":{}}}}}`: "shadow_matcher.matcher_tree.input.typed_config: the RBAC HTTP filter cannot match on envoy.extensions.matching.common_inputs.network.v3.TransportProtocolInput",
 		`{"track_per_rule_stats":true}`: "track_per_rule_stats: not supported",
 		`{"rules":{"policies":{"p":{"permissions":[{"url_path":{"path":{"safe_regex":{"regex":"+"}}}}],"principals":[{"any":true}]}}}}`: `rules.policies["p"].permissions[0].url_path.path.safe_regex.regex: `,
 		`{"shadow_rules":{"policies":{"p":{"permissions":[{"any":true}],"principals":[{"remote_ip":{"address_prefix":"x"}}]}}}}`:        `shadow_rules.policies["p"].principals[0].remote_ip.address_prefix: "x" is not an IP address`,
@@ -148,7 +150,7 @@ func TestCompileRefusals(t *testing.T) {
 	}
 	for js, want := range map[string]string{
 		`{"rbac":{"rules_stat_prefix":"x"}}`: "rbac.rules_stat_prefix: not supported per route",
-		`{"rbac":{"matcher":{}}}`:            "rbac.matcher: the matcher form",
+		`{"rbac":{"matcher":{"matcher_tree":{"input":{"name":"m","typed_config":{"@type":"type.googleapis.com/envoy.extensions.matching.common_inputs.network.v3.DynamicMetadataInput","filter":"f"}},"exact_match_map":{"map":{}}}}}}`: "rbac.matcher.matcher_tree.input.typed_config: input envoy.extensions.matching.common_inputs.network.v3.DynamicMetadataInput is not supported by Outrigger",
 	} {
 		p := &httprbacv3.RBACPerRoute{}
 		if err := protojson.Unmarshal([]byte(js), p); err != nil {

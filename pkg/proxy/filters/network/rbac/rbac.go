@@ -3,7 +3,10 @@
 // connection's addresses, SNI and peer certificate, whether a connection
 // goes on to the next filter (tcp_proxy, the HTTP connection manager) or
 // is closed, after delay_deny when set. Its shadow rules are evaluated and
-// counted without effect. Stats are Envoy's, under <stat_prefix>.rbac.
+// counted without effect. The rules may take the matcher form (matcher,
+// shadow_matcher: an xDS matcher over the connection's inputs, see
+// rbacengine.CompileMatcher). Stats are Envoy's, under
+// <stat_prefix>.rbac.
 //
 // The rules are evaluated once per connection, when the listener hands it
 // to the filter chain (after the TLS handshake), rather than when its
@@ -26,7 +29,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/rbacengine"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 )
@@ -59,10 +61,6 @@ func (Factory) Compile(m proto.Message, ctx netfilter.Context) (netfilter.Filter
 	switch {
 	case p.GetStatPrefix() == "":
 		return nil, errors.New("stat_prefix: must be set")
-	case p.GetMatcher() != nil:
-		return nil, errors.New("matcher: the matcher form of RBAC is not supported by Outrigger (use rules)")
-	case p.GetShadowMatcher() != nil:
-		return nil, errors.New("shadow_matcher: the matcher form of RBAC is not supported by Outrigger (use shadow_rules)")
 	case ctx.Stats == nil:
 		return nil, errors.New("no stat store")
 	}
@@ -77,15 +75,11 @@ func (Factory) Compile(m proto.Message, ctx netfilter.Context) (netfilter.Filter
 		}
 	}
 	var err error
-	if p.GetRules() != nil {
-		if f.enforced, err = rbacengine.Compile(p.GetRules()); err != nil {
-			return nil, fieldpath.Prefix("rules.", err)
-		}
+	if f.enforced, err = rbacengine.CompileForm(p.GetRules(), p.GetMatcher(), rbacengine.NetworkFilter, "rules", "matcher"); err != nil {
+		return nil, err
 	}
-	if p.GetShadowRules() != nil {
-		if f.shadow, err = rbacengine.Compile(p.GetShadowRules()); err != nil {
-			return nil, fieldpath.Prefix("shadow_rules.", err)
-		}
+	if f.shadow, err = rbacengine.CompileForm(p.GetShadowRules(), p.GetShadowMatcher(), rbacengine.NetworkFilter, "shadow_rules", "shadow_matcher"); err != nil {
+		return nil, err
 	}
 	return f, nil
 }

@@ -2,6 +2,7 @@ package rbac
 
 import (
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -104,14 +105,65 @@ func TestNoRules(t *testing.T) {
 
 func TestCompileRefusals(t *testing.T) {
 	for js, want := range map[string]string{
-		`{}`:                               "stat_prefix: must be set",
-		`{"stat_prefix":"s","matcher":{}}`: "matcher: the matcher form of RBAC is not supported",
-		`{"stat_prefix":"s","shadow_matcher":{}}`: "shadow_matcher: the matcher form",
-		`{"stat_prefix":"s","rules":{"policies":{"p":{"permissions":[{"destination_port_range":{"start":5,"end":5}}],"principals":[{"any":true}]}}}}`:                           `rules.policies["p"].permissions[0].destination_port_range: range start 5 cannot be greater or equal than range end 5`,
-		`{"stat_prefix":"s","shadow_rules":{"policies":{"p":{"permissions":[{"any":true}],"principals":[{"authenticated":{"principal_name":{"safe_regex":{"regex":"("}}}}]}}}}`: `shadow_rules.policies["p"].principals[0].authenticated.principal_name.safe_regex.regex: `,
+		`{}`: "stat_prefix: must be set",
+		`{"stat_prefix":"s","matcher":{},"rules":{}}`: "rules: set with matcher, which would be ignored",
+		`{"stat_prefix":"s","shadow_matcher":{"matcher_tree":{"input":{"name":"h","typed_config":{"@type":"type.googleapis.com/envoy.type.matcher.v3.HttpRequestHeaderMatchInput","header_name":"a"}},"exact_match_map":{"map":{}}}}}`:    "shadow_matcher.matcher_tree.input.typed_config: the RBAC network filter cannot match envoy.type.matcher.v3.HttpRequestHeaderMatchInput",
+		`{"stat_prefix":"s","matcher":{"matcher_tree":{"input":{"name":"f","typed_config":{"@type":"type.googleapis.com/envoy.extensions.matching.common_inputs.network.v3.FilterStateInput","key":"k"}},"exact_match_map":{"map":{}}}}}`: "matcher.matcher_tree.input.typed_config: input envoy.extensions.matching.common_inputs.network.v3.FilterStateInput is not supported by Outrigger",
+		`{"stat_prefix":"s","rules":{"policies":{"p":{"permissions":[{"destination_port_range":{"start":5,"end":5}}],"principals":[{"any":true}]}}}}`:                                                                                     `rules.policies["p"].permissions[0].destination_port_range: range start 5 cannot be greater or equal than range end 5`,
+		`{"stat_prefix":"s","shadow_rules":{"policies":{"p":{"permissions":[{"any":true}],"principals":[{"authenticated":{"principal_name":{"safe_regex":{"regex":"("}}}}]}}}}`:                                                           `shadow_rules.policies["p"].principals[0].authenticated.principal_name.safe_regex.regex: `,
 	} {
 		if _, err := compileJSON(js, stats.NewStore()); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want one containing %q", js, err, want)
+		}
+	}
+}
+
+// input is a matcher input of the type.
+func input(typ string) string {
+	return `{"name":"i","typed_config":{"@type":"type.googleapis.com/envoy.extensions.matching.common_inputs.` + typ + `"}}`
+}
+
+// rbacAction is an on_match action of the matcher form.
+func rbacAction(name, action string) string {
+	return `{"action":{"name":"a","typed_config":{"@type":"type.googleapis.com/envoy.config.rbac.v3.Action","name":"` + name + `","action":"` + action + `"}}}`
+}
+
+// TestMatcher decides connections with the matcher form: loopback
+// sources by the IP matcher, except the listener's own port, which a
+// nested matcher_list denies; the shadow matcher would deny connections
+// without a client certificate (its input cannot read a plaintext one).
+func TestMatcher(t *testing.T) {
+	store := stats.NewStore()
+	c, port := accepted(t)
+	f, err := compileJSON(`{"stat_prefix":"tcp_in.","shadow_rules_stat_prefix":"dry.",
+		"matcher":{"matcher_tree":{"input":`+input("network.v3.SourceIPInput")+`,
+			"custom_match":{"name":"ip","typed_config":{"@type":"type.googleapis.com/xds.type.matcher.v3.IPMatcher","range_matchers":[
+				{"ranges":[{"address_prefix":"127.0.0.0","prefix_len":8}],"on_match":{"matcher":{"matcher_list":{"matchers":[
+					{"predicate":{"single_predicate":{"input":`+input("network.v3.DestinationPortInput")+`,"value_match":{"exact":"`+strconv.Itoa(port)+`"}}},
+					 "on_match":`+rbacAction("closed port", "DENY")+`}]},
+					"on_no_match":`+rbacAction("loopback", "ALLOW")+`}}}]}}}},
+		"shadow_matcher":{"matcher_tree":{"input":`+input("ssl.v3.UriSanInput")+`,"exact_match_map":{"map":{}}},"on_no_match":`+rbacAction("certified", "ALLOW")+`}}`, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.(netfilter.DataFilter).OnData(c)
+	if r == nil || r.Reason != "rbac_access_denied_matched_policy[closed_port]" {
+		t.Errorf("refusal %+v, want one by closed_port", r)
+	}
+	open, err := compileJSON(`{"stat_prefix":"tcp_in.","matcher":{"matcher_tree":{"input":`+input("network.v3.DestinationIPInput")+`,
+		"exact_match_map":{"map":{"127.0.0.1":`+rbacAction("local", "ALLOW")+`}}}}}`, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := open.(netfilter.DataFilter).OnData(c); r != nil {
+		t.Errorf("a connection to 127.0.0.1 was refused: %+v", r)
+	}
+	for name, want := range map[string]uint64{
+		"tcp_in.rbac.allowed": 1, "tcp_in.rbac.denied": 1,
+		"tcp_in.rbac.dry.shadow_denied": 1, "tcp_in.rbac.dry.shadow_allowed": 0,
+	} {
+		if got := store.Counter(name).Value(); got != want {
+			t.Errorf("%s = %d, want %d", name, got, want)
 		}
 	}
 }

@@ -1,0 +1,109 @@
+package rbacengine
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	xdscorev3 "github.com/cncf/xds/go/xds/core/v3"
+	networkinputsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/matching/common_inputs/network/v3"
+	sslinputsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/matching/common_inputs/ssl/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpmatch"
+)
+
+// compileMatchInput compiles one of the inputs Envoy allows an RBAC
+// filter's matcher (its ActionValidationVisitor's list), reading them as
+// Envoy's inputs do: the request headers (HTTP only; several values
+// joined by ","), the connection's addresses (the source is the
+// connection's remote address, the one a PROXY protocol header restored,
+// not x-forwarded-for's), the SNI, and the client certificate's URI SANs,
+// DNS SANs and subject, which cannot be read on a plaintext connection
+// (the match is then unable to complete and denies). needs says what the
+// input reads beyond the request head.
+func compileMatchInput(tc *xdscorev3.TypedExtensionConfig, path string, f Filter) (httpmatch.Probe[*Input], Needs, error) {
+	msg, err := httpmatch.TypedConfig(tc, path, "an input")
+	if err != nil {
+		return nil, 0, err
+	}
+	switch in := msg.(type) {
+	case *matcherv3.HttpRequestHeaderMatchInput:
+		if f != HTTPFilter {
+			break
+		}
+		name := strings.ToLower(in.GetHeaderName())
+		return func(in *Input) (string, bool, bool) {
+			if in.Request == nil {
+				return "", false, true
+			}
+			v, ok := in.Request.Header(name)
+			return v, ok, true
+		}, 0, nil
+	case *networkinputsv3.SourceIPInput:
+		return addrProbe(func(in *Input) netip.Addr { return in.Source }), NeedAddresses, nil
+	case *networkinputsv3.SourcePortInput:
+		return func(in *Input) (string, bool, bool) {
+			return strconv.Itoa(int(in.SourcePort)), in.Source.IsValid(), true
+		}, NeedAddresses, nil
+	case *networkinputsv3.DestinationIPInput:
+		return addrProbe(func(in *Input) netip.Addr { return in.Local.Addr() }), NeedAddresses, nil
+	case *networkinputsv3.DestinationPortInput:
+		return func(in *Input) (string, bool, bool) {
+			return strconv.Itoa(int(in.Local.Port())), in.Local.IsValid(), true
+		}, NeedAddresses, nil
+	case *networkinputsv3.DirectSourceIPInput:
+		return addrProbe(func(in *Input) netip.Addr { return in.DirectRemote }), NeedAddresses, nil
+	case *networkinputsv3.ServerNameInput:
+		return func(in *Input) (string, bool, bool) {
+			return in.ServerName, in.ServerName != "", true
+		}, NeedTLS, nil
+	case *sslinputsv3.UriSanInput:
+		return peerProbe(func(p *Peer) string { return strings.Join(p.URIs, ",") }), NeedTLS, nil
+	case *sslinputsv3.DnsSanInput:
+		return peerProbe(func(p *Peer) string { return strings.Join(p.DNSNames, ",") }), NeedTLS, nil
+	case *sslinputsv3.SubjectInput:
+		return peerProbe(func(p *Peer) string { return p.Subject }), NeedTLS, nil
+	case *networkinputsv3.FilterStateInput:
+		if f == NetworkFilter {
+			return nil, 0, fmt.Errorf("%s.typed_config: input %s is not supported by Outrigger", path, proto.MessageName(msg))
+		}
+	case *networkinputsv3.DynamicMetadataInput:
+		if f == HTTPFilter {
+			return nil, 0, fmt.Errorf("%s.typed_config: input %s is not supported by Outrigger (it needs the metadata input matcher)", path, proto.MessageName(msg))
+		}
+	}
+	if f == HTTPFilter {
+		return nil, 0, fmt.Errorf("%s.typed_config: the RBAC HTTP filter cannot match on %s", path, proto.MessageName(msg))
+	}
+	return nil, 0, fmt.Errorf("%s.typed_config: the RBAC network filter cannot match %s", path, proto.MessageName(msg))
+}
+
+// addrProbe reads an address as Envoy's IP inputs render it; absent when
+// the connection has none (not an IP connection).
+func addrProbe(addr func(*Input) netip.Addr) httpmatch.Probe[*Input] {
+	return func(in *Input) (string, bool, bool) {
+		a := addr(in)
+		if !a.IsValid() {
+			return "", false, true
+		}
+		return a.Unmap().String(), true, true
+	}
+}
+
+// peerProbe reads the client certificate as Envoy's TLS inputs do: not
+// available without TLS, absent without a certificate or an empty value.
+func peerProbe(value func(*Peer) string) httpmatch.Probe[*Input] {
+	return func(in *Input) (string, bool, bool) {
+		if !in.TLS {
+			return "", false, false
+		}
+		if in.Peer == nil {
+			return "", false, true
+		}
+		v := value(in.Peer)
+		return v, v != "", true
+	}
+}
