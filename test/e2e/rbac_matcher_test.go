@@ -99,7 +99,7 @@ var _ = Describe("RBAC's matcher form", func() {
 		}
 		s := Start(newDir(), proxySpec{
 			Port: port,
-			HCM: `{stat_prefix: edge, access_log: [` + stdoutLog("RBACM %REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_CODE_DETAILS% %RESPONSE_FLAGS% "+
+			HCM: `{stat_prefix: edge, use_remote_address: true, access_log: [` + stdoutLog("RBACM %REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_CODE_DETAILS% %RESPONSE_FLAGS% "+
 				"%DYNAMIC_METADATA(envoy.filters.http.rbac:dry_shadow_engine_result)% %DYNAMIC_METADATA(envoy.filters.http.rbac:dry_shadow_effective_policy_id)%\n") + `]}`,
 			Filters: `[` + httpFilter("envoy.filters.http.rbac", httpRBACType, `{
 				matcher: {
@@ -132,8 +132,9 @@ var _ = Describe("RBAC's matcher form", func() {
 		r = do(local, "/b", "X-Blocked", "yes")
 		Expect(r.Status).To(Equal(403))
 		Expect(r.Body).To(Equal("RBAC: access denied"))
-		// The source IP is the connection's: x-forwarded-for does not
-		// change it.
+		// The source IP is the client's as the connection manager
+		// trusts it: with use_remote_address, the connection's, whatever
+		// x-forwarded-for the client sends.
 		Expect(do(other, "/c", "X-Forwarded-For", "127.0.0.1").Status).To(Equal(403))
 
 		out := func() string { return s.Stdout() }

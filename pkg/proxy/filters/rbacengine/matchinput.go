@@ -18,9 +18,12 @@ import (
 // compileMatchInput compiles one of the inputs Envoy allows an RBAC
 // filter's matcher (its ActionValidationVisitor's list), reading them as
 // Envoy's inputs do: the request headers (HTTP only; several values
-// joined by ","), the connection's addresses (the source is the
-// connection's remote address, the one a PROXY protocol header restored,
-// not x-forwarded-for's), the SNI, and the client certificate's URI SANs,
+// joined by ","), the addresses as the stream's address provider gives
+// them (Envoy's HttpMatchingDataImpl: the source is the client's address
+// as the connection manager trusts it, an x-forwarded-for entry when
+// use_remote_address and xff_num_trusted_hops say so, with port 0 then;
+// for a connection, its remote address, the one a PROXY protocol header
+// restored), the SNI, and the client certificate's URI SANs,
 // DNS SANs and subject, which cannot be read on a plaintext connection
 // (the match is then unable to complete and denies). needs says what the
 // input reads beyond the request head.
@@ -43,10 +46,15 @@ func compileMatchInput(tc *xdscorev3.TypedExtensionConfig, path string, f Filter
 			return v, ok, true
 		}, 0, nil
 	case *networkinputsv3.SourceIPInput:
-		return addrProbe(func(in *Input) netip.Addr { return in.Source }), NeedAddresses, nil
+		return addrProbe(func(in *Input) netip.Addr { return in.Remote }), NeedAddresses, nil
 	case *networkinputsv3.SourcePortInput:
 		return func(in *Input) (string, bool, bool) {
-			return strconv.Itoa(int(in.SourcePort)), in.Source.IsValid(), true
+			// An address taken from x-forwarded-for has no port.
+			var port uint16
+			if in.Remote == in.Source {
+				port = in.SourcePort
+			}
+			return strconv.Itoa(int(port)), in.Remote.IsValid(), true
 		}, NeedAddresses, nil
 	case *networkinputsv3.DestinationIPInput:
 		return addrProbe(func(in *Input) netip.Addr { return in.Local.Addr() }), NeedAddresses, nil

@@ -56,8 +56,9 @@ func TestMatcherSandbox(t *testing.T) {
 }
 
 // TestMatcherSourceIP allows 10.0.0.0/8 by the IP matcher on the
-// connection's source address (not x-forwarded-for's), and denies
-// everything else by default (no on_no_match).
+// client's address as the connection manager trusts it (here the
+// x-forwarded-for entry it picked), as Envoy's HTTP matching data gives
+// it, and denies everything else by default (no on_no_match).
 func TestMatcherSourceIP(t *testing.T) {
 	f, _ := compileFilter(t, `{"matcher":{"matcher_tree":{
 		"input":`+input("envoy.extensions.matching.common_inputs.network.v3.SourceIPInput", "")+`,
@@ -71,14 +72,17 @@ func TestMatcherSourceIP(t *testing.T) {
 		f.DecodeHeaders(s)
 		return s
 	}
-	if s := run("10.1.2.3:4000", "192.0.2.1"); s.Reply != nil {
+	if s := run("10.1.2.3:4000", "10.1.2.3"); s.Reply != nil {
 		t.Errorf("10.1.2.3 was denied: %+v", s.Reply)
+	}
+	if s := run("10.1.2.3:4000", "192.0.2.1"); s.Reply == nil || s.Reply.Details != "rbac_access_denied_matched_policy[none]" {
+		t.Errorf("10.1.2.3 forwarding for 192.0.2.1: reply %+v, want a denial by no policy", s.Reply)
 	}
 	if s := run("10.6.6.6:4000", "10.6.6.6"); s.Reply == nil || s.Reply.Details != "rbac_access_denied_matched_policy[quarantine]" {
 		t.Errorf("10.6.6.6: reply %+v, want a denial by quarantine", s.Reply)
 	}
-	if s := run("192.0.2.1:4000", "10.1.2.3"); s.Reply == nil || s.Reply.Details != "rbac_access_denied_matched_policy[none]" {
-		t.Errorf("192.0.2.1 (forwarded for 10.1.2.3): reply %+v, want a denial by no policy", s.Reply)
+	if s := run("192.0.2.1:4000", "10.1.2.3"); s.Reply != nil {
+		t.Errorf("192.0.2.1 forwarding for 10.1.2.3 was denied: %+v", s.Reply)
 	}
 }
 
@@ -89,6 +93,7 @@ func TestMatcherInputs(t *testing.T) {
 	stream := func(tls bool) *httpfiltertest.Stream {
 		s := httpfiltertest.NewStream("POST", "/api", "x-team", "blue")
 		s.StreamInfo.RemoteAddress, s.StreamInfo.LocalAddress, s.StreamInfo.DirectRemoteAddress = "192.0.2.7:4321", "127.0.0.1:8443", "127.0.0.9:999"
+		s.Remote = "192.0.2.7" // no x-forwarded-for: the connection's
 		s.StreamInfo.RequestedServerName = "api.example.com"
 		if tls {
 			s.StreamInfo.TLS = &accesslog.TLSInfo{PeerCertificate: cert}
