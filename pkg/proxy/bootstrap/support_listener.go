@@ -8,7 +8,9 @@ var supportedListener = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.bootstrap.v3.Bootstrap.StaticResources.listeners": {},
 
 	// Listeners.
-	"envoy.config.listener.v3.Listener.name":                              {},
+	"envoy.config.listener.v3.Listener.name": {},
+	// TCP_FASTOPEN on the listening sockets (Linux).
+	"envoy.config.listener.v3.Listener.tcp_fast_open_queue_length":        {},
 	"envoy.config.listener.v3.Listener.address":                           {},
 	"envoy.config.listener.v3.Listener.additional_addresses":              {},
 	"envoy.config.listener.v3.Listener.stat_prefix":                       {},

@@ -257,6 +257,15 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 	if err != nil {
 		errs = append(errs, fieldpath.Prefix("socket_options", err))
 	}
+	if q := lc.GetTcpFastOpenQueueLength(); q != nil {
+		if primary.isUDP() {
+			errs = append(errs, errors.New("tcp_fast_open_queue_length: not supported on a UDP listener"))
+		} else if fo, err := sockopt.TCPFastOpen(q.GetValue()); err != nil {
+			errs = append(errs, fmt.Errorf("tcp_fast_open_queue_length: %w", err))
+		} else {
+			opts = append(opts, fo)
+		}
+	}
 	l.sockOpts, l.freebind = opts, lc.GetFreebind().GetValue()
 	if err := l.compileAccessLogs(lc, deps.AccessLogs); err != nil {
 		errs = append(errs, err)
