@@ -10,6 +10,7 @@ var supportedListener = map[protoreflect.FullName]fieldSupport{
 	// Listeners.
 	"envoy.config.listener.v3.Listener.name": {},
 	// TCP_FASTOPEN on the listening sockets (Linux).
+	"envoy.config.listener.v3.Listener.transparent":                       {},
 	"envoy.config.listener.v3.Listener.tcp_fast_open_queue_length":        {},
 	"envoy.config.listener.v3.Listener.address":                           {},
 	"envoy.config.listener.v3.Listener.additional_addresses":              {},

@@ -129,8 +129,11 @@ type Listener struct {
 	bindToPort bool
 	reusePort  bool
 	// sockOpts are socket_options, freebind the listener's freebind.
-	sockOpts    sockopt.Set
-	freebind    bool
+	sockOpts sockopt.Set
+	freebind bool
+	// transparent is the listener's transparent: IP_TRANSPARENT before
+	// bind (a false value sets nothing, as in Envoy).
+	transparent bool
 	workers     int
 	bufferLimit uint32
 	setBuffers  bool // per_connection_buffer_limit_bytes was given
@@ -266,7 +269,7 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 			opts = append(opts, fo)
 		}
 	}
-	l.sockOpts, l.freebind = opts, lc.GetFreebind().GetValue()
+	l.sockOpts, l.freebind, l.transparent = opts, lc.GetFreebind().GetValue(), lc.GetTransparent().GetValue()
 	if err := l.compileAccessLogs(lc, deps.AccessLogs); err != nil {
 		errs = append(errs, err)
 	}
@@ -484,13 +487,9 @@ func (l *Listener) bindAll(inherited map[socketAddress][]net.Listener) ([][]net.
 			opened = append(opened, socks)
 			continue
 		}
-		opts := l.sockOpts
-		if l.freebind {
-			fb, err := sockopt.Freebind(a.addr.Addr().Is6() && !a.addr.Addr().Is4In6())
-			if err != nil {
-				return nil, fmt.Errorf("listener %q: freebind: %w", l.name, err)
-			}
-			opts = append(slices.Clip(opts), fb)
+		opts, err := l.bindOptions(a)
+		if err != nil {
+			return nil, err
 		}
 		socks, err := bindAddress(a, n, l.reusePort, opts)
 		if err != nil {
@@ -503,6 +502,28 @@ func (l *Listener) bindAll(inherited map[socketAddress][]net.Listener) ([][]net.
 		opened = append(opened, socks)
 	}
 	return sockets, nil
+}
+
+// bindOptions are the options of a socket bound to a: socket_options,
+// then freebind's and transparent's, for the address's family.
+func (l *Listener) bindOptions(a socketAddress) (sockopt.Set, error) {
+	opts := l.sockOpts
+	ipv6 := a.addr.Addr().Is6() && !a.addr.Addr().Is4In6()
+	if l.freebind {
+		fb, err := sockopt.Freebind(ipv6)
+		if err != nil {
+			return nil, fmt.Errorf("listener %q: freebind: %w", l.name, err)
+		}
+		opts = append(slices.Clip(opts), fb)
+	}
+	if l.transparent {
+		tr, err := sockopt.Transparent(ipv6)
+		if err != nil {
+			return nil, fmt.Errorf("listener %q: transparent: %w", l.name, err)
+		}
+		opts = append(slices.Clip(opts), tr)
+	}
+	return opts, nil
 }
 
 // setSockets records the bound sockets. l.mu is held.

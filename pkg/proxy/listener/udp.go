@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -156,20 +155,16 @@ func (l *Listener) ShutdownUDP(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// bindUDP opens one socket per address, with the listener's socket_options
-// and freebind, and SO_REUSEPORT when reuse_port is on (so that an updated
+// bindUDP opens one socket per address, with the listener's socket_options,
+// freebind and transparent, and SO_REUSEPORT when reuse_port is on (so that an updated
 // listener binds its port beside the one it replaces). l.mu is held.
 func (l *Listener) bindUDP() error {
 	var conns []*net.UDPConn
 	for _, a := range l.addrs {
-		opts := l.sockOpts
-		if l.freebind {
-			fb, err := sockopt.Freebind(a.addr.Addr().Is6() && !a.addr.Addr().Is4In6())
-			if err != nil {
-				closeUDPConns(conns)
-				return fmt.Errorf("listener %q: freebind: %w", l.name, err)
-			}
-			opts = append(slices.Clip(opts), fb)
+		opts, err := l.bindOptions(a)
+		if err != nil {
+			closeUDPConns(conns)
+			return err
 		}
 		c, err := listenUDP(a, l.reusePort, opts)
 		if err != nil {

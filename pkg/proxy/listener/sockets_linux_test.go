@@ -64,3 +64,43 @@ tcp_fast_open_queue_length: 8
 		t.Fatalf("error %v", err)
 	}
 }
+
+// TestTransparent checks that transparent: true sets IP_TRANSPARENT on the
+// listening sockets before they bind; without CAP_NET_ADMIN the kernel
+// refuses it and the bind fails, saying so.
+func TestTransparent(t *testing.T) {
+	l, err := Build(parseListener(t, `
+name: tproxy
+address: {socket_address: {address: 127.0.0.1, port_value: 0}}
+transparent: true
+filter_chains: [{name: echo}]
+`), testDeps(stats.NewStore(), 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Bind(); err != nil {
+		if unix.Geteuid() != 0 && strings.Contains(err.Error(), "operation not permitted") {
+			return // the kernel's answer without CAP_NET_ADMIN
+		}
+		t.Fatal(err)
+	}
+	addr := serve(t, l)
+	if got := exchange(t, addr, "hi"); got != "echo:hi" {
+		t.Fatalf("echo %q", got)
+	}
+	l.mu.Lock()
+	ln := l.sockets[0][0]
+	l.mu.Unlock()
+	raw, err := ln.(*net.TCPListener).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got int
+	var gerr error
+	if err := raw.Control(func(fd uintptr) { got, gerr = unix.GetsockoptInt(int(fd), unix.SOL_IP, unix.IP_TRANSPARENT) }); err != nil || gerr != nil {
+		t.Fatal(err, gerr)
+	}
+	if got != 1 {
+		t.Errorf("IP_TRANSPARENT %d, want 1", got)
+	}
+}
