@@ -34,16 +34,7 @@ filter_chains: [{name: echo}]
 		for _, socks := range sockets {
 			for _, ln := range socks {
 				n++
-				raw, err := ln.(*net.TCPListener).SyscallConn()
-				if err != nil {
-					t.Fatal(err)
-				}
-				var got int
-				var gerr error
-				if err := raw.Control(func(fd uintptr) { got, gerr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_FASTOPEN) }); err != nil || gerr != nil {
-					t.Fatal(err, gerr)
-				}
-				if got != qlen {
+				if got := sockoptInt(t, ln, unix.IPPROTO_TCP, unix.TCP_FASTOPEN); got != qlen {
 					t.Errorf("TCP_FASTOPEN %d, want %d", got, qlen)
 				}
 			}
@@ -91,16 +82,23 @@ filter_chains: [{name: echo}]
 	l.mu.Lock()
 	ln := l.sockets[0][0]
 	l.mu.Unlock()
+	if got := sockoptInt(t, ln, unix.SOL_IP, unix.IP_TRANSPARENT); got != 1 {
+		t.Errorf("IP_TRANSPARENT %d, want 1", got)
+	}
+}
+
+// sockoptInt reads an integer option of a listening socket, as the kernel
+// reports it.
+func sockoptInt(t *testing.T, ln net.Listener, level, name int) int {
+	t.Helper()
 	raw, err := ln.(*net.TCPListener).SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got int
 	var gerr error
-	if err := raw.Control(func(fd uintptr) { got, gerr = unix.GetsockoptInt(int(fd), unix.SOL_IP, unix.IP_TRANSPARENT) }); err != nil || gerr != nil {
+	if err := raw.Control(func(fd uintptr) { got, gerr = unix.GetsockoptInt(int(fd), level, name) }); err != nil || gerr != nil {
 		t.Fatal(err, gerr)
 	}
-	if got != 1 {
-		t.Errorf("IP_TRANSPARENT %d, want 1", got)
-	}
+	return got
 }
