@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -29,6 +30,8 @@ type supportChecker struct {
 	// typed_config's path: a refusal quotes what the table says of it when
 	// the config type does not tell the extension's name.
 	names map[string]string
+	// populated is message's stack of the populated fields it visits.
+	populated []populatedField
 }
 
 // message checks the populated fields of m, found at path. Fields are
@@ -41,18 +44,36 @@ func (c *supportChecker) message(m protoreflect.Message, path string) {
 		}
 		c.names[childPath(path, "typed_config")] = m.Get(fd).String()
 	}
-	for i := range fields.Len() {
-		fd := fields.Get(i)
-		if m.Has(fd) {
-			c.field(fd, m.Get(fd), childPath(path, string(fd.Name())))
-		}
+	// One pass over the populated fields, then declaration order: asking
+	// each of a message's fields whether it is set cost twice as much
+	// (a Cluster has some fifty, a control plane's sets five).
+	// The fields go on c.populated, a stack shared by the recursion: this
+	// message's are [start:] until it returns.
+	if c.populated == nil {
+		c.populated = make([]populatedField, 0, 32)
 	}
-	m.Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
+	start := len(c.populated)
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		if fd.IsExtension() {
 			c.unsupported = append(c.unsupported, fieldErrorf(childPath(path, "["+string(fd.FullName())+"]"), "not supported by Outrigger"))
+			return true
 		}
+		c.populated = append(c.populated, populatedField{fd, v})
 		return true
 	})
+	set := c.populated[start:]
+	slices.SortFunc(set, func(a, b populatedField) int { return a.fd.Index() - b.fd.Index() })
+	for _, f := range set {
+		c.field(f.fd, f.v, childPath(path, string(f.fd.Name())))
+	}
+	clear(c.populated[start:])
+	c.populated = c.populated[:start]
+}
+
+// populatedField is a set field of a message and its value.
+type populatedField struct {
+	fd protoreflect.FieldDescriptor
+	v  protoreflect.Value
 }
 
 // field checks one populated field and, if supported, its contents.
@@ -260,12 +281,29 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedClusterSpecifiers,
 }
 
-// lookupSupport finds a field's support rule in the per-area tables.
-func lookupSupport(name protoreflect.FullName) (fieldSupport, bool) {
+// supportIndex is every per-area table merged into one map, built on first
+// use: the check looks up each populated field of every resource, and a
+// control plane's 10,000 clusters made the walk over some forty tables a
+// tenth of their validation. A field in two tables keeps the first
+// table's rule, as the walk did.
+var supportIndex = sync.OnceValue(func() map[protoreflect.FullName]fieldSupport {
+	n := 0
 	for _, t := range supportTables {
-		if rule, ok := t[name]; ok {
-			return rule, true
+		n += len(t)
+	}
+	all := make(map[protoreflect.FullName]fieldSupport, n)
+	for _, t := range supportTables {
+		for name, rule := range t {
+			if _, dup := all[name]; !dup {
+				all[name] = rule
+			}
 		}
 	}
-	return fieldSupport{}, false
+	return all
+})
+
+// lookupSupport finds a field's support rule in the per-area tables.
+func lookupSupport(name protoreflect.FullName) (fieldSupport, bool) {
+	rule, ok := supportIndex()[name]
+	return rule, ok
 }
