@@ -274,8 +274,11 @@ func (s *Store) mergeChildren(adds []childAdd, list func(*prefixNode) *atomic.Po
 		for _, a := range run {
 			i := 0
 			if len(old) > 0 {
+				// The new child's segment is read once, not at every
+				// comparison: each read goes to the stat's own memory.
+				seg := s.entrySegment(a.entry)
 				i, _ = slices.BinarySearchFunc(old, a.entry, func(o, e uint32) int {
-					if s.compareEntries(o, e) <= 0 {
+					if compareSiblings(s.entrySegment(o), o, seg, e) <= 0 {
 						return -1
 					}
 					return 1
