@@ -14,6 +14,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/compression/deflate"
 )
 
 // compressionBootstrap is a listener on port with three compressor
@@ -381,5 +383,51 @@ var _ = Describe("The gzip compressor with zlib's window and memory level", func
 		Expect(decodeBody("gzip", []byte(r.Body))).To(Equal(body))
 		Expect(len(r.Body)).To(BeNumerically(">", len(body)/5), "%d bytes out of %d: matches reached past the window", len(r.Body), len(body))
 		Expect(httpStat(sc, "http.ingress_http.compressor.text_optimized.gzip.response.compressed")).To(Equal("2"))
+	})
+})
+
+var _ = Describe("The gzip decompressor with zlib's window", func() {
+	It("decodes uploads compressed within window_bits and refuses matches past it, as the gzip sandbox configures it", func() {
+		up := httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+			fmt.Fprintf(w, "len=%d", len(b))
+		}), false)
+		port := freePort()
+		// The sandbox's decompressor: window_bits 9, chunk_size 8192,
+		// max_inflate_ratio 1000.
+		sc := Start(newDir(), proxySpec{
+			Port: port,
+			HCM:  "{stat_prefix: web}",
+			Filters: "[" + httpFilter("envoy.filters.http.decompressor", "type.googleapis.com/envoy.extensions.filters.http.decompressor.v3.Decompressor",
+				`{decompressor_library: {name: upload, typed_config: `+
+					withType("type.googleapis.com/envoy.extensions.compression.gzip.decompressor.v3.Gzip", "{window_bits: 9, chunk_size: 8192, max_inflate_ratio: 1000}")+`}}`) + "]",
+			Clusters: []proxyCluster{{Name: "up", Port: portNum(up)}},
+		}.YAML())
+		body := strings.Repeat(zlibBlock(), 40)
+		upload := func(z []byte) string {
+			r := httpDo(rawClients()["HTTP/1.1"], http.MethodPost, listenerURL(port, "/upload"), bytes.NewReader(z), http.Header{"Content-Encoding": {"gzip"}})
+			Expect(r.Status).To(Equal(http.StatusOK))
+			return r.Body
+		}
+
+		// zlib's deflate with a 512-byte window: every match within it.
+		var small bytes.Buffer
+		gw, err := deflate.NewGzipWriter(&small, deflate.Options{Level: 6, MemLevel: 8, WindowBits: 9})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = io.WriteString(gw, body)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(gw.Close()).To(Succeed())
+		Expect(upload(small.Bytes())).To(Equal(fmt.Sprintf("len=%d", len(body))))
+		Expect(httpStat(sc, "http.web.decompressor.upload.gzip.request.decompressed")).To(Equal("1"))
+		Expect(httpStat(sc, "http.web.decompressor.upload.gzip.decompressor_library.zlib_data_error")).To(Equal("0"))
+
+		// Go's gzip with its 32 KiB window reaches the repeats 2 KB back:
+		// zlib's inflate with window_bits 9 stops at the first such match.
+		got := upload(gzipOf(body))
+		var n int
+		_, err = fmt.Sscanf(got, "len=%d", &n)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(n).To(BeNumerically("<", len(body)))
+		Expect(httpStat(sc, "http.web.decompressor.upload.gzip.decompressor_library.zlib_data_error")).To(Equal("1"))
 	})
 })

@@ -1,6 +1,7 @@
 package deflate
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"testing"
@@ -63,4 +64,48 @@ func BenchmarkGzip(b *testing.B) {
 			run(b, k, func() { k.Reset(io.Discard) })
 		})
 	}
+}
+
+// BenchmarkGunzip decodes the text corpus compressed at level 6 with a
+// 512-byte window (the gzip sandbox's decompressor window) with
+// Outrigger's inflate, which the decompressor uses below window_bits 15,
+// beside klauspost's, which it uses at 15, reading 8 KiB at a time
+// (the sandbox's chunk_size).
+func BenchmarkGunzip(b *testing.B) {
+	in, err := os.ReadFile("testdata/corpus.txt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var z bytes.Buffer
+	g, err := NewGzipWriter(&z, Options{Level: 6, WindowBits: 9, MemLevel: 8})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := g.Write(in); err != nil {
+		b.Fatal(err)
+	}
+	if err := g.Close(); err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 8192)
+	run := func(b *testing.B, open func(io.Reader) (io.Reader, error)) {
+		b.SetBytes(int64(len(in)))
+		b.ReportAllocs()
+		for b.Loop() {
+			r, err := open(bytes.NewReader(z.Bytes()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			n, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{r}, buf)
+			if err != nil || n != int64(len(in)) {
+				b.Fatalf("%d bytes (%v)", n, err)
+			}
+		}
+	}
+	b.Run("outrigger-W9", func(b *testing.B) {
+		run(b, func(r io.Reader) (io.Reader, error) { return NewGzipReader(r, 9) })
+	})
+	b.Run("klauspost", func(b *testing.B) {
+		run(b, func(r io.Reader) (io.Reader, error) { return kgzip.NewReader(r) })
+	})
 }

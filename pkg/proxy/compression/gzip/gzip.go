@@ -135,10 +135,11 @@ func (Decompressor) CompileDecompressor(config proto.Message, st *stats.Store, p
 	if !ok {
 		return nil, errors.New("not a Gzip decompressor configuration")
 	}
-	if wb := g.GetWindowBits(); wb != nil && wb.GetValue() != goWindowBits {
-		return nil, fmt.Errorf("window_bits: %d is not supported by Outrigger, whose inflate always accepts a 32 KiB window (window_bits 15)", wb.GetValue())
+	c := &decompressorConfig{ratio: defaultMaxInflateRatio, chunk: defaultChunkSize, windowBits: goWindowBits}
+	if wb := g.GetWindowBits(); wb != nil {
+		// The proto's constraint (9 to 15) has been checked.
+		c.windowBits = int(wb.GetValue())
 	}
-	c := &decompressorConfig{ratio: defaultMaxInflateRatio, chunk: defaultChunkSize}
 	if cs := g.GetChunkSize(); cs != nil {
 		c.chunk = int(cs.GetValue())
 	}
@@ -165,6 +166,9 @@ type decompressorConfig struct {
 	chunk               int
 	ratio               uint64
 	dataError, bufError *stats.Counter
+	// windowBits is window_bits: at 15, Go's inflate (faster); below,
+	// Outrigger's, which refuses a distance past the window as zlib does.
+	windowBits int
 }
 
 // ContentEncoding implements compression.DecompressorConfig.
@@ -176,7 +180,7 @@ func (*decompressorConfig) StatsPrefix() string { return "gzip." }
 // NewDecompressor implements compression.DecompressorConfig.
 func (c *decompressorConfig) NewDecompressor() compression.Decompressor {
 	return &compression.ReaderDecompressor{
-		NewReader: func(r io.Reader) (io.Reader, error) { return kgzip.NewReader(r) },
+		NewReader: c.newReader,
 		ChunkSize: c.chunk,
 		MaxRatio:  c.ratio,
 		OnError: func(err error) {
@@ -190,6 +194,14 @@ func (c *decompressorConfig) NewDecompressor() compression.Decompressor {
 		},
 		OnRatio: func() { inc(c.dataError) },
 	}
+}
+
+// newReader opens the decoder of a body.
+func (c *decompressorConfig) newReader(r io.Reader) (io.Reader, error) {
+	if c.windowBits == goWindowBits {
+		return kgzip.NewReader(r)
+	}
+	return deflate.NewGzipReader(r, c.windowBits)
 }
 
 // inc increments c when there is one.

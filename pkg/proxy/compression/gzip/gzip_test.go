@@ -132,9 +132,46 @@ func TestReleaseEndsTheGoroutine(t *testing.T) {
 	}
 }
 
-func TestDecompressorWindowRefused(t *testing.T) {
-	if _, err := (Decompressor{}).CompileDecompressor(&gzipdv3.Gzip{WindowBits: wrapperspb.UInt32(9)}, nil, ""); err == nil {
-		t.Error("window_bits 9 accepted")
+// TestDecompressorWindow decodes with window_bits 9 a stream whose
+// matches stay within 512 bytes, and counts a data error for one that
+// reaches further back, as zlib's inflate refuses it.
+func TestDecompressorWindow(t *testing.T) {
+	st := stats.NewStore()
+	cfg, err := (Decompressor{}).CompileDecompressor(&gzipdv3.Gzip{WindowBits: wrapperspb.UInt32(9)}, st, "d.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := make([]byte, 2000)
+	for i := range block {
+		block[i] = byte(i * 7919 >> 3)
+	}
+	in := bytes.Repeat(block, 20)
+	var small bytes.Buffer
+	w, err := deflate.NewGzipWriter(&small, deflate.Options{Level: 6, MemLevel: 8, WindowBits: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(in); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d := cfg.NewDecompressor()
+	got := append(bytes.Clone(d.Decompress(small.Bytes())), d.Finish()...)
+	d.Release()
+	if !bytes.Equal(got, in) {
+		t.Fatalf("within the window: %d bytes back, want %d", len(got), len(in))
+	}
+	dataErrors := st.Counter("d.gzip.decompressor_library.zlib_data_error")
+	if v := dataErrors.Value(); v != 0 {
+		t.Fatalf("zlib_data_error %d after a good stream", v)
+	}
+	d = cfg.NewDecompressor()
+	got = append(bytes.Clone(d.Decompress(gzipped(t, in))), d.Finish()...)
+	d.Release()
+	if len(got) >= len(in) || dataErrors.Value() != 1 {
+		t.Errorf("a 32 KiB-window stream: %d of %d bytes decoded, zlib_data_error %d; want it stopped and counted", len(got), len(in), dataErrors.Value())
 	}
 }
 
