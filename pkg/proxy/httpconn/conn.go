@@ -90,6 +90,13 @@ type serverConn struct {
 	// that began at waitStart.
 	resumed   bool
 	waitStart time.Time
+	// awaitN counts the starts and ends of the waits of the connection's
+	// streams on their upstreams (odd: one waits), awaits publishes it
+	// to the sweep, and awaitSwept is what the last sweep saw (see
+	// awaitsweep.go; the sweep holds the manager's lock).
+	awaitN     uint32
+	awaits     atomic.Uint32
+	awaitSwept uint32
 	// http1 records that the connection is counted in
 	// downstream_cx_http1_active; ended that end ran.
 	http1, ended bool

@@ -139,13 +139,5 @@ func (s *stream) abandon() {
 	if s.downstreamReset() {
 		return
 	}
-	s.closeConn = true
-	s.flags |= accesslog.DownstreamConnectionTermination
-	s.details = "downstream_remote_disconnect"
-	s.down.abort()
-	if s.conn != nil {
-		s.m.stats.rqRxReset.Inc()
-		s.m.stats.cxDestroyActiveRq.Inc()
-		s.conn.remoteClosed = true
-	}
+	s.recordClientGone()
 }

@@ -87,6 +87,10 @@ func (m *Manager) sweepIdle() {
 		case sweptMoving:
 			moved++
 		}
+		if c.sweepUpstreamWait() {
+			// Counted as waiting: the next sweep looks again.
+			waiting++
+		}
 	}
 	release := m.releaseAfterBurst(moved, waiting)
 	m.mu.Unlock()

@@ -519,11 +519,17 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	}
 	reusable := false
 	s.upstream.Store(uc)
-	if s.peerReset.Load() {
+	if s.conn != nil {
+		s.conn.beginUpstreamWait()
+	}
+	if s.peerReset.Load() || s.peerClosed.Load() {
 		// The reset came before the exchange could be interrupted.
 		s.interrupt()
 	}
 	defer func() {
+		if s.conn != nil {
+			s.conn.endUpstreamWait()
+		}
 		s.upstream.Store(nil)
 		if out != exchangeStale && out != exchangeHedged {
 			cl.ReleaseHTTP1(uc, reusable)
@@ -597,6 +603,11 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 		return exchangeHedged
 	}
 	kind, err, stop := s.finalResponseHead(cl, cw, uc)
+	if s.conn != nil {
+		// The client is watched while the answer is awaited only:
+		// relaying it, a write finds a client that went away.
+		s.conn.endUpstreamWait()
+	}
 	if stop {
 		return exchangeDone
 	}

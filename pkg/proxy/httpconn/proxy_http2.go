@@ -32,7 +32,9 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) (retry bo
 	var cancel context.CancelFunc
 	if d := earliest(s.routeDeadline(now), s.durationLimit()); !d.IsZero() {
 		ctx, cancel = context.WithDeadline(ctx, d)
-	} else if s.conn == nil {
+	} else {
+		// Cancelled by an HTTP/2 client's reset, or by the sweep that
+		// finds an HTTP/1 client gone (awaitsweep.go).
 		ctx, cancel = context.WithCancel(ctx)
 	}
 	if cancel != nil {
@@ -67,13 +69,19 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) (retry bo
 		got = new(atomic.Pointer[gotConn])
 		req = traceUpstreamConn(req, got)
 	}
+	if s.conn != nil {
+		s.conn.beginUpstreamWait()
+	}
 	resp, err := cl.RoundTripHTTP2(req, host)
+	if s.conn != nil {
+		s.conn.endUpstreamWait()
+	}
 	s.noteUpstreamConn(got)
 	if err != nil {
 		// The transport may return while its goroutine still waits for
 		// the body: a local reply must not read the body beside it.
 		body.takeBack()
-		if !s.peerReset.Load() && s.maxDurationReachedWith(time.Now(), body.complete()) {
+		if !s.peerReset.Load() && !s.peerClosed.Load() && s.maxDurationReachedWith(time.Now(), body.complete()) {
 			return false
 		}
 		if s.retryFailedHTTP2(cl, ctx, err) {

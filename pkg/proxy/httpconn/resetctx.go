@@ -7,32 +7,26 @@ import (
 )
 
 // armReset makes cancel, which ends the upstream exchange's context, what
-// an HTTP/2 client's reset of the stream (or a forced shutdown) calls
-// through interrupt, so that the exchange or its wait for a connection
-// stops; a reset that came before is honoured at once. disarmReset undoes
-// it. An HTTP/1 client's stream has no reset: nothing is armed.
+// an HTTP/2 client's reset of the stream, an HTTP/1 client's close seen by
+// the sweep (awaitsweep.go) or a forced shutdown calls through interrupt,
+// so that the exchange or its wait for a connection stops; a reset that
+// came before is honoured at once. disarmReset undoes it.
 //
 // The cancel func sits in a mutex-guarded field rather than behind an
 // atomic pointer so that arming allocates nothing per request.
 func (s *stream) armReset(cancel context.CancelFunc) {
-	if s.conn != nil {
-		return
-	}
 	s.upMu.Lock()
 	s.upCancel = cancel
 	s.upMu.Unlock()
 	// After the store: a reset whose interrupt ran before it set
-	// peerReset first.
-	if s.peerReset.Load() {
+	// peerReset (or peerClosed) first.
+	if s.peerReset.Load() || s.peerClosed.Load() {
 		cancel()
 	}
 }
 
 // disarmReset ends what armReset set up.
 func (s *stream) disarmReset() {
-	if s.conn != nil {
-		return
-	}
 	s.upMu.Lock()
 	s.upCancel = nil
 	s.upMu.Unlock()

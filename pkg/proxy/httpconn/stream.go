@@ -180,6 +180,11 @@ type stream struct {
 	resetCtx lazyResetCtx
 	// peerReset: the HTTP/2 client reset the stream.
 	peerReset atomic.Bool
+	// peerClosed: the HTTP/1 client closed its connection while the
+	// stream waited on its upstream (set by the manager's sweep, see
+	// awaitsweep.go); goneRecorded: the stream accounted for it.
+	peerClosed   atomic.Bool
+	goneRecorded bool
 	// wake, once a filter has slept, is the channel interrupt signals so
 	// that the sleep ends (see Sleep); abandoned records that a filter's
 	// sleep ended the stream without a response.
@@ -353,6 +358,8 @@ func (s *stream) begin(real time.Time, proto string) {
 	s.isHead, s.keepAlive, s.expect100, s.reqChunked, s.bodyDone, s.leaked = false, false, false, false, false, false
 	s.teTrailers = false
 	s.peerReset.Store(false)
+	s.peerClosed.Store(false)
+	s.goneRecorded = false
 	s.reqLength = -1
 	s.body = nil
 	s.reqHeaders.reset()
@@ -454,11 +461,38 @@ func (s *stream) wakeChan() *chan struct{} {
 	return w
 }
 
-// downstreamReset reports whether the HTTP/2 client reset the stream, and
-// then records that as the stream's outcome: whatever failed after that
-// (an interrupted upstream exchange, a write) is the reset's doing.
+// downstreamReset reports whether the HTTP/2 client reset the stream, or
+// the HTTP/1 client closed its connection while the stream waited on its
+// upstream, and then records that as the stream's outcome: whatever failed
+// after that (an interrupted upstream exchange, a write) is the client's
+// doing.
 func (s *stream) downstreamReset() bool {
+	if s.peerClosed.Load() {
+		s.recordClientGone()
+		return true
+	}
 	return s.peerReset.Load() && s.recordDownstreamReset()
+}
+
+// recordClientGone accounts, once, for a client that closed its
+// connection with the stream in flight, as Envoy's connection manager
+// does when the connection closes under an active request: the stream
+// is reset (downstream_rq_rx_reset), nothing more is sent, the connection
+// ends, and the access log says DC.
+func (s *stream) recordClientGone() {
+	if s.goneRecorded {
+		return
+	}
+	s.goneRecorded = true
+	s.closeConn = true
+	s.flags |= accesslog.DownstreamConnectionTermination
+	s.details = "downstream_remote_disconnect"
+	s.down.abort()
+	if s.conn != nil {
+		s.m.stats.rqRxReset.Inc()
+		s.m.stats.cxDestroyActiveRq.Inc()
+		s.conn.remoteClosed = true
+	}
 }
 
 func (s *stream) recordDownstreamReset() bool {
