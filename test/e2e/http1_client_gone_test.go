@@ -60,7 +60,10 @@ var _ = Describe("An HTTP/1.1 client that closes its connection while its reques
 			Eventually(func() string { return readFile(filepath.Join(dir, "access.log")) }, 5*time.Second).Should(Equal("/held 0 DC\n"))
 			Expect(httpStat(s, "http.gone.downstream_rq_rx_reset")).To(Equal("1"))
 			Expect(httpStat(s, "http.gone.downstream_cx_destroy_active_rq")).To(Equal("1"))
-			Eventually(func() string { return httpStat(s, "http.gone.downstream_cx_destroy_remote") }, 5*time.Second).Should(Equal("1"))
+			Eventually(func() []string {
+				return []string{httpStat(s, "http.gone.downstream_cx_destroy_remote"), httpStat(s, "http.gone.downstream_cx_destroy_remote_active_rq")}
+			}, 5*time.Second).Should(Equal([]string{"1", "1"}))
+			Expect(httpStat(s, "http.gone.downstream_cx_destroy_local_active_rq")).To(Equal("0"))
 			Expect(httpStat(s, "cluster.slow.upstream_rq_timeout")).To(Equal("0"))
 
 			Expect(httpStat(s, "http.gone.downstream_rq_completed")).To(Equal("1"))

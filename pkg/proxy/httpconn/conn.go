@@ -64,6 +64,9 @@ type serverConn struct {
 	// remoteClosed: the client ended the connection (for the
 	// downstream_cx_destroy_remote/local split).
 	remoteClosed bool
+	// activeRqDestroyed: the connection ends with a request in flight
+	// (see destroyedActive).
+	activeRqDestroyed bool
 
 	// mu guards idle, closing and h2 against Manager.Close, and waiting,
 	// evicting and swept against the idle sweep.
@@ -292,8 +295,24 @@ func (c *serverConn) end() {
 	} else {
 		st.cxDestroyLocal.Inc()
 	}
+	switch {
+	case c.activeRqDestroyed && c.remoteClosed:
+		st.cxDestroyRemoteActiveRq.Inc()
+	case c.activeRqDestroyed:
+		st.cxDestroyLocalActiveRq.Inc()
+	}
 	st.cxLengthMs.Record(uint64(c.m.stamp(time.Now()).Sub(c.opened).Milliseconds()))
 	c.m.unregister(c)
+}
+
+// destroyedActive records, once, that the connection ends with a request
+// in flight: downstream_cx_destroy_active_rq now, and its local or remote
+// share when the connection ends and who closed it is known.
+func (c *serverConn) destroyedActive() {
+	if !c.activeRqDestroyed {
+		c.activeRqDestroyed = true
+		c.m.stats.cxDestroyActiveRq.Inc()
+	}
 }
 
 // negotiatedProtocol is the protocol ALPN negotiated on a TLS connection

@@ -1238,7 +1238,7 @@ func (h *h2Conn) finish(err error) {
 	}
 	h.mu.Unlock()
 	if open > 0 {
-		h.m.stats.cxDestroyActiveRq.Inc()
+		h.c.destroyedActive()
 	}
 	// Streams opened by the last input and never started end here.
 	for i, st := range h.pending {

@@ -267,7 +267,7 @@ func (s *stream) downstreamFailed() {
 	s.down.abort()
 	if s.conn != nil {
 		// An HTTP/2 connection counts this once, when it ends.
-		s.m.stats.cxDestroyActiveRq.Inc()
+		s.conn.destroyedActive()
 		s.conn.remoteClosed = true
 	}
 }

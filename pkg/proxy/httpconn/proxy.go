@@ -1043,7 +1043,7 @@ func (s *stream) requestBodyFailed(err error) {
 		}
 	default:
 		s.m.stats.rqRxReset.Inc()
-		s.m.stats.cxDestroyActiveRq.Inc()
+		s.conn.destroyedActive()
 		s.conn.remoteClosed = true
 		s.flags |= accesslog.DownstreamConnectionTermination
 		s.details = "downstream_remote_disconnect"

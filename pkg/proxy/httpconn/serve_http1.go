@@ -193,7 +193,7 @@ func (c *serverConn) headFailed(err error) {
 	case errors.Is(err, io.EOF), errors.Is(err, http1.ErrTruncatedHead), !isProtocolError(err):
 		c.remoteClosed = true
 		m.stats.rqRxReset.Inc()
-		m.stats.cxDestroyActiveRq.Inc()
+		c.destroyedActive()
 		s.flags |= accesslog.DownstreamConnectionTermination
 		s.details = "downstream_remote_disconnect"
 	default:

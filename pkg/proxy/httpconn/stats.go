@@ -12,6 +12,9 @@ type hcmStats struct {
 	cxDestroyLocal    *stats.Counter
 	cxDestroyRemote   *stats.Counter
 	cxDestroyActiveRq *stats.Counter
+	// cxDestroyLocalActiveRq and cxDestroyRemoteActiveRq split it by
+	// who closed the connection.
+	cxDestroyLocalActiveRq, cxDestroyRemoteActiveRq *stats.Counter
 	cxHTTP1Total      *stats.Counter
 	cxHTTP1Active     *stats.Gauge
 	cxHTTP2Total      *stats.Counter
@@ -93,6 +96,8 @@ func newHCMStats(st *stats.Store, prefix, listenerPrefix string) *hcmStats {
 		cxDestroyLocal:           sc.Counter("downstream_cx_destroy_local"),
 		cxDestroyRemote:          sc.Counter("downstream_cx_destroy_remote"),
 		cxDestroyActiveRq:        sc.Counter("downstream_cx_destroy_active_rq"),
+		cxDestroyLocalActiveRq:   sc.Counter("downstream_cx_destroy_local_active_rq"),
+		cxDestroyRemoteActiveRq:  sc.Counter("downstream_cx_destroy_remote_active_rq"),
 		cxHTTP1Total:             sc.Counter("downstream_cx_http1_total"),
 		cxHTTP1Active:            sc.Gauge("downstream_cx_http1_active"),
 		cxHTTP2Total:             sc.Counter("downstream_cx_http2_total"),

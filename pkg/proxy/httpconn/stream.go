@@ -490,7 +490,7 @@ func (s *stream) recordClientGone() {
 	s.down.abort()
 	if s.conn != nil {
 		s.m.stats.rqRxReset.Inc()
-		s.m.stats.cxDestroyActiveRq.Inc()
+		s.conn.destroyedActive()
 		s.conn.remoteClosed = true
 	}
 }
