@@ -15,27 +15,27 @@ type hcmStats struct {
 	// cxDestroyLocalActiveRq and cxDestroyRemoteActiveRq split it by
 	// who closed the connection.
 	cxDestroyLocalActiveRq, cxDestroyRemoteActiveRq *stats.Counter
-	cxHTTP1Total      *stats.Counter
-	cxHTTP1Active     *stats.Gauge
-	cxHTTP2Total      *stats.Counter
-	cxHTTP2Active     *stats.Gauge
-	cxDrainClose      *stats.Counter
-	cxIdleTimeout     *stats.Counter
-	cxMaxRequests     *stats.Counter
-	cxProtocolError   *stats.Counter
-	cxRxBytes         *stats.Counter
-	cxTxBytes         *stats.Counter
-	cxLengthMs        *stats.Histogram
-	rqTotal           *stats.Counter
-	rqActive          *stats.Gauge
-	rqHTTP1Total      *stats.Counter
-	rqHTTP2Total      *stats.Counter
-	rqCompleted       *stats.Counter
-	rqRxReset         *stats.Counter
-	rqTxReset         *stats.Counter
-	rqTimeout         *stats.Counter
-	rqHeaderTimeout   *stats.Counter
-	rqIdleTimeout     *stats.Counter
+	cxHTTP1Total                                    *stats.Counter
+	cxHTTP1Active                                   *stats.Gauge
+	cxHTTP2Total                                    *stats.Counter
+	cxHTTP2Active                                   *stats.Gauge
+	cxDrainClose                                    *stats.Counter
+	cxIdleTimeout                                   *stats.Counter
+	cxMaxRequests                                   *stats.Counter
+	cxProtocolError                                 *stats.Counter
+	cxRxBytes                                       *stats.Counter
+	cxTxBytes                                       *stats.Counter
+	cxLengthMs                                      *stats.Histogram
+	rqTotal                                         *stats.Counter
+	rqActive                                        *stats.Gauge
+	rqHTTP1Total                                    *stats.Counter
+	rqHTTP2Total                                    *stats.Counter
+	rqCompleted                                     *stats.Counter
+	rqRxReset                                       *stats.Counter
+	rqTxReset                                       *stats.Counter
+	rqTimeout                                       *stats.Counter
+	rqHeaderTimeout                                 *stats.Counter
+	rqIdleTimeout                                   *stats.Counter
 	// rqMaxDuration counts streams max_stream_duration ended.
 	rqMaxDuration *stats.Counter
 	rqTooLarge    *stats.Counter
