@@ -16,6 +16,10 @@ type jsonWalker struct {
 	// rewrote is set when the walk rewrote a value of the tree (an enum
 	// name in another case): the tree, not the input, must be decoded.
 	rewrote bool
+	// optionalAny is the path of the typed_config of the optional HTTP
+	// filter being walked: an unknown type there leaves the filter out
+	// (see stubAny) rather than failing the file.
+	optionalAny string
 }
 
 // message checks v, the JSON form of a message of type md.
@@ -86,7 +90,11 @@ func (w *jsonWalker) fields(md protoreflect.MessageDescriptor, obj map[string]an
 			}
 			seenOneof[od.FullName()] = string(fd.Name())
 		}
+		if md.FullName() == httpFilterName && fd.Name() == "typed_config" && isOptionalFilter(obj) {
+			w.optionalAny = p
+		}
 		obj[key] = w.field(fd, val, p, depth)
+		w.optionalAny = ""
 	}
 }
 
@@ -283,5 +291,22 @@ func (w *jsonWalker) stubAny(obj map[string]any, path, typeURL string) {
 	}
 	obj["@type"] = placeholderURL
 	w.rewrote = true
+	if path == w.optionalAny {
+		// No filter of this build has the placeholder's type: the
+		// chain builders leave the filter out, as Envoy does one it has
+		// no factory for.
+		return
+	}
 	w.r.stub(path, typeURL)
+}
+
+// isOptionalFilter reports whether the JSON object of an HttpFilter sets
+// is_optional (either spelling) to true.
+func isOptionalFilter(obj map[string]any) bool {
+	for _, k := range []string{"is_optional", "isOptional"} {
+		if b, ok := obj[k].(bool); ok && b {
+			return true
+		}
+	}
+	return false
 }

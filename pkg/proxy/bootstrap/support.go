@@ -149,6 +149,8 @@ func (c *supportChecker) value(fd protoreflect.FieldDescriptor, rule fieldSuppor
 		switch name := fd.Message().FullName(); {
 		case rule.plugin:
 			c.clusterSpecifierPlugin(v.Message(), path)
+		case name == httpFilterName:
+			c.httpFilter(v.Message(), path)
 		case name == anyFullName && rule.perFilter:
 			c.perFilterConfig(v.Message(), path)
 		case name == anyFullName && len(rule.types) > 0:

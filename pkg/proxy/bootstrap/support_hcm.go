@@ -67,6 +67,7 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	// (envoy.filters.http.upstream) ends the list.
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.typed_config": {category: "envoy.filters.http", categories: []string{"envoy.filters.http.upstream"}, byName: true},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.disabled":     {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.is_optional":  {},
 
 	// access_log_options, and the deprecated top-level fields it replaced.
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.access_log_options":                                               {},

@@ -62,6 +62,32 @@ func (e *Registry) Resolve(ref Ref, byName bool) (Extension, proto.Message, erro
 	return ext, msg, nil
 }
 
+// Finds reports whether Resolve would find an enabled extension of
+// ref.Category for ref, whatever it then makes of its configuration. Envoy
+// leaves out an optional filter (is_optional) it has no factory for; this
+// is that test.
+func (e *Registry) Finds(ref Ref, byName bool) bool {
+	if e == nil {
+		return false
+	}
+	tc := ref.Config
+	var (
+		ext Extension
+		ok  bool
+	)
+	if tc.GetTypeUrl() == "" && len(tc.GetValue()) == 0 {
+		if !byName {
+			return false
+		}
+		ext, ok = e.ByName(ref.Category, ref.Name)
+		ok = ok && ext.Config != nil
+	} else {
+		ext, ok = e.LookupIn(ref.Category, tc.GetTypeUrl())
+		ok = ok && sameName(ext.Category, ref.Category)
+	}
+	return ok && !ext.Disabled
+}
+
 // The runtime guard that forbids finding an extension by its name, in both
 // spellings. Envoy sets it to true from 1.22; Outrigger, like Envoy before,
 // looks names up unless it is set.

@@ -15,6 +15,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
@@ -74,6 +75,10 @@ func buildFilters(field string, filters []*hcmv3.HttpFilter, reg *extension.Regi
 			// A disabled filter is compiled but runs only where a route
 			// enables it; the router cannot be disabled.
 			errs = append(errs, fmt.Errorf("%s.disabled: the router, the last filter, cannot be disabled", path))
+			continue
+		}
+		if httpfilter.OptionalMissing(f, reg, lookupByName(rt), httpFiltersCategory) {
+			logging.Warning(ctx.Log, "Didn't find a registered config factory for the optional http filter "+f.GetName(), "field", path)
 			continue
 		}
 		factory, msg, err := resolveFilter(f, reg, lookupByName(rt))

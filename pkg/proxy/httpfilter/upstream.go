@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 )
 
 // Upstream HTTP filters (Envoy's upstream filter chain): the router's
@@ -98,6 +99,10 @@ func CompileUpstream(field string, filters []*hcmv3.HttpFilter, ctx Context) (*U
 		last := i == len(filters)-1
 		if f.GetDisabled() {
 			errs = append(errs, fmt.Errorf("%s.disabled: not supported by Outrigger in an upstream filter chain", path))
+			continue
+		}
+		if OptionalMissing(f, ctx.Extensions, ctx.LookupByName, UpstreamCategory, downstreamCategory) {
+			logging.Warning(ctx.Log, "Didn't find a registered config factory for the optional http filter "+f.GetName(), "field", path)
 			continue
 		}
 		factory, msg, err := resolveUpstream(f, ctx.Extensions, ctx.LookupByName)
