@@ -50,11 +50,18 @@ var supportedListener = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.listener.v3.Listener.use_original_dst": {},
 	// bind_to_port: false binds nothing: the listener only takes the
 	// connections a use_original_dst listener hands it.
-	"envoy.config.listener.v3.Listener.bind_to_port":                         {},
-	"envoy.config.listener.v3.Listener.listener_filters_timeout":             {},
-	"envoy.config.listener.v3.Listener.continue_on_listener_filters_timeout": {},
-	"envoy.config.listener.v3.ListenerFilter.name":                           {},
-	"envoy.config.listener.v3.ListenerFilter.typed_config":                   {category: "envoy.filters.listener", categories: []string{"envoy.filters.udp_listener"}, byName: true},
+	"envoy.config.listener.v3.Listener.bind_to_port":                                    {},
+	"envoy.config.listener.v3.Listener.listener_filters_timeout":                        {},
+	"envoy.config.listener.v3.Listener.continue_on_listener_filters_timeout":            {},
+	"envoy.config.listener.v3.ListenerFilter.name":                                      {},
+	"envoy.config.listener.v3.ListenerFilter.filter_disabled":                           {},
+	"envoy.config.listener.v3.ListenerFilterChainMatchPredicate.or_match":               {},
+	"envoy.config.listener.v3.ListenerFilterChainMatchPredicate.and_match":              {},
+	"envoy.config.listener.v3.ListenerFilterChainMatchPredicate.not_match":              {},
+	"envoy.config.listener.v3.ListenerFilterChainMatchPredicate.any_match":              {},
+	"envoy.config.listener.v3.ListenerFilterChainMatchPredicate.destination_port_range": {},
+	"envoy.config.listener.v3.ListenerFilterChainMatchPredicate.MatchSet.rules":         {},
+	"envoy.config.listener.v3.ListenerFilter.typed_config":                              {category: "envoy.filters.listener", categories: []string{"envoy.filters.udp_listener"}, byName: true},
 	// envoy.filters.listener.proxy_protocol: rules put TLVs in the
 	// connection's dynamic metadata, pass_through_tlvs keeps them for the
 	// upstream PROXY header; tlv_location FILTER_STATE is not implemented.

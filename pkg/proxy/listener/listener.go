@@ -368,6 +368,14 @@ func (l *Listener) buildListenerFilters(lc *listenerv3.Listener, build func(*lis
 			errs = append(errs, PrefixErrors(path, err)...)
 			continue
 		}
+		if d := f.GetFilterDisabled(); d != nil {
+			skip, err := compilePredicate(d, path+"filter_disabled", 0)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			lf = disabledWhen{Filter: lf, skip: skip}
+		}
 		l.lfilters = append(l.lfilters, lf)
 	}
 	return errors.Join(errs...)

@@ -113,6 +113,11 @@ func (l *Listener) buildUDP(lc *listenerv3.Listener, deps Deps) []error {
 			errs = append(errs, fmt.Errorf("%sname: UDP listener filters are not supported here", path))
 			continue
 		}
+		if f.GetFilterDisabled() != nil {
+			// Envoy's UDP listener filters take no predicate either.
+			errs = append(errs, fmt.Errorf("%sfilter_disabled: not supported on a UDP listener's filters", path))
+			continue
+		}
 		uf, err := deps.BuildUDPFilter(f)
 		if err != nil {
 			errs = append(errs, PrefixErrors(path, err)...)
