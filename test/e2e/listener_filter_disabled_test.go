@@ -17,7 +17,7 @@ var _ = Describe("Listener filters: filter_disabled", func() {
 		pp := proxyProtocolFilter("")
 		pp = strings.TrimSuffix(pp, "}") + fmt.Sprintf(", filter_disabled: {or_match: {rules: [{destination_port_range: {start: %d, end: %d}}, {and_match: {rules: [{any_match: true}, {not_match: {any_match: true}}]}}]}}}", extra, extra+1)
 		Start(newDir(), proxySpec{
-			Port: port,
+			Port:     port,
 			Listener: fmt.Sprintf(`{additional_addresses: [{address: {socket_address: {address: 127.0.0.1, port_value: %d}}}], listener_filters: [%s]}`, extra, pp),
 			HCM:      `{use_remote_address: true}`,
 			Clusters: []proxyCluster{{Name: "up", Port: up}},
