@@ -146,3 +146,31 @@ var _ = Describe("/server_info", func() {
 		Expect(s.Get("/server_info").Body).To(ContainSubstring(`"state": "DRAINING"`))
 	})
 })
+
+var _ = Describe("The node identity a bootstrap written by Envoy's /config_dump carries", func() {
+	It("keeps the user agent and build version it sets, appends the extensions and passes the rest on, as Envoy does", func() {
+		node := `node: {id: n1, cluster: c1, user_agent_name: custom-agent,
+  user_agent_build_version: {version: {major_number: 9, minor_number: 8, patch: 7}},
+  extensions: [{name: my.extension, category: my.category}],
+  client_features: [envoy.lb.does_not_support_overprovisioning],
+  listening_addresses: [{socket_address: {address: 127.0.0.1, port_value: 1}}]}
+`
+		s := Start(newDir(), node+Bootstrap{}.YAML())
+		n := s.ServerInfo().GetNode()
+		Expect(n.GetUserAgentName()).To(Equal("custom-agent"))
+		v := n.GetUserAgentBuildVersion().GetVersion()
+		Expect([]uint32{v.GetMajorNumber(), v.GetMinorNumber(), v.GetPatch()}).To(Equal([]uint32{9, 8, 7}))
+		Expect(len(n.GetExtensions())).To(BeNumerically(">", 10))
+		Expect(n.GetExtensions()[0].GetName()).To(Equal("my.extension"))
+		Expect(n.GetExtensions()[1].GetName()).NotTo(Equal("my.extension"))
+		Expect(n.GetClientFeatures()).To(Equal([]string{"envoy.lb.does_not_support_overprovisioning"}))
+		Expect(n.GetListeningAddresses()).To(HaveLen(1))
+
+		// A user_agent_version string gives way to the build version.
+		s2 := Start(newDir(), "node: {id: n2, user_agent_version: '1.0'}\n"+Bootstrap{}.YAML())
+		n = s2.ServerInfo().GetNode()
+		Expect(n.GetUserAgentName()).To(Equal("outrigger"))
+		Expect(n.GetUserAgentVersion()).To(BeEmpty())
+		Expect(n.GetUserAgentBuildVersion().GetVersion()).NotTo(BeNil())
+	})
+})

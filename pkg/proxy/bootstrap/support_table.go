@@ -73,9 +73,29 @@ var supportedCore = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.Node.metadata":        {},
 	"envoy.config.core.v3.Node.locality":        {},
 	"envoy.config.core.v3.Node.user_agent_name": {},
-	"envoy.config.core.v3.Locality.region":      {},
-	"envoy.config.core.v3.Locality.zone":        {},
-	"envoy.config.core.v3.Locality.sub_zone":    {},
+	// Envoy keeps a user_agent_build_version with a version, replaces
+	// a user_agent_version, appends its extensions to these, and sends
+	// the rest to the control plane as written (server/info.go).
+	"envoy.config.core.v3.Node.user_agent_version":       {},
+	"envoy.config.core.v3.Node.user_agent_build_version": {},
+	"envoy.config.core.v3.Node.extensions":               {},
+	"envoy.config.core.v3.Node.client_features":          {},
+	"envoy.config.core.v3.Node.listening_addresses":      {},
+	"envoy.config.core.v3.Node.dynamic_parameters":       {},
+	"envoy.config.core.v3.BuildVersion.version":          {},
+	"envoy.config.core.v3.BuildVersion.metadata":         {},
+	"envoy.config.core.v3.Extension.name":                {},
+	"envoy.config.core.v3.Extension.category":            {},
+	"envoy.config.core.v3.Extension.type_descriptor":     {},
+	"envoy.config.core.v3.Extension.version":             {},
+	"envoy.config.core.v3.Extension.disabled":            {},
+	"envoy.config.core.v3.Extension.type_urls":           {},
+	"envoy.type.v3.SemanticVersion.major_number":         {},
+	"envoy.type.v3.SemanticVersion.minor_number":         {},
+	"envoy.type.v3.SemanticVersion.patch":                {},
+	"envoy.config.core.v3.Locality.region":               {},
+	"envoy.config.core.v3.Locality.zone":                 {},
+	"envoy.config.core.v3.Locality.sub_zone":             {},
 
 	// Admin.
 	"envoy.config.bootstrap.v3.Admin.address":         {},

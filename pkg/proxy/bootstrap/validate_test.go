@@ -150,9 +150,9 @@ func TestValidateSupport(t *testing.T) {
 			overlay: `static_resources: {clusters: [{name: backend, typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: {"@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions, auto_config: {http3_protocol_options: {}}}}}]}`,
 			want:    []string{`static_resources.clusters[0].typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"].auto_config.http3_protocol_options: not supported by Outrigger`},
 		},
-		"node field": {
-			overlay: "node: {user_agent_version: '1.0'}",
-			want:    []string{"node.user_agent_version: not supported by Outrigger"},
+		"node context parameters": {
+			overlay: "node_context_params: [cluster]",
+			want:    []string{"node_context_params: not supported by Outrigger"},
 		},
 		"admin field": {
 			overlay: "admin: {ignore_global_conn_limit: true}",

@@ -33,17 +33,25 @@ func (s *Server) ServerInfo() *adminv3.ServerInfo {
 
 // node is the bootstrap node as the server completes it: the command line
 // overrides were applied when loading; here the build identity and the
-// extensions are added, as Envoy does.
+// extensions are added, as Envoy does: a user_agent_name or a
+// user_agent_build_version with a version that the bootstrap sets is kept
+// (a user_agent_version string gives way to the build version), and the
+// extensions are appended to any the bootstrap lists. client_features,
+// listening_addresses and dynamic_parameters go to the control plane as
+// written.
 func (s *Server) node() *corev3.Node {
 	n := proto.Clone(s.boot.GetNode()).(*corev3.Node)
 	if n == nil {
 		n = &corev3.Node{}
 	}
-	n.UserAgentName = UserAgentName
-	n.UserAgentVersionType = &corev3.Node_UserAgentBuildVersion{UserAgentBuildVersion: &corev3.BuildVersion{
-		Version: releaseVersion(options.Release),
-	}}
-	n.Extensions = nil
+	if n.UserAgentName == "" {
+		n.UserAgentName = UserAgentName
+	}
+	if n.GetUserAgentBuildVersion().GetVersion() == nil {
+		n.UserAgentVersionType = &corev3.Node_UserAgentBuildVersion{UserAgentBuildVersion: &corev3.BuildVersion{
+			Version: releaseVersion(options.Release),
+		}}
+	}
 	for _, e := range s.ext.List() {
 		n.Extensions = append(n.Extensions, &corev3.Extension{
 			Name:     e.Name,
