@@ -164,6 +164,7 @@ var _ = Describe("The node identity a bootstrap written by Envoy's /config_dump 
 		Expect(n.GetExtensions()[0].GetName()).To(Equal("my.extension"))
 		Expect(n.GetExtensions()[1].GetName()).NotTo(Equal("my.extension"))
 		Expect(n.GetClientFeatures()).To(Equal([]string{"envoy.lb.does_not_support_overprovisioning"}))
+		//lint:ignore SA1019 a deprecated field Envoy still passes on
 		Expect(n.GetListeningAddresses()).To(HaveLen(1))
 
 		// A user_agent_version string gives way to the build version.
