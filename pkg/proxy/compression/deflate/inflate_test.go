@@ -165,16 +165,7 @@ func inspect(in []byte) (blockInfo, error) {
 func fixedDecoders() (huffDecoder, huffDecoder) {
 	lens := make([]int, 288)
 	for i := range lens {
-		switch {
-		case i < 144:
-			lens[i] = 8
-		case i < 256:
-			lens[i] = 9
-		case i < 280:
-			lens[i] = 7
-		default:
-			lens[i] = 8
-		}
+		lens[i] = int(fixedLitLenBits(i))
 	}
 	d := make([]int, 30)
 	for i := range d {

@@ -377,20 +377,25 @@ func (f *Inflater) copyMatch() {
 	f.copyLen -= n
 }
 
+// fixedLitLenBits is the length of literal/length symbol sym's code in
+// a fixed-code block (RFC 1951 3.2.6).
+func fixedLitLenBits(sym int) uint8 {
+	switch {
+	case sym < 144:
+		return 8
+	case sym < 256:
+		return 9
+	case sym < 280:
+		return 7
+	}
+	return 8
+}
+
 // fixedTables sets the fixed codes of a type 1 block.
 func (f *Inflater) fixedTables() {
 	var lens [288 + 32]uint8
 	for i := range 288 {
-		switch {
-		case i < 144:
-			lens[i] = 8
-		case i < 256:
-			lens[i] = 9
-		case i < 280:
-			lens[i] = 7
-		default:
-			lens[i] = 8
-		}
+		lens[i] = fixedLitLenBits(i)
 	}
 	for i := range 32 {
 		lens[288+i] = 5
