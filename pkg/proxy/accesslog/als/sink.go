@@ -40,7 +40,7 @@ type sink struct {
 	maxBytes int
 
 	requestHeaders, responseHeaders, responseTrailers []string
-	tags                                              []customTag
+	tags                                              []accesslog.CustomTag
 
 	written, dropped *stats.Counter
 	log              logr.Logger

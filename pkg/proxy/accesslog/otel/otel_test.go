@@ -1,0 +1,408 @@
+package otel
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	otelv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/open_telemetry/v3"
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+)
+
+// receiver is an OTLP logs receiver that records every export request;
+// it can hold exports, or reject records as a partial success.
+type receiver struct {
+	collogspb.UnimplementedLogsServiceServer
+	mu       sync.Mutex
+	requests []*collogspb.ExportLogsServiceRequest
+	got      chan struct{}
+	hold     chan struct{} // when set, Export waits on it
+	reject   int64         // records each export rejects
+}
+
+func (r *receiver) Export(ctx context.Context, req *collogspb.ExportLogsServiceRequest) (*collogspb.ExportLogsServiceResponse, error) {
+	if r.hold != nil {
+		select {
+		case <-r.hold:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	r.mu.Lock()
+	r.requests = append(r.requests, req)
+	r.mu.Unlock()
+	r.got <- struct{}{}
+	resp := &collogspb.ExportLogsServiceResponse{}
+	if r.reject > 0 {
+		resp.PartialSuccess = &collogspb.ExportLogsPartialSuccess{RejectedLogRecords: r.reject}
+	}
+	return resp, nil
+}
+
+func (r *receiver) snapshot() []*collogspb.ExportLogsServiceRequest {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*collogspb.ExportLogsServiceRequest(nil), r.requests...)
+}
+
+// serve starts r on a loopback port and returns its address.
+func serve(t *testing.T, r *receiver) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	collogspb.RegisterLogsServiceServer(srv, r)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(srv.Stop)
+	return ln.Addr().String()
+}
+
+// dialer is a cluster of one host.
+type dialer string
+
+func (d dialer) Connect(ctx context.Context) (net.Conn, error) {
+	var nd net.Dialer
+	return nd.DialContext(ctx, "tcp", string(d))
+}
+
+// sinkContext reaches cluster "otel" at addr.
+func sinkContext(addr string, st *stats.Store) accesslog.SinkContext {
+	return accesslog.SinkContext{
+		Node:  &corev3.Node{Id: "node-1", Cluster: "svc", Locality: &corev3.Locality{Zone: "z1"}},
+		Stats: st,
+		OpenGRPC: func(gs *corev3.GrpcService) (*grpcservice.Channel, error) {
+			return grpcservice.Open(gs, grpcservice.Context{Cluster: func(name string) grpcservice.Cluster {
+				if name == "otel" {
+					return dialer(addr)
+				}
+				return nil
+			}})
+		},
+	}
+}
+
+// config reads an OpenTelemetryAccessLogConfig written as JSON.
+func config(t *testing.T, js string) *otelv3.OpenTelemetryAccessLogConfig {
+	t.Helper()
+	var cfg otelv3.OpenTelemetryAccessLogConfig
+	if err := protojson.Unmarshal([]byte(js), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	return &cfg
+}
+
+// newSink compiles a configuration written as JSON.
+func newSink(t *testing.T, js, addr string, st *stats.Store) *sink {
+	t.Helper()
+	s, err := Factory{}.Compile(config(t, js), sinkContext(addr, st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.(*sink).Close() })
+	return s.(*sink)
+}
+
+type headers map[string]string
+
+func (h headers) Get(n string) (string, bool) { v, ok := h[n]; return v, ok }
+
+func entry(path string) *accesslog.Entry {
+	return &accesslog.Entry{
+		StartTime: time.Date(2026, 11, 25, 10, 0, 0, 500, time.UTC), Method: "GET", Path: path, Protocol: "HTTP/1.1",
+		RequestHeaders: headers{"user-agent": "ua/1", "x-tenant": "t1"},
+		ResponseCode:   200, BytesSent: 7,
+	}
+}
+
+// wait waits for n export requests.
+func wait(t *testing.T, r *receiver, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case <-r.got:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the receiver got no export")
+		}
+	}
+}
+
+// anyJSON reads an AnyValue written as JSON.
+func anyJSON(t *testing.T, js string) *commonpb.AnyValue {
+	t.Helper()
+	var v commonpb.AnyValue
+	if err := protojson.Unmarshal([]byte(js), &v); err != nil {
+		t.Fatal(err)
+	}
+	return &v
+}
+
+func TestRecordAndResource(t *testing.T) {
+	r := &receiver{got: make(chan struct{}, 16)}
+	addr := serve(t, r)
+	st := stats.NewStore()
+	s := newSink(t, `{"common_config": {"log_name": "edge", "grpc_service": {"envoy_grpc": {"cluster_name": "otel"}}, "transport_api_version": "V3"},
+		"buffer_flush_interval": "3600s", "buffer_size_bytes": 1,
+		"body": {"stringValue": "%REQ(:METHOD)% %PROTOCOL% %RESPONSE_CODE%"},
+		"attributes": {"values": [
+			{"key": "ua", "value": {"stringValue": "%REQ(USER-AGENT)%"}},
+			{"key": "missing", "value": {"stringValue": "%REQ(X-NONE)%/%REQ(X-NONE)%"}},
+			{"key": "nested", "value": {"kvlistValue": {"values": [{"key": "path", "value": {"stringValue": "%REQ(:PATH)%"}}]}}},
+			{"key": "list", "value": {"arrayValue": {"values": [{"stringValue": "lit"}, {"stringValue": "%BYTES_SENT%"}]}}}]},
+		"resource_attributes": {"values": [{"key": "region", "value": {"stringValue": "r1"}}, {"key": "zone_name", "value": {"intValue": "7"}}]},
+		"custom_tags": [{"tag": "tenant", "request_header": {"name": "X-Tenant"}}]}`, addr, st)
+	e := entry("/a")
+	e.TraceID = [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	e.SpanID = [8]byte{8, 7, 6, 5, 4, 3, 2, 1}
+	// A buffer of 1 byte exports every record as it comes.
+	if _, err := s.Log(nil, e); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, r, 1)
+	req := r.snapshot()[0]
+	if len(req.GetResourceLogs()) != 1 || len(req.GetResourceLogs()[0].GetScopeLogs()) != 1 {
+		t.Fatalf("request = %v, want one ResourceLogs with one ScopeLogs", req)
+	}
+	rl := req.GetResourceLogs()[0]
+	// The built-in labels first; a resource attribute of the same key
+	// replaces one in place.
+	wantRes := map[string]string{"log_name": `{"stringValue":"edge"}`, "zone_name": `{"intValue":"7"}`,
+		"cluster_name": `{"stringValue":"svc"}`, "node_name": `{"stringValue":"node-1"}`, "region": `{"stringValue":"r1"}`}
+	var keys []string
+	for _, kv := range rl.GetResource().GetAttributes() {
+		keys = append(keys, kv.GetKey())
+		if !proto.Equal(kv.GetValue(), anyJSON(t, wantRes[kv.GetKey()])) {
+			t.Errorf("resource attribute %s = %v", kv.GetKey(), kv.GetValue())
+		}
+	}
+	if got := strings.Join(keys, ","); got != "log_name,zone_name,cluster_name,node_name,region" {
+		t.Errorf("resource attribute keys = %s", got)
+	}
+	recs := rl.GetScopeLogs()[0].GetLogRecords()
+	if len(recs) != 1 {
+		t.Fatalf("%d records, want 1", len(recs))
+	}
+	rec := recs[0]
+	if rec.GetTimeUnixNano() != uint64(e.StartTime.UnixNano()) {
+		t.Errorf("time_unix_nano = %d, want the start time", rec.GetTimeUnixNano())
+	}
+	if rec.GetBody().GetStringValue() != "GET HTTP/1.1 200" {
+		t.Errorf("body = %v", rec.GetBody())
+	}
+	if string(rec.GetTraceId()) != string(e.TraceID[:]) || string(rec.GetSpanId()) != string(e.SpanID[:]) {
+		t.Errorf("trace_id, span_id = %x, %x", rec.GetTraceId(), rec.GetSpanId())
+	}
+	want := map[string]string{
+		"ua":      `{"stringValue":"ua/1"}`,
+		"missing": `{"stringValue":"-/-"}`,
+		"nested":  `{"kvlistValue":{"values":[{"key":"path","value":{"stringValue":"/a"}}]}}`,
+		"list":    `{"arrayValue":{"values":[{"stringValue":"lit"},{"stringValue":"7"}]}}`,
+		"tenant":  `{"stringValue":"t1"}`,
+	}
+	if len(rec.GetAttributes()) != len(want) {
+		t.Errorf("attributes = %v", rec.GetAttributes())
+	}
+	for _, kv := range rec.GetAttributes() {
+		if !proto.Equal(kv.GetValue(), anyJSON(t, want[kv.GetKey()])) {
+			t.Errorf("attribute %s = %v, want %s", kv.GetKey(), kv.GetValue(), want[kv.GetKey()])
+		}
+	}
+	// Close waits for the export's answer.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.Counter("access_logs.open_telemetry_access_log.logs_written").Value(); n != 1 {
+		t.Errorf("logs_written = %d, want 1", n)
+	}
+}
+
+func TestNoTraceNoBodyNoLabels(t *testing.T) {
+	r := &receiver{got: make(chan struct{}, 16)}
+	addr := serve(t, r)
+	s := newSink(t, `{"grpc_service": {"envoy_grpc": {"cluster_name": "otel"}}, "disable_builtin_labels": true,
+		"buffer_flush_interval": "0.05s", "body": {"kvlistValue": {"values": [{"key": "m", "value": {"stringValue": "%REQ(:METHOD)%"}}]}}}`, addr, stats.NewStore())
+	for range 3 {
+		if _, err := s.Log(nil, entry("/x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The flush interval exports the three records in one request.
+	wait(t, r, 1)
+	rl := r.snapshot()[0].GetResourceLogs()[0]
+	if len(rl.GetResource().GetAttributes()) != 0 {
+		t.Errorf("resource attributes = %v, want none", rl.GetResource().GetAttributes())
+	}
+	recs := rl.GetScopeLogs()[0].GetLogRecords()
+	if len(recs) != 3 {
+		t.Fatalf("%d records in one export, want 3", len(recs))
+	}
+	if recs[0].GetTraceId() != nil || recs[0].GetSpanId() != nil || len(recs[0].GetAttributes()) != 0 {
+		t.Errorf("record = %v, want no trace ids and no attributes", recs[0])
+	}
+	if !proto.Equal(recs[0].GetBody(), anyJSON(t, `{"kvlistValue":{"values":[{"key":"m","value":{"stringValue":"GET"}}]}}`)) {
+		t.Errorf("body = %v", recs[0].GetBody())
+	}
+}
+
+func TestCloseExportsTheBuffer(t *testing.T) {
+	r := &receiver{got: make(chan struct{}, 16)}
+	addr := serve(t, r)
+	st := stats.NewStore()
+	s := newSink(t, `{"grpc_service": {"envoy_grpc": {"cluster_name": "otel"}}, "buffer_flush_interval": "3600s", "stat_prefix": "edge"}`, addr, st)
+	for range 2 {
+		if _, err := s.Log(nil, entry("/x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, r, 1)
+	if n := len(r.snapshot()[0].GetResourceLogs()[0].GetScopeLogs()[0].GetLogRecords()); n != 2 {
+		t.Errorf("the last export has %d records, want 2", n)
+	}
+	if n := st.Counter("access_logs.open_telemetry_access_log.edge.logs_written").Value(); n != 2 {
+		t.Errorf("edge.logs_written = %d, want 2", n)
+	}
+	// Records logged after Close are dropped.
+	if _, err := s.Log(nil, entry("/late")); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.Counter("access_logs.open_telemetry_access_log.edge.logs_dropped").Value(); n != 1 {
+		t.Errorf("edge.logs_dropped = %d, want 1", n)
+	}
+}
+
+func TestPartialSuccessCountsRejectedDropped(t *testing.T) {
+	r := &receiver{got: make(chan struct{}, 16), reject: 1}
+	addr := serve(t, r)
+	st := stats.NewStore()
+	s := newSink(t, `{"grpc_service": {"envoy_grpc": {"cluster_name": "otel"}}, "buffer_flush_interval": "3600s"}`, addr, st)
+	for range 3 {
+		if _, err := s.Log(nil, entry("/x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	written := st.Counter("access_logs.open_telemetry_access_log.logs_written").Value()
+	dropped := st.Counter("access_logs.open_telemetry_access_log.logs_dropped").Value()
+	if written != 2 || dropped != 1 {
+		t.Errorf("logs_written, logs_dropped = %d, %d, want 2, 1", written, dropped)
+	}
+}
+
+func TestReceiverDownDropsAndCounts(t *testing.T) {
+	// A port nobody listens on.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	st := stats.NewStore()
+	s := newSink(t, `{"grpc_service": {"envoy_grpc": {"cluster_name": "otel"}}, "buffer_flush_interval": "3600s", "buffer_size_bytes": 1}`, addr, st)
+	for range 20 {
+		if _, err := s.Log(nil, entry("/x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	written := st.Counter("access_logs.open_telemetry_access_log.logs_written").Value()
+	dropped := st.Counter("access_logs.open_telemetry_access_log.logs_dropped").Value()
+	if written != 0 || dropped != 20 {
+		t.Errorf("logs_written, logs_dropped = %d, %d, want 0, 20", written, dropped)
+	}
+}
+
+func TestHeldExportBoundsTheBuffer(t *testing.T) {
+	r := &receiver{got: make(chan struct{}, 64), hold: make(chan struct{})}
+	addr := serve(t, r)
+	st := stats.NewStore()
+	s := newSink(t, `{"grpc_service": {"envoy_grpc": {"cluster_name": "otel"}}, "buffer_flush_interval": "3600s", "buffer_size_bytes": 200}`, addr, st)
+	one := proto.Size(mustRecord(s, entry("/x")))
+	// The first record fills no buffer; enough records fill it and wake
+	// the sender, whose export the receiver holds; more fill the buffer
+	// again, and the rest are dropped without Log waiting.
+	const n = 200
+	for range n {
+		if _, err := s.Log(nil, entry("/x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.mu.Lock()
+	buffered := s.size
+	s.mu.Unlock()
+	if buffered > 200+one {
+		t.Errorf("the buffer holds %d bytes, want at most %d", buffered, 200+one)
+	}
+	dropped := st.Counter("access_logs.open_telemetry_access_log.logs_dropped").Value()
+	if dropped == 0 {
+		t.Error("no record was dropped while the export was held")
+	}
+	close(r.hold)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	written := st.Counter("access_logs.open_telemetry_access_log.logs_written").Value()
+	dropped = st.Counter("access_logs.open_telemetry_access_log.logs_dropped").Value()
+	if written+dropped != n || written == 0 {
+		t.Errorf("logs_written %d + logs_dropped %d, want %d in all and some written", written, dropped, n)
+	}
+}
+
+// mustRecord is e's record.
+func mustRecord(s *sink, e *accesslog.Entry) proto.Message {
+	r, _ := s.record(nil, e)
+	return r
+}
+
+func TestCompileErrors(t *testing.T) {
+	const svc = `"grpc_service": {"envoy_grpc": {"cluster_name": "otel"}}`
+	for _, tc := range []struct{ name, js, want string }{
+		{"no service", `{}`, "grpc_service: one of grpc_service or common_config.grpc_service is required"},
+		{"two services", `{` + svc + `, "common_config": {` + svc + `}}`, "grpc_service: only one of"},
+		{"http service", `{"http_service": {"http_uri": {"uri": "http://x/v1/logs", "cluster": "otel"}}}`, "http_service: not supported"},
+		{"detectors", `{` + svc + `, "resource_detectors": [{"name": "x"}]}`, "resource_detectors: not supported"},
+		{"v2", `{"common_config": {` + svc + `, "transport_api_version": "V2"}}`, "common_config.transport_api_version: V2"},
+		{"interval", `{` + svc + `, "buffer_flush_interval": "0s"}`, "buffer_flush_interval: must be positive"},
+		{"common interval", `{"common_config": {` + svc + `, "buffer_flush_interval": "0s"}}`, "common_config.buffer_flush_interval: must be positive"},
+		{"body int", `{` + svc + `, "body": {"intValue": "3"}}`, "body.int_value: only string values"},
+		{"nested bool", `{` + svc + `, "attributes": {"values": [{"key": "a", "value": {"kvlistValue": {"values": [{"key": "b", "value": {"boolValue": true}}]}}}]}}`,
+			"attributes.values[0].value.kvlist_value.values[0].value.bool_value: only string values"},
+		{"array double", `{` + svc + `, "attributes": {"values": [{"key": "a", "value": {"arrayValue": {"values": [{"doubleValue": 1}]}}}]}}`,
+			"attributes.values[0].value.array_value.values[0].double_value: only string values"},
+		{"unset value", `{` + svc + `, "attributes": {"values": [{"key": "a"}]}}`, "attributes.values[0].value.value: must be set"},
+		{"bad format", `{` + svc + `, "body": {"stringValue": "%NOPE%"}}`, "body.string_value: "},
+		{"tag", `{` + svc + `, "custom_tags": [{"tag": "", "literal": {"value": "v"}}]}`, "custom_tags[0].tag: must be set"},
+		{"formatter", `{` + svc + `, "formatters": [{"name": "x", "typed_config": {"@type": "type.googleapis.com/google.protobuf.Empty"}}]}`, "formatters[0]"},
+		{"unknown cluster", `{"grpc_service": {"envoy_grpc": {"cluster_name": "nope"}}}`, "grpc_service."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Factory{}.Compile(config(t, tc.js), sinkContext("127.0.0.1:1", stats.NewStore()))
+			if err == nil {
+				_ = s.(*sink).Close()
+				t.Fatalf("compiled; want an error with %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}

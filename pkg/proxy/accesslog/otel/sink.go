@@ -1,0 +1,222 @@
+package otel
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+)
+
+// closeGrace bounds the last export when a sink is closed.
+const closeGrace = time.Second
+
+// defaultExportTimeout bounds an export when grpc_service sets no
+// timeout, so that a collector that accepts calls and never answers does
+// not stop logging for good (Envoy keeps any number of exports in flight
+// instead; Outrigger keeps one). It is the OTLP exporters' default.
+const defaultExportTimeout = 10 * time.Second
+
+// sink is one OpenTelemetry access logger.
+type sink struct {
+	logName    string
+	ch         *grpcservice.Channel
+	flushEvery time.Duration
+	// maxBytes bounds the buffer (the records' encoded sizes); 0 exports
+	// every record at once.
+	maxBytes   int
+	statPrefix string
+
+	body        *template // nil: no body
+	attributes  []keyTemplate
+	filterState []string
+	tags        []accesslog.CustomTag
+	resource    []*commonpb.KeyValue
+
+	written, dropped *stats.Counter
+	log              logr.Logger
+
+	mu      sync.Mutex
+	records []*logspb.LogRecord
+	size    int
+	closed  bool
+
+	kick chan struct{} // a full buffer wakes the sender
+	stop chan struct{} // closed by Close
+	done chan struct{} // closed when the sender has ended
+	// ctx ends every export: cancelled when the last export's grace is
+	// over.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	loggedError bool // the sender's: a failure was logged
+}
+
+// start makes the sink's counters and starts its sender.
+func (s *sink) start(ctx accesslog.SinkContext) *sink {
+	st := ctx.Stats
+	if st == nil {
+		st = stats.NewStore()
+	}
+	sc := st.Scope(s.statPrefix)
+	s.written, s.dropped = sc.Counter("logs_written"), sc.Counter("logs_dropped")
+	s.log = ctx.Log
+	if s.log.GetSink() == nil {
+		s.log = logr.Discard()
+	}
+	s.kick, s.stop, s.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	go s.run()
+	return s
+}
+
+// Log implements accesslog.Sink: it adds e's record to the buffer, or
+// drops it when the buffer is full.
+func (s *sink) Log(buf []byte, e *accesslog.Entry) ([]byte, error) {
+	r, buf := s.record(buf, e)
+	size := proto.Size(r)
+	s.mu.Lock()
+	if s.closed || (len(s.records) > 0 && s.size >= s.maxBytes) {
+		s.mu.Unlock()
+		s.dropped.Inc()
+		s.wake()
+		return buf, nil
+	}
+	s.records = append(s.records, r)
+	s.size += size
+	full := s.size >= s.maxBytes
+	s.mu.Unlock()
+	if full {
+		s.wake()
+	}
+	return buf, nil
+}
+
+// record is e's LogRecord, as Envoy's emitLog makes it.
+func (s *sink) record(buf []byte, e *accesslog.Entry) (*logspb.LogRecord, []byte) {
+	r := &logspb.LogRecord{}
+	if !e.StartTime.IsZero() {
+		r.TimeUnixNano = uint64(e.StartTime.UnixNano())
+	}
+	if s.body != nil {
+		r.Body, buf = s.body.render(buf, e)
+	}
+	r.Attributes, buf = renderList(s.attributes, buf, e)
+	if e.TraceID != ([16]byte{}) {
+		r.TraceId = append([]byte(nil), e.TraceID[:]...)
+		r.SpanId = append([]byte(nil), e.SpanID[:]...)
+	}
+	for _, k := range s.filterState {
+		var ok bool
+		if buf, ok = e.AppendFilterStateJSON(buf[:0], k); ok {
+			r.Attributes = append(r.Attributes, &commonpb.KeyValue{Key: k, Value: stringAny(string(buf))})
+		}
+	}
+	for i := range s.tags {
+		if v, ok := s.tags[i].Value(e); ok {
+			r.Attributes = append(r.Attributes, &commonpb.KeyValue{Key: s.tags[i].Tag, Value: stringAny(strings.Clone(v))})
+		}
+	}
+	return r, buf
+}
+
+// wake asks the sender to export the buffer now.
+func (s *sink) wake() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run exports the buffer every flush interval and when it fills, until
+// Close; then it exports what is left within closeGrace.
+func (s *sink) run() {
+	defer close(s.done)
+	t := time.NewTicker(s.flushEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-s.kick:
+		case <-s.stop:
+			s.flush()
+			return
+		}
+		s.flush()
+	}
+}
+
+// take empties the buffer.
+func (s *sink) take() []*logspb.LogRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.records
+	s.records, s.size = nil, 0
+	return r
+}
+
+// flush exports the buffer in one request. The records of a failed
+// export are lost and counted dropped, as in Envoy; the first failure in
+// a row is logged.
+func (s *sink) flush() {
+	records := s.take()
+	if len(records) == 0 {
+		return
+	}
+	req := &collogspb.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{
+		Resource:  &resourcepb.Resource{Attributes: s.resource},
+		ScopeLogs: []*logspb.ScopeLogs{{LogRecords: records}},
+	}}}
+	ctx, cancel := s.ch.CallContext(s.ctx, false)
+	defer cancel()
+	if _, ok := ctx.Deadline(); !ok {
+		var c context.CancelFunc
+		ctx, c = context.WithTimeout(ctx, defaultExportTimeout)
+		defer c()
+	}
+	resp, err := collogspb.NewLogsServiceClient(s.ch.Conn()).Export(ctx, req)
+	n := uint64(len(records))
+	if err != nil {
+		s.dropped.Add(n)
+		if !s.loggedError {
+			s.loggedError = true
+			s.log.Info("cannot export access logs", "log_name", s.logName, "service", s.ch.Target, "error", err.Error())
+		}
+		return
+	}
+	s.loggedError = false
+	// A partial success names how many records the collector rejected;
+	// more than were sent counts them all.
+	rejected := uint64(max(resp.GetPartialSuccess().GetRejectedLogRecords(), 0))
+	rejected = min(rejected, n)
+	s.dropped.Add(rejected)
+	s.written.Add(n - rejected)
+}
+
+// Close implements accesslog.Closer: later records are dropped, the
+// buffer is exported within closeGrace, and the channel is closed.
+func (s *sink) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	close(s.stop)
+	timer := time.AfterFunc(closeGrace, s.cancel)
+	<-s.done
+	timer.Stop()
+	s.cancel()
+	return s.ch.Close()
+}
