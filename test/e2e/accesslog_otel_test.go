@@ -1,0 +1,236 @@
+package e2e
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"syscall"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	"google.golang.org/grpc"
+)
+
+// otlpLogsReceiver is an OpenTelemetry collector's logs service: it keeps
+// every export request it receives.
+type otlpLogsReceiver struct {
+	collogspb.UnimplementedLogsServiceServer
+	mu       sync.Mutex
+	requests []*collogspb.ExportLogsServiceRequest
+}
+
+func (r *otlpLogsReceiver) Export(_ context.Context, req *collogspb.ExportLogsServiceRequest) (*collogspb.ExportLogsServiceResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.requests = append(r.requests, req)
+	return &collogspb.ExportLogsServiceResponse{}, nil
+}
+
+// exports returns the requests received so far.
+func (r *otlpLogsReceiver) exports() []*collogspb.ExportLogsServiceRequest {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*collogspb.ExportLogsServiceRequest(nil), r.requests...)
+}
+
+// records returns every log record received so far, in order.
+func (r *otlpLogsReceiver) records() []*logspb.LogRecord {
+	var out []*logspb.LogRecord
+	for _, req := range r.exports() {
+		for _, rl := range req.GetResourceLogs() {
+			for _, sl := range rl.GetScopeLogs() {
+				out = append(out, sl.GetLogRecords()...)
+			}
+		}
+	}
+	return out
+}
+
+// bodies returns the string bodies of every record received so far.
+func (r *otlpLogsReceiver) bodies() []string {
+	var out []string
+	for _, rec := range r.records() {
+		out = append(out, rec.GetBody().GetStringValue())
+	}
+	return out
+}
+
+// startLogsReceiver serves a logs receiver on a loopback port until the
+// spec ends.
+func startLogsReceiver() (*otlpLogsReceiver, int) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	r := &otlpLogsReceiver{}
+	srv := grpc.NewServer()
+	collogspb.RegisterLogsServiceServer(srv, r)
+	go func() { _ = srv.Serve(ln) }()
+	DeferCleanup(srv.Stop)
+	return r, ln.Addr().(*net.TCPAddr).Port
+}
+
+// attribute is the value of the attribute key of kvs, nil when absent.
+func attribute(kvs []*commonpb.KeyValue, key string) *commonpb.AnyValue {
+	for _, kv := range kvs {
+		if kv.GetKey() == key {
+			return kv.GetValue()
+		}
+	}
+	return nil
+}
+
+// otelLog is an access_log entry of the OpenTelemetry logger with the
+// fields of the YAML flow mapping fields, exporting to cluster otlp.
+func otelLog(fields string) string {
+	GinkgoHelper()
+	return `{name: envoy.access_loggers.open_telemetry, typed_config: ` +
+		withType("type.googleapis.com/envoy.extensions.access_loggers.open_telemetry.v3.OpenTelemetryAccessLogConfig", fields) + `}`
+}
+
+// otelLogFields are the logger's fields of the specs: a body and
+// attributes made from format strings, and a resource attribute.
+const otelLogFields = `{grpc_service: {envoy_grpc: {cluster_name: otlp}}, log_name: edge, buffer_flush_interval: 0.1s,
+	body: {string_value: "%REQ(:METHOD)% %REQ(:PATH)% %RESPONSE_CODE%"},
+	attributes: {values: [
+		{key: tenant, value: {string_value: "%REQ(X-TENANT)%"}},
+		{key: http, value: {kvlist_value: {values: [{key: protocol, value: {string_value: "%PROTOCOL%"}}]}}},
+		{key: sizes, value: {array_value: {values: [{string_value: "%BYTES_RECEIVED%"}, {string_value: "%BYTES_SENT%"}]}}}]},
+	resource_attributes: {values: [{key: region, value: {string_value: eu-1}}]}}`
+
+var _ = Describe("The OpenTelemetry access logger", func() {
+	It("exports HTTP requests' records with body, attributes and resource, through its cluster", func() {
+		receiver, otlpPort := startLogsReceiver()
+		port := freePort()
+		s := Start(newDir(), proxySpec{
+			Port:     port,
+			Top:      "{node: {id: outrigger-e2e, cluster: e2e-cluster, locality: {zone: zone-a}}}",
+			HCM:      `{stat_prefix: otel, access_log: [` + otelLog(otelLogFields) + `]}`,
+			Routes:   "[{match: {prefix: /}, direct_response: {status: 202, body: {inline_string: logged}}}]",
+			Clusters: []proxyCluster{{Name: "otlp", Port: otlpPort, Extra: h2cOptions()}},
+		}.YAML())
+		for i := range 3 {
+			Expect(get(port, fmt.Sprintf("/req/%d", i), http.Header{"X-Tenant": {"acme"}})).To(Equal(202))
+		}
+		Eventually(receiver.bodies).Should(ConsistOf("GET /req/0 202", "GET /req/1 202", "GET /req/2 202"))
+
+		rl := receiver.exports()[0].GetResourceLogs()[0]
+		res := rl.GetResource().GetAttributes()
+		Expect(attribute(res, "log_name").GetStringValue()).To(Equal("edge"))
+		Expect(attribute(res, "node_name").GetStringValue()).To(Equal("outrigger-e2e"))
+		Expect(attribute(res, "cluster_name").GetStringValue()).To(Equal("e2e-cluster"))
+		Expect(attribute(res, "zone_name").GetStringValue()).To(Equal("zone-a"))
+		Expect(attribute(res, "region").GetStringValue()).To(Equal("eu-1"))
+		rec := receiver.records()[0]
+		Expect(rec.GetTimeUnixNano()).NotTo(BeZero())
+		Expect(attribute(rec.GetAttributes(), "tenant").GetStringValue()).To(Equal("acme"))
+		proto := attribute(rec.GetAttributes(), "http").GetKvlistValue().GetValues()
+		Expect(proto).To(HaveLen(1))
+		Expect(proto[0].GetValue().GetStringValue()).To(Equal("HTTP/1.1"))
+		sizes := attribute(rec.GetAttributes(), "sizes").GetArrayValue().GetValues()
+		Expect(sizes).To(HaveLen(2))
+		Expect(sizes[1].GetStringValue()).To(Equal("6")) // "logged"
+		// Without tracing a record has no trace ids.
+		Expect(rec.GetTraceId()).To(BeEmpty())
+
+		Expect(statValue(s, "cluster.otlp.upstream_cx_total")).To(Equal("1"))
+		Eventually(func() string { return statValue(s, "access_logs.open_telemetry_access_log.logs_written") }).Should(Equal("3"))
+		Expect(statValue(s, "access_logs.open_telemetry_access_log.logs_dropped")).To(Equal("0"))
+
+		// What is buffered at shutdown is exported before the process
+		// exits.
+		Expect(get(port, "/at-exit", nil)).To(Equal(202))
+		s.Signal(syscall.SIGINT)
+		Expect(s.Wait(stopTimeout)).To(Equal(0))
+		Expect(receiver.bodies()).To(ContainElement("GET /at-exit 202"))
+	})
+
+	It("records the request's span ids when tracing is on", func() {
+		receiver, otlpPort := startLogsReceiver()
+		port := freePort()
+		Start(newDir(), proxySpec{
+			Port: port,
+			HCM: `{stat_prefix: otel, access_log: [` + otelLog(`{grpc_service: {envoy_grpc: {cluster_name: otlp}}, buffer_flush_interval: 0.1s,
+					body: {string_value: "%REQ(:PATH)%"}}`) + `],
+				tracing: {provider: {name: envoy.tracers.opentelemetry, typed_config: ` +
+				withType("type.googleapis.com/envoy.config.trace.v3.OpenTelemetryConfig", "{service_name: edge}") + `}}}`,
+			Routes:   "[{match: {prefix: /}, direct_response: {status: 200}}]",
+			Clusters: []proxyCluster{{Name: "otlp", Port: otlpPort, Extra: h2cOptions()}},
+		}.YAML())
+		const trace, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+		Expect(get(port, "/traced", http.Header{"Traceparent": {"00-" + trace + "-" + parent + "-01"}})).To(Equal(200))
+		Expect(get(port, "/root", nil)).To(Equal(200))
+		Eventually(receiver.bodies).Should(ConsistOf("/traced", "/root"))
+		for _, rec := range receiver.records() {
+			Expect(rec.GetTraceId()).To(HaveLen(16))
+			Expect(rec.GetSpanId()).To(HaveLen(8))
+			if rec.GetBody().GetStringValue() == "/traced" {
+				// The request's span is a child of the caller's, in its
+				// trace.
+				Expect(hex.EncodeToString(rec.GetTraceId())).To(Equal(trace))
+				Expect(hex.EncodeToString(rec.GetSpanId())).NotTo(Equal(parent))
+			}
+		}
+	})
+
+	It("exports tcp_proxy connections' records", func() {
+		receiver, otlpPort := startLogsReceiver()
+		up := startTCPServer(echo)
+		port := freePort()
+		Start(newDir(), fmt.Sprintf(`
+admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
+static_resources:
+  clusters:
+  - %s
+  - {name: otlp, connect_timeout: 1s, typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: {"@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions, explicit_http_config: {http2_protocol_options: {}}}},
+     load_assignment: {cluster_name: otlp, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}}]}]}}
+  listeners:
+  - name: tcp
+    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.tcp_proxy
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy
+          stat_prefix: front
+          cluster: echo
+          access_log: [%s]
+`, tcpCluster("echo", up), otlpPort, port, otelLog(`{grpc_service: {envoy_grpc: {cluster_name: otlp}}, buffer_flush_interval: 0.1s,
+				body: {string_value: "%UPSTREAM_CLUSTER% %BYTES_RECEIVED% %BYTES_SENT%"}}`)))
+		c := dialTCP(port)
+		_, err := c.Write([]byte("ping"))
+		Expect(err).NotTo(HaveOccurred())
+		buf := make([]byte, 4)
+		_, err = io.ReadFull(c, buf)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.Close()).To(Succeed())
+		Eventually(receiver.bodies).Should(ConsistOf("echo 4 4"))
+	})
+
+	It("keeps serving while the receiver is down, dropping and counting the records", func() {
+		port, otlpPort := freePort(), freePort() // nothing listens on otlpPort
+		s := Start(newDir(), proxySpec{
+			Port: port,
+			HCM: `{stat_prefix: otel, access_log: [` + otelLog(`{grpc_service: {envoy_grpc: {cluster_name: otlp}, timeout: 1s},
+				buffer_flush_interval: 0.05s, buffer_size_bytes: 64, body: {string_value: "%REQ(:PATH)%"}}`) + `]}`,
+			Routes:   "[{match: {prefix: /}, direct_response: {status: 202}}]",
+			Clusters: []proxyCluster{{Name: "otlp", Port: otlpPort, Extra: h2cOptions()}},
+		}.YAML())
+		for i := range 20 {
+			Expect(get(port, fmt.Sprintf("/down/%d", i), nil)).To(Equal(202))
+		}
+		Eventually(func() string { return statValue(s, "access_logs.open_telemetry_access_log.logs_dropped") }).Should(Equal("20"))
+		Expect(statValue(s, "access_logs.open_telemetry_access_log.logs_written")).To(Equal("0"))
+		Eventually(s.Stderr).Should(ContainSubstring("cannot export access logs"))
+		Expect(get(port, "/still-serving", nil)).To(Equal(202))
+		Expect(statValue(s, "cluster.otlp.upstream_cx_connect_fail")).NotTo(Equal("0"))
+		// The sender is not stuck: shutdown ends promptly.
+		s.Signal(syscall.SIGINT)
+		Expect(s.Wait(stopTimeout)).To(Equal(0))
+	})
+})
