@@ -12,7 +12,7 @@ import (
 
 	// Linked in for the tests only: real Envoy extensions that go-control-plane
 	// ships but Outrigger does not implement.
-	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/open_telemetry/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/fluentd/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/mongo_proxy/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
@@ -189,8 +189,8 @@ func TestValidateSupport(t *testing.T) {
 			overlay: accessLogYAML(`{"@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog}`),
 		},
 		"unsupported access logger": {
-			overlay: accessLogYAML(`{"@type": type.googleapis.com/envoy.extensions.access_loggers.open_telemetry.v3.OpenTelemetryAccessLogConfig}`),
-			want:    []string{`admin.access_log[1].typed_config: extension "envoy.extensions.access_loggers.open_telemetry.v3.OpenTelemetryAccessLogConfig" is not supported by Outrigger (envoy.access_loggers.open_telemetry: not yet); see docs/extensions.md`},
+			overlay: accessLogYAML(`{"@type": type.googleapis.com/envoy.extensions.access_loggers.fluentd.v3.FluentdAccessLogConfig}`),
+			want:    []string{`admin.access_log[1].typed_config: extension "envoy.extensions.access_loggers.fluentd.v3.FluentdAccessLogConfig" is not supported by Outrigger (envoy.access_loggers.fluentd: not yet); see docs/extensions.md`},
 		},
 		"rtds layer": {
 			overlay: "layered_runtime: {layers: [{name: rtds, rtds_layer: {name: r, rtds_config: {ads: {}}}}]}",
