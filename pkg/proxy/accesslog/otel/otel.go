@@ -4,7 +4,8 @@
 // attributes made from format strings, the ids of its span), and the
 // records are batched into ExportLogsServiceRequests (one ResourceLogs
 // with the proxy's resource attributes, one ScopeLogs) sent to a
-// collector's LogsService/Export over gRPC.
+// collector: to its LogsService/Export over gRPC, or POSTed as OTLP/HTTP
+// protobuf through a cluster.
 //
 // Logging never waits for the collector: records collect in a buffer that
 // a goroutine exports when it holds buffer_size_bytes or every
@@ -28,6 +29,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
 )
 
 // Name is the logger's name in Outrigger's spelling.
@@ -52,25 +54,43 @@ func (Factory) Compile(config proto.Message, ctx accesslog.SinkContext) (accessl
 	if !ok {
 		return nil, fmt.Errorf("expected %s, got %T", Name, config)
 	}
-	s, gs, err := compile(cfg, ctx)
+	s, svc, err := compile(cfg, ctx)
 	if err != nil {
 		return nil, err
 	}
-	if ctx.OpenGRPC == nil {
-		return nil, errors.New("grpc_service: gRPC services cannot be reached here")
+	if s.exp, err = svc.open(ctx); err != nil {
+		return nil, err
 	}
-	ch, err := ctx.OpenGRPC(gs.svc)
-	if err != nil {
-		return nil, fmt.Errorf("%s.%w", gs.path, err)
-	}
-	s.ch = ch
 	return s.start(ctx), nil
 }
 
-// service is the configured gRPC service and its field path.
+// service is the configured collector: a gRPC service or an HTTP
+// service, and its field path.
 type service struct {
-	svc  *corev3.GrpcService
+	grpc *corev3.GrpcService
+	http *corev3.HttpService
 	path string
+}
+
+// open opens the exporter to the service; errors name the field path.
+func (sv service) open(ctx accesslog.SinkContext) (exporter, error) {
+	if sv.http != nil {
+		// As Envoy, the request path is the uri's, "/" when it has
+		// none.
+		p, name, err := tracing.CompileHTTPService(sv.http, ctx.Cluster, "/")
+		if err != nil {
+			return nil, fmt.Errorf("%s.%w", sv.path, err)
+		}
+		return &httpExporter{p: p, name: name}, nil
+	}
+	if ctx.OpenGRPC == nil {
+		return nil, fmt.Errorf("%s: gRPC services cannot be reached here", sv.path)
+	}
+	ch, err := ctx.OpenGRPC(sv.grpc)
+	if err != nil {
+		return nil, fmt.Errorf("%s.%w", sv.path, err)
+	}
+	return grpcExporter{ch: ch}, nil
 }
 
 // compile checks a configuration and compiles everything but the
@@ -81,18 +101,20 @@ func compile(cfg *otelv3.OpenTelemetryAccessLogConfig, ctx accesslog.SinkContext
 	s := &sink{flushEvery: defaultFlushInterval, maxBytes: defaultBufferBytes}
 	var gs service
 	switch {
-	case cfg.GetHttpService() != nil:
-		return nil, gs, errors.New("http_service: not supported by Outrigger (use grpc_service)")
+	case cfg.GetHttpService() != nil && (cfg.GetGrpcService() != nil || cc.GetGrpcService() != nil):
+		return nil, gs, errors.New("http_service: only one of grpc_service, common_config.grpc_service and http_service may be set")
 	case len(cfg.GetResourceDetectors()) > 0:
 		return nil, gs, errors.New("resource_detectors: not supported by Outrigger")
 	case cfg.GetGrpcService() != nil && cc.GetGrpcService() != nil:
 		return nil, gs, errors.New("grpc_service: only one of grpc_service and common_config.grpc_service may be set")
+	case cfg.GetHttpService() != nil:
+		gs = service{http: cfg.GetHttpService(), path: "http_service"}
 	case cfg.GetGrpcService() != nil:
-		gs = service{svc: cfg.GetGrpcService(), path: "grpc_service"}
+		gs = service{grpc: cfg.GetGrpcService(), path: "grpc_service"}
 	case cc.GetGrpcService() != nil:
-		gs = service{svc: cc.GetGrpcService(), path: "common_config.grpc_service"}
+		gs = service{grpc: cc.GetGrpcService(), path: "common_config.grpc_service"}
 	default:
-		return nil, gs, errors.New("grpc_service: one of grpc_service or common_config.grpc_service is required")
+		return nil, gs, errors.New("grpc_service: one of grpc_service, common_config.grpc_service or http_service is required")
 	}
 	if err := checkCommon(cc); err != nil {
 		return nil, gs, fmt.Errorf("common_config.%w", err)

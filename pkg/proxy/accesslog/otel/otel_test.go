@@ -2,9 +2,12 @@ package otel
 
 import (
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,6 +85,12 @@ func (d dialer) Connect(ctx context.Context) (net.Conn, error) {
 // sinkContext reaches cluster "otel" at addr.
 func sinkContext(addr string, st *stats.Store) accesslog.SinkContext {
 	return accesslog.SinkContext{
+		Cluster: func(name string) grpcservice.Cluster {
+			if name == "otel" {
+				return dialer(addr)
+			}
+			return nil
+		},
 		Node:  &corev3.Node{Id: "node-1", Cluster: "svc", Locality: &corev3.Locality{Zone: "z1"}},
 		Stats: st,
 		OpenGRPC: func(gs *corev3.GrpcService) (*grpcservice.Channel, error) {
@@ -376,9 +385,11 @@ func mustRecord(s *sink, e *accesslog.Entry) proto.Message {
 func TestCompileErrors(t *testing.T) {
 	const svc = `"grpc_service": {"envoy_grpc": {"cluster_name": "otel"}}`
 	for _, tc := range []struct{ name, js, want string }{
-		{"no service", `{}`, "grpc_service: one of grpc_service or common_config.grpc_service is required"},
+		{"no service", `{}`, "grpc_service: one of grpc_service, common_config.grpc_service or http_service is required"},
 		{"two services", `{` + svc + `, "common_config": {` + svc + `}}`, "grpc_service: only one of"},
-		{"http service", `{"http_service": {"http_uri": {"uri": "http://x/v1/logs", "cluster": "otel"}}}`, "http_service: not supported"},
+		{"http and grpc", `{` + svc + `, "http_service": {"http_uri": {"uri": "http://x/v1/logs", "cluster": "otel", "timeout": "1s"}}}`, "http_service: only one of"},
+		{"http cluster", `{"http_service": {"http_uri": {"uri": "http://x/v1/logs", "cluster": "nope", "timeout": "1s"}}}`, "http_service.http_uri.cluster: unknown cluster 'nope'"},
+		{"http uri", `{"http_service": {"http_uri": {"uri": "/v1/logs", "cluster": "otel", "timeout": "1s"}}}`, "http_service.http_uri.uri: "},
 		{"detectors", `{` + svc + `, "resource_detectors": [{"name": "x"}]}`, "resource_detectors: not supported"},
 		{"v2", `{"common_config": {` + svc + `, "transport_api_version": "V2"}}`, "common_config.transport_api_version: V2"},
 		{"interval", `{` + svc + `, "buffer_flush_interval": "0s"}`, "buffer_flush_interval: must be positive"},
@@ -404,5 +415,64 @@ func TestCompileErrors(t *testing.T) {
 				t.Errorf("error %q, want it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestHTTPServicePostsProtobuf(t *testing.T) {
+	type post struct {
+		path, contentType, header string
+		req                       *collogspb.ExportLogsServiceRequest
+	}
+	posts := make(chan post, 4)
+	var status atomic.Int32
+	status.Store(http.StatusOK)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req collogspb.ExportLogsServiceRequest
+		if err := proto.Unmarshal(body, &req); err != nil {
+			t.Errorf("the body is not an ExportLogsServiceRequest: %v", err)
+		}
+		posts <- post{r.URL.Path, r.Header.Get("Content-Type"), r.Header.Get("X-Key"), &req}
+		w.WriteHeader(int(status.Load()))
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	st := stats.NewStore()
+	s := newSink(t, `{"http_service": {"http_uri": {"uri": "http://collector/v1/logs", "cluster": "otel", "timeout": "5s"},
+		"request_headers_to_add": [{"header": {"key": "x-key", "value": "k1"}}]},
+		"buffer_flush_interval": "3600s", "buffer_size_bytes": 1, "body": {"stringValue": "%REQ(:PATH)%"}}`, ln.Addr().String(), st)
+	if _, err := s.Log(nil, entry("/a")); err != nil {
+		t.Fatal(err)
+	}
+	var p post
+	select {
+	case p = <-posts:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the collector got no POST")
+	}
+	if p.path != "/v1/logs" || p.contentType != "application/x-protobuf" || p.header != "k1" {
+		t.Errorf("POST %s, Content-Type %q, x-key %q", p.path, p.contentType, p.header)
+	}
+	recs := p.req.GetResourceLogs()[0].GetScopeLogs()[0].GetLogRecords()
+	if len(recs) != 1 || recs[0].GetBody().GetStringValue() != "/a" {
+		t.Errorf("records = %v", recs)
+	}
+	// A failed export drops its records.
+	status.Store(http.StatusServiceUnavailable)
+	if _, err := s.Log(nil, entry("/b")); err != nil {
+		t.Fatal(err)
+	}
+	<-posts
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	written := st.Counter("access_logs.open_telemetry_access_log.logs_written").Value()
+	dropped := st.Counter("access_logs.open_telemetry_access_log.logs_dropped").Value()
+	if written != 1 || dropped != 1 {
+		t.Errorf("logs_written, logs_dropped = %d, %d, want 1, 1", written, dropped)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -30,7 +29,7 @@ const defaultExportTimeout = 10 * time.Second
 // sink is one OpenTelemetry access logger.
 type sink struct {
 	logName    string
-	ch         *grpcservice.Channel
+	exp        exporter
 	flushEvery time.Duration
 	// maxBytes bounds the buffer (the records' encoded sizes); 0 exports
 	// every record at once.
@@ -177,30 +176,28 @@ func (s *sink) flush() {
 		Resource:  &resourcepb.Resource{Attributes: s.resource},
 		ScopeLogs: []*logspb.ScopeLogs{{LogRecords: records}},
 	}}}
-	ctx, cancel := s.ch.CallContext(s.ctx, false)
-	defer cancel()
-	if _, ok := ctx.Deadline(); !ok {
-		var c context.CancelFunc
-		ctx, c = context.WithTimeout(ctx, defaultExportTimeout)
-		defer c()
+	ctx := s.ctx
+	if !s.exp.hasTimeout() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, defaultExportTimeout)
+		defer cancel()
 	}
-	resp, err := collogspb.NewLogsServiceClient(s.ch.Conn()).Export(ctx, req)
+	rejected, err := s.exp.export(ctx, req)
 	n := uint64(len(records))
 	if err != nil {
 		s.dropped.Add(n)
 		if !s.loggedError {
 			s.loggedError = true
-			s.log.Info("cannot export access logs", "log_name", s.logName, "service", s.ch.Target, "error", err.Error())
+			s.log.Info("cannot export access logs", "log_name", s.logName, "service", s.exp.target(), "error", err.Error())
 		}
 		return
 	}
 	s.loggedError = false
 	// A partial success names how many records the collector rejected;
 	// more than were sent counts them all.
-	rejected := uint64(max(resp.GetPartialSuccess().GetRejectedLogRecords(), 0))
-	rejected = min(rejected, n)
-	s.dropped.Add(rejected)
-	s.written.Add(n - rejected)
+	r := min(uint64(max(rejected, 0)), n)
+	s.dropped.Add(r)
+	s.written.Add(n - r)
 }
 
 // Close implements accesslog.Closer: later records are dropped, the
@@ -218,5 +215,5 @@ func (s *sink) Close() error {
 	<-s.done
 	timer.Stop()
 	s.cancel()
-	return s.ch.Close()
+	return s.exp.close()
 }
