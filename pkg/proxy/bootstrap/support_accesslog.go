@@ -31,9 +31,10 @@ var supportedAccessLog = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.access_loggers.grpc.v3.CommonGrpcAccessLogConfig.buffer_size_bytes":                 {},
 	"envoy.extensions.access_loggers.grpc.v3.CommonGrpcAccessLogConfig.custom_tags":                       {},
 	"envoy.extensions.access_loggers.grpc.v3.CommonGrpcAccessLogConfig.filter_state_objects_to_log":       {},
-	// The OpenTelemetry logger (resource_detectors are refused when it is
-	// compiled, common_config's retry policy too; HttpService's fields are
-	// listed with tracing's).
+	// The OpenTelemetry logger (common_config's retry policy is refused
+	// when it is compiled; HttpService's fields and the resource
+	// detectors' are listed with tracing's).
+	"envoy.extensions.access_loggers.open_telemetry.v3.OpenTelemetryAccessLogConfig.resource_detectors":          {},
 	"envoy.extensions.access_loggers.open_telemetry.v3.OpenTelemetryAccessLogConfig.http_service":                {},
 	"envoy.extensions.access_loggers.open_telemetry.v3.OpenTelemetryAccessLogConfig.common_config":               {},
 	"envoy.extensions.access_loggers.open_telemetry.v3.OpenTelemetryAccessLogConfig.grpc_service":                {},

@@ -30,6 +30,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry"
 )
 
 // Name is the logger's name in Outrigger's spelling.
@@ -103,8 +104,6 @@ func compile(cfg *otelv3.OpenTelemetryAccessLogConfig, ctx accesslog.SinkContext
 	switch {
 	case cfg.GetHttpService() != nil && (cfg.GetGrpcService() != nil || cc.GetGrpcService() != nil):
 		return nil, gs, errors.New("http_service: only one of grpc_service, common_config.grpc_service and http_service may be set")
-	case len(cfg.GetResourceDetectors()) > 0:
-		return nil, gs, errors.New("resource_detectors: not supported by Outrigger")
 	case cfg.GetGrpcService() != nil && cc.GetGrpcService() != nil:
 		return nil, gs, errors.New("grpc_service: only one of grpc_service and common_config.grpc_service may be set")
 	case cfg.GetHttpService() != nil:
@@ -177,7 +176,11 @@ func compile(cfg *otelv3.OpenTelemetryAccessLogConfig, ctx accesslog.SinkContext
 	if s.attributes, err = compileList(cfg.GetAttributes(), parsers); err != nil {
 		return nil, gs, fmt.Errorf("attributes.%w", err)
 	}
-	s.resource = resource(cfg, s.logName, ctx.Node)
+	detected, err := opentelemetry.DetectResource(nil, cfg.GetResourceDetectors(), ctx.Extensions)
+	if err != nil {
+		return nil, gs, err
+	}
+	s.resource = resource(cfg, s.logName, ctx.Node, detected)
 	s.statPrefix = statScope(cfg.GetStatPrefix())
 	return s, gs, nil
 }
@@ -200,9 +203,10 @@ func checkCommon(cc interface {
 
 // resource is the attributes of the logs' OTLP resource, as Envoy makes
 // them: the built-in labels (log_name, zone_name, cluster_name,
-// node_name) unless disabled, then resource_attributes, a key given again
-// replacing the earlier value in place.
-func resource(cfg *otelv3.OpenTelemetryAccessLogConfig, logName string, node *corev3.Node) []*commonpb.KeyValue {
+// node_name) unless disabled, then those the resource detectors found,
+// then resource_attributes, a key given again replacing the earlier value
+// in place.
+func resource(cfg *otelv3.OpenTelemetryAccessLogConfig, logName string, node *corev3.Node, detected []tracing.Tag) []*commonpb.KeyValue {
 	var out []*commonpb.KeyValue
 	index := map[string]int{}
 	add := func(kv *commonpb.KeyValue) {
@@ -218,6 +222,9 @@ func resource(cfg *otelv3.OpenTelemetryAccessLogConfig, logName string, node *co
 		add(&commonpb.KeyValue{Key: "zone_name", Value: stringAny(node.GetLocality().GetZone())})
 		add(&commonpb.KeyValue{Key: "cluster_name", Value: stringAny(node.GetCluster())})
 		add(&commonpb.KeyValue{Key: "node_name", Value: stringAny(node.GetId())})
+	}
+	for _, t := range detected {
+		add(&commonpb.KeyValue{Key: t.Key, Value: stringAny(t.Value)})
 	}
 	for _, kv := range cfg.GetResourceAttributes().GetValues() {
 		add(proto.Clone(kv).(*commonpb.KeyValue))

@@ -13,6 +13,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	otelv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/open_telemetry/v3"
+	otelresv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/tracers/opentelemetry/resource_detectors/v3"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/grpc"
@@ -20,8 +21,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry/resourcedetectors/staticconfig"
 )
 
 // receiver is an OTLP logs receiver that records every export request;
@@ -390,7 +394,6 @@ func TestCompileErrors(t *testing.T) {
 		{"http and grpc", `{` + svc + `, "http_service": {"http_uri": {"uri": "http://x/v1/logs", "cluster": "otel", "timeout": "1s"}}}`, "http_service: only one of"},
 		{"http cluster", `{"http_service": {"http_uri": {"uri": "http://x/v1/logs", "cluster": "nope", "timeout": "1s"}}}`, "http_service.http_uri.cluster: unknown cluster 'nope'"},
 		{"http uri", `{"http_service": {"http_uri": {"uri": "/v1/logs", "cluster": "otel", "timeout": "1s"}}}`, "http_service.http_uri.uri: "},
-		{"detectors", `{` + svc + `, "resource_detectors": [{"name": "x"}]}`, "resource_detectors: not supported"},
 		{"v2", `{"common_config": {` + svc + `, "transport_api_version": "V2"}}`, "common_config.transport_api_version: V2"},
 		{"interval", `{` + svc + `, "buffer_flush_interval": "0s"}`, "buffer_flush_interval: must be positive"},
 		{"common interval", `{"common_config": {` + svc + `, "buffer_flush_interval": "0s"}}`, "common_config.buffer_flush_interval: must be positive"},
@@ -474,5 +477,45 @@ func TestHTTPServicePostsProtobuf(t *testing.T) {
 	dropped := st.Counter("access_logs.open_telemetry_access_log.logs_dropped").Value()
 	if written != 1 || dropped != 1 {
 		t.Errorf("logs_written, logs_dropped = %d, %d, want 1, 1", written, dropped)
+	}
+}
+
+func TestResourceDetectors(t *testing.T) {
+	reg, err := extension.New(extension.Of(staticconfig.Name, opentelemetry.ResourceDetectorCategory,
+		&otelresv3.StaticConfigResourceDetectorConfig{}, staticconfig.Detector{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := sinkContext("127.0.0.1:1", stats.NewStore())
+	ctx.Extensions = reg
+	// Detected attributes replace built-in labels; resource_attributes
+	// replace detected ones.
+	s, _, err := compile(config(t, `{"grpc_service": {"envoy_grpc": {"cluster_name": "otel"}}, "log_name": "edge",
+		"resource_detectors": [{"name": "envoy.tracers.opentelemetry.resource_detectors.static_config", "typed_config": {
+			"@type": "type.googleapis.com/envoy.extensions.tracers.opentelemetry.resource_detectors.v3.StaticConfigResourceDetectorConfig",
+			"attributes": {"node_name": "detected", "team": "t1", "region": "detected"}}}],
+		"resource_attributes": {"values": [{"key": "region", "value": {"stringValue": "eu-1"}}]}}`), ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, kv := range s.resource {
+		got[kv.GetKey()] = kv.GetValue().GetStringValue()
+	}
+	want := map[string]string{"log_name": "edge", "zone_name": "z1", "cluster_name": "svc", "node_name": "detected", "team": "t1", "region": "eu-1"}
+	if len(got) != len(want) {
+		t.Errorf("resource = %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("resource attribute %s = %q, want %q", k, got[k], v)
+		}
+	}
+	// A detector the registry lacks is refused with its path.
+	ctx.Extensions, _ = extension.New()
+	if _, _, err := compile(config(t, `{"grpc_service": {"envoy_grpc": {"cluster_name": "otel"}},
+		"resource_detectors": [{"name": "envoy.tracers.opentelemetry.resource_detectors.static_config", "typed_config": {
+			"@type": "type.googleapis.com/envoy.extensions.tracers.opentelemetry.resource_detectors.v3.StaticConfigResourceDetectorConfig"}}]}`), ctx); err == nil || !strings.HasPrefix(err.Error(), "resource_detectors[0].") {
+		t.Errorf("error = %v, want one about resource_detectors[0]", err)
 	}
 }
