@@ -63,6 +63,25 @@ func (r *otlpLogsReceiver) bodies() []string {
 	return out
 }
 
+// bodiesOf returns the string bodies of the records received from the
+// logger named logName (the log_name resource attribute).
+func (r *otlpLogsReceiver) bodiesOf(logName string) []string {
+	var out []string
+	for _, req := range r.exports() {
+		for _, rl := range req.GetResourceLogs() {
+			if attribute(rl.GetResource().GetAttributes(), "log_name").GetStringValue() != logName {
+				continue
+			}
+			for _, sl := range rl.GetScopeLogs() {
+				for _, rec := range sl.GetLogRecords() {
+					out = append(out, rec.GetBody().GetStringValue())
+				}
+			}
+		}
+	}
+	return out
+}
+
 // startLogsReceiver serves a logs receiver on a loopback port until the
 // spec ends.
 func startLogsReceiver() (*otlpLogsReceiver, int) {
@@ -281,5 +300,30 @@ static_resources:
 		Expect(recs).To(HaveLen(1))
 		Expect(recs[0].GetBody().GetStringValue()).To(Equal("/over-http"))
 		Eventually(func() string { return statValue(s, "access_logs.open_telemetry_access_log.logs_written") }).Should(Equal("1"))
+	})
+
+	It("exports when the buffer holds buffer_size_bytes, and what is buffered at shutdown", func() {
+		receiver, otlpPort := startLogsReceiver()
+		port := freePort()
+		// Neither logger's flush timer fires during the spec: "small"
+		// exports as each record fills its buffer, "big" keeps them.
+		logger := func(name string, size int) string {
+			return otelLog(fmt.Sprintf(`{grpc_service: {envoy_grpc: {cluster_name: otlp}}, log_name: %s,
+				buffer_flush_interval: 3600s, buffer_size_bytes: %d, body: {string_value: "%%REQ(:PATH)%%"}}`, name, size))
+		}
+		s := Start(newDir(), proxySpec{
+			Port:     port,
+			HCM:      `{stat_prefix: otel, access_log: [` + logger("small", 1) + `, ` + logger("big", 1<<20) + `]}`,
+			Routes:   "[{match: {prefix: /}, direct_response: {status: 202}}]",
+			Clusters: []proxyCluster{{Name: "otlp", Port: otlpPort, Extra: h2cOptions()}},
+		}.YAML())
+		for i := range 3 {
+			Expect(get(port, fmt.Sprintf("/b/%d", i), nil)).To(Equal(202))
+		}
+		Eventually(func() []string { return receiver.bodiesOf("small") }).Should(ConsistOf("/b/0", "/b/1", "/b/2"))
+		Expect(receiver.bodiesOf("big")).To(BeEmpty())
+		s.Signal(syscall.SIGINT)
+		Expect(s.Wait(stopTimeout)).To(Equal(0))
+		Expect(receiver.bodiesOf("big")).To(ConsistOf("/b/0", "/b/1", "/b/2"))
 	})
 })

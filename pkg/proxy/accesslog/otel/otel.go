@@ -10,7 +10,8 @@
 // Logging never waits for the collector: records collect in a buffer that
 // a goroutine exports when it holds buffer_size_bytes or every
 // buffer_flush_interval, one export at a time. While an export is held up
-// the buffer fills to buffer_size_bytes and further records are dropped.
+// the buffer fills to the larger of buffer_size_bytes and 1 MiB, and
+// further records are dropped.
 // As in Envoy, logs_written counts the records the collector accepted and
 // logs_dropped those it rejected, those of failed exports and (Outrigger's
 // bound) those the full buffer refused.
@@ -76,6 +77,13 @@ type service struct {
 // open opens the exporter to the service; errors name the field path.
 func (sv service) open(ctx accesslog.SinkContext) (exporter, error) {
 	if sv.http != nil {
+		for i, h := range sv.http.GetRequestHeadersToAdd() {
+			// Envoy reads these values as format strings (of
+			// environment variables, files, secrets).
+			if strings.Contains(h.GetHeader().GetValue(), "%") {
+				return nil, fmt.Errorf("%s.request_headers_to_add[%d].header.value: format operators are not supported by Outrigger", sv.path, i)
+			}
+		}
 		// As Envoy, the request path is the uri's, "/" when it has
 		// none.
 		p, name, err := tracing.CompileHTTPService(sv.http, ctx.Cluster, "/")

@@ -348,12 +348,15 @@ func TestHeldExportBoundsTheBuffer(t *testing.T) {
 	r := &receiver{got: make(chan struct{}, 64), hold: make(chan struct{})}
 	addr := serve(t, r)
 	st := stats.NewStore()
-	s := newSink(t, `{"grpc_service": {"envoy_grpc": {"cluster_name": "otel"}}, "buffer_flush_interval": "3600s", "buffer_size_bytes": 200}`, addr, st)
+	s := newSink(t, `{"grpc_service": {"envoy_grpc": {"cluster_name": "otel"}}, "buffer_flush_interval": "3600s", "buffer_size_bytes": 1}`, addr, st)
 	one := proto.Size(mustRecord(s, entry("/x")))
-	// The first record fills no buffer; enough records fill it and wake
-	// the sender, whose export the receiver holds; more fill the buffer
-	// again, and the rest are dropped without Log waiting.
-	const n = 200
+	if s.maxPending != minPendingBytes {
+		t.Errorf("the buffer's bound is %d bytes, want %d", s.maxPending, minPendingBytes)
+	}
+	// The first record fills the buffer and wakes the sender, whose
+	// export the receiver holds; more fill the buffer to its bound, and
+	// the rest are dropped without Log waiting.
+	n := 2 * minPendingBytes / one
 	for range n {
 		if _, err := s.Log(nil, entry("/x")); err != nil {
 			t.Fatal(err)
@@ -362,8 +365,8 @@ func TestHeldExportBoundsTheBuffer(t *testing.T) {
 	s.mu.Lock()
 	buffered := s.size
 	s.mu.Unlock()
-	if buffered > 200+one {
-		t.Errorf("the buffer holds %d bytes, want at most %d", buffered, 200+one)
+	if buffered > minPendingBytes+one {
+		t.Errorf("the buffer holds %d bytes, want at most %d", buffered, minPendingBytes+one)
 	}
 	dropped := st.Counter("access_logs.open_telemetry_access_log.logs_dropped").Value()
 	if dropped == 0 {
@@ -375,7 +378,7 @@ func TestHeldExportBoundsTheBuffer(t *testing.T) {
 	}
 	written := st.Counter("access_logs.open_telemetry_access_log.logs_written").Value()
 	dropped = st.Counter("access_logs.open_telemetry_access_log.logs_dropped").Value()
-	if written+dropped != n || written == 0 {
+	if written+dropped != uint64(n) || written == 0 {
 		t.Errorf("logs_written %d + logs_dropped %d, want %d in all and some written", written, dropped, n)
 	}
 }
@@ -393,6 +396,9 @@ func TestCompileErrors(t *testing.T) {
 		{"two services", `{` + svc + `, "common_config": {` + svc + `}}`, "grpc_service: only one of"},
 		{"http and grpc", `{` + svc + `, "http_service": {"http_uri": {"uri": "http://x/v1/logs", "cluster": "otel", "timeout": "1s"}}}`, "http_service: only one of"},
 		{"http cluster", `{"http_service": {"http_uri": {"uri": "http://x/v1/logs", "cluster": "nope", "timeout": "1s"}}}`, "http_service.http_uri.cluster: unknown cluster 'nope'"},
+		{"http header format", `{"http_service": {"http_uri": {"uri": "http://x/v1/logs", "cluster": "otel", "timeout": "1s"},
+			"request_headers_to_add": [{"header": {"key": "authorization", "value": "%ENVIRONMENT(TOKEN)%"}}]}}`,
+			"http_service.request_headers_to_add[0].header.value: format operators are not supported"},
 		{"http uri", `{"http_service": {"http_uri": {"uri": "/v1/logs", "cluster": "otel", "timeout": "1s"}}}`, "http_service.http_uri.uri: "},
 		{"v2", `{"common_config": {` + svc + `, "transport_api_version": "V2"}}`, "common_config.transport_api_version: V2"},
 		{"interval", `{` + svc + `, "buffer_flush_interval": "0s"}`, "buffer_flush_interval: must be positive"},

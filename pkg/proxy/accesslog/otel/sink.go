@@ -26,14 +26,24 @@ const closeGrace = time.Second
 // instead; Outrigger keeps one). It is the OTLP exporters' default.
 const defaultExportTimeout = 10 * time.Second
 
+// minPendingBytes is the least the buffer holds before records are
+// dropped: buffer_size_bytes only decides when to export (Envoy keeps any
+// number of exports in flight and drops nothing), and Outrigger, with one
+// export in flight, keeps what comes meanwhile up to this bound (the size
+// of Envoy's default per-stream buffer limit, which its streaming access
+// loggers drop above).
+const minPendingBytes = 1 << 20
+
 // sink is one OpenTelemetry access logger.
 type sink struct {
 	logName    string
 	exp        exporter
 	flushEvery time.Duration
-	// maxBytes bounds the buffer (the records' encoded sizes); 0 exports
-	// every record at once.
-	maxBytes   int
+	// maxBytes is the buffer size (the records' encoded sizes) that
+	// starts an export; 0 exports every record at once. maxPending
+	// bounds the buffer: records that come when it holds that much are
+	// dropped.
+	maxBytes, maxPending int
 	statPrefix string
 
 	body        *template // nil: no body
@@ -67,6 +77,7 @@ func (s *sink) start(ctx accesslog.SinkContext) *sink {
 	if st == nil {
 		st = stats.NewStore()
 	}
+	s.maxPending = max(s.maxBytes, minPendingBytes)
 	sc := st.Scope(s.statPrefix)
 	s.written, s.dropped = sc.Counter("logs_written"), sc.Counter("logs_dropped")
 	s.log = ctx.Log
@@ -85,7 +96,7 @@ func (s *sink) Log(buf []byte, e *accesslog.Entry) ([]byte, error) {
 	r, buf := s.record(buf, e)
 	size := proto.Size(r)
 	s.mu.Lock()
-	if s.closed || (len(s.records) > 0 && s.size >= s.maxBytes) {
+	if s.closed || (len(s.records) > 0 && s.size >= s.maxPending) {
 		s.mu.Unlock()
 		s.dropped.Inc()
 		s.wake()
