@@ -110,10 +110,11 @@ func compile(cfg *otelv3.OpenTelemetryAccessLogConfig, ctx accesslog.SinkContext
 	s := &sink{flushEvery: defaultFlushInterval, maxBytes: defaultBufferBytes}
 	var gs service
 	switch {
-	case cfg.GetHttpService() != nil && (cfg.GetGrpcService() != nil || cc.GetGrpcService() != nil):
-		return nil, gs, errors.New("http_service: only one of grpc_service, common_config.grpc_service and http_service may be set")
-	case cfg.GetGrpcService() != nil && cc.GetGrpcService() != nil:
-		return nil, gs, errors.New("grpc_service: only one of grpc_service and common_config.grpc_service may be set")
+	// http_service, then grpc_service, then the deprecated
+	// common_config.grpc_service, as Envoy prefers them; common_config
+	// still carries the other common fields beside the top-level ones.
+	case cfg.GetHttpService() != nil && cfg.GetGrpcService() != nil:
+		return nil, gs, errors.New("http_service: only one of grpc_service and http_service may be set")
 	case cfg.GetHttpService() != nil:
 		gs = service{http: cfg.GetHttpService(), path: "http_service"}
 	case cfg.GetGrpcService() != nil:

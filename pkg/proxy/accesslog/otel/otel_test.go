@@ -393,8 +393,7 @@ func TestCompileErrors(t *testing.T) {
 	const svc = `"grpc_service": {"envoy_grpc": {"cluster_name": "otel"}}`
 	for _, tc := range []struct{ name, js, want string }{
 		{"no service", `{}`, "grpc_service: one of grpc_service, common_config.grpc_service or http_service is required"},
-		{"two services", `{` + svc + `, "common_config": {` + svc + `}}`, "grpc_service: only one of"},
-		{"http and grpc", `{` + svc + `, "http_service": {"http_uri": {"uri": "http://x/v1/logs", "cluster": "otel", "timeout": "1s"}}}`, "http_service: only one of"},
+		{"http and grpc", `{` + svc + `, "http_service": {"http_uri": {"uri": "http://x/v1/logs", "cluster": "otel", "timeout": "1s"}}}`, "http_service: only one of grpc_service and http_service may be set"},
 		{"http cluster", `{"http_service": {"http_uri": {"uri": "http://x/v1/logs", "cluster": "nope", "timeout": "1s"}}}`, "http_service.http_uri.cluster: unknown cluster 'nope'"},
 		{"http header format", `{"http_service": {"http_uri": {"uri": "http://x/v1/logs", "cluster": "otel", "timeout": "1s"},
 			"request_headers_to_add": [{"header": {"key": "authorization", "value": "%ENVIRONMENT(TOKEN)%"}}]}}`,
@@ -523,5 +522,26 @@ func TestResourceDetectors(t *testing.T) {
 		"resource_detectors": [{"name": "envoy.tracers.opentelemetry.resource_detectors.static_config", "typed_config": {
 			"@type": "type.googleapis.com/envoy.extensions.tracers.opentelemetry.resource_detectors.v3.StaticConfigResourceDetectorConfig"}}]}`), ctx); err == nil || !strings.HasPrefix(err.Error(), "resource_detectors[0].") {
 		t.Errorf("error = %v, want one about resource_detectors[0]", err)
+	}
+}
+
+func TestTopLevelFieldsWinOverCommonConfig(t *testing.T) {
+	s, svc, err := compile(config(t, `{"grpc_service": {"envoy_grpc": {"cluster_name": "otel"}}, "log_name": "new",
+		"common_config": {"log_name": "old", "grpc_service": {"envoy_grpc": {"cluster_name": "nope"}}, "buffer_size_bytes": 5, "buffer_flush_interval": "2s"},
+		"buffer_flush_interval": "3s"}`), sinkContext("127.0.0.1:1", stats.NewStore()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if svc.path != "grpc_service" || svc.grpc.GetEnvoyGrpc().GetClusterName() != "otel" {
+		t.Errorf("service = %s %v, want the top-level grpc_service", svc.path, svc.grpc)
+	}
+	if s.logName != "new" || s.maxBytes != 5 || s.flushEvery != 3*time.Second {
+		t.Errorf("log_name %q, buffer_size_bytes %d, buffer_flush_interval %v; want new, 5 (common_config's), 3s", s.logName, s.maxBytes, s.flushEvery)
+	}
+	// An http_service wins over common_config's gRPC service.
+	_, svc, err = compile(config(t, `{"http_service": {"http_uri": {"uri": "http://c/v1/logs", "cluster": "otel", "timeout": "1s"}},
+		"common_config": {"log_name": "old", "grpc_service": {"envoy_grpc": {"cluster_name": "nope"}}}}`), sinkContext("127.0.0.1:1", stats.NewStore()))
+	if err != nil || svc.http == nil {
+		t.Errorf("compile: %v, service %s; want the http_service", err, svc.path)
 	}
 }

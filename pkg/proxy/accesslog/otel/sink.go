@@ -44,7 +44,7 @@ type sink struct {
 	// bounds the buffer: records that come when it holds that much are
 	// dropped.
 	maxBytes, maxPending int
-	statPrefix string
+	statPrefix           string
 
 	body        *template // nil: no body
 	attributes  []keyTemplate
