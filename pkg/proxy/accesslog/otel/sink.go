@@ -60,13 +60,8 @@ type sink struct {
 	size    int
 	closed  bool
 
-	kick chan struct{} // a full buffer wakes the sender
-	stop chan struct{} // closed by Close
-	done chan struct{} // closed when the sender has ended
-	// ctx ends every export: cancelled when the last export's grace is
-	// over.
-	ctx    context.Context
-	cancel context.CancelFunc
+	// sender exports the buffer; a full buffer wakes it.
+	sender *accesslog.Sender
 
 	loggedError bool // the sender's: a failure was logged
 }
@@ -84,9 +79,7 @@ func (s *sink) start(ctx accesslog.SinkContext) *sink {
 	if s.log.GetSink() == nil {
 		s.log = logr.Discard()
 	}
-	s.kick, s.stop, s.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	go s.run()
+	s.sender = accesslog.StartSender(s.flushEvery, s.flush, s.flush)
 	return s
 }
 
@@ -99,7 +92,7 @@ func (s *sink) Log(buf []byte, e *accesslog.Entry) ([]byte, error) {
 	if s.closed || (len(s.records) > 0 && s.size >= s.maxPending) {
 		s.mu.Unlock()
 		s.dropped.Inc()
-		s.wake()
+		s.sender.Wake()
 		return buf, nil
 	}
 	s.records = append(s.records, r)
@@ -107,7 +100,7 @@ func (s *sink) Log(buf []byte, e *accesslog.Entry) ([]byte, error) {
 	full := s.size >= s.maxBytes
 	s.mu.Unlock()
 	if full {
-		s.wake()
+		s.sender.Wake()
 	}
 	return buf, nil
 }
@@ -140,32 +133,6 @@ func (s *sink) record(buf []byte, e *accesslog.Entry) (*logspb.LogRecord, []byte
 	return r, buf
 }
 
-// wake asks the sender to export the buffer now.
-func (s *sink) wake() {
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
-}
-
-// run exports the buffer every flush interval and when it fills, until
-// Close; then it exports what is left within closeGrace.
-func (s *sink) run() {
-	defer close(s.done)
-	t := time.NewTicker(s.flushEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-		case <-s.kick:
-		case <-s.stop:
-			s.flush()
-			return
-		}
-		s.flush()
-	}
-}
-
 // take empties the buffer.
 func (s *sink) take() []*logspb.LogRecord {
 	s.mu.Lock()
@@ -187,7 +154,7 @@ func (s *sink) flush() {
 		Resource:  &resourcepb.Resource{Attributes: s.resource},
 		ScopeLogs: []*logspb.ScopeLogs{{LogRecords: records}},
 	}}}
-	ctx := s.ctx
+	ctx := s.sender.Context()
 	if !s.exp.hasTimeout() {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, defaultExportTimeout)
@@ -221,10 +188,6 @@ func (s *sink) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	close(s.stop)
-	timer := time.AfterFunc(closeGrace, s.cancel)
-	<-s.done
-	timer.Stop()
-	s.cancel()
+	s.sender.Close(closeGrace)
 	return s.exp.close()
 }
