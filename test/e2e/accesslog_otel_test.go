@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -202,26 +203,14 @@ var _ = Describe("The OpenTelemetry access logger", func() {
 		receiver, otlpPort := startLogsReceiver()
 		up := startTCPServer(echo)
 		port := freePort()
-		Start(newDir(), fmt.Sprintf(`
-admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
-static_resources:
-  clusters:
-  - %s
-  - {name: otlp, connect_timeout: 1s, typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: {"@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions, explicit_http_config: {http2_protocol_options: {}}}},
-     load_assignment: {cluster_name: otlp, endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}}]}]}}
-  listeners:
-  - name: tcp
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.tcp_proxy
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy
-          stat_prefix: front
-          cluster: echo
-          access_log: [%s]
-`, tcpCluster("echo", up), otlpPort, port, otelLog(`{grpc_service: {envoy_grpc: {cluster_name: otlp}}, buffer_flush_interval: 0.1s,
-				body: {string_value: "%UPSTREAM_CLUSTER% %BYTES_RECEIVED% %BYTES_SENT%"}}`)))
+		// The OTLP cluster speaks h2c, and the logger goes first in the
+		// tcp_proxy's access_log list.
+		otlp := strings.TrimSuffix(tcpCluster("otlp", otlpPort), "}") + ", " + strings.TrimPrefix(h2cOptions(), "{")
+		cfg := strings.Replace(tcpBootstrap(port, "cluster: echo", tcpCluster("echo", up), otlp),
+			"          access_log:\n", "          access_log:\n          - "+otelLog(`{grpc_service: {envoy_grpc: {cluster_name: otlp}}, buffer_flush_interval: 0.1s,
+				body: {string_value: "%UPSTREAM_CLUSTER% %BYTES_RECEIVED% %BYTES_SENT%"}}`)+"\n", 1)
+		Expect(cfg).To(ContainSubstring("open_telemetry"))
+		Start(newDir(), cfg)
 		c := dialTCP(port)
 		_, err := c.Write([]byte("ping"))
 		Expect(err).NotTo(HaveOccurred())

@@ -2,6 +2,7 @@ package accesslog
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,6 +17,7 @@ type Sender struct {
 	ctx  context.Context
 	// cancel ends Context: when the last delivery's grace is over.
 	cancel context.CancelFunc
+	closed atomic.Bool
 }
 
 // StartSender starts calling deliver every interval and when woken; when
@@ -55,12 +57,23 @@ func (s *Sender) Wake() {
 // Close's grace is over.
 func (s *Sender) Context() context.Context { return s.ctx }
 
+// Closed reports whether Close was called. A sink that reads it under the
+// lock of its buffer, and adds entries only when it is false, has every
+// entry it added in the last delivery, which takes the buffer under that
+// lock.
+func (s *Sender) Closed() bool { return s.closed.Load() }
+
 // Close makes the last delivery and waits for it, at most grace: then
-// Context ends, which ends the calls in flight.
-func (s *Sender) Close(grace time.Duration) {
+// Context ends, which ends the calls in flight. It reports false when the
+// sender was closed already.
+func (s *Sender) Close(grace time.Duration) bool {
+	if !s.closed.CompareAndSwap(false, true) {
+		return false
+	}
 	close(s.stop)
 	timer := time.AfterFunc(grace, s.cancel)
 	<-s.done
 	timer.Stop()
 	s.cancel()
+	return true
 }

@@ -45,11 +45,10 @@ type sink struct {
 	written, dropped *stats.Counter
 	log              logr.Logger
 
-	mu     sync.Mutex
-	http   []*datav3.HTTPAccessLogEntry
-	tcp    []*datav3.TCPAccessLogEntry
-	size   int
-	closed bool
+	mu   sync.Mutex
+	http []*datav3.HTTPAccessLogEntry
+	tcp  []*datav3.TCPAccessLogEntry
+	size int
 
 	// sender sends the buffer; a full buffer wakes it.
 	sender *accesslog.Sender
@@ -98,7 +97,7 @@ func (s *sink) Log(buf []byte, e *accesslog.Entry) ([]byte, error) {
 		size = proto.Size(t)
 	}
 	s.mu.Lock()
-	if s.closed || (s.maxBytes > 0 && s.size >= s.maxBytes) {
+	if s.sender.Closed() || (s.maxBytes > 0 && s.size >= s.maxBytes) {
 		s.mu.Unlock()
 		s.dropped.Inc()
 		s.sender.Wake()
@@ -212,13 +211,8 @@ func (s *sink) failed(msg string, err error) {
 // Close implements accesslog.Closer: later entries are dropped, the
 // buffer is sent within closeGrace, and the channel is closed.
 func (s *sink) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.sender.Close(closeGrace) {
 		return nil
 	}
-	s.closed = true
-	s.mu.Unlock()
-	s.sender.Close(closeGrace)
 	return s.ch.Close()
 }

@@ -141,6 +141,32 @@ func entry(path string) *accesslog.Entry {
 	}
 }
 
+// counts are the logger's logs_written and logs_dropped.
+func counts(st *stats.Store) (written, dropped uint64) {
+	return st.Counter("access_logs.open_telemetry_access_log.logs_written").Value(),
+		st.Counter("access_logs.open_telemetry_access_log.logs_dropped").Value()
+}
+
+// closeAndCount closes s, which waits for its last export, and returns
+// its counts.
+func closeAndCount(t *testing.T, s *sink, st *stats.Store) (written, dropped uint64) {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return counts(st)
+}
+
+// logN logs n entries.
+func logN(t *testing.T, s *sink, n int) {
+	t.Helper()
+	for range n {
+		if _, err := s.Log(nil, entry("/x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // wait waits for n export requests.
 func wait(t *testing.T, r *receiver, n int) {
 	t.Helper()
@@ -247,11 +273,7 @@ func TestNoTraceNoBodyNoLabels(t *testing.T) {
 	addr := serve(t, r)
 	s := newSink(t, `{"grpc_service": {"envoy_grpc": {"cluster_name": "otel"}}, "disable_builtin_labels": true,
 		"buffer_flush_interval": "0.05s", "body": {"kvlistValue": {"values": [{"key": "m", "value": {"stringValue": "%REQ(:METHOD)%"}}]}}}`, addr, stats.NewStore())
-	for range 3 {
-		if _, err := s.Log(nil, entry("/x")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	logN(t, s, 3)
 	// The flush interval exports the three records in one request.
 	wait(t, r, 1)
 	rl := r.snapshot()[0].GetResourceLogs()[0]
@@ -275,11 +297,7 @@ func TestCloseExportsTheBuffer(t *testing.T) {
 	addr := serve(t, r)
 	st := stats.NewStore()
 	s := newSink(t, `{"grpc_service": {"envoy_grpc": {"cluster_name": "otel"}}, "buffer_flush_interval": "3600s", "stat_prefix": "edge"}`, addr, st)
-	for range 2 {
-		if _, err := s.Log(nil, entry("/x")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	logN(t, s, 2)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -304,16 +322,8 @@ func TestPartialSuccessCountsRejectedDropped(t *testing.T) {
 	addr := serve(t, r)
 	st := stats.NewStore()
 	s := newSink(t, `{"grpc_service": {"envoy_grpc": {"cluster_name": "otel"}}, "buffer_flush_interval": "3600s"}`, addr, st)
-	for range 3 {
-		if _, err := s.Log(nil, entry("/x")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	written := st.Counter("access_logs.open_telemetry_access_log.logs_written").Value()
-	dropped := st.Counter("access_logs.open_telemetry_access_log.logs_dropped").Value()
+	logN(t, s, 3)
+	written, dropped := closeAndCount(t, s, st)
 	if written != 2 || dropped != 1 {
 		t.Errorf("logs_written, logs_dropped = %d, %d, want 2, 1", written, dropped)
 	}
@@ -329,16 +339,8 @@ func TestReceiverDownDropsAndCounts(t *testing.T) {
 	_ = ln.Close()
 	st := stats.NewStore()
 	s := newSink(t, `{"grpc_service": {"envoy_grpc": {"cluster_name": "otel"}}, "buffer_flush_interval": "3600s", "buffer_size_bytes": 1}`, addr, st)
-	for range 20 {
-		if _, err := s.Log(nil, entry("/x")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	written := st.Counter("access_logs.open_telemetry_access_log.logs_written").Value()
-	dropped := st.Counter("access_logs.open_telemetry_access_log.logs_dropped").Value()
+	logN(t, s, 20)
+	written, dropped := closeAndCount(t, s, st)
 	if written != 0 || dropped != 20 {
 		t.Errorf("logs_written, logs_dropped = %d, %d, want 0, 20", written, dropped)
 	}
@@ -357,11 +359,7 @@ func TestHeldExportBoundsTheBuffer(t *testing.T) {
 	// export the receiver holds; more fill the buffer to its bound, and
 	// the rest are dropped without Log waiting.
 	n := 2 * minPendingBytes / one
-	for range n {
-		if _, err := s.Log(nil, entry("/x")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	logN(t, s, n)
 	s.mu.Lock()
 	buffered := s.size
 	s.mu.Unlock()
@@ -475,11 +473,7 @@ func TestHTTPServicePostsProtobuf(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-posts
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	written := st.Counter("access_logs.open_telemetry_access_log.logs_written").Value()
-	dropped := st.Counter("access_logs.open_telemetry_access_log.logs_dropped").Value()
+	written, dropped := closeAndCount(t, s, st)
 	if written != 1 || dropped != 1 {
 		t.Errorf("logs_written, logs_dropped = %d, %d, want 1, 1", written, dropped)
 	}

@@ -58,7 +58,6 @@ type sink struct {
 	mu      sync.Mutex
 	records []*logspb.LogRecord
 	size    int
-	closed  bool
 
 	// sender exports the buffer; a full buffer wakes it.
 	sender *accesslog.Sender
@@ -89,7 +88,7 @@ func (s *sink) Log(buf []byte, e *accesslog.Entry) ([]byte, error) {
 	r, buf := s.record(buf, e)
 	size := proto.Size(r)
 	s.mu.Lock()
-	if s.closed || (len(s.records) > 0 && s.size >= s.maxPending) {
+	if s.sender.Closed() || (len(s.records) > 0 && s.size >= s.maxPending) {
 		s.mu.Unlock()
 		s.dropped.Inc()
 		s.sender.Wake()
@@ -181,13 +180,8 @@ func (s *sink) flush() {
 // Close implements accesslog.Closer: later records are dropped, the
 // buffer is exported within closeGrace, and the channel is closed.
 func (s *sink) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.sender.Close(closeGrace) {
 		return nil
 	}
-	s.closed = true
-	s.mu.Unlock()
-	s.sender.Close(closeGrace)
 	return s.exp.close()
 }
