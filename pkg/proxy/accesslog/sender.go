@@ -6,6 +6,13 @@ import (
 	"time"
 )
 
+// Envoy's defaults of the buffer of the loggers that send to a service
+// (buffer_flush_interval and buffer_size_bytes).
+const (
+	DefaultFlushInterval = time.Second
+	DefaultBufferBytes   = 16384
+)
+
 // Sender runs the deliveries of a sink that batches entries for a
 // service (the gRPC access loggers): on a goroutine of its own, every
 // interval and whenever the sink wakes it, so that logging never waits

@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	grpcv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/grpc/v3"
@@ -30,12 +29,6 @@ import (
 const (
 	HTTPName = "proxy.access_loggers.http_grpc"
 	TCPName  = "proxy.access_loggers.tcp_grpc"
-)
-
-// Envoy's defaults.
-const (
-	defaultFlushInterval = time.Second
-	defaultBufferBytes   = 16384
 )
 
 // statPrefix is where Envoy keeps the gRPC access loggers' counters.
@@ -91,8 +84,8 @@ func (TCP) Compile(config proto.Message, ctx accesslog.SinkContext) (accesslog.S
 func compileCommon(c *grpcv3.CommonGrpcAccessLogConfig, ctx accesslog.SinkContext) (*sink, error) {
 	s := &sink{
 		logName:    c.GetLogName(),
-		flushEvery: defaultFlushInterval,
-		maxBytes:   defaultBufferBytes,
+		flushEvery: accesslog.DefaultFlushInterval,
+		maxBytes:   accesslog.DefaultBufferBytes,
 		node:       ctx.Node,
 	}
 	switch {

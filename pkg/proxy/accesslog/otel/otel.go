@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	otelv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/open_telemetry/v3"
@@ -36,12 +35,6 @@ import (
 
 // Name is the logger's name in Outrigger's spelling.
 const Name = "proxy.access_loggers.open_telemetry"
-
-// Envoy's defaults.
-const (
-	defaultFlushInterval = time.Second
-	defaultBufferBytes   = 16384
-)
 
 // statRoot is where Envoy keeps the logger's counters; stat_prefix goes
 // below it.
@@ -107,7 +100,7 @@ func (sv service) open(ctx accesslog.SinkContext) (exporter, error) {
 func compile(cfg *otelv3.OpenTelemetryAccessLogConfig, ctx accesslog.SinkContext) (*sink, service, error) {
 	//lint:ignore SA1019 common_config is Envoy's deprecated spelling, still accepted.
 	cc := cfg.GetCommonConfig()
-	s := &sink{flushEvery: defaultFlushInterval, maxBytes: defaultBufferBytes}
+	s := &sink{flushEvery: accesslog.DefaultFlushInterval, maxBytes: accesslog.DefaultBufferBytes}
 	var gs service
 	switch {
 	// http_service, then grpc_service, then the deprecated
