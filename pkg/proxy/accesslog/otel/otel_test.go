@@ -13,14 +13,17 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	otelv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/open_telemetry/v3"
+	rwqv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/req_without_query/v3"
 	otelresv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/tracers/opentelemetry/resource_detectors/v3"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/formatter/reqwithoutquery"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
@@ -537,5 +540,45 @@ func TestTopLevelFieldsWinOverCommonConfig(t *testing.T) {
 		"common_config": {"log_name": "old", "grpc_service": {"envoy_grpc": {"cluster_name": "nope"}}}}`), sinkContext("127.0.0.1:1", stats.NewStore()))
 	if err != nil || svc.http == nil {
 		t.Errorf("compile: %v, service %s; want the http_service", err, svc.path)
+	}
+}
+
+// stateObject is a filter state object whose TYPED form is a string.
+type stateObject string
+
+func (o stateObject) FilterStateString() (string, bool) { return string(o), true }
+func (o stateObject) FilterStateProto() proto.Message   { return wrapperspb.String(string(o)) }
+
+func TestFilterStateFormattersAndTags(t *testing.T) {
+	reg, err := extension.New(extension.Of(reqwithoutquery.Name, accesslog.FormatterCategory, &rwqv3.ReqWithoutQuery{}, reqwithoutquery.Factory{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := sinkContext("127.0.0.1:1", stats.NewStore())
+	ctx.Extensions = reg
+	s, _, err := compile(config(t, `{"grpc_service": {"envoy_grpc": {"cluster_name": "otel"}},
+		"formatters": [{"name": "envoy.formatter.req_without_query", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.formatter.req_without_query.v3.ReqWithoutQuery"}}],
+		"body": {"stringValue": "%REQ_WITHOUT_QUERY(:PATH)%"},
+		"common_config": {"log_name": "x", "grpc_service": {"envoy_grpc": {"cluster_name": "otel"}}, "filter_state_objects_to_log": ["absent"],
+			"custom_tags": [{"tag": "lit", "literal": {"value": "v"}}]},
+		"filter_state_objects_to_log": ["state"],
+		"custom_tags": [{"tag": "missing", "request_header": {"name": "x-none"}}, {"tag": "dflt", "request_header": {"name": "x-none", "default_value": "d"}}]}`), ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := entry("/p?q=1")
+	e.SetFilterState("state", stateObject("s1"))
+	r, _ := s.record(nil, e)
+	if r.GetBody().GetStringValue() != "/p" {
+		t.Errorf("body = %v, want the path without its query", r.GetBody())
+	}
+	var got []string
+	for _, kv := range r.GetAttributes() {
+		got = append(got, kv.GetKey()+"="+kv.GetValue().GetStringValue())
+	}
+	// Filter state objects in their JSON form, then the tags that have a
+	// value, common_config's first.
+	if want := `state="s1",lit=v,dflt=d`; strings.Join(got, ",") != want {
+		t.Errorf("attributes = %s, want %s", strings.Join(got, ","), want)
 	}
 }
