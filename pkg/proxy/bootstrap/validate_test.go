@@ -190,7 +190,7 @@ func TestValidateSupport(t *testing.T) {
 		},
 		"open telemetry access logger": {
 			overlay: accessLogYAML(`{"@type": type.googleapis.com/envoy.extensions.access_loggers.open_telemetry.v3.OpenTelemetryAccessLogConfig,
-				common_config: {log_name: a, transport_api_version: V3, grpc_service: {envoy_grpc: {cluster_name: d}}, buffer_size_bytes: 10, buffer_flush_interval: 1s, custom_tags: [{tag: t, literal: {value: v}}]},
+				common_config: {log_name: a, transport_api_version: V3, grpc_service: {envoy_grpc: {cluster_name: d}}, buffer_size_bytes: 10, buffer_flush_interval: 1s},
 				grpc_service: {envoy_grpc: {cluster_name: c}}, log_name: b, disable_builtin_labels: true, stat_prefix: p,
 				body: {kvlist_value: {values: [{key: k, value: {array_value: {values: [{string_value: "%PROTOCOL%"}]}}}]}},
 				attributes: {values: [{key: a, value: {string_value: x}}]},

@@ -23,8 +23,8 @@ import (
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	grpcv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/grpc/v3"
 	otelv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/open_telemetry/v3"
-	tracev3 "github.com/envoyproxy/go-control-plane/envoy/type/tracing/v3"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/protobuf/proto"
 
@@ -141,28 +141,18 @@ func compile(cfg *otelv3.OpenTelemetryAccessLogConfig, ctx accesslog.SinkContext
 	if size != nil {
 		s.maxBytes = int(size.GetValue())
 	}
-	for _, keys := range []struct {
-		path string
-		keys []string
-	}{{"common_config.filter_state_objects_to_log", cc.GetFilterStateObjectsToLog()}, {"filter_state_objects_to_log", cfg.GetFilterStateObjectsToLog()}} {
-		for i, k := range keys.keys {
-			if k == "" {
-				return nil, gs, fmt.Errorf("%s[%d]: must not be empty", keys.path, i)
-			}
-			s.filterState = append(s.filterState, k)
+	for i, k := range cfg.GetFilterStateObjectsToLog() {
+		if k == "" {
+			return nil, gs, fmt.Errorf("filter_state_objects_to_log[%d]: must not be empty", i)
 		}
+		s.filterState = append(s.filterState, k)
 	}
-	for _, tags := range []struct {
-		path string
-		cfgs []*tracev3.CustomTag
-	}{{"common_config.custom_tags", cc.GetCustomTags()}, {"custom_tags", cfg.GetCustomTags()}} {
-		for i, t := range tags.cfgs {
-			ct, err := accesslog.CompileCustomTag(t)
-			if err != nil {
-				return nil, gs, fmt.Errorf("%s[%d].%w", tags.path, i, err)
-			}
-			s.tags = append(s.tags, ct)
+	for i, t := range cfg.GetCustomTags() {
+		ct, err := accesslog.CompileCustomTag(t)
+		if err != nil {
+			return nil, gs, fmt.Errorf("custom_tags[%d].%w", i, err)
 		}
+		s.tags = append(s.tags, ct)
 	}
 	parsers, err := accesslog.CompileFormatters(cfg.GetFormatters(), ctx.Extensions)
 	if err != nil {
@@ -189,16 +179,20 @@ func compile(cfg *otelv3.OpenTelemetryAccessLogConfig, ctx accesslog.SinkContext
 
 // checkCommon refuses what common_config may hold that this logger does
 // not do; errors name the field below it.
-func checkCommon(cc interface {
-	GetTransportApiVersion() corev3.ApiVersion
-	GetGrpcStreamRetryPolicy() *corev3.RetryPolicy
-}) error {
+func checkCommon(cc *grpcv3.CommonGrpcAccessLogConfig) error {
 	//lint:ignore SA1019 the deprecated V2 value is refused by name
 	if cc.GetTransportApiVersion() == corev3.ApiVersion_V2 {
 		return errors.New("transport_api_version: V2 is not supported (use V3)")
 	}
 	if cc.GetGrpcStreamRetryPolicy() != nil {
 		return errors.New("grpc_stream_retry_policy: not supported by Outrigger")
+	}
+	// Envoy's logger reads only the top-level fields of these two.
+	if len(cc.GetFilterStateObjectsToLog()) > 0 {
+		return errors.New("filter_state_objects_to_log: not read by the OpenTelemetry access logger (Envoy ignores it): use the top-level filter_state_objects_to_log")
+	}
+	if len(cc.GetCustomTags()) > 0 {
+		return errors.New("custom_tags: not read by the OpenTelemetry access logger (Envoy ignores it): use the top-level custom_tags")
 	}
 	return nil
 }

@@ -411,6 +411,8 @@ func TestCompileErrors(t *testing.T) {
 		{"unset value", `{` + svc + `, "attributes": {"values": [{"key": "a"}]}}`, "attributes.values[0].value.value: must be set"},
 		{"bad format", `{` + svc + `, "body": {"stringValue": "%NOPE%"}}`, "body.string_value: "},
 		{"tag", `{` + svc + `, "custom_tags": [{"tag": "", "literal": {"value": "v"}}]}`, "custom_tags[0].tag: must be set"},
+		{"common tags", `{"common_config": {` + svc + `, "custom_tags": [{"tag": "t", "literal": {"value": "v"}}]}}`, "common_config.custom_tags: not read"},
+		{"common filter state", `{"common_config": {` + svc + `, "filter_state_objects_to_log": ["k"]}}`, "common_config.filter_state_objects_to_log: not read"},
 		{"formatter", `{` + svc + `, "formatters": [{"name": "x", "typed_config": {"@type": "type.googleapis.com/google.protobuf.Empty"}}]}`, "formatters[0]"},
 		{"unknown cluster", `{"grpc_service": {"envoy_grpc": {"cluster_name": "nope"}}}`, "grpc_service."},
 	} {
@@ -559,10 +561,9 @@ func TestFilterStateFormattersAndTags(t *testing.T) {
 	s, _, err := compile(config(t, `{"grpc_service": {"envoy_grpc": {"cluster_name": "otel"}},
 		"formatters": [{"name": "envoy.formatter.req_without_query", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.formatter.req_without_query.v3.ReqWithoutQuery"}}],
 		"body": {"stringValue": "%REQ_WITHOUT_QUERY(:PATH)%"},
-		"common_config": {"log_name": "x", "grpc_service": {"envoy_grpc": {"cluster_name": "otel"}}, "filter_state_objects_to_log": ["absent"],
-			"custom_tags": [{"tag": "lit", "literal": {"value": "v"}}]},
-		"filter_state_objects_to_log": ["state"],
-		"custom_tags": [{"tag": "missing", "request_header": {"name": "x-none"}}, {"tag": "dflt", "request_header": {"name": "x-none", "default_value": "d"}}]}`), ctx)
+		"filter_state_objects_to_log": ["absent", "state"],
+		"custom_tags": [{"tag": "lit", "literal": {"value": "v"}}, {"tag": "missing", "request_header": {"name": "x-none"}},
+			{"tag": "dflt", "request_header": {"name": "x-none", "default_value": "d"}}]}`), ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -576,8 +577,8 @@ func TestFilterStateFormattersAndTags(t *testing.T) {
 	for _, kv := range r.GetAttributes() {
 		got = append(got, kv.GetKey()+"="+kv.GetValue().GetStringValue())
 	}
-	// Filter state objects in their JSON form, then the tags that have a
-	// value, common_config's first.
+	// The filter state objects present, in their JSON form, then the
+	// tags that have a value.
 	if want := `state="s1",lit=v,dflt=d`; strings.Join(got, ",") != want {
 		t.Errorf("attributes = %s, want %s", strings.Join(got, ","), want)
 	}
