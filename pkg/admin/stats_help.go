@@ -571,6 +571,8 @@ var otherHelp = [][2]string{
 	{"connection_limit.limited_connections", "Connections closed for being over the connection limit."},
 	{"connection_limit.active_connections", "Connections the connection limit counts as open now."},
 	{"local_rate_limit.rate_limited", "Connections closed because the local rate limit had no token."},
+	{"access_logs.open_telemetry_access_log.**.logs_written", "OpenTelemetry access log records the collector accepted."},
+	{"access_logs.open_telemetry_access_log.**.logs_dropped", "OpenTelemetry access log records lost: rejected by the collector, in failed exports, or refused by a full buffer."},
 	{"access_logs.**.logs_written", "Access log entries written."},
 	{"access_logs.**.logs_dropped", "Access log entries dropped."},
 	{"tracing.*.spans_sent", "Spans sent to the tracer's collector."},

@@ -31,6 +31,9 @@ func TestStatHelp(t *testing.T) {
 		"cluster.grpc-web.pkg.Svc.Get.success":                           "gRPC-Web calls that ended with grpc-status 0.",
 		"cluster.grpc-web.pkg.Svc.Get.14":                                "gRPC-Web calls by the grpc-status they ended with (the last name segment).",
 		"server.proxy_bug_failures":                                      "Internal errors detected in release builds.",
+		"access_logs.open_telemetry_access_log.logs_written":             "OpenTelemetry access log records the collector accepted.",
+		"access_logs.open_telemetry_access_log.edge.logs_written":        "OpenTelemetry access log records the collector accepted.",
+		"access_logs.grpc_access_log.logs_written":                       "Access log entries written.",
 		// Unknown stats, and names that only share a head or a leaf with
 		// a described one, get no help.
 		"cluster.no_such_stat":        "",

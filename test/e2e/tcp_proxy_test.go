@@ -114,6 +114,20 @@ func dialTCP(port int) *net.TCPConn {
 	return c.(*net.TCPConn)
 }
 
+// pingEcho sends "ping" through the listener on port to an echo server,
+// reads it back and closes the connection.
+func pingEcho(port int) {
+	GinkgoHelper()
+	c := dialTCP(port)
+	_, err := c.Write([]byte("ping"))
+	Expect(err).NotTo(HaveOccurred())
+	buf := make([]byte, 4)
+	_, err = io.ReadFull(c, buf)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(string(buf)).To(Equal("ping"))
+	Expect(c.Close()).To(Succeed())
+}
+
 var _ = Describe("TCP proxy", func() {
 	It("carries bytes both ways, forwards the client's half-close, counts and logs the connection", func() {
 		up := startTCPServer(echo)

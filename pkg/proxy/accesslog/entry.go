@@ -122,6 +122,12 @@ type Entry struct {
 	// manager with tracing): what traceable_filter matches. Without
 	// tracing configured no request is, as in Envoy.
 	ServiceForcedTrace bool
+	// TraceID and SpanID are the ids of the request's span (Envoy's
+	// active span), sampled or not; zero when the request has none (no
+	// tracer, or a context the tracer cannot read). A 64-bit trace id
+	// fills the last 8 bytes.
+	TraceID [16]byte
+	SpanID  [8]byte
 	// DynamicMetadata is what filters recorded about the request
 	// (metadata_filter, %DYNAMIC_METADATA%); nil when none did. Only the
 	// RBAC filter sets some so far.

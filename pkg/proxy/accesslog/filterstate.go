@@ -156,3 +156,15 @@ func (e *Entry) SetFilterState(key string, obj FilterStateObject) {
 	}
 	e.FilterState[key] = obj
 }
+
+// AppendFilterStateJSON appends the JSON form of the TYPED serialization
+// of the object under key (what Envoy's gRPC access loggers record for
+// filter_state_objects_to_log); false when there is no such object or it
+// has no TYPED serialization.
+func (e *Entry) AppendFilterStateJSON(dst []byte, key string) ([]byte, bool) {
+	obj, ok := e.FilterState[key]
+	if !ok {
+		return dst, false
+	}
+	return appendProtoJSON(dst, obj.FilterStateProto())
+}

@@ -55,6 +55,10 @@ type SinkContext struct {
 	// OpenGRPC opens the channel of a GrpcService; nil refuses sinks that
 	// call gRPC services.
 	OpenGRPC func(gs *corev3.GrpcService) (*grpcservice.Channel, error)
+	// Cluster returns a cluster of the configuration by name, nil when
+	// there is none: what loggers that post to an HTTP service connect
+	// through. Nil refuses them.
+	Cluster func(name string) grpcservice.Cluster
 	// Node is the bootstrap's node, which identifies the proxy to log
 	// services.
 	Node *corev3.Node

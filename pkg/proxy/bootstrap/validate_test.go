@@ -12,7 +12,7 @@ import (
 
 	// Linked in for the tests only: real Envoy extensions that go-control-plane
 	// ships but Outrigger does not implement.
-	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/open_telemetry/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/fluentd/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/mongo_proxy/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
@@ -188,9 +188,23 @@ func TestValidateSupport(t *testing.T) {
 		"stdout access logger": {
 			overlay: accessLogYAML(`{"@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog}`),
 		},
+		"open telemetry access logger": {
+			overlay: accessLogYAML(`{"@type": type.googleapis.com/envoy.extensions.access_loggers.open_telemetry.v3.OpenTelemetryAccessLogConfig,
+				common_config: {log_name: a, transport_api_version: V3, grpc_service: {envoy_grpc: {cluster_name: d}}, buffer_size_bytes: 10, buffer_flush_interval: 1s},
+				grpc_service: {envoy_grpc: {cluster_name: c}}, log_name: b, disable_builtin_labels: true, stat_prefix: p,
+				body: {kvlist_value: {values: [{key: k, value: {array_value: {values: [{string_value: "%PROTOCOL%"}]}}}]}},
+				attributes: {values: [{key: a, value: {string_value: x}}]},
+				resource_attributes: {values: [{key: r, value: {int_value: 3}}, {key: s, value: {bool_value: true}}]},
+				filter_state_objects_to_log: [k], custom_tags: [{tag: u, request_header: {name: x}}]}`),
+		},
+		"open telemetry access logger custom tag value": {
+			overlay: accessLogYAML(`{"@type": type.googleapis.com/envoy.extensions.access_loggers.open_telemetry.v3.OpenTelemetryAccessLogConfig,
+				grpc_service: {envoy_grpc: {cluster_name: c}}, custom_tags: [{tag: u, value: "%PROTOCOL%"}]}`),
+			want: []string{"admin.access_log[1].typed_config.custom_tags[0].value: not supported by Outrigger"},
+		},
 		"unsupported access logger": {
-			overlay: accessLogYAML(`{"@type": type.googleapis.com/envoy.extensions.access_loggers.open_telemetry.v3.OpenTelemetryAccessLogConfig}`),
-			want:    []string{`admin.access_log[1].typed_config: extension "envoy.extensions.access_loggers.open_telemetry.v3.OpenTelemetryAccessLogConfig" is not supported by Outrigger (envoy.access_loggers.open_telemetry: not yet); see docs/extensions.md`},
+			overlay: accessLogYAML(`{"@type": type.googleapis.com/envoy.extensions.access_loggers.fluentd.v3.FluentdAccessLogConfig}`),
+			want:    []string{`admin.access_log[1].typed_config: extension "envoy.extensions.access_loggers.fluentd.v3.FluentdAccessLogConfig" is not supported by Outrigger (envoy.access_loggers.fluentd: not yet); see docs/extensions.md`},
 		},
 		"rtds layer": {
 			overlay: "layered_runtime: {layers: [{name: rtds, rtds_layer: {name: r, rtds_config: {ads: {}}}}]}",

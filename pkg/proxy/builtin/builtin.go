@@ -9,6 +9,7 @@ import (
 	tracev3 "github.com/envoyproxy/go-control-plane/envoy/config/trace/v3"
 	filev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
 	grpcalsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/grpc/v3"
+	otelalv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/open_telemetry/v3"
 	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
 	aggregatev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/aggregate/v3"
 	dnsclusterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/dns/v3"
@@ -100,6 +101,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/file"
 	metadatafmt "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/formatter/metadata"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/formatter/reqwithoutquery"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/otel"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/stream"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/clusterspecifier"
 	csllua "github.com/outrigger-dev/outrigger/pkg/proxy/clusterspecifier/lua"
@@ -208,6 +210,7 @@ func Registry() *extension.Registry {
 	r, err := extension.New(
 		extension.Of(file.Name, AccessLoggers, &filev3.FileAccessLog{}, file.Factory{}),
 		extension.Of(als.HTTPName, AccessLoggers, &grpcalsv3.HttpGrpcAccessLogConfig{}, als.HTTP{}),
+		extension.Of(otel.Name, AccessLoggers, &otelalv3.OpenTelemetryAccessLogConfig{}, otel.Factory{}),
 		extension.Of(stream.StderrName, AccessLoggers, &streamv3.StderrAccessLog{}, stream.Stderr{}),
 		extension.Of(stream.StdoutName, AccessLoggers, &streamv3.StdoutAccessLog{}, stream.Stdout{}),
 		extension.Of(als.TCPName, AccessLoggers, &grpcalsv3.TcpGrpcAccessLogConfig{}, als.TCP{}),

@@ -25,6 +25,7 @@ func TestRegistry(t *testing.T) {
 	want := []string{
 		"envoy.access_loggers proxy.access_loggers.file envoy.extensions.access_loggers.file.v3.FileAccessLog",
 		"envoy.access_loggers proxy.access_loggers.http_grpc envoy.extensions.access_loggers.grpc.v3.HttpGrpcAccessLogConfig",
+		"envoy.access_loggers proxy.access_loggers.open_telemetry envoy.extensions.access_loggers.open_telemetry.v3.OpenTelemetryAccessLogConfig",
 		"envoy.access_loggers proxy.access_loggers.stderr envoy.extensions.access_loggers.stream.v3.StderrAccessLog",
 		"envoy.access_loggers proxy.access_loggers.stdout envoy.extensions.access_loggers.stream.v3.StdoutAccessLog",
 		"envoy.access_loggers proxy.access_loggers.tcp_grpc envoy.extensions.access_loggers.grpc.v3.TcpGrpcAccessLogConfig",

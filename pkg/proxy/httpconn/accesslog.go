@@ -111,4 +111,10 @@ func (s *stream) fillEntry(e *accesslog.Entry, now time.Time) {
 	if s.started {
 		e.ResponseHeaders = &s.respHeaders
 	}
+	switch {
+	case s.span != nil:
+		e.TraceID, e.SpanID = s.span.Trace, s.span.ID
+	case s.spanCtx.Valid:
+		e.TraceID, e.SpanID = s.spanCtx.Trace, s.spanCtx.ID
+	}
 }

@@ -393,6 +393,7 @@ func (s *Server) accessLogContext() accesslog.SinkContext {
 	return accesslog.SinkContext{
 		Open:     s.openAccessLog,
 		OpenGRPC: s.openGRPC,
+		Cluster:  s.grpcCluster,
 		Node:     s.boot.GetNode(),
 		Stats:    s.stats,
 		Log:      s.logs.Logger("grpc"),
@@ -402,15 +403,20 @@ func (s *Server) accessLogContext() accesslog.SinkContext {
 // openGRPC opens the channel of a GrpcService; an envoy_grpc service
 // reaches its cluster through the cluster manager.
 func (s *Server) openGRPC(gs *corev3.GrpcService) (*grpcservice.Channel, error) {
-	return grpcservice.Open(gs, grpcservice.Context{Cluster: func(name string) grpcservice.Cluster {
-		if s.clusters == nil {
-			return nil
-		}
-		if c := s.clusters.Cluster(name); c != nil {
-			return c
-		}
+	return grpcservice.Open(gs, grpcservice.Context{Cluster: s.grpcCluster})
+}
+
+// grpcCluster is the cluster of the configuration named name, nil when
+// there is none (yet): what gRPC services and HTTP exporters reach their
+// collectors through.
+func (s *Server) grpcCluster(name string) grpcservice.Cluster {
+	if s.clusters == nil {
 		return nil
-	}})
+	}
+	if c := s.clusters.Cluster(name); c != nil {
+		return c
+	}
+	return nil
 }
 
 // openAccessLog opens the destination of a listener's access log (see

@@ -3,7 +3,6 @@ package server
 import (
 	tracev3 "github.com/envoyproxy/go-control-plane/envoy/config/trace/v3"
 
-	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
 )
 
@@ -15,17 +14,9 @@ func (s *Server) tracingContext() tracing.Context {
 		Stats:    s.stats,
 		Log:      s.logs.Logger("tracing"),
 		OpenGRPC: s.openGRPC,
-		Cluster: func(name string) grpcservice.Cluster {
-			if s.clusters == nil {
-				return nil
-			}
-			if c := s.clusters.Cluster(name); c != nil {
-				return c
-			}
-			return nil
-		},
-		Node:    s.boot.GetNode(),
-		Runtime: runtimeValues{s.runtime},
+		Cluster:  s.grpcCluster,
+		Node:     s.boot.GetNode(),
+		Runtime:  runtimeValues{s.runtime},
 	}
 }
 

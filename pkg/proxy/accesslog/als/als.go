@@ -17,11 +17,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	grpcv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/grpc/v3"
-	tracev3 "github.com/envoyproxy/go-control-plane/envoy/type/tracing/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
@@ -31,12 +29,6 @@ import (
 const (
 	HTTPName = "proxy.access_loggers.http_grpc"
 	TCPName  = "proxy.access_loggers.tcp_grpc"
-)
-
-// Envoy's defaults.
-const (
-	defaultFlushInterval = time.Second
-	defaultBufferBytes   = 16384
 )
 
 // statPrefix is where Envoy keeps the gRPC access loggers' counters.
@@ -92,8 +84,8 @@ func (TCP) Compile(config proto.Message, ctx accesslog.SinkContext) (accesslog.S
 func compileCommon(c *grpcv3.CommonGrpcAccessLogConfig, ctx accesslog.SinkContext) (*sink, error) {
 	s := &sink{
 		logName:    c.GetLogName(),
-		flushEvery: defaultFlushInterval,
-		maxBytes:   defaultBufferBytes,
+		flushEvery: accesslog.DefaultFlushInterval,
+		maxBytes:   accesslog.DefaultBufferBytes,
 		node:       ctx.Node,
 	}
 	switch {
@@ -118,7 +110,7 @@ func compileCommon(c *grpcv3.CommonGrpcAccessLogConfig, ctx accesslog.SinkContex
 		s.maxBytes = int(b.GetValue())
 	}
 	for i, t := range c.GetCustomTags() {
-		ct, err := compileTag(t)
+		ct, err := accesslog.CompileCustomTag(t)
 		if err != nil {
 			return nil, fmt.Errorf("custom_tags[%d].%w", i, err)
 		}
@@ -133,34 +125,6 @@ func compileCommon(c *grpcv3.CommonGrpcAccessLogConfig, ctx accesslog.SinkContex
 	}
 	s.ch = ch
 	return s, nil
-}
-
-// compileTag compiles a CustomTag; errors name the field below it.
-func compileTag(t *tracev3.CustomTag) (customTag, error) {
-	if t.GetTag() == "" {
-		return customTag{}, errors.New("tag: must be set")
-	}
-	switch k := t.GetType().(type) {
-	case *tracev3.CustomTag_Literal_:
-		return customTag{tag: t.GetTag(), literal: k.Literal.GetValue()}, nil
-	case *tracev3.CustomTag_Environment_:
-		if k.Environment.GetName() == "" {
-			return customTag{}, errors.New("environment.name: must be set")
-		}
-		return environmentTag(t.GetTag(), k.Environment.GetName(), k.Environment.GetDefaultValue()), nil
-	case *tracev3.CustomTag_RequestHeader:
-		if k.RequestHeader.GetName() == "" {
-			return customTag{}, errors.New("request_header.name: must be set")
-		}
-		return customTag{tag: t.GetTag(), header: strings.ToLower(k.RequestHeader.GetName()), dflt: k.RequestHeader.GetDefaultValue()}, nil
-	case *tracev3.CustomTag_Metadata_:
-		md, err := accesslog.CompileMetadataTag(k.Metadata)
-		if err != nil {
-			return customTag{}, fmt.Errorf("metadata.%w", err)
-		}
-		return customTag{tag: t.GetTag(), metadata: md}, nil
-	}
-	return customTag{}, errors.New("type: one of literal, environment, request_header or metadata is required")
 }
 
 // lower returns the header names in lower case, as entries are read.

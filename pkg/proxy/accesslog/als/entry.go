@@ -2,7 +2,6 @@ package als
 
 import (
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -15,43 +14,6 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 )
-
-// customTag is a compiled CustomTag: a literal, an environment variable
-// read when the configuration loads (as Envoy reads it), a request
-// header, or metadata.
-type customTag struct {
-	tag      string
-	literal  string
-	header   string // lower case; empty for the other kinds
-	dflt     string
-	metadata *accesslog.MetadataTag
-}
-
-// value is the tag's value for e; ok is false when it has none.
-func (t *customTag) value(e *accesslog.Entry) (string, bool) {
-	if t.metadata != nil {
-		v, ok := t.metadata.AppendValue(nil, e)
-		return string(v), ok
-	}
-	if t.header == "" {
-		return t.literal, true
-	}
-	if e.RequestHeaders != nil {
-		if v, ok := e.RequestHeaders.Get(t.header); ok {
-			return v, true
-		}
-	}
-	return t.dflt, t.dflt != ""
-}
-
-// environmentTag reads an environment variable once.
-func environmentTag(tag, name, dflt string) customTag {
-	v, ok := os.LookupEnv(name)
-	if !ok {
-		v = dflt
-	}
-	return customTag{tag: tag, literal: v}
-}
 
 // common fills the properties every entry has.
 func (s *sink) common(e *accesslog.Entry) *datav3.AccessLogCommon {
@@ -78,11 +40,11 @@ func (s *sink) common(e *accesslog.Entry) *datav3.AccessLogCommon {
 		c.Duration = durationpb.New(e.Duration)
 	}
 	for i := range s.tags {
-		if v, ok := s.tags[i].value(e); ok {
+		if v, ok := s.tags[i].Value(e); ok {
 			if c.CustomTags == nil {
 				c.CustomTags = map[string]string{}
 			}
-			c.CustomTags[s.tags[i].tag] = own(v)
+			c.CustomTags[s.tags[i].Tag] = own(v)
 		}
 	}
 	return c

@@ -40,24 +40,18 @@ type sink struct {
 	maxBytes int
 
 	requestHeaders, responseHeaders, responseTrailers []string
-	tags                                              []customTag
+	tags                                              []accesslog.CustomTag
 
 	written, dropped *stats.Counter
 	log              logr.Logger
 
-	mu     sync.Mutex
-	http   []*datav3.HTTPAccessLogEntry
-	tcp    []*datav3.TCPAccessLogEntry
-	size   int
-	closed bool
+	mu   sync.Mutex
+	http []*datav3.HTTPAccessLogEntry
+	tcp  []*datav3.TCPAccessLogEntry
+	size int
 
-	kick chan struct{} // a full buffer wakes the sender
-	stop chan struct{} // closed by Close
-	done chan struct{} // closed when the sender has ended
-	// ctx ends every call: cancelled when the last delivery's grace is
-	// over.
-	ctx    context.Context
-	cancel context.CancelFunc
+	// sender sends the buffer; a full buffer wakes it.
+	sender *accesslog.Sender
 
 	// The sender's own: the open stream, and whether the service ended
 	// it.
@@ -83,9 +77,7 @@ func (s *sink) start(ctx accesslog.SinkContext) (*sink, error) {
 	if s.log.GetSink() == nil {
 		s.log = logr.Discard()
 	}
-	s.kick, s.stop, s.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	go s.run()
+	s.sender = accesslog.StartSender(s.flushEvery, s.flush, s.last)
 	return s, nil
 }
 
@@ -105,10 +97,10 @@ func (s *sink) Log(buf []byte, e *accesslog.Entry) ([]byte, error) {
 		size = proto.Size(t)
 	}
 	s.mu.Lock()
-	if s.closed || (s.maxBytes > 0 && s.size >= s.maxBytes) {
+	if s.sender.Closed() || (s.maxBytes > 0 && s.size >= s.maxBytes) {
 		s.mu.Unlock()
 		s.dropped.Inc()
-		s.wake()
+		s.sender.Wake()
 		return buf, nil
 	}
 	if h != nil {
@@ -121,43 +113,22 @@ func (s *sink) Log(buf []byte, e *accesslog.Entry) ([]byte, error) {
 	s.mu.Unlock()
 	s.written.Inc()
 	if full {
-		s.wake()
+		s.sender.Wake()
 	}
 	return buf, nil
 }
 
-// wake asks the sender to send the buffer now.
-func (s *sink) wake() {
-	select {
-	case s.kick <- struct{}{}:
-	default:
+// last sends what is left when the sink closes, within closeGrace.
+func (s *sink) last() {
+	s.flush()
+	if s.stream != nil {
+		// Cancelling the stream at once could lose the last batch
+		// still in flight: half-close it and wait for the service to
+		// end it (Close cancels after closeGrace).
+		_ = s.stream.CloseSend()
+		<-s.streamDone
 	}
-}
-
-// run sends the buffer every flush interval and when it fills, until
-// Close; then it sends what is left within closeGrace.
-func (s *sink) run() {
-	defer close(s.done)
-	t := time.NewTicker(s.flushEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-		case <-s.kick:
-		case <-s.stop:
-			s.flush()
-			if s.stream != nil {
-				// Cancelling the stream at once could lose the last
-				// batch still in flight: half-close it and wait for the
-				// service to end it (Close cancels after closeGrace).
-				_ = s.stream.CloseSend()
-				<-s.streamDone
-			}
-			s.endStream()
-			return
-		}
-		s.flush()
-	}
+	s.endStream()
 }
 
 // take empties the buffer into one message.
@@ -192,7 +163,7 @@ func (s *sink) flush() {
 		s.endStream()
 	}
 	if s.stream == nil {
-		ctx, cancel := s.ch.CallContext(s.ctx, true)
+		ctx, cancel := s.ch.CallContext(s.sender.Context(), true)
 		st, err := alsv3.NewAccessLogServiceClient(s.ch.Conn()).StreamAccessLogs(ctx)
 		if err != nil {
 			cancel()
@@ -240,17 +211,8 @@ func (s *sink) failed(msg string, err error) {
 // Close implements accesslog.Closer: later entries are dropped, the
 // buffer is sent within closeGrace, and the channel is closed.
 func (s *sink) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.sender.Close(closeGrace) {
 		return nil
 	}
-	s.closed = true
-	s.mu.Unlock()
-	close(s.stop)
-	timer := time.AfterFunc(closeGrace, s.cancel)
-	<-s.done
-	timer.Stop()
-	s.cancel()
 	return s.ch.Close()
 }

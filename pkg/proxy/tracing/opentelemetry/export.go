@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tracev3 "github.com/envoyproxy/go-control-plane/envoy/config/trace/v3"
@@ -115,56 +113,14 @@ type httpExporter struct {
 	buf []byte
 }
 
-// newHTTPExporter checks an HttpService: http_uri's uri (its host is the
-// :authority, its path the request path), cluster and timeout (each
-// export's, within the tracer's own), and request_headers_to_add.
+// newHTTPExporter checks an HttpService (see tracing.CompileHTTPService);
+// requests go to /v1/traces unless http_uri's uri names a path.
 func newHTTPExporter(hs *corev3.HttpService, res []tracing.Tag, ctx tracing.Context) (*httpExporter, string, error) {
-	if len(hs.GetFormatters()) > 0 {
-		return nil, "", errors.New("formatters: not supported by Outrigger")
-	}
-	hu := hs.GetHttpUri()
-	if hu.GetCluster() == "" {
-		return nil, "", errors.New("http_uri.cluster: must be set")
-	}
-	timeout := hu.GetTimeout().AsDuration()
-	if hu.GetTimeout() != nil && (hu.GetTimeout().CheckValid() != nil || timeout < 0) {
-		return nil, "", errors.New("http_uri.timeout: must be a valid, non-negative duration")
-	}
-	u, err := url.Parse(hu.GetUri())
-	if err != nil || u.Host == "" {
-		return nil, "", fmt.Errorf("http_uri.uri: %q is not an absolute URI", hu.GetUri())
-	}
-	path := u.EscapedPath()
-	if path == "" {
-		path = "/v1/traces"
-	}
-	headers := http.Header{}
-	for i, o := range hs.GetRequestHeadersToAdd() {
-		k := o.GetHeader().GetKey()
-		if k == "" {
-			return nil, "", fmt.Errorf("request_headers_to_add[%d].header.key: must be set", i)
-		}
-		if o.GetKeepEmptyValue() || o.GetAppendAction() != corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD {
-			return nil, "", fmt.Errorf("request_headers_to_add[%d]: only header is supported by Outrigger", i)
-		}
-		//lint:ignore SA1019 append is Envoy's deprecated field, still accepted.
-		if o.GetAppend() != nil {
-			return nil, "", fmt.Errorf("request_headers_to_add[%d].append: not supported by Outrigger", i)
-		}
-		headers.Add(k, o.GetHeader().GetValue())
-	}
-	var cl grpcservice.Cluster
-	if ctx.Cluster != nil {
-		cl = ctx.Cluster(hu.GetCluster())
-	}
-	if cl == nil {
-		return nil, "", fmt.Errorf("http_uri.cluster: unknown cluster '%s'", hu.GetCluster())
-	}
-	p, err := tracing.NewPoster(cl, u.Host, path, headers, timeout)
+	p, target, err := tracing.CompileHTTPService(hs, ctx.Cluster, "/v1/traces")
 	if err != nil {
-		return nil, "", fmt.Errorf("http_uri.uri: %w", err)
+		return nil, "", err
 	}
-	return &httpExporter{p: p, res: res}, "cluster " + hu.GetCluster(), nil
+	return &httpExporter{p: p, res: res}, target, nil
 }
 
 // Export implements tracing.Exporter.

@@ -62,10 +62,10 @@ func resolve(reg *extension.Registry, kind, category string, tc *corev3.TypedExt
 	return reg.Resolve(extension.Ref{Kind: kind, Category: category, Name: tc.GetName(), Config: tc.GetTypedConfig()}, false)
 }
 
-// detectResource merges the attributes of the resource detectors into
+// DetectResource merges the attributes of the resource detectors into
 // res, in order, a later value replacing an earlier one of the same key
 // (service.name included), as Envoy merges resources.
-func detectResource(res []tracing.Tag, cfgs []*corev3.TypedExtensionConfig, reg *extension.Registry) ([]tracing.Tag, error) {
+func DetectResource(res []tracing.Tag, cfgs []*corev3.TypedExtensionConfig, reg *extension.Registry) ([]tracing.Tag, error) {
 	for i, tc := range cfgs {
 		ext, msg, err := resolve(reg, "resource detector", ResourceDetectorCategory, tc)
 		if err != nil {

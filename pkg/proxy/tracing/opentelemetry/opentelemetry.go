@@ -45,7 +45,7 @@ func (Factory) Compile(config proto.Message, ctx tracing.Context) (tracing.Drive
 		return nil, errors.New("grpc_service: only one of grpc_service and http_service may be set")
 	}
 	d := &driver{}
-	res, err := detectResource(resource(cfg), cfg.GetResourceDetectors(), ctx.Extensions)
+	res, err := DetectResource(resource(cfg), cfg.GetResourceDetectors(), ctx.Extensions)
 	if err != nil {
 		return nil, err
 	}
