@@ -108,9 +108,16 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.WeightedCluster.ClusterWeight.name":                    {},
 	"envoy.config.route.v3.WeightedCluster.ClusterWeight.weight":                  {},
 	"envoy.config.route.v3.WeightedCluster.ClusterWeight.typed_per_filter_config": {perFilter: true},
-	"envoy.config.route.v3.RouteAction.cors":                                      {},
-	"envoy.config.route.v3.RouteAction.rate_limits":                               {},
-	"envoy.config.route.v3.RouteAction.include_vh_rate_limits":                    {},
+	// The chosen cluster's own edits, applied before the route's
+	// (router/weighted_headers.go).
+	"envoy.config.route.v3.WeightedCluster.ClusterWeight.request_headers_to_add":     {},
+	"envoy.config.route.v3.WeightedCluster.ClusterWeight.request_headers_to_remove":  {},
+	"envoy.config.route.v3.WeightedCluster.ClusterWeight.response_headers_to_add":    {},
+	"envoy.config.route.v3.WeightedCluster.ClusterWeight.response_headers_to_remove": {},
+	"envoy.config.route.v3.WeightedCluster.ClusterWeight.host_rewrite_literal":       {},
+	"envoy.config.route.v3.RouteAction.cors":                                         {},
+	"envoy.config.route.v3.RouteAction.rate_limits":                                  {},
+	"envoy.config.route.v3.RouteAction.include_vh_rate_limits":                       {},
 
 	// Hash policies (pkg/proxy/router, hashpolicy.go), which ring hash
 	// and maglev clusters route on.

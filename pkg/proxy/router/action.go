@@ -47,6 +47,10 @@ type WeightedCluster struct {
 	// filters is the cluster's typed_per_filter_config, the most
 	// specific level.
 	filters filterConfigs
+	// requestOps and responseOps are the cluster's own header edits,
+	// hostRewrite its host_rewrite_literal (see weighted_headers.go).
+	requestOps, responseOps *headerOps
+	hostRewrite             string
 }
 
 // Pick chooses a cluster from a random number, as Envoy does: the random
@@ -212,7 +216,11 @@ func compileWeighted(w *routev3.WeightedCluster, opts *Options) (*WeightedCluste
 		if err != nil {
 			return nil, fmt.Errorf("clusters[%d].%w", i, err)
 		}
-		wc.Clusters = append(wc.Clusters, WeightedCluster{Name: c.GetName(), Weight: weight, filters: fc})
+		cw := WeightedCluster{Name: c.GetName(), Weight: weight, filters: fc}
+		if err := compileWeightedHeaders(c, &cw); err != nil {
+			return nil, fmt.Errorf("clusters[%d].%w", i, err)
+		}
+		wc.Clusters = append(wc.Clusters, cw)
 		wc.Total += uint64(weight)
 	}
 	if len(wc.Clusters) == 0 {
