@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -38,5 +39,56 @@ var _ = Describe("A weighted cluster's own header edits and host rewrite", func(
 		Expect(got["host"]).To(Equal("a.internal"))
 		Expect(got).NotTo(HaveKey("X-Envoy-Original-Host"))
 		Expect(r.Header.Get("x-via")).To(Equal("a"))
+	})
+})
+
+var _ = Describe("Picking a weighted cluster by header_name or use_hash_policy", func() {
+	// picked sends a GET with the header and says which cluster's edit
+	// the upstream saw.
+	picked := func(port int, h http.Header) string {
+		r := httpDo(rawClients()["HTTP/1.1"], http.MethodGet, listenerURL(port, "/"), nil, h)
+		Expect(r.Status).To(Equal(http.StatusOK))
+		var got map[string]string
+		Expect(json.Unmarshal([]byte(r.Body), &got)).To(Succeed())
+		return got["X-Picked"]
+	}
+	start := func(specifier, extra string) int {
+		up := headerEchoUpstream()
+		port := freePort()
+		Start(newDir(), proxySpec{
+			Port: port,
+			Routes: `[{match: {prefix: /}, route: {` + extra + `weighted_clusters: {` + specifier + `, clusters: [
+				{name: a, weight: 1, request_headers_to_add: [{header: {key: x-picked, value: a}}]},
+				{name: b, weight: 1, request_headers_to_add: [{header: {key: x-picked, value: b}}]}]}}}]`,
+			Clusters: []proxyCluster{{Name: "a", Port: up}, {Name: "b", Port: up}},
+		}.YAML())
+		return port
+	}
+
+	It("takes the header's number modulo the total weight, as a proxy before it did", func() {
+		port := start("header_name: x-pick", "")
+		for range 5 {
+			Expect(picked(port, http.Header{"X-Pick": {"0"}})).To(Equal("a"))
+			Expect(picked(port, http.Header{"X-Pick": {"1"}})).To(Equal("b"))
+			Expect(picked(port, http.Header{"X-Pick": {"18446744073709551615"}})).To(Equal("b"))
+		}
+		// Not a number: a random pick, still one of the two.
+		Expect(picked(port, http.Header{"X-Pick": {"soon"}})).To(BeElementOf("a", "b"))
+	})
+
+	It("keeps a user on one cluster with use_hash_policy", func() {
+		port := start("use_hash_policy: true", "hash_policy: [{header: {header_name: x-user}}], ")
+		seen := map[string]bool{}
+		for u := range 20 {
+			h := http.Header{"X-User": {fmt.Sprint("user-", u)}}
+			first := picked(port, h)
+			for range 3 {
+				Expect(picked(port, h)).To(Equal(first), "user %d moved", u)
+			}
+			seen[first] = true
+		}
+		// Twenty users all hashing to one of two clusters has odds of
+		// one in half a million.
+		Expect(seen).To(HaveLen(2))
 	})
 })

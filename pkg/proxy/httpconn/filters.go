@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -262,7 +261,7 @@ func (s *stream) Route() *router.Route {
 		s.cached = s.routes().table.MatchRequest(&s.rreq)
 		s.clusterName, s.wc = "", -1
 		if s.cached != nil {
-			s.clusterName, s.wc = s.cached.PickCluster(rand.Uint64())
+			s.clusterName, s.wc = s.cached.PickCluster(s.weightedRandom())
 			if h := s.cached.ClusterHeader; h != "" {
 				// cluster_header: the request names its cluster; a
 				// missing header is a cluster that does not exist.

@@ -35,6 +35,13 @@ type WeightedClusters struct {
 	Clusters []WeightedCluster
 	// Total is the sum of the weights, above zero.
 	Total uint64
+	// HeaderName (header_name) names the request header whose unsigned
+	// number picks the cluster instead of a random one; UseHashPolicy
+	// (use_hash_policy) has the route's hash policy make that number, so
+	// that proxies in a row pick alike. Either falls back to a random
+	// number when the request has no usable value.
+	HeaderName    string
+	UseHashPolicy bool
 }
 
 // WeightedCluster is one cluster of a weighted_clusters action.
@@ -226,6 +233,8 @@ func compileWeighted(w *routev3.WeightedCluster, opts *Options) (*WeightedCluste
 	if len(wc.Clusters) == 0 {
 		return nil, errors.New("clusters: at least one cluster is required")
 	}
+	wc.HeaderName = strings.ToLower(w.GetHeaderName())
+	wc.UseHashPolicy = w.GetUseHashPolicy().GetValue()
 	if wc.Total == 0 {
 		return nil, errors.New("clusters: the sum of the weights must be above 0")
 	}
