@@ -92,3 +92,22 @@ var _ = Describe("Picking a weighted cluster by header_name or use_hash_policy",
 		Expect(seen).To(HaveLen(2))
 	})
 })
+
+var _ = Describe("A weighted cluster given by cluster_header", func() {
+	It("routes to the cluster the request's header names, 503 without it", func() {
+		up := headerEchoUpstream()
+		port := freePort()
+		Start(newDir(), proxySpec{
+			Port: port,
+			Routes: `[{match: {prefix: /}, route: {weighted_clusters: {clusters: [
+				{cluster_header: x-target, weight: 1, request_headers_to_add: [{header: {key: x-picked, value: by-header}}]},
+				{name: a, weight: 0}]}}}]`,
+			Clusters: []proxyCluster{{Name: "a", Port: 1}, {Name: "b", Port: up}},
+		}.YAML())
+		r := httpDo(rawClients()["HTTP/1.1"], http.MethodGet, listenerURL(port, "/"), nil, http.Header{"X-Target": {"b"}})
+		Expect(r.Status).To(Equal(http.StatusOK))
+		Expect(r.Body).To(ContainSubstring(`"X-Picked":"by-header"`))
+		r = httpDo(rawClients()["HTTP/1.1"], http.MethodGet, listenerURL(port, "/"), nil, nil)
+		Expect(r.Status).To(Equal(http.StatusServiceUnavailable))
+	})
+})

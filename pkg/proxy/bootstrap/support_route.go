@@ -117,6 +117,7 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.WeightedCluster.ClusterWeight.response_headers_to_add":    {},
 	"envoy.config.route.v3.WeightedCluster.ClusterWeight.response_headers_to_remove": {},
 	"envoy.config.route.v3.WeightedCluster.ClusterWeight.host_rewrite_literal":       {},
+	"envoy.config.route.v3.WeightedCluster.ClusterWeight.cluster_header":             {},
 	"envoy.config.route.v3.RouteAction.cors":                                         {},
 	"envoy.config.route.v3.RouteAction.rate_limits":                                  {},
 	"envoy.config.route.v3.RouteAction.include_vh_rate_limits":                       {},

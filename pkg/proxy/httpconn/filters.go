@@ -262,7 +262,10 @@ func (s *stream) Route() *router.Route {
 		s.clusterName, s.wc = "", -1
 		if s.cached != nil {
 			s.clusterName, s.wc = s.cached.PickCluster(s.weightedRandom())
-			if h := s.cached.ClusterHeader; h != "" {
+			if h := s.cached.WeightedClusterHeader(s.wc); h != "" {
+				// A weighted cluster's cluster_header, as a route's.
+				s.clusterName, _ = s.reqHeaders.Get(h)
+			} else if h := s.cached.ClusterHeader; h != "" {
 				// cluster_header: the request names its cluster; a
 				// missing header is a cluster that does not exist.
 				s.clusterName, _ = s.reqHeaders.Get(h)

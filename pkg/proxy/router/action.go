@@ -54,6 +54,9 @@ type WeightedCluster struct {
 	// filters is the cluster's typed_per_filter_config, the most
 	// specific level.
 	filters filterConfigs
+	// ClusterHeader (cluster_header, instead of Name) names the request
+	// header whose value is the cluster, as a route's cluster_header.
+	ClusterHeader string
 	// requestOps and responseOps are the cluster's own header edits,
 	// hostRewrite its host_rewrite_literal (see weighted_headers.go).
 	requestOps, responseOps *headerOps
@@ -215,15 +218,15 @@ func duration(d *durationpb.Duration) (time.Duration, error) {
 func compileWeighted(w *routev3.WeightedCluster, opts *Options) (*WeightedClusters, error) {
 	wc := &WeightedClusters{}
 	for i, c := range w.GetClusters() {
-		if c.GetName() == "" {
-			return nil, fmt.Errorf("clusters[%d].name: a cluster name is required", i)
+		if c.GetName() == "" && c.GetClusterHeader() == "" {
+			return nil, fmt.Errorf("clusters[%d].name: a cluster name (or cluster_header) is required", i)
 		}
 		weight := c.GetWeight().GetValue()
 		fc, err := compileFilterConfigs(c.GetTypedPerFilterConfig(), opts)
 		if err != nil {
 			return nil, fmt.Errorf("clusters[%d].%w", i, err)
 		}
-		cw := WeightedCluster{Name: c.GetName(), Weight: weight, filters: fc}
+		cw := WeightedCluster{Name: c.GetName(), Weight: weight, filters: fc, ClusterHeader: strings.ToLower(c.GetClusterHeader())}
 		if err := compileWeightedHeaders(c, &cw); err != nil {
 			return nil, fmt.Errorf("clusters[%d].%w", i, err)
 		}

@@ -55,3 +55,12 @@ func (r *Route) MutateWeightedResponse(wc int, h HeaderEditor, e *accesslog.Entr
 		w.responseOps.apply(h, e)
 	}
 }
+
+// WeightedClusterHeader is the cluster_header of the route's weighted
+// cluster wc, "" when it has a name (or the route no weighted clusters).
+func (r *Route) WeightedClusterHeader(wc int) string {
+	if w := r.weighted(wc); w != nil {
+		return w.ClusterHeader
+	}
+	return ""
+}
