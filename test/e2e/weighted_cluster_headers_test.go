@@ -111,3 +111,32 @@ var _ = Describe("A weighted cluster given by cluster_header", func() {
 		Expect(r.Status).To(Equal(http.StatusServiceUnavailable))
 	})
 })
+
+var _ = Describe("Weighted clusters with runtime_key_prefix", func() {
+	It("take each cluster's weight from the runtime when it sets one, at every request", func() {
+		up := headerEchoUpstream()
+		port := freePort()
+		s := Start(newDir(), proxySpec{
+			Port: port,
+			Top:  `{layered_runtime: {layers: [{name: admin, admin_layer: {}}]}}`,
+			Routes: `[{match: {prefix: /}, route: {weighted_clusters: {runtime_key_prefix: routing.split, clusters: [
+				{name: a, weight: 1, request_headers_to_add: [{header: {key: x-picked, value: a}}]},
+				{name: b, weight: 0, request_headers_to_add: [{header: {key: x-picked, value: b}}]}]}}}]`,
+			Clusters: []proxyCluster{{Name: "a", Port: up}, {Name: "b", Port: up}},
+		}.YAML())
+		pick := func() string {
+			r := httpDo(rawClients()["HTTP/1.1"], http.MethodGet, listenerURL(port, "/"), nil, nil)
+			Expect(r.Status).To(Equal(http.StatusOK))
+			var got map[string]string
+			Expect(json.Unmarshal([]byte(r.Body), &got)).To(Succeed())
+			return got["X-Picked"]
+		}
+		for range 5 {
+			Expect(pick()).To(Equal("a"))
+		}
+		Expect(s.Post("/runtime_modify?routing.split.a=0&routing.split.b=5").Status).To(Equal(200))
+		for range 5 {
+			Expect(pick()).To(Equal("b"))
+		}
+	})
+})

@@ -107,6 +107,7 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.WeightedCluster.total_weight":                          {},
 	"envoy.config.route.v3.WeightedCluster.header_name":                           {},
 	"envoy.config.route.v3.WeightedCluster.use_hash_policy":                       {},
+	"envoy.config.route.v3.WeightedCluster.runtime_key_prefix":                    {},
 	"envoy.config.route.v3.WeightedCluster.ClusterWeight.name":                    {},
 	"envoy.config.route.v3.WeightedCluster.ClusterWeight.weight":                  {},
 	"envoy.config.route.v3.WeightedCluster.ClusterWeight.typed_per_filter_config": {perFilter: true},

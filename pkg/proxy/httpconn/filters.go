@@ -261,7 +261,7 @@ func (s *stream) Route() *router.Route {
 		s.cached = s.routes().table.MatchRequest(&s.rreq)
 		s.clusterName, s.wc = "", -1
 		if s.cached != nil {
-			s.clusterName, s.wc = s.cached.PickCluster(s.weightedRandom())
+			s.clusterName, s.wc = s.cached.PickClusterWith(s.weightedRandom(), s.rreq.Runtime)
 			if h := s.cached.WeightedClusterHeader(s.wc); h != "" {
 				// A weighted cluster's cluster_header, as a route's.
 				s.clusterName, _ = s.reqHeaders.Get(h)

@@ -42,6 +42,9 @@ type WeightedClusters struct {
 	// number when the request has no usable value.
 	HeaderName    string
 	UseHashPolicy bool
+	// runtimePrefix is runtime_key_prefix: the clusters' weights may
+	// come from the runtime (see PickClusterWith).
+	runtimePrefix string
 }
 
 // WeightedCluster is one cluster of a weighted_clusters action.
@@ -54,6 +57,8 @@ type WeightedCluster struct {
 	// filters is the cluster's typed_per_filter_config, the most
 	// specific level.
 	filters filterConfigs
+	// runtimeKey is <runtime_key_prefix>.<name>, "" without a prefix.
+	runtimeKey string
 	// ClusterHeader (cluster_header, instead of Name) names the request
 	// header whose value is the cluster, as a route's cluster_header.
 	ClusterHeader string
@@ -237,6 +242,14 @@ func compileWeighted(w *routev3.WeightedCluster, opts *Options) (*WeightedCluste
 		return nil, errors.New("clusters: at least one cluster is required")
 	}
 	wc.HeaderName = strings.ToLower(w.GetHeaderName())
+	if p := w.GetRuntimeKeyPrefix(); p != "" {
+		wc.runtimePrefix = p
+		for i := range wc.Clusters {
+			if n := wc.Clusters[i].Name; n != "" {
+				wc.Clusters[i].runtimeKey = p + "." + n
+			}
+		}
+	}
 	wc.UseHashPolicy = w.GetUseHashPolicy().GetValue()
 	if wc.Total == 0 {
 		return nil, errors.New("clusters: the sum of the weights must be above 0")
