@@ -55,6 +55,7 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.RouteMatch.case_sensitive":                   {},
 	"envoy.config.route.v3.RouteMatch.headers":                          {},
 	"envoy.config.route.v3.RouteMatch.query_parameters":                 {},
+	"envoy.config.route.v3.RouteMatch.dynamic_metadata":                 {},
 	"envoy.config.route.v3.RouteMatch.grpc":                             {},
 	"envoy.config.route.v3.HeaderMatcher.name":                          {},
 	"envoy.config.route.v3.HeaderMatcher.exact_match":                   {},

@@ -43,6 +43,9 @@ type routeMatch struct {
 	// it is turned away first (see numberHeaderNames).
 	required     int
 	requiredName string
+	// dynamicMetadata are the dynamic_metadata matchers, all of which
+	// must accept the stream's dynamic metadata (match_metadata.go).
+	dynamicMetadata []MetadataMatch
 }
 
 // compileMatch compiles a RouteMatch; errors name the field below it.
@@ -138,6 +141,9 @@ func (m *routeMatch) matchesPath(req *Request, path string) bool {
 		}
 	}
 	if !m.headers.Matches(req) {
+		return false
+	}
+	if len(m.dynamicMetadata) > 0 && !m.matchesMetadata(req) {
 		return false
 	}
 	if len(m.query) > 0 {
