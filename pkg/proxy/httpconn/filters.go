@@ -258,7 +258,7 @@ func (s *stream) MarkHealthCheck() { s.entry.HealthCheck = true }
 func (s *stream) Route() *router.Route {
 	if !s.routed {
 		s.routed = true
-		s.rreq.DynamicMetadata = s.entry.DynamicMetadata
+		s.rreq.DynamicMetadata, s.rreq.FilterState = s.entry.DynamicMetadata, s.entry.FilterState
 		s.cached = s.routes().table.MatchRequest(&s.rreq)
 		s.clusterName, s.wc = "", -1
 		if s.cached != nil {

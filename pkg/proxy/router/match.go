@@ -46,6 +46,8 @@ type routeMatch struct {
 	// dynamicMetadata are the dynamic_metadata matchers, all of which
 	// must accept the stream's dynamic metadata (match_metadata.go).
 	dynamicMetadata []MetadataMatch
+	// filterState are the filter_state matchers (match_metadata.go).
+	filterState []filterStateMatch
 }
 
 // compileMatch compiles a RouteMatch; errors name the field below it.
@@ -144,6 +146,9 @@ func (m *routeMatch) matchesPath(req *Request, path string) bool {
 		return false
 	}
 	if len(m.dynamicMetadata) > 0 && !m.matchesMetadata(req) {
+		return false
+	}
+	if len(m.filterState) > 0 && !m.matchesFilterState(req) {
 		return false
 	}
 	if len(m.query) > 0 {

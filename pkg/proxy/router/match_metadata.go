@@ -45,3 +45,45 @@ func (m *routeMatch) matchesMetadata(req *Request) bool {
 	}
 	return true
 }
+
+// filterStateMatch is a compiled FilterStateMatcher: the object under key
+// has a string serialization, which the string matcher accepts.
+type filterStateMatch struct {
+	key string
+	str StringMatch
+}
+
+// compileFilterState reads RouteMatch.filter_state into rm. Errors name
+// the field below the route match.
+func compileFilterState(m *routev3.RouteMatch, rm *routeMatch) error {
+	for i, fs := range m.GetFilterState() {
+		path := fmt.Sprintf("filter_state[%d]", i)
+		if fs.GetAddressMatch() != nil {
+			return fmt.Errorf("%s.address_match: not supported by Outrigger (string_match only)", path)
+		}
+		sm, err := CompileStringMatch(fs.GetStringMatch())
+		if err != nil {
+			return fmt.Errorf("%s.string_match.%w", path, err)
+		}
+		rm.filterState = append(rm.filterState, filterStateMatch{key: fs.GetKey(), str: sm})
+	}
+	return nil
+}
+
+// matchesFilterState reports whether every filter_state matcher finds its
+// object, with a string serialization it accepts, as Envoy's
+// FilterStateMatcher.
+func (m *routeMatch) matchesFilterState(req *Request) bool {
+	for i := range m.filterState {
+		fm := &m.filterState[i]
+		obj, ok := req.FilterState[fm.key]
+		if !ok || obj == nil {
+			return false
+		}
+		s, ok := obj.FilterStateString()
+		if !ok || !fm.str.Matches(s) {
+			return false
+		}
+	}
+	return true
+}

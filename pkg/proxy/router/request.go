@@ -48,6 +48,9 @@ type Request struct {
 	// DynamicMetadata is the stream's dynamic metadata when the route is
 	// matched, for dynamic_metadata matchers (nil: none).
 	DynamicMetadata *corev3.Metadata
+	// FilterState is the stream's filter state when the route is matched,
+	// for filter_state matchers (nil: none).
+	FilterState map[string]accesslog.FilterStateObject
 
 	// memo is the last regular header read while MatchRequest runs
 	// (routes often test the same header one after another, as canary
