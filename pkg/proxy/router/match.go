@@ -48,6 +48,8 @@ type routeMatch struct {
 	dynamicMetadata []MetadataMatch
 	// filterState are the filter_state matchers (match_metadata.go).
 	filterState []filterStateMatch
+	// cookies are the cookie matchers (match_cookies.go).
+	cookies []cookieMatch
 }
 
 // compileMatch compiles a RouteMatch; errors name the field below it.
@@ -149,6 +151,9 @@ func (m *routeMatch) matchesPath(req *Request, path string) bool {
 		return false
 	}
 	if len(m.filterState) > 0 && !m.matchesFilterState(req) {
+		return false
+	}
+	if len(m.cookies) > 0 && !m.matchesCookies(req) {
 		return false
 	}
 	if len(m.query) > 0 {
