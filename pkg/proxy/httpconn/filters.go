@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -259,11 +258,15 @@ func (s *stream) MarkHealthCheck() { s.entry.HealthCheck = true }
 func (s *stream) Route() *router.Route {
 	if !s.routed {
 		s.routed = true
+		s.rreq.DynamicMetadata, s.rreq.FilterState = s.entry.DynamicMetadata, s.entry.FilterState
 		s.cached = s.routes().table.MatchRequest(&s.rreq)
 		s.clusterName, s.wc = "", -1
 		if s.cached != nil {
-			s.clusterName, s.wc = s.cached.PickCluster(rand.Uint64())
-			if h := s.cached.ClusterHeader; h != "" {
+			s.clusterName, s.wc = s.cached.PickClusterWith(s.weightedRandom(), s.rreq.Runtime)
+			if h := s.cached.WeightedClusterHeader(s.wc); h != "" {
+				// A weighted cluster's cluster_header, as a route's.
+				s.clusterName, _ = s.reqHeaders.Get(h)
+			} else if h := s.cached.ClusterHeader; h != "" {
 				// cluster_header: the request names its cluster; a
 				// missing header is a cluster that does not exist.
 				s.clusterName, _ = s.reqHeaders.Get(h)

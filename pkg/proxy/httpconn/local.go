@@ -125,6 +125,7 @@ func (s *stream) finishLocalWith(body string, hasBody bool) {
 		s.connectionUnusable()
 	}
 	if s.route != nil {
+		s.route.MutateWeightedResponse(s.wc, &s.respHeaders, &s.entry)
 		s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
 	}
 	n := int64(len(body))

@@ -255,6 +255,7 @@ func (s *stream) mutateRouterResponse() {
 	if len(s.setCookies) > 0 {
 		s.addSetCookies()
 	}
+	s.route.MutateWeightedResponse(s.wc, &s.respHeaders, &s.entry)
 	s.route.MutateResponseHeaders(&s.respHeaders, &s.entry)
 }
 
@@ -298,6 +299,10 @@ func (s *stream) rewrite() {
 		} else if s.rqTimeout > 0 {
 			s.numBuf = setNumber(&s.reqHeaders, "x-envoy-expected-rq-timeout-ms", s.rqTimeout.Milliseconds(), s.numBuf)
 		}
+	}
+	if host := r.MutateWeightedRequest(s.wc, &s.reqHeaders, &s.entry); host != "" {
+		// Envoy sets the host as it is, without x-envoy-original-host.
+		s.upAuthority, s.entry.Authority = host, host
 	}
 	r.MutateRequestHeaders(&s.reqHeaders, &s.entry)
 	// The host is rewritten after the header edits, as in Envoy's

@@ -7,8 +7,10 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	logfilter "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/filter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
@@ -49,7 +51,7 @@ func compileRoutes(rc *routev3.RouteConfiguration, filter routeFilterFunc, plugi
 			closers = append(closers, c)
 		}
 		return cfg, err
-	}, ClusterSpecifier: plugins}
+	}, ClusterSpecifier: plugins, MetadataMatcher: compileRouteMetadataMatcher}
 	table, err := router.CompileWith(rc, opts)
 	if err != nil {
 		closeAll(closers)
@@ -138,4 +140,10 @@ func (m *Manager) releaseRoutes() {
 	rt := m.rt.Load()
 	m.mu.Unlock()
 	rt.release()
+}
+
+// compileRouteMetadataMatcher compiles a route's dynamic_metadata matcher
+// with the access-log filters' metadata matcher.
+func compileRouteMetadataMatcher(mm *matcherv3.MetadataMatcher) (router.MetadataMatch, error) {
+	return logfilter.CompileMetadataMatcher(mm)
 }

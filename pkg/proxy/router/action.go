@@ -35,6 +35,16 @@ type WeightedClusters struct {
 	Clusters []WeightedCluster
 	// Total is the sum of the weights, above zero.
 	Total uint64
+	// HeaderName (header_name) names the request header whose unsigned
+	// number picks the cluster instead of a random one; UseHashPolicy
+	// (use_hash_policy) has the route's hash policy make that number, so
+	// that proxies in a row pick alike. Either falls back to a random
+	// number when the request has no usable value.
+	HeaderName    string
+	UseHashPolicy bool
+	// runtimePrefix is runtime_key_prefix: the clusters' weights may
+	// come from the runtime (see PickClusterWith).
+	runtimePrefix string
 }
 
 // WeightedCluster is one cluster of a weighted_clusters action.
@@ -47,6 +57,15 @@ type WeightedCluster struct {
 	// filters is the cluster's typed_per_filter_config, the most
 	// specific level.
 	filters filterConfigs
+	// runtimeKey is <runtime_key_prefix>.<name>, "" without a prefix.
+	runtimeKey string
+	// ClusterHeader (cluster_header, instead of Name) names the request
+	// header whose value is the cluster, as a route's cluster_header.
+	ClusterHeader string
+	// requestOps and responseOps are the cluster's own header edits,
+	// hostRewrite its host_rewrite_literal (see weighted_headers.go).
+	requestOps, responseOps *headerOps
+	hostRewrite             string
 }
 
 // Pick chooses a cluster from a random number, as Envoy does: the random
@@ -204,20 +223,34 @@ func duration(d *durationpb.Duration) (time.Duration, error) {
 func compileWeighted(w *routev3.WeightedCluster, opts *Options) (*WeightedClusters, error) {
 	wc := &WeightedClusters{}
 	for i, c := range w.GetClusters() {
-		if c.GetName() == "" {
-			return nil, fmt.Errorf("clusters[%d].name: a cluster name is required", i)
+		if c.GetName() == "" && c.GetClusterHeader() == "" {
+			return nil, fmt.Errorf("clusters[%d].name: a cluster name (or cluster_header) is required", i)
 		}
 		weight := c.GetWeight().GetValue()
 		fc, err := compileFilterConfigs(c.GetTypedPerFilterConfig(), opts)
 		if err != nil {
 			return nil, fmt.Errorf("clusters[%d].%w", i, err)
 		}
-		wc.Clusters = append(wc.Clusters, WeightedCluster{Name: c.GetName(), Weight: weight, filters: fc})
+		cw := WeightedCluster{Name: c.GetName(), Weight: weight, filters: fc, ClusterHeader: strings.ToLower(c.GetClusterHeader())}
+		if err := compileWeightedHeaders(c, &cw); err != nil {
+			return nil, fmt.Errorf("clusters[%d].%w", i, err)
+		}
+		wc.Clusters = append(wc.Clusters, cw)
 		wc.Total += uint64(weight)
 	}
 	if len(wc.Clusters) == 0 {
 		return nil, errors.New("clusters: at least one cluster is required")
 	}
+	wc.HeaderName = strings.ToLower(w.GetHeaderName())
+	if p := w.GetRuntimeKeyPrefix(); p != "" {
+		wc.runtimePrefix = p
+		for i := range wc.Clusters {
+			if n := wc.Clusters[i].Name; n != "" {
+				wc.Clusters[i].runtimeKey = p + "." + n
+			}
+		}
+	}
+	wc.UseHashPolicy = w.GetUseHashPolicy().GetValue()
 	if wc.Total == 0 {
 		return nil, errors.New("clusters: the sum of the weights must be above 0")
 	}

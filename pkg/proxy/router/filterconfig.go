@@ -3,6 +3,7 @@ package router
 import (
 	"errors"
 	"fmt"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"slices"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -34,6 +35,11 @@ type Options struct {
 	// (": " and a message, or "." and the field path below it). Nil
 	// refuses every plugin.
 	ClusterSpecifier func(ext *corev3.TypedExtensionConfig, optional bool) (ClusterSpecifier, error)
+	// MetadataMatcher compiles a route's dynamic_metadata matcher (the
+	// access-log filters' matcher, which the router cannot import); its
+	// errors name the field below the matcher. Nil refuses
+	// dynamic_metadata.
+	MetadataMatcher func(*matcherv3.MetadataMatcher) (MetadataMatch, error)
 
 	// plugins are the route configuration's compiled
 	// cluster_specifier_plugins, while CompileWith runs.

@@ -43,6 +43,13 @@ type routeMatch struct {
 	// it is turned away first (see numberHeaderNames).
 	required     int
 	requiredName string
+	// dynamicMetadata are the dynamic_metadata matchers, all of which
+	// must accept the stream's dynamic metadata (match_metadata.go).
+	dynamicMetadata []MetadataMatch
+	// filterState are the filter_state matchers (match_metadata.go).
+	filterState []filterStateMatch
+	// cookies are the cookie matchers (match_cookies.go).
+	cookies []cookieMatch
 }
 
 // compileMatch compiles a RouteMatch; errors name the field below it.
@@ -138,6 +145,15 @@ func (m *routeMatch) matchesPath(req *Request, path string) bool {
 		}
 	}
 	if !m.headers.Matches(req) {
+		return false
+	}
+	if len(m.dynamicMetadata) > 0 && !m.matchesMetadata(req) {
+		return false
+	}
+	if len(m.filterState) > 0 && !m.matchesFilterState(req) {
+		return false
+	}
+	if len(m.cookies) > 0 && !m.matchesCookies(req) {
 		return false
 	}
 	if len(m.query) > 0 {

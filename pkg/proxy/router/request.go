@@ -1,6 +1,7 @@
 package router
 
 import (
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 )
@@ -44,6 +45,12 @@ type Request struct {
 	// every runtime_fraction of the table is decided with it, as
 	// Envoy decides them with the stream's id.
 	Random uint64
+	// DynamicMetadata is the stream's dynamic metadata when the route is
+	// matched, for dynamic_metadata matchers (nil: none).
+	DynamicMetadata *corev3.Metadata
+	// FilterState is the stream's filter state when the route is matched,
+	// for filter_state matchers (nil: none).
+	FilterState map[string]accesslog.FilterStateObject
 
 	// memo is the last regular header read while MatchRequest runs
 	// (routes often test the same header one after another, as canary

@@ -378,6 +378,15 @@ func compileRoute(rc *routev3.Route, maxBody uint32, opts *Options) (*Route, fil
 		return nil, nil, errors.New("match: a route match is required")
 	}
 	m, err := compileMatch(rc.GetMatch())
+	if err == nil {
+		err = compileDynamicMetadata(rc.GetMatch(), &m, opts)
+	}
+	if err == nil {
+		err = compileFilterState(rc.GetMatch(), &m)
+	}
+	if err == nil {
+		err = compileCookies(rc.GetMatch(), &m)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("match.%w", err)
 	}
