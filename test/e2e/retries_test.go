@@ -255,6 +255,36 @@ var _ = Describe("Retries", func() {
 			ContainSubstring("/503/x 503 UO\n"))
 	})
 
+	It("limits retries by the cluster's retry_budget instead of max_retries", func() {
+		up := &flakyUpstream{seen: map[string]int{}}
+		addr := httpTestUpstream(up, false)
+		port := freePort()
+		// "none": a budget of 0% and no minimum refuses every retry though
+		// max_retries allows 100; "one": a minimum of 1 allows a retry
+		// though max_retries is 0.
+		s := Start(newDir(), proxySpec{
+			Port: port,
+			Routes: `[{match: {prefix: /none/}, route: {cluster: none, prefix_rewrite: /, retry_policy: {retry_on: 5xx, num_retries: 2, retry_back_off: {base_interval: 0.01s}}}},
+				{match: {prefix: /}, route: {cluster: one, retry_policy: {retry_on: 5xx, num_retries: 2, retry_back_off: {base_interval: 0.01s}}}}]`,
+			Clusters: []proxyCluster{
+				{Name: "none", Port: portNum(addr), Extra: "{" + breakerThresholds("max_retries: 100, track_remaining: true, retry_budget: {budget_percent: {value: 0}, min_retry_concurrency: 0}") + "}"},
+				{Name: "one", Port: portNum(addr), Extra: "{" + breakerThresholds("max_retries: 0, retry_budget: {budget_percent: {value: 0}, min_retry_concurrency: 1}") + "}"},
+			},
+		}.YAML())
+		s.WaitLive()
+		c := &http.Client{Timeout: 15 * time.Second}
+		status, _, body := retryGet(c, port, "GET", "/none/503/a", "")
+		Expect(status).To(Equal(503))
+		Expect(body).To(Equal("unavailable"))
+		Expect(statValue(s, "cluster.none.upstream_rq_retry_overflow")).To(Equal("1"))
+		Expect(statValue(s, "cluster.none.upstream_rq_retry")).To(Equal("0"))
+		Expect(statValue(s, "cluster.none.circuit_breakers.default.remaining_retries")).To(Equal("0"))
+		status, _, body = retryGet(c, port, "GET", "/503/b", "")
+		Expect(status).To(Equal(200), body)
+		Expect(statValue(s, "cluster.one.upstream_rq_retry")).To(Equal("1"))
+		Expect(statValue(s, "cluster.one.upstream_rq_retry_overflow")).To(Equal("0"))
+	})
+
 	It("avoids the hosts already tried with the previous_hosts predicate", func() {
 		bad := httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.WriteHeader(http.StatusServiceUnavailable)
