@@ -245,12 +245,7 @@ var _ = Describe("Retries", func() {
 		}.YAML(), "--file-flush-interval-msec", "20")
 		s.WaitLive()
 		c := &http.Client{Timeout: 15 * time.Second}
-		status, _, body := retryGet(c, port, "GET", "/503/x", "")
-		Expect(status).To(Equal(503))
-		Expect(body).To(Equal("unavailable"))
-		Expect(statValue(s, "cluster.up.upstream_rq_retry_overflow")).To(Equal("1"))
-		Expect(statValue(s, "cluster.up.upstream_rq_retry")).To(Equal("0"))
-		Expect(statValue(s, "cluster.up.circuit_breakers.default.remaining_retries")).To(Equal("0"))
+		expectRetryOverflow(s, c, port, "/503/x", "up")
 		Eventually(func() string { return readFile(logPath) }, 10*time.Second).Should(
 			ContainSubstring("/503/x 503 UO\n"))
 	})
@@ -273,13 +268,8 @@ var _ = Describe("Retries", func() {
 		}.YAML())
 		s.WaitLive()
 		c := &http.Client{Timeout: 15 * time.Second}
-		status, _, body := retryGet(c, port, "GET", "/none/503/a", "")
-		Expect(status).To(Equal(503))
-		Expect(body).To(Equal("unavailable"))
-		Expect(statValue(s, "cluster.none.upstream_rq_retry_overflow")).To(Equal("1"))
-		Expect(statValue(s, "cluster.none.upstream_rq_retry")).To(Equal("0"))
-		Expect(statValue(s, "cluster.none.circuit_breakers.default.remaining_retries")).To(Equal("0"))
-		status, _, body = retryGet(c, port, "GET", "/503/b", "")
+		expectRetryOverflow(s, c, port, "/none/503/a", "none")
+		status, _, body := retryGet(c, port, "GET", "/503/b", "")
 		Expect(status).To(Equal(200), body)
 		Expect(statValue(s, "cluster.one.upstream_rq_retry")).To(Equal("1"))
 		Expect(statValue(s, "cluster.one.upstream_rq_retry_overflow")).To(Equal("0"))
@@ -347,3 +337,16 @@ var _ = Describe("Retries", func() {
 		Expect(strconv.Atoi(statValue(s, "cluster.up.upstream_rq_retry_success"))).To(Equal(1))
 	})
 })
+
+// expectRetryOverflow GETs path, which fails once with a 503, and expects
+// the 503 relayed without a retry: the cluster's retry breaker refused it
+// (upstream_rq_retry_overflow, remaining_retries 0).
+func expectRetryOverflow(s *Sidecar, c *http.Client, port int, path, cluster string) {
+	GinkgoHelper()
+	status, _, body := retryGet(c, port, "GET", path, "")
+	Expect(status).To(Equal(503))
+	Expect(body).To(Equal("unavailable"))
+	Expect(statValue(s, "cluster."+cluster+".upstream_rq_retry_overflow")).To(Equal("1"))
+	Expect(statValue(s, "cluster."+cluster+".upstream_rq_retry")).To(Equal("0"))
+	Expect(statValue(s, "cluster."+cluster+".circuit_breakers.default.remaining_retries")).To(Equal("0"))
+}
