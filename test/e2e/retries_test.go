@@ -245,14 +245,34 @@ var _ = Describe("Retries", func() {
 		}.YAML(), "--file-flush-interval-msec", "20")
 		s.WaitLive()
 		c := &http.Client{Timeout: 15 * time.Second}
-		status, _, body := retryGet(c, port, "GET", "/503/x", "")
-		Expect(status).To(Equal(503))
-		Expect(body).To(Equal("unavailable"))
-		Expect(statValue(s, "cluster.up.upstream_rq_retry_overflow")).To(Equal("1"))
-		Expect(statValue(s, "cluster.up.upstream_rq_retry")).To(Equal("0"))
-		Expect(statValue(s, "cluster.up.circuit_breakers.default.remaining_retries")).To(Equal("0"))
+		expectRetryOverflow(s, c, port, "/503/x", "up")
 		Eventually(func() string { return readFile(logPath) }, 10*time.Second).Should(
 			ContainSubstring("/503/x 503 UO\n"))
+	})
+
+	It("limits retries by the cluster's retry_budget instead of max_retries", func() {
+		up := &flakyUpstream{seen: map[string]int{}}
+		addr := httpTestUpstream(up, false)
+		port := freePort()
+		// "none": a budget of 0% and no minimum refuses every retry though
+		// max_retries allows 100; "one": a minimum of 1 allows a retry
+		// though max_retries is 0.
+		s := Start(newDir(), proxySpec{
+			Port: port,
+			Routes: `[{match: {prefix: /none/}, route: {cluster: none, prefix_rewrite: /, retry_policy: {retry_on: 5xx, num_retries: 2, retry_back_off: {base_interval: 0.01s}}}},
+				{match: {prefix: /}, route: {cluster: one, retry_policy: {retry_on: 5xx, num_retries: 2, retry_back_off: {base_interval: 0.01s}}}}]`,
+			Clusters: []proxyCluster{
+				{Name: "none", Port: portNum(addr), Extra: "{" + breakerThresholds("max_retries: 100, track_remaining: true, retry_budget: {budget_percent: {value: 0}, min_retry_concurrency: 0}") + "}"},
+				{Name: "one", Port: portNum(addr), Extra: "{" + breakerThresholds("max_retries: 0, retry_budget: {budget_percent: {value: 0}, min_retry_concurrency: 1}") + "}"},
+			},
+		}.YAML())
+		s.WaitLive()
+		c := &http.Client{Timeout: 15 * time.Second}
+		expectRetryOverflow(s, c, port, "/none/503/a", "none")
+		status, _, body := retryGet(c, port, "GET", "/503/b", "")
+		Expect(status).To(Equal(200), body)
+		Expect(statValue(s, "cluster.one.upstream_rq_retry")).To(Equal("1"))
+		Expect(statValue(s, "cluster.one.upstream_rq_retry_overflow")).To(Equal("0"))
 	})
 
 	It("avoids the hosts already tried with the previous_hosts predicate", func() {
@@ -317,3 +337,16 @@ var _ = Describe("Retries", func() {
 		Expect(strconv.Atoi(statValue(s, "cluster.up.upstream_rq_retry_success"))).To(Equal(1))
 	})
 })
+
+// expectRetryOverflow GETs path, which fails once with a 503, and expects
+// the 503 relayed without a retry: the cluster's retry breaker refused it
+// (upstream_rq_retry_overflow, remaining_retries 0).
+func expectRetryOverflow(s *Sidecar, c *http.Client, port int, path, cluster string) {
+	GinkgoHelper()
+	status, _, body := retryGet(c, port, "GET", path, "")
+	Expect(status).To(Equal(503))
+	Expect(body).To(Equal("unavailable"))
+	Expect(statValue(s, "cluster."+cluster+".upstream_rq_retry_overflow")).To(Equal("1"))
+	Expect(statValue(s, "cluster."+cluster+".upstream_rq_retry")).To(Equal("0"))
+	Expect(statValue(s, "cluster."+cluster+".circuit_breakers.default.remaining_retries")).To(Equal("0"))
+}

@@ -178,13 +178,16 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.HealthCheck.Payload.binary":                       {},
 
 	// Circuit breakers.
-	"envoy.config.cluster.v3.CircuitBreakers.thresholds":                      {},
-	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.priority":             {},
-	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_connections":      {},
-	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_pending_requests": {},
-	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_requests":         {},
-	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_retries":          {},
-	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.track_remaining":      {},
+	"envoy.config.cluster.v3.CircuitBreakers.thresholds":                                   {},
+	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.priority":                          {},
+	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_connections":                   {},
+	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_pending_requests":              {},
+	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_requests":                      {},
+	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_retries":                       {},
+	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.track_remaining":                   {},
+	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.retry_budget":                      {},
+	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.RetryBudget.budget_percent":        {},
+	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.RetryBudget.min_retry_concurrency": {},
 
 	// Outlier detection (pkg/proxy/outlier); monitors (extensions) and
 	// detect_degraded_hosts are refused. The bootstrap's event log is

@@ -15,6 +15,8 @@ type Thresholds struct {
 	MaxPendingRequests uint32
 	MaxRequests        uint32
 	MaxRetries         uint32
+	// RetryBudget, when set, replaces MaxRetries (retry_budget).
+	RetryBudget *RetryBudget
 	// TrackRemaining publishes the circuit_breakers.<priority>.remaining_*
 	// gauges.
 	TrackRemaining bool
@@ -37,6 +39,45 @@ func DefaultThresholds() Thresholds {
 		MaxRequests:        DefaultMaxRequests,
 		MaxRetries:         DefaultMaxRetries,
 	}
+}
+
+// RetryBudget is circuit_breakers.thresholds[].retry_budget: the retries
+// in flight may be BudgetPercent of the requests active or pending, and
+// never fewer than MinRetryConcurrency, as in Envoy.
+type RetryBudget struct {
+	BudgetPercent       float64
+	MinRetryConcurrency uint32
+}
+
+// Envoy's retry budget when retry_budget is set without these fields.
+const (
+	DefaultBudgetPercent       = 20.0
+	DefaultMinRetryConcurrency = 3
+)
+
+// max is the number of retries the budget allows with active requests
+// active or pending.
+func (b *RetryBudget) max(active int64) int64 {
+	return max(int64(b.BudgetPercent/100*float64(max(active, 0))), int64(b.MinRetryConcurrency))
+}
+
+// buildRetryBudget reads a thresholds entry's retry_budget (nil: unset).
+func buildRetryBudget(rb *clusterv3.CircuitBreakers_Thresholds_RetryBudget, path string) (*RetryBudget, error) {
+	if rb == nil {
+		return nil, nil
+	}
+	b := &RetryBudget{BudgetPercent: DefaultBudgetPercent, MinRetryConcurrency: DefaultMinRetryConcurrency}
+	if v := rb.GetBudgetPercent(); v != nil {
+		p := v.GetValue()
+		if !(p >= 0 && p <= 100) {
+			return nil, configErrorf(join(path, "budget_percent"), "%v is not a percentage between 0 and 100", p)
+		}
+		b.BudgetPercent = p
+	}
+	if v := rb.GetMinRetryConcurrency(); v != nil {
+		b.MinRetryConcurrency = v.GetValue()
+	}
+	return b, nil
 }
 
 // numPriorities is the number of routing priorities (DEFAULT and HIGH).
@@ -63,7 +104,13 @@ func buildThresholds(cb *clusterv3.CircuitBreakers) ([numPriorities]Thresholds, 
 			continue
 		}
 		seen[p] = i
+		budget, err := buildRetryBudget(t.GetRetryBudget(), join(path, "retry_budget"))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		out[p] = Thresholds{
+			RetryBudget:        budget,
 			MaxConnections:     orDefault(t.GetMaxConnections(), DefaultMaxConnections),
 			MaxPendingRequests: orDefault(t.GetMaxPendingRequests(), DefaultMaxPendingRequests),
 			MaxRequests:        orDefault(t.GetMaxRequests(), DefaultMaxRequests),

@@ -550,7 +550,7 @@ func (c *Cluster) Thresholds(p corev3.RoutingPriority) Thresholds {
 	t.MaxConnections = clampUint32(res.cx.limit())
 	t.MaxPendingRequests = clampUint32(res.pending.limit())
 	t.MaxRequests = clampUint32(res.rq.limit())
-	t.MaxRetries = clampUint32(res.retries.limit())
+	t.MaxRetries = clampUint32(res.retryLimit())
 	return t
 }
 

@@ -87,8 +87,11 @@ func (r *resource) limit() int64 {
 }
 
 // tryAcquire takes one unit unless the count is at the limit.
-func (r *resource) tryAcquire() bool {
-	limit := r.limit()
+func (r *resource) tryAcquire() bool { return r.tryAcquireUpTo(r.limit()) }
+
+// tryAcquireUpTo takes one unit unless the count is at limit, which a
+// retry budget computes at each acquisition.
+func (r *resource) tryAcquireUpTo(limit int64) bool {
 	for {
 		n := r.count.Load()
 		if n >= limit {
@@ -110,9 +113,12 @@ func (r *resource) force() {
 }
 
 // release gives one unit back.
-func (r *resource) release() {
+func (r *resource) release() { r.releaseUpTo(r.limit()) }
+
+// releaseUpTo gives one unit back, publishing the gauges against limit.
+func (r *resource) releaseUpTo(limit int64) {
 	r.count.Add(-1)
-	r.publish(r.limit())
+	r.publish(limit)
 }
 
 // canAcquire reports whether the count is below the limit.
@@ -146,6 +152,18 @@ func (r *resource) publish(limit int64) {
 // resources are the circuit breakers of one routing priority.
 type resources struct {
 	cx, pending, rq, retries resource
+	// budget, when set, limits retries instead of max_retries.
+	budget *RetryBudget
+}
+
+// retryLimit is the number of retries allowed in flight now: the retry
+// budget's share of the requests active and pending when there is one,
+// else max_retries.
+func (res *resources) retryLimit() int64 {
+	if res.budget == nil {
+		return res.retries.limit()
+	}
+	return res.budget.max(res.rq.count.Load() + res.pending.count.Load())
 }
 
 // priorityName is a routing priority as Envoy's breaker stats name it.
@@ -180,6 +198,16 @@ func newResources(scope stats.Scope, cluster string, t [numPriorities]Thresholds
 		breaker(&res.cx, 0, t[p].MaxConnections, "cx_open", "remaining_cx")
 		breaker(&res.pending, 1, t[p].MaxPendingRequests, "rq_pending_open", "remaining_pending")
 		breaker(&res.rq, 2, t[p].MaxRequests, "rq_open", "remaining_rq")
+		res.budget = t[p].RetryBudget
+		if res.budget != nil {
+			// The budget's limit moves with requests that do not touch
+			// the retry breaker: like Envoy, remaining_retries stays 0.
+			if t[p].TrackRemaining {
+				scope.Gauge(prefix + "remaining_retries")
+			}
+			res.retries.init(t[p].MaxRetries, src, uint8(p), 3, scope.Gauge(prefix+"rq_retry_open"), nil)
+			continue
+		}
 		breaker(&res.retries, 3, t[p].MaxRetries, "rq_retry_open", "remaining_retries")
 	}
 	return out
