@@ -19,7 +19,9 @@ var supportedListener = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.listener.v3.Listener.default_filter_chain":       {},
 	// filter_chain_matcher selects a chain by name (package listener's
 	// chainmatcher.go).
-	"envoy.config.listener.v3.Listener.filter_chain_matcher":              {},
+	"envoy.config.listener.v3.Listener.filter_chain_matcher": {},
+	// The matcher's action: the name of the chain it selects.
+	"google.protobuf.StringValue.value":                                   {},
 	"envoy.config.listener.v3.Listener.per_connection_buffer_limit_bytes": {},
 	"envoy.config.listener.v3.Listener.drain_type":                        {},
 	"envoy.config.listener.v3.Listener.traffic_direction":                 {},
