@@ -226,12 +226,7 @@ func (s *chainSet) find(local, remote, direct netip.AddrPort) *chain {
 // server_names), the transport protocol and the application protocols.
 func (s *chainSet) findDetected(local, remote, direct netip.AddrPort, det detected) *chain {
 	if s.matcher != nil {
-		// A matched action naming no chain finds none, as in Envoy; the
-		// default chain serves the connections the matcher does not match.
-		if ch, ok := s.matcher.Match(&connData{local: local, remote: remote, direct: direct, det: &det}); ok {
-			return ch
-		}
-		return s.dflt
+		return s.findByMatcher(local, remote, direct, det)
 	}
 	var buf [maxStackChains]*chain
 	cands := append(buf[:0], s.chains...)
@@ -252,6 +247,18 @@ func (s *chainSet) findDetected(local, remote, direct netip.AddrPort, det detect
 	// Overlapping chains were refused when the listener was built, so one
 	// chain is left.
 	return cands[0]
+}
+
+// findByMatcher is findDetected for a listener with a
+// filter_chain_matcher. A matched action naming no chain finds none, as in
+// Envoy; the default chain serves the connections the matcher does not
+// match. It is a function of its own so that its data, which the matcher's
+// closures make escape, costs nothing to the listeners without one.
+func (s *chainSet) findByMatcher(local, remote, direct netip.AddrPort, det detected) *chain {
+	if ch, ok := s.matcher.Match(&connData{local: local, remote: remote, direct: direct, det: &det}); ok {
+		return ch
+	}
+	return s.dflt
 }
 
 // prune keeps the candidates with the highest non-negative score; a
