@@ -150,6 +150,13 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 		"envoy.extensions.matching.common_inputs.ssl.v3.UriSanInput", "envoy.extensions.matching.common_inputs.ssl.v3.DnsSanInput",
 		"envoy.extensions.matching.common_inputs.ssl.v3.SubjectInput",
 		"xds.type.matcher.v3.IPMatcher",
+		// The listener's filter_chain_matcher: the inputs it reads beyond
+		// the ones above and its action, a chain's name
+		// (pkg/proxy/listener/chainmatcher.go).
+		"envoy.extensions.matching.common_inputs.network.v3.SourceTypeInput",
+		"envoy.extensions.matching.common_inputs.network.v3.TransportProtocolInput",
+		"envoy.extensions.matching.common_inputs.network.v3.ApplicationProtocolInput",
+		"google.protobuf.StringValue",
 	}},
 	"envoy.type.matcher.v3.HttpRequestHeaderMatchInput.header_name":                                              {},
 	"envoy.type.matcher.v3.HttpResponseHeaderMatchInput.header_name":                                             {},

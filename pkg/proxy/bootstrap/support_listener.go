@@ -10,13 +10,18 @@ var supportedListener = map[protoreflect.FullName]fieldSupport{
 	// Listeners.
 	"envoy.config.listener.v3.Listener.name": {},
 	// TCP_FASTOPEN on the listening sockets (Linux).
-	"envoy.config.listener.v3.Listener.transparent":                       {},
-	"envoy.config.listener.v3.Listener.tcp_fast_open_queue_length":        {},
-	"envoy.config.listener.v3.Listener.address":                           {},
-	"envoy.config.listener.v3.Listener.additional_addresses":              {},
-	"envoy.config.listener.v3.Listener.stat_prefix":                       {},
-	"envoy.config.listener.v3.Listener.filter_chains":                     {},
-	"envoy.config.listener.v3.Listener.default_filter_chain":              {},
+	"envoy.config.listener.v3.Listener.transparent":                {},
+	"envoy.config.listener.v3.Listener.tcp_fast_open_queue_length": {},
+	"envoy.config.listener.v3.Listener.address":                    {},
+	"envoy.config.listener.v3.Listener.additional_addresses":       {},
+	"envoy.config.listener.v3.Listener.stat_prefix":                {},
+	"envoy.config.listener.v3.Listener.filter_chains":              {},
+	"envoy.config.listener.v3.Listener.default_filter_chain":       {},
+	// filter_chain_matcher selects a chain by name (package listener's
+	// chainmatcher.go).
+	"envoy.config.listener.v3.Listener.filter_chain_matcher": {},
+	// The matcher's action: the name of the chain it selects.
+	"google.protobuf.StringValue.value":                                   {},
 	"envoy.config.listener.v3.Listener.per_connection_buffer_limit_bytes": {},
 	"envoy.config.listener.v3.Listener.drain_type":                        {},
 	"envoy.config.listener.v3.Listener.traffic_direction":                 {},

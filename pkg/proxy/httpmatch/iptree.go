@@ -11,7 +11,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/cidr"
 )
 
 // ipTree is a matcher_tree whose custom_match is Envoy's IP matcher
@@ -57,7 +57,7 @@ func compileIPTree[D, A any](tc *xdscorev3.TypedExtensionConfig, in Probe[D], ac
 			return nil, errors.New(rpath + ".ranges: at least one range is required")
 		}
 		for j, r := range rm.GetRanges() {
-			p, err := listener.ParseCIDR(&corev3.CidrRange{AddressPrefix: r.GetAddressPrefix(), PrefixLen: r.GetPrefixLen()})
+			p, err := cidr.Parse(&corev3.CidrRange{AddressPrefix: r.GetAddressPrefix(), PrefixLen: r.GetPrefixLen()})
 			if err != nil {
 				return nil, fmt.Errorf("%s.ranges[%d].%w", rpath, j, err)
 			}

@@ -412,9 +412,21 @@ func (l *Listener) buildChains(lc *listenerv3.Listener, build func(*listenerv3.F
 		}
 		return c
 	}
+	fcm := lc.GetFilterChainMatcher()
+	byName := map[string]*chain{}
 	for i, fc := range fcs {
 		path := fmt.Sprintf("filter_chains[%d]", i)
 		c := newChain(fc, path)
+		if fcm != nil {
+			// With a filter_chain_matcher, Envoy selects chains by name
+			// and ignores their filter_chain_match.
+			if !c.named {
+				errs = append(errs, fmt.Errorf("%s.name: a filter chain needs a name when the listener has a filter_chain_matcher", path))
+			}
+			byName[c.name] = c
+			l.chains.chains = append(l.chains.chains, c)
+			continue
+		}
 		m, err := compileMatch(fc.GetFilterChainMatch())
 		if err != nil {
 			errs = append(errs, PrefixErrors(path+".filter_chain_match.", err)...)
@@ -433,6 +445,13 @@ func (l *Listener) buildChains(lc *listenerv3.Listener, build func(*listenerv3.F
 			errs = append(errs, errors.New("default_filter_chain.filter_chain_match: the default filter chain serves connections no other chain matches; it takes no filter_chain_match"))
 		}
 		l.chains.dflt = newChain(dc, "default_filter_chain")
+	}
+	if fcm != nil {
+		m, err := compileChainMatcher(fcm, byName)
+		if err != nil {
+			errs = append(errs, PrefixErrors("filter_chain_matcher.", err)...)
+		}
+		l.chains.matcher = m
 	}
 	return errors.Join(errs...)
 }

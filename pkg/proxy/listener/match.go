@@ -11,6 +11,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/cidr"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 )
 
@@ -78,7 +79,7 @@ func compileMatch(m *listenerv3.FilterChainMatch) (chainMatch, error) {
 		}
 		out := make([]netip.Prefix, 0, len(rs))
 		for i, r := range rs {
-			p, err := ParseCIDR(r)
+			p, err := cidr.Parse(r)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s[%d].%w", field, i, err))
 				continue
@@ -133,29 +134,6 @@ func compileServerNames(list []string) (names, wildcards []string, err error) {
 		}
 	}
 	return names, wildcards, errors.Join(errs...)
-}
-
-// ParseCIDR reads a CidrRange; host bits below the prefix length are
-// cleared, as Envoy does. Errors name the field below the range. Filter
-// chain matches and RBAC's IP permissions and principals read ranges this
-// way.
-func ParseCIDR(r *corev3.CidrRange) (netip.Prefix, error) {
-	ip, err := netip.ParseAddr(r.GetAddressPrefix())
-	if err != nil || ip.Zone() != "" {
-		return netip.Prefix{}, fmt.Errorf("address_prefix: %q is not an IP address", r.GetAddressPrefix())
-	}
-	bits := r.GetPrefixLen().GetValue()
-	if int(bits) > ip.BitLen() {
-		return netip.Prefix{}, fmt.Errorf("prefix_len: %d is longer than an %s address (%d bits)", bits, family(ip), ip.BitLen())
-	}
-	return netip.PrefixFrom(ip, int(bits)).Masked(), nil
-}
-
-func family(ip netip.Addr) string {
-	if ip.Is4() {
-		return "IPv4"
-	}
-	return "IPv6"
 }
 
 // overlaps reports whether some connection satisfies both matches equally
@@ -219,6 +197,10 @@ func sharePorts(a, b []uint32) bool {
 type chainSet struct {
 	chains []*chain
 	dflt   *chain // default_filter_chain; nil when not configured
+	// matcher is the listener's filter_chain_matcher, which then selects
+	// the chain instead of the chains' filter_chain_match; nil when not
+	// configured.
+	matcher *chainMatcher
 }
 
 // maxStackChains is how many chains selection prunes without allocating.
@@ -243,6 +225,9 @@ func (s *chainSet) find(local, remote, direct netip.AddrPort) *chain {
 // (an exact name, then the longest wildcard, then chains without
 // server_names), the transport protocol and the application protocols.
 func (s *chainSet) findDetected(local, remote, direct netip.AddrPort, det detected) *chain {
+	if s.matcher != nil {
+		return s.findByMatcher(local, remote, direct, det)
+	}
 	var buf [maxStackChains]*chain
 	cands := append(buf[:0], s.chains...)
 	localConn := remote.Addr().IsLoopback() || remote.Addr() == local.Addr()
@@ -262,6 +247,18 @@ func (s *chainSet) findDetected(local, remote, direct netip.AddrPort, det detect
 	// Overlapping chains were refused when the listener was built, so one
 	// chain is left.
 	return cands[0]
+}
+
+// findByMatcher is findDetected for a listener with a
+// filter_chain_matcher. A matched action naming no chain finds none, as in
+// Envoy; the default chain serves the connections the matcher does not
+// match. It is a function of its own so that its data, which the matcher's
+// closures make escape, costs nothing to the listeners without one.
+func (s *chainSet) findByMatcher(local, remote, direct netip.AddrPort, det detected) *chain {
+	if ch, ok := s.matcher.Match(&connData{local: local, remote: remote, direct: direct, det: &det}); ok {
+		return ch
+	}
+	return s.dflt
 }
 
 // prune keeps the candidates with the highest non-negative score; a

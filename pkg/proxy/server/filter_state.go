@@ -45,14 +45,14 @@ func (cs *chainStates) forChain(fc *listenerv3.FilterChain) []*netfilter.State {
 }
 
 // updatesInPlace reports whether Envoy would update the listener old to
-// lc in place: lc has filter chains, and only filter_chains and
-// default_filter_chain differ.
+// lc in place: lc has filter chains, and only filter_chains,
+// default_filter_chain and filter_chain_matcher differ.
 func updatesInPlace(old, lc *listenerv3.Listener) bool {
 	if len(lc.GetFilterChains()) == 0 {
 		return false
 	}
 	a, b := proto.CloneOf(old), proto.CloneOf(lc)
-	a.FilterChains, a.DefaultFilterChain = nil, nil
-	b.FilterChains, b.DefaultFilterChain = nil, nil
+	a.FilterChains, a.DefaultFilterChain, a.FilterChainMatcher = nil, nil, nil
+	b.FilterChains, b.DefaultFilterChain, b.FilterChainMatcher = nil, nil, nil
 	return proto.Equal(a, b)
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"testing"
 
+	xdsmatcherv3 "github.com/cncf/xds/go/xds/type/matcher/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -19,6 +20,8 @@ func TestUpdatesInPlace(t *testing.T) {
 	}{
 		"only filter chains change": {lc: &listenerv3.Listener{Name: "l", FilterChains: []*listenerv3.FilterChain{chain("x"), chain("y")},
 			DefaultFilterChain: chain("d")}, want: true},
+		"the filter_chain_matcher changes": {lc: &listenerv3.Listener{Name: "l", FilterChains: []*listenerv3.FilterChain{chain("x")},
+			FilterChainMatcher: &xdsmatcherv3.Matcher{}}, want: true},
 		"a listener field changes": {lc: &listenerv3.Listener{Name: "l", FilterChains: []*listenerv3.FilterChain{chain("x")},
 			PerConnectionBufferLimitBytes: wrapperspb.UInt32(1)}},
 		"no filter chains": {lc: &listenerv3.Listener{Name: "l", DefaultFilterChain: chain("x")}},

@@ -10,7 +10,7 @@ import (
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/filter"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/cidr"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
@@ -174,7 +174,7 @@ func compilePath(p *matcherv3.PathMatcher) (node, error) {
 
 // compileIP compiles an IP permission or principal.
 func compileIP(k kind, r *corev3.CidrRange, field string) (node, error) {
-	p, err := listener.ParseCIDR(r)
+	p, err := cidr.Parse(r)
 	if err != nil {
 		return node{}, fmt.Errorf("%s.%w", field, err)
 	}

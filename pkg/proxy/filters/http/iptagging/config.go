@@ -19,9 +19,9 @@ import (
 	"google.golang.org/protobuf/proto"
 	"sigs.k8s.io/yaml"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/cidr"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/datasource"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
@@ -79,7 +79,7 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 	for i, t := range tags {
 		tg := tag{name: t.GetIpTagName(), hit: scope.Counter(t.GetIpTagName() + ".hit")}
 		for j, r := range t.GetIpList() {
-			p, err := listener.ParseCIDR(r)
+			p, err := cidr.Parse(r)
 			if err != nil {
 				return nil, fmt.Errorf("%s[%d].ip_list[%d].%w", field, i, j, err)
 			}

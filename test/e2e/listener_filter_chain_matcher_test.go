@@ -1,0 +1,66 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// dialTCPFrom connects to 127.0.0.1:port from the loopback address src.
+func dialTCPFrom(src string, port int) *net.TCPConn {
+	GinkgoHelper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+	c, err := d.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { _ = c.Close() })
+	Expect(c.SetDeadline(time.Now().Add(20 * time.Second))).To(Succeed())
+	return c.(*net.TCPConn)
+}
+
+var _ = Describe("Listener filter_chain_matcher", func() {
+	It("chooses the chain its IP matcher names by source address, ignores filter_chain_match, and closes a connection it matches to nothing", func() {
+		one := startTCPServer(bannerEcho("one\n"))
+		two := startTCPServer(bannerEcho("two\n"))
+		port := freePort()
+		chain := func(name, match string) string {
+			return `{name: ` + name + `, filter_chain_match: ` + match + `, filters: [{name: envoy.filters.network.tcp_proxy, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, ` +
+				`stat_prefix: ` + name + `, cluster: ` + name + `}}]}`
+		}
+		action := func(name string) string {
+			return `{action: {name: fc, typed_config: {"@type": type.googleapis.com/google.protobuf.StringValue, value: ` + name + `}}}`
+		}
+		cfg := listenersBootstrap(listenerDef{
+			Name: "fcm", Port: port,
+			Fields: `filter_chain_matcher: {matcher_tree: {input: {name: src, typed_config: {"@type": type.googleapis.com/envoy.extensions.matching.common_inputs.network.v3.SourceIPInput}}, ` +
+				`custom_match: {name: ip, typed_config: {"@type": type.googleapis.com/xds.type.matcher.v3.IPMatcher, range_matchers: [` +
+				`{ranges: [{address_prefix: 127.0.0.1, prefix_len: 32}], on_match: ` + action("one") + `}, ` +
+				`{ranges: [{address_prefix: 127.0.0.2, prefix_len: 32}], on_match: ` + action("two") + `}]}}}}`,
+			// The matches would send everything to "two": the matcher
+			// decides.
+			Chains: []string{chain("one", "{destination_port: 1}"), chain("two", "{}")},
+		}) + "  clusters: [" + tcpCluster("one", one) + ", " + tcpCluster("two", two) + "]\n"
+		s := Start(newDir(), cfg)
+
+		talk := func(src string) string {
+			GinkgoHelper()
+			c := dialTCPFrom(src, port)
+			_, err := c.Write([]byte("ping"))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(c.CloseWrite()).To(Succeed())
+			got, err := io.ReadAll(c)
+			Expect(err).NotTo(HaveOccurred())
+			return string(got)
+		}
+		Expect(talk("127.0.0.1")).To(Equal("one\nping"))
+		Expect(talk("127.0.0.2")).To(Equal("two\nping"))
+		Expect(statValue(s, "listener.127.0.0.1_"+fmt.Sprint(port)+".no_filter_chain_match")).To(Equal("0"))
+
+		expectClosed(dialTCPFrom("127.0.0.3", port))
+		Expect(statValue(s, "listener.127.0.0.1_"+fmt.Sprint(port)+".no_filter_chain_match")).To(Equal("1"))
+	})
+})
