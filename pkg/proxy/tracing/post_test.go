@@ -10,15 +10,12 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice/grpcservicetest"
 )
 
 // dialer reaches a test server.
-type dialer string
-
-func (d dialer) Connect(ctx context.Context) (net.Conn, error) {
-	var nd net.Dialer
-	return nd.DialContext(ctx, "tcp", string(d))
-}
+type dialer = grpcservicetest.Dialer
 
 func TestPoster(t *testing.T) {
 	var (

@@ -1,9 +1,7 @@
 package als
 
 import (
-	"context"
 	"io"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice/grpcservicetest"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -71,24 +70,11 @@ func (c *collector) snapshot() [][]*alsv3.StreamAccessLogsMessage {
 // serve starts c on a loopback port and returns its address.
 func serve(t *testing.T, c *collector) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	alsv3.RegisterAccessLogServiceServer(srv, c)
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(srv.Stop)
-	return ln.Addr().String()
+	return grpcservicetest.Serve(t, func(srv *grpc.Server) { alsv3.RegisterAccessLogServiceServer(srv, c) })
 }
 
 // dialer is a cluster of one host.
-type dialer string
-
-func (d dialer) Connect(ctx context.Context) (net.Conn, error) {
-	var nd net.Dialer
-	return nd.DialContext(ctx, "tcp", string(d))
-}
+type dialer = grpcservicetest.Dialer
 
 // newSink compiles an http_grpc (or tcp_grpc) configuration written as
 // JSON, its grpc_service naming cluster "als" at addr.

@@ -26,6 +26,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/formatter/reqwithoutquery"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice/grpcservicetest"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry/resourcedetectors/staticconfig"
@@ -70,24 +71,11 @@ func (r *receiver) snapshot() []*collogspb.ExportLogsServiceRequest {
 // serve starts r on a loopback port and returns its address.
 func serve(t *testing.T, r *receiver) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	collogspb.RegisterLogsServiceServer(srv, r)
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(srv.Stop)
-	return ln.Addr().String()
+	return grpcservicetest.Serve(t, func(srv *grpc.Server) { collogspb.RegisterLogsServiceServer(srv, r) })
 }
 
 // dialer is a cluster of one host.
-type dialer string
-
-func (d dialer) Connect(ctx context.Context) (net.Conn, error) {
-	var nd net.Dialer
-	return nd.DialContext(ctx, "tcp", string(d))
-}
+type dialer = grpcservicetest.Dialer
 
 // sinkContext reaches cluster "otel" at addr.
 func sinkContext(addr string, st *stats.Store) accesslog.SinkContext {

@@ -29,6 +29,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice/grpcservicetest"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter/httpfiltertest"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
@@ -58,12 +59,7 @@ func (f fakeServices) Cluster(name string) grpcservice.Cluster {
 }
 
 // dialer is a cluster of one address.
-type dialer string
-
-func (d dialer) Connect(ctx context.Context) (net.Conn, error) {
-	var nd net.Dialer
-	return nd.DialContext(ctx, "tcp", string(d))
-}
+type dialer = grpcservicetest.Dialer
 
 // fakeChecker answers every check with resp (after blocking until the
 // context ends when hang), and keeps the requests.

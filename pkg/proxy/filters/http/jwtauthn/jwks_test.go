@@ -1,7 +1,6 @@
 package jwtauthn
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice/grpcservicetest"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -32,12 +32,7 @@ func (l loopbackServices) Cluster(name string) grpcservice.Cluster {
 	return dialer(l.addr)
 }
 
-type dialer string
-
-func (d dialer) Connect(ctx context.Context) (net.Conn, error) {
-	var nd net.Dialer
-	return nd.DialContext(ctx, "tcp", string(d))
-}
+type dialer = grpcservicetest.Dialer
 
 // newTestRemote is a remote JWKS of the server at addr, its clock at *now.
 func newTestRemote(t *testing.T, addr string, now *time.Time, timeout time.Duration) *remoteJWKS {

@@ -1,9 +1,7 @@
 package lua
 
 import (
-	"context"
 	"errors"
-	"net"
 	"testing"
 	"time"
 
@@ -12,6 +10,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice/grpcservicetest"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter/httpfiltertest"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
@@ -32,12 +31,7 @@ func (l loopbackServices) Cluster(name string) grpcservice.Cluster {
 	return dialer(addr)
 }
 
-type dialer string
-
-func (d dialer) Connect(ctx context.Context) (net.Conn, error) {
-	var nd net.Dialer
-	return nd.DialContext(ctx, "tcp", string(d))
-}
+type dialer = grpcservicetest.Dialer
 
 // testFilter is a compiled filter with its stat store and the log lines
 // it wrote.
