@@ -203,6 +203,16 @@ var _ = Describe("RBAC's matcher form", func() {
 		// An input Envoy has but does not allow RBAC, and one Outrigger
 		// does not implement.
 		Expect(r.Stderr).To(ContainSubstring(`http_filters[0].typed_config.matcher.matcher_tree.input.typed_config: the RBAC HTTP filter cannot match on envoy.type.matcher.v3.HttpResponseHeaderMatchInput`))
-		Expect(r.Stderr).To(ContainSubstring(`http_filters[0].typed_config.shadow_matcher.matcher_tree.input.typed_config: type "envoy.extensions.matching.common_inputs.network.v3.TransportProtocolInput" is not supported here`))
+		// The transport protocol is a listener's input (filter_chain_matcher):
+		// the RBAC filter refuses it, on its own.
+		config = proxySpec{
+			Port: freePort(),
+			Filters: `[` + httpFilter("envoy.filters.http.rbac", httpRBACType, `{
+				shadow_matcher: {matcher_tree: {input: `+matchInput(networkInputs+"TransportProtocolInput", "")+`, exact_match_map: {map: {tls: `+rbacAction("t", "ALLOW")+`}}}}}`) + `]`,
+			Clusters: []proxyCluster{{Name: "up", Port: freePort()}},
+		}.YAML()
+		r, _ = validate("bootstrap.yaml", config)
+		Expect(r.ExitCode).To(Equal(1), "stdout: %s", r.Stdout)
+		Expect(r.Stderr).To(ContainSubstring(`http_filters[0].typed_config.shadow_matcher.matcher_tree.input.typed_config: the RBAC HTTP filter cannot match on envoy.extensions.matching.common_inputs.network.v3.TransportProtocolInput`))
 	})
 })
