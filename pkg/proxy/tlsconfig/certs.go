@@ -147,7 +147,8 @@ func parsePrivateKeyLimited(data, password []byte, limits pkcs8Limits) (crypto.S
 			return asSigner(b.Type, k)
 		}
 		//lint:ignore SA1019 the legacy PEM encryption is what Envoy configurations with a password use; nothing newer in the standard library reads it
-		if x509.IsEncryptedPEMBlock(b) {
+		decrypted := x509.IsEncryptedPEMBlock(b)
+		if decrypted {
 			if password == nil {
 				return nil, errors.New("the private key is encrypted and no password is configured")
 			}
@@ -172,6 +173,11 @@ func parsePrivateKeyLimited(data, password []byte, limits pkcs8Limits) (crypto.S
 			k, err = x509.ParseECPrivateKey(der)
 		default:
 			return nil, fmt.Errorf("unexpected PEM block %q (want a private key)", b.Type)
+		}
+		if err != nil && decrypted {
+			// As with PKCS#8 above: a wrong password passes the padding
+			// check about once in 256 tries, and the result is no key.
+			return nil, errors.New(errWrongPassword)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", b.Type, err)
