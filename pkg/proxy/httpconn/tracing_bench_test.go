@@ -1,8 +1,6 @@
 package httpconn
 
 import (
-	"context"
-	"net"
 	"syscall"
 	"testing"
 	"time"
@@ -14,17 +12,13 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice/grpcservicetest"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
 )
 
 // collectorDialer reaches an in-process OTLP/HTTP collector.
-type collectorDialer string
-
-func (d collectorDialer) Connect(ctx context.Context) (net.Conn, error) {
-	var nd net.Dialer
-	return nd.DialContext(ctx, "tcp", string(d))
-}
+type collectorDialer = grpcservicetest.Dialer
 
 // benchmarkTracing is BenchmarkProxyHTTP1 with tracing at a random
 // sampling percentage (none when pct is negative), spans exported by the
