@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net"
 	"os/exec"
 	"strings"
 	"time"
@@ -43,5 +44,50 @@ var _ = Describe("Listener socket_options and freebind", func() {
 		r, _ := validate("bootstrap.yaml", socketOptionsBootstrap(freePort(), "[{level: 1, name: 8, int_value: 99999999999}]"))
 		Expect(r.ExitCode).To(Equal(1))
 		Expect(r.Stderr).To(ContainSubstring("static_resources.listeners[0].socket_options[0].int_value: 99999999999 does not fit in a C int"))
+	})
+
+	It("sets tcp_backlog_size and tcp_keepalive, which the accepted connections inherit", func() {
+		port := freePort()
+		s := Start(newDir(), proxySpec{
+			Port:     port,
+			Listener: "{tcp_backlog_size: 5, tcp_keepalive: {keepalive_time: 9, keepalive_interval: 3, keepalive_probes: 2}}",
+			Routes:   "[{match: {prefix: /}, direct_response: {status: 200, body: {inline_string: hi}}}]",
+		}.YAML())
+		// ss shows a listening socket's backlog as its Send-Q.
+		out, err := exec.Command("ss", "-Htln", fmt.Sprintf("sport = :%d", port)).CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "%s", out)
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		Expect(lines).NotTo(BeEmpty())
+		for _, l := range lines {
+			Expect(strings.Fields(l)).To(HaveLen(5), "%s", out)
+			Expect(strings.Fields(l)[2]).To(Equal("5"), "every worker's socket has the backlog:\n%s", out)
+		}
+		// A connection held open: the proxy's side of it runs the
+		// keep-alive timer, started at the 9 s idle time.
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		Expect(err).NotTo(HaveOccurred())
+		defer c.Close()
+		_, err = c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+		Expect(err).NotTo(HaveOccurred())
+		buf := make([]byte, 4096)
+		n, err := c.Read(buf)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(buf[:n])).To(ContainSubstring("hi"))
+		out, err = exec.Command("ss", "-Htno", "state", "established", fmt.Sprintf("sport = :%d", port)).CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "%s", out)
+		// ss prints 8.996 s as "8.996ms" and 9 s as "9sec"; the system's
+		// default (2 hours) would read "119min".
+		Expect(string(out)).To(MatchRegexp(`timer:\(keepalive,([0-8]\.[0-9]{3}ms|9sec),0\)`), "the accepted socket keeps alive within 9 s:\n%s", out)
+		Expect(s.Running()).To(BeTrue())
+	})
+
+	It("refuses a backlog that does not fit in a C int with its path", func() {
+		r, _ := validate("bootstrap.yaml", proxySpec{
+			Port:     freePort(),
+			Listener: "{tcp_backlog_size: 4294967295}",
+			Routes:   "[{match: {prefix: /}, direct_response: {status: 200}}]",
+		}.YAML())
+		Expect(r.ExitCode).To(Equal(1))
+		Expect(r.Stderr).To(ContainSubstring("static_resources.listeners[0].tcp_backlog_size: 4294967295 does not fit in a C int"))
 	})
 })

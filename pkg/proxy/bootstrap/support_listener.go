@@ -45,6 +45,19 @@ var supportedListener = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.SocketOption.SocketType.stream":   {},
 	"envoy.config.core.v3.SocketOption.SocketType.datagram": {},
 	"envoy.config.listener.v3.AdditionalAddress.address":    {},
+	// An additional address's own socket options (replacing the
+	// listener's) and keep-alive (replacing the listener's tcp_keepalive,
+	// a 0 turning it off); see pkg/proxy/listener/keepalive.go.
+	"envoy.config.listener.v3.AdditionalAddress.socket_options": {},
+	"envoy.config.core.v3.SocketOptionsOverride.socket_options": {},
+	"envoy.config.listener.v3.AdditionalAddress.tcp_keepalive":  {},
+	// SO_KEEPALIVE and its values on the listening sockets, inherited by
+	// the accepted connections (Linux).
+	"envoy.config.listener.v3.Listener.tcp_keepalive": {},
+	// listen(2)'s backlog (Linux); somaxconn when unset, as in Envoy.
+	"envoy.config.listener.v3.Listener.tcp_backlog_size": {},
+	// Deprecated: true asks for enable_reuse_port's default (on).
+	"envoy.config.listener.v3.Listener.reuse_port": {},
 
 	// Listener filters (pkg/proxy/listenerfilter). filter_disabled and
 	// config_discovery (ECDS) are not implemented.

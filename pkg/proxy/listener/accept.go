@@ -21,11 +21,11 @@ const (
 	maxAcceptDelay = time.Second
 )
 
-// bindAddress opens n sockets on a, each with the socket options opts.
-// With reusePort each socket sets SO_REUSEPORT, and when a asks for port 0
-// the first socket's port is reused for the others, so all the workers
-// share one OS-chosen port.
-func bindAddress(a socketAddress, n int, reusePort bool, opts sockopt.Set) ([]net.Listener, error) {
+// bindAddress opens n sockets on a, each with the socket options opts and,
+// unless backlog is -1, that accept queue. With reusePort each socket
+// sets SO_REUSEPORT, and when a asks for port 0 the first socket's port is
+// reused for the others, so all the workers share one OS-chosen port.
+func bindAddress(a socketAddress, n int, reusePort bool, backlog int, opts sockopt.Set) ([]net.Listener, error) {
 	// Envoy does not turn TCP keep-alive on for downstream connections;
 	// neither do we (Go would by default).
 	lc := net.ListenConfig{KeepAlive: -1}
@@ -46,6 +46,12 @@ func bindAddress(a socketAddress, n int, reusePort bool, opts sockopt.Set) ([]ne
 		if err := opts.ApplyListening(ln); err != nil {
 			_ = ln.Close()
 			return nil, err
+		}
+		if backlog >= 0 {
+			if err := setBacklog(ln, backlog); err != nil {
+				_ = ln.Close()
+				return nil, err
+			}
 		}
 		return ln, nil
 	}

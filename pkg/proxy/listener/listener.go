@@ -21,6 +21,7 @@ package listener
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"slices"
 	"sync"
@@ -128,8 +129,12 @@ type Listener struct {
 	// (bind_to_port: false).
 	bindToPort bool
 	reusePort  bool
-	// sockOpts are socket_options, freebind the listener's freebind.
-	sockOpts sockopt.Set
+	// addrOpts are the socket options of each address of addrs: the
+	// listener's socket_options (or an additional address's own), its
+	// tcp_fast_open_queue_length and its tcp_keepalive (or the address's).
+	addrOpts []sockopt.Set
+	// backlog is tcp_backlog_size, -1 for the system's (somaxconn).
+	backlog  int
 	freebind bool
 	// transparent is the listener's transparent: IP_TRANSPARENT before
 	// bind (a false value sets nothing, as in Envoy).
@@ -224,6 +229,7 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 		enforceGlobal: !lc.GetIgnoreGlobalConnLimit(),
 		runtime:       deps.Runtime,
 		limitKeys:     connectionLimitKeys(lc.GetName()),
+		backlog:       -1,
 	}
 	l.conns = &runner{stop: l.stopCh}
 	if l.manager == nil {
@@ -247,7 +253,7 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 		l.addrs = append(l.addrs, a)
 	}
 	l.bindToPort = lc.GetBindToPort() == nil || lc.GetBindToPort().GetValue()
-	l.reusePort = reusePortSupported && (lc.GetEnableReusePort() == nil || lc.GetEnableReusePort().GetValue())
+	l.reusePort = reusePortSupported && reusePortWanted(lc)
 	l.bufferLimit = DefaultBufferLimit
 	if v := lc.GetPerConnectionBufferLimitBytes(); v != nil {
 		l.bufferLimit, l.setBuffers = v.GetValue(), true
@@ -260,16 +266,49 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 	if err != nil {
 		errs = append(errs, fieldpath.Prefix("socket_options", err))
 	}
+	var tcpOpts sockopt.Set // fast open's, for every address
 	if q := lc.GetTcpFastOpenQueueLength(); q != nil {
 		if primary.isUDP() {
 			errs = append(errs, errors.New("tcp_fast_open_queue_length: not supported on a UDP listener"))
 		} else if fo, err := sockopt.TCPFastOpen(q.GetValue()); err != nil {
 			errs = append(errs, fmt.Errorf("tcp_fast_open_queue_length: %w", err))
 		} else {
-			opts = append(opts, fo)
+			tcpOpts = append(tcpOpts, fo)
 		}
 	}
-	l.sockOpts, l.freebind, l.transparent = opts, lc.GetFreebind().GetValue(), lc.GetTransparent().GetValue()
+	if b := lc.GetTcpBacklogSize(); b != nil {
+		switch {
+		case primary.isUDP():
+			errs = append(errs, errors.New("tcp_backlog_size: not supported on a UDP listener"))
+		case b.GetValue() > math.MaxInt32:
+			errs = append(errs, fmt.Errorf("tcp_backlog_size: %d does not fit in a C int", b.GetValue()))
+		default:
+			l.backlog = int(b.GetValue())
+		}
+	}
+	keepalive, err := l.keepaliveOptions("tcp_keepalive", lc.GetTcpKeepalive(), primary)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	l.addrOpts = append(l.addrOpts, concatOptions(opts, tcpOpts, keepalive))
+	for i, aa := range lc.GetAdditionalAddresses() {
+		own, ka := opts, keepalive
+		path := fmt.Sprintf("additional_addresses[%d].", i)
+		if so := aa.GetSocketOptions(); so != nil {
+			// The address's own list replaces the listener's, an empty
+			// one meaning none, as in Envoy.
+			if own, err = sockopt.Compile(so.GetSocketOptions()); err != nil {
+				errs = append(errs, fieldpath.Prefix(path+"socket_options.socket_options", err))
+			}
+		}
+		if k := aa.GetTcpKeepalive(); k != nil {
+			if ka, err = l.keepaliveOptions(path+"tcp_keepalive", k, primary); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		l.addrOpts = append(l.addrOpts, concatOptions(own, tcpOpts, ka))
+	}
+	l.freebind, l.transparent = lc.GetFreebind().GetValue(), lc.GetTransparent().GetValue()
 	if err := l.compileAccessLogs(lc, deps.AccessLogs); err != nil {
 		errs = append(errs, err)
 	}
@@ -504,7 +543,7 @@ func (l *Listener) bindAll(inherited map[socketAddress][]net.Listener) ([][]net.
 	n := l.socketsPerAddress()
 	var sockets [][]net.Listener
 	var opened [][]net.Listener
-	for _, a := range l.addrs {
+	for i, a := range l.addrs {
 		if socks, ok := inherited[a]; ok {
 			sockets = append(sockets, socks)
 			continue
@@ -514,11 +553,11 @@ func (l *Listener) bindAll(inherited map[socketAddress][]net.Listener) ([][]net.
 			opened = append(opened, socks)
 			continue
 		}
-		opts, err := l.bindOptions(a)
+		opts, err := l.bindOptions(i, a)
 		if err != nil {
 			return nil, err
 		}
-		socks, err := bindAddress(a, n, l.reusePort, opts)
+		socks, err := bindAddress(a, n, l.reusePort, l.backlog, opts)
 		if err != nil {
 			for _, ss := range opened {
 				closeAll(ss)
@@ -531,10 +570,11 @@ func (l *Listener) bindAll(inherited map[socketAddress][]net.Listener) ([][]net.
 	return sockets, nil
 }
 
-// bindOptions are the options of a socket bound to a: socket_options,
-// then freebind's and transparent's, for the address's family.
-func (l *Listener) bindOptions(a socketAddress) (sockopt.Set, error) {
-	opts := l.sockOpts
+// bindOptions are the options of a socket bound to a, the listener's
+// address i: its own (socket_options, fast open's and keep-alive's), then
+// freebind's and transparent's, for the address's family.
+func (l *Listener) bindOptions(i int, a socketAddress) (sockopt.Set, error) {
+	opts := l.addrOpts[i]
 	ipv6 := a.addr.Addr().Is6() && !a.addr.Addr().Is4In6()
 	if l.freebind {
 		fb, err := sockopt.Freebind(ipv6)

@@ -165,8 +165,8 @@ func (l *Listener) ShutdownUDP(ctx context.Context) error {
 // listener binds its port beside the one it replaces). l.mu is held.
 func (l *Listener) bindUDP() error {
 	var conns []*net.UDPConn
-	for _, a := range l.addrs {
-		opts, err := l.bindOptions(a)
+	for i, a := range l.addrs {
+		opts, err := l.bindOptions(i, a)
 		if err != nil {
 			closeUDPConns(conns)
 			return err
