@@ -170,6 +170,38 @@ var _ = Describe("HTTP/1.1 protocol options", func() {
 			To(MatchRegexp(`^HTTP/1.1 (400|501) `))
 	})
 
+	It("routes an absolute-form request by its URL, and with allow_absolute_url: false refuses it with 404 as a non-relative path", func() {
+		up := startWireUpstream("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+		const absolute = "GET http://example.com/abs?q=1 HTTP/1.1\r\nHost: other\r\n\r\n"
+		port := freePort()
+		s := Start(newDir(), h1OptionsSpec(port, up.port, "", "").YAML())
+		Expect(rawExchange(port, absolute)).To(HavePrefix("HTTP/1.1 200 "))
+		Expect(up.last()).To(HavePrefix("GET /abs?q=1 HTTP/1.1\r\n"))
+		Expect(strings.ToLower(up.last())).To(ContainSubstring("host: example.com\r\n"), "the URL's host wins over the Host field (RFC 9112 §3.2.2)")
+		Expect(statValue(s, "http.h1o.downstream_rq_non_relative_path")).To(Equal("0"))
+		// OPTIONS' asterisk form is not a relative path either: Envoy
+		// answers it 404 itself.
+		Expect(rawExchange(port, "OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n")).To(HavePrefix("HTTP/1.1 404 "))
+		Expect(statValue(s, "http.h1o.downstream_rq_non_relative_path")).To(Equal("1"))
+
+		up2 := startWireUpstream("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+		port2 := freePort()
+		s2 := Start(newDir(), h1OptionsSpec(port2, up2.port, "allow_absolute_url: false", "").YAML())
+		Expect(rawExchange(port2, absolute)).To(HavePrefix("HTTP/1.1 404 "))
+		Expect(up2.last()).To(BeEmpty())
+		Expect(statValue(s2, "http.h1o.downstream_rq_non_relative_path")).To(Equal("1"))
+		Expect(rawExchange(port2, "GET /rel HTTP/1.1\r\nHost: h\r\n\r\n")).To(HavePrefix("HTTP/1.1 200 "), "relative paths are served as before")
+		Expect(up2.last()).To(HavePrefix("GET /rel HTTP/1.1\r\n"))
+	})
+
+	It("refuses allow_absolute_url on a cluster, with its path", func() {
+		res, _ := validate("cluster-aau.yaml", h1OptionsSpec(freePort(), 1, "",
+			fmt.Sprintf("{typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: %s}}",
+				`{"@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions, explicit_http_config: {http_protocol_options: {allow_absolute_url: true}}}`)).YAML())
+		Expect(res.ExitCode).NotTo(Equal(0))
+		Expect(res.Stderr).To(ContainSubstring("explicit_http_config.http_protocol_options.allow_absolute_url: not supported by Outrigger on a cluster"))
+	})
+
 	It("refuses allow_chunked_length on a cluster, with its path", func() {
 		res, _ := validate("cluster-acl.yaml", h1OptionsSpec(freePort(), 1, "",
 			fmt.Sprintf("{typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: %s}}",

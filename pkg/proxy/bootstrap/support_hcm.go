@@ -102,6 +102,16 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.Http1ProtocolOptions.allow_chunked_length":                          {},
 	"envoy.config.core.v3.Http1ProtocolOptions.enable_trailers":                               {},
 	"envoy.config.core.v3.Http1ProtocolOptions.override_stream_error_on_invalid_http_message": {},
+	// allow_absolute_url: false keeps an absolute-form target whole as the
+	// path, which is then refused (404, absolute_path_rejected); true is
+	// the default. allow_custom_methods: true is what Outrigger's parser
+	// does whatever the value (any token method; docs/compat.md). Both
+	// are for client connections only (clusters refuse them).
+	"envoy.config.core.v3.Http1ProtocolOptions.allow_absolute_url":   {},
+	"envoy.config.core.v3.Http1ProtocolOptions.allow_custom_methods": {},
+	// Envoy's choice between its two HTTP/1 parsers, which parse the same
+	// protocol; Outrigger has one, used whatever the value.
+	"envoy.config.core.v3.Http1ProtocolOptions.use_balsa_parser": {},
 
 	// Proper-case field names, on client and upstream connections alike;
 	// the stateful_formatter extensions stay refused.

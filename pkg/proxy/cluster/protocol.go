@@ -220,6 +220,8 @@ func downstreamOnlyFields(opts *httpv3.HttpProtocolOptions, path string) []error
 	refuse(h1.GetDefaultHostForHttp_10() != "", config+".http_protocol_options.default_host_for_http_10")
 	refuse(h1.GetAllowChunkedLength(), config+".http_protocol_options.allow_chunked_length")
 	refuse(h1.GetOverrideStreamErrorOnInvalidHttpMessage() != nil, config+".http_protocol_options.override_stream_error_on_invalid_http_message")
+	refuse(h1.GetAllowAbsoluteUrl() != nil, config+".http_protocol_options.allow_absolute_url")
+	refuse(h1.GetAllowCustomMethods(), config+".http_protocol_options.allow_custom_methods")
 	errs = append(errs, downstreamOnlyHTTP2Fields(h2, path+"."+config+".http2_protocol_options")...)
 	return errs
 }

@@ -113,6 +113,10 @@ type settings struct {
 	// properCase writes HTTP/1 field names in proper case
 	// (http_protocol_options.header_key_format.proper_case_words).
 	properCase bool
+	// keepAbsoluteURL is allow_absolute_url: false: an absolute-form
+	// target stays the path (refused with a 404, absolute_path_rejected)
+	// rather than giving the request its host and path.
+	keepAbsoluteURL bool
 	// h1StreamErrorOnInvalid keeps an HTTP/1 connection open after a
 	// 400 local reply: http_protocol_options
 	// override_stream_error_on_invalid_http_message, else the connection
@@ -177,6 +181,7 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 		properCase:             cfg.GetHttpProtocolOptions().GetHeaderKeyFormat().GetProperCaseWords() != nil,
 		allowChunkedLength:     cfg.GetHttpProtocolOptions().GetAllowChunkedLength(),
 		enableTrailers:         cfg.GetHttpProtocolOptions().GetEnableTrailers(),
+		keepAbsoluteURL:        cfg.GetHttpProtocolOptions().GetAllowAbsoluteUrl() != nil && !cfg.GetHttpProtocolOptions().GetAllowAbsoluteUrl().GetValue(),
 		h1StreamErrorOnInvalid: cfg.GetStreamErrorOnInvalidHttpMessage().GetValue(),
 	}
 	if v := cfg.GetHttpProtocolOptions().GetOverrideStreamErrorOnInvalidHttpMessage(); v != nil {

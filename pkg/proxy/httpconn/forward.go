@@ -194,6 +194,13 @@ func (s *stream) prepareRequest() bool {
 func (s *stream) normalizeRequest() bool {
 	m := s.m
 	path, authority := s.path, s.authority
+	if path != "" && path[0] != '/' {
+		// Envoy serves relative paths only: an absolute URL kept whole
+		// (allow_absolute_url: false) or OPTIONS' "*".
+		m.stats.rqNonRelativePath.Inc()
+		s.localReply(404, "", 0, "absolute_path_rejected")
+		return false
+	}
 	redirect := false
 	if strings.HasPrefix(path, "/") {
 		switch m.escapedSlashesAction() {

@@ -69,7 +69,7 @@ func (c *serverConn) readRequest() (keep, done bool) {
 		return false, c.refused()
 	}
 	req := &x.req
-	if err := http1.ParseRequest(head, req, http1.RequestOptions{MaxHeaders: m.cfg.maxHeadersCount, AllowChunkedLength: m.cfg.allowChunkedLength}); err != nil {
+	if err := http1.ParseRequest(head, req, http1.RequestOptions{MaxHeaders: m.cfg.maxHeadersCount, AllowChunkedLength: m.cfg.allowChunkedLength, KeepAbsoluteURL: m.cfg.keepAbsoluteURL}); err != nil {
 		c.protocolError(err)
 		return false, c.refused()
 	}

@@ -59,6 +59,11 @@ type RequestOptions struct {
 	// Transfer-Encoding: chunked, whose Content-Length is then removed
 	// (Envoy's allow_chunked_length); otherwise it is refused.
 	AllowChunkedLength bool
+	// KeepAbsoluteURL leaves an absolute-form target whole as the
+	// request's Path, its host taken from the Host field as for any other
+	// form (Envoy's allow_absolute_url: false). The connection manager
+	// then refuses the path, which does not begin with "/".
+	KeepAbsoluteURL bool
 }
 
 // ParseRequest parses head, as ReadHead returned it, into req, reusing the
@@ -103,7 +108,7 @@ func ParseRequest(head []byte, req *Request, opts RequestOptions) error {
 	if err := req.interpretFields(opts.AllowChunkedLength); err != nil {
 		return err
 	}
-	return req.interpretTarget()
+	return req.interpretTarget(opts.KeepAbsoluteURL)
 }
 
 // interpretFields reads the fields that govern framing, persistence and
@@ -224,8 +229,8 @@ func requireChunked(te []byte) error {
 }
 
 // interpretTarget derives Path and, for an absolute-form target, Authority
-// (RFC 9112 §3.2).
-func (r *Request) interpretTarget() error {
+// (RFC 9112 §3.2); keepAbsolute is RequestOptions.KeepAbsoluteURL.
+func (r *Request) interpretTarget(keepAbsolute bool) error {
 	t := r.Target
 	switch {
 	case t[0] == '/':
@@ -234,6 +239,8 @@ func (r *Request) interpretTarget() error {
 		r.Path = t
 	case string(r.Method) == "CONNECT":
 		r.Authority = t
+	case keepAbsolute:
+		r.Path = t
 	default:
 		scheme := bytes.Index(t, []byte("://"))
 		if scheme <= 0 || !isToken(t[:scheme]) {
