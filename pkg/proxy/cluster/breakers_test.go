@@ -428,11 +428,14 @@ func TestConnectHostOverflow(t *testing.T) {
 // closed, abandoned while pending, refused) against tight limits; when
 // they are done every breaker is back to 0.
 func TestHTTP1BreakersNoLeak(t *testing.T) {
-	srv := newUpstreamServer(t, nil)
 	// The server reports each connection it closes on a small channel:
-	// this test closes many.
+	// this test closes many. The drain stops in a cleanup registered
+	// before the server's, so it runs after it: the server's cleanup waits
+	// for its connections, which report on the channel as they close (a
+	// deferred stop let more than the channel holds block them forever).
 	stop := make(chan struct{})
-	defer close(stop)
+	t.Cleanup(func() { close(stop) })
+	srv := newUpstreamServer(t, nil)
 	go func() {
 		for {
 			select {
