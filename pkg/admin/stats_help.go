@@ -321,6 +321,7 @@ var httpHelp = [][2]string{
 	{"http.downstream_rq_rx_reset", "Downstream requests reset by the client."},
 	{"http.downstream_rq_tx_reset", "Downstream requests reset by the proxy."},
 	{"http.downstream_rq_non_relative_path", "Downstream requests with an absolute-form or otherwise non-relative path."},
+	{"http.downstream_rq_rejected_via_ip_detection", "Downstream requests refused because an original IP detection extension found no client address."},
 	{"http.downstream_rq_too_large", "Downstream requests refused because their body was too large to buffer."},
 	{"http.downstream_rq_failed_path_normalization", "Downstream requests refused because their path could not be normalized."},
 	{"http.downstream_rq_redirected_with_normalized_path", "Downstream requests redirected to their normalized path."},

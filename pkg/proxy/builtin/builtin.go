@@ -76,6 +76,8 @@ import (
 	metadatafmtv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/metadata/v3"
 	rwqv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/req_without_query/v3"
 	simplecachev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/cache/simple_http_cache/v3"
+	ipcustomheaderv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/original_ip_detection/custom_header/v3"
+	ipxffv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/original_ip_detection/xff/v3"
 	leastrequestv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/least_request/v3"
 	maglevv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/maglev/v3"
 	randomv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/random/v3"
@@ -165,6 +167,9 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/snidynamicforwardproxy"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/tcpproxy"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/udp/udpproxy"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/ipdetection"
+	ipcustomheader "github.com/outrigger-dev/outrigger/pkg/proxy/ipdetection/customheader"
+	ipxff "github.com/outrigger-dev/outrigger/pkg/proxy/ipdetection/xff"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/requestid"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/requestid/uuid"
@@ -309,6 +314,9 @@ func Registry() *extension.Registry {
 		extension.Of("proxy.regex_engines.google_re2", RegexEngines, &googlere2v3.GoogleRE2{}, nil),
 
 		extension.Of(uuid.Name, requestid.Category, &uuidv3.UuidRequestIdConfig{}, uuid.Factory{}),
+
+		extension.Of(ipxff.Name, ipdetection.Category, &ipxffv3.XffConfig{}, ipxff.Factory{}),
+		extension.Of(ipcustomheader.Name, ipdetection.Category, &ipcustomheaderv3.CustomHeaderConfig{}, ipcustomheader.Factory{}),
 
 		extension.Of("proxy.resource_monitors.fixed_heap", ResourceMonitors, &fixedheapv3.FixedHeapConfig{}, nil),
 		extension.Of("proxy.resource_monitors.global_downstream_max_connections", ResourceMonitors, &connectionsv3.DownstreamConnectionsConfig{}, nil),

@@ -94,6 +94,8 @@ func TestRegistry(t *testing.T) {
 		"envoy.formatter proxy.formatter.metadata envoy.extensions.formatter.metadata.v3.Metadata",
 		"envoy.formatter proxy.formatter.req_without_query envoy.extensions.formatter.req_without_query.v3.ReqWithoutQuery",
 		"envoy.http.cache proxy.extensions.http.cache.simple envoy.extensions.http.cache.simple_http_cache.v3.SimpleHttpCacheConfig",
+		"envoy.http.original_ip_detection proxy.http.original_ip_detection.custom_header envoy.extensions.http.original_ip_detection.custom_header.v3.CustomHeaderConfig",
+		"envoy.http.original_ip_detection proxy.http.original_ip_detection.xff envoy.extensions.http.original_ip_detection.xff.v3.XffConfig",
 		"envoy.load_balancing_policies proxy.load_balancing_policies.least_request envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest",
 		"envoy.load_balancing_policies proxy.load_balancing_policies.maglev envoy.extensions.load_balancing_policies.maglev.v3.Maglev",
 		"envoy.load_balancing_policies proxy.load_balancing_policies.random envoy.extensions.load_balancing_policies.random.v3.Random",

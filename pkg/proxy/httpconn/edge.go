@@ -1,7 +1,6 @@
 package httpconn
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -48,35 +47,6 @@ func (ia *internalAddresses) contains(ip netip.Addr) bool {
 		}
 	}
 	return false
-}
-
-// errBadXFF is what lastXFF reports for a list without a usable entry.
-var errBadXFF = errors.New("no address at that position of x-forwarded-for")
-
-// lastXFF returns the address skip entries from the right of an
-// x-forwarded-for list ("client, proxy1, proxy2"), and whether the list
-// holds one address only, as Envoy's getLastAddressFromXFF does: an entry
-// that is not an IP address yields an error.
-func lastXFF(xff string, skip uint32) (netip.Addr, bool, error) {
-	single := !strings.Contains(xff, ",")
-	rest := xff
-	for i := uint32(0); ; i++ {
-		entry := rest
-		j := strings.LastIndexByte(rest, ',')
-		if j >= 0 {
-			entry, rest = rest[j+1:], rest[:j]
-		}
-		if i == skip {
-			ip, err := netip.ParseAddr(strings.TrimSpace(entry))
-			if err != nil {
-				return netip.Addr{}, false, errBadXFF
-			}
-			return ip, single, nil
-		}
-		if j < 0 {
-			return netip.Addr{}, false, errBadXFF
-		}
-	}
 }
 
 // internalHeader reports whether a request header is one only a trusted

@@ -9,6 +9,7 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/ipdetection"
 )
 
 // hopByHopRequest reports whether a request field stays on the downstream
@@ -100,7 +101,7 @@ func (s *stream) prepareRequest() bool {
 	if m.cfg.useRemoteAddress {
 		trusted = !hasXFF
 		if m.cfg.xffTrustedHops > 0 && hasXFF {
-			if ip, _, err := lastXFF(xff, m.cfg.xffTrustedHops-1); err == nil {
+			if ip, _, err := ipdetection.LastXFF(xff, m.cfg.xffTrustedHops-1); err == nil {
 				final = ip
 			}
 		}
@@ -127,10 +128,17 @@ func (s *stream) prepareRequest() bool {
 				h.Set("x-forwarded-port", p)
 			}
 		}
+	} else if len(m.cfg.ipDetection) > 0 {
+		var reject int
+		if final, trusted, reject = s.detectClient(); reject != 0 {
+			m.stats.rqRejectedViaIPDetection.Inc()
+			s.localReply(reject, "", 0, "rejecting_because_detection_failed")
+			return false
+		}
 	} else if hasXFF {
 		// The client is the address xff_num_trusted_hops from the
 		// right of x-forwarded-for, for the logs and the filters.
-		if ip, single, err := lastXFF(xff, m.cfg.xffTrustedHops); err == nil {
+		if ip, single, err := ipdetection.LastXFF(xff, m.cfg.xffTrustedHops); err == nil {
 			final, trusted = ip, single
 		}
 	}

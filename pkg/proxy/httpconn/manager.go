@@ -169,6 +169,8 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 	tr.withRouter(filters.startChildSpan)
 	s.requestID, err = readRequestID(cfg, deps)
 	errs = append(errs, err)
+	s.ipDetection, err = readIPDetection(cfg, deps)
+	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		filters.close()
 		upgradeFilters.close()

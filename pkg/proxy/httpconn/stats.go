@@ -43,6 +43,7 @@ type hcmStats struct {
 	// resetting too many streams early.
 	rqTooManyPrematureResets *stats.Counter
 	rqNonRelativePath        *stats.Counter
+	rqRejectedViaIPDetection *stats.Counter
 	// Requests normalize_path or the escaped slashes action refused, and
 	// those UNESCAPE_AND_REDIRECT redirected.
 	rqFailedPathNormalization  *stats.Counter
@@ -122,6 +123,7 @@ func newHCMStats(st *stats.Store, prefix, listenerPrefix string) *hcmStats {
 		rqTooLarge:               sc.Counter("downstream_rq_too_large"),
 		rqTooManyPrematureResets: sc.Counter("downstream_rq_too_many_premature_resets"),
 		rqNonRelativePath:        sc.Counter("downstream_rq_non_relative_path"),
+		rqRejectedViaIPDetection: sc.Counter("downstream_rq_rejected_via_ip_detection"),
 		rqTime:                   sc.Histogram("downstream_rq_time", stats.UnitMilliseconds),
 		noRoute:                  sc.Counter("no_route"),
 		noCluster:                sc.Counter("no_cluster"),
