@@ -264,11 +264,31 @@ var _ = Describe("The header-to-metadata filter", func() {
 		Eventually(sc.Stdout).Should(ContainSubstring("HM version=stable tenant=- weight=- secret=s\n"))
 	})
 
-	It("refuses cookie rules, with the field path", func() {
-		r, _ := validate("b.yaml", tailLogSpec(freePort(), "["+httpFilter("envoy.filters.http.header_to_metadata", headerToMetadataType,
-			`{request_rules: [{cookie: session, on_header_present: {key: s}}]}`)+"]", "x"))
-		Expect(r.ExitCode).To(Equal(1))
-		Expect(r.Stderr).To(ContainSubstring("request_rules[0].cookie: not supported"))
+	It("reads request cookies, from every cookie header, and refuses them on responses with the field path", func() {
+		port := freePort()
+		sc := Start(newDir(), tailLogSpec(port, "["+
+			httpFilter("envoy.filters.http.header_to_metadata", headerToMetadataType, `{
+				request_rules: [
+				  {cookie: session, on_header_present: {metadata_namespace: lb, key: session}},
+				  {cookie: tier, on_header_present: {metadata_namespace: lb, key: tier}, on_header_missing: {metadata_namespace: lb, key: tier, value: free}}]}`)+"]",
+			"CK session=%DYNAMIC_METADATA(lb:session)% tier=%DYNAMIC_METADATA(lb:tier)%"),
+			"--file-flush-interval-msec", "50")
+		// HTTP/2 sends each cookie pair as a field of its own (RFC 9113
+		// §8.2.3): the rule finds the cookie in any of them.
+		for proto, client := range httpClients() {
+			r := httpDo(client, "GET", listenerURL(port, "/"), nil, http.Header{"Cookie": {"a=1", `session="abc"`, "tier=gold"}})
+			Expect(r.Status).To(Equal(200), proto)
+			Expect(tailSeen(r)).To(HaveKey("Cookie"), "%s: cookie rules never remove the header", proto)
+			Eventually(sc.Stdout).Should(ContainSubstring("CK session=abc tier=gold\n"), proto)
+		}
+		r := httpDo(plain, "GET", listenerURL(port, "/"), nil, http.Header{"Cookie": {"tier="}})
+		Expect(r.Status).To(Equal(200))
+		Eventually(sc.Stdout).Should(ContainSubstring("CK session=- tier=free\n"), "an empty cookie is missing")
+
+		res, _ := validate("b.yaml", tailLogSpec(freePort(), "["+httpFilter("envoy.filters.http.header_to_metadata", headerToMetadataType,
+			`{response_rules: [{cookie: session, on_header_present: {key: s}}]}`)+"]", "x"))
+		Expect(res.ExitCode).To(Equal(1))
+		Expect(res.Stderr).To(ContainSubstring("response_rules[0].cookie: not supported by Outrigger on response rules"))
 	})
 })
 

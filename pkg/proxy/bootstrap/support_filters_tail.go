@@ -37,9 +37,11 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 
 	// envoy.filters.http.header_to_metadata (cookie and stat_prefix are
 	// refused).
-	"envoy.extensions.filters.http.header_to_metadata.v3.Config.request_rules":                    {},
-	"envoy.extensions.filters.http.header_to_metadata.v3.Config.response_rules":                   {},
-	"envoy.extensions.filters.http.header_to_metadata.v3.Config.Rule.header":                      {},
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.request_rules":  {},
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.response_rules": {},
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.Rule.header":    {},
+	// A request cookie's value instead of a header's (request rules only).
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.Rule.cookie":                      {},
 	"envoy.extensions.filters.http.header_to_metadata.v3.Config.Rule.on_header_present":           {},
 	"envoy.extensions.filters.http.header_to_metadata.v3.Config.Rule.on_header_missing":           {},
 	"envoy.extensions.filters.http.header_to_metadata.v3.Config.Rule.remove":                      {},

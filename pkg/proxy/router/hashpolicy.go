@@ -313,18 +313,23 @@ func generatedCookie(remote, local string) string {
 	return string(out[:])
 }
 
-// cookieValue finds a cookie of the request, as Envoy's parseCookieValue:
-// every cookie header, each split on ';', a pair's name running from its
-// first non-space byte to its '=' and its value, without surrounding
-// double quotes, to the end of the pair. The first cookie of that name
-// wins.
+// cookieValue finds a cookie of the request (see CookieValue).
 func cookieValue(req *Request, name string) (string, bool) {
-	if req.Headers == nil {
+	return CookieValue(req.Headers, name)
+}
+
+// CookieValue finds a cookie in request headers, as Envoy's
+// parseCookieValue: every cookie header, each split on ';', a pair's name
+// running from its first non-space byte to its '=' and its value, without
+// surrounding double quotes, to the end of the pair. The first cookie of
+// that name wins.
+func CookieValue(h HeaderGetter, name string) (string, bool) {
+	if h == nil {
 		return "", false
 	}
-	fields, split := req.Headers.(HeaderFields)
+	fields, split := h.(HeaderFields)
 	if !split {
-		v, ok := req.Headers.Get("cookie")
+		v, ok := h.Get("cookie")
 		if !ok {
 			return "", false
 		}

@@ -75,7 +75,16 @@ func apply(s httpfilter.Stream, rs []rule, h router.HeaderEditor) {
 	}
 	for i := range rs {
 		r := &rs[i]
-		v, present := h.Get(r.header)
+		var (
+			v       string
+			present bool
+		)
+		if r.cookie != "" {
+			v, present = router.CookieValue(h, r.cookie)
+			present = present && v != ""
+		} else {
+			v, present = h.Get(r.header)
+		}
 		switch {
 		case present && r.present != nil:
 			if r.present.value != "" {

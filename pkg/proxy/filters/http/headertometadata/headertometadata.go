@@ -66,7 +66,11 @@ type rules struct {
 
 // rule is one compiled Rule.
 type rule struct {
-	header           string
+	header string
+	// cookie, when set instead of header, names a request cookie whose
+	// value the rule reads (an empty one counts as missing, as Envoy's
+	// CookieValueSelector has it).
+	cookie           string
 	present, missing *pair
 	remove           bool
 }
@@ -86,31 +90,37 @@ func compileRules(c *h2mv3.Config) (*rules, error) {
 	if len(c.GetRequestRules()) == 0 && len(c.GetResponseRules()) == 0 {
 		return nil, errors.New("request_rules: at least one of request_rules or response_rules must be set")
 	}
-	req, err := compileList(c.GetRequestRules(), "request_rules")
+	req, err := compileList(c.GetRequestRules(), "request_rules", true)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := compileList(c.GetResponseRules(), "response_rules")
+	resp, err := compileList(c.GetResponseRules(), "response_rules", false)
 	if err != nil {
 		return nil, err
 	}
 	return &rules{request: req, response: resp}, nil
 }
 
-func compileList(list []*h2mv3.Config_Rule, field string) ([]rule, error) {
+// compileList compiles the rules of one direction; cookies are read from
+// requests only (a response carries set-cookie, not cookie).
+func compileList(list []*h2mv3.Config_Rule, field string, request bool) ([]rule, error) {
 	out := make([]rule, 0, len(list))
 	for i, r := range list {
 		path := fmt.Sprintf("%s[%d]", field, i)
-		if r.GetCookie() != "" {
-			return nil, fmt.Errorf("%s.cookie: not supported by Outrigger", path)
-		}
-		if r.GetHeader() == "" {
+		switch {
+		case r.GetCookie() != "" && r.GetHeader() != "":
+			return nil, fmt.Errorf("%s: Cannot specify both header and cookie", path)
+		case r.GetCookie() != "" && !request:
+			return nil, fmt.Errorf("%s.cookie: not supported by Outrigger on response rules (a response carries no cookie header)", path)
+		case r.GetCookie() != "" && r.GetRemove():
+			return nil, fmt.Errorf("%s.remove: Cannot specify remove for cookie", path)
+		case r.GetCookie() == "" && r.GetHeader() == "":
 			return nil, fmt.Errorf("%s.header: one of cookie or header must be set", path)
 		}
 		if r.GetOnHeaderPresent() == nil && r.GetOnHeaderMissing() == nil {
 			return nil, fmt.Errorf("%s: one of on_header_present or on_header_missing must be set", path)
 		}
-		ru := rule{header: strings.ToLower(r.GetHeader()), remove: r.GetRemove()}
+		ru := rule{header: strings.ToLower(r.GetHeader()), cookie: r.GetCookie(), remove: r.GetRemove()}
 		var err error
 		if ru.present, err = compilePair(r.GetOnHeaderPresent()); err != nil {
 			return nil, fmt.Errorf("%s.on_header_present.%w", path, err)

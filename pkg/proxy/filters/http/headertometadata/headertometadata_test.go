@@ -107,9 +107,44 @@ func TestPerRouteReplaces(t *testing.T) {
 	}
 }
 
+// TestCookieRules: a cookie's value as Envoy's
+// parseCookieValue finds it; an absent or empty cookie is missing.
+func TestCookieRules(t *testing.T) {
+	cfg, err := Factory{}.Compile(parse(t, `
+request_rules:
+- cookie: session
+  on_header_present: {key: session}
+- cookie: tier
+  on_header_present: {key: tier}
+  on_header_missing: {key: tier, value: free}
+- cookie: empty
+  on_header_missing: {key: empty, value: missing}
+`), httpfilter.Context{Name: "h2m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := httpfiltertest.NewStream("GET", "/", "cookie", "a=1; session=\"abc\"; empty=")
+	cfg.NewFilter().(httpfilter.Decoder).DecodeHeaders(s)
+	got := s.Metadata.GetFilterMetadata()[defaultNamespace].AsMap()
+	want := map[string]any{"session": "abc", "tier": "free", "empty": "missing"}
+	if len(got) != len(want) {
+		t.Fatalf("metadata = %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+	if v, ok := s.RequestHeaders().Get("cookie"); !ok || v == "" {
+		t.Error("the cookie header was removed")
+	}
+}
+
 func TestRefused(t *testing.T) {
 	for _, tc := range []struct{ config, want string }{
-		{`request_rules: [{cookie: c, on_header_present: {key: a}}]`, "request_rules[0].cookie: not supported"},
+		{`request_rules: [{cookie: c, header: h, on_header_present: {key: a}}]`, "request_rules[0]: Cannot specify both header and cookie"},
+		{`request_rules: [{cookie: c, remove: true, on_header_present: {key: a}}]`, "request_rules[0].remove: Cannot specify remove for cookie"},
+		{`response_rules: [{cookie: c, on_header_present: {key: a}}]`, "response_rules[0].cookie: not supported by Outrigger on response rules"},
 		{`request_rules: [{on_header_present: {key: a}}]`, "request_rules[0].header: "},
 		{`request_rules: [{header: a}]`, "request_rules[0]: one of"},
 		{`response_rules: [{header: a, on_header_missing: {key: a}}]`, "response_rules[0].on_header_missing.value: "},
