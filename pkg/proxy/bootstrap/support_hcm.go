@@ -158,4 +158,8 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	// listed with the routes'.
 	"envoy.extensions.filters.http.health_check.v3.HealthCheck.pass_through_mode": {},
 	"envoy.extensions.filters.http.health_check.v3.HealthCheck.headers":           {},
+	// cache_time (pass-through mode) and cluster_min_healthy_percentages
+	// (pkg/proxy/filters/http/healthcheck).
+	"envoy.extensions.filters.http.health_check.v3.HealthCheck.cache_time":                      {},
+	"envoy.extensions.filters.http.health_check.v3.HealthCheck.cluster_min_healthy_percentages": {},
 }

@@ -9,6 +9,7 @@ import (
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dnscache"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/healthcheck"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/localratelimit"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
@@ -41,7 +42,25 @@ func (f filterServices) Cluster(name string) grpcservice.Cluster {
 	return nil
 }
 
-var _ localratelimit.LocalCluster = filterServices{}
+var (
+	_ localratelimit.LocalCluster = filterServices{}
+	_ healthcheck.Membership      = filterServices{}
+)
+
+// ClusterMembership is a cluster's host counts, for the health_check
+// filter's cluster_min_healthy_percentages (healthcheck.Membership), read
+// when a health check arrives, so clusters discovered later count.
+func (f filterServices) ClusterMembership(name string) (total, healthy, degraded int64, ok bool) {
+	if f.s.clusters == nil {
+		return 0, 0, 0, false
+	}
+	c := f.s.clusters.Cluster(name)
+	if c == nil {
+		return 0, 0, 0, false
+	}
+	st := c.Stats()
+	return st.MembershipTotal.Value(), st.MembershipHealthy.Value(), st.MembershipDegraded.Value(), true
+}
 
 // LocalClusterMembers is the local cluster (cluster_manager.local_cluster_name)
 // and its host count, for local_cluster_rate_limit (see
