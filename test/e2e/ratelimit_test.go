@@ -227,7 +227,7 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 			Listener: "{name: front}",
 			HCM: "{stat_prefix: front, access_log: [" +
 				fileLog(logPath, "%REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_FLAGS% %RESPONSE_CODE_DETAILS%\n") + "]}",
-			Filters: "[" + rlsFilter("rls", `domain: web, enable_x_ratelimit_headers: DRAFT_VERSION_03,
+			Filters: "[" + rlsFilter("rls", `domain: web, enable_x_ratelimit_headers: DRAFT_VERSION_03, enable_retry_after_header: true,
 				response_headers_to_add: [{header: {key: x-limited-by, value: outrigger}}]`) + "]",
 			VirtualHost: "{rate_limits: [{actions: [{generic_key: {descriptor_value: vh}}]}]}",
 			Routes: `[
@@ -364,12 +364,15 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 		}), "127.0.0.1 is in 127.0.0.0/8, so the inverted match leaves the second descriptor out")
 	})
 
-	It("answers 429 with x-envoy-ratelimited, the service's body and headers, once the service says OVER_LIMIT", func() {
+	It("answers 429 with x-envoy-ratelimited, retry-after, the service's body and headers, once the service says OVER_LIMIT", func() {
 		for i := range 2 {
-			Expect(get(port, "/quota", http.Header{"X-User": {"bob"}}).Status).To(Equal(200), "hit %d", i+1)
+			r := get(port, "/quota", http.Header{"X-User": {"bob"}})
+			Expect(r.Status).To(Equal(200), "hit %d", i+1)
+			Expect(r.Header).NotTo(HaveKey("Retry-After"), "only a 429 gets retry-after")
 		}
 		r := get(port, "/quota", http.Header{"X-User": {"bob"}})
 		Expect(r.Status).To(Equal(429))
+		Expect(r.Header.Values("retry-after")).To(Equal([]string{"42"}), "enable_retry_after_header: the over-limit status's duration_until_reset")
 		Expect(r.Body).To(Equal(`{"error":"slow down"}`))
 		Expect(r.Header.Values("content-type")).To(Equal([]string{"application/json"}), "the service's content-type replaces the reply's")
 		Expect(r.Header.Get("x-envoy-ratelimited")).To(Equal("true"))
@@ -497,12 +500,12 @@ var _ = Describe("The global rate limit HTTP filter", func() {
 	It("is refused at load with the path of a field it does not implement", func() {
 		cfg := proxySpec{
 			Port:     freePort(),
-			Filters:  "[" + rlsFilter("rls", "domain: web, enable_retry_after_header: true") + "]",
+			Filters:  "[" + rlsFilter("rls", "domain: web, rate_limits: [{stage: 1, actions: [{remote_address: {}}]}]") + "]",
 			Clusters: []proxyCluster{{Name: "up", Port: 1}, {Name: "rls", Port: 1, Extra: h2cOptions()}},
 		}.YAML()
 		res, _ := validate("bad.yaml", cfg)
 		Expect(res.ExitCode).NotTo(Equal(0))
-		Expect(res.Stderr + res.Stdout).To(ContainSubstring("http_filters[0].typed_config.enable_retry_after_header"))
+		Expect(res.Stderr + res.Stdout).To(ContainSubstring("http_filters[0].typed_config.rate_limits[0].stage: not supported in a filter's own rate_limits"))
 
 		cfg = proxySpec{
 			Port:     freePort(),

@@ -6,8 +6,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // envoy.filters.http.ratelimit (and its RateLimitPerRoute) and
 // envoy.filters.network.ratelimit, that Outrigger implements (see
 // supportedCore); the route's rate_limits actions are in supportedRoute.
-// Not listed, so refused with their path: the HTTP filter's
-// enable_retry_after_header (Compile refuses true). The network filter's
+// The network filter's
 // descriptors are sent as they are, limit override and hits included
 // (Envoy's filter sends only their entries). override_option is
 // DEFAULT only, as Envoy reads vh_rate_limits; transport_api_version is
@@ -22,19 +21,21 @@ var supportedRateLimit = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ratelimit.v3.RateLimit.rate_limit_service":                 {},
 	"envoy.extensions.filters.http.ratelimit.v3.RateLimit.enable_x_ratelimit_headers":         {},
 	"envoy.extensions.filters.http.ratelimit.v3.RateLimit.disable_x_envoy_ratelimited_header": {},
-	"envoy.extensions.filters.http.ratelimit.v3.RateLimit.rate_limited_status":                {},
-	"envoy.extensions.filters.http.ratelimit.v3.RateLimit.response_headers_to_add":            {},
-	"envoy.extensions.filters.http.ratelimit.v3.RateLimit.status_on_error":                    {},
-	"envoy.extensions.filters.http.ratelimit.v3.RateLimit.stat_prefix":                        {},
-	"envoy.extensions.filters.http.ratelimit.v3.RateLimit.filter_enabled":                     {},
-	"envoy.extensions.filters.http.ratelimit.v3.RateLimit.filter_enforced":                    {},
-	"envoy.extensions.filters.http.ratelimit.v3.RateLimit.failure_mode_deny_percent":          {},
-	"envoy.extensions.filters.http.ratelimit.v3.RateLimit.rate_limits":                        {},
-	"envoy.extensions.filters.http.ratelimit.v3.RateLimit.metadata_namespace":                 {},
-	"envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute.vh_rate_limits":             {},
-	"envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute.override_option":            {values: []string{"DEFAULT"}},
-	"envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute.rate_limits":                {},
-	"envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute.domain":                     {},
+	// retry-after on 429s (retryafter.go).
+	"envoy.extensions.filters.http.ratelimit.v3.RateLimit.enable_retry_after_header": {},
+	"envoy.extensions.filters.http.ratelimit.v3.RateLimit.rate_limited_status":       {},
+	"envoy.extensions.filters.http.ratelimit.v3.RateLimit.response_headers_to_add":   {},
+	"envoy.extensions.filters.http.ratelimit.v3.RateLimit.status_on_error":           {},
+	"envoy.extensions.filters.http.ratelimit.v3.RateLimit.stat_prefix":               {},
+	"envoy.extensions.filters.http.ratelimit.v3.RateLimit.filter_enabled":            {},
+	"envoy.extensions.filters.http.ratelimit.v3.RateLimit.filter_enforced":           {},
+	"envoy.extensions.filters.http.ratelimit.v3.RateLimit.failure_mode_deny_percent": {},
+	"envoy.extensions.filters.http.ratelimit.v3.RateLimit.rate_limits":               {},
+	"envoy.extensions.filters.http.ratelimit.v3.RateLimit.metadata_namespace":        {},
+	"envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute.vh_rate_limits":    {},
+	"envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute.override_option":   {values: []string{"DEFAULT"}},
+	"envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute.rate_limits":       {},
+	"envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute.domain":            {},
 
 	"envoy.extensions.filters.network.ratelimit.v3.RateLimit.stat_prefix":                          {},
 	"envoy.extensions.filters.network.ratelimit.v3.RateLimit.domain":                               {},

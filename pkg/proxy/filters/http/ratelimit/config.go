@@ -51,6 +51,9 @@ type config struct {
 	// xRateLimit adds the draft-03 x-ratelimit headers;
 	// xEnvoyRateLimited adds x-envoy-ratelimited to over-limit answers.
 	xRateLimit, xEnvoyRateLimited bool
+	// retryAfter adds retry-after to 429 answers
+	// (enable_retry_after_header).
+	retryAfter bool
 	// responseHeaders go on rate-limited replies.
 	responseHeaders router.HeaderMutation
 	// enabled and enforced are filter_enabled and filter_enforced, or
@@ -84,17 +87,13 @@ func (c *config) Close() error { return c.client.Close() }
 var _ io.Closer = (*config)(nil)
 
 // compile checks and compiles a RateLimit. Fields Outrigger does not
-// implement are refused with their path, by the support table (and
-// enable_retry_after_header here).
+// implement are refused with their path, by the support table.
 func compile(p *rlv3.RateLimit, ctx httpfilter.Context) (*config, error) {
 	if ctx.Stats == nil {
 		return nil, errors.New("no stat store")
 	}
 	if p.GetDomain() == "" {
 		return nil, errors.New("domain: must be set")
-	}
-	if p.GetEnableRetryAfterHeader() {
-		return nil, errors.New("enable_retry_after_header: not supported by Outrigger")
 	}
 	c := &config{
 		name:              ctx.Name,
@@ -106,6 +105,7 @@ func compile(p *rlv3.RateLimit, ctx httpfilter.Context) (*config, error) {
 		grpcExhausted:     p.GetRateLimitedAsResourceExhausted(),
 		xRateLimit:        p.GetEnableXRatelimitHeaders() == rlv3.RateLimit_DRAFT_VERSION_03,
 		xEnvoyRateLimited: !p.GetDisableXEnvoyRatelimitedHeader(),
+		retryAfter:        p.GetEnableRetryAfterHeader(),
 		enabled:           runtime.Fraction{Key: "ratelimit.http_filter_enabled", Numerator: 100, Denominator: 100},
 		enforced:          runtime.Fraction{Key: "ratelimit.http_filter_enforcing", Numerator: 100, Denominator: 100},
 		runtime:           ctx.Runtime,

@@ -143,6 +143,9 @@ func (f *filter) complete(s httpfilter.Stream, resp *ratelimitservice.Response, 
 	switch {
 	case resp.Status == ratelimitservice.OverLimit && c.enforced.Enabled(c.runtime, rand.Uint64()):
 		f.limited = true
+		if c.retryAfter && c.rateLimitedStatus == 429 {
+			f.responseHeaders = appendRetryAfter(f.responseHeaders, resp.Statuses)
+		}
 		if c.grpcExhausted {
 			s.SendGrpcLocalReply(c.rateLimitedStatus, grpcResourceExhausted, resp.Body, accesslog.RateLimited, detailsRateLimited)
 		} else {

@@ -120,7 +120,6 @@ func TestCompileRefuses(t *testing.T) {
 		"AUTO version":     {`{"domain": "d", "rate_limit_service": {"grpc_service": {"google_grpc": {"target_uri": "x", "stat_prefix": "s"}}}}`, "rate_limit_service.transport_api_version: AUTO is not supported"},
 		"bad request_type": {`{"domain": "d", SERVICE, "request_type": "some"}`, `request_type: "some" is not one of`},
 		"stage above 10":   {`{"domain": "d", SERVICE, "stage": 11}`, "stage: must be at most 10"},
-		"retry-after":      {`{"domain": "d", SERVICE, "enable_retry_after_header": true}`, "enable_retry_after_header: not supported"},
 		"own rate_limits with a stage": {`{"domain": "d", SERVICE, "rate_limits": [{"stage": 1, "actions": [{"remote_address": {}}]}]}`,
 			"rate_limits[0].stage: not supported in a filter's own rate_limits"},
 		"own rate_limits with dynamic_metadata": {`{"domain": "d", SERVICE, "rate_limits": [{"actions": [{"remote_address": {}}, {"dynamic_metadata": {"descriptor_key": "k", "metadata_key": {"key": "a", "path": [{"key": "b"}]}}}]}]}`,
