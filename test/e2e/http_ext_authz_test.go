@@ -226,6 +226,8 @@ func extAuthzBootstrap(up string, grpcPort int, httpAuthz string, listeners ...p
 		{Name: "authz_http", Port: portNum(httpAuthz)},
 	}
 	spec.More = listeners[1:]
+	// bootstrap_metadata_labels_key reads the node's labels.
+	spec.Top = "{node: {id: n1, cluster: shop, metadata: {labels: {app: shop, version: v2, replicas: 3}}}}"
 	return spec.YAML()
 }
 
@@ -267,7 +269,7 @@ var _ = Describe("The external authorization filter", func() {
 			logPath = filepath.Join(dir, "access.log")
 			port, fmaPort, strictPort = freePort(), freePort(), freePort()
 			cfg := extAuthzBootstrap(up, grpcPort, "127.0.0.1:1",
-				extAuthzListener("front", port, grpcAuthzFilter("status_on_error: {code: 503}, stat_prefix: edge, with_request_body: {max_request_bytes: 8, allow_partial_message: true}, route_metadata_context_namespaces: [team, absent]"), logPath),
+				extAuthzListener("front", port, grpcAuthzFilter("status_on_error: {code: 503}, stat_prefix: edge, with_request_body: {max_request_bytes: 8, allow_partial_message: true}, route_metadata_context_namespaces: [team, absent], bootstrap_metadata_labels_key: labels"), logPath),
 				extAuthzListener("fma", fmaPort, grpcAuthzFilter("failure_mode_allow: true, failure_mode_allow_header_add: true"), ""),
 				extAuthzListener("strict", strictPort, grpcAuthzFilter("with_request_body: {max_request_bytes: 16}"), ""),
 			)
@@ -298,6 +300,8 @@ var _ = Describe("The external authorization filter", func() {
 			Expect(h.GetHeaders()).NotTo(HaveKey("host"))
 			Expect(cr.GetAttributes().GetSource().GetAddress().GetSocketAddress().GetAddress()).To(Equal("127.0.0.1"))
 			Expect(cr.GetAttributes().GetDestination().GetAddress().GetSocketAddress().GetPortValue()).To(BeEquivalentTo(port))
+			Expect(cr.GetAttributes().GetDestination().GetLabels()).To(Equal(map[string]string{"app": "shop", "version": "v2", "replicas": ""}),
+				"bootstrap_metadata_labels_key: the node metadata's labels, a number reading as empty as in Envoy")
 			Expect(cr.GetAttributes().GetRequest().GetTime().AsTime()).To(BeTemporally("~", time.Now(), time.Minute))
 			Expect(cr.GetAttributes().GetContextExtensions()).To(Equal(map[string]string{"level": "vhost", "vh": "yes"}))
 

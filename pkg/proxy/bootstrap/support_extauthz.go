@@ -5,7 +5,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedExtAuthz lists the fields of envoy.filters.http.ext_authz that
 // Outrigger implements (see supportedCore), and of its per-route
 // ExtAuthzPerRoute. Not listed, so refused with their path:
-// bootstrap_metadata_labels_key; shadow_mode (its ShadowDecision filter
+// shadow_mode (its ShadowDecision filter
 // state is newer than the Envoy source Outrigger follows); emit_client_span
 // and per route check_settings.emit_client_span (the check is not traced:
 // no client span to emit or suppress); the HTTP service's retry_policy
@@ -27,6 +27,9 @@ var supportedExtAuthz = map[protoreflect.FullName]fieldSupport{
 	// shares them (allow_all_routing only false).
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.decoder_header_mutation_rules": {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.status_on_error":               {},
+	// The node metadata's labels under the key are the check's
+	// destination labels.
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.bootstrap_metadata_labels_key": {},
 	// The namespaces of the request's dynamic metadata (RBAC's, so far)
 	// go in the CheckRequest's metadata_context; no Outrigger filter sets
 	// typed metadata, so the typed namespaces find nothing, as in Envoy

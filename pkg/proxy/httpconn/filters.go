@@ -390,6 +390,7 @@ func filterContext(statPrefix string, deps Deps) httpfilter.Context {
 		// The node the tracers name is the bootstrap's, with the
 		// command line's --service-cluster applied.
 		ServiceCluster: deps.Tracing.Node.GetCluster(),
+		NodeMetadata:   deps.Tracing.Node.GetMetadata(),
 	}
 	if deps.Health != nil {
 		ctx.Health = deps.Health

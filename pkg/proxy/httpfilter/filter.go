@@ -108,6 +108,9 @@ type Context struct {
 	// node.cluster, or --service-cluster), which rate limit descriptors
 	// name as source_cluster.
 	ServiceCluster string
+	// NodeMetadata is the bootstrap node's metadata (ext_authz's
+	// bootstrap_metadata_labels_key reads it); nil when it has none.
+	NodeMetadata *structpb.Struct
 }
 
 // Services is how a filter's configuration reaches the services it

@@ -111,7 +111,7 @@ func (c *config) checkRequest(s httpfilter.Stream, in checkInput) *authv3.CheckR
 	}
 	return &authv3.CheckRequest{Attributes: &authv3.AttributeContext{
 		Source:      source,
-		Destination: &authv3.AttributeContext_Peer{Address: socketAddress(info.LocalAddress)},
+		Destination: &authv3.AttributeContext_Peer{Address: socketAddress(info.LocalAddress), Labels: c.destinationLabels},
 		Request: &authv3.AttributeContext_Request{
 			Time: timestamppb.New(info.Start),
 			Http: hr,

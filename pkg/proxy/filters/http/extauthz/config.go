@@ -73,6 +73,9 @@ type config struct {
 	// routeNamespaces are route_metadata_context_namespaces: the
 	// namespaces of the route's metadata sent in route_metadata_context.
 	routeNamespaces []string
+	// destinationLabels are the node metadata's labels under
+	// bootstrap_metadata_labels_key, sent as the destination's labels.
+	destinationLabels map[string]string
 	// ingestMetadata is enable_dynamic_metadata_ingestion (default true):
 	// the service's dynamic metadata becomes the filter's.
 	ingestMetadata bool
@@ -145,6 +148,7 @@ func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
 		maxDeniedBody:       int(p.GetMaxDeniedResponseBodyBytes()),
 		metadataNamespaces:  p.GetMetadataContextNamespaces(),
 		routeNamespaces:     p.GetRouteMetadataContextNamespaces(),
+		destinationLabels:   nodeLabels(ctx.NodeMetadata, p.GetBootstrapMetadataLabelsKey()),
 		chargeCluster:       p.GetChargeClusterResponseStats() == nil || p.GetChargeClusterResponseStats().GetValue(),
 		ingestMetadata:      p.GetEnableDynamicMetadataIngestion() == nil || p.GetEnableDynamicMetadataIngestion().GetValue(),
 		store:               ctx.Stats,
@@ -251,8 +255,6 @@ func refuseUnsupported(p *extauthzv3.ExtAuthz) error {
 		return errors.New("include_peer_certificate: only false is supported by Outrigger (the check request carries no TLS details yet)")
 	case p.GetIncludeTlsSession():
 		return errors.New("include_tls_session: only false is supported by Outrigger (the check request carries no TLS details yet)")
-	case p.GetBootstrapMetadataLabelsKey() != "":
-		return errors.New("bootstrap_metadata_labels_key: not supported by Outrigger")
 	case p.GetShadowMode():
 		return errors.New("shadow_mode: not supported by Outrigger (no ShadowDecision filter state)")
 	case p.GetEmitClientSpan() != nil:
@@ -310,4 +312,23 @@ func (ms matchers) match(name string) bool {
 		}
 	}
 	return false
+}
+
+// nodeLabels reads bootstrap_metadata_labels_key's labels from the node
+// metadata, as Envoy: the fields of the Struct under key, each as its
+// string value (a value of another kind reads as ""); none without a key
+// or a Struct there.
+func nodeLabels(md *structpb.Struct, key string) map[string]string {
+	if key == "" {
+		return nil
+	}
+	fields := md.GetFields()[key].GetStructValue().GetFields()
+	if len(fields) == 0 {
+		return nil
+	}
+	labels := make(map[string]string, len(fields))
+	for k, v := range fields {
+		labels[k] = v.GetStringValue()
+	}
+	return labels
 }
