@@ -292,6 +292,28 @@ var _ = Describe("HTTP/1 edges: early 400, timeouts, delayed close, validate_clu
 		})
 	})
 
+	Describe("max_connection_duration_jitter", func() {
+		It("extends each connection's maximum duration by up to the percentage, never shortens it, and is refused on a cluster", func() {
+			s := start("common_http_protocol_options: {max_connection_duration: 1s, max_connection_duration_jitter: {value: 100}}, drain_timeout_jitter: {value: 50}")
+			t0 := time.Now()
+			c := dialRawClient(port)
+			c.send("GET /d HTTP/1.1\r\nHost: h\r\n\r\n")
+			resp, _ := c.response()
+			Expect(resp.Close).To(BeFalse())
+			closed := c.closedAfter(t0)
+			Expect(closed).To(BeNumerically(">=", time.Second), "the jitter only adds")
+			Expect(closed).To(BeNumerically("<=", 2*time.Second+edgeLate), "at most twice the duration with 100%")
+			Eventually(func() string { return statValue(s, "http.edge.downstream_cx_max_duration_reached") }).Should(Equal("1"))
+
+			r, _ := validate("cluster-jitter.yaml", proxySpec{
+				Port:     freePort(),
+				Clusters: []proxyCluster{{Name: "up", Port: 1, Extra: `{typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: {"@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions, common_http_protocol_options: {max_connection_duration_jitter: {value: 10}}, explicit_http_config: {http_protocol_options: {}}}}}`}},
+			}.YAML())
+			Expect(r.ExitCode).To(Equal(1))
+			Expect(r.Stderr).To(ContainSubstring("common_http_protocol_options.max_connection_duration_jitter: not supported by Outrigger on a cluster"))
+		})
+	})
+
 	Describe("delayed_close_timeout", func() {
 		It("waits for the client to close, then closes and counts it", func() {
 			s := start("delayed_close_timeout: 1s")

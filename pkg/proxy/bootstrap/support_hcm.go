@@ -103,8 +103,12 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	// Clusters refuse it (pkg/proxy/cluster, downstreamOnlyFields).
 	"envoy.config.core.v3.HttpProtocolOptions.headers_with_underscores_action": {},
 	"envoy.config.core.v3.HttpProtocolOptions.max_connection_duration":         {},
-	"envoy.config.core.v3.Http1ProtocolOptions.accept_http_10":                 {},
-	"envoy.config.core.v3.Http1ProtocolOptions.default_host_for_http_10":       {},
+	// A random share of the duration, per connection (jitter.go); clusters
+	// refuse it with max_connection_duration.
+	"envoy.config.core.v3.HttpProtocolOptions.max_connection_duration_jitter":                                {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.drain_timeout_jitter": {},
+	"envoy.config.core.v3.Http1ProtocolOptions.accept_http_10":                                               {},
+	"envoy.config.core.v3.Http1ProtocolOptions.default_host_for_http_10":                                     {},
 
 	// Requests with both Content-Length and chunked framing, and whether a
 	// 400 local reply closes an HTTP/1 connection (the HTTP/1 override of

@@ -209,6 +209,7 @@ func downstreamOnlyFields(opts *httpv3.HttpProtocolOptions, path string) []error
 	refuse(common.GetMaxHeadersCount() != nil, "common_http_protocol_options.max_headers_count")
 	refuse(common.GetHeadersWithUnderscoresAction() != corev3.HttpProtocolOptions_ALLOW, "common_http_protocol_options.headers_with_underscores_action")
 	refuse(common.GetMaxConnectionDuration() != nil, "common_http_protocol_options.max_connection_duration")
+	refuse(common.GetMaxConnectionDurationJitter() != nil, "common_http_protocol_options.max_connection_duration_jitter")
 	config, h1, h2 := "explicit_http_config", opts.GetExplicitHttpConfig().GetHttpProtocolOptions(), opts.GetExplicitHttpConfig().GetHttp2ProtocolOptions()
 	if ud := opts.GetUseDownstreamProtocolConfig(); ud != nil {
 		config, h1, h2 = "use_downstream_protocol_config", ud.GetHttpProtocolOptions(), ud.GetHttp2ProtocolOptions()

@@ -94,6 +94,10 @@ type settings struct {
 	// maxConnectionDuration ends a connection that long after its accept
 	// (common_http_protocol_options.max_connection_duration).
 	maxConnectionDuration time.Duration
+	// maxConnectionDurationJitter and drainTimeoutJitter are the
+	// percentages of max_connection_duration_jitter and
+	// drain_timeout_jitter (0 for none).
+	maxConnectionDurationJitter, drainTimeoutJitter float64
 	// maxStreamDuration ends a stream that long after its start
 	// (common_http_protocol_options.max_stream_duration); a route's
 	// max_stream_duration overrides it (see refreshDuration).
@@ -274,6 +278,10 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 			return s, fmt.Errorf("%s: %w", d.path, err)
 		}
 	}
+	// The jitters: a random share, up to the percentage, added to each
+	// connection's maximum duration and drain grace period (jitter.go).
+	s.maxConnectionDurationJitter = common.GetMaxConnectionDurationJitter().GetValue()
+	s.drainTimeoutJitter = cfg.GetDrainTimeoutJitter().GetValue()
 	if d := common.GetMaxConnectionDuration(); d != nil && s.maxConnectionDuration == 0 {
 		// Envoy arms a timer of 0 and so closes every connection as
 		// soon as it opens; no one means that.

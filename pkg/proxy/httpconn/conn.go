@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"errors"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/netip"
@@ -232,7 +233,7 @@ func (c *serverConn) serve() {
 	// The idle timeout and max_connection_duration count from the
 	// accept, as Envoy's timers do.
 	c.lastNow = time.Now()
-	c.maxDurAt = after(c.lastNow, c.m.cfg.maxConnectionDuration)
+	c.maxDurAt = after(c.lastNow, jittered(c.m.cfg.maxConnectionDuration, c.m.cfg.maxConnectionDurationJitter, rand.Float64))
 	c.br = c.m.readers.Get().(*bufio.Reader)
 	c.br.Reset(&c.src)
 	switch c.m.cfg.codec {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"runtime"
 	"strings"
@@ -1057,6 +1058,7 @@ func (h *h2Conn) startDrainLocked() {
 		h.goAwayLocked(errCodeNo)
 		return
 	}
+	t = jittered(t, h.m.cfg.drainTimeoutJitter, rand.Float64)
 	h.draining = true
 	h.appendGoAwayLocked(h2LastStreamID, errCodeNo)
 	h.kickLocked()
