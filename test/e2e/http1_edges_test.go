@@ -292,6 +292,24 @@ var _ = Describe("HTTP/1 edges: early 400, timeouts, delayed close, validate_clu
 		})
 	})
 
+	Describe("http1_safe_max_connection_duration", func() {
+		It("keeps an idle HTTP/1 connection past its maximum duration, answers its next request with connection: close, then closes it", func() {
+			s := start("common_http_protocol_options: {max_connection_duration: 1s}, http1_safe_max_connection_duration: true")
+			c := dialRawClient(port)
+			c.send("GET /d HTTP/1.1\r\nHost: h\r\n\r\n")
+			resp, _ := c.response()
+			Expect(resp.Close).To(BeFalse())
+			// Past the maximum duration, idle: still open.
+			time.Sleep(1500 * time.Millisecond)
+			c.send("GET /d HTTP/1.1\r\nHost: h\r\n\r\n")
+			resp, body := c.response()
+			Expect(body).To(Equal("hi\n"))
+			Expect(resp.Close).To(BeTrue(), "the request after the maximum duration is the connection's last")
+			Expect(c.closedAfter(time.Now())).To(BeNumerically("<", 5*time.Second))
+			Expect(statValue(s, "http.edge.downstream_cx_max_duration_reached")).To(Equal("1"))
+		})
+	})
+
 	Describe("max_connection_duration_jitter", func() {
 		It("extends each connection's maximum duration by up to the percentage, never shortens it, and is refused on a cluster", func() {
 			s := start("common_http_protocol_options: {max_connection_duration: 1s, max_connection_duration_jitter: {value: 100}}, drain_timeout_jitter: {value: 50}")

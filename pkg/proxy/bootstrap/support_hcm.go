@@ -107,8 +107,11 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	// refuse it with max_connection_duration.
 	"envoy.config.core.v3.HttpProtocolOptions.max_connection_duration_jitter":                                {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.drain_timeout_jitter": {},
-	"envoy.config.core.v3.Http1ProtocolOptions.accept_http_10":                                               {},
-	"envoy.config.core.v3.Http1ProtocolOptions.default_host_for_http_10":                                     {},
+	// An idle HTTP/1 connection past max_connection_duration waits for its
+	// next request (answered with connection: close); conn.go.
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.http1_safe_max_connection_duration": {},
+	"envoy.config.core.v3.Http1ProtocolOptions.accept_http_10":                                                             {},
+	"envoy.config.core.v3.Http1ProtocolOptions.default_host_for_http_10":                                                   {},
 
 	// Requests with both Content-Length and chunked framing, and whether a
 	// 400 local reply closes an HTTP/1 connection (the HTTP/1 override of

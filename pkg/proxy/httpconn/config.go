@@ -98,6 +98,11 @@ type settings struct {
 	// percentages of max_connection_duration_jitter and
 	// drain_timeout_jitter (0 for none).
 	maxConnectionDurationJitter, drainTimeoutJitter float64
+	// http1SafeMaxDuration is http1_safe_max_connection_duration: an
+	// HTTP/1 connection past its maximum duration waits for its next
+	// request and answers it with connection: close, rather than being
+	// closed while idle.
+	http1SafeMaxDuration bool
 	// maxStreamDuration ends a stream that long after its start
 	// (common_http_protocol_options.max_stream_duration); a route's
 	// max_stream_duration overrides it (see refreshDuration).
@@ -282,6 +287,7 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 	// connection's maximum duration and drain grace period (jitter.go).
 	s.maxConnectionDurationJitter = common.GetMaxConnectionDurationJitter().GetValue()
 	s.drainTimeoutJitter = cfg.GetDrainTimeoutJitter().GetValue()
+	s.http1SafeMaxDuration = cfg.GetHttp1SafeMaxConnectionDuration()
 	if d := common.GetMaxConnectionDuration(); d != nil && s.maxConnectionDuration == 0 {
 		// Envoy arms a timer of 0 and so closes every connection as
 		// soon as it opens; no one means that.

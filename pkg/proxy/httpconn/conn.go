@@ -122,8 +122,13 @@ type serverConn struct {
 	lastNow time.Time
 	// maxDurAt is when max_connection_duration ends the connection (zero:
 	// never); maxDurDone records that it did, so it is counted once.
-	maxDurAt   time.Time
-	maxDurDone bool
+	maxDurAt time.Time
+	// waitMaxDurAt is maxDurAt for the waits between HTTP/1 requests;
+	// zero with http1_safe_max_connection_duration, which lets an idle
+	// connection wait for its next request and answer it with
+	// connection: close instead.
+	waitMaxDurAt time.Time
+	maxDurDone   bool
 	// linger: the proxy ends the connection after a response it wrote
 	// whole, so the close waits for the client (delayed_close_timeout);
 	// halfClose: that response's body ends with the connection, which
@@ -234,6 +239,10 @@ func (c *serverConn) serve() {
 	// accept, as Envoy's timers do.
 	c.lastNow = time.Now()
 	c.maxDurAt = after(c.lastNow, jittered(c.m.cfg.maxConnectionDuration, c.m.cfg.maxConnectionDurationJitter, rand.Float64))
+	c.waitMaxDurAt = c.maxDurAt
+	if c.m.cfg.http1SafeMaxDuration {
+		c.waitMaxDurAt = time.Time{}
+	}
 	c.br = c.m.readers.Get().(*bufio.Reader)
 	c.br.Reset(&c.src)
 	switch c.m.cfg.codec {
@@ -360,7 +369,7 @@ func (c *serverConn) serveHTTP2Limited() {
 // first, the HTTP/1 wait that follows finds them passed and ends the
 // connection.
 func (c *serverConn) sniffHTTP2() bool {
-	d := earliest(after(c.lastNow, c.m.idleTimeout()), c.maxDurAt)
+	d := earliest(after(c.lastNow, c.m.idleTimeout()), c.waitMaxDurAt)
 	if c.rd.need(d, true) {
 		_ = c.nc.SetReadDeadline(d)
 	}
@@ -416,7 +425,7 @@ func (c *serverConn) afterRequest(keep bool) bool {
 		return false
 	}
 	c.requests++
-	if c.maxDurationPassed(c.lastNow) {
+	if !c.m.cfg.http1SafeMaxDuration && c.maxDurationPassed(c.lastNow) {
 		// The duration ended during the response, after its head went
 		// out without Connection: close: the connection ends with it,
 		// as Envoy's drain ends it.
@@ -488,7 +497,7 @@ func (c *serverConn) waitForRequest() int {
 			c.m.stats.cxIdleTimeout.Inc()
 			return waitEnded
 		}
-		if c.maxDurationPassed(c.lastNow) {
+		if !c.m.cfg.http1SafeMaxDuration && c.maxDurationPassed(c.lastNow) {
 			return waitEnded
 		}
 		// Early: the stream idle deadline, one kept lazily, or the
@@ -497,7 +506,7 @@ func (c *serverConn) waitForRequest() int {
 		c.rd.forget()
 		// In the set it wakes when this wait would: a reduce_timeouts
 		// that acts meanwhile is seen at the next wake-up, as here.
-		if c.evicted() && c.moveToIdleSet(earliest(earliest(after(waitStart, idle), after(c.lastNow, streamIdle)), c.maxDurAt)) {
+		if c.evicted() && c.moveToIdleSet(earliest(earliest(after(waitStart, idle), after(c.lastNow, streamIdle)), c.waitMaxDurAt)) {
 			return waitMoved
 		}
 	}
@@ -531,7 +540,7 @@ func (c *serverConn) armWait() (idle, streamIdle time.Duration) {
 	// Both are read again after each wake-up: the overload manager's
 	// reduce_timeouts scales them as it acts.
 	idle, streamIdle = c.m.idleTimeout(), c.streamIdle()
-	d := earliest(earliest(after(c.waitStart, idle), after(c.lastNow, streamIdle)), c.maxDurAt)
+	d := earliest(earliest(after(c.waitStart, idle), after(c.lastNow, streamIdle)), c.waitMaxDurAt)
 	if c.rd.needWithin(d, slackOf(streamIdle)) {
 		_ = c.nc.SetReadDeadline(d)
 	}
