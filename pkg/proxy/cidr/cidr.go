@@ -1,4 +1,5 @@
-// Package cidr reads Envoy's CidrRange, shared by the listener's filter
+// Package cidr reads Envoy's CidrRange, and looks addresses up in lists of
+// them; shared by the listener's filter
 // chain matches, the unified matcher's IP matcher, RBAC and IP tagging.
 package cidr
 
@@ -28,4 +29,19 @@ func family(ip netip.Addr) string {
 		return "IPv4"
 	}
 	return "IPv6"
+}
+
+// Set is a list of ranges an address may fall in.
+type Set []netip.Prefix
+
+// Contains reports whether ip is in one of the ranges; an IPv4-mapped
+// IPv6 address is looked up as the IPv4 address it carries.
+func (s Set) Contains(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	for _, p := range s {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }

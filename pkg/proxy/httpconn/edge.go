@@ -6,13 +6,15 @@ import (
 	"strings"
 
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/cidr"
 )
 
 // internalAddresses is internal_address_config: the client addresses whose
 // requests are internal. As in Envoy since the RFC 1918 default was
 // removed, none is internal unless configured.
 type internalAddresses struct {
-	prefixes []netip.Prefix
+	prefixes cidr.Set
 }
 
 // readInternalAddresses compiles internal_address_config. Errors name the
@@ -40,13 +42,7 @@ func readInternalAddresses(cfg *hcmv3.HttpConnectionManager_InternalAddressConfi
 
 // contains reports whether ip is internal.
 func (ia *internalAddresses) contains(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	for _, p := range ia.prefixes {
-		if p.Contains(ip) {
-			return true
-		}
-	}
-	return false
+	return ia.prefixes.Contains(ip)
 }
 
 // internalHeader reports whether a request header is one only a trusted

@@ -74,7 +74,7 @@ func (h trustedHops) Detect(in ipdetection.Input) ipdetection.Result {
 // proxy, and takes its rightmost address that is not one, or its leftmost
 // when all are.
 type trustedCIDRs struct {
-	prefixes []netip.Prefix
+	prefixes cidr.Set
 }
 
 // Detect implements ipdetection.Detector.
@@ -112,11 +112,5 @@ func (t *trustedCIDRs) Detect(in ipdetection.Input) ipdetection.Result {
 
 // trusted reports whether ip is in one of the trusted ranges.
 func (t *trustedCIDRs) trusted(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	for _, p := range t.prefixes {
-		if p.Contains(ip) {
-			return true
-		}
-	}
-	return false
+	return t.prefixes.Contains(ip)
 }
