@@ -1,6 +1,7 @@
-// Package cidr reads Envoy's CidrRange, and looks addresses up in lists of
-// them; shared by the listener's filter
-// chain matches, the unified matcher's IP matcher, RBAC and IP tagging.
+// Package cidr reads Envoy's CidrRange and looks addresses up in lists of
+// them; shared by the listener's filter chain matches, the unified
+// matcher's IP matcher, RBAC, IP tagging, the connection manager's
+// internal addresses and the xff IP detection extension.
 package cidr
 
 import (
