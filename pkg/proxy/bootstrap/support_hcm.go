@@ -138,11 +138,15 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	// The downstream HTTP/2 server's limits.
 	// connection_keepalive: PINGs to clients (h2keepalive.go) and to
 	// upstreams (the cluster's transport; no jitter there).
-	"envoy.config.core.v3.Http2ProtocolOptions.connection_keepalive":           {},
-	"envoy.config.core.v3.KeepaliveSettings.interval":                          {},
-	"envoy.config.core.v3.KeepaliveSettings.timeout":                           {},
-	"envoy.config.core.v3.KeepaliveSettings.interval_jitter":                   {},
-	"envoy.config.core.v3.Http2ProtocolOptions.max_concurrent_streams":         {},
+	"envoy.config.core.v3.Http2ProtocolOptions.connection_keepalive":   {},
+	"envoy.config.core.v3.KeepaliveSettings.interval":                  {},
+	"envoy.config.core.v3.KeepaliveSettings.timeout":                   {},
+	"envoy.config.core.v3.KeepaliveSettings.interval_jitter":           {},
+	"envoy.config.core.v3.Http2ProtocolOptions.max_concurrent_streams": {},
+	// Envoy's choice between its two HTTP/2 codecs (nghttp2, oghttp2),
+	// which speak the same protocol; Outrigger has one of its own
+	// (clients) and Go's (upstreams), used whatever the value.
+	"envoy.config.core.v3.Http2ProtocolOptions.use_oghttp2_codec":              {},
 	"envoy.config.core.v3.Http2ProtocolOptions.initial_stream_window_size":     {},
 	"envoy.config.core.v3.Http2ProtocolOptions.initial_connection_window_size": {},
 	// Its flood limits and the answer to malformed requests.
