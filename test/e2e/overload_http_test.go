@@ -42,6 +42,23 @@ var _ = Describe("Overload manager HTTP actions", func() {
 		Expect(s.Get("/ready").Status).To(Equal(200), "the admin is never shed")
 	})
 
+	It("leaves a bypass_overload_manager listener alone: no shed requests, no refused connections", func() {
+		for _, action := range []string{"envoy.overload_actions.stop_accepting_requests", "envoy.overload_actions.stop_accepting_connections"} {
+			s := Start(newDir(), overloadConfig(heapOverload(action), "bypass_overload_manager: true"))
+			waitStat(s, "overload."+action+".active", "1")
+			addr := listenerAddr(s, "web")
+			for name, client := range httpClients() {
+				resp, err := client.Get("http://" + addr + "/")
+				Expect(err).NotTo(HaveOccurred(), "%s %s", action, name)
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				Expect(resp.StatusCode).To(Equal(200), "%s %s", action, name)
+				Expect(string(body)).To(Equal("hello"), "%s %s", action, name)
+			}
+			Expect(statValue(s, overloadChainStats+"downstream_rq_overload_close")).To(Equal("0"))
+		}
+	})
+
 	It("closes connections after their response while disable_http_keepalive is active", func() {
 		s := Start(newDir(), overloadConfig(heapOverload("envoy.overload_actions.disable_http_keepalive"), ""))
 		waitStat(s, "overload.envoy.overload_actions.disable_http_keepalive.active", "1")

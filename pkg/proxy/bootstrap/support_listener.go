@@ -58,6 +58,9 @@ var supportedListener = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.listener.v3.Listener.tcp_backlog_size": {},
 	// Deprecated: true asks for enable_reuse_port's default (on).
 	"envoy.config.listener.v3.Listener.reuse_port": {},
+	// No overload action and no global connection limit for the
+	// listener and its connection managers (pkg/proxy/server, overload.go).
+	"envoy.config.listener.v3.Listener.bypass_overload_manager": {},
 
 	// Listener filters (pkg/proxy/listenerfilter). filter_disabled and
 	// config_discovery (ECDS) are not implemented.

@@ -130,11 +130,12 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 		},
 		BuildChain: func(fc *listenerv3.FilterChain, drain *listener.Drain) (listener.ConnHandler, error) {
 			ch, err := s.buildNetworkFilters(fc, drain, chainContext{
-				scope:    scope,
-				egress:   lc.GetTrafficDirection() == corev3.TrafficDirection_OUTBOUND,
-				metadata: lc.GetMetadata(),
-				warm:     bl.warm,
-				states:   bl.states.forChain(fc),
+				bypassOverload: lc.GetBypassOverloadManager(),
+				scope:          scope,
+				egress:         lc.GetTrafficDirection() == corev3.TrafficDirection_OUTBOUND,
+				metadata:       lc.GetMetadata(),
+				warm:           bl.warm,
+				states:         bl.states.forChain(fc),
 			})
 			if err != nil {
 				return nil, err
@@ -154,7 +155,7 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 		// A UDP listener's listener_filters are UDP listener filters.
 		BuildUDPFilter: s.buildUDPFilter,
 		Now:            s.now,
-		Overload:       s.listenerOverload(),
+		Overload:       s.listenerOverload(lc),
 		Runtime:        s.runtime,
 		// The listener's own access_log, closed with what its filters
 		// hold once its connections are gone.
@@ -180,9 +181,12 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 // (their spans are egress spans); metadata is the listener's metadata
 // (%METADATA(LISTENER:...)%).
 type chainContext struct {
-	scope    string
-	egress   bool
-	metadata *corev3.Metadata
+	// bypassOverload is the listener's bypass_overload_manager: its
+	// connection managers see no overload actions.
+	bypassOverload bool
+	scope          string
+	egress         bool
+	metadata       *corev3.Metadata
 	// warm collects what the listener waits for before it serves (its
 	// route discovery names).
 	warm *listenerWarming
@@ -300,7 +304,7 @@ func (s *Server) buildHTTPConnectionManager(hcm *hcmv3.HttpConnectionManager, dr
 		Tracing:            s.tracingContext(),
 		DefaultTracer:      s.defaultTracer(),
 		Egress:             cc.egress,
-		Overload:           s.httpOverload(),
+		Overload:           s.httpOverload(cc.bypassOverload),
 		Now:                s.clock,
 	})
 	// One line, with its full path, per problem; the clusters are checked

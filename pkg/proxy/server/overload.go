@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 
 	overloadv3 "github.com/envoyproxy/go-control-plane/envoy/config/overload/v3"
 
@@ -31,17 +32,20 @@ func (s *Server) newOverload(cfg *overloadv3.OverloadManager) error {
 // nil (no limits, no actions) when it could not be built. The admin
 // listener never gets it, as Envoy gives its admin a null overload
 // manager.
-func (s *Server) listenerOverload() listener.Overload {
-	if s.overload == nil {
+func (s *Server) listenerOverload(lc *listenerv3.Listener) listener.Overload {
+	if s.overload == nil || lc.GetBypassOverloadManager() {
+		// bypass_overload_manager: as Envoy's null overload manager,
+		// no action and no global connection limit apply.
 		return nil
 	}
 	return s.overload
 }
 
 // httpOverload is the overload manager as the connection managers consult
-// it; nil when it could not be built.
-func (s *Server) httpOverload() httpconn.OverloadState {
-	if s.overload == nil {
+// it; nil when it could not be built, or for a listener with
+// bypass_overload_manager.
+func (s *Server) httpOverload(bypass bool) httpconn.OverloadState {
+	if s.overload == nil || bypass {
 		return nil
 	}
 	return s.overload
