@@ -234,7 +234,7 @@ var _ = Describe("LDS: listeners discovered from a file", func() {
 		Expect(statValue(s, "listener_manager.listener_added")).To(Equal("3"), "static listeners count too, as in Envoy")
 
 		bad := lds("bad", "", 0, "x")
-		bad.Fields = "enable_mptcp: true"
+		bad.Fields = "max_connections_to_accept_per_socket_event: 1"
 		replaceLDS(dir, ldsResponse("v2",
 			lds("kept", "", 0, "k"), lds("changed", "", 0, "c2"), bad,
 			lds("clash", "", held, "x"), lds("added", "", 0, "added")))
@@ -252,7 +252,7 @@ var _ = Describe("LDS: listeners discovered from a file", func() {
 		Expect(dump.GetVersionInfo()).To(Equal("v2"))
 		dl := dynamicListeners(s)
 		Expect(dl["bad"].GetActiveState()).To(BeNil())
-		Expect(dl["bad"].GetErrorState().GetDetails()).To(ContainSubstring("enable_mptcp"))
+		Expect(dl["bad"].GetErrorState().GetDetails()).To(ContainSubstring("max_connections_to_accept_per_socket_event"))
 		Expect(dl["clash"].GetActiveState()).To(BeNil())
 		Expect(dl["clash"].GetErrorState().GetDetails()).To(SatisfyAll(
 			ContainSubstring(addrOf(held)), ContainSubstring("holder")))

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -90,4 +91,61 @@ var _ = Describe("Listener socket_options and freebind", func() {
 		Expect(r.ExitCode).To(Equal(1))
 		Expect(r.Stderr).To(ContainSubstring("static_resources.listeners[0].tcp_backlog_size: 4294967295 does not fit in a C int"))
 	})
+
+	It("listens with MPTCP sockets only with enable_mptcp, serving plain TCP clients either way", func() {
+		mptcpListening := func(port int) bool {
+			GinkgoHelper()
+			// ss -M lists TCP and MPTCP sockets; an MPTCP one's Netid
+			// is mptcp.
+			out, err := exec.Command("ss", "-HMltn", fmt.Sprintf("sport = :%d", port)).CombinedOutput()
+			Expect(err).NotTo(HaveOccurred(), "%s", out)
+			for _, l := range strings.Split(string(out), "\n") {
+				if strings.HasPrefix(l, "mptcp") {
+					return true
+				}
+			}
+			return false
+		}
+		spec := func(port int, listener string) string {
+			return proxySpec{Port: port, Listener: listener, Routes: "[{match: {prefix: /}, direct_response: {status: 200, body: {inline_string: hi}}}]"}.YAML()
+		}
+		plain := freePort()
+		Start(newDir(), spec(plain, "{}"))
+		Expect(mptcpListening(plain)).To(BeFalse(), "Envoy's listeners are plain TCP unless enable_mptcp (Go's own default is MPTCP)")
+
+		port := freePort()
+		if !kernelHasMPTCP() {
+			r, _ := validate("bootstrap.yaml", spec(port, "{enable_mptcp: true}"))
+			Expect(r.ExitCode).To(Equal(1))
+			Expect(r.Stderr).To(ContainSubstring("enable_mptcp is set but MPTCP is not supported by the operating system"))
+			return
+		}
+		Start(newDir(), spec(port, "{enable_mptcp: true}"))
+		Expect(mptcpListening(port)).To(BeTrue())
+		Expect(httpDo(httpClients()["HTTP/1.1"], "GET", listenerURL(port, "/"), nil, nil).Body).To(Equal("hi"), "a plain TCP client falls back")
+		d := net.Dialer{}
+		d.SetMultipathTCP(true)
+		c, err := d.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		Expect(err).NotTo(HaveOccurred())
+		defer c.Close()
+		_, err = c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+		Expect(err).NotTo(HaveOccurred())
+		buf := make([]byte, 4096)
+		n, err := c.Read(buf)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(buf[:n])).To(ContainSubstring("hi"))
+		used, err := c.(*net.TCPConn).MultipathTCP()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(used).To(BeTrue(), "an MPTCP client's connection is MPTCP end to end")
+	})
 })
+
+// kernelHasMPTCP reports whether this kernel opens MPTCP sockets.
+func kernelHasMPTCP() bool {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 262) // IPPROTO_MPTCP
+	if err != nil {
+		return false
+	}
+	_ = syscall.Close(fd)
+	return true
+}

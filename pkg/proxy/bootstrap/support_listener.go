@@ -61,6 +61,8 @@ var supportedListener = map[protoreflect.FullName]fieldSupport{
 	// No overload action and no global connection limit for the
 	// listener and its connection managers (pkg/proxy/server, overload.go).
 	"envoy.config.listener.v3.Listener.bypass_overload_manager": {},
+	// MPTCP listening sockets (Linux; refused where the kernel has none).
+	"envoy.config.listener.v3.Listener.enable_mptcp": {},
 
 	// Listener filters (pkg/proxy/listenerfilter). filter_disabled and
 	// config_discovery (ECDS) are not implemented.

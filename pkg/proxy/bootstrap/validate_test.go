@@ -220,8 +220,8 @@ func TestValidateSupport(t *testing.T) {
 			overlay: `default_regex_engine: {name: envoy.regex_engines.google_re2, typed_config: {"@type": type.googleapis.com/envoy.extensions.regex_engines.v3.GoogleRE2}}`,
 		},
 		"listener field": {
-			overlay: listenerYAML("enable_mptcp: true,", `{name: hcm, typed_config: {"@type": `+hcmURL+`, stat_prefix: x, `+okRouteCfg+`, http_filters: [`+routerFilter+`]}}`),
-			want:    []string{"static_resources.listeners[1].enable_mptcp: not supported by Outrigger"},
+			overlay: listenerYAML("max_connections_to_accept_per_socket_event: 1,", `{name: hcm, typed_config: {"@type": `+hcmURL+`, stat_prefix: x, `+okRouteCfg+`, http_filters: [`+routerFilter+`]}}`),
+			want:    []string{"static_resources.listeners[1].max_connections_to_accept_per_socket_event: not supported by Outrigger"},
 		},
 		"filter chain match": {
 			overlay: strings.Replace(okHCM(""), "filter_chains: [{", "filter_chains: [{filter_chain_match: {destination_port: 80, server_names: [a.example], suffix_len: 1}, ", 1),

@@ -25,10 +25,12 @@ const (
 // unless backlog is -1, that accept queue. With reusePort each socket
 // sets SO_REUSEPORT, and when a asks for port 0 the first socket's port is
 // reused for the others, so all the workers share one OS-chosen port.
-func bindAddress(a socketAddress, n int, reusePort bool, backlog int, opts sockopt.Set) ([]net.Listener, error) {
+// With mptcp the sockets are MPTCP ones (enable_mptcp).
+func bindAddress(a socketAddress, n int, reusePort bool, backlog int, mptcp bool, opts sockopt.Set) ([]net.Listener, error) {
 	// Envoy does not turn TCP keep-alive on for downstream connections;
 	// neither do we (Go would by default).
 	lc := net.ListenConfig{KeepAlive: -1}
+	lc.SetMultipathTCP(mptcp)
 	switch {
 	case reusePort && len(opts) > 0:
 		lc.Control = sockopt.Chain(setReusePort, opts.Control)

@@ -134,7 +134,10 @@ type Listener struct {
 	// tcp_fast_open_queue_length and its tcp_keepalive (or the address's).
 	addrOpts []sockopt.Set
 	// backlog is tcp_backlog_size, -1 for the system's (somaxconn).
-	backlog  int
+	backlog int
+	// mptcp is enable_mptcp: the listening sockets are MPTCP ones, which
+	// plain TCP clients reach as before.
+	mptcp    bool
 	freebind bool
 	// transparent is the listener's transparent: IP_TRANSPARENT before
 	// bind (a false value sets nothing, as in Envoy).
@@ -284,6 +287,16 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 			errs = append(errs, fmt.Errorf("tcp_backlog_size: %d does not fit in a C int", b.GetValue()))
 		default:
 			l.backlog = int(b.GetValue())
+		}
+	}
+	if lc.GetEnableMptcp() {
+		switch {
+		case primary.isUDP():
+			errs = append(errs, errors.New("enable_mptcp: not supported on a UDP listener"))
+		case !mptcpSupported():
+			errs = append(errs, fmt.Errorf("enable_mptcp: listener %s: enable_mptcp is set but MPTCP is not supported by the operating system", lc.GetName()))
+		default:
+			l.mptcp = true
 		}
 	}
 	keepalive, err := l.keepaliveOptions("tcp_keepalive", lc.GetTcpKeepalive(), primary)
@@ -557,7 +570,7 @@ func (l *Listener) bindAll(inherited map[socketAddress][]net.Listener) ([][]net.
 		if err != nil {
 			return nil, err
 		}
-		socks, err := bindAddress(a, n, l.reusePort, l.backlog, opts)
+		socks, err := bindAddress(a, n, l.reusePort, l.backlog, l.mptcp, opts)
 		if err != nil {
 			for _, ss := range opened {
 				closeAll(ss)

@@ -232,9 +232,9 @@ func TestListenerDiscoveryFailures(t *testing.T) {
 		}
 	})
 	t.Run("an invalid listener is refused with its field path", func(t *testing.T) {
-		bad := hcmListener("bad", "b", "enable_mptcp: true")
+		bad := hcmListener("bad", "b", "max_connections_to_accept_per_socket_event: 1")
 		err := s.applyListenerUpdate(xds.Update{VersionInfo: "3", Resources: parseListeners(t, hcmListener("good", "g", ""), bad)})
-		if err == nil || !strings.Contains(err.Error(), "bad: enable_mptcp: not supported by Outrigger") {
+		if err == nil || !strings.Contains(err.Error(), "bad: max_connections_to_accept_per_socket_event: not supported by Outrigger") {
 			t.Errorf("error = %v", err)
 		}
 		// The failure of version 2 is forgotten: only the last update's show.
