@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -26,7 +27,10 @@ func listenAdmin(a *corev3.Address) (net.Listener, string, error) {
 		return ln, p.GetPath(), nil
 	}
 	sa := a.GetSocketAddress()
-	ln, err := net.Listen("tcp", listener.AddressString(sa))
+	// Plain TCP, as Envoy's admin listens (Go's default is MPTCP).
+	var lc net.ListenConfig
+	lc.SetMultipathTCP(false)
+	ln, err := lc.Listen(context.Background(), "tcp", listener.AddressString(sa))
 	if err != nil {
 		return nil, "", fmt.Errorf("cannot bind the admin address %s: %w", listener.AddressString(sa), err)
 	}
