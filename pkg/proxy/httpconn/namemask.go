@@ -22,18 +22,61 @@ func nameBit(name string) nameMask {
 // end, and deletions keep the order, so every other name is among the
 // last (adds now - adds) fields. names is every bucket when the request's
 // fields were not noted (HTTP/2: its streams set it so).
+//
+// prepareRequest then notes the end of its own appends (prepared): they
+// have names of preparedNames only, but for the request id it generates,
+// whose field it notes too (idAt). While the list has no edit since
+// (edits), a table with none of those names looks only at the fields
+// appended after them, and takes the id from its field.
 type copiedFields struct {
 	names nameMask
 	adds  uint32
+	// prepAdds and edits are the list's counts when prepareRequest
+	// ended, when prepared.
+	prepAdds, edits uint32
+	prepared        bool
+	// idAt is 1 + the index of the field of the request id
+	// prepareRequest generated, 0 for none.
+	idAt int32
+}
+
+// preparedNames are the buckets of the names prepareRequest may append
+// to a request's fields, but x-request-id: no name the tracing's start
+// reads (TestPreparedNamesMissStartNames), and a name appended there must
+// be in it (TestPreparedAppendsInPreparedNames).
+var preparedNames = func() (m nameMask) {
+	for _, name := range []string{
+		"x-envoy-internal", "x-forwarded-for", "x-forwarded-proto", "x-forwarded-port",
+		"x-envoy-downstream-service-cluster", "user-agent", "x-envoy-downstream-service-node",
+		"via", xfccHeader, "x-envoy-external-address",
+	} {
+		m |= nameBit(name)
+	}
+	return m
+}()
+
+// prepare notes the end of prepareRequest's edits of h: idAt is the index
+// of the field of the request id it generated and appended, -1 for none.
+func (c *copiedFields) prepare(h *headerList, idAt int) {
+	c.prepAdds, c.edits, c.prepared, c.idAt = h.adds, h.edits, true, int32(idAt+1)
 }
 
 // fields returns the fields of h that may have a name of the buckets
 // in names, and the index of the first: the fields appended since the
-// copy, when no copied name is in those buckets, else all of them.
-func (c copiedFields) fields(h *headerList, names nameMask) ([]field, int) {
-	at := 0
+// copy, when no copied name is in those buckets, else all of them; and
+// the fields appended since prepareRequest when its names are not in
+// those buckets either and h had no edit since, with the index of the
+// field of the request id it generated (-1 for none), which the caller
+// takes as found there.
+func (c *copiedFields) fields(h *headerList, names nameMask) ([]field, int, int) {
+	at, id := 0, -1
 	if n := int(h.adds - c.adds); c.names&names == 0 && n < len(h.fields) {
 		at = len(h.fields) - n
+		if c.prepared && preparedNames&names == 0 && h.edits == c.edits {
+			// No field was removed since: those after the id are
+			// exactly the appends since.
+			at, id = len(h.fields)-int(h.adds-c.prepAdds), int(c.idAt)-1
+		}
 	}
-	return h.fields[at:], at
+	return h.fields[at:], at, id
 }

@@ -216,8 +216,8 @@ func (s *stream) startTracing() {
 	// rather than a search for each; the tracer reads traceparent and
 	// tracestate from them.
 	th := &s.traceHeaders
-	fields, at := s.copied.fields(&s.reqHeaders, t.startTable.names)
-	th.findIn(&s.reqHeaders, t.startTable, fields, at)
+	fields, at, id := s.copied.fields(&s.reqHeaders, t.startTable.names)
+	th.findIn(&s.reqHeaders, t.startTable, fields, at, id)
 	th.reused = false
 	reason := s.sampleRequest(t, &th.spanHeaders)
 	s.traceReason = reason
@@ -839,13 +839,20 @@ func (th *startHeaders) finish(h *headerList) *spanHeaders {
 // find fills th from h with the headers of t (startHeaderTable, or
 // sampledHeaderTable) and keeps h for the other names.
 func (th *startHeaders) find(h *headerList, t *spanHeaderTable) {
-	th.findIn(h, t, h.fields, 0)
+	th.findIn(h, t, h.fields, 0, -1)
 }
 
-// findIn is find where only fields, h's fields from index at on, may hold
-// one of t's names (copiedFields.fields).
-func (th *startHeaders) findIn(h *headerList, t *spanHeaderTable, fields []field, at int) {
+// findIn is find where only fields, h's fields from index at on, and the
+// field at index id (the request id prepareRequest generated; -1 for
+// none) may hold one of t's names (copiedFields.fields).
+func (th *startHeaders) findIn(h *headerList, t *spanHeaderTable, fields []field, at, id int) {
 	th.found = 0
+	if id >= 0 {
+		// Found first, as a pass would: a later field of the name
+		// joins its value.
+		th.values[shRequestID] = headerValue{h.fields[id].value, id}
+		th.found = 1 << shRequestID
+	}
 	th.scan(h, t, fields, at)
 	th.h, th.t, th.adds = h, t, h.adds
 }

@@ -78,23 +78,40 @@ func TestCopiedFieldsPassMatchesFind(t *testing.T) {
 		}
 		for what, edit := range edits {
 			for _, table := range []*spanHeaderTable{startHeaderTable, sampledHeaderTable} {
-				s := &stream{}
-				// An earlier request on the stream: its fields are no
-				// longer the copy's.
-				s.reqHeaders.Add("traceparent", "earlier")
-				s.reqHeaders.reset()
-				s.copyRequestHeaders(&req)
-				edit(&s.reqHeaders)
-				fs, at := s.copied.fields(&s.reqHeaders, table.names)
-				var got, want startHeaders
-				got.findIn(&s.reqHeaders, table, fs, at)
-				want.find(&s.reqHeaders, table)
-				for k, name := range spanHeaderNames {
-					g, gok := got.get(k)
-					w, wok := want.get(k)
-					if g != w || gok != wok || (gok && got.values[k].at != want.values[k].at) {
-						t.Errorf("%v, %s: %s = %q, %v (at %d); a pass of every field gives %q, %v (at %d)",
-							fields, what, name, g, gok, got.values[k].at, w, wok, want.values[k].at)
+				// prepared: prepareRequest's appends noted, with the
+				// request id it generates when the request has none.
+				for _, prepared := range []bool{false, true} {
+					s := &stream{}
+					// An earlier request on the stream: its fields are no
+					// longer the copy's.
+					s.reqHeaders.Add("traceparent", "earlier")
+					s.reqHeaders.reset()
+					s.copyRequestHeaders(&req)
+					if prepared {
+						h := &s.reqHeaders
+						h.Set("x-forwarded-proto", "http")
+						h.Add("x-forwarded-for", "192.0.2.1")
+						idAt := -1
+						if !h.Has("x-request-id") {
+							s.idBuf = append(s.idBuf[:0], "generated-id"...)
+							h.Set("x-request-id", view(s.idBuf))
+							idAt = len(h.fields) - 1
+						}
+						h.Add("via", "1.1 outrigger")
+						s.copied.prepare(h, idAt)
+					}
+					edit(&s.reqHeaders)
+					fs, at, id := s.copied.fields(&s.reqHeaders, table.names)
+					var got, want startHeaders
+					got.findIn(&s.reqHeaders, table, fs, at, id)
+					want.find(&s.reqHeaders, table)
+					for k, name := range spanHeaderNames {
+						g, gok := got.get(k)
+						w, wok := want.get(k)
+						if g != w || gok != wok || (gok && got.values[k].at != want.values[k].at) {
+							t.Errorf("%v, %s, prepared %v: %s = %q, %v (at %d); a pass of every field gives %q, %v (at %d)",
+								fields, what, prepared, name, g, gok, got.values[k].at, w, wok, want.values[k].at)
+						}
 					}
 				}
 			}
@@ -106,12 +123,29 @@ func TestCopiedFieldsPassMatchesFind(t *testing.T) {
 		{Name: []byte("user-agent"), Value: []byte("curl")}, {Name: []byte("accept"), Value: []byte("*/*")},
 	}})
 	s.reqHeaders.Add("x-request-id", "gen")
-	if fs, at := s.copied.fields(&s.reqHeaders, startHeaderTable.names); at != 2 || len(fs) != 1 {
-		t.Errorf("the start's pass looks at %d fields from %d, want the one appended", len(fs), at)
+	if fs, at, id := s.copied.fields(&s.reqHeaders, startHeaderTable.names); at != 2 || len(fs) != 1 || id != -1 {
+		t.Errorf("the start's pass looks at %d fields from %d (id at %d), want the one appended", len(fs), at, id)
+	}
+	// prepareRequest's appends noted, the id among them: no field left
+	// to look at but those appended since.
+	s.copied.prepare(&s.reqHeaders, 2)
+	s.reqHeaders.Add("x-envoy-force-trace", "true")
+	if fs, at, id := s.copied.fields(&s.reqHeaders, startHeaderTable.names); at != 3 || len(fs) != 1 || id != 2 {
+		t.Errorf("after prepareRequest the start's pass looks at %d fields from %d (id at %d), want the one appended, id at 2", len(fs), at, id)
+	}
+	// Not for a table with prepareRequest's names (here a copied one
+	// too: every field).
+	if _, at, id := s.copied.fields(&s.reqHeaders, sampledHeaderTable.names); at != 0 || id != -1 {
+		t.Errorf("the sampled table's pass from %d (id at %d), want 0 (none)", at, id)
+	}
+	// Nor after an edit, which may move the id: the pass sees it.
+	s.reqHeaders.Del("user-agent")
+	if _, at, id := s.copied.fields(&s.reqHeaders, startHeaderTable.names); at > 1 || id != -1 {
+		t.Errorf("after an edit the pass starts at %d (id at %d), want the id's field looked at", at, id)
 	}
 	// Not noted (HTTP/2): every field.
 	s.copied = copiedFields{names: ^nameMask(0)}
-	if _, at := s.copied.fields(&s.reqHeaders, startHeaderTable.names); at != 0 {
+	if _, at, _ := s.copied.fields(&s.reqHeaders, startHeaderTable.names); at != 0 {
 		t.Errorf("fields not noted: the pass starts at %d", at)
 	}
 }
