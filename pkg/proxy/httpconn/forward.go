@@ -180,19 +180,16 @@ func (s *stream) prepareRequest() bool {
 	if edge && final.IsValid() {
 		h.Set("x-envoy-external-address", final.String())
 	}
-	idAt := -1
 	if m.cfg.generateRequestID && (!h.Has("x-request-id") || (edge && !m.cfg.preserveExternalRequestID)) {
 		s.idBuf = appendUUIDHex8(s.idBuf[:0], &s.genID.hex8)
 		s.genID.at = uintptr(unsafe.Pointer(&s.idBuf[0]))
 		h.Set("x-request-id", view(s.idBuf))
-		if i := len(h.fields) - 1; unsafe.StringData(h.fields[i].value) == &s.idBuf[0] {
-			// Appended, not set in place: the tracing's start takes
-			// it from its field (copiedFields).
-			idAt = i
-		}
 	}
-	// The names appended above are preparedNames (but the id's).
-	s.copied.prepare(h, idAt)
+	if m.tracing != nil {
+		// The names appended above are preparedNames, but the id's,
+		// appended last (copiedFields).
+		s.copied.prepare(h)
+	}
 	return true
 }
 

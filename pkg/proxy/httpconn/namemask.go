@@ -1,5 +1,7 @@
 package httpconn
 
+import "unsafe"
+
 // nameMask is a set of buckets of header names, a bit per bucket: a
 // name's bucket is a hash of its length and of its last and middle bytes.
 // The request's fields note the buckets of their names as they are copied
@@ -23,9 +25,9 @@ func nameBit(name string) nameMask {
 // last (adds now - adds) fields. names is every bucket when the request's
 // fields were not noted (HTTP/2: its streams set it so).
 //
-// prepareRequest then notes the end of its own appends (prepared): they
+// prepareRequest then notes the end of its own appends (prepare): they
 // have names of preparedNames only, but for the request id it generates,
-// whose field it notes too (idAt). While the list has no edit since
+// which is then the last of them. While the list has no edit since
 // (edits), a table with none of those names looks only at the fields
 // appended after them, and takes the id from its field.
 type copiedFields struct {
@@ -35,9 +37,6 @@ type copiedFields struct {
 	// ended, when prepared.
 	prepAdds, edits uint32
 	prepared        bool
-	// idAt is 1 + the index of the field of the request id
-	// prepareRequest generated, 0 for none.
-	idAt int32
 }
 
 // preparedNames are the buckets of the names prepareRequest may append
@@ -55,27 +54,29 @@ var preparedNames = func() (m nameMask) {
 	return m
 }()
 
-// prepare notes the end of prepareRequest's edits of h: idAt is the index
-// of the field of the request id it generated and appended, -1 for none.
-func (c *copiedFields) prepare(h *headerList, idAt int) {
-	c.prepAdds, c.edits, c.prepared, c.idAt = h.adds, h.edits, true, int32(idAt+1)
+// prepare notes the end of prepareRequest's edits of h.
+func (c *copiedFields) prepare(h *headerList) {
+	c.prepAdds, c.edits, c.prepared = h.adds, h.edits, true
 }
 
 // fields returns the fields of h that may have a name of the buckets
 // in names, and the index of the first: the fields appended since the
-// copy, when no copied name is in those buckets, else all of them; and
-// the fields appended since prepareRequest when its names are not in
-// those buckets either and h had no edit since, with the index of the
-// field of the request id it generated (-1 for none), which the caller
-// takes as found there.
-func (c *copiedFields) fields(h *headerList, names nameMask) ([]field, int, int) {
+// copy, when no copied name is in those buckets, else all of them. When
+// prepareRequest's names are not in those buckets either and h had no
+// edit since it, the fields appended since prepareRequest, and the index
+// of the field of the request id it generated and appended, whose bytes
+// are at genAt (-1 for none), which the caller takes as found there.
+func (c *copiedFields) fields(h *headerList, names nameMask, genAt uintptr) ([]field, int, int) {
 	at, id := 0, -1
 	if n := int(h.adds - c.adds); c.names&names == 0 && n < len(h.fields) {
 		at = len(h.fields) - n
 		if c.prepared && preparedNames&names == 0 && h.edits == c.edits {
-			// No field was removed since: those after the id are
-			// exactly the appends since.
-			at, id = len(h.fields)-int(h.adds-c.prepAdds), int(c.idAt)-1
+			// No field was removed since: those after prepareRequest's
+			// are exactly the appends since.
+			at = len(h.fields) - int(h.adds-c.prepAdds)
+			if at > 0 && genAt != 0 && uintptr(unsafe.Pointer(unsafe.StringData(h.fields[at-1].value))) == genAt {
+				id = at - 1
+			}
 		}
 	}
 	return h.fields[at:], at, id

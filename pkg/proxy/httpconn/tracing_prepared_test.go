@@ -50,6 +50,7 @@ func TestPreparedAppendsInPreparedNames(t *testing.T) {
 	for _, remote := range []string{"127.0.0.1", "203.0.113.7"} {
 		for _, clientID := range []bool{false, true} {
 			cfg := hcm(&routev3.RouteConfiguration{})
+			cfg.Tracing = &hcmv3.HttpConnectionManager_Tracing{}
 			cfg.UseRemoteAddress = wrapperspb.Bool(true)
 			cfg.AppendXForwardedPort = true
 			cfg.AddUserAgent = wrapperspb.Bool(true)
@@ -104,7 +105,7 @@ func TestPreparedAppendsInPreparedNames(t *testing.T) {
 			}
 			id, _ := h.Get("x-request-id")
 			generated := uintptr(unsafe.Pointer(unsafe.StringData(id))) == s.genID.at
-			fs, at, idAt := s.copied.fields(h, startHeaderTable.names)
+			fs, at, idAt := s.copied.fields(h, startHeaderTable.names, s.genID.at)
 			switch {
 			case clientID && remote == "127.0.0.1":
 				// Internal: the client's id is kept; its copied name
@@ -117,8 +118,9 @@ func TestPreparedAppendsInPreparedNames(t *testing.T) {
 					t.Errorf("%s: generated id %q at %d, pass from %d of %d fields", remote, id, idAt, at, len(h.fields))
 				}
 			}
-			var got, want startHeaders
-			got.findIn(h, startHeaderTable, fs, at, idAt)
+			s.findStartHeaders(startHeaderTable)
+			got := &s.traceHeaders
+			var want startHeaders
 			want.find(h, startHeaderTable)
 			for k, name := range spanHeaderNames {
 				g, gok := got.get(k)
