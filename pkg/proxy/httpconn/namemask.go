@@ -59,25 +59,27 @@ func (c *copiedFields) prepare(h *headerList) {
 	c.prepAdds, c.edits, c.prepared = h.adds, h.edits, true
 }
 
-// fields returns the fields of h that may have a name of the buckets
-// in names, and the index of the first: the fields appended since the
-// copy, when no copied name is in those buckets, else all of them. When
+// start returns the index of the first of h's fields that may have a
+// name of the buckets in names: that of the first field appended since
+// the copy, when no copied name is in those buckets, else 0. When
 // prepareRequest's names are not in those buckets either and h had no
-// edit since it, the fields appended since prepareRequest, and the index
-// of the field of the request id it generated and appended, whose bytes
-// are at genAt (-1 for none), which the caller takes as found there.
-func (c *copiedFields) fields(h *headerList, names nameMask, genAt uintptr) ([]field, int, int) {
-	at, id := 0, -1
-	if n := int(h.adds - c.adds); c.names&names == 0 && n < len(h.fields) {
-		at = len(h.fields) - n
-		if c.prepared && preparedNames&names == 0 && h.edits == c.edits {
-			// No field was removed since: those after prepareRequest's
-			// are exactly the appends since.
-			at = len(h.fields) - int(h.adds-c.prepAdds)
-			if at > 0 && genAt != 0 && uintptr(unsafe.Pointer(unsafe.StringData(h.fields[at-1].value))) == genAt {
-				id = at - 1
-			}
-		}
+// edit since it, that of the first field appended since prepareRequest,
+// and id, the index of the field of the request id it generated and
+// appended last, whose bytes are at genAt (-1 for none): the caller takes
+// it as found there.
+func (c *copiedFields) start(h *headerList, names nameMask, genAt uintptr) (at, id int) {
+	n := int(h.adds - c.adds)
+	if c.names&names != 0 || n >= len(h.fields) {
+		return 0, -1
 	}
-	return h.fields[at:], at, id
+	if !c.prepared || preparedNames&names != 0 || h.edits != c.edits {
+		return len(h.fields) - n, -1
+	}
+	// No field was removed since: those after prepareRequest's are
+	// exactly the appends since.
+	at = len(h.fields) - int(h.adds-c.prepAdds)
+	if at > 0 && genAt != 0 && uintptr(unsafe.Pointer(unsafe.StringData(h.fields[at-1].value))) == genAt {
+		return at, at - 1
+	}
+	return at, -1
 }

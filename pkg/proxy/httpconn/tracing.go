@@ -292,19 +292,21 @@ func (s *stream) startTracing() {
 
 // findStartHeaders fills s.traceHeaders with the request's headers of
 // table t, looking only at the fields that may hold them
-// (copiedFields.fields).
+// (copiedFields.start).
 func (s *stream) findStartHeaders(t *spanHeaderTable) {
 	th, h := &s.traceHeaders, &s.reqHeaders
-	fields, at, id := s.copied.fields(h, t.names, s.genID.at)
-	th.findIn(h, t, fields, at)
+	at, id := s.copied.start(h, t.names, s.genID.at)
+	th.found = 0
 	if id >= 0 {
-		if th.has(shRequestID) {
-			th.joinID(h, id)
-		} else {
-			th.values[shRequestID] = headerValue{h.fields[id].value, id}
-			th.found |= 1 << shRequestID
-		}
+		// Found before the fields the pass looks at, as a pass over
+		// every field would: a later field of the name joins its value.
+		th.values[shRequestID] = headerValue{h.fields[id].value, id}
+		th.found = 1 << shRequestID
 	}
+	if at < len(h.fields) {
+		th.scan(h, t, h.fields[at:], at)
+	}
+	th.h, th.t, th.adds = h, t, h.adds
 }
 
 // spanOptions are the options of the request's span: Envoy's span name,
@@ -859,24 +861,9 @@ func (th *startHeaders) finish(h *headerList) *spanHeaders {
 // find fills th from h with the headers of t (startHeaderTable, or
 // sampledHeaderTable) and keeps h for the other names.
 func (th *startHeaders) find(h *headerList, t *spanHeaderTable) {
-	th.findIn(h, t, h.fields, 0)
-}
-
-// findIn is find where only fields, h's fields from index at on, may hold
-// one of t's names (copiedFields.fields), but the request id at the index
-// copiedFields.fields returns, added next (findStartHeaders).
-func (th *startHeaders) findIn(h *headerList, t *spanHeaderTable, fields []field, at int) {
 	th.found = 0
-	th.scan(h, t, fields, at)
+	th.scan(h, t, h.fields, 0)
 	th.h, th.t, th.adds = h, t, h.adds
-}
-
-// joinID is the request id of a pass that found it in the fields it
-// looked at, and in h's field at index i, before them: as a pass over
-// every field, the value of all of them joined, from the field at i.
-func (th *startHeaders) joinID(h *headerList, i int) {
-	v, _ := h.Get("x-request-id")
-	th.values[shRequestID] = headerValue{v, i}
 }
 
 // setRequestID replaces the request id the pass found, id, by v in h's

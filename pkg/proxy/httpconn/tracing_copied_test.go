@@ -124,34 +124,34 @@ func TestCopiedFieldsPassMatchesFind(t *testing.T) {
 	}})
 	s.idBuf = append(s.idBuf, "gen"...)
 	s.reqHeaders.Add("x-request-id", view(s.idBuf))
-	if fs, at, id := s.copied.fields(&s.reqHeaders, startHeaderTable.names, 0); at != 2 || len(fs) != 1 || id != -1 {
-		t.Errorf("the start's pass looks at %d fields from %d (id at %d), want the one appended", len(fs), at, id)
+	if at, id := s.copied.start(&s.reqHeaders, startHeaderTable.names, 0); at != 2 || id != -1 {
+		t.Errorf("the start's pass looks at the fields from %d (id at %d), want the one appended", at, id)
 	}
 	// prepareRequest's appends noted, the id it generated last: no field
 	// left to look at but those appended since.
 	s.copied.prepare(&s.reqHeaders)
 	s.genID.at = uintptr(unsafe.Pointer(&s.idBuf[0]))
 	s.reqHeaders.Add("x-envoy-force-trace", "true")
-	if fs, at, id := s.copied.fields(&s.reqHeaders, startHeaderTable.names, s.genID.at); at != 3 || len(fs) != 1 || id != 2 {
-		t.Errorf("after prepareRequest the start's pass looks at %d fields from %d (id at %d), want the one appended, id at 2", len(fs), at, id)
+	if at, id := s.copied.start(&s.reqHeaders, startHeaderTable.names, s.genID.at); at != 3 || id != 2 {
+		t.Errorf("after prepareRequest the start's pass looks at the fields from %d (id at %d), want the one appended, id at 2", at, id)
 	}
 	// An id not generated is looked for.
-	if _, at, id := s.copied.fields(&s.reqHeaders, startHeaderTable.names, 0); at != 3 || id != -1 {
+	if at, id := s.copied.start(&s.reqHeaders, startHeaderTable.names, 0); at != 3 || id != -1 {
 		t.Errorf("no id generated: the pass from %d (id at %d), want 3 (none)", at, id)
 	}
 	// Not for a table with prepareRequest's names (here a copied one
 	// too: every field).
-	if _, at, id := s.copied.fields(&s.reqHeaders, sampledHeaderTable.names, s.genID.at); at != 0 || id != -1 {
+	if at, id := s.copied.start(&s.reqHeaders, sampledHeaderTable.names, s.genID.at); at != 0 || id != -1 {
 		t.Errorf("the sampled table's pass from %d (id at %d), want 0 (none)", at, id)
 	}
 	// Nor after an edit, which may move the id: the pass sees it.
 	s.reqHeaders.Del("user-agent")
-	if _, at, id := s.copied.fields(&s.reqHeaders, startHeaderTable.names, s.genID.at); at > 1 || id != -1 {
+	if at, id := s.copied.start(&s.reqHeaders, startHeaderTable.names, s.genID.at); at > 1 || id != -1 {
 		t.Errorf("after an edit the pass starts at %d (id at %d), want the id's field looked at", at, id)
 	}
 	// Not noted (HTTP/2): every field.
 	s.copied = copiedFields{names: ^nameMask(0)}
-	if _, at, _ := s.copied.fields(&s.reqHeaders, startHeaderTable.names, s.genID.at); at != 0 {
+	if at, _ := s.copied.start(&s.reqHeaders, startHeaderTable.names, s.genID.at); at != 0 {
 		t.Errorf("fields not noted: the pass starts at %d", at)
 	}
 }
