@@ -193,6 +193,11 @@ func (s *stream) prepareRequest() bool {
 		s.genID.at = uintptr(unsafe.Pointer(&s.idBuf[0]))
 		h.Set("x-request-id", view(s.idBuf))
 	}
+	if m.tracing != nil {
+		// The names appended above are preparedNames, but the id's,
+		// appended last (copiedFields).
+		s.copied.prepare(h)
+	}
 	return true
 }
 

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing"
 )
@@ -70,8 +71,9 @@ func featureEnabled(rt RuntimeValues, key string, def fraction, random uint64) b
 // there is kept), x-client-trace-id with client_sampling,
 // x-envoy-force-trace, and random_sampling, then overall_sampling; the
 // decision is written back into the request id, so that the proxies
-// further on keep it. hv holds the request's tracing headers.
-func (s *stream) sampleRequest(t *tracingConfig, hv *spanHeaders) traceReason {
+// further on keep it. hv holds the request's tracing headers, r is its
+// route (nil for none).
+func (s *stream) sampleRequest(t *tracingConfig, hv *spanHeaders, r *router.Route) traceReason {
 	rid := &s.m.cfg.requestID
 	if !rid.SampleByID {
 		// use_request_id_for_trace_sampling: false leaves the decision to
@@ -79,7 +81,7 @@ func (s *stream) sampleRequest(t *tracingConfig, hv *spanHeaders) traceReason {
 		return traceSampling
 	}
 	client, random, overall := &t.client, &t.random, &t.overall
-	if r := s.Route(); r != nil && r.Tracing != nil {
+	if r != nil && r.Tracing != nil {
 		client, random, overall = &r.Tracing.Client, &r.Tracing.Random, &r.Tracing.Overall
 	}
 	id, ok := hv.get(shRequestID)
@@ -216,10 +218,11 @@ func (s *stream) startTracing() {
 	// rather than a search for each; the tracer reads traceparent and
 	// tracestate from them.
 	th := &s.traceHeaders
-	fields, at := s.copied.fields(&s.reqHeaders, t.startTable.names)
-	th.findIn(&s.reqHeaders, t.startTable, fields, at)
+	s.findStartHeaders(t.startTable)
 	th.reused = false
-	reason := s.sampleRequest(t, &th.spanHeaders)
+	// The route, matched once for the decision and the decorator.
+	r := s.Route()
+	reason := s.sampleRequest(t, &th.spanHeaders, r)
 	s.traceReason = reason
 	st := s.m.stats
 	switch reason {
@@ -257,7 +260,7 @@ func (s *stream) startTracing() {
 			span.AddPreparedTags(t.consts.node)
 		}
 	}
-	if r := s.Route(); r != nil && r.Decorator != nil {
+	if r != nil && r.Decorator != nil {
 		if span != nil {
 			span.SetOperation(r.Decorator.Operation)
 		}
@@ -285,6 +288,25 @@ func (s *stream) startTracing() {
 		// the fields are edited in between.
 		th.keep()
 	}
+}
+
+// findStartHeaders fills s.traceHeaders with the request's headers of
+// table t, looking only at the fields that may hold them
+// (copiedFields.start).
+func (s *stream) findStartHeaders(t *spanHeaderTable) {
+	th, h := &s.traceHeaders, &s.reqHeaders
+	at, id := s.copied.start(h, t.names, s.genID.at)
+	th.found = 0
+	if id >= 0 {
+		// Found before the fields the pass looks at, as a pass over
+		// every field would: a later field of the name joins its value.
+		th.values[shRequestID] = headerValue{h.fields[id].value, id}
+		th.found = 1 << shRequestID
+	}
+	if at < len(h.fields) {
+		th.scan(h, t, h.fields[at:], at)
+	}
+	th.h, th.t, th.adds = h, t, h.adds
 }
 
 // spanOptions are the options of the request's span: Envoy's span name,
@@ -839,14 +861,8 @@ func (th *startHeaders) finish(h *headerList) *spanHeaders {
 // find fills th from h with the headers of t (startHeaderTable, or
 // sampledHeaderTable) and keeps h for the other names.
 func (th *startHeaders) find(h *headerList, t *spanHeaderTable) {
-	th.findIn(h, t, h.fields, 0)
-}
-
-// findIn is find where only fields, h's fields from index at on, may hold
-// one of t's names (copiedFields.fields).
-func (th *startHeaders) findIn(h *headerList, t *spanHeaderTable, fields []field, at int) {
 	th.found = 0
-	th.scan(h, t, fields, at)
+	th.scan(h, t, h.fields, 0)
 	th.h, th.t, th.adds = h, t, h.adds
 }
 

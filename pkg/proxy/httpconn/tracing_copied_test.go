@@ -65,6 +65,7 @@ func TestCopiedFieldsPassMatchesFind(t *testing.T) {
 		"the proxy's appends":    func(h *headerList) { h.Add("x-forwarded-proto", "http"); h.Set("x-request-id", "gen") },
 		"an id replaced":         func(h *headerList) { h.Set("x-request-id", "gen") },
 		"a traceparent appended": func(h *headerList) { h.Add("traceparent", "p") },
+		"an id appended":         func(h *headerList) { h.Add("x-request-id", "second") },
 		"a copied name deleted":  func(h *headerList) { h.Del("user-agent"); h.Del("host") },
 		"deleted, then appended": func(h *headerList) { h.Del("accept"); h.Add("tracestate", "s"); h.Add("x-other", "1") },
 		"a value set":            func(h *headerList) { h.Set("user-agent", "set") },
@@ -78,23 +79,39 @@ func TestCopiedFieldsPassMatchesFind(t *testing.T) {
 		}
 		for what, edit := range edits {
 			for _, table := range []*spanHeaderTable{startHeaderTable, sampledHeaderTable} {
-				s := &stream{}
-				// An earlier request on the stream: its fields are no
-				// longer the copy's.
-				s.reqHeaders.Add("traceparent", "earlier")
-				s.reqHeaders.reset()
-				s.copyRequestHeaders(&req)
-				edit(&s.reqHeaders)
-				fs, at := s.copied.fields(&s.reqHeaders, table.names)
-				var got, want startHeaders
-				got.findIn(&s.reqHeaders, table, fs, at)
-				want.find(&s.reqHeaders, table)
-				for k, name := range spanHeaderNames {
-					g, gok := got.get(k)
-					w, wok := want.get(k)
-					if g != w || gok != wok || (gok && got.values[k].at != want.values[k].at) {
-						t.Errorf("%v, %s: %s = %q, %v (at %d); a pass of every field gives %q, %v (at %d)",
-							fields, what, name, g, gok, got.values[k].at, w, wok, want.values[k].at)
+				// prepared: prepareRequest's appends noted, with the
+				// request id it generates when the request has none.
+				for _, prepared := range []bool{false, true} {
+					s := &stream{}
+					// An earlier request on the stream: its fields are no
+					// longer the copy's.
+					s.reqHeaders.Add("traceparent", "earlier")
+					s.reqHeaders.reset()
+					s.copyRequestHeaders(&req)
+					if prepared {
+						h := &s.reqHeaders
+						h.Set("x-forwarded-proto", "http")
+						h.Add("x-forwarded-for", "192.0.2.1")
+						h.Add("via", "1.1 outrigger")
+						if !h.Has("x-request-id") {
+							s.idBuf = append(s.idBuf[:0], "generated-id"...)
+							s.genID.at = uintptr(unsafe.Pointer(&s.idBuf[0]))
+							h.Set("x-request-id", view(s.idBuf))
+						}
+						s.copied.prepare(h)
+					}
+					edit(&s.reqHeaders)
+					s.findStartHeaders(table)
+					got := &s.traceHeaders
+					var want startHeaders
+					want.find(&s.reqHeaders, table)
+					for k, name := range spanHeaderNames {
+						g, gok := got.get(k)
+						w, wok := want.get(k)
+						if g != w || gok != wok || (gok && got.values[k].at != want.values[k].at) {
+							t.Errorf("%v, %s, prepared %v: %s = %q, %v (at %d); a pass of every field gives %q, %v (at %d)",
+								fields, what, prepared, name, g, gok, got.values[k].at, w, wok, want.values[k].at)
+						}
 					}
 				}
 			}
@@ -105,13 +122,36 @@ func TestCopiedFieldsPassMatchesFind(t *testing.T) {
 	s.copyRequestHeaders(&http1.Request{Headers: http1.Headers{
 		{Name: []byte("user-agent"), Value: []byte("curl")}, {Name: []byte("accept"), Value: []byte("*/*")},
 	}})
-	s.reqHeaders.Add("x-request-id", "gen")
-	if fs, at := s.copied.fields(&s.reqHeaders, startHeaderTable.names); at != 2 || len(fs) != 1 {
-		t.Errorf("the start's pass looks at %d fields from %d, want the one appended", len(fs), at)
+	s.idBuf = append(s.idBuf, "gen"...)
+	s.reqHeaders.Add("x-request-id", view(s.idBuf))
+	if at, id := s.copied.start(&s.reqHeaders, startHeaderTable.names, 0); at != 2 || id != -1 {
+		t.Errorf("the start's pass looks at the fields from %d (id at %d), want the one appended", at, id)
+	}
+	// prepareRequest's appends noted, the id it generated last: no field
+	// left to look at but those appended since.
+	s.copied.prepare(&s.reqHeaders)
+	s.genID.at = uintptr(unsafe.Pointer(&s.idBuf[0]))
+	s.reqHeaders.Add("x-envoy-force-trace", "true")
+	if at, id := s.copied.start(&s.reqHeaders, startHeaderTable.names, s.genID.at); at != 3 || id != 2 {
+		t.Errorf("after prepareRequest the start's pass looks at the fields from %d (id at %d), want the one appended, id at 2", at, id)
+	}
+	// An id not generated is looked for.
+	if at, id := s.copied.start(&s.reqHeaders, startHeaderTable.names, 0); at != 3 || id != -1 {
+		t.Errorf("no id generated: the pass from %d (id at %d), want 3 (none)", at, id)
+	}
+	// Not for a table with prepareRequest's names (here a copied one
+	// too: every field).
+	if at, id := s.copied.start(&s.reqHeaders, sampledHeaderTable.names, s.genID.at); at != 0 || id != -1 {
+		t.Errorf("the sampled table's pass from %d (id at %d), want 0 (none)", at, id)
+	}
+	// Nor after an edit, which may move the id: the pass sees it.
+	s.reqHeaders.Del("user-agent")
+	if at, id := s.copied.start(&s.reqHeaders, startHeaderTable.names, s.genID.at); at > 1 || id != -1 {
+		t.Errorf("after an edit the pass starts at %d (id at %d), want the id's field looked at", at, id)
 	}
 	// Not noted (HTTP/2): every field.
 	s.copied = copiedFields{names: ^nameMask(0)}
-	if _, at := s.copied.fields(&s.reqHeaders, startHeaderTable.names); at != 0 {
+	if at, _ := s.copied.start(&s.reqHeaders, startHeaderTable.names, s.genID.at); at != 0 {
 		t.Errorf("fields not noted: the pass starts at %d", at)
 	}
 }

@@ -105,7 +105,7 @@ func (r *encodedRecorder) AppendSpan(b []byte, s *Span) []byte {
 // TestEncodeAtFinish: a pool that encodes at finish reports a sampled
 // span's encoding, written while the strings it borrowed still held their
 // values, and gives the span back at once (a local one stays its
-// caller's, clean); an unsampled span is not encoded. Borrow makes the
+// caller's, clean for its next span); an unsampled span is not encoded. Borrow makes the
 // span keep its strings only when it is encoded at finish.
 func TestEncodeAtFinish(t *testing.T) {
 	var (
@@ -147,6 +147,21 @@ func TestEncodeAtFinish(t *testing.T) {
 	s.Finish(time.Now())
 	if len(rec.spans) != 1 {
 		t.Error("an unsampled span was encoded")
+	}
+
+	// The next sampled request's span has its own tags only: a local
+	// span's tags are cut, not cleared, and then overwritten.
+	s = pool.Local(&local, &other, nil)
+	s.Borrow()
+	s.Sampled = true
+	s.SetOperation("b")
+	s.AddTag("n", "1")
+	if len(s.Tags) != 1 || len(s.Encoded) != 0 {
+		t.Errorf("the reused local span starts with tags %v, runs %v", s.Tags, s.Encoded)
+	}
+	s.Finish(time.Now())
+	if len(rec.spans) != 2 || rec.spans[1] != "b;n=1" {
+		t.Errorf("encoded %q, want the second span as b;n=1", rec.spans)
 	}
 
 	// Without an encoder, Borrow changes nothing: the span copies.
