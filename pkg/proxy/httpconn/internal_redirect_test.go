@@ -155,3 +155,26 @@ func TestInternalRedirectMaxAndCodes(t *testing.T) {
 		t.Errorf("301 without it in redirect_response_codes: %d, want it passed through", status)
 	}
 }
+
+// A hedged request follows the redirect the winning attempt answers.
+func TestInternalRedirectHedged(t *testing.T) {
+	for _, upstreamH2 := range []bool{false, true} {
+		log := &eventLog{}
+		st := stats.NewStore()
+		slow := hedgeUpstream(t, log, "slow", 200, -1)
+		fast := redirectUpstream(t)
+		fc := newFakeCluster(st, "up", upstreamH2, hostOf(slow), hostOf(fast))
+		ec := newFakeCluster(st, "echo", upstreamH2, hostOf(fast))
+		t.Cleanup(fc.closeIdle)
+		t.Cleanup(ec.closeIdle)
+		route := hedgeRoute(1, true)
+		route.GetRoute().InternalRedirectPolicy = &routev3.InternalRedirectPolicy{}
+		rc := routeConfig(clusterRoute("/done", "echo"), route)
+		p := startProxy(t, internalHCM(rc), Deps{Stats: st, Upstreams: fakeUpstreams{"up": fc, "echo": ec}})
+		status, _, body := do(t, client(), "POST", p.url("/r/302?to=http://x.test/done"), strings.NewReader("req"), nil)
+		if status != 200 || !strings.HasPrefix(body, "POST /done ") || !strings.HasSuffix(body, "\n\nreq") {
+			t.Errorf("h2 upstream %v: %d %.100q; want the redirect followed with the body", upstreamH2, status, body)
+		}
+		p.waitCounter(t, "cluster.up.upstream_internal_redirect_succeeded_total", 1)
+	}
+}
