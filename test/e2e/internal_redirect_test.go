@@ -62,10 +62,7 @@ var _ = Describe("Internal redirects", func() {
 		It("follow "+name+"'s redirects through the routes again, within the policy, and pass the others through", func() {
 			addr := httpTestUpstream(http.HandlerFunc(redirector), h2)
 			port, dir := freePort(), newDir()
-			extra := ""
-			if h2 {
-				extra = httpProtocolOptions(`{explicit_http_config: {http2_protocol_options: {}}}`)
-			}
+			extra := http2Upstream(h2)
 			logPath := filepath.Join(dir, "access.log")
 			s := Start(dir, proxySpec{
 				Port:     port,

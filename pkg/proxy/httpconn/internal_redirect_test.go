@@ -19,7 +19,7 @@ import (
 // beside it; any other path is echoed. It speaks HTTP/1.1 and h2c.
 func redirectUpstream(t *testing.T) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return h2cServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		code, ok := strings.CutPrefix(r.URL.Path, "/r/")
 		if !ok {
 			echo(w, r)
@@ -32,12 +32,6 @@ func redirectUpstream(t *testing.T) *httptest.Server {
 		w.WriteHeader(n)
 		_, _ = io.WriteString(w, "redirect body")
 	}))
-	srv.Config.Protocols = new(http.Protocols)
-	srv.Config.Protocols.SetHTTP1(true)
-	srv.Config.Protocols.SetUnencryptedHTTP2(true)
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv
 }
 
 // noFollow makes a client show redirects instead of following them.
