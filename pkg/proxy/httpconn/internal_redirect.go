@@ -53,7 +53,7 @@ type redirectState struct {
 
 // reset forgets the previous request's redirects, keeping the buffers.
 func (r *redirectState) reset() {
-	if r.st.Count == 0 && !r.pending && !r.hadBody {
+	if r.st.Empty() && !r.pending && !r.hadBody {
 		return
 	}
 	body, saved := r.body[:0], r.saved[:0]

@@ -8,7 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	previousroutesv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/internal_redirect/previous_routes/v3"
+	safeschemev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/internal_redirect/safe_cross_scheme/v3"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
@@ -170,5 +174,25 @@ func TestInternalRedirectHedged(t *testing.T) {
 			t.Errorf("h2 upstream %v: %d %.100q; want the redirect followed with the body", upstreamH2, status, body)
 		}
 		p.waitCounter(t, "cluster.up.upstream_internal_redirect_succeeded_total", 1)
+	}
+}
+
+// A request's redirect state does not outlive it: previous_routes sees
+// the routes of this request's redirects only, on a kept-alive
+// connection too.
+func TestInternalRedirectStatePerRequest(t *testing.T) {
+	prev, _ := anypb.New(&previousroutesv3.PreviousRoutesConfig{})
+	safe, _ := anypb.New(&safeschemev3.SafeCrossSchemeConfig{})
+	p := redirectProxy(t, false, &routev3.InternalRedirectPolicy{AllowCrossSchemeRedirect: true,
+		Predicates: []*corev3.TypedExtensionConfig{{Name: "p", TypedConfig: prev}, {Name: "s", TypedConfig: safe}}})
+	c := client()
+	// previous_routes records the echo route, then safe_cross_scheme
+	// refuses the https target.
+	if status, _, _ := do(t, c, "GET", p.url("/r/302?to=https://x.test/echo"), nil, nil); status != 302 {
+		t.Fatalf("https target: %d, want the 302 passed through", status)
+	}
+	// The next request on the connection goes to the echo route.
+	if status, _, body := do(t, c, "GET", p.url("/r/302?to=http://x.test/echo"), nil, nil); status != 200 || !strings.HasPrefix(body, "GET /echo ") {
+		t.Errorf("next request: %d %.60q, want the redirect followed", status, body)
 	}
 }

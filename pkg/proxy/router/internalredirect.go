@@ -65,6 +65,11 @@ type RedirectState struct {
 	visited map[string][]string
 }
 
+// Empty reports whether st holds nothing: no redirect followed, no route
+// visited (a previous_routes predicate may record one for a redirect a
+// later predicate refused).
+func (st *RedirectState) Empty() bool { return st.Count == 0 && st.visited == nil }
+
 // RedirectPredicate decides whether a redirect may go to a route.
 type RedirectPredicate interface {
 	// Name is the predicate's extension name.
