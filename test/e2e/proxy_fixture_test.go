@@ -195,6 +195,16 @@ func httpProtocolOptions(fields string) string {
 		withType("type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions", fields) + `}}`
 }
 
+// http2Upstream is the cluster Extra that makes a cluster speak HTTP/2
+// (prior knowledge) to its hosts when h2 is set, "" when it is not.
+func http2Upstream(h2 bool) string {
+	GinkgoHelper()
+	if !h2 {
+		return ""
+	}
+	return httpProtocolOptions(`{explicit_http_config: {http2_protocol_options: {}}}`)
+}
+
 // stdoutLog is one access log entry, a YAML flow mapping for an
 // access_log list: the stdout logger writing the text format format.
 func stdoutLog(format string) string {

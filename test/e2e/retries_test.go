@@ -110,10 +110,7 @@ var _ = Describe("Retries", func() {
 			up := &flakyUpstream{seen: map[string]int{}}
 			addr := httpTestUpstream(up, h2)
 			port, dir := freePort(), newDir()
-			extra := ""
-			if h2 {
-				extra = httpProtocolOptions(`{explicit_http_config: {http2_protocol_options: {}}}`)
-			}
+			extra := http2Upstream(h2)
 			logPath := filepath.Join(dir, "access.log")
 			s := Start(dir, proxySpec{
 				Port:        port,

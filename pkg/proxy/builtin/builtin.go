@@ -78,6 +78,9 @@ import (
 	simplecachev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/cache/simple_http_cache/v3"
 	ipcustomheaderv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/original_ip_detection/custom_header/v3"
 	ipxffv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/original_ip_detection/xff/v3"
+	allowlistedv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/internal_redirect/allow_listed_routes/v3"
+	previousroutesv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/internal_redirect/previous_routes/v3"
+	safeschemev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/internal_redirect/safe_cross_scheme/v3"
 	leastrequestv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/least_request/v3"
 	maglevv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/maglev/v3"
 	randomv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/random/v3"
@@ -173,6 +176,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/requestid"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/requestid/uuid"
+	routetable "github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	taptransport "github.com/outrigger-dev/outrigger/pkg/proxy/tap/transport"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tracing/opentelemetry"
@@ -301,6 +305,12 @@ func Registry() *extension.Registry {
 		extension.Of(lb.RandomName, lb.Category, &randomv3.Random{}, lb.RandomFactory{}),
 		extension.Of(lb.RingHashName, lb.Category, &ringhashv3.RingHash{}, lb.RingHashFactory{}),
 		extension.Of(lb.RoundRobinName, lb.Category, &roundrobinv3.RoundRobin{}, lb.RoundRobinFactory{}),
+
+		// Internal redirect predicates; package router compiles them with
+		// the route that names them (router/internalredirect.go).
+		extension.Of(routetable.AllowListedRoutesName, routetable.RedirectPredicateCategory, &allowlistedv3.AllowListedRoutesConfig{}, nil),
+		extension.Of(routetable.PreviousRoutesName, routetable.RedirectPredicateCategory, &previousroutesv3.PreviousRoutesConfig{}, nil),
+		extension.Of(routetable.SafeCrossSchemeName, routetable.RedirectPredicateCategory, &safeschemev3.SafeCrossSchemeConfig{}, nil),
 
 		extension.Of(dns.CaresName, dns.Category, &caresv3.CaresDnsResolverConfig{}, dns.CaresFactory{}),
 		extension.Of(dns.GetAddrInfoName, dns.Category, &getaddrinfov3.GetAddrInfoDnsResolverConfig{}, dns.GetAddrInfoFactory{}),

@@ -101,7 +101,7 @@ func (e *extraStats) init(scope stats.Scope) {
 	// cluster. These stay at zero here: EDS's own (which its subscription
 	// counts by name when the cluster has one), those of features refused
 	// or absent (HTTP/3 and 0-RTT, max_connection_pools, the cluster's
-	// max_connection_duration, internal redirects, maintenance mode,
+	// max_connection_duration, maintenance mode,
 	// upstream read pauses, which Go's blocking reads do not have), or
 	// those another part counts by the same name (the TCP proxy's
 	// attempts, the ORIGINAL_DST cluster's invalid headers). Declared, they
@@ -121,8 +121,6 @@ func (e *extraStats) init(scope stats.Scope) {
 		"upstream_flow_control_drained_total",
 		"upstream_flow_control_paused_reading_total",
 		"upstream_flow_control_resumed_reading_total",
-		"upstream_internal_redirect_failed_total",
-		"upstream_internal_redirect_succeeded_total",
 		"upstream_rq_0rtt",
 		"upstream_rq_maintenance_mode",
 		"upstream_http3_broken",

@@ -497,6 +497,12 @@ func (s *stream) hedgeWon(h *hedger, w *hedgeTry) {
 		}
 	}
 	s.hedgeFocus(w)
+	if s.route.InternalRedirect != nil && s.followsRedirect(w.cl, s.status) {
+		// Followed (see internal_redirect.go): the winner is dropped.
+		w.released = false
+		s.hedgeDrop(w, false)
+		return
+	}
 	if w.h2 {
 		s.noteUpstreamConn(&w.got)
 		s.outlierConnected()

@@ -343,7 +343,14 @@ func echo(w http.ResponseWriter, r *http.Request) {
 // h2cUpstream is echoUpstream speaking HTTP/2 with prior knowledge.
 func h2cUpstream(t testing.TB) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(echo))
+	return h2cServer(t, http.HandlerFunc(echo))
+}
+
+// h2cServer serves h over HTTP/1.1 and HTTP/2 with prior knowledge,
+// closed when the test ends.
+func h2cServer(t testing.TB, h http.Handler) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(h)
 	srv.Config.Protocols = new(http.Protocols)
 	srv.Config.Protocols.SetUnencryptedHTTP2(true)
 	srv.Config.Protocols.SetHTTP1(true)

@@ -94,6 +94,7 @@ func (s *stream) forward() {
 	s.retryPredicates()
 	s.startMirrors(cl)
 	s.keepRetryBody()
+	s.keepRedirectBody()
 	for {
 		if !s.attempt(cl, route) {
 			break
@@ -648,6 +649,10 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 		// The connection closes: the rest of the response is not read.
 		s.respHeaders.reset()
 		return exchangeRetry
+	}
+	if s.route.InternalRedirect != nil && sendErr == nil && !bodyUnsent && s.followsRedirect(cl, resp.Status) {
+		// Followed: the connection closes, the response unread.
+		return exchangeDone
 	}
 	if !tm.perTry.IsZero() {
 		// The per-try timeout ends with the response head, as Envoy's.

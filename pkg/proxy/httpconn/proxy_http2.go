@@ -103,6 +103,9 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) (retry bo
 		// relayHTTP2 copies them again.
 		s.respHeaders.reset()
 	}
+	if s.route.InternalRedirect != nil && s.redirectHTTP2(cl, resp, body) {
+		return false
+	}
 	if !timers.headCame(s) {
 		// The per-try timeout fired as the head came: the attempt
 		// failed.

@@ -22,7 +22,7 @@ func failOnceUpstream(t *testing.T) *httptest.Server {
 		mu   sync.Mutex
 		seen = map[string]int{}
 	)
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return h2cServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/early/") {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
@@ -42,12 +42,6 @@ func failOnceUpstream(t *testing.T) *httptest.Server {
 		}
 		_, _ = w.Write(b)
 	}))
-	srv.Config.Protocols = new(http.Protocols)
-	srv.Config.Protocols.SetHTTP1(true)
-	srv.Config.Protocols.SetUnencryptedHTTP2(true)
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv
 }
 
 // A request body is kept and sent again to the retry, over each upstream

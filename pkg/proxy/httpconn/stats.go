@@ -56,6 +56,8 @@ type hcmStats struct {
 	rqRedirect                 *stats.Counter
 	routerRqTotal              *stats.Counter
 	rqResetAfterStart          *stats.Counter
+	// redirects are the internal redirects passed through.
+	redirects *redirectStats
 	// listener is the per-listener copy; nil for a manager built without
 	// a listener (Deps.ListenerStatPrefix empty).
 	listener *listenerHTTPStats
@@ -140,6 +142,7 @@ func newHCMStats(st *stats.Store, prefix, listenerPrefix string) *hcmStats {
 	s.rqOverloadClose = sc.Counter("downstream_rq_overload_close")
 	s.cxOverloadDisableKeepalive = sc.Counter("downstream_cx_overload_disable_keepalive")
 	s.upgrades = newUpgradeStats(sc)
+	s.redirects = newRedirectStats(sc)
 	s.tracingRandomSampling = sc.Counter("tracing.random_sampling")
 	s.tracingServiceForced = sc.Counter("tracing.service_forced")
 	s.tracingClientEnabled = sc.Counter("tracing.client_enabled")

@@ -270,6 +270,9 @@ type stream struct {
 	attemptCountInResponse bool
 	// retry is the request's retry state (see retry.go).
 	retry retryState
+	// redir is the request's internal redirect state (see
+	// internal_redirect.go).
+	redir redirectState
 	// vcStats and rtStats are the request's virtual cluster's and
 	// route's stats, nil when it has none (see selectRouteStats).
 	vcStats, rtStats *routeStats
@@ -383,6 +386,7 @@ func (s *stream) begin(real time.Time, proto string) {
 	s.setCookies = s.setCookies[:0]
 	s.attemptCountInResponse = false
 	s.retry.reset()
+	s.redir.reset()
 	s.vcStats, s.rtStats = nil, nil
 	s.routed, s.cached, s.clusterName, s.wc = false, nil, "", -1
 	// A stream always ends (end) before it begins again; a panic that
@@ -594,8 +598,19 @@ func (s *stream) decode() {
 			s.startPeriodicLog()
 		}
 	}
+	for s.dispatch() {
+		// An internal redirect: the redirected request runs the
+		// filters and the router again (see internal_redirect.go).
+		s.recreate()
+	}
+}
+
+// dispatch runs the HTTP filters and the router on the request; it
+// reports whether the response is an internal redirect to follow.
+func (s *stream) dispatch() bool {
+	m := s.m
 	if !s.decodeFilters() {
-		return
+		return false
 	}
 	s.transformRequest()
 	m.stats.routerRqTotal.Inc()
@@ -606,7 +621,7 @@ func (s *stream) decode() {
 		}
 		m.stats.noRoute.Inc()
 		s.localReply(404, "", accesslog.NoRouteFound, "route_not_found")
-		return
+		return false
 	}
 	s.route = route
 	s.entry.RouteName = route.Name
@@ -621,7 +636,9 @@ func (s *stream) decode() {
 		s.redirect(route.Redirect.Status, route.RedirectLocation(&s.rreq))
 	default:
 		s.forward()
+		return s.redir.pending
 	}
+	return false
 }
 
 // requestEnded records that the request has all arrived: its body was read

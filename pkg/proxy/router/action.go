@@ -205,7 +205,7 @@ func compileRouteAction(r *Route, a *routev3.RouteAction, opts *Options) error {
 	//lint:ignore SA1019 Envoy still honours the deprecated include_vh_rate_limits
 	r.IncludeVHRateLimits = a.GetIncludeVhRateLimits().GetValue()
 	compileMetadataMatch(r, a)
-	return nil
+	return compileInternalRedirect(r, a)
 }
 
 // duration converts a configured duration, refusing negative ones.

@@ -164,6 +164,9 @@ type Route struct {
 
 	// Direct is set when the route answers directly.
 	Direct *DirectResponse
+	// InternalRedirect is the route action's internal redirect policy,
+	// nil when the route passes redirects through (internalredirect.go).
+	InternalRedirect *InternalRedirectPolicy
 	// Redirect is set when the route answers with a redirect.
 	Redirect *Redirect
 

@@ -35,6 +35,8 @@ const (
 	rareRetryBackoffRatelimited
 	rarePerTryTimeout
 	rarePerTryIdleTimeout
+	rareInternalRedirectSucceeded
+	rareInternalRedirectFailed
 	numRareCounters
 )
 
@@ -85,6 +87,10 @@ func (r rareCounter) name() string {
 		return "upstream_rq_per_try_timeout"
 	case rarePerTryIdleTimeout:
 		return "upstream_rq_per_try_idle_timeout"
+	case rareInternalRedirectSucceeded:
+		return "upstream_internal_redirect_succeeded_total"
+	case rareInternalRedirectFailed:
+		return "upstream_internal_redirect_failed_total"
 	}
 	return ""
 }
@@ -172,6 +178,18 @@ func (cs *ClusterStats) UpstreamRqTxReset() *stats.Counter { return cs.rare(rare
 // that retries and shadows keep of it.
 func (cs *ClusterStats) RetryOrShadowAbandoned() *stats.Counter {
 	return cs.rare(rareRetryOrShadowAbandoned)
+}
+
+// InternalRedirectSucceeded counts the upstream redirects the router
+// followed itself (a route's internal_redirect_policy), Failed those of
+// the policy's codes it could not follow and passed to the client.
+func (cs *ClusterStats) InternalRedirectSucceeded() *stats.Counter {
+	return cs.rare(rareInternalRedirectSucceeded)
+}
+
+// InternalRedirectFailed: see InternalRedirectSucceeded.
+func (cs *ClusterStats) InternalRedirectFailed() *stats.Counter {
+	return cs.rare(rareInternalRedirectFailed)
 }
 
 // Retries returns the router's retry accounting of the cluster (see
