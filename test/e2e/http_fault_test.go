@@ -112,6 +112,6 @@ var _ = Describe("The fault filter", func() {
 		wg.Wait()
 		Expect(statValue(s, "http.faulty.fault.delays_injected")).To(Equal("1"))
 		Expect(statValue(s, "http.faulty.fault.faults_overflow")).To(Equal("2"))
-		Expect(statValue(s, "http.faulty.fault.active_faults")).To(Equal("0"))
+		Eventually(func() string { return statValue(s, "http.faulty.fault.active_faults") }).Should(Equal("0"), "the faults end with their requests")
 	})
 })
