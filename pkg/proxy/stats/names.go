@@ -110,10 +110,18 @@ type prefixCache struct {
 
 // segmentID returns the id of a name segment, interning it with create.
 func (s *Store) segmentID(seg string, create bool) (uint32, bool) {
+	if id, ok := s.cachedSegment(seg); ok {
+		return id, true
+	}
 	if create {
-		return s.intern(seg), true
+		id := s.intern(seg)
+		s.cacheSegment(seg, id)
+		return id, true
 	}
 	id, ok := s.segIDs[seg]
+	if ok {
+		s.cacheSegment(seg, id)
+	}
 	return id, ok
 }
 

@@ -15,8 +15,10 @@ type Store struct {
 	mu     sync.Mutex
 	segIDs map[string]uint32 // segment text -> id
 	segs   slab[string]
-	index  childIndex    // (parent node, segment|kind) -> node or stat entry
-	young  youngChildren // the children of the newest nodes, again
+	// segCache finds the ids of constant segments without hashing them.
+	segCache segmentCache
+	index    childIndex    // (parent node, segment|kind) -> node or stat entry
+	young    youngChildren // the children of the newest nodes, again
 	// lastPrefix is the last scope prefix resolved (see resolvePrefix).
 	lastPrefix prefixCache
 	nodes      slab[prefixNode]
