@@ -2,7 +2,6 @@ package httpconn
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	datav3 "github.com/envoyproxy/go-control-plane/envoy/data/accesslog/v3"
@@ -106,15 +105,11 @@ type attemptLog struct {
 	kept bool
 	buf  []byte
 
-	// The periodic entries (upstream_log_flush_interval), logged by a
-	// timer from its own goroutine: it reads only what mu guards, which
-	// the stream publishes at the attempt's start and response head.
-	mu    sync.Mutex
-	gen   uint64
-	timer *time.Timer
-	entry accesslog.Entry
-	req   headerList
-	pbuf  []byte
+	// periodic logs the attempt's UpstreamPeriodic entries
+	// (upstream_log_flush_interval) from its timer's goroutine, with
+	// what the stream publishes at the attempt's start and response
+	// head; nil without the option.
+	periodic *periodicLog
 }
 
 // beginAttemptLog starts the upstream log of an attempt, after
@@ -268,57 +263,30 @@ func (s *stream) attemptReset(reason resetReason) {
 // startAttemptPeriodic arms the attempt's periodic entries.
 func (s *stream) startAttemptPeriodic() {
 	a := s.ulog
+	if a.periodic == nil {
+		a.periodic = &periodicLog{m: s.m, logs: &s.m.uplog.list, typ: datav3.AccessLogType_UpstreamPeriodic}
+	}
 	s.publishAttempt()
-	every := s.m.uplog.every
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.gen++
-	gen := a.gen
-	a.timer = time.AfterFunc(every, func() { a.fire(gen, every) })
+	a.periodic.arm(s.m.uplog.every)
 }
 
-// stopAttemptPeriodic disarms them once the attempt ends; a timer firing
-// meanwhile logs nothing.
-func (s *stream) stopAttemptPeriodic() {
-	a := s.ulog
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.gen++
-	if a.timer != nil {
-		a.timer.Stop()
-		a.timer = nil
-	}
-}
+// stopAttemptPeriodic disarms them once the attempt ends.
+func (s *stream) stopAttemptPeriodic() { s.ulog.periodic.disarm() }
 
 // publishAttempt gives the periodic entries the attempt's state now: a
-// copy that the stream's later edits do not touch.
+// copy that the stream's later edits do not touch. The byte counts stay
+// 0, as the pool-ready entry's (see attemptEntry).
 func (s *stream) publishAttempt() {
-	a := s.ulog
+	p := s.ulog.periodic
 	e := s.attemptEntry(datav3.AccessLogType_UpstreamPeriodic)
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	detachStrings(&e)
-	a.req.copyOf(&s.reqHeaders)
-	e.RequestHeaders = &a.req
+	p.req.copyOf(&s.reqHeaders)
+	e.RequestHeaders = &p.req
 	// The response's headers are the final entry's.
 	e.ResponseHeaders = nil
-	a.entry = e
-}
-
-// fire logs the periodic entry of the timer gen and rearms it.
-func (a *attemptLog) fire(gen uint64, every time.Duration) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if gen != a.gen {
-		return
-	}
-	e := a.entry
-	e.Duration = a.m.stamp(time.Now()).Sub(e.StartTime)
-	var err error
-	if a.pbuf, err = a.m.uplog.list.Log(a.pbuf, &e); err != nil {
-		a.m.log.V(1).Info("upstream log write failed", "error", err.Error())
-	}
-	a.timer.Reset(every)
+	p.entry = e
 }
 
 // upgradeUpstreamLog refuses upstream_log on the router of an upgrade's
