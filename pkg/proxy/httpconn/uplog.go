@@ -208,11 +208,17 @@ func (s *stream) endAttemptLog(host string) {
 	if s.m.uplog.every > 0 {
 		s.stopAttemptPeriodic()
 	}
-	last := s.entry.UpstreamHost
+	a := s.ulog
+	last, code := s.entry.UpstreamHost, a.code
+	if host != last && !a.kept {
+		// A hedged attempt that lost the race to another host's: the
+		// response recorded is the winner's, not its own.
+		a.code = 0
+	}
 	s.entry.UpstreamHost = host
 	s.logAttempt(datav3.AccessLogType_UpstreamEnd)
-	s.entry.UpstreamHost = last
-	s.ulog.kept = false
+	s.entry.UpstreamHost, a.code = last, code
+	a.kept = false
 }
 
 // poolReadyLog logs the attempt's UpstreamPoolReady entry, once it has its

@@ -235,3 +235,31 @@ func TestUpstreamLogConfig(t *testing.T) {
 		t.Errorf("upgrade chain: %v, want %q", err, want)
 	}
 }
+
+// A hedged request logs each attempt of the race once, with its own
+// host: the slow one reset without a response, the fast one's 200.
+func TestUpstreamLogHedge(t *testing.T) {
+	log := &eventLog{}
+	st := stats.NewStore()
+	fc := slowFastCluster(t, log, st, false)
+	out := &syncBuffer{}
+	route := hedgeRoute(1, true)
+	route.Name = "r1"
+	cfg := uplogHCM(routeConfig(route), &routerv3.Router{UpstreamLog: []*accesslogv3.AccessLog{fileLog(upstreamLogFormat, nil)}})
+	p := startProxy(t, cfg, Deps{Stats: st, Upstreams: fakeUpstreams{"up": fc}, AccessLogs: logTo(out)})
+	status, _, body := do(t, client(), "POST", p.url("/x"), strings.NewReader("req"), nil)
+	if status != 200 || body != "fast:req" {
+		t.Fatalf("%d %q", status, body)
+	}
+	lines := waitLines(t, out, 3)
+	slow, fast := fc.hosts[0].Address, fc.hosts[1].Address
+	ends := map[string]string{}
+	for _, l := range lines {
+		if l[1] == "UpstreamEnd" {
+			ends[l[4]] += l[2]
+		}
+	}
+	if len(ends) != 2 || ends[slow] != "0" || ends[fast] != "200" {
+		t.Errorf("UpstreamEnd codes by host %v (slow %s, fast %s):\n%s", ends, slow, fast, out.String())
+	}
+}
