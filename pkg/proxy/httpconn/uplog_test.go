@@ -53,6 +53,15 @@ func upstreamLogLines(out *syncBuffer) [][]string {
 	return upstreamLogLine.FindAllStringSubmatch(out.String(), -1)
 }
 
+// retried5xxRoute is the route r1 to the cluster up, retrying 5xx once.
+func retried5xxRoute() *routev3.Route {
+	route := clusterRoute("/", "up", func(a *routev3.RouteAction) {
+		a.RetryPolicy = &routev3.RetryPolicy{RetryOn: "5xx"}
+	})
+	route.Name = "r1"
+	return route
+}
+
 // waitLines waits for n log lines.
 func waitLines(t *testing.T, out *syncBuffer, n int) [][]string {
 	t.Helper()
@@ -73,10 +82,7 @@ func TestUpstreamLogRetry(t *testing.T) {
 			st := stats.NewStore()
 			fc := newFakeCluster(st, "up", h2, hostOf(up))
 			t.Cleanup(fc.closeIdle)
-			route := clusterRoute("/", "up", func(a *routev3.RouteAction) {
-				a.RetryPolicy = &routev3.RetryPolicy{RetryOn: "5xx"}
-			})
-			route.Name = "r1"
+			route := retried5xxRoute()
 			out := &syncBuffer{}
 			cfg := uplogHCM(routeConfig(route), &routerv3.Router{
 				UpstreamLog:        []*accesslogv3.AccessLog{fileLog(upstreamLogFormat, nil)},
@@ -144,10 +150,7 @@ func TestUpstreamLogFilter(t *testing.T) {
 	st := stats.NewStore()
 	fc := newFakeCluster(st, "up", false, hostOf(up))
 	t.Cleanup(fc.closeIdle)
-	route := clusterRoute("/", "up", func(a *routev3.RouteAction) {
-		a.RetryPolicy = &routev3.RetryPolicy{RetryOn: "5xx"}
-	})
-	route.Name = "r1"
+	route := retried5xxRoute()
 	out := &syncBuffer{}
 	ge500 := &accesslogv3.AccessLogFilter{FilterSpecifier: &accesslogv3.AccessLogFilter_StatusCodeFilter{StatusCodeFilter: &accesslogv3.StatusCodeFilter{
 		Comparison: &accesslogv3.ComparisonFilter{Op: accesslogv3.ComparisonFilter_GE, Value: &corev3.RuntimeUInt32{DefaultValue: 500, RuntimeKey: "uplog.min"}},
