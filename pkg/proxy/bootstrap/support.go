@@ -269,7 +269,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedUpgrades, supportedCompression, supportedTracing, supportedNetLimits, supportedTap, supportedTransportTap, supportedUpstreamProxyProtocol,
 	supportedRBAC, supportedFiltersTail, supportedExtProc,
 	supportedLocality, supportedDFP,
-	supportedOnDemand,
+	supportedOnDemand, supportedUpstreamLog,
 	supportedUDPProxy,
 	supportedJWTAuthn,
 	supportedLua,

@@ -9,6 +9,7 @@ import (
 	datav3 "github.com/envoyproxy/go-control-plane/envoy/data/accesslog/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/loggers"
 )
 
 // periodicLog logs a stream every access_log_flush_interval while it is
@@ -25,6 +26,11 @@ import (
 // atomics, as bodies and tunnels move).
 type periodicLog struct {
 	m *Manager
+	// logs log the entries, of type typ: the connection manager's
+	// (DownstreamPeriodic), or the router's upstream logs
+	// (UpstreamPeriodic, see uplog.go).
+	logs *loggers.List
+	typ  datav3.AccessLogType
 	// sent and recv are the stream's body bytes so far.
 	sent, recv atomic.Uint64
 
@@ -45,19 +51,34 @@ type periodicLog struct {
 func (s *stream) startPeriodicLog() {
 	p := s.plog
 	if p == nil {
-		p = &periodicLog{m: s.m}
+		p = &periodicLog{m: s.m, logs: &s.m.logs, typ: datav3.AccessLogType_DownstreamPeriodic}
 		s.plog = p
 	}
 	s.plogArmed = true
 	s.publishLog()
 	s.logSent()
 	s.logRecv()
-	every := s.m.cfg.logOpts.flushInterval
+	p.arm(s.m.cfg.logOpts.flushInterval)
+}
+
+// arm (re)starts p's entries: the first an interval from now.
+func (p *periodicLog) arm(every time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.gen++
 	gen := p.gen
 	p.timer = time.AfterFunc(every, func() { p.fire(gen, every) })
+}
+
+// disarm stops p's entries; a timer firing meanwhile logs nothing.
+func (p *periodicLog) disarm() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gen++
+	if p.timer != nil {
+		p.timer.Stop()
+		p.timer = nil
+	}
 }
 
 // stopPeriodicLog disarms the periodic entries once the stream ends, before
@@ -67,12 +88,7 @@ func (s *stream) stopPeriodicLog() {
 		return
 	}
 	s.plogArmed = false
-	p := s.plog
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.gen++
-	p.timer.Stop()
-	p.timer = nil
+	s.plog.disarm()
 }
 
 // publishLog gives the periodic entries the stream's state now. It runs on
@@ -126,11 +142,11 @@ func (p *periodicLog) fire(gen uint64, every time.Duration) {
 		return
 	}
 	e := p.entry
-	e.Type = datav3.AccessLogType_DownstreamPeriodic
+	e.Type = p.typ
 	e.BytesSent, e.BytesReceived = p.sent.Load(), p.recv.Load()
 	e.Duration = p.m.stamp(time.Now()).Sub(e.StartTime)
 	var err error
-	if p.buf, err = p.m.logs.Log(p.buf, &e); err != nil {
+	if p.buf, err = p.logs.Log(p.buf, &e); err != nil {
 		p.m.log.V(1).Info("access log write failed", "error", err.Error())
 	}
 	p.timer.Reset(every)

@@ -33,6 +33,9 @@ type filterChain struct {
 	startChildSpan, suppressEnvoyHeaders, noDynamicStats bool
 	// upstream is the router's upstream_http_filters, nil without them.
 	upstream *httpfilter.UpstreamChain
+	// upstreamLog is the router's upstream_log and its options, compiled
+	// by the connection manager (see uplog.go).
+	upstreamLog httpfilter.UpstreamLog
 }
 
 // routerConfig is the router's configuration as the connection manager
@@ -109,6 +112,9 @@ func buildFilters(field string, filters []*hcmv3.HttpFilter, reg *extension.Regi
 			}
 			if c, ok := cfg.(upstreamRouter); ok {
 				fc.upstream = c.UpstreamFilters()
+			}
+			if c, ok := cfg.(upstreamLogRouter); ok {
+				fc.upstreamLog = c.UpstreamLog()
 			}
 		}
 	}

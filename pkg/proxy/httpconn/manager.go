@@ -60,6 +60,8 @@ type Manager struct {
 	clusterSpecifiers clusterSpecifierFunc
 	filters           filterChain
 	logs              loggers.List
+	// uplog is the router's upstream_log; nil without (see uplog.go).
+	uplog *upstreamLogs
 	// upgradeFilters are the upgrade types' own filter chains
 	// (upgrade_configs[].filters).
 	upgradeFilters upgradeChains
@@ -162,6 +164,8 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 	errs = append(errs, err)
 	logs, err := buildAccessLogs(cfg.GetAccessLog(), deps)
 	errs = append(errs, err)
+	uplog, err := buildUpstreamLogs(cfg, &filters, deps)
+	errs = append(errs, err)
 	replies, err := readLocalReplies(cfg.GetLocalReplyConfig(), logfilter.Context{Runtime: deps.Runtime}, deps.Extensions)
 	errs = append(errs, fieldpath.Prefix("local_reply_config.", err))
 	tr, err := readTracing(cfg, deps)
@@ -179,12 +183,14 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 		}
 		// The access loggers may hold gRPC channels already.
 		_ = logs.Close()
+		_ = uplog.close()
 		return nil, err
 	}
 	m := &Manager{
 		cfg:         s,
 		filters:     filters,
 		logs:        logs,
+		uplog:       uplog,
 		replies:     replies,
 		tracing:     tr,
 		stats:       newHCMStats(deps.Stats, s.statPrefix, deps.ListenerStatPrefix),
@@ -198,7 +204,7 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 		closed:      make(chan struct{}),
 	}
 	m.upgradeFilters = upgradeFilters
-	m.upConn = logs.ReadsUpstreamConnection() || replies.readsUpstreamConnection() || tr.readsUpstreamConnection()
+	m.upConn = logs.ReadsUpstreamConnection() || replies.readsUpstreamConnection() || tr.readsUpstreamConnection() || uplog.readsUpstreamConnection()
 	m.routeFilter, m.clusterSpecifiers = routeFilter, plugins
 	m.rt.Store(routes)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
@@ -335,6 +341,9 @@ func (m *Manager) closeLogs() {
 	m.logsOnce.Do(func() {
 		if err := m.logs.Close(); err != nil {
 			m.log.V(1).Info("closing access logs", "error", err.Error())
+		}
+		if err := m.uplog.close(); err != nil {
+			m.log.V(1).Info("closing upstream logs", "error", err.Error())
 		}
 		// The filters' channels and connections go with the last
 		// request too.

@@ -189,6 +189,9 @@ func (s *stream) beginAttempt(cl UpstreamCluster, route *router.Route, host *ups
 	// From here on the request goes to an upstream: its responses,
 	// and the proxy's answers to its failures, carry the attempt count.
 	s.attemptCountInResponse = route.VirtualHost.IncludeAttemptCountInResponse
+	if s.m.uplog != nil {
+		s.beginAttemptLog()
+	}
 	s.upAnswered = !s.decodeUpstream(route)
 	ps := cl.Stats()
 	if p, ok := cl.(poolStatser); ok {
@@ -209,6 +212,9 @@ func (s *stream) endAttempt(cl UpstreamCluster, ps *upstream.ClusterStats, host 
 	ps.UpstreamRqActive.Dec()
 	ps.UpstreamRqCompleted.Inc()
 	host.Stats.RqActive.Add(-1)
+	if s.m.uplog != nil {
+		s.endAttemptLog(host.Address)
+	}
 	if cl.HealthChecked() {
 		s.noteImmediateHealthCheckFail(cl, host)
 	}
@@ -240,6 +246,9 @@ func (s *stream) mutateUpstreamResponse(n int64, hasBody bool) (int64, bool) {
 	// (ResponseBody), and may transform it.
 	s.respLength, s.respHasBody = n, hasBody
 	s.encodeUpstream()
+	if s.ulog != nil {
+		s.attemptHead()
+	}
 	s.mutateRouterResponse()
 	return s.respLength, s.respHasBody
 }
@@ -542,6 +551,9 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 		}
 	}()
 	s.noteHTTP1Conn(uc)
+	if s.m.uplog != nil {
+		s.poolReadyLog()
+	}
 	// The route timeout runs from the end of the request to the end of
 	// the response, as Envoy's does. A request without a body ends as it
 	// starts, so one deadline covers sending it and the whole answer; a

@@ -77,6 +77,11 @@ func (s *stream) forwardHTTP2(cl UpstreamCluster, host *upstream.Host) (retry bo
 		s.conn.endUpstreamWait()
 	}
 	s.noteUpstreamConn(got)
+	if err == nil && s.m.uplog != nil {
+		// Go's transport hides when the stream got its connection:
+		// the entry comes with the head.
+		s.poolReadyLog()
+	}
 	if err != nil {
 		// The transport may return while its goroutine still waits for
 		// the body: a local reply must not read the body beside it.

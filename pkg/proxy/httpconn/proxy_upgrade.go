@@ -102,6 +102,9 @@ func (s *stream) connectTCP(cl UpstreamCluster, host *upstream.Host, cc *router.
 	s.upLocalBuf = appendAddr(s.upLocalBuf[:0], conn.LocalAddr())
 	s.entry.UpstreamLocalAddress = view(s.upLocalBuf)
 	s.entry.UpstreamTLS = accesslog.UpstreamTLS(conn)
+	if s.m.uplog != nil {
+		s.poolReadyLog()
+	}
 	now := time.Now()
 	s.tLast = now
 	s.entry.FirstUpstreamByte = s.m.stamp(now)

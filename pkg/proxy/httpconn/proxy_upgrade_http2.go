@@ -52,6 +52,9 @@ func (s *stream) upgradeHTTP2(cl UpstreamCluster, host *upstream.Host) {
 	}
 	defer func() { _ = st.Close() }()
 	s.outlierConnected()
+	if s.m.uplog != nil {
+		s.poolReadyLog()
+	}
 	resp := st.Resp
 	ok := resp.StatusCode == http.StatusOK
 	if s.upg.connect {

@@ -469,6 +469,9 @@ func (s *stream) retryReset(cl UpstreamCluster, reason resetReason, started bool
 	if !s.retry.active || !s.shouldRetry(cl, s.retry.wouldRetryReset(reason, started)) {
 		return false
 	}
+	if s.ulog != nil {
+		s.attemptReset(reason)
+	}
 	switch reason {
 	case resetPerTryTimeout:
 		s.outlierTimeout()
@@ -490,7 +493,11 @@ func (s *stream) retryActiveResponse(cl UpstreamCluster, status int) bool {
 	if would {
 		s.retry.rateLimited = s.resetInterval()
 	}
-	return s.shouldRetry(cl, would)
+	retried := s.shouldRetry(cl, would)
+	if retried && s.ulog != nil {
+		s.attemptRetried(status)
+	}
+	return retried
 }
 
 // resetInterval reads the back-off a rate-limited response asks for from

@@ -322,6 +322,9 @@ type stream struct {
 	// does.
 	plog      *periodicLog
 	plogArmed bool
+	// ulog is the upstream log of the current attempt (the router's
+	// upstream_log, see uplog.go), made on first use; nil without.
+	ulog *attemptLog
 	// Scratch buffers behind header values the stream sets; each is
 	// rewritten only by the next request.
 	idBuf []byte

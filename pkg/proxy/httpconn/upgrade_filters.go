@@ -37,6 +37,9 @@ func buildUpgradeFilters(cfgs []*hcmv3.HttpConnectionManager_UpgradeConfig, reg 
 			// the chain: a different setting here would be ignored.
 			err = fmt.Errorf("%s[%d].typed_config.start_child_span: not supported by Outrigger in an upgrade's filter chain", field, len(u.GetFilters())-1)
 		}
+		if err == nil {
+			err = upgradeUpstreamLog(field, len(u.GetFilters())-1, &fc)
+		}
 		if err != nil {
 			fc.close()
 			errs = append(errs, err)

@@ -2,8 +2,9 @@
 // (envoy.filters.http.router), the terminal filter: the connection manager
 // routes and forwards each request itself once the filters before the
 // router continued (see package httpconn). Of its configuration, Outrigger
-// implements start_child_span, suppress_envoy_headers, dynamic_stats and
-// upstream_http_filters; the support check refuses the other fields.
+// implements start_child_span, suppress_envoy_headers, dynamic_stats,
+// upstream_http_filters, upstream_log and upstream_log_options; the support
+// check refuses the other fields.
 package router
 
 import (
@@ -45,6 +46,7 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 		// Envoy's default is true.
 		dynamicStats: cfg.GetDynamicStats() == nil || cfg.GetDynamicStats().GetValue(),
 		upstream:     upstream,
+		upstreamLog:  httpfilter.UpstreamLogOf(cfg),
 	}, nil
 }
 
@@ -52,7 +54,14 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 type terminal struct {
 	childSpan, suppressHeaders, dynamicStats bool
 	upstream                                 *httpfilter.UpstreamChain
+	upstreamLog                              httpfilter.UpstreamLog
 }
+
+// UpstreamLog implements the connection manager's upstreamLogRouter: the
+// router's upstream_log and upstream_log_options, which the connection
+// manager compiles with its own access-log dependencies (see
+// pkg/proxy/httpconn/uplog.go).
+func (t terminal) UpstreamLog() httpfilter.UpstreamLog { return t.upstreamLog }
 
 // UpstreamFilters is the compiled upstream_http_filters, nil without
 // them: the chain each upstream attempt runs, unless the cluster has its
