@@ -68,12 +68,7 @@ var _ = Describe("Listener socket_options and freebind", func() {
 		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		Expect(err).NotTo(HaveOccurred())
 		defer c.Close()
-		_, err = c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
-		Expect(err).NotTo(HaveOccurred())
-		buf := make([]byte, 4096)
-		n, err := c.Read(buf)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(string(buf[:n])).To(ContainSubstring("hi"))
+		Expect(getOn(c)).To(ContainSubstring("hi"))
 		out, err = exec.Command("ss", "-Htno", "state", "established", fmt.Sprintf("sport = :%d", port)).CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), "%s", out)
 		// ss prints 8.996 s as "8.996ms" and 9 s as "9sec"; the system's
@@ -128,12 +123,7 @@ var _ = Describe("Listener socket_options and freebind", func() {
 		c, err := d.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		Expect(err).NotTo(HaveOccurred())
 		defer c.Close()
-		_, err = c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
-		Expect(err).NotTo(HaveOccurred())
-		buf := make([]byte, 4096)
-		n, err := c.Read(buf)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(string(buf[:n])).To(ContainSubstring("hi"))
+		Expect(getOn(c)).To(ContainSubstring("hi"))
 		used, err := c.(*net.TCPConn).MultipathTCP()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(used).To(BeTrue(), "an MPTCP client's connection is MPTCP end to end")
@@ -148,4 +138,15 @@ func kernelHasMPTCP() bool {
 	}
 	_ = syscall.Close(fd)
 	return true
+}
+
+// getOn sends a GET / on c and returns what its first read brings.
+func getOn(c net.Conn) string {
+	GinkgoHelper()
+	_, err := c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+	Expect(err).NotTo(HaveOccurred())
+	buf := make([]byte, 4096)
+	n, err := c.Read(buf)
+	Expect(err).NotTo(HaveOccurred())
+	return string(buf[:n])
 }
