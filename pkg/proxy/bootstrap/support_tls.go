@@ -113,6 +113,8 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 
 	// Chains to trusted_ca deeper than it fail (see tlsconfig.withinDepth).
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.max_verify_depth": {},
+	// Listeners send no CA names in CertificateRequest; no effect upstream, as in Envoy.
+	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.suppress_client_ca_list": {},
 }
 
 // refusedTLS says why some TLS fields are refused, where "not supported"

@@ -67,7 +67,10 @@ type validator struct {
 	// maxDepth is max_verify_depth when depthLimited (see withinDepth).
 	maxDepth     int
 	depthLimited bool
-	now          func() time.Time
+	// suppressCAList is suppress_client_ca_list: a listener's
+	// CertificateRequest names no CAs (trusted_ca still verifies).
+	suppressCAList bool
+	now            func() time.Time
 }
 
 // active reports whether the validator asks for the peer's certificate
@@ -80,6 +83,7 @@ func (v *validator) active() bool {
 // below it.
 func compileValidation(vc *tlsv3.CertificateValidationContext) (*validator, error) {
 	v := &validator{now: time.Now, allowExpired: vc.GetAllowExpiredCertificate()}
+	v.suppressCAList = vc.GetSuppressClientCaList()
 	if d := vc.GetMaxVerifyDepth(); d != nil {
 		v.maxDepth, v.depthLimited = int(d.GetValue()), true
 	}
