@@ -11,13 +11,7 @@ var _ = Describe("Downstream TLS suppress_client_ca_list", func() {
 	It("names trusted_ca in the certificate request unless suppressed, verifying the client's certificate either way", func() {
 		needTool("openssl")
 		for _, suppress := range []bool{false, true} {
-			dir := newDir()
-			f := newTLSFiles(dir)
-			port := freePort()
-			chain := `{filters: [` + directHCM("calist", "") + `],
-  transport_socket: ` + f.transportSocket("require_client_certificate: true,",
-				fmt.Sprintf(`, validation_context: {trusted_ca: {filename: %s}, suppress_client_ca_list: %t}`, f.ca, suppress)) + `}`
-			s := Start(dir, tlsBootstrap(port, "", []string{chain}))
+			s, f, port := startMTLS("calist", fmt.Sprintf("suppress_client_ca_list: %t", suppress))
 			out := sClient(port, "localhost", f.ca, "", "", "-cert", f.clientCert, "-key", f.clientKey)
 			if suppress {
 				Expect(out).To(ContainSubstring("No client certificate CA names sent"))

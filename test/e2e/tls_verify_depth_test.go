@@ -11,13 +11,7 @@ var _ = Describe("Downstream TLS max_verify_depth", func() {
 	It("accepts a client certificate issued by trusted_ca at depth 1 and refuses it at depth 0, counted in fail_verify_error", func() {
 		needTool("curl")
 		for _, depth := range []int{1, 0} {
-			dir := newDir()
-			f := newTLSFiles(dir)
-			port := freePort()
-			chain := `{filters: [` + directHCM("depth", "") + `],
-  transport_socket: ` + f.transportSocket("require_client_certificate: true,",
-				fmt.Sprintf(`, validation_context: {trusted_ca: {filename: %s}, max_verify_depth: %d}`, f.ca, depth)) + `}`
-			s := Start(dir, tlsBootstrap(port, "", []string{chain}))
+			s, f, port := startMTLS("depth", fmt.Sprintf("max_verify_depth: %d", depth))
 			url := fmt.Sprintf("https://localhost:%d/", port)
 			out, code := curlTLS("--cacert", f.ca, "--cert", f.clientCert, "--key", f.clientKey, url)
 			ssl := fmt.Sprintf("listener.127.0.0.1_%d.ssl.", port)
@@ -33,3 +27,17 @@ var _ = Describe("Downstream TLS max_verify_depth", func() {
 		}
 	})
 })
+
+// startMTLS starts a sidecar whose listener answers body to clients with
+// a certificate of its CA (required), with the validation_context fields
+// extra besides trusted_ca.
+func startMTLS(body, extra string) (*Sidecar, *tlsFiles, int) {
+	GinkgoHelper()
+	dir := newDir()
+	f := newTLSFiles(dir)
+	port := freePort()
+	chain := `{filters: [` + directHCM(body, "") + `],
+  transport_socket: ` + f.transportSocket("require_client_certificate: true,",
+		fmt.Sprintf(`, validation_context: {trusted_ca: {filename: %s}, %s}`, f.ca, extra)) + `}`
+	return Start(dir, tlsBootstrap(port, "", []string{chain})), f, port
+}

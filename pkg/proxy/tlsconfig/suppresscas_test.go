@@ -13,14 +13,7 @@ import (
 func TestSuppressClientCAList(t *testing.T) {
 	p := newPKI(t)
 	for _, suppress := range []bool{false, true} {
-		ctx := p.context()
-		ctx.CommonTlsContext.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{
-			ValidationContext: &tlsv3.CertificateValidationContext{TrustedCa: file(p.caFile), SuppressClientCaList: suppress},
-		}
-		s, err := CompileServer(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := suppressingServer(t, p, suppress)
 		cfg := p.clientConfig(t, true)
 		cert := cfg.Certificates[0]
 		cfg.Certificates = nil
@@ -39,15 +32,23 @@ func TestSuppressClientCAList(t *testing.T) {
 	}
 	// The CA still verifies: a certificate of another CA is refused.
 	other := newPKI(t)
+	s := suppressingServer(t, p, true)
+	if _, serr, _ := handshake(t, s, nil, p.clientWith(t, other.client)); serr == nil {
+		t.Error("accepted a client certificate of another CA")
+	}
+}
+
+// suppressingServer is the PKI's server verifying clients with its CA,
+// with suppress_client_ca_list as given.
+func suppressingServer(t *testing.T, p *testPKI, suppress bool) *Server {
+	t.Helper()
 	ctx := p.context()
 	ctx.CommonTlsContext.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{
-		ValidationContext: &tlsv3.CertificateValidationContext{TrustedCa: file(p.caFile), SuppressClientCaList: true},
+		ValidationContext: &tlsv3.CertificateValidationContext{TrustedCa: file(p.caFile), SuppressClientCaList: suppress},
 	}
 	s, err := CompileServer(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, serr, _ := handshake(t, s, nil, p.clientWith(t, other.client)); serr == nil {
-		t.Error("accepted a client certificate of another CA")
-	}
+	return s
 }
