@@ -13,7 +13,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // compliance_policies, prefer_client_ciphers,
 // full_scan_certs_on_sni_mismatch, custom
 // handshakers and certificate selectors, and in the validation context
-// system_root_certs, trust_chain_verification, max_verify_depth,
+// system_root_certs, trust_chain_verification,
 // custom validators and watched directories.
 var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.listener.v3.FilterChain.transport_socket":                 {},
@@ -110,6 +110,11 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.only_verify_leaf_cert_crl":     {},
 	"envoy.extensions.transport_sockets.tls.v3.SubjectAltNameMatcher.san_type":                             {values: []string{"EMAIL", "DNS", "URI", "IP_ADDRESS"}},
 	"envoy.extensions.transport_sockets.tls.v3.SubjectAltNameMatcher.matcher":                              {},
+
+	// Chains to trusted_ca deeper than it fail (see tlsconfig.withinDepth).
+	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.max_verify_depth": {},
+	// Listeners send no CA names in CertificateRequest; no effect upstream, as in Envoy.
+	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.suppress_client_ca_list": {},
 }
 
 // refusedTLS says why some TLS fields are refused, where "not supported"

@@ -227,10 +227,10 @@ func TestValidateSupport(t *testing.T) {
 			overlay: strings.Replace(okHCM(""), "filter_chains: [{", "filter_chains: [{filter_chain_match: {destination_port: 80, server_names: [a.example], suffix_len: 1}, ", 1),
 			want:    []string{"static_resources.listeners[1].filter_chains[0].filter_chain_match.suffix_len: not supported by Outrigger"},
 		},
-		"tls max_verify_depth": {
-			overlay: strings.Replace(okHCM(""), "filter_chains: [{", `filter_chains: [{transport_socket: {name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext, common_tls_context: {tls_certificates: [{certificate_chain: {filename: c}, private_key: {filename: k}, password: {inline_string: p}}], validation_context: {trusted_ca: {filename: ca}, max_verify_depth: 3}}}}, `, 1),
+		"tls system_root_certs": {
+			overlay: strings.Replace(okHCM(""), "filter_chains: [{", `filter_chains: [{transport_socket: {name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext, common_tls_context: {tls_certificates: [{certificate_chain: {filename: c}, private_key: {filename: k}, password: {inline_string: p}}], validation_context: {trusted_ca: {filename: ca}, system_root_certs: {}}}}}, `, 1),
 			want: []string{
-				"static_resources.listeners[1].filter_chains[0].transport_socket.typed_config.common_tls_context.validation_context.max_verify_depth: not supported by Outrigger",
+				"static_resources.listeners[1].filter_chains[0].transport_socket.typed_config.common_tls_context.validation_context.system_root_certs: not supported by Outrigger",
 			},
 		},
 		"tls secret kind not implemented": {

@@ -135,7 +135,9 @@ func CompileServer(dc *tlsv3.DownstreamTlsContext) (*Server, error) {
 		if v.require {
 			cfg.ClientAuth = tls.RequireAnyClientCert
 		}
-		cfg.ClientCAs = v.roots // only names the acceptable CAs; verify checks
+		if !v.suppressCAList {
+			cfg.ClientCAs = v.roots // only names the acceptable CAs; verify checks
+		}
 		cfg.VerifyConnection = func(cs tls.ConnectionState) error { return v.verify(cs.PeerCertificates) }
 	}
 	cfg.GetCertificate = s.selectCertificate

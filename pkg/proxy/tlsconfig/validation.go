@@ -64,7 +64,13 @@ type validator struct {
 	// leaf (only_verify_leaf_cert_crl).
 	crls        []*x509.RevocationList
 	crlLeafOnly bool
-	now         func() time.Time
+	// maxDepth is max_verify_depth when depthLimited (see withinDepth).
+	maxDepth     int
+	depthLimited bool
+	// suppressCAList is suppress_client_ca_list: a listener's
+	// CertificateRequest names no CAs (trusted_ca still verifies).
+	suppressCAList bool
+	now            func() time.Time
 }
 
 // active reports whether the validator asks for the peer's certificate
@@ -77,6 +83,10 @@ func (v *validator) active() bool {
 // below it.
 func compileValidation(vc *tlsv3.CertificateValidationContext) (*validator, error) {
 	v := &validator{now: time.Now, allowExpired: vc.GetAllowExpiredCertificate()}
+	v.suppressCAList = vc.GetSuppressClientCaList()
+	if d := vc.GetMaxVerifyDepth(); d != nil {
+		v.maxDepth, v.depthLimited = int(d.GetValue()), true
+	}
 	var errs []error
 	if ds := vc.GetTrustedCa(); ds != nil {
 		data, from, err := readSource(ds)
@@ -213,6 +223,9 @@ func (v *validator) verifyChain(chain []*x509.Certificate) error {
 	}
 	for range maxExpiredRetries {
 		chains, err := chain[0].Verify(opts)
+		if err == nil {
+			chains, err = v.withinDepth(chains)
+		}
 		if err == nil && len(v.crls) > 0 {
 			return v.checkRevocation(chains[0], v.now())
 		}
