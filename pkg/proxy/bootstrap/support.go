@@ -281,6 +281,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedComposite,
 	supportedOriginalSrc,
 	supportedClusterSpecifiers,
+	supportedSocketMatches,
 }
 
 // supportIndex is every per-area table merged into one map, built on first
