@@ -417,7 +417,7 @@ var _ = Describe("Active health checking", func() {
 			"static_resources.clusters[0].health_checks[0].healthy_threshold: must be at least 1"),
 		Entry("gRPC on an HTTP/1.1 cluster", `{timeout: 1s, interval: 1s, unhealthy_threshold: 1, healthy_threshold: 1, grpc_health_check: {}}`,
 			"static_resources.clusters[0].health_checks[0].grpc_health_check: web cluster must support HTTP/2 for gRPC healthchecking"),
-		Entry("an unimplemented field", `{timeout: 1s, interval: 1s, unhealthy_threshold: 1, healthy_threshold: 1, tcp_health_check: {}, transport_socket_match_criteria: {a: b}}`,
-			"static_resources.clusters[0].health_checks[0].transport_socket_match_criteria"),
+		Entry("an unimplemented field", `{timeout: 1s, interval: 1s, unhealthy_threshold: 1, healthy_threshold: 1, tcp_health_check: {}, event_service: {envoy_grpc: {cluster_name: web}}}`,
+			"static_resources.clusters[0].health_checks[0].event_service"),
 	)
 })

@@ -282,6 +282,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedOriginalSrc,
 	supportedClusterSpecifiers,
 	supportedInternalRedirects,
+	supportedSocketMatches,
 }
 
 // supportIndex is every per-area table merged into one map, built on first

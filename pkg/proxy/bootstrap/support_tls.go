@@ -5,7 +5,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedTLS lists the TLS fields Outrigger implements (see
 // supportedCore and pkg/proxy/tlsconfig): the TLS transport socket of
 // listeners' filter chains and of clusters (upstream TLS), and secrets.
-// Not implemented, so refused with their path: transport_socket_matches,
+// Not implemented, so refused with their path:
 // enforce_rsa_key_usage, secrets over gRPC (refused by the server),
 // session ticket keys from secrets, private key providers, encrypted
 // PKCS#8 keys (by tlsconfig), signed certificate timestamps,

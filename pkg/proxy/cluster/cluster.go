@@ -74,6 +74,10 @@ type Cluster struct {
 	dial DialFunc
 	// ssl are the cluster.<name>.ssl.* stats of a TLS cluster, else nil.
 	ssl *tlsconfig.Stats
+	// socketCounts count the hosts of each transport socket
+	// (socketmatch.go), nil without transport_socket_matches.
+	socketCounts socketCounters
+
 	now func() time.Time
 
 	h2 *http.Transport
@@ -205,9 +209,10 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 	if c.dial == nil {
 		c.dial = tcpDialer(s.keepalive, s.bind)
 	}
-	if s.tls != nil {
+	if s.tls != nil || s.sockets.anyTLS() {
 		c.ssl = tlsconfig.NewStats(scope.Scope("ssl."))
 	}
+	c.socketCounts = newSocketCounters(scope, &s.sockets)
 	if s.protocol.auto && s.tls == nil {
 		// Without TLS there is no ALPN to choose by: HTTP/1.1, as in
 		// Envoy.
@@ -436,6 +441,7 @@ func (c *Cluster) lbConfig(hs, old *hostSet, ch *setChange) lb.Config {
 		if !h.Created.IsZero() {
 			continue
 		}
+		c.chooseSocket(h)
 		var t time.Time
 		if kept != nil {
 			t = kept[h.Address]

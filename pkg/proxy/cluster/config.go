@@ -74,6 +74,8 @@ type settings struct {
 	// each new connection starts with its header.
 	pp         *upstreamproxyprotocol.Socket
 	thresholds [numPriorities]Thresholds
+	// sockets are transport_socket_matches (socketmatch.go).
+	sockets socketMatches
 	// outlier is outlier_detection, nil for none (outlier.go).
 	outlier *outlier.Config
 	lb      lb.Config

@@ -124,7 +124,7 @@ func (c *Cluster) connect(ctx context.Context, h *upstream.Host, alpn []string) 
 		err = c.sendProxyHeader(dctx, conn)
 	}
 	var info *accesslog.TLSInfo
-	if err == nil && c.settings.tls != nil {
+	if err == nil && c.tlsOf(h) != nil {
 		conn, info, err = c.handshake(dctx, conn, alpn, h)
 	}
 	timedOut := ctx.Err() == nil && errors.Is(dctx.Err(), context.DeadlineExceeded)

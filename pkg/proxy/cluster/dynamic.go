@@ -279,19 +279,37 @@ func (c *Cluster) warmed() <-chan struct{} {
 }
 
 // secretsWarmed is what a TLS cluster whose secrets come from discovery
-// waits for (their first values, or their initial fetch timeouts), as
-// Envoy's cluster init waits for its SDS targets; nil when nothing.
+// waits for (their first values, or their initial fetch timeouts), those
+// of its transport_socket_matches too, as Envoy's cluster init waits for
+// its SDS targets; nil when nothing.
 func (c *Cluster) secretsWarmed() <-chan struct{} {
-	if c.settings.tls == nil {
-		return nil
+	var waits []<-chan struct{}
+	for i := 0; i <= len(c.settings.sockets.list); i++ {
+		cl := c.tlsOfSocket(i)
+		if cl == nil {
+			continue
+		}
+		ready := cl.Ready()
+		select {
+		case <-ready:
+		default:
+			waits = append(waits, ready)
+		}
 	}
-	ready := c.settings.tls.Ready()
-	select {
-	case <-ready:
+	switch len(waits) {
+	case 0:
 		return nil
-	default:
-		return ready
+	case 1:
+		return waits[0]
 	}
+	all := make(chan struct{})
+	go func() {
+		for _, w := range waits {
+			<-w
+		}
+		close(all)
+	}()
+	return all
 }
 
 // hostsWarmed is what a cluster waits for to have its first hosts (see

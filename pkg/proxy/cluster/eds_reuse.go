@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strconv"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"google.golang.org/protobuf/proto"
 
@@ -110,10 +111,10 @@ func samePlaces(level, hosts []*upstream.Host) bool {
 
 // takeSource returns the current host that lbe built if lbe is at its
 // place in the level's order (or one further, after a removal) and the
-// host is still at priority p in locality loc of locality weight weight,
-// and marks it taken; nil otherwise. The message passed every check when
+// host is still at priority p in locality loc of locality weight weight
+// and locality metadata lmd (the same message), and marks it taken; nil otherwise. The message passed every check when
 // it built the host, and messages do not change.
-func (r *hostReuse) takeSource(lbe *endpointv3.LbEndpoint, p uint32, loc upstream.Locality, weight uint32) *upstream.Host {
+func (r *hostReuse) takeSource(lbe *endpointv3.LbEndpoint, p uint32, loc upstream.Locality, weight uint32, lmd *corev3.Metadata) *upstream.Host {
 	if r == nil || r.sources == nil || int(p) >= len(r.sources) {
 		return nil
 	}
@@ -123,7 +124,7 @@ func (r *hostReuse) takeSource(lbe *endpointv3.LbEndpoint, p uint32, loc upstrea
 			continue
 		}
 		h := level[c]
-		if h.Priority != p || h.LocalityWeight != weight || h.Locality != loc {
+		if h.Priority != p || h.LocalityWeight != weight || h.Locality != loc || h.LocalityMetadata != lmd {
 			return nil
 		}
 		used[c] = true
@@ -233,7 +234,13 @@ func sameHost(h *upstream.Host, ep *endpoint, cluster string) bool {
 	if !hostAt(h.Address, ep) {
 		return false
 	}
-	return h.Metadata == ep.lbe.GetMetadata() || proto.Equal(h.Metadata, ep.lbe.GetMetadata())
+	return sameMetadata(h.Metadata, ep.lbe.GetMetadata()) && sameMetadata(h.LocalityMetadata, ep.localityMetadata)
+}
+
+// sameMetadata reports whether two metadata are equal (both absent, or
+// the same message, or equal ones).
+func sameMetadata(a, b *corev3.Metadata) bool {
+	return a == b || proto.Equal(a, b)
 }
 
 // sameHealthCheck reports whether two health_check_configs are the same

@@ -46,10 +46,10 @@ func TestEDSSameMessagesKeepHosts(t *testing.T) {
 	// The entries are found by place, without a comparison.
 	r := newHostReuse(c.set.Load())
 	r.withSources(c.eds.sources.Load())
-	if h := r.takeSource(msgs[0], 0, upstream.Locality{}, 0); h != first[0] {
+	if h := r.takeSource(msgs[0], 0, upstream.Locality{}, 0, nil); h != first[0] {
 		t.Fatalf("takeSource gave %v, want the first host", h)
 	}
-	if h := r.takeSource(msgs[1], 0, upstream.Locality{Zone: "a"}, 0); h != nil {
+	if h := r.takeSource(msgs[1], 0, upstream.Locality{Zone: "a"}, 0, nil); h != nil {
 		t.Fatalf("takeSource gave %v for another locality", h)
 	}
 

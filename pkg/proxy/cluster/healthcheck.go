@@ -67,7 +67,7 @@ func (c *Cluster) newHealthChecker(cfg *healthcheck.Config, scope stats.Scope, d
 		Cluster:    c.settings.name,
 		Scope:      scope,
 		Dial:       c.dialCheck,
-		TLS:        c.settings.tls != nil,
+		TLS:        func(h *upstream.Host) bool { return c.checkTLS(h) != nil },
 		HadTraffic: func() bool { return c.stats.UpstreamCxTotal.Value() > 0 },
 		Changed:    c.healthChanged,
 		// The detector is built before the checker, and nil-safe.
@@ -236,11 +236,12 @@ func (c *Cluster) healthChanged() {
 	c.installLocked(levels, true, nil)
 }
 
-// dialCheck opens a health check's connection: the cluster's dialer
-// (bind and keep-alive settings) and, on a TLS cluster, its TLS offering
-// alpn, within the connect timeout. Checks are not traffic: they count in
-// no upstream_cx_* stat.
-func (c *Cluster) dialCheck(ctx context.Context, address string, alpn []string) (net.Conn, error) {
+// dialCheck opens a health check's connection to host h at address: the
+// cluster's dialer (bind and keep-alive settings) and, when h's checks
+// are TLS (see checkTLS), that TLS offering alpn, within the connect
+// timeout. Checks are not traffic: they count in no upstream_cx_* stat.
+func (c *Cluster) dialCheck(ctx context.Context, h *upstream.Host, address string, alpn []string) (net.Conn, error) {
+	c.countCheckSocket()
 	ctx, cancel := context.WithTimeout(ctx, c.settings.connectTimeout)
 	defer cancel()
 	conn, err := c.dial(ctx, address)
@@ -250,10 +251,11 @@ func (c *Cluster) dialCheck(ctx context.Context, address string, alpn []string) 
 	if err != nil {
 		return nil, err
 	}
-	if c.settings.tls == nil {
+	cl := c.checkTLS(h)
+	if cl == nil {
 		return c.tapped(conn), nil
 	}
-	tc, err := c.settings.tls.Handshake(ctx, conn, alpn, c.ssl)
+	tc, err := cl.Handshake(ctx, conn, alpn, c.ssl)
 	if err != nil {
 		_ = conn.Close()
 		return nil, err

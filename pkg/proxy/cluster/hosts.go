@@ -56,6 +56,9 @@ type checkedEntry struct {
 	canary         bool
 	locality       *upstream.Locality
 	localityWeight uint32
+
+	// localityMetadata is the group's metadata (shared), nil for none.
+	localityMetadata *corev3.Metadata
 	// hc is the endpoint's health_check_config, nil without one.
 	hc *upstream.HostHealthCheck
 }
@@ -138,7 +141,7 @@ func buildEndpoints(cluster string, la *endpointv3.ClusterLoadAssignment, names 
 		loc := localityOf(lle)
 		weight := weights[localityKey{p, loc}]
 		for j, lbe := range lle.GetLbEndpoints() {
-			if h := reuse.takeSource(lbe, p, loc, weight); h != nil {
+			if h := reuse.takeSource(lbe, p, loc, weight, lle.GetMetadata()); h != nil {
 				// The message that built h, checked then.
 				eps = append(eps, endpoint{host: h, lbe: lbe, priority: p})
 				continue
@@ -151,6 +154,7 @@ func buildEndpoints(cluster string, la *endpointv3.ClusterLoadAssignment, names 
 				continue
 			}
 			ep.priority, ep.locality, ep.localityWeight = p, &loc, weight
+			ep.localityMetadata = lle.GetMetadata()
 			ep.host = reuse.take(&ep, cluster)
 			eps = append(eps, ep)
 		}
@@ -254,6 +258,7 @@ func (ep *endpoint) newHost(cluster string) *upstream.Host {
 		ConfigHealth:   ep.lbe.GetHealthStatus(),
 		HealthCheck:    ep.hc,
 	}
+	h.LocalityMetadata = ep.localityMetadata
 	if ep.ip.IsValid() {
 		h.Address = netip.AddrPortFrom(ep.ip, ep.port).String()
 	} else if ep.pipe {

@@ -224,6 +224,9 @@ func clusterSettings(cfg *clusterv3.Cluster, td transportDeps, defaultBind *bind
 	t, terrs := buildTransport(cfg.GetTransportSocket(), td, "cluster."+s.observabilityName+".")
 	s.tls, s.tap, s.pp = t.tls, t.tap, t.pp
 	errs = append(errs, terrs...)
+	var merrs []error
+	s.sockets, merrs = buildSocketMatches(cfg, td, "cluster."+s.observabilityName+".", t)
+	errs = append(errs, merrs...)
 	if s.dfp != nil {
 		errs = append(errs, s.attachDNSCache(caches)...)
 	}

@@ -180,7 +180,7 @@ func (c *Cluster) handshake(ctx context.Context, conn net.Conn, alpn []string, h
 	if d := c.settings.dfp; d != nil && d.autoSNI {
 		ov = c.settings.tls.HostOverride(dfpServerName(h))
 	}
-	tc, local, err := c.settings.tls.HandshakeWith(ctx, conn, alpn, ov, c.ssl)
+	tc, local, err := c.tlsOf(h).HandshakeWith(ctx, conn, alpn, ov, c.ssl)
 	if err != nil {
 		_ = conn.Close()
 		return nil, nil, err

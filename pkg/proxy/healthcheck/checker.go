@@ -15,9 +15,9 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
-// DialFunc opens a check's connection to address ("ip:port"): TCP, and on
-// a TLS cluster the TLS handshake offering alpn.
-type DialFunc func(ctx context.Context, address string, alpn []string) (net.Conn, error)
+// DialFunc opens a check's connection to address ("ip:port"), host h's:
+// TCP, and when h's connections are TLS the TLS handshake offering alpn.
+type DialFunc func(ctx context.Context, h *upstream.Host, address string, alpn []string) (net.Conn, error)
 
 // Env is what a checker needs from its cluster.
 type Env struct {
@@ -27,9 +27,9 @@ type Env struct {
 	Scope stats.Scope
 	// Dial opens check connections (required).
 	Dial DialFunc
-	// TLS says the cluster's connections are TLS (HTTP/2 checks then say
-	// :scheme https).
-	TLS bool
+	// TLS says whether a host's check connections are TLS (HTTP/2 checks
+	// then say :scheme https); nil: none are.
+	TLS func(h *upstream.Host) bool
 	// HadTraffic reports whether the cluster ever sent traffic upstream:
 	// until it has, hosts are checked every no_traffic_interval.
 	HadTraffic func() bool

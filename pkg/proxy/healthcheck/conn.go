@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"time"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // checkConn is a check connection kept between checks: each check sets
@@ -17,10 +19,10 @@ type checkConn struct {
 
 // dialCheck opens a check connection within the check's deadline; ctx is
 // the session's.
-func (c *Checker) dialCheck(ctx context.Context, deadline time.Time, addr string, alpn []string) (*checkConn, error) {
+func (c *Checker) dialCheck(ctx context.Context, deadline time.Time, h *upstream.Host, addr string, alpn []string) (*checkConn, error) {
 	dctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	conn, err := c.env.Dial(dctx, addr, alpn)
+	conn, err := c.env.Dial(dctx, h, addr, alpn)
 	if err != nil {
 		return nil, err
 	}

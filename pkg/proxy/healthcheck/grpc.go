@@ -10,6 +10,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // grpcProber runs grpc.health.v1.Health/Check on one host, over a channel
@@ -19,6 +21,7 @@ import (
 type grpcProber struct {
 	c    *Checker
 	addr string
+	host *upstream.Host
 	// authority is the host's: its health_check_config hostname, else
 	// the check's authority, else the cluster's name.
 	authority string
@@ -62,7 +65,7 @@ func (p *grpcProber) dialChannel() (*grpc.ClientConn, error) {
 	if len(p.c.cfg.ALPN) > 0 {
 		alpn = p.c.cfg.ALPN
 	}
-	dial := func(ctx context.Context, _ string) (net.Conn, error) { return p.c.env.Dial(ctx, p.addr, alpn) }
+	dial := func(ctx context.Context, _ string) (net.Conn, error) { return p.c.env.Dial(ctx, p.host, p.addr, alpn) }
 	return grpc.NewClient("passthrough:///"+p.addr,
 		grpc.WithContextDialer(dial),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),

@@ -39,9 +39,9 @@ var (
 func (c *Checker) newProber(addr string, h *upstream.Host) prober {
 	switch c.cfg.Kind {
 	case KindTCP:
-		return &tcpProber{c: c, addr: addr}
+		return &tcpProber{c: c, addr: addr, host: h}
 	case KindGRPC:
-		return &grpcProber{c: c, addr: addr, authority: checkHostname(h, c.cfg.grpc.authority)}
+		return &grpcProber{c: c, addr: addr, host: h, authority: checkHostname(h, c.cfg.grpc.authority)}
 	}
 	if !c.cfg.http.http2 {
 		return c.newHTTP1Prober(addr, h)
@@ -76,7 +76,8 @@ func (c *Checker) newHTTP2Prober(addr string, h *upstream.Host) *httpProber {
 	hc := c.cfg.http
 	p := &httpProber{c: c, host: checkHostname(h, hc.host), entry: c.headerEntry(h)}
 	scheme := "http"
-	if c.env.TLS {
+	tls := c.env.TLS != nil && c.env.TLS(h)
+	if tls {
 		scheme = "https"
 	}
 	alpn := alpnHTTP2
@@ -84,9 +85,9 @@ func (c *Checker) newHTTP2Prober(addr string, h *upstream.Host) *httpProber {
 		alpn = c.cfg.ALPN
 	}
 	p.url = scheme + "://" + addr + hc.path
-	dial := func(ctx context.Context, _, _ string) (net.Conn, error) { return c.env.Dial(ctx, addr, alpn) }
+	dial := func(ctx context.Context, _, _ string) (net.Conn, error) { return c.env.Dial(ctx, h, addr, alpn) }
 	t := &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 1, MaxConnsPerHost: 1, Protocols: new(http.Protocols)}
-	if c.env.TLS {
+	if tls {
 		// The dialer's TLS offered h2 by ALPN.
 		t.Protocols.SetHTTP2(true)
 		t.DialTLSContext = dial

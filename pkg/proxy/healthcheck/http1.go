@@ -30,6 +30,7 @@ const maxResponseHead = 80 << 10
 type http1Prober struct {
 	c    *Checker
 	addr string
+	host *upstream.Host
 	req  []byte
 	conn *checkConn
 	br   *bufio.Reader
@@ -52,12 +53,12 @@ func (c *Checker) newHTTP1Prober(addr string, host *upstream.Host) *http1Prober 
 	_ = h.Write(&b)
 	b.WriteString("\r\n")
 	b.Write(hc.send)
-	return &http1Prober{c: c, addr: addr, req: b.Bytes()}
+	return &http1Prober{c: c, addr: addr, host: host, req: b.Bytes()}
 }
 
 func (p *http1Prober) probe(ctx context.Context, deadline time.Time) result {
 	if p.conn == nil {
-		conn, err := p.c.dialCheck(ctx, deadline, p.addr, p.alpn())
+		conn, err := p.c.dialCheck(ctx, deadline, p.host, p.addr, p.alpn())
 		if err != nil {
 			return result{outcome: outcomeNetwork}
 		}

@@ -26,7 +26,7 @@ import (
 )
 
 // plainDial dials TCP.
-func plainDial(ctx context.Context, addr string, _ []string) (net.Conn, error) {
+func plainDial(ctx context.Context, _ *upstream.Host, addr string, _ []string) (net.Conn, error) {
 	var d net.Dialer
 	return d.DialContext(ctx, "tcp", addr)
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstreamproxyprotocol"
 )
 
@@ -17,6 +18,7 @@ const tcpReadLimit = 64 << 10
 type tcpProber struct {
 	c    *Checker
 	addr string
+	host *upstream.Host
 	conn *checkConn
 	buf  []byte
 }
@@ -27,7 +29,7 @@ func (p *tcpProber) probe(ctx context.Context, deadline time.Time) result {
 		// A connect-only check proves the host accepts connections: it
 		// connects every time.
 		p.close()
-		conn, err := p.c.dialCheck(ctx, deadline, p.addr, p.c.cfg.ALPN)
+		conn, err := p.c.dialCheck(ctx, deadline, p.host, p.addr, p.c.cfg.ALPN)
 		if err != nil {
 			return result{outcome: outcomeNetwork}
 		}

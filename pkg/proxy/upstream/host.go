@@ -43,6 +43,15 @@ type Host struct {
 	// Metadata is the endpoint's metadata (%UPSTREAM_METADATA%); nil when
 	// it has none. Read-only.
 	Metadata *corev3.Metadata
+	// LocalityMetadata is the metadata of the endpoint's
+	// locality_lb_endpoints entry, nil when it has none: what
+	// transport_socket_matches look at when the endpoint's own metadata
+	// matches none of them. Read-only.
+	LocalityMetadata *corev3.Metadata
+	// Socket is the transport socket the host's connections use, which
+	// the cluster chose when the host joined it (transport_socket_matches):
+	// 0 for the cluster's transport_socket, i for its i-th match.
+	Socket int
 	// ConfigHealth is the health_status given in the configuration.
 	// UNHEALTHY, DRAINING and TIMEOUT keep the host out of load balancing
 	// and show it as /failed_eds_health in /clusters. The health set at

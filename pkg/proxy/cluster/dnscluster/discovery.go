@@ -259,7 +259,7 @@ func (d *Discovery) updateLogical(st *targetState, t *Target, addrs []dns.Addres
 
 // newHost builds a host of target t at addr.
 func newHost(t *Target, addr string) *upstream.Host {
-	return &upstream.Host{
+	h := &upstream.Host{
 		Address:        addr,
 		Hostname:       t.Host.Hostname,
 		Cluster:        t.Host.Cluster,
@@ -271,6 +271,8 @@ func newHost(t *Target, addr string) *upstream.Host {
 		Metadata:       t.Host.Metadata,
 		ConfigHealth:   t.Host.ConfigHealth,
 	}
+	h.LocalityMetadata = t.Host.LocalityMetadata
+	return h
 }
 
 // priorities groups every target's hosts by priority, targets in
