@@ -181,9 +181,12 @@ func TestValidateSupport(t *testing.T) {
 		"access log filter": {
 			overlay: `admin: {access_log: [{name: f, filter: {not_health_check_filter: {}}, typed_config: {"@type": ` + fileURL + `, path: /x}}]}`,
 		},
-		"access log extension filter": {
-			overlay: `admin: {access_log: [{name: f, filter: {extension_filter: {name: x}}, typed_config: {"@type": ` + fileURL + `, path: /x}}]}`,
-			want:    []string{"admin.access_log[1].filter.extension_filter: not supported by Outrigger"},
+		"access log CEL filter": {
+			overlay: `admin: {access_log: [{name: f, filter: {extension_filter: {name: cel, typed_config: {"@type": type.googleapis.com/envoy.extensions.access_loggers.filters.cel.v3.ExpressionFilter, expression: "response.code >= 400", cel_config: {enable_string_conversion: true}}}}, typed_config: {"@type": ` + fileURL + `, path: /x}}]}`,
+		},
+		"access log extension filter of another category": {
+			overlay: `admin: {access_log: [{name: f, filter: {extension_filter: {name: x, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}}, typed_config: {"@type": ` + fileURL + `, path: /x}}]}`,
+			want:    []string{`admin.access_log[1].filter.extension_filter.typed_config: extension "proxy.filters.http.router" (category envoy.filters.http) cannot be used here: expected category envoy.access_loggers.extension_filters`},
 		},
 		"stdout access logger": {
 			overlay: accessLogYAML(`{"@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog}`),

@@ -8,6 +8,7 @@ import (
 	metricsv3 "github.com/envoyproxy/go-control-plane/envoy/config/metrics/v3"
 	tracev3 "github.com/envoyproxy/go-control-plane/envoy/config/trace/v3"
 	filev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
+	celfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/filters/cel/v3"
 	grpcalsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/grpc/v3"
 	otelalv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/open_telemetry/v3"
 	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
@@ -104,6 +105,8 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/als"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/file"
+	logfilter "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/filter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/filter/celfilter"
 	metadatafmt "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/formatter/metadata"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/formatter/reqwithoutquery"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/otel"
@@ -236,6 +239,8 @@ func Registry() *extension.Registry {
 		extension.Of(brotli.DecompressorName, compression.DecompressorCategory, &brotlidv3.Brotli{}, brotli.Decompressor{}),
 		extension.Of(gzip.DecompressorName, compression.DecompressorCategory, &gzipdv3.Gzip{}, gzip.Decompressor{}),
 		extension.Of(zstd.DecompressorName, compression.DecompressorCategory, &zstddv3.Zstd{}, zstd.Decompressor{}),
+
+		extension.Of(celfilter.Name, logfilter.ExtensionCategory, &celfilterv3.ExpressionFilter{}, celfilter.Factory{}),
 
 		extension.Of(metadatafmt.Name, Formatters, &metadatafmtv3.Metadata{}, metadatafmt.Factory{}),
 		extension.Of(reqwithoutquery.Name, Formatters, &rwqv3.ReqWithoutQuery{}, reqwithoutquery.Factory{}),
