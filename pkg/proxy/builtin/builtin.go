@@ -76,6 +76,7 @@ import (
 	udpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/udp/udp_proxy/v3"
 	metadatafmtv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/metadata/v3"
 	rwqv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/req_without_query/v3"
+	filesinkv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/health_check/event_sinks/file/v3"
 	simplecachev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/cache/simple_http_cache/v3"
 	ipcustomheaderv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/original_ip_detection/custom_header/v3"
 	ipxffv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/original_ip_detection/xff/v3"
@@ -173,6 +174,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/snidynamicforwardproxy"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/tcpproxy"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/udp/udpproxy"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/healthcheck/eventsink"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/ipdetection"
 	ipcustomheader "github.com/outrigger-dev/outrigger/pkg/proxy/ipdetection/customheader"
 	ipxff "github.com/outrigger-dev/outrigger/pkg/proxy/ipdetection/xff"
@@ -241,6 +243,8 @@ func Registry() *extension.Registry {
 		extension.Of(zstd.DecompressorName, compression.DecompressorCategory, &zstddv3.Zstd{}, zstd.Decompressor{}),
 
 		extension.Of(celfilter.Name, logfilter.ExtensionCategory, &celfilterv3.ExpressionFilter{}, celfilter.Factory{}),
+
+		extension.Of(eventsink.FileName, eventsink.Category, &filesinkv3.HealthCheckEventFileSink{}, eventsink.File{}),
 
 		extension.Of(metadatafmt.Name, Formatters, &metadatafmtv3.Metadata{}, metadatafmt.Factory{}),
 		extension.Of(reqwithoutquery.Name, Formatters, &rwqv3.ReqWithoutQuery{}, reqwithoutquery.Factory{}),

@@ -94,6 +94,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.filters.udp_listener proxy.filters.udp_listener.udp_proxy envoy.extensions.filters.udp.udp_proxy.v3.UdpProxyConfig",
 		"envoy.formatter proxy.formatter.metadata envoy.extensions.formatter.metadata.v3.Metadata",
 		"envoy.formatter proxy.formatter.req_without_query envoy.extensions.formatter.req_without_query.v3.ReqWithoutQuery",
+		"envoy.health_check.event_sinks proxy.health_check.event_sinks.file envoy.extensions.health_check.event_sinks.file.v3.HealthCheckEventFileSink",
 		"envoy.http.cache proxy.extensions.http.cache.simple envoy.extensions.http.cache.simple_http_cache.v3.SimpleHttpCacheConfig",
 		"envoy.http.original_ip_detection proxy.http.original_ip_detection.custom_header envoy.extensions.http.original_ip_detection.custom_header.v3.CustomHeaderConfig",
 		"envoy.http.original_ip_detection proxy.http.original_ip_detection.xff envoy.extensions.http.original_ip_detection.xff.v3.XffConfig",
