@@ -84,6 +84,23 @@ var _ = Describe("Access logs on the standard streams, with filters", func() {
 		Eventually(s.Stderr).Should(ContainSubstring("ERRLOG 200 /ok d\n"))
 	})
 
+	It("logs what a CEL extension filter selects, as Istio's Telemetry filters write them", func() {
+		port := freePort()
+		s := Start(newDir(), accessLogBootstrap(port, `
+			{name: cel,
+			 filter: {extension_filter: {name: envoy.access_loggers.extension_filters.cel,
+			   typed_config: {"@type": type.googleapis.com/envoy.extensions.access_loggers.filters.cel.v3.ExpressionFilter,
+			     expression: "response.code >= 500 || request.headers['x-log'] == 'yes'"}}},
+			 typed_config: {"@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog,
+			   log_format: {text_format_source: {inline_string: "CEL %RESPONSE_CODE% %REQ(:PATH)% %REQ(X-CASE)%\n"}}}}`, ""),
+			"--file-flush-interval-msec", "50")
+		Expect(get(port, "/ok", http.Header{"X-Case": {"a"}})).To(Equal(200))
+		Expect(get(port, "/fail", http.Header{"X-Case": {"b"}})).To(Equal(503))
+		Expect(get(port, "/ok", http.Header{"X-Case": {"c"}, "X-Log": {"yes"}})).To(Equal(200))
+		Eventually(s.Stdout).Should(And(ContainSubstring("CEL 503 /fail b\n"), ContainSubstring("CEL 200 /ok c\n")))
+		Consistently(s.Stdout, 300*time.Millisecond).ShouldNot(ContainSubstring("CEL 200 /ok a"))
+	})
+
 	It("leaves out the requests the health_check filter recognises with not_health_check_filter, passed through or answered", func() {
 		port := freePort()
 		spec := accessLogSpec(port, `
@@ -141,13 +158,13 @@ var _ = Describe("Access logs on the standard streams, with filters", func() {
 	It("refuses what it cannot build, every error with its path, in validate mode", func() {
 		r, _ := validate("b.yaml", accessLogBootstrap(freePort(), `
 			{name: envoy.access_loggers.fluentd},
-			{name: ext, filter: {extension_filter: {name: cel}}, typed_config: {"@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog}},
+			{name: ext, filter: {extension_filter: {name: cel, typed_config: {"@type": type.googleapis.com/envoy.extensions.access_loggers.filters.cel.v3.ExpressionFilter, expression: "nosuchfunction(1)"}}}, typed_config: {"@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog}},
 			{name: pair, filter: {and_filter: {filters: [{not_health_check_filter: {}}]}}, typed_config: {"@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog}}`,
 			`{name: flags, filter: {response_flag_filter: {flags: [XX]}}, typed_config: {"@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StderrAccessLog}}`))
 		Expect(r.ExitCode).To(Equal(1))
 		const hcm = "static_resources.listeners[0].filter_chains[0].filters[0].typed_config."
 		Expect(r.Stderr).To(And(
-			ContainSubstring(hcm+"access_log[1].filter.extension_filter: not supported by Outrigger"),
+			ContainSubstring(hcm+"access_log[1].filter.extension_filter.typed_config.expression: "),
 			ContainSubstring("admin.access_log[0].filter.response_flag_filter.flags[0]"),
 		))
 	})

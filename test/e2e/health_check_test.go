@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 )
 
 // hcUpstream is an HTTP upstream whose /healthz answer is set on cue:
@@ -181,10 +183,13 @@ var _ = Describe("Active health checking", func() {
 		// overprovisioning factor 1.4 makes 3/4 more than enough).
 		a, b, c, d := newHCUpstream("a"), newHCUpstream("b"), newHCUpstream("a"), newHCUpstream("a")
 		port, dir := freePort(), newDir()
-		events := filepath.Join(dir, "hc.log")
+		// The events go to event_log_path and to the event_logger's file
+		// sink alike.
+		events, sunk := filepath.Join(dir, "hc.log"), filepath.Join(dir, "sink.log")
 		s := Start(dir, proxySpec{Port: port, Clusters: []proxyCluster{{Name: "web", Port: portNum(a.addr),
 			Extra: `{` + hcEndpoints("web", portNum(a.addr), portNum(b.addr), portNum(c.addr), portNum(d.addr)) + `, health_checks: [{` + fast +
-				`, event_log_path: ` + events + `, http_health_check: {path: /healthz}}]}`}}}.YAML())
+				`, event_log_path: ` + events + `, http_health_check: {path: /healthz},
+				event_logger: [{name: envoy.health_check.event_sink.file, typed_config: {"@type": type.googleapis.com/envoy.extensions.health_check.event_sinks.file.v3.HealthCheckEventFileSink, event_log_path: ` + sunk + `}}]}]}`}}}.YAML())
 		s.WaitLive()
 		b.set("degraded")
 		Eventually(func() string { return clusterHostFlags(s, "web", b.addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("/degraded_active_hc"))
@@ -195,6 +200,8 @@ var _ = Describe("Active health checking", func() {
 		b.set("ok")
 		Eventually(func() string { return clusterHostFlags(s, "web", b.addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("healthy"))
 		Expect(hcEventOf(hcEvents(events), "no_longer_degraded_host", portNum(b.addr))).NotTo(BeNil())
+		Expect(hcEventOf(hcEvents(sunk), "degraded_healthy_host", portNum(b.addr))).NotTo(BeNil())
+		Expect(hcEventOf(hcEvents(sunk), "no_longer_degraded_host", portNum(b.addr))).NotTo(BeNil())
 		Expect(statValue(s, "cluster.web.health_check.degraded")).To(Equal("0"))
 	})
 
@@ -341,10 +348,15 @@ var _ = Describe("Active health checking", func() {
 		Eventually(func() string { return clusterHostFlags(s, "tcp", addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("/failed_active_hc"))
 	})
 
-	It("checks gRPC hosts with grpc.health.v1 and follows SERVING", func() {
+	It("checks gRPC hosts with grpc.health.v1, sending initial_metadata, and follows SERVING", func() {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		Expect(err).NotTo(HaveOccurred())
-		srv := grpc.NewServer()
+		var seen atomic.Value
+		srv := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			md, _ := metadata.FromIncomingContext(ctx)
+			seen.Store(strings.Join(md.Get("x-check"), ",") + "|" + strings.Join(md.Get("x-cluster"), ","))
+			return h(ctx, req)
+		}))
 		hs := health.NewServer()
 		healthpb.RegisterHealthServer(srv, hs)
 		hs.SetServingStatus("orders", healthpb.HealthCheckResponse_SERVING)
@@ -355,11 +367,13 @@ var _ = Describe("Active health checking", func() {
 		s := Start(dir, proxySpec{Port: port, Clusters: []proxyCluster{
 			{Name: "web", Port: portNum(up.addr)},
 			{Name: "grpc", Port: portNum(ln.Addr().String()), Extra: `{` + strings.TrimSuffix(strings.TrimPrefix(h2cOptions(), "{"), "}") +
-				`, health_checks: [{timeout: 1s, interval: 0.1s, no_traffic_interval: 0.1s, unhealthy_threshold: 1, healthy_threshold: 1, grpc_health_check: {service_name: orders}}]}`},
+				`, health_checks: [{timeout: 1s, interval: 0.1s, no_traffic_interval: 0.1s, unhealthy_threshold: 1, healthy_threshold: 1, grpc_health_check: {service_name: orders, initial_metadata: [
+				  {header: {key: x-check, value: outrigger}}, {header: {key: x-cluster, value: "%UPSTREAM_CLUSTER%"}}]}}]}`},
 		}}.YAML())
 		s.WaitLive()
 		addr := ln.Addr().String()
 		Expect(clusterHostFlags(s, "grpc", addr)).To(Equal("healthy"))
+		Expect(seen.Load()).To(Equal("outrigger|grpc"))
 		hs.SetServingStatus("orders", healthpb.HealthCheckResponse_NOT_SERVING)
 		Eventually(func() string { return clusterHostFlags(s, "grpc", addr) }, 10*time.Second, 50*time.Millisecond).Should(Equal("/failed_active_hc"))
 		hs.SetServingStatus("orders", healthpb.HealthCheckResponse_SERVING)
@@ -415,6 +429,9 @@ var _ = Describe("Active health checking", func() {
 			"static_resources.clusters[0].health_checks[0].unhealthy_threshold"),
 		Entry("a zero healthy_threshold", `{timeout: 1s, interval: 1s, unhealthy_threshold: 1, healthy_threshold: 0, tcp_health_check: {}}`,
 			"static_resources.clusters[0].health_checks[0].healthy_threshold: must be at least 1"),
+		Entry("an event sink file whose directory does not exist", `{timeout: 1s, interval: 1s, unhealthy_threshold: 1, healthy_threshold: 1, tcp_health_check: {},
+			event_logger: [{name: x, typed_config: {"@type": type.googleapis.com/envoy.extensions.health_check.event_sinks.file.v3.HealthCheckEventFileSink, event_log_path: /nonexistent-dir/x.log}}]}`,
+			"static_resources.clusters[0].health_checks[0].event_logger[0].typed_config.event_log_path: \"/nonexistent-dir/x.log\": its directory does not exist"),
 		Entry("gRPC on an HTTP/1.1 cluster", `{timeout: 1s, interval: 1s, unhealthy_threshold: 1, healthy_threshold: 1, grpc_health_check: {}}`,
 			"static_resources.clusters[0].health_checks[0].grpc_health_check: web cluster must support HTTP/2 for gRPC healthchecking"),
 		Entry("an unimplemented field", `{timeout: 1s, interval: 1s, unhealthy_threshold: 1, healthy_threshold: 1, tcp_health_check: {}, event_service: {envoy_grpc: {cluster_name: web}}}`,

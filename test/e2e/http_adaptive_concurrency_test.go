@@ -66,14 +66,43 @@ var _ = Describe("The adaptive_concurrency filter", func() {
 		Expect(blocked).To(Equal(int64(1)))
 	})
 
-	It("refuses a fixed minRTT with its path", func() {
+	It("takes a fixed minRTT with no minRTT window, and min_concurrency_limit as the floor of the limit", func() {
+		up := httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = w.Write([]byte("ok"))
+		}), false)
+		port := freePort()
+		s := Start(newDir(), proxySpec{
+			Port: port,
+			HCM:  `{stat_prefix: web}`,
+			Filters: "[" + httpFilter("envoy.filters.http.adaptive_concurrency", adaptiveConcurrencyType, `{gradient_controller_config: {
+				concurrency_limit_params: {concurrency_update_interval: 0.05s, min_concurrency_limit: 6},
+				min_rtt_calc_params: {fixed_value: 0.000001s, min_concurrency: 2}}}`) + "]",
+			Clusters: []proxyCluster{{Name: "up", Port: portNum(up)}},
+		}.YAML())
+		const g = "http.web.adaptive_concurrency.gradient_controller."
+		// No window: requests are sampled from the start, and the limit
+		// starts at min_concurrency.
+		Expect(statValue(s, g+"min_rtt_calculation_active")).To(Equal("0"))
+		Expect(statValue(s, g+"concurrency_limit")).To(Equal("2"))
+		// Every request takes far longer than the 1 µs minRTT: the
+		// gradient floors at 0.5 and the limit goes to its floor of 6,
+		// above min_concurrency.
+		Eventually(func() string {
+			Expect(httpDo(http.DefaultClient, http.MethodGet, listenerURL(port, "/"), nil, nil).Status).To(Equal(200))
+			return statValue(s, g+"concurrency_limit")
+		}, "10s", "20ms").Should(Equal("6"))
+		Expect(statValue(s, g+"gradient")).To(Equal("500"))
+		Expect(statValue(s, g+"min_rtt_calculation_active")).To(Equal("0"))
+	})
+
+	It("refuses a zero interval without a fixed minRTT, with its path", func() {
 		r, _ := validate("b.yaml", proxySpec{
 			Port: freePort(),
 			Filters: "[" + httpFilter("envoy.filters.http.adaptive_concurrency", adaptiveConcurrencyType, `{gradient_controller_config: {
-				concurrency_limit_params: {concurrency_update_interval: 1s}, min_rtt_calc_params: {fixed_value: 0.01s}}}`) + "]",
+				concurrency_limit_params: {concurrency_update_interval: 1s}, min_rtt_calc_params: {interval: 0s}}}`) + "]",
 			Clusters: []proxyCluster{{Name: "up", Port: freePort()}},
 		}.YAML())
 		Expect(r.ExitCode).To(Equal(1))
-		Expect(r.Stderr).To(ContainSubstring("http_filters[0].typed_config.gradient_controller_config.min_rtt_calc_params.fixed_value: not supported by Outrigger"))
+		Expect(r.Stderr).To(ContainSubstring("gradient_controller_config.min_rtt_calc_params.fixed_value: must be positive when interval is zero"))
 	})
 })

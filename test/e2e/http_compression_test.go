@@ -323,6 +323,38 @@ var _ = Describe("The decompressor filter", func() {
 	})
 })
 
+var _ = Describe("The compressor filter's content_type_matcher", func() {
+	It("compresses the content types its matchers take, and no default type", func() {
+		up := httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("content-type", r.URL.Query().Get("ct"))
+			_, _ = io.WriteString(w, compressible)
+		}), false)
+		port := freePort()
+		Start(newDir(), proxySpec{
+			Port: port,
+			Filters: "[" + httpFilter("envoy.filters.http.compressor", "type.googleapis.com/envoy.extensions.filters.http.compressor.v3.Compressor",
+				`{response_direction_config: {common_config: {content_type_matcher: [{prefix: "application/vnd.", ignore_case: true}, {safe_regex: {regex: "text/(csv|tab-separated-values)"}}]}},
+				compressor_library: {name: text, typed_config: `+withType("type.googleapis.com/envoy.extensions.compression.gzip.compressor.v3.Gzip", "{}")+`}}`) + "]",
+			Clusters: []proxyCluster{{Name: "up", Port: portNum(up)}},
+		}.YAML())
+		for ct, want := range map[string]bool{
+			"application/vnd.api+json":        true,
+			"Application/Vnd.Api+json":        true,
+			"text/csv; charset=utf-8":         true,
+			"text/tab-separated-values":       true,
+			"text/html":                       false,
+			"application/json; charset=utf-8": false,
+		} {
+			out, err := exec.Command("curl", "-sS", "--max-time", "10", "--compressed", "-D", "-",
+				"-G", "--data-urlencode", "ct="+ct, listenerURL(port, "/")).CombinedOutput()
+			Expect(err).NotTo(HaveOccurred(), "%s", out)
+			head, body, _ := strings.Cut(string(out), "\r\n\r\n")
+			Expect(strings.Contains(strings.ToLower(head), "content-encoding: gzip")).To(Equal(want), "content-type %q: %s", ct, head)
+			Expect(body).To(Equal(compressible))
+		}
+	})
+})
+
 var _ = Describe("The compression filters' configuration", func() {
 	It("refuses what the libraries cannot do, with its path", func() {
 		const p = "static_resources.listeners[0].filter_chains[0].filters[0].typed_config.http_filters"

@@ -3,6 +3,7 @@ package accesslog
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	filev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
@@ -61,14 +62,21 @@ func CompileSubstitution(sf *corev3.SubstitutionFormatString, reg *extension.Reg
 	return nil, errors.New("format: one of text_format, text_format_source or json_format is required")
 }
 
-// inlineSource reads an inline DataSource; files and environment variables
-// are refused because the formatter does no I/O.
+// inlineSource reads an inline DataSource or an environment variable
+// (read once, as Envoy reads it when the format is built); files are
+// refused.
 func inlineSource(ds *corev3.DataSource) (string, string, error) {
 	switch s := ds.GetSpecifier().(type) {
 	case *corev3.DataSource_InlineString:
 		return s.InlineString, ".inline_string", nil
 	case *corev3.DataSource_InlineBytes:
 		return string(s.InlineBytes), ".inline_bytes", nil
+	case *corev3.DataSource_EnvironmentVariable:
+		v, ok := os.LookupEnv(s.EnvironmentVariable)
+		if !ok {
+			return "", ".environment_variable", fmt.Errorf("%s is not set", s.EnvironmentVariable)
+		}
+		return v, ".environment_variable", nil
 	}
 	name := "specifier"
 	if ds != nil {
@@ -77,5 +85,5 @@ func inlineSource(ds *corev3.DataSource) (string, string, error) {
 			name = string(fd.Name())
 		}
 	}
-	return "", "." + name, errors.New("not supported by Outrigger (only inline_string and inline_bytes are)")
+	return "", "." + name, errors.New("not supported by Outrigger (only inline_string, inline_bytes and environment_variable are)")
 }

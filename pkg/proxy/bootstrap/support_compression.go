@@ -22,6 +22,7 @@ var supportedCompression = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.compressor.v3.Compressor.CommonDirectionConfig.enabled":                         {},
 	"envoy.extensions.filters.http.compressor.v3.Compressor.CommonDirectionConfig.min_content_length":              {},
 	"envoy.extensions.filters.http.compressor.v3.Compressor.CommonDirectionConfig.content_type":                    {},
+	"envoy.extensions.filters.http.compressor.v3.Compressor.CommonDirectionConfig.content_type_matcher":            {},
 	"envoy.extensions.filters.http.compressor.v3.Compressor.RequestDirectionConfig.common_config":                  {},
 	"envoy.extensions.filters.http.compressor.v3.Compressor.ResponseDirectionConfig.common_config":                 {},
 	"envoy.extensions.filters.http.compressor.v3.Compressor.ResponseDirectionConfig.disable_on_etag_header":        {},

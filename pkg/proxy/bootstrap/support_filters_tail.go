@@ -193,7 +193,7 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.RuntimePercent.runtime_key":                                                                      {},
 
 	// envoy.filters.http.adaptive_concurrency with the gradient
-	// controller (a fixed minRTT and min_concurrency_limit are refused).
+	// controller, a sampled or a fixed minRTT.
 	"envoy.extensions.filters.http.adaptive_concurrency.v3.AdaptiveConcurrency.gradient_controller_config":                                         {},
 	"envoy.extensions.filters.http.adaptive_concurrency.v3.AdaptiveConcurrency.enabled":                                                            {},
 	"envoy.extensions.filters.http.adaptive_concurrency.v3.AdaptiveConcurrency.concurrency_limit_exceeded_status":                                  {},
@@ -207,6 +207,8 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.adaptive_concurrency.v3.GradientControllerConfig.MinimumRTTCalculationParams.jitter":                            {},
 	"envoy.extensions.filters.http.adaptive_concurrency.v3.GradientControllerConfig.MinimumRTTCalculationParams.min_concurrency":                   {},
 	"envoy.extensions.filters.http.adaptive_concurrency.v3.GradientControllerConfig.MinimumRTTCalculationParams.buffer":                            {},
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.GradientControllerConfig.MinimumRTTCalculationParams.fixed_value":                       {},
+	"envoy.extensions.filters.http.adaptive_concurrency.v3.GradientControllerConfig.ConcurrencyLimitCalculationParams.min_concurrency_limit":       {},
 
 	// envoy.filters.network.direct_response (envoy.filters.network.echo
 	// has no field).

@@ -262,9 +262,13 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.DirectResponseAction.body":      {},
 	"envoy.config.core.v3.DataSource.inline_string":        {},
 	"envoy.config.core.v3.DataSource.inline_bytes":         {},
-	// Read where Outrigger reads files (direct response bodies); the other
-	// users of DataSource refuse it with its path.
-	"envoy.config.core.v3.DataSource.filename": {},
+	// Read where Outrigger reads files (direct response bodies, TLS,
+	// scripts, the filters that take one); the users of DataSource that
+	// take inline data only (access log formats, local reply bodies)
+	// refuse the others with their path. An environment variable is read
+	// once, when the configuration loads, and must be set.
+	"envoy.config.core.v3.DataSource.filename":             {},
+	"envoy.config.core.v3.DataSource.environment_variable": {},
 
 	// Retry policies of routes and virtual hosts (the route's replaces
 	// its virtual host's), with the previous_priorities retry priority.

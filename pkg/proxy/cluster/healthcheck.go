@@ -37,9 +37,12 @@ func buildHealthCheck(c *clusterv3.Cluster, s *settings, isOrigDst bool) (*healt
 	for _, err := range cerrs {
 		errs = append(errs, prefixed(index("health_checks", 0), err))
 	}
-	if p := cfg.EventLogPath; p != "" {
-		if st, err := os.Stat(filepath.Dir(p)); err != nil || !st.IsDir() {
-			errs = append(errs, configErrorf(join(index("health_checks", 0), "event_log_path"), "%q: its directory does not exist", p))
+	if p := cfg.EventLogPath; p != "" && !dirExists(p) {
+		errs = append(errs, configErrorf(join(index("health_checks", 0), "event_log_path"), "%q: its directory does not exist", p))
+	}
+	for i, p := range cfg.EventSinks {
+		if !dirExists(p) {
+			errs = append(errs, configErrorf(join(index("health_checks", 0), index("event_logger", i)+".typed_config.event_log_path"), "%q: its directory does not exist", p))
 		}
 	}
 	return cfg, errs
@@ -261,4 +264,11 @@ func (c *Cluster) dialCheck(ctx context.Context, h *upstream.Host, address strin
 		return nil, err
 	}
 	return c.tapped(tc), nil
+}
+
+// dirExists reports whether the directory of file p exists, which an
+// event log needs to be opened when the checks start.
+func dirExists(p string) bool {
+	st, err := os.Stat(filepath.Dir(p))
+	return err == nil && st.IsDir()
 }

@@ -89,10 +89,11 @@ func New(cfg *Config, env Env) *Checker {
 // validating a configuration creates no file. A file that cannot be
 // opened is logged, and the checks run without it. c.mu is held.
 func (c *Checker) openEvents() {
-	if c.cfg.EventLogPath == "" || c.events != nil {
+	paths := c.cfg.EventLogPaths()
+	if len(paths) == 0 || c.events != nil {
 		return
 	}
-	ev, err := openEventLog(c.cfg.EventLogPath, c.cfg.Kind, c.env.Cluster, c.env.Now)
+	ev, err := openEventLog(paths, c.cfg.Kind, c.env.Cluster, c.env.Now)
 	if err != nil {
 		c.env.Log.Error(err, "health check event log not opened; checks run without it", "cluster", c.env.Cluster)
 		return

@@ -64,6 +64,9 @@ type Config struct {
 	AlwaysLogSuccess         bool
 	// EventLogPath is the file transitions are logged to, "" for none.
 	EventLogPath string
+	// EventSinks are the files of event_logger's file sinks, which log
+	// the same events.
+	EventSinks []string
 	// AltPort, when not 0, is the port checks connect to instead of the
 	// host's.
 	AltPort uint16
@@ -107,6 +110,10 @@ type tcpConfig struct {
 type grpcConfig struct {
 	service   string
 	authority string
+	// metadata is initial_metadata: headers added to each Check call,
+	// with the formatter's command operators, as request_headers_to_add
+	// of an HTTP check.
+	metadata router.HeaderMutation
 }
 
 // ClusterInfo is what compiling a health check needs of its cluster.
@@ -163,6 +170,14 @@ func Compile(hc *corev3.HealthCheck, ci ClusterInfo) (*Config, []error) {
 		//lint:ignore SA1019 Envoy still reads the deprecated event_log_path
 		EventLogPath: hc.GetEventLogPath(),
 		ALPN:         hc.GetTlsOptions().GetAlpnProtocols(),
+	}
+	for i, sink := range hc.GetEventLogger() {
+		path, err := fileSinkPath(sink)
+		if err != nil {
+			bad(fmt.Sprintf("event_logger[%d].%s", i, err.field), "%s", err.reason)
+			continue
+		}
+		c.EventSinks = append(c.EventSinks, path)
 	}
 	// A threshold of 0 would never be reached (Envoy counts up to it).
 	threshold := func(field string, t *wrapperspb.UInt32Value) uint32 {
@@ -225,6 +240,11 @@ func Compile(hc *corev3.HealthCheck, ci ClusterInfo) (*Config, []error) {
 		if c.grpc.authority == "" {
 			c.grpc.authority = ci.Name
 		}
+		md, err := router.CompileHeaderMutation(g.GetInitialMetadata(), nil, "initial_metadata", "")
+		if err != nil {
+			errs = append(errs, prefixAll("grpc_health_check", []error{err})...)
+		}
+		c.grpc.metadata = md
 	case hc.GetCustomHealthCheck() != nil:
 		bad("custom_health_check", "custom health checkers are not supported by Outrigger")
 	default:

@@ -15,25 +15,32 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
-// eventLog writes a checker's HealthCheckEvents to event_log_path, one
-// JSON object a line, with the default-valued fields printed as Envoy
-// prints them. A nil eventLog logs nothing.
+// eventLog writes a checker's HealthCheckEvents to event_log_path and to
+// each file sink of event_logger, one JSON object a line, with the
+// default-valued fields printed as Envoy prints them. A nil eventLog logs
+// nothing.
 type eventLog struct {
 	kind    datacorev3.HealthCheckerType
 	cluster string
 	now     func() time.Time
 
-	mu sync.Mutex
-	f  *os.File
+	mu    sync.Mutex
+	files []*os.File
 }
 
-// openEventLog opens (appends to) the log file.
-func openEventLog(path string, kind Kind, cluster string, now func() time.Time) (*eventLog, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, err
+// openEventLog opens (appends to) the log files; one that cannot be
+// opened is an error, and the others are closed.
+func openEventLog(paths []string, kind Kind, cluster string, now func() time.Time) (*eventLog, error) {
+	l := &eventLog{kind: checkerType(kind), cluster: cluster, now: now}
+	for _, p := range paths {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			l.close()
+			return nil, err
+		}
+		l.files = append(l.files, f)
 	}
-	return &eventLog{kind: checkerType(kind), cluster: cluster, now: now, f: f}, nil
+	return l, nil
 }
 
 // checkerType is the event's health_checker_type of a kind.
@@ -99,19 +106,19 @@ func (l *eventLog) write(addr string, ev *datacorev3.HealthCheckEvent) {
 	b := buf.Bytes()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.f != nil {
-		_, _ = l.f.Write(b)
+	for _, f := range l.files {
+		_, _ = f.Write(b)
 	}
 }
 
-// close closes the file; later events are dropped.
+// close closes the files; later events are dropped.
 func (l *eventLog) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.f != nil {
-		_ = l.f.Close()
-		l.f = nil
+	for _, f := range l.files {
+		_ = f.Close()
 	}
+	l.files = nil
 }
 
 // hostAddress is the event's host: the socket address of "ip:port".

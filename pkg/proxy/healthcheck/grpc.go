@@ -3,14 +3,17 @@ package healthcheck
 import (
 	"context"
 	"net"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -25,7 +28,9 @@ type grpcProber struct {
 	// authority is the host's: its health_check_config hostname, else
 	// the check's authority, else the cluster's name.
 	authority string
-	cc        *grpc.ClientConn
+	// entry is what initial_metadata's command operators read.
+	entry *accesslog.Entry
+	cc    *grpc.ClientConn
 }
 
 func (p *grpcProber) probe(ctx context.Context, deadline time.Time) result {
@@ -37,6 +42,11 @@ func (p *grpcProber) probe(ctx context.Context, deadline time.Time) result {
 			return result{outcome: outcomeNetwork}
 		}
 		p.cc = cc
+	}
+	if md := p.c.cfg.grpc.metadata; !md.Empty() {
+		m := metadata.MD{}
+		md.Apply(mdEditor(m), p.entry)
+		ctx = metadata.NewOutgoingContext(ctx, m)
 	}
 	resp, err := healthpb.NewHealthClient(p.cc).Check(ctx, &healthpb.HealthCheckRequest{Service: p.c.cfg.grpc.service})
 	r := result{outcome: outcomeSuccess}
@@ -73,6 +83,21 @@ func (p *grpcProber) dialChannel() (*grpc.ClientConn, error) {
 		grpc.WithUserAgent(userAgent),
 	)
 }
+
+// mdEditor edits a call's metadata as router.HeaderEditor (gRPC keys are
+// lower case, as the mutation's names are).
+type mdEditor metadata.MD
+
+func (m mdEditor) Get(name string) (string, bool) {
+	vs, ok := metadata.MD(m)[name]
+	if !ok {
+		return "", false
+	}
+	return strings.Join(vs, ","), true
+}
+func (m mdEditor) Set(name, value string) { metadata.MD(m).Set(name, value) }
+func (m mdEditor) Add(name, value string) { metadata.MD(m).Append(name, value) }
+func (m mdEditor) Del(name string)        { metadata.MD(m).Delete(name) }
 
 func (p *grpcProber) close() {
 	if p.cc != nil {

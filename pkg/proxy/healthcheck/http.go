@@ -41,7 +41,7 @@ func (c *Checker) newProber(addr string, h *upstream.Host) prober {
 	case KindTCP:
 		return &tcpProber{c: c, addr: addr, host: h}
 	case KindGRPC:
-		return &grpcProber{c: c, addr: addr, host: h, authority: checkHostname(h, c.cfg.grpc.authority)}
+		return &grpcProber{c: c, addr: addr, host: h, authority: checkHostname(h, c.cfg.grpc.authority), entry: c.headerEntry(h)}
 	}
 	if !c.cfg.http.http2 {
 		return c.newHTTP1Prober(addr, h)

@@ -13,11 +13,13 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	filesinkv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/health_check/event_sinks/file/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -301,6 +303,14 @@ func TestCompileErrors(t *testing.T) {
 			hc.HealthChecker = &corev3.HealthCheck_HttpHealthCheck_{HttpHealthCheck: &corev3.HealthCheck_HttpHealthCheck{Path: "/",
 				Send: &corev3.HealthCheck_Payload{Payload: &corev3.HealthCheck_Payload_Text{Text: "00"}}}}
 		}), "http_health_check.send: HTTP health check cannot specify a request payload with method 'GET'"},
+		{"event sink of another type", healthCheck(func(hc *corev3.HealthCheck) {
+			a, _ := anypb.New(&corev3.Address{})
+			hc.EventLogger = []*corev3.TypedExtensionConfig{{Name: "x", TypedConfig: a}}
+		}), "event_logger[0].typed_config: only the file sink"},
+		{"event sink without a path", healthCheck(func(hc *corev3.HealthCheck) {
+			a, _ := anypb.New(&filesinkv3.HealthCheckEventFileSink{})
+			hc.EventLogger = []*corev3.TypedExtensionConfig{{Name: "x", TypedConfig: a}}
+		}), "event_logger[0].typed_config.event_log_path: must be set"},
 		{"grpc without h2", healthCheck(func(hc *corev3.HealthCheck) {
 			hc.HealthChecker = &corev3.HealthCheck_GrpcHealthCheck_{GrpcHealthCheck: &corev3.HealthCheck_GrpcHealthCheck{}}
 		}), "grpc_health_check: svc cluster must support HTTP/2 for gRPC healthchecking"},

@@ -2,6 +2,7 @@ package httpconn
 
 import (
 	"fmt"
+	"os"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -111,13 +112,20 @@ func compileBodyFormat(sf *corev3.SubstitutionFormatString, reg *extension.Regis
 	return &bodyFormat{f: f, contentType: ct}, nil
 }
 
-// inlineData reads an inline DataSource (a mapper's body).
+// inlineData reads an inline DataSource (a mapper's body) or an
+// environment variable, once.
 func inlineData(ds *corev3.DataSource) (string, error) {
 	switch s := ds.GetSpecifier().(type) {
 	case *corev3.DataSource_InlineString:
 		return s.InlineString, nil
 	case *corev3.DataSource_InlineBytes:
 		return string(s.InlineBytes), nil
+	case *corev3.DataSource_EnvironmentVariable:
+		v, ok := os.LookupEnv(s.EnvironmentVariable)
+		if !ok {
+			return "", fmt.Errorf("environment_variable: %s is not set", s.EnvironmentVariable)
+		}
+		return v, nil
 	}
 	name := "specifier"
 	if m := ds.ProtoReflect(); ds != nil {
@@ -125,7 +133,7 @@ func inlineData(ds *corev3.DataSource) (string, error) {
 			name = string(fd.Name())
 		}
 	}
-	return "", fmt.Errorf("%s: not supported by Outrigger (only inline_string and inline_bytes are)", name)
+	return "", fmt.Errorf("%s: not supported by Outrigger (only inline_string, inline_bytes and environment_variable are)", name)
 }
 
 // rewrite applies the configuration to a local reply of status and body

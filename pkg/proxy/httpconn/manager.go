@@ -166,7 +166,7 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 	errs = append(errs, err)
 	uplog, err := buildUpstreamLogs(cfg, &filters, deps)
 	errs = append(errs, err)
-	replies, err := readLocalReplies(cfg.GetLocalReplyConfig(), logfilter.Context{Runtime: deps.Runtime}, deps.Extensions)
+	replies, err := readLocalReplies(cfg.GetLocalReplyConfig(), logfilter.Context{Runtime: deps.Runtime, Extensions: deps.Extensions, ByName: lookupByName(deps.Runtime)}, deps.Extensions)
 	errs = append(errs, fieldpath.Prefix("local_reply_config.", err))
 	tr, err := readTracing(cfg, deps)
 	errs = append(errs, err)

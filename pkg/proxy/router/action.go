@@ -278,6 +278,12 @@ func compileDirect(d *routev3.DirectResponseAction, maxBody uint32) (*DirectResp
 				return nil, fmt.Errorf("body.filename: %w", err)
 			}
 			dr.Body = body
+		case *corev3.DataSource_EnvironmentVariable:
+			body, ok := os.LookupEnv(s.EnvironmentVariable)
+			if !ok {
+				return nil, fmt.Errorf("body.environment_variable: %s is not set", s.EnvironmentVariable)
+			}
+			dr.Body = body
 		default:
 			return nil, fmt.Errorf("body.%s: not supported by Outrigger (only inline_string and inline_bytes are)", oneofName(b.ProtoReflect(), "specifier"))
 		}

@@ -31,9 +31,14 @@ func readSource(ds *corev3.DataSource) ([]byte, string, error) {
 	case *corev3.DataSource_InlineString:
 		return []byte(s.InlineString), "inline", nil
 	case *corev3.DataSource_EnvironmentVariable:
-		return nil, "", errors.New("environment_variable: not supported by Outrigger (use filename, inline_string or inline_bytes)")
+		// Read once, as Envoy reads it when the context is built.
+		v, ok := os.LookupEnv(s.EnvironmentVariable)
+		if !ok {
+			return nil, "", fmt.Errorf("environment_variable: %s is not set", s.EnvironmentVariable)
+		}
+		return []byte(v), "environment variable " + s.EnvironmentVariable, nil
 	}
-	return nil, "", errors.New("specifier: one of filename, inline_string or inline_bytes is required")
+	return nil, "", errors.New("specifier: one of filename, inline_string, inline_bytes or environment_variable is required")
 }
 
 // readFile reads a whole file of at most maxSourceBytes.

@@ -1,7 +1,8 @@
 // Package filter compiles Envoy's access-log filters (AccessLog.filter):
 // which finished requests an access logger records. Every filter of
-// envoy.config.accesslog.v3 is implemented except extension_filter, which
-// is refused by name.
+// envoy.config.accesslog.v3 is implemented; extension_filter takes the
+// extensions of the registry's envoy.access_loggers.extension_filters
+// category (the CEL filter, package celfilter).
 package filter
 
 import (
@@ -9,9 +10,22 @@ import (
 	"fmt"
 
 	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 )
+
+// ExtensionCategory is Envoy's category of the extensions extension_filter
+// names.
+const ExtensionCategory = "envoy.access_loggers.extension_filters"
+
+// ExtensionFactory compiles an extension filter from its typed_config.
+type ExtensionFactory interface {
+	// Compile compiles config; errors name the field below the
+	// typed_config.
+	Compile(config proto.Message) (Filter, error)
+}
 
 // Filter decides whether an entry is logged. Match is called from many
 // goroutines at once and allocates nothing.
@@ -33,6 +47,10 @@ type Context struct {
 	// Random draws the random numbers of runtime_filter when the request
 	// id cannot be used; nil uses math/rand/v2.
 	Random func() uint64
+	// Extensions holds the extension filters; nil refuses
+	// extension_filter. ByName finds one named without typed_config.
+	Extensions *extension.Registry
+	ByName     bool
 }
 
 // Compile compiles an AccessLogFilter. Errors name the field path below
@@ -100,7 +118,11 @@ func Compile(f *accesslogv3.AccessLogFilter, ctx Context) (Filter, error) {
 	case *accesslogv3.AccessLogFilter_LogTypeFilter:
 		return compileLogType(s.LogTypeFilter), nil
 	case *accesslogv3.AccessLogFilter_ExtensionFilter:
-		return nil, errors.New("extension_filter: not supported by Outrigger")
+		f, err := compileExtension(s.ExtensionFilter.GetName(), s.ExtensionFilter.GetTypedConfig(), ctx)
+		if err != nil {
+			return nil, fmt.Errorf("extension_filter.%w", err)
+		}
+		return f, nil
 	}
 	return nil, errors.New("filter_specifier: one filter is required")
 }

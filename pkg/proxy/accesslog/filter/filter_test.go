@@ -170,7 +170,7 @@ func TestCompileErrors(t *testing.T) {
 		`{"metadata_filter":{"matcher":{"filter":"f","value":{"bool_match":true}}}}`:                                                 "metadata_filter.matcher.path: at least one segment is required",
 		`{"metadata_filter":{"matcher":{"filter":"f","path":[{"key":"k"}],"value":{"bool_match":true},"invert":true}}}`:              "metadata_filter.matcher.invert: not supported",
 		`{"metadata_filter":{"matcher":{"filter":"f","path":[{"key":"k"}],"value":{"double_match":{"range":{"start":2,"end":1}}}}}}`: "metadata_filter.matcher.value.double_match.range: start 2 must be below end 1",
-		`{"extension_filter":{"name":"cel"}}`:                                                                                        "extension_filter: not supported by Outrigger",
+		`{"extension_filter":{"name":"cel"}}`:                                                                                        "extension_filter.typed_config: Didn't find a registered implementation for 'cel'",
 	}
 	for js, want := range tests {
 		t.Run(want, func(t *testing.T) {

@@ -70,7 +70,12 @@ func Compile(prefix string, cfgs []*accesslogv3.AccessLog, ctx Context) (List, e
 func compileOne(al *accesslogv3.AccessLog, ctx Context) (logger, error) {
 	var lg logger
 	if al.GetFilter() != nil {
-		f, err := filter.Compile(al.GetFilter(), ctx.Filter)
+		fctx := ctx.Filter
+		if fctx.Extensions == nil {
+			// The extension filters live in the loggers' registry.
+			fctx.Extensions, fctx.ByName = ctx.Registry, ctx.ByName
+		}
+		f, err := filter.Compile(al.GetFilter(), fctx)
 		if err != nil {
 			return lg, fmt.Errorf("filter.%w", err)
 		}

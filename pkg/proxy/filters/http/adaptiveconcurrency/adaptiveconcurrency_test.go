@@ -1,6 +1,7 @@
 package adaptiveconcurrency
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -123,10 +124,82 @@ func TestConsecutiveMinimumRemeasures(t *testing.T) {
 	}
 }
 
-func TestIntervalRequired(t *testing.T) {
+func TestIntervalOrFixedValueRequired(t *testing.T) {
+	for _, params := range []string{`{}`, `{"interval": "0s"}`, `{"fixed_value": "0s"}`, `{"interval": "-1s", "fixed_value": "1s"}`} {
+		var cfg acv3.AdaptiveConcurrency
+		if err := protojson.Unmarshal([]byte(`{"gradient_controller_config": {"concurrency_limit_params": {"concurrency_update_interval": "1s"}, "min_rtt_calc_params": `+params+`}}`), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		_, err := (Factory{}).Compile(&cfg, httpfilter.Context{Stats: stats.NewStore(), Runtime: noRuntime{}})
+		if err == nil || !strings.Contains(err.Error(), "min_rtt_calc_params.") {
+			t.Errorf("min_rtt_calc_params %s: error %v", params, err)
+		}
+	}
+}
+
+// compileFixed builds a filter with a fixed minRTT of 10 ms and extra
+// concurrency_limit_params.
+func compileFixed(t *testing.T, limitParams string) (*filterConfig, func(string) int64) {
+	t.Helper()
+	js := `{"gradient_controller_config": {
+	  "concurrency_limit_params": {"concurrency_update_interval": "3600s", "max_concurrency_limit": 100` + limitParams + `},
+	  "min_rtt_calc_params": {"fixed_value": "0.010s", "min_concurrency": 2}}}`
 	var cfg acv3.AdaptiveConcurrency
-	_ = protojson.Unmarshal([]byte(`{"gradient_controller_config": {"concurrency_limit_params": {"concurrency_update_interval": "1s"}, "min_rtt_calc_params": {}}}`), &cfg)
-	if _, err := (Factory{}).Compile(&cfg, httpfilter.Context{Stats: stats.NewStore(), Runtime: noRuntime{}}); err == nil {
-		t.Error("no error without a minRTT interval")
+	if err := protojson.Unmarshal([]byte(js), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	store := stats.NewStore()
+	c, err := Factory{}.Compile(&cfg, httpfilter.Context{Stats: store, StatPrefix: "http.in.", Runtime: noRuntime{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.(*filterConfig).Close() })
+	return c.(*filterConfig), func(name string) int64 {
+		return store.Gauge("http.in.adaptive_concurrency.gradient_controller." + name).Value()
+	}
+}
+
+// With a fixed minRTT there is no minRTT window: the limit starts at
+// min_concurrency, the gradient is taken against the fixed value, and
+// five calculations at the minimum start no window.
+func TestFixedMinRTT(t *testing.T) {
+	c, g := compileFixed(t, "")
+	if g("min_rtt_calculation_active") != 0 || g("min_rtt_msecs") != 10 || g("concurrency_limit") != 2 {
+		t.Fatalf("start: active %d, min_rtt %d ms, limit %d", g("min_rtt_calculation_active"), g("min_rtt_msecs"), g("concurrency_limit"))
+	}
+	ctrl := c.ctrl
+	ctrl.mu.Lock()
+	// Samples at the fixed minRTT: 1.25 (the buffer) * 2 = 2.5, + sqrt = 4.
+	ctrl.samples = append(ctrl.samples, 10*time.Millisecond)
+	ctrl.resetSampleWindowLocked()
+	ctrl.mu.Unlock()
+	if g("concurrency_limit") != 4 || g("gradient") != 1250 {
+		t.Fatalf("limit %d, gradient %d", g("concurrency_limit"), g("gradient"))
+	}
+	ctrl.mu.Lock()
+	for range 6 {
+		ctrl.samples = append(ctrl.samples, time.Second)
+		ctrl.resetSampleWindowLocked()
+	}
+	ctrl.mu.Unlock()
+	// A remeasure would have been set off at once (timer 0).
+	time.Sleep(50 * time.Millisecond)
+	if g("min_rtt_calculation_active") != 0 || g("concurrency_limit") != 2 || ctrl.minRTT != 10*time.Millisecond {
+		t.Errorf("after slow samples: active %d, limit %d, minRTT %v", g("min_rtt_calculation_active"), g("concurrency_limit"), ctrl.minRTT)
+	}
+}
+
+// min_concurrency_limit is the floor of the calculated limit, apart from
+// the minRTT window's min_concurrency.
+func TestMinConcurrencyLimit(t *testing.T) {
+	c, g := compileFixed(t, `, "min_concurrency_limit": 7`)
+	ctrl := c.ctrl
+	ctrl.mu.Lock()
+	ctrl.samples = append(ctrl.samples, time.Second)
+	ctrl.resetSampleWindowLocked()
+	ctrl.mu.Unlock()
+	// 2 * 0.5 = 1, + 1 = 2, raised to the floor of 7.
+	if g("concurrency_limit") != 7 {
+		t.Errorf("limit %d, want the floor 7", g("concurrency_limit"))
 	}
 }

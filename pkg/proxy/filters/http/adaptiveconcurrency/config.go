@@ -60,15 +60,23 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 		return nil, errors.New("gradient_controller_config: must be set")
 	}
 	mp := gc.GetMinRttCalcParams()
-	if mp.GetInterval().AsDuration() <= 0 {
-		// Envoy samples the minRTT only with a positive interval; the
-		// alternative, a fixed_value, is refused by the support check.
-		return nil, errors.New("gradient_controller_config.min_rtt_calc_params.interval: must be positive (a fixed minRTT is not supported by Outrigger)")
+	interval := mp.GetInterval().AsDuration()
+	var fixed time.Duration
+	switch {
+	case interval < 0:
+		return nil, errors.New("gradient_controller_config.min_rtt_calc_params.interval: must not be negative")
+	case interval == 0 && mp.GetFixedValue().AsDuration() <= 0:
+		// A zero interval turns the minRTT's sampling off: the minRTT
+		// is then the fixed value, which must be given.
+		return nil, errors.New("gradient_controller_config.min_rtt_calc_params.fixed_value: must be positive when interval is zero (the minRTT is not sampled)")
+	case interval == 0:
+		fixed = mp.GetFixedValue().AsDuration()
 	}
 	lp := gc.GetConcurrencyLimitParams()
 	s := settings{
 		values:         valuesOf(ctx.Runtime),
-		minRTTInterval: mp.GetInterval().AsDuration(),
+		minRTTInterval: interval,
+		fixedMinRTT:    fixed,
 		sampleInterval: lp.GetConcurrencyUpdateInterval().AsDuration(),
 		maxLimit:       wrappedOr(lp.GetMaxConcurrencyLimit().GetValue(), lp.GetMaxConcurrencyLimit() != nil, 1000),
 		minRTTRequests: wrappedOr(mp.GetRequestCount().GetValue(), mp.GetRequestCount() != nil, 50),
@@ -77,6 +85,9 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 		jitter:         percentOr(mp.GetJitter(), 15),
 		buffer:         percentOr(mp.GetBuffer(), 25),
 	}
+	// min_concurrency_limit bounds the calculated limit from below; unset,
+	// min_concurrency does, as it did before the field existed.
+	s.minLimit, s.minLimitSet = lp.GetMinConcurrencyLimit().GetValue(), lp.GetMinConcurrencyLimit() != nil
 	status := int(cfg.GetConcurrencyLimitExceededStatus().GetCode())
 	if status < http.StatusBadRequest {
 		// Envoy's toErrorCode: only an error status may refuse.
@@ -151,6 +162,13 @@ type settings struct {
 	minRTTInterval, sampleInterval           time.Duration
 	maxLimit, minRTTRequests, minConcurrency uint32
 	percentile, jitter, buffer               float64
+	// fixedMinRTT is min_rtt_calc_params.fixed_value when the interval is
+	// zero: the minRTT is never sampled. Zero when it is.
+	fixedMinRTT time.Duration
+	// minLimit is concurrency_limit_params.min_concurrency_limit, when
+	// minLimitSet.
+	minLimit    uint32
+	minLimitSet bool
 }
 
 func (s settings) minRTTCalcInterval() time.Duration {
@@ -171,6 +189,16 @@ func (s settings) minRTTAggregateRequestCount() uint32 {
 
 func (s settings) minConcurrencyLimit() uint32 {
 	return uint32(min(s.values.integer(keyMinConcurrency, uint64(s.minConcurrency)), math.MaxUint32))
+}
+
+// lowerLimit is the least limit a calculation may set:
+// min_concurrency_limit, else the minRTT window's min_concurrency (with
+// its runtime key).
+func (s settings) lowerLimit() uint32 {
+	if s.minLimitSet {
+		return s.minLimit
+	}
+	return s.minConcurrencyLimit()
 }
 
 func (s settings) sampleAggregatePercentile() float64 {

@@ -62,7 +62,14 @@ func newController(s settings, scope stats.Scope) *controller {
 	c.minRTTTimer = time.AfterFunc(time.Hour, c.enterMinRTTWindow)
 	c.minRTTTimer.Stop()
 	c.sampleTimer = time.AfterFunc(s.sampleRTTCalcInterval(), c.sampleTick)
-	c.enterMinRTTWindowLocked()
+	if s.fixedMinRTT > 0 {
+		// Sampling off: the fixed minRTT holds from the start, and the
+		// limit moves from min_concurrency with the sample windows.
+		c.minRTT = s.fixedMinRTT
+		c.stats.minRTTMsecs.Set(c.minRTT.Milliseconds())
+	} else {
+		c.enterMinRTTWindowLocked()
+	}
 	c.stats.concurrencyLimit.Set(int64(c.limit.Load()))
 	return c
 }
@@ -87,7 +94,7 @@ func (c *controller) enterMinRTTWindow() {
 }
 
 func (c *controller) enterMinRTTWindowLocked() {
-	if c.inMinRTTWindow() || c.stopped {
+	if c.inMinRTTWindow() || c.stopped || c.s.fixedMinRTT > 0 {
 		return
 	}
 	c.stats.minRTTActive.Set(1)
@@ -207,16 +214,16 @@ func (c *controller) newLimitLocked() uint32 {
 	headroom := math.Sqrt(limit)
 	c.stats.burstQueueSize.Set(int64(headroom))
 	next := uint32(min(limit+headroom, math.MaxUint32))
-	return max(c.s.minConcurrencyLimit(), min(c.s.maxConcurrencyLimit(), next))
+	return max(c.s.lowerLimit(), min(c.s.maxConcurrencyLimit(), next))
 }
 
 // updateLimitLocked sets the limit; five calculations in a row at the
-// minimum outside a minRTT window suggest a wrong minRTT: it is measured
-// again at once.
+// lower bound outside a minRTT window suggest a wrong minRTT: it is
+// measured again at once (never with a fixed minRTT).
 func (c *controller) updateLimitLocked(next uint32) {
 	old := c.limit.Swap(next)
 	c.stats.concurrencyLimit.Set(int64(next))
-	minimum := c.s.minConcurrencyLimit()
+	minimum := c.s.lowerLimit()
 	if !c.inMinRTTWindow() && old == minimum && next == minimum {
 		c.consecutiveMinimum++
 	} else {

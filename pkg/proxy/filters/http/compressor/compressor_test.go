@@ -387,3 +387,51 @@ disable_on_etag_header: true
 		}
 	}
 }
+
+// content_type_matcher decides instead of the default types: it sees the
+// media type without parameters, in its case, and a bad regex is refused
+// with its path.
+func TestContentTypeMatcher(t *testing.T) {
+	st := stats.NewStore()
+	c, err := compile(t, st, "gz", `
+compressor_library:
+  name: text
+  typed_config:
+    "@type": type.googleapis.com/envoy.extensions.compression.gzip.compressor.v3.Gzip
+response_direction_config:
+  common_config:
+    content_type_matcher:
+    - {prefix: "application/vnd.", ignore_case: true}
+    - {exact: "text/csv"}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ct, want := range map[string]bool{
+		"application/vnd.api+json":               true,
+		"Application/VND.api+json; charset=utf8": true,
+		" text/csv ; header=present":             true,
+		"TEXT/CSV":                               false, // exact is case sensitive
+		"text/html":                              false, // not a default type any more
+		"application/json":                       false,
+	} {
+		s, _ := respond(t, []*filterConfig{c}, "gzip", 200, []string{"content-type", ct}, body)
+		ce, _ := s.RespHeaders.Get("content-encoding")
+		if got := ce == "gzip"; got != want {
+			t.Errorf("content-type %q: compressed %v, want %v", ct, got, want)
+		}
+	}
+	_, err = compile(t, stats.NewStore(), "bad", `
+compressor_library:
+  name: text
+  typed_config:
+    "@type": type.googleapis.com/envoy.extensions.compression.gzip.compressor.v3.Gzip
+request_direction_config:
+  common_config:
+    content_type_matcher:
+    - {safe_regex: {regex: "("}}
+`)
+	if err == nil || !strings.Contains(err.Error(), "request_direction_config.common_config.content_type_matcher[0].safe_regex") {
+		t.Errorf("bad regex: %v", err)
+	}
+}

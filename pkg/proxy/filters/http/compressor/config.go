@@ -19,6 +19,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/compression"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
@@ -53,12 +54,28 @@ type direction struct {
 	rt           runtime.BoolReader
 	minLength    int64
 	contentTypes map[string]bool
+	// typeMatchers are content_type_matcher, compiled: set, they decide
+	// instead of contentTypes.
+	typeMatchers []router.StringMatch
 	compressed, notCompressed, uncompressedBytes, compressedBytes,
 	tooSmall *stats.Counter
 }
 
 // enabled reads the direction's runtime flag.
 func (d *direction) enabled() bool { return d.flag.Enabled(d.rt) }
+
+// compileTypeMatchers compiles a direction's content_type_matcher; path
+// is the direction's common_config.
+func compileTypeMatchers(d *direction, cc *compressorv3.Compressor_CommonDirectionConfig, path string) error {
+	for i, m := range cc.GetContentTypeMatcher() {
+		sm, err := router.CompileStringMatch(m)
+		if err != nil {
+			return fmt.Errorf("%s.content_type_matcher[%d].%w", path, i, err)
+		}
+		d.typeMatchers = append(d.typeMatchers, sm)
+	}
+	return nil
+}
 
 // compileDirection compiles one direction; stats go under prefix.
 func compileDirection(enabled *corev3.RuntimeFeatureFlag, minLength uint32, types []string, ctx httpfilter.Context, prefix string) direction {
@@ -98,6 +115,27 @@ func (d *direction) minimumLength(n int64) bool {
 func (d *direction) typeAllowed(ct string, ok bool) bool {
 	if !ok {
 		return true
+	}
+	return d.allows(ct)
+}
+
+// allows reports whether the direction compresses a body of content-type
+// ct: content_type_matcher, when set, sees the media type without its
+// parameters, trimmed, in the case it came in (as Envoy's matchers, which
+// have ignore_case for the rest); else the lower-cased media type must be
+// among content_type or the default types.
+func (d *direction) allows(ct string) bool {
+	if len(d.typeMatchers) > 0 {
+		if i := strings.IndexByte(ct, ';'); i >= 0 {
+			ct = ct[:i]
+		}
+		ct = strings.TrimSpace(ct)
+		for i := range d.typeMatchers {
+			if d.typeMatchers[i].Matches(ct) {
+				return true
+			}
+		}
+		return false
 	}
 	return d.contentTypes[mediaType(ct)]
 }
@@ -147,12 +185,12 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 	prefix := ctx.StatPrefix + "compressor." + p.GetCompressorLibrary().GetName() + "." + lib.StatsPrefix()
 	if rdc := p.GetResponseDirectionConfig(); rdc != nil {
 		cc := rdc.GetCommonConfig()
-		if len(cc.GetContentTypeMatcher()) > 0 {
-			return nil, errors.New("response_direction_config.common_config.content_type_matcher: not supported by Outrigger (use content_type)")
-		}
 		//lint:ignore SA1019 content_type is deprecated but Envoy still reads it; Outrigger accepts it too.
 		types := cc.GetContentType()
 		c.response = compileDirection(cc.GetEnabled(), cc.GetMinContentLength().GetValue(), types, ctx, prefix+"response.")
+		if err := compileTypeMatchers(&c.response, cc, "response_direction_config.common_config"); err != nil {
+			return nil, err
+		}
 		c.disableOnEtag = rdc.GetDisableOnEtagHeader()
 		c.weakenEtag = rdc.GetWeakenEtagOnCompress()
 		c.removeAcceptEncoding = rdc.GetRemoveAcceptEncodingHeader()
@@ -180,12 +218,12 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 	}
 	if rq := p.GetRequestDirectionConfig(); rq != nil {
 		cc := rq.GetCommonConfig()
-		if len(cc.GetContentTypeMatcher()) > 0 {
-			return nil, errors.New("request_direction_config.common_config.content_type_matcher: not supported by Outrigger (use content_type)")
-		}
 		c.hasRequest = true
 		//lint:ignore SA1019 content_type is deprecated but Envoy still reads it.
 		c.request = compileDirection(cc.GetEnabled(), cc.GetMinContentLength().GetValue(), cc.GetContentType(), ctx, prefix+"request.")
+		if err := compileTypeMatchers(&c.request, cc, "request_direction_config.common_config"); err != nil {
+			return nil, err
+		}
 	} else {
 		// Envoy counts request.not_compressed even then.
 		c.request = compileDirection(nil, 0, nil, ctx, prefix+"request.")

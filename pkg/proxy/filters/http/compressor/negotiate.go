@@ -90,7 +90,7 @@ func (f *filter) chooseEncoding(h headers) decision {
 	mt := mediaType(ct)
 	comps := map[string]allowed{}
 	for _, c := range f.chain.configs {
-		if hasCT && mt != "" && !c.response.contentTypes[mt] {
+		if hasCT && mt != "" && !c.response.allows(ct) {
 			continue
 		}
 		if _, ok := comps[c.encoding]; !ok {

@@ -230,6 +230,12 @@ func compileSource(ds *corev3.DataSource, chunk string, budget time.Duration, pa
 			return nil, fmt.Errorf("filename: %w", err)
 		}
 		code, field = string(b), "filename"
+	case *corev3.DataSource_EnvironmentVariable:
+		v, ok := os.LookupEnv(s.EnvironmentVariable)
+		if !ok {
+			return nil, fmt.Errorf("environment_variable: %s is not set", s.EnvironmentVariable)
+		}
+		code, field = v, "environment_variable"
 	default:
 		return nil, errors.New("specifier: not supported by Outrigger")
 	}
