@@ -183,15 +183,13 @@ func TestTunnelHTTP2(t *testing.T) {
 
 func TestTunnelConfigErrors(t *testing.T) {
 	_, err := compile(tunnelCfg("c", &tcpproxyv3.TcpProxy_TunnelingConfig{
-		PostPath:                 "/x",
-		HeadersToAdd:             []*corev3.HeaderValueOption{{Header: &corev3.HeaderValue{Key: ":path", Value: "v"}}},
-		PropagateResponseHeaders: true,
+		PostPath:     "/x",
+		HeadersToAdd: []*corev3.HeaderValueOption{{Header: &corev3.HeaderValue{Key: ":path", Value: "v"}}},
 	}))
 	want := []string{
 		"tunneling_config.hostname: required",
 		"tunneling_config.post_path: needs use_post",
 		`tunneling_config.headers_to_add[0].header.key: ":path" cannot be set (pseudo-headers and host are the tunnel's)`,
-		"tunneling_config.propagate_response_headers: not supported by Outrigger",
 	}
 	if err == nil || err.Error() != strings.Join(want, "\n") {
 		t.Errorf("errors:\n%v\nwant:\n%s", err, strings.Join(want, "\n"))
