@@ -54,6 +54,9 @@ func semanticErrors(b *bootstrapv3.Bootstrap, ext *extension.Registry) []error {
 	s.dynamicResources(b.GetDynamicResources())
 	s.edsClusters(b)
 	s.loadStatsConfig(b.GetClusterManager().GetLoadStatsConfig())
+	if _, err := ApplicationLogFormat(b); err != nil {
+		s.errs = append(s.errs, err)
+	}
 	return s.errs
 }
 

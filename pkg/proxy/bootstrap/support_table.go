@@ -66,6 +66,11 @@ var supportedCore = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.bootstrap.v3.Bootstrap.stats_flush_on_admin": {},
 	// Go's regexp, an RE2 engine, is the one engine (see builtin).
 	"envoy.config.bootstrap.v3.Bootstrap.default_regex_engine": {},
+	// The format of the proxy's own log records (applog.go).
+	"envoy.config.bootstrap.v3.Bootstrap.application_log_config":                     {},
+	"envoy.config.bootstrap.v3.Bootstrap.ApplicationLogConfig.log_format":            {},
+	"envoy.config.bootstrap.v3.Bootstrap.ApplicationLogConfig.LogFormat.json_format": {},
+	"envoy.config.bootstrap.v3.Bootstrap.ApplicationLogConfig.LogFormat.text_format": {},
 
 	// Node.
 	"envoy.config.core.v3.Node.id":              {},
