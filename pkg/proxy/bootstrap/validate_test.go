@@ -152,7 +152,7 @@ func TestValidateSupport(t *testing.T) {
 		},
 		"node context parameters": {
 			overlay: "node_context_params: [cluster]",
-			want:    []string{"node_context_params: not supported by Outrigger"},
+			want:    []string{"node_context_params: not implemented by Envoy either (not yet implemented there), so not supported by Outrigger"},
 		},
 		"admin field": {
 			overlay: "admin: {ignore_global_conn_limit: true}",

@@ -23,3 +23,19 @@ func TestValidateWatchdog(t *testing.T) {
 		},
 	})
 }
+
+// TestValidateXDSTPBootstrap: the xDS-TP bootstrap fields, which Envoy
+// declares but does not implement, are refused saying so.
+func TestValidateXDSTPBootstrap(t *testing.T) {
+	const why = ": not implemented by Envoy either (not yet implemented there), so not supported by Outrigger"
+	runValidateCases(t, map[string]validateCase{
+		"xds-tp": {
+			overlay: "{node_context_params: [metadata], config_sources: [{ads: {}}], default_config_source: {ads: {}}}",
+			want: []string{
+				"node_context_params" + why,
+				"config_sources" + why,
+				"default_config_source" + why,
+			},
+		},
+	})
+}
