@@ -269,6 +269,17 @@ func (h *harness) counter(name string) uint64 { return h.store.Counter(name).Val
 // does; it returns its address.
 func echoServer(t *testing.T) string {
 	t.Helper()
+	return serveTCP(t, func(c net.Conn) {
+		_, _ = io.Copy(c, c)
+		_ = c.(*net.TCPConn).CloseWrite()
+	})
+}
+
+// serveTCP serves each connection to a loopback listener with serve (the
+// connection closes when it returns) until the test ends, and returns
+// its address.
+func serveTCP(t *testing.T, serve func(c net.Conn)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -282,8 +293,7 @@ func echoServer(t *testing.T) string {
 			}
 			go func() {
 				defer c.Close()
-				_, _ = io.Copy(c, c)
-				_ = c.(*net.TCPConn).CloseWrite()
+				serve(c)
 			}()
 		}
 	}()

@@ -1,6 +1,7 @@
 package tcpproxy
 
 import (
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -39,12 +40,7 @@ func headerMapOf(status int, h http.Header) *corev3.HeaderMap {
 	if status != 0 {
 		m.Headers = append(m.Headers, &corev3.HeaderValue{Key: ":status", Value: strconv.Itoa(status)})
 	}
-	names := make([]string, 0, len(h))
-	for k := range h {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(h)) {
 		for _, v := range h[k] {
 			m.Headers = append(m.Headers, &corev3.HeaderValue{Key: strings.ToLower(k), Value: v})
 		}

@@ -24,34 +24,14 @@ import (
 // x-up header, echoes, and sends the request's headers on seen.
 func startHeaderTunnel(t *testing.T) (string, chan http.Header) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
 	seen := make(chan http.Header, 10)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-				br := bufio.NewReader(c)
-				req, err := http.ReadRequest(br)
-				if err != nil {
-					return
-				}
-				seen <- req.Header
-				_, _ = io.WriteString(c, "HTTP/1.1 200 Connection established\r\nX-Up: a\r\nX-Up: b\r\n\r\n")
-				_, _ = io.Copy(c, br)
-				_ = c.(*net.TCPConn).CloseWrite()
-			}()
-		}
-	}()
-	return ln.Addr().String(), seen
+	addr := serveConnect(t, func(c net.Conn, br *bufio.Reader, req *http.Request) {
+		seen <- req.Header
+		_, _ = io.WriteString(c, "HTTP/1.1 200 Connection established\r\nX-Up: a\r\nX-Up: b\r\n\r\n")
+		_, _ = io.Copy(c, br)
+		_ = c.(*net.TCPConn).CloseWrite()
+	})
+	return addr, seen
 }
 
 func uuidExtension(t *testing.T) *hcmv3.RequestIDExtension {
