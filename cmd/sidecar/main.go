@@ -171,6 +171,11 @@ func build(opts *options.Options, logs *logging.Registry) (*server.Server, error
 	if err := bootstrap.Validate(loaded.Bootstrap, ext); err != nil {
 		return nil, bootstrap.WithBuildErrors(err, buildErrors(cfg))
 	}
+	// The records from here on take application_log_config's format, as
+	// Envoy's do once it has read its bootstrap.
+	if err := bootstrap.ApplyApplicationLogFormat(loaded.Bootstrap, opts.LogFormatSet, logs); err != nil {
+		return nil, err
+	}
 	return server.New(cfg)
 }
 

@@ -265,10 +265,10 @@ var _ = Describe("TCP proxy", func() {
 
 	It("refuses what it does not implement, and a bad configuration, with their paths", func() {
 		tp := "static_resources.listeners[0].filter_chains[0].filters[0].typed_config"
-		r, _ := validate("tcp.yaml", tcpBootstrap(freePort(), "cluster: echo, on_demand: {resources_locator: \"xdstp://x\"}, tunneling_config: {hostname: h, propagate_response_headers: true}", tcpCluster("echo", 1)))
+		r, _ := validate("tcp.yaml", tcpBootstrap(freePort(), "cluster: echo, on_demand: {resources_locator: \"xdstp://x\"}, max_early_data_bytes: 1024", tcpCluster("echo", 1)))
 		Expect(r.ExitCode).NotTo(Equal(0))
 		Expect(r.Stderr).To(ContainSubstring(tp + ".on_demand.resources_locator: not supported by Outrigger"))
-		Expect(r.Stderr).To(ContainSubstring(tp + ".tunneling_config.propagate_response_headers: not supported by Outrigger"))
+		Expect(r.Stderr).To(ContainSubstring(tp + ".max_early_data_bytes: not supported by Outrigger"))
 
 		r, _ = validate("tcp.yaml", strings.Replace(tcpBootstrap(freePort(), "", tcpCluster("echo", 1)), "stat_prefix: front", "stat_prefix: \"\"", 1))
 		Expect(r.ExitCode).NotTo(Equal(0))

@@ -54,6 +54,10 @@ func semanticErrors(b *bootstrapv3.Bootstrap, ext *extension.Registry) []error {
 	s.dynamicResources(b.GetDynamicResources())
 	s.edsClusters(b)
 	s.loadStatsConfig(b.GetClusterManager().GetLoadStatsConfig())
+	s.watchdogs(b)
+	if _, err := ApplicationLogFormat(b); err != nil {
+		s.errs = append(s.errs, err)
+	}
 	return s.errs
 }
 

@@ -10,6 +10,13 @@ var envoyUnimplemented = map[protoreflect.FullName]struct{}{
 	// HedgePolicy: only hedge_on_per_try_timeout is implemented by Envoy.
 	"envoy.config.route.v3.HedgePolicy.initial_requests":          {},
 	"envoy.config.route.v3.HedgePolicy.additional_request_chance": {},
+	// xDS-TP resolution and its context parameters.
+	"envoy.config.bootstrap.v3.Bootstrap.node_context_params":   {},
+	"envoy.config.bootstrap.v3.Bootstrap.config_sources":        {},
+	"envoy.config.bootstrap.v3.Bootstrap.default_config_source": {},
+	// tcp_proxy: idle_timeout is Envoy's one idle timer (both sides).
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.downstream_idle_timeout": {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.upstream_idle_timeout":   {},
 }
 
 // unsupportedReason is the refusal of a populated field missing from the

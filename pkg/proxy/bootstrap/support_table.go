@@ -66,6 +66,23 @@ var supportedCore = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.bootstrap.v3.Bootstrap.stats_flush_on_admin": {},
 	// Go's regexp, an RE2 engine, is the one engine (see builtin).
 	"envoy.config.bootstrap.v3.Bootstrap.default_regex_engine": {},
+	// The main-thread watchdog (watchdog.go); what it cannot do is refused
+	// there.
+	"envoy.config.bootstrap.v3.Bootstrap.watchdog":               {},
+	"envoy.config.bootstrap.v3.Bootstrap.watchdogs":              {},
+	"envoy.config.bootstrap.v3.Watchdogs.main_thread_watchdog":   {},
+	"envoy.config.bootstrap.v3.Watchdogs.worker_watchdog":        {},
+	"envoy.config.bootstrap.v3.Watchdog.miss_timeout":            {},
+	"envoy.config.bootstrap.v3.Watchdog.megamiss_timeout":        {},
+	"envoy.config.bootstrap.v3.Watchdog.kill_timeout":            {},
+	"envoy.config.bootstrap.v3.Watchdog.max_kill_timeout_jitter": {},
+	"envoy.config.bootstrap.v3.Watchdog.multikill_timeout":       {},
+	"envoy.config.bootstrap.v3.Watchdog.multikill_threshold":     {},
+	// The format of the proxy's own log records (applog.go).
+	"envoy.config.bootstrap.v3.Bootstrap.application_log_config":                     {},
+	"envoy.config.bootstrap.v3.Bootstrap.ApplicationLogConfig.log_format":            {},
+	"envoy.config.bootstrap.v3.Bootstrap.ApplicationLogConfig.LogFormat.json_format": {},
+	"envoy.config.bootstrap.v3.Bootstrap.ApplicationLogConfig.LogFormat.text_format": {},
 
 	// Node.
 	"envoy.config.core.v3.Node.id":              {},

@@ -7,9 +7,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // pkg/proxy/filters/network/tcpproxy). Not implemented, so refused with
 // their path: on_demand.resources_locator, downstream_idle_timeout and
 // upstream_idle_timeout (not implemented by Envoy either), upstream_connect_mode other
-// than IMMEDIATE, max_early_data_bytes, check_drain_close; in
-// tunneling_config, propagate_response_headers and _trailers, the request
-// id settings and formatters.
+// than IMMEDIATE, max_early_data_bytes.
 var supportedTCPProxy = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.stat_prefix":                                          {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.cluster":                                              {},
@@ -31,6 +29,7 @@ var supportedTCPProxy = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.flush_access_log_on_connected":                        {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.access_log_options":                                   {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.hash_policy":                                          {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.check_drain_close":                                    {},
 	"envoy.type.v3.HashPolicy.source_ip":                                                                          {},
 	"envoy.type.v3.HashPolicy.filter_state":                                                                       {},
 	"envoy.type.v3.HashPolicy.FilterState.key":                                                                    {},
@@ -43,6 +42,12 @@ var supportedTCPProxy = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.use_post":                             {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.post_path":                            {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.headers_to_add":                       {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.propagate_response_headers":           {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.propagate_response_trailers":          {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.request_id_extension":                 {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.request_id_header":                    {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.request_id_metadata_key":              {},
+	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig.formatters":                           {},
 	"envoy.config.core.v3.BackoffStrategy.base_interval":                                                          {},
 	"envoy.config.core.v3.BackoffStrategy.max_interval":                                                           {},
 }

@@ -152,7 +152,7 @@ func TestValidateSupport(t *testing.T) {
 		},
 		"node context parameters": {
 			overlay: "node_context_params: [cluster]",
-			want:    []string{"node_context_params: not supported by Outrigger"},
+			want:    []string{"node_context_params: not implemented by Envoy either (not yet implemented there), so not supported by Outrigger"},
 		},
 		"admin field": {
 			overlay: "admin: {ignore_global_conn_limit: true}",
@@ -254,11 +254,11 @@ func TestValidateSupport(t *testing.T) {
 			},
 		},
 		"tcp_proxy fields not implemented": {
-			overlay: listenerYAML("", `{name: tcp, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: tcp, cluster: backend, tunneling_config: {hostname: h, propagate_response_headers: true}, on_demand: {resources_locator: "xdstp://x"}, upstream_connect_mode: ON_DOWNSTREAM_DATA}}`),
+			overlay: listenerYAML("", `{name: tcp, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: tcp, cluster: backend, max_early_data_bytes: 1024, on_demand: {resources_locator: "xdstp://x"}, upstream_connect_mode: ON_DOWNSTREAM_DATA}}`),
 			want: []string{
 				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.on_demand.resources_locator: not supported by Outrigger`,
-				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.tunneling_config.propagate_response_headers: not supported by Outrigger`,
 				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.upstream_connect_mode: ON_DOWNSTREAM_DATA is not supported by Outrigger (supported: IMMEDIATE)`,
+				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.max_early_data_bytes: not supported by Outrigger`,
 			},
 		},
 		"tcp_proxy not last": {

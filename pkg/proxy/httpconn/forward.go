@@ -10,6 +10,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpconn/http1"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/ipdetection"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/requestid"
 )
 
 // hopByHopRequest reports whether a request field stays on the downstream
@@ -189,7 +190,7 @@ func (s *stream) prepareRequest() bool {
 		h.Set("x-envoy-external-address", final.String())
 	}
 	if m.cfg.generateRequestID && (!h.Has("x-request-id") || (edge && !m.cfg.preserveExternalRequestID)) {
-		s.idBuf = appendUUIDHex8(s.idBuf[:0], &s.genID.hex8)
+		s.idBuf = requestid.AppendUUIDHex8(s.idBuf[:0], &s.genID.hex8)
 		s.genID.at = uintptr(unsafe.Pointer(&s.idBuf[0]))
 		h.Set("x-request-id", view(s.idBuf))
 	}

@@ -165,7 +165,7 @@ func TestGeneratedIDNumber(t *testing.T) {
 	s.m.cfg.requestID = requestid.Default()
 	for range 1000 {
 		// As prepareRequest generates it.
-		s.idBuf = appendUUIDHex8(s.idBuf[:0], &s.genID.hex8)
+		s.idBuf = requestid.AppendUUIDHex8(s.idBuf[:0], &s.genID.hex8)
 		s.genID.at = uintptr(unsafe.Pointer(&s.idBuf[0]))
 		id := view(s.idBuf)
 		want, _ := parseHex8(id)
@@ -204,7 +204,7 @@ func TestSetRequestIDReasonInPlace(t *testing.T) {
 		s.reqHeaders.Add("user-agent", "curl")
 		if generated {
 			// As prepareRequest does.
-			s.idBuf = appendUUIDHex8(s.idBuf[:0], &s.genID.hex8)
+			s.idBuf = requestid.AppendUUIDHex8(s.idBuf[:0], &s.genID.hex8)
 			s.genID.at = uintptr(unsafe.Pointer(&s.idBuf[0]))
 			s.reqHeaders.Set("x-request-id", view(s.idBuf))
 		} else {

@@ -30,7 +30,9 @@ type Registry struct {
 	levels [len(componentNames)]atomic.Int32 // indexed like componentNames
 	fine   *fineGrain                        // nil unless fine-grain mode
 	sites  *siteCache
-	format *Formatter
+	// format is swapped once, by SetFormat, when the bootstrap's
+	// application_log_config sets it after the registry exists.
+	format atomic.Pointer[Formatter]
 	escape bool
 	now    func() time.Time
 
@@ -65,7 +67,8 @@ func New(cfg Config) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Registry{format: f, escape: cfg.Escaped, now: cfg.Now}
+	r := &Registry{escape: cfg.Escaped, now: cfg.Now}
+	r.format.Store(f)
 	if r.now == nil {
 		r.now = time.Now
 	}
@@ -94,6 +97,18 @@ func New(cfg Config) (*Registry, error) {
 		r.out = os.Stderr
 	}
 	return r, nil
+}
+
+// SetFormat replaces the spdlog pattern of the records from now on (the
+// bootstrap's application_log_config, read after the registry began
+// logging). A bad pattern is an error and changes nothing.
+func (r *Registry) SetFormat(pattern string) error {
+	f, err := CompileFormat(pattern)
+	if err != nil {
+		return err
+	}
+	r.format.Store(f)
+	return nil
 }
 
 // Logger returns the logger of a component. An unknown component is a
@@ -213,7 +228,7 @@ func (r *Registry) Close() error {
 // write formats one record and writes it whole. Formatting uses pooled
 // buffers, so it allocates nothing per record.
 func (r *Registry) write(name string, site *callSite, level Level, err error, msg string, values []byte, kvs []any) {
-	f := r.format
+	f := r.format.Load()
 	st := f.getState()
 	st.rec = Record{Time: r.now(), Level: level, Name: name}
 	if site != nil {

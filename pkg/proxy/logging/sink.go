@@ -61,7 +61,7 @@ func (s *sink) emit(level Level, err error, msg string, kvs []any) {
 		if level < Level(s.level.Load()) {
 			return
 		}
-		if s.reg.format.needSource {
+		if s.reg.format.Load().needSource {
 			site = s.reg.sites.caller(s.callDepth + 2) // emit, Info/Error, logr frames
 		}
 	} else {

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
@@ -130,6 +131,21 @@ type Context struct {
 	// filters that call a service (the rate limit service); errors name
 	// the field below the GrpcService. Nil reaches none.
 	OpenGRPC func(gs *corev3.GrpcService) (*grpcservice.Channel, error)
+	// Extensions resolves the extensions a filter's configuration names
+	// (tcp_proxy's request id extension and formatters); nil resolves
+	// none.
+	Extensions *extension.Registry
+	// Drain is the listener's drain, which check_drain_close consults;
+	// nil never drains.
+	Drain Drainer
+}
+
+// Drainer is a listener's drain as a network filter sees it.
+type Drainer interface {
+	// DrainClose reports whether a connection should close now because
+	// its listener drains (Envoy's drainClose, gradual over the drain
+	// time).
+	DrainClose() bool
 }
 
 // Clusters finds the cluster a filter sends a connection to.

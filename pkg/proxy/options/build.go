@@ -28,6 +28,7 @@ func build(raw *rawOptions, given map[string]bool, env Environment) (*Options, e
 		CPUSetThreads:              raw.cpusetThreads,
 		ComponentLogLevelRaw:       raw.componentLogLevel,
 		LogFormat:                  raw.logFormat,
+		LogFormatSet:               given["log-format"],
 		LogFormatEscaped:           raw.logFormatEscaped,
 		LogPath:                    raw.logPath,
 		EnableFineGrainLogging:     raw.enableFineGrainLogging,

@@ -187,6 +187,9 @@ type Options struct {
 	ComponentLogLevelRaw string
 	// LogFormat is --log-format (default DefaultLogFormat).
 	LogFormat string
+	// LogFormatSet: --log-format was given, which the bootstrap's
+	// application_log_config.log_format cannot then set.
+	LogFormatSet bool
 	// LogFormatEscaped is --log-format-escaped.
 	LogFormatEscaped bool
 	// LogPath is --log-path; empty means stderr.

@@ -142,7 +142,7 @@ var parseCases = []parseCase{
 		}},
 	{name: "empty component log level", args: cfg("--component-log-level", ""), want: func(*Options) {}},
 	{name: "log format", args: cfg("--log-format", "%v", "--log-format-escaped"),
-		want: func(o *Options) { o.LogFormat, o.LogFormatEscaped = "%v", true }},
+		want: func(o *Options) { o.LogFormat, o.LogFormatSet, o.LogFormatEscaped = "%v", true, true }},
 	{name: "log path", args: cfg("--log-path", "/var/log/proxy.log"),
 		want: func(o *Options) { o.LogPath = "/var/log/proxy.log" }},
 	{name: "fine grain logging", args: cfg("--enable-fine-grain-logging"),

@@ -247,7 +247,7 @@ func (s *Server) buildNetworkFilter(f *listenerv3.Filter, drain *listener.Drain,
 	if !ok {
 		return nil, fmt.Errorf("typed_config: network filter %s is not supported by Outrigger", ext.Name)
 	}
-	nf, err := factory.Compile(msg, netfilter.Context{
+	nctx := netfilter.Context{
 		Stats:      s.stats,
 		Log:        s.logs.Logger("filter"),
 		Clusters:   networkClusters{m: s.clusters},
@@ -258,7 +258,13 @@ func (s *Server) buildNetworkFilter(f *listenerv3.Filter, drain *listener.Drain,
 		Shared:     s.shared,
 		State:      state,
 		OpenGRPC:   s.openGRPC,
-	})
+		Extensions: s.ext,
+	}
+	if drain != nil {
+		// A nil *listener.Drain would make a Drainer that is not nil.
+		nctx.Drain = drain
+	}
+	nf, err := factory.Compile(msg, nctx)
 	if err != nil {
 		return nil, errors.Join(listener.PrefixErrors("typed_config.", err)...)
 	}

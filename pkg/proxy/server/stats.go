@@ -245,7 +245,8 @@ func (s *Server) startStats() {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = sr.flusher.Run(ctx) })
-	wg.Go(func() { runWatchdog(ctx, watchdogConfig{}, sr.server.watchdogMiss, sr.server.watchdogMegaMiss) })
+	wdc := watchdogConfigOf(s.boot)
+	wg.Go(func() { runWatchdog(ctx, wdc, sr.server.watchdogMiss, sr.server.watchdogMegaMiss) })
 	sr.mu.Lock()
 	sr.stop = func() {
 		cancel()

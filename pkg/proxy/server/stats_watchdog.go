@@ -1,9 +1,13 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"time"
 
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -67,4 +71,28 @@ func runWatchdog(ctx context.Context, c watchdogConfig, miss, megaMiss *stats.Co
 			}
 		}
 	}
+}
+
+// watchdogConfigOf reads the main-thread watchdog's timeouts from the
+// bootstrap (bootstrap.MainThreadWatchdog, which validation has checked):
+// unset ones keep Envoy's defaults. The watchdog wakes twice per shorter
+// timeout, as with the defaults, so that a late wake-up is seen within
+// it.
+func watchdogConfigOf(b *bootstrapv3.Bootstrap) watchdogConfig {
+	var c watchdogConfig
+	w, _ := bootstrap.MainThreadWatchdog(b)
+	if w == nil {
+		return c
+	}
+	if d := w.GetMissTimeout(); d != nil && d.AsDuration() > 0 {
+		c.miss = d.AsDuration()
+	}
+	if d := w.GetMegamissTimeout(); d != nil && d.AsDuration() > 0 {
+		c.megaMiss = d.AsDuration()
+	}
+	if c.miss > 0 || c.megaMiss > 0 {
+		shorter := min(cmp.Or(c.miss, watchdogMiss), cmp.Or(c.megaMiss, watchdogMegaMiss))
+		c.tick = max(shorter/2, time.Millisecond)
+	}
+	return c
 }

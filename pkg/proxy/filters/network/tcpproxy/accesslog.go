@@ -56,5 +56,17 @@ func (s *session) entry(t datav3.AccessLogType) *accesslog.Entry {
 	e.UpstreamTLS = s.up.tls
 	e.UpstreamTransportFailureReason = s.failureReason
 	e.UpstreamRequestAttemptCount = s.attempts
+	if s.dynMeta != nil {
+		e.DynamicMetadata = s.dynMeta
+	}
+	if s.respHeaders != nil {
+		e.FilterState = map[string]accesslog.FilterStateObject{responseHeadersKey: tunnelHeaderMap{s.respHeaders}}
+	}
+	if tr := s.respTrailers.Load(); tr != nil {
+		if e.FilterState == nil {
+			e.FilterState = map[string]accesslog.FilterStateObject{}
+		}
+		e.FilterState[responseTrailersKey] = tunnelHeaderMap{tr}
+	}
 	return e
 }

@@ -29,6 +29,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -83,6 +84,9 @@ type config struct {
 
 	// pp is proxy_protocol_tlvs and its merge policy.
 	pp ppTLVs
+	// checkDrainClose is check_drain_close: after each read or write, a
+	// connection whose listener drains may close.
+	checkDrainClose bool
 }
 
 // Compile implements netfilter.Factory. Errors name the field path below
@@ -92,7 +96,7 @@ func (Factory) Compile(msg proto.Message, ctx netfilter.Context) (netfilter.Filt
 	if !ok {
 		return nil, fmt.Errorf("expected a %s, got %T", proto.MessageName(&tcpproxyv3.TcpProxy{}), msg)
 	}
-	c, err := compile(cfg)
+	c, err := compileWith(cfg, ctx.Extensions)
 	if err != nil {
 		return nil, err
 	}
@@ -117,10 +121,14 @@ func (Factory) Compile(msg proto.Message, ctx netfilter.Context) (netfilter.Filt
 	return p, nil
 }
 
-// compile checks a TcpProxy and reads what it configures. Fields that
+// compile is compileWith without extensions.
+func compile(cfg *tcpproxyv3.TcpProxy) (*config, error) { return compileWith(cfg, nil) }
+
+// compileWith checks a TcpProxy and reads what it configures; reg resolves
+// the extensions it names (nil resolves none). Fields that
 // Outrigger does not implement are refused with their path (the loader's
 // support check refuses them too; this guards other callers).
-func compile(cfg *tcpproxyv3.TcpProxy) (*config, error) {
+func compileWith(cfg *tcpproxyv3.TcpProxy, reg *extension.Registry) (*config, error) {
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	c := &config{statPrefix: cfg.GetStatPrefix(), maxAttempts: 1, idleTimeout: defaultIdleTimeout}
@@ -236,7 +244,7 @@ func compile(cfg *tcpproxyv3.TcpProxy) (*config, error) {
 		c.hash = h
 	}
 	if tc := cfg.GetTunnelingConfig(); tc != nil {
-		t, err := compileTunnel(tc)
+		t, err := compileTunnel(tc, reg)
 		if err != nil {
 			errs = append(errs, prefixErrors("tunneling_config.", err)...)
 		}
@@ -249,7 +257,7 @@ func compile(cfg *tcpproxyv3.TcpProxy) (*config, error) {
 	c.pp = pp
 	refuse(cfg.GetUpstreamConnectMode() != tcpproxyv3.UpstreamConnectMode_IMMEDIATE, "upstream_connect_mode", "only IMMEDIATE")
 	refuse(cfg.GetMaxEarlyDataBytes() != nil, "max_early_data_bytes", "the upstream is connected before reading")
-	refuse(cfg.GetCheckDrainClose() != nil, "check_drain_close", "not implemented")
+	c.checkDrainClose = cfg.GetCheckDrainClose().GetValue()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

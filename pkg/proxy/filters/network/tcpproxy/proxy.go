@@ -36,6 +36,8 @@ type Proxy struct {
 	onDemand *onDemand
 	log      logr.Logger
 	now      func() time.Time
+	// drain is the listener's drain, nil for none.
+	drain netfilter.Drainer
 
 	// bufs recycles the maxChunk buffers of the directions.
 	bufs sync.Pool
@@ -77,6 +79,7 @@ func newProxy(c *config, logs netfilter.AccessLogger, ctx netfilter.Context) *Pr
 		clusters: ctx.Clusters,
 		log:      ctx.Log,
 		now:      now,
+		drain:    ctx.Drain,
 		sessions: map[*session]struct{}{},
 		idle:     make(chan struct{}),
 	}

@@ -25,11 +25,13 @@ var sideErrs = [2]error{errDownstream, errUpstream}
 
 // relayOnLoop relays a plain TCP connection on one of the proxy's event
 // loops and reports whether it did; it returns once both directions have
-// ended. Tunnels and wrapped sockets (TLS) take the goroutine relay, and
-// so does a connection that turns to bulk transfer (h says where the
-// loop left it).
+// ended. Tunnels, check_drain_close and wrapped sockets (TLS) take the
+// goroutine relay, and so does a connection that turns to bulk transfer
+// (h says where the loop left it).
 func (s *session) relayOnLoop(h *handoff) bool {
-	if s.p.cfg.tunnel != nil {
+	if s.p.cfg.tunnel != nil || s.p.cfg.checkDrainClose {
+		// check_drain_close asks after each read and write, which
+		// the goroutine relay's pumps do.
 		return false
 	}
 	down, ok := rawConn(s.down).(*net.TCPConn)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,6 +83,16 @@ type session struct {
 	// (%UPSTREAM_REQUEST_ATTEMPT_COUNT%); set with host's discipline.
 	attempts uint32
 	up       upstreamIO // its closer is nil until connected
+	// dynMeta is the connection's dynamic metadata with the tunnel's
+	// request id, nil without one; respHeaders the tunnel response's
+	// headers with propagate_response_headers. Both are set with host's
+	// discipline.
+	dynMeta     *corev3.Metadata
+	respHeaders *corev3.HeaderMap
+	// respTrailers are the tunnel response's trailers with
+	// propagate_response_trailers, stored by the pump that reads their
+	// end while the timers' logs may read them.
+	respTrailers atomic.Pointer[corev3.HeaderMap]
 
 	flags atomic.Uint32 // accesslog.ResponseFlags
 	rx    atomic.Uint64 // bytes received from downstream
@@ -95,6 +106,9 @@ type session struct {
 	// flushing is set when the downstream went away while upstream bytes
 	// were being written (upstream_flush_*).
 	flushing atomic.Bool
+	// drainClosed is set when check_drain_close closed the connection,
+	// so that it counts once.
+	drainClosed atomic.Bool
 
 	mu     sync.Mutex
 	closed bool // closeBoth ran: nothing may connect any more
@@ -252,6 +266,9 @@ type upstreamIO struct {
 	// which the pumps count since they bypass the cluster's connection;
 	// zero for an HTTP/2 tunnel, whose connection counts its own bytes.
 	bytes upstreamBytes
+	// trailer returns the tunnel response's trailers once r has ended,
+	// nil when they are not kept.
+	trailer func() http.Header
 }
 
 // connectTCP opens a plain TCP connection to h.
@@ -361,7 +378,7 @@ func (s *session) pumpUp(src net.Conn, dst io.Writer, buf, held []byte) {
 			s.touch()
 			st.rxBytesTotal.Add(uint64(n))
 			s.rx.Add(uint64(n))
-			if !s.sendUp(w, buf[:n]) {
+			if !s.sendUp(w, buf[:n]) || s.drainClose() {
 				return
 			}
 		}
@@ -419,7 +436,7 @@ func (s *session) pumpDown(src io.Reader, dst net.Conn, buf, held []byte) {
 		if n > 0 {
 			s.touch()
 			s.up.bytes.read(n)
-			if !s.sendDown(w, buf[:n]) {
+			if !s.sendDown(w, buf[:n]) || s.drainClose() {
 				return
 			}
 		}
@@ -427,6 +444,7 @@ func (s *session) pumpDown(src io.Reader, dst net.Conn, buf, held []byte) {
 			s.up.bytes.readEnded(err)
 		}
 		if err == io.EOF {
+			s.keepResponseTrailers()
 			if closeWrite(s.down) != nil {
 				s.fail(errDownstream)
 			}
@@ -470,6 +488,23 @@ func (s *session) fail(side error) {
 		}
 	}
 	s.closeUp()
+}
+
+// drainClose closes the connection when check_drain_close is set and
+// its listener's drain says so (Envoy's drainClose, asked after each read
+// and write), and reports whether it did. The bytes just read have been
+// written: nothing is left to flush in this direction, and the other's
+// write is cut, as Envoy's FlushWrite close of the downstream closes the
+// upstream.
+func (s *session) drainClose() bool {
+	if !s.p.cfg.checkDrainClose || s.p.drain == nil || !s.p.drain.DrainClose() {
+		return false
+	}
+	if s.drainClosed.CompareAndSwap(false, true) {
+		s.p.stats.drainClose.Inc()
+	}
+	s.closeBoth()
+	return true
 }
 
 // closeDown closes the downstream connection, once.

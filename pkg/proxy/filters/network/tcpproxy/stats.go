@@ -16,6 +16,7 @@ type proxyStats struct {
 	maxDuration    *stats.Counter
 	flushTotal     *stats.Counter
 	flushActive    *stats.Gauge
+	drainClose     *stats.Counter
 }
 
 // newProxyStats creates every stat up front, as Envoy does, so that they
@@ -35,5 +36,6 @@ func newProxyStats(st *stats.Store, prefix string) *proxyStats {
 		maxDuration:    sc.Counter("max_downstream_connection_duration"),
 		flushTotal:     sc.Counter("upstream_flush_total"),
 		flushActive:    sc.Gauge("upstream_flush_active"),
+		drainClose:     sc.Counter("downstream_cx_drain_close"),
 	}
 }

@@ -16,16 +16,21 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	rwqv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/req_without_query/v3"
+	uuidv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/request_id/uuid/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/formatter/reqwithoutquery"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/loggers"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/stream"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/requestid"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/requestid/uuid"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -182,27 +187,51 @@ type harness struct {
 
 func newHarness(t *testing.T, cfg *tcpproxyv3.TcpProxy, clusters fakeClusters) *harness {
 	t.Helper()
-	h := &harness{store: stats.NewStore(), log: &syncBuffer{}}
-	reg, err := extension.New(extension.Of(stream.StdoutName, loggers.Category, &streamv3.StdoutAccessLog{}, stream.Stdout{}))
+	return newHarnessFormat(t, cfg, clusters, "%UPSTREAM_CLUSTER% %UPSTREAM_HOST% %BYTES_RECEIVED% %BYTES_SENT% %RESPONSE_FLAGS%%REQ(X-NONE)%\n")
+}
+
+// testExtensions are the extensions the harness resolves: the stdout
+// access log, the UUID request id and a formatter.
+func testExtensions(t *testing.T) *extension.Registry {
+	t.Helper()
+	reg, err := extension.New(
+		extension.Of(stream.StdoutName, loggers.Category, &streamv3.StdoutAccessLog{}, stream.Stdout{}),
+		extension.Of(uuid.Name, requestid.Category, &uuidv3.UuidRequestIdConfig{}, uuid.Factory{}),
+		extension.Of(reqwithoutquery.Name, accesslog.FormatterCategory, &rwqv3.ReqWithoutQuery{}, reqwithoutquery.Factory{}),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return reg
+}
+
+// newHarnessFormat is newHarness with the access log's format; opts
+// change the filter's context.
+func newHarnessFormat(t *testing.T, cfg *tcpproxyv3.TcpProxy, clusters fakeClusters, format string, opts ...func(*netfilter.Context)) *harness {
+	t.Helper()
+	h := &harness{store: stats.NewStore(), log: &syncBuffer{}}
+	reg := testExtensions(t)
 	fmtCfg, _ := anypb.New(&streamv3.StdoutAccessLog{AccessLogFormat: &streamv3.StdoutAccessLog_LogFormat{LogFormat: &corev3.SubstitutionFormatString{
 		Format: &corev3.SubstitutionFormatString_TextFormatSource{TextFormatSource: &corev3.DataSource{
-			Specifier: &corev3.DataSource_InlineString{InlineString: "%UPSTREAM_CLUSTER% %UPSTREAM_HOST% %BYTES_RECEIVED% %BYTES_SENT% %RESPONSE_FLAGS%%REQ(X-NONE)%\n"},
+			Specifier: &corev3.DataSource_InlineString{InlineString: format},
 		}},
 	}}})
 	cfg.AccessLog = []*accesslogv3.AccessLog{{Name: "stdout", ConfigType: &accesslogv3.AccessLog_TypedConfig{TypedConfig: fmtCfg}}}
-	f, err := Factory{}.Compile(cfg, netfilter.Context{
-		Stats:    h.store,
-		Clusters: clusters,
+	nctx := netfilter.Context{
+		Stats:      h.store,
+		Clusters:   clusters,
+		Extensions: reg,
 		AccessLogs: func(prefix string, cfgs []*accesslogv3.AccessLog) (netfilter.AccessLogger, error) {
 			l, err := loggers.Compile(prefix, cfgs, loggers.Context{Registry: reg, Sink: accesslog.SinkContext{
 				Open: func(accesslog.Destination, string) (io.Writer, error) { return h.log, nil },
 			}})
 			return &l, err
 		},
-	})
+	}
+	for _, o := range opts {
+		o(&nctx)
+	}
+	f, err := Factory{}.Compile(cfg, nctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,6 +269,17 @@ func (h *harness) counter(name string) uint64 { return h.store.Counter(name).Val
 // does; it returns its address.
 func echoServer(t *testing.T) string {
 	t.Helper()
+	return serveTCP(t, func(c net.Conn) {
+		_, _ = io.Copy(c, c)
+		_ = c.(*net.TCPConn).CloseWrite()
+	})
+}
+
+// serveTCP serves each connection to a loopback listener with serve (the
+// connection closes when it returns) until the test ends, and returns
+// its address.
+func serveTCP(t *testing.T, serve func(c net.Conn)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -253,8 +293,7 @@ func echoServer(t *testing.T) string {
 			}
 			go func() {
 				defer c.Close()
-				_, _ = io.Copy(c, c)
-				_ = c.(*net.TCPConn).CloseWrite()
+				serve(c)
 			}()
 		}
 	}()

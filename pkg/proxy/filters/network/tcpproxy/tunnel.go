@@ -15,6 +15,7 @@ import (
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -27,6 +28,19 @@ type tunnel struct {
 	usePost  bool
 	postPath string
 	headers  []tunnelHeader
+
+	// requestID is set by request_id_extension (Envoy's UUID extension,
+	// the only one): each tunnel request carries a new UUID under
+	// requestIDHeader, which the connection's dynamic metadata keeps
+	// under envoy.filters.network.tcp_proxy / requestIDKey for the
+	// access logs.
+	requestID       bool
+	requestIDHeader string
+	requestIDKey    string
+	// propagateHeaders and propagateTrailers keep the tunnel response's
+	// headers and trailers in the connection's filter state
+	// (propagate_response_headers, propagate_response_trailers).
+	propagateHeaders, propagateTrailers bool
 }
 
 // tunnelHeader is one of headers_to_add.
@@ -42,10 +56,23 @@ type tunnelHeader struct {
 const maxTunnelResponseHead = 64 << 10
 
 // compileTunnel compiles a tunneling_config; errors name the field below
-// tunneling_config.
-func compileTunnel(tc *tcpproxyv3.TcpProxy_TunnelingConfig) (*tunnel, error) {
+// tunneling_config. reg resolves its request id extension and formatters.
+func compileTunnel(tc *tcpproxyv3.TcpProxy_TunnelingConfig, reg *extension.Registry) (*tunnel, error) {
 	var errs []error
 	t := &tunnel{usePost: tc.GetUsePost(), postPath: tc.GetPostPath()}
+	// As Envoy's, formatters add operators to headers_to_add only.
+	var fmts accesslog.Formatters
+	if len(tc.GetFormatters()) > 0 {
+		var err error
+		if reg == nil {
+			err = errors.New("formatters: no formatter extensions in this context")
+		} else {
+			fmts, err = accesslog.CompileFormatters(tc.GetFormatters(), reg)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if tc.GetHostname() == "" {
 		errs = append(errs, errors.New("hostname: required"))
 	}
@@ -62,31 +89,25 @@ func compileTunnel(tc *tcpproxyv3.TcpProxy_TunnelingConfig) (*tunnel, error) {
 		errs = append(errs, errors.New("post_path: must start with /"))
 	}
 	for i, o := range tc.GetHeadersToAdd() {
-		h, err := compileTunnelHeader(o)
+		h, err := compileTunnelHeader(o, fmts)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("headers_to_add[%d].%w", i, err))
 			continue
 		}
 		t.headers = append(t.headers, h)
 	}
-	refuse := func(set bool, field string) {
-		if set {
-			errs = append(errs, fmt.Errorf("%s: not supported by Outrigger", field))
-		}
+	t.propagateHeaders = tc.GetPropagateResponseHeaders()
+	t.propagateTrailers = tc.GetPropagateResponseTrailers()
+	if err := t.compileRequestID(tc, reg); err != nil {
+		errs = append(errs, err)
 	}
-	refuse(tc.GetPropagateResponseHeaders(), "propagate_response_headers")
-	refuse(tc.GetPropagateResponseTrailers(), "propagate_response_trailers")
-	refuse(tc.GetRequestIdExtension() != nil, "request_id_extension")
-	refuse(tc.GetRequestIdHeader() != "", "request_id_header")
-	refuse(tc.GetRequestIdMetadataKey() != "", "request_id_metadata_key")
-	refuse(len(tc.GetFormatters()) > 0, "formatters")
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-func compileTunnelHeader(o *corev3.HeaderValueOption) (tunnelHeader, error) {
+func compileTunnelHeader(o *corev3.HeaderValueOption, fmts accesslog.Formatters) (tunnelHeader, error) {
 	h := tunnelHeader{name: strings.ToLower(o.GetHeader().GetKey()), keepEmpty: o.GetKeepEmptyValue(), action: o.GetAppendAction()}
 	switch {
 	case h.name == "":
@@ -106,7 +127,7 @@ func compileTunnelHeader(o *corev3.HeaderValueOption) (tunnelHeader, error) {
 		}
 	}
 	var err error
-	if h.value, err = accesslog.Text(accesslog.TranslateLegacyHeaderFormat(o.GetHeader().GetValue()), true); err != nil {
+	if h.value, err = accesslog.TextWith(accesslog.TranslateLegacyHeaderFormat(o.GetHeader().GetValue()), true, fmts); err != nil {
 		return h, fmt.Errorf("header.value: %w", err)
 	}
 	return h, nil
@@ -151,6 +172,12 @@ var errTunnelRefused = errors.New("tunnel refused")
 func (s *session) openTunnel(cl netfilter.Cluster, h *upstream.Host) (upstreamIO, error) {
 	t := s.p.cfg.tunnel
 	host, hdr := t.requestHeaders(s.entry(0))
+	if t.requestID {
+		// After headers_to_add: the generated id is the one sent.
+		id := newRequestID()
+		hdr.Set(t.requestIDHeader, id)
+		s.dynMeta = t.withRequestID(netfilter.DynamicMetadataOf(s.down), id)
+	}
 	if cl.HTTP2() {
 		return s.openHTTP2Tunnel(cl, h, host, hdr)
 	}
@@ -186,6 +213,7 @@ func (s *session) openTunnel(cl netfilter.Cluster, h *upstream.Host) (upstreamIO
 		_ = conn.Close()
 		return upstreamIO{}, fmt.Errorf("reading the tunnel's response: %w", err)
 	}
+	s.keepResponseHeaders(resp)
 	if resp.StatusCode != http.StatusOK {
 		_ = conn.Close()
 		return upstreamIO{}, fmt.Errorf("%w: %s", errTunnelRefused, resp.Status)
@@ -228,6 +256,7 @@ func (s *session) openHTTP2Tunnel(cl netfilter.Cluster, h *upstream.Host, host s
 	if err != nil {
 		return upstreamIO{}, err
 	}
+	s.keepResponseHeaders(st.Resp)
 	ok := st.Resp.StatusCode == http.StatusOK
 	if t.usePost {
 		ok = st.Resp.StatusCode >= 200 && st.Resp.StatusCode < 300
@@ -236,5 +265,31 @@ func (s *session) openHTTP2Tunnel(cl netfilter.Cluster, h *upstream.Host, host s
 		_ = st.Close()
 		return upstreamIO{}, fmt.Errorf("%w: %s", errTunnelRefused, st.Resp.Status)
 	}
-	return upstreamIO{closer: st, r: st, w: st, closeWrite: st.CloseWrite}, nil
+	up := upstreamIO{closer: st, r: st, w: st, closeWrite: st.CloseWrite}
+	if t.propagateTrailers {
+		// Go's transport fills Trailer once the body has ended.
+		up.trailer = func() http.Header { return st.Resp.Trailer }
+	}
+	return up, nil
+}
+
+// keepResponseHeaders keeps the tunnel response's headers in the
+// connection's filter state with propagate_response_headers, whatever
+// its status, as Envoy does (a refusal's headers are logged too).
+func (s *session) keepResponseHeaders(resp *http.Response) {
+	if s.p.cfg.tunnel.propagateHeaders {
+		s.respHeaders = headerMapOf(resp.StatusCode, resp.Header)
+	}
+}
+
+// keepResponseTrailers keeps the tunnel response's trailers once its
+// body has ended, with propagate_response_trailers; only HTTP/2 tunnels
+// have any.
+func (s *session) keepResponseTrailers() {
+	if s.up.trailer == nil {
+		return
+	}
+	if tr := s.up.trailer(); len(tr) > 0 {
+		s.respTrailers.Store(headerMapOf(0, tr))
+	}
 }

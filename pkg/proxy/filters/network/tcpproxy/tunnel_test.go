@@ -29,38 +29,33 @@ type tunnelRequest struct {
 // requests it saw.
 func startHTTP1Tunnel(t *testing.T, status int) (string, chan tunnelRequest) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
 	seen := make(chan tunnelRequest, 10)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-				br := bufio.NewReader(c)
-				req, err := http.ReadRequest(br)
-				if err != nil {
-					return
-				}
-				seen <- tunnelRequest{method: req.Method, host: req.Host, header: req.Header.Get("X-Tunnel")}
-				if status != 200 {
-					fmt.Fprintf(c, "HTTP/1.1 %d Nope\r\nContent-Length: 0\r\n\r\n", status)
-					return
-				}
-				_, _ = io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\nearly")
-				_, _ = io.Copy(c, br)
-				_ = c.(*net.TCPConn).CloseWrite()
-			}()
+	addr := serveConnect(t, func(c net.Conn, br *bufio.Reader, req *http.Request) {
+		seen <- tunnelRequest{method: req.Method, host: req.Host, header: req.Header.Get("X-Tunnel")}
+		if status != 200 {
+			fmt.Fprintf(c, "HTTP/1.1 %d Nope\r\nContent-Length: 0\r\n\r\n", status)
+			return
 		}
-	}()
-	return ln.Addr().String(), seen
+		_, _ = io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\nearly")
+		_, _ = io.Copy(c, br)
+		_ = c.(*net.TCPConn).CloseWrite()
+	})
+	return addr, seen
+}
+
+// serveConnect serves HTTP/1.1 tunnel requests: handle answers each
+// request read from br, the rest of c's bytes.
+func serveConnect(t *testing.T, handle func(c net.Conn, br *bufio.Reader, req *http.Request)) string {
+	t.Helper()
+	return serveTCP(t, func(c net.Conn) {
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		handle(c, br, req)
+	})
 }
 
 // startHTTP2Tunnel serves h2c CONNECT and POST streams by echoing their
@@ -183,15 +178,13 @@ func TestTunnelHTTP2(t *testing.T) {
 
 func TestTunnelConfigErrors(t *testing.T) {
 	_, err := compile(tunnelCfg("c", &tcpproxyv3.TcpProxy_TunnelingConfig{
-		PostPath:                 "/x",
-		HeadersToAdd:             []*corev3.HeaderValueOption{{Header: &corev3.HeaderValue{Key: ":path", Value: "v"}}},
-		PropagateResponseHeaders: true,
+		PostPath:     "/x",
+		HeadersToAdd: []*corev3.HeaderValueOption{{Header: &corev3.HeaderValue{Key: ":path", Value: "v"}}},
 	}))
 	want := []string{
 		"tunneling_config.hostname: required",
 		"tunneling_config.post_path: needs use_post",
 		`tunneling_config.headers_to_add[0].header.key: ":path" cannot be set (pseudo-headers and host are the tunnel's)`,
-		"tunneling_config.propagate_response_headers: not supported by Outrigger",
 	}
 	if err == nil || err.Error() != strings.Join(want, "\n") {
 		t.Errorf("errors:\n%v\nwant:\n%s", err, strings.Join(want, "\n"))

@@ -1,19 +1,19 @@
-package httpconn
+package requestid
 
 import (
 	"regexp"
 	"testing"
 )
 
-// TestAppendUUID: appendUUID appends a version 4, RFC 4122 variant UUID
+// TestAppendUUID: AppendUUID appends a version 4, RFC 4122 variant UUID
 // in its text form after what dst holds, a different one each time.
 func TestAppendUUID(t *testing.T) {
 	re := regexp.MustCompile(`^prefix:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 	seen := map[string]bool{}
 	for range 1000 {
-		got := string(appendUUID([]byte("prefix:")))
+		got := string(AppendUUID([]byte("prefix:")))
 		if !re.MatchString(got) {
-			t.Fatalf("appendUUID = %q", got)
+			t.Fatalf("AppendUUID = %q", got)
 		}
 		if seen[got] {
 			t.Fatalf("%q twice", got)
