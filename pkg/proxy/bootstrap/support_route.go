@@ -52,11 +52,17 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.RouteMatch.path":                  {},
 	"envoy.config.route.v3.RouteMatch.safe_regex":            {},
 	"envoy.config.route.v3.RouteMatch.path_separated_prefix": {},
-	"envoy.config.route.v3.RouteMatch.case_sensitive":        {},
-	"envoy.config.route.v3.RouteMatch.headers":               {},
-	"envoy.config.route.v3.RouteMatch.query_parameters":      {},
-	"envoy.config.route.v3.RouteMatch.dynamic_metadata":      {},
-	"envoy.config.route.v3.RouteMatch.filter_state":          {},
+	// path_match_policy and path_rewrite_policy take the uri_template
+	// extensions (router/uritemplate.go).
+	"envoy.config.route.v3.RouteMatch.path_match_policy":                                           {},
+	"envoy.config.route.v3.RouteAction.path_rewrite_policy":                                        {},
+	"envoy.extensions.path.match.uri_template.v3.UriTemplateMatchConfig.path_template":             {},
+	"envoy.extensions.path.rewrite.uri_template.v3.UriTemplateRewriteConfig.path_template_rewrite": {},
+	"envoy.config.route.v3.RouteMatch.case_sensitive":                                              {},
+	"envoy.config.route.v3.RouteMatch.headers":                                                     {},
+	"envoy.config.route.v3.RouteMatch.query_parameters":                                            {},
+	"envoy.config.route.v3.RouteMatch.dynamic_metadata":                                            {},
+	"envoy.config.route.v3.RouteMatch.filter_state":                                                {},
 	// A filter state object's string form; address_match stays refused.
 	"envoy.type.matcher.v3.FilterStateMatcher.key":                      {},
 	"envoy.type.matcher.v3.FilterStateMatcher.string_match":             {},

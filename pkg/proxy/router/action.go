@@ -179,6 +179,9 @@ func compileRouteAction(r *Route, a *routev3.RouteAction, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	if err := compileTemplateRewrite(&rw, a, r.match.tmpl); err != nil {
+		return err
+	}
 	r.rewrite = rw
 	//lint:ignore SA1019 Envoy still honours a route's deprecated cors field
 	if c := a.GetCors(); c != nil {
@@ -307,11 +310,14 @@ func readBodyFile(name string, max uint32) (string, error) {
 	return string(b), nil
 }
 
-// rewrite is a compiled prefix_rewrite or regex_rewrite.
+// rewrite is a compiled prefix_rewrite, regex_rewrite or
+// path_rewrite_policy.
 type rewrite struct {
 	prefix    string
 	hasPrefix bool
 	re        *regexp.Regexp
+	// tmpl is path_rewrite_policy's uri_template rewriter.
+	tmpl *TemplateRewrite
 	// substitution is the RE2 substitution turned into Go's template
 	// syntax (\1 becomes ${1}).
 	substitution string
@@ -375,7 +381,7 @@ func goTemplate(sub string, groups int) (string, error) {
 }
 
 // active reports whether the route rewrites paths.
-func (rw *rewrite) active() bool { return rw.hasPrefix || rw.re != nil }
+func (rw *rewrite) active() bool { return rw.hasPrefix || rw.re != nil || rw.tmpl != nil }
 
 // apply rewrites path (query included). matched is how many leading bytes
 // of path the route's path matcher matched: they are what prefix_rewrite
@@ -384,6 +390,12 @@ func (rw *rewrite) active() bool { return rw.hasPrefix || rw.re != nil }
 func (rw *rewrite) apply(path string, matched int) string {
 	if rw.hasPrefix {
 		return rw.prefix + path[matched:]
+	}
+	if rw.tmpl != nil {
+		// A path the matcher does not capture (it always does on the
+		// route that matched) is left alone, as Envoy leaves it.
+		out, _ := rw.tmpl.Rewrite(path)
+		return out
 	}
 	p := pathOnly(path)
 	return rw.re.ReplaceAllString(p, rw.substitution) + path[len(p):]

@@ -11,8 +11,9 @@ import "strings"
 // matcher only accepts paths of that first segment: an exact path, a
 // case-sensitive prefix or path_separated_prefix holding a '/' after its
 // first byte, a path_separated_prefix (whose match ends at a '/' or the
-// end), and a regex whose literal prefix holds one. Every other route
-// (a short prefix such as "/" or "/api", case-insensitive matchers,
+// end), a regex whose literal prefix holds one, and a uri template whose
+// first segment is a literal. Every other route (a short prefix such as
+// "/" or "/api", case-insensitive matchers,
 // regexes without such a literal prefix, connect_matcher) may accept any
 // path and is tried for every request, in its place.
 type routeIndex struct {
@@ -106,6 +107,10 @@ func (m *routeMatch) segmentKey() (string, bool) {
 		// without case folding).
 		lit, _ := m.re.LiteralPrefix()
 		return prefixSegment(lit)
+	case pathTemplate:
+		// A template whose first segment is a literal matches paths of
+		// that first segment only.
+		return m.tmpl.literal, m.tmpl.literal != ""
 	}
 	return "", false
 }
