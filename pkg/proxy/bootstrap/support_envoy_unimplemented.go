@@ -2,24 +2,11 @@ package bootstrap
 
 import "google.golang.org/protobuf/reflect/protoreflect"
 
-// envoyUnimplemented lists fields Envoy's API declares but Envoy itself
-// does not implement ([#not-implemented-hide:] in its protos): Outrigger
-// refuses them too, saying so, so that a configuration that relies on
-// them learns it would not work under Envoy either.
-var envoyUnimplemented = map[protoreflect.FullName]struct{}{
-	// HedgePolicy: only hedge_on_per_try_timeout is implemented by Envoy.
-	"envoy.config.route.v3.HedgePolicy.initial_requests":          {},
-	"envoy.config.route.v3.HedgePolicy.additional_request_chance": {},
-}
-
 // unsupportedReason is the refusal of a populated field missing from the
 // support tables.
 func unsupportedReason(name protoreflect.FullName) string {
 	if why, ok := refusedTLS[name]; ok {
 		return why
-	}
-	if _, ok := envoyUnimplemented[name]; ok {
-		return "not implemented by Envoy either (not yet implemented there), so not supported by Outrigger"
 	}
 	return "not supported by Outrigger"
 }

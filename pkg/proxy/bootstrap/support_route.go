@@ -6,17 +6,19 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // (see supportedCore); package router compiles them.
 var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	// Route configuration.
-	"envoy.config.route.v3.RouteConfiguration.name":                                {},
-	"envoy.config.route.v3.RouteConfiguration.virtual_hosts":                       {},
-	"envoy.config.route.v3.RouteConfiguration.request_headers_to_add":              {},
-	"envoy.config.route.v3.RouteConfiguration.request_headers_to_remove":           {},
-	"envoy.config.route.v3.RouteConfiguration.response_headers_to_add":             {},
-	"envoy.config.route.v3.RouteConfiguration.response_headers_to_remove":          {},
-	"envoy.config.route.v3.RouteConfiguration.most_specific_header_mutations_wins": {},
-	"envoy.config.route.v3.RouteConfiguration.ignore_port_in_host_matching":        {},
-	"envoy.config.route.v3.RouteConfiguration.max_direct_response_body_size_bytes": {},
-	"envoy.config.route.v3.RouteConfiguration.validate_clusters":                   {},
-	"envoy.config.route.v3.RouteConfiguration.typed_per_filter_config":             {perFilter: true},
+	"envoy.config.route.v3.RouteConfiguration.name":                                    {},
+	"envoy.config.route.v3.RouteConfiguration.virtual_hosts":                           {},
+	"envoy.config.route.v3.RouteConfiguration.request_headers_to_add":                  {},
+	"envoy.config.route.v3.RouteConfiguration.request_headers_to_remove":               {},
+	"envoy.config.route.v3.RouteConfiguration.response_headers_to_add":                 {},
+	"envoy.config.route.v3.RouteConfiguration.response_headers_to_remove":              {},
+	"envoy.config.route.v3.RouteConfiguration.most_specific_header_mutations_wins":     {},
+	"envoy.config.route.v3.RouteConfiguration.ignore_port_in_host_matching":            {},
+	"envoy.config.route.v3.RouteConfiguration.vhost_header":                            {},
+	"envoy.config.route.v3.RouteConfiguration.ignore_path_parameters_in_path_matching": {},
+	"envoy.config.route.v3.RouteConfiguration.max_direct_response_body_size_bytes":     {},
+	"envoy.config.route.v3.RouteConfiguration.validate_clusters":                       {},
+	"envoy.config.route.v3.RouteConfiguration.typed_per_filter_config":                 {perFilter: true},
 
 	// Virtual hosts.
 	"envoy.config.route.v3.VirtualHost.name":                       {},
@@ -280,9 +282,12 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	// hedge_policy: hedge_on_per_try_timeout; initial_requests and
 	// additional_request_chance are refused, as Envoy does not implement
 	// them either (support_envoy_unimplemented.go).
-	"envoy.config.route.v3.RouteAction.hedge_policy":                                                   {},
-	"envoy.config.route.v3.VirtualHost.hedge_policy":                                                   {},
-	"envoy.config.route.v3.HedgePolicy.hedge_on_per_try_timeout":                                       {},
+	"envoy.config.route.v3.RouteAction.hedge_policy":             {},
+	"envoy.config.route.v3.VirtualHost.hedge_policy":             {},
+	"envoy.config.route.v3.HedgePolicy.hedge_on_per_try_timeout": {},
+	// Hidden as not implemented in Envoy: their defaults only (router/hedge.go).
+	"envoy.config.route.v3.HedgePolicy.initial_requests":                                               {},
+	"envoy.config.route.v3.HedgePolicy.additional_request_chance":                                      {},
 	"envoy.config.route.v3.RetryPolicy.retry_on":                                                       {},
 	"envoy.config.route.v3.RetryPolicy.num_retries":                                                    {},
 	"envoy.config.route.v3.RetryPolicy.per_try_timeout":                                                {},

@@ -161,7 +161,10 @@ func compileRouteAction(r *Route, a *routev3.RouteAction, opts *Options) error {
 		return fmt.Errorf("retry_policy.%w", err)
 	}
 	if hp := a.GetHedgePolicy(); hp != nil {
-		r.hedgeSet, r.HedgeOnPerTryTimeout = true, hp.GetHedgeOnPerTryTimeout()
+		if r.HedgeOnPerTryTimeout, err = compileHedgePolicy(hp); err != nil {
+			return fmt.Errorf("hedge_policy.%w", err)
+		}
+		r.hedgeSet = true
 	}
 	if t := a.GetIdleTimeout(); t != nil {
 		d, err := duration(t)

@@ -28,6 +28,8 @@ func TestCompileErrors(t *testing.T) {
 		"path rewrite unknown variable":    vhost("{match: {path_match_policy: " + uriTemplateYAML("/{a}") + "}, route: {cluster: c, path_rewrite_policy: " + uriRewriteYAML("/{b}") + "}}"),
 		"bad path rewrite":                 vhost("{match: {path_match_policy: " + uriTemplateYAML("/{a}") + "}, route: {cluster: c, path_rewrite_policy: " + uriRewriteYAML("/{a}?q") + "}}"),
 		"prefix rewrite with template":     vhost("{match: {path_match_policy: " + uriTemplateYAML("/{a}") + "}, route: {cluster: c, prefix_rewrite: /x}}"),
+		"hedge initial requests":           vhost("{match: {prefix: /}, route: {cluster: c, hedge_policy: {initial_requests: 2}}}"),
+		"hedge additional chance":          "virtual_hosts: [{name: v, domains: ['*'], hedge_policy: {initial_requests: 1, additional_request_chance: {numerator: 5}}}]",
 		"two path rewrites":                vhost("{match: {path_match_policy: " + uriTemplateYAML("/{a}") + "}, route: {cluster: c, regex_rewrite: {pattern: {regex: a}, substitution: b}, path_rewrite_policy: " + uriRewriteYAML("/{a}") + "}}"),
 		"bad path regex":                   vhost("{match: {safe_regex: {regex: '(a'}}, direct_response: {status: 200}}"),
 		"regex only valid when wrapped":    vhost("{match: {safe_regex: {regex: 'a)(b'}}, direct_response: {status: 200}}"),

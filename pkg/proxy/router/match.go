@@ -145,6 +145,12 @@ func (m *routeMatch) matchesPath(req *Request, path string) bool {
 	case req.Method == "CONNECT" && req.Path == "":
 		// A CONNECT without a path matches no path matcher.
 		return false
+	case m.kind == pathTemplate:
+		// Envoy's uri_template matcher reads the :path as received
+		// (ignore_path_parameters_in_path_matching does not cut it).
+		if !m.tmpl.Match(req.Path) {
+			return false
+		}
 	case !m.matchPath(path):
 		return false
 	}
@@ -191,8 +197,6 @@ func (m *routeMatch) matchPath(path string) bool {
 		return m.hasPrefix(path) && (len(path) == len(m.value) || path[len(m.value)] == '/')
 	case pathRegex:
 		return m.re.MatchString(path)
-	case pathTemplate:
-		return m.tmpl.Match(path)
 	}
 	return false
 }

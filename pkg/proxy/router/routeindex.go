@@ -35,12 +35,14 @@ type indexedRoute struct {
 }
 
 // buildRouteIndex indexes routes; it returns nil when no route is keyed,
-// where the plain scan is as cheap.
-func buildRouteIndex(routes []*Route) *routeIndex {
+// where the plain scan is as cheap. With pathParams (the table cuts
+// paths at ';' before matching) uri templates, which match the whole
+// path, are not keyed: the cut path's first segment is not theirs.
+func buildRouteIndex(routes []*Route, pathParams bool) *routeIndex {
 	ix := &routeIndex{keyed: map[string][]indexedRoute{}}
 	for i, r := range routes {
 		ir := indexedRoute{pos: i, route: r}
-		if key, ok := r.match.segmentKey(); ok {
+		if key, ok := r.match.segmentKey(); ok && !(pathParams && r.match.kind == pathTemplate) {
 			ix.keyed[key] = append(ix.keyed[key], ir)
 			ix.keyLengths |= 1 << (len(key) & 63)
 			continue

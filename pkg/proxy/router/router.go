@@ -27,6 +27,13 @@ type Table struct {
 	// ignorePort strips the :authority's port before virtual host
 	// matching (ignore_port_in_host_matching).
 	ignorePort bool
+	// vhostHeader, when not "", is the request header (lower case) whose
+	// first value picks the virtual host instead of the :authority
+	// (vhost_header).
+	vhostHeader string
+	// ignorePathParams cuts the path at its first ';' before path
+	// matching (ignore_path_parameters_in_path_matching).
+	ignorePathParams bool
 	// InternalOnlyHeaders are removed from requests that are not
 	// internal (internal_only_headers), lower case.
 	InternalOnlyHeaders []string
@@ -206,7 +213,12 @@ func Compile(rc *routev3.RouteConfiguration) (*Table, error) {
 // with opts.FilterConfig. Errors name the field path below the route
 // configuration, e.g. "virtual_hosts[0].routes[2].match.safe_regex.regex".
 func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
-	t := &Table{Name: rc.GetName(), ignorePort: rc.GetIgnorePortInHostMatching()}
+	t := &Table{
+		Name:             rc.GetName(),
+		ignorePort:       rc.GetIgnorePortInHostMatching(),
+		vhostHeader:      strings.ToLower(rc.GetVhostHeader()),
+		ignorePathParams: rc.GetIgnorePathParametersInPathMatching(),
+	}
 	for i, name := range rc.GetInternalOnlyHeaders() {
 		name = strings.ToLower(name)
 		if err := modifiable(name); err != nil {
@@ -286,7 +298,7 @@ func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 			r.anyFilterConfig = len(r.perFilter) > 0 || r.WeightedClusters.hasFilterConfigs()
 			vh.Routes = append(vh.Routes, r)
 		}
-		vh.routeIndex = buildRouteIndex(vh.Routes)
+		vh.routeIndex = buildRouteIndex(vh.Routes, t.ignorePathParams)
 		vh.readsHeaders = numberHeaderNames(vh.Routes, headerIDs)
 		for j, d := range vhc.GetDomains() {
 			if err := b.add(d, vh); err != nil {
@@ -353,7 +365,10 @@ func compileVirtualHost(vhc *routev3.VirtualHost, opts *Options) (*VirtualHost, 
 		return nil, nil, fmt.Errorf("retry_policy.%w", err)
 	}
 	if hp := vhc.GetHedgePolicy(); hp != nil {
-		vh.HedgePolicySet, vh.HedgeOnPerTryTimeout = true, hp.GetHedgeOnPerTryTimeout()
+		if vh.HedgeOnPerTryTimeout, err = compileHedgePolicy(hp); err != nil {
+			return nil, nil, fmt.Errorf("hedge_policy.%w", err)
+		}
+		vh.HedgePolicySet = true
 	}
 	vh.setRequireTLS(vhc.GetRequireTls())
 	fc, err := compileFilterConfigs(vhc.GetTypedPerFilterConfig(), opts)
@@ -450,7 +465,7 @@ func (t *Table) Match(host, path string) *Route {
 // accepts the request. It returns nil when nothing matches (404 with the
 // NR response flag). It allocates nothing.
 func (t *Table) MatchRequest(req *Request) *Route {
-	vh := t.virtualHost(req.Host)
+	vh := t.virtualHost(req)
 	if vh == nil {
 		return nil
 	}
@@ -458,6 +473,13 @@ func (t *Table) MatchRequest(req *Request) *Route {
 		return vh.sslRedirect
 	}
 	path := pathOnly(req.Path)
+	if t.ignorePathParams {
+		// As Envoy's sanitizePathBeforePathMatching: the path up to
+		// its first ';' (uri templates read the whole path).
+		if i := strings.IndexByte(path, ';'); i >= 0 {
+			path = path[:i]
+		}
+	}
 	if !vh.readsHeaders {
 		if vh.routeIndex != nil {
 			return vh.routeIndex.match(req, path)
@@ -486,8 +508,23 @@ func (vh *VirtualHost) scanRoutes(req *Request, path string) *Route {
 	return nil
 }
 
-// virtualHost picks the virtual host for an :authority value.
-func (t *Table) virtualHost(host string) *VirtualHost {
+// virtualHost picks the virtual host for a request: by its :authority,
+// or by the first value of vhost_header, without which (as in Envoy)
+// only a table whose one virtual host is "*" has one.
+func (t *Table) virtualHost(req *Request) *VirtualHost {
+	host := req.Host
+	if t.vhostHeader != "" {
+		v, ok := req.header(t.vhostHeader)
+		if !ok {
+			if t.hosts.onlyCatchAll() {
+				return t.hosts.any
+			}
+			return nil
+		}
+		// Headers.Get joins repeated values with ",": the first is
+		// the one Envoy reads.
+		host, _, _ = strings.Cut(v, ",")
+	}
 	if t.ignorePort {
 		if i := portStart(host); i >= 0 {
 			host = host[:i]

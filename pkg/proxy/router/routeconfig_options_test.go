@@ -1,0 +1,78 @@
+package router
+
+import "testing"
+
+// TestVhostHeader checks vhost_header: the first value of another header
+// picks the virtual host; without it there is none, unless "*" is the only
+// domain, as in Envoy's findVirtualHost.
+func TestVhostHeader(t *testing.T) {
+	table := mustCompile(t, `
+vhost_header: X-Tenant
+virtual_hosts:
+- {name: a, domains: [a.example], routes: [{name: a, match: {prefix: /}, direct_response: {status: 200}}]}
+- {name: any, domains: ['*'], routes: [{name: any, match: {prefix: /}, direct_response: {status: 200}}]}
+`)
+	for name, tc := range map[string]struct {
+		host, tenant string
+		want         string
+	}{
+		"by the header":           {host: "other", tenant: "A.example", want: "a"},
+		"first of several values": {host: "a.example", tenant: "b.example,a.example", want: "any"},
+		"the host is not read":    {host: "a.example", tenant: "zzz", want: "any"},
+		"no header, no host":      {host: "a.example", want: ""},
+	} {
+		req := Request{Host: tc.host, Path: "/"}
+		if tc.tenant != "" {
+			req.Headers = newHeaders("x-tenant", tc.tenant)
+		}
+		got := ""
+		if r := table.MatchRequest(&req); r != nil {
+			got = r.Name
+		}
+		if got != tc.want {
+			t.Errorf("%s: route %q, want %q", name, got, tc.want)
+		}
+	}
+	only := mustCompile(t, "vhost_header: x-tenant\nvirtual_hosts: [{name: v, domains: ['*'], routes: [{name: r, match: {prefix: /}, direct_response: {status: 200}}]}]")
+	if r := only.Match("h", "/"); r == nil {
+		t.Error("a table with only a catch-all needs no header")
+	}
+}
+
+// TestIgnorePathParameters checks ignore_path_parameters_in_path_matching:
+// path matchers see the path up to its first ';', uri templates the whole
+// path, whatever the route index keys.
+func TestIgnorePathParameters(t *testing.T) {
+	cfg := `
+virtual_hosts:
+- name: v
+  domains: ['*']
+  routes:
+  - {name: exact, match: {path: /api/v1}, direct_response: {status: 200}}
+  - {name: tmpl, match: {path_match_policy: ` + uriTemplateYAML("/t;x/**") + `}, direct_response: {status: 200}}
+  - {name: regex, match: {safe_regex: {regex: '/r/[a-z]+'}}, direct_response: {status: 200}}
+  - {name: any, match: {prefix: /}, direct_response: {status: 200}}
+`
+	off := mustCompile(t, cfg)
+	on := mustCompile(t, "ignore_path_parameters_in_path_matching: true\n"+cfg)
+	for path, want := range map[string][2]string{
+		"/api/v1;jsessionid=1": {"any", "exact"},
+		"/api/v1;a?q=1":        {"any", "exact"},
+		"/api/v1?q=a;b":        {"exact", "exact"},
+		"/r/abc;v=2":           {"any", "regex"},
+		"/t;x/a":               {"tmpl", "tmpl"},
+		"/api/v1":              {"exact", "exact"},
+	} {
+		for i, table := range []*Table{off, on} {
+			r := table.Match("h", path)
+			if r == nil || r.Name != want[i] {
+				t.Errorf("%s (ignore %v): %v, want route %s", path, i == 1, r, want[i])
+			}
+		}
+	}
+	// The rewrite still sees the whole path.
+	rw := mustCompile(t, "ignore_path_parameters_in_path_matching: true\nvirtual_hosts: [{name: v, domains: ['*'], routes: [{match: {prefix: /old}, route: {cluster: c, prefix_rewrite: /new}}]}]")
+	if got := rw.Match("h", "/old;p/x").RewritePath("/old;p/x"); got != "/new;p/x" {
+		t.Errorf("rewrite: %q", got)
+	}
+}
