@@ -268,8 +268,10 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.RedirectAction.strip_query":     {},
 	"envoy.config.route.v3.DirectResponseAction.status":    {},
 	"envoy.config.route.v3.DirectResponseAction.body":      {},
-	"envoy.config.core.v3.DataSource.inline_string":        {},
-	"envoy.config.core.v3.DataSource.inline_bytes":         {},
+	// A SubstitutionFormatString, as local replies' (router/action.go).
+	"envoy.config.route.v3.DirectResponseAction.body_format": {},
+	"envoy.config.core.v3.DataSource.inline_string":          {},
+	"envoy.config.core.v3.DataSource.inline_bytes":           {},
 	// Read where Outrigger reads files (direct response bodies); the other
 	// users of DataSource refuse it with its path.
 	"envoy.config.core.v3.DataSource.filename": {},

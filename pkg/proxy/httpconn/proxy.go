@@ -83,7 +83,7 @@ func (s *stream) forward() {
 		// Envoy's router drops before it picks a host, retries or
 		// mirrors, and counts the 503 as the upstream's.
 		s.chargeCode(cl.Stats(), 503)
-		s.localReplyAs(503, -1, bodyDropOverload, accesslog.DropOverload, "drop_overload", "x-envoy-drop-overload")
+		s.localReplyAs(503, -1, bodyDropOverload, accesslog.DropOverload, "drop_overload", "x-envoy-drop-overload", "")
 		return
 	}
 	s.pick = upstream.PickContext{OriginalDst: s.origDst, Headers: &s.reqHeaders, Authority: s.authority, MetadataMatch: s.metadataMatch(route)}
@@ -517,7 +517,7 @@ func (s *stream) routeTimedOut(cl UpstreamCluster) {
 // flagged UO with x-envoy-overloaded, counted as the upstream's 503.
 func (s *stream) overflowed(cl UpstreamCluster) {
 	s.chargeCode(cl.Stats(), 503)
-	s.localReplyAs(503, -1, bodyOverflow, accesslog.UpstreamOverflow, "upstream_reset_before_response_started{overflow}", "x-envoy-overloaded")
+	s.localReplyAs(503, -1, bodyOverflow, accesslog.UpstreamOverflow, "upstream_reset_before_response_started{overflow}", "x-envoy-overloaded", "")
 }
 
 // exchangeHTTP1 sends the request on uc and relays the response. Unless

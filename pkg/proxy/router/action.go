@@ -14,6 +14,7 @@ import (
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -28,6 +29,23 @@ const DefaultMaxDirectResponseBodySize = 4096
 type DirectResponse struct {
 	Status uint32
 	Body   string
+	// format is body_format, nil without one: the body is then its
+	// %LOCAL_REPLY_BODY%. contentType is its content_type (JSON
+	// formats default to application/json), "" for the local reply's.
+	format      *accesslog.Formatter
+	contentType string
+}
+
+// Render is the response's body for the request e describes, and the
+// content type a body_format sets ("" for the local reply's default).
+func (d *DirectResponse) Render(e *accesslog.Entry) (body, contentType string) {
+	if d.format == nil {
+		return d.Body, ""
+	}
+	e.LocalReplyBody = d.Body
+	body = string(d.format.Append(nil, e))
+	e.LocalReplyBody = ""
+	return body, d.contentType
 }
 
 // WeightedClusters spreads a route's requests over clusters by weight.
@@ -267,7 +285,7 @@ func compileWeighted(w *routev3.WeightedCluster, opts *Options) (*WeightedCluste
 }
 
 // compileDirect compiles a DirectResponseAction.
-func compileDirect(d *routev3.DirectResponseAction, maxBody uint32) (*DirectResponse, error) {
+func compileDirect(d *routev3.DirectResponseAction, maxBody uint32, opts *Options) (*DirectResponse, error) {
 	dr := &DirectResponse{Status: d.GetStatus()}
 	if dr.Status < 200 || dr.Status > 599 {
 		return nil, fmt.Errorf("status: %d is not in [200, 599]", dr.Status)
@@ -290,6 +308,16 @@ func compileDirect(d *routev3.DirectResponseAction, maxBody uint32) (*DirectResp
 	}
 	if uint64(len(dr.Body)) > uint64(maxBody) {
 		return nil, fmt.Errorf("body: %d bytes is above the maximum of %d (max_direct_response_body_size_bytes)", len(dr.Body), maxBody)
+	}
+	if sf := d.GetBodyFormat(); sf != nil {
+		f, err := accesslog.CompileSubstitution(sf, opts.Formatters)
+		if err != nil {
+			return nil, fmt.Errorf("body_format.%w", err)
+		}
+		dr.format, dr.contentType = f, sf.GetContentType()
+		if dr.contentType == "" && sf.GetJsonFormat() != nil {
+			dr.contentType = "application/json"
+		}
 	}
 	return dr, nil
 }

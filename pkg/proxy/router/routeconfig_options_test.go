@@ -1,6 +1,10 @@
 package router
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+)
 
 // TestVhostHeader checks vhost_header: the first value of another header
 // picks the virtual host; without it there is none, unless "*" is the only
@@ -74,5 +78,37 @@ virtual_hosts:
 	rw := mustCompile(t, "ignore_path_parameters_in_path_matching: true\nvirtual_hosts: [{name: v, domains: ['*'], routes: [{match: {prefix: /old}, route: {cluster: c, prefix_rewrite: /new}}]}]")
 	if got := rw.Match("h", "/old;p/x").RewritePath("/old;p/x"); got != "/new;p/x" {
 		t.Errorf("rewrite: %q", got)
+	}
+}
+
+// TestDirectResponseBodyFormat checks body_format: the body is the format
+// with %LOCAL_REPLY_BODY% the configured body, and the content type its
+// content_type, application/json for JSON, else the local reply's.
+func TestDirectResponseBodyFormat(t *testing.T) {
+	table := mustCompile(t, `
+virtual_hosts:
+- name: v
+  domains: ['*']
+  routes:
+  - {name: text, match: {path: /text}, direct_response: {status: 200, body: {inline_string: hi}, body_format: {text_format: "[%LOCAL_REPLY_BODY%] %REQ(:PATH)%"}}}
+  - {name: json, match: {path: /json}, direct_response: {status: 503, body: {inline_string: down}, body_format: {json_format: {msg: "%LOCAL_REPLY_BODY%", path: "%REQ(:PATH)%"}}}}
+  - {name: html, match: {path: /html}, direct_response: {status: 200, body: {inline_string: x}, body_format: {text_format: "<b>%LOCAL_REPLY_BODY%</b>", content_type: text/html}}}
+  - {name: plain, match: {path: /plain}, direct_response: {status: 200, body: {inline_string: x}}}
+`)
+	for path, want := range map[string][2]string{
+		"/text":  {"[hi] /text", ""},
+		"/json":  {`{"msg":"down","path":"/json"}` + "\n", "application/json"},
+		"/html":  {"<b>x</b>", "text/html"},
+		"/plain": {"x", ""},
+	} {
+		r := table.Match("h", path)
+		e := &accesslog.Entry{Path: path}
+		body, ct := r.Direct.Render(e)
+		if body != want[0] || ct != want[1] {
+			t.Errorf("%s: %q %q, want %q %q", path, body, ct, want[0], want[1])
+		}
+		if e.LocalReplyBody != "" {
+			t.Errorf("%s: the entry keeps %q", path, e.LocalReplyBody)
+		}
 	}
 }

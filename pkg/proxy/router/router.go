@@ -415,7 +415,7 @@ func compileRoute(rc *routev3.Route, maxBody uint32, opts *Options) (*Route, fil
 			return nil, nil, fmt.Errorf("route.%w", err)
 		}
 	case *routev3.Route_DirectResponse:
-		d, err := compileDirect(a.DirectResponse, maxBody)
+		d, err := compileDirect(a.DirectResponse, maxBody, opts)
 		if err != nil {
 			return nil, nil, fmt.Errorf("direct_response.%w", err)
 		}

@@ -1,0 +1,59 @@
+package e2e
+
+import (
+	"io"
+	"net/http"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+var _ = Describe("Route configuration options: vhost_header, ignore_path_parameters_in_path_matching, direct response body_format", func() {
+	It("picks the virtual host by another header, matches paths without their parameters, and formats direct responses", func() {
+		echo := portNum(httpTestUpstream(http.HandlerFunc(httpEcho), false))
+		port := freePort()
+		Start(newDir(), proxySpec{
+			Port: port,
+			HCM:  `{route_config: {vhost_header: x-tenant, ignore_path_parameters_in_path_matching: true}}`,
+			Hosts: `[{name: blue, domains: [blue.tenant], routes: [
+				{match: {path: /api/v1}, route: {cluster: echo, hedge_policy: {initial_requests: 1, additional_request_chance: {numerator: 0}}}},
+				{match: {prefix: /}, direct_response: {status: 404, body: {inline_string: "no such page"},
+					body_format: {json_format: {error: "%LOCAL_REPLY_BODY%", path: "%REQ(:PATH)%", tenant: "%REQ(X-TENANT)%"}}}}]}]`,
+			Routes:   `[{match: {prefix: /}, direct_response: {status: 200, body: {inline_string: "catch-all"}, body_format: {text_format: "<p>%LOCAL_REPLY_BODY%</p>", content_type: "text/html; charset=utf-8"}}}]`,
+			Clusters: []proxyCluster{{Name: "echo", Port: echo}},
+		}.YAML())
+		get := func(path, tenant string) (int, string, string) {
+			GinkgoHelper()
+			req, err := http.NewRequest("GET", listenerURL(port, path), nil)
+			Expect(err).NotTo(HaveOccurred())
+			req.Host = "blue.tenant" // never read: vhost_header picks the virtual host
+			if tenant != "" {
+				req.Header.Set("X-Tenant", tenant)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			Expect(err).NotTo(HaveOccurred())
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			Expect(err).NotTo(HaveOccurred())
+			return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+		}
+
+		code, _, body := get("/api/v1;jsessionid=42?x=1", "Blue.Tenant")
+		Expect(code).To(Equal(200))
+		Expect(body).To(HavePrefix("GET /api/v1;jsessionid=42?x=1 HTTP/1.1\n"), "the parameters still go upstream")
+
+		code, ct, body := get("/api/v2", "blue.tenant")
+		Expect(code).To(Equal(404))
+		Expect(ct).To(Equal("application/json"))
+		Expect(body).To(MatchJSON(`{"error": "no such page", "path": "/api/v2", "tenant": "blue.tenant"}`))
+
+		code, ct, body = get("/api/v1", "red.tenant")
+		Expect(code).To(Equal(200))
+		Expect(ct).To(Equal("text/html; charset=utf-8"))
+		Expect(body).To(Equal("<p>catch-all</p>"))
+
+		// Without the header there is no virtual host.
+		code, _, _ = get("/api/v1", "")
+		Expect(code).To(Equal(404))
+	})
+})
