@@ -8,7 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-var _ = Describe("Route configuration options: vhost_header, ignore_path_parameters_in_path_matching, direct response body_format", func() {
+var _ = Describe("Route configuration options: vhost_header, ignore_path_parameters_in_path_matching, direct response body_format, format rewrites", func() {
 	It("picks the virtual host by another header, matches paths without their parameters, and formats direct responses", func() {
 		echo := portNum(httpTestUpstream(http.HandlerFunc(httpEcho), false))
 		port := freePort()
@@ -55,5 +55,40 @@ var _ = Describe("Route configuration options: vhost_header, ignore_path_paramet
 		// Without the header there is no virtual host.
 		code, _, _ = get("/api/v1", "")
 		Expect(code).To(Equal(404))
+	})
+
+	It("rewrites paths and hosts with format strings, after the route's header edits, and redirects to a formatted path", func() {
+		echo := portNum(httpTestUpstream(http.HandlerFunc(httpEcho), false))
+		port := freePort()
+		Start(newDir(), proxySpec{
+			Port: port,
+			Routes: `[{match: {prefix: /api/}, request_headers_to_add: [{header: {key: x-version, value: "v%REQ(x-major)%"}}],
+					route: {cluster: echo, path_rewrite: "/%REQ(x-version)%/items", host_rewrite: "svc-%REQ(x-tenant)%.internal"}},
+				{match: {prefix: /old/}, redirect: {path_rewrite: "/new/%REQ(x-major)%", response_code: FOUND}}]`,
+			Clusters: []proxyCluster{{Name: "echo", Port: echo}},
+		}.YAML())
+		client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		get := func(path string) *http.Response {
+			GinkgoHelper()
+			req, err := http.NewRequest("GET", listenerURL(port, path), nil)
+			Expect(err).NotTo(HaveOccurred())
+			req.Host = "shop.example"
+			req.Header.Set("X-Major", "3")
+			req.Header.Set("X-Tenant", "blue")
+			resp, err := client.Do(req)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(resp.Body.Close)
+			return resp
+		}
+
+		resp := get("/api/anything?q=1")
+		b, err := io.ReadAll(resp.Body)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(b)).To(HavePrefix("GET /v3/items?q=1 HTTP/1.1\nhost: svc-blue.internal\n"), "x-version is the route's own header, added first")
+		Expect(string(b)).To(ContainSubstring("x-envoy-original-path: /api/anything?q=1\n"))
+
+		resp = get("/old/page?z=9")
+		Expect(resp.StatusCode).To(Equal(302))
+		Expect(resp.Header.Get("Location")).To(Equal("http://shop.example/new/3?z=9"))
 	})
 })

@@ -56,8 +56,12 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.RouteMatch.path_separated_prefix": {},
 	// path_match_policy and path_rewrite_policy take the uri_template
 	// extensions (router/uritemplate.go).
-	"envoy.config.route.v3.RouteMatch.path_match_policy":                                           {},
-	"envoy.config.route.v3.RouteAction.path_rewrite_policy":                                        {},
+	"envoy.config.route.v3.RouteMatch.path_match_policy":    {},
+	"envoy.config.route.v3.RouteAction.path_rewrite_policy": {},
+	// Format strings (router/pathformat.go).
+	"envoy.config.route.v3.RouteAction.path_rewrite":                                               {},
+	"envoy.config.route.v3.RouteAction.host_rewrite":                                               {},
+	"envoy.config.route.v3.RedirectAction.path_rewrite":                                            {},
 	"envoy.extensions.path.match.uri_template.v3.UriTemplateMatchConfig.path_template":             {},
 	"envoy.extensions.path.rewrite.uri_template.v3.UriTemplateRewriteConfig.path_template_rewrite": {},
 	"envoy.config.route.v3.RouteMatch.case_sensitive":                                              {},

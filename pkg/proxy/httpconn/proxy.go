@@ -321,6 +321,18 @@ func (s *stream) rewrite() {
 	// received.
 	if host := r.RewriteHost(&s.reqHeaders, s.path); host != "" {
 		s.updateAuthority(host)
+	} else if host := r.FormatHost(&s.entry); host != "" {
+		s.updateAuthority(host)
+	}
+	// A path_rewrite format, like the host's, sees the edited headers;
+	// the path goes after the host, as in Envoy.
+	if r.FormatsPath() && s.path != "" {
+		if p := r.FormatPath(&s.entry, s.path); p != "" && p != s.path {
+			if !s.m.filters.suppressEnvoyHeaders {
+				s.reqHeaders.Set("x-envoy-original-path", s.path)
+			}
+			s.upPath, s.entry.Path = p, p
+		}
 	}
 }
 

@@ -637,7 +637,7 @@ func (s *stream) dispatch() bool {
 		s.localReplyAs(int(route.Direct.Status), -1, body, 0, "direct_response", "", contentType)
 	case route.Redirect != nil:
 		m.stats.rqRedirect.Inc()
-		s.redirect(route.Redirect.Status, route.RedirectLocation(&s.rreq))
+		s.redirect(route.Redirect.Status, route.RedirectLocation(&s.rreq, &s.entry))
 	default:
 		s.forward()
 		return s.redir.pending

@@ -204,6 +204,9 @@ func compileRouteAction(r *Route, a *routev3.RouteAction, opts *Options) error {
 		return err
 	}
 	r.rewrite = rw
+	if err := compilePathFormat(r, a); err != nil {
+		return err
+	}
 	//lint:ignore SA1019 Envoy still honours a route's deprecated cors field
 	if c := a.GetCors(); c != nil {
 		p, err := CompileCorsPolicy(c)

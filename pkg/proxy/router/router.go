@@ -184,6 +184,9 @@ type Route struct {
 	neverMatches   bool
 	rewrite        rewrite
 	hostRewrite    hostRewrite
+	// pathFormat and hostFormat are the route action's path_rewrite and
+	// host_rewrite formats, nil without them (pathformat.go).
+	pathFormat, hostFormat *accesslog.Formatter
 	idleTimeout    time.Duration
 	idleTimeoutSet bool
 	// upgrades is the route action's upgrade_configs (see Upgrade).
@@ -585,12 +588,13 @@ func (r *Route) matchedLen(path string) int {
 }
 
 // RedirectLocation is the Location header of a redirect route for req; ""
-// when the route is not a redirect.
-func (r *Route) RedirectLocation(req *Request) string {
+// when the route is not a redirect. e supplies the values of a
+// path_rewrite format (nil: the request's path alone).
+func (r *Route) RedirectLocation(req *Request, e *accesslog.Entry) string {
 	if r.Redirect == nil {
 		return ""
 	}
-	return r.Redirect.location(req, r.matchedLen(req.Path))
+	return r.Redirect.location(req, r.matchedLen(req.Path), e)
 }
 
 // MutateRequestHeaders applies request_headers_to_remove and

@@ -321,7 +321,7 @@ func FuzzMatch(f *testing.F) {
 		}
 		// The helpers must cope with whatever path matched.
 		_ = r.RewritePath(path)
-		if r.Redirect != nil && r.RedirectLocation(req) == "" {
+		if r.Redirect != nil && r.RedirectLocation(req, nil) == "" {
 			t.Fatalf("empty redirect location for %q %q", host, path)
 		}
 	})
