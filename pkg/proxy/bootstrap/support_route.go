@@ -32,6 +32,11 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.VirtualHost.typed_per_filter_config":    {perFilter: true},
 	"envoy.config.route.v3.VirtualHost.cors":                       {},
 	"envoy.config.route.v3.VirtualHost.rate_limits":                {},
+	// The body kept for retries and shadowing (router/bufferlimit.go).
+	"envoy.config.route.v3.VirtualHost.per_request_buffer_limit_bytes": {},
+	"envoy.config.route.v3.VirtualHost.request_body_buffer_limit":      {},
+	"envoy.config.route.v3.Route.per_request_buffer_limit_bytes":       {},
+	"envoy.config.route.v3.Route.request_body_buffer_limit":            {},
 
 	// Routes.
 	"envoy.config.route.v3.Route.name":                       {},

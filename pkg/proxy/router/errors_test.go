@@ -34,6 +34,7 @@ func TestCompileErrors(t *testing.T) {
 		"bad path_rewrite format":          vhost("{match: {prefix: /a}, route: {cluster: c, path_rewrite: '/x/%NOPE%'}}"),
 		"bad host_rewrite format":          vhost("{match: {prefix: /a}, route: {cluster: c, host_rewrite: '%REQ(%'}}"),
 		"bad redirect path_rewrite":        vhost("{match: {prefix: /a}, redirect: {path_rewrite: '/%UNKNOWN_OP%'}}"),
+		"both buffer limits":               vhost("{match: {prefix: /}, per_request_buffer_limit_bytes: 1, request_body_buffer_limit: 2, route: {cluster: c}}"),
 		"two path rewrites":                vhost("{match: {path_match_policy: " + uriTemplateYAML("/{a}") + "}, route: {cluster: c, regex_rewrite: {pattern: {regex: a}, substitution: b}, path_rewrite_policy: " + uriRewriteYAML("/{a}") + "}}"),
 		"bad path regex":                   vhost("{match: {safe_regex: {regex: '(a'}}, direct_response: {status: 200}}"),
 		"regex only valid when wrapped":    vhost("{match: {safe_regex: {regex: 'a)(b'}}, direct_response: {status: 200}}"),

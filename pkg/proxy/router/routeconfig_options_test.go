@@ -112,3 +112,43 @@ virtual_hosts:
 		}
 	}
 }
+
+// TestBodyBufferLimit checks the precedence of request_body_buffer_limit
+// and per_request_buffer_limit_bytes, the route's over its virtual
+// host's field by field.
+func TestBodyBufferLimit(t *testing.T) {
+	table := mustCompile(t, `
+virtual_hosts:
+- name: v
+  domains: [v]
+  request_body_buffer_limit: 100000
+  routes:
+  - {name: own, match: {path: /own}, request_body_buffer_limit: 5, route: {cluster: c}}
+  - {name: per, match: {path: /per}, per_request_buffer_limit_bytes: 10, route: {cluster: c}}
+  - {name: inherit, match: {path: /inherit}, route: {cluster: c}}
+- name: w
+  domains: [w]
+  per_request_buffer_limit_bytes: 10
+  routes:
+  - {name: per, match: {path: /per}, route: {cluster: c}}
+  - {name: none, match: {path: /none}, per_request_buffer_limit_bytes: 5000, route: {cluster: c}}
+- name: x
+  domains: ['*']
+  routes: [{name: default, match: {prefix: /}, route: {cluster: c}}]
+`)
+	for _, tc := range []struct {
+		host, path string
+		want       int
+	}{
+		{"v", "/own", 5},
+		{"v", "/per", 100000}, // the virtual host's request_body_buffer_limit comes first
+		{"v", "/inherit", 100000},
+		{"w", "/per", 10},
+		{"w", "/none", 1024}, // never above the connection's
+		{"x", "/", 1024},
+	} {
+		if got := table.Match(tc.host, tc.path).BodyBufferLimit(1024); got != tc.want {
+			t.Errorf("%s%s: %d, want %d", tc.host, tc.path, got, tc.want)
+		}
+	}
+}

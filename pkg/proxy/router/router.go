@@ -80,6 +80,9 @@ type VirtualHost struct {
 	// route configuration's when it has none: those of its routes that
 	// set none.
 	mirrors []*MirrorPolicy
+	// bodyLimit is the virtual host's request body buffer limit, which
+	// its routes inherit.
+	bodyLimit bodyBufferLimit
 	// requireTLS is the virtual host's require_tls; sslRedirect the route
 	// of a request it sends to HTTPS (nil with NONE).
 	requireTLS  routev3.VirtualHost_TlsRequirementType
@@ -187,6 +190,9 @@ type Route struct {
 	// pathFormat and hostFormat are the route action's path_rewrite and
 	// host_rewrite formats, nil without them (pathformat.go).
 	pathFormat, hostFormat *accesslog.Formatter
+	// bodyLimit is the route's request body buffer limit, its virtual
+	// host's filling what it leaves unset (bufferlimit.go).
+	bodyLimit bodyBufferLimit
 	idleTimeout    time.Duration
 	idleTimeoutSet bool
 	// upgrades is the route action's upgrade_configs (see Upgrade).
@@ -287,6 +293,7 @@ func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 			if r.RetryPolicy == nil && (r.Cluster != "" || r.WeightedClusters != nil || r.ClusterHeader != "" || r.ClusterSpecifier != nil) {
 				r.RetryPolicy = vh.RetryPolicy
 			}
+			r.bodyLimit.inherit(vh.bodyLimit)
 			if !r.hedgeSet && vh.HedgePolicySet {
 				r.HedgeOnPerTryTimeout = vh.HedgeOnPerTryTimeout
 			}
@@ -373,6 +380,10 @@ func compileVirtualHost(vhc *routev3.VirtualHost, opts *Options) (*VirtualHost, 
 		}
 		vh.HedgePolicySet = true
 	}
+	//lint:ignore SA1019 Envoy still honours the deprecated per_request_buffer_limit_bytes
+	if vh.bodyLimit, err = compileBodyBufferLimit(vhc.GetPerRequestBufferLimitBytes(), vhc.GetRequestBodyBufferLimit()); err != nil {
+		return nil, nil, err
+	}
 	vh.setRequireTLS(vhc.GetRequireTls())
 	fc, err := compileFilterConfigs(vhc.GetTypedPerFilterConfig(), opts)
 	if err != nil {
@@ -385,6 +396,11 @@ func compileVirtualHost(vhc *routev3.VirtualHost, opts *Options) (*VirtualHost, 
 // typed_per_filter_config apart; errors name the field below it.
 func compileRoute(rc *routev3.Route, maxBody uint32, opts *Options) (*Route, filterConfigs, error) {
 	r := &Route{Name: rc.GetName(), Metadata: rc.GetMetadata(), StatPrefix: rc.GetStatPrefix(), StatIndex: -1}
+	var err error
+	//lint:ignore SA1019 Envoy still honours the deprecated per_request_buffer_limit_bytes
+	if r.bodyLimit, err = compileBodyBufferLimit(rc.GetPerRequestBufferLimitBytes(), rc.GetRequestBodyBufferLimit()); err != nil {
+		return nil, nil, err
+	}
 	if d := rc.GetDecorator(); d != nil {
 		r.Decorator = compileDecorator(d)
 	}
