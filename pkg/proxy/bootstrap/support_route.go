@@ -336,6 +336,7 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.RouteMatch.runtime_fraction":                   {},
 	"envoy.config.route.v3.VirtualHost.include_request_attempt_count":     {},
 	"envoy.config.route.v3.VirtualHost.include_attempt_count_in_response": {},
+	"envoy.config.route.v3.VirtualHost.include_is_timeout_retry_header":   {},
 	"envoy.config.route.v3.VirtualHost.virtual_clusters":                  {},
 	"envoy.config.route.v3.VirtualCluster.name":                           {},
 	"envoy.config.route.v3.VirtualCluster.headers":                        {},

@@ -186,6 +186,14 @@ func (s *stream) beginAttempt(cl UpstreamCluster, route *router.Route, host *ups
 	if route.VirtualHost.IncludeRequestAttemptCount {
 		s.attemptBuf = setNumber(&s.reqHeaders, "x-envoy-attempt-count", int64(s.retry.attempts), s.attemptBuf)
 	}
+	if route.VirtualHost.IncludeIsTimeoutRetryHeader && s.retry.attempts > 1 {
+		// Retries only, as Envoy's doRetry sets it.
+		v := "false"
+		if s.retry.timeoutRetry {
+			v = "true"
+		}
+		s.reqHeaders.Set("x-envoy-is-timeout-retry", v)
+	}
 	// From here on the request goes to an upstream: its responses,
 	// and the proxy's answers to its failures, carry the attempt count.
 	s.attemptCountInResponse = route.VirtualHost.IncludeAttemptCountInResponse

@@ -59,6 +59,10 @@ type VirtualHost struct {
 	// send x-envoy-attempt-count upstream and downstream
 	// (include_request_attempt_count, include_attempt_count_in_response).
 	IncludeRequestAttemptCount, IncludeAttemptCountInResponse bool
+	// IncludeIsTimeoutRetryHeader sends x-envoy-is-timeout-retry
+	// upstream on retries: "true" for those a per-try timeout started,
+	// "false" for the others (include_is_timeout_retry_header).
+	IncludeIsTimeoutRetryHeader bool
 	// RetryPolicy is the virtual host's retry_policy, nil when it has
 	// none; a route's own replaces it.
 	RetryPolicy *RetryPolicy
@@ -354,6 +358,7 @@ func compileVirtualHost(vhc *routev3.VirtualHost, opts *Options) (*VirtualHost, 
 		Metadata:                      vhc.GetMetadata(),
 		IncludeRequestAttemptCount:    vhc.GetIncludeRequestAttemptCount(),
 		IncludeAttemptCountInResponse: vhc.GetIncludeAttemptCountInResponse(),
+		IncludeIsTimeoutRetryHeader:   vhc.GetIncludeIsTimeoutRetryHeader(),
 	}
 	//lint:ignore SA1019 Envoy still honours a virtual host's deprecated cors field
 	if c := vhc.GetCors(); c != nil {
