@@ -17,6 +17,7 @@ var _ = Describe("Route configuration options: vhost_header, ignore_path_paramet
 			HCM:  `{route_config: {vhost_header: x-tenant, ignore_path_parameters_in_path_matching: true}}`,
 			Hosts: `[{name: blue, domains: [blue.tenant], routes: [
 				{match: {path: /api/v1}, route: {cluster: echo, hedge_policy: {initial_requests: 1, additional_request_chance: {numerator: 0}}}},
+				{match: {path: /local}, non_forwarding_action: {}},
 				{match: {prefix: /}, direct_response: {status: 404, body: {inline_string: "no such page"},
 					body_format: {json_format: {error: "%LOCAL_REPLY_BODY%", path: "%REQ(:PATH)%", tenant: "%REQ(X-TENANT)%"}}}}]}]`,
 			Routes:   `[{match: {prefix: /}, direct_response: {status: 200, body: {inline_string: "catch-all"}, body_format: {text_format: "<p>%LOCAL_REPLY_BODY%</p>", content_type: "text/html; charset=utf-8"}}}]`,
@@ -51,6 +52,11 @@ var _ = Describe("Route configuration options: vhost_header, ignore_path_paramet
 		Expect(code).To(Equal(200))
 		Expect(ct).To(Equal("text/html; charset=utf-8"))
 		Expect(body).To(Equal("<p>catch-all</p>"))
+
+		// Nothing answered the non-forwarding route before the router.
+		code, _, body = get("/local", "blue.tenant")
+		Expect(code).To(Equal(503))
+		Expect(body).To(BeEmpty())
 
 		// Without the header there is no virtual host.
 		code, _, _ = get("/api/v1", "")

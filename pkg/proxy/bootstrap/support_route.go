@@ -39,11 +39,13 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.Route.request_body_buffer_limit":            {},
 
 	// Routes.
-	"envoy.config.route.v3.Route.name":                       {},
-	"envoy.config.route.v3.Route.match":                      {},
-	"envoy.config.route.v3.Route.route":                      {},
-	"envoy.config.route.v3.Route.redirect":                   {},
-	"envoy.config.route.v3.Route.direct_response":            {},
+	"envoy.config.route.v3.Route.name":            {},
+	"envoy.config.route.v3.Route.match":           {},
+	"envoy.config.route.v3.Route.route":           {},
+	"envoy.config.route.v3.Route.redirect":        {},
+	"envoy.config.route.v3.Route.direct_response": {},
+	// For filters that answer themselves; the router finds no cluster.
+	"envoy.config.route.v3.Route.non_forwarding_action":      {},
 	"envoy.config.route.v3.Route.request_headers_to_add":     {},
 	"envoy.config.route.v3.Route.request_headers_to_remove":  {},
 	"envoy.config.route.v3.Route.response_headers_to_add":    {},

@@ -300,8 +300,8 @@ func TestValidateSupport(t *testing.T) {
 			want:    []string{extraHCM + ".http_filters[0].typed_config.respect_expected_rq_timeout: not supported by Outrigger"},
 		},
 		"virtual host field": {
-			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], include_is_timeout_retry_header: true, routes: [` + okRoute + `]}]}, http_filters: [` + routerFilter + `]`),
-			want:    []string{extraHCM + ".route_config.virtual_hosts[0].include_is_timeout_retry_header: not supported by Outrigger"},
+			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], matcher: {matcher_list: {matchers: []}}, routes: [` + okRoute + `]}]}, http_filters: [` + routerFilter + `]`),
+			want:    []string{extraHCM + ".route_config.virtual_hosts[0].matcher: not supported by Outrigger"},
 		},
 		"route action": {
 			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /}, route: {cluster: backend, retry_policy: {retry_options_predicates: [{name: p}]}}}]}]}, http_filters: [` + routerFilter + `]`),

@@ -45,7 +45,7 @@ func TestCompileErrors(t *testing.T) {
 		"empty range":                      vhost("{match: {prefix: /, headers: [{name: b, range_match: {start: 5, end: 5}}]}, direct_response: {status: 200}}"),
 		"bad query regex":                  vhost("{match: {prefix: /, query_parameters: [{name: q, string_match: {safe_regex: {regex: '+'}}}]}, direct_response: {status: 200}}"),
 		"missing action":                   vhost("{match: {prefix: /}}"),
-		"unsupported action":               vhost("{match: {prefix: /}, non_forwarding_action: {}}"),
+		"unsupported action":               vhost("{match: {prefix: /}, filter_action: {}}"),
 		"missing cluster":                  vhost("{match: {prefix: /}, route: {timeout: 1s}}"),
 		"bad host rewrite regex":           vhost("{match: {prefix: /}, route: {cluster: c, host_rewrite_path_regex: {pattern: {regex: '(('}, substitution: b}}}"),
 		"host rewrite group out of range":  vhost(`{match: {prefix: /}, route: {cluster: c, host_rewrite_path_regex: {pattern: {regex: '(a)'}, substitution: '\2'}}}`),

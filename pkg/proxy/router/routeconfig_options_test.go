@@ -152,3 +152,17 @@ virtual_hosts:
 		}
 	}
 }
+
+// TestNonForwardingAction checks that a non_forwarding_action route
+// matches, and names no cluster: the router answers 503 (NC), as Envoy's
+// finds none for its empty cluster name.
+func TestNonForwardingAction(t *testing.T) {
+	table := mustCompile(t, "virtual_hosts: [{name: v, domains: ['*'], routes: [{name: nf, match: {prefix: /}, non_forwarding_action: {}}]}]")
+	r := table.Match("h", "/x")
+	if r == nil || r.Name != "nf" {
+		t.Fatalf("route %v", r)
+	}
+	if r.ClusterName(0) != "" || r.Direct != nil || r.Redirect != nil || r.ClusterNotFoundStatus != 503 {
+		t.Errorf("cluster %q, direct %v, redirect %v, not found status %d", r.ClusterName(0), r.Direct, r.Redirect, r.ClusterNotFoundStatus)
+	}
+}

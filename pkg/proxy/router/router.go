@@ -94,7 +94,8 @@ type VirtualHost struct {
 }
 
 // Route is one compiled route. Exactly one of Cluster, WeightedClusters,
-// ClusterHeader, ClusterSpecifier, Direct and Redirect is set.
+// ClusterHeader, ClusterSpecifier, Direct and Redirect is set, or none
+// for a non_forwarding_action.
 type Route struct {
 	// Name is the route's name (%ROUTE_NAME%), "" when unnamed.
 	Name string
@@ -450,6 +451,11 @@ func compileRoute(rc *routev3.Route, maxBody uint32, opts *Options) (*Route, fil
 			return nil, nil, fmt.Errorf("redirect.%w", err)
 		}
 		r.Redirect = rd
+	case *routev3.Route_NonForwardingAction:
+		// For the filters that answer such routes themselves; a request
+		// that reaches the router finds no cluster, as Envoy's finds
+		// the empty cluster name: 503, NC (cluster_not_found).
+		r.ClusterNotFoundStatus, r.Timeout = 503, DefaultTimeout
 	case nil:
 		return nil, nil, errors.New("action: one of route, redirect or direct_response is required")
 	default:
