@@ -314,6 +314,9 @@ func TestValidateSupport(t *testing.T) {
 			// Other values are refused by package router.
 			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], hedge_policy: {initial_requests: 1}, routes: [{match: {prefix: /}, route: {cluster: backend, hedge_policy: {additional_request_chance: {numerator: 0}}}}]}]}, http_filters: [` + routerFilter + `]`),
 		},
+		"refresh_cluster_on_retry": {
+			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /}, route: {cluster: backend, retry_policy: {retry_on: 5xx, refresh_cluster_on_retry: true}}}]}]}, http_filters: [` + routerFilter + `]`),
+		},
 		"empty hedge policy": {
 			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], hedge_policy: {}, routes: [{match: {prefix: /}, route: {cluster: backend, hedge_policy: {}}}]}]}, http_filters: [` + routerFilter + `]`),
 		},
