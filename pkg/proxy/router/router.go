@@ -189,15 +189,15 @@ type Route struct {
 	// neverMatches: the route's cluster specifier plugin is an optional
 	// one Outrigger does not have. Envoy's null plugin makes such a
 	// route match no request; the table leaves it out.
-	neverMatches   bool
-	rewrite        rewrite
-	hostRewrite    hostRewrite
+	neverMatches bool
+	rewrite      rewrite
+	hostRewrite  hostRewrite
 	// pathFormat and hostFormat are the route action's path_rewrite and
 	// host_rewrite formats, nil without them (pathformat.go).
 	pathFormat, hostFormat *accesslog.Formatter
 	// bodyLimit is the route's request body buffer limit, its virtual
 	// host's filling what it leaves unset (bufferlimit.go).
-	bodyLimit bodyBufferLimit
+	bodyLimit      bodyBufferLimit
 	idleTimeout    time.Duration
 	idleTimeoutSet bool
 	// upgrades is the route action's upgrade_configs (see Upgrade).
