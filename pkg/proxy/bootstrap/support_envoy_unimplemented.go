@@ -7,9 +7,6 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // refuses them too, saying so, so that a configuration that relies on
 // them learns it would not work under Envoy either.
 var envoyUnimplemented = map[protoreflect.FullName]struct{}{
-	// HedgePolicy: only hedge_on_per_try_timeout is implemented by Envoy.
-	"envoy.config.route.v3.HedgePolicy.initial_requests":          {},
-	"envoy.config.route.v3.HedgePolicy.additional_request_chance": {},
 	// xDS-TP resolution and its context parameters.
 	"envoy.config.bootstrap.v3.Bootstrap.node_context_params":   {},
 	"envoy.config.bootstrap.v3.Bootstrap.config_sources":        {},

@@ -53,6 +53,7 @@ var supportedRBAC = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.rbac.v3.Permission.any":                    {},
 	"envoy.config.rbac.v3.Permission.header":                 {},
 	"envoy.config.rbac.v3.Permission.url_path":               {},
+	"envoy.config.rbac.v3.Permission.uri_template":           {},
 	"envoy.config.rbac.v3.Permission.destination_ip":         {},
 	"envoy.config.rbac.v3.Permission.destination_port":       {},
 	"envoy.config.rbac.v3.Permission.destination_port_range": {},

@@ -6,17 +6,19 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // (see supportedCore); package router compiles them.
 var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	// Route configuration.
-	"envoy.config.route.v3.RouteConfiguration.name":                                {},
-	"envoy.config.route.v3.RouteConfiguration.virtual_hosts":                       {},
-	"envoy.config.route.v3.RouteConfiguration.request_headers_to_add":              {},
-	"envoy.config.route.v3.RouteConfiguration.request_headers_to_remove":           {},
-	"envoy.config.route.v3.RouteConfiguration.response_headers_to_add":             {},
-	"envoy.config.route.v3.RouteConfiguration.response_headers_to_remove":          {},
-	"envoy.config.route.v3.RouteConfiguration.most_specific_header_mutations_wins": {},
-	"envoy.config.route.v3.RouteConfiguration.ignore_port_in_host_matching":        {},
-	"envoy.config.route.v3.RouteConfiguration.max_direct_response_body_size_bytes": {},
-	"envoy.config.route.v3.RouteConfiguration.validate_clusters":                   {},
-	"envoy.config.route.v3.RouteConfiguration.typed_per_filter_config":             {perFilter: true},
+	"envoy.config.route.v3.RouteConfiguration.name":                                    {},
+	"envoy.config.route.v3.RouteConfiguration.virtual_hosts":                           {},
+	"envoy.config.route.v3.RouteConfiguration.request_headers_to_add":                  {},
+	"envoy.config.route.v3.RouteConfiguration.request_headers_to_remove":               {},
+	"envoy.config.route.v3.RouteConfiguration.response_headers_to_add":                 {},
+	"envoy.config.route.v3.RouteConfiguration.response_headers_to_remove":              {},
+	"envoy.config.route.v3.RouteConfiguration.most_specific_header_mutations_wins":     {},
+	"envoy.config.route.v3.RouteConfiguration.ignore_port_in_host_matching":            {},
+	"envoy.config.route.v3.RouteConfiguration.vhost_header":                            {},
+	"envoy.config.route.v3.RouteConfiguration.ignore_path_parameters_in_path_matching": {},
+	"envoy.config.route.v3.RouteConfiguration.max_direct_response_body_size_bytes":     {},
+	"envoy.config.route.v3.RouteConfiguration.validate_clusters":                       {},
+	"envoy.config.route.v3.RouteConfiguration.typed_per_filter_config":                 {perFilter: true},
 
 	// Virtual hosts.
 	"envoy.config.route.v3.VirtualHost.name":                       {},
@@ -30,13 +32,20 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.VirtualHost.typed_per_filter_config":    {perFilter: true},
 	"envoy.config.route.v3.VirtualHost.cors":                       {},
 	"envoy.config.route.v3.VirtualHost.rate_limits":                {},
+	// The body kept for retries and shadowing (router/bufferlimit.go).
+	"envoy.config.route.v3.VirtualHost.per_request_buffer_limit_bytes": {},
+	"envoy.config.route.v3.VirtualHost.request_body_buffer_limit":      {},
+	"envoy.config.route.v3.Route.per_request_buffer_limit_bytes":       {},
+	"envoy.config.route.v3.Route.request_body_buffer_limit":            {},
 
 	// Routes.
-	"envoy.config.route.v3.Route.name":                       {},
-	"envoy.config.route.v3.Route.match":                      {},
-	"envoy.config.route.v3.Route.route":                      {},
-	"envoy.config.route.v3.Route.redirect":                   {},
-	"envoy.config.route.v3.Route.direct_response":            {},
+	"envoy.config.route.v3.Route.name":            {},
+	"envoy.config.route.v3.Route.match":           {},
+	"envoy.config.route.v3.Route.route":           {},
+	"envoy.config.route.v3.Route.redirect":        {},
+	"envoy.config.route.v3.Route.direct_response": {},
+	// For filters that answer themselves; the router finds no cluster.
+	"envoy.config.route.v3.Route.non_forwarding_action":      {},
 	"envoy.config.route.v3.Route.request_headers_to_add":     {},
 	"envoy.config.route.v3.Route.request_headers_to_remove":  {},
 	"envoy.config.route.v3.Route.response_headers_to_add":    {},
@@ -52,11 +61,21 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.RouteMatch.path":                  {},
 	"envoy.config.route.v3.RouteMatch.safe_regex":            {},
 	"envoy.config.route.v3.RouteMatch.path_separated_prefix": {},
-	"envoy.config.route.v3.RouteMatch.case_sensitive":        {},
-	"envoy.config.route.v3.RouteMatch.headers":               {},
-	"envoy.config.route.v3.RouteMatch.query_parameters":      {},
-	"envoy.config.route.v3.RouteMatch.dynamic_metadata":      {},
-	"envoy.config.route.v3.RouteMatch.filter_state":          {},
+	// path_match_policy and path_rewrite_policy take the uri_template
+	// extensions (router/uritemplate.go).
+	"envoy.config.route.v3.RouteMatch.path_match_policy":    {},
+	"envoy.config.route.v3.RouteAction.path_rewrite_policy": {},
+	// Format strings (router/pathformat.go).
+	"envoy.config.route.v3.RouteAction.path_rewrite":                                               {},
+	"envoy.config.route.v3.RouteAction.host_rewrite":                                               {},
+	"envoy.config.route.v3.RedirectAction.path_rewrite":                                            {},
+	"envoy.extensions.path.match.uri_template.v3.UriTemplateMatchConfig.path_template":             {},
+	"envoy.extensions.path.rewrite.uri_template.v3.UriTemplateRewriteConfig.path_template_rewrite": {},
+	"envoy.config.route.v3.RouteMatch.case_sensitive":                                              {},
+	"envoy.config.route.v3.RouteMatch.headers":                                                     {},
+	"envoy.config.route.v3.RouteMatch.query_parameters":                                            {},
+	"envoy.config.route.v3.RouteMatch.dynamic_metadata":                                            {},
+	"envoy.config.route.v3.RouteMatch.filter_state":                                                {},
 	// A filter state object's string form; address_match stays refused.
 	"envoy.type.matcher.v3.FilterStateMatcher.key":                      {},
 	"envoy.type.matcher.v3.FilterStateMatcher.string_match":             {},
@@ -260,8 +279,10 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.RedirectAction.strip_query":     {},
 	"envoy.config.route.v3.DirectResponseAction.status":    {},
 	"envoy.config.route.v3.DirectResponseAction.body":      {},
-	"envoy.config.core.v3.DataSource.inline_string":        {},
-	"envoy.config.core.v3.DataSource.inline_bytes":         {},
+	// A SubstitutionFormatString, as local replies' (router/action.go).
+	"envoy.config.route.v3.DirectResponseAction.body_format": {},
+	"envoy.config.core.v3.DataSource.inline_string":          {},
+	"envoy.config.core.v3.DataSource.inline_bytes":           {},
 	// Read where Outrigger reads files (direct response bodies, TLS,
 	// scripts, the filters that take one); the users of DataSource that
 	// take inline data only (access log formats, local reply bodies)
@@ -278,17 +299,25 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	// hedge_policy: hedge_on_per_try_timeout; initial_requests and
 	// additional_request_chance are refused, as Envoy does not implement
 	// them either (support_envoy_unimplemented.go).
-	"envoy.config.route.v3.RouteAction.hedge_policy":                                                   {},
-	"envoy.config.route.v3.VirtualHost.hedge_policy":                                                   {},
-	"envoy.config.route.v3.HedgePolicy.hedge_on_per_try_timeout":                                       {},
-	"envoy.config.route.v3.RetryPolicy.retry_on":                                                       {},
-	"envoy.config.route.v3.RetryPolicy.num_retries":                                                    {},
-	"envoy.config.route.v3.RetryPolicy.per_try_timeout":                                                {},
-	"envoy.config.route.v3.RetryPolicy.per_try_idle_timeout":                                           {},
-	"envoy.config.route.v3.RetryPolicy.retry_host_predicate":                                           {},
-	"envoy.config.route.v3.RetryPolicy.host_selection_retry_max_attempts":                              {},
-	"envoy.config.route.v3.RetryPolicy.retriable_status_codes":                                         {},
-	"envoy.config.route.v3.RetryPolicy.retry_back_off":                                                 {},
+	"envoy.config.route.v3.RouteAction.hedge_policy":             {},
+	"envoy.config.route.v3.VirtualHost.hedge_policy":             {},
+	"envoy.config.route.v3.HedgePolicy.hedge_on_per_try_timeout": {},
+	// Hidden as not implemented in Envoy: their defaults only (router/hedge.go).
+	"envoy.config.route.v3.HedgePolicy.initial_requests":                  {},
+	"envoy.config.route.v3.HedgePolicy.additional_request_chance":         {},
+	"envoy.config.route.v3.RetryPolicy.retry_on":                          {},
+	"envoy.config.route.v3.RetryPolicy.num_retries":                       {},
+	"envoy.config.route.v3.RetryPolicy.per_try_timeout":                   {},
+	"envoy.config.route.v3.RetryPolicy.per_try_idle_timeout":              {},
+	"envoy.config.route.v3.RetryPolicy.retry_host_predicate":              {},
+	"envoy.config.route.v3.RetryPolicy.host_selection_retry_max_attempts": {},
+	"envoy.config.route.v3.RetryPolicy.retriable_status_codes":            {},
+	"envoy.config.route.v3.RetryPolicy.retry_back_off":                    {},
+	// Envoy refreshes only the clusters of the matcher, priority group
+	// and dynamic module cluster specifiers, which Outrigger does not
+	// have: for the others (cluster, weighted_clusters, cluster_header,
+	// Lua) a retry keeps its cluster in Envoy too.
+	"envoy.config.route.v3.RetryPolicy.refresh_cluster_on_retry":                                       {},
 	"envoy.config.route.v3.RetryPolicy.rate_limited_retry_back_off":                                    {},
 	"envoy.config.route.v3.RetryPolicy.retriable_headers":                                              {},
 	"envoy.config.route.v3.RetryPolicy.retriable_request_headers":                                      {},
@@ -318,6 +347,7 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.RouteMatch.runtime_fraction":                   {},
 	"envoy.config.route.v3.VirtualHost.include_request_attempt_count":     {},
 	"envoy.config.route.v3.VirtualHost.include_attempt_count_in_response": {},
+	"envoy.config.route.v3.VirtualHost.include_is_timeout_retry_header":   {},
 	"envoy.config.route.v3.VirtualHost.virtual_clusters":                  {},
 	"envoy.config.route.v3.VirtualCluster.name":                           {},
 	"envoy.config.route.v3.VirtualCluster.headers":                        {},

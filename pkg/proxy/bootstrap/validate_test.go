@@ -246,9 +246,9 @@ func TestValidateSupport(t *testing.T) {
 			want:    []string{`static_resources.listeners[1].filter_chains[0].filters[0].typed_config: extension "envoy.extensions.filters.network.mongo_proxy.v3.MongoProxy" is not supported by Outrigger (envoy.filters.network.mongo_proxy: a protocol proxy Outrigger does not carry); see docs/extensions.md`},
 		},
 		"rbac fields not implemented": {
-			overlay: listenerYAML("", `{name: rbac, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.rbac.v3.RBAC, stat_prefix: r, rules: {policies: {p: {permissions: [{uri_template: {name: t, typed_config: {"@type": type.googleapis.com/google.protobuf.Empty}}}], principals: [{filter_state: {key: k, string_match: {exact: v}}}], cel_config: {}}}, audit_logging_options: {}}}}`),
+			overlay: listenerYAML("", `{name: rbac, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.rbac.v3.RBAC, stat_prefix: r, rules: {policies: {p: {permissions: [{matcher: {name: t, typed_config: {"@type": type.googleapis.com/google.protobuf.Empty}}}], principals: [{filter_state: {key: k, string_match: {exact: v}}}], cel_config: {}}}, audit_logging_options: {}}}}`),
 			want: []string{
-				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.rules.policies["p"].permissions[0].uri_template: not supported by Outrigger`,
+				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.rules.policies["p"].permissions[0].matcher: not supported by Outrigger`,
 				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.rules.policies["p"].principals[0].filter_state: not supported by Outrigger`,
 				`static_resources.listeners[1].filter_chains[0].filters[0].typed_config.rules.audit_logging_options: not supported by Outrigger`,
 			},
@@ -300,8 +300,8 @@ func TestValidateSupport(t *testing.T) {
 			want:    []string{extraHCM + ".http_filters[0].typed_config.respect_expected_rq_timeout: not supported by Outrigger"},
 		},
 		"virtual host field": {
-			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], include_is_timeout_retry_header: true, routes: [` + okRoute + `]}]}, http_filters: [` + routerFilter + `]`),
-			want:    []string{extraHCM + ".route_config.virtual_hosts[0].include_is_timeout_retry_header: not supported by Outrigger"},
+			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], matcher: {matcher_list: {matchers: []}}, routes: [` + okRoute + `]}]}, http_filters: [` + routerFilter + `]`),
+			want:    []string{extraHCM + ".route_config.virtual_hosts[0].matcher: not supported by Outrigger"},
 		},
 		"route action": {
 			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /}, route: {cluster: backend, retry_policy: {retry_options_predicates: [{name: p}]}}}]}]}, http_filters: [` + routerFilter + `]`),
@@ -310,12 +310,12 @@ func TestValidateSupport(t *testing.T) {
 		"hedge on per-try timeout": {
 			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], hedge_policy: {hedge_on_per_try_timeout: true}, routes: [{match: {prefix: /}, route: {cluster: backend, hedge_policy: {hedge_on_per_try_timeout: true}}}]}]}, http_filters: [` + routerFilter + `]`),
 		},
-		"hedge policy fields Envoy does not implement": {
-			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], hedge_policy: {initial_requests: 2}, routes: [{match: {prefix: /}, route: {cluster: backend, hedge_policy: {additional_request_chance: {numerator: 10}}}}]}]}, http_filters: [` + routerFilter + `]`),
-			want: []string{
-				extraHCM + ".route_config.virtual_hosts[0].routes[0].route.hedge_policy.additional_request_chance: not implemented by Envoy either (not yet implemented there), so not supported by Outrigger",
-				extraHCM + ".route_config.virtual_hosts[0].hedge_policy.initial_requests: not implemented by Envoy either (not yet implemented there), so not supported by Outrigger",
-			},
+		"hedge policy fields Envoy does not implement, at their defaults": {
+			// Other values are refused by package router.
+			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], hedge_policy: {initial_requests: 1}, routes: [{match: {prefix: /}, route: {cluster: backend, hedge_policy: {additional_request_chance: {numerator: 0}}}}]}]}, http_filters: [` + routerFilter + `]`),
+		},
+		"refresh_cluster_on_retry": {
+			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], routes: [{match: {prefix: /}, route: {cluster: backend, retry_policy: {retry_on: 5xx, refresh_cluster_on_retry: true}}}]}]}, http_filters: [` + routerFilter + `]`),
 		},
 		"empty hedge policy": {
 			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], hedge_policy: {}, routes: [{match: {prefix: /}, route: {cluster: backend, hedge_policy: {}}}]}]}, http_filters: [` + routerFilter + `]`),

@@ -90,6 +90,8 @@ import (
 	roundrobinv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/round_robin/v3"
 	caresv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/network/dns_resolver/cares/v3"
 	getaddrinfov3 "github.com/envoyproxy/go-control-plane/envoy/extensions/network/dns_resolver/getaddrinfo/v3"
+	uritemplatematchv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/path/match/uri_template/v3"
+	uritemplaterewritev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/path/rewrite/uri_template/v3"
 	rldexprv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/rate_limit_descriptors/expr/v3"
 	googlere2v3 "github.com/envoyproxy/go-control-plane/envoy/extensions/regex_engines/v3"
 	uuidv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/request_id/uuid/v3"
@@ -320,6 +322,12 @@ func Registry() *extension.Registry {
 		extension.Of(routetable.AllowListedRoutesName, routetable.RedirectPredicateCategory, &allowlistedv3.AllowListedRoutesConfig{}, nil),
 		extension.Of(routetable.PreviousRoutesName, routetable.RedirectPredicateCategory, &previousroutesv3.PreviousRoutesConfig{}, nil),
 		extension.Of(routetable.SafeCrossSchemeName, routetable.RedirectPredicateCategory, &safeschemev3.SafeCrossSchemeConfig{}, nil),
+
+		// The uri_template path matcher and rewriter; package router
+		// compiles them with the route (router/uritemplate.go), and RBAC's
+		// uri_template permission uses the matcher.
+		extension.Of(routetable.URITemplateMatchName, routetable.PathMatchCategory, &uritemplatematchv3.UriTemplateMatchConfig{}, nil),
+		extension.Of(routetable.URITemplateRewriteName, routetable.PathRewriteCategory, &uritemplaterewritev3.UriTemplateRewriteConfig{}, nil),
 
 		extension.Of(dns.CaresName, dns.Category, &caresv3.CaresDnsResolverConfig{}, dns.CaresFactory{}),
 		extension.Of(dns.GetAddrInfoName, dns.Category, &getaddrinfov3.GetAddrInfoDnsResolverConfig{}, dns.GetAddrInfoFactory{}),

@@ -108,6 +108,8 @@ func TestRegistry(t *testing.T) {
 		"envoy.load_balancing_policies proxy.load_balancing_policies.round_robin envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin",
 		"envoy.network.dns_resolver proxy.network.dns_resolver.cares envoy.extensions.network.dns_resolver.cares.v3.CaresDnsResolverConfig",
 		"envoy.network.dns_resolver proxy.network.dns_resolver.getaddrinfo envoy.extensions.network.dns_resolver.getaddrinfo.v3.GetAddrInfoDnsResolverConfig",
+		"envoy.path.match proxy.path.match.uri_template.uri_template_matcher envoy.extensions.path.match.uri_template.v3.UriTemplateMatchConfig",
+		"envoy.path.rewrite proxy.path.rewrite.uri_template.uri_template_rewriter envoy.extensions.path.rewrite.uri_template.v3.UriTemplateRewriteConfig",
 		"envoy.rate_limit_descriptors proxy.rate_limit_descriptors.expr envoy.extensions.rate_limit_descriptors.expr.v3.Descriptor",
 		"envoy.regex_engines proxy.regex_engines.google_re2 envoy.extensions.regex_engines.v3.GoogleRE2",
 		"envoy.request_id proxy.request_id.uuid envoy.extensions.request_id.uuid.v3.UuidRequestIdConfig",

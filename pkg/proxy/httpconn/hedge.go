@@ -352,7 +352,7 @@ func (s *stream) softPerTryTimeout(h *hedger, t *hedgeTry) {
 	s.host = t.host
 	s.outlierTimeout()
 	if s.shouldRetry(t.cl, true) {
-		t.retried = true
+		t.retried, s.retry.timeoutRetry = true, true
 		s.hedgeSchedule(h, t.cl)
 	}
 }

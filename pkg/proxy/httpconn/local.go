@@ -46,15 +46,17 @@ func (s *stream) localReply(status int, body string, flags accesslog.ResponseFla
 // localReplyGrpc is localReply with the grpc-status a gRPC request gets;
 // a negative grpcStatus derives it from status.
 func (s *stream) localReplyGrpc(status int, grpcStatus int64, body string, flags accesslog.ResponseFlags, details string) {
-	s.localReplyAs(status, grpcStatus, body, flags, details, "")
+	s.localReplyAs(status, grpcStatus, body, flags, details, "", "")
 }
 
 // localReplyAs is localReplyGrpc; dropHeader names the header, set to
 // "true", that marks a request the router dropped (x-envoy-overloaded for
 // a circuit breaker's refusal, x-envoy-drop-overload for drop_overloads),
 // "" for none; it is left out when the router suppresses Envoy's headers,
-// as Envoy's router adds it.
-func (s *stream) localReplyAs(status int, grpcStatus int64, body string, flags accesslog.ResponseFlags, details string, dropHeader string) {
+// as Envoy's router adds it. contentType, when not "", is set before
+// local_reply_config runs, and so wins over its formats' (a direct
+// response's body_format, as Envoy's router sets it).
+func (s *stream) localReplyAs(status int, grpcStatus int64, body string, flags accesslog.ResponseFlags, details string, dropHeader, contentType string) {
 	s.flags |= flags
 	s.details = details
 	if status == 400 && s.proto != protoHTTP2 && !s.m.cfg.h1StreamErrorOnInvalid {
@@ -72,7 +74,10 @@ func (s *stream) localReplyAs(status int, grpcStatus int64, body string, flags a
 	if dropHeader != "" && !s.m.filters.suppressEnvoyHeaders {
 		s.respHeaders.Add(dropHeader, "true")
 	}
-	contentType := "text/plain"
+	if contentType != "" {
+		s.respHeaders.Add("content-type", contentType)
+	}
+	contentType = "text/plain"
 	if lr := s.m.replies; lr != nil {
 		status, body, contentType = lr.rewrite(s, status, body)
 	}

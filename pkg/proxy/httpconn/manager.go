@@ -144,13 +144,13 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 	plugins := clusterspecifier.Compiler(deps.Extensions, clusterspecifier.Context{Log: deps.RouterLog})
 	switch rc := cfg.GetRouteConfig(); {
 	case rc != nil:
-		if routes, err = compileRoutes(rc, routeFilter, plugins, deps.Stats); err != nil {
+		if routes, err = compileRoutes(rc, routeFilter, plugins, deps.Stats, deps.Extensions); err != nil {
 			errs = append(errs, fieldpath.Prefix("route_config.", err))
 		}
 	case cfg.GetRds() != nil:
 		// Route discovery: no route until the first configuration
 		// arrives (the listener warms meanwhile), then SetRoutes.
-		routes, err = compileRoutes(&routev3.RouteConfiguration{}, routeFilter, plugins, deps.Stats)
+		routes, err = compileRoutes(&routev3.RouteConfiguration{}, routeFilter, plugins, deps.Stats, deps.Extensions)
 		errs = append(errs, err)
 	case cfg.GetScopedRoutes() != nil:
 		errs = append(errs, errors.New("route_specifier: scoped_routes is not supported by Outrigger"))

@@ -182,17 +182,21 @@ func (h *headerList) DelMatching(match func(name string) bool) {
 }
 
 // bufferLimit is how much of a request body the stream keeps for its
-// shadows: the connection's buffer limit (the listener's
-// per_connection_buffer_limit_bytes), as Envoy's router bounds its
-// retry and shadow buffer.
+// retries and shadows: the connection's buffer limit (the listener's
+// per_connection_buffer_limit_bytes) as the route's
+// request_body_buffer_limit or per_request_buffer_limit_bytes adjust it,
+// as Envoy's router bounds its retry and shadow buffer.
 func (s *stream) bufferLimit() int {
+	conn := listener.DefaultBufferLimit
 	if st, ok := s.down.(*h2Stream); ok {
-		return st.h.highWater
+		conn = st.h.highWater
+	} else if s.conn != nil {
+		conn = connBufferLimit(s.conn.nc)
 	}
-	if s.conn != nil {
-		return connBufferLimit(s.conn.nc)
+	if s.route != nil {
+		return s.route.BodyBufferLimit(conn)
 	}
-	return listener.DefaultBufferLimit
+	return conn
 }
 
 // mirrorBody passes the request body on to the main upstream and keeps a

@@ -83,7 +83,7 @@ func (s *stream) forward() {
 		// Envoy's router drops before it picks a host, retries or
 		// mirrors, and counts the 503 as the upstream's.
 		s.chargeCode(cl.Stats(), 503)
-		s.localReplyAs(503, -1, bodyDropOverload, accesslog.DropOverload, "drop_overload", "x-envoy-drop-overload")
+		s.localReplyAs(503, -1, bodyDropOverload, accesslog.DropOverload, "drop_overload", "x-envoy-drop-overload", "")
 		return
 	}
 	s.pick = upstream.PickContext{OriginalDst: s.origDst, Headers: &s.reqHeaders, Authority: s.authority, MetadataMatch: s.metadataMatch(route)}
@@ -185,6 +185,14 @@ func (s *stream) beginAttempt(cl UpstreamCluster, route *router.Route, host *ups
 	}
 	if route.VirtualHost.IncludeRequestAttemptCount {
 		s.attemptBuf = setNumber(&s.reqHeaders, "x-envoy-attempt-count", int64(s.retry.attempts), s.attemptBuf)
+	}
+	if route.VirtualHost.IncludeIsTimeoutRetryHeader && s.retry.attempts > 1 {
+		// Retries only, as Envoy's doRetry sets it.
+		v := "false"
+		if s.retry.timeoutRetry {
+			v = "true"
+		}
+		s.reqHeaders.Set("x-envoy-is-timeout-retry", v)
 	}
 	// From here on the request goes to an upstream: its responses,
 	// and the proxy's answers to its failures, carry the attempt count.
@@ -321,6 +329,18 @@ func (s *stream) rewrite() {
 	// received.
 	if host := r.RewriteHost(&s.reqHeaders, s.path); host != "" {
 		s.updateAuthority(host)
+	} else if host := r.FormatHost(&s.entry); host != "" {
+		s.updateAuthority(host)
+	}
+	// A path_rewrite format, like the host's, sees the edited headers;
+	// the path goes after the host, as in Envoy.
+	if r.FormatsPath() && s.path != "" {
+		if p := r.FormatPath(&s.entry, s.path); p != "" && p != s.path {
+			if !s.m.filters.suppressEnvoyHeaders {
+				s.reqHeaders.Set("x-envoy-original-path", s.path)
+			}
+			s.upPath, s.entry.Path = p, p
+		}
 	}
 }
 
@@ -517,7 +537,7 @@ func (s *stream) routeTimedOut(cl UpstreamCluster) {
 // flagged UO with x-envoy-overloaded, counted as the upstream's 503.
 func (s *stream) overflowed(cl UpstreamCluster) {
 	s.chargeCode(cl.Stats(), 503)
-	s.localReplyAs(503, -1, bodyOverflow, accesslog.UpstreamOverflow, "upstream_reset_before_response_started{overflow}", "x-envoy-overloaded")
+	s.localReplyAs(503, -1, bodyOverflow, accesslog.UpstreamOverflow, "upstream_reset_before_response_started{overflow}", "x-envoy-overloaded", "")
 }
 
 // exchangeHTTP1 sends the request on uc and relays the response. Unless

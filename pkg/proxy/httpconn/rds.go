@@ -14,7 +14,7 @@ type CompiledRoutes struct{ st *routeState }
 // the manager's per-route filter configurations. Errors are relative to
 // the route configuration.
 func (m *Manager) CompileRoutes(rc *routev3.RouteConfiguration) (CompiledRoutes, error) {
-	st, err := compileRoutes(rc, m.routeFilter, m.clusterSpecifiers, m.deps.Stats)
+	st, err := compileRoutes(rc, m.routeFilter, m.clusterSpecifiers, m.deps.Stats, m.deps.Extensions)
 	if err != nil {
 		return CompiledRoutes{}, err
 	}

@@ -60,6 +60,9 @@ type retryState struct {
 	headerNames []string
 	// attempts counts the attempts made (x-envoy-attempt-count).
 	attempts int
+	// timeoutRetry: the retry under way was started by a per-try
+	// timeout (x-envoy-is-timeout-retry).
+	timeoutRetry bool
 	// held: a unit of the cluster's retry breaker is held for the retry
 	// in flight.
 	held bool
@@ -457,7 +460,7 @@ func (s *stream) shouldRetry(cl UpstreamCluster, would bool) bool {
 		s.flags |= accesslog.UpstreamOverflow
 		return false
 	}
-	r.held = true
+	r.held, r.timeoutRetry = true, false
 	rs.Retry().Inc()
 	s.eachLevel(func(l *routeStats) { l.retry.Inc() })
 	return true
@@ -469,6 +472,7 @@ func (s *stream) retryReset(cl UpstreamCluster, reason resetReason, started bool
 	if !s.retry.active || !s.shouldRetry(cl, s.retry.wouldRetryReset(reason, started)) {
 		return false
 	}
+	s.retry.timeoutRetry = reason == resetPerTryTimeout
 	if s.ulog != nil {
 		s.attemptReset(reason)
 	}

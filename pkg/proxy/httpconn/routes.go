@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	logfilter "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/filter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
@@ -43,7 +44,7 @@ type routeState struct {
 // compileRoutes compiles a route configuration with the per-route filter
 // configurations filter compiles, keeping those that hold resources to
 // close with the table. On error, those compiled so far are closed.
-func compileRoutes(rc *routev3.RouteConfiguration, filter routeFilterFunc, plugins clusterSpecifierFunc, st *stats.Store) (*routeState, error) {
+func compileRoutes(rc *routev3.RouteConfiguration, filter routeFilterFunc, plugins clusterSpecifierFunc, st *stats.Store, reg *extension.Registry) (*routeState, error) {
 	var closers []io.Closer
 	opts := router.Options{FilterConfig: func(name string, a *anypb.Any, optional bool) (any, error) {
 		cfg, err := filter(name, a, optional)
@@ -51,7 +52,7 @@ func compileRoutes(rc *routev3.RouteConfiguration, filter routeFilterFunc, plugi
 			closers = append(closers, c)
 		}
 		return cfg, err
-	}, ClusterSpecifier: plugins, MetadataMatcher: compileRouteMetadataMatcher}
+	}, ClusterSpecifier: plugins, MetadataMatcher: compileRouteMetadataMatcher, Formatters: reg}
 	table, err := router.CompileWith(rc, opts)
 	if err != nil {
 		closeAll(closers)

@@ -633,10 +633,11 @@ func (s *stream) dispatch() bool {
 	switch {
 	case route.Direct != nil:
 		m.stats.rqDirectResponse.Inc()
-		s.localReply(int(route.Direct.Status), route.Direct.Body, 0, "direct_response")
+		body, contentType := route.Direct.Render(&s.entry)
+		s.localReplyAs(int(route.Direct.Status), -1, body, 0, "direct_response", "", contentType)
 	case route.Redirect != nil:
 		m.stats.rqRedirect.Inc()
-		s.redirect(route.Redirect.Status, route.RedirectLocation(&s.rreq))
+		s.redirect(route.Redirect.Status, route.RedirectLocation(&s.rreq, &s.entry))
 	default:
 		s.forward()
 		return s.redir.pending

@@ -14,6 +14,7 @@ import (
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -28,6 +29,23 @@ const DefaultMaxDirectResponseBodySize = 4096
 type DirectResponse struct {
 	Status uint32
 	Body   string
+	// format is body_format, nil without one: the body is then its
+	// %LOCAL_REPLY_BODY%. contentType is its content_type (JSON
+	// formats default to application/json), "" for the local reply's.
+	format      *accesslog.Formatter
+	contentType string
+}
+
+// Render is the response's body for the request e describes, and the
+// content type a body_format sets ("" for the local reply's default).
+func (d *DirectResponse) Render(e *accesslog.Entry) (body, contentType string) {
+	if d.format == nil {
+		return d.Body, ""
+	}
+	e.LocalReplyBody = d.Body
+	body = string(d.format.Append(nil, e))
+	e.LocalReplyBody = ""
+	return body, d.contentType
 }
 
 // WeightedClusters spreads a route's requests over clusters by weight.
@@ -161,7 +179,10 @@ func compileRouteAction(r *Route, a *routev3.RouteAction, opts *Options) error {
 		return fmt.Errorf("retry_policy.%w", err)
 	}
 	if hp := a.GetHedgePolicy(); hp != nil {
-		r.hedgeSet, r.HedgeOnPerTryTimeout = true, hp.GetHedgeOnPerTryTimeout()
+		if r.HedgeOnPerTryTimeout, err = compileHedgePolicy(hp); err != nil {
+			return fmt.Errorf("hedge_policy.%w", err)
+		}
+		r.hedgeSet = true
 	}
 	if t := a.GetIdleTimeout(); t != nil {
 		d, err := duration(t)
@@ -179,7 +200,13 @@ func compileRouteAction(r *Route, a *routev3.RouteAction, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	if err := compileTemplateRewrite(&rw, a, r.match.tmpl); err != nil {
+		return err
+	}
 	r.rewrite = rw
+	if err := compilePathFormat(r, a); err != nil {
+		return err
+	}
 	//lint:ignore SA1019 Envoy still honours a route's deprecated cors field
 	if c := a.GetCors(); c != nil {
 		p, err := CompileCorsPolicy(c)
@@ -261,7 +288,7 @@ func compileWeighted(w *routev3.WeightedCluster, opts *Options) (*WeightedCluste
 }
 
 // compileDirect compiles a DirectResponseAction.
-func compileDirect(d *routev3.DirectResponseAction, maxBody uint32) (*DirectResponse, error) {
+func compileDirect(d *routev3.DirectResponseAction, maxBody uint32, opts *Options) (*DirectResponse, error) {
 	dr := &DirectResponse{Status: d.GetStatus()}
 	if dr.Status < 200 || dr.Status > 599 {
 		return nil, fmt.Errorf("status: %d is not in [200, 599]", dr.Status)
@@ -291,6 +318,16 @@ func compileDirect(d *routev3.DirectResponseAction, maxBody uint32) (*DirectResp
 	if uint64(len(dr.Body)) > uint64(maxBody) {
 		return nil, fmt.Errorf("body: %d bytes is above the maximum of %d (max_direct_response_body_size_bytes)", len(dr.Body), maxBody)
 	}
+	if sf := d.GetBodyFormat(); sf != nil {
+		f, err := accesslog.CompileSubstitution(sf, opts.Formatters)
+		if err != nil {
+			return nil, fmt.Errorf("body_format.%w", err)
+		}
+		dr.format, dr.contentType = f, sf.GetContentType()
+		if dr.contentType == "" && sf.GetJsonFormat() != nil {
+			dr.contentType = "application/json"
+		}
+	}
 	return dr, nil
 }
 
@@ -313,11 +350,14 @@ func readBodyFile(name string, max uint32) (string, error) {
 	return string(b), nil
 }
 
-// rewrite is a compiled prefix_rewrite or regex_rewrite.
+// rewrite is a compiled prefix_rewrite, regex_rewrite or
+// path_rewrite_policy.
 type rewrite struct {
 	prefix    string
 	hasPrefix bool
 	re        *regexp.Regexp
+	// tmpl is path_rewrite_policy's uri_template rewriter.
+	tmpl *TemplateRewrite
 	// substitution is the RE2 substitution turned into Go's template
 	// syntax (\1 becomes ${1}).
 	substitution string
@@ -381,7 +421,7 @@ func goTemplate(sub string, groups int) (string, error) {
 }
 
 // active reports whether the route rewrites paths.
-func (rw *rewrite) active() bool { return rw.hasPrefix || rw.re != nil }
+func (rw *rewrite) active() bool { return rw.hasPrefix || rw.re != nil || rw.tmpl != nil }
 
 // apply rewrites path (query included). matched is how many leading bytes
 // of path the route's path matcher matched: they are what prefix_rewrite
@@ -390,6 +430,12 @@ func (rw *rewrite) active() bool { return rw.hasPrefix || rw.re != nil }
 func (rw *rewrite) apply(path string, matched int) string {
 	if rw.hasPrefix {
 		return rw.prefix + path[matched:]
+	}
+	if rw.tmpl != nil {
+		// A path the matcher does not capture (it always does on the
+		// route that matched) is left alone, as Envoy leaves it.
+		out, _ := rw.tmpl.Rewrite(path)
+		return out
 	}
 	p := pathOnly(path)
 	return rw.re.ReplaceAllString(p, rw.substitution) + path[len(p):]

@@ -190,7 +190,7 @@ virtual_hosts:
 			if r == nil || r.Redirect == nil {
 				t.Fatalf("route for %q is not a redirect", tc.path)
 			}
-			if got := r.RedirectLocation(req); got != tc.want {
+			if got := r.RedirectLocation(req, nil); got != tc.want {
 				t.Errorf("RedirectLocation = %q, want %q", got, tc.want)
 			}
 			if r.Redirect.Status != tc.status {

@@ -10,6 +10,8 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 )
 
 // Options are what Compile takes from its caller.
@@ -40,6 +42,9 @@ type Options struct {
 	// errors name the field below the matcher. Nil refuses
 	// dynamic_metadata.
 	MetadataMatcher func(*matcherv3.MetadataMatcher) (MetadataMatch, error)
+	// Formatters holds the formatter extensions a direct response's
+	// body_format may name (nil: none).
+	Formatters *extension.Registry
 
 	// plugins are the route configuration's compiled
 	// cluster_specifier_plugins, while CompileWith runs.

@@ -42,7 +42,7 @@ func FuzzCompile(f *testing.F) {
 			}
 			_ = r.ClusterName(uint64(len(path)))
 			_ = r.RewritePath(path)
-			_ = r.RedirectLocation(req)
+			_ = r.RedirectLocation(req, nil)
 			h := newHeaders("a", "1")
 			r.MutateRequestHeaders(h, &accesslog.Entry{})
 			r.MutateResponseHeaders(h, nil)

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 )
 
 // hostRewrite is a route action's host_rewrite_header or
@@ -41,6 +43,13 @@ func compileHostRewrite(r *Route, a *routev3.RouteAction) error {
 			return fmt.Errorf("host_rewrite_path_regex.substitution: %w", err)
 		}
 		r.hostRewrite.re, r.hostRewrite.substitution = re, sub
+	case *routev3.RouteAction_HostRewrite:
+		// Envoy's formatter for it prints a missing value as "-".
+		f, err := accesslog.Text(h.HostRewrite, false)
+		if err != nil {
+			return fmt.Errorf("host_rewrite: %w", err)
+		}
+		r.hostFormat = f
 	case nil:
 	default:
 		return fmt.Errorf("host_rewrite_specifier: %s is not supported by Outrigger", oneofName(a.ProtoReflect(), "host_rewrite_specifier"))

@@ -23,6 +23,9 @@ const (
 	// pathConnect is connect_matcher: CONNECT requests, whatever their
 	// path (an HTTP/1.1 CONNECT has none).
 	pathConnect
+	// pathTemplate is path_match_policy: a uri_template matcher, which
+	// ignores case_sensitive (uritemplate.go).
+	pathTemplate
 )
 
 // routeMatch is a compiled RouteMatch.
@@ -32,6 +35,7 @@ type routeMatch struct {
 	value         string
 	caseSensitive bool
 	re            *regexp.Regexp
+	tmpl          *URITemplate
 	grpc          bool
 	headers       HeaderMatch
 	query         []queryMatcher
@@ -76,8 +80,14 @@ func compileMatch(m *routev3.RouteMatch) (routeMatch, error) {
 		rm.kind, rm.re = pathRegex, re
 	case *routev3.RouteMatch_ConnectMatcher_:
 		rm.kind = pathConnect
+	case *routev3.RouteMatch_PathMatchPolicy:
+		t, err := CompilePathMatchPolicy(p.PathMatchPolicy)
+		if err != nil {
+			return rm, fmt.Errorf("path_match_policy.%w", err)
+		}
+		rm.kind, rm.tmpl = pathTemplate, t
 	case nil:
-		return rm, errors.New("path_specifier: one of prefix, path, safe_regex, path_separated_prefix or connect_matcher is required")
+		return rm, errors.New("path_specifier: one of prefix, path, safe_regex, path_separated_prefix, connect_matcher or path_match_policy is required")
 	default:
 		return rm, fmt.Errorf("path_specifier: %s is not supported by Outrigger", oneofName(m.ProtoReflect(), "path_specifier"))
 	}
@@ -135,6 +145,12 @@ func (m *routeMatch) matchesPath(req *Request, path string) bool {
 	case req.Method == "CONNECT" && req.Path == "":
 		// A CONNECT without a path matches no path matcher.
 		return false
+	case m.kind == pathTemplate:
+		// Envoy's uri_template matcher reads the :path as received
+		// (ignore_path_parameters_in_path_matching does not cut it).
+		if !m.tmpl.Match(req.Path) {
+			return false
+		}
 	case !m.matchPath(path):
 		return false
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 )
 
 // Redirect is a compiled redirect action: the proxy answers with Status
@@ -33,6 +35,9 @@ type Redirect struct {
 	port         string // ":<Port>", precomputed
 	pathHasQuery bool
 	rewrite      rewrite
+	// pathFormat is path_rewrite: the path, formatted for the request
+	// (its query kept); an empty result keeps the request's path.
+	pathFormat *accesslog.Formatter
 }
 
 // redirectCodes maps RedirectResponseCode to the HTTP status. Immutable.
@@ -86,6 +91,12 @@ func compileRedirect(a *routev3.RedirectAction) (*Redirect, error) {
 			return nil, err
 		}
 		rd.rewrite = rw
+	case *routev3.RedirectAction_PathRewrite:
+		f, err := accesslog.Text(p.PathRewrite, true)
+		if err != nil {
+			return nil, fmt.Errorf("path_rewrite: %w", err)
+		}
+		rd.pathFormat = f
 	}
 	return rd, nil
 }
@@ -93,8 +104,8 @@ func compileRedirect(a *routev3.RedirectAction) (*Redirect, error) {
 // location builds the Location of a redirect, following Envoy's
 // Http::Utility::newUri: scheme, host and port from the configuration or
 // the request, then the path (replaced, or rewritten like a route
-// rewrites it), then strip_query.
-func (rd *Redirect) location(req *Request, matched int) string {
+// rewrites it), then strip_query. e supplies path_rewrite's values.
+func (rd *Redirect) location(req *Request, matched int, e *accesslog.Entry) string {
 	if rd.ssl {
 		return "https://" + req.Host + req.Path
 	}
@@ -123,6 +134,11 @@ func (rd *Redirect) location(req *Request, matched int) string {
 		path = rd.Path + req.Path[len(pathOnly(req.Path)):]
 	case rd.rewrite.active():
 		path = rd.rewrite.apply(req.Path, matched)
+	case rd.pathFormat != nil:
+		path = req.Path
+		if p := formatPath(rd.pathFormat, e, req.Path); p != "" {
+			path = p + req.Path[len(pathOnly(req.Path)):]
+		}
 	default:
 		path = req.Path
 	}

@@ -41,7 +41,7 @@ virtual_hosts:
 			if r.Redirect.Status != 301 {
 				t.Errorf("%s %v: status %d", tc.host, tc.headers, r.Redirect.Status)
 			}
-			got = r.RedirectLocation(req)
+			got = r.RedirectLocation(req, nil)
 		}
 		if got != tc.want {
 			t.Errorf("%s %v: got %q, want %q", tc.host, tc.headers, got, tc.want)

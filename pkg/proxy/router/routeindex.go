@@ -11,8 +11,9 @@ import "strings"
 // matcher only accepts paths of that first segment: an exact path, a
 // case-sensitive prefix or path_separated_prefix holding a '/' after its
 // first byte, a path_separated_prefix (whose match ends at a '/' or the
-// end), and a regex whose literal prefix holds one. Every other route
-// (a short prefix such as "/" or "/api", case-insensitive matchers,
+// end), a regex whose literal prefix holds one, and a uri template whose
+// first segment is a literal. Every other route (a short prefix such as
+// "/" or "/api", case-insensitive matchers,
 // regexes without such a literal prefix, connect_matcher) may accept any
 // path and is tried for every request, in its place.
 type routeIndex struct {
@@ -34,12 +35,14 @@ type indexedRoute struct {
 }
 
 // buildRouteIndex indexes routes; it returns nil when no route is keyed,
-// where the plain scan is as cheap.
-func buildRouteIndex(routes []*Route) *routeIndex {
+// where the plain scan is as cheap. With pathParams (the table cuts
+// paths at ';' before matching) uri templates, which match the whole
+// path, are not keyed: the cut path's first segment is not theirs.
+func buildRouteIndex(routes []*Route, pathParams bool) *routeIndex {
 	ix := &routeIndex{keyed: map[string][]indexedRoute{}}
 	for i, r := range routes {
 		ir := indexedRoute{pos: i, route: r}
-		if key, ok := r.match.segmentKey(); ok {
+		if key, ok := r.match.segmentKey(); ok && !(pathParams && r.match.kind == pathTemplate) {
 			ix.keyed[key] = append(ix.keyed[key], ir)
 			ix.keyLengths |= 1 << (len(key) & 63)
 			continue
@@ -106,6 +109,10 @@ func (m *routeMatch) segmentKey() (string, bool) {
 		// without case folding).
 		lit, _ := m.re.LiteralPrefix()
 		return prefixSegment(lit)
+	case pathTemplate:
+		// A template whose first segment is a literal matches paths of
+		// that first segment only.
+		return m.tmpl.literal, m.tmpl.literal != ""
 	}
 	return "", false
 }

@@ -34,7 +34,7 @@ func TestRouteIndexAgreesWithScan(t *testing.T) {
 		if err != nil {
 			t.Fatalf("table %d: %v", table, err)
 		}
-		v := tab.virtualHost("any")
+		v := tab.virtualHost(&Request{Host: "any"})
 		if v.routeIndex != nil {
 			indexed++
 		}
@@ -95,7 +95,7 @@ virtual_hosts:
   - {match: {prefix: /}, route: {cluster: h}}
 `)
 	want := map[string]string{"a": "/api", "c": "/healthz", "d": "/static", "e": "/users"}
-	for _, r := range table.virtualHost("x").Routes {
+	for _, r := range table.virtualHost(&Request{Host: "x"}).Routes {
 		key, ok := r.match.segmentKey()
 		if w, keyed := want[r.Cluster]; keyed != ok || key != w {
 			t.Errorf("route to %s: key %q, %v; want %q, %v", r.Cluster, key, ok, w, keyed)
@@ -117,7 +117,7 @@ virtual_hosts:
   domains: ["*"]
   routes: [{match: {prefix: /}, route: {cluster: a}}]
 `)
-	if single.virtualHost("x").routeIndex != nil {
+	if single.virtualHost(&Request{Host: "x"}).routeIndex != nil {
 		t.Error("a table without keyed routes has an index")
 	}
 }

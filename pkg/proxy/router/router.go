@@ -27,6 +27,13 @@ type Table struct {
 	// ignorePort strips the :authority's port before virtual host
 	// matching (ignore_port_in_host_matching).
 	ignorePort bool
+	// vhostHeader, when not "", is the request header (lower case) whose
+	// first value picks the virtual host instead of the :authority
+	// (vhost_header).
+	vhostHeader string
+	// ignorePathParams cuts the path at its first ';' before path
+	// matching (ignore_path_parameters_in_path_matching).
+	ignorePathParams bool
 	// InternalOnlyHeaders are removed from requests that are not
 	// internal (internal_only_headers), lower case.
 	InternalOnlyHeaders []string
@@ -52,6 +59,10 @@ type VirtualHost struct {
 	// send x-envoy-attempt-count upstream and downstream
 	// (include_request_attempt_count, include_attempt_count_in_response).
 	IncludeRequestAttemptCount, IncludeAttemptCountInResponse bool
+	// IncludeIsTimeoutRetryHeader sends x-envoy-is-timeout-retry
+	// upstream on retries: "true" for those a per-try timeout started,
+	// "false" for the others (include_is_timeout_retry_header).
+	IncludeIsTimeoutRetryHeader bool
 	// RetryPolicy is the virtual host's retry_policy, nil when it has
 	// none; a route's own replaces it.
 	RetryPolicy *RetryPolicy
@@ -73,6 +84,9 @@ type VirtualHost struct {
 	// route configuration's when it has none: those of its routes that
 	// set none.
 	mirrors []*MirrorPolicy
+	// bodyLimit is the virtual host's request body buffer limit, which
+	// its routes inherit.
+	bodyLimit bodyBufferLimit
 	// requireTLS is the virtual host's require_tls; sslRedirect the route
 	// of a request it sends to HTTPS (nil with NONE).
 	requireTLS  routev3.VirtualHost_TlsRequirementType
@@ -80,7 +94,8 @@ type VirtualHost struct {
 }
 
 // Route is one compiled route. Exactly one of Cluster, WeightedClusters,
-// ClusterHeader, ClusterSpecifier, Direct and Redirect is set.
+// ClusterHeader, ClusterSpecifier, Direct and Redirect is set, or none
+// for a non_forwarding_action.
 type Route struct {
 	// Name is the route's name (%ROUTE_NAME%), "" when unnamed.
 	Name string
@@ -174,9 +189,15 @@ type Route struct {
 	// neverMatches: the route's cluster specifier plugin is an optional
 	// one Outrigger does not have. Envoy's null plugin makes such a
 	// route match no request; the table leaves it out.
-	neverMatches   bool
-	rewrite        rewrite
-	hostRewrite    hostRewrite
+	neverMatches bool
+	rewrite      rewrite
+	hostRewrite  hostRewrite
+	// pathFormat and hostFormat are the route action's path_rewrite and
+	// host_rewrite formats, nil without them (pathformat.go).
+	pathFormat, hostFormat *accesslog.Formatter
+	// bodyLimit is the route's request body buffer limit, its virtual
+	// host's filling what it leaves unset (bufferlimit.go).
+	bodyLimit      bodyBufferLimit
 	idleTimeout    time.Duration
 	idleTimeoutSet bool
 	// upgrades is the route action's upgrade_configs (see Upgrade).
@@ -206,7 +227,12 @@ func Compile(rc *routev3.RouteConfiguration) (*Table, error) {
 // with opts.FilterConfig. Errors name the field path below the route
 // configuration, e.g. "virtual_hosts[0].routes[2].match.safe_regex.regex".
 func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
-	t := &Table{Name: rc.GetName(), ignorePort: rc.GetIgnorePortInHostMatching()}
+	t := &Table{
+		Name:             rc.GetName(),
+		ignorePort:       rc.GetIgnorePortInHostMatching(),
+		vhostHeader:      strings.ToLower(rc.GetVhostHeader()),
+		ignorePathParams: rc.GetIgnorePathParametersInPathMatching(),
+	}
 	for i, name := range rc.GetInternalOnlyHeaders() {
 		name = strings.ToLower(name)
 		if err := modifiable(name); err != nil {
@@ -272,6 +298,7 @@ func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 			if r.RetryPolicy == nil && (r.Cluster != "" || r.WeightedClusters != nil || r.ClusterHeader != "" || r.ClusterSpecifier != nil) {
 				r.RetryPolicy = vh.RetryPolicy
 			}
+			r.bodyLimit.inherit(vh.bodyLimit)
 			if !r.hedgeSet && vh.HedgePolicySet {
 				r.HedgeOnPerTryTimeout = vh.HedgeOnPerTryTimeout
 			}
@@ -286,7 +313,7 @@ func CompileWith(rc *routev3.RouteConfiguration, opts Options) (*Table, error) {
 			r.anyFilterConfig = len(r.perFilter) > 0 || r.WeightedClusters.hasFilterConfigs()
 			vh.Routes = append(vh.Routes, r)
 		}
-		vh.routeIndex = buildRouteIndex(vh.Routes)
+		vh.routeIndex = buildRouteIndex(vh.Routes, t.ignorePathParams)
 		vh.readsHeaders = numberHeaderNames(vh.Routes, headerIDs)
 		for j, d := range vhc.GetDomains() {
 			if err := b.add(d, vh); err != nil {
@@ -332,6 +359,7 @@ func compileVirtualHost(vhc *routev3.VirtualHost, opts *Options) (*VirtualHost, 
 		Metadata:                      vhc.GetMetadata(),
 		IncludeRequestAttemptCount:    vhc.GetIncludeRequestAttemptCount(),
 		IncludeAttemptCountInResponse: vhc.GetIncludeAttemptCountInResponse(),
+		IncludeIsTimeoutRetryHeader:   vhc.GetIncludeIsTimeoutRetryHeader(),
 	}
 	//lint:ignore SA1019 Envoy still honours a virtual host's deprecated cors field
 	if c := vhc.GetCors(); c != nil {
@@ -353,7 +381,14 @@ func compileVirtualHost(vhc *routev3.VirtualHost, opts *Options) (*VirtualHost, 
 		return nil, nil, fmt.Errorf("retry_policy.%w", err)
 	}
 	if hp := vhc.GetHedgePolicy(); hp != nil {
-		vh.HedgePolicySet, vh.HedgeOnPerTryTimeout = true, hp.GetHedgeOnPerTryTimeout()
+		if vh.HedgeOnPerTryTimeout, err = compileHedgePolicy(hp); err != nil {
+			return nil, nil, fmt.Errorf("hedge_policy.%w", err)
+		}
+		vh.HedgePolicySet = true
+	}
+	//lint:ignore SA1019 Envoy still honours the deprecated per_request_buffer_limit_bytes
+	if vh.bodyLimit, err = compileBodyBufferLimit(vhc.GetPerRequestBufferLimitBytes(), vhc.GetRequestBodyBufferLimit()); err != nil {
+		return nil, nil, err
 	}
 	vh.setRequireTLS(vhc.GetRequireTls())
 	fc, err := compileFilterConfigs(vhc.GetTypedPerFilterConfig(), opts)
@@ -367,6 +402,11 @@ func compileVirtualHost(vhc *routev3.VirtualHost, opts *Options) (*VirtualHost, 
 // typed_per_filter_config apart; errors name the field below it.
 func compileRoute(rc *routev3.Route, maxBody uint32, opts *Options) (*Route, filterConfigs, error) {
 	r := &Route{Name: rc.GetName(), Metadata: rc.GetMetadata(), StatPrefix: rc.GetStatPrefix(), StatIndex: -1}
+	var err error
+	//lint:ignore SA1019 Envoy still honours the deprecated per_request_buffer_limit_bytes
+	if r.bodyLimit, err = compileBodyBufferLimit(rc.GetPerRequestBufferLimitBytes(), rc.GetRequestBodyBufferLimit()); err != nil {
+		return nil, nil, err
+	}
 	if d := rc.GetDecorator(); d != nil {
 		r.Decorator = compileDecorator(d)
 	}
@@ -400,7 +440,7 @@ func compileRoute(rc *routev3.Route, maxBody uint32, opts *Options) (*Route, fil
 			return nil, nil, fmt.Errorf("route.%w", err)
 		}
 	case *routev3.Route_DirectResponse:
-		d, err := compileDirect(a.DirectResponse, maxBody)
+		d, err := compileDirect(a.DirectResponse, maxBody, opts)
 		if err != nil {
 			return nil, nil, fmt.Errorf("direct_response.%w", err)
 		}
@@ -411,6 +451,11 @@ func compileRoute(rc *routev3.Route, maxBody uint32, opts *Options) (*Route, fil
 			return nil, nil, fmt.Errorf("redirect.%w", err)
 		}
 		r.Redirect = rd
+	case *routev3.Route_NonForwardingAction:
+		// For the filters that answer such routes themselves; a request
+		// that reaches the router finds no cluster, as Envoy's finds
+		// the empty cluster name: 503, NC (cluster_not_found).
+		r.ClusterNotFoundStatus, r.Timeout = 503, DefaultTimeout
 	case nil:
 		return nil, nil, errors.New("action: one of route, redirect or direct_response is required")
 	default:
@@ -450,7 +495,7 @@ func (t *Table) Match(host, path string) *Route {
 // accepts the request. It returns nil when nothing matches (404 with the
 // NR response flag). It allocates nothing.
 func (t *Table) MatchRequest(req *Request) *Route {
-	vh := t.virtualHost(req.Host)
+	vh := t.virtualHost(req)
 	if vh == nil {
 		return nil
 	}
@@ -458,6 +503,13 @@ func (t *Table) MatchRequest(req *Request) *Route {
 		return vh.sslRedirect
 	}
 	path := pathOnly(req.Path)
+	if t.ignorePathParams {
+		// As Envoy's sanitizePathBeforePathMatching: the path up to
+		// its first ';' (uri templates read the whole path).
+		if i := strings.IndexByte(path, ';'); i >= 0 {
+			path = path[:i]
+		}
+	}
 	if !vh.readsHeaders {
 		if vh.routeIndex != nil {
 			return vh.routeIndex.match(req, path)
@@ -486,8 +538,23 @@ func (vh *VirtualHost) scanRoutes(req *Request, path string) *Route {
 	return nil
 }
 
-// virtualHost picks the virtual host for an :authority value.
-func (t *Table) virtualHost(host string) *VirtualHost {
+// virtualHost picks the virtual host for a request: by its :authority,
+// or by the first value of vhost_header, without which (as in Envoy)
+// only a table whose one virtual host is "*" has one.
+func (t *Table) virtualHost(req *Request) *VirtualHost {
+	host := req.Host
+	if t.vhostHeader != "" {
+		v, ok := req.header(t.vhostHeader)
+		if !ok {
+			if t.hosts.onlyCatchAll() {
+				return t.hosts.any
+			}
+			return nil
+		}
+		// Headers.Get joins repeated values with ",": the first is
+		// the one Envoy reads.
+		host, _, _ = strings.Cut(v, ",")
+	}
 	if t.ignorePort {
 		if i := portStart(host); i >= 0 {
 			host = host[:i]
@@ -548,12 +615,13 @@ func (r *Route) matchedLen(path string) int {
 }
 
 // RedirectLocation is the Location header of a redirect route for req; ""
-// when the route is not a redirect.
-func (r *Route) RedirectLocation(req *Request) string {
+// when the route is not a redirect. e supplies the values of a
+// path_rewrite format (nil: the request's path alone).
+func (r *Route) RedirectLocation(req *Request, e *accesslog.Entry) string {
 	if r.Redirect == nil {
 		return ""
 	}
-	return r.Redirect.location(req, r.matchedLen(req.Path))
+	return r.Redirect.location(req, r.matchedLen(req.Path), e)
 }
 
 // MutateRequestHeaders applies request_headers_to_remove and

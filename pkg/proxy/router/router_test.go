@@ -49,7 +49,7 @@ func TestVirtualHostSelection(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			vh := table.virtualHost(tc.host)
+			vh := table.virtualHost(&Request{Host: tc.host})
 			got := ""
 			if vh != nil {
 				got = vh.Name
@@ -89,7 +89,7 @@ virtual_hosts:
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := table.virtualHost(tc.host).Name; got != tc.want {
+			if got := table.virtualHost(&Request{Host: tc.host}).Name; got != tc.want {
 				t.Errorf("virtual host for %q = %q, want %q", tc.host, got, tc.want)
 			}
 		})
@@ -321,7 +321,7 @@ func FuzzMatch(f *testing.F) {
 		}
 		// The helpers must cope with whatever path matched.
 		_ = r.RewritePath(path)
-		if r.Redirect != nil && r.RedirectLocation(req) == "" {
+		if r.Redirect != nil && r.RedirectLocation(req, nil) == "" {
 			t.Fatalf("empty redirect location for %q %q", host, path)
 		}
 	})

@@ -94,3 +94,9 @@ func (x *vhostIndex) find(host string) *VirtualHost {
 	}
 	return x.any
 }
+
+// onlyCatchAll reports whether "*" is the only domain (Envoy then picks
+// its virtual host without reading the host).
+func (x *vhostIndex) onlyCatchAll() bool {
+	return len(x.exact) == 0 && len(x.suffixes) == 0 && len(x.prefixes) == 0
+}

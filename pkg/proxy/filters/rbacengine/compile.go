@@ -90,7 +90,11 @@ func compilePermission(p *rbacv3.Permission) (node, error) {
 	case *rbacv3.Permission_Matcher:
 		return node{}, errors.New("matcher: permission extensions are not supported by Outrigger")
 	case *rbacv3.Permission_UriTemplate:
-		return node{}, errors.New("uri_template: not supported by Outrigger")
+		t, err := router.CompilePathMatchPolicy(r.UriTemplate)
+		if err != nil {
+			return node{}, fmt.Errorf("uri_template.%w", err)
+		}
+		return node{kind: kindURITemplate, tmpl: t}, nil
 	}
 	return node{}, errors.New("rule: one rule is required")
 }

@@ -3,6 +3,7 @@ package rbacengine
 import (
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"fmt"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -80,6 +81,10 @@ func withPeer(in *Input, uri, dns, cn string) *Input {
 	return in
 }
 
+// uriTemplate is a uri_template permission, for fmt.Sprintf with the
+// path_template.
+const uriTemplate = `{"uri_template":{"name":"envoy.path.match.uri_template.uri_template_matcher","typed_config":{"@type":"type.googleapis.com/envoy.extensions.path.match.uri_template.v3.UriTemplateMatchConfig","path_template":"%s"}}}`
+
 func TestPermissionsAndPrincipals(t *testing.T) {
 	tls := func(uri, dns, cn string) func() *Input {
 		return func() *Input { return withPeer(request(), uri, dns, cn) }
@@ -111,6 +116,10 @@ func TestPermissionsAndPrincipals(t *testing.T) {
 		"url_path without query":                {`{"url_path":{"path":{"exact":"/api/v1"}}}`, anyRule, nil, true},
 		"url_path prefix":                       {`{"url_path":{"path":{"prefix":"/admin"}}}`, anyRule, nil, false},
 		"url_path on a connection":              {`{"url_path":{"path":{"prefix":"/"}}}`, anyRule, connection, false},
+		"uri_template":                          {fmt.Sprintf(uriTemplate, "/api/{version}"), anyRule, nil, true},
+		"uri_template other":                    {fmt.Sprintf(uriTemplate, "/api/{version}/{x}"), anyRule, nil, false},
+		"uri_template glob":                     {fmt.Sprintf(uriTemplate, "/**"), anyRule, nil, true},
+		"uri_template on a connection":          {fmt.Sprintf(uriTemplate, "/**"), anyRule, connection, false},
 		"destination_ip":                        {`{"destination_ip":{"address_prefix":"127.0.0.0","prefix_len":8}}`, anyRule, nil, true},
 		"destination_ip other":                  {`{"destination_ip":{"address_prefix":"10.0.0.0","prefix_len":8}}`, anyRule, nil, false},
 		"destination_port":                      {`{"destination_port":8080}`, anyRule, nil, true},
@@ -216,7 +225,8 @@ func TestCompileErrors(t *testing.T) {
 		"long prefix":         {anyRule, `{"not_id":{"remote_ip":{"address_prefix":"10.0.0.0","prefix_len":33}}}`, `policies["p"].principals[0].not_id.remote_ip.prefix_len: 33 is longer than an IPv4 address`},
 		"port range reversed": {`{"destination_port_range":{"start":90,"end":80}}`, anyRule, `policies["p"].permissions[0].destination_port_range: range start 90 cannot be greater or equal than range end 80`},
 		"port range bounds":   {`{"destination_port_range":{"start":-1,"end":80}}`, anyRule, `policies["p"].permissions[0].destination_port_range.start: range start -1 is out of bounds`},
-		"uri_template":        {`{"uri_template":{"name":"t"}}`, anyRule, `policies["p"].permissions[0].uri_template: not supported by Outrigger`},
+		"uri_template":        {`{"uri_template":{"name":"t"}}`, anyRule, `policies["p"].permissions[0].uri_template.typed_config: a typed_config is required`},
+		"uri_template syntax": {fmt.Sprintf(uriTemplate, "/a/**/*"), anyRule, `policies["p"].permissions[0].uri_template.typed_config.path_template: "/a/**/*" is invalid: glob after text glob`},
 		"matcher":             {`{"or_rules":{"rules":[{"matcher":{"name":"m"}}]}}`, anyRule, `policies["p"].permissions[0].or_rules.rules[0].matcher: permission extensions are not supported`},
 		"sourced_metadata":    {`{"sourced_metadata":{"metadata_matcher":{"filter":"f","value":{"present_match":true}}}}`, anyRule, `policies["p"].permissions[0].sourced_metadata.metadata_matcher.path: at least one segment is required`},
 		"filter_state":        {anyRule, `{"filter_state":{"key":"k","string_match":{"exact":"v"}}}`, `policies["p"].principals[0].filter_state: not supported by Outrigger`},

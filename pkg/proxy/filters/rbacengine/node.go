@@ -17,6 +17,7 @@ const (
 	kindNot
 	kindHeader
 	kindPath
+	kindURITemplate
 	kindDestinationIP
 	kindDestinationPort
 	kindDestinationPortRange
@@ -47,6 +48,8 @@ type node struct {
 	// lo and hi are a port (lo) or a port range [lo, hi).
 	lo, hi uint32
 	meta   *filter.MetadataMatcher
+	// tmpl is a uri_template permission's matcher.
+	tmpl *router.URITemplate
 }
 
 // simplify replaces an and or an or of one rule by the rule, at every
@@ -154,6 +157,10 @@ func (n *node) match(in *Input) bool {
 		return n.header.Matches(in.Request)
 	case kindPath:
 		return in.hasPath && n.str.Match(in.urlPath)
+	case kindURITemplate:
+		// Without a :path (a connection) the template sees "", which
+		// no template matches.
+		return in.hasPath && n.tmpl.Match(in.urlPath)
 	case kindDestinationIP:
 		return contains(n.prefix, in.Local.Addr())
 	case kindDestinationPort:
