@@ -102,11 +102,17 @@ func TestCompileRefusesWithPath(t *testing.T) {
 }
 
 func TestCompileRouteRefusesWithPath(t *testing.T) {
-	p := &extprocv3.ExtProcPerRoute{Override: &extprocv3.ExtProcPerRoute_Overrides{Overrides: &extprocv3.ExtProcOverrides{GrpcInitialMetadata: []*corev3.HeaderValue{{Key: "k", Value: "v"}}}}}
-	if _, err := (Factory{}).CompileRoute(p, testContext()); err == nil || !strings.Contains(err.Error(), "overrides.grpc_initial_metadata: not supported") {
-		t.Fatalf("error %v", err)
+	for o, want := range map[*extprocv3.ExtProcOverrides]string{
+		{GrpcInitialMetadata: []*corev3.HeaderValue{{Value: "v"}}}: "overrides.grpc_initial_metadata[0].key: must not be empty",
+		{RequestAttributes: []string{"request.path"}}:              "overrides.request_attributes: not supported by Outrigger (Envoy does not implement it either",
+		{MetadataOptions: &extprocv3.MetadataOptions{ClusterMetadataForwardingNamespaces: &extprocv3.MetadataOptions_MetadataNamespaces{}}}: "overrides.metadata_options.cluster_metadata_forwarding_namespaces: not supported",
+	} {
+		p := &extprocv3.ExtProcPerRoute{Override: &extprocv3.ExtProcPerRoute_Overrides{Overrides: o}}
+		if _, err := (Factory{}).CompileRoute(p, testContext()); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want %q", err, want)
+		}
 	}
-	p = &extprocv3.ExtProcPerRoute{Override: &extprocv3.ExtProcPerRoute_Overrides{Overrides: &extprocv3.ExtProcOverrides{
+	p := &extprocv3.ExtProcPerRoute{Override: &extprocv3.ExtProcPerRoute_Overrides{Overrides: &extprocv3.ExtProcOverrides{
 		ProcessingMode: &extprocv3.ProcessingMode{RequestBodyMode: extprocv3.ProcessingMode_GRPC},
 	}}}
 	if _, err := (Factory{}).CompileRoute(p, testContext()); err == nil || !strings.Contains(err.Error(), "overrides.processing_mode.request_body_mode: GRPC is not supported") {
