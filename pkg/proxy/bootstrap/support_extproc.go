@@ -5,9 +5,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedExtProc lists the fields of envoy.filters.http.ext_proc that
 // Outrigger implements (see supportedCore), and of its per-route
 // ExtProcPerRoute. Not listed, so refused with their path: http_service,
-// filter_metadata,
-// observability_mode, deferred_close_timeout,
-// send_body_without_waiting_for_header_response,
+// filter_metadata, send_body_without_waiting_for_header_response,
 // processing_request_modifier, on_processing_response,
 // allow_content_length_header, emit_client_span, the cluster metadata
 // forwarding namespaces and the typed receiving namespaces, and per
@@ -34,6 +32,8 @@ var supportedExtProc = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.route_cache_action":         {},
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.status_on_error":            {},
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.allowed_override_modes":     {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.observability_mode":         {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.deferred_close_timeout":     {},
 
 	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.request_header_mode":  {},
 	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.response_header_mode": {},

@@ -63,10 +63,15 @@ func errorReply(status int, details string) *reply {
 // override_message_timeout). It returns the answer; or nil and nil when
 // the request goes on unprocessed from now on (processing was over, the
 // processor closed the stream, or failure_mode_allow covers a failure);
-// or the reply that answers the request.
+// or the reply that answers the request. In observability_mode, m is
+// queued for the processor and nothing is awaited.
 func (f *filter) call(m *extprocsvc.ProcessingRequest) (*extprocsvc.ProcessingResponse, *reply) {
 	c := f.c
 	if f.done {
+		return nil, nil
+	}
+	if c.observability {
+		f.observe(m)
 		return nil, nil
 	}
 	timer := time.NewTimer(c.messageTimeout)

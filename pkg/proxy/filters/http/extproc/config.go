@@ -58,6 +58,11 @@ type config struct {
 	// allowedOverrides are allowed_override_modes' keys (overrideKey):
 	// when there are some, a mode_override must be one of them.
 	allowedOverrides map[uint32]bool
+	// observability is observability_mode: messages are sent, answers
+	// never awaited; deferredClose is how long the stream stays open
+	// once the request is over (deferred_close_timeout).
+	observability bool
+	deferredClose time.Duration
 
 	// requestAttributes and responseAttributes are sent with the request
 	// and response headers messages (ProcessingRequest.attributes).
@@ -177,6 +182,13 @@ func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, e
 		return fail(err)
 	}
 	c.statusOnError = statusOnError(p.GetStatusOnError())
+	c.observability, c.deferredClose = p.GetObservabilityMode(), defaultDeferredClose
+	if t := p.GetDeferredCloseTimeout(); t != nil {
+		// Envoy uses it in observability_mode only, as here.
+		if c.deferredClose = t.AsDuration(); c.deferredClose < 0 {
+			return fail(errors.New("deferred_close_timeout: must not be negative"))
+		}
+	}
 	if ms := p.GetAllowedOverrideModes(); len(ms) > 0 {
 		c.allowedOverrides = make(map[uint32]bool, len(ms))
 		for _, m := range ms {
@@ -200,10 +212,6 @@ func refuseUnsupported(p *extprocv3.ExternalProcessor) error {
 		return errors.New("http_service: not supported by Outrigger (grpc_service only)")
 	case p.GetFilterMetadata() != nil:
 		return errors.New("filter_metadata: not supported by Outrigger")
-	case p.GetObservabilityMode():
-		return errors.New("observability_mode: not supported by Outrigger")
-	case p.GetDeferredCloseTimeout() != nil:
-		return errors.New("deferred_close_timeout: not supported by Outrigger (it applies to observability_mode only)")
 	case p.GetSendBodyWithoutWaitingForHeaderResponse():
 		return errors.New("send_body_without_waiting_for_header_response: not supported by Outrigger")
 	case p.GetProcessingRequestModifier() != nil:

@@ -28,6 +28,8 @@ type filter struct {
 	// another goroutine while the response may have begun.
 	mu sync.Mutex
 	st *sideStream
+	// obs is the stream in observability_mode.
+	obs *observer
 	// done: processing is over, nothing more goes to the processor.
 	done bool
 	// s is the stream, kept for the response body's phases.
@@ -348,6 +350,9 @@ func (f *filter) OnDestroy() {
 	f.mu.Lock()
 	if f.st != nil {
 		f.finish(true)
+	}
+	if f.obs != nil {
+		f.obs.finish(c.deferredClose)
 	}
 	f.mu.Unlock()
 	*f = filter{routeConfigs: f.routeConfigs[:0]}

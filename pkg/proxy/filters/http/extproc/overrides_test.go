@@ -15,7 +15,6 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter/httpfiltertest"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
 // failing is a processor script that fails every stream.
@@ -38,12 +37,8 @@ func decodeRoute(t *testing.T, c *config, routes ...*extprocv3.ExtProcPerRoute) 
 		}
 		rcs = append(rcs, rc)
 	}
-	s := &httpfiltertest.Stream{
-		Req:        router.Request{Host: "h", Path: "/p", Method: "GET", Scheme: "http"},
-		ReqHeaders: httpfiltertest.NewHeaders("x-a", "1"),
-		StreamInfo: httpfilter.StreamInfo{ContentLength: -1},
-		PerRoute:   map[string][]httpfilter.RouteConfig{c.name: rcs},
-	}
+	s := decodeStream()
+	s.PerRoute = map[string][]httpfilter.RouteConfig{c.name: rcs}
 	f := c.NewFilter().(*filter)
 	st := f.DecodeHeaders(s)
 	f.OnDestroy()
@@ -134,12 +129,8 @@ func TestPerRouteInitialMetadataAndNamespaces(t *testing.T) {
 		}
 		rcs = append(rcs, rc)
 	}
-	s := &httpfiltertest.Stream{
-		Req:        router.Request{Host: "h", Path: "/p", Method: "GET", Scheme: "http"},
-		ReqHeaders: httpfiltertest.NewHeaders(),
-		StreamInfo: httpfilter.StreamInfo{ContentLength: -1},
-		PerRoute:   map[string][]httpfilter.RouteConfig{c.name: rcs},
-	}
+	s := decodeStream()
+	s.PerRoute = map[string][]httpfilter.RouteConfig{c.name: rcs}
 	for _, ns := range []string{"filter.fw", "route.fw"} {
 		s.SetDynamicMetadata(ns, &structpb.Struct{Fields: map[string]*structpb.Value{"k": structpb.NewStringValue(ns)}})
 	}

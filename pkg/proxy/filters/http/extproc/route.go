@@ -129,6 +129,7 @@ func (f *filter) routeSettings(s httpfilter.Stream) (settings, error) {
 	f.routeConfigs = s.RouteConfigs(c.name, f.routeConfigs[:0])
 	defer clear(f.routeConfigs)
 	if len(f.routeConfigs) == 0 {
+		c.observableBodies(&set.mode)
 		return set, nil
 	}
 	var merged routeConfig
@@ -165,6 +166,7 @@ func (f *filter) routeSettings(s httpfilter.Stream) (settings, error) {
 	if merged.mode != nil {
 		set.mode = *merged.mode
 	}
+	c.observableBodies(&set.mode)
 	if merged.failureModeAllow != nil {
 		set.failureModeAllow = *merged.failureModeAllow
 	}
@@ -205,4 +207,18 @@ func mergeInitialMetadata(less, more []*corev3.HeaderValue) []*corev3.HeaderValu
 		}
 	}
 	return out
+}
+
+// observableBodies drops the body modes observability_mode does not
+// send: only STREAMED bodies go to the processor there, as in Envoy.
+func (c *config) observableBodies(m *mode) {
+	if !c.observability {
+		return
+	}
+	if m.requestBody != extprocv3.ProcessingMode_STREAMED {
+		m.requestBody = extprocv3.ProcessingMode_NONE
+	}
+	if m.responseBody != extprocv3.ProcessingMode_STREAMED {
+		m.responseBody = extprocv3.ProcessingMode_NONE
+	}
 }
