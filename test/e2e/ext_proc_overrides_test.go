@@ -21,7 +21,9 @@ import (
 // overridesProcessor is an external processor that records, per :path,
 // the stream's x-token initial metadata, the forwarded metadata
 // namespaces and the kinds of messages it got; it fails the stream of a
-// path containing /fail, and answers the request headers of /mode/<name>
+// path containing /fail, answers one containing /deny with an immediate
+// 403, never answers the request body of one containing /slow, and
+// answers the request headers of /mode/<name>
 // with a mode_override: /mode/skip skips the response headers,
 // /mode/buffer also buffers the response body.
 type overridesProcessor struct {
@@ -59,9 +61,17 @@ func (p *overridesProcessor) Process(srv extprocsvc.ExternalProcessor_ProcessSer
 			for k := range req.GetMetadataContext().GetFilterMetadata() {
 				ns = append(ns, k)
 			}
-			p.record(path, fmt.Sprintf("request_headers(token=%s,ns=%s)", strings.Join(md.Get("x-token"), ","), strings.Join(ns, ",")))
+			obs := ""
+			if req.GetObservabilityMode() {
+				obs = ",observed"
+			}
+			p.record(path, fmt.Sprintf("request_headers(token=%s,ns=%s%s)", strings.Join(md.Get("x-token"), ","), strings.Join(ns, ","), obs))
 			if strings.Contains(path, "/fail") {
 				return status.Error(codes.Unavailable, "processor refuses")
+			}
+			if strings.Contains(path, "/deny") {
+				resp = denial(403, "denied")
+				break
 			}
 			resp = &extprocsvc.ProcessingResponse{Response: &extprocsvc.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocsvc.HeadersResponse{}}}
 			switch {
@@ -70,6 +80,14 @@ func (p *overridesProcessor) Process(srv extprocsvc.ExternalProcessor_ProcessSer
 			case strings.HasPrefix(path, "/mode/buffer"):
 				resp.ModeOverride = &extprocv3.ProcessingMode{ResponseHeaderMode: extprocv3.ProcessingMode_SKIP, ResponseBodyMode: extprocv3.ProcessingMode_BUFFERED}
 			}
+		case *extprocsvc.ProcessingRequest_RequestBody:
+			p.record(path, fmt.Sprintf("request_body(%q,eos=%t,observed=%t)", v.RequestBody.GetBody(), v.RequestBody.GetEndOfStream(), req.GetObservabilityMode()))
+			if strings.Contains(path, "/slow") {
+				// Never answers: observability mode does not wait.
+				<-srv.Context().Done()
+				return nil
+			}
+			resp = &extprocsvc.ProcessingResponse{Response: &extprocsvc.ProcessingResponse_RequestBody{RequestBody: &extprocsvc.BodyResponse{}}}
 		case *extprocsvc.ProcessingRequest_ResponseHeaders:
 			p.record(path, "response_headers")
 			resp = &extprocsvc.ProcessingResponse{Response: &extprocsvc.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocsvc.HeadersResponse{}}}
@@ -85,10 +103,11 @@ func (p *overridesProcessor) Process(srv extprocsvc.ExternalProcessor_ProcessSer
 
 var _ = Describe("The external processing filter's overrides", func() {
 	var (
-		client = &http.Client{Timeout: 10 * time.Second}
-		proc   *overridesProcessor
-		sc     *Sidecar
-		port   int
+		client  = &http.Client{Timeout: 10 * time.Second}
+		proc    *overridesProcessor
+		sc      *Sidecar
+		port    int
+		obsPort int
 	)
 
 	BeforeEach(func() {
@@ -104,7 +123,7 @@ var _ = Describe("The external processing filter's overrides", func() {
 		route := func(prefix, cfg string) string {
 			return `{match: {prefix: ` + prefix + `}, route: {cluster: up}, typed_per_filter_config: {envoy.filters.http.ext_proc: ` + withType(perRoute, cfg) + `}}`
 		}
-		port = freePort()
+		port, obsPort = freePort(), freePort()
 		spec := proxySpec{
 			Port:     port,
 			Listener: "{name: ov}",
@@ -130,12 +149,25 @@ var _ = Describe("The external processing filter's overrides", func() {
 				{Name: "proc", Port: ln.Addr().(*net.TCPAddr).Port, Extra: h2cOptions()},
 			},
 		}
+		spec.More = []proxySpec{{
+			Port:     obsPort,
+			Listener: "{name: obs}",
+			HCM:      "{stat_prefix: obs}",
+			Routes:   `[{match: {prefix: /}, route: {cluster: up}}]`,
+			Filters: "[" + httpFilter("envoy.filters.http.ext_proc", "type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor",
+				`{grpc_service: {envoy_grpc: {cluster_name: proc}}, message_timeout: 1s, observability_mode: true, deferred_close_timeout: 1s, `+
+					`processing_mode: {request_body_mode: STREAMED, response_header_mode: SKIP}}`) + "]",
+		}}
 		sc = Start(newDir(), spec.YAML())
 	})
 
-	get := func(path string) Response {
+	get2 := func(port int, path string) Response {
 		GinkgoHelper()
 		return httpDo(client, "GET", listenerURL(port, path), nil, nil)
+	}
+	get := func(path string) Response {
+		GinkgoHelper()
+		return get2(port, path)
 	}
 
 	It("merges the routes' grpc_initial_metadata into the stream's and replaces the forwarding namespaces", func() {
@@ -163,5 +195,23 @@ var _ = Describe("The external processing filter's overrides", func() {
 		Expect(proc.got("/mode/skip")).To(Equal([]string{"request_headers(token=vhost,ns=team.info)"}), "the response headers were skipped")
 		Expect(get("/mode/buffer").Status).To(Equal(200))
 		Expect(proc.got("/mode/buffer")).To(Equal([]string{"request_headers(token=vhost,ns=team.info)", "response_headers"}), "the override is not allowed")
+	})
+
+	It("in observability mode, sends the request and goes on: answers, failures and silence change nothing", func() {
+		r := httpDo(client, "POST", listenerURL(obsPort, "/deny/slow"), strings.NewReader("watched body"), nil)
+		Expect(r.Status).To(Equal(200), r.Body)
+		Expect(r.Body).To(Equal("path=/deny/slow\nx-proc-req=\nx-remove-me=\nbody=watched body"))
+		Eventually(func() []string { return proc.got("/deny/slow") }).Should(ContainElements(
+			"request_headers(token=,ns=,observed)", `request_body("watched body",eos=false,observed=true)`))
+
+		r = get2(obsPort, "/fail/obs")
+		Expect(r.Status).To(Equal(200), r.Body)
+		Expect(statValue(sc, "http.obs.ext_proc.streams_started")).To(Equal("2"))
+		Expect(statValue(sc, "http.obs.ext_proc.stream_msgs_received")).To(Equal("0"))
+		Expect(statValue(sc, "http.obs.ext_proc.message_timeouts")).To(Equal("0"))
+		// The processor failed the second stream; the first is closed
+		// by the deferred close, the processor never ending it.
+		Eventually(func() string { return statValue(sc, "http.obs.ext_proc.streams_failed") }).Should(Equal("1"))
+		Eventually(func() string { return statValue(sc, "http.obs.ext_proc.streams_closed") }).Should(Equal("1"))
 	})
 })
