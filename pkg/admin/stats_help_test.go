@@ -32,6 +32,7 @@ func TestStatHelp(t *testing.T) {
 		"cluster.grpc-web.pkg.Svc.Get.14":                                "gRPC-Web calls by the grpc-status they ended with (the last name segment).",
 		"http.rbac.live.policy.reads.allowed":                            "Requests the RBAC rules allowed with this policy the deciding one (track_per_rule_stats).",
 		"http.rbac.policy.no-delete.shadow_denied":                       "Requests the RBAC shadow rules would have denied with this policy the deciding one (track_per_rule_stats).",
+		"http_filter_name.conv.request_rules_processed":                  "Request rules the header_to_metadata filter ran (stat_prefix set).",
 		"server.proxy_bug_failures":                                      "Internal errors detected in release builds.",
 		"access_logs.open_telemetry_access_log.logs_written":             "OpenTelemetry access log records the collector accepted.",
 		"access_logs.open_telemetry_access_log.edge.logs_written":        "OpenTelemetry access log records the collector accepted.",
