@@ -29,6 +29,17 @@ func failing(srv extprocsvc.ExternalProcessor_ProcessServer) error {
 // configurations, least specific first.
 func decodeRoute(t *testing.T, c *config, routes ...*extprocv3.ExtProcPerRoute) (*httpfiltertest.Stream, httpfilter.Status) {
 	t.Helper()
+	s := decodeStream()
+	s.PerRoute = map[string][]httpfilter.RouteConfig{c.name: compileRoutes(t, routes...)}
+	f := c.NewFilter().(*filter)
+	st := f.DecodeHeaders(s)
+	f.OnDestroy()
+	return s, st
+}
+
+// compileRoutes compiles per-route configurations.
+func compileRoutes(t *testing.T, routes ...*extprocv3.ExtProcPerRoute) []httpfilter.RouteConfig {
+	t.Helper()
 	var rcs []httpfilter.RouteConfig
 	for _, r := range routes {
 		rc, err := Factory{}.CompileRoute(r, testContext())
@@ -37,12 +48,7 @@ func decodeRoute(t *testing.T, c *config, routes ...*extprocv3.ExtProcPerRoute) 
 		}
 		rcs = append(rcs, rc)
 	}
-	s := decodeStream()
-	s.PerRoute = map[string][]httpfilter.RouteConfig{c.name: rcs}
-	f := c.NewFilter().(*filter)
-	st := f.DecodeHeaders(s)
-	f.OnDestroy()
-	return s, st
+	return rcs
 }
 
 // overrides is an ExtProcPerRoute with o.
@@ -112,8 +118,7 @@ func TestPerRouteInitialMetadataAndNamespaces(t *testing.T) {
 			ReceivingNamespaces:  &extprocv3.MetadataOptions_MetadataNamespaces{Untyped: []string{"filter.ns"}},
 		}
 	})
-	var rcs []httpfilter.RouteConfig
-	for _, r := range []*extprocv3.ExtProcPerRoute{
+	rcs := compileRoutes(t,
 		overrides(&extprocv3.ExtProcOverrides{GrpcInitialMetadata: []*corev3.HeaderValue{{Key: "x-token", Value: "vhost"}, {Key: "x-vhost", Value: "v"}}}),
 		overrides(&extprocv3.ExtProcOverrides{
 			GrpcInitialMetadata: []*corev3.HeaderValue{{Key: "x-token", Value: "route"}},
@@ -122,13 +127,7 @@ func TestPerRouteInitialMetadataAndNamespaces(t *testing.T) {
 				ReceivingNamespaces:  &extprocv3.MetadataOptions_MetadataNamespaces{Untyped: []string{"route.ns"}},
 			},
 		}),
-	} {
-		rc, err := Factory{}.CompileRoute(r, testContext())
-		if err != nil {
-			t.Fatal(err)
-		}
-		rcs = append(rcs, rc)
-	}
+	)
 	s := decodeStream()
 	s.PerRoute = map[string][]httpfilter.RouteConfig{c.name: rcs}
 	for _, ns := range []string{"filter.fw", "route.fw"} {

@@ -1,6 +1,7 @@
 package headertometadata
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -47,7 +48,7 @@ response_rules:
 	s.PerRoute = map[string][]httpfilter.RouteConfig{"h2m": {route}}
 	f.(httpfilter.Decoder).DecodeHeaders(s)
 
-	for name, want := range map[string]uint64{
+	want := map[string]uint64{
 		"http_filter_name.conv.request_rules_processed":   4,
 		"http_filter_name.conv.request_header_not_found":  1,
 		"http_filter_name.conv.request_metadata_added":    1, // version: none
@@ -58,9 +59,12 @@ response_rules:
 		"http_filter_name.conv.response_metadata_added":   1,
 		"http_filter_name.route.request_rules_processed":  1,
 		"http_filter_name.route.request_metadata_added":   1,
-	} {
-		if got := store.Counter(name).Value(); got != want {
-			t.Errorf("%s = %d, want %d", name, got, want)
-		}
+	}
+	got := make(map[string]uint64, len(want))
+	for name := range want {
+		got[name] = store.Counter(name).Value()
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("counters %v, want %v", got, want)
 	}
 }
