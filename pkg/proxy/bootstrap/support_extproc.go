@@ -5,15 +5,12 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedExtProc lists the fields of envoy.filters.http.ext_proc that
 // Outrigger implements (see supportedCore), and of its per-route
 // ExtProcPerRoute. Not listed, so refused with their path: http_service,
-// filter_metadata,
-// observability_mode, deferred_close_timeout,
-// send_body_without_waiting_for_header_response, allowed_override_modes,
-// processing_request_modifier, on_processing_response, status_on_error,
+// filter_metadata, send_body_without_waiting_for_header_response,
+// processing_request_modifier, on_processing_response,
 // allow_content_length_header, emit_client_span, the cluster metadata
 // forwarding namespaces and the typed receiving namespaces, and per
-// route async_mode, the attributes, metadata_options,
-// grpc_initial_metadata, failure_mode_allow, processing_request_modifier
-// and emit_client_span. The filter's Compile refuses what the values
+// route async_mode and the attributes (which Envoy does not implement),
+// processing_request_modifier and emit_client_span. The filter's Compile refuses what the values
 // leave: the FULL_DUPLEX_STREAMED and GRPC body modes, and
 // mutation_rules.allow_all_routing true.
 var supportedExtProc = map[protoreflect.FullName]fieldSupport{
@@ -33,6 +30,10 @@ var supportedExtProc = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.metadata_options":           {},
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.disable_clear_route_cache":  {},
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.route_cache_action":         {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.status_on_error":            {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.allowed_override_modes":     {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.observability_mode":         {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.deferred_close_timeout":     {},
 
 	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.request_header_mode":  {},
 	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.response_header_mode": {},
@@ -62,8 +63,11 @@ var supportedExtProc = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.common.mutation_rules.v3.HeaderMutationRules.disallow_expression": {},
 	"envoy.config.common.mutation_rules.v3.HeaderMutationRules.disallow_is_error":   {},
 
-	"envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute.disabled":         {},
-	"envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute.overrides":        {},
-	"envoy.extensions.filters.http.ext_proc.v3.ExtProcOverrides.processing_mode": {},
-	"envoy.extensions.filters.http.ext_proc.v3.ExtProcOverrides.grpc_service":    {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute.disabled":               {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute.overrides":              {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExtProcOverrides.processing_mode":       {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExtProcOverrides.grpc_service":          {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExtProcOverrides.failure_mode_allow":    {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExtProcOverrides.metadata_options":      {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExtProcOverrides.grpc_initial_metadata": {},
 }

@@ -35,9 +35,10 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.set_metadata.v3.Metadata.allow_overwrite":    {},
 	"envoy.extensions.filters.http.set_metadata.v3.Metadata.value":              {},
 
-	// envoy.filters.http.header_to_metadata (cookie and stat_prefix are
-	// refused).
+	// envoy.filters.http.header_to_metadata (a cookie on response rules
+	// is refused by the filter).
 	"envoy.extensions.filters.http.header_to_metadata.v3.Config.request_rules":  {},
+	"envoy.extensions.filters.http.header_to_metadata.v3.Config.stat_prefix":    {},
 	"envoy.extensions.filters.http.header_to_metadata.v3.Config.response_rules": {},
 	"envoy.extensions.filters.http.header_to_metadata.v3.Config.Rule.header":    {},
 	// A request cookie's value instead of a header's (request rules only).

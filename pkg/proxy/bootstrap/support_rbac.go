@@ -7,7 +7,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // envoy.config.rbac.v3 policies that Outrigger implements (see
 // supportedCore). The matcher forms (matcher, shadow_matcher) are the xDS
 // matcher (support_filters_tail.go lists its fields, the RBAC action and
-// the inputs). Not listed, so refused with their path: track_per_rule_stats,
+// the inputs). Not listed, so refused with their path:
 // audit_logging_options, and the permissions and principals
 // matcher, uri_template, filter_state and custom.
 var supportedRBAC = map[protoreflect.FullName]fieldSupport{
@@ -18,6 +18,7 @@ var supportedRBAC = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.rbac.v3.RBACPerRoute.rbac":             {},
 	"envoy.extensions.filters.http.rbac.v3.RBAC.matcher":                  {},
 	"envoy.extensions.filters.http.rbac.v3.RBAC.shadow_matcher":           {},
+	"envoy.extensions.filters.http.rbac.v3.RBAC.track_per_rule_stats":     {},
 
 	"envoy.extensions.filters.network.rbac.v3.RBAC.rules":                    {},
 	"envoy.extensions.filters.network.rbac.v3.RBAC.shadow_rules":             {},

@@ -56,3 +56,12 @@ func (s *Stats) RecordShadow(d Decision) {
 		s.ShadowDenied.Inc()
 	}
 }
+
+// PolicyPrefixes are the prefixes of the per-policy counters
+// (track_per_rule_stats): <prefix>rbac.<rules_stat_prefix>.policy. and
+// <prefix>rbac.<shadow_rules_stat_prefix>.policy., joined as NewStats
+// joins, as Envoy's generateStats.
+func PolicyPrefixes(prefix, rulesPrefix, shadowPrefix string) (rules, shadow string) {
+	base := join(prefix, "rbac.")
+	return join(join(base, rulesPrefix), "policy."), join(join(base, shadowPrefix), "policy.")
+}

@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	extprocsvc "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/grpc/status"
 )
 
@@ -43,6 +44,15 @@ type reply struct {
 	headers *extprocsvc.HeaderMutation
 }
 
+// statusOnError is the status_on_error of a filter: its code when it is
+// an HTTP status (100 to 511), else 500, as Envoy's toErrorCode.
+func statusOnError(st *typev3.HttpStatus) int {
+	if code := int(st.GetCode()); code >= 100 && code <= 511 {
+		return code
+	}
+	return 500
+}
+
 // errorReply is the reply to a failed exchange.
 func errorReply(status int, details string) *reply {
 	return &reply{status: status, details: details, grpcStatus: -1}
@@ -53,10 +63,15 @@ func errorReply(status int, details string) *reply {
 // override_message_timeout). It returns the answer; or nil and nil when
 // the request goes on unprocessed from now on (processing was over, the
 // processor closed the stream, or failure_mode_allow covers a failure);
-// or the reply that answers the request.
+// or the reply that answers the request. In observability_mode, m is
+// queued for the processor and nothing is awaited.
 func (f *filter) call(m *extprocsvc.ProcessingRequest) (*extprocsvc.ProcessingResponse, *reply) {
 	c := f.c
 	if f.done {
+		return nil, nil
+	}
+	if c.observability {
+		f.observe(m)
 		return nil, nil
 	}
 	timer := time.NewTimer(c.messageTimeout)
@@ -128,9 +143,9 @@ func (f *filter) open(timer *time.Timer) (st *sideStream, err error, late bool) 
 	ctx, cancel := context.WithCancel(context.Background())
 	// The goroutine may outlive the call (and the filter, pooled again):
 	// it reads nothing of f.
-	res, svc := make(chan opened, 1), f.svc
+	res, svc, md := make(chan opened, 1), f.svc, f.initialMetadata
 	go func() {
-		st, err := svc.openStream(ctx, cancel)
+		st, err := svc.openStream(ctx, cancel, md)
 		res <- opened{st, err}
 	}()
 	select {
@@ -150,7 +165,7 @@ func (f *filter) timedOut() *reply {
 	c := f.c
 	c.stats.msgTimeouts.Inc()
 	f.finish(false)
-	if c.failureModeAllow {
+	if f.failureModeAllow {
 		c.stats.failureModeAllowed.Inc()
 		return nil
 	}
@@ -159,7 +174,8 @@ func (f *filter) timedOut() *reply {
 
 // streamEnded handles the end of the stream (or its failure to open):
 // a clean close lets the request go on unprocessed, as does a failure
-// with failure_mode_allow; any other failure answers 500.
+// with failure_mode_allow; any other failure answers status_on_error
+// (500 by default).
 func (f *filter) streamEnded(err error) *reply {
 	c := f.c
 	if errors.Is(err, io.EOF) {
@@ -167,14 +183,14 @@ func (f *filter) streamEnded(err error) *reply {
 		return nil
 	}
 	c.stats.streamsFailed.Inc()
-	if c.failureModeAllow {
+	if f.failureModeAllow {
 		f.finish(true)
 		c.stats.failureModeAllowed.Inc()
 		return nil
 	}
 	f.finish(false)
 	c.log.V(1).Info("ext_proc stream failed", "error", err.Error())
-	return errorReply(500, fmt.Sprintf("%s%d", detailsGrpcPrefix, status.Code(err)))
+	return errorReply(c.statusOnError, fmt.Sprintf("%s%d", detailsGrpcPrefix, status.Code(err)))
 }
 
 // finish ends processing: nothing more goes to the processor for this
@@ -244,7 +260,8 @@ func detailsOf(s string) string {
 
 // answer reads the processor's answer to phase p, as Envoy's
 // onReceiveMessage: a mode_override applies to a head's answer when
-// allow_mode_override says so; an immediate_response answers the request
+// allow_mode_override says so and allowed_override_modes, if any, has
+// it; an immediate_response answers the request
 // (unless disable_immediate_response, which makes it spurious); an
 // answer of another kind is spurious, counted, and ends processing with
 // the request going on. ok reports an answer of the expected kind,
@@ -255,7 +272,9 @@ func (f *filter) answer(r *extprocsvc.ProcessingResponse, p phase) (ok bool, rep
 		return false, nil
 	}
 	if mo := r.GetModeOverride(); mo != nil && c.allowModeOverride && (p == phaseRequestHeaders || p == phaseResponseHeaders) {
-		if m, err := compileMode(mo); err == nil {
+		if c.allowedOverrides != nil && !c.allowedOverrides[overrideKey(mo)] {
+			c.log.V(1).Info("ext_proc mode_override not in allowed_override_modes, ignored")
+		} else if m, err := compileMode(mo); err == nil {
 			f.mode = m
 		} else {
 			c.log.V(1).Info("ext_proc mode_override ignored", "error", err.Error())

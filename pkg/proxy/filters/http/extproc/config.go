@@ -50,9 +50,19 @@ type config struct {
 	allowModeOverride   bool
 	disableImmediate    bool
 	routeCache          extprocv3.ExternalProcessor_RouteCacheAction
-	// forwardNamespaces and receiveNamespaces are metadata_options'
-	// untyped namespaces; typedForward the typed ones.
-	forwardNamespaces, typedForward, receiveNamespaces []string
+	// ns are metadata_options' namespaces.
+	ns metadataNamespaces
+	// statusOnError is the status of the reply to a failed exchange
+	// (status_on_error, 500 by default); a timeout is answered 504.
+	statusOnError int
+	// allowedOverrides are allowed_override_modes' keys (overrideKey):
+	// when there are some, a mode_override must be one of them.
+	allowedOverrides map[uint32]bool
+	// observability is observability_mode: messages are sent, answers
+	// never awaited; deferredClose is how long the stream stays open
+	// once the request is over (deferred_close_timeout).
+	observability bool
+	deferredClose time.Duration
 
 	// requestAttributes and responseAttributes are sent with the request
 	// and response headers messages (ProcessingRequest.attributes).
@@ -168,16 +178,22 @@ func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, e
 			return fail(err)
 		}
 	}
-	if mo := p.GetMetadataOptions(); mo != nil {
-		if mo.GetClusterMetadataForwardingNamespaces() != nil {
-			return fail(errors.New("metadata_options.cluster_metadata_forwarding_namespaces: not supported by Outrigger"))
+	if c.ns, err = compileMetadataOptions(p.GetMetadataOptions()); err != nil {
+		return fail(err)
+	}
+	c.statusOnError = statusOnError(p.GetStatusOnError())
+	c.observability, c.deferredClose = p.GetObservabilityMode(), defaultDeferredClose
+	if t := p.GetDeferredCloseTimeout(); t != nil {
+		// Envoy uses it in observability_mode only, as here.
+		if c.deferredClose = t.AsDuration(); c.deferredClose < 0 {
+			return fail(errors.New("deferred_close_timeout: must not be negative"))
 		}
-		if len(mo.GetReceivingNamespaces().GetTyped()) > 0 {
-			return fail(errors.New("metadata_options.receiving_namespaces.typed: not supported by Outrigger (Envoy ignores it too)"))
+	}
+	if ms := p.GetAllowedOverrideModes(); len(ms) > 0 {
+		c.allowedOverrides = make(map[uint32]bool, len(ms))
+		for _, m := range ms {
+			c.allowedOverrides[overrideKey(m)] = true
 		}
-		c.forwardNamespaces = mo.GetForwardingNamespaces().GetUntyped()
-		c.typedForward = mo.GetForwardingNamespaces().GetTyped()
-		c.receiveNamespaces = mo.GetReceivingNamespaces().GetUntyped()
 	}
 	prefix := "ext_proc."
 	if sp := p.GetStatPrefix(); sp != "" {
@@ -196,20 +212,12 @@ func refuseUnsupported(p *extprocv3.ExternalProcessor) error {
 		return errors.New("http_service: not supported by Outrigger (grpc_service only)")
 	case p.GetFilterMetadata() != nil:
 		return errors.New("filter_metadata: not supported by Outrigger")
-	case p.GetObservabilityMode():
-		return errors.New("observability_mode: not supported by Outrigger")
-	case p.GetDeferredCloseTimeout() != nil:
-		return errors.New("deferred_close_timeout: not supported by Outrigger (it applies to observability_mode only)")
 	case p.GetSendBodyWithoutWaitingForHeaderResponse():
 		return errors.New("send_body_without_waiting_for_header_response: not supported by Outrigger")
-	case len(p.GetAllowedOverrideModes()) > 0:
-		return errors.New("allowed_override_modes: not supported by Outrigger")
 	case p.GetProcessingRequestModifier() != nil:
 		return errors.New("processing_request_modifier: not supported by Outrigger")
 	case p.GetOnProcessingResponse() != nil:
 		return errors.New("on_processing_response: not supported by Outrigger")
-	case p.GetStatusOnError() != nil:
-		return errors.New("status_on_error: not supported by Outrigger")
 	case p.GetAllowContentLengthHeader():
 		return errors.New("allow_content_length_header: not supported by Outrigger (the connection manager frames bodies itself)")
 	case p.GetEmitClientSpan() != nil:

@@ -59,13 +59,18 @@ func headersAnswer(cr *extprocsvc.CommonResponse) *extprocsvc.ProcessingResponse
 	return &extprocsvc.ProcessingResponse{Response: &extprocsvc.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocsvc.HeadersResponse{Response: cr}}}
 }
 
-// decode runs a GET through the filter's request side.
-func decode(c *config) (*httpfiltertest.Stream, httpfilter.Status) {
-	s := &httpfiltertest.Stream{
+// decodeStream is a GET without a body.
+func decodeStream() *httpfiltertest.Stream {
+	return &httpfiltertest.Stream{
 		Req:        router.Request{Host: "h", Path: "/p", Method: "GET", Scheme: "http"},
 		ReqHeaders: httpfiltertest.NewHeaders("x-a", "1"),
 		StreamInfo: httpfilter.StreamInfo{ContentLength: -1},
 	}
+}
+
+// decode runs a GET through the filter's request side.
+func decode(c *config) (*httpfiltertest.Stream, httpfilter.Status) {
+	s := decodeStream()
 	f := c.NewFilter().(*filter)
 	st := f.DecodeHeaders(s)
 	f.OnDestroy()

@@ -12,6 +12,7 @@ import (
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"github.com/go-logr/logr"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
@@ -64,7 +65,8 @@ func TestCompileRefusesWithPath(t *testing.T) {
 		{"attributes", func(p *extprocv3.ExternalProcessor) {
 			p.RequestAttributes = []string{"request.path", "request.headers["}
 		}, "request_attributes[1]: ERROR"},
-		{"observability", func(p *extprocv3.ExternalProcessor) { p.ObservabilityMode = true }, "observability_mode: not supported"},
+		{"filter metadata", func(p *extprocv3.ExternalProcessor) { p.FilterMetadata = &structpb.Struct{} }, "filter_metadata: not supported"},
+		{"deferred close", func(p *extprocv3.ExternalProcessor) { p.DeferredCloseTimeout = durationpb.New(-time.Second) }, "deferred_close_timeout: must not be negative"},
 		{"full duplex", func(p *extprocv3.ExternalProcessor) {
 			p.ProcessingMode = &extprocv3.ProcessingMode{ResponseBodyMode: extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED}
 		}, "processing_mode.response_body_mode: FULL_DUPLEX_STREAMED is not supported"},
@@ -102,11 +104,17 @@ func TestCompileRefusesWithPath(t *testing.T) {
 }
 
 func TestCompileRouteRefusesWithPath(t *testing.T) {
-	p := &extprocv3.ExtProcPerRoute{Override: &extprocv3.ExtProcPerRoute_Overrides{Overrides: &extprocv3.ExtProcOverrides{GrpcInitialMetadata: []*corev3.HeaderValue{{Key: "k", Value: "v"}}}}}
-	if _, err := (Factory{}).CompileRoute(p, testContext()); err == nil || !strings.Contains(err.Error(), "overrides.grpc_initial_metadata: not supported") {
-		t.Fatalf("error %v", err)
+	for o, want := range map[*extprocv3.ExtProcOverrides]string{
+		{GrpcInitialMetadata: []*corev3.HeaderValue{{Value: "v"}}}: "overrides.grpc_initial_metadata[0].key: must not be empty",
+		{RequestAttributes: []string{"request.path"}}:              "overrides.request_attributes: not supported by Outrigger (Envoy does not implement it either",
+		{MetadataOptions: &extprocv3.MetadataOptions{ClusterMetadataForwardingNamespaces: &extprocv3.MetadataOptions_MetadataNamespaces{}}}: "overrides.metadata_options.cluster_metadata_forwarding_namespaces: not supported",
+	} {
+		p := &extprocv3.ExtProcPerRoute{Override: &extprocv3.ExtProcPerRoute_Overrides{Overrides: o}}
+		if _, err := (Factory{}).CompileRoute(p, testContext()); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want %q", err, want)
+		}
 	}
-	p = &extprocv3.ExtProcPerRoute{Override: &extprocv3.ExtProcPerRoute_Overrides{Overrides: &extprocv3.ExtProcOverrides{
+	p := &extprocv3.ExtProcPerRoute{Override: &extprocv3.ExtProcPerRoute_Overrides{Overrides: &extprocv3.ExtProcOverrides{
 		ProcessingMode: &extprocv3.ProcessingMode{RequestBodyMode: extprocv3.ProcessingMode_GRPC},
 	}}}
 	if _, err := (Factory{}).CompileRoute(p, testContext()); err == nil || !strings.Contains(err.Error(), "overrides.processing_mode.request_body_mode: GRPC is not supported") {

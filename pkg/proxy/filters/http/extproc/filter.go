@@ -19,10 +19,17 @@ type filter struct {
 	c    *config
 	mode mode
 	svc  *service
+	// failureModeAllow, ns and initialMetadata are the filter's settings
+	// with the route's overrides.
+	failureModeAllow bool
+	ns               metadataNamespaces
+	initialMetadata  []*corev3.HeaderValue
 	// mu serializes the exchanges: a streamed request body is read on
 	// another goroutine while the response may have begun.
 	mu sync.Mutex
 	st *sideStream
+	// obs is the stream in observability_mode.
+	obs *observer
 	// done: processing is over, nothing more goes to the processor.
 	done bool
 	// s is the stream, kept for the response body's phases.
@@ -52,12 +59,13 @@ var (
 // streamed body goes through as it flows.
 func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	f.s = s
-	m, svc, err := f.routeSettings(s)
+	set, err := f.routeSettings(s)
 	if err != nil {
 		f.c.log.Error(err, "ext_proc per-route grpc_service")
-		return f.sendReply(s, errorReply(500, detailsGrpcPrefix+"14"))
+		return f.sendReply(s, errorReply(f.c.statusOnError, detailsGrpcPrefix+"14"))
 	}
-	f.mode, f.svc = m, svc
+	f.mode, f.svc, f.failureModeAllow = set.mode, set.svc, set.failureModeAllow
+	f.ns, f.initialMetadata = set.ns, set.initialMetadata
 	f.mdContext = f.metadataContext(s)
 	if len(f.c.requestAttributes) > 0 {
 		// Evaluated here, where the request head is the filter's: a
@@ -295,13 +303,13 @@ func (f *filter) responseHeaderMap(s httpfilter.Stream) *corev3.HeaderMap {
 // metadata_options forwarding namespaces, sent with every message; nil
 // without namespaces.
 func (f *filter) metadataContext(s httpfilter.Stream) *corev3.Metadata {
-	c := f.c
-	if len(c.forwardNamespaces) == 0 && len(c.typedForward) == 0 {
+	fw := f.ns.forward
+	if len(fw.untyped) == 0 && len(fw.typed) == 0 {
 		return nil
 	}
 	md := &corev3.Metadata{}
 	dm := s.DynamicMetadata()
-	for _, ns := range c.forwardNamespaces {
+	for _, ns := range fw.untyped {
 		if v, ok := dm.GetFilterMetadata()[ns]; ok {
 			if md.FilterMetadata == nil {
 				md.FilterMetadata = map[string]*structpb.Struct{}
@@ -309,7 +317,7 @@ func (f *filter) metadataContext(s httpfilter.Stream) *corev3.Metadata {
 			md.FilterMetadata[ns] = v
 		}
 	}
-	for _, ns := range c.typedForward {
+	for _, ns := range fw.typed {
 		if v, ok := dm.GetTypedFilterMetadata()[ns]; ok {
 			if md.TypedFilterMetadata == nil {
 				md.TypedFilterMetadata = map[string]*anypb.Any{}
@@ -328,7 +336,7 @@ func (f *filter) receiveMetadata(s httpfilter.Stream, r *extprocsvc.ProcessingRe
 	if dm == nil {
 		return
 	}
-	for _, ns := range f.c.receiveNamespaces {
+	for _, ns := range f.ns.receive.untyped {
 		if v, ok := dm.GetFields()[ns]; ok && v.GetStructValue() != nil {
 			s.SetDynamicMetadata(ns, v.GetStructValue())
 		}
@@ -342,6 +350,9 @@ func (f *filter) OnDestroy() {
 	f.mu.Lock()
 	if f.st != nil {
 		f.finish(true)
+	}
+	if f.obs != nil {
+		f.obs.finish(c.deferredClose)
 	}
 	f.mu.Unlock()
 	*f = filter{routeConfigs: f.routeConfigs[:0]}

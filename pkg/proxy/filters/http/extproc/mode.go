@@ -57,3 +57,16 @@ func checkBodyMode(b extprocv3.ProcessingMode_BodySendMode) error {
 	}
 	return fmt.Errorf("%s is not supported by Outrigger", b)
 }
+
+// overrideKey is a ProcessingMode as allowed_override_modes compares
+// them, as Envoy's AllowedOverrideModesSet: every mode but
+// request_header_mode (which a mode_override cannot change, the request
+// headers having been sent), by its enum value (DEFAULT and SEND
+// differ).
+func overrideKey(pm *extprocv3.ProcessingMode) uint32 {
+	return uint32(pm.GetResponseHeaderMode())*10 +
+		uint32(pm.GetRequestBodyMode())*100 +
+		uint32(pm.GetResponseBodyMode())*1000 +
+		uint32(pm.GetRequestTrailerMode())*10000 +
+		uint32(pm.GetResponseTrailerMode())*100000
+}

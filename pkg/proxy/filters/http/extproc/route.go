@@ -18,6 +18,25 @@ type routeConfig struct {
 	// grpc is overrides.grpc_service, nil when unset, with its key.
 	grpc    *corev3.GrpcService
 	grpcKey string
+	// failureModeAllow is overrides.failure_mode_allow, nil when unset.
+	failureModeAllow *bool
+	// forward and receive are overrides.metadata_options' namespaces,
+	// nil when their lists are unset.
+	forward, receive *namespaces
+	// initialMetadata is overrides.grpc_initial_metadata.
+	initialMetadata []*corev3.HeaderValue
+}
+
+// settings are what a request's filter uses of the configuration once
+// its route's ExtProcPerRoute are merged in.
+type settings struct {
+	mode             mode
+	svc              *service
+	failureModeAllow bool
+	ns               metadataNamespaces
+	// initialMetadata is added to the stream's initial metadata, each
+	// entry replacing the grpc_service's of the same key.
+	initialMetadata []*corev3.HeaderValue
 }
 
 // compileRoute compiles an ExtProcPerRoute; errors name the field below
@@ -28,25 +47,8 @@ func compileRoute(p *extprocv3.ExtProcPerRoute, ctx httpfilter.Context) (*routeC
 	if o == nil {
 		return rc, nil
 	}
-	//lint:ignore SA1019 a deprecated field is still refused by its path when set
-	async := o.GetAsyncMode()
-	switch {
-	case async:
-		return nil, errors.New("overrides.async_mode: not supported by Outrigger")
-	case len(o.GetRequestAttributes()) > 0:
-		return nil, errors.New("overrides.request_attributes: not supported by Outrigger (the filter's request_attributes are)")
-	case len(o.GetResponseAttributes()) > 0:
-		return nil, errors.New("overrides.response_attributes: not supported by Outrigger (the filter's response_attributes are)")
-	case o.GetMetadataOptions() != nil:
-		return nil, errors.New("overrides.metadata_options: not supported by Outrigger")
-	case len(o.GetGrpcInitialMetadata()) > 0:
-		return nil, errors.New("overrides.grpc_initial_metadata: not supported by Outrigger")
-	case o.GetFailureModeAllow() != nil:
-		return nil, errors.New("overrides.failure_mode_allow: not supported by Outrigger")
-	case o.GetProcessingRequestModifier() != nil:
-		return nil, errors.New("overrides.processing_request_modifier: not supported by Outrigger")
-	case o.GetEmitClientSpan() != nil:
-		return nil, errors.New("overrides.emit_client_span: not supported by Outrigger (no tracing of the processor's stream)")
+	if err := refuseUnsupportedOverrides(o); err != nil {
+		return nil, err
 	}
 	if pm := o.GetProcessingMode(); pm != nil {
 		m, err := compileMode(pm)
@@ -68,21 +70,67 @@ func compileRoute(p *extprocv3.ExtProcPerRoute, ctx httpfilter.Context) (*routeC
 		_ = ch.Close()
 		rc.grpc, rc.grpcKey = gs, serviceKey(gs)
 	}
+	if v := o.GetFailureModeAllow(); v != nil {
+		b := v.GetValue()
+		rc.failureModeAllow = &b
+	}
+	if mo := o.GetMetadataOptions(); mo != nil {
+		if err := checkMetadataOptions(mo); err != nil {
+			return nil, fmt.Errorf("overrides.%w", err)
+		}
+		if fw := mo.GetForwardingNamespaces(); fw != nil {
+			rc.forward = &namespaces{untyped: fw.GetUntyped(), typed: fw.GetTyped()}
+		}
+		if rv := mo.GetReceivingNamespaces(); rv != nil {
+			rc.receive = &namespaces{untyped: rv.GetUntyped()}
+		}
+	}
+	for i, h := range o.GetGrpcInitialMetadata() {
+		if h.GetKey() == "" {
+			return nil, fmt.Errorf("overrides.grpc_initial_metadata[%d].key: must not be empty", i)
+		}
+	}
+	rc.initialMetadata = o.GetGrpcInitialMetadata()
 	return rc, nil
+}
+
+// refuseUnsupportedOverrides refuses the ExtProcOverrides fields
+// Outrigger does not implement with their paths. Envoy accepts
+// async_mode and the attributes and does nothing with them (they are
+// not implemented there): refused rather than ignored.
+func refuseUnsupportedOverrides(o *extprocv3.ExtProcOverrides) error {
+	//lint:ignore SA1019 a deprecated field is still refused by its path when set
+	async := o.GetAsyncMode()
+	switch {
+	case async:
+		return errors.New("overrides.async_mode: not supported by Outrigger (Envoy does not implement it either)")
+	case len(o.GetRequestAttributes()) > 0:
+		return errors.New("overrides.request_attributes: not supported by Outrigger (Envoy does not implement it either; the filter's request_attributes are)")
+	case len(o.GetResponseAttributes()) > 0:
+		return errors.New("overrides.response_attributes: not supported by Outrigger (Envoy does not implement it either; the filter's response_attributes are)")
+	case o.GetProcessingRequestModifier() != nil:
+		return errors.New("overrides.processing_request_modifier: not supported by Outrigger")
+	case o.GetEmitClientSpan() != nil:
+		return errors.New("overrides.emit_client_span: not supported by Outrigger (no tracing of the processor's stream)")
+	}
+	return nil
 }
 
 // routeSettings merges the route's ExtProcPerRoute configurations from
 // the least specific level to the most specific, as Envoy merges them:
 // the most specific says whether the filter is disabled; a processing
-// mode and a grpc_service override come from the most specific level
-// that has one (a disabled level has no mode).
-func (f *filter) routeSettings(s httpfilter.Stream) (m mode, svc *service, err error) {
+// mode, a grpc_service, failure_mode_allow and each list of metadata
+// namespaces come from the most specific level that has one (a disabled
+// level has no mode); grpc_initial_metadata entries add up, a more
+// specific one replacing the entries of its key.
+func (f *filter) routeSettings(s httpfilter.Stream) (settings, error) {
 	c := f.c
-	m, svc = c.mode, c.svc
+	set := settings{mode: c.mode, svc: c.svc, failureModeAllow: c.failureModeAllow, ns: c.ns}
 	f.routeConfigs = s.RouteConfigs(c.name, f.routeConfigs[:0])
 	defer clear(f.routeConfigs)
 	if len(f.routeConfigs) == 0 {
-		return m, svc, nil
+		c.observableBodies(&set.mode)
+		return set, nil
 	}
 	var merged routeConfig
 	for _, v := range f.routeConfigs {
@@ -100,17 +148,77 @@ func (f *filter) routeSettings(s httpfilter.Stream) (m mode, svc *service, err e
 		if rc.grpc != nil {
 			merged.grpc, merged.grpcKey = rc.grpc, rc.grpcKey
 		}
+		if rc.failureModeAllow != nil {
+			merged.failureModeAllow = rc.failureModeAllow
+		}
+		if rc.forward != nil {
+			merged.forward = rc.forward
+		}
+		if rc.receive != nil {
+			merged.receive = rc.receive
+		}
+		merged.initialMetadata = mergeInitialMetadata(merged.initialMetadata, rc.initialMetadata)
 	}
 	if merged.disabled {
-		return disabledMode, svc, nil
+		set.mode = disabledMode
+		return set, nil
 	}
 	if merged.mode != nil {
-		m = *merged.mode
+		set.mode = *merged.mode
 	}
+	c.observableBodies(&set.mode)
+	if merged.failureModeAllow != nil {
+		set.failureModeAllow = *merged.failureModeAllow
+	}
+	if merged.forward != nil {
+		set.ns.forward = *merged.forward
+	}
+	if merged.receive != nil {
+		set.ns.receive = *merged.receive
+	}
+	set.initialMetadata = merged.initialMetadata
 	if merged.grpc != nil {
-		if svc, err = c.serviceFor(merged.grpc, merged.grpcKey); err != nil {
-			return m, nil, err
+		svc, err := c.serviceFor(merged.grpc, merged.grpcKey)
+		if err != nil {
+			return set, err
+		}
+		set.svc = svc
+	}
+	return set, nil
+}
+
+// mergeInitialMetadata adds more's entries to less, as Envoy's
+// mergeGrpcInitialMetadata: an entry replaces those of its key, or is
+// appended. less is not modified.
+func mergeInitialMetadata(less, more []*corev3.HeaderValue) []*corev3.HeaderValue {
+	if len(more) == 0 {
+		return less
+	}
+	out := append([]*corev3.HeaderValue(nil), less...)
+	for _, h := range more {
+		found := false
+		for i, d := range out {
+			if d.GetKey() == h.GetKey() {
+				out[i], found = h, true
+			}
+		}
+		if !found {
+			out = append(out, h)
 		}
 	}
-	return m, svc, nil
+	return out
+}
+
+// observableBodies drops the body modes observability_mode does not
+// send: only STREAMED bodies go to the processor there, as in Envoy.
+func (c *config) observableBodies(m *mode) {
+	if !c.observability {
+		return
+	}
+	if m.requestBody != extprocv3.ProcessingMode_STREAMED {
+		m.requestBody = extprocv3.ProcessingMode_NONE
+	}
+	if m.responseBody != extprocv3.ProcessingMode_STREAMED {
+		m.responseBody = extprocv3.ProcessingMode_NONE
+	}
 }

@@ -3,6 +3,9 @@ package extproc
 import (
 	"context"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/grpc/metadata"
+
 	extprocsvc "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
@@ -34,10 +37,23 @@ type sideStream struct {
 }
 
 // openStream starts a Process stream under ctx, which cancel ends; the
-// channel's initial metadata applies, no timeout (each message has its
-// own). It blocks while the channel connects.
-func (s *service) openStream(ctx context.Context, cancel context.CancelFunc) (*sideStream, error) {
+// channel's initial metadata applies, each entry of extra (the route's
+// grpc_initial_metadata) replacing the values of its key; no timeout
+// (each message has its own). It blocks while the channel connects.
+func (s *service) openStream(ctx context.Context, cancel context.CancelFunc, extra []*corev3.HeaderValue) (*sideStream, error) {
 	ctx, callCancel := s.ch.CallContext(ctx, true)
+	if len(extra) > 0 {
+		md, _ := metadata.FromOutgoingContext(ctx)
+		md = md.Copy()
+		for _, h := range extra {
+			v := h.GetValue()
+			if len(h.GetRawValue()) > 0 {
+				v = string(h.GetRawValue())
+			}
+			md.Set(h.GetKey(), v)
+		}
+		ctx = metadata.NewOutgoingContext(ctx, md)
+	}
 	cl, err := s.client.Process(ctx)
 	if err != nil {
 		callCancel()

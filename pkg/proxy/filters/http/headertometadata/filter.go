@@ -40,38 +40,44 @@ func (c *filterConfig) rulesOf(s httpfilter.Stream) *rules {
 
 // DecodeHeaders implements httpfilter.Decoder: the request rules.
 func (c *filterConfig) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
-	if rs := c.rulesOf(s).request; len(rs) > 0 {
-		apply(s, rs, s.RequestHeaders())
+	if r := c.rulesOf(s); len(r.request) > 0 {
+		apply(s, r.request, s.RequestHeaders(), r.stats, 0)
 	}
 	return httpfilter.Continue
 }
 
 // EncodeHeaders implements httpfilter.Encoder: the response rules.
 func (c *filterConfig) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
-	if rs := c.rulesOf(s).response; len(rs) > 0 {
-		apply(s, rs, s.ResponseHeaders())
+	if r := c.rulesOf(s); len(r.response) > 0 {
+		apply(s, r.response, s.ResponseHeaders(), r.stats, 1)
 	}
 	return httpfilter.Continue
 }
 
 // apply runs the rules on h, collecting the metadata of each namespace,
-// then writes it into the stream's dynamic metadata.
-func apply(s httpfilter.Stream, rs []rule, h router.HeaderEditor) {
+// then writes it into the stream's dynamic metadata; st (nil without
+// stat_prefix) counts as Envoy does, dir being the direction.
+func apply(s httpfilter.Stream, rs []rule, h router.HeaderEditor, st *filterStats, dir int) {
 	var md map[string]*structpb.Struct
 	add := func(p *pair, v string) {
-		val, ok := p.valueOf(v)
-		if !ok {
+		if v == "" {
 			return
 		}
+		val, o := p.valueOf(v)
+		if o != added {
+			st.failed(o)
+			return
+		}
+		st.added(dir)
 		if md == nil {
 			md = map[string]*structpb.Struct{}
 		}
-		st := md[p.namespace]
-		if st == nil {
-			st = &structpb.Struct{Fields: map[string]*structpb.Value{}}
-			md[p.namespace] = st
+		ns := md[p.namespace]
+		if ns == nil {
+			ns = &structpb.Struct{Fields: map[string]*structpb.Value{}}
+			md[p.namespace] = ns
 		}
-		st.Fields[p.key] = val
+		ns.Fields[p.key] = val
 	}
 	for i := range rs {
 		r := &rs[i]
@@ -85,12 +91,17 @@ func apply(s httpfilter.Stream, rs []rule, h router.HeaderEditor) {
 		} else {
 			v, present = h.Get(r.header)
 		}
+		st.processed(dir)
 		switch {
 		case present && r.present != nil:
 			if r.present.value != "" {
 				v = r.present.value
 			} else if r.present.rewrite != nil {
-				v = r.present.rewrite.Apply(v)
+				in := v
+				if v = r.present.rewrite.Apply(v); in != "" && v == "" {
+					// Envoy's sign of a failed substitution.
+					st.regexFailedOnce()
+				}
 			}
 			add(r.present, v)
 			if r.remove {
@@ -101,6 +112,7 @@ func apply(s httpfilter.Stream, rs []rule, h router.HeaderEditor) {
 				h.Del(r.header)
 			}
 		case r.missing != nil:
+			st.notFound(dir)
 			add(r.missing, r.missing.value)
 		}
 	}
@@ -109,22 +121,35 @@ func apply(s httpfilter.Stream, rs []rule, h router.HeaderEditor) {
 	}
 }
 
-// valueOf turns v into the pair's metadata value, as Envoy's addMetadata:
-// empty or overlong values, undecodable base64, non-numbers for NUMBER
-// and unparsable serialized Values for PROTOBUF_VALUE are skipped.
-func (p *pair) valueOf(v string) (*structpb.Value, bool) {
-	if v == "" || len(v) >= maxValueLen {
-		return nil, false
+// outcome is what became of a value valueOf was given.
+type outcome uint8
+
+const (
+	added outcome = iota
+	tooLong
+	base64Failed
+	// unparsed: a non-number for NUMBER, an unparsable serialized
+	// Value for PROTOBUF_VALUE (Envoy counts neither).
+	unparsed
+)
+
+// valueOf turns a non-empty v into the pair's metadata value, as Envoy's
+// addMetadata: overlong values, undecodable base64, non-numbers for
+// NUMBER and unparsable serialized Values for PROTOBUF_VALUE are skipped,
+// the outcome saying which.
+func (p *pair) valueOf(v string) (*structpb.Value, outcome) {
+	if len(v) >= maxValueLen {
+		return nil, tooLong
 	}
 	if p.base64 {
 		b, err := base64.StdEncoding.DecodeString(v)
 		if err != nil {
 			if b, err = base64.RawStdEncoding.DecodeString(v); err != nil {
-				return nil, false
+				return nil, base64Failed
 			}
 		}
 		if len(b) == 0 {
-			return nil, false
+			return nil, base64Failed
 		}
 		v = string(b)
 	}
@@ -132,16 +157,16 @@ func (p *pair) valueOf(v string) (*structpb.Value, bool) {
 	case h2mv3.Config_NUMBER:
 		n, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			return nil, false
+			return nil, unparsed
 		}
-		return structpb.NewNumberValue(n), true
+		return structpb.NewNumberValue(n), added
 	case h2mv3.Config_PROTOBUF_VALUE:
 		var pv structpb.Value
 		if err := proto.Unmarshal([]byte(v), &pv); err != nil {
-			return nil, false
+			return nil, unparsed
 		}
-		return &pv, true
+		return &pv, added
 	default:
-		return structpb.NewStringValue(v), true
+		return structpb.NewStringValue(v), added
 	}
 }

@@ -42,7 +42,7 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 	if !ok {
 		return nil, errors.New("not a header_to_metadata Config")
 	}
-	rs, err := compileRules(c)
+	rs, err := compileRules(c, ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -51,17 +51,20 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 
 // CompileRoute implements httpfilter.RouteFactory: the per-route form is
 // the same Config, which replaces the filter's for the route.
-func (Factory) CompileRoute(config proto.Message, _ httpfilter.Context) (httpfilter.RouteConfig, error) {
+func (Factory) CompileRoute(config proto.Message, ctx httpfilter.Context) (httpfilter.RouteConfig, error) {
 	c, ok := config.(*h2mv3.Config)
 	if !ok {
 		return nil, errors.New("not a header_to_metadata Config")
 	}
-	return compileRules(c)
+	return compileRules(c, ctx)
 }
 
 // rules are a compiled Config.
 type rules struct {
 	request, response []rule
+	// stats are the Config's own counters (stat_prefix), nil without:
+	// a route's Config counts under its own stat_prefix, as in Envoy.
+	stats *filterStats
 }
 
 // rule is one compiled Rule.
@@ -83,9 +86,9 @@ type pair struct {
 	base64                bool
 }
 
-func compileRules(c *h2mv3.Config) (*rules, error) {
-	if c.GetStatPrefix() != "" {
-		return nil, errors.New("stat_prefix: not supported by Outrigger")
+func compileRules(c *h2mv3.Config, ctx httpfilter.Context) (*rules, error) {
+	if c.GetStatPrefix() != "" && ctx.Stats == nil {
+		return nil, errors.New("stat_prefix: no stat store")
 	}
 	if len(c.GetRequestRules()) == 0 && len(c.GetResponseRules()) == 0 {
 		return nil, errors.New("request_rules: at least one of request_rules or response_rules must be set")
@@ -98,7 +101,7 @@ func compileRules(c *h2mv3.Config) (*rules, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &rules{request: req, response: resp}, nil
+	return &rules{request: req, response: resp, stats: newFilterStats(ctx.Stats, c.GetStatPrefix())}, nil
 }
 
 // compileList compiles the rules of one direction; cookies are read from

@@ -151,7 +151,7 @@ func TestRefused(t *testing.T) {
 		{`request_rules: [{header: a, on_header_present: {key: a, value: v, regex_value_rewrite: {pattern: {regex: x}, substitution: z}}}]`, "request_rules[0].on_header_present.regex_value_rewrite: cannot"},
 		{`request_rules: [{header: a, on_header_present: {key: a, regex_value_rewrite: {pattern: {regex: "("}, substitution: z}}}]`, "request_rules[0].on_header_present.regex_value_rewrite.pattern.regex: "},
 		{`request_rules: [{header: a, on_header_present: {}}]`, "request_rules[0].on_header_present.key: "},
-		{`{stat_prefix: x, request_rules: [{header: a, on_header_present: {key: a}}]}`, "stat_prefix: not supported"},
+		{`{stat_prefix: x, request_rules: [{header: a, on_header_present: {key: a}}]}`, "stat_prefix: no stat store"},
 		{`{}`, "request_rules: at least one"},
 	} {
 		_, err := Factory{}.Compile(parse(t, tc.config), httpfilter.Context{})

@@ -22,6 +22,8 @@ type filterConfig struct {
 	name  string
 	rules *rules
 	stats rbacengine.Stats
+	// policies are the per-policy counters (track_per_rule_stats).
+	policies *policyStats
 	// filter is the one filter of every request: it keeps no state.
 	filter filter
 }
@@ -53,6 +55,9 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	if r.shadow != nil {
 		d := r.shadow.Evaluate(&in)
 		c.stats.RecordShadow(d)
+		if r.perRule {
+			c.policies.record(d, true)
+		}
 		shadow = &d
 	}
 	keys := c.rules
@@ -65,6 +70,9 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	}
 	d := r.enforced.Evaluate(&in)
 	c.stats.Record(d)
+	if r.perRule {
+		c.policies.record(d, false)
+	}
 	if shadow != nil {
 		// Recorded once the rules have run, as Envoy does: they do not
 		// see it.

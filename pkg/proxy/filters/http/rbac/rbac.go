@@ -45,6 +45,10 @@ type rules struct {
 	ownKeys                          bool
 	// needs is what the engines read beyond the request head.
 	needs rbacengine.Needs
+	// perRule is track_per_rule_stats: the level's decisions are also
+	// counted per policy (under the filter's prefixes, as in Envoy, whose
+	// per-route setting decides for its route).
+	perRule bool
 }
 
 // Compile implements httpfilter.Factory. Errors name the field path below
@@ -57,9 +61,6 @@ func (Factory) Compile(m proto.Message, ctx httpfilter.Context) (httpfilter.Conf
 	if ctx.Stats == nil {
 		return nil, errors.New("no stat store")
 	}
-	if p.GetTrackPerRuleStats() {
-		return nil, errors.New("track_per_rule_stats: not supported by Outrigger")
-	}
 	r, err := compileRules(p)
 	if err != nil {
 		return nil, err
@@ -69,6 +70,9 @@ func (Factory) Compile(m proto.Message, ctx httpfilter.Context) (httpfilter.Conf
 		name:  ctx.Name,
 		rules: r,
 		stats: rbacengine.NewStats(ctx.Stats, ctx.StatPrefix, p.GetRulesStatPrefix(), p.GetShadowRulesStatPrefix()),
+		// A route's rules may track per-rule stats when the filter's do
+		// not: the counters are ready either way, made on first use.
+		policies: newPolicyStats(ctx.Stats, ctx.StatPrefix, p.GetRulesStatPrefix(), p.GetShadowRulesStatPrefix()),
 	}
 	c.filter.c = c
 	return c, nil
@@ -92,8 +96,6 @@ func (Factory) CompileRoute(m proto.Message, _ httpfilter.Context) (httpfilter.R
 	switch {
 	case rb.GetRulesStatPrefix() != "":
 		return nil, errors.New("rbac.rules_stat_prefix: not supported per route (it names the enforced_* dynamic metadata, which Outrigger does not record)")
-	case rb.GetTrackPerRuleStats():
-		return nil, errors.New("rbac.track_per_rule_stats: not supported by Outrigger")
 	}
 	r, err := compileRules(rb)
 	if err != nil {
@@ -109,7 +111,7 @@ func (Factory) CompileRoute(m proto.Message, _ httpfilter.Context) (httpfilter.R
 // compileRules compiles the rules and shadow rules of an RBAC, or their
 // matcher forms.
 func compileRules(p *httprbacv3.RBAC) (*rules, error) {
-	r := &rules{}
+	r := &rules{perRule: p.GetTrackPerRuleStats()}
 	var err error
 	if r.enforced, err = rbacengine.CompileForm(p.GetRules(), p.GetMatcher(), rbacengine.HTTPFilter, "rules", "matcher"); err != nil {
 		return nil, err

@@ -140,9 +140,8 @@ func TestCompileRefusals(t *testing.T) {
 		`{"shadow_matcher":{},"shadow_rules":{}}`: "shadow_rules: set with shadow_matcher",
 		`{"matcher":{"on_no_match":{"action":{"name":"a","typed_config":{"@type":"type.googleapis.com/google.protobuf.StringValue","value":"x"}}}}}`:                                                                       "matcher.on_no_match.action.typed_config: action google.protobuf.StringValue is not an RBAC action",
 		`{"shadow_matcher":{"matcher_tree":{"input":{"name":"t","typed_config":{"@type":"type.googleapis.com/envoy.extensions.matching.common_inputs.network.v3.TransportProtocolInput"}},"exact_match_map":{"map":{}}}}}`: "shadow_matcher.matcher_tree.input.typed_config: the RBAC HTTP filter cannot match on envoy.extensions.matching.common_inputs.network.v3.TransportProtocolInput",
-		`{"track_per_rule_stats":true}`: "track_per_rule_stats: not supported",
-		`{"rules":{"policies":{"p":{"permissions":[{"url_path":{"path":{"safe_regex":{"regex":"+"}}}}],"principals":[{"any":true}]}}}}`: `rules.policies["p"].permissions[0].url_path.path.safe_regex.regex: `,
-		`{"shadow_rules":{"policies":{"p":{"permissions":[{"any":true}],"principals":[{"remote_ip":{"address_prefix":"x"}}]}}}}`:        `shadow_rules.policies["p"].principals[0].remote_ip.address_prefix: "x" is not an IP address`,
+		`{"rules":{"policies":{"p":{"permissions":[{"url_path":{"path":{"safe_regex":{"regex":"+"}}}}],"principals":[{"any":true}]}}}}`:                                                                                    `rules.policies["p"].permissions[0].url_path.path.safe_regex.regex: `,
+		`{"shadow_rules":{"policies":{"p":{"permissions":[{"any":true}],"principals":[{"remote_ip":{"address_prefix":"x"}}]}}}}`:                                                                                           `shadow_rules.policies["p"].principals[0].remote_ip.address_prefix: "x" is not an IP address`,
 	} {
 		if _, err := compileFilterErr(js); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want one containing %q", js, err, want)
