@@ -28,6 +28,10 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext.sni":                 {},
 	"envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext.allow_renegotiation": {},
 	"envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext.max_session_keys":    {},
+	// The host's hostname as SNI, and the SNI sent checked against the
+	// certificate's DNS SANs (see tlsconfig.Client.HandshakeWith).
+	"envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext.auto_host_sni":           {},
+	"envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext.auto_sni_san_validation": {},
 
 	// HTTP/2 or HTTP/1.1 by ALPN on TLS clusters (HTTP/3 is refused).
 	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.auto_config":                           {},
