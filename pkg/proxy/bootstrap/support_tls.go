@@ -10,8 +10,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // session ticket keys from secrets, private key providers, encrypted
 // PKCS#8 keys (by tlsconfig), signed certificate timestamps,
 // signature_algorithms (Go's crypto/tls has no setting for them),
-// compliance_policies, prefer_client_ciphers,
-// full_scan_certs_on_sni_mismatch, custom
+// compliance_policies, prefer_client_ciphers, custom
 // handshakers and certificate selectors, and in the validation context
 // system_root_certs, trust_chain_verification,
 // custom validators and watched directories.
@@ -83,6 +82,9 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.transport_sockets.tls.v3.TlsSessionTicketKeys.keys":                                {},
 	// Tickets older than it are not resumed (see tlsconfig.applySessionTimeout).
 	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.session_timeout": {},
+	// A server name no certificate covers picks by key type (see
+	// tlsconfig.Server.certificateIndex).
+	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.full_scan_certs_on_sni_mismatch": {},
 
 	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.tls_params":         {},
 	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.tls_certificates":   {},
@@ -124,6 +126,9 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 // refusedTLS says why some TLS fields are refused, where "not supported"
 // alone would leave the reader guessing.
 var refusedTLS = map[protoreflect.FullName]string{
+	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.prefer_client_ciphers": "not supported by Outrigger: " +
+		"Go's crypto/tls chooses the TLS 1.2 cipher suite by its own preference order among the configured ones " +
+		"(tls.Config.PreferServerCipherSuites is ignored since Go 1.17), so neither the client's order nor the configured one decides",
 	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.private_key_provider": "not supported by Outrigger: " +
 		"private key providers (CryptoMB, QAT) hand BoringSSL's private key operations to Intel's vectorised or " +
 		"hardware implementations, which Outrigger (signing with Go's crypto) does not have; give the key in private_key",

@@ -44,6 +44,14 @@ type Server struct {
 	must   []bool
 	policy tlsv3.DownstreamTlsContext_OcspStaplePolicy
 	now    func() time.Time
+	// served are the certificates, which selectCertificate picks from:
+	// cfg has none, or Go would serve the first itself to a hello
+	// without a server name.
+	served []tls.Certificate
+	// fullScan is full_scan_certs_on_sni_mismatch: a server name no
+	// certificate covers picks by key type as a hello without one does,
+	// rather than taking the first certificate.
+	fullScan bool
 	// certs are what /certs shows of the context.
 	certs contextCerts
 	// next is the context compiled from its secrets' latest values, nil
@@ -84,6 +92,7 @@ func CompileServer(dc *tlsv3.DownstreamTlsContext) (*Server, error) {
 		certs   contextCerts
 		staples []*ocspStaple
 		must    []bool
+		served  []tls.Certificate
 	)
 	tlsCerts := ctc.GetTlsCertificates()
 	if len(tlsCerts) == 0 {
@@ -103,7 +112,7 @@ func CompileServer(dc *tlsv3.DownstreamTlsContext) (*Server, error) {
 		} else if dc.GetOcspStaplePolicy() == tlsv3.DownstreamTlsContext_MUST_STAPLE {
 			errs = append(errs, fmt.Errorf("common_tls_context.tls_certificates[%d].ocsp_staple: Required OCSP response is missing from TLS context (ocsp_staple_policy MUST_STAPLE)", i))
 		}
-		cfg.Certificates = append(cfg.Certificates, c)
+		served = append(served, c)
 		staples, must = append(staples, staple), append(must, mustStaple(c.Leaf))
 		certs.chain = append(certs.chain, loadedCert{path: sourcePath(tc.GetCertificateChain()), cert: c.Leaf, ocsp: staple})
 	}
@@ -125,8 +134,9 @@ func CompileServer(dc *tlsv3.DownstreamTlsContext) (*Server, error) {
 		return nil, err
 	}
 	certs.ca = v.firstCA
-	s := &Server{cfg: cfg, alpn: ctc.GetAlpnProtocols(), v: v, certs: certs,
-		ocsp: staples, must: must, policy: dc.GetOcspStaplePolicy(), now: time.Now}
+	s := &Server{cfg: cfg, served: served, alpn: ctc.GetAlpnProtocols(), v: v, certs: certs,
+		ocsp: staples, must: must, policy: dc.GetOcspStaplePolicy(), now: time.Now,
+		fullScan: dc.GetFullScanCertsOnSniMismatch().GetValue()}
 	if v.active() {
 		// A required certificate that is missing fails in Go's own
 		// handshake, which sends certificate_required (TLS 1.3) as
@@ -212,10 +222,10 @@ type certPick struct {
 // stapled without a valid response fails the handshake.
 func (s *Server) selectCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	i := 0
-	if len(s.cfg.Certificates) > 1 {
+	if len(s.served) > 1 {
 		i = s.certificateIndex(hello)
 	}
-	cert := &s.cfg.Certificates[i]
+	cert := &s.served[i]
 	action := ocspNotAsked
 	if slices.Contains(hello.Extensions, extStatusRequest) {
 		action = stapleDecision(s.policy, s.ocsp[i], s.must[i], s.now())
@@ -229,24 +239,45 @@ func (s *Server) selectCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate
 	return withStaple(cert, s.ocsp[i], action), nil
 }
 
-// certificateIndex picks among several certificates: the first one the
-// client supports whose names cover the requested server name, else the
-// first one the client supports, else the first one.
+// certificateIndex picks among several certificates as Envoy's default
+// selector does. With a server name: the first certificate whose names
+// cover it that the client supports, else the first whose names cover
+// it. When none covers it, the first certificate, unless
+// full_scan_certs_on_sni_mismatch asks for the scan a hello without a
+// server name gets: the first certificate the client supports, else the
+// first one.
 func (s *Server) certificateIndex(hello *tls.ClientHelloInfo) int {
-	fallback := -1
-	for i := range s.cfg.Certificates {
-		c := &s.cfg.Certificates[i]
-		if hello.SupportsCertificate(c) != nil {
-			continue
+	if hello.ServerName != "" {
+		named := -1
+		for i := range s.served {
+			c := &s.served[i]
+			if c.Leaf.VerifyHostname(hello.ServerName) != nil {
+				continue
+			}
+			if hello.SupportsCertificate(c) == nil {
+				return i
+			}
+			if named < 0 {
+				named = i
+			}
 		}
-		if hello.ServerName != "" && c.Leaf.VerifyHostname(hello.ServerName) == nil {
-			return i
+		if named >= 0 {
+			return named
 		}
-		if fallback < 0 {
-			fallback = i
+		if !s.fullScan {
+			return 0
 		}
 	}
-	return max(fallback, 0)
+	// Go's check of a certificate also wants the server name covered:
+	// the scan asks about the key alone.
+	anyName := *hello
+	anyName.ServerName = ""
+	for i := range s.served {
+		if anyName.SupportsCertificate(&s.served[i]) == nil {
+			return i
+		}
+	}
+	return 0
 }
 
 // Handshake runs the server side of a TLS handshake on c, counting it in
@@ -259,7 +290,7 @@ func (s *Server) Handshake(ctx context.Context, c net.Conn, st *Stats) (*tls.Con
 	}
 	tc := tls.Server(c, s.cfg)
 	err := tc.HandshakeContext(ctx)
-	local := s.cfg.Certificates[0].Leaf
+	local := s.served[0].Leaf
 	if v, ok := s.picks.LoadAndDelete(c); ok {
 		p := v.(certPick)
 		local = p.cert.Leaf
