@@ -90,6 +90,12 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.tls_certificates":   {},
 	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.validation_context": {},
 	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.alpn_protocols":     {},
+	// The NSS key log of the handshakes whose addresses are in the ranges
+	// (see tlsconfig.compileKeyLog), written like the access logs.
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.key_log":       {},
+	"envoy.extensions.transport_sockets.tls.v3.TlsKeyLog.path":                 {},
+	"envoy.extensions.transport_sockets.tls.v3.TlsKeyLog.local_address_range":  {},
+	"envoy.extensions.transport_sockets.tls.v3.TlsKeyLog.remote_address_range": {},
 
 	"envoy.extensions.transport_sockets.tls.v3.TlsParameters.tls_minimum_protocol_version": {},
 	"envoy.extensions.transport_sockets.tls.v3.TlsParameters.tls_maximum_protocol_version": {},

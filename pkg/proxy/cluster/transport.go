@@ -38,6 +38,7 @@ var (
 type transportDeps struct {
 	ext     *extension.Registry
 	secrets tlsconfig.SecretResolver
+	keyLog  tlsconfig.KeyLogOpener
 	taps    *tap.Registry
 	stats   *stats.Store
 	runtime liveRuntime
@@ -136,7 +137,7 @@ func buildTransportAt(ts *corev3.TransportSocket, d transportDeps, scope, field 
 		inner.pp = pp
 		return inner, nil
 	case *tlsv3.UpstreamTlsContext:
-		cl, err := tlsconfig.CompileClientWithSecrets(m, d.secrets)
+		cl, err := tlsconfig.CompileClientWithSecrets(m, d.secrets, d.keyLog)
 		if err != nil {
 			return transport{}, fieldErrors(field+"typed_config.", err)
 		}

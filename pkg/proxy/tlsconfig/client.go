@@ -47,6 +47,8 @@ type Client struct {
 	// certificate's DNS SANs in place of the SAN matchers
 	// (auto_sni_san_validation).
 	autoHostSNI, autoSNISAN bool
+	// keyLog is key_log, nil when keys are not logged.
+	keyLog *keyLog
 }
 
 // Ready is closed once the secrets the context uses have their first
@@ -68,8 +70,14 @@ func (cl *Client) current() *Client {
 }
 
 // CompileClient compiles an UpstreamTlsContext. Errors name the field
-// path below it, one per problem (joined).
+// path below it, one per problem (joined). A key_log is refused: it needs
+// CompileClientWithSecrets's opener.
 func CompileClient(uc *tlsv3.UpstreamTlsContext) (*Client, error) {
+	return compileClient(uc, nil)
+}
+
+// compileClient is CompileClient opening key logs with open.
+func compileClient(uc *tlsv3.UpstreamTlsContext, open KeyLogOpener) (*Client, error) {
 	var errs []error
 	ctc := uc.GetCommonTlsContext()
 	cfg := &tls.Config{ServerName: uc.GetSni()}
@@ -113,6 +121,10 @@ func CompileClient(uc *tlsv3.UpstreamTlsContext) (*Client, error) {
 			errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.validation_context.", err))...)
 		}
 	}
+	kl, err := compileKeyLog(ctc.GetKeyLog(), open)
+	if err != nil {
+		errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.", err))...)
+	}
 	if uc.GetAutoSniSanValidation() {
 		// Envoy refuses the option where nothing would check the chain.
 		switch {
@@ -142,7 +154,7 @@ func CompileClient(uc *tlsv3.UpstreamTlsContext) (*Client, error) {
 	}
 	certs.ca = v.firstCA
 	return &Client{cfg: cfg, alpn: ctc.GetAlpnProtocols(), v: v, certs: certs,
-		autoHostSNI: uc.GetAutoHostSni(), autoSNISAN: uc.GetAutoSniSanValidation()}, nil
+		autoHostSNI: uc.GetAutoHostSni(), autoSNISAN: uc.GetAutoSniSanValidation(), keyLog: kl}, nil
 }
 
 // HandshakeError is a failed upstream TLS handshake.
@@ -241,11 +253,15 @@ func (cl *Client) HandshakeWith(ctx context.Context, c net.Conn, fallbackALPN []
 	case cl.autoHostSNI && ov.HostName != "":
 		sni = ov.HostName
 	}
-	if len(protos) > 0 || sni != cfg.ServerName || ov.VerifySAN != "" || cl.autoSNISAN || cfg.GetClientCertificate != nil {
+	logged := cl.keyLog.wants(c.LocalAddr(), c.RemoteAddr())
+	if len(protos) > 0 || sni != cfg.ServerName || ov.VerifySAN != "" || cl.autoSNISAN || cfg.GetClientCertificate != nil || logged {
 		cfg = cl.cfg.Clone()
 		if len(protos) > 0 {
 			cfg.NextProtos = protos
 		}
+	}
+	if logged {
+		cfg.KeyLogWriter = cl.keyLog.w
 	}
 	if get := cfg.GetClientCertificate; get != nil {
 		// Called only when the server asks: what the upstream's

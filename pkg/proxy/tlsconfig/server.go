@@ -44,6 +44,10 @@ type Server struct {
 	must   []bool
 	policy tlsv3.DownstreamTlsContext_OcspStaplePolicy
 	now    func() time.Time
+	// keyLog is key_log; logged and loggedNoALPN are cfg and noALPN
+	// writing to it, for the connections it wants.
+	keyLog               *keyLog
+	logged, loggedNoALPN *tls.Config
 	// served are the certificates, which selectCertificate picks from:
 	// cfg has none, or Go would serve the first itself to a hello
 	// without a server name.
@@ -80,8 +84,14 @@ func (s *Server) current() *Server {
 }
 
 // CompileServer compiles a DownstreamTlsContext. Errors name the field
-// path below it, one per problem (joined).
+// path below it, one per problem (joined). A key_log is refused: it needs
+// CompileServerWithSecrets's opener.
 func CompileServer(dc *tlsv3.DownstreamTlsContext) (*Server, error) {
+	return compileServer(dc, nil)
+}
+
+// compileServer is CompileServer opening key logs with open.
+func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, error) {
 	var errs []error
 	ctc := dc.GetCommonTlsContext()
 	cfg := &tls.Config{}
@@ -124,6 +134,10 @@ func CompileServer(dc *tlsv3.DownstreamTlsContext) (*Server, error) {
 		}
 	}
 	v.require = dc.GetRequireClientCertificate().GetValue()
+	kl, err := compileKeyLog(ctc.GetKeyLog(), open)
+	if err != nil {
+		errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.", err))...)
+	}
 	if err := applySessionResumption(cfg, dc); err != nil {
 		errs = append(errs, err)
 	}
@@ -154,6 +168,13 @@ func CompileServer(dc *tlsv3.DownstreamTlsContext) (*Server, error) {
 	s.noALPN = cfg.Clone()
 	if len(s.alpn) > 0 {
 		cfg.NextProtos = slices.Clone(s.alpn)
+	}
+	if kl != nil {
+		s.keyLog = kl
+		s.logged, s.loggedNoALPN = cfg.Clone(), s.noALPN.Clone()
+		s.logged.KeyLogWriter, s.loggedNoALPN.KeyLogWriter = kl.w, kl.w
+	}
+	if len(s.alpn) > 0 || kl != nil {
 		cfg.GetConfigForClient = s.configFor
 	}
 	return s, nil
@@ -197,17 +218,26 @@ func applySessionResumption(cfg *tls.Config, dc *tlsv3.DownstreamTlsContext) err
 }
 
 // configFor drops ALPN for a client that offers none of alpn_protocols,
-// as Envoy's selection then declines ALPN rather than the handshake.
+// as Envoy's selection then declines ALPN rather than the handshake, and
+// logs the keys of the connections key_log wants.
 func (s *Server) configFor(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+	noALPN := len(s.alpn) > 0 && len(hello.SupportedProtos) > 0
 	for _, p := range hello.SupportedProtos {
 		if slices.Contains(s.alpn, p) {
-			return nil, nil
+			noALPN = false
+			break
 		}
 	}
-	if len(hello.SupportedProtos) == 0 {
-		return nil, nil
+	logged := hello.Conn != nil && s.keyLog.wants(hello.Conn.LocalAddr(), hello.Conn.RemoteAddr())
+	switch {
+	case logged && noALPN:
+		return s.loggedNoALPN, nil
+	case logged:
+		return s.logged, nil
+	case noALPN:
+		return s.noALPN, nil
 	}
-	return s.noALPN, nil
+	return nil, nil
 }
 
 // certPick is the certificate a handshake served and its OCSP action.
