@@ -71,6 +71,10 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	// envoy.filters.listener.tls_inspector: JA3 and JA4 fingerprinting
 	// are not implemented.
 	"envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector.initial_read_buffer_size": {},
+	// A larger ClientHello closes the connection (client_hello_too_large).
+	"envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector.max_client_hello_size": {},
+	// Bytes that are no ClientHello close the connection.
+	"envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector.close_connection_on_client_hello_parsing_errors": {},
 
 	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.common_tls_context":                   {},
 	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.require_client_certificate":           {},
