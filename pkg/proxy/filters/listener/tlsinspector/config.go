@@ -47,7 +47,7 @@ func (Factory) Compile(config proto.Message, ctx listenerfilter.Context) (listen
 	limit := maxClientHello
 	if v := cfg.GetMaxClientHelloSize(); v != nil {
 		if v.GetValue() > maxClientHello {
-			return nil, fmt.Errorf("max_client_hello_size: max_client_hello_size of %d is greater than maximum of %d.", v.GetValue(), maxClientHello)
+			return nil, fmt.Errorf("max_client_hello_size: max_client_hello_size of %d is greater than maximum of %d", v.GetValue(), maxClientHello)
 		}
 		limit = int(v.GetValue())
 	}

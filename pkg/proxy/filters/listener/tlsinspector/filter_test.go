@@ -68,7 +68,7 @@ func TestOnAccept(t *testing.T) {
 
 func TestMaxClientHelloSize(t *testing.T) {
 	if _, err := (Factory{}).Compile(&tiv3.TlsInspector{MaxClientHelloSize: wrapperspb.UInt32(maxClientHello + 1)}, listenerfilter.Context{Stats: stats.NewStore()}); err == nil ||
-		err.Error() != "max_client_hello_size: max_client_hello_size of 65537 is greater than maximum of 65536." {
+		err.Error() != "max_client_hello_size: max_client_hello_size of 65537 is greater than maximum of 65536" {
 		t.Errorf("error %v", err)
 	}
 	hello := clientHelloBytes(t, &tls.Config{ServerName: "api.example.com"})
