@@ -10,8 +10,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // session ticket keys from secrets, private key providers, encrypted
 // PKCS#8 keys (by tlsconfig), signed certificate timestamps,
 // signature_algorithms (Go's crypto/tls has no setting for them),
-// compliance_policies, prefer_client_ciphers,
-// full_scan_certs_on_sni_mismatch, custom
+// compliance_policies, prefer_client_ciphers, custom
 // handshakers and certificate selectors, and in the validation context
 // system_root_certs, trust_chain_verification,
 // custom validators and watched directories.
@@ -28,6 +27,10 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext.sni":                 {},
 	"envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext.allow_renegotiation": {},
 	"envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext.max_session_keys":    {},
+	// The host's hostname as SNI, and the SNI sent checked against the
+	// certificate's DNS SANs (see tlsconfig.Client.HandshakeWith).
+	"envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext.auto_host_sni":           {},
+	"envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext.auto_sni_san_validation": {},
 
 	// HTTP/2 or HTTP/1.1 by ALPN on TLS clusters (HTTP/3 is refused).
 	"envoy.extensions.upstreams.http.v3.HttpProtocolOptions.auto_config":                           {},
@@ -68,6 +71,10 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	// envoy.filters.listener.tls_inspector: JA3 and JA4 fingerprinting
 	// are not implemented.
 	"envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector.initial_read_buffer_size": {},
+	// A larger ClientHello closes the connection (client_hello_too_large).
+	"envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector.max_client_hello_size": {},
+	// Bytes that are no ClientHello close the connection.
+	"envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector.close_connection_on_client_hello_parsing_errors": {},
 
 	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.common_tls_context":                   {},
 	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.require_client_certificate":           {},
@@ -79,11 +86,20 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.transport_sockets.tls.v3.TlsSessionTicketKeys.keys":                                {},
 	// Tickets older than it are not resumed (see tlsconfig.applySessionTimeout).
 	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.session_timeout": {},
+	// A server name no certificate covers picks by key type (see
+	// tlsconfig.Server.certificateIndex).
+	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.full_scan_certs_on_sni_mismatch": {},
 
 	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.tls_params":         {},
 	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.tls_certificates":   {},
 	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.validation_context": {},
 	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.alpn_protocols":     {},
+	// The NSS key log of the handshakes whose addresses are in the ranges
+	// (see tlsconfig.compileKeyLog), written like the access logs.
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.key_log":       {},
+	"envoy.extensions.transport_sockets.tls.v3.TlsKeyLog.path":                 {},
+	"envoy.extensions.transport_sockets.tls.v3.TlsKeyLog.local_address_range":  {},
+	"envoy.extensions.transport_sockets.tls.v3.TlsKeyLog.remote_address_range": {},
 
 	"envoy.extensions.transport_sockets.tls.v3.TlsParameters.tls_minimum_protocol_version": {},
 	"envoy.extensions.transport_sockets.tls.v3.TlsParameters.tls_maximum_protocol_version": {},
@@ -120,6 +136,9 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 // refusedTLS says why some TLS fields are refused, where "not supported"
 // alone would leave the reader guessing.
 var refusedTLS = map[protoreflect.FullName]string{
+	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.prefer_client_ciphers": "not supported by Outrigger: " +
+		"Go's crypto/tls chooses the TLS 1.2 cipher suite by its own preference order among the configured ones " +
+		"(tls.Config.PreferServerCipherSuites is ignored since Go 1.17), so neither the client's order nor the configured one decides",
 	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.private_key_provider": "not supported by Outrigger: " +
 		"private key providers (CryptoMB, QAT) hand BoringSSL's private key operations to Intel's vectorised or " +
 		"hardware implementations, which Outrigger (signing with Go's crypto) does not have; give the key in private_key",

@@ -233,6 +233,13 @@ func TestValidateSupport(t *testing.T) {
 				"static_resources.listeners[1].filter_chains[0].transport_socket.typed_config.common_tls_context.validation_context.system_root_certs: not supported by Outrigger",
 			},
 		},
+		"tls prefer_client_ciphers": {
+			overlay: strings.Replace(okHCM(""), "filter_chains: [{", `filter_chains: [{transport_socket: {name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext, prefer_client_ciphers: true, full_scan_certs_on_sni_mismatch: true, common_tls_context: {tls_certificates: [{certificate_chain: {filename: c}, private_key: {filename: k}}]}}}, `, 1),
+			want: []string{
+				"static_resources.listeners[1].filter_chains[0].transport_socket.typed_config.prefer_client_ciphers: not supported by Outrigger: Go's crypto/tls chooses the TLS 1.2 cipher suite by its own preference order " +
+					"among the configured ones (tls.Config.PreferServerCipherSuites is ignored since Go 1.17), so neither the client's order nor the configured one decides",
+			},
+		},
 		"tls secret kind not implemented": {
 			overlay: `static_resources: {secrets: [{name: k, session_ticket_keys: {keys: [{inline_string: x}]}}]}`,
 			want:    []string{"static_resources.secrets[0].session_ticket_keys: not supported by Outrigger"},

@@ -52,6 +52,9 @@ type Options struct {
 	// Secrets resolves the secrets TLS transport sockets name; nil
 	// refuses every reference.
 	Secrets tlsconfig.SecretResolver
+	// KeyLog opens the files of TLS contexts' key_log; nil refuses
+	// key_log.
+	KeyLog tlsconfig.KeyLogOpener
 	// Log is the "upstream" component logger; DNS resolvers log to
 	// ResolverEnv.Log.
 	Log logr.Logger
@@ -138,7 +141,7 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 		errs = append(errs, prefixed("cluster_manager", err))
 	}
 	caches := newDNSCaches(o)
-	td := transportDeps{ext: o.Extensions, secrets: o.Secrets, taps: o.Taps, stats: o.Stats, runtime: o.Runtime}
+	td := transportDeps{ext: o.Extensions, secrets: o.Secrets, keyLog: o.KeyLog, taps: o.Taps, stats: o.Stats, runtime: o.Runtime}
 	seen := map[string]int{}
 	for i, cfg := range cfgs {
 		path := index(staticClustersPath, i)

@@ -38,6 +38,7 @@ var (
 type transportDeps struct {
 	ext     *extension.Registry
 	secrets tlsconfig.SecretResolver
+	keyLog  tlsconfig.KeyLogOpener
 	taps    *tap.Registry
 	stats   *stats.Store
 	runtime liveRuntime
@@ -136,7 +137,7 @@ func buildTransportAt(ts *corev3.TransportSocket, d transportDeps, scope, field 
 		inner.pp = pp
 		return inner, nil
 	case *tlsv3.UpstreamTlsContext:
-		cl, err := tlsconfig.CompileClientWithSecrets(m, d.secrets)
+		cl, err := tlsconfig.CompileClientWithSecrets(m, d.secrets, d.keyLog)
 		if err != nil {
 			return transport{}, fieldErrors(field+"typed_config.", err)
 		}
@@ -173,12 +174,16 @@ func fieldErrors(prefix string, err error) []error {
 // handshake runs the TLS handshake of a new connection to a host of a TLS
 // cluster, with the server name and SAN the request in ctx asks for
 // (auto_sni, auto_san_validation) or, in a dynamic forward proxy cluster
-// with auto_sni, the host's name; the connection is closed when it fails.
+// with auto_sni, the host's name; a context with auto_host_sni falls back
+// on the host's hostname. The connection is closed when it fails.
 // It also returns what the access log shows of the connection.
 func (c *Cluster) handshake(ctx context.Context, conn net.Conn, alpn []string, h *upstream.Host) (net.Conn, *accesslog.TLSInfo, error) {
 	ov := tlsconfig.OverrideFrom(ctx)
 	if d := c.settings.dfp; d != nil && d.autoSNI {
 		ov = c.settings.tls.HostOverride(dfpServerName(h))
+	}
+	if h != nil {
+		ov.HostName = h.Hostname
 	}
 	tc, local, err := c.tlsOf(h).HandshakeWith(ctx, conn, alpn, ov, c.ssl)
 	if err != nil {

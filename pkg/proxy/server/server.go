@@ -166,6 +166,7 @@ func New(cfg Config) (*Server, error) {
 	clusters, err := cluster.NewManager(cfg.Bootstrap.GetStaticResources().GetClusters(), cluster.Options{
 		OutlierEvents: s.outlierEvents,
 		Secrets:       secrets.resolve,
+		KeyLog:        s.openKeyLog,
 		Stats:         s.stats,
 		Runtime:       snapshot,
 		Now:           now,

@@ -50,13 +50,24 @@ func (s *Server) buildTransportSocket(ts *corev3.TransportSocket, d downstreamTr
 				d.warm.addSecret(p)
 			}
 			return p, err
-		})
+		}, s.openKeyLog)
 		if err != nil {
 			return listener.Transport{}, errors.Join(listener.PrefixErrors("typed_config.", err)...)
 		}
 		return listener.Transport{TLS: srv}, nil
 	}
 	return listener.Transport{}, fmt.Errorf("typed_config: transport socket type %T is not supported by Outrigger", msg)
+}
+
+// openKeyLog opens the file of a TLS context's key_log, shared with the
+// access logs (flushed and reopened with them, as Envoy writes key logs
+// through its access log manager).
+func (s *Server) openKeyLog(path string) (io.Writer, error) {
+	fw, err := s.sharedLogFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening TLS key log: %w", err)
+	}
+	return fw, nil
 }
 
 // buildTapTransport compiles a tap transport socket and the one it wraps.

@@ -42,6 +42,13 @@ type Client struct {
 	next atomic.Pointer[Client]
 	// ready is closed once its secrets have come (nil: they had).
 	ready <-chan struct{}
+	// autoHostSNI sends the host's hostname as the server name
+	// (auto_host_sni); autoSNISAN checks the server name sent against the
+	// certificate's DNS SANs in place of the SAN matchers
+	// (auto_sni_san_validation).
+	autoHostSNI, autoSNISAN bool
+	// keyLog is key_log, nil when keys are not logged.
+	keyLog *keyLog
 }
 
 // Ready is closed once the secrets the context uses have their first
@@ -63,8 +70,14 @@ func (cl *Client) current() *Client {
 }
 
 // CompileClient compiles an UpstreamTlsContext. Errors name the field
-// path below it, one per problem (joined).
+// path below it, one per problem (joined). A key_log is refused: it needs
+// CompileClientWithSecrets's opener.
 func CompileClient(uc *tlsv3.UpstreamTlsContext) (*Client, error) {
+	return compileClient(uc, nil)
+}
+
+// compileClient is CompileClient opening key logs with open.
+func compileClient(uc *tlsv3.UpstreamTlsContext, open KeyLogOpener) (*Client, error) {
 	var errs []error
 	ctc := uc.GetCommonTlsContext()
 	cfg := &tls.Config{ServerName: uc.GetSni()}
@@ -108,6 +121,19 @@ func CompileClient(uc *tlsv3.UpstreamTlsContext) (*Client, error) {
 			errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.validation_context.", err))...)
 		}
 	}
+	kl, err := compileKeyLog(ctc.GetKeyLog(), open)
+	if err != nil {
+		errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.", err))...)
+	}
+	if uc.GetAutoSniSanValidation() {
+		// Envoy refuses the option where nothing would check the chain.
+		switch {
+		case ctc.GetValidationContext() == nil:
+			errs = append(errs, errors.New("auto_sni_san_validation: 'auto_sni_san_validation' was configured without a validation context"))
+		case v.roots == nil:
+			errs = append(errs, errors.New("auto_sni_san_validation: 'auto_sni_san_validation' was configured without configuring a trusted CA"))
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -127,7 +153,8 @@ func CompileClient(uc *tlsv3.UpstreamTlsContext) (*Client, error) {
 		cfg.ClientSessionCache = tls.NewLRUClientSessionCache(n)
 	}
 	certs.ca = v.firstCA
-	return &Client{cfg: cfg, alpn: ctc.GetAlpnProtocols(), v: v, certs: certs}, nil
+	return &Client{cfg: cfg, alpn: ctc.GetAlpnProtocols(), v: v, certs: certs,
+		autoHostSNI: uc.GetAutoHostSni(), autoSNISAN: uc.GetAutoSniSanValidation(), keyLog: kl}, nil
 }
 
 // HandshakeError is a failed upstream TLS handshake.
@@ -207,7 +234,10 @@ func (cl *Client) Handshake(ctx context.Context, c net.Conn, fallbackALPN []stri
 // HandshakeWith is Handshake with a request's Override of the server name
 // and of the SAN the server's certificate must have. It also returns the
 // client certificate sent, nil when the server asked for none (or the
-// context has none).
+// context has none). The server name is, as Envoy chooses it, the
+// Override's, else the host's hostname with auto_host_sni, else sni;
+// with auto_sni_san_validation the certificate must be valid for it
+// (unless the Override names its own SAN).
 func (cl *Client) HandshakeWith(ctx context.Context, c net.Conn, fallbackALPN []string, ov Override, st *Stats) (*tls.Conn, *x509.Certificate, error) {
 	cl = cl.current()
 	if cl.cfg == nil {
@@ -216,11 +246,22 @@ func (cl *Client) HandshakeWith(ctx context.Context, c net.Conn, fallbackALPN []
 	cfg := cl.cfg
 	protos := cl.protocols(fallbackALPN)
 	var sent *x509.Certificate
-	if len(protos) > 0 || ov != (Override{}) || cfg.GetClientCertificate != nil {
+	sni := cfg.ServerName
+	switch {
+	case ov.ServerName != "":
+		sni = ov.ServerName
+	case cl.autoHostSNI && ov.HostName != "":
+		sni = ov.HostName
+	}
+	logged := cl.keyLog.wants(c.LocalAddr(), c.RemoteAddr())
+	if len(protos) > 0 || sni != cfg.ServerName || ov.VerifySAN != "" || cl.autoSNISAN || cfg.GetClientCertificate != nil || logged {
 		cfg = cl.cfg.Clone()
 		if len(protos) > 0 {
 			cfg.NextProtos = protos
 		}
+	}
+	if logged {
+		cfg.KeyLogWriter = cl.keyLog.w
 	}
 	if get := cfg.GetClientCertificate; get != nil {
 		// Called only when the server asks: what the upstream's
@@ -233,12 +274,15 @@ func (cl *Client) HandshakeWith(ctx context.Context, c net.Conn, fallbackALPN []
 			return cert, err
 		}
 	}
-	if ov.ServerName != "" {
-		cfg.ServerName = ov.ServerName
+	if sni != cfg.ServerName {
+		cfg.ServerName = sni
 	}
-	if san := ov.VerifySAN; san != "" {
-		v := cl.v
+	v := cl.v
+	switch san := ov.VerifySAN; {
+	case san != "":
 		cfg.VerifyConnection = func(cs tls.ConnectionState) error { return v.verifyWith(cs.PeerCertificates, san) }
+	case cl.autoSNISAN && sni != "":
+		cfg.VerifyConnection = func(cs tls.ConnectionState) error { return v.verifySNI(cs.PeerCertificates, sni) }
 	}
 	tc, err := runClientHandshake(ctx, c, cfg, st)
 	if err != nil {

@@ -113,7 +113,7 @@ func BenchmarkHandshake(b *testing.B) {
 func BenchmarkHandshakeFloor(b *testing.B) {
 	s := benchContext(b)
 	cfg := &tls.Config{
-		Certificates:     []tls.Certificate{s.cfg.Certificates[0]},
+		Certificates:     []tls.Certificate{s.served[0]},
 		CurvePreferences: []tls.CurveID{tls.X25519, tls.CurveP256},
 		NextProtos:       []string{"h2", "http/1.1"},
 	}

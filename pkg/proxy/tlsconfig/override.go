@@ -17,6 +17,11 @@ type Override struct {
 	// VerifySAN, when set, is a name one of the server certificate's
 	// SANs must match, on top of the validation context's checks.
 	VerifySAN string
+	// HostName is the upstream host's hostname (its endpoint's hostname,
+	// or the name a DNS cluster resolved), the server name of a context
+	// with auto_host_sni when ServerName is "". It comes from the host,
+	// not the request, so it never keys a pool.
+	HostName string
 }
 
 // overrideKey is the context key of an Override.
@@ -42,10 +47,8 @@ func OverrideFrom(ctx context.Context) Override {
 // wildcard DNS SAN covers one label; URI, email and IP SANs compare
 // exactly.
 func matchSANList(c *x509.Certificate, name string) bool {
-	for _, n := range c.DNSNames {
-		if strings.EqualFold(n, name) || dnsWildcardMatch(n, name) {
-			return true
-		}
+	if matchDNSSAN(c, name) {
+		return true
 	}
 	for _, u := range c.URIs {
 		if u.String() == name {
@@ -68,6 +71,32 @@ func matchSANList(c *x509.Certificate, name string) bool {
 // verifyWith is verify with a request's SAN name: checked after the
 // chain, before the configured SAN matchers, as Envoy orders them.
 func (v *validator) verifyWith(chain []*x509.Certificate, san string) error {
+	if err := v.verifyPresentChain(chain); err != nil {
+		return err
+	}
+	if !matchSANList(chain[0], san) {
+		return &VerifyError{Reason: FailSAN, Err: errors.New("no subject alt name matches " + san)}
+	}
+	return v.verifyLeaf(chain[0])
+}
+
+// verifySNI is verify for a context with auto_sni_san_validation: the
+// server name sent must be a DNS SAN of the certificate, in place of the
+// configured SAN matchers (Envoy's DNS exact matcher: case-insensitive, a
+// wildcard SAN covering one label); the chain and the pins still apply.
+func (v *validator) verifySNI(chain []*x509.Certificate, sni string) error {
+	if err := v.verifyPresentChain(chain); err != nil {
+		return err
+	}
+	if !matchDNSSAN(chain[0], sni) {
+		return &VerifyError{Reason: FailSAN, Err: errors.New("no DNS subject alt name matches the SNI " + sni)}
+	}
+	return v.verifyPins(chain[0])
+}
+
+// verifyPresentChain checks that the server presented a certificate and,
+// with trusted_ca, that its chain verifies.
+func (v *validator) verifyPresentChain(chain []*x509.Certificate) error {
 	if len(chain) == 0 {
 		return &VerifyError{Reason: FailNoCert, Err: errors.New("none presented")}
 	}
@@ -76,8 +105,15 @@ func (v *validator) verifyWith(chain []*x509.Certificate, san string) error {
 			return &VerifyError{Reason: FailError, Err: err}
 		}
 	}
-	if !matchSANList(chain[0], san) {
-		return &VerifyError{Reason: FailSAN, Err: errors.New("no subject alt name matches " + san)}
+	return nil
+}
+
+// matchDNSSAN reports whether some DNS SAN of c covers name.
+func matchDNSSAN(c *x509.Certificate, name string) bool {
+	for _, n := range c.DNSNames {
+		if strings.EqualFold(n, name) || dnsWildcardMatch(n, name) {
+			return true
+		}
 	}
-	return v.verifyLeaf(chain[0])
+	return false
 }

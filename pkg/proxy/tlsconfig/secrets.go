@@ -204,12 +204,13 @@ func (r *secretRefs) expand(ctc *tlsv3.CommonTlsContext, override *Provider, val
 // delivers) leaves the Server without a context until every secret it
 // uses has one: its handshakes fail meanwhile, and Ready says when the
 // wait is over.
-func CompileServerWithSecrets(dc *tlsv3.DownstreamTlsContext, resolve SecretResolver) (*Server, error) {
+func CompileServerWithSecrets(dc *tlsv3.DownstreamTlsContext, resolve SecretResolver, open KeyLogOpener) (*Server, error) {
 	if len(dc.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs()) > 0 && len(dc.GetCommonTlsContext().GetTlsCertificates()) > 0 {
 		return nil, errors.New("common_tls_context: SDS and non-SDS TLS certificates may not be mixed in server contexts")
 	}
 	srv, ready, err := compileWithSecrets(dc, resolve, func(m *tlsv3.DownstreamTlsContext) **tlsv3.CommonTlsContext { return &m.CommonTlsContext },
-		CompileServer, func(s *Server) *atomic.Pointer[Server] { return &s.next })
+		func(m *tlsv3.DownstreamTlsContext) (*Server, error) { return compileServer(m, open) },
+		func(s *Server) *atomic.Pointer[Server] { return &s.next })
 	if srv != nil {
 		srv.ready = ready
 	}
@@ -218,9 +219,10 @@ func CompileServerWithSecrets(dc *tlsv3.DownstreamTlsContext, resolve SecretReso
 
 // CompileClientWithSecrets is CompileServerWithSecrets for an
 // UpstreamTlsContext.
-func CompileClientWithSecrets(uc *tlsv3.UpstreamTlsContext, resolve SecretResolver) (*Client, error) {
+func CompileClientWithSecrets(uc *tlsv3.UpstreamTlsContext, resolve SecretResolver, open KeyLogOpener) (*Client, error) {
 	cl, ready, err := compileWithSecrets(uc, resolve, func(m *tlsv3.UpstreamTlsContext) **tlsv3.CommonTlsContext { return &m.CommonTlsContext },
-		CompileClient, func(c *Client) *atomic.Pointer[Client] { return &c.next })
+		func(m *tlsv3.UpstreamTlsContext) (*Client, error) { return compileClient(m, open) },
+		func(c *Client) *atomic.Pointer[Client] { return &c.next })
 	if cl != nil {
 		cl.ready = ready
 	}

@@ -17,7 +17,7 @@ func TestServerWaitsForPendingSecrets(t *testing.T) {
 	s, err := CompileServerWithSecrets(&tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
 		TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{{Name: "cert"}},
 		ValidationContextType:          &tlsv3.CommonTlsContext_ValidationContextSdsSecretConfig{ValidationContextSdsSecretConfig: &tlsv3.SdsSecretConfig{Name: "ca"}},
-	}}, resolverOf(cert, ca))
+	}}, resolverOf(cert, ca), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestProviderMarkReadyWithoutValue(t *testing.T) {
 	cert := NewProvider("cert", nil)
 	cl, err := CompileClientWithSecrets(&tlsv3.UpstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
 		TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{{Name: "cert"}},
-	}}, resolverOf(cert))
+	}}, resolverOf(cert), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

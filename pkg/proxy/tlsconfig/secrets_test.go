@@ -73,7 +73,7 @@ func TestServerFollowsSecret(t *testing.T) {
 	prov := NewProvider("cert", certSecret("cert", p.server))
 	s, err := CompileServerWithSecrets(&tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
 		TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{{Name: "cert"}},
-	}}, resolverOf(prov))
+	}}, resolverOf(prov), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestCombinedValidationContext(t *testing.T) {
 				}}},
 				ValidationContextSdsSecretConfig: &tlsv3.SdsSecretConfig{Name: "ca"},
 			}},
-		}}, resolverOf(ca))
+		}}, resolverOf(ca), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +134,7 @@ func TestCombinedValidationContext(t *testing.T) {
 	}
 	if _, err := CompileClientWithSecrets(&tlsv3.UpstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
 		ValidationContextType: &tlsv3.CommonTlsContext_ValidationContextSdsSecretConfig{ValidationContextSdsSecretConfig: &tlsv3.SdsSecretConfig{Name: "nowhere"}},
-	}}, resolverOf(ca)); err == nil || err.Error() != "common_tls_context.validation_context_sds_secret_config.name: Unknown static secret: nowhere" {
+	}}, resolverOf(ca), nil); err == nil || err.Error() != "common_tls_context.validation_context_sds_secret_config.name: Unknown static secret: nowhere" {
 		t.Errorf("unknown secret: %v", err)
 	}
 }
@@ -145,7 +145,7 @@ func TestGoneContextUnsubscribed(t *testing.T) {
 	func() {
 		if _, err := CompileServerWithSecrets(&tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
 			TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{{Name: "cert"}},
-		}}, resolverOf(prov)); err != nil {
+		}}, resolverOf(prov), nil); err != nil {
 			t.Fatal(err)
 		}
 	}()

@@ -44,6 +44,18 @@ type Server struct {
 	must   []bool
 	policy tlsv3.DownstreamTlsContext_OcspStaplePolicy
 	now    func() time.Time
+	// keyLog is key_log; logged and loggedNoALPN are cfg and noALPN
+	// writing to it, for the connections it wants.
+	keyLog               *keyLog
+	logged, loggedNoALPN *tls.Config
+	// served are the certificates, which selectCertificate picks from:
+	// cfg has none, or Go would serve the first itself to a hello
+	// without a server name.
+	served []tls.Certificate
+	// fullScan is full_scan_certs_on_sni_mismatch: a server name no
+	// certificate covers picks by key type as a hello without one does,
+	// rather than taking the first certificate.
+	fullScan bool
 	// certs are what /certs shows of the context.
 	certs contextCerts
 	// next is the context compiled from its secrets' latest values, nil
@@ -72,8 +84,14 @@ func (s *Server) current() *Server {
 }
 
 // CompileServer compiles a DownstreamTlsContext. Errors name the field
-// path below it, one per problem (joined).
+// path below it, one per problem (joined). A key_log is refused: it needs
+// CompileServerWithSecrets's opener.
 func CompileServer(dc *tlsv3.DownstreamTlsContext) (*Server, error) {
+	return compileServer(dc, nil)
+}
+
+// compileServer is CompileServer opening key logs with open.
+func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, error) {
 	var errs []error
 	ctc := dc.GetCommonTlsContext()
 	cfg := &tls.Config{}
@@ -84,6 +102,7 @@ func CompileServer(dc *tlsv3.DownstreamTlsContext) (*Server, error) {
 		certs   contextCerts
 		staples []*ocspStaple
 		must    []bool
+		served  []tls.Certificate
 	)
 	tlsCerts := ctc.GetTlsCertificates()
 	if len(tlsCerts) == 0 {
@@ -103,7 +122,7 @@ func CompileServer(dc *tlsv3.DownstreamTlsContext) (*Server, error) {
 		} else if dc.GetOcspStaplePolicy() == tlsv3.DownstreamTlsContext_MUST_STAPLE {
 			errs = append(errs, fmt.Errorf("common_tls_context.tls_certificates[%d].ocsp_staple: Required OCSP response is missing from TLS context (ocsp_staple_policy MUST_STAPLE)", i))
 		}
-		cfg.Certificates = append(cfg.Certificates, c)
+		served = append(served, c)
 		staples, must = append(staples, staple), append(must, mustStaple(c.Leaf))
 		certs.chain = append(certs.chain, loadedCert{path: sourcePath(tc.GetCertificateChain()), cert: c.Leaf, ocsp: staple})
 	}
@@ -115,6 +134,10 @@ func CompileServer(dc *tlsv3.DownstreamTlsContext) (*Server, error) {
 		}
 	}
 	v.require = dc.GetRequireClientCertificate().GetValue()
+	kl, err := compileKeyLog(ctc.GetKeyLog(), open)
+	if err != nil {
+		errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.", err))...)
+	}
 	if err := applySessionResumption(cfg, dc); err != nil {
 		errs = append(errs, err)
 	}
@@ -125,8 +148,9 @@ func CompileServer(dc *tlsv3.DownstreamTlsContext) (*Server, error) {
 		return nil, err
 	}
 	certs.ca = v.firstCA
-	s := &Server{cfg: cfg, alpn: ctc.GetAlpnProtocols(), v: v, certs: certs,
-		ocsp: staples, must: must, policy: dc.GetOcspStaplePolicy(), now: time.Now}
+	s := &Server{cfg: cfg, served: served, alpn: ctc.GetAlpnProtocols(), v: v, certs: certs,
+		ocsp: staples, must: must, policy: dc.GetOcspStaplePolicy(), now: time.Now,
+		fullScan: dc.GetFullScanCertsOnSniMismatch().GetValue()}
 	if v.active() {
 		// A required certificate that is missing fails in Go's own
 		// handshake, which sends certificate_required (TLS 1.3) as
@@ -144,6 +168,13 @@ func CompileServer(dc *tlsv3.DownstreamTlsContext) (*Server, error) {
 	s.noALPN = cfg.Clone()
 	if len(s.alpn) > 0 {
 		cfg.NextProtos = slices.Clone(s.alpn)
+	}
+	if kl != nil {
+		s.keyLog = kl
+		s.logged, s.loggedNoALPN = cfg.Clone(), s.noALPN.Clone()
+		s.logged.KeyLogWriter, s.loggedNoALPN.KeyLogWriter = kl.w, kl.w
+	}
+	if len(s.alpn) > 0 || kl != nil {
 		cfg.GetConfigForClient = s.configFor
 	}
 	return s, nil
@@ -187,17 +218,26 @@ func applySessionResumption(cfg *tls.Config, dc *tlsv3.DownstreamTlsContext) err
 }
 
 // configFor drops ALPN for a client that offers none of alpn_protocols,
-// as Envoy's selection then declines ALPN rather than the handshake.
+// as Envoy's selection then declines ALPN rather than the handshake, and
+// logs the keys of the connections key_log wants.
 func (s *Server) configFor(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+	noALPN := len(s.alpn) > 0 && len(hello.SupportedProtos) > 0
 	for _, p := range hello.SupportedProtos {
 		if slices.Contains(s.alpn, p) {
-			return nil, nil
+			noALPN = false
+			break
 		}
 	}
-	if len(hello.SupportedProtos) == 0 {
-		return nil, nil
+	logged := hello.Conn != nil && s.keyLog.wants(hello.Conn.LocalAddr(), hello.Conn.RemoteAddr())
+	switch {
+	case logged && noALPN:
+		return s.loggedNoALPN, nil
+	case logged:
+		return s.logged, nil
+	case noALPN:
+		return s.noALPN, nil
 	}
-	return s.noALPN, nil
+	return nil, nil
 }
 
 // certPick is the certificate a handshake served and its OCSP action.
@@ -212,10 +252,10 @@ type certPick struct {
 // stapled without a valid response fails the handshake.
 func (s *Server) selectCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	i := 0
-	if len(s.cfg.Certificates) > 1 {
+	if len(s.served) > 1 {
 		i = s.certificateIndex(hello)
 	}
-	cert := &s.cfg.Certificates[i]
+	cert := &s.served[i]
 	action := ocspNotAsked
 	if slices.Contains(hello.Extensions, extStatusRequest) {
 		action = stapleDecision(s.policy, s.ocsp[i], s.must[i], s.now())
@@ -229,24 +269,45 @@ func (s *Server) selectCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate
 	return withStaple(cert, s.ocsp[i], action), nil
 }
 
-// certificateIndex picks among several certificates: the first one the
-// client supports whose names cover the requested server name, else the
-// first one the client supports, else the first one.
+// certificateIndex picks among several certificates as Envoy's default
+// selector does. With a server name: the first certificate whose names
+// cover it that the client supports, else the first whose names cover
+// it. When none covers it, the first certificate, unless
+// full_scan_certs_on_sni_mismatch asks for the scan a hello without a
+// server name gets: the first certificate the client supports, else the
+// first one.
 func (s *Server) certificateIndex(hello *tls.ClientHelloInfo) int {
-	fallback := -1
-	for i := range s.cfg.Certificates {
-		c := &s.cfg.Certificates[i]
-		if hello.SupportsCertificate(c) != nil {
-			continue
+	if hello.ServerName != "" {
+		named := -1
+		for i := range s.served {
+			c := &s.served[i]
+			if c.Leaf.VerifyHostname(hello.ServerName) != nil {
+				continue
+			}
+			if hello.SupportsCertificate(c) == nil {
+				return i
+			}
+			if named < 0 {
+				named = i
+			}
 		}
-		if hello.ServerName != "" && c.Leaf.VerifyHostname(hello.ServerName) == nil {
-			return i
+		if named >= 0 {
+			return named
 		}
-		if fallback < 0 {
-			fallback = i
+		if !s.fullScan {
+			return 0
 		}
 	}
-	return max(fallback, 0)
+	// Go's check of a certificate also wants the server name covered:
+	// the scan asks about the key alone.
+	anyName := *hello
+	anyName.ServerName = ""
+	for i := range s.served {
+		if anyName.SupportsCertificate(&s.served[i]) == nil {
+			return i
+		}
+	}
+	return 0
 }
 
 // Handshake runs the server side of a TLS handshake on c, counting it in
@@ -259,7 +320,7 @@ func (s *Server) Handshake(ctx context.Context, c net.Conn, st *Stats) (*tls.Con
 	}
 	tc := tls.Server(c, s.cfg)
 	err := tc.HandshakeContext(ctx)
-	local := s.cfg.Certificates[0].Leaf
+	local := s.served[0].Leaf
 	if v, ok := s.picks.LoadAndDelete(c); ok {
 		p := v.(certPick)
 		local = p.cert.Leaf

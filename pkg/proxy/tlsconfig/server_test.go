@@ -498,3 +498,60 @@ func TestSessionTimeout(t *testing.T) {
 		t.Fatal("a ticket older than session_timeout was resumed")
 	}
 }
+
+func TestFullScanCertsOnSNIMismatch(t *testing.T) {
+	p := newPKI(t)
+	// The first certificate is RSA, the second ECDSA; the client below
+	// takes ECDSA only, so the second is the one a scan finds.
+	add := func(ctx *tlsv3.DownstreamTlsContext, name string, rsa bool) {
+		l, err := p.ca.Issue(tlstest.Options{CommonName: name, DNS: []string{name}, RSA: rsa})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx.CommonTlsContext.TlsCertificates = append(ctx.CommonTlsContext.TlsCertificates, &tlsv3.TlsCertificate{
+			CertificateChain: file(p.write(t, name+".pem", l.CertPEM)), PrivateKey: file(p.write(t, name+"-key.pem", l.KeyPEM)),
+		})
+	}
+	for _, tc := range []struct {
+		name     string
+		fullScan *wrapperspb.BoolValue
+		sni      string
+		want     string // "" for a failed handshake
+	}{
+		{"a mismatched name takes the first certificate", nil, "other.example.com", ""},
+		{"false is the default", wrapperspb.Bool(false), "other.example.com", ""},
+		{"a full scan finds one the client supports", wrapperspb.Bool(true), "other.example.com", "ecdsa.example.com"},
+		{"without a server name the scan is always made", nil, "", "ecdsa.example.com"},
+		{"a name covered by an unsupported certificate keeps it", wrapperspb.Bool(true), "rsa.example.com", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := &tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{}, FullScanCertsOnSniMismatch: tc.fullScan}
+			add(ctx, "rsa.example.com", true)
+			add(ctx, "ecdsa.example.com", false)
+			s, err := CompileServer(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			served := ""
+			cfg := &tls.Config{ServerName: tc.sni, InsecureSkipVerify: true, MaxVersion: tls.VersionTLS12,
+				CipherSuites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256},
+				VerifyConnection: func(cs tls.ConnectionState) error {
+					served = cs.PeerCertificates[0].Subject.CommonName
+					return nil
+				}}
+			_, serr, cerr := handshake(t, s, nil, cfg)
+			if tc.want == "" {
+				if serr == nil || cerr == nil {
+					t.Fatalf("handshake succeeded with %q, want the first (RSA) certificate, which the client cannot use", served)
+				}
+				return
+			}
+			if serr != nil || cerr != nil {
+				t.Fatalf("server %v, client %v", serr, cerr)
+			}
+			if served != tc.want {
+				t.Errorf("served %q, want %q", served, tc.want)
+			}
+		})
+	}
+}

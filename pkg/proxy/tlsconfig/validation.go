@@ -194,6 +194,12 @@ func (v *validator) verifyLeaf(leaf *x509.Certificate) error {
 	if len(v.sans) > 0 && !v.matchSAN(leaf) {
 		return &VerifyError{Reason: FailSAN, Err: errors.New("no subject alt name matches")}
 	}
+	return v.verifyPins(leaf)
+}
+
+// verifyPins checks the leaf against verify_certificate_hash and
+// verify_certificate_spki: one of them must allow it, when any is set.
+func (v *validator) verifyPins(leaf *x509.Certificate) error {
 	if len(v.hashes) > 0 || len(v.spkis) > 0 {
 		h := sha256.Sum256(leaf.Raw)
 		s := sha256.Sum256(leaf.RawSubjectPublicKeyInfo)

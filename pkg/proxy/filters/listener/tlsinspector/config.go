@@ -44,11 +44,19 @@ func (Factory) Compile(config proto.Message, ctx listenerfilter.Context) (listen
 	if ctx.Stats == nil {
 		return nil, errors.New("tls_inspector: no stat store")
 	}
-	initial := defaultInitialRead
-	if v := cfg.GetInitialReadBufferSize(); v != nil {
-		initial = int(min(v.GetValue(), maxClientHello))
+	limit := maxClientHello
+	if v := cfg.GetMaxClientHelloSize(); v != nil {
+		if v.GetValue() > maxClientHello {
+			return nil, fmt.Errorf("max_client_hello_size: max_client_hello_size of %d is greater than maximum of %d", v.GetValue(), maxClientHello)
+		}
+		limit = int(v.GetValue())
 	}
-	return &filter{initial: initial, stats: newFilterStats(ctx.Stats.Scope("tls_inspector."))}, nil
+	initial := min(defaultInitialRead, limit)
+	if v := cfg.GetInitialReadBufferSize(); v != nil {
+		initial = min(int(v.GetValue()), limit)
+	}
+	return &filter{initial: initial, limit: limit, closeOnError: cfg.GetCloseConnectionOnClientHelloParsingErrors(),
+		stats: newFilterStats(ctx.Stats.Scope("tls_inspector."))}, nil
 }
 
 // filterStats are Envoy's tls_inspector stats, at the root scope.
@@ -76,7 +84,14 @@ func newFilterStats(scope stats.Scope) filterStats {
 // connections.
 type filter struct {
 	initial int
-	stats   filterStats
+	// limit is max_client_hello_size: a larger ClientHello closes the
+	// connection (client_hello_too_large).
+	limit int
+	// closeOnError is close_connection_on_client_hello_parsing_errors:
+	// bytes that are no ClientHello close the connection rather than go
+	// on as plaintext.
+	closeOnError bool
+	stats        filterStats
 }
 
 // OnAccept peeks until the first bytes are known to be a whole
@@ -90,10 +105,14 @@ func (f *filter) OnAccept(s *listenerfilter.Socket) error {
 		if err != nil {
 			return err
 		}
-		h, need, perr := parseClientHello(buf[:n])
+		h, need, perr := parseClientHello(buf[:n], f.limit)
 		switch {
 		case errors.Is(perr, errTooLarge):
 			f.stats.tooLarge.Inc()
+			f.stats.bytesProcessed.Record(uint64(n))
+			return listenerfilter.ErrRejected
+		case perr != nil && f.closeOnError:
+			// Envoy counts nothing but the bytes then.
 			f.stats.bytesProcessed.Record(uint64(n))
 			return listenerfilter.ErrRejected
 		case perr != nil:

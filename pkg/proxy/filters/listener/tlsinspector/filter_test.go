@@ -65,3 +65,50 @@ func TestOnAccept(t *testing.T) {
 		}
 	}
 }
+
+func TestMaxClientHelloSize(t *testing.T) {
+	if _, err := (Factory{}).Compile(&tiv3.TlsInspector{MaxClientHelloSize: wrapperspb.UInt32(maxClientHello + 1)}, listenerfilter.Context{Stats: stats.NewStore()}); err == nil ||
+		err.Error() != "max_client_hello_size: max_client_hello_size of 65537 is greater than maximum of 65536" {
+		t.Errorf("error %v", err)
+	}
+	hello := clientHelloBytes(t, &tls.Config{ServerName: "api.example.com"})
+	size := len(hello) - recordHeaderLen - handshakeHeaderLen // the handshake message's body
+	for _, tc := range []struct {
+		limit    uint32
+		tooLarge uint64
+	}{
+		{uint32(size), 0},
+		{uint32(size - 1), 1},
+	} {
+		store := stats.NewStore()
+		f, err := Factory{}.Compile(&tiv3.TlsInspector{MaxClientHelloSize: wrapperspb.UInt32(tc.limit)}, listenerfilter.Context{Stats: store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = f.OnAccept(accepted(t, hello))
+		if (tc.tooLarge > 0) != errors.Is(err, listenerfilter.ErrRejected) {
+			t.Errorf("limit %d: %v", tc.limit, err)
+		}
+		if got := store.Counter("tls_inspector.client_hello_too_large").Value(); got != tc.tooLarge {
+			t.Errorf("limit %d: client_hello_too_large = %d, want %d", tc.limit, got, tc.tooLarge)
+		}
+	}
+}
+
+func TestCloseConnectionOnClientHelloParsingErrors(t *testing.T) {
+	store := stats.NewStore()
+	f, err := Factory{}.Compile(&tiv3.TlsInspector{CloseConnectionOnClientHelloParsingErrors: true}, listenerfilter.Context{Stats: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.OnAccept(accepted(t, []byte("GET / HTTP/1.1\r\n"))); !errors.Is(err, listenerfilter.ErrRejected) {
+		t.Errorf("plaintext: %v, want the connection closed", err)
+	}
+	s := accepted(t, clientHelloBytes(t, &tls.Config{ServerName: "api.example.com"}))
+	if err := f.OnAccept(s); err != nil || s.DetectedTransportProtocol() != "tls" {
+		t.Errorf("ClientHello: %v, %q", err, s.DetectedTransportProtocol())
+	}
+	if got := store.Counter("tls_inspector.tls_not_found").Value(); got != 0 {
+		t.Errorf("tls_not_found = %d, want 0 (Envoy counts a closed connection nowhere)", got)
+	}
+}

@@ -16,7 +16,7 @@ type clientHello struct {
 var (
 	// errNotTLS: the bytes are not a TLS ClientHello.
 	errNotTLS = errors.New("not a TLS ClientHello")
-	// errTooLarge: the ClientHello is larger than maxClientHello.
+	// errTooLarge: the ClientHello is larger than the filter's limit.
 	errTooLarge = errors.New("ClientHello too large")
 )
 
@@ -34,8 +34,8 @@ const (
 // parseClientHello reads the ClientHello at the start of b, which may span
 // several handshake records. It returns need > 0 when it takes more bytes
 // (how many in all), errNotTLS when b cannot start one, errTooLarge past
-// maxClientHello.
-func parseClientHello(b []byte) (clientHello, int, error) {
+// limit (max_client_hello_size).
+func parseClientHello(b []byte, limit int) (clientHello, int, error) {
 	var msg []byte
 	off := 0
 	for {
@@ -54,7 +54,7 @@ func parseClientHello(b []byte) (clientHello, int, error) {
 			return clientHello{}, 0, errNotTLS
 		}
 		end := off + recordHeaderLen + n
-		if end > maxClientHello+recordHeaderLen*4 {
+		if end > limit+recordHeaderLen*4 {
 			return clientHello{}, 0, errTooLarge
 		}
 		if len(b) < end {
@@ -69,7 +69,7 @@ func parseClientHello(b []byte) (clientHello, int, error) {
 			return clientHello{}, 0, errNotTLS
 		}
 		size := int(msg[1])<<16 | int(msg[2])<<8 | int(msg[3])
-		if size > maxClientHello {
+		if size > limit {
 			return clientHello{}, 0, errTooLarge
 		}
 		if len(msg) < handshakeHeaderLen+size {
