@@ -131,8 +131,11 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.cluster.v3.Cluster.OriginalDstLbConfig.upstream_port_override": {},
 
 	// Active health checks (pkg/proxy/healthcheck): one per cluster.
-	"envoy.config.cluster.v3.Cluster.health_checks":                              {},
-	"envoy.config.cluster.v3.Cluster.ignore_health_on_host_removal":              {},
+	"envoy.config.cluster.v3.Cluster.health_checks":                 {},
+	"envoy.config.cluster.v3.Cluster.ignore_health_on_host_removal": {},
+	// A failed or ejected host's connections close (pkg/proxy/cluster,
+	// hostfailure.go).
+	"envoy.config.cluster.v3.Cluster.close_connections_on_host_health_failure":   {},
 	"envoy.config.core.v3.HealthCheck.timeout":                                   {},
 	"envoy.config.core.v3.HealthCheck.interval":                                  {},
 	"envoy.config.core.v3.HealthCheck.initial_jitter":                            {},
