@@ -108,6 +108,10 @@ type settings struct {
 	// ignoreHealthOnRemoval is ignore_health_on_host_removal.
 	hc                    *healthcheck.Config
 	ignoreHealthOnRemoval bool
+	// closeOnHealthFailure is close_connections_on_host_health_failure:
+	// a host that active health checking fails or outlier detection
+	// ejects loses its TCP proxy connections at once (hostFailed).
+	closeOnHealthFailure bool
 	// notes are things worth a warning that are not errors: settings
 	// Envoy ignores for the cluster's type, accepted as Envoy does.
 	notes []string
@@ -243,6 +247,7 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	s.hc, errList = buildHealthCheck(c, s, isOrigDst)
 	errs = append(errs, errList...)
 	s.ignoreHealthOnRemoval = c.GetIgnoreHealthOnHostRemoval()
+	s.closeOnHealthFailure = c.GetCloseConnectionsOnHostHealthFailure()
 
 	s.thresholds, errList = buildThresholds(c.GetCircuitBreakers())
 	for _, err := range errList {

@@ -35,6 +35,10 @@ type trackedConn struct {
 	// upstream_rq_per_cx when an HTTP connection (http set) closes.
 	rqs  atomic.Uint32
 	http bool
+	// tcpPool marks the connections of ConnectHost (the TCP proxy's,
+	// upgrades'): what Envoy's TCP connection pools hold, which
+	// close_connections_on_host_health_failure closes (hostFailed).
+	tcpPool atomic.Bool
 	// cx is the max_connections breaker the connection counts against
 	// until it closes; nil for none.
 	cx *resource
@@ -57,6 +61,9 @@ type trackedConn struct {
 	// inUse is set while the connection is lent, so that a second release
 	// of the same connection cannot put it in the idle list twice.
 	inUse atomic.Bool
+	// draining is set once the connection's host failed its health (see
+	// hostFailed): the connection closes when released, never lent again.
+	draining atomic.Bool
 	// idleSince is when the connection was last released (guarded by its
 	// pool's lock).
 	idleSince time.Time

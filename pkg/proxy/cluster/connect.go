@@ -54,7 +54,11 @@ func (c *Cluster) ConnectHost(ctx context.Context, h *upstream.Host) (net.Conn, 
 		}
 		return u.ConnectHost(ctx, h)
 	}
-	return c.connectHost(ctx, h, nil)
+	conn, err := c.connectHost(ctx, h, nil)
+	if tc, ok := conn.(*trackedConn); ok {
+		tc.tcpPool.Store(true)
+	}
+	return conn, err
 }
 
 // connectHost is ConnectHost offering alpn on a TLS cluster.

@@ -73,6 +73,7 @@ func (c *Cluster) newHealthChecker(cfg *healthcheck.Config, scope stats.Scope, d
 		TLS:        func(h *upstream.Host) bool { return c.checkTLS(h) != nil },
 		HadTraffic: func() bool { return c.stats.UpstreamCxTotal.Value() > 0 },
 		Changed:    c.healthChanged,
+		Failed:     c.hostFailed,
 		// The detector is built before the checker, and nil-safe.
 		Passed:  func(h *upstream.Host) { c.outlier.ActiveHealthCheckPassed(h) },
 		Runtime: d.runtime,

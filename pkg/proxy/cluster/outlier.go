@@ -39,6 +39,7 @@ func (c *Cluster) newOutlierDetector(scope stats.Scope, d clusterDeps) *outlier.
 		Now:           d.now,
 		Rand:          d.rand,
 		HealthChanged: c.HealthChanged,
+		Ejected:       c.hostFailed,
 		Events:        d.outlierEvents,
 	})
 }

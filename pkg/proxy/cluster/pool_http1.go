@@ -430,7 +430,7 @@ func (c *Cluster) ReleaseHTTP1(conn *upstream.Conn, reusable bool) {
 	c.breakers().rq.release()
 	limit := c.settings.protocol.maxRequestsPerConn
 	switch {
-	case !reusable || tc.closed.Load() || tc.up.R.Buffered() > 0:
+	case !reusable || tc.closed.Load() || tc.draining.Load() || tc.up.R.Buffered() > 0:
 		if !reusable && !conn.Answered {
 			tc.withRq.Store(true)
 		}

@@ -36,6 +36,11 @@ type Env struct {
 	// Changed is called, outside the checker's lock, after a host's
 	// coarse health changed: the cluster rebuilds its load balancer.
 	Changed func()
+	// Failed is called, outside the checker's lock, for each host a
+	// check (or an x-envoy-immediate-health-check-fail answer) just
+	// failed: the cluster closes its connections then
+	// (close_connections_on_host_health_failure). nil for none.
+	Failed func(h *upstream.Host)
 	// Passed is called, outside the checker's lock, for each host a check
 	// just found healthy (not failed by active checking): outlier
 	// detection returns an ejected host to service then
@@ -223,11 +228,14 @@ func (c *Checker) ImmediateFail(h *upstream.Host) {
 		c.mu.Unlock()
 		return
 	}
+	wasFailed := s.has(upstream.FailedActiveHC)
 	_, rebuild := s.handleFailure(result{outcome: outcomePassive, immediateFail: true})
+	failed := s.newlyFailed(wasFailed)
 	c.mu.Unlock()
 	if rebuild {
 		c.env.Changed()
 	}
+	c.notifyFailed(failed)
 }
 
 // launchLocked starts a session's goroutine. c.mu is held.

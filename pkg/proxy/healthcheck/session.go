@@ -3,6 +3,7 @@ package healthcheck
 import (
 	"context"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -141,6 +142,7 @@ func (s *session) apply(r result) time.Duration {
 		healthy bool
 		rebuild bool
 	)
+	wasFailed := s.has(upstream.FailedActiveHC)
 	switch r.outcome {
 	case outcomeSuccess, outcomeDegraded:
 		t, rebuild = s.handleSuccess(r.outcome == outcomeDegraded)
@@ -148,6 +150,7 @@ func (s *session) apply(r result) time.Duration {
 	default:
 		t, rebuild = s.handleFailure(r)
 	}
+	failed := s.newlyFailed(wasFailed)
 	var passed []*upstream.Host
 	if healthy && c.env.Passed != nil && !s.has(upstream.FailedActiveHC) {
 		passed = append(passed, s.hosts...) // s.hosts changes under c.mu
@@ -156,10 +159,29 @@ func (s *session) apply(r result) time.Duration {
 	if rebuild {
 		c.env.Changed()
 	}
+	c.notifyFailed(failed)
 	for _, h := range passed {
 		c.env.Passed(h)
 	}
 	return c.interval(healthy, t)
+}
+
+// newlyFailed returns the session's hosts when a check just failed them
+// (they were not failed before, wasFailed), for Env.Failed; nil
+// otherwise. c.mu is held.
+func (s *session) newlyFailed(wasFailed bool) []*upstream.Host {
+	if wasFailed || s.c.env.Failed == nil || !s.has(upstream.FailedActiveHC) {
+		return nil
+	}
+	return slices.Clone(s.hosts) // s.hosts changes under c.mu
+}
+
+// notifyFailed hands Env.Failed the hosts a check just failed, outside
+// the checker's lock.
+func (c *Checker) notifyFailed(hosts []*upstream.Host) {
+	for _, h := range hosts {
+		c.env.Failed(h)
+	}
 }
 
 // setFlag and clearFlag edit the flags of every host of the address;

@@ -48,6 +48,11 @@ type Deps struct {
 	// ejection or un-ejection changed a host's health: the cluster
 	// rebuilds its load balancer.
 	HealthChanged func()
+	// Ejected is called for each host an ejection takes out of service,
+	// on a goroutine of its own (never under the detector's lock): the
+	// cluster closes the host's connections then
+	// (close_connections_on_host_health_failure). nil for none.
+	Ejected func(h *upstream.Host)
 	// Events is the event log (cluster_manager.outlier_detection
 	// event_log_path), nil for none.
 	Events *EventLog
@@ -326,6 +331,9 @@ func (d *Detector) eject(m *Monitor, t datav3.OutlierEjectionType, now time.Time
 	st.enforced[t].Inc()
 	m.ejected = true
 	changed := m.host.SetHealthFlag(upstream.FailedOutlierCheck)
+	if d.deps.Ejected != nil {
+		go d.deps.Ejected(m.host)
+	}
 	m.numEjections++
 	m.lastEjection = now
 	base := d.millis(keyBaseEjectionTime, d.cfg.BaseEjectionTime)

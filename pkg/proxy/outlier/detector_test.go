@@ -508,3 +508,20 @@ func TestHostKeptBesideNewObject(t *testing.T) {
 		t.Fatal("the staying host lost its monitor to the new object at its address")
 	}
 }
+
+// TestEjectedHook: an ejection hands its host to Deps.Ejected (the
+// cluster closes its connections then).
+func TestEjectedHook(t *testing.T) {
+	r := newRig(t, 2, &clusterv3.OutlierDetection{Consecutive_5Xx: wrapperspb.UInt32(1), MaxEjectionPercent: wrapperspb.UInt32(100)}, nil)
+	got := make(chan *upstream.Host, 2)
+	r.d.deps.Ejected = func(h *upstream.Host) { got <- h }
+	r.put(1, 503, 1)
+	select {
+	case h := <-got:
+		if h != r.hosts[1] {
+			t.Fatalf("Ejected got %s, want %s", h.Address, r.hosts[1].Address)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Ejected never called")
+	}
+}

@@ -1,0 +1,95 @@
+package cluster
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+)
+
+// TestCloseConnectionsOnHostHealthFailure opens connections of every kind
+// to a host (a TCP proxy's, an idle HTTP/1.1 one, one lent to a request),
+// then fails the host's health check. As in Envoy, the HTTP/1.1 ones
+// drain either way (the idle one closes, the lent one closes when
+// released); with close_connections_on_host_health_failure the TCP
+// proxy's closes at once, without it it stays.
+func TestCloseConnectionsOnHostHealthFailure(t *testing.T) {
+	for _, close := range []bool{true, false} {
+		t.Run(map[bool]string{true: "close", false: "keep"}[close], func(t *testing.T) {
+			addr, setStatus := flakyUpstream(t)
+			_, port, _ := net.SplitHostPort(addr)
+			flag := "false"
+			if close {
+				flag = "true"
+			}
+			m, store, _ := newTestManager(t, `
+- name: web
+  close_connections_on_host_health_failure: `+flag+`
+  load_assignment: {cluster_name: web, endpoints: [{lb_endpoints: [
+    {endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: `+port+`}}}}]}]}
+  health_checks: [{timeout: 1s, interval: 0.05s, no_traffic_interval: 0.05s, unhealthy_threshold: 1, healthy_threshold: 1, http_health_check: {path: /healthz}}]`)
+			c := m.Cluster("web")
+			m.Start()
+			select {
+			case <-m.Warmed():
+			case <-time.After(5 * time.Second):
+				t.Fatal("never warm")
+			}
+			h := c.Hosts()[0]
+			ctx := context.Background()
+			tcp, err := c.ConnectHost(ctx, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tcp.Close()
+			idle, err := c.AcquireHTTP1(ctx, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lent, err := c.AcquireHTTP1(ctx, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.ReleaseHTTP1(idle, true)
+			active := store.Gauge("cluster.web.upstream_cx_active")
+			if got := active.Value(); got != 3 {
+				t.Fatalf("upstream_cx_active = %d before the failure, want 3", got)
+			}
+
+			setStatus(503)
+			deadline := time.Now().Add(5 * time.Second)
+			for h.Healthy() && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if h.Healthy() {
+				t.Fatal("the host never failed its check")
+			}
+			// The idle connection closes either way (the HTTP pool
+			// drains); the TCP proxy's only with the option.
+			want := int64(2)
+			if close {
+				want = 1
+			}
+			for active.Value() != want && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if got := active.Value(); got != want {
+				t.Fatalf("upstream_cx_active = %d after the failure, want %d", got, want)
+			}
+			if close {
+				if _, err := tcp.Read(make([]byte, 1)); err == nil {
+					t.Error("the TCP proxy's connection still reads")
+				}
+			}
+			// The lent connection serves its request, then closes rather
+			// than going back to the pool.
+			if _, err := lent.Conn.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+				t.Fatalf("the lent connection was closed under its request: %v", err)
+			}
+			c.ReleaseHTTP1(lent, true)
+			if got := active.Value(); got != want-1 {
+				t.Errorf("upstream_cx_active = %d after the release, want %d", got, want-1)
+			}
+		})
+	}
+}
