@@ -94,6 +94,10 @@ type Deps struct {
 	BuildUDPFilter func(f *listenerv3.ListenerFilter) (udpfilter.Filter, error)
 	// AccessLogs compiles the listener's access_log; nil refuses it.
 	AccessLogs AccessLogCompiler
+	// InternalListeners is set when the bootstrap has the
+	// internal_listener extension, without which Envoy refuses internal
+	// listeners.
+	InternalListeners bool
 	// Runtime holds the per-listener connection limit
 	// (envoy.resource_limits.listener.<name>.connection_limit), read at
 	// each accept; nil means no limit.
@@ -127,6 +131,11 @@ type Listener struct {
 	// takes the connections a use_original_dst listener hands it
 	// (bind_to_port: false).
 	bindToPort bool
+	// internal is set for an internal listener (internal_listener): no
+	// address, no socket; its connections come from AcceptInternal, each
+	// counting for the next worker (nextWorker).
+	internal   bool
+	nextWorker atomic.Uint64
 	reusePort  bool
 	// sockOpts are socket_options, freebind the listener's freebind.
 	sockOpts sockopt.Set
@@ -233,21 +242,13 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 		l.now = time.Now
 	}
 	var errs []error
-	primary, err := parseAddress(lc.GetAddress())
-	if err != nil {
-		errs = append(errs, fmt.Errorf("address.%w", err))
+	var primary socketAddress
+	if lc.GetInternalListener() != nil {
+		l.internal = true
+		errs = append(errs, internalErrors(lc, deps.InternalListeners)...)
+	} else {
+		errs = append(errs, l.buildSocketSettings(lc, &primary)...)
 	}
-	l.addrs = append(l.addrs, primary)
-	for i, aa := range lc.GetAdditionalAddresses() {
-		a, err := parseAddress(aa.GetAddress())
-		if err != nil {
-			errs = append(errs, fmt.Errorf("additional_addresses[%d].address.%w", i, err))
-			continue
-		}
-		l.addrs = append(l.addrs, a)
-	}
-	l.bindToPort = lc.GetBindToPort() == nil || lc.GetBindToPort().GetValue()
-	l.reusePort = reusePortSupported && (lc.GetEnableReusePort() == nil || lc.GetEnableReusePort().GetValue())
 	l.bufferLimit = DefaultBufferLimit
 	if v := lc.GetPerConnectionBufferLimitBytes(); v != nil {
 		l.bufferLimit, l.setBuffers = v.GetValue(), true
@@ -255,28 +256,13 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 	if l.setBuffers && l.bufferLimit == 0 {
 		errs = append(errs, errors.New("per_connection_buffer_limit_bytes: must be above 0"))
 	}
-
-	opts, err := sockopt.Compile(lc.GetSocketOptions())
-	if err != nil {
-		errs = append(errs, fieldpath.Prefix("socket_options", err))
-	}
-	if q := lc.GetTcpFastOpenQueueLength(); q != nil {
-		if primary.isUDP() {
-			errs = append(errs, errors.New("tcp_fast_open_queue_length: not supported on a UDP listener"))
-		} else if fo, err := sockopt.TCPFastOpen(q.GetValue()); err != nil {
-			errs = append(errs, fmt.Errorf("tcp_fast_open_queue_length: %w", err))
-		} else {
-			opts = append(opts, fo)
-		}
-	}
-	l.sockOpts, l.freebind, l.transparent = opts, lc.GetFreebind().GetValue(), lc.GetTransparent().GetValue()
 	if err := l.compileAccessLogs(lc, deps.AccessLogs); err != nil {
 		errs = append(errs, err)
 	}
 	if primary.isUDP() {
 		return l.finishUDP(lc, deps, append(errs, l.buildUDP(lc, deps)...))
 	}
-	for i, a := range l.addrs[1:] {
+	for i, a := range l.addrs[min(1, len(l.addrs)):] {
 		if a.isUDP() {
 			errs = append(errs, fmt.Errorf("additional_addresses[%d].address.socket_address.protocol: a TCP listener's addresses must all be TCP", i))
 		}
@@ -309,7 +295,7 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	scope := deps.Stats.Scope(statScopeName(lc.GetStatPrefix(), primary))
+	scope := deps.Stats.Scope(StatScope(lc))
 	l.stats = newListenerStats(scope)
 	if l.chains.hasTLS() {
 		l.tlsStats = tlsconfig.NewStats(scope.Scope("ssl."))
@@ -321,6 +307,48 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 	// only it knows whether this listener is new, replaces another, or
 	// will be thrown away unbound.
 	return l, nil
+}
+
+// buildSocketSettings reads the addresses and socket settings of a
+// listener with sockets (any but an internal listener) and sets primary
+// to its main address.
+func (l *Listener) buildSocketSettings(lc *listenerv3.Listener, primary *socketAddress) []error {
+	var errs []error
+	if ie := internalAddressErrors(lc); ie != nil {
+		return ie
+	}
+	p, err := parseAddress(lc.GetAddress())
+	if err != nil {
+		errs = append(errs, fmt.Errorf("address.%w", err))
+	}
+	*primary = p
+	l.addrs = append(l.addrs, p)
+	for i, aa := range lc.GetAdditionalAddresses() {
+		a, err := parseAddress(aa.GetAddress())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("additional_addresses[%d].address.%w", i, err))
+			continue
+		}
+		l.addrs = append(l.addrs, a)
+	}
+	l.bindToPort = lc.GetBindToPort() == nil || lc.GetBindToPort().GetValue()
+	l.reusePort = reusePortSupported && (lc.GetEnableReusePort() == nil || lc.GetEnableReusePort().GetValue())
+
+	opts, err := sockopt.Compile(lc.GetSocketOptions())
+	if err != nil {
+		errs = append(errs, fieldpath.Prefix("socket_options", err))
+	}
+	if q := lc.GetTcpFastOpenQueueLength(); q != nil {
+		if p.isUDP() {
+			errs = append(errs, errors.New("tcp_fast_open_queue_length: not supported on a UDP listener"))
+		} else if fo, err := sockopt.TCPFastOpen(q.GetValue()); err != nil {
+			errs = append(errs, fmt.Errorf("tcp_fast_open_queue_length: %w", err))
+		} else {
+			opts = append(opts, fo)
+		}
+	}
+	l.sockOpts, l.freebind, l.transparent = opts, lc.GetFreebind().GetValue(), lc.GetTransparent().GetValue()
+	return errs
 }
 
 // finishUDP ends Build for a UDP listener: its stats, under the
@@ -581,6 +609,9 @@ func (l *Listener) Addr() net.Addr {
 func (l *Listener) Addresses() []*corev3.Address {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.internal {
+		return []*corev3.Address{l.internalAddress()}
+	}
 	out := make([]*corev3.Address, len(l.addrs))
 	for i, a := range l.addrs {
 		if i < len(l.bound) {
