@@ -11,6 +11,7 @@ import (
 	grpcalsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/grpc/v3"
 	otelalv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/open_telemetry/v3"
 	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
+	ilv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/bootstrap/internal_listener/v3"
 	aggregatev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/aggregate/v3"
 	dnsclusterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/dns/v3"
 	dfpclusterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/dynamic_forward_proxy/v3"
@@ -309,6 +310,9 @@ func Registry() *extension.Registry {
 		extension.Of("proxy.regex_engines.google_re2", RegexEngines, &googlere2v3.GoogleRE2{}, nil),
 
 		extension.Of(uuid.Name, requestid.Category, &uuidv3.UuidRequestIdConfig{}, uuid.Factory{}),
+
+		// Internal listeners (server/internal_listeners.go).
+		extension.Of("proxy.bootstrap.internal_listener", "envoy.bootstrap", &ilv3.InternalListener{}, nil),
 
 		extension.Of("proxy.resource_monitors.fixed_heap", ResourceMonitors, &fixedheapv3.FixedHeapConfig{}, nil),
 		extension.Of("proxy.resource_monitors.global_downstream_max_connections", ResourceMonitors, &connectionsv3.DownstreamConnectionsConfig{}, nil),
