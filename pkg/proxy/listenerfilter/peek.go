@@ -1,6 +1,5 @@
 package listenerfilter
 
-
 // Peeker is a connection that peeks by itself rather than through a
 // socket: the in-memory connections of internal listeners
 // (userspace.Conn). Its Peek has Socket.Peek's contract.
