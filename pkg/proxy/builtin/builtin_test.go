@@ -29,6 +29,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.access_loggers proxy.access_loggers.stderr envoy.extensions.access_loggers.stream.v3.StderrAccessLog",
 		"envoy.access_loggers proxy.access_loggers.stdout envoy.extensions.access_loggers.stream.v3.StdoutAccessLog",
 		"envoy.access_loggers proxy.access_loggers.tcp_grpc envoy.extensions.access_loggers.grpc.v3.TcpGrpcAccessLogConfig",
+		"envoy.bootstrap proxy.bootstrap.internal_listener envoy.extensions.bootstrap.internal_listener.v3.InternalListener",
 		"envoy.clusters proxy.clusters.aggregate envoy.extensions.clusters.aggregate.v3.ClusterConfig",
 		"envoy.clusters proxy.clusters.dns envoy.extensions.clusters.dns.v3.DnsCluster",
 		"envoy.clusters proxy.clusters.dynamic_forward_proxy envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig",
