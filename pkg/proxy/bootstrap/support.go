@@ -181,6 +181,7 @@ func (c *supportChecker) typedConfig(m protoreflect.Message, path string, catego
 	if !ok {
 		return
 	}
+	categories = slotCategories(path, categories)
 	ext, ok := c.ext.Lookup(a.GetTypeUrl())
 	switch {
 	case !ok:
