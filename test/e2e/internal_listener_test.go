@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -98,15 +99,22 @@ static_resources:
           http_filters: [%[13]s]
 `, frontPort, tunnelPort, webPort, echoPort,
 		// One request per connection: the inner listener's connection
-		// ends, and logs, with the response.
-		internal("via_inner", "inner", `typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: {"@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions, common_http_protocol_options: {max_requests_per_connection: 1}, explicit_http_config: {http_protocol_options: {}}}},`),
+		// ends, and logs, with the response. Its internal_upstream
+		// transport socket passes the host's "tenant" and the cluster's
+		// "owner" metadata on; "gone" is on neither.
+		`{name: via_inner, connect_timeout: 1s, metadata: {filter_metadata: {owner: {team: blue}}},
+    typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: {"@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions, common_http_protocol_options: {max_requests_per_connection: 1}, explicit_http_config: {http_protocol_options: {}}}},
+    transport_socket: {name: envoy.transport_sockets.internal_upstream, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.internal_upstream.v3.InternalUpstreamTransport,
+      passthrough_metadata: [{kind: {host: {}}, name: tenant}, {kind: {cluster: {}}, name: owner}, {kind: {host: {}}, name: gone}],
+      transport_socket: {name: envoy.transport_sockets.raw_buffer, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer}}}},
+    load_assignment: {cluster_name: via_inner, endpoints: [{lb_endpoints: [{endpoint: {address: {envoy_internal_address: {server_listener_name: inner}}}, metadata: {filter_metadata: {tenant: {id: t1}}}}]}]}}`,
 		internal("absent", "nowhere", ""),
 		internal("encap", "decap", `typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: {"@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions, explicit_http_config: {http2_protocol_options: {}}}},`),
 		tcpCluster("web", webPort), tcpCluster("echo", echoPort),
 		hcmType, tcpType,
 		stdoutLog("FRONT %REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_FLAGS% %UPSTREAM_HOST% %BYTES_RECEIVED% %BYTES_SENT%\n"),
 		router,
-		stdoutLog("INNER %DOWNSTREAM_LOCAL_ADDRESS% %DOWNSTREAM_REMOTE_ADDRESS% %UPSTREAM_HOST% %BYTES_RECEIVED% %BYTES_SENT%\n"),
+		stdoutLog("INNER %DOWNSTREAM_LOCAL_ADDRESS% %DOWNSTREAM_REMOTE_ADDRESS% %UPSTREAM_HOST% %BYTES_RECEIVED% %BYTES_SENT% %DYNAMIC_METADATA(tenant:id)% %DYNAMIC_METADATA(owner:team)% %DYNAMIC_METADATA(gone)%\n"),
 		stdoutLog("DECAP %REQ(:METHOD)% %REQ(:AUTHORITY)% %RESPONSE_CODE% %DOWNSTREAM_LOCAL_ADDRESS% %UPSTREAM_CLUSTER%\n"),
 		stdoutLog("TUNNEL %UPSTREAM_HOST% %RESPONSE_FLAGS% %BYTES_RECEIVED% %BYTES_SENT%\n"))
 }
@@ -145,7 +153,7 @@ var _ = Describe("Internal listeners", func() {
 		s = Start(newDir(), internalBootstrap(frontPort, tunnelPort, webUp, echoUp), "--file-flush-interval-msec", "50")
 	})
 
-	It("carries an HTTP request through an internal listener's tcp_proxy to a real upstream, a body of megabytes both ways under flow control", func() {
+	It("carries an HTTP request through an internal listener's tcp_proxy to a real upstream, a body of megabytes both ways under flow control, with the metadata internal_upstream passes on", func() {
 		body := bytes.Repeat([]byte("internal listener "), 4<<20/18) // ~4 MiB, 256 times the buffer
 		resp, err := client.Post(listenerURL(frontPort, "/big"), "application/octet-stream", bytes.NewReader(body))
 		Expect(err).NotTo(HaveOccurred())
@@ -161,7 +169,8 @@ var _ = Describe("Internal listeners", func() {
 		// listener's connection is from Envoy's internal client address
 		// to its own, and its upstream the real server.
 		Eventually(s.Stdout).Should(ContainSubstring("FRONT /big 200 - envoy://inner/ " + n + " " + n + "\n"))
-		Eventually(s.Stdout).Should(MatchRegexp(`INNER envoy://inner/ envoy://internal_client_address/ 127\.0\.0\.1:` + strconv.Itoa(webUp) + ` \d+ \d+\n`))
+		Eventually(s.Stdout).Should(MatchRegexp(`INNER envoy://inner/ envoy://internal_client_address/ 127\.0\.0\.1:` + strconv.Itoa(webUp) + ` \d+ \d+ t1 blue -\n`))
+		Expect(statValue(s, "cluster.via_inner.internal_upstream.no_metadata")).To(Equal("1"))
 		Expect(statValue(s, "cluster.via_inner.upstream_cx_total")).To(Equal("1"))
 		Expect(statValue(s, "listener.envoy_internal_inner.downstream_cx_total")).To(Equal("1"))
 		Expect(statValue(s, "tcp.inner.downstream_cx_total")).To(Equal("1"))
@@ -198,5 +207,36 @@ var _ = Describe("Internal listeners", func() {
 		Expect(statValue(s, "cluster.absent.upstream_cx_connect_fail")).To(Equal("1"))
 		Expect(statValue(s, "cluster.absent.upstream_cx_total")).To(Equal("1"))
 		Expect(statValue(s, "cluster.absent.upstream_rq_pending_failure_eject")).To(Equal("1"))
+	})
+})
+
+var _ = Describe("Internal listeners' configuration", func() {
+	It("refuses, with their paths, what internal_upstream does not do and a bootstrap extension elsewhere", func() {
+		cfg := fmt.Sprintf(`
+bootstrap_extensions:
+- name: envoy.bootstrap.internal_listener
+  typed_config: {"@type": type.googleapis.com/envoy.extensions.bootstrap.internal_listener.v3.InternalListener}
+typed_dns_resolver_config: {name: il, typed_config: {"@type": type.googleapis.com/envoy.extensions.bootstrap.internal_listener.v3.InternalListener}}
+static_resources:
+  clusters:
+  - name: c
+    connect_timeout: 1s
+    transport_socket: {name: envoy.transport_sockets.internal_upstream, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.internal_upstream.v3.InternalUpstreamTransport,
+      passthrough_metadata: [{kind: {route: {}}, name: r}],
+      transport_socket: {name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext}}}}
+    load_assignment: {cluster_name: c, endpoints: [{lb_endpoints: [{endpoint: {address: {envoy_internal_address: {server_listener_name: inner}}}}]}]}
+  listeners:
+  - name: l
+    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
+    filter_chains: [{filters: [{name: envoy.filters.network.tcp_proxy, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: l, cluster: c}}]}]
+`, freePort())
+		r, _ := validate("il.yaml", cfg)
+		Expect(r.ExitCode).NotTo(Equal(0))
+		Expect(r.Stderr).To(ContainSubstring(`typed_dns_resolver_config.typed_config: extension "proxy.bootstrap.internal_listener" (category envoy.bootstrap) cannot be used here`))
+		r, _ = validate("il.yaml", strings.Replace(cfg, "typed_dns_resolver_config: {name: il, typed_config: {\"@type\": type.googleapis.com/envoy.extensions.bootstrap.internal_listener.v3.InternalListener}}\n", "", 1))
+		Expect(r.ExitCode).NotTo(Equal(0))
+		const ts = "static_resources.clusters[0].transport_socket.typed_config."
+		Expect(r.Stderr).To(ContainSubstring(ts + "passthrough_metadata[0].kind: metadata type is not supported: only host and cluster"))
+		Expect(r.Stderr).To(ContainSubstring(ts + "transport_socket: not supported by Outrigger: only raw_buffer inside internal_upstream"))
 	})
 })

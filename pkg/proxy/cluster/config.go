@@ -73,6 +73,9 @@ type settings struct {
 	// pp is the upstream PROXY protocol transport socket, nil for none:
 	// each new connection starts with its header.
 	pp         *upstreamproxyprotocol.Socket
+	// iu is the internal_upstream transport socket, nil for none: the
+	// metadata its connections to internal listeners pass on.
+	iu *internalUpstream
 	thresholds [numPriorities]Thresholds
 	// outlier is outlier_detection, nil for none (outlier.go).
 	outlier *outlier.Config

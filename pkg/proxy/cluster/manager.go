@@ -225,7 +225,7 @@ func clusterSettings(cfg *clusterv3.Cluster, td transportDeps, defaultBind *bind
 	}
 	td.cluster = s.observabilityName
 	t, terrs := buildTransport(cfg.GetTransportSocket(), td, "cluster."+s.observabilityName+".")
-	s.tls, s.tap, s.pp = t.tls, t.tap, t.pp
+	s.tls, s.tap, s.pp, s.iu = t.tls, t.tap, t.pp, t.iu
 	errs = append(errs, terrs...)
 	if s.dfp != nil {
 		errs = append(errs, s.attachDNSCache(caches)...)

@@ -43,9 +43,10 @@ func internalListenersOf(b *bootstrapv3.Bootstrap) internalListeners {
 // dialInternal opens an in-memory connection to the active internal
 // listener addr names, as Envoy's internal client connection factory
 // does: the listener accepts the server end, the caller gets the client
-// end. Without such a listener the connection fails, which the cluster
+// end. The metadata the internal_upstream transport socket put in ctx
+// goes with the server end. Without such a listener the connection fails, which the cluster
 // counts as a connect failure.
-func (s *Server) dialInternal(_ context.Context, addr userspace.Addr) (net.Conn, error) {
+func (s *Server) dialInternal(ctx context.Context, addr userspace.Addr) (net.Conn, error) {
 	if !s.internal.enabled {
 		return nil, fmt.Errorf("no internal listener %q: the bootstrap has no internal_listener extension", addr.Listener)
 	}
@@ -54,6 +55,7 @@ func (s *Server) dialInternal(_ context.Context, addr userspace.Addr) (net.Conn,
 		return nil, fmt.Errorf("no internal listener %q", addr.Listener)
 	}
 	client, server := userspace.Pipe(s.internal.bufferSize, addr)
+	server.SetPassthroughMetadata(userspace.PassthroughFrom(ctx))
 	if err := l.AcceptInternal(server); err != nil {
 		_ = server.Close()
 		_ = client.Close()

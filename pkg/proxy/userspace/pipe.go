@@ -8,6 +8,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 )
 
 // DefaultBufferSize is the buffer of each direction when the bootstrap's
@@ -65,6 +67,9 @@ func (h *half) unread() int { return len(h.buf) - h.off }
 type Conn struct {
 	rx, tx        *half
 	local, remote net.Addr
+	// passthrough is the metadata the upstream side passed on (see
+	// SetPassthroughMetadata), set before the connection is accepted.
+	passthrough *corev3.Metadata
 
 	// mu guards the deadlines and closed; dlChanged is closed, and
 	// replaced, when a deadline changes, so that waiters look again.
