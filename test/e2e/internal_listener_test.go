@@ -180,15 +180,7 @@ var _ = Describe("Internal listeners", func() {
 	It("encapsulates a TCP stream into an HTTP/2 CONNECT to an internal listener that terminates it", func() {
 		c := dialTCP(tunnelPort)
 		msg := bytes.Repeat([]byte("tunnelled "), 200000) // 2 MB
-		go func() {
-			defer GinkgoRecover()
-			_, err := c.Write(msg)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(c.CloseWrite()).To(Succeed())
-		}()
-		got, err := io.ReadAll(c)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(bytes.Equal(got, msg)).To(BeTrue(), "echoed %d bytes of %d", len(got), len(msg))
+		expectStreamEcho(c, msg)
 		Eventually(s.Stdout).Should(ContainSubstring("DECAP CONNECT db.example:5432 200 envoy://decap/ echo\n"))
 		Expect(statValue(s, "http.decap.downstream_cx_http2_total")).To(Equal("1"))
 		Expect(statValue(s, "cluster.encap.upstream_cx_http2_total")).To(Equal("1"))
