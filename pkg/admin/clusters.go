@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -84,7 +83,7 @@ func clustersText(cs *adminv3.Clusters, isCanary func(string, *corev3.Address) b
 
 // hostText renders one host's lines.
 func hostText(b *strings.Builder, cluster string, h *adminv3.HostStatus, canary bool) {
-	prefix := cluster + "::" + hostAddressText(h.GetAddress())
+	prefix := cluster + "::" + addressText(h.GetAddress())
 	stats := slices.Clone(h.GetStats())
 	slices.SortStableFunc(stats, func(x, y *adminv3.SimpleMetric) int { return strings.Compare(x.GetName(), y.GetName()) })
 	for _, st := range stats {
@@ -163,16 +162,6 @@ func percentText(p *typev3.Percent) string {
 		return "-1"
 	}
 	return strconv.FormatFloat(p.GetValue(), 'g', -1, 64)
-}
-
-// hostAddressText renders a host address as Envoy's text outputs do:
-// "ip:port", IPv6 in brackets, or a pipe's path.
-func hostAddressText(a *corev3.Address) string {
-	if p := a.GetPipe(); p != nil {
-		return p.GetPath()
-	}
-	sa := a.GetSocketAddress()
-	return net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10))
 }
 
 // outlierText prints a cluster's success-rate figure as Envoy's {:g}

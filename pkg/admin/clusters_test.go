@@ -25,7 +25,7 @@ func (f fakeClusters) Clusters() *adminv3.Clusters {
 }
 
 func (f fakeClusters) IsCanary(cluster string, a *corev3.Address) bool {
-	return f.canaries[cluster+"/"+hostAddressText(a)]
+	return f.canaries[cluster+"/"+addressText(a)]
 }
 
 func (f fakeClusters) Outlier(cluster string) (OutlierSummary, bool) {

@@ -50,8 +50,15 @@ func (a *Admin) handleListeners(w *Response, r *Request) {
 }
 
 // addressText renders an address as Envoy's text outputs do: "ip:port",
-// with IPv6 addresses in brackets ("[::1]:80").
+// with IPv6 addresses in brackets ("[::1]:80"); an internal address as
+// "envoy://listener/endpoint_id", a pipe as its path.
 func addressText(a *corev3.Address) string {
+	if ia := a.GetEnvoyInternalAddress(); ia != nil {
+		return "envoy://" + ia.GetServerListenerName() + "/" + ia.GetEndpointId()
+	}
+	if p := a.GetPipe(); p != nil {
+		return p.GetPath()
+	}
 	sa := a.GetSocketAddress()
 	return net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10))
 }

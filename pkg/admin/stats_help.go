@@ -144,6 +144,7 @@ var clusterHelp = [][2]string{
 	{"cluster.upstream_cx_connect_fail", "Connection attempts to the cluster's hosts that failed."},
 	{"cluster.bind_errors", "Upstream connections that failed to bind their source address (upstream_bind_config, original_src)."},
 	{"cluster.*.total_match_count", "Hosts (and health check connections with transport_socket_match_criteria) that got the transport socket of this transport_socket_matches entry, or of the cluster's transport_socket (default)."},
+	{"cluster.internal_upstream.no_metadata", "Connections to internal listeners whose internal_upstream transport socket found a passthrough_metadata namespace missing on the host or cluster."},
 	{"cluster.upstream_cx_connect_timeout", "Connection attempts to the cluster's hosts that timed out."},
 	{"cluster.upstream_cx_connect_attempts_exceeded", "Times consecutive connection failures exceeded the configured attempts."},
 	{"cluster.upstream_cx_connect_ms", "Time to establish a connection to a host, in milliseconds."},

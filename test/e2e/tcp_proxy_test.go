@@ -104,6 +104,21 @@ func echo(c *net.TCPConn) {
 	_ = c.CloseWrite()
 }
 
+// expectStreamEcho writes msg on c while reading, closes c's write side
+// and expects msg back whole, then the end of the stream.
+func expectStreamEcho(c *net.TCPConn, msg []byte) {
+	GinkgoHelper()
+	go func() {
+		defer GinkgoRecover()
+		_, err := c.Write(msg)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.CloseWrite()).To(Succeed())
+	}()
+	got, err := io.ReadAll(c)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(bytes.Equal(got, msg)).To(BeTrue(), "echoed %d bytes of %d", len(got), len(msg))
+}
+
 // dialTCP connects to a loopback port with a deadline for the spec.
 func dialTCP(port int) *net.TCPConn {
 	GinkgoHelper()
@@ -339,15 +354,7 @@ var _ = Describe("TCP proxy", func() {
 			s := Start(newDir(), tcpBootstrap(port, "cluster: h2proxy, "+tc.fields, h2))
 			c := dialTCP(port)
 			msg := bytes.Repeat([]byte("h2 tunnel "), 20000)
-			go func() {
-				defer GinkgoRecover()
-				_, err := c.Write(msg)
-				Expect(err).NotTo(HaveOccurred())
-				Expect(c.CloseWrite()).To(Succeed())
-			}()
-			got, err := io.ReadAll(c)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(bytes.Equal(got, msg)).To(BeTrue(), "echoed %d bytes of %d", len(got), len(msg))
+			expectStreamEcho(c, msg)
 			Expect(seen).To(Receive(Equal(tc.want)))
 			s.Signal(syscall.SIGINT)
 			Expect(s.Wait(20 * time.Second)).To(Equal(0))

@@ -137,7 +137,8 @@ func (s *semanticChecker) listeners(ls []*listenerv3.Listener, base string) {
 // from discovery): it needs an address, at least one filter chain, and
 // sound chains.
 func (s *semanticChecker) listener(l *listenerv3.Listener, p string) {
-	if l.GetAddress() == nil {
+	if l.GetAddress() == nil && l.GetInternalListener() == nil {
+		// An internal listener has none (listener.Build refuses one).
 		s.fail(childPath(p, "address"), "required: a listener must have an address")
 	}
 	udp := l.GetAddress().GetSocketAddress().GetProtocol() == corev3.SocketAddress_UDP

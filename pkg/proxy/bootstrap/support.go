@@ -181,6 +181,7 @@ func (c *supportChecker) typedConfig(m protoreflect.Message, path string, catego
 	if !ok {
 		return
 	}
+	categories = slotCategories(path, categories)
 	ext, ok := c.ext.Lookup(a.GetTypeUrl())
 	switch {
 	case !ok:
@@ -266,7 +267,7 @@ func enumName(fd protoreflect.FieldDescriptor, n protoreflect.EnumNumber) string
 var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedCore, supportedListener, supportedHCM, supportedRoute, supportedCluster, supportedStats, supportedDynamic,
 	supportedOverload, supportedDNS, supportedAccessLog, supportedHTTPFilters, supportedExtAuthz, supportedTCPProxy, supportedTLS,
-	supportedUpgrades, supportedCompression, supportedTracing, supportedNetLimits, supportedTap, supportedTransportTap, supportedUpstreamProxyProtocol,
+	supportedUpgrades, supportedCompression, supportedTracing, supportedNetLimits, supportedTap, supportedTransportTap, supportedUpstreamProxyProtocol, supportedInternalUpstream,
 	supportedRBAC, supportedFiltersTail, supportedExtProc,
 	supportedLocality, supportedDFP,
 	supportedOnDemand, supportedUpstreamLog,

@@ -9,6 +9,9 @@ var supportedListener = map[protoreflect.FullName]fieldSupport{
 
 	// Listeners.
 	"envoy.config.listener.v3.Listener.name": {},
+	// An internal listener: no socket, connections from upstream
+	// connections to its envoy_internal_address (listener/internal.go).
+	"envoy.config.listener.v3.Listener.internal_listener": {},
 	// TCP_FASTOPEN on the listening sockets (Linux).
 	"envoy.config.listener.v3.Listener.transparent":                {},
 	"envoy.config.listener.v3.Listener.tcp_fast_open_queue_length": {},

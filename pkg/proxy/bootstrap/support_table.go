@@ -58,12 +58,15 @@ type fieldSupport struct {
 // features land. It is an immutable table: never written after init.
 var supportedCore = map[protoreflect.FullName]fieldSupport{
 	// Bootstrap.
-	"envoy.config.bootstrap.v3.Bootstrap.node":                 {},
-	"envoy.config.bootstrap.v3.Bootstrap.static_resources":     {},
-	"envoy.config.bootstrap.v3.Bootstrap.admin":                {},
-	"envoy.config.bootstrap.v3.Bootstrap.layered_runtime":      {},
-	"envoy.config.bootstrap.v3.Bootstrap.stats_flush_interval": {},
-	"envoy.config.bootstrap.v3.Bootstrap.stats_flush_on_admin": {},
+	"envoy.config.bootstrap.v3.Bootstrap.node":             {},
+	"envoy.config.bootstrap.v3.Bootstrap.static_resources": {},
+	"envoy.config.bootstrap.v3.Bootstrap.admin":            {},
+	// Only the internal_listener extension (server/internal_listeners.go).
+	"envoy.config.bootstrap.v3.Bootstrap.bootstrap_extensions":                        {},
+	"envoy.extensions.bootstrap.internal_listener.v3.InternalListener.buffer_size_kb": {},
+	"envoy.config.bootstrap.v3.Bootstrap.layered_runtime":                             {},
+	"envoy.config.bootstrap.v3.Bootstrap.stats_flush_interval":                        {},
+	"envoy.config.bootstrap.v3.Bootstrap.stats_flush_on_admin":                        {},
 	// Go's regexp, an RE2 engine, is the one engine (see builtin).
 	"envoy.config.bootstrap.v3.Bootstrap.default_regex_engine": {},
 	// The main-thread watchdog (watchdog.go); what it cannot do is refused
@@ -131,7 +134,12 @@ var supportedCore = map[protoreflect.FullName]fieldSupport{
 	// bootstrap uses them; not listeners, EDS or other addresses yet.
 	"envoy.config.core.v3.Address.pipe": {only: pipePaths, onlyWhere: "admin.address and STATIC clusters' load_assignment endpoints"},
 	"envoy.config.core.v3.Pipe.path":    {},
-	"envoy.config.core.v3.Pipe.mode":    {},
+	// Internal addresses: the endpoints of STATIC clusters, connected to
+	// the internal listener they name in memory.
+	"envoy.config.core.v3.Address.envoy_internal_address":            {only: internalPaths, onlyWhere: "STATIC clusters' load_assignment endpoints"},
+	"envoy.config.core.v3.EnvoyInternalAddress.server_listener_name": {},
+	"envoy.config.core.v3.EnvoyInternalAddress.endpoint_id":          {},
+	"envoy.config.core.v3.Pipe.mode":                                 {},
 
 	// Runtime.
 	"envoy.config.bootstrap.v3.LayeredRuntime.layers":                         {},
@@ -152,3 +160,7 @@ var supportedCore = map[protoreflect.FullName]fieldSupport{
 // cluster's load_assignment endpoints (a static cluster, or one
 // discovered, whose paths start at the cluster).
 var pipePaths = regexp.MustCompile(`^(admin\.address|(static_resources\.clusters\[\d+\]\.)?load_assignment\.endpoints\[\d+\]\.lb_endpoints\[\d+\]\.endpoint\.address)\.pipe$`)
+
+// internalPaths are where an Address may be an envoy_internal_address: a
+// cluster's load_assignment endpoints.
+var internalPaths = regexp.MustCompile(`^(static_resources\.clusters\[\d+\]\.)?load_assignment\.endpoints\[\d+\]\.lb_endpoints\[\d+\]\.endpoint\.address\.envoy_internal_address$`)

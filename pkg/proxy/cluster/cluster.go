@@ -164,8 +164,10 @@ type clusterDeps struct {
 	// runtime reads the runtime's current snapshot; nil for none.
 	runtime func() *runtime.Snapshot
 	dial    DialFunc
-	now     func() time.Time
-	rand    func() uint64
+	// internal opens connections to internal addresses, nil for none.
+	internal InternalDialFunc
+	now      func() time.Time
+	rand     func() uint64
 	// outlierEvents is the outlier-detection event log, nil for none.
 	outlierEvents *outlier.EventLog
 	// local is the proxy's locality, nil when unknown.
@@ -209,6 +211,7 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 	if c.dial == nil {
 		c.dial = tcpDialer(s.keepalive, s.bind)
 	}
+	c.dial = withInternal(c.dial, d.internal)
 	if s.tls != nil || s.sockets.anyTLS() {
 		c.ssl = tlsconfig.NewStats(scope.Scope("ssl."))
 	}

@@ -72,7 +72,10 @@ type settings struct {
 	tap *taptransport.Socket
 	// pp is the upstream PROXY protocol transport socket, nil for none:
 	// each new connection starts with its header.
-	pp         *upstreamproxyprotocol.Socket
+	pp *upstreamproxyprotocol.Socket
+	// iu is the internal_upstream transport socket, nil for none: the
+	// metadata its connections to internal listeners pass on.
+	iu         *internalUpstream
 	thresholds [numPriorities]Thresholds
 	// sockets are transport_socket_matches (socketmatch.go).
 	sockets socketMatches

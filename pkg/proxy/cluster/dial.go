@@ -12,6 +12,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/userspace"
 )
 
 // DialFunc opens a connection to address ("ip:port" or "[ipv6]:port"
@@ -119,7 +120,7 @@ func (c *Cluster) connect(ctx context.Context, h *upstream.Host, alpn []string) 
 	}
 	start := c.now()
 	dctx, cancel := context.WithTimeout(ctx, c.settings.connectTimeout)
-	conn, err := c.dial(dctx, h.Address)
+	conn, err := c.dial(userspace.WithPassthrough(dctx, c.settings.iu.metadata(h, c.settings.metadata)), h.Address)
 	if err == nil {
 		err = c.sendProxyHeader(dctx, conn)
 	}

@@ -49,7 +49,8 @@ type checkedEntry struct {
 	name string
 	ip   netip.Addr
 	port uint16
-	// pipe: name is a unix socket's path (a STATIC cluster's pipe endpoint).
+	// pipe: name is a unix socket's path (a STATIC cluster's pipe endpoint)
+	// or an internal address ("envoy://listener/endpoint_id"): no IP, no port.
 	pipe bool
 	// The entry's own settings and place, for the host; locality is its
 	// group's (shared).
@@ -216,6 +217,10 @@ func buildEndpoint(lbe *endpointv3.LbEndpoint, names bool) (endpoint, []error) {
 	)
 	if p := ep.GetAddress().GetPipe(); p != nil && !names {
 		name, err = pipePath(p)
+		pipe = err == nil
+	} else if ia := ep.GetAddress().GetEnvoyInternalAddress(); ia != nil && !names {
+		// An internal listener's address: like a pipe, no IP and no port.
+		name, err = internalAddress(ia)
 		pipe = err == nil
 	} else {
 		name, ip, port, err = socketAddress(ep.GetAddress(), names)

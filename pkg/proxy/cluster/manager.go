@@ -38,6 +38,9 @@ type Options struct {
 	Rand func() uint64
 	// Dial opens upstream connections; nil dials TCP.
 	Dial DialFunc
+	// Internal opens the connections to envoy_internal_address endpoints
+	// (the server's internal listeners); nil fails them.
+	Internal InternalDialFunc
 	// Extensions are the server's extensions: the DNS resolver
 	// extensions a cluster's typed_dns_resolver_config may name, and the
 	// load-balancing policies of its load_balancing_policy.
@@ -170,7 +173,7 @@ func NewManager(cfgs []*clusterv3.Cluster, o Options) (*Manager, error) {
 
 	m := &Manager{log: o.Log, caches: caches}
 	snap := &clusterSnapshot{byName: make(map[string]*Cluster, len(all))}
-	d := clusterDeps{stats: o.Stats, runtime: o.Runtime, dial: o.Dial, now: o.Now, rand: o.Rand, local: o.Locality, outlierEvents: o.OutlierEvents, log: o.Log, lookup: m.Cluster}
+	d := clusterDeps{stats: o.Stats, runtime: o.Runtime, dial: o.Dial, internal: o.Internal, now: o.Now, rand: o.Rand, local: o.Locality, outlierEvents: o.OutlierEvents, log: o.Log, lookup: m.Cluster}
 	if o.LocalClusterName != "" {
 		d.zones = newZoneSource(o.LocalClusterName)
 	}
@@ -225,7 +228,7 @@ func clusterSettings(cfg *clusterv3.Cluster, td transportDeps, defaultBind *bind
 	}
 	td.cluster = s.observabilityName
 	t, terrs := buildTransport(cfg.GetTransportSocket(), td, "cluster."+s.observabilityName+".")
-	s.tls, s.tap, s.pp = t.tls, t.tap, t.pp
+	s.tls, s.tap, s.pp, s.iu = t.tls, t.tap, t.pp, t.iu
 	errs = append(errs, terrs...)
 	var merrs []error
 	s.sockets, merrs = buildSocketMatches(cfg, td, "cluster."+s.observabilityName+".", t)

@@ -44,6 +44,7 @@ func (c *Cluster) newHTTP2Transport() *http.Transport {
 // is still dialled, as Envoy's request keeps the host it chose: the
 // request carries its host in ctx (see pickedHost).
 func (c *Cluster) dialHTTP2(ctx context.Context, addr string) (net.Conn, error) {
+	addr = hostAddress(addr)
 	h := c.set.Load().byAddr[addr]
 	if h == nil {
 		h = pickedHost(ctx, c.settings.name, addr)
@@ -156,7 +157,7 @@ func (c *Cluster) roundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Res
 		c.h2Opening.wait(req.Context(), c.settings.connectTimeout)
 	}
 	req.URL.Scheme = "http"
-	req.URL.Host = h.Address
+	req.URL.Host = transportHost(h.Address)
 	if _, ok := req.Header["User-Agent"]; !ok {
 		// The transport would send its own User-Agent; a proxy forwards
 		// the client's, or none. An empty value tells it to send none.

@@ -51,10 +51,10 @@ type socketLabel struct {
 
 // buildSocketMatches compiles a cluster's transport_socket_matches and
 // its health check's transport_socket_match_criteria. Their transport
-// sockets are TLS or raw_buffer: a tap or an upstream PROXY protocol
-// socket (whose pool keys and registrations are the cluster's) is
-// refused in them, and in the cluster's transport_socket when it has
-// matches. Errors are relative to the cluster.
+// sockets are TLS or raw_buffer: a tap, an upstream PROXY protocol or an
+// internal_upstream socket (whose pool keys, registrations and metadata
+// are the cluster's) is refused in them, and in the cluster's
+// transport_socket when it has matches. Errors are relative to the cluster.
 func buildSocketMatches(cfg *clusterv3.Cluster, d transportDeps, scope string, def transport) (socketMatches, []error) {
 	var (
 		m    socketMatches
@@ -73,6 +73,9 @@ func buildSocketMatches(cfg *clusterv3.Cluster, d transportDeps, scope string, d
 		}
 		if t.pp != nil {
 			terrs = append(terrs, configErrorf(join(path, "transport_socket"), "an upstream PROXY protocol transport socket is not supported in transport_socket_matches"))
+		}
+		if t.iu != nil {
+			terrs = append(terrs, configErrorf(join(path, "transport_socket"), "an internal_upstream transport socket is not supported in transport_socket_matches"))
 		}
 		if len(terrs) > 0 {
 			errs = append(errs, terrs...)
@@ -96,6 +99,9 @@ func buildSocketMatches(cfg *clusterv3.Cluster, d transportDeps, scope string, d
 		}
 		if def.pp != nil {
 			errs = append(errs, configErrorf("transport_socket", "an upstream PROXY protocol transport socket is not supported with transport_socket_matches"))
+		}
+		if def.iu != nil {
+			errs = append(errs, configErrorf("transport_socket", "an internal_upstream transport socket is not supported with transport_socket_matches"))
 		}
 	}
 	if hcs := cfg.GetHealthChecks(); len(hcs) > 0 && hcs[0].GetTransportSocketMatchCriteria() != nil {

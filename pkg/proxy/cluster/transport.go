@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	iuv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/internal_upstream/v3"
 	upstreamppv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/proxy_protocol/v3"
 	rawbufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
 	taptransportv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tap/v3"
@@ -74,6 +75,8 @@ type transport struct {
 	tls *tlsconfig.Client
 	tap *taptransport.Socket
 	pp  *upstreamproxyprotocol.Socket
+	// iu is the internal_upstream transport socket, nil for none.
+	iu *internalUpstream
 }
 
 // buildTransport compiles a cluster's transport_socket: TLS with an
@@ -136,6 +139,23 @@ func buildTransportAt(ts *corev3.TransportSocket, d transportDeps, scope, field 
 		}
 		inner.pp = pp
 		return inner, nil
+	case *iuv3.InternalUpstreamTransport:
+		if d.stats == nil {
+			return transport{}, []error{configErrorf(field+"typed_config", "no stat store for the internal_upstream transport socket")}
+		}
+		iu, errs := compileInternalUpstream(m, d.stats.Scope(scope), field)
+		inner, ierrs := buildTransportAt(m.GetTransportSocket(), d, scope, field+"typed_config.transport_socket.")
+		errs = append(errs, ierrs...)
+		if inner != (transport{}) {
+			// Only raw_buffer inside: what it wraps would run over the
+			// in-memory connection, which nothing here does yet.
+			inner.close()
+			errs = append(errs, configErrorf(field+"typed_config.transport_socket", "not supported by Outrigger: only raw_buffer inside internal_upstream"))
+		}
+		if len(errs) > 0 {
+			return transport{}, errs
+		}
+		return transport{iu: iu}, nil
 	case *tlsv3.UpstreamTlsContext:
 		cl, err := tlsconfig.CompileClientWithSecrets(m, d.secrets, d.keyLog)
 		if err != nil {
@@ -144,6 +164,13 @@ func buildTransportAt(ts *corev3.TransportSocket, d transportDeps, scope, field 
 		return transport{tls: cl}, nil
 	}
 	return transport{}, []error{configErrorf(field+"typed_config", "transport socket type %T is not supported by Outrigger", msg)}
+}
+
+// close releases what t holds (its tap).
+func (t transport) close() {
+	if t.tap != nil {
+		_ = t.tap.Close()
+	}
 }
 
 // ppKey is the part of the downstream side in ctx that a connection of

@@ -90,10 +90,15 @@ func addrPort(a net.Addr) netip.AddrPort {
 }
 
 // StatScope returns the stat scope Build gives lc, "listener.<name>." (see
-// statScopeName), for what is built before the listener and counts under
+// statScopeName; "listener.envoy_internal_<listener name>." for an
+// internal listener without stat_prefix), for what is built before the listener and counts under
 // it, such as its connection managers' per-listener stats. It is "" for an
 // address Build refuses.
 func StatScope(lc *listenerv3.Listener) string {
+	if lc.GetInternalListener() != nil && lc.GetStatPrefix() == "" {
+		// Envoy's name for an internal listener's stats.
+		return "listener.envoy_internal_" + lc.GetName() + "."
+	}
 	a, err := parseAddress(lc.GetAddress())
 	if err != nil && lc.GetStatPrefix() == "" {
 		return ""

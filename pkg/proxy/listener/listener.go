@@ -95,6 +95,10 @@ type Deps struct {
 	BuildUDPFilter func(f *listenerv3.ListenerFilter) (udpfilter.Filter, error)
 	// AccessLogs compiles the listener's access_log; nil refuses it.
 	AccessLogs AccessLogCompiler
+	// InternalListeners is set when the bootstrap has the
+	// internal_listener extension, without which Envoy refuses internal
+	// listeners.
+	InternalListeners bool
 	// Runtime holds the per-listener connection limit
 	// (envoy.resource_limits.listener.<name>.connection_limit), read at
 	// each accept; nil means no limit.
@@ -128,6 +132,11 @@ type Listener struct {
 	// takes the connections a use_original_dst listener hands it
 	// (bind_to_port: false).
 	bindToPort bool
+	// internal is set for an internal listener (internal_listener): no
+	// address, no socket; its connections come from AcceptInternal, each
+	// counting for the next worker (nextWorker).
+	internal   bool
+	nextWorker atomic.Uint64
 	reusePort  bool
 	// addrOpts are the socket options of each address of addrs: the
 	// listener's socket_options (or an additional address's own), its
@@ -242,21 +251,13 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 		l.now = time.Now
 	}
 	var errs []error
-	primary, err := parseAddress(lc.GetAddress())
-	if err != nil {
-		errs = append(errs, fmt.Errorf("address.%w", err))
+	var primary socketAddress
+	if lc.GetInternalListener() != nil {
+		l.internal = true
+		errs = append(errs, internalErrors(lc, deps.InternalListeners)...)
+	} else {
+		errs = append(errs, l.buildSocketSettings(lc, &primary)...)
 	}
-	l.addrs = append(l.addrs, primary)
-	for i, aa := range lc.GetAdditionalAddresses() {
-		a, err := parseAddress(aa.GetAddress())
-		if err != nil {
-			errs = append(errs, fmt.Errorf("additional_addresses[%d].address.%w", i, err))
-			continue
-		}
-		l.addrs = append(l.addrs, a)
-	}
-	l.bindToPort = lc.GetBindToPort() == nil || lc.GetBindToPort().GetValue()
-	l.reusePort = reusePortSupported && reusePortWanted(lc)
 	l.bufferLimit = DefaultBufferLimit
 	if v := lc.GetPerConnectionBufferLimitBytes(); v != nil {
 		l.bufferLimit, l.setBuffers = v.GetValue(), true
@@ -264,71 +265,13 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 	if l.setBuffers && l.bufferLimit == 0 {
 		errs = append(errs, errors.New("per_connection_buffer_limit_bytes: must be above 0"))
 	}
-
-	opts, err := sockopt.Compile(lc.GetSocketOptions())
-	if err != nil {
-		errs = append(errs, fieldpath.Prefix("socket_options", err))
-	}
-	var tcpOpts sockopt.Set // fast open's, for every address
-	if q := lc.GetTcpFastOpenQueueLength(); q != nil {
-		if primary.isUDP() {
-			errs = append(errs, errors.New("tcp_fast_open_queue_length: not supported on a UDP listener"))
-		} else if fo, err := sockopt.TCPFastOpen(q.GetValue()); err != nil {
-			errs = append(errs, fmt.Errorf("tcp_fast_open_queue_length: %w", err))
-		} else {
-			tcpOpts = append(tcpOpts, fo)
-		}
-	}
-	if b := lc.GetTcpBacklogSize(); b != nil {
-		switch {
-		case primary.isUDP():
-			errs = append(errs, errors.New("tcp_backlog_size: not supported on a UDP listener"))
-		case b.GetValue() > math.MaxInt32:
-			errs = append(errs, fmt.Errorf("tcp_backlog_size: %d does not fit in a C int", b.GetValue()))
-		default:
-			l.backlog = int(b.GetValue())
-		}
-	}
-	if lc.GetEnableMptcp() {
-		switch {
-		case primary.isUDP():
-			errs = append(errs, errors.New("enable_mptcp: not supported on a UDP listener"))
-		case !mptcpSupported():
-			errs = append(errs, fmt.Errorf("enable_mptcp: listener %s: enable_mptcp is set but MPTCP is not supported by the operating system", lc.GetName()))
-		default:
-			l.mptcp = true
-		}
-	}
-	keepalive, err := l.keepaliveOptions("tcp_keepalive", lc.GetTcpKeepalive(), primary)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	l.addrOpts = append(l.addrOpts, concatOptions(opts, tcpOpts, keepalive))
-	for i, aa := range lc.GetAdditionalAddresses() {
-		own, ka := opts, keepalive
-		path := fmt.Sprintf("additional_addresses[%d].", i)
-		if so := aa.GetSocketOptions(); so != nil {
-			// The address's own list replaces the listener's, an empty
-			// one meaning none, as in Envoy.
-			if own, err = sockopt.Compile(so.GetSocketOptions()); err != nil {
-				errs = append(errs, fieldpath.Prefix(path+"socket_options.socket_options", err))
-			}
-		}
-		if k := aa.GetTcpKeepalive(); k != nil {
-			if ka, err = l.keepaliveOptions(path+"tcp_keepalive", k, primary); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		l.addrOpts = append(l.addrOpts, concatOptions(own, tcpOpts, ka))
-	}
-	l.freebind, l.transparent = lc.GetFreebind().GetValue(), lc.GetTransparent().GetValue()
 	if err := l.compileAccessLogs(lc, deps.AccessLogs); err != nil {
 		errs = append(errs, err)
 	}
 	if primary.isUDP() {
 		return l.finishUDP(lc, deps, append(errs, l.buildUDP(lc, deps)...))
 	}
-	for i, a := range l.addrs[1:] {
+	for i, a := range l.addrs[min(1, len(l.addrs)):] {
 		if a.isUDP() {
 			errs = append(errs, fmt.Errorf("additional_addresses[%d].address.socket_address.protocol: a TCP listener's addresses must all be TCP", i))
 		}
@@ -361,7 +304,7 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	scope := deps.Stats.Scope(statScopeName(lc.GetStatPrefix(), primary))
+	scope := deps.Stats.Scope(StatScope(lc))
 	l.stats = newListenerStats(scope)
 	if l.chains.hasTLS() {
 		l.tlsStats = tlsconfig.NewStats(scope.Scope("ssl."))
@@ -373,6 +316,99 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 	// only it knows whether this listener is new, replaces another, or
 	// will be thrown away unbound.
 	return l, nil
+}
+
+// buildSocketSettings reads the addresses and socket settings of a
+// listener with sockets (any but an internal listener) and sets primary
+// to its main address.
+func (l *Listener) buildSocketSettings(lc *listenerv3.Listener, primary *socketAddress) []error {
+	if ie := internalAddressErrors(lc); ie != nil {
+		return ie
+	}
+	var errs []error
+	p, err := parseAddress(lc.GetAddress())
+	if err != nil {
+		errs = append(errs, fmt.Errorf("address.%w", err))
+	}
+	*primary = p
+	l.addrs = append(l.addrs, p)
+	for i, aa := range lc.GetAdditionalAddresses() {
+		a, err := parseAddress(aa.GetAddress())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("additional_addresses[%d].address.%w", i, err))
+			continue
+		}
+		l.addrs = append(l.addrs, a)
+	}
+	l.bindToPort = lc.GetBindToPort() == nil || lc.GetBindToPort().GetValue()
+	l.reusePort = reusePortSupported && reusePortWanted(lc)
+	return append(errs, l.buildSocketOptions(lc, p)...)
+}
+
+// buildSocketOptions reads the socket options of each address of a
+// listener with sockets: socket_options, tcp_fast_open_queue_length,
+// tcp_backlog_size, enable_mptcp, tcp_keepalive (each address's own
+// where it has them), freebind and transparent.
+func (l *Listener) buildSocketOptions(lc *listenerv3.Listener, p socketAddress) []error {
+	var errs []error
+	opts, err := sockopt.Compile(lc.GetSocketOptions())
+	if err != nil {
+		errs = append(errs, fieldpath.Prefix("socket_options", err))
+	}
+	var tcpOpts sockopt.Set // fast open's, for every address
+	if q := lc.GetTcpFastOpenQueueLength(); q != nil {
+		if p.isUDP() {
+			errs = append(errs, errors.New("tcp_fast_open_queue_length: not supported on a UDP listener"))
+		} else if fo, err := sockopt.TCPFastOpen(q.GetValue()); err != nil {
+			errs = append(errs, fmt.Errorf("tcp_fast_open_queue_length: %w", err))
+		} else {
+			tcpOpts = append(tcpOpts, fo)
+		}
+	}
+	if b := lc.GetTcpBacklogSize(); b != nil {
+		switch {
+		case p.isUDP():
+			errs = append(errs, errors.New("tcp_backlog_size: not supported on a UDP listener"))
+		case b.GetValue() > math.MaxInt32:
+			errs = append(errs, fmt.Errorf("tcp_backlog_size: %d does not fit in a C int", b.GetValue()))
+		default:
+			l.backlog = int(b.GetValue())
+		}
+	}
+	if lc.GetEnableMptcp() {
+		switch {
+		case p.isUDP():
+			errs = append(errs, errors.New("enable_mptcp: not supported on a UDP listener"))
+		case !mptcpSupported():
+			errs = append(errs, fmt.Errorf("enable_mptcp: listener %s: enable_mptcp is set but MPTCP is not supported by the operating system", lc.GetName()))
+		default:
+			l.mptcp = true
+		}
+	}
+	keepalive, err := l.keepaliveOptions("tcp_keepalive", lc.GetTcpKeepalive(), p)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	l.addrOpts = append(l.addrOpts, concatOptions(opts, tcpOpts, keepalive))
+	for i, aa := range lc.GetAdditionalAddresses() {
+		own, ka := opts, keepalive
+		path := fmt.Sprintf("additional_addresses[%d].", i)
+		if so := aa.GetSocketOptions(); so != nil {
+			// The address's own list replaces the listener's, an empty
+			// one meaning none, as in Envoy.
+			if own, err = sockopt.Compile(so.GetSocketOptions()); err != nil {
+				errs = append(errs, fieldpath.Prefix(path+"socket_options.socket_options", err))
+			}
+		}
+		if k := aa.GetTcpKeepalive(); k != nil {
+			if ka, err = l.keepaliveOptions(path+"tcp_keepalive", k, p); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		l.addrOpts = append(l.addrOpts, concatOptions(own, tcpOpts, ka))
+	}
+	l.freebind, l.transparent = lc.GetFreebind().GetValue(), lc.GetTransparent().GetValue()
+	return errs
 }
 
 // finishUDP ends Build for a UDP listener: its stats, under the
@@ -634,6 +670,9 @@ func (l *Listener) Addr() net.Addr {
 func (l *Listener) Addresses() []*corev3.Address {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.internal {
+		return []*corev3.Address{l.internalAddress()}
+	}
 	out := make([]*corev3.Address, len(l.addrs))
 	for i, a := range l.addrs {
 		if i < len(l.bound) {

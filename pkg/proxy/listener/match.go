@@ -355,6 +355,16 @@ func protocolsScore(want, offered []string) int {
 
 // prefixScore is the length of the longest range containing ip, or -1.
 func prefixScore(ranges []netip.Prefix, ip netip.Addr) int {
+	if !ip.IsValid() {
+		// No IP (an internal listener's connection): only a chain that
+		// takes every address matches, as in Envoy.
+		for _, p := range ranges {
+			if p.Bits() == 0 {
+				return 0
+			}
+		}
+		return -1
+	}
 	best := -1
 	for _, p := range ranges {
 		if p.Bits() > best && p.Contains(ip) {

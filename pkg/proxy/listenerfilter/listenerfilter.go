@@ -103,8 +103,20 @@ func (s *Socket) SetAcceptTime(t time.Time) { s.accepted = t }
 func (s *Socket) AcceptTime() time.Time { return s.accepted }
 
 // NewSocket wraps a connection just accepted for its listener filters.
+// An internal listener's connection starts with the metadata its
+// upstream side passed on (see PassthroughMetadata).
 func NewSocket(c net.Conn) *Socket {
-	return &Socket{conn: c, remote: c.RemoteAddr(), local: c.LocalAddr()}
+	return &Socket{conn: c, remote: c.RemoteAddr(), local: c.LocalAddr(), metadata: PassthroughMetadata(c)}
+}
+
+// PassthroughMetadata is the metadata the upstream side of an internal
+// listener's connection passed on (the internal_upstream transport
+// socket's passthrough_metadata), nil for any other connection.
+func PassthroughMetadata(c net.Conn) *corev3.Metadata {
+	if p, ok := c.(interface{ PassthroughMetadata() *corev3.Metadata }); ok {
+		return p.PassthroughMetadata()
+	}
+	return nil
 }
 
 // RemoteAddr is the connection's remote address as the filters have left

@@ -8,13 +8,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Peek copies the bytes waiting in the socket's receive queue into buf
-// without reading them, waiting until at least want of them are there (or
-// buf is full). It returns how many it copied, which may be more than
-// want. Its errors: io.EOF when the peer closed before want bytes came,
-// os.ErrDeadlineExceeded at the listener filters' timeout, a *ReadError
-// otherwise.
-func (s *Socket) Peek(buf []byte, want int) (int, error) {
+// peekSocket is Peek on a socket: MSG_PEEK on its receive queue.
+func (s *Socket) peekSocket(buf []byte, want int) (int, error) {
 	want = min(max(want, 1), len(buf))
 	sc, ok := s.conn.(syscall.Conn)
 	if !ok {

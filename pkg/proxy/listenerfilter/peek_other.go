@@ -4,8 +4,8 @@ package listenerfilter
 
 import "errors"
 
-// Peek is not available off Linux: listener filters that inspect bytes
-// close the connection (downstream_listener_filter_error).
-func (s *Socket) Peek(buf []byte, want int) (int, error) {
+// peekSocket is not available off Linux: listener filters that inspect
+// bytes of a socket close the connection (downstream_listener_filter_error).
+func (s *Socket) peekSocket(buf []byte, want int) (int, error) {
 	return 0, &ReadError{Err: errors.ErrUnsupported}
 }

@@ -153,10 +153,11 @@ func (s *Server) buildListener(lc *listenerv3.Listener, manager *listener.Manage
 		OriginalDst: s.originalDstFilter,
 		Handoff:     s.handoffListener,
 		// A UDP listener's listener_filters are UDP listener filters.
-		BuildUDPFilter: s.buildUDPFilter,
-		Now:            s.now,
-		Overload:       s.listenerOverload(lc),
-		Runtime:        s.runtime,
+		BuildUDPFilter:    s.buildUDPFilter,
+		Now:               s.now,
+		Overload:          s.listenerOverload(lc),
+		InternalListeners: s.internal.enabled,
+		Runtime:           s.runtime,
 		// The listener's own access_log, closed with what its filters
 		// hold once its connections are gone.
 		AccessLogs: func(prefix string, cfgs []*accesslogv3.AccessLog) (netfilter.AccessLogger, error) {

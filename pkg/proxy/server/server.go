@@ -79,17 +79,20 @@ type Server struct {
 	// outlierEvents is cluster_manager.outlier_detection's event log,
 	// nil for none.
 	outlierEvents *outlier.EventLog
-	lset          listenerSet           // the listeners, static and discovered (listener_set.go)
-	lds           discoverySource       // listeners from a file; nil without one
-	ads           *adsClient            // the ADS stream; nil without dynamic_resources.ads_config
-	loadReports   *loadReporter         // cluster_manager.load_stats_config's reporter; nil without
-	streams       discoveryStreams      // the config sources' own gRPC streams (config_sources.go)
-	ldsStream     *adsClient            // lds_config's own stream, added to streams once subscribed; nil without
-	eds           *endpointDiscovery    // the EDS clusters' endpoints over ADS; nil without EDS clusters
-	cds           clusterSource         // the clusters' subscription; nil without cds_config
-	cdsFile       *xds.FileSubscription // cds's file, when the clusters come from one
-	rds           *routeDiscovery       // the connection managers' routes over ADS
-	secrets       *secretStore          // static secrets and secrets from files (secrets.go)
+	lset          listenerSet // the listeners, static and discovered (listener_set.go)
+	// internal is the bootstrap's internal_listener extension
+	// (internal_listeners.go).
+	internal    internalListeners
+	lds         discoverySource       // listeners from a file; nil without one
+	ads         *adsClient            // the ADS stream; nil without dynamic_resources.ads_config
+	loadReports *loadReporter         // cluster_manager.load_stats_config's reporter; nil without
+	streams     discoveryStreams      // the config sources' own gRPC streams (config_sources.go)
+	ldsStream   *adsClient            // lds_config's own stream, added to streams once subscribed; nil without
+	eds         *endpointDiscovery    // the EDS clusters' endpoints over ADS; nil without EDS clusters
+	cds         clusterSource         // the clusters' subscription; nil without cds_config
+	cdsFile     *xds.FileSubscription // cds's file, when the clusters come from one
+	rds         *routeDiscovery       // the connection managers' routes over ADS
+	secrets     *secretStore          // static secrets and secrets from files (secrets.go)
 	// shared holds what network filters share across filter chains and
 	// listeners (local_ratelimit's share_key buckets).
 	shared *netfilter.Shared
@@ -163,7 +166,9 @@ func New(cfg Config) (*Server, error) {
 	s.secrets = secrets
 	s.outlierEvents, err = openOutlierEvents(cfg.Bootstrap)
 	errs = append(errs, err)
+	s.internal = internalListenersOf(cfg.Bootstrap)
 	clusters, err := cluster.NewManager(cfg.Bootstrap.GetStaticResources().GetClusters(), cluster.Options{
+		Internal:      s.dialInternal,
 		OutlierEvents: s.outlierEvents,
 		Secrets:       secrets.resolve,
 		KeyLog:        s.openKeyLog,

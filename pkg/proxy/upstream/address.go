@@ -4,14 +4,23 @@ import (
 	"net/netip"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/userspace"
 )
 
 // AddressProto is a host's Address as the admin and load reports show
-// it: a socket address, or a pipe's path. An address that is neither
+// it: a socket address, a pipe's path, or an internal listener's address
+// ("envoy://listener/endpoint_id"). An address that is neither
 // (never built here) is an empty Address.
 func AddressProto(addr string) *corev3.Address {
 	if IsPipe(addr) {
 		return &corev3.Address{Address: &corev3.Address_Pipe{Pipe: &corev3.Pipe{Path: addr}}}
+	}
+	if ia, ok := userspace.ParseAddr(addr); ok {
+		return &corev3.Address{Address: &corev3.Address_EnvoyInternalAddress{EnvoyInternalAddress: &corev3.EnvoyInternalAddress{
+			AddressNameSpecifier: &corev3.EnvoyInternalAddress_ServerListenerName{ServerListenerName: ia.Listener},
+			EndpointId:           ia.EndpointID,
+		}}}
 	}
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil {
