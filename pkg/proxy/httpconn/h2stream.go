@@ -424,9 +424,9 @@ func (st *h2Stream) writeHead(s *stream, n int64, hasBody bool) error {
 	// Encoded under h.mu, with the connection's memo of the fields sent
 	// lately (see hpackMemo).
 	if h.memo == nil {
-		h.memo = new(hpackMemo)
+		h.memo = &hpackMemo{huff: !h.m.cfg.h2.noHuffman}
 	}
-	b := appendHPACKStatus(st.hblock[:0], s.status)
+	b := appendHPACKStatus(st.hblock[:0], s.status, h.memo.huff)
 	for i := range s.respHeaders.fields {
 		f := &s.respHeaders.fields[i]
 		name := st.lowerName(f.name)
@@ -645,7 +645,7 @@ func (st *h2Stream) trailerBlock() []byte {
 			continue
 		}
 		for _, v := range vs {
-			b = appendHPACKField(b, name, v)
+			b = appendHPACKField(b, name, v, !st.h.m.cfg.h2.noHuffman)
 		}
 	}
 	st.hblock = b
@@ -685,7 +685,7 @@ func (st *h2Stream) flush() error {
 // continue100 implements downstream: an interim 100 head.
 func (st *h2Stream) continue100() error {
 	h := st.h
-	b := appendHPACKStatus(st.hblock[:0], 100)
+	b := appendHPACKStatus(st.hblock[:0], 100, !st.h.m.cfg.h2.noHuffman)
 	st.hblock = b
 	h.mu.Lock()
 	defer h.mu.Unlock()
