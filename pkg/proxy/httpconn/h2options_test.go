@@ -140,8 +140,8 @@ func TestH2CustomSettingsRefused(t *testing.T) {
 			want: "SETTINGS_MAX_FRAME_SIZE (0x5) other than 16384 is not supported by Outrigger",
 		},
 		"field limit above the headers limit": {
-			edit: func(o *corev3.Http2ProtocolOptions) { o.MaxHeaderFieldSizeKb = wrapperspb.UInt32(61) },
-			want: "http2_protocol_options.max_header_field_size_kb: 61 exceeds max_request_headers_kb (60)",
+			edit: func(o *corev3.Http2ProtocolOptions) { o.MaxHeaderFieldSizeKb = wrapperspb.UInt32(64) },
+			want: "http2_protocol_options.max_header_field_size_kb: 64 exceeds max_request_headers_kb (60)",
 		},
 	}
 	for name, tc := range tests {
@@ -210,16 +210,41 @@ func TestH2HuffmanEncoding(t *testing.T) {
 // Huffman-codes below it passes, and a longer coding ends the connection
 // with COMPRESSION_ERROR, as nghttp2's decoder does.
 func TestH2MaxHeaderFieldSize(t *testing.T) {
-	f := startH2Proxy(t, hcmv3.HttpConnectionManager_HTTP2, nil, withH2Options(func(o *corev3.Http2ProtocolOptions) {
-		o.MaxHeaderFieldSizeKb = wrapperspb.UInt32(1)
+	f := startH2Proxy(t, hcmv3.HttpConnectionManager_HTTP2, nil, func(cfg *hcmv3.HttpConnectionManager) {
+		cfg.MaxRequestHeadersKb = wrapperspb.UInt32(96)
+	}, withH2Options(func(o *corev3.Http2ProtocolOptions) {
+		o.MaxHeaderFieldSizeKb = wrapperspb.UInt32(64)
 	}))
 	c := dialH2(t, f.addr)
-	// 1500 'a's are 5 bits each coded: 938 bytes.
-	c.wantOK(c.get("/direct"), "hello direct")
-	c.wantOK(c.open(true, requestHead("GET", "/direct", "x-big", strings.Repeat("a", 1500))...), "hello direct")
-	// '~' is 13 bits coded: longer than itself, so 1100 bytes raw.
-	c.open(true, requestHead("GET", "/direct", "x-big", strings.Repeat("~", 1100))...)
+	// 90000 'a's are 5 bits each coded: 56250 bytes.
+	c.sendBlock(1, requestHead("GET", "/direct", "x-big", strings.Repeat("a", 90000))...)
+	c.wantOK(1, "hello direct")
+	// '~' is 13 bits coded: longer than itself, so 70000 bytes raw.
+	c.sendBlock(3, requestHead("GET", "/direct", "x-big", strings.Repeat("~", 70000))...)
 	c.wantGoAway(http2.ErrCodeCompression)
+}
+
+// sendBlock sends a request head ending stream id as a HEADERS frame and
+// as many CONTINUATION frames as its size needs.
+func (c *h2Client) sendBlock(id uint32, fields ...string) {
+	c.t.Helper()
+	block := hpackBlock(fields...)
+	c.streamSend[id] = c.initialSend
+	c.send("HEADERS", func() error {
+		first := block[:min(len(block), 16384)]
+		rest := block[len(first):]
+		if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: first, EndStream: true, EndHeaders: len(rest) == 0}); err != nil {
+			return err
+		}
+		for len(rest) > 0 {
+			n := min(len(rest), 16384)
+			if err := c.fr.WriteContinuation(id, n == len(rest), rest[:n]); err != nil {
+				return err
+			}
+			rest = rest[n:]
+		}
+		return nil
+	})
 }
 
 // TestH2HPACKTableSize checks hpack_table_size: once the client
