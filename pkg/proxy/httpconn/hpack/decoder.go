@@ -55,7 +55,7 @@ type Decoder struct {
 	maxStrLen int
 	// maxWireLen bounds a string as coded on the wire, 0 for none.
 	maxWireLen int
-	table     table
+	table      table
 	// pending holds the start of a field that the previous fragment cut
 	// (a block may be split over CONTINUATION frames anywhere).
 	pending []byte
