@@ -185,6 +185,25 @@ var _ = Describe("HTTP/2 HPACK and SETTINGS options", func() {
 		Expect(a.goAway()).To(Equal(http2.ErrCodeCompression))
 	})
 
+	It("answers RST_STREAM frames past stream_reset_burst with GOAWAY INTERNAL_ERROR, counted in http2.goaway_sent, and serves other connections", func() {
+		up := startCountingUpstream()
+		port := freePort()
+		s := Start(newDir(), floodBootstrap(port, up.addr, "stream_reset_burst: 10, stream_reset_rate: 1"))
+		a := dialAttacker(fmt.Sprintf("127.0.0.1:%d", port))
+		block := a.request("/")
+		a.write(a.frames(func(fr *http2.Framer) {
+			for id := uint32(1); id < 2*20; id += 2 {
+				_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block, EndStream: true, EndHeaders: true})
+				_ = fr.WriteRSTStream(id, http2.ErrCodeCancel)
+			}
+		}))
+		Expect(a.goAway()).To(Equal(http2.ErrCodeInternal))
+		waitStat(s, "http2.goaway_sent", "1")
+		Expect(statValue(s, "http.ingress.downstream_rq_too_many_premature_resets")).To(Equal("0"), "the bucket, not the premature-reset limit")
+		r := httpDo(httpClients()["HTTP/2"], "GET", listenerURL(port, "/"), nil, nil)
+		Expect(r.Status).To(Equal(200))
+	})
+
 	It("announces a cluster's hpack_table_size to its h2c upstream", func() {
 		up := startSettingsRecorder()
 		port := freePort()

@@ -160,6 +160,11 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.Http2ProtocolOptions.custom_settings_parameters":   {},
 	"envoy.config.core.v3.Http2ProtocolOptions.SettingsParameter.identifier": {},
 	"envoy.config.core.v3.Http2ProtocolOptions.SettingsParameter.value":      {},
+	// The RST_STREAM token bucket of client connections (h2resetrate.go);
+	// like Envoy's, it has no effect on a cluster's (client-side)
+	// connections.
+	"envoy.config.core.v3.Http2ProtocolOptions.stream_reset_burst": {},
+	"envoy.config.core.v3.Http2ProtocolOptions.stream_reset_rate":  {},
 	// Its flood limits and the answer to malformed requests.
 	"envoy.config.core.v3.Http2ProtocolOptions.max_outbound_frames":                                  {},
 	"envoy.config.core.v3.Http2ProtocolOptions.max_outbound_control_frames":                          {},

@@ -82,6 +82,9 @@ type h2Settings struct {
 	// customSettings are the identifier and value pairs of
 	// custom_settings_parameters, sent before the named settings.
 	customSettings []uint32
+	// resetBurst and resetRate are the RST_STREAM token bucket
+	// (stream_reset_burst, stream_reset_rate; see h2resetrate.go).
+	resetBurst, resetRate uint64
 }
 
 // readH2Settings reads http2_protocol_options. The API's own constraints
@@ -103,6 +106,13 @@ func readH2Settings(cfg *hcmv3.HttpConnectionManager) h2Settings {
 	s.noHuffman = h2.GetEnableHuffmanEncoding() != nil && !h2.GetEnableHuffmanEncoding().GetValue()
 	s.maxFieldWireBytes = int(h2.GetMaxHeaderFieldSizeKb().GetValue()) << 10
 	s.customSettings = customSettings(h2)
+	s.resetBurst, s.resetRate = defaultH2ResetBurst, defaultH2ResetRate
+	if v := h2.GetStreamResetBurst(); v != nil {
+		s.resetBurst = v.GetValue()
+	}
+	if v := h2.GetStreamResetRate(); v != nil {
+		s.resetRate = v.GetValue()
+	}
 	s.keepalive = readKeepalive(h2.GetConnectionKeepalive())
 	// The override wins over the connection manager's
 	// stream_error_on_invalid_http_message, which wins over the older

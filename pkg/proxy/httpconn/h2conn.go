@@ -116,6 +116,8 @@ type h2Conn struct {
 	fail error
 	// ka is the connection_keepalive state.
 	ka h2Keepalive
+	// resets is the RST_STREAM rate limit's bucket (h2resetrate.go).
+	resets resetBucket
 	// ending: finish runs; streams it drops are not the client's doing.
 	ending bool
 	// closedStreams and prematureResets count the streams that ended,
@@ -154,6 +156,7 @@ func (c *serverConn) serveHTTP2() {
 		highWater: connBufferLimit(c.nc),
 	}
 	h.guard = h2Guard{lim: &c.m.cfg.h2, stats: h.stats}
+	h.resets = resetBucket{tokens: c.m.cfg.h2.resetBurst, base: time.Now()}
 	h.workers.init()
 	// The table starts at HPACK's 4096 bytes; until the client
 	// acknowledges the SETTINGS_HEADER_TABLE_SIZE announced it may still
@@ -614,6 +617,7 @@ func (h *h2Conn) onRSTStream(fh h2FrameHeader, p []byte) error {
 		}
 	}
 	h.stats.rxReset.Inc()
+	h.countResetLocked()
 	if st := h.streams[fh.streamID]; st != nil {
 		h.m.stats.rqRxReset.Inc()
 		st.s.peerReset.Store(true)

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -267,4 +268,65 @@ func TestH2HPACKTableSize(t *testing.T) {
 		return c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: append(appendHPACKInt(nil, 0x20, 5, 257), head...), EndStream: true, EndHeaders: true})
 	})
 	c.wantGoAway(http2.ErrCodeCompression)
+}
+
+// TestH2StreamResetRate checks stream_reset_burst and stream_reset_rate:
+// the client's RST_STREAM frames take tokens from a bucket of burst, and
+// the one that finds it empty gets GOAWAY INTERNAL_ERROR (counted in
+// http2.goaway_sent); with the defaults (1000 tokens) the same resets
+// leave the connection serving.
+func TestH2StreamResetRate(t *testing.T) {
+	resets := func(c *h2Client, n int) {
+		for range n {
+			id := c.get("/direct")
+			c.wantOK(id, "hello direct")
+			c.send("RST_STREAM", func() error { return c.fr.WriteRSTStream(id, http2.ErrCodeCancel) })
+		}
+	}
+	t.Run("burst of 3", func(t *testing.T) {
+		f := startH2Proxy(t, hcmv3.HttpConnectionManager_HTTP2, nil, withH2Options(func(o *corev3.Http2ProtocolOptions) {
+			o.StreamResetBurst = wrapperspb.UInt64(3)
+			o.StreamResetRate = wrapperspb.UInt64(0)
+		}))
+		c := dialH2(t, f.addr)
+		resets(c, 4)
+		g := c.wantGoAway(http2.ErrCodeInternal)
+		if g.lastStreamID != 7 {
+			t.Errorf("GOAWAY names stream %d, want 7 (the last opened)", g.lastStreamID)
+		}
+		f.waitCounter(t, "http2.goaway_sent", 1)
+	})
+	t.Run("defaults", func(t *testing.T) {
+		f := startH2Proxy(t, hcmv3.HttpConnectionManager_HTTP2, nil)
+		c := dialH2(t, f.addr)
+		resets(c, 4)
+		c.wantOK(c.get("/direct"), "hello direct")
+		if len(c.goAways) > 0 {
+			t.Fatalf("GOAWAY %v after 4 resets with the defaults", c.goAways)
+		}
+	})
+}
+
+// TestResetBucket checks the bucket's refill, in whole seconds and capped
+// at the burst, as nghttp2's.
+func TestResetBucket(t *testing.T) {
+	base := time.Unix(1000, 0)
+	b := resetBucket{tokens: 2, base: base}
+	steps := []struct {
+		at   time.Duration
+		want bool
+	}{
+		{0, true}, {0, true}, {900 * time.Millisecond, false}, // two tokens, none refilled within the second
+		{time.Second, true}, {time.Second, false}, // one a second
+		{10 * time.Second, true}, {10 * time.Second, true}, {10 * time.Second, false}, // capped at the burst
+	}
+	for i, s := range steps {
+		if got := b.take(2, 1, base.Add(s.at)); got != s.want {
+			t.Fatalf("step %d at %v: take %v, want %v", i, s.at, got, s.want)
+		}
+	}
+	huge := resetBucket{tokens: 0, base: base}
+	if !huge.take(5, 1<<63, base.Add(3*time.Second)) || huge.tokens != 4 {
+		t.Fatalf("an overflowing gain left %d tokens, want the burst less one", huge.tokens)
+	}
 }
