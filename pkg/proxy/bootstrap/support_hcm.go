@@ -165,6 +165,9 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	// connections.
 	"envoy.config.core.v3.Http2ProtocolOptions.stream_reset_burst": {},
 	"envoy.config.core.v3.Http2ProtocolOptions.stream_reset_rate":  {},
+	// Request field values with obs-text are malformed (h2stream.go);
+	// clusters refuse it (Go's transport takes them).
+	"envoy.config.core.v3.Http2ProtocolOptions.disallow_obs_text": {},
 	// Its flood limits and the answer to malformed requests.
 	"envoy.config.core.v3.Http2ProtocolOptions.max_outbound_frames":                                  {},
 	"envoy.config.core.v3.Http2ProtocolOptions.max_outbound_control_frames":                          {},

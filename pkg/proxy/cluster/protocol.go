@@ -247,6 +247,7 @@ func downstreamOnlyHTTP2Fields(h2 *corev3.Http2ProtocolOptions, path string) []e
 		"enable_huffman_encoding":    h2.GetEnableHuffmanEncoding() != nil,
 		"max_header_field_size_kb":   h2.GetMaxHeaderFieldSizeKb() != nil,
 		"custom_settings_parameters": len(h2.GetCustomSettingsParameters()) > 0,
+		"disallow_obs_text":          h2.GetDisallowObsText().GetValue(),
 	} {
 		if set {
 			errs = append(errs, configErrorf(path+"."+field, "not supported by Outrigger on a cluster (it applies to client connections only)"))

@@ -85,6 +85,9 @@ type h2Settings struct {
 	// resetBurst and resetRate are the RST_STREAM token bucket
 	// (stream_reset_burst, stream_reset_rate; see h2resetrate.go).
 	resetBurst, resetRate uint64
+	// disallowObsText: a request field value with a byte of 0x80 or more
+	// is malformed (disallow_obs_text).
+	disallowObsText bool
 }
 
 // readH2Settings reads http2_protocol_options. The API's own constraints
@@ -106,6 +109,7 @@ func readH2Settings(cfg *hcmv3.HttpConnectionManager) h2Settings {
 	s.noHuffman = h2.GetEnableHuffmanEncoding() != nil && !h2.GetEnableHuffmanEncoding().GetValue()
 	s.maxFieldWireBytes = int(h2.GetMaxHeaderFieldSizeKb().GetValue()) << 10
 	s.customSettings = customSettings(h2)
+	s.disallowObsText = h2.GetDisallowObsText().GetValue()
 	s.resetBurst, s.resetRate = defaultH2ResetBurst, defaultH2ResetRate
 	if v := h2.GetStreamResetBurst(); v != nil {
 		s.resetBurst = v.GetValue()

@@ -330,3 +330,22 @@ func TestResetBucket(t *testing.T) {
 		t.Fatalf("an overflowing gain left %d tokens, want the burst less one", huge.tokens)
 	}
 }
+
+// TestH2DisallowObsText checks disallow_obs_text: by default a request
+// field value with obs-text (0x80 to 0xFF) is taken; with it the request
+// is malformed, which ends the connection (GOAWAY PROTOCOL_ERROR) as any
+// malformed request does by default.
+func TestH2DisallowObsText(t *testing.T) {
+	value := "caf\xe9"
+	f := startH2Proxy(t, hcmv3.HttpConnectionManager_HTTP2, nil)
+	c := dialH2(t, f.addr)
+	c.wantOK(c.open(true, requestHead("GET", "/direct", "x-text", value)...), "hello direct")
+
+	f = startH2Proxy(t, hcmv3.HttpConnectionManager_HTTP2, nil, withH2Options(func(o *corev3.Http2ProtocolOptions) {
+		o.DisallowObsText = wrapperspb.Bool(true)
+	}))
+	c = dialH2(t, f.addr)
+	c.wantOK(c.open(true, requestHead("GET", "/direct", "x-text", "cafe")...), "hello direct")
+	c.open(true, requestHead("GET", "/direct", "x-text", value)...)
+	c.wantGoAway(http2.ErrCodeProtocol)
+}

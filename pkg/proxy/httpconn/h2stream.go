@@ -179,10 +179,10 @@ func (st *h2Stream) addField(name, value string) bool {
 			return false
 		}
 		*dst = value
-		return validValue(value)
+		return validValue(value) && st.obsTextAllowed(value)
 	}
 	st.sawRegular = true
-	if !validName(name) || !validValue(value) {
+	if !validName(name) || !validValue(value) || !st.obsTextAllowed(value) {
 		return false
 	}
 	st.headerBytes += len(name) + len(value) + 32
@@ -226,6 +226,21 @@ func (st *h2Stream) addField(name, value string) bool {
 func validName(name string) bool {
 	for i := 0; i < len(name); i++ {
 		if !h2NameChars[name[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// obsTextAllowed reports whether a field value passes disallow_obs_text:
+// with it, a byte of 0x80 to 0xFF (RFC 9110 §5.5 obs-text) makes the
+// request malformed, as oghttp2's header validator does.
+func (st *h2Stream) obsTextAllowed(v string) bool {
+	if !st.h.m.cfg.h2.disallowObsText {
+		return true
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] >= 0x80 {
 			return false
 		}
 	}
