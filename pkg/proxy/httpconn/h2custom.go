@@ -37,7 +37,7 @@ func validateCustomSettings(h2 *corev3.Http2ProtocolOptions) error {
 		switch id {
 		case settingEnablePush:
 			if v == 1 {
-				return errors.New("custom_settings_parameters: server push is not supported by Envoy and can not be enabled via a SETTINGS parameter.")
+				return errors.New("custom_settings_parameters: server push is not supported by Envoy and can not be enabled via a SETTINGS parameter")
 			}
 		case settingEnableConnectProtocol:
 			return errors.New(`custom_settings_parameters: the "allow_connect" SETTINGS parameter must only be configured through the named field`)
