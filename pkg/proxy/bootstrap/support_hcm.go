@@ -149,6 +149,25 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.Http2ProtocolOptions.use_oghttp2_codec":              {},
 	"envoy.config.core.v3.Http2ProtocolOptions.initial_stream_window_size":     {},
 	"envoy.config.core.v3.Http2ProtocolOptions.initial_connection_window_size": {},
+	// HPACK and SETTINGS (h2custom.go, h2hpack.go): the table size
+	// announced (and, upstream, the encoder's bound), Huffman coding of
+	// the response heads, the wire size of a request field, and the
+	// custom SETTINGS parameters with Envoy's rules. Clusters refuse all
+	// but hpack_table_size (pkg/proxy/cluster, downstreamOnlyHTTP2Fields).
+	"envoy.config.core.v3.Http2ProtocolOptions.hpack_table_size":             {},
+	"envoy.config.core.v3.Http2ProtocolOptions.enable_huffman_encoding":      {},
+	"envoy.config.core.v3.Http2ProtocolOptions.max_header_field_size_kb":     {},
+	"envoy.config.core.v3.Http2ProtocolOptions.custom_settings_parameters":   {},
+	"envoy.config.core.v3.Http2ProtocolOptions.SettingsParameter.identifier": {},
+	"envoy.config.core.v3.Http2ProtocolOptions.SettingsParameter.value":      {},
+	// The RST_STREAM token bucket of client connections (h2resetrate.go);
+	// like Envoy's, it has no effect on a cluster's (client-side)
+	// connections.
+	"envoy.config.core.v3.Http2ProtocolOptions.stream_reset_burst": {},
+	"envoy.config.core.v3.Http2ProtocolOptions.stream_reset_rate":  {},
+	// Request field values with obs-text are malformed (h2stream.go);
+	// clusters refuse it (Go's transport takes them).
+	"envoy.config.core.v3.Http2ProtocolOptions.disallow_obs_text": {},
 	// Its flood limits and the answer to malformed requests.
 	"envoy.config.core.v3.Http2ProtocolOptions.max_outbound_frames":                                  {},
 	"envoy.config.core.v3.Http2ProtocolOptions.max_outbound_control_frames":                          {},

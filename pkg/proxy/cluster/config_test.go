@@ -271,6 +271,23 @@ func TestNewManagerErrors(t *testing.T) {
 				"static_resources.clusters[0].http2_protocol_options.override_stream_error_on_invalid_http_message: not supported by Outrigger on a cluster (it applies to client connections only)",
 			},
 		},
+		"client-only HPACK and SETTINGS options": {
+			yaml: `
+- name: a
+  http2_protocol_options:
+    hpack_table_size: 0
+    enable_huffman_encoding: false
+    max_header_field_size_kb: 8
+    custom_settings_parameters: [{identifier: 9, value: 1}]
+    disallow_obs_text: true`,
+			want: []string{
+				"static_resources.clusters[0].http2_protocol_options.custom_settings_parameters: not supported by Outrigger on a cluster (it applies to client connections only)",
+				"static_resources.clusters[0].http2_protocol_options.disallow_obs_text: not supported by Outrigger on a cluster (it applies to client connections only)",
+				"static_resources.clusters[0].http2_protocol_options.enable_huffman_encoding: not supported by Outrigger on a cluster (it applies to client connections only)",
+				"static_resources.clusters[0].http2_protocol_options.max_header_field_size_kb: not supported by Outrigger on a cluster (it applies to client connections only)",
+				"static_resources.clusters[0].http2_protocol_options.hpack_table_size: not supported by Outrigger on a cluster outside 1 to 4194303",
+			},
+		},
 		"client-only HTTP/1 options": {
 			yaml: `
 - name: a

@@ -43,6 +43,10 @@ type h2Limits struct {
 	// from the server, the connection closed when its answer takes
 	// pingTimeout (0: no PINGs).
 	pingInterval, pingTimeout time.Duration
+
+	// hpackTableSize is hpack_table_size: the SETTINGS_HEADER_TABLE_SIZE
+	// announced and the bound on the encoder's table (0: HPACK's 4096).
+	hpackTableSize int
 }
 
 // readH2Limits reads the limits of http2_protocol_options (nil: the
@@ -57,6 +61,7 @@ func readH2Limits(o *corev3.Http2ProtocolOptions) h2Limits {
 		connWindow:             receiveWindow(o.GetInitialConnectionWindowSize()),
 		pingInterval:           o.GetConnectionKeepalive().GetInterval().AsDuration(),
 		pingTimeout:            o.GetConnectionKeepalive().GetTimeout().AsDuration(),
+		hpackTableSize:         int(o.GetHpackTableSize().GetValue()),
 	}
 }
 

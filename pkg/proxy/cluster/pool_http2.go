@@ -31,6 +31,9 @@ func (c *Cluster) newHTTP2Transport() *http.Transport {
 		HTTP2: &http.HTTP2Config{
 			MaxReceiveBufferPerStream:     c.settings.protocol.h2.streamWindow,
 			MaxReceiveBufferPerConnection: c.settings.protocol.h2.connWindow,
+			// hpack_table_size: announced, and the encoder's bound.
+			MaxDecoderHeaderTableSize: c.settings.protocol.h2.hpackTableSize,
+			MaxEncoderHeaderTableSize: c.settings.protocol.h2.hpackTableSize,
 			// connection_keepalive (h2guard.go counts the timeouts).
 			SendPingTimeout: c.settings.protocol.h2.pingInterval,
 			PingTimeout:     c.settings.protocol.h2.pingTimeout,

@@ -23,6 +23,9 @@ func (c *Cluster) newXConnectTransport() xconnectPool {
 		HTTP2: &http.HTTP2Config{
 			MaxReceiveBufferPerStream:     c.settings.protocol.h2.streamWindow,
 			MaxReceiveBufferPerConnection: c.settings.protocol.h2.connWindow,
+			// hpack_table_size: announced, and the encoder's bound.
+			MaxDecoderHeaderTableSize: c.settings.protocol.h2.hpackTableSize,
+			MaxEncoderHeaderTableSize: c.settings.protocol.h2.hpackTableSize,
 		},
 	}
 	// Linked to settings, the transport takes its HTTP/2 configuration

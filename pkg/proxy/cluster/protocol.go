@@ -241,12 +241,24 @@ func downstreamOnlyHTTP2Fields(h2 *corev3.Http2ProtocolOptions, path string) []e
 		// Upgrades to HTTP/2 upstreams (extended CONNECT) are not
 		// carried; the listener's allow_connect is.
 		"allow_connect": h2.GetAllowConnect(),
+		// The upstream transport (Go's) always Huffman-codes when
+		// shorter, bounds header fields by the response head limit
+		// only, and sends no SETTINGS of the configuration's choosing.
+		"enable_huffman_encoding":    h2.GetEnableHuffmanEncoding() != nil,
+		"max_header_field_size_kb":   h2.GetMaxHeaderFieldSizeKb() != nil,
+		"custom_settings_parameters": len(h2.GetCustomSettingsParameters()) > 0,
+		"disallow_obs_text":          h2.GetDisallowObsText().GetValue(),
 	} {
 		if set {
 			errs = append(errs, configErrorf(path+"."+field, "not supported by Outrigger on a cluster (it applies to client connections only)"))
 		}
 	}
 	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	if v := h2.GetHpackTableSize(); v != nil && (v.GetValue() == 0 || v.GetValue() >= maxUpstreamHPACKTable) {
+		// Go's transport takes 0 for its default and caps the table
+		// below 4 MiB.
+		errs = append(errs, configErrorf(path+".hpack_table_size", "not supported by Outrigger on a cluster outside 1 to %d", maxUpstreamHPACKTable-1))
+	}
 	if h2.GetConnectionKeepalive().GetIntervalJitter() != nil {
 		// The upstream transport pings after an interval without a frame
 		// from the server, with no jitter.
@@ -254,6 +266,10 @@ func downstreamOnlyHTTP2Fields(h2 *corev3.Http2ProtocolOptions, path string) []e
 	}
 	return errs
 }
+
+// maxUpstreamHPACKTable is the first table size the upstream HTTP/2
+// transport does not take (net/http.HTTP2Config).
+const maxUpstreamHPACKTable = 4 << 20
 
 // errAutoSNIHTTP2 refuses auto_sni and auto_san_validation where the
 // protocol is chosen per request or by ALPN: their pools are not kept per

@@ -245,6 +245,13 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 	if v := cfg.GetMaxRequestHeadersKb(); v != nil {
 		s.maxRequestHeadersBytes = int(v.GetValue()) << 10
 	}
+	if err := validateCustomSettings(cfg.GetHttp2ProtocolOptions()); err != nil {
+		return s, fmt.Errorf("http2_protocol_options.%w", err)
+	}
+	if s.h2.maxFieldWireBytes > s.maxRequestHeadersBytes {
+		// A field cannot be larger than all the fields together.
+		return s, fmt.Errorf("http2_protocol_options.max_header_field_size_kb: %d exceeds max_request_headers_kb (%d)", s.h2.maxFieldWireBytes>>10, s.maxRequestHeadersBytes>>10)
+	}
 	if s.defaultHostHTTP10 != "" && !s.acceptHTTP10 {
 		return s, errors.New("http_protocol_options.default_host_for_http_10: needs accept_http_10")
 	}

@@ -26,6 +26,9 @@ const (
 	defaultH2MaxEmptyFrames           = 1
 	defaultH2MaxPriorityPerStream     = 100
 	defaultH2MaxWindowUpdatePerData   = 10
+
+	// defaultHPACKTableSize is HPACK's own (RFC 9113 §6.5.2).
+	defaultHPACKTableSize = 4096
 )
 
 // h2Settings are the HTTP/2 server's settings and the limits that protect
@@ -63,6 +66,28 @@ type h2Settings struct {
 	allowConnect bool
 	// keepalive is connection_keepalive.
 	keepalive h2KeepaliveSettings
+
+	// hpackTableSize is the SETTINGS_HEADER_TABLE_SIZE announced: the
+	// most the client's encoder may keep in the dynamic table the
+	// connection's decoder mirrors (the server's own encoder never
+	// indexes, so it keeps within any bound).
+	hpackTableSize uint32
+	// noHuffman: response strings are sent as they are, never
+	// Huffman-coded (enable_huffman_encoding false).
+	noHuffman bool
+	// maxFieldWireBytes bounds a request field's name or value as it
+	// lies on the wire (HPACK-coded), 0 for no bound of its own
+	// (max_header_field_size_kb).
+	maxFieldWireBytes int
+	// customSettings are the identifier and value pairs of
+	// custom_settings_parameters, sent before the named settings.
+	customSettings []uint32
+	// resetBurst and resetRate are the RST_STREAM token bucket
+	// (stream_reset_burst, stream_reset_rate; see h2resetrate.go).
+	resetBurst, resetRate uint64
+	// disallowObsText: a request field value with a byte of 0x80 or more
+	// is malformed (disallow_obs_text).
+	disallowObsText bool
 }
 
 // readH2Settings reads http2_protocol_options. The API's own constraints
@@ -80,6 +105,18 @@ func readH2Settings(cfg *hcmv3.HttpConnectionManager) h2Settings {
 		maxWindowUpdatePerData:   orUint32(h2.GetMaxInboundWindowUpdateFramesPerDataFrameSent().GetValue(), h2.GetMaxInboundWindowUpdateFramesPerDataFrameSent() != nil, defaultH2MaxWindowUpdatePerData),
 	}
 	s.allowConnect = h2.GetAllowConnect()
+	s.hpackTableSize = orUint32(h2.GetHpackTableSize().GetValue(), h2.GetHpackTableSize() != nil, defaultHPACKTableSize)
+	s.noHuffman = h2.GetEnableHuffmanEncoding() != nil && !h2.GetEnableHuffmanEncoding().GetValue()
+	s.maxFieldWireBytes = int(h2.GetMaxHeaderFieldSizeKb().GetValue()) << 10
+	s.customSettings = customSettings(h2)
+	s.disallowObsText = h2.GetDisallowObsText().GetValue()
+	s.resetBurst, s.resetRate = defaultH2ResetBurst, defaultH2ResetRate
+	if v := h2.GetStreamResetBurst(); v != nil {
+		s.resetBurst = v.GetValue()
+	}
+	if v := h2.GetStreamResetRate(); v != nil {
+		s.resetRate = v.GetValue()
+	}
 	s.keepalive = readKeepalive(h2.GetConnectionKeepalive())
 	// The override wins over the connection manager's
 	// stream_error_on_invalid_http_message, which wins over the older

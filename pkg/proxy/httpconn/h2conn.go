@@ -116,6 +116,8 @@ type h2Conn struct {
 	fail error
 	// ka is the connection_keepalive state.
 	ka h2Keepalive
+	// resets is the RST_STREAM rate limit's bucket (h2resetrate.go).
+	resets resetBucket
 	// ending: finish runs; streams it drops are not the client's doing.
 	ending bool
 	// closedStreams and prematureResets count the streams that ended,
@@ -154,9 +156,16 @@ func (c *serverConn) serveHTTP2() {
 		highWater: connBufferLimit(c.nc),
 	}
 	h.guard = h2Guard{lim: &c.m.cfg.h2, stats: h.stats}
+	h.resets = resetBucket{tokens: c.m.cfg.h2.resetBurst, base: time.Now()}
 	h.workers.init()
-	h.dec = hpack.NewDecoder(4096, h.emit)
+	// The table starts at HPACK's 4096 bytes; until the client
+	// acknowledges the SETTINGS_HEADER_TABLE_SIZE announced it may still
+	// size it up to that, so the larger of the two bounds its updates
+	// (onSettings narrows it at the acknowledgement).
+	h.dec = hpack.NewDecoder(defaultHPACKTableSize, h.emit)
+	h.dec.SetAllowedMaxDynamicTableSize(max(c.m.cfg.h2.hpackTableSize, defaultHPACKTableSize))
 	h.dec.SetMaxStringLength(c.m.cfg.maxRequestHeadersBytes)
+	h.dec.SetMaxWireStringLength(c.m.cfg.h2.maxFieldWireBytes)
 	c.setH2(h)
 	c.startParking()
 	go h.writeLoop()
@@ -171,11 +180,17 @@ func (c *serverConn) serveHTTP2() {
 func (h *h2Conn) readLoop() error {
 	cfg := &h.m.cfg
 	h.mu.Lock()
-	settings := []uint32{
+	// custom_settings_parameters first, then the named settings, as
+	// Envoy sends them.
+	settings := append(make([]uint32, 0, len(cfg.h2.customSettings)+10), cfg.h2.customSettings...)
+	if cfg.h2.hpackTableSize != defaultHPACKTableSize || hasCustomSetting(cfg.h2.customSettings, settingHeaderTableSize) {
+		settings = append(settings, settingHeaderTableSize, cfg.h2.hpackTableSize)
+	}
+	settings = append(settings,
 		settingMaxConcurrentStreams, cfg.h2.maxStreams,
 		settingInitialWindowSize, cfg.h2.streamWindow,
 		settingMaxHeaderListSize, uint32(cfg.maxRequestHeadersBytes),
-	}
+	)
 	if cfg.h2.allowConnect {
 		settings = append(settings, settingEnableConnectProtocol, 1)
 	}
@@ -490,6 +505,10 @@ func (h *h2Conn) onSettings(fh h2FrameHeader, p []byte) error {
 		if len(p) != 0 {
 			return connError(errCodeFrameSize, "SETTINGS ack with a payload")
 		}
+		// The server sends one SETTINGS frame: from its
+		// acknowledgement on, the client's table size updates are
+		// bound by the SETTINGS_HEADER_TABLE_SIZE announced.
+		h.dec.SetAllowedMaxDynamicTableSize(h.m.cfg.h2.hpackTableSize)
 		return nil
 	}
 	if len(p)%6 != 0 {
@@ -598,6 +617,7 @@ func (h *h2Conn) onRSTStream(fh h2FrameHeader, p []byte) error {
 		}
 	}
 	h.stats.rxReset.Inc()
+	h.countResetLocked()
 	if st := h.streams[fh.streamID]; st != nil {
 		h.m.stats.rqRxReset.Inc()
 		st.s.peerReset.Store(true)

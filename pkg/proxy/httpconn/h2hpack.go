@@ -12,7 +12,8 @@ import (
 // reuses, a head costs no allocation, and the client's table size
 // settings need no bookkeeping. Names and the common :status values come
 // from the static table, and a value is Huffman-coded when that is
-// shorter.
+// shorter, unless enable_huffman_encoding is false: then every string is
+// sent as it is (huff false), trading bytes for the CPU of the coding.
 
 // statusIndex is the static-table index of a complete ":status" field.
 func statusIndex(code int) int {
@@ -107,8 +108,13 @@ func appendHPACKInt(dst []byte, first byte, n uint, v uint64) []byte {
 	return append(dst, byte(v))
 }
 
-// appendHPACKString appends a string literal, Huffman-coded when shorter.
-func appendHPACKString(dst []byte, s string) []byte {
+// appendHPACKString appends a string literal, Huffman-coded when huff and
+// shorter.
+func appendHPACKString(dst []byte, s string, huff bool) []byte {
+	if !huff {
+		dst = appendHPACKInt(dst, 0, 7, uint64(len(s)))
+		return append(dst, s...)
+	}
 	if n := hpack.HuffmanEncodeLength(s); n < uint64(len(s)) {
 		dst = appendHPACKInt(dst, 0x80, 7, n)
 		return hpack.AppendHuffmanString(dst, s)
@@ -119,22 +125,22 @@ func appendHPACKString(dst []byte, s string) []byte {
 
 // appendHPACKField appends a field as a literal without indexing
 // (RFC 7541 §6.2.2). name must be lower case.
-func appendHPACKField(dst []byte, name, value string) []byte {
-	return appendHPACKString(appendHPACKName(dst, name), value)
+func appendHPACKField(dst []byte, name, value string, huff bool) []byte {
+	return appendHPACKString(appendHPACKName(dst, name, huff), value, huff)
 }
 
 // appendHPACKName appends the part of a literal field without indexing
 // before its value: the name's static-table index, or the name itself.
-func appendHPACKName(dst []byte, name string) []byte {
+func appendHPACKName(dst []byte, name string, huff bool) []byte {
 	if i := staticNameIndex(name); i > 0 {
 		return appendHPACKInt(dst, 0, 4, uint64(i))
 	}
 	dst = append(dst, 0)
-	return appendHPACKString(dst, name)
+	return appendHPACKString(dst, name, huff)
 }
 
 // appendHPACKStatus appends the :status field.
-func appendHPACKStatus(dst []byte, code int) []byte {
+func appendHPACKStatus(dst []byte, code int, huff bool) []byte {
 	if i := statusIndex(code); i > 0 {
 		// An indexed field (§6.1).
 		return appendHPACKInt(dst, 0x80, 7, uint64(i))
@@ -142,5 +148,5 @@ func appendHPACKStatus(dst []byte, code int) []byte {
 	var num [3]byte
 	// :status is static entry 8; its value is a literal.
 	dst = appendHPACKInt(dst, 0, 4, 8)
-	return appendHPACKString(dst, view(strconv.AppendInt(num[:0], int64(code), 10)))
+	return appendHPACKString(dst, view(strconv.AppendInt(num[:0], int64(code), 10)), huff)
 }

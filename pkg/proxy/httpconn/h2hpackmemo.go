@@ -18,6 +18,9 @@ package httpconn
 // their encodings, and only the slots of names used hold any.
 type hpackMemo struct {
 	slots [hpackMemoSlots]hpackMemoSlot
+	// huff: strings are Huffman-coded when shorter (the connection's
+	// enable_huffman_encoding, fixed for the memo's life).
+	huff bool
 }
 
 // hpackMemoSlot is a remembered field: buf holds the name, its encoding
@@ -44,7 +47,7 @@ const (
 // would match it).
 func (m *hpackMemo) appendField(dst []byte, name, value string) []byte {
 	if len(name) > hpackMemoMax || name == "" {
-		return appendHPACKField(dst, name, value)
+		return appendHPACKField(dst, name, value, m.huff)
 	}
 	h := uint32(2166136261) // FNV-1a
 	for i := 0; i < len(name); i++ {
@@ -55,7 +58,7 @@ func (m *hpackMemo) appendField(dst []byte, name, value string) []byte {
 		// Another name, or none yet: the slot is the new name's.
 		sl.buf = append(sl.buf[:0], name...)
 		sl.nameEnd = int32(len(sl.buf))
-		sl.buf = appendHPACKName(sl.buf, name)
+		sl.buf = appendHPACKName(sl.buf, name, m.huff)
 		sl.nameEncEnd, sl.valueEnd = int32(len(sl.buf)), int32(len(sl.buf))
 	}
 	dst = append(dst, sl.buf[sl.nameEnd:sl.nameEncEnd]...)
@@ -63,7 +66,7 @@ func (m *hpackMemo) appendField(dst []byte, name, value string) []byte {
 		return append(dst, sl.buf[sl.valueEnd:]...)
 	}
 	start := len(dst)
-	dst = appendHPACKString(dst, value)
+	dst = appendHPACKString(dst, value, m.huff)
 	if len(value) <= hpackMemoMax && value != "" {
 		sl.buf = append(sl.buf[:sl.nameEncEnd], value...)
 		sl.valueEnd = int32(len(sl.buf))

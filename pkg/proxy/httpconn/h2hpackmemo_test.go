@@ -19,7 +19,7 @@ func TestHPACKMemoSameBytes(t *testing.T) {
 	values := []string{"", "0", "1", "12", "envoy", "text/plain", "Sat, 28 Nov 2026 09:55:00 GMT",
 		"application/grpc", strings.Repeat("v", 64), strings.Repeat("w", 65)}
 	rng := rand.New(rand.NewPCG(19, 2026))
-	var m hpackMemo
+	m := hpackMemo{huff: true}
 	var got, want []byte
 	dec := hpack.NewDecoder(4096, nil)
 	for i := range 20000 {
@@ -28,7 +28,7 @@ func TestHPACKMemoSameBytes(t *testing.T) {
 			value = strconv.Itoa(rng.IntN(1000))
 		}
 		got = m.appendField(got[:0], name, value)
-		want = appendHPACKField(want[:0], name, value)
+		want = appendHPACKField(want[:0], name, value, true)
 		if !bytes.Equal(got, want) {
 			t.Fatalf("field %d %q: %q: memo %x, want %x", i, name, value, got, want)
 		}
@@ -43,7 +43,7 @@ func TestHPACKMemoSameBytes(t *testing.T) {
 // once the memo holds them, and the memo keeps no view of the caller's
 // buffers (a value changed in place is not served from it).
 func TestHPACKMemoNoAllocations(t *testing.T) {
-	var m hpackMemo
+	m := hpackMemo{huff: true}
 	buf := []byte("text/plain")
 	value := view(buf)
 	dst := make([]byte, 0, 256)
@@ -58,7 +58,7 @@ func TestHPACKMemoNoAllocations(t *testing.T) {
 	}
 	copy(buf, "text/html!")
 	got := m.appendField(nil, "content-type", value)
-	if want := appendHPACKField(nil, "content-type", "text/html!"); !bytes.Equal(got, want) {
+	if want := appendHPACKField(nil, "content-type", "text/html!", true); !bytes.Equal(got, want) {
 		t.Fatalf("after the value changed in place: %x, want %x", got, want)
 	}
 }
@@ -78,19 +78,19 @@ var benchHead = [][2]string{
 func BenchmarkHPACKResponseHead(b *testing.B) {
 	dst := make([]byte, 0, 256)
 	for b.Loop() {
-		dst = appendHPACKStatus(dst[:0], 200)
+		dst = appendHPACKStatus(dst[:0], 200, true)
 		for _, f := range benchHead {
-			dst = appendHPACKField(dst, f[0], f[1])
+			dst = appendHPACKField(dst, f[0], f[1], true)
 		}
 	}
 }
 
 // BenchmarkHPACKResponseHeadMemo encodes it through a connection's memo.
 func BenchmarkHPACKResponseHeadMemo(b *testing.B) {
-	var m hpackMemo
+	m := hpackMemo{huff: true}
 	dst := make([]byte, 0, 256)
 	for b.Loop() {
-		dst = appendHPACKStatus(dst[:0], 200)
+		dst = appendHPACKStatus(dst[:0], 200, true)
 		for _, f := range benchHead {
 			dst = m.appendField(dst, f[0], f[1])
 		}

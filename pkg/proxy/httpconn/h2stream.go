@@ -179,10 +179,10 @@ func (st *h2Stream) addField(name, value string) bool {
 			return false
 		}
 		*dst = value
-		return validValue(value)
+		return validValue(value) && st.obsTextAllowed(value)
 	}
 	st.sawRegular = true
-	if !validName(name) || !validValue(value) {
+	if !validName(name) || !validValue(value) || !st.obsTextAllowed(value) {
 		return false
 	}
 	st.headerBytes += len(name) + len(value) + 32
@@ -226,6 +226,21 @@ func (st *h2Stream) addField(name, value string) bool {
 func validName(name string) bool {
 	for i := 0; i < len(name); i++ {
 		if !h2NameChars[name[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// obsTextAllowed reports whether a field value passes disallow_obs_text:
+// with it, a byte of 0x80 to 0xFF (RFC 9110 §5.5 obs-text) makes the
+// request malformed, as oghttp2's header validator does.
+func (st *h2Stream) obsTextAllowed(v string) bool {
+	if !st.h.m.cfg.h2.disallowObsText {
+		return true
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] >= 0x80 {
 			return false
 		}
 	}
@@ -424,9 +439,9 @@ func (st *h2Stream) writeHead(s *stream, n int64, hasBody bool) error {
 	// Encoded under h.mu, with the connection's memo of the fields sent
 	// lately (see hpackMemo).
 	if h.memo == nil {
-		h.memo = new(hpackMemo)
+		h.memo = &hpackMemo{huff: !h.m.cfg.h2.noHuffman}
 	}
-	b := appendHPACKStatus(st.hblock[:0], s.status)
+	b := appendHPACKStatus(st.hblock[:0], s.status, h.memo.huff)
 	for i := range s.respHeaders.fields {
 		f := &s.respHeaders.fields[i]
 		name := st.lowerName(f.name)
@@ -645,7 +660,7 @@ func (st *h2Stream) trailerBlock() []byte {
 			continue
 		}
 		for _, v := range vs {
-			b = appendHPACKField(b, name, v)
+			b = appendHPACKField(b, name, v, !st.h.m.cfg.h2.noHuffman)
 		}
 	}
 	st.hblock = b
@@ -685,7 +700,7 @@ func (st *h2Stream) flush() error {
 // continue100 implements downstream: an interim 100 head.
 func (st *h2Stream) continue100() error {
 	h := st.h
-	b := appendHPACKStatus(st.hblock[:0], 100)
+	b := appendHPACKStatus(st.hblock[:0], 100, !st.h.m.cfg.h2.noHuffman)
 	st.hblock = b
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -53,7 +53,9 @@ const keepBuffer = 4096
 type Decoder struct {
 	emit      func(Field)
 	maxStrLen int
-	table     table
+	// maxWireLen bounds a string as coded on the wire, 0 for none.
+	maxWireLen int
+	table      table
 	// pending holds the start of a field that the previous fragment cut
 	// (a block may be split over CONTINUATION frames anywhere).
 	pending []byte
@@ -77,12 +79,26 @@ func NewDecoder(maxTableSize uint32, emit func(Field)) *Decoder {
 // Huffman decoding) an ErrStringLength; 0, the default, means no limit.
 func (d *Decoder) SetMaxStringLength(n int) { d.maxStrLen = n }
 
+// SetMaxWireStringLength makes a name or value whose coded length (before
+// Huffman decoding) exceeds n bytes an ErrStringLength; 0, the default,
+// means no limit of its own.
+func (d *Decoder) SetMaxWireStringLength(n int) { d.maxWireLen = n }
+
 // SetEmitFunc changes the function called with each field.
 func (d *Decoder) SetEmitFunc(emit func(Field)) { d.emit = emit }
 
 // SetAllowedMaxDynamicTableSize sets the bound dynamic table size updates
 // may not exceed: the SETTINGS_HEADER_TABLE_SIZE the endpoint announced.
-func (d *Decoder) SetAllowedMaxDynamicTableSize(v uint32) { d.table.allowedMax = v }
+// A bound below the table's current maximum shrinks the table at once, as
+// nghttp2's decoder does: the peer's encoder must signal the smaller size
+// before its next field (RFC 7541 §4.2), and the table never holds more
+// than the endpoint agreed to keep.
+func (d *Decoder) SetAllowedMaxDynamicTableSize(v uint32) {
+	d.table.allowedMax = v
+	if v < d.table.maxSize {
+		d.table.setMaxSize(v)
+	}
+}
 
 // DynamicTableSize returns the RFC 7541 §4.1 size of the dynamic table's
 // entries, and its current maximum size.
@@ -277,7 +293,7 @@ func (d *Decoder) readString(p []byte) (rawString, []byte, error) {
 	if err != nil {
 		return rawString{}, p, err
 	}
-	if d.maxStrLen != 0 && l > uint64(d.maxStrLen) {
+	if d.maxStrLen != 0 && l > uint64(d.maxStrLen) || d.maxWireLen != 0 && l > uint64(d.maxWireLen) {
 		return rawString{}, p, ErrStringLength
 	}
 	if uint64(len(rest)) < l {
