@@ -108,6 +108,12 @@ func loopbackServer(t testing.TB, handle func(net.Conn)) int {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveListener(t, ln, handle)
+}
+
+// serveListener is loopbackServer on a listener of the caller's (a TLS
+// one, say).
+func serveListener(t testing.TB, ln net.Listener, handle func(net.Conn)) int {
 	t.Cleanup(func() { _ = ln.Close() })
 	go func() {
 		for {

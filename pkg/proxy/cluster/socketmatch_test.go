@@ -109,21 +109,7 @@ func echoTLS(t *testing.T, ca *tlstest.CA) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-				echoConn(c)
-			}()
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
+	return serveListener(t, ln, echoConn)
 }
 
 // socketMatchCluster is a STATIC cluster named web of a TLS host (the
