@@ -24,6 +24,13 @@ func compile(t *testing.T, extra string) (*filterConfig, *stats.Store) {
 	js := `{"gradient_controller_config": {
 	  "concurrency_limit_params": {"concurrency_update_interval": "3600s", "max_concurrency_limit": 100},
 	  "min_rtt_calc_params": {"interval": "3600s", "request_count": 4, "min_concurrency": 2, "jitter": {"value": 0}}}` + extra + `}`
+	return compileJSON(t, js)
+}
+
+// compileJSON builds a filter from its JSON configuration; it stops when
+// the test ends.
+func compileJSON(t *testing.T, js string) (*filterConfig, *stats.Store) {
+	t.Helper()
 	var cfg acv3.AdaptiveConcurrency
 	if err := protojson.Unmarshal([]byte(js), &cfg); err != nil {
 		t.Fatal(err)
@@ -144,17 +151,8 @@ func compileFixed(t *testing.T, limitParams string) (*filterConfig, func(string)
 	js := `{"gradient_controller_config": {
 	  "concurrency_limit_params": {"concurrency_update_interval": "3600s", "max_concurrency_limit": 100` + limitParams + `},
 	  "min_rtt_calc_params": {"fixed_value": "0.010s", "min_concurrency": 2}}}`
-	var cfg acv3.AdaptiveConcurrency
-	if err := protojson.Unmarshal([]byte(js), &cfg); err != nil {
-		t.Fatal(err)
-	}
-	store := stats.NewStore()
-	c, err := Factory{}.Compile(&cfg, httpfilter.Context{Stats: store, StatPrefix: "http.in.", Runtime: noRuntime{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.(*filterConfig).Close() })
-	return c.(*filterConfig), func(name string) int64 {
+	c, store := compileJSON(t, js)
+	return c, func(name string) int64 {
 		return store.Gauge("http.in.adaptive_concurrency.gradient_controller." + name).Value()
 	}
 }
