@@ -36,10 +36,27 @@ var _ = Describe("Overload manager HTTP actions", func() {
 			resp.Body.Close()
 			Expect(resp.StatusCode).To(Equal(503), name)
 			Expect(string(body)).To(Equal("envoy overloaded"), name)
+			Expect(resp.Header.Values("x-envoy-local-overloaded")).To(BeEmpty(), name)
 		}
 		Expect(statValue(s, overloadChainStats+"downstream_rq_overload_close")).To(Equal("2"))
 		Expect(statValue(s, overloadChainStats+"downstream_rq_5xx")).To(Equal("2"))
 		Expect(s.Get("/ready").Status).To(Equal(200), "the admin is never shed")
+	})
+
+	It("marks the shed requests' 503 with x-envoy-local-overloaded under append_local_overload", func() {
+		cfg := overloadConfig(heapOverload("envoy.overload_actions.stop_accepting_requests"), "")
+		Expect(cfg).To(ContainSubstring(`stat_prefix: "chain_hello", `))
+		s := Start(newDir(), strings.Replace(cfg, `stat_prefix: "chain_hello", `, `stat_prefix: "chain_hello", append_local_overload: true, `, 1))
+		waitStat(s, "overload.envoy.overload_actions.stop_accepting_requests.active", "1")
+		addr := listenerAddr(s, "web")
+		for name, client := range httpClients() {
+			resp, err := client.Get("http://" + addr + "/")
+			Expect(err).NotTo(HaveOccurred(), name)
+			_, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			Expect(resp.StatusCode).To(Equal(503), name)
+			Expect(resp.Header.Values("x-envoy-local-overloaded")).To(Equal([]string{"true"}), name)
+		}
 	})
 
 	It("leaves a bypass_overload_manager listener alone: no shed requests, no refused connections", func() {

@@ -63,6 +63,7 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.add_user_agent":                          {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.append_x_forwarded_port":                 {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.proxy_100_continue":                      {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.append_local_overload":                   {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.InternalAddressConfig.unix_sockets":      {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.InternalAddressConfig.cidr_ranges":       {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.local_reply_config":                      {},

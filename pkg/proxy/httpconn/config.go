@@ -85,6 +85,10 @@ type settings struct {
 	// relays their 100 Continue (proxy_100_continue), instead of the
 	// proxy answering it.
 	proxy100Continue bool
+	// appendLocalOverload adds x-envoy-local-overloaded: true to the 503
+	// the overload manager's stop_accepting_requests answers with
+	// (append_local_overload).
+	appendLocalOverload bool
 
 	// Timeouts; 0 disables one.
 	idleTimeout           time.Duration
@@ -238,6 +242,7 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 	s.addUserAgent = cfg.GetAddUserAgent().GetValue()
 	s.appendXForwardedPort = cfg.GetAppendXForwardedPort()
 	s.proxy100Continue = cfg.GetProxy_100Continue()
+	s.appendLocalOverload = cfg.GetAppendLocalOverload()
 	s.xfcc, s.xfccDetails = cfg.GetForwardClientCertDetails(), readXFCCDetails(cfg.GetSetCurrentClientCertDetails())
 	if v := cfg.GetGenerateRequestId(); v != nil {
 		s.generateRequestID = v.GetValue()

@@ -74,6 +74,11 @@ func (s *stream) localReplyAs(status int, grpcStatus int64, body string, flags a
 	if dropHeader != "" && !s.m.filters.suppressEnvoyHeaders {
 		s.respHeaders.Add(dropHeader, "true")
 	}
+	if flags&accesslog.OverloadManager != 0 && s.m.cfg.appendLocalOverload {
+		// The connection manager's own header, which the router's
+		// suppress_envoy_headers does not touch.
+		s.respHeaders.Add("x-envoy-local-overloaded", "true")
+	}
 	if contentType != "" {
 		s.respHeaders.Add("content-type", contentType)
 	}
