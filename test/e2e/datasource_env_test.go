@@ -55,12 +55,17 @@ var _ = Describe("DataSource environment_variable", func() {
 		Expect(out).To(Equal("env"))
 	})
 
-	It("refuses a variable that is not set, with its path", func() {
+	It("refuses a variable that is not set, with its path, wherever a DataSource takes one", func() {
 		r, _ := validate("b.yaml", proxySpec{
-			Port:   freePort(),
-			Routes: `[{match: {prefix: /}, direct_response: {status: 200, body: {environment_variable: OUTRIGGER_E2E_NOT_SET}}}]`,
+			Port: freePort(),
+			HCM: `{stat_prefix: env, access_log: [{name: envoy.access_loggers.stdout, typed_config: {"@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog,
+				log_format: {text_format_source: {environment_variable: OUTRIGGER_E2E_NO_FORMAT}}}}]}`,
+			Filters: "[" + httpFilter("envoy.filters.http.lua", luaType, `{default_source_code: {environment_variable: OUTRIGGER_E2E_NO_LUA}}`) + "]",
+			Routes:  `[{match: {prefix: /}, direct_response: {status: 200, body: {environment_variable: OUTRIGGER_E2E_NOT_SET}}}]`,
 		}.YAML())
 		Expect(r.ExitCode).To(Equal(1))
 		Expect(r.Stderr).To(ContainSubstring("direct_response.body.environment_variable: OUTRIGGER_E2E_NOT_SET is not set"))
+		Expect(r.Stderr).To(ContainSubstring("log_format.text_format_source.environment_variable: OUTRIGGER_E2E_NO_FORMAT is not set"))
+		Expect(r.Stderr).To(ContainSubstring("default_source_code.environment_variable: OUTRIGGER_E2E_NO_LUA is not set"))
 	})
 })

@@ -3,11 +3,11 @@ package accesslog
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	filev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/datasource"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 )
 
@@ -72,11 +72,9 @@ func inlineSource(ds *corev3.DataSource) (string, string, error) {
 	case *corev3.DataSource_InlineBytes:
 		return string(s.InlineBytes), ".inline_bytes", nil
 	case *corev3.DataSource_EnvironmentVariable:
-		v, ok := os.LookupEnv(s.EnvironmentVariable)
-		if !ok {
-			return "", ".environment_variable", fmt.Errorf("%s is not set", s.EnvironmentVariable)
-		}
-		return v, ".environment_variable", nil
+		// The error names the field itself: the path joins it with a dot.
+		v, err := datasource.Env(s.EnvironmentVariable)
+		return v, ".environment_variable", errors.Unwrap(err)
 	}
 	name := "specifier"
 	if ds != nil {

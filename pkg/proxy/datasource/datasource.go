@@ -29,11 +29,27 @@ func Read(ds *corev3.DataSource) ([]byte, error) {
 		}
 		return b, nil
 	case *corev3.DataSource_EnvironmentVariable:
-		v, ok := os.LookupEnv(s.EnvironmentVariable)
-		if !ok {
-			return nil, fmt.Errorf("environment_variable: %s is not set", s.EnvironmentVariable)
-		}
-		return []byte(v), nil
+		v, err := Env(s.EnvironmentVariable)
+		return []byte(v), err
 	}
 	return nil, errors.New("specifier: not supported by Outrigger")
 }
+
+// Env reads the variable an environment_variable DataSource names. Its
+// error names the field ("environment_variable: X is not set") and wraps
+// the bare reason, for callers that build the path themselves. Envoy
+// refuses the configuration when the variable is missing; a variable set
+// to nothing is read as empty. Callers with their own reading rules for
+// the other specifiers (bounded files, no files) use it for this one.
+func Env(name string) (string, error) {
+	v, ok := os.LookupEnv(name)
+	if !ok {
+		return "", fmt.Errorf("environment_variable: %w", unsetError(name))
+	}
+	return v, nil
+}
+
+// unsetError is the reason Env fails: the variable it names is not set.
+type unsetError string
+
+func (e unsetError) Error() string { return string(e) + " is not set" }

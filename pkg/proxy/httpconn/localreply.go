@@ -2,13 +2,13 @@ package httpconn
 
 import (
 	"fmt"
-	"os"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	logfilter "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/filter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/datasource"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
@@ -121,11 +121,7 @@ func inlineData(ds *corev3.DataSource) (string, error) {
 	case *corev3.DataSource_InlineBytes:
 		return string(s.InlineBytes), nil
 	case *corev3.DataSource_EnvironmentVariable:
-		v, ok := os.LookupEnv(s.EnvironmentVariable)
-		if !ok {
-			return "", fmt.Errorf("environment_variable: %s is not set", s.EnvironmentVariable)
-		}
-		return v, nil
+		return datasource.Env(s.EnvironmentVariable)
 	}
 	name := "specifier"
 	if m := ds.ProtoReflect(); ds != nil {

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/datasource"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -306,9 +307,9 @@ func compileDirect(d *routev3.DirectResponseAction, maxBody uint32, opts *Option
 			}
 			dr.Body = body
 		case *corev3.DataSource_EnvironmentVariable:
-			body, ok := os.LookupEnv(s.EnvironmentVariable)
-			if !ok {
-				return nil, fmt.Errorf("body.environment_variable: %s is not set", s.EnvironmentVariable)
+			body, err := datasource.Env(s.EnvironmentVariable)
+			if err != nil {
+				return nil, fmt.Errorf("body.%w", err)
 			}
 			dr.Body = body
 		default:

@@ -8,6 +8,8 @@ import (
 	"os"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/datasource"
 )
 
 // maxSourceBytes bounds what a DataSource file may hold: certificates,
@@ -32,11 +34,8 @@ func readSource(ds *corev3.DataSource) ([]byte, string, error) {
 		return []byte(s.InlineString), "inline", nil
 	case *corev3.DataSource_EnvironmentVariable:
 		// Read once, as Envoy reads it when the context is built.
-		v, ok := os.LookupEnv(s.EnvironmentVariable)
-		if !ok {
-			return nil, "", fmt.Errorf("environment_variable: %s is not set", s.EnvironmentVariable)
-		}
-		return []byte(v), "environment variable " + s.EnvironmentVariable, nil
+		v, err := datasource.Env(s.EnvironmentVariable)
+		return []byte(v), "environment variable " + s.EnvironmentVariable, err
 	}
 	return nil, "", errors.New("specifier: one of filename, inline_string, inline_bytes or environment_variable is required")
 }

@@ -37,6 +37,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/datasource"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/luavm"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
@@ -231,9 +232,9 @@ func compileSource(ds *corev3.DataSource, chunk string, budget time.Duration, pa
 		}
 		code, field = string(b), "filename"
 	case *corev3.DataSource_EnvironmentVariable:
-		v, ok := os.LookupEnv(s.EnvironmentVariable)
-		if !ok {
-			return nil, fmt.Errorf("environment_variable: %s is not set", s.EnvironmentVariable)
+		v, err := datasource.Env(s.EnvironmentVariable)
+		if err != nil {
+			return nil, err
 		}
 		code, field = v, "environment_variable"
 	default:
