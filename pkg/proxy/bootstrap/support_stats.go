@@ -37,4 +37,15 @@ var supportedStats = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.metrics.v3.DogStatsdSink.prefix":                             {},
 	"envoy.config.metrics.v3.DogStatsdSink.max_bytes_per_datagram":             {},
 	"envoy.config.metrics.v3.HystrixSink.num_buckets":                          {},
+
+	// envoy.stat_sinks.open_telemetry (pkg/proxy/stats/otlpsink).
+	"envoy.extensions.stat_sinks.open_telemetry.v3.SinkConfig.grpc_service":                {},
+	"envoy.extensions.stat_sinks.open_telemetry.v3.SinkConfig.http_service":                {},
+	"envoy.extensions.stat_sinks.open_telemetry.v3.SinkConfig.resource_detectors":          {},
+	"envoy.extensions.stat_sinks.open_telemetry.v3.SinkConfig.report_counters_as_deltas":   {},
+	"envoy.extensions.stat_sinks.open_telemetry.v3.SinkConfig.report_histograms_as_deltas": {},
+	"envoy.extensions.stat_sinks.open_telemetry.v3.SinkConfig.emit_tags_as_attributes":     {},
+	"envoy.extensions.stat_sinks.open_telemetry.v3.SinkConfig.use_tag_extracted_name":      {},
+	"envoy.extensions.stat_sinks.open_telemetry.v3.SinkConfig.prefix":                      {},
+	"envoy.extensions.stat_sinks.open_telemetry.v3.SinkConfig.max_data_points_per_request": {},
 }

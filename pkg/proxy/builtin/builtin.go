@@ -99,6 +99,7 @@ import (
 	connectionsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
 	fixedheapv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/fixed_heap/v3"
 	cslluav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/router/cluster_specifiers/lua/v3"
+	otlpsinkv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/stat_sinks/open_telemetry/v3"
 	otelresv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/tracers/opentelemetry/resource_detectors/v3"
 	otelsamplersv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/tracers/opentelemetry/samplers/v3"
 	iuv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/internal_upstream/v3"
@@ -357,6 +358,7 @@ func Registry() *extension.Registry {
 
 		extension.Of("proxy.stat_sinks.dog_statsd", StatsSinks, &metricsv3.DogStatsdSink{}, nil),
 		extension.Of("proxy.stat_sinks.hystrix", StatsSinks, &metricsv3.HystrixSink{}, nil),
+		extension.Of("proxy.stat_sinks.open_telemetry", StatsSinks, &otlpsinkv3.SinkConfig{}, nil),
 		extension.Of("proxy.stat_sinks.statsd", StatsSinks, &metricsv3.StatsdSink{}, nil),
 
 		extension.Of(opentelemetry.Name, Tracers, &tracev3.OpenTelemetryConfig{}, opentelemetry.Factory{}),

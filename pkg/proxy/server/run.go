@@ -407,12 +407,15 @@ func (s *Server) shutdown(adminSrv *http.Server) {
 	}
 	s.secrets.close()
 	s.closeListeners()
-	s.stopOverload()   // after the listeners: nothing consults it any more
+	s.stopOverload() // after the listeners: nothing consults it any more
+	// The last flush, with every request counted now that the listeners
+	// are closed, and the end of the dashboard streams, which would
+	// otherwise hold the admin shutdown below for its whole grace period.
+	// Before the clusters close, as in Envoy: sinks that export through a
+	// cluster (statsd over TCP, OpenTelemetry) still reach it.
+	s.stopStats()
 	s.clusters.Close() // after the listeners: no request needs an upstream any more
 	_ = s.outlierEvents.Close()
-	// The last flush, and the end of the dashboard streams, which would
-	// otherwise hold the admin shutdown below for its whole grace period.
-	s.stopStats()
 	if adminSrv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		if err := adminSrv.Shutdown(ctx); err != nil {

@@ -11,10 +11,12 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	metricsv3 "github.com/envoyproxy/go-control-plane/envoy/config/metrics/v3"
+	otlpsinkv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/stat_sinks/open_telemetry/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/cluster"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats/otlpsink"
 )
 
 // defaultConnectTimeout is a cluster's connect_timeout when unset
@@ -32,7 +34,26 @@ func (s *Server) buildSinks(cfgs []*metricsv3.StatsSink) ([]stats.Sink, error) {
 		HasCluster:  func(name string) bool { return s.staticCluster(name) != nil },
 		Factories: map[string]func(*metricsv3.StatsSink) (stats.Sink, error){
 			hystrixSinkType: s.newHystrixSink,
+			otlpSinkType:    s.newOTLPSink,
 		},
+	})
+}
+
+// otlpSinkType is the full name of the OpenTelemetry sink's configuration.
+var otlpSinkType = string(proto.MessageName(&otlpsinkv3.SinkConfig{}))
+
+// newOTLPSink builds an OpenTelemetry metrics sink, whose exports go
+// through the configuration's clusters.
+func (s *Server) newOTLPSink(cfg *metricsv3.StatsSink) (stats.Sink, error) {
+	var sc otlpsinkv3.SinkConfig
+	if err := cfg.GetTypedConfig().UnmarshalTo(&sc); err != nil {
+		return nil, err
+	}
+	return otlpsink.New(&sc, otlpsink.Deps{
+		OpenGRPC:   s.openGRPC,
+		Cluster:    s.grpcCluster,
+		Extensions: s.ext,
+		Log:        s.logs.Logger("stats"),
 	})
 }
 
