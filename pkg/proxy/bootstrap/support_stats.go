@@ -38,6 +38,14 @@ var supportedStats = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.metrics.v3.DogStatsdSink.max_bytes_per_datagram":             {},
 	"envoy.config.metrics.v3.HystrixSink.num_buckets":                          {},
 
+	// envoy.stat_sinks.metrics_service (pkg/proxy/stats/metricsservice).
+	"envoy.config.metrics.v3.MetricsServiceConfig.grpc_service":              {},
+	"envoy.config.metrics.v3.MetricsServiceConfig.transport_api_version":     {},
+	"envoy.config.metrics.v3.MetricsServiceConfig.report_counters_as_deltas": {},
+	"envoy.config.metrics.v3.MetricsServiceConfig.emit_tags_as_labels":       {},
+	"envoy.config.metrics.v3.MetricsServiceConfig.histogram_emit_mode":       {},
+	"envoy.config.metrics.v3.MetricsServiceConfig.batch_size":                {},
+
 	// envoy.stat_sinks.open_telemetry (pkg/proxy/stats/otlpsink).
 	"envoy.extensions.stat_sinks.open_telemetry.v3.SinkConfig.grpc_service":                {},
 	"envoy.extensions.stat_sinks.open_telemetry.v3.SinkConfig.http_service":                {},

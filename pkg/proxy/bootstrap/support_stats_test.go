@@ -52,9 +52,13 @@ func TestValidateStatsSupport(t *testing.T) {
 			overlay: `stats_config: {allow_default_tag_overrides: true}`,
 			want:    []string{"stats_config.allow_default_tag_overrides: not supported by Outrigger"},
 		},
-		"another kind of sink": {
+		"a metrics service sink without its service": {
 			overlay: `stats_sinks: [{name: envoy.stat_sinks.metrics_service, typed_config: {"@type": type.googleapis.com/envoy.config.metrics.v3.MetricsServiceConfig}}]`,
-			want:    []string{`stats_sinks[0].typed_config: extension "envoy.config.metrics.v3.MetricsServiceConfig" is not supported by Outrigger (envoy.stat_sinks.metrics_service: not yet); see docs/extensions.md`},
+			want:    []string{`stats_sinks[0].typed_config.grpc_service: value is required`},
+		},
+		"an OpenTelemetry sink's metric conversions": {
+			overlay: `stats_sinks: [{name: envoy.stat_sinks.open_telemetry, typed_config: {"@type": type.googleapis.com/envoy.extensions.stat_sinks.open_telemetry.v3.SinkConfig, grpc_service: {envoy_grpc: {cluster_name: c}}, custom_metric_conversions: {}}}]`,
+			want:    []string{`stats_sinks[0].typed_config.custom_metric_conversions: not supported by Outrigger`},
 		},
 		"a sink where an access logger goes": {
 			overlay: accessLogYAML(`{"@type": ` + statsdURL + `}`),

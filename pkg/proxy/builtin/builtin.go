@@ -358,6 +358,7 @@ func Registry() *extension.Registry {
 
 		extension.Of("proxy.stat_sinks.dog_statsd", StatsSinks, &metricsv3.DogStatsdSink{}, nil),
 		extension.Of("proxy.stat_sinks.hystrix", StatsSinks, &metricsv3.HystrixSink{}, nil),
+		extension.Of("proxy.stat_sinks.metrics_service", StatsSinks, &metricsv3.MetricsServiceConfig{}, nil),
 		extension.Of("proxy.stat_sinks.open_telemetry", StatsSinks, &otlpsinkv3.SinkConfig{}, nil),
 		extension.Of("proxy.stat_sinks.statsd", StatsSinks, &metricsv3.StatsdSink{}, nil),
 

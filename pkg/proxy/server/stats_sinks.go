@@ -16,6 +16,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/cluster"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/stats/metricsservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats/otlpsink"
 )
 
@@ -35,6 +36,7 @@ func (s *Server) buildSinks(cfgs []*metricsv3.StatsSink) ([]stats.Sink, error) {
 		Factories: map[string]func(*metricsv3.StatsSink) (stats.Sink, error){
 			hystrixSinkType: s.newHystrixSink,
 			otlpSinkType:    s.newOTLPSink,
+			metricsSvcType:  s.newMetricsServiceSink,
 		},
 	})
 }
@@ -54,6 +56,24 @@ func (s *Server) newOTLPSink(cfg *metricsv3.StatsSink) (stats.Sink, error) {
 		Cluster:    s.grpcCluster,
 		Extensions: s.ext,
 		Log:        s.logs.Logger("stats"),
+	})
+}
+
+// metricsSvcType is the full name of the metrics service sink's
+// configuration.
+var metricsSvcType = string(proto.MessageName(&metricsv3.MetricsServiceConfig{}))
+
+// newMetricsServiceSink builds a metrics service sink, which streams to
+// a gRPC service through the configuration's clusters.
+func (s *Server) newMetricsServiceSink(cfg *metricsv3.StatsSink) (stats.Sink, error) {
+	var mc metricsv3.MetricsServiceConfig
+	if err := cfg.GetTypedConfig().UnmarshalTo(&mc); err != nil {
+		return nil, err
+	}
+	return metricsservice.New(&mc, metricsservice.Deps{
+		OpenGRPC: s.openGRPC,
+		Node:     s.node(),
+		Log:      s.logs.Logger("stats"),
 	})
 }
 
