@@ -63,4 +63,53 @@ var _ = Describe("Listener filter_chain_matcher", func() {
 		expectClosed(dialTCPFrom("127.0.0.3", port))
 		Expect(statValue(s, "listener.127.0.0.1_"+fmt.Sprint(port)+".no_filter_chain_match")).To(Equal("1"))
 	})
+
+	It("decides with the custom input matchers of a matcher_list: IP ranges with their stats, consistent hashing and a runtime fraction", func() {
+		one := startTCPServer(bannerEcho("one\n"))
+		two := startTCPServer(bannerEcho("two\n"))
+		port := freePort()
+		chain := func(name string) string {
+			return `{name: ` + name + `, filters: [{name: envoy.filters.network.tcp_proxy, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, ` +
+				`stat_prefix: ` + name + `, cluster: ` + name + `}}]}`
+		}
+		action := func(name string) string {
+			return `{action: {name: fc, typed_config: {"@type": type.googleapis.com/google.protobuf.StringValue, value: ` + name + `}}}`
+		}
+		srcIP := `{name: src, typed_config: {"@type": type.googleapis.com/envoy.extensions.matching.common_inputs.network.v3.SourceIPInput}}`
+		custom := func(typ, fields string) string {
+			return `{single_predicate: {input: ` + srcIP + `, custom_match: {name: m, typed_config: {"@type": type.googleapis.com/` + typ + `, ` + fields + `}}}}`
+		}
+		// "one" takes 127.0.0.2 (an IP range) and, of the other
+		// addresses, those a runtime fraction of 0% lets through (none);
+		// the hash of "127.0.0.1" modulo 1 is 0, at the threshold 0:
+		// "two" takes it.
+		cfg := listenersBootstrap(listenerDef{
+			Name: "fcm", Port: port,
+			Fields: `filter_chain_matcher: {matcher_list: {matchers: [` +
+				`{predicate: ` + custom("envoy.extensions.matching.input_matchers.ip.v3.Ip", `stat_prefix: "fcm_ip.", cidr_ranges: [{address_prefix: 127.0.0.2, prefix_len: 32}]`) + `, on_match: ` + action("one") + `}, ` +
+				`{predicate: ` + custom("envoy.extensions.matching.input_matchers.runtime_fraction.v3.RuntimeFraction", `runtime_fraction: {runtime_key: fcm.share, default_value: {numerator: 0}}`) + `, on_match: ` + action("one") + `}, ` +
+				`{predicate: ` + custom("envoy.extensions.matching.input_matchers.consistent_hashing.v3.ConsistentHashing", `threshold: 0, modulo: 1`) + `, on_match: ` + action("two") + `}]}}`,
+			Chains: []string{chain("one"), chain("two")},
+		}) + "  clusters: [" + tcpCluster("one", one) + ", " + tcpCluster("two", two) + "]\n" +
+			"layered_runtime: {layers: [{name: admin, admin_layer: {}}]}\n"
+		s := Start(newDir(), cfg)
+
+		talk := func(src string) string {
+			GinkgoHelper()
+			c := dialTCPFrom(src, port)
+			_, err := c.Write([]byte("ping"))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(c.CloseWrite()).To(Succeed())
+			got, err := io.ReadAll(c)
+			Expect(err).NotTo(HaveOccurred())
+			return string(got)
+		}
+		Expect(talk("127.0.0.2")).To(Equal("one\nping"))
+		Expect(talk("127.0.0.1")).To(Equal("two\nping"))
+		// The runtime share raised to 100%: the runtime fraction now sends
+		// every other address to "one".
+		Expect(s.Post("/runtime_modify?fcm.share=100").Status).To(Equal(200))
+		Expect(talk("127.0.0.1")).To(Equal("one\nping"))
+		Expect(statValue(s, "listener.127.0.0.1_"+fmt.Sprint(port)+".fcm_ip.ip_parsing_failed")).To(Equal("0"))
+	})
 })

@@ -112,11 +112,21 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 	"xds.type.matcher.v3.Matcher.MatcherList.Predicate.not_matcher":                           {},
 	"xds.type.matcher.v3.Matcher.MatcherList.Predicate.SinglePredicate.input":                 {},
 	"xds.type.matcher.v3.Matcher.MatcherList.Predicate.SinglePredicate.value_match":           {},
-	"xds.type.matcher.v3.Matcher.MatcherList.Predicate.PredicateList.predicate":               {},
-	"xds.type.matcher.v3.Matcher.MatcherTree.input":                                           {},
-	"xds.type.matcher.v3.Matcher.MatcherTree.exact_match_map":                                 {},
-	"xds.type.matcher.v3.Matcher.MatcherTree.prefix_match_map":                                {},
-	"xds.type.matcher.v3.Matcher.MatcherTree.MatchMap.map":                                    {},
+	// A single_predicate's custom_match: Envoy's input matchers (package
+	// httpmatch, inputmatcher.go).
+	"xds.type.matcher.v3.Matcher.MatcherList.Predicate.SinglePredicate.custom_match":                {},
+	"envoy.extensions.matching.input_matchers.ip.v3.Ip.cidr_ranges":                                 {},
+	"envoy.extensions.matching.input_matchers.ip.v3.Ip.stat_prefix":                                 {},
+	"envoy.extensions.matching.input_matchers.consistent_hashing.v3.ConsistentHashing.threshold":    {},
+	"envoy.extensions.matching.input_matchers.consistent_hashing.v3.ConsistentHashing.modulo":       {},
+	"envoy.extensions.matching.input_matchers.consistent_hashing.v3.ConsistentHashing.seed":         {},
+	"envoy.extensions.matching.input_matchers.runtime_fraction.v3.RuntimeFraction.runtime_fraction": {},
+	"envoy.extensions.matching.input_matchers.runtime_fraction.v3.RuntimeFraction.seed":             {},
+	"xds.type.matcher.v3.Matcher.MatcherList.Predicate.PredicateList.predicate":                     {},
+	"xds.type.matcher.v3.Matcher.MatcherTree.input":                                                 {},
+	"xds.type.matcher.v3.Matcher.MatcherTree.exact_match_map":                                       {},
+	"xds.type.matcher.v3.Matcher.MatcherTree.prefix_match_map":                                      {},
+	"xds.type.matcher.v3.Matcher.MatcherTree.MatchMap.map":                                          {},
 	// A matcher_tree's custom_match: Envoy's IP matcher (package
 	// httpmatch), whatever the tree's user.
 	"xds.type.matcher.v3.Matcher.MatcherTree.custom_match":   {},
@@ -153,6 +163,10 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 		"envoy.extensions.matching.common_inputs.ssl.v3.UriSanInput", "envoy.extensions.matching.common_inputs.ssl.v3.DnsSanInput",
 		"envoy.extensions.matching.common_inputs.ssl.v3.SubjectInput",
 		"xds.type.matcher.v3.IPMatcher",
+		// A single_predicate's custom_match.
+		"envoy.extensions.matching.input_matchers.ip.v3.Ip",
+		"envoy.extensions.matching.input_matchers.consistent_hashing.v3.ConsistentHashing",
+		"envoy.extensions.matching.input_matchers.runtime_fraction.v3.RuntimeFraction",
 		// The listener's filter_chain_matcher: the inputs it reads beyond
 		// the ones above and its action, a chain's name
 		// (pkg/proxy/listener/chainmatcher.go).

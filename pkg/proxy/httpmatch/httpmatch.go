@@ -119,6 +119,23 @@ func CompileTree[D, A any](m *xdsmatcherv3.Matcher, action ActionCompiler[A], in
 // probes, which may find the data unavailable; errors name the field
 // below it.
 func CompileProbed[D, A any](m *xdsmatcherv3.Matcher, action ActionCompiler[A], input ProbeCompiler[D]) (*Tree[D, A], error) {
+	return compileTreeOf(m, action, inputs[D]{probe: input})
+}
+
+// CompileProbedEnv is CompileProbed for a caller that gives the custom
+// input matchers what they need (stats for the IP matcher's stat_prefix,
+// the runtime for runtime_fraction).
+func CompileProbedEnv[D, A any](m *xdsmatcherv3.Matcher, action ActionCompiler[A], input ProbeCompiler[D], env Env) (*Tree[D, A], error) {
+	return compileTreeOf(m, action, inputs[D]{probe: input, env: env})
+}
+
+// inputs is how a tree's inputs and custom matchers are compiled.
+type inputs[D any] struct {
+	probe ProbeCompiler[D]
+	env   Env
+}
+
+func compileTreeOf[D, A any](m *xdsmatcherv3.Matcher, action ActionCompiler[A], input inputs[D]) (*Tree[D, A], error) {
 	out := &Tree[D, A]{}
 	switch {
 	case m.GetMatcherList() != nil:
@@ -149,13 +166,13 @@ func CompileProbed[D, A any](m *xdsmatcherv3.Matcher, action ActionCompiler[A], 
 	return out, nil
 }
 
-func compileOnMatch[D, A any](m *xdsmatcherv3.Matcher_OnMatch, path string, action ActionCompiler[A], input ProbeCompiler[D]) (*onMatch[D, A], error) {
+func compileOnMatch[D, A any](m *xdsmatcherv3.Matcher_OnMatch, path string, action ActionCompiler[A], input inputs[D]) (*onMatch[D, A], error) {
 	if m.GetKeepMatching() {
 		return nil, errors.New(path + ".keep_matching: not supported by Outrigger")
 	}
 	switch {
 	case m.GetMatcher() != nil:
-		n, err := CompileProbed(m.GetMatcher(), action, input)
+		n, err := compileTreeOf(m.GetMatcher(), action, input)
 		if err != nil {
 			return nil, fmt.Errorf("%s.matcher.%w", path, err)
 		}
@@ -172,8 +189,8 @@ func compileOnMatch[D, A any](m *xdsmatcherv3.Matcher_OnMatch, path string, acti
 
 // compileTree compiles a matcher_tree: an exact or prefix map, or the IP
 // matcher as its custom_match.
-func (out *Tree[D, A]) compileTree(t *xdsmatcherv3.Matcher_MatcherTree, action ActionCompiler[A], input ProbeCompiler[D]) error {
-	in, err := input(t.GetInput(), "matcher_tree.input")
+func (out *Tree[D, A]) compileTree(t *xdsmatcherv3.Matcher_MatcherTree, action ActionCompiler[A], input inputs[D]) error {
+	in, err := input.probe(t.GetInput(), "matcher_tree.input")
 	if err != nil {
 		return err
 	}
@@ -212,16 +229,23 @@ func (out *Tree[D, A]) compileTree(t *xdsmatcherv3.Matcher_MatcherTree, action A
 	return nil
 }
 
-func compilePredicate[D any](p *xdsmatcherv3.Matcher_MatcherList_Predicate, path string, input ProbeCompiler[D]) (predicate[D], error) {
+func compilePredicate[D any](p *xdsmatcherv3.Matcher_MatcherList_Predicate, path string, input inputs[D]) (predicate[D], error) {
 	switch {
 	case p.GetSinglePredicate() != nil:
 		sp := p.GetSinglePredicate()
-		in, err := input(sp.GetInput(), path+".single_predicate.input")
+		in, err := input.probe(sp.GetInput(), path+".single_predicate.input")
 		if err != nil {
 			return nil, err
 		}
-		if sp.GetValueMatch() == nil {
-			return nil, errors.New(path + ".single_predicate.custom_match: not supported by Outrigger")
+		if cm := sp.GetCustomMatch(); cm != nil {
+			match, err := compileInputMatcher(cm, path+".single_predicate.custom_match", input.env)
+			if err != nil {
+				return nil, err
+			}
+			return func(d D) (bool, bool) {
+				v, ok, available := in(d)
+				return available && ok && match(v), available
+			}, nil
 		}
 		sm, err := CompileStringMatcher(sp.GetValueMatch())
 		if err != nil {

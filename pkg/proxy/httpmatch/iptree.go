@@ -36,7 +36,7 @@ type ipEntry[D, A any] struct {
 }
 
 // compileIPTree compiles a matcher_tree's custom_match over the input in.
-func compileIPTree[D, A any](tc *xdscorev3.TypedExtensionConfig, in Probe[D], action ActionCompiler[A], input ProbeCompiler[D]) (*ipTree[D, A], error) {
+func compileIPTree[D, A any](tc *xdscorev3.TypedExtensionConfig, in Probe[D], action ActionCompiler[A], input inputs[D]) (*ipTree[D, A], error) {
 	const path = "matcher_tree.custom_match"
 	msg, err := TypedConfig(tc, path, "a custom matcher")
 	if err != nil {

@@ -30,8 +30,9 @@ type connData struct {
 type chainMatcher = httpmatch.Tree[*connData, *chain]
 
 // compileChainMatcher compiles the listener's filter_chain_matcher over
-// the chains by name. Errors name the field below filter_chain_matcher.
-func compileChainMatcher(m *xdsmatcherv3.Matcher, byName map[string]*chain) (*chainMatcher, error) {
+// the chains by name, its custom input matchers with env. Errors name the
+// field below filter_chain_matcher.
+func compileChainMatcher(m *xdsmatcherv3.Matcher, byName map[string]*chain, env httpmatch.Env) (*chainMatcher, error) {
 	action := func(tc *xdscorev3.TypedExtensionConfig, path string) (*chain, error) {
 		msg, err := httpmatch.TypedConfig(tc, path, "an action")
 		if err != nil {
@@ -45,7 +46,7 @@ func compileChainMatcher(m *xdsmatcherv3.Matcher, byName map[string]*chain) (*ch
 		// connections it selects.
 		return byName[name.GetValue()], nil
 	}
-	return httpmatch.CompileProbed(m, action, compileConnInput)
+	return httpmatch.CompileProbedEnv(m, action, compileConnInput, env)
 }
 
 // compileConnInput compiles one of Envoy's network matching inputs,

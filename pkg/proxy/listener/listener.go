@@ -33,6 +33,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/httpmatch"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listenerfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
@@ -298,7 +299,15 @@ func Build(lc *listenerv3.Listener, deps Deps) (*Listener, error) {
 		}
 	}
 	l.drain = newDrain(deps.Drain, lc.GetDrainType() == listenerv3.Listener_MODIFY_ONLY)
-	if err := l.buildChains(lc, deps.BuildChain, deps.BuildTransportSocket); err != nil {
+	// The filter_chain_matcher's custom input matchers count under the
+	// listener's scope and read the runtime, as Envoy's listener factory
+	// context gives them.
+	matchStats := deps.Stats.Scope(StatScope(lc))
+	env := httpmatch.Env{Stats: &matchStats}
+	if deps.Runtime != nil {
+		env.Runtime = deps.Runtime.Latest()
+	}
+	if err := l.buildChains(lc, deps.BuildChain, deps.BuildTransportSocket, env); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -471,7 +480,7 @@ func (l *Listener) buildListenerFilters(lc *listenerv3.Listener, build func(*lis
 
 // buildChains compiles the filter chains and the default chain and builds
 // their network filters.
-func (l *Listener) buildChains(lc *listenerv3.Listener, build func(*listenerv3.FilterChain, *Drain) (ConnHandler, error), buildTransport func(*corev3.TransportSocket) (Transport, error)) error {
+func (l *Listener) buildChains(lc *listenerv3.Listener, build func(*listenerv3.FilterChain, *Drain) (ConnHandler, error), buildTransport func(*corev3.TransportSocket) (Transport, error), env httpmatch.Env) error {
 	fcs := lc.GetFilterChains()
 	if len(fcs) == 0 && lc.GetDefaultFilterChain() == nil {
 		return errors.New("filter_chains: no filter chains specified (give filter_chains or a default_filter_chain)")
@@ -535,7 +544,7 @@ func (l *Listener) buildChains(lc *listenerv3.Listener, build func(*listenerv3.F
 		l.chains.dflt = newChain(dc, "default_filter_chain")
 	}
 	if fcm != nil {
-		m, err := compileChainMatcher(fcm, byName)
+		m, err := compileChainMatcher(fcm, byName, env)
 		if err != nil {
 			errs = append(errs, PrefixErrors("filter_chain_matcher.", err)...)
 		}

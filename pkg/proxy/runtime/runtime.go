@@ -307,3 +307,14 @@ func (s *Snapshot) Bool(key string, def bool) bool {
 		return def
 	}
 }
+
+// Latest returns a Reader of r's latest snapshot at each read, for
+// values read per connection or request by code that holds no snapshot.
+func (r *Runtime) Latest() FractionReader { return latest{r} }
+
+// latest reads a Runtime's current snapshot.
+type latest struct{ r *Runtime }
+
+func (l latest) Uint64(key string, def uint64) uint64 { return l.r.Snapshot().Uint64(key, def) }
+
+func (l latest) Fraction(key string) (num, den uint64, ok bool) { return l.r.Snapshot().Fraction(key) }
