@@ -154,12 +154,6 @@ func TestValidateSupport(t *testing.T) {
 			overlay: "node_context_params: [cluster]",
 			want:    []string{"node_context_params: not implemented by Envoy either (not yet implemented there), so not supported by Outrigger"},
 		},
-		"a refusal with its reason": {
-			overlay: "stats_config: {histogram_bucket_settings: [{match: {prefix: x}, buckets: [1], bins: 10}]}",
-			want: []string{"stats_config.histogram_bucket_settings[0].bins: not supported by Outrigger: " +
-				"the circllhist library Outrigger records histograms with (circonusllhist) allocates a fixed 100 bins and " +
-				"grows as needed; it takes no initial size"},
-		},
 		"header_prefix": {
 			overlay: "header_prefix: x-custom",
 			want:    []string{"header_prefix: not supported by Outrigger"},
