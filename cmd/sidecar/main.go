@@ -101,6 +101,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		ProfilePath:       srv.ProfilePath(),
 		MutexTracing:      opts.EnableMutexTracing,
 		AccessLog:         srv.AdminAccessLog(),
+		AllowPath:         srv.AdminAllowPath(),
 		Log:               srv.AdminLogger(),
 	})
 	runErr := srv.Run(context.Background(), adm.Handler())

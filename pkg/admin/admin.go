@@ -54,6 +54,10 @@ type Options struct {
 	// disables the admin access log. It is called from many requests at
 	// once.
 	AccessLog accesslog.Sink
+	// AllowPath is the bootstrap's admin.allow_paths: a request whose
+	// path (with its query) it rejects is answered 403, whatever its
+	// path. nil allows every path.
+	AllowPath func(pathAndQuery string) bool
 	// Log is the "admin" component logger.
 	Log logr.Logger
 	// Now is the clock of the access log; nil means time.Now.

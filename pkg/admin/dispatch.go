@@ -29,6 +29,12 @@ func (a *Admin) dispatch(rw http.ResponseWriter, hr *http.Request) {
 
 // serve answers one request through w.
 func (a *Admin) serve(w *Response, hr *http.Request, path string) {
+	if a.opts.AllowPath != nil && !a.opts.AllowPath(pathAndQuery(path, hr)) {
+		// admin.allow_paths: anything outside the list is forbidden,
+		// known endpoint or not.
+		w.Text(http.StatusForbidden, "path not allowed by admin.allow_paths\n")
+		return
+	}
 	route, ok := a.byPath[path]
 	if !ok || !route.present() {
 		w.Text(http.StatusNotFound, "invalid path. "+a.helpNow())
@@ -56,6 +62,15 @@ func (a *Admin) serve(w *Response, hr *http.Request, path string) {
 		HTTP:   hr,
 		Body:   body,
 	})
+}
+
+// pathAndQuery is the normalized path with the request's query, as the
+// :path header Envoy's admin.allow_paths matchers see.
+func pathAndQuery(path string, hr *http.Request) string {
+	if hr.URL.RawQuery == "" && !hr.URL.ForceQuery {
+		return path
+	}
+	return path + "?" + hr.URL.RawQuery
 }
 
 // dropEmpty removes the empty values of the declared string and enum

@@ -192,4 +192,33 @@ var _ = Describe("The local rate limit filter with the route's hits_addend and x
 		Expect(r.Status).To(Equal(200))
 		Expect(r.Header.Get("X-Ratelimit-Limit")).To(BeEmpty(), "the filter's setting for the default bucket")
 	})
+
+	It("counts a shadow_mode descriptor that runs out as rate limited, never enforcing it, while the other buckets still are", func() {
+		const rl = "type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit"
+		up := portNum(httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprint(w, "up")
+		}), false))
+		port := freePort()
+		s := Start(newDir(), proxySpec{
+			Port: port,
+			HCM:  "{stat_prefix: edge}",
+			Routes: `[{match: {prefix: /}, route: {cluster: up, rate_limits: [
+					{actions: [{generic_key: {descriptor_value: shadowed}}]}]}}]`,
+			Filters: `[` + httpFilter("envoy.filters.http.local_ratelimit", rl, `{
+				stat_prefix: sh,
+				token_bucket: {max_tokens: 3, tokens_per_fill: 3, fill_interval: 3600s},
+				filter_enabled: {default_value: {numerator: 100}},
+				filter_enforced: {default_value: {numerator: 100}},
+				descriptors: [{entries: [{key: generic_key, value: shadowed}], shadow_mode: true,
+					token_bucket: {max_tokens: 1, tokens_per_fill: 1, fill_interval: 3600s}}]}`) + `]`,
+			Clusters: []proxyCluster{{Name: "up", Port: up}},
+		}.YAML())
+		client := &http.Client{Timeout: 5 * time.Second}
+		for i, want := range []int{200, 200, 200, 429} {
+			Expect(httpDo(client, "GET", listenerURL(port, "/"), nil, nil).Status).To(Equal(want), "request %d", i)
+		}
+		Expect(statValue(s, "sh.http_local_rate_limit.ok")).To(Equal("1"), "the shadow bucket had one token")
+		Expect(statValue(s, "sh.http_local_rate_limit.rate_limited")).To(Equal("3"))
+		Expect(statValue(s, "sh.http_local_rate_limit.enforced")).To(Equal("1"), "only the default bucket (3 tokens, always taken) enforces")
+	})
 })

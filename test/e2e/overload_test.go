@@ -31,7 +31,9 @@ const (
 // listener fields (flow style, "" for none).
 func overloadConfig(overloadManager, listenerFields string) string {
 	var b strings.Builder
-	b.WriteString("admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}\n")
+	// The test's admin connections stay out of the global limit, as in
+	// Envoy they count against it without ignore_global_conn_limit.
+	b.WriteString("admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}, ignore_global_conn_limit: true}\n")
 	b.WriteString("layered_runtime: {layers: [{name: admin, admin_layer: {}}]}\n")
 	if overloadManager != "" {
 		b.WriteString("overload_manager: " + overloadManager + "\n")

@@ -6,8 +6,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -196,6 +198,26 @@ var _ = Describe("Tracing with Zipkin", func() {
 		Expect(up.headers("/child").Get("X-B3-Parentspanid")).To(Equal("a2fb4a1d1a96d312"))
 		Expect(fresh).NotTo(BeNil())
 		Expect(fresh.TraceID).To(HaveLen(32))
+	})
+
+	It("starts new trace ids with the epoch seconds with timestamp_trace_ids", func() {
+		collector := startZipkinCollector()
+		up := startTracedUpstream()
+		port := freePort()
+		Start(newDir(), tracingBootstrap(port, up.port, "INBOUND",
+			zipkinTracing("                timestamp_trace_ids: true\n"),
+			httpCollectorCluster("zipkin", collector.port), ""))
+		before := time.Now().Unix()
+		code, _ := tracedGet(port, "/new", nil)
+		after := time.Now().Unix()
+		Expect(code).To(Equal(200))
+		Eventually(collector.received).Should(HaveLen(1))
+		id := collector.received()[0].TraceID
+		Expect(id).To(HaveLen(16))
+		stamp, err := strconv.ParseInt(id[:8], 16, 64)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(stamp).To(BeNumerically(">=", before), "the trace id %s starts with the request's epoch seconds", id)
+		Expect(stamp).To(BeNumerically("<=", after), "the trace id %s starts with the request's epoch seconds", id)
 	})
 
 	It("keeps serving when the collector refuses spans, and counts the dropped reports", func() {

@@ -29,6 +29,7 @@ var supportedCompression = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.compressor.v3.Compressor.ResponseDirectionConfig.weaken_etag_on_compress":       {},
 	"envoy.extensions.filters.http.compressor.v3.Compressor.ResponseDirectionConfig.remove_accept_encoding_header": {},
 	"envoy.extensions.filters.http.compressor.v3.Compressor.ResponseDirectionConfig.uncompressible_response_codes": {},
+	"envoy.extensions.filters.http.compressor.v3.Compressor.ResponseDirectionConfig.status_header_enabled":         {},
 	"envoy.extensions.filters.http.compressor.v3.CompressorPerRoute.disabled":                                      {},
 	"envoy.extensions.filters.http.compressor.v3.CompressorPerRoute.overrides":                                     {},
 	"envoy.extensions.filters.http.compressor.v3.CompressorOverrides.response_direction_config":                    {},

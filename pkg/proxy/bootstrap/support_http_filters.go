@@ -81,6 +81,7 @@ var supportedHTTPFilters = map[protoreflect.FullName]fieldSupport{
 	"envoy.type.v3.TokenBucket.fill_interval":                                    {},
 	"envoy.extensions.common.ratelimit.v3.LocalRateLimitDescriptor.entries":      {},
 	"envoy.extensions.common.ratelimit.v3.LocalRateLimitDescriptor.token_bucket": {},
+	"envoy.extensions.common.ratelimit.v3.LocalRateLimitDescriptor.shadow_mode":  {},
 	"envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.Entry.key":         {},
 	"envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.Entry.value":       {},
 	// The router (pkg/proxy/filters/http/router): start_child_span is

@@ -27,16 +27,17 @@ var supportedStats = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.metrics.v3.HistogramBucketSettings.buckets":       {},
 
 	// stats_sinks.
-	"envoy.config.metrics.v3.StatsSink.name":                                   {},
-	"envoy.config.metrics.v3.StatsSink.typed_config":                           {category: "envoy.stats_sinks"},
-	"envoy.config.metrics.v3.StatsdSink.address":                               {},
-	"envoy.config.metrics.v3.StatsdSink.tcp_cluster_name":                      {},
-	"envoy.config.metrics.v3.StatsdSink.prefix":                                {},
-	"envoy.config.metrics.v3.StatsdSink.scale_histogram_units_to_milliseconds": {},
-	"envoy.config.metrics.v3.DogStatsdSink.address":                            {},
-	"envoy.config.metrics.v3.DogStatsdSink.prefix":                             {},
-	"envoy.config.metrics.v3.DogStatsdSink.max_bytes_per_datagram":             {},
-	"envoy.config.metrics.v3.HystrixSink.num_buckets":                          {},
+	"envoy.config.metrics.v3.StatsSink.name":                                      {},
+	"envoy.config.metrics.v3.StatsSink.typed_config":                              {category: "envoy.stats_sinks"},
+	"envoy.config.metrics.v3.StatsdSink.address":                                  {},
+	"envoy.config.metrics.v3.StatsdSink.tcp_cluster_name":                         {},
+	"envoy.config.metrics.v3.StatsdSink.prefix":                                   {},
+	"envoy.config.metrics.v3.StatsdSink.scale_histogram_units_to_milliseconds":    {},
+	"envoy.config.metrics.v3.DogStatsdSink.address":                               {},
+	"envoy.config.metrics.v3.DogStatsdSink.prefix":                                {},
+	"envoy.config.metrics.v3.DogStatsdSink.max_bytes_per_datagram":                {},
+	"envoy.config.metrics.v3.DogStatsdSink.scale_histogram_units_to_milliseconds": {},
+	"envoy.config.metrics.v3.HystrixSink.num_buckets":                             {},
 
 	// envoy.stat_sinks.metrics_service (pkg/proxy/stats/metricsservice).
 	"envoy.config.metrics.v3.MetricsServiceConfig.grpc_service":              {},

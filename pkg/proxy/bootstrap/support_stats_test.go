@@ -46,7 +46,9 @@ func TestValidateStatsSupport(t *testing.T) {
 	runValidateCases(t, map[string]validateCase{
 		"bucket bins": {
 			overlay: `stats_config: {histogram_bucket_settings: [{match: {prefix: x}, buckets: [1], bins: 10}]}`,
-			want:    []string{"stats_config.histogram_bucket_settings[0].bins: not supported by Outrigger"},
+			want: []string{"stats_config.histogram_bucket_settings[0].bins: not supported by Outrigger: " +
+				"the circllhist library Outrigger records histograms with (circonusllhist) allocates a fixed 100 bins and " +
+				"grows as needed; it takes no initial size"},
 		},
 		"default tag overrides": {
 			overlay: `stats_config: {allow_default_tag_overrides: true}`,

@@ -122,6 +122,10 @@ var supportedCore = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.bootstrap.v3.Admin.access_log_path": {},
 	"envoy.config.bootstrap.v3.Admin.access_log":      {},
 	"envoy.config.bootstrap.v3.Admin.profile_path":    {},
+	// Applied by the admin listener (server/admin_config.go).
+	"envoy.config.bootstrap.v3.Admin.allow_paths":              {},
+	"envoy.config.bootstrap.v3.Admin.socket_options":           {},
+	"envoy.config.bootstrap.v3.Admin.ignore_global_conn_limit": {},
 
 	// Addresses.
 	"envoy.config.core.v3.Address.socket_address":    {},

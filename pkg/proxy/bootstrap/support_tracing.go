@@ -73,6 +73,7 @@ var supportedTracing = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.trace.v3.ZipkinConfig.collector_endpoint":         {},
 	"envoy.config.trace.v3.ZipkinConfig.trace_id_128bit":            {},
 	"envoy.config.trace.v3.ZipkinConfig.shared_span_context":        {},
+	"envoy.config.trace.v3.ZipkinConfig.timestamp_trace_ids":        {},
 	"envoy.config.trace.v3.ZipkinConfig.collector_endpoint_version": {values: []string{"HTTP_JSON"}},
 	"envoy.config.trace.v3.ZipkinConfig.collector_hostname":         {},
 }

@@ -154,9 +154,9 @@ func TestValidateSupport(t *testing.T) {
 			overlay: "node_context_params: [cluster]",
 			want:    []string{"node_context_params: not implemented by Envoy either (not yet implemented there), so not supported by Outrigger"},
 		},
-		"admin field": {
-			overlay: "admin: {ignore_global_conn_limit: true}",
-			want:    []string{"admin.ignore_global_conn_limit: not supported by Outrigger"},
+		"header_prefix": {
+			overlay: "header_prefix: x-custom",
+			want:    []string{"header_prefix: not supported by Outrigger"},
 		},
 		"udp": {
 			overlay: "admin: {address: {socket_address: {protocol: UDP}}}",

@@ -17,6 +17,8 @@
 //
 // The Manager also enforces the global downstream connection limit, from
 // the monitor or, without it, from the older runtime key
-// overload.global_downstream_max_connections. The admin listener never
-// consults it.
+// overload.global_downstream_max_connections. The admin listener counts
+// against it as Envoy's does, unless the bootstrap's
+// admin.ignore_global_conn_limit keeps it out; no overload action applies
+// to it.
 package overload

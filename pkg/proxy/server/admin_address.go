@@ -12,15 +12,30 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/sockopt"
 )
 
 // listenAdmin binds the admin interface's address: a socket address, or
 // a pipe (a unix domain socket), as Contour's bootstrap puts it. It
 // returns the listener and the address as it is logged and written to
 // --admin-address-path.
-func listenAdmin(a *corev3.Address) (net.Listener, string, error) {
+func listenAdmin(a *corev3.Address, so sockopt.Set) (net.Listener, string, error) {
+	ln, addr, err := bindAdmin(a, so)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := so.ApplyListening(ln); err != nil {
+		_ = ln.Close()
+		return nil, "", fmt.Errorf("admin.socket_options: %w", err)
+	}
+	return ln, addr, nil
+}
+
+// bindAdmin binds the admin address, with the socket options due before
+// bind set.
+func bindAdmin(a *corev3.Address, so sockopt.Set) (net.Listener, string, error) {
 	if p := a.GetPipe(); p != nil {
-		ln, err := listenPipe(p)
+		ln, err := listenPipe(p, so)
 		if err != nil {
 			return nil, "", fmt.Errorf("cannot bind the admin address %s: %w", p.GetPath(), err)
 		}
@@ -28,7 +43,7 @@ func listenAdmin(a *corev3.Address) (net.Listener, string, error) {
 	}
 	sa := a.GetSocketAddress()
 	// Plain TCP, as Envoy's admin listens (Go's default is MPTCP).
-	var lc net.ListenConfig
+	lc := net.ListenConfig{Control: so.Control}
 	lc.SetMultipathTCP(false)
 	ln, err := lc.Listen(context.Background(), "tcp", listener.AddressString(sa))
 	if err != nil {
@@ -41,7 +56,7 @@ func listenAdmin(a *corev3.Address) (net.Listener, string, error) {
 // process that did not remove its socket) is removed first, and a mode
 // other than 0 is set on the new socket file. A name starting with "@"
 // is in Linux's abstract namespace, which has no file and so no mode.
-func listenPipe(p *corev3.Pipe) (net.Listener, error) {
+func listenPipe(p *corev3.Pipe, so sockopt.Set) (net.Listener, error) {
 	path := p.GetPath()
 	abstract := strings.HasPrefix(path, "@")
 	switch {
@@ -55,7 +70,8 @@ func listenPipe(p *corev3.Pipe) (net.Listener, error) {
 		// report.
 		_ = os.Remove(path)
 	}
-	ln, err := net.Listen("unix", path)
+	lc := net.ListenConfig{Control: so.Control}
+	ln, err := lc.Listen(context.Background(), "unix", path)
 	if err != nil {
 		return nil, err
 	}

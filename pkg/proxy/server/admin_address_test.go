@@ -17,7 +17,7 @@ func TestListenAdminPipe(t *testing.T) {
 	if err := os.WriteFile(path, []byte("stale"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ln, addr, err := listenAdmin(&corev3.Address{Address: &corev3.Address_Pipe{Pipe: &corev3.Pipe{Path: path, Mode: 0o640}}})
+	ln, addr, err := listenAdmin(&corev3.Address{Address: &corev3.Address_Pipe{Pipe: &corev3.Pipe{Path: path, Mode: 0o640}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestListenAdminPipeErrors(t *testing.T) {
 		"no such directory":    {&corev3.Pipe{Path: "/nonexistent-dir/admin.sock"}, "cannot bind the admin address /nonexistent-dir/admin.sock"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			ln, _, err := listenAdmin(&corev3.Address{Address: &corev3.Address_Pipe{Pipe: tc.pipe}})
+			ln, _, err := listenAdmin(&corev3.Address{Address: &corev3.Address_Pipe{Pipe: tc.pipe}}, nil)
 			if err == nil {
 				_ = ln.Close()
 			}

@@ -195,11 +195,18 @@ func (s *Server) startAdmin(h http.Handler) (*http.Server, error) {
 		}
 		return nil, nil
 	}
-	ln, addr, err := listenAdmin(a)
+	ln, addr, err := listenAdmin(a, s.adminCfg.sockopts)
 	if err != nil {
 		return nil, err
 	}
 	s.hot.setAdminListener(ln)
+	served := ln
+	if s.overload != nil && s.adminCfg.enforceGlobal {
+		// As Envoy's admin listener, it counts against the global
+		// connection limit unless admin.ignore_global_conn_limit, though
+		// no overload action applies to it.
+		served = &globalLimitedListener{Listener: ln, overload: s.overload, overflow: s.statsRT.admin.lnGlobalCxOverflow}
+	}
 	s.log.Info("admin address: " + addr)
 	if p := s.opts.AdminAddressPath; p != "" {
 		// Envoy keeps running when the file cannot be written; so do we.
@@ -219,7 +226,7 @@ func (s *Server) startAdmin(h http.Handler) (*http.Server, error) {
 		ErrorLog:          log.New(logrWriter{s.AdminLogger()}, "", 0),
 	}
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+		if err := srv.Serve(served); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 			s.AdminLogger().Error(err, "admin listener stopped")
 		}
 	}()

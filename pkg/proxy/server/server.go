@@ -115,6 +115,9 @@ type Server struct {
 	accessLogs []*logging.FileWriter
 	// adminLog records admin requests; nil without admin access logs.
 	adminLog accesslog.Sink
+	// adminCfg is the admin listener's allow_paths, socket_options and
+	// ignore_global_conn_limit (admin_config.go).
+	adminCfg adminConfig
 
 	quitOnce sync.Once
 	quit     chan struct{}
@@ -205,6 +208,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	errs = append(errs, s.initStats(cfg))
 	s.adminLog, err = s.buildAdminAccessLog()
+	errs = append(errs, err)
+	s.adminCfg, err = compileAdminConfig(cfg.Bootstrap.GetAdmin())
 	errs = append(errs, err)
 	s.eds, err = s.newEndpointDiscovery(cfg.Bootstrap)
 	errs = append(errs, err)

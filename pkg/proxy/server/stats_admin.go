@@ -49,6 +49,9 @@ type adminStats struct {
 	workerCxActive *stats.Gauge
 	lnRqClass      [5]*stats.Counter
 	lnRqCompleted  *stats.Counter
+	// lnGlobalCxOverflow counts the connections the global downstream
+	// connection limit refused (admin_config.go).
+	lnGlobalCxOverflow *stats.Counter
 
 	mu    sync.Mutex
 	conns map[net.Conn]*adminConn
@@ -70,29 +73,30 @@ func newAdminStats(store *stats.Store, now func() time.Time) *adminStats {
 	lh := ls.Scope("http.admin.")
 	lw := ls.Scope("main_thread.")
 	a := &adminStats{
-		now:            now,
-		cxTotal:        hs.Counter("downstream_cx_total"),
-		cxDestroy:      hs.Counter("downstream_cx_destroy"),
-		cxHTTP1Total:   hs.Counter("downstream_cx_http1_total"),
-		cxHTTP2Total:   hs.Counter("downstream_cx_http2_total"),
-		cxActive:       hs.Gauge("downstream_cx_active"),
-		cxHTTP1Active:  hs.Gauge("downstream_cx_http1_active"),
-		cxHTTP2Active:  hs.Gauge("downstream_cx_http2_active"),
-		cxLengthMs:     hs.Histogram("downstream_cx_length_ms", stats.UnitMilliseconds),
-		rqTotal:        hs.Counter("downstream_rq_total"),
-		rqHTTP1Total:   hs.Counter("downstream_rq_http1_total"),
-		rqHTTP2Total:   hs.Counter("downstream_rq_http2_total"),
-		rqCompleted:    hs.Counter("downstream_rq_completed"),
-		rqActive:       hs.Gauge("downstream_rq_active"),
-		rqTimeMs:       hs.Histogram("downstream_rq_time", stats.UnitMilliseconds),
-		lnCxTotal:      ls.Counter("downstream_cx_total"),
-		lnCxDestroy:    ls.Counter("downstream_cx_destroy"),
-		lnCxActive:     ls.Gauge("downstream_cx_active"),
-		lnCxLengthMs:   ls.Histogram("downstream_cx_length_ms", stats.UnitMilliseconds),
-		workerCxTotal:  lw.Counter("downstream_cx_total"),
-		workerCxActive: lw.Gauge("downstream_cx_active"),
-		lnRqCompleted:  lh.Counter("downstream_rq_completed"),
-		conns:          map[net.Conn]*adminConn{},
+		now:                now,
+		cxTotal:            hs.Counter("downstream_cx_total"),
+		cxDestroy:          hs.Counter("downstream_cx_destroy"),
+		cxHTTP1Total:       hs.Counter("downstream_cx_http1_total"),
+		cxHTTP2Total:       hs.Counter("downstream_cx_http2_total"),
+		cxActive:           hs.Gauge("downstream_cx_active"),
+		cxHTTP1Active:      hs.Gauge("downstream_cx_http1_active"),
+		cxHTTP2Active:      hs.Gauge("downstream_cx_http2_active"),
+		cxLengthMs:         hs.Histogram("downstream_cx_length_ms", stats.UnitMilliseconds),
+		rqTotal:            hs.Counter("downstream_rq_total"),
+		rqHTTP1Total:       hs.Counter("downstream_rq_http1_total"),
+		rqHTTP2Total:       hs.Counter("downstream_rq_http2_total"),
+		rqCompleted:        hs.Counter("downstream_rq_completed"),
+		rqActive:           hs.Gauge("downstream_rq_active"),
+		rqTimeMs:           hs.Histogram("downstream_rq_time", stats.UnitMilliseconds),
+		lnCxTotal:          ls.Counter("downstream_cx_total"),
+		lnCxDestroy:        ls.Counter("downstream_cx_destroy"),
+		lnCxActive:         ls.Gauge("downstream_cx_active"),
+		lnCxLengthMs:       ls.Histogram("downstream_cx_length_ms", stats.UnitMilliseconds),
+		workerCxTotal:      lw.Counter("downstream_cx_total"),
+		workerCxActive:     lw.Gauge("downstream_cx_active"),
+		lnRqCompleted:      lh.Counter("downstream_rq_completed"),
+		lnGlobalCxOverflow: ls.Counter("downstream_global_cx_overflow"),
+		conns:              map[net.Conn]*adminConn{},
 	}
 	for i := range a.rqClass {
 		class := "downstream_rq_" + strconv.Itoa(i+1) + "xx"

@@ -105,7 +105,8 @@ func newDogStatsdFromConfig(c *metricsv3.DogStatsdSink) (Sink, error) {
 		return nil, err
 	}
 	return NewStatsdSink(StatsdOptions{Prefix: c.GetPrefix(), DogStatsD: true, Dial: dial, UDP: true,
-		MaxDatagram: int(c.GetMaxBytesPerDatagram().GetValue())}), nil
+		MaxDatagram:         int(c.GetMaxBytesPerDatagram().GetValue()),
+		ScaleToMilliseconds: c.GetScaleHistogramUnitsToMilliseconds()}), nil
 }
 
 // dialUDP returns a dialer for a sink's address. As in Envoy, the address

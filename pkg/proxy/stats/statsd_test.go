@@ -177,6 +177,17 @@ func TestStatsdSinksOverUDP(t *testing.T) {
 			},
 			first: []string{"proxy.x.ms:15|ms", "proxy.x.us:1.55|ms"},
 		},
+		"DogStatsD microseconds scaled to milliseconds": {
+			sink: func(port int) proto.Message {
+				return &metricsv3.DogStatsdSink{ScaleHistogramUnitsToMilliseconds: true,
+					DogStatsdSpecifier: &metricsv3.DogStatsdSink_Address{Address: socketAddress(port, corev3.SocketAddress_UDP)}}
+			},
+			record: func(s *Store) {
+				s.HistogramWithUnit("x.us", UnitMicroseconds).Record(1500)
+				s.HistogramWithUnit("x.ms", UnitMilliseconds).Record(15)
+			},
+			first: []string{"proxy.x.ms:15|ms", "proxy.x.us:1.55|ms"},
+		},
 		"negative gauges go through zero": {
 			sink: func(port int) proto.Message {
 				return &metricsv3.StatsdSink{StatsdSpecifier: &metricsv3.StatsdSink_Address{Address: socketAddress(port, corev3.SocketAddress_UDP)}}

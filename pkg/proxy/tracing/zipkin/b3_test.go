@@ -1,6 +1,8 @@
 package zipkin
 
 import (
+	"bytes"
+	"encoding/binary"
 	"net/http"
 	"testing"
 	"time"
@@ -104,5 +106,27 @@ func TestStartSpan(t *testing.T) {
 	root := d.StartSpan(headers{}, tracing.StartOptions{Traced: true})
 	if !root.Sampled || !root.Parent.IsZero() || traceIDHex(root.Trace) != root.ID.Hex() {
 		t.Errorf("root span = %+v", root)
+	}
+}
+
+func TestTimestampTraceIDs(t *testing.T) {
+	start := time.Unix(0x65f0a1b2, 0)
+	for _, long := range []bool{false, true} {
+		d := &driver{shared: true, long: long, stamped: true}
+		s := d.StartSpan(headers{}, tracing.StartOptions{Traced: true, Start: start})
+		word := s.Trace[8:12]
+		if long {
+			word = s.Trace[0:4]
+		}
+		if got := binary.BigEndian.Uint32(word); got != 0x65f0a1b2 {
+			t.Errorf("trace_id_128bit %v: the id's first 32 bits are %#x, want the epoch seconds %#x", long, got, 0x65f0a1b2)
+		}
+		if long && !bytes.Equal(s.Trace[8:], s.ID[:]) {
+			t.Error("a 128-bit trace's low word is no longer the root span's id")
+		}
+		in := headers{"X-B3-Traceid": {"463ac35c9f6413ad"}, "X-B3-Spanid": {"a2fb4a1d1a96d312"}}
+		if s := d.StartSpan(in, tracing.StartOptions{Start: start}); traceIDHex(s.Trace) != "463ac35c9f6413ad" {
+			t.Errorf("a propagated trace id was changed: %s", traceIDHex(s.Trace))
+		}
 	}
 }

@@ -4,6 +4,7 @@
 package zipkin
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/http"
@@ -56,6 +57,7 @@ func (Factory) Compile(config proto.Message, ctx tracing.Context) (tracing.Drive
 	d := &driver{
 		shared:  true,
 		long:    cfg.GetTraceId_128Bit(),
+		stamped: cfg.GetTimestampTraceIds(),
 		service: ctx.Node.GetCluster(),
 		poster:  p,
 	}
@@ -77,7 +79,10 @@ type driver struct {
 	// span id.
 	shared bool
 	// long is trace_id_128bit for the traces the proxy starts.
-	long    bool
+	long bool
+	// stamped is timestamp_trace_ids: a new trace id's first 32 bits
+	// are the epoch seconds of its start.
+	stamped bool
 	service string
 	batcher *tracing.Batcher
 	poster  *tracing.Poster
@@ -111,6 +116,15 @@ func (d *driver) StartSpan(h tracing.Headers, o tracing.StartOptions) *tracing.S
 		if d.long {
 			high := s.NewSpanID()
 			copy(s.Trace[:8], high[:])
+		}
+		if d.stamped {
+			// [32-bit epoch seconds][32-bit random]: in the 64-bit id,
+			// or in the high word of a 128-bit one.
+			word := 8
+			if d.long {
+				word = 0
+			}
+			binary.BigEndian.PutUint32(s.Trace[word:word+4], uint32(o.Start.Unix()))
 		}
 	case o.Egress || !d.shared:
 		s.Trace, s.ID, s.Parent = c.trace, s.NewSpanID(), c.span

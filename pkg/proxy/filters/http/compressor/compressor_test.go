@@ -2,6 +2,7 @@ package compressor
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -433,5 +434,64 @@ request_direction_config:
 `)
 	if err == nil || !strings.Contains(err.Error(), "request_direction_config.common_config.content_type_matcher[0].safe_regex") {
 		t.Errorf("bad regex: %v", err)
+	}
+}
+
+func TestStatusHeader(t *testing.T) {
+	statusYAML := func(encoding string) string {
+		return `
+compressor_library:
+  name: ` + encoding + `
+  typed_config:
+    "@type": type.googleapis.com/envoy.extensions.compression.` + map[string]string{"gzip": "gzip", "br": "brotli"}[encoding] + `.compressor.v3.` + map[string]string{"gzip": "Gzip", "br": "Brotli"}[encoding] + `
+response_direction_config:
+  status_header_enabled: true
+  disable_on_etag_header: true
+  uncompressible_response_codes: [206]
+`
+	}
+	gz, err := compile(t, stats.NewStore(), "gz", statusYAML("gzip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	br, err := compile(t, stats.NewStore(), "br", statusYAML("br"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := []string{"content-type", "text/html"}
+	cases := []struct {
+		name, accept string
+		cfgs         []*filterConfig
+		status       int
+		headers      []string
+		body         []byte
+		want         string
+	}{
+		{"compressed, with the original length", "gzip", []*filterConfig{gz}, 200, html, body, fmt.Sprintf("gzip;Compressed;OriginalLength=%d", len(body))},
+		{"too small", "gzip", []*filterConfig{gz}, 200, html, []byte("tiny"), "gzip;ContentLengthTooSmall"},
+		{"content type", "gzip", []*filterConfig{gz}, 200, []string{"content-type", "image/png"}, body, "gzip;ContentTypeNotAllowed"},
+		{"etag", "gzip", []*filterConfig{gz}, 200, append([]string{"etag", `"v1"`}, html...), body, "gzip;EtagNotAllowed"},
+		{"status code", "gzip", []*filterConfig{gz}, 206, html, body, "gzip;StatusCodeNotAllowed"},
+		{"a reason is given whatever the accept-encoding", "", []*filterConfig{gz}, 200, []string{"content-type", "image/png"}, body, "gzip;ContentTypeNotAllowed"},
+		{"no reason of its own: no status", "identity", []*filterConfig{gz}, 200, html, body, ""},
+		{"each filter appends its own", "br", []*filterConfig{gz, br}, 200, html, body, fmt.Sprintf("br;Compressed;OriginalLength=%d", len(body))},
+		{"each filter appends its own, reasons too", "gzip", []*filterConfig{gz, br}, 200, html, []byte("tiny"), "br;ContentLengthTooSmall,gzip;ContentLengthTooSmall"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := respond(t, tc.cfgs, tc.accept, tc.status, tc.headers, tc.body)
+			if got, _ := s.RespHeaders.Get("x-envoy-compression-status"); got != tc.want {
+				t.Errorf("x-envoy-compression-status %q, want %q", got, tc.want)
+			}
+		})
+	}
+	// Without status_header_enabled, no header.
+	plain, err := compile(t, stats.NewStore(), "gz", gzipYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := respond(t, []*filterConfig{plain}, "gzip", 200, html, body)
+	if v, ok := s.RespHeaders.Get("x-envoy-compression-status"); ok {
+		t.Errorf("x-envoy-compression-status %q without status_header_enabled", v)
 	}
 }

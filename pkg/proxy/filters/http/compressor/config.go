@@ -161,6 +161,9 @@ type filterConfig struct {
 	disableOnEtag, weakenEtag, removeAcceptEncoding bool
 	uncompressible                                  map[int]bool
 	chooseFirst                                     bool
+	// statusHeader is status_header_enabled: x-envoy-compression-status
+	// says whether the response was compressed, and if not, why.
+	statusHeader bool
 	// The response's Accept-Encoding stats.
 	noAcceptHeader, headerIdentity, headerUsed, headerOvershadowed,
 	headerWildcard, headerNotValid, notCompressedEtag *stats.Counter
@@ -203,9 +206,7 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 				c.uncompressible[int(code)] = true
 			}
 		}
-		if rdc.GetStatusHeaderEnabled() {
-			return nil, errors.New("response_direction_config.status_header_enabled: not supported by Outrigger")
-		}
+		c.statusHeader = rdc.GetStatusHeaderEnabled()
 	} else {
 		// The deprecated top-level fields, read when
 		// response_direction_config is not set, as Envoy does.

@@ -2,6 +2,7 @@ package compressor
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/compression"
@@ -95,10 +96,34 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	h := s.ResponseHeaders()
 	n, hasBody := s.ResponseBody()
 	rd := &c.response
-	bigEnough := f.responseEnabled() && rd.minimumLength(n)
-	compressible := bigEnough && rd.typeAllowed(h.Get("content-type")) && !noTransform(h) &&
-		f.etagAllowed(h) && !has(h, "content-encoding") && !c.uncompressible[s.ResponseStatus()]
+	enabled := f.responseEnabled()
+	bigEnough := enabled && rd.minimumLength(n)
+	compressible, skipped := bigEnough, ""
+	switch {
+	case !enabled:
+	case !bigEnough:
+		skipped = "ContentLengthTooSmall"
+	case !rd.typeAllowed(h.Get("content-type")):
+		compressible, skipped = false, "ContentTypeNotAllowed"
+	case noTransform(h):
+		compressible = false
+	case !f.etagAllowed(h):
+		compressible, skipped = false, "EtagNotAllowed"
+	case has(h, "content-encoding"):
+		compressible = false
+	case c.uncompressible[s.ResponseStatus()]:
+		compressible, skipped = false, "StatusCodeNotAllowed"
+	}
 	if hasBody && f.acceptEncodingAllowed(bigEnough, h) && compressible {
+		if c.statusHeader {
+			status := c.encoding + ";Compressed"
+			// The response's content-length, which the connection
+			// manager keeps as the body's known length (-1: none).
+			if n >= 0 {
+				status += ";OriginalLength=" + strconv.FormatInt(n, 10)
+			}
+			appendStatus(h, status)
+		}
 		f.sanitizeEtag(h)
 		h.Set("content-encoding", c.encoding)
 		rd.compressed.Inc()
@@ -106,6 +131,9 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		s.TransformResponseBody(f)
 	} else {
 		rd.notCompressed.Inc()
+		if c.statusHeader && skipped != "" {
+			appendStatus(h, c.encoding+";"+skipped)
+		}
 	}
 	if compressible {
 		// A cache in front must know that the representation varies,
@@ -113,6 +141,15 @@ func (f *filter) EncodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		insertVary(h)
 	}
 	return httpfilter.Continue
+}
+
+// appendStatus adds one compressor's status to x-envoy-compression-status:
+// each compressor filter of the chain appends its own, comma-separated.
+func appendStatus(h headers, status string) {
+	if v, ok := h.Get("x-envoy-compression-status"); ok && v != "" {
+		status = v + "," + status
+	}
+	h.Set("x-envoy-compression-status", status)
 }
 
 // etagAllowed reports whether an ETag lets the response be compressed,

@@ -24,6 +24,7 @@ type dynamicLimit struct {
 	entries []router.DescriptorEntry
 	spec    tokenbucket.Spec
 	size    int
+	shadow  bool // the descriptor's shadow_mode
 
 	mu sync.Mutex
 	// byKey finds a tuple's element of lru (front: the most recently
@@ -43,7 +44,7 @@ type dynamicBucket struct {
 
 // newDynamicLimit makes the wildcard descriptor d, keeping size tuples.
 func newDynamicLimit(d descriptorSpec, size int) *dynamicLimit {
-	return &dynamicLimit{entries: d.entries, spec: d.bucket, size: size, byKey: make(map[string]*list.Element)}
+	return &dynamicLimit{entries: d.entries, spec: d.bucket, size: size, shadow: d.shadow, byKey: make(map[string]*list.Element)}
 }
 
 // matches reports whether a request descriptor has the wildcard's keys,

@@ -89,6 +89,11 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 		return httpfilter.Continue
 	}
 	c.stats.rateLimited.Inc()
+	if f.res.shadow {
+		// A shadow_mode descriptor ran out: counted rate limited, as
+		// Envoy counts it, and never enforced.
+		return httpfilter.Continue
+	}
 	if c.enforced == nil || !c.enforced.Enabled(c.runtime, rand.Uint64()) {
 		c.requestHeaders.Apply(s.RequestHeaders(), nil)
 		return httpfilter.Continue

@@ -39,6 +39,9 @@ type limiterSpec struct {
 type descriptorSpec struct {
 	entries []router.DescriptorEntry
 	bucket  tokenbucket.Spec
+	// shadow is the descriptor's shadow_mode: its bucket is taken from,
+	// but running out only marks the request (see result.shadow).
+	shadow bool
 }
 
 // compileDescriptors reads the descriptors: the exact ones, and the
@@ -48,7 +51,7 @@ func compileDescriptors(ds []*ratelimitv3.LocalRateLimitDescriptor) (exact, wild
 	// Each kept descriptor's index in ds, for the duplicate's message.
 	var exactAt, wildcardsAt []int
 	for i, d := range ds {
-		var spec descriptorSpec
+		spec := descriptorSpec{shadow: d.GetShadowMode()}
 		wildcard := false
 		for _, e := range d.GetEntries() {
 			wildcard = wildcard || e.GetValue() == ""
@@ -95,6 +98,7 @@ type limiter struct {
 type descriptorLimit struct {
 	entries []router.DescriptorEntry
 	bucket  *tokenbucket.Bucket
+	shadow  bool
 }
 
 // newLimiter makes a limiter of full buckets, on clock now.
@@ -108,7 +112,7 @@ func (sp *limiterSpec) newLimiter(now func() time.Time) *limiter {
 		}
 	}
 	for _, d := range sp.descriptors {
-		dl := descriptorLimit{entries: d.entries}
+		dl := descriptorLimit{entries: d.entries, shadow: d.shadow}
 		if d.bucket.MaxTokens > 0 {
 			dl.bucket = tokenbucket.New(d.bucket, 0)
 		}
@@ -138,7 +142,11 @@ func (l *limiter) share() float64 {
 // the index of the request's descriptor it belongs to (-1: the default
 // bucket, or none).
 type result struct {
-	allowed    bool
+	allowed bool
+	// shadow: the request is allowed, but only because the buckets that
+	// ran out were shadow_mode descriptors' (allowed is then false, and
+	// the filter counts it rate limited without enforcing).
+	shadow     bool
 	bucket     *tokenbucket.Bucket
 	at         float64
 	descriptor int
@@ -160,6 +168,7 @@ type requestExtra struct {
 type match struct {
 	bucket *tokenbucket.Bucket
 	req    int
+	shadow bool // the descriptor's shadow_mode
 }
 
 // allowed takes the request's tokens, as Envoy's requestAllowed: every
@@ -177,7 +186,7 @@ func (l *limiter) allowed(request [][]router.DescriptorEntry, extras []requestEx
 		found := false
 		for i := range l.descriptors {
 			if d := &l.descriptors[i]; slices.Equal(d.entries, rd) {
-				matched = append(matched, match{d.bucket, j})
+				matched = append(matched, match{d.bucket, j, d.shadow})
 				found = true
 				break
 			}
@@ -187,7 +196,7 @@ func (l *limiter) allowed(request [][]router.DescriptorEntry, extras []requestEx
 		}
 		for _, w := range l.wildcards {
 			if w.matches(rd) {
-				matched = append(matched, match{w.bucket(rd, now), j})
+				matched = append(matched, match{w.bucket(rd, now), j, w.shadow})
 				break
 			}
 		}
@@ -205,7 +214,11 @@ func (l *limiter) allowed(request [][]router.DescriptorEntry, extras []requestEx
 		})
 	}
 	share := l.share()
-	for _, m := range matched {
+	// shadowed is the first shadow_mode descriptor that ran out: as
+	// Envoy, the other descriptors and the default bucket are still
+	// taken from, and any of them can deny the request.
+	shadowed := -1
+	for k, m := range matched {
 		hits := uint64(1)
 		if m.req < len(extras) {
 			hits = extras[m.req].hits
@@ -218,9 +231,26 @@ func (l *limiter) allowed(request [][]router.DescriptorEntry, extras []requestEx
 			}
 		}
 		if m.bucket == nil || !m.bucket.ConsumeShare(now, hits, share) {
+			if m.shadow {
+				if shadowed < 0 {
+					shadowed = k
+				}
+				continue
+			}
 			return result{allowed: false, bucket: m.bucket, at: now, descriptor: m.req}, matched
 		}
 	}
+	res, matched := l.allowedDefault(now, share, matched)
+	if res.allowed && shadowed >= 0 {
+		m := matched[shadowed]
+		return result{shadow: true, bucket: m.bucket, at: now, descriptor: m.req}, matched
+	}
+	return res, matched
+}
+
+// allowedDefault ends allowed once the descriptors' buckets are taken
+// from: the default bucket's part.
+func (l *limiter) allowedDefault(now, share float64, matched []match) (result, []match) {
 	first := result{descriptor: -1, at: now}
 	if len(matched) > 0 {
 		first.bucket, first.descriptor = matched[0].bucket, matched[0].req

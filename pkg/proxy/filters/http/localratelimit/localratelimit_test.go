@@ -449,3 +449,27 @@ func TestCompileErrors(t *testing.T) {
 		t.Error("another filter's configuration was accepted")
 	}
 }
+
+func TestShadowMode(t *testing.T) {
+	h := newHarness(t, enforced+`
+token_bucket: {max_tokens: 3, fill_interval: 60s}
+descriptors:
+- entries: [{key: user, value: ann}]
+  token_bucket: {max_tokens: 1, fill_interval: 60s}
+  shadow_mode: true
+`)
+	h.table = compileRoutes(t)
+	// ann's own bucket has one token, but it is a shadow: running out
+	// is counted, never enforced; the default bucket (3 tokens, always
+	// consumed) still is.
+	for i, want := range []int{200, 200, 200, 429} {
+		if got := status(h.request(httpfiltertest.NewStream("GET", "/", "x-user", "ann"))); got != want {
+			t.Errorf("request %d: %d, want %d", i, got, want)
+		}
+	}
+	for name, want := range map[string]uint64{"ok": 1, "rate_limited": 3, "enforced": 1} {
+		if got := h.counter(name); got != want {
+			t.Errorf("%s = %d, want %d", name, got, want)
+		}
+	}
+}

@@ -1,0 +1,20 @@
+package bootstrap
+
+import "google.golang.org/protobuf/reflect/protoreflect"
+
+// refusedWhy says why some fields outside TLS are refused, where "not
+// supported" alone would leave the reader guessing: Go, or the libraries
+// Outrigger is built on, have nothing that would do what Envoy does.
+var refusedWhy = map[protoreflect.FullName]string{
+	"envoy.config.bootstrap.v3.Bootstrap.enable_dispatcher_stats": "not supported by Outrigger: " +
+		"Envoy's dispatcher stats time each turn of a worker's event loop (loop_duration_us) and the lateness of its " +
+		"polls (poll_delay_us); Outrigger's workers are goroutines scheduled by the Go runtime, with no event loop " +
+		"whose turns could be measured",
+	"envoy.config.metrics.v3.HistogramBucketSettings.bins": "not supported by Outrigger: " +
+		"the circllhist library Outrigger records histograms with (circonusllhist) allocates a fixed 100 bins and " +
+		"grows as needed; it takes no initial size",
+	"envoy.extensions.filters.http.lua.v3.Lua.package_cpaths": "not supported by Outrigger: " +
+		"gopher-lua, the Lua Outrigger runs, cannot load C modules; package_paths (Lua modules) are supported",
+	"envoy.extensions.filters.http.lua.v3.LuaPerRoute.package_cpaths": "not supported by Outrigger: " +
+		"gopher-lua, the Lua Outrigger runs, cannot load C modules; package_paths (Lua modules) are supported",
+}
