@@ -321,8 +321,11 @@ func (s *Store) newBlock(prefix string, t *Template) (Block, bool) {
 		if !added[r] {
 			continue
 		}
+		// A header of its own: one into lists would keep the other
+		// root's list alive after that one is replaced.
+		list := lists[r]
 		node := s.nodes.at(nodes[r])
-		node.sorted.Store(&lists[r])
+		node.sorted.Store(&list)
 		node.listed = true
 	}
 	return b, true
