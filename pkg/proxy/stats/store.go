@@ -19,8 +19,9 @@ type Store struct {
 	segCache segmentCache
 	index    childIndex    // (parent node, segment|kind) -> node or stat entry
 	young    youngChildren // the children of the newest nodes, again
-	// lastPrefix is the last scope prefix resolved (see resolvePrefix).
-	lastPrefix prefixCache
+	// lastPrefix is the last scope prefix resolved under each root (see
+	// resolvePrefix).
+	lastPrefix [numRoots]prefixCache
 	nodes      slab[prefixNode]
 	pending    []childAdd // stats added since the last sort
 	// pendingPrefixes are the prefix nodes added since the last render:
