@@ -327,5 +327,10 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 // sortedKeys returns a map's keys in order, so that errors come out in a
 // stable order.
 func sortedKeys[V any](m map[string]V) []string {
+	if len(m) == 0 {
+		// Most clusters have none of the maps asked about: no iterator
+		// and no slice for them.
+		return nil
+	}
 	return slices.Sorted(maps.Keys(m))
 }

@@ -72,22 +72,28 @@ func ignoredDNSFields(c *clusterv3.Cluster) []string {
 // dnsFieldsSet names the DNS settings of c that are set, sorted;
 // wait_for_warm_on_init among them with withWarm.
 func dnsFieldsSet(c *clusterv3.Cluster, withWarm bool) []string {
-	set := map[string]bool{
-		"dns_refresh_rate":          c.GetDnsRefreshRate() != nil,
-		"dns_failure_refresh_rate":  c.GetDnsFailureRefreshRate() != nil,
-		"respect_dns_ttl":           c.GetRespectDnsTtl(),
-		"dns_lookup_family":         c.GetDnsLookupFamily() != clusterv3.Cluster_AUTO,
-		"dns_jitter":                c.GetDnsJitter() != nil,
-		"dns_resolvers":             len(c.GetDnsResolvers()) > 0,
-		"use_tcp_for_dns_lookups":   c.GetUseTcpForDnsLookups(),
-		"dns_resolution_config":     c.GetDnsResolutionConfig() != nil,
-		"typed_dns_resolver_config": c.GetTypedDnsResolverConfig() != nil,
-		"wait_for_warm_on_init":     withWarm && c.GetWaitForWarmOnInit() != nil,
+	// In name order, and on the stack: every cluster passes here, and a
+	// map sorted per cluster cost ten allocations of each of a CDS
+	// update's clusters.
+	fields := [...]struct {
+		name string
+		set  bool
+	}{
+		{"dns_failure_refresh_rate", c.GetDnsFailureRefreshRate() != nil},
+		{"dns_jitter", c.GetDnsJitter() != nil},
+		{"dns_lookup_family", c.GetDnsLookupFamily() != clusterv3.Cluster_AUTO},
+		{"dns_refresh_rate", c.GetDnsRefreshRate() != nil},
+		{"dns_resolution_config", c.GetDnsResolutionConfig() != nil},
+		{"dns_resolvers", len(c.GetDnsResolvers()) > 0},
+		{"respect_dns_ttl", c.GetRespectDnsTtl()},
+		{"typed_dns_resolver_config", c.GetTypedDnsResolverConfig() != nil},
+		{"use_tcp_for_dns_lookups", c.GetUseTcpForDnsLookups()},
+		{"wait_for_warm_on_init", withWarm && c.GetWaitForWarmOnInit() != nil},
 	}
 	var out []string
-	for _, field := range sortedKeys(set) {
-		if set[field] {
-			out = append(out, field)
+	for _, f := range fields {
+		if f.set {
+			out = append(out, f.name)
 		}
 	}
 	return out

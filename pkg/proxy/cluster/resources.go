@@ -174,6 +174,42 @@ func priorityName(p corev3.RoutingPriority) string {
 	return "default"
 }
 
+// The positions of breakerTemplate's gauges: cx_pool_open, then each
+// limit's open gauge, then (breakerRemainingTemplate only) each limit's
+// remaining gauge, limits in the order of breakerLimits.
+const (
+	tPoolOpen  = 0
+	tOpen      = 1
+	tRemaining = tOpen + 4
+)
+
+// breakerTemplate and breakerRemainingTemplate are the gauges
+// newResources makes under each priority's scope, without and with
+// track_remaining, as one block (see stats.Template). They are never
+// modified.
+var (
+	breakerTemplate          = newBreakerTemplate(false)
+	breakerRemainingTemplate = newBreakerTemplate(true)
+)
+
+func newBreakerTemplate(remaining bool) *stats.Template {
+	ts := []stats.TemplateStat{
+		tPoolOpen: stats.GaugeStat("cx_pool_open"),
+		tOpen + 0: stats.GaugeStat("cx_open"),
+		tOpen + 1: stats.GaugeStat("rq_pending_open"),
+		tOpen + 2: stats.GaugeStat("rq_open"),
+		tOpen + 3: stats.GaugeStat("rq_retry_open"),
+	}
+	if remaining {
+		ts = append(ts,
+			stats.GaugeStat("remaining_cx"),
+			stats.GaugeStat("remaining_pending"),
+			stats.GaugeStat("remaining_rq"),
+			stats.GaugeStat("remaining_retries"))
+	}
+	return stats.NewTemplate(ts...)
+}
+
 // newResources creates the breakers of both priorities and their gauges
 // under "circuit_breakers.<priority>." in the cluster's scope, each limit
 // overridden by the runtime key circuit_breakers.<cluster>.<priority>.
@@ -184,31 +220,32 @@ func newResources(scope stats.Scope, cluster string, t [numPriorities]Thresholds
 	out := new([numPriorities]resources)
 	src := &breakerSource{cluster: cluster, rt: rt}
 	for p := range out {
-		prefix := "circuit_breakers." + priorityName(corev3.RoutingPriority(p)) + "."
-		breaker := func(r *resource, limit uint8, max uint32, open, remaining string) {
-			og := scope.Gauge(prefix + open)
+		sc := scope.Scope("circuit_breakers." + priorityName(corev3.RoutingPriority(p)) + ".")
+		tmpl := breakerTemplate
+		if t[p].TrackRemaining {
+			tmpl = breakerRemainingTemplate
+		}
+		b := sc.NewBlock(tmpl)
+		breaker := func(r *resource, limit uint8, max uint32) {
 			var rem *stats.Gauge
 			if t[p].TrackRemaining {
-				rem = scope.Gauge(prefix + remaining)
+				rem = b.Gauge(tRemaining + int(limit))
 			}
-			r.init(max, src, uint8(p), limit, og, rem)
+			r.init(max, src, uint8(p), limit, b.Gauge(tOpen+int(limit)), rem)
 		}
-		scope.Gauge(prefix + "cx_pool_open")
 		res := &out[p]
-		breaker(&res.cx, 0, t[p].MaxConnections, "cx_open", "remaining_cx")
-		breaker(&res.pending, 1, t[p].MaxPendingRequests, "rq_pending_open", "remaining_pending")
-		breaker(&res.rq, 2, t[p].MaxRequests, "rq_open", "remaining_rq")
+		breaker(&res.cx, 0, t[p].MaxConnections)
+		breaker(&res.pending, 1, t[p].MaxPendingRequests)
+		breaker(&res.rq, 2, t[p].MaxRequests)
 		res.budget = t[p].RetryBudget
 		if res.budget != nil {
 			// The budget's limit moves with requests that do not touch
-			// the retry breaker: like Envoy, remaining_retries stays 0.
-			if t[p].TrackRemaining {
-				scope.Gauge(prefix + "remaining_retries")
-			}
-			res.retries.init(t[p].MaxRetries, src, uint8(p), 3, scope.Gauge(prefix+"rq_retry_open"), nil)
+			// the retry breaker: like Envoy, remaining_retries stays 0
+			// (it exists with track_remaining).
+			res.retries.init(t[p].MaxRetries, src, uint8(p), 3, b.Gauge(tOpen+3), nil)
 			continue
 		}
-		breaker(&res.retries, 3, t[p].MaxRetries, "rq_retry_open", "remaining_retries")
+		breaker(&res.retries, 3, t[p].MaxRetries)
 	}
 	return out
 }

@@ -85,28 +85,42 @@ func (c *Cluster) extraCounter(e extraCounter) *stats.Counter {
 	return c.extra.counters[e].Get(c.scope, e.name())
 }
 
-// init creates, or declares, the stats under the cluster's scope.
-func (e *extraStats) init(scope stats.Scope) {
-	e.maxHostWeight = scope.Gauge("max_host_weight")
-	e.update = dnscluster.Stats{
-		UpdateAttempt:   scope.Counter("update_attempt"),
-		UpdateSuccess:   scope.Counter("update_success"),
-		UpdateFailure:   scope.Counter("update_failure"),
-		UpdateNoRebuild: scope.Counter("update_no_rebuild"),
+// The positions of the stats in extraTemplate.
+const (
+	tMaxHostWeight = iota
+	tUpdateAttempt
+	tUpdateSuccess
+	tUpdateFailure
+	tUpdateNoRebuild
+	// The extraCounter ones follow, declared, then the declared stats of
+	// extraDeclared and the two gauges.
+)
+
+// extraTemplate is the stats extraStats.init makes under every cluster's
+// scope, as one block (see stats.Template). It is never modified.
+var extraTemplate = newExtraTemplate()
+
+func newExtraTemplate() *stats.Template {
+	ts := []stats.TemplateStat{
+		tMaxHostWeight:   stats.GaugeStat("max_host_weight"),
+		tUpdateAttempt:   stats.CounterStat("update_attempt"),
+		tUpdateSuccess:   stats.CounterStat("update_success"),
+		tUpdateFailure:   stats.CounterStat("update_failure"),
+		tUpdateNoRebuild: stats.CounterStat("update_no_rebuild"),
 	}
 	for i := range numExtraCounters {
-		scope.DeclareCounter(i.name())
+		ts = append(ts, stats.DeclaredCounterStat(i.name()))
 	}
-	// Envoy creates every stat of its cluster traffic stats in every
-	// cluster. These stay at zero here: EDS's own (which its subscription
-	// counts by name when the cluster has one), those of features refused
-	// or absent (HTTP/3 and 0-RTT, max_connection_pools, the cluster's
-	// max_connection_duration, maintenance mode,
-	// upstream read pauses, which Go's blocking reads do not have), or
-	// those another part counts by the same name (the TCP proxy's
-	// attempts, the ORIGINAL_DST cluster's invalid headers). Declared, they
-	// cost 8 bytes each until something asks for them.
-	scope.DeclareCounters(
+	// declared are the counters Envoy creates in every cluster's traffic
+	// stats that stay at zero here: EDS's own (which its subscription counts
+	// by name when the cluster has one), those of features refused or absent
+	// (HTTP/3 and 0-RTT, max_connection_pools, the cluster's
+	// max_connection_duration, maintenance mode, upstream read pauses, which
+	// Go's blocking reads do not have), or those another part counts by the
+	// same name (the TCP proxy's attempts, the ORIGINAL_DST cluster's invalid
+	// headers). Declared, they cost 8 bytes each until something asks for
+	// them.
+	declared := []string{
 		"update_empty",
 		"assignment_stale",
 		"assignment_timeout_received",
@@ -124,7 +138,22 @@ func (e *extraStats) init(scope stats.Scope) {
 		"upstream_rq_0rtt",
 		"upstream_rq_maintenance_mode",
 		"upstream_http3_broken",
-	)
-	scope.Gauge("version")
-	scope.Gauge("warming_state")
+	}
+	for _, name := range declared {
+		ts = append(ts, stats.DeclaredCounterStat(name))
+	}
+	ts = append(ts, stats.GaugeStat("version"), stats.GaugeStat("warming_state"))
+	return stats.NewTemplate(ts...)
+}
+
+// init creates, or declares, the stats under the cluster's scope.
+func (e *extraStats) init(scope stats.Scope) {
+	b := scope.NewBlock(extraTemplate)
+	e.maxHostWeight = b.Gauge(tMaxHostWeight)
+	e.update = dnscluster.Stats{
+		UpdateAttempt:   b.Counter(tUpdateAttempt),
+		UpdateSuccess:   b.Counter(tUpdateSuccess),
+		UpdateFailure:   b.Counter(tUpdateFailure),
+		UpdateNoRebuild: b.Counter(tUpdateNoRebuild),
+	}
 }

@@ -59,18 +59,28 @@ var counterNames = [numCounters]string{
 // Name returns the counter's name in the cluster's scope.
 func (c Counter) Name() string { return counterNames[c] }
 
+// statsTemplate is the stats NewStats makes in every cluster, as one
+// block (see stats.Template): lb_subsets_active at position 0, then the
+// counters, declared. It is never modified.
+var statsTemplate = newStatsTemplate()
+
+func newStatsTemplate() *stats.Template {
+	ts := []stats.TemplateStat{stats.GaugeStat("lb_subsets_active")}
+	for c := range numCounters {
+		ts = append(ts, stats.DeclaredCounterStat(c.Name()))
+	}
+	// Envoy's older zone check, which nothing counts any more; the stat
+	// remains.
+	ts = append(ts, stats.DeclaredCounterStat("lb_zone_number_differs"))
+	return stats.NewTemplate(ts...)
+}
+
 // NewStats declares the load balancer's counters in a cluster's scope and
 // creates its gauges: lb_subsets_active in every cluster, as Envoy has it,
 // and lb_subsets_single_host_per_subset_duplicate in a cluster with
 // subsets (Envoy creates it with the subset balancer).
 func NewStats(scope stats.Scope, subsets bool) *Stats {
-	st := &Stats{scope: scope, SubsetsActive: scope.Gauge("lb_subsets_active")}
-	for c := range numCounters {
-		scope.DeclareCounter(c.Name())
-	}
-	// Envoy's older zone check, which nothing counts any more; the stat
-	// remains.
-	scope.DeclareCounter("lb_zone_number_differs")
+	st := &Stats{scope: scope, SubsetsActive: scope.NewBlock(statsTemplate).Gauge(0)}
 	if subsets {
 		st.SubsetsSingleHostDuplicate = scope.Gauge("lb_subsets_single_host_per_subset_duplicate")
 	}

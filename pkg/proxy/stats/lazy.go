@@ -50,15 +50,23 @@ func statKind(k Kind) Kind {
 // first called. A name that already exists, or that the stats matcher
 // rejects, is left as it is.
 func (sc Scope) DeclareCounter(name string) {
-	prefix, name := splitName(sc.prefix, name)
 	s := sc.store
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.lookup(rootCounters, KindCounter, kindLazyCounter, prefix, name, func(parent, seg uint32) uint32 {
-		i, l := s.lazies.alloc()
-		l.w.Store(uint64(parent)<<32 | uint64(seg))
-		return i
-	})
+	s.declareLocked(splitName(sc.prefix, name))
+}
+
+// declareLocked is DeclareCounter of the name prefix+name with s.mu held.
+func (s *Store) declareLocked(prefix, name string) {
+	s.lookup(rootCounters, KindCounter, kindLazyCounter, prefix, name, s.newLazy)
+}
+
+// newLazy allocates a declared counter's stub named by its parent node
+// and last segment and returns its slab index. The caller holds s.mu.
+func (s *Store) newLazy(parent, seg uint32) uint32 {
+	i, l := s.lazies.alloc()
+	l.w.Store(uint64(parent)<<32 | uint64(seg))
+	return i
 }
 
 // DeclareCounters declares each of names (see DeclareCounter).

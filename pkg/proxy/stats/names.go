@@ -79,13 +79,16 @@ func (s *Store) resolve(root uint32, prefix, name string, create bool) (parent, 
 
 // resolvePrefix finds, and with create also builds, the prefix node of
 // prefix (empty or ending with a dot) under root. The last prefix resolved
-// is remembered: a scope makes its stats one after another, and prefix
-// nodes are never removed, so the answer stays true. The caller holds s.mu.
+// is remembered per root: a scope makes its stats one after another (its
+// histograms and its other stats, under two roots, in turn when they are
+// made as blocks), and prefix nodes are never removed, so the answer
+// stays true. The caller holds s.mu.
 func (s *Store) resolvePrefix(root uint32, prefix string, create bool) (uint32, bool) {
 	if prefix == "" {
 		return root, true
 	}
-	if c := &s.lastPrefix; c.root == root && c.prefix == prefix {
+	c := &s.lastPrefix[root]
+	if c.valid && c.prefix == prefix {
 		return c.node, true
 	}
 	parent, rest := root, prefix
@@ -97,13 +100,13 @@ func (s *Store) resolvePrefix(root uint32, prefix string, create bool) (uint32, 
 		}
 		rest = tail
 	}
-	s.lastPrefix = prefixCache{root: root, prefix: prefix, node: parent}
+	*c = prefixCache{valid: true, prefix: prefix, node: parent}
 	return parent, true
 }
 
-// prefixCache is the last prefix resolvePrefix resolved.
+// prefixCache is the last prefix resolvePrefix resolved under one root.
 type prefixCache struct {
-	root   uint32
+	valid  bool
 	prefix string
 	node   uint32
 }

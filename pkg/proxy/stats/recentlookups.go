@@ -102,3 +102,16 @@ func (s *Store) RecentLookups() (names []Lookup, total uint64, enabled bool) {
 	})
 	return names, r.total, r.capacity > 0
 }
+
+// recordMany counts n lookups at once when no names are tracked, and
+// reports whether it did: while names are tracked each lookup must be
+// recorded by its name (see record).
+func (r *recentLookups) recordMany(n int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.capacity != 0 {
+		return false
+	}
+	r.total += uint64(n)
+	return true
+}

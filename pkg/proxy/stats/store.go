@@ -19,8 +19,9 @@ type Store struct {
 	segCache segmentCache
 	index    childIndex    // (parent node, segment|kind) -> node or stat entry
 	young    youngChildren // the children of the newest nodes, again
-	// lastPrefix is the last scope prefix resolved (see resolvePrefix).
-	lastPrefix prefixCache
+	// lastPrefix is the last scope prefix resolved under each root (see
+	// resolvePrefix).
+	lastPrefix [numRoots]prefixCache
 	nodes      slab[prefixNode]
 	pending    []childAdd // stats added since the last sort
 	// pendingPrefixes are the prefix nodes added since the last render:
@@ -35,6 +36,10 @@ type Store struct {
 	hists           slab[Histogram]
 	rejected        rejectedStats
 	lazies          slab[lazyStat] // declared counters (see lazy.go)
+	// templates are the segment ids of each template's names, and
+	// blockScratch NewBlock's scratch space (see block.go).
+	templates    map[*Template][]uint32
+	blockScratch []uint32
 	// zero is what a declared counter without a Counter renders from.
 	zero     Counter
 	lookups  recentLookups
@@ -164,12 +169,12 @@ func (s *Store) Counter(name string) *Counter { return s.counter("", name) }
 func (s *Store) counter(prefix, name string) *Counter {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.lookup(rootCounters, KindCounter, KindCounter, prefix, name, func(parent, seg uint32) uint32 {
-		i, c := s.counters.alloc()
-		c.store, c.parent = s, parent
-		c.meta.Store(seg)
-		return i
-	})
+	return s.counterLocked(prefix, name)
+}
+
+// counterLocked is counter with s.mu held.
+func (s *Store) counterLocked(prefix, name string) *Counter {
+	e, ok := s.lookup(rootCounters, KindCounter, KindCounter, prefix, name, s.newCounter)
 	if !ok {
 		return s.rejected.counter(prefix + name)
 	}
@@ -186,12 +191,12 @@ func (s *Store) Gauge(name string) *Gauge { return s.gauge("", name) }
 func (s *Store) gauge(prefix, name string) *Gauge {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.lookup(rootCounters, KindGauge, KindGauge, prefix, name, func(parent, seg uint32) uint32 {
-		i, g := s.gauges.alloc()
-		g.store, g.parent = s, parent
-		g.meta.Store(seg)
-		return i
-	})
+	return s.gaugeLocked(prefix, name)
+}
+
+// gaugeLocked is gauge with s.mu held.
+func (s *Store) gaugeLocked(prefix, name string) *Gauge {
+	e, ok := s.lookup(rootCounters, KindGauge, KindGauge, prefix, name, s.newGauge)
 	if !ok {
 		return s.rejected.gauge(prefix + name)
 	}
@@ -234,17 +239,45 @@ func (s *Store) HistogramWithUnit(name string, unit Unit) *Histogram {
 func (s *Store) histogram(prefix, name string, unit Unit) *Histogram {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.histogramLocked(prefix, name, unit)
+}
+
+// histogramLocked is histogram with s.mu held.
+func (s *Store) histogramLocked(prefix, name string, unit Unit) *Histogram {
 	e, ok := s.lookup(rootHistograms, KindHistogram, KindHistogram, prefix, name, func(parent, seg uint32) uint32 {
-		i, h := s.hists.alloc()
-		h.store, h.parent = s, parent
-		h.meta.Store(seg)
-		h.init(s.shards, s.emptyFor(prefix, name), unit)
-		return i
+		return s.newHistogram(parent, seg, s.emptyFor(prefix, name), unit)
 	})
 	if !ok {
 		return s.rejected.histogram(prefix+name, s.shards, s.emptyFor(prefix, name), unit)
 	}
 	return s.hists.at(entryIndex(e))
+}
+
+// newCounter allocates a counter named by its parent node and last
+// segment and returns its slab index. The caller holds s.mu.
+func (s *Store) newCounter(parent, seg uint32) uint32 {
+	i, c := s.counters.alloc()
+	c.store, c.parent = s, parent
+	c.meta.Store(seg)
+	return i
+}
+
+// newGauge is newCounter for a gauge.
+func (s *Store) newGauge(parent, seg uint32) uint32 {
+	i, g := s.gauges.alloc()
+	g.store, g.parent = s, parent
+	g.meta.Store(seg)
+	return i
+}
+
+// newHistogram is newCounter for a histogram with the empty summary of
+// its bucket bounds and its unit.
+func (s *Store) newHistogram(parent, seg uint32, empty *HistogramStatistics, unit Unit) uint32 {
+	i, h := s.hists.alloc()
+	h.store, h.parent = s, parent
+	h.meta.Store(seg)
+	h.init(s.shards, empty, unit)
+	return i
 }
 
 // CounterNames returns the names of every listed counter, sorted.

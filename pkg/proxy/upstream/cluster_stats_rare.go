@@ -95,13 +95,6 @@ func (r rareCounter) name() string {
 	return ""
 }
 
-// declareRare declares every rare counter under scope.
-func declareRare(scope stats.Scope) {
-	for r := range numRareCounters {
-		scope.DeclareCounter(r.name())
-	}
-}
-
 // rare returns the cluster's rare counter r, allocating it on its first
 // use; after that it is one atomic load.
 func (cs *ClusterStats) rare(r rareCounter) *stats.Counter {
