@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -17,7 +16,6 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	"google.golang.org/grpc"
-	gproto "google.golang.org/protobuf/proto"
 )
 
 // otlpLogsReceiver is an OpenTelemetry collector's logs service: it keeps
@@ -238,41 +236,15 @@ var _ = Describe("The OpenTelemetry access logger", func() {
 	})
 
 	It("posts OTLP/HTTP protobuf requests to an http_service through its cluster", func() {
-		type post struct {
-			path, contentType string
-			req               *collogspb.ExportLogsServiceRequest
-		}
-		var (
-			mu    sync.Mutex
-			posts []post
-		)
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		Expect(err).NotTo(HaveOccurred())
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			req := &collogspb.ExportLogsServiceRequest{}
-			if gproto.Unmarshal(body, req) != nil {
-				w.WriteHeader(http.StatusBadRequest)
-				return
-			}
-			mu.Lock()
-			posts = append(posts, post{r.URL.Path, r.Header.Get("Content-Type"), req})
-			mu.Unlock()
-		})}
-		go func() { _ = srv.Serve(ln) }()
-		DeferCleanup(srv.Close)
-		got := func() []post {
-			mu.Lock()
-			defer mu.Unlock()
-			return append([]post(nil), posts...)
-		}
+		endpoint, collectorPort := startOTLPHTTP(func() *collogspb.ExportLogsServiceRequest { return &collogspb.ExportLogsServiceRequest{} }, nil)
+		got := endpoint.got
 		port := freePort()
 		s := Start(newDir(), proxySpec{
 			Port: port,
 			HCM: `{stat_prefix: otel, access_log: [` + otelLog(`{http_service: {http_uri: {uri: "http://collector/v1/logs", cluster: otlp, timeout: 1s}},
 				buffer_flush_interval: 0.1s, body: {string_value: "%REQ(:PATH)%"}}`) + `]}`,
 			Routes:   "[{match: {prefix: /}, direct_response: {status: 202}}]",
-			Clusters: []proxyCluster{{Name: "otlp", Port: ln.Addr().(*net.TCPAddr).Port}},
+			Clusters: []proxyCluster{{Name: "otlp", Port: collectorPort}},
 		}.YAML())
 		Expect(get(port, "/over-http", nil)).To(Equal(202))
 		Eventually(got).ShouldNot(BeEmpty())

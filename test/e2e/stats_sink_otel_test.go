@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"context"
-	"io"
 	"net"
-	"net/http"
 	"sync"
 	"syscall"
 
@@ -14,7 +12,6 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricsv1 "go.opentelemetry.io/proto/otlp/metrics/v1"
 	"google.golang.org/grpc"
-	gproto "google.golang.org/protobuf/proto"
 )
 
 // otlpMetricsReceiver is an OpenTelemetry collector's metrics service: it
@@ -132,32 +129,8 @@ var _ = Describe("The OpenTelemetry stats sink", func() {
 	})
 
 	It("posts OTLP/HTTP protobuf requests with counter deltas and full names", func() {
-		type post struct {
-			path, contentType string
-			req               *colmetricspb.ExportMetricsServiceRequest
-		}
 		receiver := &otlpMetricsReceiver{}
-		var (
-			mu    sync.Mutex
-			posts []post
-		)
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		Expect(err).NotTo(HaveOccurred())
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			req := &colmetricspb.ExportMetricsServiceRequest{}
-			if gproto.Unmarshal(body, req) != nil {
-				w.WriteHeader(http.StatusBadRequest)
-				return
-			}
-			receiver.add(req)
-			mu.Lock()
-			posts = append(posts, post{r.URL.Path, r.Header.Get("Content-Type"), req})
-			mu.Unlock()
-		})}
-		go func() { _ = srv.Serve(ln) }()
-		DeferCleanup(srv.Close)
-
+		endpoint, collectorPort := startOTLPHTTP(func() *colmetricspb.ExportMetricsServiceRequest { return &colmetricspb.ExportMetricsServiceRequest{} }, receiver.add)
 		port := freePort()
 		Start(newDir(), proxySpec{
 			Port: port,
@@ -165,7 +138,7 @@ var _ = Describe("The OpenTelemetry stats sink", func() {
 				report_counters_as_deltas: true, use_tag_extracted_name: false, emit_tags_as_attributes: false}`) + `]}`,
 			HCM:      `{stat_prefix: otelhttp}`,
 			Routes:   "[{match: {prefix: /}, direct_response: {status: 200}}]",
-			Clusters: []proxyCluster{{Name: "otlp", Port: ln.Addr().(*net.TCPAddr).Port}},
+			Clusters: []proxyCluster{{Name: "otlp", Port: collectorPort}},
 		}.YAML())
 		for range 2 {
 			Expect(get(port, "/", nil)).To(Equal(200))
@@ -185,9 +158,7 @@ var _ = Describe("The OpenTelemetry stats sink", func() {
 		pts := receiver.points("http.otelhttp.downstream_rq_total")
 		Expect(pts[len(pts)-1].GetAsInt()).To(Equal(int64(1)))
 		Expect(pts[len(pts)-1].GetAttributes()).To(BeEmpty())
-		mu.Lock()
-		first := posts[0]
-		mu.Unlock()
+		first := endpoint.got()[0]
 		Expect(first.path).To(Equal("/v1/metrics"))
 		Expect(first.contentType).To(Equal("application/x-protobuf"))
 	})
