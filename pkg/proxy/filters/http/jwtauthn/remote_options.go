@@ -46,6 +46,11 @@ func (r *remoteJWKS) setRetryPolicy(p *corev3.RetryPolicy) error {
 	if p == nil {
 		return nil
 	}
+	if p.GetRetryOn() != "" {
+		// Envoy's conversion drops it: the fetch retries on
+		// 5xx,gateway-error,connect-failure,reset always.
+		return errors.New("retry_on: not supported by Outrigger for remote_jwks (Envoy ignores it there)")
+	}
 	r.retries = 1
 	if n := p.GetNumRetries(); n != nil {
 		r.retries = int(n.GetValue())
