@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -49,9 +51,10 @@ func (f *flakyAuthz) of(path string) []metadata.MD {
 
 var _ = Describe("A gRPC service's client settings", func() {
 	var (
-		authz                          *flakyAuthz
-		retryPort, plainPort, skipPort int
-		client                         = &http.Client{Timeout: 10 * time.Second}
+		authz                                      *flakyAuthz
+		retryPort, plainPort, skipPort, shadowPort int
+		shadowLog                                  string
+		client                                     = &http.Client{Timeout: 10 * time.Second}
 	)
 
 	BeforeEach(func() {
@@ -66,7 +69,10 @@ var _ = Describe("A gRPC service's client settings", func() {
 
 		up := echoUpstream()
 		dir := newDir()
-		retryPort, plainPort, skipPort = freePort(), freePort(), freePort()
+		retryPort, plainPort, skipPort, shadowPort = freePort(), freePort(), freePort(), freePort()
+		shadowLog = filepath.Join(dir, "shadow.log")
+		shadow := extAuthzListener("shadow", shadowPort, "grpc_service: {envoy_grpc: {cluster_name: authz_grpc}, timeout: 5s}, transport_api_version: V3, shadow_mode: true, status_on_error: {code: 503}", "")
+		shadow.HCM = "{stat_prefix: shadow, access_log: [" + fileLog(shadowLog, "%REQ(:PATH)% %RESPONSE_CODE% %FILTER_STATE(envoy.filters.http.ext_authz.shadow:TYPED)%\n") + "]}"
 		service := func(envoyGrpc, extra string) string {
 			return "grpc_service: {envoy_grpc: {cluster_name: authz_grpc" + envoyGrpc + "}, timeout: 5s" + extra + "}, transport_api_version: V3"
 		}
@@ -74,8 +80,9 @@ var _ = Describe("A gRPC service's client settings", func() {
 			extAuthzListener("retry", retryPort, service("", ", retry_policy: {retry_on: 'unavailable', num_retries: 2, retry_back_off: {base_interval: 0.01s}}"), ""),
 			extAuthzListener("plain", plainPort, service("", ""), ""),
 			extAuthzListener("skip", skipPort, service(", skip_envoy_headers: true, max_receive_message_length: 1048576", ""), ""),
+			shadow,
 		)
-		Start(dir, cfg)
+		Start(dir, cfg, "--file-flush-interval-msec", "100")
 	})
 
 	It("retries the call the service failed with a retry_on status, as Envoy's async client", func() {
@@ -86,6 +93,16 @@ var _ = Describe("A gRPC service's client settings", func() {
 		r = httpDo(client, "GET", listenerURL(plainPort, "/not-retried"), nil, nil)
 		Expect(r.Status).To(Equal(403), "without retry_policy the failed check is an error")
 		Expect(authz.of("/not-retried")).To(HaveLen(1))
+	})
+
+	It("in ext_authz's shadow_mode, records the decision in the <name>.shadow filter state and lets the request through", func() {
+		r := httpDo(client, "GET", listenerURL(shadowPort, "/shadowed"), nil, nil)
+		Expect(r.Status).To(Equal(200), "the failed check is not enforced")
+		r = httpDo(client, "GET", listenerURL(shadowPort, "/shadowed"), nil, nil)
+		Expect(r.Status).To(Equal(200))
+		Eventually(func() string { b, _ := os.ReadFile(shadowLog); return string(b) }).Should(And(
+			ContainSubstring(`/shadowed 200 {"checkResult":"ERROR","statusCode":503}`),
+			ContainSubstring(`/shadowed 200 {"checkResult":"OK","statusCode":200}`)))
 	})
 
 	It("sends x-envoy-internal and the server's address in x-forwarded-for, unless skip_envoy_headers", func() {

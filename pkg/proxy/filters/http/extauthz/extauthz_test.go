@@ -117,7 +117,6 @@ func TestCompileRefuses(t *testing.T) {
 		"no service":                    {`{}`, "services: one of grpc_service or http_service is required"},
 		"unknown cluster":               {`{"grpc_service": {"envoy_grpc": {"cluster_name": "nope"}}}`, "grpc_service.envoy_grpc.cluster_name: unknown gRPC client cluster 'nope'"},
 		"V2":                            {`{` + grpcService + `, "transport_api_version": "V2"}`, "transport_api_version: V2 is not supported"},
-		"shadow_mode":                   {`{` + grpcService + `, "shadow_mode": true}`, "shadow_mode: not supported by Outrigger"},
 		"include_peer_certificate":      {`{` + grpcService + `, "include_peer_certificate": true}`, "include_peer_certificate: only false"},
 		"include_tls_session":           {`{` + grpcService + `, "include_tls_session": true}`, "include_tls_session: only false"},
 		"filter_enabled_metadata":       {`{` + grpcService + `, "filter_enabled_metadata": {"filter": "x"}}`, "filter_enabled_metadata."},
