@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strings"
 	"time"
@@ -136,10 +137,9 @@ func (ch *Channel) openCluster(eg *corev3.GrpcService_EnvoyGrpc, ctx Context) er
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return cl.Connect(ctx) }),
 	}
 	if n := eg.GetMaxReceiveMessageLength().GetValue(); n > 0 {
-		// A larger message ends the call with RESOURCE_EXHAUSTED, as
-		// Envoy's decoder does; 0 (Envoy's unlimited) keeps gRPC's
-		// bound.
-		opts = append(opts, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(int(n))))
+		// 0 (Envoy's unlimited) keeps the client's bound.
+		l := recvLimit(min(n, math.MaxInt32))
+		opts = append(opts, grpc.WithChainUnaryInterceptor(l.unary), grpc.WithChainStreamInterceptor(l.stream))
 	}
 	if !eg.GetSkipEnvoyHeaders() {
 		h := envoyHeaders(ctx.LocalAddress)

@@ -158,6 +158,17 @@ func TestMaxReceiveMessageLength(t *testing.T) {
 	if err := call(t, `{"envoy_grpc": {"cluster_name": "c", "max_receive_message_length": 2}}`, addr, Context{}); err != nil {
 		t.Errorf("a response within the limit failed: %v", err)
 	}
+	// A client's own bound (the discovery streams') does not lift it.
+	ch, err := Open(parse(t, `{"envoy_grpc": {"cluster_name": "c", "max_receive_message_length": 1}}`),
+		Context{Cluster: func(string) Cluster { return &countingCluster{addr: addr} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	_, err = healthpb.NewHealthClient(ch.Conn()).Check(context.Background(), &healthpb.HealthCheckRequest{}, grpc.MaxCallRecvMsgSize(1<<20))
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("with a call's own larger bound: error %v, want RESOURCE_EXHAUSTED", err)
+	}
 }
 
 func TestReconnectBackoff(t *testing.T) {
