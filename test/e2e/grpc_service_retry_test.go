@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -121,5 +123,51 @@ var _ = Describe("A gRPC service's client settings", func() {
 				Expect(strings.HasPrefix(k, "x-envoy-") || k == "x-forwarded-for").To(BeFalse(), "header %s sent with skip_envoy_headers", k)
 			}
 		}
+	})
+})
+
+var _ = Describe("The external authorization filter's HTTP service retry_policy", func() {
+	It("tries a check again after a 5xx, as Envoy's converted retry policy, and sends the body again", func() {
+		var mu sync.Mutex
+		tries := map[string]int{}
+		bodies := map[string][]string{}
+		authz := httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			mu.Lock()
+			tries[r.URL.Path]++
+			n := tries[r.URL.Path]
+			bodies[r.URL.Path] = append(bodies[r.URL.Path], string(b))
+			mu.Unlock()
+			if n == 1 {
+				w.WriteHeader(503)
+			}
+		}), false)
+		count := func(path string) int {
+			mu.Lock()
+			defer mu.Unlock()
+			return tries[path]
+		}
+		up := echoUpstream()
+		retryPort, plainPort := freePort(), freePort()
+		service := func(extra string) string {
+			return `http_service: {server_uri: {uri: "http://authz", cluster: authz_http, timeout: 5s}` + extra + `}, with_request_body: {max_request_bytes: 64}`
+		}
+		cfg := extAuthzBootstrap(up, freePort(), "127.0.0.1:"+strconv.Itoa(portNum(authz)),
+			extAuthzListener("retry", retryPort, service(`, retry_policy: {num_retries: 2, retry_back_off: {base_interval: 0.01s}}`), ""),
+			extAuthzListener("plain", plainPort, service(""), ""),
+		)
+		Start(newDir(), cfg)
+		client := &http.Client{Timeout: 10 * time.Second}
+
+		r := httpDo(client, "POST", listenerURL(retryPort, "/retried"), strings.NewReader("payload"), nil)
+		Expect(r.Status).To(Equal(200), "the second try allowed it")
+		Expect(count("/retried")).To(Equal(2))
+		mu.Lock()
+		Expect(bodies["/retried"]).To(Equal([]string{"payload", "payload"}))
+		mu.Unlock()
+
+		r = httpDo(client, "POST", listenerURL(plainPort, "/once"), strings.NewReader("payload"), nil)
+		Expect(r.Status).To(Equal(403), "without retry_policy the 5xx is an error")
+		Expect(count("/once")).To(Equal(1))
 	})
 })

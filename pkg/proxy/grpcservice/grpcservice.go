@@ -113,7 +113,7 @@ func (ch *Channel) openCluster(eg *corev3.GrpcService_EnvoyGrpc, ctx Context) er
 	if rp := eg.GetRetryPolicy(); rp != nil {
 		// Envoy honours it for the xDS streams only: the back-off of
 		// their reconnections (ReconnectBackoff).
-		b, err := compileBackoff(rp)
+		b, err := CompileBackoff(rp)
 		if err != nil {
 			return fmt.Errorf("envoy_grpc.retry_policy.%w", err)
 		}

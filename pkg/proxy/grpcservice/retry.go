@@ -45,11 +45,12 @@ type Backoff struct {
 	Base, Max time.Duration
 }
 
-// compileBackoff reads a RetryPolicy's retry_back_off as Envoy's
-// convertCoreToRouteRetryPolicy: 1 s and ten times that without one; a
-// max_interval, when set, not below base_interval. Errors name the field
-// below the RetryPolicy.
-func compileBackoff(p *corev3.RetryPolicy) (Backoff, error) {
+// CompileBackoff reads a core RetryPolicy's retry_back_off as Envoy's
+// convertCoreToRouteRetryPolicy does for every client that takes one (gRPC
+// services, remote JWKS fetches, the HTTP authorization service): 1 s and
+// ten times that without one; a max_interval, when set, not below
+// base_interval. Errors name the field below the RetryPolicy.
+func CompileBackoff(p *corev3.RetryPolicy) (Backoff, error) {
 	b := p.GetRetryBackOff()
 	if b == nil {
 		return Backoff{Base: defaultRetryBase, Max: maxIntervalTimes * defaultRetryBase}, nil
@@ -84,7 +85,7 @@ func retryServiceConfig(p *corev3.RetryPolicy) (string, error) {
 	if retries > maxRetries {
 		return "", fmt.Errorf("num_retries: at most %d with Outrigger (gRPC makes at most %d attempts of a call)", maxRetries, maxRetries+1)
 	}
-	b, err := compileBackoff(p)
+	b, err := CompileBackoff(p)
 	if err != nil {
 		return "", err
 	}

@@ -125,7 +125,7 @@ func TestCompileRefuses(t *testing.T) {
 		"http path_prefix":              {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "path_prefix": "auth"}}`, `http_service.path_prefix: should start with "/"`},
 		"path_override and path_prefix": {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "path_prefix": "/a", "path_override": "/b"}}`, "http_service.path_override: only one of path_prefix or path_override"},
 		"relative path_override":        {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "path_override": "b"}}`, `http_service.path_override: should start with "/"`},
-		"http retry_policy":             {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "retry_policy": {}}}`, "http_service.retry_policy: not supported"},
+		"http retry_on":                 {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "retry_policy": {"retry_on": "5xx"}}}`, "http_service.retry_policy.retry_on: not supported by Outrigger for the HTTP service"},
 		"allowed_headers twice":         {`{"allowed_headers": {"patterns": [{"exact": "a"}]}, "http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "authorization_request": {"allowed_headers": {"patterns": [{"exact": "b"}]}}}}`, "allowed_headers: invalid duplicate configuration"},
 		"http headers_to_add %":         {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "authorization_request": {"headers_to_add": [{"key": "a", "value": "%NOPE%"}]}}}`, "headers_to_add[0].value"},
 	}
