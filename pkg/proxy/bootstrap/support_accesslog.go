@@ -29,7 +29,9 @@ var supportedAccessLog = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.access_loggers.grpc.v3.CommonGrpcAccessLogConfig.buffer_flush_interval":             {},
 	"envoy.extensions.access_loggers.grpc.v3.CommonGrpcAccessLogConfig.buffer_size_bytes":                 {},
 	"envoy.extensions.access_loggers.grpc.v3.CommonGrpcAccessLogConfig.custom_tags":                       {},
-	"envoy.extensions.access_loggers.grpc.v3.CommonGrpcAccessLogConfig.filter_state_objects_to_log":       {},
+	// num_retries only, as Envoy reads it (the OpenTelemetry logger refuses it).
+	"envoy.extensions.access_loggers.grpc.v3.CommonGrpcAccessLogConfig.grpc_stream_retry_policy":    {},
+	"envoy.extensions.access_loggers.grpc.v3.CommonGrpcAccessLogConfig.filter_state_objects_to_log": {},
 	// The OpenTelemetry logger (common_config's retry policy is refused
 	// when it is compiled; HttpService's fields and the resource
 	// detectors' are listed with tracing's).
