@@ -4,8 +4,6 @@ import (
 	"errors"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	"google.golang.org/protobuf/types/known/anypb"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 )
@@ -62,38 +60,33 @@ func (c *config) addClusterMetadata(md *corev3.Metadata, cluster string) *corev3
 	if !ok {
 		return md
 	}
-	cm := mo.Metadata()
-	for _, ns := range c.clusterNS.untyped {
-		v, ok := cm.GetFilterMetadata()[ns]
+	cm, out := mo.Metadata(), md
+	if out == nil {
+		out = &corev3.Metadata{}
+	}
+	addMissing(&out.FilterMetadata, cm.GetFilterMetadata(), c.clusterNS.untyped)
+	addMissing(&out.TypedFilterMetadata, cm.GetTypedFilterMetadata(), c.clusterNS.typed)
+	if md == nil && out.FilterMetadata == nil && out.TypedFilterMetadata == nil {
+		// Nothing to send, as without the option.
+		return nil
+	}
+	return out
+}
+
+// addMissing copies into *dst the namespaces of names that src has and
+// *dst does not, making *dst when it needs one.
+func addMissing[V any](dst *map[string]V, src map[string]V, names []string) {
+	for _, ns := range names {
+		v, ok := src[ns]
 		if !ok {
 			continue
 		}
-		if md == nil {
-			md = &corev3.Metadata{}
-		}
-		if _, has := md.GetFilterMetadata()[ns]; has {
+		if _, has := (*dst)[ns]; has {
 			continue
 		}
-		if md.FilterMetadata == nil {
-			md.FilterMetadata = map[string]*structpb.Struct{}
+		if *dst == nil {
+			*dst = map[string]V{}
 		}
-		md.FilterMetadata[ns] = v
+		(*dst)[ns] = v
 	}
-	for _, ns := range c.clusterNS.typed {
-		v, ok := cm.GetTypedFilterMetadata()[ns]
-		if !ok {
-			continue
-		}
-		if md == nil {
-			md = &corev3.Metadata{}
-		}
-		if _, has := md.GetTypedFilterMetadata()[ns]; has {
-			continue
-		}
-		if md.TypedFilterMetadata == nil {
-			md.TypedFilterMetadata = map[string]*anypb.Any{}
-		}
-		md.TypedFilterMetadata[ns] = v
-	}
-	return md
 }
