@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -58,9 +59,13 @@ func (p *overridesProcessor) Process(srv extprocsvc.ExternalProcessor_ProcessSer
 			path = headerOf(v.RequestHeaders.GetHeaders(), ":path")
 			md, _ := metadata.FromIncomingContext(srv.Context())
 			var ns []string
-			for k := range req.GetMetadataContext().GetFilterMetadata() {
+			for k, v := range req.GetMetadataContext().GetFilterMetadata() {
+				if owner := v.GetFields()["owner"].GetStringValue(); owner != "" {
+					k += ":" + owner
+				}
 				ns = append(ns, k)
 			}
+			sort.Strings(ns)
 			obs := ""
 			if req.GetObservabilityMode() {
 				obs = ",observed"
@@ -143,9 +148,10 @@ var _ = Describe("The external processing filter's overrides", func() {
 				httpFilter("envoy.filters.http.ext_proc", "type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor",
 					`{grpc_service: {envoy_grpc: {cluster_name: proc}, initial_metadata: [{key: x-token, value: filter}]}, message_timeout: 5s, `+
 						`status_on_error: {code: 503}, allow_mode_override: true, allowed_override_modes: [{response_header_mode: SKIP}], `+
-						`metadata_options: {forwarding_namespaces: {untyped: [team.info]}}}`) + "]",
+						`metadata_options: {forwarding_namespaces: {untyped: [team.info]}, cluster_metadata_forwarding_namespaces: {untyped: [cluster.ns, team.info, absent]}}}`) + "]",
 			Clusters: []proxyCluster{
-				{Name: "up", Port: portNum(extProcUpstream())},
+				// The cluster's team.info loses to the request's.
+				{Name: "up", Port: portNum(extProcUpstream()), Extra: `{metadata: {filter_metadata: {cluster.ns: {tier: gold}, team.info: {owner: cluster}, unlisted: {a: b}}}}`},
 				{Name: "proc", Port: ln.Addr().(*net.TCPAddr).Port, Extra: h2cOptions()},
 			},
 		}
@@ -170,13 +176,13 @@ var _ = Describe("The external processing filter's overrides", func() {
 		return get2(port, path)
 	}
 
-	It("merges the routes' grpc_initial_metadata into the stream's and replaces the forwarding namespaces", func() {
+	It("merges the routes' grpc_initial_metadata into the stream's and replaces the forwarding namespaces; the cluster's metadata is the least specific", func() {
 		Expect(get("/tok/1").Status).To(Equal(200))
-		Expect(proc.got("/tok/1")).To(Equal([]string{"request_headers(token=route,ns=team.info)", "response_headers"}))
+		Expect(proc.got("/tok/1")).To(Equal([]string{"request_headers(token=route,ns=cluster.ns,team.info:payments)", "response_headers"}))
 		Expect(get("/other/1").Status).To(Equal(200))
-		Expect(proc.got("/other/1")).To(Equal([]string{"request_headers(token=vhost,ns=team.info)", "response_headers"}))
+		Expect(proc.got("/other/1")).To(Equal([]string{"request_headers(token=vhost,ns=cluster.ns,team.info:payments)", "response_headers"}))
 		Expect(get("/ns/1").Status).To(Equal(200))
-		Expect(proc.got("/ns/1")).To(Equal([]string{"request_headers(token=vhost,ns=other.ns)", "response_headers"}))
+		Expect(proc.got("/ns/1")).To(Equal([]string{"request_headers(token=vhost,ns=cluster.ns,other.ns,team.info:cluster)", "response_headers"}))
 	})
 
 	It("answers status_on_error when the processor fails, unless the route allows failures", func() {
@@ -192,9 +198,9 @@ var _ = Describe("The external processing filter's overrides", func() {
 
 	It("applies a mode_override only when allowed_override_modes has it", func() {
 		Expect(get("/mode/skip").Status).To(Equal(200))
-		Expect(proc.got("/mode/skip")).To(Equal([]string{"request_headers(token=vhost,ns=team.info)"}), "the response headers were skipped")
+		Expect(proc.got("/mode/skip")).To(Equal([]string{"request_headers(token=vhost,ns=cluster.ns,team.info:payments)"}), "the response headers were skipped")
 		Expect(get("/mode/buffer").Status).To(Equal(200))
-		Expect(proc.got("/mode/buffer")).To(Equal([]string{"request_headers(token=vhost,ns=team.info)", "response_headers"}), "the override is not allowed")
+		Expect(proc.got("/mode/buffer")).To(Equal([]string{"request_headers(token=vhost,ns=cluster.ns,team.info:payments)", "response_headers"}), "the override is not allowed")
 	})
 
 	It("in observability mode, sends the request and goes on: answers, failures and silence change nothing", func() {

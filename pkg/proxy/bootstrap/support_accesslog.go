@@ -29,7 +29,9 @@ var supportedAccessLog = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.access_loggers.grpc.v3.CommonGrpcAccessLogConfig.buffer_flush_interval":             {},
 	"envoy.extensions.access_loggers.grpc.v3.CommonGrpcAccessLogConfig.buffer_size_bytes":                 {},
 	"envoy.extensions.access_loggers.grpc.v3.CommonGrpcAccessLogConfig.custom_tags":                       {},
-	"envoy.extensions.access_loggers.grpc.v3.CommonGrpcAccessLogConfig.filter_state_objects_to_log":       {},
+	// num_retries only, as Envoy reads it (the OpenTelemetry logger refuses it).
+	"envoy.extensions.access_loggers.grpc.v3.CommonGrpcAccessLogConfig.grpc_stream_retry_policy":    {},
+	"envoy.extensions.access_loggers.grpc.v3.CommonGrpcAccessLogConfig.filter_state_objects_to_log": {},
 	// The OpenTelemetry logger (common_config's retry policy is refused
 	// when it is compiled; HttpService's fields and the resource
 	// detectors' are listed with tracing's).
@@ -93,8 +95,18 @@ var supportedAccessLog = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.GrpcService.initial_metadata":       {},
 	"envoy.config.core.v3.GrpcService.EnvoyGrpc.cluster_name": {},
 	"envoy.config.core.v3.GrpcService.EnvoyGrpc.authority":    {},
-	"envoy.config.core.v3.GrpcService.GoogleGrpc.target_uri":  {},
-	"envoy.config.core.v3.GrpcService.GoogleGrpc.stat_prefix": {},
+	// retry_policy (envoy_grpc services only, as Envoy) retries each
+	// call; envoy_grpc.retry_policy is the xDS streams' reconnection
+	// back-off (Envoy honours it there only). Their RetryPolicy's
+	// retry_on is read by grpcservice, which refuses the conditions a
+	// gRPC client cannot tell; jwt_authn refuses it.
+	"envoy.config.core.v3.GrpcService.retry_policy":                         {},
+	"envoy.config.core.v3.GrpcService.EnvoyGrpc.retry_policy":               {},
+	"envoy.config.core.v3.GrpcService.EnvoyGrpc.max_receive_message_length": {},
+	"envoy.config.core.v3.GrpcService.EnvoyGrpc.skip_envoy_headers":         {},
+	"envoy.config.core.v3.RetryPolicy.retry_on":                             {},
+	"envoy.config.core.v3.GrpcService.GoogleGrpc.target_uri":                {},
+	"envoy.config.core.v3.GrpcService.GoogleGrpc.stat_prefix":               {},
 
 	// Formats.
 	"envoy.config.core.v3.SubstitutionFormatString.text_format":         {},

@@ -4,13 +4,11 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 
 // supportedExtAuthz lists the fields of envoy.filters.http.ext_authz that
 // Outrigger implements (see supportedCore), and of its per-route
-// ExtAuthzPerRoute. Not listed, so refused with their path:
-// shadow_mode (its ShadowDecision filter
-// state is newer than the Envoy source Outrigger follows); emit_client_span
+// ExtAuthzPerRoute. Not listed, so refused with their path: emit_client_span
 // and per route check_settings.emit_client_span (the check is not traced:
-// no client span to emit or suppress); the HTTP service's retry_policy
-// (the check's HTTP client has no retries, and Envoy's conversion of the
-// core RetryPolicy, retry_on defaults included, is not reproduced yet).
+// no client span to emit or suppress). The HTTP service's retry_policy
+// is read as Envoy converts it (its retry_on, which that drops, is
+// refused by the filter).
 // The filter's Compile refuses transport_api_version V2, and
 // include_peer_certificate and include_tls_session true.
 var supportedExtAuthz = map[protoreflect.FullName]fieldSupport{
@@ -27,6 +25,9 @@ var supportedExtAuthz = map[protoreflect.FullName]fieldSupport{
 	// shares them (allow_all_routing only false).
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.decoder_header_mutation_rules": {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.status_on_error":               {},
+	// The decision goes to the <name>.shadow filter state, never enforced.
+	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.shadow_mode":     {},
+	"envoy.extensions.filters.http.ext_authz.v3.HttpService.retry_policy": {},
 	// The node metadata's labels under the key are the check's
 	// destination labels.
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.bootstrap_metadata_labels_key": {},

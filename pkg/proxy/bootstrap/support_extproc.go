@@ -5,12 +5,12 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedExtProc lists the fields of envoy.filters.http.ext_proc that
 // Outrigger implements (see supportedCore), and of its per-route
 // ExtProcPerRoute. Not listed, so refused with their path: http_service,
-// filter_metadata, send_body_without_waiting_for_header_response,
+// send_body_without_waiting_for_header_response,
 // processing_request_modifier, on_processing_response,
-// allow_content_length_header, emit_client_span, the cluster metadata
-// forwarding namespaces and the typed receiving namespaces, and per
-// route async_mode and the attributes (which Envoy does not implement),
-// processing_request_modifier and emit_client_span. The filter's Compile refuses what the values
+// allow_content_length_header, emit_client_span and the typed receiving
+// namespaces, and per route async_mode and the attributes (which Envoy
+// does not implement), processing_request_modifier and emit_client_span.
+// The filter refuses cluster_metadata_forwarding_namespaces per route. The filter's Compile refuses what the values
 // leave: the FULL_DUPLEX_STREAMED and GRPC body modes, and
 // mutation_rules.allow_all_routing true.
 var supportedExtProc = map[protoreflect.FullName]fieldSupport{
@@ -34,6 +34,7 @@ var supportedExtProc = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.allowed_override_modes":     {},
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.observability_mode":         {},
 	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.deferred_close_timeout":     {},
+	"envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor.filter_metadata":            {},
 
 	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.request_header_mode":  {},
 	"envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.response_header_mode": {},
@@ -49,9 +50,10 @@ var supportedExtProc = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.ext_proc.v3.HeaderForwardingRules.allowed_headers":    {},
 	"envoy.extensions.filters.http.ext_proc.v3.HeaderForwardingRules.disallowed_headers": {},
 
-	"envoy.extensions.filters.http.ext_proc.v3.MetadataOptions.forwarding_namespaces":      {},
-	"envoy.extensions.filters.http.ext_proc.v3.MetadataOptions.receiving_namespaces":       {},
-	"envoy.extensions.filters.http.ext_proc.v3.MetadataOptions.MetadataNamespaces.untyped": {},
+	"envoy.extensions.filters.http.ext_proc.v3.MetadataOptions.forwarding_namespaces":                  {},
+	"envoy.extensions.filters.http.ext_proc.v3.MetadataOptions.receiving_namespaces":                   {},
+	"envoy.extensions.filters.http.ext_proc.v3.MetadataOptions.cluster_metadata_forwarding_namespaces": {},
+	"envoy.extensions.filters.http.ext_proc.v3.MetadataOptions.MetadataNamespaces.untyped":             {},
 	// Typed namespaces forward; the filter refuses typed receiving ones.
 	"envoy.extensions.filters.http.ext_proc.v3.MetadataOptions.MetadataNamespaces.typed": {},
 

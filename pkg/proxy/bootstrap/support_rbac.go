@@ -9,7 +9,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // matcher (support_filters_tail.go lists its fields, the RBAC action and
 // the inputs). Not listed, so refused with their path:
 // audit_logging_options, and the permissions and principals
-// matcher, uri_template, filter_state and custom.
+// matcher, uri_template and custom.
 var supportedRBAC = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.rbac.v3.RBAC.rules":                    {},
 	"envoy.extensions.filters.http.rbac.v3.RBAC.rules_stat_prefix":        {},
@@ -66,18 +66,21 @@ var supportedRBAC = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.rbac.v3.Permission.sourced_metadata":      {},
 	"envoy.config.rbac.v3.Permission.Set.rules":             {},
 
-	"envoy.config.rbac.v3.Principal.and_ids":                      {},
-	"envoy.config.rbac.v3.Principal.or_ids":                       {},
-	"envoy.config.rbac.v3.Principal.any":                          {},
-	"envoy.config.rbac.v3.Principal.authenticated":                {},
-	"envoy.config.rbac.v3.Principal.source_ip":                    {},
-	"envoy.config.rbac.v3.Principal.direct_remote_ip":             {},
-	"envoy.config.rbac.v3.Principal.remote_ip":                    {},
-	"envoy.config.rbac.v3.Principal.header":                       {},
-	"envoy.config.rbac.v3.Principal.url_path":                     {},
-	"envoy.config.rbac.v3.Principal.metadata":                     {},
-	"envoy.config.rbac.v3.Principal.not_id":                       {},
-	"envoy.config.rbac.v3.Principal.sourced_metadata":             {},
+	"envoy.config.rbac.v3.Principal.and_ids":          {},
+	"envoy.config.rbac.v3.Principal.or_ids":           {},
+	"envoy.config.rbac.v3.Principal.any":              {},
+	"envoy.config.rbac.v3.Principal.authenticated":    {},
+	"envoy.config.rbac.v3.Principal.source_ip":        {},
+	"envoy.config.rbac.v3.Principal.direct_remote_ip": {},
+	"envoy.config.rbac.v3.Principal.remote_ip":        {},
+	"envoy.config.rbac.v3.Principal.header":           {},
+	"envoy.config.rbac.v3.Principal.url_path":         {},
+	"envoy.config.rbac.v3.Principal.metadata":         {},
+	"envoy.config.rbac.v3.Principal.not_id":           {},
+	"envoy.config.rbac.v3.Principal.sourced_metadata": {},
+	// A string_match on the object's PLAIN form (the HTTP filter only;
+	// the network one refuses it).
+	"envoy.config.rbac.v3.Principal.filter_state":                 {},
 	"envoy.config.rbac.v3.SourcedMetadata.metadata_matcher":       {},
 	"envoy.config.rbac.v3.SourcedMetadata.metadata_source":        {},
 	"envoy.config.rbac.v3.Principal.Set.ids":                      {},

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strings"
 	"time"
@@ -31,6 +32,10 @@ type Cluster interface {
 type Context struct {
 	// Cluster returns the named cluster, nil when there is none.
 	Cluster func(name string) Cluster
+	// LocalAddress is the server's own IP address (Envoy's local_info
+	// address, see LocalAddress), which an envoy_grpc call carries in
+	// x-forwarded-for unless skip_envoy_headers; "" sends none.
+	LocalAddress string
 }
 
 // Channel is an open gRPC channel with the call settings of its
@@ -39,6 +44,11 @@ type Channel struct {
 	conn     *grpc.ClientConn
 	timeout  time.Duration
 	metadata metadata.MD
+	// retryConfig is the service configuration of retry_policy, "" for
+	// none.
+	retryConfig string
+	// reconnect is envoy_grpc.retry_policy's back-off, nil without one.
+	reconnect *Backoff
 	// Target names the service in logs: "cluster <name>" or the URI.
 	Target string
 }
@@ -51,8 +61,16 @@ func Open(gs *corev3.GrpcService, ctx Context) (*Channel, error) {
 	if gs.GetTimeout() != nil && ch.timeout < 0 {
 		return nil, errors.New("timeout: must not be negative")
 	}
-	if gs.GetRetryPolicy() != nil {
-		return nil, errors.New("retry_policy: not supported by Outrigger")
+	if rp := gs.GetRetryPolicy(); rp != nil {
+		sc, err := retryServiceConfig(rp)
+		if err != nil {
+			return nil, fmt.Errorf("retry_policy.%w", err)
+		}
+		// As Envoy's, only envoy_grpc clients apply it (google_grpc
+		// ones ignore it, as Envoy's Google gRPC client does).
+		if gs.GetEnvoyGrpc() != nil {
+			ch.retryConfig = sc
+		}
 	}
 	if len(gs.GetInitialMetadata()) > 0 {
 		ch.metadata = metadata.MD{}
@@ -92,14 +110,14 @@ func (ch *Channel) openCluster(eg *corev3.GrpcService_EnvoyGrpc, ctx Context) er
 	if name == "" {
 		return errors.New("envoy_grpc.cluster_name: must be set")
 	}
-	if eg.GetRetryPolicy() != nil {
-		return errors.New("envoy_grpc.retry_policy: not supported by Outrigger")
-	}
-	if eg.GetMaxReceiveMessageLength() != nil {
-		return errors.New("envoy_grpc.max_receive_message_length: not supported by Outrigger")
-	}
-	if eg.GetSkipEnvoyHeaders() {
-		return errors.New("envoy_grpc.skip_envoy_headers: not supported by Outrigger")
+	if rp := eg.GetRetryPolicy(); rp != nil {
+		// Envoy honours it for the xDS streams only: the back-off of
+		// their reconnections (ReconnectBackoff).
+		b, err := CompileBackoff(rp)
+		if err != nil {
+			return fmt.Errorf("envoy_grpc.retry_policy.%w", err)
+		}
+		ch.reconnect = &b
 	}
 	var cl Cluster
 	if ctx.Cluster != nil {
@@ -113,11 +131,24 @@ func (ch *Channel) openCluster(eg *corev3.GrpcService_EnvoyGrpc, ctx Context) er
 		// Envoy sends the cluster's name as the :authority.
 		authority = name
 	}
-	conn, err := grpc.NewClient("passthrough:///"+name,
+	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithAuthority(authority),
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return cl.Connect(ctx) }),
-	)
+	}
+	if n := eg.GetMaxReceiveMessageLength().GetValue(); n > 0 {
+		// 0 (Envoy's unlimited) keeps the client's bound.
+		l := recvLimit(min(n, math.MaxInt32))
+		opts = append(opts, grpc.WithChainUnaryInterceptor(l.unary), grpc.WithChainStreamInterceptor(l.stream))
+	}
+	if !eg.GetSkipEnvoyHeaders() {
+		h := envoyHeaders(ctx.LocalAddress)
+		opts = append(opts, grpc.WithChainUnaryInterceptor(h.unary), grpc.WithChainStreamInterceptor(h.stream))
+	}
+	if ch.retryConfig != "" {
+		opts = append(opts, grpc.WithDefaultServiceConfig(ch.retryConfig))
+	}
+	conn, err := grpc.NewClient("passthrough:///"+name, opts...)
 	if err != nil {
 		return fmt.Errorf("envoy_grpc: %w", err)
 	}
@@ -152,6 +183,16 @@ func (ch *Channel) openTarget(gg *corev3.GrpcService_GoogleGrpc) error {
 	}
 	ch.conn, ch.Target = conn, gg.GetTargetUri()
 	return nil
+}
+
+// ReconnectBackoff is envoy_grpc.retry_policy's retry_back_off, which
+// Envoy applies to the reconnections of xDS streams; ok is false without
+// one.
+func (ch *Channel) ReconnectBackoff() (b Backoff, ok bool) {
+	if ch.reconnect == nil {
+		return Backoff{}, false
+	}
+	return *ch.reconnect, true
 }
 
 // Conn is the channel, for generated clients.

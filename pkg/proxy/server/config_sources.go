@@ -144,6 +144,10 @@ func (s *Server) newGRPCStream(api *corev3.ApiConfigSource, typeURL string) (*ad
 	opts.NodeOnFirstMessageOnly = api.GetSetNodeOnFirstMessageOnly()
 	opts.Delta = api.GetApiType() == corev3.ApiConfigSource_DELTA_GRPC
 	opts.RateLimit = limit
+	if b, ok := ch.ReconnectBackoff(); ok {
+		// envoy_grpc.retry_policy: the stream's reconnection back-off.
+		opts.BackoffBase, opts.BackoffMax = b.Base, b.Max
+	}
 	client, err := xds.NewADS(opts)
 	if err != nil {
 		_ = ch.Close()

@@ -414,7 +414,7 @@ func (s *Server) accessLogContext() accesslog.SinkContext {
 // openGRPC opens the channel of a GrpcService; an envoy_grpc service
 // reaches its cluster through the cluster manager.
 func (s *Server) openGRPC(gs *corev3.GrpcService) (*grpcservice.Channel, error) {
-	return grpcservice.Open(gs, grpcservice.Context{Cluster: s.grpcCluster})
+	return grpcservice.Open(gs, grpcservice.Context{Cluster: s.grpcCluster, LocalAddress: s.localAddress})
 }
 
 // grpcCluster is the cluster of the configuration named name, nil when

@@ -24,6 +24,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/cluster"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listener"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
@@ -67,6 +68,9 @@ type Server struct {
 	// time once per request where a func value would cost extra reads.
 	clock func() time.Time
 	start time.Time
+	// localAddress is the server's own address as Envoy's local_info
+	// finds it, sent in x-forwarded-for by envoy_grpc calls.
+	localAddress string
 
 	stats   *stats.Store
 	hot     *hotRestart   // hot-restart channel (hotrestart.go)
@@ -132,17 +136,19 @@ func New(cfg Config) (*Server, error) {
 	}
 	store, storeErr := newStatsStore(cfg.Bootstrap.GetStatsConfig(), cfg.Options.StatsTags)
 	s := &Server{
-		opts:   cfg.Options,
-		boot:   cfg.Bootstrap,
-		ext:    cfg.Extensions,
-		logs:   cfg.Logs,
-		log:    cfg.Logs.Logger("main"),
-		now:    now,
-		clock:  cfg.Now,
-		start:  now(),
-		stats:  store,
-		shared: netfilter.NewShared(),
-		quit:   make(chan struct{}),
+		opts:  cfg.Options,
+		boot:  cfg.Bootstrap,
+		ext:   cfg.Extensions,
+		logs:  cfg.Logs,
+		log:   cfg.Logs.Logger("main"),
+		now:   now,
+		clock: cfg.Now,
+		start: now(),
+		stats: store,
+
+		localAddress: grpcservice.LocalAddress(),
+		shared:       netfilter.NewShared(),
+		quit:         make(chan struct{}),
 	}
 	s.life = newLifecycle(s.stats.Scope("server."))
 

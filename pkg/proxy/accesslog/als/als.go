@@ -98,8 +98,11 @@ func compileCommon(c *grpcv3.CommonGrpcAccessLogConfig, ctx accesslog.SinkContex
 		return nil, errors.New("transport_api_version: V2 is not supported (use V3)")
 	case len(c.GetFilterStateObjectsToLog()) > 0:
 		return nil, errors.New("filter_state_objects_to_log: not supported by Outrigger")
-	case c.GetGrpcStreamRetryPolicy() != nil:
-		return nil, errors.New("grpc_stream_retry_policy: not supported by Outrigger")
+	}
+	if rp := c.GetGrpcStreamRetryPolicy(); rp != nil && c.GetGrpcService().GetEnvoyGrpc() != nil {
+		// As Envoy's: num_retries only (default 0 here: Envoy reads the
+		// wrapped value), Envoy gRPC services only.
+		s.streamRetries = int(rp.GetNumRetries().GetValue())
 	}
 	if d := c.GetBufferFlushInterval(); d != nil {
 		if s.flushEvery = d.AsDuration(); s.flushEvery <= 0 {

@@ -2,6 +2,7 @@ package als
 
 import (
 	"context"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
@@ -63,6 +65,9 @@ type sink struct {
 	loggedError bool
 	// ended counts the streams the service ended, for tests.
 	ended atomic.Int64
+	// streamRetries is grpc_stream_retry_policy's num_retries: how many
+	// more times a stream that cannot be established is tried.
+	streamRetries int
 }
 
 // start makes the sink's counters and starts its sender.
@@ -163,10 +168,8 @@ func (s *sink) flush() {
 		s.endStream()
 	}
 	if s.stream == nil {
-		ctx, cancel := s.ch.CallContext(s.sender.Context(), true)
-		st, err := alsv3.NewAccessLogServiceClient(s.ch.Conn()).StreamAccessLogs(ctx)
+		st, cancel, err := s.openStream()
 		if err != nil {
-			cancel()
 			s.failed("cannot open the access log stream", err)
 			return
 		}
@@ -189,6 +192,45 @@ func (s *sink) flush() {
 		return
 	}
 	s.loggedError = false
+}
+
+// Envoy's router back-off of the stream retries, which
+// grpc_stream_retry_policy does not set: 25 ms, up to ten times that.
+const (
+	streamRetryBase = 25 * time.Millisecond
+	streamRetryMax  = 10 * streamRetryBase
+)
+
+// openStream opens a stream, tried again up to streamRetries times when
+// it cannot be established (Envoy's retry_on connect-failure: gRPC fails
+// the opening of a stream only when it cannot connect), each retry a new
+// connection attempt after a jittered back-off.
+func (s *sink) openStream() (alsv3.AccessLogService_StreamAccessLogsClient, context.CancelFunc, error) {
+	var bo *dns.BackoffState
+	for try := 0; ; try++ {
+		ctx, cancel := s.ch.CallContext(s.sender.Context(), true)
+		st, err := alsv3.NewAccessLogServiceClient(s.ch.Conn()).StreamAccessLogs(ctx)
+		if err == nil {
+			return st, cancel, nil
+		}
+		cancel()
+		if try >= s.streamRetries || s.sender.Context().Err() != nil {
+			return nil, nil, err
+		}
+		if bo == nil {
+			bo = dns.NewBackoffState(&dns.Backoff{Base: streamRetryBase, Max: streamRetryMax}, 0, rand.Uint64)
+		}
+		t := time.NewTimer(bo.Next())
+		select {
+		case <-t.C:
+		case <-s.sender.Context().Done():
+			t.Stop()
+			return nil, nil, err
+		}
+		// The channel waits its own back-off before connecting again:
+		// the retry connects now.
+		s.ch.Conn().ResetConnectBackoff()
+	}
 }
 
 // endStream forgets the stream, cancelling it.

@@ -145,7 +145,7 @@ func compilePrincipal(p *rbacv3.Principal) (node, error) {
 		//lint:ignore SA1019 deprecated for sourced_metadata, and still accepted (with Envoy's deprecation warning)
 		return compileMetadata(id.Metadata, "metadata", rbacv3.MetadataSource_DYNAMIC)
 	case *rbacv3.Principal_FilterState:
-		return node{}, errors.New("filter_state: not supported by Outrigger (no filter state objects)")
+		return compileFilterState(id.FilterState)
 	case *rbacv3.Principal_SourcedMetadata:
 		return compileSourcedMetadata(id.SourcedMetadata)
 	case *rbacv3.Principal_Custom:
@@ -210,6 +210,27 @@ func compileMetadata(m *matcherv3.MetadataMatcher, field string, source rbacv3.M
 		k = kindRouteMetadata
 	}
 	return node{kind: k, meta: mm}, nil
+}
+
+// compileFilterState compiles a filter_state principal: a string_match
+// of the object's string form (address_match, which needs address
+// objects no filter keeps, is refused).
+func compileFilterState(fs *matcherv3.FilterStateMatcher) (node, error) {
+	if fs.GetKey() == "" {
+		return node{}, errors.New("filter_state.key: must be set")
+	}
+	if fs.GetAddressMatch() != nil {
+		return node{}, errors.New("filter_state.address_match: not supported by Outrigger (string_match only)")
+	}
+	sm := fs.GetStringMatch()
+	if sm == nil {
+		return node{}, errors.New("filter_state.string_match: required")
+	}
+	m, err := router.CompileStringMatcher(sm)
+	if err != nil {
+		return node{}, fmt.Errorf("filter_state.string_match.%w", err)
+	}
+	return node{kind: kindFilterState, key: fs.GetKey(), str: m}, nil
 }
 
 // compileSourcedMetadata compiles a sourced_metadata permission or

@@ -58,6 +58,8 @@ const (
 	NeedAddresses Needs = 1 << iota
 	NeedTLS
 	NeedRoute
+	// NeedFilterState: a filter_state principal reads Input.FilterState.
+	NeedFilterState
 )
 
 // policy is one named policy: it matches when one permission and one

@@ -85,6 +85,25 @@ func withPeer(in *Input, uri, dns, cn string) *Input {
 // path_template.
 const uriTemplate = `{"uri_template":{"name":"envoy.path.match.uri_template.uri_template_matcher","typed_config":{"@type":"type.googleapis.com/envoy.extensions.path.match.uri_template.v3.UriTemplateMatchConfig","path_template":"%s"}}}`
 
+// plainObject is a filter state object whose PLAIN form is itself;
+// noPlain one without a PLAIN form.
+type (
+	plainObject string
+	noPlain     struct{}
+)
+
+func (p plainObject) FilterStateString() (string, bool) { return string(p), true }
+func (noPlain) FilterStateString() (string, bool)       { return "", false }
+
+// withState is a request whose filter state holds v under "team".
+func withState(v any) func() *Input {
+	return func() *Input {
+		in := request()
+		in.FilterState = func(key string) (any, bool) { return v, key == "team" }
+		return in
+	}
+}
+
 func TestPermissionsAndPrincipals(t *testing.T) {
 	tls := func(uri, dns, cn string) func() *Input {
 		return func() *Input { return withPeer(request(), uri, dns, cn) }
@@ -160,6 +179,12 @@ func TestPermissionsAndPrincipals(t *testing.T) {
 		"authenticated DNS SAN":             {anyRule, `{"authenticated":{"principal_name":{"exact":"b.example"}}}`, tls("spiffe://x", "b.example", "b"), true},
 		"authenticated subject":             {anyRule, `{"authenticated":{"principal_name":{"exact":"CN=b,O=acme"}}}`, tls("spiffe://x", "b.example", "b"), true},
 		"authenticated other":               {anyRule, `{"authenticated":{"principal_name":{"exact":"c.example"}}}`, tls("spiffe://x", "b.example", "b"), false},
+
+		"filter_state object":      {anyRule, `{"filter_state":{"key":"team","string_match":{"exact":"payments"}}}`, withState(plainObject("payments")), true},
+		"filter_state other value": {anyRule, `{"filter_state":{"key":"team","string_match":{"exact":"payments"}}}`, withState(plainObject("search")), false},
+		"filter_state no PLAIN":    {anyRule, `{"filter_state":{"key":"team","string_match":{"safe_regex":{"regex":".*"}}}}`, withState(noPlain{}), false},
+		"filter_state connection":  {anyRule, `{"filter_state":{"key":"team","string_match":{"prefix":"pay"}}}`, withState("payments"), true},
+		"filter_state absent":      {anyRule, `{"filter_state":{"key":"team","string_match":{"safe_regex":{"regex":".*"}}}}`, nil, false},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -219,19 +244,19 @@ func TestNoPolicies(t *testing.T) {
 
 func TestCompileErrors(t *testing.T) {
 	tests := map[string]struct{ permission, principal, want string }{
-		"bad regex":           {`{"url_path":{"path":{"safe_regex":{"regex":"("}}}}`, anyRule, `policies["p"].permissions[0].url_path.path.safe_regex.regex: `},
-		"bad header regex":    {`{"and_rules":{"rules":[{"any":true},{"header":{"name":"x","string_match":{"safe_regex":{"regex":"[a"}}}}]}}`, anyRule, `policies["p"].permissions[0].and_rules.rules[1].header.string_match.safe_regex.regex: `},
-		"bad CIDR":            {anyRule, `{"source_ip":{"address_prefix":"10.0.0.300","prefix_len":8}}`, `policies["p"].principals[0].source_ip.address_prefix: "10.0.0.300" is not an IP address`},
-		"long prefix":         {anyRule, `{"not_id":{"remote_ip":{"address_prefix":"10.0.0.0","prefix_len":33}}}`, `policies["p"].principals[0].not_id.remote_ip.prefix_len: 33 is longer than an IPv4 address`},
-		"port range reversed": {`{"destination_port_range":{"start":90,"end":80}}`, anyRule, `policies["p"].permissions[0].destination_port_range: range start 90 cannot be greater or equal than range end 80`},
-		"port range bounds":   {`{"destination_port_range":{"start":-1,"end":80}}`, anyRule, `policies["p"].permissions[0].destination_port_range.start: range start -1 is out of bounds`},
-		"uri_template":        {`{"uri_template":{"name":"t"}}`, anyRule, `policies["p"].permissions[0].uri_template.typed_config: a typed_config is required`},
-		"uri_template syntax": {fmt.Sprintf(uriTemplate, "/a/**/*"), anyRule, `policies["p"].permissions[0].uri_template.typed_config.path_template: "/a/**/*" is invalid: glob after text glob`},
-		"matcher":             {`{"or_rules":{"rules":[{"matcher":{"name":"m"}}]}}`, anyRule, `policies["p"].permissions[0].or_rules.rules[0].matcher: permission extensions are not supported`},
-		"sourced_metadata":    {`{"sourced_metadata":{"metadata_matcher":{"filter":"f","value":{"present_match":true}}}}`, anyRule, `policies["p"].permissions[0].sourced_metadata.metadata_matcher.path: at least one segment is required`},
-		"filter_state":        {anyRule, `{"filter_state":{"key":"k","string_match":{"exact":"v"}}}`, `policies["p"].principals[0].filter_state: not supported by Outrigger`},
-		"custom":              {anyRule, `{"custom":{"name":"c"}}`, `policies["p"].principals[0].custom: principal extensions are not supported`},
-		"metadata no path":    {`{"metadata":{"filter":"f","value":{"present_match":true}}}`, anyRule, `policies["p"].permissions[0].metadata.path: at least one segment is required`},
+		"bad regex":            {`{"url_path":{"path":{"safe_regex":{"regex":"("}}}}`, anyRule, `policies["p"].permissions[0].url_path.path.safe_regex.regex: `},
+		"bad header regex":     {`{"and_rules":{"rules":[{"any":true},{"header":{"name":"x","string_match":{"safe_regex":{"regex":"[a"}}}}]}}`, anyRule, `policies["p"].permissions[0].and_rules.rules[1].header.string_match.safe_regex.regex: `},
+		"bad CIDR":             {anyRule, `{"source_ip":{"address_prefix":"10.0.0.300","prefix_len":8}}`, `policies["p"].principals[0].source_ip.address_prefix: "10.0.0.300" is not an IP address`},
+		"long prefix":          {anyRule, `{"not_id":{"remote_ip":{"address_prefix":"10.0.0.0","prefix_len":33}}}`, `policies["p"].principals[0].not_id.remote_ip.prefix_len: 33 is longer than an IPv4 address`},
+		"port range reversed":  {`{"destination_port_range":{"start":90,"end":80}}`, anyRule, `policies["p"].permissions[0].destination_port_range: range start 90 cannot be greater or equal than range end 80`},
+		"port range bounds":    {`{"destination_port_range":{"start":-1,"end":80}}`, anyRule, `policies["p"].permissions[0].destination_port_range.start: range start -1 is out of bounds`},
+		"uri_template":         {`{"uri_template":{"name":"t"}}`, anyRule, `policies["p"].permissions[0].uri_template.typed_config: a typed_config is required`},
+		"uri_template syntax":  {fmt.Sprintf(uriTemplate, "/a/**/*"), anyRule, `policies["p"].permissions[0].uri_template.typed_config.path_template: "/a/**/*" is invalid: glob after text glob`},
+		"matcher":              {`{"or_rules":{"rules":[{"matcher":{"name":"m"}}]}}`, anyRule, `policies["p"].permissions[0].or_rules.rules[0].matcher: permission extensions are not supported`},
+		"sourced_metadata":     {`{"sourced_metadata":{"metadata_matcher":{"filter":"f","value":{"present_match":true}}}}`, anyRule, `policies["p"].permissions[0].sourced_metadata.metadata_matcher.path: at least one segment is required`},
+		"filter_state address": {anyRule, `{"filter_state":{"key":"k","address_match":{}}}`, `policies["p"].principals[0].filter_state.address_match: not supported by Outrigger`},
+		"custom":               {anyRule, `{"custom":{"name":"c"}}`, `policies["p"].principals[0].custom: principal extensions are not supported`},
+		"metadata no path":     {`{"metadata":{"filter":"f","value":{"present_match":true}}}`, anyRule, `policies["p"].permissions[0].metadata.path: at least one segment is required`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -264,9 +289,10 @@ func TestNeeds(t *testing.T) {
 		principal string
 		want      Needs
 	}{
-		"head only": {`{"header":{"name":"x","present_match":true}}`, 0},
-		"addresses": {`{"not_id":{"remote_ip":{"address_prefix":"10.0.0.0","prefix_len":8}}}`, NeedAddresses},
-		"tls":       {`{"or_ids":{"ids":[{"authenticated":{}}]}}`, NeedTLS},
+		"head only":    {`{"header":{"name":"x","present_match":true}}`, 0},
+		"addresses":    {`{"not_id":{"remote_ip":{"address_prefix":"10.0.0.0","prefix_len":8}}}`, NeedAddresses},
+		"tls":          {`{"or_ids":{"ids":[{"authenticated":{}}]}}`, NeedTLS},
+		"filter state": {`{"filter_state":{"key":"k","string_match":{"exact":"v"}}}`, NeedFilterState},
 	}
 	for name, tc := range tests {
 		if got := compileJSON(t, allowIf(anyRule, tc.principal)).Needs(); got != tc.want {

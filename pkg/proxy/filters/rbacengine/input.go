@@ -44,6 +44,10 @@ type Input struct {
 	// is RouteMetadata (sourced_metadata from ROUTE).
 	HasRoute      bool
 	RouteMetadata *corev3.Metadata
+	// FilterState returns the value under a key of the request's filter
+	// state, read through to its connection's (filter_state principals);
+	// nil when there is none to read.
+	FilterState func(key string) (any, bool)
 
 	// urlPath is the :path without its query string and fragment, what
 	// path matchers look at; hasPath is false without a :path. Evaluate

@@ -28,6 +28,7 @@ const (
 	kindSourceIP
 	kindDirectRemoteIP
 	kindRemoteIP
+	kindFilterState
 )
 
 // node is a compiled permission or principal. It is one concrete type
@@ -50,6 +51,8 @@ type node struct {
 	meta   *filter.MetadataMatcher
 	// tmpl is a uri_template permission's matcher.
 	tmpl *router.URITemplate
+	// key is a filter_state principal's key, str its string matcher.
+	key string
 }
 
 // simplify replaces an and or an or of one rule by the rule, at every
@@ -122,6 +125,8 @@ func (n *node) needs() Needs {
 		return NeedTLS
 	case kindRouteMetadata:
 		return NeedRoute
+	case kindFilterState:
+		return NeedFilterState
 	}
 	return 0
 }
@@ -183,6 +188,29 @@ func (n *node) match(in *Input) bool {
 		return n.str.Match(in.ServerName)
 	case kindAuthenticated:
 		return authenticated(n, in)
+	case kindFilterState:
+		return filterStateMatches(n, in)
+	}
+	return false
+}
+
+// filterStateMatches is Envoy's FilterStateMatcher with a string_match:
+// the object under the key has a string serialization (PLAIN) that the
+// matcher accepts; a connection's value (a string) is its own.
+func filterStateMatches(n *node, in *Input) bool {
+	if in.FilterState == nil {
+		return false
+	}
+	v, ok := in.FilterState(n.key)
+	if !ok {
+		return false
+	}
+	switch o := v.(type) {
+	case string:
+		return n.str.Match(o)
+	case interface{ FilterStateString() (string, bool) }:
+		s, ok := o.FilterStateString()
+		return ok && n.str.Match(s)
 	}
 	return false
 }

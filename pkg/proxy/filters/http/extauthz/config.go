@@ -84,6 +84,9 @@ type config struct {
 	// loggingInfo in the filter state of each request checked.
 	filterMetadata *structpb.Struct
 	emitStateStats bool
+	// shadowMode is shadow_mode: a check's decision is recorded in the
+	// filter state (<name>.shadow), never enforced.
+	shadowMode bool
 	// enforceHeaderLimits is enforce_response_header_limits: the
 	// service's response headers stop at max_headers_count.
 	enforceHeaderLimits bool
@@ -142,6 +145,7 @@ func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
 		validateMutations:   p.GetValidateMutations(),
 		filterMetadata:      p.GetFilterMetadata(),
 		emitStateStats:      p.GetEmitFilterStateStats(),
+		shadowMode:          p.GetShadowMode(),
 		enforceHeaderLimits: p.GetEnforceResponseHeaderLimits(),
 		runtime:             ctx.Runtime,
 		encodeRawHeaders:    p.GetEncodeRawHeaders(),
@@ -255,8 +259,6 @@ func refuseUnsupported(p *extauthzv3.ExtAuthz) error {
 		return errors.New("include_peer_certificate: only false is supported by Outrigger (the check request carries no TLS details yet)")
 	case p.GetIncludeTlsSession():
 		return errors.New("include_tls_session: only false is supported by Outrigger (the check request carries no TLS details yet)")
-	case p.GetShadowMode():
-		return errors.New("shadow_mode: not supported by Outrigger (no ShadowDecision filter state)")
 	case p.GetEmitClientSpan() != nil:
 		return errors.New("emit_client_span: not supported by Outrigger (the check is not traced)")
 	}

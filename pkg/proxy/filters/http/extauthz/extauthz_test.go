@@ -117,7 +117,6 @@ func TestCompileRefuses(t *testing.T) {
 		"no service":                    {`{}`, "services: one of grpc_service or http_service is required"},
 		"unknown cluster":               {`{"grpc_service": {"envoy_grpc": {"cluster_name": "nope"}}}`, "grpc_service.envoy_grpc.cluster_name: unknown gRPC client cluster 'nope'"},
 		"V2":                            {`{` + grpcService + `, "transport_api_version": "V2"}`, "transport_api_version: V2 is not supported"},
-		"shadow_mode":                   {`{` + grpcService + `, "shadow_mode": true}`, "shadow_mode: not supported by Outrigger"},
 		"include_peer_certificate":      {`{` + grpcService + `, "include_peer_certificate": true}`, "include_peer_certificate: only false"},
 		"include_tls_session":           {`{` + grpcService + `, "include_tls_session": true}`, "include_tls_session: only false"},
 		"filter_enabled_metadata":       {`{` + grpcService + `, "filter_enabled_metadata": {"filter": "x"}}`, "filter_enabled_metadata."},
@@ -126,7 +125,7 @@ func TestCompileRefuses(t *testing.T) {
 		"http path_prefix":              {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "path_prefix": "auth"}}`, `http_service.path_prefix: should start with "/"`},
 		"path_override and path_prefix": {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "path_prefix": "/a", "path_override": "/b"}}`, "http_service.path_override: only one of path_prefix or path_override"},
 		"relative path_override":        {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "path_override": "b"}}`, `http_service.path_override: should start with "/"`},
-		"http retry_policy":             {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "retry_policy": {}}}`, "http_service.retry_policy: not supported"},
+		"http retry_on":                 {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "retry_policy": {"retry_on": "5xx"}}}`, "http_service.retry_policy.retry_on: not supported by Outrigger for the HTTP service"},
 		"allowed_headers twice":         {`{"allowed_headers": {"patterns": [{"exact": "a"}]}, "http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "authorization_request": {"allowed_headers": {"patterns": [{"exact": "b"}]}}}}`, "allowed_headers: invalid duplicate configuration"},
 		"http headers_to_add %":         {`{"http_service": {"server_uri": {"uri": "http://a", "cluster": "authz", "timeout": "1s"}, "authorization_request": {"headers_to_add": [{"key": "a", "value": "%NOPE%"}]}}}`, "headers_to_add[0].value"},
 	}

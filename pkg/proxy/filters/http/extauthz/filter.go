@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -150,6 +151,10 @@ func (f *filter) complete(s httpfilter.Stream, resp *response) httpfilter.Status
 			ok = validHeaders(resp.responseHeaders) && validQuery(resp.queryToSet)
 		}
 		if !ok {
+			if c.shadowMode {
+				c.stats.invalid.Inc()
+				return f.shadow(s, extauthzv3.ShadowDecision_ERROR, 500, nil)
+			}
 			return f.reject(s, cs)
 		}
 		h := s.RequestHeaders()
@@ -167,15 +172,21 @@ func (f *filter) complete(s httpfilter.Stream, resp *response) httpfilter.Status
 		if cs != nil {
 			cs.ok.Inc()
 		}
+		if c.shadowMode {
+			return f.shadow(s, extauthzv3.ShadowDecision_OK, 200, nil)
+		}
 		return httpfilter.Continue
 	case statusDenied:
 		c.stats.denied.Inc()
 		status := replyStatus(resp.httpStatus, 403)
 		if cs != nil {
 			cs.denied.Inc()
-			if c.chargeCluster {
+			if c.chargeCluster && !c.shadowMode {
 				cs.chargeDenial(status)
 			}
+		}
+		if c.shadowMode {
+			return f.shadow(s, extauthzv3.ShadowDecision_DENIED, status, resp.localHeaders)
 		}
 		if c.validateMutations && !validHeaders(resp.localHeaders) {
 			return f.reject(s, cs)
@@ -191,6 +202,9 @@ func (f *filter) complete(s httpfilter.Stream, resp *response) httpfilter.Status
 	c.stats.error.Inc()
 	if cs != nil {
 		cs.error.Inc()
+	}
+	if c.shadowMode {
+		return f.shadow(s, extauthzv3.ShadowDecision_ERROR, replyStatus(resp.httpStatus, c.statusOnError), nil)
 	}
 	if c.failureModeAllow {
 		c.stats.failureModeAllowed.Inc()

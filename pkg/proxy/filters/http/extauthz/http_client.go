@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -49,13 +48,16 @@ type httpClient struct {
 	// toMetadata selects the response headers recorded as dynamic
 	// metadata (dynamic_metadata_from_headers).
 	toMetadata matchers
+	// retry is retry_policy.
+	retry httpRetry
 }
 
 // newHTTPClient compiles an HttpService; the timeout is server_uri's,
 // else def (0: none).
 func newHTTPClient(hs *extauthzv3.HttpService, svc httpfilter.Services, def time.Duration) (*httpClient, time.Duration, error) {
-	if hs.GetRetryPolicy() != nil {
-		return nil, 0, errors.New("retry_policy: not supported by Outrigger (checks are not retried)")
+	retry, err := compileHTTPRetry(hs.GetRetryPolicy())
+	if err != nil {
+		return nil, 0, fmt.Errorf("retry_policy.%w", err)
 	}
 	uri := hs.GetServerUri()
 	if uri == nil {
@@ -105,8 +107,8 @@ func newHTTPClient(hs *extauthzv3.HttpService, svc httpfilter.Services, def time
 		}
 		c.headersToAdd = append(c.headersToAdd, fh)
 	}
+	c.retry = retry
 	resp := hs.GetAuthorizationResponse()
-	var err error
 	if c.upstream, err = compileMatchers(resp.GetAllowedUpstreamHeaders(), "authorization_response.allowed_upstream_headers"); err != nil {
 		return nil, 0, err
 	}
@@ -146,55 +148,56 @@ func (c *httpClient) check(ctx context.Context, cr *authv3.CheckRequest, rendere
 	if c.pathOverride != "" {
 		path = c.pathOverride
 	}
-	// The service is reached by cluster; the URL's host only names it.
-	req, err := http.NewRequestWithContext(ctx, strings.Clone(hr.GetMethod()), "http://ext-authz"+path, strings.NewReader(body))
-	if err != nil {
-		return errorResponse(err.Error())
-	}
-	// The path as the client sent it, not re-encoded (the query
-	// follows it).
-	req.URL.Opaque, _, _ = strings.Cut(path, "?")
-	req.Host = strings.Clone(hr.GetHost())
-	req.ContentLength = int64(len(body))
-	if len(body) == 0 {
-		req.Body = http.NoBody
-	}
-	for name, value := range hr.GetHeaders() {
-		if name == "content-length" || strings.HasPrefix(name, ":") || name == "host" {
-			continue
+	// Each try sends a request of its own (a retry sends the body
+	// again, as Envoy buffers it for retries).
+	newReq := func(ctx context.Context) (*http.Request, error) {
+		// The service is reached by cluster; the URL's host only names it.
+		req, err := http.NewRequestWithContext(ctx, strings.Clone(hr.GetMethod()), "http://ext-authz"+path, strings.NewReader(body))
+		if err != nil {
+			return nil, err
 		}
-		// The CheckRequest holds only the headers the service may see
-		// (see httpAllowedHeaders).
-		req.Header.Set(name, strings.Clone(value))
-	}
-	if _, ok := req.Header["User-Agent"]; !ok {
-		// Go's client would add its own; Envoy adds none.
-		req.Header["User-Agent"] = []string{""}
-	}
-	for i, h := range c.headersToAdd {
-		v := h.value
-		if h.format != nil {
-			v = rendered[i]
+		// The path as the client sent it, not re-encoded (the query
+		// follows it).
+		req.URL.Opaque, _, _ = strings.Cut(path, "?")
+		req.Host = strings.Clone(hr.GetHost())
+		req.ContentLength = int64(len(body))
+		if len(body) == 0 {
+			req.Body = http.NoBody
 		}
-		req.Header.Set(h.name, v)
+		for name, value := range hr.GetHeaders() {
+			if name == "content-length" || strings.HasPrefix(name, ":") || name == "host" {
+				continue
+			}
+			// The CheckRequest holds only the headers the service may see
+			// (see httpAllowedHeaders).
+			req.Header.Set(name, strings.Clone(value))
+		}
+		if _, ok := req.Header["User-Agent"]; !ok {
+			// Go's client would add its own; Envoy adds none.
+			req.Header["User-Agent"] = []string{""}
+		}
+		for i, h := range c.headersToAdd {
+			v := h.value
+			if h.format != nil {
+				v = rendered[i]
+			}
+			req.Header.Set(h.name, v)
+		}
+		return req, nil
 	}
-	resp, err := c.transport.RoundTrip(req)
+	resp, _, err := c.retry.do(ctx, c.transport, newReq)
 	if err != nil {
 		return errorResponse(err.Error())
 	}
-	defer resp.Body.Close()
-	rbody, err := io.ReadAll(io.LimitReader(resp.Body, maxHTTPResponseBody))
-	if err != nil {
-		return errorResponse(err.Error())
-	}
-	if resp.StatusCode >= 500 && resp.StatusCode < 600 {
-		return errorResponse("status " + strconv.Itoa(resp.StatusCode))
+	rbody := resp.body
+	if resp.status >= 500 && resp.status < 600 {
+		return errorResponse("status " + strconv.Itoa(resp.status))
 	}
 	r := &response{status: statusOK}
-	if resp.StatusCode != http.StatusOK {
-		r = &response{status: statusDenied, httpStatus: resp.StatusCode, body: string(rbody)}
+	if resp.status != http.StatusOK {
+		r = &response{status: statusDenied, httpStatus: resp.status, body: string(rbody)}
 	}
-	for k, vs := range resp.Header {
+	for k, vs := range resp.header {
 		name := strings.ToLower(k)
 		if name == headersToRemoveHeader {
 			if r.status == statusOK {

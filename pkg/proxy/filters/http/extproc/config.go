@@ -50,8 +50,12 @@ type config struct {
 	allowModeOverride   bool
 	disableImmediate    bool
 	routeCache          extprocv3.ExternalProcessor_RouteCacheAction
-	// ns are metadata_options' namespaces.
-	ns metadataNamespaces
+	// ns are metadata_options' namespaces; clusterNS its
+	// cluster_metadata_forwarding_namespaces, read from the metadata of
+	// the request's cluster, found through clusters.
+	ns        metadataNamespaces
+	clusterNS namespaces
+	clusters  httpfilter.Services
 	// statusOnError is the status of the reply to a failed exchange
 	// (status_on_error, 500 by default); a timeout is answered 504.
 	statusOnError int
@@ -67,6 +71,10 @@ type config struct {
 	// requestAttributes and responseAttributes are sent with the request
 	// and response headers messages (ProcessingRequest.attributes).
 	requestAttributes, responseAttributes []attribute
+
+	// info is the filter state of filter_metadata, nil without it; it
+	// is the same for every request, which no one modifies.
+	info *loggingInfo
 
 	stats filterStats
 	log   logr.Logger
@@ -178,8 +186,14 @@ func compile(p *extprocv3.ExternalProcessor, ctx httpfilter.Context) (*config, e
 			return fail(err)
 		}
 	}
-	if c.ns, err = compileMetadataOptions(p.GetMetadataOptions()); err != nil {
+	if c.ns, c.clusterNS, err = compileMetadataOptions(p.GetMetadataOptions()); err != nil {
 		return fail(err)
+	}
+	if len(c.clusterNS.untyped)+len(c.clusterNS.typed) > 0 {
+		c.clusters = ctx.Services
+	}
+	if md := p.GetFilterMetadata(); md != nil {
+		c.info = &loggingInfo{FilterMetadata: md}
 	}
 	c.statusOnError = statusOnError(p.GetStatusOnError())
 	c.observability, c.deferredClose = p.GetObservabilityMode(), defaultDeferredClose
@@ -210,8 +224,6 @@ func refuseUnsupported(p *extprocv3.ExternalProcessor) error {
 	switch {
 	case p.GetHttpService() != nil:
 		return errors.New("http_service: not supported by Outrigger (grpc_service only)")
-	case p.GetFilterMetadata() != nil:
-		return errors.New("filter_metadata: not supported by Outrigger")
 	case p.GetSendBodyWithoutWaitingForHeaderResponse():
 		return errors.New("send_body_without_waiting_for_header_response: not supported by Outrigger")
 	case p.GetProcessingRequestModifier() != nil:

@@ -12,7 +12,6 @@ import (
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"github.com/go-logr/logr"
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
@@ -65,7 +64,6 @@ func TestCompileRefusesWithPath(t *testing.T) {
 		{"attributes", func(p *extprocv3.ExternalProcessor) {
 			p.RequestAttributes = []string{"request.path", "request.headers["}
 		}, "request_attributes[1]: ERROR"},
-		{"filter metadata", func(p *extprocv3.ExternalProcessor) { p.FilterMetadata = &structpb.Struct{} }, "filter_metadata: not supported"},
 		{"deferred close", func(p *extprocv3.ExternalProcessor) { p.DeferredCloseTimeout = durationpb.New(-time.Second) }, "deferred_close_timeout: must not be negative"},
 		{"full duplex", func(p *extprocv3.ExternalProcessor) {
 			p.ProcessingMode = &extprocv3.ProcessingMode{ResponseBodyMode: extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED}

@@ -59,6 +59,11 @@ var (
 // streamed body goes through as it flows.
 func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	f.s = s
+	if f.c.info != nil {
+		// Envoy sets its logging info for every request the filter
+		// sees, under the filter's name.
+		s.SetFilterState(f.c.name, f.c.info)
+	}
 	set, err := f.routeSettings(s)
 	if err != nil {
 		f.c.log.Error(err, "ext_proc per-route grpc_service")
@@ -300,12 +305,13 @@ func (f *filter) responseHeaderMap(s httpfilter.Stream) *corev3.HeaderMap {
 }
 
 // metadataContext is the request's dynamic metadata of the
-// metadata_options forwarding namespaces, sent with every message; nil
-// without namespaces.
+// metadata_options forwarding namespaces, and its cluster's metadata of
+// the cluster_metadata_forwarding_namespaces, sent with every message;
+// nil when there is none.
 func (f *filter) metadataContext(s httpfilter.Stream) *corev3.Metadata {
 	fw := f.ns.forward
 	if len(fw.untyped) == 0 && len(fw.typed) == 0 {
-		return nil
+		return f.c.addClusterMetadata(nil, s.ClusterName())
 	}
 	md := &corev3.Metadata{}
 	dm := s.DynamicMetadata()
@@ -325,7 +331,7 @@ func (f *filter) metadataContext(s httpfilter.Stream) *corev3.Metadata {
 			md.TypedFilterMetadata[ns] = v
 		}
 	}
-	return md
+	return f.c.addClusterMetadata(md, s.ClusterName())
 }
 
 // receiveMetadata keeps an answer's dynamic_metadata of the

@@ -78,6 +78,10 @@ func compileRoute(p *extprocv3.ExtProcPerRoute, ctx httpfilter.Context) (*routeC
 		if err := checkMetadataOptions(mo); err != nil {
 			return nil, fmt.Errorf("overrides.%w", err)
 		}
+		if mo.GetClusterMetadataForwardingNamespaces() != nil {
+			// Envoy's per-route configuration does not read it.
+			return nil, errors.New("overrides.metadata_options.cluster_metadata_forwarding_namespaces: not supported by Outrigger per route (the filter's own metadata_options has it)")
+		}
 		if fw := mo.GetForwardingNamespaces(); fw != nil {
 			rc.forward = &namespaces{untyped: fw.GetUntyped(), typed: fw.GetTyped()}
 		}

@@ -9,6 +9,7 @@ import (
 	jwtv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/jwt_authn/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 )
 
@@ -28,13 +29,6 @@ type InitTargets interface {
 	AddInitTarget(name string, start func(), ready <-chan struct{})
 }
 
-// Envoy's back-off of a core retry policy without retry_back_off
-// (convertCoreToRouteRetryPolicy's defaults).
-const (
-	defaultRetryBase = time.Second
-	defaultRetryMax  = 10 * defaultRetryBase
-)
-
 // setRetryPolicy applies remote_jwks' retry_policy as Envoy's
 // convertCoreToRouteRetryPolicy turns it into a route retry policy:
 // num_retries 1 by default; retry_back_off's base_interval (1 s without
@@ -46,26 +40,20 @@ func (r *remoteJWKS) setRetryPolicy(p *corev3.RetryPolicy) error {
 	if p == nil {
 		return nil
 	}
+	if p.GetRetryOn() != "" {
+		// Envoy's conversion drops it: the fetch retries on
+		// 5xx,gateway-error,connect-failure,reset always.
+		return errors.New("retry_on: not supported by Outrigger for remote_jwks (Envoy ignores it there)")
+	}
 	r.retries = 1
 	if n := p.GetNumRetries(); n != nil {
 		r.retries = int(n.GetValue())
 	}
-	r.backoff = dns.Backoff{Base: defaultRetryBase, Max: defaultRetryMax}
-	b := p.GetRetryBackOff()
-	if b == nil {
-		return nil
+	b, err := grpcservice.CompileBackoff(p)
+	if err != nil {
+		return err
 	}
-	base := b.GetBaseInterval().AsDuration()
-	if b.GetBaseInterval().CheckValid() != nil || base < time.Millisecond {
-		return errors.New("retry_back_off.base_interval: must be at least 1ms")
-	}
-	maxI := 10 * base
-	if m := b.GetMaxInterval(); m != nil {
-		if maxI = m.AsDuration(); m.CheckValid() != nil || maxI < base {
-			return errors.New("retry_back_off.max_interval: max_interval must be greater than or equal to the base_interval")
-		}
-	}
-	r.backoff = dns.Backoff{Base: base, Max: maxI}
+	r.backoff = dns.Backoff{Base: b.Base, Max: b.Max}
 	return nil
 }
 

@@ -123,6 +123,7 @@ func TestRetryPolicy(t *testing.T) {
 	for _, tc := range []struct{ policy, want string }{
 		{`{"retry_back_off":{"base_interval":"1s","max_interval":"0.5s"}}`, `providers["p"].remote_jwks.retry_policy.retry_back_off.max_interval: max_interval must be greater than or equal to the base_interval`},
 		{`{"retry_back_off":{"base_interval":"0s"}}`, `providers["p"].remote_jwks.retry_policy.retry_back_off.base_interval: must be at least 1ms`},
+		{`{"retry_on":"5xx"}`, `providers["p"].remote_jwks.retry_policy.retry_on: not supported by Outrigger for remote_jwks`},
 	} {
 		if _, err := compileRemote(t, `{`+remoteURI+`,"retry_policy":`+tc.policy+`}`, loopbackServices{"127.0.0.1:1"}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.policy, err, tc.want)

@@ -131,6 +131,9 @@ func fillInput(in *rbacengine.Input, s httpfilter.Stream, needs rbacengine.Needs
 		// as use_remote_address and xff_num_trusted_hops trust it.
 		in.Remote, _ = netip.ParseAddr(s.RemoteIP())
 	}
+	if needs&rbacengine.NeedFilterState != 0 {
+		in.FilterState = s.FilterStateValue
+	}
 	if needs&rbacengine.NeedRoute != 0 {
 		if rt := s.Route(); rt != nil {
 			in.HasRoute, in.RouteMetadata = true, rt.Metadata

@@ -243,3 +243,22 @@ func TestRouteShadowMetadataKeys(t *testing.T) {
 		t.Errorf("shadow_denied = %d, want 2", c.store.Counter("http.in.rbac.filter_.shadow_denied").Value())
 	}
 }
+
+func TestFilterStatePrincipal(t *testing.T) {
+	f, _ := compileFilter(t, `{"rules":{"action":"ALLOW","policies":{"sni":{"permissions":[{"any":true}],
+		"principals":[{"filter_state":{"key":"envoy.network.upstream_server_name","string_match":{"suffix":".internal"}}}]}}}}`)
+	s := httpfiltertest.NewStream("GET", "/")
+	// A network filter's value, kept on the connection.
+	s.ConnFilterState = map[string]any{"envoy.network.upstream_server_name": "api.internal"}
+	if f.DecodeHeaders(s) != httpfilter.Continue {
+		t.Error("a request whose connection's filter state matches was denied")
+	}
+	s = httpfiltertest.NewStream("GET", "/")
+	s.ConnFilterState = map[string]any{"envoy.network.upstream_server_name": "api.example.com"}
+	if f.DecodeHeaders(s) != httpfilter.Stop {
+		t.Error("a request whose filter state does not match was allowed")
+	}
+	if f.DecodeHeaders(httpfiltertest.NewStream("GET", "/")) != httpfilter.Stop {
+		t.Error("a request without the filter state was allowed")
+	}
+}
