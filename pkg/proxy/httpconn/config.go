@@ -91,8 +91,12 @@ type settings struct {
 	appendLocalOverload bool
 
 	// Timeouts; 0 disables one.
-	idleTimeout           time.Duration
-	streamIdleTimeout     time.Duration
+	idleTimeout       time.Duration
+	streamIdleTimeout time.Duration
+	// streamFlushTimeout is stream_flush_timeout when set
+	// (streamFlushTimeoutSet); see stream.flushTimeout.
+	streamFlushTimeout    time.Duration
+	streamFlushTimeoutSet bool
 	requestTimeout        time.Duration
 	requestHeadersTimeout time.Duration
 	// maxConnectionDuration ends a connection that long after its accept
@@ -279,6 +283,7 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 		dst  *time.Duration
 	}{
 		{"stream_idle_timeout", cfg.GetStreamIdleTimeout(), &s.streamIdleTimeout},
+		{"stream_flush_timeout", cfg.GetStreamFlushTimeout(), &s.streamFlushTimeout},
 		{"request_timeout", cfg.GetRequestTimeout(), &s.requestTimeout},
 		{"request_headers_timeout", cfg.GetRequestHeadersTimeout(), &s.requestHeadersTimeout},
 		{"common_http_protocol_options.idle_timeout", common.GetIdleTimeout(), &s.idleTimeout},
@@ -295,6 +300,7 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 			return s, fmt.Errorf("%s: %w", d.path, err)
 		}
 	}
+	s.streamFlushTimeoutSet = cfg.GetStreamFlushTimeout() != nil
 	// The jitters: a random share, up to the percentage, added to each
 	// connection's maximum duration and drain grace period (jitter.go).
 	s.maxConnectionDurationJitter = common.GetMaxConnectionDurationJitter().GetValue()

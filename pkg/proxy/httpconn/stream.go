@@ -291,8 +291,16 @@ type stream struct {
 	drainClose bool
 	flags      accesslog.ResponseFlags
 	details    string
-	bytesSent  uint64
-	bytesRecv  uint64
+	// produced: the whole response body is in hand (the upstream's has
+	// ended, or the reply is local), so a write that waits on the
+	// client's flow control waits under the flush timeout rather than
+	// the stream idle timeout (stream.flushTimeout).
+	produced bool
+	// writeTimedOut is which timeout ended a write to an HTTP/2 client
+	// that did not open its window (see downstreamFailed).
+	writeTimedOut writeTimeout
+	bytesSent     uint64
+	bytesRecv     uint64
 
 	// Tracing: the request's span (nil when not traced, or without a
 	// tracer), the upstream request's child span, the trace reason, and
@@ -404,7 +412,7 @@ func (s *stream) begin(real time.Time, proto string) {
 	s.bodyErr.Store(nil)
 	s.respTrailers = nil
 	s.flags, s.details = 0, ""
-	s.bytesSent, s.bytesRecv = 0, 0
+	s.bytesSent, s.bytesRecv, s.produced, s.writeTimedOut = 0, 0, false, writeNotTimedOut
 	s.span, s.child, s.traceReason, s.decorated, s.decoratedPropagate = nil, nil, notTraceable, "", false
 	s.spanCtx.Valid = false
 	s.entry = accesslog.Entry{

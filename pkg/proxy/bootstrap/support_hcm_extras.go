@@ -1,0 +1,14 @@
+package bootstrap
+
+import "google.golang.org/protobuf/reflect/protoreflect"
+
+// supportedHCMExtras lists connection manager and route fields added in
+// one piece of work (flush timeouts, Proxy-Status); see supportedCore.
+var supportedHCMExtras = map[protoreflect.FullName]fieldSupport{
+	// How long an HTTP/2 stream whose response has all been produced may
+	// wait on the client's window, and its per-route override
+	// (pkg/proxy/httpconn, flush_timeout.go); HTTP/1 has no such wait, as
+	// in Envoy's codec.
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.stream_flush_timeout": {},
+	"envoy.config.route.v3.RouteAction.flush_timeout":                                                        {},
+}
