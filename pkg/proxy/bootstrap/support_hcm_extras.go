@@ -11,4 +11,12 @@ var supportedHCMExtras = map[protoreflect.FullName]fieldSupport{
 	// in Envoy's codec.
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.stream_flush_timeout": {},
 	"envoy.config.route.v3.RouteAction.flush_timeout":                                                        {},
+	// The Proxy-Status response field (pkg/proxy/httpconn, proxystatus.go).
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.proxy_status_config":                                     {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.ProxyStatusConfig.remove_details":                        {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.ProxyStatusConfig.remove_connection_termination_details": {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.ProxyStatusConfig.remove_response_flags":                 {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.ProxyStatusConfig.set_recommended_response_code":         {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.ProxyStatusConfig.use_node_id":                           {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.ProxyStatusConfig.literal_proxy_name":                    {},
 }

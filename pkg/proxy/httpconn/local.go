@@ -228,6 +228,7 @@ func (s *stream) sendHead(n int64, hasBody bool) error {
 			h.Set("x-request-id", id)
 		}
 	}
+	s.addProxyStatus()
 	if !s.keepAlive || s.closeConn {
 		s.closeConn = true
 	} else if m.closingNow() {
