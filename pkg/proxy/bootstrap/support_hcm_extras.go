@@ -19,4 +19,7 @@ var supportedHCMExtras = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.ProxyStatusConfig.set_recommended_response_code":         {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.ProxyStatusConfig.use_node_id":                           {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.ProxyStatusConfig.literal_proxy_name":                    {},
+	// Spans reported, no trace context injected upstream
+	// (pkg/proxy/httpconn, tracing.go injectTrace).
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.Tracing.no_context_propagation": {},
 }

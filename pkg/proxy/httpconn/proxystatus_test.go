@@ -46,7 +46,7 @@ func TestProxyStatus(t *testing.T) {
 			cfg: &psc{SetRecommendedResponseCode: true}, path: "/up", wantStatus: 502,
 			want: `outrigger; error=connection_refused; details="upstream_reset_before_response_started{connection_failure}; UF"`,
 		},
-		"no error, no field": {cfg: &psc{}, path: "/d", wantStatus: 200},
+		"no error, no field":           {cfg: &psc{}, path: "/d", wantStatus: 200},
 		"without the config, no field": {path: "/nowhere", wantStatus: 404},
 	}
 	for name, tc := range tests {
