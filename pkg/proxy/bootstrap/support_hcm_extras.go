@@ -22,4 +22,6 @@ var supportedHCMExtras = map[protoreflect.FullName]fieldSupport{
 	// Spans reported, no trace context injected upstream
 	// (pkg/proxy/httpconn, tracing.go injectTrace).
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.Tracing.no_context_propagation": {},
+	// Two per-stream histograms (pkg/proxy/httpconn, route_resolution.go).
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.record_route_resolution_stats": {},
 }

@@ -299,8 +299,11 @@ type stream struct {
 	// writeTimedOut is which timeout ended a write to an HTTP/2 client
 	// that did not open its window (see downstreamFailed).
 	writeTimedOut writeTimeout
-	bytesSent     uint64
-	bytesRecv     uint64
+	// resolution counts the route resolutions for
+	// record_route_resolution_stats.
+	resolution routeResolution
+	bytesSent  uint64
+	bytesRecv  uint64
 
 	// Tracing: the request's span (nil when not traced, or without a
 	// tracer), the upstream request's child span, the trace reason, and
@@ -412,7 +415,7 @@ func (s *stream) begin(real time.Time, proto string) {
 	s.bodyErr.Store(nil)
 	s.respTrailers = nil
 	s.flags, s.details = 0, ""
-	s.bytesSent, s.bytesRecv, s.produced, s.writeTimedOut = 0, 0, false, writeNotTimedOut
+	s.bytesSent, s.bytesRecv, s.produced, s.writeTimedOut, s.resolution = 0, 0, false, writeNotTimedOut, routeResolution{}
 	s.span, s.child, s.traceReason, s.decorated, s.decoratedPropagate = nil, nil, notTraceable, "", false
 	s.spanCtx.Valid = false
 	s.entry = accesslog.Entry{
@@ -548,6 +551,7 @@ func (s *stream) end() {
 	st.recordStatus(s.status)
 	st.listener.recordEnd(s.status)
 	st.rqTime.Record(uint64(now.Sub(s.start).Milliseconds()))
+	s.recordRouteResolution()
 	if s.drainClose {
 		st.cxDrainClose.Inc()
 	}
