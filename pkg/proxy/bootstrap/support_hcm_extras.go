@@ -24,4 +24,7 @@ var supportedHCMExtras = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.Tracing.no_context_propagation": {},
 	// Two per-stream histograms (pkg/proxy/httpconn, route_resolution.go).
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.record_route_resolution_stats": {},
+	// The downstream side of upstream PROXY headers (pkg/proxy/httpconn,
+	// ppstate.go).
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.add_proxy_protocol_connection_state": {},
 }

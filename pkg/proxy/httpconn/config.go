@@ -89,6 +89,9 @@ type settings struct {
 	// the overload manager's stop_accepting_requests answers with
 	// (append_local_overload).
 	appendLocalOverload bool
+	// addProxyProtocolState is add_proxy_protocol_connection_state
+	// (default true): see Manager.proxyProtocolState.
+	addProxyProtocolState bool
 
 	// Timeouts; 0 disables one.
 	idleTimeout       time.Duration
@@ -247,6 +250,7 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 	s.appendXForwardedPort = cfg.GetAppendXForwardedPort()
 	s.proxy100Continue = cfg.GetProxy_100Continue()
 	s.appendLocalOverload = cfg.GetAppendLocalOverload()
+	s.addProxyProtocolState = cfg.GetAddProxyProtocolConnectionState() == nil || cfg.GetAddProxyProtocolConnectionState().GetValue()
 	s.xfcc, s.xfccDetails = cfg.GetForwardClientCertDetails(), readXFCCDetails(cfg.GetSetCurrentClientCertDetails())
 	if v := cfg.GetGenerateRequestId(); v != nil {
 		s.generateRequestID = v.GetValue()

@@ -113,10 +113,11 @@ type stream struct {
 	// (the original_src listener filter's), upSource the request's (the
 	// original_src HTTP filter may set its own); an invalid Addr is none.
 	connSource, upSource upstream.Source
-	// connPP is what the connection's PROXY protocol header said (nil:
-	// none), which a cluster's upstream PROXY header carries.
-	connPP *upstream.ProxyProtocolData
-	pick   upstream.PickContext
+	// connUpCtx is the connection's upstream context, carrying the
+	// downstream side a cluster's upstream PROXY header describes (nil:
+	// none; see Manager.proxyProtocolState).
+	connUpCtx context.Context
+	pick      upstream.PickContext
 	// setCookies are the cookies the route's hash policy generated for
 	// the pick (a cookie entry with a ttl the request lacked): the
 	// upstream's response carries them as Set-Cookie, as Envoy's router
