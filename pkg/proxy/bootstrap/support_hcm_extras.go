@@ -27,4 +27,9 @@ var supportedHCMExtras = map[protoreflect.FullName]fieldSupport{
 	// The downstream side of upstream PROXY headers (pkg/proxy/httpconn,
 	// ppstate.go).
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.add_proxy_protocol_connection_state": {},
+	// x-forwarded-proto from a restored destination port
+	// (pkg/proxy/httpconn, forward_proto.go).
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.forward_proto_config": {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.ForwardProtoConfig.https_destination_ports": {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.ForwardProtoConfig.http_destination_ports":  {},
 }

@@ -92,6 +92,8 @@ type settings struct {
 	// addProxyProtocolState is add_proxy_protocol_connection_state
 	// (default true): see Manager.proxyProtocolState.
 	addProxyProtocolState bool
+	// forwardProto is forward_proto_config, nil without it.
+	forwardProto *forwardProto
 
 	// Timeouts; 0 disables one.
 	idleTimeout       time.Duration
@@ -250,6 +252,7 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 	s.appendXForwardedPort = cfg.GetAppendXForwardedPort()
 	s.proxy100Continue = cfg.GetProxy_100Continue()
 	s.appendLocalOverload = cfg.GetAppendLocalOverload()
+	s.forwardProto = readForwardProto(cfg.GetForwardProtoConfig())
 	s.addProxyProtocolState = cfg.GetAddProxyProtocolConnectionState() == nil || cfg.GetAddProxyProtocolConnectionState().GetValue()
 	s.xfcc, s.xfccDetails = cfg.GetForwardClientCertDetails(), readXFCCDetails(cfg.GetSetCurrentClientCertDetails())
 	if v := cfg.GetGenerateRequestId(); v != nil {
