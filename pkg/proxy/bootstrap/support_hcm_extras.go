@@ -32,4 +32,7 @@ var supportedHCMExtras = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.forward_proto_config": {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.ForwardProtoConfig.https_destination_ports": {},
 	"envoy.extensions.filters.network.http_connection_manager.v3.ForwardProtoConfig.http_destination_ports":  {},
+	// The client certificate's issuer in x-forwarded-client-cert
+	// (pkg/proxy/httpconn, xfcc.go).
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.SetCurrentClientCertDetails.issuer": {},
 }
