@@ -117,6 +117,10 @@ func proxyErrorOf(flags accesslog.ResponseFlags) (proxyError, bool) {
 	return proxyError{}, false
 }
 
+// detailsEscaper escapes the details as Envoy's StringUtil::escape does.
+// Immutable.
+var detailsEscaper = strings.NewReplacer("\r", `\r`, "\n", `\n`, "\t", `\t`, `"`, `\"`, `\`, `\\`)
+
 // value is the Proxy-Status field value for error e: the proxy's name,
 // the error, and the details (the response code details, then the
 // response flags' short codes), escaped as Envoy's StringUtil::escape.
@@ -133,22 +137,7 @@ func (p *proxyStatus) value(e proxyError, details string, flags accesslog.Respon
 		d += "; " + flags.String()
 	}
 	b.WriteString(`; details="`)
-	for i := 0; i < len(d); i++ {
-		switch c := d[i]; c {
-		case '\r':
-			b.WriteString(`\r`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\t':
-			b.WriteString(`\t`)
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		default:
-			b.WriteByte(c)
-		}
-	}
+	b.WriteString(detailsEscaper.Replace(d))
 	b.WriteByte('"')
 	return b.String()
 }
