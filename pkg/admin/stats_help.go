@@ -319,6 +319,8 @@ var httpHelp = [][2]string{
 	{"http.downstream_rq_completed", "Downstream requests that got a complete response."},
 	{"http.downstream_rq_xx", "Responses to downstream requests by status class (response_code_class label)."},
 	{"http.downstream_rq_time", "Time from a request's start until its response's end, in milliseconds."},
+	{"http.downstream_rq_route_resolution_time_us", "Time each request spent resolving its route, all resolutions together, in microseconds (record_route_resolution_stats)."},
+	{"http.downstream_rq_route_resolutions", "Route resolutions of each request: the first and one after each clear of the route cache (record_route_resolution_stats)."},
 	{"http.downstream_rq_response_before_rq_complete", "Responses sent before their request was complete."},
 	{"http.downstream_rq_rx_reset", "Downstream requests reset by the client."},
 	{"http.downstream_rq_tx_reset", "Downstream requests reset by the proxy."},

@@ -174,9 +174,11 @@ var _ = Describe("Upstream PROXY protocol transport socket", func() {
 		Expect(get(proxyV1("203.0.113.8:52000", "198.51.100.1:80"))).To(Equal("PROXY TCP4 203.0.113.8 198.51.100.1 52000 80 #1"))
 		// The first client again: its pooled connection.
 		Expect(get(proxyV1("203.0.113.7:51000", "198.51.100.1:80"))).To(Equal("PROXY TCP4 203.0.113.7 198.51.100.1 51000 80 #2"))
-		// No PROXY header downstream: the header describes the upstream
-		// connection itself, as in Envoy.
-		Expect(get(nil)).To(MatchRegexp(`^PROXY TCP4 127\.0\.0\.1 127\.0\.0\.1 \d+ ` + fmt.Sprint(up) + ` #1$`))
+		// No PROXY header downstream: the header describes the downstream
+		// connection (client to listener), which Envoy's connection
+		// manager adds to the connection's state
+		// (add_proxy_protocol_connection_state, true by default).
+		Expect(get(nil)).To(MatchRegexp(`^PROXY TCP4 127\.0\.0\.1 127\.0\.0\.1 \d+ ` + fmt.Sprint(port) + ` #1$`))
 		Expect(statValue(s, "cluster.up.upstream_cx_total")).To(Equal("3"))
 	})
 

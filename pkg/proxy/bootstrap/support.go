@@ -284,6 +284,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedClusterSpecifiers,
 	supportedInternalRedirects,
 	supportedSocketMatches,
+	supportedHCMExtras,
 }
 
 // supportIndex is every per-area table merged into one map, built on first

@@ -14,6 +14,11 @@ var envoyUnimplemented = map[protoreflect.FullName]struct{}{
 	// tcp_proxy: idle_timeout is Envoy's one idle timer (both sides).
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.downstream_idle_timeout": {},
 	"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.upstream_idle_timeout":   {},
+	// The connection manager's path transformations and IPv4-mapped
+	// remote addresses: declared, never wired into Envoy's connection
+	// manager (normalize_path and merge_slashes are what it applies).
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.path_normalization_options":                        {},
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.represent_ipv4_remote_address_as_ipv4_mapped_ipv6": {},
 }
 
 // unsupportedReason is the refusal of a populated field missing from the

@@ -284,7 +284,7 @@ func TestValidateSupport(t *testing.T) {
 		},
 		"hcm field": {
 			overlay: okHCM(", represent_ipv4_remote_address_as_ipv4_mapped_ipv6: true"),
-			want:    []string{extraHCM + ".represent_ipv4_remote_address_as_ipv4_mapped_ipv6: not supported by Outrigger"},
+			want:    []string{extraHCM + ".represent_ipv4_remote_address_as_ipv4_mapped_ipv6: not implemented by Envoy either (not yet implemented there), so not supported by Outrigger"},
 		},
 		"codec http3": {
 			overlay: okHCM(", codec_type: HTTP3"),

@@ -89,10 +89,19 @@ type settings struct {
 	// the overload manager's stop_accepting_requests answers with
 	// (append_local_overload).
 	appendLocalOverload bool
+	// addProxyProtocolState is add_proxy_protocol_connection_state
+	// (default true): see Manager.proxyProtocolState.
+	addProxyProtocolState bool
+	// forwardProto is forward_proto_config, nil without it.
+	forwardProto *forwardProto
 
 	// Timeouts; 0 disables one.
-	idleTimeout           time.Duration
-	streamIdleTimeout     time.Duration
+	idleTimeout       time.Duration
+	streamIdleTimeout time.Duration
+	// streamFlushTimeout is stream_flush_timeout when set
+	// (streamFlushTimeoutSet); see stream.flushTimeout.
+	streamFlushTimeout    time.Duration
+	streamFlushTimeoutSet bool
 	requestTimeout        time.Duration
 	requestHeadersTimeout time.Duration
 	// maxConnectionDuration ends a connection that long after its accept
@@ -243,6 +252,8 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 	s.appendXForwardedPort = cfg.GetAppendXForwardedPort()
 	s.proxy100Continue = cfg.GetProxy_100Continue()
 	s.appendLocalOverload = cfg.GetAppendLocalOverload()
+	s.forwardProto = readForwardProto(cfg.GetForwardProtoConfig())
+	s.addProxyProtocolState = cfg.GetAddProxyProtocolConnectionState() == nil || cfg.GetAddProxyProtocolConnectionState().GetValue()
 	s.xfcc, s.xfccDetails = cfg.GetForwardClientCertDetails(), readXFCCDetails(cfg.GetSetCurrentClientCertDetails())
 	if v := cfg.GetGenerateRequestId(); v != nil {
 		s.generateRequestID = v.GetValue()
@@ -279,6 +290,7 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 		dst  *time.Duration
 	}{
 		{"stream_idle_timeout", cfg.GetStreamIdleTimeout(), &s.streamIdleTimeout},
+		{"stream_flush_timeout", cfg.GetStreamFlushTimeout(), &s.streamFlushTimeout},
 		{"request_timeout", cfg.GetRequestTimeout(), &s.requestTimeout},
 		{"request_headers_timeout", cfg.GetRequestHeadersTimeout(), &s.requestHeadersTimeout},
 		{"common_http_protocol_options.idle_timeout", common.GetIdleTimeout(), &s.idleTimeout},
@@ -295,6 +307,7 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 			return s, fmt.Errorf("%s: %w", d.path, err)
 		}
 	}
+	s.streamFlushTimeoutSet = cfg.GetStreamFlushTimeout() != nil
 	// The jitters: a random share, up to the percentage, added to each
 	// connection's maximum duration and drain grace period (jitter.go).
 	s.maxConnectionDurationJitter = common.GetMaxConnectionDurationJitter().GetValue()

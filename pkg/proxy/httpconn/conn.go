@@ -3,6 +3,7 @@ package httpconn
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/tls"
 	"errors"
 	"math/rand/v2"
@@ -57,9 +58,10 @@ type serverConn struct {
 	// source is the upstream source a listener filter (original_src)
 	// chose for the connection's requests; its Addr is invalid for none.
 	source upstream.Source
-	// pp is what the connection's PROXY protocol header said, for the
-	// upstream's (nil when no listener filter parsed one).
-	pp       *upstream.ProxyProtocolData
+	// upCtx is the manager's context carrying the downstream side a
+	// cluster's upstream PROXY header describes (see proxyProtocolState);
+	// nil for none.
+	upCtx    context.Context
 	opened   time.Time
 	requests uint32
 	// remoteClosed: the client ended the connection (for the
@@ -219,9 +221,7 @@ func newServerConn(m *Manager, nc net.Conn) *serverConn {
 	c.origDst, _ = upstream.OriginalDst(nc)
 	c.netState, _ = nc.(netfilter.FilterStater)
 	c.source, _ = upstream.SourceOf(nc)
-	if d, ok := upstream.ProxyProtocolOf(nc); ok {
-		c.pp = &d
-	}
+	c.upCtx = m.proxyProtocolState(nc)
 	c.cc = &countedConn{Conn: nc, stats: m.stats, tcp: plainTCP(nc)}
 	c.src.cc = c.cc
 	c.goneFn = c.gone

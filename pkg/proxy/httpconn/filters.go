@@ -264,6 +264,7 @@ func (s *stream) MarkHealthCheck() { s.entry.HealthCheck = true }
 func (s *stream) Route() *router.Route {
 	if !s.routed {
 		s.routed = true
+		t0 := s.timeRouteResolution()
 		s.rreq.DynamicMetadata, s.rreq.FilterState = s.entry.DynamicMetadata, s.entry.FilterState
 		s.cached = s.routes().table.MatchRequest(&s.rreq)
 		s.clusterName, s.wc = "", -1
@@ -282,6 +283,7 @@ func (s *stream) Route() *router.Route {
 				s.clusterName = cs.Cluster(&s.rreq)
 			}
 		}
+		s.routeResolved(t0)
 		s.refreshDuration(s.cached)
 	}
 	return s.cached

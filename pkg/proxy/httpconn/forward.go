@@ -120,7 +120,7 @@ func (s *stream) prepareRequest() bool {
 		// A downstream's x-forwarded-proto is trusted only behind
 		// trusted hops.
 		if m.cfg.xffTrustedHops == 0 || !h.Has("x-forwarded-proto") {
-			h.Set("x-forwarded-proto", s.scheme)
+			h.Set("x-forwarded-proto", s.connectionProto())
 		}
 		// append_x_forwarded_port: the port the client connected to,
 		// unless a trusted hop already said.
@@ -144,7 +144,7 @@ func (s *stream) prepareRequest() bool {
 		}
 	}
 	if !h.Has("x-forwarded-proto") {
-		h.Add("x-forwarded-proto", s.scheme)
+		h.Add("x-forwarded-proto", s.connectionProto())
 	}
 	if v := m.cfg.schemeToSet; v != "" {
 		// scheme_to_overwrite: routes, filters and logs see the

@@ -93,7 +93,7 @@ func (st *h2Stream) open(h *h2Conn, id uint32, endStream, refused bool) {
 	st.cond.L = &h.mu
 	st.s.connID, st.s.remote, st.s.remoteIP, st.s.local, st.s.origDst = c.id, c.remote, c.remoteIP, c.local, c.origDst
 	st.s.tls, st.s.sni, st.s.direct, st.s.chain = c.tls, c.sni, c.direct, c.chain
-	st.s.connSource, st.s.connPP = c.source, c.pp
+	st.s.connSource, st.s.connUpCtx = c.source, c.upCtx
 	st.s.connState, st.s.netState = &c.filterState, c.netState
 	st.method, st.path, st.authority, st.scheme, st.host = "", "", "", "", ""
 	st.protocol = ""
@@ -589,17 +589,27 @@ func (st *h2Stream) waitBufferLocked() error {
 }
 
 // waitWriteLocked waits for the client to take more of the response,
-// under the stream idle timeout (counted as tx_flush_timeout when it
-// passes) and the stream's maximum durations, which the stream answers
-// for when the write fails.
+// under the stream idle timeout while the response is still coming, or,
+// once all of it has been produced, under the flush timeout (counted as
+// tx_flush_timeout when it passes, as Envoy's codec does), and under the
+// stream's maximum durations, which the stream answers for when the write
+// fails.
 func (st *h2Stream) waitWriteLocked() error {
-	idle := after(time.Now(), st.s.idleTimeout())
-	d := earliest(idle, st.s.writeLimit())
+	limit := st.s.idleTimeout()
+	if st.s.produced {
+		limit = st.s.flushTimeout()
+	}
+	timer := after(time.Now(), limit)
+	d := earliest(timer, st.s.writeLimit())
 	if !st.waitLocked(d) {
 		return nil
 	}
-	if d.Equal(idle) {
-		st.h.stats.txFlushTimeout.Inc()
+	if d.Equal(timer) {
+		st.s.writeTimedOut = writeIdleTimeout
+		if st.s.produced {
+			st.h.stats.txFlushTimeout.Inc()
+			st.s.writeTimedOut = writeFlushTimeout
+		}
 	}
 	return os.ErrDeadlineExceeded
 }

@@ -144,6 +144,7 @@ func (s *stream) finishLocalWith(body string, hasBody bool) {
 		return
 	}
 	if hasBody && n > 0 {
+		s.produced = true
 		if err := s.down.writeBodyString(body); err != nil {
 			s.downstreamFailed()
 			return
@@ -227,6 +228,7 @@ func (s *stream) sendHead(n int64, hasBody bool) error {
 			h.Set("x-request-id", id)
 		}
 	}
+	s.addProxyStatus()
 	if !s.keepAlive || s.closeConn {
 		s.closeConn = true
 	} else if m.closingNow() {
@@ -271,6 +273,22 @@ func (s *stream) downstreamFailed() {
 	if s.started && s.maxDurationReached(time.Now()) {
 		// A write that waited on a slow client until the stream's
 		// maximum duration: the stream was cut for that.
+		return
+	}
+	switch s.writeTimedOut {
+	case writeFlushTimeout:
+		// As Envoy's codec resets a stream the connection manager has
+		// finished: the stream's outcome stays as it was, only
+		// http2.tx_flush_timeout tells.
+		s.down.abort()
+		return
+	case writeIdleTimeout:
+		// As Envoy's stream idle timer firing after the response
+		// started: the stream is reset.
+		s.m.stats.rqIdleTimeout.Inc()
+		s.flags |= accesslog.StreamIdleTimeout
+		s.details = "stream_idle_timeout"
+		s.resetDownstream()
 		return
 	}
 	s.closeConn = true

@@ -47,6 +47,11 @@ const readBufferSize = 8 << 10
 // concurrent use; each connection runs in the goroutine of HandleConn.
 type Manager struct {
 	cfg settings
+	// proxyStatus is proxy_status_config, nil without it.
+	proxyStatus *proxyStatus
+	// routeResolution is record_route_resolution_stats' histograms, nil
+	// without it.
+	routeResolution *routeResolutionStats
 	// rt is the route table with its route-level stats: fixed for an
 	// inline route_config, swapped whole by route discovery (SetRoutes).
 	// A request reads it once (stream.routes) and keeps what it read,
@@ -204,6 +209,10 @@ func New(cfg *hcmv3.HttpConnectionManager, deps Deps) (*Manager, error) {
 		closed:      make(chan struct{}),
 	}
 	m.upgradeFilters = upgradeFilters
+	if cfg.GetRecordRouteResolutionStats() {
+		m.routeResolution = newRouteResolutionStats(deps.Stats, s.statPrefix)
+	}
+	m.proxyStatus = readProxyStatus(cfg.GetProxyStatusConfig(), deps.Tracing.Node.GetId(), s.serverName)
 	m.upConn = logs.ReadsUpstreamConnection() || replies.readsUpstreamConnection() || tr.readsUpstreamConnection() || uplog.readsUpstreamConnection()
 	m.routeFilter, m.clusterSpecifiers = routeFilter, plugins
 	m.rt.Store(routes)

@@ -807,9 +807,11 @@ func (s *stream) relayHTTP1(cl UpstreamCluster, uc *upstream.Conn, kind http1.Bo
 // (no encoder between) is written as such: a large one leaves with the
 // head without being copied behind it (see outBuf.writeLast).
 func (s *stream) writeResponseBody(p []byte) error {
-	if c := s.conn; c != nil && s.up.body.Done() && s.down == downstream(c) {
+	done := s.up.body.Done()
+	if c := s.conn; c != nil && done && s.down == downstream(c) {
 		return c.writeLastBody(p)
 	}
+	s.produced = done
 	return s.down.writeBody(p)
 }
 

@@ -166,12 +166,18 @@ func (s *stream) relayHTTP2(cl UpstreamCluster, ctx context.Context, resp *http.
 	}
 	if hasBody {
 		buf := make([]byte, h2BodyBuffer)
+		var received int64
 		for {
 			n, err := resp.Body.Read(buf)
 			if n > 0 {
 				if t := s.retry.timers; t != nil {
 					t.touch()
 				}
+				// The last piece, when the read or the announced
+				// length says so: its write waits under the flush
+				// timeout.
+				s.produced = errors.Is(err, io.EOF) || (resp.ContentLength >= 0 && received+int64(n) >= resp.ContentLength)
+				received += int64(n)
 				if err := s.down.writeBody(buf[:n]); err != nil {
 					s.downstreamFailed()
 					return

@@ -16,7 +16,7 @@ func (s *stream) init(m *Manager, c *serverConn, x *h1Exchange) {
 	s.connID, s.remote, s.remoteIP, s.local, s.origDst = c.id, c.remote, c.remoteIP, c.local, c.origDst
 	s.tls, s.sni, s.direct, s.chain = c.tls, c.sni, c.direct, c.chain
 	s.up = &x.up
-	s.connSource, s.connPP = c.source, c.pp
+	s.connSource, s.connUpCtx = c.source, c.upCtx
 	s.down = c
 	s.flushDown = x.flushDown
 	s.conn = c

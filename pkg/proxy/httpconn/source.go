@@ -13,10 +13,10 @@ import (
 // request without one pays nothing.
 func (s *stream) upstreamBase() context.Context {
 	ctx := s.m.ctx
-	if s.connPP != nil {
-		// What the connection's PROXY header said, for a cluster that
-		// sends one upstream (Envoy's ProxyProtocolFilterState).
-		ctx = upstream.WithProxyProtocol(ctx, *s.connPP)
+	if s.connUpCtx != nil {
+		// The downstream side, for a cluster that sends a PROXY header
+		// upstream (Envoy's ProxyProtocolFilterState).
+		ctx = s.connUpCtx
 	}
 	if !s.upSource.Addr.IsValid() {
 		return ctx

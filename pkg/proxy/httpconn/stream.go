@@ -113,10 +113,11 @@ type stream struct {
 	// (the original_src listener filter's), upSource the request's (the
 	// original_src HTTP filter may set its own); an invalid Addr is none.
 	connSource, upSource upstream.Source
-	// connPP is what the connection's PROXY protocol header said (nil:
-	// none), which a cluster's upstream PROXY header carries.
-	connPP *upstream.ProxyProtocolData
-	pick   upstream.PickContext
+	// connUpCtx is the connection's upstream context, carrying the
+	// downstream side a cluster's upstream PROXY header describes (nil:
+	// none; see Manager.proxyProtocolState).
+	connUpCtx context.Context
+	pick      upstream.PickContext
 	// setCookies are the cookies the route's hash policy generated for
 	// the pick (a cookie entry with a ttl the request lacked): the
 	// upstream's response carries them as Set-Cookie, as Envoy's router
@@ -291,6 +292,17 @@ type stream struct {
 	drainClose bool
 	flags      accesslog.ResponseFlags
 	details    string
+	// produced: the whole response body is in hand (the upstream's has
+	// ended, or the reply is local), so a write that waits on the
+	// client's flow control waits under the flush timeout rather than
+	// the stream idle timeout (stream.flushTimeout).
+	produced bool
+	// writeTimedOut is which timeout ended a write to an HTTP/2 client
+	// that did not open its window (see downstreamFailed).
+	writeTimedOut writeTimeout
+	// resolution counts the route resolutions for
+	// record_route_resolution_stats.
+	resolution routeResolution
 	bytesSent  uint64
 	bytesRecv  uint64
 
@@ -404,7 +416,7 @@ func (s *stream) begin(real time.Time, proto string) {
 	s.bodyErr.Store(nil)
 	s.respTrailers = nil
 	s.flags, s.details = 0, ""
-	s.bytesSent, s.bytesRecv = 0, 0
+	s.bytesSent, s.bytesRecv, s.produced, s.writeTimedOut, s.resolution = 0, 0, false, writeNotTimedOut, routeResolution{}
 	s.span, s.child, s.traceReason, s.decorated, s.decoratedPropagate = nil, nil, notTraceable, "", false
 	s.spanCtx.Valid = false
 	s.entry = accesslog.Entry{
@@ -540,6 +552,7 @@ func (s *stream) end() {
 	st.recordStatus(s.status)
 	st.listener.recordEnd(s.status)
 	st.rqTime.Record(uint64(now.Sub(s.start).Milliseconds()))
+	s.recordRouteResolution()
 	if s.drainClose {
 		st.cxDrainClose.Inc()
 	}

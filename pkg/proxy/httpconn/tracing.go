@@ -364,10 +364,11 @@ func (s *stream) traceResponseHeaders() {
 
 // injectTrace writes the span's context into the upstream request: the
 // request span's, or that of a child span of the upstream request when
-// the router's start_child_span or spawn_upstream_span asks for one.
+// the router's start_child_span or spawn_upstream_span asks for one;
+// nothing with tracing's no_context_propagation.
 func (s *stream) injectTrace(cl UpstreamCluster) {
 	if s.span == nil {
-		if s.spanCtx.Valid {
+		if s.spanCtx.Valid && !s.m.tracing.noPropagation {
 			// Through the start's pass, which tells whether the
 			// request's traceparent must be searched for.
 			s.m.tracing.ctxDriver.InjectContext(&s.spanCtx, &s.traceHeaders)
@@ -381,10 +382,17 @@ func (s *stream) injectTrace(cl UpstreamCluster) {
 		s.child = s.span.Child("router "+cl.Name()+" egress", s.m.stamp(time.Now()))
 		// Tagged and finished at once (finishChildSpan).
 		s.child.Borrow()
-		s.child.Inject(&s.traceHeaders)
+		if !s.m.tracing.noPropagation {
+			s.child.Inject(&s.traceHeaders)
+		}
 		return
 	}
-	s.span.Inject(&s.traceHeaders)
+	if !s.m.tracing.noPropagation {
+		// As Envoy's router with no_context_propagation: the span is
+		// reported, the upstream learns nothing of it (a context the
+		// client sent goes on as it came).
+		s.span.Inject(&s.traceHeaders)
+	}
 }
 
 // finishChildSpan ends the upstream request's span with Envoy's upstream

@@ -44,7 +44,10 @@ type tracingConfig struct {
 	// when neither does (an unsampled request then needs no span), else
 	// nil. Both are set with the filters (withRouter).
 	childSpans bool
-	ctxOnly    tracing.ContextDriver
+	// noPropagation is no_context_propagation: spans are reported, but
+	// no trace context is written into upstream requests.
+	noPropagation bool
+	ctxOnly       tracing.ContextDriver
 	// startTable is the headers the start's pass finds: those of the
 	// decision and the span's start (startHeaderTable) or, when
 	// random_sampling is 50% or more and most requests are expected
@@ -175,6 +178,7 @@ func readTracing(cfg *hcmv3.HttpConnectionManager, deps Deps) (*tracingConfig, e
 		overall:          percent(tc.GetOverallSampling(), 100),
 		maxPathTagLength: defaultMaxPathTagLength,
 		spawnUpstream:    tc.GetSpawnUpstreamSpan().GetValue(),
+		noPropagation:    tc.GetNoContextPropagation(),
 		nodeID:           deps.Tracing.Node.GetId(),
 		zone:             deps.Tracing.Node.GetLocality().GetZone(),
 	}

@@ -23,10 +23,12 @@ const (
 	xfccSubject
 	xfccURI
 	xfccDNS
+	xfccIssuer
 )
 
 // readXFCCDetails lists the details set_current_client_cert_details asks
-// for, in the order Envoy writes them: Cert, Chain, Subject, URI, DNS.
+// for, in the order Envoy writes them: Cert, Chain, Subject, URI, DNS,
+// then Issuer (the newest).
 func readXFCCDetails(d *hcmv3.HttpConnectionManager_SetCurrentClientCertDetails) []xfccDetail {
 	var out []xfccDetail
 	for _, f := range []struct {
@@ -38,6 +40,7 @@ func readXFCCDetails(d *hcmv3.HttpConnectionManager_SetCurrentClientCertDetails)
 		{d.GetSubject().GetValue(), xfccSubject},
 		{d.GetUri(), xfccURI},
 		{d.GetDns(), xfccDNS},
+		{d.GetIssuer(), xfccIssuer},
 	} {
 		if f.on {
 			out = append(out, f.d)
@@ -105,6 +108,10 @@ func xfccElement(local *x509.Certificate, chain []*x509.Certificate, details []x
 			for _, n := range peer.DNSNames {
 				parts = append(parts, "DNS="+n)
 			}
+		case xfccIssuer:
+			// Quoted as the subject is, the issuer's distinguished
+			// name.
+			parts = append(parts, `Issuer="`+peer.Issuer.String()+`"`)
 		}
 	}
 	return strings.Join(parts, ";")

@@ -192,6 +192,13 @@ func compileRouteAction(r *Route, a *routev3.RouteAction, opts *Options) error {
 		}
 		r.idleTimeout, r.idleTimeoutSet = d, true
 	}
+	if t := a.GetFlushTimeout(); t != nil {
+		d, err := duration(t)
+		if err != nil {
+			return fmt.Errorf("flush_timeout: %w", err)
+		}
+		r.flushTimeout, r.flushTimeoutSet = d, true
+	}
 
 	if err := compileHostRewrite(r, a); err != nil {
 		return err

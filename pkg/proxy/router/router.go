@@ -200,6 +200,9 @@ type Route struct {
 	bodyLimit      bodyBufferLimit
 	idleTimeout    time.Duration
 	idleTimeoutSet bool
+	// flushTimeout is flush_timeout (see FlushTimeout).
+	flushTimeout    time.Duration
+	flushTimeoutSet bool
 	// upgrades is the route action's upgrade_configs (see Upgrade).
 	upgrades upgradeMap
 	// requestOps and responseOps are the header mutations of the route,
@@ -587,6 +590,11 @@ func (r *Route) PickCluster(random uint64) (name string, index int) {
 // does not, the connection manager's stream idle timeout applies. 0
 // disables it.
 func (r *Route) IdleTimeout() (time.Duration, bool) { return r.idleTimeout, r.idleTimeoutSet }
+
+// FlushTimeout is the route's flush_timeout and whether it sets one: how
+// long a stream whose response has all been produced may wait on the
+// client's flow control to send it. 0 disables it.
+func (r *Route) FlushTimeout() (time.Duration, bool) { return r.flushTimeout, r.flushTimeoutSet }
 
 // RewritesPath reports whether RewritePath changes paths, so the caller
 // knows to keep the original path (x-envoy-original-path) only then.
