@@ -47,8 +47,9 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 
 	// Load balancers (pkg/proxy/lb): lb_policy with its configuration,
 	// or the typed load_balancing_policy. Not implemented, so refused
-	// with their path: a consistent_hashing_lb_config's hash_policy, the
-	// typed configs' locality_lb_config and locality_weighted_lb_config.
+	// with their path: the typed ring hash and maglev configs'
+	// locality_weighted_lb_config (refused by pkg/proxy/lb, as the legacy
+	// one is with them by pkg/proxy/cluster).
 	"envoy.config.cluster.v3.Cluster.lb_policy":                                                         {values: []string{"ROUND_ROBIN", "LEAST_REQUEST", "RING_HASH", "RANDOM", "MAGLEV", "CLUSTER_PROVIDED", "LOAD_BALANCING_POLICY_CONFIG"}},
 	"envoy.config.cluster.v3.Cluster.round_robin_lb_config":                                             {},
 	"envoy.config.cluster.v3.Cluster.RoundRobinLbConfig.slow_start_config":                              {},
@@ -93,6 +94,9 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.load_balancing_policies.common.v3.ConsistentHashingLbConfig.use_hostname_for_hashing": {},
 	"envoy.extensions.load_balancing_policies.common.v3.ConsistentHashingLbConfig.hash_balance_factor":      {},
 	"envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash.hash_balance_factor":                    {},
+	// The balancer's own hash policy, which replaces the route's and
+	// tcp_proxy's (pkg/proxy/cluster, lbhash.go).
+	"envoy.extensions.load_balancing_policies.common.v3.ConsistentHashingLbConfig.hash_policy": {},
 
 	// DNS clusters (STRICT_DNS, LOGICAL_DNS; the resolvers are in
 	// support_dns.go). A STATIC cluster accepts and ignores them, as Envoy.

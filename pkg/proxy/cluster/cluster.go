@@ -657,6 +657,9 @@ func (c *Cluster) pickHost(pc *upstream.PickContext) *upstream.Host {
 		}
 		return c.pickOrigDst(dst)
 	}
+	if c.settings.hashPolicy != nil && pc != nil {
+		pc = c.withLbHashPolicy(pc)
+	}
 	h, panicked := c.pickOnce(pc)
 	if pc != nil && pc.HostReselections > 0 {
 		// A retry's host predicates: pick again while they refuse.

@@ -15,6 +15,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/healthcheck"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/outlier"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	taptransport "github.com/outrigger-dev/outrigger/pkg/proxy/tap/transport"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
@@ -86,6 +87,9 @@ type settings struct {
 	// load_balancing_policy); nil for an ORIGINAL_DST cluster, which
 	// balances by its own rules.
 	policy lb.Policy
+	// hashPolicy is the policy's own hash_policy (lb.HashPolicyOf), nil
+	// when it has none: see withLbHashPolicy.
+	hashPolicy *router.HashPolicy
 	// zone is the zone-aware routing's parameters, used when the cluster
 	// manager has a local cluster.
 	zone zoneSettings
@@ -194,6 +198,7 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	default:
 		var perrs []error
 		s.policy, perrs = lb.ForCluster(c, reg)
+		s.hashPolicy = lb.HashPolicyOf(s.policy)
 		for _, err := range perrs {
 			errs = append(errs, prefixed("", err))
 		}
@@ -220,7 +225,12 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 			s.lb.PanicThreshold = uint32(math.Round(v))
 		}
 	}
-	errs = append(errs, s.applyLocality(localityFromCommon(c.GetCommonLbConfig()), "common_lb_config.zone_aware_lb_config")...)
+	if l := lb.LocalityOf(s.policy); l != nil {
+		// The typed policy's own (lb refuses common_lb_config's with it).
+		errs = append(errs, s.applyLocality(localityFromTyped(l), "load_balancing_policy")...)
+	} else {
+		errs = append(errs, s.applyLocality(localityFromCommon(c.GetCommonLbConfig()), "common_lb_config.zone_aware_lb_config")...)
+	}
 	if s.lb.LocalityWeighted && s.policy != nil && s.policy.HashBased() {
 		// Envoy folds the locality weights into one ring (or table) over
 		// the level; Outrigger's locality layer would pick a locality

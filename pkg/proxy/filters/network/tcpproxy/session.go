@@ -29,7 +29,7 @@ func (s *session) pickContext() *upstream.PickContext {
 	if dst, ok := upstream.OriginalDst(s.down); ok {
 		pc.OriginalDst = dst
 	}
-	pc.Hash, pc.HasHash = s.p.cfg.hash.of(s.down)
+	pc.Hasher = connHasher{policy: s.p.cfg.hash, conn: s.down}
 	// What a dynamic forward proxy cluster picks its host by.
 	pc.ServerName = accesslog.RequestedServerName(s.down)
 	if v, ok := netfilter.FilterStateOf(s.down, netfilter.DynamicPortStateKey); ok {
