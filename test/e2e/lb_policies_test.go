@@ -185,6 +185,37 @@ var _ = Describe("Load balancing policies", func() {
 		Expect(prom).To(ContainSubstring(`proxy_cluster_ring_hash_lb_size{proxy_cluster_name="up"} 64`))
 	})
 
+	It("hashes with a typed ring hash policy's own hash_policy, not the route's", func() {
+		names := []string{"a", "b", "c", "d"}
+		var ports []int
+		for _, n := range names {
+			ports = append(ports, lbUpstream(n))
+		}
+		// The route hashes on x-route, which changes on every request;
+		// the cluster's policy on x-user, which decides alone.
+		policy := `load_balancing_policy: {policies: [{typed_extension_config: {name: envoy.load_balancing_policies.ring_hash, typed_config: {"@type": type.googleapis.com/envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash, minimum_ring_size: 64, consistent_hashing_lb_config: {hash_policy: [{header: {header_name: x-user}}]}}}}]}`
+		_, port := lbProxy(lbCluster(policy, ports...), ", hash_policy: [{header: {header_name: x-route}}]")
+		used := map[string]bool{}
+		for i := range 20 {
+			user := fmt.Sprintf("user-%d", i)
+			_, first, _ := lbGet(port, "/", "x-user", user, "x-route", user+"-0")
+			for r := range 4 {
+				_, up, _ := lbGet(port, "/", "x-user", user, "x-route", fmt.Sprintf("%s-%d", user, r+1))
+				Expect(up).To(Equal(first), "%s moved", user)
+			}
+			used[first] = true
+		}
+		Expect(len(used)).To(BeNumerically(">=", 2), "20 keys all went to %v", used)
+		// Without x-user the cluster's policy yields no hash: the picks
+		// are random, though x-route stays the same.
+		spread := map[string]bool{}
+		for range 40 {
+			_, up, _ := lbGet(port, "/", "x-route", "fixed")
+			spread[up] = true
+		}
+		Expect(len(spread)).To(BeNumerically(">=", 2), "requests without x-user all went to %v", spread)
+	})
+
 	It("bounds a hot key's host with hash_balance_factor, spilling its requests to the others", func() {
 		// Three hosts hold every request until the end; six requests with
 		// one key arrive one after the other. With a factor of 150 the
