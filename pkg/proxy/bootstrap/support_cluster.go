@@ -43,7 +43,10 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.cluster.v3.Cluster.typed_extension_protocol_options":       {},
 	"envoy.config.cluster.v3.Cluster.common_lb_config":                       {},
 	"envoy.config.cluster.v3.Cluster.CommonLbConfig.healthy_panic_threshold": {},
-	"envoy.type.v3.Percent.value":                                            {},
+	// Every host's connections drain when hosts join or leave
+	// (pkg/proxy/cluster, hostsetchange.go).
+	"envoy.config.cluster.v3.Cluster.CommonLbConfig.close_connections_on_host_set_change": {},
+	"envoy.type.v3.Percent.value": {},
 
 	// Load balancers (pkg/proxy/lb): lb_policy with its configuration,
 	// or the typed load_balancing_policy. Not implemented, so refused

@@ -366,6 +366,9 @@ func (c *Cluster) installLocked(priorities [][]*upstream.Host, counted bool, ch 
 	if old == nil {
 		return
 	}
+	if c.settings.closeOnSetChange && membershipChanged(old.hosts, hs.hosts) {
+		c.drainAllHosts(hs)
+	}
 	removed := false
 	if known {
 		for _, p := range retired {

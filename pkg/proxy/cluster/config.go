@@ -119,6 +119,10 @@ type settings struct {
 	// a host that active health checking fails or outlier detection
 	// ejects loses its TCP proxy connections at once (hostFailed).
 	closeOnHealthFailure bool
+	// closeOnSetChange is common_lb_config.close_connections_on_host_set_change:
+	// every host's connections drain when hosts join or leave (see
+	// drainAllHosts).
+	closeOnSetChange bool
 	// notes are things worth a warning that are not errors: settings
 	// Envoy ignores for the cluster's type, accepted as Envoy does.
 	notes []string
@@ -261,6 +265,7 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	errs = append(errs, errList...)
 	s.ignoreHealthOnRemoval = c.GetIgnoreHealthOnHostRemoval()
 	s.closeOnHealthFailure = c.GetCloseConnectionsOnHostHealthFailure()
+	s.closeOnSetChange = c.GetCommonLbConfig().GetCloseConnectionsOnHostSetChange()
 
 	s.thresholds, errList = buildThresholds(c.GetCircuitBreakers())
 	for _, err := range errList {
