@@ -193,7 +193,10 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.HealthCheck.Payload.binary":                       {},
 
 	// Circuit breakers.
-	"envoy.config.cluster.v3.CircuitBreakers.thresholds":                                   {},
+	"envoy.config.cluster.v3.CircuitBreakers.thresholds": {},
+	// max_connections per host (pkg/proxy/cluster, perhost.go); Envoy
+	// reads nothing else there, and the build notes the rest.
+	"envoy.config.cluster.v3.CircuitBreakers.per_host_thresholds":                          {},
 	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.priority":                          {},
 	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_connections":                   {},
 	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_pending_requests":              {},

@@ -78,6 +78,9 @@ type settings struct {
 	// metadata its connections to internal listeners pass on.
 	iu         *internalUpstream
 	thresholds [numPriorities]Thresholds
+	// perHostCx is each priority's per_host_thresholds max_connections
+	// (buildPerHostThresholds).
+	perHostCx [numPriorities]perHostLimit
 	// sockets are transport_socket_matches (socketmatch.go).
 	sockets socketMatches
 	// outlier is outlier_detection, nil for none (outlier.go).
@@ -268,6 +271,11 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	s.closeOnSetChange = c.GetCommonLbConfig().GetCloseConnectionsOnHostSetChange()
 
 	s.thresholds, errList = buildThresholds(c.GetCircuitBreakers())
+	var perHostNotes []string
+	var perHostErrs []error
+	s.perHostCx, perHostNotes, perHostErrs = buildPerHostThresholds(c.GetCircuitBreakers())
+	s.notes = append(s.notes, perHostNotes...)
+	errList = append(errList, perHostErrs...)
 	for _, err := range errList {
 		errs = append(errs, prefixed("circuit_breakers", err))
 	}

@@ -154,6 +154,8 @@ type resources struct {
 	cx, pending, rq, retries resource
 	// budget, when set, limits retries instead of max_retries.
 	budget *RetryBudget
+	// perHostCx is per_host_thresholds' max_connections (see hostFull).
+	perHostCx perHostLimit
 }
 
 // retryLimit is the number of retries allowed in flight now: the retry
@@ -180,7 +182,7 @@ func priorityName(p corev3.RoutingPriority) string {
 // <limit> (rt nil: no runtime). Envoy also has cx_pool_open for
 // max_connection_pools, which Outrigger refuses: the gauge exists and
 // stays 0, as Envoy's does without that limit.
-func newResources(scope stats.Scope, cluster string, t [numPriorities]Thresholds, rt func() *runtime.Snapshot) *[numPriorities]resources {
+func newResources(scope stats.Scope, cluster string, t [numPriorities]Thresholds, perHost [numPriorities]perHostLimit, rt func() *runtime.Snapshot) *[numPriorities]resources {
 	out := new([numPriorities]resources)
 	src := &breakerSource{cluster: cluster, rt: rt}
 	for p := range out {
@@ -195,6 +197,7 @@ func newResources(scope stats.Scope, cluster string, t [numPriorities]Thresholds
 		}
 		scope.Gauge(prefix + "cx_pool_open")
 		res := &out[p]
+		res.perHostCx = perHost[p]
 		breaker(&res.cx, 0, t[p].MaxConnections, "cx_open", "remaining_cx")
 		breaker(&res.pending, 1, t[p].MaxPendingRequests, "rq_pending_open", "remaining_pending")
 		breaker(&res.rq, 2, t[p].MaxRequests, "rq_open", "remaining_rq")
