@@ -20,17 +20,22 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.cluster.v3.Cluster.upstream_connection_options": {},
 	"envoy.config.cluster.v3.Cluster.upstream_bind_config":        {},
 	// The bind configuration of the clusters without their own.
-	"envoy.config.bootstrap.v3.ClusterManager.upstream_bind_config":     {},
-	"envoy.config.core.v3.BindConfig.source_address":                    {},
-	"envoy.config.core.v3.BindConfig.freebind":                          {},
-	"envoy.config.core.v3.BindConfig.socket_options":                    {},
-	"envoy.config.cluster.v3.UpstreamConnectionOptions.tcp_keepalive":   {},
-	"envoy.config.core.v3.TcpKeepalive.keepalive_probes":                {},
-	"envoy.config.core.v3.TcpKeepalive.keepalive_time":                  {},
-	"envoy.config.core.v3.TcpKeepalive.keepalive_interval":              {},
-	"envoy.config.cluster.v3.Cluster.per_connection_buffer_limit_bytes": {},
-	"envoy.config.cluster.v3.Cluster.load_assignment":                   {},
-	"envoy.config.cluster.v3.Cluster.circuit_breakers":                  {},
+	"envoy.config.bootstrap.v3.ClusterManager.upstream_bind_config":   {},
+	"envoy.config.core.v3.BindConfig.source_address":                  {},
+	"envoy.config.core.v3.BindConfig.freebind":                        {},
+	"envoy.config.core.v3.BindConfig.socket_options":                  {},
+	"envoy.config.cluster.v3.UpstreamConnectionOptions.tcp_keepalive": {},
+	// Connections race an endpoint's addresses (pkg/proxy/cluster,
+	// happyeyeballs.go).
+	"envoy.config.cluster.v3.UpstreamConnectionOptions.happy_eyeballs_config":                            {},
+	"envoy.config.cluster.v3.UpstreamConnectionOptions.HappyEyeballsConfig.first_address_family_version": {values: []string{"DEFAULT", "V4", "V6"}},
+	"envoy.config.cluster.v3.UpstreamConnectionOptions.HappyEyeballsConfig.first_address_family_count":   {},
+	"envoy.config.core.v3.TcpKeepalive.keepalive_probes":                                                 {},
+	"envoy.config.core.v3.TcpKeepalive.keepalive_time":                                                   {},
+	"envoy.config.core.v3.TcpKeepalive.keepalive_interval":                                               {},
+	"envoy.config.cluster.v3.Cluster.per_connection_buffer_limit_bytes":                                  {},
+	"envoy.config.cluster.v3.Cluster.load_assignment":                                                    {},
+	"envoy.config.cluster.v3.Cluster.circuit_breakers":                                                   {},
 	// The deprecated cluster-level HTTP options, read as Envoy reads them
 	// when typed_extension_protocol_options has no HttpProtocolOptions.
 	"envoy.config.cluster.v3.Cluster.http2_protocol_options":         {},
@@ -269,6 +274,9 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.endpoint.v3.LbEndpoint.load_balancing_weight":                          {},
 	"envoy.config.endpoint.v3.Endpoint.address":                                          {},
 	"envoy.config.endpoint.v3.Endpoint.hostname":                                         {},
+	// The addresses its connections race with address (happy eyeballs).
+	"envoy.config.endpoint.v3.Endpoint.additional_addresses":      {},
+	"envoy.config.endpoint.v3.Endpoint.AdditionalAddress.address": {},
 	// health_check_config: where and how the cluster's active checks
 	// reach the endpoint (pkg/proxy/cluster hostHealthCheck,
 	// pkg/proxy/healthcheck checkAddress and checkHostname).

@@ -60,6 +60,9 @@ type settings struct {
 	// keepalive is upstream_connection_options.tcp_keepalive, nil for
 	// none (Envoy enables no TCP keep-alive upstream by default).
 	keepalive *net.KeepAliveConfig
+	// happyEyeballs orders the addresses of endpoints with
+	// additional_addresses (upstream_connection_options.happy_eyeballs_config).
+	happyEyeballs happyEyeballs
 	// drop is load_assignment.policy.drop_overloads (see
 	// buildDropOverload).
 	drop dropOverload
@@ -261,6 +264,11 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	}
 	if ka := c.GetUpstreamConnectionOptions().GetTcpKeepalive(); ka != nil {
 		s.keepalive = keepaliveConfig(ka)
+	}
+	if he, err := buildHappyEyeballs(c.GetUpstreamConnectionOptions().GetHappyEyeballsConfig()); err != nil {
+		errs = append(errs, prefixed("upstream_connection_options", err))
+	} else {
+		s.happyEyeballs = he
 	}
 	s.bind, errList = buildBind(c.GetUpstreamBindConfig())
 	errs = append(errs, errList...)

@@ -54,5 +54,5 @@ type lbHasher struct {
 	policy *router.HashPolicy
 }
 
-func (h lbHasher) PickHash() (uint64, bool)     { return h.from.PickHashWith(h.policy) }
+func (h lbHasher) PickHash() (uint64, bool)   { return h.from.PickHashWith(h.policy) }
 func (h lbHasher) PolicyHasher() PolicyHasher { return h.from }
