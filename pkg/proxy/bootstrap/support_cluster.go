@@ -51,7 +51,9 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	// Every host's connections drain when hosts join or leave
 	// (pkg/proxy/cluster, hostsetchange.go).
 	"envoy.config.cluster.v3.Cluster.CommonLbConfig.close_connections_on_host_set_change": {},
-	"envoy.type.v3.Percent.value": {},
+	// 0s only (pkg/proxy/cluster refuses a window): updates apply at once.
+	"envoy.config.cluster.v3.Cluster.CommonLbConfig.update_merge_window": {},
+	"envoy.type.v3.Percent.value":                                        {},
 
 	// Load balancers (pkg/proxy/lb): lb_policy with its configuration,
 	// or the typed load_balancing_policy. Not implemented, so refused

@@ -277,6 +277,11 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	s.ignoreHealthOnRemoval = c.GetIgnoreHealthOnHostRemoval()
 	s.closeOnHealthFailure = c.GetCloseConnectionsOnHostHealthFailure()
 	s.closeOnSetChange = c.GetCommonLbConfig().GetCloseConnectionsOnHostSetChange()
+	if w := c.GetCommonLbConfig().GetUpdateMergeWindow(); w != nil && w.AsDuration() != 0 {
+		// Outrigger applies every host set update at once: Envoy's
+		// behaviour with a window of 0s, the only one accepted.
+		errs = append(errs, configErrorf("common_lb_config.update_merge_window", "%s is not supported by Outrigger (host set updates apply at once, as with 0s)", w.AsDuration()))
+	}
 
 	s.thresholds, errList = buildThresholds(c.GetCircuitBreakers())
 	var perHostNotes []string

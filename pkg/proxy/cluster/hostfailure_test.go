@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strconv"
 	"testing"
@@ -154,5 +155,20 @@ func TestCloseConnectionsOnHostSetChange(t *testing.T) {
 				t.Errorf("after the release upstream_cx_active = %d, want %d", got, want)
 			}
 		})
+	}
+}
+
+// TestUpdateMergeWindow checks that common_lb_config.update_merge_window
+// is accepted at 0s (updates apply at once, as Outrigger's always do) and
+// refused otherwise.
+func TestUpdateMergeWindow(t *testing.T) {
+	src := func(w string) string {
+		return "- name: web\n  common_lb_config: {update_merge_window: " + w + "}" + upHosts(1)
+	}
+	newTestManager(t, src("0s"))
+	_, err := NewManager(parseClusters(t, src("1s")), Options{})
+	want := []string{"static_resources.clusters[0].common_lb_config.update_merge_window: 1s is not supported by Outrigger (host set updates apply at once, as with 0s)"}
+	if err == nil || fmt.Sprint(errorLines(err)) != fmt.Sprint(want) {
+		t.Errorf("1s: %v, want %v", err, want)
 	}
 }
