@@ -137,12 +137,14 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.clusters.dns.v3.DnsCluster.dns_min_refresh_rate":             {},
 
 	// ORIGINAL_DST clusters (pkg/proxy/cluster, origdst.go); other types
-	// accept and ignore them, as Envoy. metadata_key is refused.
+	// accept and ignore them, as Envoy. metadata_key reads the request's
+	// dynamic metadata (origdst_metadata.go).
 	"envoy.config.cluster.v3.Cluster.cleanup_interval":                           {},
 	"envoy.config.cluster.v3.Cluster.original_dst_lb_config":                     {},
 	"envoy.config.cluster.v3.Cluster.OriginalDstLbConfig.use_http_header":        {},
 	"envoy.config.cluster.v3.Cluster.OriginalDstLbConfig.http_header_name":       {},
 	"envoy.config.cluster.v3.Cluster.OriginalDstLbConfig.upstream_port_override": {},
+	"envoy.config.cluster.v3.Cluster.OriginalDstLbConfig.metadata_key":           {},
 
 	// Active health checks (pkg/proxy/healthcheck): one per cluster.
 	"envoy.config.cluster.v3.Cluster.health_checks":                 {},
