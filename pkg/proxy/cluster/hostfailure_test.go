@@ -46,15 +46,7 @@ func TestCloseConnectionsOnHostHealthFailure(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tcp.Close()
-			idle, err := c.AcquireHTTP1(ctx, h)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lent, err := c.AcquireHTTP1(ctx, h)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.ReleaseHTTP1(idle, true)
+			lent := idleAndLent(t, c, h)
 			active := store.Gauge("cluster.web.upstream_cx_active")
 			if got := active.Value(); got != 3 {
 				t.Fatalf("upstream_cx_active = %d before the failure, want 3", got)
@@ -118,16 +110,7 @@ func TestCloseConnectionsOnHostSetChange(t *testing.T) {
     {endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: `+strconv.Itoa(port)+`}}}}]}]}`)
 			c := m.Cluster("web")
 			h := c.Hosts()[0]
-			ctx := context.Background()
-			idle, err := c.AcquireHTTP1(ctx, h)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lent, err := c.AcquireHTTP1(ctx, h)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.ReleaseHTTP1(idle, true)
+			lent := idleAndLent(t, c, h)
 			active := store.Gauge("cluster.web.upstream_cx_active")
 			if got := active.Value(); got != 2 {
 				t.Fatalf("upstream_cx_active = %d, want 2", got)

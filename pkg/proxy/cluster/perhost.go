@@ -2,7 +2,6 @@ package cluster
 
 import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -24,17 +23,11 @@ func buildPerHostThresholds(cb *clusterv3.CircuitBreakers) (out [numPriorities]p
 	seen := [numPriorities]int{-1, -1}
 	for i, t := range cb.GetPerHostThresholds() {
 		path := index("per_host_thresholds", i)
-		p := t.GetPriority()
-		if p != corev3.RoutingPriority_DEFAULT && p != corev3.RoutingPriority_HIGH {
-			errs = append(errs, configErrorf(join(path, "priority"), "unknown routing priority %d", p))
+		p, err := entryPriority(t, "per_host_thresholds", i, &seen)
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		if prev := seen[p]; prev >= 0 {
-			// Envoy silently uses the first entry, as for thresholds.
-			errs = append(errs, configErrorf(join(path, "priority"), "%s is already set by %s", p, index("per_host_thresholds", prev)))
-			continue
-		}
-		seen[p] = i
 		if t.GetMaxPendingRequests() != nil || t.GetMaxRequests() != nil || t.GetMaxRetries() != nil || t.GetRetryBudget() != nil || t.GetTrackRemaining() || t.GetMaxConnectionPools() != nil {
 			notes = append(notes, "circuit_breakers."+path+": only max_connections applies per host; the other limits have no effect (Envoy ignores them too)")
 		}

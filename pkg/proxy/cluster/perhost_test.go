@@ -33,15 +33,7 @@ func TestPerHostMaxConnections(t *testing.T) {
 		t.Fatalf("upstream_cx_overflow = %d after one connection per host, want 0", got)
 	}
 
-	type result struct {
-		conn *upstream.Conn
-		err  error
-	}
-	second := make(chan result, 1)
-	go func() {
-		conn, err := c.AcquireHTTP1(t.Context(), hosts[0])
-		second <- result{conn, err}
-	}()
+	second := acquireAsync(t, c, hosts[0])
 	waitFor(t, "the second request to be pending", func() bool { return gauge("upstream_rq_pending_active") == 1 })
 	if got := counter("upstream_cx_overflow"); got != 1 {
 		t.Errorf("upstream_cx_overflow = %d with the host at its limit, want 1", got)
@@ -54,14 +46,7 @@ func TestPerHostMaxConnections(t *testing.T) {
 		t.Errorf("upstream_cx_overflow = %d after the TCP refusal, want 2", got)
 	}
 
-	roundTrip(t, first)
-	c.ReleaseHTTP1(first, true)
-	r := <-second
-	if r.err != nil || r.conn != first {
-		t.Fatalf("second request got %p, %v; want the released connection %p", r.conn, r.err, first)
-	}
-	roundTrip(t, r.conn)
-	c.ReleaseHTTP1(r.conn, true)
+	handOver(t, c, first, second)
 	roundTrip(t, other)
 	c.ReleaseHTTP1(other, true)
 	if a.accepted.Load() != 1 || b.accepted.Load() != 1 {

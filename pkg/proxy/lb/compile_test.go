@@ -161,18 +161,7 @@ func TestHashPolicyOf(t *testing.T) {
 		"round robin":        {`{name: c}`, false},
 	} {
 		t.Run(name, func(t *testing.T) {
-			j, err := yaml.YAMLToJSON([]byte(tc.yaml))
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := &clusterv3.Cluster{}
-			if err := protojson.Unmarshal(j, c); err != nil {
-				t.Fatal(err)
-			}
-			p, errs := ForCluster(c, testRegistry(t))
-			if len(errs) > 0 {
-				t.Fatal(errs)
-			}
+			p := compileCluster(t, tc.yaml)
 			if got := HashPolicyOf(p) != nil; got != tc.want {
 				t.Errorf("HashPolicyOf: %v, want %v", got, tc.want)
 			}
@@ -194,18 +183,7 @@ func TestLocalityOf(t *testing.T) {
 		"random, zone aware":             {`{name: c, load_balancing_policy: {policies: [{typed_extension_config: {name: r, typed_config: {"@type": ` + typed + `random.v3.Random, locality_lb_config: {zone_aware_lb_config: {routing_enabled: {value: 7}}}}}}]}}`, false, 7},
 	} {
 		t.Run(name, func(t *testing.T) {
-			j, err := yaml.YAMLToJSON([]byte(tc.yaml))
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := &clusterv3.Cluster{}
-			if err := protojson.Unmarshal(j, c); err != nil {
-				t.Fatal(err)
-			}
-			p, errs := ForCluster(c, testRegistry(t))
-			if len(errs) > 0 {
-				t.Fatal(errs)
-			}
+			p := compileCluster(t, tc.yaml)
 			l := LocalityOf(p)
 			if l == nil {
 				t.Fatal("no locality_lb_config")
@@ -221,4 +199,23 @@ func TestLocalityOf(t *testing.T) {
 	if LocalityOf(ringHashPolicy{}) != nil {
 		t.Error("ring hash has a locality_lb_config")
 	}
+}
+
+// compileCluster compiles the policy of a cluster given in YAML, which
+// must have no error.
+func compileCluster(t *testing.T, src string) Policy {
+	t.Helper()
+	j, err := yaml.YAMLToJSON([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &clusterv3.Cluster{}
+	if err := protojson.Unmarshal(j, c); err != nil {
+		t.Fatal(err)
+	}
+	p, errs := ForCluster(c, testRegistry(t))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	return p
 }
