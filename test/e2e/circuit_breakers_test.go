@@ -480,12 +480,12 @@ var _ = Describe("Circuit breakers", func() {
 
 		cfg := proxySpec{Port: freePort(), Clusters: []proxyCluster{
 			{Name: "pools", Port: 9, Extra: "{" + breakerThresholds("max_connection_pools: 2") + "}"},
-			{Name: "perhost", Port: 9, Extra: "{circuit_breakers: {per_host_thresholds: [{max_connections: 1}]}}"},
+			{Name: "budget", Port: 9, Extra: "{" + breakerThresholds("retry_budget: {budget_interval: 1s}") + "}"},
 		}}.YAML()
 		r, _ := validate("cb.yaml", cfg)
 		Expect(r.ExitCode).NotTo(Equal(0))
 		for _, path := range []string{"static_resources.clusters[0].circuit_breakers.thresholds[0].max_connection_pools: not supported by Outrigger",
-			"static_resources.clusters[1].circuit_breakers.per_host_thresholds: not supported by Outrigger"} {
+			"static_resources.clusters[1].circuit_breakers.thresholds[0].retry_budget.budget_interval: not supported by Outrigger"} {
 			Expect(r.Stderr).To(ContainSubstring(path))
 		}
 	})

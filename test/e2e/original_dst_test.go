@@ -145,11 +145,11 @@ static_resources:
   clusters:
   - {name: a, type: ORIGINAL_DST}
   - {name: b, type: ORIGINAL_DST, lb_policy: CLUSTER_PROVIDED, load_assignment: {cluster_name: b}}
-  - {name: c, type: ORIGINAL_DST, lb_policy: CLUSTER_PROVIDED, original_dst_lb_config: {metadata_key: {key: k, path: [{key: p}]}}}
+  - {name: c, type: ORIGINAL_DST, lb_policy: CLUSTER_PROVIDED, original_dst_lb_config: {metadata_key: {key: k, path: [{key: ""}]}}}
 `)
 		Expect(r.ExitCode).To(Equal(1))
 		Expect(r.Stderr).To(ContainSubstring("static_resources.clusters[0].lb_policy: LB policy ROUND_ROBIN is not valid for Cluster type ORIGINAL_DST"))
 		Expect(r.Stderr).To(ContainSubstring("static_resources.clusters[1].load_assignment: ORIGINAL_DST clusters must have no load assignment configured"))
-		Expect(r.Stderr).To(ContainSubstring("static_resources.clusters[2].original_dst_lb_config.metadata_key: not supported by Outrigger"))
+		Expect(r.Stderr).To(ContainSubstring("static_resources.clusters[2].original_dst_lb_config.metadata_key.path[0].key: "))
 	})
 })
