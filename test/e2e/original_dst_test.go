@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -98,41 +99,21 @@ var _ = Describe("ORIGINAL_DST clusters", func() {
 	It("sends a request to the host its dynamic metadata names at metadata_key, before the header", func() {
 		up := startUpstream(false)
 		port := freePort()
-		s := Start(newDir(), fmt.Sprintf(`
-admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}
-static_resources:
-  listeners:
-  - name: http
-    address: {socket_address: {address: 127.0.0.1, port_value: %d}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: front
-          route_config:
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - {match: {prefix: /meta}, route: {cluster: dst}}
-          http_filters:
+		// The bootstrap above, with a filter that records the host in
+		// the dynamic metadata (a list: its first element counts) and the
+		// cluster reading it.
+		cfg := strings.Replace(originalDstBootstrap(port, freePort()), "          http_filters:\n", fmt.Sprintf(`          http_filters:
           - name: envoy.filters.http.set_metadata
             typed_config: {"@type": %s, metadata: [{metadata_namespace: routing, value: {dst: ["127.0.0.1:%d"]}}]}
-          - name: envoy.filters.http.router
-            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
-  clusters:
-  - name: dst
-    type: ORIGINAL_DST
-    lb_policy: CLUSTER_PROVIDED
-    connect_timeout: 1s
-    original_dst_lb_config: {use_http_header: true, metadata_key: {key: routing, path: [{key: dst}]}}
-`, port, setMetadataType, up.port))
+`, setMetadataType, up.port), 1)
+		cfg = strings.Replace(cfg, "original_dst_lb_config: {use_http_header: true}",
+			"original_dst_lb_config: {use_http_header: true, metadata_key: {key: routing, path: [{key: dst}]}}", 1)
+		s := Start(newDir(), cfg)
 		s.WaitLive()
 		client := &http.Client{Timeout: 5 * time.Second}
 		// The header names a port nothing listens on: the metadata wins.
 		header := http.Header{"X-Envoy-Original-Dst-Host": {"127.0.0.1:1"}}
-		r := httpDo(client, http.MethodGet, listenerURL(port, "/meta"), nil, header)
+		r := httpDo(client, http.MethodGet, listenerURL(port, "/"), nil, header)
 		Expect(r.Status).To(Equal(http.StatusOK))
 		Expect(r.Body).To(Equal("ok"))
 		Expect(s.Get("/clusters").Body).To(ContainSubstring(fmt.Sprintf("dst::127.0.0.1:%d::rq_total::1", up.port)))
