@@ -31,7 +31,6 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -306,26 +305,6 @@ func (h *hashPolicy) of(c net.Conn) (uint64, bool) {
 		return 0, false
 	}
 	return xxhash.Sum64String(ta.AddrPort().Addr().String()), true
-}
-
-// connHasher computes a connection's hash key when the cluster's
-// balancer reads it (upstream.Hasher): with tcp_proxy's hash_policy, or
-// with the balancer's own (cluster.PolicyHasher), which Envoy evaluates
-// without request headers: only its connection_properties entries
-// (the downstream's IP) hash a connection.
-type connHasher struct {
-	policy *hashPolicy
-	conn   net.Conn
-}
-
-func (h connHasher) PickHash() (uint64, bool) { return h.policy.of(h.conn) }
-
-func (h connHasher) PickHashWith(p *router.HashPolicy) (uint64, bool) {
-	in := router.HashInput{}
-	if ta, ok := h.conn.RemoteAddr().(*net.TCPAddr); ok {
-		in.SourceIP = ta.AddrPort().Addr().Unmap().String()
-	}
-	return p.Hash(&in)
 }
 
 // noLogs is the access_log list of a proxy without one.
