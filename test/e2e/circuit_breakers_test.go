@@ -155,6 +155,42 @@ var _ = Describe("Circuit breakers", func() {
 			ContainSubstring("/second 200 - via_upstream slow\n")))
 	})
 
+	It("holds a host to per_host_thresholds' max_connections, the requests past it pending (upstream_cx_overflow)", func() {
+		up := newGatedUpstream()
+		addr := httpTestUpstream(up, false)
+		port := freePort()
+		// The cluster's own limits are far: only the host's holds.
+		s := Start(newDir(), proxySpec{
+			Port: port,
+			Clusters: []proxyCluster{{Name: "slow", Port: portNum(addr),
+				Extra: "{circuit_breakers: {thresholds: [{max_pending_requests: 1}], per_host_thresholds: [{max_connections: 1}]}}"}},
+		}.YAML())
+		s.WaitLive()
+		first := asyncGet(port, "/first")
+		Eventually(up.arrived, 10*time.Second).Should(Receive(Equal("/first")))
+
+		second := asyncGet(port, "/second")
+		Eventually(func() string { return statValue(s, "cluster.slow.upstream_rq_pending_active") }, 10*time.Second).Should(Equal("1"))
+		Expect(statValue(s, "cluster.slow.upstream_cx_overflow")).To(Equal("1"))
+		// The cluster's breaker is not the one that held it.
+		Expect(cb(s, "slow", "cx_open")).To(Equal("0"))
+		Consistently(up.arrived, 200*time.Millisecond).ShouldNot(Receive(), "a second connection opened past the host's max_connections")
+		Expect(s.Get("/clusters").Body).To(ContainSubstring("slow::127.0.0.1:" + strconv.Itoa(portNum(addr)) + "::cx_active::1\n"))
+
+		status, overloaded, _ := breakerGet(port, "/third")
+		Expect(status).To(Equal(http.StatusServiceUnavailable))
+		Expect(overloaded).To(Equal("true"))
+		Expect(statValue(s, "cluster.slow.upstream_rq_pending_overflow")).To(Equal("1"))
+
+		// The first answer closes its connection: the pending request
+		// gets the host's next one.
+		up.release()
+		Eventually(first, 10*time.Second).Should(Receive(Equal(http.StatusOK)))
+		Eventually(second, 10*time.Second).Should(Receive(Equal(http.StatusOK)))
+		Expect(statValue(s, "cluster.slow.upstream_cx_total")).To(Equal("2"))
+		Expect(statValue(s, "cluster.slow.upstream_cx_overflow")).To(Equal("1"))
+	})
+
 	It("answers a request still pending at its route timeout with 504 UT, and gives its place back", func() {
 		up := newGatedUpstream()
 		addr := httpTestUpstream(up, false)
@@ -444,12 +480,12 @@ var _ = Describe("Circuit breakers", func() {
 
 		cfg := proxySpec{Port: freePort(), Clusters: []proxyCluster{
 			{Name: "pools", Port: 9, Extra: "{" + breakerThresholds("max_connection_pools: 2") + "}"},
-			{Name: "perhost", Port: 9, Extra: "{circuit_breakers: {per_host_thresholds: [{max_connections: 1}]}}"},
+			{Name: "budget", Port: 9, Extra: "{" + breakerThresholds("retry_budget: {budget_interval: 1s}") + "}"},
 		}}.YAML()
 		r, _ := validate("cb.yaml", cfg)
 		Expect(r.ExitCode).NotTo(Equal(0))
 		for _, path := range []string{"static_resources.clusters[0].circuit_breakers.thresholds[0].max_connection_pools: not supported by Outrigger",
-			"static_resources.clusters[1].circuit_breakers.per_host_thresholds: not supported by Outrigger"} {
+			"static_resources.clusters[1].circuit_breakers.thresholds[0].retry_budget.budget_interval: not supported by Outrigger"} {
 			Expect(r.Stderr).To(ContainSubstring(path))
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -185,6 +186,37 @@ var _ = Describe("Load balancing policies", func() {
 		Expect(prom).To(ContainSubstring(`proxy_cluster_ring_hash_lb_size{proxy_cluster_name="up"} 64`))
 	})
 
+	It("hashes with a typed ring hash policy's own hash_policy, not the route's", func() {
+		names := []string{"a", "b", "c", "d"}
+		var ports []int
+		for _, n := range names {
+			ports = append(ports, lbUpstream(n))
+		}
+		// The route hashes on x-route, which changes on every request;
+		// the cluster's policy on x-user, which decides alone.
+		policy := `load_balancing_policy: {policies: [{typed_extension_config: {name: envoy.load_balancing_policies.ring_hash, typed_config: {"@type": type.googleapis.com/envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash, minimum_ring_size: 64, consistent_hashing_lb_config: {hash_policy: [{header: {header_name: x-user}}]}}}}]}`
+		_, port := lbProxy(lbCluster(policy, ports...), ", hash_policy: [{header: {header_name: x-route}}]")
+		used := map[string]bool{}
+		for i := range 20 {
+			user := fmt.Sprintf("user-%d", i)
+			_, first, _ := lbGet(port, "/", "x-user", user, "x-route", user+"-0")
+			for r := range 4 {
+				_, up, _ := lbGet(port, "/", "x-user", user, "x-route", fmt.Sprintf("%s-%d", user, r+1))
+				Expect(up).To(Equal(first), "%s moved", user)
+			}
+			used[first] = true
+		}
+		Expect(len(used)).To(BeNumerically(">=", 2), "20 keys all went to %v", used)
+		// Without x-user the cluster's policy yields no hash: the picks
+		// are random, though x-route stays the same.
+		spread := map[string]bool{}
+		for range 40 {
+			_, up, _ := lbGet(port, "/", "x-route", "fixed")
+			spread[up] = true
+		}
+		Expect(len(spread)).To(BeNumerically(">=", 2), "requests without x-user all went to %v", spread)
+	})
+
 	It("bounds a hot key's host with hash_balance_factor, spilling its requests to the others", func() {
 		// Three hosts hold every request until the end; six requests with
 		// one key arrive one after the other. With a factor of 150 the
@@ -332,5 +364,52 @@ var _ = Describe("Load balancing policies", func() {
 			Expect(r.ExitCode).NotTo(Equal(0), cluster)
 			Expect(r.Stderr).To(ContainSubstring(want))
 		}
+	})
+})
+
+// fullListener returns the address of a loopback listening socket that
+// never accepts and whose backlog is full: a connection attempt to it
+// hangs (the kernel drops its SYNs) until the dialer gives up.
+func fullListener() string {
+	GinkgoHelper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { _ = syscall.Close(fd) })
+	Expect(syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}})).To(Succeed())
+	// A backlog of 0 queues one connection.
+	Expect(syscall.Listen(fd, 0)).To(Succeed())
+	sa, err := syscall.Getsockname(fd)
+	Expect(err).NotTo(HaveOccurred())
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
+	for range 8 {
+		c, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
+		if err != nil {
+			return addr
+		}
+		DeferCleanup(c.Close)
+	}
+	Fail("the listener's backlog never filled")
+	return ""
+}
+
+var _ = Describe("Happy Eyeballs", func() {
+	It("connects to an endpoint's additional address when its address never answers", func() {
+		dead := fullListener()
+		deadPort, _ := strconv.Atoi(dead[strings.LastIndex(dead, ":")+1:])
+		live := lbUpstream("live")
+		// Without the race the request would wait on the dead address
+		// for the 10 s connect_timeout, past its 3 s route timeout.
+		cluster := fmt.Sprintf(`{connect_timeout: 10s, load_assignment: {endpoints: [{lb_endpoints: [{endpoint: {
+		  address: {socket_address: {address: 127.0.0.1, port_value: %d}},
+		  additional_addresses: [{address: {socket_address: {address: 127.0.0.1, port_value: %d}}}]}}]}]},
+		  upstream_connection_options: {happy_eyeballs_config: {first_address_family_version: V4}}}`, deadPort, live)
+		s, port := lbProxy(cluster, ", timeout: 3s")
+		for range 3 {
+			status, up, _ := lbGet(port, "/")
+			Expect(status).To(Equal(http.StatusOK))
+			Expect(up).To(Equal("live"))
+		}
+		Expect(statValue(s, "cluster.up.upstream_cx_connect_fail")).To(Equal("0"))
+		Expect(statValue(s, "cluster.up.upstream_rq_timeout")).To(Equal("0"))
 	})
 })

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -95,17 +96,41 @@ var _ = Describe("ORIGINAL_DST clusters", func() {
 		Eventually(func() string { return statValue(s, "cluster.passthrough.upstream_cx_none_healthy") }).Should(Equal("1"))
 	})
 
+	It("sends a request to the host its dynamic metadata names at metadata_key, before the header", func() {
+		up := startUpstream(false)
+		port := freePort()
+		// The bootstrap above, with a filter that records the host in
+		// the dynamic metadata (a list: its first element counts) and the
+		// cluster reading it.
+		cfg := strings.Replace(originalDstBootstrap(port, freePort()), "          http_filters:\n", fmt.Sprintf(`          http_filters:
+          - name: envoy.filters.http.set_metadata
+            typed_config: {"@type": %s, metadata: [{metadata_namespace: routing, value: {dst: ["127.0.0.1:%d"]}}]}
+`, setMetadataType, up.port), 1)
+		cfg = strings.Replace(cfg, "original_dst_lb_config: {use_http_header: true}",
+			"original_dst_lb_config: {use_http_header: true, metadata_key: {key: routing, path: [{key: dst}]}}", 1)
+		s := Start(newDir(), cfg)
+		s.WaitLive()
+		client := &http.Client{Timeout: 5 * time.Second}
+		// The header names a port nothing listens on: the metadata wins.
+		header := http.Header{"X-Envoy-Original-Dst-Host": {"127.0.0.1:1"}}
+		r := httpDo(client, http.MethodGet, listenerURL(port, "/"), nil, header)
+		Expect(r.Status).To(Equal(http.StatusOK))
+		Expect(r.Body).To(Equal("ok"))
+		Expect(s.Get("/clusters").Body).To(ContainSubstring(fmt.Sprintf("dst::127.0.0.1:%d::rq_total::1", up.port)))
+		Expect(statValue(s, "cluster.dst.original_dst_host_invalid")).To(Equal("0"))
+	})
+
 	It("refuses the settings Envoy refuses, naming the field", func() {
 		r := Run("--mode", "validate", "--config-yaml", `
 static_resources:
   clusters:
   - {name: a, type: ORIGINAL_DST}
   - {name: b, type: ORIGINAL_DST, lb_policy: CLUSTER_PROVIDED, load_assignment: {cluster_name: b}}
-  - {name: c, type: ORIGINAL_DST, lb_policy: CLUSTER_PROVIDED, original_dst_lb_config: {metadata_key: {key: k, path: [{key: p}]}}}
+  - {name: c, type: ORIGINAL_DST, lb_policy: CLUSTER_PROVIDED, original_dst_lb_config: {metadata_key: {key: k, path: [{key: ""}]}}}
 `)
 		Expect(r.ExitCode).To(Equal(1))
 		Expect(r.Stderr).To(ContainSubstring("static_resources.clusters[0].lb_policy: LB policy ROUND_ROBIN is not valid for Cluster type ORIGINAL_DST"))
 		Expect(r.Stderr).To(ContainSubstring("static_resources.clusters[1].load_assignment: ORIGINAL_DST clusters must have no load assignment configured"))
-		Expect(r.Stderr).To(ContainSubstring("static_resources.clusters[2].original_dst_lb_config.metadata_key: not supported by Outrigger"))
+		Expect(r.Stderr).To(ContainSubstring("static_resources.clusters[2].original_dst_lb_config.metadata_key.path[0].key: "))
 	})
 })

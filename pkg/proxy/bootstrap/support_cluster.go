@@ -20,17 +20,22 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.cluster.v3.Cluster.upstream_connection_options": {},
 	"envoy.config.cluster.v3.Cluster.upstream_bind_config":        {},
 	// The bind configuration of the clusters without their own.
-	"envoy.config.bootstrap.v3.ClusterManager.upstream_bind_config":     {},
-	"envoy.config.core.v3.BindConfig.source_address":                    {},
-	"envoy.config.core.v3.BindConfig.freebind":                          {},
-	"envoy.config.core.v3.BindConfig.socket_options":                    {},
-	"envoy.config.cluster.v3.UpstreamConnectionOptions.tcp_keepalive":   {},
-	"envoy.config.core.v3.TcpKeepalive.keepalive_probes":                {},
-	"envoy.config.core.v3.TcpKeepalive.keepalive_time":                  {},
-	"envoy.config.core.v3.TcpKeepalive.keepalive_interval":              {},
-	"envoy.config.cluster.v3.Cluster.per_connection_buffer_limit_bytes": {},
-	"envoy.config.cluster.v3.Cluster.load_assignment":                   {},
-	"envoy.config.cluster.v3.Cluster.circuit_breakers":                  {},
+	"envoy.config.bootstrap.v3.ClusterManager.upstream_bind_config":   {},
+	"envoy.config.core.v3.BindConfig.source_address":                  {},
+	"envoy.config.core.v3.BindConfig.freebind":                        {},
+	"envoy.config.core.v3.BindConfig.socket_options":                  {},
+	"envoy.config.cluster.v3.UpstreamConnectionOptions.tcp_keepalive": {},
+	// Connections race an endpoint's addresses (pkg/proxy/cluster,
+	// happyeyeballs.go).
+	"envoy.config.cluster.v3.UpstreamConnectionOptions.happy_eyeballs_config":                            {},
+	"envoy.config.cluster.v3.UpstreamConnectionOptions.HappyEyeballsConfig.first_address_family_version": {values: []string{"DEFAULT", "V4", "V6"}},
+	"envoy.config.cluster.v3.UpstreamConnectionOptions.HappyEyeballsConfig.first_address_family_count":   {},
+	"envoy.config.core.v3.TcpKeepalive.keepalive_probes":                                                 {},
+	"envoy.config.core.v3.TcpKeepalive.keepalive_time":                                                   {},
+	"envoy.config.core.v3.TcpKeepalive.keepalive_interval":                                               {},
+	"envoy.config.cluster.v3.Cluster.per_connection_buffer_limit_bytes":                                  {},
+	"envoy.config.cluster.v3.Cluster.load_assignment":                                                    {},
+	"envoy.config.cluster.v3.Cluster.circuit_breakers":                                                   {},
 	// The deprecated cluster-level HTTP options, read as Envoy reads them
 	// when typed_extension_protocol_options has no HttpProtocolOptions.
 	"envoy.config.cluster.v3.Cluster.http2_protocol_options":         {},
@@ -43,12 +48,18 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.cluster.v3.Cluster.typed_extension_protocol_options":       {},
 	"envoy.config.cluster.v3.Cluster.common_lb_config":                       {},
 	"envoy.config.cluster.v3.Cluster.CommonLbConfig.healthy_panic_threshold": {},
-	"envoy.type.v3.Percent.value":                                            {},
+	// Every host's connections drain when hosts join or leave
+	// (pkg/proxy/cluster, hostsetchange.go).
+	"envoy.config.cluster.v3.Cluster.CommonLbConfig.close_connections_on_host_set_change": {},
+	// 0s only (pkg/proxy/cluster refuses a window): updates apply at once.
+	"envoy.config.cluster.v3.Cluster.CommonLbConfig.update_merge_window": {},
+	"envoy.type.v3.Percent.value":                                        {},
 
 	// Load balancers (pkg/proxy/lb): lb_policy with its configuration,
 	// or the typed load_balancing_policy. Not implemented, so refused
-	// with their path: a consistent_hashing_lb_config's hash_policy, the
-	// typed configs' locality_lb_config and locality_weighted_lb_config.
+	// with their path: the typed ring hash and maglev configs'
+	// locality_weighted_lb_config (refused by pkg/proxy/lb, as the legacy
+	// one is with them by pkg/proxy/cluster).
 	"envoy.config.cluster.v3.Cluster.lb_policy":                                                         {values: []string{"ROUND_ROBIN", "LEAST_REQUEST", "RING_HASH", "RANDOM", "MAGLEV", "CLUSTER_PROVIDED", "LOAD_BALANCING_POLICY_CONFIG"}},
 	"envoy.config.cluster.v3.Cluster.round_robin_lb_config":                                             {},
 	"envoy.config.cluster.v3.Cluster.RoundRobinLbConfig.slow_start_config":                              {},
@@ -93,6 +104,9 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.load_balancing_policies.common.v3.ConsistentHashingLbConfig.use_hostname_for_hashing": {},
 	"envoy.extensions.load_balancing_policies.common.v3.ConsistentHashingLbConfig.hash_balance_factor":      {},
 	"envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash.hash_balance_factor":                    {},
+	// The balancer's own hash policy, which replaces the route's and
+	// tcp_proxy's (pkg/proxy/cluster, lbhash.go).
+	"envoy.extensions.load_balancing_policies.common.v3.ConsistentHashingLbConfig.hash_policy": {},
 
 	// DNS clusters (STRICT_DNS, LOGICAL_DNS; the resolvers are in
 	// support_dns.go). A STATIC cluster accepts and ignores them, as Envoy.
@@ -123,12 +137,14 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.clusters.dns.v3.DnsCluster.dns_min_refresh_rate":             {},
 
 	// ORIGINAL_DST clusters (pkg/proxy/cluster, origdst.go); other types
-	// accept and ignore them, as Envoy. metadata_key is refused.
+	// accept and ignore them, as Envoy. metadata_key reads the request's
+	// dynamic metadata (origdst_metadata.go).
 	"envoy.config.cluster.v3.Cluster.cleanup_interval":                           {},
 	"envoy.config.cluster.v3.Cluster.original_dst_lb_config":                     {},
 	"envoy.config.cluster.v3.Cluster.OriginalDstLbConfig.use_http_header":        {},
 	"envoy.config.cluster.v3.Cluster.OriginalDstLbConfig.http_header_name":       {},
 	"envoy.config.cluster.v3.Cluster.OriginalDstLbConfig.upstream_port_override": {},
+	"envoy.config.cluster.v3.Cluster.OriginalDstLbConfig.metadata_key":           {},
 
 	// Active health checks (pkg/proxy/healthcheck): one per cluster.
 	"envoy.config.cluster.v3.Cluster.health_checks":                 {},
@@ -186,7 +202,10 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.HealthCheck.Payload.binary":                       {},
 
 	// Circuit breakers.
-	"envoy.config.cluster.v3.CircuitBreakers.thresholds":                                   {},
+	"envoy.config.cluster.v3.CircuitBreakers.thresholds": {},
+	// max_connections per host (pkg/proxy/cluster, perhost.go); Envoy
+	// reads nothing else there, and the build notes the rest.
+	"envoy.config.cluster.v3.CircuitBreakers.per_host_thresholds":                          {},
 	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.priority":                          {},
 	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_connections":                   {},
 	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_pending_requests":              {},
@@ -259,6 +278,9 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.endpoint.v3.LbEndpoint.load_balancing_weight":                          {},
 	"envoy.config.endpoint.v3.Endpoint.address":                                          {},
 	"envoy.config.endpoint.v3.Endpoint.hostname":                                         {},
+	// The addresses its connections race with address (happy eyeballs).
+	"envoy.config.endpoint.v3.Endpoint.additional_addresses":      {},
+	"envoy.config.endpoint.v3.Endpoint.AdditionalAddress.address": {},
 	// health_check_config: where and how the cluster's active checks
 	// reach the endpoint (pkg/proxy/cluster hostHealthCheck,
 	// pkg/proxy/healthcheck checkAddress and checkHostname).

@@ -17,6 +17,16 @@ var supportedLocality = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.cluster.v3.Cluster.CommonLbConfig.ZoneAwareLbConfig.routing_enabled":       {},
 	"envoy.config.cluster.v3.Cluster.CommonLbConfig.ZoneAwareLbConfig.min_cluster_size":      {},
 	"envoy.config.cluster.v3.Cluster.CommonLbConfig.ZoneAwareLbConfig.fail_traffic_on_panic": {},
+	// The typed round robin, least request and random policies'
+	// locality_lb_config, applied as common_lb_config's.
+	"envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin.locality_lb_config":                       {},
+	"envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest.locality_lb_config":                   {},
+	"envoy.extensions.load_balancing_policies.random.v3.Random.locality_lb_config":                                {},
+	"envoy.extensions.load_balancing_policies.common.v3.LocalityLbConfig.zone_aware_lb_config":                    {},
+	"envoy.extensions.load_balancing_policies.common.v3.LocalityLbConfig.locality_weighted_lb_config":             {},
+	"envoy.extensions.load_balancing_policies.common.v3.LocalityLbConfig.ZoneAwareLbConfig.routing_enabled":       {},
+	"envoy.extensions.load_balancing_policies.common.v3.LocalityLbConfig.ZoneAwareLbConfig.min_cluster_size":      {},
+	"envoy.extensions.load_balancing_policies.common.v3.LocalityLbConfig.ZoneAwareLbConfig.fail_traffic_on_panic": {},
 
 	// Load-balancer subsets, from endpoint metadata under envoy.lb.
 	"envoy.config.cluster.v3.Cluster.lb_subset_config":                                       {},

@@ -140,10 +140,10 @@ func TestValidateSupport(t *testing.T) {
   {name: a, lb_policy: MAGLEV, common_lb_config: {consistent_hashing_lb_config: {use_hostname_for_hashing: true, hash_balance_factor: 150}}},
   {name: b, load_balancing_policy: {policies: [
     {typed_extension_config: {name: unknown, typed_config: {"@type": type.googleapis.com/google.protobuf.Empty}}},
-    {typed_extension_config: {name: envoy.load_balancing_policies.random, typed_config: {"@type": type.googleapis.com/envoy.extensions.load_balancing_policies.random.v3.Random, locality_lb_config: {locality_weighted_lb_config: {}}}}},
+    {typed_extension_config: {name: envoy.load_balancing_policies.ring_hash, typed_config: {"@type": type.googleapis.com/envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash, locality_weighted_lb_config: {}}}},
     {typed_extension_config: {name: never.read, typed_config: {"@type": type.googleapis.com/google.protobuf.Empty}}}]}}]}`,
 			want: []string{
-				"static_resources.clusters[1].load_balancing_policy.policies[1].typed_extension_config.typed_config.locality_lb_config: not supported by Outrigger",
+				"static_resources.clusters[1].load_balancing_policy.policies[1].typed_extension_config.typed_config.locality_weighted_lb_config: not supported by Outrigger",
 			},
 		},
 		"cluster protocol options": {

@@ -92,18 +92,11 @@ func buildThresholds(cb *clusterv3.CircuitBreakers) ([numPriorities]Thresholds, 
 	seen := [numPriorities]int{-1, -1}
 	for i, t := range cb.GetThresholds() {
 		path := index("thresholds", i)
-		p := t.GetPriority()
-		if p != corev3.RoutingPriority_DEFAULT && p != corev3.RoutingPriority_HIGH {
-			errs = append(errs, configErrorf(join(path, "priority"), "unknown routing priority %d", p))
+		p, err := entryPriority(t, "thresholds", i, &seen)
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		if prev := seen[p]; prev >= 0 {
-			// Envoy silently uses the first entry; a second one for the
-			// same priority can only be a mistake.
-			errs = append(errs, configErrorf(join(path, "priority"), "%s is already set by %s", p, index("thresholds", prev)))
-			continue
-		}
-		seen[p] = i
 		budget, err := buildRetryBudget(t.GetRetryBudget(), join(path, "retry_budget"))
 		if err != nil {
 			errs = append(errs, err)
@@ -119,6 +112,25 @@ func buildThresholds(cb *clusterv3.CircuitBreakers) ([numPriorities]Thresholds, 
 		}
 	}
 	return out, errs
+}
+
+// entryPriority checks the priority of entry i of list (thresholds or
+// per_host_thresholds): DEFAULT or HIGH, and not one an earlier entry
+// set (seen holds each priority's entry, -1 for none). Errors are
+// relative to circuit_breakers.
+func entryPriority(t *clusterv3.CircuitBreakers_Thresholds, list string, i int, seen *[numPriorities]int) (corev3.RoutingPriority, error) {
+	path := join(index(list, i), "priority")
+	p := t.GetPriority()
+	if p != corev3.RoutingPriority_DEFAULT && p != corev3.RoutingPriority_HIGH {
+		return p, configErrorf(path, "unknown routing priority %d", p)
+	}
+	if prev := seen[p]; prev >= 0 {
+		// Envoy silently uses the first entry; a second one for the
+		// same priority can only be a mistake.
+		return p, configErrorf(path, "%s is already set by %s", p, index(list, prev))
+	}
+	seen[p] = i
+	return p, nil
 }
 
 // orDefault unwraps an optional uint32.

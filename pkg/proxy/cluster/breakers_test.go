@@ -181,15 +181,7 @@ func TestHTTP1BreakersPendingAndOverflow(t *testing.T) {
 		t.Errorf("one connection of 1: cx_open %d remaining_cx %d, want 1 and 0", gauge("circuit_breakers.default.cx_open"), gauge("circuit_breakers.default.remaining_cx"))
 	}
 
-	type result struct {
-		conn *upstream.Conn
-		err  error
-	}
-	second := make(chan result, 1)
-	go func() {
-		conn, err := c.AcquireHTTP1(t.Context(), h)
-		second <- result{conn, err}
-	}()
+	second := acquireAsync(t, c, h)
 	waitFor(t, "the second request to be pending", func() bool { return gauge("upstream_rq_pending_active") == 1 })
 	if counter("upstream_cx_overflow") != 1 || gauge("circuit_breakers.default.rq_pending_open") != 1 || gauge("circuit_breakers.default.remaining_pending") != 0 {
 		t.Errorf("pending: cx_overflow %d rq_pending_open %d remaining_pending %d, want 1, 1, 0",
@@ -202,14 +194,7 @@ func TestHTTP1BreakersPendingAndOverflow(t *testing.T) {
 		t.Errorf("upstream_rq_pending_overflow = %d, want 1", counter("upstream_rq_pending_overflow"))
 	}
 
-	roundTrip(t, first)
-	c.ReleaseHTTP1(first, true)
-	r := <-second
-	if r.err != nil || r.conn != first {
-		t.Fatalf("second request got %p, %v; want the released connection %p", r.conn, r.err, first)
-	}
-	roundTrip(t, r.conn)
-	c.ReleaseHTTP1(r.conn, true)
+	handOver(t, c, first, second)
 
 	if srv.accepted.Load() != 1 {
 		t.Errorf("upstream accepted %d connections, want 1", srv.accepted.Load())

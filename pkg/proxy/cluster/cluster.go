@@ -190,7 +190,7 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 	c := &Cluster{
 		settings: s,
 		stats:    upstream.NewClusterStats(scope),
-		res:      newResources(scope, s.name, s.thresholds, d.runtime),
+		res:      newResources(scope, s.name, s.thresholds, s.perHostCx, d.runtime),
 		dial:     d.dial,
 		now:      d.now,
 		rand:     d.rand,
@@ -365,6 +365,9 @@ func (c *Cluster) installLocked(priorities [][]*upstream.Host, counted bool, ch 
 
 	if old == nil {
 		return
+	}
+	if c.settings.closeOnSetChange && membershipChanged(old.hosts, hs.hosts) {
+		c.drainAllHosts(hs)
 	}
 	removed := false
 	if known {
@@ -656,6 +659,9 @@ func (c *Cluster) pickHost(pc *upstream.PickContext) *upstream.Host {
 			return nil
 		}
 		return c.pickOrigDst(dst)
+	}
+	if c.settings.hashPolicy != nil && pc != nil {
+		pc = c.withLbHashPolicy(pc)
 	}
 	h, panicked := c.pickOnce(pc)
 	if pc != nil && pc.HostReselections > 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/healthcheck"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/outlier"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	taptransport "github.com/outrigger-dev/outrigger/pkg/proxy/tap/transport"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
@@ -59,6 +60,9 @@ type settings struct {
 	// keepalive is upstream_connection_options.tcp_keepalive, nil for
 	// none (Envoy enables no TCP keep-alive upstream by default).
 	keepalive *net.KeepAliveConfig
+	// happyEyeballs orders the addresses of endpoints with
+	// additional_addresses (upstream_connection_options.happy_eyeballs_config).
+	happyEyeballs happyEyeballs
 	// drop is load_assignment.policy.drop_overloads (see
 	// buildDropOverload).
 	drop dropOverload
@@ -77,6 +81,9 @@ type settings struct {
 	// metadata its connections to internal listeners pass on.
 	iu         *internalUpstream
 	thresholds [numPriorities]Thresholds
+	// perHostCx is each priority's per_host_thresholds max_connections
+	// (buildPerHostThresholds).
+	perHostCx [numPriorities]perHostLimit
 	// sockets are transport_socket_matches (socketmatch.go).
 	sockets socketMatches
 	// outlier is outlier_detection, nil for none (outlier.go).
@@ -86,6 +93,9 @@ type settings struct {
 	// load_balancing_policy); nil for an ORIGINAL_DST cluster, which
 	// balances by its own rules.
 	policy lb.Policy
+	// hashPolicy is the policy's own hash_policy (lb.HashPolicyOf), nil
+	// when it has none: see withLbHashPolicy.
+	hashPolicy *router.HashPolicy
 	// zone is the zone-aware routing's parameters, used when the cluster
 	// manager has a local cluster.
 	zone zoneSettings
@@ -115,6 +125,10 @@ type settings struct {
 	// a host that active health checking fails or outlier detection
 	// ejects loses its TCP proxy connections at once (hostFailed).
 	closeOnHealthFailure bool
+	// closeOnSetChange is common_lb_config.close_connections_on_host_set_change:
+	// every host's connections drain when hosts join or leave (see
+	// drainAllHosts).
+	closeOnSetChange bool
 	// notes are things worth a warning that are not errors: settings
 	// Envoy ignores for the cluster's type, accepted as Envoy does.
 	notes []string
@@ -194,6 +208,7 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	default:
 		var perrs []error
 		s.policy, perrs = lb.ForCluster(c, reg)
+		s.hashPolicy = lb.HashPolicyOf(s.policy)
 		for _, err := range perrs {
 			errs = append(errs, prefixed("", err))
 		}
@@ -220,7 +235,12 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 			s.lb.PanicThreshold = uint32(math.Round(v))
 		}
 	}
-	errs = append(errs, s.applyLocality(localityFromCommon(c.GetCommonLbConfig()), "common_lb_config.zone_aware_lb_config")...)
+	if l := lb.LocalityOf(s.policy); l != nil {
+		// The typed policy's own (lb refuses common_lb_config's with it).
+		errs = append(errs, s.applyLocality(localityFromTyped(l), "load_balancing_policy")...)
+	} else {
+		errs = append(errs, s.applyLocality(localityFromCommon(c.GetCommonLbConfig()), "common_lb_config.zone_aware_lb_config")...)
+	}
 	if s.lb.LocalityWeighted && s.policy != nil && s.policy.HashBased() {
 		// Envoy folds the locality weights into one ring (or table) over
 		// the level; Outrigger's locality layer would pick a locality
@@ -245,14 +265,30 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	if ka := c.GetUpstreamConnectionOptions().GetTcpKeepalive(); ka != nil {
 		s.keepalive = keepaliveConfig(ka)
 	}
+	if he, err := buildHappyEyeballs(c.GetUpstreamConnectionOptions().GetHappyEyeballsConfig()); err != nil {
+		errs = append(errs, prefixed("upstream_connection_options", err))
+	} else {
+		s.happyEyeballs = he
+	}
 	s.bind, errList = buildBind(c.GetUpstreamBindConfig())
 	errs = append(errs, errList...)
 	s.hc, errList = buildHealthCheck(c, s, isOrigDst)
 	errs = append(errs, errList...)
 	s.ignoreHealthOnRemoval = c.GetIgnoreHealthOnHostRemoval()
 	s.closeOnHealthFailure = c.GetCloseConnectionsOnHostHealthFailure()
+	s.closeOnSetChange = c.GetCommonLbConfig().GetCloseConnectionsOnHostSetChange()
+	if w := c.GetCommonLbConfig().GetUpdateMergeWindow(); w != nil && w.AsDuration() != 0 {
+		// Outrigger applies every host set update at once: Envoy's
+		// behaviour with a window of 0s, the only one accepted.
+		errs = append(errs, configErrorf("common_lb_config.update_merge_window", "%s is not supported by Outrigger (host set updates apply at once, as with 0s)", w.AsDuration()))
+	}
 
 	s.thresholds, errList = buildThresholds(c.GetCircuitBreakers())
+	var perHostNotes []string
+	var perHostErrs []error
+	s.perHostCx, perHostNotes, perHostErrs = buildPerHostThresholds(c.GetCircuitBreakers())
+	s.notes = append(s.notes, perHostNotes...)
+	errList = append(errList, perHostErrs...)
 	for _, err := range errList {
 		errs = append(errs, prefixed("circuit_breakers", err))
 	}

@@ -126,7 +126,7 @@ func (tc *trackedConn) Close() error {
 		tc.pool.open.Add(-1)
 	}
 	if tc.cx != nil {
-		c.releaseConnSlot(tc.cx)
+		c.releaseConnSlotOf(tc.cx, tc.pool)
 	}
 	return tc.Conn.Close()
 }

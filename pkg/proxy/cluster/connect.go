@@ -63,7 +63,14 @@ func (c *Cluster) ConnectHost(ctx context.Context, h *upstream.Host) (net.Conn, 
 
 // connectHost is ConnectHost offering alpn on a TLS cluster.
 func (c *Cluster) connectHost(ctx context.Context, h *upstream.Host, alpn []string) (net.Conn, error) {
-	cx := &c.breakers().cx
+	res := c.breakers()
+	cx := &res.cx
+	if hostFull(h, res, -1) && h.Stats.CxActive.Load() > 0 {
+		// The host's own max_connections (per_host_thresholds): its
+		// first connection opens whatever the limit, as in Envoy.
+		c.extraCounter(extraCxOverflow).Inc()
+		return nil, upstream.ErrOverflow
+	}
 	if !cx.tryAcquire() {
 		c.extraCounter(extraCxOverflow).Inc()
 		return nil, upstream.ErrOverflow

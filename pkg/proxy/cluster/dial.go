@@ -120,7 +120,7 @@ func (c *Cluster) connect(ctx context.Context, h *upstream.Host, alpn []string) 
 	}
 	start := c.now()
 	dctx, cancel := context.WithTimeout(ctx, c.settings.connectTimeout)
-	conn, err := c.dial(userspace.WithPassthrough(dctx, c.settings.iu.metadata(h, c.settings.metadata)), h.Address)
+	conn, err := c.dialHost(userspace.WithPassthrough(dctx, c.settings.iu.metadata(h, c.settings.metadata)), h)
 	if err == nil {
 		err = c.sendProxyHeader(dctx, conn)
 	}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"net/netip"
+	"slices"
 	"strconv"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -228,7 +229,8 @@ func sameHost(h *upstream.Host, ep *endpoint, cluster string) bool {
 		h.Locality != *ep.locality || h.Cluster != cluster ||
 		h.Hostname != ep.lbe.GetEndpoint().GetHostname() ||
 		h.Weight != orDefault(ep.lbe.GetLoadBalancingWeight(), MinWeight) ||
-		h.ConfigHealth != ep.lbe.GetHealthStatus() || !sameHealthCheck(h.HealthCheck, ep.hc) {
+		h.ConfigHealth != ep.lbe.GetHealthStatus() || !sameHealthCheck(h.HealthCheck, ep.hc) ||
+		!slices.Equal(h.AdditionalAddresses, ep.extra) {
 		return false
 	}
 	if !hostAt(h.Address, ep) {

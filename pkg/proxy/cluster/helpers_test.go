@@ -14,6 +14,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/bootstrap"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // parseClusters reads a YAML list of clusters, as static_resources.clusters
@@ -133,3 +134,52 @@ func serveListener(t testing.TB, ln net.Listener, handle func(net.Conn)) int {
 
 // echoConn writes back what it reads until the peer's end of stream.
 func echoConn(c net.Conn) { _, _ = io.Copy(c, c) }
+
+// acquired is the outcome of an acquisition acquireAsync runs.
+type acquired struct {
+	conn *upstream.Conn
+	err  error
+}
+
+// acquireAsync asks c for an HTTP/1.1 connection to h on its own
+// goroutine (a request that will wait pending); the channel gets the
+// outcome.
+func acquireAsync(t testing.TB, c *Cluster, h *upstream.Host) <-chan acquired {
+	out := make(chan acquired, 1)
+	go func() {
+		conn, err := c.AcquireHTTP1(t.Context(), h)
+		out <- acquired{conn, err}
+	}()
+	return out
+}
+
+// handOver serves a request on first and releases it, then checks that
+// the request waiting on waiter gets that very connection, and serves
+// and releases it too.
+func handOver(t *testing.T, c *Cluster, first *upstream.Conn, waiter <-chan acquired) {
+	t.Helper()
+	roundTrip(t, first)
+	c.ReleaseHTTP1(first, true)
+	r := <-waiter
+	if r.err != nil || r.conn != first {
+		t.Fatalf("the waiting request got %p, %v; want the released connection %p", r.conn, r.err, first)
+	}
+	roundTrip(t, r.conn)
+	c.ReleaseHTTP1(r.conn, true)
+}
+
+// idleAndLent opens two HTTP/1.1 connections to h and releases one: it
+// returns the one still lent; the other waits idle in the pool.
+func idleAndLent(t testing.TB, c *Cluster, h *upstream.Host) *upstream.Conn {
+	t.Helper()
+	idle, err := c.AcquireHTTP1(t.Context(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lent, err := c.AcquireHTTP1(t.Context(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ReleaseHTTP1(idle, true)
+	return lent
+}

@@ -2,9 +2,13 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // TestCloseConnectionsOnHostHealthFailure opens connections of every kind
@@ -42,15 +46,7 @@ func TestCloseConnectionsOnHostHealthFailure(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tcp.Close()
-			idle, err := c.AcquireHTTP1(ctx, h)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lent, err := c.AcquireHTTP1(ctx, h)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.ReleaseHTTP1(idle, true)
+			lent := idleAndLent(t, c, h)
 			active := store.Gauge("cluster.web.upstream_cx_active")
 			if got := active.Value(); got != 3 {
 				t.Fatalf("upstream_cx_active = %d before the failure, want 3", got)
@@ -91,5 +87,71 @@ func TestCloseConnectionsOnHostHealthFailure(t *testing.T) {
 				t.Errorf("upstream_cx_active = %d after the release, want %d", got, want-1)
 			}
 		})
+	}
+}
+
+// TestCloseConnectionsOnHostSetChange checks common_lb_config's
+// close_connections_on_host_set_change: when a host joins, every host's
+// HTTP/1.1 connections drain (the idle one closes, the lent one closes
+// when released), as Envoy drains every pool; an update with the same
+// hosts does not; without the option nothing drains.
+func TestCloseConnectionsOnHostSetChange(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		t.Run(map[bool]string{true: "on", false: "off"}[on], func(t *testing.T) {
+			port := loopbackServer(t, echoConn)
+			flag := "false"
+			if on {
+				flag = "true"
+			}
+			m, store, _ := newTestManager(t, `
+- name: web
+  common_lb_config: {close_connections_on_host_set_change: `+flag+`}
+  load_assignment: {cluster_name: web, endpoints: [{lb_endpoints: [
+    {endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: `+strconv.Itoa(port)+`}}}}]}]}`)
+			c := m.Cluster("web")
+			h := c.Hosts()[0]
+			lent := idleAndLent(t, c, h)
+			active := store.Gauge("cluster.web.upstream_cx_active")
+			if got := active.Value(); got != 2 {
+				t.Fatalf("upstream_cx_active = %d, want 2", got)
+			}
+			// The same hosts again: no membership change.
+			c.SetHosts([][]*upstream.Host{{h}})
+			if got := active.Value(); got != 2 {
+				t.Fatalf("after an update without a change upstream_cx_active = %d, want 2", got)
+			}
+			// A host joins.
+			c.SetHosts([][]*upstream.Host{{h, {Address: "127.0.0.1:1", Cluster: "web", Weight: 1}}})
+			want := int64(2)
+			if on {
+				want = 1
+			}
+			if got := active.Value(); got != want {
+				t.Fatalf("after a host joined upstream_cx_active = %d, want %d", got, want)
+			}
+			c.ReleaseHTTP1(lent, true)
+			want = 2
+			if on {
+				want = 0
+			}
+			if got := active.Value(); got != want {
+				t.Errorf("after the release upstream_cx_active = %d, want %d", got, want)
+			}
+		})
+	}
+}
+
+// TestUpdateMergeWindow checks that common_lb_config.update_merge_window
+// is accepted at 0s (updates apply at once, as Outrigger's always do) and
+// refused otherwise.
+func TestUpdateMergeWindow(t *testing.T) {
+	src := func(w string) string {
+		return "- name: web\n  common_lb_config: {update_merge_window: " + w + "}" + upHosts(1)
+	}
+	newTestManager(t, src("0s"))
+	_, err := NewManager(parseClusters(t, src("1s")), Options{})
+	want := []string{"static_resources.clusters[0].common_lb_config.update_merge_window: 1s is not supported by Outrigger (host set updates apply at once, as with 0s)"}
+	if err == nil || fmt.Sprint(errorLines(err)) != fmt.Sprint(want) {
+		t.Errorf("1s: %v, want %v", err, want)
 	}
 }

@@ -62,6 +62,9 @@ type checkedEntry struct {
 	localityMetadata *corev3.Metadata
 	// hc is the endpoint's health_check_config, nil without one.
 	hc *upstream.HostHealthCheck
+	// extra are the endpoint's additional_addresses ("ip:port"), nil
+	// without any.
+	extra []string
 }
 
 // buildHosts turns a STATIC cluster's load assignment into hosts grouped
@@ -239,10 +242,12 @@ func buildEndpoint(lbe *endpointv3.LbEndpoint, names bool) (endpoint, []error) {
 	if err != nil {
 		errs = append(errs, prefixed(join("endpoint", "health_check_config"), err))
 	}
+	extra, aerrs := additionalAddresses(ep, names || pipe)
+	errs = append(errs, aerrs...)
 	if len(errs) > 0 {
 		return endpoint{}, errs
 	}
-	out := endpoint{lbe: lbe, checkedEntry: &checkedEntry{name: name, port: port, canary: canary, pipe: pipe, hc: hc}}
+	out := endpoint{lbe: lbe, checkedEntry: &checkedEntry{name: name, port: port, canary: canary, pipe: pipe, hc: hc, extra: extra}}
 	if !names {
 		out.ip = ip
 	}
@@ -263,6 +268,7 @@ func (ep *endpoint) newHost(cluster string) *upstream.Host {
 		ConfigHealth:   ep.lbe.GetHealthStatus(),
 		HealthCheck:    ep.hc,
 	}
+	h.AdditionalAddresses = ep.extra
 	h.LocalityMetadata = ep.localityMetadata
 	if ep.ip.IsValid() {
 		h.Address = netip.AddrPortFrom(ep.ip, ep.port).String()
@@ -270,6 +276,35 @@ func (ep *endpoint) newHost(cluster string) *upstream.Host {
 		h.Address = ep.name
 	}
 	return h
+}
+
+// additionalAddresses checks an endpoint's additional_addresses: IP
+// literals with a port, which its connections race with its address
+// (happyeyeballs.go). Envoy supports them for STATIC and EDS clusters
+// only: a DNS cluster's (names) or a pipe endpoint's are refused. Errors
+// are relative to the lb_endpoints entry.
+func additionalAddresses(ep *endpointv3.Endpoint, namesOrPipe bool) ([]string, []error) {
+	list := ep.GetAdditionalAddresses()
+	if len(list) == 0 {
+		return nil, nil
+	}
+	if namesOrPipe {
+		return nil, []error{configErrorf(join("endpoint", "additional_addresses"), "only an IP endpoint of a STATIC or EDS cluster has additional addresses (as in Envoy)")}
+	}
+	var (
+		out  []string
+		errs []error
+	)
+	for i, a := range list {
+		path := join("endpoint", index("additional_addresses", i)+".address")
+		_, ip, port, err := socketAddress(a.GetAddress(), false)
+		if err != nil {
+			errs = append(errs, prefixed(path, err))
+			continue
+		}
+		out = append(out, netip.AddrPortFrom(ip, port).String())
+	}
+	return out, errs
 }
 
 // hostHealthCheck reads an endpoint's health_check_config; nil without

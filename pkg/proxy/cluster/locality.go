@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	commonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/common/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -38,10 +39,29 @@ type localityLbConfig struct {
 
 // localityFromCommon reads common_lb_config's locality settings.
 func localityFromCommon(c *clusterv3.Cluster_CommonLbConfig) localityLbConfig {
-	if c.GetLocalityWeightedLbConfig() != nil {
+	return localityFrom(c.GetLocalityWeightedLbConfig() != nil, c.GetZoneAwareLbConfig())
+}
+
+// localityFromTyped reads a typed round robin, least request or random
+// policy's locality_lb_config, which Envoy applies as common_lb_config's.
+func localityFromTyped(c *commonv3.LocalityLbConfig) localityLbConfig {
+	return localityFrom(c.GetLocalityWeightedLbConfig() != nil, c.GetZoneAwareLbConfig())
+}
+
+// zoneAwareProto is what the legacy and the typed ZoneAwareLbConfig
+// share (a typed nil reads as unset).
+type zoneAwareProto interface {
+	GetRoutingEnabled() *typev3.Percent
+	GetMinClusterSize() *wrapperspb.UInt64Value
+	GetFailTrafficOnPanic() bool
+}
+
+// localityFrom is a LocalityLbConfig: locality-weighted, or zone-aware
+// with z's settings.
+func localityFrom(weighted bool, z zoneAwareProto) localityLbConfig {
+	if weighted {
 		return localityLbConfig{LocalityWeighted: true}
 	}
-	z := c.GetZoneAwareLbConfig()
 	return localityLbConfig{
 		RoutingEnabled:     z.GetRoutingEnabled(),
 		MinClusterSize:     z.GetMinClusterSize(),

@@ -115,6 +115,15 @@ func TestLocalityWeightedCluster(t *testing.T) {
     endpoints:` + zonedEndpoints(zoned{"a", 2, 1}, zoned{"b", 2, 3}),
 			want: map[string]int{"a": 200, "b": 200},
 		},
+		"a typed round robin's locality_lb_config": {
+			yaml: `
+- name: web
+  load_balancing_policy: {policies: [{typed_extension_config: {name: rr, typed_config: {"@type": type.googleapis.com/envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin, locality_lb_config: {locality_weighted_lb_config: {}}}}}]}
+  load_assignment:
+    cluster_name: web
+    endpoints:` + zonedEndpoints(zoned{"a", 2, 1}, zoned{"b", 1, 3}),
+			want: map[string]int{"a": 100, "b": 300},
+		},
 		"the last weight of a locality repeated in a level wins": {
 			yaml: `
 - name: web
@@ -128,7 +137,7 @@ func TestLocalityWeightedCluster(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			m, _, _ := newTestManager(t, tc.yaml)
+			m, _, _ := newTestManager(t, tc.yaml, withLbPolicies(t))
 			if diff := cmp.Diff(tc.want, zoneOf(m.Cluster("web"), 400)); diff != "" {
 				t.Errorf("picks per zone (-want +got):\n%s", diff)
 			}
@@ -154,8 +163,13 @@ func TestZoneAwareClusters(t *testing.T) {
   common_lb_config: {zone_aware_lb_config: {min_cluster_size: 2, routing_enabled: {value: 0}}}
   load_assignment:
     cluster_name: tuned
+    endpoints:` + zonedEndpoints(zoned{"a", 1, 0}, zoned{"b", 1, 0}) + `
+- name: typed
+  load_balancing_policy: {policies: [{typed_extension_config: {name: lr, typed_config: {"@type": type.googleapis.com/envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest, locality_lb_config: {zone_aware_lb_config: {min_cluster_size: 2}}}}}]}
+  load_assignment:
+    cluster_name: typed
     endpoints:` + zonedEndpoints(zoned{"a", 1, 0}, zoned{"b", 1, 0})
-	m, store, _ := newTestManager(t, src, func(o *Options) {
+	m, store, _ := newTestManager(t, src, withLbPolicies(t), func(o *Options) {
 		o.LocalClusterName = "mesh"
 		o.Locality = &upstream.Locality{Region: "r", Zone: "a"}
 		// Zone routing samples: a well-spread random source.
@@ -186,6 +200,15 @@ func TestZoneAwareClusters(t *testing.T) {
 	}
 	if got := stat("tuned", "lb_zone_cluster_too_small"); got != 0 {
 		t.Errorf("tuned lb_zone_cluster_too_small = %d, want 0", got)
+	}
+	// A typed policy's locality_lb_config: min_cluster_size 2 lets its
+	// two hosts route by zone, all in a (1/3 of the proxies, half of its
+	// hosts).
+	if diff := cmp.Diff(map[string]int{"a": 10}, zoneOf(m.Cluster("typed"), 10)); diff != "" {
+		t.Errorf("typed picks per zone (-want +got):\n%s", diff)
+	}
+	if got := stat("typed", "lb_zone_routing_all_directly"); got != 10 {
+		t.Errorf("typed lb_zone_routing_all_directly = %d, want 10", got)
 	}
 
 	// The local cluster grows in a: now 3 of 5 proxies are there, more

@@ -36,6 +36,8 @@ type origDstSettings struct {
 	// port replaces the destination's port (upstream_port_override), 0
 	// for none.
 	port uint16
+	// metadata is metadata_key, nil for none.
+	metadata *origDstMetadataKey
 }
 
 // buildOrigDst checks an ORIGINAL_DST cluster's own settings, with
@@ -70,8 +72,10 @@ func buildOrigDst(c *clusterv3.Cluster) (*origDstSettings, []error) {
 	case lc.GetHttpHeaderName() != "":
 		errs = append(errs, configErrorf("original_dst_lb_config.http_header_name", "ORIGINAL_DST cluster: invalid config http_header_name=%s and use_http_header is false. Set use_http_header to true if http_header_name is desired.", lc.GetHttpHeaderName()))
 	}
-	if lc.GetMetadataKey() != nil {
-		errs = append(errs, configErrorf("original_dst_lb_config.metadata_key", "is not supported by Outrigger yet"))
+	if mk, err := buildOrigDstMetadataKey(lc.GetMetadataKey()); err != nil {
+		errs = append(errs, prefixed("original_dst_lb_config", err))
+	} else {
+		o.metadata = mk
 	}
 	if v := lc.GetUpstreamPortOverride(); v != nil {
 		if v.GetValue() == 0 || v.GetValue() > 65535 {
@@ -109,8 +113,10 @@ func newOrigDstHosts(scope stats.Scope) *origDstHosts {
 	}
 }
 
-// origDstTarget is where a pick goes, in Envoy's order: the request
-// header when use_http_header is set and the request has a valid one,
+// origDstTarget is where a pick goes, in Envoy's order: the address the
+// request's dynamic metadata holds at metadata_key, when set and valid,
+// then the request header when use_http_header is set and the request
+// has a valid one,
 // else the connection's restored original destination; then the port
 // override. False when there is neither.
 func (c *Cluster) origDstTarget(pc *upstream.PickContext) (netip.AddrPort, bool) {
@@ -119,7 +125,15 @@ func (c *Cluster) origDstTarget(pc *upstream.PickContext) (netip.AddrPort, bool)
 	}
 	o := c.settings.origDst
 	var dst netip.AddrPort
-	if o.header != "" && pc.Headers != nil {
+	if o.metadata != nil && pc.DynamicMetadata != nil {
+		// Before the header, as in Envoy.
+		if ap, found, valid := o.metadata.target(pc.DynamicMetadata); valid {
+			dst = ap
+		} else if found {
+			c.origDst.invalid.Inc()
+		}
+	}
+	if !dst.IsValid() && o.header != "" && pc.Headers != nil {
 		if v, ok := pc.Headers.Get(o.header); ok {
 			// The header is untrusted: only its first value counts.
 			first, _, _ := strings.Cut(v, ",")

@@ -5,7 +5,9 @@ import (
 	"slices"
 	"testing"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
@@ -142,5 +144,47 @@ func TestOrigDstPick(t *testing.T) {
 	moved := m.Cluster("moved")
 	if h := moved.PickHost(hdr); h == nil || h.Address != "10.1.2.3:8080" {
 		t.Errorf("pick with a port override = %v, want 10.1.2.3:8080", h)
+	}
+}
+
+// TestOrigDstMetadataKey checks original_dst_lb_config.metadata_key, as
+// Envoy reads it: the request's dynamic metadata at the key names the
+// host before the header does; a list gives its first element; a string
+// that is not an address counts original_dst_host_invalid and the header
+// decides.
+func TestOrigDstMetadataKey(t *testing.T) {
+	m, store, _ := newTestManager(t, `
+- name: od
+  type: ORIGINAL_DST
+  lb_policy: CLUSTER_PROVIDED
+  original_dst_lb_config: {use_http_header: true, metadata_key: {key: routing, path: [{key: dst}]}}`)
+	c := m.Cluster("od")
+	md := func(v *structpb.Value) *corev3.Metadata {
+		return &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{"routing": {Fields: map[string]*structpb.Value{"dst": v}}}}
+	}
+	hdr := headers{"x-envoy-original-dst-host": "127.0.0.9:90"}
+	for name, tc := range map[string]struct {
+		md          *corev3.Metadata
+		want        string
+		wantInvalid uint64
+	}{
+		"a string":          {md(structpb.NewStringValue("127.0.0.5:80")), "127.0.0.5:80", 0},
+		"a list":            {md(structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{structpb.NewStringValue("[::1]:81"), structpb.NewStringValue("127.0.0.6:82")}})), "[::1]:81", 0},
+		"not an address":    {md(structpb.NewStringValue("nowhere")), "127.0.0.9:90", 1},
+		"not a string":      {md(structpb.NewNumberValue(3)), "127.0.0.9:90", 0},
+		"no metadata":       {nil, "127.0.0.9:90", 0},
+		"another namespace": {&corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{"other": {}}}, "127.0.0.9:90", 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			invalid := store.Counter("cluster.od.original_dst_host_invalid")
+			before := invalid.Value()
+			h := c.PickHost(&upstream.PickContext{DynamicMetadata: tc.md, Headers: hdr})
+			if h == nil || h.Address != tc.want {
+				t.Fatalf("picked %v, want %s", h, tc.want)
+			}
+			if got := invalid.Value() - before; got != tc.wantInvalid {
+				t.Errorf("original_dst_host_invalid grew by %d, want %d", got, tc.wantInvalid)
+			}
+		})
 	}
 }

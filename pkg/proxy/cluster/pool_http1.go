@@ -204,11 +204,12 @@ func (c *Cluster) pendingHTTP1(ctx context.Context, h *upstream.Host, p *http1Po
 		if c.isClosed() {
 			return nil, ErrClosed
 		}
-		if res.cx.tryAcquire() {
+		if !hostFull(h, res, int64(p.open.Load())) && res.cx.tryAcquire() {
 			return c.dialHTTP1(ctx, h, p, &res.cx, c.now())
 		}
 		if !overflowed {
-			// Counted once per request that max_connections held back.
+			// Counted once per request that max_connections (the
+			// cluster's or the host's) held back.
 			c.extraCounter(extraCxOverflow).Inc()
 			overflowed = true
 		}
@@ -216,7 +217,9 @@ func (c *Cluster) pendingHTTP1(ctx context.Context, h *upstream.Host, p *http1Po
 			// Connections to other hosts hold the limit: this host gets
 			// one anyway, or its requests could wait on connections that
 			// never come back to it (Envoy does the same).
-			res.cx.force()
+			if !res.cx.tryAcquire() {
+				res.cx.force()
+			}
 			return c.dialHTTP1(ctx, h, p, &res.cx, c.now())
 		}
 		if !deadline.IsZero() {
@@ -250,7 +253,7 @@ func (c *Cluster) waitHTTP1(ctx context.Context, p *http1Pool, key poolKey, res 
 	}
 	c.waiting.Add(1)
 	defer c.waiting.Add(-1)
-	if res.cx.canAcquire() && p.dequeue(w) {
+	if res.cx.canAcquire() && !hostFull(nil, res, int64(p.open.Load())) && p.dequeue(w) {
 		// A connection closed between the refusal and the enqueue: its
 		// wake-up found no waiter.
 		return nil, nil
@@ -369,11 +372,30 @@ func (c *Cluster) wakeWaiter() {
 // releaseConnSlot gives a connection's max_connections unit back and, when
 // requests wait for one, wakes one of them. The wake-up runs on its own
 // goroutine: connections close under their pool's lock.
-func (c *Cluster) releaseConnSlot(cx *resource) {
+func (c *Cluster) releaseConnSlot(cx *resource) { c.releaseConnSlotOf(cx, nil) }
+
+// releaseConnSlotOf is releaseConnSlot for a connection of pool p (nil
+// for none): a request waiting in p is woken first, since the host's
+// own max_connections (per_host_thresholds) may be what holds it.
+func (c *Cluster) releaseConnSlotOf(cx *resource, p *http1Pool) {
 	cx.release()
 	if c.waiting.Load() > 0 {
-		go c.wakeWaiter()
+		go c.wakeWaiterOf(p)
 	}
+}
+
+// wakeWaiterOf wakes a request waiting in p (nil: none), else one of the
+// cluster's.
+func (c *Cluster) wakeWaiterOf(p *http1Pool) {
+	if p != nil {
+		p.mu.Lock()
+		woke := p.signal(nil)
+		p.mu.Unlock()
+		if woke {
+			return
+		}
+	}
+	c.wakeWaiter()
 }
 
 // dialHTTP1 opens a new HTTP/1.1 connection to h, for pool p (nil for a

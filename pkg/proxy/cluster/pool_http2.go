@@ -55,17 +55,20 @@ func (c *Cluster) dialHTTP2(ctx context.Context, addr string) (net.Conn, error) 
 	if h == nil {
 		return nil, fmt.Errorf("address %s is not a host of cluster %s", addr, c.settings.name)
 	}
-	cx := &c.breakers().cx
-	if !cx.tryAcquire() {
+	res := c.breakers()
+	cx := &res.cx
+	if hostFull(h, res, -1) || !cx.tryAcquire() {
 		c.extraCounter(extraCxOverflow).Inc()
 		if h.Stats.CxActive.Load() > 0 {
 			// The transport has a connection to the host, full: the
 			// request fails rather than waiting (see RoundTripHTTP2).
 			return nil, upstream.ErrOverflow
 		}
-		// The host's first connection opens past the limit, as in
+		// The host's first connection opens past the limits, as in
 		// Envoy, or requests to it could never go.
-		cx.force()
+		if !cx.tryAcquire() {
+			cx.force()
+		}
 	}
 	tc, err := c.connect(ctx, h, alpnHTTP2)
 	if err != nil {

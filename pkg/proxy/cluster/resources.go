@@ -154,6 +154,8 @@ type resources struct {
 	cx, pending, rq, retries resource
 	// budget, when set, limits retries instead of max_retries.
 	budget *RetryBudget
+	// perHostCx is per_host_thresholds' max_connections (see hostFull).
+	perHostCx perHostLimit
 }
 
 // retryLimit is the number of retries allowed in flight now: the retry
@@ -216,7 +218,7 @@ func newBreakerTemplate(remaining bool) *stats.Template {
 // <limit> (rt nil: no runtime). Envoy also has cx_pool_open for
 // max_connection_pools, which Outrigger refuses: the gauge exists and
 // stays 0, as Envoy's does without that limit.
-func newResources(scope stats.Scope, cluster string, t [numPriorities]Thresholds, rt func() *runtime.Snapshot) *[numPriorities]resources {
+func newResources(scope stats.Scope, cluster string, t [numPriorities]Thresholds, perHost [numPriorities]perHostLimit, rt func() *runtime.Snapshot) *[numPriorities]resources {
 	out := new([numPriorities]resources)
 	src := &breakerSource{cluster: cluster, rt: rt}
 	for p := range out {
@@ -234,6 +236,7 @@ func newResources(scope stats.Scope, cluster string, t [numPriorities]Thresholds
 			r.init(max, src, uint8(p), limit, b.Gauge(tOpen+int(limit)), rem)
 		}
 		res := &out[p]
+		res.perHostCx = perHost[p]
 		breaker(&res.cx, 0, t[p].MaxConnections)
 		breaker(&res.pending, 1, t[p].MaxPendingRequests)
 		breaker(&res.rq, 2, t[p].MaxRequests)

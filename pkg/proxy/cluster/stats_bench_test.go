@@ -28,7 +28,7 @@ func BenchmarkClusterStatsPerCluster(b *testing.B) {
 		for _, name := range names {
 			scope := store.Scope(name)
 			upstream.NewClusterStats(scope)
-			newResources(scope, name, [numPriorities]Thresholds{}, nil)
+			newResources(scope, name, [numPriorities]Thresholds{}, [numPriorities]perHostLimit{}, nil)
 			lb.NewStats(scope, false)
 			var e extraStats
 			e.init(scope)

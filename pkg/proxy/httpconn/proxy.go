@@ -86,11 +86,11 @@ func (s *stream) forward() {
 		s.localReplyAs(503, -1, bodyDropOverload, accesslog.DropOverload, "drop_overload", "x-envoy-drop-overload", "")
 		return
 	}
-	s.pick = upstream.PickContext{OriginalDst: s.origDst, Headers: &s.reqHeaders, Authority: s.authority, MetadataMatch: s.metadataMatch(route)}
-	if route.HashPolicy != nil {
-		// Computed only if the cluster's balancer reads it (PickHash).
-		s.pick.Hasher = s
-	}
+	s.pick = upstream.PickContext{OriginalDst: s.origDst, Headers: &s.reqHeaders, Authority: s.authority, MetadataMatch: s.metadataMatch(route), DynamicMetadata: s.entry.DynamicMetadata}
+	// The hash key is computed only if the cluster's balancer reads it
+	// (PickHash), with the route's hash_policy, or with the balancer's
+	// own (PickHashWith).
+	s.pick.Hasher = s
 	s.retryPredicates()
 	s.startMirrors(cl)
 	s.keepRetryBody()
@@ -238,8 +238,18 @@ func (s *stream) endAttempt(cl UpstreamCluster, ps *upstream.ClusterStats, host 
 // headers and path as received, the downstream's address and the
 // connection's addresses (a generated cookie's value).
 func (s *stream) PickHash() (uint64, bool) {
+	if s.route.HashPolicy == nil {
+		return 0, false
+	}
+	return s.PickHashWith(s.route.HashPolicy)
+}
+
+// PickHashWith computes the request's hash key with p: a ring hash or
+// maglev balancer's own hash_policy, which replaces the route's as in
+// Envoy (cluster.PolicyHasher).
+func (s *stream) PickHashWith(p *router.HashPolicy) (uint64, bool) {
 	in := router.HashInput{Request: &s.rreq, SourceIP: s.remoteIP, ConnRemote: s.remote, ConnLocal: s.local, SetCookies: s.setCookies}
-	h, ok := s.route.HashPolicy.Hash(&in)
+	h, ok := p.Hash(&in)
 	s.setCookies = in.SetCookies
 	return h, ok
 }

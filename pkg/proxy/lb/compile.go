@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
 // Factory compiles a load-balancing policy extension's typed_config: the
@@ -46,9 +47,10 @@ func notSupported(path, why string) error {
 	return fieldErrorf(path, "not supported by Outrigger (%s)", why)
 }
 
-// localityRefusal is why the typed policies' locality_lb_config and
-// locality_weighted_lb_config are refused.
-const localityRefusal = "no locality-aware balancing inside a typed policy"
+// localityRefusal is why the typed ring hash and maglev policies'
+// locality_weighted_lb_config is refused, as the legacy
+// common_lb_config.locality_weighted_lb_config is with them.
+const localityRefusal = "locality weights are not folded into the hash ring or table yet"
 
 // Compile checks a RoundRobin.
 func (RoundRobinFactory) Compile(cfg proto.Message) (Policy, []error) {
@@ -56,11 +58,7 @@ func (RoundRobinFactory) Compile(cfg proto.Message) (Policy, []error) {
 	if !ok {
 		return nil, wrongType(&roundrobinv3.RoundRobin{}, cfg)
 	}
-	var errs []error
-	if c.GetLocalityLbConfig() != nil {
-		errs = append(errs, notSupported("locality_lb_config", localityRefusal))
-	}
-	return roundRobinPolicy{slowStart: compileSlowStart(c.GetSlowStartConfig())}, errs
+	return roundRobinPolicy{slowStart: compileSlowStart(c.GetSlowStartConfig()), locality: c.GetLocalityLbConfig()}, nil
 }
 
 // Compile checks a LeastRequest.
@@ -74,9 +72,7 @@ func (LeastRequestFactory) Compile(cfg proto.Message) (Policy, []error) {
 	//lint:ignore SA1019 Envoy still honours the deprecated enable_full_scan
 	fullScan := c.GetEnableFullScan().GetValue()
 	p.fullScan = fullScan || c.GetSelectionMethod() == leastrequestv3.LeastRequest_FULL_SCAN
-	if c.GetLocalityLbConfig() != nil {
-		errs = append(errs, notSupported("locality_lb_config", localityRefusal))
-	}
+	p.locality = c.GetLocalityLbConfig()
 	return p, errs
 }
 
@@ -86,11 +82,7 @@ func (RandomFactory) Compile(cfg proto.Message) (Policy, []error) {
 	if !ok {
 		return nil, wrongType(&randomv3.Random{}, cfg)
 	}
-	var errs []error
-	if c.GetLocalityLbConfig() != nil {
-		errs = append(errs, notSupported("locality_lb_config", localityRefusal))
-	}
-	return randomPolicy{}, errs
+	return randomPolicy{locality: c.GetLocalityLbConfig()}, nil
 }
 
 // Compile checks a RingHash.
@@ -106,7 +98,7 @@ func (RingHashFactory) Compile(cfg proto.Message) (Policy, []error) {
 	p.useHostname = c.GetUseHostnameForHashing()
 	//lint:ignore SA1019 Envoy still reads the deprecated field when consistent_hashing_lb_config is unset
 	p.balanceFactor = c.GetHashBalanceFactor().GetValue()
-	return p, append(errs, hashingSettings(c, &p.useHostname, &p.balanceFactor)...)
+	return p, append(errs, hashingSettings(c, &p.useHostname, &p.balanceFactor, &p.hashPolicy)...)
 }
 
 // Compile checks a Maglev.
@@ -116,7 +108,7 @@ func (MaglevFactory) Compile(cfg proto.Message) (Policy, []error) {
 		return nil, wrongType(&maglevv3.Maglev{}, cfg)
 	}
 	p, errs := compileMaglev(c.GetTableSize().GetValue(), c.GetTableSize() != nil)
-	return p, append(errs, hashingSettings(c, &p.useHostname, &p.balanceFactor)...)
+	return p, append(errs, hashingSettings(c, &p.useHostname, &p.balanceFactor, &p.hashPolicy)...)
 }
 
 // typedHashing is what the typed RingHash and Maglev share.
@@ -126,28 +118,25 @@ type typedHashing interface {
 }
 
 // hashingSettings reads a typed hash policy's consistent_hashing_lb_config
-// (use_hostname_for_hashing and hash_balance_factor, when it is set, into
-// useHostname and balanceFactor) and refuses what Outrigger does not
-// implement.
-func hashingSettings(c typedHashing, useHostname *bool, balanceFactor *uint32) []error {
+// (use_hostname_for_hashing and hash_balance_factor, when it is set, and
+// its hash_policy) into useHostname, balanceFactor and hashPolicy, and
+// refuses what Outrigger does not implement.
+func hashingSettings(c typedHashing, useHostname *bool, balanceFactor *uint32, hashPolicy **router.HashPolicy) []error {
 	var errs []error
 	if ch := c.GetConsistentHashingLbConfig(); ch != nil {
 		*useHostname = ch.GetUseHostnameForHashing()
 		*balanceFactor = ch.GetHashBalanceFactor().GetValue()
-		errs = prefixAll("consistent_hashing_lb_config", consistentHashingRefusals(ch))
+		if hp := ch.GetHashPolicy(); len(hp) > 0 {
+			var err error
+			if *hashPolicy, err = router.CompileHashPolicy(hp); err != nil {
+				// The router's error starts with the entry's path.
+				path, msg, _ := strings.Cut(err.Error(), ": ")
+				errs = append(errs, fieldErrorf("consistent_hashing_lb_config.hash_policy"+path, "%s", msg))
+			}
+		}
 	}
 	if c.GetLocalityWeightedLbConfig() != nil {
 		errs = append(errs, notSupported("locality_weighted_lb_config", localityRefusal))
-	}
-	return errs
-}
-
-// consistentHashingRefusals are the fields of a ConsistentHashingLbConfig
-// Outrigger does not implement.
-func consistentHashingRefusals(ch *commonv3.ConsistentHashingLbConfig) []error {
-	var errs []error
-	if len(ch.GetHashPolicy()) > 0 {
-		errs = append(errs, notSupported("hash_policy", "hash policies are configured on routes and tcp_proxy"))
 	}
 	return errs
 }

@@ -84,7 +84,13 @@ func TestForCluster(t *testing.T) {
 			errs: []string{
 				"common_lb_config.consistent_hashing_lb_config: cannot be combined with load_balancing_policy (configure it in the policy's typed config)",
 				"load_balancing_policy.policies[0].typed_extension_config.typed_config.table_size: The table size of maglev must be prime number (10 is not)",
-				"load_balancing_policy.policies[0].typed_extension_config.typed_config.locality_weighted_lb_config: not supported by Outrigger (no locality-aware balancing inside a typed policy)",
+				"load_balancing_policy.policies[0].typed_extension_config.typed_config.locality_weighted_lb_config: not supported by Outrigger (locality weights are not folded into the hash ring or table yet)",
+			},
+		},
+		"typed ring hash: a bad hash_policy": {
+			yaml: `{name: c, load_balancing_policy: {policies: [{typed_extension_config: {name: rh, typed_config: {"@type": ` + typed + `ring_hash.v3.RingHash, consistent_hashing_lb_config: {hash_policy: [{header: {header_name: x-user}}, {header: {header_name: ""}}]}}}}]}}`,
+			errs: []string{
+				"load_balancing_policy.policies[0].typed_extension_config.typed_config.consistent_hashing_lb_config.hash_policy[1].header.header_name: required",
 			},
 		},
 		"LOAD_BALANCING_POLICY_CONFIG without a policy": {
@@ -114,7 +120,7 @@ func TestForCluster(t *testing.T) {
 			if tc.errs != nil {
 				return
 			}
-			if diff := cmp.Diff(tc.want, p, cmp.AllowUnexported(roundRobinPolicy{}, leastRequestPolicy{}, ringHashPolicy{}, maglevPolicy{}, slowStart{}, runtimeDouble{})); diff != "" {
+			if diff := cmp.Diff(tc.want, p, cmp.AllowUnexported(roundRobinPolicy{}, leastRequestPolicy{}, randomPolicy{}, ringHashPolicy{}, maglevPolicy{}, slowStart{}, runtimeDouble{})); diff != "" {
 				t.Errorf("policy (-want +got):\n%s", diff)
 			}
 		})
@@ -137,4 +143,79 @@ func TestLegacyConfigIgnored(t *testing.T) {
 			t.Errorf("%s: %q, want %q", yml, got, want)
 		}
 	}
+}
+
+// TestHashPolicyOf checks that a typed ring hash or maglev policy keeps
+// its consistent_hashing_lb_config.hash_policy, and that the others have
+// none.
+func TestHashPolicyOf(t *testing.T) {
+	const typed = "type.googleapis.com/envoy.extensions.load_balancing_policies."
+	for name, tc := range map[string]struct {
+		yaml string
+		want bool
+	}{
+		"ring hash":          {`{name: c, load_balancing_policy: {policies: [{typed_extension_config: {name: rh, typed_config: {"@type": ` + typed + `ring_hash.v3.RingHash, consistent_hashing_lb_config: {hash_policy: [{header: {header_name: x-user}}]}}}}]}}`, true},
+		"maglev":             {`{name: c, load_balancing_policy: {policies: [{typed_extension_config: {name: m, typed_config: {"@type": ` + typed + `maglev.v3.Maglev, consistent_hashing_lb_config: {hash_policy: [{connection_properties: {source_ip: true}}]}}}}]}}`, true},
+		"maglev without one": {`{name: c, load_balancing_policy: {policies: [{typed_extension_config: {name: m, typed_config: {"@type": ` + typed + `maglev.v3.Maglev, consistent_hashing_lb_config: {use_hostname_for_hashing: true}}}}]}}`, false},
+		"legacy ring hash":   {`{name: c, lb_policy: RING_HASH}`, false},
+		"round robin":        {`{name: c}`, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := compileCluster(t, tc.yaml)
+			if got := HashPolicyOf(p) != nil; got != tc.want {
+				t.Errorf("HashPolicyOf: %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestLocalityOf checks that the typed round robin, least request and
+// random policies keep their locality_lb_config.
+func TestLocalityOf(t *testing.T) {
+	const typed = "type.googleapis.com/envoy.extensions.load_balancing_policies."
+	for name, tc := range map[string]struct {
+		yaml     string
+		weighted bool
+		zone     float64 // routing_enabled, -1 for no zone_aware_lb_config
+	}{
+		"round robin, locality weighted": {`{name: c, load_balancing_policy: {policies: [{typed_extension_config: {name: rr, typed_config: {"@type": ` + typed + `round_robin.v3.RoundRobin, locality_lb_config: {locality_weighted_lb_config: {}}}}}]}}`, true, -1},
+		"least request, zone aware":      {`{name: c, load_balancing_policy: {policies: [{typed_extension_config: {name: lr, typed_config: {"@type": ` + typed + `least_request.v3.LeastRequest, locality_lb_config: {zone_aware_lb_config: {routing_enabled: {value: 40}}}}}}]}}`, false, 40},
+		"random, zone aware":             {`{name: c, load_balancing_policy: {policies: [{typed_extension_config: {name: r, typed_config: {"@type": ` + typed + `random.v3.Random, locality_lb_config: {zone_aware_lb_config: {routing_enabled: {value: 7}}}}}}]}}`, false, 7},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := compileCluster(t, tc.yaml)
+			l := LocalityOf(p)
+			if l == nil {
+				t.Fatal("no locality_lb_config")
+			}
+			if got := l.GetLocalityWeightedLbConfig() != nil; got != tc.weighted {
+				t.Errorf("locality weighted: %v, want %v", got, tc.weighted)
+			}
+			if tc.zone >= 0 && l.GetZoneAwareLbConfig().GetRoutingEnabled().GetValue() != tc.zone {
+				t.Errorf("routing_enabled: %v, want %v", l.GetZoneAwareLbConfig().GetRoutingEnabled().GetValue(), tc.zone)
+			}
+		})
+	}
+	if LocalityOf(ringHashPolicy{}) != nil {
+		t.Error("ring hash has a locality_lb_config")
+	}
+}
+
+// compileCluster compiles the policy of a cluster given in YAML, which
+// must have no error.
+func compileCluster(t *testing.T, src string) Policy {
+	t.Helper()
+	j, err := yaml.YAMLToJSON([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &clusterv3.Cluster{}
+	if err := protojson.Unmarshal(j, c); err != nil {
+		t.Fatal(err)
+	}
+	p, errs := ForCluster(c, testRegistry(t))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	return p
 }

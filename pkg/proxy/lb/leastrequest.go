@@ -3,6 +3,8 @@ package lb
 import (
 	"math"
 
+	commonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/common/v3"
+
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -16,6 +18,8 @@ type leastRequestPolicy struct {
 	bias     runtimeDouble
 	// slowStart is nil when slow_start_config is unset.
 	slowStart *slowStart
+	// locality is the typed policy's locality_lb_config (LocalityOf).
+	locality *commonv3.LocalityLbConfig
 }
 
 func (leastRequestPolicy) Name() string    { return "LEAST_REQUEST" }

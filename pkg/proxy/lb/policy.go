@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"time"
 
+	commonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/common/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
 
@@ -36,6 +39,36 @@ type Policy interface {
 	HashBased() bool
 	// Pickers returns the PickerFactory of one host set, built with env.
 	Pickers(env Env) PickerFactory
+}
+
+// HashPolicyOf returns a ring hash or maglev policy's own hash policy
+// (its typed config's consistent_hashing_lb_config.hash_policy), nil when
+// it has none. Envoy's balancer then hashes each request with it instead
+// of the route's (or tcp_proxy's) hash_policy.
+func HashPolicyOf(p Policy) *router.HashPolicy {
+	switch p := p.(type) {
+	case ringHashPolicy:
+		return p.hashPolicy
+	case maglevPolicy:
+		return p.hashPolicy
+	}
+	return nil
+}
+
+// LocalityOf returns a typed round robin, least request or random
+// policy's locality_lb_config (zone-aware or locality-weighted balancing,
+// which the cluster applies as it applies common_lb_config's), nil when
+// it has none.
+func LocalityOf(p Policy) *commonv3.LocalityLbConfig {
+	switch p := p.(type) {
+	case roundRobinPolicy:
+		return p.locality
+	case leastRequestPolicy:
+		return p.locality
+	case randomPolicy:
+		return p.locality
+	}
+	return nil
 }
 
 // Env is what a policy's pickers may read of their cluster when it

@@ -1,10 +1,17 @@
 package lb
 
-import "github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+import (
+	commonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/common/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
+)
 
 // randomPolicy is RANDOM: any host of the list, each as likely, whatever
 // its weight (Envoy's random balancer ignores weights).
-type randomPolicy struct{}
+type randomPolicy struct {
+	// locality is the typed policy's locality_lb_config (LocalityOf).
+	locality *commonv3.LocalityLbConfig
+}
 
 func (randomPolicy) Name() string    { return "RANDOM" }
 func (randomPolicy) HashBased() bool { return false }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -26,6 +27,9 @@ type ringHashPolicy struct {
 	useHostname      bool
 	// balanceFactor is hash_balance_factor, 0 when unset: bounded loads.
 	balanceFactor uint32
+	// hashPolicy is the typed policy's consistent_hashing_lb_config.hash_policy,
+	// nil when unset: see HashPolicyOf.
+	hashPolicy *router.HashPolicy
 }
 
 func (ringHashPolicy) Name() string    { return "RING_HASH" }

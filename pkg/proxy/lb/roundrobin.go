@@ -3,6 +3,8 @@ package lb
 import (
 	"sync/atomic"
 
+	commonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/common/v3"
+
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -58,6 +60,8 @@ func NewRoundRobinPicker(hosts []*upstream.Host, seed uint64) Picker {
 // roundRobinPolicy is ROUND_ROBIN with its round_robin_lb_config.
 type roundRobinPolicy struct {
 	slowStart *slowStart
+	// locality is the typed policy's locality_lb_config (LocalityOf).
+	locality *commonv3.LocalityLbConfig
 }
 
 func (roundRobinPolicy) Name() string    { return "ROUND_ROBIN" }

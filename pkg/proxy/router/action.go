@@ -233,7 +233,7 @@ func compileRouteAction(r *Route, a *routev3.RouteAction, opts *Options) error {
 		return fmt.Errorf("request_mirror_policies%w", err)
 	}
 	if hp := a.GetHashPolicy(); len(hp) > 0 {
-		if r.HashPolicy, err = compileHashPolicy(hp); err != nil {
+		if r.HashPolicy, err = CompileHashPolicy(hp); err != nil {
 			return fmt.Errorf("hash_policy%w", err)
 		}
 	}

@@ -58,7 +58,7 @@ type cookieGen struct {
 // HashInput is what a hash policy reads of a request.
 type HashInput struct {
 	// Request gives the headers (pseudo-headers included) and the path
-	// as received.
+	// as received; nil for a pick without a request (tcp_proxy's).
 	Request *Request
 	// SourceIP is the downstream's address, without port, after
 	// x-forwarded-for processing ("" when not an IP).
@@ -86,9 +86,11 @@ type HeaderFields interface {
 	Field(name string, i int) (string, bool)
 }
 
-// compileHashPolicy compiles a route's hash_policy; errors name the field
-// below it ("[1].header.regex_rewrite...").
-func compileHashPolicy(list []*routev3.RouteAction_HashPolicy) (*HashPolicy, error) {
+// CompileHashPolicy compiles a hash_policy list (a route's, or a
+// ring hash or maglev policy's consistent_hashing_lb_config.hash_policy);
+// errors name the field below it ("[1].header.regex_rewrite..."). It
+// returns nil when no entry hashes anything.
+func CompileHashPolicy(list []*routev3.RouteAction_HashPolicy) (*HashPolicy, error) {
 	p := &HashPolicy{}
 	for i, hp := range list {
 		m := hashMethod{terminal: hp.GetTerminal()}
@@ -202,8 +204,13 @@ func (p *HashPolicy) Hash(in *HashInput) (uint64, bool) {
 	return hash, ok
 }
 
-// eval computes one entry's hash.
+// eval computes one entry's hash. Without a request (a TCP pick) the
+// header, cookie and query parameter entries yield none, as Envoy's do
+// without request headers.
 func (m *hashMethod) eval(in *HashInput) (uint64, bool) {
+	if in.Request == nil && (m.kind == hashHeader || m.kind == hashCookie || m.kind == hashQuery) {
+		return 0, false
+	}
 	switch m.kind {
 	case hashHeader:
 		return m.headerHash(in.Request)

@@ -23,6 +23,10 @@ type Host struct {
 	// Address is what is dialled: "ip:port", "[ipv6]:port", or the path
 	// of a pipe (a unix domain socket, see IsPipe).
 	Address string
+	// AdditionalAddresses are the endpoint's additional_addresses
+	// ("ip:port"), nil without any: its connections race them with
+	// Address (Happy Eyeballs). Read-only.
+	AdditionalAddresses []string
 	// Hostname is the endpoint's hostname field, "" when not configured.
 	Hostname string
 	// Cluster is the name of the cluster the host belongs to.

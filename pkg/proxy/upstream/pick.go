@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/netip"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -40,6 +41,10 @@ type PickContext struct {
 	// router's hash policy runs only for a balancer that reads the hash,
 	// as Envoy's computeHashKey does, since it may generate a cookie.
 	Hasher Hasher
+	// DynamicMetadata is an HTTP pick's request dynamic metadata (what
+	// filters recorded), nil for none: an ORIGINAL_DST cluster with
+	// original_dst_lb_config.metadata_key reads its host there.
+	DynamicMetadata *corev3.Metadata
 	// MetadataMatch is the route's metadata_match criteria (merged with
 	// its weighted cluster's), which choose the subset of a cluster with
 	// lb_subset_config; nil when the route has none.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -29,7 +30,7 @@ func (s *session) pickContext() *upstream.PickContext {
 	if dst, ok := upstream.OriginalDst(s.down); ok {
 		pc.OriginalDst = dst
 	}
-	pc.Hash, pc.HasHash = s.p.cfg.hash.of(s.down)
+	pc.Hasher = s
 	// What a dynamic forward proxy cluster picks its host by.
 	pc.ServerName = accesslog.RequestedServerName(s.down)
 	if v, ok := netfilter.FilterStateOf(s.down, netfilter.DynamicPortStateKey); ok {
@@ -622,4 +623,20 @@ func (s *session) setFlag(f accesslog.ResponseFlags) {
 			return
 		}
 	}
+}
+
+// PickHash computes the connection's hash key with tcp_proxy's
+// hash_policy when the cluster's balancer reads it (upstream.Hasher).
+func (s *session) PickHash() (uint64, bool) { return s.p.cfg.hash.of(s.down) }
+
+// PickHashWith computes the connection's hash key with the balancer's
+// own hash_policy (cluster.PolicyHasher), which Envoy evaluates without
+// request headers: only its connection_properties entries (the
+// downstream's IP) hash a connection.
+func (s *session) PickHashWith(p *router.HashPolicy) (uint64, bool) {
+	in := router.HashInput{}
+	if ta, ok := s.down.RemoteAddr().(*net.TCPAddr); ok {
+		in.SourceIP = ta.AddrPort().Addr().Unmap().String()
+	}
+	return p.Hash(&in)
 }
