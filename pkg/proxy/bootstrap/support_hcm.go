@@ -131,6 +131,13 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	// Envoy's choice between its two HTTP/1 parsers, which parse the same
 	// protocol; Outrigger has one, used whatever the value.
 	"envoy.config.core.v3.Http1ProtocolOptions.use_balsa_parser": {},
+	// The absolute-form request target on a cluster's connections
+	// (absoluteform.go); like Envoy's, it has no effect on client
+	// connections.
+	"envoy.config.core.v3.Http1ProtocolOptions.send_fully_qualified_url": {},
+	// Upgrade values served as plain requests (ignore_upgrade.go); client
+	// connections only (clusters refuse it).
+	"envoy.config.core.v3.Http1ProtocolOptions.ignore_http_11_upgrade": {},
 
 	// Proper-case field names, on client and upstream connections alike;
 	// the stateful_formatter extensions stay refused.

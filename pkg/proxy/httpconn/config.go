@@ -11,6 +11,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/ipdetection"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/requestid"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
 // ServerName is the default value of the server response header.
@@ -43,6 +44,10 @@ type settings struct {
 	// match_upstream needs nothing: the :scheme sent to an upstream is
 	// always its transport's (see docs/compat.md).
 	schemeToSet string
+	// schemeMatchUpstream is match_upstream: the scheme of an
+	// absolute-form target sent upstream (send_fully_qualified_url) is
+	// the cluster transport's.
+	schemeMatchUpstream bool
 
 	useRemoteAddress  bool
 	skipXFFAppend     bool
@@ -154,6 +159,9 @@ type settings struct {
 
 	// upgrades are upgrade_configs (see readUpgrades).
 	upgrades map[string]bool
+	// ignoreUpgrade are http_protocol_options.ignore_http_11_upgrade
+	// (see readIgnoreUpgrade), nil without any.
+	ignoreUpgrade router.ListStringMatch
 
 	// logOpts are access_log_options (see readLogOptions).
 	logOpts logOptions
@@ -180,6 +188,7 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 		serverTransform:        cfg.GetServerHeaderTransformation(),
 		via:                    cfg.GetVia(),
 		schemeToSet:            cfg.GetSchemeHeaderTransformation().GetSchemeToOverwrite(),
+		schemeMatchUpstream:    cfg.GetSchemeHeaderTransformation().GetMatchUpstream(),
 		useRemoteAddress:       cfg.GetUseRemoteAddress().GetValue(),
 		skipXFFAppend:          cfg.GetSkipXffAppend(),
 		xffTrustedHops:         cfg.GetXffNumTrustedHops(),
@@ -211,6 +220,9 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 	}
 	var upgradeErr error
 	if s.upgrades, upgradeErr = readUpgrades(cfg.GetUpgradeConfigs()); upgradeErr != nil {
+		return s, upgradeErr
+	}
+	if s.ignoreUpgrade, upgradeErr = readIgnoreUpgrade(cfg.GetHttpProtocolOptions()); upgradeErr != nil {
 		return s, upgradeErr
 	}
 	switch s.codec {

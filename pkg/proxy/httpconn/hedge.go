@@ -665,7 +665,7 @@ func (s *stream) startHedgeHTTP1(h *hedger, t *hedgeTry, perTry bool) {
 	t.tm = upstreamTimer{idle: s.idleTimeout(), limit: s.durationLimit(), hard: r.routeEnd}
 	_ = uc.SetDeadline(t.tm.deadline(time.Now()))
 	t.u.out.reset(uc)
-	s.appendRequestHead(&t.u.out, t.cl.ProperCaseHeaders())
+	s.appendRequestHead(&t.u.out, t.cl.HTTP1Format())
 	if r.body != nil {
 		// The replayed bytes are counted once.
 		s.bytesRecv -= uint64(len(r.body.buf))

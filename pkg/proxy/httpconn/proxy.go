@@ -593,7 +593,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	_ = uc.SetDeadline(tm.deadline(sent))
 	u.out.reset(uc)
 	u.maxHead = cl.MaxResponseHeadBytes()
-	s.appendRequestHead(&u.out, cl.ProperCaseHeaders())
+	s.appendRequestHead(&u.out, cl.HTTP1Format())
 	var (
 		sendErr        error
 		downstreamSide bool
@@ -813,17 +813,21 @@ func (s *stream) writeResponseBody(p []byte) error {
 	return s.down.writeBody(p)
 }
 
-// appendRequestHead serialises the request as it goes upstream, its field
-// names in proper case when the cluster asks for it.
-func (s *stream) appendRequestHead(o *outBuf, properCase bool) {
+// appendRequestHead serialises the request as it goes upstream in the
+// cluster's format f: field names in proper case, the target in absolute
+// form, when it asks for them.
+func (s *stream) appendRequestHead(o *outBuf, f upstream.HTTP1Format) {
 	start := len(o.b)
 	b := o.b
 	b = append(b, s.method...)
 	b = append(b, ' ')
-	if s.upg.connect {
+	switch {
+	case s.upg.connect:
 		// A CONNECT's target is its authority (RFC 9110 §9.3.6).
 		b = append(b, s.upAuthority...)
-	} else {
+	case f.FullyQualifiedURL && s.upAuthority != "":
+		b = s.appendAbsoluteTarget(b, f)
+	default:
 		b = append(b, s.upPath...)
 	}
 	b = append(b, " HTTP/1.1\r\n"...)
@@ -847,7 +851,7 @@ func (s *stream) appendRequestHead(o *outBuf, properCase bool) {
 		b = http1.AppendContentLength(b, s.reqLength)
 	}
 	o.b = append(b, http1.CRLF...)
-	if properCase {
+	if f.ProperCase {
 		http1.ProperCaseNames(o.b[start:])
 	}
 }
@@ -918,7 +922,7 @@ func (s *stream) sendRequestBody(o *outBuf, tm *upstreamTimer, uc *upstream.Conn
 	}
 	switch {
 	case len(trailers) > 0 && o.err == nil:
-		o.b = appendTrailerSection(o.b, trailers, cl.ProperCaseHeaders())
+		o.b = appendTrailerSection(o.b, trailers, cl.HTTP1Format().ProperCase)
 	case s.reqChunked:
 		_ = o.writeString(http1.LastChunk)
 	}
