@@ -99,6 +99,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.http.cache proxy.extensions.http.cache.simple envoy.extensions.http.cache.simple_http_cache.v3.SimpleHttpCacheConfig",
 		"envoy.http.original_ip_detection proxy.http.original_ip_detection.custom_header envoy.extensions.http.original_ip_detection.custom_header.v3.CustomHeaderConfig",
 		"envoy.http.original_ip_detection proxy.http.original_ip_detection.xff envoy.extensions.http.original_ip_detection.xff.v3.XffConfig",
+		"envoy.http.stateful_header_formatters proxy.http.stateful_header_formatters.preserve_case envoy.extensions.http.header_formatters.preserve_case.v3.PreserveCaseFormatterConfig",
 		"envoy.internal_redirect_predicates proxy.internal_redirect_predicates.allow_listed_routes envoy.extensions.internal_redirect.allow_listed_routes.v3.AllowListedRoutesConfig",
 		"envoy.internal_redirect_predicates proxy.internal_redirect_predicates.previous_routes envoy.extensions.internal_redirect.previous_routes.v3.PreviousRoutesConfig",
 		"envoy.internal_redirect_predicates proxy.internal_redirect_predicates.safe_cross_scheme envoy.extensions.internal_redirect.safe_cross_scheme.v3.SafeCrossSchemeConfig",

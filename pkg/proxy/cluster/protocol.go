@@ -137,12 +137,12 @@ func (ps *protocolSettings) readHTTPOptions(opts *httpv3.HttpProtocolOptions, pa
 	case ud != nil:
 		ps.downstream, ps.http2 = true, false
 		ps.h2 = readH2Limits(ud.GetHttp2ProtocolOptions())
-		ps.readHTTP1(ud.GetHttpProtocolOptions())
+		errs = append(errs, ps.readHTTP1(ud.GetHttpProtocolOptions(), path+".use_downstream_protocol_config.http_protocol_options")...)
 		ps.enableTrailers = ud.GetHttpProtocolOptions().GetEnableTrailers()
 	case auto != nil:
 		ps.auto, ps.http2 = true, false
 		ps.h2 = readH2Limits(auto.GetHttp2ProtocolOptions())
-		ps.readHTTP1(auto.GetHttpProtocolOptions())
+		errs = append(errs, ps.readHTTP1(auto.GetHttpProtocolOptions(), path+".auto_config.http_protocol_options")...)
 		ps.enableTrailers = auto.GetHttpProtocolOptions().GetEnableTrailers()
 	case explicit == nil:
 		errs = append(errs, configErrorf(path, "explicit_http_config, use_downstream_protocol_config or auto_config is required"))
@@ -151,7 +151,7 @@ func (ps *protocolSettings) readHTTPOptions(opts *httpv3.HttpProtocolOptions, pa
 		ps.h2 = readH2Limits(explicit.GetHttp2ProtocolOptions())
 	case explicit.GetHttpProtocolOptions() != nil:
 		ps.http2 = false
-		ps.readHTTP1(explicit.GetHttpProtocolOptions())
+		errs = append(errs, ps.readHTTP1(explicit.GetHttpProtocolOptions(), path+".explicit_http_config.http_protocol_options")...)
 		ps.enableTrailers = explicit.GetHttpProtocolOptions().GetEnableTrailers()
 	default:
 		errs = append(errs, configErrorf(path+".explicit_http_config", "http_protocol_options or http2_protocol_options is required (HTTP/3 is not supported by Outrigger)"))
@@ -195,11 +195,14 @@ func (ps *protocolSettings) readHTTPOptions(opts *httpv3.HttpProtocolOptions, pa
 	return errs
 }
 
-// readHTTP1 reads the HTTP/1.1 options that shape the requests written
-// upstream.
-func (ps *protocolSettings) readHTTP1(h1 *corev3.Http1ProtocolOptions) {
-	ps.h1Format.ProperCase = h1.GetHeaderKeyFormat().GetProperCaseWords() != nil
+// readHTTP1 reads the HTTP/1.1 options, found at path, that shape the
+// requests written upstream and what is kept of their responses.
+func (ps *protocolSettings) readHTTP1(h1 *corev3.Http1ProtocolOptions, path string) []error {
 	ps.h1Format.FullyQualifiedURL = h1.GetSendFullyQualifiedUrl()
+	if err := ps.h1Format.ReadHeaderKeyFormat(h1.GetHeaderKeyFormat()); err != nil {
+		return []error{prefixed(path+".header_key_format", err)}
+	}
+	return nil
 }
 
 // downstreamOnlyFields refuses the protocol option fields that Outrigger

@@ -12,6 +12,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/ipdetection"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/requestid"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // ServerName is the default value of the server response header.
@@ -135,6 +136,10 @@ type settings struct {
 	// properCase writes HTTP/1 field names in proper case
 	// (http_protocol_options.header_key_format.proper_case_words).
 	properCase bool
+	// keyFormat is http_protocol_options.header_key_format whole: with
+	// the preserve_case stateful formatter, requests' field names keep
+	// their spelling (preserve_case.go).
+	keyFormat upstream.HTTP1Format
 	// keepAbsoluteURL is allow_absolute_url: false: an absolute-form
 	// target stays the path (refused with a 404, absolute_path_rejected)
 	// rather than giving the request its host and path.
@@ -224,6 +229,9 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 	}
 	if s.ignoreUpgrade, upgradeErr = readIgnoreUpgrade(cfg.GetHttpProtocolOptions()); upgradeErr != nil {
 		return s, upgradeErr
+	}
+	if err := s.keyFormat.ReadHeaderKeyFormat(cfg.GetHttpProtocolOptions().GetHeaderKeyFormat()); err != nil {
+		return s, fmt.Errorf("http_protocol_options.header_key_format.%w", err)
 	}
 	switch s.codec {
 	case hcmv3.HttpConnectionManager_AUTO, hcmv3.HttpConnectionManager_HTTP1, hcmv3.HttpConnectionManager_HTTP2:

@@ -32,8 +32,12 @@ type upstreamScratch struct {
 	// maxHead bounds the response head: the cluster's
 	// max_response_headers_kb.
 	maxHead int
-	resp    http1.Response
-	body    http1.BodyReader
+	// keys is the cluster's HTTP/1.1 format; with its preserve_case
+	// formatter, raw is a copy of the response head before parsing.
+	keys upstream.HTTP1Format
+	raw  []byte
+	resp http1.Response
+	body http1.BodyReader
 	// lr is the upstream side of a spliced body (see splice.go).
 	lr io.LimitedReader
 	// wait writes a request and waits for its response without a read
@@ -593,7 +597,8 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	_ = uc.SetDeadline(tm.deadline(sent))
 	u.out.reset(uc)
 	u.maxHead = cl.MaxResponseHeadBytes()
-	s.appendRequestHead(&u.out, cl.HTTP1Format())
+	u.keys = cl.HTTP1Format()
+	s.appendRequestHead(&u.out, u.keys)
 	var (
 		sendErr        error
 		downstreamSide bool
@@ -674,7 +679,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	s.tLast = now
 	s.upSent = sent
 	resp := &u.resp
-	s.copyResponseHeaders(resp)
+	s.copyResponseHeaders(u)
 	s.status = resp.Status
 	s.outlierResponse()
 	if s.retryResponse(cl, resp.Status) {
@@ -851,7 +856,12 @@ func (s *stream) appendRequestHead(o *outBuf, f upstream.HTTP1Format) {
 		b = http1.AppendContentLength(b, s.reqLength)
 	}
 	o.b = append(b, http1.CRLF...)
-	if f.ProperCase {
+	switch {
+	case s.cases.reqOn:
+		// The client's spellings travel with the request, whatever
+		// the cluster's format, as Envoy's stateful formatter does.
+		s.formatRequestNames(o.b[start:])
+	case f.ProperCase:
 		http1.ProperCaseNames(o.b[start:])
 	}
 }
@@ -951,6 +961,9 @@ func (s *stream) readResponseHeadInto(u *upstreamScratch, uc *upstream.Conn, sto
 			return 0, err
 		}
 		u.head = head
+		if u.keys.PreserveCase {
+			u.raw = append(u.raw[:0], head...)
+		}
 		if err := http1.ParseResponse(head, &u.resp, s.m.cfg.maxHeadersCount); err != nil {
 			return 0, err
 		}
