@@ -82,6 +82,9 @@ func (s *stream) forward() {
 	s.entry.UpstreamCluster = cl.Name()
 	s.selectRouteStats()
 	s.entry.ClusterMetadata = cl.Metadata()
+	if len(m.filters.strictCheck) > 0 && !s.strictCheckHeaders() {
+		return
+	}
 	s.rewrite()
 	if cl.DropOverload() {
 		// Envoy's router drops before it picks a host, retries or
