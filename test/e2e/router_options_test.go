@@ -107,3 +107,28 @@ var _ = Describe("router strict_check_headers, respect_expected_rq_timeout, supp
 		Expect(statValue(s, "cluster.up.upstream_rq_2xx")).To(Equal("1"))
 	})
 })
+
+var _ = Describe("HeaderValue raw_value and RouteAction.early_data_policy", func() {
+	It("adds a header given as raw_value bytes on a route that has the default early data policy", func() {
+		up := startHeadUpstream()
+		port := freePort()
+		Start(newDir(), proxySpec{Port: port, Clusters: []proxyCluster{{Name: "up", Port: up.port}},
+			// cmF3IGJ5dGVz is "raw bytes".
+			Routes: `[{match: {prefix: /}, request_headers_to_add: [{header: {key: x-raw, raw_value: cmF3IGJ5dGVz}}],
+  route: {cluster: up, early_data_policy: {name: envoy.route.early_data_policy.default,
+    typed_config: {"@type": type.googleapis.com/envoy.extensions.early_data.v3.DefaultEarlyDataPolicy}}}}]`,
+		}.YAML())
+		Expect(rawExchange(port, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n")).To(HavePrefix("HTTP/1.1 200 OK\r\n"))
+		Expect(up.last()).To(ContainSubstring("\r\nx-raw: raw bytes\r\n"))
+	})
+
+	It("refuses a raw_value with a line break, and both value and raw_value, with their paths", func() {
+		for _, header := range []string{`{key: x-raw, raw_value: eQ15}`, `{key: x-raw, value: 'v', raw_value: eQ==}`} {
+			cfg := proxySpec{Port: freePort(), Clusters: []proxyCluster{{Name: "up", Port: 1}},
+				Routes: `[{match: {prefix: /}, request_headers_to_add: [{header: ` + header + `}], route: {cluster: up}}]`}.YAML()
+			r, _ := validate("bootstrap.yaml", cfg)
+			Expect(r.ExitCode).To(Equal(1))
+			Expect(r.Stderr).To(ContainSubstring("routes[0].request_headers_to_add[0].header.raw_value: "))
+		}
+	})
+})

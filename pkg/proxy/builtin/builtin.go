@@ -23,6 +23,7 @@ import (
 	gzipdv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/gzip/decompressor/v3"
 	zstdcv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/zstd/compressor/v3"
 	zstddv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/zstd/decompressor/v3"
+	earlydatav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/early_data/v3"
 	adaptiveconcurrencyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/adaptive_concurrency/v3"
 	admissioncontrolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/admission_control/v3"
 	basicauthv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/basic_auth/v3"
@@ -351,6 +352,12 @@ func Registry() *extension.Registry {
 		// (header_key_format.stateful_formatter), which the connection
 		// manager and the clusters read (upstream.HTTP1Format).
 		extension.Of("proxy.http.stateful_header_formatters.preserve_case", "envoy.http.stateful_header_formatters", &preservecasev3.PreserveCaseFormatterConfig{}, nil),
+
+		// A route's early_data_policy: the default (safe requests only
+		// may go as early data). Upstream connections (TCP, TLS through
+		// Go's crypto/tls) send no early data, as Envoy's TCP ones do not,
+		// so every request waits for the handshake under it.
+		extension.Of("proxy.route.early_data_policy.default", "envoy.route.early_data_policy", &earlydatav3.DefaultEarlyDataPolicy{}, nil),
 		extension.Of(ipcustomheader.Name, ipdetection.Category, &ipcustomheaderv3.CustomHeaderConfig{}, ipcustomheader.Factory{}),
 
 		// Internal listeners (server/internal_listeners.go).
