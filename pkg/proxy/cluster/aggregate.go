@@ -367,7 +367,7 @@ func (a *AggregateAttempt) HTTP2() bool { return a.under.HTTP2() }
 func (a *AggregateAttempt) HTTP1Trailers() bool { return a.under.HTTP1Trailers() }
 
 // HTTP1Format follows the underlying cluster's options.
-func (a *AggregateAttempt) HTTP1Format() upstream.HTTP1Format { return a.under.HTTP1Format() }
+func (a *AggregateAttempt) HTTP1Format() *upstream.HTTP1Format { return a.under.HTTP1Format() }
 
 // MaxResponseHeadBytes follows the underlying cluster's options.
 func (a *AggregateAttempt) MaxResponseHeadBytes() int { return a.under.MaxResponseHeadBytes() }

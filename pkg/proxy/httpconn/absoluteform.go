@@ -10,7 +10,7 @@ import (
 // in format f, Envoy's upstream :scheme: the cluster transport's with
 // scheme_header_transformation match_upstream, else the downstream's
 // (after scheme_to_overwrite).
-func (s *stream) upstreamScheme(f upstream.HTTP1Format) string {
+func (s *stream) upstreamScheme(f *upstream.HTTP1Format) string {
 	if s.m.cfg.schemeMatchUpstream {
 		if f.Secure {
 			return "https"
@@ -22,7 +22,7 @@ func (s *stream) upstreamScheme(f upstream.HTTP1Format) string {
 
 // appendAbsoluteTarget appends the request target in absolute form, what
 // send_fully_qualified_url writes in place of the path.
-func (s *stream) appendAbsoluteTarget(b []byte, f upstream.HTTP1Format) []byte {
+func (s *stream) appendAbsoluteTarget(b []byte, f *upstream.HTTP1Format) []byte {
 	return appendAbsoluteTarget(b, s.upstreamScheme(f), s.upAuthority, s.upPath)
 }
 
@@ -37,7 +37,7 @@ func appendAbsoluteTarget(b []byte, scheme, authority, path string) []byte {
 // shadowScheme is the scheme a mirrored copy's absolute-form target
 // carries, kept beyond the request's life; empty when the cluster's
 // requests use the origin form.
-func (s *stream) shadowScheme(f upstream.HTTP1Format) string {
+func (s *stream) shadowScheme(f *upstream.HTTP1Format) string {
 	if !f.FullyQualifiedURL {
 		return ""
 	}

@@ -32,7 +32,7 @@ func TestAppendRequestHeadTarget(t *testing.T) {
 			s := &stream{m: m, method: "GET", upPath: "/p?q=1", upAuthority: "a.example:81", scheme: tc.scheme, reqLength: -1}
 			s.upg.connect = tc.connect
 			var o outBuf
-			s.appendRequestHead(&o, tc.f)
+			s.appendRequestHead(&o, &tc.f)
 			if got := string(o.b); !strings.HasPrefix(got, tc.want) {
 				t.Errorf("head = %q, want prefix %q", got, tc.want)
 			}

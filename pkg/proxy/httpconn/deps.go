@@ -115,7 +115,8 @@ type UpstreamCluster interface {
 	// (its http_protocol_options): field names in proper case
 	// (header_key_format.proper_case_words), the target in absolute form
 	// (send_fully_qualified_url).
-	HTTP1Format() upstream.HTTP1Format
+	// The value is the cluster's, never changed.
+	HTTP1Format() *upstream.HTTP1Format
 	// HTTP1Trailers reports whether HTTP/1.1 requests to this cluster
 	// end a chunked body with the request's trailers, and its responses'
 	// trailers are kept (its http_protocol_options' enable_trailers).

@@ -72,7 +72,7 @@ func (s *stream) copyRequestHeaders(req *http1.Request) {
 // the cluster keeps them (preserve_case).
 func (s *stream) copyResponseHeaders(u *upstreamScratch) {
 	resp := &u.resp
-	if u.keys.PreserveCase {
+	if u.preserveCase() {
 		s.noteResponseCases(u, u.keys)
 	}
 	for i := range resp.Headers {

@@ -445,7 +445,7 @@ func readShadowHead(r *bufio.Reader, resp *http1.Response, maxHead, maxHeaders i
 
 // appendHead serialises the shadow's request head in the cluster's format
 // f, with a Content-Length of n when it has a body.
-func (sh *shadow) appendHead(b []byte, n int, f upstream.HTTP1Format) []byte {
+func (sh *shadow) appendHead(b []byte, n int, f *upstream.HTTP1Format) []byte {
 	b = append(b, sh.method...)
 	b = append(b, ' ')
 	if f.FullyQualifiedURL && sh.authority != "" {

@@ -27,6 +27,10 @@ type caseNotes struct {
 	raw []byte
 }
 
+// preserveCase reports whether the cluster whose response u reads keeps
+// its names' spellings.
+func (u *upstreamScratch) preserveCase() bool { return u.keys != nil && u.keys.PreserveCase }
+
 // keepRawHead copies head before it is parsed, for the spellings of its
 // names.
 func (c *caseNotes) keepRawHead(head []byte) {
@@ -44,7 +48,7 @@ func (s *stream) noteRequestCases(head []byte, req *http1.Request) {
 
 // noteResponseCases records the spellings of the upstream response's
 // field names and its reason phrase, as the cluster's format f asks.
-func (s *stream) noteResponseCases(u *upstreamScratch, f upstream.HTTP1Format) {
+func (s *stream) noteResponseCases(u *upstreamScratch, f *upstream.HTTP1Format) {
 	c := &s.cases
 	c.resp.Reset()
 	c.resp.Record(u.head, u.raw, u.resp.Headers)

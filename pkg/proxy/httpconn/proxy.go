@@ -34,7 +34,7 @@ type upstreamScratch struct {
 	maxHead int
 	// keys is the cluster's HTTP/1.1 format; with its preserve_case
 	// formatter, raw is a copy of the response head before parsing.
-	keys upstream.HTTP1Format
+	keys *upstream.HTTP1Format
 	raw  []byte
 	resp http1.Response
 	body http1.BodyReader
@@ -824,7 +824,7 @@ func (s *stream) writeResponseBody(p []byte) error {
 // appendRequestHead serialises the request as it goes upstream in the
 // cluster's format f: field names in proper case, the target in absolute
 // form, when it asks for them.
-func (s *stream) appendRequestHead(o *outBuf, f upstream.HTTP1Format) {
+func (s *stream) appendRequestHead(o *outBuf, f *upstream.HTTP1Format) {
 	start := len(o.b)
 	b := o.b
 	b = append(b, s.method...)
@@ -964,7 +964,7 @@ func (s *stream) readResponseHeadInto(u *upstreamScratch, uc *upstream.Conn, sto
 			return 0, err
 		}
 		u.head = head
-		if u.keys.PreserveCase {
+		if u.preserveCase() {
 			u.raw = append(u.raw[:0], head...)
 		}
 		if err := http1.ParseResponse(head, &u.resp, s.m.cfg.maxHeadersCount); err != nil {

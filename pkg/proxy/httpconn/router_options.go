@@ -1,6 +1,7 @@
 package httpconn
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +18,26 @@ type routerRequestOptions interface {
 	StrictCheckHeaders() []string
 	RespectExpectedRqTimeout() bool
 	SuppressGrpcRequestFailureCodeStats() bool
+}
+
+// upgradeRouterOptions refuses the router options of an upgrade's own
+// filter chain (the router at index last of field) that requests read
+// from http_filters' router whatever the chain: set there, they would be
+// ignored.
+func upgradeRouterOptions(field string, last int, fc *filterChain) error {
+	for _, o := range []struct {
+		name string
+		set  bool
+	}{
+		{"strict_check_headers", len(fc.strictCheck) > 0},
+		{"respect_expected_rq_timeout", fc.respectExpectedTimeout},
+		{"suppress_grpc_request_failure_code_stats", fc.suppressGrpcCodeStats},
+	} {
+		if o.set {
+			return fmt.Errorf("%s[%d].typed_config.%s: not supported by Outrigger in an upgrade's filter chain", field, last, o.name)
+		}
+	}
+	return nil
 }
 
 // strictCheckHeaders checks the request's values of the router's
