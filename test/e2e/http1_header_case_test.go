@@ -33,6 +33,13 @@ func (u *headUpstream) last() string {
 
 func startHeadUpstream() *headUpstream {
 	GinkgoHelper()
+	return startHeadUpstreamWith("HTTP/1.1 200 OK\r\ncontent-length: 2\r\nx-upstream-thing: v\r\n\r\nok")
+}
+
+// startHeadUpstreamWith is startHeadUpstream answering every request with
+// the bytes of response.
+func startHeadUpstreamWith(response string) *headUpstream {
+	GinkgoHelper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { _ = ln.Close() })
@@ -62,7 +69,7 @@ func startHeadUpstream() *headUpstream {
 					u.mu.Lock()
 					u.heads = append(u.heads, head.String())
 					u.mu.Unlock()
-					if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nx-upstream-thing: v\r\n\r\nok"); err != nil {
+					if _, err := io.WriteString(c, response); err != nil {
 						return
 					}
 				}
@@ -141,11 +148,57 @@ var _ = Describe("HTTP/1.1 header_key_format", func() {
 		Expect(head).To(ContainSubstring("\r\nx-my-header: 1\r\n"))
 	})
 
-	It("refuses the stateful formatter with its path", func() {
+	It("keeps the spelling of field names and the reason phrase with the preserve_case stateful formatter", func() {
+		up := startHeadUpstreamWith("HTTP/1.1 200 Fine Thanks\r\nContent-LENGTH: 2\r\nX-Upstream-THING: v\r\n\r\nok")
+		keep, plain := freePort(), freePort()
+		formatter := func(fields string) string {
+			return `{stateful_formatter: {name: envoy.http.stateful_header_formatters.preserve_case, typed_config: ` +
+				withType("type.googleapis.com/envoy.extensions.http.header_formatters.preserve_case.v3.PreserveCaseFormatterConfig", fields) + `}}`
+		}
+		side := func(name string, port int, hcm, h1 string) proxySpec {
+			return proxySpec{
+				Port: port, Listener: "{name: " + name + "}", HCM: "{stat_prefix: " + name + hcm + "}",
+				Clusters: []proxyCluster{{Name: name, Port: up.port,
+					Extra: httpProtocolOptions("{explicit_http_config: {http_protocol_options: {" + h1 + "}}}")}},
+			}
+		}
+		p := side("keep", keep, ", http_protocol_options: {header_key_format: "+formatter("{formatter_type_on_envoy_headers: PROPER_CASE}")+"}",
+			"header_key_format: "+formatter("{forward_reason_phrase: true}"))
+		p.More = []proxySpec{side("plain", plain, "", "")}
+		Start(newDir(), p.YAML())
+		const req = "GET /p HTTP/1.1\r\nHOST: example.com\r\nX-My-HEADER: 1\r\nx-lower: 2\r\n\r\n"
+
+		resp := rawExchange(keep, req)
+		Expect(resp).To(HavePrefix("HTTP/1.1 200 Fine Thanks\r\n"))
+		Expect(resp).To(ContainSubstring("\r\nContent-LENGTH: 2\r\n"))
+		Expect(resp).To(ContainSubstring("\r\nX-Upstream-THING: v\r\n"))
+		// The cluster's formatter writes the names the proxy adds as
+		// they are (DEFAULT).
+		Expect(resp).To(MatchRegexp(`\r\nserver: \S+\r\n`))
+		head := up.last()
+		Expect(head).To(HavePrefix("GET /p HTTP/1.1\r\n"))
+		Expect(head).To(ContainSubstring("\r\nHOST: example.com\r\n"))
+		Expect(head).To(ContainSubstring("\r\nX-My-HEADER: 1\r\n"))
+		Expect(head).To(ContainSubstring("\r\nx-lower: 2\r\n"))
+		// The connection manager's writes them in proper case.
+		Expect(head).To(MatchRegexp(`\r\nX-Request-Id: \S+\r\n`))
+		Expect(head).To(ContainSubstring("\r\nX-Forwarded-Proto: http\r\n"))
+
+		resp = rawExchange(plain, req)
+		Expect(resp).To(HavePrefix("HTTP/1.1 200 OK\r\n"))
+		Expect(resp).To(ContainSubstring("\r\ncontent-length: 2\r\n"))
+		Expect(resp).To(ContainSubstring("\r\nx-upstream-thing: v\r\n"))
+		head = up.last()
+		Expect(head).To(ContainSubstring("\r\nhost: example.com\r\n"))
+		Expect(head).To(ContainSubstring("\r\nx-my-header: 1\r\n"))
+		Expect(head).To(MatchRegexp(`\r\nx-request-id: \S+\r\n`))
+	})
+
+	It("refuses a stateful formatter other than preserve_case with its path", func() {
 		cfg := headerCaseBootstrap(freePort(), freePort(), 1,
-			`{stateful_formatter: {name: envoy.http.stateful_header_formatters.preserve_case, typed_config: {"@type": type.googleapis.com/envoy.extensions.http.header_formatters.preserve_case.v3.PreserveCaseFormatterConfig}}}`)
+			`{stateful_formatter: {name: envoy.http.stateful_header_formatters.preserve_case, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}}`)
 		r, _ := validate("bootstrap.yaml", cfg)
 		Expect(r.ExitCode).To(Equal(1))
-		Expect(r.Stderr).To(ContainSubstring("static_resources.listeners[0].filter_chains[0].filters[0].typed_config.http_protocol_options.header_key_format.stateful_formatter: not supported by Outrigger"))
+		Expect(r.Stderr).To(ContainSubstring("static_resources.listeners[0].filter_chains[0].filters[0].typed_config.http_protocol_options.header_key_format.stateful_formatter"))
 	})
 })

@@ -131,11 +131,23 @@ var supportedHCM = map[protoreflect.FullName]fieldSupport{
 	// Envoy's choice between its two HTTP/1 parsers, which parse the same
 	// protocol; Outrigger has one, used whatever the value.
 	"envoy.config.core.v3.Http1ProtocolOptions.use_balsa_parser": {},
+	// The absolute-form request target on a cluster's connections
+	// (absoluteform.go); like Envoy's, it has no effect on client
+	// connections.
+	"envoy.config.core.v3.Http1ProtocolOptions.send_fully_qualified_url": {},
+	// Upgrade values served as plain requests (ignore_upgrade.go); client
+	// connections only (clusters refuse it).
+	"envoy.config.core.v3.Http1ProtocolOptions.ignore_http_11_upgrade": {},
 
-	// Proper-case field names, on client and upstream connections alike;
-	// the stateful_formatter extensions stay refused.
-	"envoy.config.core.v3.Http1ProtocolOptions.header_key_format":                 {},
-	"envoy.config.core.v3.Http1ProtocolOptions.HeaderKeyFormat.proper_case_words": {},
+	// Proper-case field names, on client and upstream connections alike,
+	// and the preserve_case stateful formatter (the only one Envoy has;
+	// upstream.HTTP1Format reads it, pkg/proxy/httpconn/preserve_case.go
+	// applies it).
+	"envoy.config.core.v3.Http1ProtocolOptions.header_key_format":                                                          {},
+	"envoy.config.core.v3.Http1ProtocolOptions.HeaderKeyFormat.proper_case_words":                                          {},
+	"envoy.config.core.v3.Http1ProtocolOptions.HeaderKeyFormat.stateful_formatter":                                         {},
+	"envoy.extensions.http.header_formatters.preserve_case.v3.PreserveCaseFormatterConfig.forward_reason_phrase":           {},
+	"envoy.extensions.http.header_formatters.preserve_case.v3.PreserveCaseFormatterConfig.formatter_type_on_envoy_headers": {},
 	// The downstream HTTP/2 server's limits.
 	// connection_keepalive: PINGs to clients (h2keepalive.go) and to
 	// upstreams (the cluster's transport; no jitter there).

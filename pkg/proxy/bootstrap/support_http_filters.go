@@ -91,4 +91,12 @@ var supportedHTTPFilters = map[protoreflect.FullName]fieldSupport{
 	// upstream_http_filters: the upstream chain (httpfilter.CompileUpstream
 	// checks its filters).
 	"envoy.extensions.filters.http.router.v3.Router.upstream_http_filters": {},
+	// Request checks, timing and code stats (httpconn/router_options.go).
+	"envoy.extensions.filters.http.router.v3.Router.strict_check_headers":                     {},
+	"envoy.extensions.filters.http.router.v3.Router.respect_expected_rq_timeout":              {},
+	"envoy.extensions.filters.http.router.v3.Router.suppress_grpc_request_failure_code_stats": {},
+	// CONNECT requests sent as TLS early data (0-RTT) get a 425 with it
+	// set; Outrigger's TLS (Go's crypto/tls) accepts no early data, so no
+	// request is one and either value behaves as Envoy's does.
+	"envoy.extensions.filters.http.router.v3.Router.reject_connect_request_early_data": {},
 }

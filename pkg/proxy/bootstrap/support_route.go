@@ -377,4 +377,10 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.HeaderValueOption.keep_empty_value": {},
 	"envoy.config.core.v3.HeaderValue.key":                    {},
 	"envoy.config.core.v3.HeaderValue.value":                  {},
+	// The bytes form, wherever a HeaderValue is read from the
+	// configuration (router.HeaderValueText).
+	"envoy.config.core.v3.HeaderValue.raw_value": {},
+	// Only the default policy is registered (upstreams get no early
+	// data, builtin.go).
+	"envoy.config.route.v3.RouteAction.early_data_policy": {},
 }

@@ -301,9 +301,9 @@ func TestValidateSupport(t *testing.T) {
 			overlay: hcmYAML(`stat_prefix: x, ` + okRouteCfg + `, http_filters: [{name: log, typed_config: {"@type": ` + fileURL + `, path: /x}}, ` + routerFilter + `]`),
 			want:    []string{extraHCM + `.http_filters[0].typed_config: extension "proxy.access_loggers.file" (category envoy.access_loggers) cannot be used here: expected category envoy.filters.http or envoy.filters.http.upstream`},
 		},
-		"router field": {
+		"router fields are all supported": {
 			overlay: hcmYAML(`stat_prefix: x, ` + okRouteCfg + `, http_filters: [{name: router, typed_config: {"@type": ` + routerURL + `, respect_expected_rq_timeout: true}}]`),
-			want:    []string{extraHCM + ".http_filters[0].typed_config.respect_expected_rq_timeout: not supported by Outrigger"},
+			want:    nil,
 		},
 		"virtual host field": {
 			overlay: hcmYAML(`stat_prefix: x, route_config: {virtual_hosts: [{name: v, domains: [a], matcher: {matcher_list: {matchers: []}}, routes: [` + okRoute + `]}]}, http_filters: [` + routerFilter + `]`),

@@ -23,6 +23,7 @@ import (
 	gzipdv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/gzip/decompressor/v3"
 	zstdcv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/zstd/compressor/v3"
 	zstddv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/zstd/decompressor/v3"
+	earlydatav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/early_data/v3"
 	adaptiveconcurrencyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/adaptive_concurrency/v3"
 	admissioncontrolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/admission_control/v3"
 	basicauthv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/basic_auth/v3"
@@ -79,6 +80,7 @@ import (
 	rwqv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/req_without_query/v3"
 	filesinkv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/health_check/event_sinks/file/v3"
 	simplecachev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/cache/simple_http_cache/v3"
+	preservecasev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/header_formatters/preserve_case/v3"
 	ipcustomheaderv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/original_ip_detection/custom_header/v3"
 	ipxffv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/original_ip_detection/xff/v3"
 	allowlistedv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/internal_redirect/allow_listed_routes/v3"
@@ -346,6 +348,17 @@ func Registry() *extension.Registry {
 		extension.Of(uuid.Name, requestid.Category, &uuidv3.UuidRequestIdConfig{}, uuid.Factory{}),
 
 		extension.Of(ipxff.Name, ipdetection.Category, &ipxffv3.XffConfig{}, ipxff.Factory{}),
+
+		// The HTTP/1 codec's preserve_case header formatter
+		// (header_key_format.stateful_formatter), which the connection
+		// manager and the clusters read (upstream.HTTP1Format).
+		extension.Of("proxy.http.stateful_header_formatters.preserve_case", "envoy.http.stateful_header_formatters", &preservecasev3.PreserveCaseFormatterConfig{}, nil),
+
+		// A route's early_data_policy: the default (safe requests only
+		// may go as early data). Upstream connections (TCP, TLS through
+		// Go's crypto/tls) send no early data, as Envoy's TCP ones do not,
+		// so every request waits for the handshake under it.
+		extension.Of("proxy.route.early_data_policy.default", "envoy.route.early_data_policy", &earlydatav3.DefaultEarlyDataPolicy{}, nil),
 		extension.Of(ipcustomheader.Name, ipdetection.Category, &ipcustomheaderv3.CustomHeaderConfig{}, ipcustomheader.Factory{}),
 
 		// Internal listeners (server/internal_listeners.go).

@@ -366,8 +366,8 @@ func (a *AggregateAttempt) HTTP2() bool { return a.under.HTTP2() }
 // attempt: its HTTP/1.1 codec frames the request.
 func (a *AggregateAttempt) HTTP1Trailers() bool { return a.under.HTTP1Trailers() }
 
-// ProperCaseHeaders follows the underlying cluster's options.
-func (a *AggregateAttempt) ProperCaseHeaders() bool { return a.under.ProperCaseHeaders() }
+// HTTP1Format follows the underlying cluster's options.
+func (a *AggregateAttempt) HTTP1Format() *upstream.HTTP1Format { return a.under.HTTP1Format() }
 
 // MaxResponseHeadBytes follows the underlying cluster's options.
 func (a *AggregateAttempt) MaxResponseHeadBytes() int { return a.under.MaxResponseHeadBytes() }

@@ -186,6 +186,8 @@ type clusterDeps struct {
 // newCluster builds a cluster from checked settings. A DNS cluster starts
 // without hosts.
 func newCluster(s *settings, d clusterDeps) *Cluster {
+	// The scheme of an absolute-form target under match_upstream.
+	s.protocol.h1Format.Secure = s.tls != nil
 	scope := d.stats.Scope("cluster." + s.observabilityName + ".")
 	c := &Cluster{
 		settings: s,
@@ -588,9 +590,10 @@ func (c *Cluster) HTTP2For(clientHTTP2 bool) bool {
 	return c.settings.protocol.http2 || (c.settings.protocol.downstream && clientHTTP2)
 }
 
-// ProperCaseHeaders reports whether HTTP/1.1 requests carry their field
-// names in proper case (header_key_format.proper_case_words).
-func (c *Cluster) ProperCaseHeaders() bool { return c.settings.protocol.properCase }
+// HTTP1Format is how HTTP/1.1 requests to the cluster are written: field
+// names in proper case (header_key_format.proper_case_words), the target
+// in absolute form (send_fully_qualified_url).
+func (c *Cluster) HTTP1Format() *upstream.HTTP1Format { return &c.settings.protocol.h1Format }
 
 // UpstreamFilters is the cluster's upstream HTTP filter chain
 // (http_protocol_options.http_filters), nil without one: each attempt on

@@ -509,7 +509,16 @@ func TestProtocolSettings(t *testing.T) {
   http_protocol_options: {enable_trailers: true, header_key_format: {proper_case_words: {}}}
   common_http_protocol_options: {idle_timeout: 10s, max_requests_per_connection: 5, max_stream_duration: 3s}`,
 			want: protocolSettings{idleTimeout: 10 * time.Second, maxRequestsPerConn: 5, maxStreamDuration: 3 * time.Second,
-				properCase: true, enableTrailers: true, h2: limits},
+				h1Format: upstream.HTTP1Format{ProperCase: true}, enableTrailers: true, h2: limits},
+		},
+		"explicit HTTP/1.1 with the absolute-form target": {
+			yaml: `
+- name: a
+  typed_extension_protocol_options:
+    envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+      "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+      explicit_http_config: {http_protocol_options: {send_fully_qualified_url: true}}`,
+			want: protocolSettings{idleTimeout: time.Hour, h1Format: upstream.HTTP1Format{FullyQualifiedURL: true}, h2: limits},
 		},
 		"deprecated protocol_selection following the client": {
 			yaml: `[{name: a, protocol_selection: USE_DOWNSTREAM_PROTOCOL, http2_protocol_options: {max_consecutive_inbound_frames_with_empty_payload: 4}}]`,

@@ -58,9 +58,10 @@ type protocolSettings struct {
 	maxStreamDuration time.Duration
 	// h2 are the HTTP/2 flood limits of upstream connections.
 	h2 h2Limits
-	// properCase writes HTTP/1.1 field names in proper case
-	// (http_protocol_options.header_key_format.proper_case_words).
-	properCase bool
+	// h1Format is how HTTP/1.1 requests are written: field names in
+	// proper case (header_key_format.proper_case_words), the target in
+	// absolute form (send_fully_qualified_url).
+	h1Format upstream.HTTP1Format
 	// enableTrailers carries HTTP/1.1 trailers to and from the upstream
 	// (http_protocol_options.enable_trailers).
 	enableTrailers bool
@@ -136,12 +137,12 @@ func (ps *protocolSettings) readHTTPOptions(opts *httpv3.HttpProtocolOptions, pa
 	case ud != nil:
 		ps.downstream, ps.http2 = true, false
 		ps.h2 = readH2Limits(ud.GetHttp2ProtocolOptions())
-		ps.properCase = ud.GetHttpProtocolOptions().GetHeaderKeyFormat().GetProperCaseWords() != nil
+		errs = append(errs, ps.readHTTP1(ud.GetHttpProtocolOptions(), path+".use_downstream_protocol_config.http_protocol_options")...)
 		ps.enableTrailers = ud.GetHttpProtocolOptions().GetEnableTrailers()
 	case auto != nil:
 		ps.auto, ps.http2 = true, false
 		ps.h2 = readH2Limits(auto.GetHttp2ProtocolOptions())
-		ps.properCase = auto.GetHttpProtocolOptions().GetHeaderKeyFormat().GetProperCaseWords() != nil
+		errs = append(errs, ps.readHTTP1(auto.GetHttpProtocolOptions(), path+".auto_config.http_protocol_options")...)
 		ps.enableTrailers = auto.GetHttpProtocolOptions().GetEnableTrailers()
 	case explicit == nil:
 		errs = append(errs, configErrorf(path, "explicit_http_config, use_downstream_protocol_config or auto_config is required"))
@@ -150,7 +151,7 @@ func (ps *protocolSettings) readHTTPOptions(opts *httpv3.HttpProtocolOptions, pa
 		ps.h2 = readH2Limits(explicit.GetHttp2ProtocolOptions())
 	case explicit.GetHttpProtocolOptions() != nil:
 		ps.http2 = false
-		ps.properCase = explicit.GetHttpProtocolOptions().GetHeaderKeyFormat().GetProperCaseWords() != nil
+		errs = append(errs, ps.readHTTP1(explicit.GetHttpProtocolOptions(), path+".explicit_http_config.http_protocol_options")...)
 		ps.enableTrailers = explicit.GetHttpProtocolOptions().GetEnableTrailers()
 	default:
 		errs = append(errs, configErrorf(path+".explicit_http_config", "http_protocol_options or http2_protocol_options is required (HTTP/3 is not supported by Outrigger)"))
@@ -194,6 +195,16 @@ func (ps *protocolSettings) readHTTPOptions(opts *httpv3.HttpProtocolOptions, pa
 	return errs
 }
 
+// readHTTP1 reads the HTTP/1.1 options, found at path, that shape the
+// requests written upstream and what is kept of their responses.
+func (ps *protocolSettings) readHTTP1(h1 *corev3.Http1ProtocolOptions, path string) []error {
+	ps.h1Format.FullyQualifiedURL = h1.GetSendFullyQualifiedUrl()
+	if err := ps.h1Format.ReadHeaderKeyFormat(h1.GetHeaderKeyFormat()); err != nil {
+		return []error{prefixed(path+".header_key_format", err)}
+	}
+	return nil
+}
+
 // downstreamOnlyFields refuses the protocol option fields that Outrigger
 // implements for clients only: the messages are shared with the HTTP
 // connection manager, whose support the validator checks by field, so
@@ -223,6 +234,7 @@ func downstreamOnlyFields(opts *httpv3.HttpProtocolOptions, path string) []error
 	refuse(h1.GetOverrideStreamErrorOnInvalidHttpMessage() != nil, config+".http_protocol_options.override_stream_error_on_invalid_http_message")
 	refuse(h1.GetAllowAbsoluteUrl() != nil, config+".http_protocol_options.allow_absolute_url")
 	refuse(h1.GetAllowCustomMethods(), config+".http_protocol_options.allow_custom_methods")
+	refuse(len(h1.GetIgnoreHttp_11Upgrade()) > 0, config+".http_protocol_options.ignore_http_11_upgrade")
 	errs = append(errs, downstreamOnlyHTTP2Fields(h2, path+"."+config+".http2_protocol_options")...)
 	return errs
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/ipdetection"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/requestid"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
 // ServerName is the default value of the server response header.
@@ -43,6 +45,10 @@ type settings struct {
 	// match_upstream needs nothing: the :scheme sent to an upstream is
 	// always its transport's (see docs/compat.md).
 	schemeToSet string
+	// schemeMatchUpstream is match_upstream: the scheme of an
+	// absolute-form target sent upstream (send_fully_qualified_url) is
+	// the cluster transport's.
+	schemeMatchUpstream bool
 
 	useRemoteAddress  bool
 	skipXFFAppend     bool
@@ -139,6 +145,10 @@ type settings struct {
 	// properCase writes HTTP/1 field names in proper case
 	// (http_protocol_options.header_key_format.proper_case_words).
 	properCase bool
+	// keyFormat is http_protocol_options.header_key_format whole: with
+	// the preserve_case stateful formatter, requests' field names keep
+	// their spelling (preserve_case.go).
+	keyFormat upstream.HTTP1Format
 	// keepAbsoluteURL is allow_absolute_url: false: an absolute-form
 	// target stays the path (refused with a 404, absolute_path_rejected)
 	// rather than giving the request its host and path.
@@ -163,6 +173,9 @@ type settings struct {
 
 	// upgrades are upgrade_configs (see readUpgrades).
 	upgrades map[string]bool
+	// ignoreUpgrade are http_protocol_options.ignore_http_11_upgrade
+	// (see readIgnoreUpgrade), nil without any.
+	ignoreUpgrade router.ListStringMatch
 
 	// logOpts are access_log_options (see readLogOptions).
 	logOpts logOptions
@@ -189,6 +202,7 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 		serverTransform:        cfg.GetServerHeaderTransformation(),
 		via:                    cfg.GetVia(),
 		schemeToSet:            cfg.GetSchemeHeaderTransformation().GetSchemeToOverwrite(),
+		schemeMatchUpstream:    cfg.GetSchemeHeaderTransformation().GetMatchUpstream(),
 		useRemoteAddress:       cfg.GetUseRemoteAddress().GetValue(),
 		skipXFFAppend:          cfg.GetSkipXffAppend(),
 		xffTrustedHops:         cfg.GetXffNumTrustedHops(),
@@ -221,6 +235,12 @@ func readSettings(cfg *hcmv3.HttpConnectionManager) (settings, error) {
 	var upgradeErr error
 	if s.upgrades, upgradeErr = readUpgrades(cfg.GetUpgradeConfigs()); upgradeErr != nil {
 		return s, upgradeErr
+	}
+	if s.ignoreUpgrade, upgradeErr = readIgnoreUpgrade(cfg.GetHttpProtocolOptions()); upgradeErr != nil {
+		return s, upgradeErr
+	}
+	if err := s.keyFormat.ReadHeaderKeyFormat(cfg.GetHttpProtocolOptions().GetHeaderKeyFormat()); err != nil {
+		return s, fmt.Errorf("http_protocol_options.header_key_format.%w", err)
 	}
 	switch s.codec {
 	case hcmv3.HttpConnectionManager_AUTO, hcmv3.HttpConnectionManager_HTTP1, hcmv3.HttpConnectionManager_HTTP2:

@@ -111,10 +111,12 @@ type UpstreamCluster interface {
 	// (or not) goes to this cluster over HTTP/2: the cluster's HTTP
 	// protocol options choose one protocol, or follow the client's.
 	HTTP2For(clientHTTP2 bool) bool
-	// ProperCaseHeaders reports whether HTTP/1.1 requests to this cluster
-	// carry their field names in proper case (its http_protocol_options'
-	// header_key_format.proper_case_words).
-	ProperCaseHeaders() bool
+	// HTTP1Format is how HTTP/1.1 requests to this cluster are written
+	// (its http_protocol_options): field names in proper case
+	// (header_key_format.proper_case_words), the target in absolute form
+	// (send_fully_qualified_url).
+	// The value is the cluster's, never changed.
+	HTTP1Format() *upstream.HTTP1Format
 	// HTTP1Trailers reports whether HTTP/1.1 requests to this cluster
 	// end a chunked body with the request's trailers, and its responses'
 	// trailers are kept (its http_protocol_options' enable_trailers).

@@ -31,6 +31,12 @@ type filterChain struct {
 	// suppressEnvoyHeaders its suppress_envoy_headers; noDynamicStats its
 	// dynamic_stats set to false.
 	startChildSpan, suppressEnvoyHeaders, noDynamicStats bool
+	// strictCheck is the router's strict_check_headers;
+	// respectExpectedTimeout its respect_expected_rq_timeout;
+	// suppressGrpcCodeStats its suppress_grpc_request_failure_code_stats
+	// (router_options.go).
+	strictCheck                                   []string
+	respectExpectedTimeout, suppressGrpcCodeStats bool
 	// upstream is the router's upstream_http_filters, nil without them.
 	upstream *httpfilter.UpstreamChain
 	// upstreamLog is the router's upstream_log and its options, compiled
@@ -109,6 +115,11 @@ func buildFilters(field string, filters []*hcmv3.HttpFilter, reg *extension.Regi
 				fc.startChildSpan = c.StartChildSpan()
 				fc.suppressEnvoyHeaders = c.SuppressEnvoyHeaders()
 				fc.noDynamicStats = !c.DynamicStats()
+			}
+			if c, ok := cfg.(routerRequestOptions); ok {
+				fc.strictCheck = c.StrictCheckHeaders()
+				fc.respectExpectedTimeout = c.RespectExpectedRqTimeout()
+				fc.suppressGrpcCodeStats = c.SuppressGrpcRequestFailureCodeStats()
 			}
 			if c, ok := cfg.(upstreamRouter); ok {
 				fc.upstream = c.UpstreamFilters()

@@ -67,9 +67,14 @@ func (s *stream) copyRequestHeaders(req *http1.Request) {
 	s.copied = copiedFields{names: names, adds: s.reqHeaders.adds}
 }
 
-// copyResponseHeaders fills s.respHeaders with the fields of an HTTP/1
-// response that go downstream.
-func (s *stream) copyResponseHeaders(resp *http1.Response) {
+// copyResponseHeaders fills s.respHeaders with the fields of the HTTP/1
+// response u read that go downstream, noting their names' spellings when
+// the cluster keeps them (preserve_case).
+func (s *stream) copyResponseHeaders(u *upstreamScratch) {
+	resp := &u.resp
+	if u.preserveCase() {
+		s.noteResponseCases(u, u.keys)
+	}
 	for i := range resp.Headers {
 		h := &resp.Headers[i]
 		if hopByHopResponse(h.Name) || (len(resp.ConnectionTokens) > 0 && nominated(h.Name, resp.ConnectionTokens)) {

@@ -454,7 +454,7 @@ func (s *stream) hedgeHead(h *hedger, t *hedgeTry) bool {
 		s.copyHTTP2ResponseHeaders(t.resp)
 	} else {
 		status = t.u.resp.Status
-		s.copyResponseHeaders(&t.u.resp)
+		s.copyResponseHeaders(t.u)
 	}
 	s.status = status
 	s.outlierResponse()
@@ -661,11 +661,11 @@ func (s *stream) startHedgeHTTP1(h *hedger, t *hedgeTry, perTry bool) {
 	// A request without a body may go out again if a pooled
 	// connection turns out closed before it answered anything.
 	t.mayResend = s.body == nil && uc.Requests > 1
-	t.u = &upstreamScratch{maxHead: t.cl.MaxResponseHeadBytes()}
+	t.u = &upstreamScratch{maxHead: t.cl.MaxResponseHeadBytes(), keys: t.cl.HTTP1Format()}
 	t.tm = upstreamTimer{idle: s.idleTimeout(), limit: s.durationLimit(), hard: r.routeEnd}
 	_ = uc.SetDeadline(t.tm.deadline(time.Now()))
 	t.u.out.reset(uc)
-	s.appendRequestHead(&t.u.out, t.cl.ProperCaseHeaders())
+	s.appendRequestHead(&t.u.out, t.u.keys)
 	if r.body != nil {
 		// The replayed bytes are counted once.
 		s.bytesRecv -= uint64(len(r.body.buf))

@@ -77,7 +77,7 @@ func (fc *fakeCluster) UpstreamFilters() *httpfilter.UpstreamChain { return fc.u
 func (fc *fakeCluster) Metadata() *corev3.Metadata                 { return fc.metadata }
 func (fc *fakeCluster) Stats() *upstream.ClusterStats              { return fc.stats }
 func (fc *fakeCluster) HTTP2For(bool) bool                         { return fc.http2 }
-func (fc *fakeCluster) ProperCaseHeaders() bool                    { return false }
+func (fc *fakeCluster) HTTP1Format() *upstream.HTTP1Format         { return &upstream.HTTP1Format{} }
 func (fc *fakeCluster) HTTP1Trailers() bool                        { return false }
 func (fc *fakeCluster) MaxResponseHeadBytes() int                  { return 80 << 10 }
 

@@ -71,6 +71,8 @@ func (s *stream) localReplyAs(status int, grpcStatus int64, body string, flags a
 		return
 	}
 	s.respHeaders.reset()
+	// A local reply's head is the proxy's, not the upstream's.
+	s.cases.respOn = false
 	if dropHeader != "" && !s.m.filters.suppressEnvoyHeaders {
 		s.respHeaders.Add(dropHeader, "true")
 	}

@@ -39,7 +39,10 @@ type shadow struct {
 	method    string
 	path      string
 	authority string
-	headers   headerList
+	// scheme is the scheme of the absolute-form target the cluster asks
+	// for (send_fully_qualified_url), empty without one.
+	scheme  string
+	headers headerList
 	// http2: the copy goes over HTTP/2 (the cluster's choice for the
 	// downstream's protocol); teTrailers says "te: trailers" then.
 	http2, teTrailers bool
@@ -152,6 +155,7 @@ func (s *stream) newShadow(cl UpstreamCluster, authority string) *shadow {
 		method:     strings.Clone(s.method),
 		path:       strings.Clone(s.upPath),
 		authority:  strings.Clone(authority),
+		scheme:     s.shadowScheme(cl.HTTP1Format()),
 		http2:      cl.HTTP2For(s.proto == protoHTTP2),
 		clientH2:   s.proto == protoHTTP2,
 		teTrailers: s.teTrailers,
@@ -387,7 +391,7 @@ func (sh *shadow) exchangeHTTP1(ctx context.Context, host *upstream.Host, body [
 		stop := context.AfterFunc(ctx, func() { _ = uc.SetDeadline(time.Now()) })
 		defer stop()
 	}
-	if _, err := uc.Write(sh.appendHead(nil, len(body), sh.cl.ProperCaseHeaders())); err != nil {
+	if _, err := uc.Write(sh.appendHead(nil, len(body), sh.cl.HTTP1Format())); err != nil {
 		return 0, err
 	}
 	if len(body) > 0 {
@@ -439,12 +443,16 @@ func readShadowHead(r *bufio.Reader, resp *http1.Response, maxHead, maxHeaders i
 	}
 }
 
-// appendHead serialises the shadow's request head, with a Content-Length
-// of n when it has a body.
-func (sh *shadow) appendHead(b []byte, n int, properCase bool) []byte {
+// appendHead serialises the shadow's request head in the cluster's format
+// f, with a Content-Length of n when it has a body.
+func (sh *shadow) appendHead(b []byte, n int, f *upstream.HTTP1Format) []byte {
 	b = append(b, sh.method...)
 	b = append(b, ' ')
-	b = append(b, sh.path...)
+	if f.FullyQualifiedURL && sh.authority != "" {
+		b = appendAbsoluteTarget(b, sh.scheme, sh.authority, sh.path)
+	} else {
+		b = append(b, sh.path...)
+	}
 	b = append(b, " HTTP/1.1\r\n"...)
 	if sh.authority != "" {
 		b = http1.AppendHeaderString(b, "host", sh.authority)
@@ -456,7 +464,7 @@ func (sh *shadow) appendHead(b []byte, n int, properCase bool) []byte {
 		b = http1.AppendContentLength(b, int64(n))
 	}
 	b = append(b, http1.CRLF...)
-	if properCase {
+	if f.ProperCase {
 		http1.ProperCaseNames(b)
 	}
 	return b

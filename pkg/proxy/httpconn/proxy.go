@@ -32,8 +32,12 @@ type upstreamScratch struct {
 	// maxHead bounds the response head: the cluster's
 	// max_response_headers_kb.
 	maxHead int
-	resp    http1.Response
-	body    http1.BodyReader
+	// keys is the cluster's HTTP/1.1 format; with its preserve_case
+	// formatter, raw is a copy of the response head before parsing.
+	keys *upstream.HTTP1Format
+	raw  []byte
+	resp http1.Response
+	body http1.BodyReader
 	// lr is the upstream side of a spliced body (see splice.go).
 	lr io.LimitedReader
 	// wait writes a request and waits for its response without a read
@@ -78,6 +82,9 @@ func (s *stream) forward() {
 	s.entry.UpstreamCluster = cl.Name()
 	s.selectRouteStats()
 	s.entry.ClusterMetadata = cl.Metadata()
+	if len(m.filters.strictCheck) > 0 && !s.strictCheckHeaders() {
+		return
+	}
 	s.rewrite()
 	if cl.DropOverload() {
 		// Envoy's router drops before it picks a host, retries or
@@ -603,7 +610,8 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	_ = uc.SetDeadline(tm.deadline(sent))
 	u.out.reset(uc)
 	u.maxHead = cl.MaxResponseHeadBytes()
-	s.appendRequestHead(&u.out, cl.ProperCaseHeaders())
+	u.keys = cl.HTTP1Format()
+	s.appendRequestHead(&u.out, u.keys)
 	var (
 		sendErr        error
 		downstreamSide bool
@@ -684,7 +692,7 @@ func (s *stream) exchangeHTTP1(cl UpstreamCluster, uc *upstream.Conn, mayRetry b
 	s.tLast = now
 	s.upSent = sent
 	resp := &u.resp
-	s.copyResponseHeaders(resp)
+	s.copyResponseHeaders(u)
 	s.status = resp.Status
 	s.outlierResponse()
 	if s.retryResponse(cl, resp.Status) {
@@ -825,17 +833,21 @@ func (s *stream) writeResponseBody(p []byte) error {
 	return s.down.writeBody(p)
 }
 
-// appendRequestHead serialises the request as it goes upstream, its field
-// names in proper case when the cluster asks for it.
-func (s *stream) appendRequestHead(o *outBuf, properCase bool) {
+// appendRequestHead serialises the request as it goes upstream in the
+// cluster's format f: field names in proper case, the target in absolute
+// form, when it asks for them.
+func (s *stream) appendRequestHead(o *outBuf, f *upstream.HTTP1Format) {
 	start := len(o.b)
 	b := o.b
 	b = append(b, s.method...)
 	b = append(b, ' ')
-	if s.upg.connect {
+	switch {
+	case s.upg.connect:
 		// A CONNECT's target is its authority (RFC 9110 §9.3.6).
 		b = append(b, s.upAuthority...)
-	} else {
+	case f.FullyQualifiedURL && s.upAuthority != "":
+		b = s.appendAbsoluteTarget(b, f)
+	default:
 		b = append(b, s.upPath...)
 	}
 	b = append(b, " HTTP/1.1\r\n"...)
@@ -859,7 +871,12 @@ func (s *stream) appendRequestHead(o *outBuf, properCase bool) {
 		b = http1.AppendContentLength(b, s.reqLength)
 	}
 	o.b = append(b, http1.CRLF...)
-	if properCase {
+	switch {
+	case s.cases.reqOn:
+		// The client's spellings travel with the request, whatever
+		// the cluster's format, as Envoy's stateful formatter does.
+		s.formatRequestNames(o.b[start:])
+	case f.ProperCase:
 		http1.ProperCaseNames(o.b[start:])
 	}
 }
@@ -930,7 +947,7 @@ func (s *stream) sendRequestBody(o *outBuf, tm *upstreamTimer, uc *upstream.Conn
 	}
 	switch {
 	case len(trailers) > 0 && o.err == nil:
-		o.b = appendTrailerSection(o.b, trailers, cl.ProperCaseHeaders())
+		o.b = appendTrailerSection(o.b, trailers, cl.HTTP1Format().ProperCase)
 	case s.reqChunked:
 		_ = o.writeString(http1.LastChunk)
 	}
@@ -959,6 +976,9 @@ func (s *stream) readResponseHeadInto(u *upstreamScratch, uc *upstream.Conn, sto
 			return 0, err
 		}
 		u.head = head
+		if u.preserveCase() {
+			u.raw = append(u.raw[:0], head...)
+		}
 		if err := http1.ParseResponse(head, &u.resp, s.m.cfg.maxHeadersCount); err != nil {
 			return 0, err
 		}

@@ -50,7 +50,7 @@ func (s *stream) tunnelHTTP1(cl UpstreamCluster, uc *upstream.Conn, sent time.Ti
 	resp := &s.up.resp
 	s.status = resp.Status
 	s.details = "via_upstream"
-	s.copyResponseHeaders(resp)
+	s.copyResponseHeaders(s.up)
 	s.outlierResponse()
 	if !s.upg.connect {
 		// A 101 keeps its Connection and Upgrade headers, as Envoy

@@ -152,6 +152,9 @@ func (s *stream) initRetries() {
 	// One pass finds whether the request has any of the headers; most
 	// have none, and the lookups and the removal below are skipped.
 	has := h.hasRetryHeaders()
+	// respect_expected_rq_timeout: the expected timeout an upstream
+	// proxy sent wins over x-envoy-upstream-rq-timeout-ms.
+	expected := s.m.filters.respectExpectedTimeout && s.expectedTimeout()
 	if p == nil && !has {
 		// The common case: nothing to read.
 		return
@@ -175,7 +178,7 @@ func (s *stream) initRetries() {
 		s.dropPerTryAtRouteTimeout()
 		return
 	}
-	if v, ok := h.Get("x-envoy-upstream-rq-timeout-ms"); ok {
+	if v, ok := h.Get("x-envoy-upstream-rq-timeout-ms"); ok && !expected {
 		if ms, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32); err == nil {
 			s.rqTimeout = time.Duration(ms) * time.Millisecond
 		}

@@ -91,7 +91,12 @@ func (s *stream) chargeCode(cs *upstream.ClusterStats, code int) {
 		// timing stats.
 		return
 	}
-	cs.RecordResponse(code)
+	if !s.m.filters.suppressGrpcCodeStats || !s.grpcRequest() {
+		// suppress_grpc_request_failure_code_stats leaves a gRPC
+		// request out of the cluster's code stats only, as Envoy's
+		// chargeBasicResponseStat does.
+		cs.RecordResponse(code)
+	}
 	for _, rs := range s.levelStats() {
 		if rs != nil {
 			rs.rqCompleted.Inc()

@@ -69,6 +69,9 @@ func (c *serverConn) readRequest() (keep, done bool) {
 		return false, c.refused()
 	}
 	req := &x.req
+	if cfg.keyFormat.PreserveCase {
+		s.cases.keepRawHead(head)
+	}
 	if err := http1.ParseRequest(head, req, http1.RequestOptions{MaxHeaders: m.cfg.maxHeadersCount, AllowChunkedLength: m.cfg.allowChunkedLength, KeepAbsoluteURL: m.cfg.keepAbsoluteURL}); err != nil {
 		c.protocolError(err)
 		return false, c.refused()
@@ -99,6 +102,9 @@ func (c *serverConn) readRequest() (keep, done bool) {
 		return false, c.refused()
 	}
 	s.copyRequestHeaders(req)
+	if cfg.keyFormat.PreserveCase {
+		s.noteRequestCases(head, req)
+	}
 	s.detectUpgradeHTTP1(req)
 	if s.upg.connect && req.HasBody() {
 		// A CONNECT's payload follows its head unframed; Envoy's codec
@@ -230,7 +236,13 @@ func (c *serverConn) writeHead(s *stream, n int64, hasBody bool) error {
 		s.closeConn = true
 	}
 	start := len(c.x.out.b)
-	b := http1.AppendStatusLine(c.x.out.b, http1.HTTP11, s.status)
+	var b []byte
+	if s.cases.respOn && len(s.cases.reason) > 0 {
+		// forward_reason_phrase: the upstream's reason.
+		b = http1.AppendStatusLineReason(c.x.out.b, s.status, s.cases.reason)
+	} else {
+		b = http1.AppendStatusLine(c.x.out.b, http1.HTTP11, s.status)
+	}
 	for i := range s.respHeaders.fields {
 		f := &s.respHeaders.fields[i]
 		b = http1.AppendHeaderString(b, f.name, f.value)
@@ -259,7 +271,13 @@ func (c *serverConn) writeHead(s *stream, n int64, hasBody bool) error {
 		b = append(b, "connection: keep-alive\r\n"...)
 	}
 	c.x.out.b = append(b, http1.CRLF...)
-	if c.m.cfg.properCase {
+	switch {
+	case s.cases.respOn:
+		// The upstream's spellings travel with the response, whatever
+		// the connection manager's format, as Envoy's stateful
+		// formatter does.
+		s.formatResponseNames(c.x.out.b[start:])
+	case c.m.cfg.properCase:
 		http1.ProperCaseNames(c.x.out.b[start:])
 	}
 	return nil

@@ -152,6 +152,9 @@ type stream struct {
 	// keepAlive: the client lets the connection carry another request.
 	keepAlive  bool
 	reqHeaders headerList
+	// cases are the preserve_case formatter's spellings of the
+	// request's and response's field names (preserve_case.go).
+	cases caseNotes
 	// Request body: reqLength is its Content-Length, -1 without one;
 	// reqChunked means a body of unknown length follows; body reads it
 	// (nil when there is none).
@@ -375,6 +378,7 @@ func (s *stream) begin(real time.Time, proto string) {
 	}
 	s.isHead, s.keepAlive, s.expect100, s.reqChunked, s.bodyDone, s.leaked = false, false, false, false, false, false
 	s.teTrailers = false
+	s.cases.reqOn, s.cases.respOn = false, false
 	s.peerReset.Store(false)
 	s.peerClosed.Store(false)
 	s.goneRecorded = false

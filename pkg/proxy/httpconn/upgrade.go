@@ -55,8 +55,10 @@ func newUpgradeStats(sc stats.Scope) *upgradeStats {
 
 // detectUpgradeHTTP1 records the upgrade an HTTP/1 request asks for. An
 // Upgrade header counts only with the upgrade token in Connection (Envoy
-// drops it otherwise), and h2c upgrades are ignored as Envoy ignores them:
-// the request is served as an ordinary one.
+// drops it otherwise), and h2c upgrades, and those ignore_http_11_upgrade
+// matches, are ignored as Envoy ignores them: the request is served as an
+// ordinary one, without its Upgrade header and Connection (hop-by-hop
+// fields, never forwarded).
 func (s *stream) detectUpgradeHTTP1(req *http1.Request) {
 	if string(req.Method) == "CONNECT" {
 		s.upg.typ, s.upg.connect = router.UpgradeConnect, true
@@ -76,6 +78,9 @@ func (s *stream) detectUpgradeHTTP1(req *http1.Request) {
 		}
 	}
 	if len(value) == 0 || http1.EqualFold(value, "h2c") {
+		return
+	}
+	if ig := s.m.cfg.ignoreUpgrade; ig != nil && ig.Matches(view(value)) {
 		return
 	}
 	s.upg.typ, s.upg.value, s.upg.connection = view(value), view(value), view(connection)

@@ -40,6 +40,9 @@ func buildUpgradeFilters(cfgs []*hcmv3.HttpConnectionManager_UpgradeConfig, reg 
 		if err == nil {
 			err = upgradeUpstreamLog(field, len(u.GetFilters())-1, &fc)
 		}
+		if err == nil {
+			err = upgradeRouterOptions(field, len(u.GetFilters())-1, &fc)
+		}
 		if err != nil {
 			fc.close()
 			errs = append(errs, err)

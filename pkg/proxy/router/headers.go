@@ -75,10 +75,11 @@ func compileHeaderAdd(o *corev3.HeaderValueOption, fm accesslog.Formatters) (hea
 	if err := modifiable(a.name); err != nil {
 		return a, fmt.Errorf("header.key: %w", err)
 	}
-	if len(h.GetRawValue()) > 0 {
-		return a, errors.New("header.raw_value: not supported by Outrigger (use value)")
+	value, err := HeaderValueText(h)
+	if err != nil {
+		return a, fmt.Errorf("header.%w", err)
 	}
-	f, err := accesslog.TextWith(accesslog.TranslateLegacyHeaderFormat(h.GetValue()), true, fm)
+	f, err := accesslog.TextWith(accesslog.TranslateLegacyHeaderFormat(value), true, fm)
 	if err != nil {
 		return a, fmt.Errorf("header.value: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
 // CompileHTTPService checks an HttpService (an OTLP/HTTP exporter's) and
@@ -50,7 +51,11 @@ func CompileHTTPService(hs *corev3.HttpService, cluster func(name string) grpcse
 		if o.GetAppend() != nil {
 			return nil, "", fmt.Errorf("request_headers_to_add[%d].append: not supported by Outrigger", i)
 		}
-		headers.Add(k, o.GetHeader().GetValue())
+		v, err := router.HeaderValueText(o.GetHeader())
+		if err != nil {
+			return nil, "", fmt.Errorf("request_headers_to_add[%d].header.%w", i, err)
+		}
+		headers.Add(k, v)
 	}
 	var cl grpcservice.Cluster
 	if cluster != nil {

@@ -73,7 +73,9 @@ func (sv service) open(ctx accesslog.SinkContext) (exporter, error) {
 		for i, h := range sv.http.GetRequestHeadersToAdd() {
 			// Envoy reads these values as format strings (of
 			// environment variables, files, secrets).
-			if strings.Contains(h.GetHeader().GetValue(), "%") {
+			// (raw_value is checked with the rest by
+			// tracing.CompileHTTPService.)
+			if strings.Contains(h.GetHeader().GetValue(), "%") || strings.Contains(string(h.GetHeader().GetRawValue()), "%") {
 				return nil, fmt.Errorf("%s.request_headers_to_add[%d].header.value: format operators are not supported by Outrigger", sv.path, i)
 			}
 		}

@@ -20,15 +20,23 @@ func ProperCaseNames(head []byte) {
 		if end <= 1 {
 			return // the blank line ends the fields
 		}
-		upper := true
-		for j := 0; j < end && line[j] != ':'; j++ {
-			c := line[j]
-			isLower := 'a' <= c && c <= 'z'
-			if upper && isLower {
-				line[j] = c - 'a' + 'A'
-			}
-			upper = !isLower && !('A' <= c && c <= 'Z') && !('0' <= c && c <= '9')
+		colon := bytes.IndexByte(line[:end], ':')
+		if colon < 0 {
+			colon = end
 		}
+		properCaseName(line[:colon])
 		line = line[end+1:]
+	}
+}
+
+// properCaseName writes one field name in proper case, in place.
+func properCaseName(name []byte) {
+	upper := true
+	for j, c := range name {
+		isLower := 'a' <= c && c <= 'z'
+		if upper && isLower {
+			name[j] = c - 'a' + 'A'
+		}
+		upper = !isLower && !('A' <= c && c <= 'Z') && !('0' <= c && c <= '9')
 	}
 }

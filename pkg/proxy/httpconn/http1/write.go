@@ -25,6 +25,17 @@ func AppendStatusLine(dst []byte, v Version, status int) []byte {
 	return append(dst, "\r\n"...)
 }
 
+// AppendStatusLineReason appends an HTTP/1.1 status line for status with
+// the given reason phrase (a received one, as Envoy's preserve_case
+// formatter forwards it with forward_reason_phrase).
+func AppendStatusLineReason(dst []byte, status int, reason []byte) []byte {
+	dst = append(dst, "HTTP/1.1 "...)
+	dst = strconv.AppendInt(dst, int64(status), 10)
+	dst = append(dst, ' ')
+	dst = append(dst, reason...)
+	return append(dst, "\r\n"...)
+}
+
 // AppendHeader appends "name: value\r\n".
 func AppendHeader(dst, name, value []byte) []byte {
 	dst = append(dst, name...)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
 // maxHTTPResponseBody bounds what is read of an HTTP authorization
@@ -95,7 +96,11 @@ func newHTTPClient(hs *extauthzv3.HttpService, svc httpfilter.Services, def time
 		if k == "" {
 			return nil, 0, fmt.Errorf("authorization_request.headers_to_add[%d].key: must be set", i)
 		}
-		f, err := accesslog.Text(accesslog.TranslateLegacyHeaderFormat(h.GetValue()), true)
+		value, err := router.HeaderValueText(h)
+		if err != nil {
+			return nil, 0, fmt.Errorf("authorization_request.headers_to_add[%d].%w", i, err)
+		}
+		f, err := accesslog.Text(accesslog.TranslateLegacyHeaderFormat(value), true)
 		if err != nil {
 			return nil, 0, fmt.Errorf("authorization_request.headers_to_add[%d].value: %w", i, err)
 		}

@@ -172,7 +172,11 @@ func (ms *mutations) compileList(list []*mutationv3.HeaderMutation, field string
 // filter renders from the stream's access-log entry, as Envoy renders
 // them from the stream's info.
 func usesOperators(o *corev3.HeaderValueOption, fm accesslog.Formatters) (bool, error) {
-	f, err := accesslog.TextWith(accesslog.TranslateLegacyHeaderFormat(o.GetHeader().GetValue()), true, fm)
+	value, err := router.HeaderValueText(o.GetHeader())
+	if err != nil {
+		return false, fmt.Errorf("header.%w", err)
+	}
+	f, err := accesslog.TextWith(accesslog.TranslateLegacyHeaderFormat(value), true, fm)
 	if err != nil {
 		return false, fmt.Errorf("header.value: %w", err)
 	}

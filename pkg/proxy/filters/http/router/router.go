@@ -3,8 +3,11 @@
 // routes and forwards each request itself once the filters before the
 // router continued (see package httpconn). Of its configuration, Outrigger
 // implements start_child_span, suppress_envoy_headers, dynamic_stats,
-// upstream_http_filters, upstream_log and upstream_log_options; the support
-// check refuses the other fields.
+// upstream_http_filters, upstream_log, upstream_log_options,
+// strict_check_headers, respect_expected_rq_timeout,
+// suppress_grpc_request_failure_code_stats and
+// reject_connect_request_early_data (which has nothing to reject: no
+// request arrives as TLS early data).
 package router
 
 import (
@@ -44,9 +47,12 @@ func (Factory) Compile(config proto.Message, ctx httpfilter.Context) (httpfilter
 		childSpan:       childSpan,
 		suppressHeaders: cfg.GetSuppressEnvoyHeaders(),
 		// Envoy's default is true.
-		dynamicStats: cfg.GetDynamicStats() == nil || cfg.GetDynamicStats().GetValue(),
-		upstream:     upstream,
-		upstreamLog:  httpfilter.UpstreamLogOf(cfg),
+		dynamicStats:      cfg.GetDynamicStats() == nil || cfg.GetDynamicStats().GetValue(),
+		upstream:          upstream,
+		upstreamLog:       httpfilter.UpstreamLogOf(cfg),
+		strict:            cfg.GetStrictCheckHeaders(),
+		respectExpected:   cfg.GetRespectExpectedRqTimeout(),
+		suppressGrpcCodes: cfg.GetSuppressGrpcRequestFailureCodeStats(),
 	}, nil
 }
 
@@ -55,7 +61,25 @@ type terminal struct {
 	childSpan, suppressHeaders, dynamicStats bool
 	upstream                                 *httpfilter.UpstreamChain
 	upstreamLog                              httpfilter.UpstreamLog
+	// strict is strict_check_headers; respectExpected
+	// respect_expected_rq_timeout; suppressGrpcCodes
+	// suppress_grpc_request_failure_code_stats.
+	strict                             []string
+	respectExpected, suppressGrpcCodes bool
 }
+
+// StrictCheckHeaders reports strict_check_headers: the x-envoy- request
+// headers whose invalid value is answered 400.
+func (t terminal) StrictCheckHeaders() []string { return t.strict }
+
+// RespectExpectedRqTimeout reports respect_expected_rq_timeout: an
+// internal request's x-envoy-expected-rq-timeout-ms sets its timeout.
+func (t terminal) RespectExpectedRqTimeout() bool { return t.respectExpected }
+
+// SuppressGrpcRequestFailureCodeStats reports
+// suppress_grpc_request_failure_code_stats: gRPC requests count in no
+// cluster upstream_rq_<code> or upstream_rq_<class> stat.
+func (t terminal) SuppressGrpcRequestFailureCodeStats() bool { return t.suppressGrpcCodes }
 
 // UpstreamLog implements the connection manager's upstreamLogRouter: the
 // router's upstream_log and upstream_log_options, which the connection

@@ -17,6 +17,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
 
@@ -114,8 +115,10 @@ func compileTunnelHeader(o *corev3.HeaderValueOption, fmts accesslog.Formatters)
 		return h, errors.New("header.key: a header name is required")
 	case h.name[0] == ':' || h.name == "host":
 		return h, fmt.Errorf("header.key: %q cannot be set (pseudo-headers and host are the tunnel's)", h.name)
-	case len(o.GetHeader().GetRawValue()) > 0:
-		return h, errors.New("header.raw_value: not supported by Outrigger (use value)")
+	}
+	value, err := router.HeaderValueText(o.GetHeader())
+	if err != nil {
+		return h, fmt.Errorf("header.%w", err)
 	}
 	//lint:ignore SA1019 Envoy still accepts the deprecated boolean.
 	if legacy := o.GetAppend(); legacy != nil {
@@ -126,8 +129,7 @@ func compileTunnelHeader(o *corev3.HeaderValueOption, fmts accesslog.Formatters)
 			h.action = corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
 		}
 	}
-	var err error
-	if h.value, err = accesslog.TextWith(accesslog.TranslateLegacyHeaderFormat(o.GetHeader().GetValue()), true, fmts); err != nil {
+	if h.value, err = accesslog.TextWith(accesslog.TranslateLegacyHeaderFormat(value), true, fmts); err != nil {
 		return h, fmt.Errorf("header.value: %w", err)
 	}
 	return h, nil
