@@ -13,7 +13,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // compliance_policies, prefer_client_ciphers, custom
 // handshakers and certificate selectors, and in the validation context
 // system_root_certs, trust_chain_verification,
-// custom validators and watched directories.
+// custom validators.
 var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.listener.v3.FilterChain.transport_socket":                 {},
 	"envoy.config.listener.v3.FilterChain.transport_socket_connect_timeout": {},
@@ -106,6 +106,12 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.transport_sockets.tls.v3.TlsParameters.cipher_suites":                {},
 	"envoy.extensions.transport_sockets.tls.v3.TlsParameters.ecdh_curves":                  {},
 
+	// In secrets delivered by SDS, the directory followed for the files'
+	// rotation (server.secretWatch); refused elsewhere by tlsconfig, as
+	// Envoy ignores it there.
+	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.watched_directory":               {},
+	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.watched_directory": {},
+
 	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.certificate_chain": {},
 	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.private_key":       {},
 	// Decrypts keys in the legacy PEM encryption; encrypted PKCS#8 is
@@ -136,6 +142,10 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 // refusedTLS says why some TLS fields are refused, where "not supported"
 // alone would leave the reader guessing.
 var refusedTLS = map[protoreflect.FullName]string{
+	"envoy.config.core.v3.DataSource.watched_directory": "not supported by Outrigger: Envoy reloads a DataSource from its " +
+		"watched directory only where its consumer uses a reloading data source provider (ip_tagging, some filters' files), " +
+		"none of which Outrigger has yet; TLS files rotate through TlsCertificate.watched_directory or " +
+		"CertificateValidationContext.watched_directory in a secret delivered by SDS",
 	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.prefer_client_ciphers": "not supported by Outrigger: " +
 		"Go's crypto/tls chooses the TLS 1.2 cipher suite by its own preference order among the configured ones " +
 		"(tls.Config.PreferServerCipherSuites is ignored since Go 1.17), so neither the client's order nor the configured one decides",

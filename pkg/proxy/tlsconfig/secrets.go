@@ -61,6 +61,26 @@ func (p *Provider) Secret() *tlsv3.Secret { return p.cur.Load() }
 func (p *Provider) Update(s *tlsv3.Secret) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.updateLocked(s)
+}
+
+// Refresh compiles the contexts using the secret again with its current
+// value, because the files it names changed (its watched directory, or
+// their parent directories): new handshakes use the new files. As with
+// Update, either every context takes them or none does and the error is
+// returned. A provider without a value has nothing to refresh.
+func (p *Provider) Refresh() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.cur.Load()
+	if s == nil {
+		return nil
+	}
+	return p.updateLocked(s)
+}
+
+// updateLocked is Update with p.mu held.
+func (p *Provider) updateLocked(s *tlsv3.Secret) error {
 	applies := make([]func(), 0, len(p.users))
 	live := p.users[:0:0]
 	for _, u := range p.users {
@@ -178,6 +198,12 @@ func (r *secretRefs) expand(ctc *tlsv3.CommonTlsContext, override *Provider, val
 			errs = append(errs, fmt.Errorf("common_tls_context.tls_certificate_sds_secret_configs[%d]: secret %q holds no tls_certificate", i, p.name))
 			continue
 		}
+		if tc.GetWatchedDirectory() != nil {
+			// The secret's source follows the directory (see
+			// server.secretWatch); the compiled context only reads it.
+			tc = proto.Clone(tc).(*tlsv3.TlsCertificate)
+			tc.WatchedDirectory = nil
+		}
 		ctc.TlsCertificates = append(ctc.TlsCertificates, tc)
 	}
 	ctc.TlsCertificateSdsSecretConfigs = nil
@@ -186,9 +212,13 @@ func (r *secretRefs) expand(ctc *tlsv3.CommonTlsContext, override *Provider, val
 		if vc == nil {
 			errs = append(errs, fmt.Errorf("common_tls_context: validation secret %q holds no validation_context", p.name))
 		} else {
-			if r.combined != nil {
+			if r.combined != nil || vc.GetWatchedDirectory() != nil {
 				merged := proto.Clone(r.combined.GetDefaultValidationContext()).(*tlsv3.CertificateValidationContext)
+				if merged == nil {
+					merged = &tlsv3.CertificateValidationContext{}
+				}
 				proto.Merge(merged, vc)
+				merged.WatchedDirectory = nil // followed by the secret's source, as above
 				vc = merged
 			}
 			ctc.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: vc}

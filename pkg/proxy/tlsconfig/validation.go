@@ -88,6 +88,9 @@ func compileValidation(vc *tlsv3.CertificateValidationContext) (*validator, erro
 		v.maxDepth, v.depthLimited = int(d.GetValue()), true
 	}
 	var errs []error
+	if vc.GetWatchedDirectory() != nil {
+		errs = append(errs, errors.New("watched_directory: "+WatchedOutsideSDS))
+	}
 	if ds := vc.GetTrustedCa(); ds != nil {
 		data, from, err := readSource(ds)
 		if err != nil {
