@@ -6,8 +6,7 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedCore and pkg/proxy/tlsconfig): the TLS transport socket of
 // listeners' filter chains and of clusters (upstream TLS), and secrets.
 // Not implemented, so refused with their path:
-// enforce_rsa_key_usage, secrets over gRPC (refused by the server),
-// session ticket keys from secrets, private key providers, encrypted
+// enforce_rsa_key_usage, private key providers, encrypted
 // PKCS#8 keys (by tlsconfig), signed certificate timestamps,
 // signature_algorithms (Go's crypto/tls has no setting for them),
 // compliance_policies, prefer_client_ciphers, custom
@@ -48,13 +47,16 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 
 	// Secrets: static_resources.secrets by name, and secrets from files
 	// (sds_config with path_config_source; the server refuses any other
-	// config source). Session ticket keys from secrets are not
-	// implemented; generic secrets are listed with the oauth2 filter that
-	// reads them (support_oauth2.go).
-	"envoy.config.bootstrap.v3.Bootstrap.StaticResources.secrets":                                                                          {},
-	"envoy.extensions.transport_sockets.tls.v3.Secret.name":                                                                                {},
-	"envoy.extensions.transport_sockets.tls.v3.Secret.tls_certificate":                                                                     {},
-	"envoy.extensions.transport_sockets.tls.v3.Secret.validation_context":                                                                  {},
+	// config source). Generic secrets are listed with the oauth2 filter
+	// that reads them (support_oauth2.go).
+	"envoy.config.bootstrap.v3.Bootstrap.StaticResources.secrets":         {},
+	"envoy.extensions.transport_sockets.tls.v3.Secret.name":               {},
+	"envoy.extensions.transport_sockets.tls.v3.Secret.tls_certificate":    {},
+	"envoy.extensions.transport_sockets.tls.v3.Secret.validation_context": {},
+	// Session ticket keys from a secret: rotating it rotates the keys
+	// (the first issues tickets, all are accepted).
+	"envoy.extensions.transport_sockets.tls.v3.Secret.session_ticket_keys":                                                                 {},
+	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.session_ticket_keys_sds_secret_config":                                 {},
 	"envoy.extensions.transport_sockets.tls.v3.SdsSecretConfig.name":                                                                       {},
 	"envoy.extensions.transport_sockets.tls.v3.SdsSecretConfig.sds_config":                                                                 {},
 	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.tls_certificate_sds_secret_configs":                                        {},

@@ -183,9 +183,14 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 // applySessionResumption sets up session tickets: on by default (Go
 // rotates its own keys), off with disable_stateless_session_resumption,
 // or with the keys of session_ticket_keys (the first one issues tickets,
-// all of them are accepted). Go's keys are 32 bytes: each Envoy key file
+// all of them are accepted), which may come from a secret
+// (session_ticket_keys_sds_secret_config, see CompileServerWithSecrets). Go's keys are 32 bytes: each Envoy key file
 // is hashed into one, so proxies sharing the files share resumption.
 func applySessionResumption(cfg *tls.Config, dc *tlsv3.DownstreamTlsContext) error {
+	if dc.GetSessionTicketKeysSdsSecretConfig() != nil {
+		// CompileServerWithSecrets writes the secret's keys in its place.
+		return errors.New("session_ticket_keys_sds_secret_config: secrets are not available here")
+	}
 	if dc.GetDisableStatelessSessionResumption() {
 		cfg.SessionTicketsDisabled = true
 		return nil
