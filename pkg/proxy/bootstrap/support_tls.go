@@ -6,13 +6,12 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedCore and pkg/proxy/tlsconfig): the TLS transport socket of
 // listeners' filter chains and of clusters (upstream TLS), and secrets.
 // Not implemented, so refused with their path:
-// enforce_rsa_key_usage, private key providers, encrypted
+// private key providers, encrypted
 // PKCS#8 keys (by tlsconfig), signed certificate timestamps,
 // signature_algorithms (Go's crypto/tls has no setting for them),
 // compliance_policies, prefer_client_ciphers, custom
 // handshakers and certificate selectors, and in the validation context
-// system_root_certs, trust_chain_verification,
-// custom validators.
+// system_root_certs and custom validators.
 var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.listener.v3.FilterChain.transport_socket":                 {},
 	"envoy.config.listener.v3.FilterChain.transport_socket_connect_timeout": {},
@@ -137,6 +136,13 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 
 	// Chains to trusted_ca deeper than it fail (see tlsconfig.withinDepth).
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.max_verify_depth": {},
+	// ACCEPT_UNTRUSTED: a certificate that fails verification is counted
+	// (ssl.fail_verify_*) and the handshake goes on (see
+	// tlsconfig.connectionCheck).
+	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.trust_chain_verification": {},
+	// An RSA server certificate's key usage must allow the key exchange
+	// (see tlsconfig.checkRSAKeyUsage).
+	"envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext.enforce_rsa_key_usage": {},
 	// Listeners send no CA names in CertificateRequest; no effect upstream, as in Envoy.
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.suppress_client_ca_list": {},
 }
@@ -144,6 +150,15 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 // refusedTLS says why some TLS fields are refused, where "not supported"
 // alone would leave the reader guessing.
 var refusedTLS = map[protoreflect.FullName]string{
+	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.require_sni": "not implemented by Envoy either " +
+		"(the field is marked not-implemented in its API, and Envoy accepts it without effect): to refuse clients without " +
+		"a matching server name, match filter chains on server_names so that other names find no chain",
+	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.system_root_certs": "not implemented by Envoy either " +
+		"(the field is marked not-implemented in its API, and Envoy accepts it without effect): give the CA bundle in trusted_ca " +
+		"(filename: /etc/ssl/certs/ca-certificates.crt on Debian)",
+	"envoy.extensions.transport_sockets.tls.v3.GenericSecret.secrets": "not supported by Outrigger: the only reader of " +
+		"generic secrets here, the oauth2 filter, reads generic_secret.secret as Envoy's does; a map nothing reads is refused " +
+		"rather than ignored",
 	"envoy.config.core.v3.DataSource.watched_directory": "not supported by Outrigger: Envoy reloads a DataSource from its " +
 		"watched directory only where its consumer uses a reloading data source provider (ip_tagging, some filters' files), " +
 		"none of which Outrigger has yet; TLS files rotate through TlsCertificate.watched_directory or " +

@@ -47,6 +47,8 @@ type Client struct {
 	// certificate's DNS SANs in place of the SAN matchers
 	// (auto_sni_san_validation).
 	autoHostSNI, autoSNISAN bool
+	// enforceRSA is enforce_rsa_key_usage (see checkRSAKeyUsage).
+	enforceRSA bool
 	// keyLog is key_log, nil when keys are not logged.
 	keyLog *keyLog
 }
@@ -143,8 +145,10 @@ func compileClient(uc *tlsv3.UpstreamTlsContext, open KeyLogOpener) (*Client, er
 	cfg.InsecureSkipVerify = true
 	if v.active() {
 		v.require = true // a server always presents one; none fails
-		cfg.VerifyConnection = func(cs tls.ConnectionState) error { return v.verify(cs.PeerCertificates) }
+		cfg.VerifyConnection = v.connectionCheck(v.verify)
 	}
+	enforceRSA := uc.GetEnforceRsaKeyUsage().GetValue()
+	cfg.VerifyConnection = withKeyUsage(cfg.VerifyConnection, enforceRSA)
 	n := defaultMaxSessionKeys
 	if m := uc.GetMaxSessionKeys(); m != nil {
 		n = int(m.GetValue())
@@ -154,7 +158,7 @@ func compileClient(uc *tlsv3.UpstreamTlsContext, open KeyLogOpener) (*Client, er
 	}
 	certs.ca = v.firstCA
 	return &Client{cfg: cfg, alpn: ctc.GetAlpnProtocols(), v: v, certs: certs,
-		autoHostSNI: uc.GetAutoHostSni(), autoSNISAN: uc.GetAutoSniSanValidation(), keyLog: kl}, nil
+		autoHostSNI: uc.GetAutoHostSni(), autoSNISAN: uc.GetAutoSniSanValidation(), keyLog: kl, enforceRSA: enforceRSA}, nil
 }
 
 // HandshakeError is a failed upstream TLS handshake.
@@ -278,16 +282,23 @@ func (cl *Client) HandshakeWith(ctx context.Context, c net.Conn, fallbackALPN []
 		cfg.ServerName = sni
 	}
 	v := cl.v
+	var check chainCheck
+	if v.active() {
+		check = v.verify
+	}
 	switch san := ov.VerifySAN; {
 	case san != "":
-		cfg.VerifyConnection = func(cs tls.ConnectionState) error { return v.verifyWith(cs.PeerCertificates, san) }
+		check = func(chain []*x509.Certificate) error { return v.verifyWith(chain, san) }
+		cfg.VerifyConnection = withKeyUsage(v.connectionCheck(check), cl.enforceRSA)
 	case cl.autoSNISAN && sni != "":
-		cfg.VerifyConnection = func(cs tls.ConnectionState) error { return v.verifySNI(cs.PeerCertificates, sni) }
+		check = func(chain []*x509.Certificate) error { return v.verifySNI(chain, sni) }
+		cfg.VerifyConnection = withKeyUsage(v.connectionCheck(check), cl.enforceRSA)
 	}
 	tc, err := runClientHandshake(ctx, c, cfg, st)
 	if err != nil {
 		return nil, nil, err
 	}
+	v.countUntrusted(check, tc.ConnectionState(), st)
 	return tc, sent, nil
 }
 

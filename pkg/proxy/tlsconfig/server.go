@@ -162,7 +162,7 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 		if !v.suppressCAList {
 			cfg.ClientCAs = v.roots // only names the acceptable CAs; verify checks
 		}
-		cfg.VerifyConnection = func(cs tls.ConnectionState) error { return v.verify(cs.PeerCertificates) }
+		cfg.VerifyConnection = v.connectionCheck(v.verify)
 	}
 	cfg.GetCertificate = s.selectCertificate
 	s.noALPN = cfg.Clone()
@@ -335,6 +335,8 @@ func (s *Server) Handshake(ctx context.Context, c net.Conn, st *Stats) (*tls.Con
 		st.failed(err)
 		return nil, nil, err
 	}
-	st.succeeded(tc.ConnectionState())
+	cs := tc.ConnectionState()
+	st.succeeded(cs)
+	s.v.countUntrusted(s.v.verify, cs, st)
 	return tc, local, nil
 }

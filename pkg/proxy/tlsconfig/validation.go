@@ -70,7 +70,10 @@ type validator struct {
 	// suppressCAList is suppress_client_ca_list: a listener's
 	// CertificateRequest names no CAs (trusted_ca still verifies).
 	suppressCAList bool
-	now            func() time.Time
+	// acceptUntrusted is trust_chain_verification ACCEPT_UNTRUSTED: a
+	// failed verification is counted, not refused (see connectionCheck).
+	acceptUntrusted bool
+	now             func() time.Time
 }
 
 // active reports whether the validator asks for the peer's certificate
@@ -84,6 +87,7 @@ func (v *validator) active() bool {
 func compileValidation(vc *tlsv3.CertificateValidationContext) (*validator, error) {
 	v := &validator{now: time.Now, allowExpired: vc.GetAllowExpiredCertificate()}
 	v.suppressCAList = vc.GetSuppressClientCaList()
+	v.acceptUntrusted = vc.GetTrustChainVerification() == tlsv3.CertificateValidationContext_ACCEPT_UNTRUSTED
 	if d := vc.GetMaxVerifyDepth(); d != nil {
 		v.maxDepth, v.depthLimited = int(d.GetValue()), true
 	}

@@ -49,6 +49,9 @@ type Options struct {
 	ExtKeyUsages []x509.ExtKeyUsage
 	// RSA uses a 2048-bit RSA key instead of ECDSA P-256.
 	RSA bool
+	// KeyUsage, when set, replaces the key usages (digitalSignature and
+	// keyEncipherment).
+	KeyUsage x509.KeyUsage
 	// NotBefore and NotAfter default to an hour ago and a day ahead.
 	NotBefore, NotAfter time.Time
 }
@@ -108,12 +111,16 @@ func (ca *CA) Issue(o Options) (*Leaf, error) {
 	if len(o.ExtKeyUsages) > 0 {
 		usages = o.ExtKeyUsages
 	}
+	keyUsage := x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
+	if o.KeyUsage != 0 {
+		keyUsage = o.KeyUsage
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber:   serial(),
 		Subject:        pkix.Name{CommonName: o.CommonName, Organization: []string{"Outrigger tests"}},
 		NotBefore:      o.NotBefore,
 		NotAfter:       o.NotAfter,
-		KeyUsage:       x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		KeyUsage:       keyUsage,
 		ExtKeyUsage:    usages,
 		DNSNames:       o.DNS,
 		IPAddresses:    o.IPs,
