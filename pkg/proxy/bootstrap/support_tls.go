@@ -113,6 +113,10 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.watched_directory":               {},
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.watched_directory": {},
 
+	// The leaf, chain and key in one PKCS#12 file, with password (see
+	// tlsconfig.loadPKCS12).
+	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.pkcs12": {},
+
 	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.certificate_chain": {},
 	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.private_key":       {},
 	// Decrypts keys in the legacy PEM encryption; encrypted PKCS#8 is

@@ -39,6 +39,12 @@ func loadCertificate(tc *tlsv3.TlsCertificate) (tls.Certificate, error) {
 	if tc.GetWatchedDirectory() != nil {
 		errs = append(errs, errors.New("watched_directory: "+WatchedOutsideSDS))
 	}
+	if tc.GetPkcs12() != nil {
+		if err := errors.Join(errs...); err != nil {
+			return tls.Certificate{}, err
+		}
+		return loadPKCS12(tc, password)
+	}
 	if tc.GetCertificateChain() == nil {
 		errs = append(errs, errors.New("certificate_chain: required"))
 	}

@@ -110,7 +110,7 @@ func compileClient(uc *tlsv3.UpstreamTlsContext, open KeyLogOpener) (*Client, er
 		if err != nil {
 			errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.tls_certificates[0].", err))...)
 		} else {
-			certs.chain = []loadedCert{{path: sourcePath(certs0.GetCertificateChain()), cert: c.Leaf}}
+			certs.chain = []loadedCert{{path: certificatePath(certs0), cert: c.Leaf}}
 			// BoringSSL sends the configured certificate whatever CAs the
 			// server names; Go's default would send none when they differ.
 			cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &c, nil }

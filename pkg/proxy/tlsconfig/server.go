@@ -124,7 +124,7 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 		}
 		served = append(served, c)
 		staples, must = append(staples, staple), append(must, mustStaple(c.Leaf))
-		certs.chain = append(certs.chain, loadedCert{path: sourcePath(tc.GetCertificateChain()), cert: c.Leaf, ocsp: staple})
+		certs.chain = append(certs.chain, loadedCert{path: certificatePath(tc), cert: c.Leaf, ocsp: staple})
 	}
 	v := &validator{}
 	if vc := ctc.GetValidationContext(); vc != nil {
