@@ -135,8 +135,10 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.allow_expired_certificate":     {},
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.crl":                           {},
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.only_verify_leaf_cert_crl":     {},
-	"envoy.extensions.transport_sockets.tls.v3.SubjectAltNameMatcher.san_type":                             {values: []string{"EMAIL", "DNS", "URI", "IP_ADDRESS"}},
-	"envoy.extensions.transport_sockets.tls.v3.SubjectAltNameMatcher.matcher":                              {},
+	"envoy.extensions.transport_sockets.tls.v3.SubjectAltNameMatcher.san_type":                             {values: []string{"EMAIL", "DNS", "URI", "IP_ADDRESS", "OTHER_NAME"}},
+	// The otherName type-id an OTHER_NAME matcher reads (see tlsconfig.otherNames).
+	"envoy.extensions.transport_sockets.tls.v3.SubjectAltNameMatcher.oid":     {},
+	"envoy.extensions.transport_sockets.tls.v3.SubjectAltNameMatcher.matcher": {},
 
 	// Chains to trusted_ca deeper than it fail (see tlsconfig.withinDepth).
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.max_verify_depth": {},

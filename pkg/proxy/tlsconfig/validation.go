@@ -2,6 +2,7 @@ package tlsconfig
 
 import (
 	"bytes"
+	"encoding/asn1"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
@@ -47,6 +48,8 @@ type sanMatcher struct {
 	kind  tlsv3.SubjectAltNameMatcher_SanType
 	exact string // set for an exact matcher, for DNS wildcard SANs
 	m     router.StringMatcher
+	// oid is the otherName type-id an OTHER_NAME matcher reads.
+	oid asn1.ObjectIdentifier
 }
 
 // validator checks peer certificates as Envoy's default certificate
@@ -124,8 +127,16 @@ func compileValidation(vc *tlsv3.CertificateValidationContext) (*validator, erro
 		v.crlLeafOnly = vc.GetOnlyVerifyLeafCertCrl()
 	}
 	for i, m := range vc.GetMatchTypedSubjectAltNames() {
-		if m.GetSanType() == tlsv3.SubjectAltNameMatcher_OTHER_NAME || m.GetOid() != "" {
-			errs = append(errs, fmt.Errorf("match_typed_subject_alt_names[%d].san_type: OTHER_NAME is not supported by Outrigger", i))
+		var oid asn1.ObjectIdentifier
+		switch {
+		case m.GetSanType() == tlsv3.SubjectAltNameMatcher_OTHER_NAME:
+			var err error
+			if oid, err = parseOID(m.GetOid()); err != nil {
+				errs = append(errs, fmt.Errorf("match_typed_subject_alt_names[%d].oid: %w", i, err))
+				continue
+			}
+		case m.GetOid() != "":
+			errs = append(errs, fmt.Errorf("match_typed_subject_alt_names[%d].oid: only read with san_type OTHER_NAME", i))
 			continue
 		}
 		if m.GetSanType() == tlsv3.SubjectAltNameMatcher_SAN_TYPE_UNSPECIFIED {
@@ -137,6 +148,7 @@ func compileValidation(vc *tlsv3.CertificateValidationContext) (*validator, erro
 			errs = append(errs, fmt.Errorf("match_typed_subject_alt_names[%d].matcher.%w", i, err))
 			continue
 		}
+		sm.oid = oid
 		v.sans = append(v.sans, sm)
 	}
 	//lint:ignore SA1019 Envoy still accepts the deprecated match_subject_alt_names (with its deprecation warning)
@@ -274,6 +286,13 @@ func (v *validator) matchSAN(c *x509.Certificate) bool {
 		if any || m.kind == tlsv3.SubjectAltNameMatcher_EMAIL {
 			for _, e := range c.EmailAddresses {
 				if m.m.Match(e) {
+					return true
+				}
+			}
+		}
+		if m.kind == tlsv3.SubjectAltNameMatcher_OTHER_NAME {
+			for _, v := range otherNames(c, m.oid) {
+				if m.m.Match(v) {
 					return true
 				}
 			}
