@@ -69,9 +69,12 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.listener.v3.FilterChainMatch.transport_protocol":    {},
 	"envoy.config.listener.v3.FilterChainMatch.application_protocols": {},
 
-	// envoy.filters.listener.tls_inspector: JA3 and JA4 fingerprinting
-	// are not implemented.
-	"envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector.initial_read_buffer_size": {},
+	// envoy.filters.listener.tls_inspector. The JA3 hash and JA4
+	// fingerprint of the ClientHello, for %TLS_JA3_FINGERPRINT% and
+	// %TLS_JA4_FINGERPRINT% (see tlsinspector.ja3 and ja4).
+	"envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector.enable_ja3_fingerprinting": {},
+	"envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector.enable_ja4_fingerprinting": {},
+	"envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector.initial_read_buffer_size":  {},
 	// A larger ClientHello closes the connection (client_hello_too_large).
 	"envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector.max_client_hello_size": {},
 	// Bytes that are no ClientHello close the connection.
