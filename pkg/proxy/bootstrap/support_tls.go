@@ -149,8 +149,9 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	// (ssl.fail_verify_*) and the handshake goes on (see
 	// tlsconfig.connectionCheck).
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.trust_chain_verification": {},
-	// An RSA server certificate's key usage must allow the key exchange
-	// (see tlsconfig.checkRSAKeyUsage).
+	// Deprecated and ignored by Envoy, which always checks that an RSA
+	// server certificate's key usage allows the key exchange, as
+	// Outrigger does (see tlsconfig.checkRSAKeyUsage).
 	"envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext.enforce_rsa_key_usage": {},
 	// Listeners send no CA names in CertificateRequest; no effect upstream, as in Envoy.
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.suppress_client_ca_list": {},

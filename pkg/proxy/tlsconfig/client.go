@@ -47,8 +47,6 @@ type Client struct {
 	// certificate's DNS SANs in place of the SAN matchers
 	// (auto_sni_san_validation).
 	autoHostSNI, autoSNISAN bool
-	// enforceRSA is enforce_rsa_key_usage (see checkRSAKeyUsage).
-	enforceRSA bool
 	// keyLog is key_log, nil when keys are not logged.
 	keyLog *keyLog
 }
@@ -147,8 +145,9 @@ func compileClient(uc *tlsv3.UpstreamTlsContext, open KeyLogOpener) (*Client, er
 		v.require = true // a server always presents one; none fails
 		cfg.VerifyConnection = v.connectionCheck(v.verify)
 	}
-	enforceRSA := uc.GetEnforceRsaKeyUsage().GetValue()
-	cfg.VerifyConnection = withKeyUsage(cfg.VerifyConnection, enforceRSA)
+	// Envoy always checks the server certificate's key usage now
+	// (enforce_rsa_key_usage is deprecated and ignored).
+	cfg.VerifyConnection = withKeyUsage(cfg.VerifyConnection)
 	n := defaultMaxSessionKeys
 	if m := uc.GetMaxSessionKeys(); m != nil {
 		n = int(m.GetValue())
@@ -158,7 +157,7 @@ func compileClient(uc *tlsv3.UpstreamTlsContext, open KeyLogOpener) (*Client, er
 	}
 	certs.ca = v.firstCA
 	return &Client{cfg: cfg, alpn: ctc.GetAlpnProtocols(), v: v, certs: certs,
-		autoHostSNI: uc.GetAutoHostSni(), autoSNISAN: uc.GetAutoSniSanValidation(), keyLog: kl, enforceRSA: enforceRSA}, nil
+		autoHostSNI: uc.GetAutoHostSni(), autoSNISAN: uc.GetAutoSniSanValidation(), keyLog: kl}, nil
 }
 
 // HandshakeError is a failed upstream TLS handshake.
@@ -289,10 +288,10 @@ func (cl *Client) HandshakeWith(ctx context.Context, c net.Conn, fallbackALPN []
 	switch san := ov.VerifySAN; {
 	case san != "":
 		check = func(chain []*x509.Certificate) error { return v.verifyWith(chain, san) }
-		cfg.VerifyConnection = withKeyUsage(v.connectionCheck(check), cl.enforceRSA)
+		cfg.VerifyConnection = withKeyUsage(v.connectionCheck(check))
 	case cl.autoSNISAN && sni != "":
 		check = func(chain []*x509.Certificate) error { return v.verifySNI(chain, sni) }
-		cfg.VerifyConnection = withKeyUsage(v.connectionCheck(check), cl.enforceRSA)
+		cfg.VerifyConnection = withKeyUsage(v.connectionCheck(check))
 	}
 	tc, err := runClientHandshake(ctx, c, cfg, st)
 	if err != nil {

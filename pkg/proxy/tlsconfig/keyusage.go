@@ -11,8 +11,10 @@ import (
 // the server's RSA certificate.
 var errKeyUsage = errors.New("KEY_USAGE_BIT_INCORRECT: the server's RSA certificate's key usage does not allow the key exchange")
 
-// checkRSAKeyUsage is UpstreamTlsContext.enforce_rsa_key_usage, as
-// BoringSSL's SSL_set_enforce_rsa_key_usage: a server certificate with an
+// checkRSAKeyUsage is the key usage check Envoy always makes of a
+// server's certificate now (UpstreamTlsContext.enforce_rsa_key_usage is
+// deprecated and ignored), BoringSSL's SSL_set_enforce_rsa_key_usage: a
+// server certificate with an
 // RSA key and a key usage extension must allow digitalSignature when the
 // key signs the handshake (TLS 1.3, ECDHE_RSA suites) and keyEncipherment
 // when it encrypts the premaster secret (the TLS_RSA_* suites). A
@@ -47,12 +49,8 @@ func rsaKeyExchange(id uint16) bool {
 	return false
 }
 
-// withKeyUsage adds the enforce_rsa_key_usage check after verify (nil:
-// none) when enforce.
-func withKeyUsage(verify func(tls.ConnectionState) error, enforce bool) func(tls.ConnectionState) error {
-	if !enforce {
-		return verify
-	}
+// withKeyUsage adds the key usage check after verify (nil: none).
+func withKeyUsage(verify func(tls.ConnectionState) error) func(tls.ConnectionState) error {
 	return func(cs tls.ConnectionState) error {
 		if verify != nil {
 			if err := verify(cs); err != nil {

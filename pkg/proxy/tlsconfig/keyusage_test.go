@@ -11,10 +11,11 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig/tlstest"
 )
 
-// TestEnforceRSAKeyUsage checks enforce_rsa_key_usage against a server
-// whose RSA certificate allows keyEncipherment only: refused over TLS 1.3
-// (the key signs), accepted without the setting, and an ECDSA or
-// digitalSignature certificate passes.
+// TestEnforceRSAKeyUsage checks the key usage check of server
+// certificates, which Envoy always makes (enforce_rsa_key_usage is
+// deprecated and ignored, false included): an RSA certificate allowing
+// keyEncipherment only is refused over TLS 1.3 (the key signs), an ECDSA
+// or digitalSignature one passes.
 func TestEnforceRSAKeyUsage(t *testing.T) {
 	p := newPKI(t)
 	for _, tc := range []struct {
@@ -24,7 +25,7 @@ func TestEnforceRSAKeyUsage(t *testing.T) {
 		fails   bool
 	}{
 		{"encipherment only, enforced", tlstest.Options{RSA: true, KeyUsage: x509.KeyUsageKeyEncipherment}, true, true},
-		{"encipherment only, not enforced", tlstest.Options{RSA: true, KeyUsage: x509.KeyUsageKeyEncipherment}, false, false},
+		{"encipherment only, enforce_rsa_key_usage false", tlstest.Options{RSA: true, KeyUsage: x509.KeyUsageKeyEncipherment}, false, true},
 		{"signature, enforced", tlstest.Options{RSA: true, KeyUsage: x509.KeyUsageDigitalSignature}, true, false},
 		{"ecdsa, enforced", tlstest.Options{KeyUsage: x509.KeyUsageKeyEncipherment}, true, false},
 	} {
@@ -40,9 +41,8 @@ func TestEnforceRSAKeyUsage(t *testing.T) {
 				t.Fatal(err)
 			}
 			uc := &tlsv3.UpstreamTlsContext{Sni: "localhost", CommonTlsContext: &tlsv3.CommonTlsContext{}}
-			if tc.enforce {
-				uc.EnforceRsaKeyUsage = wrapperspb.Bool(true)
-			}
+			//lint:ignore SA1019 the deprecated field is accepted and ignored, as in Envoy
+			uc.EnforceRsaKeyUsage = wrapperspb.Bool(tc.enforce)
 			cl, err := CompileClient(uc)
 			if err != nil {
 				t.Fatal(err)

@@ -2,9 +2,9 @@ package tlsconfig
 
 import (
 	"bytes"
-	"encoding/asn1"
 	"crypto/sha256"
 	"crypto/x509"
+	"encoding/asn1"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
