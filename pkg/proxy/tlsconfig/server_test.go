@@ -490,16 +490,7 @@ func TestSessionTimeout(t *testing.T) {
 	clock := time.Now()
 	applySessionTimeout(s.cfg, time.Minute, func() time.Time { return clock })
 	cache := tls.NewLRUClientSessionCache(4)
-	resumed := func() bool {
-		t.Helper()
-		cfg := p.clientConfig(t, false)
-		cfg.ClientSessionCache = cache
-		cs, serr, cerr := handshake(t, s, nil, cfg)
-		if serr != nil || cerr != nil {
-			t.Fatalf("handshake: %v, %v", serr, cerr)
-		}
-		return cs.DidResume
-	}
+	resumed := func() bool { return p.resumedOn(t, s, cache) }
 	if resumed() {
 		t.Fatal("the first handshake resumed")
 	}

@@ -41,16 +41,7 @@ func TestSessionTicketKeysFromSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	handshakeOn := func(s *Server, cache tls.ClientSessionCache) bool {
-		t.Helper()
-		cfg := p.clientConfig(t, false)
-		cfg.ClientSessionCache = cache
-		cs, serr, cerr := handshake(t, s, nil, cfg)
-		if serr != nil || cerr != nil {
-			t.Fatalf("handshake: %v, %v", serr, cerr)
-		}
-		return cs.DidResume
-	}
+	handshakeOn := func(s *Server, cache tls.ClientSessionCache) bool { return p.resumedOn(t, s, cache) }
 	cache := tls.NewLRUClientSessionCache(4)
 	if handshakeOn(s, cache) {
 		t.Fatal("the first handshake resumed")
