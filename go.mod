@@ -45,6 +45,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require software.sslmate.com/src/go-pkcs12 v0.7.4
+
 require (
 	github.com/antlr4-go/antlr/v4 v4.13.0 // indirect
 	github.com/google/cel-go v0.26.0

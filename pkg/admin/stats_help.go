@@ -69,11 +69,12 @@ func compileStatHelp() (map[string]string, []helpPattern) {
 	}
 	// The discovery services' stats (file-based LDS today) share Envoy's
 	// subscription stat names under each manager.
-	for _, sub := range []string{"listener_manager.lds", "cluster_manager.cds"} {
+	for _, sub := range []string{"listener_manager.lds", "cluster_manager.cds", "sds.**"} {
 		for _, e := range subscriptionHelp {
 			add(sub+"."+e[0], e[1])
 		}
 	}
+	add("sds.**.key_rotation_failed", "Reloads of a secret's files after a change in their directory that failed (the old files stay in use).")
 	return exact, patterns
 }
 

@@ -82,6 +82,10 @@ type Entry struct {
 	DownstreamLocalAddress  string
 	// RequestedServerName is the TLS SNI (%REQUESTED_SERVER_NAME%).
 	RequestedServerName string
+	// TLSJA3Fingerprint and TLSJA4Fingerprint are the ClientHello's
+	// fingerprints from the tls_inspector (%TLS_JA3_FINGERPRINT%,
+	// %TLS_JA4_FINGERPRINT%), "" when not computed.
+	TLSJA3Fingerprint, TLSJA4Fingerprint string
 	// TLS describes a downstream TLS connection (the DOWNSTREAM_TLS_* and
 	// DOWNSTREAM_PEER_* operators); nil for a plaintext one.
 	TLS *TLSInfo

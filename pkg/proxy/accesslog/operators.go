@@ -32,6 +32,8 @@ const (
 	opDownstreamLocalAddress
 	opDownstreamLocalAddressWithoutPort
 	opRequestedServerName
+	opTLSJA3Fingerprint
+	opTLSJA4Fingerprint
 	opConnectionID
 	opRouteName
 	opFilterChainName
@@ -90,6 +92,8 @@ var operators = map[string]operator{
 	"DOWNSTREAM_LOCAL_ADDRESS":               {op: opDownstreamLocalAddress},
 	"DOWNSTREAM_LOCAL_ADDRESS_WITHOUT_PORT":  {op: opDownstreamLocalAddressWithoutPort},
 	"REQUESTED_SERVER_NAME":                  {op: opRequestedServerName},
+	"TLS_JA3_FINGERPRINT":                    {op: opTLSJA3Fingerprint},
+	"TLS_JA4_FINGERPRINT":                    {op: opTLSJA4Fingerprint},
 	"CONNECTION_ID":                          {op: opConnectionID, numeric: true},
 	"UPSTREAM_REQUEST_ATTEMPT_COUNT":         {op: opUpstreamRequestAttemptCount, numeric: true},
 	"ROUTE_NAME":                             {op: opRouteName},
@@ -158,6 +162,10 @@ func (op opCode) value(p *part, dst []byte, e *Entry) ([]byte, bool) {
 		return appendString(dst, withoutPort(e.DownstreamLocalAddress))
 	case opRequestedServerName:
 		return appendString(dst, e.RequestedServerName)
+	case opTLSJA3Fingerprint:
+		return appendString(dst, e.TLSJA3Fingerprint)
+	case opTLSJA4Fingerprint:
+		return appendString(dst, e.TLSJA4Fingerprint)
 	case opTLS:
 		return appendTLS(dst, p, e)
 	case opConnectionID:

@@ -106,6 +106,16 @@ func RequestedServerName(c net.Conn) string {
 	return ""
 }
 
+// TLSFingerprints are the JA3 hash and JA4 fingerprint the tls_inspector
+// computed of a downstream connection's ClientHello, "" for those it did
+// not.
+func TLSFingerprints(c net.Conn) (ja3, ja4 string) {
+	if f, ok := c.(interface{ TLSFingerprints() (string, string) }); ok {
+		return f.TLSFingerprints()
+	}
+	return "", ""
+}
+
 // FilterChainName is the configured name of the listener's filter chain
 // serving a downstream connection, "" when it has none or is unknown.
 func FilterChainName(c net.Conn) string {

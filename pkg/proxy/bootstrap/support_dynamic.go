@@ -56,4 +56,6 @@ var supportedDynamic = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.PathConfigSource.path":              {},
 	"envoy.config.core.v3.PathConfigSource.watched_directory": {},
 	"envoy.config.core.v3.WatchedDirectory.path":              {},
+	// Files written in place (IN_MODIFY) reload too, not only moves.
+	"envoy.config.core.v3.WatchedDirectory.watch_modify": {},
 }

@@ -6,14 +6,12 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedCore and pkg/proxy/tlsconfig): the TLS transport socket of
 // listeners' filter chains and of clusters (upstream TLS), and secrets.
 // Not implemented, so refused with their path:
-// enforce_rsa_key_usage, secrets over gRPC (refused by the server),
-// session ticket keys from secrets, private key providers, encrypted
+// private key providers, encrypted
 // PKCS#8 keys (by tlsconfig), signed certificate timestamps,
 // signature_algorithms (Go's crypto/tls has no setting for them),
 // compliance_policies, prefer_client_ciphers, custom
 // handshakers and certificate selectors, and in the validation context
-// system_root_certs, trust_chain_verification,
-// custom validators and watched directories.
+// system_root_certs and custom validators.
 var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.listener.v3.FilterChain.transport_socket":                 {},
 	"envoy.config.listener.v3.FilterChain.transport_socket_connect_timeout": {},
@@ -48,13 +46,16 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 
 	// Secrets: static_resources.secrets by name, and secrets from files
 	// (sds_config with path_config_source; the server refuses any other
-	// config source). Session ticket keys from secrets are not
-	// implemented; generic secrets are listed with the oauth2 filter that
-	// reads them (support_oauth2.go).
-	"envoy.config.bootstrap.v3.Bootstrap.StaticResources.secrets":                                                                          {},
-	"envoy.extensions.transport_sockets.tls.v3.Secret.name":                                                                                {},
-	"envoy.extensions.transport_sockets.tls.v3.Secret.tls_certificate":                                                                     {},
-	"envoy.extensions.transport_sockets.tls.v3.Secret.validation_context":                                                                  {},
+	// config source). Generic secrets are listed with the oauth2 filter
+	// that reads them (support_oauth2.go).
+	"envoy.config.bootstrap.v3.Bootstrap.StaticResources.secrets":         {},
+	"envoy.extensions.transport_sockets.tls.v3.Secret.name":               {},
+	"envoy.extensions.transport_sockets.tls.v3.Secret.tls_certificate":    {},
+	"envoy.extensions.transport_sockets.tls.v3.Secret.validation_context": {},
+	// Session ticket keys from a secret: rotating it rotates the keys
+	// (the first issues tickets, all are accepted).
+	"envoy.extensions.transport_sockets.tls.v3.Secret.session_ticket_keys":                                                                 {},
+	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.session_ticket_keys_sds_secret_config":                                 {},
 	"envoy.extensions.transport_sockets.tls.v3.SdsSecretConfig.name":                                                                       {},
 	"envoy.extensions.transport_sockets.tls.v3.SdsSecretConfig.sds_config":                                                                 {},
 	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.tls_certificate_sds_secret_configs":                                        {},
@@ -68,9 +69,12 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.listener.v3.FilterChainMatch.transport_protocol":    {},
 	"envoy.config.listener.v3.FilterChainMatch.application_protocols": {},
 
-	// envoy.filters.listener.tls_inspector: JA3 and JA4 fingerprinting
-	// are not implemented.
-	"envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector.initial_read_buffer_size": {},
+	// envoy.filters.listener.tls_inspector. The JA3 hash and JA4
+	// fingerprint of the ClientHello, for %TLS_JA3_FINGERPRINT% and
+	// %TLS_JA4_FINGERPRINT% (see tlsinspector.ja3 and ja4).
+	"envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector.enable_ja3_fingerprinting": {},
+	"envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector.enable_ja4_fingerprinting": {},
+	"envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector.initial_read_buffer_size":  {},
 	// A larger ClientHello closes the connection (client_hello_too_large).
 	"envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector.max_client_hello_size": {},
 	// Bytes that are no ClientHello close the connection.
@@ -106,6 +110,16 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.transport_sockets.tls.v3.TlsParameters.cipher_suites":                {},
 	"envoy.extensions.transport_sockets.tls.v3.TlsParameters.ecdh_curves":                  {},
 
+	// In secrets delivered by SDS, the directory followed for the files'
+	// rotation (server.secretWatch); refused elsewhere by tlsconfig, as
+	// Envoy ignores it there.
+	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.watched_directory":               {},
+	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.watched_directory": {},
+
+	// The leaf, chain and key in one PKCS#12 file, with password (see
+	// tlsconfig.loadPKCS12).
+	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.pkcs12": {},
+
 	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.certificate_chain": {},
 	"envoy.extensions.transport_sockets.tls.v3.TlsCertificate.private_key":       {},
 	// Decrypts keys in the legacy PEM encryption; encrypted PKCS#8 is
@@ -124,11 +138,21 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.allow_expired_certificate":     {},
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.crl":                           {},
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.only_verify_leaf_cert_crl":     {},
-	"envoy.extensions.transport_sockets.tls.v3.SubjectAltNameMatcher.san_type":                             {values: []string{"EMAIL", "DNS", "URI", "IP_ADDRESS"}},
-	"envoy.extensions.transport_sockets.tls.v3.SubjectAltNameMatcher.matcher":                              {},
+	"envoy.extensions.transport_sockets.tls.v3.SubjectAltNameMatcher.san_type":                             {values: []string{"EMAIL", "DNS", "URI", "IP_ADDRESS", "OTHER_NAME"}},
+	// The otherName type-id an OTHER_NAME matcher reads (see tlsconfig.otherNames).
+	"envoy.extensions.transport_sockets.tls.v3.SubjectAltNameMatcher.oid":     {},
+	"envoy.extensions.transport_sockets.tls.v3.SubjectAltNameMatcher.matcher": {},
 
 	// Chains to trusted_ca deeper than it fail (see tlsconfig.withinDepth).
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.max_verify_depth": {},
+	// ACCEPT_UNTRUSTED: a certificate that fails verification is counted
+	// (ssl.fail_verify_*) and the handshake goes on (see
+	// tlsconfig.connectionCheck).
+	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.trust_chain_verification": {},
+	// Deprecated and ignored by Envoy, which always checks that an RSA
+	// server certificate's key usage allows the key exchange, as
+	// Outrigger does (see tlsconfig.checkRSAKeyUsage).
+	"envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext.enforce_rsa_key_usage": {},
 	// Listeners send no CA names in CertificateRequest; no effect upstream, as in Envoy.
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.suppress_client_ca_list": {},
 }
@@ -136,6 +160,19 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 // refusedTLS says why some TLS fields are refused, where "not supported"
 // alone would leave the reader guessing.
 var refusedTLS = map[protoreflect.FullName]string{
+	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.require_sni": "not implemented by Envoy either " +
+		"(the field is marked not-implemented in its API, and Envoy accepts it without effect): to refuse clients without " +
+		"a matching server name, match filter chains on server_names so that other names find no chain",
+	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.system_root_certs": "not implemented by Envoy either " +
+		"(the field is marked not-implemented in its API, and Envoy accepts it without effect): give the CA bundle in trusted_ca " +
+		"(filename: /etc/ssl/certs/ca-certificates.crt on Debian)",
+	"envoy.extensions.transport_sockets.tls.v3.GenericSecret.secrets": "not supported by Outrigger: the only reader of " +
+		"generic secrets here, the oauth2 filter, reads generic_secret.secret as Envoy's does; a map nothing reads is refused " +
+		"rather than ignored",
+	"envoy.config.core.v3.DataSource.watched_directory": "not supported by Outrigger: Envoy reloads a DataSource from its " +
+		"watched directory only where its consumer uses a reloading data source provider (ip_tagging, some filters' files), " +
+		"none of which Outrigger has yet; TLS files rotate through TlsCertificate.watched_directory or " +
+		"CertificateValidationContext.watched_directory in a secret delivered by SDS",
 	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.prefer_client_ciphers": "not supported by Outrigger: " +
 		"Go's crypto/tls chooses the TLS 1.2 cipher suite by its own preference order among the configured ones " +
 		"(tls.Config.PreferServerCipherSuites is ignored since Go 1.17), so neither the client's order nor the configured one decides",

@@ -230,7 +230,8 @@ func TestValidateSupport(t *testing.T) {
 		"tls system_root_certs": {
 			overlay: strings.Replace(okHCM(""), "filter_chains: [{", `filter_chains: [{transport_socket: {name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext, common_tls_context: {tls_certificates: [{certificate_chain: {filename: c}, private_key: {filename: k}, password: {inline_string: p}}], validation_context: {trusted_ca: {filename: ca}, system_root_certs: {}}}}}, `, 1),
 			want: []string{
-				"static_resources.listeners[1].filter_chains[0].transport_socket.typed_config.common_tls_context.validation_context.system_root_certs: not supported by Outrigger",
+				"static_resources.listeners[1].filter_chains[0].transport_socket.typed_config.common_tls_context.validation_context.system_root_certs: not implemented by Envoy either " +
+					"(the field is marked not-implemented in its API, and Envoy accepts it without effect): give the CA bundle in trusted_ca (filename: /etc/ssl/certs/ca-certificates.crt on Debian)",
 			},
 		},
 		"tls prefer_client_ciphers": {
@@ -241,12 +242,12 @@ func TestValidateSupport(t *testing.T) {
 			},
 		},
 		"tls secret kind not implemented": {
-			overlay: `static_resources: {secrets: [{name: k, session_ticket_keys: {keys: [{inline_string: x}]}}]}`,
-			want:    []string{"static_resources.secrets[0].session_ticket_keys: not supported by Outrigger"},
+			overlay: `static_resources: {secrets: [{name: k, tls_certificate: {signed_certificate_timestamp: [{inline_string: x}]}}]}`,
+			want:    []string{"static_resources.secrets[0].tls_certificate.signed_certificate_timestamp: not supported by Outrigger"},
 		},
 		"upstream tls": {
-			overlay: `static_resources: {clusters: [{name: up, type: STATIC, transport_socket: {name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext, sni: x, enforce_rsa_key_usage: true}}}]}`,
-			want:    []string{"static_resources.clusters[0].transport_socket.typed_config.enforce_rsa_key_usage: not supported by Outrigger"},
+			overlay: `static_resources: {clusters: [{name: up, type: STATIC, transport_socket: {name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext, sni: x, enforce_rsa_key_usage: true, common_tls_context: {tls_params: {compliance_policies: [FIPS_202205]}}}}}]}`,
+			want:    []string{"static_resources.clusters[0].transport_socket.typed_config.common_tls_context.tls_params.compliance_policies: not supported by Outrigger"},
 		},
 		"unsupported network filter": {
 			overlay: listenerYAML("", `{name: mongo, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.mongo_proxy.v3.MongoProxy, stat_prefix: m}}`),

@@ -50,6 +50,8 @@ type serverConn struct {
 	// sni is the server name the client asked for.
 	tls *accesslog.TLSInfo
 	sni string
+	// ja3 and ja4 are the tls_inspector's fingerprints of the ClientHello.
+	ja3, ja4 string
 	// chain is the name of the listener's filter chain serving the
 	// connection (%FILTER_CHAIN_NAME%).
 	chain string
@@ -218,6 +220,7 @@ func newServerConn(m *Manager, nc net.Conn) *serverConn {
 		c.direct = accesslog.AddressString(d.DirectRemoteAddr())
 	}
 	c.tls, c.sni, c.chain = tlsconfig.AccessLogInfo(nc), accesslog.RequestedServerName(nc), accesslog.FilterChainName(nc)
+	c.ja3, c.ja4 = accesslog.TLSFingerprints(nc)
 	c.origDst, _ = upstream.OriginalDst(nc)
 	c.netState, _ = nc.(netfilter.FilterStater)
 	c.source, _ = upstream.SourceOf(nc)

@@ -93,6 +93,7 @@ func (st *h2Stream) open(h *h2Conn, id uint32, endStream, refused bool) {
 	st.cond.L = &h.mu
 	st.s.connID, st.s.remote, st.s.remoteIP, st.s.local, st.s.origDst = c.id, c.remote, c.remoteIP, c.local, c.origDst
 	st.s.tls, st.s.sni, st.s.direct, st.s.chain = c.tls, c.sni, c.direct, c.chain
+	st.s.ja3, st.s.ja4 = c.ja3, c.ja4
 	st.s.connSource, st.s.connUpCtx = c.source, c.upCtx
 	st.s.connState, st.s.netState = &c.filterState, c.netState
 	st.method, st.path, st.authority, st.scheme, st.host = "", "", "", "", ""

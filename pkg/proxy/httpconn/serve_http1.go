@@ -15,6 +15,7 @@ func (s *stream) init(m *Manager, c *serverConn, x *h1Exchange) {
 	s.m = m
 	s.connID, s.remote, s.remoteIP, s.local, s.origDst = c.id, c.remote, c.remoteIP, c.local, c.origDst
 	s.tls, s.sni, s.direct, s.chain = c.tls, c.sni, c.direct, c.chain
+	s.ja3, s.ja4 = c.ja3, c.ja4
 	s.up = &x.up
 	s.connSource, s.connUpCtx = c.source, c.upCtx
 	s.down = c

@@ -103,6 +103,8 @@ type stream struct {
 	direct   string
 	tls      *accesslog.TLSInfo
 	sni      string
+	// ja3 and ja4 are the connection's ClientHello fingerprints.
+	ja3, ja4 string
 	chain    string // the listener's filter chain (%FILTER_CHAIN_NAME%)
 	// origDst is the connection's original destination when a listener
 	// restored it (an ORIGINAL_DST cluster's host); pick is the load
@@ -430,6 +432,8 @@ func (s *stream) begin(real time.Time, proto string) {
 		DownstreamLocalAddress:  s.local,
 		ConnectionID:            s.connID,
 		RequestedServerName:     s.sni,
+		TLSJA3Fingerprint:       s.ja3,
+		TLSJA4Fingerprint:       s.ja4,
 		FilterChainName:         s.chain,
 		TLS:                     s.tls,
 		RequestHeaders:          &s.reqHeaders,

@@ -192,6 +192,9 @@ func (l *Listener) admit(c net.Conn, ws *workerStats, sock *listenerfilter.Socke
 	l.stats.cxActive.Inc()
 	ws.cxTotal.Inc()
 	conn := &Conn{Conn: c, owner: l, worker: ws, chain: ch.name, chainNamed: ch.named, start: l.now(), bufferLimit: l.bufferLimit, serverName: det.sni}
+	if sock != nil {
+		conn.ja3, conn.ja4 = sock.TLSFingerprints()
+	}
 	if sock != nil && sock.Restored() {
 		conn.remote, conn.local, conn.localRestored = remote, local, sock.LocalRestored()
 	}

@@ -152,6 +152,7 @@ func (l *Listener) logConn(c *Conn) {
 	e.DownstreamRemoteAddress = accesslog.AddressString(c.RemoteAddr())
 	e.DownstreamLocalAddress = accesslog.AddressString(c.LocalAddr())
 	e.RequestedServerName = c.serverName
+	e.TLSJA3Fingerprint, e.TLSJA4Fingerprint = c.ja3, c.ja4
 	e.FilterChainName = c.FilterChainName()
 	e.TLS = tlsconfig.AccessLogInfo(c)
 	e.DownstreamTransportFailureReason = failure
@@ -177,6 +178,7 @@ func (l *Listener) logUnserved(c net.Conn, sock *listenerfilter.Socket, accepted
 			local, remote = sock.LocalAddr(), sock.RemoteAddr()
 		}
 		e.RequestedServerName = sock.RequestedServerName()
+		e.TLSJA3Fingerprint, e.TLSJA4Fingerprint = sock.TLSFingerprints()
 		e.DynamicMetadata = sock.DynamicMetadata()
 	}
 	e.DownstreamRemoteAddress = accesslog.AddressString(remote)

@@ -54,6 +54,8 @@ type Conn struct {
 	// serverName is the requested server name the listener filters
 	// found (tls_inspector), else the one of the TLS handshake.
 	serverName string
+	// ja3 and ja4 are the tls_inspector's fingerprints of the ClientHello.
+	ja3, ja4 string
 	// tls is set once the chain's TLS handshake completed: Conn then
 	// reads and writes through it.
 	tls *tls.Conn
@@ -90,6 +92,10 @@ func (c *Conn) TLSConnectionState() (tls.ConnectionState, bool) {
 // RequestedServerName is the server name the client asked for (TLS SNI),
 // or "".
 func (c *Conn) RequestedServerName() string { return c.serverName }
+
+// TLSFingerprints are the ClientHello's JA3 hash and JA4 fingerprint the
+// tls_inspector computed, "" for those it did not.
+func (c *Conn) TLSFingerprints() (ja3, ja4 string) { return c.ja3, c.ja4 }
 
 // RemoteAddr is the connection's remote address: the one a listener
 // filter restored, else the peer's.

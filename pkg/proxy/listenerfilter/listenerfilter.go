@@ -80,6 +80,9 @@ type Socket struct {
 	// requested server name and the protocols offered with ALPN.
 	transport, serverName string
 	appProtos             []string
+	// ja3 and ja4 are the ClientHello's fingerprints (tls_inspector's
+	// enable_ja3_fingerprinting and enable_ja4_fingerprinting).
+	ja3, ja4 string
 	// source is the upstream source a filter (original_src) chose,
 	// hasSource whether one did.
 	source    upstream.Source
@@ -149,6 +152,14 @@ func (s *Socket) SetRequestedServerName(n string) { s.serverName = n }
 
 // RequestedServerName is the server name a filter found, or "".
 func (s *Socket) RequestedServerName() string { return s.serverName }
+
+// SetTLSFingerprints records the ClientHello's JA3 hash and JA4
+// fingerprint ("" for one not computed), for %TLS_JA3_FINGERPRINT% and
+// %TLS_JA4_FINGERPRINT%.
+func (s *Socket) SetTLSFingerprints(ja3, ja4 string) { s.ja3, s.ja4 = ja3, ja4 }
+
+// TLSFingerprints are the fingerprints a filter recorded.
+func (s *Socket) TLSFingerprints() (ja3, ja4 string) { return s.ja3, s.ja4 }
 
 // SetApplicationProtocols records the protocols the client offers
 // (ALPN).

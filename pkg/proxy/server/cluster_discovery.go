@@ -72,6 +72,7 @@ func (s *Server) subscribeClustersFile(cds *corev3.ConfigSource) error {
 	sub, err := xds.NewFileSubscription(xds.FileOptions{
 		Path:             path,
 		WatchedDirectory: cds.GetPathConfigSource().GetWatchedDirectory().GetPath(),
+		WatchModify:      cds.GetPathConfigSource().GetWatchedDirectory().GetWatchModify(),
 		TypeURL:          clusterTypeURL,
 		Stats:            s.stats.Scope("cluster_manager.cds."),
 		Log:              s.logs.Logger("config"),

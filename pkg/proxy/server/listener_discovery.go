@@ -63,6 +63,7 @@ func (s *Server) newListenerDiscovery(dr *bootstrapv3.Bootstrap_DynamicResources
 	sub, err := xds.NewFileSubscription(xds.FileOptions{
 		Path:             path,
 		WatchedDirectory: lds.GetPathConfigSource().GetWatchedDirectory().GetPath(),
+		WatchModify:      lds.GetPathConfigSource().GetWatchedDirectory().GetWatchModify(),
 		TypeURL:          xds.ListenerTypeURL,
 		Stats:            s.stats.Scope("listener_manager.lds."),
 		Log:              s.logs.Logger("config"),

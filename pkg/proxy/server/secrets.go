@@ -33,6 +33,8 @@ type secretStore struct {
 
 	mu    sync.Mutex
 	files []*fileSecret
+	// watches follow the files of the secrets from files and streams.
+	watches []*secretWatch
 	// ads are the secrets over the ADS stream, nil before the first;
 	// own the secrets on streams of their own, by name and config source
 	// (secrets_stream.go).
@@ -49,6 +51,7 @@ type fileSecret struct {
 	path, dir string
 	p         *tlsconfig.Provider
 	sub       *xds.FileSubscription
+	watch     *secretWatch
 	// files is the digest of the files the current secret names: a read
 	// of an unchanged SDS file whose named files changed recompiles.
 	files [sha256.Size]byte
@@ -69,6 +72,10 @@ func (s *Server) newSecretStore(secrets []*tlsv3.Secret) (*secretStore, error) {
 			errs = append(errs, &bootstrap.FieldError{Path: path + ".name", Reason: "required"})
 		case st.static[sec.GetName()] != nil:
 			errs = append(errs, &bootstrap.FieldError{Path: path + ".name", Reason: fmt.Sprintf("Duplicate static TlsCertificate secret name %s", sec.GetName())})
+		case sec.GetTlsCertificate().GetWatchedDirectory() != nil:
+			errs = append(errs, &bootstrap.FieldError{Path: path + ".tls_certificate.watched_directory", Reason: tlsconfig.WatchedOutsideSDS})
+		case sec.GetValidationContext().GetWatchedDirectory() != nil:
+			errs = append(errs, &bootstrap.FieldError{Path: path + ".validation_context.watched_directory", Reason: tlsconfig.WatchedOutsideSDS})
 		default:
 			st.static[sec.GetName()] = tlsconfig.NewProvider(sec.GetName(), sec)
 		}
@@ -113,9 +120,11 @@ func (st *secretStore) resolve(sc *tlsv3.SdsSecretConfig) (*tlsconfig.Provider, 
 	}
 	fs := &fileSecret{path: path, dir: dir, p: tlsconfig.NewProvider(name, nil),
 		validate: func(sec *tlsv3.Secret) error { return bootstrap.ValidateSecret(sec, st.s.ext) }}
+	fs.watch = st.watchLocked(fs.p)
 	sub, err := xds.NewFileSubscription(xds.FileOptions{
 		Path:             path,
 		WatchedDirectory: dir,
+		WatchModify:      cs.GetPathConfigSource().GetWatchedDirectory().GetWatchModify(),
 		TypeURL:          secretTypeURL,
 		Stats:            st.s.stats.Scope("sds." + name + "."),
 		Log:              st.s.logs.Logger("secret"),
@@ -152,7 +161,7 @@ func (fs *fileSecret) apply(u xds.Update) error {
 		}
 		// The first read goes in as it is: the contexts compile with it
 		// next.
-		if err := fs.p.Update(sec); err != nil {
+		if err := fs.watch.offer(sec, func() error { return fs.p.Update(sec) }); err != nil {
 			return err
 		}
 		fs.files = files
@@ -167,11 +176,22 @@ func (st *secretStore) close() {
 		return
 	}
 	st.mu.Lock()
-	files := st.files
+	files, watches := st.files, st.watches
 	st.mu.Unlock()
 	for _, fs := range files {
 		_ = fs.sub.Close()
 	}
+	for _, w := range watches {
+		w.close()
+	}
+}
+
+// watchLocked makes the watch of the files of p, a secret from a file or
+// a stream, closed with the store. st.mu is held.
+func (st *secretStore) watchLocked(p *tlsconfig.Provider) *secretWatch {
+	w := newSecretWatch(p, st.s.stats.Scope("sds."+p.Name()+"."), st.s.logs.Logger("secret"))
+	st.watches = append(st.watches, w)
+	return w
 }
 
 // dynamicDump lists the secrets from files and discovery streams as

@@ -13,24 +13,37 @@ import (
 // sources name (certificate chains, keys, passwords, CAs, CRLs, ticket
 // keys), as Envoy's SdsApi hashes them: a secret read from an SDS file is
 // compiled again when the files it names change, even if the SDS file
-// does not. So a watched_directory where the kubelet swaps a mounted
-// Secret's files (a cert-manager renewal) rotates the certificate. A file
-// that cannot be read digests as its error, so that it is retried (and
-// rejected by the compile) rather than skipped.
+// does not, and a watched directory (secretWatch) compiles again only
+// when they did. A file that cannot be read digests as its error, so that
+// it is retried (and rejected by the compile) rather than skipped.
 func filesDigest(sec proto.Message) [sha256.Size]byte {
 	h := sha256.New()
-	var walk func(m protoreflect.Message)
+	for _, name := range secretFiles(sec) {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			b = []byte("error: " + err.Error())
+		}
+		h.Write([]byte(name))
+		h.Write([]byte{0})
+		sum := sha256.Sum256(b)
+		h.Write(sum[:])
+	}
+	var out [sha256.Size]byte
+	copy(out[:], h.Sum(nil))
+	return out
+}
+
+// secretFiles lists the file names of the secret's data sources, in
+// field order.
+func secretFiles(sec proto.Message) []string {
+	var (
+		out  []string
+		walk func(m protoreflect.Message)
+	)
 	walk = func(m protoreflect.Message) {
 		if ds, ok := m.Interface().(*corev3.DataSource); ok {
 			if name := ds.GetFilename(); name != "" {
-				b, err := os.ReadFile(name)
-				if err != nil {
-					b = []byte("error: " + err.Error())
-				}
-				h.Write([]byte(name))
-				h.Write([]byte{0})
-				sum := sha256.Sum256(b)
-				h.Write(sum[:])
+				out = append(out, name)
 			}
 			return
 		}
@@ -55,7 +68,5 @@ func filesDigest(sec proto.Message) [sha256.Size]byte {
 		})
 	}
 	walk(sec.ProtoReflect())
-	var out [sha256.Size]byte
-	copy(out[:], h.Sum(nil))
 	return out
 }

@@ -44,6 +44,7 @@ type streamSecrets struct {
 // streamSecret is one secret of a streamSecrets.
 type streamSecret struct {
 	p     *tlsconfig.Provider
+	watch *secretWatch
 	stats *xds.ResourceStats // nil on its own stream (the subscription's)
 
 	version     string
@@ -83,6 +84,7 @@ func (st *secretStore) resolveStream(name string, cs *corev3.ConfigSource) (*tls
 	}
 	g := &streamSecrets{st: st, own: true, byName: map[string]*streamSecret{}}
 	ss := &streamSecret{p: tlsconfig.NewProvider(name, nil)}
+	ss.watch = st.watchLocked(ss.p)
 	g.byName[name] = ss
 	connect := func() error {
 		stream, err := st.s.streamFor(cs, secretTypeURL)
@@ -155,6 +157,7 @@ func (g *streamSecrets) want(name string, timeout time.Duration) (*tlsconfig.Pro
 		return ss.p, nil
 	}
 	ss := &streamSecret{p: tlsconfig.NewProvider(name, nil), stats: xds.NewResourceStats(g.st.s.stats.Scope("sds." + name + "."))}
+	ss.watch = g.st.watchLocked(ss.p)
 	g.byName[name] = ss
 	if g.st.connected {
 		if err := g.subscribeLocked(); err != nil {
@@ -277,7 +280,7 @@ func (g *streamSecrets) offer(ss *streamSecret, sec *tlsv3.Secret) error {
 	if cur := ss.p.Secret(); cur != nil && proto.Equal(cur, sec) {
 		return nil
 	}
-	return ss.p.Update(sec)
+	return ss.watch.offer(sec, func() error { return ss.p.Update(sec) })
 }
 
 // count runs f on the secret's own stats, when it keeps them (on the ADS

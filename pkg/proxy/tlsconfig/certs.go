@@ -14,6 +14,13 @@ import (
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 )
 
+// WatchedOutsideSDS refuses a watched_directory in a context or static
+// secret: Envoy follows it only in secrets delivered by SDS, so here it
+// would change nothing.
+const WatchedOutsideSDS = "Envoy follows a watched directory only in a secret delivered by SDS (sds_config); " +
+	"here the files are read once and never reloaded. Deliver the secret from a file " +
+	"(sds_config.path_config_source) to have the directory followed"
+
 // loadCertificate reads one tls_certificates entry: its chain (leaf
 // first) and the leaf's private key, which must match. Errors name the
 // field below the TlsCertificate and the file.
@@ -28,6 +35,15 @@ func loadCertificate(tc *tlsv3.TlsCertificate) (tls.Certificate, error) {
 			errs = append(errs, fmt.Errorf("password.%w", err))
 		}
 		password = p
+	}
+	if tc.GetWatchedDirectory() != nil {
+		errs = append(errs, errors.New("watched_directory: "+WatchedOutsideSDS))
+	}
+	if tc.GetPkcs12() != nil {
+		if err := errors.Join(errs...); err != nil {
+			return tls.Certificate{}, err
+		}
+		return loadPKCS12(tc, password)
 	}
 	if tc.GetCertificateChain() == nil {
 		errs = append(errs, errors.New("certificate_chain: required"))

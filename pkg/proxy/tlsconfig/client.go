@@ -108,7 +108,7 @@ func compileClient(uc *tlsv3.UpstreamTlsContext, open KeyLogOpener) (*Client, er
 		if err != nil {
 			errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.tls_certificates[0].", err))...)
 		} else {
-			certs.chain = []loadedCert{{path: sourcePath(certs0.GetCertificateChain()), cert: c.Leaf}}
+			certs.chain = []loadedCert{{path: certificatePath(certs0), cert: c.Leaf}}
 			// BoringSSL sends the configured certificate whatever CAs the
 			// server names; Go's default would send none when they differ.
 			cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &c, nil }
@@ -143,8 +143,11 @@ func compileClient(uc *tlsv3.UpstreamTlsContext, open KeyLogOpener) (*Client, er
 	cfg.InsecureSkipVerify = true
 	if v.active() {
 		v.require = true // a server always presents one; none fails
-		cfg.VerifyConnection = func(cs tls.ConnectionState) error { return v.verify(cs.PeerCertificates) }
+		cfg.VerifyConnection = v.connectionCheck(v.verify)
 	}
+	// Envoy always checks the server certificate's key usage now
+	// (enforce_rsa_key_usage is deprecated and ignored).
+	cfg.VerifyConnection = withKeyUsage(cfg.VerifyConnection)
 	n := defaultMaxSessionKeys
 	if m := uc.GetMaxSessionKeys(); m != nil {
 		n = int(m.GetValue())
@@ -278,16 +281,23 @@ func (cl *Client) HandshakeWith(ctx context.Context, c net.Conn, fallbackALPN []
 		cfg.ServerName = sni
 	}
 	v := cl.v
+	var check chainCheck
+	if v.active() {
+		check = v.verify
+	}
 	switch san := ov.VerifySAN; {
 	case san != "":
-		cfg.VerifyConnection = func(cs tls.ConnectionState) error { return v.verifyWith(cs.PeerCertificates, san) }
+		check = func(chain []*x509.Certificate) error { return v.verifyWith(chain, san) }
+		cfg.VerifyConnection = withKeyUsage(v.connectionCheck(check))
 	case cl.autoSNISAN && sni != "":
-		cfg.VerifyConnection = func(cs tls.ConnectionState) error { return v.verifySNI(cs.PeerCertificates, sni) }
+		check = func(chain []*x509.Certificate) error { return v.verifySNI(chain, sni) }
+		cfg.VerifyConnection = withKeyUsage(v.connectionCheck(check))
 	}
 	tc, err := runClientHandshake(ctx, c, cfg, st)
 	if err != nil {
 		return nil, nil, err
 	}
+	v.countUntrusted(check, tc.ConnectionState(), st)
 	return tc, sent, nil
 }
 

@@ -157,3 +157,16 @@ func newStats() (*stats.Store, *Stats) {
 	st := stats.NewStore()
 	return st, NewStats(st.Scope("listener.test.ssl."))
 }
+
+// resumedOn runs a handshake with s of a client keeping its sessions in
+// cache, and reports whether it resumed one.
+func (p *testPKI) resumedOn(t *testing.T, s *Server, cache tls.ClientSessionCache) bool {
+	t.Helper()
+	cfg := p.clientConfig(t, false)
+	cfg.ClientSessionCache = cache
+	cs, serr, cerr := handshake(t, s, nil, cfg)
+	if serr != nil || cerr != nil {
+		t.Fatalf("handshake: %v, %v", serr, cerr)
+	}
+	return cs.DidResume
+}

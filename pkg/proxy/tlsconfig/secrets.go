@@ -61,6 +61,26 @@ func (p *Provider) Secret() *tlsv3.Secret { return p.cur.Load() }
 func (p *Provider) Update(s *tlsv3.Secret) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.updateLocked(s)
+}
+
+// Refresh compiles the contexts using the secret again with its current
+// value, because the files it names changed (its watched directory, or
+// their parent directories): new handshakes use the new files. As with
+// Update, either every context takes them or none does and the error is
+// returned. A provider without a value has nothing to refresh.
+func (p *Provider) Refresh() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.cur.Load()
+	if s == nil {
+		return nil
+	}
+	return p.updateLocked(s)
+}
+
+// updateLocked is Update with p.mu held.
+func (p *Provider) updateLocked(s *tlsv3.Secret) error {
 	applies := make([]func(), 0, len(p.users))
 	live := p.users[:0:0]
 	for _, u := range p.users {
@@ -105,6 +125,9 @@ type secretRefs struct {
 	// combined is set when validation came through
 	// combined_validation_context, whose default is merged under it.
 	combined *tlsv3.CommonTlsContext_CombinedCertificateValidationContext
+	// tickets is a DownstreamTlsContext's
+	// session_ticket_keys_sds_secret_config.
+	tickets *Provider
 }
 
 // resolveRefs resolves the SDS references of ctc. Errors name the field
@@ -145,13 +168,15 @@ func resolveRefs(ctc *tlsv3.CommonTlsContext, resolve SecretResolver) (secretRef
 }
 
 // any reports whether the context refers to secrets at all.
-func (r *secretRefs) any() bool { return len(r.certs) > 0 || r.validation != nil || r.combined != nil }
+func (r *secretRefs) any() bool {
+	return len(r.certs) > 0 || r.validation != nil || r.combined != nil || r.tickets != nil
+}
 
 // providers are the distinct providers referred to.
 func (r *secretRefs) providers() []*Provider {
 	var out []*Provider
 	seen := map[*Provider]bool{}
-	for _, p := range append(append([]*Provider(nil), r.certs...), r.validation) {
+	for _, p := range append(append([]*Provider(nil), r.certs...), r.validation, r.tickets) {
 		if p != nil && !seen[p] {
 			seen[p] = true
 			out = append(out, p)
@@ -178,6 +203,12 @@ func (r *secretRefs) expand(ctc *tlsv3.CommonTlsContext, override *Provider, val
 			errs = append(errs, fmt.Errorf("common_tls_context.tls_certificate_sds_secret_configs[%d]: secret %q holds no tls_certificate", i, p.name))
 			continue
 		}
+		if tc.GetWatchedDirectory() != nil {
+			// The secret's source follows the directory (see
+			// server.secretWatch); the compiled context only reads it.
+			tc = proto.Clone(tc).(*tlsv3.TlsCertificate)
+			tc.WatchedDirectory = nil
+		}
 		ctc.TlsCertificates = append(ctc.TlsCertificates, tc)
 	}
 	ctc.TlsCertificateSdsSecretConfigs = nil
@@ -186,9 +217,13 @@ func (r *secretRefs) expand(ctc *tlsv3.CommonTlsContext, override *Provider, val
 		if vc == nil {
 			errs = append(errs, fmt.Errorf("common_tls_context: validation secret %q holds no validation_context", p.name))
 		} else {
-			if r.combined != nil {
+			if r.combined != nil || vc.GetWatchedDirectory() != nil {
 				merged := proto.Clone(r.combined.GetDefaultValidationContext()).(*tlsv3.CertificateValidationContext)
+				if merged == nil {
+					merged = &tlsv3.CertificateValidationContext{}
+				}
 				proto.Merge(merged, vc)
+				merged.WatchedDirectory = nil // followed by the secret's source, as above
 				vc = merged
 			}
 			ctc.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: vc}
@@ -210,7 +245,7 @@ func CompileServerWithSecrets(dc *tlsv3.DownstreamTlsContext, resolve SecretReso
 	}
 	srv, ready, err := compileWithSecrets(dc, resolve, func(m *tlsv3.DownstreamTlsContext) **tlsv3.CommonTlsContext { return &m.CommonTlsContext },
 		func(m *tlsv3.DownstreamTlsContext) (*Server, error) { return compileServer(m, open) },
-		func(s *Server) *atomic.Pointer[Server] { return &s.next })
+		func(s *Server) *atomic.Pointer[Server] { return &s.next }, serverTickets())
 	if srv != nil {
 		srv.ready = ready
 	}
@@ -222,7 +257,7 @@ func CompileServerWithSecrets(dc *tlsv3.DownstreamTlsContext, resolve SecretReso
 func CompileClientWithSecrets(uc *tlsv3.UpstreamTlsContext, resolve SecretResolver, open KeyLogOpener) (*Client, error) {
 	cl, ready, err := compileWithSecrets(uc, resolve, func(m *tlsv3.UpstreamTlsContext) **tlsv3.CommonTlsContext { return &m.CommonTlsContext },
 		func(m *tlsv3.UpstreamTlsContext) (*Client, error) { return compileClient(m, open) },
-		func(c *Client) *atomic.Pointer[Client] { return &c.next })
+		func(c *Client) *atomic.Pointer[Client] { return &c.next }, nil)
 	if cl != nil {
 		cl.ready = ready
 	}
@@ -272,8 +307,20 @@ func closedChan() <-chan struct{} {
 // handshakes fail) that takes its next once they all have one; the
 // channel returned is closed once the secrets are ready (nil: at once).
 func compileWithSecrets[M proto.Message, T any](m M, resolve SecretResolver, common func(M) **tlsv3.CommonTlsContext,
-	compile func(M) (*T, error), next func(*T) *atomic.Pointer[T]) (*T, <-chan struct{}, error) {
+	compile func(M) (*T, error), next func(*T) *atomic.Pointer[T], tickets *ticketsField[M]) (*T, <-chan struct{}, error) {
 	refs, err := resolveRefs(*common(m), resolve)
+	if sc := tickets.refOf(m); sc != nil {
+		var terr error
+		switch {
+		case resolve == nil:
+			terr = errors.New("session_ticket_keys_sds_secret_config: secrets are not available here")
+		default:
+			if refs.tickets, terr = resolve(sc); terr != nil {
+				terr = fmt.Errorf("session_ticket_keys_sds_secret_config.%w", terr)
+			}
+		}
+		err = errors.Join(err, terr)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -298,6 +345,17 @@ func compileWithSecrets[M proto.Message, T any](m M, resolve SecretResolver, com
 		}
 		if err := refs.expand(*ctc, override, value); err != nil {
 			return nil, err
+		}
+		if refs.tickets != nil {
+			sec := refs.tickets.Secret()
+			if refs.tickets == override {
+				sec = value
+			}
+			keys := sec.GetSessionTicketKeys()
+			if keys == nil {
+				return nil, fmt.Errorf("session_ticket_keys_sds_secret_config: secret %q holds no session_ticket_keys", refs.tickets.name)
+			}
+			tickets.set(c, keys)
 		}
 		return compile(c)
 	}
@@ -331,4 +389,35 @@ func compileWithSecrets[M proto.Message, T any](m M, resolve SecretResolver, com
 		})
 	}
 	return t, readyChan(providers), nil
+}
+
+// ticketsField reads and writes a DownstreamTlsContext's session ticket
+// keys secret reference, for compileWithSecrets (upstream contexts have
+// none).
+type ticketsField[M any] struct {
+	// ref is the reference, nil without one.
+	ref func(M) *tlsv3.SdsSecretConfig
+	// set writes the secret's keys in the reference's place.
+	set func(M, *tlsv3.TlsSessionTicketKeys)
+}
+
+// refOf is f's reference in m, nil without one (or without f).
+func (f *ticketsField[M]) refOf(m M) *tlsv3.SdsSecretConfig {
+	if f == nil {
+		return nil
+	}
+	return f.ref(m)
+}
+
+// serverTickets is the DownstreamTlsContext's
+// session_ticket_keys_sds_secret_config: the secret's keys become its
+// session_ticket_keys, so rotating the secret rotates the keys new
+// handshakes issue and accept tickets with.
+func serverTickets() *ticketsField[*tlsv3.DownstreamTlsContext] {
+	return &ticketsField[*tlsv3.DownstreamTlsContext]{
+		ref: (*tlsv3.DownstreamTlsContext).GetSessionTicketKeysSdsSecretConfig,
+		set: func(dc *tlsv3.DownstreamTlsContext, keys *tlsv3.TlsSessionTicketKeys) {
+			dc.SessionTicketKeysType = &tlsv3.DownstreamTlsContext_SessionTicketKeys{SessionTicketKeys: keys}
+		},
+	}
 }

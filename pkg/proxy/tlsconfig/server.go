@@ -124,7 +124,7 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 		}
 		served = append(served, c)
 		staples, must = append(staples, staple), append(must, mustStaple(c.Leaf))
-		certs.chain = append(certs.chain, loadedCert{path: sourcePath(tc.GetCertificateChain()), cert: c.Leaf, ocsp: staple})
+		certs.chain = append(certs.chain, loadedCert{path: certificatePath(tc), cert: c.Leaf, ocsp: staple})
 	}
 	v := &validator{}
 	if vc := ctc.GetValidationContext(); vc != nil {
@@ -162,7 +162,7 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 		if !v.suppressCAList {
 			cfg.ClientCAs = v.roots // only names the acceptable CAs; verify checks
 		}
-		cfg.VerifyConnection = func(cs tls.ConnectionState) error { return v.verify(cs.PeerCertificates) }
+		cfg.VerifyConnection = v.connectionCheck(v.verify)
 	}
 	cfg.GetCertificate = s.selectCertificate
 	s.noALPN = cfg.Clone()
@@ -183,9 +183,14 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 // applySessionResumption sets up session tickets: on by default (Go
 // rotates its own keys), off with disable_stateless_session_resumption,
 // or with the keys of session_ticket_keys (the first one issues tickets,
-// all of them are accepted). Go's keys are 32 bytes: each Envoy key file
+// all of them are accepted), which may come from a secret
+// (session_ticket_keys_sds_secret_config, see CompileServerWithSecrets). Go's keys are 32 bytes: each Envoy key file
 // is hashed into one, so proxies sharing the files share resumption.
 func applySessionResumption(cfg *tls.Config, dc *tlsv3.DownstreamTlsContext) error {
+	if dc.GetSessionTicketKeysSdsSecretConfig() != nil {
+		// CompileServerWithSecrets writes the secret's keys in its place.
+		return errors.New("session_ticket_keys_sds_secret_config: secrets are not available here")
+	}
 	if dc.GetDisableStatelessSessionResumption() {
 		cfg.SessionTicketsDisabled = true
 		return nil
@@ -330,6 +335,8 @@ func (s *Server) Handshake(ctx context.Context, c net.Conn, st *Stats) (*tls.Con
 		st.failed(err)
 		return nil, nil, err
 	}
-	st.succeeded(tc.ConnectionState())
+	cs := tc.ConnectionState()
+	st.succeeded(cs)
+	s.v.countUntrusted(s.v.verify, cs, st)
 	return tc, local, nil
 }

@@ -205,6 +205,19 @@ func TestClientCertificateValidation(t *testing.T) {
 			require: true, vc: &tlsv3.CertificateValidationContext{TrustedCa: file(p.caFile)}, client: withCert(stranger),
 			want: FailError, counter: "fail_verify_error",
 		},
+		"untrusted accepted and counted": {
+			require: true, client: withCert(stranger), counter: "fail_verify_error",
+			vc: &tlsv3.CertificateValidationContext{TrustedCa: file(p.caFile), TrustChainVerification: tlsv3.CertificateValidationContext_ACCEPT_UNTRUSTED},
+		},
+		"san mismatch accepted and counted": {
+			client: p.clientConfig(t, true), counter: "fail_verify_san",
+			vc: &tlsv3.CertificateValidationContext{TrustedCa: file(p.caFile), TrustChainVerification: tlsv3.CertificateValidationContext_ACCEPT_UNTRUSTED,
+				MatchTypedSubjectAltNames: []*tlsv3.SubjectAltNameMatcher{{SanType: tlsv3.SubjectAltNameMatcher_DNS, Matcher: exact("elsewhere")}}},
+		},
+		"accept untrusted still requires a certificate": {
+			require: true, client: p.clientConfig(t, false), want: FailNoCert, counter: "fail_verify_no_cert",
+			vc: &tlsv3.CertificateValidationContext{TrustedCa: file(p.caFile), TrustChainVerification: tlsv3.CertificateValidationContext_ACCEPT_UNTRUSTED},
+		},
 		"optional and none": {vc: &tlsv3.CertificateValidationContext{TrustedCa: file(p.caFile)}, client: p.clientConfig(t, false), counter: "no_certificate"},
 		"expired": {
 			vc: &tlsv3.CertificateValidationContext{TrustedCa: file(p.caFile)}, client: withCert(expired),
@@ -477,16 +490,7 @@ func TestSessionTimeout(t *testing.T) {
 	clock := time.Now()
 	applySessionTimeout(s.cfg, time.Minute, func() time.Time { return clock })
 	cache := tls.NewLRUClientSessionCache(4)
-	resumed := func() bool {
-		t.Helper()
-		cfg := p.clientConfig(t, false)
-		cfg.ClientSessionCache = cache
-		cs, serr, cerr := handshake(t, s, nil, cfg)
-		if serr != nil || cerr != nil {
-			t.Fatalf("handshake: %v, %v", serr, cerr)
-		}
-		return cs.DidResume
-	}
+	resumed := func() bool { return p.resumedOn(t, s, cache) }
 	if resumed() {
 		t.Fatal("the first handshake resumed")
 	}

@@ -140,6 +140,11 @@ func (s *Stats) failed(err error) {
 		}
 		return
 	}
+	s.verifyFailed(ve)
+}
+
+// verifyFailed counts a verification failure's own counter.
+func (s *Stats) verifyFailed(ve *VerifyError) {
 	switch ve.Reason {
 	case FailNoCert:
 		s.failNoCert.Inc()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"crypto/x509"
+	"encoding/asn1"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -47,6 +48,8 @@ type sanMatcher struct {
 	kind  tlsv3.SubjectAltNameMatcher_SanType
 	exact string // set for an exact matcher, for DNS wildcard SANs
 	m     router.StringMatcher
+	// oid is the otherName type-id an OTHER_NAME matcher reads.
+	oid asn1.ObjectIdentifier
 }
 
 // validator checks peer certificates as Envoy's default certificate
@@ -70,7 +73,10 @@ type validator struct {
 	// suppressCAList is suppress_client_ca_list: a listener's
 	// CertificateRequest names no CAs (trusted_ca still verifies).
 	suppressCAList bool
-	now            func() time.Time
+	// acceptUntrusted is trust_chain_verification ACCEPT_UNTRUSTED: a
+	// failed verification is counted, not refused (see connectionCheck).
+	acceptUntrusted bool
+	now             func() time.Time
 }
 
 // active reports whether the validator asks for the peer's certificate
@@ -84,10 +90,14 @@ func (v *validator) active() bool {
 func compileValidation(vc *tlsv3.CertificateValidationContext) (*validator, error) {
 	v := &validator{now: time.Now, allowExpired: vc.GetAllowExpiredCertificate()}
 	v.suppressCAList = vc.GetSuppressClientCaList()
+	v.acceptUntrusted = vc.GetTrustChainVerification() == tlsv3.CertificateValidationContext_ACCEPT_UNTRUSTED
 	if d := vc.GetMaxVerifyDepth(); d != nil {
 		v.maxDepth, v.depthLimited = int(d.GetValue()), true
 	}
 	var errs []error
+	if vc.GetWatchedDirectory() != nil {
+		errs = append(errs, errors.New("watched_directory: "+WatchedOutsideSDS))
+	}
 	if ds := vc.GetTrustedCa(); ds != nil {
 		data, from, err := readSource(ds)
 		if err != nil {
@@ -117,8 +127,16 @@ func compileValidation(vc *tlsv3.CertificateValidationContext) (*validator, erro
 		v.crlLeafOnly = vc.GetOnlyVerifyLeafCertCrl()
 	}
 	for i, m := range vc.GetMatchTypedSubjectAltNames() {
-		if m.GetSanType() == tlsv3.SubjectAltNameMatcher_OTHER_NAME || m.GetOid() != "" {
-			errs = append(errs, fmt.Errorf("match_typed_subject_alt_names[%d].san_type: OTHER_NAME is not supported by Outrigger", i))
+		var oid asn1.ObjectIdentifier
+		switch {
+		case m.GetSanType() == tlsv3.SubjectAltNameMatcher_OTHER_NAME:
+			var err error
+			if oid, err = parseOID(m.GetOid()); err != nil {
+				errs = append(errs, fmt.Errorf("match_typed_subject_alt_names[%d].oid: %w", i, err))
+				continue
+			}
+		case m.GetOid() != "":
+			errs = append(errs, fmt.Errorf("match_typed_subject_alt_names[%d].oid: only read with san_type OTHER_NAME", i))
 			continue
 		}
 		if m.GetSanType() == tlsv3.SubjectAltNameMatcher_SAN_TYPE_UNSPECIFIED {
@@ -130,6 +148,7 @@ func compileValidation(vc *tlsv3.CertificateValidationContext) (*validator, erro
 			errs = append(errs, fmt.Errorf("match_typed_subject_alt_names[%d].matcher.%w", i, err))
 			continue
 		}
+		sm.oid = oid
 		v.sans = append(v.sans, sm)
 	}
 	//lint:ignore SA1019 Envoy still accepts the deprecated match_subject_alt_names (with its deprecation warning)
@@ -267,6 +286,13 @@ func (v *validator) matchSAN(c *x509.Certificate) bool {
 		if any || m.kind == tlsv3.SubjectAltNameMatcher_EMAIL {
 			for _, e := range c.EmailAddresses {
 				if m.m.Match(e) {
+					return true
+				}
+			}
+		}
+		if m.kind == tlsv3.SubjectAltNameMatcher_OTHER_NAME {
+			for _, v := range otherNames(c, m.oid) {
+				if m.m.Match(v) {
 					return true
 				}
 			}

@@ -37,6 +37,9 @@ type FileOptions struct {
 	// Kubernetes ConfigMap volume is followed, since its files are
 	// symbolic links that never change themselves.
 	WatchedDirectory string
+	// WatchModify is the watched directory's watch_modify: a file written
+	// in place in it (IN_MODIFY) reloads Path too, not only a move.
+	WatchModify bool
 	// TypeURL is the type of the resources, e.g. ListenerTypeURL. It must
 	// be a type linked into the binary.
 	TypeURL string

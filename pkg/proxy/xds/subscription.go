@@ -24,11 +24,14 @@ type FileSubscription struct {
 	path  string
 	dir   string // the watched directory
 	watch watchMode
-	dec   decoder
-	apply func(Update) error
-	stats subscriptionStats
-	log   logr.Logger
-	now   func() time.Time
+	// modify is WatchedDirectory.watch_modify: files written in place in
+	// the watched directory reload too.
+	modify bool
+	dec    decoder
+	apply  func(Update) error
+	stats  subscriptionStats
+	log    logr.Logger
+	now    func() time.Time
 
 	unknownPolicy  UnknownPolicy
 	unknownCounter *stats.Counter
@@ -109,7 +112,7 @@ func NewFileSubscription(o FileOptions, apply func(Update) error) (*FileSubscrip
 		if err := checkExists(o.WatchedDirectory, true); err != nil {
 			return nil, &WatchedDirectoryError{Err: err}
 		}
-		s.dir, s.watch = o.WatchedDirectory, watchDirectory
+		s.dir, s.watch, s.modify = o.WatchedDirectory, watchDirectory, o.WatchModify
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -161,7 +164,7 @@ func (s *FileSubscription) Start() error {
 	}
 	s.started = true
 	s.mu.Unlock()
-	w, err := newMoveWatcher(s.dir, s.triggers, s.log)
+	w, err := newMoveWatcher(s.dir, s.modify, s.triggers, s.log)
 	if err != nil {
 		close(s.done)
 		return err

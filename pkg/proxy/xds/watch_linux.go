@@ -14,14 +14,20 @@ import (
 )
 
 // newMoveWatcher watches dir with inotify for IN_MOVED_TO, as Envoy does,
-// and signals the moves whose file name passes accept. A queue overflow
-// (moves lost) signals too: reading the file again is never wrong.
-func newMoveWatcher(dir string, accept func(name string) bool, log logr.Logger) (*moveWatcher, error) {
+// and signals the moves whose file name passes accept; with modify, files
+// written in place (IN_MODIFY: WatchedDirectory.watch_modify) signal too.
+// A queue overflow (moves lost) signals as well: reading the file again is
+// never wrong.
+func newMoveWatcher(dir string, modify bool, accept func(name string) bool, log logr.Logger) (*moveWatcher, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, fmt.Errorf("watch %s: %w", dir, os.NewSyscallError("inotify_init1", err))
 	}
-	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_MOVED_TO|unix.IN_ONLYDIR); err != nil {
+	mask := uint32(unix.IN_MOVED_TO | unix.IN_ONLYDIR)
+	if modify {
+		mask |= unix.IN_MODIFY
+	}
+	if _, err := unix.InotifyAddWatch(fd, dir, mask); err != nil {
 		_ = unix.Close(fd)
 		return nil, fmt.Errorf("watch %s: %w", dir, os.NewSyscallError("inotify_add_watch", err))
 	}
@@ -72,7 +78,7 @@ func readMoves(f *os.File, w *moveWatcher, accept func(string) bool, log logr.Lo
 			case mask&unix.IN_IGNORED != 0:
 				logging.Warning(log, "watched directory removed; the file is no longer followed", "path", dir)
 				return
-			case mask&unix.IN_MOVED_TO != 0 && accept(name):
+			case mask&(unix.IN_MOVED_TO|unix.IN_MODIFY) != 0 && accept(name):
 				w.signal()
 			}
 		}

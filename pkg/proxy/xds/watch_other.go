@@ -15,8 +15,8 @@ import (
 // newMoveWatcher watches dir with fsnotify where inotify is not available
 // (development machines): fsnotify reports a move into the directory as
 // Create, and cannot tell it from a file created in place, so both reload
-// here.
-func newMoveWatcher(dir string, accept func(name string) bool, log logr.Logger) (*moveWatcher, error) {
+// here. With modify, files written in place (Write) signal too.
+func newMoveWatcher(dir string, modify bool, accept func(name string) bool, log logr.Logger) (*moveWatcher, error) {
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, fmt.Errorf("watch %s: %w", dir, err)
@@ -41,7 +41,7 @@ func newMoveWatcher(dir string, accept func(name string) bool, log logr.Logger) 
 				if !ok {
 					return
 				}
-				if ev.Has(fsnotify.Create) && accept(filepath.Base(ev.Name)) {
+				if (ev.Has(fsnotify.Create) || modify && ev.Has(fsnotify.Write)) && accept(filepath.Base(ev.Name)) {
 					w.signal()
 				}
 			case err, ok := <-fw.Errors:

@@ -11,6 +11,7 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/pem"
 	"math/big"
 	"net"
@@ -24,6 +25,12 @@ type CA struct {
 	key  crypto.Signer
 	// PEM is the CA certificate in PEM.
 	PEM []byte
+}
+
+// OtherName is an otherName SAN: a type-id and a UTF8String value.
+type OtherName struct {
+	OID   asn1.ObjectIdentifier
+	Value string
 }
 
 // Leaf is an issued certificate and its key, in PEM.
@@ -49,6 +56,12 @@ type Options struct {
 	ExtKeyUsages []x509.ExtKeyUsage
 	// RSA uses a 2048-bit RSA key instead of ECDSA P-256.
 	RSA bool
+	// OtherNames are otherName SANs (a Windows UPN, an SMTP UTF8
+	// mailbox), each a UTF8String value under its type-id, besides DNS.
+	OtherNames []OtherName
+	// KeyUsage, when set, replaces the key usages (digitalSignature and
+	// keyEncipherment).
+	KeyUsage x509.KeyUsage
 	// NotBefore and NotAfter default to an hour ago and a day ahead.
 	NotBefore, NotAfter time.Time
 }
@@ -108,12 +121,16 @@ func (ca *CA) Issue(o Options) (*Leaf, error) {
 	if len(o.ExtKeyUsages) > 0 {
 		usages = o.ExtKeyUsages
 	}
+	keyUsage := x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
+	if o.KeyUsage != 0 {
+		keyUsage = o.KeyUsage
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber:   serial(),
 		Subject:        pkix.Name{CommonName: o.CommonName, Organization: []string{"Outrigger tests"}},
 		NotBefore:      o.NotBefore,
 		NotAfter:       o.NotAfter,
-		KeyUsage:       x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		KeyUsage:       keyUsage,
 		ExtKeyUsage:    usages,
 		DNSNames:       o.DNS,
 		IPAddresses:    o.IPs,
@@ -125,6 +142,15 @@ func (ca *CA) Issue(o Options) (*Leaf, error) {
 			return nil, err
 		}
 		tmpl.URIs = append(tmpl.URIs, pu)
+	}
+	if len(o.OtherNames) > 0 {
+		ext, err := sanExtension(o.DNS, o.OtherNames)
+		if err != nil {
+			return nil, err
+		}
+		// Go writes no otherName itself: the extension replaces the
+		// one it would make of DNSNames.
+		tmpl.DNSNames, tmpl.ExtraExtensions = nil, []pkix.Extension{ext}
 	}
 	cert, certPEM, err := sign(tmpl, ca.Cert, key.Public(), ca.key)
 	if err != nil {
@@ -181,4 +207,37 @@ func (ca *CA) KeyPEM() ([]byte, error) {
 		return nil, err
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+}
+
+// sanExtension is a subjectAltName extension of dNSNames and otherNames.
+func sanExtension(dns []string, others []OtherName) (pkix.Extension, error) {
+	type otherName struct {
+		TypeID asn1.ObjectIdentifier
+		Value  asn1.RawValue // [0] EXPLICIT, written by hand below
+	}
+	var names []asn1.RawValue
+	for _, d := range dns {
+		names = append(names, asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 2, Bytes: []byte(d)})
+	}
+	for _, on := range others {
+		v, err := asn1.MarshalWithParams(on.Value, "utf8")
+		if err != nil {
+			return pkix.Extension{}, err
+		}
+		b, err := asn1.Marshal(otherName{TypeID: on.OID, Value: asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 0, IsCompound: true, Bytes: v}})
+		if err != nil {
+			return pkix.Extension{}, err
+		}
+		// [0] IMPLICIT: the SEQUENCE's tag becomes context-specific 0.
+		var seq asn1.RawValue
+		if _, err := asn1.Unmarshal(b, &seq); err != nil {
+			return pkix.Extension{}, err
+		}
+		names = append(names, asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 0, IsCompound: true, Bytes: seq.Bytes})
+	}
+	val, err := asn1.Marshal(names)
+	if err != nil {
+		return pkix.Extension{}, err
+	}
+	return pkix.Extension{Id: asn1.ObjectIdentifier{2, 5, 29, 17}, Value: val}, nil
 }

@@ -31,15 +31,11 @@ const defaultInitialRead = 16 << 10
 // Factory compiles the filter's configuration.
 type Factory struct{}
 
-// Compile builds the filter. JA3 and JA4 fingerprinting are refused by
-// the support check and here.
+// Compile builds the filter.
 func (Factory) Compile(config proto.Message, ctx listenerfilter.Context) (listenerfilter.Filter, error) {
 	cfg, ok := config.(*tiv3.TlsInspector)
 	if !ok {
 		return nil, fmt.Errorf("tls_inspector: unexpected configuration %T", config)
-	}
-	if cfg.GetEnableJa3Fingerprinting().GetValue() || cfg.GetEnableJa4Fingerprinting().GetValue() {
-		return nil, errors.New("enable_ja3_fingerprinting: fingerprinting is not supported by Outrigger")
 	}
 	if ctx.Stats == nil {
 		return nil, errors.New("tls_inspector: no stat store")
@@ -56,6 +52,7 @@ func (Factory) Compile(config proto.Message, ctx listenerfilter.Context) (listen
 		initial = min(int(v.GetValue()), limit)
 	}
 	return &filter{initial: initial, limit: limit, closeOnError: cfg.GetCloseConnectionOnClientHelloParsingErrors(),
+		ja3: cfg.GetEnableJa3Fingerprinting().GetValue(), ja4: cfg.GetEnableJa4Fingerprinting().GetValue(),
 		stats: newFilterStats(ctx.Stats.Scope("tls_inspector."))}, nil
 }
 
@@ -91,7 +88,11 @@ type filter struct {
 	// bytes that are no ClientHello close the connection rather than go
 	// on as plaintext.
 	closeOnError bool
-	stats        filterStats
+	// ja3 and ja4 are enable_ja3_fingerprinting and
+	// enable_ja4_fingerprinting: the ClientHello's fingerprints for
+	// %TLS_JA3_FINGERPRINT% and %TLS_JA4_FINGERPRINT%.
+	ja3, ja4 bool
+	stats    filterStats
 }
 
 // OnAccept peeks until the first bytes are known to be a whole
@@ -135,6 +136,9 @@ func (f *filter) OnAccept(s *listenerfilter.Socket) error {
 		} else {
 			f.stats.sniNotFound.Inc()
 		}
+		if f.ja3 || f.ja4 {
+			f.fingerprint(s, h.body)
+		}
 		if len(h.alpn) > 0 {
 			f.stats.alpnFound.Inc()
 			s.SetApplicationProtocols(h.alpn)
@@ -143,4 +147,21 @@ func (f *filter) OnAccept(s *listenerfilter.Socket) error {
 		}
 		return nil
 	}
+}
+
+// fingerprint records the fingerprints the filter computes of the
+// ClientHello body.
+func (f *filter) fingerprint(s *listenerfilter.Socket, body []byte) {
+	fields, ok := readHelloFields(body)
+	if !ok {
+		return
+	}
+	var a3, a4 string
+	if f.ja3 {
+		a3 = ja3(fields)
+	}
+	if f.ja4 {
+		a4 = ja4(fields)
+	}
+	s.SetTLSFingerprints(a3, a4)
 }

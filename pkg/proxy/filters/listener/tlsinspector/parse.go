@@ -11,6 +11,8 @@ type clientHello struct {
 	alpn       []string
 	// length is how many bytes of records it took.
 	length int
+	// body is the ClientHello message's body, for the fingerprints.
+	body []byte
 }
 
 var (
@@ -80,6 +82,7 @@ func parseClientHello(b []byte, limit int) (clientHello, int, error) {
 			return clientHello{}, 0, errNotTLS
 		}
 		ch.length = off
+		ch.body = msg[handshakeHeaderLen : handshakeHeaderLen+size]
 		return ch, 0, nil
 	}
 }

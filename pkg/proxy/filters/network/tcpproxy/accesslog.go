@@ -45,6 +45,7 @@ func (s *session) entry(t datav3.AccessLogType) *accesslog.Entry {
 		// Envoy's tcp_proxy logs the connection's stream info.
 		DynamicMetadata: netfilter.DynamicMetadataOf(s.down),
 	}
+	e.TLSJA3Fingerprint, e.TLSJA4Fingerprint = accesslog.TLSFingerprints(s.down)
 	// The connection's goroutine sets these before it starts the timers
 	// that log too, and logs itself otherwise.
 	if s.host != nil {
