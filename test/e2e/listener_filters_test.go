@@ -272,12 +272,12 @@ var _ = Describe("Listener filters: proxy_protocol", func() {
 			return listenersBootstrap(listenerDef{Name: "pp", Port: freePort(), Fields: "listener_filters: [" + filters + "]", Chains: []string{directChain("x", "")}})
 		}
 		r, _ := validate("b.yaml", cfg(proxyProtocolFilter("tlv_location: FILTER_STATE")+
-			`, {name: envoy.filters.listener.tls_inspector, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector, enable_ja3_fingerprinting: true}}`))
+			`, {name: envoy.filters.listener.original_src, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.listener.original_src.v3.OriginalSrc, bind_port: true}}`))
 		Expect(r.ExitCode).To(Equal(1))
 		const lf = "static_resources.listeners[0].listener_filters"
 		Expect(r.Stderr).To(And(
 			ContainSubstring(lf+"[0].typed_config.tlv_location: FILTER_STATE is not supported by Outrigger (supported: DYNAMIC_METADATA)"),
-			ContainSubstring(lf+"[1].typed_config.enable_ja3_fingerprinting: not supported by Outrigger"),
+			ContainSubstring(lf+"[1].typed_config.bind_port: not supported by Outrigger"),
 		))
 		r, _ = validate("b.yaml", cfg(proxyProtocolFilter("disallowed_versions: [V1, V2]")))
 		Expect(r.ExitCode).To(Equal(1))

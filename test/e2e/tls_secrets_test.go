@@ -70,22 +70,49 @@ func secretVolume(dir, version string, files map[string][]byte) {
 	Expect(os.Rename(tmp, filepath.Join(dir, "..data"))).To(Succeed())
 }
 
+// mountedSecret is a Kubernetes-style Secret volume (mount/..data) holding
+// the spec's server certificate and key, a CA the spec's client trusts
+// that issues its renewals, and an SDS file in a directory of its own
+// naming the volume's files.
+type mountedSecret struct {
+	dir, mount, sdsFile string
+	f                   *tlsFiles
+	ca                  *tlstest.CA
+}
+
+// newMountedSecret makes the volume and the SDS file; extra (given the
+// mount's path) is appended to the secret's tls_certificate fields.
+func newMountedSecret(caName string, extra func(mount string) string) mountedSecret {
+	GinkgoHelper()
+	m := mountedSecret{dir: newDir()}
+	m.f = newTLSFiles(m.dir)
+	ca, err := tlstest.NewCA(caName)
+	Expect(err).NotTo(HaveOccurred())
+	m.ca = ca
+	m.f.caPool.AddCert(ca.Cert)
+	m.mount = filepath.Join(m.dir, "tls")
+	Expect(os.MkdirAll(m.mount, 0o700)).To(Succeed())
+	secretVolume(m.mount, "1", map[string][]byte{"tls.crt": []byte(readFile(m.f.cert)), "tls.key": []byte(readFile(m.f.key))})
+	sdsDir := filepath.Join(m.dir, "sds")
+	Expect(os.MkdirAll(sdsDir, 0o700)).To(Succeed())
+	m.sdsFile = filepath.Join(sdsDir, "sds.yaml")
+	writeFile(m.sdsFile, sdsResponse("1", "server_cert", `{certificate_chain: {filename: `+m.mount+`/tls.crt}, private_key: {filename: `+m.mount+`/tls.key}`+extra(m.mount)+`}`))
+	return m
+}
+
+// issue is a new localhost certificate of the secret's CA.
+func (m mountedSecret) issue() *tlstest.Leaf {
+	GinkgoHelper()
+	c, err := m.ca.Issue(tlstest.Options{CommonName: "localhost", DNS: []string{"localhost"}})
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
 var _ = Describe("TLS secrets", func() {
 	It("follows a mounted Secret's files named by an unchanged SDS file, through watched_directory", func() {
-		dir := newDir()
-		f := newTLSFiles(dir)
-		ca, err := tlstest.NewCA("renewal CA")
-		Expect(err).NotTo(HaveOccurred())
-		f.caPool.AddCert(ca.Cert)
-		renewed, err := ca.Issue(tlstest.Options{CommonName: "localhost", DNS: []string{"localhost"}})
-		Expect(err).NotTo(HaveOccurred())
-		mount := filepath.Join(dir, "tls")
-		Expect(os.MkdirAll(mount, 0o700)).To(Succeed())
-		secretVolume(mount, "1", map[string][]byte{"tls.crt": []byte(readFile(f.cert)), "tls.key": []byte(readFile(f.key))})
-		sdsDir := filepath.Join(dir, "sds")
-		Expect(os.MkdirAll(sdsDir, 0o700)).To(Succeed())
-		sdsFile := filepath.Join(sdsDir, "sds.yaml")
-		writeFile(sdsFile, sdsResponse("1", "server_cert", `{certificate_chain: {filename: `+mount+`/tls.crt}, private_key: {filename: `+mount+`/tls.key}}`))
+		m := newMountedSecret("renewal CA", func(string) string { return "" })
+		dir, f, mount, sdsFile := m.dir, m.f, m.mount, m.sdsFile
+		renewed := m.issue()
 		port := freePort()
 		chain := `{filters: [` + directHCM("renewed", "") + `],
   transport_socket: {name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext,

@@ -13,24 +13,11 @@ import (
 
 var _ = Describe("TLS watched directories", func() {
 	It("rotates a secret's certificate when its watched_directory's ..data link is swapped, keeping it when the new files are bad", func() {
-		dir := newDir()
-		f := newTLSFiles(dir)
-		ca, err := tlstest.NewCA("watched CA")
-		Expect(err).NotTo(HaveOccurred())
-		f.caPool.AddCert(ca.Cert)
-		renewed, err := ca.Issue(tlstest.Options{CommonName: "localhost", DNS: []string{"localhost"}})
-		Expect(err).NotTo(HaveOccurred())
-		again, err := ca.Issue(tlstest.Options{CommonName: "localhost", DNS: []string{"localhost"}})
-		Expect(err).NotTo(HaveOccurred())
-		mount := filepath.Join(dir, "tls")
-		Expect(os.MkdirAll(mount, 0o700)).To(Succeed())
-		secretVolume(mount, "1", map[string][]byte{"tls.crt": []byte(readFile(f.cert)), "tls.key": []byte(readFile(f.key))})
 		// The SDS file lives elsewhere and never changes: only the
 		// secret's own watched_directory can notice the swap.
-		sdsDir := filepath.Join(dir, "sds")
-		Expect(os.MkdirAll(sdsDir, 0o700)).To(Succeed())
-		sdsFile := filepath.Join(sdsDir, "sds.yaml")
-		writeFile(sdsFile, sdsResponse("1", "server_cert", `{certificate_chain: {filename: `+mount+`/tls.crt}, private_key: {filename: `+mount+`/tls.key}, watched_directory: {path: `+mount+`}}`))
+		m := newMountedSecret("watched CA", func(mount string) string { return `, watched_directory: {path: ` + mount + `}` })
+		dir, f, mount, sdsFile := m.dir, m.f, m.mount, m.sdsFile
+		renewed, again := m.issue(), m.issue()
 		port := freePort()
 		chain := `{filters: [` + directHCM("watched", "") + `],
   transport_socket: {name: envoy.transport_sockets.tls, typed_config: {"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext,
