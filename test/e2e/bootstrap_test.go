@@ -84,7 +84,9 @@ var _ = Describe("Bootstrap", func() {
 		port := freePort()
 		cfg := Bootstrap{Listeners: []Listener{helloListener("inline", port, "inline")}}.YAML()
 		s := Launch(newDir(), "", "", "--config-yaml", cfg)
+		// The listeners are bound after the admin: wait for both.
 		s.WaitForAdmin()
+		s.WaitLive()
 		r := httpDo(client, http.MethodGet, listenerURL(port, "/hello"), nil, nil)
 		Expect(r.Body).To(Equal("inline"))
 	})
