@@ -57,26 +57,14 @@ func (n *NameCases) lookup(name []byte) []byte {
 // preserve_case formatter at encoding, properRest its
 // formatter_type_on_envoy_headers PROPER_CASE.
 func FormatNames(head []byte, n *NameCases, properRest bool) {
-	i := bytes.IndexByte(head, '\n')
-	if i < 0 {
-		return
-	}
-	for line := head[i+1:]; len(line) > 0; {
-		end := bytes.IndexByte(line, '\n')
-		if end <= 1 {
-			return // the blank line ends the fields
+	eachFieldName(head, func(name []byte, colon bool) {
+		if !colon || len(name) == 0 {
+			return
 		}
-		colon := bytes.IndexByte(line[:end], ':')
-		if colon > 0 {
-			name := line[:colon]
-			if orig := n.lookup(name); orig != nil {
-				copy(name, orig)
-			} else if properRest {
-				// The name with its line's end: ProperCaseNames
-				// reads a field line after a start line.
-				properCaseName(name)
-			}
+		if orig := n.lookup(name); orig != nil {
+			copy(name, orig)
+		} else if properRest {
+			properCaseName(name)
 		}
-		line = line[end+1:]
-	}
+	})
 }

@@ -11,6 +11,14 @@ import "bytes"
 // and the start line are untouched. Working on the written bytes covers
 // every field the writer emits, its own framing fields included.
 func ProperCaseNames(head []byte) {
+	eachFieldName(head, func(name []byte, _ bool) { properCaseName(name) })
+}
+
+// eachFieldName calls fn with the name of each field line of a serialised
+// message head (start line, fields, blank line), in place: the bytes
+// before the line's colon (colon true), or the whole line without its
+// line end when it has none.
+func eachFieldName(head []byte, fn func(name []byte, colon bool)) {
 	i := bytes.IndexByte(head, '\n')
 	if i < 0 {
 		return
@@ -20,11 +28,11 @@ func ProperCaseNames(head []byte) {
 		if end <= 1 {
 			return // the blank line ends the fields
 		}
-		colon := bytes.IndexByte(line[:end], ':')
-		if colon < 0 {
-			colon = end
+		if c := bytes.IndexByte(line[:end], ':'); c >= 0 {
+			fn(line[:c], true)
+		} else {
+			fn(line[:end], false)
 		}
-		properCaseName(line[:colon])
 		line = line[end+1:]
 	}
 }
