@@ -250,7 +250,11 @@ func (m *Manager) unchangedDiscovered(cfgs []*clusterv3.Cluster) []*Cluster {
 		if c == nil {
 			c = cur.byName[cfg.GetName()]
 		}
-		if c != nil && c.dynamic != nil && proto.Equal(c.dynamic.config, cfg) {
+		// The discovery decoder hands an unchanged cluster's message
+		// back as it was (see xds.resourceReuse): identity settles most
+		// of a state-of-the-world update, where proto.Equal's reflective
+		// walk of 10,000 clusters took half the update's time.
+		if c != nil && c.dynamic != nil && (c.dynamic.config == cfg || proto.Equal(c.dynamic.config, cfg)) {
 			same[i] = c
 		}
 	}

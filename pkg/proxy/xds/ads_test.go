@@ -305,10 +305,6 @@ func TestADSCloseBeforeStart(t *testing.T) {
 	}
 }
 
-// clusterTypeURL is the type of cluster resources, for a second
-// subscription.
-const clusterTypeURL = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
-
 func TestADSSubscribeWhileRunningAndInterest(t *testing.T) {
 	srv, conn := startScriptedADS(t)
 	store := stats.NewStore()

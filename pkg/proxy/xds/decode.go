@@ -24,6 +24,11 @@ type decoder struct {
 	// endpoints decodes large load assignments by parts; nil for other
 	// types.
 	endpoints *endpointReuse
+	// whole keeps the clusters of the last response for the next; nil
+	// for other types. (A small load assignment is not kept so: its
+	// messages would cost several times the wire form that the endpoint
+	// discovery keeps of it.)
+	whole *resourceReuse
 }
 
 // newDecoder is the decoder of resources of typeURL, which must be linked
@@ -38,8 +43,11 @@ func newDecoder(typeURL string) (decoder, error) {
 		return decoder{}, err
 	}
 	d := decoder{types: types, typeURL: typeURL, resourceType: resourceType}
-	if typeURL == endpointTypeURL {
+	switch typeURL {
+	case endpointTypeURL:
 		d.endpoints = new(endpointReuse)
+	case clusterTypeURL:
+		d.whole = new(resourceReuse)
 	}
 	return d, nil
 }

@@ -31,6 +31,10 @@ func (d *decoder) decodeResponse(resp *discoveryv3.DiscoveryResponse, allowUnkno
 		d.endpoints.begin()
 		defer d.endpoints.end()
 	}
+	if d.whole != nil {
+		d.whole.begin()
+		defer d.whole.end()
+	}
 	u = Update{VersionInfo: resp.GetVersionInfo()}
 	if n := len(resp.GetResources()); n > 0 {
 		u.Resources = make([]proto.Message, 0, n)
@@ -90,7 +94,15 @@ func (d *decoder) decodeResource(dec bootstrap.Decoder, path string, depth int, 
 			return cla, nil, nil
 		}
 	}
+	if d.whole != nil {
+		if m, ok := d.whole.lookup(value); ok {
+			return m, nil, nil
+		}
+	}
 	m := d.resourceType.New().Interface()
 	unknown, err := dec.DecodeWire(path, depth, value, m)
+	if err == nil && len(unknown) == 0 && d.whole != nil {
+		d.whole.keep(value, m)
+	}
 	return m, unknown, err
 }
