@@ -195,6 +195,10 @@ var _ = Describe("the remaining admin specification behaviours", func() {
 			Expect(get(port, "/f", faulted)).To(Equal(503))
 		}
 		Expect(get(port, "/ok", nil)).To(Equal(200))
+		// The response code's counter is looked up once the upstream's
+		// answer is done, which may be after the client has it.
+		Eventually(func() string { return s.Get("/stats/recentlookups").Body }).
+			Should(MatchRegexp(`(?m)^       1 cluster\.up\.upstream_rq_200$`))
 		table := s.Get("/stats/recentlookups").Body
 		Expect(table).To(HavePrefix("   Count Lookup\n"))
 		Expect(table).To(MatchRegexp(`(?m)^       3 http\.[^ ]*fault\.edge\.aborts_injected$`))
