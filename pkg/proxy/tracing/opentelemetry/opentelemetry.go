@@ -224,6 +224,16 @@ func (d *driver) InjectContext(c *tracing.SpanContext, h tracing.HeaderSetDelete
 	setW3CDel(h, unsafeString(c.Scratch), c.TraceState)
 }
 
+// Traceparent implements tracing.TraceparentDriver: InjectContext's
+// traceparent, for a context with no tracestate.
+func (d *driver) Traceparent(c *tracing.SpanContext) (string, bool) {
+	if c.TraceState != "" {
+		return "", false
+	}
+	c.Scratch = putTraceparent(c.Scratch, &c.Trace, &c.ID, false)
+	return unsafeString(c.Scratch), true
+}
+
 // ContextSpan implements tracing.ContextDriver.
 func (d *driver) ContextSpan(c *tracing.SpanContext, o tracing.StartOptions) *tracing.Span {
 	s := d.newSpan(o, true)

@@ -202,6 +202,17 @@ func TestStartContextMatchesStartSpan(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("%s, traced %v: the context injects %v, the span %v", c.name, traced, got, want)
 			}
+			// Traceparent is InjectContext's field for a request without
+			// W3C fields, when it writes that field alone.
+			tp, alone := d.Traceparent(&sc)
+			if alone != (sc.TraceState == "") {
+				t.Errorf("%s, traced %v: Traceparent alone %v with tracestate %q", c.name, traced, alone, sc.TraceState)
+			}
+			fresh := headers{}
+			d.InjectContext(&sc, (*setDelHeaders)(&fresh))
+			if want := (headers{"Traceparent": {tp}}); alone && !reflect.DeepEqual(fresh, want) {
+				t.Errorf("%s, traced %v: InjectContext writes %v, Traceparent %q", c.name, traced, fresh, tp)
+			}
 			if sc.ID.IsZero() || sc.Trace.IsZero() || sc.Parent != span.Parent {
 				t.Errorf("%s, traced %v: context %+v, span %+v", c.name, traced, sc, span)
 			}
