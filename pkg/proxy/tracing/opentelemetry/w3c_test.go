@@ -276,3 +276,31 @@ func TestUnsampledContextAllocatesNothing(t *testing.T) {
 		t.Errorf("%v allocations per unsampled request", n)
 	}
 }
+
+// TestContextTraceparentRewritesIDs: a stream's context, started and
+// injected request after request, writes only the ids over the last
+// traceparent (contextTraceparent); each value is the one written afresh,
+// through Traceparent and InjectContext alike.
+func TestContextTraceparentRewritesIDs(t *testing.T) {
+	d := &driver{}
+	var c tracing.SpanContext
+	for i := range 200 {
+		if i%3 == 2 {
+			c.StartChild(tracing.TraceID{byte(i), 1}, tracing.SpanID{byte(i), 2}, "")
+		} else {
+			c.StartRoot()
+		}
+		want := string(putTraceparent(nil, &c.Trace, &c.ID, false))
+		var got string
+		if i%2 == 0 {
+			got, _ = d.Traceparent(&c)
+		} else {
+			h := headers{}
+			d.InjectContext(&c, (*setDelHeaders)(&h))
+			got, _ = h.Get("Traceparent")
+		}
+		if got != want {
+			t.Fatalf("request %d: traceparent %q, want %q", i, got, want)
+		}
+	}
+}
