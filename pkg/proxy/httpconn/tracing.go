@@ -398,10 +398,17 @@ func (s *stream) injectTrace(cl UpstreamCluster) {
 		}
 		return
 	}
-	if !s.m.tracing.noPropagation {
+	if t := s.m.tracing; !t.noPropagation {
 		// As Envoy's router with no_context_propagation: the span is
 		// reported, the upstream learns nothing of it (a context the
 		// client sent goes on as it came).
+		if d := t.ctxTraceparent; d != nil && s.traceHeaders.noW3C() {
+			// As for a bare context above.
+			if v, ok := d.SpanTraceparent(s.span); ok {
+				s.reqHeaders.Add(headerTraceparent, v)
+				return
+			}
+		}
 		s.span.Inject(&s.traceHeaders)
 	}
 }

@@ -106,4 +106,9 @@ type TraceparentDriver interface {
 	// otherwise, when InjectContext must run. The value views c.Scratch:
 	// it is valid until c is injected again.
 	Traceparent(c *SpanContext) (string, bool)
+	// SpanTraceparent is Traceparent for a span the driver started: the
+	// traceparent its Inject writes, with its sampling flag, and true when
+	// that field is all it writes (the span has no tracestate). The value
+	// views s.Scratch: it is valid until s is injected again.
+	SpanTraceparent(s *Span) (string, bool)
 }

@@ -241,6 +241,16 @@ func (d *driver) Traceparent(c *tracing.SpanContext) (string, bool) {
 	return unsafeString(c.Scratch), true
 }
 
+// SpanTraceparent implements tracing.TraceparentDriver: w3c's Inject's
+// traceparent, for a span with no tracestate.
+func (d *driver) SpanTraceparent(s *tracing.Span) (string, bool) {
+	if s.TraceState != "" {
+		return "", false
+	}
+	s.Scratch = putTraceparent(s.Scratch, &s.Trace, &s.ID, s.Sampled)
+	return unsafeString(s.Scratch), true
+}
+
 // contextTraceparent writes c's traceparent, not sampled, into c.Scratch
 // and returns it. Scratch holds nothing else (only InjectContext and
 // Traceparent write it, always with the flag off): once it holds one,

@@ -101,7 +101,10 @@ func putTraceparent(b []byte, trace *tracing.TraceID, id *tracing.SpanID, sample
 	b = b[:traceparentLen]
 	p := (*[traceparentLen]byte)(b)
 	p[0], p[1], p[2], p[35], p[52], p[53] = '0', '0', '-', '-', '-', '0'
-	putIDs(p, trace, id)
+	// putIDs's calls, without its own: every sampled request runs this.
+	putHex8((*[16]byte)(p[3:19]), (*[8]byte)(trace[:8]))
+	putHex8((*[16]byte)(p[19:35]), (*[8]byte)(trace[8:]))
+	putHex8((*[16]byte)(p[36:52]), (*[8]byte)(id))
 	p[54] = '0'
 	if sampled {
 		p[54] = '1'

@@ -304,3 +304,33 @@ func TestContextTraceparentRewritesIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestSpanTraceparentMatchesInject: the traceparent SpanTraceparent gives
+// a span, sampled or not, is what its Inject writes into a request with no
+// W3C fields, when that field is all it writes.
+func TestSpanTraceparentMatchesInject(t *testing.T) {
+	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0"
+	d := &driver{}
+	for _, in := range []headers{
+		{},
+		{"Traceparent": {parent + "0"}},
+		{"Traceparent": {parent + "1"}},
+		{"Traceparent": {parent + "1"}, "Tracestate": {"v=1"}},
+	} {
+		for _, traced := range []bool{false, true} {
+			span := d.StartSpan(in, tracing.StartOptions{Operation: "ingress", Traced: traced})
+			if span == nil {
+				t.Fatalf("%v: no span", in)
+			}
+			tp, alone := d.SpanTraceparent(span)
+			if alone != (span.TraceState == "") {
+				t.Errorf("%v, traced %v: alone %v with tracestate %q", in, traced, alone, span.TraceState)
+			}
+			want := headers{}
+			span.Inject(want)
+			if alone && !reflect.DeepEqual(want, headers{"Traceparent": {tp}}) {
+				t.Errorf("%v, traced %v: Inject writes %v, SpanTraceparent %q", in, traced, want, tp)
+			}
+		}
+	}
+}
