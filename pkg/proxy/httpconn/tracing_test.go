@@ -391,6 +391,11 @@ func TestUnsampledInjectAllocatesNothing(t *testing.T) {
 	if v, _ := h.Get("traceparent"); v == "" {
 		t.Error("no traceparent")
 	}
+	// A retry's injection finds the field there: the connection
+	// manager must not add a second one.
+	if th.noW3C() {
+		t.Error("noW3C after the traceparent was added")
+	}
 }
 
 // TestFinishHeadersMatchFind: the finished span's headers taken from the
