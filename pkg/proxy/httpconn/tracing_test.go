@@ -273,17 +273,23 @@ func TestSetDelMatchesSetThenDel(t *testing.T) {
 	}
 }
 
-// TestStartHeadersSetDelMatchesSetThenDel: the injection through the
-// start's pass gives what Set then Del gives, whether the pass saw the
-// W3C names or not, and whatever was added, set or deleted after it.
-func TestStartHeadersSetDelMatchesSetThenDel(t *testing.T) {
-	lists := [][]field{
+// w3cFieldLists are request fields with and without the W3C names, for
+// the tests of the propagation through the start's pass.
+func w3cFieldLists() [][]field {
+	return [][]field{
 		nil,
 		{{"host", "a"}, {"user-agent", "curl"}},
 		{{"traceparent", "old"}, {"host", "a"}},
 		{{"tracestate", "s"}, {"user-agent", "curl"}},
 		{{"traceparent", "1"}, {"x", "y"}, {"traceparent", "2"}},
 	}
+}
+
+// TestStartHeadersSetDelMatchesSetThenDel: the injection through the
+// start's pass gives what Set then Del gives, whether the pass saw the
+// W3C names or not, and whatever was added, set or deleted after it.
+func TestStartHeadersSetDelMatchesSetThenDel(t *testing.T) {
+	lists := w3cFieldLists()
 	edits := map[string]func(h *headerList){
 		"none":            func(*headerList) {},
 		"add traceparent": func(h *headerList) { h.Add("traceparent", "added") },
@@ -335,12 +341,7 @@ func TestStartHeadersSetDelMatchesSetThenDel(t *testing.T) {
 // of edit since the pass; and it tells it for a request that came without
 // them when nothing of their names' lengths was appended.
 func TestNoW3CMatchesFields(t *testing.T) {
-	lists := [][]field{
-		nil,
-		{{"host", "a"}, {"user-agent", "curl"}},
-		{{"traceparent", "old"}, {"host", "a"}},
-		{{"tracestate", "s"}, {"user-agent", "curl"}},
-	}
+	lists := w3cFieldLists()
 	edits := map[string]func(h *headerList){
 		"none":              func(*headerList) {},
 		"add traceparent":   func(h *headerList) { h.Add("traceparent", "added") },
