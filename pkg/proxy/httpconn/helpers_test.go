@@ -57,6 +57,10 @@ type fakeCluster struct {
 	// upFilters is the cluster's own upstream filter chain, nil for
 	// none (the router's then).
 	upFilters *httpfilter.UpstreamChain
+	// format is the cluster's HTTP/1.1 format, the default one: given by
+	// pointer, as a cluster keeps its own (a new one per request was an
+	// allocation the benchmarks counted).
+	format upstream.HTTP1Format
 }
 
 func newFakeCluster(st *stats.Store, name string, http2 bool, addrs ...string) *fakeCluster {
@@ -77,7 +81,7 @@ func (fc *fakeCluster) UpstreamFilters() *httpfilter.UpstreamChain { return fc.u
 func (fc *fakeCluster) Metadata() *corev3.Metadata                 { return fc.metadata }
 func (fc *fakeCluster) Stats() *upstream.ClusterStats              { return fc.stats }
 func (fc *fakeCluster) HTTP2For(bool) bool                         { return fc.http2 }
-func (fc *fakeCluster) HTTP1Format() *upstream.HTTP1Format         { return &upstream.HTTP1Format{} }
+func (fc *fakeCluster) HTTP1Format() *upstream.HTTP1Format         { return &fc.format }
 func (fc *fakeCluster) HTTP1Trailers() bool                        { return false }
 func (fc *fakeCluster) MaxResponseHeadBytes() int                  { return 80 << 10 }
 

@@ -35,6 +35,8 @@ const (
 	uuidTraceSampled  = 'b'
 	uuidTraceClient   = 'c'
 	headerDecoratorOp = "x-envoy-decorator-operation"
+	headerTraceparent = "traceparent"
+	headerTracestate  = "tracestate"
 )
 
 // The span names Envoy's tracer gives before a decorator renames them.
@@ -368,11 +370,20 @@ func (s *stream) traceResponseHeaders() {
 // nothing with tracing's no_context_propagation.
 func (s *stream) injectTrace(cl UpstreamCluster) {
 	if s.span == nil {
-		if s.spanCtx.Valid && !s.m.tracing.noPropagation {
-			// Through the start's pass, which tells whether the
-			// request's traceparent must be searched for.
-			s.m.tracing.ctxDriver.InjectContext(&s.spanCtx, &s.traceHeaders)
+		t := s.m.tracing
+		if !s.spanCtx.Valid || t.noPropagation {
+			return
 		}
+		// Through the start's pass, which tells whether the request
+		// has a traceparent or tracestate: without them, the field is
+		// added here, with no call through the header interfaces.
+		if d := t.ctxTraceparent; d != nil && s.traceHeaders.noW3C() {
+			if v, ok := d.Traceparent(&s.spanCtx); ok {
+				s.reqHeaders.Add(headerTraceparent, v)
+				return
+			}
+		}
+		t.ctxDriver.InjectContext(&s.spanCtx, &s.traceHeaders)
 		return
 	}
 	// Through the start's pass too: the W3C propagation then searches
@@ -387,10 +398,17 @@ func (s *stream) injectTrace(cl UpstreamCluster) {
 		}
 		return
 	}
-	if !s.m.tracing.noPropagation {
+	if t := s.m.tracing; !t.noPropagation {
 		// As Envoy's router with no_context_propagation: the span is
 		// reported, the upstream learns nothing of it (a context the
 		// client sent goes on as it came).
+		if d := t.ctxTraceparent; d != nil && s.traceHeaders.noW3C() {
+			// As for a bare context above.
+			if v, ok := d.SpanTraceparent(s.span); ok {
+				s.reqHeaders.Add(headerTraceparent, v)
+				return
+			}
+		}
 		s.span.Inject(&s.traceHeaders)
 	}
 }
@@ -910,17 +928,26 @@ func (th *startHeaders) Del(name string) { th.h.Del(name) }
 // does not look for the W3C names, the fields are searched.
 func (th *startHeaders) SetDel(set, value, del string) {
 	h := th.h
-	if th.found&(1<<shTraceparent|1<<shTracestate) == 0 && th.t != nil && set == "traceparent" && del == "tracestate" {
-		fields := h.fields
-		if n := int(h.adds - th.adds); n < len(fields) {
-			fields = fields[len(fields)-n:]
-		}
-		if !hasNameOfLength(fields, len(set), len(del)) {
-			h.Add(set, value)
-			return
-		}
+	if set == headerTraceparent && del == headerTracestate && th.noW3C() {
+		h.Add(set, value)
+		return
 	}
 	h.SetDel(set, value, del)
+}
+
+// noW3C reports whether the request has neither traceparent nor
+// tracestate, told by the start's pass and the fields appended since
+// (see SetDel).
+func (th *startHeaders) noW3C() bool {
+	if th.found&(1<<shTraceparent|1<<shTracestate) != 0 || th.t == nil {
+		return false
+	}
+	h := th.h
+	fields := h.fields
+	if n := int(h.adds - th.adds); n < len(fields) {
+		fields = fields[len(fields)-n:]
+	}
+	return !hasNameOfLength(fields, len(headerTraceparent), len(headerTracestate))
 }
 
 // hasNameOfLength reports whether a field's name is a or b bytes long:

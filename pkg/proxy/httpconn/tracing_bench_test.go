@@ -109,7 +109,9 @@ func cpuTime(b *testing.B) time.Duration {
 // the request's fields as the benchmark client's request has them: the
 // start's pass, a field the router appends after it, and the traceparent
 // set through the pass (startHeaders.SetDel), against the search of every
-// field (headerList.SetDel). Neither allocates.
+// field (headerList.SetDel), and against the field added after the pass's
+// check alone (startHeaders.noW3C), as the connection manager does. None
+// allocates.
 func BenchmarkUnsampledInject(b *testing.B) {
 	base := []field{
 		{"user-agent", "h1count"}, {"accept", "*/*"}, {"x-forwarded-proto", "http"},
@@ -133,6 +135,16 @@ func BenchmarkUnsampledInject(b *testing.B) {
 	}
 	b.Run("pass", func(b *testing.B) {
 		run(b, func(th *startHeaders, _ *headerList) { th.SetDel("traceparent", tp, "tracestate") })
+	})
+	b.Run("direct", func(b *testing.B) {
+		// injectTrace's own: the field added when the pass tells the
+		// request has no W3C fields.
+		run(b, func(th *startHeaders, h *headerList) {
+			if !th.noW3C() {
+				b.Fatal("the request's W3C fields not told apart")
+			}
+			h.Add(headerTraceparent, tp)
+		})
 	})
 	b.Run("search", func(b *testing.B) {
 		run(b, func(_ *startHeaders, h *headerList) { h.SetDel("traceparent", tp, "tracestate") })

@@ -31,6 +31,9 @@ type tracingConfig struct {
 	// ctxDriver is driver when it can start an unsampled span as a bare
 	// context (tracing.ContextDriver), else nil.
 	ctxDriver tracing.ContextDriver
+	// ctxTraceparent is ctxDriver when it propagates in W3C's
+	// traceparent (tracing.TraceparentDriver), else nil.
+	ctxTraceparent tracing.TraceparentDriver
 	// egress: the listener is OUTBOUND, spans are the client's.
 	egress                  bool
 	client, random, overall fraction
@@ -215,6 +218,7 @@ func readTracing(cfg *hcmv3.HttpConnectionManager, deps Deps) (*tracingConfig, e
 		}
 		t.driver = d
 		t.ctxDriver, _ = d.(tracing.ContextDriver)
+		t.ctxTraceparent, _ = d.(tracing.TraceparentDriver)
 		t.consts = newConstTags(d, t.nodeID, t.zone)
 	}
 	return t, nil

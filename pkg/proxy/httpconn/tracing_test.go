@@ -273,17 +273,23 @@ func TestSetDelMatchesSetThenDel(t *testing.T) {
 	}
 }
 
-// TestStartHeadersSetDelMatchesSetThenDel: the injection through the
-// start's pass gives what Set then Del gives, whether the pass saw the
-// W3C names or not, and whatever was added, set or deleted after it.
-func TestStartHeadersSetDelMatchesSetThenDel(t *testing.T) {
-	lists := [][]field{
+// w3cFieldLists are request fields with and without the W3C names, for
+// the tests of the propagation through the start's pass.
+func w3cFieldLists() [][]field {
+	return [][]field{
 		nil,
 		{{"host", "a"}, {"user-agent", "curl"}},
 		{{"traceparent", "old"}, {"host", "a"}},
 		{{"tracestate", "s"}, {"user-agent", "curl"}},
 		{{"traceparent", "1"}, {"x", "y"}, {"traceparent", "2"}},
 	}
+}
+
+// TestStartHeadersSetDelMatchesSetThenDel: the injection through the
+// start's pass gives what Set then Del gives, whether the pass saw the
+// W3C names or not, and whatever was added, set or deleted after it.
+func TestStartHeadersSetDelMatchesSetThenDel(t *testing.T) {
+	lists := w3cFieldLists()
 	edits := map[string]func(h *headerList){
 		"none":            func(*headerList) {},
 		"add traceparent": func(h *headerList) { h.Add("traceparent", "added") },
@@ -329,6 +335,45 @@ func TestStartHeadersSetDelMatchesSetThenDel(t *testing.T) {
 	}
 }
 
+// TestNoW3CMatchesFields: the start's pass tells a request without
+// traceparent and tracestate (the connection manager then adds the
+// traceparent itself) only when its fields have neither, after every kind
+// of edit since the pass; and it tells it for a request that came without
+// them when nothing of their names' lengths was appended.
+func TestNoW3CMatchesFields(t *testing.T) {
+	lists := w3cFieldLists()
+	edits := map[string]func(h *headerList){
+		"none":              func(*headerList) {},
+		"add traceparent":   func(h *headerList) { h.Add("traceparent", "added") },
+		"set tracestate":    func(h *headerList) { h.Set("tracestate", "set") },
+		"del traceparent":   func(h *headerList) { h.Del("traceparent") },
+		"add other":         func(h *headerList) { h.Add("x-envoy-expected-rq-timeout-ms", "1") },
+		"del then add":      func(h *headerList) { h.Del("host"); h.Add("tracestate", "x") },
+		"add, del other":    func(h *headerList) { h.Add("x-other", "1"); h.Add("traceparent", "a"); h.Del("x-other") },
+		"setdel":            func(h *headerList) { h.SetDel("traceparent", "sd", "tracestate") },
+		"reset then append": func(h *headerList) { h.reset(); h.Add("tracestate", "x") },
+	}
+	for _, fields := range lists {
+		for edit, fn := range edits {
+			var h headerList
+			h.fields = append([]field(nil), fields...)
+			var th startHeaders
+			th.find(&h, startHeaderTable)
+			fn(&h)
+			_, tp := h.Get("traceparent")
+			_, ts := h.Get("tracestate")
+			got := th.noW3C()
+			if got && (tp || ts) {
+				t.Errorf("%v, %s: noW3C with fields %v", fields, edit, h.fields)
+			}
+			cameWithout := !slices.ContainsFunc(fields, func(f field) bool { return f.name == "traceparent" || f.name == "tracestate" })
+			if want := cameWithout && (edit == "none" || edit == "add other"); want && !got {
+				t.Errorf("%v, %s: noW3C false for fields %v", fields, edit, h.fields)
+			}
+		}
+	}
+}
+
 // TestUnsampledInjectAllocatesNothing guards the propagation through the
 // start's pass: with room for the field, nothing is allocated.
 func TestUnsampledInjectAllocatesNothing(t *testing.T) {
@@ -346,6 +391,11 @@ func TestUnsampledInjectAllocatesNothing(t *testing.T) {
 	}
 	if v, _ := h.Get("traceparent"); v == "" {
 		t.Error("no traceparent")
+	}
+	// A retry's injection finds the field there: the connection
+	// manager must not add a second one.
+	if th.noW3C() {
+		t.Error("noW3C after the traceparent was added")
 	}
 }
 

@@ -92,3 +92,23 @@ type ContextDriver interface {
 	// the span after all: a mirrored request's child span.
 	ContextSpan(c *SpanContext, o StartOptions) *Span
 }
+
+// TraceparentDriver is a ContextDriver that propagates in W3C's
+// traceparent and tracestate. When a request has neither field, and the
+// context has no tracestate to pass on, InjectContext only adds a
+// traceparent: a caller that knows the request has neither (the
+// connection manager's pass over its fields) adds it itself, without
+// InjectContext's calls and search for fields to replace or remove.
+type TraceparentDriver interface {
+	ContextDriver
+	// Traceparent returns the traceparent InjectContext writes for c, and
+	// true when that field is all it writes (c has no tracestate); false
+	// otherwise, when InjectContext must run. The value views c.Scratch:
+	// it is valid until c is injected again.
+	Traceparent(c *SpanContext) (string, bool)
+	// SpanTraceparent is Traceparent for a span the driver started: the
+	// traceparent its Inject writes, with its sampling flag, and true when
+	// that field is all it writes (the span has no tracestate). The value
+	// views s.Scratch: it is valid until s is injected again.
+	SpanTraceparent(s *Span) (string, bool)
+}

@@ -220,8 +220,48 @@ func (d *driver) StartContext(h tracing.Headers, traced bool, c *tracing.SpanCon
 
 // InjectContext implements tracing.ContextDriver, as w3c's Inject.
 func (d *driver) InjectContext(c *tracing.SpanContext, h tracing.HeaderSetDeleter) {
-	c.Scratch = putTraceparent(c.Scratch, &c.Trace, &c.ID, false)
-	setW3CDel(h, unsafeString(c.Scratch), c.TraceState)
+	setW3CDel(h, contextTraceparent(c), c.TraceState)
+}
+
+// Traceparent implements tracing.TraceparentDriver: InjectContext's
+// traceparent, for a context with no tracestate.
+func (d *driver) Traceparent(c *tracing.SpanContext) (string, bool) {
+	if c.TraceState != "" {
+		return "", false
+	}
+	if len(c.Scratch) != traceparentLen {
+		return contextTraceparent(c), true
+	}
+	// contextTraceparent's ids written over the last traceparent,
+	// without its calls: this runs for most requests.
+	p := (*[traceparentLen]byte)(c.Scratch)
+	putHex8((*[16]byte)(p[3:19]), (*[8]byte)(c.Trace[:8]))
+	putHex8((*[16]byte)(p[19:35]), (*[8]byte)(c.Trace[8:]))
+	putHex8((*[16]byte)(p[36:52]), (*[8]byte)(c.ID[:]))
+	return unsafeString(c.Scratch), true
+}
+
+// SpanTraceparent implements tracing.TraceparentDriver: w3c's Inject's
+// traceparent, for a span with no tracestate.
+func (d *driver) SpanTraceparent(s *tracing.Span) (string, bool) {
+	if s.TraceState != "" {
+		return "", false
+	}
+	s.Scratch = putTraceparent(s.Scratch, &s.Trace, &s.ID, s.Sampled)
+	return unsafeString(s.Scratch), true
+}
+
+// contextTraceparent writes c's traceparent, not sampled, into c.Scratch
+// and returns it. Scratch holds nothing else (only InjectContext and
+// Traceparent write it, always with the flag off): once it holds one,
+// its layout stays, and only the ids are written over it.
+func contextTraceparent(c *tracing.SpanContext) string {
+	if len(c.Scratch) != traceparentLen {
+		c.Scratch = putTraceparent(c.Scratch, &c.Trace, &c.ID, false)
+		return unsafeString(c.Scratch)
+	}
+	putIDs((*[traceparentLen]byte)(c.Scratch), &c.Trace, &c.ID)
+	return unsafeString(c.Scratch)
 }
 
 // ContextSpan implements tracing.ContextDriver.

@@ -101,6 +101,7 @@ func putTraceparent(b []byte, trace *tracing.TraceID, id *tracing.SpanID, sample
 	b = b[:traceparentLen]
 	p := (*[traceparentLen]byte)(b)
 	p[0], p[1], p[2], p[35], p[52], p[53] = '0', '0', '-', '-', '-', '0'
+	// putIDs's calls, without its own: every sampled request runs this.
 	putHex8((*[16]byte)(p[3:19]), (*[8]byte)(trace[:8]))
 	putHex8((*[16]byte)(p[19:35]), (*[8]byte)(trace[8:]))
 	putHex8((*[16]byte)(p[36:52]), (*[8]byte)(id))
@@ -109,6 +110,14 @@ func putTraceparent(b []byte, trace *tracing.TraceID, id *tracing.SpanID, sample
 		p[54] = '1'
 	}
 	return b
+}
+
+// putIDs writes a traceparent's trace and parent ids, in hexadecimal at
+// their places in p.
+func putIDs(p *[traceparentLen]byte, trace *tracing.TraceID, id *tracing.SpanID) {
+	putHex8((*[16]byte)(p[3:19]), (*[8]byte)(trace[:8]))
+	putHex8((*[16]byte)(p[19:35]), (*[8]byte)(trace[8:]))
+	putHex8((*[16]byte)(p[36:52]), (*[8]byte)(id))
 }
 
 // hexPairs holds each byte's two lower-case hexadecimal digits, the first

@@ -202,6 +202,17 @@ func TestStartContextMatchesStartSpan(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("%s, traced %v: the context injects %v, the span %v", c.name, traced, got, want)
 			}
+			// Traceparent is InjectContext's field for a request without
+			// W3C fields, when it writes that field alone.
+			tp, alone := d.Traceparent(&sc)
+			if alone != (sc.TraceState == "") {
+				t.Errorf("%s, traced %v: Traceparent alone %v with tracestate %q", c.name, traced, alone, sc.TraceState)
+			}
+			fresh := headers{}
+			d.InjectContext(&sc, (*setDelHeaders)(&fresh))
+			if want := (headers{"Traceparent": {tp}}); alone && !reflect.DeepEqual(fresh, want) {
+				t.Errorf("%s, traced %v: InjectContext writes %v, Traceparent %q", c.name, traced, fresh, tp)
+			}
 			if sc.ID.IsZero() || sc.Trace.IsZero() || sc.Parent != span.Parent {
 				t.Errorf("%s, traced %v: context %+v, span %+v", c.name, traced, sc, span)
 			}
@@ -263,5 +274,63 @@ func TestUnsampledContextAllocatesNothing(t *testing.T) {
 	run()
 	if n := testing.AllocsPerRun(100, run); n != 0 {
 		t.Errorf("%v allocations per unsampled request", n)
+	}
+}
+
+// TestContextTraceparentRewritesIDs: a stream's context, started and
+// injected request after request, writes only the ids over the last
+// traceparent (contextTraceparent); each value is the one written afresh,
+// through Traceparent and InjectContext alike.
+func TestContextTraceparentRewritesIDs(t *testing.T) {
+	d := &driver{}
+	var c tracing.SpanContext
+	for i := range 200 {
+		if i%3 == 2 {
+			c.StartChild(tracing.TraceID{byte(i), 1}, tracing.SpanID{byte(i), 2}, "")
+		} else {
+			c.StartRoot()
+		}
+		want := string(putTraceparent(nil, &c.Trace, &c.ID, false))
+		var got string
+		if i%2 == 0 {
+			got, _ = d.Traceparent(&c)
+		} else {
+			h := headers{}
+			d.InjectContext(&c, (*setDelHeaders)(&h))
+			got, _ = h.Get("Traceparent")
+		}
+		if got != want {
+			t.Fatalf("request %d: traceparent %q, want %q", i, got, want)
+		}
+	}
+}
+
+// TestSpanTraceparentMatchesInject: the traceparent SpanTraceparent gives
+// a span, sampled or not, is what its Inject writes into a request with no
+// W3C fields, when that field is all it writes.
+func TestSpanTraceparentMatchesInject(t *testing.T) {
+	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0"
+	d := &driver{}
+	for _, in := range []headers{
+		{},
+		{"Traceparent": {parent + "0"}},
+		{"Traceparent": {parent + "1"}},
+		{"Traceparent": {parent + "1"}, "Tracestate": {"v=1"}},
+	} {
+		for _, traced := range []bool{false, true} {
+			span := d.StartSpan(in, tracing.StartOptions{Operation: "ingress", Traced: traced})
+			if span == nil {
+				t.Fatalf("%v: no span", in)
+			}
+			tp, alone := d.SpanTraceparent(span)
+			if alone != (span.TraceState == "") {
+				t.Errorf("%v, traced %v: alone %v with tracestate %q", in, traced, alone, span.TraceState)
+			}
+			want := headers{}
+			span.Inject(want)
+			if alone && !reflect.DeepEqual(want, headers{"Traceparent": {tp}}) {
+				t.Errorf("%v, traced %v: Inject writes %v, SpanTraceparent %q", in, traced, want, tp)
+			}
+		}
 	}
 }
