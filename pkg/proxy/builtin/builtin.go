@@ -68,6 +68,7 @@ import (
 	connlimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/connection_limit/v3"
 	drv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/direct_response/v3"
 	echov3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/echo/v3"
+	netextauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/ext_authz/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	netlrlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/local_ratelimit/v3"
 	netratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/ratelimit/v3"
@@ -174,6 +175,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/connectionlimit"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/directresponse"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/echo"
+	netextauthz "github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/extauthz"
 	netlocalratelimit "github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/localratelimit"
 	netratelimit "github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/ratelimit"
 	netrbac "github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/rbac"
@@ -306,6 +308,7 @@ func Registry() *extension.Registry {
 		extension.Of(connectionlimit.Name, NetworkFilters, &connlimitv3.ConnectionLimit{}, connectionlimit.Factory{}),
 		extension.Of(directresponse.Name, NetworkFilters, &drv3.Config{}, directresponse.Factory{}),
 		extension.Of(echo.Name, NetworkFilters, &echov3.Echo{}, echo.Factory{}),
+		extension.Of(netextauthz.Name, NetworkFilters, &netextauthzv3.ExtAuthz{}, netextauthz.Factory{}),
 		extension.Of("proxy.filters.network.http_connection_manager", NetworkFilters, &hcmv3.HttpConnectionManager{}, nil),
 		extension.Of(netlocalratelimit.Name, NetworkFilters, &netlrlv3.LocalRateLimit{}, netlocalratelimit.Factory{}),
 		extension.Of(netratelimit.Name, NetworkFilters, &netratelimitv3.RateLimit{}, netratelimit.Factory{}),

@@ -85,6 +85,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.filters.network proxy.filters.network.connection_limit envoy.extensions.filters.network.connection_limit.v3.ConnectionLimit",
 		"envoy.filters.network proxy.filters.network.direct_response envoy.extensions.filters.network.direct_response.v3.Config",
 		"envoy.filters.network proxy.filters.network.echo envoy.extensions.filters.network.echo.v3.Echo",
+		"envoy.filters.network proxy.filters.network.ext_authz envoy.extensions.filters.network.ext_authz.v3.ExtAuthz",
 		"envoy.filters.network proxy.filters.network.http_connection_manager envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
 		"envoy.filters.network proxy.filters.network.local_ratelimit envoy.extensions.filters.network.local_ratelimit.v3.LocalRateLimit",
 		"envoy.filters.network proxy.filters.network.ratelimit envoy.extensions.filters.network.ratelimit.v3.RateLimit",

@@ -14,16 +14,13 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	alfilter "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/filter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/authzservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/mutationrules"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
-
-// defaultTimeout is Envoy's timeout of a check when the service sets
-// none.
-const defaultTimeout = 200 * time.Millisecond
 
 // config is a compiled ExtAuthz.
 type config struct {
@@ -131,10 +128,8 @@ func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
 	if ctx.Stats == nil {
 		return nil, errors.New("no stat store")
 	}
-	switch p.GetTransportApiVersion() {
-	case corev3.ApiVersion_AUTO, corev3.ApiVersion_V3:
-	default:
-		return nil, fmt.Errorf("transport_api_version: %s is not supported (V3 only)", p.GetTransportApiVersion())
+	if err := authzservice.CheckTransportVersion(p.GetTransportApiVersion()); err != nil {
+		return nil, err
 	}
 	c := &config{
 		name:                ctx.Name,
@@ -152,7 +147,7 @@ func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
 		maxDeniedBody:       int(p.GetMaxDeniedResponseBodyBytes()),
 		metadataNamespaces:  p.GetMetadataContextNamespaces(),
 		routeNamespaces:     p.GetRouteMetadataContextNamespaces(),
-		destinationLabels:   nodeLabels(ctx.NodeMetadata, p.GetBootstrapMetadataLabelsKey()),
+		destinationLabels:   authzservice.NodeLabels(ctx.NodeMetadata, p.GetBootstrapMetadataLabelsKey()),
 		chargeCluster:       p.GetChargeClusterResponseStats() == nil || p.GetChargeClusterResponseStats().GetValue(),
 		ingestMetadata:      p.GetEnableDynamicMetadataIngestion() == nil || p.GetEnableDynamicMetadataIngestion().GetValue(),
 		store:               ctx.Stats,
@@ -216,7 +211,7 @@ func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
 
 	switch s := p.GetServices().(type) {
 	case *extauthzv3.ExtAuthz_GrpcService:
-		c.client, c.timeout, err = openGRPC(s.GrpcService, ctx.Services, defaultTimeout)
+		c.client, c.timeout, err = openGRPC(s.GrpcService, ctx.Services, authzservice.DefaultTimeout)
 		if err != nil {
 			return nil, fmt.Errorf("grpc_service.%w", err)
 		}
@@ -235,18 +230,15 @@ func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
 // openGRPC opens a gRPC authorization service; its timeout is the
 // service's, else def. Errors name the field below the GrpcService.
 func openGRPC(gs *corev3.GrpcService, svc httpfilter.Services, def time.Duration) (*grpcClient, time.Duration, error) {
-	if svc == nil {
-		return nil, 0, errors.New("no gRPC service can be reached")
+	var open authzservice.Opener
+	if svc != nil {
+		open = svc.OpenGRPC
 	}
-	timeout := def
-	if gs.GetTimeout() != nil {
-		timeout = gs.GetTimeout().AsDuration()
-	}
-	ch, err := svc.OpenGRPC(gs)
+	c, timeout, err := authzservice.Open(gs, open, def)
 	if err != nil {
 		return nil, 0, err
 	}
-	return newGRPCClient(ch), timeout, nil
+	return &grpcClient{c: c}, timeout, nil
 }
 
 // refuseUnsupported refuses the fields Outrigger does not implement (or
@@ -314,23 +306,4 @@ func (ms matchers) match(name string) bool {
 		}
 	}
 	return false
-}
-
-// nodeLabels reads bootstrap_metadata_labels_key's labels from the node
-// metadata, as Envoy: the fields of the Struct under key, each as its
-// string value (a value of another kind reads as ""); none without a key
-// or a Struct there.
-func nodeLabels(md *structpb.Struct, key string) map[string]string {
-	if key == "" {
-		return nil
-	}
-	fields := md.GetFields()[key].GetStructValue().GetFields()
-	if len(fields) == 0 {
-		return nil
-	}
-	labels := make(map[string]string, len(fields))
-	for k, v := range fields {
-		labels[k] = v.GetStringValue()
-	}
-	return labels
 }

@@ -28,6 +28,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/authzservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice/grpcservicetest"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
@@ -431,8 +432,8 @@ func TestCheckRequest(t *testing.T) {
 	}
 	hr.Id = ""
 	want := &authv3.AttributeContext{
-		Source:      &authv3.AttributeContext_Peer{Address: socketAddress("10.0.0.1:5555"), Service: "frontend"},
-		Destination: &authv3.AttributeContext_Peer{Address: socketAddress("127.0.0.1:8080")},
+		Source:      &authv3.AttributeContext_Peer{Address: authzservice.SocketAddress("10.0.0.1:5555"), Service: "frontend"},
+		Destination: &authv3.AttributeContext_Peer{Address: authzservice.SocketAddress("127.0.0.1:8080")},
 		Request: &authv3.AttributeContext_Request{
 			Time: got.GetRequest().GetTime(),
 			Http: &authv3.AttributeContext_HttpRequest{
