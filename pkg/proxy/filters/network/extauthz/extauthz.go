@@ -160,11 +160,9 @@ func (Factory) Compile(msg proto.Message, ctx netfilter.Context) (netfilter.Filt
 func refuseUnsupported(p *netextauthzv3.ExtAuthz) error {
 	switch {
 	case p.GetSendTlsAlertOnDenial():
-		return errors.New("send_tls_alert_on_denial: only false is supported by Outrigger (a denied connection is closed without a TLS alert)")
-	case len(p.GetTypedMetadataContextNamespaces()) > 0:
-		return errors.New("typed_metadata_context_namespaces: not supported by Outrigger (no network filter sets typed dynamic metadata)")
+		return errors.New("send_tls_alert_on_denial: only false is supported by Outrigger (Go's crypto/tls sends no alert of the application's choosing after the handshake)")
 	case p.GetShadowMode():
-		return errors.New("shadow_mode: only false is supported by Outrigger")
+		return errors.New("shadow_mode: only false is supported by Outrigger (the decision would go to a filter state no network filter reads)")
 	}
 	return nil
 }

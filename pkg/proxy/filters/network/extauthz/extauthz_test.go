@@ -157,7 +157,6 @@ func TestCompileRefuses(t *testing.T) {
 		"V2 transport":         {`{"stat_prefix": "tcp", SERVICE, "transport_api_version": "V2"}`, "transport_api_version: V2 is not supported"},
 		"TLS alert":            {`{"stat_prefix": "tcp", SERVICE, "send_tls_alert_on_denial": true}`, "send_tls_alert_on_denial: only false"},
 		"shadow mode":          {`{"stat_prefix": "tcp", SERVICE, "shadow_mode": true}`, "shadow_mode: only false"},
-		"typed metadata":       {`{"stat_prefix": "tcp", SERVICE, "typed_metadata_context_namespaces": ["a"]}`, "typed_metadata_context_namespaces: not supported"},
 		"bad metadata matcher": {`{"stat_prefix": "tcp", SERVICE, "filter_enabled_metadata": {"filter": "f", "path": [{"key": "k"}]}}`, "filter_enabled_metadata."},
 	}
 	for name, tc := range tests {
