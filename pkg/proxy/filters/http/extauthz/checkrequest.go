@@ -106,9 +106,16 @@ func (c *config) checkRequest(s httpfilter.Stream, in checkInput) *authv3.CheckR
 			hr.Headers[partialBodyHeader] = partial
 		}
 	}
+	destination := &authv3.AttributeContext_Peer{Address: authzservice.SocketAddress(info.LocalAddress), Labels: c.destinationLabels}
+	authzservice.SetTLSPeers(source, destination, info.TLS, c.includeCert)
+	var session *authv3.AttributeContext_TLSSession
+	if c.includeTLS {
+		session = authzservice.TLSSession(info.TLS, info.RequestedServerName)
+	}
 	return &authv3.CheckRequest{Attributes: &authv3.AttributeContext{
 		Source:      source,
-		Destination: &authv3.AttributeContext_Peer{Address: authzservice.SocketAddress(info.LocalAddress), Labels: c.destinationLabels},
+		Destination: destination,
+		TlsSession:  session,
 		Request: &authv3.AttributeContext_Request{
 			Time: timestamppb.New(info.Start),
 			Http: hr,

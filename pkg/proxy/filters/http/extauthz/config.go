@@ -62,6 +62,9 @@ type config struct {
 	// (nil: no filtering); an HTTP service always has allowed.
 	allowed, disallowed matchers
 	encodeRawHeaders    bool
+	// includeCert and includeTLS are include_peer_certificate and
+	// include_tls_session.
+	includeCert, includeTLS bool
 	// maxDeniedBody caps a denied response's body; 0 means no cap.
 	maxDeniedBody int
 	// metadataNamespaces are the namespaces of the request's dynamic
@@ -144,6 +147,8 @@ func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
 		enforceHeaderLimits: p.GetEnforceResponseHeaderLimits(),
 		runtime:             ctx.Runtime,
 		encodeRawHeaders:    p.GetEncodeRawHeaders(),
+		includeCert:         p.GetIncludePeerCertificate(),
+		includeTLS:          p.GetIncludeTlsSession(),
 		maxDeniedBody:       int(p.GetMaxDeniedResponseBodyBytes()),
 		metadataNamespaces:  p.GetMetadataContextNamespaces(),
 		routeNamespaces:     p.GetRouteMetadataContextNamespaces(),
@@ -245,12 +250,6 @@ func openGRPC(gs *corev3.GrpcService, svc httpfilter.Services, def time.Duration
 // implements only at their default) with their paths.
 func refuseUnsupported(p *extauthzv3.ExtAuthz) error {
 	switch {
-	case p.GetIncludePeerCertificate():
-		// Connections may be TLS now, but the check request does not
-		// carry their TLS state yet.
-		return errors.New("include_peer_certificate: only false is supported by Outrigger (the check request carries no TLS details yet)")
-	case p.GetIncludeTlsSession():
-		return errors.New("include_tls_session: only false is supported by Outrigger (the check request carries no TLS details yet)")
 	case p.GetEmitClientSpan() != nil:
 		return errors.New("emit_client_span: not supported by Outrigger (the check is not traced)")
 	}

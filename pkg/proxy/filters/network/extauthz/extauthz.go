@@ -43,6 +43,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/listenerfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 )
 
 // Name is the filter's name in the proxy. spelling.
@@ -239,18 +240,25 @@ func (f *Filter) setMetadata(c net.Conn, md *structpb.Struct, took time.Duration
 }
 
 // checkRequest is the CheckRequest of a connection as Envoy's
-// CheckRequestUtils::createTcpCheck makes it: the peers (see
-// authzservice.ConnPeers), the destination's service being the requested
-// server name and its labels the node's; the TLS session with
-// include_tls_session; and, with metadata_context_namespaces, those
-// namespaces of the connection's dynamic metadata.
+// CheckRequestUtils::createTcpCheck makes it: the peers' addresses and, on
+// TLS, principals (see authzservice.SetTLSPeers), the destination's
+// service being the requested server name and its labels the node's; the
+// TLS session with include_tls_session; and, with
+// metadata_context_namespaces, those namespaces of the connection's
+// dynamic metadata.
 func (f *Filter) checkRequest(c net.Conn) *authv3.CheckRequest {
-	source, dest := authzservice.ConnPeers(c, f.includeCert)
-	dest.Service = accesslog.RequestedServerName(c)
-	dest.Labels = f.destinationLabels
+	sni := accesslog.RequestedServerName(c)
+	source := &authv3.AttributeContext_Peer{Address: authzservice.SocketAddress(accesslog.AddressString(c.RemoteAddr()))}
+	dest := &authv3.AttributeContext_Peer{
+		Address: authzservice.SocketAddress(accesslog.AddressString(c.LocalAddr())),
+		Service: sni,
+		Labels:  f.destinationLabels,
+	}
+	info := tlsconfig.AccessLogInfo(c)
+	authzservice.SetTLSPeers(source, dest, info, f.includeCert)
 	attrs := &authv3.AttributeContext{Source: source, Destination: dest}
 	if f.includeTLS {
-		attrs.TlsSession = authzservice.TLSSession(c)
+		attrs.TlsSession = authzservice.TLSSession(info, sni)
 	}
 	if len(f.metadataNamespaces) > 0 {
 		attrs.MetadataContext = authzservice.PickNamespaces(netfilter.DynamicMetadataOf(c), f.metadataNamespaces)
