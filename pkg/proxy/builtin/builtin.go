@@ -97,6 +97,7 @@ import (
 	uritemplatematchv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/path/match/uri_template/v3"
 	uritemplaterewritev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/path/rewrite/uri_template/v3"
 	rldexprv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/rate_limit_descriptors/expr/v3"
+	mtlsauthnv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/rbac/principals/mtls_authenticated/v3"
 	googlere2v3 "github.com/envoyproxy/go-control-plane/envoy/extensions/regex_engines/v3"
 	uuidv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/request_id/uuid/v3"
 	connectionsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
@@ -182,6 +183,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/snicluster"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/snidynamicforwardproxy"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/tcpproxy"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/rbacengine"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/udp/udpproxy"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/healthcheck/eventsink"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/ipdetection"
@@ -336,6 +338,10 @@ func Registry() *extension.Registry {
 		// uri_template permission uses the matcher.
 		extension.Of(routetable.URITemplateMatchName, routetable.PathMatchCategory, &uritemplatematchv3.UriTemplateMatchConfig{}, nil),
 		extension.Of(routetable.URITemplateRewriteName, routetable.PathRewriteCategory, &uritemplaterewritev3.UriTemplateRewriteConfig{}, nil),
+
+		// RBAC's mtls_authenticated principal (Principal.custom); package
+		// rbacengine compiles it with the policies (rbacengine/custom.go).
+		extension.Of(rbacengine.MTLSAuthenticatedName, rbacengine.PrincipalsCategory, &mtlsauthnv3.Config{}, nil),
 
 		extension.Of(dns.CaresName, dns.Category, &caresv3.CaresDnsResolverConfig{}, dns.CaresFactory{}),
 		extension.Of(dns.GetAddrInfoName, dns.Category, &getaddrinfov3.GetAddrInfoDnsResolverConfig{}, dns.GetAddrInfoFactory{}),

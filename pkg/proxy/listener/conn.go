@@ -67,6 +67,9 @@ type Conn struct {
 	tls *tls.Conn
 	// localCert is the certificate the TLS handshake served.
 	localCert *x509.Certificate
+	// peerValidated is set when the handshake validated the client's
+	// certificate (tlsconfig.Handshaked).
+	peerValidated bool
 	// peerReset is set once a read found the connection reset by the
 	// peer (see Close).
 	peerReset atomic.Bool
@@ -85,6 +88,11 @@ type Conn struct {
 // TLSLocalCertificate is the certificate the connection's TLS handshake
 // served, nil when the connection is not TLS.
 func (c *Conn) TLSLocalCertificate() *x509.Certificate { return c.localCert }
+
+// PeerCertificateValidated reports whether the TLS handshake validated
+// the client's certificate (Envoy's peerCertificateValidated: a
+// validation context checked it and every check passed).
+func (c *Conn) PeerCertificateValidated() bool { return c.peerValidated }
 
 // TLSConnectionState returns the state of the connection's TLS session,
 // and false when the connection is not TLS.

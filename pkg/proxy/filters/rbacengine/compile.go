@@ -149,7 +149,11 @@ func compilePrincipal(p *rbacv3.Principal) (node, error) {
 	case *rbacv3.Principal_SourcedMetadata:
 		return compileSourcedMetadata(id.SourcedMetadata)
 	case *rbacv3.Principal_Custom:
-		return node{}, errors.New("custom: principal extensions are not supported by Outrigger")
+		n, err := compileCustomPrincipal(id.Custom)
+		if err != nil {
+			return node{}, fmt.Errorf("custom.%w", err)
+		}
+		return n, nil
 	}
 	return node{}, errors.New("identifier: one identifier is required")
 }
