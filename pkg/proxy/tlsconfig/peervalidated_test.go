@@ -17,14 +17,9 @@ import (
 // failing, nor without a certificate.
 func TestPeerValidated(t *testing.T) {
 	p := newPKI(t)
-	other, err := tlstest.NewCA("other CA")
-	if err != nil {
-		t.Fatal(err)
-	}
-	stranger, err := other.Issue(tlstest.Options{CommonName: "stranger", Client: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A client certificate of another CA.
+	_, leaves := tlstest.Leaves(t, tlstest.Options{CommonName: "stranger", Client: true})
+	stranger := leaves[0]
 	trusting := func(mode tlsv3.CertificateValidationContext_TrustChainVerification) *tlsv3.DownstreamTlsContext {
 		dc := p.context()
 		dc.CommonTlsContext.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{

@@ -12,14 +12,8 @@ const mtlsType = "type.googleapis.com/envoy.extensions.rbac.principals.mtls_auth
 // connection with a validated client certificate, and with san_matcher
 // one whose SAN of the matcher's type matches.
 func TestMTLSAuthenticated(t *testing.T) {
-	ca, err := tlstest.NewCA("ca")
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := ca.Issue(tlstest.Options{CommonName: "client", URIs: []string{"spiffe://example.org/frontend"}, DNS: []string{"frontend.example.org"}, Client: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, leaves := tlstest.Leaves(t, tlstest.Options{CommonName: "client", URIs: []string{"spiffe://example.org/frontend"}, DNS: []string{"frontend.example.org"}, Client: true})
+	leaf := leaves[0]
 	anyCert := compileJSON(t, allowIf(anyRule, `{"custom":{"name":"m","typed_config":{"@type":"`+mtlsType+`","any_validated_client_certificate":true}}}`))
 	bySAN := compileJSON(t, allowIf(anyRule, `{"custom":{"name":"m","typed_config":{"@type":"`+mtlsType+`","san_matcher":{"san_type":"URI","matcher":{"prefix":"spiffe://example.org/"}}}}}`))
 	byDNSNotURI := compileJSON(t, allowIf(anyRule, `{"custom":{"name":"m","typed_config":{"@type":"`+mtlsType+`","san_matcher":{"san_type":"DNS","matcher":{"prefix":"spiffe://"}}}}}`))

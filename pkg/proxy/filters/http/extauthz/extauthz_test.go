@@ -800,18 +800,10 @@ func TestHTTPServiceHeaders(t *testing.T) {
 // TLS connection: both principals always, the client's certificate with
 // include_peer_certificate and the SNI with include_tls_session.
 func TestCheckRequestTLS(t *testing.T) {
-	ca, err := tlstest.NewCA("ca")
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := ca.Issue(tlstest.Options{CommonName: "client", URIs: []string{"spiffe://example.org/client"}, Client: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err := ca.Issue(tlstest.Options{DNS: []string{"api.example.org"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, leaves := tlstest.Leaves(t,
+		tlstest.Options{CommonName: "client", URIs: []string{"spiffe://example.org/client"}, Client: true},
+		tlstest.Options{DNS: []string{"api.example.org"}})
+	client, server := leaves[0], leaves[1]
 	for _, include := range []bool{false, true} {
 		cfg := `{` + grpcService + `}`
 		if include {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice/grpcservicetest"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig/tlstest"
@@ -64,15 +65,7 @@ func (a *authz) last(t *testing.T) *authv3.CheckRequest {
 // serve starts a gRPC server of a on loopback and returns its address.
 func serve(t *testing.T, a *authz) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	authv3.RegisterAuthorizationServer(srv, a)
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(srv.Stop)
-	return ln.Addr().String()
+	return grpcservicetest.Serve(t, func(srv *grpc.Server) { authv3.RegisterAuthorizationServer(srv, a) })
 }
 
 // build compiles a network ExtAuthz given as JSON; SERVICE in js stands
@@ -300,18 +293,10 @@ func TestConnectionGone(t *testing.T) {
 // both peers with their principals, the client's certificate, the SNI,
 // the node's labels and the metadata context.
 func TestCheckRequest(t *testing.T) {
-	ca, err := tlstest.NewCA("ca")
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := ca.Issue(tlstest.Options{CommonName: "client", URIs: []string{"spiffe://example.org/client"}, Client: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err := ca.Issue(tlstest.Options{DNS: []string{"backend.example.org"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, leaves := tlstest.Leaves(t,
+		tlstest.Options{CommonName: "client", URIs: []string{"spiffe://example.org/client"}, Client: true},
+		tlstest.Options{DNS: []string{"backend.example.org"}})
+	client, server := leaves[0], leaves[1]
 	a := &authz{code: codes.OK}
 	target := serve(t, a)
 	node, _ := structpb.NewStruct(map[string]any{"labels": map[string]any{"app": "db"}})
@@ -377,14 +362,8 @@ func TestPlainCheckRequest(t *testing.T) {
 // TestSubjectPrincipal checks that a certificate without SANs is named
 // by its subject.
 func TestSubjectPrincipal(t *testing.T) {
-	ca, err := tlstest.NewCA("ca")
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := ca.Issue(tlstest.Options{CommonName: "plain client", Client: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, leaves := tlstest.Leaves(t, tlstest.Options{CommonName: "plain client", Client: true})
+	leaf := leaves[0]
 	a := &authz{code: codes.OK}
 	f, _, err := build(t, `{"stat_prefix": "tcp", SERVICE}`, serve(t, a), nil)
 	if err != nil {
