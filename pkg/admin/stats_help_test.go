@@ -28,6 +28,8 @@ func TestStatHelp(t *testing.T) {
 		"cluster_manager.cds.version_text":                               "Version of the last accepted update, as the text_value label.",
 		"http.ext_authz.denied":                                          "Requests the authorization service denied.",
 		"cluster.ext_authz.ok":                                           "Requests the authorization service allowed.",
+		"ext_authz.tcp.denied":                                           "Connections the authorization service denied.",
+		"ext_authz.tcp.active":                                           "Connection checks waiting for the authorization service's answer.",
 		"cluster.grpc-web.pkg.Svc.Get.success":                           "gRPC-Web calls that ended with grpc-status 0.",
 		"cluster.grpc-web.pkg.Svc.Get.14":                                "gRPC-Web calls by the grpc-status they ended with (the last name segment).",
 		"http.rbac.live.policy.reads.allowed":                            "Requests the RBAC rules allowed with this policy the deciding one (track_per_rule_stats).",

@@ -28,6 +28,11 @@ type TLSInfo struct {
 	// nil when none. x-forwarded-client-cert is made of them.
 	PeerChain        []*x509.Certificate
 	LocalCertificate *x509.Certificate
+	// PeerValidated reports whether the handshake validated the peer's
+	// certificate (Envoy's peerCertificateValidated): a validation
+	// context checked it and every check passed. RBAC's
+	// mtls_authenticated principal reads it.
+	PeerValidated bool
 
 	// peerOnce and localOnce render peer and local, once: requests on
 	// the connection's HTTP/2 streams may ask at the same time.

@@ -9,9 +9,29 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // no client span to emit or suppress). The HTTP service's retry_policy
 // is read as Envoy converts it (its retry_on, which that drops, is
 // refused by the filter).
-// The filter's Compile refuses transport_api_version V2, and
-// include_peer_certificate and include_tls_session true.
+// The filter's Compile refuses transport_api_version V2.
+//
+// The network filter, envoy.filters.network.ext_authz, has its own
+// fields below. Not listed, so refused with their path: shadow_mode (the
+// decision would go to a filter state no network filter reads) and
+// send_tls_alert_on_denial (see refusedWhy).
 var supportedExtAuthz = map[protoreflect.FullName]fieldSupport{
+	"envoy.extensions.filters.network.ext_authz.v3.ExtAuthz.stat_prefix":              {},
+	"envoy.extensions.filters.network.ext_authz.v3.ExtAuthz.grpc_service":             {},
+	"envoy.extensions.filters.network.ext_authz.v3.ExtAuthz.failure_mode_allow":       {},
+	"envoy.extensions.filters.network.ext_authz.v3.ExtAuthz.include_peer_certificate": {},
+	"envoy.extensions.filters.network.ext_authz.v3.ExtAuthz.include_tls_session":      {},
+	"envoy.extensions.filters.network.ext_authz.v3.ExtAuthz.transport_api_version":    {values: []string{"AUTO", "V3"}},
+	// Matched against the connection's dynamic metadata (the listener
+	// filters').
+	"envoy.extensions.filters.network.ext_authz.v3.ExtAuthz.filter_enabled_metadata":       {},
+	"envoy.extensions.filters.network.ext_authz.v3.ExtAuthz.bootstrap_metadata_labels_key": {},
+	// Namespaces of the connection's dynamic metadata; no Outrigger
+	// filter sets typed metadata, so the typed namespaces find nothing,
+	// as in Envoy without such a filter.
+	"envoy.extensions.filters.network.ext_authz.v3.ExtAuthz.metadata_context_namespaces":       {},
+	"envoy.extensions.filters.network.ext_authz.v3.ExtAuthz.typed_metadata_context_namespaces": {},
+
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.grpc_service":                  {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.http_service":                  {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.transport_api_version":         {values: []string{"AUTO", "V3"}},
@@ -46,8 +66,7 @@ var supportedExtAuthz = map[protoreflect.FullName]fieldSupport{
 	// filter_enabled_metadata matches the request's dynamic metadata.
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.filter_enabled_metadata": {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.deny_at_disable":         {},
-	// Only false: the check request carries no TLS details yet (Compile
-	// refuses true).
+	// The client's certificate and the SNI, on a TLS connection.
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.include_peer_certificate": {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.include_tls_session":      {},
 	"envoy.extensions.filters.http.ext_authz.v3.ExtAuthz.stat_prefix":              {},

@@ -8,8 +8,9 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supportedCore). The matcher forms (matcher, shadow_matcher) are the xDS
 // matcher (support_filters_tail.go lists its fields, the RBAC action and
 // the inputs). Not listed, so refused with their path:
-// audit_logging_options, and the permissions and principals
-// matcher, uri_template and custom.
+// audit_logging_options and the permission matcher. A principal's custom
+// extension is the mtls_authenticated principal (rbacengine refuses
+// other types with their path).
 var supportedRBAC = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.filters.http.rbac.v3.RBAC.rules":                    {},
 	"envoy.extensions.filters.http.rbac.v3.RBAC.rules_stat_prefix":        {},
@@ -78,6 +79,10 @@ var supportedRBAC = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.rbac.v3.Principal.metadata":         {},
 	"envoy.config.rbac.v3.Principal.not_id":           {},
 	"envoy.config.rbac.v3.Principal.sourced_metadata": {},
+	"envoy.config.rbac.v3.Principal.custom":           {},
+
+	"envoy.extensions.rbac.principals.mtls_authenticated.v3.Config.san_matcher":                      {},
+	"envoy.extensions.rbac.principals.mtls_authenticated.v3.Config.any_validated_client_certificate": {},
 	// A string_match on the object's PLAIN form (the HTTP filter only;
 	// the network one refuses it).
 	"envoy.config.rbac.v3.Principal.filter_state":                 {},

@@ -13,6 +13,9 @@ var refusedWhy = map[protoreflect.FullName]string{
 	"envoy.config.metrics.v3.HistogramBucketSettings.bins": "not supported by Outrigger: " +
 		"the circllhist library Outrigger records histograms with (circonusllhist) allocates a fixed 100 bins and " +
 		"grows as needed; it takes no initial size",
+	"envoy.extensions.filters.network.ext_authz.v3.ExtAuthz.send_tls_alert_on_denial": "not supported by Outrigger: " +
+		"Go's crypto/tls sends no alert of the application's choosing once the handshake is done, so a denied " +
+		"connection is closed without the access_denied alert Envoy sends",
 	"envoy.extensions.filters.http.lua.v3.Lua.package_cpaths": "not supported by Outrigger: " +
 		"gopher-lua, the Lua Outrigger runs, cannot load C modules; package_paths (Lua modules) are supported",
 	"envoy.extensions.filters.http.lua.v3.LuaPerRoute.package_cpaths": "not supported by Outrigger: " +

@@ -68,6 +68,7 @@ import (
 	connlimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/connection_limit/v3"
 	drv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/direct_response/v3"
 	echov3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/echo/v3"
+	netextauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/ext_authz/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	netlrlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/local_ratelimit/v3"
 	netratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/ratelimit/v3"
@@ -96,6 +97,7 @@ import (
 	uritemplatematchv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/path/match/uri_template/v3"
 	uritemplaterewritev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/path/rewrite/uri_template/v3"
 	rldexprv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/rate_limit_descriptors/expr/v3"
+	mtlsauthnv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/rbac/principals/mtls_authenticated/v3"
 	googlere2v3 "github.com/envoyproxy/go-control-plane/envoy/extensions/regex_engines/v3"
 	uuidv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/request_id/uuid/v3"
 	connectionsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
@@ -174,12 +176,14 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/connectionlimit"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/directresponse"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/echo"
+	netextauthz "github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/extauthz"
 	netlocalratelimit "github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/localratelimit"
 	netratelimit "github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/ratelimit"
 	netrbac "github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/rbac"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/snicluster"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/snidynamicforwardproxy"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/network/tcpproxy"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/rbacengine"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/udp/udpproxy"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/healthcheck/eventsink"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/ipdetection"
@@ -306,6 +310,7 @@ func Registry() *extension.Registry {
 		extension.Of(connectionlimit.Name, NetworkFilters, &connlimitv3.ConnectionLimit{}, connectionlimit.Factory{}),
 		extension.Of(directresponse.Name, NetworkFilters, &drv3.Config{}, directresponse.Factory{}),
 		extension.Of(echo.Name, NetworkFilters, &echov3.Echo{}, echo.Factory{}),
+		extension.Of(netextauthz.Name, NetworkFilters, &netextauthzv3.ExtAuthz{}, netextauthz.Factory{}),
 		extension.Of("proxy.filters.network.http_connection_manager", NetworkFilters, &hcmv3.HttpConnectionManager{}, nil),
 		extension.Of(netlocalratelimit.Name, NetworkFilters, &netlrlv3.LocalRateLimit{}, netlocalratelimit.Factory{}),
 		extension.Of(netratelimit.Name, NetworkFilters, &netratelimitv3.RateLimit{}, netratelimit.Factory{}),
@@ -333,6 +338,10 @@ func Registry() *extension.Registry {
 		// uri_template permission uses the matcher.
 		extension.Of(routetable.URITemplateMatchName, routetable.PathMatchCategory, &uritemplatematchv3.UriTemplateMatchConfig{}, nil),
 		extension.Of(routetable.URITemplateRewriteName, routetable.PathRewriteCategory, &uritemplaterewritev3.UriTemplateRewriteConfig{}, nil),
+
+		// RBAC's mtls_authenticated principal (Principal.custom); package
+		// rbacengine compiles it with the policies (rbacengine/custom.go).
+		extension.Of(rbacengine.MTLSAuthenticatedName, rbacengine.PrincipalsCategory, &mtlsauthnv3.Config{}, nil),
 
 		extension.Of(dns.CaresName, dns.Category, &caresv3.CaresDnsResolverConfig{}, dns.CaresFactory{}),
 		extension.Of(dns.GetAddrInfoName, dns.Category, &getaddrinfov3.GetAddrInfoDnsResolverConfig{}, dns.GetAddrInfoFactory{}),

@@ -203,10 +203,10 @@ func (l *Listener) admit(c net.Conn, ws *workerStats, sock *listenerfilter.Socke
 	}
 	if sock != nil {
 		conn.source, conn.hasSource = sock.UpstreamSource()
-		conn.metadata = sock.DynamicMetadata()
+		conn.metadata.Store(sock.DynamicMetadata())
 		conn.pp, conn.hasPP = sock.ProxyProtocol()
 	} else {
-		conn.metadata = listenerfilter.PassthroughMetadata(c)
+		conn.metadata.Store(listenerfilter.PassthroughMetadata(c))
 	}
 	if dl := l.log.V(1); dl.Enabled() {
 		// Envoy's conn_handler debug record of every accepted connection.

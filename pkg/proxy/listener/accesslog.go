@@ -142,7 +142,7 @@ func (l *Listener) logConn(c *Conn) {
 	c.hookMu.Lock()
 	info, failure := c.log.info, c.log.failure
 	c.hookMu.Unlock()
-	e := &accesslog.Entry{DynamicMetadata: c.metadata}
+	e := &accesslog.Entry{DynamicMetadata: c.metadata.Load()}
 	if info != nil {
 		e = info.ConnectionLogEntry()
 	}

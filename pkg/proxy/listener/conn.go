@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"maps"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,9 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
@@ -45,8 +49,10 @@ type Conn struct {
 	source    upstream.Source
 	hasSource bool
 	// metadata is the dynamic metadata the listener filters set
-	// (netfilter.MetadataHolder); it does not change afterwards.
-	metadata *corev3.Metadata
+	// (netfilter.MetadataHolder), which read filters may add to
+	// (netfilter.MetadataSetter). A value stored is never modified: an
+	// addition stores a copy.
+	metadata atomic.Pointer[corev3.Metadata]
 	// pp is what the connection's PROXY protocol header said, hasPP
 	// whether a listener filter parsed one.
 	pp    upstream.ProxyProtocolData
@@ -61,6 +67,9 @@ type Conn struct {
 	tls *tls.Conn
 	// localCert is the certificate the TLS handshake served.
 	localCert *x509.Certificate
+	// peerValidated is set when the handshake validated the client's
+	// certificate (tlsconfig.Handshaked).
+	peerValidated bool
 	// peerReset is set once a read found the connection reset by the
 	// peer (see Close).
 	peerReset atomic.Bool
@@ -79,6 +88,11 @@ type Conn struct {
 // TLSLocalCertificate is the certificate the connection's TLS handshake
 // served, nil when the connection is not TLS.
 func (c *Conn) TLSLocalCertificate() *x509.Certificate { return c.localCert }
+
+// PeerCertificateValidated reports whether the TLS handshake validated
+// the client's certificate (Envoy's peerCertificateValidated: a
+// validation context checked it and every check passed).
+func (c *Conn) PeerCertificateValidated() bool { return c.peerValidated }
 
 // TLSConnectionState returns the state of the connection's TLS session,
 // and false when the connection is not TLS.
@@ -125,8 +139,25 @@ func (c *Conn) LocalAddr() net.Addr {
 func (c *Conn) UpstreamSource() (upstream.Source, bool) { return c.source, c.hasSource }
 
 // DynamicMetadata is the connection's dynamic metadata, which its listener
-// filters set (netfilter.MetadataHolder); nil when they set none.
-func (c *Conn) DynamicMetadata() *corev3.Metadata { return c.metadata }
+// filters and read filters set (netfilter.MetadataHolder); nil when they
+// set none.
+func (c *Conn) DynamicMetadata() *corev3.Metadata { return c.metadata.Load() }
+
+// SetDynamicMetadata merges fields into namespace of the connection's
+// dynamic metadata (netfilter.MetadataSetter: Envoy's connection
+// StreamInfo::setDynamicMetadata, each field replacing the one of its
+// name). It stores a merged copy, so that a reader holding the previous
+// value sees it unchanged.
+func (c *Conn) SetDynamicMetadata(namespace string, fields *structpb.Struct) {
+	for {
+		old := c.metadata.Load()
+		next := &corev3.Metadata{FilterMetadata: maps.Clone(old.GetFilterMetadata()), TypedFilterMetadata: old.GetTypedFilterMetadata()}
+		next = accesslog.MergeMetadata(next, namespace, fields)
+		if c.metadata.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
 
 // ProxyProtocol is what the connection's PROXY protocol header said
 // (upstream.ProxyProtocolConn), false when no listener filter parsed one.

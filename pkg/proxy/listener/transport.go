@@ -100,7 +100,7 @@ func (l *Listener) handshake(conn *Conn, ch *chain) bool {
 	if ch.connectTimeout > 0 {
 		_ = conn.Conn.SetDeadline(time.Now().Add(ch.connectTimeout))
 	}
-	tc, local, err := ch.tls.Handshake(context.Background(), conn.Conn, l.tlsStats)
+	tc, hs, err := ch.tls.HandshakeState(context.Background(), conn.Conn, l.tlsStats)
 	if err == nil && ch.connectTimeout > 0 {
 		// A socket that fails this has failed for its handler too.
 		_ = conn.Conn.SetDeadline(time.Time{})
@@ -118,7 +118,7 @@ func (l *Listener) handshake(conn *Conn, ch *chain) bool {
 		_ = conn.Close()
 		return false
 	}
-	conn.tls, conn.Conn, conn.localCert = tc, tc, local
+	conn.tls, conn.Conn, conn.localCert, conn.peerValidated = tc, tc, hs.Local, hs.PeerValidated
 	if conn.serverName == "" {
 		conn.serverName = tc.ConnectionState().ServerName
 	}

@@ -17,6 +17,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"github.com/go-logr/logr"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
@@ -138,6 +139,9 @@ type Context struct {
 	// Drain is the listener's drain, which check_drain_close consults;
 	// nil never drains.
 	Drain Drainer
+	// NodeMetadata is the bootstrap node's metadata (ext_authz's
+	// bootstrap_metadata_labels_key); nil when it has none.
+	NodeMetadata *structpb.Struct
 }
 
 // Drainer is a listener's drain as a network filter sees it.

@@ -249,17 +249,18 @@ func (s *Server) buildNetworkFilter(f *listenerv3.Filter, drain *listener.Drain,
 		return nil, fmt.Errorf("typed_config: network filter %s is not supported by Outrigger", ext.Name)
 	}
 	nctx := netfilter.Context{
-		Stats:      s.stats,
-		Log:        s.logs.Logger("filter"),
-		Clusters:   networkClusters{m: s.clusters},
-		OnDemand:   s.onDemand(),
-		AccessLogs: s.compileAccessLogs,
-		Now:        s.clock,
-		Runtime:    runtimeValues{s.runtime},
-		Shared:     s.shared,
-		State:      state,
-		OpenGRPC:   s.openGRPC,
-		Extensions: s.ext,
+		Stats:        s.stats,
+		Log:          s.logs.Logger("filter"),
+		Clusters:     networkClusters{m: s.clusters},
+		OnDemand:     s.onDemand(),
+		AccessLogs:   s.compileAccessLogs,
+		Now:          s.clock,
+		Runtime:      runtimeValues{s.runtime},
+		Shared:       s.shared,
+		State:        state,
+		OpenGRPC:     s.openGRPC,
+		Extensions:   s.ext,
+		NodeMetadata: s.boot.GetNode().GetMetadata(),
 	}
 	if drain != nil {
 		// A nil *listener.Drain would make a Drainer that is not nil.

@@ -26,7 +26,11 @@ func AccessLogInfo(c net.Conn) *accesslog.TLSInfo {
 	if l, ok := c.(interface{ TLSLocalCertificate() *x509.Certificate }); ok {
 		local = l.TLSLocalCertificate()
 	}
-	return ConnInfo(cs, local)
+	info := ConnInfo(cs, local)
+	if v, ok := c.(interface{ PeerCertificateValidated() bool }); ok {
+		info.PeerValidated = v.PeerCertificateValidated()
+	}
+	return info
 }
 
 // ConnInfo is the access log's TLSInfo of a connection in state cs,

@@ -297,7 +297,9 @@ func (cl *Client) HandshakeWith(ctx context.Context, c net.Conn, fallbackALPN []
 	if err != nil {
 		return nil, nil, err
 	}
-	v.countUntrusted(check, tc.ConnectionState(), st)
+	if st != nil {
+		v.countUntrusted(check, tc.ConnectionState(), st)
+	}
 	return tc, sent, nil
 }
 

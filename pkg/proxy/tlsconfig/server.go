@@ -319,9 +319,27 @@ func (s *Server) certificateIndex(hello *tls.ClientHelloInfo) int {
 // st (nil counts nothing). ctx bounds it. It returns the TLS connection
 // and the certificate it served (for %DOWNSTREAM_LOCAL_*%).
 func (s *Server) Handshake(ctx context.Context, c net.Conn, st *Stats) (*tls.Conn, *x509.Certificate, error) {
+	tc, hs, err := s.HandshakeState(ctx, c, st)
+	return tc, hs.Local, err
+}
+
+// Handshaked is what a completed server handshake tells besides its
+// connection.
+type Handshaked struct {
+	// Local is the certificate served (for %DOWNSTREAM_LOCAL_*%).
+	Local *x509.Certificate
+	// PeerValidated is Envoy's peerCertificateValidated: the client sent
+	// a certificate that the validation context checked (trusted_ca,
+	// SAN matchers or pins) and every check passed; one that
+	// ACCEPT_UNTRUSTED let through failing is not validated.
+	PeerValidated bool
+}
+
+// HandshakeState is Handshake, telling the handshake's Handshaked.
+func (s *Server) HandshakeState(ctx context.Context, c net.Conn, st *Stats) (*tls.Conn, Handshaked, error) {
 	s = s.current()
 	if s.cfg == nil {
-		return nil, nil, errSecretsNotReady
+		return nil, Handshaked{}, errSecretsNotReady
 	}
 	tc := tls.Server(c, s.cfg)
 	err := tc.HandshakeContext(ctx)
@@ -333,10 +351,10 @@ func (s *Server) Handshake(ctx context.Context, c net.Conn, st *Stats) (*tls.Con
 	}
 	if err != nil {
 		st.failed(err)
-		return nil, nil, err
+		return nil, Handshaked{}, err
 	}
 	cs := tc.ConnectionState()
 	st.succeeded(cs)
-	s.v.countUntrusted(s.v.verify, cs, st)
-	return tc, local, nil
+	untrusted := s.v.countUntrusted(s.v.verify, cs, st)
+	return tc, Handshaked{Local: local, PeerValidated: len(cs.PeerCertificates) > 0 && s.v.checks() && !untrusted}, nil
 }

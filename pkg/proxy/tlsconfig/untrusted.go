@@ -35,14 +35,18 @@ func untrustedAccepted(err error) bool {
 
 // countUntrusted counts, after a handshake that completed, the
 // verification failure that ACCEPT_UNTRUSTED let through (Envoy counts
-// ssl.fail_verify_* and lets the connection go on); without
-// ACCEPT_UNTRUSTED there is none to count.
-func (v *validator) countUntrusted(check chainCheck, cs tls.ConnectionState, st *Stats) {
-	if !v.acceptUntrusted || check == nil || st == nil {
-		return
+// ssl.fail_verify_* and lets the connection go on), and reports whether
+// there was one; without ACCEPT_UNTRUSTED there is none.
+func (v *validator) countUntrusted(check chainCheck, cs tls.ConnectionState, st *Stats) bool {
+	if !v.acceptUntrusted || check == nil {
+		return false
 	}
 	var ve *VerifyError
 	if err := check(cs.PeerCertificates); errors.As(err, &ve) {
-		st.verifyFailed(ve)
+		if st != nil {
+			st.verifyFailed(ve)
+		}
+		return true
 	}
+	return false
 }

@@ -85,6 +85,14 @@ func (v *validator) active() bool {
 	return v.require || v.roots != nil || len(v.sans) > 0 || len(v.hashes) > 0 || len(v.spkis) > 0
 }
 
+// checks reports whether the validator checks a peer's certificate
+// (trusted_ca, SAN matchers or pins), what makes a certificate
+// validated in Envoy's terms; require_client_certificate alone checks
+// nothing.
+func (v *validator) checks() bool {
+	return v.roots != nil || len(v.sans) > 0 || len(v.hashes) > 0 || len(v.spkis) > 0
+}
+
 // compileValidation compiles a validation_context. Errors name the field
 // below it.
 func compileValidation(vc *tlsv3.CertificateValidationContext) (*validator, error) {
@@ -127,28 +135,11 @@ func compileValidation(vc *tlsv3.CertificateValidationContext) (*validator, erro
 		v.crlLeafOnly = vc.GetOnlyVerifyLeafCertCrl()
 	}
 	for i, m := range vc.GetMatchTypedSubjectAltNames() {
-		var oid asn1.ObjectIdentifier
-		switch {
-		case m.GetSanType() == tlsv3.SubjectAltNameMatcher_OTHER_NAME:
-			var err error
-			if oid, err = parseOID(m.GetOid()); err != nil {
-				errs = append(errs, fmt.Errorf("match_typed_subject_alt_names[%d].oid: %w", i, err))
-				continue
-			}
-		case m.GetOid() != "":
-			errs = append(errs, fmt.Errorf("match_typed_subject_alt_names[%d].oid: only read with san_type OTHER_NAME", i))
-			continue
-		}
-		if m.GetSanType() == tlsv3.SubjectAltNameMatcher_SAN_TYPE_UNSPECIFIED {
-			errs = append(errs, fmt.Errorf("match_typed_subject_alt_names[%d].san_type: required", i))
-			continue
-		}
-		sm, err := compileSAN(m.GetSanType(), m.GetMatcher())
+		sm, err := compileTypedSAN(m)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("match_typed_subject_alt_names[%d].matcher.%w", i, err))
+			errs = append(errs, fmt.Errorf("match_typed_subject_alt_names[%d].%w", i, err))
 			continue
 		}
-		sm.oid = oid
 		v.sans = append(v.sans, sm)
 	}
 	//lint:ignore SA1019 Envoy still accepts the deprecated match_subject_alt_names (with its deprecation warning)
@@ -178,6 +169,48 @@ func compileValidation(vc *tlsv3.CertificateValidationContext) (*validator, erro
 	}
 	return v, errors.Join(errs...)
 }
+
+// compileTypedSAN compiles a SubjectAltNameMatcher; errors name the field
+// below it.
+func compileTypedSAN(m *tlsv3.SubjectAltNameMatcher) (sanMatcher, error) {
+	var oid asn1.ObjectIdentifier
+	switch {
+	case m.GetSanType() == tlsv3.SubjectAltNameMatcher_OTHER_NAME:
+		var err error
+		if oid, err = parseOID(m.GetOid()); err != nil {
+			return sanMatcher{}, fmt.Errorf("oid: %w", err)
+		}
+	case m.GetOid() != "":
+		return sanMatcher{}, errors.New("oid: only read with san_type OTHER_NAME")
+	}
+	if m.GetSanType() == tlsv3.SubjectAltNameMatcher_SAN_TYPE_UNSPECIFIED {
+		return sanMatcher{}, errors.New("san_type: required")
+	}
+	sm, err := compileSAN(m.GetSanType(), m.GetMatcher())
+	if err != nil {
+		return sanMatcher{}, fmt.Errorf("matcher.%w", err)
+	}
+	sm.oid = oid
+	return sm, nil
+}
+
+// SANMatcher is a compiled SubjectAltNameMatcher, as a validation
+// context's match_typed_subject_alt_names entry matches a certificate
+// (RBAC's mtls_authenticated principal reads one).
+type SANMatcher struct{ m sanMatcher }
+
+// CompileSANMatcher compiles a SubjectAltNameMatcher; errors name the
+// field below it.
+func CompileSANMatcher(m *tlsv3.SubjectAltNameMatcher) (*SANMatcher, error) {
+	sm, err := compileTypedSAN(m)
+	if err != nil {
+		return nil, err
+	}
+	return &SANMatcher{m: sm}, nil
+}
+
+// Match reports whether some SAN of c of the matcher's type matches.
+func (s *SANMatcher) Match(c *x509.Certificate) bool { return s.m.matches(c) }
 
 // compileSAN compiles one SAN matcher; errors name the field below the
 // StringMatcher.
@@ -267,41 +300,49 @@ func (v *validator) verifyChain(chain []*x509.Certificate) error {
 // matcher.
 func (v *validator) matchSAN(c *x509.Certificate) bool {
 	for i := range v.sans {
-		m := &v.sans[i]
-		any := m.kind == tlsv3.SubjectAltNameMatcher_SAN_TYPE_UNSPECIFIED
-		if any || m.kind == tlsv3.SubjectAltNameMatcher_DNS {
-			for _, n := range c.DNSNames {
-				if m.m.Match(n) || (m.exact != "" && dnsWildcardMatch(n, m.exact)) {
-					return true
-				}
+		if v.sans[i].matches(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// matches reports whether some SAN of c of the matcher's type (any, for
+// the untyped kind) satisfies it.
+func (m *sanMatcher) matches(c *x509.Certificate) bool {
+	any := m.kind == tlsv3.SubjectAltNameMatcher_SAN_TYPE_UNSPECIFIED
+	if any || m.kind == tlsv3.SubjectAltNameMatcher_DNS {
+		for _, n := range c.DNSNames {
+			if m.m.Match(n) || (m.exact != "" && dnsWildcardMatch(n, m.exact)) {
+				return true
 			}
 		}
-		if any || m.kind == tlsv3.SubjectAltNameMatcher_URI {
-			for _, u := range c.URIs {
-				if m.m.Match(u.String()) {
-					return true
-				}
+	}
+	if any || m.kind == tlsv3.SubjectAltNameMatcher_URI {
+		for _, u := range c.URIs {
+			if m.m.Match(u.String()) {
+				return true
 			}
 		}
-		if any || m.kind == tlsv3.SubjectAltNameMatcher_EMAIL {
-			for _, e := range c.EmailAddresses {
-				if m.m.Match(e) {
-					return true
-				}
+	}
+	if any || m.kind == tlsv3.SubjectAltNameMatcher_EMAIL {
+		for _, e := range c.EmailAddresses {
+			if m.m.Match(e) {
+				return true
 			}
 		}
-		if m.kind == tlsv3.SubjectAltNameMatcher_OTHER_NAME {
-			for _, v := range otherNames(c, m.oid) {
-				if m.m.Match(v) {
-					return true
-				}
+	}
+	if m.kind == tlsv3.SubjectAltNameMatcher_OTHER_NAME {
+		for _, v := range otherNames(c, m.oid) {
+			if m.m.Match(v) {
+				return true
 			}
 		}
-		if any || m.kind == tlsv3.SubjectAltNameMatcher_IP_ADDRESS {
-			for _, ip := range c.IPAddresses {
-				if m.m.Match(ip.String()) {
-					return true
-				}
+	}
+	if any || m.kind == tlsv3.SubjectAltNameMatcher_IP_ADDRESS {
+		for _, ip := range c.IPAddresses {
+			if m.m.Match(ip.String()) {
+				return true
 			}
 		}
 	}

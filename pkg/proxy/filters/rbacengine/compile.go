@@ -88,7 +88,10 @@ func compilePermission(p *rbacv3.Permission) (node, error) {
 	case *rbacv3.Permission_SourcedMetadata:
 		return compileSourcedMetadata(r.SourcedMetadata)
 	case *rbacv3.Permission_Matcher:
-		return node{}, errors.New("matcher: permission extensions are not supported by Outrigger")
+		// Envoy's one, envoy.rbac.matchers.upstream_ip_port, reads the
+		// upstream address the dynamic forward proxy filter saves with
+		// save_upstream_address, which Outrigger refuses.
+		return node{}, errors.New("matcher: permission extensions are not supported by Outrigger (envoy.rbac.matchers.upstream_ip_port reads the upstream address save_upstream_address keeps, which is refused)")
 	case *rbacv3.Permission_UriTemplate:
 		t, err := router.CompilePathMatchPolicy(r.UriTemplate)
 		if err != nil {
@@ -149,7 +152,11 @@ func compilePrincipal(p *rbacv3.Principal) (node, error) {
 	case *rbacv3.Principal_SourcedMetadata:
 		return compileSourcedMetadata(id.SourcedMetadata)
 	case *rbacv3.Principal_Custom:
-		return node{}, errors.New("custom: principal extensions are not supported by Outrigger")
+		n, err := compileCustomPrincipal(id.Custom)
+		if err != nil {
+			return node{}, fmt.Errorf("custom.%w", err)
+		}
+		return n, nil
 	}
 	return node{}, errors.New("identifier: one identifier is required")
 }

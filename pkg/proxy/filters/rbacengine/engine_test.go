@@ -244,19 +244,25 @@ func TestNoPolicies(t *testing.T) {
 
 func TestCompileErrors(t *testing.T) {
 	tests := map[string]struct{ permission, principal, want string }{
-		"bad regex":            {`{"url_path":{"path":{"safe_regex":{"regex":"("}}}}`, anyRule, `policies["p"].permissions[0].url_path.path.safe_regex.regex: `},
-		"bad header regex":     {`{"and_rules":{"rules":[{"any":true},{"header":{"name":"x","string_match":{"safe_regex":{"regex":"[a"}}}}]}}`, anyRule, `policies["p"].permissions[0].and_rules.rules[1].header.string_match.safe_regex.regex: `},
-		"bad CIDR":             {anyRule, `{"source_ip":{"address_prefix":"10.0.0.300","prefix_len":8}}`, `policies["p"].principals[0].source_ip.address_prefix: "10.0.0.300" is not an IP address`},
-		"long prefix":          {anyRule, `{"not_id":{"remote_ip":{"address_prefix":"10.0.0.0","prefix_len":33}}}`, `policies["p"].principals[0].not_id.remote_ip.prefix_len: 33 is longer than an IPv4 address`},
-		"port range reversed":  {`{"destination_port_range":{"start":90,"end":80}}`, anyRule, `policies["p"].permissions[0].destination_port_range: range start 90 cannot be greater or equal than range end 80`},
-		"port range bounds":    {`{"destination_port_range":{"start":-1,"end":80}}`, anyRule, `policies["p"].permissions[0].destination_port_range.start: range start -1 is out of bounds`},
-		"uri_template":         {`{"uri_template":{"name":"t"}}`, anyRule, `policies["p"].permissions[0].uri_template.typed_config: a typed_config is required`},
-		"uri_template syntax":  {fmt.Sprintf(uriTemplate, "/a/**/*"), anyRule, `policies["p"].permissions[0].uri_template.typed_config.path_template: "/a/**/*" is invalid: glob after text glob`},
-		"matcher":              {`{"or_rules":{"rules":[{"matcher":{"name":"m"}}]}}`, anyRule, `policies["p"].permissions[0].or_rules.rules[0].matcher: permission extensions are not supported`},
-		"sourced_metadata":     {`{"sourced_metadata":{"metadata_matcher":{"filter":"f","value":{"present_match":true}}}}`, anyRule, `policies["p"].permissions[0].sourced_metadata.metadata_matcher.path: at least one segment is required`},
-		"filter_state address": {anyRule, `{"filter_state":{"key":"k","address_match":{}}}`, `policies["p"].principals[0].filter_state.address_match: not supported by Outrigger`},
-		"custom":               {anyRule, `{"custom":{"name":"c"}}`, `policies["p"].principals[0].custom: principal extensions are not supported`},
-		"metadata no path":     {`{"metadata":{"filter":"f","value":{"present_match":true}}}`, anyRule, `policies["p"].permissions[0].metadata.path: at least one segment is required`},
+		"bad regex":             {`{"url_path":{"path":{"safe_regex":{"regex":"("}}}}`, anyRule, `policies["p"].permissions[0].url_path.path.safe_regex.regex: `},
+		"bad header regex":      {`{"and_rules":{"rules":[{"any":true},{"header":{"name":"x","string_match":{"safe_regex":{"regex":"[a"}}}}]}}`, anyRule, `policies["p"].permissions[0].and_rules.rules[1].header.string_match.safe_regex.regex: `},
+		"bad CIDR":              {anyRule, `{"source_ip":{"address_prefix":"10.0.0.300","prefix_len":8}}`, `policies["p"].principals[0].source_ip.address_prefix: "10.0.0.300" is not an IP address`},
+		"long prefix":           {anyRule, `{"not_id":{"remote_ip":{"address_prefix":"10.0.0.0","prefix_len":33}}}`, `policies["p"].principals[0].not_id.remote_ip.prefix_len: 33 is longer than an IPv4 address`},
+		"port range reversed":   {`{"destination_port_range":{"start":90,"end":80}}`, anyRule, `policies["p"].permissions[0].destination_port_range: range start 90 cannot be greater or equal than range end 80`},
+		"port range bounds":     {`{"destination_port_range":{"start":-1,"end":80}}`, anyRule, `policies["p"].permissions[0].destination_port_range.start: range start -1 is out of bounds`},
+		"uri_template":          {`{"uri_template":{"name":"t"}}`, anyRule, `policies["p"].permissions[0].uri_template.typed_config: a typed_config is required`},
+		"uri_template syntax":   {fmt.Sprintf(uriTemplate, "/a/**/*"), anyRule, `policies["p"].permissions[0].uri_template.typed_config.path_template: "/a/**/*" is invalid: glob after text glob`},
+		"matcher":               {`{"or_rules":{"rules":[{"matcher":{"name":"m"}}]}}`, anyRule, `policies["p"].permissions[0].or_rules.rules[0].matcher: permission extensions are not supported`},
+		"sourced_metadata":      {`{"sourced_metadata":{"metadata_matcher":{"filter":"f","value":{"present_match":true}}}}`, anyRule, `policies["p"].permissions[0].sourced_metadata.metadata_matcher.path: at least one segment is required`},
+		"filter_state address":  {anyRule, `{"filter_state":{"key":"k","address_match":{}}}`, `policies["p"].principals[0].filter_state.address_match: not supported by Outrigger`},
+		"custom without config": {anyRule, `{"custom":{"name":"c"}}`, `policies["p"].principals[0].custom.typed_config: required`},
+		"custom of another type": {anyRule, `{"custom":{"name":"c","typed_config":{"@type":"type.googleapis.com/google.protobuf.Empty"}}}`,
+			`policies["p"].principals[0].custom.typed_config: principal extension type.googleapis.com/google.protobuf.Empty is not supported by Outrigger`},
+		"mtls without validation": {anyRule, `{"custom":{"name":"m","typed_config":{"@type":"` + mtlsType + `"}}}`,
+			`policies["p"].principals[0].custom.typed_config: envoy.rbac.principals.mtls_authenticated did not have any configured validation`},
+		"mtls bad SAN matcher": {anyRule, `{"custom":{"name":"m","typed_config":{"@type":"` + mtlsType + `","san_matcher":{"matcher":{"exact":"a"}}}}}`,
+			`policies["p"].principals[0].custom.typed_config.san_matcher.san_type: required`},
+		"metadata no path": {`{"metadata":{"filter":"f","value":{"present_match":true}}}`, anyRule, `policies["p"].permissions[0].metadata.path: at least one segment is required`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

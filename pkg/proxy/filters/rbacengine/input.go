@@ -37,6 +37,9 @@ type Input struct {
 	// certificate, nil when it sent none (authenticated).
 	TLS  bool
 	Peer *Peer
+	// PeerValidated reports that the handshake validated the client's
+	// certificate (mtls_authenticated).
+	PeerValidated bool
 	// Metadata is the request's dynamic metadata (metadata), nil when
 	// there is none.
 	Metadata *corev3.Metadata
@@ -82,6 +85,9 @@ func pathOnly(path string) string {
 type Peer struct {
 	URIs, DNSNames []string
 	Subject        string
+	// Cert is the certificate itself, whose SANs of every type
+	// mtls_authenticated's san_matcher reads.
+	Cert *x509.Certificate
 }
 
 // NewPeer renders c's identity; nil for no certificate.
@@ -89,7 +95,7 @@ func NewPeer(c *x509.Certificate) *Peer {
 	if c == nil {
 		return nil
 	}
-	p := &Peer{DNSNames: c.DNSNames, Subject: c.Subject.String()}
+	p := &Peer{DNSNames: c.DNSNames, Subject: c.Subject.String(), Cert: c}
 	for _, u := range c.URIs {
 		p.URIs = append(p.URIs, u.String())
 	}

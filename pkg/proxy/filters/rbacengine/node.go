@@ -5,6 +5,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/filter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 )
 
 // kind is what a node tests.
@@ -29,6 +30,7 @@ const (
 	kindDirectRemoteIP
 	kindRemoteIP
 	kindFilterState
+	kindMTLSAuthenticated
 )
 
 // node is a compiled permission or principal. It is one concrete type
@@ -53,6 +55,9 @@ type node struct {
 	tmpl *router.URITemplate
 	// key is a filter_state principal's key, str its string matcher.
 	key string
+	// san is an mtls_authenticated principal's san_matcher, nil for
+	// any validated certificate.
+	san *tlsconfig.SANMatcher
 }
 
 // simplify replaces an and or an or of one rule by the rule, at every
@@ -121,7 +126,7 @@ func (n *node) needs() Needs {
 		return x
 	case kindDestinationIP, kindDestinationPort, kindDestinationPortRange, kindSourceIP, kindDirectRemoteIP, kindRemoteIP:
 		return NeedAddresses
-	case kindAuthenticated, kindServerName:
+	case kindAuthenticated, kindServerName, kindMTLSAuthenticated:
 		return NeedTLS
 	case kindRouteMetadata:
 		return NeedRoute
@@ -190,6 +195,8 @@ func (n *node) match(in *Input) bool {
 		return authenticated(n, in)
 	case kindFilterState:
 		return filterStateMatches(n, in)
+	case kindMTLSAuthenticated:
+		return mtlsAuthenticated(n, in)
 	}
 	return false
 }

@@ -2,17 +2,14 @@ package extauthz
 
 import (
 	"math/rand/v2"
-	"net"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
-	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/authzservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 )
 
@@ -44,7 +41,7 @@ type checkInput struct {
 func (c *config) checkRequest(s httpfilter.Stream, in checkInput) *authv3.CheckRequest {
 	info := s.Info()
 	r := s.Request()
-	source := &authv3.AttributeContext_Peer{Address: socketAddress(info.RemoteAddress)}
+	source := &authv3.AttributeContext_Peer{Address: authzservice.SocketAddress(info.RemoteAddress)}
 	if svc, ok := s.RequestHeaders().Get("x-envoy-downstream-service-cluster"); ok {
 		source.Service = svc
 	}
@@ -100,7 +97,7 @@ func (c *config) checkRequest(s httpfilter.Stream, in checkInput) *authv3.CheckR
 		if in.settings.packAsBytes {
 			hr.RawBody = append([]byte(nil), data...)
 		} else {
-			hr.Body = sanitizeUTF8(data)
+			hr.Body = authzservice.SanitizeUTF8(data)
 		}
 		partial := strconv.FormatBool(n != len(in.body))
 		if raw != nil {
@@ -109,16 +106,23 @@ func (c *config) checkRequest(s httpfilter.Stream, in checkInput) *authv3.CheckR
 			hr.Headers[partialBodyHeader] = partial
 		}
 	}
+	destination := &authv3.AttributeContext_Peer{Address: authzservice.SocketAddress(info.LocalAddress), Labels: c.destinationLabels}
+	authzservice.SetTLSPeers(source, destination, info.TLS, c.includeCert)
+	var session *authv3.AttributeContext_TLSSession
+	if c.includeTLS {
+		session = authzservice.TLSSession(info.TLS, info.RequestedServerName)
+	}
 	return &authv3.CheckRequest{Attributes: &authv3.AttributeContext{
 		Source:      source,
-		Destination: &authv3.AttributeContext_Peer{Address: socketAddress(info.LocalAddress), Labels: c.destinationLabels},
+		Destination: destination,
+		TlsSession:  session,
 		Request: &authv3.AttributeContext_Request{
 			Time: timestamppb.New(info.Start),
 			Http: hr,
 		},
 		ContextExtensions:    in.contextExtensions,
 		MetadataContext:      c.metadataContext(s.DynamicMetadata()),
-		RouteMetadataContext: pickNamespaces(routeMetadata(s), c.routeNamespaces),
+		RouteMetadataContext: authzservice.PickNamespaces(routeMetadata(s), c.routeNamespaces),
 	}}
 }
 
@@ -132,22 +136,7 @@ func routeMetadata(s httpfilter.Stream) *corev3.Metadata {
 
 // metadataContext is the CheckRequest's metadata context.
 func (c *config) metadataContext(md *corev3.Metadata) *corev3.Metadata {
-	return pickNamespaces(md, c.metadataNamespaces)
-}
-
-// pickNamespaces copies the listed namespaces of md's filter metadata,
-// those it has; the result is never nil, as Envoy always sends the message.
-func pickNamespaces(md *corev3.Metadata, namespaces []string) *corev3.Metadata {
-	mc := &corev3.Metadata{}
-	for _, ns := range namespaces {
-		if st := md.GetFilterMetadata()[ns]; st != nil {
-			if mc.FilterMetadata == nil {
-				mc.FilterMetadata = map[string]*structpb.Struct{}
-			}
-			mc.FilterMetadata[ns] = st
-		}
-	}
-	return mc
+	return authzservice.PickNamespaces(md, c.metadataNamespaces)
 }
 
 // headerAllowed applies allowed_headers and disallowed_headers.
@@ -156,37 +145,4 @@ func (c *config) headerAllowed(name string) bool {
 		return false
 	}
 	return !c.disallowed.match(name)
-}
-
-// socketAddress is an "ip:port" address as an Address.
-func socketAddress(hostPort string) *corev3.Address {
-	host, port, err := net.SplitHostPort(hostPort)
-	if err != nil {
-		host = hostPort
-	}
-	p, _ := strconv.ParseUint(port, 10, 32)
-	return &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
-		Address:       host,
-		PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: uint32(p)},
-	}}}
-}
-
-// sanitizeUTF8 replaces the bytes of b that are not valid UTF-8 with '!',
-// as Envoy's MessageUtil::sanitizeUtf8String does for a string field.
-func sanitizeUTF8(b []byte) string {
-	if utf8.Valid(b) {
-		return string(b)
-	}
-	var sb strings.Builder
-	sb.Grow(len(b))
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		if r == utf8.RuneError && size == 1 {
-			sb.WriteByte('!')
-		} else {
-			sb.Write(b[:size])
-		}
-		b = b[size:]
-	}
-	return sb.String()
 }

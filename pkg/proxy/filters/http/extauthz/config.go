@@ -14,16 +14,13 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	alfilter "github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/filter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/authzservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/mutationrules"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
-
-// defaultTimeout is Envoy's timeout of a check when the service sets
-// none.
-const defaultTimeout = 200 * time.Millisecond
 
 // config is a compiled ExtAuthz.
 type config struct {
@@ -65,6 +62,9 @@ type config struct {
 	// (nil: no filtering); an HTTP service always has allowed.
 	allowed, disallowed matchers
 	encodeRawHeaders    bool
+	// includeCert and includeTLS are include_peer_certificate and
+	// include_tls_session.
+	includeCert, includeTLS bool
 	// maxDeniedBody caps a denied response's body; 0 means no cap.
 	maxDeniedBody int
 	// metadataNamespaces are the namespaces of the request's dynamic
@@ -131,10 +131,8 @@ func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
 	if ctx.Stats == nil {
 		return nil, errors.New("no stat store")
 	}
-	switch p.GetTransportApiVersion() {
-	case corev3.ApiVersion_AUTO, corev3.ApiVersion_V3:
-	default:
-		return nil, fmt.Errorf("transport_api_version: %s is not supported (V3 only)", p.GetTransportApiVersion())
+	if err := authzservice.CheckTransportVersion(p.GetTransportApiVersion()); err != nil {
+		return nil, err
 	}
 	c := &config{
 		name:                ctx.Name,
@@ -149,10 +147,12 @@ func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
 		enforceHeaderLimits: p.GetEnforceResponseHeaderLimits(),
 		runtime:             ctx.Runtime,
 		encodeRawHeaders:    p.GetEncodeRawHeaders(),
+		includeCert:         p.GetIncludePeerCertificate(),
+		includeTLS:          p.GetIncludeTlsSession(),
 		maxDeniedBody:       int(p.GetMaxDeniedResponseBodyBytes()),
 		metadataNamespaces:  p.GetMetadataContextNamespaces(),
 		routeNamespaces:     p.GetRouteMetadataContextNamespaces(),
-		destinationLabels:   nodeLabels(ctx.NodeMetadata, p.GetBootstrapMetadataLabelsKey()),
+		destinationLabels:   authzservice.NodeLabels(ctx.NodeMetadata, p.GetBootstrapMetadataLabelsKey()),
 		chargeCluster:       p.GetChargeClusterResponseStats() == nil || p.GetChargeClusterResponseStats().GetValue(),
 		ingestMetadata:      p.GetEnableDynamicMetadataIngestion() == nil || p.GetEnableDynamicMetadataIngestion().GetValue(),
 		store:               ctx.Stats,
@@ -216,7 +216,7 @@ func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
 
 	switch s := p.GetServices().(type) {
 	case *extauthzv3.ExtAuthz_GrpcService:
-		c.client, c.timeout, err = openGRPC(s.GrpcService, ctx.Services, defaultTimeout)
+		c.client, c.timeout, err = openGRPC(s.GrpcService, ctx.Services, authzservice.DefaultTimeout)
 		if err != nil {
 			return nil, fmt.Errorf("grpc_service.%w", err)
 		}
@@ -235,30 +235,21 @@ func compile(p *extauthzv3.ExtAuthz, ctx httpfilter.Context) (*config, error) {
 // openGRPC opens a gRPC authorization service; its timeout is the
 // service's, else def. Errors name the field below the GrpcService.
 func openGRPC(gs *corev3.GrpcService, svc httpfilter.Services, def time.Duration) (*grpcClient, time.Duration, error) {
-	if svc == nil {
-		return nil, 0, errors.New("no gRPC service can be reached")
+	var open authzservice.Opener
+	if svc != nil {
+		open = svc.OpenGRPC
 	}
-	timeout := def
-	if gs.GetTimeout() != nil {
-		timeout = gs.GetTimeout().AsDuration()
-	}
-	ch, err := svc.OpenGRPC(gs)
+	c, timeout, err := authzservice.Open(gs, open, def)
 	if err != nil {
 		return nil, 0, err
 	}
-	return newGRPCClient(ch), timeout, nil
+	return &grpcClient{c: c}, timeout, nil
 }
 
 // refuseUnsupported refuses the fields Outrigger does not implement (or
 // implements only at their default) with their paths.
 func refuseUnsupported(p *extauthzv3.ExtAuthz) error {
 	switch {
-	case p.GetIncludePeerCertificate():
-		// Connections may be TLS now, but the check request does not
-		// carry their TLS state yet.
-		return errors.New("include_peer_certificate: only false is supported by Outrigger (the check request carries no TLS details yet)")
-	case p.GetIncludeTlsSession():
-		return errors.New("include_tls_session: only false is supported by Outrigger (the check request carries no TLS details yet)")
 	case p.GetEmitClientSpan() != nil:
 		return errors.New("emit_client_span: not supported by Outrigger (the check is not traced)")
 	}
@@ -314,23 +305,4 @@ func (ms matchers) match(name string) bool {
 		}
 	}
 	return false
-}
-
-// nodeLabels reads bootstrap_metadata_labels_key's labels from the node
-// metadata, as Envoy: the fields of the Struct under key, each as its
-// string value (a value of another kind reads as ""); none without a key
-// or a Struct there.
-func nodeLabels(md *structpb.Struct, key string) map[string]string {
-	if key == "" {
-		return nil
-	}
-	fields := md.GetFields()[key].GetStructValue().GetFields()
-	if len(fields) == 0 {
-		return nil
-	}
-	labels := make(map[string]string, len(fields))
-	for k, v := range fields {
-		labels[k] = v.GetStringValue()
-	}
-	return labels
 }

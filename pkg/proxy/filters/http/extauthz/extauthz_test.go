@@ -28,12 +28,14 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/authzservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice/grpcservicetest"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter/httpfiltertest"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig/tlstest"
 )
 
 // fakeServices opens real (lazy) channels and dials clusters by address.
@@ -117,8 +119,6 @@ func TestCompileRefuses(t *testing.T) {
 		"no service":                    {`{}`, "services: one of grpc_service or http_service is required"},
 		"unknown cluster":               {`{"grpc_service": {"envoy_grpc": {"cluster_name": "nope"}}}`, "grpc_service.envoy_grpc.cluster_name: unknown gRPC client cluster 'nope'"},
 		"V2":                            {`{` + grpcService + `, "transport_api_version": "V2"}`, "transport_api_version: V2 is not supported"},
-		"include_peer_certificate":      {`{` + grpcService + `, "include_peer_certificate": true}`, "include_peer_certificate: only false"},
-		"include_tls_session":           {`{` + grpcService + `, "include_tls_session": true}`, "include_tls_session: only false"},
 		"filter_enabled_metadata":       {`{` + grpcService + `, "filter_enabled_metadata": {"filter": "x"}}`, "filter_enabled_metadata."},
 		"bad allowed header regex":      {`{` + grpcService + `, "allowed_headers": {"patterns": [{"safe_regex": {"regex": "("}}]}}`, "allowed_headers.patterns[0].safe_regex"},
 		"http without cluster":          {`{"http_service": {"server_uri": {"uri": "http://a", "timeout": "1s"}}}`, "http_service.server_uri.cluster: must be set"},
@@ -431,8 +431,8 @@ func TestCheckRequest(t *testing.T) {
 	}
 	hr.Id = ""
 	want := &authv3.AttributeContext{
-		Source:      &authv3.AttributeContext_Peer{Address: socketAddress("10.0.0.1:5555"), Service: "frontend"},
-		Destination: &authv3.AttributeContext_Peer{Address: socketAddress("127.0.0.1:8080")},
+		Source:      &authv3.AttributeContext_Peer{Address: authzservice.SocketAddress("10.0.0.1:5555"), Service: "frontend"},
+		Destination: &authv3.AttributeContext_Peer{Address: authzservice.SocketAddress("127.0.0.1:8080")},
 		Request: &authv3.AttributeContext_Request{
 			Time: got.GetRequest().GetTime(),
 			Http: &authv3.AttributeContext_HttpRequest{
@@ -793,5 +793,38 @@ func TestHTTPServiceHeaders(t *testing.T) {
 	run(c, routed("GET", "/p", "x-ok", "1"))
 	if got := fc.reqs[0].GetAttributes().GetRequest().GetHttp().GetHeaders(); len(got) != 3 {
 		t.Errorf("headers %v, want the three pseudo-headers", got)
+	}
+}
+
+// TestCheckRequestTLS checks what the service is told of a request on a
+// TLS connection: both principals always, the client's certificate with
+// include_peer_certificate and the SNI with include_tls_session.
+func TestCheckRequestTLS(t *testing.T) {
+	_, leaves := tlstest.Leaves(t,
+		tlstest.Options{CommonName: "client", URIs: []string{"spiffe://example.org/client"}, Client: true},
+		tlstest.Options{DNS: []string{"api.example.org"}})
+	client, server := leaves[0], leaves[1]
+	for _, include := range []bool{false, true} {
+		cfg := `{` + grpcService + `}`
+		if include {
+			cfg = `{` + grpcService + `, "include_peer_certificate": true, "include_tls_session": true}`
+		}
+		c, fc, _ := newTest(t, cfg, &response{status: statusOK})
+		s := routed("GET", "/")
+		s.StreamInfo.TLS = &accesslog.TLSInfo{PeerCertificate: client.Cert, LocalCertificate: server.Cert}
+		s.StreamInfo.RequestedServerName = "api.example.org"
+		if run(c, s) != httpfilter.Continue {
+			t.Fatal("not allowed")
+		}
+		attrs := fc.reqs[0].GetAttributes()
+		if attrs.GetSource().GetPrincipal() != "spiffe://example.org/client" || attrs.GetDestination().GetPrincipal() != "api.example.org" {
+			t.Errorf("include %v: principals %q, %q", include, attrs.GetSource().GetPrincipal(), attrs.GetDestination().GetPrincipal())
+		}
+		if got := attrs.GetSource().GetCertificate() != ""; got != include {
+			t.Errorf("include %v: certificate sent %v", include, got)
+		}
+		if got := attrs.GetTlsSession().GetSni(); (got == "api.example.org") != include || (attrs.TlsSession != nil) != include {
+			t.Errorf("include %v: tls_session %v", include, attrs.GetTlsSession())
+		}
 	}
 }

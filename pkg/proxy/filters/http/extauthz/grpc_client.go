@@ -4,21 +4,12 @@ import (
 	"context"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
-	"google.golang.org/grpc/codes"
 
-	"github.com/outrigger-dev/outrigger/pkg/proxy/grpcservice"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/authzservice"
 )
 
 // grpcClient calls envoy.service.auth.v3.Authorization/Check.
-type grpcClient struct {
-	ch     *grpcservice.Channel
-	client authv3.AuthorizationClient
-}
-
-// newGRPCClient returns the client of an open channel.
-func newGRPCClient(ch *grpcservice.Channel) *grpcClient {
-	return &grpcClient{ch: ch, client: authv3.NewAuthorizationClient(ch.Conn())}
-}
+type grpcClient struct{ c *authzservice.Client }
 
 // check implements checker as Envoy's gRPC client reads a CheckResponse:
 // an OK status allows, with ok_response's edits; an error_response is a
@@ -26,28 +17,20 @@ func newGRPCClient(ch *grpcservice.Channel) *grpcClient {
 // with denied_response's status (403 by default), headers and body. A
 // call that fails is a failure.
 func (g *grpcClient) check(ctx context.Context, req *authv3.CheckRequest, _ []string) *response {
-	// The channel's initial metadata; the filter's context has the
-	// timeout.
-	ctx, cancel := g.ch.CallContext(ctx, true)
-	defer cancel()
-	resp, err := g.client.Check(ctx, req)
+	// The filter's context has the timeout.
+	resp, err := g.c.Check(ctx, req)
 	if err != nil {
 		return errorResponse(err.Error())
 	}
 	r := grpcAnswer(resp)
-	// The deprecated OkHttpResponse.dynamic_metadata, when set, takes the
-	// place of the response's own, as in Envoy.
-	r.dynamicMetadata = resp.GetDynamicMetadata()
-	//lint:ignore SA1019 Envoy still reads the deprecated field
-	if md := resp.GetOkResponse().GetDynamicMetadata(); md != nil && r.status == statusOK {
-		r.dynamicMetadata = md
-	}
+	r.dynamicMetadata = authzservice.DynamicMetadata(resp)
 	return r
 }
 
 // grpcAnswer reads a CheckResponse's status and edits.
 func grpcAnswer(resp *authv3.CheckResponse) *response {
-	if codes.Code(resp.GetStatus().GetCode()) == codes.OK {
+	switch authzservice.Outcome(resp) {
+	case authzservice.OK:
 		r := &response{status: statusOK}
 		if ok := resp.GetOkResponse(); ok != nil {
 			r.requestHeaders = editsOf(ok.GetHeaders())
@@ -59,8 +42,8 @@ func grpcAnswer(resp *authv3.CheckResponse) *response {
 			r.queryToRemove = ok.GetQueryParametersToRemove()
 		}
 		return r
-	}
-	if e := resp.GetErrorResponse(); e != nil {
+	case authzservice.Error:
+		e := resp.GetErrorResponse()
 		return &response{
 			status:       statusError,
 			httpStatus:   int(e.GetStatus().GetCode()),
@@ -81,4 +64,4 @@ func grpcAnswer(resp *authv3.CheckResponse) *response {
 }
 
 // Close implements checker.
-func (g *grpcClient) Close() error { return g.ch.Close() }
+func (g *grpcClient) Close() error { return g.c.Close() }

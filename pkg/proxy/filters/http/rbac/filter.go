@@ -142,7 +142,7 @@ func fillInput(in *rbacengine.Input, s httpfilter.Stream, needs rbacengine.Needs
 	if needs&rbacengine.NeedTLS != 0 {
 		in.ServerName = info.RequestedServerName
 		if info.TLS != nil {
-			in.TLS = true
+			in.TLS, in.PeerValidated = true, info.TLS.PeerValidated
 			if cert := info.TLS.PeerCertificate; cert != nil {
 				slot := s.ConnectionState(peerKey{}, newPeerSlot).(*atomic.Pointer[rbacengine.Peer])
 				p := slot.Load()

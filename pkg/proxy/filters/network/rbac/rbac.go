@@ -146,6 +146,9 @@ func fillInput(in *rbacengine.Input, c net.Conn) {
 			}
 		}
 	}
+	if v, ok := c.(interface{ PeerCertificateValidated() bool }); ok {
+		in.PeerValidated = v.PeerCertificateValidated()
+	}
 }
 
 // addrPort is a TCP address as a netip.AddrPort, the zero value for
