@@ -98,6 +98,8 @@ import (
 	rldexprv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/rate_limit_descriptors/expr/v3"
 	googlere2v3 "github.com/envoyproxy/go-control-plane/envoy/extensions/regex_engines/v3"
 	uuidv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/request_id/uuid/v3"
+	cgroupmemoryv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/cgroup_memory/v3"
+	cpuutilizationv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/cpu_utilization/v3"
 	connectionsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
 	fixedheapv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/fixed_heap/v3"
 	cslluav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/router/cluster_specifiers/lua/v3"
@@ -364,6 +366,8 @@ func Registry() *extension.Registry {
 		// Internal listeners (server/internal_listeners.go).
 		extension.Of("proxy.bootstrap.internal_listener", "envoy.bootstrap", &ilv3.InternalListener{}, nil),
 
+		extension.Of("proxy.resource_monitors.cgroup_memory", ResourceMonitors, &cgroupmemoryv3.CgroupMemoryConfig{}, nil),
+		extension.Of("proxy.resource_monitors.cpu_utilization", ResourceMonitors, &cpuutilizationv3.CpuUtilizationConfig{}, nil),
 		extension.Of("proxy.resource_monitors.fixed_heap", ResourceMonitors, &fixedheapv3.FixedHeapConfig{}, nil),
 		extension.Of("proxy.resource_monitors.global_downstream_max_connections", ResourceMonitors, &connectionsv3.DownstreamConnectionsConfig{}, nil),
 

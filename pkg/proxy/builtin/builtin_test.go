@@ -115,6 +115,8 @@ func TestRegistry(t *testing.T) {
 		"envoy.rate_limit_descriptors proxy.rate_limit_descriptors.expr envoy.extensions.rate_limit_descriptors.expr.v3.Descriptor",
 		"envoy.regex_engines proxy.regex_engines.google_re2 envoy.extensions.regex_engines.v3.GoogleRE2",
 		"envoy.request_id proxy.request_id.uuid envoy.extensions.request_id.uuid.v3.UuidRequestIdConfig",
+		"envoy.resource_monitors proxy.resource_monitors.cgroup_memory envoy.extensions.resource_monitors.cgroup_memory.v3.CgroupMemoryConfig",
+		"envoy.resource_monitors proxy.resource_monitors.cpu_utilization envoy.extensions.resource_monitors.cpu_utilization.v3.CpuUtilizationConfig",
 		"envoy.resource_monitors proxy.resource_monitors.fixed_heap envoy.extensions.resource_monitors.fixed_heap.v3.FixedHeapConfig",
 		"envoy.resource_monitors proxy.resource_monitors.global_downstream_max_connections envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig",
 		"envoy.route.early_data_policy proxy.route.early_data_policy.default envoy.extensions.early_data.v3.DefaultEarlyDataPolicy",
