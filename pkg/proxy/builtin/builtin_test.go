@@ -122,6 +122,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.route.early_data_policy proxy.route.early_data_policy.default envoy.extensions.early_data.v3.DefaultEarlyDataPolicy",
 		"envoy.router.cluster_specifier_plugin proxy.router.cluster_specifier_plugin.lua envoy.extensions.router.cluster_specifiers.lua.v3.LuaConfig",
 		"envoy.stats_sinks proxy.stat_sinks.dog_statsd envoy.config.metrics.v3.DogStatsdSink",
+		"envoy.stats_sinks proxy.stat_sinks.graphite_statsd envoy.extensions.stat_sinks.graphite_statsd.v3.GraphiteStatsdSink",
 		"envoy.stats_sinks proxy.stat_sinks.hystrix envoy.config.metrics.v3.HystrixSink",
 		"envoy.stats_sinks proxy.stat_sinks.metrics_service envoy.config.metrics.v3.MetricsServiceConfig",
 		"envoy.stats_sinks proxy.stat_sinks.open_telemetry envoy.extensions.stat_sinks.open_telemetry.v3.SinkConfig",
