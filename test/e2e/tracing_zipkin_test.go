@@ -209,11 +209,15 @@ var _ = Describe("Tracing with Zipkin", func() {
 		Expect(fresh.TraceID).To(HaveLen(32))
 	})
 
-	It("posts to collector_service: its cluster, the host and path of its uri, and its headers", func() {
+	It("posts to collector_service: its cluster, the host and path of its uri, and its headers; formats value custom tags", func() {
 		collector := startZipkinCollector()
 		up := startTracedUpstream()
 		port := freePort()
 		service := `            random_sampling: {value: 100}
+            custom_tags:
+            - {tag: proto, value: "%PROTOCOL%"}
+            - {tag: tenant, value: "tenant %REQ(x-tenant)%"}
+            - {tag: absent, value: "%REQ(x-absent)%"}
             provider:
               name: envoy.tracers.zipkin
               typed_config:
@@ -225,9 +229,13 @@ var _ = Describe("Tracing with Zipkin", func() {
                   - header: {key: X-Custom-Token, value: secret-token}
 `
 		Start(newDir(), tracingBootstrap(port, up.port, "INBOUND", service, httpCollectorCluster("zipkin", collector.port), ""))
-		code, _ := tracedGet(port, "/svc", nil)
+		code, _ := tracedGet(port, "/svc", http.Header{"X-Tenant": {"t1"}})
 		Expect(code).To(Equal(200))
 		Eventually(collector.received).Should(HaveLen(1))
+		tags := collector.received()[0].Tags
+		Expect(tags).To(HaveKeyWithValue("proto", "HTTP/1.1"))
+		Expect(tags).To(HaveKeyWithValue("tenant", "tenant t1"))
+		Expect(tags).NotTo(HaveKey("absent"), "a tag whose value formats to nothing is not set")
 		Expect(collector.hostHeaders()).To(Equal([]string{"zipkin-collector.example.com"}))
 		Expect(collector.tokenHeaders()).To(Equal([]string{"secret-token"}))
 	})

@@ -82,18 +82,18 @@ func TestCgroupMemory(t *testing.T) {
 		want    float64
 		wantErr string
 	}{
-		"v2":                           {files: v2("250\n", "1000\n"), want: 0.25},
-		"v2 over the limit":            {files: v2("1500\n", "1000\n"), want: 1.5},
-		"v2 unlimited":                 {files: v2("250\n", "max\n"), want: 0},
-		"v2 unlimited with max bytes":  {files: v2("250\n", "max\n"), max: 500, want: 0.5},
-		"max bytes below the limit":    {files: v2("250\n", "1000\n"), max: 500, want: 0.5},
-		"max bytes above the limit":    {files: v2("250\n", "1000\n"), max: 5000, want: 0.25},
-		"v1":                           {files: v1("300\n", "600\n"), want: 0.5},
-		"v1 unlimited":                 {files: v1("300\n", "-1\n"), want: 0},
-		"v1 unlimited, unsigned":       {files: v1("300\n", "18446744073709551615\n"), want: 0},
-		"v2 empty usage":               {files: v2("\n", "1000\n"), wantErr: "empty memory stats file at /sys/fs/cgroup/memory.current"},
-		"v2 garbage limit":             {files: v2("250\n", "lots\n"), wantErr: `unable to parse memory stats from file at /sys/fs/cgroup/memory.max: "lots"`},
-		"v1 limit file missing":        {files: map[string]string{cgroupV1MemoryUsage: "1"}, wantErr: "unable to read /sys/fs/cgroup/memory/memory.limit_in_bytes"},
+		"v2":                          {files: v2("250\n", "1000\n"), want: 0.25},
+		"v2 over the limit":           {files: v2("1500\n", "1000\n"), want: 1.5},
+		"v2 unlimited":                {files: v2("250\n", "max\n"), want: 0},
+		"v2 unlimited with max bytes": {files: v2("250\n", "max\n"), max: 500, want: 0.5},
+		"max bytes below the limit":   {files: v2("250\n", "1000\n"), max: 500, want: 0.5},
+		"max bytes above the limit":   {files: v2("250\n", "1000\n"), max: 5000, want: 0.25},
+		"v1":                          {files: v1("300\n", "600\n"), want: 0.5},
+		"v1 unlimited":                {files: v1("300\n", "-1\n"), want: 0},
+		"v1 unlimited, unsigned":      {files: v1("300\n", "18446744073709551615\n"), want: 0},
+		"v2 empty usage":              {files: v2("\n", "1000\n"), wantErr: "empty memory stats file at /sys/fs/cgroup/memory.current"},
+		"v2 garbage limit":            {files: v2("250\n", "lots\n"), wantErr: `unable to parse memory stats from file at /sys/fs/cgroup/memory.max: "lots"`},
+		"v1 limit file missing":       {files: map[string]string{cgroupV1MemoryUsage: "1"}, wantErr: "unable to read /sys/fs/cgroup/memory/memory.limit_in_bytes"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
