@@ -168,6 +168,7 @@ func build(opts *options.Options, logs *logging.Registry) (*server.Server, error
 		UnknownFields: loaded.UnknownFields,
 		Extensions:    ext,
 		Logs:          logs,
+		HostRoot:      os.Getenv(server.HostRootEnv),
 	}
 	if err := bootstrap.Validate(loaded.Bootstrap, ext); err != nil {
 		return nil, bootstrap.WithBuildErrors(err, buildErrors(cfg))

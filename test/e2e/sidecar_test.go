@@ -56,6 +56,13 @@ type Sidecar struct {
 // sidecar that must come up). An empty config means no -c (for --config-yaml).
 func Launch(dir, name, config string, args ...string) *Sidecar {
 	GinkgoHelper()
+	return launchEnv(dir, name, config, nil, args...)
+}
+
+// launchEnv is Launch with env (NAME=value) added to the sidecar's
+// environment.
+func launchEnv(dir, name, config string, env []string, args ...string) *Sidecar {
+	GinkgoHelper()
 	s := &Sidecar{
 		Dir:         dir,
 		AddressPath: filepath.Join(dir, "admin.addr"),
@@ -73,7 +80,7 @@ func Launch(dir, name, config string, args ...string) *Sidecar {
 		Expect(os.WriteFile(s.ConfigPath, []byte(config), 0o600)).To(Succeed())
 		full = append([]string{"-c", s.ConfigPath}, full...)
 	}
-	s.session = startProcess(append(full, ownHotRestartSocket(args)...)...)
+	s.session = startProcessEnv(env, append(full, ownHotRestartSocket(args)...)...)
 	return s
 }
 
@@ -102,7 +109,14 @@ var hotRestartSockets atomic.Int64
 // exits instead of coming up.
 func Start(dir, config string, args ...string) *Sidecar {
 	GinkgoHelper()
-	s := Launch(dir, "bootstrap.yaml", config, args...)
+	return StartEnv(dir, config, nil, args...)
+}
+
+// StartEnv is Start with env (NAME=value) added to the sidecar's
+// environment.
+func StartEnv(dir, config string, env []string, args ...string) *Sidecar {
+	GinkgoHelper()
+	s := launchEnv(dir, "bootstrap.yaml", config, env, args...)
 	s.WaitForAdmin()
 	if logsLiveToStderr(args) {
 		s.WaitLive()
@@ -236,7 +250,13 @@ type Result struct {
 // and is stopped by the cleanup.
 func Run(args ...string) Result {
 	GinkgoHelper()
-	session := startProcess(args...)
+	return runEnv(nil, args...)
+}
+
+// runEnv is Run with env (NAME=value) added to the environment.
+func runEnv(env []string, args ...string) Result {
+	GinkgoHelper()
+	session := startProcessEnv(env, args...)
 	Eventually(session, startTimeout).Should(gexec.Exit(),
 		"sidecar %s did not exit; stderr:\n%s", strings.Join(args, " "), session.Err.Contents())
 	return Result{
@@ -249,7 +269,16 @@ func Run(args ...string) Result {
 // startProcess starts the binary and registers its cleanup.
 func startProcess(args ...string) *gexec.Session {
 	GinkgoHelper()
+	return startProcessEnv(nil, args...)
+}
+
+// startProcessEnv is startProcess with env added to the environment.
+func startProcessEnv(env []string, args ...string) *gexec.Session {
+	GinkgoHelper()
 	cmd := exec.Command(sidecarBin, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	// Own process group: a signal a developer sends to the test run with ^C
 	// is not delivered to the sidecars too, so cleanup stays in charge.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

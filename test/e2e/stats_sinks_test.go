@@ -24,7 +24,9 @@ type statsdServer struct {
 	lines []string
 	// flushes counts datagrams (UDP) or reads (TCP): at least one per
 	// flush that sent anything.
-	flushes int
+	flushes     int
+	maxDatagram int
+	maxLines    int
 }
 
 // newUDPStatsd listens for datagrams on a loopback port.
@@ -85,6 +87,28 @@ func (s *statsdServer) add(lines []string) {
 	defer s.mu.Unlock()
 	s.lines = append(s.lines, lines...)
 	s.flushes++
+	size := len(lines) - 1 // the newlines between them
+	for _, l := range lines {
+		size += len(l)
+	}
+	s.maxDatagram = max(s.maxDatagram, size)
+	s.maxLines = max(s.maxLines, len(lines))
+}
+
+// MaxDatagramLines returns the most lines one datagram (UDP) or read (TCP)
+// held so far.
+func (s *statsdServer) MaxDatagramLines() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.maxLines
+}
+
+// MaxDatagram returns the size of the longest datagram (UDP) or read
+// (TCP) received so far.
+func (s *statsdServer) MaxDatagram() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.maxDatagram
 }
 
 // Lines returns every line received so far.
@@ -148,6 +172,21 @@ var _ = Describe("Stats sinks", func() {
 			"proxy.server.live:1|g|#team:edge",
 			"proxy.http.downstream_rq_xx:1|c|#team:edge,proxy.response_code_class:2,proxy.http_conn_manager_prefix:admin",
 		))
+	})
+
+	It("sends tag-extracted names with Graphite tags in datagrams bounded by max_bytes_per_datagram", func() {
+		udp := newUDPStatsd()
+		sink := `{name: envoy.stat_sinks.graphite_statsd, typed_config: {"@type": type.googleapis.com/envoy.extensions.stat_sinks.graphite_statsd.v3.GraphiteStatsdSink, ` +
+			`prefix: gr, max_bytes_per_datagram: 256, ` + udpAddressYAML(udp.Port) + `}}`
+		s := Start(newDir(), withStats("stats_flush_interval: 0.1s\nstats_sinks: ["+sink+"]"), "--stats-tag", "team:edge")
+		s.WaitLive()
+		Expect(s.Get("/ready").Status).To(Equal(200))
+		Eventually(udp.Lines).Should(ContainElements(
+			"gr.server.live;team=edge:1|g",
+			"gr.http.downstream_rq_xx;team=edge;proxy.response_code_class=2;proxy.http_conn_manager_prefix=admin:1|c",
+		))
+		Expect(udp.MaxDatagram()).To(BeNumerically("<=", 256))
+		Expect(udp.MaxDatagramLines()).To(BeNumerically(">", 1), "lines are batched into datagrams")
 	})
 
 	It("sends to statsd over TCP through a cluster", func() {

@@ -41,7 +41,15 @@ type zipkinCollector struct {
 	mu      sync.Mutex
 	spans   []zipkinSpan
 	hosts   []string
-	port    int
+	// tokens are the X-Custom-Token headers of the reports.
+	tokens []string
+	port   int
+}
+
+func (c *zipkinCollector) tokenHeaders() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.tokens...)
 }
 
 func (c *zipkinCollector) received() []zipkinSpan {
@@ -75,6 +83,7 @@ func startZipkinCollector() *zipkinCollector {
 		c.mu.Lock()
 		c.spans = append(c.spans, spans...)
 		c.hosts = append(c.hosts, r.Host)
+		c.tokens = append(c.tokens, r.Header.Get("X-Custom-Token"))
 		c.mu.Unlock()
 		w.WriteHeader(http.StatusAccepted)
 	})
@@ -198,6 +207,57 @@ var _ = Describe("Tracing with Zipkin", func() {
 		Expect(up.headers("/child").Get("X-B3-Parentspanid")).To(Equal("a2fb4a1d1a96d312"))
 		Expect(fresh).NotTo(BeNil())
 		Expect(fresh.TraceID).To(HaveLen(32))
+	})
+
+	It("posts to collector_service: its cluster, the host and path of its uri, and its headers; formats value custom tags", func() {
+		collector := startZipkinCollector()
+		up := startTracedUpstream()
+		port := freePort()
+		service := `            random_sampling: {value: 100}
+            custom_tags:
+            - {tag: proto, value: "%PROTOCOL%"}
+            - {tag: tenant, value: "tenant %REQ(x-tenant)%"}
+            - {tag: absent, value: "%REQ(x-absent)%"}
+            provider:
+              name: envoy.tracers.zipkin
+              typed_config:
+                "@type": type.googleapis.com/envoy.config.trace.v3.ZipkinConfig
+                collector_endpoint_version: HTTP_JSON
+                collector_service:
+                  http_uri: {uri: "https://zipkin-collector.example.com/api/v2/spans", cluster: zipkin, timeout: 5s}
+                  request_headers_to_add:
+                  - header: {key: X-Custom-Token, value: secret-token}
+`
+		Start(newDir(), tracingBootstrap(port, up.port, "INBOUND", service, httpCollectorCluster("zipkin", collector.port), ""))
+		code, _ := tracedGet(port, "/svc", http.Header{"X-Tenant": {"t1"}})
+		Expect(code).To(Equal(200))
+		Eventually(collector.received).Should(HaveLen(1))
+		tags := collector.received()[0].Tags
+		Expect(tags).To(HaveKeyWithValue("proto", "HTTP/1.1"))
+		Expect(tags).To(HaveKeyWithValue("tenant", "tenant t1"))
+		Expect(tags).NotTo(HaveKey("absent"), "a tag whose value formats to nothing is not set")
+		Expect(collector.hostHeaders()).To(Equal([]string{"zipkin-collector.example.com"}))
+		Expect(collector.tokenHeaders()).To(Equal([]string{"secret-token"}))
+	})
+
+	It("takes a path-only collector_service uri with the cluster's name as the host", func() {
+		collector := startZipkinCollector()
+		up := startTracedUpstream()
+		port := freePort()
+		service := `            random_sampling: {value: 100}
+            provider:
+              name: envoy.tracers.zipkin
+              typed_config:
+                "@type": type.googleapis.com/envoy.config.trace.v3.ZipkinConfig
+                collector_service:
+                  http_uri: {uri: /api/v2/spans, cluster: zipkin, timeout: 1s}
+`
+		Start(newDir(), tracingBootstrap(port, up.port, "INBOUND", service, httpCollectorCluster("zipkin", collector.port), ""))
+		code, _ := tracedGet(port, "/path-only", nil)
+		Expect(code).To(Equal(200))
+		Eventually(collector.received).Should(HaveLen(1))
+		Expect(collector.hostHeaders()).To(Equal([]string{"zipkin"}))
+		Expect(collector.tokenHeaders()).To(Equal([]string{""}))
 	})
 
 	It("starts new trace ids with the epoch seconds with timestamp_trace_ids", func() {

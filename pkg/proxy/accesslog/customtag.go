@@ -11,7 +11,7 @@ import (
 
 // CustomTag is a compiled custom_tags entry of the gRPC access loggers: a
 // literal, an environment variable read when the configuration loads (as
-// Envoy reads it), a request header, or metadata.
+// Envoy reads it), a request header, metadata, or a format (value).
 type CustomTag struct {
 	// Tag is the tag's name.
 	Tag      string
@@ -19,6 +19,7 @@ type CustomTag struct {
 	header   string // lower case; empty for the other kinds
 	dflt     string
 	metadata *MetadataTag
+	format   *Formatter
 }
 
 // CompileCustomTag compiles a CustomTag; errors name the field below it.
@@ -49,8 +50,23 @@ func CompileCustomTag(t *tracev3.CustomTag) (CustomTag, error) {
 			return CustomTag{}, fmt.Errorf("metadata.%w", err)
 		}
 		return CustomTag{Tag: t.GetTag(), metadata: md}, nil
+	case *tracev3.CustomTag_Value:
+		// Formatted as the access log is, a missing value printing as
+		// nothing (Envoy's "empty string instead of -"); plain text (or
+		// nothing) is a literal.
+		if k.Value == "" {
+			return CustomTag{Tag: t.GetTag()}, nil
+		}
+		f, err := Text(k.Value, true)
+		if err != nil {
+			return CustomTag{}, fmt.Errorf("value: %w", err)
+		}
+		if lit, ok := f.Literal(); ok {
+			return CustomTag{Tag: t.GetTag(), literal: lit}, nil
+		}
+		return CustomTag{Tag: t.GetTag(), format: f}, nil
 	}
-	return CustomTag{}, errors.New("type: one of literal, environment, request_header or metadata is required")
+	return CustomTag{}, errors.New("type: one of literal, environment, request_header, metadata or value is required")
 }
 
 // Value is the tag's value for e; ok is false when it has none. The
@@ -59,6 +75,10 @@ func (t *CustomTag) Value(e *Entry) (string, bool) {
 	if t.metadata != nil {
 		v, ok := t.metadata.AppendValue(nil, e)
 		return string(v), ok
+	}
+	if t.format != nil {
+		v := string(t.format.AppendValue(nil, e))
+		return v, v != ""
 	}
 	if t.header == "" {
 		return t.literal, true

@@ -68,6 +68,7 @@ var supportedAccessLog = map[protoreflect.FullName]fieldSupport{
 	"envoy.type.tracing.v3.CustomTag.literal":                   {},
 	"envoy.type.tracing.v3.CustomTag.environment":               {},
 	"envoy.type.tracing.v3.CustomTag.request_header":            {},
+	"envoy.type.tracing.v3.CustomTag.value":                     {},
 	"envoy.type.tracing.v3.CustomTag.Literal.value":             {},
 	"envoy.type.tracing.v3.CustomTag.Environment.name":          {},
 	"envoy.type.tracing.v3.CustomTag.Environment.default_value": {},

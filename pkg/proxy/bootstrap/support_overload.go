@@ -49,6 +49,8 @@ var supportedOverload = map[protoreflect.FullName]fieldSupport{
 
 	// The monitors' configurations.
 	"envoy.extensions.resource_monitors.fixed_heap.v3.FixedHeapConfig.max_heap_size_bytes":                                       {},
+	"envoy.extensions.resource_monitors.cgroup_memory.v3.CgroupMemoryConfig.max_memory_bytes":                                    {},
+	"envoy.extensions.resource_monitors.cpu_utilization.v3.CpuUtilizationConfig.mode":                                            {values: []string{"HOST", "CONTAINER"}},
 	"envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig.max_active_downstream_connections": {},
 
 	// Listener connection limits and balancing.

@@ -76,4 +76,5 @@ var supportedTracing = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.trace.v3.ZipkinConfig.timestamp_trace_ids":        {},
 	"envoy.config.trace.v3.ZipkinConfig.collector_endpoint_version": {values: []string{"HTTP_JSON"}},
 	"envoy.config.trace.v3.ZipkinConfig.collector_hostname":         {},
+	"envoy.config.trace.v3.ZipkinConfig.collector_service":          {},
 }

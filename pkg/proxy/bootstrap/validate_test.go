@@ -200,7 +200,11 @@ func TestValidateSupport(t *testing.T) {
 		"open telemetry access logger custom tag value": {
 			overlay: accessLogYAML(`{"@type": type.googleapis.com/envoy.extensions.access_loggers.open_telemetry.v3.OpenTelemetryAccessLogConfig,
 				grpc_service: {envoy_grpc: {cluster_name: c}}, custom_tags: [{tag: u, value: "%PROTOCOL%"}]}`),
-			want: []string{"admin.access_log[1].typed_config.custom_tags[0].value: not supported by Outrigger"},
+		},
+		"open telemetry access logger custom tag value_type": {
+			overlay: accessLogYAML(`{"@type": type.googleapis.com/envoy.extensions.access_loggers.open_telemetry.v3.OpenTelemetryAccessLogConfig,
+				grpc_service: {envoy_grpc: {cluster_name: c}}, custom_tags: [{tag: u, value: "%PROTOCOL%", value_type: INT}]}`),
+			want: []string{"admin.access_log[1].typed_config.custom_tags[0].value_type: not supported by Outrigger"},
 		},
 		"unsupported access logger": {
 			overlay: accessLogYAML(`{"@type": type.googleapis.com/envoy.extensions.access_loggers.fluentd.v3.FluentdAccessLogConfig}`),

@@ -100,9 +100,12 @@ import (
 	mtlsauthnv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/rbac/principals/mtls_authenticated/v3"
 	googlere2v3 "github.com/envoyproxy/go-control-plane/envoy/extensions/regex_engines/v3"
 	uuidv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/request_id/uuid/v3"
+	cgroupmemoryv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/cgroup_memory/v3"
+	cpuutilizationv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/cpu_utilization/v3"
 	connectionsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
 	fixedheapv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/fixed_heap/v3"
 	cslluav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/router/cluster_specifiers/lua/v3"
+	graphitev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/stat_sinks/graphite_statsd/v3"
 	otlpsinkv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/stat_sinks/open_telemetry/v3"
 	otelresv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/tracers/opentelemetry/resource_detectors/v3"
 	otelsamplersv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/tracers/opentelemetry/samplers/v3"
@@ -373,12 +376,15 @@ func Registry() *extension.Registry {
 		// Internal listeners (server/internal_listeners.go).
 		extension.Of("proxy.bootstrap.internal_listener", "envoy.bootstrap", &ilv3.InternalListener{}, nil),
 
+		extension.Of("proxy.resource_monitors.cgroup_memory", ResourceMonitors, &cgroupmemoryv3.CgroupMemoryConfig{}, nil),
+		extension.Of("proxy.resource_monitors.cpu_utilization", ResourceMonitors, &cpuutilizationv3.CpuUtilizationConfig{}, nil),
 		extension.Of("proxy.resource_monitors.fixed_heap", ResourceMonitors, &fixedheapv3.FixedHeapConfig{}, nil),
 		extension.Of("proxy.resource_monitors.global_downstream_max_connections", ResourceMonitors, &connectionsv3.DownstreamConnectionsConfig{}, nil),
 
 		extension.Of(csllua.Name, clusterspecifier.Category, &cslluav3.LuaConfig{}, csllua.Factory{}),
 
 		extension.Of("proxy.stat_sinks.dog_statsd", StatsSinks, &metricsv3.DogStatsdSink{}, nil),
+		extension.Of("proxy.stat_sinks.graphite_statsd", StatsSinks, &graphitev3.GraphiteStatsdSink{}, nil),
 		extension.Of("proxy.stat_sinks.hystrix", StatsSinks, &metricsv3.HystrixSink{}, nil),
 		extension.Of("proxy.stat_sinks.metrics_service", StatsSinks, &metricsv3.MetricsServiceConfig{}, nil),
 		extension.Of("proxy.stat_sinks.open_telemetry", StatsSinks, &otlpsinkv3.SinkConfig{}, nil),

@@ -622,6 +622,14 @@ func (s *stream) customTags(sp *tracing.Span, tags []customTag) {
 			}
 			continue
 		}
+		if t.Format != nil {
+			at := len(s.tagBuf)
+			s.tagBuf = t.Format.AppendValue(s.tagBuf, &s.entry)
+			if v := s.tagSince(at); v != "" {
+				sp.SetTag(t.Tag, v)
+			}
+			continue
+		}
 		v := t.Value
 		if t.Header != "" {
 			if hv, ok := s.reqHeaders.Get(t.Header); ok {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
 // gotConn is the connection Go's HTTP/2 transport chose for a request.
@@ -54,9 +55,10 @@ func (s *stream) noteUpstreamConn(got *atomic.Pointer[gotConn]) {
 	s.entry.UpstreamTLS = g.tls
 }
 
-// readsUpstreamConnection reports whether a span name format of the
-// connection manager may read the access-log entry's upstream connection;
+// readsUpstreamConnection reports whether a span name format or custom tag
+// of the connection manager may read the access-log entry's upstream connection;
 // nil reads nothing.
 func (t *tracingConfig) readsUpstreamConnection() bool {
-	return t != nil && (t.operation.ReadsUpstreamConnection() || t.upstreamOperation.ReadsUpstreamConnection())
+	return t != nil && (t.operation.ReadsUpstreamConnection() || t.upstreamOperation.ReadsUpstreamConnection() ||
+		router.TagsReadUpstreamConnection(t.tags))
 }

@@ -46,15 +46,16 @@ func readOnlineCPUs(path string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read online cpus: %w", err)
 	}
-	n, err := parseCPUList(string(data))
+	n, err := CountCPUList(string(data))
 	if err != nil {
 		return 0, fmt.Errorf("parse %s: %w", path, err)
 	}
 	return n, nil
 }
 
-// parseCPUList counts the CPUs in a Linux CPU list such as "0-3,6,8-9\n".
-func parseCPUList(s string) (int, error) {
+// CountCPUList counts the CPUs in a Linux CPU list such as "0-3,6,8-9\n"
+// (sysfs online CPUs, a cgroup's cpuset.cpus.effective).
+func CountCPUList(s string) (int, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return 0, errors.New("empty cpu list")

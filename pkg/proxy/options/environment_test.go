@@ -29,15 +29,15 @@ func TestParseCPUList(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, err := parseCPUList(tc.in)
+			got, err := CountCPUList(tc.in)
 			if tc.wantErr {
 				if err == nil {
-					t.Errorf("parseCPUList(%q) = %d, want an error", tc.in, got)
+					t.Errorf("CountCPUList(%q) = %d, want an error", tc.in, got)
 				}
 				return
 			}
 			if err != nil || got != tc.want {
-				t.Errorf("parseCPUList(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+				t.Errorf("CountCPUList(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
 			}
 		})
 	}

@@ -68,9 +68,9 @@ func FuzzParseCPUList(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		n, err := parseCPUList(s)
+		n, err := CountCPUList(s)
 		if err == nil && (n < 1 || n > maxCPUs) {
-			t.Errorf("parseCPUList(%q) = %d, outside [1, %d]", s, n, maxCPUs)
+			t.Errorf("CountCPUList(%q) = %d, outside [1, %d]", s, n, maxCPUs)
 		}
 	})
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	overloadv3 "github.com/envoyproxy/go-control-plane/envoy/config/overload/v3"
+	cgroupmemoryv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/cgroup_memory/v3"
+	cpuutilizationv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/cpu_utilization/v3"
 	connectionsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
 	fixedheapv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/fixed_heap/v3"
 	"google.golang.org/protobuf/proto"
@@ -46,6 +48,8 @@ func New(cfg *overloadv3.OverloadManager, deps Deps) (*Manager, error) {
 		m:        m,
 		scope:    deps.Stats.Scope(""),
 		heap:     deps.HeapInUse,
+		files:    hostFiles{root: deps.HostRoot},
+		now:      deps.Clock.Now,
 		monitors: map[string]*resource{},
 		broken:   map[string]bool{},
 	}
@@ -72,6 +76,9 @@ type compiler struct {
 	m     *Manager
 	scope stats.Scope
 	heap  func() uint64
+	// files and now serve the cgroup and CPU monitors.
+	files hostFiles
+	now   func() time.Time
 	// monitors are the built monitors by canonical name; broken names the
 	// monitors whose configuration failed, so that triggers naming them
 	// are not reported a second time.
@@ -104,9 +111,9 @@ func (c *compiler) refreshInterval(cfg *overloadv3.OverloadManager) {
 	c.m.interval = d
 }
 
-// resourceMonitors builds the monitors: fixed_heap (polled) and the
-// downstream connections monitor (proactive), selected by the type of
-// their typed_config.
+// resourceMonitors builds the monitors: fixed_heap, cgroup_memory and
+// cpu_utilization (polled) and the downstream connections monitor
+// (proactive), selected by the type of their typed_config.
 func (c *compiler) resourceMonitors(rms []*overloadv3.ResourceMonitor) {
 	seen := map[string]string{}
 	for i, rm := range rms {
@@ -145,12 +152,12 @@ func (c *compiler) resourceMonitor(rm *overloadv3.ResourceMonitor, path string) 
 		c.fail(path+".typed_config", "resource monitor %s is not supported by Outrigger", typeName(tc))
 		return nil
 	}
+	if _, isConn := msg.(*connectionsv3.DownstreamConnectionsConfig); connName && !isConn {
+		c.fail(path+".typed_config", "the resource monitor named %s takes a %s", name, proto.MessageName(&connectionsv3.DownstreamConnectionsConfig{}))
+		return nil
+	}
 	switch mc := msg.(type) {
 	case *fixedheapv3.FixedHeapConfig:
-		if connName {
-			c.fail(path+".typed_config", "the resource monitor named %s takes a %s", name, proto.MessageName(&connectionsv3.DownstreamConnectionsConfig{}))
-			return nil
-		}
 		if mc.GetMaxHeapSizeBytesRuntime() != nil {
 			c.fail(path+".typed_config.max_heap_size_bytes_runtime", "not supported by Outrigger")
 			return nil
@@ -159,9 +166,21 @@ func (c *compiler) resourceMonitor(rm *overloadv3.ResourceMonitor, path string) 
 			c.fail(path+".typed_config.max_heap_size_bytes", "must be greater than 0")
 			return nil
 		}
-		r := newResource(c.scope, name, fixedHeap{max: mc.GetMaxHeapSizeBytes(), read: c.heap})
-		c.m.resources = append(c.m.resources, r)
-		return r
+		return c.polled(name, fixedHeap{max: mc.GetMaxHeapSizeBytes(), read: c.heap})
+	case *cgroupmemoryv3.CgroupMemoryConfig:
+		m, err := newCgroupMemory(c.files, mc.GetMaxMemoryBytes())
+		if err != nil {
+			c.fail(path+".typed_config", "%v", err)
+			return nil
+		}
+		return c.polled(name, m)
+	case *cpuutilizationv3.CpuUtilizationConfig:
+		r, err := c.cpuReader(mc.GetMode())
+		if err != nil {
+			c.fail(path+".typed_config.mode", "%v", err)
+			return nil
+		}
+		return c.polled(name, newCPUUtilization(r))
 	case *connectionsv3.DownstreamConnectionsConfig:
 		if !connName {
 			c.fail(path+".name", "the downstream connections monitor must be named %s (or proxy.%s)",
@@ -179,6 +198,36 @@ func (c *compiler) resourceMonitor(rm *overloadv3.ResourceMonitor, path string) 
 	default:
 		c.fail(path+".typed_config", "resource monitor %s is not supported by Outrigger", typeName(tc))
 		return nil
+	}
+}
+
+// polled adds a polled monitor.
+func (c *compiler) polled(name string, m Monitor) *resource {
+	r := newResource(c.scope, name, m)
+	c.m.resources = append(c.m.resources, r)
+	return r
+}
+
+// cpuReader picks the CPU utilization monitor's reader: /proc/stat for
+// HOST; for CONTAINER, cgroup v2 when its cpu.stat, cpu.max and
+// cpuset.cpus.effective exist, else cgroup v1 when its cpu.shares and
+// cpuacct.usage exist, else an error (as Envoy's).
+func (c *compiler) cpuReader(mode cpuutilizationv3.CpuUtilizationConfig_UtilizationComputeStrategy) (cpuReader, error) {
+	switch mode {
+	case cpuutilizationv3.CpuUtilizationConfig_HOST:
+		return hostCPU{files: c.files}, nil
+	case cpuutilizationv3.CpuUtilizationConfig_CONTAINER:
+		f := c.files
+		switch {
+		case f.exists(cgroupV2CPUStat) && f.exists(cgroupV2CPUMax) && f.exists(cgroupV2CPUEffCPUs):
+			return cgroupV2CPU{files: f, clock: newCgroupClock(c.now)}, nil
+		case f.exists(cgroupV1CPUShares) && f.exists(cgroupV1CPUAcctUsed):
+			return cgroupV1CPU{files: f, clock: newCgroupClock(c.now)}, nil
+		default:
+			return nil, fmt.Errorf("no supported cgroup CPU implementation found (neither %s nor %s)", cgroupV2CPUStat, cgroupV1CPUShares)
+		}
+	default:
+		return nil, fmt.Errorf("unknown mode %v", mode)
 	}
 }
 

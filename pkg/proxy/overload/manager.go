@@ -34,6 +34,10 @@ type Deps struct {
 	// HeapInUse measures the heap for the fixed_heap monitor; nil means
 	// HeapInUse.
 	HeapInUse func() uint64
+	// HostRoot is the directory standing for "/" where the cgroup_memory
+	// and cpu_utilization monitors read /proc and /sys/fs/cgroup; "" means
+	// "/". Tests point it at files they write.
+	HostRoot string
 	// FreeOSMemory is what shrink_heap runs; nil means debug.FreeOSMemory.
 	FreeOSMemory func()
 	// Rand draws a number in [0, 1) for the actions that apply to a share

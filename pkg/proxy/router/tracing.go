@@ -18,10 +18,13 @@ type Fraction struct{ Num, Den uint64 }
 
 // CustomTag is a tracing custom tag: a literal or environment value
 // (resolved at load, as Envoy does), or a request header's (Header set,
-// Value its default), or metadata's (Metadata set).
+// Value its default), or metadata's (Metadata set), or a format's (Format
+// set: CustomTag.value, formatted as the access log is, a missing value
+// printing as nothing).
 type CustomTag struct {
 	Tag, Value, Header string
 	Metadata           *accesslog.MetadataTag
+	Format             *accesslog.Formatter
 }
 
 // RouteTracing is a route's tracing: sampling that replaces the connection
@@ -38,7 +41,19 @@ type RouteTracing struct {
 // readsUpstreamConnection reports whether a span name format may read the
 // entry's upstream connection; a nil RouteTracing reads nothing.
 func (t *RouteTracing) readsUpstreamConnection() bool {
-	return t != nil && (t.Operation.ReadsUpstreamConnection() || t.UpstreamOperation.ReadsUpstreamConnection())
+	return t != nil && (t.Operation.ReadsUpstreamConnection() || t.UpstreamOperation.ReadsUpstreamConnection() ||
+		TagsReadUpstreamConnection(t.Tags))
+}
+
+// TagsReadUpstreamConnection reports whether a custom tag's format may
+// read the entry's upstream connection.
+func TagsReadUpstreamConnection(tags []CustomTag) bool {
+	for i := range tags {
+		if tags[i].Format.ReadsUpstreamConnection() {
+			return true
+		}
+	}
+	return false
 }
 
 // OperationFormat compiles a span name format (tracing's operation and
@@ -113,8 +128,22 @@ func CompileCustomTag(ct *tracingtagsv3.CustomTag) (CustomTag, error) {
 			return t, fmt.Errorf("metadata.%w", err)
 		}
 		t.Metadata = md
+	case *tracingtagsv3.CustomTag_Value:
+		f, err := OperationFormat(v.Value)
+		if err != nil {
+			return t, fmt.Errorf("value: %w", err)
+		}
+		// An empty value sets no tag; plain text is a literal, formatted
+		// once.
+		if f != nil {
+			if lit, ok := f.Literal(); ok {
+				t.Value = lit
+			} else {
+				t.Format = f
+			}
+		}
 	default:
-		return t, errors.New("type: one of literal, environment, request_header or metadata is required")
+		return t, errors.New("type: one of literal, environment, request_header, metadata or value is required")
 	}
 	return t, nil
 }

@@ -17,9 +17,10 @@ import (
 // nothing; Run starts it. Errors name their configuration path.
 func (s *Server) newOverload(cfg *overloadv3.OverloadManager) error {
 	m, err := overload.New(cfg, overload.Deps{
-		Stats:   s.stats,
-		Log:     s.logs.Logger("main"),
-		Runtime: s.runtime,
+		Stats:    s.stats,
+		Log:      s.logs.Logger("main"),
+		Runtime:  s.runtime,
+		HostRoot: s.hostRoot,
 	})
 	if err != nil {
 		return errors.Join(listener.PrefixErrors("overload_manager.", err)...)

@@ -50,7 +50,17 @@ type Config struct {
 	Logs          *logging.Registry
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// HostRoot is the directory standing for "/" where the overload
+	// manager's cgroup and CPU monitors read /proc and /sys/fs/cgroup;
+	// "" means "/" (see HostRootEnv).
+	HostRoot string
 }
+
+// HostRootEnv names the environment variable cmd/sidecar reads into
+// Config.HostRoot, so that tests of the built binary can give its resource
+// monitors a fake cgroup and /proc/stat. Envoy has no such setting: unset,
+// the monitors read the real files as Envoy's do.
+const HostRootEnv = "OUTRIGGER_HOST_ROOT"
 
 // Server is one proxy instance.
 type Server struct {
@@ -68,6 +78,8 @@ type Server struct {
 	// time once per request where a func value would cost extra reads.
 	clock func() time.Time
 	start time.Time
+	// hostRoot is Config.HostRoot.
+	hostRoot string
 	// localAddress is the server's own address as Envoy's local_info
 	// finds it, sent in x-forwarded-for by envoy_grpc calls.
 	localAddress string
@@ -136,15 +148,16 @@ func New(cfg Config) (*Server, error) {
 	}
 	store, storeErr := newStatsStore(cfg.Bootstrap.GetStatsConfig(), cfg.Options.StatsTags)
 	s := &Server{
-		opts:  cfg.Options,
-		boot:  cfg.Bootstrap,
-		ext:   cfg.Extensions,
-		logs:  cfg.Logs,
-		log:   cfg.Logs.Logger("main"),
-		now:   now,
-		clock: cfg.Now,
-		start: now(),
-		stats: store,
+		opts:     cfg.Options,
+		boot:     cfg.Bootstrap,
+		ext:      cfg.Extensions,
+		logs:     cfg.Logs,
+		log:      cfg.Logs.Logger("main"),
+		now:      now,
+		clock:    cfg.Now,
+		start:    now(),
+		hostRoot: cfg.HostRoot,
+		stats:    store,
 
 		localAddress: grpcservice.LocalAddress(),
 		shared:       netfilter.NewShared(),

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	metricsv3 "github.com/envoyproxy/go-control-plane/envoy/config/metrics/v3"
+	graphitev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/stat_sinks/graphite_statsd/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 // SinkDeps are what sink construction needs from the rest of the server.
@@ -29,8 +32,8 @@ type SinkDeps struct {
 // factory builds.
 var ErrUnsupportedSink = errors.New("is not supported by Outrigger")
 
-// NewSinks builds the bootstrap's stats_sinks: statsd and dog_statsd
-// here, other types through deps.Factories. Errors name the field path.
+// NewSinks builds the bootstrap's stats_sinks: statsd, dog_statsd and
+// graphite_statsd here, other types through deps.Factories. Errors name the field path.
 // Nothing is dialed yet: sinks connect at their first flush, so building
 // them (as --mode validate does) sends no traffic.
 func NewSinks(cfgs []*metricsv3.StatsSink, deps SinkDeps) ([]Sink, error) {
@@ -53,7 +56,9 @@ func NewSinks(cfgs []*metricsv3.StatsSink, deps SinkDeps) ([]Sink, error) {
 		case *metricsv3.StatsdSink:
 			sink, err = newStatsdFromConfig(c, deps)
 		case *metricsv3.DogStatsdSink:
-			sink, err = newDogStatsdFromConfig(c)
+			sink, err = newTaggedStatsd(c, StatsdOptions{DogStatsD: true})
+		case *graphitev3.GraphiteStatsdSink:
+			sink, err = newTaggedStatsd(c, StatsdOptions{Graphite: true})
 		default:
 			name := string(m.ProtoReflect().Descriptor().FullName())
 			f, ok := deps.Factories[name]
@@ -98,15 +103,26 @@ func newStatsdFromConfig(c *metricsv3.StatsdSink, deps SinkDeps) (Sink, error) {
 		ScaleToMilliseconds: c.GetScaleHistogramUnitsToMilliseconds()}), nil
 }
 
-// newDogStatsdFromConfig builds a DogStatsD sink, always over UDP.
-func newDogStatsdFromConfig(c *metricsv3.DogStatsdSink) (Sink, error) {
+// taggedStatsdConfig is what the DogStatsD and Graphite sinks'
+// configurations share.
+type taggedStatsdConfig interface {
+	GetAddress() *corev3.Address
+	GetPrefix() string
+	GetMaxBytesPerDatagram() *wrapperspb.UInt64Value
+	GetScaleHistogramUnitsToMilliseconds() bool
+}
+
+// newTaggedStatsd builds a DogStatsD or Graphite sink (o selects the tag
+// format), always over UDP.
+func newTaggedStatsd(c taggedStatsdConfig, o StatsdOptions) (Sink, error) {
 	dial, err := dialUDP(c.GetAddress())
 	if err != nil {
 		return nil, err
 	}
-	return NewStatsdSink(StatsdOptions{Prefix: c.GetPrefix(), DogStatsD: true, Dial: dial, UDP: true,
-		MaxDatagram:         int(c.GetMaxBytesPerDatagram().GetValue()),
-		ScaleToMilliseconds: c.GetScaleHistogramUnitsToMilliseconds()}), nil
+	o.Prefix, o.Dial, o.UDP = c.GetPrefix(), dial, true
+	o.MaxDatagram = int(min(c.GetMaxBytesPerDatagram().GetValue(), math.MaxInt32))
+	o.ScaleToMilliseconds = c.GetScaleHistogramUnitsToMilliseconds()
+	return NewStatsdSink(o), nil
 }
 
 // dialUDP returns a dialer for a sink's address. As in Envoy, the address

@@ -27,7 +27,9 @@ const statsdWriteTimeout = time.Second
 // StatsdSink sends counters (deltas, "|c"), gauges ("|g") and histograms
 // (timers, "|ms") to a statsd server at every flush, over UDP (lines
 // batched into datagrams) or TCP (newline-terminated lines). In DogStatsD
-// mode names are tag-extracted and tags are appended as "|#name:value,...".
+// mode names are tag-extracted and tags are appended as "|#name:value,...";
+// in Graphite mode names are tag-extracted and tags follow the name as
+// ";name=value;..." (Graphite's tagged series), before the value.
 //
 // Envoy sends a histogram value the moment it is recorded; Outrigger's
 // histograms aggregate, so each flush sends one timer line per value
@@ -38,7 +40,7 @@ const statsdWriteTimeout = time.Second
 // in (fractional) milliseconds.
 type StatsdSink struct {
 	prefix  string
-	dog     bool
+	tags    *tagFormat // nil: full names, no tags
 	maxSize int
 	dial    func(ctx context.Context) (net.Conn, error)
 	udp     bool
@@ -62,6 +64,9 @@ type StatsdOptions struct {
 	Prefix string
 	// DogStatsD selects tag-extracted names with DogStatsD tags.
 	DogStatsD bool
+	// Graphite selects tag-extracted names with Graphite tags (ignored
+	// with DogStatsD).
+	Graphite bool
 	// MaxDatagram bounds UDP datagrams; zero means 1432 bytes.
 	MaxDatagram int
 	// UDP says the connection is datagram-oriented.
@@ -83,8 +88,19 @@ func NewStatsdSink(o StatsdOptions) *StatsdSink {
 	if o.MaxDatagram <= 0 {
 		o.MaxDatagram = statsdMaxDatagram
 	}
-	o.Prefix = string(appendStatsdName(nil, o.Prefix, nameUnsafe))
-	return &StatsdSink{prefix: o.Prefix, dog: o.DogStatsD, maxSize: o.MaxDatagram, dial: o.Dial, udp: o.UDP,
+	var tags *tagFormat
+	switch {
+	case o.DogStatsD:
+		tags = dogStatsdTags()
+	case o.Graphite:
+		tags = graphiteTags()
+	}
+	nameBad := nameUnsafe
+	if tags != nil {
+		nameBad = tags.nameUnsafe
+	}
+	o.Prefix = string(appendStatsdName(nil, o.Prefix, nameBad))
+	return &StatsdSink{prefix: o.Prefix, tags: tags, maxSize: o.MaxDatagram, dial: o.Dial, udp: o.UDP,
 		scale: o.ScaleToMilliseconds}
 }
 
@@ -164,25 +180,22 @@ func (k *StatsdSink) emit(sn *Snapshot, name, value []byte, typ string, times ui
 		return
 	}
 	k.line = append(append(k.line[:0], k.prefix...), '.')
-	if k.dog {
+	tf := k.tags
+	if tf == nil {
+		k.line = appendStatsdName(k.line, name, nameUnsafe)
+		k.line = append(append(append(k.line, ':'), value...), typ...)
+	} else {
 		if !k.xValid || !bytes.Equal(name, k.xName) {
 			sn.TagProducer().Extract(name, &k.x)
 			k.xName, k.xValid = append(k.xName[:0], name...), true
 		}
-		k.line = appendStatsdName(k.line, k.x.Name, nameUnsafe)
-	} else {
-		k.line = appendStatsdName(k.line, name, nameUnsafe)
-	}
-	k.line = append(append(append(k.line, ':'), value...), typ...)
-	if k.dog && len(k.x.Tags) > 0 {
-		k.line = append(k.line, "|#"...)
-		for i, t := range k.x.Tags {
-			if i > 0 {
-				k.line = append(k.line, ',')
-			}
-			k.line = appendStatsdName(k.line, t.Name, tagUnsafe)
-			k.line = append(k.line, ':')
-			k.line = appendStatsdName(k.line, t.Value, tagUnsafe)
+		k.line = appendStatsdName(k.line, k.x.Name, tf.nameUnsafe)
+		if tf.afterName {
+			k.line = k.appendTags(tf)
+		}
+		k.line = append(append(append(k.line, ':'), value...), typ...)
+		if !tf.afterName {
+			k.line = k.appendTags(tf)
 		}
 	}
 	for range times {
@@ -191,6 +204,46 @@ func (k *StatsdSink) emit(sn *Snapshot, name, value []byte, typ string, times ui
 			return
 		}
 	}
+}
+
+// appendTags appends the extracted tags to the line in format tf; nothing
+// when there is none.
+func (k *StatsdSink) appendTags(tf *tagFormat) []byte {
+	line := k.line
+	for i, t := range k.x.Tags {
+		if i == 0 {
+			line = append(line, tf.start...)
+		} else {
+			line = append(line, tf.separator)
+		}
+		line = appendStatsdName(line, t.Name, tf.tagUnsafe)
+		line = append(line, tf.assign)
+		line = appendStatsdName(line, t.Value, tf.tagUnsafe)
+	}
+	return line
+}
+
+// tagFormat is how a tagged statsd line carries its tags, as Envoy's
+// TagFormat: the bytes that start them, join a name to its value and
+// separate two tags, whether they follow the name (Graphite) or the type
+// (DogStatsD), and the bytes a name or tag may not hold.
+type tagFormat struct {
+	start                 string
+	assign, separator     byte
+	afterName             bool
+	nameUnsafe, tagUnsafe string
+}
+
+// dogStatsdTags is DogStatsD's format: "name:1|c|#k:v,k2:v2".
+func dogStatsdTags() *tagFormat {
+	return &tagFormat{start: "|#", assign: ':', separator: ',', nameUnsafe: nameUnsafe, tagUnsafe: tagUnsafe}
+}
+
+// graphiteTags is Graphite's format: "name;k=v;k2=v2:1|c". A ';' in a name
+// would start a tag, and a ':' or '|' in a tag would end the name.
+func graphiteTags() *tagFormat {
+	return &tagFormat{start: ";", assign: '=', separator: ';', afterName: true,
+		nameUnsafe: nameUnsafe + ";", tagUnsafe: ";=:|\n\r"}
 }
 
 // The bytes that would break a statsd line in a name (the value and type

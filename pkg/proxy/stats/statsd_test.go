@@ -12,6 +12,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	metricsv3 "github.com/envoyproxy/go-control-plane/envoy/config/metrics/v3"
+	graphitev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/stat_sinks/graphite_statsd/v3"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -188,6 +189,28 @@ func TestStatsdSinksOverUDP(t *testing.T) {
 			},
 			first: []string{"proxy.x.ms:15|ms", "proxy.x.us:1.55|ms"},
 		},
+		"graphite_statsd tags after the name": {
+			sink: func(port int) proto.Message {
+				return &graphitev3.GraphiteStatsdSink{StatsdSpecifier: &graphitev3.GraphiteStatsdSink_Address{Address: socketAddress(port, corev3.SocketAddress_UDP)}}
+			},
+			record: func(s *Store) {
+				s.Counter("cluster.c1.upstream_rq_200").Add(3)
+				s.Gauge("server.live").Set(1)
+			},
+			first:  []string{"proxy.cluster.upstream_rq;proxy.response_code=200;proxy.cluster_name=c1:3|c", "proxy.server.live:1|g"},
+			second: []string{"proxy.cluster.upstream_rq;proxy.response_code=200;proxy.cluster_name=c1:0|c", "proxy.server.live:1|g"},
+		},
+		"graphite_statsd prefix, histograms and unsafe bytes": {
+			sink: func(port int) proto.Message {
+				return &graphitev3.GraphiteStatsdSink{Prefix: "gr;x", ScaleHistogramUnitsToMilliseconds: true,
+					StatsdSpecifier: &graphitev3.GraphiteStatsdSink_Address{Address: socketAddress(port, corev3.SocketAddress_UDP)}}
+			},
+			record: func(s *Store) {
+				s.HistogramWithUnit("cluster.c=1;a:b.upstream_rq_time", UnitMicroseconds).Record(1500)
+				s.Counter("odd;name").Inc()
+			},
+			first: []string{"gr_x.cluster.upstream_rq_time;proxy.cluster_name=c_1_a_b:1.55|ms", "gr_x.odd_name:1|c"},
+		},
 		"negative gauges go through zero": {
 			sink: func(port int) proto.Message {
 				return &metricsv3.StatsdSink{StatsdSpecifier: &metricsv3.StatsdSink_Address{Address: socketAddress(port, corev3.SocketAddress_UDP)}}
@@ -230,17 +253,23 @@ func TestStatsdSinksOverUDP(t *testing.T) {
 // and no line is split or lost.
 func TestStatsdBatchesDatagrams(t *testing.T) {
 	cases := map[string]struct {
-		max  *wrapperspb.UInt64Value
-		want int // bound on a datagram's size
+		max      *wrapperspb.UInt64Value
+		want     int // bound on a datagram's size
+		graphite bool
 	}{
-		"default bound":          {want: 1432},
-		"max_bytes_per_datagram": {max: wrapperspb.UInt64(200), want: 200},
+		"default bound":                   {want: 1432},
+		"max_bytes_per_datagram":          {max: wrapperspb.UInt64(200), want: 200},
+		"graphite max_bytes_per_datagram": {max: wrapperspb.UInt64(300), want: 300, graphite: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			srv := newUDPServer(t)
-			cfg := &metricsv3.DogStatsdSink{MaxBytesPerDatagram: tc.max,
+			var cfg proto.Message = &metricsv3.DogStatsdSink{MaxBytesPerDatagram: tc.max,
 				DogStatsdSpecifier: &metricsv3.DogStatsdSink_Address{Address: socketAddress(srv.port, corev3.SocketAddress_UDP)}}
+			if tc.graphite {
+				cfg = &graphitev3.GraphiteStatsdSink{MaxBytesPerDatagram: tc.max,
+					StatsdSpecifier: &graphitev3.GraphiteStatsdSink_Address{Address: socketAddress(srv.port, corev3.SocketAddress_UDP)}}
+			}
 			sinks, err := NewSinks(sinkConfig(t, cfg), SinkDeps{})
 			if err != nil {
 				t.Fatal(err)

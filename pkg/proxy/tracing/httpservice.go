@@ -38,24 +38,9 @@ func CompileHTTPService(hs *corev3.HttpService, cluster func(name string) grpcse
 	if path == "" {
 		path = defaultPath
 	}
-	headers := http.Header{}
-	for i, o := range hs.GetRequestHeadersToAdd() {
-		k := o.GetHeader().GetKey()
-		if k == "" {
-			return nil, "", fmt.Errorf("request_headers_to_add[%d].header.key: must be set", i)
-		}
-		if o.GetKeepEmptyValue() || o.GetAppendAction() != corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD {
-			return nil, "", fmt.Errorf("request_headers_to_add[%d]: only header is supported by Outrigger", i)
-		}
-		//lint:ignore SA1019 append is Envoy's deprecated field, still accepted.
-		if o.GetAppend() != nil {
-			return nil, "", fmt.Errorf("request_headers_to_add[%d].append: not supported by Outrigger", i)
-		}
-		v, err := router.HeaderValueText(o.GetHeader())
-		if err != nil {
-			return nil, "", fmt.Errorf("request_headers_to_add[%d].header.%w", i, err)
-		}
-		headers.Add(k, v)
+	headers, err := HeadersToAdd(hs.GetRequestHeadersToAdd())
+	if err != nil {
+		return nil, "", err
 	}
 	var cl grpcservice.Cluster
 	if cluster != nil {
@@ -69,4 +54,30 @@ func CompileHTTPService(hs *corev3.HttpService, cluster func(name string) grpcse
 		return nil, "", fmt.Errorf("http_uri.uri: %w", err)
 	}
 	return p, "cluster " + hu.GetCluster(), nil
+}
+
+// HeadersToAdd reads an HttpService's request_headers_to_add: each
+// header's key and value, added as they are. Errors name the field below
+// the HttpService.
+func HeadersToAdd(opts []*corev3.HeaderValueOption) (http.Header, error) {
+	headers := http.Header{}
+	for i, o := range opts {
+		k := o.GetHeader().GetKey()
+		if k == "" {
+			return nil, fmt.Errorf("request_headers_to_add[%d].header.key: must be set", i)
+		}
+		if o.GetKeepEmptyValue() || o.GetAppendAction() != corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD {
+			return nil, fmt.Errorf("request_headers_to_add[%d]: only header is supported by Outrigger", i)
+		}
+		//lint:ignore SA1019 append is Envoy's deprecated field, still accepted.
+		if o.GetAppend() != nil {
+			return nil, fmt.Errorf("request_headers_to_add[%d].append: not supported by Outrigger", i)
+		}
+		v, err := router.HeaderValueText(o.GetHeader())
+		if err != nil {
+			return nil, fmt.Errorf("request_headers_to_add[%d].header.%w", i, err)
+		}
+		headers.Add(k, v)
+	}
+	return headers, nil
 }

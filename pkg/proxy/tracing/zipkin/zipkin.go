@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	tracev3 "github.com/envoyproxy/go-control-plane/envoy/config/trace/v3"
 	"google.golang.org/protobuf/proto"
@@ -34,25 +35,9 @@ func (Factory) Compile(config proto.Message, ctx tracing.Context) (tracing.Drive
 	default:
 		return nil, fmt.Errorf("collector_endpoint_version: %v is not supported by Outrigger (HTTP_JSON is)", v)
 	}
-	name := cfg.GetCollectorCluster()
-	if name == "" {
-		return nil, errors.New("collector_cluster: must be set")
-	}
-	var cl grpcservice.Cluster
-	if ctx.Cluster != nil {
-		cl = ctx.Cluster(name)
-	}
-	if cl == nil {
-		// Envoy's own message.
-		return nil, fmt.Errorf("collector_cluster: envoy.tracers.zipkin: unknown cluster '%s'", name)
-	}
-	host := cfg.GetCollectorHostname()
-	if host == "" {
-		host = name
-	}
-	p, err := tracing.NewPoster(cl, host, cfg.GetCollectorEndpoint(), http.Header{}, 0)
+	p, name, err := collector(cfg, ctx)
 	if err != nil {
-		return nil, fmt.Errorf("collector_endpoint: %w", err)
+		return nil, err
 	}
 	d := &driver{
 		shared:  true,
@@ -71,6 +56,81 @@ func (Factory) Compile(config proto.Message, ctx tracing.Context) (tracing.Drive
 		FailedStat:    "reports_dropped",
 	}, ctx)
 	return d, nil
+}
+
+// collector builds the poster of the reports: from collector_service when
+// it is set (it takes precedence, as in Envoy), else from the legacy
+// collector_cluster, collector_endpoint and collector_hostname. It returns
+// the collector's cluster name.
+func collector(cfg *tracev3.ZipkinConfig, ctx tracing.Context) (*tracing.Poster, string, error) {
+	var name, host, path, field string
+	headers := http.Header{}
+	if hs := cfg.GetCollectorService(); hs != nil {
+		field = "collector_service.http_uri.cluster"
+		if len(hs.GetFormatters()) > 0 {
+			return nil, "", errors.New("collector_service.formatters: not supported by Outrigger")
+		}
+		hu := hs.GetHttpUri()
+		name = hu.GetCluster()
+		if name == "" {
+			return nil, "", errors.New("collector_service.http_uri.cluster: must be set")
+		}
+		if hu.GetUri() == "" {
+			return nil, "", errors.New("collector_service.http_uri.uri: must be set")
+		}
+		host, path = splitCollectorURI(hu.GetUri())
+		if host == "" {
+			host = name
+		}
+		var err error
+		if headers, err = tracing.HeadersToAdd(hs.GetRequestHeadersToAdd()); err != nil {
+			return nil, "", fmt.Errorf("collector_service.%w", err)
+		}
+	} else {
+		field = "collector_cluster"
+		name = cfg.GetCollectorCluster()
+		if name == "" {
+			return nil, "", errors.New("collector_cluster: must be set (or collector_service)")
+		}
+		host, path = cfg.GetCollectorHostname(), cfg.GetCollectorEndpoint()
+		if host == "" {
+			host = name
+		}
+	}
+	var cl grpcservice.Cluster
+	if ctx.Cluster != nil {
+		cl = ctx.Cluster(name)
+	}
+	if cl == nil {
+		// Envoy's own message.
+		return nil, "", fmt.Errorf("%s: envoy.tracers.zipkin: unknown cluster '%s'", field, name)
+	}
+	// Each report's deadline is the runtime key tracing.zipkin.request_timeout
+	// (the batcher's), for collector_service too: Envoy does not read
+	// http_uri.timeout.
+	p, err := tracing.NewPoster(cl, host, path, headers, 0)
+	if err != nil {
+		if cfg.GetCollectorService() != nil {
+			return nil, "", fmt.Errorf("collector_service.http_uri.uri: %w", err)
+		}
+		return nil, "", fmt.Errorf("collector_endpoint: %w", err)
+	}
+	return p, name, nil
+}
+
+// splitCollectorURI splits collector_service's uri as Envoy does: with a
+// scheme ("https://host/path"), into its host and path ("/" when it has
+// none); without one, it is a path alone (no host).
+func splitCollectorURI(uri string) (host, path string) {
+	_, rest, ok := strings.Cut(uri, "://")
+	if !ok {
+		return "", uri
+	}
+	i := strings.IndexByte(rest, '/')
+	if i < 0 {
+		return rest, "/"
+	}
+	return rest[:i], rest[i:]
 }
 
 // driver is the configured tracer.
