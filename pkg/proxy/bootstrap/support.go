@@ -285,6 +285,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedInternalRedirects,
 	supportedSocketMatches,
 	supportedHCMExtras,
+	supportedSetFilterState,
 }
 
 // supportIndex is every per-area table merged into one map, built on first

@@ -277,6 +277,7 @@ func (s *stream) Route() *router.Route {
 		s.routed = true
 		t0 := s.timeRouteResolution()
 		s.rreq.DynamicMetadata, s.rreq.FilterState = s.entry.DynamicMetadata, s.entry.FilterState
+		s.rreq.ConnFilterState = s.entry.ConnFilterState
 		s.cached = s.routes().table.MatchRequest(&s.rreq)
 		s.clusterName, s.wc = "", -1
 		if s.cached != nil {
@@ -369,6 +370,10 @@ func (s *stream) FilterStateValue(key string) (any, bool) {
 	}
 	return nil, false
 }
+
+// FilterState implements upstream.FilterStateReader: FilterStateValue,
+// for the clusters that read the filter state.
+func (s *stream) FilterState(key string) (any, bool) { return s.FilterStateValue(key) }
 
 // Info implements httpfilter.Stream.
 func (s *stream) Info() httpfilter.StreamInfo {

@@ -93,7 +93,7 @@ func (s *stream) forward() {
 		s.localReplyAs(503, -1, bodyDropOverload, accesslog.DropOverload, "drop_overload", "x-envoy-drop-overload", "")
 		return
 	}
-	s.pick = upstream.PickContext{OriginalDst: s.origDst, Headers: &s.reqHeaders, Authority: s.authority, MetadataMatch: s.metadataMatch(route), DynamicMetadata: s.entry.DynamicMetadata}
+	s.pick = upstream.PickContext{OriginalDst: s.origDst, Headers: &s.reqHeaders, Authority: s.authority, MetadataMatch: s.metadataMatch(route), DynamicMetadata: s.entry.DynamicMetadata, FilterState: s}
 	// The hash key is computed only if the cluster's balancer reads it
 	// (PickHash), with the route's hash_policy, or with the balancer's
 	// own (PickHashWith).
