@@ -286,6 +286,7 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedSocketMatches,
 	supportedHCMExtras,
 	supportedSetFilterState,
+	supportedJSONToMetadata,
 }
 
 // supportIndex is every per-area table merged into one map, built on first

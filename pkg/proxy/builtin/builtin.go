@@ -48,6 +48,7 @@ import (
 	headertometadatav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/header_to_metadata/v3"
 	healthcheckv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/health_check/v3"
 	iptaggingv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ip_tagging/v3"
+	j2mv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/json_to_metadata/v3"
 	jwtauthnv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/jwt_authn/v3"
 	lrlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/local_ratelimit/v3"
 	luav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/lua/v3"
@@ -155,6 +156,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/headertometadata"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/healthcheck"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/iptagging"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/jsontometadata"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/jwtauthn"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/localratelimit"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/filters/http/lua"
@@ -284,6 +286,7 @@ func Registry() *extension.Registry {
 		extension.Of(headertometadata.Name, HTTPFilters, &headertometadatav3.Config{}, headertometadata.Factory{}).WithRouteConfig(&headertometadatav3.Config{}),
 		extension.Of(healthcheck.Name, HTTPFilters, &healthcheckv3.HealthCheck{}, healthcheck.Factory{}),
 		extension.Of(iptagging.Name, HTTPFilters, &iptaggingv3.IPTagging{}, iptagging.Factory{}),
+		extension.Of(jsontometadata.Name, HTTPFilters, &j2mv3.JsonToMetadata{}, jsontometadata.Factory{}),
 		extension.Of(jwtauthn.Name, HTTPFilters, &jwtauthnv3.JwtAuthentication{}, jwtauthn.Factory{}).WithRouteConfig(&jwtauthnv3.PerRouteConfig{}),
 		extension.Of(localratelimit.Name, HTTPFilters, &lrlv3.LocalRateLimit{}, localratelimit.Factory{}).WithRouteConfig(&lrlv3.LocalRateLimit{}),
 		extension.Of(lua.Name, HTTPFilters, &luav3.Lua{}, lua.Factory{}).WithRouteConfig(&luav3.LuaPerRoute{}),

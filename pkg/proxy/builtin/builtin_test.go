@@ -64,6 +64,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.filters.http proxy.filters.http.header_to_metadata envoy.extensions.filters.http.header_to_metadata.v3.Config",
 		"envoy.filters.http proxy.filters.http.health_check envoy.extensions.filters.http.health_check.v3.HealthCheck",
 		"envoy.filters.http proxy.filters.http.ip_tagging envoy.extensions.filters.http.ip_tagging.v3.IPTagging",
+		"envoy.filters.http proxy.filters.http.json_to_metadata envoy.extensions.filters.http.json_to_metadata.v3.JsonToMetadata",
 		"envoy.filters.http proxy.filters.http.jwt_authn envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication",
 		"envoy.filters.http proxy.filters.http.local_ratelimit envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
 		"envoy.filters.http proxy.filters.http.lua envoy.extensions.filters.http.lua.v3.Lua",
