@@ -13,6 +13,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filterstate"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
@@ -374,6 +375,18 @@ func (s *stream) FilterStateValue(key string) (any, bool) {
 // FilterState implements upstream.FilterStateReader: FilterStateValue,
 // for the clusters that read the filter state.
 func (s *stream) FilterState(key string) (any, bool) { return s.FilterStateValue(key) }
+
+// filterStateHash is the hash of the filter state object under key (the
+// request's, else the connection's), for hash policies' filter_state
+// entries: false when there is none or it is not hashable
+// (set_filter_state's envoy.hashable_string is).
+func (s *stream) filterStateHash(key string) (uint64, bool) {
+	v, _ := s.FilterStateValue(key)
+	if h, ok := v.(filterstate.Hashable); ok {
+		return h.Hash()
+	}
+	return 0, false
+}
 
 // Info implements httpfilter.Stream.
 func (s *stream) Info() httpfilter.StreamInfo {

@@ -255,7 +255,7 @@ func (s *stream) PickHash() (uint64, bool) {
 // maglev balancer's own hash_policy, which replaces the route's as in
 // Envoy (cluster.PolicyHasher).
 func (s *stream) PickHashWith(p *router.HashPolicy) (uint64, bool) {
-	in := router.HashInput{Request: &s.rreq, SourceIP: s.remoteIP, ConnRemote: s.remote, ConnLocal: s.local, SetCookies: s.setCookies}
+	in := router.HashInput{Request: &s.rreq, SourceIP: s.remoteIP, ConnRemote: s.remote, ConnLocal: s.local, SetCookies: s.setCookies, FilterState: s.filterStateHash}
 	h, ok := p.Hash(&in)
 	s.setCookies = in.SetCookies
 	return h, ok
