@@ -90,6 +90,21 @@ func (a Address) FilterStateField(name string) (any, bool) {
 	return nil, false
 }
 
+// StringAccessorOf is the string a value holds when it is a string
+// object (Envoy's StringAccessor: String, HashableString, or a plain
+// string a network filter kept); false for any other.
+func StringAccessorOf(v any) (string, bool) {
+	switch o := v.(type) {
+	case string:
+		return o, true
+	case String:
+		return string(o), true
+	case HashableString:
+		return string(o), true
+	}
+	return "", false
+}
+
 // StringOf is the string a filter state value stands for: a string, or
 // an object's PLAIN form; false for a value without one.
 func StringOf(v any) (string, bool) {
