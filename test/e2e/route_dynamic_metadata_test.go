@@ -87,7 +87,7 @@ var _ = Describe("Routes matched on cookies", func() {
 })
 
 var _ = Describe("Routes matched on filter state", func() {
-	It("load with string matchers and refuse address_match with its path", func() {
+	It("load with string and address matchers, and refuse a bad range with its path", func() {
 		spec := func(matcher string) string {
 			return proxySpec{
 				Port:     freePort(),
@@ -98,7 +98,9 @@ var _ = Describe("Routes matched on filter state", func() {
 		r, _ := validate("fs.yaml", spec("string_match: {exact: gold}"))
 		Expect(r.ExitCode).To(Equal(0), r.Stderr)
 		r, _ = validate("fs-address.yaml", spec("address_match: {ranges: [{address_prefix: 10.0.0.0, prefix_len: 8}]}"))
+		Expect(r.ExitCode).To(Equal(0), r.Stderr)
+		r, _ = validate("fs-bad.yaml", spec("address_match: {ranges: [{address_prefix: 10.0.0.300, prefix_len: 8}]}"))
 		Expect(r.ExitCode).To(Equal(1))
-		Expect(r.Stderr).To(ContainSubstring("match.filter_state[0].address_match: not supported by Outrigger"))
+		Expect(r.Stderr).To(ContainSubstring("match.filter_state[0].address_match.ranges[0].address_prefix: "))
 	})
 })

@@ -139,6 +139,10 @@ type Entry struct {
 	// FilterState holds the objects filters left for the access logs
 	// (%FILTER_STATE%), by key; nil when none did.
 	FilterState map[string]FilterStateObject
+	// ConnFilterState is the connection's filter state, which
+	// %FILTER_STATE% reads when FilterState has no object under the key
+	// (what the network set_filter_state filter kept); nil for none.
+	ConnFilterState FilterStateReader
 	// ClusterMetadata is the upstream cluster's metadata
 	// (%CLUSTER_METADATA%); nil before a cluster is chosen.
 	ClusterMetadata *corev3.Metadata

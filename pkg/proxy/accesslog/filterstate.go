@@ -75,7 +75,7 @@ func parseFilterStateOperator(args string, hasArgs bool) (*filterStateRef, error
 // compact JSON text; false when the request has no object under the key,
 // or the object has no such form.
 func (r *filterStateRef) appendText(dst []byte, e *Entry) ([]byte, bool) {
-	obj := e.FilterState[r.key]
+	obj := e.FilterStateObject(r.key)
 	if obj == nil {
 		return dst, false
 	}
@@ -104,7 +104,7 @@ func (r *filterStateRef) appendText(dst []byte, e *Entry) ([]byte, bool) {
 func (r *filterStateRef) appendTyped(dst []byte, e *Entry) ([]byte, bool) {
 	if r.field != "" {
 		// A string field is a JSON string, a number a JSON number.
-		v, _ := r.fieldValue(e.FilterState[r.key])
+		v, _ := r.fieldValue(e.FilterStateObject(r.key))
 		if s, ok := v.(string); ok {
 			start := len(dst)
 			return quoteInPlace(append(dst, s...), start), true
@@ -148,6 +148,27 @@ func appendProtoJSON(dst []byte, m proto.Message) ([]byte, bool) {
 	return append(dst, buf.Bytes()...), true
 }
 
+// FilterStateReader reads a connection's filter state (a
+// netfilter.FilterStater): the parent of its requests' filter state.
+type FilterStateReader interface {
+	FilterState(key string) (any, bool)
+}
+
+// FilterStateObject is the object under key: the entry's own, else its
+// connection's (ConnFilterState), as Envoy's filter state reads through
+// to its parent; nil when there is none.
+func (e *Entry) FilterStateObject(key string) FilterStateObject {
+	if obj := e.FilterState[key]; obj != nil {
+		return obj
+	}
+	if e.ConnFilterState == nil {
+		return nil
+	}
+	v, _ := e.ConnFilterState.FilterState(key)
+	obj, _ := v.(FilterStateObject)
+	return obj
+}
+
 // SetFilterState keeps obj under key in the entry's filter state,
 // replacing any object there.
 func (e *Entry) SetFilterState(key string, obj FilterStateObject) {
@@ -162,8 +183,8 @@ func (e *Entry) SetFilterState(key string, obj FilterStateObject) {
 // filter_state_objects_to_log); false when there is no such object or it
 // has no TYPED serialization.
 func (e *Entry) AppendFilterStateJSON(dst []byte, key string) ([]byte, bool) {
-	obj, ok := e.FilterState[key]
-	if !ok {
+	obj := e.FilterStateObject(key)
+	if obj == nil {
 		return dst, false
 	}
 	return appendProtoJSON(dst, obj.FilterStateProto())

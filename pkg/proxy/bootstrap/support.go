@@ -285,6 +285,8 @@ var supportTables = []map[protoreflect.FullName]fieldSupport{
 	supportedInternalRedirects,
 	supportedSocketMatches,
 	supportedHCMExtras,
+	supportedSetFilterState,
+	supportedJSONToMetadata,
 }
 
 // supportIndex is every per-area table merged into one map, built on first

@@ -173,8 +173,12 @@ var supportedFiltersTail = map[protoreflect.FullName]fieldSupport{
 		"envoy.extensions.matching.common_inputs.network.v3.SourceTypeInput",
 		"envoy.extensions.matching.common_inputs.network.v3.TransportProtocolInput",
 		"envoy.extensions.matching.common_inputs.network.v3.ApplicationProtocolInput",
+		// The filter state input: HTTP matchers and RBAC's (the filter
+		// chain matcher and the UDP proxy refuse it).
+		"envoy.extensions.matching.common_inputs.network.v3.FilterStateInput",
 		"google.protobuf.StringValue",
 	}},
+	"envoy.extensions.matching.common_inputs.network.v3.FilterStateInput.key":                                    {},
 	"envoy.type.matcher.v3.HttpRequestHeaderMatchInput.header_name":                                              {},
 	"envoy.type.matcher.v3.HttpResponseHeaderMatchInput.header_name":                                             {},
 	"envoy.extensions.http.custom_response.local_response_policy.v3.LocalResponsePolicy.body":                    {},

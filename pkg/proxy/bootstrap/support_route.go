@@ -76,9 +76,10 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.route.v3.RouteMatch.query_parameters":                                            {},
 	"envoy.config.route.v3.RouteMatch.dynamic_metadata":                                            {},
 	"envoy.config.route.v3.RouteMatch.filter_state":                                                {},
-	// A filter state object's string form; address_match stays refused.
+	// A filter state object's string form, or an address object's IP.
 	"envoy.type.matcher.v3.FilterStateMatcher.key":                      {},
 	"envoy.type.matcher.v3.FilterStateMatcher.string_match":             {},
+	"envoy.type.matcher.v3.FilterStateMatcher.address_match":            {},
 	"envoy.config.route.v3.RouteMatch.cookies":                          {},
 	"envoy.config.route.v3.CookieMatcher.name":                          {},
 	"envoy.config.route.v3.CookieMatcher.string_match":                  {},

@@ -10,6 +10,7 @@ import (
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filterstate"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -114,7 +115,7 @@ func newOrigDstHosts(scope stats.Scope) *origDstHosts {
 }
 
 // origDstTarget is where a pick goes, in Envoy's order: the address the
-// request's dynamic metadata holds at metadata_key, when set and valid,
+// filter state holds (set_filter_state's original_dst_address), then the one the request's dynamic metadata holds at metadata_key, when set and valid,
 // then the request header when use_http_header is set and the request
 // has a valid one,
 // else the connection's restored original destination; then the port
@@ -124,8 +125,16 @@ func (c *Cluster) origDstTarget(pc *upstream.PickContext) (netip.AddrPort, bool)
 		return netip.AddrPort{}, false
 	}
 	o := c.settings.origDst
+	// The filter state's address comes before everything, as in Envoy.
 	var dst netip.AddrPort
-	if o.metadata != nil && pc.DynamicMetadata != nil {
+	if pc.FilterState != nil {
+		if v, ok := pc.FilterState.FilterState(filterstate.OriginalDstAddressKey); ok {
+			if a, ok := v.(filterstate.Address); ok {
+				dst = netip.AddrPort(a)
+			}
+		}
+	}
+	if !dst.IsValid() && o.metadata != nil && pc.DynamicMetadata != nil {
 		// Before the header, as in Envoy.
 		if ap, found, valid := o.metadata.target(pc.DynamicMetadata); valid {
 			dst = ap

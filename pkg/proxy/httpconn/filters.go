@@ -13,6 +13,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filterstate"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/logging"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
@@ -277,6 +278,7 @@ func (s *stream) Route() *router.Route {
 		s.routed = true
 		t0 := s.timeRouteResolution()
 		s.rreq.DynamicMetadata, s.rreq.FilterState = s.entry.DynamicMetadata, s.entry.FilterState
+		s.rreq.ConnFilterState = s.entry.ConnFilterState
 		s.cached = s.routes().table.MatchRequest(&s.rreq)
 		s.clusterName, s.wc = "", -1
 		if s.cached != nil {
@@ -368,6 +370,22 @@ func (s *stream) FilterStateValue(key string) (any, bool) {
 		return s.netState.FilterState(key)
 	}
 	return nil, false
+}
+
+// FilterState implements upstream.FilterStateReader: FilterStateValue,
+// for the clusters that read the filter state.
+func (s *stream) FilterState(key string) (any, bool) { return s.FilterStateValue(key) }
+
+// filterStateHash is the hash of the filter state object under key (the
+// request's, else the connection's), for hash policies' filter_state
+// entries: false when there is none or it is not hashable
+// (set_filter_state's envoy.hashable_string is).
+func (s *stream) filterStateHash(key string) (uint64, bool) {
+	v, _ := s.FilterStateValue(key)
+	if h, ok := v.(filterstate.Hashable); ok {
+		return h.Hash()
+	}
+	return 0, false
 }
 
 // Info implements httpfilter.Stream.

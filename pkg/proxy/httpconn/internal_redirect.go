@@ -165,6 +165,7 @@ func (s *stream) setupRedirect(p *router.InternalRedirectPolicy, status int) boo
 	req := s.rreq
 	req.Scheme, req.Host, req.Path = target.Scheme, target.Authority, target.Path
 	req.DynamicMetadata, req.FilterState = s.entry.DynamicMetadata, s.entry.FilterState
+	req.ConnFilterState = s.entry.ConnFilterState
 	to := s.routes().table.MatchRequest(&req)
 	if to == nil {
 		st.noRoute.Inc()

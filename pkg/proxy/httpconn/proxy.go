@@ -93,7 +93,7 @@ func (s *stream) forward() {
 		s.localReplyAs(503, -1, bodyDropOverload, accesslog.DropOverload, "drop_overload", "x-envoy-drop-overload", "")
 		return
 	}
-	s.pick = upstream.PickContext{OriginalDst: s.origDst, Headers: &s.reqHeaders, Authority: s.authority, MetadataMatch: s.metadataMatch(route), DynamicMetadata: s.entry.DynamicMetadata}
+	s.pick = upstream.PickContext{OriginalDst: s.origDst, Headers: &s.reqHeaders, Authority: s.authority, MetadataMatch: s.metadataMatch(route), DynamicMetadata: s.entry.DynamicMetadata, FilterState: s}
 	// The hash key is computed only if the cluster's balancer reads it
 	// (PickHash), with the route's hash_policy, or with the balancer's
 	// own (PickHashWith).
@@ -255,7 +255,7 @@ func (s *stream) PickHash() (uint64, bool) {
 // maglev balancer's own hash_policy, which replaces the route's as in
 // Envoy (cluster.PolicyHasher).
 func (s *stream) PickHashWith(p *router.HashPolicy) (uint64, bool) {
-	in := router.HashInput{Request: &s.rreq, SourceIP: s.remoteIP, ConnRemote: s.remote, ConnLocal: s.local, SetCookies: s.setCookies}
+	in := router.HashInput{Request: &s.rreq, SourceIP: s.remoteIP, ConnRemote: s.remote, ConnLocal: s.local, SetCookies: s.setCookies, FilterState: s.filterStateHash}
 	h, ok := p.Hash(&in)
 	s.setCookies = in.SetCookies
 	return h, ok

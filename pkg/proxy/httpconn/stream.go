@@ -440,6 +440,10 @@ func (s *stream) begin(real time.Time, proto string) {
 		ListenerMetadata:        s.m.deps.ListenerMetadata,
 		Type:                    datav3.AccessLogType_DownstreamEnd,
 	}
+	if s.netState != nil {
+		// %FILTER_STATE% reads through to the connection's.
+		s.entry.ConnFilterState = s.netState
+	}
 	st := s.m.stats
 	st.rqTotal.Inc()
 	st.rqActive.Inc()

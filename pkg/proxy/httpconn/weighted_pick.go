@@ -25,7 +25,7 @@ func (s *stream) weightedRandom() uint64 {
 		case w.UseHashPolicy && s.cached.HashPolicy != nil:
 			// A cookie the policy would generate is not sent for this
 			// pick: its hash is as random as the fallback.
-			in := router.HashInput{Request: &s.rreq, SourceIP: s.remoteIP, ConnRemote: s.remote, ConnLocal: s.local}
+			in := router.HashInput{Request: &s.rreq, SourceIP: s.remoteIP, ConnRemote: s.remote, ConnLocal: s.local, FilterState: s.filterStateHash}
 			if h, ok := s.cached.HashPolicy.Hash(&in); ok {
 				return h
 			}

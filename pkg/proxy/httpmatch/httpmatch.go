@@ -21,9 +21,11 @@ import (
 
 	xdscorev3 "github.com/cncf/xds/go/xds/core/v3"
 	xdsmatcherv3 "github.com/cncf/xds/go/xds/type/matcher/v3"
+	networkinputsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/matching/common_inputs/network/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filterstate"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
@@ -35,6 +37,13 @@ type Data interface {
 	ResponseHeader(name string) (string, bool)
 	// ResponseStatus is the response's status, 0 before there is one.
 	ResponseStatus() int
+}
+
+// FilterStateData is Data that can read the stream's filter state (the
+// request's, read through to its connection's), for
+// envoy.matching.inputs.filter_state; other Data has none.
+type FilterStateData interface {
+	FilterState(key string) (any, bool)
 }
 
 // ActionCompiler compiles an on_match action; path names it in errors.
@@ -392,6 +401,21 @@ func compileInput(tc *xdscorev3.TypedExtensionConfig, path string) (Input[Data],
 				return "", false
 			}
 			return fmt.Sprintf("%dxx", s/100), true
+		}, nil
+	case *networkinputsv3.FilterStateInput:
+		key := in.GetKey()
+		// As Envoy's: the object's PLAIN form, absent without an object
+		// or with one that has none.
+		return func(d Data) (string, bool) {
+			fd, ok := d.(FilterStateData)
+			if !ok {
+				return "", false
+			}
+			v, ok := fd.FilterState(key)
+			if !ok {
+				return "", false
+			}
+			return filterstate.StringOf(v)
 		}, nil
 	}
 	return nil, fmt.Errorf("%s.typed_config: input %s is not supported by Outrigger", path, proto.MessageName(msg))

@@ -157,6 +157,7 @@ func (l *Listener) logConn(c *Conn) {
 	e.TLS = tlsconfig.AccessLogInfo(c)
 	e.DownstreamTransportFailureReason = failure
 	e.ListenerMetadata = l.metadata
+	e.ConnFilterState = c
 	l.emit(e)
 }
 

@@ -6,6 +6,9 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filterstate"
 )
 
 // MetadataMatch is a compiled envoy.type.matcher.v3.MetadataMatcher: the
@@ -47,10 +50,12 @@ func (m *routeMatch) matchesMetadata(req *Request) bool {
 }
 
 // filterStateMatch is a compiled FilterStateMatcher: the object under key
-// has a string serialization, which the string matcher accepts.
+// has a string serialization, which the string matcher accepts, or, with
+// addr, is an address in its ranges.
 type filterStateMatch struct {
-	key string
-	str StringMatch
+	key  string
+	str  StringMatch
+	addr *filterstate.AddressMatch
 }
 
 // compileFilterState reads RouteMatch.filter_state into rm. Errors name
@@ -58,8 +63,13 @@ type filterStateMatch struct {
 func compileFilterState(m *routev3.RouteMatch, rm *routeMatch) error {
 	for i, fs := range m.GetFilterState() {
 		path := fmt.Sprintf("filter_state[%d]", i)
-		if fs.GetAddressMatch() != nil {
-			return fmt.Errorf("%s.address_match: not supported by Outrigger (string_match only)", path)
+		if am := fs.GetAddressMatch(); am != nil {
+			a, err := filterstate.CompileAddressMatch(am)
+			if err != nil {
+				return fmt.Errorf("%s.address_match.%w", path, err)
+			}
+			rm.filterState = append(rm.filterState, filterStateMatch{key: fs.GetKey(), addr: a})
+			continue
 		}
 		sm, err := CompileStringMatch(fs.GetStringMatch())
 		if err != nil {
@@ -76,9 +86,19 @@ func compileFilterState(m *routev3.RouteMatch, rm *routeMatch) error {
 func (m *routeMatch) matchesFilterState(req *Request) bool {
 	for i := range m.filterState {
 		fm := &m.filterState[i]
-		obj, ok := req.FilterState[fm.key]
-		if !ok || obj == nil {
+		obj := req.FilterState[fm.key]
+		if obj == nil && req.ConnFilterState != nil {
+			v, _ := req.ConnFilterState.FilterState(fm.key)
+			obj, _ = v.(accesslog.FilterStateObject)
+		}
+		if obj == nil {
 			return false
+		}
+		if fm.addr != nil {
+			if !fm.addr.Match(obj) {
+				return false
+			}
+			continue
 		}
 		s, ok := obj.FilterStateString()
 		if !ok || !fm.str.Matches(s) {

@@ -1,12 +1,14 @@
 package router
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filterstate"
 )
 
 // stateString is a filter state object with a PLAIN serialization, or
@@ -46,16 +48,59 @@ virtual_hosts:
 	}
 }
 
-func TestRouteFilterStateAddressMatchRefused(t *testing.T) {
+// connState is a connection's filter state.
+type connState map[string]any
+
+func (c connState) FilterState(key string) (any, bool) {
+	v, ok := c[key]
+	return v, ok
+}
+
+func TestRouteFilterStateAddressMatch(t *testing.T) {
+	table := mustCompile(t, `
+virtual_hosts:
+- name: v
+  domains: ["*"]
+  routes:
+  - match: {prefix: /, filter_state: [{key: dst, address_match: {ranges: [{address_prefix: 10.0.0.0, prefix_len: 8}]}}]}
+    route: {cluster: ten}
+  - match: {prefix: /, filter_state: [{key: dst, address_match: {ranges: [{address_prefix: 10.0.0.0, prefix_len: 8}], invert_match: true}}]}
+    route: {cluster: other}
+  - match: {prefix: /}
+    route: {cluster: none}
+`)
+	addr := func(s string) filterstate.Address { return filterstate.Address(netip.MustParseAddrPort(s)) }
+	for _, c := range []struct {
+		name  string
+		state map[string]accesslog.FilterStateObject
+		conn  connState
+		want  string
+	}{
+		{"in the range", map[string]accesslog.FilterStateObject{"dst": addr("10.1.2.3:80")}, nil, "ten"},
+		{"outside, inverted", map[string]accesslog.FilterStateObject{"dst": addr("192.0.2.1:80")}, nil, "other"},
+		{"the connection's", nil, connState{"dst": addr("10.9.9.9:1")}, "ten"},
+		{"the request's first", map[string]accesslog.FilterStateObject{"dst": addr("192.0.2.1:80")}, connState{"dst": addr("10.9.9.9:1")}, "other"},
+		{"not an address", map[string]accesslog.FilterStateObject{"dst": stateString("10.1.2.3:80")}, nil, "none"},
+		{"missing", nil, nil, "none"},
+	} {
+		req := Request{Host: "h", Path: "/", Method: "GET", FilterState: c.state}
+		if c.conn != nil {
+			req.ConnFilterState = c.conn
+		}
+		r := table.MatchRequest(&req)
+		if r == nil || r.Cluster != c.want {
+			t.Errorf("%s: route %v, want cluster %s", c.name, r, c.want)
+		}
+	}
 	_, err := Compile(parseRC(t, `
 virtual_hosts:
 - name: v
   domains: ["*"]
   routes:
-  - match: {prefix: /, filter_state: [{key: k, address_match: {ranges: [{address_prefix: 10.0.0.0, prefix_len: 8}]}}]}
+  - match: {prefix: /, filter_state: [{key: k, address_match: {ranges: [{address_prefix: 10.0.0.300, prefix_len: 8}]}}]}
     route: {cluster: c}
 `))
-	if err == nil || !strings.Contains(err.Error(), "match.filter_state[0].address_match: not supported by Outrigger") {
+	if err == nil || !strings.Contains(err.Error(), "match.filter_state[0].address_match.ranges[0].address_prefix: ") {
 		t.Errorf("error %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package router
 
 import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/runtime"
 )
@@ -51,6 +52,11 @@ type Request struct {
 	// FilterState is the stream's filter state when the route is matched,
 	// for filter_state matchers (nil: none).
 	FilterState map[string]accesslog.FilterStateObject
+	// ConnFilterState is the connection's filter state, which a
+	// filter_state matcher reads when FilterState has no object under its
+	// key, as Envoy's filter state reads through to its parent (nil:
+	// none).
+	ConnFilterState accesslog.FilterStateReader
 
 	// memo is the last regular header read while MatchRequest runs
 	// (routes often test the same header one after another, as canary

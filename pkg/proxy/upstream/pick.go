@@ -21,6 +21,12 @@ type PickContext struct {
 	// listener restored it (the original_dst listener filter, or a
 	// use_original_dst listener); the zero value when none did.
 	OriginalDst netip.AddrPort
+	// FilterState reads the pick's filter state: the request's, read
+	// through to its connection's, or the connection's for a TCP pick;
+	// nil for none. An ORIGINAL_DST cluster prefers the address it holds
+	// under envoy.network.transport_socket.original_dst_address to every
+	// other source, as Envoy's.
+	FilterState FilterStateReader
 	// Headers are the request headers of an HTTP pick, nil for a TCP one.
 	Headers HeaderGetter
 	// Authority is an HTTP pick's :authority (Host), "" for a TCP one;
@@ -146,6 +152,11 @@ func listHas(l *structpb.ListValue, v *structpb.Value) bool {
 // fields of one name come back joined by ",".
 type HeaderGetter interface {
 	Get(name string) (string, bool)
+}
+
+// FilterStateReader reads a stream's filter state by key.
+type FilterStateReader interface {
+	FilterState(key string) (any, bool)
 }
 
 // localRestorer is a downstream connection that knows whether a listener

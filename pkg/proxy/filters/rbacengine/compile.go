@@ -11,6 +11,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/filter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/cidr"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filterstate"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 )
 
@@ -220,14 +221,17 @@ func compileMetadata(m *matcherv3.MetadataMatcher, field string, source rbacv3.M
 }
 
 // compileFilterState compiles a filter_state principal: a string_match
-// of the object's string form (address_match, which needs address
-// objects no filter keeps, is refused).
+// of the object's string form, or an address_match of an address object.
 func compileFilterState(fs *matcherv3.FilterStateMatcher) (node, error) {
 	if fs.GetKey() == "" {
 		return node{}, errors.New("filter_state.key: must be set")
 	}
-	if fs.GetAddressMatch() != nil {
-		return node{}, errors.New("filter_state.address_match: not supported by Outrigger (string_match only)")
+	if am := fs.GetAddressMatch(); am != nil {
+		a, err := filterstate.CompileAddressMatch(am)
+		if err != nil {
+			return node{}, fmt.Errorf("filter_state.address_match.%w", err)
+		}
+		return node{kind: kindFilterState, key: fs.GetKey(), addr: a}, nil
 	}
 	sm := fs.GetStringMatch()
 	if sm == nil {

@@ -254,7 +254,7 @@ func TestCompileErrors(t *testing.T) {
 		"uri_template syntax":   {fmt.Sprintf(uriTemplate, "/a/**/*"), anyRule, `policies["p"].permissions[0].uri_template.typed_config.path_template: "/a/**/*" is invalid: glob after text glob`},
 		"matcher":               {`{"or_rules":{"rules":[{"matcher":{"name":"m"}}]}}`, anyRule, `policies["p"].permissions[0].or_rules.rules[0].matcher: permission extensions are not supported`},
 		"sourced_metadata":      {`{"sourced_metadata":{"metadata_matcher":{"filter":"f","value":{"present_match":true}}}}`, anyRule, `policies["p"].permissions[0].sourced_metadata.metadata_matcher.path: at least one segment is required`},
-		"filter_state address":  {anyRule, `{"filter_state":{"key":"k","address_match":{}}}`, `policies["p"].principals[0].filter_state.address_match: not supported by Outrigger`},
+		"filter_state address":  {anyRule, `{"filter_state":{"key":"k","address_match":{"ranges":[{"address_prefix":"x"}]}}}`, `policies["p"].principals[0].filter_state.address_match.ranges[0].address_prefix: "x" is not an IP address`},
 		"custom without config": {anyRule, `{"custom":{"name":"c"}}`, `policies["p"].principals[0].custom.typed_config: required`},
 		"custom of another type": {anyRule, `{"custom":{"name":"c","typed_config":{"@type":"type.googleapis.com/google.protobuf.Empty"}}}`,
 			`policies["p"].principals[0].custom.typed_config: principal extension type.googleapis.com/google.protobuf.Empty is not supported by Outrigger`},

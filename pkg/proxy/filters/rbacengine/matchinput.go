@@ -12,6 +12,7 @@ import (
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filterstate"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpmatch"
 )
 
@@ -75,8 +76,9 @@ func compileMatchInput(tc *xdscorev3.TypedExtensionConfig, path string, f Filter
 	case *sslinputsv3.SubjectInput:
 		return peerProbe(func(p *Peer) string { return p.Subject }), NeedTLS, nil
 	case *networkinputsv3.FilterStateInput:
+		// Envoy's network RBAC filter reads it; its HTTP one refuses it.
 		if f == NetworkFilter {
-			return nil, 0, fmt.Errorf("%s.typed_config: input %s is not supported by Outrigger", path, proto.MessageName(msg))
+			return filterStateProbe(in.GetKey()), NeedFilterState, nil
 		}
 	case *networkinputsv3.DynamicMetadataInput:
 		if f == HTTPFilter {
@@ -87,6 +89,23 @@ func compileMatchInput(tc *xdscorev3.TypedExtensionConfig, path string, f Filter
 		return nil, 0, fmt.Errorf("%s.typed_config: the RBAC HTTP filter cannot match on %s", path, proto.MessageName(msg))
 	}
 	return nil, 0, fmt.Errorf("%s.typed_config: the RBAC network filter cannot match %s", path, proto.MessageName(msg))
+}
+
+// filterStateProbe reads the PLAIN form of the filter state object under
+// key, as Envoy's FilterStateInput: absent without an object, or with
+// one that has no string form.
+func filterStateProbe(key string) httpmatch.Probe[*Input] {
+	return func(in *Input) (string, bool, bool) {
+		if in.FilterState == nil {
+			return "", false, true
+		}
+		v, ok := in.FilterState(key)
+		if !ok {
+			return "", false, true
+		}
+		s, ok := filterstate.StringOf(v)
+		return s, ok, true
+	}
 }
 
 // addrProbe reads an address as Envoy's IP inputs render it; absent when

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog/filter"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filterstate"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
 )
@@ -53,8 +54,10 @@ type node struct {
 	meta   *filter.MetadataMatcher
 	// tmpl is a uri_template permission's matcher.
 	tmpl *router.URITemplate
-	// key is a filter_state principal's key, str its string matcher.
-	key string
+	// key is a filter_state principal's key, str its string matcher or
+	// addr its address_match.
+	key  string
+	addr *filterstate.AddressMatch
 	// san is an mtls_authenticated principal's san_matcher, nil for
 	// any validated certificate.
 	san *tlsconfig.SANMatcher
@@ -201,9 +204,10 @@ func (n *node) match(in *Input) bool {
 	return false
 }
 
-// filterStateMatches is Envoy's FilterStateMatcher with a string_match:
+// filterStateMatches is Envoy's FilterStateMatcher: with a string_match,
 // the object under the key has a string serialization (PLAIN) that the
-// matcher accepts; a connection's value (a string) is its own.
+// matcher accepts (a connection's plain string value is its own); with an
+// address_match, it is an address in the ranges.
 func filterStateMatches(n *node, in *Input) bool {
 	if in.FilterState == nil {
 		return false
@@ -211,6 +215,9 @@ func filterStateMatches(n *node, in *Input) bool {
 	v, ok := in.FilterState(n.key)
 	if !ok {
 		return false
+	}
+	if n.addr != nil {
+		return n.addr.Match(v)
 	}
 	switch o := v.(type) {
 	case string:

@@ -56,3 +56,6 @@ func (d matchData) ResponseHeader(name string) (string, bool) {
 }
 
 func (d matchData) ResponseStatus() int { return d.s.ResponseStatus() }
+
+// FilterState implements httpmatch.FilterStateData.
+func (d matchData) FilterState(key string) (any, bool) { return d.s.FilterStateValue(key) }

@@ -5,6 +5,7 @@ import (
 
 	jwtv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/jwt_authn/v3"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filterstate"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter"
 )
 
@@ -37,9 +38,10 @@ func (c *filterConfig) compileStateRules(fsr *jwtv3.FilterStateRule, comp *compi
 }
 
 // stateVerifier is the requirement filter_state_rules chooses for s, nil
-// when it chooses none. The value must be a string, as Envoy reads a
-// StringAccessor: what sni_cluster keeps under envoy.tcp_proxy.cluster
-// (the server name), for one.
+// when it chooses none. The value must be a string object, as Envoy
+// reads a StringAccessor: what sni_cluster keeps under
+// envoy.tcp_proxy.cluster (the server name), or set_filter_state's
+// envoy.string objects.
 func (c *filterConfig) stateVerifier(s httpfilter.Stream) verifier {
 	if c.state == nil {
 		return nil
@@ -48,7 +50,7 @@ func (c *filterConfig) stateVerifier(s httpfilter.Stream) verifier {
 	if !ok {
 		return nil
 	}
-	str, ok := v.(string)
+	str, ok := filterstate.StringAccessorOf(v)
 	if !ok {
 		return nil
 	}

@@ -57,6 +57,9 @@ func (d *matchData) ResponseHeader(name string) (string, bool) {
 	return d.s.ResponseHeaders().Get(name)
 }
 
+// FilterState implements httpmatch.FilterStateData.
+func (d *matchData) FilterState(key string) (any, bool) { return d.s.FilterStateValue(key) }
+
 // ResponseStatus implements httpmatch.Data.
 func (d *matchData) ResponseStatus() int {
 	if !d.response {

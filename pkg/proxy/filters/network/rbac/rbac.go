@@ -81,14 +81,6 @@ func (Factory) Compile(m proto.Message, ctx netfilter.Context) (netfilter.Filter
 	if f.shadow, err = rbacengine.CompileForm(p.GetShadowRules(), p.GetShadowMatcher(), rbacengine.NetworkFilter, "shadow_rules", "shadow_matcher"); err != nil {
 		return nil, err
 	}
-	for _, e := range []struct {
-		e     *rbacengine.Engine
-		field string
-	}{{f.enforced, "rules"}, {f.shadow, "shadow_rules"}} {
-		if e.e != nil && e.e.Needs()&rbacengine.NeedFilterState != 0 {
-			return nil, fmt.Errorf("%s: filter_state principals are not supported by Outrigger in the network RBAC filter (the HTTP one has them)", e.field)
-		}
-	}
 	return f, nil
 }
 
@@ -136,6 +128,10 @@ func fillInput(in *rbacengine.Input, c net.Conn) {
 		in.DirectRemote = addrPort(d.DirectRemoteAddr()).Addr()
 	}
 	in.ServerName = accesslog.RequestedServerName(c)
+	if fs, ok := c.(netfilter.FilterStater); ok {
+		// What the read filters before it kept (set_filter_state).
+		in.FilterState = fs.FilterState
+	}
 	if t, ok := c.(interface {
 		TLSConnectionState() (tls.ConnectionState, bool)
 	}); ok {

@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filterstate"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
@@ -107,11 +108,9 @@ func TestCompileRefusals(t *testing.T) {
 	for js, want := range map[string]string{
 		`{}`: "stat_prefix: must be set",
 		`{"stat_prefix":"s","matcher":{},"rules":{}}`: "rules: set with matcher, which would be ignored",
-		`{"stat_prefix":"s","shadow_matcher":{"matcher_tree":{"input":{"name":"h","typed_config":{"@type":"type.googleapis.com/envoy.type.matcher.v3.HttpRequestHeaderMatchInput","header_name":"a"}},"exact_match_map":{"map":{}}}}}`:    "shadow_matcher.matcher_tree.input.typed_config: the RBAC network filter cannot match envoy.type.matcher.v3.HttpRequestHeaderMatchInput",
-		`{"stat_prefix":"s","matcher":{"matcher_tree":{"input":{"name":"f","typed_config":{"@type":"type.googleapis.com/envoy.extensions.matching.common_inputs.network.v3.FilterStateInput","key":"k"}},"exact_match_map":{"map":{}}}}}`: "matcher.matcher_tree.input.typed_config: input envoy.extensions.matching.common_inputs.network.v3.FilterStateInput is not supported by Outrigger",
-		`{"stat_prefix":"s","rules":{"policies":{"p":{"permissions":[{"destination_port_range":{"start":5,"end":5}}],"principals":[{"any":true}]}}}}`:                                                                                     `rules.policies["p"].permissions[0].destination_port_range: range start 5 cannot be greater or equal than range end 5`,
-		`{"stat_prefix":"s","shadow_rules":{"policies":{"p":{"permissions":[{"any":true}],"principals":[{"authenticated":{"principal_name":{"safe_regex":{"regex":"("}}}}]}}}}`:                                                           `shadow_rules.policies["p"].principals[0].authenticated.principal_name.safe_regex.regex: `,
-		`{"stat_prefix":"s","shadow_rules":{"policies":{"p":{"permissions":[{"any":true}],"principals":[{"filter_state":{"key":"k","string_match":{"exact":"v"}}}]}}}}`:                                                                   "shadow_rules: filter_state principals are not supported by Outrigger in the network RBAC filter",
+		`{"stat_prefix":"s","shadow_matcher":{"matcher_tree":{"input":{"name":"h","typed_config":{"@type":"type.googleapis.com/envoy.type.matcher.v3.HttpRequestHeaderMatchInput","header_name":"a"}},"exact_match_map":{"map":{}}}}}`: "shadow_matcher.matcher_tree.input.typed_config: the RBAC network filter cannot match envoy.type.matcher.v3.HttpRequestHeaderMatchInput",
+		`{"stat_prefix":"s","rules":{"policies":{"p":{"permissions":[{"destination_port_range":{"start":5,"end":5}}],"principals":[{"any":true}]}}}}`:                                                                                  `rules.policies["p"].permissions[0].destination_port_range: range start 5 cannot be greater or equal than range end 5`,
+		`{"stat_prefix":"s","shadow_rules":{"policies":{"p":{"permissions":[{"any":true}],"principals":[{"authenticated":{"principal_name":{"safe_regex":{"regex":"("}}}}]}}}}`:                                                        `shadow_rules.policies["p"].principals[0].authenticated.principal_name.safe_regex.regex: `,
 	} {
 		if _, err := compileJSON(js, stats.NewStore()); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want one containing %q", js, err, want)
@@ -166,5 +165,45 @@ func TestMatcher(t *testing.T) {
 		if got := store.Counter(name).Value(); got != want {
 			t.Errorf("%s = %d, want %d", name, got, want)
 		}
+	}
+}
+
+// stateConn is a connection with a filter state.
+type stateConn struct {
+	net.Conn
+	netfilter.ConnState
+}
+
+func TestFilterStatePrincipalsAndInput(t *testing.T) {
+	for name, js := range map[string]string{
+		"principal": `{"stat_prefix":"s","rules":{"action":"ALLOW","policies":{"gold":{"permissions":[{"any":true}],"principals":[{"filter_state":{"key":"acme.tier","string_match":{"exact":"gold"}}}]}}}}`,
+		"input": `{"stat_prefix":"s","matcher":{"matcher_tree":{"input":{"name":"f","typed_config":{"@type":"type.googleapis.com/envoy.extensions.matching.common_inputs.network.v3.FilterStateInput","key":"acme.tier"}},
+			"exact_match_map":{"map":{"gold":{"action":{"name":"a","typed_config":{"@type":"type.googleapis.com/envoy.config.rbac.v3.Action","name":"gold","action":"ALLOW"}}}}}},
+			"on_no_match":{"action":{"name":"d","typed_config":{"@type":"type.googleapis.com/envoy.config.rbac.v3.Action","name":"deny","action":"DENY"}}}}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			f, err := compileJSON(js, stats.NewStore())
+			if err != nil {
+				t.Fatal(err)
+			}
+			df := f.(netfilter.DataFilter)
+			for _, c := range []struct {
+				state any
+				allow bool
+			}{
+				{filterstate.String("gold"), true},
+				{filterstate.String("silver"), false},
+				{nil, false},
+			} {
+				server, _ := accepted(t)
+				conn := &stateConn{Conn: server}
+				if c.state != nil {
+					conn.SetFilterState("acme.tier", c.state)
+				}
+				if got := df.OnData(conn) == nil; got != c.allow {
+					t.Errorf("state %v: allowed %v, want %v", c.state, got, c.allow)
+				}
+			}
+		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filterstate"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 )
 
@@ -44,7 +45,7 @@ func (Filter) OnNewConnection(c netfilter.Conn) *netfilter.Refusal {
 		return nil
 	}
 	if fs, ok := c.(netfilter.FilterStater); ok {
-		fs.SetFilterState(netfilter.ClusterStateKey, sni)
+		fs.SetFilterState(netfilter.ClusterStateKey, filterstate.String(sni))
 	}
 	return nil
 }

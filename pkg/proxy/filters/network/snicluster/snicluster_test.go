@@ -7,6 +7,7 @@ import (
 	snicv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/sni_cluster/v3"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filterstate"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 )
 
@@ -30,7 +31,7 @@ func TestSetsTheClusterFromTheServerName(t *testing.T) {
 	if r := rf.OnNewConnection(named); r != nil {
 		t.Fatalf("refused: %+v", r)
 	}
-	if v, ok := named.FilterState(netfilter.ClusterStateKey); !ok || v != "api.test" {
+	if v, ok := named.FilterState(netfilter.ClusterStateKey); !ok || v != filterstate.String("api.test") {
 		t.Errorf("cluster state %v %v", v, ok)
 	}
 	anonymous := &conn{}

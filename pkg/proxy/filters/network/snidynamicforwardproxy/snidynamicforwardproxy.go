@@ -22,6 +22,7 @@ import (
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dnscache"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/fieldpath"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filterstate"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 )
 
@@ -99,11 +100,11 @@ func (f *Filter) OnNewConnection(c netfilter.Conn) *netfilter.Refusal {
 	defer release()
 	port := f.port
 	if v, ok := netfilter.FilterStateOf(c, netfilter.DynamicPortStateKey); ok {
-		if p, _ := v.(uint32); p > 0 && p <= 65535 {
+		if p, _ := v.(filterstate.UInt32); p > 0 && p <= 65535 {
 			port = uint16(p)
 		}
 	} else if fs, ok := c.(netfilter.FilterStater); ok {
-		fs.SetFilterState(netfilter.DynamicPortStateKey, uint32(port))
+		fs.SetFilterState(netfilter.DynamicPortStateKey, filterstate.UInt32(port))
 	}
 	h, st := f.cache.Load(host, port)
 	switch st {

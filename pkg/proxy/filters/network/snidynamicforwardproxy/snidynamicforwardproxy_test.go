@@ -12,6 +12,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dns"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/dnscache"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filterstate"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 )
@@ -60,7 +61,7 @@ func TestLoadsTheServerName(t *testing.T) {
 	if r := f.(netfilter.ReadFilter).OnNewConnection(c); r != nil {
 		t.Fatalf("refused: %+v", r)
 	}
-	if v, ok := c.FilterState(netfilter.DynamicPortStateKey); !ok || v != uint32(8443) {
+	if v, ok := c.FilterState(netfilter.DynamicPortStateKey); !ok || v != filterstate.UInt32(8443) {
 		t.Errorf("dynamic port %v %v", v, ok)
 	}
 	cache, _ := m.ForConfig(&dfpcommonv3.DnsCacheConfig{Name: "c"})

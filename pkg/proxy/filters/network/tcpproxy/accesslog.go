@@ -46,6 +46,10 @@ func (s *session) entry(t datav3.AccessLogType) *accesslog.Entry {
 		DynamicMetadata: netfilter.DynamicMetadataOf(s.down),
 	}
 	e.TLSJA3Fingerprint, e.TLSJA4Fingerprint = accesslog.TLSFingerprints(s.down)
+	if fs, ok := s.down.(netfilter.FilterStater); ok {
+		// The connection's filter state (set_filter_state's objects).
+		e.ConnFilterState = fs
+	}
 	// The connection's goroutine sets these before it starts the timers
 	// that log too, and logs itself otherwise.
 	if s.host != nil {

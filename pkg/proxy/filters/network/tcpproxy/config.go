@@ -30,6 +30,7 @@ import (
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/extension"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filterstate"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
 )
@@ -269,8 +270,9 @@ func compileWith(cfg *tcpproxyv3.TcpProxy, reg *extension.Registry) (*config, er
 // computes it.
 type hashPolicy struct {
 	// sourceIP hashes the downstream's address; otherwise filterState
-	// names a filter state object, which Outrigger's filters never set
-	// (no hash, as Envoy's when the object is missing).
+	// names a connection filter state object, which hashes when it is
+	// hashable (set_filter_state's envoy.hashable_string); no hash
+	// otherwise, as Envoy's when the object is missing or is not.
 	sourceIP    bool
 	filterState string
 }
@@ -295,9 +297,17 @@ func compileHashPolicy(list []*typev3.HashPolicy) (*hashPolicy, error) {
 }
 
 // of computes the hash key of a downstream connection: the xxHash64 of
-// its remote IP (without port), or nothing.
+// its remote IP (without port), or its filter state object's hash, or
+// nothing.
 func (h *hashPolicy) of(c net.Conn) (uint64, bool) {
-	if h == nil || !h.sourceIP {
+	if h == nil {
+		return 0, false
+	}
+	if !h.sourceIP {
+		v, _ := netfilter.FilterStateOf(c, h.filterState)
+		if o, ok := v.(filterstate.Hashable); ok {
+			return o.Hash()
+		}
 		return 0, false
 	}
 	ta, ok := c.RemoteAddr().(*net.TCPAddr)

@@ -7,11 +7,15 @@ import (
 	"github.com/cespare/xxhash/v2"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filterstate"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 )
 
 // TestHashPolicy checks tcp_proxy's hash_policy: the source IP's hash
-// (without the port, as Envoy's), and no hash from filter state, which
-// Outrigger's filters never set.
+// (without the port, as Envoy's), and the hash of a hashable filter state
+// object (set_filter_state's envoy.hashable_string), none from a plain
+// one or none at all.
 func TestHashPolicy(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -30,7 +34,9 @@ func TestHashPolicy(t *testing.T) {
 	defer c.Close()
 	// The proxy's view of the downstream: the dialer's end seen from the
 	// listener is its remote address, 127.0.0.1.
-	down := swapped{c}
+	down := &stateful{swapped: swapped{c}}
+	down.SetFilterState("hashable", filterstate.HashableString("tenant-a"))
+	down.SetFilterState("plain", filterstate.String("tenant-a"))
 	for name, tc := range map[string]struct {
 		policy *typev3.HashPolicy
 		want   uint64
@@ -41,6 +47,13 @@ func TestHashPolicy(t *testing.T) {
 			want:   xxhash.Sum64String("127.0.0.1"), ok: true,
 		},
 		"filter state": {
+			policy: &typev3.HashPolicy{PolicySpecifier: &typev3.HashPolicy_FilterState_{FilterState: &typev3.HashPolicy_FilterState{Key: "hashable"}}},
+			want:   xxhash.Sum64String("tenant-a"), ok: true,
+		},
+		"filter state not hashable": {
+			policy: &typev3.HashPolicy{PolicySpecifier: &typev3.HashPolicy_FilterState_{FilterState: &typev3.HashPolicy_FilterState{Key: "plain"}}},
+		},
+		"filter state missing": {
 			policy: &typev3.HashPolicy{PolicySpecifier: &typev3.HashPolicy_FilterState_{FilterState: &typev3.HashPolicy_FilterState{Key: "k"}}},
 		},
 	} {
@@ -59,6 +72,12 @@ func TestHashPolicy(t *testing.T) {
 	if _, ok := none.of(down); ok {
 		t.Errorf("no hash_policy gave a hash")
 	}
+}
+
+// stateful is a downstream connection with a filter state.
+type stateful struct {
+	swapped
+	netfilter.ConnState
 }
 
 // swapped presents a client connection as the proxy sees the downstream:

@@ -3,7 +3,6 @@ package tcpproxy
 import (
 	"context"
 	"fmt"
-	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
 	"math/rand/v2"
 	"net"
 	"runtime/debug"
@@ -14,6 +13,8 @@ import (
 	datav3 "github.com/envoyproxy/go-control-plane/envoy/data/accesslog/v3"
 	"github.com/go-logr/logr"
 
+	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filterstate"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/upstream"
@@ -230,7 +231,7 @@ func (p *Proxy) ActiveConnections() int {
 func (p *Proxy) pickCluster(down net.Conn) (string, *upstream.MetadataMatch) {
 	c := p.cfg
 	if v, ok := netfilter.FilterStateOf(down, netfilter.ClusterStateKey); ok {
-		if name, _ := v.(string); name != "" {
+		if name, _ := filterstate.StringOf(v); name != "" {
 			return name, c.metadataMatch
 		}
 	}

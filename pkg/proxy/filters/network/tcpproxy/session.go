@@ -15,6 +15,7 @@ import (
 	datav3 "github.com/envoyproxy/go-control-plane/envoy/data/accesslog/v3"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/accesslog"
+	"github.com/outrigger-dev/outrigger/pkg/proxy/filterstate"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/netfilter"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
@@ -34,7 +35,12 @@ func (s *session) pickContext() *upstream.PickContext {
 	// What a dynamic forward proxy cluster picks its host by.
 	pc.ServerName = accesslog.RequestedServerName(s.down)
 	if v, ok := netfilter.FilterStateOf(s.down, netfilter.DynamicPortStateKey); ok {
-		pc.DynamicPort, _ = v.(uint32)
+		if p, ok := v.(filterstate.UInt32); ok {
+			pc.DynamicPort = uint32(p)
+		}
+	}
+	if fs, ok := s.down.(netfilter.FilterStater); ok {
+		pc.FilterState = fs
 	}
 	return pc
 }
