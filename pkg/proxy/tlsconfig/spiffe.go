@@ -41,21 +41,27 @@ type spiffeValidator struct {
 	names *x509.CertPool
 }
 
-// spiffeUnread are the CertificateValidationContext fields Envoy's SPIFFE
-// validator does not read: refused beside it rather than ignored.
-var spiffeUnread = []struct {
-	field string
-	set   func(*tlsv3.CertificateValidationContext) bool
-}{
-	{"trusted_ca", func(vc *tlsv3.CertificateValidationContext) bool { return vc.GetTrustedCa() != nil }},
-	{"crl", func(vc *tlsv3.CertificateValidationContext) bool { return vc.GetCrl() != nil }},
-	{"only_verify_leaf_cert_crl", func(vc *tlsv3.CertificateValidationContext) bool { return vc.GetOnlyVerifyLeafCertCrl() }},
-	{"verify_certificate_hash", func(vc *tlsv3.CertificateValidationContext) bool { return len(vc.GetVerifyCertificateHash()) > 0 }},
-	{"verify_certificate_spki", func(vc *tlsv3.CertificateValidationContext) bool { return len(vc.GetVerifyCertificateSpki()) > 0 }},
-	{"max_verify_depth", func(vc *tlsv3.CertificateValidationContext) bool { return vc.GetMaxVerifyDepth() != nil }},
-	{"trust_chain_verification", func(vc *tlsv3.CertificateValidationContext) bool {
-		return vc.GetTrustChainVerification() != tlsv3.CertificateValidationContext_VERIFY_TRUST_CHAIN
-	}},
+// spiffeUnread lists the fields of vc that are set but that Envoy's
+// SPIFFE validator does not read: refused beside it rather than ignored.
+func spiffeUnread(vc *tlsv3.CertificateValidationContext) []string {
+	var set []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"trusted_ca", vc.GetTrustedCa() != nil},
+		{"crl", vc.GetCrl() != nil},
+		{"only_verify_leaf_cert_crl", vc.GetOnlyVerifyLeafCertCrl()},
+		{"verify_certificate_hash", len(vc.GetVerifyCertificateHash()) > 0},
+		{"verify_certificate_spki", len(vc.GetVerifyCertificateSpki()) > 0},
+		{"max_verify_depth", vc.GetMaxVerifyDepth() != nil},
+		{"trust_chain_verification", vc.GetTrustChainVerification() != tlsv3.CertificateValidationContext_VERIFY_TRUST_CHAIN},
+	} {
+		if f.set {
+			set = append(set, f.name)
+		}
+	}
+	return set
 }
 
 // compileCustomValidator compiles custom_validator_config into v: the
@@ -75,10 +81,8 @@ func compileCustomValidator(v *validator, vc *tlsv3.CertificateValidationContext
 		return fmt.Errorf("custom_validator_config.typed_config: %s takes an envoy.extensions.transport_sockets.tls.v3.SPIFFECertValidatorConfig: %w", SPIFFEValidatorName, err)
 	}
 	var errs []error
-	for _, u := range spiffeUnread {
-		if u.set(vc) {
-			errs = append(errs, fmt.Errorf("%s: not read by the %s validator (Envoy ignores it beside custom_validator_config); refused rather than ignored", u.field, SPIFFEValidatorName))
-		}
+	for _, f := range spiffeUnread(vc) {
+		errs = append(errs, fmt.Errorf("%s: not read by the %s validator (Envoy ignores it beside custom_validator_config); refused rather than ignored", f, SPIFFEValidatorName))
 	}
 	// Only URI SAN matchers apply: the SPIFFE specification says nothing
 	// of the other SAN types, and Envoy's SPIFFE validator leaves them out.

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/pem"
 	"fmt"
 	"strings"
 	"testing"
@@ -160,6 +161,10 @@ func TestSPIFFEClientCAs(t *testing.T) {
 	if names != 2 {
 		t.Errorf("CertificateRequest names %d CAs, want 2", names)
 	}
+	// /certs shows the first trust domain's first CA as Envoy names it.
+	if got, want := s.certs.ca.path, "a.example: "+p.fileA; got != want {
+		t.Errorf("/certs CA path %q, want %q", got, want)
+	}
 }
 
 func TestSPIFFETrustBundleMap(t *testing.T) {
@@ -291,4 +296,38 @@ func mustAny(t *testing.T, m *tlsv3.CertificateValidationContext) *anypb.Any {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// TestSPIFFEBundleCRL checks that CRLs in a trust domain's bundle are
+// applied: a revoked SVID is refused, another one accepted.
+func TestSPIFFEBundleCRL(t *testing.T) {
+	p := newSPIFFEPKI(t)
+	good := svid(t, p.ca, tlstest.Options{}, "spiffe://a.example/good")
+	revoked := svid(t, p.ca, tlstest.Options{}, "spiffe://a.example/revoked")
+	cert, err := x509.ParseCertificate(pemBytes(t, revoked.CertPEM))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crl, err := p.ca.CRL(time.Now().Add(time.Hour), cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle := p.write(t, "a-with-crl.pem", append(append([]byte{}, p.ca.PEM...), crl...))
+	s := p.server(t, &tlsv3.CertificateValidationContext{CustomValidatorConfig: spiffeConfig(t, &tlsv3.SPIFFECertValidatorConfig{
+		TrustDomains: []*tlsv3.SPIFFECertValidatorConfig_TrustDomain{{Name: "a.example", TrustBundle: file(bundle)}}})})
+	if _, serr, cerr := handshake(t, s, nil, p.clientWith(t, good)); serr != nil || cerr != nil {
+		t.Fatalf("unrevoked SVID refused: %v / %v", serr, cerr)
+	}
+	if _, serr, _ := handshake(t, s, nil, p.clientWith(t, revoked)); serr == nil || !strings.Contains(serr.Error(), "revoked") {
+		t.Fatalf("revoked SVID: %v", serr)
+	}
+}
+
+func pemBytes(t *testing.T, b []byte) []byte {
+	t.Helper()
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		t.Fatal("no PEM block")
+	}
+	return blk.Bytes
 }
