@@ -10,8 +10,8 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // PKCS#8 keys (by tlsconfig), signed certificate timestamps,
 // signature_algorithms (Go's crypto/tls has no setting for them),
 // compliance_policies, prefer_client_ciphers, custom
-// handshakers and certificate selectors, and in the validation context
-// system_root_certs and custom validators.
+// handshakers and certificate selectors, in the validation context
+// system_root_certs, and the SPIFFE validator's workload_trust_domain.
 var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.listener.v3.FilterChain.transport_socket":                 {},
 	"envoy.config.listener.v3.FilterChain.transport_socket_connect_timeout": {},
@@ -155,11 +155,23 @@ var supportedTLS = map[protoreflect.FullName]fieldSupport{
 	"envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext.enforce_rsa_key_usage": {},
 	// Listeners send no CA names in CertificateRequest; no effect upstream, as in Envoy.
 	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.suppress_client_ca_list": {},
+
+	// Certificate validators by custom_validator_config: Envoy's SPIFFE
+	// validator, or the default one named (tlsconfig/spiffe.go). A trust
+	// bundle map from a file is refused by tlsconfig (Envoy watches it).
+	"envoy.extensions.transport_sockets.tls.v3.CertificateValidationContext.custom_validator_config": {},
+	"envoy.extensions.transport_sockets.tls.v3.SPIFFECertValidatorConfig.trust_domains":              {},
+	"envoy.extensions.transport_sockets.tls.v3.SPIFFECertValidatorConfig.trust_bundles":              {},
+	"envoy.extensions.transport_sockets.tls.v3.SPIFFECertValidatorConfig.TrustDomain.name":           {},
+	"envoy.extensions.transport_sockets.tls.v3.SPIFFECertValidatorConfig.TrustDomain.trust_bundle":   {},
 }
 
 // refusedTLS says why some TLS fields are refused, where "not supported"
 // alone would leave the reader guessing.
 var refusedTLS = map[protoreflect.FullName]string{
+	"envoy.extensions.transport_sockets.tls.v3.SPIFFECertValidatorConfig.TrustDomain.workload_trust_domain": "not supported by Outrigger: " +
+		"it picks the trust bundle by the connection's filter state object envoy.tls.cert_validator.spiffe.workload_trust_domain, " +
+		"which no filter of Outrigger sets",
 	"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext.require_sni": "not implemented by Envoy either " +
 		"(the field is marked not-implemented in its API, and Envoy accepts it without effect): to refuse clients without " +
 		"a matching server name, match filter chains on server_names so that other names find no chain",

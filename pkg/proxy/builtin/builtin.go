@@ -408,6 +408,10 @@ func Registry() *extension.Registry {
 		extension.Of(parentbased.Name, opentelemetry.SamplerCategory, &otelsamplersv3.ParentBasedSamplerConfig{}, parentbased.Factory{}),
 		extension.Of(traceidratio.Name, opentelemetry.SamplerCategory, &otelsamplersv3.TraceIdRatioBasedSamplerConfig{}, traceidratio.Factory{}),
 
+		// Envoy's SPIFFE certificate validator, a validation context's
+		// custom_validator_config (tlsconfig/spiffe.go).
+		extension.Of(tlsconfig.SPIFFEExtensionName, tlsconfig.CertValidatorCategory, &tlsv3.SPIFFECertValidatorConfig{}, nil),
+
 		extension.Of("proxy.transport_sockets.raw_buffer", tlsconfig.DownstreamCategory, &rawbufferv3.RawBuffer{}, nil),
 		extension.Of(taptransport.Name, tlsconfig.DownstreamCategory, &taptransportv3.Tap{}, nil),
 		extension.Of(tlsconfig.Name, tlsconfig.DownstreamCategory, &tlsv3.DownstreamTlsContext{}, nil),

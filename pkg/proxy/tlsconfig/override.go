@@ -71,6 +71,10 @@ func matchSANList(c *x509.Certificate, name string) bool {
 // verifyWith is verify with a request's SAN name: checked after the
 // chain, before the configured SAN matchers, as Envoy orders them.
 func (v *validator) verifyWith(chain []*x509.Certificate, san string) error {
+	if v.spiffe != nil {
+		// Envoy's SPIFFE validator does not read the request's SAN.
+		return v.verify(chain)
+	}
 	if err := v.verifyPresentChain(chain); err != nil {
 		return err
 	}
@@ -85,6 +89,10 @@ func (v *validator) verifyWith(chain []*x509.Certificate, san string) error {
 // configured SAN matchers (Envoy's DNS exact matcher: case-insensitive, a
 // wildcard SAN covering one label); the chain and the pins still apply.
 func (v *validator) verifySNI(chain []*x509.Certificate, sni string) error {
+	if v.spiffe != nil {
+		// Envoy's SPIFFE validator does not read the server name.
+		return v.verify(chain)
+	}
 	if err := v.verifyPresentChain(chain); err != nil {
 		return err
 	}

@@ -133,7 +133,9 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 			errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.validation_context.", err))...)
 		}
 	}
-	v.require = dc.GetRequireClientCertificate().GetValue()
+	// The SPIFFE validator always asks BoringSSL to fail a client
+	// without a certificate (SSL_VERIFY_FAIL_IF_NO_PEER_CERT).
+	v.require = dc.GetRequireClientCertificate().GetValue() || v.spiffe != nil
 	kl, err := compileKeyLog(ctc.GetKeyLog(), open)
 	if err != nil {
 		errs = append(errs, fieldpath.Split(fieldpath.Prefix("common_tls_context.", err))...)
@@ -159,7 +161,11 @@ func compileServer(dc *tlsv3.DownstreamTlsContext, open KeyLogOpener) (*Server, 
 		if v.require {
 			cfg.ClientAuth = tls.RequireAnyClientCert
 		}
-		if !v.suppressCAList {
+		switch {
+		case v.suppressCAList:
+		case v.spiffe != nil:
+			cfg.ClientCAs = v.spiffe.names // every trust domain's CAs
+		default:
 			cfg.ClientCAs = v.roots // only names the acceptable CAs; verify checks
 		}
 		cfg.VerifyConnection = v.connectionCheck(v.verify)

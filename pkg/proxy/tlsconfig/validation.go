@@ -76,13 +76,16 @@ type validator struct {
 	// acceptUntrusted is trust_chain_verification ACCEPT_UNTRUSTED: a
 	// failed verification is counted, not refused (see connectionCheck).
 	acceptUntrusted bool
-	now             func() time.Time
+	// spiffe is custom_validator_config's SPIFFE validator, which then
+	// does all the checks (nil: Envoy's default validator).
+	spiffe *spiffeValidator
+	now    func() time.Time
 }
 
 // active reports whether the validator asks for the peer's certificate
 // at all: a validation context, or require_client_certificate.
 func (v *validator) active() bool {
-	return v.require || v.roots != nil || len(v.sans) > 0 || len(v.hashes) > 0 || len(v.spkis) > 0
+	return v.require || v.roots != nil || len(v.sans) > 0 || len(v.hashes) > 0 || len(v.spkis) > 0 || v.spiffe != nil
 }
 
 // checks reports whether the validator checks a peer's certificate
@@ -167,6 +170,11 @@ func compileValidation(vc *tlsv3.CertificateValidationContext) (*validator, erro
 		}
 		v.spkis = append(v.spkis, b)
 	}
+	if vc.GetCustomValidatorConfig() != nil {
+		if err := compileCustomValidator(v, vc); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return v, errors.Join(errs...)
 }
 
@@ -226,6 +234,9 @@ func compileSAN(kind tlsv3.SubjectAltNameMatcher_SanType, m *matcherv3.StringMat
 // the chain against trusted_ca, the SAN matchers, then the hash and SPKI
 // pins.
 func (v *validator) verify(chain []*x509.Certificate) error {
+	if v.spiffe != nil {
+		return v.spiffe.verify(v, chain)
+	}
 	if len(chain) == 0 {
 		if v.require {
 			return &VerifyError{Reason: FailNoCert, Err: errors.New("none presented")}
