@@ -6,6 +6,9 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supported" alone would leave the reader guessing: Go, or the libraries
 // Outrigger is built on, have nothing that would do what Envoy does.
 var refusedWhy = map[protoreflect.FullName]string{
+	"envoy.config.cluster.v3.TrackClusterStats.per_endpoint_stats": "not supported by Outrigger: " +
+		"Envoy's per-endpoint stats (cluster.<name>.endpoint.<address>.*) are not kept; " +
+		"timeout_budgets and request_response_sizes are",
 	"envoy.config.bootstrap.v3.Bootstrap.enable_dispatcher_stats": "not supported by Outrigger: " +
 		"Envoy's dispatcher stats time each turn of a worker's event loop (loop_duration_us) and the lateness of its " +
 		"polls (poll_delay_us); Outrigger's workers are goroutines scheduled by the Go runtime, with no event loop " +

@@ -203,6 +203,7 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 		assigned: assignmentPolicy{factor: s.lb.OverprovisioningFactor, weighted: s.lb.WeightedPriorityHealth},
 	}
 	c.extra.init(scope)
+	c.stats.Tracked = upstream.NewTrackedStats(scope, s.track.timeoutBudgets, s.track.sizes)
 	c.setDropOverload(s.drop)
 	if d.zones != nil {
 		c.isLocal = d.localCluster

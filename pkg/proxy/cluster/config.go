@@ -56,6 +56,9 @@ type settings struct {
 	connectTimeout time.Duration
 	// bufferLimit is per_connection_buffer_limit_bytes, 0 when unset.
 	bufferLimit uint32
+	// track is track_cluster_stats (and the deprecated
+	// track_timeout_budgets): the optional histograms to keep.
+	track trackedStats
 	protocol    protocolSettings
 	// keepalive is upstream_connection_options.tcp_keepalive, nil for
 	// none (Envoy enables no TCP keep-alive upstream by default).
@@ -166,6 +169,7 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 		metadata:          c.GetMetadata(),
 		connectTimeout:    defaultConnectTimeout,
 		bufferLimit:       orDefault(c.GetPerConnectionBufferLimitBytes(), 0),
+		track:             trackedStatsOf(c),
 		lb: lb.Config{
 			OverprovisioningFactor: lb.DefaultOverprovisioningFactor,
 			PanicThreshold:         lb.DefaultPanicThreshold,

@@ -717,6 +717,7 @@ func (s *stream) perTryExpired(now time.Time) bool {
 func (s *stream) perTryTimedOut(cl UpstreamCluster) {
 	cs := cl.Stats()
 	cs.Retries().PerTryTimeout().Inc()
+	s.chargeTimeoutBudget(cs, s.sinceRequestEnd())
 	s.outlierTimeout()
 	s.host.Stats.RqTimeout.Add(1)
 	s.chargeCode(cs, 504)
@@ -728,6 +729,7 @@ func (s *stream) perTryTimedOut(cl UpstreamCluster) {
 func (s *stream) perTryIdleTimedOut(cl UpstreamCluster) {
 	cs := cl.Stats()
 	cs.Retries().PerTryIdleTimeout().Inc()
+	s.chargeTimeoutBudget(cs, s.sinceRequestEnd())
 	s.outlierTimeout()
 	s.host.Stats.RqTimeout.Add(1)
 	s.chargeCode(cs, 504)

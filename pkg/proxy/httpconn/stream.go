@@ -310,6 +310,9 @@ type stream struct {
 	resolution routeResolution
 	bytesSent  uint64
 	bytesRecv  uint64
+	// track is the current attempt's track_cluster_stats state (see
+	// tracked_stats.go).
+	track trackedTry
 
 	// Tracing: the request's span (nil when not traced, or without a
 	// tracer), the upstream request's child span, the trace reason, and
