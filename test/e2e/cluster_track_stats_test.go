@@ -30,7 +30,9 @@ var _ = Describe("Cluster track_cluster_stats", func() {
 			"upstream_rq_timeout_budget_percent_used", "upstream_rq_timeout_budget_per_try_percent_used",
 			"upstream_rq_headers_size", "upstream_rq_body_size", "upstream_rs_headers_size", "upstream_rs_body_size",
 		}
-		Eventually(func() map[string]string { return statValues(s, `^cluster\.up\.upstream_r[qs]_(timeout_budget|headers_size|body_size)`) }, 20*time.Second).
+		Eventually(func() map[string]string {
+			return statValues(s, `^cluster\.up\.upstream_r[qs]_(timeout_budget|headers_size|body_size)`)
+		}, 20*time.Second).
 			Should(HaveLen(len(names)))
 		Eventually(func() map[string]string { return statValues(s, `^cluster\.up\.upstream_r[qs]_body_size$`) }, 20*time.Second).Should(And(
 			// One sample each: the request's 5 body bytes, the response's 2.

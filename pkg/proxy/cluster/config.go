@@ -58,8 +58,8 @@ type settings struct {
 	bufferLimit uint32
 	// track is track_cluster_stats (and the deprecated
 	// track_timeout_budgets): the optional histograms to keep.
-	track trackedStats
-	protocol    protocolSettings
+	track    trackedStats
+	protocol protocolSettings
 	// keepalive is upstream_connection_options.tcp_keepalive, nil for
 	// none (Envoy enables no TCP keep-alive upstream by default).
 	keepalive *net.KeepAliveConfig
