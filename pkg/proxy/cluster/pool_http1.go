@@ -79,7 +79,7 @@ func (c *Cluster) AcquireHTTP1Until(ctx context.Context, h *upstream.Host, deadl
 		}
 		return u.AcquireHTTP1Until(ctx, h, deadline, gone)
 	}
-	res := c.breakers()
+	res := c.breakersFor(ctx)
 	if !res.rq.tryAcquire() {
 		c.extraCounter(extraRqPendingOverflow).Inc()
 		return nil, upstream.ErrOverflow
@@ -88,6 +88,10 @@ func (c *Cluster) AcquireHTTP1Until(ctx context.Context, h *upstream.Host, deadl
 	if err != nil {
 		res.rq.release()
 		return nil, err
+	}
+	if tc, ok := conn.Conn.(*trackedConn); ok {
+		// The request's max_requests unit, which its release gives back.
+		tc.rq = &res.rq
 	}
 	return conn, nil
 }
@@ -449,7 +453,11 @@ func (c *Cluster) ReleaseHTTP1(conn *upstream.Conn, reusable bool) {
 	if !tc.inUse.CompareAndSwap(true, false) {
 		return
 	}
-	c.breakers().rq.release()
+	if tc.rq != nil {
+		tc.rq.release()
+	} else {
+		c.breakers().rq.release()
+	}
 	limit := c.settings.protocol.maxRequestsPerConn
 	switch {
 	case !reusable || tc.closed.Load() || tc.draining.Load() || tc.up.R.Buffered() > 0:
