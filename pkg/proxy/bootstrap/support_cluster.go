@@ -221,6 +221,9 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.retry_budget":                      {},
 	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.RetryBudget.budget_percent":        {},
 	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.RetryBudget.min_retry_concurrency": {},
+	// budget_interval: the budget counts the requests started within it
+	// (pkg/proxy/cluster, budget_window.go).
+	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.RetryBudget.budget_interval": {},
 
 	// Outlier detection (pkg/proxy/outlier); monitors (extensions) and
 	// detect_degraded_hosts are refused. The bootstrap's event log is

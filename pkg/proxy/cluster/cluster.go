@@ -193,7 +193,7 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 	c := &Cluster{
 		settings: s,
 		stats:    upstream.NewClusterStats(scope),
-		res:      newResources(scope, s.name, s.thresholds, s.perHostCx, d.runtime),
+		res:      newResources(scope, s.name, s.thresholds, s.perHostCx, d.runtime, d.now),
 		dial:     d.dial,
 		now:      d.now,
 		rand:     d.rand,

@@ -84,6 +84,7 @@ func (c *Cluster) AcquireHTTP1Until(ctx context.Context, h *upstream.Host, deadl
 		c.extraCounter(extraRqPendingOverflow).Inc()
 		return nil, upstream.ErrOverflow
 	}
+	res.startRequest()
 	conn, err := c.acquireHTTP1(ctx, h, res, deadline, gone)
 	if err != nil {
 		res.rq.release()

@@ -112,11 +112,13 @@ func (c *Cluster) RoundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Res
 	if c.h2 == nil {
 		return nil, fmt.Errorf("cluster %s uses HTTP/1.1", c.settings.name)
 	}
-	rq := &c.breakersFor(req.Context()).rq
+	res := c.breakersFor(req.Context())
+	rq := &res.rq
 	if !rq.tryAcquire() {
 		c.extraCounter(extraRqPendingOverflow).Inc()
 		return nil, upstream.ErrOverflow
 	}
+	res.startRequest()
 	// moved is the request's host when it may leave the set before the
 	// transport dials it or while the request runs.
 	var moved *upstream.Host
