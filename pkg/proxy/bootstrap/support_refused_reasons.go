@@ -6,6 +6,9 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supported" alone would leave the reader guessing: Go, or the libraries
 // Outrigger is built on, have nothing that would do what Envoy does.
 var refusedWhy = map[protoreflect.FullName]string{
+	"envoy.config.cluster.v3.Cluster.PreconnectPolicy.predictive_preconnect_ratio": "not supported by Outrigger: " +
+		"Envoy's predictive preconnecting opens connections on the hosts its balancer would pick next, which " +
+		"Outrigger's balancers do not predict; per_upstream_preconnect_ratio is supported",
 	"envoy.config.cluster.v3.TrackClusterStats.per_endpoint_stats": "not supported by Outrigger: " +
 		"Envoy's per-endpoint stats (cluster.<name>.endpoint.<address>.*) are not kept; " +
 		"timeout_budgets and request_response_sizes are",

@@ -56,6 +56,9 @@ type settings struct {
 	connectTimeout time.Duration
 	// bufferLimit is per_connection_buffer_limit_bytes, 0 when unset.
 	bufferLimit uint32
+	// preconnect is preconnect_policy.per_upstream_preconnect_ratio, 0
+	// for none (preconnect.go).
+	preconnect float64
 	// track is track_cluster_stats (and the deprecated
 	// track_timeout_budgets): the optional histograms to keep.
 	track    trackedStats
@@ -256,6 +259,11 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	var errList []error
 	s.protocol, errList = buildProtocol(c, reg)
 	errs = append(errs, errList...)
+	if r, err := buildPreconnect(c, &s.protocol); err != nil {
+		errs = append(errs, err)
+	} else {
+		s.preconnect = r
+	}
 	//lint:ignore SA1019 Envoy still honours the cluster-level max_requests_per_connection
 	if v := c.GetMaxRequestsPerConnection(); v != nil {
 		switch {
