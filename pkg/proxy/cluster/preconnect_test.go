@@ -60,7 +60,7 @@ func TestPreconnectWithinMaxConnections(t *testing.T) {
 // TestPreconnectConfig: the ratio is Envoy's 1 to 3, on HTTP/1.1 clusters.
 func TestPreconnectConfig(t *testing.T) {
 	for extra, want := range map[string]string{
-		"  preconnect_policy: {per_upstream_preconnect_ratio: 0.5}\n": "preconnect_policy.per_upstream_preconnect_ratio: 0.5 is not between 1 and 3",
+		"  preconnect_policy: {per_upstream_preconnect_ratio: 0.5}\n":                             "preconnect_policy.per_upstream_preconnect_ratio: 0.5 is not between 1 and 3",
 		"  preconnect_policy: {per_upstream_preconnect_ratio: 2}\n  http2_protocol_options: {}\n": "preconnect_policy.per_upstream_preconnect_ratio: not supported on a cluster whose requests may go over HTTP/2",
 	} {
 		_, err := NewManager(parseClusters(t, clusterFor(extra, 1)), Options{})
