@@ -412,6 +412,7 @@ func (s *stream) begin(real time.Time, proto string) {
 	s.retry.reset()
 	s.redir.reset()
 	s.vcStats, s.rtStats = nil, nil
+	s.track.stats = nil
 	s.routed, s.cached, s.clusterName, s.wc = false, nil, "", -1
 	// A stream always ends (end) before it begins again; a panic that
 	// skipped end must not keep its table for ever.
