@@ -34,8 +34,19 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.core.v3.TcpKeepalive.keepalive_time":                                                   {},
 	"envoy.config.core.v3.TcpKeepalive.keepalive_interval":                                               {},
 	"envoy.config.cluster.v3.Cluster.per_connection_buffer_limit_bytes":                                  {},
-	"envoy.config.cluster.v3.Cluster.load_assignment":                                                    {},
-	"envoy.config.cluster.v3.Cluster.circuit_breakers":                                                   {},
+	// The optional histograms (pkg/proxy/upstream, cluster_stats_tracked.go);
+	// per_endpoint_stats is refused (refusedWhy).
+	// Connections opened ahead of demand on HTTP/1.1 clusters
+	// (pkg/proxy/cluster, preconnect.go); predictive_preconnect_ratio is
+	// refused (refusedWhy).
+	"envoy.config.cluster.v3.Cluster.preconnect_policy":                              {},
+	"envoy.config.cluster.v3.Cluster.PreconnectPolicy.per_upstream_preconnect_ratio": {},
+	"envoy.config.cluster.v3.Cluster.track_timeout_budgets":                          {},
+	"envoy.config.cluster.v3.Cluster.track_cluster_stats":                            {},
+	"envoy.config.cluster.v3.TrackClusterStats.timeout_budgets":                      {},
+	"envoy.config.cluster.v3.TrackClusterStats.request_response_sizes":               {},
+	"envoy.config.cluster.v3.Cluster.load_assignment":                                {},
+	"envoy.config.cluster.v3.Cluster.circuit_breakers":                               {},
 	// The deprecated cluster-level HTTP options, read as Envoy reads them
 	// when typed_extension_protocol_options has no HttpProtocolOptions.
 	"envoy.config.cluster.v3.Cluster.http2_protocol_options":         {},
@@ -215,6 +226,9 @@ var supportedCluster = map[protoreflect.FullName]fieldSupport{
 	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.retry_budget":                      {},
 	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.RetryBudget.budget_percent":        {},
 	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.RetryBudget.min_retry_concurrency": {},
+	// budget_interval: the budget counts the requests started within it
+	// (pkg/proxy/cluster, budget_window.go).
+	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.RetryBudget.budget_interval": {},
 
 	// Outlier detection (pkg/proxy/outlier); monitors (extensions) and
 	// detect_degraded_hosts are refused. The bootstrap's event log is

@@ -6,6 +6,12 @@ import "google.golang.org/protobuf/reflect/protoreflect"
 // supported" alone would leave the reader guessing: Go, or the libraries
 // Outrigger is built on, have nothing that would do what Envoy does.
 var refusedWhy = map[protoreflect.FullName]string{
+	"envoy.config.cluster.v3.Cluster.PreconnectPolicy.predictive_preconnect_ratio": "not supported by Outrigger: " +
+		"Envoy's predictive preconnecting opens connections on the hosts its balancer would pick next, which " +
+		"Outrigger's balancers do not predict; per_upstream_preconnect_ratio is supported",
+	"envoy.config.cluster.v3.TrackClusterStats.per_endpoint_stats": "not supported by Outrigger: " +
+		"Envoy's per-endpoint stats (cluster.<name>.endpoint.<address>.*) are not kept; " +
+		"timeout_budgets and request_response_sizes are",
 	"envoy.config.bootstrap.v3.Bootstrap.enable_dispatcher_stats": "not supported by Outrigger: " +
 		"Envoy's dispatcher stats time each turn of a worker's event loop (loop_duration_us) and the lateness of its " +
 		"polls (poll_delay_us); Outrigger's workers are goroutines scheduled by the Go runtime, with no event loop " +

@@ -340,7 +340,10 @@ var supportedRoute = map[protoreflect.FullName]fieldSupport{
 	// of routes (their RuntimeFractionalPercent is listed with the HTTP
 	// filters'), attempt counts, and the router's virtual cluster and
 	// route stats.
-	"envoy.config.route.v3.RouteAction.auto_host_rewrite":                 {},
+	"envoy.config.route.v3.RouteAction.auto_host_rewrite": {},
+	// priority: HIGH routes count against the cluster's HIGH circuit
+	// breakers (pkg/proxy/cluster, breakersFor).
+	"envoy.config.route.v3.RouteAction.priority":                          {},
 	"envoy.config.route.v3.RouteAction.host_rewrite_header":               {},
 	"envoy.config.route.v3.RouteAction.host_rewrite_path_regex":           {},
 	"envoy.config.route.v3.RouteAction.append_x_forwarded_host":           {},

@@ -396,10 +396,10 @@ func (a *AggregateAttempt) ConnectHost(ctx context.Context, h *upstream.Host) (n
 }
 
 // TryRetry takes a unit of the aggregate cluster's max_retries breaker.
-func (a *AggregateAttempt) TryRetry() bool { return a.agg.TryRetry() }
+func (a *AggregateAttempt) TryRetry(high bool) bool { return a.agg.TryRetry(high) }
 
 // ReleaseRetry gives it back.
-func (a *AggregateAttempt) ReleaseRetry() { a.agg.ReleaseRetry() }
+func (a *AggregateAttempt) ReleaseRetry(high bool) { a.agg.ReleaseRetry(high) }
 
 // HealthChecked reports whether the cluster that carries the attempt has
 // active health checks.

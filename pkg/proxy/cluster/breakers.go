@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"time"
+
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -47,6 +49,11 @@ func DefaultThresholds() Thresholds {
 type RetryBudget struct {
 	BudgetPercent       float64
 	MinRetryConcurrency uint32
+	// Interval is budget_interval: when set, the budget is a share of
+	// the requests (retries included) that started within the last
+	// Interval, completed or not, rather than of those active and
+	// pending (budgetWindow).
+	Interval time.Duration
 }
 
 // Envoy's retry budget when retry_budget is set without these fields.
@@ -76,6 +83,12 @@ func buildRetryBudget(rb *clusterv3.CircuitBreakers_Thresholds_RetryBudget, path
 	}
 	if v := rb.GetMinRetryConcurrency(); v != nil {
 		b.MinRetryConcurrency = v.GetValue()
+	}
+	if d := rb.GetBudgetInterval(); d != nil {
+		if err := d.CheckValid(); err != nil || d.AsDuration() < 0 {
+			return nil, configErrorf(join(path, "budget_interval"), "must be a duration of 0 or more")
+		}
+		b.Interval = d.AsDuration()
 	}
 	return b, nil
 }

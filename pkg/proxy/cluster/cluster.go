@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"context"
 	"math"
 	"net/http"
 	"slices"
@@ -192,7 +193,7 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 	c := &Cluster{
 		settings: s,
 		stats:    upstream.NewClusterStats(scope),
-		res:      newResources(scope, s.name, s.thresholds, s.perHostCx, d.runtime),
+		res:      newResources(scope, s.name, s.thresholds, s.perHostCx, d.runtime, d.now),
 		dial:     d.dial,
 		now:      d.now,
 		rand:     d.rand,
@@ -203,6 +204,7 @@ func newCluster(s *settings, d clusterDeps) *Cluster {
 		assigned: assignmentPolicy{factor: s.lb.OverprovisioningFactor, weighted: s.lb.WeightedPriorityHealth},
 	}
 	c.extra.init(scope)
+	c.stats.Tracked = upstream.NewTrackedStats(scope, s.track.timeoutBudgets, s.track.sizes)
 	c.setDropOverload(s.drop)
 	if d.zones != nil {
 		c.isLocal = d.localCluster
@@ -571,10 +573,26 @@ func (c *Cluster) Thresholds(p corev3.RoutingPriority) Thresholds {
 // clampUint32 narrows a limit to the thresholds' type.
 func clampUint32(n int64) uint32 { return uint32(min(n, math.MaxUint32)) }
 
-// breakers are the circuit breakers requests and connections count
-// against: the DEFAULT priority's, as routes have no priority of their
-// own (route priority is refused).
+// breakers are the circuit breakers of the DEFAULT priority: what the
+// TCP proxy's connections, and requests of routes without a priority,
+// count against.
 func (c *Cluster) breakers() *resources { return &c.res[corev3.RoutingPriority_DEFAULT] }
+
+// breakersOf are the circuit breakers of the HIGH priority when high,
+// else the DEFAULT one's.
+func (c *Cluster) breakersOf(high bool) *resources {
+	if high {
+		return &c.res[corev3.RoutingPriority_HIGH]
+	}
+	return &c.res[corev3.RoutingPriority_DEFAULT]
+}
+
+// breakersFor are the circuit breakers of the priority of the request ctx
+// carries (upstream.WithHighPriority): a request of a HIGH route, and the
+// connections opened for it, count against the HIGH ones, as in Envoy.
+func (c *Cluster) breakersFor(ctx context.Context) *resources {
+	return c.breakersOf(upstream.HighPriority(ctx))
+}
 
 // HTTP2 reports whether requests go upstream over HTTP/2 whatever the
 // client spoke.

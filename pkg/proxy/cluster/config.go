@@ -56,7 +56,13 @@ type settings struct {
 	connectTimeout time.Duration
 	// bufferLimit is per_connection_buffer_limit_bytes, 0 when unset.
 	bufferLimit uint32
-	protocol    protocolSettings
+	// preconnect is preconnect_policy.per_upstream_preconnect_ratio, 0
+	// for none (preconnect.go).
+	preconnect float64
+	// track is track_cluster_stats (and the deprecated
+	// track_timeout_budgets): the optional histograms to keep.
+	track    trackedStats
+	protocol protocolSettings
 	// keepalive is upstream_connection_options.tcp_keepalive, nil for
 	// none (Envoy enables no TCP keep-alive upstream by default).
 	keepalive *net.KeepAliveConfig
@@ -166,6 +172,7 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 		metadata:          c.GetMetadata(),
 		connectTimeout:    defaultConnectTimeout,
 		bufferLimit:       orDefault(c.GetPerConnectionBufferLimitBytes(), 0),
+		track:             trackedStatsOf(c),
 		lb: lb.Config{
 			OverprovisioningFactor: lb.DefaultOverprovisioningFactor,
 			PanicThreshold:         lb.DefaultPanicThreshold,
@@ -252,6 +259,11 @@ func buildSettings(c *clusterv3.Cluster, reg *extension.Registry) (*settings, []
 	var errList []error
 	s.protocol, errList = buildProtocol(c, reg)
 	errs = append(errs, errList...)
+	if r, err := buildPreconnect(c, &s.protocol); err != nil {
+		errs = append(errs, err)
+	} else {
+		s.preconnect = r
+	}
 	//lint:ignore SA1019 Envoy still honours the cluster-level max_requests_per_connection
 	if v := c.GetMaxRequestsPerConnection(); v != nil {
 		switch {

@@ -42,6 +42,9 @@ type trackedConn struct {
 	// cx is the max_connections breaker the connection counts against
 	// until it closes; nil for none.
 	cx *resource
+	// rq is the max_requests breaker of the HTTP/1.1 request the
+	// connection is lent to (its route's priority's).
+	rq *resource
 	// pool is the HTTP/1.1 pool the connection was dialled for, nil for
 	// other connections.
 	pool *http1Pool

@@ -63,7 +63,7 @@ func (c *Cluster) ConnectHost(ctx context.Context, h *upstream.Host) (net.Conn, 
 
 // connectHost is ConnectHost offering alpn on a TLS cluster.
 func (c *Cluster) connectHost(ctx context.Context, h *upstream.Host, alpn []string) (net.Conn, error) {
-	res := c.breakers()
+	res := c.breakersFor(ctx)
 	cx := &res.cx
 	if hostFull(h, res, -1) && h.Stats.CxActive.Load() > 0 {
 		// The host's own max_connections (per_host_thresholds): its

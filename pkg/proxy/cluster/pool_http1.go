@@ -35,6 +35,9 @@ type http1Pool struct {
 	retired bool
 	// open counts the pool's connections, connecting, lent or idle.
 	open atomic.Int32
+	// active counts its connections lent, on a cluster that preconnects
+	// (per_upstream_preconnect_ratio) only.
+	active atomic.Int32
 }
 
 // waiter is a request waiting for a connection of a pool: the channel it
@@ -79,15 +82,20 @@ func (c *Cluster) AcquireHTTP1Until(ctx context.Context, h *upstream.Host, deadl
 		}
 		return u.AcquireHTTP1Until(ctx, h, deadline, gone)
 	}
-	res := c.breakers()
+	res := c.breakersFor(ctx)
 	if !res.rq.tryAcquire() {
 		c.extraCounter(extraRqPendingOverflow).Inc()
 		return nil, upstream.ErrOverflow
 	}
+	res.startRequest()
 	conn, err := c.acquireHTTP1(ctx, h, res, deadline, gone)
 	if err != nil {
 		res.rq.release()
 		return nil, err
+	}
+	if tc, ok := conn.Conn.(*trackedConn); ok {
+		// The request's max_requests unit, which its release gives back.
+		tc.rq = &res.rq
 	}
 	return conn, nil
 }
@@ -117,10 +125,17 @@ func (c *Cluster) acquireHTTP1(ctx context.Context, h *upstream.Host, res *resou
 	// One clock read serves the idle timeout, the probe window and the
 	// loan's time.
 	key := c.requestKey(ctx)
-	if conn := c.takeIdle(p, key, c.now()); conn != nil {
-		return conn, nil
+	conn := c.takeIdle(p, key, c.now())
+	if conn == nil {
+		var err error
+		if conn, err = c.awaitHTTP1(ctx, h, p, res, deadline, gone); err != nil {
+			return nil, err
+		}
 	}
-	return c.awaitHTTP1(ctx, h, p, res, deadline, gone)
+	if c.settings.preconnect > 0 {
+		c.preconnect(ctx, h, p, res)
+	}
+	return conn, nil
 }
 
 // requestKey is the connection a request needs: the server name and SAN
@@ -163,6 +178,9 @@ func lend(tc *trackedConn, now time.Time) *upstream.Conn {
 	}
 	tc.lentAt = now
 	tc.inUse.Store(true)
+	if tc.pool != nil && tc.c.settings.preconnect > 0 {
+		tc.pool.active.Add(1)
+	}
 	tc.up.Requests++
 	tc.up.Answered = false
 	tc.rqs.Add(1)
@@ -422,6 +440,9 @@ func (c *Cluster) dialHTTP1(ctx context.Context, h *upstream.Host, p *http1Pool,
 	// the window shorter.
 	tc.lentAt = now
 	tc.inUse.Store(true)
+	if p != nil && c.settings.preconnect > 0 {
+		p.active.Add(1)
+	}
 	return &tc.up, nil
 }
 
@@ -449,7 +470,14 @@ func (c *Cluster) ReleaseHTTP1(conn *upstream.Conn, reusable bool) {
 	if !tc.inUse.CompareAndSwap(true, false) {
 		return
 	}
-	c.breakers().rq.release()
+	if tc.pool != nil && c.settings.preconnect > 0 {
+		tc.pool.active.Add(-1)
+	}
+	if tc.rq != nil {
+		tc.rq.release()
+	} else {
+		c.breakers().rq.release()
+	}
 	limit := c.settings.protocol.maxRequestsPerConn
 	switch {
 	case !reusable || tc.closed.Load() || tc.draining.Load() || tc.up.R.Buffered() > 0:

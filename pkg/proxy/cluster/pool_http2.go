@@ -55,7 +55,7 @@ func (c *Cluster) dialHTTP2(ctx context.Context, addr string) (net.Conn, error) 
 	if h == nil {
 		return nil, fmt.Errorf("address %s is not a host of cluster %s", addr, c.settings.name)
 	}
-	res := c.breakers()
+	res := c.breakersFor(ctx)
 	cx := &res.cx
 	if hostFull(h, res, -1) || !cx.tryAcquire() {
 		c.extraCounter(extraCxOverflow).Inc()
@@ -112,11 +112,13 @@ func (c *Cluster) RoundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Res
 	if c.h2 == nil {
 		return nil, fmt.Errorf("cluster %s uses HTTP/1.1", c.settings.name)
 	}
-	rq := &c.breakers().rq
+	res := c.breakersFor(req.Context())
+	rq := &res.rq
 	if !rq.tryAcquire() {
 		c.extraCounter(extraRqPendingOverflow).Inc()
 		return nil, upstream.ErrOverflow
 	}
+	res.startRequest()
 	// moved is the request's host when it may leave the set before the
 	// transport dials it or while the request runs.
 	var moved *upstream.Host

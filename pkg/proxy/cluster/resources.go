@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"time"
+
 	"math"
 	"sync/atomic"
 
@@ -152,18 +154,31 @@ func (r *resource) publish(limit int64) {
 // resources are the circuit breakers of one routing priority.
 type resources struct {
 	cx, pending, rq, retries resource
-	// budget, when set, limits retries instead of max_retries.
+	// budget, when set, limits retries instead of max_retries; window
+	// counts its requests when it has a budget_interval.
 	budget *RetryBudget
+	window *budgetWindow
 	// perHostCx is per_host_thresholds' max_connections (see hostFull).
 	perHostCx perHostLimit
+}
+
+// startRequest counts a request that took its max_requests unit in the
+// retry budget's window, when it has one.
+func (res *resources) startRequest() {
+	if res.window != nil {
+		res.window.add()
+	}
 }
 
 // retryLimit is the number of retries allowed in flight now: the retry
 // budget's share of the requests active and pending when there is one,
 // else max_retries.
 func (res *resources) retryLimit() int64 {
-	if res.budget == nil {
+	switch {
+	case res.budget == nil:
 		return res.retries.limit()
+	case res.window != nil:
+		return res.budget.max(res.window.count())
 	}
 	return res.budget.max(res.rq.count.Load() + res.pending.count.Load())
 }
@@ -218,7 +233,7 @@ func newBreakerTemplate(remaining bool) *stats.Template {
 // <limit> (rt nil: no runtime). Envoy also has cx_pool_open for
 // max_connection_pools, which Outrigger refuses: the gauge exists and
 // stays 0, as Envoy's does without that limit.
-func newResources(scope stats.Scope, cluster string, t [numPriorities]Thresholds, perHost [numPriorities]perHostLimit, rt func() *runtime.Snapshot) *[numPriorities]resources {
+func newResources(scope stats.Scope, cluster string, t [numPriorities]Thresholds, perHost [numPriorities]perHostLimit, rt func() *runtime.Snapshot, now func() time.Time) *[numPriorities]resources {
 	out := new([numPriorities]resources)
 	src := &breakerSource{cluster: cluster, rt: rt}
 	for p := range out {
@@ -241,6 +256,9 @@ func newResources(scope stats.Scope, cluster string, t [numPriorities]Thresholds
 		breaker(&res.pending, 1, t[p].MaxPendingRequests)
 		breaker(&res.rq, 2, t[p].MaxRequests)
 		res.budget = t[p].RetryBudget
+		if res.budget != nil && res.budget.Interval > 0 {
+			res.window = newBudgetWindow(res.budget.Interval, now)
+		}
 		if res.budget != nil {
 			// The budget's limit moves with requests that do not touch
 			// the retry breaker: like Envoy, remaining_retries stays 0

@@ -14,10 +14,10 @@ func BenchmarkTryRetry(b *testing.B) {
 			c := m.Cluster("up")
 			b.ReportAllocs()
 			for b.Loop() {
-				if !c.TryRetry() {
+				if !c.TryRetry(false) {
 					b.Fatal("retry refused")
 				}
-				c.ReleaseRetry()
+				c.ReleaseRetry(false)
 			}
 		})
 	}

@@ -17,10 +17,10 @@ import (
 func TestRetryBudget(t *testing.T) {
 	c, store, h := breakerUp(t, "max_retries: 100, track_remaining: true, retry_budget: {budget_percent: {value: 50}, min_retry_concurrency: 1}")
 	open := store.Gauge("cluster.up.circuit_breakers.default.rq_retry_open")
-	if !c.TryRetry() {
+	if !c.TryRetry(false) {
 		t.Fatal("the first retry was refused: min_retry_concurrency is 1")
 	}
-	if c.TryRetry() {
+	if c.TryRetry(false) {
 		t.Fatal("a second retry with no request active was granted: the budget allows 1")
 	}
 	if open.Value() != 1 {
@@ -37,20 +37,20 @@ func TestRetryBudget(t *testing.T) {
 		}
 		defer c.ReleaseHTTP1(conn, false)
 	}
-	if !c.TryRetry() {
+	if !c.TryRetry(false) {
 		t.Fatal("a second retry with 4 requests active was refused: the budget allows 2")
 	}
-	if c.TryRetry() {
+	if c.TryRetry(false) {
 		t.Fatal("a third retry with 4 requests active was granted")
 	}
-	c.ReleaseRetry()
+	c.ReleaseRetry(false)
 	if open.Value() != 0 {
 		t.Errorf("rq_retry_open = %d after a release, want 0", open.Value())
 	}
 	if n := store.Gauge("cluster.up.circuit_breakers.default.remaining_retries").Value(); n != 0 {
 		t.Errorf("remaining_retries = %d, want 0 with a retry budget", n)
 	}
-	c.ReleaseRetry()
+	c.ReleaseRetry(false)
 }
 
 // TestRetryBudgetDefaults: an empty retry_budget is Envoy's 20% with at
@@ -58,11 +58,11 @@ func TestRetryBudget(t *testing.T) {
 func TestRetryBudgetDefaults(t *testing.T) {
 	c, _, _ := breakerUp(t, "max_retries: 0, retry_budget: {}")
 	for i := range 3 {
-		if !c.TryRetry() {
+		if !c.TryRetry(false) {
 			t.Fatalf("retry %d refused: min_retry_concurrency defaults to 3", i+1)
 		}
 	}
-	if c.TryRetry() {
+	if c.TryRetry(false) {
 		t.Fatal("a fourth retry granted with no request active")
 	}
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/lb"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/stats"
@@ -28,7 +29,7 @@ func BenchmarkClusterStatsPerCluster(b *testing.B) {
 		for _, name := range names {
 			scope := store.Scope(name)
 			upstream.NewClusterStats(scope)
-			newResources(scope, name, [numPriorities]Thresholds{}, [numPriorities]perHostLimit{}, nil)
+			newResources(scope, name, [numPriorities]Thresholds{}, [numPriorities]perHostLimit{}, nil, time.Now)
 			lb.NewStats(scope, false)
 			var e extraStats
 			e.init(scope)

@@ -146,10 +146,11 @@ type UpstreamCluster interface {
 	// pool.
 	RoundTripHTTP2(req *http.Request, h *upstream.Host) (*http.Response, error)
 	// TryRetry takes a unit of the cluster's max_retries circuit breaker
-	// for a retry; false when it is open. ReleaseRetry gives it back once
-	// the retried attempt's outcome is known.
-	TryRetry() bool
-	ReleaseRetry()
+	// of the route's priority (HIGH when high) for a retry; false when it
+	// is open. ReleaseRetry gives it back once the retried attempt's
+	// outcome is known.
+	TryRetry(high bool) bool
+	ReleaseRetry(high bool)
 	// HealthChecked reports whether the cluster has active health
 	// checks; only then does an upstream's
 	// x-envoy-immediate-health-check-fail matter, and

@@ -53,6 +53,9 @@ type hedgeTry struct {
 	// and none after) deadline; zero once it fired (or without one).
 	perTryEnd time.Time
 	sent      time.Time
+	// start is when the attempt began, for its per-try timeout budget
+	// (track_cluster_stats): the stream's is the latest attempt's.
+	start time.Time
 	// An HTTP/1.1 attempt: its connection, head buffers and timer; the
 	// body framing of its response.
 	uc   *upstream.Conn
@@ -183,18 +186,20 @@ func (s *stream) hedgesHTTP1(cw *continueWait, sendErr error, tm *upstreamTimer)
 func (s *stream) hedgeHTTP1(cl UpstreamCluster, uc *upstream.Conn, tm upstreamTimer, sent time.Time, mayResend bool) {
 	h := s.newHedger(s.upstreamBase())
 	t := &hedgeTry{host: s.host, cl: cl, uc: uc, u: s.up, tm: tm, sent: sent, mayResend: mayResend,
-		perTryEnd: earliest(s.retry.perTryEnd, after(sent, s.retry.perTryIdle)), filters: s.takeUpstreamFilters()}
+		perTryEnd: earliest(s.retry.perTryEnd, after(sent, s.retry.perTryIdle)), filters: s.takeUpstreamFilters(), start: s.track.start}
 	s.retry.perTryEnd = time.Time{}
 	h.tries = append(h.tries, t)
 	s.launchHTTP1(h, t)
 	s.hedgeRun(h)
+	// The caller ends the first attempt.
+	s.track.start = t.start
 }
 
 // hedgeHTTP2 runs the race from an HTTP/2 attempt to host about to be
 // sent under ctx at now.
 func (s *stream) hedgeHTTP2(cl UpstreamCluster, host *upstream.Host, ctx context.Context, now time.Time) {
 	h := s.newHedger(ctx)
-	t := &hedgeTry{host: host, cl: cl, h2: true, filters: s.takeUpstreamFilters()}
+	t := &hedgeTry{host: host, cl: cl, h2: true, filters: s.takeUpstreamFilters(), start: s.track.start}
 	t.ctx, t.cancel = context.WithCancel(ctx)
 	req, body := s.upstreamRequest(t.ctx)
 	t.body = body
@@ -204,6 +209,8 @@ func (s *stream) hedgeHTTP2(cl UpstreamCluster, host *upstream.Host, ctx context
 	h.tries = append(h.tries, t)
 	s.launchHTTP2(h, t, req)
 	s.hedgeRun(h)
+	// The caller ends the first attempt.
+	s.track.start = t.start
 }
 
 // launchHTTP1 waits for t's response head in a goroutine of its own.
@@ -525,6 +532,7 @@ func (s *stream) hedgeWon(h *hedger, w *hedgeTry) {
 		w.cl.ReleaseHTTP1(w.uc, reusable)
 	}
 	if w.ps != nil {
+		s.track.start = w.start
 		s.endAttempt(w.cl, w.ps, w.host, s.status >= 500 || s.flags&upstreamFailure != 0)
 	}
 }
@@ -606,7 +614,11 @@ func (s *stream) hedgeDrop(t *hedgeTry, failed bool) {
 	destroyAttemptFilters(t.filters)
 	t.filters = nil
 	if t.ps != nil {
+		// A dropped attempt got no response head of its own.
+		start, head := s.track.start, s.track.respHead
+		s.track.start, s.track.respHead = t.start, -1
 		s.endAttempt(t.cl, t.ps, t.host, failed)
+		s.track.start, s.track.respHead = start, head
 	}
 }
 
@@ -633,7 +645,7 @@ func (s *stream) hedgeStart(h *hedger) bool {
 		s.hedgeDropAll(h)
 		return false
 	}
-	t := &hedgeTry{host: host, cl: cl, ps: ps, h2: cl.HTTP2For(s.proto == protoHTTP2), filters: s.takeUpstreamFilters()}
+	t := &hedgeTry{host: host, cl: cl, ps: ps, h2: cl.HTTP2For(s.proto == protoHTTP2), filters: s.takeUpstreamFilters(), start: s.track.start}
 	h.tries = append(h.tries, t)
 	if t.h2 {
 		s.startHedgeHTTP2(h, t)

@@ -142,8 +142,8 @@ func (fc *fakeCluster) RoundTripHTTP2(req *http.Request, h *upstream.Host) (*htt
 	return fc.h2.RoundTrip(req)
 }
 
-func (fc *fakeCluster) TryRetry() bool { return true }
-func (fc *fakeCluster) ReleaseRetry()  {}
+func (fc *fakeCluster) TryRetry(bool) bool { return true }
+func (fc *fakeCluster) ReleaseRetry(bool)  {}
 
 func (fc *fakeCluster) DropOverload() bool { return false }
 

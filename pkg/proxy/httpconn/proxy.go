@@ -207,8 +207,9 @@ func (s *stream) beginAttempt(cl UpstreamCluster, route *router.Route, host *ups
 	if s.m.uplog != nil {
 		s.beginAttemptLog()
 	}
-	s.upAnswered = !s.decodeUpstream(route)
 	ps := cl.Stats()
+	s.beginTracked(ps.Tracked)
+	s.upAnswered = !s.decodeUpstream(route)
 	if p, ok := cl.(poolStatser); ok {
 		// An aggregate's attempt: the pool of the host's cluster counts
 		// the request, as Envoy's connection pools do.
@@ -229,6 +230,9 @@ func (s *stream) endAttempt(cl UpstreamCluster, ps *upstream.ClusterStats, host 
 	host.Stats.RqActive.Add(-1)
 	if s.m.uplog != nil {
 		s.endAttemptLog(host.Address)
+	}
+	if s.track.stats != nil {
+		s.endTracked()
 	}
 	if cl.HealthChecked() {
 		s.noteImmediateHealthCheckFail(cl, host)
@@ -273,6 +277,9 @@ func (s *stream) mutateUpstreamResponse(n int64, hasBody bool) (int64, bool) {
 	s.encodeUpstream()
 	if s.ulog != nil {
 		s.attemptHead()
+	}
+	if s.track.stats != nil {
+		s.trackedHead()
 	}
 	s.mutateRouterResponse()
 	return s.respLength, s.respHasBody

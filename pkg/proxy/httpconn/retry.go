@@ -66,6 +66,8 @@ type retryState struct {
 	// held: a unit of the cluster's retry breaker is held for the retry
 	// in flight.
 	held bool
+	// heldHigh: the unit held is of the HIGH priority's breaker.
+	heldHigh bool
 	// backoffCap is the exponential back-off's current ceiling;
 	// rateLimited, when not 0, is the next back-off drawn from a
 	// response's reset header.
@@ -438,7 +440,7 @@ func (s *stream) shouldRetry(cl UpstreamCluster, would bool) bool {
 	if r.held {
 		// The previous retry's outcome is known.
 		r.held = false
-		cl.ReleaseRetry()
+		cl.ReleaseRetry(r.heldHigh)
 		if !would {
 			rs.Success().Inc()
 			s.eachLevel(func(l *routeStats) { l.retrySuccess.Inc() })
@@ -457,7 +459,8 @@ func (s *stream) shouldRetry(cl UpstreamCluster, would bool) bool {
 		return false
 	}
 	r.remaining--
-	if !cl.TryRetry() {
+	r.heldHigh = s.route != nil && s.route.HighPriority
+	if !cl.TryRetry(r.heldHigh) {
 		rs.Overflow().Inc()
 		s.eachLevel(func(l *routeStats) { l.retryOverflow.Inc() })
 		s.flags |= accesslog.UpstreamOverflow
@@ -601,7 +604,7 @@ func (s *stream) backOff(cl UpstreamCluster) bool {
 func (s *stream) releaseRetry(cl UpstreamCluster) {
 	if s.retry.held {
 		s.retry.held = false
-		cl.ReleaseRetry()
+		cl.ReleaseRetry(s.retry.heldHigh)
 	}
 }
 
@@ -717,6 +720,7 @@ func (s *stream) perTryExpired(now time.Time) bool {
 func (s *stream) perTryTimedOut(cl UpstreamCluster) {
 	cs := cl.Stats()
 	cs.Retries().PerTryTimeout().Inc()
+	s.chargeTimeoutBudget(cs, s.sinceRequestEnd())
 	s.outlierTimeout()
 	s.host.Stats.RqTimeout.Add(1)
 	s.chargeCode(cs, 504)
@@ -728,6 +732,7 @@ func (s *stream) perTryTimedOut(cl UpstreamCluster) {
 func (s *stream) perTryIdleTimedOut(cl UpstreamCluster) {
 	cs := cl.Stats()
 	cs.Retries().PerTryIdleTimeout().Inc()
+	s.chargeTimeoutBudget(cs, s.sinceRequestEnd())
 	s.outlierTimeout()
 	s.host.Stats.RqTimeout.Add(1)
 	s.chargeCode(cs, 504)

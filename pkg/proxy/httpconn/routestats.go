@@ -112,6 +112,7 @@ func (s *stream) chargeTime(cs *upstream.ClusterStats, d time.Duration) {
 	}
 	ms := uint64(d.Milliseconds())
 	cs.UpstreamRqTime.Record(ms)
+	s.chargeTimeoutBudget(cs, d)
 	for _, rs := range s.levelStats() {
 		if rs != nil {
 			rs.rqTime.Record(ms)
@@ -122,6 +123,8 @@ func (s *stream) chargeTime(cs *upstream.ClusterStats, d time.Duration) {
 // chargeTimeout counts a route timeout.
 func (s *stream) chargeTimeout(cs *upstream.ClusterStats) {
 	cs.UpstreamRqTimeout().Inc()
+	// The route timeout fired: the request used all of it.
+	s.chargeTimeoutBudget(cs, s.rqTimeout)
 	for _, rs := range s.levelStats() {
 		if rs != nil {
 			rs.rqTimeout.Inc()

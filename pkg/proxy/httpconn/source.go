@@ -18,6 +18,10 @@ func (s *stream) upstreamBase() context.Context {
 		// upstream (Envoy's ProxyProtocolFilterState).
 		ctx = s.connUpCtx
 	}
+	if s.route != nil && s.route.HighPriority {
+		// The cluster's HIGH circuit breakers count the request.
+		ctx = upstream.WithHighPriority(ctx)
+	}
 	if !s.upSource.Addr.IsValid() {
 		return ctx
 	}

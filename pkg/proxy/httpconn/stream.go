@@ -310,6 +310,9 @@ type stream struct {
 	resolution routeResolution
 	bytesSent  uint64
 	bytesRecv  uint64
+	// track is the current attempt's track_cluster_stats state (see
+	// tracked_stats.go).
+	track trackedTry
 
 	// Tracing: the request's span (nil when not traced, or without a
 	// tracer), the upstream request's child span, the trace reason, and
@@ -409,6 +412,7 @@ func (s *stream) begin(real time.Time, proto string) {
 	s.retry.reset()
 	s.redir.reset()
 	s.vcStats, s.rtStats = nil, nil
+	s.track.stats = nil
 	s.routed, s.cached, s.clusterName, s.wc = false, nil, "", -1
 	// A stream always ends (end) before it begins again; a panic that
 	// skipped end must not keep its table for ever.

@@ -200,6 +200,7 @@ func compileRouteAction(r *Route, a *routev3.RouteAction, opts *Options) error {
 		r.flushTimeout, r.flushTimeoutSet = d, true
 	}
 
+	r.HighPriority = a.GetPriority() == corev3.RoutingPriority_HIGH
 	if err := compileHostRewrite(r, a); err != nil {
 		return err
 	}

@@ -151,6 +151,9 @@ type Route struct {
 	// AutoHostRewrite: the :authority sent upstream is the chosen
 	// host's hostname, when it has one (auto_host_rewrite).
 	AutoHostRewrite bool
+	// HighPriority is priority: HIGH. The route's requests count against
+	// the cluster's HIGH circuit breakers, as in Envoy.
+	HighPriority bool
 	// AppendXForwardedHost: a rewritten host's original value is
 	// appended to x-forwarded-host (append_x_forwarded_host).
 	AppendXForwardedHost bool

@@ -53,6 +53,10 @@ type ClusterStats struct {
 	MembershipTotal    *stats.Gauge
 	MembershipChange   *stats.Counter
 
+	// Tracked are the histograms of the cluster's track_cluster_stats,
+	// nil without any (see cluster_stats_tracked.go).
+	Tracked *TrackedStats
+
 	// codes count responses by class and code; its scope is the
 	// cluster's.
 	codes CodeCounters
