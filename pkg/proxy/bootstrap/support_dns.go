@@ -18,7 +18,7 @@ var supportedDNS = map[protoreflect.FullName]fieldSupport{
 	// through it so far. The next extension point that uses it needs the
 	// category to depend on the parent field.
 	"envoy.config.core.v3.TypedExtensionConfig.name":         {},
-	"envoy.config.core.v3.TypedExtensionConfig.typed_config": {category: "envoy.network.dns_resolver", categories: []string{"envoy.load_balancing_policies", "envoy.regex_engines", "envoy.compression.compressor", "envoy.compression.decompressor", "envoy.formatter", "envoy.tracers.opentelemetry.resource_detectors", "envoy.tracers.opentelemetry.samplers", "envoy.filters.http", "envoy.rate_limit_descriptors", "envoy.router.cluster_specifier_plugin", "envoy.http.original_ip_detection", "envoy.internal_redirect_predicates", "envoy.health_check.event_sinks", "envoy.path.match", "envoy.path.rewrite", "envoy.http.stateful_header_formatters", "envoy.route.early_data_policy"}},
+	"envoy.config.core.v3.TypedExtensionConfig.typed_config": {category: "envoy.network.dns_resolver", categories: []string{"envoy.load_balancing_policies", "envoy.regex_engines", "envoy.compression.compressor", "envoy.compression.decompressor", "envoy.formatter", "envoy.tracers.opentelemetry.resource_detectors", "envoy.tracers.opentelemetry.samplers", "envoy.filters.http", "envoy.rate_limit_descriptors", "envoy.router.cluster_specifier_plugin", "envoy.http.original_ip_detection", "envoy.internal_redirect_predicates", "envoy.health_check.event_sinks", "envoy.path.match", "envoy.path.rewrite", "envoy.http.stateful_header_formatters", "envoy.route.early_data_policy", "envoy.http.stateful_session"}},
 
 	// The deprecated DnsResolutionConfig (the c-ares resolver's fields).
 	"envoy.config.core.v3.DnsResolutionConfig.resolvers":               {},
