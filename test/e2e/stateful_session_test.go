@@ -175,6 +175,41 @@ var _ = Describe("Stateful sessions", func() {
 		Expect(strings.Join(h.Values("x-session"), ",")).To(Equal(enc))
 	})
 
+	It("wraps the upstream's own session header with its host (envelope) and restores it on the way back", func() {
+		var ports []int
+		for _, n := range []string{"a", "b", "c"} {
+			ports = append(ports, portNum(httpTestUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				// The upstream sees its own value back, and sets it.
+				w.Header().Set("x-got", r.Header.Get("session-id"))
+				w.Header().Set("session-id", n+"-session")
+				_, _ = io.WriteString(w, n)
+			}), false)))
+		}
+		port := freePort()
+		s := Start(newDir(), proxySpec{
+			Port: port,
+			Filters: `[{name: envoy.filters.http.stateful_session, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.stateful_session.v3.StatefulSession,
+			  session_state: {name: envoy.http.stateful_session.envelope, typed_config: {"@type": type.googleapis.com/envoy.extensions.http.stateful_session.envelope.v3.EnvelopeSessionState, header: {name: session-id}}}}}]`,
+			Clusters: []proxyCluster{{Name: "up", Extra: lbCluster("", ports...)}},
+		}.YAML())
+		s.WaitLive()
+		status, first, h := stickyGet(port, "/")
+		Expect(status).To(Equal(200))
+		wrapped := h.Get("session-id")
+		parts := strings.SplitN(wrapped, ";UV:", 2)
+		Expect(parts).To(HaveLen(2), "session-id %q", wrapped)
+		host, err := base64.StdEncoding.DecodeString(parts[0])
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(host)).To(HavePrefix("127.0.0.1:"))
+		Expect(parts[1]).To(Equal(base64.StdEncoding.EncodeToString([]byte(first + "-session"))))
+		for range 4 {
+			status, body, h := stickyGet(port, "/", "session-id", wrapped)
+			Expect(status).To(Equal(200))
+			Expect(body).To(Equal(first))
+			Expect(h.Get("x-got")).To(Equal(first + "-session"))
+		}
+	})
+
 	It("refuses a session state of another category and a bad cookie name at load", func() {
 		port := freePort()
 		for _, tc := range []struct{ state, want string }{

@@ -85,6 +85,7 @@ import (
 	ipcustomheaderv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/original_ip_detection/custom_header/v3"
 	ipxffv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/original_ip_detection/xff/v3"
 	sessioncookiev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/stateful_session/cookie/v3"
+	sessionenvelopev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/stateful_session/envelope/v3"
 	sessionheaderv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/stateful_session/header/v3"
 	allowlistedv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/internal_redirect/allow_listed_routes/v3"
 	previousroutesv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/internal_redirect/previous_routes/v3"
@@ -195,6 +196,7 @@ import (
 	routetable "github.com/outrigger-dev/outrigger/pkg/proxy/router"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/sessionstate"
 	sessioncookie "github.com/outrigger-dev/outrigger/pkg/proxy/sessionstate/cookie"
+	sessionenvelope "github.com/outrigger-dev/outrigger/pkg/proxy/sessionstate/envelope"
 	sessionheader "github.com/outrigger-dev/outrigger/pkg/proxy/sessionstate/header"
 	taptransport "github.com/outrigger-dev/outrigger/pkg/proxy/tap/transport"
 	"github.com/outrigger-dev/outrigger/pkg/proxy/tlsconfig"
@@ -325,6 +327,7 @@ func Registry() *extension.Registry {
 		extension.Of(udpproxy.Name, udpfilter.Category, &udpproxyv3.UdpProxyConfig{}, udpproxy.Factory{}),
 
 		extension.Of(sessioncookie.Name, sessionstate.Category, &sessioncookiev3.CookieBasedSessionState{}, sessioncookie.Factory{}),
+		extension.Of(sessionenvelope.Name, sessionstate.Category, &sessionenvelopev3.EnvelopeSessionState{}, sessionenvelope.Factory{}),
 		extension.Of(sessionheader.Name, sessionstate.Category, &sessionheaderv3.HeaderBasedSessionState{}, sessionheader.Factory{}),
 
 		extension.Of(lb.LeastRequestName, lb.Category, &leastrequestv3.LeastRequest{}, lb.LeastRequestFactory{}),

@@ -102,6 +102,7 @@ func TestRegistry(t *testing.T) {
 		"envoy.http.original_ip_detection proxy.http.original_ip_detection.xff envoy.extensions.http.original_ip_detection.xff.v3.XffConfig",
 		"envoy.http.stateful_header_formatters proxy.http.stateful_header_formatters.preserve_case envoy.extensions.http.header_formatters.preserve_case.v3.PreserveCaseFormatterConfig",
 		"envoy.http.stateful_session proxy.http.stateful_session.cookie envoy.extensions.http.stateful_session.cookie.v3.CookieBasedSessionState",
+		"envoy.http.stateful_session proxy.http.stateful_session.envelope envoy.extensions.http.stateful_session.envelope.v3.EnvelopeSessionState",
 		"envoy.http.stateful_session proxy.http.stateful_session.header envoy.extensions.http.stateful_session.header.v3.HeaderBasedSessionState",
 		"envoy.internal_redirect_predicates proxy.internal_redirect_predicates.allow_listed_routes envoy.extensions.internal_redirect.allow_listed_routes.v3.AllowListedRoutesConfig",
 		"envoy.internal_redirect_predicates proxy.internal_redirect_predicates.previous_routes envoy.extensions.internal_redirect.previous_routes.v3.PreviousRoutesConfig",

@@ -40,7 +40,9 @@ type State interface {
 	// expired or unreadable one). applies is false when the session
 	// state does not apply to the request at all (a cookie whose path the
 	// request's does not match): Envoy's factory then makes no session.
-	Address(path string, headers router.HeaderGetter) (addr string, applies bool)
+	// It may edit the request headers (the envelope restores the
+	// upstream's own value).
+	Address(path string, headers router.HeaderEditor) (addr string, applies bool)
 	// Update names host, the address of the host that served the
 	// request, in the response headers when it differs from addr, the
 	// address the request named (Envoy's onUpdate); it reports whether it
@@ -60,3 +62,15 @@ func DecodeBase64(v string) string {
 
 // EncodeBase64 encodes a session value for the response.
 func EncodeBase64(v string) string { return base64.StdEncoding.EncodeToString([]byte(v)) }
+
+// FirstField returns the first field of the named header (lower case); a
+// header map that joins several fields gives the joined value.
+func FirstField(h router.HeaderGetter, name string) (string, bool) {
+	if f, ok := h.(router.HeaderFields); ok {
+		return f.Field(name, 0)
+	}
+	if h == nil {
+		return "", false
+	}
+	return h.Get(name)
+}

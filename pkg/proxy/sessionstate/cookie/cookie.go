@@ -94,7 +94,7 @@ type state struct {
 // request for no path or "/"; for a path ending in '/', the requests
 // whose path starts with it; otherwise the path itself and the paths
 // that continue it with '/', '?' or '#'.
-func (s *state) Address(path string, headers router.HeaderGetter) (string, bool) {
+func (s *state) Address(path string, headers router.HeaderEditor) (string, bool) {
 	if !pathMatches(s.path, path) {
 		return "", false
 	}

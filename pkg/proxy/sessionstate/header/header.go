@@ -52,8 +52,8 @@ type state struct {
 
 // Address implements sessionstate.State: the first field of the header,
 // base64-decoded. The header goes upstream as it came, as in Envoy.
-func (s *state) Address(_ string, headers router.HeaderGetter) (string, bool) {
-	v, ok := firstField(headers, s.name)
+func (s *state) Address(_ string, headers router.HeaderEditor) (string, bool) {
+	v, ok := sessionstate.FirstField(headers, s.name)
 	if !ok {
 		return "", true
 	}
@@ -67,17 +67,4 @@ func (s *state) Update(addr, host string, resp router.HeaderEditor) bool {
 	}
 	resp.Set(s.name, sessionstate.EncodeBase64(host))
 	return true
-}
-
-// firstField returns the first field of the named request header (a
-// header map that joins several fields gives the joined value's first
-// element).
-func firstField(h router.HeaderGetter, name string) (string, bool) {
-	if f, ok := h.(router.HeaderFields); ok {
-		return f.Field(name, 0)
-	}
-	if h == nil {
-		return "", false
-	}
-	return h.Get(name)
 }

@@ -57,8 +57,7 @@ func (f *filter) DecodeHeaders(s httpfilter.Stream) httpfilter.Status {
 	if set.state == nil {
 		return httpfilter.Continue
 	}
-	req := s.Request()
-	addr, applies := set.state.Address(req.Path, req.Headers)
+	addr, applies := set.state.Address(s.Request().Path, s.RequestHeaders())
 	if !applies {
 		return httpfilter.Continue
 	}
