@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	typehttpv3 "github.com/envoyproxy/go-control-plane/envoy/type/http/v3"
 	cookiev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/stateful_session/cookie/v3"
+	typehttpv3 "github.com/envoyproxy/go-control-plane/envoy/type/http/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/outrigger-dev/outrigger/pkg/proxy/httpfilter/httpfiltertest"
